@@ -1,0 +1,8 @@
+"""ktriage: find, bisect, explain and fix performance regressions of Triton GPU kernels.
+
+The package layout follows the pipeline of DESIGN.md:
+``spec`` (KernelSpec) -> ``compile`` (with a ``toolchain``) -> artifacts -> ``analyze``
+(resources, occupancy) -> ``explain`` (findings, attribution). ``catalog`` holds ready-made specs.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""analyze stage of the ktriage pipeline (see DESIGN.md)."""

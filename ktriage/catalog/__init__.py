@@ -1,0 +1,1 @@
+"""catalog stage of the ktriage pipeline (see DESIGN.md)."""

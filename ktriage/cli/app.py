@@ -1,0 +1,42 @@
+"""The ``ktriage`` command: registers every command group and turns KtriageError into a clean message."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from ktriage.errors import KtriageError
+
+app = typer.Typer(
+    name="ktriage",
+    help="Find, bisect, explain and fix performance regressions of Triton GPU kernels across compiler versions.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+err_console = Console(stderr=True)
+
+
+def _register() -> None:
+    """Attach the command groups. Each lives in its own module under ktriage.cli."""
+    from ktriage.cli import occupancy_cmd, toolchain_cmd
+
+    app.add_typer(toolchain_cmd.app, name="toolchain")
+    app.command("occupancy")(occupancy_cmd.occupancy)
+
+
+_register()
+
+
+def main() -> None:
+    """Entry point: run the app, print user errors as one red line plus the fix, exit 2."""
+    try:
+        app()
+    except KtriageError as exc:
+        err_console.print(f"[bold red]error:[/] {exc.problem}")
+        if exc.fix:
+            err_console.print(f"[yellow]fix:[/] {exc.fix}")
+        sys.exit(2)

@@ -1,0 +1,5 @@
+"""`ktriage occupancy` (placeholder: replaced by the occupancy module's owner)."""
+
+
+def occupancy() -> None:
+    """Occupancy calculator."""

@@ -1,0 +1,1 @@
+"""compile stage of the ktriage pipeline (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""explain stage of the ktriage pipeline (see DESIGN.md)."""

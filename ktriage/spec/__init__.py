@@ -1,0 +1,1 @@
+"""spec stage of the ktriage pipeline (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""toolchain stage of the ktriage pipeline (see DESIGN.md)."""
