@@ -1,0 +1,121 @@
+"""`ktriage explain`: why did a kernel get slower between toolchains? No GPU needed."""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ktriage.cli.resolve import resolve_specs, resolve_toolchains
+from ktriage.compile.compiler import CompileFailure, Compiler
+from ktriage.errors import KtriageError
+from ktriage.explain.engine import ExplainResult, Explainer
+from ktriage.explain.findings import collect_findings
+from ktriage.explain.report import print_table, to_json, to_markdown
+
+
+class Format(str, Enum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+def explain(
+    target: Annotated[str, typer.Argument(help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, or a spec .toml file.")],
+    toolchain: Annotated[list[str], typer.Option("--toolchain", "-t", help="A toolchain spec, repeatable; the first is the reference. E.g. triton==3.3.1 or triton==3.4.0,ptxas==12.4.131.")],
+    bwd: Annotated[bool, typer.Option("--bwd", help="The backward kernels of a catalog op (default).")] = False,
+    fwd: Annotated[bool, typer.Option("--fwd", help="The forward kernels of a catalog op.")] = False,
+    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="Only these inputs: a TritonBench input id (7) or a shape fact (N=4608). Repeatable.")] = None,
+    arch: Annotated[str, typer.Option("--arch", help="Target GPU architecture (sm_80, sm_86, sm_89, sm_90, sm_100...).")] = "sm_90",
+    dtype: Annotated[str, typer.Option("--dtype", help="Data type of a catalog op's tensors (fp32, bf16, fp16).")] = "fp32",
+    sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).")] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
+    report: Annotated[Path | None, typer.Option("--report", help="Write the markdown report here and the JSON next to it (.json). Default: ktriage-reports/explain-<target>.md")] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report files.")] = False,
+    ptx_diff: Annotated[bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")] = False,
+    sass_diff: Annotated[bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+) -> None:
+    """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
+    occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."""
+    console = Console(stderr=fmt != Format.table)
+    if bwd and fwd:
+        raise KtriageError("--bwd and --fwd were both given", "choose one: explain the backward or the forward kernels")
+    if len(toolchain) < 1:
+        raise KtriageError("no --toolchain given", "pass two or more, e.g. -t triton==3.3.1 -t triton==3.4.0")
+    mode = "fwd" if fwd else "bwd"
+    specs = resolve_specs(target, mode=mode, inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
+    if (ptx_diff or sass_diff) and len(specs) != 1:
+        raise KtriageError(
+            f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
+            "select one input, e.g. --input N=4608",
+        )
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        tcs = resolve_toolchains(toolchain, progress)
+        task = progress.add_task("compiling", total=len(specs) * len(tcs))
+        explain_task = progress.add_task("analyzing", total=len(specs))
+        with Compiler(jobs=jobs) as compiler:
+            result = Explainer(compiler).run(
+                specs, tcs,
+                on_compiled=lambda _o: progress.advance(task),
+                on_explained=lambda _s: progress.advance(explain_task),
+            )
+            diff_text = _diffs(result, ptx_diff, sass_diff)
+    findings = collect_findings(result)
+    if fmt == Format.json:
+        typer.echo(json.dumps(to_json(result, findings), indent=1))
+    elif fmt == Format.markdown:
+        typer.echo(to_markdown(result, findings, title=f"ktriage explain {target}"))
+    else:
+        print_table(result, console, findings)
+    if diff_text:
+        typer.echo(diff_text)
+    _report_failures(result, console)
+    if not no_report:
+        md_path = report or Path("ktriage-reports") / f"explain-{_slug(target)}-{mode}.md"
+        md_path.parent.mkdir(parents=True, exist_ok=True)
+        md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})"))
+        md_path.with_suffix(".json").write_text(json.dumps(to_json(result, findings), indent=1))
+        console.print(f"report: {md_path} and {md_path.with_suffix('.json')}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(text).stem if text.endswith(".toml") else text)
+
+
+def _report_failures(result: ExplainResult, console: Console) -> None:
+    failures = [r for item in result.specs for r in item.results.values() if isinstance(r, CompileFailure)]
+    for failure in failures:
+        first = failure.message.strip().splitlines()[0] if failure.message.strip() else failure.kind
+        console.print(f"[red]failed[/] {failure.spec.name} with {failure.toolchain.spec} ({failure.stage}): {first}")
+    if failures:
+        console.print(f"[red]{len(failures)} compile(s) failed[/]; the other results above are complete.")
+
+
+def _diffs(result: ExplainResult, ptx: bool, sass: bool) -> str:
+    if not (ptx or sass):
+        return ""
+    from ktriage.analyze.diff import aligned_diff
+    from ktriage.analyze.sass import disassemble
+
+    parts: list[str] = []
+    item = result.specs[0]
+    for comparison in item.comparisons:
+        a, b = comparison.ref.artifact, comparison.new.artifact
+        title = f"{a.toolchain.spec} -> {b.toolchain.spec}"
+        if ptx:
+            parts.append(f"=== PTX diff {title} ===")
+            parts.append(aligned_diff(a.frontend.text("ptx"), b.frontend.text("ptx"), kind="ptx"))
+        if sass:
+            parts.append(f"=== SASS diff {title} ===")
+            sass_a = disassemble(a.cubin.cubin_path, cuobjdump=a.toolchain.cuobjdump)
+            sass_b = disassemble(b.cubin.cubin_path, cuobjdump=b.toolchain.cuobjdump)
+            parts.append(aligned_diff(sass_a, sass_b, kind="sass"))
+    return "\n".join(parts)

@@ -1,0 +1,61 @@
+"""The launch ABI of a compiled Triton kernel: what cuLaunchKernel must be given, in order.
+
+Triton passes the non-constexpr arguments in signature order, then hidden pointers it appends
+itself: a global scratch pointer (Triton 3.3+) and a profile scratch pointer (3.5+). A runner that
+launches cubins from several Triton versions side by side must know exactly which ones a cubin takes
+and how big their buffers are (NULL is fine when the size is 0). We read the parameter list from the
+PTX entry and check it against the signature, so a new hidden parameter is noticed, not guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ktriage.errors import KtriageError
+
+_ENTRY_RE = re.compile(r"\.entry\s+(\w+)\s*\((.*?)\)", re.S)
+_PARAM_RE = re.compile(r"\.param\s+\.(\w+)(?:\s+\.ptr(?:\s+\.\w+)*)?(?:\s+\.align\s+\d+)?\s+(\w+)")
+
+HIDDEN_PARAMS = ("global_scratch", "profile_scratch")
+
+
+@dataclass(frozen=True)
+class AbiParam:
+    """One kernel parameter: the spec's name (or a hidden name), its Triton type and its PTX type."""
+
+    name: str
+    triton_type: str
+    ptx_type: str
+    hidden: bool = False
+    size_bytes_per_cta: int = 0  # for hidden scratch buffers
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def ptx_entry_params(ptx: str) -> tuple[str, list[str]]:
+    """The kernel name and the PTX types of its parameters, in order."""
+    match = _ENTRY_RE.search(ptx)
+    if match is None:
+        raise KtriageError("no .entry function found in the PTX", "check that the compile produced a kernel")
+    params = [m.group(1) for m in _PARAM_RE.finditer(match.group(2))]
+    return match.group(1), params
+
+
+def launch_abi(signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str, metadata: dict[str, Any]) -> list[AbiParam]:
+    """Match the PTX parameters to the signature and name the hidden ones Triton appended."""
+    _, ptx_types = ptx_entry_params(ptx)
+    visible = [(n, t) for n, t in signature.items() if t != "constexpr" and n not in equal_to_1]
+    extra = len(ptx_types) - len(visible)
+    if extra < 0 or extra > len(HIDDEN_PARAMS):
+        raise KtriageError(
+            f"the PTX entry takes {len(ptx_types)} parameters but the signature has {len(visible)} runtime arguments",
+            "this Triton version appends hidden parameters ktriage does not know; please report it",
+        )
+    params = [AbiParam(n, t, ptx_types[i]) for i, (n, t) in enumerate(visible)]
+    for j, hidden in enumerate(HIDDEN_PARAMS[:extra]):
+        size = int(metadata.get(f"{hidden}_size", 0) or 0)
+        params.append(AbiParam(hidden, "*i8", ptx_types[len(visible) + j], hidden=True, size_bytes_per_cta=size))
+    return params

@@ -1,0 +1,141 @@
+"""Long-lived compile workers, one interpreter per worker, inside a toolchain's virtualenv.
+
+Why persistent workers: importing Triton costs about a second; a sweep compiles dozens of kernels
+per toolchain. Why processes with timeouts: a compile that hangs or crashes must cost one kernel,
+never the sweep, so a dead or stuck worker is killed, reported for that request and replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+DEFAULT_TIMEOUT_S = 600.0
+
+
+@dataclass
+class WorkerReply:
+    """What one request came back with; ``ok`` False carries ``kind`` and ``error``."""
+
+    ok: bool
+    data: dict[str, Any]
+
+    @property
+    def error(self) -> str:
+        return str(self.data.get("error", ""))
+
+    @property
+    def kind(self) -> str:
+        return str(self.data.get("kind", ""))
+
+
+class CompileWorker:
+    """One worker process speaking the JSON-lines protocol of worker.py."""
+
+    def __init__(self, python: Path, env: dict[str, str] | None = None) -> None:
+        self.python = python
+        self._env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr_tail: list[str] = []
+
+    def _start(self) -> None:
+        self._lines = queue.Queue()
+        self._stderr_tail = []
+        self._proc = subprocess.Popen(
+            [str(self.python), str(WORKER_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self._env,
+        )
+        threading.Thread(target=self._pump_stdout, args=(self._proc, self._lines), daemon=True).start()
+        threading.Thread(target=self._pump_stderr, args=(self._proc,), daemon=True).start()
+        hello = self._lines.get(timeout=120)
+        if hello is None:
+            raise RuntimeError(f"compile worker with {self.python} did not start: {self.stderr_tail()}")
+
+    @staticmethod
+    def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def _pump_stderr(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            self._stderr_tail.append(line)
+            del self._stderr_tail[:-40]
+
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr_tail[-20:]).strip()
+
+    def request(self, payload: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S) -> WorkerReply:
+        """Send one request; on timeout or crash, kill the worker (a fresh one starts next time)."""
+        if self._proc is None or self._proc.poll() is not None:
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(json.dumps(payload) + "\n")
+            self._proc.stdin.flush()
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            self.close()
+            return WorkerReply(False, {"kind": "timeout", "error": f"compile did not finish within {timeout:.0f} s"})
+        except (BrokenPipeError, OSError) as exc:
+            self.close()
+            return WorkerReply(False, {"kind": "crash", "error": f"compile worker died: {exc}: {self.stderr_tail()}"})
+        if line is None:
+            tail = self.stderr_tail()
+            self.close()
+            return WorkerReply(False, {"kind": "crash", "error": f"compile worker died: {tail}"})
+        data = json.loads(line)
+        return WorkerReply(bool(data.get("ok")), data)
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+
+class WorkerPool:
+    """A few workers per toolchain python, handed out to threads one at a time."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._idle: dict[Path, queue.LifoQueue[CompileWorker]] = {}
+        self._created: dict[Path, int] = {}
+        self._lock = threading.Lock()
+
+    def acquire(self, python: Path) -> CompileWorker:
+        with self._lock:
+            idle = self._idle.setdefault(python, queue.LifoQueue())
+            if idle.empty() and self._created.get(python, 0) < self.size:
+                self._created[python] = self._created.get(python, 0) + 1
+                return CompileWorker(python)
+        return idle.get()
+
+    def release(self, python: Path, worker: CompileWorker) -> None:
+        self._idle[python].put(worker)
+
+    def close(self) -> None:
+        for idle in self._idle.values():
+            while not idle.empty():
+                idle.get().close()
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,237 @@
+"""``explain``: compile specs with several toolchains, compare resources, and attribute each change.
+
+The first toolchain is the reference. For every spec and every other toolchain the engine builds the
+2x2 cross matrix (each PTX through each ptxas), analyzes the four cubins, and reports what changed
+(registers, spills, stack, shared memory, occupancy, SASS opcodes) with who is responsible. A spec
+that fails to compile with one toolchain is reported as such; the other specs and toolchains go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.analyze.occupancy import Occupancy, compute_occupancy
+from ktriage.analyze.resources import Resources, analyze
+from ktriage.arch import parse_arch
+from ktriage.compile.compiler import Artifact, AssembledCubin, CompileFailure, Compiler
+from ktriage.errors import KtriageError
+from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
+from ktriage.spec.model import KernelSpec
+from ktriage.toolchain.manager import Toolchain
+
+# (metric, unit, where it comes from). Exact comparison: these are counts the compiler decides.
+METRICS: tuple[tuple[str, str], ...] = (
+    ("registers", ""),
+    ("spill_store_bytes", " B"),
+    ("spill_load_bytes", " B"),
+    ("stack_bytes", " B"),
+    ("shared_bytes", " B"),
+    ("ctas_per_sm", ""),
+    ("warps_per_sm", ""),
+)
+# Opcode counts wobble by a few instructions between releases without meaning anything.
+OPCODE_MIN_DELTA = 2
+OPCODE_REL_TOL = 0.05
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """One spec compiled by one toolchain: resources, occupancy and where the files are."""
+
+    toolchain: Toolchain
+    artifact: Artifact
+    resources: Resources
+    occupancy: Occupancy
+
+    def metric(self, name: str) -> float | None:
+        return _metric(self.resources, self.occupancy, name)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One metric that differs between the reference and a new toolchain, and who caused it."""
+
+    metric: str
+    ref: float
+    new: float
+    attribution: Attribution
+    cells: CrossCells
+    sentence: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "ref": self.ref,
+            "new": self.new,
+            "delta": self.new - self.ref,
+            "attribution": self.attribution,
+            "cross": {
+                "new_ptx_ref_ptxas": self.cells.new_ptx_ref_ptxas,
+                "ref_ptx_new_ptxas": self.cells.ref_ptx_new_ptxas,
+            },
+            "sentence": self.sentence,
+        }
+
+
+@dataclass
+class Comparison:
+    """Reference vs one other toolchain for one spec."""
+
+    ref: KernelResult
+    new: KernelResult
+    changes: list[Change] = field(default_factory=list)
+    opcode_changes: list[Change] = field(default_factory=list)
+    cross_errors: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes or self.opcode_changes)
+
+    def attribution(self) -> Attribution:
+        """The overall blame: the attribution of the resource changes (opcodes only if nothing else moved)."""
+        whos = {c.attribution for c in (self.changes or self.opcode_changes)}
+        whos.discard("none")
+        if not whos:
+            return "none"
+        if len(whos) == 1:
+            return next(iter(whos))
+        return "both" if whos <= {"frontend", "ptxas", "both"} else "unknown"
+
+
+@dataclass
+class SpecExplain:
+    """Everything explain learned about one spec."""
+
+    spec: KernelSpec
+    results: dict[str, KernelResult | CompileFailure]
+    comparisons: list[Comparison] = field(default_factory=list)
+
+
+@dataclass
+class ExplainResult:
+    toolchains: list[Toolchain]
+    specs: list[SpecExplain]
+
+
+def _metric(resources: Resources, occupancy: Occupancy, name: str) -> float | None:
+    if hasattr(occupancy, name) and name in ("ctas_per_sm", "warps_per_sm"):
+        return float(getattr(occupancy, name))
+    value = getattr(resources, name, None)
+    return None if value is None else float(value)
+
+
+def toolchain_label(toolchain: Toolchain) -> str:
+    """A short human name: the spec string the user wrote."""
+    return str(toolchain.spec)
+
+
+class Explainer:
+    """Runs explain over specs and toolchains with one compiler (one cache, one worker pool)."""
+
+    def __init__(self, compiler: Compiler) -> None:
+        self.compiler = compiler
+
+    def _analyze(self, artifact_like: Artifact, cubin: AssembledCubin, ptx: str, toolchain: Toolchain,
+                 spec: KernelSpec, kernel_name: str, triton_shared: int) -> tuple[Resources, Occupancy]:
+        resources = analyze(
+            cubin.cubin_path,
+            cuobjdump=toolchain.cuobjdump,
+            ptxas_log=cubin.ptxas_log,
+            ptx=ptx,
+            kernel_name=kernel_name,
+            triton_shared=triton_shared,
+        )
+        occupancy = compute_occupancy(parse_arch(spec.target), resources.registers, spec.num_warps, resources.shared_bytes)
+        return resources, occupancy
+
+    def result_for(self, artifact: Artifact) -> KernelResult:
+        front = artifact.frontend
+        resources, occupancy = self._analyze(
+            artifact, artifact.cubin, front.text("ptx"), artifact.toolchain, artifact.spec, front.kernel_name,
+            int(front.metadata.get("shared", 0) or 0),
+        )
+        return KernelResult(artifact.toolchain, artifact, resources, occupancy)
+
+    def _cross(self, ptx_from: Artifact, ptxas_of: Toolchain) -> tuple[Resources, Occupancy] | str:
+        """Assemble one toolchain's PTX with another's ptxas; a failure is returned as text."""
+        front = ptx_from.frontend
+        ptx = front.text("ptx")
+        try:
+            cubin = self.compiler.assemble(ptx, ptxas_of, ptx_from.spec.target,
+                                           fmad=bool(front.metadata.get("enable_fp_fusion", True)))
+        except KtriageError as exc:
+            return f"{toolchain_label(ptx_from.toolchain)} PTX with ptxas {ptxas_of.ptxas_version}: {exc.problem}"
+        return self._analyze(ptx_from, cubin, ptx, ptxas_of, ptx_from.spec, front.kernel_name,
+                             int(front.metadata.get("shared", 0) or 0))
+
+    def compare(self, ref: KernelResult, new: KernelResult) -> Comparison:
+        comparison = Comparison(ref, new)
+        swap_front = self._cross(new.artifact, ref.toolchain)  # new PTX, reference ptxas
+        swap_asm = self._cross(ref.artifact, new.toolchain)  # reference PTX, new ptxas
+        for swap in (swap_front, swap_asm):
+            if isinstance(swap, str):
+                comparison.cross_errors.append(swap)
+        cell = lambda swap, name: None if isinstance(swap, str) else _metric(swap[0], swap[1], name)  # noqa: E731
+        ref_name, new_name = toolchain_label(ref.toolchain), toolchain_label(new.toolchain)
+        for name, unit in METRICS:
+            a, b = ref.metric(name), new.metric(name)
+            if a is None or b is None or a == b:
+                continue
+            cells = CrossCells(a, b, cell(swap_front, name), cell(swap_asm, name))
+            who = attribute(cells)
+            comparison.changes.append(Change(name, a, b, who, cells, sentence(
+                name, cells, who, ref_name, new_name, ref.toolchain.ptxas_version, new.toolchain.ptxas_version, unit)))
+        ops_a, ops_b = ref.resources.sass_opcodes, new.resources.sass_opcodes
+        for op in sorted(set(ops_a) | set(ops_b)):
+            a, b = float(ops_a.get(op, 0)), float(ops_b.get(op, 0))
+            if abs(a - b) < OPCODE_MIN_DELTA or abs(a - b) <= OPCODE_REL_TOL * max(a, b):
+                continue
+            fa = None if isinstance(swap_front, str) else float(swap_front[0].sass_opcodes.get(op, 0))
+            fb = None if isinstance(swap_asm, str) else float(swap_asm[0].sass_opcodes.get(op, 0))
+            cells = CrossCells(a, b, fa, fb)
+            who = attribute(cells, rel_tol=OPCODE_REL_TOL, abs_tol=OPCODE_MIN_DELTA - 1)
+            comparison.opcode_changes.append(Change(op, a, b, who, cells, sentence(
+                op, cells, who, ref_name, new_name, ref.toolchain.ptxas_version, new.toolchain.ptxas_version)))
+        comparison.opcode_changes.sort(key=lambda c: -abs(c.new - c.ref))
+        return comparison
+
+    def run(
+        self,
+        specs: Sequence[KernelSpec],
+        toolchains: Sequence[Toolchain],
+        *,
+        on_compiled: Callable[[object], None] | None = None,
+        on_explained: Callable[[SpecExplain], None] | None = None,
+    ) -> ExplainResult:
+        outcomes = self.compiler.compile_many(specs, toolchains, on_done=on_compiled)
+        n = len(toolchains)
+        per_spec = [outcomes[i * n:(i + 1) * n] for i in range(len(specs))]
+
+        def explain_one(index: int) -> SpecExplain:
+            spec = specs[index]
+            results: dict[str, KernelResult | CompileFailure] = {}
+            for toolchain, outcome in zip(toolchains, per_spec[index]):
+                if isinstance(outcome, CompileFailure):
+                    results[toolchain.id] = outcome
+                    continue
+                try:
+                    results[toolchain.id] = self.result_for(outcome)
+                except KtriageError as exc:
+                    results[toolchain.id] = CompileFailure(spec, toolchain, "analyze", "analyze", str(exc))
+            item = SpecExplain(spec, results)
+            ref = results.get(toolchains[0].id)
+            if isinstance(ref, KernelResult):
+                for toolchain in toolchains[1:]:
+                    new = results.get(toolchain.id)
+                    if isinstance(new, KernelResult):
+                        item.comparisons.append(self.compare(ref, new))
+            if on_explained is not None:
+                on_explained(item)
+            return item
+
+        with ThreadPoolExecutor(max_workers=self.compiler.jobs) as executor:
+            explained = list(executor.map(explain_one, range(len(specs))))
+        return ExplainResult(list(toolchains), explained)

@@ -1,0 +1,100 @@
+"""Findings: the changes of a sweep grouped into ranges a person reads in one line.
+
+Thirty shapes that each say "spills 0 -> 3712 B, frontend" are one finding: "N=4608..8192: spill
+stores rise (up to 3712 B); the frontend is responsible". Consecutive specs of the sweep (in the order
+the catalog or spec file gives them) with the same metric changing in the same direction and with the
+same attribution form one finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.explain.engine import Change, ExplainResult, toolchain_label
+
+# Metrics worth a finding of their own, most important first.
+HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
+NOTABLE_OPCODES = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
+
+
+def input_label(meta: dict[str, Any], fallback: str) -> str:
+    """How a spec is named in a range: its input label from the catalog, else its name."""
+    return str(meta.get("input_label") or meta.get("label") or fallback)
+
+
+@dataclass
+class Finding:
+    toolchain: str
+    reference: str
+    metric: str
+    direction: str  # "up" or "down"
+    attribution: str
+    inputs: list[str] = field(default_factory=list)
+    examples: list[Change] = field(default_factory=list)
+
+    @property
+    def range(self) -> str:
+        if len(self.inputs) == 1:
+            return self.inputs[0]
+        first, last = self.inputs[0], self.inputs[-1]
+        key_a, _, val_a = first.partition("=")
+        key_b, _, val_b = last.partition("=")
+        if val_a and key_a == key_b and "," not in first:
+            return f"{key_a}={val_a}..{val_b}"
+        return f"{first} .. {last}"
+
+    def summary(self) -> str:
+        worst = max(self.examples, key=lambda c: abs(c.new - c.ref))
+        verb = "rises" if self.direction == "up" else "falls"
+        unit = " B" if self.metric.endswith("bytes") else ""
+        blame = {"frontend": "the frontend (Triton/LLVM PTX) is responsible",
+                 "ptxas": "ptxas is responsible", "both": "frontend and ptxas together",
+                 "unknown": "cause unknown (cross matrix incomplete)"}.get(self.attribution, self.attribution)
+        return (f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
+                f"(worst {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}.")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "toolchain": self.toolchain,
+            "reference": self.reference,
+            "metric": self.metric,
+            "direction": self.direction,
+            "attribution": self.attribution,
+            "range": self.range,
+            "inputs": self.inputs,
+            "summary": self.summary(),
+        }
+
+
+def collect_findings(result: ExplainResult) -> list[Finding]:
+    findings: list[Finding] = []
+    if len(result.toolchains) < 2:
+        return findings
+    ref_name = toolchain_label(result.toolchains[0])
+    for toolchain in result.toolchains[1:]:
+        name = toolchain_label(toolchain)
+        open_runs: dict[str, Finding] = {}
+        for item in result.specs:
+            comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
+            label = input_label(item.spec.meta, item.spec.name)
+            seen: set[str] = set()
+            changes = [] if comparison is None else [
+                c for c in comparison.changes if c.metric in HEADLINE_METRICS
+            ] + [c for c in comparison.opcode_changes if c.metric in NOTABLE_OPCODES]
+            for change in changes:
+                direction = "up" if change.new > change.ref else "down"
+                run = open_runs.get(change.metric)
+                if run is None or run.direction != direction or run.attribution != change.attribution:
+                    run = Finding(name, ref_name, change.metric, direction, change.attribution)
+                    findings.append(run)
+                    open_runs[change.metric] = run
+                run.inputs.append(label)
+                run.examples.append(change)
+                seen.add(change.metric)
+            for metric in list(open_runs):
+                if metric not in seen:
+                    del open_runs[metric]
+    order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
+    findings.sort(key=lambda f: (f.toolchain, order.get(f.metric, 99)))
+    return findings
