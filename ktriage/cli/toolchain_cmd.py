@@ -1,4 +1,104 @@
-"""`ktriage toolchain ...` (placeholder: replaced by the toolchain module's owner)."""
-import typer
+"""`ktriage toolchain add|list|show|remove`: a thin shell over ktriage.toolchain.manager."""
 
-app = typer.Typer(help="Manage compiler toolchains (Triton + ptxas).")
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import List
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ktriage.errors import KtriageError
+from ktriage.toolchain.manager import Toolchain, ensure_toolchain, find_toolchain, list_toolchains, remove_toolchain, toolchain_size
+
+app = typer.Typer(help="Manage compiler toolchains (Triton + ptxas).", no_args_is_help=True)
+console = Console()
+
+SPEC_HELP = (
+    "A toolchain spec: triton==3.4.0 | triton==3.3.1,ptxas==12.8.93 | triton==3.4.0,ptxas-options=--register-usage-level=4 "
+    "| triton=./dist/triton-....whl | triton==3.4.0,ptxas=/path/to/ptxas (see docs/toolchains.md)"
+)
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+@app.command("add")
+def add(specs: List[str] = typer.Argument(..., help=SPEC_HELP)) -> None:  # noqa: UP006 (typer needs List)
+    """Build toolchains (a virtualenv per Triton, ptxas releases on demand); reuse them if built."""
+    for spec in specs:
+        with console.status(f"[bold]{spec}[/]: starting") as status:
+            tc = ensure_toolchain(spec, progress=lambda msg, s=spec: status.update(f"[bold]{s}[/]: {msg}"))
+        opts = f"  options: {' '.join(tc.ptxas_options)}" if tc.ptxas_options else ""
+        source = "bundled" if tc.ptxas_is_bundled else str(tc.ptxas)
+        console.print(f"[green]ready[/] [bold]{tc.id}[/]  triton {tc.triton_version}  ptxas {tc.ptxas_version} ({source}){opts}")
+
+
+@app.command("list")
+def list_(fmt: Format = typer.Option(Format.text, "--format", help="text table or json")) -> None:
+    """List built toolchains: id, versions, options, size on disk."""
+    tcs = list_toolchains()
+    if fmt is Format.json:
+        typer.echo(json.dumps([tc.to_json() | {"size_bytes": toolchain_size(tc)} for tc in tcs], indent=2))
+        return
+    if not tcs:
+        console.print("no toolchains yet: [bold]ktriage toolchain add triton==3.4.0[/]")
+        return
+    table = Table(title="toolchains")
+    table.add_column("id", no_wrap=True, style="bold")
+    for col in ("triton", "ptxas", "options", "size"):
+        table.add_column(col, overflow="fold")
+    for tc in tcs:
+        ptxas = tc.ptxas_version + (" (bundled)" if tc.ptxas_is_bundled else "")
+        table.add_row(tc.id, tc.triton_version, ptxas, " ".join(tc.ptxas_options), _size(toolchain_size(tc)))
+    console.print(table)
+
+
+@app.command("show")
+def show(
+    id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec"),
+    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+) -> None:
+    """Show every field of a built toolchain."""
+    tc = _find(id_or_spec)
+    data = tc.to_json()
+    if fmt is Format.json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    table = Table(show_header=False, title=tc.id)
+    table.add_column("field", style="bold")
+    table.add_column("value", overflow="fold")
+    for key, value in data.items():
+        table.add_row(key, " ".join(value) if isinstance(value, list) else str(value))
+    console.print(table)
+
+
+@app.command("remove")
+def remove(id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec")) -> None:
+    """Remove a toolchain (its venv and ptxas release too, once nothing else uses them)."""
+    tc = _find(id_or_spec)
+    remove_toolchain(tc.id)
+    console.print(f"removed {tc.id}")
+
+
+def _find(id_or_spec: str) -> Toolchain:
+    tc = find_toolchain(id_or_spec)
+    if tc is None:
+        raise KtriageError(
+            f"no built toolchain matches {id_or_spec!r}",
+            "see `ktriage toolchain list`, or build it with `ktriage toolchain add SPEC`",
+        )
+    return tc
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"

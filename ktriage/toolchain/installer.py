@@ -1,0 +1,150 @@
+"""Thin wrappers over ``uv`` (fast venvs and installs) and the file-system chores of building safely.
+
+Builds must survive two processes racing and a kill in the middle: every build happens under a
+``FileLock`` and ends by atomically writing a JSON marker; a folder without its marker is a dead
+build and is wiped before building again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import KtriageError
+
+Progress = Callable[[str], None]
+"""A progress hook: called with one short human sentence per build step ("installing triton==3.4.0")."""
+
+
+def no_progress(_message: str) -> None:
+    """The default hook: say nothing."""
+
+
+def uv_bin() -> str:
+    """The uv executable: the one the ``uv`` Python package ships, else the one on PATH."""
+    try:
+        import uv  # type: ignore[import-not-found]
+
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found:
+            return found
+    raise KtriageError("uv is not installed (ktriage builds toolchain virtualenvs with it)", "pip install uv")
+
+
+def run_uv(args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str]:
+    """Run ``uv ARGS``; return the finished process (the caller decides what a failure means)."""
+    cmd = [uv_bin(), *args]
+    env = dict(os.environ)
+    env.setdefault("UV_NO_PROGRESS", "1")
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env)
+    except OSError as exc:
+        raise KtriageError(f"cannot run uv to {what}: {exc}", "check that uv works: uv --version") from None
+
+
+def uv_failure(proc: subprocess.CompletedProcess[str], *, what: str, fix: str) -> KtriageError:
+    """A KtriageError carrying the useful tail of uv's message."""
+    text = (proc.stderr or proc.stdout or "").strip()
+    tail = "\n".join("  " + ln for ln in text.splitlines()[-12:])
+    return KtriageError(f"failed to {what} (uv exit {proc.returncode}):\n{tail}", fix)
+
+
+def is_missing_version(proc: subprocess.CompletedProcess[str]) -> bool:
+    """True when uv failed because the requested version does not exist on the index."""
+    text = (proc.stderr or "") + (proc.stdout or "")
+    return bool(re.search(r"no version of|not found in the package registry|No solution found", text))
+
+
+def available_versions(package: str, limit: int = 25) -> list[str]:
+    """Versions of a package on the index, newest first (via ``pip index versions``; [] if unknown).
+
+    Only used to word an error message, so any failure just yields an empty list.
+    """
+    candidates = [[sys.executable, "-m", "pip"], [shutil.which("pip") or "pip"]]
+    for pip in candidates:
+        try:
+            proc = subprocess.run([*pip, "index", "versions", package], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        m = re.search(r"Available versions:\s*(.+)", proc.stdout)
+        if m:
+            return [v.strip() for v in m.group(1).split(",") if v.strip()][:limit]
+    return []
+
+
+def versions_hint(package: str, example: str) -> str:
+    """A fix sentence listing available versions when we can get them."""
+    versions = available_versions(package)
+    if versions:
+        return f"pick an existing {package} version: {', '.join(versions)}"
+    return f"pick an existing {package} version (see `pip index versions {package}`), e.g. {example}"
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON so that readers see either nothing or the whole file (temp file + os.replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A marker's content, or None when it is missing or unreadable (treated as not built)."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks (wheels are ~150 MB)."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def wipe(path: Path) -> None:
+    """Remove a file or folder if present (a dead build's leftovers)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif path.exists() or path.is_symlink():
+        path.unlink(missing_ok=True)
+
+
+def tree_size(path: Path) -> int:
+    """Bytes on disk under a folder, each inode once (uv hard-links files from its cache)."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key not in seen:
+                seen.add(key)
+                total += st.st_size
+    return total

@@ -1,0 +1,271 @@
+"""Toolchains: build once, find again, list, remove.
+
+A toolchain = a frontend venv (shared, see frontend.py) + a ptxas (bundled, a release, or a path) +
+ptxas options. Its id is readable and stable: ``triton-3.4.0.ptxas-12.8.93.<hash8>`` where the hash
+covers the Triton version and wheel sha256, where ptxas comes from (bundled or explicit), the full
+ptxas ``--version`` text and the options. Two specs that yield the same binaries and options get the
+same id, and a local ptxas that was rebuilt in place gets a new one.
+
+Layout under ``<home>/toolchains/``::
+
+    envs/<frontend-key>/           the virtualenv (frontend.json marks it complete)
+    <id>/toolchain.json            the toolchain record, written last and atomically
+    .<id>.lock, envs/.<key>.lock   file locks
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+from ktriage.errors import KtriageError
+from ktriage.home import home_subdir
+from ktriage.toolchain.frontend import Frontend, ensure_frontend, envs_dir
+from ktriage.toolchain.installer import Progress, no_progress, read_json, tree_size, wipe, write_json_atomic
+from ktriage.toolchain.ptxas import ptxas_version
+from ktriage.toolchain.releases import ensure_ptxas_release, releases_dir
+from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
+
+MARKER = "toolchain.json"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A built toolchain: everything a compile worker and an assembler need, with exact versions."""
+
+    spec: ToolchainSpec
+    id: str
+    root: Path
+    python: Path
+    triton_version: str
+    ptxas: Path
+    ptxas_version: str
+    ptxas_version_text: str
+    ptxas_options: tuple[str, ...]
+    ptxas_is_bundled: bool
+    cuobjdump: Path
+    nvdisasm: Path | None
+    bundled_ptxas: Path
+    """The ptxas Triton itself uses when it compiles (it decides the PTX ISA version Triton emits)."""
+    ptxas_blackwell: Path | None = None
+    """Triton 3.3's separate bundled ptxas for cc >= 100 (only when ptxas is bundled)."""
+    env_root: Path | None = None
+    """The (shared) frontend virtualenv."""
+    wheel_sha256: str | None = None
+
+    def ptxas_for(self, cc: int) -> Path:
+        """The ptxas that assembles for compute capability ``cc`` (e.g. 90, 100)."""
+        if cc >= 100 and self.ptxas_is_bundled and self.ptxas_blackwell is not None:
+            return self.ptxas_blackwell
+        return self.ptxas
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (paths as strings); ``Toolchain.from_json`` reads it back."""
+        return {
+            "format": FORMAT,
+            "spec": str(self.spec),
+            "id": self.id,
+            "root": str(self.root),
+            "python": str(self.python),
+            "triton_version": self.triton_version,
+            "wheel_sha256": self.wheel_sha256,
+            "ptxas": str(self.ptxas),
+            "ptxas_version": self.ptxas_version,
+            "ptxas_version_text": self.ptxas_version_text,
+            "ptxas_options": list(self.ptxas_options),
+            "ptxas_is_bundled": self.ptxas_is_bundled,
+            "ptxas_blackwell": _opt_str(self.ptxas_blackwell),
+            "bundled_ptxas": str(self.bundled_ptxas),
+            "cuobjdump": str(self.cuobjdump),
+            "nvdisasm": _opt_str(self.nvdisasm),
+            "env_root": _opt_str(self.env_root),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Toolchain:
+        """Inverse of to_json. Does not re-check files (a recorded wheel may be gone since)."""
+        return cls(
+            spec=parse_toolchain(data["spec"], check_files=False),
+            id=data["id"],
+            root=Path(data["root"]),
+            python=Path(data["python"]),
+            triton_version=data["triton_version"],
+            wheel_sha256=data.get("wheel_sha256"),
+            ptxas=Path(data["ptxas"]),
+            ptxas_version=data["ptxas_version"],
+            ptxas_version_text=data["ptxas_version_text"],
+            ptxas_options=tuple(data["ptxas_options"]),
+            ptxas_is_bundled=bool(data["ptxas_is_bundled"]),
+            ptxas_blackwell=_opt_path(data.get("ptxas_blackwell")),
+            bundled_ptxas=Path(data["bundled_ptxas"]),
+            cuobjdump=Path(data["cuobjdump"]),
+            nvdisasm=_opt_path(data.get("nvdisasm")),
+            env_root=_opt_path(data.get("env_root")),
+        )
+
+
+def toolchains_dir() -> Path:
+    return home_subdir("toolchains")
+
+
+def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = None) -> Toolchain:
+    """The toolchain for a spec, building what is missing (venv, ptxas release) under file locks.
+
+    Cheap when built: no network, one ``ptxas --version`` run (cached in-process) to confirm the id.
+    """
+    say = progress or no_progress
+    parsed = parse_toolchain(spec) if isinstance(spec, str) else spec
+    frontend = ensure_frontend(parsed, say)
+    ptxas, bundled = _resolve_ptxas(parsed, frontend, say)
+    info = ptxas_version(ptxas)
+    tc_id = toolchain_id(frontend.triton_version, frontend.wheel_sha256, bundled, info.version, info.text, parsed.ptxas_options)
+    root = toolchains_dir() / tc_id
+    existing = _load(root)
+    if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
+        return existing
+    with FileLock(str(toolchains_dir() / f".{tc_id}.lock")):
+        existing = _load(root)
+        if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
+            return existing
+        toolchain = Toolchain(
+            spec=parsed,
+            id=tc_id,
+            root=root,
+            python=frontend.python,
+            triton_version=frontend.triton_version,
+            wheel_sha256=frontend.wheel_sha256,
+            ptxas=ptxas,
+            ptxas_version=info.version,
+            ptxas_version_text=info.text,
+            ptxas_options=parsed.ptxas_options,
+            ptxas_is_bundled=bundled,
+            ptxas_blackwell=frontend.bundled_ptxas_blackwell if bundled else None,
+            bundled_ptxas=frontend.bundled_ptxas,
+            cuobjdump=frontend.cuobjdump,
+            nvdisasm=frontend.nvdisasm,
+            env_root=frontend.root,
+        )
+        write_json_atomic(root / MARKER, toolchain.to_json())
+        say(f"toolchain {tc_id} ready")
+        return toolchain
+
+
+def toolchain_id(
+    triton_version: str,
+    wheel_sha256: str | None,
+    ptxas_is_bundled: bool,
+    ptxas_version: str,
+    ptxas_version_text: str,
+    ptxas_options: tuple[str, ...],
+) -> str:
+    """``triton-<v>.ptxas-<v>.<hash8>``; the hash covers every input that changes the output."""
+    identity = json.dumps(
+        {
+            "triton": triton_version,
+            "wheel_sha256": wheel_sha256,
+            "ptxas_bundled": ptxas_is_bundled,
+            "ptxas_version_text": ptxas_version_text.strip(),
+            "ptxas_options": list(ptxas_options),
+        },
+        sort_keys=True,
+    )
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
+    return f"triton-{triton_version}.ptxas-{ptxas_version}.{digest}".replace("/", "_")
+
+
+def list_toolchains() -> list[Toolchain]:
+    """Every complete toolchain in the home, sorted by id."""
+    found = []
+    for child in sorted(toolchains_dir().iterdir()):
+        if child.is_dir() and not child.name.startswith(".") and child.name != "envs":
+            tc = _load(child)
+            if tc is not None:
+                found.append(tc)
+    return found
+
+
+def find_toolchain(id_or_spec: str) -> Toolchain | None:
+    """A built toolchain by id (or unique id prefix) or by spec string; never builds anything."""
+    text = id_or_spec.strip()
+    all_tcs = list_toolchains()
+    for tc in all_tcs:
+        if tc.id == text:
+            return tc
+    by_prefix = [tc for tc in all_tcs if tc.id.startswith(text)]
+    if len(by_prefix) == 1:
+        return by_prefix[0]
+    try:
+        canonical = str(parse_toolchain(text, check_files=False))
+    except KtriageError:
+        return None
+    matches = [tc for tc in all_tcs if str(tc.spec) == canonical]
+    return matches[-1] if matches else None
+
+
+def remove_toolchain(id_or_spec: str) -> None:
+    """Remove a toolchain; its venv and ptxas release go too once no other toolchain uses them."""
+    tc = find_toolchain(id_or_spec)
+    if tc is None:
+        raise KtriageError(f"no toolchain {id_or_spec!r} is installed", "see `ktriage toolchain list` for ids")
+    with FileLock(str(toolchains_dir() / f".{tc.id}.lock")):
+        (tc.root / MARKER).unlink(missing_ok=True)
+        wipe(tc.root)
+    remaining = list_toolchains()
+    if tc.env_root is not None and not any(o.env_root == tc.env_root for o in remaining):
+        with FileLock(str(envs_dir() / f".{tc.env_root.name}.lock")):
+            wipe(tc.env_root)
+    if not tc.ptxas_is_bundled and _is_release(tc.ptxas) and not any(o.ptxas == tc.ptxas for o in remaining):
+        release_root = tc.ptxas.parent.parent
+        with FileLock(str(releases_dir() / f".{release_root.name}.lock")):
+            wipe(release_root)
+
+
+def toolchain_size(tc: Toolchain) -> int:
+    """Bytes on disk of the venv plus a downloaded ptxas (shared parts are counted for each user)."""
+    total = tree_size(tc.env_root) if tc.env_root is not None and tc.env_root.is_dir() else 0
+    if _is_release(tc.ptxas) and tc.ptxas.is_file():
+        total += tc.ptxas.stat().st_size
+    return total
+
+
+def _resolve_ptxas(spec: ToolchainSpec, frontend: Frontend, say: Progress) -> tuple[Path, bool]:
+    if spec.ptxas_path is not None:
+        if not spec.ptxas_path.is_file():
+            raise KtriageError(f"ptxas binary {spec.ptxas_path} does not exist", "check the path in the toolchain spec")
+        return spec.ptxas_path, False
+    if spec.ptxas_version is not None:
+        return ensure_ptxas_release(spec.ptxas_version, say), False
+    return frontend.bundled_ptxas, True
+
+
+def _is_release(path: Path) -> bool:
+    try:
+        path.relative_to(releases_dir())
+    except ValueError:
+        return False
+    return True
+
+
+def _load(root: Path) -> Toolchain | None:
+    data = read_json(root / MARKER)
+    if data is None or data.get("format") != FORMAT:
+        return None
+    try:
+        tc = Toolchain.from_json(data)
+    except (KeyError, TypeError, KtriageError):
+        return None
+    return tc if tc.python.exists() else None
+
+
+def _opt_str(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _opt_path(text: str | None) -> Path | None:
+    return None if text is None else Path(text)

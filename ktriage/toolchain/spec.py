@@ -1,0 +1,224 @@
+"""Toolchain spec strings (``triton==3.4.0,ptxas==12.8.93,ptxas-options=-O3``) and their canonical form.
+
+A spec names *what* a toolchain is made of, not where it lives: a Triton frontend (a PyPI version or a
+local wheel), a ptxas (the one Triton bundles, an ``nvidia-cuda-nvcc`` release, or a local binary) and
+extra ptxas options. Parsing is pure apart from checking that named files exist, so that a typo is
+reported before minutes of installing.
+
+Grammar (see docs/toolchains.md)::
+
+    spec    := item ("," item)*
+    item    := "triton==" VERSION | "triton=" WHEEL_PATH
+             | "ptxas==" X.Y.Z   | "ptxas=" BINARY_PATH
+             | "ptxas-options=" OPTIONS
+    OPTIONS := shell words (shlex): "-O3 --register-usage-level=4"; quote a word that holds a comma.
+
+Commas split items only outside quotes, so ``ptxas-options='-Xfoo=a,b' -O3`` keeps its comma.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from packaging.version import InvalidVersion, Version
+
+from ktriage.errors import KtriageError
+
+KNOWN_KEYS = ("triton", "ptxas", "ptxas-options")
+_ITEM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_-]*)\s*(==|=)\s*(.*?)\s*$", re.S)
+_PTXAS_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
+_SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:./-]+$")
+
+FrontendKind = Literal["pypi", "wheel"]
+PtxasKind = Literal["bundled", "release", "path"]
+
+
+@dataclass(frozen=True)
+class ToolchainSpec:
+    """What a toolchain is made of. Exactly one of ``triton_version``/``triton_wheel`` is set;
+    at most one of ``ptxas_version``/``ptxas_path`` (neither: Triton's bundled ptxas)."""
+
+    triton_version: str | None = None
+    triton_wheel: Path | None = None
+    ptxas_version: str | None = None
+    ptxas_path: Path | None = None
+    ptxas_options: tuple[str, ...] = ()
+
+    @property
+    def frontend_kind(self) -> FrontendKind:
+        return "wheel" if self.triton_wheel is not None else "pypi"
+
+    @property
+    def ptxas_kind(self) -> PtxasKind:
+        if self.ptxas_path is not None:
+            return "path"
+        return "release" if self.ptxas_version is not None else "bundled"
+
+    def __str__(self) -> str:
+        """The canonical form: fixed item order, absolute paths, options re-quoted. Two specs that
+        mean the same toolchain print the same, so the string can be used as a lookup key."""
+        items = []
+        if self.triton_wheel is not None:
+            items.append(f"triton={_quote(str(self.triton_wheel))}")
+        else:
+            items.append(f"triton=={self.triton_version}")
+        if self.ptxas_path is not None:
+            items.append(f"ptxas={_quote(str(self.ptxas_path))}")
+        elif self.ptxas_version is not None:
+            items.append(f"ptxas=={self.ptxas_version}")
+        if self.ptxas_options:
+            items.append("ptxas-options=" + " ".join(_quote(o) for o in self.ptxas_options))
+        return ",".join(items)
+
+
+def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
+    """Parse a spec string. Relative paths are resolved against the current directory.
+
+    ``check_files=False`` skips the existence checks (used when reloading a recorded toolchain whose
+    wheel may have been deleted since it was installed).
+    """
+    if not text or not text.strip():
+        raise KtriageError("empty toolchain spec", "write e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.8.93")
+    values: dict[str, tuple[str, str]] = {}
+    for raw in _split_items(text):
+        if not raw.strip():
+            continue
+        m = _ITEM.match(raw)
+        if m is None:
+            raise KtriageError(
+                f"toolchain spec item {raw.strip()!r} is not KEY==VERSION or KEY=VALUE (in {text!r})",
+                "write items like triton==3.4.0, ptxas==12.8.93, ptxas=/path/to/ptxas, ptxas-options=-O3",
+            )
+        key = m.group(1).lower().replace("_", "-")
+        if key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise KtriageError(
+                f"unknown toolchain spec key {m.group(1)!r} in {text!r}",
+                f"{hint}known keys: {', '.join(KNOWN_KEYS)}",
+            )
+        if key in values:
+            raise KtriageError(f"toolchain spec key {key!r} given twice in {text!r}", "give each key once")
+        values[key] = (m.group(2), m.group(3))
+
+    if "triton" not in values:
+        raise KtriageError(
+            f"toolchain spec {text!r} names no Triton frontend",
+            "add triton==VERSION (PyPI) or triton=path/to/triton.whl, e.g. triton==3.4.0,ptxas==12.8.93",
+        )
+    triton_version, triton_wheel = _parse_triton(*values["triton"], check_files=check_files)
+    ptxas_version: str | None = None
+    ptxas_path: Path | None = None
+    if "ptxas" in values:
+        ptxas_version, ptxas_path = _parse_ptxas(*values["ptxas"], check_files=check_files)
+    options: tuple[str, ...] = ()
+    if "ptxas-options" in values:
+        options = _parse_options(*values["ptxas-options"])
+    return ToolchainSpec(triton_version, triton_wheel, ptxas_version, ptxas_path, options)
+
+
+def _parse_triton(op: str, value: str, *, check_files: bool) -> tuple[str | None, Path | None]:
+    if op == "==":
+        return _exact_version(value, "triton"), None
+    path = _path_value(value)
+    if _looks_like_version(value):
+        raise KtriageError(
+            f"triton={value} reads as a file path, but looks like a version",
+            f"use triton=={value} for a PyPI release, or give the path of a .whl file",
+        )
+    if path.suffix != ".whl":
+        raise KtriageError(
+            f"triton={value}: a local Triton frontend must be a wheel file (.whl)",
+            "build one with `pip wheel --no-deps ./triton -w dist/` (or python setup.py bdist_wheel) and pass its path",
+        )
+    if check_files and not path.is_file():
+        raise KtriageError(f"Triton wheel {path} does not exist", "check the path (relative paths start at the current directory)")
+    return None, path
+
+
+def _parse_ptxas(op: str, value: str, *, check_files: bool) -> tuple[str | None, Path | None]:
+    if op == "==":
+        if not _PTXAS_RELEASE.match(value):
+            raise KtriageError(
+                f"ptxas=={value} is not a ptxas release number",
+                "write the full CUDA release as the nvidia-cuda-nvcc wheels number it, e.g. ptxas==12.8.93 or ptxas==13.0.88",
+            )
+        return value, None
+    path = _path_value(value)
+    if _looks_like_version(value) and not path.exists():
+        raise KtriageError(
+            f"ptxas={value} reads as a file path, but looks like a version",
+            f"use ptxas=={value} for an nvidia-cuda-nvcc release, or give the path of a ptxas binary",
+        )
+    if check_files:
+        if not path.is_file():
+            raise KtriageError(f"ptxas binary {path} does not exist", "check the path, e.g. ptxas=/usr/local/cuda/bin/ptxas")
+        if not os.access(path, os.X_OK):
+            raise KtriageError(f"ptxas binary {path} is not executable", f"chmod +x {path}")
+    return None, path
+
+
+def _parse_options(op: str, value: str) -> tuple[str, ...]:
+    if op != "=":
+        raise KtriageError(f"write ptxas-options={value} (one '='), not ptxas-options=={value}", "use ptxas-options=-O3 ...")
+    try:
+        words = tuple(shlex.split(value))
+    except ValueError as exc:
+        raise KtriageError(f"ptxas-options={value}: {exc}", "close the quote; quote only words that hold a comma or space") from None
+    if not words:
+        raise KtriageError("ptxas-options= is empty", "drop the item or give options, e.g. ptxas-options=--register-usage-level=4")
+    return words
+
+
+def _exact_version(value: str, what: str) -> str:
+    try:
+        version = Version(value)
+    except InvalidVersion:
+        raise KtriageError(
+            f"{what}=={value} is not a version",
+            f"give one exact release, e.g. {what}==3.4.0 (see `pip index versions {what}`)",
+        ) from None
+    return str(version)
+
+
+def _looks_like_version(value: str) -> bool:
+    return re.fullmatch(r"\d+(\.\d+)+([a-z]+\d*)?", value) is not None
+
+
+def _path_value(value: str) -> Path:
+    if value[:1] in "'\"":
+        words = shlex.split(value)
+        value = words[0] if len(words) == 1 else value
+    return Path(os.path.abspath(Path(value).expanduser()))
+
+
+def _split_items(text: str) -> list[str]:
+    """Split on commas outside single/double quotes (options may quote a word holding a comma)."""
+    items: list[str] = []
+    current: list[str] = []
+    quote: str | None = None
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == ",":
+            items.append("".join(current))
+            current = []
+            continue
+        current.append(ch)
+    items.append("".join(current))
+    return items
+
+
+def _quote(word: str) -> str:
+    """Shell-quote a word unless it is plainly safe; unlike shlex.quote, commas are quoted too."""
+    if _SAFE_WORD.match(word):
+        return word
+    return "'" + word.replace("'", "'\"'\"'") + "'"
