@@ -7,6 +7,7 @@ from enum import Enum
 from typing import List
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -48,13 +49,16 @@ def list_(fmt: Format = typer.Option(Format.text, "--format", help="text table o
     if not tcs:
         console.print("no toolchains yet: [bold]ktriage toolchain add triton==3.4.0[/]")
         return
-    table = Table(title="toolchains")
-    table.add_column("id", no_wrap=True, style="bold")
-    for col in ("triton", "ptxas", "options", "size"):
-        table.add_column(col, overflow="fold")
+    table = Table(title="toolchains", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", overflow="fold", style="bold", min_width=24)
+    table.add_column("triton", no_wrap=True, min_width=6)
+    table.add_column("ptxas", no_wrap=True, min_width=8)
+    table.add_column("from", no_wrap=True, min_width=7)
+    table.add_column("size", no_wrap=True, justify="right", min_width=8)
+    table.add_column("options", overflow="fold", min_width=8)
     for tc in tcs:
-        ptxas = tc.ptxas_version + (" (bundled)" if tc.ptxas_is_bundled else "")
-        table.add_row(tc.id, tc.triton_version, ptxas, " ".join(tc.ptxas_options), _size(toolchain_size(tc)))
+        source = "bundled" if tc.ptxas_is_bundled else "release" if tc.spec.ptxas_kind == "release" else "path"
+        table.add_row(tc.id, tc.triton_version, tc.ptxas_version, source, _size(toolchain_size(tc)), " ".join(tc.ptxas_options))
     console.print(table)
 
 

@@ -59,6 +59,12 @@ class Toolchain:
     """The (shared) frontend virtualenv."""
     wheel_sha256: str | None = None
 
+    @property
+    def frontend_id(self) -> str:
+        """What decides the PTX: the Triton build (version + wheel hash), not ptxas or its options.
+        Toolchains that share it share compiled frontend output."""
+        return f"triton-{self.triton_version}" + (f"-wheel-{self.wheel_sha256[:12]}" if self.wheel_sha256 else "")
+
     def ptxas_for(self, cc: int) -> Path:
         """The ptxas that assembles for compute capability ``cc`` (e.g. 90, 100)."""
         if cc >= 100 and self.ptxas_is_bundled and self.ptxas_blackwell is not None:

@@ -1,0 +1,95 @@
+"""Toolchain spec strings: parsing, canonical form, and the errors a user sees for typos (pure)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
+
+
+def test_pypi_triton_uses_bundled_ptxas() -> None:
+    spec = parse_toolchain("triton==3.4.0")
+    assert spec == ToolchainSpec(triton_version="3.4.0")
+    assert spec.frontend_kind == "pypi" and spec.ptxas_kind == "bundled"
+    assert str(spec) == "triton==3.4.0"
+
+
+def test_ptxas_release_and_canonical_order() -> None:
+    spec = parse_toolchain(" ptxas==12.8.93 , triton==3.3.1 ")
+    assert spec.triton_version == "3.3.1" and spec.ptxas_version == "12.8.93"
+    assert spec.ptxas_kind == "release"
+    assert str(spec) == "triton==3.3.1,ptxas==12.8.93"
+
+
+def test_ptxas_options_with_spaces_several_flags_and_a_quoted_comma() -> None:
+    spec = parse_toolchain("triton==3.4.0,ptxas-options=--register-usage-level=4 -O3 '-Xfoo=a,b',ptxas==12.4.131")
+    assert spec.ptxas_options == ("--register-usage-level=4", "-O3", "-Xfoo=a,b")
+    assert spec.ptxas_version == "12.4.131"
+    text = str(spec)
+    assert text == "triton==3.4.0,ptxas==12.4.131,ptxas-options=--register-usage-level=4 -O3 '-Xfoo=a,b'"
+    assert parse_toolchain(text) == spec  # the canonical form parses back to the same spec
+
+
+def test_local_wheel_and_local_ptxas_resolve_to_absolute_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = tmp_path / "dist" / "triton-3.4.0+gitabc-cp311-cp311-linux_x86_64.whl"
+    wheel.parent.mkdir()
+    wheel.write_bytes(b"not really a wheel, parsing only checks it exists")
+    ptxas = tmp_path / "ptxas"
+    ptxas.write_text("#!/bin/sh\n")
+    ptxas.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    spec = parse_toolchain("triton=./dist/" + wheel.name + ",ptxas=./ptxas")
+    assert spec.triton_wheel == wheel and spec.ptxas_path == ptxas
+    assert spec.frontend_kind == "wheel" and spec.ptxas_kind == "path"
+    assert str(spec) == f"triton={wheel},ptxas={ptxas}"
+
+
+def test_versions_are_normalized() -> None:
+    assert parse_toolchain("triton==3.5.0RC1").triton_version == "3.5.0rc1"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem", "fix"),
+    [
+        ("", "empty toolchain spec", "triton==3.4.0"),
+        ("triton==3.4.0,ptxs==12.8.93", "unknown toolchain spec key 'ptxs'", "did you mean 'ptxas'"),
+        ("triton==3.4.0,cuda==12.8", "unknown toolchain spec key 'cuda'", "known keys: triton, ptxas, ptxas-options"),
+        ("triton==three", "triton==three is not a version", "triton==3.4.0"),
+        ("triton==3.4.*", "is not a version", "exact release"),
+        ("triton==3.4.0,ptxas==12.8", "ptxas==12.8 is not a ptxas release number", "ptxas==12.8.93"),
+        ("triton=3.4.0", "looks like a version", "triton==3.4.0"),
+        ("ptxas==12.8.93", "names no Triton frontend", "add triton==VERSION"),
+        ("triton==3.4.0,triton==3.3.1", "given twice", "once"),
+        ("triton==3.4.0,ptxas-options=", "ptxas-options= is empty", "--register-usage-level=4"),
+        ("triton==3.4.0,ptxas-options='-O3", "No closing quotation", "close the quote"),
+        ("triton==3.4.0,just-words", "is not KEY==VERSION or KEY=VALUE", "triton==3.4.0"),
+        ("triton=/nonexistent/triton-3.4.0-cp311-cp311-linux_x86_64.whl", "does not exist", "check the path"),
+        ("triton=/etc/hostname", "must be a wheel file", "pip wheel"),
+        ("triton==3.4.0,ptxas=/nonexistent/ptxas", "ptxas binary /nonexistent/ptxas does not exist", "ptxas="),
+    ],
+)
+def test_errors_name_the_problem_and_the_fix(text: str, problem: str, fix: str) -> None:
+    with pytest.raises(KtriageError) as info:
+        parse_toolchain(text)
+    assert problem in info.value.problem
+    assert info.value.fix is not None and fix in info.value.fix
+
+
+def test_non_executable_ptxas_is_refused(tmp_path: Path) -> None:
+    ptxas = tmp_path / "ptxas"
+    ptxas.write_text("")
+    ptxas.chmod(0o644)
+    if os.access(ptxas, os.X_OK):  # root may execute anything with an x bit only; 0o644 has none
+        pytest.skip("file is executable for this user")
+    with pytest.raises(KtriageError, match="not executable") as info:
+        parse_toolchain(f"triton==3.4.0,ptxas={ptxas}")
+    assert info.value.fix == f"chmod +x {ptxas}"
+
+
+def test_check_files_false_reloads_a_spec_whose_wheel_is_gone() -> None:
+    spec = parse_toolchain("triton=/gone/triton-3.4.0-cp311-cp311-linux_x86_64.whl", check_files=False)
+    assert spec.triton_wheel == Path("/gone/triton-3.4.0-cp311-cp311-linux_x86_64.whl")
