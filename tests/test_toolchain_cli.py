@@ -30,7 +30,7 @@ def test_add_list_show(ktriage_home: Path) -> None:
     assert any(i.startswith("triton-3.4.0.ptxas-12.4.131.") for i in ids)
     assert all(r["size_bytes"] > 100_000_000 for r in rows)  # a Triton venv is hundreds of MB
 
-    table = runner.invoke(app, ["toolchain", "list"])
+    table = runner.invoke(app, ["toolchain", "list"], env={"COLUMNS": "200"})
     assert table.exit_code == 0 and "bundled" in table.output
     assert next(i for i in ids if i.startswith("triton-3.4.0.ptxas-12.4.131.")) in table.output
 
