@@ -271,3 +271,33 @@ def test_a_killed_build_is_redone(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 def _env() -> dict[str, str]:
     return dict(os.environ)
+
+
+@pytest.fixture(scope="session")
+def triton_340_wheel(ktriage_home: Path) -> Path:
+    """The real PyPI wheel file, downloaded once into the test home (pip's cache makes it cheap)."""
+    dest = ktriage_home / "test-wheels"
+    found = sorted(dest.glob("triton-3.4.0-*.whl"))
+    if not found:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(dest), "triton==3.4.0"],
+            capture_output=True,
+            text=True,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        found = sorted(dest.glob("triton-3.4.0-*.whl"))
+    return found[0]
+
+
+def test_local_wheel_frontend(triton_340_wheel: Path, tc340: Toolchain) -> None:
+    from ktriage.toolchain.installer import sha256_file
+
+    tc = ensure_toolchain(f"triton={triton_340_wheel}")
+    assert tc.spec.triton_wheel == triton_340_wheel
+    assert tc.triton_version == "3.4.0" and tc.ptxas_version == "12.8.93"
+    assert tc.wheel_sha256 == sha256_file(triton_340_wheel)
+    assert tc.python != tc340.python  # its own venv, keyed by the wheel's hash
+    assert tc.id.startswith("triton-3.4.0.ptxas-12.8.93.") and tc.id != tc340.id
+    assert tc.frontend_id == f"triton-3.4.0-wheel-{tc.wheel_sha256[:12]}" and tc340.frontend_id == "triton-3.4.0"
+    with_ptxas = ensure_toolchain(f"triton={triton_340_wheel},ptxas==12.4.131")
+    assert with_ptxas.python == tc.python and with_ptxas.ptxas_version == "12.4.131"

@@ -7,6 +7,7 @@ last and atomically, so its presence means "complete".
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -62,7 +63,7 @@ def frontend_key(spec: ToolchainSpec) -> tuple[str, str | None]:
     """The venv folder name for a spec's frontend, and the wheel's sha256 (None for PyPI)."""
     if spec.triton_wheel is None:
         return f"triton-{spec.triton_version}", None
-    sha = sha256_file(spec.triton_wheel)
+    sha = _wheel_sha256(spec.triton_wheel)
     version = _wheel_version(spec.triton_wheel)
     return f"triton-{_safe(version)}-wheel-{sha[:12]}", sha
 
@@ -154,7 +155,13 @@ def _load(root: Path) -> Frontend | None:
 
 
 def _installed_triton_version(python: Path) -> str:
-    code = "import importlib.metadata as m; print(m.version('triton'))"
+    # PyPI wheels are "triton"; PyTorch's nightly builds ship the same package as "pytorch-triton".
+    code = (
+        "import importlib.metadata as m\n"
+        "for d in ('triton', 'pytorch-triton', 'triton-nightly'):\n"
+        "    try:\n        print(m.version(d)); break\n"
+        "    except m.PackageNotFoundError:\n        pass\n"
+    )
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise KtriageError(f"triton is not importable in {python}: {proc.stderr.strip()[-500:]}", "remove the toolchain and add it again")
@@ -167,6 +174,17 @@ def _tool_dir(root: Path) -> Path | None:
             if (site / rel).is_dir():
                 return site / rel
     return None
+
+
+def _wheel_sha256(path: Path) -> str:
+    """sha256 of a wheel, hashed once per process and file state (a Triton wheel is ~150 MB)."""
+    st = path.stat()
+    return _sha_cached(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _sha_cached(path: str, _size: int, _mtime: int) -> str:
+    return sha256_file(Path(path))
 
 
 def _wheel_version(path: Path) -> str:

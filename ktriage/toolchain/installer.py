@@ -83,12 +83,13 @@ def available_versions(package: str, limit: int = 25) -> list[str]:
     return []
 
 
-def versions_hint(package: str, example: str) -> str:
-    """A fix sentence listing available versions when we can get them."""
+def versions_hint(package: str, example: str, key: str | None = None) -> str:
+    """A fix sentence listing available versions when we can get them (``key==`` is the spec key)."""
     versions = available_versions(package)
+    spec_key = key or package
     if versions:
-        return f"pick an existing {package} version: {', '.join(versions)}"
-    return f"pick an existing {package} version (see `pip index versions {package}`), e.g. {example}"
+        return f"pick a version that exists ({package} on the index): {spec_key}=={versions[0]}, or one of {', '.join(versions[1:])}"
+    return f"pick an existing version (see `pip index versions {package}`), e.g. {example}"
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

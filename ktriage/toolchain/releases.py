@@ -84,7 +84,7 @@ def _install(version: str, progress: Progress) -> Path:
             if is_missing_version(proc):
                 raise KtriageError(
                     f"ptxas=={version}: {package}=={version} is not on the package index",
-                    versions_hint(package, "ptxas==12.8.93"),
+                    versions_hint(package, "ptxas==12.8.93", key="ptxas"),
                 )
             raise uv_failure(proc, what=f"download {package}=={version}", fix="check the network / index access")
         found = sorted((staging / "wheel").glob("nvidia/**/bin/ptxas"))
