@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from enum import Enum
-from typing import List
 
 import typer
 from rich import box
@@ -29,11 +28,15 @@ class Format(str, Enum):
 
 
 @app.command("add")
-def add(specs: List[str] = typer.Argument(..., help=SPEC_HELP)) -> None:  # noqa: UP006 (typer needs List)
+def add(specs: list[str] = typer.Argument(..., help=SPEC_HELP, metavar="SPEC")) -> None:
     """Build toolchains (a virtualenv per Triton, ptxas releases on demand); reuse them if built."""
     for spec in specs:
         with console.status(f"[bold]{spec}[/]: starting") as status:
-            tc = ensure_toolchain(spec, progress=lambda msg, s=spec: status.update(f"[bold]{s}[/]: {msg}"))
+
+            def show_step(message: str, label: str = spec) -> None:
+                status.update(f"[bold]{label}[/]: {message}")
+
+            tc = ensure_toolchain(spec, progress=show_step)
         opts = f"  options: {' '.join(tc.ptxas_options)}" if tc.ptxas_options else ""
         source = "bundled" if tc.ptxas_is_bundled else str(tc.ptxas)
         console.print(f"[green]ready[/] [bold]{tc.id}[/]  triton {tc.triton_version}  ptxas {tc.ptxas_version} ({source}){opts}")
@@ -64,7 +67,7 @@ def list_(fmt: Format = typer.Option(Format.text, "--format", help="text table o
 
 @app.command("show")
 def show(
-    id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec"),
+    id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
 ) -> None:
     """Show every field of a built toolchain."""
@@ -82,7 +85,7 @@ def show(
 
 
 @app.command("remove")
-def remove(id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec")) -> None:
+def remove(id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC")) -> None:
     """Remove a toolchain (its venv and ptxas release too, once nothing else uses them)."""
     tc = _find(id_or_spec)
     remove_toolchain(tc.id)

@@ -32,7 +32,7 @@ def no_progress(_message: str) -> None:
 def uv_bin() -> str:
     """The uv executable: the one the ``uv`` Python package ships, else the one on PATH."""
     try:
-        import uv  # type: ignore[import-not-found]
+        import uv
 
         return str(uv.find_uv_bin())
     except (ImportError, FileNotFoundError):
