@@ -54,7 +54,7 @@ class Frontend:
 
 
 def envs_dir() -> Path:
-    path = home_subdir("toolchains") / "envs"
+    path = home_subdir("toolchains").resolve() / "envs"
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -117,7 +117,7 @@ class Toolchain:
 
 
 def toolchains_dir() -> Path:
-    return home_subdir("toolchains")
+    return home_subdir("toolchains").resolve()  # records hold absolute paths even for a relative KTRIAGE_HOME
 
 
 def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = None) -> Toolchain:

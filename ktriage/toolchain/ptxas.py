@@ -11,6 +11,7 @@ features, the retry fails and we say so plainly.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import subprocess
 import tempfile
@@ -125,7 +126,21 @@ def assemble(
         workdir.mkdir(parents=True, exist_ok=True)
         return _assemble_in(ptx, ptxas, gpu_name, options, fmad, workdir)
     with tempfile.TemporaryDirectory(prefix="ktriage-ptxas-") as tmp:
-        return _assemble_in(ptx, ptxas, gpu_name, options, fmad, Path(tmp))
+        try:
+            return _assemble_in(ptx, ptxas, gpu_name, options, fmad, Path(tmp))
+        except KtriageError as exc:
+            raise _with_kept_ptx(exc, ptx, Path(tmp)) from None
+
+
+def _with_kept_ptx(exc: KtriageError, ptx: str, tmp: Path) -> KtriageError:
+    """Keep a failing PTX under the ktriage home so that the repro command in the message still works."""
+    from ktriage.home import home_subdir
+
+    keep = home_subdir("ptxas-failures").resolve() / hashlib.sha256(ptx.encode()).hexdigest()[:16]
+    keep.mkdir(parents=True, exist_ok=True)
+    (keep / "kernel.ptx").write_text(ptx)
+    problem = exc.problem.replace(str(tmp), str(keep))
+    return KtriageError(problem + f"\n  PTX kept at {keep / 'kernel.ptx'}", exc.fix)
 
 
 def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], fmad: bool, workdir: Path) -> AssembleResult:

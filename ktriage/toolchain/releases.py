@@ -46,7 +46,7 @@ def nvcc_package(version: str) -> str:
 
 
 def releases_dir() -> Path:
-    return home_subdir("ptxas")
+    return home_subdir("ptxas").resolve()
 
 
 def release_ptxas(version: str) -> Path | None:
