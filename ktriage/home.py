@@ -11,7 +11,7 @@ import platformdirs
 def ktriage_home() -> Path:
     """The root of everything ktriage stores; created on first use."""
     env = os.environ.get("KTRIAGE_HOME")
-    root = Path(env).expanduser() if env else Path(platformdirs.user_cache_dir("ktriage"))
+    root = Path(env).expanduser().resolve() if env else Path(platformdirs.user_cache_dir("ktriage"))
     root.mkdir(parents=True, exist_ok=True)
     return root
 
