@@ -1,0 +1,203 @@
+"""GPU architecture facts: what a compute capability allows per SM, and how targets are written.
+
+Occupancy, spill triage and "grid as the library computes it" all need the same few numbers per
+compute capability (CC). They live here, in one table, so that a wrong number is fixed once.
+This module imports only the standard library: it must load on a bare GPU host.
+
+Sources (research notes: /work/shared/research/registers_occupancy.md, §3):
+- [OCC] ``cuda_occupancy.h`` (``__CUDA_OCC_MAJOR__ 12``, ``MINOR 1``; read from the CUDA 12.9 runtime
+  wheel and the CUDA 13.0 toolkit): register allocation unit (256 per warp), sub-partitions (4),
+  max CTAs per SM (``cudaOccMaxBlocksPerMultiprocessor``), shared-memory allocation unit and the
+  carveout steps (``cudaOccAlignUpShmemSizeVoltaPlus``), the 1 KB driver reservation per block
+  from CC 8.0 on (``cudaOccSMemPerBlock``: "Starting Ampere, CUDA driver reserves additional shared
+  memory per block").
+- Warps per SM: ``eyalroz/cuda-api-wrappers`` ``device_properties.hpp`` (7.5: 32, other 7.x: 64,
+  8.0: 64, other 8.x: 48, 9.0: 64); XLA ``gpu_device_info_for_tests.cc`` (B200: 2048 threads/SM);
+  CUDA C++ Programming Guide "Technical Specifications per Compute Capability" for 10.1/11.0/12.x
+  (1536 threads/SM) and 10.3 (2048) -- the last two not re-checked against a device.
+- Shared memory per SM / per block opt-in: XLA device infos (A100 164/163 KB, RTX A6000 100/99 KB,
+  H100 228/227 KB, B200 228/227 KB) and the largest [OCC] carveout for the other CCs.
+- [GPU] H200 (CC 9.0) ``cuDeviceGetAttribute``: 65536 regs/SM, 2048 threads/SM, 233472 B shared/SM,
+  232448 B opt-in per block, 1024 B reserved per block, 32 blocks/SM, 132 SMs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ktriage.errors import KtriageError
+
+KB = 1024
+
+# Carveout steps (bytes of shared memory an SM can be configured with), [OCC]
+# cudaOccAlignUpShmemSizeVoltaPlus. The SM's L1/shared split is one of these values.
+_VOLTA_STEPS = (0, 8, 16, 32, 64, 96)
+_TURING_STEPS = (32, 64)
+_GA100_STEPS = (0, 8, 16, 32, 64, 100, 132, 164)  # 8.0 and 8.7
+_GA10X_STEPS = (0, 8, 16, 32, 64, 100)  # 8.6, 8.9, 12.x
+_HOPPER_STEPS = (0, 8, 16, 32, 64, 100, 132, 164, 196, 228)  # 9.0, 10.x, 11.0
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One CC's per-SM limits (the columns of research §3.4, extended to every CC we support)."""
+
+    max_warps_per_sm: int
+    max_ctas_per_sm: int
+    shared_per_sm: int  # largest carveout, bytes
+    shared_per_block_optin: int  # bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin
+    shared_alloc_unit: int  # bytes
+    carveouts_kb: tuple[int, ...]
+    default_sm_count: int
+    default_part: str
+    family: str
+
+
+# (major, minor) -> row. Register file (65536 per SM and per block), 255 registers per thread,
+# 256-register-per-warp allocation, 4 sub-partitions and 1024 threads per block are common to all.
+_TABLE: dict[tuple[int, int], _Row] = {
+    (7, 0): _Row(64, 32, 96 * KB, 96 * KB, 256, _VOLTA_STEPS, 80, "Tesla V100 SXM2", "Volta"),
+    (7, 2): _Row(64, 32, 96 * KB, 96 * KB, 256, _VOLTA_STEPS, 8, "Jetson AGX Xavier", "Volta"),
+    (7, 5): _Row(32, 16, 64 * KB, 64 * KB, 256, _TURING_STEPS, 40, "Tesla T4", "Turing"),
+    (8, 0): _Row(64, 32, 164 * KB, 163 * KB, 128, _GA100_STEPS, 108, "A100 SXM4", "Ampere"),
+    (8, 6): _Row(48, 16, 100 * KB, 99 * KB, 128, _GA10X_STEPS, 84, "RTX A6000 / A40", "Ampere"),
+    (8, 7): _Row(48, 16, 164 * KB, 163 * KB, 128, _GA100_STEPS, 16, "Jetson AGX Orin", "Ampere"),
+    (8, 9): _Row(48, 24, 100 * KB, 99 * KB, 128, _GA10X_STEPS, 142, "L40S", "Ada"),
+    (9, 0): _Row(64, 32, 228 * KB, 227 * KB, 128, _HOPPER_STEPS, 132, "H100 / H200 SXM", "Hopper"),
+    (10, 0): _Row(64, 32, 228 * KB, 227 * KB, 128, _HOPPER_STEPS, 148, "B200", "Blackwell"),
+    # 10.1 is Jetson Thor's CC before CUDA 13 renamed it 11.0; both kept so either spelling works.
+    (10, 1): _Row(48, 24, 228 * KB, 227 * KB, 128, _HOPPER_STEPS, 20, "Jetson AGX Thor", "Blackwell"),
+    # B300 SM count assumed equal to B200's (not verified on a device).
+    (10, 3): _Row(64, 32, 228 * KB, 227 * KB, 128, _HOPPER_STEPS, 148, "B300", "Blackwell"),
+    (11, 0): _Row(48, 24, 228 * KB, 227 * KB, 128, _HOPPER_STEPS, 20, "Jetson AGX Thor", "Blackwell"),
+    (12, 0): _Row(48, 24, 100 * KB, 99 * KB, 128, _GA10X_STEPS, 188, "RTX PRO 6000 Blackwell Server", "Blackwell"),
+    (12, 1): _Row(48, 24, 100 * KB, 99 * KB, 128, _GA10X_STEPS, 48, "DGX Spark (GB10)", "Blackwell"),
+}
+
+SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
+
+_TARGET_RE = re.compile(
+    r"^(?:(?:sm|compute)_(?P<sm>\d{2,3})[af]?|cuda:(?P<cuda>\d{2,3})|(?P<dot>\d{1,2})\.(?P<dotmin>\d)|(?P<num>\d{2,3}))$"
+)
+
+
+def _unsupported(target: object) -> KtriageError:
+    return KtriageError(
+        f"unknown or unsupported GPU target {target!r}",
+        "write the target as sm_90, sm_90a, 90, 9.0 or cuda:90; supported: " + ", ".join(SUPPORTED),
+    )
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A compute capability and the per-SM limits that the CUDA occupancy rules use.
+
+    Build it with :func:`parse_arch` (or ``Arch(9, 0)``). Limit fields are filled from the table
+    above at construction; an unsupported (major, minor) raises :class:`KtriageError`.
+    """
+
+    major: int
+    minor: int
+    # Common to every supported CC ([OCC] and research §3.4).
+    warp_size: int = field(default=32, init=False, repr=False)
+    regs_per_sm: int = field(default=65536, init=False, repr=False)
+    regs_per_block: int = field(default=65536, init=False, repr=False)
+    # ptxas never reports more than 255 (the header says 256 for CC >= 7: the 256th is not usable).
+    max_regs_per_thread: int = field(default=255, init=False, repr=False)
+    reg_alloc_unit: int = field(default=256, init=False, repr=False)  # registers per warp
+    sub_partitions: int = field(default=4, init=False, repr=False)
+    max_threads_per_block: int = field(default=1024, init=False, repr=False)
+    shared_per_block: int = field(default=48 * KB, init=False, repr=False)  # without opt-in
+    # Per CC, from _TABLE.
+    max_warps_per_sm: int = field(default=0, init=False, repr=False)
+    max_ctas_per_sm: int = field(default=0, init=False, repr=False)
+    shared_per_sm: int = field(default=0, init=False, repr=False)
+    shared_per_block_optin: int = field(default=0, init=False, repr=False)
+    shared_alloc_unit: int = field(default=0, init=False, repr=False)
+    carveouts: tuple[int, ...] = field(default=(), init=False, repr=False)  # bytes, ascending
+    reserved_shared_per_block: int = field(default=0, init=False, repr=False)
+    default_sm_count: int = field(default=0, init=False, repr=False)
+    default_part: str = field(default="", init=False, repr=False)
+    family: str = field(default="", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        row = _TABLE.get((self.major, self.minor))
+        if row is None:
+            raise _unsupported(f"sm_{self.major}{self.minor}")
+        values = {
+            "max_warps_per_sm": row.max_warps_per_sm,
+            "max_ctas_per_sm": row.max_ctas_per_sm,
+            "shared_per_sm": row.shared_per_sm,
+            "shared_per_block_optin": row.shared_per_block_optin,
+            "shared_alloc_unit": row.shared_alloc_unit,
+            "carveouts": tuple(kb * KB for kb in row.carveouts_kb),
+            # "Starting Ampere, CUDA driver reserves additional shared memory per block" [OCC];
+            # 1024 B measured on the H200 and listed for 8.0/8.6 by the calculator port (§3.3).
+            "reserved_shared_per_block": 1024 if self.major >= 8 else 0,
+            "default_sm_count": row.default_sm_count,
+            "default_part": row.default_part,
+            "family": row.family,
+        }
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+    @property
+    def cc(self) -> int:
+        """Compute capability as one int, as Triton's GPUTarget wants it (9.0 -> 90)."""
+        return self.major * 10 + self.minor
+
+    @property
+    def name(self) -> str:
+        """Canonical target name, e.g. ``sm_90``."""
+        return f"sm_{self.cc}"
+
+    @property
+    def ptxas_name(self) -> str:
+        """The ``--gpu-name`` Triton passes to ptxas: it appends ``a`` from CC 9.0 on
+        (``sm_arch_from_capability`` in triton/backends/nvidia/compiler.py, 3.3.1 and 3.4.0)."""
+        return f"sm_{self.cc}{'a' if self.cc >= 90 else ''}"
+
+    @property
+    def max_threads_per_sm(self) -> int:
+        return self.max_warps_per_sm * self.warp_size
+
+    @property
+    def max_warps_per_block(self) -> int:
+        return self.max_threads_per_block // self.warp_size
+
+    def describe(self) -> str:
+        """One line for reports: ``sm_90 (Hopper; default part H100 / H200 SXM, 132 SMs)``."""
+        return f"{self.name} ({self.family}; default part {self.default_part}, {self.default_sm_count} SMs)"
+
+
+def parse_arch(target: str | int | Arch) -> Arch:
+    """Read a GPU target written as ``sm_90``, ``sm_90a``, ``compute_90``, ``90``, ``9.0``, ``cuda:90``
+    (or an int CC like 90, or an Arch). Raises KtriageError naming the supported targets otherwise."""
+    if isinstance(target, Arch):
+        return target
+    if isinstance(target, bool):
+        raise _unsupported(target)
+    if isinstance(target, int):
+        text = str(target)
+    elif isinstance(target, str):
+        text = target.strip().lower()
+    else:
+        raise _unsupported(target)
+    m = _TARGET_RE.match(text)
+    if not m:
+        raise _unsupported(target)
+    if m.group("dot") is not None:
+        major, minor = int(m.group("dot")), int(m.group("dotmin"))
+    else:
+        digits = m.group("sm") or m.group("cuda") or m.group("num")
+        cc = int(digits)
+        major, minor = divmod(cc, 10)
+    if (major, minor) not in _TABLE:
+        raise _unsupported(target)
+    return Arch(major, minor)
+
+
+def supported_archs() -> list[Arch]:
+    """Every supported compute capability, oldest first."""
+    return [Arch(ma, mi) for ma, mi in _TABLE]
