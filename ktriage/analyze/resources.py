@@ -1,0 +1,170 @@
+"""Resources of one compiled kernel: registers, stack, spills, shared memory, SASS and PTX counts.
+
+Why: most Triton regressions across compiler versions are resource regressions (more registers,
+spills, an opcode that changed). `Resources` gathers every number `explain` compares, each from
+the source that is authoritative for it, without a GPU:
+
+- cubin via cuobjdump: registers, stack frame, static shared memory, barriers, SASS;
+- the ptxas `-v` log: spill store/load bytes (nothing else records them); None when no log;
+- the PTX: declared virtual registers (NOT register usage) and PTX instruction count;
+- Triton's metadata: the dynamic shared memory the launch requests.
+
+See docs/resources.md for each field and its pitfalls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ktriage.analyze.cuobjdump import parse_elf_flags, parse_resource_usage, run_cuobjdump
+from ktriage.analyze.ptx import parse_ptx
+from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
+from ktriage.analyze.sass import parse_sass
+from ktriage.errors import KtriageError
+
+# From sm_90 on, ptxas puts the 1 KB the driver reserves per block (RESERVED_SHARED_MEMORY_PER_BLOCK)
+# into the function's `.nv.shared.<fn>` section as soon as the kernel uses shared memory, so
+# cuobjdump's SHARED is 1024 above what the driver calls static shared memory. Checked on an H200:
+# a kernel with `.shared .b8 buf[4096]` shows SHARED:5120 and CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+# 4096; Triton kernels show SHARED:1024 and 0 (tests/data/resources/h200_shared_check.json).
+SM90_RESERVED_SHARED_BYTES = 1024
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one kernel needs per thread and per block, plus its SASS/PTX fingerprints.
+
+    Unknown values are None, never guessed (spill bytes without a ptxas log, PTX counts without PTX).
+    """
+
+    kernel_name: str
+    arch: str | None
+    registers: int  # allocated per thread (cubin REG) = CU_FUNC_ATTRIBUTE_NUM_REGS
+    stack_bytes: int  # per-thread stack frame (cubin STACK) = CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES
+    spill_store_bytes: int | None  # ptxas log only
+    spill_load_bytes: int | None  # ptxas log only
+    shared_bytes: int  # per block, excluding the driver's reserved 1 KB: static + dynamic
+    shared_static_bytes: int  # static shared as the driver counts it (cubin SHARED minus reservation)
+    shared_dynamic_bytes: int | None  # Triton's metadata `shared`, requested at launch
+    local_loads: int  # LDL instructions (spill reloads or local-array reads)
+    local_stores: int  # STL instructions
+    sass_opcodes: dict[str, int] = field(default_factory=dict)  # base opcode -> count
+    sass_opcodes_detailed: dict[str, int] = field(default_factory=dict)  # opcode with modifiers
+    sass_instructions: int = 0  # without the tail padding (see sass.py)
+    ptx_registers: dict[str, int] = field(default_factory=dict)  # declared virtual regs per class
+    ptx_registers_total: int | None = None
+    ptx_instructions: int | None = None
+    barriers: int | None = None  # named barriers (cubin ELF flags; ptxas >= 12.8 log)
+    cumulative_stack_bytes: int | None = None  # ptxas log: stack incl. callees
+
+    @property
+    def has_spills(self) -> bool | None:
+        """True/False from the ptxas log; None when spill bytes are unknown."""
+        if self.spill_store_bytes is None or self.spill_load_bytes is None:
+            return None
+        return self.spill_store_bytes > 0 or self.spill_load_bytes > 0
+
+    @property
+    def triton_n_spills(self) -> int:
+        """What Triton's `CompiledKernel.n_spills` reports: stack bytes / 4 (not a spill count)."""
+        return self.stack_bytes // 4
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
+        return {"schema": SCHEMA_VERSION, **asdict(self)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> Resources:
+        """Inverse of `to_json`; accepts the dict or its JSON text."""
+        obj = json.loads(data) if isinstance(data, str) else dict(data)
+        schema = obj.pop("schema", SCHEMA_VERSION)
+        if schema != SCHEMA_VERSION:
+            raise KtriageError(
+                f"resources were saved with schema {schema}, this ktriage reads {SCHEMA_VERSION}",
+                "recompute them (they are derived from the cached artifact)",
+            )
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in obj.items() if k in known})
+
+
+def _arch_major(arch: str | None) -> int | None:
+    m = re.match(r"sm_(\d+)", arch or "")
+    return int(m.group(1)) // 10 if m else None
+
+
+def driver_static_shared(cubin_shared: int, arch: str | None) -> int:
+    """cuobjdump's SHARED minus the per-block reservation that sm_90+ cubins include."""
+    major = _arch_major(arch)
+    if major is not None and major >= 9 and cubin_shared >= SM90_RESERVED_SHARED_BYTES:
+        return cubin_shared - SM90_RESERVED_SHARED_BYTES
+    return cubin_shared
+
+
+def _check_log_matches(info: PtxasFunctionInfo, registers: int, stack: int, name: str) -> None:
+    if (info.registers is not None and info.registers != registers) or (
+        info.stack_frame_bytes is not None and info.stack_frame_bytes != stack
+    ):
+        raise KtriageError(
+            f"the ptxas log says {name} uses {info.registers} registers and "
+            f"{info.stack_frame_bytes} bytes of stack, but the cubin has {registers} and {stack}",
+            "pass the log of the ptxas run that produced this cubin (same PTX, ptxas and options)",
+        )
+
+
+def analyze(
+    cubin: Path,
+    *,
+    cuobjdump: Path,
+    ptxas_log: str | None,
+    ptx: str | None,
+    kernel_name: str,
+    triton_shared: int | None,
+) -> Resources:
+    """Measure one kernel's resources from its cubin (running the real cuobjdump) and side inputs."""
+    usage_all = parse_resource_usage(run_cuobjdump(cuobjdump, cubin, "--dump-resource-usage"))
+    if kernel_name not in usage_all:
+        have = ", ".join(usage_all) or "none"
+        raise KtriageError(
+            f"{cubin} has no function named {kernel_name!r} (functions: {have})",
+            "pass the kernel name exactly as Triton compiled it (metadata `name`)",
+        )
+    usage = usage_all[kernel_name]
+    sass_fn = parse_sass(run_cuobjdump(cuobjdump, cubin, "-sass"))[kernel_name]
+    elf = parse_elf_flags(run_cuobjdump(cuobjdump, cubin, "-elf")).get(kernel_name)
+
+    info: PtxasFunctionInfo | None = None
+    if ptxas_log is not None:
+        info = parse_ptxas_log(ptxas_log).function(kernel_name)
+        _check_log_matches(info, usage.registers, usage.stack_bytes, kernel_name)
+
+    static_shared = driver_static_shared(usage.shared_bytes, sass_fn.arch)
+    ptx_fn = parse_ptx(ptx).function(kernel_name) if ptx is not None else None
+    barriers = elf.barriers if elf is not None else (info.barriers if info else None)
+    return Resources(
+        kernel_name=kernel_name,
+        arch=sass_fn.arch,
+        registers=usage.registers,
+        stack_bytes=usage.stack_bytes,
+        spill_store_bytes=info.spill_store_bytes if info else None,
+        spill_load_bytes=info.spill_load_bytes if info else None,
+        shared_bytes=static_shared + (triton_shared or 0),
+        shared_static_bytes=static_shared,
+        shared_dynamic_bytes=triton_shared,
+        local_loads=sass_fn.local_loads,
+        local_stores=sass_fn.local_stores,
+        sass_opcodes=sass_fn.opcode_histogram(),
+        sass_opcodes_detailed=sass_fn.opcode_histogram(with_modifiers=True),
+        sass_instructions=sass_fn.instruction_count,
+        ptx_registers=dict(ptx_fn.registers) if ptx_fn else {},
+        ptx_registers_total=ptx_fn.registers_total if ptx_fn else None,
+        ptx_instructions=ptx_fn.instructions if ptx_fn else None,
+        barriers=barriers,
+        cumulative_stack_bytes=info.cumulative_stack_bytes if info else None,
+    )
