@@ -102,8 +102,8 @@ def _report_failures(result: ExplainResult, console: Console) -> None:
 def _diffs(result: ExplainResult, ptx: bool, sass: bool) -> str:
     if not (ptx or sass):
         return ""
-    from ktriage.analyze.diff import aligned_diff
-    from ktriage.analyze.sass import disassemble
+    from ktriage.analyze.cuobjdump import run_cuobjdump
+    from ktriage.analyze.diff import aligned_diff, diff_summary
 
     parts: list[str] = []
     item = result.specs[0]
@@ -112,10 +112,13 @@ def _diffs(result: ExplainResult, ptx: bool, sass: bool) -> str:
         title = f"{a.toolchain.spec} -> {b.toolchain.spec}"
         if ptx:
             parts.append(f"=== PTX diff {title} ===")
-            parts.append(aligned_diff(a.frontend.text("ptx"), b.frontend.text("ptx"), kind="ptx"))
+            pa, pb = a.frontend.text("ptx"), b.frontend.text("ptx")
+            parts.append(str(diff_summary(pa, pb, kind="ptx")))
+            parts.append(aligned_diff(pa, pb, kind="ptx", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
         if sass:
             parts.append(f"=== SASS diff {title} ===")
-            sass_a = disassemble(a.cubin.cubin_path, cuobjdump=a.toolchain.cuobjdump)
-            sass_b = disassemble(b.cubin.cubin_path, cuobjdump=b.toolchain.cuobjdump)
-            parts.append(aligned_diff(sass_a, sass_b, kind="sass"))
+            sass_a = run_cuobjdump(a.toolchain.cuobjdump, a.cubin.cubin_path, "-sass")
+            sass_b = run_cuobjdump(b.toolchain.cuobjdump, b.cubin.cubin_path, "-sass")
+            parts.append(str(diff_summary(sass_a, sass_b, kind="sass")))
+            parts.append(aligned_diff(sass_a, sass_b, kind="sass", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
     return "\n".join(parts)

@@ -9,14 +9,11 @@ PTX entry and check it against the signature, so a new hidden parameter is notic
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ktriage.analyze.ptx import parse_ptx
 from ktriage.errors import KtriageError
-
-_ENTRY_RE = re.compile(r"\.entry\s+(\w+)\s*\((.*?)\)", re.S)
-_PARAM_RE = re.compile(r"\.param\s+\.(\w+)(?:\s+\.ptr(?:\s+\.\w+)*)?(?:\s+\.align\s+\d+)?\s+(\w+)")
 
 HIDDEN_PARAMS = ("global_scratch", "profile_scratch")
 
@@ -37,11 +34,10 @@ class AbiParam:
 
 def ptx_entry_params(ptx: str) -> tuple[str, list[str]]:
     """The kernel name and the PTX types of its parameters, in order."""
-    match = _ENTRY_RE.search(ptx)
-    if match is None:
+    entries = parse_ptx(ptx).entries
+    if not entries:
         raise KtriageError("no .entry function found in the PTX", "check that the compile produced a kernel")
-    params = [m.group(1) for m in _PARAM_RE.finditer(match.group(2))]
-    return match.group(1), params
+    return entries[0].name, [p.ptx_type for p in entries[0].params]
 
 
 def launch_abi(signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str, metadata: dict[str, Any]) -> list[AbiParam]:
