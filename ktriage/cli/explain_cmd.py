@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -44,7 +45,8 @@ def explain(
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."""
-    console = Console(stderr=fmt != Format.table)
+    # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
+    console = Console(stderr=fmt != Format.table, width=None if sys.stdout.isatty() else 200)
     if bwd and fwd:
         raise KtriageError("--bwd and --fwd were both given", "choose one: explain the backward or the forward kernels")
     if len(toolchain) < 1:

@@ -36,7 +36,7 @@ from ktriage.toolchain.ptxas import assemble
 
 # Pure-python helpers that kernel libraries import at module level (liger-kernel: packaging) and
 # that a toolchain's bare virtualenv lacks. Installed once next to the kernel packages.
-SUPPORT_PACKAGES = ("packaging",)
+SUPPORT_PACKAGES = ("packaging==24.2",)
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,9 @@ class Explainer:
             kernel_name=kernel_name,
             triton_shared=triton_shared,
         )
-        occupancy = compute_occupancy(parse_arch(spec.target), resources.registers, spec.num_warps, resources.shared_bytes)
+        barriers = resources.barriers if resources.barriers is not None else 1
+        occupancy = compute_occupancy(parse_arch(spec.target), resources.registers, spec.num_warps,
+                                      resources.shared_bytes, barriers=barriers)
         return resources, occupancy
 
     def result_for(self, artifact: Artifact) -> KernelResult:

@@ -82,13 +82,15 @@ def to_json(result: ExplainResult, findings: list[Finding] | None = None) -> dic
     }
 
 
-def _cell(result: KernelResult | CompileFailure | None) -> str:
+def _cell(result: KernelResult | CompileFailure | None, compact: bool = False) -> str:
     if result is None:
         return "-"
     if isinstance(result, CompileFailure):
         return f"error ({result.stage})"
     r, o = result.resources, result.occupancy
     spill = "?" if r.spill_store_bytes is None else f"{r.spill_store_bytes}"
+    if compact:
+        return f"{r.registers} regs, spill {spill} B, {o.ctas_per_sm} CTA/SM"
     return f"{r.registers} regs, spill {spill} B, stack {r.stack_bytes} B, {o.ctas_per_sm} CTA/SM"
 
 
@@ -127,11 +129,13 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
         row += [_cell(item.results.get(t.id)) for t in tcs]
         row.append(_changes_text(item).replace("\n", "<br>"))
         out.append("| " + " | ".join(row) + " |")
-    sentences = [ch.sentence for item in result.specs for c in item.comparisons for ch in c.changes
-                 if ch.metric in ("spill_store_bytes", "registers")]
+    sentences = list(dict.fromkeys(
+        f"{input_label(item.spec.meta, item.spec.name)}: {ch.sentence}"
+        for item in result.specs for c in item.comparisons for ch in c.changes
+        if ch.metric in ("spill_store_bytes", "registers", "ctas_per_sm")))
     if sentences:
-        out += ["", "## Attribution detail (first kernels)", ""]
-        out += [f"- {s}" for s in sentences[:6]]
+        out += ["", "## Attribution detail (cross matrix, first kernels)", ""]
+        out += [f"- {s}" for s in sentences[:9]]
     out.append("")
     return "\n".join(out)
 
@@ -145,7 +149,7 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     table.add_column("changes [attribution]")
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
-        row += [_cell(item.results.get(t.id)) for t in result.toolchains]
+        row += [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
         changes = _changes_text(item)
         style = "" if changes == "no change" else "yellow"
         row.append(f"[{style}]{changes}[/]" if style else changes)
