@@ -19,3 +19,36 @@ os.environ["KTRIAGE_HOME"] = str(TEST_HOME)
 def ktriage_home() -> Path:
     TEST_HOME.mkdir(parents=True, exist_ok=True)
     return TEST_HOME
+
+
+@pytest.fixture(scope="session")
+def toolchain(ktriage_home: Path):
+    """Build (once per test home) and return a real toolchain: ``toolchain("triton==3.4.0")``."""
+    from ktriage.toolchain.manager import ensure_toolchain
+
+    cache: dict[str, object] = {}
+
+    def get(spec: str):
+        if spec not in cache:
+            cache[spec] = ensure_toolchain(spec)
+        return cache[spec]
+
+    return get
+
+
+@pytest.fixture()
+def compiler(tmp_path: Path):
+    """A compiler with a private artifact cache, so a test sees its own compiles."""
+    from ktriage.compile.compiler import Compiler
+
+    with Compiler(jobs=2, cache_dir=tmp_path / "artifacts") as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def shared_compiler(ktriage_home: Path):
+    """A compiler on the test home's artifact cache: heavy sweeps compile once per test home."""
+    from ktriage.compile.compiler import Compiler
+
+    with Compiler(jobs=2) as c:
+        yield c

@@ -18,9 +18,15 @@ HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_byte
 NOTABLE_OPCODES = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
 
 
-def input_label(meta: dict[str, Any], fallback: str) -> str:
-    """How a spec is named in a range: its input label from the catalog, else its name."""
-    return str(meta.get("input_label") or meta.get("label") or fallback)
+def input_label(meta: dict[str, Any], name: str) -> str:
+    """How a spec is named in a range: its input label, else the ``[...]`` part of its name
+    (catalog specs are named ``op.mode[N=4608]``), else the whole name."""
+    label = meta.get("input_label") or meta.get("label")
+    if label:
+        return str(label)
+    if name.endswith("]") and "[" in name:
+        return name[name.index("[") + 1:-1]
+    return name
 
 
 @dataclass
