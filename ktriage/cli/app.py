@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
+from ktriage.cli.console import make_console
 
 from ktriage.errors import KtriageError
 
@@ -17,7 +17,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-err_console = Console(stderr=True)
+err_console = make_console(stderr=True)
 
 
 def _register() -> None:

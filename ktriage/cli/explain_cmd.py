@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from ktriage.cli.console import make_console
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import KtriageError
@@ -46,7 +46,7 @@ def explain(
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."""
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
-    console = Console(stderr=fmt != Format.table, width=None if sys.stdout.isatty() else 200)
+    console = make_console(stderr=fmt != Format.table)
     if bwd and fwd:
         raise KtriageError("--bwd and --fwd were both given", "choose one: explain the backward or the forward kernels")
     if len(toolchain) < 1:

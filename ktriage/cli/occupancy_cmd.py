@@ -6,7 +6,7 @@ import json
 from enum import Enum
 
 import typer
-from rich.console import Console
+from ktriage.cli.console import make_console
 from rich.table import Table
 
 from ktriage.analyze.occupancy import compute_occupancy
@@ -38,7 +38,7 @@ def occupancy(
     if fmt is OutputFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
-    console = Console()
+    console = make_console()
     table = Table(title=f"Occupancy on {a.describe()}", show_header=True, header_style="bold")
     table.add_column("resource")
     table.add_column("CTAs/SM it allows", justify="right")

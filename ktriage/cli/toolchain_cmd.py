@@ -7,14 +7,14 @@ from enum import Enum
 
 import typer
 from rich import box
-from rich.console import Console
+from ktriage.cli.console import make_console
 from rich.table import Table
 
 from ktriage.errors import KtriageError
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain, find_toolchain, list_toolchains, remove_toolchain, toolchain_size
 
 app = typer.Typer(help="Manage compiler toolchains (Triton + ptxas).", no_args_is_help=True)
-console = Console()
+console = make_console()
 
 SPEC_HELP = (
     "A toolchain spec: triton==3.4.0 | triton==3.3.1,ptxas==12.8.93 | triton==3.4.0,ptxas-options=--register-usage-level=4 "
