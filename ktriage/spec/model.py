@@ -1,0 +1,267 @@
+"""KernelSpec: one @triton.jit function plus everything Triton's JIT decides for one launch.
+
+Why a spec and not "the kernel": the same function compiles to different code per launch. Argument
+types, constexpr values, which pointers and ints are divisible by 16, which ints equal 1 (turned
+into the constant 1), num_warps/num_stages and the target all change the PTX. A spec pins all of
+them, so that a compile on a CPU machine yields the exact kernel the JIT builds on the GPU host.
+
+Conventions (shared with the compile worker, ktriage/compile/worker.py):
+- ``signature`` lists EVERY parameter in source order; each value is a Triton type string
+  ("*fp32", "*bf16", "i32", "i64", "u64", "fp32", "u1", ...) or "constexpr".
+- Ints the JIT specializes to 1 are stored the way the JIT stores them: ``signature[n] ==
+  "constexpr"`` and ``constexprs[n] == 1``; ``equal_to_1`` names them (a spec built with an int type
+  there is normalized on construction).
+- A Triton dtype passed as a constexpr (``dtype=tl.float32``) is written as the string "tl.float32".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import KtriageError
+
+ConstexprValue = int | float | bool | str | None
+
+SCALAR_TYPES = (
+    "i1", "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
+    "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16", "fp16", "bf16", "fp32", "fp64",
+)  # fmt: skip
+INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+KNOWN_TARGETS = (
+    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+    "sm_100", "sm_100a", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
+)  # fmt: skip
+_TENSORDESC = re.compile(r"^tensordesc<.+>$")
+
+
+def is_pointer_type(ty: str) -> bool:
+    """``*fp32`` / ``*kfp16`` (const pointer) are pointers."""
+    return ty.startswith("*")
+
+
+def is_int_type(ty: str) -> bool:
+    """Integer scalars that the JIT can specialize (bools excluded)."""
+    return ty in INT_TYPES
+
+
+def is_valid_type(ty: str) -> bool:
+    """A type string Triton's ``str_to_ty`` accepts (the subset ktriage supports)."""
+    if ty == "constexpr" or ty == "nvTmaDesc" or _TENSORDESC.match(ty):
+        return True
+    if ty.startswith("*"):
+        inner = ty[2:] if ty.startswith("*k") else ty[1:]
+        return inner in SCALAR_TYPES
+    return ty in SCALAR_TYPES
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One launch of one Triton kernel, as the JIT sees it. See the module docstring for conventions."""
+
+    name: str
+    source: str
+    signature: dict[str, str]
+    constexprs: dict[str, ConstexprValue] = field(default_factory=dict)
+    divisible_by_16: tuple[str, ...] = ()
+    equal_to_1: tuple[str, ...] = ()
+    num_warps: int = 4
+    num_stages: int = 3
+    num_ctas: int = 1
+    maxnreg: int | None = None
+    target: str = "sm_90"
+    grid: tuple[int, ...] | None = None
+    package: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Normalize containers (JSON gives lists) and put equal_to_1 ints in the JIT's constexpr form.
+        sig = dict(self.signature)
+        consts = dict(self.constexprs)
+        eq1 = tuple(self.equal_to_1)
+        for n in eq1:
+            if n in sig and is_int_type(sig[n]):
+                sig[n] = "constexpr"
+            if n in sig and sig[n] == "constexpr":
+                consts.setdefault(n, 1)
+        object.__setattr__(self, "signature", sig)
+        object.__setattr__(self, "constexprs", consts)
+        object.__setattr__(self, "equal_to_1", eq1)
+        object.__setattr__(self, "divisible_by_16", tuple(self.divisible_by_16))
+        if self.grid is not None:
+            object.__setattr__(self, "grid", tuple(int(g) for g in self.grid))
+        object.__setattr__(self, "meta", dict(self.meta))
+
+    # ----------------------------------------------------------------- serialization
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (flat field names; the compile worker reads this)."""
+        data = asdict(self)
+        data["divisible_by_16"] = list(self.divisible_by_16)
+        data["equal_to_1"] = list(self.equal_to_1)
+        data["grid"] = list(self.grid) if self.grid is not None else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | str) -> KernelSpec:
+        """Inverse of :meth:`to_json`; also accepts the JSON text."""
+        obj = json.loads(data) if isinstance(data, str) else dict(data)
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(obj) - known)
+        if unknown:
+            raise KtriageError(
+                f"kernel spec JSON has unknown field(s) {unknown}",
+                f"use only {sorted(known)}",
+            )
+        for required in ("name", "source", "signature"):
+            if required not in obj:
+                raise KtriageError(f"kernel spec JSON lacks {required!r}", f"add {required!r}")
+        return cls(**obj)
+
+    def replace(self, **changes: Any) -> KernelSpec:
+        """A copy with some fields changed (e.g. another target or num_warps)."""
+        return replace(self, **changes)
+
+    # ----------------------------------------------------------------- identity
+    def source_function(self) -> str:
+        """The function name after the last ':' of ``source``."""
+        return self.source.rpartition(":")[2]
+
+    def key(self) -> str:
+        """Content hash of what determines the compiled code: the source file text and the fields.
+
+        The absolute path is left out (the same kernel file on two machines has one key) and so are
+        ``name``, ``grid`` and ``meta`` (they describe the launch, not the code): launches that
+        compile to the same kernel share one key and one artifact.
+        """
+        from ktriage.spec.source import resolve_source_file
+
+        path = resolve_source_file(self.source, self.package)
+        payload = {
+            "source_text_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "function": self.source_function(),
+            "module": self.source.rpartition(":")[0] if not _is_file_source(self.source) else None,
+            "package": self.package,
+            "signature": list(self.signature.items()),
+            "constexprs": sorted((k, repr(v)) for k, v in self.constexprs.items()),
+            "divisible_by_16": sorted(self.divisible_by_16),
+            "equal_to_1": sorted(self.equal_to_1),
+            "num_warps": self.num_warps,
+            "num_stages": self.num_stages,
+            "num_ctas": self.num_ctas,
+            "maxnreg": self.maxnreg,
+            "target": self.target,
+        }
+        blob = json.dumps(payload, sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:24]
+
+    # ----------------------------------------------------------------- checks
+    def validate(self, *, check_source: bool = True) -> KernelSpec:
+        """Raise KtriageError naming the bad field and the fix; return self when all is well.
+
+        With ``check_source`` the signature is also compared with the function's real parameter
+        list, read from the source file with ``ast`` (no Triton import needed).
+        """
+        where = f"spec {self.name!r}"
+        if ":" not in self.source:
+            raise KtriageError(
+                f"{where}: source {self.source!r} names no function",
+                "write it as '/path/to/file.py:function' or 'package.module:function'",
+            )
+        if not isinstance(self.signature, dict) or not self.signature:
+            raise KtriageError(f"{where}: signature is empty", "list every kernel parameter with its Triton type")
+        for pname, ty in self.signature.items():
+            if not isinstance(ty, str) or not is_valid_type(ty):
+                raise KtriageError(
+                    f"{where}: signature[{pname!r}] = {ty!r} is not a Triton type",
+                    'use a pointer like "*fp32"/"*bf16", a scalar like "i32"/"i64"/"fp32"/"u1", or "constexpr"',
+                )
+        for pname, ty in self.signature.items():
+            if ty == "constexpr" and pname not in self.constexprs:
+                raise KtriageError(
+                    f"{where}: constexpr parameter {pname!r} has no value",
+                    f"add {pname} = <value> under constexprs",
+                )
+        for pname, value in self.constexprs.items():
+            if pname not in self.signature:
+                raise KtriageError(
+                    f"{where}: constexprs has {pname!r}, which is not a parameter",
+                    f"remove it or add {pname!r} to the signature (parameters: {list(self.signature)})",
+                )
+            if self.signature[pname] != "constexpr":
+                raise KtriageError(
+                    f"{where}: {pname!r} has a constexpr value but its type is {self.signature[pname]!r}",
+                    f'set signature[{pname!r}] = "constexpr" or drop its constexpr value',
+                )
+            if value is not None and not isinstance(value, (bool, int, float, str)):
+                raise KtriageError(
+                    f"{where}: constexpr {pname!r} = {value!r} is not a number, bool, string or None",
+                    'write Triton dtypes as strings like "tl.float32"',
+                )
+        for pname in self.divisible_by_16:
+            ty = self.signature.get(pname)
+            if ty is None:
+                raise KtriageError(
+                    f"{where}: divisible_by_16 names {pname!r}, which is not a parameter",
+                    f"use parameter names from the signature: {list(self.signature)}",
+                )
+            if not (is_pointer_type(ty) or is_int_type(ty)):
+                raise KtriageError(
+                    f"{where}: divisible_by_16 names {pname!r} of type {ty!r}",
+                    "only pointers and integers can be divisible by 16: remove it from the list",
+                )
+        for pname in self.equal_to_1:
+            if pname not in self.signature:
+                raise KtriageError(
+                    f"{where}: equal_to_1 names {pname!r}, which is not a parameter",
+                    f"use parameter names from the signature: {list(self.signature)}",
+                )
+            if self.constexprs.get(pname) != 1 or isinstance(self.constexprs.get(pname), bool):
+                raise KtriageError(
+                    f"{where}: equal_to_1 names {pname!r} but its value is {self.constexprs.get(pname)!r}",
+                    "only integer parameters whose value is 1 belong in equal_to_1",
+                )
+            if pname in self.divisible_by_16:
+                raise KtriageError(
+                    f"{where}: {pname!r} is both equal to 1 and divisible by 16",
+                    "remove it from divisible_by_16 (1 is not divisible by 16)",
+                )
+        if self.target not in KNOWN_TARGETS:
+            raise KtriageError(
+                f"{where}: unknown target {self.target!r}",
+                f"use one of {', '.join(KNOWN_TARGETS)}",
+            )
+        for opt in ("num_warps", "num_stages", "num_ctas"):
+            val = getattr(self, opt)
+            if not isinstance(val, int) or isinstance(val, bool) or val < 1:
+                raise KtriageError(f"{where}: {opt} = {val!r} must be a positive integer", f"set {opt} to e.g. 4")
+        if self.num_warps & (self.num_warps - 1):
+            raise KtriageError(f"{where}: num_warps = {self.num_warps} is not a power of two", "use 1, 2, 4, 8, 16 or 32")
+        if self.maxnreg is not None and not (isinstance(self.maxnreg, int) and 16 <= self.maxnreg <= 255):
+            raise KtriageError(f"{where}: maxnreg = {self.maxnreg!r} is out of range", "use an integer in 16..255 or leave it out")
+        if self.grid is not None and (len(self.grid) not in (1, 2, 3) or any(g < 1 for g in self.grid)):
+            raise KtriageError(f"{where}: grid {self.grid} must be 1 to 3 positive integers", "e.g. grid = [132]")
+        if check_source:
+            from ktriage.spec.source import (
+                check_signature,
+                read_params,
+                resolve_source_file,
+            )
+
+            path = resolve_source_file(self.source, self.package)
+            params = read_params(path, self.source_function())
+            check_signature(self.signature, params, self.source_function(), where=where)
+        return self
+
+
+def _is_file_source(source: str) -> bool:
+    return source.rpartition(":")[0].endswith(".py")
+
+
+def source_path_of(source: str) -> Path | None:
+    """The file path of a ``file.py:fn`` source, else None (module sources)."""
+    return Path(source.rpartition(":")[0]) if _is_file_source(source) else None

@@ -1,0 +1,96 @@
+"""Kernel libraries from PyPI (e.g. ``liger-kernel==0.5.10``), installed once as plain directories.
+
+Why a directory and not the toolchain's venv: one kernel library version must work with every
+toolchain, and the toolchain's Triton must stay the toolchain's. So the package is installed with
+``--no-deps`` into ``<home>/packages/<name>-<version>`` and the compile worker puts that directory on
+``sys.path``. Installs are serialized with a file lock and published by an atomic rename, so two
+processes asking at once neither corrupt nor duplicate it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from filelock import FileLock
+
+from ktriage.errors import KtriageError
+from ktriage.home import home_subdir
+
+_PINNED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
+_DONE = ".ktriage-complete"
+
+
+def parse_requirement(requirement: str) -> tuple[str, str]:
+    """``'liger-kernel==0.5.10'`` -> ``('liger-kernel', '0.5.10')``; only exact pins are allowed."""
+    m = _PINNED.match(requirement)
+    if not m:
+        raise KtriageError(
+            f"package requirement {requirement!r} is not pinned to one version",
+            "write it as name==version, e.g. liger-kernel==0.5.10 (a spec must name one exact kernel source)",
+        )
+    name = re.sub(r"[-_.]+", "-", m.group(1)).lower()
+    return name, m.group(2)
+
+
+def package_dir(requirement: str) -> Path:
+    """Where ``requirement`` is (or would be) installed; nothing is installed."""
+    name, version = parse_requirement(requirement)
+    return home_subdir("packages") / f"{name}-{version}"
+
+
+def is_installed(requirement: str) -> bool:
+    return (package_dir(requirement) / _DONE).is_file()
+
+
+def ensure_package(requirement: str) -> Path:
+    """Install ``requirement`` (pure Python, no dependencies) once; return the directory for sys.path."""
+    target = package_dir(requirement)
+    if (target / _DONE).is_file():
+        return target
+    lock = FileLock(str(target) + ".lock")
+    with lock:
+        if (target / _DONE).is_file():
+            return target
+        staging = target.with_name(target.name + f".tmp-{os.getpid()}")
+        shutil.rmtree(staging, ignore_errors=True)
+        cmd = [_uv(), "pip", "install", "--no-deps", "--quiet", "--python", sys.executable, "--target", str(staging), requirement]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            raise KtriageError(
+                f"could not install {requirement}: {' / '.join(tail)}",
+                f"check the version exists on PyPI; on an offline machine copy {target} from one that has it",
+            )
+        (staging / _DONE).write_text(requirement + "\n")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(staging, target)
+    return target
+
+
+def package_module_file(requirement: str, module: str) -> Path:
+    """The file of ``module`` (dotted) inside the installed ``requirement``; installs it if needed."""
+    from ktriage.spec.source import find_module_file
+
+    root = ensure_package(requirement)
+    found = find_module_file(module, [root])
+    if found is None:
+        raise KtriageError(f"{requirement} has no module {module!r}", f"look inside {root} for the right module path")
+    return found
+
+
+def _uv() -> str:
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:  # the `uv` wheel ships its binary
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        raise KtriageError("cannot find the `uv` executable", "pip install uv") from exc

@@ -1,0 +1,211 @@
+"""Find a kernel's source file and read its parameter list with ``ast``, without importing anything.
+
+Why ``ast``: the host has no Triton (and kernel libraries import torch at module level), yet a
+spec whose signature does not match the function must be caught before a worker is started, with
+a message that says which argument to add or remove.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import KtriageError
+
+_INT_ANNOTATIONS = {
+    "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "u1",
+}  # fmt: skip
+
+
+class Unresolved:
+    """A default value ``ast`` cannot evaluate (the JIT would, at import time)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"<unresolved {self.text}>"
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One parameter of a @triton.jit function, as far as its source text tells."""
+
+    name: str
+    annotation: str = ""
+    is_constexpr: bool = False
+    has_default: bool = False
+    default: Any = None
+    annotation_type: str = ""
+    do_not_specialize: bool = False
+    do_not_specialize_on_alignment: bool = False
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """``'a/b.py:fn'`` -> ``('a/b.py', 'fn')``; ``'pkg.mod:fn'`` -> ``('pkg.mod', 'fn')``."""
+    where, sep, fn = source.rpartition(":")
+    if not sep or not where or not fn or not fn.isidentifier():
+        raise KtriageError(
+            f"kernel source {source!r} does not name a function",
+            "write it as 'path/to/file.py:function' or 'package.module:function'",
+        )
+    return where, fn
+
+
+def is_file_source(source: str) -> bool:
+    return split_source(source)[0].endswith(".py")
+
+
+def find_module_file(module: str, roots: list[Path]) -> Path | None:
+    """The ``.py`` file of a dotted module under one of ``roots`` (no import, no parent package run)."""
+    parts = module.split(".")
+    for root in roots:
+        base = Path(root).joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def resolve_source_file(source: str, package: str | None = None) -> Path:
+    """The file that defines the kernel. ``package`` is installed first (once) if it is given."""
+    where, _ = split_source(source)
+    if where.endswith(".py"):
+        path = Path(where)
+        if not path.is_file():
+            raise KtriageError(f"kernel source file {where} does not exist", "fix the path (relative paths are taken from the spec file's folder)")
+        return path
+    if package:
+        from ktriage.spec.packages import ensure_package
+
+        roots = [ensure_package(package)]
+    else:
+        roots = [Path(p) for p in sys.path if p and Path(p).is_dir()]
+    found = find_module_file(where, roots)
+    if found is None:
+        hint = (
+            f"check the module path inside {package}"
+            if package
+            else "give the pip requirement that provides it as package (e.g. package = \"liger-kernel==0.5.10\")"
+        )
+        raise KtriageError(f"cannot find module {where!r} of kernel source {source!r}", hint)
+    return found
+
+
+def _jit_options(fn: ast.FunctionDef) -> dict[str, list[Any]]:
+    """do_not_specialize / do_not_specialize_on_alignment from ``@triton.jit(...)``."""
+    out: dict[str, list[Any]] = {}
+    for deco in fn.decorator_list:
+        if isinstance(deco, ast.Call):
+            for kw in deco.keywords:
+                if kw.arg in ("do_not_specialize", "do_not_specialize_on_alignment"):
+                    try:
+                        out[kw.arg] = list(ast.literal_eval(kw.value))
+                    except ValueError:
+                        pass
+    return out
+
+
+def _default(node: ast.expr) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        text = ast.unparse(node)
+        if text.startswith("tl.") and text[3:].isidentifier():
+            return text  # a Triton dtype default, in the spec's "tl.float32" convention
+        return Unresolved(text)
+
+
+def read_params(path: Path, function: str) -> list[ParamInfo]:
+    """Parameters of the top-level function ``function`` in ``path``, in order."""
+    try:
+        tree = ast.parse(Path(path).read_text(), filename=str(path))
+    except SyntaxError as exc:
+        raise KtriageError(f"cannot parse {path}: {exc}", "fix the syntax error in the kernel file") from exc
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    fn = funcs.get(function)
+    if fn is None:
+        close = difflib.get_close_matches(function, list(funcs), n=3)
+        hint = f"did you mean {', '.join(close)}?" if close else f"functions in the file: {', '.join(funcs) or 'none'}"
+        raise KtriageError(f"{path} defines no function {function!r}", hint)
+    a = fn.args
+    if a.vararg or a.kwarg:
+        raise KtriageError(f"{function} takes *args/**kwargs", "Triton kernels need named parameters only")
+    positional = [*a.posonlyargs, *a.args]
+    defaults: dict[str, ast.expr] = {}
+    for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+        defaults[arg.arg] = d
+    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
+        if d is not None:
+            defaults[arg.arg] = d
+    opts = _jit_options(fn)
+    all_args = [*positional, *a.kwonlyargs]
+    dns = {all_args[i].arg if isinstance(i, int) else i for i in opts.get("do_not_specialize", [])}
+    dnsa = {all_args[i].arg if isinstance(i, int) else i for i in opts.get("do_not_specialize_on_alignment", [])}
+    params: list[ParamInfo] = []
+    for arg in all_args:
+        ann = ast.unparse(arg.annotation) if arg.annotation is not None else ""
+        is_cx = "constexpr" in ann
+        ann_type = "" if is_cx else _INT_ANNOTATIONS.get(ann.split(".")[-1], "")
+        has_default = arg.arg in defaults
+        params.append(
+            ParamInfo(
+                name=arg.arg,
+                annotation=ann,
+                is_constexpr=is_cx,
+                has_default=has_default,
+                default=_default(defaults[arg.arg]) if has_default else None,
+                annotation_type=ann_type,
+                do_not_specialize=arg.arg in dns,
+                do_not_specialize_on_alignment=arg.arg in dnsa,
+            )
+        )
+    return params
+
+
+def guess_type(p: ParamInfo) -> str:
+    """A plausible type for an error message ("add `n` (type i32)")."""
+    if p.is_constexpr:
+        return "constexpr"
+    if p.annotation_type:
+        return p.annotation_type
+    low = p.name.lower()
+    if "ptr" in low or low.endswith("_p"):
+        return "*fp32"
+    if low in ("eps", "scale", "alpha", "beta") or "eps" in low:
+        return "fp32"
+    return "i32"
+
+
+def check_signature(signature: Mapping[str, str], params: list[ParamInfo], function: str, *, where: str = "spec") -> None:
+    """Names and order of ``signature`` must equal the function's parameters; constexprs must agree."""
+    names = [p.name for p in params]
+    given = list(signature)
+    if given != names:
+        missing = [p for p in params if p.name not in signature]
+        extra = [n for n in given if n not in names]
+        parts: list[str] = []
+        if missing:
+            parts.append("add " + ", ".join(f"`{p.name}` (type {guess_type(p)})" for p in missing))
+        if extra:
+            parts.append("remove " + ", ".join(f"`{n}`" for n in extra))
+        if not missing and not extra:
+            parts.append(f"list them in source order: {', '.join(names)}")
+        raise KtriageError(
+            f"{where}: signature lists {len(given)} argument{'s' if len(given) != 1 else ''} "
+            f"but {function} takes {len(names)}" + ("" if missing or extra else " in another order"),
+            "; ".join(parts),
+        )
+    for p in params:
+        ty = signature[p.name]
+        if p.is_constexpr and ty != "constexpr":
+            raise KtriageError(
+                f"{where}: {p.name} is declared `{p.annotation}` in {function} but the signature gives {ty!r}",
+                f'set {p.name} = "constexpr" and give its value under constexprs',
+            )

@@ -1,0 +1,131 @@
+"""KernelSpec: JSON round trip, content key, validate() messages, and the ast signature check."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.source import read_params
+
+KERNEL = textwrap.dedent(
+    """
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def my_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, DT: tl.constexpr = tl.float32, ACT: tl.constexpr = "relu"):
+        pass
+
+    def helper():
+        pass
+    """
+)
+
+
+@pytest.fixture()
+def kernel_file(tmp_path: Path) -> Path:
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL)
+    return path
+
+
+def _spec(path: Path, **changes) -> KernelSpec:
+    base = {
+        "name": "k",
+        "source": f"{path}:my_kernel",
+        "signature": {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"},
+        "constexprs": {"BLOCK": 1024, "DT": "tl.float32", "ACT": "relu"},
+        "divisible_by_16": ("x_ptr", "out_ptr", "n"),
+        "grid": (4,),
+        "meta": {"op": "test"},
+    }
+    base.update(changes)
+    return KernelSpec(**base)
+
+
+def test_json_round_trip(kernel_file: Path) -> None:
+    spec = _spec(kernel_file, maxnreg=128)
+    data = spec.to_json()
+    assert data["divisible_by_16"] == ["x_ptr", "out_ptr", "n"] and data["grid"] == [4]
+    assert KernelSpec.from_json(data) == spec
+    import json
+
+    assert KernelSpec.from_json(json.dumps(data)) == spec
+    with pytest.raises(KtriageError, match="unknown field"):
+        KernelSpec.from_json({**data, "warps": 8})
+
+
+def test_equal_to_1_is_normalized_to_the_jit_form(kernel_file: Path) -> None:
+    spec = _spec(kernel_file, equal_to_1=("n",), divisible_by_16=("x_ptr", "out_ptr"))
+    assert spec.signature["n"] == "constexpr" and spec.constexprs["n"] == 1
+    spec.validate()
+    assert KernelSpec.from_json(spec.to_json()) == spec
+
+
+def test_key_changes_with_source_text_and_fields_but_not_with_path_or_meta(kernel_file: Path, tmp_path: Path) -> None:
+    spec = _spec(kernel_file)
+    key = spec.key()
+    assert spec.replace(name="other", meta={"x": 1}, grid=(9,)).key() == key
+    copy_dir = tmp_path / "elsewhere"
+    copy_dir.mkdir()
+    (copy_dir / "k.py").write_text(KERNEL)
+    assert _spec(copy_dir / "k.py").key() == key  # same text at another path: same kernel
+    assert spec.replace(num_warps=8).key() != key
+    assert spec.replace(divisible_by_16=("x_ptr",)).key() != key
+    assert spec.replace(target="sm_80").key() != key
+    kernel_file.write_text(KERNEL + "\n# edited\n")
+    assert spec.key() != key
+
+
+@pytest.mark.parametrize(
+    ("changes", "message", "fix"),
+    [
+        ({"signature": {"x_ptr": "*float", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"}},
+         "signature['x_ptr'] = '*float' is not a Triton type", '"*fp32"'),
+        ({"constexprs": {"DT": "tl.float32", "ACT": "relu"}}, "constexpr parameter 'BLOCK' has no value", "BLOCK = <value>"),
+        ({"divisible_by_16": ("x_ptr", "nn")}, "divisible_by_16 names 'nn', which is not a parameter", "x_ptr"),
+        ({"divisible_by_16": ("BLOCK",)}, "divisible_by_16 names 'BLOCK' of type 'constexpr'", "only pointers and integers"),
+        ({"target": "sm_91"}, "unknown target 'sm_91'", "sm_90"),
+        ({"num_warps": 6}, "num_warps = 6 is not a power of two", "1, 2, 4"),
+        ({"maxnreg": 300}, "maxnreg = 300 is out of range", "16..255"),
+        ({"source": "k.py"}, "names no function", "file.py:function"),
+        ({"constexprs": {"BLOCK": 1, "DT": "tl.float32", "ACT": "relu", "n": 4}}, "'n' has a constexpr value but its type is 'i32'", "constexpr"),
+    ],
+)  # fmt: skip
+def test_validate_names_the_field_and_the_fix(kernel_file: Path, changes, message, fix) -> None:
+    with pytest.raises(KtriageError) as info:
+        _spec(kernel_file, **changes).validate()
+    assert message in info.value.problem
+    assert fix in (info.value.fix or "")
+
+
+def test_signature_checked_against_source_with_ast(kernel_file: Path) -> None:
+    missing_n = {"x_ptr": "*fp32", "out_ptr": "*fp32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"}
+    with pytest.raises(KtriageError) as info:
+        _spec(kernel_file, signature=missing_n, divisible_by_16=("x_ptr",)).validate()
+    assert "signature lists 5 arguments but my_kernel takes 6" in info.value.problem
+    assert "add `n` (type i32)" in info.value.fix
+
+    swapped = {"out_ptr": "*fp32", "x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"}
+    with pytest.raises(KtriageError, match="in another order") as info:
+        _spec(kernel_file, signature=swapped).validate()
+    assert "x_ptr, out_ptr, n, BLOCK" in info.value.fix
+
+    block_as_int = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "i32", "DT": "constexpr", "ACT": "constexpr"}
+    with pytest.raises(KtriageError, match="BLOCK is declared `tl.constexpr`"):
+        _spec(kernel_file, signature=block_as_int, constexprs={"DT": "tl.float32", "ACT": "relu"}).validate()
+
+    with pytest.raises(KtriageError, match="defines no function 'my_kernl'") as info:
+        _spec(kernel_file, source=f"{kernel_file}:my_kernl").validate()
+    assert "did you mean my_kernel" in info.value.fix
+
+
+def test_read_params_defaults_and_annotations(kernel_file: Path) -> None:
+    params = read_params(kernel_file, "my_kernel")
+    assert [p.name for p in params] == ["x_ptr", "out_ptr", "n", "BLOCK", "DT", "ACT"]
+    assert [p.is_constexpr for p in params] == [False, False, False, True, True, True]
+    assert params[4].default == "tl.float32" and params[5].default == "relu" and not params[3].has_default
