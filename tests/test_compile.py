@@ -65,7 +65,7 @@ def test_cache_hit_needs_no_worker(toolchain, tmp_path: Path) -> None:
     assert isinstance(art, Artifact)
 
     class NoWorkersPool(WorkerPool):  # a fake: fails if anything tries to compile again
-        def acquire(self, python):  # type: ignore[override]
+        def acquire(self, python, sys_path=()):  # type: ignore[override]
             raise AssertionError("cache miss: a worker was started")
 
     with Compiler(jobs=1, cache_dir=tmp_path) as second:
@@ -105,3 +105,17 @@ def test_older_ptxas_gets_a_lowered_ptx_header(toolchain, compiler: Compiler) ->
     assert art.cubin.lowered_ptx_version == ("8.7", "8.4")
     record = json.loads((art.cubin.dir / "result.json").read_text())
     assert record["lowered_ptx_version"] == ["8.7", "8.4"]
+
+
+def test_two_versions_of_a_kernel_package_never_share_a_worker(toolchain, tmp_path: Path) -> None:
+    """liger-kernel 0.5.10 and 0.8.5 define layer_norm forward with the same parameters: a worker that
+    cached the 0.5.10 module would silently compile the wrong kernel for 0.8.5."""
+    from ktriage.catalog import expand_op
+
+    tc = toolchain("triton==3.4.0")
+    old = expand_op("liger.layer_norm", mode="fwd", inputs=["7"])[0]
+    new = expand_op("liger.layer_norm@0.8.5", mode="fwd", inputs=["7"])[0]
+    with Compiler(jobs=1, cache_dir=tmp_path) as compiler:  # one worker per key: the bug would show
+        a, b = compiler.compile_many([old, new], [tc])
+    assert isinstance(a, Artifact) and isinstance(b, Artifact)
+    assert a.frontend.text("ttir") != b.frontend.text("ttir")

@@ -166,14 +166,14 @@ class Compiler:
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "frontend", "package", str(exc))
         tmp = final.parent / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
-        worker = self._pool.acquire(toolchain.python)
+        worker = self._pool.acquire(toolchain.python, tuple(sys_path))
         try:
             reply = worker.request(
                 {"id": key, "spec": spec.to_json(), "sys_path": sys_path, "out_dir": str(tmp)},
                 timeout=self.timeout_s,
             )
         finally:
-            self._pool.release(toolchain.python, worker)
+            self._pool.release(toolchain.python, worker, tuple(sys_path))
         if not reply.ok:
             shutil.rmtree(tmp, ignore_errors=True)
             return CompileFailure(spec, toolchain, "frontend", reply.kind, reply.error)

@@ -109,25 +109,33 @@ class CompileWorker:
             self._proc = None
 
 
+PoolKey = tuple[Path, tuple[str, ...]]
+
+
 class WorkerPool:
-    """A few workers per toolchain python, handed out to threads one at a time."""
+    """A few workers per (toolchain python, kernel package path), handed to threads one at a time.
+
+    Keyed by the package path too: a worker that imported liger-kernel 0.5.10 must never serve a
+    0.8.5 spec, because Python would reuse the cached 0.5.10 module and compile the wrong kernel.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = max(1, size)
-        self._idle: dict[Path, queue.LifoQueue[CompileWorker]] = {}
-        self._created: dict[Path, int] = {}
+        self._idle: dict[PoolKey, queue.LifoQueue[CompileWorker]] = {}
+        self._created: dict[PoolKey, int] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, python: Path) -> CompileWorker:
+    def acquire(self, python: Path, sys_path: tuple[str, ...] = ()) -> CompileWorker:
+        key = (python, sys_path)
         with self._lock:
-            idle = self._idle.setdefault(python, queue.LifoQueue())
-            if idle.empty() and self._created.get(python, 0) < self.size:
-                self._created[python] = self._created.get(python, 0) + 1
+            idle = self._idle.setdefault(key, queue.LifoQueue())
+            if idle.empty() and self._created.get(key, 0) < self.size:
+                self._created[key] = self._created.get(key, 0) + 1
                 return CompileWorker(python)
         return idle.get()
 
-    def release(self, python: Path, worker: CompileWorker) -> None:
-        self._idle[python].put(worker)
+    def release(self, python: Path, worker: CompileWorker, sys_path: tuple[str, ...] = ()) -> None:
+        self._idle[(python, sys_path)].put(worker)
 
     def close(self) -> None:
         for idle in self._idle.values():
