@@ -1,6 +1,6 @@
 """Small Triton kernels that the analyze tests compile with real Triton wheels.
 
-Loaded by file path inside a Triton virtualenv (see triton_compile_for_tests.py), so it must not
+Loaded by file path inside a toolchain's compile worker (see triton_compile_for_tests.py), so it must not
 import anything from ktriage or the test suite.
 """
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -325,28 +324,15 @@ def _load_gpu_check():
     return module
 
 
-def _find_ptxas() -> Path | None:
-    """The real ptxas 12.8 bundled with Triton 3.4.0: from $KTRIAGE_TEST_PTXAS, the test home's
-    triton-3.4.0 toolchain, or the dev venv."""
-    candidates = [os.environ.get("KTRIAGE_TEST_PTXAS", "")]
-    home = Path(os.environ.get("KTRIAGE_HOME", REPO / ".ktriage-home"))
-    candidates += [
-        str(p)
-        for p in sorted(
-            home.glob("toolchains/envs/triton-3.4.0*/lib/python3*/site-packages/triton/backends/nvidia/bin/ptxas")
-        )
-    ]
-    candidates.append("/tmp/tcdev/t3.4.0/lib/python3.11/site-packages/triton/backends/nvidia/bin/ptxas")
-    for c in candidates:
-        if c and Path(c).is_file():
-            return Path(c)
-    return None
+def _find_ptxas() -> Path:
+    """The real ptxas 12.8 bundled with Triton 3.4.0, from the project's toolchain (built once)."""
+    from ktriage.toolchain.manager import ensure_toolchain
+
+    return ensure_toolchain("triton==3.4.0").bundled_ptxas
 
 
 def test_generated_ptx_reaches_the_intended_registers_with_real_ptxas(tmp_path: Path) -> None:
     ptxas = _find_ptxas()
-    if ptxas is None:
-        pytest.skip("no ptxas 12.8 found (set KTRIAGE_TEST_PTXAS or build the triton==3.4.0 toolchain)")
     check = _load_gpu_check()
     seen = set()
     for recipe in check.recipes():
