@@ -8,6 +8,10 @@ that fails to compile with one toolchain is reported as such; the other specs an
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -123,6 +127,23 @@ def _metric(resources: Resources, occupancy: Occupancy, name: str) -> float | No
     return None if value is None else float(value)
 
 
+def cached_resources(cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kernel_name: str,
+                     triton_shared: int) -> Resources:
+    """Analyze a cubin once: cuobjdump runs cost more than everything else in a warm re-run, so the
+    result is stored next to the cubin (keyed by what else it depends on)."""
+    key = hashlib.sha256("\0".join([str(toolchain.cuobjdump), hashlib.sha256(ptx.encode()).hexdigest(),
+                                      kernel_name, str(triton_shared)]).encode()).hexdigest()[:16]
+    path = cubin.dir / f"resources-{key}.json"
+    if path.exists():
+        return Resources.from_json(path.read_text())
+    resources = analyze(cubin.cubin_path, cuobjdump=toolchain.cuobjdump, ptxas_log=cubin.ptxas_log, ptx=ptx,
+                        kernel_name=kernel_name, triton_shared=triton_shared)
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(json.dumps(resources.to_json()))
+    os.replace(tmp, path)
+    return resources
+
+
 def toolchain_label(toolchain: Toolchain) -> str:
     """A short human name: the spec string the user wrote."""
     return str(toolchain.spec)
@@ -136,14 +157,7 @@ class Explainer:
 
     def _analyze(self, artifact_like: Artifact, cubin: AssembledCubin, ptx: str, toolchain: Toolchain,
                  spec: KernelSpec, kernel_name: str, triton_shared: int) -> tuple[Resources, Occupancy]:
-        resources = analyze(
-            cubin.cubin_path,
-            cuobjdump=toolchain.cuobjdump,
-            ptxas_log=cubin.ptxas_log,
-            ptx=ptx,
-            kernel_name=kernel_name,
-            triton_shared=triton_shared,
-        )
+        resources = cached_resources(cubin, toolchain, ptx, kernel_name, triton_shared)
         barriers = resources.barriers if resources.barriers is not None else 1
         occupancy = compute_occupancy(parse_arch(spec.target), resources.registers, spec.num_warps,
                                       resources.shared_bytes, barriers=barriers)
