@@ -52,3 +52,26 @@ def shared_compiler(ktriage_home: Path):
 
     with Compiler(jobs=2) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def compiled(ktriage_home: Path):
+    """The analyze tests' standard kernels (64x64/64x256 reductions, an atomic) for Triton 3.3.1 and 3.4.0."""
+    from triton_compile_for_tests import standard_compiles
+
+    return standard_compiles(ktriage_home)
+
+
+@pytest.fixture(scope="session")
+def occupancy_gpu_check():
+    """benchmarks/gpu/occupancy_vs_cuda.py as a module (its PTX generator is tested on the CPU too)."""
+    import importlib.util
+    import sys
+
+    path = REPO / "benchmarks" / "gpu" / "occupancy_vs_cuda.py"
+    spec = importlib.util.spec_from_file_location("occupancy_vs_cuda", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from triton_compile_for_tests import CompiledForTest, standard_compiles
+from triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.diff import (
     aligned_diff,
@@ -15,7 +15,7 @@ from ktriage.analyze.diff import (
     normalize_sass,
     opcode_delta,
 )
-from ktriage.analyze.resources import Resources, analyze
+from ktriage.analyze.resources import Resources
 
 DATA = Path(__file__).parent / "data" / "resources"
 
@@ -105,20 +105,8 @@ def test_identical_inputs_give_empty_diff() -> None:
 # --- real compiles -------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def compiled(ktriage_home: Path) -> dict[str, CompiledForTest]:
-    return standard_compiles(ktriage_home)
-
-
 def _res(c: CompiledForTest) -> Resources:
-    return analyze(
-        c.cubin,
-        cuobjdump=c.cuobjdump,
-        ptxas_log=c.ptxas_log,
-        ptx=c.ptx.read_text(),
-        kernel_name=c.name,
-        triton_shared=c.shared,
-    )
+    return analyze_compiled(c)
 
 
 def _sass(c: CompiledForTest) -> str:

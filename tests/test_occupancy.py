@@ -10,11 +10,9 @@ Arithmetic used below (cuda_occupancy.h, research §3.2-3.3):
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -314,16 +312,6 @@ def test_cli_bad_input_is_a_ktriage_error(argv: list[str]) -> None:
 # --------------------------------------------------------------------------- the GPU check's pure parts
 
 
-def _load_gpu_check():
-    path = REPO / "benchmarks" / "gpu" / "occupancy_vs_cuda.py"
-    spec = importlib.util.spec_from_file_location("occupancy_vs_cuda", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def _find_ptxas() -> Path:
     """The real ptxas 12.8 bundled with Triton 3.4.0, from the project's toolchain (built once)."""
     from ktriage.toolchain.manager import ensure_toolchain
@@ -331,9 +319,9 @@ def _find_ptxas() -> Path:
     return ensure_toolchain("triton==3.4.0").bundled_ptxas
 
 
-def test_generated_ptx_reaches_the_intended_registers_with_real_ptxas(tmp_path: Path) -> None:
+def test_generated_ptx_reaches_the_intended_registers_with_real_ptxas(tmp_path: Path, occupancy_gpu_check) -> None:
     ptxas = _find_ptxas()
-    check = _load_gpu_check()
+    check = occupancy_gpu_check
     seen = set()
     for recipe in check.recipes():
         assert recipe.name not in seen
@@ -356,8 +344,8 @@ def test_generated_ptx_reaches_the_intended_registers_with_real_ptxas(tmp_path: 
     assert {8, 33, 65, 129, 255} <= regs
 
 
-def test_dynamic_shared_grid_covers_the_boundaries() -> None:
-    check = _load_gpu_check()
+def test_dynamic_shared_grid_covers_the_boundaries(occupancy_gpu_check) -> None:
+    check = occupancy_gpu_check
     arch = parse_arch("sm_90")
     grid = check.dynamic_shared_grid(arch, 0, 1024)
     assert grid == sorted(set(grid)) and grid[0] == 0
@@ -366,8 +354,8 @@ def test_dynamic_shared_grid_covers_the_boundaries() -> None:
     assert max(check.dynamic_shared_grid(arch, 3000, 1024)) == 232448 - 3000 + 128
 
 
-def test_comparison_and_reports_on_fake_cells(tmp_path: Path) -> None:
-    check = _load_gpu_check()
+def test_comparison_and_reports_on_fake_cells(tmp_path: Path, occupancy_gpu_check) -> None:
+    check = occupancy_gpu_check
     assert check.cells_match(2, 2, None)
     assert not check.cells_match(2, 3, None)
     assert check.cells_match(0, None, "CUDA_ERROR_INVALID_VALUE")  # refused launch == 0 CTAs

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from triton_compile_for_tests import CompiledForTest, standard_compiles
+from triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.cuobjdump import parse_elf_flags, parse_resource_usage
 from ktriage.analyze.ptx import parse_ptx
@@ -215,20 +215,8 @@ def test_resources_json_round_trip() -> None:
 # --- analyze() on real compiles (Triton wheels + bundled ptxas/cuobjdump) ------------------------
 
 
-@pytest.fixture(scope="session")
-def compiled(ktriage_home: Path) -> dict[str, CompiledForTest]:
-    return standard_compiles(ktriage_home)
-
-
 def _analyze(c: CompiledForTest) -> Resources:
-    return analyze(
-        c.cubin,
-        cuobjdump=c.cuobjdump,
-        ptxas_log=c.ptxas_log,
-        ptx=c.ptx.read_text(),
-        kernel_name=c.name,
-        triton_shared=c.shared,
-    )
+    return analyze_compiled(c)
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktriage.analyze.resources import Resources, analyze
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
@@ -93,3 +94,9 @@ def standard_compiles(test_home: Path) -> dict[str, CompiledForTest]:
             result[f"atomic-{version}"] = compile_for_test(
                 version, "atomic_kernel", ATOMIC_SIGNATURE, {"BLOCK": 1024}, compiler=compiler)
     return result
+
+
+def analyze_compiled(c: CompiledForTest) -> Resources:
+    """Resources of a test compile, with its ptxas log, PTX and Triton's shared size."""
+    return analyze(c.cubin, cuobjdump=c.cuobjdump, ptxas_log=c.ptxas_log, ptx=c.ptx.read_text(),
+                   kernel_name=c.name, triton_shared=c.shared)

@@ -8,9 +8,7 @@ attributes must equal ktriage.arch's table for its compute capability.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,19 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.gpu
 
 
-def _load_gpu_check():
-    path = REPO / "benchmarks" / "gpu" / "occupancy_vs_cuda.py"
-    spec = importlib.util.spec_from_file_location("occupancy_vs_cuda", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_occupancy_model_matches_the_cuda_driver(tmp_path: Path) -> None:
+def test_occupancy_model_matches_the_cuda_driver(tmp_path: Path, occupancy_gpu_check) -> None:
     pytest.importorskip("cuda.bindings.driver", reason="needs cuda-python (cuda.bindings) and an NVIDIA GPU")
-    check = _load_gpu_check()
+    check = occupancy_gpu_check
     rc = check.run(tmp_path, progress=lambda _line: None)
     data = json.loads((tmp_path / "occupancy_check.json").read_text())
     assert data["mismatches"] == 0, data["mismatched_cells"][:20]
