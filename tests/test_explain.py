@@ -93,3 +93,20 @@ def test_cli_bad_input_names_the_fix() -> None:
     out = runner.invoke(app, ["explain", "liger.layer_nrom", "-t", "triton==3.4.0"])
     assert out.exit_code != 0
     assert "layer_norm" in str(out.exception) or "layer_norm" in out.output
+
+
+def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path) -> None:
+    """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages."""
+    runner = CliRunner()
+    out = runner.invoke(app, ["explain", "liger.embedding", "--bwd", "-i", "0", "--no-report",
+                              "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"])
+    assert out.exit_code == 0, out.output
+    assert "[ptxas] ATOMG +32" in out.output and "ptxas is responsible" in out.output
+    (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n")
+    (tmp_path / "k.toml").write_text('[kernel]\nsource = "k.py:k"\n[kernel.signature]\nx_ptr = "*fp32"\n')
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "ktriage", "explain", str(tmp_path / "k.toml"), "-t", "triton==3.4.0"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "[kernel]" in proc.stderr and "add `n`" in proc.stderr and "Traceback" not in proc.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import typer
+from rich.markup import escape
 from ktriage.cli.console import make_console
 
 from ktriage.errors import KtriageError
@@ -38,7 +39,8 @@ def main() -> None:
     try:
         app()
     except KtriageError as exc:
-        err_console.print(f"[bold red]error:[/] {exc.problem}")
+        # escape: problems quote user text such as "[kernel]" that rich would take for markup
+        err_console.print(f"[bold red]error:[/] {escape(exc.problem)}")
         if exc.fix:
-            err_console.print(f"[yellow]fix:[/] {exc.fix}")
+            err_console.print(f"[yellow]fix:[/] {escape(exc.fix)}")
         sys.exit(2)

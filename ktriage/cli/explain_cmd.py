@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -85,7 +86,7 @@ def explain(
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})"))
         md_path.with_suffix(".json").write_text(json.dumps(to_json(result, findings), indent=1))
-        console.print(f"report: {md_path} and {md_path.with_suffix('.json')}")
+        console.print(f"report: {escape(str(md_path))} and {escape(str(md_path.with_suffix('.json')))}")
 
 
 def _slug(text: str) -> str:
@@ -96,7 +97,7 @@ def _report_failures(result: ExplainResult, console: Console) -> None:
     failures = [r for item in result.specs for r in item.results.values() if isinstance(r, CompileFailure)]
     for failure in failures:
         first = failure.message.strip().splitlines()[0] if failure.message.strip() else failure.kind
-        console.print(f"[red]failed[/] {failure.spec.name} with {failure.toolchain.spec} ({failure.stage}): {first}")
+        console.print(f"[red]failed[/] {escape(f'{failure.spec.name} with {failure.toolchain.spec} ({failure.stage}): {first}')}")
     if failures:
         console.print(f"[red]{len(failures)} compile(s) failed[/]; the other results above are complete.")
 

@@ -6,6 +6,7 @@ import datetime as _dt
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import ktriage
@@ -150,13 +151,13 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
         row += [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
-        changes = _changes_text(item)
-        style = "" if changes == "no change" else "yellow"
-        row.append(f"[{style}]{changes}[/]" if style else changes)
+        changes = escape(_changes_text(item))
+        row = [escape(cell) for cell in row]
+        row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
     console.print("[bold]Findings[/]")
     if not findings:
         console.print("  no resource changes between the toolchains")
     for f in findings:
-        console.print(f"  • {f.summary()}")
+        console.print(f"  • {escape(f.summary())}")
