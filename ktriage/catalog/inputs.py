@@ -27,7 +27,7 @@ def layer_norm_inputs() -> list[InputCase]:
 
 
 def embedding_inputs() -> list[InputCase]:
-    cases = []
+    cases: list[InputCase] = []
     for b, t, d in [(32, 512, 768), (8, 2048, 4096)]:
         for v in [2**e for e in range(10, 18)]:
             cases.append(InputCase(len(cases), {"B": b, "T": t, "D": d, "V": v}))

@@ -50,7 +50,7 @@ def _liger_entries() -> list[_Entry]:
     out = []
     for version in liger.VERSIONS:
         suffix = "" if version == liger.DEFAULT_VERSION else f"@{version}"
-        aliases = (f"@{version}",) if not suffix else ()
+        aliases: tuple[str, ...] = (f"@{version}",) if not suffix else ()
         if version == liger.LATEST_VERSION:
             aliases += ("@latest",)
         for short, recipe, inp, module, fns, desc in (

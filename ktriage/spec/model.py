@@ -203,15 +203,15 @@ class KernelSpec:
                     'write Triton dtypes as strings like "tl.float32"',
                 )
         for pname in self.divisible_by_16:
-            ty = self.signature.get(pname)
-            if ty is None:
+            maybe_ty = self.signature.get(pname)
+            if maybe_ty is None:
                 raise KtriageError(
                     f"{where}: divisible_by_16 names {pname!r}, which is not a parameter",
                     f"use parameter names from the signature: {list(self.signature)}",
                 )
-            if not (is_pointer_type(ty) or is_int_type(ty)):
+            if not (is_pointer_type(maybe_ty) or is_int_type(maybe_ty)):
                 raise KtriageError(
-                    f"{where}: divisible_by_16 names {pname!r} of type {ty!r}",
+                    f"{where}: divisible_by_16 names {pname!r} of type {maybe_ty!r}",
                     "only pointers and integers can be divisible by 16: remove it from the list",
                 )
         for pname in self.equal_to_1:

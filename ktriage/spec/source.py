@@ -141,9 +141,9 @@ def read_params(path: Path, function: str) -> list[ParamInfo]:
     defaults: dict[str, ast.expr] = {}
     for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults):
         defaults[arg.arg] = d
-    for arg, d in zip(a.kwonlyargs, a.kw_defaults):
-        if d is not None:
-            defaults[arg.arg] = d
+    for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
+        if kd is not None:
+            defaults[arg.arg] = kd
     opts = _jit_options(fn)
     all_args = [*positional, *a.kwonlyargs]
     dns = {all_args[i].arg if isinstance(i, int) else i for i in opts.get("do_not_specialize", [])}

@@ -81,8 +81,9 @@ def _spec_from_table(table: Mapping[str, Any], base_dir: Path, label: str) -> Ke
     package = table.get("package")
     _expect(package is None or isinstance(package, str), label, "package", "must be a string", 'e.g. package = "liger-kernel==0.5.10"')
 
-    sig = table.get("signature")
-    _expect(isinstance(sig, dict) and bool(sig), label, "[kernel.signature]", "missing or empty", 'list every argument in order, e.g. x_ptr = "*fp32"')
+    sig_value = table.get("signature")
+    _expect(isinstance(sig_value, dict) and bool(sig_value), label, "[kernel.signature]", "missing or empty", 'list every argument in order, e.g. x_ptr = "*fp32"')
+    sig: dict[str, Any] = sig_value if isinstance(sig_value, dict) else {}
     for k, v in sig.items():
         _expect(isinstance(v, str), label, f"signature.{k}", f"{v!r} is not a type string", 'write e.g. "*fp32", "i32" or "constexpr"')
 

@@ -6,6 +6,26 @@ GPU host launches with the same functions, and the JIT-equivalence test checks t
 
 from __future__ import annotations
 
+from typing import TypedDict
+
+
+class RowLaunch(TypedDict):
+    """Launch of a one-tile-per-program kernel: its tile constexpr, warps and grid."""
+
+    BLOCK_SIZE: int
+    num_warps: int
+    grid: tuple[int, ...]
+
+
+class MatmulLaunch(TypedDict):
+    BLOCK_M: int
+    BLOCK_N: int
+    BLOCK_K: int
+    GROUP_M: int
+    num_warps: int
+    num_stages: int
+    grid: tuple[int, ...]
+
 
 def next_power_of_2(n: int) -> int:
     """Smallest power of two >= n (1 for n <= 1)."""
@@ -21,25 +41,25 @@ VECTOR_ADD_BLOCK = 1024
 VECTOR_ADD_WARPS = 4
 
 
-def vector_add_launch(n: int) -> dict[str, object]:
+def vector_add_launch(n: int) -> RowLaunch:
     return {"BLOCK_SIZE": VECTOR_ADD_BLOCK, "num_warps": VECTOR_ADD_WARPS, "grid": (cdiv(n, VECTOR_ADD_BLOCK),)}
 
 
-def softmax_launch(n_rows: int, n_cols: int) -> dict[str, object]:
+def softmax_launch(n_rows: int, n_cols: int) -> RowLaunch:
     """One row per program, the whole row in registers: 8 fp32 values per thread at most, up to 16 warps."""
     block = next_power_of_2(n_cols)
     warps = max(1, min(16, block // 256))
     return {"BLOCK_SIZE": block, "num_warps": warps, "grid": (n_rows,)}
 
 
-def layer_norm_launch(n_rows: int, n_cols: int) -> dict[str, object]:
+def layer_norm_launch(n_rows: int, n_cols: int) -> RowLaunch:
     """One row per program, looping over column chunks of at most 4096 elements (any N works)."""
     block = min(4096, next_power_of_2(n_cols))
     warps = max(1, min(8, block // 256))
     return {"BLOCK_SIZE": block, "num_warps": warps, "grid": (n_rows,)}
 
 
-def matmul_launch(m: int, n: int, k: int) -> dict[str, object]:
+def matmul_launch(m: int, n: int, k: int) -> MatmulLaunch:
     """Big tiles for big problems (tensor-core bound), small tiles when there are too few big ones."""
     if m * n >= 1024 * 1024:
         bm, bn, bk, warps, stages = 128, 128, 64, 8, 3
