@@ -1,0 +1,90 @@
+"""Make SQLAlchemy engines for the store: the default SQLite file, or any URL the user gives.
+
+SQLite needs care to honour the store's promises:
+- WAL journal, so a reader (``ktriage runs show`` in another terminal) can watch a running run
+  while the writer keeps committing;
+- ``BEGIN IMMEDIATE`` for write transactions, so two processes writing two runs into one file queue
+  on the busy timeout instead of failing: a deferred transaction that reads and then writes cannot
+  wait for the lock (SQLite answers "database is locked" at once to avoid a deadlock);
+- ``synchronous=NORMAL``: in WAL mode a committed transaction survives a crash of the process
+  (SIGKILL, a segfault, a faulting kernel taking the process down); only an OS crash or power loss
+  can lose the last commits, and a commit per cell stays cheap.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+from ktriage.errors import KtriageError
+from ktriage.home import home_subdir
+from ktriage.store import jsoncodec
+
+BUSY_TIMEOUT_MS = 60_000
+WRITE_OPTION = "ktriage_write"  # execution option that asks for BEGIN IMMEDIATE on SQLite
+_JSON_CODEC: dict[str, Any] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
+
+
+def default_url() -> str:
+    """The SQLite file under the ktriage home: every run lands there unless ``--db`` says otherwise."""
+    return f"sqlite:///{home_subdir('store') / 'ktriage.db'}"
+
+
+def make_store_engine(url: str | None) -> Engine:
+    """An engine for ``url`` (None: the default SQLite file), with the SQLite settings described above."""
+    text = url or default_url()
+    try:
+        parsed = make_url(text)
+    except ArgumentError as exc:
+        raise KtriageError(
+            f"not a database URL: {text!r} ({exc})",
+            "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db",
+        ) from exc
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(parsed)
+    try:
+        return create_engine(parsed, pool_pre_ping=True, **_JSON_CODEC)
+    except (NoSuchModuleError, ModuleNotFoundError) as exc:
+        raise KtriageError(
+            f"no database driver for {parsed.drivername!r}: {exc}",
+            "install the driver, e.g. pip install 'psycopg[binary]' for postgresql+psycopg:// URLs",
+        ) from exc
+
+
+def _sqlite_engine(url: Any) -> Engine:
+    database = url.database
+    if not database or database == ":memory:":
+        raise KtriageError(
+            "an in-memory SQLite store keeps nothing",
+            "give a file: sqlite:////absolute/path/ktriage.db (or leave --db out for the default file)",
+        )
+    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **_JSON_CODEC)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
+        # Take transaction control from the sqlite3 module so the "begin" hook decides how to begin.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        immediate = conn.get_execution_options().get(WRITE_OPTION, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def display_url(engine: Engine) -> str:
+    """The engine's URL with the password masked: safe for messages and logs."""
+    return engine.url.render_as_string(hide_password=True)

@@ -1,0 +1,80 @@
+"""Run exports: JSON that reads back into RunInfo/Cells, and a TritonBench-like CSV.
+
+The JSON (``{"run": RunInfo, "cells": [Cell, ...]}``) is the exchange format between machines: a GPU
+host exports a run, a CPU machine imports or compares it. The CSV is for people and spreadsheets, in
+TritonBench's spirit but long rather than wide: one row per (op, input, backend, toolchain) with the
+latency summary, so toolchains of the same backend sit side by side without column explosions.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any, Literal
+
+from ktriage.errors import KtriageError
+from ktriage.measure.model import Cell, RunInfo
+from ktriage.store.samples import summarize
+
+ExportFormat = Literal["json", "csv"]
+
+CSV_COLUMNS = (
+    "op", "mode", "input_id", "x_val", "backend", "toolchain", "status",
+    "latency_median_ms", "latency_min_ms", "latency_p20_ms", "latency_p80_ms", "samples",
+    "gbps", "tflops", "accuracy", "error", "run_id",
+)  # fmt: skip
+
+
+def export_json(run: RunInfo, cells: list[Cell]) -> str:
+    """The whole run, raw samples included; ``read_json_export`` reads it back exactly."""
+    return json.dumps({"run": run.to_json(), "cells": [c.to_json() for c in cells]}, indent=1)
+
+
+def read_json_export(text: str) -> tuple[RunInfo, list[Cell]]:
+    """Parse an ``export_json`` document (e.g. a file carried back from the GPU host)."""
+    try:
+        data: Any = json.loads(text)
+        return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KtriageError(
+            f"not a ktriage run export: {exc}",
+            "give a file written by `ktriage runs export RUN --format json`",
+        ) from exc
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else repr(value)
+
+
+def _rate(amount: int | None, median_ms: float | None, unit: float) -> str:
+    if amount is None or not median_ms:
+        return ""
+    return repr(amount / (median_ms * 1e-3) / unit)
+
+
+def export_csv(run: RunInfo, cells: list[Cell]) -> str:
+    """One row per cell; gbps/tflops from the median when the cell knows its bytes/flops."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for cell in cells:
+        s = summarize(cell.samples_ms)
+        passed = cell.accuracy.get("passed")
+        k = cell.key
+        writer.writerow([
+            k.op, k.mode, k.input_id, k.input_label, k.backend, k.toolchain or "", cell.status,
+            _num(s.median_ms), _num(s.min_ms), _num(s.p20_ms), _num(s.p80_ms), s.n,
+            _rate(cell.bytes_moved, s.median_ms, 1e9), _rate(cell.flops, s.median_ms, 1e12),
+            "" if passed is None else ("pass" if passed else "fail"), cell.error or "", run.run_id,
+        ])  # fmt: skip
+    return out.getvalue()
+
+
+def export_run(run: RunInfo, cells: list[Cell], fmt: str) -> str:
+    """Dispatch on the format name, with a clear error for anything else."""
+    if fmt == "json":
+        return export_json(run, cells)
+    if fmt == "csv":
+        return export_csv(run, cells)
+    raise KtriageError(f"unknown export format {fmt!r}", "use --format json or --format csv")

@@ -1,0 +1,338 @@
+"""The results store: runs and their cells, written as they are measured, read by runs/compare.
+
+Every ``add_cell`` is its own committed transaction, so whatever happens to the measuring process
+afterwards (Ctrl-C, SIGKILL, a kernel that takes the process down) the cells measured so far are on
+disk. ``Store.recording`` wraps a run so that its final status says how it ended.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine, RowMapping, func, insert, select, update
+from sqlalchemy.exc import IntegrityError, OperationalError
+
+from ktriage.errors import KtriageError
+from ktriage.measure.model import Cell, CellKey, RunInfo
+from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
+from ktriage.store.export import export_run
+from ktriage.store.liveness import this_host, writer_alive
+from ktriage.store.samples import summarize
+from ktriage.store.schema import cells as cells_t
+from ktriage.store.schema import ensure_schema
+from ktriage.store.schema import runs as runs_t
+
+RUN_STATUSES = ("running", "finished", "interrupted", "failed")
+
+@dataclass
+class RunFilters:
+    """What ``list_runs`` keeps; every given field must match (substrings are case-insensitive)."""
+
+    status: str | None = None
+    gpu: str | None = None  # substring of the GPU name
+    toolchain: str | None = None  # substring of a toolchain id or spec
+    op: str | None = None  # runs with at least one cell of this op
+    host: str | None = None  # substring of the host name
+
+@dataclass
+class RunSummary:
+    """A run as ``runs list/show`` present it: provenance, cell counts, and whether its writer lives."""
+
+    run: RunInfo
+    counts: dict[str, int] = field(default_factory=dict)  # cells per status
+    writer_host: str = ""
+    writer_pid: int = 0
+    updated: float = 0.0  # epoch seconds of the last write
+    finished: float | None = None
+    error: str | None = None
+    writer_alive: bool | None = None  # None: written from another host, cannot tell
+
+    @property
+    def display_status(self) -> str:
+        """The stored status, except a "running" run whose writer is gone: it will never finish."""
+        if self.run.status != "running":
+            return self.run.status
+        if self.writer_alive is False:
+            return "interrupted (writer gone)"
+        if self.writer_alive is None:
+            return f"running (on {self.writer_host})"
+        return "running"
+
+def open_store(url: str | None = None) -> Store:
+    """Open (and on first use create) the store at ``url``; None: the SQLite file under the ktriage home."""
+    engine = make_store_engine(url)
+    try:
+        ensure_schema(engine, display_url(engine))
+    except OperationalError as exc:
+        engine.dispose()
+        raise KtriageError(
+            f"cannot open the store {display_url(engine)}: {exc.orig}",
+            "check the --db URL (host, port, user, password, database) and that the server is running",
+        ) from exc
+    return Store(engine)
+
+def _started_epoch(created: str) -> float:
+    try:
+        stamp = _dt.datetime.fromisoformat(created)
+    except ValueError:
+        return time.time()
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=_dt.timezone.utc)
+    return stamp.timestamp()
+
+def _key_where(run_id: str, key: CellKey) -> list[Any]:
+    c = cells_t.c
+    return [
+        c.run_id == run_id, c.op == key.op, c.mode == key.mode, c.input_id == key.input_id,
+        c.backend == key.backend, c.toolchain == (key.toolchain or ""),
+    ]  # fmt: skip
+
+def _run_from_row(row: RowMapping) -> RunInfo:
+    return RunInfo(
+        run_id=row["run_id"], created=row["created"], command=row["command"], host=row["host"],
+        gpu=row["gpu"], toolchains=row["toolchains"], packages=row["packages"],
+        workload_git_sha=row["workload_git_sha"], settings=row["settings"], status=row["status"],
+    )  # fmt: skip
+
+def _cell_from_row(row: RowMapping) -> Cell:
+    key = CellKey(
+        op=row["op"], mode=row["mode"], input_id=row["input_id"], input_label=row["input_label"],
+        backend=row["backend"], toolchain=row["toolchain"] or None,
+    )  # fmt: skip
+    return Cell(
+        key=key, status=row["status"], samples_ms=list(row["samples_ms"]), error=row["error"],
+        accuracy=row["accuracy"], bytes_moved=row["bytes_moved"], flops=row["flops"], extra=row["extra"],
+    )  # fmt: skip
+
+class Recording:
+    """What ``Store.recording`` yields: add cells to the run; set ``gpu_after`` before leaving."""
+
+    def __init__(self, store: Store, run: RunInfo) -> None:
+        self.store = store
+        self.run = run
+        self.gpu_after: dict[str, Any] | None = None
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    def add(self, cell: Cell) -> None:
+        self.store.add_cell(self.run.run_id, cell)
+
+class Store:
+    """A results store on one database. Thread-compatible, not thread-safe: one Store per thread."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.url = display_url(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """One committed write transaction (BEGIN IMMEDIATE on SQLite: queues behind other writers)."""
+        with self.engine.connect().execution_options(**{WRITE_OPTION: True}) as conn, conn.begin():
+            yield conn
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def start_run(self, run: RunInfo) -> str:
+        """Record a new run (its provenance) before the first cell; returns its id."""
+        now = time.time()
+        values = run.to_json() | {
+            "started": _started_epoch(run.created), "writer_host": this_host(), "writer_pid": os.getpid(), "updated": now,
+        }  # fmt: skip
+        try:
+            with self._write() as conn:
+                conn.execute(insert(runs_t).values(**values))
+        except IntegrityError as exc:
+            raise KtriageError(
+                f"run {run.run_id} is already in the store {self.url}",
+                "give the new run a fresh run_id (RunInfo() makes one)",
+            ) from exc
+        return run.run_id
+
+    def add_cell(self, run_id: str, cell: Cell) -> None:
+        """Commit one measured cell now. A cell whose key the run already has replaces it (resampling)."""
+        s = summarize(cell.samples_ms)
+        k = cell.key
+        now = time.time()
+        values: dict[str, Any] = {
+            "input_label": k.input_label, "status": cell.status, "error": cell.error,
+            "accuracy": cell.accuracy, "bytes_moved": cell.bytes_moved, "flops": cell.flops, "extra": cell.extra,
+            "samples_ms": [float(v) for v in cell.samples_ms], "n_samples": s.n, "median_ms": s.median_ms,
+            "min_ms": s.min_ms, "p20_ms": s.p20_ms, "p80_ms": s.p80_ms, "recorded": now,
+        }  # fmt: skip
+        with self._write() as conn:
+            found = conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(updated=now)).rowcount
+            if not found:
+                raise KtriageError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
+            existing = conn.execute(select(cells_t.c.id).where(*_key_where(run_id, k))).scalar()
+            if existing is not None:
+                conn.execute(update(cells_t).where(cells_t.c.id == existing).values(**values))
+                return
+            last = conn.execute(select(func.max(cells_t.c.ordinal)).where(cells_t.c.run_id == run_id)).scalar()
+            conn.execute(
+                insert(cells_t).values(
+                    run_id=run_id, ordinal=0 if last is None else last + 1, op=k.op, mode=k.mode,
+                    input_id=k.input_id, backend=k.backend, toolchain=k.toolchain or "", **values,
+                )
+            )
+
+    def finish_run(self, run_id: str, status: str, gpu_after: dict[str, Any] | None = None, error: str | None = None) -> None:
+        """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
+        if status not in RUN_STATUSES:
+            raise KtriageError(f"unknown run status {status!r}", f"use one of {', '.join(RUN_STATUSES)}")
+        now = time.time()
+        with self._write() as conn:
+            gpu = conn.execute(select(runs_t.c.gpu).where(runs_t.c.run_id == run_id)).scalar()
+            if gpu is None:
+                raise KtriageError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
+            values: dict[str, Any] = {"status": status, "finished": now, "updated": now, "error": error}
+            if gpu_after is not None:
+                values["gpu"] = dict(gpu) | {"after": gpu_after}
+            conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(**values))
+
+    @contextmanager
+    def recording(self, run: RunInfo) -> Iterator[Recording]:
+        """Start ``run``; on exit mark it finished, interrupted (Ctrl-C) or failed (any other exception).
+
+        The exception is re-raised: the caller still sees why the run stopped. Set
+        ``recording.gpu_after`` (NVML readings after the run) inside the block to have it stored.
+        """
+        self.start_run(run)
+        rec = Recording(self, run)
+        try:
+            yield rec
+        except KeyboardInterrupt:
+            self.finish_run(run.run_id, "interrupted", rec.gpu_after, error="interrupted (KeyboardInterrupt)")
+            raise
+        except BaseException as exc:
+            self.finish_run(run.run_id, "failed", rec.gpu_after, error=f"{type(exc).__name__}: {exc}")
+            raise
+        self.finish_run(run.run_id, "finished", rec.gpu_after)
+
+    def import_run(self, run: RunInfo, cells: list[Cell]) -> str:
+        """Copy a run read from an export (e.g. measured on the GPU host) into this store."""
+        self.start_run(run)
+        for cell in cells:
+            self.add_cell(run.run_id, cell)
+        if run.status != "running":
+            with self._write() as conn:
+                conn.execute(update(runs_t).where(runs_t.c.run_id == run.run_id).values(status=run.status))
+        return run.run_id
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def resolve_run_id(self, ref: str) -> str:
+        """The full id of the run that ``ref`` names: an exact id, or a prefix of exactly one id."""
+        ref = ref.strip()
+        with self.engine.connect() as conn:
+            if ref and conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == ref)).scalar():
+                return ref
+            matches = list(
+                conn.execute(
+                    select(runs_t.c.run_id).where(runs_t.c.run_id.startswith(ref, autoescape=True)).order_by(runs_t.c.started.desc()).limit(11)
+                ).scalars()
+            ) if ref else []  # fmt: skip
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            shown = ", ".join(matches[:10]) + (", ..." if len(matches) > 10 else "")
+            raise KtriageError(f"run id {ref!r} is ambiguous in {self.url}: it starts {shown}", "give more characters of the id")
+        raise KtriageError(f"no run {ref!r} in the store {self.url}", self._recent_runs_hint())
+
+    def _recent_runs_hint(self) -> str:
+        recent = self.summaries(limit=5)
+        if not recent:
+            return "the store has no runs yet: measure with `ktriage bench ...`, or pass --db for another store"
+        listed = "; ".join(f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent)
+        return f"recent runs: {listed} (all: `ktriage runs list`)"
+
+    def load_run(self, ref: str) -> tuple[RunInfo, list[Cell]]:
+        """The run (by id or unique prefix) and its cells in measurement order."""
+        run_id = self.resolve_run_id(ref)
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs_t).where(runs_t.c.run_id == run_id)).mappings().one()
+            rows = conn.execute(select(cells_t).where(cells_t.c.run_id == run_id).order_by(cells_t.c.ordinal)).mappings()
+            cells = [_cell_from_row(r) for r in rows]
+        return _run_from_row(row), cells
+
+    def summaries(self, limit: int = 20, filters: RunFilters | None = None) -> list[RunSummary]:
+        """Newest runs first, with cell counts per status and writer liveness."""
+        f = filters or RunFilters()
+        query = select(runs_t).order_by(runs_t.c.started.desc(), runs_t.c.run_id)
+        if f.status:
+            query = query.where(runs_t.c.status == f.status)
+        if f.op:
+            query = query.where(select(cells_t.c.id).where(cells_t.c.run_id == runs_t.c.run_id, cells_t.c.op == f.op).exists())
+        out: list[RunSummary] = []
+        with self.engine.connect() as conn:
+            for row in conn.execute(query).mappings():
+                run = _run_from_row(row)
+                if not _matches(run, f):
+                    continue
+                out.append(
+                    RunSummary(
+                        run=run, writer_host=row["writer_host"], writer_pid=row["writer_pid"], updated=row["updated"],
+                        finished=row["finished"], error=row["error"],
+                        writer_alive=writer_alive(row["writer_host"], row["writer_pid"]) if run.status == "running" else None,
+                    )
+                )
+                if len(out) >= limit:
+                    break
+            if out:
+                ids = [s.run.run_id for s in out]
+                counts = conn.execute(
+                    select(cells_t.c.run_id, cells_t.c.status, func.count()).where(cells_t.c.run_id.in_(ids)).group_by(cells_t.c.run_id, cells_t.c.status)
+                )  # fmt: skip
+                by_id = {s.run.run_id: s for s in out}
+                for run_id, status, n in counts:
+                    by_id[run_id].counts[status] = n
+        return out
+
+    def summary(self, ref: str) -> RunSummary:
+        """The summary of one run (by id or unique prefix)."""
+        run_id = self.resolve_run_id(ref)
+        with self.engine.connect() as conn:
+            row = conn.execute(select(runs_t).where(runs_t.c.run_id == run_id)).mappings().one()
+            counts = conn.execute(select(cells_t.c.status, func.count()).where(cells_t.c.run_id == run_id).group_by(cells_t.c.status))
+            counts_d = {status: n for status, n in counts}
+        run = _run_from_row(row)
+        alive = writer_alive(row["writer_host"], row["writer_pid"]) if run.status == "running" else None
+        return RunSummary(run, counts_d, row["writer_host"], row["writer_pid"], row["updated"], row["finished"], row["error"], alive)
+
+    def list_runs(self, limit: int = 20, filters: RunFilters | None = None) -> list[RunInfo]:
+        """Newest runs first (RunInfo only; ``summaries`` adds counts and liveness)."""
+        return [s.run for s in self.summaries(limit, filters)]
+
+    def export(self, ref: str, fmt: str = "json") -> str:
+        """The run as JSON ({"run", "cells"}, raw samples included) or as a TritonBench-like CSV."""
+        run, cells = self.load_run(ref)
+        return export_run(run, cells, fmt)
+
+def _matches(run: RunInfo, f: RunFilters) -> bool:
+    """The filters on JSON fields, applied in Python: portable across SQLite and PostgreSQL."""
+    if f.gpu and f.gpu.lower() not in str(run.gpu.get("name", "")).lower():
+        return False
+    if f.host and f.host.lower() not in run.host.lower():
+        return False
+    if f.toolchain:
+        needle = f.toolchain.lower()
+        names = [str(tc.get("id", "")) + " " + str(tc.get("spec", "")) for tc in run.toolchains]
+        if not any(needle in n.lower() for n in names):
+            return False
+    return True
