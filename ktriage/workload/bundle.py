@@ -1,0 +1,351 @@
+"""The compile-here / measure-there split: a self-contained folder of cubins and a manifest.
+
+Why: toolchains (a Triton wheel is ~155 MB) and their compiles live on CPU machines; the GPU host
+must measure from artifacts alone, with no toolchain, no Triton compile and no kernel source. A
+bundle holds, for one op and mode over some inputs, every kernel the op's artifact backends launch,
+compiled by every toolchain, plus what a launcher needs (kernel name, Triton's launch metadata,
+the ABI with hidden scratch parameters) and a resources summary for reports. Identical cubins are
+stored once (content hash), so a 30-input, 3-toolchain sweep stays a few MB and travels in the
+working tree. A compile failure is recorded for its (spec, toolchain) and the bundle goes on.
+
+Layout::
+
+    <out_dir>/manifest.json
+    <out_dir>/cubins/<sha256[:20]>.cubin
+
+``load_bundle`` reads it with the standard library (plus ktriage's pure-Python spec model).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ktriage.catalog.inputs import InputCase
+from ktriage.errors import KtriageError
+from ktriage.spec.model import KernelSpec
+from ktriage.workload.replay import ROLES_BY_MODE, KernelRef, LaunchFn, SpecSource
+
+if TYPE_CHECKING:
+    from ktriage.compile.compiler import Compiler
+    from ktriage.toolchain.manager import Toolchain
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+# Triton metadata a launcher needs (the rest of the metadata is kept too, minus local paths).
+LAUNCH_KEYS = ("shared", "num_warps", "num_ctas", "cluster_dims", "global_scratch_size", "global_scratch_align",
+               "profile_scratch_size", "profile_scratch_align", "launch_cooperative_grid", "launch_pdl", "tmem_size")
+RESOURCE_KEYS = ("registers", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "shared_bytes",
+                 "shared_static_bytes", "shared_dynamic_bytes", "local_loads", "local_stores", "barriers",
+                 "sass_instructions")
+
+
+@dataclass(frozen=True)
+class BundleArtifact:
+    """One compiled (spec, toolchain): what the GPU host needs to load and launch it."""
+
+    spec_key: str
+    toolchain_id: str
+    cubin_path: Path
+    cubin_sha256: str
+    kernel_name: str
+    launch: dict[str, Any]  # shared, num_warps, num_ctas, cluster_dims, scratch sizes/aligns, ...
+    metadata: dict[str, Any]
+    abi: tuple[dict[str, Any], ...]  # AbiParam.to_json() each
+    resources: dict[str, Any] | None
+    triton_version: str
+    ptxas_version: str
+
+    def cubin_bytes(self) -> bytes:
+        return self.cubin_path.read_bytes()
+
+
+@dataclass(frozen=True)
+class BundleFailure:
+    """A (spec, toolchain) that did not compile: reported as such by the runner, never timed."""
+
+    spec_key: str
+    toolchain_id: str
+    stage: str
+    kind: str
+    message: str
+
+
+@dataclass
+class Bundle:
+    """A loaded bundle (see the module docstring)."""
+
+    path: Path
+    op: str
+    mode: str
+    precision: str
+    target: str
+    sm_count: int
+    backends: tuple[str, ...]
+    inputs: list[dict[str, Any]]  # {"id", "facts", "x_val", "kernels": {backend: {role: spec_key}}}
+    toolchains: dict[str, dict[str, Any]]  # id -> Toolchain.to_json()
+    specs: dict[str, KernelSpec]
+    artifacts: dict[tuple[str, str], BundleArtifact | BundleFailure] = field(default_factory=dict)
+    created: str = ""
+
+    def input_cases(self) -> list[InputCase]:
+        return [InputCase(int(i["id"]), {k: int(v) for k, v in i["facts"].items()}) for i in self.inputs]
+
+    def toolchain_ids(self) -> list[str]:
+        return list(self.toolchains)
+
+    def kernel_key(self, backend: str, input_id: int, role: str) -> str:
+        for item in self.inputs:
+            if int(item["id"]) == input_id:
+                try:
+                    return str(item["kernels"][backend][role])
+                except KeyError:
+                    break
+        raise KtriageError(f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
+                           f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})")
+
+    def spec_source(self) -> SpecSource:
+        """A SpecSource for the replays: kernels by (backend, input, role), from the manifest alone."""
+
+        def source(backend: str, case: InputCase, role: str) -> KernelRef:
+            key = self.kernel_key(backend, case.id, role)
+            return KernelRef(key, self.specs[key])
+
+        return source
+
+    def artifact(self, spec_key: str, toolchain_id: str) -> BundleArtifact | BundleFailure:
+        try:
+            return self.artifacts[(spec_key, toolchain_id)]
+        except KeyError:
+            raise KtriageError(f"bundle {self.path} has no artifact for kernel {spec_key} with toolchain {toolchain_id}",
+                               f"toolchains in the bundle: {', '.join(self.toolchains)}") from None
+
+
+# ----------------------------------------------------------------------------------- building
+def build_bundle(
+    op: str,
+    mode: str,
+    inputs: Sequence[str | int] | None,
+    toolchains: Sequence[Toolchain],
+    out_dir: Path,
+    *,
+    target: str = "sm_90",
+    sm_count: int | None = None,
+    compiler: Compiler,
+    precision: str | None = None,
+    backends: Sequence[str] | None = None,
+) -> Path:
+    """Compile every kernel of ``op``'s artifact backends for ``inputs`` (ids or selectors; None: all)
+    with every toolchain and write the bundle to ``out_dir``; returns ``out_dir``."""
+    from ktriage.catalog.targets import default_sm_count
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.ops import (
+        check_mode,
+        get_op,
+        resolve_precision,
+        select_op_inputs,
+    )
+    from ktriage.workload.replay import REPLAYS, catalog_spec
+
+    opdef = get_op(op)
+    check_mode(opdef, mode)
+    prec = resolve_precision(opdef, precision)
+    sm = sm_count if sm_count is not None else default_sm_count(target)
+    if not toolchains:
+        raise KtriageError("no toolchain given for the bundle", "pass --toolchain (e.g. --toolchain triton==3.4.0)")
+    chosen = list(backends) if backends else [b for b in opdef.artifact_backends
+                                              if not (REPLAYS[b].fwd_only and mode != "fwd")]
+    for b in chosen:
+        if b not in opdef.artifact_backends:
+            raise KtriageError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
+        if REPLAYS[b].fwd_only and mode != "fwd":
+            raise KtriageError(f"{b} has no {mode} kernels (forward only)", "bundle it with --fwd")
+    cases = select_op_inputs(opdef, selectors=[str(i) for i in inputs] if inputs else None)
+
+    specs: dict[str, KernelSpec] = {}
+    input_rows = []
+    for case in cases:
+        kernels: dict[str, dict[str, str]] = {}
+        for b in chosen:
+            for role in ROLES_BY_MODE[mode]:
+                spec = catalog_spec(b, case, role, precision=prec, target=target, sm_count=sm)
+                key = spec.key()
+                specs.setdefault(key, spec)
+                kernels.setdefault(b, {})[role] = key
+        input_rows.append({"id": case.id, "facts": dict(case.facts), "x_val": list(opdef.x_val(case)), "kernels": kernels})
+
+    out_dir = Path(out_dir)
+    (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
+    outcomes = compiler.compile_many(list(specs.values()), list(toolchains))  # in (spec, toolchain) order
+    pairs = [(key, tc) for key in specs for tc in toolchains]
+    artifacts: dict[str, dict[str, Any]] = {}
+    for (key, tc), outcome in zip(pairs, outcomes, strict=True):
+        if isinstance(outcome, Artifact):
+            entry = _artifact_entry(outcome, out_dir)
+        else:
+            entry = {"status": "failed", "stage": outcome.stage, "kind": outcome.kind, "message": outcome.message}
+        artifacts.setdefault(key, {})[tc.id] = entry
+
+    manifest = {
+        "format": FORMAT,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "op": op,
+        "mode": mode,
+        "precision": prec,
+        "target": target,
+        "sm_count": sm,
+        "backends": chosen,
+        "inputs": input_rows,
+        "toolchains": {tc.id: tc.to_json() for tc in toolchains},
+        "specs": {k: s.to_json() for k, s in specs.items()},
+        "artifacts": artifacts,
+    }
+    tmp = out_dir / f".{MANIFEST}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=False))
+    os.replace(tmp, out_dir / MANIFEST)
+    return out_dir
+
+
+def _artifact_entry(art: Any, out_dir: Path) -> dict[str, Any]:
+    data = art.cubin.cubin_path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    rel = f"cubins/{sha[:20]}.cubin"
+    dest = out_dir / rel
+    if not dest.exists():
+        dest.write_bytes(data)
+    metadata = {k: v for k, v in art.frontend.metadata.items() if k != "extern_libs"}
+    return {
+        "status": "ok",
+        "cubin": rel,
+        "cubin_sha256": sha,
+        "kernel_name": art.kernel_name,
+        "triton_version": art.frontend.triton_version,
+        "ptxas_version": art.cubin.ptxas_version,
+        "launch": {k: metadata.get(k) for k in LAUNCH_KEYS if k in metadata},
+        "metadata": metadata,
+        "abi": [p.to_json() for p in art.abi],
+        "resources": _resources(art),
+    }
+
+
+def _resources(art: Any) -> dict[str, Any] | None:
+    """Registers, stack, spills, shared memory: for reports next to the timings (None if cuobjdump fails)."""
+    from ktriage.explain.engine import cached_resources
+
+    try:
+        res = cached_resources(art.cubin, art.toolchain, art.frontend.text("ptx"), art.kernel_name,
+                               int(art.frontend.metadata.get("shared", 0)))
+    except (KtriageError, OSError) as exc:
+        return {"error": str(exc)}
+    data = res.to_json()
+    return {k: data.get(k) for k in RESOURCE_KEYS}
+
+
+# ----------------------------------------------------------------------------------- launching
+class LoadedKernelLike(Protocol):
+    def launch(self, grid: tuple[int, ...], args: Sequence[int | float]) -> None: ...
+
+
+def make_launcher(bundle: Bundle, toolchain_id: str,
+                  load: Callable[[BundleArtifact], LoadedKernelLike]) -> LaunchFn:
+    """A replay launcher for one toolchain of ``bundle``: loads each kernel once (``load`` is the
+    runner's cubin loader, e.g. ktriage.measure.cuda) and launches it by spec key. A kernel that
+    failed to compile raises KtriageError naming the failure, so its cell is reported, not timed."""
+    loaded: dict[str, LoadedKernelLike] = {}
+
+    def launch(key: str, grid: tuple[int, ...], args: Sequence[int | float]) -> None:
+        kernel = loaded.get(key)
+        if kernel is None:
+            art = bundle.artifact(key, toolchain_id)
+            if isinstance(art, BundleFailure):
+                raise KtriageError(f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): {art.message[:300]}",
+                                   "this toolchain cannot run this input; the other toolchains still can")
+            kernel = loaded[key] = load(art)
+        kernel.launch(grid, args)
+
+    return launch
+
+
+# ----------------------------------------------------------------------------------- loading
+def load_bundle(path: Path | str) -> Bundle:
+    """Read a bundle on the GPU host: no toolchain, no Triton; checks every cubin's hash and ABI."""
+    root = Path(path)
+    manifest_path = root / MANIFEST if root.is_dir() else root
+    root = manifest_path.parent
+    if not manifest_path.exists():
+        raise KtriageError(f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`")
+    data = json.loads(manifest_path.read_text())
+    if data.get("format") != FORMAT:
+        raise KtriageError(f"bundle {root} has format {data.get('format')}, this ktriage reads {FORMAT}",
+                           "rebuild the bundle with this ktriage version")
+    specs = {k: KernelSpec.from_json(v) for k, v in data["specs"].items()}
+    bundle = Bundle(
+        path=root, op=data["op"], mode=data["mode"], precision=data["precision"], target=data["target"],
+        sm_count=int(data["sm_count"]), backends=tuple(data["backends"]), inputs=data["inputs"],
+        toolchains=data["toolchains"], specs=specs, created=data.get("created", ""),
+    )  # fmt: skip
+    for key, per_tc in data["artifacts"].items():
+        for tc_id, entry in per_tc.items():
+            if entry["status"] != "ok":
+                bundle.artifacts[(key, tc_id)] = BundleFailure(key, tc_id, entry["stage"], entry["kind"], entry["message"])
+                continue
+            cubin = root / entry["cubin"]
+            if not cubin.exists() or hashlib.sha256(cubin.read_bytes()).hexdigest() != entry["cubin_sha256"]:
+                raise KtriageError(f"bundle {root}: {entry['cubin']} is missing or changed", "copy the whole bundle folder again")
+            _check_abi(specs[key], entry["abi"], where=f"bundle {root} kernel {key} toolchain {tc_id}")
+            bundle.artifacts[(key, tc_id)] = BundleArtifact(
+                spec_key=key, toolchain_id=tc_id, cubin_path=cubin, cubin_sha256=entry["cubin_sha256"],
+                kernel_name=entry["kernel_name"], launch=entry["launch"], metadata=entry["metadata"],
+                abi=tuple(entry["abi"]), resources=entry.get("resources"), triton_version=entry["triton_version"],
+                ptxas_version=entry["ptxas_version"],
+            )  # fmt: skip
+    return bundle
+
+
+def _check_abi(spec: KernelSpec, abi: list[dict[str, Any]], *, where: str) -> None:
+    """The visible ABI must be the spec's runtime parameters in order (what the replays pass)."""
+    visible = [p["name"] for p in abi if not p.get("hidden")]
+    runtime = [n for n, t in spec.signature.items() if t != "constexpr"]
+    if visible != runtime:
+        raise KtriageError(f"{where}: ABI parameters {visible} differ from the spec's runtime parameters {runtime}",
+                           "rebuild the bundle with this ktriage")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ktriage.workload.bundle --op layer_norm --mode bwd --input 7 --toolchain triton==3.4.0 --out DIR``
+    (a thin entry point until ``ktriage bench --compile-only`` calls build_bundle)."""
+    import argparse
+
+    from ktriage.compile.compiler import Compiler
+    from ktriage.toolchain.manager import ensure_toolchain
+
+    ap = argparse.ArgumentParser(prog="python -m ktriage.workload.bundle")
+    ap.add_argument("--op", required=True)
+    ap.add_argument("--mode", default="bwd")
+    ap.add_argument("--input", action="append", default=None, help="input id or K=V facts (repeatable; default all)")
+    ap.add_argument("--toolchain", action="append", required=True)
+    ap.add_argument("--precision", default=None)
+    ap.add_argument("--target", default="sm_90")
+    ap.add_argument("--sm-count", type=int, default=None)
+    ap.add_argument("--only", default=None, help="comma-separated artifact backends")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--jobs", type=int, default=None)
+    a = ap.parse_args(argv)
+    tcs = [ensure_toolchain(t) for t in a.toolchain]
+    with Compiler(jobs=a.jobs) as compiler:
+        out = build_bundle(a.op, a.mode, a.input, tcs, a.out, target=a.target, sm_count=a.sm_count, compiler=compiler,
+                           precision=a.precision, backends=a.only.split(",") if a.only else None)
+    bundle = load_bundle(out)
+    failed = sum(isinstance(v, BundleFailure) for v in bundle.artifacts.values())
+    print(f"{out}: {len(bundle.specs)} kernels x {len(bundle.toolchains)} toolchains, {failed} failed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
