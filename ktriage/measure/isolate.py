@@ -1,0 +1,311 @@
+"""Failure isolation: measure in a worker process, so a faulting or hanging kernel costs one cell.
+
+Why a process: an illegal memory access makes the CUDA context unusable for the rest of the
+process (every later call returns the same sticky error), and a hung kernel never returns. Inside
+one process, either ends the whole run. Here a job (one cell group) runs in a worker started with
+multiprocessing's *spawn* method (a fork would inherit the parent's CUDA state, which CUDA does
+not support). The worker streams each finished Cell back at once; the parent hands it to
+``on_cell`` (the store writes it), so nothing measured is lost. When the worker faults, dies or
+stays silent past ``timeout_s``, the cells of the job it did not deliver are reported as
+"error" ("CUDA_ERROR_ILLEGAL_ADDRESS: ...") or "timeout" ("timeout after 30 s"), the worker is
+replaced, and the next job runs in a fresh process.
+
+The timeout is an inactivity timeout: it restarts whenever the worker delivers a cell, so a large
+group of variants may take longer than ``timeout_s`` as long as each cell arrives in time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ktriage.errors import KtriageError
+from ktriage.measure.model import Cell, CellKey
+
+Emit = Callable[[Cell], None]
+#: A job handler runs in the worker: ``handler(payload, emit)`` calls ``emit(cell)`` per cell.
+Handler = Callable[[Any, Emit], None]
+
+DEFAULT_TIMEOUT_S = 30.0
+STARTUP_TIMEOUT_S = 180.0  # spawn + importing torch and cuda.bindings on a cold machine
+
+
+@dataclass
+class Job:
+    """One unit of isolated work: the cells it should produce and a picklable payload."""
+
+    keys: list[CellKey]
+    payload: Any
+
+
+def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
+    """``"package.module:function"`` or a callable (pickled by reference under spawn)."""
+    if callable(ref):
+        return ref
+    module, _, name = ref.partition(":")
+    if not name:
+        raise KtriageError(
+            f"handler reference {ref!r} is not 'module:function'",
+            "use e.g. 'ktriage.measure.jobs:run'",
+        )
+    return getattr(importlib.import_module(module), name)
+
+
+def _cuda_sticky_error() -> str | None:
+    """The sticky CUDA error of this process's context, if the runner's driver layer was used."""
+    if (
+        "ktriage.measure.cuda" not in sys.modules
+        or "cuda.bindings.driver" not in sys.modules
+    ):
+        return _torch_sticky_error()
+    from ktriage.measure import cuda
+
+    try:
+        err = cuda.driver().cuCtxSynchronize()
+        code = int(err[0] if isinstance(err, tuple) else err)
+    except Exception:  # noqa: BLE001
+        return None
+    return None if code == 0 else cuda.error_name(code)
+
+
+def _torch_sticky_error() -> str | None:
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    try:
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        return f"CUDA error ({exc})".splitlines()[0]
+    return None
+
+
+def classify_exception(exc: BaseException) -> tuple[str, bool]:
+    """A one-line reason for a failed job and whether the worker must be replaced (sticky CUDA error)."""
+    name = getattr(exc, "name", None)
+    sticky = bool(getattr(exc, "sticky", False))
+    if not sticky:
+        probe = _cuda_sticky_error()
+        if probe:
+            name, sticky = probe, True
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    if name and not text.startswith(str(name)) and str(name) not in text:
+        text = f"{name}: {text}"
+    return text, sticky
+
+
+def _worker_main(
+    conn: Any,
+    handler_ref: str | Callable[..., Any],
+    init_ref: str | Callable[..., Any] | None,
+) -> None:
+    """Worker loop: receive (job_id, payload), stream cells, report done or the error."""
+    try:
+        handler = _resolve(handler_ref)
+        if init_ref is not None:
+            _resolve(init_ref)()
+    except BaseException as exc:  # noqa: BLE001
+        conn.send(
+            ("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        )
+        return
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        job_id, payload = msg
+
+        def emit(cell: Cell, _job: int = job_id) -> None:
+            conn.send(("cell", _job, cell.to_json()))
+
+        try:
+            handler(payload, emit)
+        except BaseException as exc:  # noqa: BLE001 - report every failure, then decide to live or die
+            reason, sticky = classify_exception(exc)
+            conn.send(("error", job_id, reason, sticky, traceback.format_exc()))
+            if sticky:
+                conn.close()
+                os._exit(3)  # the CUDA context is unusable: a fresh worker takes over
+            continue
+        conn.send(("done", job_id))
+
+
+class _Worker:
+    def __init__(
+        self,
+        ctx: Any,
+        handler: str | Callable[..., Any],
+        init: str | Callable[..., Any] | None,
+    ) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(
+            target=_worker_main, args=(child, handler, init), daemon=True
+        )
+        self.process.start()
+        child.close()
+        if not self.conn.poll(STARTUP_TIMEOUT_S):
+            self.stop()
+            raise KtriageError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
+                               "check that torch and cuda.bindings import on this host")  # fmt: skip
+        msg = self.conn.recv()
+        if msg[0] != "ready":
+            self.stop()
+            raise KtriageError(
+                f"the measurement worker failed to start: {msg[1]}",
+                "see the traceback:\n" + msg[2],
+            )
+
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            try:
+                self.conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+            self.process.join(2)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.conn.close()
+
+
+class IsolatedRunner:
+    """Runs jobs in a spawned worker process with an inactivity timeout; replaces it after a fault.
+
+    ``handler`` and ``init`` are ``"module:function"`` strings or importable top-level functions;
+    ``on_cell(cell)`` is called in the parent for each cell as soon as it arrives (measured,
+    or marked error/timeout by the runner).
+    """
+
+    def __init__(
+        self,
+        handler: str | Handler,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        on_cell: Callable[[Cell], None] | None = None,
+        init: str | Callable[[], None] | None = None,
+    ) -> None:
+        self.handler = handler
+        self.init = init
+        self.timeout_s = timeout_s
+        self.on_cell = on_cell
+        self._ctx = mp.get_context("spawn")
+        self._worker: _Worker | None = None
+        self._next_id = 0
+        self.workers_started = 0
+        self.failures: list[str] = []
+
+    def __enter__(self) -> IsolatedRunner:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    def _ensure_worker(self) -> _Worker:
+        if self._worker is None or not self._worker.alive():
+            if self._worker is not None:
+                self._worker.stop()
+            self._worker = _Worker(self._ctx, self.handler, self.init)
+            self.workers_started += 1
+        return self._worker
+
+    def _discard_worker(self) -> None:
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+
+    def _deliver(self, cell: Cell, out: list[Cell]) -> None:
+        out.append(cell)
+        if self.on_cell is not None:
+            self.on_cell(cell)
+
+    def run_job(self, job: Job) -> list[Cell]:
+        """Run one job; always returns one Cell per key (measured or marked failed), in arrival order."""
+        worker = self._ensure_worker()
+        job_id = self._next_id
+        self._next_id += 1
+        pending = {k.label(): k for k in job.keys}
+        out: list[Cell] = []
+
+        def fail_pending(status: str, reason: str) -> None:
+            self.failures.append(reason)
+            for key in list(pending.values()):
+                self._deliver(Cell(key=key, status=status, error=reason), out)  # type: ignore[arg-type]
+            pending.clear()
+
+        try:
+            worker.conn.send((job_id, job.payload))
+        except (OSError, BrokenPipeError) as exc:
+            self._discard_worker()
+            fail_pending("error", f"worker pipe broken: {exc}")
+            return out
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self._discard_worker()
+                fail_pending("timeout", f"timeout after {self.timeout_s:g} s")
+                return out
+            try:
+                has_msg = worker.conn.poll(min(remaining, 0.25))
+                msg = worker.conn.recv() if has_msg else None
+            except (EOFError, OSError):
+                has_msg, msg = False, None
+            if msg is None:
+                if not worker.alive():
+                    code = worker.process.exitcode
+                    self._discard_worker()
+                    fail_pending(
+                        "error", f"worker died (exit code {code}) while measuring"
+                    )
+                    return out
+                continue
+            kind = msg[0]
+            if kind == "cell" and msg[1] == job_id:
+                cell = Cell.from_json(msg[2])
+                pending.pop(cell.key.label(), None)
+                self._deliver(cell, out)
+                deadline = time.monotonic() + self.timeout_s
+            elif kind == "done" and msg[1] == job_id:
+                if pending:
+                    fail_pending(
+                        "error", "the job finished without measuring this cell"
+                    )
+                return out
+            elif kind == "error" and msg[1] == job_id:
+                _, _, reason, sticky, _tb = msg
+                if sticky:
+                    self._discard_worker()
+                fail_pending("error", reason)
+                return out
+
+    def run(self, jobs: Iterable[Job]) -> list[Cell]:
+        """Run jobs in order; a failure of one job never stops the next."""
+        cells: list[Cell] = []
+        try:
+            for job in jobs:
+                cells.extend(self.run_job(job))
+        except KeyboardInterrupt:
+            self.close()
+            raise
+        return cells

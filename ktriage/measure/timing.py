@@ -1,0 +1,363 @@
+"""How ktriage times GPU work: CUDA events, L2 flush, warmup, raw samples, interleaved variants.
+
+Compatible in spirit with TritonBench (``triton.testing.do_bench``: events around each call, a
+256 MB buffer zeroed before each call to flush L2, warmup by time), and better where it matters for
+comparing compiler versions:
+
+- *Interleaving*: all variants of one cell group (the same op input across toolchains and
+  backends) are measured in ONE process, in a freshly shuffled order every round, so clock,
+  thermal and neighbour drift hits all of them alike instead of whichever ran last.
+- *Raw samples kept* (ms per call), no outlier trimming here: statistics decide later.
+- *Adaptive stop*: sampling ends when ``stop(samples)`` (the statistics layer's "interval narrow
+  enough") says so, or a time cap is reached; cheap cells finish fast, noisy ones get more samples.
+
+Per-call event timing measures GPU time between two events recorded around the call. With the L2
+flush on, the flush kernel (~80 us on an H200) keeps the GPU busy while the host enqueues the next
+launch, so host launch overhead is hidden. Without the flush, a sub-10 us kernel's sample includes
+the host's launch gap; use ``mode="graph"`` there (N calls captured in one CUDA graph, a sample is
+one replay / N), which removes launch gaps. Graph mode with the flush captures [flush, call] x N and
+a flush-only graph, and reports (both - flush-only) / N per replay pair (TritonBench's newer
+``--cudagraph`` does the same subtraction).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from ktriage.errors import KtriageError
+
+#: TritonBench / do_bench flush size: larger than any current GPU's L2 (H200: 60 MB).
+L2_FLUSH_BYTES = 256 * 1024 * 1024
+
+TimingMode = Literal["events", "graph"]
+StopReason = Literal["stop", "time", "rounds", "no_variants"]
+StopFn = Callable[[dict[str, list[float]]], bool]
+
+
+@dataclass(frozen=True)
+class TimingOptions:
+    """Knobs of one measurement; recorded into RunInfo.settings for provenance."""
+
+    mode: TimingMode = "events"
+    l2_flush: bool = True
+    flush_bytes: int = L2_FLUSH_BYTES
+    warmup_ms: float = 25.0  # do_bench's default warmup, in milliseconds of wall time
+    min_warmup_calls: int = 3
+    calls_per_round: int = (
+        10  # events: timed calls per variant per round; graph: replays per round
+    )
+    graph_calls: int = 20  # graph mode: calls captured in one graph
+    device: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+class VariantSampler(Protocol):
+    """What the interleaving loop needs from one variant: warm it up, then give n samples (ms)."""
+
+    def warmup(self) -> dict[str, Any]: ...
+
+    def sample(self, n: int) -> list[float]: ...
+
+
+SamplerFactory = Callable[[str, Callable[[], None]], VariantSampler]
+
+
+# --------------------------------------------------------------------------------- GPU samplers
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - GPU host always has torch
+        raise KtriageError(
+            "timing needs torch on the GPU host", "install torch with CUDA"
+        ) from exc
+    return torch
+
+
+class L2Flusher:
+    """A device buffer zeroed before each timed call, evicting the previous call's data from L2."""
+
+    def __init__(self, nbytes: int = L2_FLUSH_BYTES, device: int = 0) -> None:
+        torch = _torch()
+        self.buffer = torch.empty(
+            nbytes // 4, dtype=torch.int32, device=f"cuda:{device}"
+        )
+
+    def flush(self) -> None:
+        self.buffer.zero_()
+
+
+def _warmup_calls(call: Callable[[], None], sync: Callable[[], None], warmup_ms: float, min_calls: int,
+                  clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:  # fmt: skip
+    """Call until ``warmup_ms`` of wall time and ``min_calls`` have passed (synchronized each time,
+    so the time is the GPU's, and the queue never runs far ahead)."""
+    t0 = clock()
+    n = 0
+    while n < min_calls or (clock() - t0) * 1e3 < warmup_ms:
+        call()
+        sync()
+        n += 1
+    return {"warmup_calls": n, "warmup_ms": (clock() - t0) * 1e3}
+
+
+class EventSampler:
+    """Per-call CUDA-event timing, optionally flushing L2 before each call (do_bench's method)."""
+
+    def __init__(
+        self, fn: Callable[[], None], options: TimingOptions, flusher: L2Flusher | None
+    ) -> None:
+        self.fn = fn
+        self.options = options
+        self.flusher = flusher
+        torch = _torch()
+        self._torch = torch
+        self._events: list[tuple[Any, Any]] = []
+
+    def warmup(self) -> dict[str, Any]:
+        def call() -> None:
+            if self.flusher is not None:
+                self.flusher.flush()
+            self.fn()
+
+        return _warmup_calls(
+            call,
+            self._torch.cuda.synchronize,
+            self.options.warmup_ms,
+            self.options.min_warmup_calls,
+        )
+
+    def sample(self, n: int) -> list[float]:
+        torch = self._torch
+        while len(self._events) < n:
+            self._events.append(
+                (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
+            )
+        events = self._events[:n]
+        for start, end in events:
+            if self.flusher is not None:
+                self.flusher.flush()
+            start.record()
+            self.fn()
+            end.record()
+        events[-1][1].synchronize()
+        return [float(s.elapsed_time(e)) for s, e in events]
+
+
+class GraphSampler:
+    """CUDA-graph timing: ``graph_calls`` calls captured once; a sample is one replay / graph_calls."""
+
+    def __init__(
+        self, fn: Callable[[], None], options: TimingOptions, flusher: L2Flusher | None
+    ) -> None:
+        self.fn = fn
+        self.options = options
+        self.flusher = flusher
+        self._torch = _torch()
+        self.graph: Any = None
+        self.flush_graph: Any = None
+
+    def _capture(self, body: Callable[[], None]) -> Any:
+        torch = self._torch
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(
+            graph
+        ):  # torch makes its capture stream current: our launches follow it
+            for _ in range(self.options.graph_calls):
+                body()
+        return graph
+
+    def warmup(self) -> dict[str, Any]:
+        torch = self._torch
+        # Eager calls first (module load, lazy init must not happen inside a capture).
+        info = _warmup_calls(
+            self.fn, torch.cuda.synchronize, 0.0, self.options.min_warmup_calls
+        )
+        if self.flusher is not None:
+            flusher = self.flusher
+
+            def body() -> None:
+                flusher.flush()
+                self.fn()
+
+            self.graph = self._capture(body)
+            self.flush_graph = self._capture(flusher.flush)
+        else:
+            self.graph = self._capture(self.fn)
+        replays = _warmup_calls(
+            self._replay_pair, torch.cuda.synchronize, self.options.warmup_ms, 1
+        )
+        return {**info, "graph_calls": self.options.graph_calls, "warmup_replays": replays["warmup_calls"],
+                "warmup_ms": info["warmup_ms"] + replays["warmup_ms"]}  # fmt: skip
+
+    def _replay_pair(self) -> None:
+        self.graph.replay()
+        if self.flush_graph is not None:
+            self.flush_graph.replay()
+
+    def sample(self, n: int) -> list[float]:
+        torch = self._torch
+        k = self.options.graph_calls
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(3 * n)]
+        for i in range(n):
+            a, b, c = marks[3 * i : 3 * i + 3]
+            a.record()
+            self.graph.replay()
+            b.record()
+            if self.flush_graph is not None:
+                self.flush_graph.replay()
+            c.record()
+        marks[-1].synchronize()
+        out = []
+        for i in range(n):
+            a, b, c = marks[3 * i : 3 * i + 3]
+            total = float(a.elapsed_time(b))
+            flush = float(b.elapsed_time(c)) if self.flush_graph is not None else 0.0
+            out.append((total - flush) / k)
+        return out
+
+
+def gpu_sampler_factory(options: TimingOptions) -> SamplerFactory:
+    """Samplers sharing one L2-flush buffer (256 MB allocated once, not per variant)."""
+    flusher = (
+        L2Flusher(options.flush_bytes, options.device) if options.l2_flush else None
+    )
+
+    def make(_name: str, fn: Callable[[], None]) -> VariantSampler:
+        if options.mode == "graph":
+            return GraphSampler(fn, options, flusher)
+        if options.mode == "events":
+            return EventSampler(fn, options, flusher)
+        raise KtriageError(
+            f"unknown timing mode {options.mode!r}", "use 'events' or 'graph'"
+        )
+
+    return make
+
+
+# ------------------------------------------------------------------------------ interleaving
+
+
+@dataclass
+class InterleavedResult:
+    """Raw per-call samples (ms) of each variant, plus how and why sampling ended."""
+
+    samples: dict[str, list[float]]
+    rounds: int
+    orders: list[list[str]]
+    stopped_by: StopReason
+    elapsed_s: float
+    warmup: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(
+        default_factory=dict
+    )  # variants dropped after raising
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def round_order(names: list[str], rng: random.Random) -> list[str]:
+    """A fresh random permutation of the variants for one round."""
+    return rng.sample(names, len(names))
+
+
+def measure_interleaved(
+    variants: Mapping[str, Callable[[], None]],
+    *,
+    rounds: int = 1000,
+    min_samples: int = 10,
+    max_time_s: float = 10.0,
+    stop: StopFn | None = None,
+    seed: int = 0,
+    options: TimingOptions | None = None,
+    sampler_factory: SamplerFactory | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> InterleavedResult:
+    """Time every variant of one cell group, interleaved in random order per round.
+
+    Each round visits the variants in a new shuffled order (``seed`` makes it reproducible) and
+    takes ``options.calls_per_round`` samples of each. After each round, once every variant has at
+    least ``min_samples``, ``stop(samples)`` may end sampling; ``max_time_s`` (wall time, warmup
+    included) and ``rounds`` cap it. A variant that raises is dropped and its error kept, unless
+    the error is a sticky CUDA error, which is re-raised (the context is gone; the isolation layer
+    restarts the worker).
+    """
+    options = options or TimingOptions()
+    factory = sampler_factory or gpu_sampler_factory(options)
+    t0 = clock()
+    rng = random.Random(seed)
+    samplers: dict[str, VariantSampler] = {}
+    result = InterleavedResult({n: [] for n in variants}, 0, [], "rounds", 0.0,
+                               settings={**options.to_json(), "seed": seed, "min_samples": min_samples,
+                                         "max_time_s": max_time_s, "max_rounds": rounds})  # fmt: skip
+
+    def guarded(name: str, action: Callable[[], Any]) -> Any:
+        try:
+            return action()
+        except Exception as exc:
+            if getattr(exc, "sticky", False):
+                raise
+            result.errors[name] = f"{type(exc).__name__}: {exc}"
+            return None
+
+    # Warm up in a shuffled order too, so no variant systematically gets the cold GPU.
+    for name in round_order(list(variants), rng):
+        sampler = guarded(name, functools.partial(factory, name, variants[name]))
+        if sampler is None:
+            continue
+        info = guarded(name, sampler.warmup)
+        if info is not None:
+            samplers[name] = sampler
+            result.warmup[name] = info
+    active = [n for n in variants if n in samplers]
+    if not active:
+        result.stopped_by = "no_variants"
+    while active and result.rounds < rounds:
+        order = round_order(active, rng)
+        result.orders.append(order)
+        for name in order:
+            got = guarded(
+                name, functools.partial(samplers[name].sample, options.calls_per_round)
+            )
+            if got is None:
+                active.remove(name)
+            else:
+                result.samples[name].extend(got)
+        result.rounds += 1
+        live = {n: result.samples[n] for n in active}
+        if (
+            live
+            and all(len(s) >= min_samples for s in live.values())
+            and stop is not None
+            and stop(live)
+        ):
+            result.stopped_by = "stop"
+            break
+        if clock() - t0 >= max_time_s:
+            result.stopped_by = "time"
+            break
+    else:
+        if active:
+            result.stopped_by = "rounds"
+    result.elapsed_s = clock() - t0
+    return result
+
+
+def measure(fn: Callable[[], None], *, options: TimingOptions | None = None, min_samples: int = 50,
+            max_time_s: float = 2.0) -> list[float]:  # fmt: skip
+    """Samples (ms) of one callable: ``min_samples`` of them, or fewer if the time cap hits first."""
+    res = measure_interleaved({"fn": fn}, min_samples=min_samples, max_time_s=max_time_s, options=options,
+                              stop=lambda s: all(len(v) >= min_samples for v in s.values()))  # fmt: skip
+    if "fn" in res.errors:
+        raise KtriageError(
+            f"timing failed: {res.errors['fn']}", "check the callable on its own first"
+        )
+    return res.samples["fn"]

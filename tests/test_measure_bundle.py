@@ -1,0 +1,51 @@
+"""Bundles: a real compiled artifact round-trips through the folder the GPU host reads; env fallback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ktriage.catalog.registry import expand_op
+from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.measure.bundle import bundle_extra, read_bundle, write_bundle
+from ktriage.measure.cuda import STICKY_ERRORS, CudaError
+from ktriage.measure.env import GpuRecorder, gpu_state
+from ktriage.toolchain.manager import ensure_toolchain
+
+
+def test_bundle_round_trip_of_a_real_artifact(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    spec = expand_op("tutorial.vector_add", inputs=["2"])[0]
+    art = compiler.compile(spec, ensure_toolchain("triton==3.4.0"))
+    assert isinstance(art, Artifact), art
+    write_bundle(
+        tmp_path / "b", {"vector_add@3.4.0": art}, extra={"versions": ["3.4.0"]}
+    )
+    entries = read_bundle(tmp_path / "b")
+    e = entries["vector_add@3.4.0"]
+    assert e.cubin_path.read_bytes() == art.cubin.cubin_path.read_bytes()
+    assert e.kernel_name == "add_kernel" and e.abi == art.abi and e.grid == (1024,)
+    assert e.metadata["num_warps"] == 4 and e.metadata["global_scratch_size"] == 0
+    assert "extern_libs" not in e.metadata  # host paths stay behind
+    assert e.info["triton_version"] == "3.4.0" and e.info["spec_meta"]["shape"] == {
+        "N": 1048576
+    }
+    assert bundle_extra(tmp_path / "b") == {"versions": ["3.4.0"]}
+
+
+def test_cuda_error_says_name_and_whether_the_context_is_lost() -> None:
+    err = CudaError("cuCtxSynchronize", "CUDA_ERROR_ILLEGAL_ADDRESS", 700)
+    assert err.sticky and "CUDA_ERROR_ILLEGAL_ADDRESS (700)" in str(err) and err.fix
+    assert not CudaError("cuLaunchKernel", "CUDA_ERROR_INVALID_VALUE", 1).sticky
+    assert "CUDA_ERROR_LAUNCH_FAILED" in STICKY_ERRORS
+
+
+def test_gpu_state_without_nvml_says_why() -> None:
+    # On the CPU machine (no NVIDIA driver) NVML is unavailable: the record says so instead of failing.
+    state = gpu_state(0)
+    assert "time" in state
+    assert "nvml" in state and state["nvml"].startswith("unavailable")
+    rec = GpuRecorder()
+    rec.start()
+    record = rec.finish()
+    assert set(record) >= {"before", "after", "sm_count", "nvml"}
