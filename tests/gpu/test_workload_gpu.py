@@ -1,0 +1,175 @@
+"""GPU host only: every native backend of each op matches the baseline (input 0, fwd and bwd), and
+the artifact replays from a bundle built on a CPU machine match torch's results.
+
+Needs torch with CUDA, liger-kernel importable (the carried wheel), and for the replay test a bundle:
+on the CPU machine
+    python -m ktriage.workload.bundle --op layer_norm --mode bwd --input 0 --input 7 \
+        --toolchain triton==3.4.0 --out bundles/gpu-test-layer_norm-bwd
+(and the same with --op embedding --input 0 --input 8 for embedding), then on the GPU host
+    KTRIAGE_WORKLOAD_BUNDLES=bundles/gpu-test-layer_norm-bwd:bundles/gpu-test-embedding-bwd pytest tests/gpu/test_workload_gpu.py
+torch.compile backends use compile_mode="default" here (TritonBench's max-autotune takes minutes).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def _gpu() -> bool:
+    try:
+        import torch
+
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+needs_gpu = pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU with torch")
+
+NATIVE = [
+    ("layer_norm", "torch_compile_layer_norm"), ("layer_norm", "liger_layer_norm"), ("layer_norm", "triton_layer_norm"),
+    ("embedding", "liger_embedding"), ("embedding", "torch_compile_embedding"),
+    ("rope", "liger_rotary_pos_emb"), ("rope", "torch_compile_rotary_pos_emb_full_op"),
+]  # fmt: skip
+
+
+@needs_gpu
+@pytest.mark.parametrize("mode", ["fwd", "bwd"])
+@pytest.mark.parametrize(("op", "backend"), NATIVE, ids=[b for _, b in NATIVE])
+def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> None:
+    import torch
+
+    from ktriage.workload.backends import check_outputs, get_backend, make_input
+    from ktriage.workload.ops import get_op
+
+    opdef = get_op(op)
+    inp = make_input(op, opdef.inputs()[0], device="cuda")
+    base = get_backend(op, opdef.baseline)
+    base.prepare(inp, mode)()
+    ref = base.outputs()
+    cand = get_backend(op, backend, compile_mode="default")
+    if cand.fwd_only and mode != "fwd":
+        pytest.skip(f"{backend} is forward only")
+    timed = cand.prepare(inp, mode)
+    for _ in range(3):
+        for t in cand.grad_to_none():
+            t.grad = None
+        timed()
+    torch.cuda.synchronize()
+    acc = check_outputs(ref, cand.outputs(), precision=inp.precision)
+    assert acc.passed, acc
+
+
+# ------------------------------------------------------------------ artifact replay from a bundle
+_CTYPE = {"i1": ctypes.c_int8, "u1": ctypes.c_int8, "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
+          "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
+          "u64": ctypes.c_uint64, "fp32": ctypes.c_float, "fp64": ctypes.c_double}  # fmt: skip
+
+
+def _ok(result: Any) -> Any:
+    from cuda.bindings import driver as cu
+
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver error {err}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+class DriverKernel:
+    """A minimal cubin launcher for this test (the measurement runner has its own, ktriage.measure.cuda):
+    loads the cubin into torch's context and launches on torch's current stream; hidden scratch
+    pointers are NULL when their size is 0, else a buffer of size*CTAs."""
+
+    def __init__(self, art: Any) -> None:
+        import torch
+        from cuda.bindings import driver as cu
+
+        torch.cuda.init()
+        torch.empty(1, device="cuda")  # make torch's primary context current on this thread
+        self.module = _ok(cu.cuModuleLoadData(art.cubin_bytes()))
+        self.func = _ok(cu.cuModuleGetFunction(self.module, art.kernel_name.encode()))
+        self.shared = int(art.launch.get("shared", 0) or 0)
+        self.threads = 32 * int(art.launch["num_warps"])
+        if self.shared > 48 * 1024:
+            _ok(cu.cuFuncSetAttribute(self.func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared))
+        self.abi = art.abi
+        self._scratch: list[Any] = []
+
+    def launch(self, grid: tuple[int, ...], args: Any) -> None:
+        import torch
+        from cuda.bindings import driver as cu
+
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        values: list[Any] = []
+        types: list[Any] = []
+        visible = [p for p in self.abi if not p["hidden"]]
+        assert len(visible) == len(args), (len(visible), len(args))
+        for p, v in zip(visible, args, strict=True):
+            values.append(v)
+            types.append(ctypes.c_void_p if p["triton_type"].startswith("*") else _CTYPE[p["triton_type"]])
+        for p in self.abi:
+            if p["hidden"]:
+                size = int(p["size_bytes_per_cta"]) * g[0] * g[1] * g[2]
+                if size:
+                    buf = torch.empty(size, dtype=torch.uint8, device="cuda")
+                    self._scratch.append(buf)
+                    values.append(buf.data_ptr())
+                else:
+                    values.append(0)
+                types.append(ctypes.c_void_p)
+        stream = cu.CUstream(torch.cuda.current_stream().cuda_stream)
+        _ok(cu.cuLaunchKernel(self.func, *g, self.threads, 1, 1, self.shared, stream, (tuple(values), tuple(types)), 0))
+
+
+def _bundles() -> list[Path]:
+    text = os.environ.get("KTRIAGE_WORKLOAD_BUNDLES", "")
+    return [Path(p) for p in text.split(os.pathsep) if p]
+
+
+@needs_gpu
+@pytest.mark.skipif(not _bundles(), reason="set KTRIAGE_WORKLOAD_BUNDLES to bundles built on the CPU machine (see the module docstring)")
+def test_artifact_replays_from_bundles_match_torch() -> None:
+    import torch
+
+    from ktriage.workload.backends import check_outputs, get_backend, make_input
+    from ktriage.workload.bundle import BundleArtifact, load_bundle, make_launcher
+    from ktriage.workload.ops import get_op
+    from ktriage.workload.replay import ROLES_BY_MODE, artifact_backend
+
+    checked = []
+    for path in _bundles():
+        bundle = load_bundle(path)
+        opdef = get_op(bundle.op)
+        for tc_id in bundle.toolchain_ids():
+            launch = make_launcher(bundle, tc_id, DriverKernel)
+            for case in bundle.input_cases():
+                inp = make_input(bundle.op, case, precision=bundle.precision, device="cuda")
+                base = get_backend(bundle.op, opdef.baseline)
+                base.prepare(inp, bundle.mode)()
+                ref = base.outputs()
+                for name in bundle.backends:
+                    keys = [bundle.kernel_key(name, case.id, r) for r in ROLES_BY_MODE[bundle.mode]]
+                    if any(not isinstance(bundle.artifact(k, tc_id), BundleArtifact) for k in keys):
+                        continue  # a compile failure is reported by the runner, not replayed
+                    replay = artifact_backend(name, launch=launch, specs=bundle.spec_source(), timing="tritonbench")
+                    timed = replay.prepare(inp, bundle.mode)
+                    timed()
+                    timed()
+                    torch.cuda.synchronize()
+                    acc = check_outputs(ref, replay.outputs(), precision=bundle.precision)
+                    assert acc.passed, (path, tc_id, case, name, acc)
+                    checked.append((bundle.op, bundle.mode, name, tc_id, case.id))
+    out = os.environ.get("KTRIAGE_GPU_OUT")
+    if out:
+        import json
+
+        Path(out).mkdir(parents=True, exist_ok=True)
+        (Path(out) / "workload_replays.json").write_text(json.dumps(checked, indent=1))
+    assert checked, "no replay ran (every kernel of the bundles failed to compile?)"
