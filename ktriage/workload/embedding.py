@@ -78,7 +78,7 @@ class LigerEmbedding(EmbeddingBackend):
     name = "liger_embedding"
 
     def make_module(self, inp: OpInput) -> Any:
-        from liger_kernel.transformers.experimental.embedding import (
+        from liger_kernel.transformers.experimental.embedding import (  # type: ignore[import-not-found]
             LigerEmbedding as Module,
         )
 

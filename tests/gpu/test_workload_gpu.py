@@ -67,6 +67,26 @@ def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> No
     assert acc.passed, acc
 
 
+@needs_gpu
+@pytest.mark.parametrize(("op", "backend", "input_id"), [("layer_norm", "liger_layer_norm", 7), ("embedding", "liger_embedding", 8)])
+def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_id: int) -> None:
+    """One real run of the library under the JIT hook gives the catalog's spec for each kernel."""
+    import torch
+
+    from ktriage.workload.record import record_backend
+    from ktriage.workload.replay import catalog_spec
+
+    sm = torch.cuda.get_device_properties(0).multi_processor_count
+    specs = record_backend(op, backend, input_id, "fwd_bwd")
+    case = __import__("ktriage.workload.ops", fromlist=["get_op"]).get_op(op).inputs()[input_id]
+    by_fn = {s.source_function(): s for s in specs}
+    for role in ("fwd", "bwd"):
+        want = catalog_spec(backend, case, role, target=specs[0].target, sm_count=sm)
+        got = by_fn[want.source_function()]
+        assert (got.signature, got.constexprs, set(got.divisible_by_16), set(got.equal_to_1), got.num_warps, got.grid) == (
+            want.signature, want.constexprs, set(want.divisible_by_16), set(want.equal_to_1), want.num_warps, want.grid)
+
+
 # ------------------------------------------------------------------ artifact replay from a bundle
 _CTYPE = {"i1": ctypes.c_int8, "u1": ctypes.c_int8, "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
           "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
