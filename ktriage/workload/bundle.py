@@ -272,6 +272,19 @@ def make_launcher(bundle: Bundle, toolchain_id: str,
     return launch
 
 
+def runner_loader(device: int = 0) -> Callable[[BundleArtifact], LoadedKernelLike]:
+    """``load`` for :func:`make_launcher` backed by the measurement runner (ktriage.measure.cuda.LoadedKernel)."""
+
+    def load(art: BundleArtifact) -> LoadedKernelLike:
+        from ktriage.compile.abi import AbiParam
+        from ktriage.measure.cuda import LoadedKernel
+
+        abi = [AbiParam(**p) for p in art.abi]
+        return LoadedKernel(art.cubin_bytes(), art.kernel_name, art.metadata, abi, device=device)
+
+    return load
+
+
 # ----------------------------------------------------------------------------------- loading
 def load_bundle(path: Path | str) -> Bundle:
     """Read a bundle on the GPU host: no toolchain, no Triton; checks every cubin's hash and ABI."""

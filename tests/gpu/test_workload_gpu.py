@@ -12,10 +12,8 @@ torch.compile backends use compile_mode="default" here (TritonBench's max-autotu
 
 from __future__ import annotations
 
-import ctypes
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -88,66 +86,6 @@ def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_
 
 
 # ------------------------------------------------------------------ artifact replay from a bundle
-_CTYPE = {"i1": ctypes.c_int8, "u1": ctypes.c_int8, "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16,
-          "u16": ctypes.c_uint16, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
-          "u64": ctypes.c_uint64, "fp32": ctypes.c_float, "fp64": ctypes.c_double}  # fmt: skip
-
-
-def _ok(result: Any) -> Any:
-    from cuda.bindings import driver as cu
-
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"CUDA driver error {err}")
-    return rest[0] if len(rest) == 1 else rest
-
-
-class DriverKernel:
-    """A minimal cubin launcher for this test (the measurement runner has its own, ktriage.measure.cuda):
-    loads the cubin into torch's context and launches on torch's current stream; hidden scratch
-    pointers are NULL when their size is 0, else a buffer of size*CTAs."""
-
-    def __init__(self, art: Any) -> None:
-        import torch
-        from cuda.bindings import driver as cu
-
-        torch.cuda.init()
-        torch.empty(1, device="cuda")  # make torch's primary context current on this thread
-        self.module = _ok(cu.cuModuleLoadData(art.cubin_bytes()))
-        self.func = _ok(cu.cuModuleGetFunction(self.module, art.kernel_name.encode()))
-        self.shared = int(art.launch.get("shared", 0) or 0)
-        self.threads = 32 * int(art.launch["num_warps"])
-        if self.shared > 48 * 1024:
-            _ok(cu.cuFuncSetAttribute(self.func, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.shared))
-        self.abi = art.abi
-        self._scratch: list[Any] = []
-
-    def launch(self, grid: tuple[int, ...], args: Any) -> None:
-        import torch
-        from cuda.bindings import driver as cu
-
-        g = tuple(grid) + (1,) * (3 - len(grid))
-        values: list[Any] = []
-        types: list[Any] = []
-        visible = [p for p in self.abi if not p["hidden"]]
-        assert len(visible) == len(args), (len(visible), len(args))
-        for p, v in zip(visible, args, strict=True):
-            values.append(v)
-            types.append(ctypes.c_void_p if p["triton_type"].startswith("*") else _CTYPE[p["triton_type"]])
-        for p in self.abi:
-            if p["hidden"]:
-                size = int(p["size_bytes_per_cta"]) * g[0] * g[1] * g[2]
-                if size:
-                    buf = torch.empty(size, dtype=torch.uint8, device="cuda")
-                    self._scratch.append(buf)
-                    values.append(buf.data_ptr())
-                else:
-                    values.append(0)
-                types.append(ctypes.c_void_p)
-        stream = cu.CUstream(torch.cuda.current_stream().cuda_stream)
-        _ok(cu.cuLaunchKernel(self.func, *g, self.threads, 1, 1, self.shared, stream, (tuple(values), tuple(types)), 0))
-
-
 def _bundles() -> list[Path]:
     text = os.environ.get("KTRIAGE_WORKLOAD_BUNDLES", "")
     return [Path(p) for p in text.split(os.pathsep) if p]
@@ -159,7 +97,12 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
     import torch
 
     from ktriage.workload.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.bundle import BundleArtifact, load_bundle, make_launcher
+    from ktriage.workload.bundle import (
+        BundleArtifact,
+        load_bundle,
+        make_launcher,
+        runner_loader,
+    )
     from ktriage.workload.ops import get_op
     from ktriage.workload.replay import ROLES_BY_MODE, artifact_backend
 
@@ -168,7 +111,7 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
         bundle = load_bundle(path)
         opdef = get_op(bundle.op)
         for tc_id in bundle.toolchain_ids():
-            launch = make_launcher(bundle, tc_id, DriverKernel)
+            launch = make_launcher(bundle, tc_id, runner_loader())  # ktriage.measure.cuda.LoadedKernel
             for case in bundle.input_cases():
                 inp = make_input(bundle.op, case, precision=bundle.precision, device="cuda")
                 base = get_backend(bundle.op, opdef.baseline)
