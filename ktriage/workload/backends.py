@@ -21,12 +21,14 @@ torch is imported lazily: this module loads without it.
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ktriage.catalog.inputs import InputCase
 from ktriage.errors import KtriageError
+from ktriage.measure.correctness import Accuracy
 from ktriage.workload.ops import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
 
 TimedCall = Callable[[], None]
@@ -34,7 +36,6 @@ TimedCall = Callable[[], None]
 # (rtol, atol) per precision for comparing a backend's outputs with the baseline's, in fp32:
 # |got - ref| <= atol + rtol * |ref| elementwise. fp32 allows for reduction-order differences of
 # sums over 4096 rows (layer_norm dw/db); half precisions for one rounding of each side.
-TOLERANCES: dict[str, tuple[float, float]] = {"fp32": (1e-4, 1e-3), "bf16": (2e-2, 2e-2), "fp16": (1e-2, 1e-2)}
 
 
 @dataclass
@@ -210,46 +211,20 @@ def get_backend(op: str, name: str, **options: Any) -> NativeBackend:
 
 
 # ------------------------------------------------------------------------------------- accuracy
-@dataclass(frozen=True)
-class Accuracy:
-    """How a backend's outputs compare with the baseline's (elementwise, in fp32)."""
+def check_outputs(reference: Mapping[str, Any], candidate: Mapping[str, Any], *, precision: str) -> Accuracy:
+    """Compare a backend's named outputs with the baseline's, with the tolerance of the op's precision.
 
-    passed: bool
-    rtol: float
-    atol: float
-    max_abs_err: float
-    max_rel_err: float
-    worst: str | None  # name of the output with the largest excess over the tolerance
-    reason: str | None = None
+    One home for correctness: each output goes through ktriage.measure.correctness.compare
+    (||out-ref||/||ref|| and peak error in float64); a missing output fails."""
+    from ktriage.measure.correctness import OutputCheck, compare, tolerance_for
 
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def check_outputs(reference: Mapping[str, Any], candidate: Mapping[str, Any], *, precision: str,
-                  rtol: float | None = None, atol: float | None = None) -> Accuracy:
-    """Compare named outputs; a missing output, a shape change or a NaN fails."""
-    d_rtol, d_atol = TOLERANCES[precision]
-    rtol = d_rtol if rtol is None else rtol
-    atol = d_atol if atol is None else atol
-    max_abs = max_rel = 0.0
-    worst: str | None = None
-    worst_excess = float("-inf")
+    tol = tolerance_for(precision)
+    checks = []
     for name, ref in reference.items():
         got = candidate.get(name)
-        if ref is None or got is None:
-            return Accuracy(False, rtol, atol, float("inf"), float("inf"), name, f"output {name!r} missing")
-        if tuple(ref.shape) != tuple(got.shape):
-            return Accuracy(False, rtol, atol, float("inf"), float("inf"), name,
-                            f"output {name!r} has shape {tuple(got.shape)}, baseline {tuple(ref.shape)}")
-        r, g = ref.float(), got.float().to(ref.device)
-        diff = (g - r).abs()
-        if not bool(diff.isfinite().all()) and bool(r.isfinite().all()):
-            return Accuracy(False, rtol, atol, float("inf"), float("inf"), name, f"output {name!r} has NaN/inf")
-        max_abs = max(max_abs, float(diff.max()) if diff.numel() else 0.0)
-        rel = diff / r.abs().clamp_min(1e-12)
-        max_rel = max(max_rel, float(rel.max()) if rel.numel() else 0.0)
-        excess = float((diff - (atol + rtol * r.abs())).max()) if diff.numel() else float("-inf")
-        if excess > worst_excess:
-            worst, worst_excess = name, excess
-    return Accuracy(worst_excess <= 0, rtol, atol, max_abs, max_rel, worst)
+        if got is None or ref is None:
+            checks.append(OutputCheck(name, precision, False, math.inf, math.inf, 0.0, 0, tol.rel, tol.peak,
+                                      f"output {name!r} missing"))
+        else:
+            checks.append(compare(got, ref.to(got.device), name=name, tolerance=tol))
+    return Accuracy(tuple(checks))
