@@ -1,0 +1,138 @@
+"""`ktriage compare`: regressions, improvements and cliffs between two runs (or a run's toolchains).
+
+Thin: loading sides and writing outputs here, statistics in ktriage.stats.compare, rendering in
+ktriage.report. Exit status for CI: 1 when regressions are found, 0 otherwise, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ktriage.cli.console import make_console
+from ktriage.errors import KtriageError
+from ktriage.measure.model import Cell, RunInfo
+from ktriage.stats.compare import Comparison, compare_cells, compare_toolchains, exit_status, run_toolchains
+from ktriage.stats.verdict import VerdictConfig
+
+
+class Format(str, Enum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+    csv = "csv"
+
+
+def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str]:
+    """A results file (JSON) if ``ref`` is a path, else a run id (or unique prefix) in the store."""
+    path = Path(ref)
+    if path.suffix == ".json" or path.exists():
+        from ktriage.report.results_file import read_results
+
+        run, cells = read_results(path)
+        return run, cells, path.stem
+    try:
+        from ktriage.store import open_store
+    except ImportError as exc:  # the store is optional for file comparisons
+        raise KtriageError(f"{ref!r} is not a results file, and the results store is not available ({exc})",
+                           "pass result JSON files written by `ktriage bench --output-json`") from exc  # fmt: skip
+    store = open_store(db)
+    try:
+        run, cells = store.load_run(ref)
+    finally:
+        store.close()
+    return run, cells, run.run_id
+
+
+def build_comparisons(
+    a: str, b: str | None, *, toolchains: bool, baseline: str | None, config: VerdictConfig, db: str | None = None
+) -> list[Comparison]:
+    if toolchains:
+        if b is not None:
+            raise KtriageError("--toolchains compares the toolchains of ONE run, but two were given", "drop the second argument or --toolchains")
+        run, cells, _ = load_side(a, db)
+        tcs = run_toolchains(run, cells)
+        if len(tcs) < 2:
+            raise KtriageError(f"run {run.run_id} has {len(tcs)} toolchain(s) with cells; --toolchains needs two or more",
+                               "measure with several --toolchain options, or compare two runs: ktriage compare A B")  # fmt: skip
+        return compare_toolchains(cells, run=run, baseline=baseline, config=config)
+    if b is None:
+        raise KtriageError("compare needs two runs or result files (or one run with --toolchains)", "e.g. ktriage compare old.json new.json")
+    run_a, cells_a, label_a = load_side(a, db)
+    run_b, cells_b, label_b = load_side(b, db)
+    if label_a == label_b:
+        label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
+    return [compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b, baseline=baseline, config=config)]
+
+
+def compare(
+    a: Annotated[str, typer.Argument(help="Reference: a results JSON file or a run id (prefix) in the store.")],
+    b: Annotated[str | None, typer.Argument(help="New: a results JSON file or a run id. Omit with --toolchains.")] = None,
+    toolchains: Annotated[bool, typer.Option("--toolchains", help="Compare the toolchains within run A, the first one being the reference.")] = False,
+    threshold: Annotated[float, typer.Option("--threshold", help="Magnitude gate: changes smaller than this fraction are 'same' (0.05 = 5%).")] = 0.05,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of the intervals and the U test (0.99: p < 0.01).")] = 0.99,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Also write the markdown summary here ($GITHUB_STEP_SUMMARY is appended to when set).")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report with plots here.")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The baseline backend (default: the run's, else TritonBench's for the op).")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="Store URL for run ids (default: the SQLite file under the ktriage home).")] = None,
+    show_same: Annotated[bool, typer.Option("--all", help="Table: list 'same' pairs too.")] = False,
+) -> None:
+    """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
+    interval and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along
+    input sweeps. Exit 1 when regressions are found (for CI), 2 for bad input."""
+    err = make_console(stderr=True)
+    try:
+        if not 0 < threshold < 10:
+            raise KtriageError(f"--threshold {threshold} is not a fraction", "give e.g. 0.05 for a 5% gate")
+        if not 0.5 <= confidence < 1:
+            raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
+        config = VerdictConfig(threshold=threshold, confidence=confidence)
+        comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db)
+        write_outputs(comps, fmt, markdown, html)
+    except KtriageError as exc:
+        err.print(f"[bold red]error:[/] {escape(exc.problem)}")
+        if exc.fix:
+            err.print(f"[yellow]fix:[/] {escape(exc.fix)}")
+        raise typer.Exit(2) from exc
+    raise typer.Exit(exit_status(comps))
+
+
+def write_outputs(comps: list[Comparison], fmt: Format, markdown: Path | None, html: Path | None) -> None:
+    from ktriage.report.html import write_html
+    from ktriage.report.markdown import to_markdown
+    from ktriage.report.tabular import print_table, to_csv, to_json
+
+    out = make_console()
+    if fmt == Format.table:
+        print_table(out, comps)
+    elif fmt == Format.markdown:
+        print(to_markdown(comps), end="")
+    elif fmt == Format.json:
+        print(to_json(comps))
+    else:
+        print(to_csv(comps), end="")
+    md = None
+    if markdown is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
+        md = to_markdown(comps)
+    if markdown is not None:
+        try:
+            markdown.parent.mkdir(parents=True, exist_ok=True)
+            markdown.write_text(md or "")
+        except OSError as exc:
+            raise KtriageError(f"cannot write {markdown}: {exc.strerror or exc}", "choose a writable --markdown path") from exc
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as fh:  # GitHub concatenates steps' summaries
+            fh.write((md or "") + "\n")
+    if html is not None:
+        try:
+            write_html(html, comps)
+        except OSError as exc:
+            raise KtriageError(f"cannot write {html}: {exc.strerror or exc}", "choose a writable --html path") from exc
+        make_console(stderr=True).print(f"HTML report: {escape(str(html))}")

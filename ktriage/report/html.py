@@ -1,0 +1,166 @@
+"""The comparison as ONE self-contained HTML file: inline CSS and SVG, no script, no network.
+
+Per (op, mode) three charts: latency vs input for every backend/toolchain on both sides; the new/ref
+ratio per backend with its confidence-interval whiskers, the gate as a band and verdict colours;
+each backend's ratio to the baseline along the sweep with the cliffs marked. Tables repeat the
+ranked regressions, cliffs and errors so the page reads without the charts too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from ktriage.measure.model import Cell
+from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline
+from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
+from ktriage.stats.compare import Comparison, PairResult
+
+
+def _env() -> Environment:
+    return Environment(loader=PackageLoader("ktriage.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
+
+
+def _inputs(cells: Sequence[Cell], op: str, mode: str) -> list[tuple[int, str]]:
+    seen = {(c.key.input_id, c.key.input_label) for c in cells if c.key.op == op and c.key.mode == mode}
+    return sorted(dict(seen).items())
+
+
+def _latency_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -> str:
+    pos = {i: k for k, (i, _) in enumerate(xs)}
+    series: list[Series] = []
+    shared = c.baseline.status == "shared"
+    seen_native: set[str] = set()
+    for side, cells, dashed in (("new", c.new_cells, False), ("ref", c.ref_cells, True)):
+        groups: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for cell in cells:
+            k = cell.key
+            if k.op != op or k.mode != mode or cell.status != "ok" or not cell.samples_ms:
+                continue
+            name = k.backend + (f"@{k.toolchain}" if k.toolchain else "")
+            groups[name].append((pos[k.input_id], float(np.median(cell.samples_ms))))
+        for name, pts in sorted(groups.items()):
+            if shared and "@" not in name:
+                if name in seen_native:
+                    continue
+                seen_native.add(name)
+                label = name
+            else:
+                label = f"{name} ({c.new_label if side == 'new' else c.ref_label})" if not shared else name
+            series.append(Series(label, pts, dashed=dashed and not (shared and "@" not in name)))
+    return line_chart([lab for _, lab in xs], series, title=f"{op} {mode}: latency (median ms) vs input", y_label="ms (log)", log_y=True,
+                      css_class="chart latency-chart")  # fmt: skip
+
+
+def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -> str:
+    pos = {i: k for k, (i, _) in enumerate(xs)}
+    groups: dict[str, list[PairResult]] = defaultdict(list)
+    for p in c.pairs:
+        if p.op == op and p.mode == mode and p.verdict is not None and math.isfinite(p.verdict.ratio):
+            groups[p.backend_label].append(p)
+    series = []
+    for name, ps in sorted(groups.items()):
+        s = Series(name, [(pos[p.input_id], p.verdict.ratio) for p in ps])  # type: ignore[union-attr]
+        for p in ps:
+            v = p.verdict
+            assert v is not None
+            s.whiskers.append((pos[p.input_id], v.ci_low, v.ci_high))
+            s.point_colours[pos[p.input_id]] = VERDICT_COLOURS.get(v.verdict, "#000")
+            s.point_titles[pos[p.input_id]] = f"{name} {p.input_label}: {v.verdict} {fmt_pct(v.ratio)} CI {fmt_ci(p)}"
+        series.append(s)
+    g = c.config.gate
+    markers = [Marker(pos_of(xs, f.cliff.x_after), f"x{f.cliff.factor:.2f}", f.describe())
+               for f in c.cliffs if f.op == op and f.mode == mode and f.kind == "new_vs_ref"]  # fmt: skip
+    return line_chart([lab for _, lab in xs], series, title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: +-{c.config.threshold:.0%} gate)",
+                      y_label="new / ref", log_y=True, band=(1 / g, g), ref_line=1.0, markers=markers, css_class="chart ratio-chart")  # fmt: skip
+
+
+def pos_of(xs: list[tuple[int, str]], label: str) -> int:
+    for k, (_, lab) in enumerate(xs):
+        if lab == label:
+            return k
+    return 0
+
+
+def _baseline_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -> str | None:
+    base = c.baseline.per_op.get(op)
+    pos = {i: k for k, (i, _) in enumerate(xs)}
+    series: list[Series] = []
+    names = set()
+    for side, cells, dashed in (("new", c.new_cells, False), ("ref", c.ref_cells, True)):
+        med: dict[tuple[int, str, str | None], float] = {}
+        for cell in cells:
+            k = cell.key
+            if k.op == op and k.mode == mode and cell.status == "ok" and cell.samples_ms:
+                med[(k.input_id, k.backend, k.toolchain)] = float(np.median(cell.samples_ms))
+        bases = {i: v for (i, be, tc), v in med.items() if be == base and tc is None}
+        groups: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for (i, be, tc), v in med.items():
+            if be == base or i not in bases:
+                continue
+            groups[be + (f"@{tc}" if tc else "")].append((pos[i], v / bases[i]))
+        for name, pts in sorted(groups.items()):
+            label = f"{name} ({c.new_label if side == 'new' else c.ref_label})"
+            if c.baseline.status == "shared" and "@" not in name:
+                if name in names:
+                    continue
+                label = name
+            names.add(name)
+            series.append(Series(label, pts, dashed=dashed))
+    if not series:
+        return None
+    markers = [Marker(pos_of(xs, f.cliff.x_after), f"cliff x{f.cliff.factor:.2f}", f.describe())
+               for f in c.cliffs if f.op == op and f.mode == mode and f.kind == "vs_baseline"]  # fmt: skip
+    return line_chart([lab for _, lab in xs], series, title=f"{op} {mode}: latency / {base} (cliffs marked)", y_label=f"x {base}", log_y=True,
+                      ref_line=1.0, markers=markers, css_class="chart baseline-chart")  # fmt: skip
+
+
+def _row(p: PairResult) -> dict[str, str]:
+    v = p.verdict
+    assert v is not None
+    return {"label": p.label(), "op": f"{p.op}.{p.mode}", "input": p.input_label, "backend": p.backend_label, "ref": fmt_ms(v.median_ref),
+            "new": fmt_ms(v.median_new), "change": fmt_pct(v.ratio), "ci": fmt_ci(p), "p": f"{v.p_value:.2g}", "verdict": p.kind, "reason": v.reason}  # fmt: skip
+
+
+def _runs(c: Comparison) -> list[tuple[str, object]]:
+    if c.ref_run is not None and c.new_run is not None and c.ref_run.run_id == c.new_run.run_id:
+        return [("both", c.ref_run)]
+    return [(side, r) for side, r in (("ref", c.ref_run), ("new", c.new_run)) if r is not None]
+
+
+def _section(c: Comparison) -> dict:
+    cells = [*c.ref_cells, *c.new_cells]
+    sweeps = sorted({(x.key.op, x.key.mode) for x in cells})
+    charts = []
+    for op, mode in sweeps:
+        xs = _inputs(cells, op, mode)
+        items = [_latency_chart(c, op, mode, xs), _ratio_chart(c, op, mode, xs)]
+        b = _baseline_chart(c, op, mode, xs)
+        if b:
+            items.append(b)
+        charts.append({"title": f"{op} {mode}", "svgs": [Markup(s) for s in items]})
+    return {
+        "ref": c.ref_label, "new": c.new_label, "headline": headline(c), "baseline": c.baseline,
+        "settings": c.config, "regressions": [_row(p) for p in c.regressions()], "improvements": [_row(p) for p in c.improvements()],
+        "unsure": [_row(p) for p in c.unsure()], "cliffs": [f.describe() for f in c.cliffs],
+        "problems": [{"label": p.label(), "problem": p.problem or p.status} for p in c.problems()], "charts": charts,
+        "runs": _runs(c),
+    }  # fmt: skip
+
+
+def to_html(comparisons: Sequence[Comparison], title: str = "ktriage compare") -> str:
+    return _env().get_template("compare.html.j2").render(title=title, sections=[_section(c) for c in comparisons],
+                                                         total=sum(len(c.regressions()) for c in comparisons))  # fmt: skip
+
+
+def write_html(path: str | Path, comparisons: Sequence[Comparison], title: str = "ktriage compare") -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_html(comparisons, title), encoding="utf-8")
+    return path

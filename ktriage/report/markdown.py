@@ -1,0 +1,113 @@
+"""A comparison as markdown, fit for a CI job summary ($GITHUB_STEP_SUMMARY): the headline first,
+then what needs action (baseline warning, regressions worst first, cliffs, errors), then the rest
+folded away in <details>."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ktriage.stats.compare import Comparison, PairResult
+
+
+def fmt_ms(v: float) -> str:
+    return "-" if not math.isfinite(v) else f"{v:.4g}"
+
+
+def fmt_pct(r: float) -> str:
+    return "-" if not math.isfinite(r) else f"{(r - 1) * 100:+.1f}%"
+
+
+def fmt_ci(p: PairResult) -> str:
+    v = p.verdict
+    if v is None:
+        return "-"
+    if not (math.isfinite(v.ci_high) and v.ci_low > 0):
+        return "unbounded"
+    return f"[{fmt_pct(v.ci_low)}, {fmt_pct(v.ci_high)}]"
+
+
+def _esc(text: str) -> str:
+    """Table cells: a pipe would end the cell, a newline the row."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def headline(c: Comparison) -> str:
+    n = c.counts()
+    parts = [f"{n['regression']} regression{'s' if n['regression'] != 1 else ''}", f"{n['improvement']} improvement{'s' if n['improvement'] != 1 else ''}",
+             f"{n['same']} same", f"{n['unsure']} unsure"]  # fmt: skip
+    if n["error"] or n["missing"]:
+        parts.append(f"{n['error'] + n['missing']} not compared (errors/missing)")
+    return ", ".join(parts)
+
+
+def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) -> list[str]:
+    head = ["#"] if ranked else []
+    lines = ["| " + " | ".join([*head, "op", "input", "backend", "ref ms", "new ms", "change", f"{confidence:.0%} CI", "p"]) + " |"]
+    lines.append("|" + "---|" * (len(head) + 8))
+    for k, p in enumerate(pairs, 1):
+        v = p.verdict
+        assert v is not None
+        row = [str(k)] if ranked else []
+        row += [f"{p.op}.{p.mode}", p.input_label, p.backend_label, fmt_ms(v.median_ref), fmt_ms(v.median_new),
+                f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio), fmt_ci(p), f"{v.p_value:.2g}"]  # fmt: skip
+        lines.append("| " + " | ".join(_esc(x) for x in row) + " |")
+    return lines
+
+
+def comparison_markdown(c: Comparison, level: int = 2) -> str:
+    h = "#" * level
+    out = [f"{h} ktriage compare: `{c.ref_label}` -> `{c.new_label}`", ""]
+    out.append(f"**{headline(c)}** (gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples)")
+    out.append("")
+    b = c.baseline
+    mark = {"moved": "WARNING", "unsure": "Note", "absent": "Note", "none": "Note"}.get(b.status)
+    out.append(f"> **{mark}:** {b.message}" if mark else f"Baseline check: {b.message}")
+    out.append("")
+    regs = c.regressions()
+    if regs:
+        out += [f"{h}# Regressions, worst first", "", *_pair_table(regs, c.config.confidence, ranked=True), ""]
+    if c.cliffs:
+        out += [f"{h}# Cliffs along input sweeps", ""]
+        out += [f"- {_esc(f.describe())}" for f in c.cliffs]
+        out.append("")
+    probs = c.problems()
+    if probs:
+        out += [f"{h}# Errors and missing cells (not compared)", "", "| op | input | backend | problem |", "|---|---|---|---|"]
+        out += [f"| {p.op}.{p.mode} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |" for p in probs]
+        out.append("")
+    imps = c.improvements()
+    if imps:
+        out += ["<details><summary>Improvements ({})</summary>".format(len(imps)), "", *_pair_table(imps, c.config.confidence, ranked=True), "", "</details>", ""]
+    uns = c.unsure()
+    if uns:
+        out += [f"<details><summary>Unsure ({len(uns)}): more samples or a quieter GPU needed</summary>", ""]
+        out += [f"- {_esc(p.label())}: {_esc(p.verdict.reason)}" for p in uns if p.verdict]
+        out += ["", "</details>", ""]
+    same = c.same()
+    if same:
+        out += [f"<details><summary>Same ({len(same)})</summary>", "", *_pair_table(same, c.config.confidence, ranked=False), "", "</details>", ""]
+    out += _provenance(c)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _provenance(c: Comparison) -> list[str]:
+    lines = []
+    for side, run in (("ref", c.ref_run), ("new", c.new_run)):
+        if run is None:
+            continue
+        gpu = run.gpu.get("name", "?") if run.gpu else "?"
+        drv = run.gpu.get("driver") if run.gpu else None
+        lines.append(f"- {side}: run `{run.run_id}` ({run.created}, {gpu}{', driver ' + str(drv) if drv else ''}, status {run.status})")
+    if c.ref_run and c.new_run and c.ref_run.run_id == c.new_run.run_id:
+        lines = lines[:1]
+    return (["Runs:", "", *lines, ""] if lines else [])
+
+
+def to_markdown(comparisons: Sequence[Comparison]) -> str:
+    """All comparisons of one ``ktriage compare`` (several when one run's toolchains are compared)."""
+    if len(comparisons) == 1:
+        return comparison_markdown(comparisons[0])
+    total = sum(len(c.regressions()) for c in comparisons)
+    head = [f"# ktriage compare: {len(comparisons)} comparisons, {total} regression{'s' if total != 1 else ''}", ""]
+    return "\n".join(head) + "\n" + "\n".join(comparison_markdown(c, level=2) for c in comparisons)

@@ -1,0 +1,48 @@
+"""The results file: one run as JSON, ``{"run": RunInfo, "cells": [Cell, ...]}``, raw samples kept.
+
+The exchange format between machines (the GPU host writes it, a CPU machine compares it) and the
+same document as the store's JSON export, so either can be handed to ``ktriage compare``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import KtriageError
+from ktriage.measure.model import Cell, RunInfo
+
+
+def results_to_json(run: RunInfo, cells: list[Cell]) -> dict[str, Any]:
+    return {"run": run.to_json(), "cells": [c.to_json() for c in cells]}
+
+
+def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
+    """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(results_to_json(run, cells), indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
+    """Read a results file; a missing or malformed one is a KtriageError naming the fix."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise KtriageError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
+    try:
+        data: Any = json.loads(text)
+        if not isinstance(data, dict) or "run" not in data or "cells" not in data:
+            raise KeyError('top-level keys "run" and "cells"')
+        return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KtriageError(
+            f"{path} is not a ktriage results file ({type(exc).__name__}: {exc})",
+            "give a file written by `ktriage bench --output-json` or `ktriage runs export RUN --format json`",
+        ) from exc

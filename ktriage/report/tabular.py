@@ -1,0 +1,81 @@
+"""A comparison as a terminal table, CSV (one row per pair) or JSON (everything, machine-readable)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline
+from ktriage.stats.compare import Comparison, PairResult
+
+CSV_COLUMNS = (
+    "ref", "new", "op", "mode", "input_id", "input", "backend", "ref_toolchain", "new_toolchain", "is_baseline",
+    "verdict", "ratio", "ci_low", "ci_high", "p_value", "ref_median_ms", "new_median_ms", "n_ref", "n_new", "reason",
+)  # fmt: skip
+
+_STYLE = {"regression": "bold red", "improvement": "green", "same": "dim", "unsure": "yellow", "error": "magenta", "missing": "magenta"}
+
+
+def _num(v: float) -> str:
+    return repr(v) if math.isfinite(v) else ""
+
+
+def to_csv(comparisons: Sequence[Comparison]) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for c in comparisons:
+        for p in c.pairs:
+            v = p.verdict
+            w.writerow([
+                c.ref_label, c.new_label, p.op, p.mode, p.input_id, p.input_label, p.backend, p.ref_toolchain or "",
+                p.new_toolchain or "", int(p.is_baseline), p.kind,
+                *((_num(v.ratio), _num(v.ci_low), _num(v.ci_high), _num(v.p_value), _num(v.median_ref), _num(v.median_new), v.n_ref, v.n_new, v.reason)
+                  if v else ("", "", "", "", "", "", "", "", p.problem or "")),
+            ])  # fmt: skip
+    return out.getvalue()
+
+
+def to_json_doc(comparisons: Sequence[Comparison]) -> dict[str, Any]:
+    return {"comparisons": [c.to_json() for c in comparisons], "regressions": sum(len(c.regressions()) for c in comparisons)}
+
+
+def to_json(comparisons: Sequence[Comparison]) -> str:
+    return json.dumps(to_json_doc(comparisons), indent=1)
+
+
+def _row(p: PairResult) -> list[str]:
+    v = p.verdict
+    style = _STYLE.get(p.kind, "")
+    kind = f"[{style}]{p.kind}[/]" if style else p.kind
+    if v is None:
+        return [escape(f"{p.op}.{p.mode}"), escape(p.input_label), escape(p.backend_label), "-", "-", "-", "-", kind, escape(p.problem or "")]
+    return [escape(f"{p.op}.{p.mode}"), escape(p.input_label), escape(p.backend_label), fmt_ms(v.median_ref), fmt_ms(v.median_new),
+            fmt_pct(v.ratio), fmt_ci(p), kind, escape(v.reason if p.kind == "unsure" else "")]  # fmt: skip
+
+
+def print_table(console: Console, comparisons: Sequence[Comparison], show_same: bool = False) -> None:
+    """Regressions first (worst first), then improvements, unsure and problems; 'same' on request."""
+    for c in comparisons:
+        console.print(f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))}")
+        style = "red" if c.baseline.status == "moved" else ("yellow" if c.baseline.status in ("unsure", "absent", "none") else "dim")
+        console.print(f"[{style}]baseline: {escape(c.baseline.message)}[/]")
+        t = Table(show_lines=False)
+        for col in ("op", "input", "backend", "ref ms", "new ms", "change", f"{c.config.confidence:.0%} CI", "verdict", "why"):
+            t.add_column(col, overflow="fold")
+        rows = [*c.regressions(), *c.improvements(), *c.unsure(), *c.problems(), *(c.same() if show_same else [])]
+        for p in rows:
+            t.add_row(*_row(p))
+        if rows:
+            console.print(t)
+        for f in c.cliffs:
+            console.print(f"[cyan]cliff[/] {escape(f.describe())}")
+        console.print()

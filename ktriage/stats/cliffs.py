@@ -1,0 +1,182 @@
+"""Cliffs along an input sweep: where a backend's ratio to the baseline (or new/ref) jumps.
+
+A cliff is a change of *level* between two neighbouring inputs, e.g. Liger's layer_norm backward
+going from 1.0x to 1.8x of torch between N=4096 and N=4608 when a block size crosses a register
+limit. Thresholding single points would report every noisy input and miss a level shift hidden
+in noise, so the series is segmented instead, as asv's step detection (penalised piecewise-
+constant L1 fit) and Otava/Hunter (split, then merge weak change points) do:
+
+1. *Split*: optimal partitioning of the log values into constant levels, minimising the sum of
+   absolute deviations from each segment's median plus a penalty per segment (exact dynamic
+   programme: sweeps have tens of inputs). L1 + medians: one wild point costs the same inside a
+   long segment as in a segment of its own, so it never buys a split; segments have >= 2 points.
+2. *Merge*: a boundary survives only if (a) the levels of its two segments differ by at least the
+   jump gate (default x1.10), (b) the jump happens *at* the boundary: the medians of the <= 3
+   points on either side differ by the gate too, after removing the local trend (the median
+   step inside the two segments), and by at least half the level change (a ramp spreads its
+   rise over many inputs and fails this), and (c) both the level change and that
+   local jump are >= 4 standard errors of the medians involved, given the series' noise. Failing boundaries are merged away,
+   weakest first, and the levels recomputed, until every remaining one passes.
+
+Noise is estimated from first differences (1.4826 MAD / sqrt 2), which ignores both the jumps and
+slow trends. Limitation: a jump at the very last (or first) input has one point on its far side
+and is indistinguishable from one noisy point; it is not reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class CliffConfig:
+    """min_jump 0.10: a cliff is a level change of >= 10%, twice the verdict gate, since sweeps
+    compare *different* inputs whose ratios legitimately drift a few percent. penalty None: set
+    from the series' noise (see ``auto_penalty``)."""
+
+    min_jump: float = 0.10
+    min_size: int = 2
+    sigmas: float = 4.0
+    noise_floor: float = 0.005
+    penalty: float | None = None
+
+
+DEFAULT_CLIFF_CONFIG = CliffConfig()
+
+
+@dataclass
+class Cliff:
+    """A level change between two neighbouring inputs of a sweep."""
+
+    x_before: str
+    x_after: str
+    index: int  # index (in the given xs) of the first input after the jump
+    level_before: float  # median value of the segment before
+    level_after: float
+    factor: float  # level_after / level_before
+    series: str = ""  # what the values are, e.g. "liger_layer_norm@triton==3.4.0 / torch_layer_norm"
+
+    @property
+    def direction(self) -> str:
+        return "up" if self.factor > 1 else "down"
+
+    def describe(self) -> str:
+        head = f"{self.series}: " if self.series else ""
+        return f"{head}cliff between {self.x_before} and {self.x_after}: {self.level_before:.3g} -> {self.level_after:.3g} (x{self.factor:.2f})"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def noise_scale(log_values: np.ndarray) -> float:
+    """Robust noise of a series from its first differences: blind to a few jumps and to trends."""
+    if log_values.size < 3:
+        return 0.0
+    d = np.diff(log_values)
+    return float(1.4826 * np.median(np.abs(d - np.median(d))) / math.sqrt(2.0))
+
+
+def auto_penalty(n: int, sigma: float) -> float:
+    """Per-segment penalty of the L1 fit: ~BIC-like, sigma x 2 ln(n). A candidate generator only:
+    the merge step decides, so erring towards too many candidates is cheap."""
+    return 2.0 * sigma * math.log(max(n, 2))
+
+
+def _l1_cost(y: np.ndarray, i: int, j: int) -> float:
+    seg = y[i:j]
+    return float(np.abs(seg - np.median(seg)).sum())
+
+
+def segment(log_values: Sequence[float], penalty: float, min_size: int = 2) -> list[int]:
+    """Optimal L1 piecewise-constant partition; returns the start index of every segment but the first."""
+    y = np.asarray(log_values, dtype=float)
+    n = y.size
+    if n < 2 * min_size:
+        return []
+    best = np.full(n + 1, math.inf)
+    best[0] = 0.0
+    prev = np.zeros(n + 1, dtype=int)
+    for j in range(min_size, n + 1):
+        for i in range(0, j - min_size + 1):
+            if i != 0 and i < min_size:
+                continue
+            if not math.isfinite(best[i]):
+                continue
+            c = best[i] + _l1_cost(y, i, j) + penalty
+            if c < best[j]:
+                best[j], prev[j] = c, i
+    bounds: list[int] = []
+    j = n
+    while j > 0:
+        i = int(prev[j])
+        if i > 0:
+            bounds.append(i)
+        j = i
+    return sorted(bounds)
+
+
+def _check(y: np.ndarray, bounds: list[int], b_pos: int, cfg: CliffConfig, sigma: float) -> tuple[bool, float]:
+    """(passes, |level change|) for the boundary bounds[b_pos] between its two segments."""
+    edges = [0, *bounds, y.size]
+    lo, b, hi = edges[b_pos], edges[b_pos + 1], edges[b_pos + 2]
+    left, right = y[lo:b], y[b:hi]
+    level = float(np.median(right) - np.median(left))
+    gate = math.log1p(cfg.min_jump)
+    # The jump at the boundary, less what the local trend explains: the two medians of <= 3
+    # points sit ~3 inputs apart, and on a ramp every such pair differs by 3 slopes.
+    inner = np.concatenate([np.diff(left), np.diff(right)])
+    slope = float(np.median(inner)) if inner.size else 0.0
+    span = (min(3, left.size) + min(3, right.size)) / 2.0
+    local = float(np.median(right[:3]) - np.median(left[-3:])) - span * slope
+    se = 1.2533 * sigma * math.sqrt(1.0 / left.size + 1.0 / right.size)  # s.e. of a median
+    se_local = 1.2533 * sigma * math.sqrt(1.0 / min(3, left.size) + 1.0 / min(3, right.size))
+    ok = (
+        abs(level) >= gate
+        and abs(local) >= gate
+        and local * level > 0
+        and abs(local) >= 0.5 * abs(level)
+        and abs(level) >= cfg.sigmas * se
+        and abs(local) >= cfg.sigmas * se_local
+    )
+    return ok, abs(level)
+
+
+def find_cliffs(
+    xs: Sequence[str],
+    values: Sequence[float | None],
+    config: CliffConfig = DEFAULT_CLIFF_CONFIG,
+    series: str = "",
+) -> list[Cliff]:
+    """Cliffs of a positive series (ratios or latencies) over ordered inputs ``xs``.
+
+    Missing points (None, nan, <= 0: an error or wrong cell) are skipped; a cliff across a gap is
+    reported between the nearest measured inputs.
+    """
+    if len(xs) != len(values):
+        raise ValueError(f"{len(xs)} x values but {len(values)} values")
+    idx = [i for i, v in enumerate(values) if v is not None and math.isfinite(v) and v > 0]
+    if len(idx) < 2 * config.min_size:
+        return []
+    y = np.log(np.asarray([values[i] for i in idx], dtype=float))
+    sigma = max(noise_scale(y), config.noise_floor)
+    penalty = config.penalty if config.penalty is not None else auto_penalty(y.size, sigma)
+    bounds = segment(y, penalty, config.min_size)
+    while bounds:
+        checks = [_check(y, bounds, k, config, sigma) for k in range(len(bounds))]
+        failing = [(mag, k) for k, (ok, mag) in enumerate(checks) if not ok]
+        if not failing:
+            break
+        _, k = min(failing)
+        del bounds[k]
+    edges = [0, *bounds, y.size]
+    out: list[Cliff] = []
+    for k, b in enumerate(bounds):
+        before = math.exp(float(np.median(y[edges[k] : b])))
+        after = math.exp(float(np.median(y[b : edges[k + 2]])))
+        out.append(Cliff(str(xs[idx[b - 1]]), str(xs[idx[b]]), idx[b], before, after, after / before, series))
+    return out

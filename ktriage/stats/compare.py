@@ -1,0 +1,417 @@
+"""The comparison of two result sets: two runs, two result files, or two toolchains of one run.
+
+Per (op, mode, input, backend) the reference cell and the new cell are paired and given a
+``Verdict`` on their raw samples. Around that: the baseline check (if the baseline backend itself
+moved between two runs, speedups against it mean nothing, and the machine probably changed too),
+the ranking of regressions worst first (by ratio, as TritonBench-style reports do), cliffs along
+each op's input sweep, and wrong/failed cells reported as such, never compared.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from ktriage.measure.model import Cell, RunInfo
+from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
+from ktriage.stats.verdict import DEFAULT_CONFIG, Verdict, VerdictConfig, compare_samples
+
+PairStatus = Literal["compared", "error", "missing"]
+BaselineStatus = Literal["unchanged", "moved", "unsure", "absent", "shared", "none"]
+
+# TritonBench's registered baselines (research/tritonbench_liger.md), used when neither --baseline
+# nor the run's settings name one.
+TRITONBENCH_BASELINES: dict[str, str] = {
+    "layer_norm": "torch_layer_norm",
+    "embedding": "torch_embedding",
+    "rope": "apply_rotary_pos_emb",
+}
+
+
+@dataclass
+class PairResult:
+    """One (op, mode, input, backend) with its reference and new cell, and what became of them."""
+
+    op: str
+    mode: str
+    input_id: int
+    input_label: str
+    backend: str
+    ref_toolchain: str | None
+    new_toolchain: str | None
+    status: PairStatus
+    verdict: Verdict | None = None
+    problem: str | None = None  # for error/missing: which side, its status and reason
+    is_baseline: bool = False
+
+    @property
+    def backend_label(self) -> str:
+        if self.ref_toolchain == self.new_toolchain:
+            return self.backend + (f"@{self.ref_toolchain}" if self.ref_toolchain else "")
+        return f"{self.backend}@{self.ref_toolchain or 'host'}->{self.new_toolchain or 'host'}"
+
+    def label(self) -> str:
+        return f"{self.op}.{self.mode}[{self.input_label}] {self.backend_label}"
+
+    @property
+    def kind(self) -> str:
+        return self.verdict.verdict if self.verdict else self.status
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op, "mode": self.mode, "input_id": self.input_id, "input_label": self.input_label,
+            "backend": self.backend, "ref_toolchain": self.ref_toolchain, "new_toolchain": self.new_toolchain,
+            "status": self.status, "is_baseline": self.is_baseline, "problem": self.problem,
+            "verdict": self.verdict.to_json() if self.verdict else None,
+        }  # fmt: skip
+
+
+@dataclass
+class BaselineCheck:
+    """Did the baseline backend itself move between the two sides?"""
+
+    backend: str | None
+    status: BaselineStatus
+    message: str
+    counts: dict[str, int] = field(default_factory=dict)
+    median_ratio: float = math.nan
+    per_op: dict[str, str | None] = field(default_factory=dict)  # the baseline backend of each op
+
+    @property
+    def speedups_valid(self) -> bool:
+        return self.status in ("unchanged", "shared")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend, "status": self.status, "message": self.message, "counts": self.counts,
+            "median_ratio": self.median_ratio if math.isfinite(self.median_ratio) else None,
+            "speedups_valid": self.speedups_valid, "per_op": self.per_op,
+        }  # fmt: skip
+
+
+@dataclass
+class CliffFinding:
+    """A cliff along one op's sweep, with what series it was found in."""
+
+    op: str
+    mode: str
+    backend: str
+    toolchain: str | None
+    side: str  # the side's label for "vs_baseline"; "new/ref" for the verdict ratios
+    kind: Literal["vs_baseline", "new_vs_ref"]
+    cliff: Cliff
+
+    def describe(self) -> str:
+        return f"{self.op}.{self.mode} {self.cliff.describe()} [{self.side}]"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "mode": self.mode, "backend": self.backend, "toolchain": self.toolchain,
+                "side": self.side, "kind": self.kind, "cliff": self.cliff.to_json(), "text": self.describe()}  # fmt: skip
+
+
+@dataclass
+class Comparison:
+    """Everything one compare found. ``ref_cells``/``new_cells`` are kept for plots, not serialised."""
+
+    ref_label: str
+    new_label: str
+    pairs: list[PairResult]
+    baseline: BaselineCheck
+    cliffs: list[CliffFinding]
+    config: VerdictConfig = DEFAULT_CONFIG
+    ref_run: RunInfo | None = None
+    new_run: RunInfo | None = None
+    ref_cells: list[Cell] = field(default_factory=list, repr=False)
+    new_cells: list[Cell] = field(default_factory=list, repr=False)
+
+    def _with(self, kind: str, *, include_baseline: bool = False) -> list[PairResult]:
+        return [p for p in self.pairs if p.kind == kind and (include_baseline or not p.is_baseline)]
+
+    def regressions(self) -> list[PairResult]:
+        """Worst first: by ratio, descending (baseline backend excluded: see ``baseline``)."""
+        return sorted(self._with("regression"), key=lambda p: -p.verdict.ratio)  # type: ignore[union-attr]
+
+    def improvements(self) -> list[PairResult]:
+        """Best first: by ratio, ascending."""
+        return sorted(self._with("improvement"), key=lambda p: p.verdict.ratio)  # type: ignore[union-attr]
+
+    def unsure(self) -> list[PairResult]:
+        return self._with("unsure")
+
+    def same(self) -> list[PairResult]:
+        return self._with("same")
+
+    def problems(self) -> list[PairResult]:
+        """Pairs not compared: a side errored, was wrong, timed out, or is missing."""
+        return [p for p in self.pairs if p.status != "compared"]
+
+    def counts(self) -> dict[str, int]:
+        out = {k: 0 for k in ("regression", "improvement", "same", "unsure", "error", "missing")}
+        for p in self.pairs:
+            if not p.is_baseline:
+                out[p.kind] += 1
+        return out
+
+    @property
+    def has_regressions(self) -> bool:
+        return bool(self.regressions())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ref": self.ref_label, "new": self.new_label,
+            "ref_run_id": self.ref_run.run_id if self.ref_run else None,
+            "new_run_id": self.new_run.run_id if self.new_run else None,
+            "settings": {"threshold": self.config.threshold, "confidence": self.config.confidence,
+                         "min_samples": self.config.min_samples, "max_noise": self.config.max_noise},
+            "counts": self.counts(), "baseline": self.baseline.to_json(),
+            "regressions": [p.label() for p in self.regressions()],
+            "cliffs": [c.to_json() for c in self.cliffs],
+            "pairs": [p.to_json() for p in self.pairs],
+        }  # fmt: skip
+
+
+def exit_status(comparisons: Iterable[Comparison]) -> int:
+    """For CI: 1 when any comparison found a regression, else 0 (bad input is 2, raised elsewhere)."""
+    return 1 if any(c.has_regressions for c in comparisons) else 0
+
+
+# --- pairing ------------------------------------------------------------------------------------
+
+GroupKey = tuple[str, str, str]  # op, mode, backend
+
+
+def _merge(cells: Iterable[Cell]) -> dict[tuple[str, str, int, str, str | None], Cell]:
+    """One cell per key; repeated ok measurements of a key pool their samples (a re-run)."""
+    out: dict[tuple[str, str, int, str, str | None], Cell] = {}
+    for c in cells:
+        k = (c.key.op, c.key.mode, c.key.input_id, c.key.backend, c.key.toolchain)
+        old = out.get(k)
+        if old is None:
+            out[k] = c
+        elif old.status == "ok" and c.status == "ok":
+            out[k] = Cell(old.key, "ok", [*old.samples_ms, *c.samples_ms], None, old.accuracy, old.bytes_moved, old.flops, old.extra)
+        elif c.status != "ok":
+            out[k] = c  # a failure on any attempt is what the user must see
+    return out
+
+
+def _toolchain_map(ref: dict, new: dict) -> list[tuple[GroupKey, str | None, str | None]]:
+    """Which ref toolchain pairs with which new toolchain, per (op, mode, backend).
+
+    Same toolchain sets: pair like with like. One toolchain on each side (two runs of different
+    compilers, or two toolchains of one run): pair across. Otherwise pair the common ones.
+    """
+    tc_ref: dict[GroupKey, set[str | None]] = defaultdict(set)
+    tc_new: dict[GroupKey, set[str | None]] = defaultdict(set)
+    for op, mode, _i, be, tc in ref:
+        tc_ref[(op, mode, be)].add(tc)
+    for op, mode, _i, be, tc in new:
+        tc_new[(op, mode, be)].add(tc)
+    out: list[tuple[GroupKey, str | None, str | None]] = []
+    for g in sorted(set(tc_ref) | set(tc_new)):
+        r, n = tc_ref.get(g, set()), tc_new.get(g, set())
+        if r == n:
+            out += [(g, t, t) for t in sorted(r, key=str)]
+        elif len(r) == 1 and len(n) == 1:
+            out.append((g, next(iter(r)), next(iter(n))))
+        else:
+            both = r & n
+            out += [(g, t, t) for t in sorted(both, key=str)]
+            out += [(g, t, "\0missing") for t in sorted(r - both, key=str)]
+            out += [(g, "\0missing", t) for t in sorted(n - both, key=str)]
+    return out
+
+
+def _describe_failure(side: str, c: Cell) -> str:
+    why = f": {c.error}" if c.error else ""
+    if c.status == "wrong" and c.accuracy and not c.error:
+        why = f": {c.accuracy}"
+    return f"{side} {c.status}{why}"
+
+
+def pick_baseline(cells: Sequence[Cell], run: RunInfo | None, op: str, explicit: str | None = None) -> str | None:
+    """The op's baseline backend: --baseline, else the run's setting, else TritonBench's default if present."""
+    backends = {c.key.backend for c in cells if c.key.op == op}
+    for cand in (explicit, (run.settings.get("baseline") if run else None), TRITONBENCH_BASELINES.get(op)):
+        if cand and cand in backends:
+            return cand
+    return None
+
+
+def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: VerdictConfig, baselines: dict[str, str | None], skip_native: bool) -> list[PairResult]:
+    ref, new = _merge(ref_cells), _merge(new_cells)
+    labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
+    inputs: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for op, mode, i, _be, _tc in [*ref, *new]:
+        inputs[(op, mode)].add(i)
+    out: list[PairResult] = []
+    for (op, mode, be), t_ref, t_new in _toolchain_map(ref, new):
+        if skip_native and t_ref is None and t_new is None:
+            continue
+        for i in sorted(inputs[(op, mode)]):
+            rc = ref.get((op, mode, i, be, t_ref)) if t_ref != "\0missing" else None
+            nc = new.get((op, mode, i, be, t_new)) if t_new != "\0missing" else None
+            if rc is None and nc is None:
+                continue
+            pr = PairResult(op, mode, i, labels[(op, mode, i)], be,
+                            t_ref if t_ref != "\0missing" else None, t_new if t_new != "\0missing" else None,
+                            "compared", is_baseline=(be == baselines.get(op)))  # fmt: skip
+            if rc is None or nc is None:
+                pr.status, pr.problem = "missing", "no reference cell" if rc is None else "no new cell"
+            elif rc.status != "ok" or nc.status != "ok":
+                pr.status = "error"
+                pr.problem = "; ".join(_describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok")
+            else:
+                pr.verdict = compare_samples(rc.samples_ms, nc.samples_ms, config)
+            out.append(pr)
+    return out
+
+
+def _baseline_check(pairs: list[PairResult], baselines: dict[str, str | None], shared: bool) -> BaselineCheck:
+    names = sorted({b for b in baselines.values() if b})
+    name = ", ".join(names) or None
+    if shared:
+        return BaselineCheck(name, "shared", "the baseline was measured once, in the same process, for both sides: speedups are comparable")
+    if not names:
+        return BaselineCheck(None, "none", "no baseline backend in the results: pass --baseline to check that the machine did not change")
+    base = [p for p in pairs if p.is_baseline and p.verdict is not None]
+    if not base:
+        return BaselineCheck(name, "absent", f"baseline {name} was not measured (ok) on both sides: the runs' environments cannot be cross-checked")
+    counts: dict[str, int] = defaultdict(int)
+    for p in base:
+        counts[p.verdict.verdict] += 1  # type: ignore[union-attr]
+    med = float(np.median([p.verdict.ratio for p in base]))  # type: ignore[union-attr]
+    moved = counts["regression"] + counts["improvement"]
+    detail = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()) if v)
+    if moved:
+        return BaselineCheck(name, "moved", (
+            f"baseline {name} itself moved between the runs ({moved} of {len(base)} inputs: {detail}; median ratio {med:.3f}): "
+            "speedup-based conclusions (backend vs baseline) are not valid, and latency verdicts may reflect the machine "
+            "(clocks, driver, other load) rather than the compiler"), dict(counts), med)  # fmt: skip
+    if counts["unsure"]:
+        return BaselineCheck(name, "unsure", f"baseline {name} could not be confirmed unchanged ({detail}; median ratio {med:.3f})", dict(counts), med)
+    return BaselineCheck(name, "unchanged", f"baseline {name} unchanged on all {len(base)} inputs (median ratio {med:.3f})", dict(counts), med)
+
+
+# --- cliffs -------------------------------------------------------------------------------------
+
+
+def _medians(cells: Sequence[Cell]) -> dict[tuple[str, str, int, str, str | None], float]:
+    return {k: float(np.median(c.samples_ms)) for k, c in _merge(cells).items() if c.status == "ok" and c.samples_ms}
+
+
+def _sweep_cliffs(cells: Sequence[Cell], side: str, baselines: dict[str, str | None], cfg: CliffConfig, labels: dict) -> list[CliffFinding]:
+    """Cliffs in each backend's ratio to the baseline along each op's sweep, within one side."""
+    med = _medians(cells)
+    out: list[CliffFinding] = []
+    series: dict[tuple[str, str, str, str | None], dict[int, float]] = defaultdict(dict)
+    for (op, mode, i, be, tc), v in med.items():
+        base = baselines.get(op)
+        if not base or be == base:
+            continue
+        ref_v = med.get((op, mode, i, base, None))
+        if ref_v is None:  # an artifact baseline: same toolchain
+            ref_v = med.get((op, mode, i, base, tc))
+        if ref_v:
+            series[(op, mode, be, tc)][i] = v / ref_v
+    for (op, mode, be, tc), pts in sorted(series.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        ids = sorted(pts)
+        name = f"{be}{'@' + tc if tc else ''} / {baselines.get(op)}"
+        for cl in find_cliffs([labels[(op, mode, i)] for i in ids], [pts[i] for i in ids], cfg, series=name):
+            out.append(CliffFinding(op, mode, be, tc, side, "vs_baseline", cl))
+    return out
+
+
+def _ratio_cliffs(pairs: list[PairResult], cfg: CliffConfig) -> list[CliffFinding]:
+    """Cliffs in the new/ref ratio along the sweep: where along the inputs a regression starts."""
+    groups: dict[tuple[str, str, str, str | None, str | None], list[PairResult]] = defaultdict(list)
+    for p in pairs:
+        if p.verdict is not None and math.isfinite(p.verdict.ratio) and not p.is_baseline:
+            groups[(p.op, p.mode, p.backend, p.ref_toolchain, p.new_toolchain)].append(p)
+    out: list[CliffFinding] = []
+    for (op, mode, be, tr, tn), ps in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        ps.sort(key=lambda p: p.input_id)
+        name = f"{ps[0].backend_label} new/ref"
+        for cl in find_cliffs([p.input_label for p in ps], [p.verdict.ratio for p in ps], cfg, series=name):  # type: ignore[union-attr]
+            out.append(CliffFinding(op, mode, be, tn, "new/ref", "new_vs_ref", cl))
+    return out
+
+
+# --- entry points -------------------------------------------------------------------------------
+
+
+def compare_cells(
+    ref_cells: Sequence[Cell],
+    new_cells: Sequence[Cell],
+    *,
+    ref_label: str = "ref",
+    new_label: str = "new",
+    ref_run: RunInfo | None = None,
+    new_run: RunInfo | None = None,
+    baseline: str | None = None,
+    config: VerdictConfig = DEFAULT_CONFIG,
+    cliff_config: CliffConfig = DEFAULT_CLIFF_CONFIG,
+    same_run: bool = False,
+) -> Comparison:
+    """Compare two result sets. ``same_run``: both sides come from one process (toolchains of a run):
+    native cells are shared, so they are not paired and the baseline check is "shared"."""
+    ops = {c.key.op for c in [*ref_cells, *new_cells]}
+    baselines = {op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline) for op in sorted(ops)}
+    pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run)
+    labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
+    cliffs = _sweep_cliffs(new_cells, new_label, baselines, cliff_config, labels)
+    cliffs += _sweep_cliffs(ref_cells, ref_label, baselines, cliff_config, labels)
+    if same_run:  # the shared native backends would be reported twice
+        seen: set[tuple[str, str, str, str]] = set()
+        unique = []
+        for f in cliffs:
+            k = (f.op, f.mode, f.backend + str(f.toolchain), f.cliff.x_after)
+            if k not in seen:
+                seen.add(k)
+                unique.append(f)
+        cliffs = unique
+    cliffs += _ratio_cliffs(pairs, cliff_config)
+    check = _baseline_check(pairs, baselines, same_run)
+    check.per_op = dict(baselines)
+    return Comparison(ref_label, new_label, pairs, check, cliffs, config,
+                      ref_run, new_run, list(ref_cells), list(new_cells))  # fmt: skip
+
+
+def run_toolchains(run: RunInfo | None, cells: Sequence[Cell]) -> list[str]:
+    """The toolchain ids of a run in its declared order (then any others in order of appearance)."""
+    seen: list[str] = []
+    for tc in (run.toolchains if run else []):
+        tid = tc.get("id") or tc.get("spec") or tc.get("name")
+        if tid and tid not in seen:
+            seen.append(str(tid))
+    present = []
+    for c in cells:
+        if c.key.toolchain and c.key.toolchain not in present:
+            present.append(c.key.toolchain)
+    ordered = [t for t in seen if t in present]
+    return ordered + [t for t in present if t not in ordered]
+
+
+def compare_toolchains(
+    cells: Sequence[Cell],
+    *,
+    run: RunInfo | None = None,
+    toolchains: Sequence[str] | None = None,
+    baseline: str | None = None,
+    config: VerdictConfig = DEFAULT_CONFIG,
+    cliff_config: CliffConfig = DEFAULT_CLIFF_CONFIG,
+) -> list[Comparison]:
+    """The toolchains within one run, each against the first (the reference)."""
+    tcs = list(toolchains) if toolchains else run_toolchains(run, cells)
+    native = [c for c in cells if c.key.toolchain is None]
+    by_tc = {t: [c for c in cells if c.key.toolchain == t] for t in tcs}
+    return [
+        compare_cells(native + by_tc[tcs[0]], native + by_tc[t], ref_label=tcs[0], new_label=t, ref_run=run, new_run=run,
+                      baseline=baseline, config=config, cliff_config=cliff_config, same_run=True)  # fmt: skip
+        for t in tcs[1:]
+    ]

@@ -1,0 +1,370 @@
+"""Is ``new`` slower than ``ref``? A verdict on two sets of raw timing samples.
+
+The rules follow the tools that get this right (asv compare, Google benchmark's U test, Pinpoint):
+a change counts only when it is both *large enough to matter* (a magnitude gate, default 5%) and
+*statistically real* (a Mann-Whitney U test on the raw samples), and the answer may be "unsure"
+instead of a forced yes/no.
+
+Estimator: the Hodges-Lehmann shift of log-latencies, i.e. the median of all pairwise ratios
+``new_j / ref_i``. Why: timing noise is multiplicative (so work in logs and report a ratio); HL is
+robust (29% breakdown, unlike a mean) yet far more efficient than a ratio of medians (about 95% vs
+64% of the mean's efficiency under normal noise, so fewer GPU samples for the same interval); and
+its distribution-free confidence interval (Moses) comes from the same rank statistic as the
+Mann-Whitney test, so the interval and the p-value cannot tell different stories. It is exact and
+deterministic: no bootstrap, no seed.
+
+Decision (G = 1 + threshold, in log space so slowdowns and speedups are symmetric):
+
+* "same"        the whole interval lies inside [1/G, G]: any change is smaller than the gate
+                (it may still be real: a 1% change measured at 0.2% noise is "same").
+* "regression"  the interval is entirely above sqrt(G) (the slowdown is certainly more than half
+                the gate), reaches G (a gate-sized slowdown is plausible), and U test p < alpha.
+* "improvement" the mirror image.
+* "unsure"      everything else: the interval straddles the gate, too few samples, or the samples
+                are bimodal / too noisy for a location comparison to mean anything. Unless the
+                two distributions are separated outright (new's 5th percentile beyond ref's 95th
+                by the gate), which no mixture or noise can explain away.
+
+As samples accumulate the interval shrinks, so the decision boundary converges to the gate itself;
+a change of exactly the gate size is flagged, one of 4.5% measured to +-0.1% is "same".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats as _sps
+
+VerdictKind = Literal["regression", "improvement", "same", "unsure"]
+
+# Why unsure: the ones that more samples can fix are listed in RESOLVABLE.
+UnsureCause = Literal["few_samples", "straddles_gate", "not_significant", "bimodal", "noisy", ""]
+RESOLVABLE: frozenset[str] = frozenset({"few_samples", "straddles_gate", "not_significant"})
+
+# Above this many pairwise differences both sides are thinned to evenly spaced order statistics
+# (keeps the distribution shape; GPU cells rarely have more than a few hundred samples).
+_MAX_PAIRS = 4_000_000
+
+# Two modes must beat one by 2*dLL > 5 ln(n): BIC's 3 ln(n) for the 3 extra parameters still
+# called 7% of unimodal 20-sample sets bimodal (EM overfits small samples); 5 ln(n) gives < 1%
+# at n=20 and keeps ~100% detection of a 25%-weight mode 10% away (measured; see docs/compare.md).
+BIMODAL_LR_FACTOR = 5.0
+
+
+@dataclass(frozen=True)
+class VerdictConfig:
+    """The knobs of a verdict. Defaults and why:
+
+    threshold 0.05: the changes kernel engineers chase are 20%..6x; interleaved GPU timings with
+        an L2 flush have 0.5-2% noise, so 5% is 3-10x the noise and resolvable with tens of
+        samples. Same order as asv's step detection (5%), Google benchmark's red mark (+5%),
+        conbench's pairwise 5%; TorchBench uses 7%, asv compare 10% for noisier CPU benchmarks.
+    confidence 0.99: one compare has hundreds of pairs (30 inputs x backends x toolchains); 99%
+        keeps chance "significance" rare, between Google benchmark's 0.05 and asv's 0.002.
+    min_samples 10: below ~9 repetitions the U test is unreliable (Google benchmark warns),
+        and the Moses interval does not exist for tiny samples.
+    max_noise 0.20: a robust CV above 20% (4x the gate) means the run was disturbed (throttling,
+        other processes); an i.i.d. interval would be falsely confident.
+    bimodal_weight 0.10: a second mode must hold >= 10% of the samples; rarer slow samples are
+        outliers that the rank statistics already shrug off.
+    """
+
+    threshold: float = 0.05
+    confidence: float = 0.99
+    min_samples: int = 10
+    max_noise: float = 0.20
+    bimodal_weight: float = 0.10
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def gate(self) -> float:
+        return 1.0 + self.threshold
+
+
+DEFAULT_CONFIG = VerdictConfig()
+
+
+@dataclass(frozen=True)
+class Modes:
+    """A two-mode description of one sample set (log-normal mixture fitted by EM)."""
+
+    bimodal: bool
+    low_ms: float
+    high_ms: float
+    high_weight: float
+    separation: float  # Ashman's D
+
+
+@dataclass
+class Verdict:
+    """The answer for one (ref, new) pair; ``ratio`` > 1 means new is slower."""
+
+    verdict: VerdictKind
+    ratio: float  # new/ref: exp(Hodges-Lehmann shift of log samples); nan without samples
+    ci_low: float  # confidence interval of the ratio (inf/0 when it does not exist)
+    ci_high: float
+    p_value: float  # two-sided Mann-Whitney U; nan when not computable
+    reason: str
+    n_ref: int = 0
+    n_new: int = 0
+    median_ref: float = math.nan
+    median_new: float = math.nan
+    noise_ref: float = math.nan  # robust CV (1.4826 MAD of log samples)
+    noise_new: float = math.nan
+    unsure_cause: UnsureCause = ""
+    threshold: float = DEFAULT_CONFIG.threshold
+    confidence: float = DEFAULT_CONFIG.confidence
+    flags: list[str] = field(default_factory=list)  # e.g. "bimodal_ref", "noisy_new", "separated"
+
+    @property
+    def resolvable(self) -> bool:
+        """Could more samples change this verdict? (False once decided, or for bimodal/noisy data.)"""
+        return self.verdict == "unsure" and self.unsure_cause in RESOLVABLE
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["resolvable"] = self.resolvable
+        # JSON has no inf/nan: encode them as null so every consumer can parse the file.
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in out.items()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        data = {k: v for k, v in data.items() if k != "resolvable"}
+        for k in ("ratio", "ci_low", "ci_high", "p_value", "median_ref", "median_new", "noise_ref", "noise_new"):
+            if data.get(k) is None:
+                data[k] = math.nan
+        return cls(**data)
+
+
+# --- building blocks -----------------------------------------------------------------------------
+
+
+def _clean(samples: Iterable[float]) -> np.ndarray:
+    """Finite positive samples only: a zero or negative time is a broken measurement, not data."""
+    arr = np.asarray(list(samples), dtype=float)
+    return arr[np.isfinite(arr) & (arr > 0)]
+
+
+def robust_cv(samples: Sequence[float] | np.ndarray) -> float:
+    """1.4826 x MAD of the log samples: the CV of the bulk of the data, blind to a few outliers."""
+    x = np.log(_clean(samples))
+    if x.size < 2:
+        return math.nan
+    return float(1.4826 * np.median(np.abs(x - np.median(x))))
+
+
+def _thin(sorted_x: np.ndarray, limit: int) -> np.ndarray:
+    if sorted_x.size <= limit:
+        return sorted_x
+    idx = np.round(np.linspace(0, sorted_x.size - 1, limit)).astype(int)
+    return sorted_x[idx]
+
+
+def hodges_lehmann_ratio(ref: Sequence[float], new: Sequence[float], confidence: float = 0.99) -> tuple[float, float, float]:
+    """(ratio, ci_low, ci_high): HL estimate of new/ref with its Moses distribution-free interval.
+
+    The interval's ends are order statistics of the pairwise log differences at the ranks where the
+    Mann-Whitney U statistic reaches its critical value (normal approximation, no tie correction,
+    which only widens it). When the samples are too small for the level, the interval is (0, inf).
+    """
+    a = np.sort(np.log(_clean(ref)))
+    b = np.sort(np.log(_clean(new)))
+    if a.size == 0 or b.size == 0:
+        return math.nan, 0.0, math.inf
+    per_side = max(2, int(math.sqrt(_MAX_PAIRS)))
+    if a.size * b.size > _MAX_PAIRS:
+        a, b = _thin(a, per_side), _thin(b, per_side)
+    n, m = a.size, b.size
+    diffs = np.sort((b[None, :] - a[:, None]).ravel())
+    total = diffs.size
+    shift = float(np.median(diffs))
+    z = float(_sps.norm.ppf(1.0 - (1.0 - confidence) / 2.0))
+    k = int(math.floor(total / 2.0 - z * math.sqrt(n * m * (n + m + 1) / 12.0)))
+    if k < 1:
+        return math.exp(shift), 0.0, math.inf
+    return math.exp(shift), math.exp(float(diffs[k - 1])), math.exp(float(diffs[total - k]))
+
+
+def mann_whitney_p(ref: Sequence[float], new: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (scipy: exact for small untied samples, else asymptotic)."""
+    a, b = _clean(ref), _clean(new)
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    if np.all(a == a[0]) and np.all(b == b[0]):
+        return 1.0 if a[0] == b[0] else 0.0
+    return float(_sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
+
+
+def min_achievable_p(n: int, m: int) -> float:
+    """The smallest two-sided U-test p-value n vs m samples can give (asv's guard, x2 for two sides)."""
+    if n == 0 or m == 0:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n + m, min(n, m)))
+
+
+def detect_modes(samples: Sequence[float] | np.ndarray, min_weight: float = 0.10, min_gap: float = 0.025) -> Modes:
+    """Fit two log-normal modes by EM and call the set bimodal when they are clearly apart.
+
+    Bimodal means: two modes fit better than one (2 dLL > 5 ln n), each holds >= ``min_weight`` of the
+    samples, Ashman's D > 2 (the usual
+    criterion for two separated Gaussians; a hard split of ONE Gaussian would pass it, a fitted
+    mixture does not), and the modes differ by >= ``min_gap`` (relative). A smaller gap cannot move
+    a ratio past the gate however the mixture shifts, so it is harmless noise.
+    """
+    x = np.sort(np.log(_clean(samples)))
+    n = x.size
+    if n < 8:
+        return Modes(False, math.nan, math.nan, 0.0, 0.0)
+    if math.expm1(float(x[-1] - x[0])) < min_gap:  # the whole sample is narrower than the gap
+        return Modes(False, math.exp(float(x[0])), math.exp(float(x[-1])), 0.0, 0.0)
+    # Deterministic start: the split that maximises between-class variance (1-D Otsu / 2-means).
+    csum = np.cumsum(x)
+    ks = np.arange(1, n)
+    m1 = csum[:-1] / ks
+    m2 = (csum[-1] - csum[:-1]) / (n - ks)
+    k = int(ks[np.argmax(ks * (n - ks) * (m1 - m2) ** 2)])
+    w = k / n
+    mu = np.array([x[:k].mean(), x[k:].mean()])
+    spread = max(float(x[-1] - x[0]), 1e-9)
+    floor = (spread * 1e-3) ** 2 + 1e-12  # variance floor: quantised timers give exact ties
+    var = np.array([max(x[:k].var(), floor), max(x[k:].var(), floor)])
+    weights = np.array([w, 1 - w])
+    last_ll = -math.inf
+    # 60 steps: well-separated modes converge in a handful; overlapping ones crawl for hundreds
+    # of steps towards an answer (one mode) that is already clear.
+    for _ in range(60):
+        dens = weights / np.sqrt(2 * np.pi * var) * np.exp(-((x[:, None] - mu) ** 2) / (2 * var))
+        tot = np.maximum(dens.sum(axis=1, keepdims=True), 1e-300)
+        ll = float(np.log(tot).sum())
+        if ll - last_ll < 1e-6 * n:  # EM never decreases the likelihood: stop when it stalls
+            break
+        last_ll = ll
+        resp = dens / tot
+        nk = resp.sum(axis=0)
+        if nk.min() < 1e-9:
+            break
+        mu = (resp * x[:, None]).sum(axis=0) / nk
+        var = np.maximum((resp * (x[:, None] - mu) ** 2).sum(axis=0) / nk, floor)
+        weights = nk / n
+    lo, hi = (0, 1) if mu[0] <= mu[1] else (1, 0)
+    d = float(math.sqrt(2.0) * abs(mu[hi] - mu[lo]) / math.sqrt(var[0] + var[1]))
+    gap = math.exp(float(mu[hi] - mu[lo])) - 1.0
+    # Is the second mode worth its 3 extra parameters? (a stiffer BIC; EM alone happily splits one bell)
+    var1 = max(float(x.var()), floor)
+    ll1 = float(-0.5 * n * (math.log(2 * math.pi * var1) + 1.0))
+    dens = weights / np.sqrt(2 * np.pi * var) * np.exp(-((x[:, None] - mu) ** 2) / (2 * var))
+    ll2 = float(np.log(np.maximum(dens.sum(axis=1), 1e-300)).sum())
+    better = 2.0 * (ll2 - ll1) > BIMODAL_LR_FACTOR * math.log(n)
+    bimodal = bool(better and min(weights) >= min_weight and d > 2.0 and gap >= min_gap)
+    return Modes(bimodal, math.exp(float(mu[lo])), math.exp(float(mu[hi])), float(weights[hi]), d)
+
+
+# --- the verdict ---------------------------------------------------------------------------------
+
+
+def _pct(r: float) -> str:
+    return f"{(r - 1) * 100:+.1f}%" if math.isfinite(r) else ("+inf%" if r > 0 else "n/a")
+
+
+def _ci_text(lo: float, hi: float, confidence: float) -> str:
+    if not (math.isfinite(hi) and lo > 0):
+        return f"{confidence:.0%} CI unbounded"
+    return f"{confidence:.0%} CI [{_pct(lo)}, {_pct(hi)}]"
+
+
+def compare_samples(ref: Sequence[float], new: Sequence[float], config: VerdictConfig = DEFAULT_CONFIG) -> Verdict:
+    """The verdict on ``new`` against ``ref`` (raw samples in ms, any order)."""
+    a, b = _clean(ref), _clean(new)
+    base = dict(n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence)
+    if a.size == 0 or b.size == 0:
+        side = "ref" if a.size == 0 else "new"
+        return Verdict("unsure", math.nan, 0.0, math.inf, math.nan, f"no valid samples on the {side} side", unsure_cause="few_samples", **base)
+    base.update(median_ref=float(np.median(a)), median_new=float(np.median(b)), noise_ref=robust_cv(a), noise_new=robust_cv(b))
+    ratio, lo, hi = hodges_lehmann_ratio(a, b, config.confidence)
+    p = mann_whitney_p(a, b)
+    base.update(ratio=ratio, ci_low=lo, ci_high=hi, p_value=p)
+    head = f"{_pct(ratio)} ({_ci_text(lo, hi, config.confidence)}, U-test p={p:.2g})"
+    g = config.gate
+    half = math.sqrt(g)
+
+    if min(a.size, b.size) < config.min_samples or min_achievable_p(a.size, b.size) >= config.alpha:
+        return Verdict("unsure", reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each): {head}",
+                       unsure_cause="few_samples", **base)  # fmt: skip
+
+    flags: list[str] = []
+    problems: list[str] = []
+    cause: UnsureCause = ""
+    for side, arr in (("ref", a), ("new", b)):
+        modes = detect_modes(arr, config.bimodal_weight, config.threshold / 2)
+        if modes.bimodal:
+            flags.append(f"bimodal_{side}")
+            problems.append(f"{side} samples are bimodal ({modes.low_ms:.4g} ms and {modes.high_ms:.4g} ms, {modes.high_weight:.0%} slow)")
+            cause = "bimodal"
+        cv = robust_cv(arr)
+        if cv > config.max_noise:
+            flags.append(f"noisy_{side}")
+            problems.append(f"{side} noise {cv:.0%} > {config.max_noise:.0%}")
+            cause = cause or "noisy"
+    if problems:
+        # Only an outright separation survives unreliable data: no mixture shift explains it.
+        q_new = np.quantile(b, [0.05, 0.95])
+        q_ref = np.quantile(a, [0.05, 0.95])
+        if q_new[0] >= q_ref[1] * g and p < config.alpha:
+            return Verdict("regression", reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
+                           flags=flags + ["separated"], **base)  # fmt: skip
+        if q_new[1] * g <= q_ref[0] and p < config.alpha:
+            return Verdict("improvement", reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
+                           flags=flags + ["separated"], **base)  # fmt: skip
+        return Verdict("unsure", reason=f"{'; '.join(problems)}: a location comparison is unreliable ({head})",
+                       unsure_cause=cause, flags=flags, **base)  # fmt: skip
+
+    gate_txt = f"+-{config.threshold:.0%} gate"
+    if lo >= 1 / g and hi <= g:
+        what = "a real change but inside the" if p < config.alpha else "no change beyond the"
+        return Verdict("same", reason=f"{head}: {what} {gate_txt}", **base)
+    if lo >= half and hi >= g:
+        if p < config.alpha:
+            return Verdict("regression", reason=f"slower {head}", **base)
+        return Verdict("unsure", reason=f"{head}: interval above the gate but U test not significant", unsure_cause="not_significant", **base)
+    if hi <= 1 / half and lo <= 1 / g:
+        if p < config.alpha:
+            return Verdict("improvement", reason=f"faster {head}", **base)
+        return Verdict("unsure", reason=f"{head}: interval below the gate but U test not significant", unsure_cause="not_significant", **base)
+    return Verdict("unsure", reason=f"{head}: interval straddles the {gate_txt}; more samples would decide", unsure_cause="straddles_gate", **base)
+
+
+def needs_more_samples(ref: Sequence[float], new: Sequence[float], config: VerdictConfig = DEFAULT_CONFIG) -> bool:
+    """True when the pair is undecided AND more samples could decide it (not for bimodal/noisy data)."""
+    return compare_samples(ref, new, config).resolvable
+
+
+def stop_when_sure(
+    samples: Mapping[str, Sequence[float]],
+    pairs: Iterable[tuple[str, str]],
+    config: VerdictConfig = DEFAULT_CONFIG,
+    max_samples: int | None = None,
+) -> bool:
+    """For an adaptive sampling loop: True when every (ref, new) pair of ``samples`` keys is decided,
+    or cannot be decided by more samples, or has reached ``max_samples`` on both sides.
+
+    The runner calls it after each round of interleaved samples; a missing key counts as "not yet
+    sampled" (keep going, unless capped).
+    """
+    for ref_key, new_key in pairs:
+        a, b = samples.get(ref_key, ()), samples.get(new_key, ())
+        if max_samples is not None and len(a) >= max_samples and len(b) >= max_samples:
+            continue
+        if needs_more_samples(a, b, config):
+            return False
+    return True

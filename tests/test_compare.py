@@ -1,0 +1,114 @@
+"""The comparison of result sets on fake runs (ktriage.stats.synthetic): pairing, ranking, the
+baseline check, cliffs, errors, and the markdown/CSV/JSON renderings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ktriage.measure.model import Cell, CellKey
+from ktriage.report.markdown import to_markdown
+from ktriage.report.tabular import CSV_COLUMNS, to_csv, to_json
+from ktriage.stats.compare import compare_cells, compare_toolchains, exit_status
+from ktriage.stats.synthetic import fake_sweep_run
+
+TCS = ("triton-3.3.1", "triton-3.4.0")
+
+
+def cliff_at_7(tc: str, i: int) -> float:
+    """3.4.0 is 1.8x slower from input 7 (N=4608) on; 3.3.1 steady at 0.8x torch."""
+    return 0.8 if tc == TCS[0] or i < 7 else 1.45
+
+
+def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
+    run, cells = fake_sweep_run(seed=1, speed=cliff_at_7, toolchains=TCS, broken={(TCS[1], 20): "wrong", (TCS[1], 3): "error"})
+    (c,) = compare_toolchains(cells, run=run)
+    assert (c.ref_label, c.new_label) == TCS
+    assert c.baseline.status == "shared" and c.baseline.speedups_valid
+    n = c.counts()
+    assert n == {"regression": 22, "improvement": 0, "same": 6, "unsure": 0, "error": 2, "missing": 0}
+    assert all(p.input_id >= 7 for p in c.regressions())
+    # never compared: the wrong and the failed cell, with their reasons
+    probs = {p.input_id: p.problem for p in c.problems()}
+    assert probs[20] == "new wrong: max_abs_err 0.5 > atol 1e-05"
+    assert probs[3] == "new error: CUDA_ERROR_ILLEGAL_ADDRESS"
+    assert all(p.verdict is None for p in c.problems())
+    texts = [f.describe() for f in c.cliffs]
+    assert any("liger_layer_norm@triton-3.4.0 / torch_layer_norm: cliff between N=4096 and N=4608" in t for t in texts), texts
+    assert any(f.kind == "new_vs_ref" and f.cliff.x_after == "N=4608" for f in c.cliffs)
+    assert not any(f.backend == "liger_layer_norm" and f.toolchain == TCS[0] for f in c.cliffs)  # 3.3.1 is flat
+    assert exit_status([c]) == 1
+
+
+def test_regressions_are_ranked_worst_first() -> None:
+    factors = {i: 1.0 + 0.1 * (i % 5) for i in range(10)}
+    run, cells = fake_sweep_run(seed=2, n_inputs=10, toolchains=TCS, speed=lambda tc, i: 1.0 if tc == TCS[0] else factors[i])
+    (c,) = compare_toolchains(cells, run=run)
+    ratios = [p.verdict.ratio for p in c.regressions()]
+    assert ratios == sorted(ratios, reverse=True) and len(ratios) == 8  # factors 1.1..1.4, twice
+    assert ratios[0] > 1.35 and c.improvements() == []
+    imp = compare_toolchains(cells, run=run, toolchains=[TCS[1], TCS[0]])[0]
+    iratios = [p.verdict.ratio for p in imp.improvements()]
+    assert iratios == sorted(iratios) and imp.regressions() == [] and exit_status([imp]) == 0
+
+
+def test_two_runs_baseline_moved_is_reported() -> None:
+    ref_run, ref = fake_sweep_run(seed=3, toolchains=TCS[:1])
+    new_run, new = fake_sweep_run(seed=4, toolchains=TCS[1:], baseline_factor=1.12)  # the machine got slower
+    c = compare_cells(ref, new, ref_run=ref_run, new_run=new_run, ref_label="a", new_label="b")
+    assert c.baseline.status == "moved" and not c.baseline.speedups_valid
+    assert "speedup-based conclusions (backend vs baseline) are not valid" in c.baseline.message
+    assert 1.1 < c.baseline.median_ratio < 1.14
+    # liger (different toolchain in each run) is paired across the two runs
+    assert {(p.ref_toolchain, p.new_toolchain) for p in c.pairs if not p.is_baseline} == {TCS}
+    assert "WARNING" in to_markdown([c])
+
+
+def test_two_runs_baseline_unchanged() -> None:
+    ref_run, ref = fake_sweep_run(seed=5, toolchains=TCS)
+    new_run, new = fake_sweep_run(seed=6, toolchains=TCS)
+    c = compare_cells(ref, new, ref_run=ref_run, new_run=new_run)
+    assert c.baseline.status == "unchanged" and c.baseline.speedups_valid
+    assert c.counts()["regression"] == 0 and c.counts()["same"] == 60  # 2 toolchains x 30, paired like with like
+    assert exit_status([c]) == 0
+
+
+def test_explicit_baseline_and_no_baseline() -> None:
+    run, cells = fake_sweep_run(seed=7, n_inputs=6, toolchains=TCS)
+    c = compare_cells(cells, cells, baseline="nope")
+    assert c.baseline.backend == "torch_layer_norm"  # unknown --baseline falls back to the run's own
+    renamed = [Cell(CellKey(x.key.op, x.key.mode, x.key.input_id, x.key.input_label, "eager", x.key.toolchain), x.status, x.samples_ms) if x.key.backend == "torch_layer_norm" else x for x in cells]
+    c2 = compare_cells(renamed, renamed)
+    assert c2.baseline.status == "none" and "--baseline" in c2.baseline.message
+    c3 = compare_cells(renamed, renamed, baseline="eager")
+    assert c3.baseline.status == "unchanged"
+
+
+def test_missing_cells_are_reported() -> None:
+    _, ref = fake_sweep_run(seed=8, n_inputs=6, toolchains=TCS[:1])
+    _, new = fake_sweep_run(seed=9, n_inputs=4, toolchains=TCS[:1])
+    c = compare_cells(ref, new)
+    missing = [p for p in c.pairs if p.status == "missing"]
+    assert {(p.input_id, p.problem) for p in missing} == {(4, "no new cell"), (5, "no new cell")} | set()
+    assert c.counts()["missing"] == 2  # the liger cells; the baseline's are not counted
+
+
+def test_markdown_csv_json() -> None:
+    run, cells = fake_sweep_run(seed=10, speed=cliff_at_7, toolchains=TCS, broken={(TCS[1], 20): "wrong"})
+    comps = compare_toolchains(cells, run=run)
+    md = to_markdown(comps)
+    assert md.startswith("## ktriage compare: `triton-3.3.1` -> `triton-3.4.0`")
+    assert "**22 regressions, 0 improvements, 7 same, 0 unsure, 1 not compared (errors/missing)**" in md
+    assert "### Regressions, worst first" in md and "### Cliffs along input sweeps" in md
+    assert "cliff between N=4096 and N=4608" in md and "max_abs_err 0.5" in md
+    rows = list(csv.DictReader(io.StringIO(to_csv(comps))))
+    assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == 30
+    assert sum(r["verdict"] == "regression" for r in rows) == 22
+    wrong = [r for r in rows if r["verdict"] == "error"]
+    assert len(wrong) == 1 and wrong[0]["ratio"] == "" and "max_abs_err" in wrong[0]["reason"]
+    doc = json.loads(to_json(comps))
+    assert doc["regressions"] == 22
+    (cj,) = doc["comparisons"]
+    assert cj["counts"]["regression"] == 22 and cj["baseline"]["status"] == "shared"
+    assert cj["cliffs"] and cj["pairs"][0]["verdict"]["ci_low"] > 0

@@ -1,0 +1,83 @@
+"""Cliff detection on synthetic sweeps (fake series with known steps)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ktriage.stats.cliffs import CliffConfig, find_cliffs, segment
+
+XS = [f"N={1024 + 512 * i}" for i in range(30)]
+
+
+def noisy(values, cv: float, seed: int) -> list[float]:
+    r = np.random.default_rng(seed)
+    return list(np.asarray(values, dtype=float) * np.exp(r.normal(0, cv, len(values))))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_step(seed: int) -> None:
+    ys = noisy([1.0] * 7 + [1.8] * 23, 0.01, seed)
+    cliffs = find_cliffs(XS, ys, series="liger / torch")
+    assert len(cliffs) == 1
+    c = cliffs[0]
+    assert (c.x_before, c.x_after, c.index) == ("N=4096", "N=4608", 7)
+    assert 1.75 < c.factor < 1.85 and 0.98 < c.level_before < 1.02 and c.direction == "up"
+    assert c.describe() == f"liger / torch: cliff between N=4096 and N=4608: {c.level_before:.3g} -> {c.level_after:.3g} (x{c.factor:.2f})"
+
+
+def test_two_steps_up_and_down() -> None:
+    ys = noisy([1.0] * 10 + [1.5] * 10 + [0.9] * 10, 0.02, 1)
+    cliffs = find_cliffs(XS, ys)
+    assert [(c.x_before, c.x_after) for c in cliffs] == [("N=5632", "N=6144"), ("N=10752", "N=11264")]
+    assert cliffs[0].direction == "up" and cliffs[1].direction == "down"
+
+
+@pytest.mark.parametrize("where", [1, 10, 14, 27])
+def test_single_outlier_is_not_a_cliff(where: int) -> None:
+    ys = noisy([1.0] * 30, 0.01, where)
+    ys[where] *= 2.5
+    assert find_cliffs(XS, ys) == []
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noisy_ramp_is_not_a_cliff(seed: int) -> None:
+    assert find_cliffs(XS, noisy(np.linspace(1.0, 2.0, 30), 0.02, seed)) == []
+    assert find_cliffs(XS, noisy(np.linspace(1.0, 3.0, 30), 0.02, seed)) == []
+
+
+def test_step_on_a_ramp_is_found() -> None:
+    ys = noisy(np.linspace(1.0, 1.5, 30) * np.r_[np.ones(15), np.full(15, 1.5)], 0.01, 2)
+    cliffs = find_cliffs(XS, ys)
+    assert [(c.x_before, c.x_after) for c in cliffs] == [("N=8192", "N=8704")]
+
+
+def test_small_steps_and_flat_noise_are_not_cliffs() -> None:
+    assert find_cliffs(XS, noisy([1.0] * 15 + [1.05] * 15, 0.005, 3)) == []  # under the 10% jump gate
+    assert find_cliffs(XS, noisy([1.0] * 30, 0.04, 4)) == []
+    assert len(find_cliffs(XS, noisy([1.0] * 15 + [1.05] * 15, 0.005, 3), CliffConfig(min_jump=0.03))) == 1
+
+
+def test_missing_points_are_skipped() -> None:
+    ys: list[float | None] = list(noisy([1.0] * 8 + [2.0] * 22, 0.01, 5))
+    ys[7] = None  # the input just before the cliff errored
+    ys[20] = float("nan")
+    cliffs = find_cliffs(XS, ys)
+    assert [(c.x_before, c.x_after) for c in cliffs] == [("N=4096", "N=5120")]
+
+
+def test_jump_at_the_last_input_is_not_reported() -> None:
+    # One point past the jump cannot be told from one noisy point (documented limitation).
+    assert find_cliffs(XS, noisy([1.0] * 29 + [2.0], 0.01, 6)) == []
+    assert len(find_cliffs(XS, noisy([1.0] * 28 + [2.0] * 2, 0.01, 6))) == 1
+
+
+def test_segment_is_exact_on_clean_steps() -> None:
+    y = np.log([1.0] * 5 + [2.0] * 5 + [4.0] * 5)
+    assert segment(y, penalty=0.1) == [5, 10]
+    assert segment(y, penalty=100.0) == []
+
+
+def test_mismatched_lengths_raise() -> None:
+    with pytest.raises(ValueError):
+        find_cliffs(["a", "b"], [1.0])
