@@ -177,3 +177,17 @@ def test_verdict_json_round_trip_encodes_infinity_as_null() -> None:
     assert data["ci_high"] is None and data["resolvable"] is True
     back = Verdict.from_json(data)
     assert back.verdict == v.verdict and math.isnan(back.ci_high)
+
+
+def test_bimodal_on_few_samples_asks_for_more() -> None:
+    r = rng(13)
+    v = compare_samples(bimodal(r, 20, 1.0, 0.01, gap=0.3, slow_share=0.4), bimodal(r, 20, 1.0, 0.01, gap=0.3, slow_share=0.4))
+    assert v.verdict == "unsure" and v.unsure_cause == "bimodal"
+    assert not v.settled and v.resolvable  # 20 < settle_samples: could be a few unlucky samples
+
+
+def test_two_slow_samples_are_outliers_not_a_mode() -> None:
+    r = rng(14)
+    x = lognormal(r, 20, 1.0, 0.01)
+    x[:2] = [2.0, 2.5]
+    assert not detect_modes(x).bimodal

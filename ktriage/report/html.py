@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from ktriage.measure.model import Cell
@@ -24,7 +24,8 @@ from ktriage.stats.compare import Comparison, PairResult
 
 
 def _env() -> Environment:
-    return Environment(loader=PackageLoader("ktriage.report", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    # The template sits beside this module: pyproject's package-data ships "*.j2" of each package.
+    return Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["html", "j2"]))
 
 
 def _inputs(cells: Sequence[Cell], op: str, mode: str) -> list[tuple[int, str]]:

@@ -69,8 +69,10 @@ class VerdictConfig:
         and the Moses interval does not exist for tiny samples.
     max_noise 0.20: a robust CV above 20% (4x the gate) means the run was disturbed (throttling,
         other processes); an i.i.d. interval would be falsely confident.
-    bimodal_weight 0.10: a second mode must hold >= 10% of the samples; rarer slow samples are
-        outliers that the rank statistics already shrug off.
+    bimodal_weight 0.10: a second mode must hold >= 10% of the samples (and >= 4 of them);
+        rarer slow samples are outliers that the rank statistics already shrug off.
+    settle_samples 30: below 30 samples a side, "bimodal" or "noisy" may be a few unlucky
+        samples, so an adaptive loop keeps sampling; from 30 on it is taken as the truth.
     """
 
     threshold: float = 0.05
@@ -78,6 +80,7 @@ class VerdictConfig:
     min_samples: int = 10
     max_noise: float = 0.20
     bimodal_weight: float = 0.10
+    settle_samples: int = 30
 
     @property
     def alpha(self) -> float:
@@ -122,11 +125,15 @@ class Verdict:
     threshold: float = DEFAULT_CONFIG.threshold
     confidence: float = DEFAULT_CONFIG.confidence
     flags: list[str] = field(default_factory=list)  # e.g. "bimodal_ref", "noisy_new", "separated"
+    settled: bool = False  # bimodal/noisy judged on enough samples (config.settle_samples) to be final
 
     @property
     def resolvable(self) -> bool:
-        """Could more samples change this verdict? (False once decided, or for bimodal/noisy data.)"""
-        return self.verdict == "unsure" and self.unsure_cause in RESOLVABLE
+        """Could more samples change this verdict? False once decided, and for data that is
+        bimodal or too noisy on enough samples; True while a few samples may be misleading."""
+        if self.verdict != "unsure":
+            return False
+        return self.unsure_cause in RESOLVABLE or not self.settled
 
     @property
     def change_pct(self) -> float:
@@ -213,11 +220,11 @@ def min_achievable_p(n: int, m: int) -> float:
     return min(1.0, 2.0 / math.comb(n + m, min(n, m)))
 
 
-def detect_modes(samples: Sequence[float] | np.ndarray, min_weight: float = 0.10, min_gap: float = 0.025) -> Modes:
+def detect_modes(samples: Sequence[float] | np.ndarray, min_weight: float = 0.10, min_gap: float = 0.025, min_count: int = 4) -> Modes:
     """Fit two log-normal modes by EM and call the set bimodal when they are clearly apart.
 
     Bimodal means: two modes fit better than one (2 dLL > 5 ln n), each holds >= ``min_weight`` of the
-    samples, Ashman's D > 2 (the usual
+    samples and >= ``min_count`` samples (two or three slow samples are outliers, not a mode), Ashman's D > 2 (the usual
     criterion for two separated Gaussians; a hard split of ONE Gaussian would pass it, a fitted
     mixture does not), and the modes differ by >= ``min_gap`` (relative). A smaller gap cannot move
     a ratio past the gate however the mixture shifts, so it is harmless noise.
@@ -266,7 +273,7 @@ def detect_modes(samples: Sequence[float] | np.ndarray, min_weight: float = 0.10
     dens = weights / np.sqrt(2 * np.pi * var) * np.exp(-((x[:, None] - mu) ** 2) / (2 * var))
     ll2 = float(np.log(np.maximum(dens.sum(axis=1), 1e-300)).sum())
     better = 2.0 * (ll2 - ll1) > BIMODAL_LR_FACTOR * math.log(n)
-    bimodal = bool(better and min(weights) >= min_weight and d > 2.0 and gap >= min_gap)
+    bimodal = bool(better and min(weights) >= max(min_weight, min_count / n) and d > 2.0 and gap >= min_gap)
     return Modes(bimodal, math.exp(float(mu[lo])), math.exp(float(mu[hi])), float(weights[hi]), d)
 
 
@@ -326,8 +333,9 @@ def compare_samples(ref: Sequence[float], new: Sequence[float], config: VerdictC
         if q_new[1] * g <= q_ref[0] and p < config.alpha:
             return Verdict("improvement", reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
                            flags=flags + ["separated"], **base)  # fmt: skip
+        settled = min(a.size, b.size) >= config.settle_samples
         return Verdict("unsure", reason=f"{'; '.join(problems)}: a location comparison is unreliable ({head})",
-                       unsure_cause=cause, flags=flags, **base)  # fmt: skip
+                       unsure_cause=cause, flags=flags, settled=settled, **base)  # fmt: skip
 
     gate_txt = f"+-{config.threshold:.0%} gate"
     if lo >= 1 / g and hi <= g:
