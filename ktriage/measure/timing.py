@@ -109,7 +109,10 @@ def _warmup_calls(call: Callable[[], None], sync: Callable[[], None], warmup_ms:
 
 
 class EventSampler:
-    """Per-call CUDA-event timing, optionally flushing L2 before each call (do_bench's method)."""
+    """Per-call CUDA-event timing, optionally flushing L2 before each call (do_bench's method).
+
+    A timed callable may carry a ``before`` attribute (a callable): it runs before the L2 flush and
+    the start event, i.e. outside the timed region — TritonBench resets gradients there."""
 
     def __init__(
         self, fn: Callable[[], None], options: TimingOptions, flusher: L2Flusher | None
@@ -144,7 +147,10 @@ class EventSampler:
                 )
             )
         events = self._events[:n]
+        before = getattr(self.fn, "before", None)  # e.g. set grads to None: outside the timed region
         for start, end in events:
+            if before is not None:
+                before()
             if self.flusher is not None:
                 self.flusher.flush()
             start.record()

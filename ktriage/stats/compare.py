@@ -408,7 +408,10 @@ def compare_toolchains(
 ) -> list[Comparison]:
     """The toolchains within one run, each against the first (the reference)."""
     tcs = list(toolchains) if toolchains else run_toolchains(run, cells)
-    native = [c for c in cells if c.key.toolchain is None]
+    # Native cells are shared by both sides (the baseline, other libraries); the host's own copy of
+    # a backend that also runs as per-toolchain artifacts is left out, or it would pair with them.
+    artifact_backends = {c.key.backend for c in cells if c.key.toolchain is not None}
+    native = [c for c in cells if c.key.toolchain is None and c.key.backend not in artifact_backends]
     by_tc = {t: [c for c in cells if c.key.toolchain == t] for t in tcs}
     return [
         compare_cells(native + by_tc[tcs[0]], native + by_tc[t], ref_label=tcs[0], new_label=t, ref_run=run, new_run=run,

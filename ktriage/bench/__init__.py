@@ -1,0 +1,1 @@
+"""bench: TritonBench-compatible operator runs (plan -> isolated worker per input -> store)."""

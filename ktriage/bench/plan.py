@@ -1,0 +1,67 @@
+"""What a `ktriage bench` run measures: one operator, its inputs, backends and toolchains.
+
+A plan is plain data (JSON-able) because it crosses a process boundary: the parent process owns the
+store and the progress bar; each input is measured in an isolated worker process that receives the
+plan, so a faulting kernel costs one cell, never the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ktriage.measure.model import CellKey
+
+
+@dataclass
+class BenchPlan:
+    op: str  # TritonBench op name
+    mode: str  # fwd | bwd | fwd_bwd
+    input_ids: list[int]
+    native_backends: list[str]  # run in the host environment (torch, torch.compile, host liger/triton)
+    artifact_backends: list[str]  # replayed from the bundle, once per toolchain
+    baseline: str
+    precision: str
+    bundle: str | None = None  # path of the compile-here bundle
+    toolchains: list[str] = field(default_factory=list)  # toolchain ids of the bundle, reference first
+    timing: dict[str, Any] = field(default_factory=dict)  # TimingOptions fields
+    min_samples: int = 20
+    max_samples: int = 400
+    max_time_s: float = 10.0  # per input (all its variants together)
+    threshold: float = 0.05
+    confidence: float = 0.99
+    artifact_timing: str = "tritonbench"  # tritonbench | library | kernel
+    compile_mode: str = "max-autotune-no-cudagraphs"
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchPlan:
+        return cls(**data)
+
+    def variant_keys(self, input_id: int, input_label: str) -> list[CellKey]:
+        """Every cell of one input, native backends first, then each artifact backend per toolchain."""
+        keys = [CellKey(self.op, self.mode, input_id, input_label, b) for b in self.native_backends]
+        keys += [CellKey(self.op, self.mode, input_id, input_label, b, tc)
+                 for b in self.artifact_backends for tc in self.toolchains]
+        return keys
+
+
+def variant_name(key: CellKey) -> str:
+    """The name a variant is timed under inside one input's interleaved group."""
+    return f"{key.backend}@{key.toolchain}" if key.toolchain else key.backend
+
+
+def comparison_pairs(plan: BenchPlan, keys: list[CellKey]) -> list[tuple[str, str]]:
+    """The ratios the adaptive stop must be sure of: each variant vs the baseline, and each
+    toolchain's artifact vs the reference toolchain's artifact of the same backend."""
+    names = [variant_name(k) for k in keys]
+    pairs = [(plan.baseline, n) for n in names if n != plan.baseline and plan.baseline in names]
+    if plan.toolchains:
+        ref_tc = plan.toolchains[0]
+        for backend in plan.artifact_backends:
+            ref = f"{backend}@{ref_tc}"
+            pairs += [(ref, f"{backend}@{tc}") for tc in plan.toolchains[1:] if ref in names]
+    return pairs

@@ -1,0 +1,107 @@
+"""Run a bench plan on the GPU host: provenance, isolation, the store, the results file.
+
+Inputs are measured one after another, each in the isolated worker (ktriage.bench.worker); every
+cell is written to the store the moment it arrives and the results file is rewritten after each
+input, so a crash or Ctrl-C keeps everything measured so far.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from ktriage.bench.plan import BenchPlan
+from ktriage.measure.model import Cell, RunInfo
+
+HOST_PACKAGES = ("torch", "triton", "liger-kernel", "cuda-bindings", "nvidia-ml-py", "ktriage")
+
+
+def host_packages() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in HOST_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def workload_git_sha() -> str | None:
+    """The git sha of ktriage's own checkout (the workload definitions), when it is one."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def run_bench(
+    plan: BenchPlan,
+    *,
+    store_url: str | None,
+    results_path: Path | None,
+    toolchains: list[dict[str, Any]],
+    on_cell: Callable[[Cell], None] | None = None,
+    on_input_done: Callable[[int], None] | None = None,
+    timeout_s: float = 60.0,
+) -> tuple[RunInfo, list[Cell]]:
+    from ktriage.measure.env import GpuRecorder
+    from ktriage.measure.isolate import IsolatedRunner, Job
+    from ktriage.report.results_file import write_results
+    from ktriage.store import open_store
+    from ktriage.workload.ops import get_op
+
+    op = get_op(plan.op)
+    cases = {c.id: c for c in op.inputs()}
+    recorder = GpuRecorder()
+    run = RunInfo(
+        command=" ".join(shlex.quote(a) for a in sys.argv),
+        host=platform.node(),
+        gpu=recorder.start(),
+        toolchains=toolchains,
+        packages=host_packages(),
+        workload_git_sha=workload_git_sha(),
+        settings={"plan": plan.to_json()},
+    )
+    cells: list[Cell] = []
+
+    def save_results() -> None:
+        if results_path is not None:
+            write_results(results_path, run, cells)
+
+    with open_store(store_url) as store, store.recording(run) as rec:
+
+        def deliver(cell: Cell) -> None:
+            cells.append(cell)
+            rec.add(cell)
+            if on_cell is not None:
+                on_cell(cell)
+
+        with IsolatedRunner("ktriage.bench.worker:measure_input", timeout_s=timeout_s, on_cell=deliver) as runner:
+            for input_id in plan.input_ids:
+                keys = plan.variant_keys(input_id, op.x_val_text(cases[input_id]))
+                runner.run_job(Job(keys, {"plan": plan.to_json(), "input_id": input_id}))
+                save_results()
+                if on_input_done is not None:
+                    on_input_done(input_id)
+        run.gpu["after"] = recorder.finish().get("after", {})
+        rec.gpu_after = run.gpu["after"]
+    run.status = "finished"
+    save_results()
+    return run, cells
+
+
+def environment_summary(run: RunInfo) -> str:
+    gpu = run.gpu
+    before = gpu.get("before", {}) if isinstance(gpu.get("before"), dict) else {}
+    return json.dumps({"gpu": gpu.get("name"), "driver": gpu.get("driver_version"),
+                       "sm_clock_mhz": before.get("sm_clock_mhz"), "pid": os.getpid()})

@@ -1,0 +1,246 @@
+"""`ktriage bench`: TritonBench-compatible operator benchmarks, every toolchain side by side.
+
+Same op names, input sweeps, backend names and flags as TritonBench (`--op`, `--only`, `--baseline`,
+`--metrics`, `--bwd`, `--input-id`, `--num-inputs`, `--precision`, `--csv`, `--output`,
+`--output-json`), plus `--toolchain` (repeatable): the Triton kernels of a backend are compiled by
+each toolchain on this machine (no GPU needed) into a bundle, and timed from that bundle in ONE GPU
+process next to the native backends. `--compile-only` stops after the bundle (a CPU machine);
+`--bundle DIR` measures a bundle made elsewhere (the GPU machine).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ktriage.bench.plan import BenchPlan, variant_name
+from ktriage.cli.console import make_console
+from ktriage.errors import KtriageError
+from ktriage.measure.model import Cell, RunInfo
+
+METRICS = ("latency", "speedup", "gbps", "tflops", "accuracy")
+
+
+def bench(
+    op: Annotated[str | None, typer.Option("--op", help="TritonBench operator: layer_norm, embedding, rope.")] = None,
+    only: Annotated[str | None, typer.Option("--only", help="Comma-separated backends (TritonBench names), e.g. liger_layer_norm,torch_layer_norm.")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline backend for speedups (default: the op's, e.g. torch_layer_norm).")] = None,
+    metrics: Annotated[str, typer.Option("--metrics", help="Comma-separated: latency, speedup, gbps, tflops, accuracy.")] = "latency,speedup,accuracy",
+    bwd: Annotated[bool, typer.Option("--bwd", help="Time the backward pass.")] = False,
+    fwd: Annotated[bool, typer.Option("--fwd", help="Time the forward pass (default).")] = False,
+    fwd_bwd: Annotated[bool, typer.Option("--fwd-bwd", help="Time forward + backward.")] = False,
+    input_id: Annotated[int | None, typer.Option("--input-id", help="First TritonBench input id.")] = None,
+    num_inputs: Annotated[int | None, typer.Option("--num-inputs", help="Number of inputs from --input-id.")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", help="fp32 (TritonBench's default via torch's default dtype), bf16, fp16.")] = None,
+    toolchain: Annotated[list[str] | None, typer.Option("--toolchain", "-t", help="Toolchain for the Triton backends, repeatable; the first is the reference.")] = None,
+    compile_only: Annotated[bool, typer.Option("--compile-only", help="Only compile the bundle (no GPU needed); measure it later with --bundle.")] = False,
+    bundle: Annotated[Path | None, typer.Option("--bundle", help="Bundle directory: written by --compile-only, read on the GPU machine.")] = None,
+    arch: Annotated[str, typer.Option("--arch", help="Target of the compiled kernels (the GPU machine's).")] = "sm_90",
+    sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count the library would see (default: the arch's usual GPU).")] = None,
+    csv_out: Annotated[bool, typer.Option("--csv", help="Print the results as CSV.")] = False,
+    output: Annotated[Path | None, typer.Option("--output", help="Write the results table as CSV here.")] = None,
+    output_json: Annotated[Path | None, typer.Option("--output-json", help="Write every cell with raw samples (ktriage results JSON; `ktriage compare` reads it).")] = None,
+    db: Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", help="Results store (SQLAlchemy URL; default: SQLite under the ktriage home).")] = None,
+    timing: Annotated[str, typer.Option("--timing", help="events (CUDA events, per call) or graph (CUDA graph replays: for kernels under ~10 us).")] = "events",
+    no_l2_flush: Annotated[bool, typer.Option("--no-l2-flush", help="Do not flush the L2 cache between calls (TritonBench flushes).")] = False,
+    max_time: Annotated[float, typer.Option("--max-time", help="Seconds of sampling per input at most (all variants together).")] = 10.0,
+    min_samples: Annotated[int, typer.Option("--min-samples", help="Samples per variant before the adaptive stop may end sampling.")] = 20,
+    artifact_timing: Annotated[str, typer.Option("--artifact-timing", help="What an artifact backend times: tritonbench (as TritonBench times the library), library, or kernel (launches only).")] = "tritonbench",
+    compile_mode: Annotated[str, typer.Option("--compile-mode", help="torch.compile mode of the torch_compile backends.")] = "max-autotune-no-cudagraphs",
+    artifacts_only: Annotated[bool, typer.Option("--artifacts-only", help="With --toolchain: skip the host's own copy of the artifact backends.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles.")] = None,
+) -> None:
+    """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
+    from ktriage.workload.ops import check_mode, get_op, resolve_precision, select_op_inputs
+
+    console = make_console(stderr=csv_out)
+    wanted_metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    unknown = [m for m in wanted_metrics if m not in METRICS]
+    if unknown:
+        raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
+    if sum((bwd, fwd, fwd_bwd)) > 1:
+        raise KtriageError("more than one of --fwd, --bwd, --fwd-bwd", "choose one pass to time")
+    loaded = None
+    if bundle is not None and not toolchain:
+        from ktriage.workload.bundle import load_bundle
+
+        loaded = load_bundle(bundle)
+        op = op or loaded.op
+    if op is None:
+        raise KtriageError("no --op given", "e.g. --op layer_norm (ops: layer_norm, embedding, rope)")
+    opdef = get_op(op)
+    mode = check_mode(opdef, "bwd" if bwd else "fwd_bwd" if fwd_bwd else ("fwd" if fwd or loaded is None else loaded.mode))
+    prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))
+    cases = select_op_inputs(opdef, input_id=input_id, num_inputs=num_inputs)
+    chosen = [b.strip() for b in only.split(",")] if only else list(opdef.backends)
+    base = baseline or opdef.baseline
+    known = set(opdef.backends) | set(opdef.artifact_backends)
+    bad = [b for b in chosen + [base] if b not in known]
+    if bad:
+        raise KtriageError(f"{op} has no backend(s) {bad}", f"TritonBench's backends of {op}: {', '.join(sorted(known))}")
+    if base not in chosen:
+        chosen.insert(0, base)
+    artifact = [b for b in chosen if b in opdef.artifact_backends] if (toolchain or loaded) else []
+    native = [b for b in chosen if b in opdef.backends and not (artifacts_only and b in artifact)]
+
+    toolchain_records: list[dict] = []
+    if toolchain:
+        loaded, toolchain_records = _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count, prec,
+                                                    jobs, console)
+    elif loaded is not None:
+        toolchain_records = list(loaded.toolchains.values())
+        if loaded.mode != mode or loaded.op != op:
+            raise KtriageError(f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode}",
+                               "pass the op and pass of the bundle, or build a new one with --toolchain")
+        bundle_ids = {c.id for c in loaded.input_cases()}
+        cases = [c for c in cases if c.id in bundle_ids]
+        if not cases:
+            raise KtriageError(f"no selected input is in bundle {bundle}", f"inputs in the bundle: {sorted(bundle_ids)}")
+    if compile_only:
+        return
+    _require_gpu()
+    plan = BenchPlan(
+        op=op, mode=mode, input_ids=[c.id for c in cases], native_backends=native, artifact_backends=artifact,
+        baseline=base, precision=prec, bundle=str(loaded.path) if loaded else None,
+        toolchains=[t["id"] for t in toolchain_records] if artifact else [],
+        timing={"mode": timing, "l2_flush": not no_l2_flush}, min_samples=min_samples, max_time_s=max_time,
+        artifact_timing=artifact_timing, compile_mode=compile_mode,
+    )  # fmt: skip
+    run, cells = _measure(plan, db, output_json, toolchain_records, console)
+    labels = {t["id"]: str(t.get("spec") or t["id"]) for t in toolchain_records}
+    rows = results_table(cells, opdef, base, wanted_metrics, labels)
+    if csv_out:
+        typer.echo(_csv(rows), nl=False)
+    else:
+        _print_table(rows, console, title=f"{op} {mode} ({prec})")
+    if output is not None:
+        output.write_text(_csv(rows))
+    if len(plan.toolchains) > 1:
+        _print_toolchain_verdicts(run, cells, base, console)
+    console.print(f"run {escape(run.run_id)} stored; `ktriage runs show {run.run_id}`")
+
+
+def _require_gpu() -> None:
+    try:
+        import torch
+    except ImportError as exc:
+        raise KtriageError("measuring needs torch and an NVIDIA GPU on this machine",
+                           "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine") from exc
+    if not torch.cuda.is_available():
+        raise KtriageError("no CUDA GPU is visible on this machine",
+                           "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine")
+
+
+def _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count, prec, jobs, console):  # type: ignore[no-untyped-def]
+    from ktriage.cli.resolve import resolve_toolchains
+    from ktriage.compile.compiler import Compiler
+    from ktriage.home import home_subdir
+    from ktriage.workload.bundle import build_bundle, load_bundle
+
+    if not artifact:
+        raise KtriageError("--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain",
+                           "add an artifact backend to --only, e.g. liger_layer_norm")
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        tcs = resolve_toolchains(toolchain, progress)
+        out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
+        progress.add_task(f"compiling {len(cases)} input(s) x {len(tcs)} toolchain(s)", total=None)
+        with Compiler(jobs=jobs) as compiler:
+            path = build_bundle(op, mode, [c.id for c in cases], tcs, Path(out), target=arch, sm_count=sm_count,
+                                compiler=compiler, precision=prec, backends=artifact)
+    loaded = load_bundle(path)
+    failures = [a for a in loaded.artifacts.values() if not hasattr(a, "cubin_path")]
+    console.print(f"bundle: {escape(str(path))} ({len(loaded.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)")
+    console.print(f"measure it on the GPU machine: ktriage bench --bundle {escape(str(path))} --op {op} --{mode.replace('_', '-')}")
+    return loaded, [t.to_json() for t in tcs]
+
+
+def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchains: list[dict], console) -> tuple[RunInfo, list[Cell]]:  # type: ignore[no-untyped-def]
+    from ktriage.bench.session import run_bench
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        task = progress.add_task(f"{plan.op} {plan.mode}: inputs", total=len(plan.input_ids))
+
+        def on_cell(cell: Cell) -> None:
+            if cell.status != "ok":
+                console.print(f"[red]{cell.status}[/] {escape(cell.key.label())}: {escape(str(cell.error or '')[:200])}")
+
+        return run_bench(plan, store_url=db, results_path=output_json, toolchains=toolchains, on_cell=on_cell,
+                         on_input_done=lambda _i: progress.advance(task))
+
+
+def _median(cell: Cell) -> float | None:
+    return statistics.median(cell.samples_ms) if cell.status == "ok" and cell.samples_ms else None
+
+
+def results_table(cells: list[Cell], opdef, baseline: str, metrics: list[str],  # type: ignore[no-untyped-def]
+                  labels: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """TritonBench's layout: one row per input (x_val), ``<backend>-<metric>`` columns; an artifact
+    backend is named ``<backend>@<toolchain spec>`` (``labels`` maps toolchain ids to specs)."""
+    from ktriage.workload.ops import gbps, tflops
+
+    rows: dict[int, dict[str, str]] = {}
+    for cell in cells:
+        row = rows.setdefault(cell.key.input_id, {"x_val": cell.key.input_label})
+        name = variant_name(cell.key)
+        if cell.key.toolchain and labels and cell.key.toolchain in labels:
+            name = f"{cell.key.backend}@{labels[cell.key.toolchain]}"
+        med = _median(cell)
+        base_cell = next((c for c in cells if c.key.input_id == cell.key.input_id and c.key.backend == baseline
+                          and c.key.toolchain is None), None)
+        base_med = _median(base_cell) if base_cell else None
+        for metric in metrics:
+            col = f"{name}-{metric}"
+            if metric == "latency":
+                row[col] = f"{med:.4f}" if med is not None else cell.status
+            elif metric == "speedup" and name != baseline:
+                row[col] = f"{base_med / med:.3f}" if med and base_med else "-"
+            elif metric == "gbps":
+                row[col] = f"{gbps(cell.bytes_moved, med):.1f}" if med and cell.bytes_moved else "-"
+            elif metric == "tflops":
+                row[col] = f"{tflops(cell.flops, med):.3f}" if med and cell.flops else "-"
+            elif metric == "accuracy" and name != baseline:
+                row[col] = "1" if cell.status == "ok" else "0"
+    return [rows[k] for k in sorted(rows)]
+
+
+def _csv(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, restval="-")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _print_table(rows: list[dict[str, str]], console, title: str) -> None:  # type: ignore[no-untyped-def]
+    if not rows:
+        console.print("no results")
+        return
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    table = Table(title=escape(title))
+    for c in columns:
+        table.add_column(escape(c), justify="right" if c != "x_val" else "left")
+    for r in rows:
+        table.add_row(*(escape(r.get(c, "-")) for c in columns))
+    console.print(table)
+
+
+def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console) -> None:  # type: ignore[no-untyped-def]
+    from ktriage.report.markdown import to_markdown
+    from ktriage.stats.compare import compare_toolchains
+
+    comparisons = compare_toolchains(cells, run=run, baseline=baseline)
+    console.print(to_markdown(comparisons), markup=False, highlight=False)
+
