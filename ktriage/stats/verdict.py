@@ -178,7 +178,7 @@ def _thin(sorted_x: np.ndarray, limit: int) -> np.ndarray:
     return sorted_x[idx]
 
 
-def hodges_lehmann_ratio(ref: Sequence[float], new: Sequence[float], confidence: float = 0.99) -> tuple[float, float, float]:
+def hodges_lehmann_ratio(ref: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, confidence: float = 0.99) -> tuple[float, float, float]:
     """(ratio, ci_low, ci_high): HL estimate of new/ref with its Moses distribution-free interval.
 
     The interval's ends are order statistics of the pairwise log differences at the ranks where the
@@ -203,7 +203,7 @@ def hodges_lehmann_ratio(ref: Sequence[float], new: Sequence[float], confidence:
     return math.exp(shift), math.exp(float(diffs[k - 1])), math.exp(float(diffs[total - k]))
 
 
-def mann_whitney_p(ref: Sequence[float], new: Sequence[float]) -> float:
+def mann_whitney_p(ref: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray) -> float:
     """Two-sided Mann-Whitney U p-value (scipy: exact for small untied samples, else asymptotic)."""
     a, b = _clean(ref), _clean(new)
     if a.size == 0 or b.size == 0:
@@ -293,7 +293,7 @@ def _ci_text(lo: float, hi: float, confidence: float) -> str:
 def compare_samples(ref: Sequence[float], new: Sequence[float], config: VerdictConfig = DEFAULT_CONFIG) -> Verdict:
     """The verdict on ``new`` against ``ref`` (raw samples in ms, any order)."""
     a, b = _clean(ref), _clean(new)
-    base = dict(n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence)
+    base: dict[str, Any] = dict(n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence)
     if a.size == 0 or b.size == 0:
         side = "ref" if a.size == 0 else "new"
         return Verdict("unsure", math.nan, 0.0, math.inf, math.nan, f"no valid samples on the {side} side", unsure_cause="few_samples", **base)
