@@ -1,0 +1,386 @@
+"""Compile-only and command predicates: good/bad by comparison with the measured endpoints.
+
+Compile-only: a resource metric of one or more kernels, compiled per candidate with no GPU. The rule
+(see docs/bisect.md): for every kernel whose value differs between the good and the bad endpoint,
+a candidate value equal to the good one is good; otherwise it is bad when it is strictly closer to
+the bad endpoint's value than to the good one's, good when strictly closer to the good one's, and
+``unsure`` when exactly half-way. Kernels that disagree make the candidate ``unsure`` (two changes
+in the range pull different ways; naming a culprit would be a guess). Kernels equal at both
+endpoints carry no signal and are ignored.
+
+Command: a user script with ``git bisect run`` exit codes (0 good, 125 skip, 1-127 bad, >= 128 abort);
+a timeout makes that candidate ``skip``, not the bisect fail.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ktriage.bisect.model import Candidate, Observation, Outcome, empty_cost
+from ktriage.bisect.workspace import CandidateFailed, Prepared, Workspace, run_shell, tail
+from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.errors import KtriageError
+from ktriage.spec.model import KernelSpec
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+RESOURCE_METRICS = (
+    "spill_store_bytes", "spill_load_bytes", "stack_bytes", "registers", "shared_bytes",
+    "ctas_per_sm", "warps_per_sm", "local_loads", "local_stores", "sass_instructions",
+)  # fmt: skip
+"""Metrics a compile-only predicate can read (plus ``sass:OPCODE``, e.g. ``sass:ATOMG``)."""
+
+SUMMARY_FIELDS = ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")
+
+
+def check_metric(metric: str) -> str:
+    """Validate a compile metric name; a typo is a KtriageError listing the known ones."""
+    if metric.startswith("sass:") and len(metric) > 5 and metric[5:].replace(".", "").replace("_", "").isalnum():
+        return metric
+    if metric in RESOURCE_METRICS:
+        return metric
+    raise KtriageError(
+        f"unknown metric {metric!r}",
+        f"use one of {', '.join(RESOURCE_METRICS)}, sass:OPCODE (e.g. sass:ATOMG, sass:STL), or latency (GPU time)",
+    )
+
+
+def metric_value(result: Any, metric: str) -> float | None:
+    """Read a metric from an explain ``KernelResult`` (resources + occupancy)."""
+    if metric.startswith("sass:"):
+        op = metric[5:]
+        table = result.resources.sass_opcodes_detailed if "." in op else result.resources.sass_opcodes
+        return float(table.get(op, 0))
+    if metric in ("local_loads", "local_stores", "sass_instructions"):
+        return float(getattr(result.resources, metric))
+    return result.metric(metric)
+
+
+def decide_values(values: dict[str, float], good: dict[str, float], bad: dict[str, float]) -> tuple[Outcome, str, float]:
+    """The compile-only rule (module docstring) for several kernels: (outcome, reason, confidence).
+
+    Confidence for one kernel is ``max(dg, db) / (dg + db)``: 1.0 at an endpoint, 0.5 half-way.
+    """
+    votes: list[tuple[str, Outcome, float]] = []
+    for kernel, g in good.items():
+        b = bad.get(kernel)
+        if b is None or b == g:
+            continue
+        v = values.get(kernel)
+        if v is None:
+            return "skip", f"kernel {kernel} has no value", 0.0
+        dg, db = abs(v - g), abs(v - b)
+        if v == g:
+            votes.append((kernel, "good", 1.0))
+        elif db < dg:
+            votes.append((kernel, "bad", max(dg, db) / (dg + db)))
+        elif dg < db:
+            votes.append((kernel, "good", max(dg, db) / (dg + db)))
+        else:
+            votes.append((kernel, "unsure", 0.5))
+    if not votes:
+        return "unsure", "no kernel differs between the endpoints", 0.0
+    outcomes = {o for _, o, _ in votes}
+    if len(outcomes) == 1:
+        outcome = next(iter(outcomes))
+        conf = min(c for _, _, c in votes)
+        if outcome == "unsure":
+            return "unsure", "half-way between the endpoints", conf
+        where = "the bad" if outcome == "bad" else "the good"
+        return outcome, f"closer to {where} endpoint ({len(votes)} kernel{'s' if len(votes) > 1 else ''})", conf
+    detail = ", ".join(f"{k}: {o}" for k, o, _ in votes)
+    return "unsure", f"kernels disagree ({detail})", 0.0
+
+
+def map_parallel(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
+    """``fn`` over items with up to ``workers`` threads, results in order (a k-ary round)."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+# --------------------------------------------------------------------------- compile counting
+
+class _CountingPool:
+    """Wraps the compiler's worker pool: an ``acquire`` happens once per frontend compile that
+    actually runs (cache hits never reach the pool), so counting them counts real compiles."""
+
+    def __init__(self, inner: Any, owner: "CountingCompiler") -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def acquire(self, python: Path, sys_path: tuple[str, ...] = ()) -> Any:
+        self._owner._count()
+        return self._inner.acquire(python, sys_path)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class CountingCompiler(Compiler):
+    """A Compiler that counts frontend compiles actually run (total and per thread).
+
+    The per-thread count lets a k-ary round charge each candidate its own compiles.
+    """
+
+    def __init__(self, jobs: int | None = None, cache_dir: Path | None = None, timeout_s: float = 600.0) -> None:
+        super().__init__(jobs=jobs, cache_dir=cache_dir, timeout_s=timeout_s)
+        self._pool = _CountingPool(self._pool, self)  # type: ignore[assignment]
+        self.frontend_compiles = 0
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _count(self) -> None:
+        with self._lock:
+            self.frontend_compiles += 1
+        self._local.n = getattr(self._local, "n", 0) + 1
+
+    def thread_compiles(self) -> int:
+        """Frontend compiles run so far by the calling thread."""
+        return int(getattr(self._local, "n", 0))
+
+
+# --------------------------------------------------------------------------- kernels per candidate
+
+@dataclass
+class KernelSource:
+    """Where a candidate's kernels come from: fixed specs (catalog op, spec file outside the repo)
+    or a spec file inside the repository, read from each candidate's checkout."""
+
+    specs: list[KernelSpec] | None = None
+    repo_spec: str | None = None  # path relative to the checkout root
+    inputs: tuple[str, ...] = ()
+
+    def specs_for(self, prepared: Prepared) -> list[KernelSpec]:
+        if self.repo_spec is not None:
+            if prepared.checkout is None:
+                raise KtriageError("a spec path inside the repository needs a git source", "use --spec with a file path, or --source git:PATH")
+            path = prepared.checkout / self.repo_spec
+            if not path.exists():
+                raise CandidateFailed(f"{self.repo_spec} does not exist at this commit")
+            from ktriage.spec.toml_file import load_spec_file
+
+            try:
+                specs = load_spec_file(path)
+            except KtriageError as exc:
+                raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
+            if self.inputs:
+                specs = [s for s in specs if any(sel == s.name or sel in s.name or sel == str(s.meta.get("input_id")) for sel in self.inputs)]
+        else:
+            specs = list(self.specs or [])
+        if prepared.package:
+            specs = [s.replace(package=prepared.package) for s in specs]
+        if not specs:
+            raise CandidateFailed("no kernel selected")
+        return specs
+
+
+def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:
+    """Stable names for kernels across candidates (spec names, ``#2`` on duplicates)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for s in specs:
+        seen[s.name] = seen.get(s.name, 0) + 1
+        keys.append(s.name if seen[s.name] == 1 else f"{s.name}#{seen[s.name]}")
+    return keys
+
+
+class KernelMeasurer:
+    """Compiles a candidate's kernels with its toolchain and analyzes them (explain's KernelResult).
+
+    Results are kept in memory per candidate id for the closing ``explain``; the artifact cache makes
+    a second measurement of a candidate (after ``--resume``) cost no compile.
+    """
+
+    def __init__(self, kernels: KernelSource, compiler: CountingCompiler) -> None:
+        self.kernels = kernels
+        self.compiler = compiler
+        self.results: dict[str, dict[str, Any]] = {}
+
+    def measure(self, prepared: Prepared) -> tuple[dict[str, Any], int]:
+        """{kernel: KernelResult} and the frontend compiles it ran; CandidateFailed to skip."""
+        from ktriage.explain.engine import Explainer
+        from ktriage.toolchain.manager import ensure_toolchain
+
+        if not prepared.toolchain:
+            raise KtriageError("compiling a candidate needs a toolchain", "add --toolchain, e.g. --toolchain triton==3.4.0")
+        before = self.compiler.thread_compiles()
+        try:
+            toolchain = ensure_toolchain(prepared.toolchain)
+        except KtriageError as exc:
+            raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
+        specs = self.kernels.specs_for(prepared)
+        explainer = Explainer(self.compiler)
+        results: dict[str, Any] = {}
+        for key, spec in zip(kernel_keys(specs), specs):
+            outcome = self.compiler.compile(spec, toolchain)
+            if not isinstance(outcome, Artifact):
+                first = (outcome.message.strip().splitlines() or [outcome.kind])[-1]
+                raise CandidateFailed(f"{key}: {outcome.stage} failed: {first}")
+            try:
+                results[key] = explainer.result_for(outcome)
+            except KtriageError as exc:
+                raise CandidateFailed(f"{key}: analysis failed: {exc.problem}") from None
+        self.results[prepared.candidate.id] = results
+        return results, self.compiler.thread_compiles() - before
+
+
+# --------------------------------------------------------------------------- compile-only predicate
+
+class MetricPredicate:
+    """Compile-only predicate on one resource metric (see the module docstring for the rule)."""
+
+    def __init__(self, metric: str, measurer: KernelMeasurer, workspace: Workspace, *, workers: int = 1,
+                 on_event: Callable[[str], None] | None = None) -> None:
+        self.metric = check_metric(metric)
+        self.name = f"metric:{self.metric}"
+        self.measurer = measurer
+        self.workspace = workspace
+        self.workers = max(1, workers)
+        self.good_values: dict[str, float] = {}
+        self.bad_values: dict[str, float] = {}
+        self._say = on_event or (lambda _m: None)
+
+    def _measure(self, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
+        cost = empty_cost()
+        before = self.measurer.compiler.thread_compiles()
+        try:
+            prepared = self.workspace.prepare(candidate)
+            results, _ = self.measurer.measure(prepared)
+        except CandidateFailed as exc:
+            cost["compiles"] = self.measurer.compiler.thread_compiles() - before
+            return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, cost, None), None
+        cost["compiles"] = self.measurer.compiler.thread_compiles() - before
+        values: dict[str, float] = {}
+        kernels: dict[str, dict[str, Any]] = {}
+        for key, result in results.items():
+            v = metric_value(result, self.metric)
+            if v is not None:
+                values[key] = v
+            kernels[key] = {f: result.metric(f) for f in SUMMARY_FIELDS}
+            kernels[key][self.metric] = v
+        meas = {"metric": self.metric, "values": values, "kernels": kernels, "toolchain": prepared.toolchain}
+        return Observation(candidate, "unsure", "measured", meas, cost, None), values
+
+    def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
+        (g_obs, g_vals), (b_obs, b_vals) = map_parallel(self._measure, [good, bad], self.workers)
+        for obs, vals, which in ((g_obs, g_vals, "good"), (b_obs, b_vals, "bad")):
+            if vals is None:
+                raise KtriageError(f"the {which} endpoint {obs.candidate.label} could not be tested: {obs.reason}",
+                                   "fix the endpoint (toolchain, build, spec) or pick another one")
+        assert g_vals is not None and b_vals is not None
+        self.good_values, self.bad_values = g_vals, b_vals
+        differing = [k for k in g_vals if k in b_vals and g_vals[k] != b_vals[k]]
+        if not differing:
+            shown = ", ".join(f"{k}={g_vals[k]:g}" for k in list(g_vals)[:4])
+            raise KtriageError(
+                f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown})",
+                "check --good/--bad, pick another --metric (e.g. registers, stack_bytes, sass:STL) or other kernels",
+            )
+        g_obs.outcome, g_obs.reason, g_obs.confidence = "good", "good endpoint (measured)", 1.0
+        b_obs.outcome, b_obs.reason, b_obs.confidence = "bad", "bad endpoint (measured)", 1.0
+        return [g_obs, b_obs]
+
+    def restore(self, good: Observation, bad: Observation) -> None:
+        """Restore the endpoint values from a saved state (``--resume``) without re-measuring."""
+        self.good_values = {k: float(v) for k, v in good.measurements.get("values", {}).items()}
+        self.bad_values = {k: float(v) for k, v in bad.measurements.get("values", {}).items()}
+
+    def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
+        if not self.good_values:
+            raise RuntimeError("MetricPredicate.test before preflight")
+        out = []
+        for obs, values in map_parallel(self._measure, list(candidates), self.workers):
+            if values is not None:
+                obs.outcome, obs.reason, obs.confidence = decide_values(values, self.good_values, self.bad_values)
+            out.append(obs)
+        return out
+
+
+# --------------------------------------------------------------------------- command predicate
+
+class BisectAbort(KtriageError):
+    """The user command exited >= 128: stop the whole bisect (git bisect run does the same)."""
+
+
+def classify_exit(code: int) -> Outcome | None:
+    """``git bisect run`` semantics: 0 good, 125 skip, 1-127 bad, anything else None (= abort)."""
+    if code == 0:
+        return "good"
+    if code == 125:
+        return "skip"
+    if 1 <= code <= 127:
+        return "bad"
+    return None
+
+
+class CommandPredicate:
+    """A user command per candidate, run in its checkout (git) or the current directory.
+
+    The command sees ``KTRIAGE_CANDIDATE``, ``KTRIAGE_TOOLCHAIN`` and ``KTRIAGE_PYTHON`` (the
+    candidate toolchain's interpreter, when the candidate is a toolchain), ``KTRIAGE_COMMIT`` and
+    ``KTRIAGE_CHECKOUT`` for commits.
+    """
+
+    def __init__(self, command: str, workspace: Workspace, *, timeout_s: float | None = None, workers: int = 1,
+                 cwd: Path | None = None) -> None:
+        self.command = command
+        self.name = "command"
+        self.workspace = workspace
+        self.timeout_s = timeout_s
+        self.workers = max(1, workers)
+        self.cwd = cwd or Path(os.getcwd())
+
+    def _run(self, candidate: Candidate) -> Observation:
+        try:
+            prepared = self.workspace.prepare(candidate)
+            env = dict(prepared.env)
+            if prepared.toolchain and prepared.candidate.meta.get("kind") in ("pypi", "ptxas"):
+                from ktriage.toolchain.manager import ensure_toolchain
+
+                try:
+                    env["KTRIAGE_PYTHON"] = str(ensure_toolchain(prepared.toolchain).python)
+                except KtriageError as exc:
+                    raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
+        except CandidateFailed as exc:
+            return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, empty_cost(), None)
+        result = run_shell(self.command, cwd=prepared.checkout or self.cwd, env=env, timeout_s=self.timeout_s)
+        meas: dict[str, Any] = {"exit": result.returncode, "seconds": round(result.seconds, 3), "output": tail(result.output, 8)}
+        if result.timed_out:
+            return Observation(candidate, "skip", f"command timed out after {self.timeout_s:g} s", meas, empty_cost(), None)
+        outcome = classify_exit(result.returncode or 0)
+        if outcome is None:
+            raise BisectAbort(
+                f"the command exited {result.returncode} at {candidate.label} (>= 128 aborts the bisect, as in git bisect run)",
+                "fix the command (exit 125 to skip a candidate it cannot test); --resume continues where it stopped",
+            )
+        reason = {"good": "exit 0", "skip": "exit 125 (skip)", "bad": f"exit {result.returncode}"}[outcome]
+        return Observation(candidate, outcome, reason, meas, empty_cost(), 1.0 if outcome != "skip" else None)
+
+    def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
+        g, b = map_parallel(self._run, [good, bad], self.workers)
+        if g.outcome != "good" or b.outcome != "bad":
+            if g.outcome == b.outcome:
+                raise KtriageError(
+                    f"endpoints do not differ: the command says {g.outcome} ({g.reason}) at both {good.label} and {bad.label}",
+                    "check --good/--bad and the command (it must exit 0 at the good endpoint and 1-127 at the bad one)",
+                )
+            raise KtriageError(
+                f"the endpoints are not good/bad for the command: {good.label}: {g.outcome} ({g.reason}); {bad.label}: {b.outcome} ({b.reason})",
+                "the command must exit 0 at --good and 1-127 (not 125) at --bad; swap them if they are reversed",
+            )
+        return [g, b]
+
+    def restore(self, good: Observation, bad: Observation) -> None:
+        """Nothing to restore: a command decides on its own."""
+
+    def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
+        return map_parallel(self._run, list(candidates), self.workers)

@@ -1,0 +1,155 @@
+"""Render a ``BisectReport``: JSON (for CI and tools), markdown (CI summaries, issues), terminal.
+
+Every tested candidate is listed with its measurements, decision and confidence, then the culprit
+and its predecessor (or the exact range that skipped/unsure candidates leave open), then the
+explain between them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+import ktriage
+from ktriage.bisect.model import Observation
+from ktriage.bisect.run import BisectReport
+from ktriage.bisect.search import StageResult
+
+
+def measurement_text(obs: Observation) -> str:
+    """One short line of the evidence behind a decision."""
+    m = obs.measurements
+    if "values" in m:
+        vals = m["values"]
+        shown = ", ".join(f"{k}={_num(v)}" for k, v in list(vals.items())[:4])
+        more = f" (+{len(vals) - 4} kernels)" if len(vals) > 4 else ""
+        return f"{m.get('metric', '')}: {shown}{more}"
+    if "exit" in m:
+        return f"exit {m['exit']}" if m["exit"] is not None else "timed out"
+    if "median_ms" in m:
+        vg = m.get("vs_good") or {}
+        ratio = vg.get("ratio")
+        rtxt = f", x{ratio:.3f} vs good" if isinstance(ratio, (int, float)) and math.isfinite(ratio) else ""
+        return f"median {m['median_ms']:.4g} ms (n={m.get('n')}){rtxt}"
+    return ""
+
+
+def _num(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _conf(c: float | None) -> str:
+    return "" if c is None else f"{c:.2f}"
+
+
+def stage_summary(stage: StageResult) -> str:
+    """The one-line answer of a stage."""
+    if stage.status == "culprit":
+        assert stage.culprit is not None and stage.predecessor is not None
+        return f"first bad: {stage.culprit.label} (after {stage.predecessor.label})"
+    ids = ", ".join(c.label for c in stage.range)
+    return (f"ambiguous: the first bad candidate is one of {len(stage.range)} ({ids}); "
+            f"{stage.candidates[stage.lo].label} is the last good, the others could not be decided")
+
+
+def to_json(report: BisectReport) -> dict[str, Any]:
+    final = report.final
+    return {
+        "tool": "ktriage bisect",
+        "ktriage_version": ktriage.__version__,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "options": {k: (str(v) if v is not None and not isinstance(v, (int, float, bool, str, list, tuple)) else v)
+                    for k, v in vars(report.options).items()},
+        "found": report.found,
+        "culprit": final.culprit.to_json() if final.culprit else None,
+        "predecessor": final.predecessor.to_json() if final.predecessor else None,
+        "range": [c.to_json() for c in final.range],
+        "summary": stage_summary(final),
+        "stages": [{"name": n, **s.to_json()} for n, s in zip(report.stage_names, report.stages)],
+        "frontend_compiles": report.frontend_compiles,
+        "explain": report.explain,
+        "explain_note": report.explain_note,
+        "notes": report.notes,
+        "state": str(report.state_path) if report.state_path else None,
+    }
+
+
+def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
+    lines = [f"# {title}", ""]
+    final = report.final
+    verdict = "culprit found" if report.found else "no single culprit"
+    lines += [f"**{verdict}** — {stage_summary(final)}", ""]
+    for name, stage in zip(report.stage_names, report.stages):
+        cost = stage.cost()
+        lines += [f"## {name}", "",
+                  f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
+                  f"{int(cost.get('compiles', 0))} compiles, {int(cost.get('samples', 0))} samples", "",
+                  "| # | candidate | decision | confidence | measurements | reason |", "|---|---|---|---|---|---|"]
+        for o in sorted(stage.observations, key=lambda o: o.candidate.index):
+            lines.append(f"| {o.candidate.index} | {_md(o.candidate.label)} | {o.outcome} | {_conf(o.confidence)} | "
+                         f"{_md(measurement_text(o))} | {_md(o.reason)} |")
+        lines += ["", stage_summary(stage), ""]
+        if stage.non_monotonic:
+            lines += ["Note: good results after the first bad one (not monotonic): "
+                      + ", ".join(stage.candidates[i].label for i in stage.non_monotonic), ""]
+    for note in report.notes:
+        lines += [f"Note: {note}", ""]
+    if report.explain:
+        assert final.culprit and final.predecessor
+        lines += [f"## explain: {_md(final.predecessor.label)} -> {_md(final.culprit.label)}", "",
+                  "| kernel | registers | spill store B | stack B | CTAs/SM | SASS delta | attribution |", "|---|---|---|---|---|---|---|"]
+        for e in report.explain:
+            p, c = e["predecessor"], e["culprit"]
+            cells = [f"{_num(p[m])} -> {_num(c[m])}" if p[m] != c[m] else _num(p[m])
+                     for m in ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")]
+            lines.append(f"| {_md(e['kernel'])} | " + " | ".join(cells) + f" | {_md(e['opcode_delta'])} | {e['attribution']} |")
+        lines.append("")
+        for e in report.explain:
+            for ch in e["changes"]:
+                lines.append(f"- {_md(e['kernel'])}: {_md(ch['sentence'])}")
+        lines.append("")
+    elif report.explain_note:
+        lines += [report.explain_note, ""]
+    return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def print_report(report: BisectReport, console: Console) -> None:
+    for name, stage in zip(report.stage_names, report.stages):
+        table = Table(title=escape(name), title_justify="left")
+        for col in ("#", "candidate", "decision", "conf.", "measurements", "reason"):
+            table.add_column(col)
+        for o in sorted(stage.observations, key=lambda o: o.candidate.index):
+            color = {"good": "green", "bad": "red", "skip": "yellow", "unsure": "magenta"}[o.outcome]
+            table.add_row(str(o.candidate.index), escape(o.candidate.label), f"[{color}]{o.outcome}[/]", _conf(o.confidence),
+                          escape(measurement_text(o)), escape(o.reason))
+        console.print(table)
+        cost = stage.cost()
+        console.print(f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
+                      f"{int(cost.get('compiles', 0))} compiles")
+        if stage.non_monotonic:
+            console.print("[yellow]note:[/] good results after the first bad one: "
+                          + escape(", ".join(stage.candidates[i].label for i in stage.non_monotonic)))
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
+    final = report.final
+    style = "bold green" if report.found else "bold yellow"
+    console.print(f"[{style}]{escape(stage_summary(final))}[/]")
+    if report.explain:
+        for e in report.explain:
+            p, c = e["predecessor"], e["culprit"]
+            moved = [f"{m} {_num(p[m])} -> {_num(c[m])}" for m in p if p[m] != c[m]]
+            console.print(f"  {escape(e['kernel'])}: {escape(', '.join(moved) or 'no resource change')}; "
+                          f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}")
+    elif report.explain_note:
+        console.print(escape(report.explain_note))

@@ -1,0 +1,357 @@
+"""``ktriage bisect`` as a library call: options in, a ``BisectReport`` out.
+
+Glues the parts: list the candidates (sources), make the predicate (compile metric, user command,
+or GPU time), run the search stage by stage with the state file, expand a dependency pin bump into
+the pinned repository (nested stage, as Pinpoint does with DEPS rolls), and explain the culprit
+against its predecessor (registers, spills, SASS, frontend/ptxas attribution).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktriage.bisect import gitrepo
+from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.predicates import (
+    CommandPredicate,
+    CountingCompiler,
+    KernelMeasurer,
+    KernelSource,
+    MetricPredicate,
+    check_metric,
+)
+from ktriage.bisect.search import StageResult, StateFile, run_search
+from ktriage.bisect.sources import Source, git_candidates, parse_source, pin_change, ptxas_candidates, pypi_candidates
+from ktriage.bisect.workspace import Workspace
+from ktriage.errors import KtriageError
+from ktriage.home import home_subdir
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class BisectOptions:
+    """Everything ``ktriage bisect`` takes (see docs/bisect.md for each)."""
+
+    source: str
+    good: str
+    bad: str
+    metric: str | None = None  # a compile metric, or "latency"
+    command: str | None = None
+    op: str | None = None
+    mode: str = "bwd"
+    inputs: tuple[str, ...] = ()
+    spec: str | None = None  # a spec TOML; for git sources a path inside the repository is read per commit
+    toolchain: str | None = None
+    build: str | None = None
+    first_parent: bool = False
+    pin_file: str | None = None
+    pin_repo: Path | None = None
+    workers: int = 1
+    timeout_s: float | None = None  # per command run
+    build_timeout_s: float | None = 3600.0
+    state: Path | None = None
+    resume: bool = False
+    pre: bool = False
+    arch: str = "sm_90"
+    dtype: str | None = None
+    sm_count: int | None = None
+    jobs: int | None = None
+    cache_dir: Path | None = None  # artifact cache (default: the ktriage home's)
+    explain: bool = True
+    keep_checkouts: bool = False
+    # GPU time (--metric latency): a compile-here bundle, run on the GPU host
+    bundle: Path | None = None
+    backend: str | None = None
+
+
+@dataclass
+class BisectReport:
+    """What a bisect found, stage by stage (stage 2+ are nested pin expansions)."""
+
+    options: BisectOptions
+    stages: list[StageResult]
+    stage_names: list[str]
+    explain: list[dict[str, Any]] | None = None
+    explain_note: str | None = None
+    notes: list[str] = field(default_factory=list)
+    frontend_compiles: int = 0
+    state_path: Path | None = None
+
+    @property
+    def final(self) -> StageResult:
+        return self.stages[-1]
+
+    @property
+    def found(self) -> bool:
+        return self.final.status == "culprit"
+
+
+# --------------------------------------------------------------------------- setup
+
+def _fingerprint(opts: BisectOptions) -> dict[str, Any]:
+    return {
+        "source": opts.source, "good": opts.good, "bad": opts.bad, "metric": opts.metric, "command": opts.command,
+        "op": opts.op, "mode": opts.mode, "inputs": list(opts.inputs), "spec": opts.spec, "toolchain": opts.toolchain,
+        "build": opts.build, "first_parent": opts.first_parent, "pin_file": opts.pin_file,
+        "pin_repo": str(opts.pin_repo) if opts.pin_repo else None, "arch": opts.arch, "dtype": opts.dtype,
+        "bundle": str(opts.bundle) if opts.bundle else None, "backend": opts.backend,
+    }  # fmt: skip
+
+
+def default_state_path(opts: BisectOptions) -> Path:
+    """``<home>/bisect/<hash of the question>.json``: the same command resumes the same state."""
+    digest = hashlib.sha256(json.dumps(_fingerprint(opts), sort_keys=True).encode()).hexdigest()[:16]
+    return home_subdir("bisect") / f"{digest}.json"
+
+
+def check_options(opts: BisectOptions) -> Source:
+    """Reject contradictory or incomplete options before anything is built (exit 2)."""
+    if opts.metric is None and opts.command is None:
+        raise KtriageError("no predicate: give --metric or --command", "e.g. --metric spill_store_bytes, --metric latency, or --command './test.sh'")
+    if opts.metric is not None and opts.command is not None:
+        raise KtriageError("--metric and --command were both given", "choose one predicate")
+    if opts.metric is not None and opts.metric != "latency":
+        check_metric(opts.metric)
+    if opts.workers < 1:
+        raise KtriageError(f"--workers {opts.workers} must be >= 1", "e.g. --workers 3 tests 3 candidates per round")
+    source = parse_source(opts.source)
+    needs_kernels = opts.metric is not None
+    if needs_kernels and not (opts.op or opts.spec):
+        raise KtriageError(f"--metric {opts.metric} needs kernels", "add --op NAME (a catalog op) or --spec FILE.toml")
+    if opts.op and opts.spec:
+        raise KtriageError("--op and --spec were both given", "choose one way to name the kernels")
+    if source.kind == "ptxas" and not opts.toolchain:
+        raise KtriageError("--source ptxas needs the fixed frontend", "add --toolchain triton==3.4.0")
+    if source.kind == "git" and needs_kernels and not opts.toolchain and opts.metric != "latency":
+        raise KtriageError("compiling commits needs a toolchain", "add --toolchain triton==3.4.0 (or triton={checkout}/dist/*.whl after a wheel build)")
+    if source.kind != "git" and (opts.build or opts.pin_file or opts.first_parent):
+        raise KtriageError("--build, --pin-file and --first-parent apply to --source git:PATH only", "drop them for pypi/ptxas sources")
+    if bool(opts.pin_file) != bool(opts.pin_repo):
+        raise KtriageError("--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project")
+    if opts.metric == "latency" and not opts.bundle:
+        raise KtriageError("--metric latency measures on the GPU from a compile-here bundle",
+                           "build one with `python -m ktriage.workload.bundle` for the candidate toolchains and pass --bundle DIR --backend NAME")
+    return source
+
+
+def list_candidates(opts: BisectOptions, source: Source) -> list[Candidate]:
+    """Stage 1's candidates for the options' source."""
+    if source.kind == "pypi":
+        assert source.package is not None
+        if opts.bundle is not None:
+            return _bundle_candidates(opts, "triton")
+        return pypi_candidates(source.package, opts.good, opts.bad, toolchain=opts.toolchain, pre=opts.pre)
+    if source.kind == "ptxas":
+        assert opts.toolchain is not None
+        if opts.bundle is not None:
+            return _bundle_candidates(opts, "ptxas")
+        return ptxas_candidates(opts.good, opts.bad, toolchain=opts.toolchain, pre=opts.pre)
+    assert source.repo is not None
+    return git_candidates(source.repo, opts.good, opts.bad, first_parent=opts.first_parent)
+
+
+def _bundle_candidates(opts: BisectOptions, key: str) -> list[Candidate]:
+    """Toolchain candidates from a bundle's toolchains (the GPU host cannot reach the index)."""
+    from packaging.version import Version
+
+    from ktriage.bisect.sources import versions_between
+    from ktriage.workload.bundle import load_bundle
+
+    assert opts.bundle is not None
+    bun = load_bundle(opts.bundle)
+    by_version: dict[str, tuple[str, str]] = {}
+    for tc_id, tc in bun.toolchains.items():
+        version = str(tc["triton_version"] if key == "triton" else tc["ptxas_version"])
+        by_version[version] = (tc_id, str(tc["spec"]))
+    chosen = versions_between(list(by_version), opts.good, opts.bad, pre=True, what=f"{key} in bundle {opts.bundle}")
+    chosen.sort(key=Version)
+    return [Candidate(i, v, by_version[v][1], {"kind": "pypi" if key == "triton" else "ptxas", "version": v,
+                                                "toolchain": by_version[v][1], "toolchain_id": by_version[v][0]})
+            for i, v in enumerate(chosen)]  # fmt: skip
+
+
+def kernel_source(opts: BisectOptions, source: Source) -> KernelSource | None:
+    """The kernels the predicate compiles (None for a command without kernels)."""
+    if opts.op:
+        from ktriage.catalog import expand_op
+
+        specs = expand_op(opts.op, mode=opts.mode, target=opts.arch, dtype=opts.dtype,
+                          inputs=list(opts.inputs) or None, sm_count=opts.sm_count)
+        return KernelSource(specs=specs)
+    if opts.spec:
+        if source.kind == "git":
+            assert source.repo is not None
+            rel = Path(opts.spec)
+            if not rel.is_absolute() and gitrepo.file_at(source.repo, opts.bad, rel.as_posix()) is not None:
+                return KernelSource(repo_spec=rel.as_posix(), inputs=tuple(opts.inputs))
+        from ktriage.cli.resolve import resolve_specs
+
+        return KernelSource(specs=resolve_specs(opts.spec, inputs=list(opts.inputs) or None))
+    return None
+
+
+# --------------------------------------------------------------------------- running
+
+class _Run:
+    def __init__(self, opts: BisectOptions, say: Say) -> None:
+        self.opts = opts
+        self.say = say
+        self.source = check_options(opts)
+        self.kernels = kernel_source(opts, self.source)
+        self.state_path = opts.state or default_state_path(opts)
+        fp = _fingerprint(opts)
+        self.state = StateFile.resume(self.state_path, fp) if opts.resume else StateFile(self.state_path, fp)
+        work = self.state_path.with_suffix("")
+        self.workspace = Workspace(work_dir=Path(str(work) + ".work"), toolchain=opts.toolchain, build=opts.build,
+                                   build_timeout_s=opts.build_timeout_s, pin_repo=opts.pin_repo, keep_checkouts=True)
+        self.compiler = CountingCompiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
+        self.measurer = KernelMeasurer(self.kernels, self.compiler) if self.kernels is not None else None
+
+    def predicate(self) -> Predicate:
+        opts = self.opts
+        if opts.command is not None:
+            return CommandPredicate(opts.command, self.workspace, timeout_s=opts.timeout_s, workers=opts.workers)
+        if opts.metric == "latency":
+            return self._time_predicate()
+        assert self.measurer is not None and opts.metric is not None
+        return MetricPredicate(opts.metric, self.measurer, self.workspace, workers=opts.workers)
+
+    def _time_predicate(self) -> Predicate:
+        """The GPU-time predicate (ktriage.bisect.timing), used only through the Predicate protocol."""
+        from ktriage.bisect.timing import TimePredicate, bench_measure
+
+        opts = self.opts
+        if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
+            raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
+        measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]),
+                                mode=opts.mode)  # fmt: skip
+        return TimePredicate(measure)
+
+    def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
+        record = self.state.stage(number, name, candidates)
+        self.say(f"{name}: {len(candidates)} candidates, {candidates[0].label} .. {candidates[-1].label}")
+
+        def on_round(r: int, batch: list[Observation]) -> None:
+            for o in batch:
+                self.say(f"  {'preflight' if r == 0 else f'round {r}'}: {o.candidate.label}: {o.outcome} ({o.reason})")
+
+        return run_search(candidates, self.predicate(), workers=self.opts.workers, record=record,
+                          save=self.state.save, on_round=on_round)
+
+    def nested(self, result: StageResult) -> tuple[str, list[Candidate]] | None:
+        """Stage 2's candidates when the culprit commit moves the pin file, else None."""
+        opts = self.opts
+        if not (opts.pin_file and opts.pin_repo and result.culprit and result.predecessor):
+            return None
+        repo = Path(str(result.culprit.meta["repo"]))
+        change = pin_change(repo, result.predecessor.id, result.culprit.id, opts.pin_file)
+        if change is None:
+            return None
+        old, new = change
+        child = gitrepo.repo_root(opts.pin_repo)
+        shas = gitrepo.commit_range(child, old, new, first_parent=opts.first_parent)
+        subj = gitrepo.subjects(child, shas)
+        meta_base = {"kind": "git", "repo": str(repo), "commit": result.culprit.id, "pin_file": opts.pin_file,
+                     "pin_old": old, "pin_repo": str(child)}  # fmt: skip
+        cands = [Candidate(i, sha, f"{sha[:12]} {subj.get(sha, '')}".rstrip(), {**meta_base, "pin_value": sha})
+                 for i, sha in enumerate(shas)]  # fmt: skip
+        name = f"{opts.pin_file} {old[:12]}..{new[:12]} in {child.name} (pinned by {result.culprit.id[:12]})"
+        return name, cands
+
+    def close(self, report: BisectReport) -> None:
+        self.compiler.close()
+        if self.opts.keep_checkouts:
+            return
+        keep: set[Path] = set()
+        if report.stages:
+            for c in (report.final.culprit, report.final.predecessor):
+                if c is not None and c.meta.get("kind") == "git":
+                    keep.add(self.workspace.checkout_dir(c))
+        root = self.workspace.work_dir / "checkouts"
+        if root.exists():
+            for stage in report.stages:
+                for c in stage.candidates:
+                    if c.meta.get("kind") != "git":
+                        continue
+                    where = self.workspace.checkout_dir(c)
+                    if where.exists() and where not in keep:
+                        gitrepo.remove_worktree(Path(str(c.meta["repo"])), where)
+
+
+def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
+    """Run a whole bisect (all stages, explain) and return the report; the state file is kept."""
+    speak = say or (lambda _m: None)
+    run = _Run(opts, speak)
+    stages: list[StageResult] = []
+    names: list[str] = []
+    report = BisectReport(opts, stages, names, state_path=run.state_path)
+    try:
+        candidates = list_candidates(opts, run.source)
+        name = f"{run.source} {opts.good}..{opts.bad}"
+        stages.append(run.run_stage(0, name, candidates))
+        names.append(name)
+        nested = run.nested(stages[-1]) if stages[-1].status == "culprit" else None
+        if nested is not None:
+            nested_name, nested_cands = nested
+            try:
+                stages.append(run.run_stage(1, nested_name, nested_cands))
+                names.append(nested_name)
+            except KtriageError as exc:
+                if "endpoints do not differ" not in exc.problem:
+                    raise
+                report.notes.append(f"the pin bump of {stages[0].culprit.label if stages[0].culprit else ''} does not "
+                                    f"change the result on its own ({exc.problem}); the culprit is the commit itself")  # fmt: skip
+        report.frontend_compiles = run.compiler.frontend_compiles
+        if opts.explain and report.found and run.measurer is not None:
+            _explain(run, report)
+        run.state.data["result"] = {"found": report.found, "stage": len(stages) - 1,
+                                    "culprit": report.final.culprit.to_json() if report.final.culprit else None}  # fmt: skip
+        run.state.save()
+    finally:
+        run.close(report)
+    return report
+
+
+def _explain(run: _Run, report: BisectReport) -> None:
+    """Explain culprit vs predecessor per kernel (ktriage.explain's comparison, with attribution)."""
+    from ktriage.explain.engine import Explainer
+    from ktriage.explain.report import opcode_delta_text
+
+    assert run.measurer is not None
+    final = report.final
+    assert final.culprit is not None and final.predecessor is not None
+    try:
+        results = []
+        for cand in (final.predecessor, final.culprit):
+            got = run.measurer.results.get(cand.id)
+            if got is None:
+                got, _ = run.measurer.measure(run.workspace.prepare(cand))
+            results.append(got)
+    except Exception as exc:  # explain is a bonus: a failure here must not hide the culprit
+        report.explain_note = f"explain not available: {getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}"
+        return
+    explainer = Explainer(run.compiler)
+    out = []
+    for kernel, ref in results[0].items():
+        new = results[1].get(kernel)
+        if new is None:
+            continue
+        cmp = explainer.compare(ref, new)
+        out.append({
+            "kernel": kernel,
+            "predecessor": {m: ref.metric(m) for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")},
+            "culprit": {m: new.metric(m) for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")},
+            "attribution": cmp.attribution(),
+            "changes": [c.to_json() for c in cmp.changes],
+            "opcode_changes": [c.to_json() for c in cmp.opcode_changes],
+            "opcode_delta": opcode_delta_text(cmp),
+            "cross_errors": cmp.cross_errors,
+            "artifacts": {"predecessor_ptx": str(ref.artifact.frontend.ptx_path), "culprit_ptx": str(new.artifact.frontend.ptx_path)},
+        })  # fmt: skip
+    report.explain = out

@@ -1,0 +1,244 @@
+"""The search: preflight, binary or k-ary rounds, skips, and a state file written after every step.
+
+Model: candidates ``0 .. N-1`` with 0 known good and N-1 known bad; the first bad candidate is the
+culprit. ``lo`` is the highest tested-good index below ``hi``, the lowest tested-bad index. Each
+round tests ``k`` untested candidates of ``(lo, hi)`` nearest to the points that split it into
+``k + 1`` equal parts (k = 1: plain bisection). ``skip`` and ``unsure`` candidates are routed
+around like ``git bisect skip``. The search ends when nothing untested is left in ``(lo, hi)``:
+if ``hi == lo + 1`` the culprit is ``hi`` (its predecessor ``lo``), both decided by data; otherwise
+the culprit is one of ``lo+1 .. hi`` and that exact range is reported, never a guess.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.errors import KtriageError
+
+STATE_VERSION = 1
+Status = Literal["culprit", "ambiguous"]
+
+
+def choose_points(lo: int, hi: int, untested: Sequence[int], k: int) -> list[int]:
+    """Up to ``k`` untested indices nearest to ``lo + (hi - lo) * j / (k + 1)``, j = 1..k (ties: lower)."""
+    pool = sorted(untested)
+    if len(pool) <= k:
+        return pool
+    picks: list[int] = []
+    for j in range(1, k + 1):
+        target = lo + (hi - lo) * j / (k + 1)
+        best = min((i for i in pool if i not in picks), key=lambda i: (abs(i - target), i))
+        picks.append(best)
+    return sorted(picks)
+
+
+def bounds(known: dict[int, Observation], n: int) -> tuple[int, int]:
+    """(lo, hi): the lowest bad index and the highest good index below it."""
+    bads = [i for i, o in known.items() if o.outcome == "bad"]
+    hi = min(bads) if bads else n - 1
+    goods = [i for i, o in known.items() if o.outcome == "good" and i < hi]
+    lo = max(goods) if goods else 0
+    return lo, hi
+
+
+@dataclass
+class StageResult:
+    """The outcome of one bisect stage (one candidate list)."""
+
+    status: Status
+    lo: int
+    hi: int
+    candidates: list[Candidate]
+    observations: list[Observation]  # preflight first, then round by round
+    rounds: int
+    tested: int  # candidates tested after the endpoints
+    non_monotonic: list[int] = field(default_factory=list)  # "good" candidates above the first bad
+
+    @property
+    def culprit(self) -> Candidate | None:
+        return self.candidates[self.hi] if self.status == "culprit" else None
+
+    @property
+    def predecessor(self) -> Candidate | None:
+        return self.candidates[self.lo] if self.status == "culprit" else None
+
+    @property
+    def range(self) -> list[Candidate]:
+        """The candidates that may be the culprit: ``lo+1 .. hi``."""
+        return self.candidates[self.lo + 1:self.hi + 1]
+
+    def observation(self, index: int) -> Observation | None:
+        found = [o for o in self.observations if o.candidate.index == index]
+        return found[-1] if found else None
+
+    @property
+    def confidence(self) -> float | None:
+        if self.status != "culprit":
+            return None
+        confs = [o.confidence for o in (self.observation(self.lo), self.observation(self.hi)) if o is not None]
+        return min((c for c in confs if c is not None), default=None)
+
+    def cost(self) -> dict[str, float]:
+        total: dict[str, float] = {}
+        for o in self.observations:
+            for k, v in o.cost.items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "culprit": self.culprit.to_json() if self.culprit else None,
+            "predecessor": self.predecessor.to_json() if self.predecessor else None,
+            "range": [c.to_json() for c in self.range],
+            "confidence": self.confidence,
+            "rounds": self.rounds,
+            "tested": self.tested,
+            "candidates": len(self.candidates),
+            "non_monotonic": [self.candidates[i].to_json() for i in self.non_monotonic],
+            "cost": self.cost(),
+            "observations": [o.to_json() for o in self.observations],
+        }
+
+
+# --------------------------------------------------------------------------- state file
+
+class StateFile:
+    """The bisect state as JSON, rewritten atomically after every step (a kill loses one round).
+
+    ``fingerprint`` identifies the question (source, range, predicate, kernels); ``--resume`` refuses
+    a state made for another question rather than mixing answers.
+    """
+
+    def __init__(self, path: Path, fingerprint: dict[str, Any]) -> None:
+        self.path = path
+        self.fingerprint = fingerprint
+        self.data: dict[str, Any] = {"version": STATE_VERSION, "fingerprint": fingerprint, "stages": [], "result": None}
+
+    @classmethod
+    def resume(cls, path: Path, fingerprint: dict[str, Any]) -> "StateFile":
+        state = cls(path, fingerprint)
+        if not path.exists():
+            raise KtriageError(f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise KtriageError(f"bisect state {path} is unreadable: {exc}", "delete it and start again without --resume") from None
+        if data.get("version") != STATE_VERSION:
+            raise KtriageError(f"bisect state {path} has version {data.get('version')}, expected {STATE_VERSION}", "start again without --resume")
+        if data.get("fingerprint") != fingerprint:
+            diff = sorted(k for k in set(fingerprint) | set(data.get("fingerprint", {}))
+                          if fingerprint.get(k) != data.get("fingerprint", {}).get(k))
+            raise KtriageError(f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
+                               "resume with the same options, or start a new bisect without --resume")
+        state.data = data
+        return state
+
+    def stage(self, number: int, name: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
+        """The saved record of stage ``number``, created (or checked) for these candidates."""
+        stages: list[dict[str, Any]] = self.data["stages"]
+        ids = [c.id for c in candidates]
+        if number < len(stages):
+            record = stages[number]
+            if [c["id"] for c in record["candidates"]] != ids:
+                raise KtriageError(f"bisect state {self.path}: stage {name} lists other candidates than now",
+                                   "the history or the index changed; start again without --resume")
+            return record
+        del stages[number:]
+        record = {"name": name, "candidates": [c.to_json() for c in candidates], "preflight": None, "rounds": [], "result": None}
+        stages.append(record)
+        self.save()
+        return record
+
+    def save(self) -> None:
+        self.data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.data, indent=1))
+        os.replace(tmp, self.path)
+
+
+# --------------------------------------------------------------------------- the search
+
+RoundHook = Callable[[int, list[Observation]], None]
+
+
+def run_search(
+    candidates: Sequence[Candidate],
+    predicate: Predicate,
+    *,
+    workers: int = 1,
+    record: dict[str, Any] | None = None,
+    save: Callable[[], None] | None = None,
+    on_round: RoundHook | None = None,
+    max_rounds: int = 10_000,
+) -> StageResult:
+    """Bisect ``candidates`` (0 good .. N-1 bad) with ``predicate``; see the module docstring.
+
+    ``record``: the stage's saved state (``StateFile.stage``); observations found there are reused
+    and not tested again, new ones are appended and ``save`` is called after every step.
+    """
+    cands = list(candidates)
+    n = len(cands)
+    if n < 2:
+        raise KtriageError("a bisect needs at least two candidates (the good and the bad endpoint)", "widen the range")
+    record = record if record is not None else {"preflight": None, "rounds": []}
+    persist = save or (lambda: None)
+    k = max(1, workers)
+
+    if record.get("preflight"):
+        pre = [Observation.from_json(o) for o in record["preflight"]]
+        restore = getattr(predicate, "restore", None)  # optional: re-arm from the saved endpoints
+        if callable(restore):
+            restore(pre[0], pre[1])
+        else:  # a predicate that cannot restore its endpoints measures them again
+            pre = predicate.preflight(cands[0], cands[-1])
+            record["preflight"] = [o.to_json() for o in pre]
+            persist()
+    else:
+        pre = predicate.preflight(cands[0], cands[-1])
+        record["preflight"] = [o.to_json() for o in pre]
+        persist()
+    if on_round is not None:
+        on_round(0, pre)
+
+    known: dict[int, Observation] = {0: pre[0], n - 1: pre[1]}
+    observations = list(pre)
+    rounds = 0
+    for saved in record.get("rounds", []):
+        batch = [Observation.from_json(o) for o in saved]
+        rounds += 1
+        for o in batch:
+            known[o.candidate.index] = o
+        observations += batch
+    while rounds < max_rounds:
+        lo, hi = bounds(known, n)
+        untested = [i for i in range(lo + 1, hi) if i not in known]
+        if not untested:
+            break
+        picks = choose_points(lo, hi, untested, k)
+        batch = predicate.test([cands[i] for i in picks])
+        if len(batch) != len(picks):
+            raise RuntimeError(f"predicate {predicate.name} returned {len(batch)} observations for {len(picks)} candidates")
+        rounds += 1
+        for o in batch:
+            known[o.candidate.index] = o
+        observations += batch
+        record.setdefault("rounds", []).append([o.to_json() for o in batch])
+        persist()
+        if on_round is not None:
+            on_round(rounds, batch)
+    lo, hi = bounds(known, n)
+    status: Status = "culprit" if hi == lo + 1 else "ambiguous"
+    non_mono = sorted(i for i, o in known.items() if o.outcome == "good" and i > hi)
+    result = StageResult(status, lo, hi, cands, observations, rounds, len(observations) - len(pre), non_mono)
+    record["result"] = {"status": status, "lo": lo, "hi": hi}
+    persist()
+    return result

@@ -1,0 +1,118 @@
+"""``ktriage bisect-step``: one candidate (the current checkout) against a stored baseline, as a
+``git bisect run`` script.
+
+Record the baseline at a good commit (``--record-baseline FILE``) and, optionally, at a bad one
+(``--record-baseline FILE --as bad``); then ``git bisect run ktriage bisect-step --baseline FILE``
+compiles the checked-out kernels and exits 0 (good), 1 (bad), 125 (cannot tell or cannot compile:
+skip) or 128 (ktriage itself failed: abort). The decision is the compile-only rule of
+``ktriage.bisect.predicates`` (closer to the bad value than to the good one); with no bad value
+recorded, any change from the good value is bad.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ktriage.bisect.model import Candidate
+from ktriage.bisect.predicates import CountingCompiler, KernelMeasurer, KernelSource, check_metric, decide_values, metric_value
+from ktriage.bisect.workspace import CandidateFailed, Prepared
+from ktriage.errors import KtriageError
+
+EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
+
+
+@dataclass
+class StepConfig:
+    """What a step measures; stored in the baseline so that ``bisect-step --baseline FILE`` needs no more."""
+
+    metric: str
+    toolchain: str
+    spec: str | None = None
+    op: str | None = None
+    mode: str = "bwd"
+    inputs: tuple[str, ...] = ()
+    arch: str = "sm_90"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "toolchain": self.toolchain, "spec": self.spec, "op": self.op,
+                "mode": self.mode, "inputs": list(self.inputs), "arch": self.arch}  # fmt: skip
+
+
+def _head(cwd: Path) -> str:
+    proc = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else "working-tree"
+
+
+def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> dict[str, float]:
+    """The metric of every selected kernel in the current checkout (CandidateFailed if it does not compile)."""
+    here = cwd or Path(os.getcwd())
+    check_metric(cfg.metric)
+    if cfg.op:
+        from ktriage.catalog import expand_op
+
+        source = KernelSource(specs=expand_op(cfg.op, mode=cfg.mode, target=cfg.arch, inputs=list(cfg.inputs) or None))
+    elif cfg.spec:
+        source = KernelSource(repo_spec=cfg.spec, inputs=cfg.inputs)
+    else:
+        raise KtriageError("bisect-step needs kernels", "give --spec path/in/repo.toml or --op NAME (or a baseline that records them)")
+    sha = _head(here)
+    prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
+    with CountingCompiler(jobs=1, cache_dir=cache_dir) as compiler:
+        results, _ = KernelMeasurer(source, compiler).measure(prepared)
+    values = {k: metric_value(r, cfg.metric) for k, r in results.items()}
+    return {k: float(v) for k, v in values.items() if v is not None}
+
+
+def record_baseline(path: Path, cfg: StepConfig, role: Literal["good", "bad"], *, cwd: Path | None = None,
+                    cache_dir: Path | None = None) -> dict[str, Any]:
+    """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values)."""
+    here = cwd or Path(os.getcwd())
+    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    if data and data.get("config") != cfg.to_json():
+        if role == "good":
+            data = {}  # a new baseline for another question
+        else:
+            raise KtriageError(f"baseline {path} was recorded for other options ({data.get('config')})",
+                               "record the bad value with the same --spec/--op/--metric/--toolchain as the good one")
+    try:
+        values = measure_here(cfg, cwd=here, cache_dir=cache_dir)
+    except CandidateFailed as exc:
+        raise KtriageError(f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles") from None
+    data["config"] = cfg.to_json()
+    data[role] = {"values": values, "commit": _head(here)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+    return data
+
+
+def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, float] | None]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise KtriageError(f"cannot read baseline {path}: {exc}", "record one with `ktriage bisect-step --record-baseline FILE` at a good commit") from None
+    if "good" not in data:
+        raise KtriageError(f"baseline {path} has no good values", "record them with `ktriage bisect-step --record-baseline FILE` at a good commit")
+    c = data["config"]
+    cfg = StepConfig(c["metric"], c["toolchain"], c.get("spec"), c.get("op"), c.get("mode", "bwd"), tuple(c.get("inputs", ())), c.get("arch", "sm_90"))
+    bad = data.get("bad", {}).get("values")
+    return cfg, data["good"]["values"], bad
+
+
+def decide_step(values: dict[str, float], good: dict[str, float], bad: dict[str, float] | None) -> tuple[int, str]:
+    """(git-bisect exit code, reason) for measured values against the baseline."""
+    if bad is None:
+        changed = [k for k, g in good.items() if k in values and values[k] != g]
+        missing = [k for k in good if k not in values]
+        if missing:
+            return EXIT_SKIP, f"kernels missing here: {', '.join(missing)}"
+        if changed:
+            return EXIT_BAD, "changed from the good baseline: " + ", ".join(f"{k} {good[k]:g} -> {values[k]:g}" for k in changed)
+        return EXIT_GOOD, "equal to the good baseline"
+    outcome, reason, _ = decide_values(values, good, bad)
+    code = {"good": EXIT_GOOD, "bad": EXIT_BAD}.get(outcome, EXIT_SKIP)
+    return code, reason
