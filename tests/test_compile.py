@@ -119,3 +119,21 @@ def test_two_versions_of_a_kernel_package_never_share_a_worker(toolchain, tmp_pa
         a, b = compiler.compile_many([old, new], [tc])
     assert isinstance(a, Artifact) and isinstance(b, Artifact)
     assert a.frontend.text("ttir") != b.frontend.text("ttir")
+
+
+def test_triton_3_2_specialization_and_abi(toolchain, compiler: Compiler) -> None:
+    """Triton 3.2 takes constants by name and an AttrsDescriptor; its kernels have no hidden scratch
+    pointer. The tutorial matmul has unit strides, which the JIT specializes to the constant 1."""
+    from ktriage.catalog import expand_op
+
+    tc = toolchain("triton==3.2.0")
+    spec = expand_op("tutorial.matmul", inputs=["0"])[0]
+    assert spec.equal_to_1  # the unit strides
+    art = compiler.compile(spec, tc)
+    assert isinstance(art, Artifact), art
+    names = [p.name for p in art.abi]
+    assert not any(p.hidden for p in art.abi)
+    assert not set(spec.equal_to_1) & set(names)  # specialized away, as the JIT does
+    assert "tt.divisibility = 16" in art.frontend.text("ttir")
+    same = compiler.compile(spec, toolchain("triton==3.3.1"))
+    assert isinstance(same, Artifact) and [p.name for p in same.abi] == names + ["global_scratch"]

@@ -194,8 +194,10 @@ def build_source(fn: Any, spec: dict[str, Any]) -> Any:
     if missing:
         raise WorkerError("signature", f"no value given for constexpr parameter(s) {missing}")
     divisible = set(spec.get("divisible_by_16") or ())
+    if _triton_version() < (3, 2):
+        raise WorkerError("version", "ktriage compiles with Triton 3.2 and newer")
     if _triton_version() < (3, 3):
-        raise WorkerError("version", "ktriage compiles with Triton 3.3 and newer")
+        return _build_source_3_2(fn, spec, signature, constexprs, divisible)
     consts = {(names.index(k),): _constexpr_value(v) for k, v in constexprs.items()}
     attrs = {
         (i,): ([["tt.divisibility", 16]] if name in divisible else [])
@@ -203,6 +205,29 @@ def build_source(fn: Any, spec: dict[str, Any]) -> Any:
         if signature[name] != "constexpr"
     }
     return ASTSource(fn, signature, consts, attrs)
+
+
+def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], constexprs: dict[str, Any],
+                      divisible: set[str]) -> Any:
+    """Triton 3.2's JIT: the signature lists the non-constexpr parameters (ints equal to 1 included,
+    typed i32), constants are keyed by name, and an AttrsDescriptor carries the divisibility and
+    equal-to-1 parameter indices."""
+    from triton.backends.compiler import AttrsDescriptor
+    from triton.compiler import ASTSource
+
+    names = list(fn.arg_names)
+    equal_to_1 = set(spec.get("equal_to_1") or ())
+    constexpr_params = {n for n, t in signature.items() if t == "constexpr" and n not in equal_to_1}
+    sig = {n: ("i32" if n in equal_to_1 else t) for n, t in signature.items() if n not in constexpr_params}
+    constants = {n: _constexpr_value(v) for n, v in constexprs.items()}
+    attrs = AttrsDescriptor.from_dict({
+        "cls": "AttrsDescriptor",
+        "arg_properties": {
+            "tt.divisibility": [i for i, n in enumerate(names) if n in divisible],
+            "tt.equal_to": [i for i, n in enumerate(names) if n in equal_to_1],
+        },
+    })
+    return ASTSource(fn, sig, constants, attrs)
 
 
 def _jsonable(value: Any) -> Any:

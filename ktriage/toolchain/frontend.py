@@ -98,7 +98,8 @@ def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress:
     python = root / "bin" / "python"
     progress(f"installing {label}")
     requirement = f"triton=={spec.triton_version}" if spec.triton_wheel is None else str(spec.triton_wheel)
-    proc = run_uv(["pip", "install", "--quiet", "--python", str(python), requirement], what=f"install {label}")
+    # setuptools: Triton <= 3.2 imports it at run time (bare uv virtualenvs do not have it)
+    proc = run_uv(["pip", "install", "--quiet", "--python", str(python), requirement, "setuptools"], what=f"install {label}")
     if proc.returncode != 0:
         wipe(root)
         if spec.triton_wheel is None and is_missing_version(proc):
