@@ -29,13 +29,8 @@ def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
     return path
 
 
-def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
-    """Read a results file; a missing or malformed one is a KtriageError naming the fix."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise KtriageError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
+def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, list[Cell]]:
+    """Parse a results document (a bench ``--output-json`` file or a ``runs export`` JSON)."""
     try:
         data: Any = json.loads(text)
         if not isinstance(data, dict) or "run" not in data or "cells" not in data:
@@ -43,6 +38,16 @@ def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
         return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise KtriageError(
-            f"{path} is not a ktriage results file ({type(exc).__name__}: {exc})",
+            f"{origin} is not a ktriage results file ({type(exc).__name__}: {exc})",
             "give a file written by `ktriage bench --output-json` or `ktriage runs export RUN --format json`",
         ) from exc
+
+
+def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
+    """Read a results file; a missing or malformed one is a KtriageError naming the fix."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise KtriageError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
+    return parse_results(text, origin=str(path))

@@ -11,9 +11,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any, Literal
+from typing import Literal
 
 from ktriage.errors import KtriageError
+from ktriage.report.results_file import parse_results, results_to_json
 from ktriage.measure.model import Cell, RunInfo
 from ktriage.store.samples import summarize
 
@@ -27,20 +28,14 @@ CSV_COLUMNS = (
 
 
 def export_json(run: RunInfo, cells: list[Cell]) -> str:
-    """The whole run, raw samples included; ``read_json_export`` reads it back exactly."""
-    return json.dumps({"run": run.to_json(), "cells": [c.to_json() for c in cells]}, indent=1)
+    """The whole run, raw samples included, in the results-file format (one home:
+    ktriage.report.results_file); ``read_json_export`` reads it back exactly."""
+    return json.dumps(results_to_json(run, cells), indent=1)
 
 
 def read_json_export(text: str) -> tuple[RunInfo, list[Cell]]:
     """Parse an ``export_json`` document (e.g. a file carried back from the GPU host)."""
-    try:
-        data: Any = json.loads(text)
-        return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise KtriageError(
-            f"not a ktriage run export: {exc}",
-            "give a file written by `ktriage runs export RUN --format json`",
-        ) from exc
+    return parse_results(text, origin="the document")
 
 
 def _num(value: float | None) -> str:
