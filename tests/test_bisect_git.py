@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from test_bisect_fixtures import make_kernel_repo, make_nested_repos, run_cli
 
 from ktriage.bisect.run import BisectOptions, run_bisect
@@ -22,8 +21,8 @@ pytestmark = pytest.mark.slow
 
 
 def _opts(repo_path: Path, good: str, bad: str, tmp: Path, **kw) -> BisectOptions:
-    base = dict(source=f"git:{repo_path}", good=good, bad=bad, metric="spill_store_bytes", spec="spec.toml",
-                toolchain=TOOLCHAIN, build="none", state=tmp / "state.json", cache_dir=tmp / "artifacts")
+    base: dict = {"source": f"git:{repo_path}", "good": good, "bad": bad, "metric": "spill_store_bytes", "spec": "spec.toml",
+                  "toolchain": TOOLCHAIN, "build": "none", "state": tmp / "state.json", "cache_dir": tmp / "artifacts"}
     base.update(kw)
     return BisectOptions(**base)
 

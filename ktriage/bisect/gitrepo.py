@@ -22,7 +22,7 @@ _WORKTREE_LOCK = threading.Lock()
 def git(repo: Path, *args: str, check: bool = True, timeout: float = 300.0) -> str:
     """Run ``git -C repo ARGS`` and return stdout (stripped); a failure is a KtriageError."""
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
         raise KtriageError("git is not installed", "install git (bisecting commits runs git)") from None
     except subprocess.TimeoutExpired:
@@ -48,7 +48,7 @@ def repo_root(path: Path) -> Path:
 def resolve_commit(repo: Path, ref: str) -> str:
     """The full sha of a ref (branch, tag, short sha), or a KtriageError naming the ref."""
     proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise KtriageError(f"{ref!r} is not a commit in {repo}", "give a branch, tag or sha that `git log` shows")
     return proc.stdout.strip()
@@ -62,7 +62,7 @@ def commit_range(repo: Path, good: str, bad: str, *, first_parent: bool = False)
     good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
     if good_sha == bad_sha:
         raise KtriageError(f"--good and --bad are the same commit ({good_sha[:12]})", "give a good commit older than the bad one")
-    anc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha])
+    anc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha], check=False)
     if anc.returncode != 0:
         raise KtriageError(
             f"good commit {good} ({good_sha[:12]}) is not an ancestor of bad commit {bad} ({bad_sha[:12]})",
@@ -97,14 +97,14 @@ def changed_files(repo: Path, old: str, new: str) -> list[str]:
 
 def file_at(repo: Path, sha: str, path: str) -> str | None:
     """A file's text at a commit, or None if it does not exist there."""
-    proc = subprocess.run(["git", "-C", str(repo), "show", f"{sha}:{path}"], capture_output=True, text=True)
+    proc = subprocess.run(["git", "-C", str(repo), "show", f"{sha}:{path}"], capture_output=True, text=True, check=False)
     return proc.stdout if proc.returncode == 0 else None
 
 
 def add_worktree(repo: Path, sha: str, where: Path) -> Path:
     """A detached checkout of ``sha`` at ``where`` (reused when it already holds that commit)."""
     if where.exists():
-        head = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True)
+        head = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
         if head.returncode == 0 and head.stdout.strip() == sha:
             status = git(where, "status", "--porcelain", "--untracked-files=no", check=False)
             if not status:
@@ -119,7 +119,7 @@ def add_worktree(repo: Path, sha: str, where: Path) -> Path:
 def remove_worktree(repo: Path, where: Path) -> None:
     """Remove a checkout made by ``add_worktree`` (and whatever a build left in it)."""
     with _WORKTREE_LOCK:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True, check=False)
         if where.exists():
             shutil.rmtree(where, ignore_errors=True)
-        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True)
+        subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)

@@ -8,8 +8,9 @@ never sees how a predicate measures.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["good", "bad", "skip", "unsure"]
 """One candidate's verdict.
@@ -42,7 +43,7 @@ class Candidate:
         return {"index": self.index, "id": self.id, "label": self.label, "meta": dict(self.meta)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Candidate":
+    def from_json(cls, data: dict[str, Any]) -> Candidate:
         return cls(int(data["index"]), str(data["id"]), str(data["label"]), dict(data.get("meta") or {}))
 
 
@@ -79,7 +80,7 @@ class Observation:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "Observation":
+    def from_json(cls, data: dict[str, Any]) -> Observation:
         outcome = data["outcome"]
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")

@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ktriage.bisect.model import Candidate, Observation, Outcome, empty_cost
-from ktriage.bisect.workspace import CandidateFailed, Prepared, Workspace, run_shell, tail
+from ktriage.bisect.workspace import (
+    CandidateFailed,
+    Prepared,
+    Workspace,
+    run_shell,
+    tail,
+)
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.errors import KtriageError
 from ktriage.spec.model import KernelSpec
@@ -113,7 +119,7 @@ class _CountingPool:
     """Wraps the compiler's worker pool: an ``acquire`` happens once per frontend compile that
     actually runs (cache hits never reach the pool), so counting them counts real compiles."""
 
-    def __init__(self, inner: Any, owner: "CountingCompiler") -> None:
+    def __init__(self, inner: Any, owner: CountingCompiler) -> None:
         self._inner = inner
         self._owner = owner
 

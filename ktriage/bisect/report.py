@@ -89,8 +89,8 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
     for name, stage in zip(report.stage_names, report.stages):
         cost = stage.cost()
         lines += [f"## {name}", "",
-                  f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
-                  f"{int(cost.get('compiles', 0))} compiles, {int(cost.get('samples', 0))} samples", "",
+                  (f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
+                  f"{int(cost.get('compiles', 0))} frontend compiles, {int(cost.get('samples', 0))} samples"), "",
                   "| # | candidate | decision | confidence | measurements | reason |", "|---|---|---|---|---|---|"]
         for o in sorted(stage.observations, key=lambda o: o.candidate.index):
             lines.append(f"| {o.candidate.index} | {_md(o.candidate.label)} | {o.outcome} | {_conf(o.confidence)} | "
@@ -136,7 +136,7 @@ def print_report(report: BisectReport, console: Console) -> None:
         console.print(table)
         cost = stage.cost()
         console.print(f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
-                      f"{int(cost.get('compiles', 0))} compiles")
+                      f"{int(cost.get('compiles', 0))} frontend compiles")
         if stage.non_monotonic:
             console.print("[yellow]note:[/] good results after the first bad one: "
                           + escape(", ".join(stage.candidates[i].label for i in stage.non_monotonic)))

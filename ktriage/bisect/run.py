@@ -26,7 +26,14 @@ from ktriage.bisect.predicates import (
     check_metric,
 )
 from ktriage.bisect.search import StageResult, StateFile, run_search
-from ktriage.bisect.sources import Source, git_candidates, parse_source, pin_change, ptxas_candidates, pypi_candidates
+from ktriage.bisect.sources import (
+    Source,
+    git_candidates,
+    parse_source,
+    pin_change,
+    ptxas_candidates,
+    pypi_candidates,
+)
 from ktriage.bisect.workspace import Workspace
 from ktriage.errors import KtriageError
 from ktriage.home import home_subdir
@@ -333,7 +340,7 @@ def _explain(run: _Run, report: BisectReport) -> None:
             if got is None:
                 got, _ = run.measurer.measure(run.workspace.prepare(cand))
             results.append(got)
-    except Exception as exc:  # explain is a bonus: a failure here must not hide the culprit
+    except Exception as exc:  # noqa: BLE001 - explain is a bonus: a failure here must not hide the culprit
         report.explain_note = f"explain not available: {getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}"
         return
     explainer = Explainer(run.compiler)

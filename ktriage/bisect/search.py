@@ -123,7 +123,7 @@ class StateFile:
         self.data: dict[str, Any] = {"version": STATE_VERSION, "fingerprint": fingerprint, "stages": [], "result": None}
 
     @classmethod
-    def resume(cls, path: Path, fingerprint: dict[str, Any]) -> "StateFile":
+    def resume(cls, path: Path, fingerprint: dict[str, Any]) -> StateFile:
         state = cls(path, fingerprint)
         if not path.exists():
             raise KtriageError(f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)")

@@ -77,7 +77,7 @@ def list_pypi_versions(package: str, *, pre: bool = False) -> list[str]:
     for pip in pips:
         try:
             proc = subprocess.run([*pip, "index", "versions", package, *(["--pre"] if pre else [])],
-                                  capture_output=True, text=True, timeout=120)
+                                  capture_output=True, text=True, timeout=120, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             last_error = str(exc)
             continue

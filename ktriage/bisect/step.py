@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ktriage.bisect.model import Candidate
-from ktriage.bisect.predicates import CountingCompiler, KernelMeasurer, KernelSource, check_metric, decide_values, metric_value
+from ktriage.bisect.predicates import (
+    CountingCompiler,
+    KernelMeasurer,
+    KernelSource,
+    check_metric,
+    decide_values,
+    metric_value,
+)
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.errors import KtriageError
 
@@ -44,7 +51,7 @@ class StepConfig:
 
 
 def _head(cwd: Path) -> str:
-    proc = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True)
+    proc = subprocess.run(["git", "-C", str(cwd), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
     return proc.stdout.strip() if proc.returncode == 0 else "working-tree"
 
 
@@ -62,8 +69,11 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
         raise KtriageError("bisect-step needs kernels", "give --spec path/in/repo.toml or --op NAME (or a baseline that records them)")
     sha = _head(here)
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
-    with CountingCompiler(jobs=1, cache_dir=cache_dir) as compiler:
+    compiler = CountingCompiler(jobs=1, cache_dir=cache_dir)
+    try:
         results, _ = KernelMeasurer(source, compiler).measure(prepared)
+    finally:
+        compiler.close()
     values = {k: metric_value(r, cfg.metric) for k, r in results.items()}
     return {k: float(v) for k, v in values.items() if v is not None}
 

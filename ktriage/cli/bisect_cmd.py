@@ -92,7 +92,13 @@ def bisect_step(
 ) -> None:
     """One `git bisect run` step: compile the checked-out kernels and compare a metric with a stored
     baseline. Errors exit 128 so that git aborts instead of marking the commit bad."""
-    from ktriage.bisect.step import EXIT_ABORT, StepConfig, decide_step, load_baseline, measure_here
+    from ktriage.bisect.step import (
+        EXIT_ABORT,
+        StepConfig,
+        decide_step,
+        load_baseline,
+        measure_here,
+    )
     from ktriage.bisect.step import record_baseline as record
     from ktriage.bisect.workspace import CandidateFailed
 

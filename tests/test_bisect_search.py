@@ -1,0 +1,154 @@
+"""The search on synthetic series (pure logic, with a named fake predicate) and the compile-only rule."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.predicates import check_metric, decide_values
+from ktriage.bisect.search import StateFile, choose_points, run_search
+from ktriage.errors import KtriageError
+
+
+class FakeStepPredicate:
+    """A FAKE predicate for the search logic: bad from ``culprit`` on, with chosen skips/unsures."""
+
+    name = "fake-step"
+
+    def __init__(self, culprit: int, skip: Sequence[int] = (), unsure: Sequence[int] = (), good_after: Sequence[int] = ()) -> None:
+        self.culprit, self.skip, self.unsure, self.good_after = culprit, set(skip), set(unsure), set(good_after)
+        self.tested: list[int] = []
+        self.calls: list[int] = []
+
+    def _one(self, c: Candidate) -> Observation:
+        self.tested.append(c.index)
+        if c.index in self.skip:
+            return Observation(c, "skip", "fake build failure")
+        if c.index in self.unsure:
+            return Observation(c, "unsure", "fake noise")
+        bad = c.index >= self.culprit and c.index not in self.good_after
+        return Observation(c, "bad" if bad else "good", "fake", confidence=1.0)
+
+    def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
+        return [self._one(good), self._one(bad)]
+
+    def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
+        self.calls.append(len(candidates))
+        return [self._one(c) for c in candidates]
+
+
+def _cands(n: int) -> list[Candidate]:
+    return [Candidate(i, f"c{i}", f"c{i}") for i in range(n)]
+
+
+def test_the_fake_satisfies_the_protocol() -> None:
+    assert isinstance(FakeStepPredicate(3), Predicate)
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 100, 1000])
+def test_binary_search_finds_every_culprit_in_log2_tests(n: int) -> None:
+    for culprit in sorted({1, n // 3, n // 2, n - 1} - {0}):
+        fake = FakeStepPredicate(culprit)
+        result = run_search(_cands(n), fake)
+        assert result.status == "culprit" and result.hi == culprit and result.lo == culprit - 1
+        assert result.tested <= math.ceil(math.log2(n - 1)) if n > 2 else result.tested == 0
+
+
+def test_k_ary_rounds_test_k_candidates_and_take_fewer_rounds() -> None:
+    one, three = FakeStepPredicate(371), FakeStepPredicate(371)
+    r1 = run_search(_cands(1000), one)
+    r3 = run_search(_cands(1000), three, workers=3)
+    assert r1.hi == r3.hi == 371
+    assert max(three.calls) == 3
+    assert r3.rounds <= math.ceil(math.log(999, 4)) + 1 < r1.rounds
+
+
+def test_choose_points_splits_evenly_and_avoids_tested() -> None:
+    assert choose_points(0, 100, list(range(1, 100)), 1) == [50]
+    assert choose_points(0, 100, list(range(1, 100)), 3) == [25, 50, 75]
+    assert choose_points(0, 100, [i for i in range(1, 100) if i != 50], 1) == [49]
+    assert choose_points(0, 4, [1, 3], 3) == [1, 3]
+
+
+def test_skips_away_from_the_culprit_are_routed_around() -> None:
+    fake = FakeStepPredicate(30, skip=[50, 49, 51])
+    result = run_search(_cands(100), fake)
+    assert result.status == "culprit" and result.hi == 30
+    assert 50 in fake.tested  # it was hit, and the search went on
+
+
+def test_skip_next_to_the_culprit_reports_the_exact_range() -> None:
+    result = run_search(_cands(64), FakeStepPredicate(20, skip=[19, 20]))
+    assert result.status == "ambiguous" and result.culprit is None
+    assert [c.index for c in result.range] == [19, 20, 21] and result.lo == 18
+
+
+def test_unsure_is_never_named_as_culprit() -> None:
+    result = run_search(_cands(64), FakeStepPredicate(20, unsure=[20]))
+    assert result.status == "ambiguous" and [c.index for c in result.range] == [20, 21]
+
+
+def test_non_monotonic_goods_are_reported() -> None:
+    result = run_search(_cands(16), FakeStepPredicate(3, good_after=[11]), workers=3)  # round 1 tests 4, 7, 11
+    assert result.status == "culprit" and result.hi == 3
+    assert result.non_monotonic == [11]
+
+
+def test_state_record_is_replayed_without_retesting(tmp_path: Path) -> None:
+    cands = _cands(200)
+    state = StateFile(tmp_path / "s.json", {"q": 1})
+    record = state.stage(0, "fake", cands)
+    first = FakeStepPredicate(77)
+    run_search(cands, first, record=record, save=state.save, max_rounds=3)
+    resumed = StateFile.resume(tmp_path / "s.json", {"q": 1})
+    second = FakeStepPredicate(77)
+    result = run_search(cands, second, record=resumed.stage(0, "fake", cands), save=resumed.save)
+    assert result.hi == 77
+    assert not set(second.tested) & set(first.tested[2:])  # rounds saved by the first run are not tested again
+    with pytest.raises(KtriageError, match="another bisect"):
+        StateFile.resume(tmp_path / "s.json", {"q": 2})
+
+
+def test_compile_rule_is_relative_to_the_endpoints() -> None:
+    good, bad = {"k": 0.0, "same": 5.0}, {"k": 48.0, "same": 5.0}
+    assert decide_values({"k": 0.0, "same": 9.0}, good, bad)[0] == "good"  # kernels equal at both ends carry no signal
+    assert decide_values({"k": 48.0, "same": 5.0}, good, bad)[:1] == ("bad",)
+    assert decide_values({"k": 40.0}, good, bad)[0] == "bad"
+    assert decide_values({"k": 8.0}, good, bad)[0] == "good"
+    assert decide_values({"k": 24.0}, good, bad)[0] == "unsure"
+    # several kernels: all must agree; two kernels pulling different ways make it unsure (never a guess)
+    two_good, two_bad = {"a": 0.0, "b": 0.0}, {"a": 10.0, "b": 64.0}
+    assert decide_values({"a": 10.0, "b": 64.0}, two_good, two_bad)[0] == "bad"
+    assert decide_values({"a": 0.0, "b": 0.0}, two_good, two_bad)[0] == "good"
+    outcome, reason, _ = decide_values({"a": 10.0, "b": 0.0}, two_good, two_bad)
+    assert outcome == "unsure" and "disagree" in reason
+    # a metric that goes down (occupancy) works the same way
+    assert decide_values({"o": 2.0}, {"o": 5.0}, {"o": 2.0})[0] == "bad"
+
+
+def test_metric_names_are_checked() -> None:
+    assert check_metric("sass:ATOMG") == "sass:ATOMG"
+    assert check_metric("ctas_per_sm") == "ctas_per_sm"
+    with pytest.raises(KtriageError, match="unknown metric"):
+        check_metric("spills")
+
+
+def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path) -> None:
+    """The search drives ktriage.bisect.timing.TimePredicate through the Predicate protocol only
+    (its measurements here: FakeNoisyTimings, synthetic samples with a known culprit)."""
+    from ktriage.bisect.timing import FakeNoisyTimings, TimePredicate, fake_candidates
+
+    cands = fake_candidates(64)
+    state = StateFile(tmp_path / "s.json", {"q": "time"})
+    first = TimePredicate(FakeNoisyTimings(culprit=23, effect=0.3, cv=0.03, seed=1))
+    assert isinstance(first, Predicate)
+    run_search(cands, first, workers=3, record=state.stage(0, "t", cands), save=state.save, max_rounds=1)
+    fake = FakeNoisyTimings(culprit=23, effect=0.3, cv=0.03, seed=2)
+    resumed = StateFile.resume(tmp_path / "s.json", {"q": "time"})
+    result = run_search(cands, TimePredicate(fake), workers=3, record=resumed.stage(0, "t", cands), save=resumed.save)
+    assert result.status == "culprit" and result.hi == 23
+    assert result.rounds >= 2 and result.confidence is not None

@@ -1,0 +1,88 @@
+"""Candidate lists from the real package index (``pip index versions``) and option checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_bisect_fixtures import make_kernel_repo, run_cli
+
+from ktriage.bisect.sources import (
+    git_candidates,
+    parse_source,
+    pin_change,
+    ptxas_candidates,
+    pypi_candidates,
+    read_pin,
+    versions_between,
+)
+from ktriage.errors import KtriageError
+
+
+def test_triton_releases_between_two_versions() -> None:
+    cands = pypi_candidates("triton", "3.2.0", "3.5.1")
+    assert [c.id for c in cands] == ["3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1"]
+    assert [c.index for c in cands] == list(range(6))
+    assert cands[2].meta["toolchain"] == "triton==3.3.1"
+    kept = pypi_candidates("triton", "3.3.1", "3.4.0", toolchain="triton==3.3.1,ptxas==12.8.93")
+    assert [c.meta["toolchain"] for c in kept] == ["triton==3.3.1,ptxas==12.8.93", "triton==3.4.0,ptxas==12.8.93"]
+
+
+def test_kernel_package_releases_keep_the_toolchain_fixed() -> None:
+    cands = pypi_candidates("liger-kernel", "0.5.8", "0.5.10", toolchain="triton==3.4.0")
+    assert [c.id for c in cands] == ["0.5.8", "0.5.9", "0.5.10"]
+    assert {c.meta["toolchain"] for c in cands} == {"triton==3.4.0"}
+    assert cands[1].meta["requirement"] == "liger-kernel==0.5.9"
+    with pytest.raises(KtriageError, match="needs --toolchain"):
+        pypi_candidates("liger-kernel", "0.5.8", "0.5.10")
+
+
+def test_ptxas_releases_across_cuda_majors_with_the_frontend_fixed() -> None:
+    cands = ptxas_candidates("12.8.93", "13.0.88", toolchain="triton==3.4.0")
+    ids = [c.id for c in cands]
+    assert ids[0] == "12.8.93" and ids[-1] == "13.0.88"
+    assert {"12.9.41", "12.9.86", "13.0.48"} <= set(ids)
+    assert ids == sorted(ids, key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert cands[1].meta["toolchain"] == f"triton==3.4.0,ptxas=={ids[1]}"
+    assert cands[-1].meta["package"] == "nvidia-cuda-nvcc" and cands[0].meta["package"] == "nvidia-cuda-nvcc-cu12"
+    assert [c.id for c in ptxas_candidates("12.4.131", "12.6.20", toolchain="triton==3.4.0")] == [
+        "12.4.131", "12.5.40", "12.5.82", "12.6.20"]
+
+
+def test_an_endpoint_missing_from_the_index_is_a_clear_error() -> None:
+    with pytest.raises(KtriageError, match="--good 3.3.7 is not a release") as info:
+        pypi_candidates("triton", "3.3.7", "3.4.0")
+    assert "3.4.0" in (info.value.fix or "")
+
+
+def test_version_range_rules() -> None:
+    listed = ["3.0.0", "3.1.0rc1", "3.1.0", "3.2.0", "3.3.0.dev1"]
+    assert versions_between(listed, "3.0.0", "3.2.0") == ["3.0.0", "3.1.0", "3.2.0"]
+    assert versions_between(listed, "3.0.0", "3.2.0", pre=True) == ["3.0.0", "3.1.0rc1", "3.1.0", "3.2.0"]
+    with pytest.raises(KtriageError, match="not older"):
+        versions_between(listed, "3.2.0", "3.0.0")
+
+
+def test_git_candidates_and_pins(tmp_path: Path) -> None:
+    repo = make_kernel_repo(tmp_path / "repo", n=5, culprit_at=2)
+    cands = git_candidates(repo.path, repo.good, "main")
+    assert [c.id for c in cands] == repo.commits
+    assert cands[2].label.endswith("raise RBLOCK to 256")
+    with pytest.raises(KtriageError, match="not an ancestor"):
+        git_candidates(repo.path, repo.bad, repo.good)
+    assert read_pin("# llvm\n0123456789abcdef0123456789abcdef01234567\n") == "0123456789abcdef0123456789abcdef01234567"
+    assert pin_change(repo.path, repo.good, repo.bad, "spec.toml") is None  # no hash inside
+
+
+def test_source_and_option_errors_exit_2(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError, match="known forms"):
+        parse_source("triton")
+    code, out = run_cli(["bisect", "--source", "ptxas", "--good", "12.4.131", "--bad", "12.8.93", "--op", "liger.embedding",
+                         "--metric", "sass:ATOMG"])
+    assert code == 2 and "--toolchain" in out
+    code, out = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
+                         "--metric", "spills"])
+    assert code == 2 and "unknown metric" in out
+    code, out = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
+                         "--metric", "latency"])
+    assert code == 2 and "--bundle" in out
