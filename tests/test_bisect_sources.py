@@ -86,3 +86,30 @@ def test_source_and_option_errors_exit_2(tmp_path: Path) -> None:
     code, out = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
                          "--metric", "latency"])
     assert code == 2 and "--bundle" in out
+
+
+@pytest.mark.slow
+def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, toolchain, shared_compiler) -> None:
+    """The GPU host cannot reach the index: a latency bisect lists the bundle's toolchains instead.
+    (The GPU measurement itself runs on the GPU host only; here it must refuse with a clear error.)"""
+    from ktriage.bisect.run import BisectOptions, _Run, list_candidates
+    from ktriage.workload.bundle import build_bundle
+
+    tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
+    out = build_bundle("layer_norm", "bwd", ["7"], tcs, tmp_path / "bundle", compiler=shared_compiler,
+                       backends=["liger_layer_norm"])  # fmt: skip
+    opts = BisectOptions(source="pypi:triton", good="3.3.1", bad="3.4.0", metric="latency", bundle=out,
+                         backend="liger_layer_norm", inputs=("7",), state=tmp_path / "s.json")  # fmt: skip
+    run = _Run(opts, lambda _m: None)
+    cands = list_candidates(opts, run.source)
+    assert [c.id for c in cands] == ["3.3.1", "3.4.0"]
+    assert [c.meta["toolchain_id"] for c in cands] == [tcs[0].id, tcs[1].id]
+    try:
+        import torch
+
+        on_gpu = torch.cuda.is_available()
+    except ImportError:
+        on_gpu = False
+    if not on_gpu:
+        with pytest.raises(KtriageError, match="cannot measure here|GPU"):
+            run._time_predicate()

@@ -128,14 +128,17 @@ def check_options(opts: BisectOptions) -> Source:
     if opts.workers < 1:
         raise KtriageError(f"--workers {opts.workers} must be >= 1", "e.g. --workers 3 tests 3 candidates per round")
     source = parse_source(opts.source)
-    needs_kernels = opts.metric is not None
+    needs_kernels = opts.metric is not None and opts.metric != "latency"  # latency: the bundle holds the kernels
     if needs_kernels and not (opts.op or opts.spec):
         raise KtriageError(f"--metric {opts.metric} needs kernels", "add --op NAME (a catalog op) or --spec FILE.toml")
     if opts.op and opts.spec:
         raise KtriageError("--op and --spec were both given", "choose one way to name the kernels")
     if source.kind == "ptxas" and not opts.toolchain:
         raise KtriageError("--source ptxas needs the fixed frontend", "add --toolchain triton==3.4.0")
-    if source.kind == "git" and needs_kernels and not opts.toolchain and opts.metric != "latency":
+    if source.kind == "git" and opts.metric == "latency":
+        raise KtriageError("--metric latency bisects toolchains from a bundle, not commits",
+                           "for commits use a compile metric, or --command with a timing script")
+    if source.kind == "git" and needs_kernels and not opts.toolchain:
         raise KtriageError("compiling commits needs a toolchain", "add --toolchain triton==3.4.0 (or triton={checkout}/dist/*.whl after a wheel build)")
     if source.kind != "git" and (opts.build or opts.pin_file or opts.first_parent):
         raise KtriageError("--build, --pin-file and --first-parent apply to --source git:PATH only", "drop them for pypi/ptxas sources")
@@ -236,8 +239,13 @@ class _Run:
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
             raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
-        measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]),
-                                mode=opts.mode)  # fmt: skip
+        try:
+            measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode)
+        except KtriageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - torch/CUDA missing: say where this runs
+            raise KtriageError(f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
+                               "run it on the GPU host (torch + cuda.bindings); compile the bundle here first") from None
         return TimePredicate(measure)
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
