@@ -15,7 +15,6 @@ a timeout makes that candidate ``skip``, not the bisect fail.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -115,45 +114,6 @@ def map_parallel(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list
 
 # --------------------------------------------------------------------------- compile counting
 
-class _CountingPool:
-    """Wraps the compiler's worker pool: an ``acquire`` happens once per frontend compile that
-    actually runs (cache hits never reach the pool), so counting them counts real compiles."""
-
-    def __init__(self, inner: Any, owner: CountingCompiler) -> None:
-        self._inner = inner
-        self._owner = owner
-
-    def acquire(self, python: Path, sys_path: tuple[str, ...] = ()) -> Any:
-        self._owner._count()
-        return self._inner.acquire(python, sys_path)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class CountingCompiler(Compiler):
-    """A Compiler that counts frontend compiles actually run (total and per thread).
-
-    The per-thread count lets a k-ary round charge each candidate its own compiles.
-    """
-
-    def __init__(self, jobs: int | None = None, cache_dir: Path | None = None, timeout_s: float = 600.0) -> None:
-        super().__init__(jobs=jobs, cache_dir=cache_dir, timeout_s=timeout_s)
-        self._pool = _CountingPool(self._pool, self)  # type: ignore[assignment]
-        self.frontend_compiles = 0
-        self._lock = threading.Lock()
-        self._local = threading.local()
-
-    def _count(self) -> None:
-        with self._lock:
-            self.frontend_compiles += 1
-        self._local.n = getattr(self._local, "n", 0) + 1
-
-    def thread_compiles(self) -> int:
-        """Frontend compiles run so far by the calling thread."""
-        return int(getattr(self._local, "n", 0))
-
-
 # --------------------------------------------------------------------------- kernels per candidate
 
 @dataclass
@@ -206,7 +166,7 @@ class KernelMeasurer:
     a second measurement of a candidate (after ``--resume``) cost no compile.
     """
 
-    def __init__(self, kernels: KernelSource, compiler: CountingCompiler) -> None:
+    def __init__(self, kernels: KernelSource, compiler: Compiler) -> None:
         self.kernels = kernels
         self.compiler = compiler
         self.results: dict[str, dict[str, Any]] = {}

@@ -19,7 +19,6 @@ from ktriage.bisect import gitrepo
 from ktriage.bisect.model import Candidate, Observation, Predicate
 from ktriage.bisect.predicates import (
     CommandPredicate,
-    CountingCompiler,
     KernelMeasurer,
     KernelSource,
     MetricPredicate,
@@ -35,6 +34,7 @@ from ktriage.bisect.sources import (
     pypi_candidates,
 )
 from ktriage.bisect.workspace import Workspace
+from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 from ktriage.home import home_subdir
 
@@ -220,7 +220,7 @@ class _Run:
         work = self.state_path.with_suffix("")
         self.workspace = Workspace(work_dir=Path(str(work) + ".work"), toolchain=opts.toolchain, build=opts.build,
                                    build_timeout_s=opts.build_timeout_s, pin_repo=opts.pin_repo, keep_checkouts=True)
-        self.compiler = CountingCompiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
+        self.compiler = Compiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
         self.measurer = KernelMeasurer(self.kernels, self.compiler) if self.kernels is not None else None
 
     def predicate(self) -> Predicate:

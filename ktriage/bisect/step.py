@@ -20,7 +20,6 @@ from typing import Any, Literal
 
 from ktriage.bisect.model import Candidate
 from ktriage.bisect.predicates import (
-    CountingCompiler,
     KernelMeasurer,
     KernelSource,
     check_metric,
@@ -28,6 +27,7 @@ from ktriage.bisect.predicates import (
     metric_value,
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
+from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
@@ -69,7 +69,7 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
         raise KtriageError("bisect-step needs kernels", "give --spec path/in/repo.toml or --op NAME (or a baseline that records them)")
     sha = _head(here)
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
-    compiler = CountingCompiler(jobs=1, cache_dir=cache_dir)
+    compiler = Compiler(jobs=1, cache_dir=cache_dir)
     try:
         results, _ = KernelMeasurer(source, compiler).measure(prepared)
     finally:

@@ -39,7 +39,12 @@ import numpy as np
 
 from ktriage.bisect.model import Candidate, Observation, Outcome
 from ktriage.errors import KtriageError
-from ktriage.stats.verdict import DEFAULT_CONFIG, Verdict, VerdictConfig, compare_samples
+from ktriage.stats.verdict import (
+    DEFAULT_CONFIG,
+    Verdict,
+    VerdictConfig,
+    compare_samples,
+)
 
 if TYPE_CHECKING:
     from ktriage.measure.timing import SamplerFactory, TimingOptions
@@ -401,7 +406,8 @@ def bench_measure(
     GPU host only (torch + cuda.bindings); not run in this session (no device time for issue 4):
     its logic is the BundleMeasure above, tested on CPU with fakes.
     """
-    from ktriage.workload.backends import check_outputs as _check, make_input
+    from ktriage.workload.backends import check_outputs as _check
+    from ktriage.workload.backends import make_input
     from ktriage.workload.bundle import load_bundle, make_launcher, runner_loader
     from ktriage.workload.replay import artifact_backend
 

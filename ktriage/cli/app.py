@@ -23,11 +23,22 @@ err_console = make_console(stderr=True)
 
 def _register() -> None:
     """Attach the command groups. Each lives in its own module under ktriage.cli."""
-    from ktriage.cli import bench_cmd, catalog_cmd, compare_cmd, explain_cmd, occupancy_cmd, runs_cmd, toolchain_cmd
+    from ktriage.cli import (
+        bench_cmd,
+        bisect_cmd,
+        catalog_cmd,
+        compare_cmd,
+        explain_cmd,
+        occupancy_cmd,
+        runs_cmd,
+        toolchain_cmd,
+    )
 
     app.command("explain")(explain_cmd.explain)
     app.command("bench")(bench_cmd.bench)
     app.command("compare")(compare_cmd.compare)
+    app.command("bisect")(bisect_cmd.bisect)
+    app.command("bisect-step")(bisect_cmd.bisect_step)
     app.add_typer(toolchain_cmd.app, name="toolchain")
     app.add_typer(catalog_cmd.app, name="catalog")
     app.command("occupancy")(occupancy_cmd.occupancy)

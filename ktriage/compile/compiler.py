@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -134,6 +135,20 @@ class Compiler:
         self.cache = cache_dir or home_subdir("artifacts")
         self.timeout_s = timeout_s
         self._pool = WorkerPool(self.jobs)
+        # Frontend compiles actually run (cache misses), in total and per thread: bisect reports its
+        # cost in compiles and charges each candidate of a parallel round its own.
+        self.frontend_compiles = 0
+        self._count_lock = threading.Lock()
+        self._local = threading.local()
+
+    def thread_compiles(self) -> int:
+        """Frontend compiles run so far by the calling thread."""
+        return int(getattr(self._local, "n", 0))
+
+    def _count_compile(self) -> None:
+        with self._count_lock:
+            self.frontend_compiles += 1
+        self._local.n = getattr(self._local, "n", 0) + 1
 
     def close(self) -> None:
         self._pool.close()
@@ -166,6 +181,7 @@ class Compiler:
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "frontend", "package", str(exc))
         tmp = final.parent / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+        self._count_compile()
         worker = self._pool.acquire(toolchain.python, tuple(sys_path))
         try:
             reply = worker.request(
