@@ -19,6 +19,7 @@ from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import ExplainResult, Explainer
 from ktriage.explain.findings import collect_findings
+from ktriage.explain.fixes import fixes_markdown, suggest_fixes
 from ktriage.explain.report import print_table, to_json, to_markdown
 
 
@@ -43,6 +44,8 @@ def explain(
     ptx_diff: Annotated[bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")] = False,
     sass_diff: Annotated[bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+    fixes: Annotated[bool, typer.Option("--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes).")] = False,
+    fix_toolchain: Annotated[list[str] | None, typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable.")] = None,
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."""
@@ -71,21 +74,26 @@ def explain(
                 on_explained=lambda _s: progress.advance(explain_task),
             )
             diff_text = _diffs(result, ptx_diff, sass_diff)
-    findings = collect_findings(result)
+            findings = collect_findings(result)
+            fix_list = suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress)) if fixes else None
+    fix_json = {"fixes": [f.to_json() for f in fix_list]} if fix_list is not None else {}
+    fix_md = "\n" + fixes_markdown(fix_list) if fix_list is not None else ""
     if fmt == Format.json:
-        typer.echo(json.dumps(to_json(result, findings), indent=1))
+        typer.echo(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
     elif fmt == Format.markdown:
-        typer.echo(to_markdown(result, findings, title=f"ktriage explain {target}"))
+        typer.echo(to_markdown(result, findings, title=f"ktriage explain {target}") + fix_md)
     else:
         print_table(result, console, findings)
+        if fix_list is not None:
+            console.print(escape(fixes_markdown(fix_list)))
     if diff_text:
         typer.echo(diff_text)
     _report_failures(result, console)
     if not no_report:
         md_path = report or Path("ktriage-reports") / f"explain-{_slug(target)}-{mode}.md"
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})"))
-        md_path.with_suffix(".json").write_text(json.dumps(to_json(result, findings), indent=1))
+        md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})") + fix_md)
+        md_path.with_suffix(".json").write_text(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
         console.print(f"report: {escape(str(md_path))} and {escape(str(md_path.with_suffix('.json')))}")
 
 

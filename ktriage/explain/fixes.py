@@ -1,0 +1,422 @@
+"""Fix suggestions for explain's findings, each verified by compiling the change (no GPU).
+
+Why verify: "try sem='relaxed'" or "try --register-usage-level=0" is advice anyone can give; what a
+person needs is whether it works for THIS kernel with THIS toolchain. Every fix here is compiled with
+the same spec (same specialization, same target) and the resources are compared, so the report says
+"REDG returns: ATOMG 32 -> 0, REDG 0 -> 32" or "spills 3712 B -> 0 B", or that the change did not help.
+
+Fixes, by finding:
+- spills -> the nearest config without spills (ktriage.tune.suggest.nearest_spill_free, the tuner's
+  search) and ptxas options (``--register-usage-level=N``) compiled and compared;
+- registers/occupancy -> ``maxnreg`` at the count that admits one more CTA per SM, compiled (it may
+  trade occupancy for spills: the effect says which);
+- an atomic whose result is unused that ptxas lowers to ATOMG instead of REDG -> ``sem="relaxed"`` on
+  that ``tl.atomic_add``, compiled from a rewritten copy of the kernel source; said to be unsafe when
+  the result is used, or when the kernel orders other memory operations around the atomic;
+- any regression -> the neighbouring toolchains the caller gives, compiled, kept if they do not regress.
+Timing is out of scope here: a fix verified compile-side still needs `ktriage bench` to confirm speed.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ktriage.analyze.occupancy import registers_for_ctas
+from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
+from ktriage.errors import KtriageError
+from ktriage.explain.engine import (
+    Explainer,
+    ExplainResult,
+    KernelResult,
+    SpecExplain,
+    toolchain_label,
+)
+from ktriage.explain.findings import Finding, input_label
+from ktriage.home import home_subdir
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.source import resolve_source_file, split_source
+from ktriage.toolchain.manager import Toolchain, ensure_toolchain
+
+DEFAULT_USAGE_LEVELS = (0, 10)
+_ATOMIC_NAMES = ("atomic_add",)
+_ORDERING_CALLS = ("atomic_cas", "atomic_xchg", "debug_barrier")
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One proposed change, verified compile-side. ``verified`` is True when the compile shows the
+    intended effect; ``effect`` states the numbers either way; ``change`` is machine-readable."""
+
+    kind: str  # spill-free-config | relaxed-atomic | ptxas-option | maxnreg | toolchain
+    kernel: str
+    toolchain: str
+    description: str
+    verified: bool
+    effect: str
+    caveats: tuple[str, ...] = ()
+    change: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "kernel": self.kernel, "toolchain": self.toolchain,
+                "description": self.description, "verified": self.verified, "effect": self.effect,
+                "caveats": list(self.caveats), "change": self.change}
+
+
+# --------------------------------------------------------------------------- relaxed atomics
+
+
+@dataclass(frozen=True)
+class AtomicSite:
+    """One ``tl.atomic_add`` call in the kernel function, and whether relaxing it is safe."""
+
+    line: int
+    result_used: bool
+    has_sem: bool
+    end: tuple[int, int]  # (line, col) of the closing parenthesis, 1-based line, 0-based col
+
+
+@dataclass(frozen=True)
+class RelaxPlan:
+    """What a rewrite would change and why it may not be safe."""
+
+    sites: tuple[AtomicSite, ...]
+    ordering_hazards: tuple[str, ...]
+
+    @property
+    def rewritable(self) -> tuple[AtomicSite, ...]:
+        return tuple(s for s in self.sites if not s.result_used and not s.has_sem)
+
+
+def _call_name(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        f = node.func
+        if isinstance(f, ast.Attribute):
+            return f.attr
+        if isinstance(f, ast.Name):
+            return f.id
+    return ""
+
+
+def _base_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def plan_relaxed_atomics(source_text: str, function: str) -> RelaxPlan:
+    """Find the ``atomic_add`` calls of ``function`` and the hazards that make ``relaxed`` unsafe:
+    a used result (the old value is read: ordering is part of the algorithm), a lock/flag pattern
+    (atomic_cas/atomic_xchg, barriers), or a load from the pointer the atomic updates."""
+    tree = ast.parse(source_text)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function), None)
+    if fn is None:
+        raise KtriageError(f"no function {function!r} in the kernel source", "check the spec's source")
+    bare_calls = {id(stmt.value) for stmt in ast.walk(fn) if isinstance(stmt, ast.Expr)}
+    sites: list[AtomicSite] = []
+    targets: set[str] = set()
+    hazards: list[str] = []
+    for node in ast.walk(fn):
+        name = _call_name(node)
+        if name in _ATOMIC_NAMES and isinstance(node, ast.Call):
+            has_sem = any(k.arg == "sem" for k in node.keywords)
+            assert node.end_lineno is not None and node.end_col_offset is not None
+            sites.append(AtomicSite(node.lineno, id(node) not in bare_calls, has_sem,
+                                    (node.end_lineno, node.end_col_offset - 1)))
+            if node.args:
+                targets |= _base_names(node.args[0])
+        elif name in _ORDERING_CALLS:
+            hazards.append(f"the kernel calls tl.{name} (line {getattr(node, 'lineno', 0)}): atomics may order other memory accesses")
+    for node in ast.walk(fn):
+        if _call_name(node) == "load" and isinstance(node, ast.Call) and node.args:
+            shared = _base_names(node.args[0]) & targets
+            shared = {n for n in shared if n.endswith("ptr")}
+            if shared:
+                hazards.append(f"the kernel loads from {', '.join(sorted(shared))} (line {node.lineno}), which it also updates atomically")
+    for s in sites:
+        if s.result_used:
+            hazards.append(f"the result of the atomic at line {s.line} is used: it stays acq_rel (relaxing it could change what it returns relative to other memory operations)")
+    sites.sort(key=lambda s: s.line)
+    return RelaxPlan(tuple(sites), tuple(dict.fromkeys(hazards)))
+
+
+def relax_source(source_text: str, plan: RelaxPlan) -> str:
+    """Add ``sem="relaxed"`` to each rewritable call, just before its closing parenthesis."""
+    lines = source_text.splitlines(keepends=True)
+    for site in sorted(plan.rewritable, key=lambda s: s.end, reverse=True):
+        row, col = site.end[0] - 1, site.end[1]
+        line = lines[row]
+        assert line[col] == ")", f"expected ')' at {site.end}, got {line[col]!r}"
+        before = "".join(lines[:row]) + line[:col]
+        sep = " " if before.rstrip().endswith(",") else ", "
+        lines[row] = line[:col] + f'{sep}sem="relaxed"' + line[col:]
+    return "".join(lines)
+
+
+def _rewritten_spec(spec: KernelSpec, new_text: str, tag: str) -> KernelSpec:
+    """The spec pointed at a rewritten copy of its source file (content-addressed under the home),
+    keeping the package so the copy's absolute imports still resolve."""
+    original = resolve_source_file(spec.source, spec.package)
+    digest = hashlib.sha256(new_text.encode()).hexdigest()[:16]
+    folder = home_subdir("fixes") / f"{tag}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+    copy = folder / original.name
+    if not copy.exists() or copy.read_text() != new_text:
+        copy.write_text(new_text)
+    _, function = split_source(spec.source)
+    return spec.replace(source=f"{copy}:{function}", name=spec.name + f" [{tag}]")
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _opcount(result: KernelResult, op: str) -> int:
+    return int(result.resources.sass_opcodes.get(op, 0))
+
+
+def _spills(result: KernelResult) -> int:
+    return int(result.resources.spill_store_bytes or 0)
+
+
+def _summary(result: KernelResult) -> str:
+    return (f"{result.resources.registers} regs, spill {_spills(result)} B, "
+            f"{result.occupancy.ctas_per_sm} CTA/SM")
+
+
+class FixFinder:
+    """Proposes and verifies fixes for the findings of one explain run (same compiler and cache)."""
+
+    def __init__(self, compiler: Compiler, *, neighbours: Sequence[Toolchain] = (),
+                 usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> None:
+        self.compiler = compiler
+        self.explainer = Explainer(compiler)
+        self.neighbours = list(neighbours)
+        self.usage_levels = tuple(usage_levels)
+
+    def _result(self, spec: KernelSpec, toolchain: Toolchain) -> KernelResult | str:
+        outcome = self.compiler.compile(spec, toolchain)
+        if isinstance(outcome, CompileFailure):
+            return outcome.message.strip().splitlines()[0] if outcome.message.strip() else outcome.kind
+        assert isinstance(outcome, Artifact)
+        try:
+            return self.explainer.result_for(outcome)
+        except KtriageError as exc:
+            return exc.problem
+
+    # -- per finding ----------------------------------------------------------------------------
+
+    def for_findings(self, result: ExplainResult, findings: Sequence[Finding]) -> list[Fix]:
+        """Fixes for the worst kernel of each finding that is a regression (deduplicated)."""
+        fixes: list[Fix] = []
+        done: set[tuple[str, str, str]] = set()
+        for finding in findings:
+            item, ref, new = self._worst(result, finding)
+            if item is None or ref is None or new is None:
+                continue
+            for kind in self._kinds(finding):
+                key = (item.spec.name, new.toolchain.id, kind)
+                if key in done:
+                    continue
+                done.add(key)
+                fixes.extend(self._dispatch(kind, item.spec, ref, new))
+        return fixes
+
+    def _worst(self, result: ExplainResult, finding: Finding) -> tuple[SpecExplain | None, KernelResult | None, KernelResult | None]:
+        worst = max(finding.examples, key=lambda c: abs(c.new - c.ref))
+        label = finding.inputs[finding.examples.index(worst)]
+        for item in result.specs:
+            if input_label(item.spec.meta, item.spec.name) != label:
+                continue
+            for comparison in item.comparisons:
+                if toolchain_label(comparison.new.toolchain) == finding.toolchain:
+                    return item, comparison.ref, comparison.new
+        return None, None, None
+
+    @staticmethod
+    def _kinds(finding: Finding) -> list[str]:
+        m, up = finding.metric, finding.direction == "up"
+        if m == "spill_store_bytes" and up:
+            return ["spill-free-config", "ptxas-option", "toolchain"]
+        if m in ("registers", "stack_bytes", "shared_bytes") and up or m == "ctas_per_sm" and not up:
+            return ["ptxas-option", "maxnreg", "toolchain"]
+        if m == "ATOMG" and up or m == "REDG" and not up:
+            return ["relaxed-atomic", "toolchain"]
+        return []
+
+    def _dispatch(self, kind: str, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
+        if kind == "spill-free-config":
+            return self.spill_free_config(spec, new)
+        if kind == "ptxas-option":
+            return self.ptxas_options(spec, new)
+        if kind == "maxnreg":
+            return self.maxnreg(spec, new)
+        if kind == "relaxed-atomic":
+            return self.relaxed_atomic(spec, new)
+        if kind == "toolchain":
+            return self.toolchains(spec, ref, new)
+        return []
+
+    # -- the fixes ------------------------------------------------------------------------------
+
+    def relaxed_atomic(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
+        """Rewrite a copy of the kernel with ``sem="relaxed"`` on unused-result atomics; compile it."""
+        tc = new.toolchain
+        path = resolve_source_file(spec.source, spec.package)
+        _, function = split_source(spec.source)
+        text = path.read_text()
+        plan = plan_relaxed_atomics(text, function)
+        base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(tc)}
+        if not plan.rewritable:
+            why = "no tl.atomic_add with an unused result and no sem= in the kernel function"
+            return [Fix("relaxed-atomic", description='sem="relaxed" on tl.atomic_add: not applicable',
+                        verified=False, effect=why, caveats=plan.ordering_hazards, **base)]
+        fixed = self._result(_rewritten_spec(spec, relax_source(text, plan), "relaxed"), tc)
+        lines = ", ".join(str(s.line) for s in plan.rewritable)
+        description = f'add sem="relaxed" to tl.atomic_add at {path.name} line {lines} (result unused)'
+        safe_when = ("safe when the atomics only accumulate values read after the kernel ends (no other thread "
+                     "reads or orders on them during the kernel); relaxed keeps atomicity, drops acq_rel ordering")
+        caveats = list(plan.ordering_hazards) or [safe_when]
+        change = {"source": str(path), "function": function, "lines": [s.line for s in plan.rewritable],
+                  "argument": 'sem="relaxed"'}
+        if isinstance(fixed, str):
+            return [Fix("relaxed-atomic", description=description, verified=False,
+                        effect=f"the rewritten kernel did not compile: {fixed}", caveats=tuple(caveats), change=change, **base)]
+        a0, a1, r0, r1 = _opcount(new, "ATOMG"), _opcount(fixed, "ATOMG"), _opcount(new, "REDG"), _opcount(fixed, "REDG")
+        verified = r1 > r0 and a1 < a0
+        effect = (f"{'REDG returns' if verified else 'no REDG change'}: ATOMG {a0} -> {a1}, REDG {r0} -> {r1} "
+                  f"({_summary(fixed)})")
+        if plan.ordering_hazards:
+            caveats.insert(0, "NOT known to be safe: check the hazards below before applying")
+        return [Fix("relaxed-atomic", description=description, verified=verified, effect=effect,
+                    caveats=tuple(caveats), change=change, **base)]
+
+    def spill_free_config(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
+        """The nearest config without spills, found by the tuner (ktriage.tune.suggest)."""
+        base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
+        try:
+            from ktriage.tune.suggest import nearest_spill_free  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            # HOOK: ktriage/tune/suggest.py (the tuner's helper) is not there yet; the ptxas-option
+            # comparison below still runs. Remove this branch once it exists.
+            return [Fix("spill-free-config", description="nearest config without spills: not searched",
+                        verified=False, effect="ktriage.tune.suggest.nearest_spill_free is not available in this build",
+                        **base)]
+        suggestion = nearest_spill_free(spec, new.toolchain, self.compiler)
+        if suggestion is None:
+            return [Fix("spill-free-config", description="nearest config without spills: none found",
+                        verified=False, effect="no config in the searched space compiles without spills", **base)]
+        return [self._from_suggestion(suggestion, new, base)]
+
+    @staticmethod
+    def _from_suggestion(suggestion: Any, new: KernelResult, base: dict[str, Any]) -> Fix:
+        """Adapt the tuner's Suggestion (duck-typed: its fields are the tuner's to define)."""
+        def get(name: str, default: Any = None) -> Any:
+            return getattr(suggestion, name, default)
+
+        to_json = get("to_json")
+        data = to_json() if callable(to_json) else {}
+        config = get("config", data.get("config"))
+        config_json: Any = getattr(config, "to_json", lambda: config)()
+        spills = get("spill_store_bytes", data.get("spill_store_bytes"))
+        description = get("description") or get("sentence") or data.get("description") or f"use config {config_json}"
+        effect = f"spill stores {_spills(new)} B -> {spills if spills is not None else '?'} B"
+        occ = get("occupancy", data.get("occupancy"))
+        if occ is not None:
+            effect += f", {occ.describe() if hasattr(occ, 'describe') else occ}"
+        return Fix("spill-free-config", description=str(description), verified=spills == 0, effect=effect,
+                   caveats=("a different tile changes the work per CTA: time it (ktriage tune / ktriage bench)",),
+                   change={"config": config_json, "suggestion": data}, **base)
+
+    def ptxas_options(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
+        """``--register-usage-level=N`` for each level, the same PTX through the same ptxas."""
+        tc = new.toolchain
+        fixes: list[Fix] = []
+        for level in self.usage_levels:
+            option = f"--register-usage-level={level}"
+            if option in tc.ptxas_options:
+                continue
+            try:
+                alt = ensure_toolchain(replace(tc.spec, ptxas_options=(*tc.ptxas_options, option)))
+            except KtriageError as exc:
+                fixes.append(Fix("ptxas-option", spec.name, toolchain_label(tc), f"ptxas {option}", False,
+                                 f"toolchain not built: {exc.problem}"))
+                continue
+            res = self._result(spec, alt)
+            if isinstance(res, str):
+                fixes.append(Fix("ptxas-option", spec.name, toolchain_label(tc), f"ptxas {option}", False,
+                                 f"did not assemble: {res}", change={"ptxas_options": option}))
+                continue
+            # A few bytes either way is ptxas noise, not a fix: ask for a tenth fewer spill bytes.
+            better = (_spills(res) <= 0.9 * _spills(new) and _spills(new) > 0
+                      or (_spills(res) <= _spills(new) and res.occupancy.ctas_per_sm > new.occupancy.ctas_per_sm))
+            fixes.append(Fix(
+                "ptxas-option", spec.name, toolchain_label(tc),
+                f"pass ptxas {option} (Triton 3.4+: options={{'ptx_options': '{option}'}})", better,
+                f"{_summary(new)} -> {_summary(res)}",
+                ("--register-usage-level is a BETA ptxas option; its effect may change between ptxas releases",
+                 "Triton 3.3 has no ptx_options: set it through a ptxas wrapper (TRITON_PTXAS_PATH)"),
+                {"ptxas_options": option, "toolchain": str(alt.spec)}))
+        return fixes
+
+    def maxnreg(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
+        """``maxnreg`` at the register count that admits one more CTA per SM (a frontend recompile)."""
+        occ = new.occupancy
+        if occ.limiter != "registers":
+            return []
+        regs = registers_for_ctas(spec.target, spec.num_warps, occ.ctas_per_sm + 1)
+        if regs is None or regs >= new.resources.registers:
+            return []
+        res = self._result(spec.replace(maxnreg=regs), new.toolchain)
+        base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
+        if isinstance(res, str):
+            return [Fix("maxnreg", description=f"maxnreg={regs}", verified=False, effect=f"did not compile: {res}", **base)]
+        verified = res.occupancy.ctas_per_sm > occ.ctas_per_sm and _spills(res) <= _spills(new)
+        return [Fix("maxnreg", description=f"launch with maxnreg={regs} (one more CTA per SM)", verified=verified,
+                    effect=f"{_summary(new)} -> {_summary(res)}",
+                    caveats=("a register cap that adds spills can be slower than the lower occupancy: time it",),
+                    change={"maxnreg": regs}, **base)]
+
+    def toolchains(self, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
+        """The neighbouring toolchains the caller gave: kept if they do not regress against the reference."""
+        fixes: list[Fix] = []
+        for tc in self.neighbours:
+            if tc.id in (ref.toolchain.id, new.toolchain.id):
+                continue
+            res = self._result(spec, tc)
+            label = toolchain_label(tc)
+            if isinstance(res, str):
+                fixes.append(Fix("toolchain", spec.name, toolchain_label(new.toolchain), f"use {label}", False,
+                                 f"did not compile: {res}", change={"toolchain": str(tc.spec)}))
+                continue
+            regress = []
+            if _spills(res) > _spills(ref):
+                regress.append(f"spills {_spills(ref)} -> {_spills(res)} B")
+            if res.occupancy.ctas_per_sm < ref.occupancy.ctas_per_sm:
+                regress.append(f"CTA/SM {ref.occupancy.ctas_per_sm} -> {res.occupancy.ctas_per_sm}")
+            if _opcount(res, "ATOMG") > _opcount(ref, "ATOMG") and _opcount(res, "REDG") < _opcount(ref, "REDG"):
+                regress.append(f"REDG {_opcount(ref, 'REDG')} -> {_opcount(res, 'REDG')}")
+            effect = f"{_summary(new)} -> {_summary(res)}" + (f" (still regresses: {'; '.join(regress)})" if regress else " (no regression vs the reference)")
+            fixes.append(Fix("toolchain", spec.name, toolchain_label(new.toolchain), f"use {label}", not regress,
+                             effect, change={"toolchain": str(tc.spec)}))
+        return fixes
+
+
+def suggest_fixes(result: ExplainResult, findings: Sequence[Finding], compiler: Compiler, *,
+                  neighbours: Sequence[Toolchain] = (), usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> list[Fix]:
+    """Verified fixes for the regressions among ``findings`` (see the module docstring)."""
+    return FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
+
+
+def fixes_markdown(fixes: Sequence[Fix]) -> str:
+    """The "## Fixes" section of the explain report."""
+    out = ["## Fixes (verified by compiling, not timed)", ""]
+    if not fixes:
+        out.append("- No fix to propose for these findings.")
+    for f in fixes:
+        mark = "verified" if f.verified else "not verified"
+        out.append(f"- **{f.kind}** ({f.kernel}, `{f.toolchain}`): {f.description} — {mark}: {f.effect}")
+        out += [f"  - caveat: {c}" for c in f.caveats]
+    out.append("")
+    return "\n".join(out)
+
