@@ -1,0 +1,240 @@
+"""Compile-only screening: every candidate config compiled on CPUs, spilling ones dropped, the rest
+ranked by occupancy and the roofline-style estimate (ktriage/tune/model.py), the best few kept.
+
+Why screen before timing: a GPU second is scarce and a CPU compile is cheap and parallel; most
+configs can be ruled out from their resources alone (a config that spills moves bytes through
+local memory that a spill-free one does not; a config that fits fewer CTAs than the grid needs
+pays extra waves). Spills are ptxas's spill STORE bytes, never the stack size: a kernel may keep a
+local array on the stack without spilling (research notes §2.2), and Triton's ``n_spills`` (stack/4)
+would wrongly drop it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.analyze.occupancy import Occupancy, compute_occupancy
+from ktriage.analyze.resources import Resources
+from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
+from ktriage.errors import KtriageError
+from ktriage.spec.model import KernelSpec
+from ktriage.toolchain.manager import Toolchain
+from ktriage.tune.model import Estimate, estimate
+from ktriage.tune.space import ConfigSpace, TuneConfig
+
+
+@dataclass
+class Candidate:
+    """One config after screening: its compiled facts, its estimate, and the verdict with a reason."""
+
+    config: TuneConfig
+    spec: KernelSpec
+    artifact: Artifact | None = None
+    resources: Resources | None = None
+    occupancy: Occupancy | None = None
+    estimate: Estimate | None = None
+    status: str = "pending"  # kept | dropped | failed
+    reason: str = ""
+    rank: int | None = None
+    is_default: bool = False
+
+    @property
+    def spill_store_bytes(self) -> int | None:
+        return None if self.resources is None else self.resources.spill_store_bytes
+
+    def resources_summary(self) -> dict[str, Any] | None:
+        r = self.resources
+        if r is None:
+            return None
+        return {"registers": r.registers, "spill_store_bytes": r.spill_store_bytes, "spill_load_bytes": r.spill_load_bytes,
+                "stack_bytes": r.stack_bytes, "shared_bytes": r.shared_bytes, "local_loads": r.local_loads,
+                "local_stores": r.local_stores, "sass_instructions": r.sass_instructions}
+
+    def to_json(self) -> dict[str, Any]:
+        occ = self.occupancy
+        return {
+            "config": self.config.to_json(),
+            "label": self.config.label(),
+            "default": self.is_default,
+            "grid": list(self.spec.grid) if self.spec.grid else None,
+            "status": self.status,
+            "kept": self.status == "kept",
+            "rank": self.rank,
+            "reason": self.reason,
+            "resources": self.resources_summary(),
+            "occupancy": None if occ is None else {"ctas_per_sm": occ.ctas_per_sm, "warps_per_sm": occ.warps_per_sm,
+                                                   "occupancy": round(occ.occupancy, 4), "limiter": occ.limiter},
+            "estimate": None if self.estimate is None else self.estimate.to_json(),
+        }
+
+
+@dataclass
+class ScreenResult:
+    """All candidates of one screening, default first; ``kept`` ranked best first."""
+
+    space: ConfigSpace
+    toolchain: Toolchain
+    candidates: list[Candidate]
+    max_spill_bytes: int
+    top_k: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def default(self) -> Candidate:
+        return next(c for c in self.candidates if c.is_default)
+
+    @property
+    def kept(self) -> list[Candidate]:
+        return sorted((c for c in self.candidates if c.status == "kept"), key=lambda c: c.rank or 0)
+
+    @property
+    def recommended(self) -> Candidate | None:
+        kept = self.kept
+        return kept[0] if kept else None
+
+
+def analyze_artifact(art: Artifact) -> tuple[Resources, Occupancy]:
+    """Resources (cached next to the cubin) and the exact occupancy of one compiled spec."""
+    from ktriage.explain.engine import cached_resources
+
+    front = art.frontend
+    res = cached_resources(art.cubin, art.toolchain, front.text("ptx"), front.kernel_name,
+                           int(front.metadata.get("shared", 0) or 0))
+    occ = compute_occupancy(art.spec.target, res.registers, art.spec.num_warps, res.shared_bytes,
+                            barriers=res.barriers if res.barriers is not None else 1)
+    return res, occ
+
+
+def sort_key(c: Candidate, default_stages: int = 3) -> tuple[float, float, float, int, int, int]:
+    """Best first: the estimate, then fewer spill bytes, higher occupancy, fewer warps, then the
+    library's own num_stages (the smallest change among equals)."""
+    assert c.estimate is not None and c.occupancy is not None
+    return (c.estimate.estimate_us, float(c.spill_store_bytes or 0), -c.occupancy.occupancy,
+            c.config.num_warps, int(c.config.num_stages != default_stages), c.config.num_stages)
+
+
+def screen(
+    space: ConfigSpace,
+    toolchain: Toolchain,
+    compiler: Compiler,
+    *,
+    top_k: int = 5,
+    max_spill_bytes: int = 0,
+    sm_count: int | None = None,
+    configs: Sequence[TuneConfig] | None = None,
+    on_done: Callable[[object], None] | None = None,
+    staged: bool = True,
+) -> ScreenResult:
+    """Compile every config of ``space`` (or ``configs``) with ``toolchain``, drop the ones whose
+    spill store bytes exceed ``max_spill_bytes`` and rank the rest; the best ``top_k`` are kept.
+
+    ``staged``: compile every warps x blocks combination at the default num_stages first, then the
+    other num_stages only for the kept ones (most kernels have no pipelined loop, so stages change
+    nothing and would multiply the compiles by 4). Configs whose cubin is byte-identical to a
+    better-ranked one are dropped as duplicates: timing them would measure the same kernel twice.
+    """
+    if top_k < 1:
+        raise KtriageError(f"--top-k {top_k} keeps nothing", "use --top-k 1 or more")
+    if max_spill_bytes < 0:
+        raise KtriageError(f"--max-spill-bytes {max_spill_bytes} is negative", "use 0 (no spills) or a byte count")
+    if configs is not None:
+        cfgs = list(configs)
+    elif staged:
+        # num_stages only changes kernels with pipelined loops: vary it for the front-runners only.
+        cfgs = [c for c in space.configs() if c.num_stages == space.default.num_stages]
+    else:
+        cfgs = space.configs()
+    if space.default not in cfgs:
+        cfgs.insert(0, space.default)
+    cands = [Candidate(cfg, space.apply(cfg), is_default=cfg == space.default) for cfg in cfgs]
+    _compile_and_analyze(cands, toolchain, compiler, sm_count, on_done)
+    _judge(cands, max_spill_bytes, top_k)
+    if staged and configs is None and len(space.stages) > 1:
+        seen = {c.config for c in cands}
+        extra = [Candidate(cfg, space.apply(cfg)) for front in [c for c in cands if c.status == "kept"]
+                 for cfg in (TuneConfig(front.config.num_warps, st, front.config.constexprs) for st in space.stages)
+                 if cfg not in seen]
+        _compile_and_analyze(extra, toolchain, compiler, sm_count, on_done)
+        cands += extra
+        _judge(cands, max_spill_bytes, top_k)
+    result = ScreenResult(space, toolchain, cands, max_spill_bytes, top_k, list(space.notes))
+    if not result.kept:
+        result.notes.append(f"no config stays within {max_spill_bytes} spill store bytes: raise --max-spill-bytes "
+                            "or widen the space")
+    return result
+
+
+def _compile_and_analyze(cands: list[Candidate], toolchain: Toolchain, compiler: Compiler, sm_count: int | None,
+                         on_done: Callable[[object], None] | None) -> None:
+    outcomes = compiler.compile_many([c.spec for c in cands], [toolchain], on_done=on_done)
+    for cand, outcome in zip(cands, outcomes, strict=True):
+        if isinstance(outcome, CompileFailure):
+            first = outcome.message.strip().splitlines()[0] if outcome.message.strip() else outcome.kind
+            cand.status, cand.reason = "failed", f"did not compile ({outcome.stage}: {first[:160]})"
+            continue
+        cand.artifact = outcome
+        try:
+            cand.resources, cand.occupancy = analyze_artifact(outcome)
+        except KtriageError as exc:
+            cand.status, cand.reason = "failed", f"could not be analyzed: {exc.problem}"
+            continue
+        cand.estimate = estimate(cand.resources, cand.occupancy, num_warps=cand.config.num_warps,
+                                 grid=cand.spec.grid, target=cand.spec.target, sm_count=sm_count)
+
+
+def _cubin_sha(c: Candidate) -> str | None:
+    if c.artifact is None:
+        return None
+    import hashlib
+
+    return hashlib.sha256(c.artifact.cubin.cubin_path.read_bytes()).hexdigest()
+
+
+def _judge(cands: list[Candidate], max_spill: int, top_k: int) -> None:
+    viable: list[Candidate] = []
+    for c in cands:
+        if c.status == "failed":
+            continue
+        c.rank = None
+        assert c.resources is not None and c.occupancy is not None and c.estimate is not None
+        spill = c.resources.spill_store_bytes
+        if spill is None:
+            c.status, c.reason = "dropped", "spill bytes unknown (no ptxas log), so it cannot be screened"
+        elif spill > max_spill:
+            c.status = "dropped"
+            c.reason = (f"spills {spill} B per thread (ptxas spill stores) at {c.resources.registers} registers, "
+                        f"over the {max_spill} B limit")
+        elif c.occupancy.ctas_per_sm == 0:
+            c.status, c.reason = "dropped", f"cannot launch: {c.occupancy.limiter.replace('_', ' ')} allow 0 CTAs per SM"
+        else:
+            viable.append(c)
+    default_stages = next((c.config.num_stages for c in cands if c.is_default), 3)
+    viable.sort(key=lambda c: sort_key(c, default_stages))
+    unique: list[Candidate] = []
+    first_of: dict[str | None, Candidate] = {}
+    for c in viable:
+        sha = _cubin_sha(c)
+        twin = first_of.get(sha) if sha is not None else None
+        if twin is not None:
+            c.status, c.reason = "dropped", f"same cubin as {twin.config.label()} (num_stages changes nothing here)"
+            continue
+        first_of[sha] = c
+        unique.append(c)
+    viable = unique
+    best = viable[0].estimate.estimate_us if viable else math.inf  # type: ignore[union-attr]
+    for i, c in enumerate(viable):
+        assert c.occupancy is not None and c.estimate is not None and c.resources is not None
+        facts = (f"{c.resources.registers} registers, {c.resources.spill_store_bytes or 0} B spills, "
+                 f"{c.occupancy.ctas_per_sm} CTA(s)/SM ({c.occupancy.occupancy:.0%}, {c.occupancy.limiter}), "
+                 f"{c.estimate.waves} wave(s), estimate {c.estimate.estimate_us:.1f} us")
+        c.rank = i + 1
+        if i < top_k:
+            c.status = "kept"
+            c.reason = f"rank {i + 1}: {facts}"
+        else:
+            c.status = "dropped"
+            slower = c.estimate.estimate_us / best if best and best != math.inf else math.inf
+            c.reason = f"rank {i + 1}, outside the top {top_k}: {facts} ({slower:.2f}x the best estimate)"

@@ -1,0 +1,289 @@
+"""The config space of one kernel launch: which knobs ``ktriage tune`` may turn, and their limits.
+
+Why a module of its own: a tuner that changes a block size the kernel relies on produces a fast,
+wrong kernel. Liger's layer_norm loads a whole row with ``tl.arange(0, BLOCK_SIZE)`` masked by
+``n_cols``, so ``BLOCK_SIZE < next_power_of_2(n_cols)`` silently drops columns; an inductor-style
+reduction loops over ``rnumel`` in ``RBLOCK`` steps, so any power of two is correct. Each knob
+therefore carries the sentence that justifies its values, and the grid axis it tiles (a smaller
+``XBLOCK`` means more CTAs: ``grid = cdiv(numel, XBLOCK)``).
+
+Where knobs come from, first match wins per constexpr:
+1. ``spec.meta["tune"]`` -- ``{"BLOCK": [256, 512]}`` or ``{"BLOCK": {"values": [...],
+   "grid_axis": 0, "numel": 4096, "why": "..."}}``; a TOML spec writes it as ``[kernel.meta.tune]``;
+2. the catalog recipes this module knows (Liger layer_norm, Liger embedding);
+3. inductor-style names (``XBLOCK``, ``YBLOCK``, ``RBLOCK``, ``R0_BLOCK``, ``R1_BLOCK``): powers
+   of two around the spec's value.
+num_warps (powers of two up to the arch's 1024 threads per CTA) and num_stages (1..4) are always
+tunable: they never change what the kernel computes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.arch import parse_arch
+from ktriage.errors import KtriageError
+from ktriage.spec.model import KernelSpec
+
+WARP_CHOICES = (1, 2, 4, 8, 16, 32)
+STAGE_CHOICES = (1, 2, 3, 4)
+# Inductor's block constexpr names: X/Y/Z tile the grid, R*_BLOCK loop over the reduction.
+_GRID_BLOCK = {"XBLOCK": 0, "YBLOCK": 1, "ZBLOCK": 2}
+_REDUCTION_BLOCK = re.compile(r"^R\d?_?BLOCK$")
+# How far from the spec's own value an inductor-style block is varied (factor 2**k, |k| <= span).
+INDUCTOR_SPAN = 2
+INDUCTOR_MAX = {"X": 2048, "Y": 1024, "Z": 1024, "R": 4096 * 16}  # inductor's TRITON_MAX_BLOCK
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
+
+
+def _is_pow2(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One tunable block-size constexpr: its allowed values and why they are the allowed ones.
+
+    ``grid_axis``: the grid axis this block tiles (None: it does not change the grid). The new
+    grid along that axis is ``cdiv(numel, value)`` when ``numel`` is known, else the spec's grid
+    scaled by ``old / value`` (rounded up).
+    """
+
+    name: str
+    values: tuple[int, ...]
+    why: str
+    grid_axis: int | None = None
+    numel: int | None = None
+    reduction: bool = False  # a reduction-loop block (RBLOCK): what RBLOCK scaling may shrink
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "values": list(self.values), "why": self.why, "grid_axis": self.grid_axis,
+                "numel": self.numel, "reduction": self.reduction}
+
+
+@dataclass(frozen=True)
+class TuneConfig:
+    """One point of the space: what a ``triton.Config`` would hold."""
+
+    num_warps: int
+    num_stages: int
+    constexprs: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def of(cls, num_warps: int, num_stages: int, constexprs: Mapping[str, int] | None = None) -> TuneConfig:
+        return cls(num_warps, num_stages, tuple(sorted((constexprs or {}).items())))
+
+    @property
+    def blocks(self) -> dict[str, int]:
+        return dict(self.constexprs)
+
+    def label(self) -> str:
+        parts = [f"{k}={v}" for k, v in self.constexprs] + [f"warps={self.num_warps}", f"stages={self.num_stages}"]
+        return ",".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"num_warps": self.num_warps, "num_stages": self.num_stages, "constexprs": self.blocks}
+
+
+@dataclass(frozen=True)
+class ConfigSpace:
+    """All knobs of one spec, with the spec's own (the library's default) config."""
+
+    spec: KernelSpec
+    knobs: tuple[Knob, ...]
+    warps: tuple[int, ...]
+    stages: tuple[int, ...]
+    default: TuneConfig
+    notes: tuple[str, ...] = field(default=())
+
+    def configs(self) -> list[TuneConfig]:
+        """Every combination, the default first (it is the baseline every report compares with)."""
+        names = [k.name for k in self.knobs]
+        out = [self.default]
+        for warps, stages, *blocks in itertools.product(self.warps, self.stages, *[k.values for k in self.knobs]):
+            cfg = TuneConfig.of(warps, stages, dict(zip(names, blocks)))
+            if cfg != self.default:
+                out.append(cfg)
+        return out
+
+    def knob(self, name: str) -> Knob | None:
+        return next((k for k in self.knobs if k.name == name), None)
+
+    def apply(self, config: TuneConfig) -> KernelSpec:
+        """The spec launched with ``config``: options, constexprs and the grid it implies."""
+        return apply_config(self.spec, config, self.knobs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"knobs": [k.to_json() for k in self.knobs], "num_warps": list(self.warps),
+                "num_stages": list(self.stages), "default": self.default.to_json(), "notes": list(self.notes)}
+
+
+def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = ()) -> KernelSpec:
+    """``spec`` with ``config``'s num_warps/num_stages/constexprs, and its grid recomputed for the
+    blocks that tile it. Unknown constexpr names are an error (a typo would compile the default)."""
+    consts = dict(spec.constexprs)
+    for name, value in config.constexprs:
+        if name not in spec.signature or spec.signature[name] != "constexpr":
+            raise KtriageError(f"config sets {name}={value}, but {spec.name} has no constexpr {name!r}",
+                               f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}")
+        consts[name] = value
+    grid = list(spec.grid) if spec.grid is not None else None
+    by_name = {k.name: k for k in knobs}
+    if grid is not None:
+        for name, value in config.constexprs:
+            knob = by_name.get(name)
+            if knob is None or knob.grid_axis is None or knob.grid_axis >= len(grid):
+                continue
+            old = spec.constexprs.get(name)
+            if knob.numel is not None:
+                grid[knob.grid_axis] = max(1, math.ceil(knob.numel / value))
+            elif isinstance(old, int) and old > 0:
+                grid[knob.grid_axis] = max(1, math.ceil(grid[knob.grid_axis] * old / value))
+    meta = dict(spec.meta)
+    meta["tune_config"] = config.label()
+    return spec.replace(num_warps=config.num_warps, num_stages=config.num_stages, constexprs=consts,
+                        grid=tuple(grid) if grid is not None else None, meta=meta)
+
+
+# ----------------------------------------------------------------------------------- knob sources
+def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
+    raw = spec.meta.get("tune") or spec.meta.get("tunable") or {}
+    if not isinstance(raw, Mapping):
+        raise KtriageError(f"{spec.name}: meta.tune must be a table of constexpr -> values",
+                           'write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]')
+    knobs: dict[str, Knob] = {}
+    for name, entry in raw.items():
+        if isinstance(entry, Mapping):
+            values, axis, numel = entry.get("values"), entry.get("grid_axis"), entry.get("numel")
+            why = str(entry.get("why") or "values declared by the spec (meta.tune)")
+        else:
+            values, axis, numel, why = entry, None, None, "values declared by the spec (meta.tune)"
+        if (not isinstance(values, (list, tuple)) or not values
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)):
+            raise KtriageError(f"{spec.name}: meta.tune.{name} = {values!r} is not a list of positive integers",
+                               f"write e.g. {name} = [256, 512, 1024]")
+        if spec.signature.get(name) != "constexpr":
+            raise KtriageError(f"{spec.name}: meta.tune names {name!r}, which is not a constexpr parameter",
+                               "tune only constexpr block sizes")
+        knobs[name] = Knob(name, tuple(sorted(set(values))), why, axis, numel, bool(_REDUCTION_BLOCK.match(name)))
+    return knobs
+
+
+def _liger_layer_norm(spec: KernelSpec) -> dict[str, Knob]:
+    n = int(spec.meta.get("shape", {}).get("N", 0) or 0)
+    block = spec.constexprs.get("BLOCK_SIZE")
+    if not n or not isinstance(block, int):
+        return {}
+    least = next_power_of_2(n)
+    values = tuple(v for v in (least, 2 * least) if v <= 65536)
+    return {"BLOCK_SIZE": Knob(
+        "BLOCK_SIZE", values,
+        f"the kernel loads a whole row with tl.arange(0, BLOCK_SIZE) masked by n_cols, so BLOCK_SIZE must stay "
+        f">= next_power_of_2(N={n}) = {least}; larger only adds masked lanes",
+    )}
+
+
+def _liger_embedding(spec: KernelSpec) -> dict[str, Knob]:
+    shape = spec.meta.get("shape", {})
+    d = int(shape.get("D", 0) or 0)
+    tokens = int(shape.get("B", 0) or 0) * int(shape.get("T", 0) or 0)
+    knobs: dict[str, Knob] = {}
+    for name, axis, numel in (("BLOCK_SIZE_M", 0, tokens), ("BLOCK_SIZE_N", 1, d)):
+        cur = spec.constexprs.get(name)
+        if not isinstance(cur, int) or not numel:
+            continue
+        values = tuple(v for v in (cur // 4, cur // 2, cur, cur * 2) if 16 <= v <= 256)
+        knobs[name] = Knob(name, values, f"{name} tiles grid axis {axis} (cdiv({numel}, {name})) with masked loads, "
+                                         "so any power of two is correct", axis, numel)
+    return knobs
+
+
+def _inductor_style(spec: KernelSpec) -> dict[str, Knob]:
+    knobs: dict[str, Knob] = {}
+    for name, ty in spec.signature.items():
+        cur = spec.constexprs.get(name)
+        if ty != "constexpr" or not isinstance(cur, int) or isinstance(cur, bool) or not _is_pow2(cur):
+            continue
+        if name in _GRID_BLOCK:
+            cap, axis, red = INDUCTOR_MAX[name[0]], _GRID_BLOCK[name], False
+            why = f"{name} tiles grid axis {axis} with masked loads (inductor style): any power of two is correct"
+        elif _REDUCTION_BLOCK.match(name):
+            cap, axis, red = INDUCTOR_MAX["R"], None, True
+            why = f"{name} steps a loop over the reduction with masked loads (inductor style): any power of two is correct"
+        else:
+            continue
+        values = tuple(sorted({cur << k if k >= 0 else cur >> -k for k in range(-INDUCTOR_SPAN, INDUCTOR_SPAN + 1)
+                               if (cur << k if k >= 0 else cur >> -k) >= 1} & set(_pow2_upto(cap))))
+        knobs[name] = Knob(name, values, why, axis, None, red)
+    return knobs
+
+
+def _pow2_upto(cap: int) -> list[int]:
+    return [1 << i for i in range(cap.bit_length()) if 1 << i <= cap]
+
+
+def recipe_knobs(spec: KernelSpec) -> dict[str, Knob]:
+    """The block knobs a catalog recipe declares for ``spec`` (empty if the recipe is unknown)."""
+    fn = spec.source_function()
+    if fn in ("_layer_norm_backward_kernel", "_layer_norm_forward_kernel") and "liger" in spec.source:
+        return _liger_layer_norm(spec)
+    if fn in ("embedding_backward_kernel", "embedding_forward_kernel") and "liger" in spec.source:
+        return _liger_embedding(spec)
+    return {}
+
+
+def config_space(
+    spec: KernelSpec,
+    *,
+    warps: Sequence[int] | None = None,
+    stages: Sequence[int] | None = None,
+    blocks: Mapping[str, Sequence[int]] | None = None,
+) -> ConfigSpace:
+    """The space ``ktriage tune`` searches for ``spec``. ``warps``/``stages``/``blocks`` narrow it
+    (e.g. the CLI's ``--warps 4,8``); ``blocks`` values must be within the knob's allowed values."""
+    arch = parse_arch(spec.target)
+    max_warps = arch.max_threads_per_block // arch.warp_size
+    found: dict[str, Knob] = {}
+    notes: list[str] = []
+    for source in (_from_meta(spec), recipe_knobs(spec), _inductor_style(spec)):
+        for name, knob in source.items():
+            found.setdefault(name, knob)
+    knobs = [found[n] for n in spec.signature if n in found]  # source order
+    if blocks:
+        narrowed = []
+        by_name = {k.name: k for k in knobs}
+        for name, vals in blocks.items():
+            if name not in by_name:
+                raise KtriageError(f"{spec.name}: {name} is not a tunable block of this kernel",
+                                   f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
+        for k in knobs:
+            if k.name in blocks:
+                bad = [v for v in blocks[k.name] if v not in k.values]
+                if bad:
+                    raise KtriageError(f"{spec.name}: {k.name}={bad} is outside the allowed values {list(k.values)}",
+                                       f"why: {k.why}")
+                k = Knob(k.name, tuple(sorted(set(blocks[k.name]))), k.why, k.grid_axis, k.numel, k.reduction)
+            narrowed.append(k)
+        knobs = narrowed
+    w = tuple(sorted(set(warps))) if warps else tuple(x for x in WARP_CHOICES if x <= max_warps)
+    bad_w = [x for x in w if x not in WARP_CHOICES or x > max_warps]
+    if bad_w:
+        raise KtriageError(f"num_warps {bad_w} cannot launch on {arch.name}",
+                           f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)")
+    s = tuple(sorted(set(stages))) if stages else STAGE_CHOICES
+    if any(x < 1 for x in s):
+        raise KtriageError(f"num_stages {list(s)} must be >= 1", "use 1..4")
+    if not knobs:
+        notes.append("no block-size constexpr is declared tunable: only num_warps and num_stages are searched "
+                     "(declare blocks with [kernel.meta.tune])")
+    default_blocks = {k.name: int(spec.constexprs[k.name]) for k in knobs if isinstance(spec.constexprs.get(k.name), int)}
+    default = TuneConfig.of(spec.num_warps, spec.num_stages, default_blocks)
+    return ConfigSpace(spec, tuple(knobs), w, s, default, tuple(notes))
