@@ -134,3 +134,16 @@ def test_rank_keeps_best_then_unscreened_fake_configs() -> None:
     ranked = SpillAwarePrune(keep=4)._rank(rows)
     assert [r.label for r in ranked if r.kept] == ["a", "b", "d", "e"]
     assert "ranked 3 of 4" in SpillAwarePrune(keep=2)._rank(rows)[4].reason
+
+
+@pytest.mark.slow
+def test_example_screens_without_a_gpu(toolchain) -> None:
+    """examples/autotune_example.py --target sm_90: the two big tiles spill and are dropped, three kept."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([str(toolchain("triton==3.4.0").python), str(REPO / "examples" / "autotune_example.py"),
+                           "--target", "sm_90"], env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line.split(None, 1) for line in proc.stdout.splitlines() if line.startswith(("keep", "drop"))]
+    assert len(rows) == 7 and sum(1 for verdict, _ in rows if verdict == "keep") == 3
+    dropped_for_spills = [text for verdict, text in rows if verdict == "drop" and "spills" in text]
+    assert [t.split(",")[0:2] for t in dropped_for_spills] == [["XBLOCK=64", " RBLOCK=256"], ["XBLOCK=128", " RBLOCK=128"]]
