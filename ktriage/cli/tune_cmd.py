@@ -1,0 +1,140 @@
+"""`ktriage tune`: spill- and occupancy-aware configs for one kernel launch (logic in ktriage.tune)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from ktriage.cli.console import make_console
+from ktriage.cli.resolve import resolve_specs, resolve_toolchains
+from ktriage.compile.compiler import Compiler
+from ktriage.errors import KtriageError
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+
+
+def _ints(text: str | None, what: str) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as exc:
+        raise KtriageError(f"{what} {text!r} is not a comma-separated list of integers", f"write e.g. {what} 4,8,16") from exc
+
+
+def _blocks(items: list[str] | None) -> dict[str, list[int]] | None:
+    if not items:
+        return None
+    out: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, vals = item.partition("=")
+        if not sep:
+            raise KtriageError(f"--block {item!r} has no '='", "write e.g. --block BLOCK_SIZE=8192,16384")
+        out[name.strip()] = _ints(vals, "--block") or []
+    return out
+
+
+def tune(
+    target: Annotated[str, typer.Argument(help="A catalog op (e.g. liger.layer_norm) or a spec .toml file.")],
+    toolchain: Annotated[str, typer.Option("--toolchain", "-t", help="The toolchain to tune for, e.g. triton==3.4.0.")],
+    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="The input to tune (a TritonBench id or N=4608); one kernel.")] = None,
+    arch: Annotated[str, typer.Option("--arch", help="Target GPU architecture.")] = "sm_90",
+    fwd: Annotated[bool, typer.Option("--fwd", help="Tune the forward kernel of a catalog op (default: backward).")] = False,
+    dtype: Annotated[str, typer.Option("--dtype", help="Data type of a catalog op's tensors.")] = "fp32",
+    sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count for grids and waves (default: the arch's usual GPU).")] = None,
+    compile_only: Annotated[bool, typer.Option("--compile-only", help="Stop after compile-only screening (no GPU needed).")] = False,
+    top_k: Annotated[int, typer.Option("--top-k", help="Candidates kept after screening (and timed on the GPU).")] = 5,
+    max_spill_bytes: Annotated[int, typer.Option("--max-spill-bytes", help="Drop configs whose ptxas spill store bytes exceed this (stack size is not spills).")] = 0,
+    budget: Annotated[float, typer.Option("--budget", help="GPU seconds for timing the kept candidates (all together).")] = 10.0,
+    warps: Annotated[str | None, typer.Option("--warps", help="Only these num_warps, e.g. 4,8,16.")] = None,
+    stages: Annotated[str | None, typer.Option("--stages", help="Only these num_stages, e.g. 1,3.")] = None,
+    block: Annotated[list[str] | None, typer.Option("--block", help="Only these values of a block knob, e.g. BLOCK_SIZE=8192. Repeatable.")] = None,
+    bundle: Annotated[Path | None, typer.Option("--bundle", help="Where to write the timing bundle (default: under the ktriage home).")] = None,
+    results: Annotated[Path | None, typer.Option("--results", help="A `ktriage bench --output-json` file of this tune bundle: report the winner from it.")] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON report here.")] = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+) -> None:
+    """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
+    declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
+    then time the best few on the GPU against the library's own config."""
+    from ktriage.tune.report import print_table, to_json
+    from ktriage.tune.scaling import scale_blocks
+    from ktriage.tune.screen import screen
+    from ktriage.tune.space import config_space
+
+    console = make_console(stderr=fmt == Format.json)
+    specs = resolve_specs(target, mode="fwd" if fwd else "bwd", inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
+    if len(specs) != 1:
+        raise KtriageError(f"tune works on one kernel launch, but {len(specs)} were selected",
+                           "select one input, e.g. --input N=4608")
+    spec = specs[0]
+    space = config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=True) as progress:
+        tc = resolve_toolchains([toolchain], progress)[0]
+        task = progress.add_task("compiling candidates", total=None)
+        with Compiler(jobs=jobs) as compiler:
+            result = screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
+                            on_done=lambda _o: progress.advance(task))
+            scaling = scale_blocks(spec, tc, compiler, space=space, sm_count=sm_count, max_spill_bytes=max_spill_bytes)
+            timing = None
+            if not compile_only and result.kept:
+                timing = _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console)
+    report = to_json(result, scaling=scaling.to_json(), timing=timing)
+    if fmt == Format.json:
+        typer.echo(json.dumps(report, indent=1))
+    else:
+        print_table(result, console, show_all=all_rows)
+        for step in scaling.steps:
+            console.print(f"scaling: {escape(step.sentence)}")
+        if timing and timing.get("winner"):
+            sp = timing.get("speedup_over_default")
+            console.print(f"GPU winner: [bold]{escape(timing['winner'])}[/]"
+                          + (f", {sp:.2f}x the library's config" if sp else ""))
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(report, indent=1))
+
+
+def _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console):  # type: ignore[no-untyped-def]
+    """Write the bundle; time it here when a GPU is visible, else say how to time it on one."""
+    from ktriage.home import home_subdir
+    from ktriage.report.results_file import read_results
+    from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundle
+
+    if budget <= 0:
+        raise KtriageError(f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only")
+    out = bundle or home_subdir("bundles") / f"tune-{result.space.spec.key()}"
+    try:
+        tb = write_tune_bundle(result, Path(out), compiler, sm_count=sm_count)
+    except KtriageError as exc:
+        console.print(f"[yellow]not timed:[/] {escape(exc.problem)} ({escape(exc.fix)})")
+        return {"timed": False, "why": exc.problem}
+    results_path = results or Path(out) / "tune-results.json"
+    command = tb.bench_command(budget, results_path)
+    info = {"bundle": tb.to_json(), "command": " ".join(command), "timed": False}
+    if results is None and gpu_available():
+        proc = subprocess.run(["python", "-m", "ktriage", *command[1:]], check=False)
+        if proc.returncode != 0:
+            raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {info['command']}")
+    if not results_path.exists():
+        console.print("[yellow]no GPU here:[/] the kept candidates are in a bench bundle; time them on the GPU machine with")
+        console.print(f"  {escape(info['command'])}")
+        console.print(f"then report the winner here with: --results {escape(str(results_path))}")
+        return info
+    _run, cells = read_results(results_path)
+    timed = pick_winner(cells, tb)
+    info.update({"timed": True, **timed.to_json()})
+    return info
