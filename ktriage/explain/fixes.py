@@ -310,23 +310,14 @@ class FixFinder:
 
     @staticmethod
     def _from_suggestion(suggestion: Any, new: KernelResult, base: dict[str, Any]) -> Fix:
-        """Adapt the tuner's Suggestion (duck-typed: its fields are the tuner's to define)."""
-        def get(name: str, default: Any = None) -> Any:
-            return getattr(suggestion, name, default)
-
-        to_json = get("to_json")
-        data = to_json() if callable(to_json) else {}
-        config = get("config", data.get("config"))
-        config_json: Any = getattr(config, "to_json", lambda: config)()
-        spills = get("spill_store_bytes", data.get("spill_store_bytes"))
-        description = get("description") or get("sentence") or data.get("description") or f"use config {config_json}"
-        effect = f"spill stores {_spills(new)} B -> {spills if spills is not None else '?'} B"
-        occ = get("occupancy", data.get("occupancy"))
-        if occ is not None:
-            effect += f", {occ.describe() if hasattr(occ, 'describe') else occ}"
-        return Fix("spill-free-config", description=str(description), verified=spills == 0, effect=effect,
-                   caveats=("a different tile changes the work per CTA: time it (ktriage tune / ktriage bench)",),
-                   change={"config": config_json, "suggestion": data}, **base)
+        """Turn the tuner's Suggestion (ktriage.tune.suggest) into a Fix; its numbers are compiled ones."""
+        after = int(suggestion.spill_store_bytes_after)
+        effect = (f"spill stores {suggestion.spill_store_bytes_before} B -> {after} B, registers "
+                  f"{suggestion.registers_before} -> {suggestion.registers_after}, CTA/SM "
+                  f"{suggestion.ctas_per_sm_before} -> {suggestion.ctas_per_sm_after}")
+        return Fix("spill-free-config", description=suggestion.sentence, verified=after == 0, effect=effect,
+                   caveats=("a different tile or warp count changes the work per CTA: time it (ktriage tune / bench)",),
+                   change={"config": suggestion.config.to_json(), "suggestion": suggestion.to_json()}, **base)
 
     def ptxas_options(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
         """``--register-usage-level=N`` for each level, the same PTX through the same ptxas."""
