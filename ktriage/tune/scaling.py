@@ -237,6 +237,7 @@ def scale_blocks(
                                           cur.occ.warps_per_sm, True, f"{cur.config.label()}: stop, {decision.reason}."))
             break
         best: _Point | None = None
+        round_start = len(result.steps)
         for cfg, change in _proposals(space, cur.config):
             p = _evaluate(space, cfg, toolchain, compiler)
             if p.occ is None:
@@ -260,6 +261,10 @@ def scale_blocks(
             result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm, cur.occ.warps_per_sm,
                                           True, f"{cur.config.label()}: stop, no proposal helps ({decision.reason})."))
             break
+        for step in result.steps[round_start:]:
+            if step.kept and step.config != best.config:
+                step.kept = False
+                step.sentence = step.sentence[:-1] + f"; not chosen: {best.config.label()} is better."
         cur = best
         result.final = cur.config
     return result
