@@ -9,7 +9,12 @@ import pytest
 
 from ktriage.analyze.occupancy import compute_occupancy
 from ktriage.spec.model import KernelSpec
-from ktriage.tune.scaling import exact_rule, inductor_rule, inductor_skips_for_spills, scale_blocks
+from ktriage.tune.scaling import (
+    exact_rule,
+    inductor_rule,
+    inductor_skips_for_spills,
+    scale_blocks,
+)
 
 A100_SMS = 108
 KERNELS = Path(__file__).resolve().parent / "kernels_for_tests.py"

@@ -22,7 +22,7 @@ from typing import Any
 
 from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell
-from ktriage.tune.screen import Candidate, ScreenResult
+from ktriage.tune.screen import ScreenResult
 
 # catalog op -> (bench op, artifact backend)
 BENCH_OPS = {"liger.layer_norm": ("layer_norm", "liger_layer_norm"), "liger.embedding": ("embedding", "liger_embedding")}
@@ -83,8 +83,8 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
         if cand.is_default or cand.artifact is None:
             continue
         if cand.spec.grid != spec.grid:
-            tb.not_timed.append((cand.config.label(), f"its grid {cand.spec.grid} differs from the library's {spec.grid}, "
-                                                      "which the replay launches"))
+            tb.not_timed.append((cand.config.label(), (f"its grid {cand.spec.grid} differs from the library's {spec.grid}, "
+                                                      "which the replay launches")))
             continue
         vid = f"{tc.id}+tune{i}"
         record = dict(manifest["toolchains"][tc.id])

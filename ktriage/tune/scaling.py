@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktriage.analyze.occupancy import Occupancy, compute_occupancy
+from ktriage.analyze.occupancy import Occupancy
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.spec.model import KernelSpec

@@ -260,7 +260,7 @@ def config_space(
     if blocks:
         narrowed = []
         by_name = {k.name: k for k in knobs}
-        for name, vals in blocks.items():
+        for name in blocks:
             if name not in by_name:
                 raise KtriageError(f"{spec.name}: {name} is not a tunable block of this kernel",
                                    f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
@@ -284,6 +284,10 @@ def config_space(
     if not knobs:
         notes.append("no block-size constexpr is declared tunable: only num_warps and num_stages are searched "
                      "(declare blocks with [kernel.meta.tune])")
-    default_blocks = {k.name: int(spec.constexprs[k.name]) for k in knobs if isinstance(spec.constexprs.get(k.name), int)}
+    default_blocks: dict[str, int] = {}
+    for k in knobs:
+        value = spec.constexprs.get(k.name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            default_blocks[k.name] = value
     default = TuneConfig.of(spec.num_warps, spec.num_stages, default_blocks)
     return ConfigSpace(spec, tuple(knobs), w, s, default, tuple(notes))
