@@ -1,0 +1,1 @@
+"""`ktriage tune`: config space, compile-only screening, RBLOCK/XBLOCK scaling, fix suggestions (docs/tune.md)."""
