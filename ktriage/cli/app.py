@@ -32,6 +32,7 @@ def _register() -> None:
         occupancy_cmd,
         runs_cmd,
         toolchain_cmd,
+        tune_cmd,
     )
 
     app.command("explain")(explain_cmd.explain)
@@ -39,6 +40,7 @@ def _register() -> None:
     app.command("compare")(compare_cmd.compare)
     app.command("bisect")(bisect_cmd.bisect)
     app.command("bisect-step")(bisect_cmd.bisect_step)
+    app.command("tune")(tune_cmd.tune)
     app.add_typer(toolchain_cmd.app, name="toolchain")
     app.add_typer(catalog_cmd.app, name="catalog")
     app.command("occupancy")(occupancy_cmd.occupancy)

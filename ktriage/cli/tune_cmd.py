@@ -57,6 +57,7 @@ def tune(
     input: Annotated[list[str] | None, typer.Option("--input", "-i", help="The input to tune (a TritonBench id or N=4608); one kernel.")] = None,
     arch: Annotated[str, typer.Option("--arch", help="Target GPU architecture.")] = "sm_90",
     fwd: Annotated[bool, typer.Option("--fwd", help="Tune the forward kernel of a catalog op (default: backward).")] = False,
+    bwd: Annotated[bool, typer.Option("--bwd", help="Tune the backward kernel (the default; as in explain and bench).")] = False,
     dtype: Annotated[str, typer.Option("--dtype", help="Data type of a catalog op's tensors.")] = "fp32",
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count for grids and waves (default: the arch's usual GPU).")] = None,
     compile_only: Annotated[bool, typer.Option("--compile-only", help="Stop after compile-only screening (no GPU needed).")] = False,
@@ -82,6 +83,8 @@ def tune(
     from ktriage.tune.space import config_space
 
     console = make_console(stderr=fmt == Format.json)
+    if fwd and bwd:
+        raise KtriageError("--fwd and --bwd were both given", "choose the pass whose kernel to tune")
     specs = resolve_specs(target, mode="fwd" if fwd else "bwd", inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
     if len(specs) != 1:
         raise KtriageError(f"tune works on one kernel launch, but {len(specs)} were selected",
