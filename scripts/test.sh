@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
+# Typed code is part of the contract: the type check runs with the tests.
+.venv/bin/python -m mypy ktriage --ignore-missing-imports
 set +e
 .venv/bin/python -m pytest -m "not gpu" -n "${KTRIAGE_TEST_JOBS:-2}" "$@"
 rc=$?
