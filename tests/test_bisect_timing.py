@@ -289,3 +289,20 @@ def test_search_stays_inside_the_flaky_zone(seed: int) -> None:
     assert 19 <= res.lo and res.hi <= 23, (res.lo, res.hi)
     flaky = [o for o in res.observations if 20 <= o.candidate.index <= 22]
     assert any(o.outcome == "unsure" and "bimodal" in o.reason for o in flaky) or res.status == "culprit"
+
+
+def test_preflight_refines_a_loose_distance_before_sizing_the_gate() -> None:
+    import math
+
+    # 10 samples decide a 30% regression at 10% noise, but with an interval reaching far down;
+    # the gate must come from a distance known to ~25%, not from that first interval.
+    fake = FakeNoisyTimings(culprit=17, effect=0.30, cv=0.10, seed=0)
+    good_obs, _ = TimePredicate(fake).preflight(GOOD, BAD)
+    m = good_obs.measurements
+    assert m["endpoints"]["n_ref"] == 10  # decided in the first round ...
+    assert m["n"] > 10  # ... then refined
+    d = m["distance"]
+    assert math.log(d["ci_low"]) >= 0.75 * math.log(d["ratio"])
+    assert m["candidate_threshold"] > 0.06  # ~ (1.3 ** 0.75) ** (1/3) - 1 = 6.8%, not the 5% floor
+    fixed = TimePredicate(FakeNoisyTimings(culprit=17, effect=0.30, cv=0.10, seed=0), relative_gate=None)
+    assert fixed.preflight(GOOD, BAD)[0].measurements["n"] == 10  # no gate to size: no refining
