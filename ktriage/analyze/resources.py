@@ -21,7 +21,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ktriage.analyze.cuobjdump import parse_elf_flags, parse_resource_usage, run_cuobjdump
+from ktriage.analyze.cuobjdump import (
+    parse_elf_flags,
+    parse_resource_usage,
+    run_cuobjdump,
+)
 from ktriage.analyze.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass

@@ -7,8 +7,6 @@ input, so a crash or Ctrl-C keeps everything measured so far.
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import shlex
 import subprocess
@@ -98,10 +96,3 @@ def run_bench(
     run.status = "finished"
     save_results()
     return run, cells
-
-
-def environment_summary(run: RunInfo) -> str:
-    gpu = run.gpu
-    before = gpu.get("before", {}) if isinstance(gpu.get("before"), dict) else {}
-    return json.dumps({"gpu": gpu.get("name"), "driver": gpu.get("driver_version"),
-                       "sm_clock_mhz": before.get("sm_clock_mhz"), "pid": os.getpid()})

@@ -6,8 +6,8 @@ import sys
 
 import typer
 from rich.markup import escape
-from ktriage.cli.console import make_console
 
+from ktriage.cli.console import make_console
 from ktriage.errors import KtriageError
 
 app = typer.Typer(

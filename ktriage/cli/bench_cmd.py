@@ -18,7 +18,14 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ktriage.bench.plan import BenchPlan, variant_name
@@ -59,7 +66,12 @@ def bench(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles.")] = None,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
-    from ktriage.workload.ops import check_mode, get_op, resolve_precision, select_op_inputs
+    from ktriage.workload.ops import (
+        check_mode,
+        get_op,
+        resolve_precision,
+        select_op_inputs,
+    )
 
     console = make_console(stderr=csv_out)
     wanted_metrics = [m.strip() for m in metrics.split(",") if m.strip()]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import typer
-from ktriage.cli.console import make_console
 from rich.table import Table
 
 from ktriage.catalog import expand_op, list_ops
+from ktriage.cli.console import make_console
 from ktriage.spec.toml_file import dump_specs_toml
 
 app = typer.Typer(help="Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels.", no_args_is_help=True)

@@ -17,7 +17,13 @@ from rich.markup import escape
 from ktriage.cli.console import make_console
 from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell, RunInfo
-from ktriage.stats.compare import Comparison, compare_cells, compare_toolchains, exit_status, run_toolchains
+from ktriage.stats.compare import (
+    Comparison,
+    compare_cells,
+    compare_toolchains,
+    exit_status,
+    run_toolchains,
+)
 from ktriage.stats.verdict import VerdictConfig
 
 

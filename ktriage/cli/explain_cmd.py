@@ -9,15 +9,22 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from ktriage.cli.console import make_console
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import KtriageError
-from ktriage.explain.engine import ExplainResult, Explainer
+from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import collect_findings
 from ktriage.explain.fixes import fixes_markdown, suggest_fixes
 from ktriage.explain.report import print_table, to_json, to_markdown

@@ -6,11 +6,11 @@ import json
 from enum import Enum
 
 import typer
-from ktriage.cli.console import make_console
 from rich.table import Table
 
 from ktriage.analyze.occupancy import compute_occupancy
 from ktriage.arch import parse_arch
+from ktriage.cli.console import make_console
 
 
 class OutputFormat(str, Enum):

@@ -7,11 +7,18 @@ from enum import Enum
 
 import typer
 from rich import box
-from ktriage.cli.console import make_console
 from rich.table import Table
 
+from ktriage.cli.console import make_console
 from ktriage.errors import KtriageError
-from ktriage.toolchain.manager import Toolchain, ensure_toolchain, find_toolchain, list_toolchains, remove_toolchain, toolchain_size
+from ktriage.toolchain.manager import (
+    Toolchain,
+    ensure_toolchain,
+    find_toolchain,
+    list_toolchains,
+    remove_toolchain,
+    toolchain_size,
+)
 
 app = typer.Typer(help="Manage compiler toolchains (Triton + ptxas).", no_args_is_help=True)
 console = make_console()

@@ -21,7 +21,7 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -287,21 +287,3 @@ def _cubin_from_json(path: Path, record: dict[str, Any]) -> AssembledCubin:
         ptxas_version=record["ptxas_version"],
         lowered_ptx_version=(lowered[0], lowered[1]) if lowered else None,
     )
-
-
-@dataclass
-class CompileSummary:
-    """Counts for progress lines and exit codes."""
-
-    artifacts: list[Artifact] = field(default_factory=list)
-    failures: list[CompileFailure] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, outcomes: Sequence[CompileOutcome]) -> CompileSummary:
-        summary = cls()
-        for outcome in outcomes:
-            if isinstance(outcome, Artifact):
-                summary.artifacts.append(outcome)
-            else:
-                summary.failures.append(outcome)
-        return summary

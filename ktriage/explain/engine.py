@@ -8,19 +8,15 @@ that fails to compile with one toolchain is reported as such; the other specs an
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktriage.analyze.occupancy import Occupancy, compute_occupancy
-from ktriage.analyze.resources import Resources, analyze
-from ktriage.arch import parse_arch
-from ktriage.compile.compiler import Artifact, AssembledCubin, CompileFailure, Compiler
+from ktriage.analyze.artifact import analyze_artifact, analyze_cubin
+from ktriage.analyze.occupancy import Occupancy
+from ktriage.analyze.resources import Resources
+from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
 from ktriage.spec.model import KernelSpec
@@ -127,23 +123,6 @@ def _metric(resources: Resources, occupancy: Occupancy, name: str) -> float | No
     return None if value is None else float(value)
 
 
-def cached_resources(cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kernel_name: str,
-                     triton_shared: int) -> Resources:
-    """Analyze a cubin once: cuobjdump runs cost more than everything else in a warm re-run, so the
-    result is stored next to the cubin (keyed by what else it depends on)."""
-    key = hashlib.sha256("\0".join([str(toolchain.cuobjdump), hashlib.sha256(ptx.encode()).hexdigest(),
-                                      kernel_name, str(triton_shared)]).encode()).hexdigest()[:16]
-    path = cubin.dir / f"resources-{key}.json"
-    if path.exists():
-        return Resources.from_json(path.read_text())
-    resources = analyze(cubin.cubin_path, cuobjdump=toolchain.cuobjdump, ptxas_log=cubin.ptxas_log, ptx=ptx,
-                        kernel_name=kernel_name, triton_shared=triton_shared)
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(resources.to_json()))
-    os.replace(tmp, path)
-    return resources
-
-
 def toolchain_label(toolchain: Toolchain) -> str:
     """A short human name: the spec string the user wrote."""
     return str(toolchain.spec)
@@ -155,20 +134,8 @@ class Explainer:
     def __init__(self, compiler: Compiler) -> None:
         self.compiler = compiler
 
-    def _analyze(self, artifact_like: Artifact, cubin: AssembledCubin, ptx: str, toolchain: Toolchain,
-                 spec: KernelSpec, kernel_name: str, triton_shared: int) -> tuple[Resources, Occupancy]:
-        resources = cached_resources(cubin, toolchain, ptx, kernel_name, triton_shared)
-        barriers = resources.barriers if resources.barriers is not None else 1
-        occupancy = compute_occupancy(parse_arch(spec.target), resources.registers, spec.num_warps,
-                                      resources.shared_bytes, barriers=barriers)
-        return resources, occupancy
-
     def result_for(self, artifact: Artifact) -> KernelResult:
-        front = artifact.frontend
-        resources, occupancy = self._analyze(
-            artifact, artifact.cubin, front.text("ptx"), artifact.toolchain, artifact.spec, front.kernel_name,
-            int(front.metadata.get("shared", 0) or 0),
-        )
+        resources, occupancy = analyze_artifact(artifact)
         return KernelResult(artifact.toolchain, artifact, resources, occupancy)
 
     def _cross(self, ptx_from: Artifact, ptxas_of: Toolchain) -> tuple[Resources, Occupancy] | str:
@@ -180,8 +147,7 @@ class Explainer:
                                            fmad=bool(front.metadata.get("enable_fp_fusion", True)))
         except KtriageError as exc:
             return f"{toolchain_label(ptx_from.toolchain)} PTX with ptxas {ptxas_of.ptxas_version}: {exc.problem}"
-        return self._analyze(ptx_from, cubin, ptx, ptxas_of, ptx_from.spec, front.kernel_name,
-                             int(front.metadata.get("shared", 0) or 0))
+        return analyze_cubin(ptx_from, cubin, ptxas_of)
 
     def compare(self, ref: KernelResult, new: KernelResult) -> Comparison:
         comparison = Comparison(ref, new)

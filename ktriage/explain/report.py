@@ -11,7 +11,13 @@ from rich.table import Table
 
 import ktriage
 from ktriage.compile.compiler import CompileFailure
-from ktriage.explain.engine import Comparison, ExplainResult, KernelResult, SpecExplain, toolchain_label
+from ktriage.explain.engine import (
+    Comparison,
+    ExplainResult,
+    KernelResult,
+    SpecExplain,
+    toolchain_label,
+)
 from ktriage.explain.findings import Finding, collect_findings, input_label
 
 

@@ -19,7 +19,12 @@ import numpy as np
 
 from ktriage.measure.model import Cell, RunInfo
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
-from ktriage.stats.verdict import DEFAULT_CONFIG, Verdict, VerdictConfig, compare_samples
+from ktriage.stats.verdict import (
+    DEFAULT_CONFIG,
+    Verdict,
+    VerdictConfig,
+    compare_samples,
+)
 
 PairStatus = Literal["compared", "error", "missing"]
 BaselineStatus = Literal["unchanged", "moved", "unsure", "absent", "shared", "none"]

@@ -14,8 +14,8 @@ import json
 from typing import Literal
 
 from ktriage.errors import KtriageError
-from ktriage.report.results_file import parse_results, results_to_json
 from ktriage.measure.model import Cell, RunInfo
+from ktriage.report.results_file import parse_results, results_to_json
 from ktriage.store.samples import summarize
 
 ExportFormat = Literal["json", "csv"]

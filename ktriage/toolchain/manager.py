@@ -26,7 +26,14 @@ from filelock import FileLock
 from ktriage.errors import KtriageError
 from ktriage.home import home_subdir
 from ktriage.toolchain.frontend import Frontend, ensure_frontend, envs_dir
-from ktriage.toolchain.installer import Progress, no_progress, read_json, tree_size, wipe, write_json_atomic
+from ktriage.toolchain.installer import (
+    Progress,
+    no_progress,
+    read_json,
+    tree_size,
+    wipe,
+    write_json_atomic,
+)
 from ktriage.toolchain.ptxas import ptxas_version
 from ktriage.toolchain.releases import ensure_ptxas_release, releases_dir
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain

@@ -173,8 +173,8 @@ class _Point:
 
 
 def _evaluate(space: ConfigSpace, cfg: TuneConfig, toolchain: Toolchain, compiler: Compiler) -> _Point:
+    from ktriage.analyze.artifact import analyze_artifact
     from ktriage.compile.compiler import CompileFailure
-    from ktriage.tune.screen import analyze_artifact
 
     spec = space.apply(cfg)
     out = compiler.compile(spec, toolchain)

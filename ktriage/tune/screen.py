@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktriage.analyze.occupancy import Occupancy, compute_occupancy
+from ktriage.analyze.artifact import analyze_artifact
+from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
@@ -94,18 +95,6 @@ class ScreenResult:
     def recommended(self) -> Candidate | None:
         kept = self.kept
         return kept[0] if kept else None
-
-
-def analyze_artifact(art: Artifact) -> tuple[Resources, Occupancy]:
-    """Resources (cached next to the cubin) and the exact occupancy of one compiled spec."""
-    from ktriage.explain.engine import cached_resources
-
-    front = art.frontend
-    res = cached_resources(art.cubin, art.toolchain, front.text("ptx"), front.kernel_name,
-                           int(front.metadata.get("shared", 0) or 0))
-    occ = compute_occupancy(art.spec.target, res.registers, art.spec.num_warps, res.shared_bytes,
-                            barriers=res.barriers if res.barriers is not None else 1)
-    return res, occ
 
 
 def sort_key(c: Candidate, default_stages: int = 3) -> tuple[float, float, float, int, int, int]:

@@ -18,12 +18,11 @@ Layout::
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import datetime as _dt
 import hashlib
 import json
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,7 +237,7 @@ def _artifact_entry(art: Any, out_dir: Path) -> dict[str, Any]:
 
 def _resources(art: Any) -> dict[str, Any] | None:
     """Registers, stack, spills, shared memory: for reports next to the timings (None if cuobjdump fails)."""
-    from ktriage.explain.engine import cached_resources
+    from ktriage.analyze.artifact import cached_resources
 
     try:
         res = cached_resources(art.cubin, art.toolchain, art.frontend.text("ptx"), art.kernel_name,
