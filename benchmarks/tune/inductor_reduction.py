@@ -515,6 +515,8 @@ def time_configs(case: Case, configs: list[Config], t: dict[str, Tensor], sample
 
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
     out: dict[Config, list[float]] = {c: [] for c in configs}
+    if not configs:
+        return out
     for c in configs:  # warm-up (JIT load) outside the samples
         _launch(case, c, t)
     torch.cuda.synchronize()
