@@ -306,3 +306,31 @@ def test_preflight_refines_a_loose_distance_before_sizing_the_gate() -> None:
     assert m["candidate_threshold"] > 0.06  # ~ (1.3 ** 0.75) ** (1/3) - 1 = 6.8%, not the 5% floor
     fixed = TimePredicate(FakeNoisyTimings(culprit=17, effect=0.30, cv=0.10, seed=0), relative_gate=None)
     assert fixed.preflight(GOOD, BAD)[0].measurements["n"] == 10  # no gate to size: no refining
+
+
+@pytest.mark.slow
+def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_compiler, tmp_path) -> None:
+    """On the GPU host nothing compiles: a time bisect over a bundle explains culprit vs predecessor
+    from the bundle's recorded resources (real ptxas 12.4.131 vs 12.8.93 cubins of the Liger
+    embedding backward: REDG -> ATOMG), names ptxas for a ptxas range, and says how to get the PTX diff."""
+    from pathlib import Path
+
+    from ktriage.bisect.report import to_markdown
+    from ktriage.bisect.run import BisectOptions, BisectReport, _bundle_candidates, _explain_from_bundle
+    from ktriage.bisect.search import StageResult
+    from ktriage.workload.bundle import build_bundle
+
+    tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
+    out = build_bundle("embedding", "bwd", ["0"], tcs, tmp_path / "b", sm_count=132, compiler=shared_compiler)
+    opts = BisectOptions(source="ptxas", good="12.4.131", bad="12.8.93", metric="latency", op="liger.embedding",
+                         inputs=("0",), toolchain="triton==3.4.0", bundle=Path(out), backend="liger_embedding")
+    cands = _bundle_candidates(opts, "ptxas")
+    assert [c.meta["version"] for c in cands] == ["12.4.131", "12.8.93"]
+    report = BisectReport(opts, [StageResult("culprit", 0, 1, cands, [], 1, 0)], ["ptxas"])
+    _explain_from_bundle(opts, report)
+    assert report.explain and len(report.explain) == 1
+    e = report.explain[0]
+    deltas = {c["opcode"]: c["delta"] for c in e["opcode_changes"]}
+    assert deltas["ATOMG"] > 0 and deltas["REDG"] == -deltas["ATOMG"] and e["attribution"] == "ptxas"
+    md = to_markdown(report)
+    assert "ATOMG +" in md and "ktriage explain liger.embedding --bwd --input 0" in md

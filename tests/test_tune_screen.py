@@ -166,3 +166,20 @@ def test_tune_command_compile_only_json(tmp_path, toolchain):
     assert data["recommended"]["occupancy"]["ctas_per_sm"] == 1
     assert {c["status"] for c in data["candidates"]} == {"kept", "dropped"} and all(c["reason"] for c in data["candidates"])
     assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
+
+
+def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
+    """Named fake: a merged tune bundle's bench run holds every input; each input's tune report
+    reads its own cells, and the compare-with toolchain and the native baseline are reported."""
+    tb = TuneBundle(Path("b"), "layer_norm", "bwd", "liger_layer_norm", 7,
+                    {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8"}, native="torch_layer_norm",
+                    compare_with={"old": "triton==3.3.1"})
+    other = CellKey("layer_norm", "bwd", 8, "5120", "liger_layer_norm", "tc+tune1")
+    cells = [_fake_cell("tc", [0.75, 0.76]), _fake_cell("tc+tune1", [0.12, 0.12]), _fake_cell("old", [0.127, 0.128]),
+             Cell(other, "ok", [0.01]), Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.154])]  # type: ignore[arg-type]
+    timed = pick_winner(cells, tb).to_json()
+    assert timed["winner"] == "warps=8" and timed["medians_ms"]["warps=8"] == pytest.approx(0.12)
+    assert timed["baselines_ms"] == {"triton==3.3.1": pytest.approx(0.1275), "torch_layer_norm": pytest.approx(0.154)}
+    assert timed["winner_vs_baselines"]["torch_layer_norm"] == pytest.approx(0.154 / 0.12, rel=1e-3)
+    cmd = tb.bench_command(5, Path("r.json"))
+    assert "liger_layer_norm,torch_layer_norm" in cmd and cmd[cmd.index("--artifact-timing") + 1] == "kernel"

@@ -126,3 +126,47 @@ def test_tampered_or_foreign_bundles_are_refused(ln_bundle: Path, tmp_path: Path
         load_bundle(copy)
     with pytest.raises(KtriageError, match="manifest.json missing"):
         load_bundle(tmp_path / "nothing")
+
+
+def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle: Path, toolchain, shared_compiler,
+                                                                      tmp_path: Path) -> None:
+    """A variant (a tune config, a source fix) is another toolchain id in the bundle: its kernels are
+    the ones given, the others are recorded as absent (reported, never replaced by the library's)."""
+    import shutil
+
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.bundle import add_variant
+
+    work = tmp_path / "b"
+    shutil.copytree(ln_bundle, work)
+    b = load_bundle(work)
+    tc = toolchain("triton==3.4.0")
+    key7 = b.kernel_key("liger_layer_norm", 7, "bwd")
+    art = shared_compiler.compile(b.specs[key7].replace(num_warps=8), tc)
+    assert isinstance(art, Artifact)
+    add_variant(work, tc.id, f"{tc.id}+w8", "warps=8", {key7: art})
+    b2 = load_bundle(work)
+    got = b2.artifact(key7, f"{tc.id}+w8")
+    assert isinstance(got, BundleArtifact) and got.launch["num_warps"] == 8
+    assert got.resources and got.resources["spill_store_bytes"] == 0  # 8 warps removes 3.4.0's spills at N=4608
+    other = b2.artifact(b2.kernel_key("liger_layer_norm", 6, "bwd"), f"{tc.id}+w8")
+    assert isinstance(other, BundleFailure) and other.kind == "absent"
+    assert b2.toolchains[f"{tc.id}+w8"]["variant_of"] == tc.id
+    with pytest.raises(KtriageError, match="no toolchain"):
+        add_variant(work, "nope", "nope+x", "x", {})
+
+
+def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, tmp_path: Path) -> None:
+    from ktriage.workload.bundle import merge_bundles
+
+    t331, t340 = toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
+    a = build_bundle("layer_norm", "bwd", ["6"], [t331], tmp_path / "a", sm_count=132, compiler=shared_compiler)
+    b = build_bundle("layer_norm", "bwd", ["7"], [t331, t340], tmp_path / "b", sm_count=132, compiler=shared_compiler)
+    merged = load_bundle(merge_bundles([a, b], tmp_path / "m"))
+    assert [c.id for c in merged.input_cases()] == [6, 7] and set(merged.toolchains) == {t331.id, t340.id}
+    assert isinstance(merged.artifact(merged.kernel_key("liger_layer_norm", 7, "bwd"), t340.id), BundleArtifact)
+    missing = merged.artifact(merged.kernel_key("liger_layer_norm", 6, "bwd"), t340.id)
+    assert isinstance(missing, BundleFailure) and missing.kind == "absent"
+    c = build_bundle("embedding", "bwd", ["0"], [t331], tmp_path / "c", sm_count=132, compiler=shared_compiler)
+    with pytest.raises(KtriageError, match="op="):
+        merge_bundles([a, c], tmp_path / "m2")

@@ -115,6 +115,8 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
             for ch in e["changes"]:
                 lines.append(f"- {_md(e['kernel'])}: {_md(ch['sentence'])}")
         lines.append("")
+        if report.explain_note:
+            lines += [report.explain_note, ""]
     elif report.explain_note:
         lines += [report.explain_note, ""]
     return "\n".join(lines)
@@ -151,5 +153,5 @@ def print_report(report: BisectReport, console: Console) -> None:
             moved = [f"{m} {_num(p[m])} -> {_num(c[m])}" for m in p if p[m] != c[m]]
             console.print(f"  {escape(e['kernel'])}: {escape(', '.join(moved) or 'no resource change')}; "
                           f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}")
-    elif report.explain_note:
+    if report.explain_note:
         console.print(escape(report.explain_note))

@@ -75,6 +75,9 @@ class BisectOptions:
     # GPU time (--metric latency): a compile-here bundle, run on the GPU host
     bundle: Path | None = None
     backend: str | None = None
+    artifact_timing: str = "kernel"  # kernel launches only: the library's host work is the same for every toolchain
+    max_samples: int = 200  # per variant, before a candidate is called unsure
+    threshold: float = 0.05  # the smallest relative change the verdicts count
 
 
 @dataclass
@@ -177,6 +180,8 @@ def _bundle_candidates(opts: BisectOptions, key: str) -> list[Candidate]:
     bun = load_bundle(opts.bundle)
     by_version: dict[str, tuple[str, str]] = {}
     for tc_id, tc in bun.toolchains.items():
+        if tc.get("variant_of"):  # a tune config or source fix of a toolchain, not a release
+            continue
         version = str(tc["triton_version"] if key == "triton" else tc["ptxas_version"])
         by_version[version] = (tc_id, str(tc["spec"]))
     chosen = versions_between(list(by_version), opts.good, opts.bad, pre=True, what=f"{key} in bundle {opts.bundle}")
@@ -240,13 +245,18 @@ class _Run:
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
             raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
         try:
-            measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode)
+            measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode,
+                                    artifact_timing=opts.artifact_timing)
         except KtriageError:
             raise
         except Exception as exc:  # noqa: BLE001 - torch/CUDA missing: say where this runs
             raise KtriageError(f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
                                "run it on the GPU host (torch + cuda.bindings); compile the bundle here first") from None
-        return TimePredicate(measure)
+        from dataclasses import replace as _replace
+
+        from ktriage.stats.verdict import DEFAULT_CONFIG
+
+        return TimePredicate(measure, config=_replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
         record = self.state.stage(number, name, candidates)
@@ -323,7 +333,9 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
                 report.notes.append(f"the pin bump of {stages[0].culprit.label if stages[0].culprit else ''} does not "
                                     f"change the result on its own ({exc.problem}); the culprit is the commit itself")  # fmt: skip
         report.frontend_compiles = run.compiler.frontend_compiles
-        if opts.explain and report.found and run.measurer is not None:
+        if opts.explain and report.found and opts.bundle is not None:
+            _explain_from_bundle(opts, report)
+        elif opts.explain and report.found and run.measurer is not None:
             _explain(run, report)
         run.state.data["result"] = {"found": report.found, "stage": len(stages) - 1,
                                     "culprit": report.final.culprit.to_json() if report.final.culprit else None}  # fmt: skip
@@ -331,6 +343,63 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
     finally:
         run.close(report)
     return report
+
+
+EXPLAIN_METRICS = ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")
+
+
+def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
+    """A time bisect over a bundle runs on the GPU host, which cannot compile: explain culprit vs
+    predecessor from the resources the bundle recorded for their kernels (registers, spills, stack,
+    SASS opcode counts). The PTX-level attribution needs the toolchains: the note gives the
+    ``ktriage explain`` command for the compile machine. A ptxas bisect holds the frontend fixed,
+    so its PTX is the same on both sides: ptxas is responsible by construction."""
+    from ktriage.analyze.occupancy import compute_occupancy
+    from ktriage.workload.bundle import BundleArtifact, load_bundle
+
+    final = report.final
+    assert final.culprit is not None and final.predecessor is not None and opts.bundle is not None
+    bun = load_bundle(opts.bundle)
+    ids = [str(c.meta.get("toolchain_id", c.id)) for c in (final.predecessor, final.culprit)]
+
+    def metrics(art: BundleArtifact) -> dict[str, Any]:
+        res = art.resources or {}
+        out = {m: res.get(m) for m in EXPLAIN_METRICS if m != "ctas_per_sm"}
+        try:
+            occ = compute_occupancy(bun.target, int(res["registers"]), int(art.launch.get("num_warps", 4)), int(res["shared_bytes"]),
+                                    barriers=res.get("barriers") or 1)
+            out["ctas_per_sm"] = occ.ctas_per_sm
+        except (KeyError, TypeError, ValueError, KtriageError):
+            out["ctas_per_sm"] = None
+        return out
+
+    attribution = "ptxas" if opts.source == "ptxas" else "unknown (needs the PTX: run the command below)"
+    out = []
+    for key, spec in bun.specs.items():
+        arts = [bun.artifacts.get((key, tc_id)) for tc_id in ids]
+        if not all(isinstance(a, BundleArtifact) for a in arts):
+            continue
+        p_art, c_art = arts  # type: ignore[misc]
+        assert isinstance(p_art, BundleArtifact) and isinstance(c_art, BundleArtifact)
+        p_ops = (p_art.resources or {}).get("sass_opcodes") or {}
+        c_ops = (c_art.resources or {}).get("sass_opcodes") or {}
+        delta = {op: c_ops.get(op, 0) - p_ops.get(op, 0) for op in set(p_ops) | set(c_ops)}
+        delta = {op: d for op, d in sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0])) if d}
+        pm, cm = metrics(p_art), metrics(c_art)
+        changes = [{"metric": m, "before": pm[m], "after": cm[m],
+                    "sentence": f"{m.replace('_', ' ')}: {pm[m]} -> {cm[m]}"} for m in EXPLAIN_METRICS if pm[m] != cm[m]]
+        out.append({
+            "kernel": spec.name, "predecessor": pm, "culprit": cm, "attribution": attribution, "changes": changes,
+            "opcode_changes": [{"opcode": op, "delta": d} for op, d in delta.items()],
+            "opcode_delta": ", ".join(f"{op} {d:+d}" for op, d in list(delta.items())[:8]) or "no SASS opcode change",
+            "cross_errors": [], "artifacts": {"predecessor_cubin": str(p_art.cubin_path), "culprit_cubin": str(c_art.cubin_path)},
+        })  # fmt: skip
+    report.explain = out
+    inputs = " ".join(f"--input {i}" for i in opts.inputs)
+    pred, cul = (str(c.meta.get("toolchain", c.label)) for c in (final.predecessor, final.culprit))
+    report.explain_note = (f"explained from the bundle's recorded resources; for the PTX/SASS diff and the frontend-vs-ptxas "
+                           f"attribution run on the compile machine: ktriage explain {opts.op or opts.spec} "
+                           f"--{opts.mode} {inputs} -t '{pred}' -t '{cul}'")
 
 
 def _explain(run: _Run, report: BisectReport) -> None:

@@ -45,6 +45,9 @@ def bisect(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compile workers (default: --workers).")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="--metric latency: the compile-here bundle of the candidate toolchains (GPU host).")] = None,
     backend: Annotated[str | None, typer.Option("--backend", help="--metric latency: the artifact backend to time (e.g. liger).")] = None,
+    artifact_timing: Annotated[str, typer.Option("--artifact-timing", help="--metric latency: what is timed: kernel (launches only, the default for toolchain comparisons), tritonbench or library.")] = "kernel",
+    max_samples: Annotated[int, typer.Option("--max-samples", help="--metric latency: samples per variant before a candidate is called unsure.")] = 200,
+    threshold: Annotated[float, typer.Option("--threshold", help="--metric latency: the smallest relative change counted (0.05 = 5%).")] = 0.05,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Write the markdown report here.")] = None,
     json_path: Annotated[Path | None, typer.Option("--json", help="Write the JSON report here.")] = None,
     no_explain: Annotated[bool, typer.Option("--no-explain", help="Skip the explain of culprit vs predecessor.")] = False,
@@ -64,7 +67,8 @@ def bisect(
         pin_file=pin_file, pin_repo=pin_repo.resolve() if pin_repo else None, workers=workers, timeout_s=timeout,
         build_timeout_s=build_timeout, state=state.resolve() if state else None, resume=resume, pre=pre, arch=arch,
         dtype=dtype, jobs=jobs, explain=not no_explain, keep_checkouts=keep_checkouts,
-        bundle=bundle.resolve() if bundle else None, backend=backend,
+        bundle=bundle.resolve() if bundle else None, backend=backend, artifact_timing=artifact_timing,
+        max_samples=max_samples, threshold=threshold,
     )  # fmt: skip
     report = run_bisect(opts, say=lambda m: console.print(escape(m), highlight=False))
     print_report(report, make_console())

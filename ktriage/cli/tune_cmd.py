@@ -68,6 +68,7 @@ def tune(
     stages: Annotated[str | None, typer.Option("--stages", help="Only these num_stages, e.g. 1,3.")] = None,
     block: Annotated[list[str] | None, typer.Option("--block", help="Only these values of a block knob, e.g. BLOCK_SIZE=8192. Repeatable.")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="Where to write the timing bundle (default: under the ktriage home).")] = None,
+    compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="Also time these toolchains' library config on the GPU (e.g. the release before a regression: triton==3.3.1). Repeatable.")] = None,
     results: Annotated[Path | None, typer.Option("--results", help="A `ktriage bench --output-json` file of this tune bundle: report the winner from it.")] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON report here.")] = None,
@@ -93,7 +94,7 @@ def tune(
     space = config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
-        tc = resolve_toolchains([toolchain], progress)[0]
+        tc, *others = resolve_toolchains([toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
         with Compiler(jobs=jobs) as compiler:
             result = screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
@@ -101,7 +102,7 @@ def tune(
             scaling = scale_blocks(spec, tc, compiler, space=space, sm_count=sm_count, max_spill_bytes=max_spill_bytes)
             timing = None
             if not compile_only and result.kept:
-                timing = _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console)
+                timing = _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console, others)
     report = to_json(result, scaling=scaling.to_json(), timing=timing)
     if fmt == Format.json:
         typer.echo(json.dumps(report, indent=1))
@@ -113,12 +114,14 @@ def tune(
             sp = timing.get("speedup_over_default")
             console.print(f"GPU winner: [bold]{escape(timing['winner'])}[/]"
                           + (f", {sp:.2f}x the library's config" if sp else ""))
+            for name, ratio in timing.get("winner_vs_baselines", {}).items():
+                console.print(f"  {ratio:.2f}x {escape(name)}")
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=1))
 
 
-def _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console):  # type: ignore[no-untyped-def]
+def _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console, others=()):  # type: ignore[no-untyped-def]
     """Write the bundle; time it here when a GPU is visible, else say how to time it on one."""
     from ktriage.home import home_subdir
     from ktriage.report.results_file import read_results
@@ -128,7 +131,7 @@ def _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console): 
         raise KtriageError(f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only")
     out = bundle or home_subdir("bundles") / f"tune-{result.space.spec.key()}"
     try:
-        tb = write_tune_bundle(result, Path(out), compiler, sm_count=sm_count)
+        tb = write_tune_bundle(result, Path(out), compiler, sm_count=sm_count, compare_with=others)
     except KtriageError as exc:
         console.print(f"[yellow]not timed:[/] {escape(exc.problem)} ({escape(exc.fix)})")
         return {"timed": False, "why": exc.problem}

@@ -154,6 +154,19 @@ def relax_source(source_text: str, plan: RelaxPlan) -> str:
     return "".join(lines)
 
 
+def relaxed_atomic_spec(spec: KernelSpec) -> tuple[KernelSpec | None, RelaxPlan]:
+    """The spec pointed at a copy of its kernel with ``sem="relaxed"`` on every unused-result
+    ``tl.atomic_add`` (None when there is none), and the plan with the hazards found. One home for
+    the rewrite: ``explain --fixes`` verifies it compile-side, benchmarks time it."""
+    path = resolve_source_file(spec.source, spec.package)
+    _, function = split_source(spec.source)
+    text = path.read_text()
+    plan = plan_relaxed_atomics(text, function)
+    if not plan.rewritable:
+        return None, plan
+    return _rewritten_spec(spec, relax_source(text, plan), "relaxed"), plan
+
+
 def _rewritten_spec(spec: KernelSpec, new_text: str, tag: str) -> KernelSpec:
     """The spec pointed at a rewritten copy of its source file (content-addressed under the home),
     keeping the package so the copy's absolute imports still resolve."""
@@ -264,14 +277,13 @@ class FixFinder:
         tc = new.toolchain
         path = resolve_source_file(spec.source, spec.package)
         _, function = split_source(spec.source)
-        text = path.read_text()
-        plan = plan_relaxed_atomics(text, function)
+        relaxed, plan = relaxed_atomic_spec(spec)
         base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(tc)}
-        if not plan.rewritable:
+        if relaxed is None:
             why = "no tl.atomic_add with an unused result and no sem= in the kernel function"
             return [Fix("relaxed-atomic", description='sem="relaxed" on tl.atomic_add: not applicable',
                         verified=False, effect=why, caveats=plan.ordering_hazards, **base)]
-        fixed = self._result(_rewritten_spec(spec, relax_source(text, plan), "relaxed"), tc)
+        fixed = self._result(relaxed, tc)
         lines = ", ".join(str(s.line) for s in plan.rewritable)
         description = f'add sem="relaxed" to tl.atomic_add at {path.name} line {lines} (result unused)'
         safe_when = ("safe when the atomics only accumulate values read after the kernel ends (no other thread "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell
 from ktriage.tune.screen import ScreenResult
 
-# catalog op -> (bench op, artifact backend)
-BENCH_OPS = {"liger.layer_norm": ("layer_norm", "liger_layer_norm"), "liger.embedding": ("embedding", "liger_embedding")}
+# catalog op -> (bench op, artifact backend, the op's native baseline timed next to it)
+BENCH_OPS = {"liger.layer_norm": ("layer_norm", "liger_layer_norm", "torch_layer_norm"),
+             "liger.embedding": ("embedding", "liger_embedding", "torch_embedding")}
 DEFAULT_VARIANT = "default"
 
 
@@ -40,15 +42,22 @@ class TuneBundle:
     input_id: int
     variants: dict[str, str]  # toolchain id in the bundle -> config label ("default" for the library's)
     not_timed: list[tuple[str, str]] = field(default_factory=list)  # (config label, why)
+    native: str | None = None  # the op's native baseline backend (e.g. torch_layer_norm)
+    compare_with: dict[str, str] = field(default_factory=dict)  # other toolchains' library config: id -> spec
 
     def bench_command(self, budget_s: float, results: Path) -> list[str]:
-        """The `ktriage bench` invocation that times the variants (plus the op's native baseline)."""
+        """The `ktriage bench` invocation that times the variants (plus the op's native baseline):
+        kernel-only timing, as toolchain comparisons are timed (the library's host work is the same
+        for every config and only adds noise)."""
+        only = ",".join([self.backend, *([self.native] if self.native else [])])
         return ["ktriage", "bench", "--bundle", str(self.path), "--op", self.op, f"--{self.mode.replace('_', '-')}",
-                "--only", self.backend, "--max-time", f"{budget_s:g}", "--output-json", str(results)]
+                "--only", only, "--artifacts-only", "--artifact-timing", "kernel", "--max-time", f"{budget_s:g}",
+                "--output-json", str(results)]
 
     def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "op": self.op, "mode": self.mode, "backend": self.backend,
-                "input_id": self.input_id, "variants": self.variants, "not_timed": [list(x) for x in self.not_timed]}
+                "input_id": self.input_id, "variants": self.variants, "not_timed": [list(x) for x in self.not_timed],
+                "native": self.native, "compare_with": self.compare_with}
 
 
 def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
@@ -58,27 +67,32 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
     if op not in BENCH_OPS or meta.get("input_id") is None:
         raise KtriageError(f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
                            f"use --compile-only, or tune a catalog op with a workload ({', '.join(BENCH_OPS)})")
-    bench_op, backend = BENCH_OPS[op]
+    bench_op, backend, _native = BENCH_OPS[op]
     return bench_op, backend, str(meta.get("mode", "bwd")), int(meta["input_id"])
 
 
-def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_count: int | None = None) -> TuneBundle:
-    """Build the op's bundle for the screened input (the library's config) and add every kept
-    candidate with the library's grid as a variant of the toolchain."""
-    from ktriage.workload.bundle import MANIFEST, _artifact_entry, build_bundle
+def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_count: int | None = None,
+                      compare_with: Sequence[Any] = ()) -> TuneBundle:
+    """Build the op's bundle for the screened input (the library's config, also with the
+    ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
+    candidate with the library's grid as a variant of the tuned toolchain."""
+    from ktriage.workload.bundle import MANIFEST, add_variant, build_bundle
 
     bench_op, backend, mode, input_id = bench_target(result)
+    native = BENCH_OPS[str(result.space.spec.meta.get("op"))][2]
     spec = result.space.spec
     tc = result.toolchain
-    build_bundle(bench_op, mode, [input_id], [tc], out_dir, target=spec.target, sm_count=sm_count or spec.meta.get("sm_count"),
-                 compiler=compiler, precision=str(spec.meta.get("dtype") or "fp32"), backends=[backend])
+    others = [t for t in compare_with if t.id != tc.id]
+    build_bundle(bench_op, mode, [input_id], [tc, *others], out_dir, target=spec.target,
+                 sm_count=sm_count or spec.meta.get("sm_count"), compiler=compiler,
+                 precision=str(spec.meta.get("dtype") or "fp32"), backends=[backend])  # fmt: skip
     manifest_path = Path(out_dir) / MANIFEST
-    manifest = json.loads(manifest_path.read_text())
-    key = manifest["inputs"][0]["kernels"][backend][mode]
+    key = json.loads(manifest_path.read_text())["inputs"][0]["kernels"][backend][mode]
     if key != spec.key():
         raise KtriageError(f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
                            "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
-    tb = TuneBundle(Path(out_dir), bench_op, mode, backend, input_id, {tc.id: DEFAULT_VARIANT})
+    tb = TuneBundle(Path(out_dir), bench_op, mode, backend, input_id, {tc.id: DEFAULT_VARIANT}, native=native,
+                    compare_with={t.id: str(t.spec) for t in others})
     for i, cand in enumerate(result.kept, start=1):
         if cand.is_default or cand.artifact is None:
             continue
@@ -87,12 +101,9 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
                                                       "which the replay launches")))
             continue
         vid = f"{tc.id}+tune{i}"
-        record = dict(manifest["toolchains"][tc.id])
-        record["id"] = vid
-        record["spec"] = f"{tc.spec} [{cand.config.label()}]"
-        manifest["toolchains"][vid] = record
-        manifest["artifacts"][key][vid] = _artifact_entry(cand.artifact, Path(out_dir))
+        add_variant(Path(out_dir), tc.id, vid, cand.config.label(), {key: cand.artifact})
         tb.variants[vid] = cand.config.label()
+    manifest = json.loads(manifest_path.read_text())
     manifest["tune"] = tb.to_json()
     tmp = manifest_path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(manifest, indent=1))
@@ -108,17 +119,29 @@ class Timed:
     failed: dict[str, str]  # config label -> status/error
     winner: str | None
     speedup_over_default: float | None
+    baselines_ms: dict[str, float] = field(default_factory=dict)  # compare-with toolchain spec / native backend -> median ms
 
     def to_json(self) -> dict[str, Any]:
         return {"medians_ms": self.medians_ms, "failed": self.failed, "winner": self.winner,
-                "speedup_over_default": None if self.speedup_over_default is None else round(self.speedup_over_default, 4)}
+                "speedup_over_default": None if self.speedup_over_default is None else round(self.speedup_over_default, 4),
+                "baselines_ms": self.baselines_ms,
+                "winner_vs_baselines": {k: round(v / self.medians_ms[self.winner], 4) for k, v in self.baselines_ms.items()}
+                if self.winner else {}}
 
 
 def pick_winner(cells: list[Cell], tb: TuneBundle) -> Timed:
     """Read a bench run of a tune bundle: a variant counts only if it ran and passed the accuracy check."""
     medians: dict[str, float] = {}
     failed: dict[str, str] = {}
+    baselines: dict[str, float] = {}
     for cell in cells:
+        if cell.key.input_id != tb.input_id:  # a merged bundle's run holds other inputs too
+            continue
+        ok = cell.status == "ok" and bool(cell.samples_ms) and cell.accuracy.get("passed") is not False
+        if ok and cell.key.backend == tb.native and cell.key.toolchain is None:
+            baselines[cell.key.backend] = statistics.median(cell.samples_ms)
+        if ok and cell.key.backend == tb.backend and cell.key.toolchain in tb.compare_with:
+            baselines[tb.compare_with[cell.key.toolchain]] = statistics.median(cell.samples_ms)
         if cell.key.backend != tb.backend or cell.key.toolchain not in tb.variants:
             continue
         label = tb.variants[cell.key.toolchain]
@@ -127,10 +150,10 @@ def pick_winner(cells: list[Cell], tb: TuneBundle) -> Timed:
             continue
         medians[label] = statistics.median(cell.samples_ms)
     if not medians:
-        return Timed(medians, failed, None, None)
+        return Timed(medians, failed, None, None, baselines)
     winner = min(medians, key=lambda k: medians[k])
     base = medians.get(DEFAULT_VARIANT)
-    return Timed(medians, failed, winner, base / medians[winner] if base else None)
+    return Timed(medians, failed, winner, base / medians[winner] if base else None, baselines)
 
 
 def gpu_available() -> bool:
