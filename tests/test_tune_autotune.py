@@ -147,3 +147,110 @@ def test_example_screens_without_a_gpu(toolchain) -> None:
     assert len(rows) == 7 and sum(1 for verdict, _ in rows if verdict == "keep") == 3
     dropped_for_spills = [text for verdict, text in rows if verdict == "drop" and "spills" in text]
     assert [t.split(",")[0:2] for t in dropped_for_spills] == [["XBLOCK=64", " RBLOCK=256"], ["XBLOCK=128", " RBLOCK=128"]]
+
+
+# ----------------------------------------------------------------------------- the launch-aware estimates
+
+
+def test_mma_estimate_prefers_intensity_and_counts_waves() -> None:
+    """Pure logic: a 128x256 fp16 tile (compute bound on sm_90) beats 64x64 (L2 bound) for the same
+    problem; one tile past a full wave doubles the time; a 2-stage pipeline of thin K slices is slower."""
+    from ktriage.tune.autotune import MmaTile, mma_estimate
+
+    occ1 = compute_occupancy("sm_90", 200, 8, 150_000)  # 1 CTA/SM
+    occ4 = compute_occupancy("sm_90", 60, 4, 32_768)
+    big, _ = mma_estimate(occ1, MmaTile(128, 256, 64, 3, 2, k=4096, tiles=512), num_sms=132, cc=90)
+    small, why = mma_estimate(occ4, MmaTile(64, 64, 32, 4, 2, k=4096, tiles=4096), num_sms=132, cc=90)
+    assert small > 2 * big and "memory bound" in why
+    one_wave, _ = mma_estimate(occ1, MmaTile(128, 256, 64, 3, 2, k=4096, tiles=132), num_sms=132, cc=90)
+    two_waves, why2 = mma_estimate(occ1, MmaTile(128, 256, 64, 3, 2, k=4096, tiles=133), num_sms=132, cc=90)
+    assert two_waves == pytest.approx(2 * one_wave) and "-> 2" in why2
+    deep, _ = mma_estimate(occ1, MmaTile(128, 128, 32, 4, 2, k=4096, tiles=132), num_sms=132, cc=90)
+    shallow, _ = mma_estimate(occ1, MmaTile(128, 128, 32, 2, 2, k=4096, tiles=132), num_sms=132, cc=90)
+    assert shallow > deep
+
+
+def test_stream_estimate_counts_idle_sms_and_bytes_in_flight() -> None:
+    from ktriage.tune.autotune import stream_estimate
+
+    wide = compute_occupancy("sm_90", 32, 16, 0)  # 4 CTAs/SM of 16 warps
+    full, _ = stream_estimate(wide, 0, num_sms=132, grid=132 * 64, tile_bytes=131072)
+    half, why = stream_estimate(wide, 0, num_sms=132, grid=66, tile_bytes=131072)  # 1 CTA on half the SMs
+    assert full == 1.0 and half == pytest.approx(2.0, rel=0.02) and "50% busy" in why
+    occ = compute_occupancy("sm_90", 32, 4, 0)  # 16 CTAs/SM, 64 warps
+    tiny, _ = stream_estimate(occ, 0, num_sms=132, grid=132 * 64, tile_bytes=256)  # 4 KB in flight
+    assert tiny > 4 * full
+    assert stream_estimate(occ, 0, num_sms=132)[0] == estimate(occ, 0)  # nothing known: the old estimate
+    few_warps = compute_occupancy("sm_90", 206, 4, 0)  # 2 CTAs, 8 warps: big tiles, little issue
+    assert stream_estimate(few_warps, 0, num_sms=132, grid=10**4, tile_bytes=65536)[0] > 1.1
+
+
+def test_grid_and_dtype_helpers() -> None:
+    from ktriage.tune.autotune import TensorArg, grid_ctas
+
+    assert grid_ctas(lambda meta: (meta["M"] // meta["BLOCK_M"], 2), {"M": 1024, "BLOCK_M": 128}) == 16
+    assert grid_ctas((3, 4, 5), {}) == 60 and grid_ctas(7, {}) == 7
+    assert grid_ctas(None, {}) is None and grid_ctas(lambda meta: meta["missing"], {}) is None
+    assert [TensorArg(d).element_size() for d in ("fp16", "bf16", "fp32", "fp8e4nv", "i64", "torch.float16")] == [2, 2, 4, 1, 8, 2]
+
+
+HOOK_BENCH = """
+sys.path.insert(0, BENCH_DIR)
+from autotune_hook import mm_kernel, mm_grid, mm_named_args
+def mm(bm, bn, bk, s, w):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
+"""
+
+
+HOOK_BENCH = f"BENCH_DIR = {str(REPO / 'benchmarks' / 'tune')!r}" + HOOK_BENCH
+
+
+@pytest.mark.slow
+def test_matmul_is_ranked_by_the_tile_model(toolchain) -> None:
+    """A real tl.dot kernel (Triton 3.4.0, sm_90, fp16 4096^3): the hook sees wgmma in the PTX and uses
+    the tile model; 128x256 (8 warps) ranks above 128x128 above 64x64; the 4-warp 128x256 tile spills
+    and is dropped; without a grid it infers cdiv(M,BM)*cdiv(N,BN), through the Autotuner it uses the
+    launch's grid function."""
+    data = run_in_toolchain(toolchain("triton==3.4.0"), HOOK_BENCH + textwrap.dedent("""
+        cfgs = [mm(64, 64, 32, 4, 4), mm(128, 128, 64, 4, 4), mm(128, 256, 64, 3, 8), mm(128, 256, 64, 3, 4)]
+        hook = ktriage_prune(keep=2, target="sm_90", kernel=mm_kernel)["ktriage"]
+        kept = hook(cfgs, mm_named_args(4096, 4096, 4096))
+        direct = report(hook)
+        prune = ktriage_prune(keep=2, target="sm_90")
+        tuned = triton.autotune(configs=cfgs, key=["M", "N", "K"], prune_configs_by=prune,
+                                do_bench=lambda *a, **k: 0.0)(mm_kernel)
+        tuned.nargs = mm_named_args(4096, 4096, 2048)
+        tuned.prune_configs({"grid": lambda meta: (7,), "warmup": False})
+        print(json.dumps({"kept": [c.kwargs["BLOCK_N"] for c in kept], "direct": direct,
+                          "via": report(prune["ktriage"])}))
+    """))
+    rows = data["direct"]
+    assert data["kept"] == [256, 128]
+    assert [r["rank"] for r in rows[:3]] == [3, 2, 1]
+    assert all(r["model"] == "mma" for r in rows[:3]) and "flop/B" in rows[2]["detail"]
+    assert rows[3]["kept"] is False and rows[3]["spill_store_bytes"] > 0
+    assert rows[2]["grid"] == 32 * 16 and "inferred" in rows[2]["detail"]
+    assert all(r["grid"] == 7 for r in data["via"][:3])
+
+
+@pytest.mark.slow
+def test_benchmark_dry_run_drops_grid_starved_and_spilling_reductions(toolchain, tmp_path: Path) -> None:
+    """benchmarks/tune/autotune_hook.py --dry-run on the reduction cases (Triton 3.4.0, sm_90): a third
+    is kept (cut >= 2x), no kept config spills, and on 2048 rows the configs whose grid leaves SMs idle
+    (XBLOCK >= 16: <= 128 CTAs on 132 SMs) are not kept."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("TRITON_CACHE_DIR", None)
+    proc = subprocess.run([str(toolchain("triton==3.4.0").python), str(REPO / "benchmarks" / "tune" / "autotune_hook.py"),
+                           "--dry-run", "--target", "sm_90", "--out", str(tmp_path), "--only", "rms_32768x4096",
+                           "rms_2048x65536"], env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / "autotune.json").read_text())
+    assert [c["name"] for c in result["cases"]] == ["rms_32768x4096", "rms_2048x65536"]
+    for case in result["cases"]:
+        assert "error" not in case and case["configs"] == 20 and case["timed_pruned"] == 7 and case["cut"] >= 2
+        kept = [r for r in case["hook_report"] if r["kept"]]
+        assert all(r["spill_store_bytes"] == 0 and r["model"] == "stream" for r in kept)
+        assert any(r["spill_store_bytes"] and "spills" in r["reason"] for r in case["hook_report"])
+    starved = result["cases"][1]["hook_report"]
+    assert all(r["grid"] >= 132 for r in starved if r["kept"])
+    assert (tmp_path / "autotune.md").read_text().startswith("# ktriage autotune hook")

@@ -8,7 +8,11 @@ JIT would build for the actual arguments (the JIT's own binder), compiles the ke
 WITHOUT launching it (``triton.compile``; the result lands in Triton's cache, so the JIT reuses it),
 re-runs the installed Triton's ptxas with ``-v`` on the PTX to read the true spill-store bytes,
 computes the exact occupancy (ktriage.analyze.occupancy), drops configs that spill more than the
-threshold, ranks the rest with a crude roofline-style estimate and keeps the best few.
+threshold, ranks the rest with a crude roofline-style estimate and keeps the best few. Two estimates:
+kernels whose PTX has tensor-core MMA instructions (tl.dot) are ranked by a tile model (arithmetic
+intensity, pipelining, CTAs per SM, wave quantization of the grid), other kernels by latency hiding
+(bytes or warps in flight per SM, and how many SMs the grid keeps busy); see :func:`mma_estimate` and
+:func:`stream_estimate`.
 
 Use it as::
 
@@ -24,6 +28,8 @@ ones) and the reason is recorded in :attr:`SpillAwarePrune.last_report`.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +39,7 @@ from typing import Any
 
 from ktriage.analyze.occupancy import Occupancy, compute_occupancy
 from ktriage.analyze.ptxas_log import parse_ptxas_log
+from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
 from ktriage.toolchain.ptxas import assemble, gpu_name_for
 
@@ -41,6 +48,25 @@ from ktriage.toolchain.ptxas import assemble, gpu_name_for
 DEFAULT_SATURATION_WARPS = 16
 # Spilled bytes per thread that cost about as much as the whole kernel (a crude scale, see estimate()).
 SPILL_COST_BYTES = 1024
+# Bytes of loads in flight per SM that hide DRAM latency on Hopper (Little's law: ~4.8 TB/s x ~700 ns
+# / 132 SMs is ~25 KB; rounded up). Used when the tile size is known from BLOCK constexprs.
+DEFAULT_SATURATION_BYTES = 32 * 1024
+# Memory latency (SM cycles) a software pipeline must cover, and per-tile fixed latency (prologue).
+MMA_LATENCY_CYCLES = 800
+
+# Per-SM tensor-core rate for 16-bit inputs (dense flop/cycle) and the operand bandwidth from L2 to
+# the SM (bytes/cycle) by compute capability; crude public figures: H100/H200 989 TFLOPS at ~1.8 GHz
+# over 132 SMs is 4096 flop/clk/SM, A100 312 TFLOPS / 108 SMs / 1.41 GHz is 2048. The L2 rates are
+# chosen so that a 128x256 fp16 tile is just compute bound on Hopper and 128x128 is ~25% slower,
+# which is the order Triton's own Hopper matmuls show. Only ratios between configs matter.
+_MMA_RATES: dict[int, tuple[float, float]] = {80: (2048.0, 32.0), 86: (1024.0, 32.0), 89: (1024.0, 32.0),
+                                              90: (4096.0, 48.0), 100: (8192.0, 64.0)}
+_DEFAULT_MMA_RATE = (1024.0, 32.0)
+# PTX spellings of tensor-core matrix multiplies (Ampere mma.sync, Hopper wgmma, Blackwell tcgen05).
+_MMA_PTX = ("mma.sync.aligned", "wgmma.mma_async", "tcgen05.mma")
+_BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
+_DTYPE_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2,
+                "bf16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "fp8": 1, "i1": 1}
 
 
 @dataclass(frozen=True)
@@ -53,6 +79,21 @@ class TensorArg:
 
     def data_ptr(self) -> int:
         return 0 if self.aligned else 8
+
+    def element_size(self) -> int:
+        """Bytes per element, like ``torch.Tensor.element_size`` (the estimates size tiles with it)."""
+        return _dtype_bytes(self.dtype)
+
+
+def _dtype_bytes(dtype: str) -> int:
+    """Bytes per element of a Triton ("fp16", "bf16", "fp8e4nv", "i32") or torch ("torch.float16")
+    dtype name; 4 when unknown (the estimates only compare configs of one kernel)."""
+    name = dtype.lower().removeprefix("torch.").replace("bfloat", "bf").replace("float", "fp").replace("int", "i")
+    name = {"half": "fp16", "double": "fp64", "long": "i64", "bool": "i1"}.get(name, name)
+    for prefix, size in _DTYPE_BYTES.items():
+        if name.startswith(prefix):
+            return size
+    return 4
 
 
 @dataclass(frozen=True)
@@ -72,6 +113,9 @@ class Screened:
     estimate: float | None = None
     error: str | None = None
     rank: int | None = None  # 1 = best by the estimate among the screened configs
+    model: str | None = None  # "mma" (tile model) or "stream" (latency hiding), see estimate functions
+    grid: int | None = None  # CTAs the launch has for this config, when known (grid function or M/N)
+    detail: str | None = None  # the estimate's inputs in words
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -87,6 +131,9 @@ class Screened:
             "estimate": self.estimate,
             "error": self.error,
             "rank": self.rank,
+            "model": self.model,
+            "grid": self.grid,
+            "detail": self.detail,
         }
 
 
@@ -232,6 +279,154 @@ def estimate(occupancy: Occupancy, spill_bytes: int, saturation_warps: int = DEF
     return round((1.0 + spill_bytes / SPILL_COST_BYTES) / latency_hiding, 6)
 
 
+def stream_estimate(occupancy: Occupancy, spill_bytes: int, *, num_sms: int, grid: int | None = None,
+                    tile_bytes: int | None = None, saturation_warps: int = DEFAULT_SATURATION_WARPS,
+                    saturation_bytes: int = DEFAULT_SATURATION_BYTES) -> tuple[float, str]:
+    """:func:`estimate` for latency-bound (streaming, reduction) kernels, made aware of the launch.
+
+    - A grid smaller than the SM count leaves SMs idle (time / (grid / SMs)); a grid of a few CTAs
+      per SM caps the resident CTAs below what the occupancy rules allow.
+    - With ``tile_bytes`` (the product of the config's BLOCK constexprs times the element size: what
+      one CTA loads per step) latency hiding is bytes in flight per SM against ``saturation_bytes``;
+      occupancy alone would rank a 64-element tile with 16 CTAs/SM first, yet it has 4 KB in flight.
+      Without it, resident warps against ``saturation_warps`` (the old estimate).
+
+    The bytes curve approaches the roof gradually (:func:`_soft_roof`: 84% at exactly
+    ``saturation_bytes``, 98.5% at twice, ~100% from 3x), so that among configs that all look
+    saturated those with more margin rank first: the saturation point is a rough figure. The same
+    curve over ``resident warps / (saturation_warps / 2)`` asks for enough warps to issue the loads
+    (a 2-CTA, 8-warp config with huge tiles is not at the roof however many bytes it names).
+
+    Returns (relative time, lower is better, 1.0 at the roof; a one-line explanation)."""
+    if occupancy.ctas_per_sm <= 0:
+        return float("inf"), "no CTA fits"
+    ctas = occupancy.ctas_per_sm
+    busy = 1.0
+    if grid is not None and grid > 0:
+        ctas = min(ctas, math.ceil(grid / num_sms))
+        busy = min(1.0, grid / num_sms)
+    if tile_bytes:
+        inflight = ctas * tile_bytes
+        warps = ctas * occupancy.num_warps
+        # Bytes in flight hide latency only if enough warps issue them (each warp has a bounded number
+        # of outstanding loads): half the warp saturation point is asked for on top.
+        hiding = _soft_roof(inflight / saturation_bytes) * _soft_roof(warps / max(1.0, saturation_warps / 2))
+        how = f"{inflight // 1024} KB in flight/SM ({ctas} CTAs x {tile_bytes} B, {warps} warps)"
+    else:
+        warps = ctas * occupancy.num_warps
+        hiding = min(1.0, warps / saturation_warps)
+        how = f"{warps} warps/SM ({ctas} CTAs)"
+    grid_text = "" if grid is None else f", grid {grid} CTAs on {num_sms} SMs ({busy:.0%} busy)"
+    value = round((1.0 + spill_bytes / SPILL_COST_BYTES) / (hiding * busy), 6)
+    return value, f"stream: {how}, latency hidden {hiding:.0%}{grid_text}"
+
+
+def _soft_roof(x: float) -> float:
+    """Fraction of the roof reached with ``x`` times the saturating work in flight: ``x / (1 + x^4)^(1/4)``
+    (x below 1, 1 above, a smooth corner between), rounded to 3 digits so that near-equal configs tie
+    and fall to the ranking's tie-breakers (more resident warps, fewer registers, the user's order)."""
+    if x <= 0:
+        return 1e-9
+    return max(1e-9, round(x / (1.0 + x ** 4) ** 0.25, 3))
+
+
+@dataclass(frozen=True)
+class MmaTile:
+    """What the tile model needs about a tl.dot kernel's config and launch."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_stages: int
+    elt_bytes: int
+    k: int | None = None  # reduction length (the kernel's K); None: tile overheads are ignored
+    tiles: int | None = None  # CTAs in the grid; None: no wave quantization
+
+
+def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, spill_bytes: int = 0) -> tuple[float, str]:
+    """Relative time (SM cycles of the whole launch, lower is better) of a tensor-core kernel.
+
+    Per K step a CTA does ``2*BM*BN*BK`` flops and reads ``(BM+BN)*BK`` elements; the SM runs at
+    the slower of its tensor-core rate and its L2 operand bandwidth (arithmetic intensity), where
+    the bandwidth only counts as far as the pipeline keeps ``(num_stages-1)`` steps of every resident
+    CTA in flight (Little's law against :data:`MMA_LATENCY_CYCLES`). A tile also pays a fixed
+    prologue latency plus its epilogue store; other resident CTAs hide it. CTAs per SM come from the
+    exact occupancy (registers, shared memory: the stages' buffers), and the grid runs in
+    ``ceil(tiles / (CTAs/SM * SMs))`` waves (wave quantization). Constants are per compute capability
+    (:data:`_MMA_RATES`); only the order of configs of one kernel is meant, not milliseconds."""
+    if occupancy.ctas_per_sm <= 0:
+        return float("inf"), "no CTA fits"
+    flops_clk, bytes_clk = _MMA_RATES.get(cc, _DEFAULT_MMA_RATE)
+    flops_clk *= 2.0 / max(1, tile.elt_bytes)  # fp8 doubles the rate, tf32 halves it
+    bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
+    ctas = occupancy.ctas_per_sm
+    if tile.tiles is not None and tile.tiles > 0:
+        ctas = min(ctas, math.ceil(tile.tiles / num_sms))
+    step_bytes = (bm + bn) * bk * tile.elt_bytes
+    inflight = ctas * max(1, tile.num_stages - 1) * step_bytes
+    pipe = min(1.0, inflight / (bytes_clk * MMA_LATENCY_CYCLES))
+    step = max(2.0 * bm * bn * bk / flops_clk, step_bytes / (bytes_clk * pipe))
+    k_steps = math.ceil(tile.k / bk) if tile.k else 1
+    work = k_steps * step
+    overhead = (MMA_LATENCY_CYCLES + bm * bn * tile.elt_bytes / bytes_clk) if tile.k else 0.0
+    if tile.tiles:
+        waves = math.ceil(tile.tiles / (ctas * num_sms))
+        total = waves * (ctas * work + overhead)
+        wave_text = f", {tile.tiles} tiles = {tile.tiles / (ctas * num_sms):.2f} waves -> {waves}"
+    else:
+        total, wave_text = work + overhead / ctas, ""
+    intensity = bm * bn / ((bm + bn) * tile.elt_bytes)
+    bound = "compute" if 2.0 * bm * bn * bk / flops_clk >= step_bytes / (bytes_clk * pipe) else "memory"
+    value = round(total * (1.0 + spill_bytes / SPILL_COST_BYTES), 3)
+    return value, (f"mma: tile {bm}x{bn}x{bk}, {intensity:.0f} flop/B ({bound} bound), pipeline {pipe:.0%}, "
+                   f"{ctas} CTA/SM{wave_text}")
+
+
+def _find_block(config_kwargs: Mapping[str, Any], axis: str) -> int | None:
+    for name, value in config_kwargs.items():
+        if _BLOCK_NAME[axis].match(name) and isinstance(value, int):
+            return value
+    return None
+
+
+def _find_size(args: Mapping[str, Any], axis: str) -> int | None:
+    for name in (axis, axis.lower()):
+        value = args.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _elt_bytes(named_args: Mapping[str, Any]) -> int:
+    """Element size of the first tensor argument (the estimates size tiles with it)."""
+    for value in named_args.values():
+        size = getattr(value, "element_size", None)
+        if callable(size) and hasattr(value, "data_ptr"):
+            try:
+                return int(size())
+            except Exception:  # noqa: BLE001 - a tensor-like without a usable element size
+                return 4
+    return 4
+
+
+def grid_ctas(grid: Any, args: Mapping[str, Any]) -> int | None:
+    """CTAs of a launch from the ``grid`` the Autotuner received (a callable of the meta-parameters,
+    as the JIT calls it, or a tuple/int); None when there is none or it cannot be evaluated."""
+    if grid is None:
+        return None
+    try:
+        value = grid(dict(args)) if callable(grid) else grid
+        dims = (value,) if isinstance(value, int) else tuple(value)
+        return int(math.prod(int(d) for d in dims)) if dims else None
+    except Exception:  # noqa: BLE001 - a grid we cannot evaluate is simply not used
+        return None
+
+
+def _is_mma(compiled: Any) -> bool:
+    ptx = (getattr(compiled, "asm", None) or {}).get("ptx", "")
+    return isinstance(ptx, str) and any(op in ptx for op in _MMA_PTX)
+
+
 # --------------------------------------------------------------------------- the hook
 
 
@@ -241,11 +436,13 @@ class SpillAwarePrune:
     ``max_spill_bytes``: spill-store bytes per thread a config may have and still be timed.
     ``keep``: how many configs survive (the best by the estimate). ``target``: compile target
     (None: the active GPU). ``kernel``: the @triton.jit function (None: found from the calling
-    Autotuner, or set later with :meth:`bind`).
+    Autotuner, or set later with :meth:`bind`). ``num_sms``: SMs for the grid terms of the
+    estimates (None: the active GPU's count, or the arch's usual part when screening for a target).
     """
 
     def __init__(self, max_spill_bytes: int = 0, keep: int = 3, *, target: Any = None, kernel: Any = None,
-                 saturation_warps: int = DEFAULT_SATURATION_WARPS, verbose: bool = False) -> None:
+                 saturation_warps: int = DEFAULT_SATURATION_WARPS, verbose: bool = False,
+                 num_sms: int | None = None) -> None:
         if max_spill_bytes < 0 or keep < 1:
             raise KtriageError(f"max_spill_bytes={max_spill_bytes}, keep={keep}",
                                "use max_spill_bytes >= 0 and keep >= 1")
@@ -255,8 +452,9 @@ class SpillAwarePrune:
         self.kernel = kernel
         self.saturation_warps = saturation_warps
         self.verbose = verbose
+        self.num_sms = num_sms
         self.last_report: list[Screened] = []
-        self._facts: dict[tuple[str, str], CompileFacts] = {}
+        self._facts: dict[tuple[str, str], tuple[CompileFacts, bool]] = {}
 
     def bind(self, kernel: Any) -> SpillAwarePrune:
         """Say which kernel the configs belong to (needed when the hook is not called by an Autotuner)."""
@@ -293,15 +491,35 @@ class SpillAwarePrune:
         jit_fn, heuristics = _unwrap(kernel)
         target = resolve_target(self.target)
         cc = int(target.arch)
+        num_sms = self._sm_count(cc)
         screened: list[Screened] = []
         for config in configs:
-            screened.append(self._screen_one(jit_fn, heuristics, config, named_args, kwargs, target, cc))
+            screened.append(self._screen_one(jit_fn, heuristics, config, named_args, kwargs, target, cc, num_sms))
         return self._rank(screened)
 
+    def _sm_count(self, cc: int) -> int:
+        """SMs of the GPU being tuned: given, else the active device's, else the arch's usual part."""
+        if self.num_sms:
+            return self.num_sms
+        if self.target is None:
+            try:
+                from triton.runtime import driver  # type: ignore[import-not-found]
+
+                props = driver.active.utils.get_device_properties(driver.active.get_current_device())
+                return int(props["multiprocessor_count"])
+            except Exception as exc:  # noqa: BLE001 - fall back to the arch table
+                if self.verbose:
+                    print(f"[ktriage prune] SM count from the arch table ({type(exc).__name__})", file=sys.stderr)
+        try:
+            return parse_arch(cc).default_sm_count or 100
+        except KtriageError:
+            return 100
+
     def _screen_one(self, jit_fn: Any, heuristics: list[Any], config: Any, named_args: Mapping[str, Any],
-                    kwargs: Mapping[str, Any], target: Any, cc: int) -> Screened:
+                    kwargs: Mapping[str, Any], target: Any, cc: int, num_sms: int) -> Screened:
         label = _config_label(config)
-        args = {**named_args, **kwargs, **config.all_kwargs()}
+        launch = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+        args = {**named_args, **launch, **config.all_kwargs()}
         for layer in reversed(heuristics):
             for name, rule in layer.values.items():
                 args[name] = rule(args)
@@ -309,11 +527,12 @@ class SpillAwarePrune:
         try:
             compiled = compile_without_launch(jit_fn, args, target)
             key = (str(compiled.metadata.hash), str(cc))
-            facts = self._facts.get(key)
-            if facts is None:
-                facts = self._facts[key] = compile_facts(compiled, cc)
+            cached = self._facts.get(key)
+            if cached is None:
+                cached = self._facts[key] = (compile_facts(compiled, cc), _is_mma(compiled))
+            facts, mma = cached
             occ = compute_occupancy(cc, facts.registers, facts.num_warps, facts.shared_bytes, barriers=facts.barriers)
-        except Exception as exc:  # noqa: BLE001 - never break the user's autotuning over a screening failure
+        except Exception as exc:  # noqa: BLE001 - never break the user's tuning over a screening failure
             message = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
             return Screened(config, label, True, "not screened (kept): " + message.splitlines()[0], error=message)
         spills = facts.spill_store_bytes
@@ -324,7 +543,36 @@ class SpillAwarePrune:
             return replace(row, kept=False, reason=f"does not fit on an SM ({occ.limiter})")
         if spills > self.max_spill_bytes:
             return replace(row, kept=False, reason=f"spills {spills} B (stores) > {self.max_spill_bytes} B allowed")
-        return replace(row, estimate=estimate(occ, spills + facts.spill_load_bytes, self.saturation_warps))
+        value, model, grid, detail = self._estimate(occ, spills + facts.spill_load_bytes, mma, config, args,
+                                                    named_args, kwargs.get("grid"), cc, num_sms)
+        return replace(row, estimate=value, model=model, grid=grid, detail=detail,
+                       reason=f"{row.reason}; {detail}")
+
+    def _estimate(self, occ: Occupancy, spill_bytes: int, mma: bool, config: Any, args: Mapping[str, Any],
+                  named_args: Mapping[str, Any], grid_fn: Any, cc: int,
+                  num_sms: int) -> tuple[float, str, int | None, str]:
+        """Pick the model: the tile model for tensor-core kernels whose config names BLOCK_M/N/K,
+        latency hiding otherwise. The grid is the launch's own (the Autotuner passes ``grid``); for an
+        MMA kernel without one it is inferred as cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) when the
+        arguments are named M and N (said in the detail)."""
+        meta = getattr(config, "kwargs", {})
+        grid = grid_ctas(grid_fn, args)
+        elt = _elt_bytes(named_args)
+        bm, bn, bk = (_find_block(meta, axis) for axis in "MNK")
+        if mma and bm and bn and bk:
+            m, n = _find_size(args, "M"), _find_size(args, "N")
+            note = ""
+            if grid is None and m and n:
+                grid, note = math.ceil(m / bm) * math.ceil(n / bn), " (grid inferred from M, N)"
+            tile = MmaTile(bm, bn, bk, int(getattr(config, "num_stages", 3) or 1), elt,
+                           k=_find_size(args, "K"), tiles=grid)
+            value, detail = mma_estimate(occ, tile, num_sms=num_sms, cc=cc, spill_bytes=spill_bytes)
+            return value, "mma", grid, detail + note
+        blocks = [v for k, v in meta.items() if "BLOCK" in k.upper() and isinstance(v, int) and v > 0]
+        tile_bytes = math.prod(blocks) * elt if blocks else None
+        value, detail = stream_estimate(occ, spill_bytes, num_sms=num_sms, grid=grid, tile_bytes=tile_bytes,
+                                        saturation_warps=self.saturation_warps)
+        return value, "stream", grid, detail
 
     def _rank(self, screened: list[Screened]) -> list[Screened]:
         """Keep the ``keep`` best screened configs (estimate, then more resident warps, then fewer
@@ -350,12 +598,13 @@ class SpillAwarePrune:
 
 
 def ktriage_prune(max_spill_bytes: int = 0, keep: int = 3, *, target: Any = None, kernel: Any = None,
-                  saturation_warps: int = DEFAULT_SATURATION_WARPS, verbose: bool = False) -> dict[str, Any]:
+                  saturation_warps: int = DEFAULT_SATURATION_WARPS, verbose: bool = False,
+                  num_sms: int | None = None) -> dict[str, Any]:
     """The dict for ``triton.autotune(prune_configs_by=...)``: a :class:`SpillAwarePrune` as
     ``early_config_prune``. The hook object is also under the key ``"ktriage"`` for its reports
     (Triton ignores keys it does not know)."""
     hook = SpillAwarePrune(max_spill_bytes, keep, target=target, kernel=kernel,
-                           saturation_warps=saturation_warps, verbose=verbose)
+                           saturation_warps=saturation_warps, verbose=verbose, num_sms=num_sms)
     return {"early_config_prune": hook, "ktriage": hook}
 
 
