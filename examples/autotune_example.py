@@ -2,7 +2,8 @@
 
 The config space has big [XBLOCK, RBLOCK] fp32 accumulator tiles that spill registers to local memory;
 the hook compiles every config without launching it, drops the spilling ones and keeps the best three
-by occupancy, so triton.autotune times only those.
+by its latency-hiding estimate (bytes and warps in flight per SM, SMs the grid keeps busy), so
+triton.autotune times only those.
 
     python examples/autotune_example.py                 # on a GPU: tune and run, print what was pruned
     python examples/autotune_example.py --target sm_90  # no GPU: screen the configs for sm_90 only
@@ -44,6 +45,10 @@ def make_kernel(target: str | None):
     return row_sum, prune["ktriage"]
 
 
+def grid_for(rows: int):
+    return lambda meta: (triton.cdiv(rows, meta["XBLOCK"]),)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", help="screen for this arch without a GPU, e.g. sm_90")
@@ -55,13 +60,14 @@ def main() -> None:
         # No GPU: call the hook as the autotuner would, with tensors described by dtype.
         hook.bind(kernel)
         named = {"in_ptr": TensorArg("fp32"), "out_ptr": TensorArg("fp32"), "xnumel": args.rows, "rnumel": args.cols}
-        hook(CONFIGS, named)
+        # The Autotuner also passes the launch's grid; the hook evaluates it per config (idle SMs count).
+        hook(CONFIGS, named, grid=grid_for(args.rows))
     else:
         import torch
 
         x = torch.randn(args.rows, args.cols, device="cuda")
         out = torch.empty(args.rows, device="cuda")
-        kernel[lambda meta: (triton.cdiv(args.rows, meta["XBLOCK"]),)](x, out, args.rows, args.cols)
+        kernel[grid_for(args.rows)](x, out, args.rows, args.cols)
         torch.testing.assert_close(out, (x * x).sum(1), rtol=1e-4, atol=1e-2)
         print(f"best config: {kernel.best_config}")
     for row in hook.last_report:
