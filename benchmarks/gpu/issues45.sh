@@ -8,7 +8,7 @@ R=/tmp/issues45; rm -rf $R; mkdir -p $R
 pack() { tar -C /tmp -czf $OUT/issues45_results.tgz issues45; }
 export KTRIAGE_HOME=$R/home PYTHONUNBUFFERED=1
 K="python3 -m ktriage"
-STEPS=${STEPS:-1234567}
+STEPS=${STEPS:-12834567}
 step() { [[ $STEPS == *$1* ]]; }
 now() { date +%s.%N; }
 run() {  # run NAME LIMIT_S CMD...: one step, its output and wall time kept, never fatal
@@ -28,6 +28,9 @@ step 2 && run bisect_layer_norm_4608 120 $K bisect --source pypi:triton --good 3
 step 3 && run bisect_layer_norm_8704 120 $K bisect --source pypi:triton --good 3.2.0 --bad 3.5.1 \
   --op liger.layer_norm --bwd --input 15 --metric latency --bundle .bundles/ln-bisect-8704 --backend liger_layer_norm --workers 2 \
   --state $R/bisect_layer_norm_8704.state.json --markdown $R/bisect_layer_norm_8704.md --json $R/bisect_layer_norm_8704.json
+step 8 && run bisect_layer_norm_4608_to_340 120 $K bisect --source pypi:triton --good 3.2.0 --bad 3.4.0 \
+  --op liger.layer_norm --bwd --input 7 --metric latency --bundle .bundles/ln-bisect-4608 --backend liger_layer_norm --workers 2 \
+  --state $R/bisect_layer_norm_4608_to_340.state.json --markdown $R/bisect_layer_norm_4608_to_340.md --json $R/bisect_layer_norm_4608_to_340.json
 # Issue 5: tuned layer_norm bwd (3.3.1, 3.4.0 default, 3.4.0 + ktriage tune's kept configs, torch), N=4608..8192
 step 4 && run bench_layer_norm_tuned 150 $K bench --bundle .bundles/ln-tuned --op layer_norm --bwd --only liger_layer_norm,torch_layer_norm \
   --artifacts-only --artifact-timing kernel --min-samples 50 --max-time 4 --output-json $R/ln_tuned.json
