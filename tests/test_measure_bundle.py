@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ktriage.catalog.registry import expand_op
+from ktriage.compile.abi import AbiParam
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.measure.bundle import bundle_extra, read_bundle, write_bundle
 from ktriage.measure.cuda import STICKY_ERRORS, CudaError
+from ktriage.errors import KtriageError
 from ktriage.measure.env import GpuRecorder, gpu_state
 from ktriage.toolchain.manager import ensure_toolchain
+from ktriage.workload.bundle import read_kernel_bundle, write_kernel_bundle
 
 
 def test_bundle_round_trip_of_a_real_artifact(
@@ -18,19 +22,25 @@ def test_bundle_round_trip_of_a_real_artifact(
     spec = expand_op("tutorial.vector_add", inputs=["2"])[0]
     art = compiler.compile(spec, ensure_toolchain("triton==3.4.0"))
     assert isinstance(art, Artifact), art
-    write_bundle(
-        tmp_path / "b", {"vector_add@3.4.0": art}, extra={"versions": ["3.4.0"]}
-    )
-    entries = read_bundle(tmp_path / "b")
+    write_kernel_bundle(tmp_path / "b", {"vector_add@3.4.0": art}, extra={"versions": ["3.4.0"]})
+    entries, extra = read_kernel_bundle(tmp_path / "b")  # one loader for op and named-kernel bundles
     e = entries["vector_add@3.4.0"]
-    assert e.cubin_path.read_bytes() == art.cubin.cubin_path.read_bytes()
-    assert e.kernel_name == "add_kernel" and e.abi == art.abi and e.grid == (1024,)
+    assert e.artifact.cubin_bytes() == art.cubin.cubin_path.read_bytes()
+    assert e.artifact.kernel_name == "add_kernel" and e.grid == (1024,)
+    assert [AbiParam(**p) for p in e.artifact.abi] == list(art.abi)
     assert e.metadata["num_warps"] == 4 and e.metadata["global_scratch_size"] == 0
     assert "extern_libs" not in e.metadata  # host paths stay behind
-    assert e.info["triton_version"] == "3.4.0" and e.info["spec_meta"]["shape"] == {
-        "N": 1048576
-    }
-    assert bundle_extra(tmp_path / "b") == {"versions": ["3.4.0"]}
+    assert e.info["triton_version"] == "3.4.0" and e.info["spec_meta"]["shape"] == {"N": 1048576}
+    assert extra == {"versions": ["3.4.0"]}
+    with pytest.raises(KtriageError, match="not a bundle of named kernels"):
+        read_kernel_bundle(_op_bundle(tmp_path, compiler))
+
+
+def _op_bundle(tmp_path: Path, compiler: Compiler) -> Path:
+    from ktriage.workload.bundle import build_bundle
+
+    return build_bundle("layer_norm", "bwd", ["0"], [ensure_toolchain("triton==3.4.0")], tmp_path / "op",
+                        sm_count=132, compiler=compiler)
 
 
 def test_cuda_error_says_name_and_whether_the_context_is_lost() -> None:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from ktriage.catalog.registry import expand_op
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.measure.bundle import write_bundle
+from ktriage.workload.bundle import write_kernel_bundle
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                         f"{out.stage}/{out.kind}: {out.message.splitlines()[0][:300]}"
                     )
                     print(f"{name:28s} SKIPPED {skipped[name]}")
-    path = write_bundle(
+    path = write_kernel_bundle(
         args.out,
         artifacts,
         extra={"skipped": skipped, "versions": list(VERSIONS), "target": TARGET},

@@ -10,22 +10,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ktriage.measure.bundle import BundleEntry, read_bundle
+from ktriage.workload.bundle import NamedKernel, read_kernel_bundle
 from ktriage.measure.correctness import check_run
 from ktriage.measure.cuda import LoadedKernel, synchronize
 from ktriage.measure.model import Cell, CellKey
 from ktriage.measure.timing import TimingOptions, measure_interleaved
 
-_LOADED: dict[tuple[str, str], tuple[BundleEntry, LoadedKernel]] = {}
+_LOADED: dict[tuple[str, str], tuple[NamedKernel, LoadedKernel]] = {}
 
 #: An address inside no allocation (user space, page aligned, far above anything torch maps).
 FAULT_ADDRESS = 0x7E57_0000_0000
 
 
-def _kernel(bundle: str, name: str) -> tuple[BundleEntry, LoadedKernel]:
+def _kernel(bundle: str, name: str) -> tuple[NamedKernel, LoadedKernel]:
     key = (bundle, name)
     if key not in _LOADED:
-        entry = read_bundle(Path(bundle))[name]
+        entry = read_kernel_bundle(Path(bundle))[0][name]
         _LOADED[key] = (entry, entry.load())
     return _LOADED[key]
 

@@ -35,6 +35,7 @@ from ktriage.workload.replay import ROLES_BY_MODE, KernelRef, LaunchFn, SpecSour
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
+    from ktriage.measure.cuda import LoadedKernel
     from ktriage.toolchain.manager import Toolchain
 
 FORMAT = 1
@@ -94,6 +95,7 @@ class Bundle:
     specs: dict[str, KernelSpec]
     artifacts: dict[tuple[str, str], BundleArtifact | BundleFailure] = field(default_factory=dict)
     created: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # what the writer noted (e.g. skipped kernels)
 
     def input_cases(self) -> list[InputCase]:
         return [InputCase(int(i["id"]), {k: int(v) for k, v in i["facts"].items()}) for i in self.inputs]
@@ -248,6 +250,72 @@ def _resources(art: Any) -> dict[str, Any] | None:
     return {k: data.get(k) for k in RESOURCE_KEYS}
 
 
+# ----------------------------------------------------------------------------------- named kernels
+KERNELS_OP = "kernels"  # the ``op`` of a bundle of named kernels without a workload
+
+
+def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: Mapping[str, Any] | None = None) -> Path:
+    """A bundle of NAMED kernels without an op workload (the runner's GPU fixtures, ad-hoc kernels):
+    each name is a spec key with the one toolchain that compiled it; ``extra`` is kept for the
+    reader. Same format as op bundles, so one loader (hashes and ABI checked) serves both."""
+    out_dir = Path(out_dir)
+    (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
+    specs: dict[str, Any] = {}
+    toolchains: dict[str, Any] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    for name, art in artifacts.items():
+        specs[name] = art.spec.to_json()
+        toolchains.setdefault(art.toolchain.id, art.toolchain.to_json())
+        entries[name] = {art.toolchain.id: _artifact_entry(art, out_dir)}
+    targets = sorted({str(a.spec.target) for a in artifacts.values()})
+    manifest = {
+        "format": FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "op": KERNELS_OP, "mode": "", "precision": "", "target": targets[0] if len(targets) == 1 else ",".join(targets),
+        "sm_count": 0, "backends": [], "inputs": [], "toolchains": toolchains, "specs": specs, "artifacts": entries,
+        "extra": dict(extra or {}),
+    }  # fmt: skip
+    _write_manifest(out_dir, manifest)
+    return out_dir / MANIFEST
+
+
+@dataclass(frozen=True)
+class NamedKernel:
+    """One kernel of a named-kernel bundle: its spec (grid, meta) and its artifact, loadable on the GPU host."""
+
+    name: str
+    spec: KernelSpec
+    artifact: BundleArtifact
+
+    @property
+    def grid(self) -> tuple[int, ...]:
+        return tuple(self.spec.grid or ())
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return {"spec": self.spec.name, "spec_meta": self.spec.meta, "toolchain": self.artifact.toolchain_id,
+                "triton_version": self.artifact.triton_version, "ptxas_version": self.artifact.ptxas_version}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.artifact.metadata
+
+    def load(self, device: int = 0) -> LoadedKernel:
+        return load_for_runner(self.artifact, device)
+
+
+def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[str, Any]]:
+    """The kernels of a bundle written by :func:`write_kernel_bundle`, by name, and its ``extra``."""
+    bundle = load_bundle(path)
+    if bundle.op != KERNELS_OP:
+        raise KtriageError(f"bundle {bundle.path} is an op bundle ({bundle.op}), not a bundle of named kernels",
+                           "read it with load_bundle, or write named kernels with write_kernel_bundle")
+    out: dict[str, NamedKernel] = {}
+    for (key, _tc), art in bundle.artifacts.items():
+        if isinstance(art, BundleArtifact):
+            out[key] = NamedKernel(key, bundle.specs[key], art)
+    return out, bundle.extra
+
+
 # ----------------------------------------------------------------------------------- variants
 def _write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     tmp = Path(out_dir) / f".{MANIFEST}.{os.getpid()}.tmp"
@@ -376,17 +444,18 @@ def make_launcher(bundle: Bundle, toolchain_id: str,
     return launch
 
 
+def load_for_runner(art: BundleArtifact, device: int = 0) -> LoadedKernel:
+    """Load a bundle artifact into the measurement runner (ktriage.measure.cuda.LoadedKernel)."""
+    from ktriage.compile.abi import AbiParam
+    from ktriage.measure.cuda import LoadedKernel
+
+    abi = [AbiParam(**p) for p in art.abi]
+    return LoadedKernel(art.cubin_bytes(), art.kernel_name, art.metadata, abi, device=device)
+
+
 def runner_loader(device: int = 0) -> Callable[[BundleArtifact], LoadedKernelLike]:
-    """``load`` for :func:`make_launcher` backed by the measurement runner (ktriage.measure.cuda.LoadedKernel)."""
-
-    def load(art: BundleArtifact) -> LoadedKernelLike:
-        from ktriage.compile.abi import AbiParam
-        from ktriage.measure.cuda import LoadedKernel
-
-        abi = [AbiParam(**p) for p in art.abi]
-        return LoadedKernel(art.cubin_bytes(), art.kernel_name, art.metadata, abi, device=device)
-
-    return load
+    """``load`` for :func:`make_launcher` backed by the measurement runner."""
+    return lambda art: load_for_runner(art, device)
 
 
 # ----------------------------------------------------------------------------------- loading
@@ -405,7 +474,7 @@ def load_bundle(path: Path | str) -> Bundle:
     bundle = Bundle(
         path=root, op=data["op"], mode=data["mode"], precision=data["precision"], target=data["target"],
         sm_count=int(data["sm_count"]), backends=tuple(data["backends"]), inputs=data["inputs"],
-        toolchains=data["toolchains"], specs=specs, created=data.get("created", ""),
+        toolchains=data["toolchains"], specs=specs, created=data.get("created", ""), extra=dict(data.get("extra") or {}),
     )  # fmt: skip
     for key, per_tc in data["artifacts"].items():
         for tc_id, entry in per_tc.items():

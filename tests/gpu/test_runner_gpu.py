@@ -44,13 +44,13 @@ if not _gpu() or not (BUNDLE / "manifest.json").exists():
 
 import torch
 
-from ktriage.measure.bundle import bundle_extra, read_bundle
 from ktriage.measure.correctness import check_run
 from ktriage.measure.cuda import LoadedKernel, driver, ensure_context
 from ktriage.measure.timing import TimingOptions, measure_interleaved
+from ktriage.workload.bundle import read_kernel_bundle
 
-ENTRIES = read_bundle(BUNDLE)
-VERSIONS = bundle_extra(BUNDLE)["versions"]
+ENTRIES, EXTRA = read_kernel_bundle(BUNDLE)
+VERSIONS = EXTRA["versions"]
 _KERNELS: dict[str, LoadedKernel] = {}
 
 
