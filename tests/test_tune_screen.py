@@ -183,3 +183,42 @@ def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
     assert timed["winner_vs_baselines"]["torch_layer_norm"] == pytest.approx(0.154 / 0.12, rel=1e-3)
     cmd = tb.bench_command(5, Path("r.json"))
     assert "liger_layer_norm,torch_layer_norm" in cmd and cmd[cmd.index("--artifact-timing") + 1] == "kernel"
+
+
+@pytest.mark.slow
+def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path, toolchain):
+    """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
+    and --results reads each input's cells. The results file is the REAL H200 run committed in
+    benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch)."""
+    from ktriage.cli.tune_cmd import tune
+    from ktriage.workload.bundle import load_bundle
+
+    toolchain("triton==3.4.0")
+    toolchain("triton==3.3.1")
+    app = typer.Typer()
+    app.command("tune")(tune)
+    app.command("noop")(lambda: None)
+    real = Path(__file__).resolve().parents[1] / "benchmarks" / "tune" / "results" / "ln_tuned_bench.json"
+    out = tmp_path / "tune.json"
+    res = CliRunner().invoke(app, ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "-i", "N=8192",
+                                   "--compare-with", "triton==3.3.1", "--bundle", str(tmp_path / "b"),
+                                   "--results", str(real), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert [c.id for c in load_bundle(tmp_path / "b").input_cases()] == [7, 14]
+    data = json.loads(out.read_text())
+    assert [r["spec"] for r in data["inputs"]] == ["liger.layer_norm.bwd[N=4608]", "liger.layer_norm.bwd[N=8192]"]
+    for r in data["inputs"]:
+        t = r["timing"]
+        assert t["timed"] and t["winner"] == "BLOCK_SIZE=8192,warps=8,stages=3" and t["speedup_over_default"] > 5
+        assert t["winner_vs_baselines"]["torch_layer_norm"] > 1 and t["winner_vs_baselines"]["triton==3.3.1"] > 1
+    assert "GPU winner" in res.output and "N=8192" in res.output
+
+
+def test_tune_needs_inputs_chosen_for_a_catalog_op():
+    from ktriage.cli.tune_cmd import tune
+
+    app = typer.Typer()
+    app.command("tune")(tune)
+    app.command("noop")(lambda: None)
+    res = CliRunner().invoke(app, ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "--compile-only"])
+    assert res.exit_code != 0 and "pass --input for each" in str(res.exception or res.output)

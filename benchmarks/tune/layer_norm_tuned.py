@@ -8,11 +8,11 @@ Three steps (the GPU host cannot compile, this machine has no GPU):
         --artifacts-only --artifact-timing kernel --min-samples 50 --max-time 4 --output-json ln_tuned.json   # GPU
     python benchmarks/tune/layer_norm_tuned.py report ln_tuned.json --out benchmarks/tune/results   # CPU
 
-`prepare` runs the real `ktriage tune liger.layer_norm -t triton==3.4.0 -i N=<n> --compare-with triton==3.3.1
---bundle ...` for each N (compile-only screening; the kept configs become variants of the 3.4.0 toolchain in
-that input's bundle) and merges the eight bundles so that one GPU process times every input. `report` runs
-`ktriage tune ... --results` per N (the GPU winner among the kept configs, as `ktriage tune` reports it) and
-writes a table: 3.3.1, 3.4.0 library config, 3.4.0 tuned, torch.
+`prepare` runs the real `ktriage tune liger.layer_norm -t triton==3.4.0 -i N=4608 ... -i N=8192 --compare-with
+triton==3.3.1 --bundle ...` (compile-only screening per input; the kept configs become variants of the 3.4.0
+toolchain; the per-input bundles are merged so that one GPU process times every input). `report` runs the
+same command with `--results` (each input's GPU winner among its kept configs, as `ktriage tune` reports it)
+and writes a table: 3.3.1, 3.4.0 library config, 3.4.0 tuned, torch.
 """
 
 from __future__ import annotations
@@ -28,34 +28,30 @@ NS = list(range(4608, 8192 + 1, 512))
 TUNED, BEFORE = "triton==3.4.0", "triton==3.3.1"
 
 
-def _tune(n: int, bundle_root: Path, extra: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "ktriage", "tune", "liger.layer_norm", "-t", TUNED, "-i", f"N={n}",
-           "--compare-with", BEFORE, "--bundle", str(bundle_root / f"N{n}"), "-f", "json", *extra]
+def _tune(bundle: Path, extra: list[str]) -> list[dict]:
+    """`ktriage tune` over all N at once: one merged bundle, one report per input."""
+    inputs = [x for n in NS for x in ("-i", f"N={n}")]
+    cmd = [sys.executable, "-m", "ktriage", "tune", "liger.layer_norm", "-t", TUNED, *inputs,
+           "--compare-with", BEFORE, "--bundle", str(bundle), "-f", "json", *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     if proc.returncode != 0:
-        raise SystemExit(f"ktriage tune failed for N={n}:\n{proc.stderr[-2000:]}")
-    return json.loads(proc.stdout)
+        raise SystemExit(f"ktriage tune failed:\n{proc.stderr[-2000:]}")
+    return list(json.loads(proc.stdout)["inputs"])
 
 
 def prepare(args: argparse.Namespace) -> None:
-    from ktriage.workload.bundle import merge_bundles
-
-    parts = Path(args.parts)
-    for n in NS:
-        rep = _tune(n, parts, [])
+    for n, rep in zip(NS, _tune(Path(args.bundle), []), strict=True):
         rec = rep["recommended"]
         print(f"N={n}: recommended {rec['label']} ({rec['resources']['registers']} regs, "
               f"{rec['resources']['spill_store_bytes']} B spills); variants {rep['timing']['bundle']['variants']}")
-    merge_bundles([parts / f"N{n}" for n in NS], Path(args.bundle))
-    print(f"merged bundle: {args.bundle}")
+    print(f"bundle: {args.bundle}")
 
 
 def report(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows, full = [], {}
-    for n in NS:
-        rep = _tune(n, Path(args.parts), ["--results", str(Path(args.results).resolve())])
+    for n, rep in zip(NS, _tune(Path(args.bundle), ["--results", str(Path(args.results).resolve())]), strict=True):
         full[n] = rep
         t = rep["timing"] or {}
         med, base = t.get("medians_ms", {}), t.get("baselines_ms", {})
@@ -75,8 +71,7 @@ def report(args: argparse.Namespace) -> None:
     for r in rows:
         lines.append(f"| {r['N']} | {fmt(r['triton_3.3.1_ms'])} | {fmt(r['triton_3.4.0_default_ms'])} | "
                      f"{fmt(r['tuned_ms'])} ({r['tuned_config']}) | {fmt(r['torch_ms'])} | "
-                     f"{ratio(r['tuned_vs_3.3.1'])} | "
-                     f"{ratio(r['tuned_vs_torch'])} |")
+                     f"{ratio(r['tuned_vs_3.3.1'])} | {ratio(r['tuned_vs_torch'])} |")
     (out / "layer_norm_tuned.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
@@ -85,11 +80,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
-    p.add_argument("--parts", default=str(REPO / ".bundles" / "ln-tuned-parts"))
     p.add_argument("--bundle", default=str(REPO / ".bundles" / "ln-tuned"))
     r = sub.add_parser("report")
     r.add_argument("results")
-    r.add_argument("--parts", default=str(REPO / ".bundles" / "ln-tuned-parts"))
+    r.add_argument("--bundle", default=str(REPO / ".bundles" / "ln-tuned"))
     r.add_argument("--out", default=str(REPO / "benchmarks" / "tune" / "results"))
     a = ap.parse_args()
     prepare(a) if a.cmd == "prepare" else report(a)

@@ -6,7 +6,7 @@ import json
 import subprocess
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -54,7 +54,7 @@ def _blocks(items: list[str] | None) -> dict[str, list[int]] | None:
 def tune(
     target: Annotated[str, typer.Argument(help="A catalog op (e.g. liger.layer_norm) or a spec .toml file.")],
     toolchain: Annotated[str, typer.Option("--toolchain", "-t", help="The toolchain to tune for, e.g. triton==3.4.0.")],
-    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="The input to tune (a TritonBench id or N=4608); one kernel.")] = None,
+    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="The input to tune (a TritonBench id or N=4608). Repeatable: each input is tuned on its own, all are timed in one GPU run.")] = None,
     arch: Annotated[str, typer.Option("--arch", help="Target GPU architecture.")] = "sm_90",
     fwd: Annotated[bool, typer.Option("--fwd", help="Tune the forward kernel of a catalog op (default: backward).")] = False,
     bwd: Annotated[bool, typer.Option("--bwd", help="Tune the backward kernel (the default; as in explain and bench).")] = False,
@@ -69,7 +69,7 @@ def tune(
     block: Annotated[list[str] | None, typer.Option("--block", help="Only these values of a block knob, e.g. BLOCK_SIZE=8192. Repeatable.")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="Where to write the timing bundle (default: under the ktriage home).")] = None,
     compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="Also time these toolchains' library config on the GPU (e.g. the release before a regression: triton==3.3.1). Repeatable.")] = None,
-    results: Annotated[Path | None, typer.Option("--results", help="A `ktriage bench --output-json` file of this tune bundle: report the winner from it.")] = None,
+    results_file: Annotated[Path | None, typer.Option("--results", help="A `ktriage bench --output-json` file of this tune bundle: report the winner (per input) from it.")] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON report here.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
@@ -78,7 +78,7 @@ def tune(
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
     then time the best few on the GPU against the library's own config."""
-    from ktriage.tune.report import print_table, to_json
+    from ktriage.tune.report import print_summary, to_json
     from ktriage.tune.scaling import scale_blocks
     from ktriage.tune.screen import screen
     from ktriage.tune.space import config_space
@@ -87,67 +87,82 @@ def tune(
     if fwd and bwd:
         raise KtriageError("--fwd and --bwd were both given", "choose the pass whose kernel to tune")
     specs = resolve_specs(target, mode="fwd" if fwd else "bwd", inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
-    if len(specs) != 1:
-        raise KtriageError(f"tune works on one kernel launch, but {len(specs)} were selected",
-                           "select one input, e.g. --input N=4608")
-    spec = specs[0]
-    space = config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
+    if len(specs) > 1 and not input:
+        raise KtriageError(f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
+                           "pass --input for each, e.g. --input N=4608 --input N=5120")
+    spaces = [config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
+              for spec in specs]
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=console, transient=True) as progress:
         tc, *others = resolve_toolchains([toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
         with Compiler(jobs=jobs) as compiler:
-            result = screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
-                            on_done=lambda _o: progress.advance(task))
-            scaling = scale_blocks(spec, tc, compiler, space=space, sm_count=sm_count, max_spill_bytes=max_spill_bytes)
-            timing = None
-            if not compile_only and result.kept:
-                timing = _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console, others)
-    report = to_json(result, scaling=scaling.to_json(), timing=timing)
+            results = [screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
+                              on_done=lambda _o: progress.advance(task)) for space in spaces]
+            scalings = [scale_blocks(space.spec, tc, compiler, space=space, sm_count=sm_count,
+                                     max_spill_bytes=max_spill_bytes) for space in spaces]
+            timings: list[dict[str, Any] | None] = [None] * len(results)
+            if not compile_only and any(r.kept for r in results):
+                timings = _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others)
+    reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
+    report = reports[0] if len(reports) == 1 else {"schema": reports[0]["schema"], "inputs": reports}
     if fmt == Format.json:
         typer.echo(json.dumps(report, indent=1))
+    elif len(results) == 1:
+        _print_one(results[0], scalings[0], timings[0], console, all_rows)
     else:
-        print_table(result, console, show_all=all_rows)
-        for step in scaling.steps:
-            console.print(f"scaling: {escape(step.sentence)}")
-        if timing and timing.get("winner"):
-            sp = timing.get("speedup_over_default")
-            console.print(f"GPU winner: [bold]{escape(timing['winner'])}[/]"
-                          + (f", {sp:.2f}x the library's config" if sp else ""))
-            for name, ratio in timing.get("winner_vs_baselines", {}).items():
-                console.print(f"  {ratio:.2f}x {escape(name)}")
+        if all_rows:
+            for r, sc, t in zip(results, scalings, timings, strict=True):
+                _print_one(r, sc, t, console, True)
+        print_summary(results, timings, console)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(report, indent=1))
 
 
-def _time_on_gpu(result, compiler, bundle, budget, results, sm_count, console, others=()):  # type: ignore[no-untyped-def]
-    """Write the bundle; time it here when a GPU is visible, else say how to time it on one."""
+def _print_one(result, scaling, timing, console, all_rows):  # type: ignore[no-untyped-def]
+    from ktriage.tune.report import print_table
+
+    print_table(result, console, show_all=all_rows)
+    for step in scaling.steps:
+        console.print(f"scaling: {escape(step.sentence)}")
+    if timing and timing.get("winner"):
+        sp = timing.get("speedup_over_default")
+        console.print(f"GPU winner: [bold]{escape(timing['winner'])}[/]" + (f", {sp:.2f}x the library's config" if sp else ""))
+        for name, ratio in timing.get("winner_vs_baselines", {}).items():
+            console.print(f"  {ratio:.2f}x {escape(name)}")
+
+
+def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others=()):  # type: ignore[no-untyped-def]
+    """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
+    time it on one. Returns one timing dict per input."""
     from ktriage.home import home_subdir
     from ktriage.report.results_file import read_results
-    from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundle
+    from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
 
     if budget <= 0:
         raise KtriageError(f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only")
-    out = bundle or home_subdir("bundles") / f"tune-{result.space.spec.key()}"
+    first = results[0].space.spec
+    out = bundle or home_subdir("bundles") / (f"tune-{first.key()}" if len(results) == 1 else
+                                              f"tune-{first.key()}-{len(results)}-inputs")
     try:
-        tb = write_tune_bundle(result, Path(out), compiler, sm_count=sm_count, compare_with=others)
+        tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others)
     except KtriageError as exc:
         console.print(f"[yellow]not timed:[/] {escape(exc.problem)} ({escape(exc.fix)})")
-        return {"timed": False, "why": exc.problem}
-    results_path = results or Path(out) / "tune-results.json"
-    command = tb.bench_command(budget, results_path)
-    info = {"bundle": tb.to_json(), "command": " ".join(command), "timed": False}
-    if results is None and gpu_available():
+        return [{"timed": False, "why": exc.problem} for _ in results]
+    results_path = results_file or Path(out) / "tune-results.json"
+    command = tbs[0].bench_command(budget * len(tbs), results_path)
+    infos = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
+    if results_file is None and gpu_available():
         proc = subprocess.run(["python", "-m", "ktriage", *command[1:]], check=False)
         if proc.returncode != 0:
-            raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {info['command']}")
+            raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}")
     if not results_path.exists():
         console.print("[yellow]no GPU here:[/] the kept candidates are in a bench bundle; time them on the GPU machine with")
-        console.print(f"  {escape(info['command'])}")
+        console.print(f"  {escape(' '.join(command))}")
         console.print(f"then report the winner here with: --results {escape(str(results_path))}")
-        return info
+        return infos
     _run, cells = read_results(results_path)
-    timed = pick_winner(cells, tb)
-    info.update({"timed": True, **timed.to_json()})
-    return info
+    for tb, info in zip(tbs, infos, strict=True):
+        info.update({"timed": True, **pick_winner(cells, tb).to_json()})
+    return infos

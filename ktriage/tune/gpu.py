@@ -111,6 +111,24 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     return tb
 
 
+def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler: Any, *, sm_count: int | None = None,
+                       compare_with: Sequence[Any] = ()) -> list[TuneBundle]:
+    """One bundle for several tuned inputs (one tune bundle per input under ``out_dir/parts``,
+    merged into ``out_dir``), so ONE GPU process times every input; each TuneBundle reads its own
+    input's cells from that run. A single input is written straight to ``out_dir``."""
+    from ktriage.workload.bundle import merge_bundles
+
+    out_dir = Path(out_dir)
+    if len(results) == 1:
+        return [write_tune_bundle(results[0], out_dir, compiler, sm_count=sm_count, compare_with=compare_with)]
+    parts = [write_tune_bundle(r, out_dir / "parts" / f"input-{bench_target(r)[3]}", compiler, sm_count=sm_count,
+                               compare_with=compare_with) for r in results]  # fmt: skip
+    merge_bundles([tb.path for tb in parts], out_dir)
+    for tb in parts:
+        tb.path = out_dir
+    return parts
+
+
 @dataclass(frozen=True)
 class Timed:
     """The GPU verdict: each variant's median, the winner and its speedup over the library's config."""

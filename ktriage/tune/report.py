@@ -62,3 +62,26 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
         console.print(f"recommended: [bold]{escape(rec.config.label())}[/] — {escape(rec.reason)}")
     for note in result.notes:
         console.print(f"[yellow]note[/] {escape(note)}")
+
+
+def print_summary(results: list[ScreenResult], timings: list[dict[str, Any] | None], console: Console) -> None:
+    """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
+    from ktriage.explain.findings import input_label
+
+    table = Table(title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
+                        f"{len(results)} inputs")
+    for col in ("input", "library config", "recommended", "regs", "spill B", "CTAs/SM", "GPU winner", "vs library", "vs baselines"):
+        table.add_column(col, overflow="fold")
+    for r, t in zip(results, timings, strict=True):
+        rec, d = r.recommended, r.default
+        res, occ = (rec.resources, rec.occupancy) if rec else (None, None)
+        dres = d.resources
+        base = (f"{d.config.label()} ({dres.spill_store_bytes} B spills)" if dres else d.config.label())
+        timed = t or {}
+        sp = timed.get("speedup_over_default")
+        vs = ", ".join(f"{v:.2f}x {k}" for k, v in (timed.get("winner_vs_baselines") or {}).items())
+        table.add_row(escape(input_label(r.space.spec.meta, r.space.spec.name)), escape(base),
+                      escape(rec.config.label()) if rec else "[red]none[/]", str(res.registers) if res else "-",
+                      str(res.spill_store_bytes) if res else "-", str(occ.ctas_per_sm) if occ else "-",
+                      escape(str(timed.get("winner") or "-")), f"{sp:.2f}x" if sp else "-", escape(vs or "-"))
+    console.print(table)
