@@ -23,12 +23,11 @@ sm_90`` does everything but timing on a machine without a GPU):
    the faster, skipping configs with ``n_spills = stack/4 > 16`` (notes §1.3). For context the rule is also
    iterated to its fixed point ("inductor rule, iterated"), which inductor itself does not do.
 4. ktriage's rule (``ktriage.tune.scaling.exact_rule``: exact occupancy of ktriage.analyze.occupancy and
-   ptxas's spill-store bytes) steps like ``ktriage.tune.scaling.scale_blocks``: while the rule says scale,
+   ptxas's spill-store bytes) runs ``ktriage.tune.scaling.scale_loop``, the loop of ``scale_blocks``: while the rule says scale,
    propose the next smaller RBLOCK and twice the warps, compile both, keep a proposal only if it removes
    spills or raises occupancy, move to the best (fewer spill bytes, more resident warps, fewer warps/CTA).
-   ``scale_blocks`` needs a ktriage toolchain + KernelSpec; here every fact comes from the INSTALLED Triton
-   for the current device (``ktriage.tune.autotune.compile_without_launch`` + ``compile_facts``), so the
-   same loop is driven by those facts.
+   ``scale_blocks`` feeds it facts from a ktriage toolchain; here every fact comes from the INSTALLED Triton
+   for the current device (``ktriage.tune.autotune.compile_without_launch`` + ``compile_facts``).
 5. Timing (GPU only): correctness against a torch reference first, then CUDA-event timing with an L2 flush
    before every launch, configs interleaved round by round, >= 50 samples each; median/p10/p90.
 
@@ -65,7 +64,7 @@ from ktriage.tune.autotune import (
     compile_without_launch,
     resolve_target,
 )
-from ktriage.tune.scaling import exact_rule, inductor_rule, inductor_skips_for_spills
+from ktriage.tune.scaling import ScalePoint, inductor_rule, inductor_skips_for_spills, scale_loop
 
 TIME_BUDGET_S = 120.0  # the whole script must finish in < 150 s on an H200, compiles included
 RBLOCK_VALUES = (2048, 1024, 512, 256, 128, 64)
@@ -442,56 +441,15 @@ def _proposals(cfg: Config) -> list[tuple[Config, str]]:
 
 
 def ktriage_exact(case: Case, facts: FactCache, start: Config, sm_count: int, max_steps: int = 6) -> dict[str, Any]:
-    """scale_blocks' loop (same acceptance test and ordering) on facts from the installed Triton."""
-    cur = start
-    steps: list[dict[str, Any]] = []
-    fc = facts.get(case, cur)
-    if fc.occupancy is None:
-        return {"final": cur.to_json(), "steps": [{"config": cur.to_json(), "kept": False,
-                                                    "sentence": f"start does not compile: {fc.error}"}], "_final": cur}
-    for _ in range(max_steps):
-        fc = facts.get(case, cur)
-        d = exact_rule(fc.occupancy, grid_ctas=grid_ctas(case, cur), sm_count=sm_count,
-                       spill_store_bytes=fc.spill_store_bytes, max_spill_bytes=0)
-        if not d.scale:
-            steps.append({"config": cur.to_json(), "kept": True, "sentence": f"{cur.label()}: stop, {d.reason}."})
-            break
-        best: Facts | None = None
-        round_start = len(steps)
-        for cfg, change in _proposals(cur):
-            p = facts.get(case, cfg)
-            if p.occupancy is None:
-                steps.append({"config": cfg.to_json(), "kept": False, "sentence": f"{change}: does not compile ({p.error}), rejected."})
-                continue
-            removes = d.spills and (p.spill_store_bytes or 0) <= 0
-            fewer = d.spills and (p.spill_store_bytes or 0) < (fc.spill_store_bytes or 0)
-            raises = (p.occupancy.ctas_per_sm > fc.occupancy.ctas_per_sm
-                      or p.occupancy.warps_per_sm > fc.occupancy.warps_per_sm)
-            ok = (removes or raises or fewer) and (p.spill_store_bytes or 0) <= (fc.spill_store_bytes or 0)
-            what = (f"{p.registers} registers, {p.spill_store_bytes or 0} B spills, {p.occupancy.ctas_per_sm} CTA(s)/SM "
-                    f"({p.occupancy.warps_per_sm} warps)")
-            if ok:
-                gain = "removes the spills" if removes else "cuts the spills" if fewer else "raises occupancy"
-                sentence = f"{change} because {d.reason}: {what}, which {gain}."
-            else:
-                sentence = f"{change} because {d.reason}: {what}, neither fewer spills nor more occupancy; rejected."
-            steps.append({"config": cfg.to_json(), "kept": ok, "sentence": sentence})
-            if ok and (best is None or _better(p, best)):
-                best = p
-        if best is None:
-            steps.append({"config": cur.to_json(), "kept": True, "sentence": f"{cur.label()}: stop, no proposal helps ({d.reason})."})
-            break
-        for s in steps[round_start:]:
-            if s["kept"] and s["config"] != best.config.to_json():
-                s["kept"] = False
-                s["sentence"] = s["sentence"][:-1] + f"; not chosen: {best.config.label()} is better."
-        cur = best.config
-    return {"final": cur.to_json(), "steps": steps, "_final": cur}
+    """ktriage's loop (``scale_loop``, the one scale_blocks runs) on facts from the installed Triton."""
 
+    def evaluate(cfg: Config) -> ScalePoint[Config]:
+        f = facts.get(case, cfg)
+        return ScalePoint(cfg, f.registers, f.spill_store_bytes, f.occupancy, grid_ctas(case, cfg))
 
-def _better(a: Facts, b: Facts) -> bool:
-    return ((a.spill_store_bytes or 0), -a.occupancy.warps_per_sm, a.config.num_warps) < (
-        (b.spill_store_bytes or 0), -b.occupancy.warps_per_sm, b.config.num_warps)
+    res = scale_loop(start, evaluate, _proposals, sm_count=sm_count, max_steps=max_steps)
+    steps = [{"config": s.config.to_json(), "kept": s.kept, "sentence": s.sentence} for s in res.steps]
+    return {"final": res.final.to_json(), "steps": steps, "_final": res.final}
 
 
 # ------------------------------------------------------------------------------------------ timing (GPU)

@@ -20,13 +20,13 @@ in one sentence.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.arch import parse_arch
-from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.compile.compiler import Compiler
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
@@ -129,11 +129,26 @@ def exact_rule(occ: Occupancy, *, grid_ctas: int, sm_count: int, spill_store_byt
 
 
 # ----------------------------------------------------------------------------------- acting on it
+class ScaleConfig(Protocol):
+    """What the scaling loop needs of a config: its warps, a label and JSON (TuneConfig, or a
+    benchmark's own (XBLOCK, RBLOCK, warps) triple)."""
+
+    @property
+    def num_warps(self) -> int: ...
+
+    def label(self) -> str: ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+C = TypeVar("C", bound=ScaleConfig)
+
+
 @dataclass
-class ScaleStep:
+class ScaleStep(Generic[C]):
     """One proposal: the config tried, what it compiled to, and whether it was kept (and why)."""
 
-    config: TuneConfig
+    config: C
     registers: int | None
     spill_store_bytes: int | None
     ctas_per_sm: int | None
@@ -148,10 +163,10 @@ class ScaleStep:
 
 
 @dataclass
-class ScaleResult:
-    start: TuneConfig
-    final: TuneConfig
-    steps: list[ScaleStep] = field(default_factory=list)
+class ScaleResult(Generic[C]):
+    start: C
+    final: C
+    steps: list[ScaleStep[C]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -163,25 +178,85 @@ class ScaleResult:
 
 
 @dataclass(frozen=True)
-class _Point:
-    config: TuneConfig
-    spec: KernelSpec
-    art: Artifact | None
+class ScalePoint(Generic[C]):
+    """A compiled config as the loop sees it; ``occ`` None: it did not compile."""
+
+    config: C
     registers: int | None
     spills: int | None
     occ: Occupancy | None
+    grid_ctas: int = 0  # CTAs the config's grid launches
 
 
-def _evaluate(space: ConfigSpace, cfg: TuneConfig, toolchain: Toolchain, compiler: Compiler) -> _Point:
+def scale_loop(start: C, evaluate: Callable[[C], ScalePoint[C]], proposals: Callable[[C], list[tuple[C, str]]], *,
+               sm_count: int, max_spill_bytes: int = 0, max_steps: int = 6) -> ScaleResult[C]:
+    """The exact rule applied repeatedly from ``start``: while it says "scale", evaluate each
+    proposal and move to the best one that removes spills or raises occupancy, one sentence per
+    step. One home for the loop; ``evaluate`` says where the facts come from (a toolchain's
+    compile in :func:`scale_blocks`, the installed Triton in a benchmark)."""
+    cur = evaluate(start)
+    result: ScaleResult[C] = ScaleResult(start, start)
+    if cur.occ is None:
+        result.steps.append(ScaleStep(start, None, None, None, None, False, f"{start.label()} does not compile: nothing to scale"))
+        return result
+    for _ in range(max_steps):
+        assert cur.occ is not None
+        decision = exact_rule(cur.occ, grid_ctas=cur.grid_ctas, sm_count=sm_count, spill_store_bytes=cur.spills,
+                              max_spill_bytes=max_spill_bytes)
+        if not decision.scale:
+            result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm,
+                                          cur.occ.warps_per_sm, True, f"{cur.config.label()}: stop, {decision.reason}."))
+            break
+        best: ScalePoint[C] | None = None
+        round_start = len(result.steps)
+        for cfg, change in proposals(cur.config):
+            p = evaluate(cfg)
+            if p.occ is None:
+                result.steps.append(ScaleStep(cfg, None, None, None, None, False, f"{change}: does not compile, rejected."))
+                continue
+            removes = decision.spills and (p.spills or 0) <= max_spill_bytes
+            fewer = decision.spills and (p.spills or 0) < (cur.spills or 0)
+            raises = p.occ.ctas_per_sm > cur.occ.ctas_per_sm or p.occ.warps_per_sm > cur.occ.warps_per_sm
+            ok = (removes or raises or fewer) and (p.spills or 0) <= max(cur.spills or 0, max_spill_bytes)
+            what = (f"{p.registers} registers, {p.spills or 0} B spills, {p.occ.ctas_per_sm} CTA(s)/SM "
+                    f"({p.occ.warps_per_sm} warps)")
+            if ok:
+                gain = "removes the spills" if removes else "cuts the spills" if fewer else "raises occupancy"
+                sentence = f"{change} because {decision.reason}: {what}, which {gain}."
+            else:
+                sentence = f"{change} because {decision.reason}: {what}, neither fewer spills nor more occupancy; rejected."
+            result.steps.append(ScaleStep(cfg, p.registers, p.spills, p.occ.ctas_per_sm, p.occ.warps_per_sm, ok, sentence))
+            if ok and (best is None or _better(p, best)):
+                best = p
+        if best is None:
+            result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm, cur.occ.warps_per_sm,
+                                          True, f"{cur.config.label()}: stop, no proposal helps ({decision.reason})."))
+            break
+        for step in result.steps[round_start:]:
+            if step.kept and step.config != best.config:
+                step.kept = False
+                step.sentence = step.sentence[:-1] + f"; not chosen: {best.config.label()} is better."
+        cur = best
+        result.final = cur.config
+    return result
+
+
+def _better(a: ScalePoint[Any], b: ScalePoint[Any]) -> bool:
+    """Fewer spill bytes first, then more resident warps, then fewer warps per CTA."""
+    assert a.occ is not None and b.occ is not None
+    return ((a.spills or 0), -a.occ.warps_per_sm, a.config.num_warps) < ((b.spills or 0), -b.occ.warps_per_sm, b.config.num_warps)
+
+
+def _evaluate(space: ConfigSpace, cfg: TuneConfig, toolchain: Toolchain, compiler: Compiler, sm_count: int) -> ScalePoint[TuneConfig]:
     from ktriage.analyze.artifact import analyze_artifact
     from ktriage.compile.compiler import CompileFailure
 
     spec = space.apply(cfg)
     out = compiler.compile(spec, toolchain)
     if isinstance(out, CompileFailure):
-        return _Point(cfg, spec, None, None, None, None)
+        return ScalePoint(cfg, None, None, None)
     res, occ = analyze_artifact(out)
-    return _Point(cfg, spec, out, res.registers, res.spill_store_bytes, occ)
+    return ScalePoint(cfg, res.registers, res.spill_store_bytes, occ, _grid_ctas(spec, sm_count, occ))
 
 
 def _proposals(space: ConfigSpace, cfg: TuneConfig) -> list[tuple[TuneConfig, str]]:
@@ -216,61 +291,10 @@ def scale_blocks(
     sm_count: int | None = None,
     max_spill_bytes: int = 0,
     max_steps: int = 6,
-) -> ScaleResult:
-    """Apply the exact rule repeatedly from ``spec``'s own config: while it says "scale", compile
-    each proposal and move to the best one that removes spills or raises occupancy."""
-    space = space or config_space(spec)
+) -> ScaleResult[TuneConfig]:
+    """Apply the exact rule repeatedly from ``spec``'s own config (:func:`scale_loop`), compiling
+    each proposal with ``toolchain``."""
+    sp = space or config_space(spec)
     sms = sm_count or parse_arch(spec.target).default_sm_count
-    cur = _evaluate(space, space.default, toolchain, compiler)
-    result = ScaleResult(space.default, space.default)
-    if cur.occ is None:
-        result.steps.append(ScaleStep(space.default, None, None, None, None, False,
-                                      f"{space.default.label()} does not compile: nothing to scale"))
-        return result
-    for _ in range(max_steps):
-        assert cur.occ is not None
-        grid = _grid_ctas(cur.spec, sms, cur.occ)
-        decision = exact_rule(cur.occ, grid_ctas=grid, sm_count=sms, spill_store_bytes=cur.spills,
-                              max_spill_bytes=max_spill_bytes)
-        if not decision.scale:
-            result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm,
-                                          cur.occ.warps_per_sm, True, f"{cur.config.label()}: stop, {decision.reason}."))
-            break
-        best: _Point | None = None
-        round_start = len(result.steps)
-        for cfg, change in _proposals(space, cur.config):
-            p = _evaluate(space, cfg, toolchain, compiler)
-            if p.occ is None:
-                result.steps.append(ScaleStep(cfg, None, None, None, None, False, f"{change}: does not compile, rejected."))
-                continue
-            removes = decision.spills and (p.spills or 0) <= max_spill_bytes
-            fewer = decision.spills and (p.spills or 0) < (cur.spills or 0)
-            raises = p.occ.ctas_per_sm > cur.occ.ctas_per_sm or p.occ.warps_per_sm > cur.occ.warps_per_sm
-            ok = (removes or raises or fewer) and (p.spills or 0) <= max(cur.spills or 0, max_spill_bytes)
-            what = (f"{p.registers} registers, {p.spills or 0} B spills, {p.occ.ctas_per_sm} CTA(s)/SM "
-                    f"({p.occ.warps_per_sm} warps)")
-            if ok:
-                gain = "removes the spills" if removes else "cuts the spills" if fewer else "raises occupancy"
-                sentence = f"{change} because {decision.reason}: {what}, which {gain}."
-            else:
-                sentence = f"{change} because {decision.reason}: {what}, neither fewer spills nor more occupancy; rejected."
-            result.steps.append(ScaleStep(cfg, p.registers, p.spills, p.occ.ctas_per_sm, p.occ.warps_per_sm, ok, sentence))
-            if ok and (best is None or _better(p, best)):
-                best = p
-        if best is None:
-            result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm, cur.occ.warps_per_sm,
-                                          True, f"{cur.config.label()}: stop, no proposal helps ({decision.reason})."))
-            break
-        for step in result.steps[round_start:]:
-            if step.kept and step.config != best.config:
-                step.kept = False
-                step.sentence = step.sentence[:-1] + f"; not chosen: {best.config.label()} is better."
-        cur = best
-        result.final = cur.config
-    return result
-
-
-def _better(a: _Point, b: _Point) -> bool:
-    """Fewer spill bytes first, then more resident warps, then fewer warps per CTA."""
-    assert a.occ is not None and b.occ is not None
-    return ((a.spills or 0), -a.occ.warps_per_sm, a.config.num_warps) < ((b.spills or 0), -b.occ.warps_per_sm, b.config.num_warps)
+    return scale_loop(sp.default, lambda cfg: _evaluate(sp, cfg, toolchain, compiler, sms),
+                      lambda cfg: _proposals(sp, cfg), sm_count=sms, max_spill_bytes=max_spill_bytes, max_steps=max_steps)
