@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -252,11 +252,9 @@ class _Run:
         except Exception as exc:  # noqa: BLE001 - torch/CUDA missing: say where this runs
             raise KtriageError(f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
                                "run it on the GPU host (torch + cuda.bindings); compile the bundle here first") from None
-        from dataclasses import replace as _replace
-
         from ktriage.stats.verdict import DEFAULT_CONFIG
 
-        return TimePredicate(measure, config=_replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
+        return TimePredicate(measure, config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
         record = self.state.stage(number, name, candidates)

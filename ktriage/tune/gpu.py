@@ -14,7 +14,6 @@ Only catalog ops with a bench workload can be timed (Liger layer_norm and embedd
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -76,7 +75,7 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     """Build the op's bundle for the screened input (the library's config, also with the
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
     candidate with the library's grid as a variant of the tuned toolchain."""
-    from ktriage.workload.bundle import MANIFEST, add_variant, build_bundle
+    from ktriage.workload.bundle import MANIFEST, add_variant, build_bundle, write_manifest
 
     bench_op, backend, mode, input_id = bench_target(result)
     native = BENCH_OPS[str(result.space.spec.meta.get("op"))][2]
@@ -105,9 +104,7 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
         tb.variants[vid] = cand.config.label()
     manifest = json.loads(manifest_path.read_text())
     manifest["tune"] = tb.to_json()
-    tmp = manifest_path.with_name(f".{MANIFEST}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1))
-    os.replace(tmp, manifest_path)
+    write_manifest(Path(out_dir), manifest)
     return tb
 
 

@@ -209,9 +209,7 @@ def build_bundle(
         "specs": {k: s.to_json() for k, s in specs.items()},
         "artifacts": artifacts,
     }
-    tmp = out_dir / f".{MANIFEST}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1, sort_keys=False))
-    os.replace(tmp, out_dir / MANIFEST)
+    write_manifest(out_dir, manifest)
     return out_dir
 
 
@@ -274,7 +272,7 @@ def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: M
         "sm_count": 0, "backends": [], "inputs": [], "toolchains": toolchains, "specs": specs, "artifacts": entries,
         "extra": dict(extra or {}),
     }  # fmt: skip
-    _write_manifest(out_dir, manifest)
+    write_manifest(out_dir, manifest)
     return out_dir / MANIFEST
 
 
@@ -317,7 +315,8 @@ def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[s
 
 
 # ----------------------------------------------------------------------------------- variants
-def _write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
+    """Replace a bundle's manifest atomically (a reader never sees half of one)."""
     tmp = Path(out_dir) / f".{MANIFEST}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(manifest, indent=1))
     os.replace(tmp, Path(out_dir) / MANIFEST)
@@ -348,7 +347,7 @@ def add_variant(out_dir: Path, base_toolchain_id: str, variant_id: str, label: s
         art = artifacts.get(key)
         per_tc[variant_id] = (_artifact_entry(art, Path(out_dir)) if art is not None else
                               {"status": "failed", "stage": "variant", "kind": "absent", "message": absent})
-    _write_manifest(Path(out_dir), manifest)
+    write_manifest(Path(out_dir), manifest)
 
 
 def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
@@ -362,6 +361,7 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     merged: dict[str, Any] | None = None
+    tunes: list[Any] = []  # each part's tune info (ktriage tune bundles)
     same = ("op", "mode", "precision", "target", "sm_count")
     for path in paths:
         data = json.loads((Path(path) / MANIFEST).read_text())
@@ -371,9 +371,11 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
                     dest = out_dir / entry["cubin"]
                     if not dest.exists():
                         shutil.copyfile(Path(path) / entry["cubin"], dest)
+        if data.get("tune"):
+            tunes.append(data["tune"])
         if merged is None:
-            merged = {**data, "inputs": list(data["inputs"]), "extra": [data.get("tune")] if data.get("tune") else []}
-            merged.pop("tune", None)
+            merged = {k: v for k, v in data.items() if k != "tune"}
+            merged["inputs"] = list(data["inputs"])
             continue
         for k in same:
             if data[k] != merged[k]:
@@ -387,16 +389,14 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
         merged["specs"].update(data["specs"])
         for key, per_tc in data["artifacts"].items():
             merged["artifacts"].setdefault(key, {}).update(per_tc)
-        if data.get("tune"):
-            merged["extra"].append(data["tune"])
     assert merged is not None
     merged["inputs"].sort(key=lambda row: row["id"])
     for per_tc in merged["artifacts"].values():
         for tc_id in merged["toolchains"]:
             per_tc.setdefault(tc_id, {"status": "failed", "stage": "variant", "kind": "absent",
                                       "message": f"{tc_id} has no kernel for this input"})
-    merged["tunes"] = merged.pop("extra")
-    _write_manifest(out_dir, merged)
+    merged["tunes"] = tunes
+    write_manifest(out_dir, merged)
     return out_dir
 
 
