@@ -17,7 +17,7 @@ import pytest
 
 from ktriage.errors import KtriageError
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain, find_toolchain, list_toolchains
-from ktriage.toolchain.ptxas import assemble, gpu_name_for, ptx_header_version, ptxas_version
+from ktriage.toolchain.ptxas import assemble, ptx_header_version, ptxas_version
 from ktriage.toolchain.releases import ensure_ptxas_release
 
 pytestmark = pytest.mark.slow
@@ -81,12 +81,17 @@ def tc340_ptxas124(ktriage_home: Path) -> Toolchain:
     return ensure_toolchain("triton==3.4.0,ptxas==12.4.131")
 
 
+TRITON_OPTIONS = ("-lineinfo", "-v")  # what Triton 3.4's make_cubin passes for a default kernel
+
+
 def test_triton_340_toolchain(tc340: Toolchain) -> None:
     assert tc340.triton_version == "3.4.0"
     assert tc340.ptxas_is_bundled and tc340.ptxas_version == "12.8.93"
     assert "V12.8.93" in tc340.ptxas_version_text
     assert tc340.id.startswith("triton-3.4.0.ptxas-12.8.93.")
-    assert tc340.ptxas_for(90) == tc340.ptxas_for(100) == tc340.ptxas  # 3.4 has one ptxas for all archs
+    # 3.4 has one ptxas for all archs (read from what Triton ran, not from a table)
+    assert tc340.assembler(90).ptxas == tc340.assembler(100).ptxas == tc340.ptxas
+    assert tc340.assembler(90).native and tc340.assembler(90).triton_options == ("-lineinfo", "-v")
     assert tc340.cuobjdump.is_file() and tc340.nvdisasm is not None and tc340.nvdisasm.is_file()
     out = subprocess.run([str(tc340.python), "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True)
     assert out.stdout.strip() == "3.4.0"
@@ -96,9 +101,10 @@ def test_triton_331_toolchain_has_a_blackwell_ptxas(tc331: Toolchain) -> None:
     assert tc331.triton_version == "3.3.1"
     assert tc331.ptxas_version == "12.4.99"
     assert tc331.ptxas_blackwell is not None
-    assert tc331.ptxas_for(90) == tc331.ptxas
-    assert tc331.ptxas_for(100) == tc331.ptxas_blackwell
-    assert ptxas_version(tc331.ptxas_for(100)).version == "12.8.61"
+    assert tc331.assembler(90).ptxas == tc331.ptxas
+    assert tc331.assembler(100).ptxas == tc331.ptxas_blackwell
+    assert tc331.assembler(100).version == "12.8.61" == ptxas_version(tc331.assembler(100).ptxas).version
+    assert tc331.facts().order_sensitive  # nvptx-short-ptr: the first compile of a process differs
 
 
 def test_ptxas_release_toolchain_reports_its_version(tc340: Toolchain, tc340_ptxas124: Toolchain) -> None:
@@ -106,7 +112,8 @@ def test_ptxas_release_toolchain_reports_its_version(tc340: Toolchain, tc340_ptx
     assert not tc.ptxas_is_bundled
     assert tc.ptxas_version == "12.4.131" and "V12.4.131" in tc.ptxas_version_text
     assert ptxas_version(tc.ptxas).version == "12.4.131"
-    assert tc.ptxas_for(100) == tc.ptxas  # an explicit ptxas overrides Triton's per-arch choice
+    assert tc.assembler(100).ptxas == tc.ptxas  # an explicit ptxas overrides Triton's per-arch choice
+    assert not tc.assembler(90).native  # ktriage re-assembles with Triton's recorded command line
     assert tc.python == tc340.python  # the frontend venv is shared
     assert tc.id.startswith("triton-3.4.0.ptxas-12.4.131.") and tc.id != tc340.id
 
@@ -133,18 +140,18 @@ def test_options_and_local_ptxas_change_the_id(tc340: Toolchain, tc340_ptxas124:
 def test_assemble_triton_340_ptx_with_ptxas_124_lowers_the_header(tc340: Toolchain, tc340_ptxas124: Toolchain) -> None:
     ptx = compile_ptx(tc340, "add")
     assert ptx_header_version(ptx) == "8.7"
-    native = assemble(ptx, tc340.ptxas_for(90), gpu_name_for(90))
+    native = assemble(ptx, tc340.assembler(90).ptxas, "sm_90a", TRITON_OPTIONS)
     assert native.lowered_ptx_version is None
-    old = assemble(ptx, tc340_ptxas124.ptxas_for(90), "sm_90a")
+    old = assemble(ptx, tc340_ptxas124.assembler(90).ptxas, "sm_90a", TRITON_OPTIONS)
     assert old.lowered_ptx_version == ("8.7", "8.4")
     assert old.cubin[:4] == ELF_MAGIC and native.cubin[:4] == ELF_MAGIC
     assert "Used " in old.log and "spill stores" in old.log  # the -v resource report the analyzers parse
     assert "--gpu-name=sm_90a" in old.command and "-lineinfo" in old.command and "-v" in old.command
 
 
-def test_assemble_passes_options_and_fmad_like_triton(tc340: Toolchain, tmp_path: Path) -> None:
+def test_assemble_passes_options_in_triton_order(tc340: Toolchain, tmp_path: Path) -> None:
     ptx = compile_ptx(tc340, "add")
-    res = assemble(ptx, tc340.ptxas, "sm_90a", ["--maxrregcount=32"], fmad=False, workdir=tmp_path)
+    res = assemble(ptx, tc340.ptxas, "sm_90a", ["-lineinfo", "--fmad=false", "-v", "--maxrregcount=32"], workdir=tmp_path)
     cmd = list(res.command)
     assert cmd[1:4] == ["-lineinfo", "--fmad=false", "-v"]
     assert cmd.index("--maxrregcount=32") < cmd.index("--gpu-name=sm_90a") < cmd.index("-o")
@@ -156,7 +163,7 @@ def test_ptx_using_newer_features_fails_clearly_after_lowering(tc340: Toolchain)
     assert "tensormap.replace" in ptx
     ptxas120 = ensure_ptxas_release("12.0.140")
     with pytest.raises(KtriageError) as info:
-        assemble(ptx, ptxas120, "sm_90a")
+        assemble(ptx, ptxas120, "sm_90a", TRITON_OPTIONS)
     err = info.value
     assert "uses features that ptxas 12.0.140 does not support" in err.problem
     assert "lowered to .version 8.0" in err.problem and "tensormap" in err.problem
@@ -165,10 +172,10 @@ def test_ptx_using_newer_features_fails_clearly_after_lowering(tc340: Toolchain)
 
 def test_unknown_arch_for_old_ptxas_fails_clearly(tc340: Toolchain, tc340_ptxas124: Toolchain) -> None:
     ptx = compile_ptx(tc340, "add", cc=100)
-    ok = assemble(ptx, tc340.ptxas_for(100), gpu_name_for(100))
+    ok = assemble(ptx, tc340.assembler(100).ptxas, "sm_100a", TRITON_OPTIONS)
     assert ok.cubin[:4] == ELF_MAGIC
     with pytest.raises(KtriageError) as info:
-        assemble(ptx, tc340_ptxas124.ptxas_for(100), gpu_name_for(100))
+        assemble(ptx, tc340_ptxas124.assembler(100).ptxas, "sm_100a", TRITON_OPTIONS)
     assert "ptxas 12.4.131 does not know sm_100a" in info.value.problem
     assert info.value.fix is not None and "12.8" in info.value.fix
 

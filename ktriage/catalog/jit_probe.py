@@ -3,7 +3,7 @@
 Why: a spec is only useful if compiling it yields the kernel users run. This runs the library the
 way TritonBench does (Liger's autograd functions on torch tensors; the tutorial kernels through
 their wrappers), takes the PTX from the JIT's own kernel cache, compiles the catalog spec for the
-same input with ``ktriage.compile.worker.compile_in_process`` (this process's Triton), and compares
+same input with ``ktriage.insitu.worker.compile_in_process`` (this process's Triton), and compares
 the texts. The SM count and target come from the real device.
 
 Run one op per process (two liger-kernel versions cannot share one interpreter):
@@ -164,7 +164,7 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
     import triton
 
     from ktriage.catalog import expand_op, get_op
-    from ktriage.compile.worker import compile_in_process
+    from ktriage.insitu.worker import compile_in_process
     from ktriage.spec.packages import is_installed, package_dir
 
     info = get_op(op)

@@ -1,13 +1,16 @@
 """Compile kernel specs with toolchains into a content-addressed artifact cache.
 
 Two stages with two caches, because they depend on different things:
-- the *frontend* (Triton: TTIR -> TTGIR -> LLIR -> PTX) depends on the spec and the Triton build;
-  it runs in a worker inside the toolchain's virtualenv;
-- the *assembler* (ptxas: PTX -> cubin) depends on the PTX text, the ptxas release and its options;
-  it runs here, with the same flags Triton uses, and records the ``-v`` log (spill bytes live there).
-Splitting them makes the cross matrix of ``explain`` (each PTX through each ptxas) cost one ptxas run
-per cell, and makes a ptxas-only bisect recompile nothing in Triton. Every result is written to the
-cache as soon as it exists, so an interrupted sweep keeps what it finished.
+- the *frontend* (Triton's whole pipeline, TTIR -> ... -> PTX -> cubin) depends on the spec and the
+  Triton build; it runs in a worker inside the toolchain's virtualenv, exactly as the JIT compiles,
+  and keeps Triton's own cubin with the ptxas command line and ``-v`` log of the run that made it;
+- the *assembler* stage (ptxas: PTX -> cubin) runs only where ktriage itself changes the assembler:
+  a toolchain with another ptxas or extra options, and explain's cross matrix (each PTX through each
+  ptxas). It replays the command line Triton recorded for that spec, binary swapped, options added.
+A native toolchain (bundled ptxas, no extra options) therefore gets the JIT's cubin byte for byte;
+nothing about ptxas choice, options or PTX ``.version`` is restated here. Splitting the stages makes a
+cross-matrix cell cost one ptxas run and a ptxas-only bisect recompile nothing in Triton. Every result
+is written to the cache as soon as it exists, so an interrupted sweep keeps what it finished.
 """
 
 from __future__ import annotations
@@ -21,17 +24,18 @@ import threading
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
 from ktriage.compile.pool import WorkerPool
-from ktriage.compile.worker import PROTOCOL_VERSION
 from ktriage.errors import KtriageError
 from ktriage.home import home_subdir
+from ktriage.insitu.worker import PROTOCOL_VERSION
 from ktriage.spec.model import KernelSpec
+from ktriage.toolchain.frontend import triton_options
 from ktriage.toolchain.manager import Toolchain
 from ktriage.toolchain.ptxas import assemble
 
@@ -49,6 +53,10 @@ class FrontendResult:
     triton_version: str
     metadata: dict[str, Any]
     placeholder_imports: tuple[str, ...] = ()
+    ptxas_argv: tuple[str, ...] = ()
+    """The ptxas command line Triton ran for this spec (its binary, options, ``--gpu-name``)."""
+    ast_source: dict[str, Any] = field(default_factory=dict)
+    """What the worker passed to ``triton.compile``: signature, constants, attributes (for comparisons)."""
 
     def text(self, stage: str) -> str:
         """One IR stage as text: ``ttir``, ``ttgir``, ``llir`` or ``ptx``."""
@@ -58,6 +66,11 @@ class FrontendResult:
     def ptx_path(self) -> Path:
         return self.dir / "kernel.ptx"
 
+    @property
+    def triton_cubin_path(self) -> Path:
+        """Triton's own cubin: the one the JIT would load."""
+        return self.dir / "kernel.triton.cubin"
+
 
 @dataclass(frozen=True)
 class AssembledCubin:
@@ -66,10 +79,15 @@ class AssembledCubin:
     dir: Path
     ptxas_version: str
     lowered_ptx_version: tuple[str, str] | None
+    command: tuple[str, ...] = ()
+    """The ptxas command line that made the cubin (temporary file names as they were)."""
+    cubin_file: str = "kernel.cubin"
+    native: bool = False
+    """True: Triton's own cubin (the frontend's output), not re-assembled by ktriage."""
 
     @property
     def cubin_path(self) -> Path:
-        return self.dir / "kernel.cubin"
+        return self.dir / self.cubin_file
 
     @property
     def ptxas_log(self) -> str:
@@ -180,9 +198,13 @@ class Compiler:
             sys_path = self._kernel_sys_path(spec)
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "frontend", "package", str(exc))
+        try:
+            prime = toolchain.facts().order_sensitive
+        except KtriageError as exc:
+            return CompileFailure(spec, toolchain, "frontend", "toolchain", str(exc))
         tmp = final.parent / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
         self._count_compile()
-        worker = self._pool.acquire(toolchain.python, tuple(sys_path))
+        worker = self._pool.acquire(toolchain.python, tuple(sys_path), prime=prime)
         try:
             reply = worker.request(
                 {"id": key, "spec": spec.to_json(), "sys_path": sys_path, "out_dir": str(tmp)},
@@ -194,13 +216,17 @@ class Compiler:
             shutil.rmtree(tmp, ignore_errors=True)
             return CompileFailure(spec, toolchain, "frontend", reply.kind, reply.error)
         data = reply.data
+        runs = data.get("ptxas_runs") or []
         record = {
             "kernel_name": data["metadata"].get("name", ""),
             "triton_version": data["triton_version"],
             "metadata": data["metadata"],
             "placeholder_imports": data.get("placeholder_imports", []),
+            "ptxas_argv": runs[-1]["argv"] if runs else [],
+            "ast_source": data.get("ast_source") or {},
             "spec": spec.to_json(),
         }
+        (tmp / "ptxas.log").write_text(runs[-1].get("log", "") if runs else "")
         (tmp / "result.json").write_text(json.dumps(record, indent=1))
         final.parent.mkdir(parents=True, exist_ok=True)
         _atomic_publish(tmp, final)
@@ -208,32 +234,45 @@ class Compiler:
 
     # -- assembler ------------------------------------------------------------------------------
 
-    def assemble(self, ptx: str, toolchain: Toolchain, target: str, *, fmad: bool = True) -> AssembledCubin:
-        """Assemble PTX with the toolchain's ptxas and options (raises KtriageError on failure)."""
+    def assemble(self, ptx: str, toolchain: Toolchain, target: str, template: Sequence[str]) -> AssembledCubin:
+        """Assemble PTX with ``toolchain``'s ptxas the way Triton would: ``template`` is the command line
+        Triton recorded for the spec (its options, ``--fmad``, ``--gpu-name``), the binary is swapped
+        for the toolchain's and its extra options are added. Raises KtriageError on failure."""
         arch = parse_arch(target)
-        ptxas = toolchain.ptxas_for(arch.cc)
-        options = tuple(toolchain.ptxas_options)
-        key = _sha("cubin", hashlib.sha256(ptx.encode()).hexdigest(), str(ptxas), toolchain.ptxas_version_text,
-                   " ".join(options), arch.ptxas_name, str(fmad))
+        assembler = toolchain.assembler(arch.cc)
+        if not template:
+            raise KtriageError(f"no ptxas command line was recorded for this kernel with Triton {toolchain.triton_version}",
+                               "clear the artifact cache entry (it predates ktriage's recording) and compile again")
+        gpu_name = next((w.split("=", 1)[1] for w in template if w.startswith("--gpu-name=")), arch.ptxas_name)
+        options = (*triton_options(template), *assembler.extra_options)
+        key = _sha("cubin", hashlib.sha256(ptx.encode()).hexdigest(), str(assembler.ptxas), assembler.version_text,
+                   " ".join(options), gpu_name)
         final = self.cache / "cubin" / key
         done = final / "result.json"
         if done.exists():
             return _cubin_from_json(final, json.loads(done.read_text()))
-        result = assemble(ptx, ptxas, arch.ptxas_name, options, fmad=fmad)
+        result = assemble(ptx, assembler.ptxas, gpu_name, options)
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=final.parent))
         (tmp / "kernel.cubin").write_bytes(result.cubin)
         (tmp / "ptxas.log").write_text(result.log)
         record = {
-            "ptxas": str(ptxas),
-            "ptxas_version": toolchain.ptxas_version,
+            "ptxas": str(assembler.ptxas),
+            "ptxas_version": assembler.version,
             "options": list(options),
-            "gpu_name": arch.ptxas_name,
+            "gpu_name": gpu_name,
+            "command": list(result.command),
             "lowered_ptx_version": list(result.lowered_ptx_version) if result.lowered_ptx_version else None,
         }
         (tmp / "result.json").write_text(json.dumps(record, indent=1))
         _atomic_publish(tmp, final)
         return _cubin_from_json(final, record)
+
+    def native_cubin(self, front: FrontendResult, toolchain: Toolchain, target: str) -> AssembledCubin:
+        """Triton's own cubin of a frontend result, as the artifact of a native toolchain."""
+        assembler = toolchain.assembler(parse_arch(target).cc)
+        return AssembledCubin(front.dir, assembler.version, None, command=front.ptxas_argv,
+                              cubin_file=front.triton_cubin_path.name, native=True)
 
     # -- both -----------------------------------------------------------------------------------
 
@@ -244,7 +283,10 @@ class Compiler:
             return front
         ptx = front.text("ptx")
         try:
-            cubin = self.assemble(ptx, toolchain, spec.target, fmad=bool(front.metadata.get("enable_fp_fusion", True)))
+            if toolchain.assembler(parse_arch(spec.target).cc).native:
+                cubin = self.native_cubin(front, toolchain, spec.target)
+            else:
+                cubin = self.assemble(ptx, toolchain, spec.target, front.ptxas_argv)
             abi = launch_abi(spec.signature, tuple(spec.equal_to_1), ptx, front.metadata)
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "assemble", "ptxas", str(exc))
@@ -277,6 +319,8 @@ def _frontend_from_json(path: Path, record: dict[str, Any]) -> FrontendResult:
         triton_version=record["triton_version"],
         metadata=record["metadata"],
         placeholder_imports=tuple(record.get("placeholder_imports", ())),
+        ptxas_argv=tuple(record.get("ptxas_argv") or ()),
+        ast_source=dict(record.get("ast_source") or {}),
     )
 
 
@@ -286,4 +330,5 @@ def _cubin_from_json(path: Path, record: dict[str, Any]) -> AssembledCubin:
         dir=path,
         ptxas_version=record["ptxas_version"],
         lowered_ptx_version=(lowered[0], lowered[1]) if lowered else None,
+        command=tuple(record.get("command") or ()),
     )

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
+from ktriage.insitu.environment import compile_environment
+
+WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "worker.py"
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -41,7 +43,8 @@ class CompileWorker:
 
     def __init__(self, python: Path, env: dict[str, str] | None = None) -> None:
         self.python = python
-        self._env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
+        # Triton's knobs from the user's shell would change the cubins (insitu/environment.py).
+        self._env = {**compile_environment(os.environ), **(env or {}), "PYTHONUNBUFFERED": "1"}
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr_tail: list[str] = []
@@ -62,6 +65,9 @@ class CompileWorker:
         hello = self._lines.get(timeout=120)
         if hello is None:
             raise RuntimeError(f"compile worker with {self.python} did not start: {self.stderr_tail()}")
+        primed = json.loads(hello).get("primed")
+        if isinstance(primed, str):  # asked to prime and could not: its results would depend on order
+            raise RuntimeError(f"compile worker with {self.python} could not compile its priming kernel: {primed}")
 
     @staticmethod
     def _pump_stdout(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
@@ -82,7 +88,11 @@ class CompileWorker:
     def request(self, payload: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S) -> WorkerReply:
         """Send one request; on timeout or crash, kill the worker (a fresh one starts next time)."""
         if self._proc is None or self._proc.poll() is not None:
-            self._start()
+            try:
+                self._start()
+            except (RuntimeError, OSError, queue.Empty) as exc:
+                self.close()
+                return WorkerReply(False, {"kind": "start", "error": f"the compile worker of {self.python} did not start: {exc}"})
         assert self._proc is not None and self._proc.stdin is not None
         try:
             self._proc.stdin.write(json.dumps(payload) + "\n")
@@ -125,13 +135,15 @@ class WorkerPool:
         self._created: dict[PoolKey, int] = {}
         self._lock = threading.Lock()
 
-    def acquire(self, python: Path, sys_path: tuple[str, ...] = ()) -> CompileWorker:
+    def acquire(self, python: Path, sys_path: tuple[str, ...] = (), *, prime: bool = False) -> CompileWorker:
+        """A worker for ``python`` with ``sys_path``; ``prime``: the frontend is order-sensitive, so a
+        new worker compiles the priming kernel before its first request (insitu/worker.py)."""
         key = (python, sys_path)
         with self._lock:
             idle = self._idle.setdefault(key, queue.LifoQueue())
             if idle.empty() and self._created.get(key, 0) < self.size:
                 self._created[key] = self._created.get(key, 0) + 1
-                return CompileWorker(python)
+                return CompileWorker(python, {"KTRIAGE_PRIME_COMPILE": "1"} if prime else None)
         return idle.get()
 
     def release(self, python: Path, worker: CompileWorker, sys_path: tuple[str, ...] = ()) -> None:

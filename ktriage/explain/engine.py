@@ -138,21 +138,21 @@ class Explainer:
         resources, occupancy = analyze_artifact(artifact)
         return KernelResult(artifact.toolchain, artifact, resources, occupancy)
 
-    def _cross(self, ptx_from: Artifact, ptxas_of: Toolchain) -> tuple[Resources, Occupancy] | str:
-        """Assemble one toolchain's PTX with another's ptxas; a failure is returned as text."""
-        front = ptx_from.frontend
-        ptx = front.text("ptx")
+    def _cross(self, ptx_from: Artifact, asm_of: Artifact) -> tuple[Resources, Occupancy] | str:
+        """Assemble one artifact's PTX the way the other artifact was assembled (its ptxas, and the
+        command line its Triton used for this spec); a failure is returned as text."""
+        ptx = ptx_from.frontend.text("ptx")
+        template = asm_of.frontend.ptxas_argv  # Triton's own; assemble() adds the toolchain's extra options
         try:
-            cubin = self.compiler.assemble(ptx, ptxas_of, ptx_from.spec.target,
-                                           fmad=bool(front.metadata.get("enable_fp_fusion", True)))
+            cubin = self.compiler.assemble(ptx, asm_of.toolchain, ptx_from.spec.target, template)
         except KtriageError as exc:
-            return f"{toolchain_label(ptx_from.toolchain)} PTX with ptxas {ptxas_of.ptxas_version}: {exc.problem}"
-        return analyze_cubin(ptx_from, cubin, ptxas_of)
+            return f"{toolchain_label(ptx_from.toolchain)} PTX with ptxas {asm_of.cubin.ptxas_version}: {exc.problem}"
+        return analyze_cubin(ptx_from, cubin, asm_of.toolchain)
 
     def compare(self, ref: KernelResult, new: KernelResult) -> Comparison:
         comparison = Comparison(ref, new)
-        swap_front = self._cross(new.artifact, ref.toolchain)  # new PTX, reference ptxas
-        swap_asm = self._cross(ref.artifact, new.toolchain)  # reference PTX, new ptxas
+        swap_front = self._cross(new.artifact, ref.artifact)  # new PTX, reference ptxas
+        swap_asm = self._cross(ref.artifact, new.artifact)  # reference PTX, new ptxas
         for swap in (swap_front, swap_asm):
             if isinstance(swap, str):
                 comparison.cross_errors.append(swap)
@@ -165,7 +165,7 @@ class Explainer:
             cells = CrossCells(a, b, cell(swap_front, name), cell(swap_asm, name))
             who = attribute(cells)
             comparison.changes.append(Change(name, a, b, who, cells, sentence(
-                name, cells, who, ref_name, new_name, ref.toolchain.ptxas_version, new.toolchain.ptxas_version, unit)))
+                name, cells, who, ref_name, new_name, ref.artifact.cubin.ptxas_version, new.artifact.cubin.ptxas_version, unit)))
         ops_a, ops_b = ref.resources.sass_opcodes, new.resources.sass_opcodes
         for op in sorted(set(ops_a) | set(ops_b)):
             a, b = float(ops_a.get(op, 0)), float(ops_b.get(op, 0))
@@ -176,7 +176,7 @@ class Explainer:
             cells = CrossCells(a, b, fa, fb)
             who = attribute(cells, rel_tol=OPCODE_REL_TOL, abs_tol=OPCODE_MIN_DELTA - 1)
             comparison.opcode_changes.append(Change(op, a, b, who, cells, sentence(
-                op, cells, who, ref_name, new_name, ref.toolchain.ptxas_version, new.toolchain.ptxas_version)))
+                op, cells, who, ref_name, new_name, ref.artifact.cubin.ptxas_version, new.artifact.cubin.ptxas_version)))
         comparison.opcode_changes.sort(key=lambda c: -abs(c.new - c.ref))
         return comparison
 

@@ -8,9 +8,13 @@ last and atomically, so its presence means "complete".
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,9 +35,16 @@ from ktriage.toolchain.installer import (
     wipe,
     write_json_atomic,
 )
+from ktriage.insitu.environment import compile_environment
 from ktriage.toolchain.spec import ToolchainSpec
 
 MARKER = "frontend.json"
+FACTS = "ktriage-facts.json"
+FACTS_FORMAT = 1
+PROBE_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "probe.py"
+# Always known: sm_80 (every Triton 3.x builds it; its process also measures order sensitivity) and
+# sm_90 (the headline arch that names a toolchain). Other archs are probed when first asked for.
+PROBED_ARCHS = (80, 90)
 # Where Triton wheels keep their CUDA tools: 3.x under backends/nvidia/bin, 2.x under third_party/cuda/bin.
 _TOOL_DIRS = ("triton/backends/nvidia/bin", "triton/third_party/cuda/bin")
 
@@ -201,3 +212,122 @@ def _wheel_version(path: Path) -> str:
 
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]", "_", text)
+
+
+# ----------------------------------------------------------------------------- what Triton does
+@dataclass(frozen=True)
+class ArchFacts:
+    """How this frontend's Triton assembles for one arch, read from a real compile (insitu/probe.py):
+    the ptxas binary it picks, that binary's version, and the options it passes to it."""
+
+    ptxas: Path
+    ptxas_version: str
+    ptxas_version_text: str
+    options: tuple[str, ...]
+    ptx_version: str | None
+
+    @property
+    def ptxas_name(self) -> str:
+        return self.ptxas.name
+
+
+@dataclass(frozen=True)
+class FrontendFacts:
+    """Facts of a frontend that no table of ktriage's holds, measured once per virtualenv.
+
+    ``order_sensitive``: the same kernel compiles differently as the process's first compile than
+    later (Triton 3.2/3.3 set ``nvptx-short-ptr`` only in their PTX step); compile workers of such a
+    frontend compile a priming kernel first, so every kernel gets the steady-state result.
+    ``archs``: per compute capability, the ArchFacts or the one-line reason it cannot build for it.
+    """
+
+    order_sensitive: bool
+    archs: dict[int, ArchFacts | str]
+
+    def arch(self, cc: int) -> ArchFacts:
+        facts = self.archs.get(cc)
+        if isinstance(facts, ArchFacts):
+            return facts
+        raise KtriageError(
+            f"this Triton cannot build for sm_{cc}: {facts or 'not probed'}",
+            "pick a Triton release that supports the arch (see the supported-versions table in docs/toolchains.md)",
+        )
+
+
+def triton_options(argv: Iterable[str]) -> tuple[str, ...]:
+    """The options of a recorded ptxas command line: everything but the binary, ``--gpu-name``, the
+    input and ``-o OUTPUT`` (Triton's make_cubin puts input, ``-o`` and output last)."""
+    words = list(argv)[1:]
+    if len(words) >= 3 and words[-2] == "-o":
+        words = words[:-3]
+    return tuple(w for w in words if not w.startswith("--gpu-name"))
+
+
+def frontend_facts(frontend: Frontend, ccs: Iterable[int] = PROBED_ARCHS) -> FrontendFacts:
+    """The frontend's facts for ``ccs``, probing (once, under the venv's lock) what is not known yet.
+
+    Each arch is probed in its own process (~1.5 s, in parallel): an LLVM that cannot target an arch
+    may abort the whole process (Triton 3.2 on sm_120), and that must cost only that arch."""
+    wanted = sorted(set(ccs) | set(PROBED_ARCHS))
+    known = _read_facts(frontend.root)
+    if known is not None and all(cc in known.archs for cc in wanted):
+        return known
+    with FileLock(str(envs_dir() / f".{frontend.key}.facts.lock")):
+        known = _read_facts(frontend.root)
+        raw = read_json(frontend.root / FACTS) if known is not None else None
+        data: dict[str, Any] = raw if raw is not None else {"format": FACTS_FORMAT, "archs": {}}
+        missing = [cc for cc in wanted if str(cc) not in data["archs"]]
+        with ThreadPoolExecutor(max_workers=len(missing) or 1) as pool:
+            for cc, probed in zip(missing, pool.map(lambda cc: _probe(frontend, cc), missing)):
+                data["archs"][str(cc)] = probed["archs"][str(cc)]
+                if cc == 80:
+                    data["order_sensitive"] = probed.get("order_sensitive")
+        write_json_atomic(frontend.root / FACTS, data)
+    facts = _read_facts(frontend.root)
+    assert facts is not None
+    return facts
+
+
+def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
+    """Run insitu/probe.py for one arch; a crash of the process is that arch's error, not ours."""
+    env = compile_environment(os.environ)
+    try:
+        proc = subprocess.run([str(frontend.python), str(PROBE_SCRIPT), str(cc)], capture_output=True,
+                              text=True, env=env, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise KtriageError(f"probing Triton {frontend.triton_version} for sm_{cc} took over 600 s",
+                           "check the machine's load and retry") from None
+    try:
+        data: dict[str, Any] = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    except json.JSONDecodeError:
+        data = {}
+    if str(cc) not in (data.get("archs") or {}):
+        tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()][-2:]
+        data = {"archs": {str(cc): {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}}}
+    if cc == 80 and isinstance(data["archs"]["80"], dict) and "error" in data["archs"]["80"]:
+        raise KtriageError(
+            f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {data['archs']['80']['error']}",
+            f"remove and re-add the toolchain (ktriage toolchain remove triton=={frontend.triton_version}); "
+            "if it persists, this Triton build cannot compile for NVIDIA targets",
+        )
+    return data
+
+
+def _read_facts(root: Path) -> FrontendFacts | None:
+    data = read_json(root / FACTS)
+    if data is None or data.get("format") != FACTS_FORMAT:
+        return None
+    archs: dict[int, ArchFacts | str] = {}
+    for cc, facts in (data.get("archs") or {}).items():
+        if "error" in facts:
+            archs[int(cc)] = str(facts["error"])
+            continue
+        m = re.search(r"\bV(\d+\.\d+\.\d+)\b", facts["ptxas_version_text"])
+        archs[int(cc)] = ArchFacts(
+            ptxas=Path(facts["ptxas_argv"][0]),
+            ptxas_version=m.group(1) if m else "unknown",
+            ptxas_version_text=facts["ptxas_version_text"],
+            options=triton_options(facts["ptxas_argv"]),
+            ptx_version=facts.get("ptx_version"),
+        )
+    return FrontendFacts(order_sensitive=bool(data.get("order_sensitive")), archs=archs)

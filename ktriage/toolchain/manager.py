@@ -3,8 +3,14 @@
 A toolchain = a frontend venv (shared, see frontend.py) + a ptxas (bundled, a release, or a path) +
 ptxas options. Its id is readable and stable: ``triton-3.4.0.ptxas-12.8.93.<hash8>`` where the hash
 covers the Triton version and wheel sha256, where ptxas comes from (bundled or explicit), the full
-ptxas ``--version`` text and the options. Two specs that yield the same binaries and options get the
-same id, and a local ptxas that was rebuilt in place gets a new one.
+ptxas ``--version`` text, the options Triton itself passes (when it passes any beyond ``-lineinfo -v``)
+and the toolchain's extra options. Two specs that yield the same binaries and options get the same
+id, and a local ptxas that was rebuilt in place gets a new one.
+
+Which bundled ptxas: Triton picks it per arch (3.3 uses ``ptxas-blackwell`` for cc >= 100, 3.9 for
+every cc >= 90). ktriage does not restate that rule; it asks the frontend (frontend_facts, one probe
+compile per arch). A toolchain's headline ``ptxas``/``ptxas_version`` are the ones for sm_90 (H100/H200,
+the default target); :meth:`Toolchain.assembler` gives the exact one for any arch.
 
 Layout under ``<home>/toolchains/``::
 
@@ -25,7 +31,15 @@ from filelock import FileLock
 
 from ktriage.errors import KtriageError
 from ktriage.home import home_subdir
-from ktriage.toolchain.frontend import Frontend, ensure_frontend, envs_dir
+from ktriage.toolchain.frontend import (
+    ArchFacts,
+    Frontend,
+    FrontendFacts,
+    ensure_frontend,
+    envs_dir,
+    frontend_facts,
+    load_frontend,
+)
 from ktriage.toolchain.installer import (
     Progress,
     no_progress,
@@ -40,6 +54,32 @@ from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 
 MARKER = "toolchain.json"
 FORMAT = 1
+HEADLINE_CC = 90  # the arch whose assembler names a toolchain (H100/H200, ktriage's default target)
+# Options every Triton 3.x passes; an id records Triton's options only when it passes more.
+BASE_TRITON_OPTIONS = ("-lineinfo", "-v")
+
+
+@dataclass(frozen=True)
+class Assembler:
+    """The ptxas that makes a toolchain's cubins for one arch, and how it is called.
+
+    ``native``: the toolchain assembles as Triton does (its bundled ptxas, no extra options), so the
+    cubin is Triton's own, made by Triton's pipeline. Otherwise ktriage re-assembles the PTX with
+    Triton's recorded command line, the binary swapped and ``extra_options`` added.
+    """
+
+    ptxas: Path
+    version: str
+    version_text: str
+    triton_options: tuple[str, ...]
+    extra_options: tuple[str, ...]
+    native: bool
+
+    def label(self) -> str:
+        """``ptxas 13.4.59 (ptxas-blackwell) --regAllocOptLevel=2`` (options beyond -lineinfo -v)."""
+        name = f" ({self.ptxas.name})" if self.ptxas.name != "ptxas" else ""
+        opts = [o for o in self.triton_options if o not in BASE_TRITON_OPTIONS] + list(self.extra_options)
+        return f"ptxas {self.version}{name}" + (" " + " ".join(opts) if opts else "")
 
 
 @dataclass(frozen=True)
@@ -65,6 +105,8 @@ class Toolchain:
     env_root: Path | None = None
     """The (shared) frontend virtualenv."""
     wheel_sha256: str | None = None
+    ptxas_triton_options: tuple[str, ...] = ()
+    """The options Triton passes to ptxas for sm_90 beyond ``-lineinfo -v`` (e.g. ``--regAllocOptLevel=2``)."""
 
     @property
     def frontend_id(self) -> str:
@@ -72,11 +114,22 @@ class Toolchain:
         Toolchains that share it share compiled frontend output."""
         return f"triton-{self.triton_version}" + (f"-wheel-{self.wheel_sha256[:12]}" if self.wheel_sha256 else "")
 
-    def ptxas_for(self, cc: int) -> Path:
-        """The ptxas that assembles for compute capability ``cc`` (e.g. 90, 100)."""
-        if cc >= 100 and self.ptxas_is_bundled and self.ptxas_blackwell is not None:
-            return self.ptxas_blackwell
-        return self.ptxas
+    def facts(self, ccs: tuple[int, ...] = ()) -> FrontendFacts:
+        """What this toolchain's Triton does (ptxas per arch, its options, order sensitivity)."""
+        frontend = load_frontend(self.env_root) if self.env_root is not None else None
+        if frontend is None:
+            raise KtriageError(f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
+                               f"add it again: ktriage toolchain add '{self.spec}'")
+        return frontend_facts(frontend, ccs)
+
+    def assembler(self, cc: int) -> Assembler:
+        """The ptxas (and options) that assemble this toolchain's cubins for compute capability ``cc``."""
+        arch: ArchFacts = self.facts((cc,)).arch(cc)
+        if self.ptxas_is_bundled:
+            return Assembler(arch.ptxas, arch.ptxas_version, arch.ptxas_version_text, arch.options,
+                             self.ptxas_options, native=not self.ptxas_options)
+        return Assembler(self.ptxas, self.ptxas_version, self.ptxas_version_text, arch.options,
+                         self.ptxas_options, native=False)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (paths as strings); ``Toolchain.from_json`` reads it back."""
@@ -98,6 +151,7 @@ class Toolchain:
             "cuobjdump": str(self.cuobjdump),
             "nvdisasm": _opt_str(self.nvdisasm),
             "env_root": _opt_str(self.env_root),
+            "ptxas_triton_options": list(self.ptxas_triton_options),
         }
 
     @classmethod
@@ -120,6 +174,7 @@ class Toolchain:
             cuobjdump=Path(data["cuobjdump"]),
             nvdisasm=_opt_path(data.get("nvdisasm")),
             env_root=_opt_path(data.get("env_root")),
+            ptxas_triton_options=tuple(data.get("ptxas_triton_options") or ()),
         )
 
 
@@ -135,9 +190,12 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
     say = progress or no_progress
     parsed = parse_toolchain(spec) if isinstance(spec, str) else spec
     frontend = ensure_frontend(parsed, say)
-    ptxas, bundled = _resolve_ptxas(parsed, frontend, say)
+    headline = frontend_facts(frontend).arch(HEADLINE_CC)
+    ptxas, bundled = _resolve_ptxas(parsed, headline, say)
     info = ptxas_version(ptxas)
-    tc_id = toolchain_id(frontend.triton_version, frontend.wheel_sha256, bundled, info.version, info.text, parsed.ptxas_options)
+    triton_options = tuple(o for o in headline.options if o not in BASE_TRITON_OPTIONS)
+    tc_id = toolchain_id(frontend.triton_version, frontend.wheel_sha256, bundled, info.version, info.text,
+                         parsed.ptxas_options, triton_options)
     root = toolchains_dir() / tc_id
     existing = _load(root)
     if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
@@ -163,6 +221,7 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
             cuobjdump=frontend.cuobjdump,
             nvdisasm=frontend.nvdisasm,
             env_root=frontend.root,
+            ptxas_triton_options=triton_options,
         )
         write_json_atomic(root / MARKER, toolchain.to_json())
         say(f"toolchain {tc_id} ready")
@@ -176,18 +235,22 @@ def toolchain_id(
     ptxas_version: str,
     ptxas_version_text: str,
     ptxas_options: tuple[str, ...],
+    triton_options: tuple[str, ...] = (),
 ) -> str:
-    """``triton-<v>.ptxas-<v>.<hash8>``; the hash covers every input that changes the output."""
-    identity = json.dumps(
-        {
-            "triton": triton_version,
-            "wheel_sha256": wheel_sha256,
-            "ptxas_bundled": ptxas_is_bundled,
-            "ptxas_version_text": ptxas_version_text.strip(),
-            "ptxas_options": list(ptxas_options),
-        },
-        sort_keys=True,
-    )
+    """``triton-<v>.ptxas-<v>.<hash8>``; the hash covers every input that changes the output.
+
+    ``triton_options`` (what Triton passes beyond ``-lineinfo -v``) enter the hash only when there
+    are some, so the ids of toolchains made before they were recorded stay the same."""
+    fields: dict[str, Any] = {
+        "triton": triton_version,
+        "wheel_sha256": wheel_sha256,
+        "ptxas_bundled": ptxas_is_bundled,
+        "ptxas_version_text": ptxas_version_text.strip(),
+        "ptxas_options": list(ptxas_options),
+    }
+    if triton_options:
+        fields["triton_ptxas_options"] = list(triton_options)
+    identity = json.dumps(fields, sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
     return f"triton-{triton_version}.ptxas-{ptxas_version}.{digest}".replace("/", "_")
 
@@ -247,14 +310,14 @@ def toolchain_size(tc: Toolchain) -> int:
     return total
 
 
-def _resolve_ptxas(spec: ToolchainSpec, frontend: Frontend, say: Progress) -> tuple[Path, bool]:
+def _resolve_ptxas(spec: ToolchainSpec, headline: ArchFacts, say: Progress) -> tuple[Path, bool]:
     if spec.ptxas_path is not None:
         if not spec.ptxas_path.is_file():
             raise KtriageError(f"ptxas binary {spec.ptxas_path} does not exist", "check the path in the toolchain spec")
         return spec.ptxas_path, False
     if spec.ptxas_version is not None:
         return ensure_ptxas_release(spec.ptxas_version, say), False
-    return frontend.bundled_ptxas, True
+    return headline.ptxas, True
 
 
 def _is_release(path: Path) -> bool:

@@ -1,11 +1,12 @@
-"""Run ptxas the way Triton does, and identify a ptxas binary.
+"""Run ptxas with a command line Triton recorded, and identify a ptxas binary.
 
-Why not let Triton assemble? To attribute a change to the frontend or to the assembler, ktriage
-assembles one toolchain's PTX with another toolchain's ptxas (the cross matrix). That needs ptxas run
-with exactly Triton's flags, and one more step Triton never takes: an older ptxas refuses PTX whose
-``.version`` header is newer than it knows (Triton 3.4 writes ``.version 8.7``; ptxas 12.4 knows 8.4),
-even when the body uses nothing new. We lower the header and retry; if the body does use newer
-features, the retry fails and we say so plainly.
+Triton assembles its own cubins (the compile worker keeps them). ktriage runs ptxas itself only where
+it changes the assembler: another ptxas or extra options for a toolchain, and explain's cross matrix
+(one toolchain's PTX through another's ptxas). Then the options are the ones Triton passed for that
+spec (recorded by insitu/ptxas_capture.py), never a list of ours. One step Triton never takes: an
+older ptxas refuses PTX whose ``.version`` header is newer than it knows (Triton 3.4 writes
+``.version 8.7``; ptxas 12.4 knows 8.4), even when the body uses nothing new. We lower the header and
+retry; if the body does use newer features, the retry fails and we say so plainly.
 """
 
 from __future__ import annotations
@@ -84,16 +85,10 @@ def _ptxas_version_cached(path: str, _size: int, _mtime: int) -> PtxasVersion:
     return PtxasVersion(version=version, text=text)
 
 
-def gpu_name_for(cc: int) -> str:
-    """Triton's --gpu-name for a compute capability: the arch-specific 'a' variant from sm_90 on."""
-    return f"sm_{cc}a" if cc >= 90 else f"sm_{cc}"
-
-
-def ptxas_command(
-    ptxas: Path, gpu_name: str, src: Path, out: Path, options: Sequence[str] = (), *, fmad: bool = True
-) -> list[str]:
-    """The command line Triton's make_cubin uses (line info on, verbose, extra options before the arch)."""
-    return [str(ptxas), "-lineinfo", *([] if fmad else ["--fmad=false"]), "-v", *options, f"--gpu-name={gpu_name}", str(src), "-o", str(out)]
+def ptxas_command(ptxas: Path, gpu_name: str, src: Path, out: Path, options: Sequence[str]) -> list[str]:
+    """The shape of Triton's make_cubin command: options as recorded (``-lineinfo``, ``--fmad=false``,
+    ``-v``, ...), then the arch, the input and ``-o OUTPUT``."""
+    return [str(ptxas), *options, f"--gpu-name={gpu_name}", str(src), "-o", str(out)]
 
 
 def ptx_header_version(ptx: str) -> str | None:
@@ -111,23 +106,25 @@ def assemble(
     ptx: str,
     ptxas: Path,
     gpu_name: str,
-    options: Sequence[str] = (),
+    options: Sequence[str],
     *,
-    fmad: bool = True,
     workdir: Path | None = None,
 ) -> AssembleResult:
-    """Assemble PTX into a cubin with Triton's flags; lower a too-new ``.version`` header once.
+    """Assemble PTX into a cubin with the given options (Triton's recorded ones, ``-v`` among them);
+    lower a too-new ``.version`` header once.
 
     ``workdir`` keeps the .ptx/.cubin files (handy for a repro); by default a temporary dir is used.
     Raises KtriageError with ptxas's message and a fix when ptxas cannot assemble the PTX.
     """
     ptxas = Path(ptxas)
+    if "-v" not in options:
+        raise KtriageError(f"ptxas options {list(options)} lack -v", "this is a bug in ktriage: the -v log holds the spill counts")
     if workdir is not None:
         workdir.mkdir(parents=True, exist_ok=True)
-        return _assemble_in(ptx, ptxas, gpu_name, options, fmad, workdir)
+        return _assemble_in(ptx, ptxas, gpu_name, options, workdir)
     with tempfile.TemporaryDirectory(prefix="ktriage-ptxas-") as tmp:
         try:
-            return _assemble_in(ptx, ptxas, gpu_name, options, fmad, Path(tmp))
+            return _assemble_in(ptx, ptxas, gpu_name, options, Path(tmp))
         except KtriageError as exc:
             raise _with_kept_ptx(exc, ptx, Path(tmp)) from None
 
@@ -143,16 +140,16 @@ def _with_kept_ptx(exc: KtriageError, ptx: str, tmp: Path) -> KtriageError:
     return KtriageError(problem + f"\n  PTX kept at {keep / 'kernel.ptx'}", exc.fix)
 
 
-def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], fmad: bool, workdir: Path) -> AssembleResult:
+def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], workdir: Path) -> AssembleResult:
     src, out = workdir / "kernel.ptx", workdir / "kernel.cubin"
-    cmd, rc, log = _run(ptx, ptxas, gpu_name, options, fmad, src, out)
+    cmd, rc, log = _run(ptx, ptxas, gpu_name, options, src, out)
     lowered: tuple[str, str] | None = None
     if rc != 0:
         m = _UNSUPPORTED_VERSION.search(log)
         if m is None:
             raise _failure(ptxas, gpu_name, cmd, log)
         lowered = (m.group(1), m.group(2))
-        cmd, rc, log = _run(lower_ptx_version(ptx, lowered[1]), ptxas, gpu_name, options, fmad, src, out)
+        cmd, rc, log = _run(lower_ptx_version(ptx, lowered[1]), ptxas, gpu_name, options, src, out)
         if rc != 0:
             version = _version_or_path(ptxas)
             raise KtriageError(
@@ -168,10 +165,10 @@ def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], f
     return AssembleResult(cubin=cubin, log=log, command=tuple(cmd), lowered_ptx_version=lowered)
 
 
-def _run(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], fmad: bool, src: Path, out: Path) -> tuple[list[str], int, str]:
+def _run(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], src: Path, out: Path) -> tuple[list[str], int, str]:
     src.write_text(ptx)
     out.unlink(missing_ok=True)
-    cmd = ptxas_command(ptxas, gpu_name, src, out, options, fmad=fmad)
+    cmd = ptxas_command(ptxas, gpu_name, src, out, options)
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as exc:

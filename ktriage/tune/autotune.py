@@ -29,11 +29,11 @@ ones) and the reason is recorded in :attr:`SpillAwarePrune.last_report`.
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -41,7 +41,7 @@ from ktriage.analyze.occupancy import Occupancy, compute_occupancy
 from ktriage.analyze.ptxas_log import parse_ptxas_log
 from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
-from ktriage.toolchain.ptxas import assemble, gpu_name_for
+from ktriage.insitu import ptxas_capture
 
 # Resident warps per SM beyond which a streaming kernel's memory latency is hidden (Little's law on
 # Hopper: ~600 ns x ~4.8 TB/s / 132 SMs is ~22 KB in flight per SM, ~16 warps with a few 512 B loads).
@@ -188,18 +188,6 @@ def _unwrap(kernel: Any) -> tuple[Any, list[Any]]:
     return fn, layers
 
 
-def _ptxas_path(cc: int) -> str:
-    """The ptxas the installed Triton assembles with (knobs in 3.4+, _path_to_binary in 3.3)."""
-    try:
-        from triton import knobs  # type: ignore[import-not-found]
-
-        return str(knobs.nvidia.ptxas.path)
-    except (ImportError, AttributeError):
-        from triton.backends.nvidia import compiler as nv  # type: ignore[import-not-found]
-
-        return str(nv.get_ptxas(cc)[0])
-
-
 def _config_label(config: Any) -> str:
     parts = [f"{k}={v}" for k, v in getattr(config, "kwargs", {}).items()]
     parts += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
@@ -232,7 +220,22 @@ def compile_without_launch(jit_fn: Any, args: Mapping[str, Any], target: Any) ->
     constexprs = {(i,): values[i] for i, ty in enumerate(sigvals) if ty == "constexpr"}
     attrs = {(i,): backend.parse_attr(s[1]) for i, s in enumerate(specialization) if isinstance(s[1], str)}
     src = ASTSource(jit_fn, signature, constexprs, attrs)
-    return triton.compile(src, target=target, options=options.__dict__)
+    # Triton's own ptxas run is recorded (its binary and options for the arch, its -v log); it must
+    # really run, so Triton's cache is bypassed for this compile (the result is written to it as usual).
+    ptxas_capture.install()
+    ptxas_capture.take()
+    previous = os.environ.get("TRITON_ALWAYS_COMPILE")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    try:
+        kernel = triton.compile(src, target=target, options=options.__dict__)
+    finally:
+        if previous is None:
+            os.environ.pop("TRITON_ALWAYS_COMPILE", None)
+        else:
+            os.environ["TRITON_ALWAYS_COMPILE"] = previous
+    runs = ptxas_capture.take()
+    kernel._ktriage_ptxas_log = runs[-1].get("log", "") if runs else None
+    return kernel
 
 
 @dataclass(frozen=True)
@@ -249,13 +252,15 @@ class CompileFacts:
 
 
 def compile_facts(kernel: Any, cc: int) -> CompileFacts:
-    """Re-run the installed Triton's ptxas with ``-v`` on the kernel's PTX (Triton discards that log
-    on success) and read the function's resources; shared memory is Triton's ``metadata.shared``."""
+    """The function's resources from the ``-v`` log of the ptxas run Triton itself made for this
+    kernel (recorded by compile_without_launch; Triton discards it), so the numbers are those of the
+    cubin the JIT runs: its ptxas for the arch, its options. Shared memory is ``metadata.shared``."""
     md = kernel.metadata
-    options = tuple(o for o in (getattr(md, "ptx_options", None) or "").split(" ") if o)
-    result = assemble(kernel.asm["ptx"], Path(_ptxas_path(cc)), gpu_name_for(cc), options,
-                      fmad=bool(getattr(md, "enable_fp_fusion", True)))
-    info = parse_ptxas_log(result.log).function(md.name)
+    log = getattr(kernel, "_ktriage_ptxas_log", None)
+    if log is None:
+        raise KtriageError(f"no ptxas log was recorded for {md.name}",
+                           "compile the kernel with ktriage.tune.autotune.compile_without_launch")
+    info = parse_ptxas_log(log).function(md.name)
     return CompileFacts(
         registers=info.registers or 0,
         spill_store_bytes=info.spill_store_bytes or 0,

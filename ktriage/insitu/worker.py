@@ -1,14 +1,26 @@
-"""The compile worker: runs INSIDE a toolchain's virtualenv and turns one kernel spec into Triton IRs.
+"""The compile worker: runs INSIDE a toolchain's virtualenv and compiles one kernel spec as the JIT does.
 
 Why a separate process: each toolchain has its own Triton, which cannot share an interpreter with
 another Triton or with the host. This file is therefore self-contained (stdlib + the toolchain's
-``triton``); it must never import ``ktriage``. The host starts it as ``python worker.py`` and talks
-JSON lines over stdin/stdout (one request, one reply). ``compile_in_process`` is the same compile for
-the *current* interpreter's Triton, used on GPU hosts to check that ktriage's compile equals the JIT's.
+``triton`` + its sibling modules in this folder); it must never import ``ktriage``. The host starts it
+as ``python worker.py`` and talks JSON lines over stdin/stdout (one request, one reply).
+``compile_in_process`` is the same compile for the *current* interpreter's Triton, used on GPU hosts
+and by the JIT-equivalence harness.
+
+The whole of Triton's pipeline runs here, cubin included: the cubin is Triton's own (its ptxas choice
+for the arch, its options, its PTX ``.version``), and the ptxas command line and ``-v`` log of that run
+are recorded (ptxas_capture), so that the host can re-assemble the PTX with another ptxas exactly as
+this Triton would have called it.
 
 Request: {"id": str, "spec": <KernelSpec.to_json()>, "sys_path": [str], "out_dir": str}
-Reply:   {"id": str, "ok": true, "files": {"ptx": path, ...}, "metadata": {...}, "triton_version": str,
-          "placeholder_imports": [str]}  or  {"id": str, "ok": false, "kind": str, "error": str}
+Reply:   {"id": str, "ok": true, "files": {"ptx": path, "triton_cubin": path, ...}, "metadata": {...},
+          "triton_version": str, "placeholder_imports": [str], "ptxas_runs": [{argv, log, returncode}],
+          "ast_source": {...}}  or  {"id": str, "ok": false, "kind": str, "error": str}
+
+Environment: ``KTRIAGE_PRIME_COMPILE=1`` makes the worker compile a tiny kernel before its first
+request, for Triton versions whose output depends on whether a kernel is the process's first
+(``nvptx-short-ptr`` in 3.2 and 3.3, see docs/toolchains.md); ``KTRIAGE_TARGET_CC`` sets the fake
+driver's arch (default 90).
 """
 
 from __future__ import annotations
@@ -25,7 +37,14 @@ import traceback
 import types
 from typing import Any
 
-PROTOCOL_VERSION = 1
+if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
+    from ktriage.insitu import fakedriver, ptxas_capture
+else:  # started as a script inside a toolchain's virtualenv: this folder is sys.path[0]
+    import fakedriver  # type: ignore[import-not-found,no-redef]
+    import ptxas_capture  # type: ignore[import-not-found,no-redef]
+
+PROTOCOL_VERSION = 2
+PRIMING_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "priming_kernel.py")
 
 # Modules that kernel *libraries* import at module level for their host-side wrappers (autograd
 # functions, device queries) but that no @triton.jit function needs. A toolchain does not install
@@ -74,10 +93,22 @@ class _Inert:
         return (object,)
 
 
+# Attributes a placeholder must answer truthfully: libraries (and Triton's own driver probing) ask
+# ``torch.version.hip is not None`` to decide between CUDA and ROCm; an inert object there would pick
+# ROCm and fail on a missing libamdhip64.so.
+_FIXED_ATTRIBUTES: dict[str, dict[str, Any]] = {
+    "torch": {"version": types.SimpleNamespace(hip=None, cuda=None, git_version="placeholder", __version__="0.0.0")},
+    "torch.version": {"hip": None, "cuda": None, "git_version": "placeholder"},
+}
+
+
 class _PlaceholderModule(types.ModuleType):
     __version__ = "0.0.0"
 
     def __getattr__(self, name: str) -> Any:
+        fixed = _FIXED_ATTRIBUTES.get(self.__name__, {})
+        if name in fixed:
+            return fixed[name]
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         return _Inert()
@@ -123,7 +154,13 @@ class WorkerError(Exception):
 
 
 def load_kernel(source: str, sys_path: list[str]) -> Any:
-    """Import ``path/to/file.py:fn`` or ``package.module:fn`` and return the JIT function."""
+    """Import ``path/to/file.py:fn`` or ``package.module:fn`` and return the JIT function (unwrapped
+    from ``@triton.heuristics``/``@triton.autotune``, which compile the same function)."""
+    return jit_function_of(load_launchable(source, sys_path), source)
+
+
+def load_launchable(source: str, sys_path: list[str]) -> Any:
+    """Import ``source`` and return the module attribute as the library launches it (decorators kept)."""
     for entry in sys_path:
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -151,9 +188,34 @@ def load_kernel(source: str, sys_path: list[str]) -> Any:
     fn = getattr(module, fn_name, None)
     if fn is None:
         raise WorkerError("import", f"{module_part} has no attribute {fn_name!r}")
-    if not hasattr(fn, "arg_names") or not hasattr(fn, "fn"):
-        raise WorkerError("import", f"{source} is not a @triton.jit function")
     return fn
+
+
+def jit_function_of(obj: Any, source: str) -> Any:
+    """The ``JITFunction`` inside ``@triton.heuristics``/``@triton.autotune`` wrappers (each has ``.fn``)."""
+    from triton.runtime.jit import JITFunction
+
+    seen = 0
+    while not isinstance(obj, JITFunction):
+        inner = getattr(obj, "fn", None)
+        if inner is None or seen > 8:
+            raise WorkerError("import", f"{source} is not a @triton.jit function (found {type(obj).__name__})")
+        obj, seen = inner, seen + 1
+    return obj
+
+
+def heuristics_of(obj: Any) -> dict[str, Any]:
+    """The ``@triton.heuristics`` rules of a launchable, by parameter name (outermost first)."""
+    from triton.runtime.jit import JITFunction
+
+    found: dict[str, Any] = {}
+    while obj is not None and not isinstance(obj, JITFunction):
+        values = getattr(obj, "values", None)
+        if type(obj).__name__ == "Heuristics" and isinstance(values, dict):
+            for name, rule in values.items():
+                found.setdefault(name, rule)
+        obj = getattr(obj, "fn", None)
+    return found
 
 
 def _triton_version() -> tuple[int, int]:
@@ -175,8 +237,9 @@ def _constexpr_value(value: Any) -> Any:
     return value
 
 
-def build_source(fn: Any, spec: dict[str, Any]) -> Any:
+def build_source(fn: Any, spec: dict[str, Any], heuristics: dict[str, Any] | None = None) -> Any:
     """Make the ASTSource the JIT would make for this launch (Triton 3.3+ conventions)."""
+    heuristics = heuristics or {}
     from triton.compiler import ASTSource
 
     signature: dict[str, str] = dict(spec["signature"])
@@ -192,7 +255,10 @@ def build_source(fn: Any, spec: dict[str, Any]) -> Any:
         constexprs[name] = 1
     missing = [n for n, t in signature.items() if t == "constexpr" and n not in constexprs]
     if missing:
-        raise WorkerError("signature", f"no value given for constexpr parameter(s) {missing}")
+        decided = [n for n in missing if n in heuristics]
+        hint = (f"; {decided} are computed by the kernel's @triton.heuristics from the launch's arguments: "
+                "record the launch (ktriage's JIT harness or `record`) or give their values") if decided else ""
+        raise WorkerError("signature", f"no value given for constexpr parameter(s) {missing}{hint}")
     divisible = set(spec.get("divisible_by_16") or ())
     if _triton_version() < (3, 2):
         raise WorkerError("version", "ktriage compiles with Triton 3.2 and newer")
@@ -242,15 +308,26 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) -> dict[str, Any]:
-    """Compile one spec with this interpreter's Triton; returns the IR texts, cubin bytes and metadata."""
-    import triton
-    from triton.backends.compiler import GPUTarget
+def ast_source_view(src: Any) -> dict[str, Any]:
+    """What an ASTSource carries into the compile, as comparable JSON (signature, constants, attrs)."""
+    def keyed(mapping: Any) -> dict[str, str]:
+        return {repr(k): repr(v) for k, v in sorted((mapping or {}).items(), key=lambda kv: repr(kv[0]))}
 
-    fn = load_kernel(spec["source"], sys_path or [])
-    src = build_source(fn, spec)
-    target = spec["target"]
-    cc = int(target.replace("sm_", "").rstrip("a"))
+    attrs: Any = getattr(src, "attrs", None)
+    if attrs is not None and hasattr(attrs, "to_dict"):  # Triton 3.2's AttrsDescriptor
+        attrs_view: Any = {"AttrsDescriptor": _jsonable(attrs.to_dict())}
+    else:
+        attrs_view = keyed(attrs)
+    return {
+        "function": getattr(getattr(src, "fn", None), "__name__", None),
+        "signature": {str(k): str(v) for k, v in (getattr(src, "signature", None) or {}).items()},
+        "constants": keyed(getattr(src, "constants", None) or getattr(src, "constexprs", None)),
+        "attrs": attrs_view,
+    }
+
+
+def compile_options(spec: dict[str, Any]) -> dict[str, Any]:
+    """The launch options a spec carries, as the JIT passes them to ``compile``."""
     options: dict[str, Any] = {
         "num_warps": int(spec.get("num_warps", 4)),
         "num_stages": int(spec.get("num_stages", 3)),
@@ -258,17 +335,64 @@ def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) 
     }
     if spec.get("maxnreg"):
         options["maxnreg"] = int(spec["maxnreg"])
+    return options
+
+
+def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) -> dict[str, Any]:
+    """Compile one spec with this interpreter's Triton, cubin included, as the JIT would.
+
+    Returns the IR texts, Triton's own cubin, its metadata, the ptxas run(s) Triton made (argv and
+    ``-v`` log) and the ASTSource view. The fake driver is installed first unless a real one is active
+    (a GPU host), so that library modules that touch ``driver.active`` import without a GPU.
+    """
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    target = spec["target"]
+    cc = int(target.replace("sm_", "").rstrip("a"))
+    ensure_driver(cc)
+    ptxas_capture.install()
+    launchable = load_launchable(spec["source"], sys_path or [])
+    fn = jit_function_of(launchable, spec["source"])
+    src = build_source(fn, spec, heuristics_of(launchable))
+    ptxas_capture.take()
     try:
-        kernel = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=options)
+        kernel = triton.compile(src, target=GPUTarget("cuda", cc, 32), options=compile_options(spec))
     except Exception as exc:
-        raise WorkerError("compile", f"{type(exc).__name__}: {exc}") from exc
+        runs = ptxas_capture.take()
+        kind = "assemble" if runs and runs[-1].get("returncode") not in (0, None) else "compile"
+        raise WorkerError(kind, f"{type(exc).__name__}: {exc}") from exc
     asm = dict(kernel.asm)
     result: dict[str, Any] = {k: asm[k] for k in ("ttir", "ttgir", "llir", "ptx") if k in asm}
     result["cubin"] = asm.get("cubin", b"")
     result["metadata"] = _jsonable(kernel.metadata._asdict())
     result["triton_version"] = triton.__version__
     result["placeholder_imports"] = list(_placeholders_used)
+    result["ptxas_runs"] = ptxas_capture.take()
+    result["ast_source"] = ast_source_view(src)
     return result
+
+
+def ensure_driver(cc: int) -> None:
+    """Install the fake driver unless a real GPU driver is usable (then the JIT probe runs on it)."""
+    if fakedriver.installed() is not None:
+        return
+    if os.environ.get("KTRIAGE_REAL_DRIVER") == "1":
+        return
+    fakedriver.install(cc)
+
+
+def prime() -> None:
+    """Compile a tiny kernel once, so that every real compile of this process sees the LLVM options
+    a previous compile leaves set (Triton 3.2/3.3 set ``nvptx-short-ptr`` only in their PTX step)."""
+    spec = {
+        "source": f"{PRIMING_KERNEL}:priming_kernel",
+        "signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        "constexprs": {"BLOCK": 128},
+        "divisible_by_16": ["x_ptr"],
+        "target": "sm_" + os.environ.get("KTRIAGE_TARGET_CC", "90"),
+    }
+    compile_in_process(spec)
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
@@ -293,6 +417,8 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
         "metadata": result["metadata"],
         "triton_version": result["triton_version"],
         "placeholder_imports": result["placeholder_imports"],
+        "ptxas_runs": result["ptxas_runs"],
+        "ast_source": result["ast_source"],
     }
 
 
@@ -301,7 +427,15 @@ def serve() -> None:
     reply_stream = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything the compiler prints goes to stderr, never into the protocol
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ktriage-triton-cache-"))
-    reply_stream.write(json.dumps({"hello": PROTOCOL_VERSION, "python": sys.version.split()[0]}) + "\n")
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # every request is compiled by this Triton, never read from its cache
+    primed: bool | str | None = None
+    if os.environ.get("KTRIAGE_PRIME_COMPILE") == "1":
+        try:
+            prime()
+            primed = True
+        except Exception as exc:  # the worker still serves; the host sees why in the hello
+            primed = f"{type(exc).__name__}: {exc}"
+    reply_stream.write(json.dumps({"hello": PROTOCOL_VERSION, "python": sys.version.split()[0], "primed": primed}) + "\n")
     reply_stream.flush()
     for line in sys.stdin:
         if not line.strip():
