@@ -22,9 +22,9 @@ import math
 
 from ktriage.catalog.inputs import InputCase
 from ktriage.catalog.kernels._params import cdiv, next_power_of_2
-from ktriage.catalog.recipe import TL_DTYPE, spec_from_values
+from ktriage.catalog.recipe import TL_DTYPE, launch_from_values
 from ktriage.errors import KtriageError
-from ktriage.spec.model import KernelSpec
+from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
 from ktriage.spec.specialize import Ptr
 
@@ -59,7 +59,7 @@ def _meta(op: str, mode: str, case: InputCase, dtype: str, version: str, **extra
             "package_version": version, **extra}  # fmt: skip
 
 
-def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> KernelSpec:
+def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     block, warps = calculate_settings(n)
     name = f"{op}.{mode}[N={n}]"
@@ -72,7 +72,7 @@ def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, 
             ("Mean_ptr", Ptr(stat)), ("Mean_row_stride", 1), ("RSTD_ptr", Ptr(stat)), ("RSTD_row_stride", 1),
             ("n_cols", n), ("eps", EPS), ("BLOCK_SIZE", C(block)),
         ]  # fmt: skip
-        return spec_from_values(
+        return launch_from_values(
             name=name, source=f"{LAYER_NORM_MODULE}:_layer_norm_forward_kernel", package=pkg, args=args,
             target=target, grid=(m,), num_warps=warps, meta=_meta(op, mode, case, dtype, version, BLOCK_SIZE=block),
         )  # fmt: skip
@@ -88,7 +88,7 @@ def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, 
             ("dtype", C(TL_DTYPE[dtype])),
         ]  # fmt: skip
         # 0.5.10 passes no num_warps on CUDA: Triton's default applies.
-        return spec_from_values(name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), meta=meta)
+        return launch_from_values(name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), meta=meta)
     args = [
         ("X_ptr", Ptr(dtype)), ("stride_x", n), ("W_ptr", Ptr(dtype)), ("Mean_ptr", Ptr("fp32")), ("stride_mean", 1),
         ("RSTD_ptr", Ptr("fp32")), ("stride_rstd", 1), ("DX_ptr", Ptr(dtype)), ("stride_dx", n),
@@ -96,12 +96,12 @@ def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, 
         ("DY_ptr", Ptr(dtype)), ("stride_dy", n), ("n_rows", m), ("n_cols", n),
         ("rows_per_program", C(rows_per_program)), ("BLOCK_SIZE", C(block)), ("COMPUTE_DW", C(True)), ("COMPUTE_DB", C(True)),
     ]  # fmt: skip
-    return spec_from_values(
+    return launch_from_values(
         name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), num_warps=warps, meta=meta
     )
 
 
-def embedding(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> KernelSpec:
+def embedding(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:
     b, t, d, v = (case.facts[k] for k in ("B", "T", "D", "V"))
     n_tokens = b * t
     bm = bn = next_power_of_2(min(128, d))
@@ -115,7 +115,7 @@ def embedding(case: InputCase, *, op: str, mode: str, dtype: str, target: str, s
     else:
         args = [("grad_output_ptr", Ptr(dtype)), ("grad_weight_ptr", Ptr(dtype)), ("indices_ptr", Ptr("i64")), ("n_elements", n_tokens)]
         fn = "embedding_backward_kernel"
-    return spec_from_values(
+    return launch_from_values(
         name=name, source=f"{EMBEDDING_MODULE}:{fn}", package=requirement(version), args=args + consts,
         target=target, grid=grid, meta=meta,
     )  # fmt: skip

@@ -1,22 +1,16 @@
-"""Shared plumbing for recipes: turn argument values into a KernelSpec through the JIT's rules."""
+"""Shared plumbing for recipes: a launch described by its argument values (spec/launch.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ktriage.spec.model import KernelSpec
-from ktriage.spec.specialize import specialize_args
-
-# Triton's defaults when a launch passes no num_warps / num_stages (CUDAOptions in
-# third_party/nvidia/backend/compiler.py: num_warps=4, num_stages=3, 3.3 through 3.6).
-TRITON_DEFAULT_WARPS = 4
-TRITON_DEFAULT_STAGES = 3
+from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch
 
 TL_DTYPE = {"fp32": "tl.float32", "bf16": "tl.bfloat16", "fp16": "tl.float16"}
 
 
-def spec_from_values(
+def launch_from_values(
     *,
     name: str,
     source: str,
@@ -27,20 +21,7 @@ def spec_from_values(
     meta: dict[str, Any],
     num_warps: int = TRITON_DEFAULT_WARPS,
     num_stages: int = TRITON_DEFAULT_STAGES,
-) -> KernelSpec:
-    """A spec for a launch described by its argument values, in parameter order."""
-    sp = specialize_args(args)
-    return KernelSpec(
-        name=name,
-        source=source,
-        package=package,
-        signature=sp.signature,
-        constexprs=sp.constexprs,
-        divisible_by_16=sp.divisible_by_16,
-        equal_to_1=sp.equal_to_1,
-        num_warps=num_warps,
-        num_stages=num_stages,
-        target=target,
-        grid=grid,
-        meta=meta,
-    )
+) -> Launch:
+    """A launch described by its argument values, in parameter order (``.to_spec()`` gives the spec)."""
+    return Launch(name=name, source=source, package=package, args=tuple(args), target=target, grid=grid,
+                  num_warps=num_warps, num_stages=num_stages, meta=meta)

@@ -17,9 +17,10 @@ from ktriage.catalog import liger, tutorial
 from ktriage.catalog.inputs import InputCase
 from ktriage.catalog.targets import default_sm_count
 from ktriage.errors import KtriageError
+from ktriage.spec.launch import Launch
 from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
 
-Recipe = Callable[..., KernelSpec]
+Recipe = Callable[..., Launch]
 
 
 @dataclass(frozen=True)
@@ -200,6 +201,21 @@ def expand_op(
     ``mode``/``dtype`` default to the op's (bwd/fp32 for Liger, fwd for tutorials, fp16 for matmul);
     ``sm_count`` defaults to the target's usual part (sm_90: 132).
     """
+    launches = expand_launches(name, mode=mode, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count)
+    return [launch.to_spec() for launch in launches]
+
+
+def expand_launches(
+    name: str,
+    *,
+    mode: str | None = None,
+    target: str = "sm_90",
+    dtype: str | None = None,
+    inputs: Sequence[str] | None = None,
+    sm_count: int | None = None,
+) -> list[Launch]:
+    """The launches of op ``name`` over its (filtered) input sweep, as the library makes them (argument
+    values: the JIT-equivalence harness replays these through Triton's real launch path)."""
     entry = _resolve(name)
     info = entry.info
     mode = mode or info.default_mode

@@ -14,8 +14,8 @@ from ktriage.catalog.kernels._params import (
     softmax_launch,
     vector_add_launch,
 )
-from ktriage.catalog.recipe import spec_from_values
-from ktriage.spec.model import KernelSpec
+from ktriage.catalog.recipe import launch_from_values
+from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
 from ktriage.spec.specialize import Ptr
 
@@ -28,28 +28,28 @@ def _meta(op: str, case: InputCase, dtype: str, **extra: object) -> dict[str, ob
     return {"op": op, "mode": "fwd", "input_id": case.id, "shape": dict(case.facts), "dtype": dtype, **extra}
 
 
-def vector_add(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> KernelSpec:
+def vector_add(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
     n = case.facts["N"]
     p = vector_add_launch(n)
     args = [("x_ptr", Ptr(dtype)), ("y_ptr", Ptr(dtype)), ("out_ptr", Ptr(dtype)), ("n_elements", n), ("BLOCK_SIZE", C(p["BLOCK_SIZE"]))]
-    return spec_from_values(
+    return launch_from_values(
         name=f"{op}.fwd[N={n}]", source=_source("vector_add.py", "add_kernel"), package=None, args=args,
         target=target, grid=p["grid"], num_warps=p["num_warps"], meta=_meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
     )  # fmt: skip
 
 
-def softmax(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> KernelSpec:
+def softmax(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     p = softmax_launch(m, n)
     args = [("out_ptr", Ptr(dtype)), ("in_ptr", Ptr(dtype)), ("in_row_stride", n), ("out_row_stride", n), ("n_cols", n),
             ("BLOCK_SIZE", C(p["BLOCK_SIZE"]))]  # fmt: skip
-    return spec_from_values(
+    return launch_from_values(
         name=f"{op}.fwd[M={m},N={n}]", source=_source("softmax.py", "softmax_kernel"), package=None, args=args,
         target=target, grid=p["grid"], num_warps=p["num_warps"], meta=_meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
     )  # fmt: skip
 
 
-def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> KernelSpec:
+def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     p = layer_norm_launch(m, n)
     args = [
@@ -57,13 +57,13 @@ def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, 
         ("mean_ptr", Ptr("fp32")), ("rstd_ptr", Ptr("fp32")), ("row_stride", n), ("n_cols", n), ("eps", 1e-5),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
     ]  # fmt: skip
-    return spec_from_values(
+    return launch_from_values(
         name=f"{op}.fwd[M={m},N={n}]", source=_source("layer_norm.py", "layer_norm_fwd_kernel"), package=None, args=args,
         target=target, grid=p["grid"], num_warps=p["num_warps"], meta=_meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
     )  # fmt: skip
 
 
-def matmul(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> KernelSpec:
+def matmul(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
     m, n, k = case.facts["M"], case.facts["N"], case.facts["K"]
     p = matmul_launch(m, n, k)
     args = [
@@ -72,7 +72,7 @@ def matmul(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_c
         ("BLOCK_M", C(p["BLOCK_M"])), ("BLOCK_N", C(p["BLOCK_N"])), ("BLOCK_K", C(p["BLOCK_K"])), ("GROUP_M", C(p["GROUP_M"])),
     ]  # fmt: skip
     tiles = {key: p[key] for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
-    return spec_from_values(
+    return launch_from_values(
         name=f"{op}.fwd[M={m},N={n},K={k}]", source=_source("matmul.py", "matmul_kernel"), package=None, args=args,
         target=target, grid=p["grid"], num_warps=p["num_warps"], num_stages=p["num_stages"], meta=_meta(op, case, dtype, **tiles),
     )  # fmt: skip

@@ -435,13 +435,13 @@ def catalog_spec(backend: str, case: InputCase, role: str, *, precision: str = "
     """The catalog spec of the kernel ``backend`` launches for ``case`` in ``role`` (liger-kernel 0.5.10 recipes)."""
     if backend == "liger_layer_norm":
         return liger.layer_norm(case, op="liger.layer_norm", mode=role, dtype=precision, target=target,
-                                sm_count=sm_count, version=liger.DEFAULT_VERSION)
+                                sm_count=sm_count, version=liger.DEFAULT_VERSION).to_spec()
     if backend == "liger_embedding":
         return liger.embedding(case, op="liger.embedding", mode=role, dtype=precision, target=target,
-                               sm_count=sm_count, version=liger.DEFAULT_VERSION)
+                               sm_count=sm_count, version=liger.DEFAULT_VERSION).to_spec()
     if backend == "triton_layer_norm" and role == "fwd":
         return tutorial.layer_norm(case, op="tutorial.layer_norm", mode=role, dtype=precision, target=target,
-                                   sm_count=sm_count, version=None)
+                                   sm_count=sm_count, version=None).to_spec()
     raise KtriageError(f"no catalog kernel for {backend} {role}", f"artifact backends: {', '.join(REPLAYS)}")
 
 

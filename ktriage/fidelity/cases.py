@@ -1,0 +1,67 @@
+"""The launches the JIT-equivalence check runs: catalog ops and real third-party kernels.
+
+A case is a Launch (spec/launch.py: argument values as the library passes them) plus what the check
+needs to know: which autotune config the fake benchmarker picks, and the Triton releases that have
+the language features the kernel uses (a tensor-descriptor kernel cannot exist before 3.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from ktriage.spec.launch import Launch
+
+
+@dataclass(frozen=True)
+class FidelityCase:
+    """One launch to check. ``catalog``: it comes from a catalog recipe, so the recipe's spec must
+    also equal the spec of the JIT-level launch."""
+
+    name: str
+    launch: Launch
+    autotune_pick: int = 0
+    min_triton: str = "3.2.0"
+    min_reason: str = ""
+    catalog: bool = False
+
+    def supports(self, triton_version: str) -> bool:
+        return Version(triton_version) >= Version(self.min_triton)
+
+    def version_note(self) -> str:
+        return f"needs Triton >= {self.min_triton}" + (f" ({self.min_reason})" if self.min_reason else "")
+
+
+# (op, mode, input selectors): the layer_norm cliffs (N=4096 -> 4608, 8192 -> 8704), both embedding sweeps.
+CATALOG_SELECTION: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("liger.layer_norm", "bwd", ("0", "7", "15")),
+    ("liger.layer_norm", "fwd", ("7",)),
+    ("liger.embedding", "bwd", ("0", "8")),
+    ("liger.embedding", "fwd", ("0",)),
+    ("liger.layer_norm@0.8.5", "bwd", ("7",)),
+    ("liger.layer_norm@0.8.5", "fwd", ("7",)),
+    ("liger.embedding@0.8.5", "bwd", ("0",)),
+    ("tutorial.vector_add", "fwd", ("0",)),
+    ("tutorial.softmax", "fwd", ("0",)),
+    ("tutorial.layer_norm", "fwd", ("0",)),
+    ("tutorial.matmul", "fwd", ("0",)),
+)
+
+
+def catalog_cases(target: str = "sm_90") -> list[FidelityCase]:
+    """A few inputs of every catalog op, as its recipe describes the library's launch."""
+    from ktriage.catalog.registry import expand_launches
+
+    cases = []
+    for op, mode, inputs in CATALOG_SELECTION:
+        for launch in expand_launches(op, mode=mode, inputs=list(inputs), target=target):
+            cases.append(FidelityCase(name=launch.name, launch=launch, catalog=True))
+    return cases
+
+
+def all_cases(target: str = "sm_90") -> list[FidelityCase]:
+    """The catalog cases and the third-party ones (fidelity/thirdparty.py)."""
+    from ktriage.fidelity.thirdparty import thirdparty_cases
+
+    return [*catalog_cases(target), *thirdparty_cases(target)]

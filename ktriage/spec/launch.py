@@ -1,0 +1,111 @@
+"""Launch: one kernel launch described by its argument VALUES, as a library makes it.
+
+Why a concept of its own: a KernelSpec is what the JIT derives from a launch (types, constexprs,
+divisibility); a Launch is what the library passes (a tensor of bf16 at an aligned address, an int
+4096, ``BLOCK_SIZE=1024``, ``num_warps=8``). Catalog recipes restate launches; the JIT-equivalence
+harness replays a launch through Triton's real launch path (decorators, binder, compile) and compares
+what the JIT compiled with the spec ktriage derives from the same values (ktriage/fidelity); recording
+captures launches on a GPU host. ``to_spec`` is the one conversion, through spec.specialize.
+
+Values, in parameter order as the library passes them: ``Ptr(dtype, aligned)`` for tensors, Python
+ints/floats/bools/None, ``Constexpr(v)`` for what goes to a ``tl.constexpr`` parameter, and Triton
+dtypes written as strings ``"tl.float32"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.errors import KtriageError
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.specialize import Constexpr, Ptr, specialize_args
+
+# Triton's defaults when a launch passes no num_warps / num_stages (CUDAOptions, 3.2 through 3.9).
+TRITON_DEFAULT_WARPS = 4
+TRITON_DEFAULT_STAGES = 3
+# Keyword arguments of a launch that are compile options ktriage's spec carries.
+SPEC_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch: which function, the argument values, the options and the grid (see module doc)."""
+
+    name: str
+    source: str
+    package: str | None
+    args: tuple[tuple[str, Any], ...]
+    target: str = "sm_90"
+    grid: tuple[int, ...] = (1,)
+    num_warps: int = TRITON_DEFAULT_WARPS
+    num_stages: int = TRITON_DEFAULT_STAGES
+    num_ctas: int = 1
+    maxnreg: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_spec(self) -> KernelSpec:
+        """The spec the JIT compiles for this launch (spec.specialize holds the rules)."""
+        sp = specialize_args(list(self.args))
+        return KernelSpec(
+            name=self.name, source=self.source, package=self.package, signature=sp.signature,
+            constexprs=sp.constexprs, divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1,
+            num_warps=self.num_warps, num_stages=self.num_stages, num_ctas=self.num_ctas, maxnreg=self.maxnreg,
+            target=self.target, grid=self.grid, meta=dict(self.meta),
+        )  # fmt: skip
+
+    def encoded_args(self) -> list[list[Any]]:
+        """The arguments as JSON for insitu/jitrun.py (tensors as dtype + alignment, dtypes by name)."""
+        return [[name, encode_value(value)] for name, value in self.args]
+
+    def options(self) -> dict[str, Any]:
+        """The option keywords of the launch (num_warps, ...), as the library passes them."""
+        opts: dict[str, Any] = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.num_ctas != 1:
+            opts["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            opts["maxnreg"] = self.maxnreg
+        return opts
+
+
+def encode_value(value: Any) -> Any:
+    """A launch value as JSON (see insitu/jitrun.py for the encoding)."""
+    if isinstance(value, Ptr):
+        return {"tensor": value.dtype, "aligned": value.aligned}
+    if isinstance(value, Constexpr):
+        return encode_value(value.value)
+    if isinstance(value, str) and value.startswith("tl."):
+        return {"tl": value[3:]}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise KtriageError(f"cannot describe launch value {value!r}", "use Ptr, numbers, bools, None, Constexpr or 'tl.<dtype>'")
+
+
+def decode_value(value: Any) -> Any:
+    """Inverse of :func:`encode_value`, for values recorded by insitu/jitrun.py."""
+    if isinstance(value, dict):
+        if "tensor" in value:
+            return Ptr(str(value["tensor"]), aligned=bool(value.get("aligned", True)))
+        if "tl" in value:
+            return f"tl.{value['tl']}"
+        if "unsupported" in value:
+            raise KtriageError(f"a launch argument ktriage cannot describe: {value['unsupported']}",
+                               "such kernels cannot be compiled from a spec yet; report the argument type")
+        raise KtriageError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
+    return value
+
+
+def spec_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec's option fields from a launch's option keywords (Triton's defaults where absent)."""
+    return {
+        "num_warps": int(options.get("num_warps") or TRITON_DEFAULT_WARPS),
+        "num_stages": int(options.get("num_stages") or TRITON_DEFAULT_STAGES),
+        "num_ctas": int(options.get("num_ctas") or 1),
+        "maxnreg": int(options["maxnreg"]) if options.get("maxnreg") else None,
+    }
+
+
+def named_args(pairs: Sequence[Sequence[Any]]) -> dict[str, Any]:
+    """``[[name, encoded], ...]`` as ``{name: value}``, decoded."""
+    return {str(name): decode_value(value) for name, value in pairs}
