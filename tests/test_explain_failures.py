@@ -93,6 +93,22 @@ def test_reference_that_cannot_compile_falls_back_to_the_next(tmp_path: Path, to
     assert f"- **failed:** triton==3.3.1 cannot compile BN=64..128: {NO_TMA}" in md
 
 
+def test_no_change_among_the_rest_is_not_called_no_change(tmp_path: Path, toolchain: Any) -> None:
+    """The issue's case: the reference failed and the others agree. Neither the rows nor the findings
+    may say "no change" as if every toolchain had been compared."""
+    spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
+    out, data, md = _explain(tmp_path, spec, "triton==3.3.1", "triton==3.4.0",
+                             "triton==3.4.0,ptxas-options=--register-usage-level=10")
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    assert data["findings"] == [] and data["complete"] is False
+    line = "No resource changes among the toolchains that compiled; 2 of 6 cells failed (listed below)."
+    assert line in md and line in out.output
+    assert md.count("| vs triton==3.4.0: same resources (1 failed) |") == 2
+    for said in (out.output, md):
+        assert "no change" not in said and "No resource changes between" not in said
+    assert "triton==3.3.1 cannot compile BN=64..128" in out.output
+
+
 def test_allow_failures_gives_the_code_of_the_rest(tmp_path: Path, toolchain: Any) -> None:
     spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
     out, data, _ = _explain(tmp_path, spec, "triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131",
@@ -138,8 +154,11 @@ def test_import_failure_is_one_line_with_the_fix(tmp_path: Path, toolchain: Any)
     assert "'ktriage_missing_dep' at import time" in failure["fix"] and "`source`" in failure["fix"]
     (summary,) = [f["summary"] for f in data["failures"]]
     assert summary.startswith(f"triton==3.4.0 cannot compile BN=64: importing {kernel} failed: ModuleNotFoundError")
-    assert " — fix: " in summary and "\n" not in summary
+    assert " — fix: " in summary and "\n" not in summary and summary.endswith("; no toolchain compiled it.")
     assert summary in out.output
+    assert data["kernels"][0]["reference"] is None
+    assert data["kernels"][0]["reference_fallback"].endswith("; no toolchain compiled it, nothing is compared")
+    assert "not compared: no toolchain compiled it" in out.output
 
 
 def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, toolchain: Any, compiler: Any) -> None:
@@ -157,3 +176,32 @@ def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, 
     failure = compiler.compile(spec, toolchain("triton==3.4.0"))
     assert isinstance(failure, CompileFailure) and len(failure.message.splitlines()) > 3
     assert one_line(failure.message) == "CompilationError at 3:8: `w = tl.reshape(v, [BM, 3])`"
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    # the worker's "internal" reply: the headline, then the traceback
+    ("KeyError: 'ptx'\nTraceback (most recent call last):\n  File \"worker.py\", line 3, in handle\nKeyError: 'ptx'",
+     "KeyError: 'ptx'"),
+    # a crash while starting: the opening words, then the traceback's last exception line
+    ("compile worker died: Traceback (most recent call last):\n  File \"w.py\", line 1, in <module>\n"
+     "    import triton\nImportError: libcuda.so.1: cannot open shared object file",
+     "compile worker died: ImportError: libcuda.so.1: cannot open shared object file"),
+    # a dead worker's stderr tail: the last line says how it died
+    ("compile worker died: warning: something harmless\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo",
+     "compile worker died: LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo"),
+    # KtriageError text: the problem, not its fix line
+    ("could not install liger-kernel==9.9: not found\n  fix: check the version exists on PyPI",
+     "could not install liger-kernel==9.9: not found"),
+    # Triton's CompilationError with the cause appended as a repr
+    ("CompilationError: at 1:4:\ndef k(x):\n    tl.foo()\n    ^\nAttributeError(\"module 'triton.language' has no attribute 'foo'\")",
+     "CompilationError at 1:4 (`tl.foo()`): AttributeError: module 'triton.language' has no attribute 'foo'"),
+    ("", "failed"),
+])
+def test_one_line_message_shapes(message: str, expected: str) -> None:
+    """The message formats the compile stage writes (copied from ktriage.compile and Triton), as strings."""
+    assert one_line(message) == expected
+
+
+def test_one_line_is_bounded() -> None:
+    line = one_line("x" * 1000)
+    assert len(line) <= 200 and line.endswith("…")

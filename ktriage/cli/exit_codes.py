@@ -9,7 +9,7 @@ computed" (the answer is partial: a failed compile must never pass as "no change
 | 0 | OK | done, nothing to report (or findings that the command does not gate on) |
 | 1 | FINDING | regressions or a culprit found (``compare``) |
 | 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (with its fix) |
-| 3 | INTERNAL | internal error: a bug in ktriage |
+| 3 | INTERNAL | internal error: a bug in ktriage (reserved: ``app.main`` does not map uncaught exceptions yet, so they exit 1) |
 | 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout); see ``--allow-failures`` |
 """
 

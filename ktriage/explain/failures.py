@@ -26,6 +26,7 @@ _REPR_EXC = re.compile(r"^(\w+(?:Error|Exception|Failure))\((['\"])(.*)\2\)$")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Exception|Failure|Exit|Interrupt)\b.*")
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
+_DIED = "compile worker died:"  # ktriage.compile.pool's crash reply, followed by the worker's stderr tail
 
 
 def _squash(text: str) -> str:
@@ -58,15 +59,20 @@ def _compilation_error(lines: list[str], location: str) -> str:
 def one_line(message: str, fallback: str = "failed") -> str:
     """The first meaningful line of a failure message, as one line of at most MAX_LINE characters.
 
-    Rules, in order: a Python traceback gives its last exception line; a Triton CompilationError gives
-    its location, the offending source line and the cause; anything else its first non-empty line
-    that is not a ``fix:`` hint (the fix is reported apart, see :func:`fix_for`)."""
+    Rules, in order: a message that opens with a Python traceback gives its last exception line (after
+    the opening words, e.g. "compile worker died:"); a dead worker's stderr tail gives its last line
+    (where the signal or assertion is); a Triton CompilationError gives its location, the offending
+    source line and the cause; anything else its first non-empty line that is not a ``fix:`` hint
+    (the fix is reported apart, see :func:`fix_for`)."""
     lines = [ln.rstrip() for ln in message.strip().splitlines()]
     if not lines:
         return fallback
-    if lines[0].startswith("Traceback (most recent call last)"):
-        exc = [ln for ln in lines if _EXC_LINE.match(ln)]
-        return _squash(exc[-1] if exc else lines[-1])
+    head, sep, _ = lines[0].partition("Traceback (most recent call last)")
+    if sep:
+        exc = [ln for ln in lines[1:] if _EXC_LINE.match(ln.strip())]
+        return _squash(f"{head.strip()} {exc[-1] if exc else lines[-1]}".strip())
+    if lines[0].startswith(_DIED) and len(lines) > 1:
+        return _squash(f"{_DIED} {lines[-1]}")
     m = _LOCATION.match(lines[0].strip())
     if m:
         return _squash(_compilation_error(lines, m.group(2)))

@@ -159,7 +159,9 @@ def _changes_text(item: SpecExplain) -> str:
         return "not compared: no toolchain compiled it"
     if not item.comparisons:
         return f"not compared: only {ref_name} compiled it"
-    return f"{vs}same resources as {ref_name} where compiled ({failed} failed)"
+    if vs:
+        return f"{vs}same resources ({failed} failed)"
+    return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
 def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, title: str = "ktriage explain") -> str:
@@ -183,7 +185,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
     out.append("|" + "---|" * len(header))
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
-        row += [_cell(item.results.get(t.id)) for t in tcs]
+        row += [_cell(item.results.get(t.id)).replace("|", "\\|") for t in tcs]  # an error may quote `a | b`
         row.append(_changes_text(item).replace("\n", "<br>"))
         out.append("| " + " | ".join(row) + " |")
     sentences = list(dict.fromkeys(
