@@ -33,3 +33,17 @@ def atomic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     v = tl.load(x_ptr + offs, m)
     tl.atomic_add(out_ptr + (offs % 16), v, m)
 
+
+@triton.jit
+def tensor_descriptor_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Row softmax of a [BM, BN] tile, loaded and stored through device-side tensor descriptors (TMA).
+
+    `tl.make_tensor_descriptor` exists from Triton 3.4 on, so 3.3.1 cannot compile this kernel (explain's
+    reference fallback is tested on it); ptxas 12.4.131 and 12.8.93 allocate its registers differently."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    y_desc = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    tile = x_desc.load([pid_m * BM, pid_n * BN])
+    e = tl.exp(tile - tl.max(tile, 1)[:, None])
+    y_desc.store([pid_m * BM, pid_n * BN], e / tl.sum(e, 1)[:, None])

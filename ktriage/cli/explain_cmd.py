@@ -20,12 +20,13 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
-from ktriage.compile.compiler import CompileFailure, Compiler
+from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import Explainer, ExplainResult
-from ktriage.explain.findings import collect_findings
+from ktriage.explain.findings import collect_failure_findings, collect_findings
 from ktriage.explain.fixes import fixes_markdown, suggest_fixes
 from ktriage.explain.report import print_table, to_json, to_markdown
 
@@ -53,9 +54,13 @@ def explain(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
     fixes: Annotated[bool, typer.Option("--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes).")] = False,
     fix_toolchain: Annotated[list[str] | None, typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable.")] = None,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').")] = False,
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
-    occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."""
+    occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas.
+
+    Exit codes: 0 done, 2 usage or user error, 4 incomplete (some cells failed; --allow-failures
+    gives 0 then). Findings do not change the code: explain reports, compare gates."""
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
     console = make_console(stderr=fmt != Format.table)
     if bwd and fwd:
@@ -95,26 +100,35 @@ def explain(
             console.print(escape(fixes_markdown(fix_list)))
     if diff_text:
         typer.echo(diff_text)
-    _report_failures(result, console)
     if not no_report:
         md_path = report or Path("ktriage-reports") / f"explain-{_slug(target)}-{mode}.md"
         md_path.parent.mkdir(parents=True, exist_ok=True)
         md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})") + fix_md)
         md_path.with_suffix(".json").write_text(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
         console.print(f"report: {escape(str(md_path))} and {escape(str(md_path.with_suffix('.json')))}")
+    _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
+    code = exit_codes.with_failures(exit_codes.OK, result.complete, allow_failures)
+    if code != exit_codes.OK:
+        raise typer.Exit(code)
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(text).stem if text.endswith(".toml") else text)
 
 
-def _report_failures(result: ExplainResult, console: Console) -> None:
-    failures = [r for item in result.specs for r in item.results.values() if isinstance(r, CompileFailure)]
-    for failure in failures:
-        first = failure.message.strip().splitlines()[0] if failure.message.strip() else failure.kind
-        console.print(f"[red]failed[/] {escape(f'{failure.spec.name} with {failure.toolchain.spec} ({failure.stage}): {first}')}")
-    if failures:
-        console.print(f"[red]{len(failures)} compile(s) failed[/]; the other results above are complete.")
+def _report_failures(result: ExplainResult, console: Console, *, listed: bool, allow_failures: bool) -> None:
+    """The last word on the console (stderr for json/markdown): the result is incomplete, which
+    failures (grouped; unless the table just listed them) and what the exit code will be."""
+    if result.complete:
+        return
+    if not listed:
+        for finding in collect_failure_findings(result):
+            console.print(f"[red]failed[/] {escape(finding.summary())}")
+    cells = len(result.specs) * len(result.toolchains)
+    then = ("exit code 0 (--allow-failures)" if allow_failures
+            else f"exit code {exit_codes.INCOMPLETE} (pass --allow-failures for 0)")
+    console.print(f"[red]incomplete:[/] {len(result.failures)} of {cells} cells failed; the other results are "
+                  f"complete; {then}.")
 
 
 def _diffs(result: ExplainResult, ptx: bool, sass: bool) -> str:

@@ -4,6 +4,9 @@ The first toolchain is the reference. For every spec and every other toolchain t
 2x2 cross matrix (each PTX through each ptxas), analyzes the four cubins, and reports what changed
 (registers, spills, stack, shared memory, occupancy, SASS opcodes) with who is responsible. A spec
 that fails to compile with one toolchain is reported as such; the other specs and toolchains go on.
+When the reference itself fails on a spec (a kernel that uses an API the old release lacks), that
+spec is compared against the first toolchain that compiled it, and the spec says so: comparing
+nothing would read as "no change".
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from ktriage.analyze.resources import Resources
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
+from ktriage.explain.failures import fallback_reason
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 
@@ -103,17 +107,37 @@ class Comparison:
 
 @dataclass
 class SpecExplain:
-    """Everything explain learned about one spec."""
+    """Everything explain learned about one spec.
+
+    ``reference`` is the id of the toolchain the comparisons are against: the first toolchain whose
+    result is a KernelResult (None when none compiled). ``reference_fallback`` says why it is not the
+    first toolchain given (None when it is), so that no report passes a fallback off as the plan."""
 
     spec: KernelSpec
     results: dict[str, KernelResult | CompileFailure]
     comparisons: list[Comparison] = field(default_factory=list)
+    reference: str | None = None
+    reference_fallback: str | None = None
+
+    @property
+    def failures(self) -> list[CompileFailure]:
+        """The cells of this spec that produced no resources (compile, assemble, analyze, import, timeout)."""
+        return [r for r in self.results.values() if isinstance(r, CompileFailure)]
 
 
 @dataclass
 class ExplainResult:
     toolchains: list[Toolchain]
     specs: list[SpecExplain]
+
+    @property
+    def failures(self) -> list[CompileFailure]:
+        return [f for item in self.specs for f in item.failures]
+
+    @property
+    def complete(self) -> bool:
+        """True when every (spec, toolchain) cell has resources: only then may "no change" be claimed."""
+        return not self.failures
 
 
 def _metric(resources: Resources, occupancy: Occupancy, name: str) -> float | None:
@@ -204,12 +228,19 @@ class Explainer:
                 except KtriageError as exc:
                     results[toolchain.id] = CompileFailure(spec, toolchain, "analyze", "analyze", str(exc))
             item = SpecExplain(spec, results)
-            ref = results.get(toolchains[0].id)
+            # The reference is the first toolchain, in the order given, that compiled the spec.
+            ordered = [results[t.id] for t in toolchains]
+            first_ok = next((i for i, r in enumerate(ordered) if isinstance(r, KernelResult)), len(ordered))
+            ref = ordered[first_ok] if first_ok < len(ordered) else None
+            before = [r for r in ordered[:first_ok] if isinstance(r, CompileFailure)]
             if isinstance(ref, KernelResult):
-                for toolchain in toolchains[1:]:
-                    new = results.get(toolchain.id)
-                    if isinstance(new, KernelResult):
+                item.reference = ref.toolchain.id
+                for new in ordered[first_ok + 1:]:
+                    if isinstance(new, KernelResult) and new.toolchain.id != ref.toolchain.id:
                         item.comparisons.append(self.compare(ref, new))
+            if before:
+                item.reference_fallback = fallback_reason(
+                    before, ref.toolchain if isinstance(ref, KernelResult) else None)
             if on_explained is not None:
                 on_explained(item)
             return item

@@ -4,6 +4,10 @@ Thirty shapes that each say "spills 0 -> 3712 B, frontend" are one finding: "N=4
 stores rise (up to 3712 B); the frontend is responsible". Consecutive specs of the sweep (in the order
 the catalog or spec file gives them) with the same metric changing in the same direction and with the
 same attribution form one finding.
+
+A cell that failed is a finding too (``FailureFinding``): "triton==3.3.1 cannot compile N=..: <error>;
+compared against triton==3.4.0 instead". A change finding names the reference of its own comparisons,
+which is not the first toolchain where that one could not compile the kernel.
 """
 
 from __future__ import annotations
@@ -11,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.engine import Change, ExplainResult, toolchain_label
+from ktriage.explain.failures import fix_for, one_line
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
@@ -29,6 +35,18 @@ def input_label(meta: dict[str, Any], name: str) -> str:
     return name
 
 
+def input_range(inputs: list[str]) -> str:
+    """``N=4608..8192`` for consecutive inputs of one shape key, ``a .. b`` otherwise."""
+    if len(inputs) == 1:
+        return inputs[0]
+    first, last = inputs[0], inputs[-1]
+    key_a, _, val_a = first.partition("=")
+    key_b, _, val_b = last.partition("=")
+    if val_a and key_a == key_b and "," not in first:
+        return f"{key_a}={val_a}..{val_b}"
+    return f"{first} .. {last}"
+
+
 @dataclass
 class Finding:
     toolchain: str
@@ -41,14 +59,7 @@ class Finding:
 
     @property
     def range(self) -> str:
-        if len(self.inputs) == 1:
-            return self.inputs[0]
-        first, last = self.inputs[0], self.inputs[-1]
-        key_a, _, val_a = first.partition("=")
-        key_b, _, val_b = last.partition("=")
-        if val_a and key_a == key_b and "," not in first:
-            return f"{key_a}={val_a}..{val_b}"
-        return f"{first} .. {last}"
+        return input_range(self.inputs)
 
     def summary(self) -> str:
         worst = max(self.examples, key=lambda c: abs(c.new - c.ref))
@@ -77,7 +88,8 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
     findings: list[Finding] = []
     if len(result.toolchains) < 2:
         return findings
-    ref_name = toolchain_label(result.toolchains[0])
+    # A run of inputs holds one reference: where the first toolchain could not compile a spec and
+    # another served as reference, a finding of its own starts (and names that reference).
     for toolchain in result.toolchains[1:]:
         name = toolchain_label(toolchain)
         open_runs: dict[str, Finding] = {}
@@ -88,10 +100,12 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
             changes = [] if comparison is None else [
                 c for c in comparison.changes if c.metric in HEADLINE_METRICS
             ] + [c for c in comparison.opcode_changes if c.metric in NOTABLE_OPCODES]
+            ref_name = "" if comparison is None else toolchain_label(comparison.ref.toolchain)
             for change in changes:
                 direction = "up" if change.new > change.ref else "down"
                 run = open_runs.get(change.metric)
-                if run is None or run.direction != direction or run.attribution != change.attribution:
+                if (run is None or run.direction != direction or run.attribution != change.attribution
+                        or run.reference != ref_name):
                     run = Finding(name, ref_name, change.metric, direction, change.attribution)
                     findings.append(run)
                     open_runs[change.metric] = run
@@ -104,3 +118,80 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
     order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
     findings.sort(key=lambda f: (f.toolchain, order.get(f.metric, 99)))
     return findings
+
+
+@dataclass
+class FailureFinding:
+    """One toolchain failing on a run of consecutive inputs with the same one-line error.
+
+    ``fallback`` is the toolchain compared against instead when this toolchain was the requested
+    reference (``""`` when nothing compiled, None when it was not the reference)."""
+
+    toolchain: str
+    stage: str
+    kind: str
+    message: str  # the one-line error (no fix)
+    fix: str | None
+    fallback: str | None
+    inputs: list[str] = field(default_factory=list)
+
+    @property
+    def range(self) -> str:
+        return input_range(self.inputs)
+
+    def summary(self) -> str:
+        verb = {"frontend": "cannot compile", "assemble": "cannot assemble",
+                "analyze": "cannot analyze"}.get(self.stage, "cannot compile")
+        text = f"{self.toolchain} {verb} {self.range}: {self.message}"
+        if self.fix:
+            text += f" — fix: {self.fix}"
+        if self.fallback:
+            text += f"; compared against {self.fallback} instead"
+        elif self.fallback == "":
+            text += "; no toolchain compiled it"
+        return text + "."
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "toolchain": self.toolchain,
+            "stage": self.stage,
+            "kind": self.kind,
+            "message": self.message,
+            "fix": self.fix,
+            "reference_fallback": self.fallback,
+            "range": self.range,
+            "inputs": self.inputs,
+            "summary": self.summary(),
+        }
+
+
+def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
+    """The failed cells grouped like the change findings: per toolchain, consecutive inputs with the
+    same stage, error line and fallback form one finding; the toolchains in the order given."""
+    findings: list[FailureFinding] = []
+    first = result.toolchains[0].id if result.toolchains else None
+    for toolchain in result.toolchains:
+        run: FailureFinding | None = None
+        for item in result.specs:
+            failure = item.results.get(toolchain.id)
+            if not isinstance(failure, CompileFailure):
+                run = None
+                continue
+            fallback: str | None = None
+            if toolchain.id == first:
+                ref = next((t for t in result.toolchains if t.id == item.reference), None)
+                fallback = toolchain_label(ref) if ref is not None else ""
+            message = one_line(failure.message, failure.kind)
+            fix = fix_for(failure)
+            if (run is None or run.stage != failure.stage or run.message != message or run.fix != fix
+                    or run.fallback != fallback):
+                run = FailureFinding(toolchain_label(toolchain), failure.stage, failure.kind, message, fix, fallback)
+                findings.append(run)
+            run.inputs.append(input_label(item.spec.meta, item.spec.name))
+    return findings
+
+
+def failure_json(failure: CompileFailure) -> dict[str, Any]:
+    """A failed cell for a kernel's ``failures`` list: one-line message; the full text stays in ``results``."""
+    return {"toolchain": failure.toolchain.id, "toolchain_spec": str(failure.toolchain.spec), "stage": failure.stage,
+            "kind": failure.kind, "message": one_line(failure.message, failure.kind), "fix": fix_for(failure)}

@@ -1,4 +1,9 @@
-"""Render an ExplainResult as JSON (for tools), markdown (for CI summaries and issues) or a rich table."""
+"""Render an ExplainResult as JSON (for tools), markdown (for CI summaries and issues) or a rich table.
+
+A failed cell is shown as what it is everywhere: the table cell carries the stage and the one-line
+error, the findings carry a line per failing toolchain and input range, and "no resource changes" is
+only said when every cell has resources (otherwise: among those that compiled, with the count).
+"""
 
 from __future__ import annotations
 
@@ -18,7 +23,17 @@ from ktriage.explain.engine import (
     SpecExplain,
     toolchain_label,
 )
-from ktriage.explain.findings import Finding, collect_findings, input_label
+from ktriage.explain.failures import describe
+from ktriage.explain.findings import (
+    FailureFinding,
+    Finding,
+    collect_failure_findings,
+    collect_findings,
+    failure_json,
+    input_label,
+)
+
+NO_CHANGES = "No resource changes between the toolchains."
 
 
 def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
@@ -74,26 +89,46 @@ def to_json(result: ExplainResult, findings: list[Finding] | None = None) -> dic
             }
             for i, t in enumerate(result.toolchains)
         ],
+        "complete": result.complete,
         "kernels": [
             {
                 "name": item.spec.name,
                 "input": input_label(item.spec.meta, item.spec.name),
                 "target": item.spec.target,
                 "spec": item.spec.to_json(),
+                "reference": item.reference,
+                "reference_fallback": item.reference_fallback,
                 "results": {tid: _kernel_json(r) for tid, r in item.results.items()},
+                "failures": [failure_json(f) for f in item.failures],
                 "comparisons": [_comparison_json(c) for c in item.comparisons],
             }
             for item in result.specs
         ],
         "findings": [f.to_json() for f in findings],
+        "failures": [f.to_json() for f in collect_failure_findings(result)],
     }
+
+
+def no_change_line(result: ExplainResult) -> str:
+    """What to say when no change finding was made: "no change" only if nothing is missing."""
+    if result.complete:
+        return NO_CHANGES
+    cells = len(result.specs) * len(result.toolchains)
+    return (f"No resource changes among the toolchains that compiled; {len(result.failures)} of {cells} "
+            f"cells failed (listed below).")
+
+
+def finding_lines(result: ExplainResult, findings: list[Finding]) -> tuple[list[str], list[FailureFinding]]:
+    """The change findings' sentences (or the no-change line), and the failure findings, apart."""
+    lines = [f.summary() for f in findings] or [no_change_line(result)]
+    return lines, collect_failure_findings(result)
 
 
 def _cell(result: KernelResult | CompileFailure | None, compact: bool = False) -> str:
     if result is None:
         return "-"
     if isinstance(result, CompileFailure):
-        return f"error ({result.stage})"
+        return f"error: {describe(result, fix=False)}"
     r, o = result.resources, result.occupancy
     spill = "?" if r.spill_store_bytes is None else f"{r.spill_store_bytes}"
     if compact:
@@ -102,6 +137,11 @@ def _cell(result: KernelResult | CompileFailure | None, compact: bool = False) -
 
 
 def _changes_text(item: SpecExplain) -> str:
+    """The changes of one input; ``vs <toolchain>`` where the reference fell back, and never a bare
+    "no change" when a cell of the row failed."""
+    ref = item.results.get(item.reference) if item.reference is not None else None
+    ref_name = toolchain_label(ref.toolchain) if isinstance(ref, KernelResult) else ""
+    vs = f"vs {ref_name}: " if item.reference_fallback and ref_name else ""
     lines = []
     for c in item.comparisons:
         moved = [f"{ch.metric} {ch.ref:g}->{ch.new:g}" for ch in c.changes if ch.metric != "spill_load_bytes"]
@@ -109,8 +149,19 @@ def _changes_text(item: SpecExplain) -> str:
         if not moved and not ops:
             continue
         text = "; ".join(moved + ([ops] if ops else []))
-        lines.append(f"[{c.attribution()}] {text}")
-    return "\n".join(lines) if lines else "no change"
+        lines.append(f"{vs}[{c.attribution()}] {text}")
+    if lines:
+        return "\n".join(lines)
+    failed = len(item.failures)
+    if not failed:
+        return "no change"
+    if item.reference is None:
+        return "not compared: no toolchain compiled it"
+    if not item.comparisons:
+        return f"not compared: only {ref_name} compiled it"
+    if vs:
+        return f"{vs}same resources ({failed} failed)"
+    return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
 def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, title: str = "ktriage explain") -> str:
@@ -120,20 +171,21 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
     out.append("Toolchains (the first is the reference):")
     out += [f"- `{t.spec}`: Triton {t.triton_version}, ptxas {t.ptxas_version}"
             + (f" {' '.join(t.ptxas_options)}" if t.ptxas_options else "") + f" (`{t.id}`)" for t in tcs]
+    lines, failed = finding_lines(result, findings)
     out += ["", "## Findings", ""]
-    out += [f"- {f.summary()}" for f in findings] or ["- No resource changes between the toolchains."]
-    failures = [(item, r) for item in result.specs for r in item.results.values() if isinstance(r, CompileFailure)]
+    out += [f"- {line}" for line in lines]
+    out += [f"- **failed:** {f.summary()}" for f in failed]
+    failures = [(item, r) for item in result.specs for r in item.failures]
     if failures:
-        out += ["", "## Failures", ""]
-        out += [f"- {item.spec.name} with `{r.toolchain.spec}` ({r.stage}): {r.message.splitlines()[0] if r.message else ''}"
-                for item, r in failures]
+        out += ["", f"## Failures (incomplete: {len(failures)} of {len(result.specs) * len(tcs)} cells)", ""]
+        out += [f"- {item.spec.name} with `{r.toolchain.spec}`: {describe(r)}" for item, r in failures]
     out += ["", "## Per input", ""]
     header = ["input"] + [f"`{t.spec}`" for t in tcs] + ["changes [attribution]"]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
-        row += [_cell(item.results.get(t.id)) for t in tcs]
+        row += [_cell(item.results.get(t.id)).replace("|", "\\|") for t in tcs]  # an error may quote `a | b`
         row.append(_changes_text(item).replace("\n", "<br>"))
         out.append("| " + " | ".join(row) + " |")
     sentences = list(dict.fromkeys(
@@ -156,14 +208,19 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     table.add_column("changes [attribution]")
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
-        row += [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
+        cells = [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
         changes = escape(_changes_text(item))
-        row = [escape(cell) for cell in row]
+        row = [escape(cell) for cell in row] + [
+            f"[red]{escape(cell)}[/]" if cell.startswith("error: ") else escape(cell) for cell in cells]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
+    lines, failed = finding_lines(result, findings)
     console.print("[bold]Findings[/]")
-    if not findings:
-        console.print("  no resource changes between the toolchains")
-    for f in findings:
-        console.print(f"  • {escape(f.summary())}")
+    for line in lines:
+        console.print(f"  • {escape(line)}")
+    if failed:
+        console.print(f"[bold red]Failures[/] (incomplete: {len(result.failures)} of "
+                      f"{len(result.specs) * len(result.toolchains)} cells)")
+    for f in failed:
+        console.print(f"  • [red]{escape(f.summary())}[/]")
