@@ -123,7 +123,7 @@ def check_case(case: FidelityCase, jit: dict[str, Any], toolchain: Toolchain, co
     if not compiles or launch is None:
         return Row(case.name, version, "error", "the JIT compiled nothing for this launch")
     record = compiles[launch["compiles"][-1]] if len(compiles) > launch["compiles"][-1] else compiles[-1]
-    common = {"kernel": str(record.get("name", "")), "heuristics": tuple(jit.get("heuristics") or ()),
+    common: dict[str, Any] = {"kernel": str(record.get("name", "")), "heuristics": tuple(jit.get("heuristics") or ()),
               "autotuned": jit.get("autotune_configs") is not None,
               "jit_options": {k: launch["options"][k] for k in ("num_warps", "num_stages") if k in launch["options"]}}
     try:
