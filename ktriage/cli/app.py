@@ -29,6 +29,7 @@ def _register() -> None:
         catalog_cmd,
         compare_cmd,
         explain_cmd,
+        fidelity_cmd,
         occupancy_cmd,
         runs_cmd,
         toolchain_cmd,
@@ -41,6 +42,7 @@ def _register() -> None:
     app.command("bisect")(bisect_cmd.bisect)
     app.command("bisect-step")(bisect_cmd.bisect_step)
     app.command("tune")(tune_cmd.tune)
+    app.command("fidelity")(fidelity_cmd.fidelity)
     app.add_typer(toolchain_cmd.app, name="toolchain")
     app.add_typer(catalog_cmd.app, name="catalog")
     app.command("occupancy")(occupancy_cmd.occupancy)

@@ -131,6 +131,18 @@ def _sha(*parts: str) -> str:
     return h.hexdigest()[:24]
 
 
+def _insitu_fingerprint() -> str:
+    """A hash of the code that runs inside the toolchains (ktriage/insitu/*.py): a frontend cache entry
+    made by other worker code (how sources are built, what is recorded) is never served."""
+    h = hashlib.sha256()
+    for path in sorted((Path(__file__).resolve().parent.parent / "insitu").glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+INSITU_FINGERPRINT = _insitu_fingerprint()
+
+
 def _frontend_identity(toolchain: Toolchain) -> str:
     """What makes two toolchains produce the same PTX: the Triton build, not the ptxas."""
     identity = getattr(toolchain, "frontend_id", None)
@@ -189,7 +201,7 @@ class Compiler:
         return paths
 
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
-        key = _sha("frontend", str(PROTOCOL_VERSION), spec.key(), _frontend_identity(toolchain))
+        key = _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, spec.key(), _frontend_identity(toolchain))
         final = self.cache / "frontend" / key
         done = final / "result.json"
         if done.exists():

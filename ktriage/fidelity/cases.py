@@ -17,7 +17,8 @@ from ktriage.spec.launch import Launch
 @dataclass(frozen=True)
 class FidelityCase:
     """One launch to check. ``catalog``: it comes from a catalog recipe, so the recipe's spec must
-    also equal the spec of the JIT-level launch."""
+    also equal the spec of the JIT-level launch. ``pass_options``: the library passes num_warps /
+    num_stages itself (False for autotuned kernels, whose configs carry them)."""
 
     name: str
     launch: Launch
@@ -25,6 +26,7 @@ class FidelityCase:
     min_triton: str = "3.2.0"
     min_reason: str = ""
     catalog: bool = False
+    pass_options: bool = True
 
     def supports(self, triton_version: str) -> bool:
         return Version(triton_version) >= Version(self.min_triton)

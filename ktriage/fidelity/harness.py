@@ -73,7 +73,7 @@ def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, wo
         request = {
             "target_cc": cc, "prime": prime, "out_dir": str(out_dir),
             "cases": [{"id": c.name, "source": c.launch.source, "sys_path": sys_path, "args": c.launch.encoded_args(),
-                       "options": c.launch.options(), "grid": list(c.launch.grid), "autotune_pick": c.autotune_pick}
+                       "options": c.launch.options() if c.pass_options else {}, "grid": list(c.launch.grid), "autotune_pick": c.autotune_pick}
                       for c in members],
         }  # fmt: skip
         req_path, res_path = out_dir / "request.json", out_dir / "result.json"

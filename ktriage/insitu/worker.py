@@ -286,11 +286,22 @@ def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], 
     constexpr_params = {n for n, t in signature.items() if t == "constexpr" and n not in equal_to_1}
     sig = {n: ("i32" if n in equal_to_1 else t) for n, t in signature.items() if n not in constexpr_params}
     constants = {n: _constexpr_value(v) for n, v in constexprs.items()}
+    # 3.2's JIT puts every parameter through AttrsDescriptor's rules, tl.constexpr ones included: an int
+    # (a bool too: False % 16 == 0) that is a multiple of 16, or None, is "divisible"; a non-bool int 1
+    # is "equal to 1". For constexprs this changes no code, but it is what the JIT passes to compile.
+    def divisible_constexpr(value: Any) -> bool:
+        return value is None or (isinstance(value, int) and value % 16 == 0)
+
+    def one_constexpr(value: Any) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value == 1
+
     attrs = AttrsDescriptor.from_dict({
         "cls": "AttrsDescriptor",
         "arg_properties": {
-            "tt.divisibility": [i for i, n in enumerate(names) if n in divisible],
-            "tt.equal_to": [i for i, n in enumerate(names) if n in equal_to_1],
+            "tt.divisibility": [i for i, n in enumerate(names) if n in divisible
+                                or (n in constexpr_params and divisible_constexpr(constexprs.get(n)))],
+            "tt.equal_to": [i for i, n in enumerate(names) if n in equal_to_1
+                            or (n in constexpr_params and one_constexpr(constexprs.get(n)))],
         },
     })
     return ASTSource(fn, sig, constants, attrs)
