@@ -77,9 +77,15 @@ def show(
     id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC"),
     fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
 ) -> None:
-    """Show every field of a built toolchain."""
+    """Show every field of a built toolchain, and how its Triton assembles for each probed arch."""
     tc = _find(id_or_spec)
     data = tc.to_json()
+    facts = tc.facts()
+    data["order_sensitive"] = facts.order_sensitive
+    data["assemblers"] = {
+        f"sm_{cc}": tc.assembler(cc).label() if not isinstance(arch, str) else f"cannot build: {arch}"
+        for cc, arch in sorted(facts.archs.items())
+    }
     if fmt is Format.json:
         typer.echo(json.dumps(data, indent=2))
         return
@@ -87,6 +93,8 @@ def show(
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for key, value in data.items():
+        if isinstance(value, dict):
+            value = "; ".join(f"{k}: {v}" for k, v in value.items())
         table.add_row(key, " ".join(value) if isinstance(value, list) else str(value))
     console.print(table)
 

@@ -15,7 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 import ktriage
+from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
+from ktriage.errors import KtriageError
+from ktriage.toolchain.manager import Toolchain
 from ktriage.explain.engine import (
     Comparison,
     ExplainResult,
@@ -72,6 +75,17 @@ def opcode_delta_text(comparison: Comparison, limit: int = 6) -> str:
     return ", ".join(parts)
 
 
+def assembler_label(toolchain: Toolchain, result: ExplainResult) -> str:
+    """The ptxas that made this toolchain's cubins for the explained arch, with the options beyond
+    ``-lineinfo -v`` (Triton's own and the toolchain's): e.g. "ptxas 13.4.59 (ptxas-blackwell)
+    --regAllocOptLevel=2" for Triton 3.9 on sm_90."""
+    target = result.specs[0].spec.target if result.specs else "sm_90"
+    try:
+        return toolchain.assembler(parse_arch(target).cc).label()
+    except KtriageError:
+        return f"ptxas {toolchain.ptxas_version}" + (f" {' '.join(toolchain.ptxas_options)}" if toolchain.ptxas_options else "")
+
+
 def to_json(result: ExplainResult, findings: list[Finding] | None = None) -> dict[str, Any]:
     findings = collect_findings(result) if findings is None else findings
     return {
@@ -85,6 +99,7 @@ def to_json(result: ExplainResult, findings: list[Finding] | None = None) -> dic
                 "triton_version": t.triton_version,
                 "ptxas_version": t.ptxas_version,
                 "ptxas_options": list(t.ptxas_options),
+                "assembler": assembler_label(t, result),
                 "reference": i == 0,
             }
             for i, t in enumerate(result.toolchains)
@@ -169,8 +184,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
     tcs = result.toolchains
     out = [f"# {title}", ""]
     out.append("Toolchains (the first is the reference):")
-    out += [f"- `{t.spec}`: Triton {t.triton_version}, ptxas {t.ptxas_version}"
-            + (f" {' '.join(t.ptxas_options)}" if t.ptxas_options else "") + f" (`{t.id}`)" for t in tcs]
+    out += [f"- `{t.spec}`: Triton {t.triton_version}, {assembler_label(t, result)} (`{t.id}`)" for t in tcs]
     lines, failed = finding_lines(result, findings)
     out += ["", "## Findings", ""]
     out += [f"- {line}" for line in lines]
