@@ -3,7 +3,8 @@
 Thirty shapes that each say "spills 0 -> 3712 B, frontend" are one finding: "N=4608..8192: spill
 stores rise (up to 3712 B); the frontend is responsible". Consecutive specs of the sweep (in the order
 the catalog or spec file gives them) with the same metric changing in the same direction and with the
-same attribution form one finding.
+same attribution form one finding. `DetailFinding`s (the main loop's length, memory/tensor/sync
+instructions whose modifiers changed: explain/sass_detail.py) are merged the same way and come last.
 """
 
 from __future__ import annotations
@@ -11,11 +12,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktriage.explain.engine import Change, ExplainResult, toolchain_label
+from ktriage.explain.attribution import CrossCells
+from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
+from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
 NOTABLE_OPCODES = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
+# How a finding names who is responsible (all finding kinds share the wording).
+_BLAME = {"frontend": "the frontend (Triton/LLVM PTX) is responsible", "ptxas": "ptxas is responsible",
+          "both": "frontend and ptxas together", "unknown": "cause unknown (cross matrix incomplete)"}
 
 
 def input_label(meta: dict[str, Any], name: str) -> str:
@@ -54,9 +60,7 @@ class Finding:
         worst = max(self.examples, key=lambda c: abs(c.new - c.ref))
         verb = "rises" if self.direction == "up" else "falls"
         unit = " B" if self.metric.endswith("bytes") else ""
-        blame = {"frontend": "the frontend (Triton/LLVM PTX) is responsible",
-                 "ptxas": "ptxas is responsible", "both": "frontend and ptxas together",
-                 "unknown": "cause unknown (cross matrix incomplete)"}.get(self.attribution, self.attribution)
+        blame = _BLAME.get(self.attribution, self.attribution)
         return (f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
                 f"(worst {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}.")
 
@@ -101,6 +105,73 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
             for metric in list(open_runs):
                 if metric not in seen:
                     del open_runs[metric]
+    findings += _detail_findings(result)
     order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
     findings.sort(key=lambda f: (f.toolchain, order.get(f.metric, 99)))
+    return findings
+
+
+@dataclass
+class DetailFinding(Finding):
+    """A finding the base-opcode histogram hides: the main loop's length, or an instruction class
+    whose modifiers changed (metric `main_loop_instructions` or `instructions:<class>`).
+
+    `examples` hold a `Change` per input as for the other findings (for the loop: its instruction
+    counts; for a class: 0 -> number of changed instructions), `texts` what changed in words.
+    """
+
+    texts: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        worst = max(range(len(self.examples)), key=lambda i: abs(self.examples[i].new - self.examples[i].ref))
+        where = f" (worst at {self.inputs[worst]})" if len(self.inputs) > 1 else ""
+        blame = _BLAME.get(self.attribution, self.attribution)
+        return f"{self.range}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
+
+
+def _detail_changes(comparison: Comparison) -> list[tuple[Change, str, str]]:
+    """(change, direction, text) for the main loop and each class worth a finding."""
+    out: list[tuple[Change, str, str]] = []
+    detail = comparison.sass_detail
+    loop = detail.main_loop
+    if loop is not None and loop.changed and loop.attribution != "none":
+        direction = "up" if loop.delta > 0 else "down"
+        out.append((Change("main_loop_instructions", loop.cells.ref, loop.cells.new, loop.attribution, loop.cells,
+                           loop.text()), direction, loop.text()))
+    for cls in detail.classes:
+        if cls.size < OPCODE_MIN_CLASS_DELTA or cls.attribution == "none":
+            continue
+        text = f"{CLASS_TITLES[cls.name]} instructions: {cls.text(limit=6)}"
+        cells = CrossCells(0.0, float(cls.size), None, None)
+        out.append((Change(f"instructions:{cls.name}", 0.0, float(cls.size), cls.attribution, cells, text),
+                    "changed", text))
+    return out
+
+
+def _detail_findings(result: ExplainResult) -> list[Finding]:
+    """Detail findings, consecutive inputs with the same metric, direction and attribution merged."""
+    findings: list[Finding] = []
+    if len(result.toolchains) < 2:
+        return findings
+    ref_name = toolchain_label(result.toolchains[0])
+    for toolchain in result.toolchains[1:]:
+        name = toolchain_label(toolchain)
+        open_runs: dict[str, DetailFinding] = {}
+        for item in result.specs:
+            comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
+            label = input_label(item.spec.meta, item.spec.name)
+            seen: set[str] = set()
+            for change, direction, text in [] if comparison is None else _detail_changes(comparison):
+                run = open_runs.get(change.metric)
+                if run is None or run.direction != direction or run.attribution != change.attribution:
+                    run = DetailFinding(name, ref_name, change.metric, direction, change.attribution)
+                    findings.append(run)
+                    open_runs[change.metric] = run
+                run.inputs.append(label)
+                run.examples.append(change)
+                run.texts.append(text)
+                seen.add(change.metric)
+            for metric in list(open_runs):
+                if metric not in seen:
+                    del open_runs[metric]
     return findings
