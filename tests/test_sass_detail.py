@@ -222,6 +222,8 @@ def test_explain_embedding_names_the_atomic_variants(toolchain, shared_compiler)
     sync = next(c for c in detail.classes if c.name == "sync")
     assert dict(sync.delta)["MEMBAR.ALL.CTA"] == -32 and dict(sync.delta)["CCTL.IVALL"] == 32
     findings = collect_findings(result)
+    [atomic_finding] = [f for f in findings if f.metric == "instructions:atomic"]
+    assert isinstance(atomic_finding, DetailFinding) and atomic_finding.direction == "changed"  # a swap
     lines = [f.summary() for f in findings if isinstance(f, DetailFinding)]
     assert any("atomic instructions: REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU -32 -> ATOMG.E.ADD.F32x4" in s
                and s.endswith("ptxas is responsible.") for s in lines), lines
@@ -254,3 +256,5 @@ def test_explain_layer_norm_main_loop_grows_with_the_spills(toolchain, shared_co
     assert isinstance(finding, DetailFinding) and finding.direction == "up"
     assert finding.summary().startswith("N=4608: with triton==3.4.0 vs triton==3.3.1, main loop ")
     assert "LDL +" in finding.summary() and finding.summary().endswith("the frontend (Triton/LLVM PTX) is responsible.")
+    [local] = [f for f in collect_findings(result) if f.metric == "instructions:local"]
+    assert local.direction == "up" and "local memory instructions: LDL.LU +" in local.summary()

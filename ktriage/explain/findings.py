@@ -143,8 +143,10 @@ def _detail_changes(comparison: Comparison) -> list[tuple[Change, str, str]]:
             continue
         text = f"{CLASS_TITLES[cls.name]} instructions: {cls.text(limit=6)}"
         cells = CrossCells(0.0, float(cls.size), None, None)
+        net = sum(d for _, d in cls.delta)  # more, fewer, or as many instructions of other kinds
+        direction = "up" if net > 0 else "down" if net < 0 else "changed"
         out.append((Change(f"instructions:{cls.name}", 0.0, float(cls.size), cls.attribution, cells, text),
-                    "changed", text))
+                    direction, text))
     return out
 
 
