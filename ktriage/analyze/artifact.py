@@ -13,7 +13,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from ktriage.analyze.occupancy import Occupancy, compute_occupancy
-from ktriage.analyze.resources import Resources, analyze
+from ktriage.analyze.resources import SCHEMA_VERSION, Resources, analyze
 from ktriage.arch import parse_arch
 
 if TYPE_CHECKING:
@@ -24,12 +24,17 @@ if TYPE_CHECKING:
 def cached_resources(cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kernel_name: str,
                      triton_shared: int) -> Resources:
     """Analyze a cubin once: cuobjdump runs cost more than everything else in a warm re-run, so the
-    result is stored next to the cubin (keyed by what else it depends on)."""
+    result is stored next to the cubin (keyed by what else it depends on). The key includes the
+    `Resources` schema: a new schema recomputes from the cubin (old files stay for an older ktriage
+    sharing the home), and a file whose schema does not match is recomputed too."""
     key = hashlib.sha256("\0".join([str(toolchain.cuobjdump), hashlib.sha256(ptx.encode()).hexdigest(),
-                                      kernel_name, str(triton_shared)]).encode()).hexdigest()[:16]
+                                      kernel_name, str(triton_shared),
+                                      f"schema={SCHEMA_VERSION}"]).encode()).hexdigest()[:16]
     path = cubin.dir / f"resources-{key}.json"
     if path.exists():
-        return Resources.from_json(path.read_text())
+        data = json.loads(path.read_text())
+        if data.get("schema") == SCHEMA_VERSION:
+            return Resources.from_json(data)
     resources = analyze(cubin.cubin_path, cuobjdump=toolchain.cuobjdump, ptxas_log=cubin.ptxas_log, ptx=ptx,
                         kernel_name=kernel_name, triton_shared=triton_shared)
     tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")

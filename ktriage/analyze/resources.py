@@ -4,7 +4,8 @@ Why: most Triton regressions across compiler versions are resource regressions (
 spills, an opcode that changed). `Resources` gathers every number `explain` compares, each from
 the source that is authoritative for it, without a GPU:
 
-- cubin via cuobjdump: registers, stack frame, static shared memory, barriers, SASS;
+- cubin via cuobjdump: registers, stack frame, static shared memory, barriers, SASS (opcode
+  histograms, memory/tensor-core/sync instructions with their modifiers, loops and the main loop);
 - the ptxas `-v` log: spill store/load bytes (nothing else records them); None when no log;
 - the PTX: declared virtual registers (NOT register usage) and PTX instruction count;
 - Triton's metadata: the dynamic shared memory the launch requests.
@@ -29,6 +30,7 @@ from ktriage.analyze.cuobjdump import (
 from ktriage.analyze.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
+from ktriage.analyze.sass_loops import SassLoop, find_loops
 from ktriage.errors import KtriageError
 
 # From sm_90 on, ptxas puts the 1 KB the driver reserves per block (RESERVED_SHARED_MEMORY_PER_BLOCK)
@@ -38,7 +40,8 @@ from ktriage.errors import KtriageError
 # 4096; Triton kernels show SHARED:1024 and 0 (tests/data/resources/h200_shared_check.json).
 SM90_RESERVED_SHARED_BYTES = 1024
 
-SCHEMA_VERSION = 1
+# 2: sass_classes and sass_loops. Cached resources of another schema are recomputed (artifact.py).
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ class Resources:
     ptx_instructions: int | None = None
     barriers: int | None = None  # named barriers (cubin ELF flags; ptxas >= 12.8 log)
     cumulative_stack_bytes: int | None = None  # ptxas log: stack incl. callees
+    # memory/atomic/shared/local/tensor/sync class -> full opcode (modifiers kept) -> count (sass.py)
+    sass_classes: dict[str, dict[str, int]] = field(default_factory=dict)
+    sass_loops: tuple[SassLoop, ...] = ()  # natural loops, the main loop first (sass_loops.py)
+
+    @property
+    def main_loop(self) -> SassLoop | None:
+        """The loop the kernel most likely spends its iterations in (rule: sass_loops.py), if any."""
+        return self.sass_loops[0] if self.sass_loops and self.sass_loops[0].main else None
 
     @property
     def has_spills(self) -> bool | None:
@@ -82,7 +93,9 @@ class Resources:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
-        return {"schema": SCHEMA_VERSION, **asdict(self)}
+        data = asdict(self)
+        data["sass_loops"] = [loop.to_json() for loop in self.sass_loops]
+        return {"schema": SCHEMA_VERSION, **data}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> Resources:
@@ -95,6 +108,7 @@ class Resources:
                 "recompute them (they are derived from the cached artifact)",
             )
         known = {f.name for f in fields(cls)}
+        obj["sass_loops"] = tuple(SassLoop.from_json(loop) for loop in obj.get("sass_loops", ()))
         return cls(**{k: v for k, v in obj.items() if k in known})
 
 
@@ -171,4 +185,6 @@ def analyze(
         ptx_instructions=ptx_fn.instructions if ptx_fn else None,
         barriers=barriers,
         cumulative_stack_bytes=info.cumulative_stack_bytes if info else None,
+        sass_classes=sass_fn.class_histogram(),
+        sass_loops=tuple(find_loops(sass_fn)),
     )

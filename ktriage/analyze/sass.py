@@ -10,13 +10,19 @@ after the end and the `BRA` to itself that the assembler places after the last `
 trap for run-away warps). That padding only rounds code size up to an alignment and changes
 with unrelated code size, so counting it would create fake deltas. The padding count is kept
 (`padding`) for anyone who wants the raw number.
+
+Instruction classes: base opcodes hide changes that live in the modifiers (`LDG.E.128` becoming
+two `LDG.E.64`, an eviction hint `.EF` appearing, `.STRONG.GPU` vs `.STRONG.SYS`, `MEMBAR.ALL.CTA`
+becoming `CCTL.IVALL`). For the instructions where modifiers carry cache policy, width, scope or
+tensor-core shape (memory, atomics, tensor cores, synchronization), `class_histogram` keeps the
+full opcode per class, so a comparison can say which variant replaced which.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _CUOBJ_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _NVDIS_FUNC = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
@@ -30,6 +36,32 @@ _LABEL_TARGET = re.compile(r"^BRA(?:\.\S+)?\s+`?\(?(\.L_\w+)\)?`?\s*$")
 
 LOCAL_LOAD = "LDL"
 LOCAL_STORE = "STL"
+
+# Base opcodes whose modifiers matter, by class. Chosen from what ptxas 12.4-12.8 emits for sm_80,
+# sm_90a and sm_100a (tests/data/resources/*.sass, Triton matmul/reduction/atomic/embedding
+# kernels): cp.async is LDGSTS, TMA is UTMALDG/UTMASTG (UBLK* for bulk copies), wgmma is HGMMA
+# (IGMMA/QGMMA for int8/fp8), tcgen05 is UTC*MMA with LDTM/STTM for tensor memory, mbarriers are
+# SYNCS. One class holds the instructions that replace each other (REDG <-> ATOMG, HMMA <-> HGMMA,
+# LDG <-> LDGSTS <-> UTMALDG, MEMBAR <-> CCTL) so that a delta can pair them.
+INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
+    "global": ("LDG", "STG", "LD", "ST", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG",
+               "UBLKCP", "UBLKPF", "UBLKRED"),
+    "atomic": ("ATOM", "ATOMG", "ATOMS", "RED", "REDG", "REDAS"),
+    "shared": ("LDS", "STS", "LDSM", "STSM"),
+    "local": ("LDL", "STL"),
+    "tensor": ("HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA",
+               "UTCIMMA", "UTCQMMA", "UTCOMMA", "UTCMMA", "LDTM", "STTM", "UTCBAR", "UTCCP"),
+    "sync": ("BAR", "MEMBAR", "ERRBAR", "CGAERRBAR", "FENCE", "CCTL", "SYNCS", "DEPBAR", "LDGDEPBAR",
+             "WARPGROUP", "ARRIVES", "UCGABAR_ARV", "UCGABAR_WAIT", "UTMACCTL", "UTMACMDFLUSH"),
+}
+_CLASS_OF = {op: name for name, ops in INSTRUCTION_CLASSES.items() for op in ops}
+# Classes whose instructions move data or do the math: what a main loop is made of (sass_loops.py).
+WORK_CLASSES = frozenset({"global", "atomic", "shared", "local", "tensor"})
+
+
+def instruction_class(base_opcode: str) -> str | None:
+    """The class (`global`, `atomic`, `shared`, `local`, `tensor`, `sync`) of a base opcode, or None."""
+    return _CLASS_OF.get(base_opcode)
 
 
 @dataclass(frozen=True)
@@ -60,6 +92,7 @@ class SassFunction:
     arch: str | None
     instructions: tuple[SassInstruction, ...]
     padding: int = 0
+    labels: dict[str, int] = field(default_factory=dict, compare=False)  # nvdisasm label -> address
 
     @property
     def instruction_count(self) -> int:
@@ -69,6 +102,19 @@ class SassFunction:
         """Counts per opcode, most frequent first; base opcodes unless `with_modifiers`."""
         counts = Counter(i.opcode if with_modifiers else i.base_opcode for i in self.instructions)
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def class_histogram(self) -> dict[str, dict[str, int]]:
+        """Per instruction class, counts per full opcode (modifiers kept), most frequent first.
+
+        Only the classes of `INSTRUCTION_CLASSES`, only classes present, in that table's order.
+        """
+        counts: dict[str, Counter[str]] = {}
+        for inst in self.instructions:
+            name = instruction_class(inst.base_opcode)
+            if name is not None:
+                counts.setdefault(name, Counter())[inst.opcode] += 1
+        return {name: dict(sorted(counts[name].items(), key=lambda kv: (-kv[1], kv[0])))
+                for name in INSTRUCTION_CLASSES if name in counts}
 
     @property
     def local_loads(self) -> int:
@@ -143,6 +189,6 @@ def parse_sass(text: str) -> dict[str, SassFunction]:
     for name, (instrs, labels) in found.items():
         kept, padding = _strip_padding(instrs, labels)
         result[name] = SassFunction(
-            name=name, arch=arch_of.get(name), instructions=tuple(kept), padding=padding
+            name=name, arch=arch_of.get(name), instructions=tuple(kept), padding=padding, labels=labels
         )
     return result

@@ -23,6 +23,7 @@ from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
 from ktriage.explain.failures import fallback_reason
+from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 
@@ -89,6 +90,8 @@ class Comparison:
     changes: list[Change] = field(default_factory=list)
     opcode_changes: list[Change] = field(default_factory=list)
     cross_errors: list[str] = field(default_factory=list)
+    # modifier-level memory/tensor/sync changes and the main loop (what base opcodes hide)
+    sass_detail: SassDetail = field(default_factory=SassDetail)
 
     @property
     def changed(self) -> bool:
@@ -202,6 +205,9 @@ class Explainer:
             comparison.opcode_changes.append(Change(op, a, b, who, cells, sentence(
                 op, cells, who, ref_name, new_name, ref.artifact.cubin.ptxas_version, new.artifact.cubin.ptxas_version)))
         comparison.opcode_changes.sort(key=lambda c: -abs(c.new - c.ref))
+        comparison.sass_detail = compare_sass_detail(
+            ref.resources, new.resources, None if isinstance(swap_front, str) else swap_front[0],
+            None if isinstance(swap_asm, str) else swap_asm[0])
         return comparison
 
     def run(

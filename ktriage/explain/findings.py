@@ -7,7 +7,9 @@ same attribution form one finding.
 
 A cell that failed is a finding too (``FailureFinding``): "triton==3.3.1 cannot compile N=..: <error>;
 compared against triton==3.4.0 instead". A change finding names the reference of its own comparisons,
-which is not the first toolchain where that one could not compile the kernel.
+which is not the first toolchain where that one could not compile the kernel. `DetailFinding`s (the
+main loop's length, memory/tensor/sync instructions whose modifiers changed: explain/sass_detail.py)
+are merged the same way and come last.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ktriage.compile.compiler import CompileFailure
-from ktriage.explain.engine import Change, ExplainResult, toolchain_label
+from ktriage.explain.attribution import CrossCells
+from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
+from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
 NOTABLE_OPCODES = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
+# How a finding names who is responsible (all finding kinds share the wording).
+_BLAME = {"frontend": "the frontend (Triton/LLVM PTX) is responsible", "ptxas": "ptxas is responsible",
+          "both": "frontend and ptxas together", "unknown": "cause unknown (cross matrix incomplete)"}
 
 
 def input_label(meta: dict[str, Any], name: str) -> str:
@@ -65,9 +72,7 @@ class Finding:
         worst = max(self.examples, key=lambda c: abs(c.new - c.ref))
         verb = "rises" if self.direction == "up" else "falls"
         unit = " B" if self.metric.endswith("bytes") else ""
-        blame = {"frontend": "the frontend (Triton/LLVM PTX) is responsible",
-                 "ptxas": "ptxas is responsible", "both": "frontend and ptxas together",
-                 "unknown": "cause unknown (cross matrix incomplete)"}.get(self.attribution, self.attribution)
+        blame = _BLAME.get(self.attribution, self.attribution)
         return (f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
                 f"(worst {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}.")
 
@@ -115,6 +120,7 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
             for metric in list(open_runs):
                 if metric not in seen:
                     del open_runs[metric]
+    findings += _detail_findings(result)
     order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
     findings.sort(key=lambda f: (f.toolchain, order.get(f.metric, 99)))
     return findings
@@ -195,3 +201,70 @@ def failure_json(failure: CompileFailure) -> dict[str, Any]:
     """A failed cell for a kernel's ``failures`` list: one-line message; the full text stays in ``results``."""
     return {"toolchain": failure.toolchain.id, "toolchain_spec": str(failure.toolchain.spec), "stage": failure.stage,
             "kind": failure.kind, "message": one_line(failure.message, failure.kind), "fix": fix_for(failure)}
+class DetailFinding(Finding):
+    """A finding the base-opcode histogram hides: the main loop's length, or an instruction class
+    whose modifiers changed (metric `main_loop_instructions` or `instructions:<class>`).
+
+    `examples` hold a `Change` per input as for the other findings (for the loop: its instruction
+    counts; for a class: 0 -> number of changed instructions), `texts` what changed in words.
+    """
+
+    texts: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        worst = max(range(len(self.examples)), key=lambda i: abs(self.examples[i].new - self.examples[i].ref))
+        where = f" (worst at {self.inputs[worst]})" if len(self.inputs) > 1 else ""
+        blame = _BLAME.get(self.attribution, self.attribution)
+        return f"{self.range}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
+
+
+def _detail_changes(comparison: Comparison) -> list[tuple[Change, str, str]]:
+    """(change, direction, text) for the main loop and each class worth a finding."""
+    out: list[tuple[Change, str, str]] = []
+    detail = comparison.sass_detail
+    loop = detail.main_loop
+    if loop is not None and loop.changed and loop.attribution != "none":
+        direction = "up" if loop.delta > 0 else "down"
+        out.append((Change("main_loop_instructions", loop.cells.ref, loop.cells.new, loop.attribution, loop.cells,
+                           loop.text()), direction, loop.text()))
+    for cls in detail.classes:
+        if cls.size < OPCODE_MIN_CLASS_DELTA or cls.attribution == "none":
+            continue
+        text = f"{CLASS_TITLES[cls.name]} instructions: {cls.text(limit=6)}"
+        cells = CrossCells(0.0, float(cls.size), None, None)
+        net = sum(d for _, d in cls.delta)  # more, fewer, or as many instructions of other kinds
+        direction = "up" if net > 0 else "down" if net < 0 else "changed"
+        out.append((Change(f"instructions:{cls.name}", 0.0, float(cls.size), cls.attribution, cells, text),
+                    direction, text))
+    return out
+
+
+def _detail_findings(result: ExplainResult) -> list[Finding]:
+    """Detail findings, consecutive inputs with the same metric, direction and attribution merged."""
+    findings: list[Finding] = []
+    if len(result.toolchains) < 2:
+        return findings
+    for toolchain in result.toolchains:
+        name = toolchain_label(toolchain)
+        open_runs: dict[str, DetailFinding] = {}
+        for item in result.specs:
+            comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
+            label = input_label(item.spec.meta, item.spec.name)
+            seen: set[str] = set()
+            # the reference of this comparison (not the first toolchain where that one could not compile)
+            ref_name = toolchain_label(comparison.ref.toolchain) if comparison is not None else ""
+            for change, direction, text in [] if comparison is None else _detail_changes(comparison):
+                run = open_runs.get(change.metric)
+                if (run is None or run.direction != direction or run.attribution != change.attribution
+                        or run.reference != ref_name):
+                    run = DetailFinding(name, ref_name, change.metric, direction, change.attribution)
+                    findings.append(run)
+                    open_runs[change.metric] = run
+                run.inputs.append(label)
+                run.examples.append(change)
+                run.texts.append(text)
+                seen.add(change.metric)
+            for metric in list(open_runs):
+                if metric not in seen:
+                    del open_runs[metric]
+    return findings

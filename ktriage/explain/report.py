@@ -66,6 +66,7 @@ def _comparison_json(comparison: Comparison) -> dict[str, Any]:
         "opcode_changes": [c.to_json() for c in comparison.opcode_changes],
         "opcode_delta": opcode_delta_text(comparison),
         "cross_errors": comparison.cross_errors,
+        "sass_detail": comparison.sass_detail.to_json(),
     }
 
 
