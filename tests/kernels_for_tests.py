@@ -48,16 +48,3 @@ def tensor_descriptor_kernel(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.conste
     e = tl.exp(tile - tl.max(tile, 1)[:, None])
     y_desc.store([pid_m * BM, pid_n * BN], e / tl.sum(e, 1)[:, None])
 
-
-@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)],
-                 key=["n"])
-@triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
-@triton.jit
-def heuristic_autotuned_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
-    """Decorated like flash-linear-attention's kernels: autotune over heuristics over jit."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    if EVEN:
-        x = tl.load(x_ptr + offs)
-    else:
-        x = tl.load(x_ptr + offs, mask=offs < n)
-    tl.store(y_ptr + offs, x * 2.0, mask=offs < n)
