@@ -201,6 +201,9 @@ def failure_json(failure: CompileFailure) -> dict[str, Any]:
     """A failed cell for a kernel's ``failures`` list: one-line message; the full text stays in ``results``."""
     return {"toolchain": failure.toolchain.id, "toolchain_spec": str(failure.toolchain.spec), "stage": failure.stage,
             "kind": failure.kind, "message": one_line(failure.message, failure.kind), "fix": fix_for(failure)}
+
+
+@dataclass
 class DetailFinding(Finding):
     """A finding the base-opcode histogram hides: the main loop's length, or an instruction class
     whose modifiers changed (metric `main_loop_instructions` or `instructions:<class>`).
