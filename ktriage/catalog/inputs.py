@@ -1,7 +1,8 @@
 """Input sweeps, numbered like TritonBench's ``--input-id`` so that ``--input 7`` means the same shape.
 
 Sources: tritonbench/operators/layer_norm/operator.py (M=4096, N=512*i for i in 2..31) and
-tritonbench/operators/embedding/operator.py ((B,T,D) in {(32,512,768),(8,2048,4096)}, V=2**10..2**17).
+tritonbench/operators/embedding/operator.py ((B,T,D) in {(32,512,768),(8,2048,4096)}, V=2**10..2**17),
+tritonbench/operators/rms_norm/operator.py (M=2048, H=2**10..2**15; called N here like layer_norm's).
 The tutorial sweeps are this project's own, small, and chosen to include sizes that are not
 multiples of 16 (so that specs without divisibility hints are covered too).
 """
@@ -24,6 +25,11 @@ class InputCase:
 
 def layer_norm_inputs() -> list[InputCase]:
     return [InputCase(i, {"M": 4096, "N": 512 * n}) for i, n in enumerate(range(2, 32))]
+
+
+def rms_norm_inputs() -> list[InputCase]:
+    """TritonBench rms_norm: x of shape (M=2048, H) for H = 2**10..2**15 (ids 0..5; id 4 is N=16384)."""
+    return [InputCase(i, {"M": 2048, "N": 2**e}) for i, e in enumerate(range(10, 16))]
 
 
 def embedding_inputs() -> list[InputCase]:

@@ -1,4 +1,4 @@
-"""Liger-Kernel's layer_norm and embedding, launched exactly as a given liger-kernel release does.
+"""Liger-Kernel's layer_norm, rms_norm and embedding, launched exactly as a given liger-kernel release does.
 
 Each recipe restates, from the release's source, what its host code passes to the kernel: which
 tensors (and their dtypes), which strides and sizes, the constexprs, num_warps/num_stages (absent
@@ -11,6 +11,16 @@ means Triton's default 4/3) and the grid. The values go through ktriage.spec.spe
   from calculate_settings, Mean/RSTD in X's dtype with stride 1 (-> constexpr 1).
 - 0.8.5 (latest release read). layer_norm backward passes num_warps from calculate_settings, fp32
   partials and Mean/RSTD, Mean/RSTD strides (1 -> constexpr), COMPUTE_DW/COMPUTE_DB constexprs.
+- rms_norm (ops/rms_norm.py, driven by transformers/rms_norm.py's LigerRMSNorm as TritonBench's
+  operators/rms_norm/operator.py builds it: eps=1e-6, offset=0.0, casting_mode="llama" -> the
+  constexpr 0, in_place=True so dX is dY). The weight is ``torch.ones(hidden_size)`` moved to the
+  device only, so it stays fp32 whatever the input precision; RSTD is fp32 in llama mode; the
+  backward's _dW partials are fp32 (sm_count, N) rows. 0.5.10: forward passes 13 arguments, the
+  backward's rows_per_program is a constexpr. 0.8.5 adds the ``elementwise_affine`` constexpr (True:
+  LigerRMSNorm has a weight), the backward's rows_per_program becomes a plain int (16 at M=2048 on
+  132 SMs: divisible by 16) and it passes ``COMPUTE_DW=True`` (the weight requires grad); the
+  row kernels are chosen because BLOCK_SIZE > 256 for every TritonBench input (the _block_ kernels
+  run only for N <= 256 with M >= 32768).
 - embedding (ops/experimental/embedding.py) is the same file in both releases: BLOCK_SIZE_M/N =
   next_power_of_2(min(128, D)), grid (cdiv(B*T, BM), cdiv(D, BN)), embedding_dim constexpr, no
   num_warps/num_stages. Indices are int64 (torch.randint).
@@ -33,7 +43,11 @@ LATEST_VERSION = "0.8.5"
 VERSIONS = (DEFAULT_VERSION, LATEST_VERSION)
 LAYER_NORM_MODULE = "liger_kernel.ops.layer_norm"
 EMBEDDING_MODULE = "liger_kernel.ops.experimental.embedding"
+RMS_NORM_MODULE = "liger_kernel.ops.rms_norm"
 EPS = 1e-5  # TritonBench layer_norm passes eps=1e-5
+RMS_EPS = 1e-6  # TritonBench rms_norm: LigerRMSNorm(hidden_size=H, eps=1e-6)
+RMS_OFFSET = 0.0  # LigerRMSNorm's default offset (Gemma variants use 1.0)
+CASTING_MODE_LLAMA = 0  # liger_kernel.ops.rms_norm._CASTING_MODE_LLAMA, LigerRMSNorm's default mode
 
 
 def requirement(version: str) -> str:
@@ -99,6 +113,46 @@ def layer_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, 
     return launch_from_values(
         name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), num_warps=warps, meta=meta
     )
+
+
+def rms_norm(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:
+    """Liger's RMSNorm forward/backward as ops/rms_norm.py's rms_norm_forward/rms_norm_backward launch it.
+
+    ``dtype`` is X's (and Y's, dY's, dX's) dtype; the weight, RSTD and _dW stay fp32 (module doc).
+    """
+    m, n = case.facts["M"], case.facts["N"]
+    block, warps = calculate_settings(n)
+    name = f"{op}.{mode}[N={n}]"
+    pkg = requirement(version)
+    affine = [] if version == DEFAULT_VERSION else [("elementwise_affine", C(True))]
+    if mode == "fwd":
+        args = [
+            ("Y_ptr", Ptr(dtype)), ("Y_row_stride", n), ("X_ptr", Ptr(dtype)), ("X_row_stride", n),
+            ("W_ptr", Ptr("fp32")), ("W_row_stride", 1), ("RSTD_ptr", Ptr("fp32")), ("RSTD_row_stride", 1),
+            ("n_cols", n), ("eps", RMS_EPS), ("offset", RMS_OFFSET), ("casting_mode", C(CASTING_MODE_LLAMA)),
+            *affine, ("BLOCK_SIZE", C(block)),
+        ]  # fmt: skip
+        return launch_from_values(
+            name=name, source=f"{RMS_NORM_MODULE}:_rms_norm_forward_kernel", package=pkg, args=args,
+            target=target, grid=(m,), num_warps=warps, meta=_meta(op, mode, case, dtype, version, BLOCK_SIZE=block),
+        )  # fmt: skip
+    rows_per_program = math.ceil(m / sm_count)
+    meta = _meta(op, mode, case, dtype, version, BLOCK_SIZE=block, rows_per_program=rows_per_program, sm_count=sm_count)
+    # 0.5.10 declares rows_per_program a constexpr; 0.8.5 takes it as a plain int.
+    rows = C(rows_per_program) if version == DEFAULT_VERSION else rows_per_program
+    args = [
+        ("dY_ptr", Ptr(dtype)), ("dY_row_stride", n), ("dX_ptr", Ptr(dtype)), ("dX_row_stride", n),
+        ("X_ptr", Ptr(dtype)), ("X_row_stride", n), ("X_dtype", C(TL_DTYPE[dtype])),
+        ("W_ptr", Ptr("fp32")), ("W_row_stride", 1), ("RSTD_ptr", Ptr("fp32")), ("RSTD_row_stride", 1),
+        ("dW_ptr", Ptr("fp32")), ("dW_row_stride", n), ("n_rows", m), ("n_cols", n), ("offset", RMS_OFFSET),
+        ("rows_per_program", rows), ("casting_mode", C(CASTING_MODE_LLAMA)), *affine, ("BLOCK_SIZE", C(block)),
+    ]  # fmt: skip
+    if version != DEFAULT_VERSION:
+        args.append(("COMPUTE_DW", C(True)))
+    return launch_from_values(
+        name=name, source=f"{RMS_NORM_MODULE}:_rms_norm_backward_kernel", package=pkg, args=args,
+        target=target, grid=(sm_count,), num_warps=warps, meta=meta,
+    )  # fmt: skip
 
 
 def embedding(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:

@@ -1,8 +1,8 @@
 """The catalog: named ops, their input sweeps, and recipes that expand them into KernelSpecs.
 
-Op names: ``liger.layer_norm`` / ``liger.embedding`` are liger-kernel 0.5.10 (the TritonBench
-report's version); ``@<version>`` picks another supported release (``@0.8.5``) and ``@latest`` the
-newest one this catalog has a recipe for. ``tutorial.*`` are this project's own kernels.
+Op names: ``liger.layer_norm`` / ``liger.rms_norm`` / ``liger.embedding`` are liger-kernel 0.5.10
+(the TritonBench report's version); ``@<version>`` picks another supported release (``@0.8.5``) and
+``@latest`` the newest one this catalog has a recipe for. ``tutorial.*`` are this project's own kernels.
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ def _liger_entries() -> list[_Entry]:
             ("layer_norm", liger.layer_norm, sweeps.layer_norm_inputs, liger.LAYER_NORM_MODULE,
              ("_layer_norm_forward_kernel", "_layer_norm_backward_kernel"),
              "Liger LayerNorm (TritonBench layer_norm: M=4096, N=512*i, i=2..31)"),
+            ("rms_norm", liger.rms_norm, sweeps.rms_norm_inputs, liger.RMS_NORM_MODULE,
+             ("_rms_norm_forward_kernel", "_rms_norm_backward_kernel"),
+             "Liger RMSNorm (TritonBench rms_norm: M=2048, N=2^10..2^15, fp32 weight)"),
             ("embedding", liger.embedding, sweeps.embedding_inputs, liger.EMBEDDING_MODULE,
              ("embedding_forward_kernel", "embedding_backward_kernel"),
              "Liger experimental Embedding (TritonBench embedding: (B,T,D) x V=2^10..2^17)"),

@@ -35,7 +35,8 @@ class FidelityCase:
         return f"needs Triton >= {self.min_triton}" + (f" ({self.min_reason})" if self.min_reason else "")
 
 
-# (op, mode, input selectors): the layer_norm cliffs (N=4096 -> 4608, 8192 -> 8704), both embedding sweeps.
+# (op, mode, input selectors): the layer_norm cliffs (N=4096 -> 4608, 8192 -> 8704), both embedding sweeps,
+# rms_norm at N=1024 and N=16384 (issue 9: the bf16 backward spills there on 3.9.0; fidelity/thirdparty.py adds bf16).
 CATALOG_SELECTION: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("liger.layer_norm", "bwd", ("0", "7", "15")),
     ("liger.layer_norm", "fwd", ("7",)),
@@ -44,6 +45,10 @@ CATALOG_SELECTION: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("liger.layer_norm@0.8.5", "bwd", ("7",)),
     ("liger.layer_norm@0.8.5", "fwd", ("7",)),
     ("liger.embedding@0.8.5", "bwd", ("0",)),
+    ("liger.rms_norm", "bwd", ("0", "4")),
+    ("liger.rms_norm", "fwd", ("4",)),
+    ("liger.rms_norm@0.8.5", "bwd", ("4",)),
+    ("liger.rms_norm@0.8.5", "fwd", ("4",)),
     ("tutorial.vector_add", "fwd", ("0",)),
     ("tutorial.softmax", "fwd", ("0",)),
     ("tutorial.layer_norm", "fwd", ("0",)),
