@@ -36,7 +36,7 @@ from ktriage.home import home_subdir
 from ktriage.insitu.worker import PROTOCOL_VERSION
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.frontend import triton_options
-from ktriage.toolchain.manager import Toolchain
+from ktriage.toolchain.manager import Assembler, Toolchain
 from ktriage.toolchain.ptxas import assemble
 
 # Pure-python helpers that kernel libraries import at module level (liger-kernel: packaging) and
@@ -280,9 +280,9 @@ class Compiler:
         _atomic_publish(tmp, final)
         return _cubin_from_json(final, record)
 
-    def native_cubin(self, front: FrontendResult, toolchain: Toolchain, target: str) -> AssembledCubin:
+    @staticmethod
+    def native_cubin(front: FrontendResult, assembler: Assembler) -> AssembledCubin:
         """Triton's own cubin of a frontend result, as the artifact of a native toolchain."""
-        assembler = toolchain.assembler(parse_arch(target).cc)
         return AssembledCubin(front.dir, assembler.version, None, command=front.ptxas_argv,
                               cubin_file=front.triton_cubin_path.name, native=True)
 
@@ -295,8 +295,9 @@ class Compiler:
             return front
         ptx = front.text("ptx")
         try:
-            if toolchain.assembler(parse_arch(spec.target).cc).native:
-                cubin = self.native_cubin(front, toolchain, spec.target)
+            assembler = toolchain.assembler(parse_arch(spec.target).cc)
+            if assembler.native:
+                cubin = self.native_cubin(front, assembler)
             else:
                 cubin = self.assemble(ptx, toolchain, spec.target, front.ptxas_argv)
             abi = launch_abi(spec.signature, tuple(spec.equal_to_1), ptx, front.metadata)

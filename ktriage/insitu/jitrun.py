@@ -169,9 +169,12 @@ class Recorder:
 
 
 def _autotune_configs(launchable: Any) -> list[dict[str, Any]] | None:
+    """The config list of the launchable's ``@triton.autotune`` (subclasses too), None without one."""
+    from triton.runtime.autotuner import Autotuner, Heuristics
+
     obj = launchable
-    while obj is not None and type(obj).__name__ in ("Heuristics", "Autotuner"):
-        if type(obj).__name__ == "Autotuner":
+    while isinstance(obj, (Heuristics, Autotuner)):
+        if isinstance(obj, Autotuner):
             return [{k: encode(v) for k, v in c.all_kwargs().items()} for c in obj.configs]
         obj = getattr(obj, "fn", None)
     return None

@@ -206,12 +206,13 @@ def jit_function_of(obj: Any, source: str) -> Any:
 
 def heuristics_of(obj: Any) -> dict[str, Any]:
     """The ``@triton.heuristics`` rules of a launchable, by parameter name (outermost first)."""
+    from triton.runtime.autotuner import Heuristics
     from triton.runtime.jit import JITFunction
 
     found: dict[str, Any] = {}
     while obj is not None and not isinstance(obj, JITFunction):
         values = getattr(obj, "values", None)
-        if type(obj).__name__ == "Heuristics" and isinstance(values, dict):
+        if isinstance(obj, Heuristics) and isinstance(values, dict):
             for name, rule in values.items():
                 found.setdefault(name, rule)
         obj = getattr(obj, "fn", None)

@@ -36,6 +36,7 @@ from ktriage.toolchain.installer import (
     write_json_atomic,
 )
 from ktriage.insitu.environment import compile_environment
+from ktriage.toolchain.ptxas import version_from_text
 from ktriage.toolchain.spec import ToolchainSpec
 
 MARKER = "frontend.json"
@@ -314,6 +315,17 @@ def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
 
 
 def _read_facts(root: Path) -> FrontendFacts | None:
+    """The facts file of a venv, parsed once per file state (every compile asks for them)."""
+    try:
+        st = (root / FACTS).stat()
+    except OSError:
+        return None
+    return _parse_facts(str(root), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_facts(root_text: str, _mtime: int, _size: int) -> FrontendFacts | None:
+    root = Path(root_text)
     data = read_json(root / FACTS)
     if data is None or data.get("format") != FACTS_FORMAT:
         return None
@@ -322,10 +334,9 @@ def _read_facts(root: Path) -> FrontendFacts | None:
         if "error" in facts:
             archs[int(cc)] = str(facts["error"])
             continue
-        m = re.search(r"\bV(\d+\.\d+\.\d+)\b", facts["ptxas_version_text"])
         archs[int(cc)] = ArchFacts(
             ptxas=Path(facts["ptxas_argv"][0]),
-            ptxas_version=m.group(1) if m else "unknown",
+            ptxas_version=version_from_text(facts["ptxas_version_text"]) or "unknown",
             ptxas_version_text=facts["ptxas_version_text"],
             options=triton_options(facts["ptxas_argv"]),
             ptx_version=facts.get("ptx_version"),

@@ -65,6 +65,15 @@ def ptxas_version(path: Path | str) -> PtxasVersion:
     return _ptxas_version_cached(str(p), st.st_size, st.st_mtime_ns)
 
 
+def version_from_text(text: str) -> str | None:
+    """The release with build number ("12.8.93") from a ``ptxas --version`` text (or "12.8.0")."""
+    m = _VERSION_FULL.search(text)
+    if m:
+        return m.group(1)
+    r = _VERSION_RELEASE.search(text)
+    return f"{r.group(1)}.0" if r else None
+
+
 @functools.lru_cache(maxsize=64)
 def _ptxas_version_cached(path: str, _size: int, _mtime: int) -> PtxasVersion:
     try:
@@ -72,11 +81,7 @@ def _ptxas_version_cached(path: str, _size: int, _mtime: int) -> PtxasVersion:
     except OSError as exc:
         raise KtriageError(f"cannot run ptxas {path}: {exc}", f"check that {path} is a ptxas binary for this machine and executable") from None
     text = (proc.stdout + proc.stderr).strip()
-    m = _VERSION_FULL.search(text)
-    version = m.group(1) if m else None
-    if version is None:
-        r = _VERSION_RELEASE.search(text)
-        version = f"{r.group(1)}.0" if r else None
+    version = version_from_text(text)
     if proc.returncode != 0 or version is None:
         raise KtriageError(
             f"{path} --version did not report a ptxas version (exit {proc.returncode}): {text[:300]!r}",
