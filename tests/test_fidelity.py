@@ -16,23 +16,6 @@ from ktriage.toolchain.supported import SUPPORTED_TRITON
 
 pytestmark = pytest.mark.slow
 
-# Known gaps (open in issue 9's closing note), asserted as such so that a fix shows up as a failure here:
-# - Triton 3.2's JIT keeps None arguments in the signature as '*i8'; ktriage's 3.2 source builder does not.
-# - flash-linear-attention does not import under ktriage's placeholder torch yet (torch.cuda facts,
-#   autograd.Function subclasses, einops on the path); fla-core 0.4.2 cannot work on Triton 3.9 at all.
-KNOWN_GAPS = {  # (case name prefix, part of the name, Triton version or "" for all): why
-    ("liger.cross_entropy", ".fwd[", "3.2.0"): "None arguments: 3.2 signature '*i8'",
-    ("fla.", "", ""): "fla-core under the placeholder torch",
-}
-
-
-def known_gap(case: str, version: str) -> str | None:
-    for (prefix, part, ver), why in KNOWN_GAPS.items():
-        if case.startswith(prefix) and part in case and ver in ("", version):
-            return why
-    return None
-
-
 @pytest.mark.parametrize("version", SUPPORTED_TRITON)
 def test_ktriage_cubin_is_the_jit_cubin(version: str, toolchain, tmp_path: Path) -> None:
     tc = toolchain(f"triton=={version}")
@@ -40,19 +23,19 @@ def test_ktriage_cubin_is_the_jit_cubin(version: str, toolchain, tmp_path: Path)
     with Compiler(jobs=2, cache_dir=tmp_path / "artifacts") as compiler:
         rows = check([tc], cases, compiler=compiler, work=tmp_path / "jit")
     (tmp_path / "rows.json").write_text(json.dumps([r.to_json() for r in rows], indent=1))
-    bad = [f"{r.case}: {r.status}: {r.detail}" for r in rows
-           if r.status in ("differs", "error") and not known_gap(r.case, version)]
+    bad = [f"{r.case}: {r.status}: {r.detail}" for r in rows if r.status in ("differs", "error")]
     assert not bad, f"Triton {version}:\n" + "\n".join(bad)
-    fixed = [r.case for r in rows if r.status == "identical" and known_gap(r.case, version)]
-    assert not fixed, f"known gaps now pass on {version}: remove them from KNOWN_GAPS: {fixed}"
     by_name = {c.name: c for c in cases}
     for row in rows:
         if row.status == "skipped":
             assert not by_name[row.case].supports(version)  # skipped only for a real version limit
     identical = [r for r in rows if r.status == "identical"]
-    expected = [c for c in cases if c.supports(version) and not known_gap(c.name, version)]
+    expected = [c for c in cases if c.supports(version)]
     assert len(identical) == len(expected)
     assert all(r.cubin_bytes > 1000 for r in identical)
+    # the decorated third-party kernels went through their decorators (fla-core: heuristics + autotune)
+    fla = [r for r in identical if r.case.startswith("fla.")]
+    assert fla and all(r.autotuned for r in fla) and any(r.heuristics for r in fla)
 
 
 def test_a_wrong_spec_is_caught(toolchain, tmp_path: Path) -> None:

@@ -96,7 +96,7 @@ def test_thirdparty_names_are_unique_and_cover_the_issue() -> None:
         assert part in tp, part
     descriptor = next(c for c in THIRDPARTY if "descriptor" in c.name)
     assert not descriptor.supports("3.3.1") and descriptor.supports("3.4.0")
-    assert "make_tensor_descriptor" in descriptor.version_note()
+    assert "make_tensor_descriptor" in descriptor.version_note("3.3.1")
 
 
 def test_catalog_selection_resolves() -> None:

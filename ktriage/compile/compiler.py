@@ -39,9 +39,10 @@ from ktriage.toolchain.frontend import triton_options
 from ktriage.toolchain.manager import Assembler, Toolchain
 from ktriage.toolchain.ptxas import assemble
 
-# Pure-python helpers that kernel libraries import at module level (liger-kernel: packaging) and
-# that a toolchain's bare virtualenv lacks. Installed once next to the kernel packages.
-SUPPORT_PACKAGES = ("packaging==24.2",)
+# Pure-python helpers that kernel libraries import at module level (liger-kernel: packaging;
+# flash-linear-attention: einops) and that a toolchain's bare virtualenv lacks. Installed once next
+# to the kernel packages.
+SUPPORT_PACKAGES = ("packaging==24.2", "einops==0.8.1")
 
 
 @dataclass(frozen=True)

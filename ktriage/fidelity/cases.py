@@ -25,13 +25,19 @@ class FidelityCase:
     autotune_pick: int = 0
     min_triton: str = "3.2.0"
     min_reason: str = ""
+    max_triton: str | None = None
+    max_reason: str = ""
     catalog: bool = False
     pass_options: bool = True
 
     def supports(self, triton_version: str) -> bool:
-        return Version(triton_version) >= Version(self.min_triton)
+        v = Version(triton_version)
+        return v >= Version(self.min_triton) and (self.max_triton is None or v <= Version(self.max_triton))
 
-    def version_note(self) -> str:
+    def version_note(self, triton_version: str) -> str:
+        """Why ``triton_version`` cannot run this case."""
+        if self.max_triton is not None and Version(triton_version) > Version(self.max_triton):
+            return f"needs Triton <= {self.max_triton}" + (f" ({self.max_reason})" if self.max_reason else "")
         return f"needs Triton >= {self.min_triton}" + (f" ({self.min_reason})" if self.min_reason else "")
 
 

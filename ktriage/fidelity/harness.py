@@ -197,7 +197,7 @@ def check(
             jit = run_jit(tc, runnable, target, base / tc.id) if runnable else {}
             for case in cases:
                 if not case.supports(tc.triton_version):
-                    row = Row(case.name, tc.triton_version, "skipped", case.version_note())
+                    row = Row(case.name, tc.triton_version, "skipped", case.version_note(tc.triton_version))
                 else:
                     row = check_case(case, jit[case.name], tc, compiler, target)
                 rows.append(row)

@@ -188,7 +188,9 @@ def fla_cases(version: str, target: str) -> list[FidelityCase]:
     heads = [("H", C(FLA_H)), *([("HV", C(FLA_H))] if new else [])]
     shape = f"B={FLA_B},T={FLA_T},H={FLA_H},K={FLA_K},V={FLA_V}"
     note = "fla-core 0.6.0 imports gluon.language.extra, which 3.4.0 lacks; 0.4.2 covers 3.2-3.4"
-    kw: dict[str, Any] = {"min_triton": "3.5.0", "min_reason": note} if new else {}
+    old_note = "fla-core 0.4.2 uses tl.make_block_ptr, which Triton 3.9 removed; 0.6.0 covers 3.5-3.9"
+    kw: dict[str, Any] = ({"min_triton": "3.5.0", "min_reason": note} if new
+                          else {"max_triton": "3.8.0", "max_reason": old_note})
     cases = []
 
     cumsum_args: list[tuple[str, Any]] = [

@@ -26,124 +26,23 @@ driver's arch (default 90).
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import json
 import os
 import sys
 import tempfile
 import traceback
-import types
 from typing import Any
 
 if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
-    from ktriage.insitu import fakedriver, ptxas_capture
+    from ktriage.insitu import fakedriver, placeholders, ptxas_capture
 else:  # started as a script inside a toolchain's virtualenv: this folder is sys.path[0]
     import fakedriver  # type: ignore[import-not-found,no-redef]
+    import placeholders  # type: ignore[import-not-found,no-redef]
     import ptxas_capture  # type: ignore[import-not-found,no-redef]
 
 PROTOCOL_VERSION = 2
 PRIMING_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "priming_kernel.py")
-
-# Modules that kernel *libraries* import at module level for their host-side wrappers (autograd
-# functions, device queries) but that no @triton.jit function needs. A toolchain does not install
-# them (torch is gigabytes); when they are missing, the worker puts an inert placeholder in their
-# place so that the library module imports and its Triton kernels can be compiled. The JIT-equivalence
-# check on the GPU host (real torch there) verifies that the compiled PTX is the one the library runs.
-PLACEHOLDER_MODULES = ("torch",)
-
-_placeholders_used: list[str] = []
-
-
-class _Inert:
-    """Stands for any attribute, call result or base class of a placeholder module."""
-
-    __version__ = "0.0.0"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def __getattr__(self, name: str) -> "_Inert":
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return _Inert()
-
-    def __call__(self, *args: Any, **kwargs: Any) -> "_Inert":
-        # Used as a decorator: keep the decorated function.
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return args[0]
-        return _Inert()
-
-    def __getitem__(self, item: Any) -> "_Inert":
-        return _Inert()
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(())
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __or__(self, other: Any) -> "_Inert":
-        return self
-
-    __ror__ = __or__
-
-    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
-        return (object,)
-
-
-# Attributes a placeholder must answer truthfully: libraries (and Triton's own driver probing) ask
-# ``torch.version.hip is not None`` to decide between CUDA and ROCm; an inert object there would pick
-# ROCm and fail on a missing libamdhip64.so.
-_FIXED_ATTRIBUTES: dict[str, dict[str, Any]] = {
-    "torch": {"version": types.SimpleNamespace(hip=None, cuda=None, git_version="placeholder", __version__="0.0.0")},
-    "torch.version": {"hip": None, "cuda": None, "git_version": "placeholder"},
-}
-
-
-class _PlaceholderModule(types.ModuleType):
-    __version__ = "0.0.0"
-
-    def __getattr__(self, name: str) -> Any:
-        fixed = _FIXED_ATTRIBUTES.get(self.__name__, {})
-        if name in fixed:
-            return fixed[name]
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        return _Inert()
-
-
-class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Supplies a placeholder for PLACEHOLDER_MODULES (and their submodules) when they are not installed."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        top = fullname.split(".")[0]
-        if top not in PLACEHOLDER_MODULES:
-            return None
-        for finder in sys.meta_path:
-            if finder is self:
-                continue
-            found = getattr(finder, "find_spec", None)
-            if found is not None and found(fullname, path, target) is not None:
-                return None  # the real module exists: use it
-        if top not in _placeholders_used:
-            _placeholders_used.append(top)
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _PlaceholderModule(spec.name)
-        module.__path__ = []  # type: ignore[attr-defined]
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
-
-
-def _install_placeholder_finder() -> None:
-    if not any(isinstance(f, _PlaceholderFinder) for f in sys.meta_path):
-        sys.meta_path.append(_PlaceholderFinder())
-
 
 class WorkerError(Exception):
     """A failure with a kind the host can report (import, signature, compile)."""
@@ -164,7 +63,7 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
     for entry in sys_path:
         if entry not in sys.path:
             sys.path.insert(0, entry)
-    _install_placeholder_finder()
+    placeholders.install()
     if ":" not in source:
         raise WorkerError("import", f"kernel source {source!r} must look like 'module:function' or 'file.py:function'")
     module_part, _, fn_name = source.rpartition(":")
@@ -284,8 +183,13 @@ def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], 
 
     names = list(fn.arg_names)
     equal_to_1 = set(spec.get("equal_to_1") or ())
-    constexpr_params = {n for n, t in signature.items() if t == "constexpr" and n not in equal_to_1}
-    sig = {n: ("i32" if n in equal_to_1 else t) for n, t in signature.items() if n not in constexpr_params}
+    # A None passed to a parameter that is not tl.constexpr stays in 3.2's signature as a null '*i8'
+    # pointer (and is a constant None too); specs write it as a constexpr None, like 3.3+ do.
+    declared = {p.name for p in fn.params if p.is_constexpr}
+    null_ptrs = {n for n, t in signature.items() if t == "constexpr" and constexprs.get(n, 0) is None and n not in declared}
+    constexpr_params = {n for n, t in signature.items() if t == "constexpr" and n not in equal_to_1 and n not in null_ptrs}
+    sig = {n: ("i32" if n in equal_to_1 else "*i8" if n in null_ptrs else t)
+           for n, t in signature.items() if n not in constexpr_params}
     constants = {n: _constexpr_value(v) for n, v in constexprs.items()}
     # 3.2's JIT puts every parameter through AttrsDescriptor's rules, tl.constexpr ones included: an int
     # (a bool too: False % 16 == 0) that is a multiple of 16, or None, is "divisible"; a non-bool int 1
@@ -299,7 +203,7 @@ def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], 
     attrs = AttrsDescriptor.from_dict({
         "cls": "AttrsDescriptor",
         "arg_properties": {
-            "tt.divisibility": [i for i, n in enumerate(names) if n in divisible
+            "tt.divisibility": [i for i, n in enumerate(names) if n in divisible or n in null_ptrs
                                 or (n in constexpr_params and divisible_constexpr(constexprs.get(n)))],
             "tt.equal_to": [i for i, n in enumerate(names) if n in equal_to_1
                             or (n in constexpr_params and one_constexpr(constexprs.get(n)))],
@@ -379,7 +283,7 @@ def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) 
     result["cubin"] = asm.get("cubin", b"")
     result["metadata"] = _jsonable(kernel.metadata._asdict())
     result["triton_version"] = triton.__version__
-    result["placeholder_imports"] = list(_placeholders_used)
+    result["placeholder_imports"] = placeholders.used()
     result["ptxas_runs"] = ptxas_capture.take()
     result["ast_source"] = ast_source_view(src)
     return result

@@ -1,0 +1,189 @@
+"""Inert stand-ins for modules that kernel libraries import at module level but no kernel needs.
+
+Why: a toolchain does not install torch (gigabytes). Liger, flash-linear-attention and the like import
+it for their host-side wrappers (autograd functions, device queries); their @triton.jit functions do not
+need it. When torch is missing, a placeholder takes its place so that the library module imports and
+its kernels compile. The JIT-equivalence harness and the GPU check (real torch there) verify that the
+kernels are the ones the library runs.
+
+A placeholder must answer truthfully where a library's import-time decisions read it, or the module
+would pick another code path than on the GPU host:
+- ``torch.version.hip`` is None (CUDA, not ROCm: an inert object there made Triton look for libamdhip64);
+- ``torch.cuda`` describes the fake driver's device (insitu/fakedriver.py): available, one device, its
+  compute capability and an NVIDIA name, H100/H200-like properties (fla-core picks Hopper configs from
+  ``get_device_capability()[0] >= 9`` and the name at import);
+- a class derived from a placeholder (``class F(torch.autograd.Function)``) is a real class whose
+  unknown attributes are inert (``F.apply`` at module level works).
+
+Runs inside a toolchain's interpreter: stdlib only, never ``ktriage``.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+import types
+from typing import Any
+
+PLACEHOLDER_MODULES = ("torch",)
+_used: list[str] = []
+
+
+class _Inert:
+    """Stands for any attribute, call result or base class of a placeholder module."""
+
+    __version__ = "0.0.0"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> _Inert:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Inert()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # Used as a decorator: keep the decorated function.
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return _Inert()
+
+    def __getitem__(self, item: Any) -> _Inert:
+        return _Inert()
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __or__(self, other: Any) -> _Inert:
+        return self
+
+    __ror__ = __or__
+
+    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
+        return (_InertBase,)
+
+
+class _InertMeta(type):
+    """Class-level attribute access of a class derived from a placeholder: inert, like the instances'."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Inert()
+
+
+class _InertBase(metaclass=_InertMeta):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Inert()
+
+
+def _capability() -> tuple[int, int]:
+    from_driver = None
+    if __package__:
+        from ktriage.insitu import fakedriver
+    else:
+        import fakedriver  # type: ignore[import-not-found,no-redef]
+    fake = fakedriver.installed()
+    if fake is not None:
+        from_driver = divmod(int(fake.target.arch), 10)
+    return from_driver or divmod(int(os.environ.get("KTRIAGE_TARGET_CC", "90")), 10)
+
+
+_NAMES = {7: "NVIDIA V100", 8: "NVIDIA A100", 9: "NVIDIA H200", 10: "NVIDIA B200", 12: "NVIDIA RTX PRO 6000"}
+
+
+class _FakeCuda(_Inert):
+    """``torch.cuda`` answering for the fake driver's one device."""
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_count(self) -> int:
+        return 1
+
+    def current_device(self) -> int:
+        return 0
+
+    def get_device_capability(self, device: Any = None) -> tuple[int, int]:
+        return _capability()
+
+    def get_device_name(self, device: Any = None) -> str:
+        return _NAMES.get(_capability()[0], "NVIDIA GPU")
+
+    def get_device_properties(self, device: Any = None) -> types.SimpleNamespace:
+        major, minor = _capability()
+        return types.SimpleNamespace(name=self.get_device_name(), major=major, minor=minor, multi_processor_count=132,
+                                     total_memory=141 * 2**30, warp_size=32, max_shared_memory_per_block_optin=232448)
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_CUDA = _FakeCuda()
+_VERSION = types.SimpleNamespace(hip=None, cuda=None, git_version="placeholder", __version__="0.0.0")
+_FIXED_ATTRIBUTES: dict[str, dict[str, Any]] = {
+    "torch": {"version": _VERSION, "cuda": _CUDA},
+    "torch.version": {"hip": None, "cuda": None, "git_version": "placeholder"},
+    "torch.cuda": {name: getattr(_CUDA, name) for name in ("is_available", "device_count", "current_device",
+                                                           "get_device_capability", "get_device_name",
+                                                           "get_device_properties")},
+}
+
+
+class _PlaceholderModule(types.ModuleType):
+    __version__ = "0.0.0"
+
+    def __getattr__(self, name: str) -> Any:
+        fixed = _FIXED_ATTRIBUTES.get(self.__name__, {})
+        if name in fixed:
+            return fixed[name]
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Inert()
+
+
+class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Supplies a placeholder for PLACEHOLDER_MODULES (and their submodules) when they are not installed."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+        top = fullname.split(".")[0]
+        if top not in PLACEHOLDER_MODULES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            found = getattr(finder, "find_spec", None)
+            if found is not None and found(fullname, path, target) is not None:
+                return None  # the real module exists: use it
+        if top not in _used:
+            _used.append(top)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _PlaceholderModule(spec.name)
+        module.__path__ = []  # type: ignore[attr-defined]
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+def install() -> None:
+    """Put the finder at the end of ``sys.meta_path`` (idempotent): real modules always win."""
+    if not any(isinstance(f, _PlaceholderFinder) for f in sys.meta_path):
+        sys.meta_path.append(_PlaceholderFinder())
+
+
+def used() -> list[str]:
+    """The placeholder modules imported so far (recorded with every compile)."""
+    return list(_used)
