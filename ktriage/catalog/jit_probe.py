@@ -26,6 +26,8 @@ from typing import Any
 # Compile fresh in both paths: never let the JIT or ktriage read the other's cached result.
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ktriage-jit-probe-"))
 os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+# The real GPU driver runs the library's launches here: compile_in_process must not install its fake.
+os.environ["KTRIAGE_REAL_DRIVER"] = "1"
 
 
 def _sha(text: str) -> str:
@@ -112,6 +114,23 @@ def _liger_embedding(facts: dict[str, int], dtype: Any, mode: str) -> tuple[Call
     return run, fn
 
 
+def _liger_rms_norm(facts: dict[str, int], dtype: Any, mode: str) -> tuple[Callable[[], None], Any]:
+    import torch
+    from liger_kernel.ops import rms_norm as mod
+
+    m, n = facts["M"], facts["N"]
+    x = torch.randn((m, n), dtype=dtype, device="cuda").requires_grad_()
+    w = torch.ones((n,), dtype=torch.float32, device="cuda", requires_grad=True)  # LigerRMSNorm's weight
+
+    def run() -> None:
+        y = mod.LigerRMSNormFunction.apply(x, w, 1e-6, 0.0, "llama", True)
+        if mode == "bwd":
+            y.backward(torch.randn_like(y), retain_graph=True)
+
+    fn = mod._rms_norm_backward_kernel if mode == "bwd" else mod._rms_norm_forward_kernel
+    return run, fn
+
+
 def _tutorial(short: str) -> Callable[[dict[str, int], Any, str], tuple[Callable[[], None], Any]]:
     def make(facts: dict[str, int], dtype: Any, mode: str) -> tuple[Callable[[], None], Any]:
         import torch
@@ -140,6 +159,7 @@ def _tutorial(short: str) -> Callable[[dict[str, int], Any, str], tuple[Callable
 _RUNNERS = {
     "liger.layer_norm": _liger_layer_norm,
     "liger.embedding": _liger_embedding,
+    "liger.rms_norm": _liger_rms_norm,
     "tutorial.vector_add": _tutorial("vector_add"),
     "tutorial.softmax": _tutorial("softmax"),
     "tutorial.layer_norm": _tutorial("layer_norm"),
@@ -201,6 +221,8 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
             jit_ptx = kernels[0].asm["ptx"]
             ours = compile_in_process(spec.to_json(), sys_path)
             kt_ptx = ours["ptx"]
+            row["cubin_equal"] = kernels[0].asm["cubin"] == ours["cubin"]  # Triton's own cubin, both sides
+            row["jit_cubin_sha256"] = hashlib.sha256(kernels[0].asm["cubin"]).hexdigest()
             jit_spec = [r for r in capture.records if r["function"].split(".")[-1] == spec.source_function()]
             row.update(
                 equal=jit_ptx == kt_ptx,

@@ -31,6 +31,10 @@ CASES = [
     ("liger.layer_norm@0.8.5", "bwd", ["0", "6", "7", "15"]),
     ("liger.layer_norm@0.8.5", "fwd", ["7"]),
     ("liger.embedding@0.8.5", "bwd", ["0", "8"]),
+    ("liger.rms_norm", "bwd", ["0", "4"]),
+    ("liger.rms_norm", "fwd", ["4"]),
+    ("liger.rms_norm@0.8.5", "bwd", ["0", "4"]),
+    ("liger.rms_norm@0.8.5", "fwd", ["4"]),
     ("tutorial.vector_add", "fwd", None),
     ("tutorial.softmax", "fwd", None),
     ("tutorial.layer_norm", "fwd", None),
@@ -76,6 +80,7 @@ def test_catalog_ptx_equals_jit_ptx(op: str, mode: str, inputs: list[str] | None
     for r in results:
         assert r["ptx_lines"] > 10
         assert r["jit_ptx_sha256"] == r["ktriage_ptx_sha256"]
+        assert r["cubin_equal"], f"{r['spec']}: the PTX is the JIT's but the cubin is not"
     # The comparison is sensitive: dropping the divisibility hints changes the PTX of these kernels.
     if op.startswith(("liger.layer_norm", "tutorial.vector_add")):
         assert any(r.get("ptx_differs_without_divisibility") for r in results)
