@@ -32,13 +32,13 @@ def to_markdown(rows: Sequence[Row], *, command: str = "", machine: str = "", da
     counts = summary(rows)
     lines += ["Result: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), "",
               "`=`: same signature, constants and attributes passed to `triton.compile`, and a byte-identical "
-              "cubin; `-`: the kernel needs a newer Triton; `DIFF`/`ERR`: see below. H = `@triton.heuristics`, "
+              "cubin; `-`: the kernel cannot exist on that Triton (the row's JSON says why); `DIFF`/`ERR`: see below. H = `@triton.heuristics`, "
               "A = `@triton.autotune` (the config the fake benchmarker picked is the one compared).", ""]
     lines.append("| kernel | " + " | ".join(versions) + " |")
     lines.append("|---|" + "---|" * len(versions))
     for case in cases:
-        first = next(r for r in rows if r.case == case)
-        tags = "".join(t for t, on in (("H", first.heuristics), ("A", first.autotuned)) if on)
+        ran = [r for r in rows if r.case == case and r.status != "skipped"]
+        tags = "".join(t for t, on in (("H", any(r.heuristics for r in ran)), ("A", any(r.autotuned for r in ran))) if on)
         name = f"`{case}`" + (f" ({tags})" if tags else "")
         lines.append(f"| {name} | " + " | ".join(_MARK.get(cell[(case, v)].status, "?") if (case, v) in cell else ""
                                                    for v in versions) + " |")
