@@ -63,16 +63,24 @@ def decode(value: Any) -> Any:
     return value
 
 
+_TRITON_DTYPE = {torch_name: triton_name for triton_name, torch_name in fakedriver.TORCH_DTYPE.items()}
+
+
 def encode(value: Any) -> Any:
-    """What the JIT received, as JSON the host can turn back into launch values."""
+    """What the JIT received, as JSON the host can turn back into launch values (stand-in tensors, and
+    real torch tensors when a real program is recorded on a GPU host)."""
     if isinstance(value, fakedriver.FakeTensor):
         return {"tensor": value.triton_dtype, "aligned": value.data_ptr() % 16 == 0}
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        name = str(value.dtype).split(".")[-1]
+        return {"tensor": _TRITON_DTYPE.get(name, name), "aligned": value.data_ptr() % 16 == 0,
+                "shape": list(getattr(value, "shape", ()))}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if type(value).__name__ == "constexpr":
         return encode(getattr(value, "value", None))
-    name = getattr(value, "name", None)
-    if type(value).__module__.startswith("triton.language") and isinstance(name, str):
+    dtype_name = getattr(value, "name", None)
+    if type(value).__module__.startswith("triton.language") and isinstance(dtype_name, str):
         return {"tl": _tl_attribute(value)}
     return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
 
