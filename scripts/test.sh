@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 # Typed code is part of the contract: the type check runs with the tests.
 .venv/bin/python -m mypy ktriage --ignore-missing-imports
+# So is the layering: a package imports only the packages below it (docs/architecture.md).
+.venv/bin/lint-imports
 set +e
 .venv/bin/python -m pytest -m "not gpu" -n "${KTRIAGE_TEST_JOBS:-2}" "$@"
 rc=$?

@@ -13,7 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from ktriage.cli.compare_cmd import compare
-from ktriage.report.results_file import read_results, write_results
+from ktriage.measure.results_file import read_results, write_results
 from ktriage.stats.synthetic import fake_sweep_run
 
 TCS = ("triton-3.3.1", "triton-3.4.0")

@@ -9,7 +9,7 @@ import pytest
 from triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.cuobjdump import parse_elf_flags, parse_resource_usage
-from ktriage.analyze.ptx import parse_ptx
+from ktriage.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import parse_ptxas_log
 from ktriage.analyze.resources import Resources, analyze, driver_static_shared
 from ktriage.analyze.sass import parse_instruction, parse_sass

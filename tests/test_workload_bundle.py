@@ -170,3 +170,30 @@ def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, 
     c = build_bundle("embedding", "bwd", ["0"], [t331], tmp_path / "c", sm_count=132, compiler=shared_compiler)
     with pytest.raises(KtriageError, match="op="):
         merge_bundles([a, c], tmp_path / "m2")
+
+
+def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Path, toolchain, monkeypatch) -> None:
+    """The GPU side of a bundle (ktriage.measure.loader): each artifact's cubin, kernel name,
+    metadata and ABI go to measure.cuda.LoadedKernel unchanged (faked: no GPU here)."""
+    import ktriage.measure.cuda as cuda
+    from ktriage.compile.abi import AbiParam
+    from ktriage.measure.loader import runner_loader
+
+    calls: list[tuple] = []
+
+    class FakeLoadedKernel:
+        def __init__(self, cubin, kernel_name, metadata, abi, *, device=0) -> None:
+            calls.append((cubin, kernel_name, metadata, abi, device))
+
+        def launch(self, grid, args) -> None: ...
+
+    monkeypatch.setattr(cuda, "LoadedKernel", FakeLoadedKernel)
+    b = load_bundle(ln_bundle)
+    tc_id = toolchain("triton==3.4.0").id
+    key = b.kernel_key("liger_layer_norm", 7, "bwd")
+    art = b.artifact(key, tc_id)
+    assert isinstance(art, BundleArtifact)
+    runner_loader(device=1)(art)
+    ((cubin, name, metadata, abi, device),) = calls
+    assert cubin == art.cubin_bytes() and name == art.kernel_name and metadata == art.metadata and device == 1
+    assert abi == [AbiParam(**p) for p in art.abi] and abi[-1].hidden

@@ -56,7 +56,7 @@ def prepare(args: argparse.Namespace) -> None:
 
 
 def report(args: argparse.Namespace) -> None:
-    from ktriage.report.results_file import read_results
+    from ktriage.measure.results_file import read_results
 
     _run, cells = read_results(Path(args.results))
     by: dict[int, dict[str, float]] = {}

@@ -13,6 +13,7 @@ from typing import Any
 from ktriage.workload.bundle import NamedKernel, read_kernel_bundle
 from ktriage.measure.correctness import check_run
 from ktriage.measure.cuda import LoadedKernel, synchronize
+from ktriage.measure.loader import load_for_runner
 from ktriage.measure.model import Cell, CellKey
 from ktriage.measure.timing import TimingOptions, measure_interleaved
 
@@ -26,7 +27,7 @@ def _kernel(bundle: str, name: str) -> tuple[NamedKernel, LoadedKernel]:
     key = (bundle, name)
     if key not in _LOADED:
         entry = read_kernel_bundle(Path(bundle))[0][name]
-        _LOADED[key] = (entry, entry.load())
+        _LOADED[key] = (entry, load_for_runner(entry.artifact))
     return _LOADED[key]
 
 

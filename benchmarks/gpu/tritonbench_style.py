@@ -39,7 +39,8 @@ def main() -> None:
     import triton
 
     from ktriage.workload.backends import get_backend, make_input
-    from ktriage.workload.bundle import load_bundle, make_launcher, runner_loader
+    from ktriage.measure.loader import runner_loader
+    from ktriage.workload.bundle import load_bundle, make_launcher
     from ktriage.workload.replay import artifact_backend
 
     bundle = load_bundle(args.bundle)

@@ -27,7 +27,7 @@ from ktriage.analyze.cuobjdump import (
     parse_resource_usage,
     run_cuobjdump,
 )
-from ktriage.analyze.ptx import parse_ptx
+from ktriage.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops

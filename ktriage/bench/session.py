@@ -54,7 +54,7 @@ def run_bench(
 ) -> tuple[RunInfo, list[Cell]]:
     from ktriage.measure.env import GpuRecorder
     from ktriage.measure.isolate import IsolatedRunner, Job
-    from ktriage.report.results_file import write_results
+    from ktriage.measure.results_file import write_results
     from ktriage.store import open_store
     from ktriage.workload.ops import get_op
 

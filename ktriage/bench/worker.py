@@ -40,7 +40,8 @@ def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
     if key.toolchain is None:
         options = {"compile_mode": plan.compile_mode} if "compile" in key.backend else {}
         return get_backend(plan.op, key.backend, **options)
-    from ktriage.workload.bundle import make_launcher, runner_loader
+    from ktriage.measure.loader import runner_loader
+    from ktriage.workload.bundle import make_launcher
     from ktriage.workload.replay import artifact_backend
 
     launch = make_launcher(bundle, key.toolchain, runner_loader())

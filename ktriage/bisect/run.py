@@ -205,7 +205,7 @@ def kernel_source(opts: BisectOptions, source: Source) -> KernelSource | None:
             rel = Path(opts.spec)
             if not rel.is_absolute() and gitrepo.file_at(source.repo, opts.bad, rel.as_posix()) is not None:
                 return KernelSource(repo_spec=rel.as_posix(), inputs=tuple(opts.inputs))
-        from ktriage.cli.resolve import resolve_specs
+        from ktriage.catalog.resolve import resolve_specs
 
         return KernelSource(specs=resolve_specs(opts.spec, inputs=list(opts.inputs) or None))
     return None

@@ -38,7 +38,7 @@ def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str
     """A results file (JSON) if ``ref`` is a path, else a run id (or unique prefix) in the store."""
     path = Path(ref)
     if path.suffix == ".json" or path.exists():
-        from ktriage.report.results_file import read_results
+        from ktriage.measure.results_file import read_results
 
         run, cells = read_results(path)
         return run, cells, path.stem

@@ -1,68 +1,35 @@
-"""Turn what the user typed (an op name or spec file; toolchain strings) into specs and toolchains.
+"""The CLI side of turning what the user typed into specs and toolchains.
 
-Shared by every command that compiles (explain today; bench, bisect and tune later), so that the
-same words mean the same thing everywhere.
+The logic lives in the library (``ktriage.catalog.resolve.resolve_specs`` for specs,
+``ktriage.toolchain.manager.ensure_toolchains`` for toolchains), where bisect uses it too; this
+module only shows the toolchain builds as rich progress lines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 
 from rich.progress import Progress
 
-from ktriage.errors import KtriageError
-from ktriage.spec.model import KernelSpec
-from ktriage.toolchain.manager import Toolchain, ensure_toolchain
+from ktriage.catalog.resolve import resolve_specs
+from ktriage.toolchain.manager import Toolchain, ensure_toolchains
 
-
-def resolve_specs(
-    target: str,
-    *,
-    mode: str = "bwd",
-    inputs: Sequence[str] | None = None,
-    target_arch: str = "sm_90",
-    dtype: str = "fp32",
-    sm_count: int | None = None,
-) -> list[KernelSpec]:
-    """A spec file (``.toml``) or a catalog op expanded over its inputs."""
-    if target.endswith(".toml"):
-        from ktriage.spec.toml_file import load_spec_file
-
-        path = Path(target)
-        if not path.exists():
-            raise KtriageError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
-        specs = load_spec_file(path)
-        if inputs:
-            specs = [s for s in specs if any(_matches(s, sel) for sel in inputs)]
-            if not specs:
-                raise KtriageError(f"no kernel in {target} matches --input {list(inputs)}", "drop --input or fix the selector")
-        return specs
-    from ktriage.catalog import expand_op
-
-    return expand_op(target, mode=mode, target=target_arch, dtype=dtype, inputs=list(inputs) if inputs else None,
-                     sm_count=sm_count)
-
-
-def _matches(spec: KernelSpec, selector: str) -> bool:
-    label = str(spec.meta.get("input_label", spec.name))
-    return selector == label or selector in spec.name or selector == str(spec.meta.get("input_id"))
+__all__ = ["resolve_specs", "resolve_toolchains"]
 
 
 def resolve_toolchains(texts: Sequence[str], progress: Progress | None = None) -> list[Toolchain]:
     """Build (or reuse) every toolchain, one progress line each; duplicates are an error."""
-    toolchains: list[Toolchain] = []
-    for text in texts:
-        task = progress.add_task(f"toolchain {text}", total=None) if progress is not None else None
+    return ensure_toolchains(texts, progress=_progress_lines(progress) if progress is not None else None)
 
-        def hook(message: str, _task=task) -> None:
-            if progress is not None and _task is not None:
-                progress.update(_task, description=f"toolchain {text}: {message}")
 
-        toolchain = ensure_toolchain(text, progress=hook)
-        if progress is not None and task is not None:
-            progress.remove_task(task)
-        if any(t.id == toolchain.id for t in toolchains):
-            raise KtriageError(f"toolchain {text} is given twice", "give each toolchain once")
-        toolchains.append(toolchain)
-    return toolchains
+def _progress_lines(progress: Progress) -> Callable[[str], AbstractContextManager[Callable[[str], None]]]:
+    """One line per toolchain build, updated with its messages and removed once it is built."""
+
+    @contextmanager
+    def line(text: str) -> Iterator[Callable[[str], None]]:
+        task = progress.add_task(f"toolchain {text}", total=None)
+        yield lambda message: progress.update(task, description=f"toolchain {text}: {message}")
+        progress.remove_task(task)
+
+    return line

@@ -137,7 +137,7 @@ def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, cons
     """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
     time it on one. Returns one timing dict per input."""
     from ktriage.home import home_subdir
-    from ktriage.report.results_file import read_results
+    from ktriage.measure.results_file import read_results
     from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
 
     if budget <= 0:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ktriage.analyze.ptx import parse_ptx
+from ktriage.ptx import parse_ptx
 from ktriage.errors import KtriageError
 
 HIDDEN_PARAMS = ("global_scratch", "profile_scratch")

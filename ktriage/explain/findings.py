@@ -22,6 +22,7 @@ from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
+from ktriage.spec.model import input_label
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
@@ -29,17 +30,6 @@ NOTABLE_OPCODES = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA
 # How a finding names who is responsible (all finding kinds share the wording).
 _BLAME = {"frontend": "the frontend (Triton/LLVM PTX) is responsible", "ptxas": "ptxas is responsible",
           "both": "frontend and ptxas together", "unknown": "cause unknown (cross matrix incomplete)"}
-
-
-def input_label(meta: dict[str, Any], name: str) -> str:
-    """How a spec is named in a range: its input label, else the ``[...]`` part of its name
-    (catalog specs are named ``op.mode[N=4608]``), else the whole name."""
-    label = meta.get("input_label") or meta.get("label")
-    if label:
-        return str(label)
-    if name.endswith("]") and "[" in name:
-        return name[name.index("[") + 1:-1]
-    return name
 
 
 def input_range(inputs: list[str]) -> str:

@@ -35,9 +35,9 @@ from ktriage.explain.engine import (
     SpecExplain,
     toolchain_label,
 )
-from ktriage.explain.findings import Finding, input_label
+from ktriage.explain.findings import Finding
 from ktriage.home import home_subdir
-from ktriage.spec.model import KernelSpec
+from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.source import resolve_source_file, split_source
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain
 
@@ -306,14 +306,10 @@ class FixFinder:
     def spill_free_config(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
         """The nearest config without spills, found by the tuner (ktriage.tune.suggest)."""
         base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
-        try:
-            from ktriage.tune.suggest import nearest_spill_free  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            # HOOK: ktriage/tune/suggest.py (the tuner's helper) is not there yet; the ptxas-option
-            # comparison below still runs. Remove this branch once it exists.
-            return [Fix("spill-free-config", description="nearest config without spills: not searched",
-                        verified=False, effect="ktriage.tune.suggest.nearest_spill_free is not available in this build",
-                        **base)]
+        # explain sits above tune and uses its search; tune never imports explain
+        # (docs/architecture.md). Imported here: only a spilling kernel needs the tuner.
+        from ktriage.tune.suggest import nearest_spill_free
+
         suggestion = nearest_spill_free(spec, new.toolchain, self.compiler)
         if suggestion is None:
             return [Fix("spill-free-config", description="nearest config without spills: none found",

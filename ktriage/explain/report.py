@@ -18,6 +18,7 @@ import ktriage
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
+from ktriage.spec.model import input_label
 from ktriage.toolchain.manager import Toolchain
 from ktriage.explain.engine import (
     Comparison,
@@ -33,7 +34,6 @@ from ktriage.explain.findings import (
     collect_failure_findings,
     collect_findings,
     failure_json,
-    input_label,
 )
 
 NO_CHANGES = "No resource changes between the toolchains."

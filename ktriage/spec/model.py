@@ -265,3 +265,15 @@ def _is_file_source(source: str) -> bool:
 def source_path_of(source: str) -> Path | None:
     """The file path of a ``file.py:fn`` source, else None (module sources)."""
     return Path(source.rpartition(":")[0]) if _is_file_source(source) else None
+
+
+def input_label(meta: Mapping[str, Any], name: str) -> str:
+    """How a spec is named among the inputs of its sweep: its input label, else the ``[...]`` part
+    of its name (catalog specs are named ``op.mode[N=4608]``), else the whole name. Every report
+    (explain, tune) labels inputs this way."""
+    label = meta.get("input_label") or meta.get("label")
+    if label:
+        return str(label)
+    if name.endswith("]") and "[" in name:
+        return name[name.index("[") + 1:-1]
+    return name

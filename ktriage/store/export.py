@@ -15,7 +15,7 @@ from typing import Literal
 
 from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell, RunInfo
-from ktriage.report.results_file import parse_results, results_to_json
+from ktriage.measure.results_file import parse_results, results_to_json
 from ktriage.store.samples import summarize
 
 ExportFormat = Literal["json", "csv"]
@@ -29,7 +29,7 @@ CSV_COLUMNS = (
 
 def export_json(run: RunInfo, cells: list[Cell]) -> str:
     """The whole run, raw samples included, in the results-file format (one home:
-    ktriage.report.results_file); ``read_json_export`` reads it back exactly."""
+    ktriage.measure.results_file); ``read_json_export`` reads it back exactly."""
     return json.dumps(results_to_json(run, cells), indent=1)
 
 

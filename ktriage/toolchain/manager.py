@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -226,6 +228,29 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
         write_json_atomic(root / MARKER, toolchain.to_json())
         say(f"toolchain {tc_id} ready")
         return toolchain
+
+
+def ensure_toolchains(
+    texts: Sequence[str | ToolchainSpec],
+    *,
+    progress: Callable[[str], AbstractContextManager[Progress]] | None = None,
+) -> list[Toolchain]:
+    """:func:`ensure_toolchain` for each spec, in order; a toolchain given twice is an error.
+
+    ``progress(text)`` opens the report of one toolchain's build: a context whose value is that
+    build's message hook (the CLI shows one line per toolchain and removes it once built)."""
+    toolchains: list[Toolchain] = []
+    for spec in texts:
+        text = str(spec)
+        if progress is None:
+            toolchain = ensure_toolchain(spec)
+        else:
+            with progress(text) as say:
+                toolchain = ensure_toolchain(spec, progress=say)
+        if any(t.id == toolchain.id for t in toolchains):
+            raise KtriageError(f"toolchain {text} is given twice", "give each toolchain once")
+        toolchains.append(toolchain)
+    return toolchains
 
 
 def toolchain_id(

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.spec.model import input_label
 from ktriage.tune.screen import Candidate, ScreenResult
 
 SCHEMA = 1
@@ -66,8 +67,6 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
 
 def print_summary(results: list[ScreenResult], timings: list[dict[str, Any] | None], console: Console) -> None:
     """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
-    from ktriage.explain.findings import input_label
-
     table = Table(title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
                         f"{len(results)} inputs")
     for col in ("input", "library config", "recommended", "regs", "spill B", "CTAs/SM", "GPU winner", "vs library", "vs baselines"):

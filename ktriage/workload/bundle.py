@@ -35,7 +35,6 @@ from ktriage.workload.replay import ROLES_BY_MODE, KernelRef, LaunchFn, SpecSour
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
-    from ktriage.measure.cuda import LoadedKernel
     from ktriage.toolchain.manager import Toolchain
 
 FORMAT = 1
@@ -278,7 +277,8 @@ def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: M
 
 @dataclass(frozen=True)
 class NamedKernel:
-    """One kernel of a named-kernel bundle: its spec (grid, meta) and its artifact, loadable on the GPU host."""
+    """One kernel of a named-kernel bundle: its spec (grid, meta) and its artifact, which
+    ``ktriage.measure.loader.load_for_runner`` loads on the GPU host."""
 
     name: str
     spec: KernelSpec
@@ -296,9 +296,6 @@ class NamedKernel:
     @property
     def metadata(self) -> dict[str, Any]:
         return self.artifact.metadata
-
-    def load(self, device: int = 0) -> LoadedKernel:
-        return load_for_runner(self.artifact, device)
 
 
 def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[str, Any]]:
@@ -411,7 +408,8 @@ PREPARED_CACHE = 64
 def make_launcher(bundle: Bundle, toolchain_id: str,
                   load: Callable[[BundleArtifact], LoadedKernelLike]) -> LaunchFn:
     """A replay launcher for one toolchain of ``bundle``: loads each kernel once (``load`` is the
-    runner's cubin loader, e.g. ktriage.measure.cuda) and launches it by spec key. A kernel that
+    runner's cubin loader, ``ktriage.measure.loader.runner_loader()`` on the GPU host; this module
+    never imports the GPU launcher) and launches it by spec key. A kernel that
     failed to compile raises KtriageError naming the failure, so its cell is reported, not timed."""
     loaded: dict[str, LoadedKernelLike] = {}
     # Packed launches by (kernel, grid, args): args are device addresses and scalars, so a timed
@@ -442,20 +440,6 @@ def make_launcher(bundle: Bundle, toolchain_id: str,
         ready()
 
     return launch
-
-
-def load_for_runner(art: BundleArtifact, device: int = 0) -> LoadedKernel:
-    """Load a bundle artifact into the measurement runner (ktriage.measure.cuda.LoadedKernel)."""
-    from ktriage.compile.abi import AbiParam
-    from ktriage.measure.cuda import LoadedKernel
-
-    abi = [AbiParam(**p) for p in art.abi]
-    return LoadedKernel(art.cubin_bytes(), art.kernel_name, art.metadata, abi, device=device)
-
-
-def runner_loader(device: int = 0) -> Callable[[BundleArtifact], LoadedKernelLike]:
-    """``load`` for :func:`make_launcher` backed by the measurement runner."""
-    return lambda art: load_for_runner(art, device)
 
 
 # ----------------------------------------------------------------------------------- loading

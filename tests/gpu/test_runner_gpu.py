@@ -46,6 +46,7 @@ import torch
 
 from ktriage.measure.correctness import check_run
 from ktriage.measure.cuda import LoadedKernel, driver, ensure_context
+from ktriage.measure.loader import load_for_runner
 from ktriage.measure.timing import TimingOptions, measure_interleaved
 from ktriage.workload.bundle import read_kernel_bundle
 
@@ -56,7 +57,7 @@ _KERNELS: dict[str, LoadedKernel] = {}
 
 def kernel(name: str) -> LoadedKernel:
     if name not in _KERNELS:
-        _KERNELS[name] = ENTRIES[name].load()
+        _KERNELS[name] = load_for_runner(ENTRIES[name].artifact)
     return _KERNELS[name]
 
 

@@ -96,12 +96,12 @@ def _bundles() -> list[Path]:
 def test_artifact_replays_from_bundles_match_torch() -> None:
     import torch
 
+    from ktriage.measure.loader import runner_loader
     from ktriage.workload.backends import check_outputs, get_backend, make_input
     from ktriage.workload.bundle import (
         BundleArtifact,
         load_bundle,
         make_launcher,
-        runner_loader,
     )
     from ktriage.workload.ops import get_op
     from ktriage.workload.replay import ROLES_BY_MODE, artifact_backend

@@ -9,7 +9,7 @@ import json
 import statistics
 from pathlib import Path
 
-from ktriage.report.results_file import read_results
+from ktriage.measure.results_file import read_results
 from ktriage.stats.compare import compare_cells
 
 HERE = Path(__file__).resolve().parent

@@ -7,7 +7,9 @@ ptxas allocated. The two are different things: `.reg .b32 %r<2918>;` only says t
 A change in the declared classes (3.3.1 declares `.f32`, 3.4.0 only `.b32`, after LLVM's NVPTX
 float-register removal) is a frontend change worth reporting, not a register-usage number.
 
-Pure text parsing, no tools needed.
+Pure text parsing, no tools needed. A leaf module (it imports only ``ktriage.errors``) because both
+``compile`` (``compile/abi.py``: the launch ABI) and ``analyze`` (``analyze/resources.py``) read PTX,
+and ``analyze`` sits above ``compile`` (docs/architecture.md).
 """
 
 from __future__ import annotations

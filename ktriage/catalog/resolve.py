@@ -1,0 +1,32 @@
+"""Turn what the user typed (a spec file or a catalog op name) into kernel specs.
+
+One home for every verb that compiles kernels (explain, tune, bisect), so that the same words mean
+the same thing everywhere. It lives in the catalog, not in ``ktriage.spec``, because it expands
+catalog ops and the catalog sits above the spec model (docs/architecture.md); the spec-file half is
+``ktriage.spec.select``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.select import load_selected_specs
+
+
+def resolve_specs(
+    target: str,
+    *,
+    mode: str = "bwd",
+    inputs: Sequence[str] | None = None,
+    target_arch: str = "sm_90",
+    dtype: str = "fp32",
+    sm_count: int | None = None,
+) -> list[KernelSpec]:
+    """A spec file (``.toml``, narrowed by ``inputs``) or a catalog op expanded over its inputs."""
+    if target.endswith(".toml"):
+        return load_selected_specs(target, inputs)
+    from ktriage.catalog.registry import expand_op
+
+    return expand_op(target, mode=mode, target=target_arch, dtype=dtype, inputs=list(inputs) if inputs else None,
+                     sm_count=sm_count)
