@@ -10,16 +10,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from ktriage.cli.console import make_console
+from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
@@ -92,8 +84,7 @@ def tune(
                            "pass --input for each, e.g. --input N=4608 --input N=5120")
     spaces = [config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
               for spec in specs]
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with make_progress(console) as progress:
         tc, *others = resolve_toolchains([toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
         with Compiler(jobs=jobs) as compiler:
