@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
@@ -145,7 +146,7 @@ def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, cons
     command = tbs[0].bench_command(budget * len(tbs), results_path)
     infos = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
     if results_file is None and gpu_available():
-        proc = subprocess.run(["python", "-m", "ktriage", *command[1:]], check=False)
+        proc = subprocess.run([sys.executable, "-m", "ktriage", *command[1:]], check=False)
         if proc.returncode != 0:
             raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}")
     if not results_path.exists():
