@@ -1,5 +1,7 @@
-"""`python -m ktriage` runs the command-line interface."""
+"""`python -m ktriage` runs the command-line interface and exits with its code (ktriage.cli.exit_codes)."""
+
+import sys
 
 from ktriage.cli.app import main
 
-main()
+sys.exit(main())

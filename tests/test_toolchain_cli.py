@@ -54,7 +54,7 @@ def test_show_unknown_is_a_user_error(ktriage_home: Path) -> None:
 def test_cli_prints_errors_without_traceback(ktriage_home: Path) -> None:
     """Through the real entry point: one error line plus the fix, exit 2, no traceback."""
     proc = subprocess.run(
-        [sys.executable, "-c", "from ktriage.cli.app import main; main()", "toolchain", "add", "triton==9.9.9"],
+        [sys.executable, "-c", "import sys; from ktriage.cli.app import main; sys.exit(main())", "toolchain", "add", "triton==9.9.9"],
         capture_output=True,
         text=True,
     )

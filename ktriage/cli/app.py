@@ -1,64 +1,231 @@
-"""The ``ktriage`` command: registers every command group and turns KtriageError into a clean message."""
+"""The ``ktriage`` command: a lazy registry of verbs and ``main(argv) -> int`` with the exit codes of
+:mod:`ktriage.cli.exit_codes`.
+
+Why lazy: each verb's module imports the library it drives (``compare`` pulls in scipy, ``runs``
+SQLAlchemy, ``explain`` the compiler and analyzers). Importing them all to print ``ktriage --help``
+took about 2 s. :data:`VERBS` names each verb's module, the attribute in it and the one-line help of
+the listing, so ``ktriage --help`` imports no verb module and ``ktriage VERB ...`` imports only that
+verb's (tests/cli/test_app.py checks the listing against the real commands so the table cannot drift).
+
+Why ``main`` returns a code instead of letting click exit: CI reads the exit code, and an uncaught
+exception used to exit 1, which is also "regressions found". ``main`` maps every way out to one code
+(see :func:`main`); the console script and ``python -m ktriage`` exit with it.
+"""
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
+from typer import _click
+from typer.core import TyperCommand, TyperGroup
 
-from ktriage.cli.console import make_console
+from ktriage.cli import exit_codes
+from ktriage.cli.console import print_error, print_internal_error
 from ktriage.errors import KtriageError
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One top-level verb: where its command lives and what the listing says about it.
+
+    ``attribute`` names a function (a single command, registered like ``app.command(name)``) or a
+    ``typer.Typer`` (a group with subcommands, registered like ``app.add_typer(..., name=name)``).
+    ``help`` is the first paragraph of that command's help, on one line."""
+
+    name: str
+    module: str
+    attribute: str
+    help: str
+
+
+# The order is that of the listing (the order Typer listed them in when they were registered eagerly).
+VERBS: tuple[Verb, ...] = (
+    Verb("explain", "ktriage.cli.explain_cmd", "explain",
+         "Compile a kernel with several toolchains and explain what changed: registers, spills, stack, occupancy "
+         "and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."),
+    Verb("bench", "ktriage.cli.bench_cmd", "bench",
+         "Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."),
+    Verb("compare", "ktriage.cli.compare_cmd", "compare",
+         "Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence interval "
+         "and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along input sweeps. "
+         "Exit 1 when regressions are found (for CI), 2 for bad input."),
+    Verb("bisect", "ktriage.cli.bisect_cmd", "bisect",
+         "Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints, then "
+         "explain it against its predecessor."),
+    Verb("bisect-step", "ktriage.cli.bisect_cmd", "bisect_step",
+         "One `git bisect run` step: compile the checked-out kernels and compare a metric with a stored baseline. "
+         "Errors exit 128 so that git aborts instead of marking the commit bad."),
+    Verb("tune", "ktriage.cli.tune_cmd", "tune",
+         "Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the declared "
+         "block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate, then time the "
+         "best few on the GPU against the library's own config."),
+    Verb("fidelity", "ktriage.cli.fidelity_cmd", "fidelity",
+         "Replay each case's launch through Triton's real launch path (decorators, binder, compile) with only the "
+         "GPU driver faked, derive ktriage's spec from what the JIT was launched with, compile it through "
+         "ktriage, and compare compile inputs and cubin bytes. Exit 0: all identical; 1: some differ; 4: some "
+         "could not be checked."),
+    Verb("occupancy", "ktriage.cli.occupancy_cmd", "occupancy",
+         "Resident CTAs and warps per SM for a kernel, the limiting resource, and what would lift it."),
+    Verb("toolchain", "ktriage.cli.toolchain_cmd", "app", "Manage compiler toolchains (Triton + ptxas)."),
+    Verb("catalog", "ktriage.cli.catalog_cmd", "app",
+         "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),
+    Verb("runs", "ktriage.cli.runs_cmd", "app", "Stored measurement runs: list, show, export (the results store)."),
+)  # fmt: skip
+
+_BY_NAME = {v.name: v for v in VERBS}
+_LISTING = "ktriage.listing"  # ctx.meta key: set while the root help renders its command list
+
+
+def load_verb(verb: Verb) -> _click.Command:
+    """Import the verb's module and build its click command, as ``app.command``/``app.add_typer`` would."""
+    target = getattr(importlib.import_module(verb.module), verb.attribute)
+    if isinstance(target, typer.Typer):
+        command: _click.Command = typer.main.get_group(target)
+        command.name = verb.name
+        return command
+    from typer.models import CommandInfo
+
+    return typer.main.get_command_from_info(
+        CommandInfo(name=verb.name, callback=target),
+        pretty_exceptions_short=app.pretty_exceptions_short,
+        rich_markup_mode=app.rich_markup_mode,
+    )
+
+
+class LazyVerbGroup(TyperGroup):
+    """The root group: lists verbs from :data:`VERBS` and imports a verb's module only when that verb
+    is resolved (invoked, or asked for its own ``--help``).
+
+    Typer renders a group's help by asking ``get_command`` for every listed command; while the root
+    help renders (:meth:`format_help` marks ``ctx.meta``) it gets a stub that carries only the name and
+    the table's help, so the listing imports nothing."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return [v.name for v in VERBS]
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        verb = _BY_NAME.get(cmd_name)
+        if verb is None:
+            return None
+        if ctx.meta.get(_LISTING):
+            return TyperCommand(verb.name, help=verb.help)
+        if cmd_name not in self.commands:
+            self.commands[cmd_name] = load_verb(verb)
+        return self.commands[cmd_name]
+
+    def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        ctx.meta[_LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            ctx.meta.pop(_LISTING, None)
+
+    def resolve_command(self, ctx: _click.Context, args: list[str]) -> tuple[str | None, _click.Command | None, list[str]]:
+        """As Typer's, with "did you mean" suggestions from the table (Typer draws them from the
+        commands loaded so far, which for a lazy group is none)."""
+        try:
+            return self._click_resolve_command(ctx, args)
+        except _click.exceptions.UsageError as exc:
+            from difflib import get_close_matches
+
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if matches:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
+
+@dataclass
+class RunState:
+    """What one :func:`main` call needs to know after the command has unwound: whether ``--debug``
+    was given. Passed to click as the context ``obj``, so concurrent or repeated calls (tests) never
+    share it."""
+
+    debug: bool = False
+
+
+def _debug_given(ctx: typer.Context, value: bool) -> bool:
+    """The ``--debug`` option's callback: tell :func:`main` (when it is the caller) to re-raise."""
+    if value and isinstance(ctx.obj, RunState):
+        ctx.obj.debug = True
+    return value
+
 
 app = typer.Typer(
     name="ktriage",
     help="Find, bisect, explain and fix performance regressions of Triton GPU kernels across compiler versions.",
+    cls=LazyVerbGroup,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
 
-err_console = make_console(stderr=True)
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option(
+        "--debug", envvar="KTRIAGE_DEBUG", show_envvar=True, is_eager=True, callback=_debug_given,
+        help="Re-raise errors with their traceback instead of the one-line message (for bug reports).",
+    )] = False,
+) -> None:
+    """Global options; the verb does the work."""
 
 
-def _register() -> None:
-    """Attach the command groups. Each lives in its own module under ktriage.cli."""
-    from ktriage.cli import (
-        bench_cmd,
-        bisect_cmd,
-        catalog_cmd,
-        compare_cmd,
-        explain_cmd,
-        fidelity_cmd,
-        occupancy_cmd,
-        runs_cmd,
-        toolchain_cmd,
-        tune_cmd,
-    )
-
-    app.command("explain")(explain_cmd.explain)
-    app.command("bench")(bench_cmd.bench)
-    app.command("compare")(compare_cmd.compare)
-    app.command("bisect")(bisect_cmd.bisect)
-    app.command("bisect-step")(bisect_cmd.bisect_step)
-    app.command("tune")(tune_cmd.tune)
-    app.command("fidelity")(fidelity_cmd.fidelity)
-    app.add_typer(toolchain_cmd.app, name="toolchain")
-    app.add_typer(catalog_cmd.app, name="catalog")
-    app.command("occupancy")(occupancy_cmd.occupancy)
-    app.add_typer(runs_cmd.app, name="runs")
+def _env_debug() -> bool:
+    """KTRIAGE_DEBUG as click reads a boolean (1/true/yes/on), for errors raised before option parsing."""
+    return os.environ.get("KTRIAGE_DEBUG", "").strip().lower() in ("1", "true", "t", "yes", "y", "on")
 
 
-_register()
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ktriage`` on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
 
+    - the verb's own code (``typer.Exit``, e.g. 1 for regressions from ``compare``), 0 when it returns;
+    - :data:`~exit_codes.USAGE` (2) for a :class:`KtriageError` (one ``error:`` line plus the ``fix:``)
+      and for click's usage errors (unknown option, missing argument), printed as click prints them;
+    - :data:`~exit_codes.INTERNAL` (3) for any other exception, as one ``internal error: ...`` line,
+      so that CI never reads a crash as a finding;
+    - :data:`~exit_codes.INTERRUPTED` (130) for Ctrl-C, as shells report SIGINT.
 
-def main() -> None:
-    """Entry point: run the app, print user errors as one red line plus the fix, exit 2."""
+    With ``--debug`` (or ``KTRIAGE_DEBUG=1``) KtriageError and internal errors are re-raised with
+    their traceback instead. ``SystemExit`` raised by a verb passes through untouched."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    state = RunState(debug=_env_debug())
+    command = typer.main.get_command(app)
     try:
-        app()
+        code: Any = command.main(args=args, prog_name="ktriage", standalone_mode=False, obj=state)
+    except _click.exceptions.ClickException as exc:
+        _show_click_error(exc)
+        return exit_codes.USAGE
+    except typer.Abort:  # end of input at a prompt; Typer turns Ctrl-C into Exit(130) itself
+        from typer import rich_utils
+
+        rich_utils.rich_abort_error()
+        return exit_codes.INTERRUPTED
     except KtriageError as exc:
-        # escape: problems quote user text such as "[kernel]" that rich would take for markup
-        err_console.print(f"[bold red]error:[/] {escape(exc.problem)}")
-        if exc.fix:
-            err_console.print(f"[yellow]fix:[/] {escape(exc.fix)}")
-        sys.exit(2)
+        if state.debug:
+            raise
+        print_error(exc)
+        return exit_codes.USAGE
+    except Exception as exc:
+        if state.debug:
+            raise
+        print_internal_error(exc)
+        return exit_codes.INTERNAL
+    # click returns the Exit code (typer.Exit, --help) or the callback's return value (None)
+    return code if isinstance(code, int) else exit_codes.OK
+
+
+def _show_click_error(exc: _click.exceptions.ClickException) -> None:
+    """Print a usage error the way Typer's standalone mode does (rich panel when rich is there)."""
+    if app.rich_markup_mode is not None:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+    else:
+        exc.show()
+

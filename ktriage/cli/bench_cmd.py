@@ -18,18 +18,10 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 from rich.table import Table
 
 from ktriage.bench.plan import BenchPlan, variant_name
-from ktriage.cli.console import make_console
+from ktriage.cli.console import make_console, make_progress
 from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell, RunInfo
 
@@ -160,8 +152,7 @@ def _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count
     if not artifact:
         raise KtriageError("--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain",
                            "add an artifact backend to --only, e.g. liger_layer_norm")
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with make_progress(console) as progress:
         tcs = resolve_toolchains(toolchain, progress)
         out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
         progress.add_task(f"compiling {len(cases)} input(s) x {len(tcs)} toolchain(s)", total=None)
@@ -178,8 +169,7 @@ def _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count
 def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchains: list[dict], console) -> tuple[RunInfo, list[Cell]]:  # type: ignore[no-untyped-def]
     from ktriage.bench.session import run_bench
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with make_progress(console) as progress:
         task = progress.add_task(f"{plan.op} {plan.mode}: inputs", total=len(plan.input_ids))
 
         def on_cell(cell: Cell) -> None:

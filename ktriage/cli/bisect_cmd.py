@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ktriage.cli.console import make_console
+from ktriage.cli.console import make_console, print_error
 from ktriage.errors import KtriageError
 
 
@@ -131,9 +131,7 @@ def bisect_step(
         code, reason = decide_step(values, good, bad)
         console.print(f"{ {0: 'good', 1: 'bad', 125: 'skip'}[code] }: {escape(reason)} ({escape(json.dumps(values))})")
         raise typer.Exit(code)
-    except KtriageError as exc:
-        console.print(f"[bold red]error:[/] {escape(exc.problem)}")
-        if exc.fix:
-            console.print(f"[yellow]fix:[/] {escape(exc.fix)}")
+    except KtriageError as exc:  # printed here, not by main(): git bisect needs 128 (abort), not 2
+        print_error(exc, console)
         sys.stdout.flush()
         raise typer.Exit(EXIT_ABORT) from None

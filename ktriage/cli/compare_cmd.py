@@ -9,22 +9,19 @@ from __future__ import annotations
 import os
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from ktriage.cli.console import make_console
+from ktriage.cli import exit_codes
+from ktriage.cli.console import make_console, print_error
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, RunInfo
-from ktriage.stats.compare import (
-    Comparison,
-    compare_cells,
-    compare_toolchains,
-    exit_status,
-    run_toolchains,
-)
-from ktriage.stats.verdict import VerdictConfig
+
+if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
+    from ktriage.measure.model import Cell, RunInfo
+    from ktriage.stats.compare import Comparison
+    from ktriage.stats.verdict import VerdictConfig
 
 
 class Format(str, Enum):
@@ -58,6 +55,8 @@ def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str
 def build_comparisons(
     a: str, b: str | None, *, toolchains: bool, baseline: str | None, config: VerdictConfig, db: str | None = None
 ) -> list[Comparison]:
+    from ktriage.stats.compare import compare_cells, compare_toolchains, run_toolchains
+
     if toolchains:
         if b is not None:
             raise KtriageError("--toolchains compares the toolchains of ONE run, but two were given", "drop the second argument or --toolchains")
@@ -92,7 +91,9 @@ def compare(
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
     interval and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along
     input sweeps. Exit 1 when regressions are found (for CI), 2 for bad input."""
-    err = make_console(stderr=True)
+    from ktriage.stats.compare import exit_status
+    from ktriage.stats.verdict import VerdictConfig
+
     try:
         if not 0 < threshold < 10:
             raise KtriageError(f"--threshold {threshold} is not a fraction", "give e.g. 0.05 for a 5% gate")
@@ -101,11 +102,9 @@ def compare(
         config = VerdictConfig(threshold=threshold, confidence=confidence)
         comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db)
         write_outputs(comps, fmt, markdown, html)
-    except KtriageError as exc:
-        err.print(f"[bold red]error:[/] {escape(exc.problem)}")
-        if exc.fix:
-            err.print(f"[yellow]fix:[/] {escape(exc.fix)}")
-        raise typer.Exit(2) from exc
+    except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
+        print_error(exc)
+        raise typer.Exit(exit_codes.USAGE) from exc
     raise typer.Exit(exit_status(comps))
 
 

@@ -7,10 +7,15 @@ computed" (the answer is partial: a failed compile must never pass as "no change
 | code | name | meaning |
 |---|---|---|
 | 0 | OK | done, nothing to report (or findings that the command does not gate on) |
-| 1 | FINDING | regressions or a culprit found (``compare``) |
-| 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (with its fix) |
-| 3 | INTERNAL | internal error: a bug in ktriage (reserved: ``app.main`` does not map uncaught exceptions yet, so they exit 1) |
+| 1 | FINDING | regressions or a culprit found (``compare``, ``fidelity``; ``bisect``: no single culprit) |
+| 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (printed with its fix) |
+| 3 | INTERNAL | internal error: an uncaught exception, i.e. a bug in ktriage, printed as one ``internal error:`` line (``--debug`` or ``KTRIAGE_DEBUG=1`` re-raises it with the traceback) |
 | 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout); see ``--allow-failures`` |
+| 130 | INTERRUPTED | interrupted (Ctrl-C), as shells report SIGINT |
+
+``ktriage.cli.app.main`` maps the error cases (2, 3, 130); the verbs return 0, 1 and 4 themselves.
+``bisect-step`` is the exception by design: it speaks ``git bisect run``'s codes (0 good, 1 bad,
+125 skip, 128 abort), because git, not a person, reads them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ FINDING: Final = 1
 USAGE: Final = 2
 INTERNAL: Final = 3
 INCOMPLETE: Final = 4
+INTERRUPTED: Final = 130
 
 
 def with_failures(code: int, complete: bool, allow_failures: bool) -> int:

@@ -11,17 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import make_console
+from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
@@ -74,8 +66,7 @@ def explain(
             f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
             "select one input, e.g. --input N=4608",
         )
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with make_progress(console) as progress:
         tcs = resolve_toolchains(toolchain, progress)
         task = progress.add_task("compiling", total=len(specs) * len(tcs))
         explain_task = progress.add_task("analyzing", total=len(specs))

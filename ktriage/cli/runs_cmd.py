@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich import box
@@ -14,8 +14,9 @@ from rich.table import Table
 
 from ktriage.cli.console import make_console
 from ktriage.errors import KtriageError
-from ktriage.store import RunFilters, RunSummary, open_store, read_json_export
-from ktriage.store.samples import format_ms, summarize
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a runs command runs, not for its --help
+    from ktriage.store import RunSummary
 
 app = typer.Typer(help="Stored measurement runs: list, show, export (the results store).", no_args_is_help=True)
 console = make_console()
@@ -59,6 +60,8 @@ def list_cmd(
     toolchain: str | None = typer.Option(None, "--toolchain", help="Only runs with a toolchain whose id or spec contains this."),
 ) -> None:
     """List stored runs: id, date, GPU, toolchains, cells ok/wrong/error, status."""
+    from ktriage.store import RunFilters, open_store
+
     with open_store(db) as store:
         summaries = store.summaries(limit, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
         url = store.url
@@ -92,6 +95,9 @@ def show_cmd(
     db: str | None = DbOption,
 ) -> None:
     """Show a run: environment, toolchains, settings, and the median latency of every cell."""
+    from ktriage.store import open_store
+    from ktriage.store.samples import format_ms, summarize
+
     with open_store(db) as store:
         summary = store.summary(run)
         info, cells = store.load_run(summary.run.run_id)
@@ -142,6 +148,8 @@ def export_cmd(
     db: str | None = DbOption,
 ) -> None:
     """Export a run as JSON (reads back with `runs import` or compare) or as a TritonBench-like CSV."""
+    from ktriage.store import open_store
+
     with open_store(db) as store:
         text = store.export(run, fmt.value)
     if output is None:
@@ -158,6 +166,8 @@ def import_cmd(
     db: str | None = DbOption,
 ) -> None:
     """Import an exported run (e.g. measured on the GPU host) into this store."""
+    from ktriage.store import open_store, read_json_export
+
     if not path.is_file():
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
     info, cells = read_json_export(path.read_text())

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from ktriage.cli.console import make_console
+from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
@@ -92,8 +85,7 @@ def tune(
                            "pass --input for each, e.g. --input N=4608 --input N=5120")
     spaces = [config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
               for spec in specs]
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=True) as progress:
+    with make_progress(console) as progress:
         tc, *others = resolve_toolchains([toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
         with Compiler(jobs=jobs) as compiler:
@@ -154,7 +146,7 @@ def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, cons
     command = tbs[0].bench_command(budget * len(tbs), results_path)
     infos = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
     if results_file is None and gpu_available():
-        proc = subprocess.run(["python", "-m", "ktriage", *command[1:]], check=False)
+        proc = subprocess.run([sys.executable, "-m", "ktriage", *command[1:]], check=False)
         if proc.returncode != 0:
             raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}")
     if not results_path.exists():

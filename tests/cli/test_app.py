@@ -1,0 +1,131 @@
+"""The ``ktriage`` entry point, driven through the real ``main(argv)``: the lazy verb listing, the exit
+codes of ktriage.cli.exit_codes (user error 2, internal error 3 as one line, ``--debug`` re-raises),
+and that help imports neither the heavy libraries nor the verbs it does not show."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from ktriage.cli.app import VERBS, load_verb, main
+
+REPO = Path(__file__).resolve().parents[2]
+ALL_VERBS = {"explain", "bench", "compare", "bisect", "bisect-step", "tune", "fidelity", "toolchain", "catalog",
+             "occupancy", "runs"}
+HEAVY = ("scipy", "sqlalchemy", "numpy", "jinja2")
+VERB_MODULES = {v.module for v in VERBS}
+OCCUPANCY = ["occupancy", "--registers", "128", "--warps", "8"]
+
+
+def test_help_lists_every_verb(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--help"]) == exit_codes.OK
+    out = capsys.readouterr().out
+    assert {v.name for v in VERBS} == ALL_VERBS
+    for name in ALL_VERBS:
+        assert f" {name} " in out, name
+    assert "--debug" in out
+
+
+@pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
+def test_listing_table_matches_the_real_commands(verb) -> None:  # type: ignore[no-untyped-def]
+    """The static help of the listing is the first help paragraph of the command it names (what Typer
+    would list if it imported the verb): edit both when a verb's docstring changes."""
+    command = load_verb(verb)
+    assert command.name == verb.name
+    first = inspect.cleandoc(command.help or "").split("\n\n")[0]
+    assert " ".join(first.split()) == verb.help
+
+
+def test_user_error_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["catalog", "show", "liger.layernorm"]) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert "error:" in err and "fix:" in err and "did you mean liger.layer_norm" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["explian"], "Did you mean 'explain'?"),
+    (["occupancy", "--registers", "many", "--warps", "8"], "Invalid value"),
+    (["occupancy", "--warps", "8"], "Missing option"),
+])  # fmt: skip
+def test_usage_errors_exit_2(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == exit_codes.USAGE
+    assert says in capsys.readouterr().err
+
+
+def broken_compute_occupancy(*_args: object, **_kwargs: object) -> None:
+    """A fake library function with a bug: what an unexpected exception inside a verb looks like."""
+    raise RuntimeError("fake bug in compute_occupancy\nwith a second line")
+
+
+@pytest.fixture()
+def broken_occupancy(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ktriage.cli.occupancy_cmd
+
+    monkeypatch.setattr(ktriage.cli.occupancy_cmd, "compute_occupancy", broken_compute_occupancy)
+    monkeypatch.delenv("KTRIAGE_DEBUG", raising=False)
+
+
+def test_internal_error_exits_3_with_one_line(broken_occupancy: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(OCCUPANCY) == exit_codes.INTERNAL
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "internal error: RuntimeError: fake bug in compute_occupancy with a second line — this is a bug in "
+        "ktriage; rerun with --debug for the traceback"
+    ]
+    assert "Traceback" not in captured.out + captured.err
+
+
+def test_debug_reraises(broken_occupancy: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(RuntimeError, match="fake bug in compute_occupancy"):
+        main(["--debug", *OCCUPANCY])
+    monkeypatch.setenv("KTRIAGE_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="fake bug in compute_occupancy"):
+        main(OCCUPANCY)
+
+
+def test_verb_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]) -> None:
+    """A verb's own code comes back unchanged: bisect-step speaks git bisect's 128 (abort) for a user error."""
+    assert main(OCCUPANCY) == exit_codes.OK
+    assert main(["bisect-step"]) == 128
+    assert "exactly one of --baseline and --record-baseline" in capsys.readouterr().err
+
+
+def test_python_m_ktriage_exits_with_mains_code() -> None:
+    proc = subprocess.run([sys.executable, "-m", "ktriage", "catalog", "show", "liger.layernorm"],
+                          capture_output=True, text=True, cwd=REPO, check=False)
+    assert proc.returncode == exit_codes.USAGE, proc.stderr
+    assert "fix:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+PROBE = """
+import json, sys
+from ktriage.cli.app import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.mark.parametrize("argv, verb_module", [
+    (["--help"], None),
+    (["compare", "--help"], "ktriage.cli.compare_cmd"),
+    (["runs", "--help"], "ktriage.cli.runs_cmd"),
+    (["explain", "--help"], "ktriage.cli.explain_cmd"),
+])  # fmt: skip
+def test_help_imports_no_heavy_library_and_no_other_verb(argv: list[str], verb_module: str | None) -> None:
+    """Help is what shell completion and a new user run first: it loads no scipy, SQLAlchemy, numpy or
+    jinja2, and no verb module but the one asked about (a fresh interpreter, so nothing is preloaded)."""
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["code"] == exit_codes.OK
+    modules = set(result["modules"])
+    assert not [m for m in HEAVY if m in modules]
+    assert {m for m in VERB_MODULES if m in modules} == ({verb_module} if verb_module else set())
