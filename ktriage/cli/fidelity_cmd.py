@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import platform
 import shlex
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -49,7 +48,10 @@ def fidelity(
         rows = check(built, selected, target=target, compiler=compiler,
                      on_row=lambda r: console.print(f"{r.triton_version:7} {r.status:9} {r.case}"
                                                     + (f"  [yellow]{r.detail[:160]}[/]" if r.detail else "")))
-    command = "ktriage " + shlex.join(sys.argv[1:])
+    words = ["ktriage", "fidelity"]  # the command as given (rebuilt: main(argv) may run in-process)
+    words += [w for t in toolchains or [] for w in ("-t", t)] + [w for k in case or [] for w in ("-k", k)]
+    words += (["--arch", arch] if arch != "sm_90" else []) + [w for o in output or [] for w in ("-o", str(o))]
+    command = shlex.join(words)
     machine = f"{platform.machine()} {platform.node()}, Python {platform.python_version()}"
     date = datetime.date.today().isoformat()
     for path in output or []:
