@@ -120,9 +120,9 @@ def test_tampered_or_foreign_bundles_are_refused(ln_bundle: Path, tmp_path: Path
     with pytest.raises(KtriageError, match="missing or changed"):
         load_bundle(copy)
     manifest = json.loads((ln_bundle / "manifest.json").read_text())
-    manifest["format"] = 99
+    manifest["format_version"] = 99
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(KtriageError, match="format 99"):
+    with pytest.raises(KtriageError, match="format_version 99"):
         load_bundle(copy)
     with pytest.raises(KtriageError, match="manifest.json missing"):
         load_bundle(tmp_path / "nothing")

@@ -60,6 +60,6 @@ def test_recorded_tutorial_launch_with_options_and_callable_grid(tmp_path: Path)
                           {"BLOCK_SIZE": 4096, "num_warps": 8}, lambda meta: (meta["x_ptr"].shape[0],), target="sm_90")
     _same_kernel(spec, catalog_spec("triton_layer_norm", case, "fwd"))
     saved = load_specs(save_specs([spec], tmp_path / "specs.json"))
-    assert saved == [spec] and json.loads((tmp_path / "specs.json").read_text())[0]["meta"] == {"recorded": True}
+    assert saved == [spec] and json.loads((tmp_path / "specs.json").read_text())["specs"][0]["meta"] == {"recorded": True}
     with pytest.raises(KtriageError, match="unknown keyword 'BLOCK'"):
         launch_to_spec(src, (x, w, b, y, mean, rstd, 4608, 4608, 1e-5), {"BLOCK": 4096}, (4096,), target="sm_90")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ktriage.bisect.model import Candidate, Observation, Predicate
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, check_format_version
 
 STATE_VERSION = 1
 Status = Literal["culprit", "ambiguous"]
@@ -120,7 +120,7 @@ class StateFile:
     def __init__(self, path: Path, fingerprint: dict[str, Any]) -> None:
         self.path = path
         self.fingerprint = fingerprint
-        self.data: dict[str, Any] = {"version": STATE_VERSION, "fingerprint": fingerprint, "stages": [], "result": None}
+        self.data: dict[str, Any] = {"format_version": STATE_VERSION, "fingerprint": fingerprint, "stages": [], "result": None}
 
     @classmethod
     def resume(cls, path: Path, fingerprint: dict[str, Any]) -> StateFile:
@@ -131,8 +131,8 @@ class StateFile:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise KtriageError(f"bisect state {path} is unreadable: {exc}", "delete it and start again without --resume") from None
-        if data.get("version") != STATE_VERSION:
-            raise KtriageError(f"bisect state {path} has version {data.get('version')}, expected {STATE_VERSION}", "start again without --resume")
+        check_format_version(data, STATE_VERSION, what=f"bisect state {path}", legacy_keys=("version",),
+                             fix="start again without --resume")
         if data.get("fingerprint") != fingerprint:
             diff = sorted(k for k in set(fingerprint) | set(data.get("fingerprint", {}))
                           if fingerprint.get(k) != data.get("fingerprint", {}).get(k))

@@ -11,12 +11,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, check_format_version
 from ktriage.measure.model import Cell, RunInfo
+
+# Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
+FORMAT_VERSION = 1
 
 
 def results_to_json(run: RunInfo, cells: list[Cell]) -> dict[str, Any]:
-    return {"run": run.to_json(), "cells": [c.to_json() for c in cells]}
+    return {"format_version": FORMAT_VERSION, "run": run.to_json(), "cells": [c.to_json() for c in cells]}
 
 
 def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
@@ -35,6 +38,8 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
         data: Any = json.loads(text)
         if not isinstance(data, dict) or "run" not in data or "cells" not in data:
             raise KeyError('top-level keys "run" and "cells"')
+        check_format_version(data, FORMAT_VERSION, what=origin, missing_means=1,
+                             fix="read it with the ktriage version that wrote it, or write it again with this one")
         return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise KtriageError(

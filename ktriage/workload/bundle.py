@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ktriage.catalog.inputs import InputCase
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, check_format_version
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.replay import ROLES_BY_MODE, KernelRef, LaunchFn, SpecSource
 
@@ -195,7 +195,7 @@ def build_bundle(
         artifacts.setdefault(key, {})[tc.id] = entry
 
     manifest = {
-        "format": FORMAT,
+        "format_version": FORMAT,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "op": op,
         "mode": mode,
@@ -266,7 +266,7 @@ def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: M
         entries[name] = {art.toolchain.id: _artifact_entry(art, out_dir)}
     targets = sorted({str(a.spec.target) for a in artifacts.values()})
     manifest = {
-        "format": FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "format_version": FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "op": KERNELS_OP, "mode": "", "precision": "", "target": targets[0] if len(targets) == 1 else ",".join(targets),
         "sm_count": 0, "backends": [], "inputs": [], "toolchains": toolchains, "specs": specs, "artifacts": entries,
         "extra": dict(extra or {}),
@@ -451,9 +451,8 @@ def load_bundle(path: Path | str) -> Bundle:
     if not manifest_path.exists():
         raise KtriageError(f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`")
     data = json.loads(manifest_path.read_text())
-    if data.get("format") != FORMAT:
-        raise KtriageError(f"bundle {root} has format {data.get('format')}, this ktriage reads {FORMAT}",
-                           "rebuild the bundle with this ktriage version")
+    check_format_version(data, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
+                         fix="rebuild the bundle with this ktriage version")
     specs = {k: KernelSpec.from_json(v) for k, v in data["specs"].items()}
     bundle = Bundle(
         path=root, op=data["op"], mode=data["mode"], precision=data["precision"], target=data["target"],

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, check_format_version
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
@@ -207,11 +207,20 @@ def record_backend(op: str, backend: str, input_id: int, mode: str, *, precision
     return [s.replace(meta={**s.meta, **meta}, name=f"{backend}.{mode}[{case.label()}].{s.source_function()}") for s in rec.unique()]
 
 
+RECORDING_FORMAT = 1
+
+
 def save_specs(specs: Sequence[KernelSpec], path: Path) -> Path:
-    """Write recorded specs as a JSON list (``KernelSpec.from_json`` reads each entry)."""
-    path.write_text(json.dumps([s.to_json() for s in specs], indent=1))
+    """Write recorded specs (``{"format_version": 1, "specs": [...]}``; ``KernelSpec.from_json`` reads each)."""
+    path.write_text(json.dumps({"format_version": RECORDING_FORMAT, "specs": [s.to_json() for s in specs]}, indent=1))
     return path
 
 
 def load_specs(path: Path) -> list[KernelSpec]:
-    return [KernelSpec.from_json(d) for d in json.loads(path.read_text())]
+    """Read recorded specs; a bare JSON list is the format before format_version existed."""
+    data = json.loads(path.read_text())
+    if isinstance(data, list):
+        return [KernelSpec.from_json(d) for d in data]
+    check_format_version(data, RECORDING_FORMAT, what=f"recording {path}",
+                         fix="record it again with this ktriage version")
+    return [KernelSpec.from_json(d) for d in data["specs"]]
