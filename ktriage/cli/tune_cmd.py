@@ -148,7 +148,7 @@ def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, cons
     try:
         tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others)
     except KtriageError as exc:
-        console.print(f"[yellow]not timed:[/] {escape(exc.problem)} ({escape(exc.fix)})")
+        console.print(f"[yellow]not timed:[/] {escape(exc.problem)}" + (f" ({escape(exc.fix)})" if exc.fix else ""))
         return [{"timed": False, "why": exc.problem} for _ in results]
     results_path = results_file or Path(out) / "tune-results.json"
     command = tbs[0].bench_command(budget * len(tbs), results_path)
