@@ -129,6 +129,36 @@ def test_tune_bundle_refuses_specs_without_workload(toolchain):
         bench_target(ScreenResult(space, None, [], 0, 1))  # type: ignore[arg-type]
 
 
+def test_untimed_tune_says_why_with_or_without_a_fix(tmp_path, monkeypatch):
+    """When the tune bundle cannot be written, `ktriage tune` says why and goes on untimed: the
+    error's fix is shown in parentheses when it has one, and an error without a fix (fix=None) is
+    reported too instead of failing while printing it."""
+    import io
+
+    from rich.console import Console
+
+    import ktriage.tune.gpu
+    from ktriage.cli.tune_cmd import _time_on_gpu
+    from ktriage.tune.screen import ScreenResult
+
+    results = [ScreenResult(config_space(_red_spec()), None, [], 0, 1)]  # type: ignore[arg-type]
+    out = io.StringIO()
+    console = Console(file=out, width=400)
+    timings = _time_on_gpu(results, None, tmp_path / "b", 1.0, None, None, console)  # type: ignore[arg-type]
+    assert timings == [{"timed": False, "why": "red has no bench workload, so its candidates cannot be timed on a GPU"}]
+    assert out.getvalue().startswith("not timed: red has no bench workload") and "(use --compile-only" in out.getvalue()
+
+    def fails_without_fix(*_args: object, **_kw: object) -> None:
+        raise KtriageError("the bundle directory is not writable")
+
+    monkeypatch.setattr(ktriage.tune.gpu, "write_tune_bundles", fails_without_fix)
+    out.truncate(0)
+    out.seek(0)
+    timings = _time_on_gpu(results, None, tmp_path / "b", 1.0, None, None, console)  # type: ignore[arg-type]
+    assert timings == [{"timed": False, "why": "the bundle directory is not writable"}]
+    assert out.getvalue() == "not timed: the bundle directory is not writable\n"
+
+
 def _fake_cell(tc: str, samples: list[float], status: str = "ok", passed: bool = True) -> Cell:
     key = CellKey("layer_norm", "bwd", 7, "4608", "liger_layer_norm", tc)
     return Cell(key, status, samples, accuracy={"passed": passed})  # type: ignore[arg-type]

@@ -109,7 +109,7 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     pairs = [p for p in comparison_pairs(plan, [k for k in keys if variant_name(k) in variants])
              if p[0] in variants and p[1] in variants]
     result = measure_interleaved(
-        variants,  # type: ignore[arg-type]
+        variants,
         min_samples=plan.min_samples,
         max_time_s=plan.max_time_s,
         stop=lambda samples: stop_when_sure(samples, pairs, config, max_samples=plan.max_samples),

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ktriage.bisect.model import Candidate, Observation, Outcome, empty_cost
 from ktriage.bisect.workspace import (
@@ -32,6 +32,9 @@ from ktriage.bisect.workspace import (
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.errors import KtriageError
 from ktriage.spec.model import KernelSpec
+
+if TYPE_CHECKING:
+    from ktriage.explain.engine import KernelResult
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -57,7 +60,7 @@ def check_metric(metric: str) -> str:
     )
 
 
-def metric_value(result: Any, metric: str) -> float | None:
+def metric_value(result: KernelResult, metric: str) -> float | None:
     """Read a metric from an explain ``KernelResult`` (resources + occupancy)."""
     if metric.startswith("sass:"):
         op = metric[5:]
@@ -169,9 +172,9 @@ class KernelMeasurer:
     def __init__(self, kernels: KernelSource, compiler: Compiler) -> None:
         self.kernels = kernels
         self.compiler = compiler
-        self.results: dict[str, dict[str, Any]] = {}
+        self.results: dict[str, dict[str, KernelResult]] = {}
 
-    def measure(self, prepared: Prepared) -> tuple[dict[str, Any], int]:
+    def measure(self, prepared: Prepared) -> tuple[dict[str, KernelResult], int]:
         """{kernel: KernelResult} and the frontend compiles it ran; CandidateFailed to skip."""
         from ktriage.explain.engine import Explainer
         from ktriage.toolchain.manager import ensure_toolchain
@@ -185,7 +188,7 @@ class KernelMeasurer:
             raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
         specs = self.kernels.specs_for(prepared)
         explainer = Explainer(self.compiler)
-        results: dict[str, Any] = {}
+        results: dict[str, KernelResult] = {}
         for key, spec in zip(kernel_keys(specs), specs):
             outcome = self.compiler.compile(spec, toolchain)
             if not isinstance(outcome, Artifact):

@@ -377,7 +377,7 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
         arts = [bun.artifacts.get((key, tc_id)) for tc_id in ids]
         if not all(isinstance(a, BundleArtifact) for a in arts):
             continue
-        p_art, c_art = arts  # type: ignore[misc]
+        p_art, c_art = arts
         assert isinstance(p_art, BundleArtifact) and isinstance(c_art, BundleArtifact)
         p_ops = (p_art.resources or {}).get("sass_opcodes") or {}
         c_ops = (c_art.resources or {}).get("sass_opcodes") or {}

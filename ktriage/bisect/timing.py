@@ -245,7 +245,7 @@ class TimePredicate:
                 f"check that {good.label} is good and {bad.label} is bad for this op/input; for a smaller change "
                 f"lower the gate (--threshold, now {self.config.threshold:.0%}) or allow more samples (--max-samples, now {self.max_samples})",
             )  # fmt: skip
-        direction: Direction = verdict.verdict  # type: ignore[assignment]
+        direction: Direction = verdict.verdict
         ratio, lo, hi = verdict.ratio, verdict.ci_low, verdict.ci_high
         cand_config = self.config
         if self.relative_gate is not None:

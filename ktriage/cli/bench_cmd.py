@@ -14,9 +14,10 @@ import csv
 import io
 import statistics
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -24,6 +25,11 @@ from ktriage.bench.plan import BenchPlan, variant_name
 from ktriage.cli.console import make_console, make_progress
 from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell, RunInfo
+
+if TYPE_CHECKING:
+    from ktriage.catalog.inputs import InputCase
+    from ktriage.workload.bundle import Bundle
+    from ktriage.workload.ops import OpDef
 
 METRICS = ("latency", "speedup", "gbps", "tflops", "accuracy")
 
@@ -95,7 +101,7 @@ def bench(
     artifact = [b for b in chosen if b in opdef.artifact_backends] if (toolchain or loaded) else []
     native = [b for b in chosen if b in opdef.backends and not (artifacts_only and b in artifact)]
 
-    toolchain_records: list[dict] = []
+    toolchain_records: list[dict[str, Any]] = []
     if toolchain:
         loaded, toolchain_records = _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count, prec,
                                                     jobs, console)
@@ -143,7 +149,8 @@ def _require_gpu() -> None:
                            "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine")
 
 
-def _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count, prec, jobs, console):  # type: ignore[no-untyped-def]
+def _compile_bundle(op: str, mode: str, cases: list[InputCase], toolchain: list[str], artifact: list[str], bundle: Path | None,
+                    arch: str, sm_count: int | None, prec: str, jobs: int | None, console: Console) -> tuple[Bundle, list[dict[str, Any]]]:
     from ktriage.cli.resolve import resolve_toolchains
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
@@ -166,7 +173,7 @@ def _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count
     return loaded, [t.to_json() for t in tcs]
 
 
-def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchains: list[dict], console) -> tuple[RunInfo, list[Cell]]:  # type: ignore[no-untyped-def]
+def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchains: list[dict[str, Any]], console: Console) -> tuple[RunInfo, list[Cell]]:
     from ktriage.bench.session import run_bench
 
     with make_progress(console) as progress:
@@ -184,7 +191,7 @@ def _median(cell: Cell) -> float | None:
     return statistics.median(cell.samples_ms) if cell.status == "ok" and cell.samples_ms else None
 
 
-def results_table(cells: list[Cell], opdef, baseline: str, metrics: list[str],  # type: ignore[no-untyped-def]
+def results_table(cells: list[Cell], opdef: OpDef, baseline: str, metrics: list[str],
                   labels: dict[str, str] | None = None) -> list[dict[str, str]]:
     """TritonBench's layout: one row per input (x_val), ``<backend>-<metric>`` columns; an artifact
     backend is named ``<backend>@<toolchain spec>`` (``labels`` maps toolchain ids to specs)."""
@@ -226,7 +233,7 @@ def _csv(rows: list[dict[str, str]]) -> str:
     return buf.getvalue()
 
 
-def _print_table(rows: list[dict[str, str]], console, title: str) -> None:  # type: ignore[no-untyped-def]
+def _print_table(rows: list[dict[str, str]], console: Console, title: str) -> None:
     if not rows:
         console.print("no results")
         return
@@ -239,7 +246,7 @@ def _print_table(rows: list[dict[str, str]], console, title: str) -> None:  # ty
     console.print(table)
 
 
-def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console) -> None:  # type: ignore[no-untyped-def]
+def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console: Console) -> None:
     from ktriage.report.markdown import to_markdown
     from ktriage.stats.compare import compare_toolchains
 

@@ -5,17 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Sequence
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
+
+if TYPE_CHECKING:
+    from ktriage.toolchain.manager import Toolchain
+    from ktriage.tune.scaling import ScaleResult
+    from ktriage.tune.screen import ScreenResult
+    from ktriage.tune.space import TuneConfig
 
 
 class Format(str, Enum):
@@ -93,7 +101,7 @@ def tune(
                               on_done=lambda _o: progress.advance(task)) for space in spaces]
             scalings = [scale_blocks(space.spec, tc, compiler, space=space, sm_count=sm_count,
                                      max_spill_bytes=max_spill_bytes) for space in spaces]
-            timings: list[dict[str, Any] | None] = [None] * len(results)
+            timings: Sequence[dict[str, Any] | None] = [None] * len(results)
             if not compile_only and any(r.kept for r in results):
                 timings = _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others)
     reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
@@ -112,7 +120,8 @@ def tune(
         output.write_text(json.dumps(report, indent=1))
 
 
-def _print_one(result, scaling, timing, console, all_rows):  # type: ignore[no-untyped-def]
+def _print_one(result: ScreenResult, scaling: ScaleResult[TuneConfig], timing: dict[str, Any] | None, console: Console,
+               all_rows: bool) -> None:
     from ktriage.tune.report import print_table
 
     print_table(result, console, show_all=all_rows)
@@ -125,7 +134,8 @@ def _print_one(result, scaling, timing, console, all_rows):  # type: ignore[no-u
             console.print(f"  {ratio:.2f}x {escape(name)}")
 
 
-def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others=()):  # type: ignore[no-untyped-def]
+def _time_on_gpu(results: Sequence[ScreenResult], compiler: Compiler, bundle: Path | None, budget: float, results_file: Path | None,
+                 sm_count: int | None, console: Console, others: Sequence[Toolchain] = ()) -> list[dict[str, Any]]:
     """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
     time it on one. Returns one timing dict per input."""
     from ktriage.home import home_subdir
@@ -140,7 +150,7 @@ def _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, cons
     try:
         tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others)
     except KtriageError as exc:
-        console.print(f"[yellow]not timed:[/] {escape(exc.problem)} ({escape(exc.fix)})")
+        console.print(f"[yellow]not timed:[/] {escape(exc.problem)}" + (f" ({escape(exc.fix)})" if exc.fix else ""))
         return [{"timed": False, "why": exc.problem} for _ in results]
     results_path = results_file or Path(out) / "tune-results.json"
     command = tbs[0].bench_command(budget * len(tbs), results_path)

@@ -183,7 +183,10 @@ class Explainer:
         for swap in (swap_front, swap_asm):
             if isinstance(swap, str):
                 comparison.cross_errors.append(swap)
-        cell = lambda swap, name: None if isinstance(swap, str) else _metric(swap[0], swap[1], name)  # noqa: E731
+
+        def cell(swap: tuple[Resources, Occupancy] | str, name: str) -> float | None:
+            return None if isinstance(swap, str) else _metric(swap[0], swap[1], name)
+
         ref_name, new_name = toolchain_label(ref.toolchain), toolchain_label(new.toolchain)
         for name, unit in METRICS:
             a, b = ref.metric(name), new.metric(name)

@@ -164,7 +164,10 @@ def debug_paths_only(a: bytes, b: bytes) -> str:
     found = sorted({m.decode(errors="replace") for m in paths.findall(a)} ^ {m.decode(errors="replace") for m in paths.findall(b)})
     if not found:
         return ""
-    blank = lambda data: paths.sub(b"<path>", data)  # noqa: E731
+
+    def blank(data: bytes) -> bytes:
+        return paths.sub(b"<path>", data)
+
     return ", ".join(found[:4]) if blank(a) == blank(b) else ""
 
 

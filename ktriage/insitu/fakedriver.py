@@ -214,7 +214,7 @@ class FakeDriver:
         return 0
 
     def get_device_capability(self, device: int = 0) -> tuple[int, int]:
-        return divmod(self.target.arch, 10)
+        return divmod(int(self.target.arch), 10)
 
     def get_benchmarker(self) -> FakeBenchmarker:
         return self.benchmarker

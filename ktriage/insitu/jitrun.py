@@ -164,7 +164,7 @@ class Recorder:
                 recorder._current["compiles"].append(index)
             return kernel
 
-        JITFunction.run = run  # type: ignore[method-assign]
+        JITFunction.run = run
         triton.compiler.compile = compile  # create_binder imports it from here at first launch
         import triton.compiler.compiler as compiler_module
 

@@ -171,7 +171,7 @@ class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = _PlaceholderModule(spec.name)
-        module.__path__ = []  # type: ignore[attr-defined]
+        module.__path__ = []
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:

@@ -84,7 +84,7 @@ class CudaError(KtriageError):
 def driver() -> Any:
     """``cuda.bindings.driver``, imported on first use so that CPU-only code never needs it."""
     try:
-        from cuda.bindings import driver as drv  # type: ignore[import-not-found]
+        from cuda.bindings import driver as drv
     except ImportError as exc:  # pragma: no cover - depends on the host
         raise KtriageError(
             f"cuda.bindings is not importable ({exc})",

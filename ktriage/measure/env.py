@@ -16,7 +16,7 @@ from typing import Any
 
 
 def _nvml() -> Any:
-    import pynvml  # type: ignore[import-not-found]  # nvidia-ml-py
+    import pynvml  # nvidia-ml-py
 
     pynvml.nvmlInit()
     return pynvml

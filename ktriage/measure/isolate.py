@@ -55,7 +55,8 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
             f"handler reference {ref!r} is not 'module:function'",
             "use e.g. 'ktriage.measure.jobs:run'",
         )
-    return getattr(importlib.import_module(module), name)
+    fn: Callable[..., Any] = getattr(importlib.import_module(module), name)
+    return fn
 
 
 def _cuda_sticky_error() -> str | None:
@@ -143,7 +144,7 @@ def _worker_main(
 class _Worker:
     def __init__(
         self,
-        ctx: Any,
+        ctx: mp.context.SpawnContext,
         handler: str | Callable[..., Any],
         init: str | Callable[..., Any] | None,
     ) -> None:

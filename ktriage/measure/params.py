@@ -63,7 +63,7 @@ def param_size(p: AbiParam) -> int:
 
 def _bf16_bits(value: float) -> int:
     """Round-to-nearest-even fp32 -> bf16, as the hardware conversion does (NaN stays NaN)."""
-    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    bits = int.from_bytes(struct.pack("<f", value), "little")
     if math.isnan(value):
         return 0x7FC0
     rounding = 0x7FFF + ((bits >> 16) & 1)

@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -135,7 +136,7 @@ def _runs(c: Comparison) -> list[tuple[str, object]]:
     return [(side, r) for side, r in (("ref", c.ref_run), ("new", c.new_run)) if r is not None]
 
 
-def _section(c: Comparison) -> dict:
+def _section(c: Comparison) -> dict[str, Any]:
     cells = [*c.ref_cells, *c.new_cells]
     sweeps = sorted({(x.key.op, x.key.mode) for x in cells})
     charts = []

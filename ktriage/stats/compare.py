@@ -188,11 +188,12 @@ def exit_status(comparisons: Iterable[Comparison]) -> int:
 # --- pairing ------------------------------------------------------------------------------------
 
 GroupKey = tuple[str, str, str]  # op, mode, backend
+MergeKey = tuple[str, str, int, str, str | None]  # op, mode, input id, backend, toolchain
 
 
-def _merge(cells: Iterable[Cell]) -> dict[tuple[str, str, int, str, str | None], Cell]:
+def _merge(cells: Iterable[Cell]) -> dict[MergeKey, Cell]:
     """One cell per key; repeated ok measurements of a key pool their samples (a re-run)."""
-    out: dict[tuple[str, str, int, str, str | None], Cell] = {}
+    out: dict[MergeKey, Cell] = {}
     for c in cells:
         k = (c.key.op, c.key.mode, c.key.input_id, c.key.backend, c.key.toolchain)
         old = out.get(k)
@@ -205,7 +206,7 @@ def _merge(cells: Iterable[Cell]) -> dict[tuple[str, str, int, str, str | None],
     return out
 
 
-def _toolchain_map(ref: dict, new: dict) -> list[tuple[GroupKey, str | None, str | None]]:
+def _toolchain_map(ref: dict[MergeKey, Cell], new: dict[MergeKey, Cell]) -> list[tuple[GroupKey, str | None, str | None]]:
     """Which ref toolchain pairs with which new toolchain, per (op, mode, backend).
 
     Same toolchain sets: pair like with like. One toolchain on each side (two runs of different
@@ -306,11 +307,11 @@ def _baseline_check(pairs: list[PairResult], baselines: dict[str, str | None], s
 # --- cliffs -------------------------------------------------------------------------------------
 
 
-def _medians(cells: Sequence[Cell]) -> dict[tuple[str, str, int, str, str | None], float]:
+def _medians(cells: Sequence[Cell]) -> dict[MergeKey, float]:
     return {k: float(np.median(c.samples_ms)) for k, c in _merge(cells).items() if c.status == "ok" and c.samples_ms}
 
 
-def _sweep_cliffs(cells: Sequence[Cell], side: str, baselines: dict[str, str | None], cfg: CliffConfig, labels: dict) -> list[CliffFinding]:
+def _sweep_cliffs(cells: Sequence[Cell], side: str, baselines: dict[str, str | None], cfg: CliffConfig, labels: dict[tuple[str, str, int], str]) -> list[CliffFinding]:
     """Cliffs in each backend's ratio to the baseline along each op's sweep, within one side."""
     med = _medians(cells)
     out: list[CliffFinding] = []

@@ -159,7 +159,7 @@ class Verdict:
 
 def _clean(samples: Iterable[float]) -> np.ndarray:
     """Finite positive samples only: a zero or negative time is a broken measurement, not data."""
-    arr = np.asarray(list(samples), dtype=float)
+    arr = np.asarray(list(samples), dtype=np.float64)
     return arr[np.isfinite(arr) & (arr > 0)]
 
 
@@ -175,7 +175,7 @@ def _thin(sorted_x: np.ndarray, limit: int) -> np.ndarray:
     if sorted_x.size <= limit:
         return sorted_x
     idx = np.round(np.linspace(0, sorted_x.size - 1, limit)).astype(int)
-    return sorted_x[idx]
+    return np.take(sorted_x, idx)
 
 
 def hodges_lehmann_ratio(ref: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, confidence: float = 0.99) -> tuple[float, float, float]:

@@ -243,7 +243,7 @@ class Store:
         with self.engine.connect() as conn:
             if ref and conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == ref)).scalar():
                 return ref
-            matches = list(
+            matches: list[str] = list(
                 conn.execute(
                     select(runs_t.c.run_id).where(runs_t.c.run_id.startswith(ref, autoescape=True)).order_by(runs_t.c.started.desc()).limit(11)
                 ).scalars()

@@ -141,7 +141,7 @@ class Screened:
 
 
 def _triton_version() -> tuple[int, int]:
-    import triton  # type: ignore[import-not-found]
+    import triton
 
     major, minor = triton.__version__.split(".")[:2]
     return int(major), int(minor)
@@ -150,11 +150,11 @@ def _triton_version() -> tuple[int, int]:
 def resolve_target(target: Any = None) -> Any:
     """A ``GPUTarget`` from ``None`` (the active driver's device), ``"sm_90"``/``"sm_90a"``, ``90`` or a
     GPUTarget. An explicit target is what makes screening work on a machine without a GPU."""
-    from triton.backends.compiler import GPUTarget  # type: ignore[import-not-found]
+    from triton.backends.compiler import GPUTarget
 
     if target is None:
         try:
-            from triton.runtime import driver  # type: ignore[import-not-found]
+            from triton.runtime import driver
 
             return driver.active.get_current_target()
         except Exception as exc:  # noqa: BLE001 - no GPU / no driver: say how to screen anyway
@@ -174,7 +174,7 @@ def resolve_target(target: Any = None) -> Any:
 def _unwrap(kernel: Any) -> tuple[Any, list[Any]]:
     """The JITFunction under autotune/heuristics wrappers, and the Heuristics layers met on the way
     (their values are computed at launch, after the autotuner picked a config)."""
-    from triton.runtime.jit import JITFunction  # type: ignore[import-not-found]
+    from triton.runtime.jit import JITFunction
 
     layers: list[Any] = []
     fn = kernel
@@ -203,9 +203,9 @@ def compile_without_launch(jit_fn: Any, args: Mapping[str, Any], target: Any) ->
     The JIT's own binder (``create_function_from_signature`` with the target's backend) decides the
     specialization, so the kernel is the one the JIT builds and Triton's cache is shared with it.
     """
-    import triton  # type: ignore[import-not-found]
-    from triton.compiler import ASTSource, make_backend  # type: ignore[import-not-found]
-    from triton.runtime.jit import create_function_from_signature  # type: ignore[import-not-found]
+    import triton
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.jit import create_function_from_signature
 
     backend = make_backend(target)
     binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
@@ -332,7 +332,8 @@ def _soft_roof(x: float) -> float:
     and fall to the ranking's tie-breakers (more resident warps, fewer registers, the user's order)."""
     if x <= 0:
         return 1e-9
-    return max(1e-9, round(x / (1.0 + x ** 4) ** 0.25, 3))
+    fourth_root: float = (1.0 + x ** 4) ** 0.25  # float ** float is typed Any (a negative base gives a complex)
+    return max(1e-9, round(x / fourth_root, 3))
 
 
 @dataclass(frozen=True)
@@ -508,7 +509,7 @@ class SpillAwarePrune:
             return self.num_sms
         if self.target is None:
             try:
-                from triton.runtime import driver  # type: ignore[import-not-found]
+                from triton.runtime import driver
 
                 props = driver.active.utils.get_device_properties(driver.active.get_current_device())
                 return int(props["multiprocessor_count"])
@@ -625,7 +626,7 @@ def autotune(configs: Sequence[Any], key: Sequence[str], *, max_spill_bytes: int
              target: Any = None, verbose: bool = False, **autotune_kwargs: Any) -> Callable[[Any], Any]:
     """Drop-in for ``triton.autotune`` with the spill-aware prune hook bound to the decorated kernel.
     Other keyword arguments go to ``triton.autotune`` unchanged (``prune_configs_by`` is ours)."""
-    import triton  # type: ignore[import-not-found]
+    import triton
 
     if "prune_configs_by" in autotune_kwargs:
         raise KtriageError("prune_configs_by was passed to ktriage's autotune",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -65,7 +66,7 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
         console.print(f"[yellow]note[/] {escape(note)}")
 
 
-def print_summary(results: list[ScreenResult], timings: list[dict[str, Any] | None], console: Console) -> None:
+def print_summary(results: Sequence[ScreenResult], timings: Sequence[dict[str, Any] | None], console: Console) -> None:
     """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
     table = Table(title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
                         f"{len(results)} inputs")

@@ -78,7 +78,7 @@ class LigerEmbedding(EmbeddingBackend):
     name = "liger_embedding"
 
     def make_module(self, inp: OpInput) -> Any:
-        from liger_kernel.transformers.experimental.embedding import (  # type: ignore[import-not-found]
+        from liger_kernel.transformers.experimental.embedding import (
             LigerEmbedding as Module,
         )
 
@@ -104,7 +104,7 @@ class TorchCompileEmbedding(EmbeddingBackend):
 
         mode = self.options.get("compile_mode", TORCH_COMPILE_MODE)
         mod, idx = self._module(inp), inp.tensors["indices"]
-        compiled = torch.compile(mod, mode=None if mode == "default" else mode)
+        compiled: Callable[..., Any] = torch.compile(mod, mode=None if mode == "default" else mode)
         return lambda: compiled(idx)
 
 

@@ -96,7 +96,7 @@ class LigerLayerNorm(LayerNormBackend):
     name = "liger_layer_norm"
 
     def forward(self, inp: OpInput) -> Callable[[], Any]:
-        from liger_kernel.ops.layer_norm import LigerLayerNormFunction  # type: ignore[import-not-found]
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
 
         x, _, weight, bias, eps = _args(inp)
         return lambda: LigerLayerNormFunction.apply(x, weight, bias, eps)

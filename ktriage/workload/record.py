@@ -155,7 +155,7 @@ class LaunchRecorder:
     _original: Callable[..., Any] | None = None
 
     def __enter__(self) -> LaunchRecorder:  # noqa: PYI034
-        from triton.runtime.jit import JITFunction  # type: ignore[import-not-found]
+        from triton.runtime.jit import JITFunction
 
         if self.target is None:
             self.target = _device_target()
@@ -167,14 +167,14 @@ class LaunchRecorder:
                 recorder.specs.append(launch_to_spec(jit_source(jit_self), args, kwargs, grid, target=str(recorder.target)))
             return original(jit_self, *args, grid=grid, warmup=warmup, **kwargs)
 
-        JITFunction.run = run  # type: ignore[method-assign]
+        JITFunction.run = run
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from triton.runtime.jit import JITFunction  # type: ignore[import-not-found]
+        from triton.runtime.jit import JITFunction
 
         if self._original is not None:
-            JITFunction.run = self._original  # type: ignore[method-assign]
+            JITFunction.run = self._original
 
     def unique(self) -> list[KernelSpec]:
         """One spec per distinct (source, signature, hints, options, grid), in first-launch order."""

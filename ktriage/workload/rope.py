@@ -108,7 +108,7 @@ class LigerRotaryPosEmb(RopeBackend):
     name = "liger_rotary_pos_emb"
 
     def forward(self, inp: OpInput) -> Callable[[], Any]:
-        from liger_kernel.transformers.rope import liger_rotary_pos_emb  # type: ignore[import-not-found]
+        from liger_kernel.transformers.rope import liger_rotary_pos_emb
 
         args = self._args(inp)
         return lambda: liger_rotary_pos_emb(*args)
