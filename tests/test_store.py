@@ -222,7 +222,7 @@ def test_export_csv_and_json(store_url: str) -> None:
     assert float(first["gbps"]) == pytest.approx(3 * 4096 * 4608 * 4 / 5.5e-3 / 1e9)
     assert rows[2]["status"] == "wrong" and rows[2]["accuracy"] == "fail" and rows[2]["latency_median_ms"] == ""
     assert rows[3]["error"] == "CUDA_ERROR_ILLEGAL_ADDRESS in worker" and rows[3]["samples"] == "0"
-    assert set(json.loads(doc)) == {"run", "cells"}
+    assert set(json.loads(doc)) == {"format_version", "run", "cells"}
     back_run, back_cells = read_json_export(doc)
     assert back_run == run
     assert_cells_equal(back_cells, cells)
