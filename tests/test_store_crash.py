@@ -4,12 +4,15 @@ prints a line after each commit; the parent acts on those lines, then reads the 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import test_store_fixtures
 from typer.testing import CliRunner
 
@@ -59,11 +62,30 @@ else:
 '''.replace("SAMPLES", str(SAMPLES_PER_CELL))
 
 
+_spawned: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_children() -> Iterator[None]:
+    """Every child's pipes are closed (and a child still running killed) after its test."""
+    yield
+    while _spawned:
+        proc = _spawned.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
 def spawn(tmp_path: Path, url: str, run_id: str, mode: str, n: int, barrier: Path | None = None) -> subprocess.Popen[str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     args = [sys.executable, str(script), url, run_id, mode, str(n)] + ([str(barrier)] if barrier else [])
-    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _spawned.append(proc)
+    return proc
 
 
 def read_commits(proc: subprocess.Popen[str], count: int) -> int:

@@ -116,6 +116,12 @@ class CompileWorker:
             if self._proc.poll() is None:
                 self._proc.kill()
             self._proc.wait()
+            for stream in (self._proc.stdin, self._proc.stdout, self._proc.stderr):
+                if stream is not None:
+                    try:
+                        stream.close()
+                    except OSError:
+                        pass  # the pump thread may be reading it; the process is gone either way
             self._proc = None
 
 
