@@ -267,6 +267,8 @@ def test_a_killed_build_is_redone(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
             break
     proc.kill()
     proc.wait()
+    assert proc.stdout is not None
+    proc.stdout.close()
     venv = home / "toolchains" / "envs" / "triton-3.4.0"
     assert venv.is_dir() and not (venv / "frontend.json").exists()
     monkeypatch.setenv("KTRIAGE_HOME", str(home))
