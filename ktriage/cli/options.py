@@ -203,7 +203,7 @@ def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console:
             rendered[suffix] = writers[suffix]()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(rendered[suffix])
+            path.write_text(rendered[suffix], encoding="utf-8")
         except OSError as exc:
             raise KtriageError(f"cannot write {path}: {exc.strerror or exc}", "choose a writable --output path") from exc
         if console is not None:
