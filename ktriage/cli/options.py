@@ -63,11 +63,12 @@ def _parse_arch(value: str | None) -> str | None:
     return f"{name}a" if text.endswith("a") and text.startswith(("sm_", "compute_")) else name
 
 
-ARCH_HELP = "GPU target: sm_90, sm_90a, 90, 9.0 or cuda:90 (docs/occupancy.md lists the supported ones)."
+ARCH_HELP = "GPU target: sm_90, sm_90a, 90, 9.0 or cuda:90 (an unsupported one is refused with the list)."
 
 
-def arch_option(role: str = "") -> Any:
-    return typer.Option("--arch", callback=_parse_arch, help=f"{ARCH_HELP} {role}".strip())
+def arch_option(role: str = "", *older: str) -> Any:
+    """``--arch`` (plus a verb's older spellings of it, e.g. catalog show's ``--target``)."""
+    return typer.Option("--arch", *older, callback=_parse_arch, help=f"{ARCH_HELP} {role}".strip())
 
 
 Arch = Annotated[str, arch_option()]
@@ -167,7 +168,8 @@ class Format(str, Enum):
 
 
 def format_option(supported: Iterable[str] = ("table", "markdown", "json")) -> Any:
-    return typer.Option("--format", "-f", help=f"Output on stdout: {', '.join(supported)}.")
+    choices = tuple(supported)
+    return typer.Option("--format", "-f", metavar="|".join(choices), help=f"Output on stdout: {', '.join(choices)}.")
 
 
 def check_format(fmt: Format, supported: Iterable[str]) -> None:
