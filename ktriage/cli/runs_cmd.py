@@ -53,7 +53,7 @@ def list_cmd(
     status: str | None = typer.Option(None, "--status", help="Only runs with this stored status (running, finished, interrupted, failed)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this."),
     op: str | None = typer.Option(None, "--op", help="Only runs that measured this op (e.g. layer_norm)."),
-    toolchain: str | None = typer.Option(None, "--toolchain", help="Only runs with a toolchain whose id or spec contains this."),
+    toolchain: str | None = typer.Option(None, "--toolchain", help="Only runs with this toolchain: a toolchain spec or id (docs/toolchains.md), or a part of one."),
 ) -> None:
     """List stored runs: id, date, GPU, toolchains, cells ok/wrong/error, status."""
     from ktriage.store import RunFilters, open_store
