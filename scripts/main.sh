@@ -4,7 +4,7 @@
 #     (register spills from an LLVM change: the frontend is to blame).
 #  2. Liger-Kernel 0.5.10 embedding backward, all 16 TritonBench inputs, Triton 3.4.0 with
 #     ptxas 12.4.131 -> its bundled ptxas 12.8.93 (the atomic is lowered differently: ptxas is to blame).
-# Toolchains are built once under $KTRIAGE_HOME (default: ~/.cache/ktriage); reports go to ktriage-reports/.
+# Toolchains are built once under $KTRIAGE_HOME (default: ~/.cache/ktriage); reports go to ktriage-reports/ (asked for with --report).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

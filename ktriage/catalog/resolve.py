@@ -17,13 +17,14 @@ from ktriage.spec.select import load_selected_specs
 def resolve_specs(
     target: str,
     *,
-    mode: str = "bwd",
+    mode: str | None = None,
     inputs: Sequence[str] | None = None,
     target_arch: str = "sm_90",
-    dtype: str = "fp32",
+    dtype: str | None = None,
     sm_count: int | None = None,
 ) -> list[KernelSpec]:
-    """A spec file (``.toml``, narrowed by ``inputs``) or a catalog op expanded over its inputs."""
+    """A spec file (``.toml``, narrowed by ``inputs``) or a catalog op expanded over its inputs;
+    ``mode`` and ``dtype`` default to the op's own (the catalog's OpInfo)."""
     if target.endswith(".toml"):
         return load_selected_specs(target, inputs)
     from ktriage.catalog.registry import expand_op

@@ -10,28 +10,48 @@ process next to the native backends. `--compile-only` stops after the bundle (a 
 
 from __future__ import annotations
 
-import csv
-import io
-import statistics
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-from ktriage.bench.plan import BenchPlan, variant_name
+from ktriage.bench.plan import BenchPlan
 from ktriage.cli.console import make_console, make_progress
+from ktriage.cli.options import (
+    Bwd,
+    Db,
+    Format,
+    Fwd,
+    FwdBwd,
+    InputId,
+    Inputs,
+    Mode,
+    NumInputs,
+    arch_option,
+    check_format,
+    check_outputs,
+    format_option,
+    merge_outputs,
+    mode_option,
+    output_option,
+    pick_mode,
+    precision_option,
+    toolchain_option,
+    write_outputs,
+)
 from ktriage.errors import KtriageError
 from ktriage.measure.model import Cell, RunInfo
+from ktriage.report.bench import print_table, results_table, to_csv, to_json, to_markdown
 
 if TYPE_CHECKING:
     from ktriage.catalog.inputs import InputCase
     from ktriage.workload.bundle import Bundle
-    from ktriage.workload.ops import OpDef
 
-METRICS = ("latency", "speedup", "gbps", "tflops", "accuracy")
+FORMATS = ("table", "markdown", "json", "csv")
+WRITERS = (".csv", ".md", ".json")
 
 
 def bench(
@@ -39,21 +59,24 @@ def bench(
     only: Annotated[str | None, typer.Option("--only", help="Comma-separated backends (TritonBench names), e.g. liger_layer_norm,torch_layer_norm.")] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline backend for speedups (default: the op's, e.g. torch_layer_norm).")] = None,
     metrics: Annotated[str, typer.Option("--metrics", help="Comma-separated: latency, speedup, gbps, tflops, accuracy.")] = "latency,speedup,accuracy",
-    bwd: Annotated[bool, typer.Option("--bwd", help="Time the backward pass.")] = False,
-    fwd: Annotated[bool, typer.Option("--fwd", help="Time the forward pass (default).")] = False,
-    fwd_bwd: Annotated[bool, typer.Option("--fwd-bwd", help="Time forward + backward.")] = False,
-    input_id: Annotated[int | None, typer.Option("--input-id", help="First TritonBench input id.")] = None,
-    num_inputs: Annotated[int | None, typer.Option("--num-inputs", help="Number of inputs from --input-id.")] = None,
-    precision: Annotated[str | None, typer.Option("--precision", help="fp32 (TritonBench's default via torch's default dtype), bf16, fp16.")] = None,
-    toolchain: Annotated[list[str] | None, typer.Option("--toolchain", "-t", help="Toolchain for the Triton backends, repeatable; the first is the reference.")] = None,
+    mode: Annotated[Mode | None, mode_option("Default: fwd as in TritonBench, or the bundle's pass.")] = None,
+    bwd: Bwd = False,
+    fwd: Fwd = False,
+    fwd_bwd: FwdBwd = False,
+    input: Inputs = None,
+    input_id: InputId = None,
+    num_inputs: NumInputs = None,
+    precision: Annotated[str | None, precision_option("Default: TritonBench's fp32 (torch's default dtype), or the bundle's.")] = None,
+    toolchain: Annotated[list[str] | None, toolchain_option("Compiles the Triton backends; the first is the reference.")] = None,
     compile_only: Annotated[bool, typer.Option("--compile-only", help="Only compile the bundle (no GPU needed); measure it later with --bundle.")] = False,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="Bundle directory: written by --compile-only, read on the GPU machine.")] = None,
-    arch: Annotated[str, typer.Option("--arch", help="Target of the compiled kernels (the GPU machine's).")] = "sm_90",
+    arch: Annotated[str, arch_option("Target of the compiled kernels (the GPU machine's).")] = "sm_90",
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count the library would see (default: the arch's usual GPU).")] = None,
-    csv_out: Annotated[bool, typer.Option("--csv", help="Print the results as CSV.")] = False,
-    output: Annotated[Path | None, typer.Option("--output", help="Write the results table as CSV here.")] = None,
-    output_json: Annotated[Path | None, typer.Option("--output-json", help="Write every cell with raw samples (ktriage results JSON; `ktriage compare` reads it).")] = None,
-    db: Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", help="Results store (SQLAlchemy URL; default: SQLite under the ktriage home).")] = None,
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    csv_out: Annotated[bool, typer.Option("--csv", help="TritonBench's spelling of --format csv.")] = False,
+    output: Annotated[list[Path] | None, output_option(WRITERS, ".csv/.md: the results table (TritonBench's --output is the .csv); .json: every cell with raw samples (the results file `ktriage compare` reads).")] = None,
+    output_json: Annotated[Path | None, typer.Option("--output-json", help="TritonBench's spelling of -o PATH.json (the results file).")] = None,
+    db: Db = None,
     timing: Annotated[str, typer.Option("--timing", help="events (CUDA events, per call) or graph (CUDA graph replays: for kernels under ~10 us).")] = "events",
     no_l2_flush: Annotated[bool, typer.Option("--no-l2-flush", help="Do not flush the L2 cache between calls (TritonBench flushes).")] = False,
     max_time: Annotated[float, typer.Option("--max-time", help="Seconds of sampling per input at most (all variants together).")] = 10.0,
@@ -64,6 +87,7 @@ def bench(
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles.")] = None,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
+    from ktriage.report.bench import METRICS
     from ktriage.workload.ops import (
         check_mode,
         get_op,
@@ -71,13 +95,17 @@ def bench(
         select_op_inputs,
     )
 
-    console = make_console(stderr=csv_out)
+    if csv_out:
+        fmt = Format.csv
+    check_format(fmt, FORMATS)
+    outputs = merge_outputs(output, output_json)
+    check_outputs(outputs, WRITERS)
+    console = make_console(stderr=fmt != Format.table)
     wanted_metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     unknown = [m for m in wanted_metrics if m not in METRICS]
     if unknown:
         raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
-    if sum((bwd, fwd, fwd_bwd)) > 1:
-        raise KtriageError("more than one of --fwd, --bwd, --fwd-bwd", "choose one pass to time")
+    asked_mode = pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
     loaded = None
     if bundle is not None and not toolchain:
         from ktriage.workload.bundle import load_bundle
@@ -87,9 +115,9 @@ def bench(
     if op is None:
         raise KtriageError("no --op given", "e.g. --op layer_norm (ops: layer_norm, embedding, rope)")
     opdef = get_op(op)
-    mode = check_mode(opdef, "bwd" if bwd else "fwd_bwd" if fwd_bwd else ("fwd" if fwd or loaded is None else loaded.mode))
+    mode_name = check_mode(opdef, asked_mode or (loaded.mode if loaded is not None else "fwd"))
     prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))
-    cases = select_op_inputs(opdef, input_id=input_id, num_inputs=num_inputs)
+    cases = select_op_inputs(opdef, input_id=input_id, num_inputs=num_inputs, selectors=input)
     chosen = [b.strip() for b in only.split(",")] if only else list(opdef.backends)
     base = baseline or opdef.baseline
     known = set(opdef.backends) | set(opdef.artifact_backends)
@@ -103,12 +131,12 @@ def bench(
 
     toolchain_records: list[dict[str, Any]] = []
     if toolchain:
-        loaded, toolchain_records = _compile_bundle(op, mode, cases, toolchain, artifact, bundle, arch, sm_count, prec,
+        loaded, toolchain_records = _compile_bundle(op, mode_name, cases, toolchain, artifact, bundle, arch, sm_count, prec,
                                                     jobs, console)
     elif loaded is not None:
         toolchain_records = list(loaded.toolchains.values())
-        if loaded.mode != mode or loaded.op != op:
-            raise KtriageError(f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode}",
+        if loaded.mode != mode_name or loaded.op != op:
+            raise KtriageError(f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode_name}",
                                "pass the op and pass of the bundle, or build a new one with --toolchain")
         bundle_ids = {c.id for c in loaded.input_cases()}
         cases = [c for c in cases if c.id in bundle_ids]
@@ -118,21 +146,30 @@ def bench(
         return
     _require_gpu()
     plan = BenchPlan(
-        op=op, mode=mode, input_ids=[c.id for c in cases], native_backends=native, artifact_backends=artifact,
+        op=op, mode=mode_name, input_ids=[c.id for c in cases], native_backends=native, artifact_backends=artifact,
         baseline=base, precision=prec, bundle=str(loaded.path) if loaded else None,
         toolchains=[t["id"] for t in toolchain_records] if artifact else [],
         timing={"mode": timing, "l2_flush": not no_l2_flush}, min_samples=min_samples, max_time_s=max_time,
         artifact_timing=artifact_timing, compile_mode=compile_mode,
     )  # fmt: skip
-    run, cells = _measure(plan, db, output_json, toolchain_records, console)
+    json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
+    run, cells = _measure(plan, db, json_outputs[0] if json_outputs else None, toolchain_records, console)
+    for extra in json_outputs[1:]:  # the results file is written while measuring; copies for the others
+        extra.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(json_outputs[0], extra)
     labels = {t["id"]: str(t.get("spec") or t["id"]) for t in toolchain_records}
     rows = results_table(cells, opdef, base, wanted_metrics, labels)
-    if csv_out:
-        typer.echo(_csv(rows), nl=False)
+    title = f"{op} {mode_name} ({prec})"
+    if fmt == Format.csv:
+        typer.echo(to_csv(rows), nl=False)
+    elif fmt == Format.markdown:
+        typer.echo(to_markdown(rows, title), nl=False)
+    elif fmt == Format.json:
+        typer.echo(to_json(rows, title))
     else:
-        _print_table(rows, console, title=f"{op} {mode} ({prec})")
-    if output is not None:
-        output.write_text(_csv(rows))
+        print_table(rows, console, title=title)
+    write_outputs([p for p in outputs if p.suffix.lower() != ".json"],
+                  {".csv": lambda: to_csv(rows), ".md": lambda: to_markdown(rows, title)})
     if len(plan.toolchains) > 1:
         _print_toolchain_verdicts(run, cells, base, console)
     console.print(f"run {escape(run.run_id)} stored; `ktriage runs show {run.run_id}`")
@@ -185,65 +222,6 @@ def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchai
 
         return run_bench(plan, store_url=db, results_path=output_json, toolchains=toolchains, on_cell=on_cell,
                          on_input_done=lambda _i: progress.advance(task))
-
-
-def _median(cell: Cell) -> float | None:
-    return statistics.median(cell.samples_ms) if cell.status == "ok" and cell.samples_ms else None
-
-
-def results_table(cells: list[Cell], opdef: OpDef, baseline: str, metrics: list[str],
-                  labels: dict[str, str] | None = None) -> list[dict[str, str]]:
-    """TritonBench's layout: one row per input (x_val), ``<backend>-<metric>`` columns; an artifact
-    backend is named ``<backend>@<toolchain spec>`` (``labels`` maps toolchain ids to specs)."""
-    from ktriage.workload.ops import gbps, tflops
-
-    rows: dict[int, dict[str, str]] = {}
-    for cell in cells:
-        row = rows.setdefault(cell.key.input_id, {"x_val": cell.key.input_label})
-        name = variant_name(cell.key)
-        if cell.key.toolchain and labels and cell.key.toolchain in labels:
-            name = f"{cell.key.backend}@{labels[cell.key.toolchain]}"
-        med = _median(cell)
-        base_cell = next((c for c in cells if c.key.input_id == cell.key.input_id and c.key.backend == baseline
-                          and c.key.toolchain is None), None)
-        base_med = _median(base_cell) if base_cell else None
-        for metric in metrics:
-            col = f"{name}-{metric}"
-            if metric == "latency":
-                row[col] = f"{med:.4f}" if med is not None else cell.status
-            elif metric == "speedup" and name != baseline:
-                row[col] = f"{base_med / med:.3f}" if med and base_med else "-"
-            elif metric == "gbps":
-                row[col] = f"{gbps(cell.bytes_moved, med):.1f}" if med and cell.bytes_moved else "-"
-            elif metric == "tflops":
-                row[col] = f"{tflops(cell.flops, med):.3f}" if med and cell.flops else "-"
-            elif metric == "accuracy" and name != baseline:
-                row[col] = "1" if cell.status == "ok" else "0"
-    return [rows[k] for k in sorted(rows)]
-
-
-def _csv(rows: list[dict[str, str]]) -> str:
-    if not rows:
-        return ""
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, restval="-")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
-
-
-def _print_table(rows: list[dict[str, str]], console: Console, title: str) -> None:
-    if not rows:
-        console.print("no results")
-        return
-    columns = list(dict.fromkeys(k for r in rows for k in r))
-    table = Table(title=escape(title))
-    for c in columns:
-        table.add_column(escape(c), justify="right" if c != "x_val" else "left")
-    for r in rows:
-        table.add_row(*(escape(r.get(c, "-")) for c in columns))
-    console.print(table)
 
 
 def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console: Console) -> None:

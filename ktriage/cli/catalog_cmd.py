@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
 from ktriage.catalog import expand_op, list_ops
 from ktriage.cli.console import make_console
+from ktriage.cli.options import Inputs, ModeOpt, Precision, arch_option
 from ktriage.spec.toml_file import dump_specs_toml
 
 app = typer.Typer(help="Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels.", no_args_is_help=True)
@@ -32,15 +34,15 @@ def list_cmd() -> None:
 @app.command("show")
 def show_cmd(
     op: str = typer.Argument(..., help="Op name, e.g. liger.layer_norm or liger.layer_norm@latest."),
-    mode: str | None = typer.Option(None, "--mode", help="fwd or bwd (default: the op's)."),
-    inputs: list[str] | None = typer.Option(None, "--input", help="Input id (7) or facts (N=4608); repeatable."),  # noqa: B008
-    target: str = typer.Option("sm_90", "--target", help="GPU target, e.g. sm_80, sm_90, sm_100."),
-    dtype: str | None = typer.Option(None, "--dtype", help="Element dtype (default: the op's)."),
+    mode: ModeOpt = None,
+    inputs: Inputs = None,
+    target: Annotated[str, arch_option("--target is an older spelling.", "--target")] = "sm_90",
+    dtype: Precision = None,
     sm_count: int | None = typer.Option(None, "--sm-count", help="SMs of the GPU (default: the target's usual part)."),
     fmt: str = typer.Option("table", "--format", help="table, json or toml."),
 ) -> None:
     """Expand an op into kernel specs: launch parameters and specialization as the library launches them."""
-    specs = expand_op(op, mode=mode, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count)
+    specs = expand_op(op, mode=mode.value if mode else None, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count)
     if fmt == "json":
         typer.echo(json.dumps([s.to_json() for s in specs], indent=2))
         return

@@ -7,7 +7,6 @@ ktriage.report. Exit status for CI: 1 when regressions are found, 0 otherwise, 2
 from __future__ import annotations
 
 import os
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,6 +15,7 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, print_error
+from ktriage.cli.options import Db, Format, check_format, check_outputs, format_option, merge_outputs, output_option, write_outputs
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
@@ -24,11 +24,8 @@ if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not 
     from ktriage.stats.verdict import VerdictConfig
 
 
-class Format(str, Enum):
-    table = "table"
-    markdown = "markdown"
-    json = "json"
-    csv = "csv"
+FORMATS = ("table", "markdown", "json", "csv")
+WRITERS = (".md", ".json", ".html", ".csv")
 
 
 def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str]:
@@ -81,11 +78,12 @@ def compare(
     toolchains: Annotated[bool, typer.Option("--toolchains", help="Compare the toolchains within run A, the first one being the reference.")] = False,
     threshold: Annotated[float, typer.Option("--threshold", help="Magnitude gate: changes smaller than this fraction are 'same' (0.05 = 5%).")] = 0.05,
     confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of the intervals and the U test (0.99: p < 0.01).")] = 0.99,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
-    markdown: Annotated[Path | None, typer.Option("--markdown", help="Also write the markdown summary here ($GITHUB_STEP_SUMMARY is appended to when set).")] = None,
-    html: Annotated[Path | None, typer.Option("--html", help="Write a self-contained HTML report with plots here.")] = None,
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS, "The markdown summary is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained with plots.")] = None,
+    markdown: Annotated[Path | None, typer.Option("--markdown", help="Older spelling of -o PATH.md.")] = None,
+    html: Annotated[Path | None, typer.Option("--html", help="Older spelling of -o PATH.html.")] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="The baseline backend (default: the run's, else TritonBench's for the op).")] = None,
-    db: Annotated[str | None, typer.Option("--db", help="Store URL for run ids (default: the SQLite file under the ktriage home).")] = None,
+    db: Db = None,
     show_same: Annotated[bool, typer.Option("--all", help="Table: list 'same' pairs too.")] = False,
 ) -> None:
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
@@ -99,17 +97,22 @@ def compare(
             raise KtriageError(f"--threshold {threshold} is not a fraction", "give e.g. 0.05 for a 5% gate")
         if not 0.5 <= confidence < 1:
             raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
+        check_format(fmt, FORMATS)
+        outputs = merge_outputs(output, markdown, html)
+        check_outputs(outputs, WRITERS)
         config = VerdictConfig(threshold=threshold, confidence=confidence)
         comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db)
-        write_outputs(comps, fmt, markdown, html)
+        show_and_write(comps, fmt, outputs)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)
         raise typer.Exit(exit_codes.USAGE) from exc
     raise typer.Exit(exit_status(comps))
 
 
-def write_outputs(comps: list[Comparison], fmt: Format, markdown: Path | None, html: Path | None) -> None:
-    from ktriage.report.html import write_html
+def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path]) -> None:
+    """Print the comparisons on stdout in ``fmt``, write each ``-o`` file by its suffix, and append
+    the markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
+    from ktriage.report.html import to_html
     from ktriage.report.markdown import to_markdown
     from ktriage.report.tabular import print_table, to_csv, to_json
 
@@ -122,22 +125,11 @@ def write_outputs(comps: list[Comparison], fmt: Format, markdown: Path | None, h
         print(to_json(comps))
     else:
         print(to_csv(comps), end="")
-    md = None
-    if markdown is not None or os.environ.get("GITHUB_STEP_SUMMARY"):
-        md = to_markdown(comps)
-    if markdown is not None:
-        try:
-            markdown.parent.mkdir(parents=True, exist_ok=True)
-            markdown.write_text(md or "")
-        except OSError as exc:
-            raise KtriageError(f"cannot write {markdown}: {exc.strerror or exc}", "choose a writable --markdown path") from exc
+    write_outputs(outputs, {
+        ".md": lambda: to_markdown(comps), ".json": lambda: to_json(comps) + "\n", ".csv": lambda: to_csv(comps),
+        ".html": lambda: to_html(comps),
+    }, make_console(stderr=True))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:  # GitHub concatenates steps' summaries
-            fh.write((md or "") + "\n")
-    if html is not None:
-        try:
-            write_html(html, comps)
-        except OSError as exc:
-            raise KtriageError(f"cannot write {html}: {exc.strerror or exc}", "choose a writable --html path") from exc
-        make_console(stderr=True).print(f"HTML report: {escape(str(html))}")
+            fh.write(to_markdown(comps) + "\n")

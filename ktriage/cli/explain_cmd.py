@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from enum import Enum
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -14,6 +14,27 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
+from ktriage.cli.options import (
+    Arch,
+    Bwd,
+    Format,
+    Fwd,
+    InputId,
+    Inputs,
+    ModeOpt,
+    NumInputs,
+    Precision,
+    check_format,
+    check_outputs,
+    format_option,
+    merge_outputs,
+    output_option,
+    pick_mode,
+    select_input_range,
+    spec_input_id,
+    toolchain_option,
+    write_outputs,
+)
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
@@ -21,26 +42,29 @@ from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import collect_failure_findings, collect_findings
 from ktriage.explain.fixes import fixes_markdown, suggest_fixes
 from ktriage.explain.report import print_table, to_json, to_markdown
+from ktriage.spec.model import KernelSpec
 
 
-class Format(str, Enum):
-    table = "table"
-    markdown = "markdown"
-    json = "json"
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json")
 
 
 def explain(
     target: Annotated[str, typer.Argument(help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, or a spec .toml file.")],
-    toolchain: Annotated[list[str], typer.Option("--toolchain", "-t", help="A toolchain spec, repeatable; the first is the reference. E.g. triton==3.3.1 or triton==3.4.0,ptxas==12.4.131.")],
-    bwd: Annotated[bool, typer.Option("--bwd", help="The backward kernels of a catalog op (default).")] = False,
-    fwd: Annotated[bool, typer.Option("--fwd", help="The forward kernels of a catalog op.")] = False,
-    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="Only these inputs: a TritonBench input id (7) or a shape fact (N=4608). Repeatable.")] = None,
-    arch: Annotated[str, typer.Option("--arch", help="Target GPU architecture (sm_80, sm_86, sm_89, sm_90, sm_100...).")] = "sm_90",
-    dtype: Annotated[str, typer.Option("--dtype", help="Data type of a catalog op's tensors (fp32, bf16, fp16).")] = "fp32",
+    toolchain: Annotated[list[str], toolchain_option("The first is the reference.")],
+    mode: ModeOpt = None,
+    bwd: Bwd = False,
+    fwd: Fwd = False,
+    input: Inputs = None,
+    input_id: InputId = None,
+    num_inputs: NumInputs = None,
+    arch: Arch = "sm_90",
+    precision: Precision = None,
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).")] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
-    report: Annotated[Path | None, typer.Option("--report", help="Write the markdown report here and the JSON next to it (.json). Default: ktriage-reports/explain-<target>.md")] = None,
-    no_report: Annotated[bool, typer.Option("--no-report", help="Do not write report files.")] = False,
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS, "Nothing is written unless asked.")] = None,
+    report: Annotated[Path | None, typer.Option("--report", help="Older spelling: -o PATH -o PATH.json (the markdown report here, the JSON next to it).")] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", hidden=True, help="Accepted for old scripts; no report is written unless asked.")] = False,
     ptx_diff: Annotated[bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")] = False,
     sass_diff: Annotated[bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
@@ -53,14 +77,16 @@ def explain(
 
     Exit codes: 0 done, 2 usage or user error, 4 incomplete (some cells failed; --allow-failures
     gives 0 then). Findings do not change the code: explain reports, compare gates."""
+    check_format(fmt, FORMATS)
+    outputs = merge_outputs(output, [report, report.with_suffix(".json")] if report is not None else None)
+    check_outputs(outputs, WRITERS)
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
     console = make_console(stderr=fmt != Format.table)
-    if bwd and fwd:
-        raise KtriageError("--bwd and --fwd were both given", "choose one: explain the backward or the forward kernels")
     if len(toolchain) < 1:
         raise KtriageError("no --toolchain given", "pass two or more, e.g. -t triton==3.3.1 -t triton==3.4.0")
-    mode = "fwd" if fwd else "bwd"
-    specs = resolve_specs(target, mode=mode, inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
+    pass_ = pick_mode(mode, fwd=fwd, bwd=bwd)
+    specs = resolve_specs(target, mode=pass_, inputs=input, target_arch=arch, dtype=precision, sm_count=sm_count)
+    specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
     if (ptx_diff or sass_diff) and len(specs) != 1:
         raise KtriageError(
             f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
@@ -81,6 +107,7 @@ def explain(
             fix_list = suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress)) if fixes else None
     fix_json = {"fixes": [f.to_json() for f in fix_list]} if fix_list is not None else {}
     fix_md = "\n" + fixes_markdown(fix_list) if fix_list is not None else ""
+    shown = _mode_shown(pass_, specs)
     if fmt == Format.json:
         typer.echo(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
     elif fmt == Format.markdown:
@@ -91,16 +118,25 @@ def explain(
             console.print(escape(fixes_markdown(fix_list)))
     if diff_text:
         typer.echo(diff_text)
-    if not no_report:
-        md_path = report or Path("ktriage-reports") / f"explain-{_slug(target)}-{mode}.md"
-        md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})") + fix_md)
-        md_path.with_suffix(".json").write_text(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
-        console.print(f"report: {escape(str(md_path))} and {escape(str(md_path.with_suffix('.json')))}")
+    title = f"ktriage explain {target}" + (f" ({shown})" if shown else "")
+    write_outputs(outputs, {
+        ".md": lambda: to_markdown(result, findings, title=title) + fix_md,
+        ".json": lambda: json.dumps({**to_json(result, findings), **fix_json}, indent=1),
+    })
+    if outputs:
+        console.print("report: " + " and ".join(escape(str(p)) for p in outputs))
     _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
     code = exit_codes.with_failures(exit_codes.OK, result.complete, allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)
+
+
+def _mode_shown(asked: str | None, specs: Sequence[KernelSpec]) -> str | None:
+    """The pass named in the report title: the one asked for, else the one the specs carry."""
+    if asked:
+        return asked
+    modes = {str(s.meta["mode"]) for s in specs if s.meta.get("mode")}
+    return modes.pop() if len(modes) == 1 else None
 
 
 def _slug(text: str) -> str:

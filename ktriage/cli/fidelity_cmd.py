@@ -12,14 +12,20 @@ import typer
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
+from ktriage.cli.options import Format, arch_option, check_format, check_outputs, format_option, output_option, toolchain_option, write_outputs
 from ktriage.errors import KtriageError
 
 
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json")
+
+
 def fidelity(
-    toolchains: Annotated[list[str] | None, typer.Option("--toolchain", "-t", help="Toolchain specs (default: every supported Triton release, docs/toolchains.md).")] = None,
+    toolchains: Annotated[list[str] | None, toolchain_option("Default: every supported Triton release.")] = None,
     case: Annotated[list[str] | None, typer.Option("--case", "-k", help="Only cases whose name contains this (repeatable).")] = None,
-    arch: Annotated[str, typer.Option("--arch", help="GPU target the fake driver reports, e.g. sm_90.")] = "sm_90",
-    output: Annotated[list[Path] | None, typer.Option("--output", "-o", help="Write the table: .md or .json (repeatable).")] = None,
+    arch: Annotated[str, arch_option("The target the fake driver reports.")] = "sm_90",
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS, "The table of every case.")] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel compiles on the ktriage side.")] = 2,
 ) -> None:
     """Replay each case's launch through Triton's real launch path (decorators, binder, compile) with
@@ -34,15 +40,14 @@ def fidelity(
     from ktriage.toolchain.manager import ensure_toolchain
     from ktriage.toolchain.supported import SUPPORTED_TRITON
 
-    console = make_console()
+    check_format(fmt, FORMATS)
+    check_outputs(output or [], WRITERS)
+    console = make_console(stderr=fmt != Format.table)
     target = parse_arch(arch).name
     specs = toolchains or [f"triton=={v}" for v in SUPPORTED_TRITON]
     selected = [c for c in all_cases(target) if not case or any(k in c.name for k in case)]
     if not selected:
         raise KtriageError(f"no fidelity case matches {case}", "see the case names in the table of benchmarks/fidelity/README.md")
-    for path in output or []:
-        if path.suffix not in (".md", ".json"):
-            raise KtriageError(f"--output {path}: unknown format {path.suffix!r}", "use a .md or .json file name")
     built = [ensure_toolchain(s, progress=lambda m: console.print(f"[dim]{m}[/]")) for s in specs]
     with Compiler(jobs=jobs) as compiler:
         rows = check(built, selected, target=target, compiler=compiler,
@@ -54,11 +59,11 @@ def fidelity(
     command = shlex.join(words)
     machine = f"{platform.machine()} {platform.node()}, Python {platform.python_version()}"
     date = datetime.date.today().isoformat()
-    for path in output or []:
-        text = to_markdown(rows, command=command, machine=machine, date=date) if path.suffix == ".md" \
-            else to_json(rows, command=command, machine=machine, date=date, target=target)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    writers = {".md": lambda: to_markdown(rows, command=command, machine=machine, date=date),
+               ".json": lambda: to_json(rows, command=command, machine=machine, date=date, target=target)}
+    if fmt != Format.table:
+        typer.echo(writers[".md" if fmt == Format.markdown else ".json"](), nl=False)
+    write_outputs(output or [], writers)
     counts = summary(rows)
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
     if counts.get("differs"):

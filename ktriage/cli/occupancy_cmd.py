@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -11,31 +12,36 @@ from rich.table import Table
 from ktriage.analyze.occupancy import compute_occupancy
 from ktriage.arch import parse_arch
 from ktriage.cli.console import make_console
+from ktriage.cli.options import Arch, Format, check_format, check_outputs, format_option, output_option, write_outputs
 
 
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
+FORMATS = ("table", "json")
+WRITERS = (".json",)
 
 
 def occupancy(
-    arch: str = typer.Option("sm_90", "--arch", help="GPU target: sm_90, sm_90a, 90, 9.0 or cuda:90."),
+    arch: Arch = "sm_90",
     registers: int = typer.Option(
         ..., "--registers", "-r", help="Registers per thread (ptxas 'Used N registers', 0..255)."
     ),
     warps: int = typer.Option(..., "--warps", "-w", help="Warps per CTA (Triton's num_warps, 1..32)."),
     shared: int = typer.Option(0, "--shared", "-s", help="Shared memory per CTA in bytes (Triton's metadata.shared)."),
     barriers: int = typer.Option(1, "--barriers", help="Named barriers the kernel uses (ptxas 'used N barriers')."),
-    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", "-f", help="table or json."),
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
 ) -> None:
     """Resident CTAs and warps per SM for a kernel, the limiting resource, and what would lift it.
 
     Follows the CUDA occupancy rules (cuda_occupancy.h): registers allocated per warp in units of
     256, 4 sub-partitions, warp / CTA caps, shared memory with the driver's 1 KB reserved per block.
     """
+    check_format(fmt, FORMATS)
+    outputs = list(output or [])
+    check_outputs(outputs, WRITERS)
     a = parse_arch(arch)
     result = compute_occupancy(a, registers, warps, shared, barriers=barriers)
-    if fmt is OutputFormat.json:
+    write_outputs(outputs, {".json": lambda: json.dumps(result.to_json(), indent=2) + "\n"})
+    if fmt is Format.json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
     console = make_console()

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.cli.console import make_console
+from ktriage.cli.options import Db
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a runs command runs, not for its --help
@@ -22,11 +23,6 @@ app = typer.Typer(help="Stored measurement runs: list, show, export (the results
 console = make_console()
 err_console = make_console(stderr=True)
 
-DB_HELP = (
-    "Store URL (any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or sqlite:////path/k.db). "
-    "Default: the SQLite file under the ktriage home."
-)
-DbOption = typer.Option(None, "--db", envvar="KTRIAGE_DB", help=DB_HELP, show_envvar=True)
 
 
 class ExportFormat(str, Enum):
@@ -52,12 +48,12 @@ def _when(epoch: float | None) -> str:
 
 @app.command("list")
 def list_cmd(
-    db: str | None = DbOption,
+    db: Db = None,
     limit: int = typer.Option(20, "--limit", "-n", help="Show at most this many runs (newest first)."),
     status: str | None = typer.Option(None, "--status", help="Only runs with this stored status (running, finished, interrupted, failed)."),
     gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this."),
     op: str | None = typer.Option(None, "--op", help="Only runs that measured this op (e.g. layer_norm)."),
-    toolchain: str | None = typer.Option(None, "--toolchain", help="Only runs with a toolchain whose id or spec contains this."),
+    toolchain: str | None = typer.Option(None, "--toolchain", help="Only runs with this toolchain: a toolchain spec or id (docs/toolchains.md), or a part of one."),
 ) -> None:
     """List stored runs: id, date, GPU, toolchains, cells ok/wrong/error, status."""
     from ktriage.store import RunFilters, open_store
@@ -92,7 +88,7 @@ def _kv_table(title: str, data: dict[str, Any]) -> Table:
 @app.command("show")
 def show_cmd(
     run: str = typer.Argument(..., help="Run id or a unique prefix of it (see `ktriage runs list`)."),
-    db: str | None = DbOption,
+    db: Db = None,
 ) -> None:
     """Show a run: environment, toolchains, settings, and the median latency of every cell."""
     from ktriage.store import open_store
@@ -145,7 +141,7 @@ def export_cmd(
     run: str = typer.Argument(..., help="Run id or a unique prefix of it."),
     fmt: ExportFormat = typer.Option(ExportFormat.json, "--format", "-f", help="json (run + cells with raw samples) or csv (one row per cell)."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-    db: str | None = DbOption,
+    db: Db = None,
 ) -> None:
     """Export a run as JSON (reads back with `runs import` or compare) or as a TritonBench-like CSV."""
     from ktriage.store import open_store
@@ -163,7 +159,7 @@ def export_cmd(
 @app.command("import")
 def import_cmd(
     path: Path = typer.Argument(..., help="A JSON file from `ktriage runs export RUN --format json`."),
-    db: str | None = DbOption,
+    db: Db = None,
 ) -> None:
     """Import an exported run (e.g. measured on the GPU host) into this store."""
     from ktriage.store import open_store, read_json_export

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from typing import Annotated
 
 import typer
 from rich import box
 from rich.table import Table
 
 from ktriage.cli.console import make_console
+from ktriage.cli.options import Format, check_format, format_option
 from ktriage.errors import KtriageError
 from ktriage.toolchain.manager import (
     Toolchain,
@@ -29,9 +30,7 @@ SPEC_HELP = (
 )
 
 
-class Format(str, Enum):
-    text = "text"
-    json = "json"
+FORMATS = ("table", "json")
 
 
 @app.command("add")
@@ -50,8 +49,9 @@ def add(specs: list[str] = typer.Argument(..., help=SPEC_HELP, metavar="SPEC")) 
 
 
 @app.command("list")
-def list_(fmt: Format = typer.Option(Format.text, "--format", help="text table or json")) -> None:
+def list_(fmt: Annotated[Format, format_option(FORMATS)] = Format.table) -> None:
     """List built toolchains: id, versions, options, size on disk."""
+    check_format(fmt, FORMATS)
     tcs = list_toolchains()
     if fmt is Format.json:
         typer.echo(json.dumps([tc.to_json() | {"size_bytes": toolchain_size(tc)} for tc in tcs], indent=2))
@@ -75,9 +75,10 @@ def list_(fmt: Format = typer.Option(Format.text, "--format", help="text table o
 @app.command("show")
 def show(
     id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC"),
-    fmt: Format = typer.Option(Format.text, "--format", help="text or json"),
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
 ) -> None:
     """Show every field of a built toolchain, and how its Triton assembles for each probed arch."""
+    check_format(fmt, FORMATS)
     tc = _find(id_or_spec)
     data = tc.to_json()
     facts = tc.facts()

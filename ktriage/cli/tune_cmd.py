@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Sequence
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -15,6 +12,26 @@ from rich.console import Console
 from rich.markup import escape
 
 from ktriage.cli.console import make_console, make_progress
+from ktriage.cli.options import (
+    Arch,
+    Bwd,
+    Format,
+    Fwd,
+    InputId,
+    ModeOpt,
+    NumInputs,
+    Precision,
+    check_format,
+    check_outputs,
+    format_option,
+    input_option,
+    output_option,
+    pick_mode,
+    select_input_range,
+    spec_input_id,
+    toolchain_option,
+    write_outputs,
+)
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
@@ -24,11 +41,6 @@ if TYPE_CHECKING:
     from ktriage.tune.scaling import ScaleResult
     from ktriage.tune.screen import ScreenResult
     from ktriage.tune.space import TuneConfig
-
-
-class Format(str, Enum):
-    table = "table"
-    json = "json"
 
 
 def _ints(text: str | None, what: str) -> list[int] | None:
@@ -52,14 +64,21 @@ def _blocks(items: list[str] | None) -> dict[str, list[int]] | None:
     return out
 
 
+FORMATS = ("table", "json")
+WRITERS = (".json",)
+
+
 def tune(
     target: Annotated[str, typer.Argument(help="A catalog op (e.g. liger.layer_norm) or a spec .toml file.")],
-    toolchain: Annotated[str, typer.Option("--toolchain", "-t", help="The toolchain to tune for, e.g. triton==3.4.0.")],
-    input: Annotated[list[str] | None, typer.Option("--input", "-i", help="The input to tune (a TritonBench id or N=4608). Repeatable: each input is tuned on its own, all are timed in one GPU run.")] = None,
-    arch: Annotated[str, typer.Option("--arch", help="Target GPU architecture.")] = "sm_90",
-    fwd: Annotated[bool, typer.Option("--fwd", help="Tune the forward kernel of a catalog op (default: backward).")] = False,
-    bwd: Annotated[bool, typer.Option("--bwd", help="Tune the backward kernel (the default; as in explain and bench).")] = False,
-    dtype: Annotated[str, typer.Option("--dtype", help="Data type of a catalog op's tensors.")] = "fp32",
+    toolchain: Annotated[list[str], toolchain_option("The first is the toolchain tuned for; the others are timed with the library's own config on the GPU (e.g. the release before a regression).")],
+    input: Annotated[list[str] | None, input_option("Each input is tuned on its own, all are timed in one GPU run.")] = None,
+    input_id: InputId = None,
+    num_inputs: NumInputs = None,
+    arch: Arch = "sm_90",
+    mode: ModeOpt = None,
+    fwd: Fwd = False,
+    bwd: Bwd = False,
+    precision: Precision = None,
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count for grids and waves (default: the arch's usual GPU).")] = None,
     compile_only: Annotated[bool, typer.Option("--compile-only", help="Stop after compile-only screening (no GPU needed).")] = False,
     top_k: Annotated[int, typer.Option("--top-k", help="Candidates kept after screening (and timed on the GPU).")] = 5,
@@ -69,10 +88,10 @@ def tune(
     stages: Annotated[str | None, typer.Option("--stages", help="Only these num_stages, e.g. 1,3.")] = None,
     block: Annotated[list[str] | None, typer.Option("--block", help="Only these values of a block knob, e.g. BLOCK_SIZE=8192. Repeatable.")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="Where to write the timing bundle (default: under the ktriage home).")] = None,
-    compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="Also time these toolchains' library config on the GPU (e.g. the release before a regression: triton==3.3.1). Repeatable.")] = None,
+    compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="Older spelling of a second, third... -t.")] = None,
     results_file: Annotated[Path | None, typer.Option("--results", help="A `ktriage bench --output-json` file of this tune bundle: report the winner (per input) from it.")] = None,
-    fmt: Annotated[Format, typer.Option("--format", "-f", help="Output on stdout.")] = Format.table,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Also write the JSON report here.")] = None,
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS, "The JSON report.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
 ) -> None:
@@ -84,17 +103,22 @@ def tune(
     from ktriage.tune.screen import screen
     from ktriage.tune.space import config_space
 
+    check_format(fmt, FORMATS)
+    outputs = list(output or [])
+    check_outputs(outputs, WRITERS)
     console = make_console(stderr=fmt == Format.json)
-    if fwd and bwd:
-        raise KtriageError("--fwd and --bwd were both given", "choose the pass whose kernel to tune")
-    specs = resolve_specs(target, mode="fwd" if fwd else "bwd", inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
-    if len(specs) > 1 and not input:
+    if not toolchain:
+        raise KtriageError("no --toolchain given", "pass the toolchain to tune for, e.g. -t triton==3.4.0")
+    specs = resolve_specs(target, mode=pick_mode(mode, fwd=fwd, bwd=bwd), inputs=input, target_arch=arch, dtype=precision,
+                          sm_count=sm_count)
+    specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
+    if len(specs) > 1 and not input and input_id is None and num_inputs is None:
         raise KtriageError(f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
                            "pass --input for each, e.g. --input N=4608 --input N=5120")
     spaces = [config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
               for spec in specs]
     with make_progress(console) as progress:
-        tc, *others = resolve_toolchains([toolchain, *(compare_with or [])], progress)
+        tc, *others = resolve_toolchains([*toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
         with Compiler(jobs=jobs) as compiler:
             results = [screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
@@ -115,9 +139,7 @@ def tune(
             for r, sc, t in zip(results, scalings, timings, strict=True):
                 _print_one(r, sc, t, console, True)
         print_summary(results, timings, console)
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(report, indent=1))
+    write_outputs(outputs, {".json": lambda: json.dumps(report, indent=1)})
 
 
 def _print_one(result: ScreenResult, scaling: ScaleResult[TuneConfig], timing: dict[str, Any] | None, console: Console,
@@ -136,35 +158,15 @@ def _print_one(result: ScreenResult, scaling: ScaleResult[TuneConfig], timing: d
 
 def _time_on_gpu(results: Sequence[ScreenResult], compiler: Compiler, bundle: Path | None, budget: float, results_file: Path | None,
                  sm_count: int | None, console: Console, others: Sequence[Toolchain] = ()) -> list[dict[str, Any]]:
-    """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
-    time it on one. Returns one timing dict per input."""
-    from ktriage.home import home_subdir
-    from ktriage.measure.results_file import read_results
-    from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
+    """Time the kept candidates (:func:`ktriage.tune.timing_run.time_candidates`) and print its notes."""
+    from ktriage.tune.timing_run import time_candidates
 
-    if budget <= 0:
-        raise KtriageError(f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only")
-    first = results[0].space.spec
-    out = bundle or home_subdir("bundles") / (f"tune-{first.key()}" if len(results) == 1 else
-                                              f"tune-{first.key()}-{len(results)}-inputs")
-    try:
-        tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others)
-    except KtriageError as exc:
-        console.print(f"[yellow]not timed:[/] {escape(exc.problem)}" + (f" ({escape(exc.fix)})" if exc.fix else ""))
-        return [{"timed": False, "why": exc.problem} for _ in results]
-    results_path = results_file or Path(out) / "tune-results.json"
-    command = tbs[0].bench_command(budget * len(tbs), results_path)
-    infos = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
-    if results_file is None and gpu_available():
-        proc = subprocess.run([sys.executable, "-m", "ktriage", *command[1:]], check=False)
-        if proc.returncode != 0:
-            raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}")
-    if not results_path.exists():
-        console.print("[yellow]no GPU here:[/] the kept candidates are in a bench bundle; time them on the GPU machine with")
-        console.print(f"  {escape(' '.join(command))}")
-        console.print(f"then report the winner here with: --results {escape(str(results_path))}")
-        return infos
-    _run, cells = read_results(results_path)
-    for tb, info in zip(tbs, infos, strict=True):
-        info.update({"timed": True, **pick_winner(cells, tb).to_json()})
-    return infos
+    run = time_candidates(results, compiler, bundle=bundle, budget=budget, results_file=results_file, sm_count=sm_count,
+                          others=others)
+    for level, text in run.notes:
+        if level == "warn":
+            head, _, rest = text.partition(":")
+            console.print(f"[yellow]{escape(head)}:[/]{escape(rest)}")
+        else:
+            console.print(escape(text))
+    return run.timings

@@ -1,0 +1,125 @@
+"""Generate docs/cli.md, the table of every verb's options, from the click commands of the lazy verb
+registry (``ktriage.cli.app.VERBS``)::
+
+    python -m ktriage.cli.docgen > docs/cli.md
+
+tests/cli/test_docgen.py regenerates it and compares with the committed file, so the table cannot
+drift from the parsers."""
+
+from __future__ import annotations
+
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from typer import _click
+from typer.core import TyperArgument, TyperGroup
+
+from ktriage.cli.app import VERBS, load_verb
+
+HEADER = """# Command-line reference
+
+Generated from the parsers by `python -m ktriage.cli.docgen > docs/cli.md`; do not edit by hand
+(tests/cli/test_docgen.py fails when this file and the commands disagree).
+
+The shared options have one definition each (`ktriage/cli/options.py`) and one meaning in every verb:
+
+| option | meaning |
+|---|---|
+| `--toolchain/-t` | a toolchain spec ([toolchains.md](toolchains.md)), repeatable; where a verb holds one toolchain fixed (bisect, bisect-step) it is given once |
+| `--arch` | a GPU target in any spelling `parse_arch` reads: sm_90, sm_90a, 90, 9.0, cuda:90 |
+| `--input/-i` | an input selector: a TritonBench input id (7) or shape facts (N=4608), repeatable; `--input-id K` / `--num-inputs N` are TritonBench's spellings (ids K..K+N-1) |
+| `--precision` (`--dtype`) | the element type of an op's tensors; default: the op's |
+| `--mode` (`--fwd`, `--bwd`, `--fwd-bwd`) | the pass; default: the op's own (`ktriage catalog list` marks it; bench: TritonBench's fwd) |
+| `--db` / `KTRIAGE_DB` | the results store URL |
+| `--format/-f` | what is printed on stdout: table, markdown, json, csv (csv only where the result is one table) |
+| `--output/-o PATH` | repeatable; the file's suffix picks the writer: .md, .json, .html, .csv. Nothing is written unless asked |
+
+`-w` is occupancy's `--warps` and nothing else.
+"""
+
+
+def _commands() -> Iterator[tuple[str, Any]]:
+    for verb in VERBS:
+        command: Any = load_verb(verb)
+        if isinstance(command, TyperGroup):
+            ctx = _click.Context(command, info_name=verb.name)
+            for sub in command.list_commands(ctx):
+                child = command.get_command(ctx, sub)
+                if child is not None:
+                    yield f"{verb.name} {sub}", child
+        else:
+            yield verb.name, command
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _base(annotation: Any) -> Any:
+    """``list[X]``, ``X | None``, ``Optional[X]`` -> X."""
+    while True:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        origin = typing.get_origin(annotation)
+        if origin in (list, tuple) or (origin in (typing.Union, types.UnionType) and len(args) == 1):
+            annotation = args[0]
+            continue
+        return annotation
+
+
+def _value(param: Any) -> str:
+    if getattr(param, "is_flag", False):
+        return ""
+    if param.metavar:
+        return _cell(str(param.metavar))
+    kind = _base(param.type_descriptor.annotation)
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        text = "\\|".join(str(m.value) for m in kind)
+    elif kind is Path:
+        text = "PATH"
+    else:
+        text = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: ""}.get(kind, getattr(kind, "__name__", str(kind)).upper())
+    return text + (" ..." if param.multiple else "")
+
+
+def _default(param: Any) -> str:
+    value = param.default
+    if callable(value) or value is None or value is False or value == [] or value == ():
+        return ""
+    if isinstance(value, Enum):
+        value = value.value
+    return f"`{value}`"
+
+
+def _names(param: Any) -> str:
+    if isinstance(param, TyperArgument):
+        return str(param.name or "").upper()
+    return ", ".join(f"`{n}`" for n in [*param.opts, *param.secondary_opts])
+
+
+def render() -> str:
+    out = [HEADER]
+    for name, command in _commands():
+        out.append(f"## ktriage {name}\n")
+        first = inspect.cleandoc(command.help or "").split("\n\n")[0]
+        out.append(_cell(first) + "\n")
+        out.append("| option | value | default | env | help |")
+        out.append("|---|---|---|---|---|")
+        for param in command.params:
+            if getattr(param, "hidden", False):
+                continue
+            env = param.envvar if isinstance(param.envvar, str) else ""
+            help_text = getattr(param, "help", None) or ""
+            required = " (required)" if param.required else ""
+            out.append(f"| {_names(param)} | {_value(param)} | {_default(param)} | {f'`{env}`' if env else ''} | "
+                       f"{_cell(help_text)}{required} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(render(), end="")

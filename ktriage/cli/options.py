@@ -1,0 +1,249 @@
+"""The options several verbs share, each defined once with one meaning (issue 10, point 2).
+
+A verb declares a shared option by its alias here (``toolchains: Toolchains``) or, where the help
+must say what the option means *for that verb*, through the factory with one extra sentence
+(``toolchain_option("The first is the reference.")``). Names, short flags, environment variables,
+parsing and the base help are fixed here, so ``-t`` is a toolchain spec in every verb, ``--arch``
+accepts every spelling :func:`ktriage.arch.parse_arch` reads, and ``-o`` writes a file whose suffix
+picks the writer.
+
+| option | meaning |
+|---|---|
+| ``--toolchain/-t`` | a toolchain spec (docs/toolchains.md), repeatable |
+| ``--arch`` | a GPU target, read by ``parse_arch`` (sm_90, sm_90a, 90, 9.0, cuda:90) |
+| ``--input/-i`` | an input selector: a TritonBench id (7) or shape facts (N=4608), repeatable; ``--input-id K`` / ``--num-inputs N`` select ids K..K+N-1 as TritonBench does |
+| ``--precision`` (``--dtype``) | the element type of an op's tensors (fp32, bf16, fp16); default: the op's |
+| ``--mode`` (``--fwd``/``--bwd``/``--fwd-bwd``) | the pass; default: the op's own (catalog) |
+| ``--db`` / ``KTRIAGE_DB`` | the results store URL |
+| ``--format/-f`` | what goes to stdout: table, markdown, json, csv (csv only where the result is a table) |
+| ``--output/-o PATH`` | repeatable; the suffix picks the writer: .md, .json, .html, .csv |
+
+``-w`` is ``--warps`` (occupancy) and nothing else.
+
+This module is on the path of every verb's ``--help``: it imports typer and the standard library only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from ktriage.errors import KtriageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+T = TypeVar("T")
+
+# ------------------------------------------------------------------------------------------ toolchain
+TOOLCHAIN_HELP = ("A toolchain spec (docs/toolchains.md), e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.4.131; "
+                  "repeatable.")
+
+
+def toolchain_option(role: str = "") -> Any:
+    """``--toolchain/-t``: a toolchain spec, repeatable. ``role`` says what the verb does with them."""
+    return typer.Option("--toolchain", "-t", help=f"{TOOLCHAIN_HELP} {role}".strip())
+
+
+# ------------------------------------------------------------------------------------------ arch
+def _parse_arch(value: str | None) -> str | None:
+    """The ``--arch`` callback: every spelling parse_arch reads, normalized to its name (sm_90);
+    an unknown target is a user error with the fix (the supported spellings and targets)."""
+    if value is None:
+        return None
+    from ktriage.arch import parse_arch
+
+    name = parse_arch(value).name
+    text = value.strip().lower()
+    # sm_90a / sm_100a: the arch-specific feature set is a different compile target; keep it
+    return f"{name}a" if text.endswith("a") and text.startswith(("sm_", "compute_")) else name
+
+
+ARCH_HELP = "GPU target: sm_90, sm_90a, 90, 9.0 or cuda:90 (an unsupported one is refused with the list)."
+
+
+def arch_option(role: str = "", *older: str) -> Any:
+    """``--arch`` (plus a verb's older spellings of it, e.g. catalog show's ``--target``)."""
+    return typer.Option("--arch", *older, callback=_parse_arch, help=f"{ARCH_HELP} {role}".strip())
+
+
+Arch = Annotated[str, arch_option()]
+
+# ------------------------------------------------------------------------------------------ inputs
+INPUT_HELP = "Only these inputs: a TritonBench input id (7) or shape facts (N=4608). Repeatable."
+
+
+def input_option(role: str = "") -> Any:
+    return typer.Option("--input", "-i", help=f"{INPUT_HELP} {role}".strip())
+
+
+Inputs = Annotated[list[str] | None, input_option()]
+InputId = Annotated[int | None, typer.Option(
+    "--input-id", min=0, help="TritonBench's spelling: the first input id (with --num-inputs: ids K..K+N-1).")]
+NumInputs = Annotated[int | None, typer.Option(
+    "--num-inputs", min=1, help="TritonBench's spelling: how many inputs from --input-id (default: all the rest).")]
+
+
+def select_input_range(items: Sequence[T], input_id: int | None, num_inputs: int | None,
+                       id_of: Callable[[T], int | None]) -> list[T]:
+    """TritonBench's ``--input-id K --num-inputs N`` over already expanded items: ids K..K+N-1 (K
+    alone: K and every later id; N alone: the first N). Nothing given: all items."""
+    if input_id is None and num_inputs is None:
+        return list(items)
+    start = input_id or 0
+    stop = start + num_inputs if num_inputs is not None else None
+    chosen = [x for x in items if (i := id_of(x)) is not None and i >= start and (stop is None or i < stop)]
+    if not chosen:
+        ids = sorted(i for x in items if (i := id_of(x)) is not None)
+        raise KtriageError(f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") +
+                           " selects no input", f"input ids: {ids[0]}..{ids[-1]}" if ids else "this target has no input ids")
+    return chosen
+
+
+def spec_input_id(spec: Any) -> int | None:
+    """A catalog spec's TritonBench input id (``meta['input_id']``), None for a spec file's kernel."""
+    value = getattr(spec, "meta", {}).get("input_id")
+    return int(value) if value is not None else None
+
+
+# ------------------------------------------------------------------------------------------ precision
+PRECISION_HELP = "Element type of the op's tensors: fp32, bf16, fp16 (--dtype is an alias)."
+
+
+def precision_option(role: str = "Default: the op's (ktriage catalog list).") -> Any:
+    return typer.Option("--precision", "--dtype", help=f"{PRECISION_HELP} {role}".strip())
+
+
+Precision = Annotated[str | None, precision_option()]
+
+
+# ------------------------------------------------------------------------------------------ mode
+class Mode(str, Enum):
+    fwd = "fwd"
+    bwd = "bwd"
+    fwd_bwd = "fwd_bwd"
+
+
+MODE_HELP = "The pass: fwd, bwd or fwd_bwd (also --fwd, --bwd, --fwd-bwd)."
+
+
+def mode_option(role: str = "Default: the op's own pass (ktriage catalog list marks it).") -> Any:
+    return typer.Option("--mode", help=f"{MODE_HELP} {role}".strip())
+
+
+ModeOpt = Annotated[Mode | None, mode_option()]
+Fwd = Annotated[bool, typer.Option("--fwd", help="Short for --mode fwd.")]
+Bwd = Annotated[bool, typer.Option("--bwd", help="Short for --mode bwd.")]
+FwdBwd = Annotated[bool, typer.Option("--fwd-bwd", help="Short for --mode fwd_bwd.")]
+
+
+def pick_mode(mode: Mode | None, *, fwd: bool = False, bwd: bool = False, fwd_bwd: bool = False) -> str | None:
+    """The one pass the user asked for, or None (the op's default). Two different ones are an error."""
+    asked = {m for m, on in (("fwd", fwd), ("bwd", bwd), ("fwd_bwd", fwd_bwd)) if on}
+    if mode is not None:
+        asked.add(mode.value)
+    if len(asked) > 1:
+        raise KtriageError(f"more than one pass was given ({', '.join(sorted(asked))})", "choose one with --mode fwd|bwd|fwd_bwd")
+    return asked.pop() if asked else None
+
+
+# ------------------------------------------------------------------------------------------ store
+DB_HELP = ("Results store: any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or "
+           "sqlite:////path/k.db. Default: the SQLite file under the ktriage home.")
+Db = Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", show_envvar=True, help=DB_HELP)]
+
+
+# ------------------------------------------------------------------------------------------ output
+class Format(str, Enum):
+    """What a verb prints on stdout; each verb says which it supports (:func:`check_format`)."""
+
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+    csv = "csv"
+
+
+def format_option(supported: Iterable[str] = ("table", "markdown", "json")) -> Any:
+    choices = tuple(supported)
+    return typer.Option("--format", "-f", metavar="|".join(choices), help=f"Output on stdout: {', '.join(choices)}.")
+
+
+def check_format(fmt: Format, supported: Iterable[str]) -> None:
+    allowed = tuple(supported)
+    if fmt.value not in allowed:
+        raise KtriageError(f"--format {fmt.value} is not available here", f"use --format {' | '.join(allowed)}")
+
+
+def output_option(suffixes: Iterable[str] = (".md", ".json"), role: str = "") -> Any:
+    return typer.Option("--output", "-o", help=(
+        f"Write the result to this file; the suffix picks the writer ({', '.join(suffixes)}). Repeatable. {role}").strip())
+
+
+Writer = Callable[[], str]
+
+
+def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
+    """Refuse an output whose suffix has no writer before any work is done."""
+    known = tuple(writers)
+    for path in paths:
+        if path.suffix.lower() not in known:
+            raise KtriageError(f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
+                               f"name the file with one of: {', '.join(known)}")
+
+
+def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:
+    """Write each path with the writer of its suffix (each rendered once), creating parent folders."""
+    check_outputs(paths, writers)
+    rendered: dict[str, str] = {}
+    for path in paths:
+        suffix = path.suffix.lower()
+        if suffix not in rendered:
+            rendered[suffix] = writers[suffix]()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(rendered[suffix], encoding="utf-8")
+        except OSError as exc:
+            raise KtriageError(f"cannot write {path}: {exc.strerror or exc}", "choose a writable --output path") from exc
+        if console is not None:
+            from rich.markup import escape
+
+            console.print(f"wrote {escape(str(path))}")
+
+
+def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path] | None) -> list[Path]:
+    """``-o`` paths plus the verb's older spellings of it (``--report``, ``--markdown``, ``--output-json``...),
+    in order, without duplicates."""
+    out: list[Path] = list(outputs or [])
+    for alias in aliases:
+        if alias is None:
+            continue
+        for path in ([alias] if isinstance(alias, Path) else alias):
+            if path not in out:
+                out.append(path)
+    return out
+
+
+def op_default_mode(op: str | None) -> str | None:
+    """A catalog op's own pass (OpInfo.default_mode), by name or alias; None when ``op`` is not one
+    (the verb's own resolution then says what is wrong)."""
+    if not op:
+        return None
+    from ktriage.catalog import list_ops
+
+    for info in list_ops():
+        if op == info.name or op in info.aliases:
+            return info.default_mode
+    return None
+
+
+def one_toolchain(toolchains: Sequence[str] | None, verb: str) -> str | None:
+    """For verbs that hold one toolchain fixed: the single ``-t``, None when none was given."""
+    if not toolchains:
+        return None
+    if len(toolchains) > 1:
+        raise KtriageError(f"{verb} holds one toolchain fixed, but {len(toolchains)} -t were given", "pass one -t")
+    return toolchains[0]

@@ -1,0 +1,101 @@
+"""Rendering of ``ktriage bench`` results: TritonBench's table (one row per input, ``<backend>-<metric>``
+columns) as rows, CSV, markdown, JSON and a rich table."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from rich.table import Table
+
+from ktriage.bench.plan import variant_name
+from ktriage.measure.model import Cell
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.workload.ops import OpDef
+
+METRICS = ("latency", "speedup", "gbps", "tflops", "accuracy")
+
+
+def _median(cell: Cell) -> float | None:
+    return statistics.median(cell.samples_ms) if cell.status == "ok" and cell.samples_ms else None
+
+
+def results_table(cells: list[Cell], opdef: OpDef, baseline: str, metrics: list[str],
+                  labels: dict[str, str] | None = None) -> list[dict[str, str]]:
+    """TritonBench's layout: one row per input (x_val), ``<backend>-<metric>`` columns; an artifact
+    backend is named ``<backend>@<toolchain spec>`` (``labels`` maps toolchain ids to specs).
+    ``opdef`` is the op the cells measured (TritonBench's metrics are per op)."""
+    from ktriage.workload.ops import gbps, tflops
+
+    rows: dict[int, dict[str, str]] = {}
+    for cell in cells:
+        row = rows.setdefault(cell.key.input_id, {"x_val": cell.key.input_label})
+        name = variant_name(cell.key)
+        if cell.key.toolchain and labels and cell.key.toolchain in labels:
+            name = f"{cell.key.backend}@{labels[cell.key.toolchain]}"
+        med = _median(cell)
+        base_cell = next((c for c in cells if c.key.input_id == cell.key.input_id and c.key.backend == baseline
+                          and c.key.toolchain is None), None)
+        base_med = _median(base_cell) if base_cell else None
+        for metric in metrics:
+            col = f"{name}-{metric}"
+            if metric == "latency":
+                row[col] = f"{med:.4f}" if med is not None else cell.status
+            elif metric == "speedup" and name != baseline:
+                row[col] = f"{base_med / med:.3f}" if med and base_med else "-"
+            elif metric == "gbps":
+                row[col] = f"{gbps(cell.bytes_moved, med):.1f}" if med and cell.bytes_moved else "-"
+            elif metric == "tflops":
+                row[col] = f"{tflops(cell.flops, med):.3f}" if med and cell.flops else "-"
+            elif metric == "accuracy" and name != baseline:
+                row[col] = "1" if cell.status == "ok" else "0"
+    return [rows[k] for k in sorted(rows)]
+
+
+def _columns(rows: list[dict[str, str]]) -> list[str]:
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
+def to_csv(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=_columns(rows), restval="-")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def to_markdown(rows: list[dict[str, str]], title: str) -> str:
+    lines = [f"## {title}", ""]
+    if not rows:
+        return "\n".join([*lines, "no results", ""])
+    columns = _columns(rows)
+    lines.append("| " + " | ".join(columns) + " |")
+    lines.append("|" + "|".join("---" if c == "x_val" else "---:" for c in columns) + "|")
+    lines += ["| " + " | ".join(r.get(c, "-") for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(rows: list[dict[str, str]], title: str) -> str:
+    return json.dumps({"title": title, "columns": _columns(rows), "rows": rows}, indent=1)
+
+
+def print_table(rows: list[dict[str, str]], console: Console, title: str) -> None:
+    if not rows:
+        console.print("no results")
+        return
+    columns = _columns(rows)
+    table = Table(title=escape(title))
+    for c in columns:
+        table.add_column(escape(c), justify="right" if c != "x_val" else "left")
+    for r in rows:
+        table.add_row(*(escape(r.get(c, "-")) for c in columns))
+    console.print(table)

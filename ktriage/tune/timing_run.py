@@ -1,0 +1,69 @@
+"""Time the kept candidates of ``ktriage tune`` on a GPU: write one tune bundle for all inputs, run
+``ktriage bench`` on it in a child process when a GPU is visible (``sys.executable -m ktriage``, not
+whatever ``python`` is on PATH), and pick each input's winner from the results file. Without a GPU
+(or with ``--results`` from a run elsewhere) it says how to time the bundle on the GPU machine.
+
+The verb (``ktriage.cli.tune_cmd``) calls :func:`time_candidates` and prints its notes; nothing here
+prints or exits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage.errors import KtriageError
+
+if TYPE_CHECKING:
+    from ktriage.toolchain.manager import Toolchain
+    from ktriage.tune.screen import ScreenResult
+
+
+@dataclass
+class TimingRun:
+    """One timing dict per input (``timed``, the bundle and bench command, the winner when timed) and
+    the notes for the user: ``(level, text)`` with level ``warn`` or ``info``."""
+
+    timings: list[dict[str, Any]]
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+
+def time_candidates(results: Sequence[ScreenResult], compiler: Any, *, bundle: Path | None, budget: float,
+                    results_file: Path | None, sm_count: int | None,
+                    others: Sequence[Toolchain] = ()) -> TimingRun:
+    """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
+    time it on one."""
+    from ktriage.home import home_subdir
+    from ktriage.measure.results_file import read_results
+    from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
+
+    if budget <= 0:
+        raise KtriageError(f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only")
+    first = results[0].space.spec
+    out = bundle or home_subdir("bundles") / (f"tune-{first.key()}" if len(results) == 1 else
+                                              f"tune-{first.key()}-{len(results)}-inputs")
+    try:
+        tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others)
+    except KtriageError as exc:
+        note = f"not timed: {exc.problem}" + (f" ({exc.fix})" if exc.fix else "")
+        return TimingRun([{"timed": False, "why": exc.problem} for _ in results], [("warn", note)])
+    results_path = results_file or Path(out) / "tune-results.json"
+    command = tbs[0].bench_command(budget * len(tbs), results_path)
+    infos: list[dict[str, Any]] = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
+    if results_file is None and gpu_available():
+        proc = subprocess.run([sys.executable, "-m", "ktriage", *command[1:]], check=False)
+        if proc.returncode != 0:
+            raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}")
+    if not results_path.exists():
+        return TimingRun(infos, [
+            ("warn", "no GPU here: the kept candidates are in a bench bundle; time them on the GPU machine with"),
+            ("info", f"  {' '.join(command)}"),
+            ("info", f"then report the winner here with: --results {results_path}"),
+        ])
+    _run, cells = read_results(results_path)
+    for tb, info in zip(tbs, infos, strict=True):
+        info.update({"timed": True, **pick_winner(cells, tb).to_json()})
+    return TimingRun(infos)

@@ -1,0 +1,113 @@
+"""The shared options and the output grammar (ktriage/cli/options.py), through the real ``main(argv)``:
+``--arch`` read by parse_arch everywhere, the op's own pass as the default mode, ``-o`` by suffix
+(repeatable), ``--format json`` on stdout, ``--db``/``KTRIAGE_DB`` in compare, and nothing written to
+the working directory unless asked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from ktriage.cli.app import main
+from ktriage.measure.results_file import read_results, write_results
+from ktriage.stats.synthetic import fake_sweep_run
+
+VECTOR_ADD = ["explain", "tutorial.vector_add", "-t", "triton==3.4.0"]
+
+
+@pytest.fixture()
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Run in an empty working directory, so that anything written there is seen."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+def test_explain_defaults_to_the_ops_own_pass_and_writes_nothing_unasked(
+        toolchain, in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """tutorial.vector_add has only a forward kernel: explain used to ask for bwd and fail."""
+    toolchain("triton==3.4.0")
+    assert main([*VECTOR_ADD, "--arch", "90", "--format", "json"]) == exit_codes.OK
+    data = json.loads(capsys.readouterr().out)
+    assert data["kernels"] and {k["spec"]["meta"]["mode"] for k in data["kernels"]} == {"fwd"}
+    assert list(in_tmp.iterdir()) == []  # no ./ktriage-reports any more
+
+
+def test_explain_writes_every_output_by_its_suffix(toolchain, in_tmp: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    toolchain("triton==3.4.0")
+    assert main([*VECTOR_ADD, "-o", "x.json", "-o", str(tmp_path / "sub" / "x.md")]) == exit_codes.OK
+    assert json.loads((in_tmp / "x.json").read_text())["kernels"]
+    assert (tmp_path / "sub" / "x.md").read_text().startswith("# ktriage explain tutorial.vector_add")
+    capsys.readouterr()
+    # --report keeps its old meaning (markdown here, the JSON next to it), as scripts/main.sh uses it
+    assert main([*VECTOR_ADD, "--report", "r/report.md"]) == exit_codes.OK
+    assert (in_tmp / "r" / "report.md").exists() and (in_tmp / "r" / "report.json").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--arch", "sm_42"], "sm_90, sm_90a, 90"),
+    (["occupancy", "--arch", "volta2", "--registers", "32", "--warps", "4"], "supported:"),
+    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-o", "x.html"], "name the file with one of: .md, .json"),
+    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--format", "csv"], "use --format table | markdown | json"),
+    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--fwd", "--mode", "bwd"], "choose one"),
+])  # fmt: skip
+def test_bad_options_are_refused_with_the_fix(argv: list[str], says: str, in_tmp: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert "error:" in err and "fix:" in err and says in err
+    assert list(in_tmp.iterdir()) == []
+
+
+def test_arch_spellings_are_one_option(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every verb's --arch goes through parse_arch: 90, 9.0 and sm_90 are the same target."""
+    outs = []
+    for spelling in ("90", "9.0", "sm_90", "cuda:90"):
+        assert main(["occupancy", "--arch", spelling, "-r", "128", "-w", "8", "-f", "json"]) == exit_codes.OK
+        outs.append(json.loads(capsys.readouterr().out))
+    assert all(o == outs[0] for o in outs)
+
+
+def test_occupancy_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "occ.json"
+    assert main(["occupancy", "-r", "128", "-w", "8", "-o", str(out)]) == exit_codes.OK
+    assert json.loads(out.read_text())["ctas_per_sm"] >= 1
+
+
+def _results(tmp_path: Path) -> tuple[Path, Path]:
+    run, cells = fake_sweep_run(seed=2, toolchains=("triton-3.3.1",))
+    old = write_results(tmp_path / "old.json", run, cells)
+    run, cells = fake_sweep_run(seed=3, toolchains=("triton-3.4.0",), speed=lambda tc, i: 0.8 if i < 20 else 1.2)
+    new = write_results(tmp_path / "new.json", run, cells)
+    return old, new
+
+
+def test_compare_honours_ktriage_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from ktriage.store import open_store
+
+    url = f"sqlite:///{tmp_path / 'env.db'}"
+    ids = []
+    with open_store(url) as store:
+        for path in _results(tmp_path):
+            run, cells = read_results(path)
+            run.status = "finished"
+            ids.append(store.import_run(run, cells))
+    monkeypatch.setenv("KTRIAGE_DB", url)
+    assert main(["compare", ids[0], ids[1], "--format", "json"]) == exit_codes.FINDING
+    (c,) = json.loads(capsys.readouterr().out)["comparisons"]
+    assert c["ref_run_id"] == ids[0] and c["new_run_id"] == ids[1]
+
+
+def test_compare_outputs_by_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    old, new = _results(tmp_path)
+    paths = [tmp_path / f"out.{s}" for s in ("md", "json", "csv", "html")]
+    assert main(["compare", str(old), str(new), "-f", "csv", *[w for p in paths for w in ("-o", str(p))]]) == exit_codes.FINDING
+    assert capsys.readouterr().out.startswith("ref,new,op,")
+    assert "Regressions" in paths[0].read_text() and json.loads(paths[1].read_text())["regressions"] > 0
+    assert paths[2].read_text().startswith("ref,new,op,") and "<svg" in paths[3].read_text()
