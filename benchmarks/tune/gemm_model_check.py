@@ -6,10 +6,12 @@ timed with ``triton.testing.do_bench`` on real torch tensors, checked against ``
 The recommended config comes from the one cost model (ktriage.tune.model) that ``ktriage tune`` and
 the autotune hook share:
 
-- ``--from-tune FILE``: the ``recommended`` (and the other kept) configs of a compile-only
-  ``ktriage tune tutorial.matmul -i 3 --compile-only -f json -o FILE`` run (CPU, Triton 3.4.0);
-- otherwise (default): the prune hook ranks tune's config space (``ktriage.tune.space.config_space``
-  of the same catalog spec) with the host's Triton on the active GPU, and its rank 1 is timed.
+- default, ``--from-tune FILE`` (default ``results/gemm_model/tune_4096.json`` beside this script):
+  the ``recommended`` (and the other kept) configs of the compile-only run
+  ``ktriage tune tutorial.matmul -i 3 -t triton==3.4.0 --compile-only --all -f json -o FILE`` (CPU);
+- ``--rank-on-host``: the prune hook ranks tune's config space (``ktriage.tune.space.config_space``
+  of the same catalog spec, 4 and 8 warps: 144 configs, a few minutes of compiles) with the host's
+  Triton for the active GPU, and its rank 1 is timed.
 
     python3 benchmarks/tune/gemm_model_check.py --out DIR              # on the GPU (H200), torch + triton
     python3 benchmarks/tune/gemm_model_check.py --dry-run              # no GPU: the plan; with triton
@@ -44,6 +46,7 @@ TUTORIAL = [
 ]
 START = (128, 128, 64, 8, 3, 8)
 TOLERANCE = 1.10
+DEFAULT_TUNE = Path(__file__).resolve().parent / "results" / "gemm_model" / "tune_4096.json"
 
 
 def label(c: tuple[int, ...]) -> str:
@@ -138,7 +141,9 @@ def time_configs(configs: list[tuple[int, ...]], rounds: int) -> dict[str, dict[
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dry-run", action="store_true", help="no GPU: print the plan (and the sm_90 ranking if triton imports)")
-    ap.add_argument("--from-tune", type=Path, help="a `ktriage tune -f json` report whose recommendation to time")
+    ap.add_argument("--from-tune", type=Path, default=DEFAULT_TUNE,
+                    help="a `ktriage tune -f json` report whose recommendation to time (default: %(default)s)")
+    ap.add_argument("--rank-on-host", action="store_true", help="rank tune's space with the hook on this host instead")
     ap.add_argument("--target", default=None, help="compile target for the hook (default: the active GPU; dry run: sm_90)")
     ap.add_argument("--top", type=int, default=3, help="also time the model's next best configs (default 3)")
     ap.add_argument("--rounds", type=int, default=5)
@@ -148,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"shape": [M, N, K], "dtype": "fp16", "tutorial": [label(c) for c in TUTORIAL],
                               "start": label(START), "host": platform.node()}
     ranking: list[dict[str, Any]] = []
-    if args.from_tune:
+    if not args.rank_on_host:
         picked = from_tune(args.from_tune)
         result["source"] = f"ktriage tune report {args.from_tune}"
     else:
