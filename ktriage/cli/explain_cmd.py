@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +19,8 @@ from ktriage.errors import KtriageError
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import collect_failure_findings, collect_findings
 from ktriage.explain.fixes import fixes_markdown, suggest_fixes
-from ktriage.explain.report import print_table, to_json, to_markdown
+from ktriage.explain.report import print_table, report_name, report_title, to_json, to_markdown
+from ktriage.spec.model import input_label
 
 
 class Format(str, Enum):
@@ -64,7 +64,7 @@ def explain(
     if (ptx_diff or sass_diff) and len(specs) != 1:
         raise KtriageError(
             f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
-            "select one input, e.g. --input N=4608",
+            f"select one input, e.g. --input {input_label(specs[0].meta, specs[0].name)}",
         )
     with make_progress(console) as progress:
         tcs = resolve_toolchains(toolchain, progress)
@@ -92,19 +92,15 @@ def explain(
     if diff_text:
         typer.echo(diff_text)
     if not no_report:
-        md_path = report or Path("ktriage-reports") / f"explain-{_slug(target)}-{mode}.md"
+        md_path = report or Path("ktriage-reports") / report_name(target, specs)
         md_path.parent.mkdir(parents=True, exist_ok=True)
-        md_path.write_text(to_markdown(result, findings, title=f"ktriage explain {target} ({mode})") + fix_md)
+        md_path.write_text(to_markdown(result, findings, title=report_title(target, specs)) + fix_md)
         md_path.with_suffix(".json").write_text(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
         console.print(f"report: {escape(str(md_path))} and {escape(str(md_path.with_suffix('.json')))}")
     _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
     code = exit_codes.with_failures(exit_codes.OK, result.complete, allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(text).stem if text.endswith(".toml") else text)
 
 
 def _report_failures(result: ExplainResult, console: Console, *, listed: bool, allow_failures: bool) -> None:
