@@ -18,6 +18,7 @@ from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
+from ktriage.spec.model import input_label
 
 if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
@@ -90,7 +91,7 @@ def tune(
     specs = resolve_specs(target, mode="fwd" if fwd else "bwd", inputs=input, target_arch=arch, dtype=dtype, sm_count=sm_count)
     if len(specs) > 1 and not input:
         raise KtriageError(f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
-                           "pass --input for each, e.g. --input N=4608 --input N=5120")
+                           "pass --input for each, e.g. " + " ".join(f"--input {input_label(s.meta, s.name)}" for s in specs[:2]))
     spaces = [config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
               for spec in specs]
     with make_progress(console) as progress:
