@@ -206,7 +206,7 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
         if not moved and not ops:
             continue
         text = "; ".join(moved + ([ops] if ops else []))
-        who = f"{toolchain_label(c.new.toolchain)} " if label_toolchains else ""
+        who = f"{toolchain_label(c.new.toolchain)}: " if label_toolchains else ""
         lines.append(f"{who}{vs}[{c.attribution()}] {text}" if who or vs else f"[{c.attribution()}] {text}")
     if lines:
         return "\n".join(lines)
