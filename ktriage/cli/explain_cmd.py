@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
@@ -41,8 +40,8 @@ from ktriage.errors import KtriageError
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import collect_failure_findings, collect_findings
 from ktriage.explain.fixes import fixes_markdown, suggest_fixes
-from ktriage.explain.report import print_table, to_json, to_markdown
-from ktriage.spec.model import KernelSpec
+from ktriage.explain.report import print_table, report_title, to_json, to_markdown
+from ktriage.spec.model import KernelSpec, input_label
 
 
 FORMATS = ("table", "markdown", "json")
@@ -90,7 +89,7 @@ def explain(
     if (ptx_diff or sass_diff) and len(specs) != 1:
         raise KtriageError(
             f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
-            "select one input, e.g. --input N=4608",
+            f"select one input, e.g. --input {input_label(specs[0].meta, specs[0].name)}",
         )
     with make_progress(console) as progress:
         tcs = resolve_toolchains(toolchain, progress)
@@ -107,18 +106,17 @@ def explain(
             fix_list = suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress)) if fixes else None
     fix_json = {"fixes": [f.to_json() for f in fix_list]} if fix_list is not None else {}
     fix_md = "\n" + fixes_markdown(fix_list) if fix_list is not None else ""
-    shown = _mode_shown(pass_, specs)
     if fmt == Format.json:
         typer.echo(json.dumps({**to_json(result, findings), **fix_json}, indent=1))
     elif fmt == Format.markdown:
-        typer.echo(to_markdown(result, findings, title=f"ktriage explain {target}") + fix_md)
+        typer.echo(to_markdown(result, findings, title=report_title(target, specs)) + fix_md)
     else:
         print_table(result, console, findings)
         if fix_list is not None:
             console.print(escape(fixes_markdown(fix_list)))
     if diff_text:
         typer.echo(diff_text)
-    title = f"ktriage explain {target}" + (f" ({shown})" if shown else "")
+    title = report_title(target, specs)
     write_outputs(outputs, {
         ".md": lambda: to_markdown(result, findings, title=title) + fix_md,
         ".json": lambda: json.dumps({**to_json(result, findings), **fix_json}, indent=1),
@@ -129,18 +127,6 @@ def explain(
     code = exit_codes.with_failures(exit_codes.OK, result.complete, allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)
-
-
-def _mode_shown(asked: str | None, specs: Sequence[KernelSpec]) -> str | None:
-    """The pass named in the report title: the one asked for, else the one the specs carry."""
-    if asked:
-        return asked
-    modes = {str(s.meta["mode"]) for s in specs if s.meta.get("mode")}
-    return modes.pop() if len(modes) == 1 else None
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(text).stem if text.endswith(".toml") else text)
 
 
 def _report_failures(result: ExplainResult, console: Console, *, listed: bool, allow_failures: bool) -> None:

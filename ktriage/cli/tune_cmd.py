@@ -35,6 +35,7 @@ from ktriage.cli.options import (
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
+from ktriage.spec.model import input_label
 
 if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
@@ -114,7 +115,7 @@ def tune(
     specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
     if len(specs) > 1 and not input and input_id is None and num_inputs is None:
         raise KtriageError(f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
-                           "pass --input for each, e.g. --input N=4608 --input N=5120")
+                           "pass --input for each, e.g. " + " ".join(f"--input {input_label(s.meta, s.name)}" for s in specs[:2]))
     spaces = [config_space(spec, warps=_ints(warps, "--warps"), stages=_ints(stages, "--stages"), blocks=_blocks(block))
               for spec in specs]
     with make_progress(console) as progress:

@@ -22,7 +22,7 @@ from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
-from ktriage.spec.model import input_label
+from ktriage.spec.model import KernelSpec, input_label
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
@@ -32,8 +32,19 @@ _BLAME = {"frontend": "the frontend (Triton/LLVM PTX) is responsible", "ptxas": 
           "both": "frontend and ptxas together", "unknown": "cause unknown (cross matrix incomplete)"}
 
 
+def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
+    """What makes specs inputs of ONE sweep: the same kernel source, op and pass, and the same shape
+    keys. Findings merge consecutive inputs only within one sweep (two kernels of a spec file, or
+    a matmul next to a softmax, are never one input range)."""
+    shape = spec.meta.get("shape")
+    keys = ",".join(sorted(shape)) if isinstance(shape, dict) else ""
+    name = spec.name.split("[", 1)[0] if spec.name.endswith("]") else spec.name
+    return (spec.source, str(spec.meta.get("op", name)), str(spec.meta.get("mode", "")), keys)
+
+
 def input_range(inputs: list[str]) -> str:
-    """``N=4608..8192`` for consecutive inputs of one shape key, ``a .. b`` otherwise."""
+    """``N=4608..8192`` for consecutive inputs of one shape key, ``a .. b`` otherwise (the callers
+    only merge inputs of one sweep, see :func:`sweep_key`)."""
     if len(inputs) == 1:
         return inputs[0]
     first, last = inputs[0], inputs[-1]
@@ -63,8 +74,9 @@ class Finding:
         verb = "rises" if self.direction == "up" else "falls"
         unit = " B" if self.metric.endswith("bytes") else ""
         blame = _BLAME.get(self.attribution, self.attribution)
+        word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
         return (f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
-                f"(worst {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}.")
+                f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}.")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -88,7 +100,11 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
     for toolchain in result.toolchains[1:]:
         name = toolchain_label(toolchain)
         open_runs: dict[str, Finding] = {}
+        sweep: tuple[str, ...] | None = None
         for item in result.specs:
+            if sweep_key(item.spec) != sweep:  # another kernel: no run crosses into it
+                open_runs.clear()
+                sweep = sweep_key(item.spec)
             comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
             label = input_label(item.spec.meta, item.spec.name)
             seen: set[str] = set()
@@ -168,8 +184,11 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
     first = result.toolchains[0].id if result.toolchains else None
     for toolchain in result.toolchains:
         run: FailureFinding | None = None
+        sweep: tuple[str, ...] | None = None
         for item in result.specs:
             failure = item.results.get(toolchain.id)
+            if sweep_key(item.spec) != sweep:
+                run, sweep = None, sweep_key(item.spec)
             if not isinstance(failure, CompileFailure):
                 run = None
                 continue
@@ -206,7 +225,8 @@ class DetailFinding(Finding):
 
     def summary(self) -> str:
         worst = max(range(len(self.examples)), key=lambda i: abs(self.examples[i].new - self.examples[i].ref))
-        where = f" (worst at {self.inputs[worst]})" if len(self.inputs) > 1 else ""
+        word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
+        where = f" ({word} at {self.inputs[worst]})" if len(self.inputs) > 1 else ""
         blame = _BLAME.get(self.attribution, self.attribution)
         return f"{self.range}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
 
@@ -240,7 +260,11 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
     for toolchain in result.toolchains:
         name = toolchain_label(toolchain)
         open_runs: dict[str, DetailFinding] = {}
+        sweep: tuple[str, ...] | None = None
         for item in result.specs:
+            if sweep_key(item.spec) != sweep:
+                open_runs.clear()
+                sweep = sweep_key(item.spec)
             comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
             label = input_label(item.spec.meta, item.spec.name)
             seen: set[str] = set()
@@ -261,3 +285,142 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
                 if metric not in seen:
                     del open_runs[metric]
     return findings
+
+
+
+# ------------------------------------------------------------------ one bullet per regression, ranked
+# Which way is worse for each metric a finding can carry. Opcode counts: local memory (spills) and
+# returning atomics (ATOMG instead of the fire-and-forget REDG) up is worse, tensor-core MMAs down
+# is worse; other opcode moves are changes, neither better nor worse by themselves.
+_WORSE_UP = {"spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "LDL", "STL", "ATOMG", "ATOM", "ATOMS",
+             "main_loop_instructions", "instructions:local"}
+_WORSE_DOWN = {"ctas_per_sm", "REDG", "RED", "HGMMA", "HMMA", "WGMMA"}
+_METRIC_WORDS = {"spill_store_bytes": "spill stores", "registers": "registers", "ctas_per_sm": "CTAs/SM",
+                 "stack_bytes": "stack", "shared_bytes": "shared memory"}
+
+
+def element_kind(metric: str, direction: str) -> str:
+    """"regression", "improvement" or "change" for one metric moving in ``direction``."""
+    if direction == "up":
+        return "regression" if metric in _WORSE_UP else "improvement" if metric in _WORSE_DOWN else "change"
+    if direction == "down":
+        return "regression" if metric in _WORSE_DOWN else "improvement" if metric in _WORSE_UP else "change"
+    return "change"
+
+
+def _impact(f: Finding) -> float:
+    """How much a worse metric likely costs, for ranking (higher first): new spills, then lost
+    occupancy, more spills, local memory traffic, stack, returning atomics, a longer main loop,
+    shared memory, and last register drift (1 register scores lowest)."""
+    worst = max(f.examples, key=lambda c: abs(c.new - c.ref))
+    ref, new = worst.ref, worst.new
+    m = f.metric
+    if m == "spill_store_bytes":
+        return (1000.0 if ref == 0 else 700.0) + min(new - ref, 10**5) / 100
+    if m == "ctas_per_sm":
+        return 800.0 * (1 - new / ref) if ref else 800.0
+    if m in ("LDL", "STL", "instructions:local"):
+        return 300.0 + min(abs(new - ref), 1000) / 10
+    if m == "stack_bytes":
+        return 250.0 + min(new - ref, 10**4) / 100
+    if m in ("ATOMG", "ATOM", "ATOMS", "REDG", "RED"):
+        return 200.0 + min(abs(new - ref), 100)
+    if m in ("HGMMA", "HMMA", "WGMMA"):
+        return 600.0
+    if m == "main_loop_instructions":
+        return 100.0 + 100.0 * (new - ref) / max(ref, 1)
+    if m == "shared_bytes":
+        return 50.0 + min(new - ref, 10**5) / 1000
+    if m == "registers":
+        return 1.0 + min(new - ref, 255)
+    return 0.0
+
+
+@dataclass
+class FindingGroup:
+    """One bullet: every finding of one toolchain vs one reference over the same inputs (the
+    evidence of one regression: registers, spills, stack, CTAs/SM, opcode and SASS-detail deltas).
+
+    ``kind``: "regression" when any evidence is worse, else "improvement" when any is better, else
+    "change". ``impact`` ranks regressions (see :func:`_impact`)."""
+
+    toolchain: str
+    reference: str
+    inputs: list[str]
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def range(self) -> str:
+        return input_range(self.inputs)
+
+    @property
+    def kind(self) -> str:
+        kinds = {element_kind(f.metric, f.direction) for f in self.findings}
+        return "regression" if "regression" in kinds else "improvement" if "improvement" in kinds else "change"
+
+    @property
+    def impact(self) -> float:
+        worse = [_impact(f) for f in self.findings if element_kind(f.metric, f.direction) == "regression"]
+        return max(worse, default=0.0)
+
+    def _evidence(self, f: Finding, where: bool) -> str:
+        if isinstance(f, DetailFinding):
+            i = max(range(len(f.examples)), key=lambda j: abs(f.examples[j].new - f.examples[j].ref))
+            return f.texts[i] + (f" at {f.inputs[i]}" if where else "")
+        worst = max(f.examples, key=lambda c: abs(c.new - c.ref))
+        unit = " B" if f.metric.endswith("bytes") else ""
+        at = f" at {f.inputs[f.examples.index(worst)]}" if where else ""
+        return f"{_METRIC_WORDS.get(f.metric, f.metric)} {worst.ref:g}{unit} -> {worst.new:g}{unit}{at}"
+
+    def _worst_input(self, f: Finding) -> str:
+        return f.inputs[max(range(len(f.examples)), key=lambda j: abs(f.examples[j].new - f.examples[j].ref))]
+
+    def summary(self) -> str:
+        """``N=4608..8192 (5 inputs), triton==3.4.0 vs triton==3.3.1: spill stores 632 B -> 3712 B, ...
+        (worst at N=4608); the frontend (Triton/LLVM PTX) is responsible.``"""
+        ordered = sorted(self.findings, key=_evidence_order)
+        many = len(self.inputs) > 1
+        spots = {self._worst_input(f) for f in ordered}
+        per_item = many and len(spots) > 1  # the worst inputs differ: say each one's
+        blames = {f.attribution for f in ordered}
+        parts = []
+        for f in ordered:
+            text = self._evidence(f, per_item)
+            if len(blames) > 1:
+                text += f" ({_SHORT_BLAME.get(f.attribution, f.attribution)})"
+            parts.append(text)
+        head = f"{self.range}" + (f" ({len(self.inputs)} inputs)" if many else "")
+        word = "worst" if self.kind == "regression" else "largest"
+        tail = f" ({word} at {next(iter(spots))})" if many and not per_item else ""
+        blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
+        return f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}."
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "impact": round(self.impact, 2), "toolchain": self.toolchain,
+                "reference": self.reference, "range": self.range, "inputs": self.inputs,
+                "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)], "summary": self.summary()}
+
+
+_SHORT_BLAME = {"frontend": "frontend", "ptxas": "ptxas", "both": "frontend and ptxas", "unknown": "cause unknown"}
+
+
+def _evidence_order(f: Finding) -> tuple[int, int]:
+    """Within a bullet: the worse evidence first, then the headline metrics' order."""
+    order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
+    rank = {"regression": 0, "improvement": 1, "change": 2}[element_kind(f.metric, f.direction)]
+    return rank if not isinstance(f, DetailFinding) else 3, order.get(f.metric, 99)
+
+
+def group_findings(findings: list[Finding]) -> list[FindingGroup]:
+    """The findings as bullets: one per (toolchain, reference, inputs); regressions first, by
+    impact (highest first), then improvements, then other changes, each in sweep order."""
+    groups: dict[tuple[str, str, tuple[str, ...]], FindingGroup] = {}
+    for f in findings:
+        key = (f.toolchain, f.reference, tuple(f.inputs))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = FindingGroup(f.toolchain, f.reference, list(f.inputs))
+        group.findings.append(f)
+    order = list(groups.values())
+    kind_rank = {"regression": 0, "improvement": 1, "change": 2}
+    return sorted(order, key=lambda g: (kind_rank[g.kind], -g.impact))  # stable: sweep order among equals

@@ -8,6 +8,8 @@ only said when every cell has resources (otherwise: among those that compiled, w
 from __future__ import annotations
 
 import datetime as _dt
+import re
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +20,7 @@ import ktriage
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
-from ktriage.spec.model import input_label
+from ktriage.spec.model import KernelSpec, input_label
 from ktriage.toolchain.manager import Toolchain
 from ktriage.explain.engine import (
     Comparison,
@@ -34,9 +36,31 @@ from ktriage.explain.findings import (
     collect_failure_findings,
     collect_findings,
     failure_json,
+    group_findings,
 )
 
 NO_CHANGES = "No resource changes between the toolchains."
+
+
+def compiled_pass(specs: list[KernelSpec]) -> str | None:
+    """The pass the compiled kernels belong to (``fwd``/``bwd``), from the specs themselves; None
+    when they do not say (a spec file's kernels) or are of several passes."""
+    modes = {str(s.meta["mode"]) for s in specs if s.meta.get("mode")}
+    return modes.pop() if len(modes) == 1 and all(s.meta.get("mode") for s in specs) else None
+
+
+def report_name(target: str, specs: list[KernelSpec]) -> str:
+    """The report's file name after what was compiled: ``explain-liger.layer_norm-bwd.md`` for a
+    catalog op's backward kernels, ``explain-kernels.md`` for a spec file ``kernels.toml``."""
+    stem = Path(target).stem if target.endswith(".toml") else target
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)
+    mode = compiled_pass(specs)
+    return f"explain-{slug}-{mode}.md" if mode else f"explain-{slug}.md"
+
+
+def report_title(target: str, specs: list[KernelSpec]) -> str:
+    mode = compiled_pass(specs)
+    return f"ktriage explain {target}" + (f" ({mode})" if mode else "")
 
 
 def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
@@ -121,6 +145,7 @@ def to_json(result: ExplainResult, findings: list[Finding] | None = None) -> dic
             for item in result.specs
         ],
         "findings": [f.to_json() for f in findings],
+        "grouped_findings": [g.to_json() for g in group_findings(findings)],
         "failures": [f.to_json() for f in collect_failure_findings(result)],
     }
 
@@ -134,10 +159,25 @@ def no_change_line(result: ExplainResult) -> str:
             f"cells failed (listed below).")
 
 
+SECTIONS = (("regression", "Regressions, most likely impact first"), ("improvement", "Improvements"),
+            ("change", "Other changes"))
+
+
+def finding_sections(result: ExplainResult, findings: list[Finding]) -> tuple[list[tuple[str, list[str]]], list[FailureFinding]]:
+    """The findings as (section title, bullets): one bullet per regression (its evidence grouped),
+    ranked by likely impact, then improvements and other changes in their own sections; the
+    no-change line when there is nothing; and the failure findings, apart."""
+    groups = group_findings(findings)
+    sections = [(title, [g.summary() for g in groups if g.kind == kind]) for kind, title in SECTIONS]
+    sections = [(title, lines) for title, lines in sections if lines] or [("", [no_change_line(result)])]
+    return sections, collect_failure_findings(result)
+
+
 def finding_lines(result: ExplainResult, findings: list[Finding]) -> tuple[list[str], list[FailureFinding]]:
-    """The change findings' sentences (or the no-change line), and the failure findings, apart."""
-    lines = [f.summary() for f in findings] or [no_change_line(result)]
-    return lines, collect_failure_findings(result)
+    """Every finding bullet in report order (regressions by impact, improvements, other changes)."""
+    sections, failed = finding_sections(result, findings)
+    return [line for _, lines in sections for line in lines], failed
+
 
 
 def _cell(result: KernelResult | CompileFailure | None, compact: bool = False) -> str:
@@ -152,9 +192,10 @@ def _cell(result: KernelResult | CompileFailure | None, compact: bool = False) -
     return f"{r.registers} regs, spill {spill} B, stack {r.stack_bytes} B, {o.ctas_per_sm} CTA/SM"
 
 
-def _changes_text(item: SpecExplain) -> str:
+def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     """The changes of one input; ``vs <toolchain>`` where the reference fell back, and never a bare
-    "no change" when a cell of the row failed."""
+    "no change" when a cell of the row failed. ``label_toolchains`` (more than two toolchains:
+    several comparisons per row) starts each line with the toolchain it compares."""
     ref = item.results.get(item.reference) if item.reference is not None else None
     ref_name = toolchain_label(ref.toolchain) if isinstance(ref, KernelResult) else ""
     vs = f"vs {ref_name}: " if item.reference_fallback and ref_name else ""
@@ -165,7 +206,8 @@ def _changes_text(item: SpecExplain) -> str:
         if not moved and not ops:
             continue
         text = "; ".join(moved + ([ops] if ops else []))
-        lines.append(f"{vs}[{c.attribution()}] {text}")
+        who = f"{toolchain_label(c.new.toolchain)}: " if label_toolchains else ""
+        lines.append(f"{who}{vs}[{c.attribution()}] {text}" if who or vs else f"[{c.attribution()}] {text}")
     if lines:
         return "\n".join(lines)
     failed = len(item.failures)
@@ -186,10 +228,16 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
     out = [f"# {title}", ""]
     out.append("Toolchains (the first is the reference):")
     out += [f"- `{t.spec}`: Triton {t.triton_version}, {assembler_label(t, result)} (`{t.id}`)" for t in tcs]
-    lines, failed = finding_lines(result, findings)
+    sections, failed = finding_sections(result, findings)
     out += ["", "## Findings", ""]
-    out += [f"- {line}" for line in lines]
+    for title, lines in sections:
+        if title:
+            out += [f"**{title}:**", ""]
+        out += [f"- {line}" for line in lines]
+        out.append("")
     out += [f"- **failed:** {f.summary()}" for f in failed]
+    if not failed:
+        out.pop()
     failures = [(item, r) for item in result.specs for r in item.failures]
     if failures:
         out += ["", f"## Failures (incomplete: {len(failures)} of {len(result.specs) * len(tcs)} cells)", ""]
@@ -201,7 +249,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
         row += [_cell(item.results.get(t.id)).replace("|", "\\|") for t in tcs]  # an error may quote `a | b`
-        row.append(_changes_text(item).replace("\n", "<br>"))
+        row.append(_changes_text(item, len(tcs) > 2).replace("\n", "<br>"))
         out.append("| " + " | ".join(row) + " |")
     sentences = list(dict.fromkeys(
         f"{input_label(item.spec.meta, item.spec.name)}: {ch.sentence}"
@@ -224,16 +272,17 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     for item in result.specs:
         row = [input_label(item.spec.meta, item.spec.name)]
         cells = [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
-        changes = escape(_changes_text(item))
+        changes = escape(_changes_text(item, len(result.toolchains) > 2))
         row = [escape(cell) for cell in row] + [
             f"[red]{escape(cell)}[/]" if cell.startswith("error: ") else escape(cell) for cell in cells]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
-    lines, failed = finding_lines(result, findings)
-    console.print("[bold]Findings[/]")
-    for line in lines:
-        console.print(f"  • {escape(line)}")
+    sections, failed = finding_sections(result, findings)
+    for title, lines in sections:
+        console.print(f"[bold]{escape(title or 'Findings')}[/]")
+        for line in lines:
+            console.print(f"  • {escape(line)}")
     if failed:
         console.print(f"[bold red]Failures[/] (incomplete: {len(result.failures)} of "
                       f"{len(result.specs) * len(result.toolchains)} cells)")

@@ -23,13 +23,43 @@ def load_selected_specs(target: str, inputs: Sequence[str] | None = None) -> lis
         raise KtriageError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
     specs = load_spec_file(path)
     if inputs:
-        specs = [s for s in specs if any(matches_selector(s, sel) for sel in inputs)]
-        if not specs:
-            raise KtriageError(f"no kernel in {target} matches --input {list(inputs)}", "drop --input or fix the selector")
+        chosen: set[int] = set()
+        for sel in inputs:
+            chosen |= {i for i, s in enumerate(specs) if s in select_specs(specs, sel, target)}
+        specs = [s for i, s in enumerate(specs) if i in chosen]
     return specs
 
 
+def _names(spec: KernelSpec) -> set[str]:
+    """What a selector may equal to name ``spec``: its input label, its input id, its whole name and
+    the ``[...]`` part of its name."""
+    names = {str(spec.meta.get("input_label", spec.name)), spec.name}
+    if spec.meta.get("input_id") is not None:
+        names.add(str(spec.meta["input_id"]))
+    if spec.name.endswith("]") and "[" in spec.name:
+        names.add(spec.name[spec.name.index("[") + 1:-1])
+    return names
+
+
 def matches_selector(spec: KernelSpec, selector: str) -> bool:
-    """An input selector names a spec by its input label, a part of its name or its input id."""
-    label = str(spec.meta.get("input_label", spec.name))
-    return selector == label or selector in spec.name or selector == str(spec.meta.get("input_id"))
+    """A selector names a spec exactly: its input label, input id, whole name or ``[...]`` part."""
+    return selector in _names(spec)
+
+
+def select_specs(specs: Sequence[KernelSpec], selector: str, target: str = "the spec file") -> list[KernelSpec]:
+    """The specs ``selector`` names exactly; else the ONE spec whose name contains it. A selector
+    that is only part of several names is an error that lists what it matched (a prefix such as
+    ``N=46`` never silently picks several kernels), and one that matches nothing lists the names."""
+    exact = [s for s in specs if matches_selector(s, selector)]
+    if exact:
+        return exact
+    partial = [s for s in specs if selector in s.name]
+    if len(partial) == 1:
+        return partial
+    if partial:
+        raise KtriageError(f"--input {selector!r} is part of {len(partial)} kernel names in {target}: "
+                           + ", ".join(s.name for s in partial[:8]) + (", ..." if len(partial) > 8 else ""),
+                           "select one by its exact name or input label")
+    known = sorted({n for s in specs for n in _names(s)})
+    raise KtriageError(f"no kernel in {target} matches --input {selector!r}",
+                       "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""))

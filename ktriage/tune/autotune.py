@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -42,33 +41,29 @@ from ktriage.analyze.ptxas_log import parse_ptxas_log
 from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
 from ktriage.insitu import ptxas_capture
+from ktriage.tune.model import (
+    DEFAULT_SATURATION_BYTES,
+    DEFAULT_SATURATION_WARPS,
+    MMA_LATENCY_CYCLES,
+    SPILL_COST_BYTES,
+    MmaTile,
+    dtype_bytes,
+    mma_estimate,
+    stream_estimate,
+    tile_estimate,
+    warps_estimate,
+)
 
-# Resident warps per SM beyond which a streaming kernel's memory latency is hidden (Little's law on
-# Hopper: ~600 ns x ~4.8 TB/s / 132 SMs is ~22 KB in flight per SM, ~16 warps with a few 512 B loads).
-DEFAULT_SATURATION_WARPS = 16
-# Spilled bytes per thread that cost about as much as the whole kernel (a crude scale, see estimate()).
-SPILL_COST_BYTES = 1024
-# Bytes of loads in flight per SM that hide DRAM latency on Hopper (Little's law: ~4.8 TB/s x ~700 ns
-# / 132 SMs is ~25 KB; rounded up). Used when the tile size is known from BLOCK constexprs.
-DEFAULT_SATURATION_BYTES = 32 * 1024
-# Memory latency (SM cycles) a software pipeline must cover, and per-tile fixed latency (prologue).
-MMA_LATENCY_CYCLES = 800
+# The estimates live in ktriage.tune.model, the one model of `ktriage tune` and this hook; these
+# names stay importable from here (the documented API).
+estimate = warps_estimate
+__all__ = ["DEFAULT_SATURATION_BYTES", "DEFAULT_SATURATION_WARPS", "MMA_LATENCY_CYCLES", "SPILL_COST_BYTES",
+           "CompileFacts", "MmaTile", "Screened", "SpillAwarePrune", "TensorArg", "autotune", "compile_facts",
+           "compile_without_launch", "estimate", "grid_ctas", "ktriage_prune", "mma_estimate", "resolve_target",
+           "spill_aware_prune", "stream_estimate", "warps_estimate"]
 
-# Per-SM tensor-core rate for 16-bit inputs (dense flop/cycle) and the operand bandwidth from L2 to
-# the SM (bytes/cycle) by compute capability; crude public figures: H100/H200 989 TFLOPS at ~1.8 GHz
-# over 132 SMs is 4096 flop/clk/SM, A100 312 TFLOPS / 108 SMs / 1.41 GHz is 2048. The L2 rates are
-# chosen so that a 128x256 fp16 tile is just compute bound on Hopper and 128x128 is ~25% slower,
-# which is the order Triton's own Hopper matmuls show. Only ratios between configs matter.
-_MMA_RATES: dict[int, tuple[float, float]] = {80: (2048.0, 32.0), 86: (1024.0, 32.0), 89: (1024.0, 32.0),
-                                              90: (4096.0, 48.0), 100: (8192.0, 64.0)}
-_DEFAULT_MMA_RATE = (1024.0, 32.0)
 # PTX spellings of tensor-core matrix multiplies (Ampere mma.sync, Hopper wgmma, Blackwell tcgen05).
 _MMA_PTX = ("mma.sync.aligned", "wgmma.mma_async", "tcgen05.mma")
-_BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
-_DTYPE_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2,
-                "bf16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "fp8": 1, "i1": 1}
-
-
 @dataclass(frozen=True)
 class TensorArg:
     """A tensor argument described without torch (CPU screening, tests): the JIT only reads its
@@ -82,18 +77,7 @@ class TensorArg:
 
     def element_size(self) -> int:
         """Bytes per element, like ``torch.Tensor.element_size`` (the estimates size tiles with it)."""
-        return _dtype_bytes(self.dtype)
-
-
-def _dtype_bytes(dtype: str) -> int:
-    """Bytes per element of a Triton ("fp16", "bf16", "fp8e4nv", "i32") or torch ("torch.float16")
-    dtype name; 4 when unknown (the estimates only compare configs of one kernel)."""
-    name = dtype.lower().removeprefix("torch.").replace("bfloat", "bf").replace("float", "fp").replace("int", "i")
-    name = {"half": "fp16", "double": "fp64", "long": "i64", "bool": "i1"}.get(name, name)
-    for prefix, size in _DTYPE_BYTES.items():
-        if name.startswith(prefix):
-            return size
-    return 4
+        return dtype_bytes(self.dtype)
 
 
 @dataclass(frozen=True)
@@ -272,137 +256,6 @@ def compile_facts(kernel: Any, cc: int) -> CompileFacts:
     )
 
 
-def estimate(occupancy: Occupancy, spill_bytes: int, saturation_warps: int = DEFAULT_SATURATION_WARPS) -> float:
-    """Relative time (lower is better) of a roofline-style model: a kernel reaches its roof (memory
-    bandwidth or issue rate) once ``saturation_warps`` warps per SM hide latency, runs proportionally
-    slower below that, and pays for each spilled byte per thread as extra local-memory traffic.
-    Crude on purpose: it orders candidates for timing; it does not predict milliseconds (tile-size
-    effects such as wave quantization and data reuse are not in it, so keep > 1 config)."""
-    if occupancy.warps_per_sm <= 0:
-        return float("inf")
-    latency_hiding = min(1.0, occupancy.warps_per_sm / saturation_warps)
-    return round((1.0 + spill_bytes / SPILL_COST_BYTES) / latency_hiding, 6)
-
-
-def stream_estimate(occupancy: Occupancy, spill_bytes: int, *, num_sms: int, grid: int | None = None,
-                    tile_bytes: int | None = None, saturation_warps: int = DEFAULT_SATURATION_WARPS,
-                    saturation_bytes: int = DEFAULT_SATURATION_BYTES) -> tuple[float, str]:
-    """:func:`estimate` for latency-bound (streaming, reduction) kernels, made aware of the launch.
-
-    - A grid smaller than the SM count leaves SMs idle (time / (grid / SMs)); a grid of a few CTAs
-      per SM caps the resident CTAs below what the occupancy rules allow.
-    - With ``tile_bytes`` (the product of the config's BLOCK constexprs times the element size: what
-      one CTA loads per step) latency hiding is bytes in flight per SM against ``saturation_bytes``;
-      occupancy alone would rank a 64-element tile with 16 CTAs/SM first, yet it has 4 KB in flight.
-      Without it, resident warps against ``saturation_warps`` (the old estimate).
-
-    The bytes curve approaches the roof gradually (:func:`_soft_roof`: 84% at exactly
-    ``saturation_bytes``, 98.5% at twice, ~100% from 3x), so that among configs that all look
-    saturated those with more margin rank first: the saturation point is a rough figure. The same
-    curve over ``resident warps / (saturation_warps / 2)`` asks for enough warps to issue the loads
-    (a 2-CTA, 8-warp config with huge tiles is not at the roof however many bytes it names).
-
-    Returns (relative time, lower is better, 1.0 at the roof; a one-line explanation)."""
-    if occupancy.ctas_per_sm <= 0:
-        return float("inf"), "no CTA fits"
-    ctas = occupancy.ctas_per_sm
-    busy = 1.0
-    if grid is not None and grid > 0:
-        ctas = min(ctas, math.ceil(grid / num_sms))
-        busy = min(1.0, grid / num_sms)
-    if tile_bytes:
-        inflight = ctas * tile_bytes
-        warps = ctas * occupancy.num_warps
-        # Bytes in flight hide latency only if enough warps issue them (each warp has a bounded number
-        # of outstanding loads): half the warp saturation point is asked for on top.
-        hiding = _soft_roof(inflight / saturation_bytes) * _soft_roof(warps / max(1.0, saturation_warps / 2))
-        how = f"{inflight // 1024} KB in flight/SM ({ctas} CTAs x {tile_bytes} B, {warps} warps)"
-    else:
-        warps = ctas * occupancy.num_warps
-        hiding = min(1.0, warps / saturation_warps)
-        how = f"{warps} warps/SM ({ctas} CTAs)"
-    grid_text = "" if grid is None else f", grid {grid} CTAs on {num_sms} SMs ({busy:.0%} busy)"
-    value = round((1.0 + spill_bytes / SPILL_COST_BYTES) / (hiding * busy), 6)
-    return value, f"stream: {how}, latency hidden {hiding:.0%}{grid_text}"
-
-
-def _soft_roof(x: float) -> float:
-    """Fraction of the roof reached with ``x`` times the saturating work in flight: ``x / (1 + x^4)^(1/4)``
-    (x below 1, 1 above, a smooth corner between), rounded to 3 digits so that near-equal configs tie
-    and fall to the ranking's tie-breakers (more resident warps, fewer registers, the user's order)."""
-    if x <= 0:
-        return 1e-9
-    fourth_root: float = (1.0 + x ** 4) ** 0.25  # float ** float is typed Any (a negative base gives a complex)
-    return max(1e-9, round(x / fourth_root, 3))
-
-
-@dataclass(frozen=True)
-class MmaTile:
-    """What the tile model needs about a tl.dot kernel's config and launch."""
-
-    block_m: int
-    block_n: int
-    block_k: int
-    num_stages: int
-    elt_bytes: int
-    k: int | None = None  # reduction length (the kernel's K); None: tile overheads are ignored
-    tiles: int | None = None  # CTAs in the grid; None: no wave quantization
-
-
-def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, spill_bytes: int = 0) -> tuple[float, str]:
-    """Relative time (SM cycles of the whole launch, lower is better) of a tensor-core kernel.
-
-    Per K step a CTA does ``2*BM*BN*BK`` flops and reads ``(BM+BN)*BK`` elements; the SM runs at
-    the slower of its tensor-core rate and its L2 operand bandwidth (arithmetic intensity), where
-    the bandwidth only counts as far as the pipeline keeps ``(num_stages-1)`` steps of every resident
-    CTA in flight (Little's law against :data:`MMA_LATENCY_CYCLES`). A tile also pays a fixed
-    prologue latency plus its epilogue store; other resident CTAs hide it. CTAs per SM come from the
-    exact occupancy (registers, shared memory: the stages' buffers), and the grid runs in
-    ``ceil(tiles / (CTAs/SM * SMs))`` waves (wave quantization). Constants are per compute capability
-    (:data:`_MMA_RATES`); only the order of configs of one kernel is meant, not milliseconds."""
-    if occupancy.ctas_per_sm <= 0:
-        return float("inf"), "no CTA fits"
-    flops_clk, bytes_clk = _MMA_RATES.get(cc, _DEFAULT_MMA_RATE)
-    flops_clk *= 2.0 / max(1, tile.elt_bytes)  # fp8 doubles the rate, tf32 halves it
-    bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
-    ctas = occupancy.ctas_per_sm
-    if tile.tiles is not None and tile.tiles > 0:
-        ctas = min(ctas, math.ceil(tile.tiles / num_sms))
-    step_bytes = (bm + bn) * bk * tile.elt_bytes
-    inflight = ctas * max(1, tile.num_stages - 1) * step_bytes
-    pipe = min(1.0, inflight / (bytes_clk * MMA_LATENCY_CYCLES))
-    step = max(2.0 * bm * bn * bk / flops_clk, step_bytes / (bytes_clk * pipe))
-    k_steps = math.ceil(tile.k / bk) if tile.k else 1
-    work = k_steps * step
-    overhead = (MMA_LATENCY_CYCLES + bm * bn * tile.elt_bytes / bytes_clk) if tile.k else 0.0
-    if tile.tiles:
-        waves = math.ceil(tile.tiles / (ctas * num_sms))
-        total = waves * (ctas * work + overhead)
-        wave_text = f", {tile.tiles} tiles = {tile.tiles / (ctas * num_sms):.2f} waves -> {waves}"
-    else:
-        total, wave_text = work + overhead / ctas, ""
-    intensity = bm * bn / ((bm + bn) * tile.elt_bytes)
-    bound = "compute" if 2.0 * bm * bn * bk / flops_clk >= step_bytes / (bytes_clk * pipe) else "memory"
-    value = round(total * (1.0 + spill_bytes / SPILL_COST_BYTES), 3)
-    return value, (f"mma: tile {bm}x{bn}x{bk}, {intensity:.0f} flop/B ({bound} bound), pipeline {pipe:.0%}, "
-                   f"{ctas} CTA/SM{wave_text}")
-
-
-def _find_block(config_kwargs: Mapping[str, Any], axis: str) -> int | None:
-    for name, value in config_kwargs.items():
-        if _BLOCK_NAME[axis].match(name) and isinstance(value, int):
-            return value
-    return None
-
-
-def _find_size(args: Mapping[str, Any], axis: str) -> int | None:
-    for name in (axis, axis.lower()):
-        value = args.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return None
-
-
 def _elt_bytes(named_args: Mapping[str, Any]) -> int:
     """Element size of the first tensor argument (the estimates size tiles with it)."""
     for value in named_args.values():
@@ -564,16 +417,11 @@ class SpillAwarePrune:
         meta = getattr(config, "kwargs", {})
         grid = grid_ctas(grid_fn, args)
         elt = _elt_bytes(named_args)
-        bm, bn, bk = (_find_block(meta, axis) for axis in "MNK")
-        if mma and bm and bn and bk:
-            m, n = _find_size(args, "M"), _find_size(args, "N")
-            note = ""
-            if grid is None and m and n:
-                grid, note = math.ceil(m / bm) * math.ceil(n / bn), " (grid inferred from M, N)"
-            tile = MmaTile(bm, bn, bk, int(getattr(config, "num_stages", 3) or 1), elt,
-                           k=_find_size(args, "K"), tiles=grid)
-            value, detail = mma_estimate(occ, tile, num_sms=num_sms, cc=cc, spill_bytes=spill_bytes)
-            return value, "mma", grid, detail + note
+        if mma:
+            tiled = tile_estimate(occ, meta, num_stages=int(getattr(config, "num_stages", 3) or 1), elt_bytes=elt,
+                                  sizes=args, grid=grid, num_sms=num_sms, cc=cc, spill_bytes=spill_bytes)
+            if tiled is not None:
+                return tiled[0], "mma", tiled[2], tiled[1]
         blocks = [v for k, v in meta.items() if "BLOCK" in k.upper() and isinstance(v, int) and v > 0]
         tile_bytes = math.prod(blocks) * elt if blocks else None
         value, detail = stream_estimate(occ, spill_bytes, num_sms=num_sms, grid=grid, tile_bytes=tile_bytes,

@@ -1,9 +1,24 @@
-"""A roofline-style time estimate per candidate config, from compile-side facts only.
+"""THE cost model of ktriage's tuning: one module for ``ktriage tune`` (screen.py) and the
+``triton.autotune`` prune hook (autotune.py), so both entry points rank a config set the same way.
 
-Why an estimate and not a timing: screening runs on CPU machines, and its job is to cut the
-candidates a GPU must time from dozens to a handful, not to pick the winner. The model keeps only
-effects that differ between configs of ONE kernel at ONE problem size, because everything else
-(the useful bytes, the arithmetic) is the same for all of them:
+Every estimate is a ranking score for configs of ONE kernel at ONE problem size, from compile-side
+facts only (screening runs on CPU machines; its job is to cut the candidates a GPU must time).
+
+**Tensor-core kernels (``tl.dot``: the SASS has HGMMA/HMMA, the PTX wgmma/mma.sync) whose config names
+the tile (BLOCK_M/N/K)**: :func:`mma_estimate`, the tile model. Per K step a CTA does ``2*BM*BN*BK``
+flops against the tensor-core rate and reads ``(BM+BN)*BK`` elements against the L2 operand bandwidth
+(arithmetic intensity); the bandwidth counts as far as ``(num_stages-1)`` pipelined steps of every
+resident CTA are in flight (Little's law); the K loop has ``ceil(K/BK)`` steps; CTAs/SM are the exact
+occupancy; the grid (``cdiv(M,BM)*cdiv(N,BN)`` for a matmul: derived from the block sizes, never the
+start config's grid) runs in ``ceil(tiles / (CTAs/SM * SMs))`` waves. Cycles of the whole launch;
+:func:`tile_estimate` is the one entry point both callers use (tune converts cycles to us at the SM
+clock).
+
+**Everything else** (reductions, pointwise): tune ranks with the roofline estimate :func:`estimate`
+(it has the SASS: bytes per thread, instruction counts); the hook, which has only the ptxas log,
+ranks with :func:`stream_estimate` (latency hiding from bytes or warps in flight per SM, idle SMs).
+
+The roofline estimate (:func:`estimate`) keeps only effects that differ between configs:
 
 - **waves** = ceil(grid / (ctas_per_sm * sm_count)): a grid that needs 2.1 waves pays for 3;
 - **latency hiding** (Little's law): an SM reaches full memory bandwidth only with enough bytes in
@@ -25,6 +40,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 from ktriage.analyze.occupancy import Occupancy
@@ -43,6 +59,28 @@ DEVICE: dict[tuple[int, int], tuple[float, float, float]] = {
 _FALLBACK = (2.0e12, 1.5e9, 600e-9)
 _GLOBAL_MEM = re.compile(r"^(LDG|STG|ATOMG|REDG)\b")
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b")
+# Resident warps per SM beyond which a streaming kernel's memory latency is hidden (Little's law on
+# Hopper: ~600 ns x ~4.8 TB/s / 132 SMs is ~22 KB in flight per SM, ~16 warps with a few 512 B loads).
+DEFAULT_SATURATION_WARPS = 16
+# Spilled bytes per thread that cost about as much as the whole kernel (a crude scale, see warps_estimate()).
+SPILL_COST_BYTES = 1024
+# Bytes of loads in flight per SM that hide DRAM latency on Hopper (Little's law: ~4.8 TB/s x ~700 ns
+# / 132 SMs is ~25 KB; rounded up). Used when the tile size is known from BLOCK constexprs.
+DEFAULT_SATURATION_BYTES = 32 * 1024
+# Memory latency (SM cycles) a software pipeline must cover, and per-tile fixed latency (prologue).
+MMA_LATENCY_CYCLES = 800
+
+# Per-SM tensor-core rate for 16-bit inputs (dense flop/cycle) and the operand bandwidth from L2 to
+# the SM (bytes/cycle) by compute capability; crude public figures: H100/H200 989 TFLOPS at ~1.8 GHz
+# over 132 SMs is 4096 flop/clk/SM, A100 312 TFLOPS / 108 SMs / 1.41 GHz is 2048. The L2 rates are
+# chosen so that a 128x256 fp16 tile is just compute bound on Hopper and 128x128 is ~25% slower,
+# which is the order Triton's own Hopper matmuls show. Only ratios between configs matter.
+_MMA_RATES: dict[int, tuple[float, float]] = {80: (2048.0, 32.0), 86: (1024.0, 32.0), 89: (1024.0, 32.0),
+                                              90: (4096.0, 48.0), 100: (8192.0, 64.0)}
+_DEFAULT_MMA_RATE = (1024.0, 32.0)
+_DTYPE_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2,
+                "bf16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "fp8": 1, "i1": 1}
+_BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +96,8 @@ class Estimate:
     memory_us: float
     compute_us: float
     estimate_us: float
+    model: str = "roofline"  # "roofline" (estimate()) or "mma" (the tile model, tile_estimate())
+    detail: str = ""  # the tile model's inputs in words
 
     def to_json(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -108,3 +148,193 @@ def estimate(res: Resources, occ: Occupancy, *, num_warps: int, grid: tuple[int,
     comp_us_wave = res.sass_instructions * num_warps * resident / (4 * clock) * 1e6
     est = waves * max(mem_us_wave / max(eff, 1e-6), comp_us_wave)
     return Estimate(grid_ctas, waves, resident, bytes_cta, spill_cta, eff, waves * mem_us_wave, waves * comp_us_wave, est)
+
+
+# --------------------------------------------------------------------------- the tile and stream models
+
+
+def warps_estimate(occupancy: Occupancy, spill_bytes: int, saturation_warps: int = DEFAULT_SATURATION_WARPS) -> float:
+    """Relative time (lower is better) of a roofline-style model: a kernel reaches its roof (memory
+    bandwidth or issue rate) once ``saturation_warps`` warps per SM hide latency, runs proportionally
+    slower below that, and pays for each spilled byte per thread as extra local-memory traffic.
+    Crude on purpose: it orders candidates for timing; it does not predict milliseconds (tile-size
+    effects such as wave quantization and data reuse are not in it, so keep > 1 config)."""
+    if occupancy.warps_per_sm <= 0:
+        return float("inf")
+    latency_hiding = min(1.0, occupancy.warps_per_sm / saturation_warps)
+    return round((1.0 + spill_bytes / SPILL_COST_BYTES) / latency_hiding, 6)
+
+
+def stream_estimate(occupancy: Occupancy, spill_bytes: int, *, num_sms: int, grid: int | None = None,
+                    tile_bytes: int | None = None, saturation_warps: int = DEFAULT_SATURATION_WARPS,
+                    saturation_bytes: int = DEFAULT_SATURATION_BYTES) -> tuple[float, str]:
+    """:func:`warps_estimate` for latency-bound (streaming, reduction) kernels, made aware of the launch.
+
+    - A grid smaller than the SM count leaves SMs idle (time / (grid / SMs)); a grid of a few CTAs
+      per SM caps the resident CTAs below what the occupancy rules allow.
+    - With ``tile_bytes`` (the product of the config's BLOCK constexprs times the element size: what
+      one CTA loads per step) latency hiding is bytes in flight per SM against ``saturation_bytes``;
+      occupancy alone would rank a 64-element tile with 16 CTAs/SM first, yet it has 4 KB in flight.
+      Without it, resident warps against ``saturation_warps`` (the old estimate).
+
+    The bytes curve approaches the roof gradually (:func:`_soft_roof`: 84% at exactly
+    ``saturation_bytes``, 98.5% at twice, ~100% from 3x), so that among configs that all look
+    saturated those with more margin rank first: the saturation point is a rough figure. The same
+    curve over ``resident warps / (saturation_warps / 2)`` asks for enough warps to issue the loads
+    (a 2-CTA, 8-warp config with huge tiles is not at the roof however many bytes it names).
+
+    Returns (relative time, lower is better, 1.0 at the roof; a one-line explanation)."""
+    if occupancy.ctas_per_sm <= 0:
+        return float("inf"), "no CTA fits"
+    ctas = occupancy.ctas_per_sm
+    busy = 1.0
+    if grid is not None and grid > 0:
+        ctas = min(ctas, math.ceil(grid / num_sms))
+        busy = min(1.0, grid / num_sms)
+    if tile_bytes:
+        inflight = ctas * tile_bytes
+        warps = ctas * occupancy.num_warps
+        # Bytes in flight hide latency only if enough warps issue them (each warp has a bounded number
+        # of outstanding loads): half the warp saturation point is asked for on top.
+        hiding = _soft_roof(inflight / saturation_bytes) * _soft_roof(warps / max(1.0, saturation_warps / 2))
+        how = f"{inflight // 1024} KB in flight/SM ({ctas} CTAs x {tile_bytes} B, {warps} warps)"
+    else:
+        warps = ctas * occupancy.num_warps
+        hiding = min(1.0, warps / saturation_warps)
+        how = f"{warps} warps/SM ({ctas} CTAs)"
+    grid_text = "" if grid is None else f", grid {grid} CTAs on {num_sms} SMs ({busy:.0%} busy)"
+    value = round((1.0 + spill_bytes / SPILL_COST_BYTES) / (hiding * busy), 6)
+    return value, f"stream: {how}, latency hidden {hiding:.0%}{grid_text}"
+
+
+def _soft_roof(x: float) -> float:
+    """Fraction of the roof reached with ``x`` times the saturating work in flight: ``x / (1 + x^4)^(1/4)``
+    (x below 1, 1 above, a smooth corner between), rounded to 3 digits so that near-equal configs tie
+    and fall to the ranking's tie-breakers (more resident warps, fewer registers, the user's order)."""
+    if x <= 0:
+        return 1e-9
+    fourth_root: float = (1.0 + x ** 4) ** 0.25  # float ** float is typed Any (a negative base gives a complex)
+    return max(1e-9, round(x / fourth_root, 3))
+
+
+@dataclass(frozen=True)
+class MmaTile:
+    """What the tile model needs about a tl.dot kernel's config and launch."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_stages: int
+    elt_bytes: int
+    k: int | None = None  # reduction length (the kernel's K); None: tile overheads are ignored
+    tiles: int | None = None  # CTAs in the grid; None: no wave quantization
+
+
+def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, spill_bytes: int = 0) -> tuple[float, str]:
+    """Relative time (SM cycles of the whole launch, lower is better) of a tensor-core kernel.
+
+    Per K step a CTA does ``2*BM*BN*BK`` flops and reads ``(BM+BN)*BK`` elements; the SM runs at
+    the slower of its tensor-core rate and its L2 operand bandwidth (arithmetic intensity), where
+    the bandwidth only counts as far as the pipeline keeps ``(num_stages-1)`` steps of every resident
+    CTA in flight (Little's law against :data:`MMA_LATENCY_CYCLES`). A tile also pays a fixed
+    prologue latency plus its epilogue store; other resident CTAs hide it. CTAs per SM come from the
+    exact occupancy (registers, shared memory: the stages' buffers), and the grid runs in
+    ``ceil(tiles / (CTAs/SM * SMs))`` waves (wave quantization). Constants are per compute capability
+    (:data:`_MMA_RATES`); only the order of configs of one kernel is meant, not milliseconds."""
+    if occupancy.ctas_per_sm <= 0:
+        return float("inf"), "no CTA fits"
+    flops_clk, bytes_clk = _MMA_RATES.get(cc, _DEFAULT_MMA_RATE)
+    flops_clk *= 2.0 / max(1, tile.elt_bytes)  # fp8 doubles the rate, tf32 halves it
+    bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
+    ctas = occupancy.ctas_per_sm
+    if tile.tiles is not None and tile.tiles > 0:
+        ctas = min(ctas, math.ceil(tile.tiles / num_sms))
+    step_bytes = (bm + bn) * bk * tile.elt_bytes
+    inflight = ctas * max(1, tile.num_stages - 1) * step_bytes
+    pipe = min(1.0, inflight / (bytes_clk * MMA_LATENCY_CYCLES))
+    compute, memory = 2.0 * bm * bn * bk / flops_clk, step_bytes / (bytes_clk * pipe)
+    if tile.num_stages > 1:  # the pipeline overlaps the next steps' loads with this step's MMAs
+        step = max(compute, memory)
+    else:  # no prefetch: a CTA waits for each step's operands; only other resident CTAs overlap it
+        step = max(compute, memory) + min(compute, memory) / ctas
+    k_steps = math.ceil(tile.k / bk) if tile.k else 1
+    work = k_steps * step
+    overhead = (MMA_LATENCY_CYCLES + bm * bn * tile.elt_bytes / bytes_clk) if tile.k else 0.0
+    if tile.tiles:
+        waves = math.ceil(tile.tiles / (ctas * num_sms))
+        total = waves * (ctas * work + overhead)
+        wave_text = f", {tile.tiles} tiles = {tile.tiles / (ctas * num_sms):.2f} waves -> {waves}"
+    else:
+        total, wave_text = work + overhead / ctas, ""
+    intensity = bm * bn / ((bm + bn) * tile.elt_bytes)
+    bound = "compute" if compute >= memory else "memory"
+    value = round(total * (1.0 + spill_bytes / SPILL_COST_BYTES), 3)
+    return value, (f"mma: tile {bm}x{bn}x{bk}, {intensity:.0f} flop/B ({bound} bound), pipeline {pipe:.0%}, "
+                   f"{ctas} CTA/SM{wave_text}")
+
+
+def find_block(config_kwargs: Mapping[str, Any], axis: str) -> int | None:
+    for name, value in config_kwargs.items():
+        if _BLOCK_NAME[axis].match(name) and isinstance(value, int):
+            return value
+    return None
+
+
+MMA_SASS = ("HGMMA", "HMMA", "UTCHMMA", "UTCQMMA", "UTCOMMA")  # tensor-core SASS (Hopper, Ampere, Blackwell)
+
+
+def is_mma_sass(opcodes: Mapping[str, int]) -> bool:
+    """A tl.dot kernel: its SASS histogram (base opcodes) has tensor-core MMA instructions."""
+    return any(op.split(".")[0] in MMA_SASS for op, n in opcodes.items() if n)
+
+
+def mma_grid(constexprs: Mapping[str, Any], sizes: Mapping[str, Any]) -> int | None:
+    """The grid of a matmul launch derived from its block sizes: ``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)``
+    (None when the config names no BLOCK_M/BLOCK_N or the sizes have no M/N)."""
+    bm, bn = find_block(constexprs, "M"), find_block(constexprs, "N")
+    m, n = _size(sizes, "M"), _size(sizes, "N")
+    if not (bm and bn and m and n):
+        return None
+    return math.ceil(m / bm) * math.ceil(n / bn)
+
+
+def _size(sizes: Mapping[str, Any], axis: str) -> int | None:
+    for name in (axis, axis.lower()):
+        value = sizes.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def tile_estimate(occupancy: Occupancy, constexprs: Mapping[str, Any], *, num_stages: int, elt_bytes: int,
+                  sizes: Mapping[str, Any], grid: int | None, num_sms: int, cc: int,
+                  spill_bytes: int = 0) -> tuple[float, str, int | None] | None:
+    """The tile model for one config of a tensor-core kernel, as both ``ktriage tune`` and the prune
+    hook call it: (cycles of the launch, the inputs in words, the grid in CTAs), or None when the
+    config names no BLOCK_M/BLOCK_N/BLOCK_K (then the caller's other estimate applies).
+
+    ``grid``: the launch's own CTA count for this config (its grid function evaluated on the config);
+    None infers ``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)`` from ``sizes`` (said in the words). ``sizes``
+    gives K, the length of the K loop."""
+    bm, bn, bk = (find_block(constexprs, axis) for axis in "MNK")
+    if not (bm and bn and bk):
+        return None
+    note = ""
+    if grid is None:
+        grid = mma_grid(constexprs, sizes)
+        note = " (grid inferred from M, N)" if grid is not None else ""
+    tile = MmaTile(bm, bn, bk, max(1, int(num_stages or 1)), elt_bytes, k=_size(sizes, "K"), tiles=grid)
+    value, detail = mma_estimate(occupancy, tile, num_sms=num_sms, cc=cc, spill_bytes=spill_bytes)
+    return value, detail + note, grid
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of a Triton ("fp16", "bf16", "fp8e4nv", "i32", "*fp16") or torch
+    ("torch.float16") dtype name; 4 when unknown (the estimates only compare configs of one kernel)."""
+    name = dtype.lower().lstrip("*").removeprefix("torch.").replace("bfloat", "bf").replace("float", "fp")
+    name = name.replace("int", "i")
+    name = {"half": "fp16", "double": "fp64", "long": "i64", "bool": "i1"}.get(name, name)
+    for prefix, size in _DTYPE_BYTES.items():
+        if name.startswith(prefix):
+            return size
+    return 4

@@ -20,10 +20,11 @@ from ktriage.analyze.artifact import analyze_artifact
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
+from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
-from ktriage.tune.model import Estimate, estimate
+from ktriage.tune.model import DEVICE, Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.tune.space import ConfigSpace, TuneConfig
 
 
@@ -97,11 +98,12 @@ class ScreenResult:
         return kept[0] if kept else None
 
 
-def sort_key(c: Candidate, default_stages: int = 3) -> tuple[float, float, float, int, int, int]:
-    """Best first: the estimate, then fewer spill bytes, higher occupancy, fewer warps, then the
-    library's own num_stages (the smallest change among equals)."""
+def sort_key(c: Candidate, default_stages: int = 3) -> tuple[float, bool, float, float, int, int, int]:
+    """Best first: the estimate, then the start config (it competes, and a tuned config must beat it
+    by the model's own measure to be recommended), fewer spill bytes, higher occupancy, fewer warps,
+    then the library's own num_stages (the smallest change among equals)."""
     assert c.estimate is not None and c.occupancy is not None
-    return (c.estimate.estimate_us, float(c.spill_store_bytes or 0), -c.occupancy.occupancy,
+    return (c.estimate.estimate_us, not c.is_default, float(c.spill_store_bytes or 0), -c.occupancy.occupancy,
             c.config.num_warps, int(c.config.num_stages != default_stages), c.config.num_stages)
 
 
@@ -172,6 +174,33 @@ def _compile_and_analyze(cands: list[Candidate], toolchain: Toolchain, compiler:
             continue
         cand.estimate = estimate(cand.resources, cand.occupancy, num_warps=cand.config.num_warps,
                                  grid=cand.spec.grid, target=cand.spec.target, sm_count=sm_count)
+        if is_mma_sass(cand.resources.sass_opcodes):
+            cand.estimate = mma_candidate_estimate(cand.spec, cand.resources, cand.occupancy, cand.estimate, sm_count)
+
+
+def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roofline: Estimate,
+                           sm_count: int | None) -> Estimate:
+    """A tensor-core kernel's estimate from the tile model (ktriage.tune.model.tile_estimate, the one
+    the autotune hook uses), in us at the SM clock; the roofline estimate when the config names no
+    BLOCK_M/N/K. The grid is the spec's, which the config space derived from the block sizes."""
+    arch = parse_arch(spec.target)
+    sms = sm_count or arch.default_sm_count or 1
+    pointers = [t for t in spec.signature.values() if t.startswith("*")]
+    elt = dtype_bytes(pointers[0]) if pointers else 4
+    sizes = dict(spec.meta.get("shape") or {})
+    grid = math.prod(spec.grid) if spec.grid else None
+    tiled = tile_estimate(occ, spec.constexprs, num_stages=spec.num_stages, elt_bytes=elt, sizes=sizes, grid=grid,
+                          num_sms=sms, cc=arch.major * 10 + arch.minor,
+                          spill_bytes=(res.spill_store_bytes or 0) + (res.spill_load_bytes or 0))
+    if tiled is None:
+        return roofline
+    cycles, detail, tiles = tiled
+    clock = DEVICE.get((arch.major, arch.minor), (0.0, 1.5e9, 0.0))[1]
+    ctas = max(1, min(occ.ctas_per_sm, math.ceil((tiles or 1) / sms)))
+    waves = math.ceil((tiles or ctas * sms) / (ctas * sms)) if occ.ctas_per_sm else 0
+    us = cycles / clock * 1e6
+    return Estimate(tiles or roofline.grid_ctas, waves, ctas, roofline.bytes_per_cta, roofline.spill_bytes_per_cta,
+                    roofline.memory_efficiency, roofline.memory_us, roofline.compute_us, us, model="mma", detail=detail)
 
 
 def _cubin_sha(c: Candidate) -> str | None:
@@ -218,7 +247,8 @@ def _judge(cands: list[Candidate], max_spill: int, top_k: int) -> None:
         assert c.occupancy is not None and c.estimate is not None and c.resources is not None
         facts = (f"{c.resources.registers} registers, {c.resources.spill_store_bytes or 0} B spills, "
                  f"{c.occupancy.ctas_per_sm} CTA(s)/SM ({c.occupancy.occupancy:.0%}, {c.occupancy.limiter}), "
-                 f"{c.estimate.waves} wave(s), estimate {c.estimate.estimate_us:.1f} us")
+                 f"{c.estimate.waves} wave(s), estimate {c.estimate.estimate_us:.1f} us"
+                 + (f" ({c.estimate.detail})" if c.estimate.detail else ""))
         c.rank = i + 1
         if i < top_k:
             c.status = "kept"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +103,9 @@ class ConfigSpace:
     stages: tuple[int, ...]
     default: TuneConfig
     notes: tuple[str, ...] = field(default=())
+    # The launch's grid as a function of the constexprs (e.g. a matmul's cdiv(M,BLOCK_M)*cdiv(N,BLOCK_N));
+    # None: the knobs' grid axes rescale the spec's grid.
+    grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = field(default=None, compare=False)
 
     def configs(self) -> list[TuneConfig]:
         """Every combination, the default first (it is the baseline every report compares with)."""
@@ -119,16 +122,18 @@ class ConfigSpace:
 
     def apply(self, config: TuneConfig) -> KernelSpec:
         """The spec launched with ``config``: options, constexprs and the grid it implies."""
-        return apply_config(self.spec, config, self.knobs)
+        return apply_config(self.spec, config, self.knobs, self.grid_fn)
 
     def to_json(self) -> dict[str, Any]:
         return {"knobs": [k.to_json() for k in self.knobs], "num_warps": list(self.warps),
                 "num_stages": list(self.stages), "default": self.default.to_json(), "notes": list(self.notes)}
 
 
-def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = ()) -> KernelSpec:
+def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (),
+                 grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None) -> KernelSpec:
     """``spec`` with ``config``'s num_warps/num_stages/constexprs, and its grid recomputed for the
-    blocks that tile it. Unknown constexpr names are an error (a typo would compile the default)."""
+    blocks that tile it (``grid_fn`` of the new constexprs when the launch has one). Unknown
+    constexpr names are an error (a typo would compile the default)."""
     consts = dict(spec.constexprs)
     for name, value in config.constexprs:
         if name not in spec.signature or spec.signature[name] != "constexpr":
@@ -137,7 +142,9 @@ def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (
         consts[name] = value
     grid = list(spec.grid) if spec.grid is not None else None
     by_name = {k.name: k for k in knobs}
-    if grid is not None:
+    if grid is not None and grid_fn is not None:
+        grid = list(grid_fn(consts))
+    elif grid is not None:
         for name, value in config.constexprs:
             knob = by_name.get(name)
             if knob is None or knob.grid_axis is None or knob.grid_axis >= len(grid):
@@ -206,6 +213,31 @@ def _liger_embedding(spec: KernelSpec) -> dict[str, Knob]:
     return knobs
 
 
+def _tutorial_matmul(spec: KernelSpec) -> dict[str, Knob]:
+    shape = spec.meta.get("shape", {})
+    knobs: dict[str, Knob] = {}
+    for name, values, why in (
+        ("BLOCK_M", (64, 128, 256), "BLOCK_M tiles M with masked loads/stores: the grid is cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)"),
+        ("BLOCK_N", (64, 128, 256), "BLOCK_N tiles N with masked loads/stores: the grid is cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)"),
+        ("BLOCK_K", (32, 64), "BLOCK_K steps the K loop with masked loads: any power of two >= 16 is correct"),
+    ):
+        if isinstance(spec.constexprs.get(name), int) and shape.get("M") and shape.get("N"):
+            knobs[name] = Knob(name, values, why, reduction=name == "BLOCK_K")
+    return knobs
+
+
+def _matmul_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ...]]:
+    m, n = int(spec.meta["shape"]["M"]), int(spec.meta["shape"]["N"])
+    return lambda consts: (math.ceil(m / int(consts["BLOCK_M"])) * math.ceil(n / int(consts["BLOCK_N"])),)
+
+
+def recipe_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
+    """The launch's grid function of a catalog recipe whose blocks tile one axis together (the matmul)."""
+    if spec.source_function() == "matmul_kernel" and _tutorial_matmul(spec):
+        return _matmul_grid(spec)
+    return None
+
+
 def _inductor_style(spec: KernelSpec) -> dict[str, Knob]:
     knobs: dict[str, Knob] = {}
     for name, ty in spec.signature.items():
@@ -237,6 +269,8 @@ def recipe_knobs(spec: KernelSpec) -> dict[str, Knob]:
         return _liger_layer_norm(spec)
     if fn in ("embedding_backward_kernel", "embedding_forward_kernel") and "liger" in spec.source:
         return _liger_embedding(spec)
+    if fn == "matmul_kernel":
+        return _tutorial_matmul(spec)
     return {}
 
 
@@ -290,4 +324,4 @@ def config_space(
         if isinstance(value, int) and not isinstance(value, bool):
             default_blocks[k.name] = value
     default = TuneConfig.of(spec.num_warps, spec.num_stages, default_blocks)
-    return ConfigSpace(spec, tuple(knobs), w, s, default, tuple(notes))
+    return ConfigSpace(spec, tuple(knobs), w, s, default, tuple(notes), recipe_grid(spec))

@@ -1,0 +1,108 @@
+"""Findings a person can act on (issue 10, point 11), pure logic: one bullet per regression with its
+evidence grouped, ranked by likely impact (new spills and lost occupancy first, a 1-register drift
+last), improvements apart and never called "worst", input ranges only within one sweep, exact
+selectors, reports named after what was compiled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.explain.attribution import CrossCells
+from ktriage.explain.engine import Change
+from ktriage.explain.findings import DetailFinding, Finding, group_findings, sweep_key
+from ktriage.explain.report import report_name, report_title
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.select import select_specs
+
+
+def _f(metric: str, pairs: list[tuple[float, float]], inputs: list[str], attribution: str = "frontend",
+       toolchain: str = "triton==3.4.0") -> Finding:
+    direction = "up" if pairs[0][1] > pairs[0][0] else "down"
+    f = Finding(toolchain, "triton==3.3.1", metric, direction, attribution)
+    for (ref, new), label in zip(pairs, inputs, strict=True):
+        f.inputs.append(label)
+        f.examples.append(Change(metric, ref, new, attribution, CrossCells(ref, new, None, None), ""))  # type: ignore[arg-type]
+    return f
+
+
+CLIFF = ["N=4608", "N=5120"]
+
+
+def test_one_bullet_per_regression_ranked_by_impact() -> None:
+    drift = _f("registers", [(200, 201)], ["N=2560"])
+    spills = _f("spill_store_bytes", [(0, 3712), (0, 3000)], CLIFF)
+    regs = _f("registers", [(255, 32), (255, 32)], CLIFF)
+    stack = _f("stack_bytes", [(0, 1920), (0, 1800)], CLIFF)
+    occupancy = _f("ctas_per_sm", [(4, 2)], ["N=1024"])
+    better = _f("spill_store_bytes", [(8908, 7596)], ["N=8704"])
+    groups = group_findings([drift, regs, spills, stack, occupancy, better])
+    assert [g.kind for g in groups] == ["regression", "regression", "regression", "improvement"]
+    first, second, last = groups[0], groups[1], groups[2]
+    assert first.inputs == CLIFF and {f.metric for f in first.findings} == {"spill_store_bytes", "registers", "stack_bytes"}
+    assert second.inputs == ["N=1024"]  # lost occupancy, before the 1-register drift
+    assert last.inputs == ["N=2560"] and last.impact < second.impact < first.impact
+    text = first.summary()
+    assert text.startswith("N=4608..5120 (2 inputs), triton==3.4.0 vs triton==3.3.1: spill stores 0 B -> 3712 B; ")
+    assert "stack 0 B -> 1920 B" in text and "registers 255 -> 32" in text
+    assert text.endswith("(worst at N=4608); the frontend (Triton/LLVM PTX) is responsible.")
+    improvement = groups[3].summary()
+    assert "worst" not in improvement and "spill stores 8908 B -> 7596 B" in improvement
+    assert "worst" not in better.summary() and "largest" in better.summary()  # the per-metric wording too
+
+
+def test_mixed_attribution_is_said_per_item_and_details_come_last() -> None:
+    spills = _f("spill_store_bytes", [(164, 204)], ["N=16384"], attribution="ptxas")
+    stack = _f("stack_bytes", [(168, 192)], ["N=16384"], attribution="both")
+    loop = DetailFinding("triton==3.4.0", "triton==3.3.1", "main_loop_instructions", "up", "both", ["N=16384"],
+                         [Change("main_loop_instructions", 566, 600, "both", CrossCells(566, 600, None, None), "")],
+                         ["main loop 566 -> 600 instructions (+34)"])
+    [group] = group_findings([loop, stack, spills])
+    assert group.summary() == ("N=16384, triton==3.4.0 vs triton==3.3.1: spill stores 164 B -> 204 B (ptxas); "
+                               "stack 168 B -> 192 B (frontend and ptxas); main loop 566 -> 600 instructions (+34) "
+                               "(frontend and ptxas); attribution per item.")
+
+
+def test_atomics_swap_is_a_regression() -> None:
+    inputs = ["D=768", "D=4096"]
+    atomg = _f("ATOMG", [(0, 32), (0, 32)], inputs, attribution="ptxas")
+    redg = _f("REDG", [(32, 0), (32, 0)], inputs, attribution="ptxas")
+    [group] = group_findings([atomg, redg])
+    assert group.kind == "regression" and group.summary().endswith("(worst at D=768); ptxas is responsible.")
+
+
+def _spec(name: str, source: str = "k.py:k", **meta: object) -> KernelSpec:
+    return KernelSpec(name, source, {"x_ptr": "*fp32"}, meta=dict(meta))
+
+
+def test_inputs_of_different_kernels_are_different_sweeps() -> None:
+    a = _spec("tutorial.matmul.fwd[M=4096]", "matmul.py:matmul_kernel", op="tutorial.matmul", mode="fwd", shape={"M": 4096})
+    b = _spec("tutorial.matmul.fwd[M=512]", "matmul.py:matmul_kernel", op="tutorial.matmul", mode="fwd", shape={"M": 512})
+    c = _spec("softmax.fwd[M=4096]", "softmax.py:softmax_kernel", op="tutorial.softmax", mode="fwd", shape={"M": 4096})
+    assert sweep_key(a) == sweep_key(b) != sweep_key(c)
+    assert sweep_key(_spec("k1", "f.py:k1")) != sweep_key(_spec("k2", "f.py:k2"))
+
+
+def test_selectors_match_exactly_or_say_what_they_matched() -> None:
+    specs = [_spec("mm[4096^3,128x256x64]", input_label="4096^3,128x256x64"),
+             _spec("mm[4096^3,128x128x64]", input_label="4096^3,128x128x64"), _spec("softmax_fwd")]
+    assert [s.name for s in select_specs(specs, "4096^3,128x128x64")] == ["mm[4096^3,128x128x64]"]
+    assert [s.name for s in select_specs(specs, "softmax")] == ["softmax_fwd"]  # part of one name only
+    with pytest.raises(KtriageError, match="part of 2 kernel names") as err:
+        select_specs(specs, "4096^3")
+    assert "mm[4096^3,128x256x64], mm[4096^3,128x128x64]" in err.value.problem
+    with pytest.raises(KtriageError, match="matches --input 'nope'") as err:
+        select_specs(specs, "nope")
+    assert "softmax_fwd" in (err.value.fix or "")
+
+
+def test_reports_are_named_after_what_was_compiled() -> None:
+    fwd = [_spec("k_fwd"), _spec("k2_fwd")]  # a spec file: no pass
+    assert report_name("kernels/my_kernels.toml", fwd) == "explain-my_kernels.md"
+    assert report_title("kernels/my_kernels.toml", fwd) == "ktriage explain kernels/my_kernels.toml"
+    bwd = [_spec("liger.layer_norm.bwd[N=4608]", mode="bwd")]
+    assert report_name("liger.layer_norm", bwd) == "explain-liger.layer_norm-bwd.md"
+    assert report_name("tutorial.matmul", [_spec("m", mode="fwd")]) == "explain-tutorial.matmul-fwd.md"
+    assert Path(report_name("a b/c.toml", fwd)).name == "explain-c.md"
