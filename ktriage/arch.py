@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 
 KB = 1024
 
@@ -82,8 +82,8 @@ _TARGET_RE = re.compile(
 )
 
 
-def _unsupported(target: object) -> KtriageError:
-    return KtriageError(
+def _unsupported(target: object) -> SpecError:
+    return SpecError(
         f"unknown or unsupported GPU target {target!r}",
         "write the target as sm_90, sm_90a, 90, 9.0 or cuda:90; supported: " + ", ".join(SUPPORTED),
     )
@@ -94,7 +94,7 @@ class Arch:
     """A compute capability and the per-SM limits that the CUDA occupancy rules use.
 
     Build it with :func:`parse_arch` (or ``Arch(9, 0)``). Limit fields are filled from the table
-    above at construction; an unsupported (major, minor) raises :class:`KtriageError`.
+    above at construction; an unsupported (major, minor) raises :class:`~ktriage.errors.SpecError`.
     """
 
     major: int
@@ -173,7 +173,7 @@ class Arch:
 
 def parse_arch(target: str | int | Arch) -> Arch:
     """Read a GPU target written as ``sm_90``, ``sm_90a``, ``compute_90``, ``90``, ``9.0``, ``cuda:90``
-    (or an int CC like 90, or an Arch). Raises KtriageError naming the supported targets otherwise."""
+    (or an int CC like 90, or an Arch). Raises SpecError naming the supported targets otherwise."""
     if isinstance(target, Arch):
         return target
     if isinstance(target, bool):

@@ -31,7 +31,7 @@ from ktriage.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError, FormatError
 
 # From sm_90 on, ptxas puts the 1 KB the driver reserves per block (RESERVED_SHARED_MEMORY_PER_BLOCK)
 # into the function's `.nv.shared.<fn>` section as soon as the kernel uses shared memory, so
@@ -103,7 +103,7 @@ class Resources:
         obj = json.loads(data) if isinstance(data, str) else dict(data)
         schema = obj.pop("schema", SCHEMA_VERSION)
         if schema != SCHEMA_VERSION:
-            raise KtriageError(
+            raise FormatError(
                 f"resources were saved with schema {schema}, this ktriage reads {SCHEMA_VERSION}",
                 "recompute them (they are derived from the cached artifact)",
             )
@@ -129,7 +129,7 @@ def _check_log_matches(info: PtxasFunctionInfo, registers: int, stack: int, name
     if (info.registers is not None and info.registers != registers) or (
         info.stack_frame_bytes is not None and info.stack_frame_bytes != stack
     ):
-        raise KtriageError(
+        raise CompileError(
             f"the ptxas log says {name} uses {info.registers} registers and "
             f"{info.stack_frame_bytes} bytes of stack, but the cubin has {registers} and {stack}",
             "pass the log of the ptxas run that produced this cubin (same PTX, ptxas and options)",
@@ -149,7 +149,7 @@ def analyze(
     usage_all = parse_resource_usage(run_cuobjdump(cuobjdump, cubin, "--dump-resource-usage"))
     if kernel_name not in usage_all:
         have = ", ".join(usage_all) or "none"
-        raise KtriageError(
+        raise CompileError(
             f"{cubin} has no function named {kernel_name!r} (functions: {have})",
             "pass the kernel name exactly as Triton compiled it (metadata `name`)",
         )

@@ -149,7 +149,7 @@ def check_options(opts: BisectOptions) -> Source:
         raise KtriageError("--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project")
     if opts.metric == "latency" and not opts.bundle:
         raise KtriageError("--metric latency measures on the GPU from a compile-here bundle",
-                           "build one with `python -m ktriage.workload.bundle` for the candidate toolchains and pass --bundle DIR --backend NAME")
+                           "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME")
     return source
 
 

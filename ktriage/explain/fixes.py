@@ -27,7 +27,7 @@ from typing import Any
 
 from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, SpecError
 from ktriage.explain.engine import (
     Explainer,
     ExplainResult,
@@ -112,7 +112,7 @@ def plan_relaxed_atomics(source_text: str, function: str) -> RelaxPlan:
     tree = ast.parse(source_text)
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:
-        raise KtriageError(f"no function {function!r} in the kernel source", "check the spec's source")
+        raise SpecError(f"no function {function!r} in the kernel source", "check the spec's source")
     bare_calls = {id(stmt.value) for stmt in ast.walk(fn) if isinstance(stmt, ast.Expr)}
     sites: list[AtomicSite] = []
     targets: set[str] = set()

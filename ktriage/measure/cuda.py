@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage.compile.abi import AbiParam
-from ktriage.errors import KtriageError
+from ktriage.errors import DeviceError
 from ktriage.measure.params import (
     Grid,
     hidden_params,
@@ -65,7 +65,7 @@ _FIXES = {
 }
 
 
-class CudaError(KtriageError):
+class CudaError(DeviceError):
     """A CUDA driver call failed; ``name`` is the CUresult name, ``sticky`` if the context is lost."""
 
     def __init__(self, call: str, name: str, code: int) -> None:
@@ -86,7 +86,7 @@ def driver() -> Any:
     try:
         from cuda.bindings import driver as drv
     except ImportError as exc:  # pragma: no cover - depends on the host
-        raise KtriageError(
+        raise DeviceError(
             f"cuda.bindings is not importable ({exc})",
             "install cuda-python (pip install cuda-bindings) on the GPU host",
         ) from exc
@@ -360,7 +360,7 @@ class LoadedKernel:
         optin = self.ctx.shared_optin
         static = self.function_attribute("CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
         if self.shared > optin - static:
-            raise KtriageError(
+            raise DeviceError(
                 f"{self.kernel_name} needs {self.shared} B of shared memory; this GPU allows {optin - static} B",
                 "compile for the GPU it runs on, or with fewer stages / smaller tiles",
             )

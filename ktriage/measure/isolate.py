@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import MeasureError
 from ktriage.measure.model import Cell, CellKey
 
 Emit = Callable[[Cell], None]
@@ -51,7 +51,7 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
         return ref
     module, _, name = ref.partition(":")
     if not name:
-        raise KtriageError(
+        raise MeasureError(
             f"handler reference {ref!r} is not 'module:function'",
             "use e.g. 'ktriage.measure.jobs:run'",
         )
@@ -156,12 +156,12 @@ class _Worker:
         child.close()
         if not self.conn.poll(STARTUP_TIMEOUT_S):
             self.stop()
-            raise KtriageError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
+            raise MeasureError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
                                "check that torch and cuda.bindings import on this host")  # fmt: skip
         msg = self.conn.recv()
         if msg[0] != "ready":
             self.stop()
-            raise KtriageError(
+            raise MeasureError(
                 f"the measurement worker failed to start: {msg[1]}",
                 "see the traceback:\n" + msg[2],
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import load_spec_file
 
@@ -20,12 +20,12 @@ def load_selected_specs(target: str, inputs: Sequence[str] | None = None) -> lis
     ``inputs`` when given (none matching is an error)."""
     path = Path(target)
     if not path.exists():
-        raise KtriageError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
+        raise SpecError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
     specs = load_spec_file(path)
     if inputs:
         specs = [s for s in specs if any(matches_selector(s, sel) for sel in inputs)]
         if not specs:
-            raise KtriageError(f"no kernel in {target} matches --input {list(inputs)}", "drop --input or fix the selector")
+            raise SpecError(f"no kernel in {target} matches --input {list(inputs)}", "drop --input or fix the selector")
     return specs
 
 

@@ -28,6 +28,7 @@ ones) and the reason is recorded in :attr:`SpillAwarePrune.last_report`.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -67,6 +68,30 @@ _MMA_PTX = ("mma.sync.aligned", "wgmma.mma_async", "tcgen05.mma")
 _BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
 _DTYPE_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2,
                 "bf16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "fp8": 1, "i1": 1}
+
+
+_LOG = logging.getLogger(__name__)
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to ``sys.stderr`` as it is at each line (a redirected or captured stderr included)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+
+
+def _verbose_log() -> logging.Logger:
+    """The hook's ``verbose`` lines go to this module's logger, never to print: a library does not write
+    to the caller's streams on its own. ``verbose=True`` is the caller asking to see them, so when the
+    logger has no handler (no logging configured) one stderr handler with the ``[ktriage prune]``
+    prefix is added once."""
+    if not _LOG.handlers:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("[ktriage prune] %(message)s"))
+        _LOG.addHandler(handler)
+        _LOG.setLevel(logging.INFO)
+        _LOG.propagate = False
+    return _LOG
 
 
 @dataclass(frozen=True)
@@ -489,7 +514,7 @@ class SpillAwarePrune:
         kept = [s.config for s in sorted(report, key=lambda s: s.rank or len(report) + 1) if s.kept]
         if self.verbose:
             for s in report:
-                print(f"[ktriage prune] {'keep' if s.kept else 'drop'} {s.label}: {s.reason}", file=sys.stderr)
+                _verbose_log().info("%s %s: %s", "keep" if s.kept else "drop", s.label, s.reason)
         return kept or list(configs)
 
     def screen(self, kernel: Any, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Screened]:
@@ -515,7 +540,7 @@ class SpillAwarePrune:
                 return int(props["multiprocessor_count"])
             except Exception as exc:  # noqa: BLE001 - fall back to the arch table
                 if self.verbose:
-                    print(f"[ktriage prune] SM count from the arch table ({type(exc).__name__})", file=sys.stderr)
+                    _verbose_log().info("SM count from the arch table (%s)", type(exc).__name__)
         try:
             return parse_arch(cc).default_sm_count or 100
         except KtriageError:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ktriage.catalog.inputs import InputCase
-from ktriage.errors import KtriageError, check_format_version
+from ktriage.errors import CompileError, FormatError, KtriageError, SpecError, check_format_version
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.replay import ROLES_BY_MODE, KernelRef, LaunchFn, SpecSource
 
@@ -109,7 +109,7 @@ class Bundle:
                     return str(item["kernels"][backend][role])
                 except KeyError:
                     break
-        raise KtriageError(f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
+        raise FormatError(f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
                            f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})")
 
     def spec_source(self) -> SpecSource:
@@ -125,7 +125,7 @@ class Bundle:
         try:
             return self.artifacts[(spec_key, toolchain_id)]
         except KeyError:
-            raise KtriageError(f"bundle {self.path} has no artifact for kernel {spec_key} with toolchain {toolchain_id}",
+            raise FormatError(f"bundle {self.path} has no artifact for kernel {spec_key} with toolchain {toolchain_id}",
                                f"toolchains in the bundle: {', '.join(self.toolchains)}") from None
 
 
@@ -160,14 +160,14 @@ def build_bundle(
     prec = resolve_precision(opdef, precision)
     sm = sm_count if sm_count is not None else default_sm_count(target)
     if not toolchains:
-        raise KtriageError("no toolchain given for the bundle", "pass --toolchain (e.g. --toolchain triton==3.4.0)")
+        raise SpecError("no toolchain given for the bundle", "pass --toolchain (e.g. --toolchain triton==3.4.0)")
     chosen = list(backends) if backends else [b for b in opdef.artifact_backends
                                               if not (REPLAYS[b].fwd_only and mode != "fwd")]
     for b in chosen:
         if b not in opdef.artifact_backends:
-            raise KtriageError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
+            raise SpecError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
         if REPLAYS[b].fwd_only and mode != "fwd":
-            raise KtriageError(f"{b} has no {mode} kernels (forward only)", "bundle it with --fwd")
+            raise SpecError(f"{b} has no {mode} kernels (forward only)", "bundle it with --fwd")
     cases = select_op_inputs(opdef, selectors=[str(i) for i in inputs] if inputs else None)
 
     specs: dict[str, KernelSpec] = {}
@@ -302,7 +302,7 @@ def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[s
     """The kernels of a bundle written by :func:`write_kernel_bundle`, by name, and its ``extra``."""
     bundle = load_bundle(path)
     if bundle.op != KERNELS_OP:
-        raise KtriageError(f"bundle {bundle.path} is an op bundle ({bundle.op}), not a bundle of named kernels",
+        raise FormatError(f"bundle {bundle.path} is an op bundle ({bundle.op}), not a bundle of named kernels",
                            "read it with load_bundle, or write named kernels with write_kernel_bundle")
     out: dict[str, NamedKernel] = {}
     for (key, _tc), art in bundle.artifacts.items():
@@ -331,11 +331,11 @@ def add_variant(out_dir: Path, base_toolchain_id: str, variant_id: str, label: s
     manifest_path = Path(out_dir) / MANIFEST
     manifest = json.loads(manifest_path.read_text())
     if base_toolchain_id not in manifest["toolchains"]:
-        raise KtriageError(f"bundle {out_dir} has no toolchain {base_toolchain_id}",
+        raise SpecError(f"bundle {out_dir} has no toolchain {base_toolchain_id}",
                            f"toolchains in the bundle: {', '.join(manifest['toolchains'])}")
     unknown = sorted(set(artifacts) - set(manifest["artifacts"]))
     if unknown:
-        raise KtriageError(f"variant {variant_id}: kernels {unknown} are not in bundle {out_dir}",
+        raise SpecError(f"variant {variant_id}: kernels {unknown} are not in bundle {out_dir}",
                            "compile the variant from the bundle's own specs (same inputs, arch and SM count)")
     record = dict(manifest["toolchains"][base_toolchain_id])
     record.update(id=variant_id, spec=f"{record['spec']} [{label}]", variant_of=base_toolchain_id, variant=label)
@@ -354,7 +354,7 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
     import shutil
 
     if not paths:
-        raise KtriageError("no bundle to merge", "give the bundle folders to merge")
+        raise SpecError("no bundle to merge", "give the bundle folders to merge")
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     merged: dict[str, Any] | None = None
@@ -376,7 +376,7 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
             continue
         for k in same:
             if data[k] != merged[k]:
-                raise KtriageError(f"bundle {path} has {k}={data[k]!r}, the others {merged[k]!r}",
+                raise FormatError(f"bundle {path} has {k}={data[k]!r}, the others {merged[k]!r}",
                                    "merge only bundles of the same op, mode, precision, target and SM count")
         known = {row["id"] for row in merged["inputs"]}
         merged["inputs"] += [row for row in data["inputs"] if row["id"] not in known]
@@ -425,7 +425,7 @@ def make_launcher(bundle: Bundle, toolchain_id: str,
             if kernel is None:
                 art = bundle.artifact(key, toolchain_id)
                 if isinstance(art, BundleFailure):
-                    raise KtriageError(f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): {art.message[:300]}",
+                    raise CompileError(f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): {art.message[:300]}",
                                        "this toolchain cannot run this input; the other toolchains still can")
                 kernel = loaded[key] = load(art)
             prepare = getattr(kernel, "prepare", None)
@@ -449,7 +449,7 @@ def load_bundle(path: Path | str) -> Bundle:
     manifest_path = root / MANIFEST if root.is_dir() else root
     root = manifest_path.parent
     if not manifest_path.exists():
-        raise KtriageError(f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`")
+        raise FormatError(f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`")
     data = json.loads(manifest_path.read_text())
     check_format_version(data, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
                          fix="rebuild the bundle with this ktriage version")
@@ -466,7 +466,7 @@ def load_bundle(path: Path | str) -> Bundle:
                 continue
             cubin = root / entry["cubin"]
             if not cubin.exists() or hashlib.sha256(cubin.read_bytes()).hexdigest() != entry["cubin_sha256"]:
-                raise KtriageError(f"bundle {root}: {entry['cubin']} is missing or changed", "copy the whole bundle folder again")
+                raise FormatError(f"bundle {root}: {entry['cubin']} is missing or changed", "copy the whole bundle folder again")
             _check_abi(specs[key], entry["abi"], where=f"bundle {root} kernel {key} toolchain {tc_id}")
             bundle.artifacts[(key, tc_id)] = BundleArtifact(
                 spec_key=key, toolchain_id=tc_id, cubin_path=cubin, cubin_sha256=entry["cubin_sha256"],
@@ -482,39 +482,6 @@ def _check_abi(spec: KernelSpec, abi: list[dict[str, Any]], *, where: str) -> No
     visible = [p["name"] for p in abi if not p.get("hidden")]
     runtime = [n for n, t in spec.signature.items() if t != "constexpr"]
     if visible != runtime:
-        raise KtriageError(f"{where}: ABI parameters {visible} differ from the spec's runtime parameters {runtime}",
+        raise CompileError(f"{where}: ABI parameters {visible} differ from the spec's runtime parameters {runtime}",
                            "rebuild the bundle with this ktriage")
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ktriage.workload.bundle --op layer_norm --mode bwd --input 7 --toolchain triton==3.4.0 --out DIR``
-    (a thin entry point until ``ktriage bench --compile-only`` calls build_bundle)."""
-    import argparse
-
-    from ktriage.compile.compiler import Compiler
-    from ktriage.toolchain.manager import ensure_toolchain
-
-    ap = argparse.ArgumentParser(prog="python -m ktriage.workload.bundle")
-    ap.add_argument("--op", required=True)
-    ap.add_argument("--mode", default="bwd")
-    ap.add_argument("--input", action="append", default=None, help="input id or K=V facts (repeatable; default all)")
-    ap.add_argument("--toolchain", action="append", required=True)
-    ap.add_argument("--precision", default=None)
-    ap.add_argument("--target", default="sm_90")
-    ap.add_argument("--sm-count", type=int, default=None)
-    ap.add_argument("--only", default=None, help="comma-separated artifact backends")
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--jobs", type=int, default=None)
-    a = ap.parse_args(argv)
-    tcs = [ensure_toolchain(t) for t in a.toolchain]
-    with Compiler(jobs=a.jobs) as compiler:
-        out = build_bundle(a.op, a.mode, a.input, tcs, a.out, target=a.target, sm_count=a.sm_count, compiler=compiler,
-                           precision=a.precision, backends=a.only.split(",") if a.only else None)
-    bundle = load_bundle(out)
-    failed = sum(isinstance(v, BundleFailure) for v in bundle.artifacts.values())
-    print(f"{out}: {len(bundle.specs)} kernels x {len(bundle.toolchains)} toolchains, {failed} failed")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

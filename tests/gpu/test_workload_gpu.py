@@ -3,9 +3,9 @@ the artifact replays from a bundle built on a CPU machine match torch's results.
 
 Needs torch with CUDA, liger-kernel importable (the carried wheel), and for the replay test a bundle:
 on the CPU machine
-    python -m ktriage.workload.bundle --op layer_norm --mode bwd --input 0 --input 7 \
-        --toolchain triton==3.4.0 --out bundles/gpu-test-layer_norm-bwd
-(and the same with --op embedding --input 0 --input 8 for embedding), then on the GPU host
+    ktriage bench --op layer_norm --bwd --only liger_layer_norm --input-id 0 --num-inputs 8 \
+        -t triton==3.4.0 --compile-only --bundle bundles/gpu-test-layer_norm-bwd
+(and the same with --op embedding --only liger_embedding --num-inputs 9 for embedding), then on the GPU host
     KTRIAGE_WORKLOAD_BUNDLES=bundles/gpu-test-layer_norm-bwd:bundles/gpu-test-embedding-bwd pytest tests/gpu/test_workload_gpu.py
 torch.compile backends use compile_mode="default" here (TritonBench's max-autotune takes minutes).
 """
