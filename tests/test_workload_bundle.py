@@ -12,13 +12,9 @@ from pathlib import Path
 import pytest
 
 from ktriage.errors import KtriageError
-from ktriage.workload.bundle import (
-    BundleArtifact,
-    BundleFailure,
-    build_bundle,
-    load_bundle,
-    make_launcher,
-)
+from ktriage.workload.bundle import BundleArtifact, BundleFailure, load_bundle
+from ktriage.workload.bundle_build import build_bundle
+from ktriage.workload.bundle_launch import make_launcher
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -135,7 +131,7 @@ def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle
     import shutil
 
     from ktriage.compile.compiler import Artifact
-    from ktriage.workload.bundle import add_variant
+    from ktriage.workload.bundle_merge import add_variant
 
     work = tmp_path / "b"
     shutil.copytree(ln_bundle, work)
@@ -157,7 +153,7 @@ def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle
 
 
 def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, tmp_path: Path) -> None:
-    from ktriage.workload.bundle import merge_bundles
+    from ktriage.workload.bundle_merge import merge_bundles
 
     t331, t340 = toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
     a = build_bundle("layer_norm", "bwd", ["6"], [t331], tmp_path / "a", sm_count=132, compiler=shared_compiler)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ktriage.workload.bundle import NamedKernel, read_kernel_bundle
+from ktriage.workload.kernel_bundle import NamedKernel, read_kernel_bundle
 from ktriage.measure.correctness import check_run
 from ktriage.measure.cuda import LoadedKernel, synchronize
 from ktriage.measure.loader import load_for_runner

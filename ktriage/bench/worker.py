@@ -41,7 +41,7 @@ def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
         options = {"compile_mode": plan.compile_mode} if "compile" in key.backend else {}
         return get_backend(plan.op, key.backend, **options)
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle import make_launcher
+    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
 
     launch = make_launcher(bundle, key.toolchain, runner_loader())

@@ -442,7 +442,8 @@ def bench_measure(
     from ktriage.workload.backends import check_outputs as _check
     from ktriage.workload.backends import make_input
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle import load_bundle, make_launcher
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
 
     bun = load_bundle(bundle) if isinstance(bundle, str) else bundle

@@ -75,7 +75,9 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     """Build the op's bundle for the screened input (the library's config, also with the
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
     candidate with the library's grid as a variant of the tuned toolchain."""
-    from ktriage.workload.bundle import MANIFEST, add_variant, build_bundle, write_manifest
+    from ktriage.workload.bundle import MANIFEST, write_manifest
+    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundle_merge import add_variant
 
     bench_op, backend, mode, input_id = bench_target(result)
     native = BENCH_OPS[str(result.space.spec.meta.get("op"))][2]
@@ -113,7 +115,7 @@ def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler:
     """One bundle for several tuned inputs (one tune bundle per input under ``out_dir/parts``,
     merged into ``out_dir``), so ONE GPU process times every input; each TuneBundle reads its own
     input's cells from that run. A single input is written straight to ``out_dir``."""
-    from ktriage.workload.bundle import merge_bundles
+    from ktriage.workload.bundle_merge import merge_bundles
 
     out_dir = Path(out_dir)
     if len(results) == 1:

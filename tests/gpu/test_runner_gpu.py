@@ -48,7 +48,7 @@ from ktriage.measure.correctness import check_run
 from ktriage.measure.cuda import LoadedKernel, driver, ensure_context
 from ktriage.measure.loader import load_for_runner
 from ktriage.measure.timing import TimingOptions, measure_interleaved
-from ktriage.workload.bundle import read_kernel_bundle
+from ktriage.workload.kernel_bundle import read_kernel_bundle
 
 ENTRIES, EXTRA = read_kernel_bundle(BUNDLE)
 VERSIONS = EXTRA["versions"]

@@ -98,11 +98,8 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
 
     from ktriage.measure.loader import runner_loader
     from ktriage.workload.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.bundle import (
-        BundleArtifact,
-        load_bundle,
-        make_launcher,
-    )
+    from ktriage.workload.bundle import BundleArtifact, load_bundle
+    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.ops import get_op
     from ktriage.workload.replay import ROLES_BY_MODE, artifact_backend
 
