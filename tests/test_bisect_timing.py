@@ -1,4 +1,4 @@
-"""The measured-time bisect predicate on FAKE timings (ktriage.bisect.timing.FakeNoisyTimings).
+"""The measured-time bisect predicate on FAKE timings (ktriage.testing.FakeNoisyTimings).
 
 The predicate's statistics are ktriage.stats.verdict's (tested there); these tests check the
 decisions built on them: clear regressions, noise-only endpoints, bimodal candidates, adaptive
@@ -10,15 +10,11 @@ from __future__ import annotations
 import pytest
 
 from ktriage.bisect.model import Candidate, Observation
-from ktriage.bisect.timing import (
-    BundleMeasure,
-    FakeNoisyTimings,
-    TimePredicate,
-    classify,
-    fake_candidates,
-)
+from ktriage.bisect.decide import classify
+from ktriage.bisect.gpu_measure import BundleMeasure
+from ktriage.bisect.time_predicate import TimePredicate
 from ktriage.errors import KtriageError
-from ktriage.stats.synthetic import lognormal
+from ktriage.testing import FakeNoisyTimings, fake_candidates, lognormal
 from ktriage.stats.verdict import VerdictConfig, compare_samples
 
 import numpy as np

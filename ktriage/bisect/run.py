@@ -238,8 +238,9 @@ class _Run:
         return MetricPredicate(opts.metric, self.measurer, self.workspace, workers=opts.workers)
 
     def _time_predicate(self) -> Predicate:
-        """The GPU-time predicate (ktriage.bisect.timing), used only through the Predicate protocol."""
-        from ktriage.bisect.timing import TimePredicate, bench_measure
+        """The GPU-time predicate (ktriage.bisect.time_predicate), used only through the Predicate protocol."""
+        from ktriage.bisect.gpu_measure import bench_measure
+        from ktriage.bisect.time_predicate import TimePredicate
 
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
