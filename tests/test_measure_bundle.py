@@ -9,7 +9,7 @@ import pytest
 from ktriage.catalog.registry import expand_op
 from ktriage.compile.abi import AbiParam
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.measure.cuda import STICKY_ERRORS, CudaError
+from ktriage.measure.driver import STICKY_ERRORS, CudaError
 from ktriage.errors import KtriageError
 from ktriage.measure.env import GpuRecorder, gpu_state
 from ktriage.toolchain.manager import ensure_toolchain

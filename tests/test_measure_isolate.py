@@ -11,7 +11,7 @@ from ktriage.measure.model import Cell, CellKey
 
 
 class FakeStickyCudaError(RuntimeError):
-    """Carries what ktriage.measure.cuda.CudaError carries for a lost context."""
+    """Carries what ktriage.measure.driver.CudaError carries for a lost context."""
 
     sticky = True
     name = "CUDA_ERROR_ILLEGAL_ADDRESS"

@@ -69,7 +69,7 @@ def test_replay_from_the_bundle_launches_by_bundle_key(ln_bundle: Path, toolchai
     tc_id = toolchain("triton==3.4.0").id
     loaded: list[str] = []
 
-    class FakeLoadedKernel:  # stands for ktriage.measure.cuda's loaded cubin
+    class FakeLoadedKernel:  # stands for ktriage.measure.launch's loaded cubin
         def __init__(self, art: BundleArtifact) -> None:
             loaded.append(art.cubin_path.name)
             self.launches: list[tuple] = []
@@ -170,8 +170,8 @@ def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, 
 
 def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Path, toolchain, monkeypatch) -> None:
     """The GPU side of a bundle (ktriage.measure.loader): each artifact's cubin, kernel name,
-    metadata and ABI go to measure.cuda.LoadedKernel unchanged (faked: no GPU here)."""
-    import ktriage.measure.cuda as cuda
+    metadata and ABI go to measure.launch.LoadedKernel unchanged (faked: no GPU here)."""
+    import ktriage.measure.launch as launch
     from ktriage.compile.abi import AbiParam
     from ktriage.measure.loader import runner_loader
 
@@ -183,7 +183,7 @@ def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Pa
 
         def launch(self, grid, args) -> None: ...
 
-    monkeypatch.setattr(cuda, "LoadedKernel", FakeLoadedKernel)
+    monkeypatch.setattr(launch, "LoadedKernel", FakeLoadedKernel)
     b = load_bundle(ln_bundle)
     tc_id = toolchain("triton==3.4.0").id
     key = b.kernel_key("liger_layer_norm", 7, "bwd")

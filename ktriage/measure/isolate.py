@@ -62,18 +62,18 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
 def _cuda_sticky_error() -> str | None:
     """The sticky CUDA error of this process's context, if the runner's driver layer was used."""
     if (
-        "ktriage.measure.cuda" not in sys.modules
+        "ktriage.measure.driver" not in sys.modules
         or "cuda.bindings.driver" not in sys.modules
     ):
         return _torch_sticky_error()
-    from ktriage.measure import cuda
+    from ktriage.measure import driver as cuda_driver
 
     try:
-        err = cuda.driver().cuCtxSynchronize()
+        err = cuda_driver.driver().cuCtxSynchronize()
         code = int(err[0] if isinstance(err, tuple) else err)
     except Exception:  # noqa: BLE001
         return None
-    return None if code == 0 else cuda.error_name(code)
+    return None if code == 0 else cuda_driver.error_name(code)
 
 
 def _torch_sticky_error() -> str | None:

@@ -2,7 +2,7 @@
 
 Why its own module: packing is where a cross-version runner silently goes wrong (a bf16 scalar
 passed as 4 bytes, a forgotten hidden scratch pointer), and it needs no GPU, so it is unit-tested
-on a CPU machine. ``ktriage.measure.cuda`` turns these bytes into the ``void**`` array the driver
+on a CPU machine. ``ktriage.measure.launch`` turns these bytes into the ``void**`` array the driver
 reads; the driver copies exactly as many bytes per parameter as the kernel image declares.
 
 Facts used (PTX of Triton 3.3.1 and 3.4.0 for sm_90, checked on the CPU machine):

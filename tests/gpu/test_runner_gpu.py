@@ -45,7 +45,8 @@ if not _gpu() or not (BUNDLE / "manifest.json").exists():
 import torch
 
 from ktriage.measure.correctness import check_run
-from ktriage.measure.cuda import LoadedKernel, driver, ensure_context
+from ktriage.measure.driver import driver, ensure_context
+from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
 from ktriage.measure.timing import TimingOptions, measure_interleaved
 from ktriage.workload.kernel_bundle import read_kernel_bundle

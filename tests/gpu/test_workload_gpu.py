@@ -108,7 +108,7 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
         bundle = load_bundle(path)
         opdef = get_op(bundle.op)
         for tc_id in bundle.toolchain_ids():
-            launch = make_launcher(bundle, tc_id, runner_loader())  # ktriage.measure.cuda.LoadedKernel
+            launch = make_launcher(bundle, tc_id, runner_loader())  # ktriage.measure.launch.LoadedKernel
             for case in bundle.input_cases():
                 inp = make_input(bundle.op, case, precision=bundle.precision, device="cuda")
                 base = get_backend(bundle.op, opdef.baseline)
