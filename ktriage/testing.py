@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ktriage.bisect.decide import Variant, variant_key
-from ktriage.bisect.model import Candidate
-from ktriage.measure.model import Cell, CellKey, RunInfo
+from ktriage.bisect.candidate import Candidate
+from ktriage.measure.cells import Cell, CellKey, RunInfo
 
 
 def lognormal(rng: np.random.Generator, n: int, median: float, cv: float) -> list[float]:

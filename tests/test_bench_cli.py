@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
 from ktriage.cli.app import app
 from ktriage.cli.bench_cmd import _csv, results_table
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.workload.ops import get_op
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.predicates import check_metric, decide_values
 from ktriage.bisect.search import StateFile, choose_points, run_search
 from ktriage.errors import KtriageError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ktriage.bisect.model import Candidate, Observation
+from ktriage.bisect.candidate import Candidate, Observation
 from ktriage.bisect.decide import classify
 from ktriage.bisect.gpu_measure import BundleMeasure
 from ktriage.bisect.time_predicate import TimePredicate

@@ -7,7 +7,7 @@ import csv
 import io
 import json
 
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.report.markdown import to_markdown
 from ktriage.report.tabular import CSV_COLUMNS, to_csv, to_json
 from ktriage.stats.compare import compare_cells, compare_toolchains, exit_status

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from ktriage.measure.isolate import IsolatedRunner, Job, classify_exception
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 
 
 class FakeStickyCudaError(RuntimeError):

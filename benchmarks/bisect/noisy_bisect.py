@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import scipy
 
-from ktriage.bisect.model import Candidate
+from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.time_predicate import TimePredicate
 from ktriage.testing import FakeNoisyTimings, fake_candidates
 from ktriage.errors import KtriageError

@@ -15,7 +15,7 @@ from ktriage.measure.correctness import check_run
 from ktriage.measure.driver import synchronize
 from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.measure.timing import TimingOptions, measure_interleaved
 
 _LOADED: dict[tuple[str, str], tuple[NamedKernel, LoadedKernel]] = {}

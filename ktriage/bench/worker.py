@@ -15,7 +15,7 @@ from typing import Any
 
 from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
 

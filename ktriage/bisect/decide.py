@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ktriage.bisect.model import Candidate, Outcome
+from ktriage.bisect.candidate import Candidate, Outcome
 from ktriage.stats.verdict import Verdict
 
 Variant = Candidate | str

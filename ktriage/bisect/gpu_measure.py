@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktriage.bisect.decide import Variant, variant_key
-from ktriage.bisect.model import Candidate
+from ktriage.bisect.candidate import Candidate
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:

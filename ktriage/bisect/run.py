@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.bisect import gitrepo
-from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.predicates import (
     CommandPredicate,
     KernelMeasurer,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.errors import FormatError, KtriageError, check_format_version
 
 STATE_VERSION = 1

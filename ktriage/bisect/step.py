@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ktriage.bisect.model import Candidate
+from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.predicates import (
     KernelMeasurer,
     KernelSource,

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
-from ktriage.bisect.model import Candidate, Observation, Outcome
+from ktriage.bisect.candidate import Candidate, Observation, Outcome
 from ktriage.errors import KtriageError
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,

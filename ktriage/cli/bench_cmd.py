@@ -24,7 +24,7 @@ from rich.table import Table
 from ktriage.bench.plan import BenchPlan, variant_name
 from ktriage.cli.console import make_console, make_progress
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.measure.cells import Cell, RunInfo
 
 if TYPE_CHECKING:
     from ktriage.catalog.inputs import InputCase

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.errors import MeasureError
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
 #: A job handler runs in the worker: ``handler(payload, emit)`` calls ``emit(cell)`` per cell.

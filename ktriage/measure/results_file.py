@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import FormatError, KtriageError, check_format_version
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.measure.cells import Cell, RunInfo
 
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1

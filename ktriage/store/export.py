@@ -14,7 +14,7 @@ import json
 from typing import Literal
 
 from ktriage.errors import StoreError
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import parse_results, results_to_json
 from ktriage.store.samples import summarize
 

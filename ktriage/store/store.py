@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, RowMapping, func, insert, select, upd
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from ktriage.errors import StoreError
-from ktriage.measure.model import Cell, CellKey, RunInfo
+from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
 from ktriage.store.liveness import this_host, writer_alive

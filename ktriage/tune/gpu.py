@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import KtriageError, SpecError
-from ktriage.measure.model import Cell
+from ktriage.measure.cells import Cell
 from ktriage.tune.screen import ScreenResult
 
 # catalog op -> (bench op, artifact backend, the op's native baseline timed next to it)

@@ -319,7 +319,7 @@ def test_cluster_launch_for_num_ctas_2(version: str) -> None:
 def test_fault_and_hang_are_isolated_and_the_run_goes_on() -> None:
     """A planted illegal-address store and a planted hang each cost one cell; every next cell runs."""
     from ktriage.measure.isolate import IsolatedRunner, Job
-    from ktriage.measure.model import CellKey
+    from ktriage.measure.cells import CellKey
 
     sys.path.insert(
         0, str(REPO / "benchmarks" / "gpu")
