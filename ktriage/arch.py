@@ -76,6 +76,10 @@ _TABLE: dict[tuple[int, int], _Row] = {
 }
 
 SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
+#: Architecture-specific targets (the ``a`` suffix) a kernel spec may name as its target, next to SUPPORTED.
+ARCH_SPECIFIC: tuple[str, ...] = ("sm_90a", "sm_100a")
+#: Every target a kernel spec may name, in table order, each ``a`` target after its base.
+SPEC_TARGETS: tuple[str, ...] = tuple(t for name in SUPPORTED for t in (name, name + "a") if t == name or t in ARCH_SPECIFIC)
 
 _TARGET_RE = re.compile(
     r"^(?:(?:sm|compute)_(?P<sm>\d{2,3})[af]?|cuda:(?P<cuda>\d{2,3})|(?P<dot>\d{1,2})\.(?P<dotmin>\d)|(?P<num>\d{2,3}))$"
@@ -157,6 +161,16 @@ class Arch:
         """The ``--gpu-name`` Triton passes to ptxas: it appends ``a`` from CC 9.0 on
         (``sm_arch_from_capability`` in triton/backends/nvidia/compiler.py, 3.3.1 and 3.4.0)."""
         return f"sm_{self.cc}{'a' if self.cc >= 90 else ''}"
+
+    @property
+    def cubin_shared_includes_reservation(self) -> bool:
+        """From sm_90 on, ptxas puts the 1 KB the driver reserves per block
+        (``reserved_shared_per_block``) into the function's ``.nv.shared.<fn>`` section as soon as the
+        kernel uses shared memory, so cuobjdump's SHARED is that much above what the driver calls
+        static shared memory. Checked on an H200: a kernel with ``.shared .b8 buf[4096]`` shows
+        SHARED:5120 and CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 4096; Triton kernels show SHARED:1024
+        and 0 (tests/data/resources/h200_shared_check.json)."""
+        return self.major >= 9
 
     @property
     def max_threads_per_sm(self) -> int:

@@ -16,7 +16,6 @@ See docs/resources.md for each field and its pitfalls.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -31,14 +30,8 @@ from ktriage.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops
-from ktriage.errors import CompileError, FormatError
-
-# From sm_90 on, ptxas puts the 1 KB the driver reserves per block (RESERVED_SHARED_MEMORY_PER_BLOCK)
-# into the function's `.nv.shared.<fn>` section as soon as the kernel uses shared memory, so
-# cuobjdump's SHARED is 1024 above what the driver calls static shared memory. Checked on an H200:
-# a kernel with `.shared .b8 buf[4096]` shows SHARED:5120 and CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-# 4096; Triton kernels show SHARED:1024 and 0 (tests/data/resources/h200_shared_check.json).
-SM90_RESERVED_SHARED_BYTES = 1024
+from ktriage.arch import parse_arch
+from ktriage.errors import CompileError, FormatError, SpecError
 
 # 2: sass_classes and sass_loops. Cached resources of another schema are recomputed (artifact.py).
 SCHEMA_VERSION = 2
@@ -112,16 +105,15 @@ class Resources:
         return cls(**{k: v for k, v in obj.items() if k in known})
 
 
-def _arch_major(arch: str | None) -> int | None:
-    m = re.match(r"sm_(\d+)", arch or "")
-    return int(m.group(1)) // 10 if m else None
-
-
 def driver_static_shared(cubin_shared: int, arch: str | None) -> int:
-    """cuobjdump's SHARED minus the per-block reservation that sm_90+ cubins include."""
-    major = _arch_major(arch)
-    if major is not None and major >= 9 and cubin_shared >= SM90_RESERVED_SHARED_BYTES:
-        return cubin_shared - SM90_RESERVED_SHARED_BYTES
+    """cuobjdump's SHARED minus the per-block reservation that sm_90+ cubins include
+    (``Arch.cubin_shared_includes_reservation``)."""
+    try:
+        a = parse_arch(arch) if arch else None
+    except SpecError:
+        a = None
+    if a is not None and a.cubin_shared_includes_reservation and cubin_shared >= a.reserved_shared_per_block:
+        return cubin_shared - a.reserved_shared_per_block
     return cubin_shared
 
 

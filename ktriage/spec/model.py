@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ktriage.arch import SPEC_TARGETS
 from ktriage.errors import KtriageError, SpecError
 
 ConstexprValue = int | float | bool | str | None
@@ -33,10 +34,7 @@ SCALAR_TYPES = (
     "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16", "fp16", "bf16", "fp32", "fp64",
 )  # fmt: skip
 INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-KNOWN_TARGETS = (
-    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-    "sm_100", "sm_100a", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
-)  # fmt: skip
+KNOWN_TARGETS = SPEC_TARGETS  # ktriage.arch holds the targets (one table of GPU-target facts)
 _TENSORDESC = re.compile(r"^tensordesc<.+>$")
 
 
