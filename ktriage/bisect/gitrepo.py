@@ -90,11 +90,6 @@ def subjects(repo: Path, shas: list[str]) -> dict[str, str]:
     return result
 
 
-def changed_files(repo: Path, old: str, new: str) -> list[str]:
-    """Paths that differ between two commits."""
-    return [p for p in git(repo, "diff", "--name-only", old, new).splitlines() if p]
-
-
 def file_at(repo: Path, sha: str, path: str) -> str | None:
     """A file's text at a commit, or None if it does not exist there."""
     proc = subprocess.run(["git", "-C", str(repo), "show", f"{sha}:{path}"], capture_output=True, text=True, check=False)

@@ -21,7 +21,6 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from ktriage.arch import SPEC_TARGETS
@@ -258,11 +257,6 @@ class KernelSpec:
 
 def _is_file_source(source: str) -> bool:
     return source.rpartition(":")[0].endswith(".py")
-
-
-def source_path_of(source: str) -> Path | None:
-    """The file path of a ``file.py:fn`` source, else None (module sources)."""
-    return Path(source.rpartition(":")[0]) if _is_file_source(source) else None
 
 
 def input_label(meta: Mapping[str, Any], name: str) -> str:

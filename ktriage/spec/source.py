@@ -58,10 +58,6 @@ def split_source(source: str) -> tuple[str, str]:
     return where, fn
 
 
-def is_file_source(source: str) -> bool:
-    return split_source(source)[0].endswith(".py")
-
-
 def find_module_file(module: str, roots: list[Path]) -> Path | None:
     """The ``.py`` file of a dotted module under one of ``roots`` (no import, no parent package run)."""
     parts = module.split(".")
