@@ -311,7 +311,7 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     embedding backward: REDG -> ATOMG), names ptxas for a ptxas range, and says how to get the PTX diff."""
     from pathlib import Path
 
-    from ktriage.bisect.report import to_markdown
+    from ktriage.report.bisect import to_markdown
     from ktriage.bisect.run import BisectOptions, BisectReport, _bundle_candidates, _explain_from_bundle
     from ktriage.bisect.search import StageResult
     from ktriage.workload.bundle_build import build_bundle

@@ -404,7 +404,7 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
 def _explain(run: _Run, report: BisectReport) -> None:
     """Explain culprit vs predecessor per kernel (ktriage.explain's comparison, with attribution)."""
     from ktriage.explain.engine import Explainer
-    from ktriage.explain.report import opcode_delta_text
+    from ktriage.explain.engine import opcode_delta_text
 
     assert run.measurer is not None
     final = report.final

@@ -405,17 +405,3 @@ def suggest_fixes(result: ExplainResult, findings: Sequence[Finding], compiler: 
                   neighbours: Sequence[Toolchain] = (), usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring)."""
     return FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
-
-
-def fixes_markdown(fixes: Sequence[Fix]) -> str:
-    """The "## Fixes" section of the explain report."""
-    out = ["## Fixes (verified by compiling, not timed)", ""]
-    if not fixes:
-        out.append("- No fix to propose for these findings.")
-    for f in fixes:
-        mark = "verified" if f.verified else "not verified"
-        out.append(f"- **{f.kind}** ({f.kernel}, `{f.toolchain}`): {f.description} — {mark}: {f.effect}")
-        out += [f"  - caveat: {c}" for c in f.caveats]
-    out.append("")
-    return "\n".join(out)
-
