@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage.bisect.decide import Variant, variant_key
 from ktriage.bisect.candidate import Candidate
-from ktriage.errors import KtriageError
+from ktriage.errors import FormatError, KtriageError, MeasureError
 
 if TYPE_CHECKING:
     from ktriage.measure.timing import SamplerFactory, TimingOptions
@@ -106,8 +106,8 @@ def bench_measure(
     run_mode = mode or bun.mode
     case = next((c for c in bun.input_cases() if c.id == input_id), None)
     if case is None:
-        raise KtriageError(f"bundle {bun.path} has no input {input_id}",
-                           f"inputs in the bundle: {[c.id for c in bun.input_cases()]}")  # fmt: skip
+        raise FormatError(f"bundle {bun.path} has no input {input_id}",
+                          f"inputs in the bundle: {[c.id for c in bun.input_cases()]}")  # fmt: skip
     inp = make_input(bun.op, case, precision=bun.precision)
     pick = toolchain_of or (lambda c: str(c.meta.get("toolchain_id", c.id)))
     loader = runner_loader()
@@ -118,7 +118,7 @@ def bench_measure(
 
         tc = pick(v) if isinstance(v, Candidate) else v
         if tc not in bun.toolchains:
-            raise KtriageError(f"toolchain {tc} is not in bundle {bun.path}", f"bundle toolchains: {', '.join(bun.toolchains)}")
+            raise FormatError(f"toolchain {tc} is not in bundle {bun.path}", f"bundle toolchains: {', '.join(bun.toolchains)}")
         replay = artifact_backend(backend, launch=make_launcher(bun, tc, loader), specs=bun.spec_source(),
                                   timing=artifact_timing, sm_count=bun.sm_count)  # fmt: skip
         call = replay.prepare(inp, run_mode)
@@ -130,7 +130,7 @@ def bench_measure(
             else:
                 acc = _check(reference, outputs, precision=inp.precision)
                 if not acc.passed:
-                    raise KtriageError(f"{tc}: wrong results ({acc.reason})", "a wrong kernel is not timed; the candidate is skipped")
+                    raise MeasureError(f"{tc}: wrong results ({acc.reason})", "a wrong kernel is not timed; the candidate is skipped")
 
         def timed() -> None:
             call()

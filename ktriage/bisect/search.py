@@ -137,7 +137,7 @@ class StateFile:
             diff = sorted(k for k in set(fingerprint) | set(data.get("fingerprint", {}))
                           if fingerprint.get(k) != data.get("fingerprint", {}).get(k))
             raise FormatError(f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
-                               "resume with the same options, or start a new bisect without --resume")
+                              "resume with the same options, or start a new bisect without --resume")
         state.data = data
         return state
 
@@ -149,7 +149,7 @@ class StateFile:
             record = stages[number]
             if [c["id"] for c in record["candidates"]] != ids:
                 raise FormatError(f"bisect state {self.path}: stage {name} lists other candidates than now",
-                                   "the history or the index changed; start again without --resume")
+                                  "the history or the index changed; start again without --resume")
             return record
         del stages[number:]
         record = {"name": name, "candidates": [c.to_json() for c in candidates], "preflight": None, "rounds": [], "result": None}

@@ -88,7 +88,7 @@ def record_baseline(path: Path, cfg: StepConfig, role: Literal["good", "bad"], *
             data = {}  # a new baseline for another question
         else:
             raise FormatError(f"baseline {path} was recorded for other options ({data.get('config')})",
-                               "record the bad value with the same --spec/--op/--metric/--toolchain as the good one")
+                              "record the bad value with the same --spec/--op/--metric/--toolchain as the good one")
     try:
         values = measure_here(cfg, cwd=here, cache_dir=cache_dir)
     except CandidateFailed as exc:

@@ -40,7 +40,7 @@ import numpy as np
 
 from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
 from ktriage.bisect.candidate import Candidate, Observation, Outcome
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, MeasureError
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
     Verdict,
@@ -141,9 +141,9 @@ class TimePredicate:
         got = self.measure(variants, n)
         return {variant_key(v): [float(x) for x in got.get(variant_key(v), [])] for v in variants}
 
-    def _endpoint_failed(self, which: str, c: Candidate) -> KtriageError:
+    def _endpoint_failed(self, which: str, c: Candidate) -> MeasureError:
         why = self._errors().get(c.id, "no samples returned")
-        return KtriageError(f"the {which} endpoint {c.label} could not be measured: {why}",
+        return MeasureError(f"the {which} endpoint {c.label} could not be measured: {why}",
                             f"check that {c.label} builds and runs on its own; the bisect needs both endpoints")  # fmt: skip
 
     # ------------------------------------------------------------------------------ preflight

@@ -91,7 +91,7 @@ def decode_value(value: Any) -> Any:
             return f"tl.{value['tl']}"
         if "unsupported" in value:
             raise SpecError(f"a launch argument ktriage cannot describe: {value['unsupported']}",
-                               "such kernels cannot be compiled from a spec yet; report the argument type")
+                            "such kernels cannot be compiled from a spec yet; report the argument type")
         raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
     return value
 

@@ -297,7 +297,7 @@ def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
                               text=True, env=env, timeout=600)
     except subprocess.TimeoutExpired:
         raise ToolchainError(f"probing Triton {frontend.triton_version} for sm_{cc} took over 600 s",
-                           "check the machine's load and retry") from None
+                             "check the machine's load and retry") from None
     try:
         data: dict[str, Any] = json.loads(proc.stdout) if proc.returncode == 0 else {}
     except json.JSONDecodeError:

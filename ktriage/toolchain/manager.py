@@ -121,7 +121,7 @@ class Toolchain:
         frontend = load_frontend(self.env_root) if self.env_root is not None else None
         if frontend is None:
             raise ToolchainError(f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
-                               f"add it again: ktriage toolchain add '{self.spec}'")
+                                 f"add it again: ktriage toolchain add '{self.spec}'")
         return frontend_facts(frontend, ccs)
 
     def assembler(self, cc: int) -> Assembler:

@@ -65,7 +65,7 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
     op = str(meta.get("op", ""))
     if op not in BENCH_OPS or meta.get("input_id") is None:
         raise SpecError(f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
-                           f"use --compile-only, or tune a catalog op with a workload ({', '.join(BENCH_OPS)})")
+                        f"use --compile-only, or tune a catalog op with a workload ({', '.join(BENCH_OPS)})")
     bench_op, backend, _native = BENCH_OPS[op]
     return bench_op, backend, str(meta.get("mode", "bwd")), int(meta["input_id"])
 
@@ -91,7 +91,7 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     key = json.loads(manifest_path.read_text())["inputs"][0]["kernels"][backend][mode]
     if key != spec.key():
         raise SpecError(f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
-                           "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
+                        "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
     tb = TuneBundle(Path(out_dir), bench_op, mode, backend, input_id, {tc.id: DEFAULT_VARIANT}, native=native,
                     compare_with={t.id: str(t.spec) for t in others})
     for i, cand in enumerate(result.kept, start=1):

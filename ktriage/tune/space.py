@@ -133,7 +133,7 @@ def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (
     for name, value in config.constexprs:
         if name not in spec.signature or spec.signature[name] != "constexpr":
             raise SpecError(f"config sets {name}={value}, but {spec.name} has no constexpr {name!r}",
-                               f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}")
+                            f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}")
         consts[name] = value
     grid = list(spec.grid) if spec.grid is not None else None
     by_name = {k.name: k for k in knobs}
@@ -158,7 +158,7 @@ def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
     raw = spec.meta.get("tune") or spec.meta.get("tunable") or {}
     if not isinstance(raw, Mapping):
         raise SpecError(f"{spec.name}: meta.tune must be a table of constexpr -> values",
-                           'write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]')
+                        'write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]')
     knobs: dict[str, Knob] = {}
     for name, entry in raw.items():
         if isinstance(entry, Mapping):
@@ -169,10 +169,10 @@ def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
         if (not isinstance(values, (list, tuple)) or not values
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)):
             raise SpecError(f"{spec.name}: meta.tune.{name} = {values!r} is not a list of positive integers",
-                               f"write e.g. {name} = [256, 512, 1024]")
+                            f"write e.g. {name} = [256, 512, 1024]")
         if spec.signature.get(name) != "constexpr":
             raise SpecError(f"{spec.name}: meta.tune names {name!r}, which is not a constexpr parameter",
-                               "tune only constexpr block sizes")
+                            "tune only constexpr block sizes")
         knobs[name] = Knob(name, tuple(sorted(set(values))), why, axis, numel, bool(_REDUCTION_BLOCK.match(name)))
     return knobs
 
@@ -263,13 +263,13 @@ def config_space(
         for name in blocks:
             if name not in by_name:
                 raise SpecError(f"{spec.name}: {name} is not a tunable block of this kernel",
-                                   f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
+                                f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
         for k in knobs:
             if k.name in blocks:
                 bad = [v for v in blocks[k.name] if v not in k.values]
                 if bad:
                     raise SpecError(f"{spec.name}: {k.name}={bad} is outside the allowed values {list(k.values)}",
-                                       f"why: {k.why}")
+                                    f"why: {k.why}")
                 k = Knob(k.name, tuple(sorted(set(blocks[k.name]))), k.why, k.grid_axis, k.numel, k.reduction)
             narrowed.append(k)
         knobs = narrowed
@@ -277,7 +277,7 @@ def config_space(
     bad_w = [x for x in w if x not in WARP_CHOICES or x > max_warps]
     if bad_w:
         raise SpecError(f"num_warps {bad_w} cannot launch on {arch.name}",
-                           f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)")
+                        f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)")
     s = tuple(sorted(set(stages))) if stages else STAGE_CHOICES
     if any(x < 1 for x in s):
         raise SpecError(f"num_stages {list(s)} must be >= 1", "use 1..4")

@@ -108,7 +108,7 @@ class Bundle:
                 except KeyError:
                     break
         raise FormatError(f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
-                           f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})")
+                          f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})")
 
     def spec_source(self) -> SpecSource:
         """A SpecSource for the replays: kernels by (backend, input, role), from the manifest alone."""
@@ -124,7 +124,7 @@ class Bundle:
             return self.artifacts[(spec_key, toolchain_id)]
         except KeyError:
             raise FormatError(f"bundle {self.path} has no artifact for kernel {spec_key} with toolchain {toolchain_id}",
-                               f"toolchains in the bundle: {', '.join(self.toolchains)}") from None
+                              f"toolchains in the bundle: {', '.join(self.toolchains)}") from None
 
 
 

@@ -25,11 +25,11 @@ def add_variant(out_dir: Path, base_toolchain_id: str, variant_id: str, label: s
     manifest = json.loads(manifest_path.read_text())
     if base_toolchain_id not in manifest["toolchains"]:
         raise SpecError(f"bundle {out_dir} has no toolchain {base_toolchain_id}",
-                           f"toolchains in the bundle: {', '.join(manifest['toolchains'])}")
+                        f"toolchains in the bundle: {', '.join(manifest['toolchains'])}")
     unknown = sorted(set(artifacts) - set(manifest["artifacts"]))
     if unknown:
         raise SpecError(f"variant {variant_id}: kernels {unknown} are not in bundle {out_dir}",
-                           "compile the variant from the bundle's own specs (same inputs, arch and SM count)")
+                        "compile the variant from the bundle's own specs (same inputs, arch and SM count)")
     record = dict(manifest["toolchains"][base_toolchain_id])
     record.update(id=variant_id, spec=f"{record['spec']} [{label}]", variant_of=base_toolchain_id, variant=label)
     manifest["toolchains"][variant_id] = record
@@ -70,7 +70,7 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
         for k in same:
             if data[k] != merged[k]:
                 raise FormatError(f"bundle {path} has {k}={data[k]!r}, the others {merged[k]!r}",
-                                   "merge only bundles of the same op, mode, precision, target and SM count")
+                                  "merge only bundles of the same op, mode, precision, target and SM count")
         known = {row["id"] for row in merged["inputs"]}
         merged["inputs"] += [row for row in data["inputs"] if row["id"] not in known]
         merged["backends"] = list(dict.fromkeys([*merged["backends"], *data["backends"]]))

@@ -69,7 +69,7 @@ def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[s
     bundle = load_bundle(path)
     if bundle.op != KERNELS_OP:
         raise FormatError(f"bundle {bundle.path} is an op bundle ({bundle.op}), not a bundle of named kernels",
-                           "read it with load_bundle, or write named kernels with write_kernel_bundle")
+                          "read it with load_bundle, or write named kernels with write_kernel_bundle")
     out: dict[str, NamedKernel] = {}
     for (key, _tc), art in bundle.artifacts.items():
         if isinstance(art, BundleArtifact):

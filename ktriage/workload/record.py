@@ -85,7 +85,7 @@ def launch_to_spec(
     names = [p.name for p in params]
     if len(args) > len(names):
         raise SpecError(f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
-                           "record the launch exactly as the library makes it")
+                        "record the launch exactly as the library makes it")
     bound: dict[str, Any] = dict(zip(names, args, strict=False))
     options: dict[str, Any] = dict(DEFAULT_OPTIONS)
     for key, value in kwargs.items():
@@ -97,7 +97,7 @@ def launch_to_spec(
             bound[key] = value
         else:
             raise SpecError(f"{src.function} was launched with unknown keyword {key!r}",
-                               f"parameters: {names}; options: {OPTION_KEYS}")
+                            f"parameters: {names}; options: {OPTION_KEYS}")
     sp = specialize_launch(params, {k: _launch_value(v) for k, v in bound.items()})
     grid_t = _resolve_grid(grid, bound, kwargs)
     return KernelSpec(
@@ -136,7 +136,7 @@ def _launch_value(value: Any) -> Any:
     if isinstance(name, str) and name in _TL_NAMES:
         return _TL_NAMES[name]
     raise SpecError(f"cannot record a launch argument of type {type(value).__name__}: {value!r}",
-                       "record kernels whose arguments are tensors, numbers, strings or Triton dtypes")
+                    "record kernels whose arguments are tensors, numbers, strings or Triton dtypes")
 
 
 def _resolve_grid(grid: Any, bound: Mapping[str, Any], kwargs: Mapping[str, Any]) -> tuple[int, ...]:
