@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 
 KB = 1024
 
@@ -76,14 +76,18 @@ _TABLE: dict[tuple[int, int], _Row] = {
 }
 
 SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
+#: Architecture-specific targets (the ``a`` suffix) a kernel spec may name as its target, next to SUPPORTED.
+ARCH_SPECIFIC: tuple[str, ...] = ("sm_90a", "sm_100a")
+#: Every target a kernel spec may name, in table order, each ``a`` target after its base.
+SPEC_TARGETS: tuple[str, ...] = tuple(t for name in SUPPORTED for t in (name, name + "a") if t == name or t in ARCH_SPECIFIC)
 
 _TARGET_RE = re.compile(
     r"^(?:(?:sm|compute)_(?P<sm>\d{2,3})[af]?|cuda:(?P<cuda>\d{2,3})|(?P<dot>\d{1,2})\.(?P<dotmin>\d)|(?P<num>\d{2,3}))$"
 )
 
 
-def _unsupported(target: object) -> KtriageError:
-    return KtriageError(
+def _unsupported(target: object) -> SpecError:
+    return SpecError(
         f"unknown or unsupported GPU target {target!r}",
         "write the target as sm_90, sm_90a, 90, 9.0 or cuda:90; supported: " + ", ".join(SUPPORTED),
     )
@@ -94,7 +98,7 @@ class Arch:
     """A compute capability and the per-SM limits that the CUDA occupancy rules use.
 
     Build it with :func:`parse_arch` (or ``Arch(9, 0)``). Limit fields are filled from the table
-    above at construction; an unsupported (major, minor) raises :class:`KtriageError`.
+    above at construction; an unsupported (major, minor) raises :class:`~ktriage.errors.SpecError`.
     """
 
     major: int
@@ -159,6 +163,16 @@ class Arch:
         return f"sm_{self.cc}{'a' if self.cc >= 90 else ''}"
 
     @property
+    def cubin_shared_includes_reservation(self) -> bool:
+        """From sm_90 on, ptxas puts the 1 KB the driver reserves per block
+        (``reserved_shared_per_block``) into the function's ``.nv.shared.<fn>`` section as soon as the
+        kernel uses shared memory, so cuobjdump's SHARED is that much above what the driver calls
+        static shared memory. Checked on an H200: a kernel with ``.shared .b8 buf[4096]`` shows
+        SHARED:5120 and CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 4096; Triton kernels show SHARED:1024
+        and 0 (tests/data/resources/h200_shared_check.json)."""
+        return self.major >= 9
+
+    @property
     def max_threads_per_sm(self) -> int:
         return self.max_warps_per_sm * self.warp_size
 
@@ -173,7 +187,7 @@ class Arch:
 
 def parse_arch(target: str | int | Arch) -> Arch:
     """Read a GPU target written as ``sm_90``, ``sm_90a``, ``compute_90``, ``90``, ``9.0``, ``cuda:90``
-    (or an int CC like 90, or an Arch). Raises KtriageError naming the supported targets otherwise."""
+    (or an int CC like 90, or an Arch). Raises SpecError naming the supported targets otherwise."""
     if isinstance(target, Arch):
         return target
     if isinstance(target, bool):

@@ -1,4 +1,24 @@
-"""One error type for problems the user can fix, so the CLI can print them without a traceback."""
+"""Errors the user can fix, so the CLI can print them without a traceback.
+
+Every error ktriage raises on purpose is a :class:`KtriageError`: a ``problem`` (one line, what went
+wrong), a ``fix`` (what to do about it, or None) and optional ``details`` (longer text: a compiler's
+log, a driver message). The CLI prints ``error: <problem>`` and ``fix: <fix>`` and exits 2; the
+library never prints or exits.
+
+The families follow the pipeline (docs/errors.md has one entry per family)::
+
+    KtriageError                 root: catch this to handle any of them
+    ├── SpecError                a kernel spec, spec file, catalog op, selector or input (spec/, catalog/)
+    ├── ToolchainError           installing or identifying a toolchain: venvs, wheels, ptxas (toolchain/)
+    ├── CompileError             compiling a spec in a toolchain, the launch ABI (compile/)
+    ├── DeviceError              the GPU, its driver or CUDA: no device, a failed launch (measure/)
+    ├── MeasureError             timing and checking on the GPU host: parameters, correctness (measure/)
+    ├── StoreError               the results store: database URLs, runs, schema (store/)
+    └── FormatError              a file that crosses machines or is parsed: unknown format_version,
+                                 malformed JSON/TOML (check_format_version, bundles, results files)
+
+All families are plain subclasses, so ``except KtriageError`` still catches every one.
+"""
 
 from __future__ import annotations
 
@@ -6,33 +26,63 @@ from __future__ import annotations
 class KtriageError(Exception):
     """A problem with the user's input or environment, with a hint that says how to fix it."""
 
-    def __init__(self, problem: str, fix: str | None = None) -> None:
+    def __init__(self, problem: str, fix: str | None = None, details: str | None = None) -> None:
         super().__init__(problem)
         self.problem = problem
         self.fix = fix
+        self.details = details
 
     def __str__(self) -> str:
-        return self.problem if not self.fix else f"{self.problem}\n  fix: {self.fix}"
+        text = self.problem if not self.fix else f"{self.problem}\n  fix: {self.fix}"
+        return text if not self.details else f"{text}\n  details: {self.details}"
+
+
+class SpecError(KtriageError):
+    """A kernel spec, spec file, catalog op, input selector or input value that cannot be used."""
+
+
+class ToolchainError(KtriageError):
+    """A toolchain that cannot be parsed, installed or identified (Triton wheels, venvs, ptxas)."""
+
+
+class CompileError(KtriageError):
+    """A spec that does not compile in a toolchain, or whose launch ABI cannot be read."""
+
+
+class DeviceError(KtriageError):
+    """The GPU side: no CUDA device, the driver or torch's CUDA missing, a failed load or launch."""
+
+
+class MeasureError(KtriageError):
+    """Measuring on the GPU host: launch parameters, timing options, correctness checks, isolation."""
+
+
+class StoreError(KtriageError):
+    """The results store: a database URL, a run id, a schema this ktriage cannot use."""
+
+
+class FormatError(KtriageError):
+    """A file this ktriage cannot read: unknown ``format_version``, malformed JSON or TOML, missing keys."""
 
 
 def check_format_version(data: object, supported: int, *, what: str, fix: str, legacy_keys: tuple[str, ...] = (),
                          missing_means: int | None = None) -> int:
     """The ``format_version`` of a file that crosses machines (results, bundles, recordings, bisect state),
-    refused with a KtriageError naming the file and the fix when this ktriage cannot read it.
+    refused with a FormatError naming the file and the fix when this ktriage cannot read it.
 
     ``legacy_keys``: older spellings of the key (``format``, ``version``); ``missing_means``: the version a
     file without any key has (files written before the key existed), or None to refuse such files.
     """
     if not isinstance(data, dict):
-        raise KtriageError(f"{what} is not a JSON object", fix)
+        raise FormatError(f"{what} is not a JSON object", fix)
     for key in ("format_version", *legacy_keys):
         if key in data:
             version = data[key]
             break
     else:
         if missing_means is None:
-            raise KtriageError(f"{what} has no format_version", fix)
+            raise FormatError(f"{what} has no format_version", fix)
         version = missing_means
     if version != supported or isinstance(version, bool):
-        raise KtriageError(f"{what} has format_version {version!r}; this ktriage reads {supported}", fix)
+        raise FormatError(f"{what} has format_version {version!r}; this ktriage reads {supported}", fix)
     return supported

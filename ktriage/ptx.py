@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError
 
 _VERSION = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
 _TARGET = re.compile(r"^\s*\.target\s+([^\n/]+)", re.MULTILINE)
@@ -91,7 +91,7 @@ class PtxModule:
             if fn.name == name:
                 return fn
         have = ", ".join(f.name for f in self.functions) or "none"
-        raise KtriageError(
+        raise CompileError(
             f"PTX has no function named {name!r} (functions: {have})",
             "pass the kernel name exactly as Triton compiled it (metadata `name`)",
         )

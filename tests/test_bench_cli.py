@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
 from ktriage.cli.app import app
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.report.bench import results_table
 from ktriage.report.bench import to_csv as _csv
-from ktriage.measure.model import Cell, CellKey
 from ktriage.workload.ops import get_op
 
 runner = CliRunner()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.predicates import check_metric, decide_values
 from ktriage.bisect.search import StateFile, choose_points, run_search
 from ktriage.errors import KtriageError
@@ -138,9 +138,10 @@ def test_metric_names_are_checked() -> None:
 
 
 def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path) -> None:
-    """The search drives ktriage.bisect.timing.TimePredicate through the Predicate protocol only
+    """The search drives ktriage.bisect.time_predicate.TimePredicate through the Predicate protocol only
     (its measurements here: FakeNoisyTimings, synthetic samples with a known culprit)."""
-    from ktriage.bisect.timing import FakeNoisyTimings, TimePredicate, fake_candidates
+    from ktriage.bisect.time_predicate import TimePredicate
+    from ktriage.testing import FakeNoisyTimings, fake_candidates
 
     cands = fake_candidates(64)
     state = StateFile(tmp_path / "s.json", {"q": "time"})

@@ -93,7 +93,7 @@ def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, tool
     """The GPU host cannot reach the index: a latency bisect lists the bundle's toolchains instead.
     (The GPU measurement itself runs on the GPU host only; here it must refuse with a clear error.)"""
     from ktriage.bisect.run import BisectOptions, _Run, list_candidates
-    from ktriage.workload.bundle import build_bundle
+    from ktriage.workload.bundle_build import build_bundle
 
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
     out = build_bundle("layer_norm", "bwd", ["7"], tcs, tmp_path / "bundle", compiler=shared_compiler,

@@ -1,4 +1,4 @@
-"""The measured-time bisect predicate on FAKE timings (ktriage.bisect.timing.FakeNoisyTimings).
+"""The measured-time bisect predicate on FAKE timings (ktriage.testing.FakeNoisyTimings).
 
 The predicate's statistics are ktriage.stats.verdict's (tested there); these tests check the
 decisions built on them: clear regressions, noise-only endpoints, bimodal candidates, adaptive
@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from ktriage.bisect.model import Candidate, Observation
-from ktriage.bisect.timing import (
-    BundleMeasure,
-    FakeNoisyTimings,
-    TimePredicate,
-    classify,
-    fake_candidates,
-)
+from ktriage.bisect.candidate import Candidate, Observation
+from ktriage.bisect.decide import classify
+from ktriage.bisect.gpu_measure import BundleMeasure
+from ktriage.bisect.time_predicate import TimePredicate
 from ktriage.errors import KtriageError
-from ktriage.stats.synthetic import lognormal
+from ktriage.testing import FakeNoisyTimings, fake_candidates, lognormal
 from ktriage.stats.verdict import VerdictConfig, compare_samples
 
 import numpy as np
@@ -315,10 +311,10 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     embedding backward: REDG -> ATOMG), names ptxas for a ptxas range, and says how to get the PTX diff."""
     from pathlib import Path
 
-    from ktriage.bisect.report import to_markdown
+    from ktriage.report.bisect import to_markdown
     from ktriage.bisect.run import BisectOptions, BisectReport, _bundle_candidates, _explain_from_bundle
     from ktriage.bisect.search import StageResult
-    from ktriage.workload.bundle import build_bundle
+    from ktriage.workload.bundle_build import build_bundle
 
     tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
     out = build_bundle("embedding", "bwd", ["0"], tcs, tmp_path / "b", sm_count=132, compiler=shared_compiler)

@@ -1,4 +1,4 @@
-"""The comparison of result sets on fake runs (ktriage.stats.synthetic): pairing, ranking, the
+"""The comparison of result sets on fake runs (ktriage.testing): pairing, ranking, the
 baseline check, cliffs, errors, and the markdown/CSV/JSON renderings."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import csv
 import io
 import json
 
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.report.markdown import to_markdown
 from ktriage.report.tabular import CSV_COLUMNS, to_csv, to_json
 from ktriage.stats.compare import compare_cells, compare_toolchains, exit_status
-from ktriage.stats.synthetic import fake_sweep_run
+from ktriage.testing import fake_sweep_run
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
 

@@ -1,5 +1,5 @@
 """`ktriage compare` end to end through Typer's CliRunner, on results files and a real SQLite store
-(fake runs from ktriage.stats.synthetic)."""
+(fake runs from ktriage.testing)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from ktriage.cli.compare_cmd import compare
 from ktriage.measure.results_file import read_results, write_results
-from ktriage.stats.synthetic import fake_sweep_run
+from ktriage.testing import fake_sweep_run
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
 

@@ -11,7 +11,7 @@ from ktriage.catalog import expand_op
 from ktriage.cli.app import app
 from ktriage.explain.engine import Explainer, KernelResult
 from ktriage.explain.findings import collect_findings
-from ktriage.explain.report import to_json, to_markdown
+from ktriage.report.explain import to_json, to_markdown
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from ktriage.errors import KtriageError
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change
 from ktriage.explain.findings import DetailFinding, Finding, group_findings, sweep_key
-from ktriage.explain.report import report_name, report_title
+from ktriage.report.explain import report_name, report_title
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import select_specs
 

@@ -14,11 +14,11 @@ from ktriage.cli.app import app
 from ktriage.explain.engine import Explainer
 from ktriage.explain.findings import collect_findings
 from ktriage.explain.fixes import (
-    fixes_markdown,
     plan_relaxed_atomics,
     relax_source,
     suggest_fixes,
 )
+from ktriage.report.explain import fixes_markdown
 
 KERNEL = textwrap.dedent('''
     @triton.jit

@@ -7,11 +7,11 @@ import time
 from typing import Any
 
 from ktriage.measure.isolate import IsolatedRunner, Job, classify_exception
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 
 
 class FakeStickyCudaError(RuntimeError):
-    """Carries what ktriage.measure.cuda.CudaError carries for a lost context."""
+    """Carries what ktriage.measure.driver.CudaError carries for a lost context."""
 
     sticky = True
     name = "CUDA_ERROR_ILLEGAL_ADDRESS"

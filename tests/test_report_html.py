@@ -13,7 +13,7 @@ import pytest
 
 from ktriage.report.html import write_html
 from ktriage.stats.compare import compare_cells, compare_toolchains
-from ktriage.stats.synthetic import fake_sweep_run
+from ktriage.testing import fake_sweep_run
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
 

@@ -210,7 +210,7 @@ def test_explain_embedding_names_the_atomic_variants(toolchain, shared_compiler)
     from ktriage.catalog import expand_op
     from ktriage.explain.engine import Explainer
     from ktriage.explain.findings import DetailFinding, collect_findings
-    from ktriage.explain.report import to_json
+    from ktriage.report.explain import to_json
 
     specs = expand_op("liger.embedding", mode="bwd", target="sm_90", inputs=["0"])
     tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]

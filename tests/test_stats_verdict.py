@@ -1,4 +1,4 @@
-"""Verdicts on synthetic samples with known truth (fake data from ktriage.stats.synthetic)."""
+"""Verdicts on synthetic samples with known truth (fake data from ktriage.testing)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from ktriage.stats.synthetic import bimodal, lognormal
+from ktriage.testing import bimodal, lognormal
 from ktriage.stats.verdict import (
     Verdict,
     VerdictConfig,

@@ -13,7 +13,7 @@ import test_store_fixtures
 from sqlalchemy import create_engine, text
 
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, CellKey, RunInfo
+from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.store import RunFilters, open_store, read_json_export
 from ktriage.store.samples import format_ms, summarize
 

@@ -26,7 +26,7 @@ SAMPLES_PER_CELL = 200
 CHILD = r'''
 import ctypes, sys, time
 from pathlib import Path
-from ktriage.measure.model import Cell, CellKey, RunInfo
+from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.store import open_store
 
 url, run_id, mode, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

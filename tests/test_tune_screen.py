@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ktriage.catalog import expand_op
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.spec.model import KernelSpec
 from ktriage.tune.gpu import DEFAULT_VARIANT, TuneBundle, pick_winner, write_tune_bundle
 from ktriage.tune.screen import screen

@@ -12,13 +12,9 @@ from pathlib import Path
 import pytest
 
 from ktriage.errors import KtriageError
-from ktriage.workload.bundle import (
-    BundleArtifact,
-    BundleFailure,
-    build_bundle,
-    load_bundle,
-    make_launcher,
-)
+from ktriage.workload.bundle import BundleArtifact, BundleFailure, load_bundle
+from ktriage.workload.bundle_build import build_bundle
+from ktriage.workload.bundle_launch import make_launcher
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
@@ -73,7 +69,7 @@ def test_replay_from_the_bundle_launches_by_bundle_key(ln_bundle: Path, toolchai
     tc_id = toolchain("triton==3.4.0").id
     loaded: list[str] = []
 
-    class FakeLoadedKernel:  # stands for ktriage.measure.cuda's loaded cubin
+    class FakeLoadedKernel:  # stands for ktriage.measure.launch's loaded cubin
         def __init__(self, art: BundleArtifact) -> None:
             loaded.append(art.cubin_path.name)
             self.launches: list[tuple] = []
@@ -135,7 +131,7 @@ def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle
     import shutil
 
     from ktriage.compile.compiler import Artifact
-    from ktriage.workload.bundle import add_variant
+    from ktriage.workload.bundle_merge import add_variant
 
     work = tmp_path / "b"
     shutil.copytree(ln_bundle, work)
@@ -157,7 +153,7 @@ def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle
 
 
 def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, tmp_path: Path) -> None:
-    from ktriage.workload.bundle import merge_bundles
+    from ktriage.workload.bundle_merge import merge_bundles
 
     t331, t340 = toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
     a = build_bundle("layer_norm", "bwd", ["6"], [t331], tmp_path / "a", sm_count=132, compiler=shared_compiler)
@@ -174,8 +170,8 @@ def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, 
 
 def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Path, toolchain, monkeypatch) -> None:
     """The GPU side of a bundle (ktriage.measure.loader): each artifact's cubin, kernel name,
-    metadata and ABI go to measure.cuda.LoadedKernel unchanged (faked: no GPU here)."""
-    import ktriage.measure.cuda as cuda
+    metadata and ABI go to measure.launch.LoadedKernel unchanged (faked: no GPU here)."""
+    import ktriage.measure.launch as launch
     from ktriage.compile.abi import AbiParam
     from ktriage.measure.loader import runner_loader
 
@@ -187,7 +183,7 @@ def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Pa
 
         def launch(self, grid, args) -> None: ...
 
-    monkeypatch.setattr(cuda, "LoadedKernel", FakeLoadedKernel)
+    monkeypatch.setattr(launch, "LoadedKernel", FakeLoadedKernel)
     b = load_bundle(ln_bundle)
     tc_id = toolchain("triton==3.4.0").id
     key = b.kernel_key("liger_layer_norm", 7, "bwd")

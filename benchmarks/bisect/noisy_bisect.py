@@ -1,6 +1,6 @@
 """Bisection accuracy under timing noise: ktriage's search + TimePredicate vs a plain single-sample bisection.
 
-Synthetic (FAKE) latency series with a known culprit (ktriage.bisect.timing.FakeNoisyTimings):
+Synthetic (FAKE) latency series with a known culprit (ktriage.testing.FakeNoisyTimings):
 64 candidates (good endpoint 0 .. bad endpoint 63), the culprit drawn uniformly in 1..63, a planted
 slowdown ``effect`` from the culprit on, log-normal noise of CV ``cv``, and four shapes:
 
@@ -48,8 +48,9 @@ from typing import Any
 import numpy as np
 import scipy
 
-from ktriage.bisect.model import Candidate
-from ktriage.bisect.timing import FakeNoisyTimings, TimePredicate, fake_candidates
+from ktriage.bisect.candidate import Candidate
+from ktriage.bisect.time_predicate import TimePredicate
+from ktriage.testing import FakeNoisyTimings, fake_candidates
 from ktriage.errors import KtriageError
 from ktriage.stats.verdict import DEFAULT_CONFIG
 

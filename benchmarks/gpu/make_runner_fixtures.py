@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from ktriage.catalog.registry import expand_op
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.workload.bundle import write_kernel_bundle
+from ktriage.workload.kernel_bundle import write_kernel_bundle
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ktriage.workload.bundle import NamedKernel, read_kernel_bundle
+from ktriage.workload.kernel_bundle import NamedKernel, read_kernel_bundle
 from ktriage.measure.correctness import check_run
-from ktriage.measure.cuda import LoadedKernel, synchronize
+from ktriage.measure.driver import synchronize
+from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.measure.timing import TimingOptions, measure_interleaved
 
 _LOADED: dict[tuple[str, str], tuple[NamedKernel, LoadedKernel]] = {}
@@ -34,7 +35,7 @@ def _kernel(bundle: str, name: str) -> tuple[NamedKernel, LoadedKernel]:
 def init() -> None:
     """Worker start: import torch and create the CUDA context before the worker reports ready, so a
     job's timeout counts the job, not the interpreter's start."""
-    from ktriage.measure.cuda import ensure_context
+    from ktriage.measure.driver import ensure_context
 
     ensure_context(0)
 

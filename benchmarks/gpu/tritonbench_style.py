@@ -40,7 +40,8 @@ def main() -> None:
 
     from ktriage.workload.backends import get_backend, make_input
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle import load_bundle, make_launcher
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
 
     bundle = load_bundle(args.bundle)

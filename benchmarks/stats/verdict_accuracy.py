@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import scipy
 
-from ktriage.stats.synthetic import lognormal
+from ktriage.testing import lognormal
 from ktriage.stats.verdict import DEFAULT_CONFIG, compare_samples, stop_when_sure
 
 CVS = (0.01, 0.02, 0.05, 0.10)

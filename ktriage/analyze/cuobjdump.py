@@ -13,7 +13,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ktriage.errors import KtriageError
+from ktriage.errors import ToolchainError
 
 _FUNC = re.compile(r"^\s*Function\s+([^:\s]+)\s*:\s*$")
 _FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
@@ -98,12 +98,12 @@ def run_cuobjdump(cuobjdump: Path, cubin: Path, *args: str) -> str:
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as exc:
-        raise KtriageError(
+        raise ToolchainError(
             f"cannot run cuobjdump at {cuobjdump}: {exc}",
             "pass the cuobjdump bundled with Triton (triton/backends/nvidia/bin/cuobjdump)",
         ) from exc
     if proc.returncode != 0:
-        raise KtriageError(
+        raise ToolchainError(
             f"`{' '.join(cmd)}` failed (exit {proc.returncode}): {proc.stderr.strip()[:500]}",
             "check that the file is a cubin for an NVIDIA target that this cuobjdump knows",
         )

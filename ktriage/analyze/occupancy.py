@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ktriage.arch import Arch, parse_arch
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 
 #: Limiter names, in the order used to pick one when several resources allow the same count and
 #: the count is > 0. Hardware caps come first: when they bind, lowering a kernel resource can't help.
@@ -103,17 +103,17 @@ class Occupancy:
 
 def _check_inputs(arch: Arch, registers: int, num_warps: int, shared_bytes: int) -> None:
     if not isinstance(registers, int) or not 0 <= registers <= arch.max_regs_per_thread:
-        raise KtriageError(
+        raise SpecError(
             f"registers per thread must be 0..{arch.max_regs_per_thread}, got {registers!r}",
             "pass the count ptxas reports ('Used N registers', at most 255)",
         )
     if not isinstance(num_warps, int) or not 1 <= num_warps <= arch.max_warps_per_block:
-        raise KtriageError(
+        raise SpecError(
             f"warps per CTA must be 1..{arch.max_warps_per_block}, got {num_warps!r}",
             "pass Triton's num_warps (a CTA has at most 1024 threads = 32 warps)",
         )
     if not isinstance(shared_bytes, int) or shared_bytes < 0:
-        raise KtriageError(
+        raise SpecError(
             f"shared memory per CTA must be a byte count >= 0, got {shared_bytes!r}",
             "pass Triton's metadata.shared (static + dynamic bytes per CTA)",
         )
@@ -239,16 +239,16 @@ def compute_occupancy(
     _check_inputs(a, registers, num_warps, shared_bytes)
     reserved = a.reserved_shared_per_block if reserved_shared is None else reserved_shared
     if not isinstance(reserved, int) or reserved < 0:
-        raise KtriageError(
+        raise SpecError(
             f"reserved shared memory must be >= 0 bytes, got {reserved!r}", "omit it to use the arch's value"
         )
     if carveout is not None and not (isinstance(carveout, int) and 0 <= carveout <= a.shared_per_sm):
-        raise KtriageError(
+        raise SpecError(
             f"carveout preference must be 0..{a.shared_per_sm} bytes on {a.name}, got {carveout!r}",
             "omit it to let the driver use the largest carveout",
         )
     if not isinstance(barriers, int) or barriers < 0:
-        raise KtriageError(f"barrier count must be >= 0, got {barriers!r}", "pass ptxas's 'used N barriers'")
+        raise SpecError(f"barrier count must be >= 0, got {barriers!r}", "pass ptxas's 'used N barriers'")
     return _compute(a, registers, num_warps, shared_bytes, reserved, carveout, barriers, with_lift=True)
 
 
@@ -303,7 +303,7 @@ def registers_for_ctas(arch: Arch | str | int, num_warps: int, ctas: int) -> int
     a = parse_arch(arch)
     _check_inputs(a, 0, num_warps, 0)
     if not isinstance(ctas, int) or ctas < 1:
-        raise KtriageError(f"CTAs per SM must be >= 1, got {ctas!r}", "ask for at least one resident CTA")
+        raise SpecError(f"CTAs per SM must be >= 1, got {ctas!r}", "ask for at least one resident CTA")
     if ctas * num_warps > a.max_warps_per_sm:
         return None
     for regs in range(a.max_regs_per_thread, 0, -1):
@@ -317,7 +317,7 @@ def shared_for_ctas(arch: Arch | str | int, ctas: int, *, reserved_shared: int |
     reside on one SM with the default (largest) carveout; None if even 0 bytes do not."""
     a = parse_arch(arch)
     if not isinstance(ctas, int) or ctas < 1:
-        raise KtriageError(f"CTAs per SM must be >= 1, got {ctas!r}", "ask for at least one resident CTA")
+        raise SpecError(f"CTAs per SM must be >= 1, got {ctas!r}", "ask for at least one resident CTA")
     reserved = a.reserved_shared_per_block if reserved_shared is None else reserved_shared
     allocated = (a.shared_per_sm // ctas) // a.shared_alloc_unit * a.shared_alloc_unit
     allocated = min(allocated, a.shared_per_block_optin + (reserved if a.major >= 8 else 0))

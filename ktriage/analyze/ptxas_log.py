@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError
 
 _COMPILING = re.compile(r"Compiling (entry )?function '([^']+)'(?: for '([^']+)')?")
 _PROPS = re.compile(r"Function properties for (\S+)")
@@ -66,7 +66,7 @@ class PtxasLog:
             return self.functions[name]
         except KeyError:
             have = ", ".join(self.functions) or "none"
-            raise KtriageError(
+            raise CompileError(
                 f"the ptxas log has no function named {name!r} (functions: {have})",
                 "pass the log of the ptxas run that produced this kernel's cubin",
             ) from None

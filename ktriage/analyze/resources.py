@@ -16,7 +16,6 @@ See docs/resources.md for each field and its pitfalls.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -31,14 +30,8 @@ from ktriage.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops
-from ktriage.errors import KtriageError
-
-# From sm_90 on, ptxas puts the 1 KB the driver reserves per block (RESERVED_SHARED_MEMORY_PER_BLOCK)
-# into the function's `.nv.shared.<fn>` section as soon as the kernel uses shared memory, so
-# cuobjdump's SHARED is 1024 above what the driver calls static shared memory. Checked on an H200:
-# a kernel with `.shared .b8 buf[4096]` shows SHARED:5120 and CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-# 4096; Triton kernels show SHARED:1024 and 0 (tests/data/resources/h200_shared_check.json).
-SM90_RESERVED_SHARED_BYTES = 1024
+from ktriage.arch import parse_arch
+from ktriage.errors import CompileError, FormatError, SpecError
 
 # 2: sass_classes and sass_loops. Cached resources of another schema are recomputed (artifact.py).
 SCHEMA_VERSION = 2
@@ -103,7 +96,7 @@ class Resources:
         obj = json.loads(data) if isinstance(data, str) else dict(data)
         schema = obj.pop("schema", SCHEMA_VERSION)
         if schema != SCHEMA_VERSION:
-            raise KtriageError(
+            raise FormatError(
                 f"resources were saved with schema {schema}, this ktriage reads {SCHEMA_VERSION}",
                 "recompute them (they are derived from the cached artifact)",
             )
@@ -112,16 +105,15 @@ class Resources:
         return cls(**{k: v for k, v in obj.items() if k in known})
 
 
-def _arch_major(arch: str | None) -> int | None:
-    m = re.match(r"sm_(\d+)", arch or "")
-    return int(m.group(1)) // 10 if m else None
-
-
 def driver_static_shared(cubin_shared: int, arch: str | None) -> int:
-    """cuobjdump's SHARED minus the per-block reservation that sm_90+ cubins include."""
-    major = _arch_major(arch)
-    if major is not None and major >= 9 and cubin_shared >= SM90_RESERVED_SHARED_BYTES:
-        return cubin_shared - SM90_RESERVED_SHARED_BYTES
+    """cuobjdump's SHARED minus the per-block reservation that sm_90+ cubins include
+    (``Arch.cubin_shared_includes_reservation``)."""
+    try:
+        a = parse_arch(arch) if arch else None
+    except SpecError:
+        a = None
+    if a is not None and a.cubin_shared_includes_reservation and cubin_shared >= a.reserved_shared_per_block:
+        return cubin_shared - a.reserved_shared_per_block
     return cubin_shared
 
 
@@ -129,7 +121,7 @@ def _check_log_matches(info: PtxasFunctionInfo, registers: int, stack: int, name
     if (info.registers is not None and info.registers != registers) or (
         info.stack_frame_bytes is not None and info.stack_frame_bytes != stack
     ):
-        raise KtriageError(
+        raise CompileError(
             f"the ptxas log says {name} uses {info.registers} registers and "
             f"{info.stack_frame_bytes} bytes of stack, but the cubin has {registers} and {stack}",
             "pass the log of the ptxas run that produced this cubin (same PTX, ptxas and options)",
@@ -149,7 +141,7 @@ def analyze(
     usage_all = parse_resource_usage(run_cuobjdump(cuobjdump, cubin, "--dump-resource-usage"))
     if kernel_name not in usage_all:
         have = ", ".join(usage_all) or "none"
-        raise KtriageError(
+        raise CompileError(
             f"{cubin} has no function named {kernel_name!r} (functions: {have})",
             "pass the kernel name exactly as Triton compiled it (metadata `name`)",
         )

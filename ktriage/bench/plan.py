@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ktriage.measure.model import CellKey
+from ktriage.measure.cells import CellKey
 
 
 @dataclass

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.bench.plan import BenchPlan
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.measure.cells import Cell, RunInfo
 
 HOST_PACKAGES = ("torch", "triton", "liger-kernel", "cuda-bindings", "nvidia-ml-py", "ktriage")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, CellKey
+from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
 
@@ -41,7 +41,7 @@ def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
         options = {"compile_mode": plan.compile_mode} if "compile" in key.backend else {}
         return get_backend(plan.op, key.backend, **options)
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle import make_launcher
+    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
 
     launch = make_launcher(bundle, key.toolchain, runner_loader())

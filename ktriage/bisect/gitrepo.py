@@ -13,7 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, ToolchainError
 
 # `git worktree add/remove` edit .git/worktrees; parallel candidates of one round take turns.
 _WORKTREE_LOCK = threading.Lock()
@@ -24,11 +24,11 @@ def git(repo: Path, *args: str, check: bool = True, timeout: float = 300.0) -> s
     try:
         proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise KtriageError("git is not installed", "install git (bisecting commits runs git)") from None
+        raise ToolchainError("git is not installed", "install git (bisecting commits runs git)") from None
     except subprocess.TimeoutExpired:
-        raise KtriageError(f"git {' '.join(args)} in {repo} timed out", "check the repository (locks, network remotes)") from None
+        raise ToolchainError(f"git {' '.join(args)} in {repo} timed out", "check the repository (locks, network remotes)") from None
     if check and proc.returncode != 0:
-        raise KtriageError(
+        raise ToolchainError(
             f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}",
             "check the repository path and the refs (git log --oneline shows them)",
         )
@@ -38,11 +38,11 @@ def git(repo: Path, *args: str, check: bool = True, timeout: float = 300.0) -> s
 def repo_root(path: Path) -> Path:
     """The top of the repository that contains ``path`` (a KtriageError if it is not in one)."""
     if not path.exists():
-        raise KtriageError(f"repository {path} does not exist", "give the path of a local git checkout, e.g. --source git:../triton")
+        raise ToolchainError(f"repository {path} does not exist", "give the path of a local git checkout, e.g. --source git:../triton")
     try:
         return Path(git(path, "rev-parse", "--show-toplevel")).resolve()
     except KtriageError:
-        raise KtriageError(f"{path} is not a git repository", "give the path of a local git checkout, e.g. --source git:../triton") from None
+        raise ToolchainError(f"{path} is not a git repository", "give the path of a local git checkout, e.g. --source git:../triton") from None
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
@@ -50,7 +50,7 @@ def resolve_commit(repo: Path, ref: str) -> str:
     proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
                           capture_output=True, text=True, check=False)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise KtriageError(f"{ref!r} is not a commit in {repo}", "give a branch, tag or sha that `git log` shows")
+        raise ToolchainError(f"{ref!r} is not a commit in {repo}", "give a branch, tag or sha that `git log` shows")
     return proc.stdout.strip()
 
 
@@ -61,10 +61,10 @@ def commit_range(repo: Path, good: str, bad: str, *, first_parent: bool = False)
     """
     good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
     if good_sha == bad_sha:
-        raise KtriageError(f"--good and --bad are the same commit ({good_sha[:12]})", "give a good commit older than the bad one")
+        raise ToolchainError(f"--good and --bad are the same commit ({good_sha[:12]})", "give a good commit older than the bad one")
     anc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha], check=False)
     if anc.returncode != 0:
-        raise KtriageError(
+        raise ToolchainError(
             f"good commit {good} ({good_sha[:12]}) is not an ancestor of bad commit {bad} ({bad_sha[:12]})",
             "swap --good/--bad if they are reversed, or pick a good commit on the bad commit's history",
         )
@@ -88,11 +88,6 @@ def subjects(repo: Path, shas: list[str]) -> dict[str, str]:
         sha, _, subj = line.partition(" ")
         result[sha] = subj
     return result
-
-
-def changed_files(repo: Path, old: str, new: str) -> list[str]:
-    """Paths that differ between two commits."""
-    return [p for p in git(repo, "diff", "--name-only", old, new).splitlines() if p]
 
 
 def file_at(repo: Path, sha: str, path: str) -> str | None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ktriage.bisect.model import Candidate, Observation, Outcome, empty_cost
+from ktriage.bisect.candidate import Candidate, Observation, Outcome, empty_cost
 from ktriage.bisect.workspace import (
     CandidateFailed,
     Prepared,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.bisect import gitrepo
-from ktriage.bisect.model import Candidate, Observation, Predicate
+from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.predicates import (
     CommandPredicate,
     KernelMeasurer,
@@ -149,7 +149,7 @@ def check_options(opts: BisectOptions) -> Source:
         raise KtriageError("--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project")
     if opts.metric == "latency" and not opts.bundle:
         raise KtriageError("--metric latency measures on the GPU from a compile-here bundle",
-                           "build one with `python -m ktriage.workload.bundle` for the candidate toolchains and pass --bundle DIR --backend NAME")
+                           "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME")
     return source
 
 
@@ -238,8 +238,9 @@ class _Run:
         return MetricPredicate(opts.metric, self.measurer, self.workspace, workers=opts.workers)
 
     def _time_predicate(self) -> Predicate:
-        """The GPU-time predicate (ktriage.bisect.timing), used only through the Predicate protocol."""
-        from ktriage.bisect.timing import TimePredicate, bench_measure
+        """The GPU-time predicate (ktriage.bisect.time_predicate), used only through the Predicate protocol."""
+        from ktriage.bisect.gpu_measure import bench_measure
+        from ktriage.bisect.time_predicate import TimePredicate
 
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
@@ -403,7 +404,7 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
 def _explain(run: _Run, report: BisectReport) -> None:
     """Explain culprit vs predecessor per kernel (ktriage.explain's comparison, with attribution)."""
     from ktriage.explain.engine import Explainer
-    from ktriage.explain.report import opcode_delta_text
+    from ktriage.explain.engine import opcode_delta_text
 
     assert run.measurer is not None
     final = report.final

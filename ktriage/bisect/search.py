@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ktriage.bisect.model import Candidate, Observation, Predicate
-from ktriage.errors import KtriageError, check_format_version
+from ktriage.bisect.candidate import Candidate, Observation, Predicate
+from ktriage.errors import FormatError, KtriageError, check_format_version
 
 STATE_VERSION = 1
 Status = Literal["culprit", "ambiguous"]
@@ -126,18 +126,18 @@ class StateFile:
     def resume(cls, path: Path, fingerprint: dict[str, Any]) -> StateFile:
         state = cls(path, fingerprint)
         if not path.exists():
-            raise KtriageError(f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)")
+            raise FormatError(f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)")
         try:
             data = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise KtriageError(f"bisect state {path} is unreadable: {exc}", "delete it and start again without --resume") from None
+            raise FormatError(f"bisect state {path} is unreadable: {exc}", "delete it and start again without --resume") from None
         check_format_version(data, STATE_VERSION, what=f"bisect state {path}", legacy_keys=("version",),
                              fix="start again without --resume")
         if data.get("fingerprint") != fingerprint:
             diff = sorted(k for k in set(fingerprint) | set(data.get("fingerprint", {}))
                           if fingerprint.get(k) != data.get("fingerprint", {}).get(k))
-            raise KtriageError(f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
-                               "resume with the same options, or start a new bisect without --resume")
+            raise FormatError(f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
+                              "resume with the same options, or start a new bisect without --resume")
         state.data = data
         return state
 
@@ -148,8 +148,8 @@ class StateFile:
         if number < len(stages):
             record = stages[number]
             if [c["id"] for c in record["candidates"]] != ids:
-                raise KtriageError(f"bisect state {self.path}: stage {name} lists other candidates than now",
-                                   "the history or the index changed; start again without --resume")
+                raise FormatError(f"bisect state {self.path}: stage {name} lists other candidates than now",
+                                  "the history or the index changed; start again without --resume")
             return record
         del stages[number:]
         record = {"name": name, "candidates": [c.to_json() for c in candidates], "preflight": None, "rounds": [], "result": None}

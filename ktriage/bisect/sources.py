@@ -20,7 +20,7 @@ from typing import Literal
 from packaging.version import InvalidVersion, Version
 
 from ktriage.bisect import gitrepo
-from ktriage.bisect.model import Candidate
+from ktriage.bisect.candidate import Candidate
 from ktriage.errors import KtriageError
 from ktriage.toolchain.releases import nvcc_package
 from ktriage.toolchain.spec import parse_toolchain

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ktriage.bisect.model import Candidate
+from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.predicates import (
     KernelMeasurer,
     KernelSource,
@@ -28,7 +28,7 @@ from ktriage.bisect.predicates import (
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError, FormatError, KtriageError
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
 
@@ -87,12 +87,12 @@ def record_baseline(path: Path, cfg: StepConfig, role: Literal["good", "bad"], *
         if role == "good":
             data = {}  # a new baseline for another question
         else:
-            raise KtriageError(f"baseline {path} was recorded for other options ({data.get('config')})",
-                               "record the bad value with the same --spec/--op/--metric/--toolchain as the good one")
+            raise FormatError(f"baseline {path} was recorded for other options ({data.get('config')})",
+                              "record the bad value with the same --spec/--op/--metric/--toolchain as the good one")
     try:
         values = measure_here(cfg, cwd=here, cache_dir=cache_dir)
     except CandidateFailed as exc:
-        raise KtriageError(f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles") from None
+        raise CompileError(f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles") from None
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,9 +104,9 @@ def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, f
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise KtriageError(f"cannot read baseline {path}: {exc}", "record one with `ktriage bisect-step --record-baseline FILE` at a good commit") from None
+        raise FormatError(f"cannot read baseline {path}: {exc}", "record one with `ktriage bisect-step --record-baseline FILE` at a good commit") from None
     if "good" not in data:
-        raise KtriageError(f"baseline {path} has no good values", "record them with `ktriage bisect-step --record-baseline FILE` at a good commit")
+        raise FormatError(f"baseline {path} has no good values", "record them with `ktriage bisect-step --record-baseline FILE` at a good commit")
     c = data["config"]
     cfg = StepConfig(c["metric"], c["toolchain"], c.get("spec"), c.get("op"), c.get("mode", "bwd"), tuple(c.get("inputs", ())), c.get("arch", "sm_90"))
     bad = data.get("bad", {}).get("values")

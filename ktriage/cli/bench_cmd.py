@@ -43,7 +43,7 @@ from ktriage.cli.options import (
     write_outputs,
 )
 from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.measure.cells import Cell, RunInfo
 from ktriage.report.bench import print_table, results_table, to_csv, to_json, to_markdown
 
 if TYPE_CHECKING:
@@ -191,7 +191,8 @@ def _compile_bundle(op: str, mode: str, cases: list[InputCase], toolchain: list[
     from ktriage.cli.resolve import resolve_toolchains
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
-    from ktriage.workload.bundle import build_bundle, load_bundle
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_build import build_bundle
 
     if not artifact:
         raise KtriageError("--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain",

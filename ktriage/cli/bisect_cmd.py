@@ -82,7 +82,7 @@ def bisect(
 ) -> None:
     """Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints,
     then explain it against its predecessor."""
-    from ktriage.bisect.report import print_report, to_json, to_markdown
+    from ktriage.report.bisect import print_report, to_json, to_markdown
     from ktriage.bisect.run import BisectOptions, run_bisect
 
     console = make_console(stderr=True)

@@ -19,7 +19,7 @@ from ktriage.cli.options import Db, Format, check_format, check_outputs, format_
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
-    from ktriage.measure.model import Cell, RunInfo
+    from ktriage.measure.cells import Cell, RunInfo
     from ktriage.stats.compare import Comparison
     from ktriage.stats.verdict import VerdictConfig
 

@@ -39,8 +39,8 @@ from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import collect_failure_findings, collect_findings
-from ktriage.explain.fixes import fixes_markdown, suggest_fixes
-from ktriage.explain.report import print_table, report_title, to_json, to_markdown
+from ktriage.explain.fixes import suggest_fixes
+from ktriage.report.explain import fixes_markdown, print_table, report_title, to_json, to_markdown
 from ktriage.spec.model import KernelSpec, input_label
 
 

@@ -99,7 +99,7 @@ def tune(
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
     then time the best few on the GPU against the library's own config."""
-    from ktriage.tune.report import print_summary, to_json
+    from ktriage.report.tune import print_summary, to_json
     from ktriage.tune.scaling import scale_blocks
     from ktriage.tune.screen import screen
     from ktriage.tune.space import config_space
@@ -145,7 +145,7 @@ def tune(
 
 def _print_one(result: ScreenResult, scaling: ScaleResult[TuneConfig], timing: dict[str, Any] | None, console: Console,
                all_rows: bool) -> None:
-    from ktriage.tune.report import print_table
+    from ktriage.report.tune import print_table
 
     print_table(result, console, show_all=all_rows)
     for step in scaling.steps:

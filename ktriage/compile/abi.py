@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ktriage.ptx import parse_ptx
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError
 
 HIDDEN_PARAMS = ("global_scratch", "profile_scratch")
 
@@ -36,7 +36,7 @@ def ptx_entry_params(ptx: str) -> tuple[str, list[str]]:
     """The kernel name and the PTX types of its parameters, in order."""
     entries = parse_ptx(ptx).entries
     if not entries:
-        raise KtriageError("no .entry function found in the PTX", "check that the compile produced a kernel")
+        raise CompileError("no .entry function found in the PTX", "check that the compile produced a kernel")
     return entries[0].name, [p.ptx_type for p in entries[0].params]
 
 
@@ -46,7 +46,7 @@ def launch_abi(signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str,
     visible = [(n, t) for n, t in signature.items() if t != "constexpr" and n not in equal_to_1]
     extra = len(ptx_types) - len(visible)
     if extra < 0 or extra > len(HIDDEN_PARAMS):
-        raise KtriageError(
+        raise CompileError(
             f"the PTX entry takes {len(ptx_types)} parameters but the signature has {len(visible)} runtime arguments",
             "this Triton version appends hidden parameters ktriage does not know; please report it",
         )

@@ -31,7 +31,7 @@ from typing import Any
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
 from ktriage.compile.pool import WorkerPool
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError, KtriageError
 from ktriage.home import home_subdir
 from ktriage.insitu.worker import PROTOCOL_VERSION
 from ktriage.spec.model import KernelSpec
@@ -254,7 +254,7 @@ class Compiler:
         arch = parse_arch(target)
         assembler = toolchain.assembler(arch.cc)
         if not template:
-            raise KtriageError(f"no ptxas command line was recorded for this kernel with Triton {toolchain.triton_version}",
+            raise CompileError(f"no ptxas command line was recorded for this kernel with Triton {toolchain.triton_version}",
                                "clear the artifact cache entry (it predates ktriage's recording) and compile again")
         gpu_name = next((w.split("=", 1)[1] for w in template if w.startswith("--gpu-name=")), arch.ptxas_name)
         options = (*triton_options(template), *assembler.extra_options)

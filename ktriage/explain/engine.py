@@ -150,6 +150,12 @@ def _metric(resources: Resources, occupancy: Occupancy, name: str) -> float | No
     return None if value is None else float(value)
 
 
+def opcode_delta_text(comparison: Comparison, limit: int = 6) -> str:
+    """``REDG -32, ATOMG +32`` for the largest opcode changes."""
+    parts = [f"{c.metric} {int(c.new - c.ref):+d}" for c in comparison.opcode_changes[:limit]]
+    return ", ".join(parts)
+
+
 def toolchain_label(toolchain: Toolchain) -> str:
     """A short human name: the spec string the user wrote."""
     return str(toolchain.spec)

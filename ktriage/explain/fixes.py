@@ -27,7 +27,7 @@ from typing import Any
 
 from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, SpecError
 from ktriage.explain.engine import (
     Explainer,
     ExplainResult,
@@ -112,7 +112,7 @@ def plan_relaxed_atomics(source_text: str, function: str) -> RelaxPlan:
     tree = ast.parse(source_text)
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function), None)
     if fn is None:
-        raise KtriageError(f"no function {function!r} in the kernel source", "check the spec's source")
+        raise SpecError(f"no function {function!r} in the kernel source", "check the spec's source")
     bare_calls = {id(stmt.value) for stmt in ast.walk(fn) if isinstance(stmt, ast.Expr)}
     sites: list[AtomicSite] = []
     targets: set[str] = set()
@@ -405,17 +405,3 @@ def suggest_fixes(result: ExplainResult, findings: Sequence[Finding], compiler: 
                   neighbours: Sequence[Toolchain] = (), usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring)."""
     return FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
-
-
-def fixes_markdown(fixes: Sequence[Fix]) -> str:
-    """The "## Fixes" section of the explain report."""
-    out = ["## Fixes (verified by compiling, not timed)", ""]
-    if not fixes:
-        out.append("- No fix to propose for these findings.")
-    for f in fixes:
-        mark = "verified" if f.verified else "not verified"
-        out.append(f"- **{f.kind}** ({f.kernel}, `{f.toolchain}`): {f.description} — {mark}: {f.effect}")
-        out += [f"  - caveat: {c}" for c in f.caveats]
-    out.append("")
-    return "\n".join(out)
-

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import MeasureError
 
 #: Integer outputs are poisoned with this value (a float NaN has no integer counterpart).
 INT_POISON = -0x5A5A5A5A
@@ -136,7 +136,7 @@ def compare(
     r = ref.detach().to(torch.float64)
     ref_finite = torch.isfinite(r)
     if not bool(ref_finite.all()):
-        raise KtriageError(
+        raise MeasureError(
             f"the reference for {name} contains NaN/Inf",
             "fix the reference or its inputs",
         )
@@ -191,7 +191,7 @@ def check_run(
     checked = dict(views()) if views is not None else dict(outputs)
     missing = set(checked) - set(refs)
     if missing:
-        raise KtriageError(
+        raise MeasureError(
             f"no reference for outputs {sorted(missing)}",
             "give a reference tensor per checked output",
         )

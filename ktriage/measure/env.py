@@ -71,7 +71,7 @@ def _sm_count(device: int) -> int | None:
     except ImportError:
         pass
     try:
-        from ktriage.measure.cuda import device_attribute, ensure_context
+        from ktriage.measure.driver import device_attribute, ensure_context
 
         return device_attribute(
             ensure_context(device), "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"

@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, CellKey
+from ktriage.errors import MeasureError
+from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
 #: A job handler runs in the worker: ``handler(payload, emit)`` calls ``emit(cell)`` per cell.
@@ -51,7 +51,7 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
         return ref
     module, _, name = ref.partition(":")
     if not name:
-        raise KtriageError(
+        raise MeasureError(
             f"handler reference {ref!r} is not 'module:function'",
             "use e.g. 'ktriage.measure.jobs:run'",
         )
@@ -62,18 +62,18 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
 def _cuda_sticky_error() -> str | None:
     """The sticky CUDA error of this process's context, if the runner's driver layer was used."""
     if (
-        "ktriage.measure.cuda" not in sys.modules
+        "ktriage.measure.driver" not in sys.modules
         or "cuda.bindings.driver" not in sys.modules
     ):
         return _torch_sticky_error()
-    from ktriage.measure import cuda
+    from ktriage.measure import driver as cuda_driver
 
     try:
-        err = cuda.driver().cuCtxSynchronize()
+        err = cuda_driver.driver().cuCtxSynchronize()
         code = int(err[0] if isinstance(err, tuple) else err)
     except Exception:  # noqa: BLE001
         return None
-    return None if code == 0 else cuda.error_name(code)
+    return None if code == 0 else cuda_driver.error_name(code)
 
 
 def _torch_sticky_error() -> str | None:
@@ -156,12 +156,12 @@ class _Worker:
         child.close()
         if not self.conn.poll(STARTUP_TIMEOUT_S):
             self.stop()
-            raise KtriageError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
+            raise MeasureError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
                                "check that torch and cuda.bindings import on this host")  # fmt: skip
         msg = self.conn.recv()
         if msg[0] != "ready":
             self.stop()
-            raise KtriageError(
+            raise MeasureError(
                 f"the measurement worker failed to start: {msg[1]}",
                 "see the traceback:\n" + msg[2],
             )

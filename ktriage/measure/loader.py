@@ -1,8 +1,8 @@
 """Load a bundle's cubins into the CUDA launcher: the GPU side of ``ktriage.workload.bundle``.
 
 The bundle format knows nothing of the GPU (a CPU machine writes it, merges it and reads it back);
-this module turns one of its artifacts into a :class:`ktriage.measure.cuda.LoadedKernel`. Pass
-:func:`runner_loader` as the ``load`` of ``ktriage.workload.bundle.make_launcher``. The artifact is
+this module turns one of its artifacts into a :class:`ktriage.measure.launch.LoadedKernel`. Pass
+:func:`runner_loader` as the ``load`` of ``ktriage.workload.bundle_launch.make_launcher``. The artifact is
 read through :class:`CubinEntry` (the fields of ``BundleArtifact`` this needs) rather than by
 importing the bundle module, because measure sits below workload (docs/architecture.md).
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ktriage.compile.abi import AbiParam
 
 if TYPE_CHECKING:
-    from ktriage.measure.cuda import LoadedKernel
+    from ktriage.measure.launch import LoadedKernel
 
 
 class CubinEntry(Protocol):
@@ -34,13 +34,13 @@ class CubinEntry(Protocol):
 
 
 def load_for_runner(art: CubinEntry, device: int = 0) -> LoadedKernel:
-    """Load a bundle artifact into the measurement runner (ktriage.measure.cuda.LoadedKernel)."""
-    from ktriage.measure.cuda import LoadedKernel
+    """Load a bundle artifact into the measurement runner (ktriage.measure.launch.LoadedKernel)."""
+    from ktriage.measure.launch import LoadedKernel
 
     abi = [AbiParam(**p) for p in art.abi]
     return LoadedKernel(art.cubin_bytes(), art.kernel_name, art.metadata, abi, device=device)
 
 
 def runner_loader(device: int = 0) -> Callable[[CubinEntry], LoadedKernel]:
-    """``load`` for ``ktriage.workload.bundle.make_launcher`` backed by the measurement runner."""
+    """``load`` for ``ktriage.workload.bundle_launch.make_launcher`` backed by the measurement runner."""
     return lambda art: load_for_runner(art, device)

@@ -2,7 +2,7 @@
 
 Why its own module: packing is where a cross-version runner silently goes wrong (a bf16 scalar
 passed as 4 bytes, a forgotten hidden scratch pointer), and it needs no GPU, so it is unit-tested
-on a CPU machine. ``ktriage.measure.cuda`` turns these bytes into the ``void**`` array the driver
+on a CPU machine. ``ktriage.measure.launch`` turns these bytes into the ``void**`` array the driver
 reads; the driver copies exactly as many bytes per parameter as the kernel image declares.
 
 Facts used (PTX of Triton 3.3.1 and 3.4.0 for sm_90, checked on the CPU machine):
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.compile.abi import AbiParam
-from ktriage.errors import KtriageError
+from ktriage.errors import MeasureError
 
 #: Bytes of each Triton scalar type as the kernel receives it.
 SCALAR_SIZES = {
@@ -43,7 +43,7 @@ def param_size(p: AbiParam) -> int:
     elif p.triton_type in SCALAR_SIZES:
         size = SCALAR_SIZES[p.triton_type]
     else:
-        raise KtriageError(
+        raise MeasureError(
             f"parameter {p.name!r} has Triton type {p.triton_type!r}, which the runner cannot pass",
             "launch this kernel through Triton's own launcher; tensor descriptors are not supported yet",
         )
@@ -54,7 +54,7 @@ def param_size(p: AbiParam) -> int:
         and not (p.ptx_type == "b8" and size == 2)
         and int(ptx_width) // 8 != size
     ):
-        raise KtriageError(
+        raise MeasureError(
             f"parameter {p.name!r}: Triton type {p.triton_type} is {size} bytes but the PTX declares .{p.ptx_type}",
             "the artifact's ABI does not match its PTX; recompile it (ktriage compile) and report the mismatch",
         )
@@ -74,7 +74,7 @@ def encode_scalar(triton_type: str, value: float | bool) -> bytes:
     """Little-endian bytes of one scalar argument."""
     if triton_type in ("fp32", "fp64", "fp16", "bf16"):
         if not isinstance(value, (int, float)):
-            raise KtriageError(
+            raise MeasureError(
                 f"expected a number for {triton_type}, got {type(value).__name__}",
                 "pass a float",
             )
@@ -88,7 +88,7 @@ def encode_scalar(triton_type: str, value: float | bool) -> bytes:
         return struct.pack("<H", _bf16_bits(f))
     if triton_type in _INT_SIGNED:
         if isinstance(value, float) and not value.is_integer():
-            raise KtriageError(
+            raise MeasureError(
                 f"expected an integer for {triton_type}, got {value!r}", "pass an int"
             )
         size = SCALAR_SIZES[triton_type]
@@ -98,12 +98,12 @@ def encode_scalar(triton_type: str, value: float | bool) -> bytes:
         if triton_type in ("i1", "u1"):
             lo, hi = 0, 1
         if not lo <= v <= hi:
-            raise KtriageError(
+            raise MeasureError(
                 f"value {v} does not fit in {triton_type}",
                 "check the argument order against the ABI",
             )
         return (v & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-    raise KtriageError(
+    raise MeasureError(
         f"cannot encode a scalar of type {triton_type!r}",
         "use an int or float parameter type",
     )
@@ -111,7 +111,7 @@ def encode_scalar(triton_type: str, value: float | bool) -> bytes:
 
 def encode_pointer(address: int) -> bytes:
     if not 0 <= address < (1 << 64):
-        raise KtriageError(
+        raise MeasureError(
             f"pointer value {address:#x} is not a 64-bit address",
             "pass tensor.data_ptr()",
         )
@@ -122,7 +122,7 @@ def normalize_grid(grid: Sequence[int] | int) -> Grid:
     """A 1-3 element grid as (x, y, z); Triton's grid tuple semantics."""
     g = (grid,) if isinstance(grid, int) else tuple(int(v) for v in grid)
     if not 1 <= len(g) <= 3 or any(v < 0 for v in g):
-        raise KtriageError(
+        raise MeasureError(
             f"invalid grid {grid!r}",
             "give 1 to 3 non-negative program counts, e.g. (132,)",
         )
@@ -175,7 +175,7 @@ def pack_params(
     vis = visible_params(abi)
     if len(args) != len(vis):
         names = ", ".join(p.name for p in vis)
-        raise KtriageError(
+        raise MeasureError(
             f"the kernel takes {len(vis)} arguments ({names}) but {len(args)} were given",
             "pass the runtime arguments of the spec in order, without constexprs or ints specialized to 1",
         )
@@ -187,7 +187,7 @@ def pack_params(
         if p.hidden:
             addr = int(scratch.get(p.name, 0))
             if addr == 0 and p.size_bytes_per_cta > 0:
-                raise KtriageError(f"hidden {p.name} needs a buffer ({p.size_bytes_per_cta} B per CTA)",
+                raise MeasureError(f"hidden {p.name} needs a buffer ({p.size_bytes_per_cta} B per CTA)",
                                    "allocate it with scratch_bytes() before packing")  # fmt: skip
             blob = encode_pointer(addr)
         else:
@@ -195,12 +195,12 @@ def pack_params(
             if p.triton_type.startswith("*"):
                 addr = value.data_ptr() if hasattr(value, "data_ptr") else value
                 if not isinstance(addr, int) or isinstance(addr, bool):
-                    raise KtriageError(f"argument {p.name!r} is a pointer; got {type(value).__name__}",
+                    raise MeasureError(f"argument {p.name!r} is a pointer; got {type(value).__name__}",
                                        "pass a CUDA tensor or an int device address")  # fmt: skip
                 blob = encode_pointer(addr)
             else:
                 if hasattr(value, "data_ptr"):
-                    raise KtriageError(f"argument {p.name!r} is a {p.triton_type} scalar; got a tensor",
+                    raise MeasureError(f"argument {p.name!r} is a {p.triton_type} scalar; got a tensor",
                                        "check the argument order against the ABI")  # fmt: skip
                 blob = encode_scalar(p.triton_type, value)
         assert len(blob) == size

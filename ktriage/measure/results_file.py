@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError, check_format_version
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.errors import FormatError, KtriageError, check_format_version
+from ktriage.measure.cells import Cell, RunInfo
 
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1
@@ -42,7 +42,7 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
                              fix="read it with the ktriage version that wrote it, or write it again with this one")
         return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise KtriageError(
+        raise FormatError(
             f"{origin} is not a ktriage results file ({type(exc).__name__}: {exc})",
             "give a file written by `ktriage bench --output-json` or `ktriage runs export RUN --format json`",
         ) from exc
@@ -54,5 +54,5 @@ def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise KtriageError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
+        raise FormatError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
     return parse_results(text, origin=str(path))

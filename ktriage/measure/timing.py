@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from ktriage.errors import KtriageError
+from ktriage.errors import DeviceError, MeasureError
 
 #: TritonBench / do_bench flush size: larger than any current GPU's L2 (H200: 60 MB).
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -76,7 +76,7 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - GPU host always has torch
-        raise KtriageError(
+        raise DeviceError(
             "timing needs torch on the GPU host", "install torch with CUDA"
         ) from exc
     return torch
@@ -252,7 +252,7 @@ def gpu_sampler_factory(options: TimingOptions) -> SamplerFactory:
             return GraphSampler(fn, options, flusher)
         if options.mode == "events":
             return EventSampler(fn, options, flusher)
-        raise KtriageError(
+        raise MeasureError(
             f"unknown timing mode {options.mode!r}", "use 'events' or 'graph'"
         )
 
@@ -371,7 +371,7 @@ def measure(fn: Callable[[], None], *, options: TimingOptions | None = None, min
     res = measure_interleaved({"fn": fn}, min_samples=min_samples, max_time_s=max_time_s, options=options,
                               stop=lambda s: all(len(v) >= min_samples for v in s.values()))  # fmt: skip
     if "fn" in res.errors:
-        raise KtriageError(
+        raise MeasureError(
             f"timing failed: {res.errors['fn']}", "check the callable on its own first"
         )
     return res.samples["fn"]

@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.bench.plan import variant_name
-from ktriage.measure.model import Cell
+from ktriage.measure.cells import Cell
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -18,7 +18,7 @@ import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
-from ktriage.measure.model import Cell
+from ktriage.measure.cells import Cell
 from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.compare import Comparison, PairResult

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Constexpr, Ptr, specialize_args
 
@@ -79,7 +79,7 @@ def encode_value(value: Any) -> Any:
         return {"tl": value[3:]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    raise KtriageError(f"cannot describe launch value {value!r}", "use Ptr, numbers, bools, None, Constexpr or 'tl.<dtype>'")
+    raise SpecError(f"cannot describe launch value {value!r}", "use Ptr, numbers, bools, None, Constexpr or 'tl.<dtype>'")
 
 
 def decode_value(value: Any) -> Any:
@@ -90,9 +90,9 @@ def decode_value(value: Any) -> Any:
         if "tl" in value:
             return f"tl.{value['tl']}"
         if "unsupported" in value:
-            raise KtriageError(f"a launch argument ktriage cannot describe: {value['unsupported']}",
-                               "such kernels cannot be compiled from a spec yet; report the argument type")
-        raise KtriageError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
+            raise SpecError(f"a launch argument ktriage cannot describe: {value['unsupported']}",
+                            "such kernels cannot be compiled from a spec yet; report the argument type")
+        raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
     return value
 
 

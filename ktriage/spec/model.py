@@ -21,10 +21,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.arch import SPEC_TARGETS
+from ktriage.errors import KtriageError, SpecError
 
 ConstexprValue = int | float | bool | str | None
 
@@ -33,10 +33,7 @@ SCALAR_TYPES = (
     "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16", "fp16", "bf16", "fp32", "fp64",
 )  # fmt: skip
 INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
-KNOWN_TARGETS = (
-    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-    "sm_100", "sm_100a", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
-)  # fmt: skip
+KNOWN_TARGETS = SPEC_TARGETS  # ktriage.arch holds the targets (one table of GPU-target facts)
 _TENSORDESC = re.compile(r"^tensordesc<.+>$")
 
 
@@ -113,13 +110,13 @@ class KernelSpec:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(obj) - known)
         if unknown:
-            raise KtriageError(
+            raise SpecError(
                 f"kernel spec JSON has unknown field(s) {unknown}",
                 f"use only {sorted(known)}",
             )
         for required in ("name", "source", "signature"):
             if required not in obj:
-                raise KtriageError(f"kernel spec JSON lacks {required!r}", f"add {required!r}")
+                raise SpecError(f"kernel spec JSON lacks {required!r}", f"add {required!r}")
         return cls(**obj)
 
     def replace(self, **changes: Any) -> KernelSpec:
@@ -168,83 +165,83 @@ class KernelSpec:
         """
         where = f"spec {self.name!r}"
         if ":" not in self.source:
-            raise KtriageError(
+            raise SpecError(
                 f"{where}: source {self.source!r} names no function",
                 "write it as '/path/to/file.py:function' or 'package.module:function'",
             )
         if not isinstance(self.signature, dict) or not self.signature:
-            raise KtriageError(f"{where}: signature is empty", "list every kernel parameter with its Triton type")
+            raise SpecError(f"{where}: signature is empty", "list every kernel parameter with its Triton type")
         for pname, ty in self.signature.items():
             if not isinstance(ty, str) or not is_valid_type(ty):
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: signature[{pname!r}] = {ty!r} is not a Triton type",
                     'use a pointer like "*fp32"/"*bf16", a scalar like "i32"/"i64"/"fp32"/"u1", or "constexpr"',
                 )
         for pname, ty in self.signature.items():
             if ty == "constexpr" and pname not in self.constexprs:
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: constexpr parameter {pname!r} has no value",
                     f"add {pname} = <value> under constexprs",
                 )
         for pname, value in self.constexprs.items():
             if pname not in self.signature:
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: constexprs has {pname!r}, which is not a parameter",
                     f"remove it or add {pname!r} to the signature (parameters: {list(self.signature)})",
                 )
             if self.signature[pname] != "constexpr":
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: {pname!r} has a constexpr value but its type is {self.signature[pname]!r}",
                     f'set signature[{pname!r}] = "constexpr" or drop its constexpr value',
                 )
             if value is not None and not isinstance(value, (bool, int, float, str)):
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: constexpr {pname!r} = {value!r} is not a number, bool, string or None",
                     'write Triton dtypes as strings like "tl.float32"',
                 )
         for pname in self.divisible_by_16:
             maybe_ty = self.signature.get(pname)
             if maybe_ty is None:
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: divisible_by_16 names {pname!r}, which is not a parameter",
                     f"use parameter names from the signature: {list(self.signature)}",
                 )
             if not (is_pointer_type(maybe_ty) or is_int_type(maybe_ty)):
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: divisible_by_16 names {pname!r} of type {maybe_ty!r}",
                     "only pointers and integers can be divisible by 16: remove it from the list",
                 )
         for pname in self.equal_to_1:
             if pname not in self.signature:
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: equal_to_1 names {pname!r}, which is not a parameter",
                     f"use parameter names from the signature: {list(self.signature)}",
                 )
             if self.constexprs.get(pname) != 1 or isinstance(self.constexprs.get(pname), bool):
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: equal_to_1 names {pname!r} but its value is {self.constexprs.get(pname)!r}",
                     "only integer parameters whose value is 1 belong in equal_to_1",
                 )
             if pname in self.divisible_by_16:
-                raise KtriageError(
+                raise SpecError(
                     f"{where}: {pname!r} is both equal to 1 and divisible by 16",
                     "remove it from divisible_by_16 (1 is not divisible by 16)",
                 )
         if self.target not in KNOWN_TARGETS:
-            raise KtriageError(
+            raise SpecError(
                 f"{where}: unknown target {self.target!r}",
                 f"use one of {', '.join(KNOWN_TARGETS)}",
             )
         for opt in ("num_warps", "num_stages", "num_ctas"):
             val = getattr(self, opt)
             if not isinstance(val, int) or isinstance(val, bool) or val < 1:
-                raise KtriageError(f"{where}: {opt} = {val!r} must be a positive integer", f"set {opt} to e.g. 4")
+                raise SpecError(f"{where}: {opt} = {val!r} must be a positive integer", f"set {opt} to e.g. 4")
         if self.num_warps & (self.num_warps - 1):
-            raise KtriageError(f"{where}: num_warps = {self.num_warps} is not a power of two", "use 1, 2, 4, 8, 16 or 32")
+            raise SpecError(f"{where}: num_warps = {self.num_warps} is not a power of two", "use 1, 2, 4, 8, 16 or 32")
         if self.maxnreg is not None and not (isinstance(self.maxnreg, int) and 16 <= self.maxnreg <= 255):
-            raise KtriageError(f"{where}: maxnreg = {self.maxnreg!r} is out of range", "use an integer in 16..255 or leave it out")
+            raise SpecError(f"{where}: maxnreg = {self.maxnreg!r} is out of range", "use an integer in 16..255 or leave it out")
         if self.grid is not None and (len(self.grid) not in (1, 2, 3) or any(g < 1 for g in self.grid)):
-            raise KtriageError(f"{where}: grid {self.grid} must be 1 to 3 positive integers", "e.g. grid = [132]")
+            raise SpecError(f"{where}: grid {self.grid} must be 1 to 3 positive integers", "e.g. grid = [132]")
         if check_source:
             from ktriage.spec.source import (
                 check_signature,
@@ -260,11 +257,6 @@ class KernelSpec:
 
 def _is_file_source(source: str) -> bool:
     return source.rpartition(":")[0].endswith(".py")
-
-
-def source_path_of(source: str) -> Path | None:
-    """The file path of a ``file.py:fn`` source, else None (module sources)."""
-    return Path(source.rpartition(":")[0]) if _is_file_source(source) else None
 
 
 def input_label(meta: Mapping[str, Any], name: str) -> str:

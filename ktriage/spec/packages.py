@@ -18,7 +18,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 from ktriage.home import home_subdir
 
 _PINNED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
@@ -29,7 +29,7 @@ def parse_requirement(requirement: str) -> tuple[str, str]:
     """``'liger-kernel==0.5.10'`` -> ``('liger-kernel', '0.5.10')``; only exact pins are allowed."""
     m = _PINNED.match(requirement)
     if not m:
-        raise KtriageError(
+        raise SpecError(
             f"package requirement {requirement!r} is not pinned to one version",
             "write it as name==version, e.g. liger-kernel==0.5.10 (a spec must name one exact kernel source)",
         )
@@ -63,7 +63,7 @@ def ensure_package(requirement: str) -> Path:
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-            raise KtriageError(
+            raise SpecError(
                 f"could not install {requirement}: {' / '.join(tail)}",
                 f"check the version exists on PyPI; on an offline machine copy {target} from one that has it",
             )
@@ -80,7 +80,7 @@ def package_module_file(requirement: str, module: str) -> Path:
     root = ensure_package(requirement)
     found = find_module_file(module, [root])
     if found is None:
-        raise KtriageError(f"{requirement} has no module {module!r}", f"look inside {root} for the right module path")
+        raise SpecError(f"{requirement} has no module {module!r}", f"look inside {root} for the right module path")
     return found
 
 
@@ -93,4 +93,4 @@ def _uv() -> str:
 
         return find_uv_bin()
     except Exception as exc:  # pragma: no cover - depends on the machine
-        raise KtriageError("cannot find the `uv` executable", "pip install uv") from exc
+        raise SpecError("cannot find the `uv` executable", "pip install uv") from exc

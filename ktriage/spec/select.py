@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import load_spec_file
 
@@ -20,7 +20,7 @@ def load_selected_specs(target: str, inputs: Sequence[str] | None = None) -> lis
     ``inputs`` when given (none matching is an error)."""
     path = Path(target)
     if not path.exists():
-        raise KtriageError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
+        raise SpecError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
     specs = load_spec_file(path)
     if inputs:
         chosen: set[int] = set()
@@ -57,9 +57,9 @@ def select_specs(specs: Sequence[KernelSpec], selector: str, target: str = "the 
     if len(partial) == 1:
         return partial
     if partial:
-        raise KtriageError(f"--input {selector!r} is part of {len(partial)} kernel names in {target}: "
+        raise SpecError(f"--input {selector!r} is part of {len(partial)} kernel names in {target}: "
                            + ", ".join(s.name for s in partial[:8]) + (", ..." if len(partial) > 8 else ""),
                            "select one by its exact name or input label")
     known = sorted({n for s in specs for n in _names(s)})
-    raise KtriageError(f"no kernel in {target} matches --input {selector!r}",
+    raise SpecError(f"no kernel in {target} matches --input {selector!r}",
                        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 
 _INT_ANNOTATIONS = {
     "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -51,15 +51,11 @@ def split_source(source: str) -> tuple[str, str]:
     """``'a/b.py:fn'`` -> ``('a/b.py', 'fn')``; ``'pkg.mod:fn'`` -> ``('pkg.mod', 'fn')``."""
     where, sep, fn = source.rpartition(":")
     if not sep or not where or not fn or not fn.isidentifier():
-        raise KtriageError(
+        raise SpecError(
             f"kernel source {source!r} does not name a function",
             "write it as 'path/to/file.py:function' or 'package.module:function'",
         )
     return where, fn
-
-
-def is_file_source(source: str) -> bool:
-    return split_source(source)[0].endswith(".py")
 
 
 def find_module_file(module: str, roots: list[Path]) -> Path | None:
@@ -79,7 +75,7 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
     if where.endswith(".py"):
         path = Path(where)
         if not path.is_file():
-            raise KtriageError(f"kernel source file {where} does not exist", "fix the path (relative paths are taken from the spec file's folder)")
+            raise SpecError(f"kernel source file {where} does not exist", "fix the path (relative paths are taken from the spec file's folder)")
         return path
     if package:
         from ktriage.spec.packages import ensure_package
@@ -94,7 +90,7 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
             if package
             else "give the pip requirement that provides it as package (e.g. package = \"liger-kernel==0.5.10\")"
         )
-        raise KtriageError(f"cannot find module {where!r} of kernel source {source!r}", hint)
+        raise SpecError(f"cannot find module {where!r} of kernel source {source!r}", hint)
     return found
 
 
@@ -127,16 +123,16 @@ def read_params(path: Path, function: str) -> list[ParamInfo]:
     try:
         tree = ast.parse(Path(path).read_text(), filename=str(path))
     except SyntaxError as exc:
-        raise KtriageError(f"cannot parse {path}: {exc}", "fix the syntax error in the kernel file") from exc
+        raise SpecError(f"cannot parse {path}: {exc}", "fix the syntax error in the kernel file") from exc
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     fn = funcs.get(function)
     if fn is None:
         close = difflib.get_close_matches(function, list(funcs), n=3)
         hint = f"did you mean {', '.join(close)}?" if close else f"functions in the file: {', '.join(funcs) or 'none'}"
-        raise KtriageError(f"{path} defines no function {function!r}", hint)
+        raise SpecError(f"{path} defines no function {function!r}", hint)
     a = fn.args
     if a.vararg or a.kwarg:
-        raise KtriageError(f"{function} takes *args/**kwargs", "Triton kernels need named parameters only")
+        raise SpecError(f"{function} takes *args/**kwargs", "Triton kernels need named parameters only")
     positional = [*a.posonlyargs, *a.args]
     defaults: dict[str, ast.expr] = {}
     for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults):
@@ -197,7 +193,7 @@ def check_signature(signature: Mapping[str, str], params: list[ParamInfo], funct
             parts.append("remove " + ", ".join(f"`{n}`" for n in extra))
         if not missing and not extra:
             parts.append(f"list them in source order: {', '.join(names)}")
-        raise KtriageError(
+        raise SpecError(
             f"{where}: signature lists {len(given)} argument{'s' if len(given) != 1 else ''} "
             f"but {function} takes {len(names)}" + ("" if missing or extra else " in another order"),
             "; ".join(parts),
@@ -205,7 +201,7 @@ def check_signature(signature: Mapping[str, str], params: list[ParamInfo], funct
     for p in params:
         ty = signature[p.name]
         if p.is_constexpr and ty != "constexpr":
-            raise KtriageError(
+            raise SpecError(
                 f"{where}: {p.name} is declared `{p.annotation}` in {function} but the signature gives {ty!r}",
                 f'set {p.name} = "constexpr" and give its value under constexprs',
             )

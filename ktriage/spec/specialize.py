@@ -28,7 +28,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 from ktriage.spec.model import INT_TYPES, SCALAR_TYPES, ConstexprValue
 
 # torch / numpy dtype names -> Triton type names, so recipes can say "float32" or "fp32".
@@ -48,7 +48,7 @@ def canonical_dtype(dtype: str) -> str:
     name = dtype.split(".")[-1]
     name = _DTYPE_ALIASES.get(name, name)
     if name not in SCALAR_TYPES:
-        raise KtriageError(f"unknown element dtype {dtype!r}", f"use one of {', '.join(SCALAR_TYPES)}")
+        raise SpecError(f"unknown element dtype {dtype!r}", f"use one of {', '.join(SCALAR_TYPES)}")
     return name
 
 
@@ -85,7 +85,7 @@ def _int_type(name: str, value: int) -> str:
         return "u64"
     if I64_MIN <= value < U64_MIN:
         return "i64"
-    raise KtriageError(
+    raise SpecError(
         f"argument {name} = {value} does not fit in 64 bits",
         "Triton cannot pass it; use a value in [-2**63, 2**64-1]",
     )
@@ -140,7 +140,7 @@ def specialize_args(
             if specialize and align and value.aligned:
                 div.append(name)
         else:
-            raise KtriageError(
+            raise SpecError(
                 f"argument {name} = {value!r} has no Triton specialization rule",
                 "describe it as Ptr(dtype, aligned), an int, a float, a bool, None or Constexpr(value)",
             )
@@ -159,7 +159,7 @@ def specialize_launch(
     """
     unknown = sorted(set(args) - {p.name for p in params})
     if unknown:
-        raise KtriageError(
+        raise SpecError(
             f"arguments {unknown} are not parameters of the kernel",
             f"its parameters are {[p.name for p in params]}",
         )
@@ -170,7 +170,7 @@ def specialize_launch(
         elif p.has_default:
             value = p.default
         else:
-            raise KtriageError(
+            raise SpecError(
                 f"no value for kernel parameter {p.name!r}",
                 f"pass {p.name}=... (the kernel's parameters are {[q.name for q in params]})",
             )

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.spec.model import KernelSpec, is_int_type, is_pointer_type
 
 if sys.version_info >= (3, 11):
@@ -34,7 +34,7 @@ def load_spec_file(path: str | Path) -> list[KernelSpec]:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise KtriageError(f"cannot read spec file {path}: {exc.strerror}", "check the path") from exc
+        raise SpecError(f"cannot read spec file {path}: {exc.strerror}", "check the path") from exc
     return loads_spec(text, base_dir=path.resolve().parent, origin=str(path))
 
 
@@ -43,12 +43,12 @@ def loads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> list[K
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise KtriageError(f"{origin}: not valid TOML: {exc}", "fix the TOML syntax at that line") from exc
+        raise FormatError(f"{origin}: not valid TOML: {exc}", "fix the TOML syntax at that line") from exc
     if "kernel" not in doc:
-        raise KtriageError(f"{origin}: no [kernel] table", "start the file with [kernel] (or [[kernel]] for several)")
+        raise SpecError(f"{origin}: no [kernel] table", "start the file with [kernel] (or [[kernel]] for several)")
     extra = sorted(set(doc) - {"kernel"})
     if extra:
-        raise KtriageError(f"{origin}: unknown top-level key(s) {extra}", "put every setting under [kernel]")
+        raise SpecError(f"{origin}: unknown top-level key(s) {extra}", "put every setting under [kernel]")
     tables = doc["kernel"] if isinstance(doc["kernel"], list) else [doc["kernel"]]
     specs = []
     for i, table in enumerate(tables):
@@ -58,13 +58,13 @@ def loads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> list[K
         except KtriageError as exc:
             if exc.problem.startswith(origin):
                 raise
-            raise KtriageError(f"{label}: {exc.problem}", exc.fix) from exc
+            raise SpecError(f"{label}: {exc.problem}", exc.fix) from exc
     return specs
 
 
 def _expect(cond: bool, label: str, key: str, problem: str, fix: str) -> None:
     if not cond:
-        raise KtriageError(f"{label} {key}: {problem}", fix)
+        raise SpecError(f"{label} {key}: {problem}", fix)
 
 
 def _spec_from_table(table: Mapping[str, Any], base_dir: Path, label: str) -> KernelSpec:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.measure.cells import Cell, RunInfo
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,

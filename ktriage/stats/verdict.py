@@ -135,10 +135,6 @@ class Verdict:
             return False
         return self.unsure_cause in RESOLVABLE or not self.settled
 
-    @property
-    def change_pct(self) -> float:
-        return (self.ratio - 1.0) * 100.0
-
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["resolvable"] = self.resolvable

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from ktriage.errors import KtriageError
+from ktriage.errors import StoreError
 from ktriage.home import home_subdir
 from ktriage.store import jsoncodec
 
@@ -41,7 +41,7 @@ def make_store_engine(url: str | None) -> Engine:
     try:
         parsed = make_url(text)
     except ArgumentError as exc:
-        raise KtriageError(
+        raise StoreError(
             f"not a database URL: {text!r} ({exc})",
             "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db",
         ) from exc
@@ -50,7 +50,7 @@ def make_store_engine(url: str | None) -> Engine:
     try:
         return create_engine(parsed, pool_pre_ping=True, **_JSON_CODEC)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
-        raise KtriageError(
+        raise StoreError(
             f"no database driver for {parsed.drivername!r}: {exc}",
             "install the driver, e.g. pip install 'psycopg[binary]' for postgresql+psycopg:// URLs",
         ) from exc
@@ -59,7 +59,7 @@ def make_store_engine(url: str | None) -> Engine:
 def _sqlite_engine(url: Any) -> Engine:
     database = url.database
     if not database or database == ":memory:":
-        raise KtriageError(
+        raise StoreError(
             "an in-memory SQLite store keeps nothing",
             "give a file: sqlite:////absolute/path/ktriage.db (or leave --db out for the default file)",
         )

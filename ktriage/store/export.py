@@ -13,8 +13,8 @@ import io
 import json
 from typing import Literal
 
-from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, RunInfo
+from ktriage.errors import StoreError
+from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import parse_results, results_to_json
 from ktriage.store.samples import summarize
 
@@ -72,4 +72,4 @@ def export_run(run: RunInfo, cells: list[Cell], fmt: str) -> str:
         return export_json(run, cells)
     if fmt == "csv":
         return export_csv(run, cells)
-    raise KtriageError(f"unknown export format {fmt!r}", "use --format json or --format csv")
+    raise StoreError(f"unknown export format {fmt!r}", "use --format json or --format csv")

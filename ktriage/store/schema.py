@@ -35,7 +35,7 @@ from sqlalchemy import (
     text,
 )
 
-from ktriage.errors import KtriageError
+from ktriage.errors import StoreError
 
 SCHEMA_VERSION = 1
 
@@ -118,7 +118,7 @@ def ensure_schema(engine: Engine, url_text: str) -> None:
             conn.execute(insert(schema_table).values(id=1, version=SCHEMA_VERSION, created=time.time()))
             version = SCHEMA_VERSION
     if version > SCHEMA_VERSION:
-        raise KtriageError(
+        raise StoreError(
             f"the store {url_text} has schema version {version}, newer than this ktriage understands ({SCHEMA_VERSION})",
             "upgrade ktriage (pip install -U ktriage), or point --db at another store",
         )

@@ -18,8 +18,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, RowMapping, func, insert, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell, CellKey, RunInfo
+from ktriage.errors import StoreError
+from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
 from ktriage.store.liveness import this_host, writer_alive
@@ -71,7 +71,7 @@ def open_store(url: str | None = None) -> Store:
         ensure_schema(engine, display_url(engine))
     except OperationalError as exc:
         engine.dispose()
-        raise KtriageError(
+        raise StoreError(
             f"cannot open the store {display_url(engine)}: {exc.orig}",
             "check the --db URL (host, port, user, password, database) and that the server is running",
         ) from exc
@@ -159,7 +159,7 @@ class Store:
             with self._write() as conn:
                 conn.execute(insert(runs_t).values(**values))
         except IntegrityError as exc:
-            raise KtriageError(
+            raise StoreError(
                 f"run {run.run_id} is already in the store {self.url}",
                 "give the new run a fresh run_id (RunInfo() makes one)",
             ) from exc
@@ -179,7 +179,7 @@ class Store:
         with self._write() as conn:
             found = conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(updated=now)).rowcount
             if not found:
-                raise KtriageError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
+                raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
             existing = conn.execute(select(cells_t.c.id).where(*_key_where(run_id, k))).scalar()
             if existing is not None:
                 conn.execute(update(cells_t).where(cells_t.c.id == existing).values(**values))
@@ -195,12 +195,12 @@ class Store:
     def finish_run(self, run_id: str, status: str, gpu_after: dict[str, Any] | None = None, error: str | None = None) -> None:
         """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
         if status not in RUN_STATUSES:
-            raise KtriageError(f"unknown run status {status!r}", f"use one of {', '.join(RUN_STATUSES)}")
+            raise StoreError(f"unknown run status {status!r}", f"use one of {', '.join(RUN_STATUSES)}")
         now = time.time()
         with self._write() as conn:
             gpu = conn.execute(select(runs_t.c.gpu).where(runs_t.c.run_id == run_id)).scalar()
             if gpu is None:
-                raise KtriageError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
+                raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
             values: dict[str, Any] = {"status": status, "finished": now, "updated": now, "error": error}
             if gpu_after is not None:
                 values["gpu"] = dict(gpu) | {"after": gpu_after}
@@ -252,8 +252,8 @@ class Store:
             return matches[0]
         if matches:
             shown = ", ".join(matches[:10]) + (", ..." if len(matches) > 10 else "")
-            raise KtriageError(f"run id {ref!r} is ambiguous in {self.url}: it starts {shown}", "give more characters of the id")
-        raise KtriageError(f"no run {ref!r} in the store {self.url}", self._recent_runs_hint())
+            raise StoreError(f"run id {ref!r} is ambiguous in {self.url}: it starts {shown}", "give more characters of the id")
+        raise StoreError(f"no run {ref!r} in the store {self.url}", self._recent_runs_hint())
 
     def _recent_runs_hint(self) -> str:
         recent = self.summaries(limit=5)

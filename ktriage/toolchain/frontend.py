@@ -21,7 +21,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from ktriage.errors import KtriageError
+from ktriage.errors import ToolchainError
 from ktriage.home import home_subdir
 from ktriage.toolchain.installer import (
     Progress,
@@ -115,7 +115,7 @@ def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress:
     if proc.returncode != 0:
         wipe(root)
         if spec.triton_wheel is None and is_missing_version(proc):
-            raise KtriageError(
+            raise ToolchainError(
                 f"triton=={spec.triton_version} is not on the package index (or has no wheel for Python "
                 f"{sys.version_info.major}.{sys.version_info.minor} on this platform)",
                 versions_hint("triton", "triton==3.4.0"),
@@ -126,7 +126,7 @@ def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress:
     tools = _tool_dir(root)
     if tools is None or not (tools / "ptxas").is_file():
         wipe(root)
-        raise KtriageError(
+        raise ToolchainError(
             f"{label} installed, but it bundles no ptxas (looked for {', '.join(_TOOL_DIRS)})",
             "use a Triton wheel built with its NVIDIA backend (PyPI wheels are), or give ptxas=... and a wheel that has cuobjdump",
         )
@@ -177,7 +177,7 @@ def _installed_triton_version(python: Path) -> str:
     )
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise KtriageError(f"triton is not importable in {python}: {proc.stderr.strip()[-500:]}", "remove the toolchain and add it again")
+        raise ToolchainError(f"triton is not importable in {python}: {proc.stderr.strip()[-500:]}", "remove the toolchain and add it again")
     return proc.stdout.strip()
 
 
@@ -204,7 +204,7 @@ def _wheel_version(path: Path) -> str:
     """Version from a wheel file name (``triton-3.4.0+gitabc-cp311-...whl``)."""
     parts = path.name.split("-")
     if len(parts) < 5 or parts[0].lower() not in ("triton", "pytorch_triton", "triton_nightly"):
-        raise KtriageError(
+        raise ToolchainError(
             f"{path.name} is not a Triton wheel file name (expected triton-VERSION-PYTAG-ABITAG-PLATFORM.whl)",
             "pass the wheel as built, without renaming it",
         )
@@ -249,7 +249,7 @@ class FrontendFacts:
         facts = self.archs.get(cc)
         if isinstance(facts, ArchFacts):
             return facts
-        raise KtriageError(
+        raise ToolchainError(
             f"this Triton cannot build for sm_{cc}: {facts or 'not probed'}",
             "pick a Triton release that supports the arch (see the supported-versions table in docs/toolchains.md)",
         )
@@ -296,8 +296,8 @@ def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
         proc = subprocess.run([str(frontend.python), str(PROBE_SCRIPT), str(cc)], capture_output=True,
                               text=True, env=env, timeout=600)
     except subprocess.TimeoutExpired:
-        raise KtriageError(f"probing Triton {frontend.triton_version} for sm_{cc} took over 600 s",
-                           "check the machine's load and retry") from None
+        raise ToolchainError(f"probing Triton {frontend.triton_version} for sm_{cc} took over 600 s",
+                             "check the machine's load and retry") from None
     try:
         data: dict[str, Any] = json.loads(proc.stdout) if proc.returncode == 0 else {}
     except json.JSONDecodeError:
@@ -306,7 +306,7 @@ def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
         tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()][-2:]
         data = {"archs": {str(cc): {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}}}
     if cc == 80 and isinstance(data["archs"]["80"], dict) and "error" in data["archs"]["80"]:
-        raise KtriageError(
+        raise ToolchainError(
             f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {data['archs']['80']['error']}",
             f"remove and re-add the toolchain (ktriage toolchain remove triton=={frontend.triton_version}); "
             "if it persists, this Triton build cannot compile for NVIDIA targets",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import ToolchainError
 
 Progress = Callable[[str], None]
 """A progress hook: called with one short human sentence per build step ("installing triton==3.4.0")."""
@@ -39,7 +39,7 @@ def uv_bin() -> str:
         found = shutil.which("uv")
         if found:
             return found
-    raise KtriageError("uv is not installed (ktriage builds toolchain virtualenvs with it)", "pip install uv")
+    raise ToolchainError("uv is not installed (ktriage builds toolchain virtualenvs with it)", "pip install uv")
 
 
 def run_uv(args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str]:
@@ -50,14 +50,14 @@ def run_uv(args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str
     try:
         return subprocess.run(cmd, capture_output=True, text=True, env=env)
     except OSError as exc:
-        raise KtriageError(f"cannot run uv to {what}: {exc}", "check that uv works: uv --version") from None
+        raise ToolchainError(f"cannot run uv to {what}: {exc}", "check that uv works: uv --version") from None
 
 
-def uv_failure(proc: subprocess.CompletedProcess[str], *, what: str, fix: str) -> KtriageError:
-    """A KtriageError carrying the useful tail of uv's message."""
+def uv_failure(proc: subprocess.CompletedProcess[str], *, what: str, fix: str) -> ToolchainError:
+    """A ToolchainError carrying the useful tail of uv's message."""
     text = (proc.stderr or proc.stdout or "").strip()
     tail = "\n".join("  " + ln for ln in text.splitlines()[-12:])
-    return KtriageError(f"failed to {what} (uv exit {proc.returncode}):\n{tail}", fix)
+    return ToolchainError(f"failed to {what} (uv exit {proc.returncode}):\n{tail}", fix)
 
 
 def is_missing_version(proc: subprocess.CompletedProcess[str]) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, ToolchainError
 from ktriage.home import home_subdir
 from ktriage.toolchain.frontend import (
     ArchFacts,
@@ -120,8 +120,8 @@ class Toolchain:
         """What this toolchain's Triton does (ptxas per arch, its options, order sensitivity)."""
         frontend = load_frontend(self.env_root) if self.env_root is not None else None
         if frontend is None:
-            raise KtriageError(f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
-                               f"add it again: ktriage toolchain add '{self.spec}'")
+            raise ToolchainError(f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
+                                 f"add it again: ktriage toolchain add '{self.spec}'")
         return frontend_facts(frontend, ccs)
 
     def assembler(self, cc: int) -> Assembler:
@@ -248,7 +248,7 @@ def ensure_toolchains(
             with progress(text) as say:
                 toolchain = ensure_toolchain(spec, progress=say)
         if any(t.id == toolchain.id for t in toolchains):
-            raise KtriageError(f"toolchain {text} is given twice", "give each toolchain once")
+            raise ToolchainError(f"toolchain {text} is given twice", "give each toolchain once")
         toolchains.append(toolchain)
     return toolchains
 
@@ -313,7 +313,7 @@ def remove_toolchain(id_or_spec: str) -> None:
     """Remove a toolchain; its venv and ptxas release go too once no other toolchain uses them."""
     tc = find_toolchain(id_or_spec)
     if tc is None:
-        raise KtriageError(f"no toolchain {id_or_spec!r} is installed", "see `ktriage toolchain list` for ids")
+        raise ToolchainError(f"no toolchain {id_or_spec!r} is installed", "see `ktriage toolchain list` for ids")
     with FileLock(str(toolchains_dir() / f".{tc.id}.lock")):
         (tc.root / MARKER).unlink(missing_ok=True)
         wipe(tc.root)
@@ -338,7 +338,7 @@ def toolchain_size(tc: Toolchain) -> int:
 def _resolve_ptxas(spec: ToolchainSpec, headline: ArchFacts, say: Progress) -> tuple[Path, bool]:
     if spec.ptxas_path is not None:
         if not spec.ptxas_path.is_file():
-            raise KtriageError(f"ptxas binary {spec.ptxas_path} does not exist", "check the path in the toolchain spec")
+            raise ToolchainError(f"ptxas binary {spec.ptxas_path} does not exist", "check the path in the toolchain spec")
         return spec.ptxas_path, False
     if spec.ptxas_version is not None:
         return ensure_ptxas_release(spec.ptxas_version, say), False

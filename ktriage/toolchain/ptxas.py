@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.errors import KtriageError
+from ktriage.errors import CompileError, KtriageError, ToolchainError
 
 _VERSION_FULL = re.compile(r"\bV(\d+\.\d+\.\d+)\b")
 _VERSION_RELEASE = re.compile(r"release (\d+\.\d+)")
@@ -61,7 +61,7 @@ def ptxas_version(path: Path | str) -> PtxasVersion:
     try:
         st = p.stat()
     except OSError:
-        raise KtriageError(f"ptxas binary {p} does not exist", "check the toolchain's ptxas path") from None
+        raise ToolchainError(f"ptxas binary {p} does not exist", "check the toolchain's ptxas path") from None
     return _ptxas_version_cached(str(p), st.st_size, st.st_mtime_ns)
 
 
@@ -79,11 +79,11 @@ def _ptxas_version_cached(path: str, _size: int, _mtime: int) -> PtxasVersion:
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
     except OSError as exc:
-        raise KtriageError(f"cannot run ptxas {path}: {exc}", f"check that {path} is a ptxas binary for this machine and executable") from None
+        raise ToolchainError(f"cannot run ptxas {path}: {exc}", f"check that {path} is a ptxas binary for this machine and executable") from None
     text = (proc.stdout + proc.stderr).strip()
     version = version_from_text(text)
     if proc.returncode != 0 or version is None:
-        raise KtriageError(
+        raise ToolchainError(
             f"{path} --version did not report a ptxas version (exit {proc.returncode}): {text[:300]!r}",
             "point the toolchain at a real ptxas binary",
         )
@@ -119,11 +119,12 @@ def assemble(
     lower a too-new ``.version`` header once.
 
     ``workdir`` keeps the .ptx/.cubin files (handy for a repro); by default a temporary dir is used.
-    Raises KtriageError with ptxas's message and a fix when ptxas cannot assemble the PTX.
+    Raises CompileError with ptxas's message and a fix when ptxas cannot assemble the PTX (ToolchainError
+    when this ptxas cannot handle the target, option or PTX version at all).
     """
     ptxas = Path(ptxas)
     if "-v" not in options:
-        raise KtriageError(f"ptxas options {list(options)} lack -v", "this is a bug in ktriage: the -v log holds the spill counts")
+        raise ToolchainError(f"ptxas options {list(options)} lack -v", "this is a bug in ktriage: the -v log holds the spill counts")
     if workdir is not None:
         workdir.mkdir(parents=True, exist_ok=True)
         return _assemble_in(ptx, ptxas, gpu_name, options, workdir)
@@ -142,7 +143,7 @@ def _with_kept_ptx(exc: KtriageError, ptx: str, tmp: Path) -> KtriageError:
     keep.mkdir(parents=True, exist_ok=True)
     (keep / "kernel.ptx").write_text(ptx)
     problem = exc.problem.replace(str(tmp), str(keep))
-    return KtriageError(problem + f"\n  PTX kept at {keep / 'kernel.ptx'}", exc.fix)
+    return type(exc)(problem + f"\n  PTX kept at {keep / 'kernel.ptx'}", exc.fix)
 
 
 def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], workdir: Path) -> AssembleResult:
@@ -157,7 +158,7 @@ def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], w
         cmd, rc, log = _run(lower_ptx_version(ptx, lowered[1]), ptxas, gpu_name, options, src, out)
         if rc != 0:
             version = _version_or_path(ptxas)
-            raise KtriageError(
+            raise ToolchainError(
                 f"the PTX (.version {lowered[0]}) uses features that ptxas {version} does not support, even with its "
                 f"header lowered to .version {lowered[1]}:\n{_error_lines(log)}",
                 f"assemble it with a newer ptxas (ptxas {version} knows PTX ISA up to {lowered[1]}), e.g. the one "
@@ -166,7 +167,7 @@ def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], w
     try:
         cubin = out.read_bytes()
     except OSError:
-        raise KtriageError(f"ptxas reported success but wrote no cubin: {' '.join(cmd)}", "run the command by hand to see why") from None
+        raise CompileError(f"ptxas reported success but wrote no cubin: {' '.join(cmd)}", "run the command by hand to see why") from None
     return AssembleResult(cubin=cubin, log=log, command=tuple(cmd), lowered_ptx_version=lowered)
 
 
@@ -177,7 +178,7 @@ def _run(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], src: Path
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as exc:
-        raise KtriageError(f"cannot run ptxas {ptxas}: {exc}", "check the toolchain's ptxas (ktriage toolchain show)") from None
+        raise ToolchainError(f"cannot run ptxas {ptxas}: {exc}", "check the toolchain's ptxas (ktriage toolchain show)") from None
     return cmd, proc.returncode, proc.stdout
 
 
@@ -185,16 +186,16 @@ def _failure(ptxas: Path, gpu_name: str, cmd: list[str], log: str) -> KtriageErr
     version = _version_or_path(ptxas)
     arch = _UNKNOWN_ARCH.search(log)
     if arch:
-        return KtriageError(
+        return ToolchainError(
             f"ptxas {version} does not know {arch.group(1)}: {_error_lines(log)}",
             f"use a ptxas release that supports {arch.group(1)} (sm_100a needs 12.8 or newer, sm_120a 12.8, sm_90a 12.0), e.g. ptxas==12.8.93",
         )
     if "Unknown option" in log or "is not defined for option" in log:
-        return KtriageError(
+        return ToolchainError(
             f"ptxas {version} rejected an option: {_error_lines(log)}",
             f"check the toolchain's ptxas-options against `{ptxas} --help`",
         )
-    return KtriageError(
+    return CompileError(
         f"ptxas {version} failed for {gpu_name}:\n{_error_lines(log)}\n  command: {' '.join(cmd)}",
         "if the PTX is from a newer Triton, try a newer ptxas; otherwise report the PTX (the command above reproduces it)",
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from ktriage.errors import KtriageError
+from ktriage.errors import ToolchainError
 from ktriage.home import home_subdir
 from ktriage.toolchain.installer import (
     Progress,
@@ -82,14 +82,14 @@ def _install(version: str, progress: Progress) -> Path:
     try:
         if proc.returncode != 0:
             if is_missing_version(proc):
-                raise KtriageError(
+                raise ToolchainError(
                     f"ptxas=={version}: {package}=={version} is not on the package index",
                     versions_hint(package, "ptxas==12.8.93", key="ptxas"),
                 )
             raise uv_failure(proc, what=f"download {package}=={version}", fix="check the network / index access")
         found = sorted((staging / "wheel").glob("nvidia/**/bin/ptxas"))
         if not found:
-            raise KtriageError(f"{package}=={version} contains no bin/ptxas", "pick another release (ktriage knows 11.x-13.x layouts)")
+            raise ToolchainError(f"{package}=={version} contains no bin/ptxas", "pick another release (ktriage knows 11.x-13.x layouts)")
         (staging / "bin").mkdir(parents=True)
         exe = staging / "bin" / "ptxas"
         shutil.copy2(found[0], exe)  # a copy: the wheel's file may be a hard link into uv's cache

@@ -28,7 +28,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from ktriage.errors import KtriageError
+from ktriage.errors import ToolchainError
 
 KNOWN_KEYS = ("triton", "ptxas", "ptxas-options")
 _ITEM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_-]*)\s*(==|=)\s*(.*?)\s*$", re.S)
@@ -84,14 +84,14 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
     wheel may have been deleted since it was installed).
     """
     if not text or not text.strip():
-        raise KtriageError("empty toolchain spec", "write e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.8.93")
+        raise ToolchainError("empty toolchain spec", "write e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.8.93")
     values: dict[str, tuple[str, str]] = {}
     for raw in _split_items(text):
         if not raw.strip():
             continue
         m = _ITEM.match(raw)
         if m is None:
-            raise KtriageError(
+            raise ToolchainError(
                 f"toolchain spec item {raw.strip()!r} is not KEY==VERSION or KEY=VALUE (in {text!r})",
                 "write items like triton==3.4.0, ptxas==12.8.93, ptxas=/path/to/ptxas, ptxas-options=-O3",
             )
@@ -99,16 +99,16 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
         if key not in KNOWN_KEYS:
             close = difflib.get_close_matches(key, KNOWN_KEYS, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise KtriageError(
+            raise ToolchainError(
                 f"unknown toolchain spec key {m.group(1)!r} in {text!r}",
                 f"{hint}known keys: {', '.join(KNOWN_KEYS)}",
             )
         if key in values:
-            raise KtriageError(f"toolchain spec key {key!r} given twice in {text!r}", "give each key once")
+            raise ToolchainError(f"toolchain spec key {key!r} given twice in {text!r}", "give each key once")
         values[key] = (m.group(2), m.group(3))
 
     if "triton" not in values:
-        raise KtriageError(
+        raise ToolchainError(
             f"toolchain spec {text!r} names no Triton frontend",
             "add triton==VERSION (PyPI) or triton=path/to/triton.whl, e.g. triton==3.4.0,ptxas==12.8.93",
         )
@@ -128,51 +128,51 @@ def _parse_triton(op: str, value: str, *, check_files: bool) -> tuple[str | None
         return _exact_version(value, "triton"), None
     path = _path_value(value)
     if _looks_like_version(value):
-        raise KtriageError(
+        raise ToolchainError(
             f"triton={value} reads as a file path, but looks like a version",
             f"use triton=={value} for a PyPI release, or give the path of a .whl file",
         )
     if path.suffix != ".whl":
-        raise KtriageError(
+        raise ToolchainError(
             f"triton={value}: a local Triton frontend must be a wheel file (.whl)",
             "build one with `pip wheel --no-deps ./triton -w dist/` (or python setup.py bdist_wheel) and pass its path",
         )
     if check_files and not path.is_file():
-        raise KtriageError(f"Triton wheel {path} does not exist", "check the path (relative paths start at the current directory)")
+        raise ToolchainError(f"Triton wheel {path} does not exist", "check the path (relative paths start at the current directory)")
     return None, path
 
 
 def _parse_ptxas(op: str, value: str, *, check_files: bool) -> tuple[str | None, Path | None]:
     if op == "==":
         if not _PTXAS_RELEASE.match(value):
-            raise KtriageError(
+            raise ToolchainError(
                 f"ptxas=={value} is not a ptxas release number",
                 "write the full CUDA release as the nvidia-cuda-nvcc wheels number it, e.g. ptxas==12.8.93 or ptxas==13.0.88",
             )
         return value, None
     path = _path_value(value)
     if _looks_like_version(value) and not path.exists():
-        raise KtriageError(
+        raise ToolchainError(
             f"ptxas={value} reads as a file path, but looks like a version",
             f"use ptxas=={value} for an nvidia-cuda-nvcc release, or give the path of a ptxas binary",
         )
     if check_files:
         if not path.is_file():
-            raise KtriageError(f"ptxas binary {path} does not exist", "check the path, e.g. ptxas=/usr/local/cuda/bin/ptxas")
+            raise ToolchainError(f"ptxas binary {path} does not exist", "check the path, e.g. ptxas=/usr/local/cuda/bin/ptxas")
         if not os.access(path, os.X_OK):
-            raise KtriageError(f"ptxas binary {path} is not executable", f"chmod +x {path}")
+            raise ToolchainError(f"ptxas binary {path} is not executable", f"chmod +x {path}")
     return None, path
 
 
 def _parse_options(op: str, value: str) -> tuple[str, ...]:
     if op != "=":
-        raise KtriageError(f"write ptxas-options={value} (one '='), not ptxas-options=={value}", "use ptxas-options=-O3 ...")
+        raise ToolchainError(f"write ptxas-options={value} (one '='), not ptxas-options=={value}", "use ptxas-options=-O3 ...")
     try:
         words = tuple(shlex.split(value))
     except ValueError as exc:
-        raise KtriageError(f"ptxas-options={value}: {exc}", "close the quote; quote only words that hold a comma or space") from None
+        raise ToolchainError(f"ptxas-options={value}: {exc}", "close the quote; quote only words that hold a comma or space") from None
     if not words:
-        raise KtriageError("ptxas-options= is empty", "drop the item or give options, e.g. ptxas-options=--register-usage-level=4")
+        raise ToolchainError("ptxas-options= is empty", "drop the item or give options, e.g. ptxas-options=--register-usage-level=4")
     return words
 
 
@@ -180,7 +180,7 @@ def _exact_version(value: str, what: str) -> str:
     try:
         version = Version(value)
     except InvalidVersion:
-        raise KtriageError(
+        raise ToolchainError(
             f"{what}=={value} is not a version",
             f"give one exact release, e.g. {what}==3.4.0 (see `pip index versions {what}`)",
         ) from None

@@ -28,6 +28,7 @@ ones) and the reason is recorded in :attr:`SpillAwarePrune.last_report`.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sys
@@ -64,6 +65,30 @@ __all__ = ["DEFAULT_SATURATION_BYTES", "DEFAULT_SATURATION_WARPS", "MMA_LATENCY_
 
 # PTX spellings of tensor-core matrix multiplies (Ampere mma.sync, Hopper wgmma, Blackwell tcgen05).
 _MMA_PTX = ("mma.sync.aligned", "wgmma.mma_async", "tcgen05.mma")
+_LOG = logging.getLogger(__name__)
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to ``sys.stderr`` as it is at each line (a redirected or captured stderr included)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        sys.stderr.write(self.format(record) + "\n")
+
+
+def _verbose_log() -> logging.Logger:
+    """The hook's ``verbose`` lines go to this module's logger, never to print: a library does not write
+    to the caller's streams on its own. ``verbose=True`` is the caller asking to see them, so when the
+    logger has no handler (no logging configured) one stderr handler with the ``[ktriage prune]``
+    prefix is added once."""
+    if not _LOG.handlers:
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("[ktriage prune] %(message)s"))
+        _LOG.addHandler(handler)
+        _LOG.setLevel(logging.INFO)
+        _LOG.propagate = False
+    return _LOG
+
+
 @dataclass(frozen=True)
 class TensorArg:
     """A tensor argument described without torch (CPU screening, tests): the JIT only reads its
@@ -342,7 +367,7 @@ class SpillAwarePrune:
         kept = [s.config for s in sorted(report, key=lambda s: s.rank or len(report) + 1) if s.kept]
         if self.verbose:
             for s in report:
-                print(f"[ktriage prune] {'keep' if s.kept else 'drop'} {s.label}: {s.reason}", file=sys.stderr)
+                _verbose_log().info("%s %s: %s", "keep" if s.kept else "drop", s.label, s.reason)
         return kept or list(configs)
 
     def screen(self, kernel: Any, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Screened]:
@@ -368,7 +393,7 @@ class SpillAwarePrune:
                 return int(props["multiprocessor_count"])
             except Exception as exc:  # noqa: BLE001 - fall back to the arch table
                 if self.verbose:
-                    print(f"[ktriage prune] SM count from the arch table ({type(exc).__name__})", file=sys.stderr)
+                    _verbose_log().info("SM count from the arch table (%s)", type(exc).__name__)
         try:
             return parse_arch(cc).default_sm_count or 100
         except KtriageError:

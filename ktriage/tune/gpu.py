@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError
-from ktriage.measure.model import Cell
+from ktriage.errors import KtriageError, SpecError
+from ktriage.measure.cells import Cell
 from ktriage.tune.screen import ScreenResult
 
 # catalog op -> (bench op, artifact backend, the op's native baseline timed next to it)
@@ -64,8 +64,8 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
     meta = result.space.spec.meta
     op = str(meta.get("op", ""))
     if op not in BENCH_OPS or meta.get("input_id") is None:
-        raise KtriageError(f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
-                           f"use --compile-only, or tune a catalog op with a workload ({', '.join(BENCH_OPS)})")
+        raise SpecError(f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
+                        f"use --compile-only, or tune a catalog op with a workload ({', '.join(BENCH_OPS)})")
     bench_op, backend, _native = BENCH_OPS[op]
     return bench_op, backend, str(meta.get("mode", "bwd")), int(meta["input_id"])
 
@@ -75,7 +75,9 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     """Build the op's bundle for the screened input (the library's config, also with the
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
     candidate with the library's grid as a variant of the tuned toolchain."""
-    from ktriage.workload.bundle import MANIFEST, add_variant, build_bundle, write_manifest
+    from ktriage.workload.bundle import MANIFEST, write_manifest
+    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundle_merge import add_variant
 
     bench_op, backend, mode, input_id = bench_target(result)
     native = BENCH_OPS[str(result.space.spec.meta.get("op"))][2]
@@ -88,8 +90,8 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     manifest_path = Path(out_dir) / MANIFEST
     key = json.loads(manifest_path.read_text())["inputs"][0]["kernels"][backend][mode]
     if key != spec.key():
-        raise KtriageError(f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
-                           "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
+        raise SpecError(f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
+                        "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
     tb = TuneBundle(Path(out_dir), bench_op, mode, backend, input_id, {tc.id: DEFAULT_VARIANT}, native=native,
                     compare_with={t.id: str(t.spec) for t in others})
     for i, cand in enumerate(result.kept, start=1):
@@ -113,7 +115,7 @@ def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler:
     """One bundle for several tuned inputs (one tune bundle per input under ``out_dir/parts``,
     merged into ``out_dir``), so ONE GPU process times every input; each TuneBundle reads its own
     input's cells from that run. A single input is written straight to ``out_dir``."""
-    from ktriage.workload.bundle import merge_bundles
+    from ktriage.workload.bundle_merge import merge_bundles
 
     out_dir = Path(out_dir)
     if len(results) == 1:

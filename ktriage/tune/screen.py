@@ -29,7 +29,7 @@ from ktriage.tune.space import ConfigSpace, TuneConfig
 
 
 @dataclass
-class Candidate:
+class ScreenedConfig:
     """One config after screening: its compiled facts, its estimate, and the verdict with a reason."""
 
     config: TuneConfig
@@ -79,26 +79,26 @@ class ScreenResult:
 
     space: ConfigSpace
     toolchain: Toolchain
-    candidates: list[Candidate]
+    candidates: list[ScreenedConfig]
     max_spill_bytes: int
     top_k: int
     notes: list[str] = field(default_factory=list)
 
     @property
-    def default(self) -> Candidate:
+    def default(self) -> ScreenedConfig:
         return next(c for c in self.candidates if c.is_default)
 
     @property
-    def kept(self) -> list[Candidate]:
+    def kept(self) -> list[ScreenedConfig]:
         return sorted((c for c in self.candidates if c.status == "kept"), key=lambda c: c.rank or 0)
 
     @property
-    def recommended(self) -> Candidate | None:
+    def recommended(self) -> ScreenedConfig | None:
         kept = self.kept
         return kept[0] if kept else None
 
 
-def sort_key(c: Candidate, default_stages: int = 3) -> tuple[float, bool, float, float, int, int, int]:
+def sort_key(c: ScreenedConfig, default_stages: int = 3) -> tuple[float, bool, float, float, int, int, int]:
     """Best first: the estimate, then the start config (it competes, and a tuned config must beat it
     by the model's own measure to be recommended), fewer spill bytes, higher occupancy, fewer warps,
     then the library's own num_stages (the smallest change among equals)."""
@@ -140,12 +140,12 @@ def screen(
         cfgs = space.configs()
     if space.default not in cfgs:
         cfgs.insert(0, space.default)
-    cands = [Candidate(cfg, space.apply(cfg), is_default=cfg == space.default) for cfg in cfgs]
+    cands = [ScreenedConfig(cfg, space.apply(cfg), is_default=cfg == space.default) for cfg in cfgs]
     _compile_and_analyze(cands, toolchain, compiler, sm_count, on_done)
     _judge(cands, max_spill_bytes, top_k)
     if staged and configs is None and len(space.stages) > 1:
         seen = {c.config for c in cands}
-        extra = [Candidate(cfg, space.apply(cfg)) for front in [c for c in cands if c.status == "kept"]
+        extra = [ScreenedConfig(cfg, space.apply(cfg)) for front in [c for c in cands if c.status == "kept"]
                  for cfg in (TuneConfig(front.config.num_warps, st, front.config.constexprs) for st in space.stages)
                  if cfg not in seen]
         _compile_and_analyze(extra, toolchain, compiler, sm_count, on_done)
@@ -158,7 +158,7 @@ def screen(
     return result
 
 
-def _compile_and_analyze(cands: list[Candidate], toolchain: Toolchain, compiler: Compiler, sm_count: int | None,
+def _compile_and_analyze(cands: list[ScreenedConfig], toolchain: Toolchain, compiler: Compiler, sm_count: int | None,
                          on_done: Callable[[object], None] | None) -> None:
     outcomes = compiler.compile_many([c.spec for c in cands], [toolchain], on_done=on_done)
     for cand, outcome in zip(cands, outcomes, strict=True):
@@ -203,7 +203,7 @@ def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roo
                     roofline.memory_efficiency, roofline.memory_us, roofline.compute_us, us, model="mma", detail=detail)
 
 
-def _cubin_sha(c: Candidate) -> str | None:
+def _cubin_sha(c: ScreenedConfig) -> str | None:
     if c.artifact is None:
         return None
     import hashlib
@@ -211,8 +211,8 @@ def _cubin_sha(c: Candidate) -> str | None:
     return hashlib.sha256(c.artifact.cubin.cubin_path.read_bytes()).hexdigest()
 
 
-def _judge(cands: list[Candidate], max_spill: int, top_k: int) -> None:
-    viable: list[Candidate] = []
+def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
+    viable: list[ScreenedConfig] = []
     for c in cands:
         if c.status == "failed":
             continue
@@ -231,8 +231,8 @@ def _judge(cands: list[Candidate], max_spill: int, top_k: int) -> None:
             viable.append(c)
     default_stages = next((c.config.num_stages for c in cands if c.is_default), 3)
     viable.sort(key=lambda c: sort_key(c, default_stages))
-    unique: list[Candidate] = []
-    first_of: dict[str | None, Candidate] = {}
+    unique: list[ScreenedConfig] = []
+    first_of: dict[str | None, ScreenedConfig] = {}
     for c in viable:
         sha = _cubin_sha(c)
         twin = first_of.get(sha) if sha is not None else None

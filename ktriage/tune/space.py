@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ktriage.arch import parse_arch
-from ktriage.errors import KtriageError
+from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -137,8 +137,8 @@ def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (
     consts = dict(spec.constexprs)
     for name, value in config.constexprs:
         if name not in spec.signature or spec.signature[name] != "constexpr":
-            raise KtriageError(f"config sets {name}={value}, but {spec.name} has no constexpr {name!r}",
-                               f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}")
+            raise SpecError(f"config sets {name}={value}, but {spec.name} has no constexpr {name!r}",
+                            f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}")
         consts[name] = value
     grid = list(spec.grid) if spec.grid is not None else None
     by_name = {k.name: k for k in knobs}
@@ -164,8 +164,8 @@ def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (
 def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
     raw = spec.meta.get("tune") or spec.meta.get("tunable") or {}
     if not isinstance(raw, Mapping):
-        raise KtriageError(f"{spec.name}: meta.tune must be a table of constexpr -> values",
-                           'write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]')
+        raise SpecError(f"{spec.name}: meta.tune must be a table of constexpr -> values",
+                        'write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]')
     knobs: dict[str, Knob] = {}
     for name, entry in raw.items():
         if isinstance(entry, Mapping):
@@ -175,11 +175,11 @@ def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
             values, axis, numel, why = entry, None, None, "values declared by the spec (meta.tune)"
         if (not isinstance(values, (list, tuple)) or not values
                 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)):
-            raise KtriageError(f"{spec.name}: meta.tune.{name} = {values!r} is not a list of positive integers",
-                               f"write e.g. {name} = [256, 512, 1024]")
+            raise SpecError(f"{spec.name}: meta.tune.{name} = {values!r} is not a list of positive integers",
+                            f"write e.g. {name} = [256, 512, 1024]")
         if spec.signature.get(name) != "constexpr":
-            raise KtriageError(f"{spec.name}: meta.tune names {name!r}, which is not a constexpr parameter",
-                               "tune only constexpr block sizes")
+            raise SpecError(f"{spec.name}: meta.tune names {name!r}, which is not a constexpr parameter",
+                            "tune only constexpr block sizes")
         knobs[name] = Knob(name, tuple(sorted(set(values))), why, axis, numel, bool(_REDUCTION_BLOCK.match(name)))
     return knobs
 
@@ -296,25 +296,25 @@ def config_space(
         by_name = {k.name: k for k in knobs}
         for name in blocks:
             if name not in by_name:
-                raise KtriageError(f"{spec.name}: {name} is not a tunable block of this kernel",
-                                   f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
+                raise SpecError(f"{spec.name}: {name} is not a tunable block of this kernel",
+                                f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
         for k in knobs:
             if k.name in blocks:
                 bad = [v for v in blocks[k.name] if v not in k.values]
                 if bad:
-                    raise KtriageError(f"{spec.name}: {k.name}={bad} is outside the allowed values {list(k.values)}",
-                                       f"why: {k.why}")
+                    raise SpecError(f"{spec.name}: {k.name}={bad} is outside the allowed values {list(k.values)}",
+                                    f"why: {k.why}")
                 k = Knob(k.name, tuple(sorted(set(blocks[k.name]))), k.why, k.grid_axis, k.numel, k.reduction)
             narrowed.append(k)
         knobs = narrowed
     w = tuple(sorted(set(warps))) if warps else tuple(x for x in WARP_CHOICES if x <= max_warps)
     bad_w = [x for x in w if x not in WARP_CHOICES or x > max_warps]
     if bad_w:
-        raise KtriageError(f"num_warps {bad_w} cannot launch on {arch.name}",
-                           f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)")
+        raise SpecError(f"num_warps {bad_w} cannot launch on {arch.name}",
+                        f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)")
     s = tuple(sorted(set(stages))) if stages else STAGE_CHOICES
     if any(x < 1 for x in s):
-        raise KtriageError(f"num_stages {list(s)} must be >= 1", "use 1..4")
+        raise SpecError(f"num_stages {list(s)} must be >= 1", "use 1..4")
     if not knobs:
         notes.append("no block-size constexpr is declared tunable: only num_warps and num_stages are searched "
                      "(declare blocks with [kernel.meta.tune])")

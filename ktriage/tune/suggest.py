@@ -16,7 +16,7 @@ from typing import Any
 from ktriage.compile.compiler import Compiler
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
-from ktriage.tune.screen import Candidate, screen
+from ktriage.tune.screen import ScreenedConfig, screen
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
 
 
@@ -91,7 +91,7 @@ def nearest_spill_free(spec: KernelSpec, toolchain: Toolchain, compiler: Compile
     for d in sorted(rings):
         result = screen(space, toolchain, compiler, configs=rings[d], top_k=1, max_spill_bytes=0, sm_count=sm_count,
                         staged=False)
-        best: Candidate | None = next((c for c in result.kept if not c.is_default), None)
+        best: ScreenedConfig | None = next((c for c in result.kept if not c.is_default), None)
         if best is None or best.resources is None or best.occupancy is None:
             continue
         before, after = base.resources, best.resources

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ktriage.catalog.inputs import InputCase
-from ktriage.errors import KtriageError
+from ktriage.errors import MeasureError, SpecError
 from ktriage.measure.correctness import Accuracy
 from ktriage.workload.ops import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
 
@@ -112,7 +112,7 @@ class Backend(abc.ABC):
     def check_mode(self, mode: str) -> None:
         check_mode(get_op(self.op), mode)
         if self.fwd_only and mode != "fwd":
-            raise KtriageError(f"{self.name} has no backward (forward only)", f"run it with --fwd, or leave {self.name} out of --only")
+            raise SpecError(f"{self.name} has no backward (forward only)", f"run it with --fwd, or leave {self.name} out of --only")
 
     @abc.abstractmethod
     def prepare(self, inp: OpInput, mode: str) -> TimedCall:
@@ -175,7 +175,7 @@ class NativeBackend(Backend):
 
     def outputs(self) -> dict[str, Any]:
         if self._fwd is None:
-            raise KtriageError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
+            raise MeasureError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
         if self._mode == "fwd":
             return _detached(self.fwd_outputs(self._fwd()))
         assert self._bwd is not None
@@ -206,7 +206,7 @@ def get_backend(op: str, name: str, **options: Any) -> NativeBackend:
     """A native backend instance; ``options`` go to its constructor (e.g. ``compile_mode=``)."""
     classes = native_backends(op)
     if name not in classes:
-        raise KtriageError(f"{op} has no backend {name!r}", f"use one of: {', '.join(classes)} (TritonBench's names)")
+        raise SpecError(f"{op} has no backend {name!r}", f"use one of: {', '.join(classes)} (TritonBench's names)")
     return classes[name](**options)
 
 

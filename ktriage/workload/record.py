@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError, check_format_version
+from ktriage.errors import SpecError, check_format_version
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
@@ -84,8 +84,8 @@ def launch_to_spec(
     params = read_params(src.file, src.function)
     names = [p.name for p in params]
     if len(args) > len(names):
-        raise KtriageError(f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
-                           "record the launch exactly as the library makes it")
+        raise SpecError(f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
+                        "record the launch exactly as the library makes it")
     bound: dict[str, Any] = dict(zip(names, args, strict=False))
     options: dict[str, Any] = dict(DEFAULT_OPTIONS)
     for key, value in kwargs.items():
@@ -96,8 +96,8 @@ def launch_to_spec(
         elif key in names:
             bound[key] = value
         else:
-            raise KtriageError(f"{src.function} was launched with unknown keyword {key!r}",
-                               f"parameters: {names}; options: {OPTION_KEYS}")
+            raise SpecError(f"{src.function} was launched with unknown keyword {key!r}",
+                            f"parameters: {names}; options: {OPTION_KEYS}")
     sp = specialize_launch(params, {k: _launch_value(v) for k, v in bound.items()})
     grid_t = _resolve_grid(grid, bound, kwargs)
     return KernelSpec(
@@ -135,8 +135,8 @@ def _launch_value(value: Any) -> Any:
     name = getattr(value, "name", None)
     if isinstance(name, str) and name in _TL_NAMES:
         return _TL_NAMES[name]
-    raise KtriageError(f"cannot record a launch argument of type {type(value).__name__}: {value!r}",
-                       "record kernels whose arguments are tensors, numbers, strings or Triton dtypes")
+    raise SpecError(f"cannot record a launch argument of type {type(value).__name__}: {value!r}",
+                    "record kernels whose arguments are tensors, numbers, strings or Triton dtypes")
 
 
 def _resolve_grid(grid: Any, bound: Mapping[str, Any], kwargs: Mapping[str, Any]) -> tuple[int, ...]:

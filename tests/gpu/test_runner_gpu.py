@@ -45,10 +45,11 @@ if not _gpu() or not (BUNDLE / "manifest.json").exists():
 import torch
 
 from ktriage.measure.correctness import check_run
-from ktriage.measure.cuda import LoadedKernel, driver, ensure_context
+from ktriage.measure.driver import driver, ensure_context
+from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
 from ktriage.measure.timing import TimingOptions, measure_interleaved
-from ktriage.workload.bundle import read_kernel_bundle
+from ktriage.workload.kernel_bundle import read_kernel_bundle
 
 ENTRIES, EXTRA = read_kernel_bundle(BUNDLE)
 VERSIONS = EXTRA["versions"]
@@ -318,7 +319,7 @@ def test_cluster_launch_for_num_ctas_2(version: str) -> None:
 def test_fault_and_hang_are_isolated_and_the_run_goes_on() -> None:
     """A planted illegal-address store and a planted hang each cost one cell; every next cell runs."""
     from ktriage.measure.isolate import IsolatedRunner, Job
-    from ktriage.measure.model import CellKey
+    from ktriage.measure.cells import CellKey
 
     sys.path.insert(
         0, str(REPO / "benchmarks" / "gpu")

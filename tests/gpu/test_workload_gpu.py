@@ -3,9 +3,9 @@ the artifact replays from a bundle built on a CPU machine match torch's results.
 
 Needs torch with CUDA, liger-kernel importable (the carried wheel), and for the replay test a bundle:
 on the CPU machine
-    python -m ktriage.workload.bundle --op layer_norm --mode bwd --input 0 --input 7 \
-        --toolchain triton==3.4.0 --out bundles/gpu-test-layer_norm-bwd
-(and the same with --op embedding --input 0 --input 8 for embedding), then on the GPU host
+    ktriage bench --op layer_norm --bwd --only liger_layer_norm --input-id 0 --num-inputs 8 \
+        -t triton==3.4.0 --compile-only --bundle bundles/gpu-test-layer_norm-bwd
+(and the same with --op embedding --only liger_embedding --num-inputs 9 for embedding), then on the GPU host
     KTRIAGE_WORKLOAD_BUNDLES=bundles/gpu-test-layer_norm-bwd:bundles/gpu-test-embedding-bwd pytest tests/gpu/test_workload_gpu.py
 torch.compile backends use compile_mode="default" here (TritonBench's max-autotune takes minutes).
 """
@@ -98,11 +98,8 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
 
     from ktriage.measure.loader import runner_loader
     from ktriage.workload.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.bundle import (
-        BundleArtifact,
-        load_bundle,
-        make_launcher,
-    )
+    from ktriage.workload.bundle import BundleArtifact, load_bundle
+    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.ops import get_op
     from ktriage.workload.replay import ROLES_BY_MODE, artifact_backend
 
@@ -111,7 +108,7 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
         bundle = load_bundle(path)
         opdef = get_op(bundle.op)
         for tc_id in bundle.toolchain_ids():
-            launch = make_launcher(bundle, tc_id, runner_loader())  # ktriage.measure.cuda.LoadedKernel
+            launch = make_launcher(bundle, tc_id, runner_loader())  # ktriage.measure.launch.LoadedKernel
             for case in bundle.input_cases():
                 inp = make_input(bundle.op, case, precision=bundle.precision, device="cuda")
                 base = get_backend(bundle.op, opdef.baseline)

@@ -22,23 +22,25 @@ Why it is built this way (see docs/bisect_timing.md):
   gate would need hundreds of samples to call a candidate "same") and lets a small unrelated change
   inside the range fall to the nearer side instead of stalling the search.
 
-The GPU adapter (:func:`bench_measure`) is thin: it builds one artifact replay per candidate
-toolchain from a compile-here bundle and times them with ``measure_interleaved``. It runs on the GPU
-host only; its CPU tests use named fakes. :class:`FakeNoisyTimings` is a synthetic measurement
-with a known culprit, for tests and ``benchmarks/bisect/noisy_bisect.py``.
+The decision rule is ``ktriage.bisect.decide``. The GPU adapter is ``ktriage.bisect.gpu_measure``
+(:func:`~ktriage.bisect.gpu_measure.bench_measure`): one artifact replay per candidate toolchain from a
+compile-here bundle, timed with ``measure_interleaved``; GPU host only. The CPU tests and
+``benchmarks/bisect/noisy_bisect.py`` drive the predicate with
+:class:`ktriage.testing.FakeNoisyTimings`, a synthetic measurement with a known culprit.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
-from ktriage.bisect.model import Candidate, Observation, Outcome
-from ktriage.errors import KtriageError
+from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
+from ktriage.bisect.candidate import Candidate, Observation, Outcome
+from ktriage.errors import KtriageError, MeasureError
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
     Verdict,
@@ -46,68 +48,6 @@ from ktriage.stats.verdict import (
     compare_samples,
     hodges_lehmann_ratio,
 )
-
-if TYPE_CHECKING:
-    from ktriage.measure.timing import SamplerFactory, TimingOptions
-    from ktriage.workload.bundle import Bundle
-
-Variant = Candidate | str
-MeasureFn = Callable[[list[Variant], int], dict[str, list[float]]]
-"""``measure(variants, n)``: ``n`` more raw latency samples (ms) of each variant, all measured
-interleaved in one process. Keys are :func:`variant_key`. A variant that could not be measured is
-absent (or empty); the callable may expose an ``errors: dict[str, str]`` attribute saying why."""
-
-Direction = Literal["regression", "improvement"]
-
-
-def variant_key(v: Variant) -> str:
-    """The name a variant's samples are returned under: a candidate's id, or the string itself."""
-    return v.id if isinstance(v, Candidate) else v
-
-
-def _opposite(d: Direction) -> Direction:
-    return "improvement" if d == "regression" else "regression"
-
-
-def _settled_unsure(v: Verdict) -> bool:
-    """Unsure for good: bimodal or too noisy on enough samples, i.e. the two sets cannot be told apart."""
-    return v.verdict == "unsure" and not v.resolvable
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One candidate's classification from its two verdicts. ``outcome`` None: measure more."""
-
-    outcome: Outcome | None
-    reason: str
-    final: bool  # True when more samples cannot change an "unsure"
-
-
-def classify(vs_good: Verdict, vs_bad: Verdict, direction: Direction) -> Decision:
-    """Bad / good / unsure / undecided from ``candidate vs good`` and ``candidate vs bad``.
-
-    ``direction`` is the preflight verdict of bad vs good ("regression": bad is slower). The rule is
-    symmetric: a candidate sides with the endpoint it cannot be told apart from (verdict "same", or
-    bimodal/noisy for good) PROVIDED it differs from the other endpoint in the expected direction;
-    going beyond an endpoint (slower than bad for a regression) counts as that endpoint's side.
-    """
-    away = _opposite(direction)  # candidate vs bad, when the candidate is on good's side
-    g, b = vs_good.verdict, vs_bad.verdict
-    if g == direction and (b in ("same", direction) or _settled_unsure(vs_bad)):
-        how = "beyond bad" if b == direction else ("same as bad" if b == "same" else "not distinguishable from bad")
-        return Decision("bad", f"differs from good ({vs_good.reason}); {how} ({vs_bad.reason})", True)
-    if b == away and (g in ("same", away) or _settled_unsure(vs_good)):
-        how = "beyond good" if g == away else ("same as good" if g == "same" else "not distinguishable from good")
-        return Decision("good", f"differs from bad ({vs_bad.reason}); {how} ({vs_good.reason})", True)
-    if g == direction and b == away:
-        return Decision("unsure", f"between the endpoints: differs from good ({vs_good.reason}) and from bad "
-                        f"({vs_bad.reason}); the range holds more than one change, or a partial one", True)  # fmt: skip
-    if g == "same" and b == "same":
-        return Decision("unsure", f"same as both endpoints within the gate (vs good {vs_good.reason}; vs bad "
-                        f"{vs_bad.reason}); the endpoints are too close for this gate", True)  # fmt: skip
-    if vs_good.resolvable or vs_bad.resolvable:
-        return Decision(None, f"undecided: vs good {vs_good.reason}; vs bad {vs_bad.reason}", False)
-    return Decision("unsure", f"cannot tell: vs good {vs_good.reason}; vs bad {vs_bad.reason}", True)
 
 
 #: The preflight keeps sampling (within max_samples) until the near end of the endpoints' interval
@@ -201,9 +141,9 @@ class TimePredicate:
         got = self.measure(variants, n)
         return {variant_key(v): [float(x) for x in got.get(variant_key(v), [])] for v in variants}
 
-    def _endpoint_failed(self, which: str, c: Candidate) -> KtriageError:
+    def _endpoint_failed(self, which: str, c: Candidate) -> MeasureError:
         why = self._errors().get(c.id, "no samples returned")
-        return KtriageError(f"the {which} endpoint {c.label} could not be measured: {why}",
+        return MeasureError(f"the {which} endpoint {c.label} could not be measured: {why}",
                             f"check that {c.label} builds and runs on its own; the bisect needs both endpoints")  # fmt: skip
 
     # ------------------------------------------------------------------------------ preflight
@@ -362,199 +302,3 @@ class TimePredicate:
         elif outcome == "good" and math.isfinite(vb.p_value):
             confidence = 1.0 - vb.p_value
         return Observation(c, outcome, reason, meas, cost, confidence)
-
-
-# ----------------------------------------------------------------------------------- GPU adapter
-PrepareFn = Callable[[Variant], Callable[[], None]]
-
-
-@dataclass
-class BundleMeasure:
-    """A :data:`MeasureFn` over prepared variants, timed by ``measure_interleaved`` in this process.
-
-    ``prepare(variant)`` returns the timed callable of a variant (built once, on first use, and kept:
-    later rounds reuse it). A variant whose preparation or timing raises is left out of the result
-    and its error kept in ``errors`` (the predicate turns it into a ``skip``). GPU host only, except
-    with a fake ``prepare`` and ``sampler_factory`` (the CPU tests).
-    """
-
-    prepare: PrepareFn
-    options: TimingOptions | None = None
-    sampler_factory: SamplerFactory | None = None
-    seed: int = 0
-    max_time_s: float = 120.0
-    errors: dict[str, str] = field(default_factory=dict)
-    calls: int = 0
-    _ready: dict[str, Callable[[], None]] = field(default_factory=dict)
-
-    def __call__(self, variants: list[Variant], n: int) -> dict[str, list[float]]:
-        from ktriage.measure.timing import TimingOptions, measure_interleaved
-
-        calls: dict[str, Callable[[], None]] = {}
-        for v in variants:
-            key = variant_key(v)
-            if key in self.errors:
-                continue
-            if key not in self._ready:
-                try:
-                    self._ready[key] = self.prepare(v)
-                except Exception as exc:
-                    if getattr(exc, "sticky", False):
-                        raise
-                    self.errors[key] = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
-                    continue
-            calls[key] = self._ready[key]
-        if not calls:
-            return {}
-        options = self.options or TimingOptions()
-        rounds = max(1, math.ceil(n / options.calls_per_round))
-        self.calls += 1
-        res = measure_interleaved(calls, rounds=rounds, min_samples=n, max_time_s=self.max_time_s,
-                                  stop=lambda s: True, seed=self.seed + self.calls, options=options,
-                                  sampler_factory=self.sampler_factory)  # fmt: skip
-        for key, err in res.errors.items():
-            self.errors[key] = err
-        return {k: v for k, v in res.samples.items() if k not in res.errors and v}
-
-
-def bench_measure(
-    bundle: Bundle | str,
-    *,
-    backend: str,
-    input_id: int,
-    mode: str | None = None,
-    toolchain_of: Callable[[Candidate], str] | None = None,
-    options: TimingOptions | None = None,
-    artifact_timing: str = "tritonbench",
-    check_outputs: bool = True,
-    seed: int = 0,
-) -> BundleMeasure:
-    """The GPU measurement of a time bisect: each candidate is ``backend``'s artifact replay with the
-    candidate's toolchain from a compile-here ``bundle`` (ktriage.workload.bundle), on input
-    ``input_id``, all timed interleaved in THIS process. ``toolchain_of(candidate)`` gives the
-    bundle's toolchain id (default: ``candidate.meta["toolchain_id"]``, else ``candidate.id``).
-    With ``check_outputs`` every variant's results are checked against the first prepared one
-    (the good endpoint, which the predicate measures first); a wrong one is never timed.
-
-    GPU host only (torch + cuda.bindings); not run in this session (no device time for issue 4):
-    its logic is the BundleMeasure above, tested on CPU with fakes.
-    """
-    from ktriage.workload.backends import check_outputs as _check
-    from ktriage.workload.backends import make_input
-    from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle import load_bundle, make_launcher
-    from ktriage.workload.replay import artifact_backend
-
-    bun = load_bundle(bundle) if isinstance(bundle, str) else bundle
-    run_mode = mode or bun.mode
-    case = next((c for c in bun.input_cases() if c.id == input_id), None)
-    if case is None:
-        raise KtriageError(f"bundle {bun.path} has no input {input_id}",
-                           f"inputs in the bundle: {[c.id for c in bun.input_cases()]}")  # fmt: skip
-    inp = make_input(bun.op, case, precision=bun.precision)
-    pick = toolchain_of or (lambda c: str(c.meta.get("toolchain_id", c.id)))
-    loader = runner_loader()
-    reference: dict[str, Any] = {}
-
-    def prepare(v: Variant) -> Callable[[], None]:
-        import torch
-
-        tc = pick(v) if isinstance(v, Candidate) else v
-        if tc not in bun.toolchains:
-            raise KtriageError(f"toolchain {tc} is not in bundle {bun.path}", f"bundle toolchains: {', '.join(bun.toolchains)}")
-        replay = artifact_backend(backend, launch=make_launcher(bun, tc, loader), specs=bun.spec_source(),
-                                  timing=artifact_timing, sm_count=bun.sm_count)  # fmt: skip
-        call = replay.prepare(inp, run_mode)
-        if check_outputs:
-            outputs = replay.outputs()
-            torch.cuda.synchronize()
-            if not reference:
-                reference.update(outputs)
-            else:
-                acc = _check(reference, outputs, precision=inp.precision)
-                if not acc.passed:
-                    raise KtriageError(f"{tc}: wrong results ({acc.reason})", "a wrong kernel is not timed; the candidate is skipped")
-
-        def timed() -> None:
-            call()
-
-        grads = replay.grad_to_none
-
-        def before() -> None:  # outside the timed region, as TritonBench resets grads
-            for t in grads():
-                t.grad = None
-
-        timed.before = before  # type: ignore[attr-defined]
-        return timed
-
-    return BundleMeasure(prepare, options=options, seed=seed)
-
-
-# ----------------------------------------------------------------------------------- the fake
-@dataclass
-class FakeNoisyTimings:
-    """FAKE measurement (synthetic latencies with a known culprit) for tests and the noise benchmark.
-
-    Candidate ``i`` has median ``base_ms`` before ``culprit`` and ``base_ms * (1 + effect)`` from it
-    on (``steps`` adds further ``{index: factor}`` changes). Each sample is log-normal around it with
-    CV ``cv``; with ``bimodal=(share, gap)`` a sample of a variant at index >= ``bimodal_from``
-    (and < ``bimodal_to`` when given) is ``1 + gap`` slower with probability ``share``. ``drift`` is
-    a relative slowdown added per ``measure`` call (time passes between sessions while candidates
-    build: thermal creep, clocks); inside one call all variants are interleaved, as the GPU session
-    measures them, so they share it. Variants are Candidates (their ``index``) or strings holding an
-    index. ``fail``: indices that cannot be
-    measured (absent from the result, with an ``errors`` entry). Counts ``samples_taken``/``calls``.
-    """
-
-    culprit: int
-    effect: float
-    cv: float
-    base_ms: float = 1.0
-    bimodal: tuple[float, float] | None = None
-    bimodal_from: int = 0
-    bimodal_to: int | None = None
-    drift: float = 0.0
-    steps: dict[int, float] = field(default_factory=dict)
-    fail: frozenset[int] = frozenset()
-    seed: int = 0
-    samples_taken: int = 0
-    calls: int = 0
-    errors: dict[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.rng = np.random.default_rng(self.seed)
-
-    def level(self, index: int) -> float:
-        """The true median latency (ms) of candidate ``index``."""
-        m = self.base_ms * ((1.0 + self.effect) if index >= self.culprit else 1.0)
-        for at, factor in self.steps.items():
-            if index >= at:
-                m *= factor
-        return m
-
-    def __call__(self, variants: list[Variant], n: int) -> dict[str, list[float]]:
-        self.calls += 1
-        idx = [v.index if isinstance(v, Candidate) else int(v) for v in variants]
-        live = [(variant_key(v), i) for v, i in zip(variants, idx) if i not in self.fail]
-        for v, i in zip(variants, idx):
-            if i in self.fail:
-                self.errors[variant_key(v)] = "FAKE failure"
-        if not live:
-            return {}
-        k = len(live)
-        noise = np.exp(self.rng.normal(0.0, self.cv, (n, k)))
-        levels = np.array([self.level(i) for _, i in live])
-        x = levels[None, :] * noise * (1.0 + self.drift * (self.calls - 1))
-        if self.bimodal is not None:
-            share, gap = self.bimodal
-            hit = [i >= self.bimodal_from and (self.bimodal_to is None or i < self.bimodal_to) for _, i in live]
-            slow = (self.rng.random((n, k)) < share) & np.array(hit)[None, :]
-            x = np.where(slow, x * (1.0 + gap), x)
-        self.samples_taken += n * k
-        return {key: [float(v) for v in x[:, j]] for j, (key, _) in enumerate(live)}
-
-
-def fake_candidates(n: int, prefix: str = "c") -> list[Candidate]:
-    """``n`` synthetic candidates 0..n-1 (0 = good endpoint, n-1 = bad), for the fake's callers."""
-    return [Candidate(i, f"{prefix}{i}", f"{prefix}{i}", {}) for i in range(n)]
-

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import ktriage
-from ktriage.bisect.model import Observation
+from ktriage.bisect.candidate import Observation
 from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
 

@@ -1,4 +1,4 @@
-"""The measurement data model shared by the runner, the store, compare and the reports.
+"""The measurement data model (cells and runs) shared by the runner, the store, compare and the reports.
 
 One home for what a measurement *is*, so that the GPU runner, the SQL store, the JSON/CSV outputs
 and the statistics all speak of the same fields. Plain dataclasses with JSON round-trips: a GPU host

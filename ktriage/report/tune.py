@@ -10,12 +10,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.spec.model import input_label
-from ktriage.tune.screen import Candidate, ScreenResult
+from ktriage.tune.screen import ScreenedConfig, ScreenResult
 
 SCHEMA = 1
 
 
-def _summary(c: Candidate) -> dict[str, Any]:
+def _summary(c: ScreenedConfig) -> dict[str, Any]:
     data = c.to_json()
     return {"config": data["config"], "label": data["label"], "grid": data["grid"], "resources": data["resources"],
             "occupancy": data["occupancy"], "estimate": data["estimate"], "reason": data["reason"]}

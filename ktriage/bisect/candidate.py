@@ -1,7 +1,7 @@
 """The bisect data model shared by candidate sources, predicates and the search.
 
 Why a separate module: the search (``search.py``), the compile-only and command predicates
-(``predicates.py``) and the noise-robust timing predicate (``timing.py``, written separately)
+(``predicates.py``) and the noise-robust timing predicate (``time_predicate.py``)
 must agree on these few types and nothing else. A predicate never sees the search; the search
 never sees how a predicate measures.
 """

@@ -1,5 +1,8 @@
 """Render an ExplainResult as JSON (for tools), markdown (for CI summaries and issues) or a rich table.
 
+Rendering only: the findings are computed by the caller (``ktriage.explain.findings.collect_findings``)
+and passed in.
+
 A failed cell is shown as what it is everywhere: the table cell carries the stage and the one-line
 error, the findings carry a line per failing toolchain and input range, and "no resource changes" is
 only said when every cell has resources (otherwise: among those that compiled, with the count).
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +31,15 @@ from ktriage.explain.engine import (
     ExplainResult,
     KernelResult,
     SpecExplain,
+    opcode_delta_text,
     toolchain_label,
 )
 from ktriage.explain.failures import describe
+from ktriage.explain.fixes import Fix
 from ktriage.explain.findings import (
     FailureFinding,
     Finding,
     collect_failure_findings,
-    collect_findings,
     failure_json,
     group_findings,
 )
@@ -94,12 +99,6 @@ def _comparison_json(comparison: Comparison) -> dict[str, Any]:
     }
 
 
-def opcode_delta_text(comparison: Comparison, limit: int = 6) -> str:
-    """``REDG -32, ATOMG +32`` for the largest opcode changes."""
-    parts = [f"{c.metric} {int(c.new - c.ref):+d}" for c in comparison.opcode_changes[:limit]]
-    return ", ".join(parts)
-
-
 def assembler_label(toolchain: Toolchain, result: ExplainResult) -> str:
     """The ptxas that made this toolchain's cubins for the explained arch, with the options beyond
     ``-lineinfo -v`` (Triton's own and the toolchain's): e.g. "ptxas 13.4.59 (ptxas-blackwell)
@@ -111,8 +110,7 @@ def assembler_label(toolchain: Toolchain, result: ExplainResult) -> str:
         return f"ptxas {toolchain.ptxas_version}" + (f" {' '.join(toolchain.ptxas_options)}" if toolchain.ptxas_options else "")
 
 
-def to_json(result: ExplainResult, findings: list[Finding] | None = None) -> dict[str, Any]:
-    findings = collect_findings(result) if findings is None else findings
+def to_json(result: ExplainResult, findings: list[Finding]) -> dict[str, Any]:
     return {
         "tool": "ktriage explain",
         "ktriage_version": ktriage.__version__,
@@ -222,8 +220,7 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
-def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, title: str = "ktriage explain") -> str:
-    findings = collect_findings(result) if findings is None else findings
+def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
     out = [f"# {title}", ""]
     out.append("Toolchains (the first is the reference):")
@@ -262,8 +259,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding] | None = None, ti
     return "\n".join(out)
 
 
-def print_table(result: ExplainResult, console: Console, findings: list[Finding] | None = None) -> None:
-    findings = collect_findings(result) if findings is None else findings
+def print_table(result: ExplainResult, console: Console, findings: list[Finding]) -> None:
     table = Table(title="ktriage explain", show_lines=False)
     table.add_column("input", style="bold")
     for i, t in enumerate(result.toolchains):
@@ -288,3 +284,16 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
                       f"{len(result.specs) * len(result.toolchains)} cells)")
     for f in failed:
         console.print(f"  • [red]{escape(f.summary())}[/]")
+
+
+def fixes_markdown(fixes: Sequence[Fix]) -> str:
+    """The "## Fixes" section of the explain report."""
+    out = ["## Fixes (verified by compiling, not timed)", ""]
+    if not fixes:
+        out.append("- No fix to propose for these findings.")
+    for f in fixes:
+        mark = "verified" if f.verified else "not verified"
+        out.append(f"- **{f.kind}** ({f.kernel}, `{f.toolchain}`): {f.description} — {mark}: {f.effect}")
+        out += [f"  - caveat: {c}" for c in f.caveats]
+    out.append("")
+    return "\n".join(out)

@@ -1,0 +1,141 @@
+"""Fakes for tests and benchmarks, in one place: synthetic data and measurements with a known truth.
+
+Nothing here is a measurement, and library code never imports this module (the import-linter
+layers put it at the top, next to ``cli``). Every generator is seeded.
+
+- :func:`lognormal`, :func:`bimodal`: synthetic timing samples (the statistics' tests, the verdict
+  accuracy benchmark);
+- :func:`fake_sweep_run`: a fake TritonBench-shaped run (compare, reports);
+- :class:`FakeNoisyTimings`, :func:`fake_candidates`: a fake GPU measurement with a known culprit
+  for the time bisect (its tests and ``benchmarks/bisect/noisy_bisect.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ktriage.bisect.decide import Variant, variant_key
+from ktriage.bisect.candidate import Candidate
+from ktriage.measure.cells import Cell, CellKey, RunInfo
+
+
+def lognormal(rng: np.random.Generator, n: int, median: float, cv: float) -> list[float]:
+    """Multiplicative noise, as GPU timings have: log-normal around ``median`` with CV ~ ``cv``."""
+    return list(median * np.exp(rng.normal(0.0, cv, n)))
+
+
+def bimodal(rng: np.random.Generator, n: int, median: float, cv: float, gap: float = 0.3, slow_share: float = 0.4) -> list[float]:
+    """Two modes ``gap`` apart (e.g. a clock that drops for part of a run), ``slow_share`` slow."""
+    k = int(round(n * slow_share))
+    return lognormal(rng, n - k, median, cv) + lognormal(rng, k, median * (1 + gap), cv)
+
+
+def fake_sweep_run(
+    *,
+    seed: int,
+    op: str = "layer_norm",
+    mode: str = "bwd",
+    n_inputs: int = 30,
+    samples: int = 40,
+    cv: float = 0.01,
+    baseline: str = "torch_layer_norm",
+    backend: str = "liger_layer_norm",
+    toolchains: Sequence[str] = ("triton-3.3.1", "triton-3.4.0"),
+    baseline_ms: Callable[[int], float] = lambda i: 0.05 + 0.01 * i,
+    speed: Callable[[str, int], float] = lambda tc, i: 0.8,
+    baseline_factor: float = 1.0,
+    broken: dict[tuple[str, int], str] | None = None,
+) -> tuple[RunInfo, list[Cell]]:
+    """A fake run shaped like TritonBench's layer_norm sweep: a native baseline and one Triton
+    backend per toolchain; ``speed(tc, i)`` is the backend's latency as a multiple of the baseline.
+    ``broken``: (toolchain, input index) -> "wrong" or "error" cells."""
+    rng = np.random.default_rng(seed)
+    run = RunInfo(command=f"fake sweep seed={seed}", host="synthetic", gpu={"name": "FAKE-GPU", "driver": "0"},
+                  toolchains=[{"id": t, "spec": t} for t in toolchains], settings={"baseline": baseline})  # fmt: skip
+    cells: list[Cell] = []
+    for i in range(n_inputs):
+        label = f"N={1024 + 512 * i}"
+        base = baseline_ms(i) * baseline_factor
+        cells.append(Cell(CellKey(op, mode, i, label, baseline, None), "ok", lognormal(rng, samples, base, cv)))
+        for tc in toolchains:
+            status = (broken or {}).get((tc, i))
+            key = CellKey(op, mode, i, label, backend, tc)
+            if status == "wrong":
+                cells.append(Cell(key, "wrong", [], "max_abs_err 0.5 > atol 1e-05", {"passed": False, "max_abs_err": 0.5}))
+            elif status:
+                cells.append(Cell(key, "error", [], "CUDA_ERROR_ILLEGAL_ADDRESS"))
+            else:
+                cells.append(Cell(key, "ok", lognormal(rng, samples, base * speed(tc, i), cv)))
+    return run, cells
+
+
+# ----------------------------------------------------------------------------------- the time bisect's fake
+@dataclass
+class FakeNoisyTimings:
+    """FAKE measurement (synthetic latencies with a known culprit) for tests and the noise benchmark.
+
+    Candidate ``i`` has median ``base_ms`` before ``culprit`` and ``base_ms * (1 + effect)`` from it
+    on (``steps`` adds further ``{index: factor}`` changes). Each sample is log-normal around it with
+    CV ``cv``; with ``bimodal=(share, gap)`` a sample of a variant at index >= ``bimodal_from``
+    (and < ``bimodal_to`` when given) is ``1 + gap`` slower with probability ``share``. ``drift`` is
+    a relative slowdown added per ``measure`` call (time passes between sessions while candidates
+    build: thermal creep, clocks); inside one call all variants are interleaved, as the GPU session
+    measures them, so they share it. Variants are Candidates (their ``index``) or strings holding an
+    index. ``fail``: indices that cannot be
+    measured (absent from the result, with an ``errors`` entry). Counts ``samples_taken``/``calls``.
+    """
+
+    culprit: int
+    effect: float
+    cv: float
+    base_ms: float = 1.0
+    bimodal: tuple[float, float] | None = None
+    bimodal_from: int = 0
+    bimodal_to: int | None = None
+    drift: float = 0.0
+    steps: dict[int, float] = field(default_factory=dict)
+    fail: frozenset[int] = frozenset()
+    seed: int = 0
+    samples_taken: int = 0
+    calls: int = 0
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def level(self, index: int) -> float:
+        """The true median latency (ms) of candidate ``index``."""
+        m = self.base_ms * ((1.0 + self.effect) if index >= self.culprit else 1.0)
+        for at, factor in self.steps.items():
+            if index >= at:
+                m *= factor
+        return m
+
+    def __call__(self, variants: list[Variant], n: int) -> dict[str, list[float]]:
+        self.calls += 1
+        idx = [v.index if isinstance(v, Candidate) else int(v) for v in variants]
+        live = [(variant_key(v), i) for v, i in zip(variants, idx) if i not in self.fail]
+        for v, i in zip(variants, idx):
+            if i in self.fail:
+                self.errors[variant_key(v)] = "FAKE failure"
+        if not live:
+            return {}
+        k = len(live)
+        noise = np.exp(self.rng.normal(0.0, self.cv, (n, k)))
+        levels = np.array([self.level(i) for _, i in live])
+        x = levels[None, :] * noise * (1.0 + self.drift * (self.calls - 1))
+        if self.bimodal is not None:
+            share, gap = self.bimodal
+            hit = [i >= self.bimodal_from and (self.bimodal_to is None or i < self.bimodal_to) for _, i in live]
+            slow = (self.rng.random((n, k)) < share) & np.array(hit)[None, :]
+            x = np.where(slow, x * (1.0 + gap), x)
+        self.samples_taken += n * k
+        return {key: [float(v) for v in x[:, j]] for j, (key, _) in enumerate(live)}
+
+
+def fake_candidates(n: int, prefix: str = "c") -> list[Candidate]:
+    """``n`` synthetic candidates 0..n-1 (0 = good endpoint, n-1 = bad), for the fake's callers."""
+    return [Candidate(i, f"{prefix}{i}", f"{prefix}{i}", {}) for i in range(n)]

@@ -1,0 +1,100 @@
+"""Build a bundle (``ktriage.workload.bundle``) on a CPU machine: compile every kernel an op's artifact
+backends launch, for some inputs, with every toolchain."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage.errors import SpecError
+from ktriage.spec.model import KernelSpec
+from ktriage.workload.bundle import FORMAT, artifact_entry, write_manifest
+from ktriage.workload.replay import ROLES_BY_MODE
+
+if TYPE_CHECKING:
+    from ktriage.compile.compiler import Compiler
+    from ktriage.toolchain.manager import Toolchain
+
+
+def build_bundle(
+    op: str,
+    mode: str,
+    inputs: Sequence[str | int] | None,
+    toolchains: Sequence[Toolchain],
+    out_dir: Path,
+    *,
+    target: str = "sm_90",
+    sm_count: int | None = None,
+    compiler: Compiler,
+    precision: str | None = None,
+    backends: Sequence[str] | None = None,
+) -> Path:
+    """Compile every kernel of ``op``'s artifact backends for ``inputs`` (ids or selectors; None: all)
+    with every toolchain and write the bundle to ``out_dir``; returns ``out_dir``."""
+    from ktriage.catalog.targets import default_sm_count
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.ops import (
+        check_mode,
+        get_op,
+        resolve_precision,
+        select_op_inputs,
+    )
+    from ktriage.workload.replay import REPLAYS, catalog_spec
+
+    opdef = get_op(op)
+    check_mode(opdef, mode)
+    prec = resolve_precision(opdef, precision)
+    sm = sm_count if sm_count is not None else default_sm_count(target)
+    if not toolchains:
+        raise SpecError("no toolchain given for the bundle", "pass --toolchain (e.g. --toolchain triton==3.4.0)")
+    chosen = list(backends) if backends else [b for b in opdef.artifact_backends
+                                              if not (REPLAYS[b].fwd_only and mode != "fwd")]
+    for b in chosen:
+        if b not in opdef.artifact_backends:
+            raise SpecError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
+        if REPLAYS[b].fwd_only and mode != "fwd":
+            raise SpecError(f"{b} has no {mode} kernels (forward only)", "bundle it with --fwd")
+    cases = select_op_inputs(opdef, selectors=[str(i) for i in inputs] if inputs else None)
+
+    specs: dict[str, KernelSpec] = {}
+    input_rows = []
+    for case in cases:
+        kernels: dict[str, dict[str, str]] = {}
+        for b in chosen:
+            for role in ROLES_BY_MODE[mode]:
+                spec = catalog_spec(b, case, role, precision=prec, target=target, sm_count=sm)
+                key = spec.key()
+                specs.setdefault(key, spec)
+                kernels.setdefault(b, {})[role] = key
+        input_rows.append({"id": case.id, "facts": dict(case.facts), "x_val": list(opdef.x_val(case)), "kernels": kernels})
+
+    out_dir = Path(out_dir)
+    (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
+    outcomes = compiler.compile_many(list(specs.values()), list(toolchains))  # in (spec, toolchain) order
+    pairs = [(key, tc) for key in specs for tc in toolchains]
+    artifacts: dict[str, dict[str, Any]] = {}
+    for (key, tc), outcome in zip(pairs, outcomes, strict=True):
+        if isinstance(outcome, Artifact):
+            entry = artifact_entry(outcome, out_dir)
+        else:
+            entry = {"status": "failed", "stage": outcome.stage, "kind": outcome.kind, "message": outcome.message}
+        artifacts.setdefault(key, {})[tc.id] = entry
+
+    manifest = {
+        "format_version": FORMAT,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "op": op,
+        "mode": mode,
+        "precision": prec,
+        "target": target,
+        "sm_count": sm,
+        "backends": chosen,
+        "inputs": input_rows,
+        "toolchains": {tc.id: tc.to_json() for tc in toolchains},
+        "specs": {k: s.to_json() for k, s in specs.items()},
+        "artifacts": artifacts,
+    }
+    write_manifest(out_dir, manifest)
+    return out_dir
