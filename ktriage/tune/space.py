@@ -10,7 +10,7 @@ therefore carries the sentence that justifies its values, and the grid axis it t
 Where knobs come from, first match wins per constexpr:
 1. ``spec.meta["tune"]`` -- ``{"BLOCK": [256, 512]}`` or ``{"BLOCK": {"values": [...],
    "grid_axis": 0, "numel": 4096, "why": "..."}}``; a TOML spec writes it as ``[kernel.meta.tune]``;
-2. the catalog recipes this module knows (Liger layer_norm, Liger embedding);
+2. the operator of the kernel (``Kernels.knobs`` in ktriage/ops/<op>.py: Liger layer_norm, Liger embedding);
 3. inductor-style names (``XBLOCK``, ``YBLOCK``, ``RBLOCK``, ``R0_BLOCK``, ``R1_BLOCK``): powers
    of two around the spec's value.
 num_warps (powers of two up to the arch's 1024 threads per CTA) and num_stages (1..4) are always
@@ -28,6 +28,8 @@ from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
+from ktriage.ops import registry
+from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
 from ktriage.spec.model import KernelSpec
 
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -46,27 +48,6 @@ def next_power_of_2(n: int) -> int:
 
 def _is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
-
-
-@dataclass(frozen=True)
-class Knob:
-    """One tunable block-size constexpr: its allowed values and why they are the allowed ones.
-
-    ``grid_axis``: the grid axis this block tiles (None: it does not change the grid). The new
-    grid along that axis is ``cdiv(numel, value)`` when ``numel`` is known, else the spec's grid
-    scaled by ``old / value`` (rounded up).
-    """
-
-    name: str
-    values: tuple[int, ...]
-    why: str
-    grid_axis: int | None = None
-    numel: int | None = None
-    reduction: bool = False  # a reduction-loop block (RBLOCK): what RBLOCK scaling may shrink
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "values": list(self.values), "why": self.why, "grid_axis": self.grid_axis,
-                "numel": self.numel, "reduction": self.reduction}
 
 
 @dataclass(frozen=True)
@@ -177,35 +158,6 @@ def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
     return knobs
 
 
-def _liger_layer_norm(spec: KernelSpec) -> dict[str, Knob]:
-    n = int(spec.meta.get("shape", {}).get("N", 0) or 0)
-    block = spec.constexprs.get("BLOCK_SIZE")
-    if not n or not isinstance(block, int):
-        return {}
-    least = next_power_of_2(n)
-    values = tuple(v for v in (least, 2 * least) if v <= 65536)
-    return {"BLOCK_SIZE": Knob(
-        "BLOCK_SIZE", values,
-        f"the kernel loads a whole row with tl.arange(0, BLOCK_SIZE) masked by n_cols, so BLOCK_SIZE must stay "
-        f">= next_power_of_2(N={n}) = {least}; larger only adds masked lanes",
-    )}
-
-
-def _liger_embedding(spec: KernelSpec) -> dict[str, Knob]:
-    shape = spec.meta.get("shape", {})
-    d = int(shape.get("D", 0) or 0)
-    tokens = int(shape.get("B", 0) or 0) * int(shape.get("T", 0) or 0)
-    knobs: dict[str, Knob] = {}
-    for name, axis, numel in (("BLOCK_SIZE_M", 0, tokens), ("BLOCK_SIZE_N", 1, d)):
-        cur = spec.constexprs.get(name)
-        if not isinstance(cur, int) or not numel:
-            continue
-        values = tuple(v for v in (cur // 4, cur // 2, cur, cur * 2) if 16 <= v <= 256)
-        knobs[name] = Knob(name, values, f"{name} tiles grid axis {axis} (cdiv({numel}, {name})) with masked loads, "
-                                         "so any power of two is correct", axis, numel)
-    return knobs
-
-
 def _inductor_style(spec: KernelSpec) -> dict[str, Knob]:
     knobs: dict[str, Knob] = {}
     for name, ty in spec.signature.items():
@@ -231,13 +183,8 @@ def _pow2_upto(cap: int) -> list[int]:
 
 
 def recipe_knobs(spec: KernelSpec) -> dict[str, Knob]:
-    """The block knobs a catalog recipe declares for ``spec`` (empty if the recipe is unknown)."""
-    fn = spec.source_function()
-    if fn in ("_layer_norm_backward_kernel", "_layer_norm_forward_kernel") and "liger" in spec.source:
-        return _liger_layer_norm(spec)
-    if fn in ("embedding_backward_kernel", "embedding_forward_kernel") and "liger" in spec.source:
-        return _liger_embedding(spec)
-    return {}
+    """The block knobs the operator of ``spec``'s kernel declares (ktriage/ops/<op>.py; empty if none)."""
+    return registry.knobs_for(spec)
 
 
 def config_space(
