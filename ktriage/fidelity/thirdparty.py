@@ -158,7 +158,7 @@ def liger_swiglu_cases(version: str, target: str) -> list[FidelityCase]:
 
 
 def liger_rms_norm_bf16_cases(version: str, target: str) -> list[FidelityCase]:
-    """The rms_norm catalog recipe (catalog/liger.py) in bf16 at N=16384, both modes: issue 9's case."""
+    """The rms_norm catalog recipe (ktriage/ops/rms_norm.py) in bf16 at N=16384, both modes: issue 9's case."""
     from ktriage.catalog.registry import expand_launches
 
     op = _liger_op("rms_norm", version)
