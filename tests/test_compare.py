@@ -10,6 +10,7 @@ import json
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.report.markdown import to_markdown
 from ktriage.report.tabular import CSV_COLUMNS, to_csv, to_json
+from ktriage.ops.registry import default_baselines
 from ktriage.stats.compare import compare_cells, compare_toolchains, exit_status
 from ktriage.testing import fake_sweep_run
 
@@ -76,8 +77,10 @@ def test_two_runs_baseline_unchanged() -> None:
 
 def test_explicit_baseline_and_no_baseline() -> None:
     run, cells = fake_sweep_run(seed=7, n_inputs=6, toolchains=TCS)
-    c = compare_cells(cells, cells, baseline="nope")
-    assert c.baseline.backend == "torch_layer_norm"  # unknown --baseline falls back to the run's own
+    c = compare_cells(cells, cells, baseline="nope", default_baselines=default_baselines())
+    assert c.baseline.backend == "torch_layer_norm"  # unknown --baseline falls back to the op's own
+    # stats knows no op names: without the operators' defaults there is no baseline to fall back to
+    assert compare_cells(cells, cells, baseline="nope").baseline.status == "none"
     renamed = [Cell(CellKey(x.key.op, x.key.mode, x.key.input_id, x.key.input_label, "eager", x.key.toolchain), x.status, x.samples_ms) if x.key.backend == "torch_layer_norm" else x for x in cells]
     c2 = compare_cells(renamed, renamed)
     assert c2.baseline.status == "none" and "--baseline" in c2.baseline.message
@@ -88,7 +91,7 @@ def test_explicit_baseline_and_no_baseline() -> None:
 def test_missing_cells_are_reported() -> None:
     _, ref = fake_sweep_run(seed=8, n_inputs=6, toolchains=TCS[:1])
     _, new = fake_sweep_run(seed=9, n_inputs=4, toolchains=TCS[:1])
-    c = compare_cells(ref, new)
+    c = compare_cells(ref, new, default_baselines=default_baselines())
     missing = [p for p in c.pairs if p.status == "missing"]
     assert {(p.input_id, p.problem) for p in missing} == {(4, "no new cell"), (5, "no new cell")} | set()
     assert c.counts()["missing"] == 2  # the liger cells; the baseline's are not counted

@@ -1,6 +1,5 @@
-"""The built-in catalog: Liger-Kernel recipes and this project's tutorial kernels (docs/catalog.md)."""
+"""The built-in catalog: ops expanded into KernelSpecs (docs/catalog.md); the facts are in ktriage.ops."""
 
-from ktriage.catalog.inputs import InputCase
 from ktriage.catalog.registry import (
     OpInfo,
     expand_op,
@@ -9,5 +8,6 @@ from ktriage.catalog.registry import (
     op_inputs,
     select_inputs,
 )
+from ktriage.ops.inputs import InputCase
 
 __all__ = ["InputCase", "OpInfo", "expand_op", "get_op", "list_ops", "op_inputs", "select_inputs"]

@@ -227,8 +227,9 @@ def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchai
 
 def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console: Console) -> None:
     from ktriage.report.markdown import to_markdown
+    from ktriage.ops.registry import default_baselines
     from ktriage.stats.compare import compare_toolchains
 
-    comparisons = compare_toolchains(cells, run=run, baseline=baseline)
+    comparisons = compare_toolchains(cells, run=run, baseline=baseline, default_baselines=default_baselines())
     console.print(to_markdown(comparisons), markup=False, highlight=False)
 

@@ -52,6 +52,7 @@ def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str
 def build_comparisons(
     a: str, b: str | None, *, toolchains: bool, baseline: str | None, config: VerdictConfig, db: str | None = None
 ) -> list[Comparison]:
+    from ktriage.ops.registry import default_baselines
     from ktriage.stats.compare import compare_cells, compare_toolchains, run_toolchains
 
     if toolchains:
@@ -62,14 +63,15 @@ def build_comparisons(
         if len(tcs) < 2:
             raise KtriageError(f"run {run.run_id} has {len(tcs)} toolchain(s) with cells; --toolchains needs two or more",
                                "measure with several --toolchain options, or compare two runs: ktriage compare A B")  # fmt: skip
-        return compare_toolchains(cells, run=run, baseline=baseline, config=config)
+        return compare_toolchains(cells, run=run, baseline=baseline, config=config, default_baselines=default_baselines())
     if b is None:
         raise KtriageError("compare needs two runs or result files (or one run with --toolchains)", "e.g. ktriage compare old.json new.json")
     run_a, cells_a, label_a = load_side(a, db)
     run_b, cells_b, label_b = load_side(b, db)
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
-    return [compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b, baseline=baseline, config=config)]
+    return [compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b, baseline=baseline, config=config,
+                          default_baselines=default_baselines())]
 
 
 def compare(

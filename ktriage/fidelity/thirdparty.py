@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ktriage.catalog import liger
-from ktriage.catalog.kernels._params import cdiv, next_power_of_2
+from ktriage.ops import liger
+from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.kernels import KERNELS_DIR
 from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch
@@ -158,7 +158,7 @@ def liger_swiglu_cases(version: str, target: str) -> list[FidelityCase]:
 
 
 def liger_rms_norm_bf16_cases(version: str, target: str) -> list[FidelityCase]:
-    """The rms_norm catalog recipe (catalog/liger.py) in bf16 at N=16384, both modes: issue 9's case."""
+    """The rms_norm catalog recipe (ktriage/ops/rms_norm.py) in bf16 at N=16384, both modes: issue 9's case."""
     from ktriage.catalog.registry import expand_launches
 
     op = _liger_op("rms_norm", version)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,13 +29,6 @@ from ktriage.stats.verdict import (
 PairStatus = Literal["compared", "error", "missing"]
 BaselineStatus = Literal["unchanged", "moved", "unsure", "absent", "shared", "none"]
 
-# TritonBench's registered baselines (research/tritonbench_liger.md), used when neither --baseline
-# nor the run's settings name one.
-TRITONBENCH_BASELINES: dict[str, str] = {
-    "layer_norm": "torch_layer_norm",
-    "embedding": "torch_embedding",
-    "rope": "apply_rotary_pos_emb",
-}
 
 
 @dataclass
@@ -240,10 +233,15 @@ def _describe_failure(side: str, c: Cell) -> str:
     return f"{side} {c.status}{why}"
 
 
-def pick_baseline(cells: Sequence[Cell], run: RunInfo | None, op: str, explicit: str | None = None) -> str | None:
-    """The op's baseline backend: --baseline, else the run's setting, else TritonBench's default if present."""
+def pick_baseline(cells: Sequence[Cell], run: RunInfo | None, op: str, explicit: str | None = None,
+                  defaults: Mapping[str, str] | None = None) -> str | None:
+    """The op's baseline backend: --baseline, else the run's setting, else the op's default if present.
+
+    ``defaults``: op -> its default baseline backend, from the caller (the operators' own,
+    ``ktriage.ops.registry.default_baselines()``: TritonBench's registered baselines); statistics
+    know no op names."""
     backends = {c.key.backend for c in cells if c.key.op == op}
-    for cand in (explicit, (run.settings.get("baseline") if run else None), TRITONBENCH_BASELINES.get(op)):
+    for cand in (explicit, (run.settings.get("baseline") if run else None), (defaults or {}).get(op)):
         if cand and cand in backends:
             return cand
     return None
@@ -363,11 +361,14 @@ def compare_cells(
     config: VerdictConfig = DEFAULT_CONFIG,
     cliff_config: CliffConfig = DEFAULT_CLIFF_CONFIG,
     same_run: bool = False,
+    default_baselines: Mapping[str, str] | None = None,
 ) -> Comparison:
     """Compare two result sets. ``same_run``: both sides come from one process (toolchains of a run):
-    native cells are shared, so they are not paired and the baseline check is "shared"."""
+    native cells are shared, so they are not paired and the baseline check is "shared".
+    ``default_baselines``: op -> baseline backend used when neither ``baseline`` nor the run names one."""
     ops = {c.key.op for c in [*ref_cells, *new_cells]}
-    baselines = {op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline) for op in sorted(ops)}
+    baselines = {op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline, default_baselines)
+                 for op in sorted(ops)}
     pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     cliffs = _sweep_cliffs(new_cells, new_label, baselines, cliff_config, labels)
@@ -411,6 +412,7 @@ def compare_toolchains(
     baseline: str | None = None,
     config: VerdictConfig = DEFAULT_CONFIG,
     cliff_config: CliffConfig = DEFAULT_CLIFF_CONFIG,
+    default_baselines: Mapping[str, str] | None = None,
 ) -> list[Comparison]:
     """The toolchains within one run, each against the first (the reference)."""
     tcs = list(toolchains) if toolchains else run_toolchains(run, cells)
@@ -421,6 +423,7 @@ def compare_toolchains(
     by_tc = {t: [c for c in cells if c.key.toolchain == t] for t in tcs}
     return [
         compare_cells(native + by_tc[tcs[0]], native + by_tc[t], ref_label=tcs[0], new_label=t, ref_run=run, new_run=run,
-                      baseline=baseline, config=config, cliff_config=cliff_config, same_run=True)  # fmt: skip
+                      baseline=baseline, config=config, cliff_config=cliff_config, same_run=True,
+                      default_baselines=default_baselines)  # fmt: skip
         for t in tcs[1:]
     ]

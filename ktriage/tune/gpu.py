@@ -8,7 +8,9 @@ same arguments, so each candidate enters the bundle as a *variant* of the toolch
 the grid as the library does, so only candidates with the library's grid can be timed this way
 (a different XBLOCK means a different grid); the others are listed as not timed, with the reason.
 
-Only catalog ops with a bench workload can be timed (Liger layer_norm and embedding today).
+Only catalog ops with a bench workload can be timed: kernels with a replay, at the release it is
+written for, on the bench op's own sweep (``ktriage.ops.registry.bench_target``: Liger layer_norm and
+embedding today).
 """
 
 from __future__ import annotations
@@ -20,13 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import SpecError
 from ktriage.measure.cells import Cell
+from ktriage.ops import registry
 from ktriage.tune.screen import ScreenResult
 
-# catalog op -> (bench op, artifact backend, the op's native baseline timed next to it)
-BENCH_OPS = {"liger.layer_norm": ("layer_norm", "liger_layer_norm", "torch_layer_norm"),
-             "liger.embedding": ("embedding", "liger_embedding", "torch_embedding")}
 DEFAULT_VARIANT = "default"
 
 
@@ -62,12 +62,14 @@ class TuneBundle:
 def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
     """(bench op, backend, mode, input id) of the screened spec, or a KtriageError saying why it cannot be timed."""
     meta = result.space.spec.meta
-    op = str(meta.get("op", ""))
-    if op not in BENCH_OPS or meta.get("input_id") is None:
+    target = registry.bench_target(str(meta.get("op", "")))
+    if target is None or not target[1].backend or meta.get("input_id") is None:
+        timed = [e for e in registry.CATALOG if registry.bench_target(e) is not None]
         raise SpecError(f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
-                        f"use --compile-only, or tune a catalog op with a workload ({', '.join(BENCH_OPS)})")
-    bench_op, backend, _native = BENCH_OPS[op]
-    return bench_op, backend, str(meta.get("mode", "bwd")), int(meta["input_id"])
+                        f"use --compile-only, or tune a catalog op with a workload ({', '.join(timed)})")
+    op, kernels = target
+    assert kernels.backend is not None
+    return op.name, kernels.backend, str(meta.get("mode", "bwd")), int(meta["input_id"])
 
 
 def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_count: int | None = None,
@@ -80,7 +82,8 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     from ktriage.workload.bundle_merge import add_variant
 
     bench_op, backend, mode, input_id = bench_target(result)
-    native = BENCH_OPS[str(result.space.spec.meta.get("op"))][2]
+    found = registry.operator(bench_op)
+    native = found.baseline if found is not None and found.baseline else None
     spec = result.space.spec
     tc = result.toolchain
     others = [t for t in compare_with if t.id != tc.id]

@@ -10,7 +10,7 @@ therefore carries the sentence that justifies its values, and the grid axis it t
 Where knobs come from, first match wins per constexpr:
 1. ``spec.meta["tune"]`` -- ``{"BLOCK": [256, 512]}`` or ``{"BLOCK": {"values": [...],
    "grid_axis": 0, "numel": 4096, "why": "..."}}``; a TOML spec writes it as ``[kernel.meta.tune]``;
-2. the catalog recipes this module knows (Liger layer_norm, Liger embedding);
+2. the operator of the kernel (``Kernels.knobs`` in ktriage/ops/<op>.py: Liger layer_norm, Liger embedding);
 3. inductor-style names (``XBLOCK``, ``YBLOCK``, ``RBLOCK``, ``R0_BLOCK``, ``R1_BLOCK``): powers
    of two around the spec's value.
 num_warps (powers of two up to the arch's 1024 threads per CTA) and num_stages (1..4) are always
@@ -28,6 +28,8 @@ from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
+from ktriage.ops import registry
+from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
 from ktriage.spec.model import KernelSpec
 
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -46,27 +48,6 @@ def next_power_of_2(n: int) -> int:
 
 def _is_pow2(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
-
-
-@dataclass(frozen=True)
-class Knob:
-    """One tunable block-size constexpr: its allowed values and why they are the allowed ones.
-
-    ``grid_axis``: the grid axis this block tiles (None: it does not change the grid). The new
-    grid along that axis is ``cdiv(numel, value)`` when ``numel`` is known, else the spec's grid
-    scaled by ``old / value`` (rounded up).
-    """
-
-    name: str
-    values: tuple[int, ...]
-    why: str
-    grid_axis: int | None = None
-    numel: int | None = None
-    reduction: bool = False  # a reduction-loop block (RBLOCK): what RBLOCK scaling may shrink
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "values": list(self.values), "why": self.why, "grid_axis": self.grid_axis,
-                "numel": self.numel, "reduction": self.reduction}
 
 
 @dataclass(frozen=True)
@@ -184,48 +165,6 @@ def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
     return knobs
 
 
-def _liger_layer_norm(spec: KernelSpec) -> dict[str, Knob]:
-    n = int(spec.meta.get("shape", {}).get("N", 0) or 0)
-    block = spec.constexprs.get("BLOCK_SIZE")
-    if not n or not isinstance(block, int):
-        return {}
-    least = next_power_of_2(n)
-    values = tuple(v for v in (least, 2 * least) if v <= 65536)
-    return {"BLOCK_SIZE": Knob(
-        "BLOCK_SIZE", values,
-        f"the kernel loads a whole row with tl.arange(0, BLOCK_SIZE) masked by n_cols, so BLOCK_SIZE must stay "
-        f">= next_power_of_2(N={n}) = {least}; larger only adds masked lanes",
-    )}
-
-
-def _liger_embedding(spec: KernelSpec) -> dict[str, Knob]:
-    shape = spec.meta.get("shape", {})
-    d = int(shape.get("D", 0) or 0)
-    tokens = int(shape.get("B", 0) or 0) * int(shape.get("T", 0) or 0)
-    knobs: dict[str, Knob] = {}
-    for name, axis, numel in (("BLOCK_SIZE_M", 0, tokens), ("BLOCK_SIZE_N", 1, d)):
-        cur = spec.constexprs.get(name)
-        if not isinstance(cur, int) or not numel:
-            continue
-        values = tuple(v for v in (cur // 4, cur // 2, cur, cur * 2) if 16 <= v <= 256)
-        knobs[name] = Knob(name, values, f"{name} tiles grid axis {axis} (cdiv({numel}, {name})) with masked loads, "
-                                         "so any power of two is correct", axis, numel)
-    return knobs
-
-
-def _tutorial_matmul(spec: KernelSpec) -> dict[str, Knob]:
-    shape = spec.meta.get("shape", {})
-    knobs: dict[str, Knob] = {}
-    for name, values, why in (
-        ("BLOCK_M", (64, 128, 256), "BLOCK_M tiles M with masked loads/stores: the grid is cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)"),
-        ("BLOCK_N", (64, 128, 256), "BLOCK_N tiles N with masked loads/stores: the grid is cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)"),
-        ("BLOCK_K", (32, 64), "BLOCK_K steps the K loop with masked loads: any power of two >= 16 is correct"),
-    ):
-        if isinstance(spec.constexprs.get(name), int) and shape.get("M") and shape.get("N"):
-            knobs[name] = Knob(name, values, why, reduction=name == "BLOCK_K")
-    return knobs
-
-
 def _matmul_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ...]]:
     m, n = int(spec.meta["shape"]["M"]), int(spec.meta["shape"]["N"])
     return lambda consts: (math.ceil(m / int(consts["BLOCK_M"])) * math.ceil(n / int(consts["BLOCK_N"])),)
@@ -233,7 +172,7 @@ def _matmul_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, .
 
 def recipe_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
     """The launch's grid function of a catalog recipe whose blocks tile one axis together (the matmul)."""
-    if spec.source_function() == "matmul_kernel" and _tutorial_matmul(spec):
+    if spec.source_function() == "matmul_kernel" and {"BLOCK_M", "BLOCK_N"} <= set(recipe_knobs(spec)):
         return _matmul_grid(spec)
     return None
 
@@ -263,15 +202,10 @@ def _pow2_upto(cap: int) -> list[int]:
 
 
 def recipe_knobs(spec: KernelSpec) -> dict[str, Knob]:
-    """The block knobs a catalog recipe declares for ``spec`` (empty if the recipe is unknown)."""
-    fn = spec.source_function()
-    if fn in ("_layer_norm_backward_kernel", "_layer_norm_forward_kernel") and "liger" in spec.source:
-        return _liger_layer_norm(spec)
-    if fn in ("embedding_backward_kernel", "embedding_forward_kernel") and "liger" in spec.source:
-        return _liger_embedding(spec)
-    if fn == "matmul_kernel":
-        return _tutorial_matmul(spec)
-    return {}
+    """The block knobs the operator of ``spec``'s kernel declares (ktriage/ops/<op>.py; empty if none)."""
+    return registry.knobs_for(spec)
+
+
 
 
 def config_space(

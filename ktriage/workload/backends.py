@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ktriage.catalog.inputs import InputCase
 from ktriage.errors import MeasureError, SpecError
+from ktriage.ops.inputs import InputCase
 from ktriage.measure.correctness import Accuracy
 from ktriage.workload.ops import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
 

@@ -33,10 +33,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.catalog import liger, tutorial
-from ktriage.catalog.inputs import InputCase
-from ktriage.catalog.kernels._params import cdiv, layer_norm_launch, next_power_of_2
-from ktriage.catalog.recipe import TL_DTYPE
+from ktriage.ops import liger, registry
+from ktriage.ops.inputs import InputCase
+from ktriage.ops.tutorial_params import cdiv, layer_norm_launch, next_power_of_2
+from ktriage.ops.operator import load
+from ktriage.ops.recipe import TL_DTYPE
 from ktriage.errors import KtriageError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Constexpr, Ptr, canonical_dtype, specialize_args
@@ -414,11 +415,8 @@ class TritonLayerNormReplay(ArtifactBackend):
         return {"y": self.run_fwd()}
 
 
-REPLAYS: dict[str, type[ArtifactBackend]] = {
-    "liger_layer_norm": LigerLayerNormReplay,
-    "liger_embedding": LigerEmbeddingReplay,
-    "triton_layer_norm": TritonLayerNormReplay,
-}
+# Which backend replays with which class is the operators' fact (``Kernels.replay`` in ktriage/ops/<op>.py).
+REPLAYS: dict[str, type[ArtifactBackend]] = {b: load(k.replay) for b, k in registry.replays().items() if k.replay}
 
 
 def artifact_backend(name: str, *, launch: LaunchFn, specs: SpecSource, timing: str = "tritonbench",
@@ -432,16 +430,15 @@ def artifact_backend(name: str, *, launch: LaunchFn, specs: SpecSource, timing: 
 # ------------------------------------------------------------------------------- spec sources
 def catalog_spec(backend: str, case: InputCase, role: str, *, precision: str = "fp32", target: str = "sm_90",
                  sm_count: int = 132) -> KernelSpec:
-    """The catalog spec of the kernel ``backend`` launches for ``case`` in ``role`` (liger-kernel 0.5.10 recipes)."""
-    if backend == "liger_layer_norm":
-        return liger.layer_norm(case, op="liger.layer_norm", mode=role, dtype=precision, target=target,
-                                sm_count=sm_count, version=liger.DEFAULT_VERSION).to_spec()
-    if backend == "liger_embedding":
-        return liger.embedding(case, op="liger.embedding", mode=role, dtype=precision, target=target,
-                               sm_count=sm_count, version=liger.DEFAULT_VERSION).to_spec()
-    if backend == "triton_layer_norm" and role == "fwd":
-        return tutorial.layer_norm(case, op="tutorial.layer_norm", mode=role, dtype=precision, target=target,
-                                   sm_count=sm_count, version=None).to_spec()
+    """The catalog spec of the kernel ``backend`` launches for ``case`` in ``role`` (the recipe of the
+    release its replay is written for: liger-kernel 0.5.10)."""
+    found = registry.by_backend(backend)
+    if found is not None:
+        _, kernels = found
+        if role in kernels.modes:
+            version = kernels.versions[0]
+            return kernels.recipe(case, op=kernels.catalog_name(version), mode=role, dtype=precision, target=target,
+                                  sm_count=sm_count, version=version).to_spec()
     raise KtriageError(f"no catalog kernel for {backend} {role}", f"artifact backends: {', '.join(REPLAYS)}")
 
 

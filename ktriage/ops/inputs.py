@@ -1,0 +1,66 @@
+"""Inputs of an operator's sweep, numbered like TritonBench's ``--input-id``, and ``--input`` selectors.
+
+Each operator module defines its own sweep (``ktriage/ops/<op>.py``); this module holds what every
+sweep shares: the case type and the selector grammar ("7", "N=4608", "D=4096,V=1024").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ktriage.errors import KtriageError
+
+
+@dataclass(frozen=True)
+class InputCase:
+    """One input of a sweep: its id and the shape facts a recipe needs (and ``--input K=V`` matches)."""
+
+    id: int
+    facts: dict[str, int] = field(default_factory=dict)
+
+    def label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.facts.items())
+
+
+_FACT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(-?\d+)\s*$")
+
+
+def select_inputs(op: str, cases: list[InputCase], selectors: Sequence[str] | None) -> list[InputCase]:
+    """Cases matching any selector: an input id ("7") or shape facts ("N=4608", "D=4096,V=1024")."""
+    if not selectors:
+        return list(cases)
+    chosen: dict[int, InputCase] = {}
+    for sel in selectors:
+        sel = str(sel).strip()
+        if sel.isdigit():
+            match = [c for c in cases if c.id == int(sel)]
+        else:
+            facts = {}
+            for part in sel.split(","):
+                m = _FACT.match(part)
+                if not m:
+                    raise KtriageError(
+                        f"input selector {sel!r} of {op} is neither an id nor K=V facts",
+                        f"write an input id (0..{len(cases) - 1}) or facts like {cases[0].label()}",
+                    )
+                facts[m.group(1)] = int(m.group(2))
+            unknown = sorted(set(facts) - set(cases[0].facts))
+            if unknown:
+                raise KtriageError(f"{op} inputs have no fact {unknown}", f"facts of {op} inputs: {', '.join(cases[0].facts)}")
+            match = [c for c in cases if all(c.facts.get(k) == v for k, v in facts.items())]
+        if not match:
+            raise KtriageError(f"no input of {op} matches {sel!r}", f"valid inputs: {_describe(cases)}")
+        for c in match:
+            chosen[c.id] = c
+    return [chosen[i] for i in sorted(chosen)]
+
+
+def _describe(cases: list[InputCase]) -> str:
+    parts = [f"ids 0..{len(cases) - 1}"]
+    for key in cases[0].facts:
+        values = sorted({c.facts[key] for c in cases})
+        shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")
+        parts.append(f"{key} in {{{shown}}}")
+    return "; ".join(parts)
