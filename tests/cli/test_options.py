@@ -13,7 +13,7 @@ import pytest
 from ktriage.cli import exit_codes
 from ktriage.cli.app import main
 from ktriage.measure.results_file import read_results, write_results
-from ktriage.stats.synthetic import fake_sweep_run
+from ktriage.testing import fake_sweep_run
 
 VECTOR_ADD = ["explain", "tutorial.vector_add", "-t", "triton==3.4.0"]
 
