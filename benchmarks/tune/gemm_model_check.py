@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"shape": [M, N, K], "dtype": "fp16", "tutorial": [label(c) for c in TUTORIAL],
                               "start": label(START), "host": platform.node()}
     ranking: list[dict[str, Any]] = []
-    if not args.rank_on_host:
+    if not args.rank_on_host and not args.from_tune.exists():
+        print(f"(no tune report at {args.from_tune}: ranking tune's space with the hook on this host)")
+    if not args.rank_on_host and args.from_tune.exists():
         picked = from_tune(args.from_tune)
         result["source"] = f"ktriage tune report {args.from_tune}"
     else:
