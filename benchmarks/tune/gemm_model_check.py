@@ -8,7 +8,7 @@ the autotune hook share:
 
 - default, ``--from-tune FILE`` (default ``results/gemm_model/tune_4096.json`` beside this script):
   the ``recommended`` (and the other kept) configs of the compile-only run
-  ``ktriage tune tutorial.matmul -i 3 -t triton==3.4.0 --compile-only --all -f json -o FILE`` (CPU);
+  ``ktriage tune tutorial.matmul --fwd --dtype fp16 -i 3 -t triton==3.4.0 --compile-only --warps 4,8 --all -f json -o FILE`` (CPU);
 - ``--rank-on-host``: the prune hook ranks tune's config space (``ktriage.tune.space.config_space``
   of the same catalog spec, 4 and 8 warps: 144 configs, a few minutes of compiles) with the host's
   Triton for the active GPU, and its rank 1 is timed.
