@@ -8,7 +8,7 @@ the autotune hook share:
 
 - default, ``--from-tune FILE`` (default ``results/gemm_model/tune_4096.json`` beside this script):
   the ``recommended`` (and the other kept) configs of the compile-only run
-  ``ktriage tune tutorial.matmul -i 3 -t triton==3.4.0 --compile-only --all -f json -o FILE`` (CPU);
+  ``ktriage tune tutorial.matmul --fwd --dtype fp16 -i 3 -t triton==3.4.0 --compile-only --warps 4,8 --all -f json -o FILE`` (CPU);
 - ``--rank-on-host``: the prune hook ranks tune's config space (``ktriage.tune.space.config_space``
   of the same catalog spec, 4 and 8 warps: 144 configs, a few minutes of compiles) with the host's
   Triton for the active GPU, and its rank 1 is timed.
@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"shape": [M, N, K], "dtype": "fp16", "tutorial": [label(c) for c in TUTORIAL],
                               "start": label(START), "host": platform.node()}
     ranking: list[dict[str, Any]] = []
-    if not args.rank_on_host:
+    if not args.rank_on_host and not args.from_tune.exists():
+        print(f"(no tune report at {args.from_tune}: ranking tune's space with the hook on this host)")
+    if not args.rank_on_host and args.from_tune.exists():
         picked = from_tune(args.from_tune)
         result["source"] = f"ktriage tune report {args.from_tune}"
     else:

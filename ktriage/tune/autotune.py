@@ -463,6 +463,8 @@ class SpillAwarePrune:
         def key(i: int) -> tuple[float, int, int, int]:
             s = screened[i]
             warps = s.occupancy.warps_per_sm if s.occupancy is not None else 0
+            if s.model == "mma" and s.occupancy is not None:  # the tile model counts CTAs/SM itself:
+                warps = -s.occupancy.num_warps  # among its ties fewer warps win, as in ktriage tune
             return (s.estimate or 0.0, -warps, s.registers or 0, i)
 
         order = sorted(candidates, key=key) + unscreened

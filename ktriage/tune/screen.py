@@ -103,7 +103,10 @@ def sort_key(c: ScreenedConfig, default_stages: int = 3) -> tuple[float, bool, f
     by the model's own measure to be recommended), fewer spill bytes, higher occupancy, fewer warps,
     then the library's own num_stages (the smallest change among equals)."""
     assert c.estimate is not None and c.occupancy is not None
-    return (c.estimate.estimate_us, not c.is_default, float(c.spill_store_bytes or 0), -c.occupancy.occupancy,
+    # The tile model already counts the CTAs/SM it needs; among its ties more occupancy buys nothing
+    # (32 warps on a 128x256 tile ties with 8), so fewer warps decide there.
+    occupancy = 0.0 if c.estimate.model == "mma" else -c.occupancy.occupancy
+    return (c.estimate.estimate_us, not c.is_default, float(c.spill_store_bytes or 0), occupancy,
             c.config.num_warps, int(c.config.num_stages != default_stages), c.config.num_stages)
 
 
