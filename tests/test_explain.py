@@ -75,7 +75,7 @@ def test_sweep_findings_group_the_layer_norm_cliff(toolchain, shared_compiler) -
     groups = group_findings(collect_findings(result))
     assert groups[0].kind == "regression" and groups[0].inputs == ["N=4608", "N=5120"]
     assert {"spill_store_bytes", "stack_bytes", "registers", "ctas_per_sm"} <= {f.metric for f in groups[0].findings}
-    full = to_markdown(result)
+    full = to_markdown(result, collect_findings(result))
     assert "**Regressions, most likely impact first:**" in full
     assert f"- {groups[0].summary()}" in full and groups[0].summary().startswith("N=4608..5120 (2 inputs), ")
 
