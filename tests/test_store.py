@@ -246,7 +246,8 @@ def test_default_store_is_a_wal_sqlite_file_under_the_home(tmp_path, monkeypatch
         with store.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     assert (tmp_path / "home" / "store" / "ktriage.db").is_file()
-    assert open_store(f"sqlite:///{tmp_path / 'home' / 'store' / 'ktriage.db'}").load_run("r1")[0].run_id == "r1"
+    with open_store(f"sqlite:///{tmp_path / 'home' / 'store' / 'ktriage.db'}") as again:
+        assert again.load_run("r1")[0].run_id == "r1"
 
 
 def test_bad_urls_are_user_errors(tmp_path) -> None:

@@ -75,6 +75,9 @@ def open_store(url: str | None = None) -> Store:
             f"cannot open the store {display_url(engine)}: {exc.orig}",
             "check the --db URL (host, port, user, password, database) and that the server is running",
         ) from exc
+    except BaseException:
+        engine.dispose()  # a refused store (e.g. a newer schema) leaves no connection open behind
+        raise
     return Store(engine)
 
 def _started_epoch(created: str) -> float:
