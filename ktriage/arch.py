@@ -76,6 +76,51 @@ _TABLE: dict[tuple[int, int], _Row] = {
 }
 
 SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
+
+@dataclass(frozen=True)
+class Throughput:
+    """Speeds of a CC's usual datacenter part, for ranking configs of one kernel (ktriage/tune/model.py).
+
+    Crude public figures, not measurements of the user's part: only the order of configs of one
+    kernel is derived from them, never a time that is reported as a prediction.
+
+    - ``dram_bytes_per_s``, ``sm_clock_hz``: the part's HBM/GDDR bandwidth and boost clock (H200 SXM
+      4.8 TB/s at 1.98 GHz; H100 SXM has 3.35 TB/s);
+    - ``dram_latency_s``: loaded global-memory latency, what a software pipeline or enough warps in
+      flight must cover (Little's law);
+    - ``mma_flops_per_clk``: dense 16-bit tensor-core flop per cycle per SM (H100/H200 989 TFLOP/s
+      at ~1.8 GHz over 132 SMs is 4096; A100 312 TFLOP/s / 108 SMs / 1.41 GHz is 2048);
+    - ``l2_bytes_per_clk``: operand bandwidth from L2 to one SM, chosen so that a 128x256 fp16 tile
+      is just compute bound on Hopper and 128x128 ~25% slower (the order Triton's Hopper matmuls show).
+    """
+
+    dram_bytes_per_s: float
+    sm_clock_hz: float
+    dram_latency_s: float
+    mma_flops_per_clk: float = 1024.0
+    l2_bytes_per_clk: float = 32.0
+
+    @property
+    def dram_latency_cycles(self) -> float:
+        """The loaded memory latency in SM cycles (H200: 600 ns at 1.98 GHz is ~1190 cycles)."""
+        return self.dram_latency_s * self.sm_clock_hz
+
+
+_THROUGHPUT: dict[tuple[int, int], Throughput] = {
+    (7, 0): Throughput(0.90e12, 1.53e9, 500e-9),
+    (8, 0): Throughput(2.04e12, 1.41e9, 550e-9, 2048.0, 32.0),
+    (8, 6): Throughput(0.77e12, 1.80e9, 550e-9, 1024.0, 32.0),
+    (8, 9): Throughput(0.86e12, 2.52e9, 550e-9, 1024.0, 32.0),
+    (9, 0): Throughput(4.80e12, 1.98e9, 600e-9, 4096.0, 48.0),
+    (10, 0): Throughput(8.00e12, 1.96e9, 600e-9, 8192.0, 64.0),
+}
+_DEFAULT_THROUGHPUT = Throughput(2.0e12, 1.5e9, 600e-9)
+
+
+def throughput(major: int, minor: int) -> Throughput:
+    """:class:`Throughput` of a CC's usual part; a CC without figures gets middling defaults (the
+    ranking of one kernel's configs depends on ratios, which the defaults keep plausible)."""
+    return _THROUGHPUT.get((major, minor), _DEFAULT_THROUGHPUT)
 #: Architecture-specific targets (the ``a`` suffix) a kernel spec may name as its target, next to SUPPORTED.
 ARCH_SPECIFIC: tuple[str, ...] = ("sm_90a", "sm_100a")
 #: Every target a kernel spec may name, in table order, each ``a`` target after its base.
@@ -145,6 +190,11 @@ class Arch:
         }
         for key, value in values.items():
             object.__setattr__(self, key, value)
+
+    @property
+    def throughput(self) -> Throughput:
+        """The speeds of this CC's usual part (:func:`throughput`)."""
+        return throughput(self.major, self.minor)
 
     @property
     def cc(self) -> int:

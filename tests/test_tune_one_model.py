@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from ktriage.catalog import expand_op
-from ktriage.tune.model import DEVICE
+from ktriage.arch import throughput
 from ktriage.tune.screen import screen
 from ktriage.tune.space import TuneConfig, apply_config, config_space
 
@@ -76,7 +76,7 @@ def test_tune_and_hook_rank_the_matmul_configs_alike(toolchain, shared_compiler)
         print(json.dumps(report(hook)))
     """))
     rows = {tuple(c): r for c, r in zip(SET, data, strict=True)}
-    clock = DEVICE[(9, 0)][1]
+    clock = throughput(9, 0).sm_clock_hz
     for c in SET:
         cand, row = by_cfg[_cfg(*c)], rows[c]
         assert row["model"] == "mma" and cand.estimate is not None and cand.occupancy is not None

@@ -45,7 +45,6 @@ from ktriage.insitu import ptxas_capture
 from ktriage.tune.model import (
     DEFAULT_SATURATION_BYTES,
     DEFAULT_SATURATION_WARPS,
-    MMA_LATENCY_CYCLES,
     SPILL_COST_BYTES,
     MmaTile,
     dtype_bytes,
@@ -58,7 +57,7 @@ from ktriage.tune.model import (
 # The estimates live in ktriage.tune.model, the one model of `ktriage tune` and this hook; these
 # names stay importable from here (the documented API).
 estimate = warps_estimate
-__all__ = ["DEFAULT_SATURATION_BYTES", "DEFAULT_SATURATION_WARPS", "MMA_LATENCY_CYCLES", "SPILL_COST_BYTES",
+__all__ = ["DEFAULT_SATURATION_BYTES", "DEFAULT_SATURATION_WARPS", "SPILL_COST_BYTES",
            "CompileFacts", "MmaTile", "Screened", "SpillAwarePrune", "TensorArg", "autotune", "compile_facts",
            "compile_without_launch", "estimate", "grid_ctas", "ktriage_prune", "mma_estimate", "resolve_target",
            "spill_aware_prune", "stream_estimate", "warps_estimate"]

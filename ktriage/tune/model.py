@@ -32,7 +32,8 @@ The roofline estimate (:func:`estimate`) keeps only effects that differ between 
 
 ``estimate_us = waves * max(memory_us_per_wave / efficiency, compute_us_per_wave)``. Static counts
 ignore loop trip counts, so the number is a ranking score in microsecond units, not a prediction.
-Device numbers are per compute capability for the usual datacenter part (sm_90: H200).
+Device speeds are per compute capability for the usual datacenter part (sm_90: H200), from
+:class:`ktriage.arch.Throughput` (the one home of GPU-target facts).
 """
 
 from __future__ import annotations
@@ -45,18 +46,8 @@ from typing import Any
 
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
-from ktriage.arch import parse_arch
+from ktriage.arch import parse_arch, throughput
 
-# (DRAM bandwidth bytes/s, SM clock Hz, DRAM latency s) per CC, for the arch's default part.
-DEVICE: dict[tuple[int, int], tuple[float, float, float]] = {
-    (7, 0): (0.90e12, 1.53e9, 500e-9),
-    (8, 0): (2.04e12, 1.41e9, 550e-9),
-    (8, 6): (0.77e12, 1.80e9, 550e-9),
-    (8, 9): (0.86e12, 2.52e9, 550e-9),
-    (9, 0): (4.80e12, 1.98e9, 600e-9),  # H200 SXM (H100 SXM: 3.35e12)
-    (10, 0): (8.00e12, 1.96e9, 600e-9),
-}
-_FALLBACK = (2.0e12, 1.5e9, 600e-9)
 _GLOBAL_MEM = re.compile(r"^(LDG|STG|ATOMG|REDG)\b")
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b")
 # Resident warps per SM beyond which a streaming kernel's memory latency is hidden (Little's law on
@@ -67,17 +58,6 @@ SPILL_COST_BYTES = 1024
 # Bytes of loads in flight per SM that hide DRAM latency on Hopper (Little's law: ~4.8 TB/s x ~700 ns
 # / 132 SMs is ~25 KB; rounded up). Used when the tile size is known from BLOCK constexprs.
 DEFAULT_SATURATION_BYTES = 32 * 1024
-# Memory latency (SM cycles) a software pipeline must cover, and per-tile fixed latency (prologue).
-MMA_LATENCY_CYCLES = 800
-
-# Per-SM tensor-core rate for 16-bit inputs (dense flop/cycle) and the operand bandwidth from L2 to
-# the SM (bytes/cycle) by compute capability; crude public figures: H100/H200 989 TFLOPS at ~1.8 GHz
-# over 132 SMs is 4096 flop/clk/SM, A100 312 TFLOPS / 108 SMs / 1.41 GHz is 2048. The L2 rates are
-# chosen so that a 128x256 fp16 tile is just compute bound on Hopper and 128x128 is ~25% slower,
-# which is the order Triton's own Hopper matmuls show. Only ratios between configs matter.
-_MMA_RATES: dict[int, tuple[float, float]] = {80: (2048.0, 32.0), 86: (1024.0, 32.0), 89: (1024.0, 32.0),
-                                              90: (4096.0, 48.0), 100: (8192.0, 64.0)}
-_DEFAULT_MMA_RATE = (1024.0, 32.0)
 _DTYPE_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2,
                 "bf16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "fp8": 1, "i1": 1}
 _BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
@@ -127,7 +107,8 @@ def estimate(res: Resources, occ: Occupancy, *, num_warps: int, grid: tuple[int,
     """The model above for one compiled candidate. ``grid`` None: assume enough CTAs to fill the GPU."""
     arch = parse_arch(target)
     sms = sm_count or arch.default_sm_count or 1
-    bw, clock, latency = DEVICE.get((arch.major, arch.minor), _FALLBACK)
+    figures = arch.throughput
+    bw, clock, latency = figures.dram_bytes_per_s, figures.sm_clock_hz, figures.dram_latency_s
     ctas_per_sm = max(occ.ctas_per_sm, 0)
     grid_ctas = math.prod(grid) if grid else max(ctas_per_sm, 1) * sms
     if ctas_per_sm == 0:  # cannot launch: infinitely slow
@@ -236,22 +217,29 @@ def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, 
     Per K step a CTA does ``2*BM*BN*BK`` flops and reads ``(BM+BN)*BK`` elements; the SM runs at
     the slower of its tensor-core rate and its L2 operand bandwidth (arithmetic intensity), where
     the bandwidth only counts as far as the pipeline keeps ``(num_stages-1)`` steps of every resident
-    CTA in flight (Little's law against :data:`MMA_LATENCY_CYCLES`). A tile also pays a fixed
-    prologue latency plus its epilogue store; other resident CTAs hide it. CTAs per SM come from the
-    exact occupancy (registers, shared memory: the stages' buffers), and the grid runs in
-    ``ceil(tiles / (CTAs/SM * SMs))`` waves (wave quantization). Constants are per compute capability
-    (:data:`_MMA_RATES`); only the order of configs of one kernel is meant, not milliseconds."""
+    CTA in flight against the loaded memory latency (Little's law: a step cannot be shorter than
+    ``latency / (CTAs x (stages-1))``; on the H200 a 128x256x32 tile with 3 stages is latency bound
+    and with 4 compute bound, which is what the measurement shows, benchmarks/tune/README_gemm_model.md).
+    A tile also pays a fixed latency, its pipeline prologue (``stages-1`` steps loaded before the
+    first MMA) and its epilogue store; other resident CTAs hide them. CTAs per SM come from the exact
+    occupancy (registers, shared memory: the stages' buffers), and the grid runs in
+    ``ceil(tiles / (CTAs/SM * SMs))`` waves (wave quantization). Rates are per compute capability
+    (:class:`ktriage.arch.Throughput`); only the order of configs of one kernel is meant, not
+    milliseconds."""
     if occupancy.ctas_per_sm <= 0:
         return float("inf"), "no CTA fits"
-    flops_clk, bytes_clk = _MMA_RATES.get(cc, _DEFAULT_MMA_RATE)
+    figures = throughput(*divmod(cc, 10))
+    flops_clk, bytes_clk = figures.mma_flops_per_clk, figures.l2_bytes_per_clk
+    latency = figures.dram_latency_cycles
     flops_clk *= 2.0 / max(1, tile.elt_bytes)  # fp8 doubles the rate, tf32 halves it
     bm, bn, bk = tile.block_m, tile.block_n, tile.block_k
     ctas = occupancy.ctas_per_sm
     if tile.tiles is not None and tile.tiles > 0:
         ctas = min(ctas, math.ceil(tile.tiles / num_sms))
+    ahead = max(1, tile.num_stages - 1)  # K steps whose loads are in flight while one step computes
     step_bytes = (bm + bn) * bk * tile.elt_bytes
-    inflight = ctas * max(1, tile.num_stages - 1) * step_bytes
-    pipe = min(1.0, inflight / (bytes_clk * MMA_LATENCY_CYCLES))
+    inflight = ctas * ahead * step_bytes
+    pipe = min(1.0, inflight / (bytes_clk * latency))
     compute, memory = 2.0 * bm * bn * bk / flops_clk, step_bytes / (bytes_clk * pipe)
     if tile.num_stages > 1:  # the pipeline overlaps the next steps' loads with this step's MMAs
         step = max(compute, memory)
@@ -259,7 +247,8 @@ def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, 
         step = max(compute, memory) + min(compute, memory) / ctas
     k_steps = math.ceil(tile.k / bk) if tile.k else 1
     work = k_steps * step
-    overhead = (MMA_LATENCY_CYCLES + bm * bn * tile.elt_bytes / bytes_clk) if tile.k else 0.0
+    prologue = min(ahead, k_steps) * step_bytes / bytes_clk
+    overhead = (latency + prologue + bm * bn * tile.elt_bytes / bytes_clk) if tile.k else 0.0
     if tile.tiles:
         waves = math.ceil(tile.tiles / (ctas * num_sms))
         total = waves * (ctas * work + overhead)
@@ -267,7 +256,7 @@ def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, 
     else:
         total, wave_text = work + overhead / ctas, ""
     intensity = bm * bn / ((bm + bn) * tile.elt_bytes)
-    bound = "compute" if compute >= memory else "memory"
+    bound = "compute" if compute >= memory else ("latency" if pipe < 1.0 else "memory")
     value = round(total * (1.0 + spill_bytes / SPILL_COST_BYTES), 3)
     return value, (f"mma: tile {bm}x{bn}x{bk}, {intensity:.0f} flop/B ({bound} bound), pipeline {pipe:.0%}, "
                    f"{ctas} CTA/SM{wave_text}")

@@ -24,7 +24,7 @@ from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
-from ktriage.tune.model import DEVICE, Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
+from ktriage.tune.model import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.tune.space import ConfigSpace, TuneConfig
 
 
@@ -198,7 +198,7 @@ def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roo
     if tiled is None:
         return roofline
     cycles, detail, tiles = tiled
-    clock = DEVICE.get((arch.major, arch.minor), (0.0, 1.5e9, 0.0))[1]
+    clock = arch.throughput.sm_clock_hz
     ctas = max(1, min(occ.ctas_per_sm, math.ceil((tiles or 1) / sms)))
     waves = math.ceil((tiles or ctas * sms) / (ctas * sms)) if occ.ctas_per_sm else 0
     us = cycles / clock * 1e6
