@@ -10,7 +10,6 @@ process next to the native backends. `--compile-only` stops after the bundle (a 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -72,9 +71,9 @@ def bench(
     bundle: Annotated[Path | None, typer.Option("--bundle", help="Bundle directory: written by --compile-only, read on the GPU machine.")] = None,
     arch: Annotated[str, arch_option("Target of the compiled kernels (the GPU machine's).")] = "sm_90",
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count the library would see (default: the arch's usual GPU).")] = None,
-    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    fmt: Annotated[Format, format_option(FORMATS, "json: the results file's document (as -o PATH.json writes).")] = Format.table,
     csv_out: Annotated[bool, typer.Option("--csv", help="TritonBench's spelling of --format csv.")] = False,
-    output: Annotated[list[Path] | None, output_option(WRITERS, ".csv/.md: the results table (TritonBench's --output is the .csv); .json: every cell with raw samples (the results file `ktriage compare` reads).")] = None,
+    output: Annotated[list[Path] | None, output_option(WRITERS, ".csv/.md: the results table (TritonBench's --output is the .csv); .json: every cell with raw samples (the results file `ktriage compare` reads; rewritten after each input while measuring; --format json prints the same document).")] = None,
     output_json: Annotated[Path | None, typer.Option("--output-json", help="TritonBench's spelling of -o PATH.json (the results file).")] = None,
     db: Db = None,
     timing: Annotated[str, typer.Option("--timing", help="events (CUDA events, per call) or graph (CUDA graph replays: for kernels under ~10 us).")] = "events",
@@ -153,23 +152,17 @@ def bench(
         artifact_timing=artifact_timing, compile_mode=compile_mode,
     )  # fmt: skip
     json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
+    # the first results file is also rewritten after each input while measuring (a crash keeps what was measured)
     run, cells = _measure(plan, db, json_outputs[0] if json_outputs else None, toolchain_records, console)
-    for extra in json_outputs[1:]:  # the results file is written while measuring; copies for the others
-        extra.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(json_outputs[0], extra)
     labels = {t["id"]: str(t.get("spec") or t["id"]) for t in toolchain_records}
     rows = results_table(cells, opdef, base, wanted_metrics, labels)
     title = f"{op} {mode_name} ({prec})"
-    if fmt == Format.csv:
-        typer.echo(to_csv(rows), nl=False)
-    elif fmt == Format.markdown:
-        typer.echo(to_markdown(rows, title), nl=False)
-    elif fmt == Format.json:
-        typer.echo(to_json(rows, title))
-    else:
+    writers = {".csv": lambda: to_csv(rows), ".md": lambda: to_markdown(rows, title), ".json": lambda: to_json(run, cells)}
+    if fmt == Format.table:
         print_table(rows, console, title=title)
-    write_outputs([p for p in outputs if p.suffix.lower() != ".json"],
-                  {".csv": lambda: to_csv(rows), ".md": lambda: to_markdown(rows, title)})
+    else:
+        typer.echo(writers[{Format.csv: ".csv", Format.markdown: ".md"}.get(fmt, ".json")](), nl=False)
+    write_outputs(outputs, writers, console)  # the results files once more, final: the text stdout's json is
     if len(plan.toolchains) > 1:
         _print_toolchain_verdicts(run, cells, base, console)
     console.print(f"run {escape(run.run_id)} stored; `ktriage runs show {run.run_id}`")

@@ -104,14 +104,14 @@ def compare(
         check_outputs(outputs, WRITERS)
         config = VerdictConfig(threshold=threshold, confidence=confidence)
         comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db)
-        show_and_write(comps, fmt, outputs)
+        show_and_write(comps, fmt, outputs, show_same=show_same)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)
         raise typer.Exit(exit_codes.USAGE) from exc
     raise typer.Exit(exit_status(comps))
 
 
-def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path]) -> None:
+def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *, show_same: bool = False) -> None:
     """Print the comparisons on stdout in ``fmt``, write each ``-o`` file by its suffix, and append
     the markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     from ktriage.report.html import to_html
@@ -120,7 +120,7 @@ def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path]) ->
 
     out = make_console()
     if fmt == Format.table:
-        print_table(out, comps)
+        print_table(out, comps, show_same=show_same)
     elif fmt == Format.markdown:
         print(to_markdown(comps), end="")
     elif fmt == Format.json:

@@ -20,6 +20,7 @@ from typer import _click
 from typer.core import TyperArgument, TyperGroup
 
 from ktriage.cli.app import VERBS, load_verb
+from ktriage.cli.options import output_grammar
 
 HEADER = """# Command-line reference
 
@@ -36,10 +37,15 @@ The shared options have one definition each (`ktriage/cli/options.py`) and one m
 | `--precision` (`--dtype`) | the element type of an op's tensors; default: the op's |
 | `--mode` (`--fwd`, `--bwd`, `--fwd-bwd`) | the pass; default: the op's own (`ktriage catalog list` marks it; bench: TritonBench's fwd) |
 | `--db` / `KTRIAGE_DB` | the results store URL |
-| `--format/-f` | what is printed on stdout: table, markdown, json, csv (csv only where the result is one table) |
-| `--output/-o PATH` | repeatable; the file's suffix picks the writer: .md, .json, .html, .csv. Nothing is written unless asked |
+| `--format/-f` | what is printed on stdout: table, markdown, json, csv (csv only where the result is one table of rows; `catalog show` also toml, the spec file) |
+| `--output/-o PATH` | repeatable; the file's suffix picks the writer: .md, .json, .html, .csv (.toml: catalog show). Nothing is written unless asked |
 
 `-w` is occupancy's `--warps` and nothing else.
+
+A format or suffix a verb has no writer for is refused before any work, with the ones it has
+(`error: --format csv is not available here` / `fix: use --format table | markdown | json`).
+`--format json` prints the same document as `-o PATH.json` writes (for bench: the results file
+`ktriage compare` reads).
 """
 
 
@@ -101,8 +107,24 @@ def _names(param: Any) -> str:
     return ", ".join(f"`{n}`" for n in [*param.opts, *param.secondary_opts])
 
 
+def support_matrix() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Each command's ``--format`` choices and ``-o`` suffixes, read from its parser."""
+    return {name: output_grammar(command) for name, command in _commands()}
+
+
+def _matrix() -> str:
+    matrix = support_matrix()
+    out = ["## Output formats per verb", "", "Read from the parsers (`--format` on stdout, `-o` by suffix):", "",
+           "| command | `--format` (stdout) | `-o PATH` suffixes |", "|---|---|---|"]
+    out += [f"| ktriage {name} | {', '.join(formats) or '-'} | {', '.join(suffixes) or '-'} |"
+            for name, (formats, suffixes) in matrix.items() if formats or suffixes]
+    actions = [f"`{name}`" for name, (formats, suffixes) in matrix.items() if not (formats or suffixes)]
+    out += ["", f"No output options (an action or a step, with a one-line result): {', '.join(actions)}.", ""]
+    return "\n".join(out)
+
+
 def render() -> str:
-    out = [HEADER]
+    out = [HEADER, _matrix()]
     for name, command in _commands():
         out.append(f"## ktriage {name}\n")
         first = inspect.cleandoc(command.help or "").split("\n\n")[0]

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from ktriage.analyze.occupancy import compute_occupancy
 from ktriage.arch import parse_arch
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Arch, Format, check_format, check_outputs, format_option, output_option, write_outputs
+from ktriage.cli.options import Arch, Format, format_option, output_option, write_outputs
 
 
-FORMATS = ("table", "json")
-WRITERS = (".json",)
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json")
 
 
 def occupancy(
@@ -35,37 +33,16 @@ def occupancy(
     Follows the CUDA occupancy rules (cuda_occupancy.h): registers allocated per warp in units of
     256, 4 sub-partitions, warp / CTA caps, shared memory with the driver's 1 KB reserved per block.
     """
-    check_format(fmt, FORMATS)
+    from ktriage.report.occupancy import print_table, to_json, to_markdown
+
     outputs = list(output or [])
-    check_outputs(outputs, WRITERS)
     a = parse_arch(arch)
     result = compute_occupancy(a, registers, warps, shared, barriers=barriers)
-    write_outputs(outputs, {".json": lambda: json.dumps(result.to_json(), indent=2) + "\n"})
     if fmt is Format.json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
-        return
-    console = make_console()
-    table = Table(title=f"Occupancy on {a.describe()}", show_header=True, header_style="bold")
-    table.add_column("resource")
-    table.add_column("CTAs/SM it allows", justify="right")
-    table.add_column("detail")
-    details = {
-        "registers": f"{registers} regs/thread -> {result.registers_per_warp_allocated} per warp allocated, "
-        f"{result.registers_per_cta_allocated} per CTA; {a.regs_per_sm} per SM in {a.sub_partitions} sub-partitions",
-        "shared_memory": f"{shared} B + {result.reserved_shared} B reserved -> {result.shared_per_cta_allocated} B "
-        f"allocated per CTA; up to {a.shared_per_sm} B per SM, {a.shared_per_block_optin} B per CTA (opt-in)",
-        "warps": f"{warps} warps per CTA; {a.max_warps_per_sm} warps per SM",
-        "blocks": f"at most {a.max_ctas_per_sm} CTAs per SM",
-        "barriers": f"named barriers per CTA: {barriers}",
-    }
-    for name, allowed in result.limits.items():
-        style = "bold red" if name == result.limiter else ""
-        table.add_row(f"[{style}]{name}[/]" if style else name, str(allowed), details[name])
-    console.print(table)
-    console.print(
-        f"[bold]{result.ctas_per_sm}[/] CTAs/SM, [bold]{result.warps_per_sm}[/]/{result.max_warps_per_sm} warps "
-        f"([bold]{result.occupancy:.1%}[/] occupancy), limited by [bold red]{result.limiter.replace('_', ' ')}[/]"
-    )
-    if result.ctas_per_sm:
-        console.print(f"shared-memory carveout needed: {result.carveout_bytes} B")
-    console.print(f"lift: {result.lift}")
+        typer.echo(to_json(result), nl=False)
+    elif fmt is Format.markdown:
+        typer.echo(to_markdown(result, a, barriers), nl=False)
+    else:
+        print_table(result, a, make_console(), barriers)
+    write_outputs(outputs, {".json": lambda: to_json(result), ".md": lambda: to_markdown(result, a, barriers)},
+                  make_console(stderr=True))

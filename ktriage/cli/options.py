@@ -15,8 +15,8 @@ picks the writer.
 | ``--precision`` (``--dtype``) | the element type of an op's tensors (fp32, bf16, fp16); default: the op's |
 | ``--mode`` (``--fwd``/``--bwd``/``--fwd-bwd``) | the pass; default: the op's own (catalog) |
 | ``--db`` / ``KTRIAGE_DB`` | the results store URL |
-| ``--format/-f`` | what goes to stdout: table, markdown, json, csv (csv only where the result is a table) |
-| ``--output/-o PATH`` | repeatable; the suffix picks the writer: .md, .json, .html, .csv |
+| ``--format/-f`` | what goes to stdout: table, markdown, json, csv (csv only where the result is a table; toml: catalog show's spec file) |
+| ``--output/-o PATH`` | repeatable; the suffix picks the writer: .md, .json, .html, .csv (.toml: catalog show); checked while parsing |
 
 ``-w`` is ``--warps`` (occupancy) and nothing else.
 
@@ -165,11 +165,45 @@ class Format(str, Enum):
     markdown = "markdown"
     json = "json"
     csv = "csv"
+    toml = "toml"  # catalog show only: the spec file the op expands to
 
 
-def format_option(supported: Iterable[str] = ("table", "markdown", "json")) -> Any:
+# the file suffix whose writer renders a stdout format: one renderer for both (``writers[SUFFIX[fmt]]``)
+SUFFIX = {Format.markdown: ".md", Format.json: ".json", Format.csv: ".csv", Format.toml: ".toml"}
+
+_FORMATS_ATTR = "ktriage_formats"
+_SUFFIXES_ATTR = "ktriage_suffixes"
+
+
+def _formats_callback(formats: tuple[str, ...]) -> Callable[[Format | None], Format | None]:
+    """The ``--format`` callback: refuses a format the verb has no renderer for (while parsing, so
+    before any work) and carries the verb's formats for the generated support matrix (docgen)."""
+
+    def callback(value: Format | None) -> Format | None:
+        if value is not None:
+            check_format(value, formats)
+        return value
+
+    setattr(callback, _FORMATS_ATTR, formats)
+    return callback
+
+
+def _suffixes_callback(suffixes: tuple[str, ...]) -> Callable[[list[Path] | None], list[Path] | None]:
+    """The ``--output`` callback: refuses a suffix without a writer (while parsing) and carries the
+    verb's suffixes for the generated support matrix (docgen)."""
+
+    def callback(value: list[Path] | None) -> list[Path] | None:
+        check_outputs(value or [], suffixes)
+        return value
+
+    setattr(callback, _SUFFIXES_ATTR, suffixes)
+    return callback
+
+
+def format_option(supported: Iterable[str] = ("table", "markdown", "json"), role: str = "") -> Any:
     choices = tuple(supported)
-    return typer.Option("--format", "-f", metavar="|".join(choices), help=f"Output on stdout: {', '.join(choices)}.")
+    return typer.Option("--format", "-f", metavar="|".join(choices), callback=_formats_callback(choices),
+                        help=f"Output on stdout: {', '.join(choices)}. {role}".strip())
 
 
 def check_format(fmt: Format, supported: Iterable[str]) -> None:
@@ -179,8 +213,24 @@ def check_format(fmt: Format, supported: Iterable[str]) -> None:
 
 
 def output_option(suffixes: Iterable[str] = (".md", ".json"), role: str = "") -> Any:
-    return typer.Option("--output", "-o", help=(
-        f"Write the result to this file; the suffix picks the writer ({', '.join(suffixes)}). Repeatable. {role}").strip())
+    known = tuple(suffixes)
+    return typer.Option("--output", "-o", callback=_suffixes_callback(known), help=(
+        f"Write the result to this file; the suffix picks the writer ({', '.join(known)}). Repeatable. {role}").strip())
+
+
+def output_grammar(command: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A click command's ``--format`` choices and ``-o`` suffixes (empty: the verb has none), read
+    from the callbacks :func:`format_option` and :func:`output_option` put on its parameters."""
+    formats: tuple[str, ...] = ()
+    suffixes: tuple[str, ...] = ()
+    for param in getattr(command, "params", []):
+        callback = getattr(param, "callback", None)
+        # typer wraps the callback (functools.wraps): the attribute is reachable through __wrapped__
+        while callback is not None and not hasattr(callback, _FORMATS_ATTR) and not hasattr(callback, _SUFFIXES_ATTR):
+            callback = getattr(callback, "__wrapped__", None)
+        formats = getattr(callback, _FORMATS_ATTR, formats)
+        suffixes = getattr(callback, _SUFFIXES_ATTR, suffixes)
+    return formats, suffixes
 
 
 Writer = Callable[[], str]

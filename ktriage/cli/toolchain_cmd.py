@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Format, check_format, format_option
+from ktriage.cli.options import Format, format_option, output_option, write_outputs
 from ktriage.errors import KtriageError
 from ktriage.toolchain.manager import (
     Toolchain,
@@ -30,7 +28,8 @@ SPEC_HELP = (
 )
 
 
-FORMATS = ("table", "json")
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json")
 
 
 @app.command("add")
@@ -49,36 +48,34 @@ def add(specs: list[str] = typer.Argument(..., help=SPEC_HELP, metavar="SPEC")) 
 
 
 @app.command("list")
-def list_(fmt: Annotated[Format, format_option(FORMATS)] = Format.table) -> None:
+def list_(
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
+) -> None:
     """List built toolchains: id, versions, options, size on disk."""
-    check_format(fmt, FORMATS)
+    from ktriage.report.toolchain import list_json, list_markdown, print_list
+
     tcs = list_toolchains()
+    sizes = [toolchain_size(tc) for tc in tcs]
     if fmt is Format.json:
-        typer.echo(json.dumps([tc.to_json() | {"size_bytes": toolchain_size(tc)} for tc in tcs], indent=2))
-        return
-    if not tcs:
-        console.print("no toolchains yet: [bold]ktriage toolchain add triton==3.4.0[/]")
-        return
-    table = Table(title="toolchains", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("id", overflow="fold", style="bold", min_width=24)
-    table.add_column("triton", no_wrap=True, min_width=6)
-    table.add_column("ptxas", no_wrap=True, min_width=8)
-    table.add_column("from", no_wrap=True, min_width=7)
-    table.add_column("size", no_wrap=True, justify="right", min_width=8)
-    table.add_column("options", overflow="fold", min_width=8)
-    for tc in tcs:
-        source = "bundled" if tc.ptxas_is_bundled else "release" if tc.spec.ptxas_kind == "release" else "path"
-        table.add_row(tc.id, tc.triton_version, tc.ptxas_version, source, _size(toolchain_size(tc)), " ".join(tc.ptxas_options))
-    console.print(table)
+        typer.echo(list_json(tcs, sizes), nl=False)
+    elif fmt is Format.markdown:
+        typer.echo(list_markdown(tcs, sizes), nl=False)
+    else:
+        print_list(tcs, sizes, console)
+    write_outputs(output or [], {".json": lambda: list_json(tcs, sizes), ".md": lambda: list_markdown(tcs, sizes)},
+                  make_console(stderr=True))
 
 
 @app.command("show")
 def show(
     id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC"),
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
 ) -> None:
     """Show every field of a built toolchain, and how its Triton assembles for each probed arch."""
-    check_format(fmt, FORMATS)
+    from ktriage.report.toolchain import print_show, show_json, show_markdown
+
     tc = _find(id_or_spec)
     data = tc.to_json()
     facts = tc.facts()
@@ -88,16 +85,13 @@ def show(
         for cc, arch in sorted(facts.archs.items())
     }
     if fmt is Format.json:
-        typer.echo(json.dumps(data, indent=2))
-        return
-    table = Table(show_header=False, title=tc.id)
-    table.add_column("field", style="bold")
-    table.add_column("value", overflow="fold")
-    for key, value in data.items():
-        if isinstance(value, dict):
-            value = "; ".join(f"{k}: {v}" for k, v in value.items())
-        table.add_row(key, " ".join(value) if isinstance(value, list) else str(value))
-    console.print(table)
+        typer.echo(show_json(data), nl=False)
+    elif fmt is Format.markdown:
+        typer.echo(show_markdown(tc.id, data), nl=False)
+    else:
+        print_show(tc.id, data, console)
+    write_outputs(output or [], {".json": lambda: show_json(data), ".md": lambda: show_markdown(tc.id, data)},
+                  make_console(stderr=True))
 
 
 @app.command("remove")
@@ -117,11 +111,3 @@ def _find(id_or_spec: str) -> Toolchain:
         )
     return tc
 
-
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"

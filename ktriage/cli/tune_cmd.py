@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,8 +20,6 @@ from ktriage.cli.options import (
     ModeOpt,
     NumInputs,
     Precision,
-    check_format,
-    check_outputs,
     format_option,
     input_option,
     output_option,
@@ -39,9 +36,7 @@ from ktriage.spec.model import input_label
 
 if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
-    from ktriage.tune.scaling import ScaleResult
     from ktriage.tune.screen import ScreenResult
-    from ktriage.tune.space import TuneConfig
 
 
 def _ints(text: str | None, what: str) -> list[int] | None:
@@ -65,8 +60,8 @@ def _blocks(items: list[str] | None) -> dict[str, list[int]] | None:
     return out
 
 
-FORMATS = ("table", "json")
-WRITERS = (".json",)
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json")
 
 
 def tune(
@@ -92,22 +87,20 @@ def tune(
     compare_with: Annotated[list[str] | None, typer.Option("--compare-with", help="Older spelling of a second, third... -t.")] = None,
     results_file: Annotated[Path | None, typer.Option("--results", help="A `ktriage bench --output-json` file of this tune bundle: report the winner (per input) from it.")] = None,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
-    output: Annotated[list[Path] | None, output_option(WRITERS, "The JSON report.")] = None,
+    output: Annotated[list[Path] | None, output_option(WRITERS, ".md: the tables as markdown; .json: the whole report.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
 ) -> None:
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
     then time the best few on the GPU against the library's own config."""
-    from ktriage.report.tune import print_summary, to_json
+    from ktriage.report.tune import print_report, to_json_text, to_markdown
     from ktriage.tune.scaling import scale_blocks
     from ktriage.tune.screen import screen
     from ktriage.tune.space import config_space
 
-    check_format(fmt, FORMATS)
     outputs = list(output or [])
-    check_outputs(outputs, WRITERS)
-    console = make_console(stderr=fmt == Format.json)
+    console = make_console(stderr=fmt != Format.table)
     if not toolchain:
         raise KtriageError("no --toolchain given", "pass the toolchain to tune for, e.g. -t triton==3.4.0")
     specs = resolve_specs(target, mode=pick_mode(mode, fwd=fwd, bwd=bwd), inputs=input, target_arch=arch, dtype=precision,
@@ -129,32 +122,15 @@ def tune(
             timings: Sequence[dict[str, Any] | None] = [None] * len(results)
             if not compile_only and any(r.kept for r in results):
                 timings = _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others)
-    reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
-    report = reports[0] if len(reports) == 1 else {"schema": reports[0]["schema"], "inputs": reports}
     if fmt == Format.json:
-        typer.echo(json.dumps(report, indent=1))
-    elif len(results) == 1:
-        _print_one(results[0], scalings[0], timings[0], console, all_rows)
+        typer.echo(to_json_text(results, scalings, timings), nl=False)
+    elif fmt == Format.markdown:
+        typer.echo(to_markdown(results, scalings, timings, show_all=all_rows), nl=False)
     else:
-        if all_rows:
-            for r, sc, t in zip(results, scalings, timings, strict=True):
-                _print_one(r, sc, t, console, True)
-        print_summary(results, timings, console)
-    write_outputs(outputs, {".json": lambda: json.dumps(report, indent=1)})
-
-
-def _print_one(result: ScreenResult, scaling: ScaleResult[TuneConfig], timing: dict[str, Any] | None, console: Console,
-               all_rows: bool) -> None:
-    from ktriage.report.tune import print_table
-
-    print_table(result, console, show_all=all_rows)
-    for step in scaling.steps:
-        console.print(f"scaling: {escape(step.sentence)}")
-    if timing and timing.get("winner"):
-        sp = timing.get("speedup_over_default")
-        console.print(f"GPU winner: [bold]{escape(timing['winner'])}[/]" + (f", {sp:.2f}x the library's config" if sp else ""))
-        for name, ratio in timing.get("winner_vs_baselines", {}).items():
-            console.print(f"  {ratio:.2f}x {escape(name)}")
+        print_report(results, scalings, timings, console, show_all=all_rows)
+    write_outputs(outputs, {".json": lambda: to_json_text(results, scalings, timings),
+                            ".md": lambda: to_markdown(results, scalings, timings, show_all=all_rows)},
+                  make_console(stderr=True))
 
 
 def _time_on_gpu(results: Sequence[ScreenResult], compiler: Compiler, bundle: Path | None, budget: float, results_file: Path | None,

@@ -22,12 +22,18 @@ def results_to_json(run: RunInfo, cells: list[Cell]) -> dict[str, Any]:
     return {"format_version": FORMAT_VERSION, "run": run.to_json(), "cells": [c.to_json() for c in cells]}
 
 
+def results_text(run: RunInfo, cells: list[Cell]) -> str:
+    """The results file's text: what :func:`write_results` writes and ``ktriage bench --format json``
+    prints, so the two are one document."""
+    return json.dumps(results_to_json(run, cells), indent=1) + "\n"
+
+
 def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
     """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(results_to_json(run, cells), indent=1) + "\n")
+    tmp.write_text(results_text(run, cells))
     os.replace(tmp, path)
     return path
 

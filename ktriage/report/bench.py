@@ -1,11 +1,11 @@
 """Rendering of ``ktriage bench`` results: TritonBench's table (one row per input, ``<backend>-<metric>``
-columns) as rows, CSV, markdown, JSON and a rich table."""
+columns) as rows, CSV, markdown and a rich table; JSON is the results file (every cell with its raw
+samples, the document ``ktriage compare`` reads), one text for stdout and ``-o PATH.json``."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import statistics
 from typing import TYPE_CHECKING
 
@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.bench.plan import variant_name
-from ktriage.measure.cells import Cell
+from ktriage.measure.cells import Cell, RunInfo
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -84,8 +84,12 @@ def to_markdown(rows: list[dict[str, str]], title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(rows: list[dict[str, str]], title: str) -> str:
-    return json.dumps({"title": title, "columns": _columns(rows), "rows": rows}, indent=1)
+def to_json(run: RunInfo, cells: list[Cell]) -> str:
+    """The results file's text (:func:`ktriage.measure.results_file.results_text`): ``--format json``
+    prints what ``-o PATH.json`` / ``--output-json`` writes."""
+    from ktriage.measure.results_file import results_text
+
+    return results_text(run, cells)
 
 
 def print_table(rows: list[dict[str, str]], console: Console, title: str) -> None:

@@ -1,9 +1,11 @@
-"""The tune report: one JSON shape (``recommended``, ``default``, ``candidates``) and a rich table."""
+"""The tune report: one JSON shape (``recommended``, ``default``, ``candidates``), a rich table and
+markdown; one input's report or, for several inputs, a summary row per input."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +13,9 @@ from rich.table import Table
 
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
+
+if TYPE_CHECKING:
+    from ktriage.tune.scaling import ScaleResult
 
 SCHEMA = 1
 
@@ -41,21 +46,110 @@ def to_json(result: ScreenResult, *, scaling: dict[str, Any] | None = None, timi
     }
 
 
-def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
-    """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
-    table = Table(title=f"tune {escape(result.space.spec.name)} with {escape(str(result.toolchain.spec))}")
-    for col in ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us", "reason"):
-        table.add_column(col, overflow="fold")
+def report_json(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
+                timings: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+    """The document of stdout's ``--format json`` and ``-o PATH.json``: one input's report, or
+    ``{"schema", "inputs": [...]}`` for several."""
+    reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
+    return reports[0] if len(reports) == 1 else {"schema": SCHEMA, "inputs": reports}
+
+
+def to_json_text(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
+                 timings: Sequence[dict[str, Any] | None]) -> str:
+    return json.dumps(report_json(results, scalings, timings), indent=1) + "\n"
+
+
+def _rows(result: ScreenResult, show_all: bool) -> list[ScreenedConfig]:
     rows = result.candidates if show_all else [c for c in result.candidates if c.status == "kept" or c.is_default]
-    rows = sorted(rows, key=lambda c: (c.rank is None, c.rank or 0))
-    for c in rows:
-        r, o, e = c.resources, c.occupancy, c.estimate
-        table.add_row(
-            escape(c.config.label() + (" (default)" if c.is_default else "")), c.status,
+    return sorted(rows, key=lambda c: (c.rank is None, c.rank or 0))
+
+
+_COLUMNS = ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us", "reason")
+
+
+def _cells(c: ScreenedConfig) -> list[str]:
+    r, o, e = c.resources, c.occupancy, c.estimate
+    return [c.config.label() + (" (default)" if c.is_default else ""), c.status,
             str(r.registers) if r else "-", str(r.spill_store_bytes) if r else "-",
             str(o.ctas_per_sm) if o else "-", f"{o.occupancy:.0%}" if o else "-",
-            str(e.waves) if e else "-", f"{e.estimate_us:.1f}" if e else "-", escape(c.reason),
-        )
+            str(e.waves) if e else "-", f"{e.estimate_us:.1f}" if e else "-", c.reason]
+
+
+def _title(result: ScreenResult) -> str:
+    return f"tune {result.space.spec.name} with {result.toolchain.spec}"
+
+
+def _timing_lines(timing: dict[str, Any] | None) -> list[str]:
+    if not timing or not timing.get("winner"):
+        return []
+    sp = timing.get("speedup_over_default")
+    lines = [f"GPU winner: {timing['winner']}" + (f", {sp:.2f}x the library's config" if sp else "")]
+    lines += [f"{ratio:.2f}x {name}" for name, ratio in timing.get("winner_vs_baselines", {}).items()]
+    return lines
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _one_markdown(result: ScreenResult, scaling: ScaleResult[Any], timing: dict[str, Any] | None, show_all: bool,
+                  level: int) -> list[str]:
+    lines = [f"{'#' * level} {_md(_title(result))}", "", "| " + " | ".join(_COLUMNS) + " |",
+             "|" + "|".join("---:" if c in ("regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us") else "---"
+                            for c in _COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in _rows(result, show_all)]
+    lines.append("")
+    rec = result.recommended
+    lines.append(f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}" if rec is not None
+                 else "**no recommendation**")
+    lines.append("")
+    lines += [f"- note: {_md(n)}" for n in result.notes]
+    lines += [f"- scaling: {_md(step.sentence)}" for step in scaling.steps]
+    timed = _timing_lines(timing)
+    if timed:
+        lines.append(f"- {_md(timed[0])}")
+        lines += [f"  - {_md(t)}" for t in timed[1:]]
+    return lines
+
+
+def to_markdown(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
+                timings: Sequence[dict[str, Any] | None], *, show_all: bool = False) -> str:
+    """The report as markdown: one input's candidates table and recommendation, or for several
+    inputs the summary table (each input's own table too with ``show_all``)."""
+    if len(results) == 1:
+        return "\n".join(_one_markdown(results[0], scalings[0], timings[0], show_all, 2)).rstrip() + "\n"
+    first = results[0]
+    lines = [f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {len(results)} inputs",
+             "", "| " + " | ".join(_SUMMARY_COLUMNS) + " |", "|" + "|".join("---" for _ in _SUMMARY_COLUMNS) + "|"]
+    lines += ["| " + " | ".join(_md(x) for x in _summary_cells(r, t)) + " |" for r, t in zip(results, timings, strict=True)]
+    if show_all:
+        for r, sc, t in zip(results, scalings, timings, strict=True):
+            lines += ["", *_one_markdown(r, sc, t, True, 3)]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def print_report(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
+                 timings: Sequence[dict[str, Any] | None], console: Console, *, show_all: bool = False) -> None:
+    """The table on the console: one input's candidates, or the summary of several (each input's
+    table first with ``show_all``)."""
+    if len(results) == 1 or show_all:
+        for r, sc, t in zip(results, scalings, timings, strict=True):
+            print_table(r, console, show_all=show_all)
+            for step in sc.steps:
+                console.print(f"scaling: {escape(step.sentence)}")
+            for i, line in enumerate(_timing_lines(t)):
+                console.print(("  " if i else "") + escape(line))
+    if len(results) > 1:
+        print_summary(results, timings, console)
+
+
+def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
+    """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
+    table = Table(title=escape(_title(result)))
+    for col in _COLUMNS:
+        table.add_column(col, overflow="fold")
+    for c in _rows(result, show_all):
+        table.add_row(*(escape(x) for x in _cells(c)))
     console.print(table)
     rec = result.recommended
     if rec is None:
@@ -70,18 +164,25 @@ def print_summary(results: Sequence[ScreenResult], timings: Sequence[dict[str, A
     """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
     table = Table(title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
                         f"{len(results)} inputs")
-    for col in ("input", "library config", "recommended", "regs", "spill B", "CTAs/SM", "GPU winner", "vs library", "vs baselines"):
+    for col in _SUMMARY_COLUMNS:
         table.add_column(col, overflow="fold")
     for r, t in zip(results, timings, strict=True):
-        rec, d = r.recommended, r.default
-        res, occ = (rec.resources, rec.occupancy) if rec else (None, None)
-        dres = d.resources
-        base = (f"{d.config.label()} ({dres.spill_store_bytes} B spills)" if dres else d.config.label())
-        timed = t or {}
-        sp = timed.get("speedup_over_default")
-        vs = ", ".join(f"{v:.2f}x {k}" for k, v in (timed.get("winner_vs_baselines") or {}).items())
-        table.add_row(escape(input_label(r.space.spec.meta, r.space.spec.name)), escape(base),
-                      escape(rec.config.label()) if rec else "[red]none[/]", str(res.registers) if res else "-",
-                      str(res.spill_store_bytes) if res else "-", str(occ.ctas_per_sm) if occ else "-",
-                      escape(str(timed.get("winner") or "-")), f"{sp:.2f}x" if sp else "-", escape(vs or "-"))
+        table.add_row(*(escape(x) for x in _summary_cells(r, t)))
     console.print(table)
+
+
+_SUMMARY_COLUMNS = ("input", "library config", "recommended", "regs", "spill B", "CTAs/SM", "GPU winner", "vs library",
+                    "vs baselines")
+
+
+def _summary_cells(r: ScreenResult, t: dict[str, Any] | None) -> list[str]:
+    rec, d = r.recommended, r.default
+    res, occ = (rec.resources, rec.occupancy) if rec else (None, None)
+    dres = d.resources
+    base = f"{d.config.label()} ({dres.spill_store_bytes} B spills)" if dres else d.config.label()
+    timed = t or {}
+    sp = timed.get("speedup_over_default")
+    vs = ", ".join(f"{v:.2f}x {k}" for k, v in (timed.get("winner_vs_baselines") or {}).items())
+    return [input_label(r.space.spec.meta, r.space.spec.name), base, rec.config.label() if rec else "none",
+            str(res.registers) if res else "-", str(res.spill_store_bytes) if res else "-",
+            str(occ.ctas_per_sm) if occ else "-", str(timed.get("winner") or "-"), f"{sp:.2f}x" if sp else "-", vs or "-"]

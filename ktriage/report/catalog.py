@@ -1,0 +1,90 @@
+"""Rendering of ``ktriage catalog list|show``: the ops as rows, an op's expanded specs as rows (or as
+their spec file and JSON). The catalog computes; here the rows are only laid out (records.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ktriage.report import records
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.catalog import OpInfo
+    from ktriage.spec.model import KernelSpec
+
+LIST_COLUMNS = ("op", "aliases", "modes", "dtypes", "inputs", "package", "description")
+LIST_NOTE = "* = default. Show the specs of one op: ktriage catalog show OP [--mode bwd] [--input 7]"
+SHOW_COLUMNS = ("input", "name", "grid", "warps", "stages", "constexprs", "equal_to_1", "not divisible by 16")
+
+
+def list_rows(ops: Sequence[OpInfo]) -> list[dict[str, Any]]:
+    return [{
+        "op": op.name, "aliases": ", ".join(op.aliases),
+        "modes": ", ".join(m + ("*" if m == op.default_mode else "") for m in op.modes),
+        "dtypes": ", ".join(d + ("*" if d == op.default_dtype else "") for d in op.dtypes),
+        "inputs": op.num_inputs, "package": op.package or "(ktriage)", "description": op.description,
+    } for op in ops]  # fmt: skip
+
+
+def list_json(ops: Sequence[OpInfo]) -> str:
+    return records.to_json([{
+        "op": op.name, "aliases": list(op.aliases), "modes": list(op.modes), "default_mode": op.default_mode,
+        "dtypes": list(op.dtypes), "default_dtype": op.default_dtype, "inputs": op.num_inputs,
+        "package": op.package, "description": op.description,
+    } for op in ops])  # fmt: skip
+
+
+def list_markdown(ops: Sequence[OpInfo]) -> str:
+    return records.to_markdown("ktriage catalog", LIST_COLUMNS, list_rows(ops), notes=[LIST_NOTE])
+
+
+def list_csv(ops: Sequence[OpInfo]) -> str:
+    return records.to_csv(LIST_COLUMNS, list_rows(ops))
+
+
+def print_list(ops: Sequence[OpInfo], console: Console) -> None:
+    records.print_rows(console, "ktriage catalog", LIST_COLUMNS, list_rows(ops))
+    console.print(LIST_NOTE)
+
+
+def show_rows(specs: Sequence[KernelSpec]) -> list[dict[str, Any]]:
+    rows = []
+    for s in specs:
+        not_div = [n for n, t in s.signature.items()
+                   if t != "constexpr" and (t.startswith("*") or t[0] in "iu") and n not in s.divisible_by_16]
+        rows.append({
+            "input": str(s.meta.get("input_id", "")), "name": s.name, "grid": str(s.grid), "warps": s.num_warps,
+            "stages": s.num_stages, "constexprs": ", ".join(f"{k}={v}" for k, v in s.constexprs.items() if k not in s.equal_to_1),
+            "equal_to_1": ", ".join(s.equal_to_1) or "-", "not divisible by 16": ", ".join(not_div) or "-",
+        })  # fmt: skip
+    return rows
+
+
+def _show_title(op: str, target: str, specs: Sequence[KernelSpec]) -> str:
+    return f"{op}: {len(specs)} spec(s) for {target}"
+
+
+def _source(specs: Sequence[KernelSpec]) -> str:
+    return f"source: {specs[0].source}" + (f"  (package {specs[0].package})" if specs[0].package else "") if specs else ""
+
+
+def show_json(specs: Sequence[KernelSpec]) -> str:
+    return json.dumps([s.to_json() for s in specs], indent=2) + "\n"
+
+
+def show_toml(specs: Sequence[KernelSpec]) -> str:
+    from ktriage.spec.toml_file import dump_specs_toml
+
+    return dump_specs_toml(list(specs))
+
+
+def show_markdown(op: str, target: str, specs: Sequence[KernelSpec]) -> str:
+    return records.to_markdown(_show_title(op, target, specs), SHOW_COLUMNS, show_rows(specs), notes=[_source(specs)])
+
+
+def print_show(op: str, target: str, specs: Sequence[KernelSpec], console: Console) -> None:
+    records.print_rows(console, _show_title(op, target, specs), SHOW_COLUMNS, show_rows(specs))
+    console.print(_source(specs))
