@@ -4,7 +4,7 @@ Sweep (tritonbench/operators/embedding/operator.py): (B,T,D) in {(32,512,768),(8
 V=2**10..2**17. Recipe (liger_kernel/ops/experimental/embedding.py, the same file in both
 releases): BLOCK_SIZE_M/N = next_power_of_2(min(128, D)), grid (cdiv(B*T, BM), cdiv(D, BN)),
 embedding_dim constexpr, no num_warps/num_stages. Indices are int64 (torch.randint).
-Native backends: ktriage/workload/embedding.py; replay: ktriage/workload/replay.py.
+Native backends: ktriage/workload/embedding.py; replay: ktriage/workload/embedding.py.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ OP = Operator(
             recipe=liger_recipe, versions=liger.VERSIONS, latest=liger.LATEST_VERSION, requirement=liger.requirement,
             kernels={"fwd": f"{LIGER_MODULE}:embedding_forward_kernel", "bwd": f"{LIGER_MODULE}:embedding_backward_kernel"},
             dtypes=("fp32", "bf16", "fp16"), default_dtype="fp32",
-            backend="liger_embedding", replay="ktriage.workload.replay:LigerEmbeddingReplay",
+            backend="liger_embedding", replay="ktriage.workload.embedding:LigerEmbeddingReplay",
             knobs=liger_knobs, source_hint="liger",
         ),
     ),

@@ -12,8 +12,7 @@ Liger recipes, restated from each release's liger_kernel/ops/layer_norm.py:
 
 The tutorial kernel (ops/kernels/layer_norm.py, forward only) has a sweep of its own in the
 catalog (sizes that are not multiples of 16 included) and runs on TritonBench's sweep in a bench
-(backend ``triton_layer_norm``). Native backends: ktriage/workload/layer_norm.py; replays:
-ktriage/workload/replay.py.
+(backend ``triton_layer_norm``). Native backends and replays: ktriage/workload/layer_norm.py.
 """
 
 from __future__ import annotations
@@ -138,14 +137,14 @@ OP = Operator(
             recipe=liger_recipe, versions=liger.VERSIONS, latest=liger.LATEST_VERSION, requirement=liger.requirement,
             kernels={"fwd": f"{LIGER_MODULE}:_layer_norm_forward_kernel", "bwd": f"{LIGER_MODULE}:_layer_norm_backward_kernel"},
             dtypes=("fp32", "bf16", "fp16"), default_dtype="fp32",
-            backend="liger_layer_norm", replay="ktriage.workload.replay:LigerLayerNormReplay",
+            backend="liger_layer_norm", replay="ktriage.workload.layer_norm:LigerLayerNormReplay",
             knobs=liger_knobs, source_hint="liger",
         ),
         Kernels(
             name="tutorial.layer_norm", description=tutorial.description("chunked layer norm forward, memory-bound"),
             recipe=tutorial_recipe, kernels={"fwd": tutorial.source("layer_norm.py", "layer_norm_fwd_kernel")},
             modes=("fwd",), default_mode="fwd", dtypes=tutorial.DTYPES, default_dtype="fp32", inputs=tutorial_inputs,
-            backend="triton_layer_norm", replay="ktriage.workload.replay:TritonLayerNormReplay",
+            backend="triton_layer_norm", replay="ktriage.workload.layer_norm:TritonLayerNormReplay",
         ),
     ),
     x_label="(M, N)", x_keys=("M", "N"), baseline="torch_layer_norm",

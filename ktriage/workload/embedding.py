@@ -12,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ktriage.workload.backends import NativeBackend, OpInput, randn
+from ktriage.errors import KtriageError
+from ktriage.ops.tutorial_params import cdiv, next_power_of_2
+from ktriage.spec.specialize import Constexpr
+from ktriage.workload.artifacts import ArtifactBackend, NamedArgs
+from ktriage.workload.backends import NativeBackend, OpInput, TimedCall, randn
 
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"
 
@@ -109,3 +113,86 @@ class TorchCompileEmbedding(EmbeddingBackend):
 
 
 BACKENDS: dict[str, type[NativeBackend]] = {b.name: b for b in (TorchEmbedding, LigerEmbedding, TorchCompileEmbedding)}
+
+
+# ------------------------------------------------------------------ replays from compiled artifacts
+class LigerEmbeddingReplay(ArtifactBackend):
+    """liger-kernel 0.5.10 experimental ``LigerEmbeddingFunction``: forward gather; backward
+    ``grad_weight = zeros_like(weight)`` then an atomic-add scatter of the output gradient."""
+
+    name = "liger_embedding"
+    op = "embedding"
+
+    def prepare(self, inp: OpInput, mode: str) -> TimedCall:
+        import torch
+
+        self._bind(inp, mode)
+        t = inp.tensors
+        self._w = t["weight"].detach()
+        self._idx = t["indices"].reshape(-1)
+        d = self._w.shape[1]
+        self._dy = t["dy"].contiguous().view(-1, d)
+        self._block = next_power_of_2(min(128, d))
+        n = self._idx.numel()
+        self._grid = (cdiv(n, self._block), cdiv(d, self._block))
+        self._wgrad = torch.zeros_like(self._w)
+        self._fixed_out = torch.empty((n, d), dtype=self._w.dtype, device=self._w.device)
+        self._fixed_gw = torch.zeros_like(self._w)
+        roles = tuple(self.kernels)
+        if "fwd" in roles:
+            self.run_fwd(self._fixed_out)
+        if "bwd" in roles:
+            self.run_bwd(self._fixed_gw)
+        if self.timing == "kernel":
+            def kernel_only() -> None:
+                if "fwd" in roles:
+                    self.run_fwd(self._fixed_out)
+                if "bwd" in roles:
+                    self.run_bwd(self._fixed_gw)
+            return kernel_only
+        accumulate = self.timing == "tritonbench"
+
+        def call() -> None:
+            if "fwd" in roles:
+                self.run_fwd()
+            if "bwd" in roles:
+                gw = self.run_bwd()
+                if accumulate:
+                    self._wgrad.add_(gw)
+        return call
+
+    def _consts(self) -> NamedArgs:
+        return [("embedding_dim", Constexpr(self._w.shape[1])), ("BLOCK_SIZE_M", Constexpr(self._block)),
+                ("BLOCK_SIZE_N", Constexpr(self._block))]
+
+    def fwd_args(self, out: Any) -> NamedArgs:
+        return [("embeddings_ptr", self._w), ("indices_ptr", self._idx), ("output_ptr", out),
+                ("n_elements", self._idx.numel()), *self._consts()]
+
+    def bwd_args(self, grad_weight: Any) -> NamedArgs:
+        return [("grad_output_ptr", self._dy), ("grad_weight_ptr", grad_weight), ("indices_ptr", self._idx),
+                ("n_elements", self._idx.numel()), *self._consts()]
+
+    def run_fwd(self, out: Any = None) -> Any:
+        import torch
+
+        if out is None:
+            out = torch.empty((self._idx.numel(), self._w.shape[1]), dtype=self._w.dtype, device=self._w.device)
+        self.kernels["fwd"](self._grid, self.fwd_args(out))
+        return out
+
+    def run_bwd(self, grad_weight: Any = None) -> Any:
+        import torch
+
+        if grad_weight is None:
+            grad_weight = torch.zeros_like(self._w)
+        self.kernels["bwd"](self._grid, self.bwd_args(grad_weight))
+        return grad_weight
+
+    def outputs(self) -> dict[str, Any]:
+        if self._inp is None:
+            raise KtriageError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
+        if self._mode == "fwd":
+            shape = tuple(self._inp.tensors["indices"].shape) + (self._w.shape[1],)
+            return {"y": self.run_fwd().view(shape)}
+        return {"dweight": self.run_bwd()}
