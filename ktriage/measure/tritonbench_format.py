@@ -183,7 +183,7 @@ def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, ori
     """The cells of ``--output-json`` (flat) or of the nightly's ``{"name", "env", "metrics"}``."""
     if not isinstance(data, dict):
         raise FormatError(f"{origin} is not a TritonBench JSON object", "give the file of `run.py --output-json F`")
-    metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else data
+    metrics: dict[str, Any] = data["metrics"] if isinstance(data.get("metrics"), dict) else data
     env = data.get("env") if isinstance(data.get("env"), dict) else None
     per_key: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # (op, mode, x, backend) -> metric -> value
     for key, value in metrics.items():
@@ -222,7 +222,7 @@ def looks_like_tritonbench_json(data: Any) -> bool:
     """A TritonBench JSON (flat or nightly) rather than a ktriage results file."""
     if not isinstance(data, dict) or "cells" in data:
         return False
-    metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else data
+    metrics: dict[str, Any] = data["metrics"] if isinstance(data.get("metrics"), dict) else data
     return any(str(k).startswith("tritonbench_") for k in metrics)
 
 
