@@ -47,9 +47,19 @@ _BISECT_METRIC = {"spills": "spill_store_bytes", "REDG→ATOMG": "sass:ATOMG", "
 
 def _load(side: Side, options: TriageOptions) -> tuple[RunInfo, list[Cell], str]:
     if isinstance(side, tuple):
-        return side[0], side[1], side[0].run_id
-    run, cells = read_run_file(side, op=options.op, mode=options.mode)
-    return run, cells, Path(side).name
+        run, cells, label = side[0], side[1], side[0].run_id
+    else:
+        run, cells = read_run_file(side, op=options.op, mode=options.mode)
+        label = Path(side).name
+    return run, _toolchain_view(cells), label
+
+
+def _toolchain_view(cells: Sequence[Cell]) -> list[Cell]:
+    """A ktriage run that timed a backend's kernels from a toolchain (artifact cells) also has the
+    host's own copy of that backend: triage compares the toolchains, so the host copy is left out
+    (as ``compare --toolchains`` does), and the artifact cells pair across the two sides."""
+    artifact = {(c.key.op, c.key.backend) for c in cells if c.key.toolchain is not None}
+    return [c for c in cells if c.key.toolchain is not None or (c.key.op, c.key.backend) not in artifact]
 
 
 def side_toolchain(run: RunInfo, cells: Sequence[Cell]) -> str | None:
@@ -169,13 +179,19 @@ class _Triage:
         for c in sorted(cells, key=lambda c: -c.ratio):
             if c.cause is None or c.catalog is None:
                 continue
-            front = c.cause.attribution != "ptxas"
-            if front and old.triton_version != new.triton_version:
+            # The range follows who is responsible: Triton releases for the frontend, ptxas releases
+            # for ptxas; "both" tries Triton first (its releases bundle their ptxas).
+            blamed = c.cause.attribution
+            triton_range = old.triton_version != new.triton_version
+            ptxas_range = old.ptxas_version != new.ptxas_version
+            if blamed != "ptxas" and triton_range:
                 source, good, bad, fixed = "pypi:triton", old.triton_version, new.triton_version, None
-            elif old.ptxas_version != new.ptxas_version:
+            elif blamed in ("ptxas", "frontend and ptxas") and ptxas_range:
                 source, good, bad, fixed = "ptxas", old.ptxas_version, new.ptxas_version, f"triton=={new.triton_version}"
             else:
-                c.notes.append("no release range to bisect between the two toolchains")
+                c.notes.append(f"no release range to bisect: the change is blamed on {blamed}, and the toolchains do not "
+                               f"differ there (Triton {old.triton_version} / {new.triton_version}, ptxas "
+                               f"{old.ptxas_version} / {new.ptxas_version})")
                 continue
             metric = _BISECT_METRIC.get(c.cause.kind, "spill_store_bytes")
             key = (c.catalog, c.mode, source, c.cause.kind)

@@ -132,4 +132,4 @@ def test_compare_takes_tritonbench_files_and_says_one_value_gives_no_confidence(
     assert code == 0  # one value a side: never a regression verdict
     pairs = out["comparisons"][0]["pairs"] if "comparisons" in out else out[0]["pairs"]
     assert len(pairs) == 60 and {p["verdict"]["verdict"] for p in pairs} == {"unsure"}
-    assert all("too few samples (1 ref, 1 new" in p["verdict"]["reason"] for p in pairs)
+    assert all("too few samples (1 ref, 1 new" in p["verdict"]["reason"] and "single_value" in p["verdict"]["flags"] for p in pairs)

@@ -99,3 +99,26 @@ def test_both_regressions_bisect_to_their_release_with_fixes(tmp_path: Path, cap
     culprits = {(c["culprit"]["source"], c["culprit"]["culprit"], c["culprit"]["predecessor"]) for c in em["cells"] if c["verdict"] == "regression"}
     assert culprits == {("ptxas", "ptxas 12.5.40", "ptxas 12.4.131")}
     assert any(f["kind"] == "relaxed_atomics" or "relaxed" in f["description"] for c in em["cells"] for f in c["fixes"])
+
+
+def test_ktriage_results_files_with_samples_give_statistical_regressions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same H200 run split into two ktriage results files (3.3.1's kernels, 3.4.0's kernels, the
+    host's torch baseline in both): raw samples, so compare's own verdict is a regression too."""
+    from dataclasses import replace
+
+    from ktriage.measure.results_file import write_results
+
+    run, cells = read_results(RESULTS)
+    paths = []
+    for record in run.toolchains[:2]:
+        side = replace(run, toolchains=[record])
+        kept = [c for c in cells if c.key.toolchain in (None, record["id"])]
+        paths.append(write_results(tmp_path / f"{record['spec'].replace('==', '-')}.json", side, kept))
+    code = main(["triage", str(paths[0]), str(paths[1]), "--no-bisect", "--no-fixes", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and (report["old_toolchain"], report["new_toolchain"]) == ("triton==3.3.1", "triton==3.4.0")
+    regressions = [c for c in report["cells"] if c["verdict"] == "regression"]
+    assert [c["input"] for c in regressions][0] == "(4096, 4608)"  # worst first: +492% kernel time
+    assert {c["stats_verdict"] for c in regressions} == {"regression"} and not any(c["single_value"] for c in regressions)
+    assert {c["cause"]["text"] for c in regressions} == {"spills, frontend"}
+    assert not report["gpu_needed"]
