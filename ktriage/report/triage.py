@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.report.html import _env
+from ktriage.report.svg import Series, line_chart
 from ktriage.triage.model import WORDS, CellTriage, TriageReport
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -106,11 +107,45 @@ def _row(c: CellTriage) -> dict[str, Any]:
             "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes)}
 
 
+# triage verdict -> point colour on the sweep chart (grey: not flagged)
+COLOURS = {"regression": "#b00020", "not_compile_side": "#c77700", "unsure_no_gpu": "#c77700", "unexplained": "#6a1b9a",
+           "improvement": "#2e7d32"}
+
+
+def sweep_charts(report: TriageReport) -> list[str]:
+    """Per (op, mode): new/old latency ratio along the inputs for every backend, the gate as a band,
+    each point coloured by its triage verdict (grey when not flagged)."""
+    charts = []
+    gate = 1.0 + report.options.threshold
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in report.sweep:
+        if row.get("ratio"):
+            groups.setdefault((row["op"], row["mode"]), []).append(row)
+    for (op, mode), rows in sorted(groups.items()):
+        xs = sorted({(r["input_id"], r["input"]) for r in rows})
+        pos = {i: k for k, (i, _) in enumerate(xs)}
+        series = []
+        for backend in sorted({r["backend"] for r in rows}):
+            mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["input_id"])
+            s = Series(backend, [(pos[r["input_id"]], float(r["ratio"])) for r in mine])
+            for r in mine:
+                s.point_colours[pos[r["input_id"]]] = COLOURS.get(r["verdict"] or "", "#999")
+                s.point_titles[pos[r["input_id"]]] = f"{backend} {r['input']}: {r['ratio']:.3f}x ({WORDS.get(r['verdict'] or '', 'not flagged')})"
+            series.append(s)
+        charts.append(line_chart([lab for _, lab in xs], series, y_label="new / old", log_y=True, band=(1 / gate, gate), ref_line=1.0,
+                                 title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)",
+                                 css_class="chart ratio-chart"))
+    return charts
+
+
 def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
+    from markupsafe import Markup
+
     sections = [{"title": t, "regression": kinds == ("regression",), "rows": [_row(c) for c in report.cells if c.verdict in kinds]}
                 for t, kinds in SECTIONS]
     return _env().get_template("triage.html.j2").render(title=title, r=report, headline=report.headline(),
-                                                        sections=[s for s in sections if s["rows"]])
+                                                        sections=[s for s in sections if s["rows"]],
+                                                        charts=[Markup(svg) for svg in sweep_charts(report)])  # line_chart escapes its texts
 
 
 def print_table(report: TriageReport, console: Console) -> None:

@@ -153,6 +153,9 @@ class TriageReport:
     failures: list[str] = field(default_factory=list)  # what went wrong (explain, bisect, toolchains)
     notes: list[str] = field(default_factory=list)
     gpu_needed: list[str] = field(default_factory=list)  # what only a GPU re-run can decide
+    # every compared cell, flagged or not: {op, mode, input_id, input, backend, old_ms, new_ms, ratio,
+    # stats_verdict, verdict (the triage verdict if flagged, else None)}; the sweep the HTML plots
+    sweep: list[dict[str, Any]] = field(default_factory=list)
 
     def of(self, verdict: CellVerdict) -> list[CellTriage]:
         return [c for c in self.cells if c.verdict == verdict]
@@ -188,5 +191,5 @@ class TriageReport:
             "options": self.options.to_json(), "headline": self.headline(), "counts": self.counts(),
             "compared": self.compared, "complete": self.complete, "exit_code": self.exit_code(),
             "cells": [c.to_json() for c in self.cells], "not_compared": self.not_compared, "baseline": self.baseline,
-            "failures": self.failures, "notes": self.notes, "gpu_needed": self.gpu_needed,
+            "failures": self.failures, "notes": self.notes, "gpu_needed": self.gpu_needed, "sweep": self.sweep,
         }  # fmt: skip

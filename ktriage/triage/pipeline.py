@@ -290,6 +290,13 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
                           compared=sum(1 for p in comparison.pairs if p.verdict is not None),
                           not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
                           baseline=comparison.baseline.to_json(), failures=work.failures, notes=work.notes)  # fmt: skip
+    verdicts = {(c.op, c.mode, c.input_id, c.backend): c.verdict for c in flagged}
+    for p in comparison.pairs:
+        if p.verdict is not None:
+            report.sweep.append({"op": p.op, "mode": p.mode, "input_id": p.input_id, "input": p.input_label, "backend": p.backend,
+                                 "old_ms": p.verdict.median_ref, "new_ms": p.verdict.median_new,
+                                 "ratio": p.verdict.ratio if math.isfinite(p.verdict.ratio) else None,
+                                 "stats_verdict": p.verdict.verdict, "verdict": verdicts.get((p.op, p.mode, p.input_id, p.backend))})
     if singles:
         report.gpu_needed.append("TritonBench files give one number per cell: no confidence interval, so no "
                                  "statistical verdict; a side-by-side re-run (`ktriage bench` with both toolchains "
