@@ -61,6 +61,10 @@ VERBS: tuple[Verb, ...] = (
     Verb("bisect-step", "ktriage.cli.bisect_cmd", "bisect_step",
          "One `git bisect run` step: compile the checked-out kernels and compare a metric with a stored baseline. "
          "Errors exit 128 so that git aborts instead of marking the commit bad."),
+    Verb("triage", "ktriage.cli.triage_cmd", "triage",
+         "Triage a regression report without a GPU: rank every cell past the gate, explain each flagged kernel "
+         "compile-side with both toolchains, note a moved baseline, bisect compile-only, propose fixes, and write "
+         "one report. Exit 1: a compile-side regression; 0: none; 4: a step failed."),
     Verb("tune", "ktriage.cli.tune_cmd", "tune",
          "Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the declared "
          "block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate, then time the "

@@ -75,6 +75,7 @@ def bench(
     csv_out: Annotated[bool, typer.Option("--csv", help="TritonBench's spelling of --format csv.")] = False,
     output: Annotated[list[Path] | None, output_option(WRITERS, ".csv/.md: the results table (TritonBench's --output is the .csv); .json: every cell with raw samples (the results file `ktriage compare` reads; rewritten after each input while measuring; --format json prints the same document).")] = None,
     output_json: Annotated[Path | None, typer.Option("--output-json", help="TritonBench's spelling of -o PATH.json (the results file).")] = None,
+    tritonbench_json: Annotated[Path | None, typer.Option("--tritonbench-json", help="Also write the run as TritonBench's JSON (what its dashboards read; one file per toolchain, docs/triage.md).")] = None,
     db: Db = None,
     timing: Annotated[str, typer.Option("--timing", help="events (CUDA events, per call) or graph (CUDA graph replays: for kernels under ~10 us).")] = "events",
     no_l2_flush: Annotated[bool, typer.Option("--no-l2-flush", help="Do not flush the L2 cache between calls (TritonBench flushes).")] = False,
@@ -163,6 +164,11 @@ def bench(
     else:
         typer.echo(writers[{Format.csv: ".csv", Format.markdown: ".md"}.get(fmt, ".json")](), nl=False)
     write_outputs(outputs, writers, console)  # the results files once more, final: the text stdout's json is
+    if tritonbench_json is not None:
+        from ktriage.measure.tritonbench_format import write_tritonbench_json
+
+        for path in write_tritonbench_json(tritonbench_json, run, cells):
+            console.print(f"wrote {escape(str(path))} (TritonBench JSON)")
     if len(plan.toolchains) > 1:
         _print_toolchain_verdicts(run, cells, base, console)
     console.print(f"run {escape(run.run_id)} stored; `ktriage runs show {run.run_id}`")

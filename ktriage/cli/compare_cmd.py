@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, print_error
-from ktriage.cli.options import Db, Format, check_format, check_outputs, format_option, merge_outputs, output_option, write_outputs
+from ktriage.cli.options import Db, Format, Mode, mode_option, check_format, check_outputs, format_option, merge_outputs, output_option, write_outputs
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
@@ -28,13 +28,14 @@ FORMATS = ("table", "markdown", "json", "csv")
 WRITERS = (".md", ".json", ".html", ".csv")
 
 
-def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str]:
-    """A results file (JSON) if ``ref`` is a path, else a run id (or unique prefix) in the store."""
+def load_side(ref: str, db: str | None = None, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell], str]:
+    """A results file if ``ref`` is a path (ktriage's JSON, or TritonBench's CSV or JSON: ``op``/``mode``
+    for a CSV whose name does not say them), else a run id (or unique prefix) in the store."""
     path = Path(ref)
-    if path.suffix == ".json" or path.exists():
-        from ktriage.measure.results_file import read_results
+    if path.suffix in (".json", ".csv") or path.exists():
+        from ktriage.measure.tritonbench_format import read_run_file
 
-        run, cells = read_results(path)
+        run, cells = read_run_file(path, op=op, mode=mode)
         return run, cells, path.stem
     try:
         from ktriage.store import open_store
@@ -50,7 +51,8 @@ def load_side(ref: str, db: str | None = None) -> tuple[RunInfo, list[Cell], str
 
 
 def build_comparisons(
-    a: str, b: str | None, *, toolchains: bool, baseline: str | None, config: VerdictConfig, db: str | None = None
+    a: str, b: str | None, *, toolchains: bool, baseline: str | None, config: VerdictConfig, db: str | None = None,
+    op: str | None = None, mode: str | None = None,
 ) -> list[Comparison]:
     from ktriage.ops.registry import default_baselines
     from ktriage.stats.compare import compare_cells, compare_toolchains, run_toolchains
@@ -66,8 +68,8 @@ def build_comparisons(
         return compare_toolchains(cells, run=run, baseline=baseline, config=config, default_baselines=default_baselines())
     if b is None:
         raise KtriageError("compare needs two runs or result files (or one run with --toolchains)", "e.g. ktriage compare old.json new.json")
-    run_a, cells_a, label_a = load_side(a, db)
-    run_b, cells_b, label_b = load_side(b, db)
+    run_a, cells_a, label_a = load_side(a, db, op=op, mode=mode)
+    run_b, cells_b, label_b = load_side(b, db, op=op, mode=mode)
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
     return [compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b, baseline=baseline, config=config,
@@ -75,7 +77,7 @@ def build_comparisons(
 
 
 def compare(
-    a: Annotated[str, typer.Argument(help="Reference: a results JSON file or a run id (prefix) in the store.")],
+    a: Annotated[str, typer.Argument(help="Reference: a results JSON file, a TritonBench CSV or JSON, or a run id (prefix) in the store.")],
     b: Annotated[str | None, typer.Argument(help="New: a results JSON file or a run id. Omit with --toolchains.")] = None,
     toolchains: Annotated[bool, typer.Option("--toolchains", help="Compare the toolchains within run A, the first one being the reference.")] = False,
     threshold: Annotated[float, typer.Option("--threshold", help="Magnitude gate: changes smaller than this fraction are 'same' (0.05 = 5%).")] = 0.05,
@@ -86,6 +88,8 @@ def compare(
     html: Annotated[Path | None, typer.Option("--html", help="Older spelling of -o PATH.html.")] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="The baseline backend (default: the run's, else TritonBench's for the op).")] = None,
     db: Db = None,
+    op: Annotated[str | None, typer.Option("--op", help="The operator of a TritonBench CSV whose file name does not say it.")] = None,
+    mode: Annotated[Mode | None, mode_option("For a TritonBench CSV whose file name does not say it.")] = None,
     show_same: Annotated[bool, typer.Option("--all", help="Table: list 'same' pairs too.")] = False,
 ) -> None:
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
@@ -103,7 +107,8 @@ def compare(
         outputs = merge_outputs(output, markdown, html)
         check_outputs(outputs, WRITERS)
         config = VerdictConfig(threshold=threshold, confidence=confidence)
-        comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db)
+        comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db, op=op,
+                                  mode=mode.value if mode else None)
         show_and_write(comps, fmt, outputs, show_same=show_same)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)

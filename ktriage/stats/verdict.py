@@ -302,8 +302,11 @@ def compare_samples(ref: Sequence[float], new: Sequence[float], config: VerdictC
     half = math.sqrt(g)
 
     if min(a.size, b.size) < config.min_samples or min_achievable_p(a.size, b.size) >= config.alpha:
-        return Verdict("unsure", reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each): {head}",
-                       unsure_cause="few_samples", **base)  # fmt: skip
+        # One value a side (TritonBench's p50) is a number, not a sample: say so, and flag it.
+        single = min(a.size, b.size) == 1
+        why = "; a single value (no samples, e.g. TritonBench's p50) gives no confidence" if single else ""
+        return Verdict("unsure", reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each{why}): {head}",
+                       unsure_cause="few_samples", flags=["single_value"] if single else [], **base)  # fmt: skip
 
     flags: list[str] = []
     problems: list[str] = []

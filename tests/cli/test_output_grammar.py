@@ -28,6 +28,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "bisect": (TMD, MJ),
     "bisect-step": ((), ()),
     "tune": (TMD, MJ),
+    "triage": (TMD, (".md", ".json", ".html")),
     "fidelity": (TMD, MJ),
     "occupancy": (TMD, MJ),
     "toolchain add": ((), ()),

@@ -1,0 +1,65 @@
+"""`ktriage triage OLD NEW`: diff two result sets, explain the flagged cells compile-side, bisect, fix, report.
+
+Thin: parses options and calls ``ktriage.triage.triage``; rendering is ``ktriage.report.triage``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ktriage.cli import exit_codes
+from ktriage.cli.console import make_console
+from ktriage.cli.options import Arch, Format, ModeOpt, check_format, format_option, output_option, write_outputs
+
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json", ".html")
+
+
+def triage(
+    old: Annotated[str, typer.Argument(help="The old side: a TritonBench CSV (run.py --csv --output F), a TritonBench JSON (--output-json) or a ktriage results file.")],
+    new: Annotated[str, typer.Argument(help="The new side, in any of the same formats.")],
+    old_toolchain: Annotated[str | None, typer.Option("--old-toolchain", help="Toolchain spec of the old side, e.g. triton==3.3.1 (default: from the file, when it says).")] = None,
+    new_toolchain: Annotated[str | None, typer.Option("--new-toolchain", help="Toolchain spec of the new side, e.g. triton==3.4.0 (default: from the file, when it says).")] = None,
+    threshold: Annotated[float, typer.Option("--threshold", help="The gate in percent: cells that moved less are not flagged.")] = 10.0,
+    arch: Arch = "sm_90",
+    op: Annotated[str | None, typer.Option("--op", help="The operator of a TritonBench CSV whose file name does not say it (layer_norm_bwd.csv does).")] = None,
+    mode: ModeOpt = None,
+    no_bisect: Annotated[bool, typer.Option("--no-bisect", help="Skip the compile-only bisect of the regressions.")] = False,
+    no_fixes: Annotated[bool, typer.Option("--no-fixes", help="Skip `explain --fixes` for the regressions.")] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
+    output: Annotated[list[Path] | None, output_option(WRITERS, "The markdown is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained.")] = None,
+    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0/1 even when a step failed (default: 4, 'incomplete').")] = False,
+) -> None:
+    """Triage a regression report without a GPU: rank every cell past the gate, explain each flagged
+    kernel compile-side with both toolchains, note a moved baseline, bisect compile-only, propose
+    fixes, and write one report. Exit 1: a compile-side regression; 0: none; 4: a step failed."""
+    from ktriage.report.triage import print_table, to_html, to_json, to_markdown
+    from ktriage.triage import TriageOptions
+    from ktriage.triage import triage as run_triage
+
+    check_format(fmt, FORMATS)
+    console = make_console(stderr=True)
+    options = TriageOptions(old_toolchain=old_toolchain, new_toolchain=new_toolchain, threshold=threshold / 100.0, arch=arch,
+                            op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs)
+    report = run_triage(old, new, options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    if fmt == Format.json:
+        typer.echo(to_json(report))
+    elif fmt == Format.markdown:
+        typer.echo(to_markdown(report), nl=False)
+    else:
+        print_table(report, make_console())
+    write_outputs(output or [], {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n",
+                                 ".html": lambda: to_html(report)}, console)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(to_markdown(report) + "\n")
+    code = report.exit_code(allow_failures)
+    if code != exit_codes.OK:
+        raise typer.Exit(code)

@@ -1,0 +1,378 @@
+"""TritonBench's result files, both ways: read its CSV and JSON into ktriage's cells, write its JSON.
+
+Why: the regression reports users bring are TritonBench output (``run.py --csv --output F`` or
+``--output-json F``), and TritonBench's dashboards read its JSON. Reading them as :class:`Cell`\\ s
+lets ``compare`` and ``triage`` take them next to ktriage's own results files; writing the JSON lets
+those dashboards read a ``ktriage bench`` run.
+
+What TritonBench writes (tritonbench/utils/triton_op.py, ``BenchmarkOperatorResult``):
+
+- **CSV** (``write_csv_to_file``): ``;``-separated; header ``x_val`` then ``<backend>-<metric>``;
+  one row per input (``x_val`` is the op's ``register_x_val``: ``1024`` for layer_norm's N,
+  ``(32, 512, 768, 1024)`` for embedding), latency as the p50 in ms; a backend that failed has its
+  error message in its first metric cell and empty cells after it; a last ``average`` row (empty for
+  latency: TritonBench cannot average its Latency objects). The file does not say the op or the
+  pass: they come from the file name (``layer_norm_bwd_run1.csv``) or from ``--op``/``--mode``.
+- **JSON** (``write_json_to_file``, ``--output-json``): a flat object, key
+  ``tritonbench_{op}_{mode}[x_{x_val}-{backend}]_{metric}`` (latency as a string of the p50),
+  ``tritonbench_{op}_{mode}[{backend}]-{metric}-avg`` aggregates of numeric metrics. The nightly
+  runner (benchmarks/nightly/run.py) wraps these in ``{"name", "env", "metrics"}``; ``env``
+  (utils/run_utils.py ``get_run_env``) has ``benchmark_date``, ``cuda_version``, ``device``,
+  ``conda_env`` and ``{pytorch,triton,tritonbench}_{commit,branch,commit_time}``. Both shapes are read.
+
+One number per cell: TritonBench keeps no samples. Such a cell is ``samples_ms=[p50]`` with
+``extra["single_value"] = True``; the verdicts then say "unsure: too few samples" (one value gives
+no confidence), and ``triage`` ranks such cells by their ratio and says what it cannot decide.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import FormatError
+from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.ops import registry
+
+SOURCE = "tritonbench"
+# TritonBench's Mode values (utils/triton_op.py), the longest first: "x_fwd_bwd" must not read as "bwd".
+MODES = ("fwd_no_grad", "fwd_bwd", "fwd", "bwd")
+METRIC = "latency"
+_KEY = re.compile(r"^tritonbench_(?P<bench>.+?)\[x_(?P<x>.*)-(?P<backend>[0-9A-Za-z_]+)\]_(?P<metric>.+)$")
+# get_run_env's keys: what a dashboard expects in "env" (unknown when ktriage does not know them)
+ENV_KEYS = ("benchmark_date", "cuda_version", "device", "conda_env", "pytorch_commit", "triton_commit",
+            "tritonbench_commit") + tuple(f"{r}_{k}" for r in ("triton", "pytorch", "tritonbench") for k in ("branch", "commit_time"))
+
+
+# ------------------------------------------------------------------------------------------ names
+def split_benchmark(name: str) -> tuple[str, str] | None:
+    """``layer_norm_bwd`` -> (layer_norm, bwd): TritonBench's ``{op}_{mode}`` (None if no mode ends it)."""
+    for mode in MODES:
+        if name.endswith("_" + mode) and len(name) > len(mode) + 1:
+            return name[: -len(mode) - 1], mode
+    return None
+
+
+def op_mode_from_name(stem: str) -> tuple[str | None, str | None]:
+    """The op and pass a file name says: ``layer_norm_bwd_run1`` -> (layer_norm, bwd); ``op_rope_``
+    (TritonBench's ``write_csv`` prefix) -> (rope, None). Known operators first, so that an op whose
+    name contains ``_fwd`` is not cut there."""
+    name = stem.lower().removeprefix("op_")
+    for op in sorted((o.name for o in registry.OPERATORS), key=len, reverse=True):
+        if name == op or name.startswith(op + "_"):
+            rest = name[len(op) + 1:]
+            mode = next((m for m in MODES if rest == m or rest.startswith(m + "_") or rest.startswith(m + ".")), None)
+            return op, mode
+    match = re.match(r"^(.+?)_(fwd_no_grad|fwd_bwd|fwd|bwd)(?:_|$)", name)
+    return (match.group(1), match.group(2)) if match else (None, None)
+
+
+# ------------------------------------------------------------------------------------------ inputs
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in re.findall(r"-?\d+", text))
+
+
+def match_input(op: str, x_val: str, index: int) -> tuple[int, str]:
+    """A TritonBench x_val as ktriage's (input id, label): the op's input case whose x_val (the
+    ``x_keys`` facts, e.g. (M, N)) is the x_val or ends with it (layer_norm's x_val is N alone);
+    the row's position when the op is unknown or no case matches exactly once."""
+    operator = registry.operator(op)
+    values = _ints(x_val)
+    if operator is not None and operator.x_keys and values:
+        cases = operator.inputs()
+        hits = [c for c in cases if operator.x_val(c)[-len(values):] == values] if len(values) <= len(operator.x_keys) else []
+        if len(hits) == 1:
+            return hits[0].id, operator.x_val_text(hits[0])
+    return index, x_val.strip()
+
+
+# ------------------------------------------------------------------------------------------ cells
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _cell(op: str, mode: str, input_id: int, label: str, x_val: str, backend: str, value: Any,
+          metrics: dict[str, Any], origin: str) -> Cell:
+    key = CellKey(op, mode, input_id, label, backend, None)
+    extra = {"source": SOURCE, "single_value": True, "x_val": x_val, "file": origin, "tritonbench_metrics": metrics}
+    number = _number(value)
+    if number is not None and number > 0:
+        return Cell(key, "ok", [number], extra=extra)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return Cell(key, "skipped", [], error=f"no {METRIC} in {origin}", extra=extra)
+    return Cell(key, "error", [], error=str(value).strip(), extra=extra)
+
+
+def _run(origin: str, op: str, mode: str, env: dict[str, Any] | None, kind: str) -> RunInfo:
+    env = dict(env or {})
+    run = RunInfo(command=f"tritonbench {kind} {origin}", host=str(env.get("device", "")), status="finished")
+    run.created = str(env.get("benchmark_date") or run.created)
+    run.settings = {"source": SOURCE, "format": kind, "file": origin, "op": op, "mode": mode, "metric": METRIC,
+                    "single_value": True, "env": env}
+    for package in ("triton", "torch", "pytorch"):
+        if env.get(f"{package}_version"):
+            run.packages[package] = str(env[f"{package}_version"])
+    if env.get("ktriage_toolchain"):
+        run.toolchains = [{"spec": str(env["ktriage_toolchain"]), "id": str(env.get("ktriage_toolchain_id") or env["ktriage_toolchain"]),
+                           "triton_version": env.get("triton_version"), "ptxas_version": env.get("ptxas_version")}]
+    if env.get("device"):
+        run.gpu = {"name": env["device"], "cuda": env.get("cuda_version")}
+    return run
+
+
+def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
+    if not op or not mode:
+        missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
+        raise FormatError(f"{origin}: the {missing} of this TritonBench CSV is not in its name",
+                          "name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass --op NAME --mode fwd|bwd|fwd_bwd")
+    return op, mode
+
+
+def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, origin: str = "the CSV") -> tuple[RunInfo, list[Cell]]:
+    """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
+    ``average`` row is TritonBench's summary, not an input, and is dropped."""
+    named_op, named_mode = op_mode_from_name(Path(origin).stem)
+    op, mode = _need(op or named_op, mode or named_mode, origin)
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=";") if r]
+    if not rows or not rows[0] or rows[0][0].strip() != "x_val":
+        raise FormatError(f"{origin} is not a TritonBench CSV (its first column must be x_val)",
+                          "give the file of `python run.py ... --csv --output F` (';'-separated)")
+    header = [h.strip() for h in rows[0]]
+    columns: dict[str, dict[str, int]] = {}  # backend -> metric -> column
+    for i, name in enumerate(header[1:], start=1):
+        backend, _, metric = name.partition("-")
+        if metric:
+            columns.setdefault(backend, {})[metric] = i
+    if not any(METRIC in m for m in columns.values()):
+        raise FormatError(f"{origin} has no <backend>-latency column", "run TritonBench with --metrics latency (and others)")
+    cells: list[Cell] = []
+    index = 0
+    for row in rows[1:]:
+        x_val = row[0].strip()
+        if x_val == "average" or x_val == "hashes":
+            continue
+        input_id, label = match_input(op, x_val, index)
+        index += 1
+        for backend, metrics in columns.items():
+            if METRIC not in metrics:
+                continue
+            values = {m: (row[c] if c < len(row) else "") for m, c in metrics.items()}
+            first = min(metrics.values())  # an error message lands in the backend's first metric cell
+            value: Any = values[METRIC]
+            if _number(value) is None and first < len(row) and row[first].strip() and _number(row[first]) is None:
+                value = row[first]
+            cells.append(_cell(op, mode, input_id, label, x_val, backend, value,
+                               {m: v for m, v in values.items() if m != METRIC}, origin))
+    return _run(origin, op, mode, None, "csv"), cells
+
+
+def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, origin: str = "the JSON") -> tuple[RunInfo, list[Cell]]:
+    """The cells of ``--output-json`` (flat) or of the nightly's ``{"name", "env", "metrics"}``."""
+    if not isinstance(data, dict):
+        raise FormatError(f"{origin} is not a TritonBench JSON object", "give the file of `run.py --output-json F`")
+    metrics: dict[str, Any] = data["metrics"] if isinstance(data.get("metrics"), dict) else data
+    env = data.get("env") if isinstance(data.get("env"), dict) else None
+    per_key: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # (op, mode, x, backend) -> metric -> value
+    for key, value in metrics.items():
+        m = _KEY.match(str(key))
+        if m is None:
+            continue  # aggregates ([backend]-metric-avg), -pass, -target keys
+        split = split_benchmark(m["bench"])
+        k_op, k_mode = split if split is not None else (m["bench"], None)
+        k_op, k_mode = op or k_op, mode or k_mode
+        if not k_mode:
+            raise FormatError(f"{origin}: cannot tell the pass of key {key!r}", "pass --mode fwd|bwd|fwd_bwd")
+        if m["x"] in ("average", "hashes"):
+            continue
+        per_key.setdefault((k_op, k_mode, m["x"], m["backend"]), {})[m["metric"]] = value
+    if not per_key:
+        raise FormatError(f"{origin} has no tritonbench_<op>_<mode>[x_<input>-<backend>]_<metric> keys",
+                          "give the file of `run.py --output-json F` (or the nightly's result.json)")
+    cells: list[Cell] = []
+    order: dict[tuple[str, str], list[str]] = {}
+    for (k_op, k_mode, x, _b) in per_key:
+        xs = order.setdefault((k_op, k_mode), [])
+        if x not in xs:
+            xs.append(x)
+    for (k_op, k_mode, x, backend), values in per_key.items():
+        if METRIC not in values:
+            continue
+        input_id, label = match_input(k_op, x, order[(k_op, k_mode)].index(x))
+        cells.append(_cell(k_op, k_mode, input_id, label, x, backend, values[METRIC],
+                           {k: v for k, v in values.items() if k != METRIC}, origin))
+    ops = sorted({c.key.op for c in cells})
+    modes = sorted({c.key.mode for c in cells})
+    return _run(origin, ",".join(ops), ",".join(modes), env, "json"), cells
+
+
+def looks_like_tritonbench_json(data: Any) -> bool:
+    """A TritonBench JSON (flat or nightly) rather than a ktriage results file."""
+    if not isinstance(data, dict) or "cells" in data:
+        return False
+    metrics: dict[str, Any] = data["metrics"] if isinstance(data.get("metrics"), dict) else data
+    return any(str(k).startswith("tritonbench_") for k in metrics)
+
+
+def read_tritonbench(path: str | Path, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell]]:
+    """A TritonBench CSV (``.csv``) or JSON file as a run and its cells."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FormatError(f"cannot read {path}: {exc.strerror or exc}", "check the path") from exc
+    if path.suffix.lower() == ".csv":
+        return parse_csv(text, op=op, mode=mode, origin=str(path))
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise FormatError(f"{path} is not JSON ({exc})", "give a TritonBench --output-json file") from exc
+    return parse_json(data, op=op, mode=mode, origin=str(path))
+
+
+def is_single_value(cell: Cell) -> bool:
+    """A cell with one number and no samples (TritonBench's p50)."""
+    return bool(cell.extra.get("single_value")) or len(cell.samples_ms) == 1
+
+
+# ------------------------------------------------------------------------------------------ writing
+def run_toolchain_ids(run: RunInfo, cells: Sequence[Cell]) -> list[str]:
+    """The toolchains that have cells, in the run's order."""
+    declared = [str(t.get("id")) for t in run.toolchains if t.get("id")]
+    present = {c.key.toolchain for c in cells if c.key.toolchain}
+    return [t for t in declared if t in present] + sorted(t for t in present if t not in declared)
+
+
+def _toolchain_record(run: RunInfo, toolchain: str | None) -> dict[str, Any]:
+    for t in run.toolchains:
+        if toolchain is not None and t.get("id") == toolchain:
+            return t
+    return run.toolchains[0] if toolchain is None and len(run.toolchains) == 1 else {}
+
+
+def tritonbench_env(run: RunInfo, toolchain: str | None) -> dict[str, Any]:
+    """``get_run_env``'s keys (``unknown`` where ktriage does not know them) plus ktriage's own:
+    the toolchain (spec, id, Triton and ptxas versions) and the run id, for the way back."""
+    env: dict[str, Any] = {k: "unknown" for k in ENV_KEYS}
+    env["benchmark_date"] = run.created
+    env["device"] = str(run.gpu.get("name") or "unknown")
+    env["cuda_version"] = str(run.gpu.get("cuda") or run.gpu.get("cuda_driver") or "unknown")
+    record = _toolchain_record(run, toolchain)
+    if record:
+        env["ktriage_toolchain"] = str(record.get("spec") or record.get("id"))
+        env["ktriage_toolchain_id"] = str(record.get("id") or record.get("spec"))
+        env["triton_version"] = record.get("triton_version") or "unknown"
+        env["ptxas_version"] = record.get("ptxas_version") or "unknown"
+    elif run.packages.get("triton"):
+        env["triton_version"] = run.packages["triton"]
+    if run.packages.get("torch"):
+        env["pytorch_version"] = run.packages["torch"]
+    env["ktriage_run_id"] = run.run_id
+    return env
+
+
+def _p50(samples: Sequence[float]) -> float:
+    return float(statistics.median(samples))
+
+
+def tritonbench_metrics(cells: Sequence[Cell], baselines: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``--output-json`` object of these cells (one toolchain: backend names must be unique per
+    input): latency (the median, as a string, as TritonBench writes its p50), speedup against the
+    op's baseline (a number), the ``x_average`` row and the ``-avg`` aggregates of numeric metrics."""
+    bases = baselines if baselines is not None else registry.default_baselines()
+    ok = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend): c for c in cells if c.status == "ok" and c.samples_ms}
+    out: dict[str, Any] = {}
+    agg: dict[str, list[float]] = {}
+    groups: dict[tuple[str, str], list[Cell]] = {}
+    for c in sorted(cells, key=lambda c: (c.key.op, c.key.mode, c.key.input_id)):
+        groups.setdefault((c.key.op, c.key.mode), []).append(c)
+    for (op, mode), group in groups.items():
+        bench = f"{op}_{mode}"
+        backends: list[str] = []
+        for c in group:
+            if c.key.backend not in backends:
+                backends.append(c.key.backend)
+        base = bases.get(op)
+        for c in group:
+            x, be = c.key.input_label, c.key.backend
+            if c.status == "ok" and c.samples_ms:
+                out[f"tritonbench_{bench}[x_{x}-{be}]_latency"] = str(_p50(c.samples_ms))
+            else:
+                out[f"tritonbench_{bench}[x_{x}-{be}]_latency"] = c.error or c.status
+            ref = ok.get((op, mode, c.key.input_id, base)) if base else None
+            if base and be != base and ref is not None and c.status == "ok" and c.samples_ms:
+                speedup = _p50(ref.samples_ms) / _p50(c.samples_ms)
+                out[f"tritonbench_{bench}[x_{x}-{be}]_speedup"] = speedup
+                agg.setdefault(f"tritonbench_{bench}[{be}]-speedup-avg", []).append(speedup)
+        for be in backends:  # TritonBench's "average" row: empty for latency (a Latency does not add up)
+            out[f"tritonbench_{bench}[x_average-{be}]_latency"] = None
+    out.update({k: sum(v) / len(v) for k, v in agg.items()})
+    return out
+
+
+def to_tritonbench_json(run: RunInfo, cells: Sequence[Cell], *, toolchain: str | None = None, name: str = "ktriage") -> dict[str, Any]:
+    """One toolchain's view of a run as TritonBench's nightly JSON ``{"name", "env", "metrics"}``: the
+    native backends, and the artifact backends of ``toolchain`` in place of the host's own copy."""
+    artifact = {c.key.backend for c in cells if c.key.toolchain is not None}
+    chosen = [c for c in cells if (c.key.toolchain is None and c.key.backend not in artifact)
+              or (toolchain is not None and c.key.toolchain == toolchain)]
+    if toolchain is None and artifact:
+        chosen = [c for c in cells if c.key.toolchain is None]
+    return {"name": name, "env": tritonbench_env(run, toolchain), "metrics": tritonbench_metrics(chosen)}
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^0-9A-Za-z.]+", "-", text).strip("-")
+
+
+def tritonbench_paths(path: Path, run: RunInfo, cells: Sequence[Cell]) -> list[tuple[Path, str | None]]:
+    """Where each toolchain's document goes: ``path`` when the run has at most one toolchain, else
+    ``<stem>.<toolchain id>.tritonbench.json`` per toolchain (TritonBench has one build per file)."""
+    tcs = run_toolchain_ids(run, cells)
+    if len(tcs) <= 1:
+        return [(path, tcs[0] if tcs else None)]
+    stem = path.name.removesuffix(".json").removesuffix(".tritonbench")
+    return [(path.with_name(f"{stem}.{_slug(t)}.tritonbench.json"), t) for t in tcs]
+
+
+def write_tritonbench_json(path: str | Path, run: RunInfo, cells: Sequence[Cell]) -> list[Path]:
+    """Write the run as TritonBench JSON (one file per toolchain, see :func:`tritonbench_paths`)."""
+    written: list[Path] = []
+    for target, toolchain in tritonbench_paths(Path(path), run, cells):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(to_tritonbench_json(run, cells, toolchain=toolchain), indent=4) + "\n", encoding="utf-8")
+        written.append(target)
+    return written
+
+
+def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell]]:
+    """Any results file a comparison takes: a TritonBench CSV, a TritonBench JSON, or ktriage's own
+    results file (``{"run", "cells"}``), told apart by suffix and content."""
+    from ktriage.measure.results_file import parse_results
+
+    path = Path(path)
+    if path.suffix.lower() == ".csv":
+        return read_tritonbench(path, op=op, mode=mode)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FormatError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if looks_like_tritonbench_json(data):
+        return parse_json(data, op=op, mode=mode, origin=str(path))
+    return parse_results(text, origin=str(path))

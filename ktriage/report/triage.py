@@ -1,0 +1,168 @@
+"""The triage report: markdown (a CI job summary), one self-contained HTML file, JSON, a terminal table.
+
+Order, in every form: real/likely regressions with cause, culprit and fix first; then what is
+not the compiler's (no compile-side change: noise, the baseline, the environment; unsure without a
+GPU re-run; not explained); then improvements; then what could not be decided without a GPU and
+what failed. Computing is in ``ktriage.triage``; this module only lays it out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ktriage.report.html import _env
+from ktriage.report.svg import Series, line_chart
+from ktriage.triage.model import WORDS, CellTriage, TriageReport
+
+SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Regressions (compile-side), worst first", ("regression",)),
+    ("Not the compiler: can't reproduce compile-side, noise, the baseline or the environment",
+     ("not_compile_side", "unsure_no_gpu", "unexplained")),
+    ("Improvements", ("improvement",)),
+)
+
+
+def _esc(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _pct(c: CellTriage) -> str:
+    return f"{c.change_pct:+.1f}%"
+
+
+def _fix_text(c: CellTriage) -> str:
+    verified = [f for f in c.fixes if f.get("verified")]
+    shown = verified or c.fixes
+    if not shown:
+        return ""
+    return "; ".join(f"{f.get('description')}{' (verified by compiling)' if f.get('verified') else ' (not verified)'}" for f in shown[:3])
+
+
+def _culprit_text(c: CellTriage) -> str:
+    if c.culprit is None:
+        return ""
+    if c.culprit.error:
+        return f"bisect failed: {c.culprit.error}"
+    return c.culprit.summary or ""
+
+
+def to_json(report: TriageReport) -> str:
+    return json.dumps(report.to_json(), indent=1)
+
+
+def to_markdown(report: TriageReport, level: int = 2) -> str:
+    h = "#" * level
+    out = [f"{h} ktriage triage: `{report.old}` -> `{report.new}`", "",
+           f"**{report.headline()}**", "",
+           f"Toolchains: `{report.old_toolchain or 'unknown'}` -> `{report.new_toolchain or 'unknown'}`; gate "
+           f"±{report.options.threshold * 100:g}%; target {report.options.arch}.", ""]
+    for title, kinds in SECTIONS:
+        cells = [c for c in report.cells if c.verdict in kinds]
+        if not cells:
+            continue
+        out += [f"{h}# {title}", ""]
+        if kinds == ("regression",):
+            out.append("| # | cell | old ms | new ms | change | cause | culprit | fix |")
+            out.append("|---|---|---|---|---|---|---|---|")
+            for k, c in enumerate(cells, 1):
+                cause = f"**{c.cause.text}**" if c.cause else ""
+                out.append("| " + " | ".join(_esc(x) for x in [str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", f"**{_pct(c)}**",
+                                                               cause, _culprit_text(c), _fix_text(c)]) + " |")
+            out.append("")
+            seen: set[str] = set()
+            for c in cells:
+                if c.cause and c.cause.summary not in seen:
+                    seen.add(c.cause.summary)
+                    out.append(f"- {_esc(c.cause.summary)}")
+            out.append("")
+        else:
+            out.append("| cell | old ms | new ms | change | verdict | notes |")
+            out.append("|---|---|---|---|---|---|")
+            for c in cells:
+                out.append("| " + " | ".join(_esc(x) for x in [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), WORDS[c.verdict],
+                                                               "; ".join(c.notes)]) + " |")
+            out.append("")
+    out += [f"{h}# What this triage could not decide without a GPU", ""]
+    out += [f"- {x}" for x in report.gpu_needed] or ["- nothing: every flagged cell was decided compile-side"]
+    out.append("")
+    out += [f"Baseline check ({report.baseline.get('status', 'none')}): {report.baseline.get('message', '')}", ""]
+    if report.failures:
+        out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(x)}" for x in report.failures] + [""]
+    if report.notes:
+        out += [f"- {_esc(x)}" for x in report.notes] + [""]
+    if report.not_compared:
+        out += ["<details><summary>" + f"{len(report.not_compared)} cell(s) not compared</summary>", ""]
+        out += [f"- {_esc(x)}" for x in report.not_compared] + ["", "</details>", ""]
+    return "\n".join(out)
+
+
+def _row(c: CellTriage) -> dict[str, Any]:
+    return {"label": c.label(), "old": f"{c.old_ms:.4f}", "new": f"{c.new_ms:.4f}", "change": _pct(c), "verdict": WORDS[c.verdict],
+            "kind": c.verdict, "cause": c.cause.text if c.cause else "", "summary": c.cause.summary if c.cause else "",
+            "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes)}
+
+
+# triage verdict -> point colour on the sweep chart (grey: not flagged)
+COLOURS = {"regression": "#b00020", "not_compile_side": "#c77700", "unsure_no_gpu": "#c77700", "unexplained": "#6a1b9a",
+           "improvement": "#2e7d32"}
+
+
+def sweep_charts(report: TriageReport) -> list[str]:
+    """Per (op, mode): new/old latency ratio along the inputs for every backend, the gate as a band,
+    each point coloured by its triage verdict (grey when not flagged)."""
+    charts = []
+    gate = 1.0 + report.options.threshold
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in report.sweep:
+        if row.get("ratio"):
+            groups.setdefault((row["op"], row["mode"]), []).append(row)
+    for (op, mode), rows in sorted(groups.items()):
+        xs = sorted({(r["input_id"], r["input"]) for r in rows})
+        pos = {i: k for k, (i, _) in enumerate(xs)}
+        series = []
+        for backend in sorted({r["backend"] for r in rows}):
+            mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["input_id"])
+            s = Series(backend, [(pos[r["input_id"]], float(r["ratio"])) for r in mine])
+            for r in mine:
+                s.point_colours[pos[r["input_id"]]] = COLOURS.get(r["verdict"] or "", "#999")
+                s.point_titles[pos[r["input_id"]]] = f"{backend} {r['input']}: {r['ratio']:.3f}x ({WORDS.get(r['verdict'] or '', 'not flagged')})"
+            series.append(s)
+        charts.append(line_chart([lab for _, lab in xs], series, y_label="new / old", log_y=True, band=(1 / gate, gate), ref_line=1.0,
+                                 title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)",
+                                 css_class="chart ratio-chart"))
+    return charts
+
+
+def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
+    from markupsafe import Markup
+
+    sections = [{"title": t, "regression": kinds == ("regression",), "rows": [_row(c) for c in report.cells if c.verdict in kinds]}
+                for t, kinds in SECTIONS]
+    return _env().get_template("triage.html.j2").render(title=title, r=report, headline=report.headline(),
+                                                        sections=[s for s in sections if s["rows"]],
+                                                        charts=[Markup(svg) for svg in sweep_charts(report)])  # line_chart escapes its texts
+
+
+def print_table(report: TriageReport, console: Console) -> None:
+    console.print(f"[bold]{escape(report.headline())}[/]")
+    console.print(f"toolchains: {escape(report.old_toolchain or 'unknown')} -> {escape(report.new_toolchain or 'unknown')}")
+    for title, kinds in SECTIONS:
+        cells = [c for c in report.cells if c.verdict in kinds]
+        if not cells:
+            continue
+        table = Table(title=title, title_justify="left")
+        for col in ("cell", "old ms", "new ms", "change", "verdict", "cause / culprit / fix or notes"):
+            table.add_column(col)
+        for c in cells:
+            detail = " | ".join(x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x) or "; ".join(c.notes)
+            table.add_row(escape(c.label()), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), escape(WORDS[c.verdict]), escape(detail))
+        console.print(table)
+    for x in report.gpu_needed:
+        console.print(f"[yellow]needs a GPU:[/] {escape(x)}")
+    for x in report.failures:
+        console.print(f"[red]failed:[/] {escape(x)}")

@@ -1,0 +1,195 @@
+"""What a triage decides, as data: options in, a :class:`TriageReport` (with its JSON form) out.
+
+Kept apart from the pipeline (``ktriage.triage.pipeline``) so that readers of the report (the
+renderers in ``ktriage.report.triage``, a history or CI layer on top) load it without the compiler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+# The verdict of one flagged cell, in report order (see docs/triage.md):
+#   regression        slower, and the compiler changed the kernel for the worse (cause, culprit, fix)
+#   not_compile_side  slower in repeated samples, but the artifacts show no compile-side change:
+#                     noise, the baseline or the environment
+#   unsure_no_gpu     slower by one number a side (TritonBench), no compile-side change: only a
+#                     side-by-side GPU re-run can decide
+#   unexplained       slower, and ktriage cannot compile this backend's kernels (torch, inductor...)
+#   improvement       faster
+CellVerdict = Literal["regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"]
+ORDER: tuple[CellVerdict, ...] = ("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement")
+
+WORDS: dict[str, str] = {
+    "regression": "regression (compile-side change)",
+    "not_compile_side": "no compile-side change: noise, the baseline, or the environment",
+    "unsure_no_gpu": "unsure without a GPU re-run (no compile-side change; one value per side)",
+    "unexplained": "not explained: ktriage has no Triton kernels of this backend to compile",
+    "improvement": "improvement",
+}
+
+
+@dataclass
+class TriageOptions:
+    """Everything ``ktriage triage`` takes (docs/triage.md).
+
+    ``old_toolchain``/``new_toolchain``: toolchain specs (``triton==3.3.1``); None: from the files
+    (a ktriage results file's single toolchain, or the ``env`` of a TritonBench JSON ktriage wrote).
+    ``threshold``: the gate as a fraction (0.10 = 10%). ``op``/``mode``: for a TritonBench CSV whose
+    name does not say them. ``bisect``/``fixes``: the compile-only bisect and ``explain --fixes``."""
+
+    old_toolchain: str | None = None
+    new_toolchain: str | None = None
+    threshold: float = 0.10
+    confidence: float = 0.99
+    arch: str = "sm_90"
+    op: str | None = None
+    mode: str | None = None
+    bisect: bool = True
+    fixes: bool = True
+    jobs: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Cause:
+    """Why the kernel changed, compile-side: the evidence kind (spills, REDG→ATOMG, occupancy...),
+    who is responsible (frontend, ptxas, both) and the explain sentence."""
+
+    kind: str
+    attribution: str
+    summary: str
+    metrics: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return f"{self.kind}, {self.attribution}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "attribution": self.attribution, "text": self.text, "summary": self.summary,
+                "metrics": self.metrics}
+
+
+@dataclass
+class Culprit:
+    """The compile-only bisect of one regression: the first bad release and its predecessor."""
+
+    source: str
+    good: str
+    bad: str
+    metric: str
+    input: str
+    found: bool
+    culprit: str | None = None
+    predecessor: str | None = None
+    tested: int = 0
+    candidates: int = 0
+    summary: str = ""
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class CellTriage:
+    """One flagged (op, mode, input, backend) cell and what triage made of it."""
+
+    op: str
+    mode: str
+    input_id: int
+    input_label: str
+    backend: str
+    old_ms: float
+    new_ms: float
+    ratio: float
+    verdict: CellVerdict
+    stats_verdict: str  # compare's verdict on the samples (a single value: "unsure", too few samples)
+    single_value: bool
+    catalog: str | None = None  # the catalog op of the backend's kernels (liger.layer_norm)
+    compile_change: bool | None = None  # None: not compiled (no kernels, or failed)
+    cause: Cause | None = None
+    culprit: Culprit | None = None
+    fixes: list[dict[str, Any]] = field(default_factory=list)
+    baseline_moved: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def change_pct(self) -> float:
+        return (self.ratio - 1.0) * 100.0
+
+    def label(self) -> str:
+        return f"{self.op}.{self.mode}[{self.input_label}] {self.backend}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op, "mode": self.mode, "input_id": self.input_id, "input": self.input_label, "backend": self.backend,
+            "old_ms": self.old_ms, "new_ms": self.new_ms, "ratio": self.ratio if math.isfinite(self.ratio) else None,
+            "change_pct": round(self.change_pct, 2) if math.isfinite(self.ratio) else None,
+            "verdict": self.verdict, "verdict_text": WORDS[self.verdict], "stats_verdict": self.stats_verdict,
+            "single_value": self.single_value, "catalog": self.catalog, "compile_change": self.compile_change,
+            "cause": self.cause.to_json() if self.cause else None, "culprit": self.culprit.to_json() if self.culprit else None,
+            "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes,
+        }  # fmt: skip
+
+
+@dataclass
+class TriageReport:
+    """The whole triage: the flagged cells worst first within each verdict, what could not be
+    decided without a GPU, what failed, and the exit code it gives."""
+
+    old: str
+    new: str
+    old_toolchain: str | None
+    new_toolchain: str | None
+    options: TriageOptions
+    cells: list[CellTriage]
+    compared: int  # cells compared (both sides ok)
+    not_compared: list[str] = field(default_factory=list)  # cells missing or failed on a side
+    baseline: dict[str, Any] = field(default_factory=dict)  # compare's baseline check
+    failures: list[str] = field(default_factory=list)  # what went wrong (explain, bisect, toolchains)
+    notes: list[str] = field(default_factory=list)
+    gpu_needed: list[str] = field(default_factory=list)  # what only a GPU re-run can decide
+    # every compared cell, flagged or not: {op, mode, input_id, input, backend, old_ms, new_ms, ratio,
+    # stats_verdict, verdict (the triage verdict if flagged, else None)}; the sweep the HTML plots
+    sweep: list[dict[str, Any]] = field(default_factory=list)
+
+    def of(self, verdict: CellVerdict) -> list[CellTriage]:
+        return [c for c in self.cells if c.verdict == verdict]
+
+    @property
+    def regressions(self) -> list[CellTriage]:
+        return self.of("regression")
+
+    @property
+    def complete(self) -> bool:
+        return not self.failures
+
+    def counts(self) -> dict[str, int]:
+        return {v: len(self.of(v)) for v in ORDER}
+
+    def exit_code(self, allow_failures: bool = False) -> int:
+        """1 (FINDING) a compile-side regression, 0 none, 4 (INCOMPLETE) something failed (unless
+        ``allow_failures``: then the code the rest gives). Numbers as ``ktriage.cli.exit_codes``."""
+        code = 1 if self.regressions else 0
+        return code if self.complete or allow_failures else 4
+
+    def headline(self) -> str:
+        n = self.counts()
+        flagged = len(self.cells)
+        return (f"{n['regression']} compile-side regression(s); {flagged} cell(s) of {self.compared} past the "
+                f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
+                f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
+                f"{n['improvement']} improvement(s)")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "old": self.old, "new": self.new, "old_toolchain": self.old_toolchain, "new_toolchain": self.new_toolchain,
+            "options": self.options.to_json(), "headline": self.headline(), "counts": self.counts(),
+            "compared": self.compared, "complete": self.complete, "exit_code": self.exit_code(),
+            "cells": [c.to_json() for c in self.cells], "not_compared": self.not_compared, "baseline": self.baseline,
+            "failures": self.failures, "notes": self.notes, "gpu_needed": self.gpu_needed, "sweep": self.sweep,
+        }  # fmt: skip

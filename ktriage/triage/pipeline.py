@@ -1,0 +1,309 @@
+"""``triage(old, new, options) -> TriageReport``: the seed thread's chain, done without a GPU.
+
+1. diff: compare the two result sets (TritonBench CSV/JSON or ktriage results files) and rank every
+   (op, mode, input, backend) cell past the gate, worst first;
+2. explain: the flagged cells' kernels from the catalog (backend -> catalog op through
+   ``ktriage.ops``; input by id) compiled with both toolchains (the explain engine): no
+   compile-side change means noise, the baseline or the environment;
+3. baseline: a cell whose op's baseline backend moved as much is noted "the baseline moved";
+4. bisect: each compile-side regression compile-only over the releases between the toolchains
+   (Triton releases when the frontend is blamed, ptxas releases when ptxas is);
+5. fixes: what ``explain --fixes`` proposes, verified by compiling;
+6. the report (``ktriage.report.triage`` renders it).
+
+What it cannot do without a GPU: re-measure. A slower cell with one number a side and no
+compile-side change stays "unsure without a GPU re-run".
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import KtriageError
+from ktriage.measure.cells import Cell, RunInfo
+from ktriage.measure.tritonbench_format import is_single_value, read_run_file
+from ktriage.ops import registry
+from ktriage.stats.compare import Comparison, PairResult, compare_cells
+from ktriage.stats.verdict import VerdictConfig
+from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport
+
+Say = Callable[[str], None]
+Side = str | Path | tuple[RunInfo, list[Cell]]
+
+# Evidence kinds, most telling first: (metric prefix, words). A finding group's first match names the cause.
+_KINDS: tuple[tuple[str, str], ...] = (
+    ("spill_store_bytes", "spills"), ("spill_load_bytes", "spills"), ("local_", "spills"), ("LDL", "spills"), ("STL", "spills"),
+    ("ATOMG", "REDG→ATOMG"), ("REDG", "REDG→ATOMG"), ("instructions:atomic", "REDG→ATOMG"),
+    ("ctas_per_sm", "occupancy"), ("warps_per_sm", "occupancy"), ("stack_bytes", "stack"), ("registers", "registers"),
+    ("main_loop_instructions", "longer main loop"), ("shared_bytes", "shared memory"),
+)
+_BISECT_METRIC = {"spills": "spill_store_bytes", "REDG→ATOMG": "sass:ATOMG", "occupancy": "ctas_per_sm", "stack": "stack_bytes",
+                  "registers": "registers", "shared memory": "shared_bytes", "longer main loop": "sass_instructions"}
+
+
+def _load(side: Side, options: TriageOptions) -> tuple[RunInfo, list[Cell], str]:
+    if isinstance(side, tuple):
+        run, cells, label = side[0], side[1], side[0].run_id
+    else:
+        run, cells = read_run_file(side, op=options.op, mode=options.mode)
+        label = Path(side).name
+    return run, _toolchain_view(cells), label
+
+
+def _toolchain_view(cells: Sequence[Cell]) -> list[Cell]:
+    """A ktriage run that timed a backend's kernels from a toolchain (artifact cells) also has the
+    host's own copy of that backend: triage compares the toolchains, so the host copy is left out
+    (as ``compare --toolchains`` does), and the artifact cells pair across the two sides."""
+    artifact = {(c.key.op, c.key.backend) for c in cells if c.key.toolchain is not None}
+    return [c for c in cells if c.key.toolchain is not None or (c.key.op, c.key.backend) not in artifact]
+
+
+def side_toolchain(run: RunInfo, cells: Sequence[Cell]) -> str | None:
+    """The toolchain a side was built with, when the file says: the single toolchain of a ktriage
+    run (or of its cells), the ``ktriage_toolchain`` of a TritonBench JSON's env (ktriage wrote it)."""
+    ids = {c.key.toolchain for c in cells if c.key.toolchain}
+    records = [t for t in run.toolchains if not ids or t.get("id") in ids]
+    specs = {str(t.get("spec") or t.get("id")) for t in records if t.get("spec") or t.get("id")}
+    return specs.pop() if len(specs) == 1 else None
+
+
+def _gate(ratio: float, threshold: float) -> int:
+    """+1 slower past the gate, -1 faster past it, 0 inside (symmetric in log space)."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return 0
+    g = math.log1p(threshold)
+    return 1 if math.log(ratio) > g else -1 if math.log(ratio) < -g else 0
+
+
+def _flagged(pair: PairResult, threshold: float) -> int:
+    v = pair.verdict
+    if v is None:
+        return 0
+    if v.verdict == "regression":
+        return 1
+    if v.verdict == "improvement":
+        return -1
+    return _gate(v.ratio, threshold) if v.verdict == "unsure" else 0
+
+
+def _cause(group: Any) -> Cause:
+    regress = [f for f in group.findings if _is_worse(f)] or list(group.findings)
+    metrics = [f.metric for f in regress]
+    kind = next((w for prefix, w in _KINDS for m in metrics if m.startswith(prefix)), metrics[0] if metrics else "change")
+    blames = {f.attribution for f in regress}
+    attribution = blames.pop() if len(blames) == 1 else "frontend and ptxas" if blames <= {"frontend", "ptxas", "both"} else "mixed"
+    if attribution == "both":
+        attribution = "frontend and ptxas"
+    return Cause(kind, attribution, group.summary(), metrics)
+
+
+def _is_worse(finding: Any) -> bool:
+    from ktriage.explain.findings import element_kind
+
+    return bool(element_kind(finding.metric, finding.direction) == "regression")
+
+
+class _Triage:
+    def __init__(self, options: TriageOptions, say: Say) -> None:
+        self.options, self.say = options, say
+        self.failures: list[str] = []
+        self.notes: list[str] = []
+
+    # ------------------------------------------------------------------ step (b): explain
+    def explain(self, cells: list[CellTriage], old: str, new: str) -> None:
+        if old == new:
+            for c in cells:
+                if c.catalog:
+                    c.compile_change = False
+                    c.notes.append(f"same toolchain on both sides ({old}): the artifacts are identical by construction")
+            return
+        from ktriage.catalog.resolve import resolve_specs
+        from ktriage.compile.compiler import Compiler
+        from ktriage.explain.engine import Explainer
+        from ktriage.explain.findings import collect_findings, group_findings
+        from ktriage.explain.fixes import suggest_fixes
+        from ktriage.spec.model import input_label
+        from ktriage.toolchain.manager import ensure_toolchains
+
+        try:
+            toolchains = ensure_toolchains([old, new])
+        except KtriageError as exc:
+            self.failures.append(f"toolchains {old} / {new}: {exc.problem}")
+            return
+        self.toolchains = toolchains
+        by_target: dict[tuple[str, str], list[CellTriage]] = defaultdict(list)
+        for c in cells:
+            if c.catalog:
+                by_target[(c.catalog, c.mode)].append(c)
+        for (catalog, mode), group in by_target.items():
+            ids = sorted({c.input_id for c in group})
+            self.say(f"explain {catalog} {mode} inputs {ids}: {old} vs {new}")
+            try:
+                specs = resolve_specs(catalog, mode=mode, inputs=[str(i) for i in ids], target_arch=self.options.arch)
+                with Compiler(jobs=self.options.jobs) as compiler:
+                    result = Explainer(compiler).run(specs, toolchains)
+                    findings = collect_findings(result)
+                    groups = group_findings(findings)
+                    fixes = suggest_fixes(result, findings, compiler) if self.options.fixes else []
+            except KtriageError as exc:
+                self.failures.append(f"explain {catalog} {mode}: {exc.problem}")
+                continue
+            if not result.complete:
+                self.failures.append(f"explain {catalog} {mode}: {len(result.failures)} compile(s) failed")
+            fix_json = [f.to_json() for f in fixes]
+            for c in group:
+                items = [s for s in result.specs if s.spec.meta.get("input_id") == c.input_id]
+                if not items or any(not s.comparisons for s in items):
+                    c.notes.append("not compared compile-side (a compile failed)")
+                    continue
+                labels = {input_label(s.spec.meta, s.spec.name) for s in items}
+                worse = [g for g in groups if g.kind == "regression" and labels & set(g.inputs)]
+                c.compile_change = bool(worse) or any(s.comparisons[0].changed for s in items)
+                if worse:
+                    c.cause = _cause(worse[0])
+                    names = {str(s.spec.name) for s in items}
+                    c.fixes = [f for f in fix_json if str(f.get("kernel")) in names] or fix_json
+                elif c.compile_change:
+                    c.notes.append("compile-side changes, none worse: " + "; ".join(g.summary() for g in groups if labels & set(g.inputs)))
+
+    # ------------------------------------------------------------------ step (d): bisect
+    def bisect(self, cells: list[CellTriage]) -> None:
+        from ktriage.bisect.run import BisectOptions, run_bisect
+
+        old, new = self.toolchains
+        done: dict[tuple[str, str, str, str], Culprit] = {}
+        for c in sorted(cells, key=lambda c: -c.ratio):
+            if c.cause is None or c.catalog is None:
+                continue
+            # The range follows who is responsible: Triton releases for the frontend, ptxas releases
+            # for ptxas; "both" tries Triton first (its releases bundle their ptxas).
+            blamed = c.cause.attribution
+            triton_range = old.triton_version != new.triton_version
+            ptxas_range = old.ptxas_version != new.ptxas_version
+            if blamed != "ptxas" and triton_range:
+                source, good, bad, fixed = "pypi:triton", old.triton_version, new.triton_version, None
+            elif blamed in ("ptxas", "frontend and ptxas") and ptxas_range:
+                source, good, bad, fixed = "ptxas", old.ptxas_version, new.ptxas_version, f"triton=={new.triton_version}"
+            else:
+                c.notes.append(f"no release range to bisect: the change is blamed on {blamed}, and the toolchains do not "
+                               f"differ there (Triton {old.triton_version} / {new.triton_version}, ptxas "
+                               f"{old.ptxas_version} / {new.ptxas_version})")
+                continue
+            metric = _BISECT_METRIC.get(c.cause.kind, "spill_store_bytes")
+            key = (c.catalog, c.mode, source, c.cause.kind)
+            if key not in done:
+                self.say(f"bisect {source} {good}..{bad} on {c.catalog} {c.mode} input {c.input_id} ({metric})")
+                culprit = Culprit(source, good, bad, metric, c.input_label, False)
+                try:
+                    report = run_bisect(BisectOptions(source=source, good=good, bad=bad, metric=metric, op=c.catalog, mode=c.mode,
+                                                      inputs=(str(c.input_id),), toolchain=fixed, arch=self.options.arch,
+                                                      jobs=self.options.jobs, explain=False))
+                    final = report.final
+                    culprit.found = report.found
+                    culprit.culprit = final.culprit.label if final.culprit else None
+                    culprit.predecessor = final.predecessor.label if final.predecessor else None
+                    culprit.tested, culprit.candidates = final.tested, len(final.candidates)
+                    culprit.summary = (f"first bad: {culprit.culprit} (after {culprit.predecessor}), {metric}, "
+                                       f"{final.tested} tested of {len(final.candidates)}" if report.found else
+                                       "no single culprit: " + ", ".join(x.label for x in final.range))
+                except KtriageError as exc:
+                    culprit.error = exc.problem
+                    self.failures.append(f"bisect {source} {good}..{bad} ({c.catalog} {c.input_label}): {exc.problem}")
+                done[key] = culprit
+            c.culprit = done[key]
+
+
+def _classify(c: CellTriage, is_baseline: bool) -> None:
+    """Slower with a compile-side regression: regression; faster with a compile-side change:
+    improvement; no compile-side change either way: noise, the baseline or the environment
+    (unsure without a GPU when one value a side); a backend ktriage cannot compile: unexplained
+    (the op's baseline is evidence about the environment, so it counts as no compile-side change)."""
+    if c.ratio > 1 and c.cause is not None:
+        c.verdict = "regression"
+    elif c.ratio < 1 and c.compile_change:
+        c.verdict = "improvement"
+    elif not is_baseline and (c.catalog is None or c.compile_change is None):
+        c.verdict = "unexplained"
+    elif c.single_value:
+        c.verdict = "unsure_no_gpu"
+    else:
+        c.verdict = "not_compile_side"
+
+
+def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say | None = None) -> TriageReport:
+    """Diff, explain, check the baseline, bisect and fix; one report (docs/triage.md)."""
+    options = options or TriageOptions()
+    speak = say or (lambda _m: None)
+    if not 0 < options.threshold < 10:
+        raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)")
+    run_a, cells_a, label_a = _load(old, options)
+    run_b, cells_b, label_b = _load(new, options)
+    old_tc = options.old_toolchain or side_toolchain(run_a, cells_a)
+    new_tc = options.new_toolchain or side_toolchain(run_b, cells_b)
+    config = VerdictConfig(threshold=options.threshold, confidence=options.confidence)
+    comparison: Comparison = compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b,
+                                           config=config, default_baselines=registry.default_baselines())
+    singles = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in [*cells_a, *cells_b] if is_single_value(c)}
+    baselines = comparison.baseline.per_op
+    base_dir: dict[tuple[str, str, int], int] = {}
+    for p in comparison.pairs:
+        if p.is_baseline:
+            base_dir[(p.op, p.mode, p.input_id)] = _flagged(p, options.threshold)
+    flagged: list[CellTriage] = []
+    for p in comparison.pairs:
+        direction = _flagged(p, options.threshold)
+        if not direction or p.verdict is None:
+            continue
+        op = registry.operator(p.op)
+        catalog = op.catalog_ops.get(p.backend) if op is not None else None
+        cell = CellTriage(p.op, p.mode, p.input_id, p.input_label, p.backend, p.verdict.median_ref, p.verdict.median_new,
+                          p.verdict.ratio, "unexplained", p.verdict.verdict,
+                          (p.op, p.mode, p.input_id, p.backend) in singles, catalog)  # fmt: skip
+        if p.is_baseline:
+            cell.notes.append(f"{p.backend} is {p.op}'s baseline: it moved itself, so the machine or the environment changed")
+        elif base_dir.get((p.op, p.mode, p.input_id)) == direction:
+            cell.baseline_moved = True
+            cell.notes.append(f"the baseline moved: {baselines.get(p.op)} changed as much at this input")
+        if catalog is None and not p.is_baseline:
+            cell.notes.append(f"{p.backend} has no kernels in ktriage's catalog: nothing to compile")
+        flagged.append(cell)
+    work = _Triage(options, speak)
+    slower = [c for c in flagged if c.ratio > 1 and c.catalog]
+    faster = [c for c in flagged if c.ratio < 1 and c.catalog]
+    if slower or faster:
+        if old_tc is None or new_tc is None:
+            which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
+            work.failures.append(f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain")
+        else:
+            work.explain(slower + faster, old_tc, new_tc)
+            if options.bisect and any(c.cause for c in slower) and hasattr(work, "toolchains"):
+                work.bisect([c for c in slower if c.cause])
+    for c in flagged:
+        _classify(c, c.backend == baselines.get(c.op))
+    order = {v: i for i, v in enumerate(("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"))}
+    flagged.sort(key=lambda c: (order[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
+    report = TriageReport(label_a, label_b, old_tc, new_tc, options, flagged,
+                          compared=sum(1 for p in comparison.pairs if p.verdict is not None),
+                          not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
+                          baseline=comparison.baseline.to_json(), failures=work.failures, notes=work.notes)  # fmt: skip
+    verdicts = {(c.op, c.mode, c.input_id, c.backend): c.verdict for c in flagged}
+    for p in comparison.pairs:
+        if p.verdict is not None:
+            report.sweep.append({"op": p.op, "mode": p.mode, "input_id": p.input_id, "input": p.input_label, "backend": p.backend,
+                                 "old_ms": p.verdict.median_ref, "new_ms": p.verdict.median_new,
+                                 "ratio": p.verdict.ratio if math.isfinite(p.verdict.ratio) else None,
+                                 "stats_verdict": p.verdict.verdict, "verdict": verdicts.get((p.op, p.mode, p.input_id, p.backend))})
+    if singles:
+        report.gpu_needed.append("TritonBench files give one number per cell: no confidence interval, so no "
+                                 "statistical verdict; a side-by-side re-run (`ktriage bench` with both toolchains "
+                                 "in one GPU process) decides the cells marked unsure")
+    if report.of("not_compile_side") or report.of("unsure_no_gpu"):
+        report.gpu_needed.append("cells with no compile-side change are noise, the baseline or the environment; only "
+                                 "re-measuring on the GPU tells which")
+    if old_tc is not None and old_tc == new_tc:
+        report.notes.append(f"both sides name the same toolchain ({old_tc}): any difference is not the compiler's")
+    return report

@@ -1,0 +1,135 @@
+"""TritonBench's CSV and JSON, both ways (issue 12 part 1): the real A/A CSVs, TritonBench's own JSON
+reader (.ci/test_infra/oss_ci_benchmark_v3.py, imported by path) on what ktriage writes, and
+`ktriage compare` on these files."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import statistics
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ktriage.cli.app import main
+from ktriage.errors import FormatError
+from ktriage.measure.results_file import read_results
+from ktriage.measure.tritonbench_format import (
+    op_mode_from_name,
+    parse_csv,
+    parse_json,
+    read_run_file,
+    read_tritonbench,
+    to_tritonbench_json,
+    tritonbench_metrics,
+    write_tritonbench_json,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = Path("/work/shared/data/tritonbench_outputs")
+TRITONBENCH = Path("/work/shared/thirdparty/tritonbench")
+RESULTS = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"  # a real H200 results file
+
+
+def _tritonbench_v3() -> ModuleType:
+    """TritonBench's converter of its JSON to the dashboards' schema (stdlib only: imports on a CPU)."""
+    path = TRITONBENCH / ".ci" / "test_infra" / "oss_ci_benchmark_v3.py"
+    if not path.exists():
+        pytest.skip(f"TritonBench's JSON reader is not at {path}")
+    spec = importlib.util.spec_from_file_location("oss_ci_benchmark_v3", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("name", ["layer_norm_bwd_run1.csv", "layer_norm_bwd_run2.csv"])
+def test_the_real_csvs_give_60_cells_without_the_average_row(name: str) -> None:
+    run, cells = read_tritonbench(DATA / name)
+    assert len(cells) == 60 and all(c.status == "ok" for c in cells)
+    assert {c.key.op for c in cells} == {"layer_norm"} and {c.key.mode for c in cells} == {"bwd"}
+    assert {c.key.backend for c in cells} == {"torch_layer_norm", "liger_layer_norm"}
+    assert sorted({c.key.input_id for c in cells}) == list(range(30))  # x_val N -> the op's input ids
+    first = next(c for c in cells if c.key.input_id == 0 and c.key.backend == "torch_layer_norm")
+    assert first.key.input_label == "(4096, 1024)" and first.extra["x_val"] == "1024"
+    expected = {"layer_norm_bwd_run1.csv": 0.08265600353479385, "layer_norm_bwd_run2.csv": 0.1125440001487732}[name]
+    assert first.samples_ms == [pytest.approx(expected)] and first.extra["single_value"]
+    assert not any("average" in (c.extra["x_val"], c.key.input_label) for c in cells)
+    assert run.settings["source"] == "tritonbench" and run.settings["single_value"]
+
+
+def test_op_and_mode_from_the_name_or_the_flags(tmp_path: Path) -> None:
+    assert op_mode_from_name("layer_norm_bwd_run1") == ("layer_norm", "bwd")
+    assert op_mode_from_name("embedding_fwd_bwd") == ("embedding", "fwd_bwd")
+    assert op_mode_from_name("op_rope_abc") == ("rope", None)
+    assert op_mode_from_name("swiglu_fwd_x") == ("swiglu", "fwd")
+    text = (DATA / "layer_norm_bwd_run1.csv").read_text()
+    with pytest.raises(FormatError, match="not in its name") as info:
+        parse_csv(text, origin=str(tmp_path / "out.csv"))
+    assert "--op" in (info.value.fix or "")
+    _run, cells = parse_csv(text, op="layer_norm", mode="bwd", origin=str(tmp_path / "out.csv"))
+    assert len(cells) == 60
+
+
+def test_error_and_empty_cells_are_not_numbers(tmp_path: Path) -> None:
+    text = ("x_val;torch_embedding-latency;torch_embedding-speedup;liger_embedding-latency;liger_embedding-speedup\n"
+            "(32, 512, 768, 1024);0.5;;CUDA out of memory;\n(32, 512, 768, 2048);0.6;;;\naverage;;;;\n")
+    _run, cells = parse_csv(text, origin=str(tmp_path / "embedding_bwd.csv"))
+    by = {(c.key.input_id, c.key.backend): c for c in cells}
+    assert len(cells) == 4 and by[(0, "torch_embedding")].status == "ok"
+    assert by[(0, "liger_embedding")].status == "error" and by[(0, "liger_embedding")].error == "CUDA out of memory"
+    assert by[(1, "liger_embedding")].status == "skipped"
+    assert by[(1, "torch_embedding")].key.input_label == "(32, 512, 768, 2048)" and by[(1, "torch_embedding")].key.input_id == 1
+
+
+def test_written_json_is_read_by_tritonbench_and_back_by_ktriage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    v3 = _tritonbench_v3()
+    run, cells = read_results(RESULTS)
+    paths = write_tritonbench_json(tmp_path / "ln.tritonbench.json", run, cells)
+    assert [p.name for p in paths] == [f"ln.{t}.tritonbench.json" for t in (
+        "triton-3.3.1.ptxas-12.4.99.0c9a828e", "triton-3.4.0.ptxas-12.8.93.da4345e0", "triton-3.5.1.ptxas-12.8.93.e7ae978a")]
+    doc = json.loads(paths[1].read_text())
+    assert doc["env"]["ktriage_toolchain"] == "triton==3.4.0" and doc["env"]["ptxas_version"] == "12.8.93"
+    for key in doc["metrics"]:  # TritonBench's own key grammar
+        op, mode, x, backend, metric = v3.parse_metric_id(key)
+        assert (op, mode) == ("layer_norm", "bwd") and backend in ("torch_layer_norm", "liger_layer_norm")
+        assert metric in ("latency", "speedup") or metric == "speedup-avg"
+    doc["github"] = {"RUNNER_NAME": "h200", "RUNNER_TYPE": "gcp-h100-runner"}
+    entries = v3.generate_oss_ci_benchmark_v3_json(doc)
+    capsys.readouterr()
+    latency = [e for e in entries if e["metric"]["name"] == "latency" and e["metric"]["benchmark_values"] != [0.0]]
+    assert len(latency) == 60 and {e["model"]["name"] for e in entries} == {"layer_norm"}
+    assert {e["dependencies"]["triton"]["sha"] for e in entries} == {"unknown"}
+    # and back: the same cells, one value each (the median of the samples)
+    back_run, back = read_run_file(paths[1])
+    assert len(back) == 60 and back_run.toolchains[0]["spec"] == "triton==3.4.0"
+    tc = "triton-3.4.0.ptxas-12.8.93.da4345e0"
+    src = {(c.key.input_id, c.key.backend): c for c in cells if c.key.toolchain == tc or c.key.backend == "torch_layer_norm"}
+    for c in back:
+        assert c.samples_ms == [pytest.approx(statistics.median(src[(c.key.input_id, c.key.backend)].samples_ms))]
+        assert c.key.input_label == src[(c.key.input_id, c.key.backend)].key.input_label
+
+
+def test_flat_output_json_reads_like_the_csv() -> None:
+    _run, csv_cells = read_tritonbench(DATA / "layer_norm_bwd_run1.csv")
+    flat = tritonbench_metrics(csv_cells)  # the --output-json object: no env
+    assert "tritonbench_layer_norm_bwd[x_average-liger_layer_norm]_latency" in flat
+    assert any(k.endswith("[liger_layer_norm]-speedup-avg") for k in flat)
+    _run2, cells = parse_json(flat)
+    assert sorted((c.key.input_id, c.key.backend, c.samples_ms[0]) for c in cells) == \
+        sorted((c.key.input_id, c.key.backend, c.samples_ms[0]) for c in csv_cells)
+
+
+def test_compare_takes_tritonbench_files_and_says_one_value_gives_no_confidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run, cells = read_results(RESULTS)
+    path = tmp_path / "run.tritonbench.json"
+    path.write_text(json.dumps(to_tritonbench_json(run, cells, toolchain="triton-3.4.0.ptxas-12.8.93.da4345e0")))
+    code = main(["compare", str(DATA / "layer_norm_bwd_run1.csv"), str(path), "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0  # one value a side: never a regression verdict
+    pairs = out["comparisons"][0]["pairs"] if "comparisons" in out else out[0]["pairs"]
+    assert len(pairs) == 60 and {p["verdict"]["verdict"] for p in pairs} == {"unsure"}
+    assert all("too few samples (1 ref, 1 new" in p["verdict"]["reason"] and "single_value" in p["verdict"]["flags"] for p in pairs)

@@ -1,0 +1,33 @@
+"""The triage HTML report opened in a real headless Chromium: the sweep chart and the sections are in
+the rendered DOM, and the page loads nothing from outside (no script, no network)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ktriage.report.triage import to_html
+from ktriage.triage import TriageOptions, triage
+
+DATA = Path("/work/shared/data/tritonbench_outputs")
+CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
+
+
+def test_html_is_self_contained_and_renders(tmp_path: Path) -> None:
+    report = triage(DATA / "layer_norm_bwd_run1.csv", DATA / "layer_norm_bwd_run2.csv",
+                    TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0"))
+    html = to_html(report)
+    assert "<script" not in html and "src=" not in html and "<svg" in html
+    assert len(report.sweep) == 60 and "Not the compiler" in html and "could not decide without a GPU" in html
+    if CHROMIUM is None:
+        pytest.skip("no chromium binary on PATH (apt-get install -y chromium)")
+    page = tmp_path / "triage.html"
+    page.write_text(html, encoding="utf-8")
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
+           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
+    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "ratio-chart" in dom and "layer_norm bwd: new/old latency ratio" in dom
+    assert dom.count("<tr>") >= 13  # the header and the 12 flagged cells
