@@ -7,7 +7,8 @@ those dashboards read a ``ktriage bench`` run.
 
 What TritonBench writes (tritonbench/utils/triton_op.py, ``BenchmarkOperatorResult``):
 
-- **CSV** (``write_csv_to_file``): ``;``-separated; header ``x_val`` then ``<backend>-<metric>``;
+- **CSV** (``write_csv_to_file``): ``;``-separated; header ``x_val`` (or the op's input tuple,
+  ``(M, H)``) then ``<backend>-<metric>``;
   one row per input (``x_val`` is the op's ``register_x_val``: ``1024`` for layer_norm's N,
   ``(32, 512, 768, 1024)`` for embedding), latency as the p50 in ms; a backend that failed has its
   error message in its first metric cell and empty cells after it; a last ``average`` row (empty for
@@ -147,8 +148,10 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
     named_op, named_mode = op_mode_from_name(Path(origin).stem)
     op, mode = _need(op or named_op, mode or named_mode, origin)
     rows = [r for r in csv.reader(io.StringIO(text), delimiter=";") if r]
-    if not rows or not rows[0] or rows[0][0].strip() != "x_val":
-        raise FormatError(f"{origin} is not a TritonBench CSV (its first column must be x_val)",
+    # The first column names the input: ``x_val``, or the op's input tuple (``(M, H)`` for rms_norm,
+    # ``(B, T, V)`` for cross_entropy: TritonBench's x_val label); the others are <backend>-<metric>.
+    if not rows or len(rows[0]) < 2 or "-" in rows[0][0]:
+        raise FormatError(f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
                           "give the file of `python run.py ... --csv --output F` (';'-separated)")
     header = [h.strip() for h in rows[0]]
     columns: dict[str, dict[str, int]] = {}  # backend -> metric -> column

@@ -115,11 +115,10 @@ class _Triage:
 
     # ------------------------------------------------------------------ step (b): explain
     def explain(self, cells: list[CellTriage], old: str, new: str) -> None:
-        if old == new:
+        if old == new:  # whatever Triton kernels a backend has (catalog, inductor, a library's), one toolchain compiles them alike
             for c in cells:
-                if c.catalog:
-                    c.compile_change = False
-                    c.notes.append(f"same toolchain on both sides ({old}): the artifacts are identical by construction")
+                c.compile_change = False
+                c.notes.append(f"same toolchain on both sides ({old}): the artifacts are identical by construction")
             return
         from ktriage.catalog.resolve import resolve_specs
         from ktriage.compile.compiler import Compiler
@@ -226,7 +225,7 @@ def _classify(c: CellTriage, is_baseline: bool) -> None:
         c.verdict = "regression"
     elif c.ratio < 1 and c.compile_change:
         c.verdict = "improvement"
-    elif not is_baseline and (c.catalog is None or c.compile_change is None):
+    elif not is_baseline and c.compile_change is None:
         c.verdict = "unexplained"
     elif c.single_value:
         c.verdict = "unsure_no_gpu"
@@ -274,12 +273,13 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     work = _Triage(options, speak)
     slower = [c for c in flagged if c.ratio > 1 and c.catalog]
     faster = [c for c in flagged if c.ratio < 1 and c.catalog]
-    if slower or faster:
+    same_toolchain = old_tc is not None and old_tc == new_tc
+    if slower or faster or (flagged and same_toolchain):
         if old_tc is None or new_tc is None:
             which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
             work.failures.append(f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain")
         else:
-            work.explain(slower + faster, old_tc, new_tc)
+            work.explain(flagged if same_toolchain else slower + faster, old_tc, new_tc)
             if options.bisect and any(c.cause for c in slower) and hasattr(work, "toolchains"):
                 work.bisect([c for c in slower if c.cause])
     for c in flagged:

@@ -28,8 +28,11 @@ from ktriage.measure.tritonbench_format import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = Path("/work/shared/data/tritonbench_outputs")
-TRITONBENCH = Path("/work/shared/thirdparty/tritonbench")
+DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair of ../shared/data/tritonbench_outputs
+# The TritonBench snapshot beside the checkout (../shared/thirdparty, see its README); its reader is
+# third-party code, used by path and never copied here.
+TRITONBENCH = next((p for p in (REPO.parent / "shared" / "thirdparty" / "tritonbench", Path("/work/shared/thirdparty/tritonbench"))
+                    if p.exists()), REPO.parent / "shared" / "thirdparty" / "tritonbench")
 RESULTS = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"  # a real H200 results file
 
 

@@ -12,7 +12,7 @@ import pytest
 from ktriage.report.triage import to_html
 from ktriage.triage import TriageOptions, triage
 
-DATA = Path("/work/shared/data/tritonbench_outputs")
+DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair of ../shared/data/tritonbench_outputs
 CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
 
 
