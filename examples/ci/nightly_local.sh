@@ -46,7 +46,12 @@ for f in "${files[@]:0:${#files[@]}-1}"; do "$KTRIAGE" runs import "$f" >/dev/nu
 
 step "last good run (before tonight's)"
 "$KTRIAGE" runs list --status finished --op "$OP" --limit 1 --format json > "$REPORTS/last_good.json"
-read -r OLD_RUN OLD_TOOLCHAIN < <("$PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r[0]["id"], r[0]["toolchains"][-1]) if r else print("", "")' "$REPORTS/last_good.json")
+OLD_RUN="$("$PYTHON" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r[0]["id"] if r else "")' "$REPORTS/last_good.json")"
+OLD_TOOLCHAIN=""
+if [ -n "$OLD_RUN" ]; then
+  "$KTRIAGE" runs show "$OLD_RUN" --format json > "$REPORTS/last_good_run.json"
+  OLD_TOOLCHAIN="$("$PYTHON" -c 'import json,sys; t=json.load(open(sys.argv[1]))["run"]["toolchains"]; print(t[-1]["spec"] if t else "")' "$REPORTS/last_good_run.json")"
+fi
 echo "last good: ${OLD_RUN:-none} (${OLD_TOOLCHAIN:-})"
 
 step "tonight's run (the workflow: ktriage bench --op $OP --mode $MODE --toolchain ... on the GPU runner)"
@@ -58,7 +63,7 @@ step "triage $OLD_RUN -> $NEW_RUN"
 # >>> runs only where this ktriage has the triage verb (being built on another branch); CPU: its compile-only steps
 if [ -n "$OLD_RUN" ] && "$KTRIAGE" triage --help >/dev/null 2>&1; then
   set +e
-  "$KTRIAGE" triage "$OLD_RUN" "$NEW_RUN" --old-toolchain "triton==${OLD_TOOLCHAIN#triton-}" --new-toolchain "$NEW_TOOLCHAIN" \
+  "$KTRIAGE" triage "$OLD_RUN" "$NEW_RUN" --old-toolchain "$OLD_TOOLCHAIN" --new-toolchain "$NEW_TOOLCHAIN" \
     -o "$REPORTS/triage.md" -o "$REPORTS/triage.json" -o "$REPORTS/triage.html"
   rc=$?
   set -e

@@ -14,7 +14,7 @@ import typer
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Db, Format, ModeOpt, format_option, output_option, write_outputs
+from ktriage.cli.options import SUFFIX, Db, Format, ModeOpt, format_option, input_option, output_option, write_outputs
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json", ".html")
@@ -23,9 +23,9 @@ WRITERS = (".md", ".json", ".html")
 def history(
     op: Annotated[str, typer.Option("--op", help="The op as stored by `ktriage bench` (e.g. layer_norm).")],
     backend: Annotated[str, typer.Option("--backend", help="The backend as stored (e.g. liger_layer_norm; `ktriage runs show RUN` lists them).")],
-    input: Annotated[str | None, typer.Option("--input", "-i", help="Only this input: its TritonBench id (7) or its label (N=4608). Default: every input, one series each.")] = None,
+    input: Annotated[list[str] | None, input_option("Default: every stored input, one series each.")] = None,
     mode: ModeOpt = None,
-    toolchain: Annotated[str | None, typer.Option("--toolchain", "-t", help="Only cells whose toolchain id contains this ('host' for a native backend); needed when a run measured the backend with several toolchains.")] = None,
+    toolchain: Annotated[str | None, typer.Option("--toolchain", help="Only cells whose toolchain id contains this ('host' for a native backend); needed when a run measured the backend with several toolchains.")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Only runs on a GPU whose name contains this.")] = None,
     db: Db = None,
     fail_on_recent: Annotated[int | None, typer.Option("--fail-on-recent", min=1, help="Exit 1 when a change point's first run at the new level is among a series' latest N runs (a nightly's gate). Default: off, exit 0.")] = None,
@@ -44,7 +44,7 @@ def history(
     from ktriage.store import open_store
     from ktriage.store.history import HistoryQuery
 
-    query = HistoryQuery(op=op, backend=backend, input=input, mode=mode.value if mode else None, toolchain=toolchain, gpu=gpu)
+    query = HistoryQuery(op=op, backend=backend, inputs=tuple(input or ()), mode=mode.value if mode else None, toolchain=toolchain, gpu=gpu)
     detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
     with open_store(db) as store:
         report = analyze_history(store, query, detection, fail_on_recent=fail_on_recent)

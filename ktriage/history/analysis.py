@@ -135,7 +135,8 @@ def _nothing_found(store: Store, q: HistoryQuery) -> KtriageError:
                             f"ops in the store: {', '.join(ops)}" if ops else "the store has no runs yet: `ktriage bench` or `ktriage runs import`")
     cells = known_cells(store, q.op)
     listed = ", ".join(f"{b} ({m})" for b, m in cells)
-    filters = ", ".join(f"--{n} {v}" for n, v in (("mode", q.mode), ("input", q.input), ("toolchain", q.toolchain), ("gpu", q.gpu)) if v)
+    given = (("mode", q.mode), *(("input", i) for i in q.inputs), ("toolchain", q.toolchain), ("gpu", q.gpu))
+    filters = " ".join(f"--{n} {v}" for n, v in given if v)
     return KtriageError(f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else ""),
                         f"backends (modes) of {q.op} in the store: {listed}")
 

@@ -138,7 +138,7 @@ def to_json(r: HistoryReport) -> str:
     q, d = r.query, r.detection
     return records.to_json({
         "format": FORMAT, "format_version": VERSION, "store": r.store_url,
-        "query": {"op": q.op, "backend": q.backend, "input": q.input, "mode": q.mode, "toolchain": q.toolchain, "gpu": q.gpu},
+        "query": {"op": q.op, "backend": q.backend, "inputs": list(q.inputs), "mode": q.mode, "toolchain": q.toolchain, "gpu": q.gpu},
         "detection": {"method": "apache-otava compute_change_points (E-divisive split, t-test merge)",
                       "max_pvalue": d.max_pvalue, "min_step_pct": d.min_step_pct, "window_len": d.window_len,
                       "min_segment": d.min_segment},

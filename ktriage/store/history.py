@@ -26,7 +26,7 @@ class HistoryQuery:
 
     op: str
     backend: str
-    input: str | None = None  # an input id ("7") or an input label ("N=4608")
+    inputs: tuple[str, ...] = ()  # input ids ("7") or shape facts of the label ("N=4608"); any matches
     mode: str | None = None
     toolchain: str | None = None  # substring of the cell's toolchain id ("host" matches native backends)
     gpu: str | None = None  # substring of the run's GPU name
@@ -63,11 +63,22 @@ class HistoryPoint:
     n_samples: int = 0
 
 
-def _input_matches(selector: str | None, input_id: int, label: str) -> bool:
-    if selector is None:
+def _facts(text: str) -> set[str]:
+    return {part.replace(" ", "") for part in text.replace(";", ",").split(",") if "=" in part}
+
+
+def _input_matches(selectors: tuple[str, ...], input_id: int, label: str) -> bool:
+    """An input id, the label itself, or shape facts that all appear in the label (N=4608 in "M=4096, N=4608")."""
+    if not selectors:
         return True
-    text = selector.strip()
-    return text == str(input_id) or text == label
+    for sel in selectors:
+        text = sel.strip()
+        if text == str(input_id) or text == label:
+            return True
+        facts = _facts(text)
+        if facts and facts <= _facts(label):
+            return True
+    return False
 
 
 def _toolchain_matches(selector: str | None, toolchain: str) -> bool:
@@ -105,7 +116,7 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
     out: dict[SeriesKey, list[HistoryPoint]] = {}
     with store.engine.connect() as conn:
         for row in conn.execute(stmt).mappings():
-            if not _input_matches(query.input, row["input_id"], row["input_label"]):
+            if not _input_matches(query.inputs, row["input_id"], row["input_label"]):
                 continue
             if not _toolchain_matches(query.toolchain, row["toolchain"]):
                 continue

@@ -115,3 +115,13 @@ def test_unknown_cell_is_a_usage_error(store_url: str, capsys: pytest.CaptureFix
     code = main(["history", "--op", "layer_norm", "--backend", "nope", "--db", store_url])
     err = capsys.readouterr().err
     assert code == 2 and "liger_layer_norm (bwd)" in err
+
+
+def test_input_by_shape_facts_and_toolchain_filter(store_url: str, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store_url, n_runs=8, step_at=None)
+    code, out = run_cli([*BASE, "--input", "N=5120", "--db", store_url, "--format", "json"], capsys, monkeypatch)
+    assert code == 0 and [s["input_id"] for s in json.loads(out)["series"]] == [8]
+    code, out = run_cli([*BASE, "--toolchain", "3.3.0", "--db", store_url, "--format", "json"], capsys, monkeypatch)
+    doc = json.loads(out)
+    assert {p["toolchain"] for s in doc["series"] for p in s["points"]} == {"triton-3.3.0"}

@@ -21,7 +21,7 @@ def _stored_series(tmp_path: Path, **kw: object) -> list[float]:
     with open_store(url) as store:
         for run, cells in fake_nightly_runs(**kw):  # type: ignore[arg-type]
             store.import_run(run, cells)
-        series = cell_history(store, HistoryQuery(op="layer_norm", backend="liger_layer_norm", input="7"))
+        series = cell_history(store, HistoryQuery(op="layer_norm", backend="liger_layer_norm", inputs=("7",)))
     (points,) = series.values()
     assert len(points) == 30
     return [p.median_ms for p in points if p.median_ms is not None]
