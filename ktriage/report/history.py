@@ -165,7 +165,7 @@ tr.change.faster td{background:#e8f5e9} code{background:#f5f5f5;padding:1px 3px;
 
 
 def _chart(s: SeriesHistory) -> str:
-    xs = [f"{when(p)} {p.run_id[:6]}" for p in s.points]
+    xs = [when(p)[:10] for p in s.points]
     pts = [(k, p.median_ms) for k, p in enumerate(s.points) if p.median_ms is not None]
     line = Series(f"{s.key.backend} median", [(k, float(v)) for k, v in pts])
     for k, p in enumerate(s.points):
@@ -173,9 +173,15 @@ def _chart(s: SeriesHistory) -> str:
             line.whiskers.append((k, float(p.p20_ms), float(p.p80_ms)))
         if p.median_ms is not None:
             line.point_titles[k] = f"{p.run_id} {when(p)} {p.toolchain or 'host'}: {format_ms(p.median_ms)} ms"
+    series = [line]
+    if s.changes:  # the levels Otava's segments have: the mean between neighbouring change points
+        levels = [s.changes[0].change.mean_before, *(c.change.mean_after for c in s.changes)]
+        starts = [c.position for c in s.changes]
+        level_of = [sum(k >= at for at in starts) for k in range(len(s.points))]
+        series.append(Series("level (segment mean)", [(k, levels[level_of[k]]) for k, _ in pts], colour="#7f7f7f", dashed=True))
     markers = [Marker(c.position, f"{c.change.step_pct:+.1f}%", " ".join(change_lines(c)), css_class="changepoint-marker")
                for c in s.changes]
-    return line_chart(xs, [line], title=f"{s.key.label}: median latency per run (whiskers p20-p80)", y_label="ms",
+    return line_chart(xs, series, title=f"{s.key.label}: median latency per run (whiskers p20-p80)", y_label="ms",
                       markers=markers, css_class="chart history-chart")
 
 
