@@ -14,7 +14,7 @@ import typer
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Db, Format, ModeOpt, format_option, input_option, output_option, write_outputs
+from ktriage.cli.options import SUFFIX, Db, Format, Mode, format_option, input_option, mode_option, output_option, write_outputs
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json", ".html")
@@ -24,7 +24,7 @@ def history(
     op: Annotated[str, typer.Option("--op", help="The op as stored by `ktriage bench` (e.g. layer_norm).")],
     backend: Annotated[str, typer.Option("--backend", help="The backend as stored (e.g. liger_layer_norm; `ktriage runs show RUN` lists them).")],
     input: Annotated[list[str] | None, input_option("Default: every stored input, one series each.")] = None,
-    mode: ModeOpt = None,
+    mode: Annotated[Mode | None, mode_option("Default: every stored pass, one series each.")] = None,
     toolchain: Annotated[str | None, typer.Option("--toolchain", help="Only cells whose toolchain id contains this ('host' for a native backend); needed when a run measured the backend with several toolchains.")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Only runs on a GPU whose name contains this.")] = None,
     db: Db = None,
