@@ -6,6 +6,8 @@ layers put it at the top, next to ``cli``). Every generator is seeded.
 - :func:`lognormal`, :func:`bimodal`: synthetic timing samples (the statistics' tests, the verdict
   accuracy benchmark);
 - :func:`fake_sweep_run`: a fake TritonBench-shaped run (compare, reports);
+- :func:`fake_nightly_runs`: a month of fake nightly runs with a planted step (``ktriage history``'s
+  tests and ``examples/ci/nightly_local.sh``);
 - :class:`FakeNoisyTimings`, :func:`fake_candidates`: a fake GPU measurement with a known culprit
   for the time bisect (its tests and ``benchmarks/bisect/noisy_bisect.py``).
 """
@@ -70,6 +72,61 @@ def fake_sweep_run(
             else:
                 cells.append(Cell(key, "ok", lognormal(rng, samples, base * speed(tc, i), cv)))
     return run, cells
+
+
+# ----------------------------------------------------------------------------------- nightly runs (history)
+def _nightly_toolchain(version: str) -> dict[str, object]:
+    return {"id": f"triton-{version}", "spec": f"triton=={version}", "triton_version": version,
+            "ptxas_version": "12.8.93", "ptxas_options": []}
+
+
+def fake_nightly_runs(
+    *,
+    seed: int,
+    n_runs: int = 30,
+    step_at: int | None = 18,
+    step: float = 0.15,
+    op: str = "layer_norm",
+    mode: str = "bwd",
+    backend: str = "liger_layer_norm",
+    baseline: str = "torch_layer_norm",
+    inputs: Sequence[tuple[int, str, float]] = ((7, "N=4608", 0.412), (8, "N=5120", 0.455)),
+    stepped_inputs: Sequence[int] = (7,),
+    toolchain_at: Sequence[tuple[int, str]] = ((0, "3.3.0"), (10, "3.3.1"), (18, "3.4.0")),
+    run_cv: float = 0.015,
+    sample_cv: float = 0.01,
+    samples: int = 50,
+    start: str = "2026-10-01T02:00:00+00:00",
+) -> list[tuple[RunInfo, list[Cell]]]:
+    """``n_runs`` nightly runs, one a day from ``start``: per input a native ``baseline`` cell and a
+    Triton ``backend`` cell, whose median drifts from night to night (log-normal, CV ``run_cv``: the
+    GPU's clocks and neighbours) around each input's latency (ms). From run ``step_at`` on (None: never)
+    the backend's cells of ``stepped_inputs`` are ``step`` slower. The Triton release of run k is
+    the last ``toolchain_at`` entry at or before k (by default it moves 3.3.1 -> 3.4.0 with the step)."""
+    import datetime as dt
+
+    rng = np.random.default_rng(seed)
+    t0 = dt.datetime.fromisoformat(start)
+    out: list[tuple[RunInfo, list[Cell]]] = []
+    for k in range(n_runs):
+        version = [v for at, v in toolchain_at if at <= k][-1]
+        tc = _nightly_toolchain(version)
+        run = RunInfo(
+            run_id=f"night{k:02d}{seed:05d}"[:12], created=(t0 + dt.timedelta(days=k)).isoformat(timespec="seconds"),
+            command=f"ktriage bench --op {op} --{mode} -t triton=={version}", host="gpu-nightly-1",
+            gpu={"name": "NVIDIA H200", "driver": "570.124.06", "sm_count": 132}, toolchains=[tc],
+            settings={"timing": "cuda_events", "synthetic": True, "seed": seed}, status="finished",
+        )  # fmt: skip
+        cells: list[Cell] = []
+        for input_id, label, ms in inputs:
+            night = float(np.exp(rng.normal(0.0, run_cv)))
+            base_ms = ms * 1.3 * float(np.exp(rng.normal(0.0, run_cv)))
+            cells.append(Cell(CellKey(op, mode, input_id, label, baseline, None), "ok", lognormal(rng, samples, base_ms, sample_cv)))
+            slow = 1.0 + step if step_at is not None and k >= step_at and input_id in stepped_inputs else 1.0
+            cells.append(Cell(CellKey(op, mode, input_id, label, backend, str(tc["id"])), "ok",
+                              lognormal(rng, samples, ms * night * slow, sample_cv)))
+        out.append((run, cells))
+    return out
 
 
 # ----------------------------------------------------------------------------------- the time bisect's fake

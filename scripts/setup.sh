@@ -13,3 +13,18 @@ if [ -n "$extras" ]; then
 else
   .venv/bin/python -m pip install -q -e .
 fi
+# [tool.ktriage] no_deps_dependencies: packages whose own pins conflict with ktriage's (pyproject.toml says
+# why for each); installed without their dependencies, which ktriage's cover.
+mapfile -t no_deps < <(.venv/bin/python - <<'PY'
+import sys
+try:
+    import tomllib
+except ImportError:
+    import tomli as tomllib
+with open("pyproject.toml", "rb") as f:
+    print("\n".join(tomllib.load(f).get("tool", {}).get("ktriage", {}).get("no_deps_dependencies", [])))
+PY
+)
+if [ "${#no_deps[@]}" -gt 0 ] && [ -n "${no_deps[0]}" ]; then
+  .venv/bin/python -m pip install -q --no-deps "${no_deps[@]}"
+fi

@@ -80,6 +80,10 @@ VERBS: tuple[Verb, ...] = (
     Verb("catalog", "ktriage.cli.catalog_cmd", "app",
          "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),
     Verb("runs", "ktriage.cli.runs_cmd", "app", "Stored measurement runs: list, show, export (the results store)."),
+    Verb("history", "ktriage.cli.history_cmd", "history",
+         "A cell's latency over the stored runs (oldest first) with the change points Apache Otava finds "
+         "(E-divisive, t-test significance); each names the runs before and after it, the step and the ktriage "
+         "bisect between their toolchains. Exit 1 with --fail-on-recent N when a change point is in the latest N runs."),
 )  # fmt: skip
 
 _BY_NAME = {v.name: v for v in VERBS}

@@ -7,7 +7,7 @@ computed" (the answer is partial: a failed compile must never pass as "no change
 | code | name | meaning |
 |---|---|---|
 | 0 | OK | done, nothing to report (or findings that the command does not gate on) |
-| 1 | FINDING | regressions or a culprit found (``compare``, ``fidelity``; ``bisect``: no single culprit) |
+| 1 | FINDING | regressions or a culprit found (``compare``, ``fidelity``; ``bisect``: no single culprit; ``history --fail-on-recent N``: a change point in the latest N runs) |
 | 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (printed with its fix) |
 | 3 | INTERNAL | internal error: an uncaught exception, i.e. a bug in ktriage, printed as one ``internal error:`` line (``--debug`` or ``KTRIAGE_DEBUG=1`` re-raises it with the traceback) |
 | 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout); see ``--allow-failures`` |

@@ -14,14 +14,14 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Arch, Format, ModeOpt, check_format, format_option, output_option, write_outputs
+from ktriage.cli.options import Arch, Db, Format, ModeOpt, check_format, format_option, output_option, write_outputs
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json", ".html")
 
 
 def triage(
-    old: Annotated[str, typer.Argument(help="The old side: a TritonBench CSV (run.py --csv --output F), a TritonBench JSON (--output-json) or a ktriage results file.")],
+    old: Annotated[str, typer.Argument(help="The old side: a TritonBench CSV (run.py --csv --output F), a TritonBench JSON (--output-json), a ktriage results file, or a run id in the store (--db).")],
     new: Annotated[str, typer.Argument(help="The new side, in any of the same formats.")],
     old_toolchain: Annotated[str | None, typer.Option("--old-toolchain", help="Toolchain spec of the old side, e.g. triton==3.3.1 (default: from the file, when it says).")] = None,
     new_toolchain: Annotated[str | None, typer.Option("--new-toolchain", help="Toolchain spec of the new side, e.g. triton==3.4.0 (default: from the file, when it says).")] = None,
@@ -29,6 +29,7 @@ def triage(
     arch: Arch = "sm_90",
     op: Annotated[str | None, typer.Option("--op", help="The operator of a TritonBench CSV whose file name does not say it (layer_norm_bwd.csv does).")] = None,
     mode: ModeOpt = None,
+    db: Db = None,
     no_bisect: Annotated[bool, typer.Option("--no-bisect", help="Skip the compile-only bisect of the regressions.")] = False,
     no_fixes: Annotated[bool, typer.Option("--no-fixes", help="Skip `explain --fixes` for the regressions.")] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
@@ -47,7 +48,10 @@ def triage(
     console = make_console(stderr=True)
     options = TriageOptions(old_toolchain=old_toolchain, new_toolchain=new_toolchain, threshold=threshold / 100.0, arch=arch,
                             op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs)
-    report = run_triage(old, new, options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    from ktriage.cli.compare_cmd import load_side
+
+    sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
+    report = run_triage((sides[0][0], sides[0][1]), (sides[1][0], sides[1][1]), options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     if fmt == Format.json:
         typer.echo(to_json(report))
     elif fmt == Format.markdown:

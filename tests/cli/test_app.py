@@ -17,7 +17,7 @@ from ktriage.cli.app import VERBS, load_verb, main
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_VERBS = {"explain", "bench", "compare", "bisect", "bisect-step", "tune", "fidelity", "toolchain", "catalog",
-             "occupancy", "runs", "triage"}
+             "occupancy", "runs", "triage", "history"}
 HEAVY = ("scipy", "sqlalchemy", "numpy", "jinja2")
 VERB_MODULES = {v.module for v in VERBS}
 OCCUPANCY = ["occupancy", "--registers", "128", "--warps", "8"]
@@ -117,6 +117,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
     (["compare", "--help"], "ktriage.cli.compare_cmd"),
     (["runs", "--help"], "ktriage.cli.runs_cmd"),
     (["explain", "--help"], "ktriage.cli.explain_cmd"),
+    (["history", "--help"], "ktriage.cli.history_cmd"),
 ])  # fmt: skip
 def test_help_imports_no_heavy_library_and_no_other_verb(argv: list[str], verb_module: str | None) -> None:
     """Help is what shell completion and a new user run first: it loads no scipy, SQLAlchemy, numpy or

@@ -41,6 +41,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runs show": (TMD, MJ),
     "runs export": (("json", "csv"), (".json", ".csv")),
     "runs import": ((), ()),
+    "history": (TMD, (".md", ".json", ".html")),
 }
 
 
@@ -80,6 +81,7 @@ def test_every_verb_with_output_has_json_and_a_writer_for_each_stdout_document()
     (["runs", "export", "feed", "-f", "markdown"], "use --format json | csv"),
     (["bench", "--op", "layer_norm", "-o", "r.html"], "name the file with one of: .csv, .md, .json"),
     (["compare", "a.json", "b.json", "-o", "c.txt"], "name the file with one of: .md, .json, .html, .csv"),
+    (["history", "--op", "layer_norm", "--backend", "liger_layer_norm", "-f", "csv"], "use --format table | markdown | json"),
 ])  # fmt: skip
 def test_a_format_or_suffix_without_a_writer_is_refused_with_the_supported_ones(
         argv: list[str], says: str, in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,190 @@
+"""``ktriage history``'s engine: read a cell's series from the store, find its change points, and
+say for each what a bisect gets (the two runs around it and their toolchains).
+
+The store query is :func:`ktriage.store.history.cell_history`; the detection on the plain series is
+:func:`ktriage.stats.changepoints.detect_change_points` (Apache Otava). Here the two meet: the
+series' ok points go to the detector, its indexes come back as runs.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.errors import KtriageError
+from ktriage.stats.changepoints import (
+    DEFAULT_MAX_PVALUE,
+    DEFAULT_MIN_SEGMENT,
+    DEFAULT_WINDOW,
+    ChangePoint,
+    detect_change_points,
+)
+from ktriage.store.history import HistoryPoint, HistoryQuery, SeriesKey, cell_history, known_cells, known_ops
+from ktriage.store.store import Store
+
+
+@dataclass(frozen=True)
+class Detection:
+    """The detector's settings (Otava's defaults, plus the shortest level counted)."""
+
+    max_pvalue: float = DEFAULT_MAX_PVALUE
+    min_step_pct: float = 0.0
+    window_len: int = DEFAULT_WINDOW
+    min_segment: int = DEFAULT_MIN_SEGMENT
+
+
+@dataclass(frozen=True)
+class BisectHint:
+    """The ``ktriage bisect`` a change between two toolchains suggests (``argv`` empty: none does)."""
+
+    reason: str
+    argv: tuple[str, ...] = ()
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv) if self.argv else ""
+
+
+@dataclass(frozen=True)
+class RunChange:
+    """A change point as runs: the last run at the old level (``before``) and the first at the new."""
+
+    change: ChangePoint
+    before: HistoryPoint
+    after: HistoryPoint
+    position: int  # the after run's index among the series' points (all of them, measured or not)
+    recent: bool  # within the --fail-on-recent window
+    bisect: BisectHint
+
+    @property
+    def direction(self) -> str:
+        return "slower" if self.change.step_pct > 0 else "faster"
+
+
+@dataclass
+class SeriesHistory:
+    key: SeriesKey
+    points: list[HistoryPoint]
+    changes: list[RunChange] = field(default_factory=list)
+    note: str = ""  # why nothing could be detected (too few points)
+
+    @property
+    def measured(self) -> list[HistoryPoint]:
+        return [p for p in self.points if p.median_ms is not None]
+
+
+@dataclass
+class HistoryReport:
+    query: HistoryQuery
+    detection: Detection
+    store_url: str
+    series: list[SeriesHistory]
+    fail_on_recent: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def recent_changes(self) -> list[tuple[SeriesHistory, RunChange]]:
+        return [(s, c) for s in self.series for c in s.changes if c.recent]
+
+
+def _version(tc: dict[str, Any], name: str) -> str | None:
+    """A toolchain record's triton or ptxas version: its ``<name>_version``, else from its spec."""
+    value = tc.get(f"{name}_version")
+    if value:
+        return str(value)
+    m = re.search(rf"(?:^|,)\s*{name}\s*==\s*([^,\s]+)", str(tc.get("spec", "")))
+    return m.group(1) if m else None
+
+
+def bisect_hint(key: SeriesKey, before: HistoryPoint, after: HistoryPoint) -> BisectHint:
+    """The bisect over the range between the two runs' toolchains (docs/bisect.md): Triton releases
+    when Triton moved (ptxas kept when it did not), ptxas releases when only ptxas did."""
+    if before.toolchain == after.toolchain and before.toolchain_info == after.toolchain_info:
+        what = f"toolchain {before.toolchain}" if before.toolchain else "a native backend (no toolchain)"
+        return BisectHint(f"both runs used {what}: the change is not the compiler's; compare the runs' provenance "
+                          f"(`ktriage runs show {before.run_id}` and `{after.run_id}`: driver, clocks, packages, workload)")
+    a, b = before.toolchain_info, after.toolchain_info
+    ta, tb, pa, pb = _version(a, "triton"), _version(b, "triton"), _version(a, "ptxas"), _version(b, "ptxas")
+    cell = ["--op", key.op, "--mode", key.mode, "--input", str(key.input_id), "--backend", key.backend,
+            "--metric", "latency", "--bundle", "BUNDLE_DIR"]
+    if ta and tb and ta != tb:
+        fixed = ["--toolchain", f"triton=={tb},ptxas=={pb}"] if pa and pb and pa == pb else []
+        reason = f"Triton {ta} -> {tb}" + (f" (ptxas {pb} in both)" if fixed else (f", ptxas {pa} -> {pb}" if pa != pb else ""))
+        return BisectHint(reason, ("ktriage", "bisect", "--source", "pypi:triton", "--good", ta, "--bad", tb, *fixed, *cell))
+    if pa and pb and pa != pb and ta:
+        return BisectHint(f"ptxas {pa} -> {pb} (Triton {ta} in both)",
+                          ("ktriage", "bisect", "--source", "ptxas", "--good", pa, "--bad", pb, "--toolchain", f"triton=={ta}", *cell))
+    return BisectHint(f"toolchain {before.toolchain or '(host)'} -> {after.toolchain or '(host)'}: their records name no "
+                      "Triton or ptxas versions to bisect between")
+
+
+def _ambiguous(points: list[HistoryPoint]) -> dict[str, list[str]]:
+    by_run: dict[str, list[str]] = {}
+    for p in points:
+        by_run.setdefault(p.run_id, []).append(p.toolchain or "(host)")
+    return {r: tcs for r, tcs in by_run.items() if len(tcs) > 1}
+
+
+def _nothing_found(store: Store, q: HistoryQuery) -> KtriageError:
+    ops = known_ops(store)
+    if q.op not in ops:
+        return KtriageError(f"the store {store.url} has no cell of op {q.op!r}",
+                            f"ops in the store: {', '.join(ops)}" if ops else "the store has no runs yet: `ktriage bench` or `ktriage runs import`")
+    cells = known_cells(store, q.op)
+    listed = ", ".join(f"{b} ({m})" for b, m in cells)
+    given = (("mode", q.mode), *(("input", i) for i in q.inputs), ("toolchain", q.toolchain), ("gpu", q.gpu))
+    filters = " ".join(f"--{n} {v}" for n, v in given if v)
+    return KtriageError(f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else ""),
+                        f"backends (modes) of {q.op} in the store: {listed}")
+
+
+def analyze_series(key: SeriesKey, points: list[HistoryPoint], detection: Detection, fail_on_recent: int | None) -> SeriesHistory:
+    """The change points of one series, as runs (``points`` oldest first, one per run)."""
+    out = SeriesHistory(key, points)
+    measured = [(k, p) for k, p in enumerate(points) if p.median_ms is not None]
+    values = [p.median_ms for _, p in measured]
+    if len(values) < 4:
+        out.note = f"{len(values)} measured run(s): change points need at least 4"
+        return out
+    changes = detect_change_points([float(v) for v in values if v is not None], max_pvalue=detection.max_pvalue,
+                                   min_magnitude=detection.min_step_pct / 100.0, window_len=detection.window_len,
+                                   min_segment=detection.min_segment)  # fmt: skip
+    for cp in changes:
+        (_, before), (pos, after) = measured[cp.index - 1], measured[cp.index]
+        recent = fail_on_recent is not None and pos >= len(points) - fail_on_recent
+        out.changes.append(RunChange(cp, before, after, pos, recent, bisect_hint(key, before, after)))
+    return out
+
+
+def analyze_history(store: Store, query: HistoryQuery, detection: Detection = Detection(), *,
+                    fail_on_recent: int | None = None) -> HistoryReport:
+    """Every series ``query`` selects, with its change points. ``fail_on_recent`` N marks the
+    changes whose first run at the new level is one of the series' last N runs."""
+    if fail_on_recent is not None and fail_on_recent < 1:
+        raise KtriageError(f"--fail-on-recent {fail_on_recent} is below 1", "give the number of latest runs to watch, e.g. 3")
+    found = cell_history(store, query)
+    if not found:
+        raise _nothing_found(store, query)
+    report = HistoryReport(query, detection, store.url, [], fail_on_recent)
+    for key, points in found.items():
+        clash = _ambiguous(points)
+        if clash:
+            run_id, tcs = next(iter(clash.items()))
+            raise KtriageError(f"run {run_id} measured {key.label} with {len(tcs)} toolchains ({', '.join(tcs)})",
+                               "pick one with --toolchain (a part of its id, 'host' for a native backend)")
+        report.series.append(analyze_series(key, points, detection, fail_on_recent))
+    gpus = sorted({p.gpu for s in report.series for p in s.points if p.gpu})
+    if len(gpus) > 1:
+        report.notes.append(f"the runs span {len(gpus)} GPUs ({', '.join(gpus)}): a change may be the GPU's; pick one with --gpu")
+    return report
+
+
+def when(point: HistoryPoint) -> str:
+    """The run's time as stored (ISO), for tables and plots."""
+    try:
+        return _dt.datetime.fromisoformat(point.created).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return point.created

@@ -1,0 +1,127 @@
+"""`ktriage history` on a store of 30 synthetic nightly runs (written through the store's own API):
+the planted +15% step at run 18 is shown in the table and the JSON with its runs, p-value and the
+bisect between the two toolchains; the HTML holds the SVG; --fail-on-recent gates (exit 1). Every
+test runs on SQLite and, with KTRIAGE_TEST_PG_URL set (CI), on PostgreSQL."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from ktriage.cli.app import main
+from ktriage.store import open_store
+from ktriage.testing import fake_nightly_runs
+
+
+def _store_fixtures() -> ModuleType:
+    """tests/test_store_fixtures.py (the SQLite + PostgreSQL store_url fixture), wherever the tests'
+    reorganization has put it."""
+    if "test_store_fixtures" in sys.modules:
+        return sys.modules["test_store_fixtures"]
+    tests = Path(__file__).resolve().parents[1]
+    path = next(iter(sorted(tests.rglob("test_store_fixtures.py"))))
+    spec = importlib.util.spec_from_file_location("test_store_fixtures", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+store_url = _store_fixtures().store_url  # the fixture: SQLite, and PostgreSQL when configured
+BASE = ["history", "--op", "layer_norm", "--backend", "liger_layer_norm"]
+
+
+def fill(url: str, **kw: object) -> list[str]:
+    runs = fake_nightly_runs(seed=kw.pop("seed", 11), **kw)  # type: ignore[arg-type]
+    with open_store(url) as store:
+        for run, cells in runs:
+            store.import_run(run, cells)
+    return [run.run_id for run, _ in runs]
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
+    monkeypatch.setenv("COLUMNS", "250")
+    code = main(args)
+    return code, capsys.readouterr().out
+
+
+def test_table_shows_the_planted_step(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = fill(store_url)
+    code, out = run_cli([*BASE, "--input", "7", "--db", store_url], capsys, monkeypatch)
+    assert code == 0, out  # no --fail-on-recent: informative only
+    assert "1 series, 1 change point(s)" in out
+    row = next(line for line in out.splitlines() if ids[18] in line and "triton-3.4.0" in line)
+    assert "slower" in row and "+1" in row  # +1x.x%
+    assert f"last run before: {ids[17]}" in out and f"first run after: {ids[18]}" in out
+    assert "Triton 3.3.1 -> 3.4.0" in out
+    assert "ktriage bisect --source pypi:triton --good 3.3.1 --bad 3.4.0" in out
+
+
+def test_json_and_flat_input(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = fill(store_url)
+    code, out = run_cli([*BASE, "--mode", "bwd", "--db", store_url, "--format", "json"], capsys, monkeypatch)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["format"] == "ktriage-history"
+    by_input = {s["input_id"]: s for s in doc["series"]}
+    assert set(by_input) == {7, 8}
+    assert [p["run_id"] for p in by_input[7]["points"]] == ids  # ordered by run time
+    (cp,) = by_input[7]["change_points"]
+    assert cp["index"] == 18 and cp["before"]["run_id"] == ids[17] and cp["after"]["run_id"] == ids[18]
+    assert cp["before"]["triton"] == "3.3.1" and cp["after"]["triton"] == "3.4.0"
+    assert 10 < cp["step_pct"] < 20 and cp["pvalue"] < 1e-6 and cp["direction"] == "slower"
+    assert cp["bisect"]["argv"][:8] == ["ktriage", "bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0"]
+    assert by_input[8]["change_points"] == []  # the flat, noisy input
+
+
+def test_html_has_the_svg_and_markdown(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store_url)
+    html, md = tmp_path / "h.html", tmp_path / "h.md"
+    code, _ = run_cli([*BASE, "-i", "7", "--db", store_url, "-o", str(html), "-o", str(md)], capsys, monkeypatch)
+    assert code == 0
+    page = html.read_text()
+    assert "<svg" in page and 'class="changepoint-marker"' in page and "+1" in page
+    assert "<script" not in page and "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    text = md.read_text()
+    assert text.startswith("# ktriage history: layer_norm liger_layer_norm") and "| # | run |" in text
+    assert "`ktriage bisect --source pypi:triton" in text
+
+
+def test_fail_on_recent_gates(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store_url, step_at=26)  # the step is in the last 4 runs
+    code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "5"], capsys, monkeypatch)
+    assert code == 1, out
+    assert "1 in the latest 5 run(s)" in out
+    code, _ = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "2"], capsys, monkeypatch)
+    assert code == 0  # the step began 4 runs ago: not in the latest 2
+
+
+def test_flat_history_passes_the_gate(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store_url, step_at=None)
+    code, out = run_cli([*BASE, "--db", store_url, "--fail-on-recent", "30"], capsys, monkeypatch)
+    assert code == 0, out
+    assert "2 series, 0 change point(s)" in out
+
+
+def test_unknown_cell_is_a_usage_error(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store_url, n_runs=5)
+    code = main(["history", "--op", "layer_norm", "--backend", "nope", "--db", store_url])
+    err = capsys.readouterr().err
+    assert code == 2 and "liger_layer_norm (bwd)" in err
+
+
+def test_input_by_shape_facts_and_toolchain_filter(store_url: str, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(store_url, n_runs=8, step_at=None)
+    code, out = run_cli([*BASE, "--input", "N=5120", "--db", store_url, "--format", "json"], capsys, monkeypatch)
+    assert code == 0 and [s["input_id"] for s in json.loads(out)["series"]] == [8]
+    code, out = run_cli([*BASE, "--toolchain", "3.3.0", "--db", store_url, "--format", "json"], capsys, monkeypatch)
+    doc = json.loads(out)
+    assert {p["toolchain"] for s in doc["series"] for p in s["points"]} == {"triton-3.3.0"}
