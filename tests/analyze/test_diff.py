@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from triton_compile_for_tests import CompiledForTest, analyze_compiled
+from tests.triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.diff import (
     aligned_diff,
@@ -17,7 +17,7 @@ from ktriage.analyze.diff import (
 )
 from ktriage.analyze.resources import Resources
 
-DATA = Path(__file__).parent / "data" / "resources"
+DATA = Path(__file__).resolve().parents[1] / "data" / "resources"
 
 
 def read(name: str) -> str:

@@ -1,5 +1,5 @@
-"""The occupancy calculator, hand-computed per architecture, plus `ktriage occupancy` and the pure
-parts of the GPU check (PTX assembled by the real ptxas).
+"""The occupancy calculator, hand-computed per architecture, and the pure parts of the GPU check (PTX
+assembled by the real ptxas). `ktriage occupancy` itself: tests/cli/test_occupancy.py.
 
 Arithmetic used below (cuda_occupancy.h, research §3.2-3.3):
   regs/warp  = roundup(regs * 32, 256)
@@ -18,11 +18,9 @@ from pathlib import Path
 import pytest
 from ktriage.analyze.occupancy import Occupancy, compute_occupancy, registers_for_ctas, shared_for_ctas
 from ktriage.arch import parse_arch
-from ktriage.cli.app import app
 from ktriage.errors import KtriageError
-from typer.testing import CliRunner
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- registers
@@ -268,45 +266,6 @@ def test_to_json_is_plain_and_complete() -> None:
         assert key in data
     assert data["limits"]["registers"] == 2 and data["shared_per_cta_allocated"] == 2048
     assert isinstance(occ, Occupancy) and "limited by registers" in occ.describe()
-
-
-# --------------------------------------------------------------------------- the CLI
-
-
-def test_cli_json() -> None:
-    result = CliRunner().invoke(
-        app,
-        ["occupancy", "--arch", "sm_90", "--registers", "255", "--warps", "4", "--shared", "1024", "--format", "json"],
-    )
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    assert (data["ctas_per_sm"], data["warps_per_sm"], data["limiter"]) == (2, 8, "registers")
-    assert data["occupancy"] == 0.125
-    assert data["limits"]["shared_memory"] == 233472 // 2048
-    assert "168 registers" in data["lift"]
-
-
-def test_cli_table_and_default_arch() -> None:
-    result = CliRunner().invoke(app, ["occupancy", "--registers", "128", "--warps", "8"], env={"COLUMNS": "200"})
-    assert result.exit_code == 0, result.output
-    assert "sm_90" in result.stdout
-    assert "2 CTAs/SM" in result.stdout and "limited by registers" in result.stdout
-    assert "≤ 80 registers per thread" in result.stdout
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["--registers", "256", "--warps", "4"],
-        ["--registers", "64", "--warps", "0"],
-        ["--registers", "64", "--warps", "33"],
-        ["--arch", "sm_95", "--registers", "64", "--warps", "4"],
-    ],
-)
-def test_cli_bad_input_is_a_ktriage_error(argv: list[str]) -> None:
-    result = CliRunner().invoke(app, ["occupancy", *argv])
-    assert result.exit_code != 0
-    assert isinstance(result.exception, KtriageError)
 
 
 # --------------------------------------------------------------------------- the GPU check's pure parts

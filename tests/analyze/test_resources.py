@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from triton_compile_for_tests import CompiledForTest, analyze_compiled
+from tests.triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.cuobjdump import parse_elf_flags, parse_resource_usage
 from ktriage.ptx import parse_ptx
@@ -15,7 +15,7 @@ from ktriage.analyze.resources import Resources, analyze, driver_static_shared
 from ktriage.analyze.sass import parse_instruction, parse_sass
 from ktriage.errors import KtriageError
 
-DATA = Path(__file__).parent / "data" / "resources"
+DATA = Path(__file__).resolve().parents[1] / "data" / "resources"
 
 
 def read(name: str) -> str:

@@ -3,13 +3,14 @@
 The kernel is a Triton row-sum with an ``[XBLOCK, RBLOCK]`` accumulator: with XBLOCK=64 it does not
 spill at RBLOCK=64 and spills at RBLOCK=256 (triton 3.4.0 / ptxas 12.8.93, sm_90). One commit of the
 history raises RBLOCK in the spec TOML; the others change comments in the kernel (a real recompile
-with the same resources) or unrelated files. Also used by the other bisect test modules.
+with the same resources) or unrelated files. Used by tests/bisect/ and tests/cli/test_bisect.py.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +18,7 @@ def _red_kernel_template() -> str:
     """tests/kernels_for_tests.py's red_kernel as a module, with a ``# revision`` line to vary per commit."""
     import ast
 
-    text = (Path(__file__).with_name("kernels_for_tests.py")).read_text()
+    text = (Path(__file__).resolve().parents[1] / "kernels_for_tests.py").read_text()
     fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "red_kernel")
     lines = text.splitlines()[fn.lineno - 2:fn.end_lineno]  # the @triton.jit line, then the function
     body = [ln for ln in lines if not ln.strip().startswith('"""')]  # no docstring: .format-safe
@@ -171,56 +172,30 @@ def make_nested_repos(root: Path, *, n_parent: int = 8, bump_at: int = 5, n_chil
                        KernelRepo(child, child_commits, child_commits[child_culprit]))
 
 
-# ----------------------------------------------------------------------------- the CLI, as the lead registers it
+# ----------------------------------------------------------------------------- a --command predicate
 
-def cli_app():
-    """A typer app with ``bisect`` and ``bisect-step`` (the lead registers the same functions in ktriage.cli.app)."""
-    import typer
-
-    from ktriage.cli.bisect_cmd import bisect, bisect_step
-
-    app = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
-    app.command("bisect")(bisect)
-    app.command("bisect-step")(bisect_step)
-    return app
-
-
-def run_cli(args: list[str]) -> tuple[int, str]:
-    """Run the CLI in-process like ``ktriage.cli.app.main`` (a KtriageError exits 2); (exit code, output)."""
-    from typer.testing import CliRunner
-
-    from ktriage.errors import KtriageError
-
-    result = CliRunner().invoke(cli_app(), args)
-    if isinstance(result.exception, KtriageError):
-        return 2, result.output + str(result.exception)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result.exit_code, result.output
-
-
-CLI_SCRIPT = """import sys
-sys.path.insert(0, {tests!r})
-from test_bisect_fixtures import cli_app
-from ktriage.errors import KtriageError
-try:
-    cli_app()(sys.argv[1:])
-except KtriageError as exc:
-    print("error:", exc, file=sys.stderr)
-    sys.exit(2)
+# Bad when the checkout's spec raises RBLOCK; logs every commit it is run on.
+CHECK = """#!/bin/sh
+echo "$KTRIAGE_COMMIT" >> {log}
+{extra}
+if grep -q "RBLOCK = 256" spec.toml; then exit 1; fi
+exit 0
 """
 
 
-def write_cli_script(where: Path) -> Path:
-    """A python script that runs the CLI in a fresh process (for SIGKILL and git bisect run)."""
-    path = where / "ktriage_cli.py"
-    path.write_text(CLI_SCRIPT.format(tests=str(Path(__file__).resolve().parent)))
-    return path
+def check_script(tmp: Path, extra: str = "") -> tuple[Path, Path]:
+    """A ``--command`` script (:data:`CHECK`) and the log it appends each tested commit to."""
+    log = tmp / "runs.log"
+    script = tmp / "check.sh"
+    script.write_text(CHECK.format(log=log, extra=extra))
+    return script, log
 
 
-def test_nested_repos_pin_moves_the_child(tmp_path: Path) -> None:
-    repos = make_nested_repos(tmp_path, n_parent=4, bump_at=2, n_child=4, child_culprit=2)
-    before = git(repos.parent.path, "show", f"{repos.parent.commits[1]}:pin.txt")
-    after = git(repos.parent.path, "show", f"{repos.parent.culprit}:pin.txt")
-    assert (before, after) == (repos.child.commits[0], repos.child.commits[-1])
-    assert "RBLOCK: tl.constexpr = 256" in git(repos.child.path, "show", f"{repos.child.culprit}:red.py")
+def command_runs(log: Path) -> list[str]:
+    """The commits a :func:`check_script` was run on, in order."""
+    return log.read_text().split() if log.exists() else []
+
+
+# ----------------------------------------------------------------------------- the CLI in a fresh process
+
+KTRIAGE = [sys.executable, "-m", "ktriage"]  # the real entry point, for SIGKILL and `git bisect run`

@@ -1,6 +1,7 @@
-"""``ktriage bisect`` over the commits of a real git repository, compile-only (real triton 3.4.0 + ptxas).
+"""Bisecting the commits of a real git repository, compile-only (real triton 3.4.0 + ptxas); the
+``ktriage bisect`` command on such repositories: tests/cli/test_bisect.py.
 
-Each test builds its own repository (tests/test_bisect_fixtures.py): 24 commits of a Triton kernel and
+Each test builds its own repository (tests/bisect/repos.py): 24 commits of a Triton kernel and
 its spec TOML, one of which raises RBLOCK so that the kernel spills.
 """
 
@@ -12,9 +13,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_bisect_fixtures import make_kernel_repo, make_nested_repos, run_cli
 
 from ktriage.bisect.run import BisectOptions, run_bisect
+from tests.bisect.repos import make_kernel_repo, make_nested_repos
 
 TOOLCHAIN = "triton==3.4.0"
 pytestmark = pytest.mark.slow
@@ -51,26 +52,6 @@ def test_names_the_spilling_commit_within_the_compile_budget(tmp_path: Path, too
     assert checkouts == sorted([repo.culprit[:12], repo.commits[12][:12]])
 
 
-def test_cli_reports_terminal_markdown_json_and_exit_status(tmp_path: Path, toolchain) -> None:
-    toolchain(TOOLCHAIN)
-    repo = make_kernel_repo(tmp_path / "repo", n=20, culprit_at=7)
-    md, js = tmp_path / "r.md", tmp_path / "r.json"
-    code, out = run_cli(["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", "main",
-                         "--spec", "spec.toml", "--metric", "sass:STL", "-t", TOOLCHAIN, "--build", "none",
-                         "--state", str(tmp_path / "s.json"), "--markdown", str(md), "--json", str(js)])
-    assert code == 0, out
-    assert "raise RBLOCK to 256" in out and "first bad" in out
-    data = json.loads(js.read_text())
-    assert data["found"] is True and data["culprit"]["id"] == repo.culprit
-    assert data["predecessor"]["id"] == repo.commits[6]
-    tested = data["stages"][0]["observations"]
-    assert all({"outcome", "measurements", "confidence", "reason"} <= set(o) for o in tested)
-    assert {o["outcome"] for o in tested} <= {"good", "bad"}
-    assert data["explain"][0]["culprit"]["spill_store_bytes"] > 0
-    text = md.read_text()
-    assert "| decision |" in text and repo.culprit[:12] in text and "## explain" in text
-
-
 def test_build_failures_away_from_the_culprit_are_skipped(tmp_path: Path, toolchain) -> None:
     toolchain(TOOLCHAIN)
     repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=14, broken=(11, 12, 18))
@@ -80,21 +61,6 @@ def test_build_failures_away_from_the_culprit_are_skipped(tmp_path: Path, toolch
     skipped = [o for o in stage.observations if o.outcome == "skip"]
     assert skipped and all("build failed" in o.reason for o in skipped)
     assert {o.candidate.index for o in skipped} <= {11, 12, 18}
-
-
-def test_a_skip_next_to_the_culprit_gives_the_exact_range(tmp_path: Path, toolchain) -> None:
-    toolchain(TOOLCHAIN)
-    repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13, broken=(13,))
-    md = tmp_path / "r.md"
-    code, out = run_cli(["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad,
-                         "--spec", "spec.toml", "--metric", "spill_store_bytes", "-t", TOOLCHAIN,
-                         "--build", "sh build.sh", "--state", str(tmp_path / "s.json"), "--json", str(tmp_path / "r.json"),
-                         "--markdown", str(md)])
-    assert code == 1, out  # no single culprit: CI sees it
-    data = json.loads((tmp_path / "r.json").read_text())
-    assert data["found"] is False and data["culprit"] is None
-    assert [c["id"] for c in data["range"]] == [repo.commits[13], repo.commits[14]]
-    assert "ambiguous" in data["summary"] and "ambiguous" in md.read_text()
 
 
 def test_nested_pin_bump_is_bisected_inside_the_child(tmp_path: Path, toolchain) -> None:
@@ -121,12 +87,3 @@ def test_k_ary_search_needs_fewer_rounds(tmp_path: Path, toolchain) -> None:
     assert one.final.culprit.id == three.final.culprit.id == repo.culprit
     assert three.final.rounds < one.final.rounds
     assert max(len(r) for r in json.loads((tmp_path / "k3" / "state.json").read_text())["stages"][0]["rounds"]) == 3
-
-
-def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, toolchain) -> None:
-    toolchain(TOOLCHAIN)
-    repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=4)
-    code, out = run_cli(["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.commits[3],
-                         "--spec", "spec.toml", "--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", "none",
-                         "--state", str(tmp_path / "s.json")])
-    assert code == 2 and "endpoints do not differ" in out

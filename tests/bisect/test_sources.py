@@ -1,11 +1,11 @@
-"""Candidate lists from the real package index (``pip index versions``) and option checks."""
+"""Candidate lists from the real package index (``pip index versions``; marked network), git candidates and
+pins, and source checks (the CLI's option errors: tests/cli/test_bisect.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from test_bisect_fixtures import make_kernel_repo, run_cli
 
 from ktriage.bisect.sources import (
     git_candidates,
@@ -17,8 +17,10 @@ from ktriage.bisect.sources import (
     versions_between,
 )
 from ktriage.errors import KtriageError
+from tests.bisect.repos import make_kernel_repo
 
 
+@pytest.mark.network  # pip index versions: the real package index
 def test_triton_releases_between_two_versions() -> None:
     cands = pypi_candidates("triton", "3.2.0", "3.5.1")
     assert [c.id for c in cands] == ["3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1"]
@@ -28,6 +30,7 @@ def test_triton_releases_between_two_versions() -> None:
     assert [c.meta["toolchain"] for c in kept] == ["triton==3.3.1,ptxas==12.8.93", "triton==3.4.0,ptxas==12.8.93"]
 
 
+@pytest.mark.network  # pip index versions: the real package index
 def test_kernel_package_releases_keep_the_toolchain_fixed() -> None:
     cands = pypi_candidates("liger-kernel", "0.5.8", "0.5.10", toolchain="triton==3.4.0")
     assert [c.id for c in cands] == ["0.5.8", "0.5.9", "0.5.10"]
@@ -37,6 +40,7 @@ def test_kernel_package_releases_keep_the_toolchain_fixed() -> None:
         pypi_candidates("liger-kernel", "0.5.8", "0.5.10")
 
 
+@pytest.mark.network  # pip index versions: the real package index
 def test_ptxas_releases_across_cuda_majors_with_the_frontend_fixed() -> None:
     cands = ptxas_candidates("12.8.93", "13.0.88", toolchain="triton==3.4.0")
     ids = [c.id for c in cands]
@@ -49,6 +53,7 @@ def test_ptxas_releases_across_cuda_majors_with_the_frontend_fixed() -> None:
         "12.4.131", "12.5.40", "12.5.82", "12.6.20"]
 
 
+@pytest.mark.network  # pip index versions: the real package index
 def test_an_endpoint_missing_from_the_index_is_a_clear_error() -> None:
     with pytest.raises(KtriageError, match="--good 3.3.7 is not a release") as info:
         pypi_candidates("triton", "3.3.7", "3.4.0")
@@ -74,22 +79,13 @@ def test_git_candidates_and_pins(tmp_path: Path) -> None:
     assert pin_change(repo.path, repo.good, repo.bad, "spec.toml") is None  # no hash inside
 
 
-def test_source_and_option_errors_exit_2(tmp_path: Path) -> None:
+def test_an_unknown_source_form_is_a_clear_error() -> None:
     with pytest.raises(KtriageError, match="known forms"):
         parse_source("triton")
-    code, out = run_cli(["bisect", "--source", "ptxas", "--good", "12.4.131", "--bad", "12.8.93", "--op", "liger.embedding",
-                         "--metric", "sass:ATOMG"])
-    assert code == 2 and "--toolchain" in out
-    code, out = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
-                         "--metric", "spills"])
-    assert code == 2 and "unknown metric" in out
-    code, out = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
-                         "--metric", "latency"])
-    assert code == 2 and "--bundle" in out
 
 
 @pytest.mark.slow
-def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, toolchain, shared_compiler) -> None:
+def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, toolchain, shared_compiler, has_gpu: bool) -> None:
     """The GPU host cannot reach the index: a latency bisect lists the bundle's toolchains instead.
     (The GPU measurement itself runs on the GPU host only; here it must refuse with a clear error.)"""
     from ktriage.bisect.run import BisectOptions, _Run, list_candidates
@@ -104,12 +100,6 @@ def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, tool
     cands = list_candidates(opts, run.source)
     assert [c.id for c in cands] == ["3.3.1", "3.4.0"]
     assert [c.meta["toolchain_id"] for c in cands] == [tcs[0].id, tcs[1].id]
-    try:
-        import torch
-
-        on_gpu = torch.cuda.is_available()
-    except ImportError:
-        on_gpu = False
-    if not on_gpu:
+    if not has_gpu:
         with pytest.raises(KtriageError, match="cannot measure here|GPU"):
             run._time_predicate()

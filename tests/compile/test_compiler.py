@@ -13,7 +13,7 @@ from ktriage.compile.pool import WorkerPool
 from ktriage.spec.model import KernelSpec
 
 pytestmark = pytest.mark.slow
-KERNELS = Path(__file__).with_name("kernels_for_tests.py")
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 
 
 def red_spec(xblock: int = 64, rblock: int = 64, name: str = "red") -> KernelSpec:

@@ -1,4 +1,4 @@
-"""Attribution logic of the cross matrix, on hand-made cells (pure logic; the real matrix is tested in test_explain.py)."""
+"""Attribution logic of the cross matrix, on hand-made cells (pure logic; the real matrix is tested in tests/explain/test_engine.py)."""
 
 from ktriage.explain.attribution import CrossCells, attribute, sentence
 

@@ -11,14 +11,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from triton_compile_for_tests import ATOMIC_SIGNATURE, KERNELS_FILE, CompiledForTest, analyze_compiled
+from tests.triton_compile_for_tests import ATOMIC_SIGNATURE, KERNELS_FILE, CompiledForTest, analyze_compiled
 
 from ktriage.analyze.resources import SCHEMA_VERSION, Resources
 from ktriage.analyze.sass import SassFunction, parse_sass
 from ktriage.analyze.sass_loops import find_loops
 from ktriage.explain.sass_detail import compare_sass_detail
 
-DATA = Path(__file__).parent / "data" / "resources"
+DATA = Path(__file__).resolve().parents[1] / "data" / "resources"
 
 
 def _sass(name: str, function: str) -> SassFunction:

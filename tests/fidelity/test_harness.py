@@ -64,7 +64,7 @@ def test_heuristics_and_autotune_kernels_compile_with_the_values_they_choose(too
     from ktriage.spec.launch import Launch
     from ktriage.spec.specialize import Ptr
 
-    kernels = Path(__file__).parent / "kernels_decorated.py"
+    kernels = Path(__file__).resolve().parents[1] / "kernels_decorated.py"
     launch = Launch(name="heuristic_autotuned", source=f"{kernels}:heuristic_autotuned_kernel", package=None,
                     args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)))
     case = FidelityCase(name="heuristic_autotuned", launch=launch, autotune_pick=1, pass_options=False)

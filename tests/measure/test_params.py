@@ -22,7 +22,7 @@ from ktriage.measure.params import (
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RUNNER_KERNELS = REPO / "benchmarks" / "gpu" / "runner_kernels.py"
 SCALARS_SIG = {
     "out_ptr": "*fp32",

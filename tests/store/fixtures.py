@@ -1,4 +1,4 @@
-"""Store test fixtures shared by test_store*.py and test_runs_cli.py: one store URL per backend.
+"""Store test fixtures shared by tests/store/ and tests/cli/test_runs.py: one store URL per backend.
 
 Every test gets an empty store: a fresh SQLite file, or a fresh PostgreSQL schema on the server that
 KTRIAGE_TEST_PG_URL points at (scripts/ci_postgres.sh starts one; CI always sets it). The schema

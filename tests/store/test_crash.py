@@ -4,22 +4,19 @@ prints a line after each commit; the parent acts on those lines, then reads the 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import test_store_fixtures
-from typer.testing import CliRunner
 
-from ktriage.cli.runs_cmd import app
+from ktriage.cli import exit_codes
 from ktriage.store import open_store
-
-store_url = test_store_fixtures.store_url  # the fixture: every test runs on SQLite and PostgreSQL
+from tests.conftest import RunCli
+from tests.store.fixtures import store_url  # noqa: F401  (the fixture: every test runs on SQLite and PostgreSQL)
 
 SAMPLES_PER_CELL = 200
 
@@ -109,7 +106,7 @@ def assert_cells_whole(url: str, run_id: str, at_least: int) -> int:
     return len(cells)
 
 
-def test_sigkill_mid_run_keeps_committed_cells(store_url: str, tmp_path: Path) -> None:
+def test_sigkill_mid_run_keeps_committed_cells(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     proc = spawn(tmp_path, store_url, "killed000001", "hang", 6)
     committed = read_commits(proc, 6)
     proc.send_signal(signal.SIGKILL)
@@ -119,8 +116,8 @@ def test_sigkill_mid_run_keeps_committed_cells(store_url: str, tmp_path: Path) -
         summary = store.summary("killed")
     assert summary.run.status == "running"  # nobody could mark it
     assert summary.writer_alive is False and summary.display_status == "interrupted (writer gone)"
-    result = CliRunner().invoke(app, ["list", "--db", store_url], env={"COLUMNS": "250"})
-    assert result.exit_code == 0, result.output
+    result = run_cli(["runs", "list", "--db", store_url])
+    assert result.exit_code == exit_codes.OK, result.output
     assert "killed000001" in result.output and "interrupted (writer gone)" in result.output and "6/0/0" in result.output
 
 
@@ -168,14 +165,14 @@ def test_two_writers_one_store(store_url: str, tmp_path: Path) -> None:
         }  # fmt: skip
 
 
-def test_reader_watches_a_running_run(tmp_path: Path) -> None:
+def test_reader_watches_a_running_run(tmp_path: Path, run_cli: RunCli) -> None:
     """SQLite in WAL mode: another process reads the cells of a run whose writer is still alive."""
     url = f"sqlite:///{tmp_path / 'watch.db'}"
     proc = spawn(tmp_path, url, "watched00001", "hang", 5)
     try:
         read_commits(proc, 5)
-        result = CliRunner().invoke(app, ["show", "watched", "--db", url], env={"COLUMNS": "250"})
-        assert result.exit_code == 0, result.output
+        result = run_cli(["runs", "show", "watched", "--db", url])
+        assert result.exit_code == exit_codes.OK, result.output
         assert "5 cell(s)" in result.output and "running" in result.output and "writer gone" not in result.output
         with open_store(url) as store, store.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"

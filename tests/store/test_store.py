@@ -9,15 +9,13 @@ import math
 import time
 
 import pytest
-import test_store_fixtures
 from sqlalchemy import create_engine, text
 
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.store import RunFilters, open_store, read_json_export
 from ktriage.store.samples import format_ms, summarize
-
-store_url = test_store_fixtures.store_url  # the fixture: every test runs on SQLite and PostgreSQL
+from tests.store.fixtures import store_url  # noqa: F401  (the fixture: every test runs on SQLite and PostgreSQL)
 
 
 def real_samples(n: int) -> list[float]:

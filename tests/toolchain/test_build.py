@@ -180,6 +180,7 @@ def test_unknown_arch_for_old_ptxas_fails_clearly(tc340: Toolchain, tc340_ptxas1
     assert info.value.fix is not None and "12.8" in info.value.fix
 
 
+@pytest.mark.network  # asks the package index
 def test_unknown_triton_version_names_the_fix(ktriage_home: Path) -> None:
     with pytest.raises(KtriageError) as info:
         ensure_toolchain("triton==9.9.9")
@@ -188,6 +189,7 @@ def test_unknown_triton_version_names_the_fix(ktriage_home: Path) -> None:
     assert not (ktriage_home / "toolchains" / "envs" / "triton-9.9.9").exists()
 
 
+@pytest.mark.network  # asks the package index
 def test_unknown_ptxas_release_names_the_fix(ktriage_home: Path) -> None:
     with pytest.raises(KtriageError) as info:
         ensure_toolchain("triton==3.4.0,ptxas==12.4.999")
@@ -218,6 +220,7 @@ RACE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.network  # builds in a fresh home: installs from PyPI
 def test_two_processes_build_one_consistent_toolchain(tmp_path: Path, tc340_ptxas124: Toolchain) -> None:
     home = tmp_path / "home"
     barrier = tmp_path / "go"
@@ -257,6 +260,7 @@ KILL_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.network  # builds in a fresh home: installs from PyPI
 def test_a_killed_build_is_redone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     env = {**_env(), "KTRIAGE_HOME": str(home)}

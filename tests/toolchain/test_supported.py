@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from ktriage.toolchain.supported import ARCHS, SUPPORTED_TRITON, supported_releases
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "toolchains.md"
 SECTION = "## Supported Triton releases"
 PYPI_URL = "https://pypi.org/pypi/triton/json"

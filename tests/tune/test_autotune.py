@@ -18,7 +18,7 @@ import pytest
 from ktriage.analyze.occupancy import compute_occupancy
 from ktriage.tune.autotune import Screened, SpillAwarePrune, estimate
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 PRELUDE = """
 import json, sys

@@ -17,7 +17,7 @@ from ktriage.tune.scaling import (
 )
 
 A100_SMS = 108
-KERNELS = Path(__file__).resolve().parent / "kernels_for_tests.py"
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 
 
 def _both(n_regs: int, num_warps: int, grid: int, arch: str = "sm_80", sms: int = A100_SMS):

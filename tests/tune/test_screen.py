@@ -1,15 +1,12 @@
 """`ktriage tune`: config space, compile-only screening with the real Triton 3.4.0 toolchain (the CI
-acceptance on Liger layer_norm backward, N=4608, sm_90), nearest_spill_free, the tune bundle and the
-command; the GPU winner is read from named fake cells (no GPU in CI)."""
+acceptance on Liger layer_norm backward, N=4608, sm_90), nearest_spill_free and the tune bundle (the
+command: tests/cli/test_tune.py); the GPU winner is read from named fake cells (no GPU in CI)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from ktriage.catalog import expand_op
 from ktriage.errors import KtriageError
@@ -20,7 +17,7 @@ from ktriage.tune.screen import screen
 from ktriage.tune.space import TuneConfig, apply_config, config_space
 from ktriage.tune.suggest import distance, nearest_spill_free
 
-KERNELS = Path(__file__).resolve().parent / "kernels_for_tests.py"
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 
 
 @pytest.fixture(scope="module")
@@ -176,28 +173,6 @@ def test_pick_winner_from_fake_bench_cells():
     assert set(timed.failed) == {"warps=16", "warps=32"}  # a wrong result never wins
 
 
-# --------------------------------------------------------------------- the command
-@pytest.mark.slow
-def test_tune_command_compile_only_json(tmp_path, toolchain):
-    from ktriage.cli.tune_cmd import tune
-
-    toolchain("triton==3.4.0")
-    app = typer.Typer()
-    app.command("tune")(tune)
-    app.command("noop")(lambda: None)
-    out = tmp_path / "tune.json"
-    res = CliRunner().invoke(app, ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only",
-                                   "--warps", "4,8,16", "--stages", "3", "--top-k", "2", "-f", "json", "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    data = json.loads(out.read_text())
-    assert data["recommended"]["resources"]["spill_store_bytes"] == 0
-    assert data["recommended"]["config"] == {"num_warps": 8, "num_stages": 3, "constexprs": {"BLOCK_SIZE": 8192}}
-    assert data["default"]["resources"]["spill_store_bytes"] == 3712
-    assert data["recommended"]["occupancy"]["ctas_per_sm"] == 1
-    assert {c["status"] for c in data["candidates"]} == {"kept", "dropped"} and all(c["reason"] for c in data["candidates"])
-    assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
-
-
 def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
     """Named fake: a merged tune bundle's bench run holds every input; each input's tune report
     reads its own cells, and the compare-with toolchain and the native baseline are reported."""
@@ -213,42 +188,3 @@ def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
     assert timed["winner_vs_baselines"]["torch_layer_norm"] == pytest.approx(0.154 / 0.12, rel=1e-3)
     cmd = tb.bench_command(5, Path("r.json"))
     assert "liger_layer_norm,torch_layer_norm" in cmd and cmd[cmd.index("--artifact-timing") + 1] == "kernel"
-
-
-@pytest.mark.slow
-def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path, toolchain):
-    """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
-    and --results reads each input's cells. The results file is the REAL H200 run committed in
-    benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch)."""
-    from ktriage.cli.tune_cmd import tune
-    from ktriage.workload.bundle import load_bundle
-
-    toolchain("triton==3.4.0")
-    toolchain("triton==3.3.1")
-    app = typer.Typer()
-    app.command("tune")(tune)
-    app.command("noop")(lambda: None)
-    real = Path(__file__).resolve().parents[1] / "benchmarks" / "tune" / "results" / "ln_tuned_bench.json"
-    out = tmp_path / "tune.json"
-    res = CliRunner().invoke(app, ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "-i", "N=8192",
-                                   "--compare-with", "triton==3.3.1", "--bundle", str(tmp_path / "b"),
-                                   "--results", str(real), "-o", str(out)])
-    assert res.exit_code == 0, res.output
-    assert [c.id for c in load_bundle(tmp_path / "b").input_cases()] == [7, 14]
-    data = json.loads(out.read_text())
-    assert [r["spec"] for r in data["inputs"]] == ["liger.layer_norm.bwd[N=4608]", "liger.layer_norm.bwd[N=8192]"]
-    for r in data["inputs"]:
-        t = r["timing"]
-        assert t["timed"] and t["winner"] == "BLOCK_SIZE=8192,warps=8,stages=3" and t["speedup_over_default"] > 5
-        assert t["winner_vs_baselines"]["torch_layer_norm"] > 1 and t["winner_vs_baselines"]["triton==3.3.1"] > 1
-    assert "GPU winner" in res.output and "N=8192" in res.output
-
-
-def test_tune_needs_inputs_chosen_for_a_catalog_op():
-    from ktriage.cli.tune_cmd import tune
-
-    app = typer.Typer()
-    app.command("tune")(tune)
-    app.command("noop")(lambda: None)
-    res = CliRunner().invoke(app, ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "--compile-only"])
-    assert res.exit_code != 0 and "pass --input for each" in str(res.exception or res.output)

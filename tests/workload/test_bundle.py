@@ -17,7 +17,7 @@ from ktriage.workload.bundle_build import build_bundle
 from ktriage.workload.bundle_launch import make_launcher
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
