@@ -90,7 +90,7 @@ def test_crash_hang_and_errors_cost_only_their_cells() -> None:
 
 
 def test_handler_given_as_module_reference() -> None:
-    with IsolatedRunner("test_measure_isolate:handler", timeout_s=5.0) as runner:
+    with IsolatedRunner("tests.measure.test_isolate:handler", timeout_s=5.0) as runner:
         cells = runner.run_job(job("ok", key(0), key(1)))
     assert [c.status for c in cells] == ["ok", "ok"] and cells[0].samples_ms == [
         1.0,
