@@ -2,8 +2,8 @@
 
 Every error ktriage raises on purpose is a :class:`KtriageError`: a ``problem`` (one line, what went
 wrong), a ``fix`` (what to do about it, or None) and optional ``details`` (longer text: a compiler's
-log, a driver message). The CLI prints ``error: <problem>`` and ``fix: <fix>`` and exits 2; the
-library never prints or exits.
+log, a driver message). The CLI prints ``error: <problem>``, ``fix: <fix>`` and the details (dim,
+indented) and exits 2; the library never prints or exits.
 
 The families follow the pipeline (docs/errors.md has one entry per family)::
 

@@ -4,8 +4,8 @@ Output that is not a terminal (CI logs, pipes, test runners) gets a wide fixed w
 rich's 80-column fallback (KTRIAGE_COLUMNS overrides it), so tables are not wrapped or elided into unreadable columns.
 
 Errors and progress bars have one definition each so that every verb reports a user error with the
-same two lines (``error:`` and ``fix:``) and shows the same bar: a CI log or a user's terminal reads
-the same whichever verb ran. ``rich.progress`` is imported only when a bar is made, because this
+same lines (``error:``, ``fix:``, then any details, indented) and shows the same bar: a CI log or a
+user's terminal reads the same whichever verb ran. ``rich.progress`` is imported only when a bar is made, because this
 module is on the path of ``ktriage --help``, which must stay fast.
 """
 
@@ -35,7 +35,9 @@ def make_console(*, stderr: bool = False) -> Console:
 
 def print_error(exc: KtriageError, console: Console | None = None) -> None:
     """A user error as one red ``error:`` line plus a ``fix:`` line, on stderr unless ``console`` says
-    otherwise. No traceback: the problem is the user's input or environment, and the fix says what to do.
+    otherwise, then the error's ``details`` (a compiler's log, a driver message), if any: dim, each line
+    indented by two spaces and not re-wrapped (a log line stays one line for grep). No traceback: the
+    problem is the user's input or environment, and the fix says what to do.
 
     The text is escaped because problems quote user text such as a spec file's ``[kernel]`` that rich
     would otherwise take for markup and drop."""
@@ -43,6 +45,9 @@ def print_error(exc: KtriageError, console: Console | None = None) -> None:
     out.print(f"[bold red]error:[/] {escape(exc.problem)}")
     if exc.fix:
         out.print(f"[yellow]fix:[/] {escape(exc.fix)}")
+    if exc.details:
+        for line in exc.details.rstrip("\n").splitlines():
+            out.print(f"[dim]  {escape(line)}[/]", soft_wrap=True, highlight=False)
 
 
 def internal_error_line(exc: BaseException) -> str:

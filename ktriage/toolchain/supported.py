@@ -1,7 +1,7 @@
 """The Triton releases ktriage supports, and what each does when it assembles PTX: ``supported.toml``.
 
 Why a data file: the table in docs/toolchains.md ("Supported Triton releases") and the CI check
-(tests/test_supported_versions.py: the docs list the same releases, and PyPI has no newer final
+(tests/toolchain/test_supported.py: the docs list the same releases, and PyPI has no newer final
 release) must agree, so both read one file instead of each keeping its own list. Adding a Triton
 release means adding one ``[triton."X.Y.Z"]`` entry, after checking the wheel's ptxas selection and
 ptxas options (how: the comment at the top of the TOML file).

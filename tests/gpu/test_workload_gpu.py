@@ -6,7 +6,7 @@ on the CPU machine
     ktriage bench --op layer_norm --bwd --only liger_layer_norm --input-id 0 --num-inputs 8 \
         -t triton==3.4.0 --compile-only --bundle bundles/gpu-test-layer_norm-bwd
 (and the same with --op embedding --only liger_embedding --num-inputs 9 for embedding), then on the GPU host
-    KTRIAGE_WORKLOAD_BUNDLES=bundles/gpu-test-layer_norm-bwd:bundles/gpu-test-embedding-bwd pytest tests/gpu/test_workload_gpu.py
+    KTRIAGE_WORKLOAD_BUNDLES=bundles/gpu-test-layer_norm-bwd:bundles/gpu-test-embedding-bwd pytest -m gpu tests/gpu/test_workload_gpu.py
 torch.compile backends use compile_mode="default" here (TritonBench's max-autotune takes minutes).
 """
 
@@ -20,16 +20,7 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 
-def _gpu() -> bool:
-    try:
-        import torch
-
-        return torch.cuda.is_available()
-    except ImportError:
-        return False
-
-
-needs_gpu = pytest.mark.skipif(not _gpu(), reason="needs an NVIDIA GPU with torch")
+# Without a GPU tests/conftest.py skips every test here (the `gpu` marker).
 
 NATIVE = [
     ("layer_norm", "torch_compile_layer_norm"), ("layer_norm", "liger_layer_norm"), ("layer_norm", "triton_layer_norm"),
@@ -38,7 +29,6 @@ NATIVE = [
 ]  # fmt: skip
 
 
-@needs_gpu
 @pytest.mark.parametrize("mode", ["fwd", "bwd"])
 @pytest.mark.parametrize(("op", "backend"), NATIVE, ids=[b for _, b in NATIVE])
 def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> None:
@@ -65,7 +55,6 @@ def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> No
     assert acc.passed, acc
 
 
-@needs_gpu
 @pytest.mark.parametrize(("op", "backend", "input_id"), [("layer_norm", "liger_layer_norm", 7), ("embedding", "liger_embedding", 8)])
 def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_id: int) -> None:
     """One real run of the library under the JIT hook gives the catalog's spec for each kernel."""
@@ -91,7 +80,6 @@ def _bundles() -> list[Path]:
     return [Path(p) for p in text.split(os.pathsep) if p]
 
 
-@needs_gpu
 @pytest.mark.skipif(not _bundles(), reason="set KTRIAGE_WORKLOAD_BUNDLES to bundles built on the CPU machine (see the module docstring)")
 def test_artifact_replays_from_bundles_match_torch() -> None:
     import torch

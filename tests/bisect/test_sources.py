@@ -1,0 +1,105 @@
+"""Candidate lists from the real package index (``pip index versions``; marked network), git candidates and
+pins, and source checks (the CLI's option errors: tests/cli/test_bisect.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.bisect.sources import (
+    git_candidates,
+    parse_source,
+    pin_change,
+    ptxas_candidates,
+    pypi_candidates,
+    read_pin,
+    versions_between,
+)
+from ktriage.errors import KtriageError
+from tests.bisect.repos import make_kernel_repo
+
+
+@pytest.mark.network  # pip index versions: the real package index
+def test_triton_releases_between_two_versions() -> None:
+    cands = pypi_candidates("triton", "3.2.0", "3.5.1")
+    assert [c.id for c in cands] == ["3.2.0", "3.3.0", "3.3.1", "3.4.0", "3.5.0", "3.5.1"]
+    assert [c.index for c in cands] == list(range(6))
+    assert cands[2].meta["toolchain"] == "triton==3.3.1"
+    kept = pypi_candidates("triton", "3.3.1", "3.4.0", toolchain="triton==3.3.1,ptxas==12.8.93")
+    assert [c.meta["toolchain"] for c in kept] == ["triton==3.3.1,ptxas==12.8.93", "triton==3.4.0,ptxas==12.8.93"]
+
+
+@pytest.mark.network  # pip index versions: the real package index
+def test_kernel_package_releases_keep_the_toolchain_fixed() -> None:
+    cands = pypi_candidates("liger-kernel", "0.5.8", "0.5.10", toolchain="triton==3.4.0")
+    assert [c.id for c in cands] == ["0.5.8", "0.5.9", "0.5.10"]
+    assert {c.meta["toolchain"] for c in cands} == {"triton==3.4.0"}
+    assert cands[1].meta["requirement"] == "liger-kernel==0.5.9"
+    with pytest.raises(KtriageError, match="needs --toolchain"):
+        pypi_candidates("liger-kernel", "0.5.8", "0.5.10")
+
+
+@pytest.mark.network  # pip index versions: the real package index
+def test_ptxas_releases_across_cuda_majors_with_the_frontend_fixed() -> None:
+    cands = ptxas_candidates("12.8.93", "13.0.88", toolchain="triton==3.4.0")
+    ids = [c.id for c in cands]
+    assert ids[0] == "12.8.93" and ids[-1] == "13.0.88"
+    assert {"12.9.41", "12.9.86", "13.0.48"} <= set(ids)
+    assert ids == sorted(ids, key=lambda v: tuple(int(x) for x in v.split(".")))
+    assert cands[1].meta["toolchain"] == f"triton==3.4.0,ptxas=={ids[1]}"
+    assert cands[-1].meta["package"] == "nvidia-cuda-nvcc" and cands[0].meta["package"] == "nvidia-cuda-nvcc-cu12"
+    assert [c.id for c in ptxas_candidates("12.4.131", "12.6.20", toolchain="triton==3.4.0")] == [
+        "12.4.131", "12.5.40", "12.5.82", "12.6.20"]
+
+
+@pytest.mark.network  # pip index versions: the real package index
+def test_an_endpoint_missing_from_the_index_is_a_clear_error() -> None:
+    with pytest.raises(KtriageError, match="--good 3.3.7 is not a release") as info:
+        pypi_candidates("triton", "3.3.7", "3.4.0")
+    assert "3.4.0" in (info.value.fix or "")
+
+
+def test_version_range_rules() -> None:
+    listed = ["3.0.0", "3.1.0rc1", "3.1.0", "3.2.0", "3.3.0.dev1"]
+    assert versions_between(listed, "3.0.0", "3.2.0") == ["3.0.0", "3.1.0", "3.2.0"]
+    assert versions_between(listed, "3.0.0", "3.2.0", pre=True) == ["3.0.0", "3.1.0rc1", "3.1.0", "3.2.0"]
+    with pytest.raises(KtriageError, match="not older"):
+        versions_between(listed, "3.2.0", "3.0.0")
+
+
+def test_git_candidates_and_pins(tmp_path: Path) -> None:
+    repo = make_kernel_repo(tmp_path / "repo", n=5, culprit_at=2)
+    cands = git_candidates(repo.path, repo.good, "main")
+    assert [c.id for c in cands] == repo.commits
+    assert cands[2].label.endswith("raise RBLOCK to 256")
+    with pytest.raises(KtriageError, match="not an ancestor"):
+        git_candidates(repo.path, repo.bad, repo.good)
+    assert read_pin("# llvm\n0123456789abcdef0123456789abcdef01234567\n") == "0123456789abcdef0123456789abcdef01234567"
+    assert pin_change(repo.path, repo.good, repo.bad, "spec.toml") is None  # no hash inside
+
+
+def test_an_unknown_source_form_is_a_clear_error() -> None:
+    with pytest.raises(KtriageError, match="known forms"):
+        parse_source("triton")
+
+
+@pytest.mark.slow
+def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, toolchain, shared_compiler, has_gpu: bool) -> None:
+    """The GPU host cannot reach the index: a latency bisect lists the bundle's toolchains instead.
+    (The GPU measurement itself runs on the GPU host only; here it must refuse with a clear error.)"""
+    from ktriage.bisect.run import BisectOptions, _Run, list_candidates
+    from ktriage.workload.bundle_build import build_bundle
+
+    tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
+    out = build_bundle("layer_norm", "bwd", ["7"], tcs, tmp_path / "bundle", compiler=shared_compiler,
+                       backends=["liger_layer_norm"])  # fmt: skip
+    opts = BisectOptions(source="pypi:triton", good="3.3.1", bad="3.4.0", metric="latency", bundle=out,
+                         backend="liger_layer_norm", inputs=("7",), state=tmp_path / "s.json")  # fmt: skip
+    run = _Run(opts, lambda _m: None)
+    cands = list_candidates(opts, run.source)
+    assert [c.id for c in cands] == ["3.3.1", "3.4.0"]
+    assert [c.meta["toolchain_id"] for c in cands] == [tcs[0].id, tcs[1].id]
+    if not has_gpu:
+        with pytest.raises(KtriageError, match="cannot measure here|GPU"):
+            run._time_predicate()

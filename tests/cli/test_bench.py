@@ -1,0 +1,47 @@
+"""`ktriage bench` on the CPU machine through the real ``main(argv)``: the compile-here half and the errors
+(the plan: tests/bench/test_plan.py; the table: tests/report/test_bench.py).
+(The measuring half runs on the GPU machine: benchmarks/gpu/issue3_full.sh, results in benchmarks/gpu/issue3.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from tests.conftest import RunCli
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--op", "layer_nrom"], "layer_norm"),
+    (["--op", "layer_norm", "--only", "liger_layernorm"], "liger_layer_norm"),
+    (["--op", "layer_norm", "--metrics", "latency,speeed"], "speedup"),
+    (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
+    (["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"], "artifact backend"),
+    (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "--compile-only"),  # no GPU here
+])
+def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    out = run_cli(["bench", *args])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert words in out.err_text  # in the error's problem or fix line
+
+
+@pytest.mark.slow
+def test_compile_only_writes_a_bundle_the_gpu_host_can_read(tmp_path: Path, run_cli: RunCli) -> None:
+    from ktriage.workload.bundle import load_bundle
+
+    bundle = tmp_path / "b"
+    out = run_cli(["bench", "--op", "layer_norm", "--bwd", "--only", "liger_layer_norm,torch_layer_norm",
+                   "--input-id", "6", "--num-inputs", "2", "-t", "triton==3.3.1", "-t", "triton==3.4.0",
+                   "--compile-only", "--bundle", str(bundle)])
+    assert out.exit_code == exit_codes.OK, out.output
+    assert "ktriage bench --bundle" in out.output
+    loaded = load_bundle(bundle)
+    assert (loaded.op, loaded.mode) == ("layer_norm", "bwd")
+    assert [c.id for c in loaded.input_cases()] == [6, 7]
+    assert len(loaded.toolchains) == 2
+    # N=4608 with 3.4.0 is the spilling kernel: its resources travel with the bundle
+    key = loaded.kernel_key("liger_layer_norm", 7, "bwd")
+    tc34 = next(t for t in loaded.toolchains if t.startswith("triton-3.4.0"))
+    art = loaded.artifact(key, tc34)
+    assert art.resources["spill_store_bytes"] > 1000 and art.cubin_bytes()[:4] == b"\x7fELF"

@@ -1,0 +1,56 @@
+"""`ktriage catalog list|show` through the real ``main(argv)``."""
+
+from __future__ import annotations
+
+import json
+
+from ktriage.catalog.registry import get_op
+from ktriage.cli import exit_codes
+from ktriage.spec.model import KernelSpec
+from tests.conftest import RunCli
+
+
+def test_list_shows_every_op(run_cli: RunCli) -> None:
+    result = run_cli(["catalog", "list"])
+    assert result.exit_code == exit_codes.OK, result.output
+    for name in ("liger.layer_norm", "liger.embedding@0.8.5", "liger.layer_norm@latest", "tutorial.matmul"):
+        assert name in result.stdout
+    assert "liger-kernel==0.5.10" in result.stdout
+
+
+def test_show_table_and_json(run_cli: RunCli) -> None:
+    result = run_cli(["catalog", "show", "liger.layer_norm", "--input", "N=4608"])
+    assert result.exit_code == exit_codes.OK, result.output
+    assert "liger.layer_norm.bwd[N=4608]" in result.stdout and "(132,)" in result.stdout
+    assert "rows_per_program=32" in result.stdout and "BLOCK_SIZE=8192" in result.stdout
+    result = run_cli(["catalog", "show", "liger.embedding", "--mode", "fwd", "--input", "0", "--input", "8", "--format", "json"])
+    assert result.exit_code == exit_codes.OK, result.output
+    specs = [KernelSpec.from_json(d) for d in json.loads(result.stdout)]
+    assert [s.grid for s in specs] == [(128, 6), (128, 32)]
+    assert specs[0].source.endswith(":embedding_forward_kernel")
+
+
+def test_show_toml_loads_back(tmp_path, run_cli: RunCli) -> None:
+    from ktriage.spec.toml_file import load_spec_file
+
+    result = run_cli(["catalog", "show", "tutorial.matmul", "--target", "sm_80", "--format", "toml"])
+    assert result.exit_code == exit_codes.OK, result.output
+    path = tmp_path / "mm.toml"
+    path.write_text(result.stdout)
+    specs = load_spec_file(path)
+    assert len(specs) == 4 and all(s.target == "sm_80" for s in specs)
+
+
+def test_show_errors_are_user_errors(run_cli: RunCli) -> None:
+    result = run_cli(["catalog", "show", "liger.layernorm"])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert "did you mean liger.layer_norm" in (result.fix or "")
+
+
+def test_rms_norm_is_in_the_catalog_list(run_cli: RunCli) -> None:
+    result = run_cli(["catalog", "list"])
+    assert result.exit_code == exit_codes.OK, result.output
+    assert "liger.rms_norm " in result.stdout and "liger.rms_norm@0.8.5" in result.stdout
+    info = get_op("liger.rms_norm@latest")
+    assert info.name == "liger.rms_norm@0.8.5" and info.default_mode == "bwd" and info.default_dtype == "fp32"
+    assert info.kernels["bwd"] == "liger_kernel.ops.rms_norm:_rms_norm_backward_kernel"

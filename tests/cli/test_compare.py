@@ -1,0 +1,138 @@
+"""`ktriage compare` end to end through the real ``main(argv)``, on results files and a real SQLite store
+(fake runs from ktriage.testing)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from ktriage.measure.results_file import read_results, write_results
+from ktriage.testing import fake_sweep_run
+from tests.conftest import CliResult, RunCli
+
+TCS = ("triton-3.3.1", "triton-3.4.0")
+
+
+def cliff_at_7(tc: str, i: int) -> float:
+    return 0.8 if tc == TCS[0] or i < 7 else 1.45
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    out = {}
+    run, cells = fake_sweep_run(seed=1, speed=cliff_at_7, toolchains=TCS, broken={(TCS[1], 20): "wrong"})
+    out["both"] = write_results(tmp_path / "both.json", run, cells)
+    run, cells = fake_sweep_run(seed=2, toolchains=TCS[:1])
+    out["old"] = write_results(tmp_path / "old.json", run, cells)
+    run, cells = fake_sweep_run(seed=3, toolchains=TCS[1:], speed=lambda tc, i: 0.8 if i < 20 else 1.2)
+    out["new"] = write_results(tmp_path / "new.json", run, cells)
+    run, cells = fake_sweep_run(seed=4, toolchains=TCS[1:])
+    out["same"] = write_results(tmp_path / "same.json", run, cells)
+    return out
+
+
+@pytest.fixture()
+def invoke(run_cli: RunCli):  # type: ignore[no-untyped-def]
+    """``invoke(*args, env=...)``: ``ktriage compare ARGS``."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> CliResult:
+        return run_cli(["compare", *args], env=env)
+
+    return run
+
+
+def test_results_file_round_trip(files: dict[str, Path]) -> None:
+    run, cells = read_results(files["both"])
+    assert run.settings["baseline"] == "torch_layer_norm" and len(cells) == 90
+    assert cells[1].samples_ms and cells[1].key.toolchain == TCS[0]
+
+
+def test_regressions_exit_1_table(files: dict[str, Path], invoke) -> None:
+    r = invoke(str(files["old"]), str(files["new"]))
+    assert r.exit_code == exit_codes.FINDING, r.output
+    assert "10 regressions" in r.output and "baseline torch_layer_norm unchanged" in r.output
+    assert "regression" in r.output and "N=11264" in r.output
+
+
+def test_no_regression_exit_0(files: dict[str, Path], invoke) -> None:
+    r = invoke(str(files["old"]), str(files["same"]))
+    assert r.exit_code == exit_codes.OK, r.output
+    assert "0 regressions" in r.output
+
+
+def test_toolchains_mode_json(files: dict[str, Path], invoke) -> None:
+    r = invoke(str(files["both"]), "--toolchains", "--format", "json")
+    assert r.exit_code == exit_codes.FINDING, r.output
+    doc = json.loads(r.stdout)
+    (c,) = doc["comparisons"]
+    assert (c["ref"], c["new"]) == TCS and c["counts"]["regression"] == 22 and c["counts"]["error"] == 1
+    assert any("cliff between N=4096 and N=4608" in f["text"] for f in c["cliffs"])
+
+
+def test_csv_and_markdown_and_threshold(files: dict[str, Path], tmp_path: Path, invoke) -> None:
+    r = invoke(str(files["old"]), str(files["new"]), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == 60 and sum(x["verdict"] == "regression" for x in rows) == 10
+    # a 60% gate: the 1.5x slowdown (1.2 vs 0.8 of torch) is now "same"
+    r = invoke(str(files["old"]), str(files["new"]), "--threshold", "0.6", "--format", "markdown")
+    assert r.exit_code == exit_codes.OK and "**0 regressions" in r.stdout and "gate +-60%" in r.stdout
+    md = tmp_path / "out" / "summary.md"
+    summary = tmp_path / "gh_summary.md"
+    summary.write_text("previous step\n")
+    r = invoke(str(files["old"]), str(files["new"]), "--markdown", str(md), "--confidence", "0.95", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert r.exit_code == exit_codes.FINDING
+    assert "### Regressions, worst first" in md.read_text() and "95% confidence" in md.read_text()
+    text = summary.read_text()
+    assert text.startswith("previous step\n") and "### Regressions, worst first" in text  # appended, not overwritten
+
+
+def test_html_written(files: dict[str, Path], tmp_path: Path, invoke) -> None:
+    html = tmp_path / "r.html"
+    r = invoke(str(files["both"]), "--toolchains", "--html", str(html))
+    assert r.exit_code == exit_codes.FINDING and html.exists()
+    text = html.read_text()
+    assert text.count("<svg") == 3 and 'class="cliff-marker"' in text and "http" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.json", "other.json"], "cannot read results file"),
+        (["A.json"], "compare needs two runs"),
+        (["{both}", "--threshold", "5000"], "is not a fraction"),
+        (["{both}", "--confidence", "1.5"], "outside [0.5, 1)"),
+        (["{old}", "--toolchains"], "needs two or more"),
+        (["{old}", "{new}", "--toolchains"], "compares the toolchains of ONE run"),
+        (["{garbage}", "{new}"], "is not a ktriage results file"),
+    ],
+)
+def test_bad_input_exits_2(files: dict[str, Path], tmp_path: Path, args: list[str], message: str, invoke) -> None:
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text('{"hello": 1}')
+    names = {k: str(v) for k, v in files.items()} | {"garbage": str(garbage)}
+    r = invoke(*[a.format(**names) for a in args])
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert message in r.err_text and r.fix, r.output
+
+
+def test_run_ids_from_a_real_sqlite_store(files: dict[str, Path], tmp_path: Path, invoke) -> None:
+    store_mod = pytest.importorskip("ktriage.store", reason="the results store module is not in this checkout")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = store_mod.open_store(url)
+    ids = []
+    for name in ("old", "new"):
+        run, cells = read_results(files[name])
+        run.status = "finished"
+        ids.append(store.import_run(run, cells))
+    store.close()
+    r = invoke(ids[0][:8], ids[1], "--db", url, "--format", "json")
+    assert r.exit_code == exit_codes.FINDING, r.output
+    (c,) = json.loads(r.stdout)["comparisons"]
+    assert c["ref_run_id"] == ids[0] and c["new_run_id"] == ids[1] and c["counts"]["regression"] == 10
+    r = invoke("nosuchrun", ids[1], "--db", url)
+    assert r.exit_code == exit_codes.USAGE and "no run 'nosuchrun'" in r.problem

@@ -1,0 +1,67 @@
+"""Error output (ktriage/cli/console.py): a KtriageError's problem, fix and details as the user sees
+them, on a real rich Console and through the real ``main(argv)``."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from ktriage.cli import exit_codes
+from ktriage.cli.console import print_error
+from ktriage.errors import DeviceError, KtriageError
+from tests.conftest import RunCli
+
+DETAILS = "ptxas fatal   : Unresolved extern function 'vprintf'\n[kernel] line 2 \\\nlast line\n"
+
+
+def _printed(exc: KtriageError, *, styles: bool = False) -> str:
+    console = Console(file=io.StringIO(), record=True, width=60, force_terminal=styles,
+                      color_system="standard" if styles else None)
+    print_error(exc, console)
+    return console.export_text(styles=styles)
+
+
+def test_details_follow_the_fix_indented_and_escaped() -> None:
+    text = _printed(KtriageError("bad [kernel] table", "add `n` to [kernel.signature]", DETAILS))
+    assert text.splitlines() == [
+        "error: bad [kernel] table",
+        "fix: add `n` to [kernel.signature]",
+        "  ptxas fatal   : Unresolved extern function 'vprintf'",  # rich markup would drop '[kernel]'
+        "  [kernel] line 2 \\",  # a trailing backslash does not eat the closing style tag
+        "  last line",
+    ]
+
+
+def test_details_are_dim_and_not_rewrapped() -> None:
+    long = "x" * 150
+    text = _printed(KtriageError("problem", None, long), styles=True)
+    lines = text.splitlines()
+    assert lines[0].endswith("problem") and "fix:" not in text  # no fix: no fix line
+    assert lines[1].startswith("\x1b[2m") and f"  {long}" in lines[1]  # dim (SGR 2), one line at width 60
+
+
+def test_no_details_is_two_lines() -> None:
+    assert _printed(KtriageError("problem", "the fix")).splitlines() == ["error: problem", "fix: the fix"]
+
+
+def test_main_prints_the_details_of_a_user_error(monkeypatch: pytest.MonkeyPatch, run_cli: RunCli) -> None:
+    """A KtriageError with details raised inside a verb (here occupancy's library call, faked): exit 2,
+    and stderr has the error, the fix, then the details, indented, in that order."""
+    import ktriage.cli.occupancy_cmd
+
+    def fails(*_args: object, **_kwargs: object) -> None:
+        raise DeviceError("cuModuleLoadData failed", "recompile for this GPU", DETAILS)
+
+    monkeypatch.setattr(ktriage.cli.occupancy_cmd, "compute_occupancy", fails)
+    result = run_cli(["occupancy", "--registers", "128", "--warps", "8"])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.stderr.splitlines() == [
+        "error: cuModuleLoadData failed",
+        "fix: recompile for this GPU",
+        "  ptxas fatal   : Unresolved extern function 'vprintf'",
+        "  [kernel] line 2 \\",
+        "  last line",
+    ]
+    assert "Traceback" not in result.stderr and result.stdout == ""

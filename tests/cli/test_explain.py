@@ -1,0 +1,224 @@
+"""`ktriage explain` through the real ``main(argv)``, with real Triton wheels, real ptxas and real cuobjdump:
+the JSON keys, the table's attribution, errors that keep their brackets, ``--fixes``, and failures as
+findings.
+
+Failures are findings: a cell that could not be compiled is shown as such, never as "no change". Real
+toolchains (triton==3.3.1, triton==3.4.0 with its ptxas 12.8.93 and with ptxas 12.4.131). The kernel
+(tests/kernels_for_tests.py:tensor_descriptor_kernel) uses `tl.make_tensor_descriptor`, which Triton 3.3.1
+does not have: with 3.3.1 as the reference, explain must say so and compare the rest against 3.4.0
+(issue 9, point 4; issue 11, point 1).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ktriage.cli import exit_codes
+from tests.conftest import CliResult, RunCli
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
+NO_TMA = "AttributeError: module 'triton.language' has no attribute 'make_tensor_descriptor'"
+SIGNATURE = '''[kernel.signature]
+x_ptr = "*fp32"
+y_ptr = "*fp32"
+M = "i32"
+N = "i32"
+BM = "constexpr"
+BN = "constexpr"
+'''
+
+
+# ----------------------------------------------------------------------------- the report and the table
+
+
+@pytest.mark.slow
+def test_cli_json_has_the_documented_keys(tmp_path: Path, run_cli: RunCli) -> None:
+    report = tmp_path / "r.md"
+    out = run_cli(["explain", "liger.layer_norm", "--bwd", "--input", "N=4608", "--arch", "sm_90",
+                   "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--format", "json", "--report", str(report)])
+    assert out.exit_code == exit_codes.OK, out.output
+    data = json.loads(out.stdout[out.stdout.index("{"):out.stdout.rindex("}") + 1])
+    kernel = data["kernels"][0]
+    for result in kernel["results"].values():
+        for key in ("registers", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "shared_bytes", "sass_opcodes"):
+            assert key in result
+        assert {"ctas_per_sm", "warps_per_sm", "limiter"} <= set(result["occupancy"])
+    changes = kernel["comparisons"][0]["changes"]
+    assert {c["attribution"] for c in changes} <= {"frontend", "ptxas", "both", "none", "unknown"}
+    assert report.exists() and report.with_suffix(".json").exists()
+
+
+def test_cli_bad_input_names_the_fix(run_cli: RunCli) -> None:
+    out = run_cli(["explain", "liger.layer_nrom", "-t", "triton==3.4.0"])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert "layer_norm" in out.err_text and out.fix
+
+
+@pytest.mark.slow
+def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path, run_cli: RunCli) -> None:
+    """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages."""
+    out = run_cli(["explain", "liger.embedding", "--bwd", "-i", "0", "--no-report",
+                   "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"])
+    assert out.exit_code == exit_codes.OK, out.output
+    assert "[ptxas] ATOMG +32" in out.output and "ptxas is responsible" in out.output
+    (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n")
+    (tmp_path / "k.toml").write_text('[kernel]\nsource = "k.py:k"\n[kernel.signature]\nx_ptr = "*fp32"\n')
+    bad = run_cli(["explain", str(tmp_path / "k.toml"), "-t", "triton==3.4.0"])
+    assert bad.exit_code == exit_codes.USAGE, bad.output
+    assert "[kernel]" in bad.stderr and "add `n`" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_cli_fixes_flag_adds_the_fixes_key(tmp_path: Path, run_cli: RunCli) -> None:
+    out = run_cli(["explain", "liger.embedding", "--bwd", "--input", "0", "--arch", "sm_90",
+                   "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0", "--fixes",
+                   "--format", "json", "--report", str(tmp_path / "r.md")])
+    assert out.exit_code == exit_codes.OK, out.output
+    data = json.loads(out.stdout[out.stdout.index("{"):out.stdout.rindex("}") + 1])
+    kinds = {f["kind"]: f for f in data["fixes"]}
+    assert kinds["relaxed-atomic"]["verified"] is True
+    assert "## Fixes" in (tmp_path / "r.md").read_text()
+    assert "fixes" in json.loads((tmp_path / "r.json").read_text())
+
+
+# ----------------------------------------------------------------------------- failures are findings
+
+
+def in_output(text: str, output: str) -> bool:
+    """``text`` is in the terminal output, which wraps long lines (long temporary paths in CI):
+    compared without whitespace."""
+    return "".join(text.split()) in "".join(output.split())
+
+def _spec_file(tmp_path: Path, source: str, blocks: tuple[int, ...] = (64, 128)) -> Path:
+    """A spec file with one kernel per BN (a small sweep, so that failures form an input range)."""
+    text = "".join(f'[[kernel]]\nname = "tdesc[BN={bn}]"\nsource = "{source}"\n{SIGNATURE}'
+                   f"[kernel.constexprs]\nBM = 64\nBN = {bn}\n\n" for bn in blocks)
+    path = tmp_path / "tdesc.toml"
+    path.write_text(text)
+    return path
+
+
+def _explain(run_cli: RunCli, tmp_path: Path, spec: Path, *toolchains: str,
+             extra: tuple[str, ...] = ()) -> tuple[CliResult, dict[str, Any], str]:
+    """Run `ktriage explain` (table on stdout) and return the result, the JSON report and the markdown report."""
+    report = tmp_path / "report.md"
+    args = ["explain", str(spec), "--report", str(report), "-j", "2"]
+    for t in toolchains:
+        args += ["-t", t]
+    out = run_cli(args + list(extra), env={"KTRIAGE_COLUMNS": "600"})  # findings asserted as whole lines: no wrapping
+    assert report.exists(), out.output
+    return out, json.loads(report.with_suffix(".json").read_text()), report.read_text()
+
+
+def _ids(toolchain: Any, *specs: str) -> list[str]:
+    return [toolchain(s).id for s in specs]
+
+
+@pytest.mark.slow
+def test_reference_that_cannot_compile_falls_back_to_the_next(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
+    """Acceptance of issue 9: 3.3.1 as reference says it cannot compile the kernel, the rest is compared
+    against 3.4.0, the result is incomplete (exit 4) and nothing claims "no change"."""
+    old, new, other = _ids(toolchain, "triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131")
+    spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
+    out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131")
+    assert out.exit_code == exit_codes.INCOMPLETE == 4, out.output
+    text = out.output
+    assert (f"triton==3.3.1 cannot compile BN=64..128: {NO_TMA}; compared against triton==3.4.0 instead."
+            in text), text
+    assert f"error: frontend: {NO_TMA}" in text  # the failed cell: stage and one line
+    assert "vs triton==3.4.0: [ptxas] registers" in text  # the changes column names the fallback
+    assert "incomplete: 2 of 6 cells failed" in text
+    for said in (text, md):
+        assert "no resource changes" not in said.lower()
+        assert "no change" not in said
+    # JSON: which toolchain served as reference and why, the failures apart, complete false
+    assert data["complete"] is False
+    for kernel in data["kernels"]:
+        assert kernel["reference"] == new
+        assert kernel["reference_fallback"] == (f"triton==3.3.1 could not compile this kernel: frontend: {NO_TMA}; "
+                                                "compared against triton==3.4.0 instead")
+        assert kernel["failures"] == [{"toolchain": old, "toolchain_spec": "triton==3.3.1", "stage": "frontend",
+                                       "kind": "compile", "message": NO_TMA, "fix": None}]
+        assert [(c["reference"], c["toolchain"]) for c in kernel["comparisons"]] == [(new, other)]
+        assert "registers" in {c["metric"] for c in kernel["comparisons"][0]["changes"]}
+    assert data["findings"] and {f["reference"] for f in data["findings"]} == {"triton==3.4.0"}
+    assert [(f["toolchain"], f["range"], f["reference_fallback"]) for f in data["failures"]] == [
+        ("triton==3.3.1", "BN=64..128", "triton==3.4.0")]
+    assert f"- **failed:** triton==3.3.1 cannot compile BN=64..128: {NO_TMA}" in md
+
+
+@pytest.mark.slow
+def test_no_change_among_the_rest_is_not_called_no_change(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
+    """The issue's case: the reference failed and the others agree. Neither the rows nor the findings
+    may say "no change" as if every toolchain had been compared."""
+    spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
+    out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0",
+                             "triton==3.4.0,ptxas-options=--register-usage-level=10")
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    assert data["findings"] == [] and data["complete"] is False
+    line = "No resource changes among the toolchains that compiled; 2 of 6 cells failed (listed below)."
+    assert line in md and in_output(line, out.output)
+    assert md.count("| vs triton==3.4.0: same resources (1 failed) |") == 2
+    for said in (out.output, md):
+        assert "no change" not in said and "No resource changes between" not in said
+    assert "triton==3.3.1 cannot compile BN=64..128" in out.output
+
+
+@pytest.mark.slow
+def test_allow_failures_gives_the_code_of_the_rest(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
+    spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
+    out, data, _ = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131",
+                            extra=("--allow-failures",))
+    assert out.exit_code == exit_codes.OK, out.output
+    assert data["complete"] is False
+    assert "triton==3.3.1 cannot compile BN=64..128" in out.output  # still listed, only the code changes
+    assert "exit code 0 (--allow-failures)" in out.output
+
+
+@pytest.mark.slow
+def test_failing_assembler_is_incomplete_and_listed(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
+    """issue 11: an assembler that rejects its options is a failure, not "no change" with exit 0."""
+    bogus = "triton==3.4.0,ptxas-options=--bogus-flag"
+    spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
+    out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.4.0", bogus)
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    assert data["complete"] is False and data["findings"] == []
+    kernel = data["kernels"][0]
+    assert kernel["reference"] == toolchain("triton==3.4.0").id and kernel["reference_fallback"] is None
+    (failure,) = kernel["failures"]
+    assert failure["stage"] == "assemble" and "Unknown option '-bogus-flag'" in failure["message"]
+    assert "\n" not in failure["message"] and failure["fix"]
+    (summary,) = [f["summary"] for f in data["failures"]]
+    assert summary.startswith(f"{bogus} cannot assemble BN=64..128: ptxas ")
+    assert "No resource changes among the toolchains that compiled; 2 of 4 cells failed (listed below)." in md
+    assert "No resource changes between" not in md and "| no change |" not in md
+    assert "not compared: only triton==3.4.0 compiled it" in out.output
+    assert in_output(f"{bogus} cannot assemble BN=64..128", out.output)
+
+
+@pytest.mark.slow
+def test_import_failure_is_one_line_with_the_fix(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
+    """A kernel module that imports what the compile worker does not have: one line, naming the module
+    and the exception, plus a fix (the full text stays in the JSON results)."""
+    kernel = tmp_path / "needs_dep.py"
+    kernel.write_text("import triton\nimport triton.language as tl\nimport ktriage_missing_dep  # noqa: F401\n\n\n"
+                      "@triton.jit\ndef k(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):\n    pass\n")
+    spec = _spec_file(tmp_path, f"{kernel}:k", blocks=(64,))
+    out, data, _ = _explain(run_cli, tmp_path, spec, "triton==3.4.0")
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    (failure,) = data["kernels"][0]["failures"]
+    assert failure["kind"] == "import"
+    assert failure["message"] == f"importing {kernel} failed: ModuleNotFoundError: No module named 'ktriage_missing_dep'"
+    assert "'ktriage_missing_dep' at import time" in failure["fix"] and "`source`" in failure["fix"]
+    (summary,) = [f["summary"] for f in data["failures"]]
+    assert summary.startswith(f"triton==3.4.0 cannot compile BN=64: importing {kernel} failed: ModuleNotFoundError")
+    assert " — fix: " in summary and "\n" not in summary and summary.endswith("; no toolchain compiled it.")
+    # the terminal wraps long lines (a long temporary path): compare without the wrapping's whitespace
+    assert in_output(summary, out.output)
+    assert data["kernels"][0]["reference"] is None
+    assert data["kernels"][0]["reference_fallback"].endswith("; no toolchain compiled it, nothing is compared")
+    assert "not compared: no toolchain compiled it" in out.output

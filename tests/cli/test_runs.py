@@ -1,0 +1,101 @@
+"""`ktriage runs list|show|export|import` through the real ``main(argv)``, on SQLite and PostgreSQL stores."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from ktriage.cli import exit_codes
+from ktriage.store import open_store, read_json_export
+from ktriage.store.samples import format_ms, summarize
+from tests.conftest import RunCli
+from tests.store.fixtures import store_url  # noqa: F401  (the fixture: every test runs on SQLite and PostgreSQL)
+from tests.store.test_store import assert_cells_equal, make_cells, make_run
+
+
+def fill(url: str) -> tuple[str, str]:
+    """Two runs: a finished one with 5 cells (2 ok, 1 wrong, 2 error/timeout), a failed empty one."""
+    done, failed = make_run("feedbeef0001"), make_run("cafe00000002", created="2020-01-01T00:00:00+00:00")
+    with open_store(url) as store:
+        with store.recording(done) as rec:
+            for c in make_cells():
+                rec.add(c)
+        store.start_run(failed)
+        store.finish_run(failed.run_id, "failed", error="RuntimeError: no GPU")
+    return done.run_id, failed.run_id
+
+
+def test_list(store_url: str, run_cli: RunCli) -> None:
+    empty = run_cli(["runs", "list", "--db", store_url])
+    assert empty.exit_code == exit_codes.OK and "no runs in" in empty.output
+    fill(store_url)
+    result = run_cli(["runs", "list", "--db", store_url])
+    assert result.exit_code == exit_codes.OK, result.output
+    lines = result.output.splitlines()
+    done = next(line for line in lines if "feedbeef0001" in line)
+    assert "NVIDIA H200" in done and "triton-3.3.1, triton-3.4.0" in done and "2/1/2" in done and "finished" in done
+    failed_line = next(line for line in lines if "cafe00000002" in line)
+    assert "failed" in failed_line and "0/0/0" in failed_line
+    assert lines.index(done) < lines.index(failed_line)  # newest first
+    only_failed = run_cli(["runs", "list", "--db", store_url, "--status", "failed"])
+    assert "cafe00000002" in only_failed.output and "feedbeef0001" not in only_failed.output
+
+
+def test_show_by_prefix(store_url: str, run_cli: RunCli) -> None:
+    run_id, _ = fill(store_url)
+    result = run_cli(["runs", "show", "feed", "--db", store_url])
+    assert result.exit_code == exit_codes.OK, result.output
+    out = result.output
+    for text in ("feedbeef0001", "finished", "570.124.06", "triton-3.4.0", "12.8.93", "liger-kernel", "0.5.10", "l2_flush", "6eb029e", "5 cell(s)"):
+        assert text in out, text
+    with open_store(store_url) as store:
+        _, cells = store.load_run(run_id)
+    medians = [format_ms(summarize(c.samples_ms).median_ms) for c in cells[:2]]
+    assert all(m in out for m in medians)
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS in worker" in out and "(host)" in out
+    failed = run_cli(["runs", "show", "cafe", "--db", store_url])
+    assert failed.exit_code == exit_codes.OK and "RuntimeError: no GPU" in failed.output
+
+
+def test_export_csv_stdout_and_json_file(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    run_id, _ = fill(store_url)
+    result = run_cli(["runs", "export", run_id, "--db", store_url, "--format", "csv"])
+    assert result.exit_code == exit_codes.OK, result.output
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert [r["status"] for r in rows] == ["ok", "ok", "wrong", "error", "timeout"]
+    assert rows[1]["toolchain"] == "triton-3.3.1" and rows[1]["samples"] == "2000"
+    out = tmp_path / "out" / "run.json"
+    result = run_cli(["runs", "export", run_id[:5], "--db", store_url, "--format", "json", "--output", str(out)])
+    assert result.exit_code == exit_codes.OK, result.output
+    run, cells = read_json_export(out.read_text())
+    assert run.run_id == run_id and run.status == "finished"
+    with open_store(store_url) as store:
+        assert_cells_equal(cells, store.load_run(run_id)[1])
+    assert json.loads(out.read_text())["run"]["gpu"]["name"] == "NVIDIA H200"
+
+
+def test_bad_run_id_lists_recent_runs(store_url: str, run_cli: RunCli) -> None:
+    fill(store_url)
+    for cmd in (["show", "nope"], ["export", "nope", "--format", "csv"]):
+        result = run_cli(["runs", *cmd, "--db", store_url])
+        assert result.exit_code == exit_codes.USAGE, result.output  # a KtriageError, printed with its fix
+        assert "no run 'nope'" in result.problem
+        assert "feedbeef0001" in (result.fix or "") and "cafe00000002" in (result.fix or "")
+    bad_format = run_cli(["runs", "export", "feed", "--db", store_url, "--format", "xlsx"])
+    assert bad_format.exit_code == exit_codes.USAGE and "xlsx" in bad_format.output
+
+
+def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """Measure there (a SQLite file on the GPU host), export, import here (any store), compare exactly."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    run_id, _ = fill(gpu_host)
+    export = tmp_path / "run.json"
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    result = run_cli(["runs", "import", str(export), "--db", store_url])
+    assert result.exit_code == exit_codes.OK, result.output
+    with open_store(gpu_host) as src, open_store(store_url) as dst:
+        a, b = src.load_run(run_id), dst.load_run(run_id)
+    assert a[0] == b[0] and b[0].status == "finished"
+    assert_cells_equal(b[1], a[1])

@@ -1,0 +1,62 @@
+"""`ktriage tune` through the real ``main(argv)``: compile-only screening with the real Triton 3.4.0
+toolchain (Liger layer_norm backward, N=4608, sm_90), several inputs in one bundle read back with the
+committed H200 results, and the catalog op that needs its inputs chosen."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from tests.conftest import RunCli
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_tune_command_compile_only_json(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    toolchain("triton==3.4.0")
+    out = tmp_path / "tune.json"
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only",
+                   "--warps", "4,8,16", "--stages", "3", "--top-k", "2", "-f", "json", "-o", str(out)])
+    assert res.exit_code == exit_codes.OK, res.output
+    data = json.loads(out.read_text())
+    assert data["recommended"]["resources"]["spill_store_bytes"] == 0
+    assert data["recommended"]["config"] == {"num_warps": 8, "num_stages": 3, "constexprs": {"BLOCK_SIZE": 8192}}
+    assert data["default"]["resources"]["spill_store_bytes"] == 3712
+    assert data["recommended"]["occupancy"]["ctas_per_sm"] == 1
+    assert {c["status"] for c in data["candidates"]} == {"kept", "dropped"} and all(c["reason"] for c in data["candidates"])
+    assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
+
+
+@pytest.mark.slow
+def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
+    and --results reads each input's cells. The results file is the REAL H200 run committed in
+    benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch)."""
+    from ktriage.workload.bundle import load_bundle
+
+    toolchain("triton==3.4.0")
+    toolchain("triton==3.3.1")
+    real = REPO / "benchmarks" / "tune" / "results" / "ln_tuned_bench.json"
+    out = tmp_path / "tune.json"
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "-i", "N=8192",
+                   "--compare-with", "triton==3.3.1", "--bundle", str(tmp_path / "b"),
+                   "--results", str(real), "-o", str(out)])
+    assert res.exit_code == exit_codes.OK, res.output
+    assert [c.id for c in load_bundle(tmp_path / "b").input_cases()] == [7, 14]
+    data = json.loads(out.read_text())
+    assert [r["spec"] for r in data["inputs"]] == ["liger.layer_norm.bwd[N=4608]", "liger.layer_norm.bwd[N=8192]"]
+    for r in data["inputs"]:
+        t = r["timing"]
+        assert t["timed"] and t["winner"] == "BLOCK_SIZE=8192,warps=8,stages=3" and t["speedup_over_default"] > 5
+        assert t["winner_vs_baselines"]["torch_layer_norm"] > 1 and t["winner_vs_baselines"]["triton==3.3.1"] > 1
+    assert "GPU winner" in res.output and "N=8192" in res.output
+
+
+def test_tune_needs_inputs_chosen_for_a_catalog_op(run_cli: RunCli) -> None:
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "--compile-only"])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert "pass --input for each" in res.err_text

@@ -1,0 +1,60 @@
+"""Failures are findings: how a compile failure's message is shortened to one line (one_line), on a
+real Triton 3.4.0 CompilationError and on the message formats of the compile stage. The failures as
+`ktriage explain` shows them (reference fallback, exit 4): tests/cli/test_explain.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ktriage.explain.failures import one_line
+
+
+@pytest.mark.slow  # a real compile with Triton 3.4.0
+def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, toolchain: Any, compiler: Any) -> None:
+    """Triton's CompilationError is five lines of kernel source and a caret; one_line keeps the
+    location and the line the caret points at (the message of a real 3.4.0 compile)."""
+    from ktriage.compile.compiler import CompileFailure
+    from ktriage.spec.model import KernelSpec
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                   "def bad(x_ptr, BM: tl.constexpr):\n    v = tl.load(x_ptr + tl.arange(0, BM))\n"
+                   "    w = tl.reshape(v, [BM, 3])\n    tl.store(x_ptr + tl.arange(0, BM), w)\n")
+    spec = KernelSpec(name="bad", source=f"{bad}:bad", signature={"x_ptr": "*fp32", "BM": "constexpr"},
+                      constexprs={"BM": 64}, target="sm_90")
+    failure = compiler.compile(spec, toolchain("triton==3.4.0"))
+    assert isinstance(failure, CompileFailure) and len(failure.message.splitlines()) > 3
+    assert one_line(failure.message) == "CompilationError at 3:8: `w = tl.reshape(v, [BM, 3])`"
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    # the worker's "internal" reply: the headline, then the traceback
+    ("KeyError: 'ptx'\nTraceback (most recent call last):\n  File \"worker.py\", line 3, in handle\nKeyError: 'ptx'",
+     "KeyError: 'ptx'"),
+    # a crash while starting: the opening words, then the traceback's last exception line
+    ("compile worker died: Traceback (most recent call last):\n  File \"w.py\", line 1, in <module>\n"
+     "    import triton\nImportError: libcuda.so.1: cannot open shared object file",
+     "compile worker died: ImportError: libcuda.so.1: cannot open shared object file"),
+    # a dead worker's stderr tail: the last line says how it died
+    ("compile worker died: warning: something harmless\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo",
+     "compile worker died: LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo"),
+    # KtriageError text: the problem, not its fix line
+    ("could not install liger-kernel==9.9: not found\n  fix: check the version exists on PyPI",
+     "could not install liger-kernel==9.9: not found"),
+    # Triton's CompilationError with the cause appended as a repr
+    ("CompilationError: at 1:4:\ndef k(x):\n    tl.foo()\n    ^\nAttributeError(\"module 'triton.language' has no attribute 'foo'\")",
+     "CompilationError at 1:4 (`tl.foo()`): AttributeError: module 'triton.language' has no attribute 'foo'"),
+    ("", "failed"),
+])
+def test_one_line_message_shapes(message: str, expected: str) -> None:
+    """The message formats the compile stage writes (copied from ktriage.compile and Triton), as strings."""
+    assert one_line(message) == expected
+
+
+def test_one_line_is_bounded() -> None:
+    line = one_line("x" * 1000)
+    assert len(line) <= 200 and line.endswith("…")

@@ -1,0 +1,107 @@
+"""Fix suggestions of `ktriage explain --fixes`: real Triton wheels, real ptxas, real cuobjdump (no GPU).
+The ``--fixes`` flag of the command: tests/cli/test_explain.py."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from ktriage.catalog import expand_op
+from ktriage.explain.engine import Explainer
+from ktriage.explain.findings import collect_findings
+from ktriage.explain.fixes import (
+    plan_relaxed_atomics,
+    relax_source,
+    suggest_fixes,
+)
+from ktriage.report.explain import fixes_markdown
+
+KERNEL = textwrap.dedent('''
+    @triton.jit
+    def k(x_ptr, out_ptr, lock_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + offs)
+        tl.atomic_add(
+            out_ptr + offs,
+            v,
+            mask=offs < n,
+        )
+        tl.atomic_add(out_ptr + offs, v, mask=offs < n)
+        old = tl.atomic_add(out_ptr, 1.0)
+        tl.atomic_add(out_ptr + 1, v, sem="release")
+''')
+
+
+def test_plan_and_rewrite_only_unused_results_without_sem() -> None:
+    plan = plan_relaxed_atomics(KERNEL, "k")
+    assert [(s.line, s.result_used, s.has_sem) for s in plan.sites] == [
+        (6, False, False), (11, False, False), (12, True, False), (13, False, True)]
+    assert [s.line for s in plan.rewritable] == [6, 11]
+    assert any("result of the atomic at line 12 is used" in h for h in plan.ordering_hazards)
+    new = relax_source(KERNEL, plan)
+    ast.parse(new)
+    assert new.count('sem="relaxed"') == 2 and ", ," not in new and ",," not in new  # trailing comma kept once
+    assert 'tl.atomic_add(out_ptr + offs, v, mask=offs < n, sem="relaxed")' in new
+    assert "old = tl.atomic_add(out_ptr, 1.0)\n" in new and 'sem="release")' in new
+
+
+def test_ordering_hazards_are_named() -> None:
+    src = textwrap.dedent('''
+        @triton.jit
+        def k(acc_ptr, flag_ptr):
+            tl.atomic_add(acc_ptr, 1.0)
+            while tl.atomic_cas(flag_ptr, 0, 1) == 1:
+                pass
+            s = tl.load(acc_ptr)
+    ''')
+    hazards = plan_relaxed_atomics(src, "k").ordering_hazards
+    assert any("atomic_cas" in h for h in hazards)
+    assert any("loads from acc_ptr" in h for h in hazards)
+
+
+@pytest.mark.slow
+def test_embedding_backward_relaxed_atomic_brings_redg_back(toolchain, shared_compiler) -> None:
+    """Liger 0.5.10 embedding bwd on Triton 3.4.0: ptxas 12.8.93 lowers the unused-result atomic to
+    ATOMG (12.4 gave REDG); sem="relaxed" compiled with the same spec and toolchain gives REDG back."""
+    specs = expand_op("liger.embedding", mode="bwd", target="sm_90", inputs=["0"])
+    tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
+    result = Explainer(shared_compiler).run(specs, tcs)
+    new = result.specs[0].comparisons[0].new
+    atomg = new.resources.sass_opcodes.get("ATOMG", 0)
+    assert atomg > 0 and new.resources.sass_opcodes.get("REDG", 0) == 0
+    fixes = suggest_fixes(result, collect_findings(result), shared_compiler, neighbours=[toolchain("triton==3.3.1")])
+    relaxed = [f for f in fixes if f.kind == "relaxed-atomic"]
+    assert len(relaxed) == 1 and relaxed[0].verified
+    assert relaxed[0].effect.startswith(f"REDG returns: ATOMG {atomg} -> 0, REDG 0 -> {atomg}")
+    assert relaxed[0].change["argument"] == 'sem="relaxed"' and relaxed[0].caveats
+    neighbour = [f for f in fixes if f.kind == "toolchain"]
+    assert neighbour and neighbour[0].change["toolchain"] == "triton==3.3.1"
+    assert "relaxed-atomic" in fixes_markdown(fixes)
+
+
+@pytest.mark.slow
+def test_layer_norm_backward_spills_get_config_and_ptxas_option_fixes(toolchain, shared_compiler) -> None:
+    """Liger layer_norm bwd N=4608 on 3.4.0 spills (3.3.1 far less): a spill-free config is suggested when
+    the tuner's suggest.py is present, and --register-usage-level is compiled and compared either way."""
+    specs = expand_op("liger.layer_norm", mode="bwd", target="sm_90", inputs=["7"])
+    tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
+    result = Explainer(shared_compiler).run(specs, tcs)
+    new = result.specs[0].comparisons[0].new
+    spills = new.resources.spill_store_bytes
+    assert spills and spills > 0
+    fixes = suggest_fixes(result, collect_findings(result), shared_compiler)
+    options = {f.change["ptxas_options"]: f for f in fixes if f.kind == "ptxas-option"}
+    assert set(options) == {"--register-usage-level=0", "--register-usage-level=10"}
+    for fix in options.values():
+        assert fix.effect.startswith(f"{new.resources.registers} regs, spill {spills} B")
+        assert "->" in fix.effect and " spill " in fix.effect.split("->")[1]
+    config = [f for f in fixes if f.kind == "spill-free-config"]
+    assert len(config) == 1
+    try:
+        import ktriage.tune.suggest  # noqa: F401
+    except ImportError:
+        assert not config[0].verified and "not available" in config[0].effect
+    else:
+        assert config[0].verified and "-> 0 B" in config[0].effect

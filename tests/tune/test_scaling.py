@@ -1,0 +1,134 @@
+"""RBLOCK scaling: inductor's rule on hand-computed cases, where ktriage's exact rule differs (named),
+and the exact rule acting on a real inductor-style reduction compiled with Triton 3.4.0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.analyze.occupancy import compute_occupancy
+from ktriage.spec.model import KernelSpec
+from ktriage.tune.scaling import (
+    exact_rule,
+    inductor_rule,
+    inductor_skips_for_spills,
+    scale_blocks,
+)
+
+A100_SMS = 108
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
+
+
+def _both(n_regs: int, num_warps: int, grid: int, arch: str = "sm_80", sms: int = A100_SMS):
+    ind = inductor_rule(n_regs=n_regs, num_warps=num_warps, xnumel=grid, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=sms)
+    occ = compute_occupancy(arch, n_regs, num_warps, 0)
+    exact = exact_rule(occ, grid_ctas=grid, sm_count=sms, spill_store_bytes=0)
+    return ind, exact, occ
+
+
+# --------------------------------------------------------------------- inductor's rule, by hand
+def test_inductor_halves_largest_rblock_when_registers_limit():
+    # 168 regs x 32 x 4 warps = 21504 per CTA -> 65536 // 21504 = 3 CTAs/SM; 108 SMs hold 324 < 1024.
+    d = inductor_rule(n_regs=168, num_warps=4, xnumel=1024, xblock=1, rblocks={"R0_BLOCK": 2048, "R1_BLOCK": 16},
+                      sm_count=A100_SMS)
+    assert d.scale and d.max_blocks_per_sm == 3 and d.total_block == 1024
+    assert d.new_rblocks == {"R0_BLOCK": 1024, "R1_BLOCK": 16}
+
+
+def test_inductor_skips_when_grid_fits_one_wave():
+    # 3 CTAs/SM x 108 = 324 >= 300 CTAs.
+    d = inductor_rule(n_regs=168, num_warps=4, xnumel=300, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=A100_SMS)
+    assert not d.scale and "no need" in d.reason
+
+
+def test_inductor_skips_small_rblock_and_few_registers():
+    assert not inductor_rule(n_regs=255, num_warps=8, xnumel=10**6, xblock=1, rblocks={"R0_BLOCK": 64}, sm_count=1).scale
+    d = inductor_rule(n_regs=32, num_warps=8, xnumel=10**6, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=1)
+    assert not d.scale and "cannot limit" in d.reason
+
+
+def test_inductor_uses_xblock_for_total_blocks():
+    # 4096 rows / XBLOCK 8 = 512 CTAs; 72 regs x 32 x 4 = 9216 -> 7 CTAs/SM x 108 = 756 >= 512.
+    d = inductor_rule(n_regs=72, num_warps=4, xnumel=4096, xblock=8, rblocks={"R0_BLOCK": 512}, sm_count=A100_SMS)
+    assert d.total_block == 512 and d.max_blocks_per_sm == 7 and not d.scale
+
+
+@pytest.mark.parametrize("n_regs,num_warps,expected", [(40, 8, 6), (72, 4, 7), (168, 4, 3), (255, 8, 1)])
+def test_exact_rule_agrees_with_inductor_when_regs_multiple_of_8(n_regs, num_warps, expected):
+    """Research notes §1.5: the two bounds agree when n_regs * 32 is a multiple of 256."""
+    grid = expected * A100_SMS + 1  # one CTA more than a wave: both must scale
+    ind, exact, occ = _both(n_regs, num_warps, grid)
+    assert ind.max_blocks_per_sm == occ.limits["registers"] == expected
+    assert ind.scale and exact.scale
+    ind, exact, _ = _both(n_regs, num_warps, expected * A100_SMS)  # exactly one wave: neither scales
+    assert not ind.scale and not exact.scale
+
+
+# --------------------------------------------------------------------- where the exact rules differ
+def test_differs_register_allocation_rounds_to_256_per_warp():
+    # 33 regs: inductor 65536 // (33*32*4) = 15 CTAs/SM; exact: 33*32 = 1056 -> 1280 per warp,
+    # 16384 // 1280 = 12 warps per sub-partition -> 48 warps -> 12 CTAs/SM.
+    grid = 13 * A100_SMS
+    ind, exact, occ = _both(33, 4, grid)
+    assert ind.max_blocks_per_sm == 15 and occ.ctas_per_sm == 12 and occ.registers_per_warp_allocated == 1280
+    assert not ind.scale  # inductor thinks 15 x 108 = 1620 slots hold 1404 CTAs
+    assert exact.scale and exact.ctas_needed == 13
+
+
+def test_differs_whole_warps_per_sub_partition_with_warps_not_multiple_of_4():
+    # 40 regs, 2 warps: inductor 65536 // 2560 = 25 CTAs/SM (50 warps); exact: 1280 regs per warp,
+    # 16384 // 1280 = 12 whole warps in each of 4 sub-partitions = 48 warps -> 24 CTAs of 2 warps.
+    grid = 25 * A100_SMS
+    ind, exact, occ = _both(40, 2, grid)
+    assert ind.max_blocks_per_sm == 25 and occ.limits["registers"] == 24
+    assert not ind.scale and exact.scale
+
+
+def test_differs_cta_cap_per_sm_is_not_a_register_limit():
+    # 40 regs, 1 warp: inductor 51 CTAs/SM; the SM holds at most 32 CTAs: smaller blocks cannot help,
+    # so the exact rule does not scale (the blocks limit binds) while inductor misjudges the slots.
+    grid = 40 * A100_SMS
+    ind, exact, occ = _both(40, 1, grid)
+    assert ind.max_blocks_per_sm == 51 and occ.ctas_per_sm == 32 and occ.limiter == "blocks"
+    assert not ind.scale and not exact.scale
+
+
+def test_differs_shared_memory_limit_ignored_by_inductor():
+    # 64 regs, 4 warps: registers allow 8 CTAs/SM, but 100 KB of shared memory per CTA allows 2 on sm_90.
+    occ = compute_occupancy("sm_90", 64, 4, 100 * 1024)
+    ind = inductor_rule(n_regs=64, num_warps=4, xnumel=8 * 132, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=132)
+    exact = exact_rule(occ, grid_ctas=8 * 132, sm_count=132, spill_store_bytes=0)
+    assert ind.max_blocks_per_sm == 8 and not ind.scale
+    assert occ.limiter == "shared_memory" and occ.ctas_per_sm == 2 and exact.scale
+
+
+def test_differs_local_array_is_not_a_spill():
+    # A kernel with a 600-byte local array and no spills (research §2.2): Triton's n_spills = 150.
+    assert inductor_skips_for_spills(stack_bytes=600)
+    occ = compute_occupancy("sm_90", 40, 4, 0)
+    assert not exact_rule(occ, grid_ctas=132, sm_count=132, spill_store_bytes=0).scale
+
+
+def test_exact_rule_scales_on_true_spills():
+    occ = compute_occupancy("sm_90", 255, 4, 0)
+    d = exact_rule(occ, grid_ctas=10, sm_count=132, spill_store_bytes=680)
+    assert d.scale and d.spills and "680 B" in d.reason
+
+
+# --------------------------------------------------------------------- real compiles
+@pytest.mark.slow
+def test_scale_blocks_on_inductor_style_reduction(toolchain, shared_compiler):
+    spec = KernelSpec(
+        "red[64x256]", f"{KERNELS}:red_kernel",
+        {"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32", "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
+        {"XBLOCK": 64, "RBLOCK": 256}, divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"), grid=(1024,),
+    )
+    result = scale_blocks(spec, toolchain("triton==3.4.0"), shared_compiler)
+    first = result.steps[0]
+    # The library config spills (255 registers); halving RBLOCK removes the spills and is chosen.
+    assert first.config.blocks["RBLOCK"] == 128 and first.kept and first.spill_store_bytes == 0
+    assert "RBLOCK 256 -> 128 because it spills" in first.sentence
+    assert result.changed and result.final.blocks["RBLOCK"] < 256
+    assert all(s.sentence.endswith(".") for s in result.steps)
+    assert result.steps[-1].sentence.split(": ")[1].startswith("stop")

@@ -1,0 +1,190 @@
+"""`ktriage tune`: config space, compile-only screening with the real Triton 3.4.0 toolchain (the CI
+acceptance on Liger layer_norm backward, N=4608, sm_90), nearest_spill_free and the tune bundle (the
+command: tests/cli/test_tune.py); the GPU winner is read from named fake cells (no GPU in CI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.catalog import expand_op
+from ktriage.errors import KtriageError
+from ktriage.measure.cells import Cell, CellKey
+from ktriage.spec.model import KernelSpec
+from ktriage.tune.gpu import DEFAULT_VARIANT, TuneBundle, pick_winner, write_tune_bundle
+from ktriage.tune.screen import screen
+from ktriage.tune.space import TuneConfig, apply_config, config_space
+from ktriage.tune.suggest import distance, nearest_spill_free
+
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
+
+
+@pytest.fixture(scope="module")
+def ln_spec() -> KernelSpec:
+    return expand_op("liger.layer_norm", mode="bwd", inputs=["N=4608"])[0]
+
+
+def _red_spec(**consts: int) -> KernelSpec:
+    return KernelSpec(
+        "red", f"{KERNELS}:red_kernel",
+        {"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32", "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
+        {"XBLOCK": 64, "RBLOCK": 256, **consts}, grid=(1024,),
+    )
+
+
+# --------------------------------------------------------------------- space (pure)
+def test_layer_norm_block_must_cover_the_row(ln_spec):
+    space = config_space(ln_spec)
+    knob = space.knob("BLOCK_SIZE")
+    assert knob is not None and min(knob.values) == 8192 and "next_power_of_2(N=4608) = 8192" in knob.why
+    assert space.default == TuneConfig.of(4, 3, {"BLOCK_SIZE": 8192})
+    assert space.warps == (1, 2, 4, 8, 16, 32) and space.stages == (1, 2, 3, 4)
+    with pytest.raises(KtriageError, match="outside the allowed values"):
+        config_space(ln_spec, blocks={"BLOCK_SIZE": [4096]})
+
+
+def test_inductor_style_blocks_and_grid_follow_xblock():
+    space = config_space(_red_spec())
+    x, r = space.knob("XBLOCK"), space.knob("RBLOCK")
+    assert x and r and x.grid_axis == 0 and r.reduction and not x.reduction
+    assert 64 in x.values and 256 in r.values and all(v & (v - 1) == 0 for v in x.values + r.values)
+    spec = apply_config(space.spec, TuneConfig.of(8, 2, {"XBLOCK": 32, "RBLOCK": 128}), space.knobs)
+    assert spec.grid == (2048,) and spec.num_warps == 8 and spec.num_stages == 2 and spec.constexprs["RBLOCK"] == 128
+
+
+def test_meta_tune_declares_blocks_and_rejects_bad_values():
+    spec = _red_spec().replace(meta={"tune": {"RBLOCK": [32, 64]}})
+    assert config_space(spec).knob("RBLOCK").values == (32, 64)  # type: ignore[union-attr]
+    with pytest.raises(KtriageError, match="not a constexpr"):
+        config_space(_red_spec().replace(meta={"tune": {"xnumel": [1]}}))
+    with pytest.raises(KtriageError, match="num_warps"):
+        config_space(_red_spec(), warps=[64])
+
+
+def test_distance_counts_doublings():
+    a = TuneConfig.of(4, 3, {"B": 256})
+    assert distance(TuneConfig.of(8, 3, {"B": 256}), a) == 1
+    assert distance(TuneConfig.of(4, 2, {"B": 64}), a) == 3
+
+
+# --------------------------------------------------------------------- real compiles (CI acceptance)
+@pytest.mark.slow
+def test_layer_norm_bwd_compile_only_recommends_spill_free(ln_spec, toolchain, shared_compiler):
+    """Triton 3.4.0, N=4608, sm_90: the library's config spills 3712 B; tune recommends no spills."""
+    space = config_space(ln_spec, warps=[2, 4, 8, 16, 32], stages=[1, 3])
+    result = screen(space, toolchain("triton==3.4.0"), shared_compiler, top_k=3)
+    default = result.default
+    assert default.resources is not None and default.resources.spill_store_bytes == 3712
+    assert default.status == "dropped" and "spills 3712 B" in default.reason
+    rec = result.recommended
+    assert rec is not None and rec.resources is not None and rec.occupancy is not None
+    assert rec.resources.spill_store_bytes == 0 and rec.resources.spill_load_bytes == 0
+    assert rec.config.blocks["BLOCK_SIZE"] >= 8192  # the correctness constraint held
+    assert rec.occupancy.ctas_per_sm >= 1 and rec.estimate and rec.estimate.waves == 1
+    kept = result.kept
+    assert 1 <= len(kept) <= 3 and all(c.spill_store_bytes == 0 for c in kept)
+    assert all(c.reason for c in result.candidates)
+    # num_stages changes nothing in this kernel: twins are dropped as duplicates, not timed twice.
+    assert any("same cubin" in c.reason for c in result.candidates)
+
+
+@pytest.mark.slow
+def test_nearest_spill_free_for_layer_norm(ln_spec, toolchain, shared_compiler):
+    tc = toolchain("triton==3.4.0")
+    space = config_space(ln_spec, warps=[2, 4, 8, 16], stages=[3])
+    sug = nearest_spill_free(ln_spec, tc, shared_compiler, space=space)
+    assert sug is not None and sug.spill_store_bytes_before == 3712 and sug.spill_store_bytes_after == 0
+    assert sug.changes() == {"num_warps": (4, 8)} and sug.distance == 1
+    assert "num_warps 4 -> 8 removes the spills" in sug.sentence
+    # A config that does not spill needs no fix.
+    assert nearest_spill_free(sug.spec, tc, shared_compiler, space=config_space(sug.spec, stages=[3])) is None
+
+
+@pytest.mark.slow
+def test_tune_bundle_holds_candidates_as_variants(ln_spec, toolchain, shared_compiler, tmp_path):
+    from ktriage.workload.bundle import load_bundle
+
+    tc = toolchain("triton==3.4.0")
+    result = screen(config_space(ln_spec, warps=[4, 8, 16], stages=[3]), tc, shared_compiler, top_k=2)
+    tb = write_tune_bundle(result, tmp_path / "b", shared_compiler)
+    bundle = load_bundle(tmp_path / "b")  # hashes and ABI checked
+    assert tb.variants[tc.id] == DEFAULT_VARIANT and len(tb.variants) == 3
+    key = bundle.kernel_key("liger_layer_norm", 7, "bwd")
+    warps = {bundle.artifact(key, vid).launch["num_warps"] for vid in tb.variants}  # type: ignore[union-attr]
+    assert warps == {4, 8, 16}
+    cmd = tb.bench_command(5, tmp_path / "r.json")
+    assert cmd[:4] == ["ktriage", "bench", "--bundle", str(tmp_path / "b")] and "--bwd" in cmd
+
+
+def test_tune_bundle_refuses_specs_without_workload(toolchain):
+    from ktriage.tune.gpu import bench_target
+    from ktriage.tune.screen import ScreenResult
+
+    space = config_space(_red_spec())
+    with pytest.raises(KtriageError, match="no bench workload"):
+        bench_target(ScreenResult(space, None, [], 0, 1))  # type: ignore[arg-type]
+
+
+def test_untimed_tune_says_why_with_or_without_a_fix(tmp_path, monkeypatch):
+    """When the tune bundle cannot be written, `ktriage tune` says why and goes on untimed: the
+    error's fix is shown in parentheses when it has one, and an error without a fix (fix=None) is
+    reported too instead of failing while printing it."""
+    import io
+
+    from rich.console import Console
+
+    import ktriage.tune.gpu
+    from ktriage.cli.tune_cmd import _time_on_gpu
+    from ktriage.tune.screen import ScreenResult
+
+    results = [ScreenResult(config_space(_red_spec()), None, [], 0, 1)]  # type: ignore[arg-type]
+    out = io.StringIO()
+    console = Console(file=out, width=400)
+    timings = _time_on_gpu(results, None, tmp_path / "b", 1.0, None, None, console)  # type: ignore[arg-type]
+    assert timings == [{"timed": False, "why": "red has no bench workload, so its candidates cannot be timed on a GPU"}]
+    assert out.getvalue().startswith("not timed: red has no bench workload") and "(use --compile-only" in out.getvalue()
+
+    def fails_without_fix(*_args: object, **_kw: object) -> None:
+        raise KtriageError("the bundle directory is not writable")
+
+    monkeypatch.setattr(ktriage.tune.gpu, "write_tune_bundles", fails_without_fix)
+    out.truncate(0)
+    out.seek(0)
+    timings = _time_on_gpu(results, None, tmp_path / "b", 1.0, None, None, console)  # type: ignore[arg-type]
+    assert timings == [{"timed": False, "why": "the bundle directory is not writable"}]
+    assert out.getvalue() == "not timed: the bundle directory is not writable\n"
+
+
+def _fake_cell(tc: str, samples: list[float], status: str = "ok", passed: bool = True) -> Cell:
+    key = CellKey("layer_norm", "bwd", 7, "4608", "liger_layer_norm", tc)
+    return Cell(key, status, samples, accuracy={"passed": passed})  # type: ignore[arg-type]
+
+
+def test_pick_winner_from_fake_bench_cells():
+    """Named fake: bench cells as `ktriage bench --bundle` would store them for a tune bundle."""
+    tb = TuneBundle(Path("b"), "layer_norm", "bwd", "liger_layer_norm", 7,
+                    {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8", "tc+tune2": "warps=16", "tc+tune3": "warps=32"})
+    cells = [_fake_cell("tc", [0.40, 0.42, 0.41]), _fake_cell("tc+tune1", [0.10, 0.11, 0.10]),
+             _fake_cell("tc+tune2", [0.05, 0.05], passed=False), _fake_cell("tc+tune3", [], status="error"),
+             Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.2])]
+    timed = pick_winner(cells, tb)
+    assert timed.winner == "warps=8" and timed.speedup_over_default == pytest.approx(0.41 / 0.10)
+    assert set(timed.failed) == {"warps=16", "warps=32"}  # a wrong result never wins
+
+
+def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
+    """Named fake: a merged tune bundle's bench run holds every input; each input's tune report
+    reads its own cells, and the compare-with toolchain and the native baseline are reported."""
+    tb = TuneBundle(Path("b"), "layer_norm", "bwd", "liger_layer_norm", 7,
+                    {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8"}, native="torch_layer_norm",
+                    compare_with={"old": "triton==3.3.1"})
+    other = CellKey("layer_norm", "bwd", 8, "5120", "liger_layer_norm", "tc+tune1")
+    cells = [_fake_cell("tc", [0.75, 0.76]), _fake_cell("tc+tune1", [0.12, 0.12]), _fake_cell("old", [0.127, 0.128]),
+             Cell(other, "ok", [0.01]), Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.154])]  # type: ignore[arg-type]
+    timed = pick_winner(cells, tb).to_json()
+    assert timed["winner"] == "warps=8" and timed["medians_ms"]["warps=8"] == pytest.approx(0.12)
+    assert timed["baselines_ms"] == {"triton==3.3.1": pytest.approx(0.1275), "torch_layer_norm": pytest.approx(0.154)}
+    assert timed["winner_vs_baselines"]["torch_layer_norm"] == pytest.approx(0.154 / 0.12, rel=1e-3)
+    cmd = tb.bench_command(5, Path("r.json"))
+    assert "liger_layer_norm,torch_layer_norm" in cmd and cmd[cmd.index("--artifact-timing") + 1] == "kernel"

@@ -1,0 +1,195 @@
+"""Bundles: compile here (real Triton 3.3.1 / 3.4.0 toolchains, real ptxas and cuobjdump), load with
+the standard library alone, replay from the manifest."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.workload.bundle import BundleArtifact, BundleFailure, load_bundle
+from ktriage.workload.bundle_build import build_bundle
+from ktriage.workload.bundle_launch import make_launcher
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def ln_bundle(toolchain, shared_compiler, tmp_path_factory) -> Path:
+    tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
+    out = tmp_path_factory.mktemp("bundle") / "layer_norm-bwd"
+    return build_bundle("layer_norm", "bwd", ["6", "7"], tcs, out, target="sm_90", sm_count=132, compiler=shared_compiler)
+
+
+def test_bundle_holds_every_kernel_for_every_toolchain(ln_bundle: Path, toolchain) -> None:
+    b = load_bundle(ln_bundle)
+    assert (b.op, b.mode, b.precision, b.sm_count, b.backends) == ("layer_norm", "bwd", "fp32", 132, ("liger_layer_norm",))
+    assert [c.facts["N"] for c in b.input_cases()] == [4096, 4608]
+    ids = {toolchain("triton==3.3.1").id, toolchain("triton==3.4.0").id}
+    assert set(b.toolchains) == ids and b.toolchains[toolchain("triton==3.4.0").id]["triton_version"] == "3.4.0"
+    assert len(b.specs) == 2 and len(b.artifacts) == 4
+    for (key, tc_id), art in b.artifacts.items():
+        assert isinstance(art, BundleArtifact), art
+        assert art.cubin_bytes()[:4] == b"\x7fELF" and art.kernel_name == "_layer_norm_backward_kernel"
+        assert art.launch["num_warps"] == 4 and art.launch["shared"] >= 0 and art.launch["num_ctas"] == 1
+        assert [p["name"] for p in art.abi if not p["hidden"]] == [n for n, t in b.specs[key].signature.items() if t != "constexpr"]
+        assert [p["name"] for p in art.abi if p["hidden"]] == ["global_scratch"]  # 3.3 and 3.4 append one
+        assert art.resources and art.resources["registers"] > 0
+        assert art.triton_version == b.toolchains[tc_id]["triton_version"]
+    # The regression of the report: Triton 3.4.0 spills on N=4608 (input 7)
+    key7 = b.kernel_key("liger_layer_norm", 7, "bwd")
+    art7 = b.artifact(key7, toolchain("triton==3.4.0").id)
+    assert isinstance(art7, BundleArtifact) and art7.resources["spill_store_bytes"] > 0
+    # identical cubins are stored once; the folder stays small
+    files = list((ln_bundle / "cubins").iterdir())
+    assert len(files) == len({a.cubin_sha256 for a in b.artifacts.values()})
+    assert sum(f.stat().st_size for f in files) < 2_000_000
+
+
+def test_load_bundle_needs_neither_torch_nor_triton(ln_bundle: Path) -> None:
+    code = ("import sys; from ktriage.workload.bundle import load_bundle; b = load_bundle(sys.argv[1]); "
+            "assert 'torch' not in sys.modules and 'triton' not in sys.modules, sorted(sys.modules); print(len(b.artifacts))")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run([sys.executable, "-c", code, str(ln_bundle)], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "4"
+
+
+def test_replay_from_the_bundle_launches_by_bundle_key(ln_bundle: Path, toolchain) -> None:
+    torch = pytest.importorskip("torch")
+    from ktriage.workload.backends import make_input
+    from ktriage.workload.replay import artifact_backend
+
+    b = load_bundle(ln_bundle)
+    tc_id = toolchain("triton==3.4.0").id
+    loaded: list[str] = []
+
+    class FakeLoadedKernel:  # stands for ktriage.measure.launch's loaded cubin
+        def __init__(self, art: BundleArtifact) -> None:
+            loaded.append(art.cubin_path.name)
+            self.launches: list[tuple] = []
+
+        def launch(self, grid, args) -> None:
+            self.launches.append((grid, list(args)))
+
+    launch = make_launcher(b, tc_id, FakeLoadedKernel)
+    case = b.input_cases()[1]
+    inp = make_input("layer_norm", case, device="cpu")
+    replay = artifact_backend("liger_layer_norm", launch=launch, specs=b.spec_source(), sm_count=132)
+    timed = replay.prepare(inp, "bwd")
+    timed()
+    assert len(loaded) == 1  # loaded once, launched twice
+    assert replay.kernels["bwd"].ref.key == b.kernel_key("liger_layer_norm", 7, "bwd")
+    assert isinstance(torch.zeros(1), torch.Tensor)
+
+
+def test_compile_failures_are_recorded_and_do_not_stop_the_bundle(toolchain, tmp_path: Path) -> None:
+    from ktriage.compile.compiler import CompileFailure
+
+    class FakeFailingCompiler:  # pure logic: the bundle must record failures per (spec, toolchain)
+        def compile_many(self, specs, toolchains):
+            return [CompileFailure(s, t, "frontend", "error", f"boom {s.name}") for s in specs for t in toolchains]
+
+    tc = toolchain("triton==3.4.0")
+    out = build_bundle("embedding", "bwd", ["0"], [tc], tmp_path / "b", compiler=FakeFailingCompiler())  # type: ignore[arg-type]
+    b = load_bundle(out)
+    (key, tc_id), fail = next(iter(b.artifacts.items()))
+    assert isinstance(fail, BundleFailure) and fail.stage == "frontend" and "boom" in fail.message
+    launch = make_launcher(b, tc_id, lambda art: None)  # type: ignore[arg-type,return-value]
+    with pytest.raises(KtriageError, match="did not compile"):
+        launch(key, (1,), [])
+
+
+def test_tampered_or_foreign_bundles_are_refused(ln_bundle: Path, tmp_path: Path) -> None:
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(ln_bundle, copy)
+    victim = next((copy / "cubins").iterdir())
+    data = victim.read_bytes()
+    victim.write_bytes(data[:100] + bytes([data[100] ^ 0xFF]) + data[101:])
+    with pytest.raises(KtriageError, match="missing or changed"):
+        load_bundle(copy)
+    manifest = json.loads((ln_bundle / "manifest.json").read_text())
+    manifest["format_version"] = 99
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(KtriageError, match="format_version 99"):
+        load_bundle(copy)
+    with pytest.raises(KtriageError, match="manifest.json missing"):
+        load_bundle(tmp_path / "nothing")
+
+
+def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle: Path, toolchain, shared_compiler,
+                                                                      tmp_path: Path) -> None:
+    """A variant (a tune config, a source fix) is another toolchain id in the bundle: its kernels are
+    the ones given, the others are recorded as absent (reported, never replaced by the library's)."""
+    import shutil
+
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.bundle_merge import add_variant
+
+    work = tmp_path / "b"
+    shutil.copytree(ln_bundle, work)
+    b = load_bundle(work)
+    tc = toolchain("triton==3.4.0")
+    key7 = b.kernel_key("liger_layer_norm", 7, "bwd")
+    art = shared_compiler.compile(b.specs[key7].replace(num_warps=8), tc)
+    assert isinstance(art, Artifact)
+    add_variant(work, tc.id, f"{tc.id}+w8", "warps=8", {key7: art})
+    b2 = load_bundle(work)
+    got = b2.artifact(key7, f"{tc.id}+w8")
+    assert isinstance(got, BundleArtifact) and got.launch["num_warps"] == 8
+    assert got.resources and got.resources["spill_store_bytes"] == 0  # 8 warps removes 3.4.0's spills at N=4608
+    other = b2.artifact(b2.kernel_key("liger_layer_norm", 6, "bwd"), f"{tc.id}+w8")
+    assert isinstance(other, BundleFailure) and other.kind == "absent"
+    assert b2.toolchains[f"{tc.id}+w8"]["variant_of"] == tc.id
+    with pytest.raises(KtriageError, match="no toolchain"):
+        add_variant(work, "nope", "nope+x", "x", {})
+
+
+def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, tmp_path: Path) -> None:
+    from ktriage.workload.bundle_merge import merge_bundles
+
+    t331, t340 = toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
+    a = build_bundle("layer_norm", "bwd", ["6"], [t331], tmp_path / "a", sm_count=132, compiler=shared_compiler)
+    b = build_bundle("layer_norm", "bwd", ["7"], [t331, t340], tmp_path / "b", sm_count=132, compiler=shared_compiler)
+    merged = load_bundle(merge_bundles([a, b], tmp_path / "m"))
+    assert [c.id for c in merged.input_cases()] == [6, 7] and set(merged.toolchains) == {t331.id, t340.id}
+    assert isinstance(merged.artifact(merged.kernel_key("liger_layer_norm", 7, "bwd"), t340.id), BundleArtifact)
+    missing = merged.artifact(merged.kernel_key("liger_layer_norm", 6, "bwd"), t340.id)
+    assert isinstance(missing, BundleFailure) and missing.kind == "absent"
+    c = build_bundle("embedding", "bwd", ["0"], [t331], tmp_path / "c", sm_count=132, compiler=shared_compiler)
+    with pytest.raises(KtriageError, match="op="):
+        merge_bundles([a, c], tmp_path / "m2")
+
+
+def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Path, toolchain, monkeypatch) -> None:
+    """The GPU side of a bundle (ktriage.measure.loader): each artifact's cubin, kernel name,
+    metadata and ABI go to measure.launch.LoadedKernel unchanged (faked: no GPU here)."""
+    import ktriage.measure.launch as launch
+    from ktriage.compile.abi import AbiParam
+    from ktriage.measure.loader import runner_loader
+
+    calls: list[tuple] = []
+
+    class FakeLoadedKernel:
+        def __init__(self, cubin, kernel_name, metadata, abi, *, device=0) -> None:
+            calls.append((cubin, kernel_name, metadata, abi, device))
+
+        def launch(self, grid, args) -> None: ...
+
+    monkeypatch.setattr(launch, "LoadedKernel", FakeLoadedKernel)
+    b = load_bundle(ln_bundle)
+    tc_id = toolchain("triton==3.4.0").id
+    key = b.kernel_key("liger_layer_norm", 7, "bwd")
+    art = b.artifact(key, tc_id)
+    assert isinstance(art, BundleArtifact)
+    runner_loader(device=1)(art)
+    ((cubin, name, metadata, abi, device),) = calls
+    assert cubin == art.cubin_bytes() and name == art.kernel_name and metadata == art.metadata and device == 1
+    assert abi == [AbiParam(**p) for p in art.abi] and abi[-1].hidden
