@@ -15,7 +15,7 @@ from ktriage.arch import throughput
 from ktriage.tune.screen import screen
 from ktriage.tune.space import TuneConfig, apply_config, config_space
 
-from test_tune_autotune import run_in_toolchain
+from tests.tune.test_autotune import run_in_toolchain
 
 # The configs of Triton's tutorial 03 (get_cuda_autotune_config) that our space can express, the
 # catalog's own start config (128x128x64, 8 warps, 3 stages), and the 64x64x32 1-stage configs
