@@ -151,9 +151,21 @@ def pick_mode(mode: Mode | None, *, fwd: bool = False, bwd: bool = False, fwd_bw
     return asked.pop() if asked else None
 
 
+# ------------------------------------------------------------------------------------------ compiling
+def jobs_option(help: str) -> Any:
+    """``--jobs/-j``: parallel compiles, 1 to 1024 (``-j 0`` or ``-j -1`` is refused while parsing)."""
+    return typer.Option("--jobs", "-j", min=1, max=1024, help=help)
+
+
+COMPILE_TIMEOUT_HELP = ("Seconds one compile may take, importing the kernel's module included: a module that hangs "
+                        "at import fails its cells after this instead of blocking.")
+CompileTimeout = Annotated[float, typer.Option(
+    "--compile-timeout", envvar="KTRIAGE_COMPILE_TIMEOUT", show_envvar=True, min=1.0, max=86400.0, help=COMPILE_TIMEOUT_HELP)]
+DEFAULT_COMPILE_TIMEOUT_S = 600.0
+
 # ------------------------------------------------------------------------------------------ store
 DB_HELP = ("Results store: any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or "
-           "sqlite:////path/k.db. Default: the SQLite file under the ktriage home.")
+           "sqlite:////path/k.db (missing folders of a SQLite path are created). Default: the SQLite file under the ktriage home.")
 Db = Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", show_envvar=True, help=DB_HELP)]
 
 

@@ -12,6 +12,9 @@ from rich.markup import escape
 
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    jobs_option,
+    CompileTimeout,
+    DEFAULT_COMPILE_TIMEOUT_S,
     Arch,
     Bwd,
     Format,
@@ -89,7 +92,8 @@ def tune(
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS, ".md: the tables as markdown; .json: the whole report.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+    jobs: Annotated[int | None, jobs_option("Parallel compiles (default: CPU count).")] = None,
+    compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
 ) -> None:
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
@@ -114,7 +118,7 @@ def tune(
     with make_progress(console) as progress:
         tc, *others = resolve_toolchains([*toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
-        with Compiler(jobs=jobs) as compiler:
+        with Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler:
             results = [screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
                               on_done=lambda _o: progress.advance(task)) for space in spaces]
             scalings = [scale_blocks(space.spec, tc, compiler, space=space, sm_count=sm_count,

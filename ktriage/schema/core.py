@@ -3,7 +3,7 @@
 The steps, each with its own clear error (the file, the field path, what was wrong, the fix):
 
 1. **size**: a file over the format's limit is refused before it is read (``KTRIAGE_MAX_INPUT_MB``
-   raises every limit; a results file of 20,000 cells x 200 samples is about 50 MB);
+   sets every limit; a results file of 20,000 cells x 200 samples is about 50 MB);
 2. **encoding**: the bytes must be UTF-8; the error gives the byte offset of the first bad byte;
 3. **syntax**: JSON or TOML, with the parser's line and column; nesting deeper than
    :data:`MAX_DEPTH` is refused (Python's parsers would otherwise hit their recursion limit);
@@ -39,7 +39,7 @@ MAX_INPUT_ENV = "KTRIAGE_MAX_INPUT_MB"
 
 
 def size_limit(default_mb: int) -> int:
-    """The byte limit of a format: ``default_mb``, or ``KTRIAGE_MAX_INPUT_MB`` when that is larger."""
+    """The byte limit of a format: ``default_mb``, or ``KTRIAGE_MAX_INPUT_MB`` for every format when set."""
     raw = os.environ.get(MAX_INPUT_ENV, "").strip()
     if not raw:
         return default_mb * MIB
@@ -49,7 +49,7 @@ def size_limit(default_mb: int) -> int:
         raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} is not a number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048") from None
     if not value > 0:
         raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} must be positive", f"e.g. {MAX_INPUT_ENV}=2048")
-    return max(default_mb * MIB, int(value * MIB))
+    return int(value * MIB)
 
 
 def read_bytes(path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path") -> bytes:
