@@ -14,6 +14,7 @@ from rich.markup import escape
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    SpecArch,
     jobs_option,
     CompileTimeout,
     DEFAULT_COMPILE_TIMEOUT_S,
@@ -60,7 +61,7 @@ def explain(
     input: Inputs = None,
     input_id: InputId = None,
     num_inputs: NumInputs = None,
-    arch: Arch = "sm_90",
+    arch: SpecArch = None,
     precision: Precision = None,
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).")] = None,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,

@@ -72,6 +72,8 @@ def arch_option(role: str = "", *older: str) -> Any:
 
 
 Arch = Annotated[str, arch_option()]
+# Verbs that take a spec file: no --arch keeps each kernel's own target (sm_90 for a catalog op).
+SpecArch = Annotated[str | None, arch_option("Default: a spec file's own target, sm_90 for a catalog op; given, it replaces a spec file's target.")]
 
 # ------------------------------------------------------------------------------------------ inputs
 INPUT_HELP = "Only these inputs: a TritonBench input id (7) or shape facts (N=4608). Repeatable."

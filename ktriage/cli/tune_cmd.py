@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    SpecArch,
     jobs_option,
     CompileTimeout,
     DEFAULT_COMPILE_TIMEOUT_S,
@@ -73,7 +74,7 @@ def tune(
     input: Annotated[list[str] | None, input_option("Each input is tuned on its own, all are timed in one GPU run.")] = None,
     input_id: InputId = None,
     num_inputs: NumInputs = None,
-    arch: Arch = "sm_90",
+    arch: SpecArch = None,
     mode: ModeOpt = None,
     fwd: Fwd = False,
     bwd: Bwd = False,
@@ -108,7 +109,7 @@ def tune(
     if not toolchain:
         raise KtriageError("no --toolchain given", "pass the toolchain to tune for, e.g. -t triton==3.4.0")
     specs = resolve_specs(target, mode=pick_mode(mode, fwd=fwd, bwd=bwd), inputs=input, target_arch=arch, dtype=precision,
-                          sm_count=sm_count)
+                          sm_count=sm_count, sm_count_beyond_specs=True)
     specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
     if len(specs) > 1 and not input and input_id is None and num_inputs is None:
         raise KtriageError(f"{target} has {len(specs)} inputs and tune tunes each one: choose them",

@@ -17,14 +17,15 @@ CellStatus = Literal["ok", "wrong", "error", "timeout", "skipped"]
 
 # A sample: milliseconds, finite and not negative (an hour per launch is surely not a measurement).
 Sample = Annotated[float, msgspec.Meta(ge=0.0, le=3_600_000.0)]
-Count = Annotated[int, msgspec.Meta(ge=0)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+InputId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
 
 
 class CellKeySchema(msgspec.Struct, forbid_unknown_fields=True):
     op: Name
     mode: Name
-    input_id: Count
+    input_id: InputId
     input_label: str
     backend: Name
     toolchain: Name | None = None
