@@ -56,11 +56,11 @@ ArtifactEntry = ArtifactOkSchema | ArtifactFailedSchema
 
 
 class BundleSchema(msgspec.Struct):
-    op: Name
-    mode: Name
-    precision: Name
-    target: Name
-    sm_count: Annotated[int, msgspec.Meta(ge=1, le=100_000)]
+    op: str  # a bundle of specs (not of an op) may leave op, mode and precision empty
+    mode: str
+    precision: str
+    target: str
+    sm_count: Annotated[int, msgspec.Meta(ge=0, le=100_000)]  # 0: not an op bundle
     backends: list[Name]
     inputs: list[dict[str, Any]]
     toolchains: dict[str, dict[str, Any]]
