@@ -34,7 +34,7 @@ from ktriage.catalog.inputs import InputCase
 import msgspec
 
 from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
-from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema
+from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.replay import KernelRef, SpecSource
@@ -194,8 +194,7 @@ def load_bundle(path: Path | str) -> Bundle:
     check_format_version(version, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
                          fix="rebuild the bundle with this ktriage version")
     check_depth([doc.inputs, doc.toolchains, doc.extra], origin=origin)
-    specs = {k: KernelSpec(**{f: tuple(v) if f in ("divisible_by_16", "equal_to_1") or (f == "grid" and v is not None) else v
-                              for f, v in msgspec.structs.asdict(s).items()}) for k, s in doc.specs.items()}
+    specs = {k: _spec_from_schema(s) for k, s in doc.specs.items()}
     bundle = Bundle(
         path=root, op=doc.op, mode=doc.mode, precision=doc.precision, target=doc.target, sm_count=doc.sm_count,
         backends=tuple(doc.backends), inputs=doc.inputs, toolchains=doc.toolchains, specs=specs, created=doc.created,
@@ -220,6 +219,15 @@ def load_bundle(path: Path | str) -> Bundle:
                 ptxas_version=entry.ptxas_version,
             )  # fmt: skip
     return bundle
+
+
+def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
+    return KernelSpec(
+        name=s.name, source=s.source, signature=dict(s.signature), constexprs=dict(s.constexprs),
+        divisible_by_16=tuple(s.divisible_by_16), equal_to_1=tuple(s.equal_to_1), num_warps=s.num_warps,
+        num_stages=s.num_stages, num_ctas=s.num_ctas, maxnreg=s.maxnreg, target=s.target,
+        grid=tuple(s.grid) if s.grid is not None else None, package=s.package, meta=dict(s.meta),
+    )
 
 
 def _check_abi(spec: KernelSpec, abi: list[dict[str, Any]], *, where: str) -> None:

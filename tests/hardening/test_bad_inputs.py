@@ -329,7 +329,15 @@ def bundle_cases() -> list[Case]:
             for k, v in manifests.items()]
 
 
-CASES = spec_cases() + results_cases() + cli_cases() + store_cases() + bundle_cases()
+# ------------------------------------------------------------------------------------------ the ktriage home
+def home_cases() -> list[Case]:
+    homes = {"under-proc": "/proc/ktriage-no-such-home", "under-a-file": "{d}/afile/home"}
+    verbs = {"toolchain-list": ["toolchain", "list"], "runs-list": ["runs", "list"], "toolchain-show": ["toolchain", "show", "x"]}
+    return [Case(f"home-{h}-{v}", lambda d, a=argv: list(a), {"afile": b"not a folder"}, (("KTRIAGE_HOME", home),))
+            for h, home in homes.items() for v, argv in verbs.items()]
+
+
+CASES = spec_cases() + results_cases() + cli_cases() + store_cases() + bundle_cases() + home_cases()
 
 
 def _assert_user_error(code: int, out: str, err: str, case: Case) -> None:
@@ -377,7 +385,7 @@ def test_bad_input_is_a_user_error(case: Case, tmp_path: Path, no_toolchain_buil
         if not name.endswith("/keep"):
             path.write_bytes(data)
     for key, value in case.env:
-        monkeypatch.setenv(key, value)
+        monkeypatch.setenv(key, value.format(d=tmp_path))
     monkeypatch.chdir(tmp_path)
     code = main(case.argv(tmp_path))
     captured = capsys.readouterr()
@@ -410,3 +418,28 @@ def test_failed_import_leaves_no_run(tmp_path: Path, capsys: pytest.CaptureFixtu
     capsys.readouterr()
     assert main(["runs", "import", str(good), "--db", url]) == exit_codes.OK
     assert f"imported run {GOOD['run']['run_id']} ({len(GOOD['cells'])} cells)" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------------------ bisect state (library level)
+STATE_EDITS: dict[str, bytes] = {
+    "not-json": b"{", "binary": bytes(range(256)), "latin1": b'{"fingerprint": {"q": "caf\xe9"}}', "array": b"[]",
+    "fingerprint-list": b'{"format_version": 1, "fingerprint": [], "stages": []}',
+    "stages-dict": b'{"format_version": 1, "fingerprint": {"q": 1}, "stages": {}}',
+    "stage-no-candidates": b'{"format_version": 1, "fingerprint": {"q": 1}, "stages": [{"name": "s"}]}',
+    "candidate-no-id": b'{"format_version": 1, "fingerprint": {"q": 1}, "stages": [{"name": "s", "candidates": [{}]}]}',
+    "deep": b'{"format_version": 1, "fingerprint": {"q": 1}, "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "format-9": b'{"format_version": 9, "fingerprint": {"q": 1}, "stages": []}',
+}
+
+
+@pytest.mark.parametrize("name", list(STATE_EDITS))
+def test_bad_bisect_state_is_a_format_error(name: str, tmp_path: Path) -> None:
+    """``bisect --resume`` reads its state through the schema: a broken one is a FormatError."""
+    from ktriage.bisect.search import StateFile
+    from ktriage.errors import FormatError
+
+    path = tmp_path / "state.json"
+    path.write_bytes(STATE_EDITS[name])
+    with pytest.raises(FormatError) as info:
+        StateFile.resume(path, {"q": 1})
+    assert str(path) in info.value.problem and info.value.fix
