@@ -257,6 +257,28 @@ def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
         if path.suffix.lower() not in known:
             raise KtriageError(f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
                                f"name the file with one of: {', '.join(known)}")
+        check_writable(path)
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, before any work: a folder, a path under a file,
+    or one whose nearest existing folder cannot be written in (tried with a probe file, so that it
+    holds for root too; the missing folders below it are created when the file is written)."""
+    import tempfile
+
+    if path.is_dir():
+        raise KtriageError(f"--output {path} is a folder", "give a file name, e.g. report.md")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if not folder.is_dir():
+            raise NotADirectoryError(20, "not a folder")
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".ktriage-probe-"):
+            pass
+    except OSError as exc:
+        raise KtriageError(f"--output {path}: cannot write in {folder}: {exc.strerror or exc}",
+                           "choose a writable --output path") from None
 
 
 def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:

@@ -38,10 +38,15 @@ def results_text(run: RunInfo, cells: list[Cell]) -> str:
 def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
     """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(results_text(run, cells))
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(results_text(run, cells))
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp.parent.is_dir():
+            tmp.unlink(missing_ok=True)
+        raise FormatError(f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file") from exc
     return path
 
 

@@ -273,7 +273,8 @@ def cli_cases() -> list[Case]:
     cases.append(Case("cli-compare-one-side", lambda d: ["compare", str(d / "a.json")], {"a.json": json.dumps(GOOD).encode()}))
     cases.append(Case("cli-compare-no-args", lambda d: ["compare"], {}))
     spec = {"kernels/k.py": _b(KERNEL), "spec.toml": _b(GOOD_SPEC)}
-    for extra in (["-j", "-1"], ["-j", "0"], ["-j", "x"], ["--compile-timeout", "0"], ["--compile-timeout", "-5"],
+    for extra in (["-o", "/proc/ktriage-no-such/r.md"], ["--report", "/proc/ktriage-no-such/r.md"], ["-o", "/dev/null/r.json"],
+                  ["-j", "-1"], ["-j", "0"], ["-j", "x"], ["--compile-timeout", "0"], ["--compile-timeout", "-5"],
                   ["--compile-timeout", "soon"], ["--format", "csv"], ["-o", "report.txt"], ["--input", "nope"]):
         cases.append(Case("cli-explain" + "=".join(extra), lambda d, e=extra: ["explain", str(d / "spec.toml"), *TOOLCHAINS, *e], spec))
     cases.append(Case("cli-explain-no-toolchain", lambda d: ["explain", str(d / "spec.toml")], spec))
