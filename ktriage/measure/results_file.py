@@ -15,8 +15,8 @@ import msgspec
 
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
-from ktriage.schema.core import check_depth, decode_json, decode_utf8, read_bytes, size_limit
-from ktriage.schema.results import FIX, FIXES, ResultsSchema
+from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
+from ktriage.schema.results import FIX, FIXES, ResultsSchema, RunFieldsCheck
 
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1
@@ -58,6 +58,8 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
                          FORMAT_VERSION, what=origin, missing_means=1,
                          fix="read it with the ktriage version that wrote it, or write it again with this one")
     run = RunInfo(**msgspec.structs.asdict(doc.run))
+    convert({"run": {"settings": run.settings, "toolchains": run.toolchains}}, RunFieldsCheck, origin=origin, fix=FIX,
+            fixes=FIXES, headline=" is not a ktriage results file")
     check_depth([run.gpu, run.toolchains, run.settings], origin=f"{origin}: run", error=FormatError)
     cells = []
     for i, c in enumerate(doc.cells):

@@ -55,6 +55,31 @@ class RunSchema(msgspec.Struct):
     status: Annotated[str, msgspec.Meta(max_length=64)] = "running"  # running | finished | interrupted | failed
 
 
+class SettingsCheck(msgspec.Struct):
+    """The settings compare reads (the rest are provenance, kept as written)."""
+
+    baseline: Name | None = None
+
+
+class ToolchainRef(msgspec.Struct):
+    """The keys of a run's toolchain record that name it (``run_toolchains``); the rest are kept as written."""
+
+    id: Name | None = None
+    spec: Name | None = None
+    name: Name | None = None
+
+
+class RunCheck(msgspec.Struct):
+    settings: SettingsCheck = msgspec.field(default_factory=SettingsCheck)
+    toolchains: list[ToolchainRef] = []
+
+
+class RunFieldsCheck(msgspec.Struct):
+    """Validation only (the document is kept whole): ``{"run": {"settings": ..., "toolchains": ...}}``."""
+
+    run: RunCheck
+
+
 class ResultsSchema(msgspec.Struct):
     run: RunSchema
     cells: list[CellSchema]
@@ -66,7 +91,8 @@ FIXES = {
     "cells.samples_ms": "samples_ms is a list of milliseconds (numbers >= 0, no booleans or strings)",
     "cells.status": "status is one of ok, wrong, error, timeout, skipped",
     "cells.key": "key has op, mode, input_id (an integer >= 0), input_label, backend and optionally toolchain",
-    "run.toolchains": "toolchains is a list of objects (Toolchain.to_json() of each)",
+    "run.toolchains": "toolchains is a list of objects (Toolchain.to_json() of each) whose id, spec and name are strings",
+    "run.settings": "settings.baseline is the name of the baseline backend (a string)",
     "run.run_id": "run_id is a short id of letters, digits and ._:-",
     "run": "run holds the provenance: run_id, created, gpu, toolchains, packages, settings, status",
 }
