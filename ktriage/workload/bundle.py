@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.catalog.inputs import InputCase
 import msgspec
 
+from ktriage.catalog.inputs import InputCase
 from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
 from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
