@@ -75,3 +75,14 @@ class BundleSchema(msgspec.Struct):
 FIX = "copy the whole bundle folder again, or rebuild it with this ktriage (`ktriage bench --compile-only`)"
 FIXES = {"artifacts": "each artifact entry has status \"ok\" (cubin, cubin_sha256, kernel_name, launch, metadata, abi, ...) "
                       "or \"failed\" (stage, kind, message): rebuild the bundle with this ktriage"}
+
+
+class RecordingSchema(msgspec.Struct):
+    """``ktriage.workload.record.save_specs``: ``{"format_version": 1, "specs": [KernelSpec.to_json(), ...]}``
+    (a bare list of specs is the format before format_version existed)."""
+
+    specs: list[KernelSpecSchema]
+    format_version: Any = msgspec.UNSET
+
+
+RECORDING_FIX = "record the specs again with this ktriage (ktriage.workload.record.save_specs)"

@@ -445,3 +445,24 @@ def test_bad_bisect_state_is_a_format_error(name: str, tmp_path: Path) -> None:
     with pytest.raises(FormatError) as info:
         StateFile.resume(path, {"q": 1})
     assert str(path) in info.value.problem and info.value.fix
+
+
+RECORDINGS: dict[str, bytes] = {
+    "binary": bytes(range(256)), "not-json": b"[", "number": b"1", "spec-not-object": b"[1]",
+    "spec-no-source": b'[{"name": "k", "signature": {"x": "i32"}}]', "num_warps-str": b'{"format_version": 1, "specs": '
+    b'[{"name": "k", "source": "a.py:k", "signature": {"x": "i32"}, "num_warps": "4"}]}',
+    "specs-dict": b'{"format_version": 1, "specs": {}}', "deep": b"[" * 100_000 + b"]" * 100_000,
+}
+
+
+@pytest.mark.parametrize("name", list(RECORDINGS))
+def test_bad_recording_is_a_format_error(name: str, tmp_path: Path) -> None:
+    """Recorded specs (``workload.record.load_specs``) are read through the spec JSON schema."""
+    from ktriage.errors import FormatError
+    from ktriage.workload.record import load_specs
+
+    path = tmp_path / "rec.json"
+    path.write_bytes(RECORDINGS[name])
+    with pytest.raises(FormatError) as info:
+        load_specs(path)
+    assert str(path) in info.value.problem and info.value.fix
