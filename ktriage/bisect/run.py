@@ -207,7 +207,9 @@ def kernel_source(opts: BisectOptions, source: Source) -> KernelSource | None:
                 return KernelSource(repo_spec=rel.as_posix(), inputs=tuple(opts.inputs))
         from ktriage.catalog.resolve import resolve_specs
 
-        return KernelSource(specs=resolve_specs(opts.spec, inputs=list(opts.inputs) or None))
+        # --precision/--sm-count are refused for a spec file; --arch other than the default replaces its target
+        return KernelSource(specs=resolve_specs(opts.spec, inputs=list(opts.inputs) or None, dtype=opts.dtype, sm_count=opts.sm_count,
+                                                target_arch=opts.arch if opts.arch != "sm_90" else None))
     return None
 
 

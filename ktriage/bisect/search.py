@@ -21,6 +21,9 @@ from typing import Any, Literal
 
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.errors import FormatError, KtriageError, check_format_version
+from ktriage.schema.bisect_state import FIX as STATE_FIX
+from ktriage.schema.bisect_state import BisectStateSchema
+from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 
 STATE_VERSION = 1
 Status = Literal["culprit", "ambiguous"]
@@ -109,6 +112,7 @@ class StageResult:
 
 
 # --------------------------------------------------------------------------- state file
+MAX_STATE_MB = 256  # KTRIAGE_MAX_INPUT_MB sets it
 
 class StateFile:
     """The bisect state as JSON, rewritten atomically after every step (a kill loses one round).
@@ -127,10 +131,11 @@ class StateFile:
         state = cls(path, fingerprint)
         if not path.exists():
             raise FormatError(f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)")
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise FormatError(f"bisect state {path} is unreadable: {exc}", "delete it and start again without --resume") from None
+        origin = f"bisect state {path}"
+        text = read_text(path, what="bisect state", limit=size_limit(MAX_STATE_MB), fix=STATE_FIX)
+        data = parse_json(text, origin=origin, fix=STATE_FIX)
+        check_depth(data, origin=origin)
+        convert(data, BisectStateSchema, origin=origin, fix=STATE_FIX)  # types checked; the document is kept whole
         check_format_version(data, STATE_VERSION, what=f"bisect state {path}", legacy_keys=("version",),
                              fix="start again without --resume")
         if data.get("fingerprint") != fingerprint:

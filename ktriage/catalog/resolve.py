@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import load_selected_specs
 
@@ -19,15 +20,30 @@ def resolve_specs(
     *,
     mode: str | None = None,
     inputs: Sequence[str] | None = None,
-    target_arch: str = "sm_90",
+    target_arch: str | None = None,
     dtype: str | None = None,
     sm_count: int | None = None,
+    sm_count_beyond_specs: bool = False,
 ) -> list[KernelSpec]:
     """A spec file (``.toml``, narrowed by ``inputs``) or a catalog op expanded over its inputs;
-    ``mode`` and ``dtype`` default to the op's own (the catalog's OpInfo)."""
+    ``mode`` and ``dtype`` default to the op's own (the catalog's OpInfo), ``target_arch`` to sm_90.
+
+    Every option applies or is refused (issue 11): for a spec file ``target_arch`` replaces each
+    kernel's ``target``; ``dtype`` and ``mode`` are refused (the signature fixes the types, a spec
+    file is one pass), and so is ``sm_count`` unless the verb uses it beyond building specs
+    (``sm_count_beyond_specs``: tune's waves), since a spec file's grid is written in the file."""
     if target.endswith(".toml"):
-        return load_selected_specs(target, inputs)
+        given = [f"--{name} {value}" for name, value in (("precision", dtype), ("mode", mode)) if value is not None]
+        if sm_count is not None and not sm_count_beyond_specs:
+            given.append(f"--sm-count {sm_count}")
+        if given:
+            raise SpecError(f"{', '.join(given)} does not apply to the spec file {target}: its signature, pass and grid are "
+                            "written in the file", "drop the option, or edit the spec file (a catalog op takes these options)")
+        specs = load_selected_specs(target, inputs)
+        if target_arch is not None:
+            specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
+        return specs
     from ktriage.catalog.registry import expand_op
 
-    return expand_op(target, mode=mode, target=target_arch, dtype=dtype, inputs=list(inputs) if inputs else None,
+    return expand_op(target, mode=mode, target=target_arch or "sm_90", dtype=dtype, inputs=list(inputs) if inputs else None,
                      sm_count=sm_count)

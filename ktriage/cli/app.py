@@ -229,11 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _show_click_error(exc: _click.exceptions.ClickException) -> None:
-    """Print a usage error the way Typer's standalone mode does (rich panel when rich is there)."""
-    if app.rich_markup_mode is not None:
-        from typer import rich_utils
-
-        rich_utils.rich_format_error(exc)
-    else:
-        exc.show()
-
+    """A usage error (unknown option, bad value, missing argument) in the form of every user error:
+    one ``error:`` line (click's message: "Invalid value for '--jobs'...", "Did you mean ...") and a
+    ``fix:`` line that points at the command's help."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "ktriage"
+    print_error(KtriageError(" ".join(exc.format_message().split()), f"see `{where} --help` for the options and their values"))

@@ -20,6 +20,9 @@ from rich.markup import escape
 from ktriage.bench.plan import BenchPlan
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    jobs_option,
+    CompileTimeout,
+    DEFAULT_COMPILE_TIMEOUT_S,
     Bwd,
     Db,
     Format,
@@ -84,7 +87,8 @@ def bench(
     artifact_timing: Annotated[str, typer.Option("--artifact-timing", help="What an artifact backend times: tritonbench (as TritonBench times the library), library, or kernel (launches only).")] = "tritonbench",
     compile_mode: Annotated[str, typer.Option("--compile-mode", help="torch.compile mode of the torch_compile backends.")] = "max-autotune-no-cudagraphs",
     artifacts_only: Annotated[bool, typer.Option("--artifacts-only", help="With --toolchain: skip the host's own copy of the artifact backends.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles.")] = None,
+    jobs: Annotated[int | None, jobs_option("Parallel compiles.")] = None,
+    compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     from ktriage.report.bench import METRICS
@@ -132,7 +136,7 @@ def bench(
     toolchain_records: list[dict[str, Any]] = []
     if toolchain:
         loaded, toolchain_records = _compile_bundle(op, mode_name, cases, toolchain, artifact, bundle, arch, sm_count, prec,
-                                                    jobs, console)
+                                                    jobs, console, compile_timeout)
     elif loaded is not None:
         toolchain_records = list(loaded.toolchains.values())
         if loaded.mode != mode_name or loaded.op != op:
@@ -186,7 +190,8 @@ def _require_gpu() -> None:
 
 
 def _compile_bundle(op: str, mode: str, cases: list[InputCase], toolchain: list[str], artifact: list[str], bundle: Path | None,
-                    arch: str, sm_count: int | None, prec: str, jobs: int | None, console: Console) -> tuple[Bundle, list[dict[str, Any]]]:
+                    arch: str, sm_count: int | None, prec: str, jobs: int | None, console: Console,
+                    compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S) -> tuple[Bundle, list[dict[str, Any]]]:
     from ktriage.cli.resolve import resolve_toolchains
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
@@ -200,7 +205,7 @@ def _compile_bundle(op: str, mode: str, cases: list[InputCase], toolchain: list[
         tcs = resolve_toolchains(toolchain, progress)
         out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
         progress.add_task(f"compiling {len(cases)} input(s) x {len(tcs)} toolchain(s)", total=None)
-        with Compiler(jobs=jobs) as compiler:
+        with Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler:
             path = build_bundle(op, mode, [c.id for c in cases], tcs, Path(out), target=arch, sm_count=sm_count,
                                 compiler=compiler, precision=prec, backends=artifact)
     loaded = load_bundle(path)

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import (
+    jobs_option,
     Arch,
     Bwd,
     Format,
@@ -67,7 +68,7 @@ def bisect(
     pre: Annotated[bool, typer.Option("--pre", help="Include pre-releases in pypi/ptxas ranges.")] = False,
     arch: Arch = "sm_90",
     dtype: Precision = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compile workers (default: --workers).")] = None,
+    jobs: Annotated[int | None, jobs_option("Parallel compile workers (default: --workers).")] = None,
     bundle: Annotated[Path | None, typer.Option("--bundle", help="--metric latency: the compile-here bundle of the candidate toolchains (GPU host).")] = None,
     backend: Annotated[str | None, typer.Option("--backend", help="--metric latency: the artifact backend to time (e.g. liger).")] = None,
     artifact_timing: Annotated[str, typer.Option("--artifact-timing", help="--metric latency: what is timed: kernel (launches only, the default for toolchain comparisons), tritonbench or library.")] = "kernel",

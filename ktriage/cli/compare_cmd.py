@@ -36,6 +36,7 @@ def load_side(ref: str, db: str | None = None, *, op: str | None = None, mode: s
         from ktriage.measure.tritonbench_format import read_run_file
 
         run, cells = read_run_file(path, op=op, mode=mode)
+        _check_cells(cells, str(path))
         return run, cells, path.stem
     try:
         from ktriage.store import open_store
@@ -47,7 +48,25 @@ def load_side(ref: str, db: str | None = None, *, op: str | None = None, mode: s
         run, cells = store.load_run(ref)
     finally:
         store.close()
+    _check_cells(cells, f"run {run.run_id}")
     return run, cells, run.run_id
+
+
+def _check_cells(cells: list[Cell], what: str) -> None:
+    """A side without cells compares to nothing: refused, not an empty table that exits 0."""
+    if not cells:
+        raise KtriageError(f"{what} has no cells: there is nothing to compare",
+                           "give a results file or run that measured something (ktriage runs show RUN lists its cells)")
+
+
+def _check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
+    """``--baseline`` must name a backend of the results: an unknown one would silently check nothing."""
+    if baseline is None:
+        return
+    backends = sorted({c.key.backend for cells in sides for c in cells})
+    if baseline not in backends:
+        raise KtriageError(f"--baseline {baseline!r} is not a backend of these results",
+                           f"use one of: {', '.join(backends)}")
 
 
 def build_comparisons(
@@ -61,6 +80,7 @@ def build_comparisons(
         if b is not None:
             raise KtriageError("--toolchains compares the toolchains of ONE run, but two were given", "drop the second argument or --toolchains")
         run, cells, _ = load_side(a, db)
+        _check_baseline(baseline, cells)
         tcs = run_toolchains(run, cells)
         if len(tcs) < 2:
             raise KtriageError(f"run {run.run_id} has {len(tcs)} toolchain(s) with cells; --toolchains needs two or more",
@@ -70,6 +90,7 @@ def build_comparisons(
         raise KtriageError("compare needs two runs or result files (or one run with --toolchains)", "e.g. ktriage compare old.json new.json")
     run_a, cells_a, label_a = load_side(a, db, op=op, mode=mode)
     run_b, cells_b, label_b = load_side(b, db, op=op, mode=mode)
+    _check_baseline(baseline, cells_a, cells_b)
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
     return [compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b, baseline=baseline, config=config,

@@ -14,6 +14,10 @@ from rich.markup import escape
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    SpecArch,
+    jobs_option,
+    CompileTimeout,
+    DEFAULT_COMPILE_TIMEOUT_S,
     Arch,
     Bwd,
     Format,
@@ -57,7 +61,7 @@ def explain(
     input: Inputs = None,
     input_id: InputId = None,
     num_inputs: NumInputs = None,
-    arch: Arch = "sm_90",
+    arch: SpecArch = None,
     precision: Precision = None,
     sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).")] = None,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
@@ -66,7 +70,8 @@ def explain(
     no_report: Annotated[bool, typer.Option("--no-report", hidden=True, help="Accepted for old scripts; no report is written unless asked.")] = False,
     ptx_diff: Annotated[bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")] = False,
     sass_diff: Annotated[bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+    jobs: Annotated[int | None, jobs_option("Parallel compiles (default: CPU count).")] = None,
+    compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
     fixes: Annotated[bool, typer.Option("--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes).")] = False,
     fix_toolchain: Annotated[list[str] | None, typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable.")] = None,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').")] = False,
@@ -95,7 +100,7 @@ def explain(
         tcs = resolve_toolchains(toolchain, progress)
         task = progress.add_task("compiling", total=len(specs) * len(tcs))
         explain_task = progress.add_task("analyzing", total=len(specs))
-        with Compiler(jobs=jobs) as compiler:
+        with Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler:
             result = Explainer(compiler).run(
                 specs, tcs,
                 on_compiled=lambda _o: progress.advance(task),

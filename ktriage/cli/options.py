@@ -72,6 +72,8 @@ def arch_option(role: str = "", *older: str) -> Any:
 
 
 Arch = Annotated[str, arch_option()]
+# Verbs that take a spec file: no --arch keeps each kernel's own target (sm_90 for a catalog op).
+SpecArch = Annotated[str | None, arch_option("Default: a spec file's own target, sm_90 for a catalog op; given, it replaces a spec file's target.")]
 
 # ------------------------------------------------------------------------------------------ inputs
 INPUT_HELP = "Only these inputs: a TritonBench input id (7) or shape facts (N=4608). Repeatable."
@@ -151,9 +153,21 @@ def pick_mode(mode: Mode | None, *, fwd: bool = False, bwd: bool = False, fwd_bw
     return asked.pop() if asked else None
 
 
+# ------------------------------------------------------------------------------------------ compiling
+def jobs_option(help: str) -> Any:
+    """``--jobs/-j``: parallel compiles, 1 to 1024 (``-j 0`` or ``-j -1`` is refused while parsing)."""
+    return typer.Option("--jobs", "-j", min=1, max=1024, help=help)
+
+
+COMPILE_TIMEOUT_HELP = ("Seconds one compile may take, importing the kernel's module included: a module that hangs "
+                        "at import fails its cells after this instead of blocking.")
+CompileTimeout = Annotated[float, typer.Option(
+    "--compile-timeout", envvar="KTRIAGE_COMPILE_TIMEOUT", show_envvar=True, min=1.0, max=86400.0, help=COMPILE_TIMEOUT_HELP)]
+DEFAULT_COMPILE_TIMEOUT_S = 600.0
+
 # ------------------------------------------------------------------------------------------ store
 DB_HELP = ("Results store: any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or "
-           "sqlite:////path/k.db. Default: the SQLite file under the ktriage home.")
+           "sqlite:////path/k.db (missing folders of a SQLite path are created). Default: the SQLite file under the ktriage home.")
 Db = Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", show_envvar=True, help=DB_HELP)]
 
 
@@ -243,6 +257,28 @@ def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
         if path.suffix.lower() not in known:
             raise KtriageError(f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
                                f"name the file with one of: {', '.join(known)}")
+        check_writable(path)
+
+
+def check_writable(path: Path) -> None:
+    """Refuse an output path that cannot be written, before any work: a folder, a path under a file,
+    or one whose nearest existing folder cannot be written in (tried with a probe file, so that it
+    holds for root too; the missing folders below it are created when the file is written)."""
+    import tempfile
+
+    if path.is_dir():
+        raise KtriageError(f"--output {path} is a folder", "give a file name, e.g. report.md")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if not folder.is_dir():
+            raise NotADirectoryError(20, "not a folder")
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".ktriage-probe-"):
+            pass
+    except OSError as exc:
+        raise KtriageError(f"--output {path}: cannot write in {folder}: {exc.strerror or exc}",
+                           "choose a writable --output path") from None
 
 
 def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:

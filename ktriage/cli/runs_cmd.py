@@ -104,11 +104,12 @@ def import_cmd(
     db: Db = None,
 ) -> None:
     """Import an exported run (e.g. measured on the GPU host) into this store."""
-    from ktriage.store import open_store, read_json_export
+    from ktriage.measure.results_file import read_results
+    from ktriage.store import open_store
 
     if not path.is_file():
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
-    info, cells = read_json_export(path.read_text())
+    info, cells = read_results(path)  # the schema layer: size, UTF-8, JSON and every field checked
     with open_store(db) as store:
         store.import_run(info, cells)
         url = store.url

@@ -12,6 +12,10 @@ from rich.markup import escape
 
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    SpecArch,
+    jobs_option,
+    CompileTimeout,
+    DEFAULT_COMPILE_TIMEOUT_S,
     Arch,
     Bwd,
     Format,
@@ -70,7 +74,7 @@ def tune(
     input: Annotated[list[str] | None, input_option("Each input is tuned on its own, all are timed in one GPU run.")] = None,
     input_id: InputId = None,
     num_inputs: NumInputs = None,
-    arch: Arch = "sm_90",
+    arch: SpecArch = None,
     mode: ModeOpt = None,
     fwd: Fwd = False,
     bwd: Bwd = False,
@@ -89,7 +93,8 @@ def tune(
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS, ".md: the tables as markdown; .json: the whole report.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")] = None,
+    jobs: Annotated[int | None, jobs_option("Parallel compiles (default: CPU count).")] = None,
+    compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
 ) -> None:
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
@@ -104,7 +109,7 @@ def tune(
     if not toolchain:
         raise KtriageError("no --toolchain given", "pass the toolchain to tune for, e.g. -t triton==3.4.0")
     specs = resolve_specs(target, mode=pick_mode(mode, fwd=fwd, bwd=bwd), inputs=input, target_arch=arch, dtype=precision,
-                          sm_count=sm_count)
+                          sm_count=sm_count, sm_count_beyond_specs=True)
     specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
     if len(specs) > 1 and not input and input_id is None and num_inputs is None:
         raise KtriageError(f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
@@ -114,7 +119,7 @@ def tune(
     with make_progress(console) as progress:
         tc, *others = resolve_toolchains([*toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
-        with Compiler(jobs=jobs) as compiler:
+        with Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler:
             results = [screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
                               on_done=lambda _o: progress.advance(task)) for space in spaces]
             scalings = [scale_blocks(space.spec, tc, compiler, space=space, sm_count=sm_count,

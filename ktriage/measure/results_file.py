@@ -11,11 +11,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import FormatError, KtriageError, check_format_version
-from ktriage.measure.cells import Cell, RunInfo
+import msgspec
+
+from ktriage.errors import FormatError, check_format_version
+from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
+from ktriage.schema.results import FIX, FIXES, ResultsSchema, RunFieldsCheck
 
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1
+# Files larger than this are refused before they are read (KTRIAGE_MAX_INPUT_MB raises it): 20,000
+# cells of 200 samples are about 50 MB.
+MAX_RESULTS_MB = 512
 
 
 def results_to_json(run: RunInfo, cells: list[Cell]) -> dict[str, Any]:
@@ -31,34 +38,39 @@ def results_text(run: RunInfo, cells: list[Cell]) -> str:
 def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
     """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(results_text(run, cells))
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(results_text(run, cells))
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp.parent.is_dir():
+            tmp.unlink(missing_ok=True)
+        raise FormatError(f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file") from exc
     return path
 
 
 def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, list[Cell]]:
-    """Parse a results document (a bench ``--output-json`` file or a ``runs export`` JSON)."""
-    try:
-        data: Any = json.loads(text)
-        if not isinstance(data, dict) or "run" not in data or "cells" not in data:
-            raise KeyError('top-level keys "run" and "cells"')
-        check_format_version(data, FORMAT_VERSION, what=origin, missing_means=1,
-                             fix="read it with the ktriage version that wrote it, or write it again with this one")
-        return RunInfo.from_json(data["run"]), [Cell.from_json(c) for c in data["cells"]]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise FormatError(
-            f"{origin} is not a ktriage results file ({type(exc).__name__}: {exc})",
-            "give a file written by `ktriage bench --output-json` or `ktriage runs export RUN --format json`",
-        ) from exc
+    """Parse a results document (a bench ``--output-json`` file or a ``runs export`` JSON) through
+    its schema (``ktriage.schema.results``): every problem is a FormatError naming the field."""
+    doc = decode_json(text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file")
+    check_format_version({} if doc.format_version is msgspec.UNSET else {"format_version": doc.format_version},
+                         FORMAT_VERSION, what=origin, missing_means=1,
+                         fix="read it with the ktriage version that wrote it, or write it again with this one")
+    run = RunInfo(**msgspec.structs.asdict(doc.run))
+    convert({"run": {"settings": run.settings, "toolchains": run.toolchains}}, RunFieldsCheck, origin=origin, fix=FIX,
+            fixes=FIXES, headline=" is not a ktriage results file")
+    check_depth([run.gpu, run.toolchains, run.settings], origin=f"{origin}: run", error=FormatError)
+    cells = []
+    for i, c in enumerate(doc.cells):
+        if c.accuracy or c.extra:
+            check_depth([c.accuracy, c.extra], origin=f"{origin}: cells[{i}]", error=FormatError)
+        cells.append(Cell(key=CellKey(**msgspec.structs.asdict(c.key)), status=c.status, samples_ms=c.samples_ms,
+                          error=c.error, accuracy=c.accuracy, bytes_moved=c.bytes_moved, flops=c.flops, extra=c.extra))
+    return run, cells
 
 
 def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
-    """Read a results file; a missing or malformed one is a KtriageError naming the fix."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise FormatError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
-    return parse_results(text, origin=str(path))
+    """Read a results file; a missing, too large, non-UTF-8 or malformed one is a FormatError naming the fix."""
+    data = read_bytes(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+    return parse_results(decode_utf8(data, origin=f"results file {path}"), origin=f"results file {path}")

@@ -38,6 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ktriage.schema.core import check_depth, read_text, size_limit
+from ktriage.schema.core import parse_json as parse_json_text
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
@@ -232,17 +234,19 @@ def looks_like_tritonbench_json(data: Any) -> bool:
 def read_tritonbench(path: str | Path, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell]]:
     """A TritonBench CSV (``.csv``) or JSON file as a run and its cells."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FormatError(f"cannot read {path}: {exc.strerror or exc}", "check the path") from exc
+    text = _read(path)
     if path.suffix.lower() == ".csv":
         return parse_csv(text, op=op, mode=mode, origin=str(path))
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise FormatError(f"{path} is not JSON ({exc})", "give a TritonBench --output-json file") from exc
+    data = parse_json_text(text, origin=str(path), fix="give a TritonBench --output-json file")
+    check_depth(data, origin=str(path))
     return parse_json(data, op=op, mode=mode, origin=str(path))
+
+
+def _read(path: Path) -> str:
+    """The file's text through the schema layer's reader: size limit, UTF-8, a clear error otherwise."""
+    from ktriage.measure.results_file import MAX_RESULTS_MB
+
+    return read_text(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
 
 
 def is_single_value(cell: Cell) -> bool:
@@ -368,14 +372,9 @@ def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None =
     path = Path(path)
     if path.suffix.lower() == ".csv":
         return read_tritonbench(path, op=op, mode=mode)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise FormatError(f"cannot read results file {path}: {exc.strerror or exc}", "check the path") from exc
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
+    text = _read(path)
+    data = parse_json_text(text, origin=str(path), fix="give a results file (ktriage bench --output-json) or TritonBench's --output-json")
+    check_depth(data, origin=str(path))
     if looks_like_tritonbench_json(data):
         return parse_json(data, op=op, mode=mode, origin=str(path))
     return parse_results(text, origin=str(path))

@@ -120,10 +120,15 @@ def _default(node: ast.expr) -> Any:
 
 def read_params(path: Path, function: str) -> list[ParamInfo]:
     """Parameters of the top-level function ``function`` in ``path``, in order."""
+    from ktriage.schema.core import read_text
+
+    text = read_text(path, what="kernel file", limit=16 << 20, error=SpecError)
     try:
-        tree = ast.parse(Path(path).read_text(), filename=str(path))
-    except SyntaxError as exc:
+        tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
         raise SpecError(f"cannot parse {path}: {exc}", "fix the syntax error in the kernel file") from exc
+    except RecursionError:
+        raise SpecError(f"cannot parse {path}: nested too deeply for Python's parser", "simplify the kernel file") from None
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     fn = funcs.get(function)
     if fn is None:

@@ -63,7 +63,16 @@ def _sqlite_engine(url: Any) -> Engine:
             "an in-memory SQLite store keeps nothing",
             "give a file: sqlite:////absolute/path/ktriage.db (or leave --db out for the default file)",
         )
-    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    # The SQLite file's missing folders are created (documented in --db's help and docs/environment.md);
+    # a path that cannot be a folder or a file is refused here, not as a driver traceback.
+    path = Path(database).expanduser()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the folder of the store {path}: {exc.strerror or exc}",
+                         "give --db a sqlite:/// path in a writable folder") from exc
+    if path.exists() and not path.is_file():
+        raise StoreError(f"the store path {path} is not a file", "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db")
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **_JSON_CODEC)
 
     @event.listens_for(engine, "connect")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Engine, RowMapping, func, insert, select, update
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ktriage.errors import StoreError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
@@ -74,6 +74,12 @@ def open_store(url: str | None = None) -> Store:
         raise StoreError(
             f"cannot open the store {display_url(engine)}: {exc.orig}",
             "check the --db URL (host, port, user, password, database) and that the server is running",
+        ) from exc
+    except DatabaseError as exc:  # e.g. SQLite's "file is not a database": some other file at that path
+        engine.dispose()
+        raise StoreError(
+            f"cannot open the store {display_url(engine)}: {exc.orig}",
+            "point --db at a ktriage store, or at a path where a new one may be created (the file there is not a database)",
         ) from exc
     except BaseException:
         engine.dispose()  # a refused store (e.g. a newer schema) leaves no connection open behind
@@ -170,6 +176,10 @@ class Store:
 
     def add_cell(self, run_id: str, cell: Cell) -> None:
         """Commit one measured cell now. A cell whose key the run already has replaces it (resampling)."""
+        with self._write() as conn:
+            self._add_cell(conn, run_id, cell)
+
+    def _add_cell(self, conn: Connection, run_id: str, cell: Cell) -> None:
         s = summarize(cell.samples_ms)
         k = cell.key
         now = time.time()
@@ -179,21 +189,20 @@ class Store:
             "samples_ms": [float(v) for v in cell.samples_ms], "n_samples": s.n, "median_ms": s.median_ms,
             "min_ms": s.min_ms, "p20_ms": s.p20_ms, "p80_ms": s.p80_ms, "recorded": now,
         }  # fmt: skip
-        with self._write() as conn:
-            found = conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(updated=now)).rowcount
-            if not found:
-                raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
-            existing = conn.execute(select(cells_t.c.id).where(*_key_where(run_id, k))).scalar()
-            if existing is not None:
-                conn.execute(update(cells_t).where(cells_t.c.id == existing).values(**values))
-                return
-            last = conn.execute(select(func.max(cells_t.c.ordinal)).where(cells_t.c.run_id == run_id)).scalar()
-            conn.execute(
-                insert(cells_t).values(
-                    run_id=run_id, ordinal=0 if last is None else last + 1, op=k.op, mode=k.mode,
-                    input_id=k.input_id, backend=k.backend, toolchain=k.toolchain or "", **values,
-                )
+        found = conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(updated=now)).rowcount
+        if not found:
+            raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
+        existing = conn.execute(select(cells_t.c.id).where(*_key_where(run_id, k))).scalar()
+        if existing is not None:
+            conn.execute(update(cells_t).where(cells_t.c.id == existing).values(**values))
+            return
+        last = conn.execute(select(func.max(cells_t.c.ordinal)).where(cells_t.c.run_id == run_id)).scalar()
+        conn.execute(
+            insert(cells_t).values(
+                run_id=run_id, ordinal=0 if last is None else last + 1, op=k.op, mode=k.mode,
+                input_id=k.input_id, backend=k.backend, toolchain=k.toolchain or "", **values,
             )
+        )
 
     def finish_run(self, run_id: str, status: str, gpu_after: dict[str, Any] | None = None, error: str | None = None) -> None:
         """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
@@ -229,13 +238,23 @@ class Store:
         self.finish_run(run.run_id, "finished", rec.gpu_after)
 
     def import_run(self, run: RunInfo, cells: list[Cell]) -> str:
-        """Copy a run read from an export (e.g. measured on the GPU host) into this store."""
-        self.start_run(run)
-        for cell in cells:
-            self.add_cell(run.run_id, cell)
-        if run.status != "running":
+        """Copy a run read from an export (e.g. measured on the GPU host) into this store, in ONE
+        transaction: an import that fails part way leaves no run behind (and so does not block
+        importing the good file with the same run id)."""
+        now = time.time()
+        values = run.to_json() | {
+            "started": _started_epoch(run.created), "writer_host": this_host(), "writer_pid": os.getpid(), "updated": now,
+        }  # fmt: skip
+        try:
             with self._write() as conn:
-                conn.execute(update(runs_t).where(runs_t.c.run_id == run.run_id).values(status=run.status))
+                conn.execute(insert(runs_t).values(**values))
+                for cell in cells:
+                    self._add_cell(conn, run.run_id, cell)
+        except IntegrityError as exc:
+            raise StoreError(
+                f"run {run.run_id} is already in the store {self.url}",
+                "nothing was imported; to replace it, delete it first, or import into another --db",
+            ) from exc
         return run.run_id
 
     # --- reading -------------------------------------------------------------------------------

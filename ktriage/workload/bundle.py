@@ -30,13 +30,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ktriage.catalog.inputs import InputCase
 from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
+from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
+from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.replay import KernelRef, SpecSource
 
 FORMAT = 1
 MANIFEST = "manifest.json"
+MAX_MANIFEST_MB = 256  # a manifest lists specs and artifacts, never cubins (KTRIAGE_MAX_INPUT_MB sets it)
 # Triton metadata a launcher needs (the rest of the metadata is kept too, minus local paths).
 LAUNCH_KEYS = ("shared", "num_warps", "num_ctas", "cluster_dims", "global_scratch_size", "global_scratch_align",
                "profile_scratch_size", "profile_scratch_align", "launch_cooperative_grid", "launch_pdl", "tmem_size")
@@ -182,36 +187,52 @@ def load_bundle(path: Path | str) -> Bundle:
     root = manifest_path.parent
     if not manifest_path.exists():
         raise FormatError(f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`")
-    data = json.loads(manifest_path.read_text())
-    check_format_version(data, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
+    origin = f"bundle manifest {manifest_path}"
+    text = read_text(manifest_path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB))
+    doc = decode_json(text, BundleSchema, origin=origin, fix=FIX, fixes=FIXES)
+    version = {k: v for k, v in (("format_version", doc.format_version), ("format", doc.format)) if v is not msgspec.UNSET}
+    check_format_version(version, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
                          fix="rebuild the bundle with this ktriage version")
-    specs = {k: KernelSpec.from_json(v) for k, v in data["specs"].items()}
+    check_depth([doc.inputs, doc.toolchains, doc.extra], origin=origin)
+    specs = {k: _spec_from_schema(s) for k, s in doc.specs.items()}
     bundle = Bundle(
-        path=root, op=data["op"], mode=data["mode"], precision=data["precision"], target=data["target"],
-        sm_count=int(data["sm_count"]), backends=tuple(data["backends"]), inputs=data["inputs"],
-        toolchains=data["toolchains"], specs=specs, created=data.get("created", ""), extra=dict(data.get("extra") or {}),
+        path=root, op=doc.op, mode=doc.mode, precision=doc.precision, target=doc.target, sm_count=doc.sm_count,
+        backends=tuple(doc.backends), inputs=doc.inputs, toolchains=doc.toolchains, specs=specs, created=doc.created,
+        extra=dict(doc.extra),
     )  # fmt: skip
-    for key, per_tc in data["artifacts"].items():
+    for key, per_tc in doc.artifacts.items():
+        if key not in specs:
+            raise FormatError(f"{origin}: artifacts.{key}: no spec {key!r} in specs", FIX)
         for tc_id, entry in per_tc.items():
-            if entry["status"] != "ok":
-                bundle.artifacts[(key, tc_id)] = BundleFailure(key, tc_id, entry["stage"], entry["kind"], entry["message"])
+            if isinstance(entry, ArtifactFailedSchema):
+                bundle.artifacts[(key, tc_id)] = BundleFailure(key, tc_id, entry.stage, entry.kind, entry.message)
                 continue
-            cubin = root / entry["cubin"]
-            if not cubin.exists() or hashlib.sha256(cubin.read_bytes()).hexdigest() != entry["cubin_sha256"]:
-                raise FormatError(f"bundle {root}: {entry['cubin']} is missing or changed", "copy the whole bundle folder again")
-            _check_abi(specs[key], entry["abi"], where=f"bundle {root} kernel {key} toolchain {tc_id}")
+            cubin = (root / entry.cubin).resolve()
+            if not cubin.is_relative_to(root.resolve()) or not cubin.is_file() or \
+                    hashlib.sha256(cubin.read_bytes()).hexdigest() != entry.cubin_sha256:
+                raise FormatError(f"bundle {root}: {entry.cubin} is missing or changed", "copy the whole bundle folder again")
+            _check_abi(specs[key], entry.abi, where=f"bundle {root} kernel {key} toolchain {tc_id}")
             bundle.artifacts[(key, tc_id)] = BundleArtifact(
-                spec_key=key, toolchain_id=tc_id, cubin_path=cubin, cubin_sha256=entry["cubin_sha256"],
-                kernel_name=entry["kernel_name"], launch=entry["launch"], metadata=entry["metadata"],
-                abi=tuple(entry["abi"]), resources=entry.get("resources"), triton_version=entry["triton_version"],
-                ptxas_version=entry["ptxas_version"],
+                spec_key=key, toolchain_id=tc_id, cubin_path=cubin, cubin_sha256=entry.cubin_sha256,
+                kernel_name=entry.kernel_name, launch=entry.launch, metadata=entry.metadata,
+                abi=tuple(entry.abi), resources=entry.resources, triton_version=entry.triton_version,
+                ptxas_version=entry.ptxas_version,
             )  # fmt: skip
     return bundle
 
 
+def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
+    return KernelSpec(
+        name=s.name, source=s.source, signature=dict(s.signature), constexprs=dict(s.constexprs),
+        divisible_by_16=tuple(s.divisible_by_16), equal_to_1=tuple(s.equal_to_1), num_warps=s.num_warps,
+        num_stages=s.num_stages, num_ctas=s.num_ctas, maxnreg=s.maxnreg, target=s.target,
+        grid=tuple(s.grid) if s.grid is not None else None, package=s.package, meta=dict(s.meta),
+    )
+
+
 def _check_abi(spec: KernelSpec, abi: list[dict[str, Any]], *, where: str) -> None:
     """The visible ABI must be the spec's runtime parameters in order (what the replays pass)."""
-    visible = [p["name"] for p in abi if not p.get("hidden")]
+    visible = [p.get("name") for p in abi if not p.get("hidden")]
     runtime = [n for n, t in spec.signature.items() if t != "constexpr"]
     if visible != runtime:
         raise CompileError(f"{where}: ABI parameters {visible} differ from the spec's runtime parameters {runtime}",

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import SpecError, check_format_version
+from ktriage.errors import FormatError, SpecError, check_format_version
+from ktriage.schema.bundle import RECORDING_FIX, KernelSpecSchema, RecordingSchema
+from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
@@ -218,7 +220,10 @@ def save_specs(specs: Sequence[KernelSpec], path: Path) -> Path:
 
 def load_specs(path: Path) -> list[KernelSpec]:
     """Read recorded specs; a bare JSON list is the format before format_version existed."""
-    data = json.loads(path.read_text())
+    origin = f"recording {path}"
+    data = parse_json(read_text(path, what="recording", limit=size_limit(256), error=FormatError), origin=origin, fix=RECORDING_FIX)
+    check_depth(data, origin=origin)
+    convert(data, RecordingSchema | list[KernelSpecSchema], origin=origin, fix=RECORDING_FIX)  # type: ignore[arg-type]
     if isinstance(data, list):
         return [KernelSpec.from_json(d) for d in data]
     check_format_version(data, RECORDING_FORMAT, what=f"recording {path}",

@@ -1,0 +1,98 @@
+"""The results file (``ktriage.measure.results_file``): ``{"format_version", "run", "cells"}``.
+
+The same fields as ``ktriage.measure.cells`` (RunInfo, Cell, CellKey), as strict Structs: a sample
+is a finite, non-negative number of milliseconds (``true`` is not 1.0 ms), ``toolchains`` a list of
+objects, a status one of the five. Unknown keys are refused in cells and keys (a typo there would
+silently drop data); ``run`` tolerates unknown keys, as written by future ktriage versions of the
+same ``format_version`` for provenance only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+CellStatus = Literal["ok", "wrong", "error", "timeout", "skipped"]
+
+# A sample: milliseconds, finite and not negative (an hour per launch is surely not a measurement).
+Sample = Annotated[float, msgspec.Meta(ge=0.0, le=3_600_000.0)]
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+InputId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=4096)]
+
+
+class CellKeySchema(msgspec.Struct, forbid_unknown_fields=True):
+    op: Name
+    mode: Name
+    input_id: InputId
+    input_label: str
+    backend: Name
+    toolchain: Name | None = None
+
+
+class CellSchema(msgspec.Struct, forbid_unknown_fields=True):
+    key: CellKeySchema
+    status: CellStatus
+    samples_ms: list[Sample] = []
+    error: str | None = None
+    accuracy: dict[str, Any] = {}
+    bytes_moved: Count | None = None
+    flops: Count | None = None
+    extra: dict[str, Any] = {}
+
+
+class RunSchema(msgspec.Struct):
+    run_id: Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9._:-]+$")]
+    created: str = ""
+    command: str = ""
+    host: str = ""
+    gpu: dict[str, Any] = {}
+    toolchains: list[dict[str, Any]] = []
+    packages: dict[str, str] = {}
+    workload_git_sha: str | None = None
+    settings: dict[str, Any] = {}
+    status: Annotated[str, msgspec.Meta(max_length=64)] = "running"  # running | finished | interrupted | failed
+
+
+class SettingsCheck(msgspec.Struct):
+    """The settings compare reads (the rest are provenance, kept as written)."""
+
+    baseline: Name | None = None
+
+
+class ToolchainRef(msgspec.Struct):
+    """The keys of a run's toolchain record that name it (``run_toolchains``); the rest are kept as written."""
+
+    id: Name | None = None
+    spec: Name | None = None
+    name: Name | None = None
+
+
+class RunCheck(msgspec.Struct):
+    settings: SettingsCheck = msgspec.field(default_factory=SettingsCheck)
+    toolchains: list[ToolchainRef] = []
+
+
+class RunFieldsCheck(msgspec.Struct):
+    """Validation only (the document is kept whole): ``{"run": {"settings": ..., "toolchains": ...}}``."""
+
+    run: RunCheck
+
+
+class ResultsSchema(msgspec.Struct):
+    run: RunSchema
+    cells: list[CellSchema]
+    format_version: Any = msgspec.UNSET  # checked by check_format_version, with its own message
+
+
+FIX = "give a file written by `ktriage bench --output-json` or `ktriage runs export RUN --format json`"
+FIXES = {
+    "cells.samples_ms": "samples_ms is a list of milliseconds (numbers >= 0, no booleans or strings)",
+    "cells.status": "status is one of ok, wrong, error, timeout, skipped",
+    "cells.key": "key has op, mode, input_id (an integer >= 0), input_label, backend and optionally toolchain",
+    "run.toolchains": "toolchains is a list of objects (Toolchain.to_json() of each) whose id, spec and name are strings",
+    "run.settings": "settings.baseline is the name of the baseline backend (a string)",
+    "run.run_id": "run_id is a short id of letters, digits and ._:-",
+    "run": "run holds the provenance: run_id, created, gpu, toolchains, packages, settings, status",
+}
