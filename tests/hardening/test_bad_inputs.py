@@ -339,7 +339,48 @@ def home_cases() -> list[Case]:
             for h, home in homes.items() for v, argv in verbs.items()]
 
 
-CASES = spec_cases() + results_cases() + cli_cases() + store_cases() + bundle_cases() + home_cases()
+# ------------------------------------------------------------------------------------------ TritonBench files
+TB_GOOD_CSV = b"x_val;torch_layer_norm-latency;liger_layer_norm-latency\n1024;0.05;0.18\n2048;0.07;0.19\naverage;;\n"
+TB_GOOD_JSON = json.dumps({"tritonbench_layer_norm_bwd[x_1024-liger_layer_norm]_latency": "0.18",
+                           "tritonbench_layer_norm_bwd[x_2048-liger_layer_norm]_latency": "0.19"}).encode()
+
+
+def tritonbench_case(id: str, name: str, data: bytes, *, verb: str = "compare", extra: tuple[str, ...] = ()) -> Case:
+    """A bad TritonBench file next to a good one, through compare or triage (the readers both use)."""
+    good = "good_layer_norm_bwd.csv"
+    files = {name: data, good: TB_GOOD_CSV}
+    if verb == "triage":
+        return Case(f"tritonbench-triage-{id}", lambda d: ["triage", str(d / name), str(d / good), "--old-toolchain", "triton==3.4.0",
+                                                           "--new-toolchain", "triton==3.4.0", *extra], files)
+    return Case(f"tritonbench-{id}", lambda d: ["compare", str(d / name), str(d / good), *extra], files)
+
+
+def tritonbench_cases() -> list[Case]:
+    csv_name, json_name = "bad_layer_norm_bwd.csv", "bad_layer_norm_bwd.json"
+    bad_csv = {
+        "csv-empty": b"", "csv-header-only-input": b"x_val\n1024\n", "csv-no-latency-column": b"x_val;liger_layer_norm-speedup\n1024;1.0\n",
+        "csv-header-is-a-metric": b"liger_layer_norm-latency;x\n1;2\n", "csv-binary": bytes(range(256)) * 8,
+        "csv-latin1": TB_GOOD_CSV.replace(b"liger", b"lig\xe9r"), "csv-utf16": TB_GOOD_CSV.decode().encode("utf-16"),
+        "csv-comma-separated": TB_GOOD_CSV.replace(b";", b","),
+    }
+    cases = [tritonbench_case(k, csv_name, v) for k, v in bad_csv.items()]
+    cases.append(tritonbench_case("csv-no-op-in-name", "run1.csv", TB_GOOD_CSV))  # op/mode: neither the name nor --op says
+    cases.append(tritonbench_case("csv-unknown-mode-flag", "run1.csv", TB_GOOD_CSV, extra=("--op", "layer_norm", "--mode", "sideways")))
+    bad_json = {
+        "json-not-json": b"hello", "json-truncated": TB_GOOD_JSON[:-5], "json-deep": b'{"tritonbench_x_fwd[x_1-b]_latency": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "json-binary": bytes(range(256)) * 8, "json-array": b"[]",
+    }
+    cases += [tritonbench_case(k, json_name, v) for k, v in bad_json.items()]
+    for k in ("csv-empty", "csv-no-latency-column", "csv-binary", "csv-latin1"):
+        cases.append(tritonbench_case(k, csv_name, bad_csv[k], verb="triage"))
+    for k in ("json-truncated", "json-deep"):
+        cases.append(tritonbench_case(k, json_name, bad_json[k], verb="triage"))
+    cases.append(tritonbench_case("threshold-zero", "a_layer_norm_bwd.csv", TB_GOOD_CSV, verb="triage", extra=("--threshold", "0")))
+    cases.append(tritonbench_case("threshold-negative", "a_layer_norm_bwd.csv", TB_GOOD_CSV, verb="triage", extra=("--threshold", "-5")))
+    return cases
+
+
+CASES = spec_cases() + results_cases() + tritonbench_cases() + cli_cases() + store_cases() + bundle_cases() + home_cases()
 
 
 def _assert_user_error(code: int, out: str, err: str, case: Case) -> None:
