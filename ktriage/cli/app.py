@@ -26,7 +26,7 @@ from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import print_error, print_internal_error
+from ktriage.cli.console import install_warning_lines, print_error, print_internal_error
 from ktriage.errors import KtriageError
 
 
@@ -195,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     their traceback instead. ``SystemExit`` raised by a verb passes through untouched."""
     args = list(sys.argv[1:] if argv is None else argv)
     state = RunState(debug=_env_debug())
+    install_warning_lines()
     command = typer.main.get_command(app)
     try:
         code: Any = command.main(args=args, prog_name="ktriage", standalone_mode=False, obj=state)
