@@ -76,6 +76,7 @@ VERBS: tuple[Verb, ...] = (
     Verb("catalog", "ktriage.cli.catalog_cmd", "app",
          "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),
     Verb("runs", "ktriage.cli.runs_cmd", "app", "Stored measurement runs: list, show, export (the results store)."),
+    Verb("cache", "ktriage.cli.cache_cmd", "app", "The artifact cache: its size, a check of every entry, cleanup."),
 )  # fmt: skip
 
 _BY_NAME = {v.name: v for v in VERBS}

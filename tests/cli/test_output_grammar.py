@@ -40,6 +40,9 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runs show": (TMD, MJ),
     "runs export": (("json", "csv"), (".json", ".csv")),
     "runs import": ((), ()),
+    "cache info": (TMD, MJ),
+    "cache verify": (TMD, MJ),
+    "cache gc": (TMD, MJ),
 }
 
 
