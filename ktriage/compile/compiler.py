@@ -11,6 +11,11 @@ A native toolchain (bundled ptxas, no extra options) therefore gets the JIT's cu
 nothing about ptxas choice, options or PTX ``.version`` is restated here. Splitting the stages makes a
 cross-matrix cell cost one ptxas run and a ptxas-only bisect recompile nothing in Triton. Every result
 is written to the cache as soon as it exists, so an interrupted sweep keeps what it finished.
+
+The cache's on-disk format (manifests, verification on read, quarantine, fsync before rename) is
+``ktriage.compile.cache``'s (docs/cache.md); this module only decides keys and what goes into an
+entry. Within one compiler each key is compiled or read once: concurrent callers of one key wait for
+the first (``InFlight``) and share its result.
 """
 
 from __future__ import annotations
