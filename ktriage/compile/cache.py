@@ -4,7 +4,7 @@ Layout under the cache root (``$KTRIAGE_HOME/artifacts``)::
 
     frontend/<key>/          one frontend result (IR files, Triton's cubin, result.json, manifest.json)
     cubin/<key>/             one ptxas run (kernel.cubin, ptxas.log, result.json, manifest.json)
-    <kind>/.tmp-<key>-<pid>-<rand>/   an entry being written (its writer's pid in the name)
+    <kind>/.tmp-<key>-<host>.<pid>-<rand>/   an entry being written (its writer's host and pid in the name)
     quarantine/<kind>-<key>-<stamp>/  a damaged entry moved aside (with QUARANTINE_REASON), never served
 
 Why a manifest: an entry is a folder of files that is published with one ``rename``, but a file can
@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import shutil
+import socket
 import threading
 import time
 import uuid
@@ -238,7 +239,7 @@ class ArtifactCache:
         folder = self.root / kind
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            probe = folder / f"{TMP_PREFIX}probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            probe = folder / f"{TMP_PREFIX}probe-{_writer_tag()}-{uuid.uuid4().hex[:8]}"
             probe.mkdir()
             probe.rmdir()
         except OSError as exc:
@@ -249,9 +250,9 @@ class ArtifactCache:
         self._writable.add(kind)
 
     def temp_dir(self, kind: str, key: str, *, create: bool = True) -> Path:
-        """A fresh temp folder for an entry, named with this process's pid (see clean_stale_temps)."""
+        """A fresh temp folder for an entry, named with this host and process id (see stale_temps)."""
         self.check_writable(kind)
-        tmp = self.root / kind / f"{TMP_PREFIX}{key}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        tmp = self.root / kind / f"{TMP_PREFIX}{key}-{_writer_tag()}-{uuid.uuid4().hex[:8]}"
         if create:
             tmp.mkdir()
         return tmp
@@ -261,7 +262,11 @@ class ArtifactCache:
 
         A concurrent writer of the same entry wins harmlessly: its entry is used when it verifies; a
         damaged entry in the way is quarantined first. Returns the published folder."""
-        write_manifest(tmp)
+        try:
+            write_manifest(tmp)
+        except FileNotFoundError as exc:
+            raise CompileError(f"the cache entry being written in {tmp} vanished before it was published",
+                               "another process removed it (ktriage cache gc?); run again") from exc
         final = self.entry(kind, key)
         for _ in range(3):
             try:
@@ -283,7 +288,7 @@ class ArtifactCache:
             return final
         shutil.rmtree(tmp, ignore_errors=True)
         raise CompileError(f"could not publish the cache entry {final}",
-                           f"remove it (ktriage cache verify --fix) and run again")
+                           "remove it (ktriage cache verify --fix) and run again")
 
 
 def write_manifest(entry: Path) -> None:
@@ -375,12 +380,22 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _host() -> str:
+    return "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
+
+
+def _writer_tag() -> str:
+    return f"{_host()}.{os.getpid()}"
+
+
 def _writer_pid(name: str) -> int | None:
-    """The pid in ``.tmp-<key>-<pid>-<rand>``; None for other names (older ktriage: age alone decides)."""
+    """The pid in ``.tmp-<key>-<host>.<pid>-<rand>`` when written on this host; None for another host's
+    writer (its pids are not ours to test) and for older names: then age alone decides."""
     parts = name[len(TMP_PREFIX):].split("-")
-    if len(parts) >= 3 and parts[-2].isdigit():
-        return int(parts[-2])
-    return None
+    if len(parts) < 3:
+        return None
+    host, _, pid = parts[-2].rpartition(".")
+    return int(pid) if host == _host() and pid.isdigit() else None
 
 
 def stale_temps(root: Path, *, max_age_s: float = STALE_TMP_S, now: float | None = None) -> Iterator[Path]:
@@ -392,6 +407,7 @@ def stale_temps(root: Path, *, max_age_s: float = STALE_TMP_S, now: float | None
             continue
         for path in folder.iterdir():
             if path.name.startswith(TMP_PREFIX):
+                # a pid-dead writer on this host is gone; its folder may still be young
                 try:
                     age = now - path.stat().st_mtime
                 except OSError:

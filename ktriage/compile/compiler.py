@@ -260,9 +260,13 @@ class Compiler:
             "ast_source": data.get("ast_source") or {},
             "spec": spec.to_json(),
         }
-        (tmp / "ptxas.log").write_text(runs[-1].get("log", "") if runs else "")
-        (tmp / "result.json").write_text(json.dumps(record, indent=1))
-        final = self.store.publish("frontend", key, tmp)
+        try:
+            (tmp / "ptxas.log").write_text(runs[-1].get("log", "") if runs else "")
+            (tmp / "result.json").write_text(json.dumps(record, indent=1))
+            final = self.store.publish("frontend", key, tmp)
+        except (KtriageError, OSError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return CompileFailure(spec, toolchain, "frontend", "cache", str(exc))
         hit = self.store.read("frontend", key)
         return _frontend_from_json(*hit) if hit is not None else _frontend_from_json(final, record)
 

@@ -112,17 +112,19 @@ def test_stale_temp_folders_are_cleaned(tmp_path: Path) -> None:
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True)
     dead_pid = int(dead.stdout)
-    mine = folder / f".tmp-aaa-{os.getpid()}-0001"
-    of_dead = folder / f".tmp-bbb-{dead_pid}-0002"
+    host = cache._host()
+    mine = folder / f".tmp-aaa-{host}.{os.getpid()}-0001"
+    other_host = folder / f".tmp-eee-otherhost.{dead_pid}-0003"  # not our pids: age decides
+    of_dead = folder / f".tmp-bbb-{host}.{dead_pid}-0002"
     old = folder / ".tmp-ccc-1a2b3c4d"  # an older ktriage's name, no pid: age decides
     young = folder / ".tmp-ddd-5e6f7a8b"
-    for p in (mine, of_dead, old, young):
+    for p in (mine, of_dead, old, young, other_host):
         p.mkdir()
         (p / "kernel.ptx").write_text("x")
     hour_ago = time.time() - 2 * cache.STALE_TMP_S
     os.utime(old, (hour_ago, hour_ago))
     ArtifactCache(tmp_path)  # cleans on open
-    assert sorted(p.name for p in folder.iterdir()) == sorted([mine.name, young.name])
+    assert sorted(p.name for p in folder.iterdir()) == sorted([mine.name, young.name, other_host.name])
 
 
 def test_gc_removes_quarantine_temps_and_unused_entries(tmp_path: Path) -> None:
