@@ -465,13 +465,11 @@ class EntryState:
 
 
 def _is_legacy(entry: Path) -> bool:
-    return not (entry / MANIFEST).exists() and (entry / RESULT).exists() and _legacy_marker(entry)
-
-
-def _legacy_marker(entry: Path) -> bool:
-    """An old-format entry has result.json and no manifest, and its mtime predates this format in the
-    folder... which cannot be known; so: no manifest and a parseable result.json written by an older
-    ktriage (no ``cache_format`` key). Format-2 entries always record ``cache_format``."""
+    """An entry of the format before manifests: no manifest, and a readable result.json without the
+    ``cache_format`` key that every format-2 record carries. (A format-2 entry that lost its manifest
+    still has that key, so it reads as damaged, not legacy.)"""
+    if (entry / MANIFEST).exists():
+        return False
     try:
         record = json.loads((entry / RESULT).read_text())
     except (OSError, ValueError):
