@@ -7,14 +7,12 @@ occupancy"; they get them here, from the same cache and the same occupancy rules
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import threading
 from typing import TYPE_CHECKING
 
 from ktriage.analyze.occupancy import Occupancy, compute_occupancy
 from ktriage.analyze.resources import SCHEMA_VERSION, Resources, analyze
 from ktriage.arch import parse_arch
+from ktriage.compile.cache import SIDECAR_PREFIX, read_sidecar, write_sidecar
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Artifact, AssembledCubin
@@ -26,20 +24,19 @@ def cached_resources(cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kern
     """Analyze a cubin once: cuobjdump runs cost more than everything else in a warm re-run, so the
     result is stored next to the cubin (keyed by what else it depends on). The key includes the
     `Resources` schema: a new schema recomputes from the cubin (old files stay for an older ktriage
-    sharing the home), and a file whose schema does not match is recomputed too."""
+    sharing the home), and a file whose schema does not match is recomputed too. The file is a cache
+    sidecar (ktriage/compile/cache.py): it carries its own sha256, and an edited or truncated one is
+    quarantined and recomputed, never served."""
     key = hashlib.sha256("\0".join([str(toolchain.cuobjdump), hashlib.sha256(ptx.encode()).hexdigest(),
                                       kernel_name, str(triton_shared),
                                       f"schema={SCHEMA_VERSION}"]).encode()).hexdigest()[:16]
-    path = cubin.dir / f"resources-{key}.json"
-    if path.exists():
-        data = json.loads(path.read_text())
-        if data.get("schema") == SCHEMA_VERSION:
-            return Resources.from_json(data)
+    name = f"{SIDECAR_PREFIX}{key}.json"
+    data = read_sidecar(cubin.dir, name)
+    if isinstance(data, dict) and data.get("schema") == SCHEMA_VERSION:
+        return Resources.from_json(data)
     resources = analyze(cubin.cubin_path, cuobjdump=toolchain.cuobjdump, ptxas_log=cubin.ptxas_log, ptx=ptx,
                         kernel_name=kernel_name, triton_shared=triton_shared)
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(resources.to_json()))
-    os.replace(tmp, path)
+    write_sidecar(cubin.dir, name, resources.to_json())
     return resources
 
 

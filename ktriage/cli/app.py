@@ -26,7 +26,7 @@ from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import print_error, print_internal_error
+from ktriage.cli.console import install_warning_lines, print_error, print_internal_error
 from ktriage.errors import KtriageError
 
 
@@ -84,6 +84,7 @@ VERBS: tuple[Verb, ...] = (
          "A cell's latency over the stored runs (oldest first) with the change points Apache Otava finds "
          "(E-divisive, t-test significance); each names the runs before and after it, the step and the ktriage "
          "bisect between their toolchains. Exit 1 with --fail-on-recent N when a change point is in the latest N runs."),
+    Verb("cache", "ktriage.cli.cache_cmd", "app", "The artifact cache: its size, a check of every entry, cleanup."),
 )  # fmt: skip
 
 _BY_NAME = {v.name: v for v in VERBS}
@@ -203,6 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     their traceback instead. ``SystemExit`` raised by a verb passes through untouched."""
     args = list(sys.argv[1:] if argv is None else argv)
     state = RunState(debug=_env_debug())
+    install_warning_lines()
     command = typer.main.get_command(app)
     try:
         code: Any = command.main(args=args, prog_name="ktriage", standalone_mode=False, obj=state)

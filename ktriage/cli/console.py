@@ -11,6 +11,7 @@ module is on the path of ``ktriage --help``, which must stay fast.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -79,3 +80,25 @@ def make_progress(console: Console, *, transient: bool = True) -> Progress:
 
     return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=console, transient=transient)
+
+
+class _WarningLines(logging.Handler):
+    """Library warnings (logger ``ktriage``, e.g. ``ktriage.cache``'s damaged entries) as one
+    ``warning:`` line each on stderr, in the same voice as ``error:``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            out = make_console(stderr=True)
+            out.print(f"[yellow]warning:[/] {escape(record.getMessage())}", soft_wrap=True, highlight=False)
+        except Exception:  # a warning must never become the error
+            self.handleError(record)
+
+
+def install_warning_lines() -> None:
+    """Route the library's warnings to :class:`_WarningLines` (once per process)."""
+    logger = logging.getLogger("ktriage")
+    if not any(isinstance(h, _WarningLines) for h in logger.handlers):
+        handler = _WarningLines(level=logging.WARNING)
+        logger.addHandler(handler)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)

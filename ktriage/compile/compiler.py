@@ -11,6 +11,11 @@ A native toolchain (bundled ptxas, no extra options) therefore gets the JIT's cu
 nothing about ptxas choice, options or PTX ``.version`` is restated here. Splitting the stages makes a
 cross-matrix cell cost one ptxas run and a ptxas-only bisect recompile nothing in Triton. Every result
 is written to the cache as soon as it exists, so an interrupted sweep keeps what it finished.
+
+The cache's on-disk format (manifests, verification on read, quarantine, fsync before rename) is
+``ktriage.compile.cache``'s (docs/cache.md); this module only decides keys and what goes into an
+entry. Within one compiler each key is compiled or read once: concurrent callers of one key wait for
+the first (``InFlight``) and share its result.
 """
 
 from __future__ import annotations
@@ -19,18 +24,17 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import threading
-import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
-from ktriage.compile.pool import WorkerPool
+from ktriage.compile.cache import CACHE_FORMAT, ArtifactCache, Repair
+from ktriage.compile.pool import InFlight, WorkerPool
 from ktriage.errors import CompileError, KtriageError
 from ktriage.home import home_subdir
 from ktriage.insitu.worker import PROTOCOL_VERSION
@@ -150,20 +154,21 @@ def _frontend_identity(toolchain: Toolchain) -> str:
     return str(identity) if identity else f"{toolchain.triton_version}|{toolchain.python}"
 
 
-def _atomic_publish(tmp: Path, final: Path) -> None:
-    """Move a finished cache entry into place; a concurrent writer of the same entry wins harmlessly."""
-    try:
-        os.replace(tmp, final)
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 class Compiler:
     """Compiles specs with toolchains, in parallel, through the artifact cache."""
 
     def __init__(self, jobs: int | None = None, cache_dir: Path | None = None, timeout_s: float = 600.0) -> None:
         self.jobs = jobs or max(1, os.cpu_count() or 1)
-        self.cache = cache_dir or home_subdir("artifacts")
+        try:
+            self.cache = cache_dir or home_subdir("artifacts")
+        except OSError as exc:
+            raise CompileError(f"cannot create the artifact cache under the ktriage home ({exc.strerror or exc})",
+                               "make the ktriage home writable or point KTRIAGE_HOME at a writable folder") from exc
+        self.store = ArtifactCache(self.cache)
+        # Within one run each key is compiled (or read and verified) once, whichever thread asks first.
+        self._inflight = InFlight()
+        self._front_memo: dict[str, FrontendResult | CompileFailure] = {}
+        self._cubin_memo: dict[str, AssembledCubin | KtriageError] = {}
         self.timeout_s = timeout_s
         self._pool = WorkerPool(self.jobs)
         # Frontend compiles actually run (cache misses), in total and per thread: bisect reports its
@@ -171,6 +176,11 @@ class Compiler:
         self.frontend_compiles = 0
         self._count_lock = threading.Lock()
         self._local = threading.local()
+
+    @property
+    def cache_repairs(self) -> list[Repair]:
+        """Damaged cache entries found (and quarantined, then recompiled) by this compiler."""
+        return list(self.store.repairs)
 
     def thread_compiles(self) -> int:
         """Frontend compiles run so far by the calling thread."""
@@ -202,11 +212,21 @@ class Compiler:
         return paths
 
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
-        key = _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, spec.key(), _frontend_identity(toolchain))
-        final = self.cache / "frontend" / key
-        done = final / "result.json"
-        if done.exists():
-            return _frontend_from_json(final, json.loads(done.read_text()))
+        key = _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, f"cache={CACHE_FORMAT}", spec.key(),
+                   _frontend_identity(toolchain))
+        with self._inflight.hold(key):  # a kernel shared by several inputs compiles once
+            memo = self._front_memo.get(key)
+            if memo is None:
+                memo = self._frontend_locked(key, spec, toolchain)
+                self._front_memo[key] = memo
+        if isinstance(memo, CompileFailure):
+            return replace(memo, spec=spec, toolchain=toolchain)
+        return memo
+
+    def _frontend_locked(self, key: str, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
+        hit = self.store.read("frontend", key)
+        if hit is not None:
+            return _frontend_from_json(*hit)
         try:
             sys_path = self._kernel_sys_path(spec)
         except KtriageError as exc:
@@ -215,7 +235,7 @@ class Compiler:
             prime = toolchain.facts().order_sensitive
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "frontend", "toolchain", str(exc))
-        tmp = final.parent / f".tmp-{key}-{uuid.uuid4().hex[:8]}"
+        tmp = self.store.temp_dir("frontend", key, create=False)
         self._count_compile()
         worker = self._pool.acquire(toolchain.python, tuple(sys_path), prime=prime)
         try:
@@ -231,6 +251,7 @@ class Compiler:
         data = reply.data
         runs = data.get("ptxas_runs") or []
         record = {
+            "cache_format": CACHE_FORMAT,
             "kernel_name": data["metadata"].get("name", ""),
             "triton_version": data["triton_version"],
             "metadata": data["metadata"],
@@ -239,11 +260,15 @@ class Compiler:
             "ast_source": data.get("ast_source") or {},
             "spec": spec.to_json(),
         }
-        (tmp / "ptxas.log").write_text(runs[-1].get("log", "") if runs else "")
-        (tmp / "result.json").write_text(json.dumps(record, indent=1))
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_publish(tmp, final)
-        return _frontend_from_json(final, record)
+        try:
+            (tmp / "ptxas.log").write_text(runs[-1].get("log", "") if runs else "")
+            (tmp / "result.json").write_text(json.dumps(record, indent=1))
+            final = self.store.publish("frontend", key, tmp)
+        except (KtriageError, OSError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return CompileFailure(spec, toolchain, "frontend", "cache", str(exc))
+        hit = self.store.read("frontend", key)
+        return _frontend_from_json(*hit) if hit is not None else _frontend_from_json(final, record)
 
     # -- assembler ------------------------------------------------------------------------------
 
@@ -258,18 +283,32 @@ class Compiler:
                                "clear the artifact cache entry (it predates ktriage's recording) and compile again")
         gpu_name = next((w.split("=", 1)[1] for w in template if w.startswith("--gpu-name=")), arch.ptxas_name)
         options = (*triton_options(template), *assembler.extra_options)
-        key = _sha("cubin", hashlib.sha256(ptx.encode()).hexdigest(), str(assembler.ptxas), assembler.version_text,
-                   " ".join(options), gpu_name)
-        final = self.cache / "cubin" / key
-        done = final / "result.json"
-        if done.exists():
-            return _cubin_from_json(final, json.loads(done.read_text()))
+        key = _sha("cubin", f"cache={CACHE_FORMAT}", hashlib.sha256(ptx.encode()).hexdigest(), str(assembler.ptxas),
+                   assembler.version_text, " ".join(options), gpu_name)
+        with self._inflight.hold(key):
+            memo = self._cubin_memo.get(key)
+            if memo is None:
+                try:
+                    memo = self._assemble_locked(key, ptx, assembler, gpu_name, options)
+                except KtriageError as exc:  # ptxas failed: the same PTX fails the same way
+                    memo = exc
+                self._cubin_memo[key] = memo
+        if isinstance(memo, KtriageError):
+            raise memo
+        return memo
+
+    def _assemble_locked(self, key: str, ptx: str, assembler: Assembler, gpu_name: str,
+                         options: tuple[str, ...]) -> AssembledCubin:
+        hit = self.store.read("cubin", key)
+        if hit is not None:
+            return _cubin_from_json(*hit)
+        self.store.check_writable("cubin")
         result = assemble(ptx, assembler.ptxas, gpu_name, options)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=final.parent))
+        tmp = self.store.temp_dir("cubin", key)
         (tmp / "kernel.cubin").write_bytes(result.cubin)
         (tmp / "ptxas.log").write_text(result.log)
         record = {
+            "cache_format": CACHE_FORMAT,
             "ptxas": str(assembler.ptxas),
             "ptxas_version": assembler.version,
             "options": list(options),
@@ -278,8 +317,9 @@ class Compiler:
             "lowered_ptx_version": list(result.lowered_ptx_version) if result.lowered_ptx_version else None,
         }
         (tmp / "result.json").write_text(json.dumps(record, indent=1))
-        _atomic_publish(tmp, final)
-        return _cubin_from_json(final, record)
+        final = self.store.publish("cubin", key, tmp)
+        hit = self.store.read("cubin", key)
+        return _cubin_from_json(*hit) if hit is not None else _cubin_from_json(final, record)
 
     @staticmethod
     def native_cubin(front: FrontendResult, assembler: Assembler) -> AssembledCubin:

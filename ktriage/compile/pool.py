@@ -12,6 +12,8 @@ import os
 import queue
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,3 +167,38 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class InFlight:
+    """One compile per cache key at a time within a process: threads that ask for a key another thread
+    is compiling wait for it and then read its result (the cache entry it published, or its failure),
+    so a kernel shared by many inputs of a sweep compiles once.
+
+    ``hold(key)`` is a per-key lock; the caller re-reads the cache (or the memo) after acquiring it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[str, tuple[threading.Lock, int]] = {}
+
+    def acquire(self, key: str) -> None:
+        with self._lock:
+            lock, users = self._keys.get(key, (threading.Lock(), 0))
+            self._keys[key] = (lock, users + 1)
+        lock.acquire()
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            lock, users = self._keys[key]
+            if users <= 1:
+                del self._keys[key]
+            else:
+                self._keys[key] = (lock, users - 1)
+        lock.release()
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        self.acquire(key)
+        try:
+            yield
+        finally:
+            self.release(key)

@@ -5,35 +5,16 @@ test runs on SQLite and, with KTRIAGE_TEST_PG_URL set (CI), on PostgreSQL."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from ktriage.cli.app import main
 from ktriage.store import open_store
 from ktriage.testing import fake_nightly_runs
+from tests.store.fixtures import store_url  # noqa: F401 - the fixture: SQLite, and PostgreSQL when configured
 
-
-def _store_fixtures() -> ModuleType:
-    """tests/test_store_fixtures.py (the SQLite + PostgreSQL store_url fixture), wherever the tests'
-    reorganization has put it."""
-    if "test_store_fixtures" in sys.modules:
-        return sys.modules["test_store_fixtures"]
-    tests = Path(__file__).resolve().parents[1]
-    path = next(iter(sorted(tests.rglob("test_store_fixtures.py"))))
-    spec = importlib.util.spec_from_file_location("test_store_fixtures", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-store_url = _store_fixtures().store_url  # the fixture: SQLite, and PostgreSQL when configured
 BASE = ["history", "--op", "layer_norm", "--backend", "liger_layer_norm"]
 
 

@@ -42,6 +42,9 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runs export": (("json", "csv"), (".json", ".csv")),
     "runs import": ((), ()),
     "history": (TMD, (".md", ".json", ".html")),
+    "cache info": (TMD, MJ),
+    "cache verify": (TMD, MJ),
+    "cache gc": (TMD, MJ),
 }
 
 

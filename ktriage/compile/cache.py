@@ -1,0 +1,578 @@
+"""The artifact cache's on-disk format, in one place: entries that verify themselves when read.
+
+Layout under the cache root (``$KTRIAGE_HOME/artifacts``)::
+
+    frontend/<key>/          one frontend result (IR files, Triton's cubin, result.json, manifest.json)
+    cubin/<key>/             one ptxas run (kernel.cubin, ptxas.log, result.json, manifest.json)
+    <kind>/.tmp-<key>-<host>.<pid>-<rand>/   an entry being written (its writer's host and pid in the name)
+    quarantine/<kind>-<key>-<stamp>/  a damaged entry moved aside (with QUARANTINE_REASON), never served
+
+Why a manifest: an entry is a folder of files that is published with one ``rename``, but a file can
+still be truncated or edited afterwards (a full disk, a crash before the data reached the disk, a
+hand edit). ``manifest.json`` lists the sha256 and size of every file of the entry; it is written
+last, after every file and the folder are fsynced, and the folder is renamed into place (then the
+parent is fsynced). An entry whose manifest is missing, unreadable or does not match its files is
+*damaged*: it is moved under ``quarantine/`` (kept for a post-mortem, removed by ``ktriage cache gc``),
+reported once as a warning (logger ``ktriage.cache``, and :attr:`ArtifactCache.repairs`), and the
+caller compiles it again.
+
+*Sidecars* are files added to an entry after it was published (the analyzed resources,
+``resources-<key>.json``, written by ``ktriage.analyze.artifact``). They are not in the manifest
+(several processes may add them concurrently); each carries its own hash instead (:func:`write_sidecar`),
+and a damaged one is quarantined alone and recomputed.
+
+Entries of the old format (no manifest) live under other keys (:data:`CACHE_FORMAT` is part of every
+key), so they are never read, never quarantined, and ``cache gc --older-than`` removes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import CompileError
+
+log = logging.getLogger("ktriage.cache")
+
+CACHE_FORMAT = 2
+"""Part of every cache key: entries of another format are other entries (never read as damaged)."""
+MANIFEST = "manifest.json"
+RESULT = "result.json"
+QUARANTINE = "quarantine"
+QUARANTINE_REASON = "QUARANTINE_REASON"
+TMP_PREFIX = ".tmp-"
+KINDS = ("frontend", "cubin")
+SIDECAR_PREFIX = "resources-"
+STALE_TMP_S = 3600.0
+"""A temp folder older than this is stale even when its writer's pid is alive (a recycled pid)."""
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a folder's entries (names, renames) durable; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_durable(path: Path, data: bytes) -> None:
+    """Write and fsync one file."""
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _canonical(data: Any) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+def is_sidecar(name: str) -> bool:
+    return name.startswith(SIDECAR_PREFIX) and name.endswith(".json")
+
+
+def _is_partial(name: str) -> bool:
+    """A sidecar being written (``*.tmp``): neither part of the entry nor damage."""
+    return name.endswith(".tmp")
+
+
+def _listed_files(entry: Path) -> list[str]:
+    return sorted(p.name for p in entry.iterdir() if p.is_file() and p.name != MANIFEST
+                  and not is_sidecar(p.name) and not _is_partial(p.name))
+
+
+def entry_problem(entry: Path) -> str | None:
+    """What is wrong with a published entry, or None when every file matches its manifest, result.json
+    is a JSON object and every sidecar matches its own hash."""
+    try:
+        manifest = json.loads((entry / MANIFEST).read_text())
+    except FileNotFoundError:
+        return "no manifest.json (an interrupted or foreign write)"
+    except (OSError, ValueError) as exc:
+        return f"manifest.json is unreadable ({exc})"
+    files = manifest.get("files") if isinstance(manifest, dict) else None
+    if not isinstance(files, dict) or manifest.get("format") != CACHE_FORMAT:
+        return "manifest.json is not a manifest of this cache format"
+    if RESULT not in files:
+        return "the manifest lists no result.json"
+    for name, want in sorted(files.items()):
+        path = entry / name
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{name} is missing"
+        if not isinstance(want, dict) or size != want.get("size"):
+            return f"{name} has {size} bytes, the manifest says {want.get('size') if isinstance(want, dict) else '?'}"
+        if _sha256_file(path) != want.get("sha256"):
+            return f"{name} does not match its sha256 in the manifest (edited or corrupted)"
+    extra = sorted(set(_listed_files(entry)) - set(files))
+    if extra:
+        return f"files not in the manifest: {', '.join(extra)}"
+    try:
+        record = json.loads((entry / RESULT).read_text())
+    except ValueError as exc:
+        return f"result.json is not valid JSON ({exc})"
+    if not isinstance(record, dict):
+        return "result.json is not a JSON object"
+    for side in sorted(entry.glob(f"{SIDECAR_PREFIX}*.json")):
+        problem = sidecar_problem(side)
+        if problem:
+            return f"{side.name}: {problem}"
+    return None
+
+
+def sidecar_problem(path: Path) -> str | None:
+    try:
+        wrapper = json.loads(path.read_text())
+    except FileNotFoundError:
+        return "missing"
+    except (OSError, ValueError) as exc:
+        return f"not valid JSON ({exc})"
+    if not isinstance(wrapper, dict) or "data" not in wrapper or "sha256" not in wrapper:
+        return "not a sidecar of this cache format (no data and sha256)"
+    if hashlib.sha256(_canonical(wrapper["data"])).hexdigest() != wrapper["sha256"]:
+        return "its data does not match its sha256 (edited or corrupted)"
+    return None
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A damaged entry (or sidecar) that was moved aside, to be compiled again."""
+
+    path: Path
+    problem: str
+    quarantined_to: Path | None
+
+    def line(self) -> str:
+        where = f"; moved to {self.quarantined_to}" if self.quarantined_to else ""
+        return f"cache: damaged entry {self.path.parent.name}/{self.path.name}: {self.problem}; recompiling{where}"
+
+
+@dataclass
+class ArtifactCache:
+    """The cache under ``root``: reading verified entries, publishing new ones, quarantine, temp cleanup."""
+
+    root: Path
+    repairs: list[Repair] = field(default_factory=list)
+    _verified: set[Path] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _writable: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        try:
+            clean_stale_temps(self.root)
+        except OSError:
+            pass  # a read-only cache: reads still work, the first write says what to do
+
+    def entry(self, kind: str, key: str) -> Path:
+        return self.root / kind / key
+
+    # -- reading --------------------------------------------------------------------------------
+    def read(self, kind: str, key: str) -> tuple[Path, dict[str, Any]] | None:
+        """The entry's folder and parsed result.json, or None when it is absent or was damaged (then
+        it has been quarantined and reported)."""
+        entry = self.entry(kind, key)
+        if not entry.is_dir():
+            return None
+        if entry not in self._verified:
+            problem = entry_problem(entry)
+            if problem is not None:
+                self._damaged(entry, problem)
+                return None
+            with self._lock:
+                self._verified.add(entry)
+            _touch(entry / MANIFEST)
+        try:
+            record = json.loads((entry / RESULT).read_text())
+        except (OSError, ValueError) as exc:  # changed since it was verified
+            self._damaged(entry, f"result.json is unreadable ({exc})")
+            return None
+        return entry, record
+
+    def _damaged(self, path: Path, problem: str) -> None:
+        with self._lock:
+            self._verified.discard(path)
+        moved = quarantine(self.root, path, problem)
+        repair = Repair(path, problem, moved)
+        with self._lock:
+            self.repairs.append(repair)
+        log.warning(repair.line())
+
+    # -- writing --------------------------------------------------------------------------------
+    def check_writable(self, kind: str) -> None:
+        """Raise a CompileError naming the fix when the cache cannot be written."""
+        if kind in self._writable:
+            return
+        folder = self.root / kind
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            probe = folder / f"{TMP_PREFIX}probe-{_writer_tag()}-{uuid.uuid4().hex[:8]}"
+            probe.mkdir()
+            probe.rmdir()
+        except OSError as exc:
+            raise CompileError(
+                f"the artifact cache {self.root} is not writable ({exc.strerror or exc})",
+                f"make it writable (chmod -R u+w {self.root}) or point KTRIAGE_HOME at a writable folder",
+            ) from exc
+        self._writable.add(kind)
+
+    def temp_dir(self, kind: str, key: str, *, create: bool = True) -> Path:
+        """A fresh temp folder for an entry, named with this host and process id (see stale_temps)."""
+        self.check_writable(kind)
+        tmp = self.root / kind / f"{TMP_PREFIX}{key}-{_writer_tag()}-{uuid.uuid4().hex[:8]}"
+        if create:
+            tmp.mkdir()
+        return tmp
+
+    def publish(self, kind: str, key: str, tmp: Path) -> Path:
+        """Seal ``tmp`` (manifest written last; files and folder fsynced) and rename it into place.
+
+        A concurrent writer of the same entry wins harmlessly: its entry is used when it verifies; a
+        damaged entry in the way is quarantined first. Returns the published folder."""
+        try:
+            write_manifest(tmp)
+        except FileNotFoundError as exc:
+            raise CompileError(f"the cache entry being written in {tmp} vanished before it was published",
+                               "another process removed it (ktriage cache gc?); run again") from exc
+        final = self.entry(kind, key)
+        for _ in range(3):
+            try:
+                os.replace(tmp, final)
+            except OSError:
+                if final.is_dir():
+                    problem = entry_problem(final)
+                    if problem is None:
+                        shutil.rmtree(tmp, ignore_errors=True)
+                        with self._lock:
+                            self._verified.add(final)
+                        return final
+                    self._damaged(final, problem)
+                    continue
+                raise
+            fsync_dir(final.parent)
+            with self._lock:
+                self._verified.add(final)
+            return final
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise CompileError(f"could not publish the cache entry {final}",
+                           "remove it (ktriage cache verify --fix) and run again")
+
+
+def write_manifest(entry: Path) -> None:
+    """List every file of ``entry`` with its sha256 and size, fsyncing each; the manifest goes last,
+    written to a temp name, fsynced and renamed, then the folder is fsynced."""
+    files: dict[str, dict[str, Any]] = {}
+    for name in _listed_files(entry):
+        path = entry / name
+        _fsync_file(path)
+        files[name] = {"sha256": _sha256_file(path), "size": path.stat().st_size}
+    tmp = entry / f"{MANIFEST}.tmp"
+    write_durable(tmp, json.dumps({"format": CACHE_FORMAT, "files": files}, indent=1, sort_keys=True).encode())
+    os.replace(tmp, entry / MANIFEST)
+    fsync_dir(entry)
+
+
+def quarantine(root: Path, path: Path, problem: str) -> Path | None:
+    """Move a damaged entry (or sidecar file) under ``root/quarantine`` with a note of why; None when it
+    was already gone (a concurrent reader moved it first)."""
+    qdir = root / QUARANTINE
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    dest = qdir / f"{path.parent.name}-{path.name}-{stamp}-{uuid.uuid4().hex[:6]}"
+    try:
+        qdir.mkdir(parents=True, exist_ok=True)
+        os.replace(path, dest)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        # cannot move it (read-only cache): leave it, it is re-verified (and refused) on every read
+        return None
+    try:
+        note = dest / QUARANTINE_REASON if dest.is_dir() else dest.with_name(dest.name + "." + QUARANTINE_REASON)
+        note.write_text(f"{path}\n{problem}\n")
+    except OSError:
+        pass
+    fsync_dir(qdir)
+    return dest
+
+
+def _touch(path: Path) -> None:
+    """Mark an entry used (its manifest's mtime), for ``cache gc --older-than``."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+# -- sidecars ----------------------------------------------------------------------------------
+
+
+def read_sidecar(entry: Path, name: str) -> Any | None:
+    """A sidecar's data, or None when absent or damaged (a damaged one is quarantined and reported)."""
+    path = entry / name
+    if not path.exists():
+        return None
+    problem = sidecar_problem(path)
+    if problem is not None:
+        root = entry.parent.parent
+        moved = quarantine(root, path, problem)
+        repair = Repair(path, problem, moved)
+        log.warning(repair.line())
+        return None
+    return json.loads(path.read_text())["data"]
+
+
+def write_sidecar(entry: Path, name: str, data: Any) -> None:
+    """Add a self-hashed file to a published entry (atomically: temp file, fsync, rename)."""
+    wrapper = {"sha256": hashlib.sha256(_canonical(data)).hexdigest(), "data": data}
+    tmp = entry / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        write_durable(tmp, json.dumps(wrapper).encode())
+        os.replace(tmp, entry / name)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a read-only cache: the facts are recomputed next time
+        return
+    fsync_dir(entry)
+
+
+# -- maintenance -------------------------------------------------------------------------------
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _host() -> str:
+    return "".join(c for c in socket.gethostname() if c.isalnum())[:32] or "host"
+
+
+def _writer_tag() -> str:
+    return f"{_host()}.{os.getpid()}"
+
+
+def _writer_pid(name: str) -> int | None:
+    """The pid in ``.tmp-<key>-<host>.<pid>-<rand>`` when written on this host; None for another host's
+    writer (its pids are not ours to test) and for older names: then age alone decides."""
+    parts = name[len(TMP_PREFIX):].split("-")
+    if len(parts) < 3:
+        return None
+    host, _, pid = parts[-2].rpartition(".")
+    return int(pid) if host == _host() and pid.isdigit() else None
+
+
+def stale_temps(root: Path, *, max_age_s: float = STALE_TMP_S, now: float | None = None) -> Iterator[Path]:
+    """Temp folders and files whose writer is gone: its pid is dead, or older than ``max_age_s``."""
+    now = time.time() if now is None else now
+    for kind in KINDS:
+        folder = root / kind
+        if not folder.is_dir():
+            continue
+        for path in folder.iterdir():
+            if path.name.startswith(TMP_PREFIX):
+                # a pid-dead writer on this host is gone; its folder may still be young
+                try:
+                    age = now - path.stat().st_mtime
+                except OSError:
+                    continue
+                pid = _writer_pid(path.name)
+                if age > max_age_s or (pid is not None and pid != os.getpid() and not _pid_alive(pid)):
+                    yield path
+            elif path.is_dir():
+                for part in path.glob("*.tmp"):
+                    try:
+                        if now - part.stat().st_mtime > max_age_s:
+                            yield part
+                    except OSError:
+                        continue
+
+
+def _remove(path: Path) -> int:
+    size = tree_size(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+    return size
+
+
+def clean_stale_temps(root: Path) -> int:
+    """Remove stale temp folders; returns bytes freed."""
+    return sum(_remove(p) for p in list(stale_temps(root)))
+
+
+def tree_size(path: Path) -> int:
+    try:
+        if path.is_file() or path.is_symlink():
+            return path.lstat().st_size
+        return sum(p.lstat().st_size for p in path.rglob("*") if p.is_file())
+    except OSError:
+        return 0
+
+
+@dataclass(frozen=True)
+class EntryState:
+    """One published entry as ``cache verify`` sees it."""
+
+    kind: str
+    key: str
+    path: Path
+    problem: str | None
+    size: int
+    legacy: bool = False
+    """An entry of the old format (no manifest, written before CACHE_FORMAT 2): not damaged, not read."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "key": self.key, "path": str(self.path), "ok": self.problem is None,
+                "problem": self.problem, "size_bytes": self.size, "legacy": self.legacy}
+
+
+def _is_legacy(entry: Path) -> bool:
+    """An entry of the format before manifests: no manifest, and a readable result.json without the
+    ``cache_format`` key that every format-2 record carries. (A format-2 entry that lost its manifest
+    still has that key, so it reads as damaged, not legacy.)"""
+    if (entry / MANIFEST).exists():
+        return False
+    try:
+        record = json.loads((entry / RESULT).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and "cache_format" not in record
+
+
+def entries(root: Path) -> Iterator[tuple[str, Path]]:
+    for kind in KINDS:
+        folder = root / kind
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                if path.is_dir() and not path.name.startswith(TMP_PREFIX):
+                    yield kind, path
+
+
+def verify_all(root: Path) -> list[EntryState]:
+    """Every published entry of the cache, verified."""
+    states = []
+    for kind, path in entries(root):
+        legacy = _is_legacy(path)
+        problem = None if legacy else entry_problem(path)
+        states.append(EntryState(kind, path.name, path, problem, tree_size(path), legacy))
+    return states
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    root: Path
+    entries: dict[str, int]
+    legacy_entries: int
+    quarantined: int
+    temps: int
+    size_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.root), "entries": self.entries, "legacy_entries": self.legacy_entries,
+                "quarantined": self.quarantined, "temp_folders": self.temps, "size_bytes": self.size_bytes,
+                "format": CACHE_FORMAT}
+
+
+def cache_info(root: Path) -> CacheInfo:
+    counts = dict.fromkeys(KINDS, 0)
+    legacy = 0
+    for kind, path in entries(root):
+        if _is_legacy(path):
+            legacy += 1
+        else:
+            counts[kind] += 1
+    qdir = root / QUARANTINE
+    quarantined = len([p for p in qdir.iterdir() if not p.name.endswith(QUARANTINE_REASON)]) if qdir.is_dir() else 0
+    temps = sum(1 for kind in KINDS if (root / kind).is_dir()
+                for p in (root / kind).iterdir() if p.name.startswith(TMP_PREFIX))
+    return CacheInfo(root, counts, legacy, quarantined, temps, tree_size(root) if root.exists() else 0)
+
+
+@dataclass(frozen=True)
+class GcItem:
+    path: Path
+    why: str  # "quarantined", "temp", "unused"
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "why": self.why, "size_bytes": self.size}
+
+
+def gc_plan(root: Path, *, older_than_days: float | None = None, now: float | None = None) -> list[GcItem]:
+    """What ``cache gc`` removes: quarantined entries, stale temp folders, and (with ``older_than_days``)
+    entries not used for that long (their manifest's mtime, or the folder's for old-format entries)."""
+    now = time.time() if now is None else now
+    items: list[GcItem] = []
+    qdir = root / QUARANTINE
+    if qdir.is_dir():
+        items += [GcItem(p, "quarantined", tree_size(p)) for p in sorted(qdir.iterdir())]
+    items += [GcItem(p, "temp", tree_size(p)) for p in stale_temps(root, now=now)]
+    if older_than_days is not None:
+        limit = older_than_days * 86400.0
+        for _kind, path in entries(root):
+            marker = path / MANIFEST
+            try:
+                used = (marker if marker.exists() else path).stat().st_mtime
+            except OSError:
+                continue
+            if now - used > limit:
+                items.append(GcItem(path, "unused", tree_size(path)))
+    return items
+
+
+def gc(root: Path, *, older_than_days: float | None = None, dry_run: bool = False) -> tuple[list[GcItem], int]:
+    """Remove what :func:`gc_plan` lists (nothing with ``dry_run``); returns the items and bytes freed."""
+    items = gc_plan(root, older_than_days=older_than_days)
+    if dry_run:
+        return items, sum(i.size for i in items)
+    freed = 0
+    for item in items:
+        freed += _remove(item.path)
+    return items, freed
+
+
+def fix_damaged(root: Path, states: list[EntryState]) -> list[Repair]:
+    """Quarantine every damaged entry of a :func:`verify_all` answer."""
+    repairs = []
+    for s in states:
+        if s.problem is not None:
+            repairs.append(Repair(s.path, s.problem, quarantine(root, s.path, s.problem)))
+    return repairs
