@@ -53,10 +53,11 @@ class DiffRow:
 
     @property
     def class_changed(self) -> bool:
-        """The instruction class or opcode differs between the sides (a replace row), or one side only."""
+        """A replace row whose two sides differ in opcode or instruction class (REDG -> ATOMG), not
+        only in operands; one-sided rows are coloured as such already."""
         if self.tag == "replace" and self.a is not None and self.b is not None:
             return (self.a.cls, self.a.opcode) != (self.b.cls, self.b.opcode)
-        return self.tag in ("delete", "insert")
+        return False
 
 
 @dataclass

@@ -33,10 +33,10 @@ def main(argv: list[str]) -> int:
     for _ in range(warmup):
         call()
     torch.cuda.synchronize()
-    torch.cuda.profiler.start()
+    torch.cuda.profiler.start()  # type: ignore[no-untyped-call]
     call()
     torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
+    torch.cuda.profiler.stop()  # type: ignore[no-untyped-call]
     print(f"ktriage-profile: {toolchain} input {input_id} {backend_name}: profiled one call after {warmup} warm-up calls")
     return 0
 
