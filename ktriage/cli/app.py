@@ -76,6 +76,10 @@ VERBS: tuple[Verb, ...] = (
          "could not be checked."),
     Verb("occupancy", "ktriage.cli.occupancy_cmd", "occupancy",
          "Resident CTAs and warps per SM for a kernel, the limiting resource, and what would lift it."),
+    Verb("profile", "ktriage.cli.profile_cmd", "profile",
+         "Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call "
+         "after warm-up, and diff occupancy, registers, local-memory (spill) traffic, atomics, DRAM/L2 traffic, "
+         "warp stalls and instructions per kernel, each tied to the compile-side change in one sentence."),
     Verb("toolchain", "ktriage.cli.toolchain_cmd", "app", "Manage compiler toolchains (Triton + ptxas)."),
     Verb("catalog", "ktriage.cli.catalog_cmd", "app",
          "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),

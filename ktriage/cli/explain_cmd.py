@@ -42,14 +42,14 @@ from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import Explainer, ExplainResult
-from ktriage.explain.findings import collect_failure_findings, collect_findings
+from ktriage.explain.findings import Finding, collect_failure_findings, collect_findings
 from ktriage.explain.fixes import suggest_fixes
 from ktriage.report.explain import fixes_markdown, print_table, report_title, to_json, to_markdown
 from ktriage.spec.model import KernelSpec, input_label
 
 
 FORMATS = ("table", "markdown", "json")
-WRITERS = (".md", ".json")
+WRITERS = (".md", ".json", ".html")
 
 
 def explain(
@@ -125,6 +125,7 @@ def explain(
     write_outputs(outputs, {
         ".md": lambda: to_markdown(result, findings, title=title) + fix_md,
         ".json": lambda: json.dumps({**to_json(result, findings), **fix_json}, indent=1),
+        ".html": lambda: _html(result, findings, title),
     })
     if outputs:
         console.print("report: " + " and ".join(escape(str(p)) for p in outputs))
@@ -147,6 +148,15 @@ def _report_failures(result: ExplainResult, console: Console, *, listed: bool, a
             else f"exit code {exit_codes.INCOMPLETE} (pass --allow-failures for 0)")
     console.print(f"[red]incomplete:[/] {len(result.failures)} of {cells} cells failed; the other results are "
                   f"complete; {then}.")
+
+
+def _html(result: ExplainResult, findings: list[Finding], title: str) -> str:
+    """The self-contained HTML report: ranked findings linked to the lines of the side-by-side PTX and
+    SASS diffs (computed in ktriage.explain.html_view, rendered in ktriage.report.explain_html)."""
+    from ktriage.explain.html_view import build_view
+    from ktriage.report.explain_html import to_html
+
+    return to_html(build_view(result, findings, title=title))
 
 
 def _diffs(result: ExplainResult, ptx: bool, sass: bool) -> str:

@@ -52,7 +52,7 @@ def test_explain_writes_every_output_by_its_suffix(toolchain, in_tmp: Path, tmp_
 @pytest.mark.parametrize("argv, says", [
     (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--arch", "sm_42"], "sm_90, sm_90a, 90"),
     (["occupancy", "--arch", "volta2", "--registers", "32", "--warps", "4"], "supported:"),
-    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-o", "x.html"], "name the file with one of: .md, .json"),
+    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-o", "x.txt"], "name the file with one of: .md, .json, .html"),
     (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--format", "csv"], "use --format table | markdown | json"),
     (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--fwd", "--mode", "bwd"], "choose one"),
 ])  # fmt: skip

@@ -22,7 +22,7 @@ MJ = (".md", ".json")
 
 # The matrix the parsers must give (docs/cli.md's "Output formats per verb" is generated from them).
 MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "explain": (TMD, MJ),
+    "explain": (TMD, (".md", ".json", ".html")),
     "bench": ((*TMD, "csv"), (".csv", ".md", ".json")),
     "compare": ((*TMD, "csv"), (".md", ".json", ".html", ".csv")),
     "bisect": (TMD, MJ),
@@ -31,6 +31,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "triage": (TMD, (".md", ".json", ".html")),
     "fidelity": (TMD, MJ),
     "occupancy": (TMD, MJ),
+    "profile": (("markdown", "json"), MJ),
     "toolchain add": ((), ()),
     "toolchain list": (TMD, MJ),
     "toolchain show": (TMD, MJ),

@@ -1,0 +1,55 @@
+"""`ktriage profile`: Nsight Compute counters of each toolchain's kernels from a bundle (GPU host).
+
+The logic is in ktriage.profile (run: ncu per toolchain; ncu: the CSV parser; diff: deltas and
+the sentence tying each to the compile side); this module parses options and prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ktriage.cli.console import make_console
+from ktriage.cli.options import Format, format_option, output_option, write_outputs
+
+FORMATS = ("markdown", "json")
+WRITERS = (".md", ".json")
+
+
+def profile(
+    bundle: Annotated[Path, typer.Option("--bundle", help=(
+        "A bundle (`ktriage bench --compile-only --bundle DIR`): every toolchain's kernels of one input are profiled."))],
+    input_id: Annotated[int | None, typer.Option("--input-id", "-i", help=(
+        "The bundle input to profile (its TritonBench input id). Default: the bundle's first."))] = None,
+    backend: Annotated[str | None, typer.Option("--backend", help=(
+        "The artifact backend whose kernels run (liger_layer_norm, ...). Default: the bundle's first."))] = None,
+    raw_dir: Annotated[Path | None, typer.Option("--raw-dir", help=(
+        "Where ncu's reports, CSV exports and logs go. Default: BUNDLE/profile-input<ID>/."))] = None,
+    ncu: Annotated[str | None, typer.Option("--ncu", help="The ncu executable. Default: ncu on PATH.")] = None,
+    warmup: Annotated[int, typer.Option("--warmup", help="Calls before the profiled one.")] = 3,
+    fmt: Annotated[Format, format_option(FORMATS)] = Format.markdown,
+    output: Annotated[list[Path] | None, output_option(WRITERS, "Default: profile.json in the raw folder.")] = None,
+) -> None:
+    """Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call
+    after warm-up, and diff occupancy, registers, local-memory (spill) traffic, atomics, DRAM/L2 traffic,
+    warp stalls and instructions per kernel, each tied to the compile-side change in one sentence.
+
+    Where ncu cannot run (no permission to the counters, no ncu) the toolchain's entry says why and the
+    others go on."""
+    from ktriage.profile.diff import to_markdown
+    from ktriage.profile.run import profile_bundle
+    from ktriage.workload.bundle import load_bundle
+
+    loaded = load_bundle(bundle)
+    case_id = input_id if input_id is not None else loaded.input_cases()[0].id
+    folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
+    doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
+    text = json.dumps(doc, indent=1)
+    outputs = list(output or []) or [folder / "profile.json"]
+    if fmt is Format.json:
+        typer.echo(text)
+    else:
+        typer.echo(to_markdown(doc), nl=False)
+    write_outputs(outputs, {".json": lambda: text + "\n", ".md": lambda: to_markdown(doc)}, make_console(stderr=True))

@@ -1,0 +1,167 @@
+"""Diff the ncu counters of a bundle's toolchains per kernel and tie them to the compile side.
+
+The reference is the bundle's first toolchain (as in bench and explain). Launches pair up by order
+within the profiled call (every toolchain replays the same library call, so the same kernels in
+the same order). Each pair gets the deltas of :data:`ktriage.profile.ncu.SCALARS`, the stall
+reasons' shares in points, and one sentence that starts from what the compiler did (spill bytes,
+the opcodes that changed most; from the bundle's resources summary) and says what the counters
+show for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ktriage.profile.ncu import summarize
+
+FORMAT = 1
+
+
+def _compile_side(resources: Mapping[str, Any] | None, reference: Mapping[str, Any] | None, toolchain: str) -> str:
+    if not resources or "error" in resources:
+        return f"{toolchain}: no compile-side resources in the bundle"
+    spill, ref_spill = int(resources.get("spill_store_bytes") or 0), int((reference or {}).get("spill_store_bytes") or 0)
+    regs = resources.get("registers")
+    parts = []
+    if spill or ref_spill:
+        parts.append(f"{toolchain} spills {spill} B/thread (reference {ref_spill} B), {regs} registers")
+    ops, ref_ops = resources.get("sass_opcodes") or {}, (reference or {}).get("sass_opcodes") or {}
+    deltas = {k: int(ops.get(k, 0)) - int(ref_ops.get(k, 0)) for k in set(ops) | set(ref_ops)}
+    changed = sorted((k for k, d in deltas.items() if d), key=lambda k: (-abs(deltas[k]), k))[:4]
+    if changed:
+        what = ", ".join(f"{k} {int(ref_ops.get(k, 0))}->{int(ops.get(k, 0))}" for k in changed)
+        parts.append(f"SASS {what}" if parts else f"{toolchain} SASS {what}")
+    return "; ".join(parts) if parts else f"{toolchain}: the same resources as the reference"
+
+
+def _mb(value: float) -> str:
+    return f"{value / 1e6:.1f} MB"
+
+
+def compare_launches(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Deltas of every number both summaries have, and stall-share deltas in points."""
+    out: dict[str, Any] = {}
+    for key, value in new.items():
+        if isinstance(value, float) and isinstance(ref.get(key), float):
+            base = ref[key]
+            out[key] = {"reference": base, "new": value, "delta": value - base,
+                        "ratio": (value / base) if base else None}
+    shares, ref_shares = new.get("stall_share_pct") or {}, ref.get("stall_share_pct") or {}
+    if shares or ref_shares:
+        points = {r: shares.get(r, 0.0) - ref_shares.get(r, 0.0) for r in set(shares) | set(ref_shares)}
+        out["stall_share_points"] = dict(sorted(points.items(), key=lambda kv: -abs(kv[1])))
+    return out
+
+
+def sentence(kernel: str, toolchain: str, reference: str, compile_side: str, ref: Mapping[str, Any],
+             new: Mapping[str, Any], deltas: Mapping[str, Any]) -> str:
+    """One sentence: the compile-side change, then the counters that show (or do not show) it."""
+    said: list[str] = []
+    if new.get("local_share_of_l1_sectors_pct") or ref.get("local_share_of_l1_sectors_pct"):
+        sectors = new.get("local_ld_sectors", 0.0) + new.get("local_st_sectors", 0.0)
+        ref_share = ref.get("local_share_of_l1_sectors_pct", 0.0)
+        said.append(f"local-memory (spill) traffic is {new['local_share_of_l1_sectors_pct']:.0f}% of all L1 sectors "
+                    f"({sectors:,.0f} sectors; reference {ref_share:.0f}%)")
+    atoms = [(k, label) for k, label in (("global_atom_requests", "atomic"), ("global_red_requests", "reduction"))
+             if k in new and (new[k] or ref.get(k))]
+    if atoms:
+        said.append(", ".join(f"global {label} requests {ref.get(k, 0.0):,.0f} -> {new[k]:,.0f}" for k, label in atoms))
+    if "dram_bytes" in new and "dram_bytes" in ref:
+        said.append(f"DRAM {_mb(ref['dram_bytes'])} -> {_mb(new['dram_bytes'])}")
+    points = deltas.get("stall_share_points") or {}
+    if points:
+        reason, delta = max(points.items(), key=lambda kv: kv[1])
+        now = (new.get("stall_share_pct") or {}).get(reason, 0.0)
+        said.append(f"stall '{reason}' {delta:+.0f} points (now {now:.0f}% of stall cycles)")
+    if "achieved_occupancy_pct" in new and "achieved_occupancy_pct" in ref:
+        limiter = new.get("occupancy_limiter")
+        said.append(f"achieved occupancy {ref['achieved_occupancy_pct']:.0f}% -> {new['achieved_occupancy_pct']:.0f}%"
+                    + (f" (limit: {limiter})" if limiter else ""))
+    if "duration_ns" in new and "duration_ns" in ref and ref["duration_ns"]:
+        pct = 100.0 * (new["duration_ns"] / ref["duration_ns"] - 1)
+        said.append(f"duration {ref['duration_ns'] / 1e3:.1f} -> {new['duration_ns'] / 1e3:.1f} us ({pct:+.0f}%)")
+    counters = "; ".join(said) if said else "ncu reported none of the compared counters"
+    return f"{kernel} ({toolchain} vs {reference}): {compile_side}: {counters}."
+
+
+def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
+             profiles: Sequence[Mapping[str, Any]], compile_side: Mapping[str, Mapping[str, Any] | None],
+             ncu_version: str | None, bundle: str = "") -> dict[str, Any]:
+    """The profile document. ``profiles``: per toolchain {"toolchain", "launches": [Launch], "error", "files"}."""
+    per_tc: dict[str, Any] = {}
+    summaries: dict[str, list[dict[str, Any]]] = {}
+    for p in profiles:
+        tc = p["toolchain"]
+        summaries[tc] = [summarize(launch) for launch in p.get("launches") or []]
+        per_tc[tc] = {"status": "ok" if p.get("error") is None else "unavailable", "error": p.get("error"),
+                      "files": dict(p.get("files") or {}), "command": list(p.get("command") or []),
+                      "compile_side": compile_side.get(tc), "launches": summaries[tc]}
+    diffs, findings, notes = [], [], []
+    for tc, info in per_tc.items():
+        if info["error"]:
+            notes.append(f"{tc}: {info['error']}")
+    ref_launches = summaries.get(reference) or []
+    for tc, launches in summaries.items():
+        if tc == reference or not launches or not ref_launches:
+            continue
+        for i, (ref, new) in enumerate(zip(ref_launches, launches)):
+            kernel = str(new.get("kernel_name", f"launch {i}"))
+            deltas = compare_launches(ref, new)
+            side = _compile_side(compile_side.get(tc), compile_side.get(reference), tc)
+            text = sentence(kernel, tc, reference, side, ref, new, deltas)
+            diffs.append({"kernel": kernel, "launch": i, "toolchain": tc, "reference": reference, "deltas": deltas,
+                          "finding": text})
+            findings.append(text)
+    return {"format": FORMAT, "kind": "ktriage-profile", "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "bundle": bundle, "op": op, "mode": mode, "input_id": input_id, "backend": backend, "reference": reference,
+            "ncu_version": ncu_version, "toolchains": per_tc, "diffs": diffs, "findings": findings, "notes": notes}
+
+
+def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequence[Any], *,
+                     ncu_version: str | None) -> dict[str, Any]:
+    """:func:`document` for a loaded bundle (``ktriage.workload.bundle.Bundle``) and run.ToolchainProfile's."""
+    from ktriage.workload.bundle import BundleArtifact
+
+    entry = next(i for i in bundle.inputs if int(i["id"]) == input_id)
+    keys = list(entry["kernels"][backend].values())
+    compile_side: dict[str, Mapping[str, Any] | None] = {}
+    for tc in bundle.toolchain_ids():
+        art = bundle.artifacts.get((keys[0], tc)) if keys else None
+        compile_side[tc] = art.resources if isinstance(art, BundleArtifact) else None
+    rows = [{"toolchain": p.toolchain, "launches": p.launches, "error": p.error, "files": p.files, "command": p.command}
+            for p in profiles]
+    return document(op=bundle.op, mode=bundle.mode, input_id=input_id, backend=backend,
+                    reference=bundle.toolchain_ids()[0], profiles=rows, compile_side=compile_side,
+                    ncu_version=ncu_version, bundle=str(bundle.path))
+
+
+def to_markdown(doc: Mapping[str, Any]) -> str:
+    """A short readable summary (the JSON has every number)."""
+    lines = [f"# ktriage profile: {doc['op']} {doc['mode']} input {doc['input_id']} ({doc['backend']})", "",
+             f"ncu: {doc.get('ncu_version') or 'not found'}; reference: `{doc['reference']}`", ""]
+    for note in doc.get("notes") or []:
+        lines.append(f"- not profiled: {note}")
+    if doc.get("findings"):
+        lines += ["## Findings", ""] + [f"- {f}" for f in doc["findings"]] + [""]
+    keys = ("registers_per_thread", "theoretical_occupancy_pct", "achieved_occupancy_pct", "occupancy_limiter",
+            "local_ld_requests", "local_st_requests", "local_ld_sectors", "local_st_sectors",
+            "local_share_of_l1_sectors_pct", "global_atom_requests", "global_red_requests", "dram_bytes",
+            "dram_throughput_pct", "l2_throughput_pct", "inst_executed", "duration_ns")
+    tcs = [tc for tc, info in doc["toolchains"].items() if info["launches"]]
+    if tcs:
+        lines += ["## Counters (first launch of each toolchain)", "", "| counter | " + " | ".join(f"`{t}`" for t in tcs) + " |",
+                  "|---|" + "---|" * len(tcs)]
+        for key in keys:
+            vals = [doc["toolchains"][t]["launches"][0].get(key) for t in tcs]
+            if all(v is None for v in vals):
+                continue
+            cells = [("" if v is None else f"{v:,.1f}" if isinstance(v, float) else str(v)) for v in vals]
+            lines.append(f"| {key} | " + " | ".join(cells) + " |")
+        for t in tcs:
+            top = list((doc["toolchains"][t]["launches"][0].get("stall_share_pct") or {}).items())[:5]
+            if top:
+                lines.append("")
+                lines.append(f"Top stalls `{t}`: " + ", ".join(f"{r} {v:.0f}%" for r, v in top))
+    return "\n".join(lines) + "\n"

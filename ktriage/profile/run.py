@@ -1,0 +1,164 @@
+"""Run Nsight Compute on each toolchain's kernels of a bundle input and export the raw counters.
+
+For each toolchain: ``ncu --clock-control none --profile-from-start off --section ... --metrics ...
+-o REP python -m ktriage.profile.target ...`` (one profiled call after warm-up, see
+:mod:`ktriage.profile.target`), then ``ncu --import REP --csv --page raw`` (parsed by
+:mod:`ktriage.profile.ncu`) and ``--page details`` (for people). ``--clock-control none`` keeps the
+GPU's own clocks (ncu locks them to base by default, which is not what the bench measured).
+
+If an explicit metric is unknown to this ncu, the run is repeated with the sections alone. If ncu
+cannot profile at all (no permission to the GPU performance counters, no ncu, no GPU), the
+toolchain's entry says why in one line and the others are still tried.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktriage.profile.ncu import Launch, parse_raw_csv
+
+SECTIONS = ("LaunchStats", "Occupancy", "SpeedOfLight", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables",
+            "WarpStateStats", "SourceCounters")
+BASIC_SECTIONS = ("LaunchStats", "Occupancy", "MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters")
+METRICS = (
+    "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+    "lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "lts__t_bytes.sum", "smsp__inst_executed.sum", "gpu__time_duration.sum",
+)
+PERMISSION = ("ERR_NVGPUCTRPERM", "permission to access NVIDIA GPU Performance Counters")
+
+
+@dataclass
+class ToolchainProfile:
+    """What ncu gave for one toolchain: its launches, or why there are none."""
+
+    toolchain: str
+    launches: list[Launch] = field(default_factory=list)
+    error: str | None = None
+    files: dict[str, str] = field(default_factory=dict)  # raw_csv, details_csv, log, report
+    command: list[str] = field(default_factory=list)
+
+
+def find_ncu(ncu: str | None = None) -> str | None:
+    if ncu:
+        return ncu
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for root in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"):
+        if os.path.exists(root):
+            return root
+    return None
+
+
+def ncu_version(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({exc})"
+    return out.strip().splitlines()[-1] if out.strip() else "unknown"
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if "==ERROR==" in ln or "==WARNING==" in ln]
+    return (lines[0] if lines else (text.strip().splitlines() or ["no output"])[-1])[:300]
+
+
+def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, backend: str, out_dir: Path, *,
+                      warmup: int = 3, timeout_s: float = 600) -> ToolchainProfile:
+    """Profile one toolchain (see the module docstring); raw files go to ``out_dir/<name>.*``."""
+    name = toolchain.replace("/", "_")
+    rep = out_dir / f"{name}.ncu-rep"
+    result = ToolchainProfile(toolchain)
+    target = [sys.executable, "-m", "ktriage.profile.target", str(bundle), toolchain, str(input_id), backend, str(warmup)]
+    attempts = [(SECTIONS, METRICS), (SECTIONS, ()), (BASIC_SECTIONS, ())]
+    log_parts: list[str] = []
+    for sections, metrics in attempts:
+        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all", "-f",
+               "-o", str(rep)]
+        for s in sections:
+            cmd += ["--section", s]
+        if metrics:
+            cmd += ["--metrics", ",".join(metrics)]
+        cmd += target
+        result.command = cmd
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except (OSError, subprocess.SubprocessError) as exc:
+            result.error = f"ncu could not run: {exc}"
+            break
+        output = proc.stdout + proc.stderr
+        log_parts.append(f"$ {' '.join(cmd)}\n{output}\n[exit {proc.returncode}]\n")
+        if any(p in output for p in PERMISSION):
+            result.error = ("ncu has no permission to the GPU performance counters (ERR_NVGPUCTRPERM): "
+                            "run as root or set NVreg_RestrictProfilingToAdminUsers=0")
+            break
+        if proc.returncode == 0 and rep.exists():
+            result.error = None
+            break
+        result.error = f"ncu failed (exit {proc.returncode}): {_one_line(output)}"
+    log = out_dir / f"{name}.log"
+    log.write_text("".join(log_parts))
+    result.files["log"] = log.name
+    if result.error is not None or not rep.exists():
+        return result
+    result.files["report"] = rep.name
+    for page in ("raw", "details"):
+        exported = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page, "--print-units", "base"],
+                                  capture_output=True, text=True, timeout=timeout_s)
+        if exported.returncode != 0:  # an ncu without --print-units
+            exported = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page],
+                                      capture_output=True, text=True, timeout=timeout_s)
+        path = out_dir / f"{name}.{page}.csv"
+        path.write_text(exported.stdout)
+        result.files[f"{page}_csv"] = path.name
+        if page == "raw":
+            if exported.returncode != 0:
+                result.error = f"ncu --import failed: {_one_line(exported.stderr + exported.stdout)}"
+                return result
+            try:
+                result.launches = parse_raw_csv(exported.stdout)
+            except ValueError as exc:
+                result.error = str(exc)
+                return result
+    if not result.launches:
+        result.error = "ncu profiled no kernel launch (no counters, or the profiled range was empty)"
+    return result
+
+
+def profile_bundle(bundle_path: Path, *, input_id: int | None, backend: str | None, out_dir: Path,
+                   ncu: str | None = None, warmup: int = 3) -> dict[str, Any]:
+    """Profile every toolchain of a bundle on one input; returns the profile document (see diff.py)."""
+    from ktriage.profile.diff import profile_document
+    from ktriage.workload.bundle import load_bundle
+
+    bundle = load_bundle(bundle_path)
+    cases = bundle.input_cases()
+    case_id = cases[0].id if input_id is None else input_id
+    entry = next((i for i in bundle.inputs if int(i["id"]) == case_id), None)
+    if entry is None:
+        from ktriage.errors import KtriageError
+
+        raise KtriageError(f"bundle {bundle.path} has no input {case_id}", f"inputs: {[c.id for c in cases]}")
+    names = list(entry["kernels"])
+    chosen = backend or names[0]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    exe = find_ncu(ncu)
+    profiles: list[ToolchainProfile] = []
+    version = ncu_version(exe) if exe else None
+    for tc in bundle.toolchain_ids():
+        if exe is None:
+            profiles.append(ToolchainProfile(tc, error="ncu (Nsight Compute) is not on PATH: nothing profiled"))
+            continue
+        profiles.append(profile_toolchain(exe, Path(bundle.path), tc, case_id, chosen, out_dir, warmup=warmup))
+    return profile_document(bundle, case_id, chosen, profiles, ncu_version=version)

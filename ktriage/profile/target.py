@@ -1,0 +1,45 @@
+"""The program ``ktriage profile`` runs under ncu: one toolchain's kernels of one bundle input.
+
+``python -m ktriage.profile.target BUNDLE TOOLCHAIN INPUT_ID BACKEND [WARMUP]``: makes the input as
+the bench does, prepares the backend's replay with kernel-only timing (the launches alone, on
+buffers allocated at prepare), calls it WARMUP times, then once between ``cudaProfilerStart`` and
+``cudaProfilerStop`` (ncu runs with ``--profile-from-start off``, so only that call is profiled).
+Prints one line ``ktriage-profile: N launches`` for the log.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    from ktriage.measure.loader import runner_loader
+    from ktriage.workload.backends import make_input
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_launch import make_launcher
+    from ktriage.workload.replay import artifact_backend
+
+    path, toolchain, input_id, backend_name = argv[0], argv[1], int(argv[2]), argv[3]
+    warmup = int(argv[4]) if len(argv) > 4 else 3
+    bundle = load_bundle(path)
+    case = next(c for c in bundle.input_cases() if c.id == input_id)
+    inp = make_input(bundle.op, case, precision=bundle.precision)
+    launch = make_launcher(bundle, toolchain, runner_loader())
+    backend = artifact_backend(backend_name, launch=launch, specs=bundle.spec_source(), timing="kernel",
+                               sm_count=bundle.sm_count)
+    call = backend.prepare(inp, bundle.mode)
+    for _ in range(warmup):
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()  # type: ignore[no-untyped-call]
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()  # type: ignore[no-untyped-call]
+    print(f"ktriage-profile: {toolchain} input {input_id} {backend_name}: profiled one call after {warmup} warm-up calls")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

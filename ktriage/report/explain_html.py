@@ -1,0 +1,39 @@
+"""The explain report as ONE self-contained HTML file (inline CSS, no script, no network), in the
+look of the compare report (``report/html.py``).
+
+Rendering only: the view (findings with their links, aligned diffs, cross matrix, occupancy,
+register classes) is computed by ``ktriage.explain.html_view.build_view``. The template has jinja2
+autoescape on, and nothing from the input (kernel names, source lines, PTX or SASS text) is marked
+safe: every character of it is escaped.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from ktriage.explain.html_view import ExplainView
+
+
+def _env() -> Environment:
+    return Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["html", "j2"]))
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:g}"
+
+
+def to_html(view: ExplainView) -> str:
+    env = _env()
+    env.filters["num"] = _num
+    return env.get_template("explain.html.j2").render(v=view)
+
+
+def write_html(path: str | Path, view: ExplainView) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(to_html(view), encoding="utf-8")
+    return path

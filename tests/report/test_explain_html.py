@@ -1,0 +1,155 @@
+"""The explain HTML report (`ktriage explain ... -o report.html`) opened in a real headless Chromium,
+as tests/test_report_html.py does for compare: it renders, has no script, the side-by-side diff
+lines are there with spills and the main loop marked, every finding's evidence link lands on a row
+that shows it, and markup from the input is escaped. Both motivating regressions, plus a spec file
+whose names carry markup. Skips only when no Chromium binary exists (Debian package: chromium)."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli.app import main
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+CHROMIUM = chromium()
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (apt-get install -y chromium)")
+
+
+def dump_dom(tmp_path: Path, page: Path) -> tuple[str, str]:
+    assert CHROMIUM
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0",
+           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True)
+    return proc.stdout, proc.stderr
+
+
+def explain_html(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / "report.html"
+    assert main(["explain", *args, "--arch", "sm_90", "-f", "json", "-o", str(out)]) == 0
+    return out
+
+
+def rows_by_id(dom: str) -> dict[str, str]:
+    return {m.group(1): m.group(0) for m in re.finditer(r'<tr [^>]*id="([^"]+)"[^>]*>.*?</tr>', dom, re.S)}
+
+
+def check_page(dom: str, stderr: str) -> None:
+    assert "<html" in dom and "</html>" in dom
+    assert "<script" not in dom.lower()  # no script at all, so none can fail
+    assert "Uncaught" not in stderr and "SyntaxError" not in stderr
+    assert not re.search(r'(src|href)="https?:', dom)  # self-contained
+
+
+def evidence_targets(dom: str) -> dict[str, str]:
+    """Each evidence link's text -> the row (or heading) its anchor names; every anchor must exist."""
+    rows = rows_by_id(dom)
+    out = {}
+    for href, text in re.findall(r'<a class="evidence-link" href="#([^"]+)">([^<]+)</a>', dom):
+        assert f'id="{href}"' in dom, f"evidence link {text!r} points at a missing anchor #{href}"
+        out[html.unescape(text)] = rows.get(href, href)
+    return out
+
+
+@needs_chromium
+def test_layer_norm_spills_report(tmp_path: Path) -> None:
+    page = explain_html(tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0")
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    findings = re.findall(r'<li class="finding (\w+)">', dom)
+    assert findings and findings[0] == "regression"
+    assert "spill stores 632 B -&gt; 3712 B" in dom and "the frontend (Triton/LLVM PTX) is responsible" in dom
+    # the side-by-side SASS diff: spills marked on the 3.4.0 side, the main loop marked, unchanged runs collapsed
+    assert re.search(r'<td class="code b spill[^"]*">/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL', dom)
+    assert 'main-loop' in dom and 'unchanged lines' in dom
+    assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="diff ptx-diff"') == 1
+    # the PTX diff shows both sides; the declared register classes are a table apart (3.3.1 has .f32)
+    regs = re.search(r'<table class="reg-classes">.*?</table>', dom, re.S)
+    assert regs and "<code>.reg .f32</code>" in regs.group(0) and ".reg .b32" in regs.group(0)
+    assert not re.search(r'<td class="code [ab][^"]*">\.reg ', dom)  # taken out of the diff
+    # cross matrix (PTX x ptxas) and occupancy with its limiter
+    cross = re.search(r'<table class="cross">.*?</table>', dom, re.S)
+    assert cross and "<td>spill_store_bytes</td>" in cross.group(0) and "3728" in cross.group(0)
+    occ = re.search(r'<table class="occupancy">.*?</table>', dom, re.S)
+    assert occ and "<td>registers</td>" in occ.group(0) and "<td>warps</td>" in occ.group(0)  # 3.3.1 / 3.4.0
+    # the links land on rows that show the evidence
+    targets = evidence_targets(dom)
+    spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
+    assert re.search(r"\b(LDL|STL)", spill) and 'class="diff-line' in spill
+    loop = next(row for text, row in targets.items() if "main loop" in text)
+    assert "main-loop" in loop
+
+
+@needs_chromium
+def test_embedding_atomics_report(tmp_path: Path) -> None:
+    page = explain_html(tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131",
+                        "-t", "triton==3.4.0")
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    assert "ptxas is responsible" in dom
+    assert re.search(r'<td class="code a[^"]*">/\*[0-9a-f]{4}\*/ [^<]*REDG\.E\.ADD\.F32x4', dom)
+    assert re.search(r'<td class="code b[^"]*">/\*[0-9a-f]{4}\*/ [^<]*ATOMG\.E\.ADD\.F32x4', dom)
+    assert "PTX diff: identical after normalization" in dom  # the same PTX: ptxas changed
+    targets = evidence_targets(dom)
+    atomg = next(row for text, row in targets.items() if "ATOMG" in text)
+    assert "ATOMG" in atomg and "class-change" in atomg
+
+
+KERNEL = '''import triton
+import triton.language as tl
+
+
+# <script>alert("source")</script> & a comment with markup
+@triton.jit
+def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+'''
+
+SPEC = '''[kernel]
+name = "add<script>alert(1)</script>"
+source = "k.py:add_kernel"
+target = "sm_90"
+
+[kernel.signature]
+x_ptr = "*fp32"
+y_ptr = "*fp32"
+n = "i32"
+BLOCK = "constexpr"
+
+[kernel.constexprs]
+BLOCK = 1024
+
+[kernel.meta]
+note = "<img src=x onerror=alert(2)>"
+'''
+
+
+@needs_chromium
+def test_markup_in_the_input_is_escaped(tmp_path: Path) -> None:
+    (tmp_path / "k.py").write_text(KERNEL)
+    (tmp_path / "k.toml").write_text(SPEC)
+    page = explain_html(tmp_path, str(tmp_path / "k.toml"), "-t", "triton==3.3.1", "-t", "triton==3.4.0")
+    raw = page.read_text()
+    assert "<script" not in raw.lower() and "<img" not in raw.lower()
+    assert "add&lt;script&gt;alert(1)&lt;/script&gt;" in raw
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    assert "<img" not in dom.lower()
+    assert 'class="diff sass-diff"' in dom  # the kernel has its diff section (unchanged or not)
+    assert "add_kernel" in dom
