@@ -23,7 +23,7 @@ from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
     Verdict,
     VerdictConfig,
-    compare_samples,
+    compare_samples_many,
 )
 
 PairStatus = Literal["compared", "error", "missing"]
@@ -254,6 +254,7 @@ def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: Verdict
     for op, mode, i, _be, _tc in [*ref, *new]:
         inputs[(op, mode)].add(i)
     out: list[PairResult] = []
+    todo: list[tuple[PairResult, Cell, Cell]] = []  # compared pairs: their verdicts are computed together
     for (op, mode, be), t_ref, t_new in _toolchain_map(ref, new):
         if skip_native and t_ref is None and t_new is None:
             continue
@@ -271,8 +272,11 @@ def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: Verdict
                 pr.status = "error"
                 pr.problem = "; ".join(_describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok")
             else:
-                pr.verdict = compare_samples(rc.samples_ms, nc.samples_ms, config)
+                todo.append((pr, rc, nc))
             out.append(pr)
+    verdicts = compare_samples_many([(rc.samples_ms, nc.samples_ms) for _, rc, nc in todo], config)
+    for (pr, _, _), v in zip(todo, verdicts, strict=True):
+        pr.verdict = v
     return out
 
 
