@@ -379,7 +379,8 @@ def _modes_rows(x: np.ndarray, min_weight: float, min_gap: float, min_count: int
 
 def _mixture(x: np.ndarray, weights: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
     """Component densities, (rows, n, 2), as ``detect_modes`` writes them for one row."""
-    return weights[:, None, :] / np.sqrt(2 * np.pi * var)[:, None, :] * np.exp(-((x[:, :, None] - mu[:, None, :]) ** 2) / (2 * var[:, None, :]))
+    dens: np.ndarray = weights[:, None, :] / np.sqrt(2 * np.pi * var)[:, None, :] * np.exp(-((x[:, :, None] - mu[:, None, :]) ** 2) / (2 * var[:, None, :]))
+    return dens
 
 
 def _modes_block(x: np.ndarray, min_weight: float, min_gap: float, min_count: int) -> list[Modes]:
