@@ -498,13 +498,36 @@ def _pair_stats(pairs: Sequence[tuple[np.ndarray, np.ndarray]], confidence: floa
     return [s for s in out if s is not None]
 
 
-def compare_samples_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], config: VerdictConfig = DEFAULT_CONFIG) -> list[Verdict]:
+SetStatsCache = dict[int, tuple[object, VerdictConfig, _SetStats]]
+
+
+def compare_samples_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], config: VerdictConfig = DEFAULT_CONFIG,
+                         cache: SetStatsCache | None = None) -> list[Verdict]:
     """``compare_samples`` for each (ref, new) pair: the same verdicts, the statistics computed on
-    stacks of equal-sized sample sets (one compare has thousands of pairs)."""
+    stacks of equal-sized sample sets (one compare has thousands of pairs).
+
+    ``cache``: a dict kept by the caller across calls that share sample lists (the reference
+    toolchain's cells in every comparison of ``compare_toolchains``): a set's statistics are
+    reused when the very same list object comes again (the entry holds the list, so its id cannot
+    be reused by another object)."""
     clean = [(_clean(a), _clean(b)) for a, b in pairs]
-    sets = _set_stats([s for ab in clean for s in ab], config)
+    objs = [o for ab in pairs for o in ab]
+    flat = [s for ab in clean for s in ab]
+    sets: list[_SetStats | None] = [None] * len(flat)
+    todo: list[int] = []
+    for k, o in enumerate(objs):
+        hit = cache.get(id(o)) if cache is not None else None
+        if hit is not None and hit[0] is o and hit[1] == config:
+            sets[k] = hit[2]
+        else:
+            todo.append(k)
+    for k, st in zip(todo, _set_stats([flat[k] for k in todo], config), strict=True):
+        sets[k] = st
+        if cache is not None:
+            cache[id(objs[k])] = (objs[k], config, st)
+    sets_ = [st for st in sets if st is not None]
     stats = _pair_stats(clean, config.confidence)
-    return [_decide(a, b, sets[2 * i], sets[2 * i + 1], stats[i], config) for i, (a, b) in enumerate(clean)]
+    return [_decide(a, b, sets_[2 * i], sets_[2 * i + 1], stats[i], config) for i, (a, b) in enumerate(clean)]
 
 
 def needs_more_samples(ref: Sequence[float], new: Sequence[float], config: VerdictConfig = DEFAULT_CONFIG) -> bool:
