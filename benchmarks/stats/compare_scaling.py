@@ -34,7 +34,7 @@ from ktriage.measure.results_file import write_results
 
 NS = (100, 200, 500, 1000, 2000, 5000)
 NOTES = (
-    'Prediction (written after profiling, before the fixes): the cliff search becomes O(n) numpy work per input (~0.2 s per 5000-input series, 18 series), the verdicts ~0.1 ms a pair once stacked (30,000 pairs: ~3 s), reading the 45,000-cell file ~2 s: ~15 s at n = 5000, linear in n. Measured: linear (CPU s roughly doubles from 2000 to 5000 inputs), 22-25 s CPU at n = 5000; the stacked EM of the bimodality check (60 steps on every set) is the largest part left, then the cliff search and the terminal table (capped at 500 rows). On a less loaded moment the same n = 5000 run took 24.6 s wall (24.1 s user). Output unchanged: `compare --toolchains --format json` on the n = 200 file is byte-identical to the code before (git 4cf253b).'
+    'Prediction (made after profiling, before the fixes; written down here afterwards): the cliff search becomes O(n) numpy work per input (~0.2 s per 5000-input series, 18 series), the verdicts ~0.1 ms a pair once stacked (30,000 pairs: ~3 s), reading the 45,000-cell file ~2 s: ~15 s at n = 5000, linear in n. Measured: linear (CPU s roughly doubles from 2000 to 5000 inputs), 22-25 s CPU at n = 5000; the stacked EM of the bimodality check (60 steps on every set) is the largest part left, then the cliff search and the terminal table (capped at 500 rows). On a less loaded moment the same n = 5000 run took 24.6 s wall (24.1 s user). Output unchanged: `compare --toolchains --format json` on the n = 200 file is byte-identical to the code before (git 4cf253b).'
 )
 TOOLCHAINS = ("triton-3.3.1", "triton-3.4.0", "triton-3.5.0", "triton-3.6.0")
 BASELINE = "torch_layer_norm"
