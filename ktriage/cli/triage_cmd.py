@@ -48,7 +48,7 @@ def triage(
     console = make_console(stderr=True)
     options = TriageOptions(old_toolchain=old_toolchain, new_toolchain=new_toolchain, threshold=threshold / 100.0, arch=arch,
                             op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs)
-    from ktriage.cli.compare_cmd import load_side
+    from ktriage.bench.compare_sides import load_side
 
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
     report = run_triage((sides[0][0], sides[0][1]), (sides[1][0], sides[1][1]), options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))

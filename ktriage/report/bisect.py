@@ -19,6 +19,7 @@ import ktriage
 from ktriage.bisect.candidate import Observation
 from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
+from ktriage.report.safe_md import md_text
 
 
 def measurement_text(obs: Observation) -> str:
@@ -123,7 +124,7 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
 
 
 def _md(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return md_text(text)
 
 
 def print_report(report: BisectReport, console: Console) -> None:

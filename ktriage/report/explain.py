@@ -24,6 +24,7 @@ import ktriage
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
+from ktriage.report.safe_md import md_code, md_text
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.toolchain.manager import Toolchain
 from ktriage.explain.engine import (
@@ -222,31 +223,31 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
 
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
-    out = [f"# {title}", ""]
+    out = [f"# {md_text(title)}", ""]
     out.append("Toolchains (the first is the reference):")
-    out += [f"- `{t.spec}`: Triton {t.triton_version}, {assembler_label(t, result)} (`{t.id}`)" for t in tcs]
+    out += [f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})" for t in tcs]
     sections, failed = finding_sections(result, findings)
     out += ["", "## Findings", ""]
     for title, lines in sections:
         if title:
             out += [f"**{title}:**", ""]
-        out += [f"- {line}" for line in lines]
+        out += [f"- {md_text(line)}" for line in lines]
         out.append("")
-    out += [f"- **failed:** {f.summary()}" for f in failed]
+    out += [f"- **failed:** {md_text(f.summary())}" for f in failed]
     if not failed:
         out.pop()
     failures = [(item, r) for item in result.specs for r in item.failures]
     if failures:
         out += ["", f"## Failures (incomplete: {len(failures)} of {len(result.specs) * len(tcs)} cells)", ""]
-        out += [f"- {item.spec.name} with `{r.toolchain.spec}`: {describe(r)}" for item, r in failures]
+        out += [f"- {md_text(item.spec.name)} with {md_code(r.toolchain.spec)}: {md_text(describe(r))}" for item, r in failures]
     out += ["", "## Per input", ""]
-    header = ["input"] + [f"`{t.spec}`" for t in tcs] + ["changes [attribution]"]
+    header = ["input"] + [md_code(t.spec) for t in tcs] + ["changes [attribution]"]
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
     for item in result.specs:
-        row = [input_label(item.spec.meta, item.spec.name)]
-        row += [_cell(item.results.get(t.id)).replace("|", "\\|") for t in tcs]  # an error may quote `a | b`
-        row.append(_changes_text(item, len(tcs) > 2).replace("\n", "<br>"))
+        row = [md_text(input_label(item.spec.meta, item.spec.name))]
+        row += [md_text(_cell(item.results.get(t.id))) for t in tcs]  # an error may quote `a | b`, or anything
+        row.append("<br>".join(md_text(part) for part in _changes_text(item, len(tcs) > 2).split("\n")))
         out.append("| " + " | ".join(row) + " |")
     sentences = list(dict.fromkeys(
         f"{input_label(item.spec.meta, item.spec.name)}: {ch.sentence}"
@@ -254,7 +255,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         if ch.metric in ("spill_store_bytes", "registers", "ctas_per_sm")))
     if sentences:
         out += ["", "## Attribution detail (cross matrix, first kernels)", ""]
-        out += [f"- {s}" for s in sentences[:9]]
+        out += [f"- {md_text(s)}" for s in sentences[:9]]
     out.append("")
     return "\n".join(out)
 
@@ -293,7 +294,7 @@ def fixes_markdown(fixes: Sequence[Fix]) -> str:
         out.append("- No fix to propose for these findings.")
     for f in fixes:
         mark = "verified" if f.verified else "not verified"
-        out.append(f"- **{f.kind}** ({f.kernel}, `{f.toolchain}`): {f.description} — {mark}: {f.effect}")
-        out += [f"  - caveat: {c}" for c in f.caveats]
+        out.append(f"- **{md_text(f.kind)}** ({md_text(f.kernel)}, {md_code(f.toolchain)}): {md_text(f.description)} — {mark}: {md_text(f.effect)}")
+        out += [f"  - caveat: {md_text(c)}" for c in f.caveats]
     out.append("")
     return "\n".join(out)

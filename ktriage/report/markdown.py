@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktriage.report.safe_md import md_code, md_text
 from ktriage.stats.compare import Comparison, PairResult
 
 
@@ -28,8 +29,8 @@ def fmt_ci(p: PairResult) -> str:
 
 
 def _esc(text: str) -> str:
-    """Table cells: a pipe would end the cell, a newline the row."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from the input (labels, names, error messages): inert markdown (``safe_md.md_text``)."""
+    return md_text(text)
 
 
 def headline(c: Comparison) -> str:
@@ -49,20 +50,20 @@ def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) ->
         v = p.verdict
         assert v is not None
         row = [str(k)] if ranked else []
-        row += [f"{p.op}.{p.mode}", p.input_label, p.backend_label, fmt_ms(v.median_ref), fmt_ms(v.median_new),
+        row += [_esc(f"{p.op}.{p.mode}"), _esc(p.input_label), _esc(p.backend_label), fmt_ms(v.median_ref), fmt_ms(v.median_new),
                 f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio), fmt_ci(p), f"{v.p_value:.2g}"]  # fmt: skip
-        lines.append("| " + " | ".join(_esc(x) for x in row) + " |")
+        lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
 def comparison_markdown(c: Comparison, level: int = 2) -> str:
     h = "#" * level
-    out = [f"{h} ktriage compare: `{c.ref_label}` -> `{c.new_label}`", ""]
+    out = [f"{h} ktriage compare: {md_code(c.ref_label)} -> {md_code(c.new_label)}", ""]
     out.append(f"**{headline(c)}** (gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples)")
     out.append("")
     b = c.baseline
     mark = {"moved": "WARNING", "unsure": "Note", "absent": "Note", "none": "Note"}.get(b.status)
-    out.append(f"> **{mark}:** {b.message}" if mark else f"Baseline check: {b.message}")
+    out.append(f"> **{mark}:** {_esc(b.message)}" if mark else f"Baseline check: {_esc(b.message)}")
     out.append("")
     regs = c.regressions()
     if regs:
@@ -74,7 +75,7 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
     probs = c.problems()
     if probs:
         out += [f"{h}# Errors and missing cells (not compared)", "", "| op | input | backend | problem |", "|---|---|---|---|"]
-        out += [f"| {p.op}.{p.mode} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |" for p in probs]
+        out += [f"| {_esc(p.op + '.' + p.mode)} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |" for p in probs]
         out.append("")
     imps = c.improvements()
     if imps:
@@ -98,7 +99,7 @@ def _provenance(c: Comparison) -> list[str]:
             continue
         gpu = run.gpu.get("name", "?") if run.gpu else "?"
         drv = run.gpu.get("driver") if run.gpu else None
-        lines.append(f"- {side}: run `{run.run_id}` ({run.created}, {gpu}{', driver ' + str(drv) if drv else ''}, status {run.status})")
+        lines.append(f"- {side}: run {md_code(run.run_id)} ({_esc(run.created)}, {_esc(gpu)}{', driver ' + _esc(drv) if drv else ''}, status {_esc(run.status)})")
     if c.ref_run and c.new_run and c.ref_run.run_id == c.new_run.run_id:
         lines = lines[:1]
     return (["Runs:", "", *lines, ""] if lines else [])

@@ -17,6 +17,8 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.report.safe_md import md_text
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -34,7 +36,7 @@ def _text(value: Any) -> str:
 
 
 def _md(value: Any) -> str:
-    return " ".join(_text(value).split()).replace("|", "\\|")
+    return md_text(" ".join(_text(value).split()))
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> list[str]:

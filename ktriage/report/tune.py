@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.report.safe_md import md_text
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
 
@@ -89,7 +90,7 @@ def _timing_lines(timing: dict[str, Any] | None) -> list[str]:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+    return md_text(text)
 
 
 def _one_markdown(result: ScreenResult, scaling: ScaleResult[Any], timing: dict[str, Any] | None, show_all: bool,

@@ -47,6 +47,18 @@ def is_installed(requirement: str) -> bool:
     return (package_dir(requirement) / _DONE).is_file()
 
 
+ALLOW_SOURCE_BUILDS = "KTRIAGE_ALLOW_SOURCE_BUILDS"
+
+
+def install_policy() -> list[str]:
+    """Wheels only (``--only-binary :all:``): a source distribution runs its build script (arbitrary
+    code) at install time, a wheel is unpacked. ``KTRIAGE_ALLOW_SOURCE_BUILDS=1`` lets a package
+    that ships no wheel build from source (docs/security.md)."""
+    if os.environ.get(ALLOW_SOURCE_BUILDS, "").strip().lower() in ("1", "true", "yes", "on"):
+        return []
+    return ["--only-binary", ":all:"]
+
+
 def ensure_package(requirement: str) -> Path:
     """Install ``requirement`` (pure Python, no dependencies) once; return the directory for sys.path."""
     target = package_dir(requirement)
@@ -58,14 +70,15 @@ def ensure_package(requirement: str) -> Path:
             return target
         staging = target.with_name(target.name + f".tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        cmd = [_uv(), "pip", "install", "--no-deps", "--quiet", "--python", sys.executable, "--target", str(staging), requirement]
+        cmd = [_uv(), "pip", "install", "--no-deps", "--quiet", *install_policy(), "--python", sys.executable, "--target", str(staging), requirement]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             raise SpecError(
                 f"could not install {requirement}: {' / '.join(tail)}",
-                f"check the version exists on PyPI; on an offline machine copy {target} from one that has it",
+                f"check the version exists on PyPI (as a wheel: source builds need {ALLOW_SOURCE_BUILDS}=1); "
+                f"on an offline machine copy {target} from one that has it",
             )
         (staging / _DONE).write_text(requirement + "\n")
         shutil.rmtree(target, ignore_errors=True)

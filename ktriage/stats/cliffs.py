@@ -7,8 +7,8 @@ in noise, so the series is segmented instead, as asv's step detection (penalised
 constant L1 fit) and Otava/Hunter (split, then merge weak change points) do:
 
 1. *Split*: optimal partitioning of the log values into constant levels, minimising the sum of
-   absolute deviations from each segment's median plus a penalty per segment (exact dynamic
-   programme: sweeps have tens of inputs). L1 + medians: one wild point costs the same inside a
+   absolute deviations from each segment's median plus a penalty per segment (the exact dynamic
+   programme, with functional pruning: O(n) numpy work per input, see ``segment``). L1 + medians: one wild point costs the same inside a
    long segment as in a segment of its own, so it never buys a split; segments have >= 2 points.
 2. *Merge*: a boundary survives only if (a) the levels of its two segments differ by at least the
    jump gate (default x1.10), (b) the jump happens *at* the boundary: the medians of the <= 3
@@ -92,24 +92,64 @@ def _l1_cost(y: np.ndarray, i: int, j: int) -> float:
     return float(np.abs(seg - np.median(seg)).sum())
 
 
+_TIE = 1e-9  # relative: costs summed in another order differ by ~1e-15; nearer than this is a tie
+
+
 def segment(log_values: Sequence[float], penalty: float, min_size: int = 2) -> list[int]:
-    """Optimal L1 piecewise-constant partition; returns the start index of every segment but the first."""
+    """Optimal L1 piecewise-constant partition; returns the start index of every segment but the first.
+
+    The exact dynamic programme ``best[j] = min_i best[i] + cost(i, j) + penalty`` (``cost``: the
+    sum of absolute deviations from the segment's median; on a tie, within ``_TIE`` relative, the
+    smallest ``i`` wins: L1 costs do tie, e.g. when a boundary may move across an outlier and a
+    point below the median alike, and the choice must not depend on summation order), without
+    evaluating ``cost`` for every pair. Each candidate start ``i`` is a function of the level
+    ``mu``: ``best[i] + sum_k |y_k - mu|``, and ``min_mu`` of it is ``best[i] + cost(i, j)`` (the
+    minimum of an L1 sum is at a data point). So it is enough to keep, on the grid of the data
+    values, the pointwise minimum over the candidates with the (smallest) candidate attaining it
+    (functional pruning, as FPOP/robseg do): one step adds ``|y_{j-1} - grid|`` to all and
+    inserts the candidate that became eligible. O(n) numpy work per input, O(n^2) in all, where
+    the plain scan took O(n^3 log n).
+    """
     y = np.asarray(log_values, dtype=float)
     n = y.size
     if n < 2 * min_size:
         return []
-    best = np.full(n + 1, math.inf)
-    best[0] = 0.0
-    prev = np.zeros(n + 1, dtype=int)
-    for j in range(min_size, n + 1):
-        for i in range(0, j - min_size + 1):
-            if i != 0 and i < min_size:
+    prev = np.zeros(n + 1, dtype=np.int64)
+    best = np.zeros(n + 1)
+    grid = np.unique(y)
+    q = np.zeros(grid.size)  # min over eligible candidates i of best[i] + sum_{i<=k<j} |y_k - grid|
+    lab = np.zeros(grid.size, dtype=np.int64)  # the smallest candidate attaining it (within _TIE)
+    recent: list[np.ndarray] = []  # |y_k - grid| of the last min_size inputs: a new candidate's terms
+    f = np.empty(grid.size)
+    thr = np.empty(grid.size)
+    mask = np.empty(grid.size, dtype=bool)
+    m = 0.0
+    for j in range(1, n + 1):
+        d = np.abs(grid - y[j - 1])
+        recent.append(d)
+        if len(recent) > min_size:
+            recent.pop(0)
+        if j <= min_size:
+            q += d  # candidate 0 (i = 1 .. min_size-1 are never candidates: too short a first segment)
+            if j < min_size:
                 continue
-            if not math.isfinite(best[i]):
-                continue
-            c = best[i] + _l1_cost(y, i, j) + penalty
-            if c < best[j]:
-                best[j], prev[j] = c, i
+        else:
+            q += d
+            i = j - min_size  # the candidate that becomes eligible now
+            if i >= min_size:
+                np.add(recent[0], best[i], out=f)
+                for r in recent[1:]:
+                    f += r
+                # A newer candidate takes a grid point only when clearly lower: on a tie the
+                # older, smaller i keeps it.
+                np.subtract(q, _TIE * (1.0 + abs(m)), out=thr)
+                np.less(f, thr, out=mask)
+                np.copyto(lab, i, where=mask)
+                np.minimum(q, f, out=q)
+        m = float(q.min())
+        np.less_equal(q, m + _TIE * (1.0 + abs(m + penalty)), out=mask)
+        best[j] = m + penalty
+        prev[j] = int(lab[mask].min())
     bounds: list[int] = []
     j = n
     while j > 0:
@@ -166,13 +206,18 @@ def find_cliffs(
     sigma = max(noise_scale(y), config.noise_floor)
     penalty = config.penalty if config.penalty is not None else auto_penalty(y.size, sigma)
     bounds = segment(y, penalty, config.min_size)
+    # Merge: drop the weakest failing boundary until all pass. A boundary's check reads only its
+    # two segments, so after a deletion only the two neighbours of the merged segment change.
+    checks = [_check(y, bounds, k, config, sigma) for k in range(len(bounds))]
     while bounds:
-        checks = [_check(y, bounds, k, config, sigma) for k in range(len(bounds))]
         failing = [(mag, k) for k, (ok, mag) in enumerate(checks) if not ok]
         if not failing:
             break
         _, k = min(failing)
-        del bounds[k]
+        del bounds[k], checks[k]
+        for nb in (k - 1, k):
+            if 0 <= nb < len(bounds):
+                checks[nb] = _check(y, bounds, nb, config, sigma)
     edges = [0, *bounds, y.size]
     out: list[Cliff] = []
     for k, b in enumerate(bounds):

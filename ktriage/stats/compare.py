@@ -22,8 +22,9 @@ from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
     Verdict,
+    SetStatsCache,
     VerdictConfig,
-    compare_samples,
+    compare_samples_many,
 )
 
 PairStatus = Literal["compared", "error", "missing"]
@@ -247,13 +248,15 @@ def pick_baseline(cells: Sequence[Cell], run: RunInfo | None, op: str, explicit:
     return None
 
 
-def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: VerdictConfig, baselines: dict[str, str | None], skip_native: bool) -> list[PairResult]:
+def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: VerdictConfig, baselines: dict[str, str | None], skip_native: bool,
+           cache: SetStatsCache | None = None) -> list[PairResult]:
     ref, new = _merge(ref_cells), _merge(new_cells)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     inputs: dict[tuple[str, str], set[int]] = defaultdict(set)
     for op, mode, i, _be, _tc in [*ref, *new]:
         inputs[(op, mode)].add(i)
     out: list[PairResult] = []
+    todo: list[tuple[PairResult, Cell, Cell]] = []  # compared pairs: their verdicts are computed together
     for (op, mode, be), t_ref, t_new in _toolchain_map(ref, new):
         if skip_native and t_ref is None and t_new is None:
             continue
@@ -271,8 +274,11 @@ def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: Verdict
                 pr.status = "error"
                 pr.problem = "; ".join(_describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok")
             else:
-                pr.verdict = compare_samples(rc.samples_ms, nc.samples_ms, config)
+                todo.append((pr, rc, nc))
             out.append(pr)
+    verdicts = compare_samples_many([(rc.samples_ms, nc.samples_ms) for _, rc, nc in todo], config, cache)
+    for (pr, _, _), v in zip(todo, verdicts, strict=True):
+        pr.verdict = v
     return out
 
 
@@ -362,14 +368,17 @@ def compare_cells(
     cliff_config: CliffConfig = DEFAULT_CLIFF_CONFIG,
     same_run: bool = False,
     default_baselines: Mapping[str, str] | None = None,
+    stats_cache: SetStatsCache | None = None,
 ) -> Comparison:
     """Compare two result sets. ``same_run``: both sides come from one process (toolchains of a run):
     native cells are shared, so they are not paired and the baseline check is "shared".
-    ``default_baselines``: op -> baseline backend used when neither ``baseline`` nor the run names one."""
+    ``default_baselines``: op -> baseline backend used when neither ``baseline`` nor the run names one.
+    ``stats_cache``: per-sample-set statistics shared between comparisons of the same cells
+    (``compare_toolchains`` passes one)."""
     ops = {c.key.op for c in [*ref_cells, *new_cells]}
     baselines = {op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline, default_baselines)
                  for op in sorted(ops)}
-    pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run)
+    pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run, cache=stats_cache)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     cliffs = _sweep_cliffs(new_cells, new_label, baselines, cliff_config, labels)
     cliffs += _sweep_cliffs(ref_cells, ref_label, baselines, cliff_config, labels)
@@ -421,9 +430,10 @@ def compare_toolchains(
     artifact_backends = {c.key.backend for c in cells if c.key.toolchain is not None}
     native = [c for c in cells if c.key.toolchain is None and c.key.backend not in artifact_backends]
     by_tc = {t: [c for c in cells if c.key.toolchain == t] for t in tcs}
+    cache: SetStatsCache = {}  # the reference toolchain's cells are in every comparison
     return [
         compare_cells(native + by_tc[tcs[0]], native + by_tc[t], ref_label=tcs[0], new_label=t, ref_run=run, new_run=run,
                       baseline=baseline, config=config, cliff_config=cliff_config, same_run=True,
-                      default_baselines=default_baselines)  # fmt: skip
+                      default_baselines=default_baselines, stats_cache=cache)  # fmt: skip
         for t in tcs[1:]
     ]
