@@ -127,10 +127,10 @@ class LocalExecutor:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     i = futures[fut]
-                    results[i] = fut.result()
+                    result = results[i] = fut.result()
                     if on_done is not None:
                         with self._lock:
-                            on_done(i, results[i])
+                            on_done(i, result)
         return [r for r in results if r is not None]
 
     def close(self) -> None:

@@ -131,9 +131,9 @@ class RayExecutor:
             for ref in ready:
                 outcome = self._collect(ref)
                 for i in refs[ref]:
-                    results[i] = JobResult(jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement)
+                    result = results[i] = JobResult(jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement)
                     if on_done is not None:
-                        on_done(i, results[i])
+                        on_done(i, result)
         return [r for r in results if r is not None]
 
     def _collect(self, ref: Any) -> JobResult[Any]:
