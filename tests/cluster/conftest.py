@@ -78,17 +78,3 @@ def _wait_nodes(cluster: Cluster, n: int, timeout: float = 60.0) -> None:
         raise AssertionError(f"the test cluster has fewer than {n} live nodes")
     finally:
         ray.shutdown()
-
-
-@pytest.fixture()
-def connected(ray_cluster: Cluster) -> Iterator[Cluster]:
-    """The cluster with this process connected as a driver (ray.nodes() etc. work), disconnected after."""
-    import ray
-
-    ray.init(address=ray_cluster.address, log_to_driver=False, configure_logging=False, ignore_reinit_error=True)
-    try:
-        yield ray_cluster
-    finally:
-        ray.shutdown()
-
-
