@@ -129,9 +129,9 @@ class Workspace:
     def _prepare_git(self, candidate: Candidate, env: dict[str, str]) -> Prepared:
         # One preparer per checkout at a time, across processes too: cluster nodes that share this
         # work dir (one host, or shared storage), or a job Ray runs again after its node died.
-        where = self.checkout_dir(candidate)
-        where.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(where) + ".lock"):
+        lock = self.work_dir / "locks" / f"{self.checkout_dir(candidate).name}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock)):
             return self._prepare_git_locked(candidate, env)
 
     def _prepare_git_locked(self, candidate: Candidate, env: dict[str, str]) -> Prepared:
