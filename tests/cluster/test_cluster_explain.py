@@ -62,3 +62,55 @@ def test_the_same_spec_is_sent_once_and_a_cached_one_not_at_all(ray_cluster, too
         again = remote.compile_many_remote(compiler, ex, [spec], [tc])
     assert sent == [1, 0]  # four identical cells: one job; then a driver cache hit: none
     assert all(type(o).__name__ == "Artifact" for o in first + again)
+
+
+def test_explain_verb_takes_cluster_and_prints_what_the_local_run_prints(ray_cluster, toolchain) -> None:
+    import subprocess
+    import sys
+
+    from ray_test_cluster import REPO
+
+    for t in TOOLCHAINS:
+        toolchain(t)
+    base = [sys.executable, "-m", "ktriage", "explain", "liger.layer_norm", "--bwd", "-i", "3", "-t", TOOLCHAINS[0],
+            "-t", TOOLCHAINS[1], "-f", "json"]  # fmt: skip
+    env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
+    outs = []
+    for extra in ([], ["--cluster", ray_cluster.address]):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        data = json.loads(proc.stdout)
+        data.pop("created")
+        outs.append(data)
+    assert outs[0] == outs[1]
+
+
+def test_a_job_the_cluster_lost_is_a_failed_cell_and_the_sweep_goes_on(toolchain, tmp_path: Path) -> None:
+    """A FAKE executor that loses every job (as Ray does after max_retries): no exception, failed cells."""
+    from ktriage.compile.compiler import CompileFailure
+    from ktriage.compile.remote import compile_many_remote
+    from ktriage.execute.base import JobResult
+
+    class FakeLosingExecutor:
+        name, remote = "fake-losing", True
+
+        def slots(self, kind):  # type: ignore[no-untyped-def]
+            return 1
+
+        def run(self, jobs, *, on_done=None):  # type: ignore[no-untyped-def]
+            out = [JobResult(j, False, error="lost on the cluster after 3 retries", lost=True) for j in jobs]
+            for i, r in enumerate(out):
+                if on_done is not None:
+                    on_done(i, r)
+            return out
+
+        def close(self) -> None:
+            pass
+
+    tc = toolchain(TOOLCHAINS[1])
+    specs = expand_op("liger.layer_norm", mode="bwd", inputs=["0", "3"])
+    done: list[object] = []
+    with Compiler(cache_dir=tmp_path / "c") as compiler:
+        out = compile_many_remote(compiler, FakeLosingExecutor(), specs, [tc], on_done=done.append)
+    assert len(out) == len(done) == 2
+    assert all(isinstance(o, CompileFailure) and o.kind == "cluster" and "lost" in o.message for o in out)
