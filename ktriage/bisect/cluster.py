@@ -8,21 +8,25 @@ across the cluster, the search and its state file are the driver's (written afte
 locally: kill the driver and ``--resume`` loses nothing), and a node that dies mid-build has its job
 run again elsewhere by the executor; the answer does not depend on where a candidate ran.
 
+A time bisect (``--metric latency``) keeps its predicate here and sends each measurement, every
+variant of one comparison together, as one timing job to the GPU node (``RemoteMeasure``).
+
 Where a node works: ``<its ktriage home>/cluster/bisect/<the bisect's fingerprint>/checkouts``. The
 repository path must exist on every node (one host, or shared storage); docs/cluster.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ktriage.bisect.candidate import Candidate, Observation, empty_cost
 from ktriage.bisect.predicates import BisectAbort, CommandPredicate, KernelMeasurer, KernelSource, MetricPredicate
 from ktriage.bisect.workspace import Workspace
-from ktriage.errors import KtriageError
-from ktriage.execute.base import Executor, Job, JobResult
+from ktriage.errors import KtriageError, MeasureError
+from ktriage.execute.base import Executor, Job, JobResult, Placement
 from ktriage.home import home_subdir
 
 
@@ -122,3 +126,54 @@ class ClusterCommandPredicate(CommandPredicate):
                 raise KtriageError(f"bisect job for {cand.label} failed on the cluster: {result.error}",
                                    "run without --cluster to see it")
         return out
+
+
+# --------------------------------------------------------------------------- timing on the GPU node
+
+_MEASURES: dict[str, Any] = {}
+
+
+def timing_job(factory: Callable[..., Any], args: tuple[Any, ...], variants: list[Any], n: int) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """On the GPU node: ``n`` samples of every variant of one comparison, interleaved in this process.
+
+    The measure is built once per process from ``factory(*args)`` (for a time bisect
+    ``bench_measure_job``: the bundle's replays, prepared once and reused by later rounds) and kept."""
+    key = f"{getattr(factory, '__module__', '')}.{getattr(factory, '__qualname__', repr(factory))}{args!r}"
+    if key not in _MEASURES:
+        _MEASURES[key] = factory(*args)
+    measure = _MEASURES[key]
+    got = measure(variants, n)
+    errors = getattr(measure, "errors", None)
+    return dict(got), dict(errors) if isinstance(errors, dict) else {}
+
+
+def bench_measure_job(bundle: str, backend: str, input_id: int, mode: str | None, artifact_timing: str) -> Any:
+    """The time bisect's GPU measure (``gpu_measure.bench_measure``) built on the GPU node; the bundle
+    directory must be at that path there (shared storage, or copied before)."""
+    from ktriage.bisect.gpu_measure import bench_measure
+
+    return bench_measure(bundle, backend=backend, input_id=input_id, mode=mode, artifact_timing=artifact_timing)
+
+
+@dataclass
+class RemoteMeasure:
+    """A time bisect's ``MeasureFn`` whose every call is one timing job on the cluster's GPU node: all
+    variants of a comparison (the endpoints and the round's candidates) in one job, so in one process
+    on one GPU. ``errors`` and ``placements`` gather what the jobs reported."""
+
+    executor: Executor
+    factory: Callable[..., Any]
+    args: tuple[Any, ...]
+    errors: dict[str, str] = field(default_factory=dict)
+    placements: list[Placement] = field(default_factory=list)
+
+    def __call__(self, variants: list[Any], n: int) -> dict[str, list[float]]:
+        (result,) = self.executor.run([Job("timing", timing_job, (self.factory, self.args, list(variants), n), label="timing")])
+        if not result.ok or result.value is None:
+            raise MeasureError(f"the timing job failed on the cluster: {result.error}",
+                               "check the GPU node (ray status) and that the bundle is at the same path there")
+        samples, errors = result.value
+        self.errors.update(errors)
+        if result.placement is not None:
+            self.placements.append(result.placement)
+        return samples

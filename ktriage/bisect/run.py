@@ -267,6 +267,13 @@ class _Run:
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
             raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
+        if self.executor is not None:  # timed on the cluster's GPU node, one job per comparison
+            from ktriage.bisect.cluster import RemoteMeasure, bench_measure_job
+            from ktriage.stats.verdict import DEFAULT_CONFIG
+
+            remote = RemoteMeasure(self.executor, bench_measure_job,
+                                   (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing))
+            return TimePredicate(remote, config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
         try:
             measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode,
                                     artifact_timing=opts.artifact_timing)
