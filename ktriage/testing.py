@@ -9,13 +9,15 @@ layers put it at the top, next to ``cli``). Every generator is seeded.
 - :func:`fake_nightly_runs`: a month of fake nightly runs with a planted step (``ktriage history``'s
   tests and ``examples/ci/nightly_local.sh``);
 - :class:`FakeNoisyTimings`, :func:`fake_candidates`: a fake GPU measurement with a known culprit
-  for the time bisect (its tests and ``benchmarks/bisect/noisy_bisect.py``).
+  for the time bisect (its tests and ``benchmarks/bisect/noisy_bisect.py``);
+- :func:`fake_timing_job`: a fake GPU timing job (the cluster tests' placement checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -196,3 +198,21 @@ class FakeNoisyTimings:
 def fake_candidates(n: int, prefix: str = "c") -> list[Candidate]:
     """``n`` synthetic candidates 0..n-1 (0 = good endpoint, n-1 = bad), for the fake's callers."""
     return [Candidate(i, f"{prefix}{i}", f"{prefix}{i}", {}) for i in range(n)]
+
+
+def fake_timing_job(variants: list[str], samples: int = 8, seed: int = 0) -> dict[str, Any]:
+    """A FAKE timing job (CI has no GPU): what a GPU timing job returns for one comparison, with
+    synthetic samples. It has a timing job's shape on every executor: all ``variants`` are "timed" in
+    this one process (``pid``), interleaved, so tests can check placement (the GPU node only) and the
+    one-process rule without a GPU. The samples are deterministic in (variant, seed)."""
+    import os
+    import random
+    import socket
+
+    rng = {v: random.Random(f"{seed}:{v}") for v in variants}
+    out: dict[str, list[float]] = {v: [] for v in variants}
+    for _ in range(samples):
+        for v in variants:  # interleaved, as the real timer does
+            out[v].append(round(10.0 + rng[v].random(), 6))
+    return {"samples": out, "pid": os.getpid(), "hostname": socket.gethostname(),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}

@@ -8,6 +8,8 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# The test extras include ray (the cluster extra: tests/cluster/ start a real Ray cluster); a user who wants
+# only the Ray backend installs `.[cluster]`.
 if [ -n "$extras" ]; then
   .venv/bin/python -m pip install -q -e ".[$extras]"
 else

@@ -9,7 +9,8 @@ bash scripts/setup.sh test
 # So is the layering: a package imports only the packages below it (docs/architecture.md).
 .venv/bin/lint-imports
 set +e
-.venv/bin/python -m pytest -m "not gpu" -n "${KTRIAGE_TEST_JOBS:-2}" "$@"
+# --dist loadgroup: the cluster tests (xdist_group "ray_cluster") share one worker and one Ray cluster.
+.venv/bin/python -m pytest -m "not gpu" -n "${KTRIAGE_TEST_JOBS:-2}" --dist loadgroup "$@"
 rc=$?
 set -e
 # pytest exits 5 when nothing was collected: that is a failure of the suite, not a pass.

@@ -239,8 +239,12 @@ class MetricPredicate:
         meas = {"metric": self.metric, "values": values, "kernels": kernels, "toolchain": prepared.toolchain}
         return Observation(candidate, "unsure", "measured", meas, cost, None), values
 
+    def _measure_many(self, candidates: list[Candidate]) -> list[tuple[Observation, dict[str, float] | None]]:
+        """Measure a round's candidates, ``workers`` at a time here (``bisect.cluster`` sends them out)."""
+        return map_parallel(self._measure, candidates, self.workers)
+
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
-        (g_obs, g_vals), (b_obs, b_vals) = map_parallel(self._measure, [good, bad], self.workers)
+        (g_obs, g_vals), (b_obs, b_vals) = self._measure_many([good, bad])
         for obs, vals, which in ((g_obs, g_vals, "good"), (b_obs, b_vals, "bad")):
             if vals is None:
                 raise KtriageError(f"the {which} endpoint {obs.candidate.label} could not be tested: {obs.reason}",
@@ -267,7 +271,7 @@ class MetricPredicate:
         if not self.good_values:
             raise RuntimeError("MetricPredicate.test before preflight")
         out = []
-        for obs, values in map_parallel(self._measure, list(candidates), self.workers):
+        for obs, values in self._measure_many(list(candidates)):
             if values is not None:
                 obs.outcome, obs.reason, obs.confidence = decide_values(values, self.good_values, self.bad_values)
             out.append(obs)
@@ -335,7 +339,7 @@ class CommandPredicate:
         return Observation(candidate, outcome, reason, meas, empty_cost(), 1.0 if outcome != "skip" else None)
 
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
-        g, b = map_parallel(self._run, [good, bad], self.workers)
+        g, b = self._run_many([good, bad])
         if g.outcome != "good" or b.outcome != "bad":
             if g.outcome == b.outcome:
                 raise KtriageError(
@@ -351,5 +355,9 @@ class CommandPredicate:
     def restore(self, good: Observation, bad: Observation) -> None:
         """Nothing to restore: a command decides on its own."""
 
+    def _run_many(self, candidates: list[Candidate]) -> list[Observation]:
+        """Run the command for a round's candidates, ``workers`` at a time here (``bisect.cluster`` sends them out)."""
+        return map_parallel(self._run, candidates, self.workers)
+
     def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
-        return map_parallel(self._run, list(candidates), self.workers)
+        return self._run_many(list(candidates))

@@ -17,6 +17,7 @@ from typing import Any
 
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
+from ktriage.bisect.cluster import ClusterCommandPredicate, ClusterMetricPredicate, NodeConfig
 from ktriage.bisect.predicates import (
     CommandPredicate,
     KernelMeasurer,
@@ -36,6 +37,8 @@ from ktriage.bisect.sources import (
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
+from ktriage.execute.base import Executor
+from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir
 
 Say = Callable[[str], None]
@@ -78,6 +81,7 @@ class BisectOptions:
     artifact_timing: str = "kernel"  # kernel launches only: the library's host work is the same for every toolchain
     max_samples: int = 200  # per variant, before a candidate is called unsure
     threshold: float = 0.05  # the smallest relative change the verdicts count
+    cluster: str | None = None  # --cluster: where candidates are built and tested (not part of the question)
 
 
 @dataclass
@@ -114,10 +118,13 @@ def _fingerprint(opts: BisectOptions) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _digest(opts: BisectOptions) -> str:
+    return hashlib.sha256(json.dumps(_fingerprint(opts), sort_keys=True).encode()).hexdigest()[:16]
+
+
 def default_state_path(opts: BisectOptions) -> Path:
     """``<home>/bisect/<hash of the question>.json``: the same command resumes the same state."""
-    digest = hashlib.sha256(json.dumps(_fingerprint(opts), sort_keys=True).encode()).hexdigest()[:16]
-    return home_subdir("bisect") / f"{digest}.json"
+    return home_subdir("bisect") / f"{_digest(opts)}.json"
 
 
 def check_options(opts: BisectOptions) -> Source:
@@ -229,9 +236,24 @@ class _Run:
                                    build_timeout_s=opts.build_timeout_s, pin_repo=opts.pin_repo, keep_checkouts=True)
         self.compiler = Compiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
         self.measurer = KernelMeasurer(self.kernels, self.compiler) if self.kernels is not None else None
+        self.executor: Executor | None = None
+        if cluster_address(opts.cluster) is not None:
+            self.executor = open_executor(opts.cluster)
+
+    def _node_config(self) -> NodeConfig:
+        opts = self.opts
+        return NodeConfig(key=_digest(opts), toolchain=opts.toolchain, build=opts.build, build_timeout_s=opts.build_timeout_s,
+                          pin_repo=str(opts.pin_repo) if opts.pin_repo else None, metric=opts.metric, kernels=self.kernels,
+                          command=opts.command, timeout_s=opts.timeout_s, cwd=str(Path.cwd()),
+                          cache_dir=None)  # fmt: skip
 
     def predicate(self) -> Predicate:
         opts = self.opts
+        if self.executor is not None and opts.metric != "latency":
+            if opts.command is not None:
+                return ClusterCommandPredicate(self._node_config(), self.workspace, self.executor, workers=opts.workers)
+            assert self.measurer is not None
+            return ClusterMetricPredicate(self._node_config(), self.measurer, self.workspace, self.executor, workers=opts.workers)
         if opts.command is not None:
             return CommandPredicate(opts.command, self.workspace, timeout_s=opts.timeout_s, workers=opts.workers)
         if opts.metric == "latency":
@@ -247,6 +269,13 @@ class _Run:
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
             raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
+        if self.executor is not None:  # timed on the cluster's GPU node, one job per comparison
+            from ktriage.bisect.cluster import RemoteMeasure, bench_measure_job
+            from ktriage.stats.verdict import DEFAULT_CONFIG
+
+            remote = RemoteMeasure(self.executor, bench_measure_job,
+                                   (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing))
+            return TimePredicate(remote, config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
         try:
             measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode,
                                     artifact_timing=opts.artifact_timing)
@@ -292,6 +321,8 @@ class _Run:
 
     def close(self, report: BisectReport) -> None:
         self.compiler.close()
+        if self.executor is not None:
+            self.executor.close()
         if self.opts.keep_checkouts:
             return
         keep: set[Path] = set()

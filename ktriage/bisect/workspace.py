@@ -10,6 +10,8 @@ outcome ``skip``), never the bisect.
 from __future__ import annotations
 
 import glob
+import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +19,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
 
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate
@@ -122,6 +127,14 @@ class Workspace:
         return self.work_dir / "checkouts" / name
 
     def _prepare_git(self, candidate: Candidate, env: dict[str, str]) -> Prepared:
+        # One preparer per checkout at a time, across processes too: cluster nodes that share this
+        # work dir (one host, or shared storage), or a job Ray runs again after its node died.
+        lock = self.work_dir / "locks" / f"{self.checkout_dir(candidate).name}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock)):
+            return self._prepare_git_locked(candidate, env)
+
+    def _prepare_git_locked(self, candidate: Candidate, env: dict[str, str]) -> Prepared:
         meta = candidate.meta
         repo, sha = Path(str(meta["repo"])), str(meta["commit"])
         where = gitrepo.add_worktree(repo, sha, self.checkout_dir(candidate))
@@ -134,12 +147,19 @@ class Workspace:
             env["KTRIAGE_PIN_COMMIT"] = str(pin_value)
         prepared = Prepared(candidate, checkout=where, env=env)
         if self.build and self.build.strip().lower() != "none":
-            result = run_shell(self.build, cwd=where, env=env, timeout_s=self.build_timeout_s)
-            prepared.build_log, prepared.build_s = tail(result.output), result.seconds
-            if result.timed_out:
-                raise CandidateFailed(f"build timed out after {self.build_timeout_s:g} s", prepared.build_log)
-            if result.returncode != 0:
-                raise CandidateFailed(f"build failed (exit {result.returncode})", prepared.build_log)
+            marker = where / BUILD_MARKER
+            stamp = _build_stamp(sha, self.build, pin_value)
+            cached = _read_marker(marker, stamp)
+            if cached is not None:  # built here before with this command (a resume, another node's build)
+                prepared.build_log, prepared.build_s = str(cached.get("log", "")), 0.0
+            else:
+                result = run_shell(self.build, cwd=where, env=env, timeout_s=self.build_timeout_s)
+                prepared.build_log, prepared.build_s = tail(result.output), result.seconds
+                if result.timed_out:
+                    raise CandidateFailed(f"build timed out after {self.build_timeout_s:g} s", prepared.build_log)
+                if result.returncode != 0:
+                    raise CandidateFailed(f"build failed (exit {result.returncode})", prepared.build_log)
+                _write_marker(marker, stamp, prepared.build_log, result.seconds)
         if self.toolchain:
             prepared.toolchain = self._toolchain_for(where)
             env["KTRIAGE_TOOLCHAIN"] = prepared.toolchain
@@ -163,6 +183,29 @@ class Workspace:
         """Remove a checkout once its candidate is measured (kept for the culprit and its predecessor)."""
         if prepared.checkout is not None and not (keep or self.keep_checkouts):
             gitrepo.remove_worktree(Path(str(prepared.candidate.meta["repo"])), prepared.checkout)
+
+
+BUILD_MARKER = ".ktriage-build.json"
+"""Written into a checkout after its build succeeded: build results are cached by (commit, build command,
+pin), and live as long as the checkout that holds them."""
+
+
+def _build_stamp(commit: str, command: str, pin: object) -> str:
+    return hashlib.sha256(f"{commit}\0{command}\0{pin or ''}".encode()).hexdigest()[:24]
+
+
+def _read_marker(marker: Path, stamp: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("stamp") == stamp else None
+
+
+def _write_marker(marker: Path, stamp: str, log: str, seconds: float) -> None:
+    tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"stamp": stamp, "log": log, "seconds": round(seconds, 3)}))
+    os.replace(tmp, marker)
 
 
 def _rewrite_pin(path: Path, old: str, new: str) -> None:

@@ -18,6 +18,7 @@ from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import (
     jobs_option,
     Arch,
+    Cluster,
     Bwd,
     Format,
     Fwd,
@@ -80,6 +81,7 @@ def bisect(
     json_path: Annotated[Path | None, typer.Option("--json", help="Older spelling of -o PATH.json.")] = None,
     no_explain: Annotated[bool, typer.Option("--no-explain", help="Skip the explain of culprit vs predecessor.")] = False,
     keep_checkouts: Annotated[bool, typer.Option("--keep-checkouts", help="git sources: keep every commit's checkout (default: only the culprit's and its predecessor's).")] = False,
+    cluster: Cluster = None,
 ) -> None:
     """Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints,
     then explain it against its predecessor."""
@@ -96,7 +98,7 @@ def bisect(
         inputs=tuple(input or ()), spec=spec, toolchain=one_toolchain(toolchain, "bisect"), build=build, first_parent=first_parent,
         pin_file=pin_file, pin_repo=pin_repo.resolve() if pin_repo else None, workers=workers, timeout_s=timeout,
         build_timeout_s=build_timeout, state=state.resolve() if state else None, resume=resume, pre=pre, arch=arch,
-        dtype=dtype, jobs=jobs, explain=not no_explain, keep_checkouts=keep_checkouts,
+        dtype=dtype, jobs=jobs, explain=not no_explain, keep_checkouts=keep_checkouts, cluster=cluster,
         bundle=bundle.resolve() if bundle else None, backend=backend, artifact_timing=artifact_timing,
         max_samples=max_samples, threshold=threshold,
     )  # fmt: skip

@@ -19,6 +19,7 @@ from ktriage.cli.options import (
     CompileTimeout,
     DEFAULT_COMPILE_TIMEOUT_S,
     Arch,
+    Cluster,
     Bwd,
     Format,
     Fwd,
@@ -41,6 +42,7 @@ from ktriage.cli.options import (
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
+from ktriage.execute.select import cluster_address, open_executor
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import Finding, collect_failure_findings, collect_findings
 from ktriage.explain.fixes import suggest_fixes
@@ -75,6 +77,7 @@ def explain(
     fixes: Annotated[bool, typer.Option("--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes).")] = False,
     fix_toolchain: Annotated[list[str] | None, typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable.")] = None,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').")] = False,
+    cluster: Cluster = None,
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas.
@@ -100,7 +103,8 @@ def explain(
         tcs = resolve_toolchains(toolchain, progress)
         task = progress.add_task("compiling", total=len(specs) * len(tcs))
         explain_task = progress.add_task("analyzing", total=len(specs))
-        with Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler:
+        executor = open_executor(cluster) if cluster_address(cluster) is not None else None
+        with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             result = Explainer(compiler).run(
                 specs, tcs,
                 on_compiled=lambda _o: progress.advance(task),
@@ -109,6 +113,8 @@ def explain(
             diff_text = _diffs(result, ptx_diff, sass_diff)
             findings = collect_findings(result)
             fix_list = suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress)) if fixes else None
+        if executor is not None:
+            executor.close()
     fix_json = {"fixes": [f.to_json() for f in fix_list]} if fix_list is not None else {}
     fix_md = "\n" + fixes_markdown(fix_list) if fix_list is not None else ""
     if fmt == Format.json:

@@ -15,6 +15,7 @@ picks the writer.
 | ``--precision`` (``--dtype``) | the element type of an op's tensors (fp32, bf16, fp16); default: the op's |
 | ``--mode`` (``--fwd``/``--bwd``/``--fwd-bwd``) | the pass; default: the op's own (catalog) |
 | ``--db`` / ``KTRIAGE_DB`` | the results store URL |
+| ``--cluster`` / ``KTRIAGE_CLUSTER`` | where compile/build jobs run: local, auto, HOST:PORT, ray://HOST:PORT |
 | ``--format/-f`` | what goes to stdout: table, markdown, json, csv (csv only where the result is a table; toml: catalog show's spec file) |
 | ``--output/-o PATH`` | repeatable; the suffix picks the writer: .md, .json, .html, .csv (.toml: catalog show); checked while parsing |
 
@@ -169,6 +170,12 @@ DEFAULT_COMPILE_TIMEOUT_S = 600.0
 DB_HELP = ("Results store: any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or "
            "sqlite:////path/k.db (missing folders of a SQLite path are created). Default: the SQLite file under the ktriage home.")
 Db = Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", show_envvar=True, help=DB_HELP)]
+
+# ------------------------------------------------------------------------------------------ cluster
+CLUSTER_HELP = ("Where compile and build jobs run (docs/cluster.md): local (this machine's process pool, the "
+                "default), auto (the Ray cluster this machine joined), HOST:PORT (a Ray head's GCS port) or "
+                "ray://HOST:PORT (Ray Client). Needs pip install 'ktriage[cluster]'.")
+Cluster = Annotated[str | None, typer.Option("--cluster", envvar="KTRIAGE_CLUSTER", show_envvar=True, help=CLUSTER_HELP)]
 
 
 # ------------------------------------------------------------------------------------------ output

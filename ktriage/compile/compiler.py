@@ -36,6 +36,7 @@ from ktriage.compile.abi import AbiParam, launch_abi
 from ktriage.compile.cache import CACHE_FORMAT, ArtifactCache, Repair
 from ktriage.compile.pool import InFlight, WorkerPool
 from ktriage.errors import CompileError, KtriageError
+from ktriage.execute.base import Executor
 from ktriage.home import home_subdir
 from ktriage.insitu.worker import PROTOCOL_VERSION
 from ktriage.spec.model import KernelSpec
@@ -157,8 +158,12 @@ def _frontend_identity(toolchain: Toolchain) -> str:
 class Compiler:
     """Compiles specs with toolchains, in parallel, through the artifact cache."""
 
-    def __init__(self, jobs: int | None = None, cache_dir: Path | None = None, timeout_s: float = 600.0) -> None:
+    def __init__(self, jobs: int | None = None, cache_dir: Path | None = None, timeout_s: float = 600.0,
+                 executor: Executor | None = None) -> None:
         self.jobs = jobs or max(1, os.cpu_count() or 1)
+        # None or a local executor: this process's worker pool. A remote one (``--cluster``):
+        # compile_many sends the frontend compiles to the cluster (ktriage.compile.remote).
+        self.executor = executor
         try:
             self.cache = cache_dir or home_subdir("artifacts")
         except OSError as exc:
@@ -211,9 +216,13 @@ class Compiler:
         paths += [str(ensure_package(req)) for req in SUPPORT_PACKAGES]
         return paths
 
+    def frontend_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
+        """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build."""
+        return _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, f"cache={CACHE_FORMAT}", spec.key(),
+                    _frontend_identity(toolchain))
+
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
-        key = _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, f"cache={CACHE_FORMAT}", spec.key(),
-                   _frontend_identity(toolchain))
+        key = self.frontend_key(spec, toolchain)
         with self._inflight.hold(key):  # a kernel shared by several inputs compiles once
             memo = self._front_memo.get(key)
             if memo is None:
@@ -354,6 +363,10 @@ class Compiler:
         on_done: Callable[[CompileOutcome], None] | None = None,
     ) -> list[CompileOutcome]:
         """Every spec with every toolchain, ``jobs`` at a time; results in (spec, toolchain) order."""
+        if self.executor is not None and self.executor.remote:
+            from ktriage.compile.remote import compile_many_remote
+
+            return compile_many_remote(self, self.executor, specs, toolchains, on_done=on_done)
         pairs = [(s, t) for s in specs for t in toolchains]
 
         def run(pair: tuple[KernelSpec, Toolchain]) -> CompileOutcome:

@@ -1,0 +1,179 @@
+"""Bisect rounds on a remote executor (``ktriage bisect --cluster``): each candidate is one job.
+
+A job checks the commit out on the node, runs the build command there (cached by commit and build
+command: ``workspace.BUILD_MARKER``), and compiles and analyzes the candidate's kernels (or runs the
+user's command); what comes back is the same ``Observation`` a local round makes, decided here by
+the same rule against the endpoints. So ``--workers k`` is k candidates built and tested at once
+across the cluster, the search and its state file are the driver's (written after every round, as
+locally: kill the driver and ``--resume`` loses nothing), and a node that dies mid-build has its job
+run again elsewhere by the executor; the answer does not depend on where a candidate ran.
+
+A time bisect (``--metric latency``) keeps its predicate here and sends each measurement, every
+variant of one comparison together, as one timing job to the GPU node (``RemoteMeasure``).
+
+Where a node works: ``<its ktriage home>/cluster/bisect/<the bisect's fingerprint>/checkouts``. The
+repository path must exist on every node (one host, or shared storage); docs/cluster.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktriage.bisect.candidate import Candidate, Observation, empty_cost
+from ktriage.bisect.predicates import BisectAbort, CommandPredicate, KernelMeasurer, KernelSource, MetricPredicate
+from ktriage.bisect.workspace import Workspace
+from ktriage.errors import KtriageError, MeasureError
+from ktriage.execute.base import Executor, Job, JobResult, Placement
+from ktriage.home import home_subdir
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """What a node needs to test a candidate (picklable: it travels with every job)."""
+
+    key: str  # the bisect's fingerprint digest: names the node's work dir
+    toolchain: str | None = None
+    build: str | None = None
+    build_timeout_s: float | None = 3600.0
+    pin_repo: str | None = None
+    metric: str | None = None
+    kernels: KernelSource | None = None
+    command: str | None = None
+    timeout_s: float | None = None
+    cwd: str | None = None
+    cache_dir: str | None = None  # None: the node's own artifact cache
+
+
+def node_workspace(cfg: NodeConfig) -> Workspace:
+    return Workspace(work_dir=home_subdir("cluster") / "bisect" / cfg.key, toolchain=cfg.toolchain, build=cfg.build,
+                     build_timeout_s=cfg.build_timeout_s, pin_repo=Path(cfg.pin_repo) if cfg.pin_repo else None,
+                     keep_checkouts=True)  # fmt: skip
+
+
+def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
+    """On a node: build and compile one candidate; the observation is decided by the driver."""
+    from ktriage.compile.remote import _node_compiler
+
+    assert cfg.metric is not None and cfg.kernels is not None
+    measurer = KernelMeasurer(cfg.kernels, _node_compiler(cfg.cache_dir))
+    return MetricPredicate(cfg.metric, measurer, node_workspace(cfg))._measure(candidate)
+
+
+def command_job(cfg: NodeConfig, candidate: Candidate) -> dict[str, Any]:
+    """On a node: build one candidate and run the user's command in its checkout."""
+    assert cfg.command is not None
+    pred = CommandPredicate(cfg.command, node_workspace(cfg), timeout_s=cfg.timeout_s, cwd=Path(cfg.cwd) if cfg.cwd else None)
+    try:
+        return {"observation": pred._run(candidate)}
+    except BisectAbort as exc:
+        return {"abort": [exc.problem, exc.fix]}
+
+
+def _lost(candidate: Candidate, result: JobResult[Any]) -> Observation:
+    """A job the cluster could not finish (its node died more often than the retries allow): skip it."""
+    return Observation(candidate, "skip", f"not tested: {result.error}"[:400], {}, empty_cost(), None)
+
+
+class ClusterMetricPredicate(MetricPredicate):
+    """``MetricPredicate`` whose rounds run on ``executor``, one build job per candidate."""
+
+    def __init__(self, cfg: NodeConfig, measurer: KernelMeasurer, workspace: Workspace, executor: Executor, *, workers: int = 1) -> None:
+        assert cfg.metric is not None
+        super().__init__(cfg.metric, measurer, workspace, workers=workers)
+        self.cfg = cfg
+        self.executor = executor
+
+    def _measure_many(self, candidates: list[Candidate]) -> list[tuple[Observation, dict[str, float] | None]]:
+        jobs = [Job("build", metric_job, (self.cfg, c), key=c.id, label=f"bisect {c.label}"[:60]) for c in candidates]
+        out: list[tuple[Observation, dict[str, float] | None]] = []
+        for cand, result in zip(candidates, self.executor.run(jobs)):
+            if result.ok and result.value is not None:
+                out.append(result.value)
+            elif result.lost:
+                out.append((_lost(cand, result), None))
+            else:
+                raise KtriageError(f"bisect job for {cand.label} failed on the cluster: {result.error}",
+                                   "the same candidate fails locally too? run without --cluster to see it")
+        return out
+
+
+class ClusterCommandPredicate(CommandPredicate):
+    """``CommandPredicate`` whose rounds run on ``executor``, one build job per candidate."""
+
+    def __init__(self, cfg: NodeConfig, workspace: Workspace, executor: Executor, *, workers: int = 1) -> None:
+        assert cfg.command is not None
+        super().__init__(cfg.command, workspace, timeout_s=cfg.timeout_s, workers=workers,
+                         cwd=Path(cfg.cwd) if cfg.cwd else None)
+        self.cfg = cfg
+        self.executor = executor
+
+    def _run_many(self, candidates: list[Candidate]) -> list[Observation]:
+        jobs = [Job("build", command_job, (self.cfg, c), key=c.id, label=f"bisect {c.label}"[:60]) for c in candidates]
+        out: list[Observation] = []
+        for cand, result in zip(candidates, self.executor.run(jobs)):
+            value = result.value if result.ok else None
+            if value is not None and "abort" in value:
+                problem, fix = value["abort"]
+                raise BisectAbort(str(problem), str(fix))
+            if value is not None:
+                out.append(value["observation"])
+            elif result.lost:
+                out.append(_lost(cand, result))
+            else:
+                raise KtriageError(f"bisect job for {cand.label} failed on the cluster: {result.error}",
+                                   "run without --cluster to see it")
+        return out
+
+
+# --------------------------------------------------------------------------- timing on the GPU node
+
+_MEASURES: dict[str, Any] = {}
+
+
+def timing_job(factory: Callable[..., Any], args: tuple[Any, ...], variants: list[Any], n: int) -> tuple[dict[str, list[float]], dict[str, str]]:
+    """On the GPU node: ``n`` samples of every variant of one comparison, interleaved in this process.
+
+    The measure is built once per process from ``factory(*args)`` (for a time bisect
+    ``bench_measure_job``: the bundle's replays, prepared once and reused by later rounds) and kept."""
+    key = f"{getattr(factory, '__module__', '')}.{getattr(factory, '__qualname__', repr(factory))}{args!r}"
+    if key not in _MEASURES:
+        _MEASURES[key] = factory(*args)
+    measure = _MEASURES[key]
+    got = measure(variants, n)
+    errors = getattr(measure, "errors", None)
+    return dict(got), dict(errors) if isinstance(errors, dict) else {}
+
+
+def bench_measure_job(bundle: str, backend: str, input_id: int, mode: str | None, artifact_timing: str) -> Any:
+    """The time bisect's GPU measure (``gpu_measure.bench_measure``) built on the GPU node; the bundle
+    directory must be at that path there (shared storage, or copied before)."""
+    from ktriage.bisect.gpu_measure import bench_measure
+
+    return bench_measure(bundle, backend=backend, input_id=input_id, mode=mode, artifact_timing=artifact_timing)
+
+
+@dataclass
+class RemoteMeasure:
+    """A time bisect's ``MeasureFn`` whose every call is one timing job on the cluster's GPU node: all
+    variants of a comparison (the endpoints and the round's candidates) in one job, so in one process
+    on one GPU. ``errors`` and ``placements`` gather what the jobs reported."""
+
+    executor: Executor
+    factory: Callable[..., Any]
+    args: tuple[Any, ...]
+    errors: dict[str, str] = field(default_factory=dict)
+    placements: list[Placement] = field(default_factory=list)
+
+    def __call__(self, variants: list[Any], n: int) -> dict[str, list[float]]:
+        (result,) = self.executor.run([Job("timing", timing_job, (self.factory, self.args, list(variants), n), label="timing")])
+        if not result.ok or result.value is None:
+            raise MeasureError(f"the timing job failed on the cluster: {result.error}",
+                               "check the GPU node (ray status) and that the bundle is at the same path there")
+        samples, errors = result.value
+        self.errors.update(errors)
+        if result.placement is not None:
+            self.placements.append(result.placement)
+        return samples

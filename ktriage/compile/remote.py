@@ -1,0 +1,142 @@
+"""Compile jobs on a remote executor (``--cluster``): the frontend on the cluster, the rest here.
+
+Why only the frontend goes out: it is Triton's whole pipeline, seconds per kernel; the assembler stage
+(a ptxas run for toolchains with another ptxas or options, milliseconds) and the analysis need this
+machine's files anyway. The driver dedupes by the frontend cache key before anything is sent: a key
+already in this machine's cache is not sent, and pairs that share a key (two toolchains with one
+Triton build) send one job, so the same spec is never compiled twice in the cluster. A node compiles
+into its own content-addressed cache (a second request for a key it holds compiles nothing) and
+returns the entry's files through Ray's object store; the driver publishes them under the same key
+in its cache as each job finishes, so an interrupted sweep keeps what finished, as locally. With
+``KTRIAGE_CLUSTER_SHARED_CACHE=1`` the driver's cache directory is on storage every node mounts at
+the same path: nodes compile straight into it and return no bytes. Each node builds a toolchain once,
+under the toolchain manager's file lock (``ensure_toolchain``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import CompileError
+from ktriage.compile.compiler import CompileFailure, CompileOutcome, Compiler
+from ktriage.execute.base import Executor, Job, JobResult
+from ktriage.spec.model import KernelSpec
+from ktriage.toolchain.manager import Toolchain
+
+SHARED_CACHE_ENV = "KTRIAGE_CLUSTER_SHARED_CACHE"
+_NODE_COMPILERS: dict[str, Compiler] = {}
+_NODE_LOCK = threading.Lock()
+
+
+def _node_compiler(cache_dir: str | None) -> Compiler:
+    """One compiler per cache dir per node process: its Triton worker stays warm across jobs."""
+    key = cache_dir or ""
+    with _NODE_LOCK:
+        if key not in _NODE_COMPILERS:
+            _NODE_COMPILERS[key] = Compiler(jobs=1, cache_dir=Path(cache_dir) if cache_dir else None)
+        return _NODE_COMPILERS[key]
+
+
+def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None) -> dict[str, Any]:
+    """Runs on a node: the frontend of ``spec`` with the node's build of ``toolchain_spec``.
+
+    Returns ``{"ok", "compiled", "files" | "stage", "kind", "message"}``; files as ``{relpath: bytes}``
+    unless the cache is shared."""
+    from ktriage.toolchain.manager import ensure_toolchain
+
+    compiler = _node_compiler(shared_cache)
+    toolchain = ensure_toolchain(toolchain_spec)  # built once per node, under the manager's file lock
+    before = compiler.frontend_compiles
+    front = compiler.frontend(spec, toolchain)
+    compiled = compiler.frontend_compiles - before
+    if isinstance(front, CompileFailure):
+        return {"ok": False, "compiled": compiled, "stage": front.stage, "kind": front.kind, "message": front.message}
+    files = {} if shared_cache else {p.relative_to(front.dir).as_posix(): p.read_bytes()
+                                     for p in sorted(front.dir.rglob("*")) if p.is_file()}  # fmt: skip
+    return {"ok": True, "compiled": compiled, "files": files}
+
+
+def publish_frontend(compiler: Compiler, key: str, files: dict[str, bytes]) -> None:
+    """Write a node's frontend entry under ``key`` in this machine's cache, sealed like a local one
+    (the cache's own manifest and fsyncs, ktriage.compile.cache); an entry already there is kept.
+    The node's manifest and sidecars are not copied: the manifest is rewritten here, sidecars are
+    recomputed from the verified files."""
+    from ktriage.compile.cache import MANIFEST, is_sidecar
+
+    if not files or compiler.store.read("frontend", key) is not None:
+        return
+    tmp = compiler.store.temp_dir("frontend", key)
+    try:
+        for rel, data in files.items():
+            name = rel.rsplit("/", 1)[-1]
+            if rel == MANIFEST or is_sidecar(name):
+                continue
+            out = tmp / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(data)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    compiler.store.publish("frontend", key, tmp)
+
+
+def compile_many_remote(
+    compiler: Compiler,
+    executor: Executor,
+    specs: Sequence[KernelSpec],
+    toolchains: Sequence[Toolchain],
+    *,
+    on_done: Callable[[CompileOutcome], None] | None = None,
+) -> list[CompileOutcome]:
+    """``Compiler.compile_many`` with the frontend compiles on ``executor``; same results, same order."""
+    pairs = [(s, t) for s in specs for t in toolchains]
+    keys = [compiler.frontend_key(s, t) for s, t in pairs]
+    shared = str(compiler.cache) if os.environ.get(SHARED_CACHE_ENV, "").strip() in ("1", "true", "yes") else None
+    outcomes: list[CompileOutcome | None] = [None] * len(pairs)
+    by_key: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        by_key.setdefault(key, []).append(i)
+    lock = threading.Lock()
+
+    def finish(i: int, outcome: CompileOutcome) -> None:
+        with lock:
+            outcomes[i] = outcome
+            if on_done is not None:
+                on_done(outcome)
+
+    jobs: list[Job[dict[str, Any]]] = []
+    for key, idx in by_key.items():
+        if compiler.store.read("frontend", key) is not None:
+            for i in idx:
+                finish(i, compiler.compile(*pairs[i]))  # a cache hit here: nothing to send
+            continue
+        spec, tc = pairs[idx[0]]
+        jobs.append(Job("compile", frontend_job, (spec, str(tc.spec), shared), key=key, label=f"compile {spec.name}"))
+
+    def landed(j: int, result: JobResult[Any]) -> None:
+        key = jobs[j].key
+        assert key is not None
+        value = result.value if result.ok else None
+        if value is not None and value.get("ok"):
+            for _ in range(int(value.get("compiled", 0))):
+                compiler._count_compile()
+            try:
+                publish_frontend(compiler, key, value.get("files") or {})
+            except (OSError, CompileError) as exc:
+                value = {"ok": False, "stage": "frontend", "kind": "cache", "message": f"cannot write the node's artifact here: {exc}"}
+        for i in by_key[key]:
+            spec, tc = pairs[i]
+            if value is not None and value.get("ok"):
+                finish(i, compiler.compile(spec, tc))  # the frontend is cached now; assemble + ABI here
+            elif value is not None:
+                finish(i, CompileFailure(spec, tc, str(value["stage"]), str(value["kind"]), str(value["message"])))
+            else:
+                finish(i, CompileFailure(spec, tc, "frontend", "cluster", result.error))
+
+    executor.run(jobs, on_done=landed)
+    return [o for o in outcomes if o is not None]

@@ -1,0 +1,148 @@
+"""The executor model: a job is a module-level function with picklable arguments and a kind.
+
+Why kinds and not resource numbers: the caller says *what* a job is, the backend decides *where*:
+``compile`` and ``build`` jobs go to CPU slots, a ``timing`` job to a GPU (the whole comparison in
+one job, so every variant of it is timed in one process on one GPU, on every backend). Results come
+back as ``JobResult`` with the ``Placement`` that ran them, so tests and reports can say where work
+ran. A job that raises, or whose node is lost after the backend's retries, is a failed
+``JobResult``, never an exception out of ``run``: a sweep or a bisect round goes on without it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+R = TypeVar("R")
+JobKind = Literal["compile", "build", "timing"]
+KINDS: tuple[JobKind, ...] = ("compile", "build", "timing")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a job ran: the backend's node id (``local`` for the embedded pool), host and process."""
+
+    node_id: str
+    hostname: str
+    pid: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node_id": self.node_id, "hostname": self.hostname, "pid": self.pid}
+
+
+@dataclass(frozen=True)
+class Job(Generic[R]):
+    """One unit of work. ``fn`` must be importable by name on every node (a module-level function),
+    ``args`` picklable. ``key``: jobs with the same key are the same work (the driver runs it once)."""
+
+    kind: JobKind
+    fn: Callable[..., R]
+    args: tuple[Any, ...] = ()
+    key: str | None = None
+    label: str = ""
+
+
+@dataclass
+class JobResult(Generic[R]):
+    """A finished job: ``value`` when ``ok``, else ``error`` (the exception text) and ``lost``: True when
+    the backend gave up on the node rather than the job failing on its own."""
+
+    job: Job[R]
+    ok: bool
+    value: R | None = None
+    error: str = ""
+    lost: bool = False
+    placement: Placement | None = None
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+OnDone = Callable[[int, "JobResult[Any]"], None]
+
+
+class Executor(Protocol):
+    """Runs jobs; ``run`` returns one result per job, in order, calling ``on_done(index, result)`` as
+    each finishes (from the calling thread or a pool thread: callers lock what they share)."""
+
+    name: str
+    remote: bool
+    """True when jobs may run on another machine: their files must come back by value."""
+
+    def slots(self, kind: JobKind) -> int:
+        """How many jobs of ``kind`` can run at once (a k-ary bisect round is sized to it)."""
+        ...
+
+    def run(self, jobs: Sequence[Job[R]], *, on_done: OnDone | None = None) -> list[JobResult[R]]: ...
+
+    def close(self) -> None: ...
+
+
+def here(node_id: str = "local") -> Placement:
+    return Placement(node_id, socket.gethostname(), os.getpid())
+
+
+def call_job(fn: Callable[..., R], args: tuple[Any, ...]) -> tuple[R, Placement]:
+    """Run one job where it is, returning its value and this process's placement."""
+    return fn(*args), here()
+
+
+class LocalExecutor:
+    """The embedded default: jobs run in threads of this process (each compile or build job starts its
+    own subprocess: the compile worker pool, the build shell), ``workers`` at a time."""
+
+    name = "local"
+    remote = False
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or (os.cpu_count() or 1))
+        self._lock = threading.Lock()
+
+    def slots(self, kind: JobKind) -> int:
+        return 1 if kind == "timing" else self.workers  # one GPU process at a time on one host
+
+    def run(self, jobs: Sequence[Job[R]], *, on_done: OnDone | None = None) -> list[JobResult[R]]:
+        results: list[JobResult[R] | None] = [None] * len(jobs)
+
+        def one(i: int) -> JobResult[R]:
+            job = jobs[i]
+            try:
+                value, where = call_job(job.fn, job.args)
+                return JobResult(job, True, value, placement=where)
+            except Exception as exc:  # noqa: BLE001 - a failed job is a result, the others go on
+                return JobResult(job, False, error=_error_text(exc), placement=here())
+
+        if not jobs:
+            return []
+        width = min(len(jobs), self.workers)
+        with ThreadPoolExecutor(max_workers=width) as pool:
+            futures: dict[Future[JobResult[R]], int] = {pool.submit(one, i): i for i in range(len(jobs))}
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    i = futures[fut]
+                    result = results[i] = fut.result()
+                    if on_done is not None:
+                        with self._lock:
+                            on_done(i, result)
+        return [r for r in results if r is not None]
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _error_text(exc: BaseException) -> str:
+    last = traceback.format_exception_only(type(exc), exc)
+    return "".join(last).strip()

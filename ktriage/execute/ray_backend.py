@@ -1,0 +1,160 @@
+"""The Ray backend: the same jobs on a Ray cluster (docs/cluster.md).
+
+Placement: ``compile`` and ``build`` jobs ask for one CPU each, so a node runs as many at once as it
+declared with ``ray start --num-cpus``; a ``timing`` job asks for one GPU (``num_gpus=1`` when the
+cluster has GPUs, else the custom resource ``gpu_slot`` a node declares with
+``--resources '{"gpu_slot": 1}'``) and no CPU, so it never waits behind compiles and runs only on a
+node that declares a GPU. Values (artifact files, observations, samples) come back through Ray's
+object store. A node that dies mid-job: Ray runs the job again elsewhere (``max_retries``, system
+failures only: a job that raises is not retried, it failed). Jobs with the same ``key`` run once.
+
+Ray is imported here only, and only when a cluster is asked for: ``pip install 'ktriage[cluster]'``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ktriage.errors import KtriageError
+from ktriage.execute.base import Job, JobKind, JobResult, OnDone, Placement, call_job
+
+R = TypeVar("R")
+GPU_RESOURCE = "gpu_slot"
+"""The custom resource a GPU node declares when Ray does not see its GPU (or in CI, which has none)."""
+DEFAULT_RETRIES = 3
+_REMOTE: Any = None
+
+
+def _node_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Placement]:
+    """Runs on the node: the job, and where it ran (Ray's node id, host, pid)."""
+    import ray
+
+    value, where = call_job(fn, args)
+    return value, Placement(ray.get_runtime_context().get_node_id(), where.hostname, where.pid)
+
+
+def _remote() -> Any:
+    global _REMOTE
+    if _REMOTE is None:
+        import ray
+
+        _REMOTE = ray.remote(_node_call)
+    return _REMOTE
+
+
+def _code_root() -> str:
+    """The directory that holds this ``ktriage`` package: put first on the nodes' PYTHONPATH, so a node
+    on this host (or one that sees this path on shared storage) runs the driver's code."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise KtriageError("--cluster needs Ray, which is not installed", "pip install 'ktriage[cluster]' (or pip install ray)") from None
+    return ray
+
+
+class RayExecutor:
+    """Jobs as Ray tasks on the cluster at ``address`` (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``)."""
+
+    name = "ray"
+    remote = True
+
+    def __init__(self, address: str, *, max_retries: int = DEFAULT_RETRIES) -> None:
+        ray = import_ray()
+        self.address = address
+        self.max_retries = max_retries
+        path = os.pathsep.join(p for p in (_code_root(), os.environ.get("PYTHONPATH", "")) if p)
+        try:
+            self._ctx = ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": path}},
+                                 log_to_driver=False, configure_logging=False, ignore_reinit_error=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise KtriageError(f"cannot connect to the Ray cluster at {address}: {str(exc)[:300]}",
+                               "start one with `ray start --head` (docs/cluster.md), or check --cluster / KTRIAGE_CLUSTER") from None
+        self._ray = ray
+
+    # -- capacity -------------------------------------------------------------------------------
+
+    def resources(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self._ray.cluster_resources().items()}
+
+    def gpu_request(self) -> dict[str, Any]:
+        """The options of a timing task: a GPU if Ray sees one, else the ``gpu_slot`` resource."""
+        res = self.resources()
+        if res.get("GPU", 0) >= 1:
+            return {"num_cpus": 0, "num_gpus": 1}
+        if res.get(GPU_RESOURCE, 0) >= 1:
+            return {"num_cpus": 0, "resources": {GPU_RESOURCE: 1}}
+        raise KtriageError(f"the Ray cluster at {self.address} has no GPU node for a timing job",
+                           f"start a node with --num-gpus 1 or --resources '{{\"{GPU_RESOURCE}\": 1}}' (docs/cluster.md)")
+
+    def slots(self, kind: JobKind) -> int:
+        res = self.resources()
+        if kind == "timing":
+            return max(1, int(res.get("GPU", 0) or res.get(GPU_RESOURCE, 0)))
+        return max(1, int(res.get("CPU", 1)))
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The live nodes: id and declared resources (for placement checks and reports)."""
+        return [{"node_id": n["NodeID"], "resources": dict(n.get("Resources") or {})} for n in self._ray.nodes() if n.get("Alive")]
+
+    # -- running --------------------------------------------------------------------------------
+
+    def _options(self, kind: JobKind) -> dict[str, Any]:
+        base: dict[str, Any] = {"max_retries": self.max_retries, "retry_exceptions": False}
+        if kind == "timing":
+            return {**base, **self.gpu_request()}
+        return {**base, "num_cpus": 1}
+
+    def run(self, jobs: Sequence[Job[R]], *, on_done: OnDone | None = None) -> list[JobResult[R]]:
+        ray = self._ray
+        remote = _remote()
+        firsts: dict[str, int] = {}  # key -> the index whose task serves every job with that key
+        refs: dict[Any, list[int]] = {}
+        for i, job in enumerate(jobs):
+            if job.key is not None and job.key in firsts:
+                refs[next(r for r, ix in refs.items() if firsts[job.key] in ix)].append(i)
+                continue
+            ref = remote.options(**self._options(job.kind), name=(job.label or job.kind)[:60]).remote(job.fn, job.args)
+            refs[ref] = [i]
+            if job.key is not None:
+                firsts[job.key] = i
+        results: list[JobResult[R] | None] = [None] * len(jobs)
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                outcome = self._collect(ref)
+                for i in refs[ref]:
+                    result = results[i] = JobResult(jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement)
+                    if on_done is not None:
+                        on_done(i, result)
+        return [r for r in results if r is not None]
+
+    def _collect(self, ref: Any) -> JobResult[Any]:
+        ray = self._ray
+        dummy: Job[Any] = Job("compile", _node_call)
+        try:
+            value, where = ray.get(ref)
+            return JobResult(dummy, True, value, placement=where)
+        except ray.exceptions.RayTaskError as exc:  # the job itself raised: not retried
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            return JobResult(dummy, False, error=f"{type(cause).__name__}: {cause}")
+        except ray.exceptions.RayError as exc:  # node or worker lost after max_retries
+            return JobResult(dummy, False, error=f"lost on the cluster after {self.max_retries} retries: {type(exc).__name__}: {str(exc)[:300]}",
+                             lost=True)
+
+    def close(self) -> None:
+        """Disconnect this driver (the cluster keeps running)."""
+        self._ray.shutdown()
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,39 @@
+"""``--cluster`` / ``KTRIAGE_CLUSTER``: which executor a verb uses.
+
+``local`` (or nothing): the embedded default, this machine's process pool. ``auto``: the Ray cluster
+this machine is part of (``ray start`` ran here). ``HOST:PORT``: a Ray cluster's head (its GCS port,
+``ray start --head --port PORT``). ``ray://HOST:PORT``: the same through Ray Client (``ray[client]``).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ktriage.errors import KtriageError
+from ktriage.execute.base import Executor, LocalExecutor
+
+CLUSTER_ENV = "KTRIAGE_CLUSTER"
+
+
+def cluster_address(value: str | None) -> str | None:
+    """The Ray address for a ``--cluster`` value (None: run locally); the environment is the default."""
+    text = (value if value is not None else os.environ.get(CLUSTER_ENV, "")).strip()
+    if not text or text == "local":
+        return None
+    if text == "auto" or text.startswith("ray://"):
+        return text
+    host, sep, port = text.rpartition(":")
+    if sep and host and port.isdigit():
+        return text
+    raise KtriageError(f"--cluster {text!r} is not a cluster address",
+                       "use local, auto, HOST:PORT (the head's GCS port) or ray://HOST:PORT (docs/cluster.md)")
+
+
+def open_executor(value: str | None, *, workers: int | None = None) -> Executor:
+    """The executor for a ``--cluster`` value: ``LocalExecutor(workers)`` or a connected ``RayExecutor``."""
+    address = cluster_address(value)
+    if address is None:
+        return LocalExecutor(workers)
+    from ktriage.execute.ray_backend import RayExecutor
+
+    return RayExecutor(address)

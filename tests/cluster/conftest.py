@@ -1,0 +1,80 @@
+"""A REAL Ray cluster on 127.0.0.1 for the cluster tests: a head and two worker nodes, one CPU each,
+the second worker declaring the GPU stand-in resource ``gpu_slot`` (CI has no GPU).
+
+Each pytest process starts its own cluster in a private RAY_TMPDIR on free ports, so parallel test
+workers never share or stop each other's cluster (with ``--dist loadgroup`` the ``xdist_group``
+marker keeps every cluster test on one worker and one cluster). Teardown kills exactly the
+processes this cluster started (found by its private temp dir), never other Ray processes on the
+machine. Without Ray the tests skip with the reason; in CI (``KTRIAGE_REQUIRE_RAY=1``, .ci/run) a
+missing Ray fails them instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ray_test_cluster import REPO, Cluster, _free_ports, _kill, _pids_with, _run_ray
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.xdist_group("ray_cluster"))
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[Cluster]:
+    if importlib.util.find_spec("ray") is None:
+        if os.environ.get("KTRIAGE_REQUIRE_RAY", "").strip() in ("1", "true", "yes"):
+            pytest.fail("Ray is not installed, and KTRIAGE_REQUIRE_RAY=1 (CI) says the cluster tests must run: pip install -e '.[test]'")
+        pytest.skip("Ray is not installed here (pip install 'ktriage[cluster]'); CI installs it and runs these tests")
+    tmp = Path(tempfile.mkdtemp(prefix="ktr-ray-"))  # short: Ray's socket paths must fit 107 bytes
+    env = {**os.environ, "RAY_TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+           "RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
+           "RAY_health_check_failure_threshold": "3", "RAY_health_check_initial_delay_ms": "1000"}  # fmt: skip
+    env.pop("KTRIAGE_CLUSTER", None)
+    port, nm, om, lo, mm, ra, da, dg = _free_ports(8)
+    cluster = Cluster(f"127.0.0.1:{port}", tmp, env)
+    try:
+        _run_ray(["start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "1",
+                  "--temp-dir", str(tmp), "--include-dashboard", "false", "--disable-usage-stats",
+                  "--node-manager-port", str(nm), "--object-manager-port", str(om), "--min-worker-port", str(lo),
+                  "--max-worker-port", str(lo + 40), "--metrics-export-port", str(mm), "--runtime-env-agent-port", str(ra),
+                  "--dashboard-agent-listen-port", str(da),
+                  "--dashboard-agent-grpc-port", str(dg)], env)  # fmt: skip
+        cluster.start_worker("cpu")
+        cluster.start_worker("gpu", "--resources", '{"gpu_slot": 1}')
+        os.environ["RAY_TMPDIR"] = str(tmp)  # the driver (this test process) too
+        _wait_nodes(cluster, 3)
+        yield cluster
+    finally:
+        try:
+            import ray
+
+            ray.shutdown()
+        except ImportError:
+            pass
+        _kill(_pids_with(str(tmp)) + [p for n in cluster.workers for p in _pids_with(f"--node_manager_port={cluster.workers[n]}")])
+        time.sleep(0.5)
+        _kill(_pids_with(str(tmp)))
+
+
+def _wait_nodes(cluster: Cluster, n: int, timeout: float = 60.0) -> None:
+    import ray
+
+    ray.init(address=cluster.address, log_to_driver=False, configure_logging=False)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sum(1 for x in ray.nodes() if x.get("Alive")) >= n:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"the test cluster has fewer than {n} live nodes")
+    finally:
+        ray.shutdown()

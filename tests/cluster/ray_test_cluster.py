@@ -1,0 +1,134 @@
+"""Helpers of the cluster tests (conftest.py starts the cluster): processes, ports, the test repository.
+
+A module with its own name, so the tests import it unambiguously (every conftest is ``conftest``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RAY = Path(sys.executable).with_name("ray")
+
+
+
+def _free_ports(n: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _pids_with(text: str) -> list[int]:
+    """Processes whose command line mentions ``text`` (this cluster's temp dir or port)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            found.append(int(proc.name))
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(proc.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@dataclass
+class Cluster:
+    """The running test cluster: its address, environment and worker nodes (by node-manager port)."""
+
+    address: str
+    tmp: Path
+    env: dict[str, str]
+    workers: dict[str, int] = field(default_factory=dict)  # name -> node manager port
+    worker_args: dict[str, list[str]] = field(default_factory=dict)
+
+    def start_worker(self, name: str, *extra: str) -> None:
+        nm, om, lo, mm, ra, da, dg = _free_ports(7)
+        args = ["start", "--address", self.address, "--num-cpus", "1", "--node-manager-port", str(nm),
+                "--object-manager-port", str(om), "--min-worker-port", str(lo), "--max-worker-port", str(lo + 40),
+                "--metrics-export-port", str(mm), "--runtime-env-agent-port", str(ra),
+                "--dashboard-agent-listen-port", str(da), "--dashboard-agent-grpc-port", str(dg),
+                "--disable-usage-stats", *extra]  # fmt: skip
+        _run_ray(args, self.env)
+        self.workers[name] = nm
+        self.worker_args[name] = list(extra)
+
+    def raylet_pid(self, name: str) -> int:
+        port = self.workers[name]
+        pids = [p for p in _pids_with(f"--node_manager_port={port}") if "raylet" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+        assert pids, f"no raylet for worker {name} (port {port})"
+        return pids[0]
+
+    def kill_worker(self, name: str) -> None:
+        """SIGKILL a worker node: its raylet and every process under it (its Ray workers, their builds)."""
+        _kill(_descendants(self.raylet_pid(name)))
+
+    def node_ids(self) -> dict[str, str]:
+        """name -> Ray node id of the live workers ("head" for the head)."""
+        import ray
+
+        out = {}
+        for node in ray.nodes():
+            if not node.get("Alive"):
+                continue
+            port = node.get("NodeManagerPort")
+            names = [n for n, p in self.workers.items() if p == port]
+            out[names[0] if names else "head"] = node["NodeID"]
+        return out
+
+
+def _run_ray(args: list[str], env: dict[str, str]) -> None:
+    proc = subprocess.run([str(RAY), *args], env=env, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, f"ray {' '.join(args[:3])} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+
+
+def load_bisect_fixtures():  # type: ignore[no-untyped-def]
+    """tests/bisect/repos.py (the synthetic kernel repository), loaded by path: tests/bisect is not a
+    package (it would shadow the standard library's bisect, see tests/conftest.py)."""
+    path = REPO / "tests" / "bisect" / "repos.py"
+    spec = importlib.util.spec_from_file_location("_bisect_repos_for_cluster", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(mod)
+    return mod

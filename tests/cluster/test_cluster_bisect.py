@@ -1,0 +1,145 @@
+"""``ktriage bisect`` over real commits with a real build command per commit, on a real Ray cluster:
+the same culprit as locally with fewer rounds (``--workers 3``), a worker node SIGKILLed mid-run
+changes nothing, and a killed driver resumes on the cluster (``--resume``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from ray_test_cluster import REPO, _descendants, load_bisect_fixtures
+
+from ktriage.bisect.run import BisectOptions, run_bisect
+
+pytestmark = pytest.mark.slow
+TOOLCHAIN = "triton==3.4.0"
+fixtures = load_bisect_fixtures()
+
+
+def _build(log: Path, seconds: int = 3) -> str:
+    """A real build per commit that takes a few seconds; each run appends its commit to ``log``."""
+    return f'echo "$KTRIAGE_COMMIT" >> {log} && sleep {seconds} && sh build.sh'
+
+
+def _opts(repo, tmp: Path, **kw) -> BisectOptions:  # type: ignore[no-untyped-def]
+    base: dict = {"source": f"git:{repo.path}", "good": repo.good, "bad": repo.bad, "metric": "spill_store_bytes",
+                  "spec": "spec.toml", "toolchain": TOOLCHAIN, "build": _build(tmp / "builds.log"),
+                  "state": tmp / "state.json", "cache_dir": tmp / "artifacts", "explain": False}  # fmt: skip
+    base.update(kw)
+    return BisectOptions(**base)
+
+
+def _decisions(report) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
+    """What was measured and decided per candidate (not where, not the compile count: caches differ)."""
+    return {o.candidate.id: (o.outcome, o.reason, json.dumps(o.measurements, sort_keys=True), o.confidence)
+            for o in report.final.observations}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):  # type: ignore[no-untyped-def]
+    return fixtures.make_kernel_repo(tmp_path_factory.mktemp("repo") / "r", n=24, culprit_at=9, salt=uuid.uuid4().hex)
+
+
+@pytest.fixture(scope="module")
+def local_run(repo, tmp_path_factory, toolchain):  # type: ignore[no-untyped-def]
+    toolchain(TOOLCHAIN)
+    tmp = tmp_path_factory.mktemp("local")
+    return run_bisect(_opts(repo, tmp, cache_dir=tmp / "artifacts"))
+
+
+def test_workers_3_on_the_cluster_names_the_local_culprit_in_fewer_rounds(ray_cluster, repo, local_run, tmp_path: Path) -> None:
+    report = run_bisect(_opts(repo, tmp_path, cluster=ray_cluster.address, workers=3))
+    assert local_run.final.culprit is not None and local_run.final.culprit.id == repo.culprit
+    assert report.final.culprit is not None and report.final.culprit.id == repo.culprit
+    assert report.final.predecessor is not None and report.final.predecessor.id == repo.commits[8]
+    assert report.final.rounds < local_run.final.rounds
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert max(len(r) for r in state["stages"][0]["rounds"]) == 3
+    # every candidate the cluster tested was decided as the local run decided it
+    local = _decisions(local_run)
+    assert all(local[k] == v for k, v in _decisions(report).items() if k in local)
+    built = (tmp_path / "builds.log").read_text().split()
+    assert len(built) == len(set(built))  # each commit built once in the cluster
+
+
+def _in_flight_on(cluster, name: str, timeout: float = 120.0) -> bool:  # type: ignore[no-untyped-def]
+    """Wait until a build (its ``sleep``) runs under worker node ``name``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for pid in _descendants(cluster.raylet_pid(name)):
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep"):
+                    return True
+            except OSError:
+                pass
+        time.sleep(0.2)
+    return False
+
+
+def test_a_worker_node_killed_mid_build_changes_nothing(ray_cluster, repo, local_run, tmp_path: Path) -> None:
+    done: dict = {}
+    opts = _opts(repo, tmp_path, cluster=ray_cluster.address, workers=3, build=_build(tmp_path / "builds.log", 5))
+    thread = threading.Thread(target=lambda: done.setdefault("report", run_bisect(opts)), daemon=True)
+    thread.start()
+    try:
+        assert _in_flight_on(ray_cluster, "cpu"), "no build ever ran on the worker node to kill"
+        ray_cluster.kill_worker("cpu")  # SIGKILL: its raylet, its Ray workers and the build under them
+        thread.join(timeout=480)
+        assert not thread.is_alive(), "the bisect did not finish after the node died"
+    finally:
+        ray_cluster.start_worker("cpu")  # give the later tests their cluster back
+    report = done["report"]
+    assert report.final.culprit is not None and report.final.culprit.id == repo.culprit
+    obs = report.final.observations
+    assert not [o for o in obs if o.outcome == "skip"]  # the killed node's job ran again elsewhere: nothing lost
+    local = _decisions(local_run)
+    assert all(local[k] == v for k, v in _decisions(report).items() if k in local)
+    state = json.loads((tmp_path / "state.json").read_text())
+    saved = [o["candidate"]["id"] for r in state["stages"][0]["rounds"] for o in r]
+    assert sorted(saved) == sorted(o.candidate.id for o in obs[2:])  # every measurement is in the state file
+
+
+def _cli(args: list[str], **kw) -> subprocess.Popen:  # type: ignore[type-arg]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "ktriage", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, **kw)  # fmt: skip
+
+
+def test_a_killed_driver_resumes_on_the_cluster(ray_cluster, repo, local_run, tmp_path: Path) -> None:
+    state = tmp_path / "s.json"
+    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad, "--spec", "spec.toml",
+            "--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", _build(tmp_path / "builds.log"),
+            "--state", str(state), "--workers", "2", "--no-explain", "--cluster", ray_cluster.address,
+            "--json", str(tmp_path / "r.json")]  # fmt: skip
+    first = _cli(args)
+    deadline = time.monotonic() + 300
+    rounds: list = []
+    while time.monotonic() < deadline and first.poll() is None:
+        if state.exists():
+            try:
+                rounds = json.loads(state.read_text())["stages"][0]["rounds"]
+            except (ValueError, KeyError, IndexError):
+                rounds = []
+            if rounds:
+                break
+        time.sleep(0.3)
+    assert rounds and first.poll() is None, "the driver finished or never saved a round"
+    os.killpg(first.pid, signal.SIGKILL)  # the driver dies between rounds or mid-round
+    first.communicate()
+    saved = json.loads(state.read_text())["stages"][0]
+    second = _cli([*args, "--resume"])
+    out, _ = second.communicate(timeout=480)
+    assert second.returncode == 0, out
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["culprit"]["id"] == repo.culprit
+    final = json.loads(state.read_text())["stages"][0]
+    assert final["preflight"] == saved["preflight"]
+    assert final["rounds"][:len(saved["rounds"])] == saved["rounds"]  # nothing saved was lost or redone

@@ -1,0 +1,37 @@
+"""The executor interface without a cluster: the embedded local pool and the --cluster values."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.execute import Job, LocalExecutor, open_executor
+from ktriage.execute.select import cluster_address
+from ktriage.testing import fake_timing_job
+
+
+def test_local_executor_runs_jobs_in_order_and_reports_failures_as_results() -> None:
+    seen: list[int] = []
+    with LocalExecutor(2) as ex:
+        results = ex.run([Job("compile", pow, (2, 10)), Job("build", int, ("x",)), Job("timing", fake_timing_job, (["a", "b"], 3))],
+                         on_done=lambda i, _r: seen.append(i))
+    ok, bad, timing = results
+    assert ok.ok and ok.value == 1024 and ok.placement is not None and ok.placement.node_id == "local"
+    assert not bad.ok and "ValueError" in bad.error and not bad.lost
+    assert timing.value is not None and timing.value["pid"] == os.getpid() and set(timing.value["samples"]) == {"a", "b"}
+    assert sorted(seen) == [0, 1, 2]
+    assert ex.slots("timing") == 1 and ex.slots("compile") == 2
+
+
+def test_cluster_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KTRIAGE_CLUSTER", raising=False)
+    assert cluster_address(None) is None and cluster_address("local") is None
+    assert cluster_address("auto") == "auto" and cluster_address("ray://h:10001") == "ray://h:10001"
+    assert cluster_address("10.0.0.1:6379") == "10.0.0.1:6379"
+    monkeypatch.setenv("KTRIAGE_CLUSTER", "head:6379")
+    assert cluster_address(None) == "head:6379" and cluster_address("local") is None  # the option wins
+    with pytest.raises(KtriageError, match="not a cluster address"):
+        cluster_address("nowhere")
+    assert isinstance(open_executor("local", workers=3), LocalExecutor)
