@@ -1,0 +1,81 @@
+"""ktriage record on Triton's real launch path with only the GPU driver faked (issue 17, CPU side).
+
+The recorded program is ktriage/insitu/jitrun.py in a toolchain's interpreter launching a library's
+kernel with the values its host code passes; the hook is injected from outside by ``ktriage record``
+(a sitecustomize on PYTHONPATH), as it would be around a training script on a GPU host.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from record_helpers import record_cases
+
+from ktriage.analyze.artifact import analyze_artifact
+from ktriage.catalog.registry import expand_launches
+from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.fidelity.cases import FidelityCase
+from ktriage.fidelity.thirdparty import autotuned_matmul_case
+from ktriage.record.workload import load_workload
+from ktriage.spec.model import KernelSpec
+
+pytestmark = pytest.mark.slow
+
+SPEC_FIELDS = ("signature", "constexprs", "divisible_by_16", "equal_to_1", "num_warps", "num_stages", "num_ctas",
+               "maxnreg", "target")
+
+
+def _fields(spec: KernelSpec) -> dict[str, object]:
+    data = spec.to_json()
+    return {k: data[k] for k in SPEC_FIELDS}
+
+
+def test_liger_layer_norm_bwd_records_the_catalog_spec(toolchain, tmp_path: Path) -> None:
+    """Liger 0.5.10's layer_norm backward at N=4608, recorded: the spec is the catalog recipe's
+    (`liger.layer_norm --bwd -i N=4608`), compiled from the snapshot it has the same resources."""
+    tc = toolchain("triton==3.3.1")
+    (launch,) = expand_launches("liger.layer_norm", mode="bwd", inputs=["N=4608"], target="sm_90")
+    catalog = launch.to_spec()
+    code, out = record_cases(tc.python, [FidelityCase(name=launch.name, launch=launch)], tmp_path)
+    assert code == 0
+    workload = load_workload(out)
+    assert not workload.not_captured
+    (kernel,) = workload.kernels
+    assert kernel.function == catalog.source_function() and kernel.package == "liger_kernel==0.5.10"
+    (inp,) = kernel.inputs
+    recorded = inp.spec
+    assert _fields(recorded) == _fields(catalog)
+    assert recorded.grid == catalog.grid
+    assert recorded.package is not None and recorded.package.startswith("snapshot:")
+    # the snapshot carries the kernel's module and what it imports from its package, not the whole library
+    files = set(workload.snapshots[kernel.snapshot]["files"])
+    assert {"liger_kernel/ops/layer_norm.py", "liger_kernel/ops/utils.py", "liger_kernel/utils.py"} <= files
+    assert "liger_kernel/transformers/layer_norm.py" not in files
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        ours, theirs = compiler.compile(recorded, tc), compiler.compile(catalog, tc)
+        assert isinstance(ours, Artifact) and isinstance(theirs, Artifact)
+        (r_ours, o_ours), (r_cat, o_cat) = analyze_artifact(ours), analyze_artifact(theirs)
+    for field in ("registers", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "shared_bytes", "sass_opcodes"):
+        assert getattr(r_ours, field) == getattr(r_cat, field), field
+    assert o_ours == o_cat
+
+
+def test_autotuned_matmul_records_configs_and_choice(toolchain, tmp_path: Path) -> None:
+    """An autotuned tl.dot matmul: the config list, the chosen config (the fake benchmarker picks
+    config 1) and the spec with that config's block sizes, warps and stages."""
+    tc = toolchain("triton==3.4.0")
+    case = autotuned_matmul_case("sm_90")
+    code, out = record_cases(tc.python, [case], tmp_path)
+    assert code == 0
+    (kernel,) = load_workload(out).kernels
+    configs = kernel.autotune_configs
+    assert configs is not None and len(configs) >= 2
+    (inp,) = kernel.inputs
+    chosen = inp.autotune_choice
+    assert chosen == configs[case.autotune_pick]
+    spec = inp.spec
+    for name, value in chosen["kwargs"].items():
+        assert spec.constexprs[name] == value
+    assert (spec.num_warps, spec.num_stages) == (chosen["num_warps"], chosen["num_stages"])
+    assert inp.count == 1  # the benchmarking launches are not the program's
