@@ -200,8 +200,6 @@ class Recorder:
             return kernel_id
         self._host()
         kernel_id = f"K{len(self.kernels)}"
-        self.kernels[id(jit_fn)] = kernel_id
-        self.kernel_objects.append(jit_fn)
         fn = getattr(jit_fn, "fn", jit_fn)
         record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "jit", "function": fn.__name__}
         try:
@@ -209,6 +207,8 @@ class Recorder:
         except Exception as exc:
             record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
         self.journal.write(record)
+        self.kernels[id(jit_fn)] = kernel_id
+        self.kernel_objects.append(jit_fn)
         return kernel_id
 
     # ------------------------------------------------------------------ the autotuner
@@ -248,7 +248,8 @@ class Recorder:
             self._local.heuristics = stack
 
     # ------------------------------------------------------------------ inductor
-    def inductor_launch(self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def inductor_launch(self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                        configs: list[Any] | None = None) -> None:
         name = "?"
         try:
             fn = getattr(autotuner, "fn", None)
@@ -270,11 +271,9 @@ class Recorder:
                 if kernel_id is None:
                     self._host()
                     kernel_id = f"K{len(self.kernels)}"
-                    self.kernels[id(autotuner)] = kernel_id
-                    self.kernel_objects.append(autotuner)
                     record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "inductor", "function": name,
                                               "triton_meta": _inductor_meta(meta),
-                                              "configs": [_config_view(c) for c in getattr(autotuner, "configs", [])]}
+                                              "configs": [_config_view(c) for c in configs or getattr(autotuner, "configs", None) or []]}
                     try:
                         real = getattr(fn, "fn", None)
                         if real is not None:
@@ -282,10 +281,14 @@ class Recorder:
                     except Exception as exc:
                         record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
                     self.journal.write(record)
+                    self.kernels[id(autotuner)] = kernel_id
+                    self.kernel_objects.append(autotuner)
                 launch_id = f"L{len(self.launches)}"
                 self.launches[key] = launch_id
                 self.counts[launch_id] = 1
-                positional = [n for n in arg_names if n not in (meta.get("constants") or {})]
+                signature = meta.get("signature") or {}
+                constants = meta.get("constants") or {}
+                positional = [n for n in arg_names if n not in constants and str(signature.get(n)) != "constexpr"]
                 self.journal.write({
                     "type": "launch", "id": launch_id, "kernel": kernel_id,
                     "args": [[n, describe(a)] for n, a in zip(positional, args)],
@@ -462,8 +465,8 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
         for imported in _imports(text, name, path.endswith("__init__.py")):
             itop = imported.split(".")[0]
             if itop in _NOT_SNAPSHOTTED:
-                if itop == "torch" and imported.startswith("torch._inductor"):
-                    notes.append(f"imports {imported} (inductor's runtime helpers: from the toolchain's torch, or a placeholder)")
+                if imported.startswith("torch._inductor") and imported in sys.modules:
+                    notes.append(imported)
                 continue
             if itop == top:
                 target = _module_file(imported)
@@ -474,6 +477,9 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
         for i in range(1, len(parts) + 1):
             init = "/".join(parts[:i]) + "/__init__.py"
             files.setdefault(init, "")
+    if notes:
+        notes = [f"imports inductor's runtime helpers {', '.join(sorted(set(notes)))}: not in the snapshot; "
+                 "compiling needs them from the toolchain's interpreter (torch installed there)"]
     text = files.get(kernel_path, "")
     return {"module": kernel_module, "original_module": module_name, "file": file,
             "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
@@ -664,8 +670,10 @@ def patch_inductor() -> None:
     original = cls.run
 
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # inductor drops its config list once compiled (self.configs = None): read it before the first run
+        configs = list(getattr(self, "configs", None) or []) if id(self) not in rec.kernels else None
         result = original(self, *args, **kwargs)
-        rec.inductor_launch(self, args, kwargs)
+        rec.inductor_launch(self, args, kwargs, configs)
         return result
 
     run._ktriage_record = True  # type: ignore[attr-defined]

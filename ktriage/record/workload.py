@@ -197,6 +197,9 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         rec = fn_records.get(fid, {})
         function = str(rec.get("function", "?"))
         count = counts.get(str(launch.get("id")), 1)
+        if fid not in fn_records:
+            not_captured.append(NotCaptured(function, f"launch {launch.get('id')} names kernel {fid}, which the journal lacks", count))
+            continue
         if fid in failed:
             not_captured.append(NotCaptured(function, f"no source snapshot: {failed[fid]}", count))
             continue
