@@ -158,13 +158,13 @@ class Recorder:
                     bound[key] = value
                 else:
                     options[key] = value
-            key = (id(jit_fn), *(_cheap_key(bound.get(n, _MISSING)) for n in names),
-                   tuple(sorted((k, _cheap_key(v)) for k, v in options.items())), _grid_key(grid))
+            launch_key = (id(jit_fn), *(_cheap_key(bound.get(n, _MISSING)) for n in names),
+                          tuple(sorted((k, _cheap_key(v)) for k, v in options.items())), _grid_key(grid))
             heuristics = {n: describe(bound[n]) for n in (getattr(self._local, "heuristics", None) or []) if n in bound}
             if tuning is not None:  # inside Autotuner.run: the last launch is the program's
-                tuning["last"] = (jit_fn, names, bound, options, grid, key, heuristics)
+                tuning["last"] = (jit_fn, names, bound, options, grid, launch_key, heuristics)
                 return
-            self._launch(jit_fn, names, bound, options, grid, key, None, heuristics)
+            self._launch(jit_fn, names, bound, options, grid, launch_key, None, heuristics)
         except Exception as exc:  # never break the user's program
             self._not_captured(getattr(getattr(jit_fn, "fn", None), "__name__", "?"), f"{type(exc).__name__}: {exc}")
 
@@ -250,10 +250,10 @@ class Recorder:
     # ------------------------------------------------------------------ inductor
     def inductor_launch(self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
                         configs: list[Any] | None = None) -> None:
-        name = "?"
+        name: str = "?"
         try:
             fn = getattr(autotuner, "fn", None)
-            name = getattr(getattr(fn, "fn", fn), "__name__", None) or getattr(fn, "__name__", "?")
+            name = str(getattr(getattr(fn, "fn", fn), "__name__", None) or getattr(fn, "__name__", "?"))
             launchers = getattr(autotuner, "launchers", None) or []
             launcher = launchers[0] if launchers else None
             config = getattr(launcher, "config", None)

@@ -359,10 +359,11 @@ def _with_path(workload: Workload, path: Path) -> Workload:
 
 
 def _from_json(data: Mapping[str, Any]) -> Workload:
-    snapshots = {str(d): {"files": dict(s["files"]), "notes": list(s.get("notes") or [])}
-                 for d, s in dict(data["snapshots"]).items()}
-    for digest, snap in snapshots.items():
-        materialize(digest, snap["files"])
+    snapshots: dict[str, dict[str, Any]] = {}
+    for digest, snap in dict(data["snapshots"]).items():
+        files = {str(k): str(v) for k, v in dict(snap["files"]).items()}
+        materialize(str(digest), files)
+        snapshots[str(digest)] = {"files": files, "notes": list(snap.get("notes") or [])}
     kernels = []
     for k in data["kernels"]:
         if str(k["snapshot"]) not in snapshots:

@@ -46,7 +46,7 @@ def missed_rows(workload: Workload) -> list[dict[str, Any]]:
 
 def summary(workload: Workload) -> dict[str, Any]:
     rec = workload.recorded
-    host = {k: workload.host[k] for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime") if k in workload.host}
+    host: dict[str, Any] = {k: workload.host[k] for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime") if k in workload.host}
     return {"file": str(workload.path) if workload.path else None, "command": " ".join(rec.get("command") or []),
             "program": _exit(rec.get("returncode")), **host, "kernels": len(workload.kernels),
             "inputs": sum(len(k.inputs) for k in workload.kernels),

@@ -42,6 +42,8 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runs export": (("json", "csv"), (".json", ".csv")),
     "runs import": ((), ()),
     "history": (TMD, (".md", ".json", ".html")),
+    "record": ((), ()),  # -o there names the workload it records, not a report writer
+    "workload show": (TMD, MJ),
 }
 
 
