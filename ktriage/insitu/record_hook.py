@@ -108,22 +108,25 @@ _NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_record_hoo
 
 
 class Journal:
-    """Append-only JSON lines; one lock, one flush per line."""
+    """Append-only JSON lines, each written by ONE ``write(2)`` on an ``O_APPEND`` descriptor: the
+    processes a program starts (torchrun ranks, inductor's compile workers) inherit the hook and
+    share the journal, and whole-line appends to a regular file do not interleave."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the program's life
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=_json_default) + "\n"
+        data = (json.dumps(record, default=_json_default) + "\n").encode()
         with self._lock:
-            self._fh.write(line)
-            self._fh.flush()
+            written = os.write(self._fd, data)
+            while written < len(data):  # a short write (rare): finish the line
+                written += os.write(self._fd, data[written:])
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            os.close(self._fd)
 
 
 def _json_default(value: Any) -> Any:
@@ -145,6 +148,7 @@ class Recorder:
         self._local = threading.local()
         self._lock = threading.RLock()
         self.host_written = False
+        self.tag = str(os.getpid())  # ids are unique across the processes sharing one journal
 
     # ------------------------------------------------------------------ the JIT path
     def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> None:
@@ -178,7 +182,7 @@ class Recorder:
                 self._maybe_flush()
                 return
             kernel_id = self._kernel(jit_fn)
-            launch_id = f"L{len(self.launches)}"
+            launch_id = f"{self.tag}:L{len(self.launches)}"
             self.launches[key] = launch_id
             self.counts[launch_id] = 1
             record = {
@@ -199,7 +203,7 @@ class Recorder:
         if kernel_id is not None:
             return kernel_id
         self._host()
-        kernel_id = f"K{len(self.kernels)}"
+        kernel_id = f"{self.tag}:K{len(self.kernels)}"
         fn = getattr(jit_fn, "fn", jit_fn)
         record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "jit", "function": fn.__name__}
         try:
@@ -270,7 +274,7 @@ class Recorder:
                 kernel_id = self.kernels.get(id(autotuner))
                 if kernel_id is None:
                     self._host()
-                    kernel_id = f"K{len(self.kernels)}"
+                    kernel_id = f"{self.tag}:K{len(self.kernels)}"
                     record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "inductor", "function": name,
                                               "triton_meta": _inductor_meta(meta),
                                               "configs": [_config_view(c) for c in configs or getattr(autotuner, "configs", None) or []]}
@@ -283,7 +287,7 @@ class Recorder:
                     self.journal.write(record)
                     self.kernels[id(autotuner)] = kernel_id
                     self.kernel_objects.append(autotuner)
-                launch_id = f"L{len(self.launches)}"
+                launch_id = f"{self.tag}:L{len(self.launches)}"
                 self.launches[key] = launch_id
                 self.counts[launch_id] = 1
                 signature = meta.get("signature") or {}

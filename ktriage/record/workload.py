@@ -190,8 +190,9 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         snapshots[digest] = {"files": files, "notes": list(snap.get("notes") or [])}
         digests[fid] = digest
         materialize(digest, files)
-    groups: dict[str, list[tuple[Mapping[str, Any], KernelSpec]]] = {}
-    order: list[str] = []
+    # One kernel per spec identity (the spec names its function and its snapshot), whichever process
+    # launched it; one input per distinct launch description, its counts summed over processes.
+    groups: dict[str, dict[str, tuple[str, Mapping[str, Any], KernelSpec, int]]] = {}
     for launch in launches:
         fid = str(launch.get("kernel"))
         rec = fn_records.get(fid, {})
@@ -209,23 +210,23 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
             why = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
             not_captured.append(NotCaptured(function, why, count))
             continue
-        ident = f"{fid}:" + json.dumps({**spec.to_json(), "name": None, "grid": None, "meta": None}, sort_keys=True, default=str)
-        if ident not in groups:
-            groups[ident] = []
-            order.append(ident)
-        groups[ident].append((launch, spec))
+        ident = json.dumps({**spec.to_json(), "name": None, "grid": None, "meta": None}, sort_keys=True, default=str)
+        described = json.dumps([launch.get("args"), launch.get("options"), launch.get("grid"),
+                                launch.get("inductor_config")], sort_keys=True, default=str)
+        members = groups.setdefault(ident, {})
+        if described in members:
+            first_fid, first, first_spec, seen = members[described]
+            members[described] = (first_fid, first, first_spec, seen + count)
+        else:
+            members[described] = (fid, launch, spec, count)
     kernels: list[Kernel] = []
-    per_function: dict[str, int] = {}
-    for ident in order:
-        fid = ident.split(":", 1)[0]
-        rec = fn_records[fid]
-        n = per_function.get(fid, 0)
-        per_function[fid] = n + 1
-        kid = f"{fid}.{n}"
+    for n, members in enumerate(groups.values()):
+        kid = f"K{n}"
         inputs: list[Input] = []
-        for index, (launch, spec) in enumerate(groups[ident]):
+        fid = next(iter(members.values()))[0]
+        rec = fn_records[fid]
+        for index, (_, launch, spec, count) in enumerate(members.values()):
             label = _label(launch)
-            count = counts.get(str(launch.get("id")), 1)
             meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": count,
                     "function": rec.get("function"), "original_module": rec.get("original_module")}
             spec = spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta)
@@ -234,7 +235,7 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
                                 dict(launch.get("options") or {}), launch.get("grid"), count, spec,
                                 autotune_choice=(autotune or {}).get("chosen") or launch.get("inductor_config"),
                                 heuristics=dict(launch.get("heuristics") or {})))
-        first = groups[ident][0][0]
+        first = next(iter(members.values()))[1]
         configs = (first.get("autotune") or {}).get("configs") if isinstance(first.get("autotune"), Mapping) else None
         if configs is None and rec.get("kind") == "inductor":
             configs = rec.get("configs")

@@ -134,3 +134,18 @@ def test_sigkill_of_the_recorder_too_keeps_the_journal(toolchain, tmp_path: Path
     workload = load_workload(tmp_path / "W.json")
     assert [i.count for i in workload.kernels[0].inputs] == [1, 1]
     assert workload.host["triton"] == "3.3.1"
+
+
+def test_processes_the_program_starts_record_into_the_same_workload(toolchain, tmp_path: Path) -> None:
+    """A launcher (torchrun-like) starting two workers: the hook is in each (PYTHONPATH is inherited),
+    both append to one journal, and the same kernel launched by both is one kernel with summed counts."""
+    tc = toolchain("triton==3.3.1")
+    prog = _program(tmp_path)
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text("import subprocess, sys\n"
+                        f"procs = [subprocess.Popen([sys.executable, {str(prog)!r}, '4096,8192,8192']) for _ in range(2)]\n"
+                        "sys.exit(max(p.wait() for p in procs))\n")
+    out = tmp_path / "W.json"
+    assert record_cli(out, [str(tc.python), str(launcher)]) == 0
+    (kernel,) = load_workload(out).kernels
+    assert [i.count for i in kernel.inputs] == [2, 4]

@@ -106,6 +106,6 @@ def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], t
     assert main(["workload", "show", str(workload_file), "-f", "json", "-o", str(tmp_path / "s.md")]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["kernels"][0]["launches"] == 7 and shown["not_captured"][0]["function"] == "scale_kernel"
-    assert "| K0.0 |" in (tmp_path / "s.md").read_text()
+    assert "| K0 |" in (tmp_path / "s.md").read_text()
     assert main(["workload", "show", str(workload_file)]) == 0
     assert "not captured" in capsys.readouterr().out
