@@ -149,9 +149,11 @@ class Recorder:
         self._lock = threading.RLock()
         self.host_written = False
         self.tag = str(os.getpid())  # ids are unique across the processes sharing one journal
+        self.pending_views: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ the JIT path
-    def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> None:
+    def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
+        """Record (or count) one JIT-level launch; its key, which the compile it may trigger is filed under."""
         tuning = getattr(self._local, "autotune", None)
         try:
             names = list(jit_fn.arg_names)
@@ -167,10 +169,29 @@ class Recorder:
             heuristics = {n: describe(bound[n]) for n in (getattr(self._local, "heuristics", None) or []) if n in bound}
             if tuning is not None:  # inside Autotuner.run: the last launch is the program's
                 tuning["last"] = (jit_fn, names, bound, options, grid, launch_key, heuristics)
-                return
+                return launch_key
             self._launch(jit_fn, names, bound, options, grid, launch_key, None, heuristics)
+            return launch_key
         except Exception as exc:  # never break the user's program
             self._not_captured(getattr(getattr(jit_fn, "fn", None), "__name__", "?"), f"{type(exc).__name__}: {exc}")
+            return None
+
+    def compile_done(self, src: Any, options: Any) -> None:
+        """``triton.compile`` returned for the JIT-level launch in progress: file the JIT's own compile
+        inputs under that launch, so the host can check its spec against them."""
+        key = getattr(self._local, "current_key", None)
+        if key is None:
+            return
+        try:
+            view = compile_view(src, options)
+            with self._lock:
+                launch_id = self.launches.get(key)
+                if launch_id is None:  # a launch being tuned: filed when the tuner's final launch is
+                    self.pending_views[key] = view
+                else:
+                    self.journal.write({"type": "jit_compile", "launch": launch_id, "view": view})
+        except Exception as exc:
+            self._not_captured("<compile>", f"reading the JIT's compile inputs: {type(exc).__name__}: {exc}")
 
     def _launch(self, jit_fn: Any, names: list[str], bound: dict[str, Any], options: dict[str, Any], grid: Any,
                 key: tuple[Any, ...], autotune: dict[str, Any] | None, heuristics: dict[str, Any]) -> None:
@@ -196,6 +217,9 @@ class Recorder:
             if heuristics:
                 record["heuristics"] = heuristics
             self.journal.write(record)
+            view = self.pending_views.pop(key, None)
+            if view is not None:
+                self.journal.write({"type": "jit_compile", "launch": launch_id, "view": view})
             self._flush_counts()
 
     def _kernel(self, jit_fn: Any) -> str:
@@ -409,6 +433,24 @@ def describe(value: Any) -> Any:
                 return {"tl": attr}
         return {"tl": str(value.name)}
     return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
+
+
+def compile_view(src: Any, options: Any) -> dict[str, Any]:
+    """What the JIT passed to ``triton.compile``: the ASTSource's signature, constants, the indices
+    it marked ``tt.divisibility`` (3.3+; 3.2's AttrsDescriptor as text), and the options."""
+    signature = getattr(src, "signature", None) or {}
+    view: dict[str, Any] = {"signature": {str(k): str(v) for k, v in dict(signature).items()}}
+    attrs = getattr(src, "attrs", None)
+    if isinstance(attrs, dict):
+        view["divisible"] = sorted(k[0] for k, v in attrs.items()
+                                   if isinstance(k, tuple) and len(k) == 1 and any("tt.divisibility" in str(x) for x in v))
+    else:
+        view["attrs"] = repr(attrs)[:2000]
+    constants = getattr(src, "constants", None) or getattr(src, "constexprs", None) or {}
+    view["constants"] = {repr(k): repr(v)[:200] for k, v in dict(constants).items()}
+    opts = options if isinstance(options, dict) else dict(getattr(options, "__dict__", {}) or {})
+    view["options"] = {k: opts[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in opts}
+    return view
 
 
 def _config_view(config: Any) -> dict[str, Any]:
@@ -641,12 +683,30 @@ def patch_triton() -> None:
     original_run = JITFunction.run
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        if not warmup:
-            rec.jit_launch(self, args, grid, kwargs)
-        return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        key = None if warmup else rec.jit_launch(self, args, grid, kwargs)
+        previous = getattr(rec._local, "current_key", None)
+        rec._local.current_key = key
+        try:
+            return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            rec._local.current_key = previous
 
     run._ktriage_record = True  # type: ignore[attr-defined]
     JITFunction.run = run
+    # The JIT's binder takes ``compile`` from triton.compiler when it is created (first launch of a
+    # function): wrapped here, before any launch, it sees what the JIT passes to the compiler.
+    import triton.compiler as compiler_package
+    import triton.compiler.compiler as compiler_module
+
+    original_compile = compiler_module.compile
+
+    def compile(src: Any, *args: Any, **kwargs: Any) -> Any:
+        kernel = original_compile(src, *args, **kwargs)
+        rec.compile_done(src, kwargs.get("options") if "options" in kwargs else (args[1] if len(args) > 1 else None))
+        return kernel
+
+    compiler_module.compile = compile
+    compiler_package.compile = compile
     tuner_cls = autotuner_module.Autotuner
     original_tune = tuner_cls.run
 

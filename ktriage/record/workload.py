@@ -62,11 +62,14 @@ class Input:
     spec: KernelSpec
     autotune_choice: dict[str, Any] | None = None
     heuristics: dict[str, Any] = field(default_factory=dict)
+    # the spec against the JIT's own compile inputs (recorded where this process compiled it):
+    # "same", "differs: ...", "unchecked: ..." or None (no compile seen: the JIT's cache served it)
+    jit_check: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "launch": self.launch, "label": self.label, "args": self.args, "options": self.options,
                 "grid": self.grid, "count": self.count, "autotune_choice": self.autotune_choice,
-                "heuristics": self.heuristics, "spec": self.spec.to_json()}  # fmt: skip
+                "heuristics": self.heuristics, "jit_check": self.jit_check, "spec": self.spec.to_json()}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -163,6 +166,7 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
     launches: list[Mapping[str, Any]] = []
     counts: dict[str, int] = {}
     not_captured: list[NotCaptured] = []
+    views: dict[str, dict[str, Any]] = {}
     header: Mapping[str, Any] = records[0] if records else {}
     for rec in records:
         kind = rec.get("type")
@@ -174,6 +178,8 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
             launches.append(rec)
         elif kind == "counts":
             counts.update({str(k): int(v) for k, v in dict(rec.get("counts") or {}).items()})
+        elif kind == "jit_compile":
+            views[str(rec.get("launch"))] = dict(rec.get("view") or {})
         elif kind == "not_captured":
             not_captured.append(NotCaptured(str(rec.get("function")), str(rec.get("why"))))
     target = str(host.get("target") or "sm_90")
@@ -234,12 +240,17 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
             inputs.append(Input(index, str(launch.get("id")), label, list(launch.get("args") or []),
                                 dict(launch.get("options") or {}), launch.get("grid"), count, spec,
                                 autotune_choice=(autotune or {}).get("chosen") or launch.get("inductor_config"),
-                                heuristics=dict(launch.get("heuristics") or {})))
+                                heuristics=dict(launch.get("heuristics") or {}),
+                                jit_check=jit_check(spec, views.get(str(launch.get("id"))))))
         first = next(iter(members.values()))[1]
         configs = (first.get("autotune") or {}).get("configs") if isinstance(first.get("autotune"), Mapping) else None
         if configs is None and rec.get("kind") == "inductor":
             configs = rec.get("configs")
         notes = list(snapshots[digests[fid]]["notes"])
+        differs = [f"input {i.id}: {i.jit_check}" for i in inputs if (i.jit_check or "").startswith("differs")]
+        if differs:
+            notes.append("the spec is not what the JIT compiled (report it: a specialization rule drifted): "
+                         + "; ".join(differs))
         ignored = sorted({k for i in inputs for k in i.options if k not in HARMLESS_OPTIONS})
         if ignored:
             notes.append(f"launch options the spec does not carry: {', '.join(ignored)}")
@@ -291,6 +302,33 @@ def _inductor_spec(rec: Mapping[str, Any], launch: Mapping[str, Any], source: st
     options = spec_options({k: config.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")})
     return KernelSpec(name=str(rec.get("function")), source=source, package=requirement(digest), signature=signature,
                       constexprs=constexprs, divisible_by_16=tuple(divisible), target=target, **options).validate()
+
+
+def _same_type(a: str, b: str) -> bool:
+    return a == b or {a, b} == {"i1", "u1"}  # bools: "u1" from 3.4 on, "i1" in 3.3 (both int1)
+
+
+def jit_check(spec: KernelSpec, view: Mapping[str, Any] | None) -> str | None:
+    """Compare a derived spec with what the JIT passed to ``triton.compile`` for the same launch."""
+    if view is None:
+        return None
+    if "divisible" not in view:
+        return "unchecked: Triton 3.2's AttrsDescriptor is not compared"
+    names = list(spec.signature)
+    jit_sig = {str(k): str(v) for k, v in dict(view.get("signature") or {}).items()}
+    if list(jit_sig) != names:
+        return f"differs: the JIT's signature lists {list(jit_sig)}, the spec {names}"
+    types = [f"{n}: JIT {jit_sig[n]}, spec {t}" for n, t in spec.signature.items() if not _same_type(jit_sig[n], t)]
+    if types:
+        return "differs: " + "; ".join(types)
+    jit_div = {names[i] for i in view.get("divisible") or [] if isinstance(i, int) and i < len(names)}
+    if jit_div != set(spec.divisible_by_16):
+        return (f"differs: divisible by 16: JIT {sorted(jit_div)}, spec {sorted(spec.divisible_by_16)}")
+    options = dict(view.get("options") or {})
+    for name in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        if name in options and options[name] != getattr(spec, name):
+            return f"differs: {name}: JIT {options[name]}, spec {getattr(spec, name)}"
+    return "same"
 
 
 def _label(launch: Mapping[str, Any]) -> str:
@@ -371,7 +409,8 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
             raise FormatError(f"kernel {k['id']} names snapshot {str(k['snapshot'])[:12]}, which the file lacks", FIX)
         inputs = [Input(int(i["id"]), str(i["launch"]), str(i["label"]), list(i["args"]), dict(i["options"]),
                         i.get("grid"), int(i["count"]), KernelSpec.from_json(i["spec"]).validate(),
-                        i.get("autotune_choice"), dict(i.get("heuristics") or {})) for i in k["inputs"]]
+                        i.get("autotune_choice"), dict(i.get("heuristics") or {}), i.get("jit_check"))
+                  for i in k["inputs"]]
         kernels.append(Kernel(str(k["id"]), str(k["function"]), str(k["kind"]), str(k["module"]),
                               str(k["original_module"]), k.get("file"), k.get("package"), str(k["snapshot"]),
                               inputs, k.get("autotune_configs"), list(k.get("notes") or [])))

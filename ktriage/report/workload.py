@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 KERNEL_COLUMNS = ("kernel", "function", "kind", "module", "inputs", "launches", "warps", "stages", "autotune", "package")
-INPUT_COLUMNS = ("kernel", "input", "label", "grid", "launches", "config", "heuristics")
+INPUT_COLUMNS = ("kernel", "input", "label", "grid", "launches", "config", "heuristics", "jit check")
 MISSED_COLUMNS = ("function", "launches", "why")
 
 
@@ -36,7 +36,8 @@ def kernel_rows(workload: Workload) -> list[dict[str, Any]]:
 def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
     return [{"kernel": k.id, "input": i.id, "label": i.label, "grid": "x".join(map(str, i.grid)) if i.grid else "-",
              "launches": i.count, "config": _config(i.autotune_choice),
-             "heuristics": ", ".join(f"{n}={v}" for n, v in i.heuristics.items()) or "-"}
+             "heuristics": ", ".join(f"{n}={v}" for n, v in i.heuristics.items()) or "-",
+             "jit check": i.jit_check or "-"}
             for k in kernels for i in k.inputs]  # fmt: skip
 
 

@@ -18,7 +18,10 @@ from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.thirdparty import autotuned_matmul_case
 from ktriage.record.workload import load_workload
+from ktriage.spec.launch import Launch
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.specialize import Ptr
+from ktriage.toolchain.supported import SUPPORTED_TRITON
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +49,7 @@ def test_liger_layer_norm_bwd_records_the_catalog_spec(toolchain, tmp_path: Path
     (inp,) = kernel.inputs
     recorded = inp.spec
     assert _fields(recorded) == _fields(catalog)
+    assert inp.jit_check == "same"  # against what this JIT passed to triton.compile in the recorded program
     assert recorded.grid == catalog.grid
     assert recorded.package is not None and recorded.package.startswith("snapshot:")
     # the snapshot carries the kernel's module and what it imports from its package, not the whole library
@@ -79,3 +83,26 @@ def test_autotuned_matmul_records_configs_and_choice(toolchain, tmp_path: Path) 
         assert spec.constexprs[name] == value
     assert (spec.num_warps, spec.num_stages) == (chosen["num_warps"], chosen["num_stages"])
     assert inp.count == 1  # the benchmarking launches are not the program's
+    assert inp.jit_check == "same"  # compiled while tuning, filed under the final launch
+
+
+@pytest.mark.parametrize("version", SUPPORTED_TRITON)
+def test_the_hook_on_every_supported_triton(version: str, toolchain, tmp_path: Path) -> None:
+    """One wrapper per launch path for Triton 3.2 to 3.9: a kernel under autotune over heuristics over
+    jit records its config list, the chosen config, the heuristic's value, and a spec that is what the
+    JIT passed to triton.compile (3.2's AttrsDescriptor is not compared)."""
+    tc = toolchain(f"triton=={version}")
+    kernels = Path(__file__).resolve().parent.parent / "kernels_decorated.py"
+    launch = Launch(name="heuristic_autotuned", source=f"{kernels}:heuristic_autotuned_kernel", package=None,
+                    args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)))
+    case = FidelityCase(name="heuristic_autotuned", launch=launch, autotune_pick=1, pass_options=False)
+    code, out = record_cases(tc.python, [case], tmp_path)
+    assert code == 0
+    workload = load_workload(out)
+    assert workload.host["triton"] == version and not workload.not_captured
+    (kernel,) = workload.kernels
+    (inp,) = kernel.inputs
+    assert kernel.autotune_configs is not None and len(kernel.autotune_configs) == 2
+    assert inp.autotune_choice == kernel.autotune_configs[1] and inp.heuristics == {"EVEN": True}
+    assert inp.spec.constexprs == {"BLOCK": 128, "EVEN": True} and inp.spec.num_warps == 4
+    assert inp.jit_check == ("unchecked: Triton 3.2's AttrsDescriptor is not compared" if version == "3.2.0" else "same")

@@ -82,6 +82,8 @@ def test_a_local_file_kernel_is_explained_from_its_snapshot_alone(toolchain, tmp
     capsys.readouterr()
     workload = load_workload(out)
     assert [(len(k.inputs), k.launches) for k in workload.kernels] == [(2, 4), (1, 1)]  # n=1000: not divisible by 16
+    # the first launch of each specialization compiled; the next was served by the JIT's cache
+    assert [[i.jit_check for i in k.inputs] for k in workload.kernels] == [["same", None], ["same"]]
     files = set(workload.snapshots[workload.kernels[0].snapshot]["files"])
     assert files == {"kern.py", "helpers.py"}
     # nothing of the original is left: the source files, the materialized snapshots; the workload moves

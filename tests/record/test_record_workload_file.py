@@ -60,6 +60,17 @@ def test_a_workload_round_trips(workload_file: Path) -> None:
     assert "Foo" in missed.why and missed.launches == 1
 
 
+def test_a_spec_that_is_not_the_jits_is_flagged(tmp_path: Path) -> None:
+    records = _journal(tmp_path)
+    view = {"signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, "divisible": [0], "options": {"num_warps": 8}}
+    records.insert(4, {"type": "jit_compile", "launch": "L0", "view": view})
+    (kernel,) = compact(records).kernels
+    assert kernel.inputs[0].jit_check == "differs: divisible by 16: JIT ['x_ptr'], spec ['n', 'x_ptr']"
+    assert any("not what the JIT compiled" in n for n in kernel.notes)
+    records[4] = {"type": "jit_compile", "launch": "L0", "view": {**view, "divisible": [0, 1]}}
+    assert compact(records).kernels[0].inputs[0].jit_check == "same"
+
+
 def test_a_journal_reads_like_its_workload(tmp_path: Path) -> None:
     lines = [json.dumps(r) for r in _journal(tmp_path)]
     journal = tmp_path / "W.json.journal"
