@@ -414,7 +414,7 @@ def describe(value: Any) -> Any:
             out["storage_bytes"] = int(value.untyped_storage().nbytes())
         except Exception:
             pass
-        if dtype in _INT_DTYPES and hasattr(value, "tolist"):
+        if dtype in _INT_DTYPES and hasattr(value, "tolist") and not _capturing():
             try:
                 if int(value.numel()) <= SMALL_INT_TENSOR:
                     out["values"] = value.tolist()
@@ -451,6 +451,15 @@ def compile_view(src: Any, options: Any) -> dict[str, Any]:
     opts = options if isinstance(options, dict) else dict(getattr(options, "__dict__", {}) or {})
     view["options"] = {k: opts[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in opts}
     return view
+
+
+def _capturing() -> bool:
+    """A CUDA graph is being captured: reading a tensor's values (a device sync) would break it."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_current_stream_capturing())
+    except Exception:
+        return False
 
 
 def _config_view(config: Any) -> dict[str, Any]:
@@ -626,8 +635,9 @@ def _distribution(module_name: str) -> str | None:
         from importlib.metadata import packages_distributions, version
 
         dists = packages_distributions().get(top, [])
-        if dists:
-            result = f"{dists[0]}=={version(dists[0])}"
+        if dists:  # the normalized name (PEP 503), as specs write it: liger_kernel -> liger-kernel
+            name = "-".join(part for part in dists[0].replace("_", "-").replace(".", "-").lower().split("-") if part)
+            result = f"{name}=={version(dists[0])}"
     except Exception:
         result = None
     _DIST_CACHE[top] = result

@@ -7,16 +7,18 @@ kernel with the values its host code passes; the hook is injected from outside b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from record_helpers import record_cases
 
 from ktriage.analyze.artifact import analyze_artifact
+from ktriage.analyze.cuobjdump import run_cuobjdump
 from ktriage.catalog.registry import expand_launches
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.fidelity.cases import FidelityCase
-from ktriage.fidelity.thirdparty import autotuned_matmul_case
+from ktriage.fidelity.thirdparty import autotuned_matmul_case, fla_cases
 from ktriage.record.workload import load_workload
 from ktriage.spec.launch import Launch
 from ktriage.spec.model import KernelSpec
@@ -45,7 +47,7 @@ def test_liger_layer_norm_bwd_records_the_catalog_spec(toolchain, tmp_path: Path
     workload = load_workload(out)
     assert not workload.not_captured
     (kernel,) = workload.kernels
-    assert kernel.function == catalog.source_function() and kernel.package == "liger_kernel==0.5.10"
+    assert kernel.function == catalog.source_function() and kernel.package == "liger-kernel==0.5.10"
     (inp,) = kernel.inputs
     recorded = inp.spec
     assert _fields(recorded) == _fields(catalog)
@@ -106,3 +108,30 @@ def test_the_hook_on_every_supported_triton(version: str, toolchain, tmp_path: P
     assert inp.autotune_choice == kernel.autotune_configs[1] and inp.heuristics == {"EVEN": True}
     assert inp.spec.constexprs == {"BLOCK": 128, "EVEN": True} and inp.spec.num_warps == 4
     assert inp.jit_check == ("unchecked: Triton 3.2's AttrsDescriptor is not compared" if version == "3.2.0" else "same")
+
+
+def test_fla_chunk_gated_delta_rule_kernels(toolchain, tmp_path: Path) -> None:
+    """fla-core 0.6.0's heuristics+autotune kernels (its CachedAutotuner subclass calls Autotuner.run
+    through super()): each recorded with its configs, choice and heuristic values, and the JIT's spec."""
+    tc = toolchain("triton==3.6.0")
+    cases = fla_cases("0.6.0", "sm_90")
+    code, out = record_cases(tc.python, cases, tmp_path)
+    assert code == 0
+    workload = load_workload(out)
+    assert not workload.not_captured
+    assert [k.function for k in workload.kernels] == [c.launch.source.rpartition(":")[2] for c in cases]
+    for kernel, case in zip(workload.kernels, cases):
+        (inp,) = kernel.inputs
+        assert kernel.autotune_configs and inp.autotune_choice == kernel.autotune_configs[case.autotune_pick]
+        assert inp.jit_check == "same", (kernel.function, inp.jit_check)
+        assert kernel.package == "fla-core==0.6.0"  # provenance; the spec's package is the snapshot
+    assert any(inp.heuristics for k in workload.kernels for inp in k.inputs)
+    # compiled from the snapshot alone, the first kernel has the JIT's machine code: the same SASS (the
+    # cubins differ in their line-info section, which names the source file: the snapshot's, not fla's)
+    jit = json.loads((tmp_path / "jit" / "result.json").read_text())["cases"][0]
+    jit_cubin = Path(jit["compiles"][-1]["cubin"])
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        artifact = compiler.compile(workload.kernels[0].inputs[0].spec, tc)
+    assert isinstance(artifact, Artifact)
+    ours = run_cuobjdump(tc.cuobjdump, artifact.cubin.cubin_path, "-sass")
+    assert ours == run_cuobjdump(tc.cuobjdump, jit_cubin, "-sass") and "chunk_local_cumsum" in ours
