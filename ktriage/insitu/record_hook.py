@@ -154,8 +154,20 @@ class Recorder:
     # ------------------------------------------------------------------ the JIT path
     def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
         """Record (or count) one JIT-level launch; its key, which the compile it may trigger is filed under."""
-        tuning = getattr(self._local, "autotune", None)
+        local = self._local.__dict__
+        tuning = local.get("autotune")
         try:
+            launch_key = (id(jit_fn), tuple(map(_fast_key, args)),
+                          tuple([(k, _fast_key(v)) for k, v in kwargs.items()]), _grid_key(grid))
+            if tuning is None:  # the hot path: a launch seen before is one dict lookup and a count
+                launch_id = self.launches.get(launch_key)
+                if launch_id is not None:
+                    self.counts[launch_id] += 1  # under the GIL; a race between threads may lose a count
+                    self._dirty = True
+                    if time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
+                        with self._lock:
+                            self._flush_counts()
+                    return launch_key
             names = list(jit_fn.arg_names)
             bound = dict(zip(names, args))
             options = {}
@@ -164,9 +176,7 @@ class Recorder:
                     bound[key] = value
                 else:
                     options[key] = value
-            launch_key = (id(jit_fn), *(_cheap_key(bound.get(n, _MISSING)) for n in names),
-                          tuple(sorted((k, _cheap_key(v)) for k, v in options.items())), _grid_key(grid))
-            heuristics = {n: describe(bound[n]) for n in (getattr(self._local, "heuristics", None) or []) if n in bound}
+            heuristics = {n: describe(bound[n]) for n in (local.get("heuristics") or []) if n in bound}
             if tuning is not None:  # inside Autotuner.run: the last launch is the program's
                 tuning["last"] = (jit_fn, names, bound, options, grid, launch_key, heuristics)
                 return launch_key
@@ -280,14 +290,22 @@ class Recorder:
                         configs: list[Any] | None = None) -> None:
         name: str = "?"
         try:
+            launchers = autotuner.launchers
+            config = launchers[0].config if launchers else None
+            key = ("inductor", id(autotuner), tuple(map(_fast_key, args)), id(config))
+            launch_id = self.launches.get(key)
+            if launch_id is not None:  # the hot path, as for JIT launches
+                self.counts[launch_id] += 1
+                self._dirty = True
+                if time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
+                    with self._lock:
+                        self._flush_counts()
+                return
             fn = getattr(autotuner, "fn", None)
             name = str(getattr(getattr(fn, "fn", fn), "__name__", None) or getattr(fn, "__name__", "?"))
-            launchers = getattr(autotuner, "launchers", None) or []
-            launcher = launchers[0] if launchers else None
-            config = getattr(launcher, "config", None)
             meta = getattr(autotuner, "triton_meta", None) or {}
             arg_names = list(meta.get("signature", {}))
-            key = ("inductor", id(autotuner), *(_cheap_key(a) for a in args), _cheap_key(config))
+            self.kernel_objects.append(config)  # its id is in the key: keep it alive
             with self._lock:
                 launch_id = self.launches.get(key)
                 if launch_id is not None:
@@ -380,9 +398,27 @@ def _cheap_key(value: Any) -> Any:
     return (type(value).__name__, repr(value)[:200])
 
 
+def _fast_key(value: Any) -> Any:
+    """:func:`_cheap_key` for the hot path: plain values as themselves (bools and floats tagged: 1,
+    1.0 and True are equal keys otherwise, and specialize differently), tensors by dtype, shape,
+    strides and the low bits of their address."""
+    t = type(value)
+    if t is int or t is str or value is None:
+        return value
+    if t is float or t is bool:
+        return (t, value)
+    if hasattr(value, "data_ptr"):
+        return (value.dtype, value.shape, value.stride(), value.data_ptr() & 15)
+    return _cheap_key(value)
+
+
 def _grid_key(grid: Any) -> Any:
+    """A grid as a key: a tuple as itself; a callable by its code (a lambda made per call is a new
+    object each time, its code is not); its value then depends on the arguments, which the key holds."""
+    if type(grid) is tuple:
+        return grid
     if callable(grid):
-        return ("callable", getattr(grid, "__qualname__", type(grid).__name__))
+        return ("callable", getattr(grid, "__code__", None) or getattr(grid, "__qualname__", type(grid).__name__))
     try:
         return tuple(int(g) for g in grid)
     except Exception:
@@ -694,12 +730,13 @@ def patch_triton() -> None:
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         key = None if warmup else rec.jit_launch(self, args, grid, kwargs)
-        previous = getattr(rec._local, "current_key", None)
-        rec._local.current_key = key
+        local = rec._local.__dict__
+        previous = local.get("current_key")
+        local["current_key"] = key
         try:
             return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
         finally:
-            rec._local.current_key = previous
+            local["current_key"] = previous
 
     run._ktriage_record = True  # type: ignore[attr-defined]
     JITFunction.run = run
