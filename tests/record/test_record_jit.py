@@ -135,3 +135,17 @@ def test_fla_chunk_gated_delta_rule_kernels(toolchain, tmp_path: Path) -> None:
     assert isinstance(artifact, Artifact)
     ours = run_cuobjdump(tc.cuobjdump, artifact.cubin.cubin_path, "-sass")
     assert ours == run_cuobjdump(tc.cuobjdump, jit_cubin, "-sass") and "chunk_local_cumsum" in ours
+
+
+def test_repeated_autotuned_launches_are_counted(toolchain, tmp_path: Path) -> None:
+    """The second launch of an autotuned kernel (the tuner's cache answers) is counted, not recorded again."""
+    tc = toolchain("triton==3.4.0")
+    kernels = Path(__file__).resolve().parent.parent / "kernels_decorated.py"
+    launch = Launch(name="heuristic_autotuned", source=f"{kernels}:heuristic_autotuned_kernel", package=None,
+                    args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)))
+    cases = [FidelityCase(name=f"launch{i}", launch=launch, autotune_pick=1, pass_options=False) for i in range(3)]
+    code, out = record_cases(tc.python, cases, tmp_path)
+    assert code == 0
+    (kernel,) = load_workload(out).kernels
+    (inp,) = kernel.inputs
+    assert inp.count == 3 and inp.autotune_choice == kernel.autotune_configs[1]  # type: ignore[index]
