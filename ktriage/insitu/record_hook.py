@@ -150,6 +150,18 @@ class Recorder:
         self.host_written = False
         self.tag = str(os.getpid())  # ids are unique across the processes sharing one journal
         self.pending_views: dict[tuple[Any, ...], dict[str, Any]] = {}
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        """A forked child (DataLoader workers, multiprocessing) records as a process of its own: its
+        ids carry its pid, and what the parent recorded and counted is the parent's."""
+        self.tag = str(os.getpid())
+        self.kernels, self.kernel_objects, self.launches, self.counts = {}, [], {}, {}
+        self.pending_views, self.not_captured = {}, set()
+        self._dirty, self.host_written = False, False
+        self._lock = threading.RLock()
+        self.journal._lock = threading.Lock()
 
     # ------------------------------------------------------------------ the JIT path
     def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:

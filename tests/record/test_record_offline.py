@@ -151,3 +151,23 @@ def test_processes_the_program_starts_record_into_the_same_workload(toolchain, t
     assert record_cli(out, [str(tc.python), str(launcher)]) == 0
     (kernel,) = load_workload(out).kernels
     assert [i.count for i in kernel.inputs] == [2, 4]
+
+
+def test_a_forked_child_records_as_its_own_process(toolchain, tmp_path: Path) -> None:
+    """DataLoader-style fork: the child's launches are its own (ids with its pid), merged at compaction."""
+    tc = toolchain("triton==3.3.1")
+    prog = _program(tmp_path)
+    forking = tmp_path / "forking.py"
+    forking.write_text("import os, runpy, sys\n"
+                       f"sys.argv = [{str(prog)!r}, '4096,8192']\n"
+                       f"runpy.run_path({str(prog)!r}, run_name='__main__')\n"
+                       "pid = os.fork()\n"
+                       f"sys.argv = [{str(prog)!r}, '8192,16384']\n"
+                       f"runpy.run_path({str(prog)!r}, run_name='__main__')\n"
+                       "if pid:\n    os.waitpid(pid, 0)\n")
+    out = tmp_path / "W.json"
+    assert record_cli(out, [str(tc.python), str(forking)]) == 0
+    (kernel,) = load_workload(out).kernels
+    labels = [i.label.split(",")[0] for i in kernel.inputs]
+    assert labels == ["x_ptr=4096", "x_ptr=8192", "x_ptr=16384"]
+    assert [i.count for i in kernel.inputs] == [1, 3, 2]  # 8192: parent before and after the fork, and the child
