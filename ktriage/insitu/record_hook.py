@@ -274,7 +274,8 @@ class Recorder:
             self._local.autotune = None
         last = state.get("last")
         if last is not None and last[5] in self.launches:  # seen before: count it, build nothing
-            self._launch(*last[:6], None, last[6])
+            jit_fn, names, bound, options, grid, key, heuristics = last
+            self._launch(jit_fn, names, bound, options, grid, key, None, heuristics)
         elif last is not None:
             try:
                 best = getattr(tuner, "best_config", None)
