@@ -120,3 +120,10 @@ def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], t
     assert "| K0 |" in (tmp_path / "s.md").read_text()
     assert main(["workload", "show", str(workload_file)]) == 0
     assert "not captured" in capsys.readouterr().out
+
+
+def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "-o", str(tmp_path / "W.json")]) == 2  # no command
+    assert main(["record", "-o", str(tmp_path / "W.json"), "--", str(tmp_path / "no-such-program")]) == 2
+    err = capsys.readouterr().err
+    assert "not found" in err and "Traceback" not in err
