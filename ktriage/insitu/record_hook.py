@@ -558,6 +558,7 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
     for helper_module, helper_file in _helper_modules(fn):
         queue.append((helper_module, helper_file))
     seen: set[str] = set()
+    stubbed: dict[str, str] = {}
     while queue and len(files) < MAX_SNAPSHOT_FILES:
         name, path = queue.pop(0)
         if name in seen or not path or not os.path.isfile(path):
@@ -569,27 +570,70 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
         files[rel] = text
         top = name.split(".")[0]
         for imported in _imports(text, name, path.endswith("__init__.py")):
+            if imported.startswith(INDUCTOR_RUNTIME):
+                # inductor's runtime: the modules with @triton.jit helpers (triton_helpers) and what
+                # they import are carried; host-side ones (triton_heuristics, hints) become stubs
+                target = _module_file(imported)
+                if target is None:
+                    continue
+                if name.startswith(INDUCTOR_RUNTIME) or _defines_jit(imported):
+                    queue.append(target)
+                else:
+                    stubbed.setdefault(imported, target[1])
+                continue
             itop = imported.split(".")[0]
             if itop in _NOT_SNAPSHOTTED:
-                if imported.startswith("torch._inductor") and imported in sys.modules:
-                    notes.append(imported)
                 continue
             if itop == top:
                 target = _module_file(imported)
                 if target is not None:
                     queue.append(target)
+    stubs = sorted(m for m in stubbed if m not in seen)
+    for module in stubs:
+        files[_place(module, stubbed[module])[1]] = INDUCTOR_STUB
     for rel in list(files):
         parts = rel.split("/")[:-1]
         for i in range(1, len(parts) + 1):
             init = "/".join(parts[:i]) + "/__init__.py"
             files.setdefault(init, "")
-    if notes:
-        notes = [f"imports inductor's runtime helpers {', '.join(sorted(set(notes)))}: not in the snapshot; "
-                 "compiling needs them from the toolchain's interpreter (torch installed there)"]
+    carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
+    if carried or stubs:
+        notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
+                     f"replaced by inert stubs: {', '.join(stubs) or 'none'} (torch itself is an empty package there)")
     text = files.get(kernel_path, "")
     return {"module": kernel_module, "original_module": module_name, "file": file,
             "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "snapshot": {"files": files, "notes": sorted(set(notes))}, "package": _distribution(module_name)}
+
+
+INDUCTOR_RUNTIME = "torch._inductor.runtime."
+# A host-side inductor module in a snapshot: everything it defines is an inert object, a decorator
+# call returns the function it decorates (``@triton_heuristics.pointwise(...)`` keeps the JITFunction).
+INDUCTOR_STUB = '''"""Written by `ktriage record`: a host-side module of inductor's runtime (autotuning, launching).
+Compiling a kernel needs none of it; every name it had is an inert object here."""
+
+
+class _Inert:
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return self
+
+    def __getattr__(self, name):
+        return self
+
+
+_inert = _Inert()
+
+
+def __getattr__(name):
+    return _inert
+'''
+
+
+def _defines_jit(module_name: str) -> bool:
+    module = sys.modules.get(module_name)
+    return module is not None and any(type(v).__name__ == "JITFunction" for v in list(vars(module).values()))
 
 
 def _place(module_name: str, file: str | None) -> tuple[str, str]:

@@ -4,6 +4,7 @@ On a CPU machine: the hook installs on torch 2.13's classes, and an inductor-gen
 shape torch 2.13 writes: ``@triton_heuristics.pointwise(...)`` over ``@triton.jit``, loaded by path
 under a hash name like PyCodeCache does) launched through inductor's real CachingAutotuner
 (precompile, launcher) with only the GPU faked is recorded with inductor's own compile inputs.
+Compiled from its snapshot in a toolchain without torch, it is the machine code inductor compiled.
 A real torch.compile run (StaticallyLaunchedCudaKernel included) needs the GPU host.
 """
 
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 from record_helpers import INSITU, record_cli
 
+from ktriage.analyze.cuobjdump import run_cuobjdump
+from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.insitu import record_hook
 from ktriage.record.workload import load_workload
 
@@ -44,6 +47,8 @@ kernel = mod.triton_poi_fused_mul_0
 for n in (4096, 4096, 8192):
     x, out = fakedriver.FakeTensor("fp32", shape=(n,)), fakedriver.FakeTensor("fp32", shape=(n,))
     kernel.run(x, out, n, stream=0)
+with open({cubin!r}, "wb") as fh:  # what inductor compiled, to compare with ktriage's compile of the record
+    fh.write(kernel.compile_results[0].kernel.asm["cubin"])
 '''
 
 
@@ -67,7 +72,7 @@ def test_the_hook_installs_on_inductors_classes(tmp_path: Path) -> None:
 def test_an_inductor_kernel_is_recorded_through_the_fake_driver(toolchain, tmp_path: Path, monkeypatch) -> None:
     tc = toolchain("triton==3.6.0")
     prog = tmp_path / "prog.py"
-    prog.write_text(PROGRAM.format(insitu=str(INSITU), module=str(MODULE)))
+    prog.write_text(PROGRAM.format(insitu=str(INSITU), module=str(MODULE), cubin=str(tmp_path / "inductor.cubin")))
     monkeypatch.setenv("PYTHONPATH", str(SITE))  # torch 2.13 (CPU build) next to the toolchain's Triton
     out = tmp_path / "W.json"
     assert record_cli(out, [str(tc.python), str(prog)]) == 0
@@ -82,5 +87,17 @@ def test_an_inductor_kernel_is_recorded_through_the_fake_driver(toolchain, tmp_p
     assert (spec.num_warps, spec.num_stages) == (4, 1)  # the launcher's config, not Triton's defaults
     assert kernel.autotune_configs == [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1, "num_ctas": 1}]
     files = workload.snapshots[kernel.snapshot]["files"]
-    assert list(files.values()) == [MODULE.read_text()]  # the generated module's text, by a portable name
-    assert any("torch._inductor.runtime.triton_helpers" in n for n in kernel.notes)
+    assert MODULE.read_text() in files.values()  # the generated module's text, by a portable name
+    # its @triton.jit helpers' module is carried, the host-side modules it imports are stubs
+    runtime = "torch/_inductor/runtime/"
+    assert files[runtime + "triton_helpers.py"] == (SITE / runtime / "triton_helpers.py").read_text()
+    assert files[runtime + "triton_heuristics.py"] == record_hook.INDUCTOR_STUB and files["torch/__init__.py"] == ""
+    # compiled from the snapshot alone in a toolchain without torch: the machine code inductor compiled
+    # (the cubins differ in the line-info section, which names the source file)
+    monkeypatch.delenv("PYTHONPATH")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        artifact = compiler.compile(spec, tc)
+    assert isinstance(artifact, Artifact), artifact
+    ours = run_cuobjdump(tc.cuobjdump, artifact.cubin.cubin_path, "-sass")
+    assert ours == run_cuobjdump(tc.cuobjdump, tmp_path / "inductor.cubin", "-sass")
+    assert "triton_poi_fused_mul_0" in ours
