@@ -80,6 +80,12 @@ VERBS: tuple[Verb, ...] = (
          "Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call "
          "after warm-up, and diff occupancy, registers, local-memory (spill) traffic, atomics, DRAM/L2 traffic, "
          "warp stalls and instructions per kernel, each tied to the compile-side change in one sentence."),
+    Verb("record", "ktriage.cli.record_cmd", "record",
+         "Run a program with a launch hook injected from outside (a sitecustomize on PYTHONPATH; the code is "
+         "unchanged) and write every distinct Triton kernel it launched into a portable workload: each kernel's "
+         "spec as the JIT compiled it, autotune configs and choice, heuristics values, a source snapshot, and per "
+         "distinct launch the argument descriptions, grid and count."),
+    Verb("workload", "ktriage.cli.workload_cmd", "app", "Recorded workloads (ktriage record): show what one holds."),
     Verb("toolchain", "ktriage.cli.toolchain_cmd", "app", "Manage compiler toolchains (Triton + ptxas)."),
     Verb("catalog", "ktriage.cli.catalog_cmd", "app",
          "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),

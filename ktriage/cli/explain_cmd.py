@@ -55,7 +55,7 @@ WRITERS = (".md", ".json", ".html")
 
 
 def explain(
-    target: Annotated[str, typer.Argument(help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, or a spec .toml file.")],
+    target: Annotated[str, typer.Argument(help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, a spec .toml file, or a workload .json recorded by `ktriage record`.")],
     toolchain: Annotated[list[str], toolchain_option("The first is the reference.")],
     mode: ModeOpt = None,
     bwd: Bwd = False,

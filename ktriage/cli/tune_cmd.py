@@ -69,7 +69,7 @@ WRITERS = (".md", ".json")
 
 
 def tune(
-    target: Annotated[str, typer.Argument(help="A catalog op (e.g. liger.layer_norm) or a spec .toml file.")],
+    target: Annotated[str, typer.Argument(help="A catalog op (e.g. liger.layer_norm), a spec .toml file, or a workload .json recorded by `ktriage record`.")],
     toolchain: Annotated[list[str], toolchain_option("The first is the toolchain tuned for; the others are timed with the library's own config on the GPU (e.g. the release before a regression).")],
     input: Annotated[list[str] | None, input_option("Each input is tuned on its own, all are timed in one GPU run.")] = None,
     input_id: InputId = None,

@@ -23,6 +23,16 @@ from ktriage.home import home_subdir
 
 _PINNED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9][A-Za-z0-9.+!_-]*)\s*$")
 _DONE = ".ktriage-complete"
+# A recorded workload's source snapshot (ktriage.record.snapshot writes it): "snapshot:<sha256>".
+SNAPSHOT_PREFIX = "snapshot:"
+
+
+def snapshot_dir(requirement: str) -> Path:
+    """Where the source snapshot named ``snapshot:<sha256>`` is materialized (nothing is written)."""
+    digest = requirement[len(SNAPSHOT_PREFIX):]
+    if not re.fullmatch(r"[0-9a-f]{16,64}", digest):
+        raise SpecError(f"source snapshot name {requirement!r} is malformed", "write it as snapshot:<sha256 hex>")
+    return home_subdir("snapshots") / digest
 
 
 def parse_requirement(requirement: str) -> tuple[str, str]:
@@ -39,6 +49,8 @@ def parse_requirement(requirement: str) -> tuple[str, str]:
 
 def package_dir(requirement: str) -> Path:
     """Where ``requirement`` is (or would be) installed; nothing is installed."""
+    if requirement.startswith(SNAPSHOT_PREFIX):
+        return snapshot_dir(requirement)
     name, version = parse_requirement(requirement)
     return home_subdir("packages") / f"{name}-{version}"
 
@@ -60,8 +72,16 @@ def install_policy() -> list[str]:
 
 
 def ensure_package(requirement: str) -> Path:
-    """Install ``requirement`` (pure Python, no dependencies) once; return the directory for sys.path."""
+    """Install ``requirement`` (pure Python, no dependencies) once; return the directory for sys.path.
+
+    A ``snapshot:<sha256>`` requirement is a recorded workload's source snapshot: never installed,
+    only found (reading the workload materializes it)."""
     target = package_dir(requirement)
+    if requirement.startswith(SNAPSHOT_PREFIX):
+        if not (target / _DONE).is_file():
+            raise SpecError(f"the source snapshot {requirement} is not on this machine",
+                            "load the workload file that carries it (ktriage workload show W.json restores it)")
+        return target
     if (target / _DONE).is_file():
         return target
     lock = FileLock(str(target) + ".lock")

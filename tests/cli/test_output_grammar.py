@@ -46,6 +46,8 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cache info": (TMD, MJ),
     "cache verify": (TMD, MJ),
     "cache gc": (TMD, MJ),
+    "record": ((), ()),  # -o there names the workload it records, not a report writer
+    "workload show": (TMD, MJ),
 }
 
 

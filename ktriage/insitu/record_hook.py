@@ -1,0 +1,916 @@
+"""The launch hook of ``ktriage record``: runs INSIDE the user's program, with the user's Triton (and torch).
+
+Why from outside: the user's code is not changed. ``ktriage record`` puts a ``sitecustomize.py`` on
+``PYTHONPATH`` (see :data:`SITECUSTOMIZE`) that loads this file by path and calls :func:`install`
+at interpreter start. :func:`install` patches nothing yet: it adds an import hook that patches Triton
+right after ``import triton`` finishes (and inductor's launcher after
+``torch._inductor.runtime.triton_heuristics`` is imported), so a program that never imports Triton
+pays nothing, and one that imported it before is patched at once.
+
+What is patched (the same in Triton 3.2 through 3.9, whose ``JITFunction.run(self, *args, grid,
+warmup, **kwargs)`` and ``Autotuner.run(self, *args, **kwargs)`` keep one signature):
+
+- ``JITFunction.run``: every JIT-level launch, after ``@triton.heuristics`` filled in its values and
+  ``@triton.autotune`` its config's keywords: the bound arguments, the option keywords, the grid.
+  Triton's ``knobs.runtime.launch_enter_hook`` (3.4+) and ``jit_post_compile_hook`` were not used:
+  the first sees the compiled kernel's metadata, not the Python values the specialization is
+  derived from, and neither exists in 3.2/3.3 (``CompiledKernel.launch_enter_hook`` there).
+- ``Autotuner.run``: the config list, the key, and the config chosen; the benchmarking launches made
+  while it tunes are dropped (only the final launch, with ``best_config``, is the program's).
+- inductor (torch.compile): ``CachingAutotuner.run`` in ``torch._inductor.runtime.triton_heuristics``,
+  which launches through its compiled launchers or ``StaticallyLaunchedCudaKernel`` and never calls
+  ``JITFunction.run``: its ``triton_meta`` (signature, constants, divisibility), the launcher's config
+  and the generated module's text.
+
+Cheap by design: a launch is reduced to a key (function, argument dtypes/shapes/strides/alignment,
+scalars, options, grid); a key seen before only increments a counter. A new key writes one line to
+the journal (append, flush: a SIGKILL of the program keeps every line written before it). Counts are
+written with each new line, at most once a second otherwise, and at exit.
+
+Runs in the user's interpreter: stdlib only, never ``ktriage`` (nor sibling modules of this folder,
+which would be importable under names like ``worker`` in the user's program).
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import hashlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+JOURNAL_FORMAT = 1
+JOURNAL_KIND = "ktriage-record-journal"
+ENV_JOURNAL = "KTRIAGE_RECORD_JOURNAL"
+ENV_HOOK = "KTRIAGE_RECORD_HOOK"
+# Integer tensors up to this many elements are recorded with their values (indices, offsets, cu_seqlens).
+SMALL_INT_TENSOR = 4096
+COUNT_FLUSH_S = 1.0
+MAX_SNAPSHOT_FILES = 64
+
+# What ``ktriage record`` writes as sitecustomize.py into a temporary directory on PYTHONPATH.
+SITECUSTOMIZE = '''\
+# Written by `ktriage record`: installs its launch hook at interpreter start (user code unchanged).
+import importlib.util as _ktr_util
+import os as _ktr_os
+import sys as _ktr_sys
+
+def _ktr_install():
+    path = _ktr_os.environ.get("KTRIAGE_RECORD_HOOK")
+    journal = _ktr_os.environ.get("KTRIAGE_RECORD_JOURNAL")
+    if not path or not journal:
+        return
+    spec = _ktr_util.spec_from_file_location("_ktriage_record_hook", path)
+    module = _ktr_util.module_from_spec(spec)
+    _ktr_sys.modules["_ktriage_record_hook"] = module
+    spec.loader.exec_module(module)
+    module.install(journal)
+    # Chain to a sitecustomize the environment had before ours shadowed it.
+    here = _ktr_os.path.dirname(_ktr_os.path.abspath(__file__))
+    saved = list(_ktr_sys.path)
+    ours = _ktr_sys.modules.get("sitecustomize")
+    _ktr_sys.path[:] = [p for p in _ktr_sys.path if _ktr_os.path.abspath(p or ".") != here]
+    _ktr_sys.modules.pop("sitecustomize", None)
+    try:
+        import sitecustomize  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        _ktr_sys.path[:] = saved
+        if ours is not None:  # site.py's import of this module is still in progress
+            _ktr_sys.modules["sitecustomize"] = ours
+
+try:
+    _ktr_install()
+except Exception as _ktr_exc:  # never break the user's program
+    _ktr_sys.stderr.write(f"ktriage record: the launch hook did not install: {_ktr_exc!r}\\n")
+'''
+
+# torch dtype names -> Triton type names (what ktriage's specs write).
+_TRITON_DTYPE = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}  # fmt: skip
+_INT_DTYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
+_TL_DTYPES = ("float32", "float16", "bfloat16", "float64", "int1", "int8", "int16", "int32", "int64",
+              "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5")
+# Top-level packages whose modules are never snapshotted (the toolchain provides them, or no kernel lives there).
+_NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_record_hook", "ktriage"}
+
+
+class Journal:
+    """Append-only JSON lines, each written by ONE ``write(2)`` on an ``O_APPEND`` descriptor: the
+    processes a program starts (torchrun ranks, inductor's compile workers) inherit the hook and
+    share the journal, and whole-line appends to a regular file do not interleave."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: dict[str, Any]) -> None:
+        data = (json.dumps(record, default=_json_default) + "\n").encode()
+        with self._lock:
+            written = os.write(self._fd, data)
+            while written < len(data):  # a short write (rare): finish the line
+                written += os.write(self._fd, data[written:])
+
+    def close(self) -> None:
+        with self._lock:
+            os.close(self._fd)
+
+
+def _json_default(value: Any) -> Any:
+    return repr(value)[:200]
+
+
+class Recorder:
+    """The state of one recorded program: kernels by function, launches by key, counts."""
+
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.kernels: dict[int, str] = {}  # id(JITFunction) -> kernel id
+        self.kernel_objects: list[Any] = []  # keeps the functions alive so their ids stay unique
+        self.launches: dict[tuple[Any, ...], str] = {}
+        self.counts: dict[str, int] = {}
+        self.not_captured: set[tuple[str, str]] = set()
+        self._dirty = False
+        self._last_flush = time.monotonic()
+        self._local = threading.local()
+        self._lock = threading.RLock()
+        self.host_written = False
+        self.tag = str(os.getpid())  # ids are unique across the processes sharing one journal
+        self.pending_views: dict[tuple[Any, ...], dict[str, Any]] = {}
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._forked)
+
+    def _forked(self) -> None:
+        """A forked child (DataLoader workers, multiprocessing) records as a process of its own: its
+        ids carry its pid, and what the parent recorded and counted is the parent's."""
+        self.tag = str(os.getpid())
+        self.kernels, self.kernel_objects, self.launches, self.counts = {}, [], {}, {}
+        self.pending_views, self.not_captured = {}, set()
+        self._dirty, self.host_written = False, False
+        self._lock = threading.RLock()
+        self.journal._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the JIT path
+    def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
+        """Record (or count) one JIT-level launch; its key, which the compile it may trigger is filed under."""
+        local = self._local.__dict__
+        tuning = local.get("autotune")
+        try:
+            launch_key = (id(jit_fn), tuple(map(_fast_key, args)),
+                          tuple([(k, _fast_key(v)) for k, v in kwargs.items()]), _grid_key(grid))
+            if tuning is None:  # the hot path: a launch seen before is one dict lookup and a count
+                launch_id = self.launches.get(launch_key)
+                if launch_id is not None:
+                    self.counts[launch_id] += 1  # under the GIL; a race between threads may lose a count
+                    self._dirty = True
+                    if time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
+                        with self._lock:
+                            self._flush_counts()
+                    return launch_key
+            names = list(jit_fn.arg_names)
+            bound = dict(zip(names, args))
+            options = {}
+            for key, value in kwargs.items():
+                if key in names:
+                    bound[key] = value
+                else:
+                    options[key] = value
+            heuristics = {n: describe(bound[n]) for n in (local.get("heuristics") or []) if n in bound}
+            if tuning is not None:  # inside Autotuner.run: the last launch is the program's
+                tuning["last"] = (jit_fn, names, bound, options, grid, launch_key, heuristics)
+                return launch_key
+            self._launch(jit_fn, names, bound, options, grid, launch_key, None, heuristics)
+            return launch_key
+        except Exception as exc:  # never break the user's program
+            self._not_captured(getattr(getattr(jit_fn, "fn", None), "__name__", "?"), f"{type(exc).__name__}: {exc}")
+            return None
+
+    def compile_done(self, src: Any, options: Any) -> None:
+        """``triton.compile`` returned for the JIT-level launch in progress: file the JIT's own compile
+        inputs under that launch, so the host can check its spec against them."""
+        key = getattr(self._local, "current_key", None)
+        if key is None:
+            return
+        try:
+            view = compile_view(src, options)
+            with self._lock:
+                launch_id = self.launches.get(key)
+                if launch_id is None:  # a launch being tuned: filed when the tuner's final launch is
+                    self.pending_views[key] = view
+                else:
+                    self.journal.write({"type": "jit_compile", "launch": launch_id, "view": view})
+        except Exception as exc:
+            self._not_captured("<compile>", f"reading the JIT's compile inputs: {type(exc).__name__}: {exc}")
+
+    def _launch(self, jit_fn: Any, names: list[str], bound: dict[str, Any], options: dict[str, Any], grid: Any,
+                key: tuple[Any, ...], autotune: dict[str, Any] | None, heuristics: dict[str, Any]) -> None:
+        with self._lock:
+            launch_id = self.launches.get(key)
+            if launch_id is not None:
+                self.counts[launch_id] += 1
+                self._dirty = True
+                self._maybe_flush()
+                return
+            kernel_id = self._kernel(jit_fn)
+            launch_id = f"{self.tag}:L{len(self.launches)}"
+            self.launches[key] = launch_id
+            self.counts[launch_id] = 1
+            record = {
+                "type": "launch", "id": launch_id, "kernel": kernel_id,
+                "args": [[n, describe(bound[n])] for n in names if n in bound],
+                "options": {k: describe(v) for k, v in options.items()},
+                "grid": _resolve_grid(grid, bound, options),
+            }
+            if autotune is not None:
+                record["autotune"] = autotune
+            if heuristics:
+                record["heuristics"] = heuristics
+            self.journal.write(record)
+            view = self.pending_views.pop(key, None)
+            if view is not None:
+                self.journal.write({"type": "jit_compile", "launch": launch_id, "view": view})
+            self._flush_counts()
+
+    def _kernel(self, jit_fn: Any) -> str:
+        kernel_id = self.kernels.get(id(jit_fn))
+        if kernel_id is not None:
+            return kernel_id
+        self._host()
+        kernel_id = f"{self.tag}:K{len(self.kernels)}"
+        fn = getattr(jit_fn, "fn", jit_fn)
+        record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "jit", "function": fn.__name__}
+        try:
+            record.update(snapshot_of(fn))
+        except Exception as exc:
+            record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
+        self.journal.write(record)
+        self.kernels[id(jit_fn)] = kernel_id
+        self.kernel_objects.append(jit_fn)
+        return kernel_id
+
+    # ------------------------------------------------------------------ the autotuner
+    def autotune_run(self, tuner: Any, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        outer = getattr(self._local, "autotune", None)
+        if outer is not None:  # nested tuners: the outermost decides what the program launched
+            return original(tuner, *args, **kwargs)
+        state: dict[str, Any] = {}
+        self._local.autotune = state
+        try:
+            result = original(tuner, *args, **kwargs)
+        finally:
+            self._local.autotune = None
+        last = state.get("last")
+        if last is not None and last[5] in self.launches:  # seen before: count it, build nothing
+            jit_fn, names, bound, options, grid, key, heuristics = last
+            self._launch(jit_fn, names, bound, options, grid, key, None, heuristics)
+        elif last is not None:
+            try:
+                best = getattr(tuner, "best_config", None)
+                info = {
+                    "configs": [_config_view(c) for c in getattr(tuner, "configs", [])],
+                    "chosen": _config_view(best) if best is not None else None,
+                    "key": [str(k) for k in getattr(tuner, "keys", None) or getattr(tuner, "key", None) or []],
+                }
+                jit_fn, names, bound, options, grid, key, heuristics = last
+                self._launch(jit_fn, names, bound, options, grid, key, info, heuristics)
+            except Exception as exc:
+                self._not_captured(type(tuner).__name__, f"autotuned launch: {type(exc).__name__}: {exc}")
+        return result
+
+    def heuristics_run(self, heur: Any, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """``@triton.heuristics``: the names it fills in, so the JIT-level launch records their values."""
+        stack = getattr(self._local, "heuristics", None)
+        names = list(getattr(heur, "values", None) or {})
+        self._local.heuristics = [*(stack or []), *names]
+        try:
+            return original(heur, *args, **kwargs)
+        finally:
+            self._local.heuristics = stack
+
+    # ------------------------------------------------------------------ inductor
+    def inductor_launch(self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                        configs: list[Any] | None = None) -> None:
+        name: str = "?"
+        try:
+            launchers = autotuner.launchers
+            config = launchers[0].config if launchers else None
+            key = ("inductor", id(autotuner), tuple(map(_fast_key, args)), id(config))
+            launch_id = self.launches.get(key)
+            if launch_id is not None:  # the hot path, as for JIT launches
+                self.counts[launch_id] += 1
+                self._dirty = True
+                if time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
+                    with self._lock:
+                        self._flush_counts()
+                return
+            fn = getattr(autotuner, "fn", None)
+            name = str(getattr(getattr(fn, "fn", fn), "__name__", None) or getattr(fn, "__name__", "?"))
+            meta = getattr(autotuner, "triton_meta", None) or {}
+            arg_names = list(meta.get("signature", {}))
+            self.kernel_objects.append(config)  # its id is in the key: keep it alive
+            with self._lock:
+                launch_id = self.launches.get(key)
+                if launch_id is not None:
+                    self.counts[launch_id] += 1
+                    self._dirty = True
+                    self._maybe_flush()
+                    return
+                kernel_id = self.kernels.get(id(autotuner))
+                if kernel_id is None:
+                    self._host()
+                    kernel_id = f"{self.tag}:K{len(self.kernels)}"
+                    record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "inductor", "function": name,
+                                              "triton_meta": _inductor_meta(meta),
+                                              "configs": [_config_view(c) for c in configs or getattr(autotuner, "configs", None) or []]}
+                    try:
+                        real = getattr(fn, "fn", None)
+                        if real is not None:
+                            record.update(snapshot_of(real))
+                    except Exception as exc:
+                        record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
+                    self.journal.write(record)
+                    self.kernels[id(autotuner)] = kernel_id
+                    self.kernel_objects.append(autotuner)
+                launch_id = f"{self.tag}:L{len(self.launches)}"
+                self.launches[key] = launch_id
+                self.counts[launch_id] = 1
+                signature = meta.get("signature") or {}
+                constants = meta.get("constants") or {}
+                positional = [n for n in arg_names if n not in constants and str(signature.get(n)) != "constexpr"]
+                self.journal.write({
+                    "type": "launch", "id": launch_id, "kernel": kernel_id,
+                    "args": [[n, describe(a)] for n, a in zip(positional, args)],
+                    "options": {}, "grid": None,
+                    "inductor_config": _config_view(config) if config is not None else None,
+                })
+                self._flush_counts()
+        except Exception as exc:
+            self._not_captured(str(name), f"inductor launch: {type(exc).__name__}: {exc}")
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _not_captured(self, function: str, why: str) -> None:
+        with self._lock:
+            if (function, why) in self.not_captured:
+                return
+            self.not_captured.add((function, why))
+            self.journal.write({"type": "not_captured", "function": function, "why": why[:2000]})
+
+    def _host(self) -> None:
+        if not self.host_written:
+            self.host_written = True
+            self.journal.write({"type": "host", **host_versions()})
+
+    def _maybe_flush(self) -> None:
+        if self._dirty and time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
+            self._flush_counts()
+
+    def _flush_counts(self) -> None:
+        self.journal.write({"type": "counts", "counts": dict(self.counts)})
+        self._dirty = False
+        self._last_flush = time.monotonic()
+
+    def finish(self) -> None:
+        with self._lock:
+            if self._dirty:
+                self._flush_counts()
+
+
+_MISSING = object()
+
+
+def _cheap_key(value: Any) -> Any:
+    """What decides a launch's identity, computed without touching the GPU."""
+    if value is _MISSING:
+        return "<missing>"
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        shape = getattr(value, "shape", ())
+        try:
+            strides = tuple(value.stride())
+        except Exception:
+            strides = ()
+        return ("T", str(value.dtype), tuple(shape), strides, value.data_ptr() % 16 == 0)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return (type(value).__name__, value)
+    if type(value).__name__ == "constexpr":
+        return _cheap_key(getattr(value, "value", None))
+    kwargs = getattr(value, "kwargs", None)
+    if isinstance(kwargs, dict):  # an autotune / inductor Config
+        return ("C", tuple(sorted((k, repr(v)) for k, v in kwargs.items())), getattr(value, "num_warps", None),
+                getattr(value, "num_stages", None))
+    return (type(value).__name__, repr(value)[:200])
+
+
+def _fast_key(value: Any) -> Any:
+    """:func:`_cheap_key` for the hot path: plain values as themselves (bools and floats tagged: 1,
+    1.0 and True are equal keys otherwise, and specialize differently), tensors by dtype, shape,
+    strides and the low bits of their address."""
+    t = type(value)
+    if t is int or t is str or value is None:
+        return value
+    if t is float or t is bool:
+        return (t, value)
+    if hasattr(value, "data_ptr"):
+        return (value.dtype, value.shape, value.stride(), value.data_ptr() & 15)
+    return _cheap_key(value)
+
+
+def _grid_key(grid: Any) -> Any:
+    """A grid as a key: a tuple as itself; a callable by its code (a lambda made per call is a new
+    object each time, its code is not); its value then depends on the arguments, which the key holds."""
+    if type(grid) is tuple:
+        return grid
+    if callable(grid):
+        return ("callable", getattr(grid, "__code__", None) or getattr(grid, "__qualname__", type(grid).__name__))
+    try:
+        return tuple(int(g) for g in grid)
+    except Exception:
+        return repr(grid)[:100]
+
+
+def _resolve_grid(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> list[int] | None:
+    try:
+        if callable(grid):
+            grid = grid({**bound, **options})
+        return [int(g) for g in grid]
+    except Exception:
+        return None
+
+
+def describe(value: Any) -> Any:
+    """A launch value as JSON: tensors by dtype, alignment, shape, strides, storage size (and the
+    values of small integer tensors); Triton dtypes by name; scalars as they are."""
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
+        torch_name = str(value.dtype).split(".")[-1]
+        dtype = _TRITON_DTYPE.get(torch_name, torch_name)
+        out: dict[str, Any] = {"tensor": dtype, "aligned": value.data_ptr() % 16 == 0,
+                               "shape": [int(s) for s in getattr(value, "shape", ())]}
+        try:
+            out["strides"] = [int(s) for s in value.stride()]
+        except Exception:
+            pass
+        try:
+            out["storage_bytes"] = int(value.untyped_storage().nbytes())
+        except Exception:
+            pass
+        if dtype in _INT_DTYPES and hasattr(value, "tolist") and not _capturing():
+            try:
+                if int(value.numel()) <= SMALL_INT_TENSOR:
+                    out["values"] = value.tolist()
+            except Exception:
+                pass
+        return out
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if type(value).__name__ == "constexpr":
+        return describe(getattr(value, "value", None))
+    if type(value).__module__.startswith("triton.language") and isinstance(getattr(value, "name", None), str):
+        import triton.language as tl
+
+        for attr in _TL_DTYPES:
+            if getattr(tl, attr, None) == value:
+                return {"tl": attr}
+        return {"tl": str(value.name)}
+    return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
+
+
+def compile_view(src: Any, options: Any) -> dict[str, Any]:
+    """What the JIT passed to ``triton.compile``: the ASTSource's signature, constants, the indices
+    it marked ``tt.divisibility`` (3.3+; 3.2's AttrsDescriptor as text), and the options."""
+    signature = getattr(src, "signature", None) or {}
+    view: dict[str, Any] = {"signature": {str(k): str(v) for k, v in dict(signature).items()}}
+    attrs = getattr(src, "attrs", None)
+    if isinstance(attrs, dict):
+        view["divisible"] = sorted(k[0] for k, v in attrs.items()
+                                   if isinstance(k, tuple) and len(k) == 1 and any("tt.divisibility" in str(x) for x in v))
+    else:
+        view["attrs"] = repr(attrs)[:2000]
+    constants = getattr(src, "constants", None) or getattr(src, "constexprs", None) or {}
+    view["constants"] = {repr(k): repr(v)[:200] for k, v in dict(constants).items()}
+    opts = options if isinstance(options, dict) else dict(getattr(options, "__dict__", {}) or {})
+    view["options"] = {k: opts[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg") if k in opts}
+    return view
+
+
+def _capturing() -> bool:
+    """A CUDA graph is being captured: reading a tensor's values (a device sync) would break it."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_current_stream_capturing())
+    except Exception:
+        return False
+
+
+def _config_view(config: Any) -> dict[str, Any]:
+    """An autotune / inductor Config as JSON: its keywords and options."""
+    out: dict[str, Any] = {"kwargs": {k: describe(v) for k, v in (getattr(config, "kwargs", None) or {}).items()}}
+    for opt in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        value = getattr(config, opt, None)
+        if value is not None:
+            out[opt] = value
+    return out
+
+
+def _inductor_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """inductor's triton_meta as JSON: signature, constants, and the divisibility of its configs."""
+    out: dict[str, Any] = {"signature": {str(k): str(v) for k, v in (meta.get("signature") or {}).items()},
+                           "constants": {str(k): describe(v) for k, v in (meta.get("constants") or {}).items()}}
+    configs = meta.get("configs") or []
+    if configs:
+        attrs = configs[0]
+        divisible: list[Any] = []
+        if isinstance(attrs, dict):  # {(index,): [["tt.divisibility", 16]]} (torch 2.6+)
+            divisible = [list(k) for k, v in attrs.items() if any("divisib" in str(x) for x in v)]
+        else:
+            divisible = list(getattr(attrs, "divisibility_16", None) or getattr(attrs, "divisible_by_16", None) or [])
+        out["divisible_by_16"] = divisible
+    for key in ("device", "device_type", "cc"):
+        if key in meta:
+            out[key] = str(meta[key])
+    return out
+
+
+# ---------------------------------------------------------------------------------------- snapshots
+def snapshot_of(fn: Any) -> dict[str, Any]:
+    """The source a kernel needs to compile elsewhere: its module's file, the modules of the same
+    top-level package it imports (transitively), and the modules of @triton.jit helpers it calls
+    from other packages. Files by path under a root that makes their module names importable;
+    parent packages not taken get empty ``__init__.py``. ``notes``: imports left to the toolchain
+    (triton, torch: inductor's runtime helpers)."""
+    module_name = getattr(fn, "__module__", None) or "__main__"
+    file = getattr(getattr(fn, "__code__", None), "co_filename", None)
+    files: dict[str, str] = {}
+    notes: list[str] = []
+    kernel_module, kernel_path = _place(module_name, file)
+    queue: list[tuple[str, str | None]] = [(module_name, file)]
+    for helper_module, helper_file in _helper_modules(fn):
+        queue.append((helper_module, helper_file))
+    seen: set[str] = set()
+    stubbed: dict[str, str] = {}
+    while queue and len(files) < MAX_SNAPSHOT_FILES:
+        name, path = queue.pop(0)
+        if name in seen or not path or not os.path.isfile(path):
+            continue
+        seen.add(name)
+        _, rel = _place(name, path)
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        files[rel] = text
+        top = name.split(".")[0]
+        for imported in _imports(text, name, path.endswith("__init__.py")):
+            if imported.startswith(INDUCTOR_RUNTIME):
+                # inductor's runtime: the modules with @triton.jit helpers (triton_helpers) and what
+                # they import are carried; host-side ones (triton_heuristics, hints) become stubs
+                target = _module_file(imported)
+                if target is None:
+                    continue
+                if name.startswith(INDUCTOR_RUNTIME) or _defines_jit(imported):
+                    queue.append(target)
+                else:
+                    stubbed.setdefault(imported, target[1])
+                continue
+            itop = imported.split(".")[0]
+            if itop in _NOT_SNAPSHOTTED:
+                continue
+            if itop == top:
+                target = _module_file(imported)
+                if target is not None:
+                    queue.append(target)
+    stubs = sorted(m for m in stubbed if m not in seen)
+    for module in stubs:
+        files[_place(module, stubbed[module])[1]] = INDUCTOR_STUB
+    for rel in list(files):
+        parts = rel.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            init = "/".join(parts[:i]) + "/__init__.py"
+            files.setdefault(init, "")
+    carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
+    if carried or stubs:
+        notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
+                     f"replaced by inert stubs: {', '.join(stubs) or 'none'} (torch itself is an empty package there)")
+    text = files.get(kernel_path, "")
+    return {"module": kernel_module, "original_module": module_name, "file": file,
+            "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "snapshot": {"files": files, "notes": sorted(set(notes))}, "package": _distribution(module_name)}
+
+
+INDUCTOR_RUNTIME = "torch._inductor.runtime."
+# A host-side inductor module in a snapshot: everything it defines is an inert object, a decorator
+# call returns the function it decorates (``@triton_heuristics.pointwise(...)`` keeps the JITFunction).
+INDUCTOR_STUB = '''"""Written by `ktriage record`: a host-side module of inductor's runtime (autotuning, launching).
+Compiling a kernel needs none of it; every name it had is an inert object here."""
+
+
+class _Inert:
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and callable(args[0]) and not kwargs:
+            return args[0]
+        return self
+
+    def __getattr__(self, name):
+        return self
+
+
+_inert = _Inert()
+
+
+def __getattr__(name):
+    return _inert
+'''
+
+
+def _defines_jit(module_name: str) -> bool:
+    module = sys.modules.get(module_name)
+    return module is not None and any(type(v).__name__ == "JITFunction" for v in list(vars(module).values()))
+
+
+def _place(module_name: str, file: str | None) -> tuple[str, str]:
+    """The module name a snapshot file is importable by, and its path in the snapshot. A module whose
+    name matches its file's path keeps both (``liger_kernel.ops.utils`` -> liger_kernel/ops/utils.py);
+    ``__main__``, a file loaded by path (inductor's generated modules) becomes a top-level module
+    named after the file."""
+    base = os.path.basename(file or "kernel.py")
+    stem = base[:-3] if base.endswith(".py") else base
+    parts = module_name.split(".")
+    if file and module_name != "__main__" and all(p.isidentifier() for p in parts):
+        norm = file.replace(os.sep, "/")
+        as_module = "/".join(parts)
+        if norm.endswith("/" + as_module + ".py") or norm == as_module + ".py":
+            return module_name, as_module + ".py"
+        if norm.endswith("/" + as_module + "/__init__.py"):
+            return module_name, as_module + "/__init__.py"
+    safe = "".join(c if c.isalnum() or c == "_" else "_" for c in stem) or "kernel"
+    if not safe[0].isalpha():
+        safe = "k_" + safe
+    digest = hashlib.sha256((file or module_name).encode()).hexdigest()[:8]
+    name = f"ktr_{safe}_{digest}"
+    return name, name + ".py"
+
+
+def _imports(text: str, module_name: str, is_package: bool) -> list[str]:
+    """The modules ``text`` imports (relative imports resolved), submodules named in ``from X import y``."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    package = module_name if is_package else module_name.rpartition(".")[0]
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".") if package else []
+                parts = parts[: len(parts) - (node.level - 1)] if node.level > 1 else parts
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            if not base:
+                continue
+            found.append(base)
+            found += [f"{base}.{alias.name}" for alias in node.names if alias.name != "*"]
+    return found
+
+
+def _module_file(name: str) -> tuple[str, str] | None:
+    """(name, file) of an imported module, from sys.modules or a find_spec that runs nothing."""
+    module = sys.modules.get(name)
+    file = getattr(module, "__file__", None) if module is not None else None
+    if file is None:
+        try:
+            spec = importlib.util.find_spec(name) if name.rpartition(".")[0] in sys.modules or "." not in name else None
+        except (ImportError, ValueError, AttributeError):
+            spec = None
+        file = getattr(spec, "origin", None) if spec is not None else None
+    if not file or not str(file).endswith(".py"):
+        return None
+    return name, str(file)
+
+
+def _helper_modules(fn: Any) -> list[tuple[str, str | None]]:
+    """Modules outside the kernel's top-level package that define @triton.jit functions it references."""
+    found: list[tuple[str, str | None]] = []
+    top = (getattr(fn, "__module__", "") or "").split(".")[0]
+    for value in list(getattr(fn, "__globals__", {}).values()):
+        inner = getattr(value, "fn", None)
+        mod_name = None
+        if inner is not None and type(value).__name__ in ("JITFunction", "JITCallable", "ConstexprFunction"):
+            mod_name = getattr(inner, "__module__", None)
+        elif type(value).__name__ == "module" and any(
+                type(v).__name__ == "JITFunction" for v in list(vars(value).values())[:2000]):
+            mod_name = value.__name__
+        if not mod_name or mod_name.split(".")[0] in _NOT_SNAPSHOTTED or mod_name.split(".")[0] == top:
+            continue
+        module = sys.modules.get(mod_name)
+        found.append((mod_name, getattr(module, "__file__", None)))
+    return found
+
+
+_DIST_CACHE: dict[str, str | None] = {}
+
+
+def _distribution(module_name: str) -> str | None:
+    """``name==version`` of the installed distribution that provides a module's top-level package."""
+    top = module_name.split(".")[0]
+    if top in _DIST_CACHE:
+        return _DIST_CACHE[top]
+    result = None
+    try:
+        from importlib.metadata import packages_distributions, version
+
+        dists = packages_distributions().get(top, [])
+        if dists:  # the normalized name (PEP 503), as specs write it: liger_kernel -> liger-kernel
+            name = "-".join(part for part in dists[0].replace("_", "-").replace(".", "-").lower().split("-") if part)
+            result = f"{name}=={version(dists[0])}"
+    except Exception:
+        result = None
+    _DIST_CACHE[top] = result
+    return result
+
+
+def host_versions() -> dict[str, Any]:
+    """Triton, torch, CUDA, the GPU and its driver, as this process sees them."""
+    out: dict[str, Any] = {"python": sys.version.split()[0], "pid": os.getpid()}
+    try:
+        import triton
+
+        out["triton"] = str(triton.__version__)
+        target = triton.runtime.driver.active.get_current_target()
+        arch = getattr(target, "arch", None)
+        out["target"] = f"sm_{arch}" if isinstance(arch, int) else str(arch)
+        out["driver_class"] = type(triton.runtime.driver.active).__name__
+    except Exception as exc:
+        out["triton_error"] = repr(exc)[:200]
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "__version__"):
+        out["torch"] = str(torch.__version__)
+        try:
+            out["cuda_runtime"] = str(torch.version.cuda)
+            if torch.cuda.is_available():
+                out["gpu"] = torch.cuda.get_device_name()
+        except Exception:
+            pass
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int()
+        if lib.cuDriverGetVersion(ctypes.byref(version)) == 0:
+            out["cuda_driver"] = f"{version.value // 1000}.{version.value % 1000 // 10}"
+    except Exception:
+        pass
+    return out
+
+
+# ---------------------------------------------------------------------------------------- patching
+_recorder: Recorder | None = None
+
+
+def patch_triton() -> None:
+    """Wrap JITFunction.run and Autotuner.run (once)."""
+    from triton.runtime import autotuner as autotuner_module
+    from triton.runtime.jit import JITFunction
+
+    rec = _recorder
+    if rec is None or getattr(JITFunction.run, "_ktriage_record", False):
+        return
+    original_run = JITFunction.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        key = None if warmup else rec.jit_launch(self, args, grid, kwargs)
+        local = rec._local.__dict__
+        previous = local.get("current_key")
+        local["current_key"] = key
+        try:
+            return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            local["current_key"] = previous
+
+    run._ktriage_record = True  # type: ignore[attr-defined]
+    JITFunction.run = run
+    # The JIT's binder takes ``compile`` from triton.compiler when it is created (first launch of a
+    # function): wrapped here, before any launch, it sees what the JIT passes to the compiler.
+    import triton.compiler as compiler_package
+    import triton.compiler.compiler as compiler_module
+
+    original_compile = compiler_module.compile
+
+    def compile(src: Any, *args: Any, **kwargs: Any) -> Any:
+        kernel = original_compile(src, *args, **kwargs)
+        rec.compile_done(src, kwargs.get("options") if "options" in kwargs else (args[1] if len(args) > 1 else None))
+        return kernel
+
+    compiler_module.compile = compile
+    compiler_package.compile = compile
+    tuner_cls = autotuner_module.Autotuner
+    original_tune = tuner_cls.run
+
+    def tune(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return rec.autotune_run(self, original_tune, args, kwargs)
+
+    tuner_cls.run = tune
+    heur_cls = autotuner_module.Heuristics
+    original_heur = heur_cls.run
+
+    def heur(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return rec.heuristics_run(self, original_heur, args, kwargs)
+
+    heur_cls.run = heur
+
+
+def patch_inductor() -> None:
+    """Wrap inductor's CachingAutotuner.run (once): torch.compile's Triton kernels launch there."""
+    from torch._inductor.runtime import triton_heuristics
+
+    rec = _recorder
+    cls = getattr(triton_heuristics, "CachingAutotuner", None)
+    if rec is None or cls is None or getattr(cls.run, "_ktriage_record", False):
+        return
+    original = cls.run
+
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # inductor drops its config list once compiled (self.configs = None): read it before the first run
+        configs = list(getattr(self, "configs", None) or []) if id(self) not in rec.kernels else None
+        result = original(self, *args, **kwargs)
+        rec.inductor_launch(self, args, kwargs, configs)
+        return result
+
+    run._ktriage_record = True  # type: ignore[attr-defined]
+    cls.run = run
+
+
+class _PostImport(importlib.abc.MetaPathFinder):
+    """Runs a patch right after a watched module finished importing."""
+
+    def __init__(self, watched: dict[str, Any]) -> None:
+        self.watched = watched
+        self._busy: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in self.watched or fullname in self._busy:
+            return None
+        self._busy.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._busy.discard(fullname)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        loader = spec.loader
+        patch = self.watched[fullname]
+        original_exec = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            original_exec(module)
+            _safely(patch)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _safely(patch: Any) -> None:
+    try:
+        patch()
+    except Exception as exc:
+        sys.stderr.write(f"ktriage record: could not hook {getattr(patch, '__name__', patch)}: {exc!r}\n")
+        if _recorder is not None:
+            _recorder._not_captured("<hook>", f"{getattr(patch, '__name__', patch)}: {traceback.format_exc()[-800:]}")
+
+
+WATCHED = {"triton": patch_triton, "torch._inductor.runtime.triton_heuristics": patch_inductor}
+
+
+def install(journal_path: str) -> Recorder:
+    """Start recording into ``journal_path``: patch now what is imported, the rest when imported."""
+    global _recorder
+    if _recorder is not None:
+        return _recorder
+    journal = Journal(journal_path)
+    _recorder = Recorder(journal)
+    journal.write({"type": "header", "format_version": JOURNAL_FORMAT, "kind": JOURNAL_KIND,
+                   "argv": list(sys.argv), "pid": os.getpid(), "started": time.time()})
+    pending = {}
+    for name, patch in WATCHED.items():
+        if name in sys.modules:
+            _safely(patch)
+        else:
+            pending[name] = patch
+    if pending:
+        sys.meta_path.insert(0, _PostImport(pending))
+    atexit.register(_recorder.finish)
+    return _recorder
+
+
+def recorder() -> Recorder | None:
+    return _recorder

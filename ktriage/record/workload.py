@@ -1,0 +1,419 @@
+"""The recorded workload file: what ``ktriage record`` captured from a real program, portable and versioned.
+
+Why its own format: it crosses machines (GPU host -> CPU machine), so it carries everything a
+compile needs (the KernelSpecs and the source snapshots) and one ``format_version`` key, checked on
+read (``ktriage.errors.check_format_version``); a damaged or foreign file is a FormatError naming
+the file and the fix, never a traceback.
+
+Two shapes, one reader (:func:`load_workload`):
+
+- the **journal** the hook appends to while the program runs (``W.json.journal``, JSON lines: a
+  header, ``host``, ``kernel`` (per function: its snapshot), ``launch`` (per distinct launch),
+  ``counts`` and ``not_captured`` records). A program killed by SIGKILL leaves every line written
+  before it.
+- the **workload** (``W.json``), compacted from the journal by :func:`compact` when the program
+  ends: kernels, each one function + specialization + options (one KernelSpec identity), with its
+  inputs (the distinct launches: argument descriptions, grid, count, autotune choice, heuristics
+  values, the spec), the snapshots by digest, what was not captured and why, the host's versions.
+
+Specs are derived here, on the host, from the recorded argument values by ``ktriage.spec.specialize``
+(the rules the fidelity harness proves byte-identical to the JIT's), read against the snapshot's
+source, so a spec never depends on the original file still existing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import FormatError, KtriageError, SpecError, check_format_version
+from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
+from ktriage.spec.launch import named_args, spec_options
+from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
+from ktriage.spec.source import read_params
+from ktriage.spec.specialize import specialize_launch
+
+WORKLOAD_FORMAT = 1
+WORKLOAD_KIND = "ktriage-workload"
+JOURNAL_FORMAT = 1  # ktriage/insitu/record_hook.py JOURNAL_FORMAT
+JOURNAL_KIND = "ktriage-record-journal"
+JOURNAL_SUFFIX = ".journal"
+FIX = "record it again with this ktriage (ktriage record -o W.json -- COMMAND)"
+# Launch keywords that are no compile option the spec carries, and change nothing Triton compiles.
+HARMLESS_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "stream", "grid", "warmup", "debug")
+
+
+@dataclass(frozen=True)
+class Input:
+    """One distinct launch of a kernel: what it was called with, how often, and the spec."""
+
+    id: int
+    launch: str
+    label: str
+    args: list[list[Any]]
+    options: dict[str, Any]
+    grid: list[int] | None
+    count: int
+    spec: KernelSpec
+    autotune_choice: dict[str, Any] | None = None
+    heuristics: dict[str, Any] = field(default_factory=dict)
+    # the spec against the JIT's own compile inputs (recorded where this process compiled it):
+    # "same", "differs: ...", "unchecked: ..." or None (no compile seen: the JIT's cache served it)
+    jit_check: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "launch": self.launch, "label": self.label, "args": self.args, "options": self.options,
+                "grid": self.grid, "count": self.count, "autotune_choice": self.autotune_choice,
+                "heuristics": self.heuristics, "jit_check": self.jit_check, "spec": self.spec.to_json()}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One function + specialization + options, and the inputs it was launched with."""
+
+    id: str
+    function: str
+    kind: str  # "jit" (JITFunction.run) or "inductor" (CachingAutotuner.run)
+    module: str  # its module name inside the snapshot
+    original_module: str
+    file: str | None
+    package: str | None  # the distribution it came from on the recording host ("liger-kernel==0.5.10")
+    snapshot: str
+    inputs: list[Input]
+    autotune_configs: list[dict[str, Any]] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def launches(self) -> int:
+        return sum(i.count for i in self.inputs)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "function": self.function, "kind": self.kind, "module": self.module,
+                "original_module": self.original_module, "file": self.file, "package": self.package,
+                "snapshot": self.snapshot, "launches": self.launches, "autotune_configs": self.autotune_configs,
+                "notes": self.notes, "inputs": [i.to_json() for i in self.inputs]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class NotCaptured:
+    function: str
+    why: str
+    launches: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "why": self.why, "launches": self.launches}
+
+
+@dataclass(frozen=True)
+class Workload:
+    kernels: list[Kernel]
+    not_captured: list[NotCaptured]
+    host: dict[str, Any]
+    snapshots: dict[str, dict[str, Any]]
+    recorded: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def specs(self) -> list[KernelSpec]:
+        """Every input of every kernel as its spec (the snapshots materialized on this machine)."""
+        self.materialize()
+        return [i.spec for k in self.kernels for i in k.inputs]
+
+    def materialize(self) -> None:
+        for digest, snap in self.snapshots.items():
+            materialize(digest, snap["files"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format_version": WORKLOAD_FORMAT, "kind": WORKLOAD_KIND, "recorded": self.recorded, "host": self.host,
+                "kernels": [k.to_json() for k in self.kernels],
+                "not_captured": [n.to_json() for n in self.not_captured], "snapshots": self.snapshots}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------ journal
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """The journal's records; a torn last line (the program killed mid-write) is dropped."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise FormatError(f"cannot read the record journal {path}: {exc.strerror or exc}", FIX) from exc
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines) - 1:
+                break  # the line being written when the program died
+            raise FormatError(f"record journal {path} line {number + 1} is not JSON: {exc.msg}", FIX) from exc
+        if not isinstance(item, dict):
+            raise FormatError(f"record journal {path} line {number + 1} is not a JSON object", FIX)
+        records.append(item)
+    if not records or records[0].get("kind") != JOURNAL_KIND:
+        raise FormatError(f"{path} is not a ktriage record journal", FIX)
+    check_format_version(records[0], JOURNAL_FORMAT, what=f"record journal {path}", fix=FIX)
+    return records
+
+
+def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any] | None = None) -> Workload:
+    """The workload of a journal: specs derived, launches grouped into kernels, snapshots deduplicated."""
+    host: dict[str, Any] = {}
+    fn_records: dict[str, Mapping[str, Any]] = {}
+    launches: list[Mapping[str, Any]] = []
+    counts: dict[str, int] = {}
+    not_captured: list[NotCaptured] = []
+    views: dict[str, dict[str, Any]] = {}
+    header: Mapping[str, Any] = records[0] if records else {}
+    for rec in records:
+        kind = rec.get("type")
+        if kind == "host":
+            host = {k: v for k, v in rec.items() if k != "type"}
+        elif kind == "kernel":
+            fn_records[str(rec["id"])] = rec
+        elif kind == "launch":
+            launches.append(rec)
+        elif kind == "counts":
+            counts.update({str(k): int(v) for k, v in dict(rec.get("counts") or {}).items()})
+        elif kind == "jit_compile":
+            views[str(rec.get("launch"))] = dict(rec.get("view") or {})
+        elif kind == "not_captured":
+            not_captured.append(NotCaptured(str(rec.get("function")), str(rec.get("why"))))
+    target = str(host.get("target") or "sm_90")
+    snapshots: dict[str, dict[str, Any]] = {}
+    digests: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    for fid, rec in fn_records.items():
+        snap = rec.get("snapshot")
+        if not isinstance(snap, Mapping) or not snap.get("files"):
+            failed[fid] = str(rec.get("snapshot_error") or "its source file could not be read")
+            continue
+        files = {str(k): str(v) for k, v in dict(snap["files"]).items()}
+        digest = snapshot_digest(files)
+        snapshots[digest] = {"files": files, "notes": list(snap.get("notes") or [])}
+        digests[fid] = digest
+        materialize(digest, files)
+    # One kernel per spec identity (the spec names its function and its snapshot), whichever process
+    # launched it; one input per distinct launch description, its counts summed over processes.
+    groups: dict[str, dict[str, tuple[str, Mapping[str, Any], KernelSpec, int]]] = {}
+    for launch in launches:
+        fid = str(launch.get("kernel"))
+        rec = fn_records.get(fid, {})
+        function = str(rec.get("function", "?"))
+        count = counts.get(str(launch.get("id")), 1)
+        if fid not in fn_records:
+            not_captured.append(NotCaptured(function, f"launch {launch.get('id')} names kernel {fid}, which the journal lacks", count))
+            continue
+        if fid in failed:
+            not_captured.append(NotCaptured(function, f"no source snapshot: {failed[fid]}", count))
+            continue
+        try:
+            spec = _spec(rec, launch, digests[fid], target)
+        except (KtriageError, KeyError, TypeError, ValueError) as exc:
+            why = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
+            not_captured.append(NotCaptured(function, why, count))
+            continue
+        ident = json.dumps({**spec.to_json(), "name": None, "grid": None, "meta": None}, sort_keys=True, default=str)
+        described = json.dumps([launch.get("args"), launch.get("options"), launch.get("grid"),
+                                launch.get("inductor_config")], sort_keys=True, default=str)
+        members = groups.setdefault(ident, {})
+        if described in members:
+            first_fid, first, first_spec, seen = members[described]
+            members[described] = (first_fid, first, first_spec, seen + count)
+        else:
+            members[described] = (fid, launch, spec, count)
+    kernels: list[Kernel] = []
+    for n, members in enumerate(groups.values()):
+        kid = f"K{n}"
+        inputs: list[Input] = []
+        fid = next(iter(members.values()))[0]
+        rec = fn_records[fid]
+        for index, (_, launch, spec, count) in enumerate(members.values()):
+            label = _label(launch)
+            meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": count,
+                    "function": rec.get("function"), "original_module": rec.get("original_module")}
+            spec = spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta)
+            autotune = launch.get("autotune") if isinstance(launch.get("autotune"), Mapping) else None
+            inputs.append(Input(index, str(launch.get("id")), label, list(launch.get("args") or []),
+                                dict(launch.get("options") or {}), launch.get("grid"), count, spec,
+                                autotune_choice=(autotune or {}).get("chosen") or launch.get("inductor_config"),
+                                heuristics=dict(launch.get("heuristics") or {}),
+                                jit_check=jit_check(spec, views.get(str(launch.get("id"))))))
+        first = next(iter(members.values()))[1]
+        configs = (first.get("autotune") or {}).get("configs") if isinstance(first.get("autotune"), Mapping) else None
+        if configs is None and rec.get("kind") == "inductor":
+            configs = rec.get("configs")
+        notes = list(snapshots[digests[fid]]["notes"])
+        differs = [f"input {i.id}: {i.jit_check}" for i in inputs if (i.jit_check or "").startswith("differs")]
+        if differs:
+            notes.append("the spec is not what the JIT compiled (report it: a specialization rule drifted): "
+                         + "; ".join(differs))
+        ignored = sorted({k for i in inputs for k in i.options if k not in HARMLESS_OPTIONS})
+        if ignored:
+            notes.append(f"launch options the spec does not carry: {', '.join(ignored)}")
+        kernels.append(Kernel(kid, str(rec.get("function")), str(rec.get("kind", "jit")), str(rec.get("module")),
+                              str(rec.get("original_module")), rec.get("file"), rec.get("package"), digests[fid],
+                              inputs, configs, notes))
+    info = {"command": header.get("argv"), "started": header.get("started"), **dict(recorded or {})}
+    return Workload(kernels, not_captured, host, snapshots, info)
+
+
+def _spec(rec: Mapping[str, Any], launch: Mapping[str, Any], digest: str, target: str) -> KernelSpec:
+    """The spec the JIT compiled for one recorded launch, read against the snapshot's source."""
+    if target not in KNOWN_TARGETS:
+        raise SpecError(f"the recording host's target {target} is not one ktriage compiles for",
+                        f"ktriage knows {', '.join(KNOWN_TARGETS)}")
+    from ktriage.spec.packages import snapshot_dir
+
+    module, function = str(rec["module"]), str(rec["function"])
+    path = module_file(snapshot_dir(requirement(digest)), module)
+    source = f"{module}:{function}"
+    if rec.get("kind") == "inductor":
+        return _inductor_spec(rec, launch, source, digest, target)
+    params = read_params(path, function)
+    sp = specialize_launch(params, named_args(launch.get("args") or []))
+    options = spec_options({k: v for k, v in dict(launch.get("options") or {}).items() if isinstance(v, int)})
+    grid = launch.get("grid")
+    return KernelSpec(name=function, source=source, package=requirement(digest), signature=sp.signature,
+                      constexprs=sp.constexprs, divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1,
+                      target=target, grid=tuple(grid) if grid else None, **options).validate()
+
+
+def _inductor_spec(rec: Mapping[str, Any], launch: Mapping[str, Any], source: str, digest: str, target: str) -> KernelSpec:
+    """inductor's own compile inputs (triton_meta: signature, constants, divisibility) plus the
+    launcher's config: inductor specializes itself and passes these to ``triton.compile``."""
+    meta = dict(rec.get("triton_meta") or {})
+    signature = {str(k): str(v) for k, v in dict(meta.get("signature") or {}).items()}
+    names = list(signature)
+    config = dict(launch.get("inductor_config") or {})
+    constexprs: dict[str, Any] = {}
+    for name, value in {**dict(meta.get("constants") or {}), **dict(config.get("kwargs") or {})}.items():
+        if name in signature:
+            signature[name] = "constexpr"
+            constexprs[name] = value
+    divisible = []
+    for entry in meta.get("divisible_by_16") or []:
+        index = entry[0] if isinstance(entry, list) and entry else entry
+        if isinstance(index, int) and index < len(names) and signature[names[index]] != "constexpr":
+            divisible.append(names[index])
+    options = spec_options({k: config.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")})
+    return KernelSpec(name=str(rec.get("function")), source=source, package=requirement(digest), signature=signature,
+                      constexprs=constexprs, divisible_by_16=tuple(divisible), target=target, **options).validate()
+
+
+def _same_type(a: str, b: str) -> bool:
+    return a == b or {a, b} == {"i1", "u1"}  # bools: "u1" from 3.4 on, "i1" in 3.3 (both int1)
+
+
+def jit_check(spec: KernelSpec, view: Mapping[str, Any] | None) -> str | None:
+    """Compare a derived spec with what the JIT passed to ``triton.compile`` for the same launch."""
+    if view is None:
+        return None
+    if "divisible" not in view:
+        return "unchecked: Triton 3.2's AttrsDescriptor is not compared"
+    names = list(spec.signature)
+    jit_sig = {str(k): str(v) for k, v in dict(view.get("signature") or {}).items()}
+    if list(jit_sig) != names:
+        return f"differs: the JIT's signature lists {list(jit_sig)}, the spec {names}"
+    types = [f"{n}: JIT {jit_sig[n]}, spec {t}" for n, t in spec.signature.items() if not _same_type(jit_sig[n], t)]
+    if types:
+        return "differs: " + "; ".join(types)
+    jit_div = {names[i] for i in view.get("divisible") or [] if isinstance(i, int) and i < len(names)}
+    if jit_div != set(spec.divisible_by_16):
+        return (f"differs: divisible by 16: JIT {sorted(jit_div)}, spec {sorted(spec.divisible_by_16)}")
+    options = dict(view.get("options") or {})
+    for name in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
+        if name in options and options[name] != getattr(spec, name):
+            return f"differs: {name}: JIT {options[name]}, spec {getattr(spec, name)}"
+    return "same"
+
+
+def _label(launch: Mapping[str, Any]) -> str:
+    """A short name of a launch among its kernel's inputs: the tensors' shapes and the int scalars."""
+    parts: list[str] = []
+    for name, value in launch.get("args") or []:
+        if isinstance(value, Mapping) and "shape" in value and len(parts) < 6:
+            parts.append(f"{name}=" + "x".join(str(s) for s in value["shape"]))
+        elif isinstance(value, int) and not isinstance(value, bool) and len(parts) < 8:
+            parts.append(f"{name}={value}")
+    return ",".join(parts) or str(launch.get("id"))
+
+
+# ------------------------------------------------------------------------------------------ files
+def journal_path(output: Path) -> Path:
+    return output.with_name(output.name + JOURNAL_SUFFIX)
+
+
+def save_workload(workload: Workload, path: Path) -> Path:
+    """Write atomically (temp file + rename): a reader sees the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(workload.to_json(), fh, indent=1)
+    os.replace(tmp, path)
+    return path
+
+
+def is_workload_path(target: str) -> bool:
+    """What ``explain``/``tune``/``bisect`` take as a recorded workload: a .json file or a journal."""
+    return target.endswith((".json", JOURNAL_SUFFIX))
+
+
+def load_workload(path: Path | str) -> Workload:
+    """A workload file, or a journal (compacted on the fly; also when W.json is missing but its
+    journal is there: ``ktriage record`` itself was killed). Validated; snapshots materialized."""
+    path = Path(path)
+    if path.name.endswith(JOURNAL_SUFFIX):
+        return _with_path(compact(read_journal(path)), path)
+    if not path.exists():
+        if journal_path(path).exists():
+            return _with_path(compact(read_journal(journal_path(path))), path)
+        raise FormatError(f"workload file {path} does not exist", "check the path (ktriage record -o writes it)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"cannot read workload file {path}: {exc}", FIX) from exc
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"workload file {path} is not JSON (line {exc.lineno}: {exc.msg})", FIX) from exc
+    what = f"workload file {path}"
+    if not isinstance(data, dict) or data.get("kind") != WORKLOAD_KIND:
+        raise FormatError(f"{path} is not a ktriage workload (no \"kind\": \"{WORKLOAD_KIND}\")",
+                          "give a file written by `ktriage record -o W.json`")
+    check_format_version(data, WORKLOAD_FORMAT, what=what, fix=FIX)
+    try:
+        return _with_path(_from_json(data), path)
+    except FormatError:
+        raise
+    except (KtriageError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        detail = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
+        raise FormatError(f"{what} is damaged: {detail}", FIX) from exc
+
+
+def _with_path(workload: Workload, path: Path) -> Workload:
+    object.__setattr__(workload, "path", path)
+    return workload
+
+
+def _from_json(data: Mapping[str, Any]) -> Workload:
+    snapshots: dict[str, dict[str, Any]] = {}
+    for digest, snap in dict(data["snapshots"]).items():
+        files = {str(k): str(v) for k, v in dict(snap["files"]).items()}
+        materialize(str(digest), files)
+        snapshots[str(digest)] = {"files": files, "notes": list(snap.get("notes") or [])}
+    kernels = []
+    for k in data["kernels"]:
+        if str(k["snapshot"]) not in snapshots:
+            raise FormatError(f"kernel {k['id']} names snapshot {str(k['snapshot'])[:12]}, which the file lacks", FIX)
+        inputs = [Input(int(i["id"]), str(i["launch"]), str(i["label"]), list(i["args"]), dict(i["options"]),
+                        i.get("grid"), int(i["count"]), KernelSpec.from_json(i["spec"]).validate(),
+                        i.get("autotune_choice"), dict(i.get("heuristics") or {}), i.get("jit_check"))
+                  for i in k["inputs"]]
+        kernels.append(Kernel(str(k["id"]), str(k["function"]), str(k["kind"]), str(k["module"]),
+                              str(k["original_module"]), k.get("file"), k.get("package"), str(k["snapshot"]),
+                              inputs, k.get("autotune_configs"), list(k.get("notes") or [])))
+    not_captured = [NotCaptured(str(n["function"]), str(n["why"]), int(n.get("launches", 0)))
+                    for n in data.get("not_captured") or []]
+    return Workload(kernels, not_captured, dict(data.get("host") or {}), snapshots, dict(data.get("recorded") or {}))

@@ -1,0 +1,92 @@
+"""``ktriage workload show``: a recorded workload's kernels, inputs, launch counts and what was not captured.
+
+Rendering only (the model is ktriage.record.workload); the rows go through report/records.py, so
+the table, markdown and JSON look like the other ``show`` verbs'."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ktriage.record.workload import Kernel, Workload
+from ktriage.report.records import kv_markdown, markdown_table, print_rows, to_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+KERNEL_COLUMNS = ("kernel", "function", "kind", "module", "inputs", "launches", "warps", "stages", "autotune", "package")
+INPUT_COLUMNS = ("kernel", "input", "label", "grid", "launches", "config", "heuristics", "jit check")
+MISSED_COLUMNS = ("function", "launches", "why")
+
+
+def _config(choice: dict[str, Any] | None) -> str:
+    if not choice:
+        return "-"
+    kwargs = ", ".join(f"{k}={v}" for k, v in dict(choice.get("kwargs") or {}).items())
+    opts = ", ".join(f"{k}={choice[k]}" for k in ("num_warps", "num_stages") if k in choice)
+    return "; ".join(p for p in (kwargs, opts) if p)
+
+
+def kernel_rows(workload: Workload) -> list[dict[str, Any]]:
+    return [{"kernel": k.id, "function": k.function, "kind": k.kind, "module": k.original_module, "inputs": len(k.inputs),
+             "launches": k.launches, "warps": k.inputs[0].spec.num_warps, "stages": k.inputs[0].spec.num_stages,
+             "autotune": f"{len(k.autotune_configs)} configs" if k.autotune_configs else "-", "package": k.package}
+            for k in workload.kernels if k.inputs]  # fmt: skip
+
+
+def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
+    return [{"kernel": k.id, "input": i.id, "label": i.label, "grid": "x".join(map(str, i.grid)) if i.grid else "-",
+             "launches": i.count, "config": _config(i.autotune_choice),
+             "heuristics": ", ".join(f"{n}={v}" for n, v in i.heuristics.items()) or "-",
+             "jit check": i.jit_check or "-"}
+            for k in kernels for i in k.inputs]  # fmt: skip
+
+
+def missed_rows(workload: Workload) -> list[dict[str, Any]]:
+    return [{"function": n.function, "launches": n.launches or "-", "why": n.why} for n in workload.not_captured]
+
+
+def summary(workload: Workload) -> dict[str, Any]:
+    rec = workload.recorded
+    host: dict[str, Any] = {k: workload.host[k] for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime") if k in workload.host}
+    return {"file": str(workload.path) if workload.path else None, "command": " ".join(rec.get("command") or []),
+            "program": _exit(rec.get("returncode")), **host, "kernels": len(workload.kernels),
+            "inputs": sum(len(k.inputs) for k in workload.kernels),
+            "launches": sum(k.launches for k in workload.kernels), "not captured": len(workload.not_captured)}
+
+
+def _exit(code: Any) -> str:
+    if code is None:
+        return "unknown (read from the journal)"
+    return f"exited {code}" if code >= 0 else f"killed by signal {-code}"
+
+
+def show_json(workload: Workload) -> str:
+    data = workload.to_json()
+    data.pop("snapshots", None)
+    data["snapshots"] = {d: {"files": sorted(s["files"]), "notes": s["notes"]} for d, s in workload.snapshots.items()}
+    return to_json(data)
+
+
+def show_markdown(workload: Workload) -> str:
+    lines = kv_markdown("Workload", summary(workload))
+    lines += ["", "### Kernels", "", *markdown_table(KERNEL_COLUMNS, kernel_rows(workload))]
+    lines += ["", "### Inputs", "", *markdown_table(INPUT_COLUMNS, input_rows(workload.kernels))]
+    if workload.not_captured:
+        lines += ["", "### Not captured", "", *markdown_table(MISSED_COLUMNS, missed_rows(workload))]
+    notes = [f"- {k.id}: {n}" for k in workload.kernels for n in k.notes]
+    if notes:
+        lines += ["", "### Notes", "", *notes]
+    return "\n".join(lines) + "\n"
+
+
+def print_show(workload: Workload, console: Console) -> None:
+    print_rows(console, "workload", ("key", "value"), [{"key": k, "value": v} for k, v in summary(workload).items()])
+    print_rows(console, "kernels", KERNEL_COLUMNS, kernel_rows(workload), styles={"kernel": "bold"})
+    print_rows(console, "inputs", INPUT_COLUMNS, input_rows(workload.kernels))
+    if workload.not_captured:
+        print_rows(console, "not captured", MISSED_COLUMNS, missed_rows(workload), styles={"why": "red"})
+    for k in workload.kernels:
+        for note in k.notes:
+            from rich.markup import escape
+
+            console.print(f"note {escape(k.id)}: {escape(note)}")

@@ -1,0 +1,103 @@
+"""The hook on inductor's launch path (torch.compile's kernels): CachingAutotuner.run.
+
+On a CPU machine: the hook installs on torch 2.13's classes, and an inductor-generated module (the
+shape torch 2.13 writes: ``@triton_heuristics.pointwise(...)`` over ``@triton.jit``, loaded by path
+under a hash name like PyCodeCache does) launched through inductor's real CachingAutotuner
+(precompile, launcher) with only the GPU faked is recorded with inductor's own compile inputs.
+Compiled from its snapshot in a toolchain without torch, it is the machine code inductor compiled.
+A real torch.compile run (StaticallyLaunchedCudaKernel included) needs the GPU host.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from record_helpers import INSITU, record_cli
+
+from ktriage.analyze.cuobjdump import run_cuobjdump
+from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.insitu import record_hook
+from ktriage.record.workload import load_workload
+
+torch = pytest.importorskip("torch")
+SITE = Path(torch.__file__).resolve().parent.parent
+MODULE = Path(__file__).parent / "data" / "inductor_generated_module.py"
+
+PROGRAM = '''
+import importlib.util, os, sys
+sys.path.insert(0, {insitu!r})
+import fakedriver
+fakedriver.install(90)
+# the rest of the stand-in GPU: inductor asks torch.cuda (a CPU build here) for a device guard
+from torch._inductor.runtime import triton_helpers
+triton_helpers.set_driver_to_gpu = lambda: None
+import torch
+from torch._dynamo.device_interface import CudaInterface
+CudaInterface.exchange_device = staticmethod(lambda idx: 0)
+CudaInterface.maybe_exchange_device = staticmethod(lambda idx: 0)
+torch._inductor.config.use_static_triton_launcher = False  # StaticallyLaunchedCudaKernel needs libcuda
+spec = importlib.util.spec_from_file_location("cq3bkzuyrxhd4wr7", {module!r})
+mod = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = mod
+spec.loader.exec_module(mod)
+kernel = mod.triton_poi_fused_mul_0
+for n in (4096, 4096, 8192):
+    x, out = fakedriver.FakeTensor("fp32", shape=(n,)), fakedriver.FakeTensor("fp32", shape=(n,))
+    kernel.run(x, out, n, stream=0)
+with open({cubin!r}, "wb") as fh:  # what inductor compiled, to compare with ktriage's compile of the record
+    fh.write(kernel.compile_results[0].kernel.asm["cubin"])
+'''
+
+
+def test_the_hook_installs_on_inductors_classes(tmp_path: Path) -> None:
+    code = (f"import importlib.util, sys\n"
+            f"spec = importlib.util.spec_from_file_location('h', {str(record_hook.__file__)!r})\n"
+            f"h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)\n"
+            f"h.install({str(tmp_path / 'j')!r})\n"
+            f"from torch._inductor.runtime import triton_heuristics as th\n"
+            f"assert th.CachingAutotuner.run._ktriage_record\n"
+            # static launches go through CachingAutotuner.run too (its launchers wrap the static kernel)
+            f"from torch._inductor.runtime import static_triton_launcher as s\n"
+            f"assert hasattr(s, 'StaticallyLaunchedCudaKernel') and hasattr(th, 'StaticTritonCompileResult')\n"
+            f"print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+    assert "not_captured" not in (tmp_path / "j").read_text()
+
+
+@pytest.mark.slow
+def test_an_inductor_kernel_is_recorded_through_the_fake_driver(toolchain, tmp_path: Path, monkeypatch) -> None:
+    tc = toolchain("triton==3.6.0")
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM.format(insitu=str(INSITU), module=str(MODULE), cubin=str(tmp_path / "inductor.cubin")))
+    monkeypatch.setenv("PYTHONPATH", str(SITE))  # torch 2.13 (CPU build) next to the toolchain's Triton
+    out = tmp_path / "W.json"
+    assert record_cli(out, [str(tc.python), str(prog)]) == 0
+    workload = load_workload(out)
+    assert not workload.not_captured
+    (kernel,) = workload.kernels
+    assert kernel.kind == "inductor" and kernel.function == "triton_poi_fused_mul_0"
+    assert [i.count for i in kernel.inputs] == [2, 1] and workload.host["torch"].startswith("2.13")
+    spec = kernel.inputs[0].spec
+    assert spec.signature == {"in_ptr0": "*fp32", "out_ptr0": "*fp32", "xnumel": "i32", "XBLOCK": "constexpr"}
+    assert spec.constexprs == {"XBLOCK": 256} and spec.divisible_by_16 == ("in_ptr0", "out_ptr0", "xnumel")
+    assert (spec.num_warps, spec.num_stages) == (4, 1)  # the launcher's config, not Triton's defaults
+    assert kernel.autotune_configs == [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1, "num_ctas": 1}]
+    files = workload.snapshots[kernel.snapshot]["files"]
+    assert MODULE.read_text() in files.values()  # the generated module's text, by a portable name
+    # its @triton.jit helpers' module is carried, the host-side modules it imports are stubs
+    runtime = "torch/_inductor/runtime/"
+    assert files[runtime + "triton_helpers.py"] == (SITE / runtime / "triton_helpers.py").read_text()
+    assert files[runtime + "triton_heuristics.py"] == record_hook.INDUCTOR_STUB and files["torch/__init__.py"] == ""
+    # compiled from the snapshot alone in a toolchain without torch: the machine code inductor compiled
+    # (the cubins differ in the line-info section, which names the source file)
+    monkeypatch.delenv("PYTHONPATH")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        artifact = compiler.compile(spec, tc)
+    assert isinstance(artifact, Artifact), artifact
+    ours = run_cuobjdump(tc.cuobjdump, artifact.cubin.cubin_path, "-sass")
+    assert ours == run_cuobjdump(tc.cuobjdump, tmp_path / "inductor.cubin", "-sass")
+    assert "triton_poi_fused_mul_0" in ours
