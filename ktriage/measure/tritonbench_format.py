@@ -364,6 +364,11 @@ def write_tritonbench_json(path: str | Path, run: RunInfo, cells: Sequence[Cell]
     return written
 
 
+# A ktriage results file opens with one of its own keys (write_results); TritonBench's JSON opens with
+# a metric key or "name"/"env"/"metrics". Anything else is parsed in full and told apart by content.
+_KTRIAGE_RESULTS = re.compile(r'\s*\{\s*"(run|cells|format_version)"\s*:')
+
+
 def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell]]:
     """Any results file a comparison takes: a TritonBench CSV, a TritonBench JSON, or ktriage's own
     results file (``{"run", "cells"}``), told apart by suffix and content."""
@@ -373,6 +378,8 @@ def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None =
     if path.suffix.lower() == ".csv":
         return read_tritonbench(path, op=op, mode=mode)
     text = _read(path)
+    if _KTRIAGE_RESULTS.match(text):  # ktriage's own file: straight to its schema (one parse of a large file)
+        return parse_results(text, origin=str(path))
     data = parse_json_text(text, origin=str(path), fix="give a results file (ktriage bench --output-json) or TritonBench's --output-json")
     check_depth(data, origin=str(path))
     if looks_like_tritonbench_json(data):
