@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    Cluster,
     SpecArch,
     jobs_option,
     CompileTimeout,
@@ -94,6 +95,7 @@ def tune(
     output: Annotated[list[Path] | None, output_option(WRITERS, ".md: the tables as markdown; .json: the whole report.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")] = False,
     jobs: Annotated[int | None, jobs_option("Parallel compiles (default: CPU count).")] = None,
+    cluster: Cluster = None,
     compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
 ) -> None:
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
@@ -119,7 +121,10 @@ def tune(
     with make_progress(console) as progress:
         tc, *others = resolve_toolchains([*toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
-        with Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler:
+        from ktriage.execute.select import cluster_address, open_executor
+
+        executor = open_executor(cluster) if cluster_address(cluster) is not None else None
+        with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             results = [screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
                               on_done=lambda _o: progress.advance(task)) for space in spaces]
             scalings = [scale_blocks(space.spec, tc, compiler, space=space, sm_count=sm_count,
