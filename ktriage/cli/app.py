@@ -200,6 +200,17 @@ def _env_debug() -> bool:
     return os.environ.get("KTRIAGE_DEBUG", "").strip().lower() in ("1", "true", "t", "yes", "y", "on")
 
 
+def _typer_too_old() -> str | None:
+    """typer's version when it is older than 0.29 (measured: 0.20 to 0.28 replace an option's value by
+    None when it has a callback, e.g. GPU images with typer 0.27), else None."""
+    version = getattr(typer, "__version__", "0")
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return None
+    return version if (major, minor) < (0, 29) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ktriage`` on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
 
@@ -215,6 +226,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     state = RunState(debug=_env_debug())
     install_warning_lines()
+    old_typer = _typer_too_old()
+    if old_typer:
+        print_error(KtriageError(
+            f"typer {old_typer} is too old for ktriage: before 0.29 typer drops the value an option callback "
+            "returns, so --format and -o would be silently ignored",
+            "install typer>=0.29 (pip install -U 'typer>=0.29'; on a host you cannot install into, put its "
+            "pure-Python wheel on PYTHONPATH)"))
+        return exit_codes.USAGE
     command = typer.main.get_command(app)
     try:
         code: Any = command.main(args=args, prog_name="ktriage", standalone_mode=False, obj=state)

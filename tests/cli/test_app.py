@@ -130,3 +130,16 @@ def test_help_imports_no_heavy_library_and_no_other_verb(argv: list[str], verb_m
     modules = set(result["modules"])
     assert not [m for m in HEAVY if m in modules]
     assert {m for m in VERB_MODULES if m in modules} == ({verb_module} if verb_module else set())
+
+
+def test_a_typer_that_drops_callback_values_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """typer 0.20-0.28 replace an option's value by None when the option has a callback (seen on the
+    H200 image's typer 0.27.2: --format json printed a table, `workload show -f json` crashed). ktriage
+    says so up front instead of ignoring --format and -o."""
+    import typer
+
+    monkeypatch.setattr(typer, "__version__", "0.27.2")
+    assert main(["occupancy", "--registers", "128", "--warps", "8", "--format", "json"]) == exit_codes.USAGE
+    err = capsys.readouterr().err
+    assert "typer 0.27.2 is too old" in err and "typer>=0.29" in err
