@@ -42,7 +42,7 @@ from ktriage.cli.options import (
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
-from ktriage.execute.select import cluster_address, open_executor
+from ktriage.execute.select import remote_executor
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import Finding, collect_failure_findings, collect_findings
 from ktriage.explain.fixes import suggest_fixes
@@ -103,7 +103,7 @@ def explain(
         tcs = resolve_toolchains(toolchain, progress)
         task = progress.add_task("compiling", total=len(specs) * len(tcs))
         explain_task = progress.add_task("analyzing", total=len(specs))
-        executor = open_executor(cluster) if cluster_address(cluster) is not None else None
+        executor = remote_executor(cluster)
         with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             result = Explainer(compiler).run(
                 specs, tcs,

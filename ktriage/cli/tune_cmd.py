@@ -121,9 +121,9 @@ def tune(
     with make_progress(console) as progress:
         tc, *others = resolve_toolchains([*toolchain, *(compare_with or [])], progress)
         task = progress.add_task("compiling candidates", total=None)
-        from ktriage.execute.select import cluster_address, open_executor
+        from ktriage.execute.select import remote_executor
 
-        executor = open_executor(cluster) if cluster_address(cluster) is not None else None
+        executor = remote_executor(cluster)
         with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             results = [screen(space, tc, compiler, top_k=top_k, max_spill_bytes=max_spill_bytes, sm_count=sm_count,
                               on_done=lambda _o: progress.advance(task)) for space in spaces]
