@@ -164,21 +164,28 @@ class Recorder:
         self.journal._lock = threading.Lock()
 
     # ------------------------------------------------------------------ the JIT path
-    def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
+    def counted(self, launch_key: tuple[Any, ...]) -> bool:
+        """The hot path: a launch seen before (outside an autotuner's benchmarking) is one dict
+        lookup and a count. True when it was counted; the caller then skips everything else."""
+        launch_id = self.launches.get(launch_key)
+        if launch_id is None or self._local.__dict__.get("autotune") is not None:
+            return False
+        self.counts[launch_id] += 1  # under the GIL; a race between threads may lose a count
+        self._dirty = True
+        if time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
+            with self._lock:
+                self._flush_counts()
+        return True
+
+    def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any],
+                   launch_key: tuple[Any, ...] | None = None) -> Any:
         """Record (or count) one JIT-level launch; its key, which the compile it may trigger is filed under."""
         local = self._local.__dict__
         tuning = local.get("autotune")
         try:
-            launch_key = (id(jit_fn), tuple(map(_fast_key, args)),
-                          tuple([(k, _fast_key(v)) for k, v in kwargs.items()]), _grid_key(grid))
-            if tuning is None:  # the hot path: a launch seen before is one dict lookup and a count
-                launch_id = self.launches.get(launch_key)
-                if launch_id is not None:
-                    self.counts[launch_id] += 1  # under the GIL; a race between threads may lose a count
-                    self._dirty = True
-                    if time.monotonic() - self._last_flush >= COUNT_FLUSH_S:
-                        with self._lock:
-                            self._flush_counts()
+            if launch_key is None:
+                launch_key = jit_key(jit_fn, args, grid, kwargs)
+                if tuning is None and self.counted(launch_key):
                     return launch_key
             names = list(jit_fn.arg_names)
             bound = dict(zip(names, args))
@@ -413,18 +420,33 @@ def _cheap_key(value: Any) -> Any:
     return (type(value).__name__, repr(value)[:200])
 
 
+# Types seen to be tensors (torch.Tensor, nn.Parameter, a fake tensor): the hot path tests the type
+# with one set lookup instead of attribute probes.
+_TENSOR_TYPES: set[type] = set()
+
+
 def _fast_key(value: Any) -> Any:
     """:func:`_cheap_key` for the hot path: plain values as themselves (bools and floats tagged: 1,
     1.0 and True are equal keys otherwise, and specialize differently), tensors by dtype, shape,
     strides and the low bits of their address."""
     t = type(value)
+    if t in _TENSOR_TYPES:
+        return (value.dtype, value.shape, value.stride(), value.data_ptr() & 15)
     if t is int or t is str or value is None:
         return value
     if t is float or t is bool:
         return (t, value)
-    if hasattr(value, "data_ptr"):
+    if hasattr(value, "data_ptr") and hasattr(value, "dtype") and callable(getattr(value, "stride", None)):
+        _TENSOR_TYPES.add(t)
         return (value.dtype, value.shape, value.stride(), value.data_ptr() & 15)
     return _cheap_key(value)
+
+
+def jit_key(jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """A JIT-level launch's identity: the function, its arguments, option keywords and grid."""
+    return (id(jit_fn), tuple([_fast_key(a) for a in args]),
+            tuple([(k, _fast_key(v)) for k, v in kwargs.items()]) if kwargs else (),
+            grid if type(grid) is tuple else _grid_key(grid))
 
 
 def _grid_key(grid: Any) -> Any:
@@ -788,7 +810,17 @@ def patch_triton() -> None:
     original_run = JITFunction.run
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        key = None if warmup else rec.jit_launch(self, args, grid, kwargs)
+        if warmup:
+            return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        # The hot path, inlined (no method layers, no thread-local bookkeeping): a repeat launch
+        # cannot compile, so nothing needs the key filed for triton.compile.
+        try:
+            key: Any = jit_key(self, args, grid, kwargs)
+            if rec.counted(key):
+                return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        except Exception:
+            key = None
+        key = rec.jit_launch(self, args, grid, kwargs, key)
         local = rec._local.__dict__
         previous = local.get("current_key")
         local["current_key"] = key
