@@ -598,7 +598,9 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
                 target = _module_file(imported)
                 if target is None:
                     continue
-                if name.startswith(INDUCTOR_RUNTIME) or _defines_jit(imported):
+                # (the kernel's own module is no runtime helper, even where inductor names it as one:
+                # torch 2.11 registers generated modules as torch._inductor.runtime.compile_tasks.<hash>)
+                if (name.startswith(INDUCTOR_RUNTIME) and name != module_name) or _defines_jit(imported):
                     queue.append(target)
                 else:
                     stubbed.setdefault(imported, target[1])
