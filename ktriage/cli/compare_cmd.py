@@ -72,7 +72,7 @@ def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *,
     the markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     from ktriage.report.html import to_html
     from ktriage.report.markdown import to_markdown
-    from ktriage.report.tabular import print_table, to_csv, to_json
+    from ktriage.report.tabular import print_table, to_csv
 
     out = make_console()
     if fmt == Format.table:
@@ -91,3 +91,19 @@ def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *,
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:  # GitHub concatenates steps' summaries
             fh.write(to_markdown(comps) + "\n")
+
+
+def to_json(comps: list[Comparison]) -> str:
+    """compare's JSON (``ktriage.report.tabular.to_json_doc``) with, per comparison, the counters
+    quoted next to each profiled pair's verdict (``counters``) and the runs' profile notes."""
+    import json
+
+    from ktriage.profile.quote import comparison_quotes
+    from ktriage.report.markdown import profile_notes
+    from ktriage.report.tabular import to_json_doc
+
+    doc = to_json_doc(comps)
+    for entry, c in zip(doc["comparisons"], comps):
+        entry["counters"] = [q.to_json() for q in comparison_quotes(c)]
+        entry["profile_notes"] = profile_notes(c)
+    return json.dumps(doc, indent=1)
