@@ -8,8 +8,8 @@ spill bytes, registers, the SASS opcodes that changed most) and what the counter
 (registers per thread, the local-memory (spill) share of L1 traffic, the stall reason that grew
 most, DRAM throughput and bytes, the kernel's duration), e.g.
 
-    triton-3.4.0.ptxas-12.8.93 spills 3712 B/thread (ref 632 B), 32 registers (ref 255):
-    _layer_norm_backward_kernel: 255 -> 32 registers/thread; local-memory (spill) traffic is 91%
+    triton-3.4.0.ptxas-12.8.93 spills 3712 B/thread (ref 632 B), 32 registers (ref 255); SASS LDL
+    111->940, ... ncu, _layer_norm_backward_kernel: 255 -> 32 registers/thread; local-memory (spill) traffic is 91%
     of L1 sectors (ref 53%); stall 'long_scoreboard' +13 points (now 67% of stall cycles); ...
 
 Where a side could not be profiled (no permission to the counters, no ncu), the quote is that one
@@ -175,7 +175,7 @@ def quote_sections(ref: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
     assert ref is not None and new is not None
     kernels = [kernel_numbers(a, b) for a, b in zip(ref["launches"], new["launches"])]
     side = compile_sentence(new_toolchain, new.get("compile_side"), ref.get("compile_side"))
-    text = side + ": " + " | ".join(kernel_sentence(k) for k in kernels[:MAX_KERNELS])
+    text = side + ". ncu, " + " | ".join(kernel_sentence(k) for k in kernels[:MAX_KERNELS])
     if len(kernels) > MAX_KERNELS:
         text += f" | and {len(kernels) - MAX_KERNELS} more launches"
     return text, True, kernels, {"ref": ref.get("compile_side"), "new": new.get("compile_side")}

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from ktriage.measure.results_file import run_profile_notes
-from ktriage.profile.quote import comparison_quotes
+from ktriage.profile.quote import CounterQuote, comparison_quotes
 from ktriage.report.safe_md import md_code, md_text
 from ktriage.stats.compare import Comparison, PairResult
 
@@ -113,8 +113,14 @@ def counters_markdown(c: Comparison, h: str = "##") -> list[str]:
         return []
     out = [f"{h}# Counters (Nsight Compute) next to the verdicts", ""]
     out += [f"- **{_esc(q.head())}** {_esc(q.label())}: {_esc(q.text)}" for q in quotes]
-    out += [f"- not profiled: {_esc(n)}" for n in notes]
+    out += [f"- not profiled: {_esc(n)}" for n in notes if not quoted(n, quotes)]
     return out + [""]
+
+
+def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
+    """A note a pair's quote already says (``ncu could not run`` for that toolchain): said once."""
+    why = note.split(": ", 1)[-1]
+    return any(why in q.text and not q.available for q in quotes)
 
 
 def _provenance(c: Comparison) -> list[str]:
