@@ -81,3 +81,27 @@ def test_ncu_without_permission_is_one_line(run_cli, tmp_path: Path) -> None:  #
     res = run_cli(["compare", str(results), "--toolchains", "--format", "markdown"])
     lines = [ln for ln in res.stdout.splitlines() if "ERR_NVGPUCTRPERM" in ln]
     assert len(lines) == 1 and lines[0].startswith("- **regression +") and "counters: new triton-3.4.0" in lines[0]
+
+
+def test_bench_profile_flow_after_the_timing(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """What `bench --profile` does once run_bench has returned (ktriage.cli.bench_cmd._profile), minus the GPU:
+    profile every (input, artifact backend) of the bundle, attach to the cells, update the stored run."""
+    from ktriage.profile.attach import attach_to_store, profile_measured
+    from ktriage.store import open_store
+
+    bundle, results, tcs = bundle_and_results(run_cli, tmp_path)
+    run, cells = read_results(results)
+    db = f"sqlite:///{tmp_path / 'store.db'}"
+    with open_store(db) as store:
+        store.import_run(run, cells)  # as run_bench stored it
+    said: list[str] = []
+    docs = profile_measured(run, cells, bundle, backends=["liger_layer_norm"], input_ids=[cells[0].key.input_id],
+                            ncu=fake_ncu(tmp_path, deny="triton-3.3.1"), say=said.append)
+    assert len(docs) == 1 and (bundle / f"profile-input{cells[0].key.input_id}-liger_layer_norm" / "profile.json").exists()
+    assert any("ERR_NVGPUCTRPERM" in s for s in said)
+    assert "counters of 2 cell(s) stored" in attach_to_store(db, run, cells)
+    with open_store(db) as store:
+        stored_run, stored = store.load_run(run.run_id)
+    status = {c.key.toolchain: (cell_profile(c) or {}).get("status") for c in stored}
+    assert status == {None: None, tcs[0]: "unavailable", tcs[1]: "ok"}
+    assert len(run_profile_notes(stored_run)) == 1 and all(c.samples_ms for c in stored)
