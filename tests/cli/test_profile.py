@@ -67,6 +67,9 @@ def test_profile_results_then_compare(run_cli, tmp_path: Path) -> None:  # type:
     (line,) = [ln for ln in res.stdout.splitlines() if "registers/thread" in ln]
     assert line.startswith("- **regression +") and "local-memory (spill) traffic is 91% of L1 sectors (ref 53%)" in line
     assert "stall 'long_scoreboard' +13 points" in line
+    res = run_cli(["compare", str(results), "--toolchains"])  # the terminal table, then the counters under it
+    (line,) = [ln for ln in res.stdout.splitlines() if "registers/thread" in ln]
+    assert line.startswith("counters regression +") and "local-memory (spill) traffic is 91% of L1 sectors" in line
 
 
 def test_ncu_without_permission_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
