@@ -7,8 +7,8 @@ renderers in ``ktriage.report.triage``, a history or CI layer on top) load it wi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
