@@ -89,6 +89,7 @@ def bench(
     artifacts_only: Annotated[bool, typer.Option("--artifacts-only", help="With --toolchain: skip the host's own copy of the artifact backends.")] = False,
     jobs: Annotated[int | None, jobs_option("Parallel compiles.")] = None,
     compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
+    profile: Annotated[bool, typer.Option("--profile", help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).")] = False,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     from ktriage.report.bench import METRICS
@@ -159,6 +160,8 @@ def bench(
     json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
     # the first results file is also rewritten after each input while measuring (a crash keeps what was measured)
     run, cells = _measure(plan, db, json_outputs[0] if json_outputs else None, toolchain_records, console)
+    if profile:
+        _profile(run, cells, plan, db, console)
     labels = {t["id"]: str(t.get("spec") or t["id"]) for t in toolchain_records}
     rows = results_table(cells, opdef, base, wanted_metrics, labels)
     title = f"{op} {mode_name} ({prec})"
@@ -176,6 +179,19 @@ def bench(
     if len(plan.toolchains) > 1:
         _print_toolchain_verdicts(run, cells, base, console)
     console.print(f"run {escape(run.run_id)} stored; `ktriage runs show {run.run_id}`")
+
+
+def _profile(run: RunInfo, cells: list[Cell], plan: BenchPlan, db: str | None, console: Console) -> None:
+    """``--profile``: ncu on the bundle after the timing (ktriage.profile.attach); the cells and the
+    run get the counters in place (the results files are written after this), the store's run too."""
+    from ktriage.profile.attach import attach_to_store, profile_measured
+
+    if plan.bundle is None or not plan.artifact_backends:
+        console.print("[yellow]--profile: no bundle with artifact backends in this bench: nothing profiled[/]")
+        return
+    profile_measured(run, cells, Path(plan.bundle), backends=plan.artifact_backends, input_ids=plan.input_ids,
+                     say=lambda m: console.print(escape(m)))
+    console.print(escape(attach_to_store(db, run, cells)))
 
 
 def _require_gpu() -> None:

@@ -19,6 +19,8 @@ from ktriage.cli.options import Db, Format, Mode, mode_option, check_format, che
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
+    from rich.console import Console
+
     from ktriage.stats.compare import Comparison
 
 
@@ -72,11 +74,12 @@ def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *,
     the markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     from ktriage.report.html import to_html
     from ktriage.report.markdown import to_markdown
-    from ktriage.report.tabular import print_table, to_csv, to_json
+    from ktriage.report.tabular import print_table, to_csv
 
     out = make_console()
     if fmt == Format.table:
         print_table(out, comps, show_same=show_same)
+        print_counters(out, comps)
     elif fmt == Format.markdown:
         print(to_markdown(comps), end="")
     elif fmt == Format.json:
@@ -91,3 +94,35 @@ def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *,
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:  # GitHub concatenates steps' summaries
             fh.write(to_markdown(comps) + "\n")
+
+
+def print_counters(out: Console, comps: list[Comparison]) -> None:
+    """Under the table: the Nsight Compute counters of each profiled pair, one line next to its verdict
+    (the same lines as the markdown's ``Counters`` section)."""
+    from ktriage.profile.quote import comparison_quotes
+    from ktriage.report.markdown import profile_notes, quoted
+
+    for c in comps:
+        quotes = comparison_quotes(c)
+        for q in quotes:
+            out.print(f"[bold]counters[/] [{'red' if q.verdict == 'regression' else 'default'}]{escape(q.head())}[/] "
+                      f"{escape(q.label())}: {escape(q.text)}", soft_wrap=True)
+        for n in profile_notes(c):
+            if not quoted(n, quotes):
+                out.print(f"[yellow]not profiled:[/] {escape(n)}", soft_wrap=True)
+
+
+def to_json(comps: list[Comparison]) -> str:
+    """compare's JSON (``ktriage.report.tabular.to_json_doc``) with, per comparison, the counters
+    quoted next to each profiled pair's verdict (``counters``) and the runs' profile notes."""
+    import json
+
+    from ktriage.profile.quote import comparison_quotes
+    from ktriage.report.markdown import profile_notes
+    from ktriage.report.tabular import to_json_doc
+
+    doc = to_json_doc(comps)
+    for entry, c in zip(doc["comparisons"], comps):
+        entry["counters"] = [q.to_json() for q in comparison_quotes(c)]
+        entry["profile_notes"] = profile_notes(c)
+    return json.dumps(doc, indent=1)

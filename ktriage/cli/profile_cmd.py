@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Format, format_option, output_option, write_outputs
+from ktriage.cli.options import Db, Format, format_option, output_option, write_outputs
 
 FORMATS = ("markdown", "json")
 WRITERS = (".md", ".json")
@@ -31,18 +31,27 @@ def profile(
     warmup: Annotated[int, typer.Option("--warmup", help="Calls before the profiled one.")] = 3,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.markdown,
     output: Annotated[list[Path] | None, output_option(WRITERS, "Default: profile.json in the raw folder.")] = None,
+    results: Annotated[Path | None, typer.Option("--results", help=(
+        "A results file of this bundle's timing (`ktriage bench --bundle DIR -o R.json`): each toolchain's counters go "
+        "into its cell there (and into the store's copy of the run), next to the timings; compare and triage quote them."))] = None,
+    db: Db = None,
 ) -> None:
     """Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call
     after warm-up, and diff occupancy, registers, local-memory (spill) traffic, atomics, DRAM/L2 traffic,
     warp stalls and instructions per kernel, each tied to the compile-side change in one sentence.
 
     Where ncu cannot run (no permission to the counters, no ncu) the toolchain's entry says why and the
-    others go on."""
+    others go on. With --results, the counters also go into that results file and the store, next to
+    the timings (docs/profile.md)."""
     from ktriage.profile.diff import to_markdown
     from ktriage.profile.run import profile_bundle
     from ktriage.workload.bundle import load_bundle
 
     loaded = load_bundle(bundle)
+    if results is not None:  # a bad results file is refused before ncu runs, not after
+        from ktriage.measure.results_file import read_results
+
+        read_results(results)
     case_id = input_id if input_id is not None else loaded.input_cases()[0].id
     folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
     doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
@@ -52,4 +61,15 @@ def profile(
         typer.echo(text)
     else:
         typer.echo(to_markdown(doc), nl=False)
-    write_outputs(outputs, {".json": lambda: text + "\n", ".md": lambda: to_markdown(doc)}, make_console(stderr=True))
+    console = make_console(stderr=True)
+    write_outputs(outputs, {".json": lambda: text + "\n", ".md": lambda: to_markdown(doc)}, console)
+    if results is not None:
+        from rich.markup import escape
+
+        from ktriage.profile.attach import attach_to_results_file, attach_to_store
+
+        run, cells, notes = attach_to_results_file(results, [doc], raw_dirs=[str(folder)])
+        for note in notes:
+            console.print(f"[yellow]note:[/] {escape(note)}")
+        console.print(f"counters written into {escape(str(results))}")
+        console.print(escape(attach_to_store(db, run, cells)))

@@ -16,7 +16,11 @@ import msgspec
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
-from ktriage.schema.results import FIX, FIXES, ResultsSchema, RunFieldsCheck
+from ktriage.schema.results import FIX, FIXES, PROFILE_FIX, PROFILE_FORMAT, ProfileSectionSchema, ResultsSchema, RunFieldsCheck
+
+# The key of a cell's profile section in ``Cell.extra`` (ktriage.schema.results: why there) and of the
+# run's profile notes in ``RunInfo.settings`` (one line per toolchain ncu could not profile, and so on).
+PROFILE_KEY = "profile"
 
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1
@@ -65,6 +69,8 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
     for i, c in enumerate(doc.cells):
         if c.accuracy or c.extra:
             check_depth([c.accuracy, c.extra], origin=f"{origin}: cells[{i}]", error=FormatError)
+        if PROFILE_KEY in c.extra:
+            check_profile_section(c.extra[PROFILE_KEY], origin=f"{origin}: cells[{i}].extra.profile")
         cells.append(Cell(key=CellKey(**msgspec.structs.asdict(c.key)), status=c.status, samples_ms=c.samples_ms,
                           error=c.error, accuracy=c.accuracy, bytes_moved=c.bytes_moved, flops=c.flops, extra=c.extra))
     return run, cells
@@ -74,3 +80,24 @@ def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
     """Read a results file; a missing, too large, non-UTF-8 or malformed one is a FormatError naming the fix."""
     data = read_bytes(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
     return parse_results(decode_utf8(data, origin=f"results file {path}"), origin=f"results file {path}")
+
+
+def check_profile_section(section: object, *, origin: str) -> ProfileSectionSchema:
+    """A cell's profile section, validated: its ``format`` first (an unknown one is refused with the
+    fix), then its fields (a FormatError naming the field)."""
+    check_format_version({"format_version": section.get("format")} if isinstance(section, dict) else section,
+                         PROFILE_FORMAT, what=origin, fix=PROFILE_FIX)
+    return convert(section, ProfileSectionSchema, origin=origin, fix=PROFILE_FIX)
+
+
+def cell_profile(cell: Cell) -> dict[str, Any] | None:
+    """The cell's profile section (``extra["profile"]``), or None when the cell was not profiled."""
+    section = cell.extra.get(PROFILE_KEY)
+    return section if isinstance(section, dict) else None
+
+
+def run_profile_notes(run: RunInfo) -> list[str]:
+    """The run's profile notes: one line per toolchain (or input) ncu could not profile."""
+    info = run.settings.get(PROFILE_KEY)
+    notes = info.get("notes") if isinstance(info, dict) else None
+    return [str(n) for n in notes] if isinstance(notes, list) else []

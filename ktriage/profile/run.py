@@ -100,7 +100,7 @@ def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, bac
         output = proc.stdout + proc.stderr
         log_parts.append(f"$ {' '.join(cmd)}\n{output}\n[exit {proc.returncode}]\n")
         if any(p in output for p in PERMISSION):
-            result.error = ("ncu has no permission to the GPU performance counters (ERR_NVGPUCTRPERM): "
+            result.error = ("ncu could not run: no permission to the GPU performance counters (ERR_NVGPUCTRPERM): "
                             "run as root or set NVreg_RestrictProfilingToAdminUsers=0")
             break
         if proc.returncode == 0 and rep.exists():

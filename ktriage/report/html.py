@@ -19,7 +19,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from ktriage.measure.cells import Cell
-from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline
+from ktriage.profile.quote import comparison_quotes
+from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, profile_notes, quoted
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
 from ktriage.stats.compare import Comparison, PairResult
 
@@ -140,6 +141,7 @@ def _section(c: Comparison) -> dict[str, Any]:
     cells = [*c.ref_cells, *c.new_cells]
     sweeps = sorted({(x.key.op, x.key.mode) for x in cells})
     charts = []
+    quotes = comparison_quotes(c)
     for op, mode in sweeps:
         xs = _inputs(cells, op, mode)
         items = [_latency_chart(c, op, mode, xs), _ratio_chart(c, op, mode, xs)]
@@ -153,6 +155,8 @@ def _section(c: Comparison) -> dict[str, Any]:
         "unsure": [_row(p) for p in c.unsure()], "cliffs": [f.describe() for f in c.cliffs],
         "problems": [{"label": p.label(), "problem": p.problem or p.status} for p in c.problems()], "charts": charts,
         "runs": _runs(c),
+        "counters": [{"head": q.head(), "label": q.label(), "text": q.text, "kind": q.verdict} for q in quotes],
+        "profile_notes": [n for n in profile_notes(c) if not quoted(n, quotes)],
     }  # fmt: skip
 
 

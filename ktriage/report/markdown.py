@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktriage.measure.results_file import run_profile_notes
+from ktriage.profile.quote import CounterQuote, comparison_quotes
 from ktriage.report.safe_md import md_code, md_text
 from ktriage.stats.compare import Comparison, PairResult
 
@@ -68,6 +70,7 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
     regs = c.regressions()
     if regs:
         out += [f"{h}# Regressions, worst first", "", *_pair_table(regs, c.config.confidence, ranked=True), ""]
+    out += counters_markdown(c, h)
     if c.cliffs:
         out += [f"{h}# Cliffs along input sweeps", ""]
         out += [f"- {_esc(f.describe())}" for f in c.cliffs]
@@ -90,6 +93,34 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         out += [f"<details><summary>Same ({len(same)})</summary>", "", *_pair_table(same, c.config.confidence, ranked=False), "", "</details>", ""]
     out += _provenance(c)
     return "\n".join(out).rstrip() + "\n"
+
+
+def profile_notes(c: Comparison) -> list[str]:
+    """The runs' profile notes (one line per toolchain or input ncu could not profile), each once."""
+    notes: list[str] = []
+    for run in (c.ref_run, c.new_run):
+        if run is not None:
+            notes += [n for n in run_profile_notes(run) if n not in notes]
+    return notes
+
+
+def counters_markdown(c: Comparison, h: str = "##") -> list[str]:
+    """The Nsight Compute counters of the compared cells that carry them (``bench --profile``,
+    ``profile --results``), one line each next to the pair's verdict (``ktriage.profile.quote``)."""
+    quotes = comparison_quotes(c)
+    notes = profile_notes(c)
+    if not quotes and not notes:
+        return []
+    out = [f"{h}# Counters (Nsight Compute) next to the verdicts", ""]
+    out += [f"- **{_esc(q.head())}** {_esc(q.label())}: {_esc(q.text)}" for q in quotes]
+    out += [f"- not profiled: {_esc(n)}" for n in notes if not quoted(n, quotes)]
+    return out + [""]
+
+
+def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
+    """A note a pair's quote already says (``ncu could not run`` for that toolchain): said once."""
+    why = note.split(": ", 1)[-1]
+    return any(why in q.text and not q.available for q in quotes)
 
 
 def _provenance(c: Comparison) -> list[str]:

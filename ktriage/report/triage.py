@@ -51,6 +51,16 @@ def _culprit_text(c: CellTriage) -> str:
     return c.culprit.summary or ""
 
 
+def _counters_markdown(cells: list[CellTriage]) -> list[str]:
+    """The Nsight Compute counters of the cells that carry them, next to each one's compile-side finding."""
+    rows = [c for c in cells if c.counters]
+    if not rows:
+        return []
+    out = ["Counters (Nsight Compute), next to the compile-side finding:", ""]
+    out += [f"- {_esc(c.label())} ({_esc(c.cause.text if c.cause else WORDS[c.verdict])}): {_esc(c.counters or '')}" for c in rows]
+    return out + [""]
+
+
 def to_json(report: TriageReport) -> str:
     return json.dumps(report.to_json(), indent=1)
 
@@ -80,6 +90,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
                     seen.add(c.cause.summary)
                     out.append(f"- {_esc(c.cause.summary)}")
             out.append("")
+            out += _counters_markdown(cells)
         else:
             out.append("| cell | old ms | new ms | change | verdict | notes |")
             out.append("|---|---|---|---|---|---|")
@@ -87,6 +98,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
                 out.append("| " + " | ".join(_esc(x) for x in [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), WORDS[c.verdict],
                                                                "; ".join(c.notes)]) + " |")
             out.append("")
+            out += _counters_markdown(cells)
     out += [f"{h}# What this triage could not decide without a GPU", ""]
     out += [f"- {x}" for x in report.gpu_needed] or ["- nothing: every flagged cell was decided compile-side"]
     out.append("")
@@ -104,7 +116,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
 def _row(c: CellTriage) -> dict[str, Any]:
     return {"label": c.label(), "old": f"{c.old_ms:.4f}", "new": f"{c.new_ms:.4f}", "change": _pct(c), "verdict": WORDS[c.verdict],
             "kind": c.verdict, "cause": c.cause.text if c.cause else "", "summary": c.cause.summary if c.cause else "",
-            "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes)}
+            "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes), "counters": c.counters or ""}
 
 
 # triage verdict -> point colour on the sweep chart (grey: not flagged)
@@ -160,6 +172,8 @@ def print_table(report: TriageReport, console: Console) -> None:
             table.add_column(col)
         for c in cells:
             detail = " | ".join(x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x) or "; ".join(c.notes)
+            if c.counters:
+                detail += f" | counters: {c.counters}"
             table.add_row(escape(c.label()), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), escape(WORDS[c.verdict]), escape(detail))
         console.print(table)
     for x in report.gpu_needed:

@@ -42,6 +42,59 @@ class CellSchema(msgspec.Struct, forbid_unknown_fields=True):
     extra: dict[str, Any] = {}
 
 
+# ------------------------------------------------------------------ the optional profile section of a cell
+# ``cell.extra["profile"]``: the Nsight Compute counters of that (input, backend, toolchain), written by
+# ``ktriage bench --profile`` or ``ktriage profile --results`` (ktriage.profile.attach). It lives in
+# ``extra`` so that files with it still read in a ktriage that does not know it (``extra`` is free-form
+# there) and the store keeps it in the cell's existing JSON column (no migration). Its own ``format``
+# key versions it; a section of an unknown format is refused, naming the cell.
+PROFILE_FORMAT = 1
+Finite = Annotated[float, msgspec.Meta(ge=-1e30, le=1e30)]
+
+
+class ProfileLaunchSchema(msgspec.Struct):
+    """One profiled launch's summary (``ktriage.profile.ncu.summarize``): the numbers compare quotes are
+    typed; the other counters are kept as written."""
+
+    kernel_name: str = ""
+    registers_per_thread: Finite | None = None
+    local_share_of_l1_sectors_pct: Finite | None = None
+    local_ld_sectors: Finite | None = None
+    local_st_sectors: Finite | None = None
+    dram_bytes: Finite | None = None
+    dram_throughput_pct: Finite | None = None
+    duration_ns: Finite | None = None
+    achieved_occupancy_pct: Finite | None = None
+    global_atom_requests: Finite | None = None
+    global_red_requests: Finite | None = None
+    stall_share_pct: dict[str, Finite] = {}
+
+
+class ProfileCompileSideSchema(msgspec.Struct):
+    """What the bundle recorded of the kernel's compile (``Resources``): the numbers quoted next to the counters."""
+
+    registers: Count | None = None
+    spill_store_bytes: Count | None = None
+    spill_load_bytes: Count | None = None
+    sass_opcodes: dict[str, Count] = {}
+
+
+class ProfileSectionSchema(msgspec.Struct):
+    format: int
+    toolchain: Name
+    status: Literal["ok", "unavailable"]
+    error: str | None = None
+    reference: str | None = None
+    ncu_version: str | None = None
+    launches: list[ProfileLaunchSchema] = []
+    compile_side: ProfileCompileSideSchema | None = None
+    findings: list[str] = []
+
+
+PROFILE_FIX = ("the profile section (cell.extra.profile) is written by `ktriage bench --profile` or "
+               "`ktriage profile --results`: write it again with this ktriage, or drop the section")
+
+
 class RunSchema(msgspec.Struct):
     run_id: Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9._:-]+$")]
     created: str = ""

@@ -218,6 +218,33 @@ class Store:
                 values["gpu"] = dict(gpu) | {"after": gpu_after}
             conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(**values))
 
+    def attach_profiles(self, run_id: str, cells: list[Cell], settings: dict[str, Any] | None = None) -> int:
+        """Store the profile sections (``cell.extra["profile"]``, ktriage.profile.attach) of ``cells``
+        into run ``run_id``'s cells of the same keys, after the timing (a finished run is fine), and
+        ``settings`` (the run's profile notes) as the run's settings, in ONE transaction. The section
+        goes into the cell's existing ``extra`` JSON column, so no migration and no new table: older
+        stores take it as they are and older ktriage versions read the cells unchanged. Returns the
+        number of cells updated; a key the run does not have is skipped (not an error: the timing of
+        that cell may have failed before it was stored)."""
+        from ktriage.measure.results_file import PROFILE_KEY
+
+        updated = 0
+        with self._write() as conn:
+            if conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == run_id)).scalar() is None:
+                raise StoreError(f"no run {run_id} in the store {self.url}", "import the results file first: ktriage runs import FILE")
+            for cell in cells:
+                section = cell.extra.get(PROFILE_KEY)
+                if section is None:
+                    continue
+                row = conn.execute(select(cells_t.c.id, cells_t.c.extra).where(*_key_where(run_id, cell.key))).first()
+                if row is None:
+                    continue
+                conn.execute(update(cells_t).where(cells_t.c.id == row.id).values(extra=dict(row.extra or {}) | {PROFILE_KEY: section}))
+                updated += 1
+            if settings is not None:
+                conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(settings=settings, updated=time.time()))
+        return updated
+
     @contextmanager
     def recording(self, run: RunInfo) -> Iterator[Recording]:
         """Start ``run``; on exit mark it finished, interrupted (Ctrl-C) or failed (any other exception).

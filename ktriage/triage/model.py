@@ -7,8 +7,12 @@ renderers in ``ktriage.report.triage``, a history or CI layer on top) load it wi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ktriage.measure.cells import Cell
 
 # The verdict of one flagged cell, in report order (see docs/triage.md):
 #   regression        slower, and the compiler changed the kernel for the worse (cause, culprit, fix)
@@ -116,6 +120,9 @@ class CellTriage:
     fixes: list[dict[str, Any]] = field(default_factory=list)
     baseline_moved: bool = False
     notes: list[str] = field(default_factory=list)
+    # the Nsight Compute counters of this cell's two sides, quoted in one line next to the compile-side
+    # finding (ktriage.profile.quote), when the results carry them (bench --profile, profile --results)
+    counters: str | None = None
 
     @property
     def change_pct(self) -> float:
@@ -132,8 +139,21 @@ class CellTriage:
             "verdict": self.verdict, "verdict_text": WORDS[self.verdict], "stats_verdict": self.stats_verdict,
             "single_value": self.single_value, "catalog": self.catalog, "compile_change": self.compile_change,
             "cause": self.cause.to_json() if self.cause else None, "culprit": self.culprit.to_json() if self.culprit else None,
-            "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes,
+            "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes, "counters": self.counters,
         }  # fmt: skip
+
+
+def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_cells: Sequence[Cell]) -> int:
+    """Fill each flagged cell's ``counters`` from the two sides' results cells (their profile
+    sections); returns how many got a quote. The pipeline's hook: one call once the flagged cells
+    exist (``attach_counters(flagged, cells_a, cells_b)``); a side without counters changes nothing."""
+    from ktriage.profile.quote import cell_quote
+
+    n = 0
+    for c in cells:
+        c.counters = cell_quote(old_cells, new_cells, op=c.op, mode=c.mode, input_id=c.input_id, backend=c.backend)
+        n += c.counters is not None
+    return n
 
 
 @dataclass

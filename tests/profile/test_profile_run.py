@@ -49,5 +49,5 @@ def test_unknown_metric_retries_with_sections_only(tmp_path: Path) -> None:
 def test_no_permission_is_one_line_and_no_retry(tmp_path: Path) -> None:
     ncu = fake_ncu(tmp_path, profile_part='echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"; exit 1')
     result = profile_toolchain(ncu, Path("bundle"), TC, 7, "liger_layer_norm", tmp_path)
-    assert result.error is not None and result.error.startswith("ncu has no permission") and "\n" not in result.error
+    assert result.error is not None and result.error.startswith("ncu could not run: no permission") and "\n" not in result.error
     assert len((tmp_path / "calls").read_text().splitlines()) == 1 and not result.launches
