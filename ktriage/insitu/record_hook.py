@@ -591,7 +591,7 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
             text = fh.read()
         files[rel] = text
         top = name.split(".")[0]
-        for imported in _imports(text, name, path.endswith("__init__.py")):
+        for imported in [*_imports(text, name, path.endswith("__init__.py")), *sorted(_DYNAMIC_IMPORTS.get(name, ()))]:
             if imported.startswith(INDUCTOR_RUNTIME):
                 # inductor's runtime: the modules with @triton.jit helpers (triton_helpers) and what
                 # they import are carried; host-side ones (triton_heuristics, hints) become stubs
@@ -800,6 +800,37 @@ def host_versions() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------- patching
 _recorder: Recorder | None = None
 
+# Modules imported with importlib.import_module while another module's top-level code ran: the
+# importing module -> what it imported. A library that picks its backends at import time (fla-core's
+# ``@dispatch('common')`` imports ``fla.ops.common.backends``) has no import statement for them, so
+# the snapshot's static reading of the source alone would leave them out.
+_DYNAMIC_IMPORTS: dict[str, set[str]] = {}
+
+
+def _watch_dynamic_imports() -> None:
+    """Wrap importlib.import_module (once) to note which module's import asked for what."""
+    import importlib
+
+    original = importlib.import_module
+    if getattr(original, "_ktriage_record", False):
+        return
+
+    def import_module(name: str, package: str | None = None) -> Any:
+        module = original(name, package)
+        try:
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_name != "<module>":
+                frame = frame.f_back
+            importer = frame.f_globals.get("__name__") if frame is not None else None
+            if isinstance(importer, str) and importer.split(".")[0] == module.__name__.split(".")[0]:
+                _DYNAMIC_IMPORTS.setdefault(importer, set()).add(module.__name__)
+        except Exception:
+            pass
+        return module
+
+    import_module._ktriage_record = True  # type: ignore[attr-defined]
+    importlib.import_module = import_module
+
 
 def patch_triton() -> None:
     """Wrap JITFunction.run and Autotuner.run (once)."""
@@ -932,6 +963,7 @@ def install(journal_path: str) -> Recorder:
         return _recorder
     journal = Journal(journal_path)
     _recorder = Recorder(journal)
+    _safely(_watch_dynamic_imports)
     journal.write({"type": "header", "format_version": JOURNAL_FORMAT, "kind": JOURNAL_KIND,
                    "argv": list(sys.argv), "pid": os.getpid(), "started": time.time()})
     pending = {}

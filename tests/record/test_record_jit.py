@@ -135,6 +135,13 @@ def test_fla_chunk_gated_delta_rule_kernels(toolchain, tmp_path: Path) -> None:
     assert isinstance(artifact, Artifact)
     ours = run_cuobjdump(tc.cuobjdump, artifact.cubin.cubin_path, "-sass")
     assert ours == run_cuobjdump(tc.cuobjdump, jit_cubin, "-sass") and "chunk_local_cumsum" in ours
+    # every kernel compiles from its snapshot, also those whose module fla's ``@dispatch`` decorates:
+    # the backends it imports with importlib at import time (no import statement) are carried too
+    snapshot = workload.snapshots[workload.kernels[-1].snapshot]["files"]
+    assert "fla/ops/common/backends/__init__.py" in snapshot
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        for kernel in workload.kernels[1:]:
+            assert isinstance(compiler.compile(kernel.inputs[0].spec, tc), Artifact), kernel.function
 
 
 def test_repeated_autotuned_launches_are_counted(toolchain, tmp_path: Path) -> None:
