@@ -11,7 +11,11 @@
 5. fixes: what ``explain --fixes`` proposes, verified by compiling;
 6. the report (``ktriage.report.triage`` renders it).
 
-What it cannot do without a GPU: re-measure. A slower cell with one number a side and no
+7. the GPU step, when asked (``ktriage.triage.measure``): a bench bundle of the flagged cells for
+   the GPU host, the bench itself on a GPU host, or its results read back: each flagged cell gets a
+   verdict from both toolchains timed side by side.
+
+Without the GPU step it does not re-measure: a slower cell with one number a side and no
 compile-side change stays "unsure without a GPU re-run".
 """
 
@@ -239,6 +243,9 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     speak = say or (lambda _m: None)
     if not 0 < options.threshold < 10:
         raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)")
+    from ktriage.triage import measure as gpu
+
+    gpu.check_options(options)
     run_a, cells_a, label_a = _load(old, options)
     run_b, cells_b, label_b = _load(new, options)
     old_tc = options.old_toolchain or side_toolchain(run_a, cells_a)
@@ -306,4 +313,5 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
                                  "re-measuring on the GPU tells which")
     if old_tc is not None and old_tc == new_tc:
         report.notes.append(f"both sides name the same toolchain ({old_tc}): any difference is not the compiler's")
+    gpu.gpu_step(report, options, speak)  # 7. the GPU step, when asked: bundle, bench, read back
     return report
