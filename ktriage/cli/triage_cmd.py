@@ -60,7 +60,9 @@ def triage(
     from ktriage.bench.compare_sides import load_side
 
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
-    report = run_triage((sides[0][0], sides[0][1]), (sides[1][0], sides[1][1]), options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    labels = [Path(ref).name if Path(ref).exists() else label for ref, (_, _, label) in zip((old, new), sides, strict=True)]
+    report = run_triage((sides[0][0], sides[0][1], labels[0]), (sides[1][0], sides[1][1], labels[1]), options,
+                        say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     gpu = report.measured or {}
     if gpu.get("commands") and not gpu.get("results"):
         console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")

@@ -36,7 +36,8 @@ from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport
 
 Say = Callable[[str], None]
-Side = str | Path | tuple[RunInfo, list[Cell]]
+# a results file, or a side already in memory: (run, cells) or (run, cells, label) (the label names it in the report)
+Side = str | Path | tuple[RunInfo, list[Cell]] | tuple[RunInfo, list[Cell], str]
 
 # Evidence kinds, most telling first: (metric prefix, words). A finding group's first match names the cause.
 _KINDS: tuple[tuple[str, str], ...] = (
@@ -51,7 +52,7 @@ _BISECT_METRIC = {"spills": "spill_store_bytes", "REDG→ATOMG": "sass:ATOMG", "
 
 def _load(side: Side, options: TriageOptions) -> tuple[RunInfo, list[Cell], str]:
     if isinstance(side, tuple):
-        run, cells, label = side[0], side[1], side[0].run_id
+        run, cells, label = side[0], side[1], (side[2] if len(side) > 2 else side[0].run_id)
     else:
         run, cells = read_run_file(side, op=options.op, mode=options.mode)
         label = Path(side).name
