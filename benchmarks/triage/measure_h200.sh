@@ -24,6 +24,9 @@ KT=${KTRIAGE:-$PY -m ktriage}
 AA=(benchmarks/triage/tritonbench_aa/layer_norm_bwd_run1.csv benchmarks/triage/tritonbench_aa/layer_norm_bwd_run2.csv
     --old-toolchain triton==3.6.0 --new-toolchain triton==3.6.0 --no-bisect --no-fixes)
 LN=("$bundles/tri-ln331/sides/side-triton-3.3.1.json" "$bundles/tri-ln331/sides/side-triton-3.4.0.json" --no-bisect --no-fixes)
+# the GPU test's cell (tests/triage/test_triage_measure.py): the test data's A/A pair, its worst cell, --measure in-process
+T1=(tests/data/tritonbench/layer_norm_bwd_run1.csv tests/data/tritonbench/layer_norm_bwd_run2.csv --old-toolchain triton==3.4.0
+    --new-toolchain triton==3.4.0 --op layer_norm --mode bwd --limit 1)
 
 case "$step" in
 build)
@@ -40,7 +43,9 @@ EOF
   echo "tri-aa: exit $?"
   $KT triage "${LN[@]}" --bundle "$bundles/tri-ln331" --format markdown > "$bundles/tri-ln331.before.md"
   echo "tri-ln331: exit $?"
-  du -sh "$bundles"/tri-aa "$bundles"/tri-ln331
+  $KT triage "${T1[@]}" --bundle "$bundles/tri-gpu-test" --format json > /dev/null
+  echo "tri-gpu-test: exit $?"
+  du -sh "$bundles"/tri-aa "$bundles"/tri-ln331 "$bundles"/tri-gpu-test
   ;;
 gpu)
   out=${2:?usage: measure_h200.sh gpu OUTDIR}
@@ -54,12 +59,23 @@ gpu)
       KTRIAGE="$KT" bash "$d/measure.sh"
       echo "$(basename "$d"): rc=$? $(( $(date +%s) - t0 )) s"
     done
+    # --measure in-process (the library path) on the prebuilt test bundle: no toolchain needed here
+    t0=$(date +%s)
+    $KT triage "${T1[@]}" --measure --bundle "$bundles/tri-gpu-test" --max-time 3 -o "$bundles/tri-gpu-test/inprocess.json" \
+        --format markdown > "$bundles/tri-gpu-test/inprocess.md"
+    echo "tri-gpu-test --measure: rc=$? (expect 0: noise) $(( $(date +%s) - t0 )) s"
+    if $PY -c "import pytest" 2>/dev/null; then
+      KTRIAGE_TRIAGE_BUNDLE="$bundles/tri-gpu-test" $PY -m pytest -q -p no:cacheprovider -m gpu tests/triage/test_triage_measure.py
+      echo "pytest -m gpu tests/triage/test_triage_measure.py: rc=$?"
+    else
+      echo "pytest not importable: the GPU test is the --measure run above"
+    fi
     echo "total $(( $(date +%s) - start )) s"
   } > "$out/gpu.log" 2>&1
   tail -5 "$out/gpu.log"
   cp "$out/gpu.log" "$bundles/gpu.log"
   (cd "$bundles" && tar czf "$out/triage_measure.tgz" gpu.log tri-aa/results tri-aa/triage-measure.json \
-      tri-ln331/results tri-ln331/triage-measure.json)
+      tri-ln331/results tri-ln331/triage-measure.json tri-gpu-test/results tri-gpu-test/inprocess.json tri-gpu-test/inprocess.md)
   ls -la "$out"
   ;;
 report)

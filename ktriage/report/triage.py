@@ -81,6 +81,12 @@ def _gpu_lines(report: TriageReport) -> list[str]:
     return out
 
 
+def _decided(report: TriageReport) -> str:
+    if _is_measured(report):
+        return "every flagged cell was decided, by the side-by-side GPU re-run or compile-side"
+    return "every flagged cell was decided compile-side"
+
+
 def to_json(report: TriageReport) -> str:
     return json.dumps(report.to_json(), indent=1)
 
@@ -123,7 +129,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     if gpu:
         out += [f"{h}# The GPU re-run", ""] + [f"- {_esc(x)}" for x in gpu] + [""]
     out += [f"{h}# What this triage could not decide without a GPU", ""]
-    out += [f"- {x}" for x in report.gpu_needed] or ["- nothing: every flagged cell was decided compile-side"]
+    out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
     out.append("")
     out += [f"Baseline check ({report.baseline.get('status', 'none')}): {report.baseline.get('message', '')}", ""]
     if report.failures:
@@ -181,7 +187,7 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
                 for t, kinds in SECTIONS]
     return _env().get_template("triage.html.j2").render(title=title, r=report, headline=report.headline(),
                                                         sections=[s for s in sections if s["rows"]],
-                                                        measured=_is_measured(report), gpu_lines=_gpu_lines(report),
+                                                        measured=_is_measured(report), gpu_lines=_gpu_lines(report), decided=_decided(report),
                                                         charts=[Markup(svg) for svg in sweep_charts(report)])  # line_chart escapes its texts
 
 

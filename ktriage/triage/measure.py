@@ -232,7 +232,10 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     from ktriage.home import home_subdir
 
     out = Path(options.bundle) if options.bundle else home_subdir("bundles") / f"tri-{plan.token}"
-    write_bundle(report, plan, out, options, say)
+    if options.measure and reusable(plan, out):  # built on the CPU machine: the GPU host needs no toolchain
+        say(f"reusing the bundle in {out} (token {plan.token}): no compile")
+    else:
+        write_bundle(report, plan, out, options, say)
     commands = [f"bash {shlex.quote(str(out / SCRIPT))}"]
     report.measured = {"bundle": str(out), "token": plan.token, "commands": commands, "results": [],
                        "bench": [g.bench_command(options.max_time_s) for g in plan.groups], "baseline": []}
@@ -248,6 +251,25 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
 
 
 # ----------------------------------------------------------------------------------- the bundle (CPU)
+def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
+    """Does ``out_dir`` already hold this plan's bundles (same token, every planned input)? Then
+    ``--measure`` benches them as they are: a bundle built on the CPU machine, measured on a GPU host
+    without the toolchains."""
+    from ktriage.workload.bundle import load_bundle
+
+    try:
+        doc = json.loads((Path(out_dir) / MANIFEST).read_text())
+        if not isinstance(doc, dict) or doc.get("token") != plan.token:
+            return False
+        for g in plan.groups:
+            have = {c.id for c in load_bundle(Path(out_dir) / g.dirname).input_cases()}
+            if not set(g.input_ids) <= have:
+                return False
+    except (OSError, ValueError, KtriageError):
+        return False
+    return True
+
+
 def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: Say) -> Path:
     """Compile the plan's bundles into ``out_dir`` (one per (op, pass)), with the manifest and the
     GPU host's script; returns ``out_dir``. A same-toolchain pair gets a second copy of its kernels
@@ -394,7 +416,8 @@ def describe(m: Measured) -> str:
     ci = f" [{m.ci_low:.3f}, {m.ci_high:.3f}]" if m.ci_low is not None and m.ci_high is not None else ""
     conf = f" at {m.confidence:.0%}" if m.confidence else ""
     word = "noise (same)" if m.verdict == "same" else m.verdict
-    return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples"
+    what = " (the baseline: first vs second half of its samples)" if m.how == "baseline" else ""
+    return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples{what}"
 
 
 def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path], options: TriageOptions) -> None:
