@@ -65,7 +65,7 @@ gpu)
         --format markdown > "$bundles/tri-gpu-test/inprocess.md"
     echo "tri-gpu-test --measure: rc=$? (expect 0: noise) $(( $(date +%s) - t0 )) s"
     if $PY -c "import pytest" 2>/dev/null; then
-      KTRIAGE_TRIAGE_BUNDLE="$bundles/tri-gpu-test" $PY -m pytest -q -p no:cacheprovider -m gpu tests/triage/test_triage_measure.py
+      KTRIAGE_TEST_HOME="${KTRIAGE_HOME:-$repo/.ktriage-home}" KTRIAGE_TRIAGE_BUNDLE="$bundles/tri-gpu-test" $PY -m pytest -q -p no:cacheprovider -m gpu tests/triage/test_triage_measure.py
       echo "pytest -m gpu tests/triage/test_triage_measure.py: rc=$?"
     else
       echo "pytest not importable: the GPU test is the --measure run above"

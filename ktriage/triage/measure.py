@@ -226,6 +226,15 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
                            "note": "no flagged cell: nothing to re-measure"}
         return
     plan = plan_measurement(report, options)
+    for i, why in plan.skipped.items():
+        report.cells[i].notes.append(f"not re-measured: {why}")
+    if not plan.groups:  # nothing benchable: the report says why per cell, and nothing is written or read
+        for i, why in plan.skipped.items():
+            _not_measured(report.cells[i], why)
+        report.measured = {"bundle": None, "token": plan.token, "commands": [], "results": [], "baseline": [],
+                           "note": "no flagged cell can be re-measured by ktriage bench (only layer_norm and embedding "
+                                   "cells, their Liger backend or baseline, have replays today)"}
+        return
     if options.measured:
         apply_measured(report, plan, results_paths(options.measured), options)
         return
@@ -282,7 +291,7 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
 
     if not plan.groups:
         raise KtriageError("no flagged cell can be re-measured by ktriage bench: " + "; ".join(sorted(set(plan.skipped.values())))[:600],
-                           "only layer_norm and embedding cells (their Liger backend or baseline) have replays today")
+                           "only layer_norm and embedding cells (their Liger backend or baseline) have replays today")  # gpu_step checks first
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     specs = [plan.old_toolchain] if plan.same_toolchain else [plan.old_toolchain, plan.new_toolchain]
@@ -455,10 +464,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     for i, cell in enumerate(report.cells):
         target = plan.targets.get(i)
         if target is None:
-            why = plan.skipped.get(i, "not re-measured")
-            cell.measured = Measured("not_measured", why)
-            if cell.verdict not in ("regression", "improvement") and why.startswith("no replay"):
-                cell.verdict = "unsure_no_replay"
+            _not_measured(cell, plan.skipped.get(i, "not re-measured"))
             continue
         group = plan.group_of(target)
         key = (target.op, target.mode, target.input_id, target.backend)
@@ -485,6 +491,12 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     if undecided:
         report.gpu_needed.append(f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
                                  "not bundled, or an interval across the gate): see their measured column")
+
+
+def _not_measured(cell: CellTriage, why: str) -> None:
+    cell.measured = Measured("not_measured", why)
+    if cell.verdict not in ("regression", "improvement") and why.startswith("no replay"):
+        cell.verdict = "unsure_no_replay"
 
 
 def _artifact_measured(found: tuple[Any, str] | None, plan: MeasurePlan, source: str) -> Measured:

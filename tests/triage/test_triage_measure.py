@@ -153,15 +153,18 @@ def test_bad_gpu_step_options_are_refused_before_compiling(tmp_path: Path, capsy
     assert "not the results of a bundle" in capsys.readouterr().err
 
 
-def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path) -> None:
+def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rms = [tmp_path / "rms_norm_bwd_run1.csv", tmp_path / "rms_norm_bwd_run2.csv"]
     for p, slow in zip(rms, (1.0, 1.5), strict=True):
         p.write_text("(M, H);llama_rms-latency;liger_rms-latency\n(2048, 1024);0.1;" + f"{0.2 * slow}\naverage;;\n")
-    options = TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0")
-    report = triage(rms[0], rms[1], options)
-    plan = plan_measurement(report, options)
-    assert not plan.groups and report.cells
-    assert all(why.startswith("no replay for rms_norm") for why in plan.skipped.values())
+    code = main(["triage", str(rms[0]), str(rms[1]), "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0",
+                 "--bundle", str(tmp_path / "tri"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and not (tmp_path / "tri").exists()
+    (cell,) = report["cells"]
+    assert cell["backend"] == "liger_rms" and cell["verdict"] == "unsure_no_replay"
+    assert cell["measured"]["verdict"] == "not_measured" and cell["measured"]["text"].startswith("no replay for rms_norm")
+    assert "no flagged cell can be re-measured" in report["measured"]["note"]
 
 
 @pytest.mark.gpu
