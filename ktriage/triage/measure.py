@@ -25,6 +25,7 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import re
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -401,7 +402,11 @@ def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
         raise KtriageError(f"--measured {path}: not the results of a bundle (the run has no bundle in its plan)",
                            "give the results `ktriage bench --bundle DIR/<bundle>` wrote for this triage's bundle")
     name = Path(bundle.rstrip("/")).name
-    return name, name.rsplit("-", 1)[-1]
+    token = name.rsplit("-", 1)[-1]
+    if not re.fullmatch(r"[0-9a-f]{10}", token):
+        raise KtriageError(f"--measured {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
+                           "give the results of the bundle `ktriage triage OLD NEW ... --bundle DIR` wrote: DIR/results/*.json")
+    return name, token
 
 
 def _verdict_config(options: TriageOptions) -> VerdictConfig:

@@ -151,6 +151,9 @@ def test_bad_gpu_step_options_are_refused_before_compiling(tmp_path: Path, capsy
                                                          [0.1] * 20)])
     assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(plain)]) == 2
     assert "not the results of a bundle" in capsys.readouterr().err
+    real = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
+    assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(real)]) == 2  # a real H200 bench run, not of a triage
+    assert "the results of bundle ln-bwd-all, which no triage wrote" in capsys.readouterr().err
 
 
 def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
