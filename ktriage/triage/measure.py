@@ -252,7 +252,7 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     for i, t in plan.targets.items():
         report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.group_of(t).dirname}")
     if options.measure:
-        paths = run_measure(plan, out, options, say)
+        paths = run_measure(plan, out, options, say, report.failures)
         apply_measured(report, plan, paths, options)
         report.measured.update(bundle=str(out), commands=commands)
         return
@@ -338,9 +338,10 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
 
 
 # ----------------------------------------------------------------------------------- the bench (GPU host)
-def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: Say) -> list[Path]:
+def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: Say, failures: list[str]) -> list[Path]:
     """Bench every bundle of ``out_dir`` in this process (a GPU host), as ``measure.sh`` would; the
-    results files, one per bundle. One bundle that fails to bench is reported, the others go on."""
+    results files, one per bundle. A bundle that fails to bench is added to ``failures`` (with
+    what it measured before failing, if anything), the others go on."""
     from ktriage.bench.plan import BenchPlan
     from ktriage.bench.session import run_bench
     from ktriage.workload.bundle import load_bundle
@@ -357,7 +358,12 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
         results = Path(out_dir) / g.results_name
         results.parent.mkdir(parents=True, exist_ok=True)
         say(f"bench {g.dirname}: {len(g.input_ids)} input(s), {len(records)} toolchain variant(s) side by side")
-        run_bench(bench, store_url=options.db, results_path=results, toolchains=records)
+        try:
+            run_bench(bench, store_url=options.db, results_path=results, toolchains=records)
+        except KtriageError as exc:  # this bundle's cells stay unmeasured; the other bundles go on
+            failures.append(f"bench {g.dirname}: {exc.problem}")
+            if not results.exists():
+                continue
         paths.append(results)
     return paths
 
