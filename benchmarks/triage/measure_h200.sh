@@ -72,7 +72,7 @@ gpu)
     fi
     echo "total $(( $(date +%s) - start )) s"
   } > "$out/gpu.log" 2>&1
-  tail -5 "$out/gpu.log"
+  tail -15 "$out/gpu.log"
   cp "$out/gpu.log" "$bundles/gpu.log"
   (cd "$bundles" && tar czf "$out/triage_measure.tgz" gpu.log tri-aa/results tri-aa/triage-measure.json \
       tri-ln331/results tri-ln331/triage-measure.json tri-gpu-test/results tri-gpu-test/inprocess.json tri-gpu-test/inprocess.md)
