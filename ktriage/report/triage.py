@@ -59,7 +59,7 @@ def _is_measured(report: TriageReport) -> bool:
 
 def _measured_text(c: CellTriage) -> str:
     """The measured column: the side-by-side verdict with its interval, or why there is none."""
-    from ktriage.triage.measure import describe
+    from ktriage.triage.measure_read import describe
 
     return describe(c.measured) if c.measured is not None else ""
 
