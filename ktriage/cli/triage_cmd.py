@@ -36,10 +36,17 @@ def triage(
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS, "The markdown is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained.")] = None,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0/1 even when a step failed (default: 4, 'incomplete').")] = False,
+    bundle: Annotated[Path | None, typer.Option("--bundle", help="Write a bench bundle of the flagged cells here (both toolchains compiled; no GPU needed) and print the one command that re-measures them side by side on the GPU host.")] = None,
+    measured: Annotated[list[str] | None, typer.Option("--measured", help="Read the GPU re-run back: the results files of the bundle's bench, or the bundle folder (its results/); repeatable. Each flagged cell gets a measured verdict.")] = None,
+    measure: Annotated[bool, typer.Option("--measure", help="On a GPU host: bundle the flagged cells and re-measure them side by side in this process (--bundle DIR keeps the bundle there).")] = False,
+    limit: Annotated[int | None, typer.Option("--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all).")] = None,
+    max_time: Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")] = 5.0,
 ) -> None:
     """Triage a regression report without a GPU: rank every cell past the gate, explain each flagged
     kernel compile-side with both toolchains, note a moved baseline, bisect compile-only, propose
-    fixes, and write one report. Exit 1: a compile-side regression; 0: none; 4: a step failed."""
+    fixes, and write one report. With a GPU (--measure) or a bundle for the GPU host (--bundle, then
+    --measured), re-measure the flagged cells with both toolchains side by side: each gets a measured
+    verdict. Exit 1: a regression (compile-side, or measured); 0: none; 4: a step failed."""
     from ktriage.report.triage import print_table, to_html, to_json, to_markdown
     from ktriage.triage import TriageOptions
     from ktriage.triage import triage as run_triage
@@ -47,11 +54,20 @@ def triage(
     check_format(fmt, FORMATS)
     console = make_console(stderr=True)
     options = TriageOptions(old_toolchain=old_toolchain, new_toolchain=new_toolchain, threshold=threshold / 100.0, arch=arch,
-                            op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs)
+                            op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs,
+                            bundle=str(bundle) if bundle else None, measure=measure, measured=list(measured or []), limit=limit,
+                            max_time_s=max_time, db=db)
     from ktriage.bench.compare_sides import load_side
 
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
-    report = run_triage((sides[0][0], sides[0][1]), (sides[1][0], sides[1][1]), options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    labels = [Path(ref).name if Path(ref).exists() else label for ref, (_, _, label) in zip((old, new), sides, strict=True)]
+    report = run_triage((sides[0][0], sides[0][1], labels[0]), (sides[1][0], sides[1][1], labels[1]), options,
+                        say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    gpu = report.measured or {}
+    if gpu.get("commands") and not gpu.get("results"):
+        console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")
+        console.print(f"on the GPU host: [bold]{escape(gpu['commands'][0])}[/]  (it runs: {escape('; '.join(gpu.get('bench', [])))})")
+        console.print(f"then here: the same triage with --measured {escape(str(gpu['bundle']))}")
     if fmt == Format.json:
         typer.echo(to_json(report))
     elif fmt == Format.markdown:

@@ -9,6 +9,7 @@ what failed. Computing is in ``ktriage.triage``; this module only lays it out.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -20,11 +21,12 @@ from ktriage.report.svg import Series, line_chart
 from ktriage.triage.model import WORDS, CellTriage, TriageReport
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Regressions (compile-side), worst first", ("regression",)),
+    ("Regressions (compile-side, or measured side by side), worst first", ("regression", "measured_regression")),
     ("Not the compiler: can't reproduce compile-side, noise, the baseline or the environment",
-     ("not_compile_side", "unsure_no_gpu", "unexplained")),
+     ("noise", "not_compile_side", "unsure_measured", "unsure_no_gpu", "unsure_no_replay", "unexplained")),
     ("Improvements", ("improvement",)),
 )
+REGRESSION_KINDS = SECTIONS[0][1]
 
 
 def _esc(text: str) -> str:
@@ -61,6 +63,40 @@ def _counters_markdown(cells: list[CellTriage]) -> list[str]:
     return out + [""]
 
 
+def _is_measured(report: TriageReport) -> bool:
+    return bool(report.measured and report.measured.get("results"))
+
+
+def _measured_text(c: CellTriage) -> str:
+    """The measured column: the side-by-side verdict with its interval, or why there is none."""
+    from ktriage.triage.measure_read import describe
+
+    return describe(c.measured) if c.measured is not None else ""
+
+
+def _gpu_lines(report: TriageReport) -> list[str]:
+    """The GPU step's own lines: the bundle and its command, the results read, the baseline."""
+    m = report.measured
+    if not m:
+        return []
+    out = []
+    if m.get("note"):
+        out.append(str(m["note"]))
+    if m.get("results"):
+        out.append("re-measured on the GPU, both toolchains side by side in one process: " + ", ".join(f"`{Path(x).name}`" for x in m["results"]))
+    elif m.get("commands"):
+        out.append(f"bundle for the GPU re-run: `{m.get('bundle')}`; on the GPU host: `{m['commands'][0]}`; then this triage "
+                   f"again with `--measured {m.get('bundle')}`")
+    out += [str(x) for x in m.get("baseline", [])]
+    return out
+
+
+def _decided(report: TriageReport) -> str:
+    if _is_measured(report):
+        return "every flagged cell was decided, by the side-by-side GPU re-run or compile-side"
+    return "every flagged cell was decided compile-side"
+
+
 def to_json(report: TriageReport) -> str:
     return json.dumps(report.to_json(), indent=1)
 
@@ -76,13 +112,14 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         if not cells:
             continue
         out += [f"{h}# {title}", ""]
-        if kinds == ("regression",):
-            out.append("| # | cell | old ms | new ms | change | cause | culprit | fix |")
-            out.append("|---|---|---|---|---|---|---|---|")
+        measured = _is_measured(report)
+        if kinds == REGRESSION_KINDS:
+            out.append("| # | cell | old ms | new ms | change | cause | culprit | fix |" + (" measured side by side |" if measured else ""))
+            out.append("|---|---|---|---|---|---|---|---|" + ("---|" if measured else ""))
             for k, c in enumerate(cells, 1):
-                cause = f"**{c.cause.text}**" if c.cause else ""
-                out.append("| " + " | ".join(_esc(x) for x in [str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", f"**{_pct(c)}**",
-                                                               cause, _culprit_text(c), _fix_text(c)]) + " |")
+                cause = f"**{c.cause.text}**" if c.cause else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
+                row = [str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", f"**{_pct(c)}**", cause, _culprit_text(c), _fix_text(c)]
+                out.append("| " + " | ".join(_esc(x) for x in row + ([_measured_text(c)] if measured else [])) + " |")
             out.append("")
             seen: set[str] = set()
             for c in cells:
@@ -92,15 +129,19 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
             out.append("")
             out += _counters_markdown(cells)
         else:
-            out.append("| cell | old ms | new ms | change | verdict | notes |")
-            out.append("|---|---|---|---|---|---|")
+            out.append("| cell | old ms | new ms | change | verdict |" + (" measured side by side |" if measured else "") + " notes |")
+            out.append("|---|---|---|---|---|---|" + ("---|" if measured else ""))
             for c in cells:
-                out.append("| " + " | ".join(_esc(x) for x in [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), WORDS[c.verdict],
-                                                               "; ".join(c.notes)]) + " |")
+                row = [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), WORDS[c.verdict]]
+                row += ([_measured_text(c)] if measured else []) + ["; ".join(c.notes)]
+                out.append("| " + " | ".join(_esc(x) for x in row) + " |")
             out.append("")
             out += _counters_markdown(cells)
+    gpu = _gpu_lines(report)
+    if gpu:
+        out += [f"{h}# The GPU re-run", ""] + [f"- {_esc(x)}" for x in gpu] + [""]
     out += [f"{h}# What this triage could not decide without a GPU", ""]
-    out += [f"- {x}" for x in report.gpu_needed] or ["- nothing: every flagged cell was decided compile-side"]
+    out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
     out.append("")
     out += [f"Baseline check ({report.baseline.get('status', 'none')}): {report.baseline.get('message', '')}", ""]
     if report.failures:
@@ -116,12 +157,14 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
 def _row(c: CellTriage) -> dict[str, Any]:
     return {"label": c.label(), "old": f"{c.old_ms:.4f}", "new": f"{c.new_ms:.4f}", "change": _pct(c), "verdict": WORDS[c.verdict],
             "kind": c.verdict, "cause": c.cause.text if c.cause else "", "summary": c.cause.summary if c.cause else "",
-            "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes), "counters": c.counters or ""}
+            "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes), "counters": c.counters or "",
+            "measured": _measured_text(c)}
 
 
 # triage verdict -> point colour on the sweep chart (grey: not flagged)
 COLOURS = {"regression": "#b00020", "not_compile_side": "#c77700", "unsure_no_gpu": "#c77700", "unexplained": "#6a1b9a",
-           "improvement": "#2e7d32"}
+           "improvement": "#2e7d32", "measured_regression": "#b00020", "noise": "#777777", "unsure_measured": "#c77700",
+           "unsure_no_replay": "#c77700"}
 
 
 def sweep_charts(report: TriageReport) -> list[str]:
@@ -153,10 +196,11 @@ def sweep_charts(report: TriageReport) -> list[str]:
 def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
     from markupsafe import Markup
 
-    sections = [{"title": t, "regression": kinds == ("regression",), "rows": [_row(c) for c in report.cells if c.verdict in kinds]}
+    sections = [{"title": t, "regression": kinds == REGRESSION_KINDS, "rows": [_row(c) for c in report.cells if c.verdict in kinds]}
                 for t, kinds in SECTIONS]
     return _env().get_template("triage.html.j2").render(title=title, r=report, headline=report.headline(),
                                                         sections=[s for s in sections if s["rows"]],
+                                                        measured=_is_measured(report), gpu_lines=_gpu_lines(report), decided=_decided(report),
                                                         charts=[Markup(svg) for svg in sweep_charts(report)])  # line_chart escapes its texts
 
 
@@ -168,14 +212,19 @@ def print_table(report: TriageReport, console: Console) -> None:
         if not cells:
             continue
         table = Table(title=title, title_justify="left")
-        for col in ("cell", "old ms", "new ms", "change", "verdict", "cause / culprit / fix or notes"):
+        measured = _is_measured(report)
+        for col in ("cell", "old ms", "new ms", "change", "verdict", *(["measured side by side"] if measured else []),
+                    "cause / culprit / fix or notes"):
             table.add_column(col)
         for c in cells:
             detail = " | ".join(x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x) or "; ".join(c.notes)
             if c.counters:
                 detail += f" | counters: {c.counters}"
-            table.add_row(escape(c.label()), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), escape(WORDS[c.verdict]), escape(detail))
+            table.add_row(escape(c.label()), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), escape(WORDS[c.verdict]),
+                          *([escape(_measured_text(c))] if measured else []), escape(detail))
         console.print(table)
+    for x in _gpu_lines(report):
+        console.print(f"[cyan]GPU re-run:[/] {escape(x)}")
     for x in report.gpu_needed:
         console.print(f"[yellow]needs a GPU:[/] {escape(x)}")
     for x in report.failures:

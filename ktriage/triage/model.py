@@ -22,8 +22,17 @@ if TYPE_CHECKING:
 #                     side-by-side GPU re-run can decide
 #   unexplained       slower, and ktriage cannot compile this backend's kernels (torch, inductor...)
 #   improvement       faster
-CellVerdict = Literal["regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"]
-ORDER: tuple[CellVerdict, ...] = ("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement")
+# After a side-by-side GPU re-run (``--measure`` / ``--measured``, ktriage.triage.measure):
+#   measured_regression  slower when both toolchains are timed side by side, no compile-side cause found
+#   noise                measured side by side: no difference, the original gap was noise or the environment
+#   unsure_measured      measured side by side, and still unsure (the interval straddles the gate, or it failed)
+#   unsure_no_replay     ktriage cannot bench this op/backend (no replay): unsure, and it says why
+CellVerdict = Literal["regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement",
+                      "measured_regression", "noise", "unsure_measured", "unsure_no_replay"]
+ORDER: tuple[CellVerdict, ...] = ("regression", "measured_regression", "not_compile_side", "noise", "unsure_measured",
+                                  "unsure_no_gpu", "unsure_no_replay", "unexplained", "improvement")
+# verdicts that fail a CI job (exit 1)
+REGRESSIONS: tuple[CellVerdict, ...] = ("regression", "measured_regression")
 
 WORDS: dict[str, str] = {
     "regression": "regression (compile-side change)",
@@ -31,6 +40,10 @@ WORDS: dict[str, str] = {
     "unsure_no_gpu": "unsure without a GPU re-run (no compile-side change; one value per side)",
     "unexplained": "not explained: ktriage has no Triton kernels of this backend to compile",
     "improvement": "improvement",
+    "measured_regression": "regression (measured side by side on the GPU; no compile-side cause found)",
+    "noise": "measured side by side: no difference, the original gap was noise or the environment",
+    "unsure_measured": "unsure after a side-by-side GPU re-run",
+    "unsure_no_replay": "unsure: ktriage cannot bench this cell (no replay)",
 }
 
 
@@ -53,6 +66,16 @@ class TriageOptions:
     bisect: bool = True
     fixes: bool = True
     jobs: int | None = None
+    # the GPU step (ktriage.triage.measure): write a bench bundle of the flagged cells here (the CPU
+    # machine), and/or bench it in-process (``measure``: a GPU host), or read results back
+    # (``measured``: results files or bundle folders); ``limit``: bundle at most this many flagged
+    # cells, worst first; ``max_time_s``: sampling per input on the GPU; ``db``: the results store
+    bundle: str | None = None
+    measure: bool = False
+    measured: list[str] = field(default_factory=list)
+    limit: int | None = None
+    max_time_s: float = 5.0
+    db: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -99,6 +122,34 @@ class Culprit:
 
 
 @dataclass
+class Measured:
+    """A flagged cell re-measured on the GPU, both toolchains side by side in one process.
+
+    ``verdict``: the statistics' verdict (regression, same, improvement, unsure) on the side-by-side
+    samples, or ``failed`` (the cell errored or was wrong on the GPU) / ``not_measured`` (no replay,
+    left out of the bundle, absent from the results): ``text`` says why. ``how``: ``side_by_side``
+    (the old and new toolchain's kernels interleaved), ``baseline`` (the op's baseline: one host copy
+    serves both toolchains; its interval is the first half of its samples against the second)."""
+
+    verdict: str
+    text: str
+    how: str = "side_by_side"
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float | None = None
+    p_value: float | None = None
+    n_old: int = 0
+    n_new: int = 0
+    old_ms: float | None = None
+    new_ms: float | None = None
+    source: str | None = None  # the results file
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
 class CellTriage:
     """One flagged (op, mode, input, backend) cell and what triage made of it."""
 
@@ -123,6 +174,7 @@ class CellTriage:
     # the Nsight Compute counters of this cell's two sides, quoted in one line next to the compile-side
     # finding (ktriage.profile.quote), when the results carry them (bench --profile, profile --results)
     counters: str | None = None
+    measured: Measured | None = None  # the GPU re-run (ktriage.triage.measure); None: not re-measured
 
     @property
     def change_pct(self) -> float:
@@ -140,6 +192,7 @@ class CellTriage:
             "single_value": self.single_value, "catalog": self.catalog, "compile_change": self.compile_change,
             "cause": self.cause.to_json() if self.cause else None, "culprit": self.culprit.to_json() if self.culprit else None,
             "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes, "counters": self.counters,
+            "measured": self.measured.to_json() if self.measured else None,
         }  # fmt: skip
 
 
@@ -176,13 +229,18 @@ class TriageReport:
     # every compared cell, flagged or not: {op, mode, input_id, input, backend, old_ms, new_ms, ratio,
     # stats_verdict, verdict (the triage verdict if flagged, else None)}; the sweep the HTML plots
     sweep: list[dict[str, Any]] = field(default_factory=list)
+    # the GPU step (ktriage.triage.measure): {"bundle": folder, "token", "commands" (to run on the
+    # GPU host), "results": [files read], "baseline": [what the re-run says of the baseline]}; None:
+    # no GPU step asked
+    measured: dict[str, Any] | None = None
 
     def of(self, verdict: CellVerdict) -> list[CellTriage]:
         return [c for c in self.cells if c.verdict == verdict]
 
     @property
     def regressions(self) -> list[CellTriage]:
-        return self.of("regression")
+        """Compile-side regressions, and (after a GPU re-run) measured ones: what fails a CI job."""
+        return [c for c in self.cells if c.verdict in REGRESSIONS]
 
     @property
     def complete(self) -> bool:
@@ -200,6 +258,13 @@ class TriageReport:
     def headline(self) -> str:
         n = self.counts()
         flagged = len(self.cells)
+        if self.measured is not None and self.measured.get("results"):
+            m = [c.measured.verdict if c.measured else "not_measured" for c in self.cells]
+            return (f"{len(self.regressions)} regression(s) after the GPU re-run; {flagged} cell(s) of {self.compared} past the "
+                    f"{self.options.threshold * 100:g}% gate, measured side by side: {m.count('regression')} slower, "
+                    f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
+                    f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
+                    f"compile-side cause")
         return (f"{n['regression']} compile-side regression(s); {flagged} cell(s) of {self.compared} past the "
                 f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
                 f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
@@ -212,4 +277,5 @@ class TriageReport:
             "compared": self.compared, "complete": self.complete, "exit_code": self.exit_code(),
             "cells": [c.to_json() for c in self.cells], "not_compared": self.not_compared, "baseline": self.baseline,
             "failures": self.failures, "notes": self.notes, "gpu_needed": self.gpu_needed, "sweep": self.sweep,
+            "measured": self.measured,
         }  # fmt: skip

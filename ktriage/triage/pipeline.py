@@ -11,7 +11,11 @@
 5. fixes: what ``explain --fixes`` proposes, verified by compiling;
 6. the report (``ktriage.report.triage`` renders it).
 
-What it cannot do without a GPU: re-measure. A slower cell with one number a side and no
+7. the GPU step, when asked (``ktriage.triage.measure``): a bench bundle of the flagged cells for
+   the GPU host, the bench itself on a GPU host, or its results read back: each flagged cell gets a
+   verdict from both toolchains timed side by side.
+
+Without the GPU step it does not re-measure: a slower cell with one number a side and no
 compile-side change stays "unsure without a GPU re-run".
 """
 
@@ -29,10 +33,11 @@ from ktriage.measure.tritonbench_format import is_single_value, read_run_file
 from ktriage.ops import registry
 from ktriage.stats.compare import Comparison, PairResult, compare_cells
 from ktriage.stats.verdict import VerdictConfig
-from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport
+from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport, attach_counters
 
 Say = Callable[[str], None]
-Side = str | Path | tuple[RunInfo, list[Cell]]
+# a results file, or a side already in memory: (run, cells) or (run, cells, label) (the label names it in the report)
+Side = str | Path | tuple[RunInfo, list[Cell]] | tuple[RunInfo, list[Cell], str]
 
 # Evidence kinds, most telling first: (metric prefix, words). A finding group's first match names the cause.
 _KINDS: tuple[tuple[str, str], ...] = (
@@ -47,7 +52,7 @@ _BISECT_METRIC = {"spills": "spill_store_bytes", "REDG→ATOMG": "sass:ATOMG", "
 
 def _load(side: Side, options: TriageOptions) -> tuple[RunInfo, list[Cell], str]:
     if isinstance(side, tuple):
-        run, cells, label = side[0], side[1], side[0].run_id
+        run, cells, label = side[0], side[1], (side[2] if len(side) > 2 else side[0].run_id)
     else:
         run, cells = read_run_file(side, op=options.op, mode=options.mode)
         label = Path(side).name
@@ -239,6 +244,9 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     speak = say or (lambda _m: None)
     if not 0 < options.threshold < 10:
         raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)")
+    from ktriage.triage import measure as gpu
+
+    gpu.check_options(options)
     run_a, cells_a, label_a = _load(old, options)
     run_b, cells_b, label_b = _load(new, options)
     old_tc = options.old_toolchain or side_toolchain(run_a, cells_a)
@@ -270,6 +278,7 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
         if catalog is None and not p.is_baseline:
             cell.notes.append(f"{p.backend} has no kernels in ktriage's catalog: nothing to compile")
         flagged.append(cell)
+    attach_counters(flagged, cells_a, cells_b)  # Nsight Compute counters, where the results carry them
     work = _Triage(options, speak)
     slower = [c for c in flagged if c.ratio > 1 and c.catalog]
     faster = [c for c in flagged if c.ratio < 1 and c.catalog]
@@ -306,4 +315,5 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
                                  "re-measuring on the GPU tells which")
     if old_tc is not None and old_tc == new_tc:
         report.notes.append(f"both sides name the same toolchain ({old_tc}): any difference is not the compiler's")
+    gpu.gpu_step(report, options, speak)  # 7. the GPU step, when asked: bundle, bench, read back
     return report

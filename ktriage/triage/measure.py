@@ -1,0 +1,218 @@
+"""The GPU step of a triage: re-measure the flagged cells with both toolchains side by side.
+
+A TritonBench file has one p50 per cell and two files come from two processes (often two days), so a
+moved cell with no compile-side change is noise, a moved baseline or a changed machine, and only
+timing both toolchains interleaved in ONE GPU process tells which. This module turns a triage's
+flagged cells into that measurement and its answer back into verdicts:
+
+1. :func:`plan_measurement` (``ktriage.triage.measure_plan``): which flagged cells ktriage can
+   bench (:func:`bench_target`, the seam for benches of other workloads), grouped per (op, pass)
+   into bench bundles, each named with a token of the triage (its toolchains and benchable cells)
+   so that results of another triage are refused;
+2. :func:`write_bundle` (CPU machine): the bundles, compiled by ``ktriage.workload.bundle_build``
+   with both toolchains (the same toolchain on both sides: a second, identical copy of its kernels
+   as a bundle variant, so an A/A pair is timed as two variants too), a manifest of which triage cell
+   each bundle input answers (``triage-measure.json``) and ``measure.sh``, the GPU host's one command;
+3. :func:`run_measure` (GPU host): the same bench in-process (``ktriage.bench.session.run_bench``);
+4. :func:`apply_measured` (``ktriage.triage.measure_read``): results files back
+   (``ktriage.bench.compare_sides.load_side``), each flagged cell's verdict from the side-by-side
+   samples (``ktriage.stats.compare.compare_toolchains``: regression / same = noise / improvement /
+   unsure, with the interval and its confidence), and what the re-run says of the baseline.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from ktriage.errors import KtriageError
+from ktriage.triage.measure_plan import MANIFEST, MIN_SAMPLES, RESULTS, SCRIPT, BenchTarget, MeasurePlan, bench_target, plan_measurement
+from ktriage.triage.measure_read import mark_not_measured, apply_measured, describe, results_paths
+from ktriage.triage.model import TriageOptions, TriageReport
+
+__all__ = ["MANIFEST", "SCRIPT", "BenchTarget", "MeasurePlan", "apply_measured", "bench_target", "check_options", "describe",
+           "gpu_step", "plan_measurement", "results_paths", "reusable", "run_measure", "write_bundle"]
+
+Say = Callable[[str], None]
+FORMAT = 1
+AA_VARIANT = "+aa"  # the same toolchain's second copy: "<toolchain id>+aa"
+
+
+# ----------------------------------------------------------------------------------- the step
+def check_options(options: TriageOptions) -> None:
+    """Refuse contradictory GPU-step options before any compile runs."""
+    if options.measure and options.measured:
+        raise KtriageError("--measure re-measures here, --measured reads results measured elsewhere: not both",
+                           "drop one (on a GPU host: --measure; on the CPU machine, after the GPU host ran the bundle: --measured)")
+    if options.measured and options.bundle:
+        raise KtriageError("--bundle writes a new bundle, --measured reads the results of one: not both",
+                           "give --measured DIR (the bundle folder, with its results/) or the results files")
+    if options.max_time_s <= 0:
+        raise KtriageError(f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5")
+    if options.measured:
+        results_paths(options.measured)  # missing files are refused now, not after the compile-side steps
+
+
+def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
+    """The GPU step the options ask for: write the bundle (``bundle``), bench it here (``measure``),
+    or read results back (``measured``); nothing when none is asked."""
+    if not (options.bundle or options.measure or options.measured):
+        return
+    if not report.cells:
+        report.measured = {"bundle": None, "token": None, "commands": [], "results": [], "baseline": [],
+                           "note": "no flagged cell: nothing to re-measure"}
+        return
+    plan = plan_measurement(report, options)
+    for i, why in plan.skipped.items():
+        report.cells[i].notes.append(f"not re-measured: {why}")
+    if not plan.groups:  # nothing benchable: the report says why per cell, and nothing is written or read
+        for i, why in plan.skipped.items():
+            mark_not_measured(report.cells[i], why)
+        report.measured = {"bundle": None, "token": plan.token, "commands": [], "results": [], "baseline": [],
+                           "note": "no flagged cell can be re-measured by ktriage bench (only layer_norm and embedding "
+                                   "cells, their Liger backend or baseline, have replays today)"}
+        return
+    if options.measured:
+        apply_measured(report, plan, results_paths(options.measured), options)
+        return
+    from ktriage.home import home_subdir
+
+    out = Path(options.bundle) if options.bundle else home_subdir("bundles") / f"tri-{plan.token}"
+    if options.measure and reusable(plan, out):  # built on the CPU machine: the GPU host needs no toolchain
+        say(f"reusing the bundle in {out} (token {plan.token}): no compile")
+    else:
+        write_bundle(report, plan, out, options, say)
+    commands = [f"bash {shlex.quote(str(out / SCRIPT))}"]
+    report.measured = {"bundle": str(out), "token": plan.token, "commands": commands, "results": [],
+                       "bench": [g.bench_command(options.max_time_s) for g in plan.groups], "baseline": []}
+    for i, t in plan.targets.items():
+        report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.group_of(t).dirname}")
+    if options.measure:
+        paths = run_measure(plan, out, options, say, report.failures)
+        apply_measured(report, plan, paths, options)
+        report.measured.update(bundle=str(out), commands=commands)
+        return
+    report.gpu_needed.append(f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} there "
+                             f"first; it writes {out / RESULTS}/*.json), then here the same triage with --measured {out}")
+
+
+# ----------------------------------------------------------------------------------- the bundle (CPU)
+def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
+    """Does ``out_dir`` already hold this plan's bundles (same token, every planned input)? Then
+    ``--measure`` benches them as they are: a bundle built on the CPU machine, measured on a GPU host
+    without the toolchains."""
+    from ktriage.workload.bundle import load_bundle
+
+    try:
+        doc = json.loads((Path(out_dir) / MANIFEST).read_text())
+        if not isinstance(doc, dict) or doc.get("token") != plan.token:
+            return False
+        for g in plan.groups:
+            have = {c.id for c in load_bundle(Path(out_dir) / g.dirname).input_cases()}
+            if not set(g.input_ids) <= have:
+                return False
+    except (OSError, ValueError, KtriageError):
+        return False
+    return True
+
+
+def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: Say) -> Path:
+    """Compile the plan's bundles into ``out_dir`` (one per (op, pass)), with the manifest and the
+    GPU host's script; returns ``out_dir``. A same-toolchain pair gets a second copy of its kernels
+    (a variant) so the bench times two variants of identical cubins side by side."""
+    from ktriage.compile.compiler import Artifact, Compiler
+    from ktriage.toolchain.manager import ensure_toolchains
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundle_merge import add_variant
+
+    if not plan.groups:  # gpu_step checks first; a library caller gets the reasons
+        why = "; ".join(sorted(set(plan.skipped.values())))[:600]
+        raise KtriageError(f"no flagged cell can be re-measured by ktriage bench: {why}",
+                           "only layer_norm and embedding cells (their Liger backend or baseline) have replays today")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    specs = [plan.old_toolchain] if plan.same_toolchain else [plan.old_toolchain, plan.new_toolchain]
+    toolchains = ensure_toolchains(specs)
+    with Compiler(jobs=options.jobs) as compiler:
+        for g in plan.groups:
+            path = out_dir / g.dirname
+            say(f"bundle {g.dirname}: {g.op} {g.mode} inputs {g.input_ids}, {', '.join(g.backends)} with {' and '.join(specs)}")
+            build_bundle(g.op, g.mode, g.input_ids, toolchains, path, target=options.arch, compiler=compiler,
+                         precision=g.precision, backends=g.backends)
+            if plan.same_toolchain:
+                tc = toolchains[0]
+                bundle = load_bundle(path)
+                keys = list(bundle.specs)
+                outcomes = compiler.compile_many([bundle.specs[k] for k in keys], [tc])
+                copies = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
+                add_variant(path, tc.id, tc.id + AA_VARIANT, "A/A copy", copies,
+                            absent="this kernel did not compile for the A/A copy")
+    (out_dir / RESULTS).mkdir(exist_ok=True)
+    manifest = {
+        "format_version": FORMAT, "kind": "ktriage triage measure", "token": plan.token,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "old": report.old, "new": report.new, "old_toolchain": plan.old_toolchain, "new_toolchain": plan.new_toolchain,
+        "same_toolchain": plan.same_toolchain, "max_time_s": options.max_time_s,
+        "bundles": [g.to_json() | {"command": g.bench_command(options.max_time_s)} for g in plan.groups],
+        "cells": [{"cell": report.cells[i].label(), "op": t.op, "mode": t.mode, "input_id": t.input_id, "backend": t.backend,
+                   "kind": t.kind, "bundle": plan.group_of(t).dirname, "old_ms": report.cells[i].old_ms,
+                   "new_ms": report.cells[i].new_ms} for i, t in plan.targets.items()],
+        "not_bundled": [{"cell": report.cells[i].label(), "reason": why} for i, why in sorted(plan.skipped.items())],
+    }  # fmt: skip
+    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    lines = ["#!/usr/bin/env bash",
+             f"# ktriage triage --bundle: re-measure {len(plan.targets)} flagged cell(s) of {report.old} -> {report.new}",
+             f"# ({plan.old_toolchain} vs {plan.new_toolchain}) side by side on the GPU host. Run it from anywhere;",
+             "# KTRIAGE (default: python3 -m ktriage) is the ktriage command. Writes results/<bundle>.json here.",
+             "set -u", 'cd "$(dirname "$0")"', 'KT=${KTRIAGE:-python3 -m ktriage}', f"mkdir -p {RESULTS}", "rc=0"]
+    lines += [g.bench_command(options.max_time_s, ktriage="$KT") + " || rc=$?" for g in plan.groups]
+    lines += ['exit "$rc"', ""]
+    script = out_dir / SCRIPT
+    script.write_text("\n".join(lines))
+    script.chmod(0o755)
+    return out_dir
+
+
+# ----------------------------------------------------------------------------------- the bench (GPU host)
+def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: Say, failures: list[str]) -> list[Path]:
+    """Bench every bundle of ``out_dir`` in this process (a GPU host), as ``measure.sh`` would; the
+    results files, one per bundle. A bundle that fails to bench is added to ``failures`` (with
+    what it measured before failing, if anything), the others go on."""
+    from ktriage.bench.plan import BenchPlan
+    from ktriage.bench.session import run_bench
+    from ktriage.workload.bundle import load_bundle
+
+    _require_gpu()
+    paths: list[Path] = []
+    for g in plan.groups:
+        path = Path(out_dir) / g.dirname
+        bundle = load_bundle(path)
+        records = list(bundle.toolchains.values())
+        bench = BenchPlan(op=g.op, mode=g.mode, input_ids=g.input_ids, native_backends=[g.baseline], artifact_backends=g.backends,
+                          baseline=g.baseline, precision=g.precision, bundle=str(bundle.path), toolchains=[str(t["id"]) for t in records],
+                          timing={"mode": "events", "l2_flush": True}, min_samples=MIN_SAMPLES, max_time_s=options.max_time_s)  # fmt: skip
+        results = Path(out_dir) / g.results_name
+        results.parent.mkdir(parents=True, exist_ok=True)
+        say(f"bench {g.dirname}: {len(g.input_ids)} input(s), {len(records)} toolchain variant(s) side by side")
+        try:
+            run_bench(bench, store_url=options.db, results_path=results, toolchains=records)
+        except KtriageError as exc:  # this bundle's cells stay unmeasured; the other bundles go on
+            failures.append(f"bench {g.dirname}: {exc.problem}")
+            if not results.exists():
+                continue
+        paths.append(results)
+    return paths
+
+
+def _require_gpu() -> None:
+    fix = "on a CPU machine use --bundle DIR, run the printed command on the GPU host, then --measured DIR/results"
+    try:
+        import torch
+    except ImportError as exc:
+        raise KtriageError("--measure needs torch and an NVIDIA GPU on this machine", fix) from exc
+    if not torch.cuda.is_available():
+        raise KtriageError("--measure: no CUDA GPU is visible on this machine", fix)

@@ -1,0 +1,179 @@
+"""Which flagged cells of a triage the GPU step re-measures, and in which bench bundle (the plan).
+
+Pure: no compile, no GPU. :func:`bench_target` maps a flagged cell to what ``ktriage bench`` can time
+(None: it cannot); :func:`plan_measurement` groups the targets per (op, pass) into bundles named with a
+token of the triage, so the results of another triage are refused when read back
+(``ktriage.triage.measure_read``). The step itself is ``ktriage.triage.measure``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ktriage.errors import KtriageError
+from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
+
+MANIFEST = "triage-measure.json"
+SCRIPT = "measure.sh"
+RESULTS = "results"
+MIN_SAMPLES = 20
+
+
+@dataclass(frozen=True)
+class BenchTarget:
+    """What a flagged cell is re-measured as: an (op, pass, input) of ``ktriage bench`` and the
+    backend, either a toolchain's artifacts (``artifact``: timed once per toolchain) or the op's
+    baseline (``baseline``: the host's own, one copy for both toolchains)."""
+
+    op: str
+    mode: str
+    input_id: int
+    backend: str
+    kind: Literal["artifact", "baseline"]
+
+
+def bench_target(cell: CellTriage) -> BenchTarget | None:
+    """The bench target of a flagged cell, or None when ktriage cannot bench it (its op has no bench
+    workload, or its backend no replay: :func:`no_target_reason` says which).
+
+    The seam for other benches (a recorded workload's bench): a new kind of target is added here,
+    and :func:`plan_measurement` groups what this returns."""
+    from ktriage.ops import registry
+
+    op = registry.operator(cell.op)
+    if op is None or not op.backends or op.module is None:
+        return None
+    if cell.mode not in op.modes:
+        return None
+    if cell.backend in op.artifact_backends:
+        from ktriage.workload.replay import REPLAYS
+
+        if REPLAYS[cell.backend].fwd_only and cell.mode != "fwd":
+            return None
+        return BenchTarget(cell.op, cell.mode, cell.input_id, cell.backend, "artifact")
+    if cell.backend == op.baseline:
+        return BenchTarget(cell.op, cell.mode, cell.input_id, cell.backend, "baseline")
+    return None
+
+
+def no_target_reason(cell: CellTriage) -> str:
+    """Why :func:`bench_target` gave None, in the words the report shows."""
+    from ktriage.ops import registry
+
+    op = registry.operator(cell.op)
+    if op is None or not op.backends or op.module is None:
+        return f"no replay for {cell.op}: ktriage cannot bench this op yet (a recorded workload could)"
+    if cell.mode not in op.modes:
+        return f"no replay for {cell.op} {cell.mode}: ktriage benches its {', '.join(op.modes)} pass(es)"
+    if cell.backend in op.artifact_backends:
+        return f"no replay for {cell.backend} {cell.mode}: its replay times the forward pass only"
+    return (f"no replay for {cell.backend}: ktriage re-measures {cell.op}'s toolchain artifacts "
+            f"({', '.join(op.artifact_backends) or 'none'}) and its baseline {op.baseline}; {cell.backend} is one host "
+            "copy for both toolchains, so a side-by-side run cannot tell them apart")
+
+
+@dataclass
+class BenchGroup:
+    """One bench bundle: an (op, pass) over the flagged inputs, its artifact backends and baseline."""
+
+    op: str
+    mode: str
+    input_ids: list[int]
+    backends: list[str]  # artifact backends (bundled, timed per toolchain)
+    baseline: str
+    precision: str
+    dirname: str  # "<op>-<mode>-<token>"
+
+    @property
+    def results_name(self) -> str:
+        return f"{RESULTS}/{self.dirname}.json"
+
+    def bench_command(self, max_time_s: float, ktriage: str = "ktriage") -> str:
+        """``ktriage bench`` over this bundle, exactly as :func:`run_measure` plans it."""
+        only = ",".join([self.baseline, *self.backends])
+        return (f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --only {only} --artifacts-only "
+                f"--precision {self.precision} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
+                f"-o {shlex.quote(self.results_name)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dir": self.dirname, "op": self.op, "mode": self.mode, "inputs": self.input_ids, "backends": self.backends,
+                "baseline": self.baseline, "precision": self.precision, "results": self.results_name}
+
+
+@dataclass
+class MeasurePlan:
+    """Which flagged cells are re-measured, in which bundle; which are not, and why."""
+
+    token: str
+    old_toolchain: str
+    new_toolchain: str
+    groups: list[BenchGroup]
+    targets: dict[int, BenchTarget]  # index into report.cells -> its target (bundled cells only)
+    skipped: dict[int, str] = field(default_factory=dict)  # index -> why it is not re-measured
+
+    @property
+    def same_toolchain(self) -> bool:
+        return self.old_toolchain == self.new_toolchain
+
+    def group_of(self, target: BenchTarget) -> BenchGroup:
+        return next(g for g in self.groups if (g.op, g.mode) == (target.op, target.mode))
+
+
+def _token(old_tc: str, new_tc: str, targets: Sequence[BenchTarget]) -> str:
+    """Names the triage a bundle answers: its toolchains and every benchable flagged cell (not the
+    ``--limit`` cut, so a read-back with another limit still matches)."""
+    keys = sorted({(t.op, t.mode, t.input_id, t.backend) for t in targets})
+    text = json.dumps({"old": old_tc, "new": new_tc, "cells": keys}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePlan:
+    """The flagged cells' bench targets, worst first, cut to ``options.limit``, grouped per (op, pass)."""
+    from ktriage.ops import registry
+    from ktriage.workload.ops import get_op, resolve_precision
+
+    if report.old_toolchain is None or report.new_toolchain is None:
+        raise KtriageError("the GPU step needs both sides' toolchains, and the files do not say them",
+                           "pass --old-toolchain and --new-toolchain (e.g. triton==3.3.1 and triton==3.4.0)")
+    found: dict[int, BenchTarget] = {}
+    skipped: dict[int, str] = {}
+    for i, c in enumerate(report.cells):
+        t = bench_target(c)
+        if t is None:
+            skipped[i] = no_target_reason(c)
+        else:
+            found[i] = t
+    token = _token(report.old_toolchain, report.new_toolchain, list(found.values()))
+    order = sorted(found, key=lambda i: -abs(math.log(report.cells[i].ratio)) if report.cells[i].ratio > 0 else 0.0)
+    if options.limit is not None:
+        if options.limit < 1:
+            raise KtriageError(f"--limit {options.limit} bundles nothing", "give --limit 1 or more (or leave it out: every flagged cell)")
+        for i in order[options.limit:]:
+            skipped[i] = f"left out of the GPU re-run by --limit {options.limit}"
+        order = order[:options.limit]
+    targets = {i: found[i] for i in order}
+    groups: dict[tuple[str, str], BenchGroup] = {}
+    for t in targets.values():
+        g = groups.get((t.op, t.mode))
+        if g is None:
+            op = registry.operator(t.op)
+            assert op is not None and op.baseline is not None  # bench_target checked it
+            prec = resolve_precision(get_op(t.op), None)
+            g = groups[(t.op, t.mode)] = BenchGroup(t.op, t.mode, [], [], op.baseline, prec, f"{t.op}-{t.mode}-{token}")
+        if t.input_id not in g.input_ids:
+            g.input_ids.append(t.input_id)
+        if t.kind == "artifact" and t.backend not in g.backends:
+            g.backends.append(t.backend)
+    for g in groups.values():
+        g.input_ids.sort()
+        if not g.backends:  # only the baseline was flagged: the bundle still times the op's kernels
+            op = registry.operator(g.op)
+            assert op is not None
+            g.backends = [op.artifact_backends[0]]
+    return MeasurePlan(token, report.old_toolchain, report.new_toolchain, list(groups.values()), targets, skipped)

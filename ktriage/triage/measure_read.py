@@ -1,0 +1,230 @@
+"""The GPU step's results read back: each flagged cell's measured verdict from the side-by-side samples.
+
+Results files (or a bundle folder's ``results/``) go through the results reader
+(``ktriage.bench.compare_sides.load_side``); a toolchain artifact's verdict is
+``ktriage.stats.compare.compare_toolchains`` on its two variants, the baseline's is its stability
+within the run (it is one host copy for both toolchains). The triage verdict follows the measurement
+(:func:`_settle`), and a results file of another triage's bundle is refused by its token.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage.errors import KtriageError
+from ktriage.triage.measure_plan import RESULTS, SCRIPT, MeasurePlan
+from ktriage.triage.model import CellTriage, Measured, TriageOptions, TriageReport
+
+if TYPE_CHECKING:
+    from ktriage.measure.cells import Cell, RunInfo
+    from ktriage.stats.verdict import Verdict, VerdictConfig
+
+
+def results_paths(given: Sequence[str]) -> list[Path]:
+    """``--measured`` values: results files, or folders (a bundle folder's ``results/``, else the
+    ``*.json`` in the folder)."""
+    out: list[Path] = []
+    for text in given:
+        p = Path(text)
+        if p.is_dir():
+            inner = p / RESULTS if (p / RESULTS).is_dir() else p
+            found = sorted(inner.glob("*.json"))
+            if not found:
+                raise KtriageError(f"--measured {p}: no results file (*.json) in {inner}",
+                                   f"run the bundle's {SCRIPT} on the GPU host first, then copy its {RESULTS}/ folder back")
+            out += found
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise KtriageError(f"--measured {p}: no such file or folder",
+                               "give the results file(s) `ktriage bench --bundle` wrote, or the bundle folder")
+    return out
+
+
+def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
+    """The bundle a results file measured (its folder name) and the triage token in that name."""
+    plan = run.settings.get("plan") if isinstance(run.settings, dict) else None
+    bundle = plan.get("bundle") if isinstance(plan, dict) else None
+    if not isinstance(bundle, str) or not bundle:
+        raise KtriageError(f"--measured {path}: not the results of a bundle (the run has no bundle in its plan)",
+                           "give the results `ktriage bench --bundle DIR/<bundle>` wrote for this triage's bundle")
+    name = Path(bundle.rstrip("/")).name
+    token = name.rsplit("-", 1)[-1]
+    if not re.fullmatch(r"[0-9a-f]{10}", token):
+        raise KtriageError(f"--measured {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
+                           "give the results of the bundle `ktriage triage OLD NEW ... --bundle DIR` wrote: DIR/results/*.json")
+    return name, token
+
+
+def _verdict_config(options: TriageOptions) -> VerdictConfig:
+    from ktriage.stats.verdict import VerdictConfig
+
+    return VerdictConfig(threshold=options.threshold, confidence=options.confidence)
+
+
+def _from_verdict(v: Verdict, how: str, text: str, source: str) -> Measured:
+    def num(x: float) -> float | None:
+        return x if math.isfinite(x) else None
+
+    return Measured(v.verdict, text, how, num(v.ratio), num(v.ci_low), num(v.ci_high), v.confidence, num(v.p_value),
+                    v.n_ref, v.n_new, num(v.median_ref), num(v.median_new), source)
+
+
+def describe(m: Measured) -> str:
+    """``same 1.01x [0.98, 1.03] at 99%, 40/40 samples``: the measured column's text."""
+    if m.ratio is None:
+        return m.verdict.replace("_", " ") + (f": {m.text}" if m.text else "")
+    ci = f" [{m.ci_low:.3f}, {m.ci_high:.3f}]" if m.ci_low is not None and m.ci_high is not None else ""
+    conf = f" at {m.confidence:.0%}" if m.confidence else ""
+    word = "noise (same)" if m.verdict == "same" else m.verdict
+    what = " (the baseline: first vs second half of its samples)" if m.how == "baseline" else ""
+    return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples{what}"
+
+
+def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path], options: TriageOptions) -> None:
+    """Give each flagged cell its measured verdict from the results files, note the baseline, and
+    re-sort the report. A results file of another triage (bundle token) is refused."""
+    from ktriage.bench.compare_sides import load_side
+    from ktriage.ops.registry import default_baselines
+    from ktriage.stats.compare import compare_toolchains, run_toolchains
+
+    config = _verdict_config(options)
+    loaded: dict[str, tuple[RunInfo, list[Cell], str]] = {}
+    wanted = {g.dirname: g for g in plan.groups}
+    for path in paths:
+        run, cells, _label = load_side(str(path))
+        name, token = _bundle_of(run, path)
+        if token != plan.token:
+            raise KtriageError(
+                f"--measured {path} measured bundle {name} (token {token}), not this triage's (token {plan.token}: "
+                f"{plan.old_toolchain} -> {plan.new_toolchain}, bundles {', '.join(wanted) or 'none'})",
+                "give the results of the bundle `ktriage triage OLD NEW --bundle DIR` wrote for these same files, toolchains "
+                "and --threshold (DIR/triage-measure.json names them), or bundle this triage again")  # fmt: skip
+        if name in wanted:
+            loaded[name] = (run, cells, path.name)
+    pairs: dict[tuple[str, str, int, str], tuple[Any, str]] = {}
+    samples: dict[tuple[str, str, int, str], tuple[Cell, str]] = {}
+    for run, cells, source in loaded.values():
+        tcs = run_toolchains(run, cells)
+        if len(tcs) >= 2:
+            for comp in compare_toolchains(cells, run=run, toolchains=tcs[:2], config=config, default_baselines=default_baselines()):
+                for p in comp.pairs:
+                    pairs[(p.op, p.mode, p.input_id, p.backend)] = (p, source)
+        for c in cells:
+            if c.key.toolchain is None:
+                samples[(c.key.op, c.key.mode, c.key.input_id, c.key.backend)] = (c, source)
+    for i, cell in enumerate(report.cells):
+        target = plan.targets.get(i)
+        if target is None:
+            mark_not_measured(cell, plan.skipped.get(i, "not re-measured"))
+            continue
+        group = plan.group_of(target)
+        key = (target.op, target.mode, target.input_id, target.backend)
+        if group.dirname not in loaded:
+            cell.measured = Measured("not_measured", f"no results for bundle {group.dirname} were given (--measured)")
+            continue
+        if target.kind == "artifact":
+            cell.measured = _artifact_measured(pairs.get(key), plan, loaded[group.dirname][2])
+        else:
+            cell.measured = _baseline_measured(cell, samples.get(key), config, report, loaded[group.dirname][2])
+        _settle(cell)
+    report.measured = {"token": plan.token, "results": [str(p) for p in paths],
+                       "bundles": [g.to_json() for g in plan.groups], "baseline": _baseline_notes(report)}
+    from ktriage.triage.model import ORDER
+
+    rank = {v: k for k, v in enumerate(ORDER)}
+    report.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
+    flagged = {(c.op, c.mode, c.input_id, c.backend): c.verdict for c in report.cells}
+    for row in report.sweep:
+        if row.get("verdict") is not None:
+            row["verdict"] = flagged.get((row["op"], row["mode"], row["input_id"], row["backend"]), row["verdict"])
+    undecided = [c for c in report.cells if c.verdict in ("unsure_measured", "unsure_no_replay", "unsure_no_gpu")]
+    report.gpu_needed = [x for x in report.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))]
+    if undecided:
+        report.gpu_needed.append(f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
+                                 "not bundled, or an interval across the gate): see their measured column")
+
+
+def mark_not_measured(cell: CellTriage, why: str) -> None:
+    cell.measured = Measured("not_measured", why)
+    if cell.verdict not in ("regression", "improvement") and why.startswith("no replay"):
+        cell.verdict = "unsure_no_replay"
+
+
+def _artifact_measured(found: tuple[Any, str] | None, plan: MeasurePlan, source: str) -> Measured:
+    if found is None:
+        return Measured("failed", "the results have no side-by-side pair of this cell (not measured on the GPU)", source=source)
+    pair, src = found
+    if pair.verdict is None:
+        return Measured("failed", f"on the GPU: {pair.problem or pair.status}", source=src)
+    how = (f"{plan.old_toolchain} twice (two copies of the same kernels) interleaved in one GPU process"
+           if plan.same_toolchain else f"{plan.old_toolchain} and {plan.new_toolchain} interleaved in one GPU process")
+    return _from_verdict(pair.verdict, "side_by_side", f"measured side by side: {how}; {pair.verdict.reason}", src)
+
+
+def _baseline_measured(cell: CellTriage, found: tuple[Cell, str] | None, config: VerdictConfig, report: TriageReport,
+                       source: str) -> Measured:
+    """The baseline does not depend on the toolchains: one host copy serves both sides of a side-by-side
+    run, so across toolchains it is the same by construction. What the re-run can still say: is it
+    stable within the run (the first half of its samples against the second), and where its level is
+    against the two original values."""
+    from ktriage.stats.verdict import compare_samples
+
+    if found is None:
+        return Measured("failed", "the results have no cell of the baseline at this input", "baseline", source=source)
+    c, src = found
+    if c.status != "ok" or len(c.samples_ms) < 2:
+        return Measured("failed", f"the baseline on the GPU: {c.status} {c.error or ''}".strip(), "baseline", source=src)
+    half = len(c.samples_ms) // 2
+    v = compare_samples(c.samples_ms[:half], c.samples_ms[half:], config)
+    import statistics
+
+    level = statistics.median(c.samples_ms)
+    nearer = "old" if abs(math.log(level / cell.old_ms)) <= abs(math.log(level / cell.new_ms)) else "new"
+    text = (f"the baseline is one host copy for both toolchains, so across them it is the same by construction; in this "
+            f"run it is {'stable' if v.verdict == 'same' else v.verdict} (first half of its samples vs the second: "
+            f"{v.verdict} {v.ratio:.3f}x); re-measured at {level:.4f} ms, nearer the {nearer} file's value "
+            f"({cell.old_ms:.4f} / {cell.new_ms:.4f}): it moved in the original files, so the machine or the environment "
+            "changed between them, not the compiler")  # fmt: skip
+    m = _from_verdict(v, "baseline", text, src)
+    m.verdict = "same" if v.verdict == "same" else "unsure"
+    return m
+
+
+def _settle(cell: CellTriage) -> None:
+    """The triage verdict after the re-run: the measurement decides whether the cell moved."""
+    m = cell.measured
+    if m is None:
+        return
+    if m.verdict == "regression" and cell.ratio > 1:
+        cell.verdict = "regression" if cell.cause is not None else "measured_regression"
+    elif m.verdict == "regression":  # faster in the files, slower side by side
+        cell.verdict = "measured_regression"
+        cell.notes.append("faster in the original files, but slower when measured side by side")
+    elif m.verdict == "same":
+        if cell.cause is not None:
+            cell.notes.append(f"a compile-side change ({cell.cause.text}) that costs no measurable time here")
+        cell.verdict = "noise"
+    elif m.verdict == "improvement":
+        cell.verdict = "improvement"
+    elif cell.verdict != "regression":
+        cell.verdict = "unsure_measured"
+
+
+def _baseline_notes(report: TriageReport) -> list[str]:
+    """What the re-run says of each op's baseline next to what the original files said."""
+    out: list[str] = []
+    status = report.baseline.get("status")
+    base = [c for c in report.cells if c.measured is not None and c.measured.how == "baseline"]
+    if status == "moved" or base:
+        moved = f"in the original files the baseline moved ({report.baseline.get('message', '')})" if status == "moved" else \
+            f"in the original files {len(base)} baseline cell(s) moved past the gate"
+        same = sum(1 for c in base if c.measured is not None and c.measured.verdict == "same")
+        out.append(f"{moved}; measured side by side it is one host copy for both toolchains (the same by construction), "
+                   f"stable within the re-run at {same} of {len(base)} flagged input(s): the move was the machine or the "
+                   "environment between the original runs")
+    return out

@@ -1,0 +1,194 @@
+"""The GPU step of `ktriage triage` (issue 12 step 3): a bench bundle of the flagged cells for the GPU
+host, the results read back into measured verdicts, and the bad inputs of that path.
+
+The bundle is built for real (the test home's Triton 3.3.1/3.4.0, the real A/A TritonBench CSVs, cut to
+one cell). The read-back tests write results files with the real writer (``write_results``) from
+synthetic samples (``ktriage.testing.lognormal``, a fake: nothing here is a GPU measurement), named
+for the bundle the triage plans, and read them through the CLI; the GPU test runs ``--measure``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ktriage.cli.app import main
+from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.measure.results_file import write_results
+from ktriage.testing import lognormal
+from ktriage.triage import TriageOptions, triage
+from ktriage.triage.measure import MANIFEST, SCRIPT, plan_measurement
+from ktriage.workload.bundle import load_bundle
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"
+RUN1, RUN2 = DATA / "layer_norm_bwd_run1.csv", DATA / "layer_norm_bwd_run2.csv"
+AA = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0", "--op", "layer_norm", "--mode", "bwd"]
+CROSS = ["--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0", "--op", "layer_norm", "--mode", "bwd",
+         "--no-bisect", "--no-fixes"]
+
+
+def _fake_results(path: Path, options: TriageOptions, *, slower: dict[int, float] | None = None, seed: int = 0,
+                  token: str | None = None) -> Path:
+    """A results file shaped as `ktriage bench --bundle <the triage's bundle>` writes it, with FAKE
+    samples: per planned input the baseline and the Liger backend once per toolchain variant (the new
+    one ``slower[input_id]`` times slower)."""
+    report = triage(RUN1, RUN2, options)
+    plan = plan_measurement(report, options)
+    (group,) = plan.groups
+    rng = np.random.default_rng(seed)
+    ids = ["triton-3.3.1", "triton-3.4.0"] if not plan.same_toolchain else ["triton-3.4.0", "triton-3.4.0+aa"]
+    run = RunInfo(command="FAKE: synthetic samples", host="synthetic", gpu={"name": "FAKE-GPU"},
+                  toolchains=[{"id": t, "spec": t} for t in ids],
+                  settings={"plan": {"op": group.op, "mode": group.mode, "input_ids": group.input_ids,
+                                     "bundle": f"/gpu/host/tri/{group.dirname if token is None else 'layer_norm-bwd-' + token}"}})
+    cells = []
+    for i in group.input_ids:
+        label = f"(4096, {1024 + 512 * i})"
+        cells.append(Cell(CellKey("layer_norm", "bwd", i, label, "torch_layer_norm"), "ok", lognormal(rng, 60, 0.1, 0.01)))
+        for k, tc in enumerate(ids):
+            factor = (slower or {}).get(i, 1.0) if k == 1 else 1.0
+            cells.append(Cell(CellKey("layer_norm", "bwd", i, label, "liger_layer_norm", tc), "ok", lognormal(rng, 60, 0.3 * factor, 0.01)))
+    return write_results(path, run, cells)
+
+
+def test_bundle_of_the_flagged_cells_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "tri"
+    code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out), "--format", "json"])
+    captured = capsys.readouterr()
+    assert code in (0, 1)
+    manifest = json.loads((out / MANIFEST).read_text())
+    (cell,) = manifest["cells"]  # --limit 1: the worst flagged cell only
+    report = json.loads(captured.out)
+    worst = max((c for c in report["cells"] if c["backend"] == "liger_layer_norm"), key=lambda c: abs(np.log(c["ratio"])))
+    assert (cell["input_id"], cell["backend"]) == (worst["input_id"], "liger_layer_norm")
+    assert len(manifest["not_bundled"]) == len(report["cells"]) - 1
+    (entry,) = manifest["bundles"]
+    bundle = load_bundle(out / entry["dir"])  # a real bench bundle: what `ktriage bench --bundle` reads
+    assert (bundle.op, bundle.mode, [c.id for c in bundle.input_cases()]) == ("layer_norm", "bwd", [cell["input_id"]])
+    assert [t["spec"] for t in bundle.toolchains.values()] == ["triton==3.3.1", "triton==3.4.0"]
+    assert all(hasattr(a, "cubin_path") for a in bundle.artifacts.values()), "every kernel compiled"
+    script = (out / SCRIPT).read_text()
+    assert f"bench --bundle {entry['dir']} --only torch_layer_norm,liger_layer_norm --artifacts-only" in script
+    assert f"on the GPU host: bash {out / SCRIPT}" in captured.err.replace("\n", "")
+    assert report["measured"]["commands"] == [f"bash {out / SCRIPT}"]
+    # --measure on this CPU machine: the bundle is reused (same triage, no compile), the bench refused with the way out
+    code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--measure", "--bundle", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "reusing the bundle" in err and "--measure" in err and "--bundle DIR" in err
+
+
+def test_the_aa_pair_measured_side_by_side_is_noise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    options = TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd")
+    results = _fake_results(tmp_path / "r.json", options)
+    out = tmp_path / "report.json"
+    code = main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(results), "-o", str(out), "-o", str(tmp_path / "r.md"),
+                 "-o", str(tmp_path / "r.html")])
+    capsys.readouterr()
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["cells"] and {c["verdict"] for c in report["cells"]} == {"noise"}
+    liger = [c for c in report["cells"] if c["backend"] == "liger_layer_norm"]
+    assert liger and all(c["measured"]["how"] == "side_by_side" and c["measured"]["verdict"] == "same" for c in liger)
+    m = liger[0]["measured"]
+    assert m["ci_low"] <= 1.0 <= m["ci_high"] and m["confidence"] == 0.99 and m["n_old"] == m["n_new"] == 60
+    base = [c for c in report["cells"] if c["backend"] == "torch_layer_norm"]
+    assert base and all(c["measured"]["how"] == "baseline" and "moved in the original files" in c["measured"]["text"] for c in base)
+    assert report["measured"]["baseline"] and "one host copy for both toolchains" in report["measured"]["baseline"][0]
+    assert "regression(s) after the GPU re-run" in report["headline"] and report["counts"]["noise"] == len(report["cells"])
+    md = (tmp_path / "r.md").read_text()
+    assert "measured side by side |" in md and "noise (same)" in md and "### The GPU re-run" in md
+    assert "measured side by side" in (tmp_path / "r.html").read_text()
+
+
+def test_a_measured_slowdown_is_a_regression_and_fails_ci(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    options = TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd")
+    plan = plan_measurement(triage(RUN1, RUN2, options), options)
+    slow = plan.groups[0].input_ids[-1]
+    results = _fake_results(tmp_path / "r.json", options, slower={slow: 1.5})
+    code = main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(results), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["exit_code"] == 1
+    (reg,) = [c for c in report["cells"] if c["verdict"] == "measured_regression"]
+    assert reg["input_id"] == slow and reg["measured"]["verdict"] == "regression"
+    assert reg["measured"]["ratio"] == pytest.approx(1.5, rel=0.02) and reg["measured"]["ci_low"] > 1.4
+    assert report["cells"][0] == reg  # the regressions come first
+
+
+def test_a_compile_side_change_measured_as_no_difference_is_noise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """3.3.1 vs 3.4.0: the compile side finds a register change at one input (a 'regression' without a
+    GPU); measured side by side with no difference it is noise and the exit code is 0."""
+    options = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd",
+                            bisect=False, fixes=False)
+    results = _fake_results(tmp_path / "r.json", options)
+    assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--format", "json"]) == 1  # without the GPU step
+    capsys.readouterr()
+    code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["counts"]["regression"] == 0
+    caused = [c for c in report["cells"] if c["cause"]]
+    assert caused and all(c["verdict"] == "noise" and any("costs no measurable time" in n for n in c["notes"]) for c in caused)
+
+
+def test_results_of_another_bundle_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    options = TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd")
+    other = _fake_results(tmp_path / "other.json", options, token="0123456789")
+    code = main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(other)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "measured bundle layer_norm-bwd-0123456789 (token 0123456789), not this triage's" in err
+    assert "fix:" in err and "--bundle DIR" in err
+
+
+def test_bad_gpu_step_options_are_refused_before_compiling(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(tmp_path / "missing.json")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    assert main(["triage", str(RUN1), str(RUN2), *AA, "--measure", "--measured", str(RUN1)]) == 2
+    assert "not both" in capsys.readouterr().err
+    plain = tmp_path / "plain.json"
+    write_results(plain, RunInfo(command="FAKE"), [Cell(CellKey("layer_norm", "bwd", 0, "(4096, 1024)", "torch_layer_norm"), "ok",
+                                                         [0.1] * 20)])
+    assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(plain)]) == 2
+    assert "not the results of a bundle" in capsys.readouterr().err
+    real = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
+    assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(real)]) == 2  # a real H200 bench run, not of a triage
+    assert "the results of bundle ln-bwd-all, which no triage wrote" in capsys.readouterr().err
+
+
+def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rms = [tmp_path / "rms_norm_bwd_run1.csv", tmp_path / "rms_norm_bwd_run2.csv"]
+    for p, slow in zip(rms, (1.0, 1.5), strict=True):
+        p.write_text("(M, H);llama_rms-latency;liger_rms-latency\n(2048, 1024);0.1;" + f"{0.2 * slow}\naverage;;\n")
+    code = main(["triage", str(rms[0]), str(rms[1]), "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0",
+                 "--bundle", str(tmp_path / "tri"), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and not (tmp_path / "tri").exists()
+    (cell,) = report["cells"]
+    assert cell["backend"] == "liger_rms" and cell["verdict"] == "unsure_no_replay"
+    assert cell["measured"]["verdict"] == "not_measured" and cell["measured"]["text"].startswith("no replay for rms_norm")
+    assert "no flagged cell can be re-measured" in report["measured"]["note"]
+
+
+@pytest.mark.gpu
+def test_measure_end_to_end_on_one_layer_norm_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On the GPU host: the A/A pair's worst layer_norm cell re-measured in-process. The bundle is
+    built here when the toolchain is available, or given: KTRIAGE_TRIAGE_BUNDLE=DIR, a folder the
+    CPU machine wrote with `ktriage triage RUN1 RUN2 <AA> --limit 1 --bundle DIR` (reused, no compile)."""
+    import os
+    import shutil
+
+    out = tmp_path / "tri"
+    given = os.environ.get("KTRIAGE_TRIAGE_BUNDLE")
+    if given:
+        shutil.copytree(given, out)
+    code = main(["triage", str(RUN1), str(RUN2), *AA, "--limit", "1", "--measure", "--bundle", str(out), "--max-time", "3",
+                 "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    assert report["measured"]["results"]
+    (cell,) = [c for c in report["cells"] if c["measured"]["verdict"] != "not_measured"]
+    assert cell["measured"]["n_old"] >= 20 and cell["measured"]["n_new"] >= 20
+    assert cell["verdict"] == "noise", cell["measured"]  # two copies of the same kernels, timed side by side
+    assert list((out / "results").glob("*.json"))
