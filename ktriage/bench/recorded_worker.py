@@ -54,8 +54,7 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
     from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.recorded_bundle import load_recorded_bundle
-    from ktriage.workload.recorded_check import judge
-    from ktriage.workload.recorded_replay import Buffers, RecordedKernel, allocate, bitwise_equal, compare_buffers
+    from ktriage.workload.recorded_replay import Buffers, RecordedKernel, allocate, differential_check
 
     plan = RecordedPlan.from_json(payload["plan"])
     recorded = load_recorded_bundle(plan.bundle)
@@ -78,55 +77,23 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
             emit(cell(key, "error", error=f"cannot allocate the recorded arguments: {_reason(exc)}"))
         return
     loader = runner_loader()
-    kernels = {k.toolchain: RecordedKernel(make_launcher(recorded.bundle, str(k.toolchain), loader), entry.spec_key, launch_plan)
-               for k in keys}
-
-    def run_fresh(tc: str | None) -> Buffers:
-        buffers = pristine.clone()
-        kernels[tc](buffers)
-        torch.cuda.synchronize()
-        return buffers
-
-    reference: Buffers | None = None
-    ref_tc: str | None = None
-    deterministic = idempotent = False
+    kernels: dict[str, Callable[[Buffers], None]] = {
+        str(k.toolchain): RecordedKernel(make_launcher(recorded.bundle, str(k.toolchain), loader), entry.spec_key, launch_plan)
+        for k in keys}  # fmt: skip
+    check = differential_check([str(k.toolchain) for k in keys], kernels, pristine, launch_plan,
+                               synchronize=torch.cuda.synchronize, describe=_reason)
     variants: dict[str, _Timed] = {}
-    accuracy: dict[str, dict[str, Any]] = {}
-    work: Buffers | None = None
+    work = pristine.clone()  # one set of buffers for every toolchain's timed calls
     for key in keys:
-        tc = key.toolchain
-        try:
-            out = run_fresh(tc)
-            if reference is None:
-                again = run_fresh(tc)
-                deterministic = bitwise_equal(out, again)
-                kernels[tc](again)  # a second launch on the state the first one left
-                torch.cuda.synchronize()
-                idempotent = deterministic and bitwise_equal(out, again)
-                del again
-                reference, ref_tc = out, tc
-                accuracy[str(tc)] = {"reference": True, "deterministic": deterministic, "idempotent": idempotent,
-                                     "reset_before_each_call": not idempotent, "compared_args": len(launch_plan.tensors)}
-            else:
-                verdict = judge(compare_buffers(reference, out, launch_plan), reference_deterministic=deterministic,
-                                reference_toolchain=str(ref_tc))
-                del out
-                if not verdict.passed:
-                    emit(cell(key, "wrong", error=verdict.reason, accuracy=verdict.to_cell()))
-                    continue
-                accuracy[str(tc)] = verdict.to_cell()
-        except Exception as exc:
-            if getattr(exc, "sticky", False):
-                raise
-            emit(cell(key, "error", error=_reason(exc), extra={"traceback": traceback.format_exc(limit=4)}))
+        outcome = check.outcomes[str(key.toolchain)]
+        if outcome.status != "ok":
+            emit(cell(key, outcome.status, error=outcome.error, accuracy=outcome.accuracy))
             continue
-        if work is None:
-            work = pristine.clone()
-        reset = None if idempotent else functools.partial(work.reset_from, pristine)
-        variants[str(tc)] = _Timed(functools.partial(kernels[tc], work), reset)
+        reset = None if check.idempotent else functools.partial(work.reset_from, pristine)
+        variants[str(key.toolchain)] = _Timed(functools.partial(kernels[str(key.toolchain)], work), reset)
     if not variants:
         return
-    del reference
+    ref_tc = str(check.reference)
     config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
     pairs = [(str(ref_tc), t) for t in variants if t != str(ref_tc) and str(ref_tc) in variants]
     result = measure_interleaved(
@@ -141,6 +108,6 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
         if name in result.errors:
             emit(cell(key, "error", error=result.errors[name]))
             continue
-        emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=accuracy[name],
+        emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=check.outcomes[name].accuracy,
                   extra={"stopped_by": result.stopped_by, "rounds": result.rounds,
-                         "buffer_bytes": pristine.nbytes()}))
+                         "reset_before_each_call": not check.idempotent, "buffer_bytes": pristine.nbytes()}))

@@ -13,7 +13,7 @@ device address, a ``None`` pointer as NULL.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,3 +131,65 @@ def _raw(t: Any) -> Any:
     import torch
 
     return t.view(torch.uint8) if t.element_size() == 1 else t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+@dataclass
+class Outcome:
+    """What the differential check made of one toolchain (see :func:`differential_check`)."""
+
+    status: str  # "ok" (timed next), "wrong" or "error"
+    accuracy: dict[str, Any]
+    error: str | None = None
+
+
+@dataclass
+class CheckResult:
+    reference: str | None  # the toolchain the others were compared with (None: none ran)
+    deterministic: bool  # the reference's two runs were bitwise equal
+    idempotent: bool  # a second launch on the state the first left changed nothing
+    outcomes: dict[str, Outcome]
+
+
+def differential_check(order: Sequence[str], kernels: Mapping[str, Callable[[Buffers], None]], pristine: Buffers,
+                       plan: LaunchPlan, *, synchronize: Callable[[], None], describe: Callable[[BaseException], str],
+                       ) -> CheckResult:
+    """Run each toolchain's kernel (``order``: the reference first) on a fresh copy of ``pristine``
+    and compare its buffers with the reference's (the first toolchain that runs): the rule of
+    ``ktriage.workload.recorded_check``. The reference runs twice (determinism) and once more on
+    its own result (idempotence: may timed calls share buffers without a reset?). A kernel that
+    raises is an "error" outcome; a sticky CUDA error is re-raised (the worker is replaced)."""
+    from ktriage.workload.recorded_check import judge
+
+    def run_fresh(tc: str) -> Buffers:
+        buffers = pristine.clone()
+        kernels[tc](buffers)
+        synchronize()
+        return buffers
+
+    result = CheckResult(None, False, False, {})
+    reference: Buffers | None = None
+    for tc in order:
+        try:
+            out = run_fresh(tc)
+            if reference is None:
+                again = run_fresh(tc)
+                result.deterministic = bitwise_equal(out, again)
+                kernels[tc](again)
+                synchronize()
+                result.idempotent = result.deterministic and bitwise_equal(out, again)
+                del again
+                reference, result.reference = out, tc
+                result.outcomes[tc] = Outcome("ok", {"reference": True, "deterministic": result.deterministic,
+                                                     "idempotent": result.idempotent,
+                                                     "reset_before_each_call": not result.idempotent,
+                                                     "compared_args": len(plan.tensors)})  # fmt: skip
+                continue
+            verdict = judge(compare_buffers(reference, out, plan), reference_deterministic=result.deterministic,
+                            reference_toolchain=str(result.reference))
+            del out
+            result.outcomes[tc] = Outcome("ok" if verdict.passed else "wrong", verdict.to_cell(), verdict.reason)
+        except Exception as exc:
+            if getattr(exc, "sticky", False):
+                raise
+            result.outcomes[tc] = Outcome("error", {}, describe(exc))
+    return result
