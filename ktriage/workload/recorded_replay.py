@@ -64,7 +64,9 @@ def _fill(arg: TensorArg, storage: Any, generator: Any) -> None:
     import torch
 
     n = arg.storage_elems
-    if arg.fill == "normal":
+    if arg.fill == "normal" and arg.dtype in ("fp32", "fp16", "bf16", "fp64"):
+        storage.normal_(0.0, FLOAT_SCALE, generator=generator)  # in place: no temporary of a multi-GB tensor
+    elif arg.fill == "normal":  # fp8: torch draws no normal values in it
         storage.copy_(torch.randn(n, generator=generator, device=storage.device, dtype=torch.float32) * FLOAT_SCALE)
     elif arg.fill == "bits":
         storage.copy_(torch.rand(n, generator=generator, device=storage.device) < 0.5)

@@ -138,6 +138,18 @@ def test_integers_must_be_exact_and_nan_where_the_reference_is_finite_fails() ->
     assert diff_arrays("o", "fp32", g, g.copy(), np).bitwise_equal
 
 
+def test_chunked_comparison_equals_the_whole_one() -> None:
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(1000).astype(np.float32)
+    b = a.copy()
+    b[[3, 500, 999]] += np.float32(1e-2)
+    b[10] = np.inf
+    whole, chunked = diff_arrays("o", "fp32", a, b, np), diff_arrays("o", "fp32", a, b, np, chunk=7)
+    assert (whole.mismatched_bits, whole.nonfinite_mismatch) == (chunked.mismatched_bits, chunked.nonfinite_mismatch) == (4, 1)
+    assert whole.max_abs_err == pytest.approx(chunked.max_abs_err) and whole.rel_err == pytest.approx(chunked.rel_err)
+    assert whole.peak_ref == chunked.peak_ref and not chunked.passed
+
+
 def test_the_rule_gives_the_same_answer_on_torch_tensors() -> None:
     torch = pytest.importorskip("torch")
     a = np.random.default_rng(2).standard_normal(512).astype(np.float32)
