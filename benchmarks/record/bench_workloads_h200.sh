@@ -14,7 +14,7 @@ TOOLCHAINS=(-t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0)  # the recording
 WL=benchmarks/record/h200
 
 if [ "${1:-}" = "build" ]; then
-  kt() { ${KTRIAGE_PYTHON:-python3} -m ktriage "$@"; }
+  kt() { ${PYTHON:-python3} -m ktriage "$@"; }
   mkdir -p .bundles
   kt bench $WL/many_launches.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-many_launches
   kt bench $WL/tb_rms_norm_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
