@@ -16,13 +16,16 @@ WL=benchmarks/record/h200
 if [ "${1:-}" = "build" ]; then
   kt() { ${PYTHON:-python3} -m ktriage "$@"; }
   mkdir -p .bundles
+  rm -rf .bundles/wl-*
   kt bench $WL/many_launches.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-many_launches
   kt bench $WL/tb_rms_norm_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
   kt bench $WL/tb_cross_entropy_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_cross_entropy_bwd
-  # layer_norm bwd has 48 kernel inputs: its largest N only (forward K8 and backward K9)
-  kt bench $WL/tb_layer_norm_bwd.workload.json --kernel K8 --kernel K9 "${TOOLCHAINS[@]}" --compile-only \
+  # layer_norm bwd has 48 kernel inputs: the first input of its largest-N kernels (forward K8, backward K9)
+  kt bench $WL/tb_layer_norm_bwd.workload.json --kernel K8 --kernel K9 --input 0 "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_layer_norm_bwd
-  kt bench $WL/tb_swiglu_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_swiglu_bwd
+  # swiglu (bf16): the smallest and the largest input of the forward and the backward kernel
+  kt bench $WL/tb_swiglu_bwd.workload.json --input 0 --input 3 "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-tb_swiglu_bwd
   exit 0
 fi
 
@@ -42,7 +45,7 @@ for b in .bundles/wl-*; do
   [ -f "$b/manifest.json" ] || continue
   name=$(basename "$b")
   t0=$(date +%s)
-  timeout 170 python3 -m ktriage bench --bundle "$b" --max-time 1.5 --min-samples 10 \
+  timeout 170 python3 -m ktriage bench --bundle "$b" --max-time 1.0 --min-samples 10 \
     -o "$work/$name.json" -o "$work/$name.md" --db "sqlite:///$work/store.db" > "$work/$name.txt" 2>&1
   echo "exit $? after $(( $(date +%s) - t0 )) s" >> "$work/$name.txt"
   timeout 60 python3 -m ktriage compare "$work/$name.json" --toolchains -o "$work/$name.compare.md" \
