@@ -54,7 +54,7 @@ for b in .bundles/wl-*; do
   tail -n 3 "$work/$name.txt"
 done
 if python3 -c "import pytest" 2>/dev/null; then
-  KTRIAGE_RECORDED_BUNDLES=.bundles/wl-many_launches:.bundles/wl-tb_rms_norm_bwd \
+  KTRIAGE_TEST_HOME="$PWD/.carry/home" KTRIAGE_RECORDED_BUNDLES=.bundles/wl-many_launches:.bundles/wl-tb_rms_norm_bwd \
     timeout 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/gpu/test_recorded_gpu.py > "$work/gpu_test.txt" 2>&1
   echo "exit $?" >> "$work/gpu_test.txt"
 else
