@@ -70,6 +70,8 @@ def bench_workload(
         if workload is not None and workload_name(workload) != recorded.name:
             raise KtriageError(f"bundle {bundle} holds workload {recorded.name}, not {workload_name(workload)}",
                                f"give the bundle of {workload}, or build one: ktriage bench {workload} -t A -t B --compile-only --bundle DIR")
+    elif workload is None:
+        raise KtriageError("--kernel without a workload or a bundle", "give the workload: ktriage bench W.json -t A -t B --kernel K3")
     else:
         raise KtriageError(f"nothing to measure {workload} with: no toolchain and no bundle",
                            f"compile it: ktriage bench {workload} -t A -t B (add --compile-only --bundle DIR on a CPU machine)")

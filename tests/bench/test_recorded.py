@@ -25,6 +25,7 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
     ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
     ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
     ([str(MANY)], "-t A -t B"),
+    (["--kernel", "K0"], "give the workload"),
     ([str(REPO / "pyproject.toml"), *TOOLCHAINS], "not a recorded workload"),
     ([str(MANY), "--arch", "sm_80", *TOOLCHAINS, "--compile-only"], "recorded on sm_90"),
 ])  # fmt: skip
