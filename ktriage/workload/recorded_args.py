@@ -172,7 +172,7 @@ def plan_launch(args: Sequence[Sequence[Any]], signature: Mapping[str, str], gri
 
 
 def short_label(args: Sequence[Sequence[Any]], signature: Mapping[str, str] | None = None, *,
-                max_shapes: int = 4, max_scalars: int = 3) -> str:
+                max_shapes: int = 4, max_scalars: int = 2) -> str:
     """A short readable name of one recorded input: the distinct tensor shapes (in argument order)
     and the runtime integer scalars that are not strides, e.g. ``2048x1024,1024,2048 n_cols=1024``.
     Constexprs are left out: all inputs of one kernel share them (they are part of its spec)."""
