@@ -5,7 +5,8 @@ Same op names, input sweeps, backend names and flags as TritonBench (`--op`, `--
 `--output-json`), plus `--toolchain` (repeatable): the Triton kernels of a backend are compiled by
 each toolchain on this machine (no GPU needed) into a bundle, and timed from that bundle in ONE GPU
 process next to the native backends. `--compile-only` stops after the bundle (a CPU machine);
-`--bundle DIR` measures a bundle made elsewhere (the GPU machine).
+`--bundle DIR` measures a bundle made elsewhere (the GPU machine). A recorded workload
+(`bench W.json -t A -t B`) goes to ``ktriage.cli.bench_recorded``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ WRITERS = (".csv", ".md", ".json")
 
 
 def bench(
+    workload: Annotated[str | None, typer.Argument(help="A recorded workload (W.json from `ktriage record`): bench its kernels, every toolchain side by side (docs/record.md).")] = None,
+    kernel: Annotated[list[str] | None, typer.Option("--kernel", help="With a workload: only this kernel (K3 or its function name); repeatable.")] = None,
     op: Annotated[str | None, typer.Option("--op", help="TritonBench operator: layer_norm, embedding, rope.")] = None,
     only: Annotated[str | None, typer.Option("--only", help="Comma-separated backends (TritonBench names), e.g. liger_layer_norm,torch_layer_norm.")] = None,
     baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline backend for speedups (default: the op's, e.g. torch_layer_norm).")] = None,
@@ -116,6 +119,20 @@ def bench(
         from ktriage.workload.bundle import load_bundle
 
         loaded = load_bundle(bundle)
+    if workload is not None or kernel or (loaded is not None and loaded.mode == "recorded"):
+        from ktriage.cli.bench_recorded import bench_workload, refuse_op_options
+
+        refuse_op_options({"--op": op, "--only": only, "--baseline": baseline, "--fwd/--bwd/--mode": asked_mode,
+                           "--precision": precision, "--sm-count": sm_count, "--input-id": input_id,
+                           "--num-inputs": num_inputs, "--tritonbench-json": tritonbench_json,
+                           "--artifacts-only": artifacts_only, "--metrics": metrics != "latency,speedup,accuracy",
+                           "--artifact-timing": artifact_timing != "tritonbench",
+                           "--compile-mode": compile_mode != "max-autotune-no-cudagraphs"}, "a recorded workload")
+        return bench_workload(workload, loaded=loaded, bundle=bundle, toolchain=toolchain, kernels=kernel, inputs=input,
+                              compile_only=compile_only, arch=arch, fmt=fmt, outputs=outputs, db=db, timing=timing,
+                              no_l2_flush=no_l2_flush, max_time=max_time, min_samples=min_samples, jobs=jobs,
+                              console=console, compile_timeout=compile_timeout)  # fmt: skip
+    if loaded is not None:
         op = op or loaded.op
     if op is None:
         raise KtriageError("no --op given", "e.g. --op layer_norm (ops: layer_norm, embedding, rope)")

@@ -1,0 +1,113 @@
+"""Measure one entry of a recorded bench, inside an isolated worker process (GPU host).
+
+For one (kernel, recorded input): allocate the arguments once from the recorded descriptions
+(seeded), then for each toolchain launch its kernel on a FRESH COPY of those buffers and compare
+every tensor argument with the reference toolchain's (the first that runs; normally the first
+``-t``). The reference runs twice: if its two results are bitwise equal it is deterministic, and
+a toolchain's agreement is reported as "bitwise equal" or "within tolerance". A toolchain beyond
+the tolerance is emitted as "wrong" and never timed (``ktriage.workload.recorded_check``).
+
+State between timed calls: the reference is launched a third time on the buffers its first launch
+left; if the result is bitwise unchanged the kernel is idempotent (it only reads its inputs and
+overwrites its outputs) and all toolchains are timed back to back on one set of buffers. If not
+(it accumulates with atomics or ``+=``, works in place, or is not deterministic), every timed
+call starts from the pristine data: the buffers are copied back before each call, in the timed
+callable's ``before`` hook, which the event sampler runs before the L2 flush and the start event,
+i.e. outside the timed region (graph timing captures the calls alone and does not reset).
+"""
+
+from __future__ import annotations
+
+import functools
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from ktriage.bench.recorded import RecordedPlan
+from ktriage.errors import KtriageError
+from ktriage.measure.cells import Cell, CellKey
+
+Emit = Callable[[Cell], None]
+
+
+class _Timed:
+    """A timed launch; ``before`` (reset the buffers, when the kernel is not idempotent) runs untimed."""
+
+    def __init__(self, call: Callable[[], None], reset: Callable[[], None] | None) -> None:
+        self._call = call
+        self.before = reset  # the event sampler calls it (when not None) outside the timed region
+
+    def __call__(self) -> None:
+        self._call()
+
+
+def _reason(exc: BaseException) -> str:
+    return exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
+
+
+def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
+    """Worker job handler (``ktriage.measure.isolate``): payload = {"plan": ..., "entry": id}."""
+    import torch
+
+    from ktriage.measure.loader import runner_loader
+    from ktriage.measure.timing import TimingOptions, measure_interleaved
+    from ktriage.stats.verdict import VerdictConfig, stop_when_sure
+    from ktriage.workload.bundle_launch import make_launcher
+    from ktriage.workload.recorded_bundle import load_recorded_bundle
+    from ktriage.workload.recorded_replay import Buffers, RecordedKernel, allocate, differential_check
+
+    plan = RecordedPlan.from_json(payload["plan"])
+    recorded = load_recorded_bundle(plan.bundle)
+    entry = recorded.entry(int(payload["entry"]))
+    keys = plan.keys(entry)
+    extra = {"kernel": entry.kernel, "recorded_input": entry.input, "recorded_label": entry.recorded_label,
+             "launches": entry.count, "grid": entry.grid}
+
+    def cell(key: CellKey, status: str, **kw: Any) -> Cell:
+        return Cell(key, status, extra={**extra, **kw.pop("extra", {})}, **kw)  # type: ignore[arg-type]
+
+    try:
+        launch_plan = entry.plan(recorded.bundle.specs[entry.spec_key])
+        pristine = allocate(launch_plan, seed=plan.seed + entry.id, device="cuda")
+        torch.cuda.synchronize()
+    except Exception as exc:
+        if getattr(exc, "sticky", False):
+            raise
+        for key in keys:
+            emit(cell(key, "error", error=f"cannot allocate the recorded arguments: {_reason(exc)}"))
+        return
+    loader = runner_loader()
+    kernels: dict[str, Callable[[Buffers], None]] = {
+        str(k.toolchain): RecordedKernel(make_launcher(recorded.bundle, str(k.toolchain), loader), entry.spec_key, launch_plan)
+        for k in keys}  # fmt: skip
+    check = differential_check([str(k.toolchain) for k in keys], kernels, pristine, launch_plan,
+                               synchronize=torch.cuda.synchronize, describe=_reason)
+    variants: dict[str, _Timed] = {}
+    work = pristine.clone()  # one set of buffers for every toolchain's timed calls
+    for key in keys:
+        outcome = check.outcomes[str(key.toolchain)]
+        if outcome.status != "ok":
+            emit(cell(key, outcome.status, error=outcome.error, accuracy=outcome.accuracy))
+            continue
+        reset = None if check.idempotent else functools.partial(work.reset_from, pristine)
+        variants[str(key.toolchain)] = _Timed(functools.partial(kernels[str(key.toolchain)], work), reset)
+    if not variants:
+        return
+    ref_tc = str(check.reference)
+    config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
+    pairs = [(str(ref_tc), t) for t in variants if t != str(ref_tc) and str(ref_tc) in variants]
+    result = measure_interleaved(
+        variants, min_samples=plan.min_samples, max_time_s=plan.max_time_s,
+        stop=lambda samples: stop_when_sure(samples, pairs, config, max_samples=plan.max_samples),
+        seed=plan.seed + entry.id, options=TimingOptions(**plan.timing),
+    )  # fmt: skip
+    for key in keys:
+        name = str(key.toolchain)
+        if name not in variants:
+            continue
+        if name in result.errors:
+            emit(cell(key, "error", error=result.errors[name]))
+            continue
+        emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=check.outcomes[name].accuracy,
+                  extra={"stopped_by": result.stopped_by, "rounds": result.rounds,
+                         "reset_before_each_call": not check.idempotent, "buffer_bytes": pristine.nbytes()}))

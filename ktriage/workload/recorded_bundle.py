@@ -1,0 +1,227 @@
+"""A bundle of a recorded workload (``ktriage record``): every (kernel, input) compiled by every toolchain.
+
+Why a bundle: the GPU host measures from cubins alone (no toolchain, no Triton compile, no kernel
+source: ``ktriage.workload.bundle``). The workload's specs are compiled HERE, from its source
+snapshots, and only the cubins, their launch ABI and what a replay needs of each recorded input
+travel: the argument descriptions (dtype, shape, strides, storage size, small integer values,
+scalars) and the grid. The format is the op bundles' (one loader, cubin hashes and ABIs checked);
+``mode`` is ``"recorded"`` and ``inputs`` lists the entries below instead of an op's input cases.
+
+An entry is one (kernel, recorded input), numbered across the workload in its order (``id``): the
+number is the cells' ``input_id``, so the labels of different kernels never collide in
+``ktriage compare``, and the same workload file gives the same numbers on every run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage.errors import FormatError, KtriageError, SpecError
+from ktriage.spec.model import KernelSpec
+from ktriage.workload.bundle import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
+from ktriage.workload.recorded_args import LaunchPlan, plan_launch, short_label
+
+if TYPE_CHECKING:
+    from ktriage.compile.compiler import Compiler
+    from ktriage.record.workload import Kernel, Workload
+    from ktriage.toolchain.manager import Toolchain
+
+RECORDED_MODE = "recorded"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One (kernel, recorded input) of a recorded bundle."""
+
+    id: int
+    kernel: str  # "K3"
+    function: str
+    input: int  # the recorded input's id within its kernel
+    label: str  # short (recorded_args.short_label)
+    recorded_label: str
+    count: int  # launches the program made with it
+    spec_key: str
+    args: list[list[Any]]
+    grid: list[int] | None
+
+    @property
+    def backend(self) -> str:
+        """The cells' backend: the kernel id and function, e.g. ``K3:_rms_norm_backward_kernel``."""
+        return f"{self.kernel}:{self.function}"
+
+    def plan(self, spec: KernelSpec) -> LaunchPlan:
+        return plan_launch(self.args, spec.signature, self.grid, where=f"{self.backend} input {self.input}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kernel": self.kernel, "function": self.function, "input": self.input, "label": self.label,
+                "recorded_label": self.recorded_label, "count": self.count, "spec": self.spec_key, "args": self.args,
+                "grid": self.grid}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Entry:
+        return cls(int(data["id"]), str(data["kernel"]), str(data["function"]), int(data["input"]), str(data["label"]),
+                   str(data.get("recorded_label", "")), int(data.get("count", 1)), str(data["spec"]), list(data["args"]),
+                   data.get("grid"))  # fmt: skip
+
+
+def workload_name(path: Path | str) -> str:
+    """The cells' op: the file name without ``.json`` and a ``.workload`` suffix (``tb_rms_norm_bwd``)."""
+    name = Path(path).name
+    for suffix in (".journal", ".json", ".workload"):
+        name = name.removesuffix(suffix)
+    return name or "workload"
+
+
+def select_kernels(workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None) -> list[tuple[Kernel, list[int]]]:
+    """The kernels ``--kernel`` names (an id such as K3 or a function name) and of each the inputs
+    ``--input`` names (a recorded input id, or its label); an unknown name is an error listing the choices."""
+    chosen = list(workload.kernels)
+    if kernels:
+        picked = []
+        for sel in kernels:
+            found = [k for k in workload.kernels if sel in (k.id, k.function)]
+            if not found:
+                choices = ", ".join(f"{k.id} ({k.function})" for k in workload.kernels) or "none: the workload has no kernels"
+                raise SpecError(f"the workload has no kernel {sel!r}", f"choose --kernel from: {choices}")
+            picked += [k for k in found if k not in picked]
+        chosen = [k for k in workload.kernels if k in picked]
+    out: list[tuple[Kernel, list[int]]] = []
+    for k in chosen:
+        ids = [i.id for i in k.inputs]
+        if inputs:
+            ids = [i.id for i in k.inputs if any(sel in (str(i.id), i.label) for sel in inputs)]
+        if ids:
+            out.append((k, ids))
+    if not out:
+        have = "; ".join(f"{k.id}: " + ", ".join(str(i.id) for i in k.inputs) for k in chosen)
+        raise SpecError(f"no input of the chosen kernels matches --input {list(inputs or [])}",
+                        f"recorded input ids per kernel: {have or 'none'}")
+    return out
+
+
+def workload_entries(workload: Workload, kernels: Sequence[str] | None = None,
+                     inputs: Sequence[str] | None = None) -> list[tuple[Entry, KernelSpec]]:
+    """Every selected (kernel, input) as an entry and its spec, numbered in the workload's order
+    (numbers count all the workload's inputs, so a selection keeps each entry's number)."""
+    selected = {k.id: set(ids) for k, ids in select_kernels(workload, kernels, inputs)}
+    workload.materialize()  # the spec keys hash the snapshot's source
+    out: list[tuple[Entry, KernelSpec]] = []
+    number = 0
+    for k in workload.kernels:
+        labels: dict[str, int] = {}
+        for i in k.inputs:
+            if i.id in selected.get(k.id, ()):
+                label = short_label(i.args, i.spec.signature)
+                labels[label] = labels.get(label, 0) + 1
+                if labels[label] > 1:
+                    label = f"{label} #{i.id}"
+                out.append((Entry(number, k.id, k.function, i.id, label, i.label, i.count, i.spec.key(), i.args, i.grid),
+                            i.spec))
+            number += 1
+    return out
+
+
+def build_recorded_bundle(workload: Workload, toolchains: Sequence[Toolchain], out_dir: Path, *, compiler: Compiler,
+                          kernels: Sequence[str] | None = None, inputs: Sequence[str] | None = None) -> Path:
+    """Compile the selected entries of ``workload`` with every toolchain into a bundle at ``out_dir``
+    (for the recording host's target, which each spec carries). A failed compile is recorded for its
+    (spec, toolchain), and its cells report it on the GPU host."""
+    from ktriage.compile.compiler import Artifact
+
+    if not toolchains:
+        raise SpecError("no toolchain given for the bundle", "pass -t twice, e.g. -t triton==3.3.1 -t triton==3.4.0")
+    pairs = workload_entries(workload, kernels, inputs)
+    specs: dict[str, KernelSpec] = {}
+    for entry, spec in pairs:
+        specs.setdefault(entry.spec_key, spec)
+    entries = [e for e, _ in pairs]
+    out_dir = Path(out_dir)
+    (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
+    outcomes = compiler.compile_many(list(specs.values()), list(toolchains))  # (spec, toolchain) order
+    artifacts: dict[str, dict[str, Any]] = {}
+    for (key, tc), outcome in zip([(k, t) for k in specs for t in toolchains], outcomes, strict=True):
+        if isinstance(outcome, Artifact):
+            artifacts.setdefault(key, {})[tc.id] = artifact_entry(outcome, out_dir)
+        else:
+            artifacts.setdefault(key, {})[tc.id] = {"status": "failed", "stage": outcome.stage, "kind": outcome.kind,
+                                                    "message": outcome.message}
+    name = workload_name(workload.path or "workload")
+    targets = sorted({s.target for s in specs.values()})
+    manifest = {
+        "format_version": FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "op": name, "mode": RECORDED_MODE, "precision": "", "target": ",".join(targets), "sm_count": 0,
+        "backends": sorted({e.backend for e in entries}, key=[e.backend for e in entries].index),
+        "inputs": [e.to_json() for e in entries],
+        "toolchains": {tc.id: tc.to_json() for tc in toolchains},
+        "specs": {k: s.to_json() for k, s in specs.items()}, "artifacts": artifacts,
+        "extra": {"workload": {"name": name, "path": str(workload.path) if workload.path else None,
+                               "host": workload.host, "recorded": workload.recorded}},
+    }  # fmt: skip
+    write_manifest(out_dir, manifest)
+    return out_dir
+
+
+# ------------------------------------------------------------------------------------ reading
+@dataclass(frozen=True)
+class RecordedBundle:
+    """A loaded recorded bundle: the bundle (artifacts, specs, toolchains) and its entries."""
+
+    bundle: Bundle
+    entries: list[Entry]
+
+    @property
+    def name(self) -> str:
+        return self.bundle.op
+
+    def entry(self, entry_id: int) -> Entry:
+        for e in self.entries:
+            if e.id == entry_id:
+                return e
+        raise FormatError(f"bundle {self.bundle.path} has no entry {entry_id}", f"entries: {[e.id for e in self.entries]}")
+
+    def select(self, kernels: Sequence[str] | None, inputs: Sequence[str] | None) -> list[Entry]:
+        """Entries of the kernels ``--kernel`` names and the inputs ``--input`` names (as when building)."""
+        chosen = self.entries
+        if kernels:
+            known = sorted({(e.kernel, e.function) for e in self.entries}, key=lambda kf: int(kf[0][1:]) if kf[0][1:].isdigit() else 0)
+            bad = [s for s in kernels if not any(s in (e.kernel, e.function) for e in self.entries)]
+            if bad:
+                raise SpecError(f"bundle {self.bundle.path} has no kernel {bad[0]!r}",
+                                "choose --kernel from: " + ", ".join(f"{k} ({f})" for k, f in known))
+            chosen = [e for e in chosen if any(s in (e.kernel, e.function) for s in kernels)]
+        if inputs:
+            chosen = [e for e in chosen if any(s in (str(e.input), e.label, e.recorded_label) for s in inputs)]
+            if not chosen:
+                raise SpecError(f"no entry of bundle {self.bundle.path} matches --input {list(inputs)}",
+                                "give a recorded input id (see `ktriage workload show`)")
+        return chosen
+
+
+def is_recorded_bundle(bundle: Bundle) -> bool:
+    return bundle.mode == RECORDED_MODE
+
+
+def load_recorded_bundle(path: Path | str) -> RecordedBundle:
+    """A recorded bundle (hashes and ABIs checked by ``load_bundle``); an op bundle is an error."""
+    bundle = load_bundle(path)
+    return recorded_view(bundle)
+
+
+def recorded_view(bundle: Bundle) -> RecordedBundle:
+    if not is_recorded_bundle(bundle):
+        raise FormatError(f"bundle {bundle.path} holds the op {bundle.op} ({bundle.mode}), not a recorded workload",
+                          f"bench it with `ktriage bench --bundle {bundle.path} --op {bundle.op}`")
+    try:
+        entries = [Entry.from_json(row) for row in bundle.inputs]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FormatError(f"bundle {bundle.path}: a recorded entry is damaged ({type(exc).__name__}: {exc})",
+                          "rebuild it with `ktriage bench W.json -t A -t B --compile-only --bundle DIR`") from exc
+    missing = sorted({e.spec_key for e in entries} - set(bundle.specs))
+    if missing:
+        raise FormatError(f"bundle {bundle.path}: entries name specs it lacks ({missing[0]})", "copy the whole bundle folder again")
+    return RecordedBundle(bundle, entries)
+

@@ -1,0 +1,129 @@
+"""`ktriage bench W.json` on the CPU machine through the real ``main(argv)``: the bundle of a committed
+recording compiled by two real toolchains, the errors (an unknown kernel, op options, nothing to
+measure with), and a results file of recorded cells (made by the real writer) read by ``ktriage compare``.
+(The measuring half: tests/gpu/test_recorded_gpu.py and benchmarks/record/bench_workloads_h200.sh.)"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from tests.conftest import RunCli
+
+REPO = Path(__file__).resolve().parents[2]
+RECORDINGS = REPO / "benchmarks" / "record" / "h200"
+MANY = RECORDINGS / "many_launches.workload.json"
+RMS_FWD = RECORDINGS / "tb_rms_norm_fwd.workload.json"
+TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
+
+
+@pytest.mark.parametrize("args, words", [
+    ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
+    ([str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"], "recorded input ids per kernel: K0: 0"),
+    ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
+    ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
+    ([str(MANY)], "-t A -t B"),
+    (["--kernel", "K0"], "give the workload"),
+    ([str(REPO / "pyproject.toml"), *TOOLCHAINS], "not a recorded workload"),
+    ([str(MANY), "--arch", "sm_80", *TOOLCHAINS, "--compile-only"], "recorded on sm_90"),
+])  # fmt: skip
+def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    out = run_cli(["bench", *args])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert words in out.err_text
+
+
+@pytest.mark.slow
+def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: Path, run_cli: RunCli) -> None:
+    from ktriage.workload.bundle import BundleArtifact
+    from ktriage.workload.recorded_bundle import load_recorded_bundle
+
+    bundle = tmp_path / "rms"
+    out = run_cli(["bench", str(RMS_FWD), "--kernel", "K0", "--kernel", "K2", *TOOLCHAINS, "--compile-only",
+                   "--bundle", str(bundle)])
+    assert out.exit_code == exit_codes.OK, out.output
+    assert f"ktriage bench --bundle {bundle}" in out.output.replace("\n", "")
+    rec = load_recorded_bundle(bundle)  # what the GPU host reads: hashes and ABIs checked
+    assert rec.name == "tb_rms_norm_fwd" and rec.bundle.mode == "recorded"
+    # numbered across the workload: K0's input is entry 0, K2's entry 2 (K1 left out)
+    assert [(e.id, e.kernel, e.function, e.input) for e in rec.entries] == [
+        (0, "K0", "_rms_norm_forward_kernel", 0), (2, "K2", "_rms_norm_forward_kernel", 0)]
+    assert rec.entries[0].backend == "K0:_rms_norm_forward_kernel"
+    assert rec.entries[0].label.startswith("2048x1024,1024,2048")
+    assert [t.split(".ptxas")[0] for t in rec.bundle.toolchains] == ["triton-3.3.1", "triton-3.4.0"]
+    for e in rec.entries:
+        spec = rec.bundle.specs[e.spec_key]
+        plan = e.plan(spec)
+        for tc in rec.bundle.toolchains:
+            art = rec.bundle.artifact(e.spec_key, tc)
+            assert isinstance(art, BundleArtifact), art
+            # the replay passes exactly the parameters the cubin's ABI takes, in its order
+            assert [p["name"] for p in art.abi if not p.get("hidden")] == [a.name for a in plan.runtime]
+    # the GPU host's selection reads the bundle alone
+    assert [e.id for e in rec.select(["K2"], None)] == [2]
+    with pytest.raises(Exception, match="choose --kernel from: K0"):
+        rec.select(["K5"], None)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_cannot_compile_is_recorded_in_the_bundle_not_fatal(tmp_path: Path, run_cli: RunCli) -> None:
+    """many_launches.py is a script: its snapshot runs the program at import, which a compile worker
+    cannot (explain reports the same). The bundle is still written, each (spec, toolchain) recorded."""
+    from ktriage.workload.recorded_bundle import load_recorded_bundle
+
+    bundle = tmp_path / "many"
+    out = run_cli(["bench", str(MANY), *TOOLCHAINS, "--compile-only", "--bundle", str(bundle)])
+    assert out.exit_code == exit_codes.OK, out.output
+    rec = load_recorded_bundle(bundle)
+    assert [(e.id, e.label) for e in rec.entries] == [(0, "4096 n=4096"), (1, "8192 n=8192"), (2, "16384 n=16384"),
+                                                      (3, "65536 n=65536")]
+    keys = {e.spec_key for e in rec.entries}
+    assert {(k, tc) for k in keys for tc in rec.bundle.toolchains} == set(rec.bundle.artifacts)
+
+
+def test_bench_bundle_on_a_machine_without_gpu_says_where_to_run(tmp_path: Path, run_cli: RunCli, has_gpu: bool) -> None:
+    from ktriage.workload.bundle import write_manifest
+
+    if has_gpu:
+        pytest.skip("this machine has a GPU")
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    write_manifest(bundle, {"format_version": 1, "op": "w", "mode": "recorded", "precision": "", "target": "sm_90",
+                            "sm_count": 0, "backends": [], "inputs": [], "toolchains": {}, "specs": {}, "artifacts": {}})
+    out = run_cli(["bench", "--bundle", str(bundle)])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert "GPU" in out.err_text
+
+
+def test_compare_reads_recorded_cells_from_the_real_results_writer(tmp_path: Path, run_cli: RunCli) -> None:
+    from ktriage.bench.recorded import summary_rows
+    from ktriage.measure.cells import Cell, CellKey, RunInfo
+    from ktriage.measure.results_file import read_results, write_results
+
+    ref, new = "triton-3.3.1.ptxas-x", "triton-3.4.0.ptxas-y"
+    run = RunInfo(toolchains=[{"id": ref, "spec": "triton==3.3.1"}, {"id": new, "spec": "triton==3.4.0"}])
+    fast = [0.010 + 0.0001 * (i % 5) for i in range(40)]  # synthetic samples (ms)
+    slow = [s * 1.5 for s in fast]
+    cells = []
+    for entry, backend, label in ((0, "K0:_rms_norm_forward_kernel", "2048x1024,1024,2048 n_cols=1024"),
+                                  (1, "K1:_rms_norm_backward_kernel", "2048x1024,1024,132x1024 n_rows=2048")):
+        cells.append(Cell(CellKey("tb_rms_norm_bwd", "recorded", entry, label, backend, ref), "ok", samples_ms=fast,
+                          accuracy={"reference": True, "deterministic": True}))
+    cells.append(Cell(CellKey("tb_rms_norm_bwd", "recorded", 0, cells[0].key.input_label, cells[0].key.backend, new), "ok",
+                      samples_ms=slow, accuracy={"agreement": "bitwise equal", "passed": True}))
+    cells.append(Cell(CellKey("tb_rms_norm_bwd", "recorded", 1, cells[1].key.input_label, cells[1].key.backend, new), "wrong",
+                      error="results differ from the reference: miscompile or non-determinism (max abs err 0.5, at arg dW_ptr)"))
+    path = write_results(tmp_path / "r.json", run, cells)
+    assert len(read_results(path)[1]) == 4
+    out = run_cli(["compare", str(path), "--toolchains", "--format", "json"])
+    assert out.exit_code == exit_codes.FINDING, out.output  # a regression was found
+    text = out.stdout
+    assert "K0:_rms_norm_forward_kernel" in text and "regression" in text
+    assert "K1:_rms_norm_backward_kernel" in text and "miscompile" in text
+    rows = summary_rows(cells, ref)
+    assert [(r["kernel"][:2], r["toolchain"][:12], r["status"], r["check"][:14]) for r in rows] == [
+        ("K0", "triton-3.3.1", "ok", "reference"), ("K0", "triton-3.4.0", "ok", "bitwise equal"),
+        ("K1", "triton-3.3.1", "ok", "reference"), ("K1", "triton-3.4.0", "wrong", "-")]
+    assert rows[1]["vs_ref"].startswith("1.5")
