@@ -36,7 +36,7 @@ echo "tb_flce fwd record_rc=$? recorded_s=$(secs "$t0" "$(now)")" | tee -a "$out
 cd "$repo" || exit 1
 pack
 timeout 120 python3 benchmarks/record/programs/overhead_inprocess.py 9 > "$out/overhead_inprocess.txt" 2>&1
-for _ in 1 2 3 4 5; do
+for _ in 1 2 3; do
   python3 benchmarks/record/h200/many_launches.py >> "$out/overhead_plain.txt" 2>&1
   python3 -m ktriage record -o "$out/many_launches.workload.json" -- python3 benchmarks/record/h200/many_launches.py \
     >> "$out/overhead_recorded.txt" 2>&1
