@@ -23,6 +23,7 @@ source, so a spec never depends on the original file still existing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -235,7 +236,8 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
             label = _label(launch)
             meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": count,
                     "function": rec.get("function"), "original_module": rec.get("original_module")}
-            spec = spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta)
+            spec = with_launch_facts(spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta),
+                                     list(launch.get("args") or []), None)
             autotune = launch.get("autotune") if isinstance(launch.get("autotune"), Mapping) else None
             inputs.append(Input(index, str(launch.get("id")), label, list(launch.get("args") or []),
                                 dict(launch.get("options") or {}), launch.get("grid"), count, spec,
@@ -246,6 +248,8 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         configs = (first.get("autotune") or {}).get("configs") if isinstance(first.get("autotune"), Mapping) else None
         if configs is None and rec.get("kind") == "inductor":
             configs = rec.get("configs")
+        if configs:
+            inputs = [dataclasses.replace(i, spec=with_launch_facts(i.spec, i.args, configs)) for i in inputs]
         notes = list(snapshots[digests[fid]]["notes"])
         differs = [f"input {i.id}: {i.jit_check}" for i in inputs if (i.jit_check or "").startswith("differs")]
         if differs:
@@ -397,6 +401,21 @@ def _with_path(workload: Workload, path: Path) -> Workload:
     return workload
 
 
+def with_launch_facts(spec: KernelSpec, args: Sequence[Any], autotune_configs: Any) -> KernelSpec:
+    """``spec`` with what tune's models read from ``meta`` (never part of the spec's key): the
+    launch's integer scalars as its ``shape`` (a matmul's M, N, K: the tile model's problem size), and
+    the kernel's ``@triton.autotune`` config list (the space ``ktriage tune`` searches first)."""
+    meta = dict(spec.meta)
+    if "shape" not in meta:
+        shape = {str(a[0]): a[1] for a in args if isinstance(a, (list, tuple)) and len(a) == 2
+                 and isinstance(a[1], int) and not isinstance(a[1], bool) and a[0] not in spec.constexprs}
+        if shape:
+            meta["shape"] = shape
+    if autotune_configs and "autotune_configs" not in meta:
+        meta["autotune_configs"] = list(autotune_configs)
+    return spec if meta == spec.meta else spec.replace(meta=meta)
+
+
 def _from_json(data: Mapping[str, Any]) -> Workload:
     snapshots: dict[str, dict[str, Any]] = {}
     for digest, snap in dict(data["snapshots"]).items():
@@ -408,7 +427,9 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
         if str(k["snapshot"]) not in snapshots:
             raise FormatError(f"kernel {k['id']} names snapshot {str(k['snapshot'])[:12]}, which the file lacks", FIX)
         inputs = [Input(int(i["id"]), str(i["launch"]), str(i["label"]), list(i["args"]), dict(i["options"]),
-                        i.get("grid"), int(i["count"]), KernelSpec.from_json(i["spec"]).validate(),
+                        i.get("grid"), int(i["count"]),
+                        with_launch_facts(KernelSpec.from_json(i["spec"]).validate(), list(i["args"]),
+                                          k.get("autotune_configs")),
                         i.get("autotune_choice"), dict(i.get("heuristics") or {}), i.get("jit_check"))
                   for i in k["inputs"]]
         kernels.append(Kernel(str(k["id"]), str(k["function"]), str(k["kind"]), str(k["module"]),

@@ -136,7 +136,7 @@ def screen(
         raise KtriageError(f"--max-spill-bytes {max_spill_bytes} is negative", "use 0 (no spills) or a byte count")
     if configs is not None:
         cfgs = list(configs)
-    elif staged:
+    elif staged and not space.listed:  # a listed space (the autotuner's own configs) is searched as it is
         # num_stages only changes kernels with pipelined loops: vary it for the front-runners only.
         cfgs = [c for c in space.configs() if c.num_stages == space.default.num_stages]
     else:
@@ -146,7 +146,7 @@ def screen(
     cands = [ScreenedConfig(cfg, space.apply(cfg), is_default=cfg == space.default) for cfg in cfgs]
     _compile_and_analyze(cands, toolchain, compiler, sm_count, on_done)
     _judge(cands, max_spill_bytes, top_k)
-    if staged and configs is None and len(space.stages) > 1:
+    if staged and configs is None and not space.listed and len(space.stages) > 1:
         seen = {c.config for c in cands}
         extra = [ScreenedConfig(cfg, space.apply(cfg)) for front in [c for c in cands if c.status == "kept"]
                  for cfg in (TuneConfig(front.config.num_warps, st, front.config.constexprs) for st in space.stages)

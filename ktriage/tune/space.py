@@ -87,11 +87,15 @@ class ConfigSpace:
     # The launch's grid as a function of the constexprs (e.g. a matmul's cdiv(M,BLOCK_M)*cdiv(N,BLOCK_N));
     # None: the knobs' grid axes rescale the spec's grid.
     grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = field(default=None, compare=False)
+    # The kernel's own @triton.autotune list (recorded): searched as it is instead of the knobs' product.
+    listed: tuple[TuneConfig, ...] = ()
 
     def configs(self) -> list[TuneConfig]:
         """Every combination, the default first (it is the baseline every report compares with)."""
         names = [k.name for k in self.knobs]
         out = [self.default]
+        if self.listed:
+            return out + [c for c in dict.fromkeys(self.listed) if c != self.default]
         for warps, stages, *blocks in itertools.product(self.warps, self.stages, *[k.values for k in self.knobs]):
             cfg = TuneConfig.of(warps, stages, dict(zip(names, blocks)))
             if cfg != self.default:
@@ -171,10 +175,39 @@ def _matmul_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, .
 
 
 def recipe_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
-    """The launch's grid function of a catalog recipe whose blocks tile one axis together (the matmul)."""
+    """The launch's grid function of a catalog recipe whose blocks tile one axis together (the matmul),
+    or of a recorded launch whose 1-D grid is exactly ``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)``."""
     if spec.source_function() == "matmul_kernel" and {"BLOCK_M", "BLOCK_N"} <= set(recipe_knobs(spec)):
         return _matmul_grid(spec)
+    shape = spec.meta.get("shape") or {}
+    if (spec.meta.get("recorded") and spec.grid is not None and len(spec.grid) == 1
+            and {"BLOCK_M", "BLOCK_N"} <= set(spec.constexprs) and {"M", "N"} <= set(shape)):
+        grid = _matmul_grid(spec)
+        if grid(spec.constexprs) == tuple(spec.grid):
+            return grid
     return None
+
+
+def _listed(spec: KernelSpec) -> tuple[dict[str, Knob], tuple[TuneConfig, ...]]:
+    """A recorded kernel's @triton.autotune configs: the library's own list of correct configs, as the
+    space (and the constexprs it varies as its knobs, for the report)."""
+    raw = spec.meta.get("autotune_configs")
+    if not isinstance(raw, list) or not raw:
+        return {}, ()
+    configs: list[TuneConfig] = []
+    values: dict[str, set[int]] = {}
+    for entry in raw:
+        kwargs = dict(entry.get("kwargs") or {}) if isinstance(entry, Mapping) else {}
+        blocks = {k: v for k, v in kwargs.items() if k in spec.constexprs and isinstance(v, int) and not isinstance(v, bool)}
+        if len(blocks) != len(kwargs):
+            return {}, ()  # a config that sets something the spec has no constexpr for: not this kernel's list
+        configs.append(TuneConfig.of(int(entry.get("num_warps") or spec.num_warps),
+                                     int(entry.get("num_stages") or spec.num_stages), blocks))
+        for k, v in blocks.items():
+            values.setdefault(k, set()).add(v)
+    why = "the values of the kernel's own @triton.autotune configs (recorded): its list is searched as it is"
+    knobs = {k: Knob(k, tuple(sorted(v)), why, None, None, False) for k, v in values.items() if len(v) > 1}
+    return knobs, tuple(configs)
 
 
 def _inductor_style(spec: KernelSpec) -> dict[str, Knob]:
@@ -221,9 +254,21 @@ def config_space(
     max_warps = arch.max_threads_per_block // arch.warp_size
     found: dict[str, Knob] = {}
     notes: list[str] = []
-    for source in (_from_meta(spec), recipe_knobs(spec), _inductor_style(spec)):
+    listed_knobs, listed = _listed(spec) if not (warps or stages or blocks) else ({}, ())
+    for source in (_from_meta(spec), listed_knobs, recipe_knobs(spec), _inductor_style(spec)):
         for name, knob in source.items():
             found.setdefault(name, knob)
+    if listed:
+        knobs = [found[n] for n in spec.signature if n in listed_knobs]
+        notes.append(f"the space is the kernel's own @triton.autotune list ({len(listed)} configs, recorded); "
+                     "--warps/--stages/--block search a product instead")
+        default = TuneConfig.of(spec.num_warps, spec.num_stages,
+                                {k: v for k, v in spec.constexprs.items() if k in listed_knobs and isinstance(v, int)})
+        return ConfigSpace(spec, tuple(knobs), tuple(sorted({c.num_warps for c in listed})),
+                           tuple(sorted({c.num_stages for c in listed})), default, tuple(notes), recipe_grid(spec),
+                           listed=tuple(TuneConfig.of(c.num_warps, c.num_stages, {k: v for k, v in c.constexprs
+                                                                                   if k in listed_knobs})
+                                        for c in listed))
     knobs = [found[n] for n in spec.signature if n in found]  # source order
     if blocks:
         narrowed = []
