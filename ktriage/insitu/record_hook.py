@@ -818,7 +818,7 @@ def _watch_dynamic_imports() -> None:
     def import_module(name: str, package: str | None = None) -> Any:
         module = original(name, package)
         try:
-            frame = sys._getframe(1)
+            frame: Any = sys._getframe(1)
             while frame is not None and frame.f_code.co_name != "<module>":
                 frame = frame.f_back
             importer = frame.f_globals.get("__name__") if frame is not None else None
