@@ -174,6 +174,7 @@ class Compiler:
         self._inflight = InFlight()
         self._front_memo: dict[str, FrontendResult | CompileFailure] = {}
         self._cubin_memo: dict[str, AssembledCubin | KtriageError] = {}
+        self._abi_memo: dict[str, tuple[AbiParam, ...]] = {}
         self.timeout_s = timeout_s
         self._pool = WorkerPool(self.jobs)
         # Frontend compiles actually run (cache misses), in total and per thread: bisect reports its
@@ -220,6 +221,14 @@ class Compiler:
         """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build."""
         return _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, f"cache={CACHE_FORMAT}", spec.key(),
                     _frontend_identity(toolchain))
+
+    def _order_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
+        """The frontend key for ordering only: a spec whose key cannot be computed (its package or
+        source is missing) counts as unique here; its compile reports the problem."""
+        try:
+            return self.frontend_key(spec, toolchain)
+        except (KtriageError, OSError):
+            return f"unkeyed-{id(spec)}-{id(toolchain)}"
 
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
         key = self.frontend_key(spec, toolchain)
@@ -343,17 +352,27 @@ class Compiler:
         front = self.frontend(spec, toolchain)
         if isinstance(front, CompileFailure):
             return front
-        ptx = front.text("ptx")
         try:
             assembler = toolchain.assembler(parse_arch(spec.target).cc)
             if assembler.native:
                 cubin = self.native_cubin(front, assembler)
             else:
-                cubin = self.assemble(ptx, toolchain, spec.target, front.ptxas_argv)
-            abi = launch_abi(spec.signature, tuple(spec.equal_to_1), ptx, front.metadata)
+                cubin = self.assemble(front.text("ptx"), toolchain, spec.target, front.ptxas_argv)
+            abi = self._abi(spec, front)
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "assemble", "ptxas", str(exc))
-        return Artifact(spec, toolchain, front, cubin, tuple(abi))
+        return Artifact(spec, toolchain, front, cubin, abi)
+
+    def _abi(self, spec: KernelSpec, front: FrontendResult) -> tuple[AbiParam, ...]:
+        """The launch ABI of a frontend result, parsed once per entry: the inputs of a sweep that share
+        a kernel share it (the signature and ``equal_to_1`` it depends on are part of the entry's key),
+        and parsing the PTX for every input was most of a warm run."""
+        key = str(front.dir)
+        abi = self._abi_memo.get(key)
+        if abi is None:
+            abi = tuple(launch_abi(spec.signature, tuple(spec.equal_to_1), front.text("ptx"), front.metadata))
+            self._abi_memo[key] = abi
+        return abi
 
     def compile_many(
         self,
@@ -369,14 +388,31 @@ class Compiler:
             return compile_many_remote(self, self.executor, specs, toolchains, on_done=on_done)
         pairs = [(s, t) for s in specs for t in toolchains]
 
-        def run(pair: tuple[KernelSpec, Toolchain]) -> CompileOutcome:
-            outcome = self.compile(*pair)
+        def run(index: int) -> CompileOutcome:
+            outcome = self.compile(*pairs[index])
             if on_done is not None:
                 on_done(outcome)
             return outcome
 
         with ThreadPoolExecutor(max_workers=self.jobs) as executor:
-            return list(executor.map(run, pairs))
+            futures = {i: executor.submit(run, i) for i in unique_first(pairs, self._order_key)}
+            return [futures[i].result() for i in range(len(pairs))]
+
+
+def unique_first(pairs: Sequence[tuple[KernelSpec, Toolchain]],
+                 key: Callable[[KernelSpec, Toolchain], str]) -> list[int]:
+    """The order to compile ``pairs`` in: the first pair of every frontend key, then the pairs that
+    share a key with an earlier one (they wait for its entry). Many inputs of a sweep compile to one
+    kernel (layer_norm's 30 inputs are 5 kernels); in input order a thread would pick up the second
+    input of a kernel and wait for the first instead of compiling the next kernel."""
+    seen: set[str] = set()
+    first: list[int] = []
+    rest: list[int] = []
+    for i, (spec, toolchain) in enumerate(pairs):
+        k = key(spec, toolchain)
+        (rest if k in seen else first).append(i)
+        seen.add(k)
+    return first + rest
 
 
 def _frontend_from_json(path: Path, record: dict[str, Any]) -> FrontendResult:
