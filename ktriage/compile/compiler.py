@@ -33,7 +33,7 @@ from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
-from ktriage.compile.cache import CACHE_FORMAT, ArtifactCache, Repair
+from ktriage.compile.cache import CACHE_FORMAT, SIDECAR_PREFIX, ArtifactCache, Repair, read_sidecar, write_sidecar
 from ktriage.compile.pool import InFlight, WorkerPool
 from ktriage.errors import CompileError, KtriageError
 from ktriage.execute.base import Executor
@@ -370,7 +370,7 @@ class Compiler:
         key = str(front.dir)
         abi = self._abi_memo.get(key)
         if abi is None:
-            abi = tuple(launch_abi(spec.signature, tuple(spec.equal_to_1), front.text("ptx"), front.metadata))
+            abi = cached_abi(spec, front)
             self._abi_memo[key] = abi
         return abi
 
@@ -397,6 +397,38 @@ class Compiler:
         with ThreadPoolExecutor(max_workers=self.jobs) as executor:
             futures = {i: executor.submit(run, i) for i in unique_first(pairs, self._order_key)}
             return [futures[i].result() for i in range(len(pairs))]
+
+
+ABI_SCHEMA = 1
+
+
+def _abi_sidecar_name(spec: KernelSpec) -> str:
+    ident = json.dumps([ABI_SCHEMA, list(spec.signature.items()), sorted(spec.equal_to_1)])
+    return f"{SIDECAR_PREFIX}abi-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
+
+
+def _abi_from_json(data: object) -> tuple[AbiParam, ...] | None:
+    """The ABI a sidecar holds, or None when it is not a list of parameters (then it is recomputed)."""
+    if not isinstance(data, list):
+        return None
+    try:
+        return tuple(AbiParam(**item) for item in data)
+    except TypeError:
+        return None
+
+
+def cached_abi(spec: KernelSpec, front: FrontendResult) -> tuple[AbiParam, ...]:
+    """The launch ABI of a frontend entry, kept next to it as a self-hashed sidecar
+    (``compile/cache.py``): a warm run reads a few hundred bytes instead of parsing the PTX. A damaged
+    sidecar is quarantined by ``read_sidecar`` and the ABI recomputed from the verified PTX. Raises
+    CompileError when the PTX does not match the signature (nothing is stored then)."""
+    name = _abi_sidecar_name(spec)
+    abi = _abi_from_json(read_sidecar(front.dir, name))
+    if abi is not None:
+        return abi
+    abi = tuple(launch_abi(spec.signature, tuple(spec.equal_to_1), front.text("ptx"), front.metadata))
+    write_sidecar(front.dir, name, [p.to_json() for p in abi])
+    return abi
 
 
 def unique_first(pairs: Sequence[tuple[KernelSpec, Toolchain]],
