@@ -403,6 +403,9 @@ ABI_SCHEMA = 1
 
 
 def _abi_sidecar_name(spec: KernelSpec) -> str:
+    """``resources-abi-<hash>.json``: under the sidecar prefix, so that a ktriage of before this
+    sidecar, sharing the home, verifies it as a sidecar instead of quarantining the entry for a file
+    its manifest does not list."""
     ident = json.dumps([ABI_SCHEMA, list(spec.signature.items()), sorted(spec.equal_to_1)])
     return f"{SIDECAR_PREFIX}abi-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
 
