@@ -394,9 +394,32 @@ class Compiler:
                 on_done(outcome)
             return outcome
 
+        pending = unique_first(pairs, self._order_key)
+        lanes = [str(t.python) for _s, t in pairs]
+        share = max(1, self.jobs // max(1, len(set(lanes))))
+        busy: dict[str, int] = {}
+        lock = threading.Lock()
+        results: dict[int, CompileOutcome] = {}
+
+        def take() -> int | None:
+            with lock:
+                index = pick_next(pending, lanes, busy, share)
+                if index is not None:
+                    busy[lanes[index]] = busy.get(lanes[index], 0) + 1
+                return index
+
+        def lane() -> None:
+            while (index := take()) is not None:
+                try:
+                    results[index] = run(index)
+                finally:
+                    with lock:
+                        busy[lanes[index]] -= 1
+
         with ThreadPoolExecutor(max_workers=self.jobs) as executor:
-            futures = {i: executor.submit(run, i) for i in unique_first(pairs, self._order_key)}
-            return [futures[i].result() for i in range(len(pairs))]
+            for future in [executor.submit(lane) for _ in range(min(self.jobs, len(pairs)))]:
+                future.result()
+        return [results[i] for i in range(len(pairs))]
 
 
 ABI_SCHEMA = 1
@@ -448,6 +471,19 @@ def unique_first(pairs: Sequence[tuple[KernelSpec, Toolchain]],
         (rest if k in seen else first).append(i)
         seen.add(k)
     return first + rest
+
+
+def pick_next(pending: list[int], lanes: Sequence[str], busy: dict[str, int], share: int) -> int | None:
+    """Remove and return the next pair to compile: the first pending one whose toolchain has fewer
+    than ``share`` threads on it, else the first pending one. Each toolchain's worker compiles one
+    kernel at a time; a thread that took the next pair in plain order while another thread held that
+    toolchain's only worker started a second worker for it (another Triton import, about a second, and
+    its priming compile) while the other toolchain's kernels waited. Once a toolchain has nothing
+    left, its threads help the others (a second worker then pays for itself)."""
+    if not pending:
+        return None
+    pos = next((k for k, i in enumerate(pending) if busy.get(lanes[i], 0) < share), 0)
+    return pending.pop(pos)
 
 
 def _frontend_from_json(path: Path, record: dict[str, Any]) -> FrontendResult:

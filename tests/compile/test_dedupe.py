@@ -11,7 +11,7 @@ import pytest
 
 from ktriage.catalog import expand_op
 from ktriage.compile.cache import QUARANTINE, SIDECAR_PREFIX
-from ktriage.compile.compiler import Artifact, Compiler, cached_abi, unique_first
+from ktriage.compile.compiler import Artifact, Compiler, cached_abi, pick_next, unique_first
 
 
 def test_unique_first_puts_the_first_pair_of_every_key_before_the_repeats() -> None:
@@ -25,6 +25,20 @@ def test_unique_first_puts_the_first_pair_of_every_key_before_the_repeats() -> N
     order = unique_first(pairs, fake_key)  # type: ignore[arg-type]
     assert order == [0, 1, 2, 3, 5, 4]
     assert sorted(order) == list(range(len(pairs)))
+
+
+def test_pick_next_keeps_each_thread_on_a_toolchain_whose_worker_is_free() -> None:
+    """Pure scheduling logic: pairs 0..5 alternate toolchains a, b; one thread per toolchain."""
+    lanes = ["a", "b", "a", "b", "a", "b"]
+    pending = [0, 1, 2, 3, 4, 5]
+    busy = {"a": 1, "b": 0}  # a thread is compiling with a's worker
+    assert pick_next(pending, lanes, busy, share=1) == 1  # not 2: that would start a second a-worker
+    busy["b"] = 1
+    assert pick_next(pending, lanes, busy, share=1) == 0  # every toolchain busy: plain order
+    assert pending == [2, 3, 4, 5]
+    # a toolchain with nothing left: its thread helps the other one
+    assert pick_next([4], lanes, {"a": 1, "b": 0}, share=1) == 4
+    assert pick_next([], lanes, {}, share=1) is None
 
 
 def _sharing_specs():
