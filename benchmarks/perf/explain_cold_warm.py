@@ -9,7 +9,8 @@ touched. No GPU.
     python benchmarks/perf/explain_cold_warm.py --home /work/main/.ktriage-home -o /tmp/explain_cold_warm.json
 
 The machine is shared, so it reports the minimum (and every run) and the load average at the start
-and end. ``--bytecode`` also times warm runs with Python's bytecode cache on (in a scratch
+and end. ``--breakdown`` adds one more cold run with timers around the stages (worker start,
+frontend requests, ptxas, cuobjdump, analysis, report) and prints where its time went. ``--bytecode`` also times warm runs with Python's bytecode cache on (in a scratch
 PYTHONPYCACHEPREFIX): an environment that sets PYTHONDONTWRITEBYTECODE recompiles every ktriage
 module on each start, which is most of a warm run.
 """
@@ -67,6 +68,79 @@ def timed_run(python: str, tree: Path, home: Path, out: Path, *, env_extra: dict
     return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
 
 
+# (module, attribute path, label): the stages timed by --breakdown. Timers only wrap; nothing is replaced.
+STAGES = [
+    ("ktriage.cli.explain_cmd", "resolve_specs", "resolve specs"),
+    ("ktriage.cli.explain_cmd", "resolve_toolchains", "resolve toolchains"),
+    ("ktriage.compile.compiler", "Compiler.compile_many", "compile_many (frontends)"),
+    ("ktriage.compile.pool", "CompileWorker._start", "worker start (Triton import, priming)"),
+    ("ktriage.compile.pool", "CompileWorker.request", "worker request (frontend compile)"),
+    ("ktriage.compile.compiler", "assemble", "ptxas (cross matrix)"),
+    ("ktriage.explain.engine", "Explainer._prefetch", "analysis of the distinct cubins"),
+    ("ktriage.explain.engine", "analyze_cubin", "analyze one cubin"),
+    ("ktriage.explain.engine", "analyze_artifact", "analyze one cubin (own; the tree before issue 13)"),
+    ("ktriage.analyze.resources", "run_cuobjdump", "cuobjdump"),
+    ("ktriage.explain.engine", "Explainer.run", "explain (compile + analysis + compare)"),
+    ("ktriage.cli.explain_cmd", "to_json", "report"),
+]
+
+
+def breakdown_child(out: Path, argv: list[str]) -> int:
+    """Run the CLI in this process with timers around STAGES; write the spans to ``out``."""
+    import atexit
+    import functools
+    import importlib
+    import resource
+    import threading
+
+    t0 = time.perf_counter()
+    spans: list[tuple[str, float, float]] = []
+    for module_name, attr, label in STAGES:
+        owner: Any = importlib.import_module(module_name)
+        *parents, name = attr.split(".")
+        for parent in parents:
+            owner = getattr(owner, parent)
+        if not hasattr(owner, name):
+            continue  # a stage this tree does not have (an older ktriage)
+        fn = getattr(owner, name)
+
+        def timed(*a: Any, _fn: Any = fn, _label: str = label, **k: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return _fn(*a, **k)
+            finally:
+                spans.append((_label, start - t0, time.perf_counter() - t0))
+
+        setattr(owner, name, functools.wraps(fn)(timed))
+    imported = time.perf_counter() - t0
+    lock = threading.Lock()
+
+    def dump() -> None:
+        with lock:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            out.write_text(json.dumps({"imports_s": imported, "total_s": time.perf_counter() - t0,
+                                       "main_process_cpu_s": usage.ru_utime + usage.ru_stime, "spans": spans}))
+
+    atexit.register(dump)
+    from ktriage.cli.app import main as cli_main
+
+    return cli_main(argv)
+
+
+def print_breakdown(data: dict[str, Any]) -> None:
+    agg: dict[str, list[float]] = {}
+    for label, start, end in data["spans"]:
+        a = agg.setdefault(label, [0, 0.0, start, end])
+        a[0] += 1
+        a[1] += end - start
+        a[2], a[3] = min(a[2], start), max(a[3], end)
+    print(f"breakdown of one cold run: {data['total_s']:.2f} s in process (imports {data['imports_s']:.2f} s, "
+          f"main process CPU {data['main_process_cpu_s']:.2f} s)")
+    print(f"{'stage':42} {'calls':>5} {'sum s':>7} {'from s':>7} {'to s':>7}")
+    for label, (n, total, first, last) in sorted(agg.items(), key=lambda kv: kv[1][2]):
+        print(f"{label:42} {int(n):5d} {total:7.2f} {first:7.2f} {last:7.2f}")
+
+
 def normalized_report(path: Path) -> Any:
     data = json.loads(path.read_text())
     data.pop("created", None)
@@ -82,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="the ktriage source tree to time (default: this one; another checkout for a before/after)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--bytecode", action="store_true", help="also time warm runs with the bytecode cache on")
+    ap.add_argument("--breakdown", action="store_true", help="one more cold run with timers around the stages")
     ap.add_argument("-o", "--output", type=Path, help="write the numbers as JSON here")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--breakdown-child"]:  # internal: the timed run of --breakdown
+        return breakdown_child(Path(argv[1]), argv[2:])
     args = ap.parse_args(argv)
     if not (args.home / "toolchains").is_dir():
         raise SystemExit(f"{args.home} has no toolchains/: pass --home with installed toolchains")
@@ -116,6 +194,16 @@ def main(argv: list[str] | None = None) -> int:
                 result["warm_bytecode"].append(timed_run(args.python, args.tree, home, home / "report.json", env_extra=env,
                                                          drop=("PYTHONDONTWRITEBYTECODE",)))
                 print(f"warm+bytecode {i + 1}: {result['warm_bytecode'][-1]}", file=sys.stderr)
+        if args.breakdown:
+            home = scratch_home(args.home, work)
+            spans = work / "spans.json"
+            env = {**os.environ, "KTRIAGE_HOME": str(home), "PYTHONPATH": str(args.tree)}
+            t0 = time.perf_counter()
+            with (home / "report.json").open("w") as stdout:
+                subprocess.run([args.python, str(Path(__file__).resolve()), "--breakdown-child", str(spans), *ARGS],
+                               cwd=args.tree, env=env, stdout=stdout, stderr=subprocess.DEVNULL, check=True)
+            result["breakdown"] = {**json.loads(spans.read_text()), "wall_s": time.perf_counter() - t0}
+            reports.append(normalized_report(home / "report.json"))
         result["reports_identical"] = all(r == reports[0] for r in reports)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -129,6 +217,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:16} {min(walls):10.2f} {min(r['cpu_s'] for r in runs):10.2f}  {walls}")
     print(f"load average: start {result['loadavg_start']}, end {result['loadavg_end']}; "
           f"reports identical: {result['reports_identical']}")
+    if "breakdown" in result:
+        print_breakdown(result["breakdown"])
     if args.output:
         args.output.write_text(json.dumps(result, indent=1) + "\n")
     return 0 if result["reports_identical"] else 1
