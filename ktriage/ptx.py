@@ -29,6 +29,7 @@ _FUNC_HEAD = re.compile(
 )
 _REG_DECL = re.compile(r"^\s*\.reg\s+\.(\w+)\s+(.+?);")
 _REG_RANGE = re.compile(r"^\s*[%\w$]+<(\d+)>\s*$")
+_BRACE = re.compile(r"[{}]")
 _PARAM = re.compile(r"\.param\s+(.*?)\s*([A-Za-z_$%][\w$%]*)\s*(?:\[(\d+)\])?\s*$")
 _BOUND = re.compile(
     r"^\s*\.(maxnreg|reqntid|maxntid|minnctapersm|maxclusterrank|reqnctapercluster)\s+([\d,\s]+)",
@@ -201,18 +202,15 @@ def parse_ptx(text: str) -> PtxModule:
         if brace < 0:
             continue
         header = clean[pos:brace]
-        # matching closing brace
-        depth, i = 0, brace
-        while i < len(clean):
-            c = clean[i]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        body = clean[brace : i + 1]
+        # matching closing brace (scanning brace to brace: a per-character loop cost ~0.1 s per
+        # kernel, paid by every analysis and launch ABI); unbalanced: the body runs to the end
+        depth, end = 0, len(clean)
+        for b in _BRACE.finditer(clean, brace):
+            depth += 1 if b.group() == "{" else -1
+            if depth == 0:
+                end = b.start()
+                break
+        body = clean[brace : end + 1]
         maxnreg = _bound(header, "maxnreg")
         functions.append(
             PtxFunction(

@@ -33,7 +33,7 @@ from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
-from ktriage.compile.cache import CACHE_FORMAT, ArtifactCache, Repair
+from ktriage.compile.cache import CACHE_FORMAT, SIDECAR_PREFIX, ArtifactCache, Repair, read_sidecar, write_sidecar
 from ktriage.compile.pool import InFlight, WorkerPool
 from ktriage.errors import CompileError, KtriageError
 from ktriage.execute.base import Executor
@@ -174,6 +174,7 @@ class Compiler:
         self._inflight = InFlight()
         self._front_memo: dict[str, FrontendResult | CompileFailure] = {}
         self._cubin_memo: dict[str, AssembledCubin | KtriageError] = {}
+        self._abi_memo: dict[str, tuple[AbiParam, ...]] = {}
         self.timeout_s = timeout_s
         self._pool = WorkerPool(self.jobs)
         # Frontend compiles actually run (cache misses), in total and per thread: bisect reports its
@@ -220,6 +221,14 @@ class Compiler:
         """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build."""
         return _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, f"cache={CACHE_FORMAT}", spec.key(),
                     _frontend_identity(toolchain))
+
+    def _order_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
+        """The frontend key for ordering only: a spec whose key cannot be computed (its package or
+        source is missing) counts as unique here; its compile reports the problem."""
+        try:
+            return self.frontend_key(spec, toolchain)
+        except (KtriageError, OSError):
+            return f"unkeyed-{id(spec)}-{id(toolchain)}"
 
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
         key = self.frontend_key(spec, toolchain)
@@ -343,17 +352,27 @@ class Compiler:
         front = self.frontend(spec, toolchain)
         if isinstance(front, CompileFailure):
             return front
-        ptx = front.text("ptx")
         try:
             assembler = toolchain.assembler(parse_arch(spec.target).cc)
             if assembler.native:
                 cubin = self.native_cubin(front, assembler)
             else:
-                cubin = self.assemble(ptx, toolchain, spec.target, front.ptxas_argv)
-            abi = launch_abi(spec.signature, tuple(spec.equal_to_1), ptx, front.metadata)
+                cubin = self.assemble(front.text("ptx"), toolchain, spec.target, front.ptxas_argv)
+            abi = self._abi(spec, front)
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "assemble", "ptxas", str(exc))
-        return Artifact(spec, toolchain, front, cubin, tuple(abi))
+        return Artifact(spec, toolchain, front, cubin, abi)
+
+    def _abi(self, spec: KernelSpec, front: FrontendResult) -> tuple[AbiParam, ...]:
+        """The launch ABI of a frontend result, parsed once per entry: the inputs of a sweep that share
+        a kernel share it (the signature and ``equal_to_1`` it depends on are part of the entry's key),
+        and parsing the PTX for every input was most of a warm run."""
+        key = str(front.dir)
+        abi = self._abi_memo.get(key)
+        if abi is None:
+            abi = cached_abi(spec, front)
+            self._abi_memo[key] = abi
+        return abi
 
     def compile_many(
         self,
@@ -369,14 +388,102 @@ class Compiler:
             return compile_many_remote(self, self.executor, specs, toolchains, on_done=on_done)
         pairs = [(s, t) for s in specs for t in toolchains]
 
-        def run(pair: tuple[KernelSpec, Toolchain]) -> CompileOutcome:
-            outcome = self.compile(*pair)
+        def run(index: int) -> CompileOutcome:
+            outcome = self.compile(*pairs[index])
             if on_done is not None:
                 on_done(outcome)
             return outcome
 
+        pending = unique_first(pairs, self._order_key)
+        lanes = [str(t.python) for _s, t in pairs]
+        share = max(1, self.jobs // max(1, len(set(lanes))))
+        busy: dict[str, int] = {}
+        lock = threading.Lock()
+        results: dict[int, CompileOutcome] = {}
+
+        def take() -> int | None:
+            with lock:
+                index = pick_next(pending, lanes, busy, share)
+                if index is not None:
+                    busy[lanes[index]] = busy.get(lanes[index], 0) + 1
+                return index
+
+        def lane() -> None:
+            while (index := take()) is not None:
+                try:
+                    results[index] = run(index)
+                finally:
+                    with lock:
+                        busy[lanes[index]] -= 1
+
         with ThreadPoolExecutor(max_workers=self.jobs) as executor:
-            return list(executor.map(run, pairs))
+            for future in [executor.submit(lane) for _ in range(min(self.jobs, len(pairs)))]:
+                future.result()
+        return [results[i] for i in range(len(pairs))]
+
+
+ABI_SCHEMA = 1
+
+
+def _abi_sidecar_name(spec: KernelSpec) -> str:
+    """``resources-abi-<hash>.json``: under the sidecar prefix, so that a ktriage of before this
+    sidecar, sharing the home, verifies it as a sidecar instead of quarantining the entry for a file
+    its manifest does not list."""
+    ident = json.dumps([ABI_SCHEMA, list(spec.signature.items()), sorted(spec.equal_to_1)])
+    return f"{SIDECAR_PREFIX}abi-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
+
+
+def _abi_from_json(data: object) -> tuple[AbiParam, ...] | None:
+    """The ABI a sidecar holds, or None when it is not a list of parameters (then it is recomputed)."""
+    if not isinstance(data, list):
+        return None
+    try:
+        return tuple(AbiParam(**item) for item in data)
+    except TypeError:
+        return None
+
+
+def cached_abi(spec: KernelSpec, front: FrontendResult) -> tuple[AbiParam, ...]:
+    """The launch ABI of a frontend entry, kept next to it as a self-hashed sidecar
+    (``compile/cache.py``): a warm run reads a few hundred bytes instead of parsing the PTX. A damaged
+    sidecar is quarantined by ``read_sidecar`` and the ABI recomputed from the verified PTX. Raises
+    CompileError when the PTX does not match the signature (nothing is stored then)."""
+    name = _abi_sidecar_name(spec)
+    abi = _abi_from_json(read_sidecar(front.dir, name))
+    if abi is not None:
+        return abi
+    abi = tuple(launch_abi(spec.signature, tuple(spec.equal_to_1), front.text("ptx"), front.metadata))
+    write_sidecar(front.dir, name, [p.to_json() for p in abi])
+    return abi
+
+
+def unique_first(pairs: Sequence[tuple[KernelSpec, Toolchain]],
+                 key: Callable[[KernelSpec, Toolchain], str]) -> list[int]:
+    """The order to compile ``pairs`` in: the first pair of every frontend key, then the pairs that
+    share a key with an earlier one (they wait for its entry). Many inputs of a sweep compile to one
+    kernel (layer_norm's 30 inputs are 5 kernels); in input order a thread would pick up the second
+    input of a kernel and wait for the first instead of compiling the next kernel."""
+    seen: set[str] = set()
+    first: list[int] = []
+    rest: list[int] = []
+    for i, (spec, toolchain) in enumerate(pairs):
+        k = key(spec, toolchain)
+        (rest if k in seen else first).append(i)
+        seen.add(k)
+    return first + rest
+
+
+def pick_next(pending: list[int], lanes: Sequence[str], busy: dict[str, int], share: int) -> int | None:
+    """Remove and return the next pair to compile: the first pending one whose toolchain has fewer
+    than ``share`` threads on it, else the first pending one. Each toolchain's worker compiles one
+    kernel at a time; a thread that took the next pair in plain order while another thread held that
+    toolchain's only worker started a second worker for it (another Triton import, about a second, and
+    its priming compile) while the other toolchain's kernels waited. Once a toolchain has nothing
+    left, its threads help the others (a second worker then pays for itself)."""
+    if not pending:
+        return None
+    pos = next((k for k, i in enumerate(pending) if busy.get(lanes[i], 0) < share), 0)
+    return pending.pop(pos)
 
 
 def _frontend_from_json(path: Path, record: dict[str, Any]) -> FrontendResult:

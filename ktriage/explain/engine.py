@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from ktriage.analyze.artifact import analyze_artifact, analyze_cubin
+from ktriage.analyze.artifact import analyze_cubin
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
-from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
+from ktriage.compile.compiler import Artifact, AssembledCubin, CompileFailure, Compiler
+from ktriage.compile.pool import InFlight
 from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
 from ktriage.explain.failures import fallback_reason
@@ -156,22 +158,58 @@ def opcode_delta_text(comparison: Comparison, limit: int = 6) -> str:
     return ", ".join(parts)
 
 
+def _ptx_size(artifact: Artifact) -> int:
+    """A cost estimate for scheduling (ptxas and SASS analysis grow with the kernel)."""
+    try:
+        return artifact.frontend.ptx_path.stat().st_size
+    except OSError:
+        return 0
+
+
 def toolchain_label(toolchain: Toolchain) -> str:
     """A short human name: the spec string the user wrote."""
     return str(toolchain.spec)
 
 
+Facts = tuple[Resources, Occupancy]
+
+
 class Explainer:
-    """Runs explain over specs and toolchains with one compiler (one cache, one worker pool)."""
+    """Runs explain over specs and toolchains with one compiler (one cache, one worker pool).
+
+    Each cubin is analyzed once per run, whichever spec asks first: the inputs of a sweep that share a
+    kernel share its artifacts (``Compiler`` compiles a key once), and they share its facts here
+    (``_facts``), so that a 30-input sweep of 5 kernels runs cuobjdump for 5 kernels, not 30."""
 
     def __init__(self, compiler: Compiler) -> None:
         self.compiler = compiler
+        self._facts_memo: dict[tuple[str, ...], Facts | KtriageError] = {}
+        self._inflight = InFlight()
+
+    def _facts(self, artifact: Artifact, cubin: AssembledCubin, toolchain: Toolchain) -> Facts:
+        """``analyze_cubin`` once per (PTX entry, cubin, cuobjdump, launch shape) in this run; threads
+        asking for one that another thread is analyzing wait for it instead of running cuobjdump too.
+        A failure is remembered too: the same cubin fails the same way. Raises KtriageError."""
+        key = (str(artifact.frontend.dir), str(cubin.cubin_path), str(toolchain.cuobjdump),
+               artifact.spec.target, str(artifact.spec.num_warps))
+        name = "\0".join(key)
+        with self._inflight.hold(name):
+            memo = self._facts_memo.get(key)
+            if memo is None:
+                try:
+                    memo = analyze_cubin(artifact, cubin, toolchain)
+                except KtriageError as exc:
+                    memo = exc
+                self._facts_memo[key] = memo
+        if isinstance(memo, KtriageError):
+            raise memo
+        return memo
 
     def result_for(self, artifact: Artifact) -> KernelResult:
-        resources, occupancy = analyze_artifact(artifact)
+        resources, occupancy = self._facts(artifact, artifact.cubin, artifact.toolchain)
         return KernelResult(artifact.toolchain, artifact, resources, occupancy)
 
-    def _cross(self, ptx_from: Artifact, asm_of: Artifact) -> tuple[Resources, Occupancy] | str:
+    def _cross(self, ptx_from: Artifact, asm_of: Artifact) -> Facts | str:
         """Assemble one artifact's PTX the way the other artifact was assembled (its ptxas, and the
         command line its Triton used for this spec); a failure is returned as text."""
         ptx = ptx_from.frontend.text("ptx")
@@ -180,7 +218,7 @@ class Explainer:
             cubin = self.compiler.assemble(ptx, asm_of.toolchain, ptx_from.spec.target, template)
         except KtriageError as exc:
             return f"{toolchain_label(ptx_from.toolchain)} PTX with ptxas {asm_of.cubin.ptxas_version}: {exc.problem}"
-        return analyze_cubin(ptx_from, cubin, asm_of.toolchain)
+        return self._facts(ptx_from, cubin, asm_of.toolchain)
 
     def compare(self, ref: KernelResult, new: KernelResult) -> Comparison:
         comparison = Comparison(ref, new)
@@ -219,6 +257,38 @@ class Explainer:
             None if isinstance(swap_asm, str) else swap_asm[0])
         return comparison
 
+    def _prefetch(self, per_spec: Sequence[Sequence[object]]) -> None:
+        """Analyze every distinct cubin of the run once (each spec's own, and the cross matrix against
+        its first compiled toolchain), the costliest first, ``jobs`` at a time. Spec by spec, the
+        threads mostly waited on each other: the inputs that share a kernel asked for the same cubins
+        in turn. What this computes is only remembered (``_facts``, the compiler's memos); the specs
+        are then explained exactly as before, from the memos. A failure here is remembered and
+        reported by the spec that meets it."""
+        work: dict[tuple[str, ...], tuple[int, Callable[[], object]]] = {}
+        for outcomes in per_spec:
+            arts = [o for o in outcomes if isinstance(o, Artifact)]
+            for art in arts:
+                work.setdefault(("own", str(art.cubin.cubin_path), str(art.frontend.dir), art.toolchain.id),
+                                (_ptx_size(art), partial(self.result_for, art)))
+            for new in arts[1:]:
+                ref = arts[0]
+                if new.toolchain.id == ref.toolchain.id:
+                    continue
+                for ptx_from, asm_of in ((new, ref), (ref, new)):
+                    work.setdefault(("cross", str(ptx_from.frontend.dir), str(asm_of.frontend.dir), asm_of.toolchain.id),
+                                    (2 * _ptx_size(ptx_from), partial(self._cross, ptx_from, asm_of)))
+
+        def attempt(job: Callable[[], object]) -> None:
+            try:
+                job()
+            except KtriageError:
+                pass  # remembered by _facts / the compiler; the spec that needs it reports it
+
+        ordered = [job for _cost, job in sorted(work.values(), key=lambda w: -w[0])]
+        if len(ordered) > 1:
+            with ThreadPoolExecutor(max_workers=self.compiler.jobs) as executor:
+                list(executor.map(attempt, ordered))
+
     def run(
         self,
         specs: Sequence[KernelSpec],
@@ -230,6 +300,7 @@ class Explainer:
         outcomes = self.compiler.compile_many(specs, toolchains, on_done=on_compiled)
         n = len(toolchains)
         per_spec = [outcomes[i * n:(i + 1) * n] for i in range(len(specs))]
+        self._prefetch(per_spec)
 
         def explain_one(index: int) -> SpecExplain:
             spec = specs[index]

@@ -295,3 +295,30 @@ def test_analyze_wrong_log_or_name_is_a_clear_error(compiled: dict[str, Compiled
             kernel_name="missing",
             triton_shared=None,
         )
+
+
+def test_to_json_equals_what_asdict_gave_for_every_cached_field() -> None:
+    """to_json copies the fields by hand (asdict's deepcopy was a third of a warm explain): the dict is
+    the one asdict made, key order included, and a copy (editing it leaves the Resources alone)."""
+    from dataclasses import asdict
+
+    from ktriage.analyze.resources import SCHEMA_VERSION
+    from ktriage.analyze.sass_loops import SassLoop
+
+    loop = SassLoop(start=16, end=96, instructions=6, depth=1, innermost=True, main=True, opcodes={"FFMA": 4, "BRA": 1})
+    res = Resources(kernel_name="k", arch="sm_90a", registers=40, stack_bytes=8, spill_store_bytes=None,
+                    spill_load_bytes=0, shared_bytes=1040, shared_static_bytes=16, shared_dynamic_bytes=1024,
+                    local_loads=1, local_stores=2, sass_opcodes={"FFMA": 4, "BRA": 1},
+                    sass_opcodes_detailed={"FFMA": 4, "BRA.U": 1}, sass_instructions=9,
+                    ptx_registers={"f32": 10, "pred": 2}, ptx_registers_total=12, ptx_instructions=30, barriers=1,
+                    cumulative_stack_bytes=None, sass_classes={"memory": {"LDG.E.128": 2}, "sync": {"BAR.SYNC": 1}},
+                    sass_loops=(loop,))
+    old = asdict(res)
+    old["sass_loops"] = [loop.to_json()]
+    want = {"schema": SCHEMA_VERSION, **old}
+    got = res.to_json()
+    assert json.dumps(got) == json.dumps(want)
+    got["sass_classes"]["memory"]["LDG.E.128"] = 99
+    got["sass_opcodes"]["FFMA"] = 99
+    assert res.sass_classes["memory"]["LDG.E.128"] == 2 and res.sass_opcodes["FFMA"] == 4
+    assert Resources.from_json(res.to_json()) == res

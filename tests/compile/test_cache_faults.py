@@ -78,7 +78,7 @@ def _truncate(path: Path) -> None:
 
 
 def _sidecar(entry: Path) -> Path:
-    [path] = entry.glob("resources-*.json")
+    [path] = [p for p in entry.glob("resources-*.json") if not p.name.startswith("resources-abi-")]  # not the ABI's
     return path
 
 
