@@ -24,8 +24,11 @@ class BenchPlan:
     precision: str
     bundle: str | None = None  # path of the compile-here bundle
     toolchains: list[str] = field(default_factory=list)  # toolchain ids of the bundle, reference first
-    timing: dict[str, Any] = field(default_factory=dict)  # TimingOptions fields
-    min_samples: int = 20
+    # TimingOptions fields; "mode": auto (a protocol per variant, ktriage.measure.timing.choose_protocol)
+    # or one of events | graph | queued for every variant
+    timing: dict[str, Any] = field(default_factory=dict)
+    graph_below_ms: float = 0.05  # auto: single-launch kernels faster than this are timed as graph replays
+    min_samples: int = 10  # the statistics' floor (VerdictConfig.min_samples): decided cells stop there
     max_samples: int = 400
     max_time_s: float = 10.0  # per input (all its variants together)
     threshold: float = 0.05
