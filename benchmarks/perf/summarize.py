@@ -129,7 +129,9 @@ def verdicts(cells: list[Cell], run: Any) -> dict[str, dict[int, str]]:
 
 def same_verdicts(d: Path) -> list[str]:
     out = ["## The speed-ups change no verdict (issue 3's comparisons)", "",
-           "| sweep | comparison | now: regression / same / unsure | issue 3 | inputs with the same verdict |", "|---|---|---|---|---|"]
+           "Verdict counts are regression / same / unsure / improvement; a *flip* is an input decided both times "
+           "with different verdicts, *resolved* one that issue 3 left unsure and that is decided now.", "",
+           "| sweep | comparison | now | issue 3 | same verdict | flips | resolved | newly unsure |", "|---|---|---|---|---|---|---|---|"]
     cliffs: list[str] = []
     for res, old in (("ln_bwd.json", ISSUE3 / "run2_layer_norm_aa" / "ln_bwd.json"),
                      ("emb_bwd.json", ISSUE3 / "run1_embedding_tritonbench_style" / "emb_bwd.json")):
@@ -139,9 +141,13 @@ def same_verdicts(d: Path) -> list[str]:
         for name, nv in new_v.items():
             ov = old_v.get(name, {})
             ncl, ocl = nv.pop("cliffs", ""), ov.pop("cliffs", "")  # type: ignore[call-overload]
-            count = lambda v: "/".join(str(list(v.values()).count(k)) for k in ("regression", "same", "unsure"))  # noqa: E731
+            count = lambda v: "/".join(str(list(v.values()).count(k)) for k in ("regression", "same", "unsure", "improvement"))  # noqa: E731
             agree = sum(ov.get(i) == v for i, v in nv.items())
-            out.append(f"| {res} | {name} | {count(nv)} | {count(ov) if ov else '-'} | {agree} of {len(nv)} |")
+            both = [(ov[i], v) for i, v in nv.items() if i in ov]
+            flips = sum(o != n and "unsure" not in (o, n) for o, n in both)
+            resolved = sum(o == "unsure" and n != "unsure" for o, n in both)
+            unsure = sum(o != "unsure" and n == "unsure" for o, n in both)
+            out.append(f"| {res} | {name} | {count(nv)} | {count(ov) if ov else '-'} | {agree} of {len(nv)} | **{flips}** | {resolved} | {unsure} |")
             same = "the same cliffs as issue 3" if ncl == ocl else f"issue 3 had: {ocl or 'none'}"
             cliffs.append(f"- {res} {name}: {ncl or 'no cliffs'} ({same})")
     return out + ["", "Cliffs:", ""] + cliffs

@@ -27,7 +27,7 @@ class BenchPlan:
     # TimingOptions fields; "mode": auto (a protocol per variant, ktriage.measure.timing.choose_protocol)
     # or one of events | graph | queued for every variant
     timing: dict[str, Any] = field(default_factory=dict)
-    graph_below_ms: float = 0.05  # auto: single-launch kernels faster than this are timed as graph replays
+    graph_below_ms: float = 0.01  # auto (ktriage.measure.timing.GRAPH_BELOW_MS): single-launch kernels faster than this are timed as graph replays
     min_samples: int = 10  # the statistics' floor (VerdictConfig.min_samples): decided cells stop there
     max_samples: int = 400
     max_time_s: float = 10.0  # per input (all its variants together)

@@ -15,6 +15,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -59,17 +60,18 @@ def run_bench(
 ) -> tuple[RunInfo, list[Cell]]:
     from ktriage.bench.worker import prepare_worker
 
+    t0 = time.perf_counter()
     runner = IsolatedRunner("ktriage.bench.worker:measure_input", timeout_s=timeout_s,
                             init=functools.partial(prepare_worker, plan.to_json()))
     runner.start()  # its start-up overlaps the parent's own below
     try:
-        return _run(plan, runner, store_url=store_url, results_path=results_path, toolchains=toolchains,
+        return _run(plan, runner, t0, store_url=store_url, results_path=results_path, toolchains=toolchains,
                     on_cell=on_cell, on_input_done=on_input_done)
     finally:
         runner.close()
 
 
-def _run(plan: BenchPlan, runner: IsolatedRunner, *, store_url: str | None, results_path: Path | None,
+def _run(plan: BenchPlan, runner: IsolatedRunner, t0: float, *, store_url: str | None, results_path: Path | None,
          toolchains: list[dict[str, Any]], on_cell: Callable[[Cell], None] | None,
          on_input_done: Callable[[int], None] | None) -> tuple[RunInfo, list[Cell]]:  # fmt: skip
     from ktriage.measure.env import GpuRecorder
@@ -90,7 +92,12 @@ def _run(plan: BenchPlan, runner: IsolatedRunner, *, store_url: str | None, resu
         settings={"plan": plan.to_json()},
     )
     cells: list[Cell] = []
+    # Where the run's wall time goes (seconds since run_bench began), kept with the run's settings.
+    timeline: dict[str, Any] = {"parent_ready_s": round(time.perf_counter() - t0, 3)}
     runner.wait_started()  # a worker that cannot start (no GPU) fails before the run enters the store
+    timeline["worker_ready_s"] = round(time.perf_counter() - t0, 3)
+    run.settings["timeline"] = timeline
+    per_input: list[list[float]] = timeline.setdefault("inputs", [])
 
     def save_results() -> None:
         if results_path is not None:
@@ -107,11 +114,15 @@ def _run(plan: BenchPlan, runner: IsolatedRunner, *, store_url: str | None, resu
         runner.on_cell = deliver
         for input_id in plan.input_ids:
             keys = plan.variant_keys(input_id, op.x_val_text(cases[input_id]))
+            t_in = time.perf_counter()
             runner.run_job(Job(keys, {"plan": plan.to_json(), "input_id": input_id}))
+            t_done = time.perf_counter()
             save_results()
+            per_input.append([input_id, round(t_done - t_in, 4), round(time.perf_counter() - t_done, 4)])  # job, save
             if on_input_done is not None:
                 on_input_done(input_id)
         runner.close()
+        timeline["measured_s"] = round(time.perf_counter() - t0, 3)
         run.gpu["after"] = recorder.finish().get("after", {})
         rec.gpu_after = run.gpu["after"]
     run.status = "finished"

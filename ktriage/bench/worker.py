@@ -111,24 +111,35 @@ def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
 
 def plan_protocols(plan: BenchPlan, kinds: dict[str, tuple[bool, bool]], est_ms: dict[str, float | None]) -> dict[str, tuple[str, str]]:
     """Protocol and reason per variant: the plan's ``timing.mode`` for all when it names one,
-    else (``auto``) ``choose_protocol`` per variant from (native, single launch) and its probe."""
+    else (``auto``) ``choose_protocol`` per backend: every toolchain of one backend gets the same
+    protocol (graph only when all of them are short), because a ratio of two protocols would
+    measure the protocols (graph replays of a 40 us kernel read ~8 % faster than per-call events)."""
     from ktriage.measure.timing import PROTOCOLS, choose_protocol
 
     asked = str(plan.timing.get("mode", "auto"))
+    if asked in PROTOCOLS:
+        return {name: (asked, f"--timing {asked}") for name in kinds}
+    by_backend: dict[str, list[str]] = {}
+    for name in kinds:
+        by_backend.setdefault(name.split("@")[0], []).append(name)
     out: dict[str, tuple[str, str]] = {}
-    for name, (native, single) in kinds.items():
-        if asked in PROTOCOLS:
-            out[name] = (asked, f"--timing {asked}")
-        else:
-            out[name] = choose_protocol(native=native, single_launch=single, est_ms=est_ms.get(name),
-                                        graph_below_ms=plan.graph_below_ms)
+    for names in by_backend.values():
+        native = any(kinds[n][0] for n in names)
+        single = all(kinds[n][1] for n in names)
+        known = [est_ms.get(n) for n in names]
+        slowest = None if any(e is None for e in known) else max(e for e in known if e is not None)
+        choice = choose_protocol(native=native, single_launch=single, est_ms=slowest, graph_below_ms=plan.graph_below_ms)
+        out.update({n: choice for n in names})
     return out
 
 
 def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     """Worker job handler (see ktriage.measure.isolate): payload = {"plan": ..., "input_id": ...}."""
+    import time
+
     import torch
 
+    t_job = time.perf_counter()
     from ktriage.measure.timing import TimingOptions, gpu_sampler_factory, measure_interleaved, probe_ms, shared_flusher
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
     from ktriage.workload.backends import check_outputs, make_input
@@ -193,6 +204,7 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     if not variants:
         return
     protocols = plan_protocols(plan, kinds, est_ms)
+    prep_s = time.perf_counter() - t_job
     config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
     pairs = [p for p in comparison_pairs(plan, [k for k in keys if variant_name(k) in variants])
              if p[0] in variants and p[1] in variants]
@@ -216,7 +228,7 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
         info = result.info.get(name, {})
         extra = {"stopped_by": result.stopped_by, "rounds": result.rounds, "protocol": protocol,
                  "protocol_reason": why, "calls_per_sample": info.get("calls_per_sample", 1),
-                 "probe_ms": est_ms.get(name), "elapsed_s": round(result.elapsed_s, 4),
+                 "probe_ms": est_ms.get(name), "elapsed_s": round(result.elapsed_s, 4), "prep_s": round(prep_s, 4),
                  **{k: v for k, v in info.items() if k in ("spin_ms", "turns", "overrun_turns")}}  # fmt: skip
         emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=accuracy.get(name, {"reference": True}),
                   extra=extra))

@@ -80,7 +80,7 @@ def bench(
     output_json: Annotated[Path | None, typer.Option("--output-json", help="TritonBench's spelling of -o PATH.json (the results file).")] = None,
     tritonbench_json: Annotated[Path | None, typer.Option("--tritonbench-json", help="Also write the run as TritonBench's JSON (what its dashboards read; one file per toolchain, docs/triage.md).")] = None,
     db: Db = None,
-    timing: Annotated[str, typer.Option("--timing", help="auto (a protocol per backend: queued for native backends, graph for kernels under 50 us, else events; recorded per cell), or for all: events (CUDA events per call), graph (CUDA graph replays), queued (events behind a spin kernel: no launch gaps).")] = "auto",
+    timing: Annotated[str, typer.Option("--timing", help="auto (a protocol per backend: queued for native backends, graph for single kernels under 10 us, else events; recorded per cell), or for all: events (CUDA events per call), graph (CUDA graph replays), queued (events behind a spin kernel: no launch gaps).")] = "auto",
     no_l2_flush: Annotated[bool, typer.Option("--no-l2-flush", help="Do not flush the L2 cache between calls (TritonBench flushes).")] = False,
     max_time: Annotated[float, typer.Option("--max-time", help="Seconds of sampling per input at most (all variants together).")] = 10.0,
     min_samples: Annotated[int, typer.Option("--min-samples", help="Samples per variant before the adaptive stop may end sampling.")] = 10,

@@ -31,12 +31,15 @@ def test_a_plan_asks_each_variant_its_protocol_unless_one_is_named() -> None:
     from ktriage.bench.worker import plan_protocols
 
     kinds = {"torch_layer_norm": (True, False), "liger_layer_norm@tcA": (False, True), "liger_layer_norm@tcB": (False, True)}
-    est = {"torch_layer_norm": 0.1, "liger_layer_norm@tcA": 0.044, "liger_layer_norm@tcB": 0.75}
+    est = {"torch_layer_norm": 0.1, "liger_layer_norm@tcA": 0.004, "liger_layer_norm@tcB": 0.75}
     auto = plan_protocols(_plan(timing={"mode": "auto"}), kinds, est)
-    assert {n: p for n, (p, _) in auto.items()} == {"torch_layer_norm": "queued", "liger_layer_norm@tcA": "graph",
+    assert {n: p for n, (p, _) in auto.items()} == {"torch_layer_norm": "queued", "liger_layer_norm@tcA": "events",
                                                    "liger_layer_norm@tcB": "events"}
+    assert auto["liger_layer_norm@tcA"][0] == "events"  # one protocol for every toolchain of a backend: the slowest decides
+    short = plan_protocols(_plan(), kinds, {**est, "liger_layer_norm@tcB": 0.006})
+    assert short["liger_layer_norm@tcA"][0] == short["liger_layer_norm@tcB"][0] == "graph"
     assert plan_protocols(_plan(timing={}), kinds, est) == auto  # auto is the default
-    assert plan_protocols(_plan(graph_below_ms=0.01), kinds, est)["liger_layer_norm@tcA"][0] == "events"
+    assert plan_protocols(_plan(graph_below_ms=1.0), kinds, est)["liger_layer_norm@tcA"][0] == "graph"
     forced = plan_protocols(_plan(timing={"mode": "events"}), kinds, est)
     assert all(p == ("events", "--timing events") for p in forced.values())
 
@@ -44,4 +47,4 @@ def test_a_plan_asks_each_variant_its_protocol_unless_one_is_named() -> None:
 def test_old_plans_without_the_new_fields_still_load() -> None:
     data = _plan().to_json()
     del data["graph_below_ms"]
-    assert BenchPlan.from_json(data).graph_below_ms == 0.05
+    assert BenchPlan.from_json(data).graph_below_ms == 0.01

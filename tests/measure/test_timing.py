@@ -189,11 +189,12 @@ def test_artifact_calls_with_host_work_are_queued_too() -> None:
 
 
 def test_short_single_kernels_are_graph_replays_and_long_ones_per_call_events() -> None:
-    assert choose_protocol(native=False, single_launch=True, est_ms=0.044)[0] == "graph"
+    assert choose_protocol(native=False, single_launch=True, est_ms=0.004)[0] == "graph"
+    assert choose_protocol(native=False, single_launch=True, est_ms=0.044)[0] == "events"  # 44 us: per-call events
     assert choose_protocol(native=False, single_launch=True, est_ms=GRAPH_BELOW_MS)[0] == "events"
     assert choose_protocol(native=False, single_launch=True, est_ms=2.4)[0] == "events"
     assert choose_protocol(native=False, single_launch=True, est_ms=None)[0] == "events"  # no probe: the old default
-    assert choose_protocol(native=False, single_launch=True, est_ms=0.08, graph_below_ms=0.1)[0] == "graph"
+    assert choose_protocol(native=False, single_launch=True, est_ms=0.044, graph_below_ms=0.05)[0] == "graph"
 
 
 def test_an_unknown_protocol_is_refused_when_its_sampler_is_made() -> None:
