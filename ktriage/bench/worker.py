@@ -26,12 +26,15 @@ from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
 
-#: Bench's warm-up per variant and input (ms of wall time, at least 2 calls): the GPU is already
-#: hot from the previous input and the probe's calls; do_bench's 25 ms per call site is for a cold one.
+#: Bench's warm-up per variant and input (ms of wall time, at least 1 call): the GPU is already
+#: hot from the previous input, and each variant has run its checking call, ``outputs()`` and the
+#: probe's calls just before; do_bench's 25 ms per call site is for a cold GPU. On the H200 the
+#: untimed calls per variant (check, outputs, probe, warm-up, each turn's opener) were as many as
+#: the 10 timed ones: the fewer, the closer the wall time comes to the timed kernel time.
 BENCH_WARMUP_MS = 2.0
-BENCH_WARMUP_CALLS = 2
+BENCH_WARMUP_CALLS = 1
 #: Calls of the probe that estimates a variant's time per call (events, flush before each).
-PROBE_CALLS = 3
+PROBE_CALLS = 2
 
 # Process-wide caches of the worker (one worker measures every input of a run).
 _BUNDLES: dict[str, Any] = {}
