@@ -52,6 +52,14 @@ class BenchPlan:
         return keys
 
 
+def native_variants(chosen: list[str], native: set[str] | list[str], artifact: list[str], *, host_artifacts: bool) -> list[str]:
+    """The chosen backends that run in the host environment. A backend that is also replayed from
+    the toolchains' artifacts (``artifact``) runs natively only when asked (``host_artifacts``): the
+    host's own copy is one more variant per input, and on a fresh host its Triton JIT-compiles it
+    for every input (most of issue 3's non-timed wall time)."""
+    return [b for b in chosen if b in native and (b not in artifact or host_artifacts)]
+
+
 def variant_name(key: CellKey) -> str:
     """The name a variant is timed under inside one input's interleaved group."""
     return f"{key.backend}@{key.toolchain}" if key.toolchain else key.backend

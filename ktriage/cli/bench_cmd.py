@@ -17,7 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ktriage.bench.plan import BenchPlan
+from ktriage.bench.plan import BenchPlan, native_variants
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
     jobs_option,
@@ -134,9 +134,7 @@ def bench(
     artifact = [b for b in chosen if b in opdef.artifact_backends] if (toolchain or loaded) else []
     if timing not in ("auto", "events", "graph", "queued"):
         raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
-    # The host's own copy of an artifact backend is one more variant per input (and JIT compiles on a
-    # fresh host): only when asked.
-    native = [b for b in chosen if b in opdef.backends and not (b in artifact and (artifacts_only or not host_artifacts))]
+    native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts and not artifacts_only)
 
     toolchain_records: list[dict[str, Any]] = []
     if toolchain:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
+from ktriage.bench.plan import BenchPlan, comparison_pairs, native_variants, variant_name
 
 
 def _plan(**kw) -> BenchPlan:
@@ -48,3 +48,10 @@ def test_old_plans_without_the_new_fields_still_load() -> None:
     data = _plan().to_json()
     del data["graph_below_ms"]
     assert BenchPlan.from_json(data).graph_below_ms == 0.01
+
+
+def test_the_hosts_own_copy_of_an_artifact_backend_runs_only_when_asked() -> None:
+    chosen, native = ["torch_layer_norm", "liger_layer_norm"], {"torch_layer_norm", "liger_layer_norm", "triton_layer_norm"}
+    assert native_variants(chosen, native, ["liger_layer_norm"], host_artifacts=False) == ["torch_layer_norm"]
+    assert native_variants(chosen, native, ["liger_layer_norm"], host_artifacts=True) == chosen
+    assert native_variants(chosen, native, [], host_artifacts=False) == chosen  # no toolchains: the host runs it
