@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 13, GPU side: what a ktriage bench sweep costs on the H200 next to TritonBench, in ONE device
-# call (repo root; carry .whl, .carry and .bundles). Everything lands in $OUT/perf.tgz (packed after
+# call (repo root; carry .whl (with a SQLAlchemy cp312 wheel: the image has none), .carry and .bundles). Everything lands in $OUT/perf.tgz (packed after
 # every step, so a cut-off call still returns what was measured).
-#   bash benchmarks/perf/run_h200.sh            # all steps, ~3.5 min
+#   bash benchmarks/perf/run_h200.sh            # all steps, ~4.6 min (STEPS=123, then STEPS=456: ~2.3 min each)
 #   STEPS=12 bash benchmarks/perf/run_h200.sh   # a subset (1 ln ktriage, 2 ln TritonBench-style,
 #                                               # 3 real TritonBench, 4 A/A x5, 5 emb ktriage, 6 emb TritonBench-style)
 # The bundles were compiled on the CPU machine (benchmarks/perf/README.md) into $BUNDLES (.bundles).
@@ -14,6 +14,7 @@ site=$(mktemp -d); python3 -m pip install -q --no-index --no-deps --target $site
 export PYTHONUNBUFFERED=1
 LIGER=$PWD/.carry/home/packages/liger-kernel-0.5.10   # the Liger release the replays follow
 R=/tmp/perf; rm -rf $R; mkdir -p $R
+python3 -c "import sqlalchemy" 2>/dev/null || echo "no sqlalchemy on this host: put its cp312 wheel into .whl (ktriage's results store needs it); every ktriage step will fail" | tee $R/warnings.txt
 pack() { tar -C /tmp -czf $OUT/perf.tgz perf; }
 now() { python3 -c 'import time; print(f"{time.time():.3f}")'; }
 # wall NAME START [RESULTS_FILE]: process wall time, and (with a file) start -> results file written
