@@ -122,9 +122,9 @@ def plan_protocols(plan: BenchPlan, kinds: dict[str, tuple[bool, bool]], est_ms:
     asked = str(plan.timing.get("mode", "auto"))
     if asked in PROTOCOLS:
         return {name: (asked, f"--timing {asked}") for name in kinds}
-    by_backend: dict[str, list[str]] = {}
+    by_backend: dict[tuple[str, bool], list[str]] = {}  # (backend, replayed from a toolchain)
     for name in kinds:
-        by_backend.setdefault(name.split("@")[0], []).append(name)
+        by_backend.setdefault((name.split("@")[0], "@" in name), []).append(name)
     out: dict[str, tuple[str, str]] = {}
     for names in by_backend.values():
         native = any(kinds[n][0] for n in names)

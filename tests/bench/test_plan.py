@@ -40,6 +40,8 @@ def test_a_plan_asks_each_variant_its_protocol_unless_one_is_named() -> None:
     assert short["liger_layer_norm@tcA"][0] == short["liger_layer_norm@tcB"][0] == "graph"
     assert plan_protocols(_plan(timing={}), kinds, est) == auto  # auto is the default
     assert plan_protocols(_plan(graph_below_ms=1.0), kinds, est)["liger_layer_norm@tcA"][0] == "graph"
+    with_host = plan_protocols(_plan(), {**kinds, "liger_layer_norm": (True, False)}, {**est, "liger_layer_norm": 0.2})
+    assert with_host["liger_layer_norm"][0] == "queued" and with_host["liger_layer_norm@tcB"][0] == "events"
     forced = plan_protocols(_plan(timing={"mode": "events"}), kinds, est)
     assert all(p == ("events", "--timing events") for p in forced.values())
 
