@@ -115,16 +115,21 @@ def aa(d: Path) -> list[str]:
     return out
 
 
-def verdicts(cells: list[Cell], run: Any) -> dict[str, dict[int, str]]:
+def verdicts(run: Any, cells: list[Cell]) -> tuple[dict[str, dict[int, str]], dict[str, str]]:
+    """Per toolchain comparison: the verdict of each input, and its cliffs (where, which way)."""
     out: dict[str, dict[int, str]] = {}
+    cliffs: dict[str, str] = {}
     for c in compare_toolchains(cells, run=run, default_baselines=default_baselines()):
-        out[f"{c.ref_label[:12]} -> {c.new_label}"] = {p.input_id: p.verdict.verdict for p in c.pairs
-                                                      if p.verdict is not None and p.new_toolchain is not None}
-        # the cliffs, by where they are (series, before, after) and their direction
-        found = sorted({f"{'new/ref' if f.kind == 'new_vs_ref' else 'vs baseline'} {'.'.join((f.toolchain or 'native').split('.')[:5])}: {f.cliff.x_before}->{f.cliff.x_after} "
-                        f"{'up' if f.cliff.factor > 1 else 'down'}" for f in c.cliffs})
-        out[f"{c.ref_label[:12]} -> {c.new_label}"]["cliffs"] = "; ".join(found)  # type: ignore[index]
-    return out
+        name = f"{c.ref_label[:12]} -> {c.new_label}"
+        out[name] = {p.input_id: p.verdict.verdict for p in c.pairs if p.verdict is not None and p.new_toolchain is not None}
+        found = sorted({f"{'new/ref' if f.kind == 'new_vs_ref' else 'vs baseline'} {'.'.join((f.toolchain or 'native').split('.')[:5])}: "
+                        f"{f.cliff.x_before}->{f.cliff.x_after} {'up' if f.cliff.factor > 1 else 'down'}" for f in c.cliffs})
+        cliffs[name] = "; ".join(found)
+    return out, cliffs
+
+
+def _counts(v: dict[int, str]) -> str:
+    return "/".join(str(list(v.values()).count(k)) for k in ("regression", "same", "unsure", "improvement"))
 
 
 def same_verdicts(d: Path) -> list[str]:
@@ -137,17 +142,16 @@ def same_verdicts(d: Path) -> list[str]:
                      ("emb_bwd.json", ISSUE3 / "run1_embedding_tritonbench_style" / "emb_bwd.json")):
         if not (d / res).exists() or not old.exists():
             continue
-        new_v, old_v = verdicts(*reversed(read_results(d / res))), verdicts(*reversed(read_results(old)))
+        (new_v, new_c), (old_v, old_c) = verdicts(*read_results(d / res)), verdicts(*read_results(old))
         for name, nv in new_v.items():
             ov = old_v.get(name, {})
-            ncl, ocl = nv.pop("cliffs", ""), ov.pop("cliffs", "")  # type: ignore[call-overload]
-            count = lambda v: "/".join(str(list(v.values()).count(k)) for k in ("regression", "same", "unsure", "improvement"))  # noqa: E731
             agree = sum(ov.get(i) == v for i, v in nv.items())
             both = [(ov[i], v) for i, v in nv.items() if i in ov]
             flips = sum(o != n and "unsure" not in (o, n) for o, n in both)
             resolved = sum(o == "unsure" and n != "unsure" for o, n in both)
             unsure = sum(o != "unsure" and n == "unsure" for o, n in both)
-            out.append(f"| {res} | {name} | {count(nv)} | {count(ov) if ov else '-'} | {agree} of {len(nv)} | **{flips}** | {resolved} | {unsure} |")
+            out.append(f"| {res} | {name} | {_counts(nv)} | {_counts(ov) if ov else '-'} | {agree} of {len(nv)} | **{flips}** | {resolved} | {unsure} |")
+            ncl, ocl = new_c.get(name, ""), old_c.get(name, "")
             same = "the same cliffs as issue 3" if ncl == ocl else f"issue 3 had: {ocl or 'none'}"
             cliffs.append(f"- {res} {name}: {ncl or 'no cliffs'} ({same})")
     return out + ["", "Cliffs:", ""] + cliffs
