@@ -24,8 +24,11 @@ class BenchPlan:
     precision: str
     bundle: str | None = None  # path of the compile-here bundle
     toolchains: list[str] = field(default_factory=list)  # toolchain ids of the bundle, reference first
-    timing: dict[str, Any] = field(default_factory=dict)  # TimingOptions fields
-    min_samples: int = 20
+    # TimingOptions fields; "mode": auto (a protocol per variant, ktriage.measure.timing.choose_protocol)
+    # or one of events | graph | queued for every variant
+    timing: dict[str, Any] = field(default_factory=dict)
+    graph_below_ms: float = 0.01  # auto (ktriage.measure.timing.GRAPH_BELOW_MS): single-launch kernels faster than this are timed as graph replays
+    min_samples: int = 10  # the statistics' floor (VerdictConfig.min_samples): decided cells stop there
     max_samples: int = 400
     max_time_s: float = 10.0  # per input (all its variants together)
     threshold: float = 0.05
@@ -47,6 +50,14 @@ class BenchPlan:
         keys += [CellKey(self.op, self.mode, input_id, input_label, b, tc)
                  for b in self.artifact_backends for tc in self.toolchains]
         return keys
+
+
+def native_variants(chosen: list[str], native: set[str] | list[str], artifact: list[str], *, host_artifacts: bool) -> list[str]:
+    """The chosen backends that run in the host environment. A backend that is also replayed from
+    the toolchains' artifacts (``artifact``) runs natively only when asked (``host_artifacts``): the
+    host's own copy is one more variant per input, and on a fresh host its Triton JIT-compiles it
+    for every input (most of issue 3's non-timed wall time)."""
+    return [b for b in chosen if b in native and (b not in artifact or host_artifacts)]
 
 
 def variant_name(key: CellKey) -> str:

@@ -5,6 +5,13 @@ and each toolchain's artifact replay), check each variant's outputs against the 
 result is reported as "wrong" and never timed), then time all correct variants interleaved in a
 randomized order until every ratio that matters is decided or the time cap is reached. Each cell
 is emitted as soon as it is known, so the parent stores it even if a later kernel faults.
+
+What a run pays once, not per input (the worker lives for the whole run, see
+ktriage.measure.isolate): torch, CUDA and the statistics are imported by ``prepare_worker`` while
+the parent opens the store; the bundle is read (and its cubins hashed) once; each toolchain's
+launcher, hence each cubin's module load, is made once; the 256 MB flush buffer and the spin
+kernel's calibration are made once (ktriage.measure.timing). Per input and variant only a short
+warm-up remains, and a probe of a few calls whose time picks the timing protocol (``choose_protocol``).
 """
 
 from __future__ import annotations
@@ -14,10 +21,24 @@ from collections.abc import Callable
 from typing import Any
 
 from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
-from ktriage.errors import KtriageError
+from ktriage.errors import DeviceError, KtriageError
 from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
+
+#: Bench's warm-up per variant and input (ms of wall time, at least 1 call): the GPU is already
+#: hot from the previous input, and each variant has run its checking call, ``outputs()`` and the
+#: probe's calls just before; do_bench's 25 ms per call site is for a cold GPU. On the H200 the
+#: untimed calls per variant (check, outputs, probe, warm-up, each turn's opener) were as many as
+#: the 10 timed ones: the fewer, the closer the wall time comes to the timed kernel time.
+BENCH_WARMUP_MS = 2.0
+BENCH_WARMUP_CALLS = 1
+#: Calls of the probe that estimates a variant's time per call (events, flush before each).
+PROBE_CALLS = 2
+
+# Process-wide caches of the worker (one worker measures every input of a run).
+_BUNDLES: dict[str, Any] = {}
+_LAUNCHERS: dict[tuple[str, str], Any] = {}
 
 
 class _Timed:
@@ -34,26 +55,95 @@ class _Timed:
         self.call()
 
 
+def _bundle(path: str) -> Any:
+    if path not in _BUNDLES:
+        from ktriage.workload.bundle import load_bundle
+
+        _BUNDLES[path] = load_bundle(path)
+    return _BUNDLES[path]
+
+
+def _launcher(bundle: Any, path: str, toolchain: str) -> Any:
+    """One launcher per toolchain for the whole run: it loads each cubin on first use and keeps it."""
+    key = (path, toolchain)
+    if key not in _LAUNCHERS:
+        from ktriage.measure.loader import runner_loader
+        from ktriage.workload.bundle_launch import make_launcher
+
+        _LAUNCHERS[key] = make_launcher(bundle, toolchain, runner_loader())
+    return _LAUNCHERS[key]
+
+
+def prepare_worker(plan_json: dict[str, Any]) -> None:
+    """The worker's init (runs while the parent prepares the run): torch and CUDA up, the bundle
+    read, the statistics imported, the flush buffer allocated and the GPU's clocks raised."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise DeviceError("no CUDA GPU is visible to the measurement worker",
+                          "run on the GPU machine; compile here with --compile-only --bundle DIR")  # fmt: skip
+    torch.zeros(1, device="cuda")
+    import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input
+    from ktriage.measure.timing import shared_flusher, shared_spinner
+    from ktriage.workload.backends import get_backend  # noqa: F401 - the op modules' imports
+
+    plan = BenchPlan.from_json(plan_json)
+    if plan.bundle and plan.artifact_backends:
+        _bundle(plan.bundle)
+    if plan.timing.get("l2_flush", True):
+        flusher = shared_flusher()
+        for _ in range(300):  # ~25 ms of memory traffic: the clocks leave idle before the first input
+            flusher.flush()
+        torch.cuda.synchronize()
+    shared_spinner()
+
+
 def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
     from ktriage.workload.backends import get_backend
 
     if key.toolchain is None:
         options = {"compile_mode": plan.compile_mode} if "compile" in key.backend else {}
         return get_backend(plan.op, key.backend, **options)
-    from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
 
-    launch = make_launcher(bundle, key.toolchain, runner_loader())
+    assert plan.bundle is not None
+    launch = _launcher(bundle, plan.bundle, key.toolchain)
     return artifact_backend(key.backend, launch=launch, specs=bundle.spec_source(), timing=plan.artifact_timing,
                             sm_count=bundle.sm_count)
 
 
+def plan_protocols(plan: BenchPlan, kinds: dict[str, tuple[bool, bool]], est_ms: dict[str, float | None]) -> dict[str, tuple[str, str]]:
+    """Protocol and reason per variant: the plan's ``timing.mode`` for all when it names one,
+    else (``auto``) ``choose_protocol`` per backend: every toolchain of one backend gets the same
+    protocol (graph only when all of them are short), because a ratio of two protocols would
+    measure the protocols (graph replays of a 40 us kernel read ~8 % faster than per-call events)."""
+    from ktriage.measure.timing import PROTOCOLS, choose_protocol
+
+    asked = str(plan.timing.get("mode", "auto"))
+    if asked in PROTOCOLS:
+        return {name: (asked, f"--timing {asked}") for name in kinds}
+    by_backend: dict[tuple[str, bool], list[str]] = {}  # (backend, replayed from a toolchain)
+    for name in kinds:
+        by_backend.setdefault((name.split("@")[0], "@" in name), []).append(name)
+    out: dict[str, tuple[str, str]] = {}
+    for names in by_backend.values():
+        native = any(kinds[n][0] for n in names)
+        single = all(kinds[n][1] for n in names)
+        known = [est_ms.get(n) for n in names]
+        slowest = None if any(e is None for e in known) else max(e for e in known if e is not None)
+        choice = choose_protocol(native=native, single_launch=single, est_ms=slowest, graph_below_ms=plan.graph_below_ms)
+        out.update({n: choice for n in names})
+    return out
+
+
 def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     """Worker job handler (see ktriage.measure.isolate): payload = {"plan": ..., "input_id": ...}."""
+    import time
+
     import torch
 
-    from ktriage.measure.timing import TimingOptions, measure_interleaved
+    t_job = time.perf_counter()
+    from ktriage.measure.timing import TimingOptions, gpu_sampler_factory, measure_interleaved, probe_ms, shared_flusher
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
     from ktriage.workload.backends import check_outputs, make_input
     from ktriage.workload.ops import get_op
@@ -63,21 +153,22 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     case = next(c for c in op.inputs() if c.id == payload["input_id"])
     label = op.x_val_text(case)
     keys = plan.variant_keys(case.id, label)
-    bundle = None
-    if plan.bundle and plan.artifact_backends:
-        from ktriage.workload.bundle import load_bundle
-
-        bundle = load_bundle(plan.bundle)
+    bundle = _bundle(plan.bundle) if plan.bundle and plan.artifact_backends else None
     inp = make_input(plan.op, case, precision=plan.precision)
     from ktriage.workload.ops import bytes_moved, flops
 
     nbytes, nflops = bytes_moved(plan.op, case, plan.mode, inp.precision), flops(plan.op, case, plan.mode, inp.precision)
+    timing = {k: v for k, v in plan.timing.items() if k != "mode"}
+    options = TimingOptions(**{"warmup_ms": BENCH_WARMUP_MS, "min_warmup_calls": BENCH_WARMUP_CALLS, **timing})
+    flush = shared_flusher(options.flush_bytes, options.device).flush if options.l2_flush else None
 
     def cell(key: CellKey, status: str, **kw: Any) -> Cell:
         return Cell(key, status, bytes_moved=nbytes, flops=nflops, **kw)  # type: ignore[arg-type]
 
     # The baseline first: its outputs are the reference of every other variant.
     variants: dict[str, _Timed] = {}
+    kinds: dict[str, tuple[bool, bool]] = {}  # name -> (native, single launch)
+    est_ms: dict[str, float | None] = {}
     accuracy: dict[str, dict[str, Any]] = {}
     reference: dict[str, Any] | None = None
     ordered = sorted(keys, key=lambda k: variant_name(k) != plan.baseline)
@@ -102,9 +193,21 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
             if not acc.passed:
                 emit(cell(key, "wrong", error=acc.reason, accuracy=accuracy[name]))
                 continue
-        variants[name] = _Timed(call, backend.grad_to_none)
+        timed = _Timed(call, backend.grad_to_none)
+        native = getattr(backend, "kind", "native") != "artifact"
+        single = not native and plan.artifact_timing == "kernel" and len(getattr(backend, "kernels", {})) == 1
+        try:
+            est_ms[name] = probe_ms(timed, flush, PROBE_CALLS)
+        except Exception as exc:
+            if getattr(exc, "sticky", False):
+                raise
+            emit(cell(key, "error", error=f"{type(exc).__name__}: {exc}", extra={"traceback": traceback.format_exc(limit=4)}))
+            continue
+        variants[name], kinds[name] = timed, (native, single)
     if not variants:
         return
+    protocols = plan_protocols(plan, kinds, est_ms)
+    prep_s = time.perf_counter() - t_job
     config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
     pairs = [p for p in comparison_pairs(plan, [k for k in keys if variant_name(k) in variants])
              if p[0] in variants and p[1] in variants]
@@ -114,7 +217,8 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
         max_time_s=plan.max_time_s,
         stop=lambda samples: stop_when_sure(samples, pairs, config, max_samples=plan.max_samples),
         seed=plan.seed + case.id,
-        options=TimingOptions(**plan.timing),
+        options=options,
+        sampler_factory=gpu_sampler_factory(options, {n: p for n, (p, _) in protocols.items()}),
     )
     for key in keys:
         name = variant_name(key)
@@ -123,6 +227,11 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
         if name in result.errors:
             emit(cell(key, "error", error=result.errors[name]))
             continue
-        extra = {"stopped_by": result.stopped_by, "rounds": result.rounds}
+        protocol, why = protocols[name]
+        info = result.info.get(name, {})
+        extra = {"stopped_by": result.stopped_by, "rounds": result.rounds, "protocol": protocol,
+                 "protocol_reason": why, "calls_per_sample": info.get("calls_per_sample", 1),
+                 "probe_ms": est_ms.get(name), "elapsed_s": round(result.elapsed_s, 4), "prep_s": round(prep_s, 4),
+                 **{k: v for k, v in info.items() if k in ("spin_ms", "turns", "overrun_turns")}}  # fmt: skip
         emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=accuracy.get(name, {"reference": True}),
                   extra=extra))

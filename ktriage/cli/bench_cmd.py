@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ktriage.bench.plan import BenchPlan
+from ktriage.bench.plan import BenchPlan, native_variants
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
     jobs_option,
@@ -83,13 +83,14 @@ def bench(
     output_json: Annotated[Path | None, typer.Option("--output-json", help="TritonBench's spelling of -o PATH.json (the results file).")] = None,
     tritonbench_json: Annotated[Path | None, typer.Option("--tritonbench-json", help="Also write the run as TritonBench's JSON (what its dashboards read; one file per toolchain, docs/triage.md).")] = None,
     db: Db = None,
-    timing: Annotated[str, typer.Option("--timing", help="events (CUDA events, per call) or graph (CUDA graph replays: for kernels under ~10 us).")] = "events",
+    timing: Annotated[str, typer.Option("--timing", help="auto (a protocol per backend: queued for native backends, graph for single kernels under 10 us, else events; recorded per cell), or for all: events (CUDA events per call), graph (CUDA graph replays), queued (events behind a spin kernel: no launch gaps).")] = "auto",
     no_l2_flush: Annotated[bool, typer.Option("--no-l2-flush", help="Do not flush the L2 cache between calls (TritonBench flushes).")] = False,
     max_time: Annotated[float, typer.Option("--max-time", help="Seconds of sampling per input at most (all variants together).")] = 10.0,
-    min_samples: Annotated[int, typer.Option("--min-samples", help="Samples per variant before the adaptive stop may end sampling.")] = 20,
+    min_samples: Annotated[int, typer.Option("--min-samples", help="Samples per variant before the adaptive stop may end sampling.")] = 10,
     artifact_timing: Annotated[str, typer.Option("--artifact-timing", help="What an artifact backend times: tritonbench (as TritonBench times the library), library, or kernel (launches only).")] = "tritonbench",
     compile_mode: Annotated[str, typer.Option("--compile-mode", help="torch.compile mode of the torch_compile backends.")] = "max-autotune-no-cudagraphs",
-    artifacts_only: Annotated[bool, typer.Option("--artifacts-only", help="With --toolchain: skip the host's own copy of the artifact backends.")] = False,
+    artifacts_only: Annotated[bool, typer.Option("--artifacts-only", help="With --toolchain/--bundle: skip the host's own copy of the artifact backends (the default now; kept for old scripts).")] = False,
+    host_artifacts: Annotated[bool, typer.Option("--host-artifacts", help="With --toolchain/--bundle: also time the host's own copy of the artifact backends (e.g. liger with the host Triton).")] = False,
     jobs: Annotated[int | None, jobs_option("Parallel compiles.")] = None,
     compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
     profile: Annotated[bool, typer.Option("--profile", help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).")] = False,
@@ -149,7 +150,9 @@ def bench(
     if base not in chosen:
         chosen.insert(0, base)
     artifact = [b for b in chosen if b in opdef.artifact_backends] if (toolchain or loaded) else []
-    native = [b for b in chosen if b in opdef.backends and not (artifacts_only and b in artifact)]
+    if timing not in ("auto", "events", "graph", "queued"):
+        raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
+    native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts and not artifacts_only)
 
     toolchain_records: list[dict[str, Any]] = []
     if toolchain:
@@ -212,13 +215,12 @@ def _profile(run: RunInfo, cells: list[Cell], plan: BenchPlan, db: str | None, c
 
 
 def _require_gpu() -> None:
-    try:
-        import torch
-    except ImportError as exc:
+    """torch must be there; whether a GPU is visible the worker checks while it starts (importing
+    torch here would put its seconds before the worker's start instead of alongside it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
         raise KtriageError("measuring needs torch and an NVIDIA GPU on this machine",
-                           "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine") from exc
-    if not torch.cuda.is_available():
-        raise KtriageError("no CUDA GPU is visible on this machine",
                            "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine")
 
 

@@ -12,6 +12,10 @@ replaced, and the next job runs in a fresh process.
 
 The timeout is an inactivity timeout: it restarts whenever the worker delivers a cell, so a large
 group of variants may take longer than ``timeout_s`` as long as each cell arrives in time.
+
+One worker serves every job of a run (its imports, CUDA context and loaded kernels are paid once);
+``start()`` spawns it without waiting, so its start-up (torch, CUDA, an ``init`` such as reading a
+bundle) overlaps whatever the parent does before the first job. Only a fault replaces it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.errors import MeasureError
+from ktriage.errors import KtriageError, MeasureError
 from ktriage.measure.cells import Cell, CellKey
 
 Emit = Callable[[Cell], None]
@@ -112,9 +116,8 @@ def _worker_main(
         if init_ref is not None:
             _resolve(init_ref)()
     except BaseException as exc:  # noqa: BLE001
-        conn.send(
-            ("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc())
-        )
+        problem, fix = (exc.problem, exc.fix) if isinstance(exc, KtriageError) else (None, None)
+        conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc(), problem, fix))
         return
     conn.send(("ready", os.getpid()))
     while True:
@@ -142,6 +145,8 @@ def _worker_main(
 
 
 class _Worker:
+    """A spawned worker; ``wait_ready`` blocks until its start-up (imports, ``init``) is done."""
+
     def __init__(
         self,
         ctx: mp.context.SpawnContext,
@@ -154,17 +159,32 @@ class _Worker:
         )
         self.process.start()
         child.close()
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        if self.ready:
+            return
         if not self.conn.poll(STARTUP_TIMEOUT_S):
             self.stop()
             raise MeasureError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
                                "check that torch and cuda.bindings import on this host")  # fmt: skip
-        msg = self.conn.recv()
+        try:
+            msg = self.conn.recv()
+        except (EOFError, OSError):
+            code = self.process.exitcode
+            self.stop()
+            raise MeasureError(f"the measurement worker exited during start-up (exit code {code})",
+                               "run `python -c 'import torch; torch.zeros(1, device=\"cuda\")'` on this host") from None  # fmt: skip
         if msg[0] != "ready":
             self.stop()
+            problem, fix = (msg[3], msg[4]) if len(msg) > 4 else (None, None)
+            if problem:
+                raise MeasureError(f"the measurement worker failed to start: {problem}", fix)
             raise MeasureError(
                 f"the measurement worker failed to start: {msg[1]}",
                 "see the traceback:\n" + msg[2],
             )
+        self.ready = True
 
     def alive(self) -> bool:
         return self.process.is_alive()
@@ -222,12 +242,25 @@ class IsolatedRunner:
             self._worker.stop()
             self._worker = None
 
+    def start(self) -> None:
+        """Spawn the worker now and return at once; the first job waits for its start-up."""
+        if self._worker is None:
+            self._worker = _Worker(self._ctx, self.handler, self.init)
+            self.workers_started += 1
+
+    def wait_started(self) -> None:
+        """Block until the worker is up (a start-up failure raises MeasureError here)."""
+        self._ensure_worker()
+
     def _ensure_worker(self) -> _Worker:
+        if self._worker is not None and not self._worker.ready:
+            self._worker.wait_ready()  # started early: its start-up ran alongside the parent's work
         if self._worker is None or not self._worker.alive():
             if self._worker is not None:
                 self._worker.stop()
             self._worker = _Worker(self._ctx, self.handler, self.init)
             self.workers_started += 1
+            self._worker.wait_ready()
         return self._worker
 
     def _discard_worker(self) -> None:

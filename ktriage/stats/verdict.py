@@ -538,22 +538,36 @@ def needs_more_samples(ref: Sequence[float], new: Sequence[float], config: Verdi
     return compare_samples(ref, new, config).resolvable
 
 
+def final_for_sampling(verdict: Verdict, config: VerdictConfig = DEFAULT_CONFIG) -> bool:
+    """May an adaptive loop stop on this verdict? Not while more samples could still change it:
+    an undecided pair that more samples can decide, and a regression/improvement whose *point
+    estimate* lies inside the gate (it was flagged because a wide interval still reaches the gate:
+    with 10 samples a real -4 % reads as "improvement", with 50 as "same"; on the H200 that flipped
+    an issue-3 verdict). A flag whose estimate is beyond the gate, or separated distributions, is final."""
+    if verdict.verdict in ("regression", "improvement"):
+        g = config.gate
+        inside = math.isfinite(verdict.ratio) and 1.0 / g < verdict.ratio < g
+        return not inside or "separated" in verdict.flags
+    return not verdict.resolvable
+
+
 def stop_when_sure(
     samples: Mapping[str, Sequence[float]],
     pairs: Iterable[tuple[str, str]],
     config: VerdictConfig = DEFAULT_CONFIG,
     max_samples: int | None = None,
 ) -> bool:
-    """For an adaptive sampling loop: True when every (ref, new) pair of ``samples`` keys is decided,
-    or cannot be decided by more samples, or has reached ``max_samples`` on both sides.
+    """For an adaptive sampling loop: True when every (ref, new) pair of ``samples`` keys is decided
+    for good (``final_for_sampling``), or cannot be decided by more samples, or has reached
+    ``max_samples`` on both sides.
 
     The runner calls it after each round of interleaved samples; a missing key counts as "not yet
-    sampled" (keep going, unless capped).
+    sampled" (keep going, unless capped). A clearly-same or clearly-5x pair stops at the first check.
     """
+    todo: list[tuple[Sequence[float], Sequence[float]]] = []
     for ref_key, new_key in pairs:
         a, b = samples.get(ref_key, ()), samples.get(new_key, ())
         if max_samples is not None and len(a) >= max_samples and len(b) >= max_samples:
             continue
-        if needs_more_samples(a, b, config):
-            return False
-    return True
+        todo.append((a, b))
+    return all(final_for_sampling(v, config) for v in compare_samples_many(todo, config)) if todo else True

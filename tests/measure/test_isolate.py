@@ -107,3 +107,49 @@ def test_classify_names_the_cuda_error() -> None:
     )
     text, sticky = classify_exception(ValueError("x"))
     assert not sticky and text == "ValueError: x"
+
+
+def slow_init(marker: str) -> None:
+    """A worker init that takes a while (stands for importing torch and reading a bundle)."""
+    time.sleep(1.0)
+    with open(marker, "w") as f:
+        f.write(str(os.getpid()))
+
+
+def failing_init() -> None:
+    from ktriage.errors import DeviceError
+
+    raise DeviceError("no CUDA GPU is visible to the measurement worker", "run on the GPU machine")
+
+
+def test_start_spawns_at_once_and_the_first_job_waits_for_the_init(tmp_path: Any) -> None:
+    import functools
+
+    marker = tmp_path / "init_done"
+    runner = IsolatedRunner(handler, timeout_s=20, init=functools.partial(slow_init, str(marker)))
+    t0 = time.monotonic()
+    runner.start()
+    assert time.monotonic() - t0 < 0.9  # start() does not wait for the 1 s init
+    try:
+        cells = runner.run_job(job("ok", key(0)))
+        assert marker.exists() and cells[0].status == "ok"
+        assert cells[0].extra["pid"] == int(marker.read_text())  # the init ran in the worker that measured
+        cells = runner.run_job(job("ok", key(1)))
+        assert cells[0].extra["pid"] == int(marker.read_text()) and runner.workers_started == 1
+    finally:
+        runner.close()
+
+
+def test_an_init_failure_is_the_init_errors_problem_and_fix() -> None:
+    import pytest
+
+    from ktriage.errors import MeasureError
+
+    runner = IsolatedRunner(handler, timeout_s=20, init=failing_init)
+    runner.start()
+    try:
+        with pytest.raises(MeasureError) as info:
+            runner.wait_started()
+        assert "no CUDA GPU is visible" in info.value.problem and info.value.fix == "run on the GPU machine"
+    finally:
+        runner.close()

@@ -172,3 +172,48 @@ def test_warmup_runs_for_its_time_and_at_least_its_calls() -> None:
         clock.now,
     )
     assert info["warmup_calls"] == 3  # slow calls: the minimum count rules
+
+
+# ---------------------------------------------------------------------------- protocol choice
+from ktriage.measure.timing import GRAPH_BELOW_MS, choose_protocol, gpu_sampler_factory  # noqa: E402
+
+
+def test_native_backends_get_the_queued_protocol_whatever_their_time() -> None:
+    for est in (None, 0.01, 0.3, 5.0):
+        proto, why = choose_protocol(native=True, single_launch=False, est_ms=est)
+        assert proto == "queued" and "launch gaps" in why
+
+
+def test_artifact_calls_with_host_work_are_queued_too() -> None:
+    assert choose_protocol(native=False, single_launch=False, est_ms=0.2)[0] == "queued"
+
+
+def test_short_single_kernels_are_graph_replays_and_long_ones_per_call_events() -> None:
+    assert choose_protocol(native=False, single_launch=True, est_ms=0.004)[0] == "graph"
+    assert choose_protocol(native=False, single_launch=True, est_ms=0.044)[0] == "events"  # 44 us: per-call events
+    assert choose_protocol(native=False, single_launch=True, est_ms=GRAPH_BELOW_MS)[0] == "events"
+    assert choose_protocol(native=False, single_launch=True, est_ms=2.4)[0] == "events"
+    assert choose_protocol(native=False, single_launch=True, est_ms=None)[0] == "events"  # no probe: the old default
+    assert choose_protocol(native=False, single_launch=True, est_ms=0.044, graph_below_ms=0.05)[0] == "graph"
+
+
+def test_an_unknown_protocol_is_refused_when_its_sampler_is_made() -> None:
+    from ktriage.errors import MeasureError
+
+    make = gpu_sampler_factory(TimingOptions(l2_flush=False), {"a": "bogus"})
+    with pytest.raises(MeasureError, match="bogus"):
+        make("a", lambda: None)
+
+
+class InfoSampler(FakeSampler):
+    def info(self) -> dict[str, object]:
+        return {"protocol": "graph", "calls_per_sample": 20}
+
+
+def test_each_variants_sampler_info_is_kept() -> None:
+    clock, log = FakeClock(), []
+    res = measure_interleaved({"a": lambda: None}, rounds=2, max_time_s=1e9, clock=clock.now,
+                              sampler_factory=lambda n, _f: InfoSampler(n, 1.0, clock, log))  # fmt: skip
+    assert res.info == {"a": {"protocol": "graph", "calls_per_sample": 20}}
+    res, _, _ = run(rounds=1, max_time_s=1e9)
+    assert res.info["a"] == {}  # a sampler without info() reports nothing
