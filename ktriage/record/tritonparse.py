@@ -231,10 +231,7 @@ def _snapshot(comp: Compilation, snapshots: dict[str, dict[str, Any]]) -> Snapsh
     if whole:
         text, notes = code, [FULL_FILE_NOTE]
     else:
-        start = comp.source.get("start_line")
-        header = "import triton\nimport triton.language as tl\n"
-        pad = "\n" * (start - 3) if isinstance(start, int) and start > 3 else ""  # the def on its original line
-        text, notes = header + pad + textwrap.dedent(code), [FUNCTION_ONLY_NOTE]
+        text, notes = _function_module(textwrap.dedent(code), comp.source.get("start_line"), comp.name)
     stem = re.sub(r"\W", "_", Path(path).stem) or "kernel"
     module = f"ktr_{stem}_{snapshot_digest({path: text})[:12]}"
     files = {f"{module}.py": text}
@@ -243,6 +240,41 @@ def _snapshot(comp: Compilation, snapshots: dict[str, dict[str, Any]]) -> Snapsh
     snapshots[digest] = {"files": files, "notes": notes}
     materialize(digest, files)
     return Snapshot(digest, module, notes)
+
+
+def _is_jit(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(target, ast.Name) and target.id == "jit") or (isinstance(target, ast.Attribute) and target.attr == "jit")
+
+
+def _function_module(code: str, start: Any, name: str) -> tuple[str, list[str]]:
+    """A module for a function recorded alone: ``import triton`` and ``triton.language as tl``, then
+    the function with its ``@triton.jit`` (``do_not_specialize`` matters to the specialization) and
+    without its other decorators. Those (``@triton.autotune``, ``@triton.heuristics``, inductor's
+    ``@triton_heuristics.pointwise``) name things of the module that is not in the trace, and a spec
+    carries what they decided (the config's values are constexprs, its num_warps an option). The
+    ``def`` stays on its original line, so line info in the compiled kernel matches the user's file."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError) as exc:
+        raise SpecError(f"the source tritonparse recorded for {name} does not parse: {exc}", FIX) from exc
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    if fn is None:
+        raise SpecError(f"the source tritonparse recorded has no function {name}", FIX)
+    lines = code.splitlines(keepends=True)
+    jit = [d for d in fn.decorator_list if _is_jit(d)]
+    dropped = [ast.get_source_segment(code, d) or "?" for d in fn.decorator_list if not _is_jit(d)]
+    kept = "".join(f"@{ast.get_source_segment(code, d)}\n" for d in jit) or "@triton.jit\n"
+    body = "".join(lines[fn.lineno - 1:])
+    header = "import triton\nimport triton.language as tl\nfrom triton import jit\n"
+    def_line = start + fn.lineno - 1 if isinstance(start, int) else 0
+    used = header.count("\n") + kept.count("\n")
+    text = header + "\n" * max(0, def_line - 1 - used) + kept + body
+    notes = [FUNCTION_ONLY_NOTE]
+    if dropped:
+        notes.append("decorators left out of the snapshot (they name the module's own objects; the spec carries "
+                     "what they chose): " + ", ".join("@" + d.split("(")[0] for d in dropped))
+    return text, notes
 
 
 # ------------------------------------------------------------------------------------------ launches

@@ -60,7 +60,7 @@ def test_the_real_trace_gives_the_specs_ktriage_record_gives(toolchain, tmp_path
     assert _spec_facts(imported) == _spec_facts(recorded)
     assert [[(i.count, i.grid, i.label) for i in k.inputs] for k in imported.kernels] == \
            [[(i.count, i.grid, i.label) for i in k.inputs] for k in recorded.kernels]
-    assert [[2, 1], [1], [1]] == [[i.count for i in k.inputs] for k in imported.kernels]  # n=1000: its own kernel
+    assert [[2, 1], [1], [1], [1]] == [[i.count for i in k.inputs] for k in imported.kernels]  # n=1000: its own kernel
     # the argument descriptions, as far as tritonparse records them (no storage size)
     for k_imp, k_rec in zip(imported.kernels, recorded.kernels):
         for i_imp, i_rec in zip(k_imp.inputs, k_rec.inputs):
@@ -68,9 +68,15 @@ def test_the_real_trace_gives_the_specs_ktriage_record_gives(toolchain, tmp_path
                         for n, v in i_rec.args]
             assert i_imp.args == rec_args
     # checked against what the JIT compiled (the compilation event of each launch's hash)
-    assert [[i.jit_check for i in k.inputs] for k in imported.kernels] == [["same", "same"], ["same"], ["same"]]
+    assert [[i.jit_check for i in k.inputs] for k in imported.kernels] == [["same", "same"], ["same"], ["same"], ["same"]]
     assert imported.host == {"triton": "3.6.0", "target": "sm_90"} and not imported.not_captured
     assert imported.kernels[2].inputs[0].spec.num_warps == 2  # scale_rows_kernel[...](..., num_warps=2)
+    # @triton.autotune: the config the fake benchmarker picked; its benchmarking launch is dropped, as the
+    # recorder drops it (the trace has no config list: tritonparse 0.6 writes no autotune event on 3.6)
+    copy = imported.kernels[3]
+    assert (copy.inputs[0].spec.constexprs, copy.inputs[0].spec.num_warps) == ({"BLOCK": 64}, 2)
+    assert recorded.kernels[3].autotune_configs and copy.autotune_configs is None
+    assert any(n.startswith("1 launches of copy_kernel made by @triton.autotune's benchmarking") for n in copy.notes)
 
 
 @pytest.mark.slow
@@ -89,6 +95,11 @@ def test_the_imported_workload_is_explained_with_two_toolchains(toolchain, tmp_p
         for i in k.inputs:
             assert i.spec.name in text
     assert "3.3.1" in text and "3.4.0" in text  # exit 0: every cell compiled (a failed one is exit 4)
+    # the whole-file trace too (its @triton.autotune kept: the module is the user's file)
+    compiled = tmp_path / "C.json"
+    _import(COMPILE_ONLY, compiled)
+    capsys.readouterr()
+    assert main(["explain", str(compiled), "-t", "triton==3.4.0", "-f", "json"]) == 0
 
 
 def test_a_trace_without_launch_events_gives_one_input_per_compilation(tmp_path: Path) -> None:
@@ -97,9 +108,9 @@ def test_a_trace_without_launch_events_gives_one_input_per_compilation(tmp_path:
     assert COMPILE_ONLY.read_bytes()[:2] == b"\x1f\x8b"  # tritonparse's .bin.ndjson: gzip members
     compiled = _import(COMPILE_ONLY, tmp_path / "C.json")
     launched = _import(LAUNCHES, tmp_path / "L.json")
-    assert [[i.count for i in k.inputs] for k in compiled.kernels] == [[0], [0], [0]]
+    assert [[i.count for i in k.inputs] for k in compiled.kernels] == [[0], [0], [0], [0]]
     assert _spec_facts(compiled) == [[facts[0]] for facts in _spec_facts(launched)]
-    (snap,) = {k.snapshot for k in compiled.kernels}  # one file, one snapshot for all three kernels
+    (snap,) = {k.snapshot for k in compiled.kernels}  # one file, one snapshot for all four kernels
     assert list(compiled.snapshots[snap]["files"].values()) == [(DATA / "tp_kernels.py").read_text()]
     assert all("whole kernel file" in k.notes[0] for k in compiled.kernels)
     assert compiled.kernels[2].inputs[0].args[0] == ["x_ptr", {"tensor": "fp16", "aligned": True}]
@@ -111,6 +122,10 @@ def test_a_trace_without_launch_events_gives_one_input_per_compilation(tmp_path:
     assert text.splitlines()[original.index("def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):")] == \
            "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):"
     assert "helpers from other modules are missing" in launched.kernels[0].notes[0]
+    # a function alone keeps @triton.jit and leaves out the decorators that name its module's objects
+    copy_text = next(iter(launched.snapshots[launched.kernels[3].snapshot]["files"].values()))
+    assert "@triton.autotune" not in copy_text and "@triton.jit\ndef copy_kernel(" in copy_text
+    assert "@triton.autotune" in launched.kernels[3].notes[1]
 
 
 # ------------------------------------------------------------------ damaged, foreign, partial traces
@@ -152,7 +167,10 @@ def test_a_torn_last_line_is_dropped(tmp_path: Path) -> None:
     torn = tmp_path / "torn.ndjson"
     torn.write_text(text[: text.rstrip("\n").rfind("\n") + 40])
     workload = convert([torn])
-    assert [[i.count for i in k.inputs] for k in workload.kernels] == [[2, 1], [1], [0]]  # the last launch is gone
+    # the last event was copy_kernel's launch after tuning: what is left of it is the benchmarking launch,
+    # which is not the program's (its compilation gives no input either, as a config the tuner only timed)
+    assert [[i.count for i in k.inputs] for k in workload.kernels] == [[2, 1], [1], [1]]
+    assert [k.function for k in workload.kernels] == ["add_kernel", "add_kernel", "scale_rows_kernel"]
 
 
 def test_what_a_trace_cannot_carry_is_not_captured(tmp_path: Path) -> None:

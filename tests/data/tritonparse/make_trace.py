@@ -58,4 +58,7 @@ for n in (4096, 4096, 8192, 1000):  # n=1000: not divisible by 16, another speci
     tp_kernels.add_kernel[((n + 255) // 256,)](x, y, out, n, BLOCK=256)
 rows = torch.ones(64, 96, dtype=torch.float16)
 tp_kernels.scale_rows_kernel[(64,)](rows, torch.empty_like(rows), 0.5, 96, rows.stride(0), BLOCK=128, num_warps=2)
+# autotuned: the fake benchmarker times config 0 (one launch under the autotuner's _bench), then it runs
+src = torch.ones(2048)
+tp_kernels.copy_kernel[lambda meta: ((2048 + meta["BLOCK"] - 1) // meta["BLOCK"],)](src, torch.empty_like(src), 2048)
 print("done")

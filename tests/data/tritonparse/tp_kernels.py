@@ -18,3 +18,11 @@ def scale_rows_kernel(x_ptr, out_ptr, alpha, n_cols, stride_row, BLOCK: tl.const
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride_row + cols, mask=mask)
     tl.store(out_ptr + row * stride_row + cols, x * alpha, mask=mask)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=2), triton.Config({"BLOCK": 128}, num_warps=4)],
+                 key=["n"])
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
