@@ -58,6 +58,10 @@ _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _TRITON_OF_TORCH = {torch: triton for triton, torch in TORCH_DTYPE.items()}
 _MLIR_SCALAR = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5",
                 "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64"}  # fmt: skip
+# tl.dtype's name -> its attribute in triton.language (the recorder's {"tl": ...} description)
+_TL_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "fp8e4nv": "float8e4nv",
+             "fp8e5": "float8e5", "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
+             "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}  # fmt: skip
 _TTIR_FUNC = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)\((.*)\)\s*(?:attributes|\{)")
 _TTIR_ARG = re.compile(r"%[\w$.-]+\s*:\s*(!tt\.ptr<[^>]+>|[\w]+)")
 FUNCTION_ONLY_NOTE = (
@@ -302,6 +306,8 @@ def describe_arg(name: str, info: Any) -> Any:
         return info.get("value")
     if kind == "NoneType":
         return None
+    if kind == "dtype" and str(info.get("repr")) in _TL_DTYPE:  # a tl.dtype passed as a constexpr: repr "fp32"
+        return {"tl": _TL_DTYPE[str(info["repr"])]}
     raise SpecError(f"a launch argument ktriage cannot describe: {name} is {kind}",
                     "such kernels cannot be compiled from a spec yet; report the argument type")
 

@@ -209,3 +209,17 @@ def test_several_trace_files_are_one_run(tmp_path: Path) -> None:
     first = _write(tmp_path / "rank0.ndjson", [e for e in events if e["event_type"] == "compilation"])
     second = _write(tmp_path / "rank1.ndjson", [e for e in events if e["event_type"] == "launch"])
     assert _spec_facts(convert([first, second])) == _spec_facts(convert([LAUNCHES]))
+
+
+def test_argument_descriptions_follow_the_recorders() -> None:
+    """tritonparse's extracted_args entries (as 0.6 writes them) -> the recorder's descriptions."""
+    from ktriage.record.tritonparse import describe_arg
+
+    misaligned = {"type": "tensor", "dtype": "torch.bfloat16", "shape": [8, 4], "stride": [1, 8], "data_ptr": "0x7f0000000004"}
+    assert describe_arg("x", misaligned) == {"tensor": "bf16", "aligned": False, "shape": [8, 4], "strides": [1, 8]}
+    assert describe_arg("m", {"type": "tensor", "dtype": "torch.bool", "shape": [3], "stride": [1],
+                              "data_ptr": "0x10"})["tensor"] == "i1"
+    assert describe_arg("n", {"type": "int", "value": 1}) == 1
+    assert describe_arg("flag", {"type": "bool", "value": True}) is True
+    assert describe_arg("bias", {"type": "NoneType", "repr": "None"}) is None
+    assert describe_arg("DTYPE", {"type": "dtype", "repr": "fp16"}) == {"tl": "float16"}
