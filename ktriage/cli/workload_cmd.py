@@ -1,4 +1,9 @@
-"""`ktriage workload show`: what a recorded workload holds (kernels, inputs, launch counts, what was not captured)."""
+"""`ktriage workload show`: what a recorded workload holds (kernels, inputs, launch counts, what was not captured);
+`ktriage workload import`: a workload from tritonparse traces (a second source of the same file).
+
+Why `import` is here and not `record --from-tritonparse`: `record` runs a program (`-- COMMAND`, exit 4
+when it fails); importing runs nothing, it reads files and writes a workload, beside `show` that reads one.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import typer
 from ktriage.cli.console import make_console
 from ktriage.cli.options import SUFFIX, Format, format_option, output_option, write_outputs
 
-app = typer.Typer(help="Recorded workloads (ktriage record): show what one holds.", no_args_is_help=True)
+app = typer.Typer(help="Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces.",
+                  no_args_is_help=True)
 
 SHOW_FORMATS = ("table", "markdown", "json")
 SHOW_WRITERS = (".md", ".json")
@@ -34,3 +40,30 @@ def show_cmd(
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))
+
+
+@app.command("import")
+def import_cmd(
+    traces: Annotated[list[Path], typer.Argument(help="tritonparse's raw trace files (.ndjson, or gzip .bin.ndjson / .ndjson.gz), all of one run.", show_default=False)],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The workload file to write (JSON).")],
+) -> None:
+    """Convert tritonparse traces (``tritonparse.structured_logging.init(dir, enable_trace_launch=True)``,
+    TritonBench's ``--tritonparse``) into a workload: per compilation the kernel, its spec (checked
+    against what the JIT compiled) and the source the trace carries; per launch event an input (its
+    argument descriptions, grid and count). What the trace cannot carry is listed as not captured.
+    A damaged or foreign trace exits 2."""
+    from rich.markup import escape
+
+    from ktriage.errors import KtriageError
+    from ktriage.record.tritonparse import convert
+    from ktriage.record.workload import save_workload
+
+    if output.suffix != ".json":
+        raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
+    w = convert(traces)
+    save_workload(w, output)
+    console = make_console(stderr=True)
+    console.print(f"imported {len(w.kernels)} kernels, {sum(len(k.inputs) for k in w.kernels)} inputs, "
+                  f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> {escape(str(output))}")
+    for missed in w.not_captured:
+        console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")

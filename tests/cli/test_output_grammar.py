@@ -48,6 +48,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "cache gc": (TMD, MJ),
     "record": ((), ()),  # -o there names the workload it records, not a report writer
     "workload show": (TMD, MJ),
+    "workload import": ((), ()),  # -o names the workload it writes, as for record
 }
 
 
