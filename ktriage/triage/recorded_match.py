@@ -216,13 +216,13 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
                 for k, i, _, _ in hits if not any(h[0] is k and h[1] is i for h in timed)]
     numbers = {(e.kernel, e.input): e.id for e, _ in workload_entries(loaded.workload, kernels=[k.id for k, *_ in timed],
                                                                     inputs=[i.label for _, i, _, _ in timed])}
-    kernels = [RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
+    found_kernels = [RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
                               i.spec.key(), numbers[(k.id, i.id)]) for k, i, _, _ in timed]
     what = ", ".join(f"{name} {_shape(s)}" for _, _, name, s in timed)
     word = "shape" if how == "shape" else "element count"
     rule = (f"matched by {word}: {what} {'=' if how == 'shape' else 'has as many elements as'} x_val {want}"
             f"{' flattened' if how != 'shape' else ''} (recorded: {loaded.path}, {', '.join(sorted({k.package or '?' for k, *_ in timed}))})")
-    return RecordedMatch(loaded.path, loaded.name, rule, kernels, left_out), notes
+    return RecordedMatch(loaded.path, loaded.name, rule, found_kernels, left_out), notes
 
 
 def describe(match: RecordedMatch) -> str:
