@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -38,10 +39,8 @@ OPTIONS = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.
                         fixes=False)
 
 
-def _worst(report: dict[str, object]) -> dict[str, object]:
-    cells = report["cells"]
-    assert isinstance(cells, list)
-    (cell,) = [c for c in cells if c["recorded"]]  # --limit 1: one cell searched the recordings
+def _worst(report: dict[str, Any]) -> dict[str, Any]:
+    (cell,) = [c for c in report["cells"] if c["recorded"]]  # --limit 1: one cell searched the recordings
     return dict(cell)
 
 
@@ -166,3 +165,26 @@ def test_read_back_gives_measured_verdicts(tmp_path: Path, capsys: pytest.Captur
     assert main([*args, "--measured", str(other)]) == 2
     err = capsys.readouterr().err
     assert "measured bundle wl-tb_rms_norm_bwd-0123456789 (token 0123456789), not this triage's" in err
+
+
+def test_a_slower_recorded_cell_is_a_regression_with_its_culprit(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same pair read the other way (run2 -> run1: the cell 146% slower): the recorded kernel's
+    compile-side change is the cause, and the compile-only bisect runs on it (`bisect --spec W.json`)."""
+    code = main(["triage", str(RUN2), str(RUN1), "--workload", WL, *CROSS, "--limit", "1", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["counts"]["regression"] == 1
+    cell = _worst(report)
+    assert cell["verdict"] == "regression" and cell["cause"]["attribution"] == "frontend"
+    assert cell["culprit"]["found"] and cell["culprit"]["culprit"] == "triton==3.4.0"
+    assert cell["culprit"]["predecessor"] == "triton==3.3.1" and not report["failures"]
+
+
+def test_an_aa_pair_bundles_a_second_copy_of_the_recorded_kernels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "tri"
+    same = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]
+    assert main(["triage", str(RUN1), str(RUN2), "--workload", WL, *same, "--limit", "1", "--bundle", str(out)]) == 0
+    capsys.readouterr()
+    (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
+    recorded = load_recorded_bundle(out / entry["dir"])
+    (tc, copy) = list(recorded.bundle.toolchains)
+    assert copy == tc + "+aa" and all(hasattr(a, "cubin_path") for a in recorded.bundle.artifacts.values())
