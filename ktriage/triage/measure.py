@@ -13,6 +13,8 @@ flagged cells into that measurement and its answer back into verdicts:
    with both toolchains (the same toolchain on both sides: a second, identical copy of its kernels
    as a bundle variant, so an A/A pair is timed as two variants too), a manifest of which triage cell
    each bundle input answers (``triage-measure.json``) and ``measure.sh``, the GPU host's one command;
+   cells whose kernels came from a recorded workload (``--workload``) get a recorded bundle of
+   those kernel inputs (``ktriage.workload.recorded_bundle``), benched by ``ktriage bench --bundle``;
 3. :func:`run_measure` (GPU host): the same bench in-process (``ktriage.bench.session.run_bench``);
 4. :func:`apply_measured` (``ktriage.triage.measure_read``): results files back
    (``ktriage.bench.compare_sides.load_side``), each flagged cell's verdict from the side-by-side

@@ -3,7 +3,9 @@
 1. diff: compare the two result sets (TritonBench CSV/JSON or ktriage results files) and rank every
    (op, mode, input, backend) cell past the gate, worst first;
 2. explain: the flagged cells' kernels from the catalog (backend -> catalog op through
-   ``ktriage.ops``; input by id) compiled with both toolchains (the explain engine): no
+   ``ktriage.ops``; input by id), or, for a backend without catalog kernels, the recorded kernels
+   its TritonBench input launched (``--workload W.json``, matched by shape: ``recorded_match``),
+   compiled with both toolchains (the explain engine, one call for both kinds): no
    compile-side change means noise, the baseline or the environment;
 3. baseline: a cell whose op's baseline backend moved as much is noted "the baseline moved";
 4. bisect: each compile-side regression compile-only over the releases between the toolchains
