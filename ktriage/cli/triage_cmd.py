@@ -41,6 +41,7 @@ def triage(
     measure: Annotated[bool, typer.Option("--measure", help="On a GPU host: bundle the flagged cells and re-measure them side by side in this process (--bundle DIR keeps the bundle there).")] = False,
     limit: Annotated[int | None, typer.Option("--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all).")] = None,
     max_time: Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")] = 5.0,
+    workload: Annotated[list[str] | None, typer.Option("--workload", help="A recorded workload (W.json from `ktriage record` of the TritonBench run): flagged cells whose backend has no catalog kernels get their kernels from it, matched by shape, explained compile-side and bundled; repeatable.")] = None,
 ) -> None:
     """Triage a regression report without a GPU: rank every cell past the gate, explain each flagged
     kernel compile-side with both toolchains, note a moved baseline, bisect compile-only, propose
@@ -56,7 +57,7 @@ def triage(
     options = TriageOptions(old_toolchain=old_toolchain, new_toolchain=new_toolchain, threshold=threshold / 100.0, arch=arch,
                             op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs,
                             bundle=str(bundle) if bundle else None, measure=measure, measured=list(measured or []), limit=limit,
-                            max_time_s=max_time, db=db)
+                            max_time_s=max_time, db=db, workloads=list(workload or []))
     from ktriage.bench.compare_sides import load_side
 
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]

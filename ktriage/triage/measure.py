@@ -13,6 +13,8 @@ flagged cells into that measurement and its answer back into verdicts:
    with both toolchains (the same toolchain on both sides: a second, identical copy of its kernels
    as a bundle variant, so an A/A pair is timed as two variants too), a manifest of which triage cell
    each bundle input answers (``triage-measure.json``) and ``measure.sh``, the GPU host's one command;
+   cells whose kernels came from a recorded workload (``--workload``) get a recorded bundle of
+   those kernel inputs (``ktriage.workload.recorded_bundle``), benched by ``ktriage bench --bundle``;
 3. :func:`run_measure` (GPU host): the same bench in-process (``ktriage.bench.session.run_bench``);
 4. :func:`apply_measured` (``ktriage.triage.measure_read``): results files back
    (``ktriage.bench.compare_sides.load_side``), each flagged cell's verdict from the side-by-side
@@ -27,9 +29,20 @@ import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ktriage.errors import KtriageError
-from ktriage.triage.measure_plan import MANIFEST, MIN_SAMPLES, RESULTS, SCRIPT, BenchTarget, MeasurePlan, bench_target, plan_measurement
+from ktriage.triage.measure_plan import (
+    MANIFEST,
+    MIN_SAMPLES,
+    RESULTS,
+    SCRIPT,
+    BenchTarget,
+    MeasurePlan,
+    RecordedGroup,
+    bench_target,
+    plan_measurement,
+)
 from ktriage.triage.measure_read import mark_not_measured, apply_measured, describe, results_paths
 from ktriage.triage.model import TriageOptions, TriageReport
 
@@ -68,12 +81,13 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     plan = plan_measurement(report, options)
     for i, why in plan.skipped.items():
         report.cells[i].notes.append(f"not re-measured: {why}")
-    if not plan.groups:  # nothing benchable: the report says why per cell, and nothing is written or read
+    if not plan.bundles:  # nothing benchable: the report says why per cell, and nothing is written or read
         for i, why in plan.skipped.items():
             mark_not_measured(report.cells[i], why)
         report.measured = {"bundle": None, "token": plan.token, "commands": [], "results": [], "baseline": [],
                            "note": "no flagged cell can be re-measured by ktriage bench (only layer_norm and embedding "
-                                   "cells, their Liger backend or baseline, have replays today)"}
+                                   "cells, their Liger backend or baseline, have replays today; other cells need their "
+                                   "kernels from a recorded workload: --workload W.json)"}
         return
     if options.measured:
         apply_measured(report, plan, results_paths(options.measured), options)
@@ -87,9 +101,12 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         write_bundle(report, plan, out, options, say)
     commands = [f"bash {shlex.quote(str(out / SCRIPT))}"]
     report.measured = {"bundle": str(out), "token": plan.token, "commands": commands, "results": [],
-                       "bench": [g.bench_command(options.max_time_s) for g in plan.groups], "baseline": []}
+                       "bench": [g.bench_command(options.max_time_s) for g in plan.bundles], "baseline": []}
     for i, t in plan.targets.items():
         report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.group_of(t).dirname}")
+    for i, m in plan.recorded_targets.items():
+        entries = ", ".join(f"entry {k.entry} ({k.backend})" for k in m.kernels)
+        report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.recorded_group(m).dirname}, {entries}")
     if options.measure:
         paths = run_measure(plan, out, options, say, report.failures)
         apply_measured(report, plan, paths, options)
@@ -114,6 +131,11 @@ def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
             have = {c.id for c in load_bundle(Path(out_dir) / g.dirname).input_cases()}
             if not set(g.input_ids) <= have:
                 return False
+        from ktriage.workload.recorded_bundle import load_recorded_bundle
+
+        for r in plan.recorded:
+            if not set(r.entries) <= {e.id for e in load_recorded_bundle(Path(out_dir) / r.dirname).entries}:
+                return False
     except (OSError, ValueError, KtriageError):
         return False
     return True
@@ -123,13 +145,11 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
     """Compile the plan's bundles into ``out_dir`` (one per (op, pass)), with the manifest and the
     GPU host's script; returns ``out_dir``. A same-toolchain pair gets a second copy of its kernels
     (a variant) so the bench times two variants of identical cubins side by side."""
-    from ktriage.compile.compiler import Artifact, Compiler
+    from ktriage.compile.compiler import Compiler
     from ktriage.toolchain.manager import ensure_toolchains
-    from ktriage.workload.bundle import load_bundle
     from ktriage.workload.bundle_build import build_bundle
-    from ktriage.workload.bundle_merge import add_variant
 
-    if not plan.groups:  # gpu_step checks first; a library caller gets the reasons
+    if not plan.bundles:  # gpu_step checks first; a library caller gets the reasons
         why = "; ".join(sorted(set(plan.skipped.values())))[:600]
         raise KtriageError(f"no flagged cell can be re-measured by ktriage bench: {why}",
                            "only layer_norm and embedding cells (their Liger backend or baseline) have replays today")
@@ -144,37 +164,65 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
             build_bundle(g.op, g.mode, g.input_ids, toolchains, path, target=options.arch, compiler=compiler,
                          precision=g.precision, backends=g.backends)
             if plan.same_toolchain:
-                tc = toolchains[0]
-                bundle = load_bundle(path)
-                keys = list(bundle.specs)
-                outcomes = compiler.compile_many([bundle.specs[k] for k in keys], [tc])
-                copies = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
-                add_variant(path, tc.id, tc.id + AA_VARIANT, "A/A copy", copies,
-                            absent="this kernel did not compile for the A/A copy")
+                _aa_copy(path, toolchains[0], compiler)
+        for r in plan.recorded:
+            _write_recorded(r, out_dir, toolchains, compiler, plan.same_toolchain, say)
     (out_dir / RESULTS).mkdir(exist_ok=True)
     manifest = {
         "format_version": FORMAT, "kind": "ktriage triage measure", "token": plan.token,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "old": report.old, "new": report.new, "old_toolchain": plan.old_toolchain, "new_toolchain": plan.new_toolchain,
         "same_toolchain": plan.same_toolchain, "max_time_s": options.max_time_s,
-        "bundles": [g.to_json() | {"command": g.bench_command(options.max_time_s)} for g in plan.groups],
+        "bundles": [g.to_json() | {"command": g.bench_command(options.max_time_s)} for g in plan.bundles],
         "cells": [{"cell": report.cells[i].label(), "op": t.op, "mode": t.mode, "input_id": t.input_id, "backend": t.backend,
                    "kind": t.kind, "bundle": plan.group_of(t).dirname, "old_ms": report.cells[i].old_ms,
-                   "new_ms": report.cells[i].new_ms} for i, t in plan.targets.items()],
+                   "new_ms": report.cells[i].new_ms} for i, t in plan.targets.items()]
+                 + [{"cell": report.cells[i].label(), "op": report.cells[i].op, "mode": report.cells[i].mode,
+                     "input_id": report.cells[i].input_id, "backend": report.cells[i].backend, "kind": "recorded",
+                     "bundle": plan.recorded_group(m).dirname, "workload": m.workload, "rule": m.rule,
+                     "entries": [{"entry": k.entry, "backend": k.backend, "kernel": k.kernel, "input": k.input} for k in m.kernels],
+                     "old_ms": report.cells[i].old_ms, "new_ms": report.cells[i].new_ms} for i, m in plan.recorded_targets.items()],
         "not_bundled": [{"cell": report.cells[i].label(), "reason": why} for i, why in sorted(plan.skipped.items())],
     }  # fmt: skip
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     lines = ["#!/usr/bin/env bash",
-             f"# ktriage triage --bundle: re-measure {len(plan.targets)} flagged cell(s) of {report.old} -> {report.new}",
+             f"# ktriage triage --bundle: re-measure {len(plan.targets) + len(plan.recorded_targets)} flagged cell(s) of "
+             f"{report.old} -> {report.new}",
              f"# ({plan.old_toolchain} vs {plan.new_toolchain}) side by side on the GPU host. Run it from anywhere;",
              "# KTRIAGE (default: python3 -m ktriage) is the ktriage command. Writes results/<bundle>.json here.",
              "set -u", 'cd "$(dirname "$0")"', 'KT=${KTRIAGE:-python3 -m ktriage}', f"mkdir -p {RESULTS}", "rc=0"]
-    lines += [g.bench_command(options.max_time_s, ktriage="$KT") + " || rc=$?" for g in plan.groups]
+    lines += [g.bench_command(options.max_time_s, ktriage="$KT") + " || rc=$?" for g in plan.bundles]
     lines += ['exit "$rc"', ""]
     script = out_dir / SCRIPT
     script.write_text("\n".join(lines))
     script.chmod(0o755)
     return out_dir
+
+
+def _aa_copy(path: Path, tc: Any, compiler: Any) -> None:
+    """An A/A pair: a second, identical copy of the bundle's kernels as the variant ``<id>+aa``."""
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_merge import add_variant
+
+    bundle = load_bundle(path)
+    keys = list(bundle.specs)
+    outcomes = compiler.compile_many([bundle.specs[k] for k in keys], [tc])
+    copies = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
+    add_variant(path, tc.id, tc.id + AA_VARIANT, "A/A copy", copies, absent="this kernel did not compile for the A/A copy")
+
+
+def _write_recorded(r: RecordedGroup, out_dir: Path, toolchains: list[Any], compiler: Any, same: bool, say: Say) -> None:
+    """One recorded bundle: the matched kernel inputs of one workload file, built by the recorded
+    bundle builder (``ktriage bench W.json -t A -t B --compile-only --bundle DIR`` builds the same)."""
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded_bundle import build_recorded_bundle
+
+    path = out_dir / r.dirname
+    say(f"bundle {r.dirname}: recorded {r.name} entries {r.entries} ({', '.join(r.kernels)})")
+    build_recorded_bundle(load_workload(r.workload), toolchains, path, compiler=compiler, kernels=r.kernels, inputs=r.labels)
+    if same:
+        _aa_copy(path, toolchains[0], compiler)
 
 
 # ----------------------------------------------------------------------------------- the bench (GPU host)
@@ -188,6 +236,9 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
 
     _require_gpu()
     paths: list[Path] = []
+    for r in plan.recorded:
+        done = _run_recorded(r, Path(out_dir), options, say, failures)
+        paths += [done] if done is not None else []
     for g in plan.groups:
         path = Path(out_dir) / g.dirname
         bundle = load_bundle(path)
@@ -206,6 +257,28 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
                 continue
         paths.append(results)
     return paths
+
+
+def _run_recorded(r: RecordedGroup, out_dir: Path, options: TriageOptions, say: Say, failures: list[str]) -> Path | None:
+    """Bench one recorded bundle in this process, as its line of ``measure.sh`` would."""
+    from ktriage.bench.recorded import RecordedPlan, run_recorded
+    from ktriage.workload.recorded_bundle import load_recorded_bundle
+
+    recorded = load_recorded_bundle(out_dir / r.dirname)
+    entries = [e for e in recorded.entries if e.id in r.entries]
+    bench = RecordedPlan(bundle=str(recorded.bundle.path), name=recorded.name, entries=[e.id for e in entries],
+                         toolchains=list(recorded.bundle.toolchains), timing={"mode": "events", "l2_flush": True},
+                         min_samples=MIN_SAMPLES, max_time_s=options.max_time_s)
+    results = out_dir / r.results_name
+    results.parent.mkdir(parents=True, exist_ok=True)
+    say(f"bench {r.dirname}: {len(entries)} recorded kernel input(s), {len(bench.toolchains)} toolchain variant(s) side by side")
+    try:
+        run_recorded(bench, entries, store_url=options.db, results_path=results, toolchains=list(recorded.bundle.toolchains.values()))
+    except KtriageError as exc:
+        failures.append(f"bench {r.dirname}: {exc.problem}")
+        if not results.exists():
+            return None
+    return results
 
 
 def _require_gpu() -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ktriage.errors import KtriageError
-from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
+from ktriage.triage.model import CellTriage, RecordedMatch, TriageOptions, TriageReport
 
 MANIFEST = "triage-measure.json"
 SCRIPT = "measure.sh"
@@ -107,6 +107,33 @@ class BenchGroup:
 
 
 @dataclass
+class RecordedGroup:
+    """One recorded bundle: the matched kernel inputs of one ``--workload`` file, for the flagged
+    cells whose kernels came from it (``ktriage.workload.recorded_bundle``; benched by
+    ``ktriage bench --bundle``, whose cells are keyed by the workload's name and entry number)."""
+
+    workload: str  # the file given with --workload
+    name: str  # the workload's name: the results cells' op
+    kernels: list[str]  # workload kernel ids (K7)
+    labels: list[str]  # their recorded inputs' labels (the builder's --input selection)
+    entries: list[int]  # the bundle's entry numbers (the results cells' input_id)
+    dirname: str  # "wl-<name>-<token>"
+
+    @property
+    def results_name(self) -> str:
+        return f"{RESULTS}/{self.dirname}.json"
+
+    def bench_command(self, max_time_s: float, ktriage: str = "ktriage") -> str:
+        """``ktriage bench`` over this recorded bundle, as :func:`ktriage.triage.measure.run_measure` runs it."""
+        return (f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
+                f"-o {shlex.quote(self.results_name)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dir": self.dirname, "kind": "recorded", "workload": self.workload, "name": self.name,
+                "kernels": self.kernels, "entries": self.entries, "results": self.results_name}
+
+
+@dataclass
 class MeasurePlan:
     """Which flagged cells are re-measured, in which bundle; which are not, and why."""
 
@@ -116,6 +143,15 @@ class MeasurePlan:
     groups: list[BenchGroup]
     targets: dict[int, BenchTarget]  # index into report.cells -> its target (bundled cells only)
     skipped: dict[int, str] = field(default_factory=dict)  # index -> why it is not re-measured
+    recorded: list[RecordedGroup] = field(default_factory=list)  # bundles of recorded kernels (--workload)
+    recorded_targets: dict[int, RecordedMatch] = field(default_factory=dict)  # index -> its recorded kernels
+
+    @property
+    def bundles(self) -> list[BenchGroup | RecordedGroup]:
+        return [*self.groups, *self.recorded]
+
+    def recorded_group(self, match: RecordedMatch) -> RecordedGroup:
+        return next(g for g in self.recorded if g.workload == match.workload)
 
     @property
     def same_toolchain(self) -> bool:
@@ -125,11 +161,15 @@ class MeasurePlan:
         return next(g for g in self.groups if (g.op, g.mode) == (target.op, target.mode))
 
 
-def _token(old_tc: str, new_tc: str, targets: Sequence[BenchTarget]) -> str:
+def _token(old_tc: str, new_tc: str, targets: Sequence[BenchTarget], recorded: Sequence[RecordedMatch] = ()) -> str:
     """Names the triage a bundle answers: its toolchains and every benchable flagged cell (not the
-    ``--limit`` cut, so a read-back with another limit still matches)."""
+    ``--limit`` cut, so a read-back with another limit still matches); recorded kernels, when some
+    cells have them, by workload name and entry."""
     keys = sorted({(t.op, t.mode, t.input_id, t.backend) for t in targets})
-    text = json.dumps({"old": old_tc, "new": new_tc, "cells": keys}, sort_keys=True)
+    doc: dict[str, Any] = {"old": old_tc, "new": new_tc, "cells": keys}
+    if recorded:
+        doc["recorded"] = sorted({(m.name, k.entry, k.backend) for m in recorded for k in m.kernels})
+    text = json.dumps(doc, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
@@ -142,22 +182,36 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
         raise KtriageError("the GPU step needs both sides' toolchains, and the files do not say them",
                            "pass --old-toolchain and --new-toolchain (e.g. triton==3.3.1 and triton==3.4.0)")
     found: dict[int, BenchTarget] = {}
+    matched: dict[int, RecordedMatch] = {}
     skipped: dict[int, str] = {}
     for i, c in enumerate(report.cells):
         t = bench_target(c)
-        if t is None:
-            skipped[i] = no_target_reason(c)
-        else:
+        if t is not None:
             found[i] = t
-    token = _token(report.old_toolchain, report.new_toolchain, list(found.values()))
-    order = sorted(found, key=lambda i: -abs(math.log(report.cells[i].ratio)) if report.cells[i].ratio > 0 else 0.0)
+        elif c.recorded is not None and c.recorded.kernels:  # a recorded bench times the cell's recorded kernels
+            matched[i] = c.recorded
+        else:
+            skipped[i] = no_target_reason(c)
+    token = _token(report.old_toolchain, report.new_toolchain, list(found.values()), list(matched.values()))
+    order = sorted([*found, *matched], key=lambda i: -abs(math.log(report.cells[i].ratio)) if report.cells[i].ratio > 0 else 0.0)
     if options.limit is not None:
         if options.limit < 1:
             raise KtriageError(f"--limit {options.limit} bundles nothing", "give --limit 1 or more (or leave it out: every flagged cell)")
         for i in order[options.limit:]:
             skipped[i] = f"left out of the GPU re-run by --limit {options.limit}"
         order = order[:options.limit]
-    targets = {i: found[i] for i in order}
+    targets = {i: found[i] for i in order if i in found}
+    recorded_targets = {i: matched[i] for i in order if i in matched}
+    recorded: dict[str, RecordedGroup] = {}
+    for m in recorded_targets.values():
+        rg = recorded.setdefault(m.workload, RecordedGroup(m.workload, m.name, [], [], [], f"wl-{m.name}-{token}"))
+        for k in m.kernels:
+            if k.entry not in rg.entries:
+                rg.entries.append(k.entry)
+                rg.kernels += [k.kernel] if k.kernel not in rg.kernels else []
+                rg.labels += [k.label] if k.label not in rg.labels else []
+    for rg in recorded.values():
+        rg.entries.sort()
     groups: dict[tuple[str, str], BenchGroup] = {}
     for t in targets.values():
         g = groups.get((t.op, t.mode))
@@ -176,4 +230,5 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
             op = registry.operator(g.op)
             assert op is not None
             g.backends = [op.artifact_backends[0]]
-    return MeasurePlan(token, report.old_toolchain, report.new_toolchain, list(groups.values()), targets, skipped)
+    return MeasurePlan(token, report.old_toolchain, report.new_toolchain, list(groups.values()), targets, skipped,
+                       list(recorded.values()), recorded_targets)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage.errors import KtriageError
 from ktriage.triage.measure_plan import RESULTS, SCRIPT, MeasurePlan
-from ktriage.triage.model import CellTriage, Measured, TriageOptions, TriageReport
+from ktriage.triage.model import CellTriage, Measured, RecordedMatch, TriageOptions, TriageReport
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -47,7 +47,8 @@ def results_paths(given: Sequence[str]) -> list[Path]:
 
 def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
     """The bundle a results file measured (its folder name) and the triage token in that name."""
-    plan = run.settings.get("plan") if isinstance(run.settings, dict) else None
+    settings = run.settings if isinstance(run.settings, dict) else {}
+    plan = settings.get("plan") or settings.get("recorded_plan")  # an op bench's plan, or a recorded bench's
     bundle = plan.get("bundle") if isinstance(plan, dict) else None
     if not isinstance(bundle, str) or not bundle:
         raise KtriageError(f"--measured {path}: not the results of a bundle (the run has no bundle in its plan)",
@@ -94,7 +95,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
 
     config = _verdict_config(options)
     loaded: dict[str, tuple[RunInfo, list[Cell], str]] = {}
-    wanted = {g.dirname: g for g in plan.groups}
+    wanted = {g.dirname: g for g in plan.bundles}
     for path in paths:
         run, cells, _label = load_side(str(path))
         name, token = _bundle_of(run, path)
@@ -119,6 +120,15 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
                 samples[(c.key.op, c.key.mode, c.key.input_id, c.key.backend)] = (c, source)
     for i, cell in enumerate(report.cells):
         target = plan.targets.get(i)
+        match = plan.recorded_targets.get(i)
+        if match is not None:
+            rgroup = plan.recorded_group(match)
+            if rgroup.dirname not in loaded:
+                cell.measured = Measured("not_measured", f"no results for bundle {rgroup.dirname} were given (--measured)")
+                continue
+            cell.measured = _recorded_measured(match, pairs, plan, loaded[rgroup.dirname][2])
+            _settle(cell)
+            continue
         if target is None:
             mark_not_measured(cell, plan.skipped.get(i, "not re-measured"))
             continue
@@ -133,7 +143,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             cell.measured = _baseline_measured(cell, samples.get(key), config, report, loaded[group.dirname][2])
         _settle(cell)
     report.measured = {"token": plan.token, "results": [str(p) for p in paths],
-                       "bundles": [g.to_json() for g in plan.groups], "baseline": _baseline_notes(report)}
+                       "bundles": [g.to_json() for g in plan.bundles], "baseline": _baseline_notes(report)}
     from ktriage.triage.model import ORDER
 
     rank = {v: k for k, v in enumerate(ORDER)}
@@ -164,6 +174,25 @@ def _artifact_measured(found: tuple[Any, str] | None, plan: MeasurePlan, source:
     how = (f"{plan.old_toolchain} twice (two copies of the same kernels) interleaved in one GPU process"
            if plan.same_toolchain else f"{plan.old_toolchain} and {plan.new_toolchain} interleaved in one GPU process")
     return _from_verdict(pair.verdict, "side_by_side", f"measured side by side: {how}; {pair.verdict.reason}", src)
+
+
+def _recorded_measured(match: RecordedMatch, pairs: dict[tuple[str, str, int, str], tuple[Any, str]], plan: MeasurePlan,
+                       source: str) -> Measured:
+    """A cell measured through its recorded kernels: the recorded bench's cells are keyed by the
+    workload's name, mode ``recorded``, the bundle entry and ``K7:function``; each kernel's
+    side-by-side verdict, and the cell's is the kernel that moved the most slower (a regression),
+    else the one launched the most (the pass's main kernel), the others named in the text."""
+    from ktriage.workload.recorded_bundle import RECORDED_MODE
+
+    measured = [(k, _artifact_measured(pairs.get((match.name, RECORDED_MODE, k.entry, k.backend)), plan, source))
+                for k in match.kernels]
+    k0, m0 = min(measured, key=lambda km: (km[1].verdict != "regression", -(km[1].ratio or 0.0) if km[1].verdict == "regression"
+                                           else -km[0].launches))
+    m0.text = f"recorded {match.name} {k0.backend} (entry {k0.entry}): {m0.text}"
+    others = [f"{k.backend} (entry {k.entry}): {describe(m)}" for k, m in measured if k is not k0]
+    if others:
+        m0.text += "; the cell's other recorded kernels: " + "; ".join(others)
+    return m0
 
 
 def _baseline_measured(cell: CellTriage, found: tuple[Cell, str] | None, config: VerdictConfig, report: TriageReport,

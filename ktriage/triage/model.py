@@ -76,6 +76,10 @@ class TriageOptions:
     limit: int | None = None
     max_time_s: float = 5.0
     db: str | None = None
+    # recorded workloads (``ktriage record`` of TritonBench runs, ``--workload W.json``): the kernels of
+    # flagged cells whose backend has no catalog kernels, matched to the cell by shape
+    # (``ktriage.triage.recorded_match``), explained compile-side and bundled like catalog kernels
+    workloads: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -150,6 +154,45 @@ class Measured:
 
 
 @dataclass
+class RecordedKernel:
+    """One recorded (kernel, input) of a workload that a flagged cell's TritonBench input launched."""
+
+    kernel: str  # the workload's kernel id, "K7"
+    function: str
+    input: int  # the recorded input's id within its kernel
+    label: str  # the recorded input's label (its argument shapes)
+    launches: int
+    module: str  # the kernel's module on the recording host (liger_kernel.ops.rms_norm)
+    package: str | None  # the distribution it came from (liger-kernel==0.5.10)
+    spec_name: str
+    spec_key: str
+    entry: int  # its number in a recorded bundle of the workload (the results cells' input_id)
+
+    @property
+    def backend(self) -> str:
+        """The recorded bench's cells' backend (``K7:_rms_norm_backward_kernel``)."""
+        return f"{self.kernel}:{self.function}"
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RecordedMatch:
+    """The recorded kernels of a flagged cell: which workload file, by which rule, which kernels."""
+
+    workload: str  # the file given with --workload
+    name: str  # the workload's name (the recorded bench's op: tb_rms_norm_bwd)
+    rule: str  # how the kernels were matched ("matched by shape: dY_ptr 2048x8192 = x_val (2048, 8192)")
+    kernels: list[RecordedKernel]
+    left_out: list[str] = field(default_factory=list)  # matched, but not the timed pass's (and why)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"workload": self.workload, "name": self.name, "rule": self.rule,
+                "kernels": [k.to_json() for k in self.kernels], "left_out": self.left_out}
+
+
+@dataclass
 class CellTriage:
     """One flagged (op, mode, input, backend) cell and what triage made of it."""
 
@@ -175,6 +218,7 @@ class CellTriage:
     # finding (ktriage.profile.quote), when the results carry them (bench --profile, profile --results)
     counters: str | None = None
     measured: Measured | None = None  # the GPU re-run (ktriage.triage.measure); None: not re-measured
+    recorded: RecordedMatch | None = None  # its kernels from a recorded workload (--workload), when matched
 
     @property
     def change_pct(self) -> float:
@@ -193,6 +237,7 @@ class CellTriage:
             "cause": self.cause.to_json() if self.cause else None, "culprit": self.culprit.to_json() if self.culprit else None,
             "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes, "counters": self.counters,
             "measured": self.measured.to_json() if self.measured else None,
+            "recorded": self.recorded.to_json() if self.recorded else None,
         }  # fmt: skip
 
 

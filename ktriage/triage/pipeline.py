@@ -3,7 +3,9 @@
 1. diff: compare the two result sets (TritonBench CSV/JSON or ktriage results files) and rank every
    (op, mode, input, backend) cell past the gate, worst first;
 2. explain: the flagged cells' kernels from the catalog (backend -> catalog op through
-   ``ktriage.ops``; input by id) compiled with both toolchains (the explain engine): no
+   ``ktriage.ops``; input by id), or, for a backend without catalog kernels, the recorded kernels
+   its TritonBench input launched (``--workload W.json``, matched by shape: ``recorded_match``),
+   compiled with both toolchains (the explain engine, one call for both kinds): no
    compile-side change means noise, the baseline or the environment;
 3. baseline: a cell whose op's baseline backend moved as much is noted "the baseline moved";
 4. bisect: each compile-side regression compile-only over the releases between the toolchains
@@ -34,6 +36,7 @@ from ktriage.ops import registry
 from ktriage.stats.compare import Comparison, PairResult, compare_cells
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport, attach_counters
+from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 
 Say = Callable[[str], None]
 # a results file, or a side already in memory: (run, cells) or (run, cells, label) (the label names it in the report)
@@ -117,6 +120,7 @@ class _Triage:
         self.options, self.say = options, say
         self.failures: list[str] = []
         self.notes: list[str] = []
+        self.workloads: dict[str, Loaded] = {}
 
     # ------------------------------------------------------------------ step (b): explain
     def explain(self, cells: list[CellTriage], old: str, new: str) -> None:
@@ -126,11 +130,6 @@ class _Triage:
                 c.notes.append(f"same toolchain on both sides ({old}): the artifacts are identical by construction")
             return
         from ktriage.catalog.resolve import resolve_specs
-        from ktriage.compile.compiler import Compiler
-        from ktriage.explain.engine import Explainer
-        from ktriage.explain.findings import collect_findings, group_findings
-        from ktriage.explain.fixes import suggest_fixes
-        from ktriage.spec.model import input_label
         from ktriage.toolchain.manager import ensure_toolchains
 
         try:
@@ -140,39 +139,80 @@ class _Triage:
             return
         self.toolchains = toolchains
         by_target: dict[tuple[str, str], list[CellTriage]] = defaultdict(list)
+        by_workload: dict[str, list[CellTriage]] = defaultdict(list)
         for c in cells:
             if c.catalog:
                 by_target[(c.catalog, c.mode)].append(c)
+            elif c.recorded is not None:
+                by_workload[c.recorded.workload].append(c)
         for (catalog, mode), group in by_target.items():
             ids = sorted({c.input_id for c in group})
             self.say(f"explain {catalog} {mode} inputs {ids}: {old} vs {new}")
+            what = f"explain {catalog} {mode}"
             try:
                 specs = resolve_specs(catalog, mode=mode, inputs=[str(i) for i in ids], target_arch=self.options.arch)
-                with Compiler(jobs=self.options.jobs) as compiler:
-                    result = Explainer(compiler).run(specs, toolchains)
-                    findings = collect_findings(result)
-                    groups = group_findings(findings)
-                    fixes = suggest_fixes(result, findings, compiler) if self.options.fixes else []
             except KtriageError as exc:
-                self.failures.append(f"explain {catalog} {mode}: {exc.problem}")
+                self.failures.append(f"{what}: {exc.problem}")
                 continue
-            if not result.complete:
-                self.failures.append(f"explain {catalog} {mode}: {len(result.failures)} compile(s) failed")
-            fix_json = [f.to_json() for f in fixes]
+            done = self._engine(specs, toolchains, what)
+            if done is None:
+                continue
             for c in group:
-                items = [s for s in result.specs if s.spec.meta.get("input_id") == c.input_id]
-                if not items or any(not s.comparisons for s in items):
-                    c.notes.append("not compared compile-side (a compile failed)")
-                    continue
-                labels = {input_label(s.spec.meta, s.spec.name) for s in items}
-                worse = [g for g in groups if g.kind == "regression" and labels & set(g.inputs)]
-                c.compile_change = bool(worse) or any(s.comparisons[0].changed for s in items)
-                if worse:
-                    c.cause = _cause(worse[0])
-                    names = {str(s.spec.name) for s in items}
-                    c.fixes = [f for f in fix_json if str(f.get("kernel")) in names] or fix_json
-                elif c.compile_change:
-                    c.notes.append("compile-side changes, none worse: " + "; ".join(g.summary() for g in groups if labels & set(g.inputs)))
+                self._judge(c, [s for s in done[0].specs if s.spec.meta.get("input_id") == c.input_id], *done)
+        for path, group in by_workload.items():
+            # the recorded kernels of these cells (recorded_match), compiled by the same engine as catalog kernels
+            specs_by_key = {k.spec_key: k.spec_name for c in group for k in (c.recorded.kernels if c.recorded else [])}
+            loaded = self.workloads[path]
+            specs = [i.spec for k in loaded.workload.kernels for i in k.inputs if i.spec.key() in specs_by_key]
+            self.say(f"explain recorded {loaded.name}: {len(specs)} kernel input(s) of {len(group)} cell(s): {old} vs {new}")
+            done = self._engine(specs, toolchains, f"explain recorded workload {path}")
+            if done is None:
+                continue
+            for c in group:
+                keys = {k.spec_key for k in (c.recorded.kernels if c.recorded else [])}
+                self._judge(c, [s for s in done[0].specs if s.spec.key() in keys], *done)
+
+    def _engine(self, specs: list[Any], toolchains: list[Any], what: str) -> tuple[Any, list[Any], list[dict[str, Any]]] | None:
+        """The explain engine over ``specs`` with both toolchains: the result, its finding groups and
+        the fixes (``explain --fixes``) when asked; None (a failure noted) when it could not run."""
+        from ktriage.compile.compiler import Compiler
+        from ktriage.explain.engine import Explainer
+        from ktriage.explain.findings import collect_findings, group_findings
+        from ktriage.explain.fixes import suggest_fixes
+
+        try:
+            with Compiler(jobs=self.options.jobs) as compiler:
+                result = Explainer(compiler).run(specs, toolchains)
+                findings = collect_findings(result)
+                groups = group_findings(findings)
+                fixes = suggest_fixes(result, findings, compiler) if self.options.fixes else []
+        except KtriageError as exc:
+            self.failures.append(f"{what}: {exc.problem}")
+            return None
+        if not result.complete:
+            self.failures.append(f"{what}: {len(result.failures)} compile(s) failed")
+        return result, groups, [f.to_json() for f in fixes]
+
+    @staticmethod
+    def _judge(c: CellTriage, items: list[Any], result: Any, groups: list[Any], fix_json: list[dict[str, Any]]) -> None:
+        """A cell's compile-side verdict from its kernels' explained items: a regression finding
+        group covering them is the cause; any other change is noted."""
+        from ktriage.spec.model import input_label
+
+        if not items or any(not s.comparisons for s in items):
+            c.notes.append("not compared compile-side (a compile failed)")
+            return
+        labels = {input_label(s.spec.meta, s.spec.name) for s in items}
+        worse = [g for g in groups if g.kind == "regression" and labels & set(g.inputs)]
+        c.compile_change = bool(worse) or any(s.comparisons[0].changed for s in items)
+        if worse:
+            c.cause = _cause(worse[0])
+            names = {str(s.spec.name) for s in items}
+            c.fixes = [f for f in fix_json if str(f.get("kernel")) in names] or fix_json
+        elif c.compile_change:
+            c.notes.append("compile-side changes, none worse: " + "; ".join(g.summary() for g in groups if labels & set(g.inputs)))
+        elif c.recorded is not None:
+            c.notes.append(f"no compile-side change in its {len(items)} recorded kernel input(s)")
 
     # ------------------------------------------------------------------ step (d): bisect
     def bisect(self, cells: list[CellTriage]) -> None:
@@ -181,7 +221,7 @@ class _Triage:
         old, new = self.toolchains
         done: dict[tuple[str, str, str, str], Culprit] = {}
         for c in sorted(cells, key=lambda c: -c.ratio):
-            if c.cause is None or c.catalog is None:
+            if c.cause is None or (c.catalog is None and c.recorded is None):
                 continue
             # The range follows who is responsible: Triton releases for the frontend, ptxas releases
             # for ptxas; "both" tries Triton first (its releases bundle their ptxas).
@@ -198,14 +238,23 @@ class _Triage:
                                f"{old.ptxas_version} / {new.ptxas_version})")
                 continue
             metric = _BISECT_METRIC.get(c.cause.kind, "spill_store_bytes")
-            key = (c.catalog, c.mode, source, c.cause.kind)
+            # a recorded cell's kernel is named by its spec in the workload file (as `bisect --spec W.json` takes it)
+            rec = c.recorded.kernels[0] if c.recorded is not None and c.catalog is None else None
+            if rec is None or c.recorded is None:
+                kernels: dict[str, Any] = {"op": c.catalog, "mode": c.mode, "inputs": (str(c.input_id),)}
+                key = (str(c.catalog), c.mode, source, c.cause.kind)
+                what = f"{c.catalog} {c.mode} input {c.input_id}"
+            else:
+                kernels = {"spec": c.recorded.workload, "inputs": (rec.spec_name,)}
+                key = (c.recorded.workload, rec.kernel, source, c.cause.kind)
+                what = f"recorded {rec.kernel} {rec.function} of {c.recorded.name}"
             if key not in done:
-                self.say(f"bisect {source} {good}..{bad} on {c.catalog} {c.mode} input {c.input_id} ({metric})")
+                self.say(f"bisect {source} {good}..{bad} on {what} ({metric})")
                 culprit = Culprit(source, good, bad, metric, c.input_label, False)
                 try:
-                    report = run_bisect(BisectOptions(source=source, good=good, bad=bad, metric=metric, op=c.catalog, mode=c.mode,
-                                                      inputs=(str(c.input_id),), toolchain=fixed, arch=self.options.arch,
-                                                      jobs=self.options.jobs, explain=False))
+                    report = run_bisect(BisectOptions(source=source, good=good, bad=bad, metric=metric, toolchain=fixed,
+                                                      arch=self.options.arch, jobs=self.options.jobs, explain=False,
+                                                      **kernels))
                     final = report.final
                     culprit.found = report.found
                     culprit.culprit = final.culprit.label if final.culprit else None
@@ -216,9 +265,31 @@ class _Triage:
                                        "no single culprit: " + ", ".join(x.label for x in final.range))
                 except KtriageError as exc:
                     culprit.error = exc.problem
-                    self.failures.append(f"bisect {source} {good}..{bad} ({c.catalog} {c.input_label}): {exc.problem}")
+                    self.failures.append(f"bisect {source} {good}..{bad} ({what}): {exc.problem}")
                 done[key] = culprit
             c.culprit = done[key]
+
+
+def _match_recorded(cells: list[CellTriage], results: Sequence[Cell], workloads: Sequence[Loaded], options: TriageOptions,
+                    baselines: dict[str, Any]) -> None:
+    """Give each flagged cell without catalog kernels its recorded kernels (``recorded_match``), worst
+    first; ``--limit N`` caps how many (each is compiled twice, so a long report stays cheap)."""
+    x_vals = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend): str(c.extra.get("x_val"))
+              for c in results if c.extra.get("x_val") is not None}
+    wanted = [c for c in cells if c.catalog is None and c.backend != baselines.get(c.op)]
+    wanted.sort(key=lambda c: -abs(math.log(c.ratio)) if c.ratio > 0 and math.isfinite(c.ratio) else 0.0)
+    tried = 0
+    for c in wanted:
+        if options.limit is not None and tried >= options.limit:
+            c.notes.append(f"recorded workloads not searched: left out by --limit {options.limit}")
+            continue
+        match, notes = match_cell(c, x_vals.get((c.op, c.mode, c.input_id, c.backend)), workloads)
+        c.notes += notes
+        if match is not None:
+            tried += 1
+            c.recorded = match
+            c.notes.append(describe(match))
+            c.notes += [f"left out: {why}" for why in match.left_out]
 
 
 def _classify(c: CellTriage, is_baseline: bool) -> None:
@@ -247,6 +318,7 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     from ktriage.triage import measure as gpu
 
     gpu.check_options(options)
+    workloads = load_workloads(options.workloads)  # a bad --workload file is refused before any compile
     run_a, cells_a, label_a = _load(old, options)
     run_b, cells_b, label_b = _load(new, options)
     old_tc = options.old_toolchain or side_toolchain(run_a, cells_a)
@@ -276,12 +348,17 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
             cell.baseline_moved = True
             cell.notes.append(f"the baseline moved: {baselines.get(p.op)} changed as much at this input")
         if catalog is None and not p.is_baseline:
-            cell.notes.append(f"{p.backend} has no kernels in ktriage's catalog: nothing to compile")
+            cell.notes.append(f"{p.backend} has no kernels in ktriage's catalog" +
+                              (": its kernels are looked for in the recorded workloads (--workload)" if workloads else
+                               ": nothing to compile (a recorded workload of it could say: --workload W.json)"))
         flagged.append(cell)
     attach_counters(flagged, cells_a, cells_b)  # Nsight Compute counters, where the results carry them
     work = _Triage(options, speak)
-    slower = [c for c in flagged if c.ratio > 1 and c.catalog]
-    faster = [c for c in flagged if c.ratio < 1 and c.catalog]
+    work.workloads = {w.path: w for w in workloads}
+    if workloads:
+        _match_recorded(flagged, cells_a + cells_b, workloads, options, baselines)
+    slower = [c for c in flagged if c.ratio > 1 and (c.catalog or c.recorded)]
+    faster = [c for c in flagged if c.ratio < 1 and (c.catalog or c.recorded)]
     same_toolchain = old_tc is not None and old_tc == new_tc
     if slower or faster or (flagged and same_toolchain):
         if old_tc is None or new_tc is None:
