@@ -35,7 +35,7 @@ def cached_resources(cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kern
     if isinstance(data, dict) and data.get("schema") == SCHEMA_VERSION:
         return Resources.from_json(data)
     resources = analyze(cubin.cubin_path, cuobjdump=toolchain.cuobjdump, ptxas_log=cubin.ptxas_log, ptx=ptx,
-                        kernel_name=kernel_name, triton_shared=triton_shared)
+                        kernel_name=kernel_name, triton_shared=triton_shared, nvdisasm=toolchain.nvdisasm)
     write_sidecar(cubin.dir, name, resources.to_json())
     return resources
 

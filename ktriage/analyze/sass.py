@@ -28,6 +28,7 @@ _CUOBJ_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
 _NVDIS_FUNC = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _ARCH = re.compile(r"code for (sm_\w+)")
 _ARCH_FLAG = re.compile(r"EF_CUDA_SM(\d+)")  # nvdisasm prints only the ELF header flags
+_ARCH_TARGET = re.compile(r"^\s*\.target\s+(sm_\w+)")  # ... or, for newer ELF layouts, a .target line
 _INSTR = re.compile(r"^\s*/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;")
 _LABEL = re.compile(r"^\s*(\.L_\w+|\.text\.[\w.$]+|[A-Za-z_$][\w$]*):\s*$")
 _PRED = re.compile(r"^@!?U?P(?:T|\d+)\s+")
@@ -167,6 +168,8 @@ def parse_sass(text: str) -> dict[str, SassFunction]:
             arch = m.group(1)
         elif arch is None and (m := _ARCH_FLAG.search(line)):
             arch = f"sm_{m.group(1)}" + ("a" if "EF_CUDA_ACCELERATORS" in line else "")
+        elif arch is None and (m := _ARCH_TARGET.match(line)):
+            arch = m.group(1)
         if m := _CUOBJ_FUNC.match(line) or _NVDIS_FUNC.match(line):
             current = m.group(1)
             found.setdefault(current, ([], {}))
