@@ -14,9 +14,7 @@ workload, and a short label of its shapes), backend = ``K3:function``, toolchain
 
 from __future__ import annotations
 
-import platform
-import shlex
-import sys
+import functools
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -68,41 +66,19 @@ def run_recorded(
     timeout_s: float = 120.0,
 ) -> tuple[RunInfo, list[Cell]]:
     """Measure ``entries`` (of ``plan.bundle``) one after another in the isolated worker."""
-    from ktriage.bench.session import host_packages, workload_git_sha
-    from ktriage.measure.env import GpuRecorder
-    from ktriage.measure.isolate import IsolatedRunner, Job
-    from ktriage.measure.results_file import write_results
-    from ktriage.store import open_store
+    from ktriage.bench.recorded_worker import prepare_recorded_worker
+    from ktriage.bench.session import JobSpec, run_jobs
 
-    recorder = GpuRecorder()
-    run = RunInfo(command=" ".join(shlex.quote(a) for a in sys.argv), host=platform.node(), gpu=recorder.start(),
-                  toolchains=toolchains, packages=host_packages(), workload_git_sha=workload_git_sha(),
-                  settings={"recorded_plan": plan.to_json()})  # fmt: skip
-    cells: list[Cell] = []
+    by_id = {e.id: e for e in entries}
 
-    def save_results() -> None:
-        if results_path is not None:
-            write_results(results_path, run, cells)
+    def jobs() -> list[JobSpec]:
+        return [JobSpec(e.id, plan.keys(e), {"plan": plan.to_json(), "entry": e.id}) for e in entries]
 
-    with open_store(store_url) as store, store.recording(run) as rec:
-
-        def deliver(cell: Cell) -> None:
-            cells.append(cell)
-            rec.add(cell)
-            if on_cell is not None:
-                on_cell(cell)
-
-        with IsolatedRunner(WORKER, timeout_s=timeout_s, on_cell=deliver) as runner:
-            for entry in entries:
-                runner.run_job(Job(plan.keys(entry), {"plan": plan.to_json(), "entry": entry.id}))
-                save_results()
-                if on_entry_done is not None:
-                    on_entry_done(entry)
-        run.gpu["after"] = recorder.finish().get("after", {})
-        rec.gpu_after = run.gpu["after"]
-    run.status = "finished"
-    save_results()
-    return run, cells
+    done = None if on_entry_done is None else (lambda entry_id: on_entry_done(by_id[entry_id]))
+    return run_jobs(WORKER, jobs, settings={"recorded_plan": plan.to_json()},
+                    init=functools.partial(prepare_recorded_worker, plan.to_json()), store_url=store_url,
+                    results_path=results_path, toolchains=toolchains, on_cell=on_cell, on_done=done,
+                    timeout_s=timeout_s)
 
 
 def summary_rows(cells: list[Cell], reference: str | None) -> list[dict[str, str]]:

@@ -45,6 +45,13 @@ def _reason(exc: BaseException) -> str:
     return exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
 
 
+def prepare_recorded_worker(plan_json: dict[str, Any]) -> None:
+    """The worker's init (runs while the parent prepares the run): the GPU ready, as for an op bench."""
+    from ktriage.bench.worker import ready_gpu
+
+    ready_gpu(l2_flush=bool(RecordedPlan.from_json(plan_json).timing.get("l2_flush", True)))
+
+
 def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     """Worker job handler (``ktriage.measure.isolate``): payload = {"plan": ..., "entry": id}."""
     import torch

@@ -16,13 +16,14 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ktriage.bench.plan import BenchPlan
-from ktriage.measure.cells import Cell, RunInfo
+from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.measure.isolate import IsolatedRunner, Job
 
 HOST_PACKAGES = ("torch", "triton", "liger-kernel", "cuda-bindings", "nvidia-ml-py", "ktriage")
@@ -48,6 +49,15 @@ def workload_git_sha() -> str | None:
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
+@dataclass
+class JobSpec:
+    """One isolated job of a run: its id (reported to ``on_done``), the cells it should produce, its payload."""
+
+    id: Any
+    keys: list[CellKey]
+    payload: Any
+
+
 def run_bench(
     plan: BenchPlan,
     *,
@@ -58,29 +68,58 @@ def run_bench(
     on_input_done: Callable[[int], None] | None = None,
     timeout_s: float = 60.0,
 ) -> tuple[RunInfo, list[Cell]]:
+    """Measure an op's bench plan: one job per input (every variant of it, interleaved)."""
     from ktriage.bench.worker import prepare_worker
 
+    def jobs() -> Iterator[JobSpec]:
+        from ktriage.workload.ops import get_op  # imported while the worker starts
+
+        op = get_op(plan.op)
+        cases = {c.id: c for c in op.inputs()}
+        for input_id in plan.input_ids:
+            yield JobSpec(input_id, plan.variant_keys(input_id, op.x_val_text(cases[input_id])),
+                          {"plan": plan.to_json(), "input_id": input_id})
+
+    return run_jobs("ktriage.bench.worker:measure_input", jobs, settings={"plan": plan.to_json()},
+                    init=functools.partial(prepare_worker, plan.to_json()), store_url=store_url,
+                    results_path=results_path, toolchains=toolchains, on_cell=on_cell, on_done=on_input_done,
+                    timeout_s=timeout_s)
+
+
+def run_jobs(
+    handler: str,
+    jobs: Callable[[], Iterable[JobSpec]],
+    *,
+    settings: dict[str, Any],
+    store_url: str | None,
+    results_path: Path | None,
+    toolchains: list[dict[str, Any]],
+    init: Callable[[], Any] | None = None,
+    on_cell: Callable[[Cell], None] | None = None,
+    on_done: Callable[[Any], None] | None = None,
+    timeout_s: float = 60.0,
+) -> tuple[RunInfo, list[Cell]]:
+    """The one way a bench run goes, for ops and recorded workloads alike: the isolated worker
+    (``handler``, ``init`` run once in it) spawned first, the run's provenance recorded meanwhile,
+    each job's cells stored as they arrive, the results file rewritten after each job, and where the
+    wall time went kept in ``settings["timeline"]``."""
     t0 = time.perf_counter()
-    runner = IsolatedRunner("ktriage.bench.worker:measure_input", timeout_s=timeout_s,
-                            init=functools.partial(prepare_worker, plan.to_json()))
+    runner = IsolatedRunner(handler, timeout_s=timeout_s, init=init)
     runner.start()  # its start-up overlaps the parent's own below
     try:
-        return _run(plan, runner, t0, store_url=store_url, results_path=results_path, toolchains=toolchains,
-                    on_cell=on_cell, on_input_done=on_input_done)
+        return _run(runner, jobs, t0, settings=settings, store_url=store_url, results_path=results_path,
+                    toolchains=toolchains, on_cell=on_cell, on_done=on_done)
     finally:
         runner.close()
 
 
-def _run(plan: BenchPlan, runner: IsolatedRunner, t0: float, *, store_url: str | None, results_path: Path | None,
-         toolchains: list[dict[str, Any]], on_cell: Callable[[Cell], None] | None,
-         on_input_done: Callable[[int], None] | None) -> tuple[RunInfo, list[Cell]]:  # fmt: skip
+def _run(runner: IsolatedRunner, jobs: Callable[[], Iterable[JobSpec]], t0: float, *, settings: dict[str, Any],
+         store_url: str | None, results_path: Path | None, toolchains: list[dict[str, Any]],
+         on_cell: Callable[[Cell], None] | None, on_done: Callable[[Any], None] | None) -> tuple[RunInfo, list[Cell]]:  # fmt: skip
     from ktriage.measure.env import GpuRecorder
     from ktriage.measure.results_file import write_results
     from ktriage.store import open_store  # imported while the worker starts
-    from ktriage.workload.ops import get_op
 
-    op = get_op(plan.op)
-    cases = {c.id: c for c in op.inputs()}
     recorder = GpuRecorder()
     run = RunInfo(
         command=" ".join(shlex.quote(a) for a in sys.argv),
@@ -89,15 +128,16 @@ def _run(plan: BenchPlan, runner: IsolatedRunner, t0: float, *, store_url: str |
         toolchains=toolchains,
         packages=host_packages(),
         workload_git_sha=workload_git_sha(),
-        settings={"plan": plan.to_json()},
+        settings=dict(settings),
     )
+    todo = list(jobs())
     cells: list[Cell] = []
-    # Where the run's wall time goes (seconds since run_bench began), kept with the run's settings.
+    # Where the run's wall time goes (seconds since the run began), kept with the run's settings.
     timeline: dict[str, Any] = {"parent_ready_s": round(time.perf_counter() - t0, 3)}
     runner.wait_started()  # a worker that cannot start (no GPU) fails before the run enters the store
     timeline["worker_ready_s"] = round(time.perf_counter() - t0, 3)
     run.settings["timeline"] = timeline
-    per_input: list[list[float]] = timeline.setdefault("inputs", [])
+    per_job: list[list[Any]] = timeline.setdefault("inputs", [])
 
     def save_results() -> None:
         if results_path is not None:
@@ -112,15 +152,14 @@ def _run(plan: BenchPlan, runner: IsolatedRunner, t0: float, *, store_url: str |
                 on_cell(cell)
 
         runner.on_cell = deliver
-        for input_id in plan.input_ids:
-            keys = plan.variant_keys(input_id, op.x_val_text(cases[input_id]))
+        for job in todo:
             t_in = time.perf_counter()
-            runner.run_job(Job(keys, {"plan": plan.to_json(), "input_id": input_id}))
+            runner.run_job(Job(job.keys, job.payload))
             t_done = time.perf_counter()
             save_results()
-            per_input.append([input_id, round(t_done - t_in, 4), round(time.perf_counter() - t_done, 4)])  # job, save
-            if on_input_done is not None:
-                on_input_done(input_id)
+            per_job.append([job.id, round(t_done - t_in, 4), round(time.perf_counter() - t_done, 4)])  # job, save
+            if on_done is not None:
+                on_done(job.id)
         runner.close()
         timeline["measured_s"] = round(time.perf_counter() - t0, 3)
         run.gpu["after"] = recorder.finish().get("after", {})

@@ -74,9 +74,9 @@ def _launcher(bundle: Any, path: str, toolchain: str) -> Any:
     return _LAUNCHERS[key]
 
 
-def prepare_worker(plan_json: dict[str, Any]) -> None:
-    """The worker's init (runs while the parent prepares the run): torch and CUDA up, the bundle
-    read, the statistics imported, the flush buffer allocated and the GPU's clocks raised."""
+def ready_gpu(*, l2_flush: bool) -> None:
+    """What every bench worker does before its first job (while the parent prepares the run): torch
+    and CUDA up, the statistics imported, the flush buffer allocated and the GPU's clocks raised."""
     import torch
 
     if not torch.cuda.is_available():
@@ -85,17 +85,23 @@ def prepare_worker(plan_json: dict[str, Any]) -> None:
     torch.zeros(1, device="cuda")
     import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input
     from ktriage.measure.timing import shared_flusher, shared_spinner
-    from ktriage.workload.backends import get_backend  # noqa: F401 - the op modules' imports
 
-    plan = BenchPlan.from_json(plan_json)
-    if plan.bundle and plan.artifact_backends:
-        _bundle(plan.bundle)
-    if plan.timing.get("l2_flush", True):
+    if l2_flush:
         flusher = shared_flusher()
         for _ in range(300):  # ~25 ms of memory traffic: the clocks leave idle before the first input
             flusher.flush()
         torch.cuda.synchronize()
     shared_spinner()
+
+
+def prepare_worker(plan_json: dict[str, Any]) -> None:
+    """The op bench worker's init: the GPU ready (:func:`ready_gpu`), the op modules imported, the bundle read."""
+    from ktriage.workload.backends import get_backend  # noqa: F401 - the op modules' imports
+
+    plan = BenchPlan.from_json(plan_json)
+    ready_gpu(l2_flush=bool(plan.timing.get("l2_flush", True)))
+    if plan.bundle and plan.artifact_backends:
+        _bundle(plan.bundle)
 
 
 def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
