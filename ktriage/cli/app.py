@@ -62,9 +62,10 @@ VERBS: tuple[Verb, ...] = (
          "One `git bisect run` step: compile the checked-out kernels and compare a metric with a stored baseline. "
          "Errors exit 128 so that git aborts instead of marking the commit bad."),
     Verb("triage", "ktriage.cli.triage_cmd", "triage",
-         "Triage a regression report without a GPU: rank every cell past the gate, explain each flagged kernel "
-         "compile-side with both toolchains, note a moved baseline, bisect compile-only, propose fixes, and write "
-         "one report. Exit 1: a compile-side regression; 0: none; 4: a step failed."),
+         "Triage a regression report: rank every cell past the gate, explain each flagged kernel compile-side with "
+         "both toolchains, note a moved baseline, bisect compile-only, propose fixes, re-measure on a GPU "
+         "(--measure, or --bundle then --measured), and write one report. Exit 1: a regression (compile-side or "
+         "measured); 0: none; 4: a step failed."),
     Verb("tune", "ktriage.cli.tune_cmd", "tune",
          "Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the declared "
          "block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate, then time the "
@@ -85,7 +86,8 @@ VERBS: tuple[Verb, ...] = (
          "unchanged) and write every distinct Triton kernel it launched into a portable workload: each kernel's "
          "spec as the JIT compiled it, autotune configs and choice, heuristics values, a source snapshot, and per "
          "distinct launch the argument descriptions, grid and count."),
-    Verb("workload", "ktriage.cli.workload_cmd", "app", "Recorded workloads (ktriage record): show what one holds."),
+    Verb("workload", "ktriage.cli.workload_cmd", "app",
+         "Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces."),
     Verb("toolchain", "ktriage.cli.toolchain_cmd", "app", "Manage compiler toolchains (Triton + ptxas)."),
     Verb("catalog", "ktriage.cli.catalog_cmd", "app",
          "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),

@@ -43,11 +43,14 @@ def triage(
     max_time: Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")] = 5.0,
     workload: Annotated[list[str] | None, typer.Option("--workload", help="A recorded workload (W.json from `ktriage record` of the TritonBench run): flagged cells whose backend has no catalog kernels get their kernels from it, matched by shape, explained compile-side and bundled; repeatable.")] = None,
 ) -> None:
-    """Triage a regression report without a GPU: rank every cell past the gate, explain each flagged
-    kernel compile-side with both toolchains, note a moved baseline, bisect compile-only, propose
-    fixes, and write one report. With a GPU (--measure) or a bundle for the GPU host (--bundle, then
-    --measured), re-measure the flagged cells with both toolchains side by side: each gets a measured
-    verdict. Exit 1: a regression (compile-side, or measured); 0: none; 4: a step failed."""
+    """Triage a regression report: rank every cell past the gate, explain each flagged kernel
+    compile-side with both toolchains, note a moved baseline, bisect compile-only, propose fixes,
+    re-measure on a GPU (--measure, or --bundle then --measured), and write one report. Exit 1: a
+    regression (compile-side or measured); 0: none; 4: a step failed.
+
+    Without a GPU it does all but the re-measurement. With a GPU (--measure) or a bundle for the GPU
+    host (--bundle, then --measured), the flagged cells are re-measured with both toolchains side by
+    side, and each gets a measured verdict."""
     from ktriage.report.triage import print_table, to_html, to_json, to_markdown
     from ktriage.triage import TriageOptions
     from ktriage.triage import triage as run_triage
