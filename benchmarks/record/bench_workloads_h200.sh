@@ -17,7 +17,6 @@ if [ "${1:-}" = "build" ]; then
   kt() { ${PYTHON:-python3} -m ktriage "$@"; }
   mkdir -p .bundles
   rm -rf .bundles/wl-*
-  kt bench $WL/many_launches.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-many_launches
   kt bench $WL/tb_rms_norm_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
   kt bench $WL/tb_cross_entropy_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_cross_entropy_bwd
   # layer_norm bwd has 48 kernel inputs: the first input of its largest-N kernels (forward K8, backward K9)
@@ -26,6 +25,12 @@ if [ "${1:-}" = "build" ]; then
   # swiglu (bf16): the smallest and the largest input of the forward and the backward kernel
   kt bench $WL/tb_swiglu_bwd.workload.json --input 0 --input 3 "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_swiglu_bwd
+  # the second recording step (benchmarks/record/h200b): the autotuned matmul and TritonBench's flce bwd
+  kt bench benchmarks/record/h200b/autotuned_matmul.workload.json "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-autotuned_matmul
+  kt bench benchmarks/record/h200b/tb_flce_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-tb_flce_bwd
+  # many_launches.py now has a __main__ guard: re-record it (h200_record3.sh) before it compiles from its snapshot
   exit 0
 fi
 
