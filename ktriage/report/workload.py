@@ -48,8 +48,11 @@ def missed_rows(workload: Workload) -> list[dict[str, Any]]:
 def summary(workload: Workload) -> dict[str, Any]:
     rec = workload.recorded
     host: dict[str, Any] = {k: workload.host[k] for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime") if k in workload.host}
-    return {"file": str(workload.path) if workload.path else None, "command": " ".join(rec.get("command") or []),
-            "program": _exit(rec.get("returncode")), **host, "kernels": len(workload.kernels),
+    if rec.get("source") == "tritonparse":  # imported (ktriage workload import), not recorded by running a program
+        origin = {"source": f"tritonparse traces: {', '.join(str(t) for t in rec.get('traces') or [])}"}
+    else:
+        origin = {"command": " ".join(rec.get("command") or []), "program": _exit(rec.get("returncode"))}
+    return {"file": str(workload.path) if workload.path else None, **origin, **host, "kernels": len(workload.kernels),
             "inputs": sum(len(k.inputs) for k in workload.kernels),
             "launches": sum(k.launches for k in workload.kernels), "not captured": len(workload.not_captured)}
 

@@ -223,3 +223,14 @@ def test_argument_descriptions_follow_the_recorders() -> None:
     assert describe_arg("flag", {"type": "bool", "value": True}) is True
     assert describe_arg("bias", {"type": "NoneType", "repr": "None"}) is None
     assert describe_arg("DTYPE", {"type": "dtype", "repr": "fp16"}) == {"tl": "float16"}
+
+
+def test_workload_show_says_where_an_imported_workload_came_from(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """No program ran: `workload show` names the traces instead of an unknown exit status."""
+    out = tmp_path / "L.json"
+    _import(LAUNCHES, out)
+    capsys.readouterr()
+    assert main(["workload", "show", str(out), "-f", "markdown"]) == 0
+    shown = capsys.readouterr().out
+    assert "tritonparse traces" in shown and "add_scale.launches.ndjson.gz" in shown and "unknown" not in shown
