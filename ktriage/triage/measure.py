@@ -52,6 +52,7 @@ __all__ = ["MANIFEST", "SCRIPT", "BenchTarget", "MeasurePlan", "apply_measured",
 Say = Callable[[str], None]
 FORMAT = 1
 AA_VARIANT = "+aa"  # the same toolchain's second copy: "<toolchain id>+aa"
+FIX_VARIANT = "+fix"  # the new toolchain with the proposed fixes' kernels: "<toolchain id>+fix"
 
 
 # ----------------------------------------------------------------------------------- the step
@@ -165,6 +166,8 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
                          precision=g.precision, backends=g.backends)
             if plan.same_toolchain:
                 _aa_copy(path, toolchains[0], compiler)
+            else:
+                _fix_variant(path, report, g.op, g.mode, toolchains[-1], compiler, say)
         for r in plan.recorded:
             _write_recorded(r, out_dir, toolchains, compiler, plan.same_toolchain, say)
     (out_dir / RESULTS).mkdir(exist_ok=True)
@@ -210,6 +213,57 @@ def _aa_copy(path: Path, tc: Any, compiler: Any) -> None:
     outcomes = compiler.compile_many([bundle.specs[k] for k in keys], [tc])
     copies = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
     add_variant(path, tc.id, tc.id + AA_VARIANT, "A/A copy", copies, absent="this kernel did not compile for the A/A copy")
+
+
+def fixed_spec(spec: Any, change: dict[str, Any]) -> Any:
+    """``spec`` with a fix's machine-readable change applied (``explain --fixes``): a spill-free
+    config (num_warps, num_stages, block sizes, the grid they imply) or a ``maxnreg``; None for a
+    change a bundle cannot carry (a source rewrite, a ptxas option, another toolchain)."""
+    from ktriage.tune.space import TuneConfig, config_space
+
+    if isinstance(change.get("config"), dict):
+        cfg = change["config"]
+        return config_space(spec).apply(TuneConfig.of(int(cfg["num_warps"]), int(cfg["num_stages"]),
+                                                      {str(k): int(v) for k, v in dict(cfg.get("constexprs") or {}).items()}))
+    if isinstance(change.get("maxnreg"), int):
+        return spec.replace(maxnreg=int(change["maxnreg"]))
+    return None
+
+
+def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, compiler: Any, say: Say) -> None:
+    """The proposed fixes of the flagged cells of this bundle (verified compile-side), as the variant
+    ``<new toolchain>+fix``: the GPU step then times each fix interleaved with both toolchains, the
+    step the original report's authors did by hand ("does the spill-free config recover it?")."""
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundle_merge import add_variant
+
+    bundle = load_bundle(path)
+    by_name = {spec.name: (key, spec) for key, spec in bundle.specs.items()}
+    fixed: dict[str, tuple[Any, str]] = {}
+    for cell in report.cells:
+        if (cell.op, cell.mode) != (op, mode):
+            continue
+        for fix in cell.fixes:
+            hit = by_name.get(str(fix.get("kernel")))
+            if not fix.get("verified") or hit is None or hit[0] in fixed:
+                continue
+            try:
+                spec = fixed_spec(hit[1], dict(fix.get("change") or {}))
+            except (KtriageError, KeyError, TypeError, ValueError) as exc:
+                say(f"bundle {path.name}: the fix {fix.get('description')!r} cannot be bundled: {exc}")
+                continue
+            if spec is not None:
+                fixed[hit[0]] = (spec, str(fix.get("description") or fix.get("kind")))
+    if not fixed:
+        return
+    keys = list(fixed)
+    outcomes = compiler.compile_many([fixed[k][0] for k in keys], [tc])
+    artifacts = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
+    label = "proposed fix: " + "; ".join(sorted({d for _, d in fixed.values()}))
+    say(f"bundle {path.name}: + {tc.id}{FIX_VARIANT} ({len(artifacts)} kernel(s) with the {label})")
+    add_variant(path, tc.id, tc.id + FIX_VARIANT, label[:300], artifacts,
+                absent="no proposed fix for this kernel (not timed in the fix variant)")
 
 
 def _write_recorded(r: RecordedGroup, out_dir: Path, toolchains: list[Any], compiler: Any, same: bool, say: Say) -> None:

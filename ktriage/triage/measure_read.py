@@ -83,7 +83,8 @@ def describe(m: Measured) -> str:
     conf = f" at {m.confidence:.0%}" if m.confidence else ""
     word = "noise (same)" if m.verdict == "same" else m.verdict
     what = " (the baseline: first vs second half of its samples)" if m.how == "baseline" else ""
-    return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples{what}"
+    fix = f"; {m.fix['text']}" if m.fix and m.fix.get("text") else ""
+    return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples{what}{fix}"
 
 
 def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path], options: TriageOptions) -> None:
@@ -108,6 +109,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         if name in wanted:
             loaded[name] = (run, cells, path.name)
     pairs: dict[tuple[str, str, int, str], tuple[Any, str]] = {}
+    fixes: dict[tuple[str, str, int, str], dict[str, Any]] = {}
     samples: dict[tuple[str, str, int, str], tuple[Cell, str]] = {}
     for run, cells, source in loaded.values():
         tcs = run_toolchains(run, cells)
@@ -115,6 +117,9 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             for comp in compare_toolchains(cells, run=run, toolchains=tcs[:2], config=config, default_baselines=default_baselines()):
                 for p in comp.pairs:
                     pairs[(p.op, p.mode, p.input_id, p.backend)] = (p, source)
+            fix_tc = next((t for t in tcs if t.endswith(FIX_SUFFIX)), None)
+            if fix_tc is not None:
+                _fix_pairs(fixes, cells, run, tcs[0], tcs[1], fix_tc, config, default_baselines())
         for c in cells:
             if c.key.toolchain is None:
                 samples[(c.key.op, c.key.mode, c.key.input_id, c.key.backend)] = (c, source)
@@ -139,6 +144,9 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             continue
         if target.kind == "artifact":
             cell.measured = _artifact_measured(pairs.get(key), plan, loaded[group.dirname][2])
+            if key in fixes:
+                cell.measured.fix = fixes[key]
+                cell.measured.text += "; " + str(fixes[key]["text"])
         else:
             cell.measured = _baseline_measured(cell, samples.get(key), config, report, loaded[group.dirname][2])
         _settle(cell)
@@ -157,6 +165,34 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     if undecided:
         report.gpu_needed.append(f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
                                  "not bundled, or an interval across the gate): see their measured column")
+
+
+FIX_SUFFIX = "+fix"  # ktriage.triage.measure.FIX_VARIANT: the bundle's variant with the proposed fixes
+
+
+def _fix_pairs(out: dict[tuple[str, str, int, str], dict[str, Any]], cells: list[Cell], run: RunInfo, old: str,
+               new: str, fix: str, config: VerdictConfig, baselines: Any) -> None:
+    """The proposed fix (the ``+fix`` variant) against the old toolchain (does it recover the
+    regression?) and against the new one (does it help at all?), per cell it was timed for."""
+    from ktriage.stats.compare import compare_toolchains
+
+    label = str(next((t.get("variant") for t in run.toolchains if t.get("id") == fix), "") or "the proposed fix")
+    found: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+    for side, ref in (("vs_old", old), ("vs_new", new)):
+        for comp in compare_toolchains(cells, run=run, toolchains=[ref, fix], config=config, default_baselines=baselines):
+            for p in comp.pairs:
+                if p.verdict is None:
+                    continue
+                v = p.verdict
+                found.setdefault((p.op, p.mode, p.input_id, p.backend), {"description": label})[side] = {
+                    "verdict": v.verdict, "ratio": v.ratio if math.isfinite(v.ratio) else None,
+                    "ci_low": v.ci_low if math.isfinite(v.ci_low) else None,
+                    "ci_high": v.ci_high if math.isfinite(v.ci_high) else None}
+    for key, entry in found.items():
+        parts = [f"{side.replace('vs_', 'vs the ')} toolchain {entry[side]['ratio']:.3f}x ({entry[side]['verdict']})"
+                 for side in ("vs_old", "vs_new") if side in entry and entry[side]["ratio"] is not None]
+        entry["text"] = f"with {label}: " + ", ".join(parts) if parts else f"with {label}: not compared"
+        out[key] = entry
 
 
 def mark_not_measured(cell: CellTriage, why: str) -> None:

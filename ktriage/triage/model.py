@@ -148,6 +148,9 @@ class Measured:
     old_ms: float | None = None
     new_ms: float | None = None
     source: str | None = None  # the results file
+    # the proposed fix re-measured with them (the "<new toolchain>+fix" variant of the bundle):
+    # {"description", "vs_old": {verdict, ratio, ci_low, ci_high}, "vs_new": {...}, "text"}
+    fix: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}

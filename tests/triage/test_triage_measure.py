@@ -30,17 +30,21 @@ CROSS = ["--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0",
 
 
 def _fake_results(path: Path, options: TriageOptions, *, slower: dict[int, float] | None = None, seed: int = 0,
-                  token: str | None = None) -> Path:
+                  token: str | None = None, fix: float | None = None) -> Path:
     """A results file shaped as `ktriage bench --bundle <the triage's bundle>` writes it, with FAKE
     samples: per planned input the baseline and the Liger backend once per toolchain variant (the new
-    one ``slower[input_id]`` times slower)."""
+    one ``slower[input_id]`` times slower; with ``fix``, a ``+fix`` variant of the new one that is
+    ``fix`` times the old toolchain's time)."""
     report = triage(RUN1, RUN2, options)
     plan = plan_measurement(report, options)
     (group,) = plan.groups
     rng = np.random.default_rng(seed)
     ids = ["triton-3.3.1", "triton-3.4.0"] if not plan.same_toolchain else ["triton-3.4.0", "triton-3.4.0+aa"]
+    if fix is not None:
+        ids.append("triton-3.4.0+fix")
     run = RunInfo(command="FAKE: synthetic samples", host="synthetic", gpu={"name": "FAKE-GPU"},
-                  toolchains=[{"id": t, "spec": t} for t in ids],
+                  toolchains=[{"id": t, "spec": t, **({"variant": "proposed fix: num_warps 8"} if t.endswith("+fix") else {})}
+                              for t in ids],
                   settings={"plan": {"op": group.op, "mode": group.mode, "input_ids": group.input_ids,
                                      "bundle": f"/gpu/host/tri/{group.dirname if token is None else 'layer_norm-bwd-' + token}"}})
     cells = []
@@ -48,7 +52,7 @@ def _fake_results(path: Path, options: TriageOptions, *, slower: dict[int, float
         label = f"(4096, {1024 + 512 * i})"
         cells.append(Cell(CellKey("layer_norm", "bwd", i, label, "torch_layer_norm"), "ok", lognormal(rng, 60, 0.1, 0.01)))
         for k, tc in enumerate(ids):
-            factor = (slower or {}).get(i, 1.0) if k == 1 else 1.0
+            factor = (slower or {}).get(i, 1.0) if k == 1 else (fix or 1.0) if k == 2 else 1.0
             cells.append(Cell(CellKey("layer_norm", "bwd", i, label, "liger_layer_norm", tc), "ok", lognormal(rng, 60, 0.3 * factor, 0.01)))
     return write_results(path, run, cells)
 
@@ -192,3 +196,55 @@ def test_measure_end_to_end_on_one_layer_norm_cell(tmp_path: Path, capsys: pytes
     assert cell["measured"]["n_old"] >= 20 and cell["measured"]["n_new"] >= 20
     assert cell["verdict"] == "noise", cell["measured"]  # two copies of the same kernels, timed side by side
     assert list((out / "results").glob("*.json"))
+
+
+def test_a_verified_fix_is_bundled_as_a_variant_and_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The fix step's GPU half: a verified config fix of a flagged cell becomes the bundle's
+    ``<new>+fix`` variant (its kernel compiled with the fixed config), and read back it is compared
+    with both toolchains: here a FAKE 1.5x regression that the fix brings back to the old time."""
+    from ktriage.compile.compiler import Compiler
+    from ktriage.toolchain.manager import ensure_toolchains
+    from ktriage.triage.measure import FIX_VARIANT, _fix_variant
+
+    out = tmp_path / "tri"
+    assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
+    capsys.readouterr()
+    options = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd",
+                            bisect=False, fixes=False, limit=1)
+    report = triage(RUN1, RUN2, options)
+    (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
+    path = out / entry["dir"]
+    (key, spec), = load_bundle(path).specs.items()
+    cell = next(c for c in report.cells if (c.op, c.mode, c.backend) == ("layer_norm", "bwd", "liger_layer_norm"))
+    cell.fixes = [{"kind": "spill-free-config", "kernel": spec.name, "verified": True, "description": "num_warps 8",
+                   "change": {"config": {"num_warps": 8, "num_stages": spec.num_stages, "constexprs": {}}}},
+                  {"kind": "relaxed-atomic", "kernel": spec.name, "verified": True, "description": "a source rewrite",
+                   "change": {"source": "..."}}]  # not a change a bundle carries: left out
+    (tc,) = ensure_toolchains(["triton==3.4.0"])
+    said: list[str] = []
+    with Compiler(jobs=1) as compiler:
+        _fix_variant(path, report, "layer_norm", "bwd", tc, compiler, said.append)
+    bundle = load_bundle(path)
+    fix_id = tc.id + FIX_VARIANT
+    assert list(bundle.toolchains)[-1] == fix_id and "num_warps 8" in bundle.toolchains[fix_id]["variant"]
+    manifest = json.loads((path / "manifest.json").read_text())
+    fixed, library = manifest["artifacts"][key][fix_id], manifest["artifacts"][key][tc.id]
+    assert fixed["status"] == "ok" and fixed["metadata"]["num_warps"] == 8 != library["metadata"]["num_warps"]
+    assert fixed["cubin_sha256"] != library["cubin_sha256"]  # the fixed config's own kernel, not a copy
+    assert any("+fix" in line for line in said)
+    # read back: the fix variant measured against both toolchains
+    results = _fake_results(tmp_path / "r.json", TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0",
+                                                              op="layer_norm", mode="bwd", bisect=False, fixes=False),
+                            slower={i: 1.5 for i in range(40)}, fix=1.0)
+    code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    measured = [c["measured"] for c in data["cells"] if c["backend"] == "liger_layer_norm" and c["measured"].get("fix")]
+    assert measured, "the fix variant is read back"
+    fix = measured[0]["fix"]
+    assert fix["description"] == "proposed fix: num_warps 8"
+    assert fix["vs_old"]["verdict"] == "same" and fix["vs_old"]["ratio"] == pytest.approx(1.0, abs=0.03)
+    assert fix["vs_new"]["verdict"] == "improvement" and fix["vs_new"]["ratio"] == pytest.approx(1 / 1.5, rel=0.03)
+    assert "with proposed fix: num_warps 8: vs the old toolchain 1.0" in measured[0]["text"]
+    main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "markdown"])
+    assert "with proposed fix: num_warps 8: vs the old toolchain" in capsys.readouterr().out  # the measured column
