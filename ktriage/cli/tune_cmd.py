@@ -131,7 +131,9 @@ def tune(
                                      max_spill_bytes=max_spill_bytes) for space in spaces]
             timings: Sequence[dict[str, Any] | None] = [None] * len(results)
             if not compile_only and any(r.kept for r in results):
-                timings = _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others)
+                recorded = Path(target) if target.endswith(".json") and Path(target).is_file() else None
+                timings = _time_on_gpu(results, compiler, bundle, budget, results_file, sm_count, console, others,
+                                       workload=recorded)
     if fmt == Format.json:
         typer.echo(to_json_text(results, scalings, timings), nl=False)
     elif fmt == Format.markdown:
@@ -144,12 +146,13 @@ def tune(
 
 
 def _time_on_gpu(results: Sequence[ScreenResult], compiler: Compiler, bundle: Path | None, budget: float, results_file: Path | None,
-                 sm_count: int | None, console: Console, others: Sequence[Toolchain] = ()) -> list[dict[str, Any]]:
+                 sm_count: int | None, console: Console, others: Sequence[Toolchain] = (),
+                 workload: Path | None = None) -> list[dict[str, Any]]:
     """Time the kept candidates (:func:`ktriage.tune.timing_run.time_candidates`) and print its notes."""
     from ktriage.tune.timing_run import time_candidates
 
     run = time_candidates(results, compiler, bundle=bundle, budget=budget, results_file=results_file, sm_count=sm_count,
-                          others=others)
+                          others=others, workload=workload)
     for level, text in run.notes:
         if level == "warn":
             head, _, rest = text.partition(":")

@@ -28,6 +28,7 @@ from ktriage.ops import registry
 from ktriage.tune.screen import ScreenResult
 
 DEFAULT_VARIANT = "default"
+RECORDED = "recorded"  # ktriage.workload.recorded_bundle.RECORDED_MODE: the mode of a recorded kernel's cells
 
 
 @dataclass
@@ -47,7 +48,11 @@ class TuneBundle:
     def bench_command(self, budget_s: float, results: Path) -> list[str]:
         """The `ktriage bench` invocation that times the variants (plus the op's native baseline):
         kernel-only timing, as toolchain comparisons are timed (the library's host work is the same
-        for every config and only adds noise)."""
+        for every config and only adds noise). A recorded kernel's bundle is benched as recorded
+        workloads are: every variant replayed on the recorded arguments, its results checked against
+        the library's config."""
+        if self.mode == RECORDED:
+            return ["ktriage", "bench", "--bundle", str(self.path), "--max-time", f"{budget_s:g}", "--output-json", str(results)]
         only = ",".join([self.backend, *([self.native] if self.native else [])])
         return ["ktriage", "bench", "--bundle", str(self.path), "--op", self.op, f"--{self.mode.replace('_', '-')}",
                 "--only", only, "--artifacts-only", "--artifact-timing", "kernel", "--max-time", f"{budget_s:g}",
@@ -73,13 +78,73 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
 
 
 def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_count: int | None = None,
-                      compare_with: Sequence[Any] = ()) -> TuneBundle:
+                      compare_with: Sequence[Any] = (), workload: Path | None = None) -> TuneBundle:
     """Build the op's bundle for the screened input (the library's config, also with the
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
-    candidate with the library's grid as a variant of the tuned toolchain."""
+    candidate with the library's grid as a variant of the tuned toolchain. A recorded kernel (its
+    spec from ``workload``, a file of ``ktriage record``) gets a recorded bundle of its one input."""
     from ktriage.workload.bundle import MANIFEST, write_manifest
-    from ktriage.workload.bundle_build import build_bundle
     from ktriage.workload.bundle_merge import add_variant
+
+    spec = result.space.spec
+    if spec.meta.get("recorded"):
+        tb, key = _recorded_tune_bundle(result, Path(out_dir), compiler, compare_with, workload)
+    else:
+        tb, key = _op_tune_bundle(result, Path(out_dir), compiler, sm_count, compare_with)
+    tc = result.toolchain
+    for i, cand in enumerate(result.kept, start=1):
+        if cand.is_default or cand.artifact is None:
+            continue
+        if cand.spec.grid != spec.grid:
+            tb.not_timed.append((cand.config.label(), (f"its grid {cand.spec.grid} differs from the library's {spec.grid}, "
+                                                      "which the replay launches")))
+            continue
+        vid = f"{tc.id}+tune{i}"
+        add_variant(Path(out_dir), tc.id, vid, cand.config.label(), {key: cand.artifact})
+        tb.variants[vid] = cand.config.label()
+    manifest_path = Path(out_dir) / MANIFEST
+    manifest = json.loads(manifest_path.read_text())
+    manifest["tune"] = tb.to_json()
+    write_manifest(Path(out_dir), manifest)
+    return tb
+
+
+def _recorded_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, compare_with: Sequence[Any],
+                          workload: Path | None) -> tuple[TuneBundle, str]:
+    """The recorded bundle of the tuned kernel's one recorded input (``ktriage bench W.json --kernel K
+    --input I --compile-only`` builds the same), with the library's config as the reference."""
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded_bundle import build_recorded_bundle, load_recorded_bundle
+
+    spec = result.space.spec
+    if workload is None:
+        raise SpecError(f"{spec.name} is a recorded kernel, but the workload file it came from is not known here",
+                        "tune it as `ktriage tune W.json --input ...` (the workload file as the target)")
+    kernel, input_id = str(spec.meta.get("workload_kernel")), int(spec.meta.get("input_id", 0))
+    tc = result.toolchain
+    others = [t for t in compare_with if t.id != tc.id]
+    build_recorded_bundle(load_workload(workload), [tc, *others], out_dir, compiler=compiler, kernels=[kernel],
+                          inputs=[str(input_id)])
+    (entry,) = load_recorded_bundle(out_dir).entries
+    if entry.spec_key != spec.key():
+        raise SpecError(f"the recorded bundle holds another kernel than the tuned spec ({entry.spec_key} vs {spec.key()})",
+                        "tune the workload's kernel as recorded (same --arch)")
+    return TuneBundle(out_dir, entry_op(out_dir), RECORDED, entry.backend, entry.id, {tc.id: DEFAULT_VARIANT},
+                      compare_with={t.id: str(t.spec) for t in others}), entry.spec_key
+
+
+def entry_op(bundle_dir: Path) -> str:
+    """The cells' op of a recorded bundle (the workload's name)."""
+    from ktriage.workload.recorded_bundle import load_recorded_bundle
+
+    return load_recorded_bundle(bundle_dir).name
+
+
+def _op_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, sm_count: int | None,
+                    compare_with: Sequence[Any]) -> tuple[TuneBundle, str]:
+    """The catalog op's bench bundle of the tuned input, with the library's config as the reference."""
+    from ktriage.workload.bundle import MANIFEST
+    from ktriage.workload.bundle_build import build_bundle
 
     bench_op, backend, mode, input_id = bench_target(result)
     found = registry.operator(bench_op)
@@ -97,24 +162,11 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
                         "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
     tb = TuneBundle(Path(out_dir), bench_op, mode, backend, input_id, {tc.id: DEFAULT_VARIANT}, native=native,
                     compare_with={t.id: str(t.spec) for t in others})
-    for i, cand in enumerate(result.kept, start=1):
-        if cand.is_default or cand.artifact is None:
-            continue
-        if cand.spec.grid != spec.grid:
-            tb.not_timed.append((cand.config.label(), (f"its grid {cand.spec.grid} differs from the library's {spec.grid}, "
-                                                      "which the replay launches")))
-            continue
-        vid = f"{tc.id}+tune{i}"
-        add_variant(Path(out_dir), tc.id, vid, cand.config.label(), {key: cand.artifact})
-        tb.variants[vid] = cand.config.label()
-    manifest = json.loads(manifest_path.read_text())
-    manifest["tune"] = tb.to_json()
-    write_manifest(Path(out_dir), manifest)
-    return tb
+    return tb, key
 
 
 def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler: Any, *, sm_count: int | None = None,
-                       compare_with: Sequence[Any] = ()) -> list[TuneBundle]:
+                       compare_with: Sequence[Any] = (), workload: Path | None = None) -> list[TuneBundle]:
     """One bundle for several tuned inputs (one tune bundle per input under ``out_dir/parts``,
     merged into ``out_dir``), so ONE GPU process times every input; each TuneBundle reads its own
     input's cells from that run. A single input is written straight to ``out_dir``."""
@@ -122,7 +174,11 @@ def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler:
 
     out_dir = Path(out_dir)
     if len(results) == 1:
-        return [write_tune_bundle(results[0], out_dir, compiler, sm_count=sm_count, compare_with=compare_with)]
+        return [write_tune_bundle(results[0], out_dir, compiler, sm_count=sm_count, compare_with=compare_with,
+                                  workload=workload)]
+    if any(r.space.spec.meta.get("recorded") for r in results):
+        raise SpecError("tuning several recorded inputs in one GPU run is not supported yet",
+                        "tune one recorded input at a time (--input ...)")
     parts = [write_tune_bundle(r, out_dir / "parts" / f"input-{bench_target(r)[3]}", compiler, sm_count=sm_count,
                                compare_with=compare_with) for r in results]  # fmt: skip
     merge_bundles([tb.path for tb in parts], out_dir)

@@ -33,7 +33,7 @@ class TimingRun:
 
 def time_candidates(results: Sequence[ScreenResult], compiler: Any, *, bundle: Path | None, budget: float,
                     results_file: Path | None, sm_count: int | None,
-                    others: Sequence[Toolchain] = ()) -> TimingRun:
+                    others: Sequence[Toolchain] = (), workload: Path | None = None) -> TimingRun:
     """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
     time it on one."""
     from ktriage.home import home_subdir
@@ -46,7 +46,7 @@ def time_candidates(results: Sequence[ScreenResult], compiler: Any, *, bundle: P
     out = bundle or home_subdir("bundles") / (f"tune-{first.key()}" if len(results) == 1 else
                                               f"tune-{first.key()}-{len(results)}-inputs")
     try:
-        tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others)
+        tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others, workload=workload)
     except KtriageError as exc:
         note = f"not timed: {exc.problem}" + (f" ({exc.fix})" if exc.fix else "")
         return TimingRun([{"timed": False, "why": exc.problem} for _ in results], [("warn", note)])

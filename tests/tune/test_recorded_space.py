@@ -6,7 +6,11 @@ M = N = K = 4096); nothing is compiled here: the space and the grid are pure log
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ktriage.record.workload import load_workload
 from ktriage.tune.space import TuneConfig, config_space
@@ -40,3 +44,32 @@ def test_the_space_is_the_autotuners_list_with_its_choice_first() -> None:
 def test_narrowing_options_search_a_product_instead() -> None:
     space = config_space(_spec(), warps=[4, 8])
     assert not space.listed and {c.num_warps for c in space.configs()} == {4, 8}
+
+
+@pytest.mark.slow
+def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(tmp_path: Path, run_cli: Any, toolchain: Any) -> None:
+    """Without a GPU, `tune W.json --input ...` writes a recorded bundle of the tuned input: the
+    library's config as the reference and each kept candidate with the recorded grid as a variant
+    (the recorded bench replays them on the recorded arguments and checks their results against
+    the reference); candidates with another grid are listed as not timed. The winner is read from
+    a results file of that bench (FAKE samples here, keyed as the recorded bench keys them)."""
+    from ktriage.measure.cells import Cell, CellKey
+    from ktriage.tune.gpu import TuneBundle, pick_winner
+
+    toolchain("triton==3.6.0")
+    out = tmp_path / "tb"
+    result = run_cli(["tune", str(WORKLOAD), "-t", "triton==3.6.0", "--input", "M=4096", "--bundle", str(out), "-f", "json"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["mode"] == "recorded"
+    tune = manifest["tune"]
+    (tuned,) = [t for t in tune["variants"] if t.endswith("+tune1")]
+    assert tune["variants"][tuned] == "BLOCK_K=32,BLOCK_M=128,BLOCK_N=256,warps=8,stages=4"  # same grid as 128x256x64
+    assert tune["not_timed"] and all("grid" in why for _, why in tune["not_timed"])
+    assert "ktriage bench --bundle" in result.err_text.replace("\n", " ")
+    tb = TuneBundle(out, tune["op"], tune["mode"], tune["backend"], tune["input_id"], tune["variants"])
+    fake = [Cell(CellKey(tb.op, tb.mode, tb.input_id, "x", tb.backend, tc), "ok", [ms] * 10, accuracy={"agreement": "within tolerance"})
+            for tc, ms in zip(tune["variants"], (0.150, 0.140))]
+    timed = pick_winner(fake, tb)
+    assert timed.winner == "BLOCK_K=32,BLOCK_M=128,BLOCK_N=256,warps=8,stages=4"
+    assert timed.speedup_over_default == pytest.approx(0.150 / 0.140)
