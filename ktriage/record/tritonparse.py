@@ -45,7 +45,8 @@ from typing import Any
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.insitu.fakedriver import TORCH_DTYPE
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
-from ktriage.record.workload import Input, Kernel, NotCaptured, Workload, _label, jit_check, with_launch_facts
+from ktriage.record.workload import (Input, Kernel, NotCaptured, Workload, jit_check, json_lines, launch_label,
+                                     with_launch_facts)
 from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
 from ktriage.spec.packages import snapshot_dir
@@ -97,19 +98,10 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path} is not a tritonparse trace (not UTF-8 text, nor gzip)", FIX) from exc
-    lines = text.splitlines()
     events: list[dict[str, Any]] = []
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) - 1 and events:
-                break  # the line being written when the program died
-            raise FormatError(f"tritonparse trace {path} line {number + 1} is not JSON ({exc.msg})", FIX) from exc
+    for number, item in json_lines(text.splitlines(), f"tritonparse trace {path}", FIX, torn_alone=False):
         if not isinstance(item, dict) or not isinstance(item.get("event_type"), str):
-            raise FormatError(f"{path} line {number + 1} is no tritonparse event (no \"event_type\")",
+            raise FormatError(f"{path} line {number} is no tritonparse event (no \"event_type\")",
                               "give a raw trace tritonparse's structured_logging wrote")
         events.append(item)
     if not events:
@@ -490,7 +482,7 @@ def _kernel(kid: str, members: list[_Member], benchmarked: Mapping[str, int]) ->
     first = members[0]
     inputs: list[Input] = []
     for index, m in enumerate(members):
-        label = _label({"args": m.args, "id": m.launch_id}) if m.traced_launch else f"compiled {m.comp.hash[:12]}"
+        label = launch_label({"args": m.args, "id": m.launch_id}) if m.traced_launch else f"compiled {m.comp.hash[:12]}"
         meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": m.count,
                 "function": m.comp.name, "original_module": None, "tritonparse_hash": m.comp.hash}
         spec = with_launch_facts(m.spec.replace(name=f"{m.comp.name}.{kid}[{label}]", meta=meta), m.args, None)

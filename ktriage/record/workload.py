@@ -135,6 +135,24 @@ class Workload:
 
 
 # ------------------------------------------------------------------------------------------ journal
+def json_lines(lines: Sequence[str], what: str, fix: str, *, torn_alone: bool = True) -> list[tuple[int, Any]]:
+    """The JSON value of each non-empty line of a JSON-lines file (``what`` names it in errors), with
+    its 1-based line number. A torn last line (the program killed mid-write) is dropped; when it is
+    the only line, only if ``torn_alone``. Any other line that is not JSON is a FormatError."""
+    out: list[tuple[int, Any]] = []
+    for number, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines) - 1 and (out or torn_alone):
+                break  # the line being written when the program died
+            raise FormatError(f"{what} line {number + 1} is not JSON ({exc.msg})", fix) from exc
+        out.append((number + 1, item))
+    return out
+
+
 def read_journal(path: Path) -> list[dict[str, Any]]:
     """The journal's records; a torn last line (the program killed mid-write) is dropped."""
     try:
@@ -142,17 +160,9 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise FormatError(f"cannot read the record journal {path}: {exc.strerror or exc}", FIX) from exc
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) - 1:
-                break  # the line being written when the program died
-            raise FormatError(f"record journal {path} line {number + 1} is not JSON: {exc.msg}", FIX) from exc
+    for number, item in json_lines(lines, f"record journal {path}", FIX):
         if not isinstance(item, dict):
-            raise FormatError(f"record journal {path} line {number + 1} is not a JSON object", FIX)
+            raise FormatError(f"record journal {path} line {number} is not a JSON object", FIX)
         records.append(item)
     if not records or records[0].get("kind") != JOURNAL_KIND:
         raise FormatError(f"{path} is not a ktriage record journal", FIX)
@@ -233,7 +243,7 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         fid = next(iter(members.values()))[0]
         rec = fn_records[fid]
         for index, (_, launch, spec, count) in enumerate(members.values()):
-            label = _label(launch)
+            label = launch_label(launch)
             meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": count,
                     "function": rec.get("function"), "original_module": rec.get("original_module")}
             spec = with_launch_facts(spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta),
@@ -335,7 +345,7 @@ def jit_check(spec: KernelSpec, view: Mapping[str, Any] | None) -> str | None:
     return "same"
 
 
-def _label(launch: Mapping[str, Any]) -> str:
+def launch_label(launch: Mapping[str, Any]) -> str:
     """A short name of a launch among its kernel's inputs: the tensors' shapes and the int scalars."""
     parts: list[str] = []
     for name, value in launch.get("args") or []:
