@@ -9,7 +9,7 @@ import typer
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Format, format_option, output_option, write_outputs
+from ktriage.cli.options import Format, emit, format_option, output_option
 
 app = typer.Typer(help="The artifact cache: its size, a check of every entry, cleanup.", no_args_is_help=True)
 console = make_console()
@@ -34,14 +34,8 @@ def info(
     from ktriage.report.cache import info_json, info_markdown, print_info
 
     data = cache_info(_root())
-    if fmt is Format.json:
-        typer.echo(info_json(data), nl=False)
-    elif fmt is Format.markdown:
-        typer.echo(info_markdown(data), nl=False)
-    else:
-        print_info(data, console)
-    write_outputs(output or [], {".json": lambda: info_json(data), ".md": lambda: info_markdown(data)},
-                  make_console(stderr=True))
+    emit(fmt, {".json": lambda: info_json(data), ".md": lambda: info_markdown(data)},
+         lambda: print_info(data, console), output, make_console(stderr=True))
 
 
 @app.command("verify")
@@ -62,14 +56,8 @@ def verify(
     damaged = any(s.problem is not None for s in states)
     if fix and damaged:
         fix_damaged(root, states)
-    if fmt is Format.json:
-        typer.echo(verify_json(root, states, fix), nl=False)
-    elif fmt is Format.markdown:
-        typer.echo(verify_markdown(root, states, fix), nl=False)
-    else:
-        print_verify(root, states, fix, console)
-    write_outputs(output or [], {".json": lambda: verify_json(root, states, fix),
-                                 ".md": lambda: verify_markdown(root, states, fix)}, make_console(stderr=True))
+    emit(fmt, {".json": lambda: verify_json(root, states, fix), ".md": lambda: verify_markdown(root, states, fix)},
+         lambda: print_verify(root, states, fix, console), output, make_console(stderr=True))
     if damaged and not fix:
         raise typer.Exit(exit_codes.FINDING)
 
@@ -86,11 +74,5 @@ def gc(
     from ktriage.report.cache import gc_json, gc_markdown, print_gc
 
     items, freed = run_gc(_root(), older_than_days=older_than, dry_run=dry_run)
-    if fmt is Format.json:
-        typer.echo(gc_json(items, freed, dry_run), nl=False)
-    elif fmt is Format.markdown:
-        typer.echo(gc_markdown(items, freed, dry_run), nl=False)
-    else:
-        print_gc(items, freed, dry_run, console)
-    write_outputs(output or [], {".json": lambda: gc_json(items, freed, dry_run),
-                                 ".md": lambda: gc_markdown(items, freed, dry_run)}, make_console(stderr=True))
+    emit(fmt, {".json": lambda: gc_json(items, freed, dry_run), ".md": lambda: gc_markdown(items, freed, dry_run)},
+         lambda: print_gc(items, freed, dry_run, console), output, make_console(stderr=True))

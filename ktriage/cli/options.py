@@ -307,6 +307,18 @@ def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console:
             console.print(f"wrote {escape(str(path))}")
 
 
+def emit(fmt: Format, writers: Mapping[str, Writer], table: Callable[[], None], outputs: Sequence[Path] | None,
+         console: Console | None = None) -> None:
+    """The output grammar in one call: stdout in ``--format`` (json, markdown or csv from the same
+    writer as ``-o`` of that suffix; ``table`` prints the table), then every ``-o`` file by suffix."""
+    suffix = {Format.json: ".json", Format.markdown: ".md", Format.csv: ".csv"}.get(fmt)
+    if suffix is None:
+        table()
+    else:
+        typer.echo(writers[suffix](), nl=False)
+    write_outputs(list(outputs or []), writers, console)
+
+
 def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path] | None) -> list[Path]:
     """``-o`` paths plus the verb's older spellings of it (``--report``, ``--markdown``, ``--output-json``...),
     in order, without duplicates."""
