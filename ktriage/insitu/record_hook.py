@@ -225,11 +225,7 @@ class Recorder:
     def _launch(self, jit_fn: Any, names: list[str], bound: dict[str, Any], options: dict[str, Any], grid: Any,
                 key: tuple[Any, ...], autotune: dict[str, Any] | None, heuristics: dict[str, Any]) -> None:
         with self._lock:
-            launch_id = self.launches.get(key)
-            if launch_id is not None:
-                self.counts[launch_id] += 1
-                self._dirty = True
-                self._maybe_flush()
+            if self._count_seen(key):
                 return
             kernel_id = self._kernel(jit_fn)
             launch_id = f"{self.tag}:L{len(self.launches)}"
@@ -250,6 +246,16 @@ class Recorder:
             if view is not None:
                 self.journal.write({"type": "jit_compile", "launch": launch_id, "view": view})
             self._flush_counts()
+
+    def _count_seen(self, key: tuple[Any, ...]) -> bool:
+        """Under the lock: count a launch seen before and say so; False for a new one."""
+        launch_id = self.launches.get(key)
+        if launch_id is None:
+            return False
+        self.counts[launch_id] += 1
+        self._dirty = True
+        self._maybe_flush()
+        return True
 
     def _kernel(self, jit_fn: Any) -> str:
         kernel_id = self.kernels.get(id(jit_fn))
@@ -329,11 +335,7 @@ class Recorder:
             arg_names = list(meta.get("signature", {}))
             self.kernel_objects.append(config)  # its id is in the key: keep it alive
             with self._lock:
-                launch_id = self.launches.get(key)
-                if launch_id is not None:
-                    self.counts[launch_id] += 1
-                    self._dirty = True
-                    self._maybe_flush()
+                if self._count_seen(key):
                     return
                 kernel_id = self.kernels.get(id(autotuner))
                 if kernel_id is None:
