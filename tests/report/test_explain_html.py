@@ -8,34 +8,13 @@ from __future__ import annotations
 
 import html
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.browser import dump_dom, needs_chromium
+
 from ktriage.cli.app import main
-
-
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-CHROMIUM = chromium()
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (apt-get install -y chromium)")
-
-
-def dump_dom(tmp_path: Path, page: Path) -> tuple[str, str]:
-    assert CHROMIUM
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0",
-           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=True)
-    return proc.stdout, proc.stderr
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:

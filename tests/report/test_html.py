@@ -5,36 +5,17 @@ rendered DOM, and a screenshot must come out. Skips only when no Chromium binary
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.browser import needs_chromium, run_chromium
 
 from ktriage.report.html import write_html
 from ktriage.stats.compare import compare_cells, compare_toolchains
 from ktriage.testing import fake_sweep_run
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
-
-
-def chromium() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
-
-
-CHROMIUM = chromium()
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (apt-get install -y chromium)")
-
-
-def run_chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", *args]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
 
 
 @pytest.fixture()

@@ -3,17 +3,16 @@ the rendered DOM, and the page loads nothing from outside (no script, no network
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.browser import CHROMIUM, dump_dom
 
 from ktriage.report.triage import to_html
 from ktriage.triage import TriageOptions, triage
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair of ../shared/data/tritonbench_outputs
-CHROMIUM = next((p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None)
 
 
 def test_html_is_self_contained_and_renders(tmp_path: Path) -> None:
@@ -26,8 +25,6 @@ def test_html_is_self_contained_and_renders(tmp_path: Path) -> None:
         pytest.skip("no chromium binary on PATH (apt-get install -y chromium)")
     page = tmp_path / "triage.html"
     page.write_text(html, encoding="utf-8")
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-           f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()]
-    dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True).stdout
+    dom, _log = dump_dom(tmp_path, page)
     assert "ratio-chart" in dom and "layer_norm bwd: new/old latency ratio" in dom
     assert dom.count("<tr>") >= 13  # the header and the 12 flagged cells

@@ -1,0 +1,37 @@
+"""A real headless Chromium for the HTML report tests (compare, explain, triage): one place that
+finds the binary and runs it. Tests skip only when no Chromium binary exists (Debian: chromium)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+
+def chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+CHROMIUM = chromium()
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (apt-get install -y chromium)")
+
+
+def run_chromium(tmp_path: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """Chromium headless with a private profile under ``tmp_path`` and no network or sync."""
+    assert CHROMIUM
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
+           *args]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+
+
+def dump_dom(tmp_path: Path, page: Path) -> tuple[str, str]:
+    """The rendered DOM of ``page`` and Chromium's log (script errors show up there)."""
+    proc = run_chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri())
+    return proc.stdout, proc.stderr
