@@ -33,6 +33,8 @@ from typing import Any
 
 from ktriage.errors import KtriageError
 from ktriage.triage.measure_plan import (
+    AA_VARIANT,
+    FIX_VARIANT,
     MANIFEST,
     MIN_SAMPLES,
     RESULTS,
@@ -51,8 +53,6 @@ __all__ = ["MANIFEST", "SCRIPT", "BenchTarget", "MeasurePlan", "apply_measured",
 
 Say = Callable[[str], None]
 FORMAT = 1
-AA_VARIANT = "+aa"  # the same toolchain's second copy: "<toolchain id>+aa"
-FIX_VARIANT = "+fix"  # the new toolchain with the proposed fixes' kernels: "<toolchain id>+fix"
 
 
 # ----------------------------------------------------------------------------------- the step

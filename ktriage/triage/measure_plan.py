@@ -22,6 +22,8 @@ from ktriage.triage.model import CellTriage, RecordedMatch, TriageOptions, Triag
 MANIFEST = "triage-measure.json"
 SCRIPT = "measure.sh"
 RESULTS = "results"
+AA_VARIANT = "+aa"  # the same toolchain's second copy in a bundle: "<toolchain id>+aa"
+FIX_VARIANT = "+fix"  # the new toolchain with the proposed fixes' kernels: "<toolchain id>+fix"
 MIN_SAMPLES = 20
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage.errors import KtriageError
-from ktriage.triage.measure_plan import RESULTS, SCRIPT, MeasurePlan
+from ktriage.triage.measure_plan import FIX_VARIANT, RESULTS, SCRIPT, MeasurePlan
 from ktriage.triage.model import CellTriage, Measured, RecordedMatch, TriageOptions, TriageReport
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             for comp in compare_toolchains(cells, run=run, toolchains=tcs[:2], config=config, default_baselines=default_baselines()):
                 for p in comp.pairs:
                     pairs[(p.op, p.mode, p.input_id, p.backend)] = (p, source)
-            fix_tc = next((t for t in tcs if t.endswith(FIX_SUFFIX)), None)
+            fix_tc = next((t for t in tcs if t.endswith(FIX_VARIANT)), None)
             if fix_tc is not None:
                 _fix_pairs(fixes, cells, run, tcs[0], tcs[1], fix_tc, config, default_baselines())
         for c in cells:
@@ -165,9 +165,6 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     if undecided:
         report.gpu_needed.append(f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
                                  "not bundled, or an interval across the gate): see their measured column")
-
-
-FIX_SUFFIX = "+fix"  # ktriage.triage.measure.FIX_VARIANT: the bundle's variant with the proposed fixes
 
 
 def _fix_pairs(out: dict[tuple[str, str, int, str], dict[str, Any]], cells: list[Cell], run: RunInfo, old: str,

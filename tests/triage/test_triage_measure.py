@@ -204,7 +204,8 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(tmp_path: Path, cap
     with both toolchains: here a FAKE 1.5x regression that the fix brings back to the old time."""
     from ktriage.compile.compiler import Compiler
     from ktriage.toolchain.manager import ensure_toolchains
-    from ktriage.triage.measure import FIX_VARIANT, _fix_variant
+    from ktriage.triage.measure import _fix_variant
+    from ktriage.triage.measure_plan import FIX_VARIANT
 
     out = tmp_path / "tri"
     assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
