@@ -67,6 +67,7 @@ class Fix:
 
 
 # --------------------------------------------------------------------------- relaxed atomics
+RELAXED_ARGUMENT = 'sem="relaxed"'  # the machine-readable change of a relaxed-atomic fix (its "argument")
 
 
 @dataclass(frozen=True)
@@ -290,7 +291,7 @@ class FixFinder:
                      "reads or orders on them during the kernel); relaxed keeps atomicity, drops acq_rel ordering")
         caveats = list(plan.ordering_hazards) or [safe_when]
         change = {"source": str(path), "function": function, "lines": [s.line for s in plan.rewritable],
-                  "argument": 'sem="relaxed"'}
+                  "argument": RELAXED_ARGUMENT}
         if isinstance(fixed, str):
             return [Fix("relaxed-atomic", description=description, verified=False,
                         effect=f"the rewritten kernel did not compile: {fixed}", caveats=tuple(caveats), change=change, **base)]

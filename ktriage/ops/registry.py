@@ -95,10 +95,27 @@ def bench_operators() -> list[Operator]:
     return [op for op in OPERATORS if op.backends]
 
 
+# TritonBench's registered baselines (``@register_benchmark(baseline=True)`` in
+# tritonbench/operators/<op>/operator.py, snapshot db2155c) of operators that ktriage does not bench
+# natively: their results files come from TritonBench itself (or from a recorded workload), and
+# compare and triage still need to know which backend is the machine's yardstick.
+TRITONBENCH_BASELINES: dict[str, str] = {
+    "rms_norm": "llama_rms",
+    "cross_entropy": "cross_entropy_loss",
+    "fused_linear_cross_entropy": "torch_lm_head_ce",
+    "swiglu": "torch_swiglu",
+    "geglu": "torch_geglu",
+    "jsd": "torch_jsd",
+    "kl_div": "torch_kl_div",
+    "fused_linear_jsd": "torch_lm_head_jsd",
+}
+
+
 def default_baselines() -> dict[str, str]:
     """TritonBench's registered baseline backend of each operator (what ``compare`` checks when
-    neither --baseline nor the run's settings name one)."""
-    return {op.name: op.baseline for op in OPERATORS if op.baseline}
+    neither --baseline nor the run's settings name one): the bench operators' own, then
+    :data:`TRITONBENCH_BASELINES` for operators only TritonBench runs."""
+    return {**TRITONBENCH_BASELINES, **{op.name: op.baseline for op in OPERATORS if op.baseline}}
 
 
 def by_backend(backend: str) -> tuple[Operator, Kernels] | None:

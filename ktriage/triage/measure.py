@@ -217,8 +217,11 @@ def _aa_copy(path: Path, tc: Any, compiler: Any) -> None:
 
 def fixed_spec(spec: Any, change: dict[str, Any]) -> Any:
     """``spec`` with a fix's machine-readable change applied (``explain --fixes``): a spill-free
-    config (num_warps, num_stages, block sizes, the grid they imply) or a ``maxnreg``; None for a
-    change a bundle cannot carry (a source rewrite, a ptxas option, another toolchain)."""
+    config (num_warps, num_stages, block sizes, the grid they imply), a ``maxnreg``, or the
+    kernel's source rewritten with ``sem="relaxed"`` on its unused-result atomics (the bundle carries
+    the rewritten copy's cubin, so the GPU host needs no source); None for a change a bundle cannot
+    carry (a ptxas option, another toolchain)."""
+    from ktriage.explain.fixes import RELAXED_ARGUMENT, relaxed_atomic_spec
     from ktriage.tune.space import TuneConfig, config_space
 
     if isinstance(change.get("config"), dict):
@@ -227,6 +230,8 @@ def fixed_spec(spec: Any, change: dict[str, Any]) -> Any:
                                                       {str(k): int(v) for k, v in dict(cfg.get("constexprs") or {}).items()}))
     if isinstance(change.get("maxnreg"), int):
         return spec.replace(maxnreg=int(change["maxnreg"]))
+    if change.get("argument") == RELAXED_ARGUMENT:
+        return relaxed_atomic_spec(spec)[0]
     return None
 
 

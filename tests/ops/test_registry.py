@@ -32,8 +32,9 @@ def test_catalog_views_come_from_the_operator() -> None:
 
 
 def test_bench_facts_and_replays_are_the_operators() -> None:
-    assert registry.default_baselines() == {"layer_norm": "torch_layer_norm", "embedding": "torch_embedding",
-                                            "rope": "apply_rotary_pos_emb"}
+    own = {"layer_norm": "torch_layer_norm", "embedding": "torch_embedding", "rope": "apply_rotary_pos_emb"}
+    assert registry.default_baselines() == {**registry.TRITONBENCH_BASELINES, **own}
+    assert registry.default_baselines()["rms_norm"] == "llama_rms"  # a TritonBench-only op: its registered baseline
     assert [o.name for o in registry.bench_operators()] == ["layer_norm", "embedding", "rope"]
     assert list(REPLAYS) == ["liger_layer_norm", "liger_embedding", "triton_layer_norm"]
     assert bench_op("layer_norm").catalog_ops == {"liger_layer_norm": "liger.layer_norm",

@@ -249,3 +249,26 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(tmp_path: Path, cap
     assert "with proposed fix: num_warps 8: vs the old toolchain 1.0" in measured[0]["text"]
     main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "markdown"])
     assert "with proposed fix: num_warps 8: vs the old toolchain" in capsys.readouterr().out  # the measured column
+
+
+def test_a_relaxed_atomic_fix_is_bundled_from_its_rewritten_source() -> None:
+    """The embedding case's fix is a source rewrite (``sem="relaxed"`` on the unused-result
+    ``tl.atomic_add``): the bundle carries the rewritten copy's kernel, so the GPU host times it
+    without the source. Real: Liger 0.5.10's embedding backward, compiled with the test home's
+    Triton 3.4.0 and its own ptxas (12.8.93, which lowers the strong atomic to ATOMG)."""
+    from ktriage.catalog.registry import expand_op
+    from ktriage.compile.compiler import Artifact, Compiler
+    from ktriage.explain.fixes import RELAXED_ARGUMENT
+    from ktriage.toolchain.manager import ensure_toolchains
+    from ktriage.triage.measure import fixed_spec
+
+    (spec,) = expand_op("liger.embedding", mode="bwd", target="sm_90", inputs=["0"])
+    relaxed = fixed_spec(spec, {"source": "embedding.py", "function": "embedding_backward_kernel", "lines": [69],
+                                "argument": RELAXED_ARGUMENT})
+    assert relaxed is not None and relaxed.source != spec.source and "[relaxed]" in relaxed.name
+    assert fixed_spec(spec, {"ptxas_options": ["--register-usage-level=0"]}) is None  # not a change a bundle carries
+    (tc,) = ensure_toolchains(["triton==3.4.0"])
+    with Compiler(jobs=1) as compiler:
+        before, after = compiler.compile_many([spec, relaxed], [tc])
+    assert isinstance(before, Artifact) and isinstance(after, Artifact)
+    assert after.cubin != before.cubin  # its own kernel: the rewritten atomic, not a copy
