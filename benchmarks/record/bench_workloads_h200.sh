@@ -30,7 +30,17 @@ if [ "${1:-}" = "build" ]; then
     --bundle .bundles/wl-autotuned_matmul
   kt bench benchmarks/record/h200b/tb_flce_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_flce_bwd
-  # many_launches.py now has a __main__ guard: re-record it (h200_record3.sh) before it compiles from its snapshot
+  # the third recording step (benchmarks/record/h200c): torch.compile, flash-linear-attention, flce forward,
+  # and many_launches.py with its __main__ guard (the GPU test's workload)
+  kt bench benchmarks/record/h200c/compiled_model.workload.json "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-compiled_model
+  kt bench benchmarks/record/h200c/fla_gated_delta.workload.json "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-fla_gated_delta
+  kt bench benchmarks/record/h200c/tb_flce_fwd.workload.json "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-tb_flce_fwd
+  kt bench benchmarks/record/h200c/many_launches.workload.json "${TOOLCHAINS[@]}" --compile-only \
+    --bundle .bundles/wl-many_launches
+  du -sh .bundles/wl-*
   exit 0
 fi
 

@@ -57,7 +57,7 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     import torch
 
     from ktriage.measure.loader import runner_loader
-    from ktriage.measure.timing import TimingOptions, measure_interleaved
+    from ktriage.measure.timing import TimingOptions, gpu_sampler_factory, measure_interleaved
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
     from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.recorded_bundle import load_recorded_bundle
@@ -103,10 +103,21 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     ref_tc = str(check.reference)
     config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
     pairs = [(str(ref_tc), t) for t in variants if t != str(ref_tc) and str(ref_tc) in variants]
+    options = TimingOptions(**{k: v for k, v in plan.timing.items() if k != "mode"})
+    try:
+        protocol, why = recorded_protocol(str(plan.timing.get("mode", "auto")), variants, options, check.idempotent)
+    except Exception as exc:
+        if getattr(exc, "sticky", False):
+            raise
+        for key in keys:
+            if str(key.toolchain) in variants:
+                emit(cell(key, "error", error=f"probing the kernel's time: {_reason(exc)}"))
+        return
     result = measure_interleaved(
         variants, min_samples=plan.min_samples, max_time_s=plan.max_time_s,
         stop=lambda samples: stop_when_sure(samples, pairs, config, max_samples=plan.max_samples),
-        seed=plan.seed + entry.id, options=TimingOptions(**plan.timing),
+        seed=plan.seed + entry.id, options=options,
+        sampler_factory=gpu_sampler_factory(options, dict.fromkeys(variants, protocol)),
     )  # fmt: skip
     for key in keys:
         name = str(key.toolchain)
@@ -116,5 +127,25 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
             emit(cell(key, "error", error=result.errors[name]))
             continue
         emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=check.outcomes[name].accuracy,
-                  extra={"stopped_by": result.stopped_by, "rounds": result.rounds,
+                  extra={"stopped_by": result.stopped_by, "rounds": result.rounds, "protocol": protocol,
+                         "protocol_reason": why, "calls_per_sample": result.info.get(name, {}).get("calls_per_sample", 1),
                          "reset_before_each_call": not check.idempotent, "buffer_bytes": pristine.nbytes()}))
+
+
+def recorded_protocol(asked: str, variants: dict[str, _Timed], options: Any, idempotent: bool) -> tuple[str, str]:
+    """The timing protocol of one recorded entry (every toolchain gets the same one: a ratio of two
+    protocols would measure the protocols) and why. A recorded entry is one kernel launch per call,
+    so ``auto`` is ``choose_protocol`` for a single launch, with one exception: a kernel that is not
+    idempotent needs its buffers reset before each call, which a graph replay cannot do between its
+    captured calls, so it is timed with per-call events."""
+    from ktriage.bench.worker import PROBE_CALLS
+    from ktriage.measure.timing import GRAPH_BELOW_MS, PROTOCOLS, choose_protocol, probe_ms, shared_flusher
+
+    if asked in PROTOCOLS:
+        return asked, f"--timing {asked}"
+    if not idempotent:
+        return "events", ("one kernel launch per call whose buffers are reset before each call (the kernel is not "
+                          "idempotent): per-call CUDA events, the reset outside the timed region")
+    flush = shared_flusher(options.flush_bytes, options.device).flush if options.l2_flush else None
+    est = max(probe_ms(v, flush, PROBE_CALLS) for v in variants.values())
+    return choose_protocol(native=False, single_launch=True, est_ms=est, graph_below_ms=GRAPH_BELOW_MS)

@@ -236,8 +236,24 @@ def install(cc: int = 90, benchmarker: FakeBenchmarker | None = None) -> FakeDri
 
     fake = FakeDriver(cc, benchmarker)
     driver.set_active(fake)
+    _as_cuda_driver()
     _installed = fake
     return fake
+
+
+def _as_cuda_driver() -> None:
+    """Let the fake pass for Triton's CUDA driver class (``isinstance(driver.active, CudaDriver)``).
+    Why: inductor's generated modules call ``triton_helpers.set_driver_to_gpu()`` at import, which keeps
+    the active driver only if it is an instance of the active GPU backend's driver class, and otherwise
+    constructs a real CudaDriver (libcuda: no GPU here). The class is an ABC: registering is enough."""
+    try:
+        from triton.backends import backends
+    except ImportError:
+        return
+    cuda = backends.get("nvidia")
+    register = getattr(getattr(cuda, "driver", None), "register", None)
+    if register is not None:
+        register(FakeDriver)
 
 
 def installed() -> FakeDriver | None:

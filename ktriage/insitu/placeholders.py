@@ -159,29 +159,63 @@ class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         top = fullname.split(".")[0]
         if top not in PLACEHOLDER_MODULES:
             return None
+        search: list[str] = []
         for finder in sys.meta_path:
             if finder is self:
                 continue
             found = getattr(finder, "find_spec", None)
-            if found is not None and found(fullname, path, target) is not None:
-                return None  # the real module exists: use it
+            spec = found(fullname, path, target) if found is not None else None
+            if spec is None:
+                continue
+            # the real module exists: use it (below the top level a snapshot's folders are the modules:
+            # a placeholder there would answer `from torch._inductor.runtime import triton_helpers` inertly)
+            if path is not None or not _snapshot_stub(spec):
+                return None
+            search = list(spec.submodule_search_locations or [])
+            # a stub folder on sys.path: an installed torch further on still wins
+            stub_dirs = {os.path.dirname(os.path.abspath(loc)) for loc in search}
+            real = importlib.machinery.PathFinder.find_spec(
+                fullname, [p for p in sys.path if os.path.abspath(p or ".") not in stub_dirs])
+            if real is not None and not _snapshot_stub(real):
+                return real
+            break
         if top not in _used:
             _used.append(top)
-        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        placeholder = importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        placeholder.submodule_search_locations = search
+        return placeholder
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         module = _PlaceholderModule(spec.name)
-        module.__path__ = []
+        # a recorded snapshot's torch/ folder (inductor's runtime helpers under torch/_inductor/runtime)
+        # stays importable below the placeholder
+        module.__path__ = list(spec.submodule_search_locations or [])
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
 
 
+def _snapshot_stub(spec: importlib.machinery.ModuleSpec) -> bool:
+    """Whether ``spec`` is a recorded snapshot's package folder (``torch/__init__.py`` empty, as
+    ``ktriage record`` writes it around inductor's runtime helpers) rather than the real package: a
+    real torch's ``__init__`` is never empty. Then the placeholder answers for it (``torch.cuda``,
+    ``torch.version``: inductor's helpers read them at import) and the folder serves its submodules."""
+    origin = spec.origin
+    if not spec.submodule_search_locations or not origin or not origin.endswith("__init__.py"):
+        return False
+    try:
+        return os.path.getsize(origin) == 0
+    except OSError:
+        return False
+
+
 def install() -> None:
-    """Put the finder at the end of ``sys.meta_path`` (idempotent): real modules always win."""
+    """Put the finder at the front of ``sys.meta_path`` (idempotent). Real modules still win: it asks
+    the other finders first and steps aside when one finds the real package; it goes first so that a
+    snapshot's stub ``torch/`` folder, which the path finder would take for torch, gets the placeholder."""
     if not any(isinstance(f, _PlaceholderFinder) for f in sys.meta_path):
-        sys.meta_path.append(_PlaceholderFinder())
+        sys.meta_path.insert(0, _PlaceholderFinder())
 
 
 def used() -> list[str]:

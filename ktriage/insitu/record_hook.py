@@ -362,7 +362,7 @@ class Recorder:
                 self.journal.write({
                     "type": "launch", "id": launch_id, "kernel": kernel_id,
                     "args": [[n, describe(a)] for n, a in zip(positional, args)],
-                    "options": {}, "grid": None,
+                    "options": {}, "grid": _inductor_grid(autotuner, config, positional, args),
                     "inductor_config": _config_view(config) if config is not None else None,
                 })
                 self._flush_counts()
@@ -395,6 +395,25 @@ class Recorder:
         with self._lock:
             if self._dirty:
                 self._flush_counts()
+
+
+def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...]) -> list[int] | None:
+    """The grid inductor's launcher computes for this launch: its grid expression (``GridExpr`` from
+    the kernel's ``grid_type`` and the chosen config, as the launcher is generated) evaluated with the
+    launch's scalar arguments (``xnumel``, ``r0_numel``). None when this torch has no such expression."""
+    try:
+        from torch._inductor.runtime import triton_heuristics
+
+        grid_expr = getattr(triton_heuristics, "GridExpr", None)
+        meta = getattr(autotuner, "inductor_meta", None)
+        if grid_expr is None or config is None or not meta or "grid_type" not in meta:
+            return None
+        cfg = {**dict(getattr(config, "kwargs", {}) or {})}
+        scalars = {n: a for n, a in zip(names, args) if isinstance(a, int) and not isinstance(a, bool)}
+        grid = grid_expr.from_meta(meta, cfg).eval_slow({**scalars, **cfg})
+        return [int(g) for g in grid]
+    except Exception:
+        return None
 
 
 _MISSING = object()

@@ -240,6 +240,7 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
     ``<new toolchain>+fix``: the GPU step then times each fix interleaved with both toolchains, the
     step the original report's authors did by hand ("does the spill-free config recover it?")."""
     from ktriage.compile.compiler import Artifact
+    from ktriage.explain.fixes import RELAXED_ARGUMENT
     from ktriage.workload.bundle import load_bundle
     from ktriage.workload.bundle_merge import add_variant
 
@@ -251,15 +252,23 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
             continue
         for fix in cell.fixes:
             hit = by_name.get(str(fix.get("kernel")))
-            if not fix.get("verified") or hit is None or hit[0] in fixed:
+            if not fix.get("verified") or hit is None:
                 continue
-            try:
-                spec = fixed_spec(hit[1], dict(fix.get("change") or {}))
-            except (KtriageError, KeyError, TypeError, ValueError) as exc:
-                say(f"bundle {path.name}: the fix {fix.get('description')!r} cannot be bundled: {exc}")
-                continue
-            if spec is not None:
-                fixed[hit[0]] = (spec, str(fix.get("description") or fix.get("kind")))
+            change = dict(fix.get("change") or {})
+            # a config fixes the one kernel input explained; a source rewrite fixes the function,
+            # so every bundled input of it (another shape's specialization) gets it too
+            targets = [hit] if change.get("argument") != RELAXED_ARGUMENT else \
+                [(k, s) for k, s in bundle.specs.items() if s.source == hit[1].source]
+            for key, original in targets:
+                if key in fixed:
+                    continue
+                try:
+                    spec = fixed_spec(original, change)
+                except (KtriageError, KeyError, TypeError, ValueError) as exc:
+                    say(f"bundle {path.name}: the fix {fix.get('description')!r} cannot be bundled: {exc}")
+                    continue
+                if spec is not None:
+                    fixed[key] = (spec, str(fix.get("description") or fix.get("kind")))
     if not fixed:
         return
     keys = list(fixed)

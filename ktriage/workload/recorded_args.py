@@ -143,13 +143,23 @@ def _count(values: Any) -> int:
 
 
 def plan_launch(args: Sequence[Sequence[Any]], signature: Mapping[str, str], grid: Sequence[int] | None,
-                *, where: str = "the recorded launch") -> LaunchPlan:
+                *, where: str = "the recorded launch", constexprs: Mapping[str, Any] | None = None) -> LaunchPlan:
     """The plan of one recorded input: ``args`` as the workload lists them (``[name, description]``
-    pairs in parameter order), ``signature`` its spec's (which names are constexprs), its grid."""
+    pairs in parameter order), ``signature`` its spec's (which names are constexprs), its grid.
+
+    A JIT launch records every parameter; an inductor launch only the runtime ones (inductor's
+    launcher passes its config's constexprs, ``XBLOCK``, to the compiler, not the kernel): those
+    come from the spec's ``constexprs``."""
     if not grid:
         raise SpecError(f"{where} has no recorded grid (the launch's grid could not be evaluated)",
                         "it cannot be replayed; bench the workload's other kernels (--kernel)")
     names = [str(a[0]) for a in args]
+    runtime_names = [n for n, t in signature.items() if t != "constexpr"]
+    if names == runtime_names and names != list(signature) and constexprs is not None:
+        recorded = {str(a[0]): a[1] for a in args}
+        if all(n in constexprs for n in signature if n not in recorded):
+            args = [[n, recorded[n] if n in recorded else constexprs[n]] for n in signature]
+            names = list(signature)
     if names != list(signature):
         raise SpecError(f"{where}: recorded arguments {names} differ from the spec's parameters {list(signature)}", FIX)
     out: list[Arg] = []

@@ -54,7 +54,8 @@ class Entry:
         return f"{self.kernel}:{self.function}"
 
     def plan(self, spec: KernelSpec) -> LaunchPlan:
-        return plan_launch(self.args, spec.signature, self.grid, where=f"{self.backend} input {self.input}")
+        return plan_launch(self.args, spec.signature, self.grid, where=f"{self.backend} input {self.input}",
+                           constexprs=spec.constexprs)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "kernel": self.kernel, "function": self.function, "input": self.input, "label": self.label,

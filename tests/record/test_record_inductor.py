@@ -91,6 +91,8 @@ def test_an_inductor_kernel_is_recorded_through_the_fake_driver(toolchain, tmp_p
     assert spec.constexprs == {"XBLOCK": 256} and spec.divisible_by_16 == ("in_ptr0", "out_ptr0", "xnumel")
     assert (spec.num_warps, spec.num_stages) == (4, 1)  # the launcher's config, not Triton's defaults
     assert kernel.autotune_configs == [{"kwargs": {"XBLOCK": 256}, "num_warps": 4, "num_stages": 1, "num_ctas": 1}]
+    # the grid inductor's launcher computes (its Grid1D expression, xnumel / XBLOCK): a replay needs it
+    assert [i.grid for i in kernel.inputs] == [[4096 // 256, 1, 1], [8192 // 256, 1, 1]]
     files = workload.snapshots[kernel.snapshot]["files"]
     assert MODULE.read_text() in files.values()  # the generated module's text, by a portable name
     # its @triton.jit helpers' module is carried, the host-side modules it imports are stubs
@@ -106,3 +108,54 @@ def test_an_inductor_kernel_is_recorded_through_the_fake_driver(toolchain, tmp_p
     ours = run_cuobjdump(tc.cuobjdump, artifact.cubin.cubin_path, "-sass")
     assert ours == run_cuobjdump(tc.cuobjdump, tmp_path / "inductor.cubin", "-sass")
     assert "triton_poi_fused_mul_0" in ours
+
+
+H200_MODEL = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json"
+
+
+@pytest.mark.parametrize("version", ["3.3.1", "3.9.0"])
+def test_the_h200_torch_compile_recording_compiles_from_its_snapshot(toolchain, tmp_path: Path, version: str) -> None:
+    """A real torch.compile recording (torch 2.11 on the H200: var_mean + LayerNorm, its inductor
+    reduction kernel): the generated module calls ``triton_helpers.set_driver_to_gpu()`` at import,
+    which asks ``torch.cuda`` and ``torch.version``; the snapshot's ``torch/`` is an empty stub folder,
+    so the compile worker's torch placeholder must answer for it (before, every kernel failed with
+    "module 'torch' has no attribute 'cuda'")."""
+    workload = load_workload(H200_MODEL)
+    kernel = next(k for k in workload.kernels if k.function.startswith("triton_per_fused_add_mul_native_layer_norm"))
+    assert workload.snapshots[kernel.snapshot]["files"]["torch/__init__.py"] == ""
+    tc = toolchain(f"triton=={version}")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        artifact = compiler.compile(kernel.inputs[0].spec, tc)
+    assert isinstance(artifact, Artifact), artifact
+    assert artifact.kernel_name == kernel.function
+
+
+PLACEHOLDER_PROGRAM = '''
+import sys
+sys.path.insert(0, {insitu!r})
+import placeholders
+placeholders.install()
+sys.path.insert(0, {snapshot!r})
+import torch
+from torch._inductor.runtime import helper
+print(torch.__file__ if getattr(torch, "__file__", None) else "placeholder", torch.version.hip,
+      torch.cuda.is_available(), helper.VALUE)
+'''
+
+
+def test_a_snapshot_stub_folder_gets_the_placeholder_and_a_real_torch_still_wins(toolchain, tmp_path: Path) -> None:
+    snapshot = tmp_path / "snap"
+    (snapshot / "torch" / "_inductor" / "runtime").mkdir(parents=True)
+    for init in ("torch", "torch/_inductor", "torch/_inductor/runtime"):
+        (snapshot / init / "__init__.py").write_text("")
+    (snapshot / "torch" / "_inductor" / "runtime" / "helper.py").write_text("VALUE = 'from the snapshot'\n")
+    prog = tmp_path / "p.py"
+    prog.write_text(PLACEHOLDER_PROGRAM.format(insitu=str(INSITU), snapshot=str(snapshot)))
+    tc = toolchain("triton==3.6.0")  # no torch in a toolchain's interpreter: the placeholder answers
+    out = subprocess.run([str(tc.python), str(prog)], capture_output=True, text=True, check=True).stdout.split()
+    assert out[:3] == ["placeholder", "None", "True"] and " ".join(out[3:]) == "from the snapshot"
+    # where torch is installed (this interpreter), the stub folder in front of it does not hide it
+    real = subprocess.run([sys.executable, "-c", PLACEHOLDER_PROGRAM.format(insitu=str(INSITU), snapshot=str(snapshot))
+                           .replace("from torch._inductor.runtime import helper", "helper = type('h', (), {'VALUE': 'x'})")],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert real[0] == str(Path(torch.__file__))

@@ -65,6 +65,21 @@ def test_storage_covers_the_view_strided_offset_and_unaligned() -> None:
     assert (c.strides, c.storage_elems) == ((5, 1), 15)
 
 
+def test_an_inductor_recording_plans_with_the_specs_constexprs() -> None:
+    """torch.compile on the H200 (benchmarks/record/h200c): inductor launches record the runtime
+    arguments and the grid its launcher computed; the config's constexprs (XBLOCK) come from the spec."""
+    data = json.loads((REPO / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json").read_text())
+    inputs = [i for k in data["kernels"] for i in k["inputs"]]
+    assert len(inputs) == 17
+    for inp in inputs:
+        spec = inp["spec"]
+        plan = plan_launch(inp["args"], spec["signature"], inp["grid"], constexprs=spec["constexprs"])
+        assert [a.name for a in plan.args] == list(spec["signature"]) and plan.grid == tuple(inp["grid"])
+        assert {a.name for a in plan.args if not a.runtime} == set(spec["constexprs"])
+    with pytest.raises(SpecError, match="differ from the spec's parameters"):  # without them: refused, as before
+        plan_launch(inputs[0]["args"], inputs[0]["spec"]["signature"], inputs[0]["grid"])
+
+
 def test_broken_descriptions_are_spec_errors_naming_the_argument() -> None:
     with pytest.raises(SpecError, match="argument q: tensor dtype 'complex64'"):
         tensor_arg("q", {"tensor": "complex64", "shape": [4]})
