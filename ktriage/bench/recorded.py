@@ -15,7 +15,7 @@ workload, and a short label of its shapes), backend = ``K3:function``, toolchain
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ def run_recorded(
     on_cell: Callable[[Cell], None] | None = None,
     on_entry_done: Callable[[Entry], None] | None = None,
     timeout_s: float = 120.0,
+    gpus: Sequence[int] | None = None,
 ) -> tuple[RunInfo, list[Cell]]:
     """Measure ``entries`` (of ``plan.bundle``) one after another in the isolated worker."""
     from ktriage.bench.recorded_worker import prepare_recorded_worker
@@ -78,7 +79,7 @@ def run_recorded(
     return run_jobs(WORKER, jobs, settings={"recorded_plan": plan.to_json()},
                     init=functools.partial(prepare_recorded_worker, plan.to_json()), store_url=store_url,
                     results_path=results_path, toolchains=toolchains, on_cell=on_cell, on_done=done,
-                    timeout_s=timeout_s)
+                    timeout_s=timeout_s, gpus=gpus)
 
 
 def summary_rows(cells: list[Cell], reference: str | None) -> list[dict[str, str]]:

@@ -6,6 +6,12 @@ input, so a crash or Ctrl-C keeps everything measured so far.
 
 The worker is spawned first, before the parent records the GPU and opens the store: its start-up
 (torch, CUDA, reading the bundle: ``ktriage.bench.worker.prepare_worker``) runs meanwhile.
+
+With several GPUs (``gpus``, ``--gpus``): one isolated worker per GPU, pinned to it
+(``ktriage.measure.gpus.worker_env``), each taking the next job from one queue; a job is every
+variant of one input, so each input's comparison and its reference run on one GPU. Each cell
+records the GPU it was measured on and that GPU's clocks when its job began (``extra["gpu"]``). A
+fault replaces only that GPU's worker; the other GPUs go on.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ import platform
 import shlex
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -67,6 +74,7 @@ def run_bench(
     on_cell: Callable[[Cell], None] | None = None,
     on_input_done: Callable[[int], None] | None = None,
     timeout_s: float = 60.0,
+    gpus: Sequence[int] | None = None,
 ) -> tuple[RunInfo, list[Cell]]:
     """Measure an op's bench plan: one job per input (every variant of it, interleaved)."""
     from ktriage.bench.worker import prepare_worker
@@ -83,11 +91,11 @@ def run_bench(
     return run_jobs("ktriage.bench.worker:measure_input", jobs, settings={"plan": plan.to_json()},
                     init=functools.partial(prepare_worker, plan.to_json()), store_url=store_url,
                     results_path=results_path, toolchains=toolchains, on_cell=on_cell, on_done=on_input_done,
-                    timeout_s=timeout_s)
+                    timeout_s=timeout_s, gpus=gpus)
 
 
 def run_jobs(
-    handler: str,
+    handler: str | Callable[..., Any],
     jobs: Callable[[], Iterable[JobSpec]],
     *,
     settings: dict[str, Any],
@@ -98,29 +106,48 @@ def run_jobs(
     on_cell: Callable[[Cell], None] | None = None,
     on_done: Callable[[Any], None] | None = None,
     timeout_s: float = 60.0,
+    gpus: Sequence[int] | None = None,
 ) -> tuple[RunInfo, list[Cell]]:
-    """The one way a bench run goes, for ops and recorded workloads alike: the isolated worker
-    (``handler``, ``init`` run once in it) spawned first, the run's provenance recorded meanwhile,
+    """The one way a bench run goes, for ops and recorded workloads alike: the isolated worker(s)
+    (``handler``, ``init`` run once in each) spawned first, the run's provenance recorded meanwhile,
     each job's cells stored as they arrive, the results file rewritten after each job, and where the
-    wall time went kept in ``settings["timeline"]``."""
+    wall time went kept in ``settings["timeline"]``. ``gpus``: one worker per GPU (module docstring);
+    None: one worker on the default GPU, as before."""
+    from ktriage.measure.gpus import worker_env
+
     t0 = time.perf_counter()
-    runner = IsolatedRunner(handler, timeout_s=timeout_s, init=init)
-    runner.start()  # its start-up overlaps the parent's own below
+    placed: list[tuple[int | None, IsolatedRunner]] = [
+        (g, IsolatedRunner(handler, timeout_s=timeout_s, init=init, env=worker_env(g) if g is not None else None))
+        for g in (list(gpus) if gpus else [None])]
+    for _, runner in placed:
+        runner.start()  # their start-up overlaps the parent's own below
     try:
-        return _run(runner, jobs, t0, settings=settings, store_url=store_url, results_path=results_path,
+        settings = {**settings, **({"gpus": list(gpus)} if gpus else {})}
+        return _run(placed, jobs, t0, settings=settings, store_url=store_url, results_path=results_path,
                     toolchains=toolchains, on_cell=on_cell, on_done=on_done)
     finally:
-        runner.close()
+        for _, runner in placed:
+            runner.close()
 
 
-def _run(runner: IsolatedRunner, jobs: Callable[[], Iterable[JobSpec]], t0: float, *, settings: dict[str, Any],
-         store_url: str | None, results_path: Path | None, toolchains: list[dict[str, Any]],
+def _gpu_note(gpu: int) -> dict[str, Any]:
+    """What a cell records of the GPU it was measured on: its index and, from NVML, its clocks and
+    temperature when the job began (absent where NVML is not installed)."""
+    from ktriage.measure.env import gpu_state
+
+    state = gpu_state(gpu)
+    return {"index": gpu, **{k: state[k] for k in ("sm_clock_mhz", "mem_clock_mhz", "temperature_c") if k in state}}
+
+
+def _run(placed: list[tuple[int | None, IsolatedRunner]], jobs: Callable[[], Iterable[JobSpec]], t0: float, *,
+         settings: dict[str, Any], store_url: str | None, results_path: Path | None, toolchains: list[dict[str, Any]],
          on_cell: Callable[[Cell], None] | None, on_done: Callable[[Any], None] | None) -> tuple[RunInfo, list[Cell]]:  # fmt: skip
     from ktriage.measure.env import GpuRecorder
     from ktriage.measure.results_file import write_results
-    from ktriage.store import open_store  # imported while the worker starts
+    from ktriage.store import open_store  # imported while the workers start
 
-    recorder = GpuRecorder()
+    first = placed[0][0]
+    recorder = GpuRecorder(first or 0)
     run = RunInfo(
         command=" ".join(shlex.quote(a) for a in sys.argv),
         host=platform.node(),
@@ -130,14 +157,20 @@ def _run(runner: IsolatedRunner, jobs: Callable[[], Iterable[JobSpec]], t0: floa
         workload_git_sha=workload_git_sha(),
         settings=dict(settings),
     )
+    if len(placed) > 1:  # every GPU's identity (name, UUID, clocks): the run's gpu is the first one's
+        from ktriage.measure.env import gpu_identity
+
+        run.gpu["gpus"] = {str(g): gpu_identity(g or 0) for g, _ in placed}
     todo = list(jobs())
     cells: list[Cell] = []
     # Where the run's wall time goes (seconds since the run began), kept with the run's settings.
     timeline: dict[str, Any] = {"parent_ready_s": round(time.perf_counter() - t0, 3)}
-    runner.wait_started()  # a worker that cannot start (no GPU) fails before the run enters the store
+    for _, runner in placed:
+        runner.wait_started()  # a worker that cannot start (no GPU) fails before the run enters the store
     timeline["worker_ready_s"] = round(time.perf_counter() - t0, 3)
     run.settings["timeline"] = timeline
     per_job: list[list[Any]] = timeline.setdefault("inputs", [])
+    lock = threading.Lock()  # the store, the results file and the callbacks, from one GPU's thread at a time
 
     def save_results() -> None:
         if results_path is not None:
@@ -145,22 +178,45 @@ def _run(runner: IsolatedRunner, jobs: Callable[[], Iterable[JobSpec]], t0: floa
 
     with open_store(store_url) as store, store.recording(run) as rec:
 
-        def deliver(cell: Cell) -> None:
-            cells.append(cell)
-            rec.add(cell)
-            if on_cell is not None:
-                on_cell(cell)
+        def deliver(cell: Cell, gpu: dict[str, Any] | None = None) -> None:
+            with lock:
+                if gpu is not None:
+                    cell.extra = {**cell.extra, "gpu": gpu}
+                cells.append(cell)
+                rec.add(cell)
+                if on_cell is not None:
+                    on_cell(cell)
 
-        runner.on_cell = deliver
-        for job in todo:
-            t_in = time.perf_counter()
-            runner.run_job(Job(job.keys, job.payload))
-            t_done = time.perf_counter()
-            save_results()
-            per_job.append([job.id, round(t_done - t_in, 4), round(time.perf_counter() - t_done, 4)])  # job, save
-            if on_done is not None:
-                on_done(job.id)
-        runner.close()
+        def measure(gpu: int | None, runner: IsolatedRunner, queue: list[JobSpec]) -> None:
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    job = queue.pop(0)
+                note = _gpu_note(gpu) if gpu is not None else None
+                runner.on_cell = functools.partial(deliver, gpu=note)
+                t_in = time.perf_counter()
+                runner.run_job(Job(job.keys, job.payload))
+                t_done = time.perf_counter()
+                with lock:
+                    save_results()
+                    entry = [job.id, round(t_done - t_in, 4), round(time.perf_counter() - t_done, 4)]  # job, save
+                    per_job.append([*entry, gpu] if gpu is not None else entry)
+                    if on_done is not None:
+                        on_done(job.id)
+
+        queue = list(todo)
+        if len(placed) == 1:
+            measure(placed[0][0], placed[0][1], queue)
+        else:
+            threads = [threading.Thread(target=measure, args=(g, r, queue), name=f"ktriage-gpu{g}", daemon=True)
+                       for g, r in placed]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        for _, runner in placed:
+            runner.close()
         timeline["measured_s"] = round(time.perf_counter() - t0, 3)
         run.gpu["after"] = recorder.finish().get("after", {})
         rec.gpu_after = run.gpu["after"]

@@ -46,6 +46,7 @@ from ktriage.cli.options import (
     write_outputs,
 )
 from ktriage.errors import KtriageError
+from ktriage.measure.gpus import GPUS_HELP, select_gpus, visible_gpus
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.report.bench import print_table, results_table, to_csv, to_json, to_markdown
 
@@ -93,6 +94,7 @@ def bench(
     host_artifacts: Annotated[bool, typer.Option("--host-artifacts", help="With --toolchain/--bundle: also time the host's own copy of the artifact backends (e.g. liger with the host Triton).")] = False,
     jobs: Annotated[int | None, jobs_option("Parallel compiles.")] = None,
     compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
+    gpus: Annotated[str | None, typer.Option("--gpus", help=GPUS_HELP)] = None,
     profile: Annotated[bool, typer.Option("--profile", help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).")] = False,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
@@ -132,7 +134,7 @@ def bench(
         return bench_workload(workload, loaded=loaded, bundle=bundle, toolchain=toolchain, kernels=kernel, inputs=input,
                               compile_only=compile_only, arch=arch, fmt=fmt, outputs=outputs, db=db, timing=timing,
                               no_l2_flush=no_l2_flush, max_time=max_time, min_samples=min_samples, jobs=jobs,
-                              console=console, compile_timeout=compile_timeout)  # fmt: skip
+                              console=console, compile_timeout=compile_timeout, gpus=gpus)  # fmt: skip
     if loaded is not None:
         op = op or loaded.op
     if op is None:
@@ -170,6 +172,7 @@ def bench(
     if compile_only:
         return
     _require_gpu()
+    placed = select_gpus(gpus, visible_gpus()) if gpus is not None else None
     plan = BenchPlan(
         op=op, mode=mode_name, input_ids=[c.id for c in cases], native_backends=native, artifact_backends=artifact,
         baseline=base, precision=prec, bundle=str(loaded.path) if loaded else None,
@@ -179,7 +182,7 @@ def bench(
     )  # fmt: skip
     json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
     # the first results file is also rewritten after each input while measuring (a crash keeps what was measured)
-    run, cells = _measure(plan, db, json_outputs[0] if json_outputs else None, toolchain_records, console)
+    run, cells = _measure(plan, db, json_outputs[0] if json_outputs else None, toolchain_records, console, placed)
     if profile:
         _profile(run, cells, plan, db, console)
     labels = {t["id"]: str(t.get("spec") or t["id"]) for t in toolchain_records}
@@ -250,7 +253,8 @@ def _compile_bundle(op: str, mode: str, cases: list[InputCase], toolchain: list[
     return loaded, [t.to_json() for t in tcs]
 
 
-def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchains: list[dict[str, Any]], console: Console) -> tuple[RunInfo, list[Cell]]:
+def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchains: list[dict[str, Any]], console: Console,
+             gpus: list[int] | None = None) -> tuple[RunInfo, list[Cell]]:
     from ktriage.bench.session import run_bench
 
     with make_progress(console) as progress:
@@ -261,7 +265,7 @@ def _measure(plan: BenchPlan, db: str | None, output_json: Path | None, toolchai
                 console.print(f"[red]{cell.status}[/] {escape(cell.key.label())}: {escape(str(cell.error or '')[:200])}")
 
         return run_bench(plan, store_url=db, results_path=output_json, toolchains=toolchains, on_cell=on_cell,
-                         on_input_done=lambda _i: progress.advance(task))
+                         on_input_done=lambda _i: progress.advance(task), gpus=gpus)
 
 
 def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console: Console) -> None:

@@ -56,6 +56,7 @@ def bench_workload(
     jobs: int | None,
     console: Console,
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
+    gpus: str | None = None,
 ) -> None:
     from ktriage.workload.recorded_bundle import load_recorded_bundle, recorded_view, workload_name
 
@@ -81,8 +82,11 @@ def bench_workload(
     from ktriage.cli.bench_cmd import _require_gpu
 
     _require_gpu()
+    from ktriage.measure.gpus import select_gpus, visible_gpus
+
+    placed = select_gpus(gpus, visible_gpus()) if gpus is not None else None
     _measure_and_report(recorded, entries, fmt=fmt, outputs=outputs, db=db, timing=timing, no_l2_flush=no_l2_flush,
-                        max_time=max_time, min_samples=min_samples, console=console)
+                        max_time=max_time, min_samples=min_samples, console=console, gpus=placed)
 
 
 def _compile(workload: str, toolchain: list[str], kernels: list[str] | None, inputs: list[str] | None, bundle: Path | None,
@@ -118,7 +122,8 @@ def _compile(workload: str, toolchain: list[str], kernels: list[str] | None, inp
 
 
 def _measure_and_report(recorded: RecordedBundle, entries: list[Any], *, fmt: Format, outputs: list[Path], db: str | None,
-                        timing: str, no_l2_flush: bool, max_time: float, min_samples: int, console: Console) -> None:
+                        timing: str, no_l2_flush: bool, max_time: float, min_samples: int, console: Console,
+                        gpus: list[int] | None = None) -> None:
     import typer
 
     from ktriage.bench.recorded import RecordedPlan, run_recorded, summary_rows
@@ -137,7 +142,7 @@ def _measure_and_report(recorded: RecordedBundle, entries: list[Any], *, fmt: Fo
 
         run, cells = run_recorded(plan, entries, store_url=db, results_path=json_outputs[0] if json_outputs else None,
                                   toolchains=list(recorded.bundle.toolchains.values()), on_cell=on_cell,
-                                  on_entry_done=lambda _e: progress.advance(task))
+                                  on_entry_done=lambda _e: progress.advance(task), gpus=gpus)
     rows = summary_rows(cells, tcs[0] if tcs else None)
     title = f"{recorded.name} (recorded workload)"
     writers = {".csv": lambda: to_csv(rows), ".md": lambda: to_markdown(rows, title), ".json": lambda: to_json(run, cells)}

@@ -109,8 +109,11 @@ def _worker_main(
     conn: Any,
     handler_ref: str | Callable[..., Any],
     init_ref: str | Callable[..., Any] | None,
+    env: dict[str, str] | None = None,
 ) -> None:
     """Worker loop: receive (job_id, payload), stream cells, report done or the error."""
+    if env:  # before anything starts CUDA here: the GPU a multi-GPU run pinned this worker to
+        os.environ.update(env)
     try:
         handler = _resolve(handler_ref)
         if init_ref is not None:
@@ -152,10 +155,11 @@ class _Worker:
         ctx: mp.context.SpawnContext,
         handler: str | Callable[..., Any],
         init: str | Callable[..., Any] | None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
-            target=_worker_main, args=(child, handler, init), daemon=True
+            target=_worker_main, args=(child, handler, init, env), daemon=True
         )
         self.process.start()
         child.close()
@@ -210,7 +214,8 @@ class IsolatedRunner:
 
     ``handler`` and ``init`` are ``"module:function"`` strings or importable top-level functions;
     ``on_cell(cell)`` is called in the parent for each cell as soon as it arrives (measured,
-    or marked error/timeout by the runner).
+    or marked error/timeout by the runner); ``env`` is set in every worker before it starts (a
+    multi-GPU run pins each runner's workers to one GPU with it, replacements included).
     """
 
     def __init__(
@@ -220,9 +225,11 @@ class IsolatedRunner:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         on_cell: Callable[[Cell], None] | None = None,
         init: str | Callable[[], None] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.handler = handler
         self.init = init
+        self.env = dict(env) if env else None
         self.timeout_s = timeout_s
         self.on_cell = on_cell
         self._ctx = mp.get_context("spawn")
@@ -245,7 +252,7 @@ class IsolatedRunner:
     def start(self) -> None:
         """Spawn the worker now and return at once; the first job waits for its start-up."""
         if self._worker is None:
-            self._worker = _Worker(self._ctx, self.handler, self.init)
+            self._worker = _Worker(self._ctx, self.handler, self.init, self.env)
             self.workers_started += 1
 
     def wait_started(self) -> None:
@@ -258,7 +265,7 @@ class IsolatedRunner:
         if self._worker is None or not self._worker.alive():
             if self._worker is not None:
                 self._worker.stop()
-            self._worker = _Worker(self._ctx, self.handler, self.init)
+            self._worker = _Worker(self._ctx, self.handler, self.init, self.env)
             self.workers_started += 1
             self._worker.wait_ready()
         return self._worker

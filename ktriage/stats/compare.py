@@ -248,6 +248,15 @@ def pick_baseline(cells: Sequence[Cell], run: RunInfo | None, op: str, explicit:
     return None
 
 
+def _two_gpus(a: Cell, b: Cell) -> tuple[int, int] | None:
+    """The GPU indices of two cells measured on different GPUs of a multi-GPU run (``extra["gpu"]``),
+    else None (same GPU, or a cell that does not say: every run before ``--gpus``)."""
+    ga, gb = (c.extra.get("gpu") if isinstance(c.extra.get("gpu"), dict) else None for c in (a, b))
+    if ga is None or gb is None or ga.get("index") == gb.get("index"):
+        return None
+    return int(ga.get("index", -1)), int(gb.get("index", -1))
+
+
 def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: VerdictConfig, baselines: dict[str, str | None], skip_native: bool,
            cache: SetStatsCache | None = None) -> list[PairResult]:
     ref, new = _merge(ref_cells), _merge(new_cells)
@@ -273,6 +282,10 @@ def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: Verdict
             elif rc.status != "ok" or nc.status != "ok":
                 pr.status = "error"
                 pr.problem = "; ".join(_describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok")
+            elif (gpus := _two_gpus(rc, nc)) is not None:
+                pr.status = "error"
+                pr.problem = (f"measured on GPU {gpus[0]} (ref) and GPU {gpus[1]} (new): a verdict never compares samples "
+                              "of two GPUs; compare runs of one GPU (the GPU-to-GPU spread is an A/A across GPUs)")
             else:
                 todo.append((pr, rc, nc))
             out.append(pr)

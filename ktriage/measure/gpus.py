@@ -1,0 +1,106 @@
+"""Which GPUs of this host a run uses (``--gpus all|N|0,2,5``), and how work is placed on them.
+
+The rule that makes the numbers comparable stays: every variant of one comparison is timed
+interleaved in one process on one GPU. What spreads over GPUs is work that is independent of other
+work: the inputs of a bench sweep (one job = every variant of one input, so each input's reference
+is measured on the GPU its comparison runs on), and the candidates of one k-ary bisect round (each
+group of candidates with both endpoints, on its own GPU: :func:`split_round`).
+
+Indices are the host's GPU indices in PCI bus order (``nvidia-smi``'s, NVML's): each measurement
+worker is started with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` set to its GPU,
+so inside it the GPU is ``cuda:0`` and its index means the same in the parent's NVML readings.
+Pure, except :func:`visible_gpus` (reads the environment and NVML).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TypeVar
+
+from ktriage.errors import KtriageError
+
+T = TypeVar("T")
+
+GPUS_HELP = ("GPUs to spread the work over: all, a count N (the first N), or indices 0,2,5 (nvidia-smi's; one GPU: 3,). "
+             "Each input (each bisect candidate group) is measured on one GPU with its reference; default: one GPU.")
+
+
+def visible_gpus() -> list[int]:
+    """The GPU indices this process may use: ``CUDA_VISIBLE_DEVICES`` when set (indices only),
+    else every GPU NVML counts, else ``[0]`` (NVML missing: a single-GPU host is assumed)."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        parts = [p.strip() for p in env.split(",") if p.strip()]
+        if not all(p.isdigit() for p in parts):
+            raise KtriageError(f"CUDA_VISIBLE_DEVICES={env!r} names GPUs by UUID or MIG id",
+                               "set it to GPU indices (e.g. 0,1) or unset it and pass --gpus 0,1")
+        return [int(p) for p in parts]
+    try:
+        import pynvml  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        return list(range(int(pynvml.nvmlDeviceGetCount())))
+    except Exception:
+        return [0]
+
+
+def select_gpus(spec: str | None, visible: Sequence[int]) -> list[int] | None:
+    """The GPUs ``--gpus spec`` names among ``visible`` (None: no --gpus, one GPU as before).
+
+    ``all``: every visible GPU; ``N``: the first N; ``0,2,5``: exactly those, each visible."""
+    if spec is None:
+        return None
+    text = spec.strip().lower()
+    if not visible:
+        raise KtriageError("--gpus: no GPU is visible on this host", "run on a GPU host (or leave --gpus out)")
+    if text == "all":
+        return list(visible)
+    if text.isdigit():  # a count (one GPU by index: "2,")
+        n = int(text)
+        if n == 0:
+            raise KtriageError("--gpus 0 is a count of no GPUs", "give a count of 1 or more, --gpus all, or indices such as 0,")
+        if n > len(visible):
+            raise KtriageError(f"--gpus {n}: only {len(visible)} GPU(s) visible ({_names(visible)})",
+                               f"give at most --gpus {len(visible)}, or --gpus all")
+        return list(visible[:n])
+    try:
+        picked = [int(p) for p in text.split(",") if p.strip() != ""]
+    except ValueError:
+        raise KtriageError(f"--gpus {spec!r} is not all, a count or a list of GPU indices",
+                           "e.g. --gpus all, --gpus 2 or --gpus 0,2,5") from None
+    if not picked or any(p < 0 for p in picked):
+        raise KtriageError(f"--gpus {spec!r} names no GPU", "e.g. --gpus all, --gpus 2 or --gpus 0,2,5")
+    if len(set(picked)) != len(picked):
+        raise KtriageError(f"--gpus {spec!r} names a GPU twice", "list each GPU index once")
+    missing = [p for p in picked if p not in visible]
+    if missing:
+        raise KtriageError(f"--gpus {spec}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
+                           "pick among the visible GPUs (nvidia-smi -L lists them)")
+    return picked
+
+
+def _names(visible: Sequence[int]) -> str:
+    return "GPUs " + ", ".join(map(str, visible))
+
+
+def worker_env(gpu: int) -> dict[str, str]:
+    """The environment of the measurement worker pinned to ``gpu`` (set before CUDA starts in it)."""
+    return {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": str(gpu)}
+
+
+def split_round(candidates: Sequence[T], gpus: Sequence[int]) -> list[tuple[int, list[T]]]:
+    """The candidates of one bisect round over the GPUs: contiguous groups in search order, as even
+    as possible, each for one GPU, where it is timed interleaved with both endpoints (so each GPU
+    measures its own endpoints: no verdict compares samples of two GPUs). GPUs beyond the number of
+    candidates get nothing; an empty round gives no groups."""
+    if not gpus:
+        raise KtriageError("split_round needs at least one GPU", "pass the GPU indices the round may use")
+    used = list(gpus[:max(1, min(len(gpus), len(candidates)))]) if candidates else []
+    out: list[tuple[int, list[T]]] = []
+    start = 0
+    for i, gpu in enumerate(used):
+        size = len(candidates) // len(used) + (1 if i < len(candidates) % len(used) else 0)
+        out.append((gpu, list(candidates[start:start + size])))
+        start += size
+    return out

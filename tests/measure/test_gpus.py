@@ -1,0 +1,46 @@
+"""--gpus: which GPUs a run uses, and how a bisect round's candidates are placed on them (pure logic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.measure.gpus import select_gpus, split_round, visible_gpus, worker_env
+
+
+def test_all_a_count_and_indices_select_among_the_visible_gpus() -> None:
+    visible = [0, 1, 2, 3]
+    assert select_gpus(None, visible) is None  # no --gpus: one GPU, as before
+    assert select_gpus("all", visible) == [0, 1, 2, 3]
+    assert select_gpus("2", visible) == [0, 1]  # a count: the first N
+    assert select_gpus("3,1", visible) == [3, 1] and select_gpus("2,", visible) == [2]  # indices; one GPU by index
+    assert select_gpus("all", [4, 6]) == [4, 6]  # CUDA_VISIBLE_DEVICES=4,6
+
+
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("9", r"only 4 GPU\(s\) visible"), ("0", "a count of no GPUs"), ("1,7", "GPU 7 is not visible"),
+    ("1,1", "names a GPU twice"), ("fast", "not all, a count or a list"), (",", "names no GPU"),
+])
+def test_a_bad_selection_names_the_problem_and_the_fix(spec: str, problem: str) -> None:
+    with pytest.raises(KtriageError, match=problem) as info:
+        select_gpus(spec, [0, 1, 2, 3])
+    assert info.value.fix
+
+
+def test_visible_gpus_follow_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
+    assert visible_gpus() == [2, 5]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-6b0c1a2e")
+    with pytest.raises(KtriageError, match="UUID"):
+        visible_gpus()
+    assert worker_env(3) == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID", "CUDA_VISIBLE_DEVICES": "3"}
+
+
+def test_a_round_is_split_in_search_order_one_group_per_gpu() -> None:
+    assert split_round(list("abcdefg"), [0, 1, 2]) == [(0, ["a", "b", "c"]), (1, ["d", "e"]), (2, ["f", "g"])]
+    assert split_round(["a", "b"], [0, 1, 2, 3]) == [(0, ["a"]), (1, ["b"])]  # more GPUs than candidates
+    assert split_round([], [0, 1]) == []
+    groups = split_round(list(range(10)), [5, 7])
+    assert [c for _, g in groups for c in g] == list(range(10))  # every candidate once, in order
+    with pytest.raises(KtriageError):
+        split_round(["a"], [])
