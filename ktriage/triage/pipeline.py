@@ -53,6 +53,24 @@ _BISECT_METRIC = {"spills": "spill_store_bytes", "REDG→ATOMG": "sass:ATOMG", "
                   "registers": "registers", "shared memory": "shared_bytes", "longer main loop": "sass_instructions"}
 
 
+# Per cause kind, the bisectable metrics that show it, most telling first: the first that the cause's
+# evidence actually moved is bisected (a spill cause read from LDL counts, with the spill stores
+# unchanged, would find "endpoints do not differ" on spill_store_bytes).
+_BISECT_PREFERENCE: dict[str, tuple[str, ...]] = {
+    "spills": ("spill_store_bytes", "spill_load_bytes", "STL", "LDL", "stack_bytes"),
+    "REDG→ATOMG": ("ATOMG", "REDG"),
+}
+
+
+def bisect_metric(cause: Cause) -> str:
+    """The metric a compile-only bisect of ``cause`` tests: the kind's most telling metric among
+    those the cause's evidence moved (SASS opcodes as ``sass:OP``), else the kind's default."""
+    for name in _BISECT_PREFERENCE.get(cause.kind, ()):
+        if name in cause.metrics:
+            return f"sass:{name}" if name.isupper() else name
+    return _BISECT_METRIC.get(cause.kind, "spill_store_bytes")
+
+
 def _load(side: Side, options: TriageOptions) -> tuple[RunInfo, list[Cell], str]:
     if isinstance(side, tuple):
         run, cells, label = side[0], side[1], (side[2] if len(side) > 2 else side[0].run_id)
@@ -237,7 +255,7 @@ class _Triage:
                                f"differ there (Triton {old.triton_version} / {new.triton_version}, ptxas "
                                f"{old.ptxas_version} / {new.ptxas_version})")
                 continue
-            metric = _BISECT_METRIC.get(c.cause.kind, "spill_store_bytes")
+            metric = bisect_metric(c.cause)
             # a recorded cell's kernel is named by its spec in the workload file (as `bisect --spec W.json` takes it)
             rec = c.recorded.kernels[0] if c.recorded is not None and c.catalog is None else None
             if rec is None or c.recorded is None:

@@ -167,6 +167,8 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
     from ktriage.workload.recorded_bundle import workload_entries
 
     notes: list[str] = []
+    if cell.mode == RECORDED_MODE:
+        return _own_entry(cell, workloads)
     candidates = [d for d in dict.fromkeys([dims(cell.input_label), dims(x_val)]) if d is not None]
     if not candidates:
         return None, [f"recorded workloads not used: the input {cell.input_label!r} is no shape to match recorded launches by"]
@@ -223,6 +225,33 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
     rule = (f"matched by {word}: {what} {'=' if how == 'shape' else 'has as many elements as'} x_val {want}"
             f"{' flattened' if how != 'shape' else ''} (recorded: {loaded.path}, {', '.join(sorted({k.package or '?' for k, *_ in timed}))})")
     return RecordedMatch(loaded.path, loaded.name, rule, found_kernels, left_out), notes
+
+
+RECORDED_MODE = "recorded"  # the pass of a recorded bench's cells (ktriage bench W.json): op = the workload's name
+
+
+def _own_entry(cell: CellTriage, workloads: Sequence[Loaded]) -> tuple[RecordedMatch | None, list[str]]:
+    """A cell of a recorded bench (``ktriage bench W.json``) names its kernels itself: its op is the
+    workload's name, its input id the entry number, its backend ``K3:function``. The ``--workload``
+    of that name gives them, by number: no shape to match."""
+    from ktriage.workload.recorded_bundle import workload_entries
+
+    loaded = next((w for w in workloads if w.name == cell.op), None)
+    if loaded is None:
+        names = ", ".join(w.name for w in workloads) or "none given"
+        return None, [f"a cell of the recorded bench {cell.op}: its kernels are in that workload's file "
+                      f"(--workload {cell.op}.workload.json; given: {names})"]
+    kernel_id = cell.backend.split(":", 1)[0]
+    entry = next((e for e, _ in workload_entries(loaded.workload) if e.id == cell.input_id and e.kernel == kernel_id), None)
+    if entry is None:
+        return None, [f"workload {loaded.path} has no entry {cell.input_id} of {cell.backend}: not the file this bench "
+                      "recorded from (a re-recording numbers its entries anew)"]
+    k = next(k for k in loaded.workload.kernels if k.id == entry.kernel)
+    i = next(i for i in k.inputs if i.id == entry.input)
+    found = RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
+                           i.spec.key(), entry.id)
+    rule = f"the recorded bench's own entry {entry.id}: {k.id} input {i.id} (recorded: {loaded.path}, {k.package or '?'})"
+    return RecordedMatch(loaded.path, loaded.name, rule, [found]), []
 
 
 def describe(match: RecordedMatch) -> str:

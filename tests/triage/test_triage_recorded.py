@@ -191,3 +191,28 @@ def test_an_aa_pair_bundles_a_second_copy_of_the_recorded_kernels(tmp_path: Path
     recorded = load_recorded_bundle(out / entry["dir"])
     (tc, copy) = list(recorded.bundle.toolchains)
     assert copy == tc + "+aa" and all(hasattr(a, "cubin_path") for a in recorded.bundle.artifacts.values())
+
+
+def test_a_recorded_bench_run_is_triaged_through_its_own_entries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The H200 bench of the recorded cross_entropy workload (benchmarks/record/h200c/bench), split
+    into its Triton 3.3.1 and 3.6.0 halves: a recorded bench's cells name their workload entry
+    (op = the workload's name, input id = the entry), so the --workload file gives their kernels by
+    number, with no shape to match, and the flagged cell is explained compile-side."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks" / "triage"))
+    from e2e_h200_runs import split
+
+    old, new = split(REC / "h200c" / "bench" / "wl-tb_cross_entropy_bwd.json", "triton==3.3.1", "triton==3.6.0", tmp_path)
+    wl = str(REC / "h200" / "tb_cross_entropy_bwd.workload.json")
+    code = main(["triage", str(old), str(new), "--workload", wl, "--no-bisect", "--no-fixes", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0  # 3.6.0 is faster here: an improvement, no regression
+    (cell,) = report["cells"]  # the one cell past the gate: V=8192, 0.377 -> 0.338 ms on the H200
+    assert cell["op"] == "tb_cross_entropy_bwd" and cell["backend"] == "K1:liger_cross_entropy_kernel"
+    assert cell["recorded"]["rule"].startswith("the recorded bench's own entry 1: K1 input 0")
+    assert cell["compile_change"] is True and cell["verdict"] == "improvement"
+    # a workload of another name gives nothing, and says which file would
+    code = main(["triage", str(old), str(new), "--workload", WL, "--no-bisect", "--no-fixes", "--format", "json"])
+    (cell,) = json.loads(capsys.readouterr().out)["cells"]
+    assert cell["recorded"] is None and any("tb_cross_entropy_bwd.workload.json" in n for n in cell["notes"])
