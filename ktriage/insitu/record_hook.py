@@ -345,9 +345,12 @@ class Recorder:
                                               "triton_meta": _inductor_meta(meta),
                                               "configs": [_config_view(c) for c in configs or getattr(autotuner, "configs", None) or []]}
                     try:
-                        real = getattr(fn, "fn", None)
+                        real = inductor_function(autotuner)
                         if real is not None:
                             record.update(snapshot_of(real))
+                        else:
+                            record["snapshot_error"] = ("inductor dropped the kernel's Python function (compiled in a "
+                                                        "subprocess and pickled back) and could not reload it")
                     except Exception as exc:
                         record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
                     self.journal.write(record)
@@ -395,6 +398,23 @@ class Recorder:
         with self._lock:
             if self._dirty:
                 self._flush_counts()
+
+
+def inductor_function(autotuner: Any) -> Any:
+    """The Python function of an inductor kernel (what its snapshot is taken from). A kernel compiled
+    in inductor's subprocess pool comes back pickled without it (``prepare_for_pickle`` sets
+    ``fn.fn = None``); inductor keeps a ``_reload_kernel`` callback that loads the generated module
+    again from its file (it does so itself before coordinate descent), which gives it back."""
+    real = getattr(getattr(autotuner, "fn", None), "fn", None)
+    if real is not None:
+        return real
+    reload = getattr(autotuner, "_reload_kernel", None)
+    if callable(reload):
+        try:
+            return getattr(getattr(reload(), "fn", None), "fn", None)
+        except Exception:
+            return None
+    return None
 
 
 def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...]) -> list[int] | None:

@@ -159,3 +159,19 @@ def test_a_snapshot_stub_folder_gets_the_placeholder_and_a_real_torch_still_wins
                            .replace("from torch._inductor.runtime import helper", "helper = type('h', (), {'VALUE': 'x'})")],
                           capture_output=True, text=True, check=True).stdout.split()
     assert real[0] == str(Path(torch.__file__))
+
+
+def test_a_kernel_pickled_back_from_inductors_subprocess_is_reloaded_for_its_snapshot() -> None:
+    """inductor's subprocess-compiled kernels arrive with ``fn.fn = None`` (prepare_for_pickle): the
+    H200 recording of compiled_model lost one kernel's snapshot that way ("its source file could not be
+    read"). The hook reloads it through inductor's ``_reload_kernel``, as inductor itself does.
+    FAKE autotuner objects: only the attribute protocol is under test."""
+    from types import SimpleNamespace
+
+    def kernel() -> None: ...
+
+    fresh = SimpleNamespace(fn=SimpleNamespace(fn=kernel))
+    assert record_hook.inductor_function(fresh) is kernel
+    pickled = SimpleNamespace(fn=SimpleNamespace(fn=None), _reload_kernel=lambda: SimpleNamespace(fn=SimpleNamespace(fn=kernel)))
+    assert record_hook.inductor_function(pickled) is kernel
+    assert record_hook.inductor_function(SimpleNamespace(fn=SimpleNamespace(fn=None))) is None  # no way back: the caller notes why
