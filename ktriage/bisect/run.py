@@ -81,6 +81,7 @@ class BisectOptions:
     artifact_timing: str = "kernel"  # kernel launches only: the library's host work is the same for every toolchain
     max_samples: int = 200  # per variant, before a candidate is called unsure
     threshold: float = 0.05  # the smallest relative change the verdicts count
+    gpus: tuple[int, ...] = ()  # --gpus: a round's candidates spread over these GPUs (each group with both endpoints)
     cluster: str | None = None  # --cluster: where candidates are built and tested (not part of the question)
 
 
@@ -276,6 +277,15 @@ class _Run:
             remote = RemoteMeasure(self.executor, bench_measure_job,
                                    (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing))
             return TimePredicate(remote, config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
+        if len(opts.gpus) > 1:  # one pinned worker per GPU; each group of a round with both endpoints on its GPU
+            from ktriage.bisect.cluster import bench_measure_job
+            from ktriage.bisect.gpu_pool import GpuWorkerMeasure
+            from ktriage.stats.verdict import DEFAULT_CONFIG
+
+            args = (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing)
+            pool = [GpuWorkerMeasure(g, bench_measure_job, args) for g in opts.gpus]
+            return TimePredicate(pool[0], config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples,
+                                 more_gpus=pool[1:])
         try:
             measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode,
                                     artifact_timing=opts.artifact_timing)

@@ -77,6 +77,12 @@ class _Endpoints:
     config: VerdictConfig  # the candidates' verdict config (gate relative to the endpoints)
 
 
+def _gpu(index: int | None) -> dict[str, Any]:
+    """The GPU an observation was timed on, with several GPUs (its measure's ``gpu``, else the
+    measure's position); nothing for a one-GPU bisect."""
+    return {} if index is None else {"gpu": index}
+
+
 def _summary(samples: Sequence[float]) -> dict[str, Any]:
     arr = np.asarray(samples, dtype=float)
     if arr.size == 0:
@@ -110,6 +116,7 @@ class TimePredicate:
         relative_gate: float | None = 1 / 3,
         keep_samples: bool = True,
         metric: str = "latency_ms",
+        more_gpus: Sequence[MeasureFn] = (),
     ) -> None:
         if samples_per_round < 1 or max_rounds < 1:
             raise KtriageError("samples per round and rounds must be >= 1", "pass positive --samples-per-round / --max-rounds")
@@ -120,6 +127,9 @@ class TimePredicate:
             raise KtriageError(f"relative gate {relative_gate} must be in (0, 0.5)",
                                "a gate of half the distance or more cannot tell the endpoints apart; 1/3 is the default")  # fmt: skip
         self.measure = measure
+        # one measure per further GPU (``--gpus``): a round's candidates are split over all of them,
+        # each group timed with both endpoints on its own GPU (ktriage.measure.gpus.split_round)
+        self.measures: list[MeasureFn] = [measure, *more_gpus]
         self.config = config
         self.max_rounds = max_rounds
         self.samples_per_round = samples_per_round
@@ -133,16 +143,16 @@ class TimePredicate:
     def _first_n(self) -> int:
         return min(self.max_samples, max(self.samples_per_round, self.config.min_samples))
 
-    def _errors(self) -> Mapping[str, str]:
-        errors = getattr(self.measure, "errors", None)
+    def _errors(self, measure: MeasureFn | None = None) -> Mapping[str, str]:
+        errors = getattr(measure or self.measure, "errors", None)
         return errors if isinstance(errors, Mapping) else {}
 
-    def _take(self, variants: list[Variant], n: int) -> dict[str, list[float]]:
-        got = self.measure(variants, n)
+    def _take(self, variants: list[Variant], n: int, measure: MeasureFn | None = None) -> dict[str, list[float]]:
+        got = (measure or self.measure)(variants, n)
         return {variant_key(v): [float(x) for x in got.get(variant_key(v), [])] for v in variants}
 
-    def _endpoint_failed(self, which: str, c: Candidate) -> MeasureError:
-        why = self._errors().get(c.id, "no samples returned")
+    def _endpoint_failed(self, which: str, c: Candidate, measure: MeasureFn | None = None) -> MeasureError:
+        why = self._errors(measure).get(c.id, "no samples returned")
         return MeasureError(f"the {which} endpoint {c.label} could not be measured: {why}",
                             f"check that {c.label} builds and runs on its own; the bisect needs both endpoints")  # fmt: skip
 
@@ -218,7 +228,11 @@ class TimePredicate:
 
     # ------------------------------------------------------------------------------ test
     def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
-        """Measure the candidates with both endpoints, interleaved, until each is decided or capped."""
+        """Measure the candidates with both endpoints, interleaved, until each is decided or capped.
+
+        With several GPUs (``more_gpus``) the round's candidates are split into one group per GPU, and
+        the groups are measured at the same time, each with both endpoints on its own GPU: a
+        candidate is only ever compared with endpoint samples of the GPU it was timed on."""
         ep = self.endpoints
         if ep is None:
             raise KtriageError("the time predicate was asked to test candidates before its preflight",
@@ -233,6 +247,28 @@ class TimePredicate:
             else:
                 todo.append(c)
         pos_of = {c.id: pos for pos, c in enumerate(candidates)}
+        if len(self.measures) > 1 and len(todo) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            from ktriage.measure.gpus import split_round
+
+            groups = split_round(todo, list(range(len(self.measures))))
+            with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="ktriage-bisect-gpu") as pool:
+                done = list(pool.map(lambda g: self._test_group(self.measures[g[0]], g[1],
+                                                                getattr(self.measures[g[0]], "gpu", g[0])), groups))
+            observed = {cid: o for part in done for cid, o in part.items()}
+        else:
+            observed = self._test_group(self.measure, todo, None)
+        for cid, o in observed.items():
+            results[pos_of[cid]] = o
+        return [results[i] for i in range(len(candidates))]
+
+    def _test_group(self, measure: MeasureFn, todo: list[Candidate], gpu: int | None) -> dict[str, Observation]:
+        """One group of a round's candidates, with both endpoints, on one measure (one GPU)."""
+        ep = self.endpoints
+        assert ep is not None
+        good, bad = ep.good, ep.bad
+        results: dict[str, Observation] = {}
         samples: dict[str, list[float]] = {good.id: [], bad.id: [], **{c.id: [] for c in todo}}
         cost: dict[str, dict[str, float]] = {c.id: {"compiles": 0, "gpu_s": 0.0, "samples": 0} for c in todo}
         rounds: dict[str, int] = {c.id: 0 for c in todo}
@@ -240,11 +276,11 @@ class TimePredicate:
         pending = list(todo)
         n, r = self._first_n(), 0
         while pending and r < self.max_rounds:
-            got = self._take([good, bad, *pending], n)
+            got = self._take([good, bad, *pending], n, measure)
             r += 1
             for which, c in (("good", good), ("bad", bad)):
                 if not got[c.id]:
-                    raise self._endpoint_failed(which, c)
+                    raise self._endpoint_failed(which, c, measure)
                 samples[c.id] += got[c.id]
             # Endpoint samples of this round are charged to the candidates that needed them.
             share, extra = divmod(len(got[good.id]) + len(got[bad.id]), len(pending))
@@ -255,9 +291,9 @@ class TimePredicate:
                 cost[c.id]["gpu_s"] += (sum(got[c.id]) + share_ms) / 1e3
                 rounds[c.id] = r
                 if not got[c.id]:
-                    why = self._errors().get(c.id, "no samples returned")
-                    results[pos_of[c.id]] = Observation(c, "skip", f"could not be measured: {why}",
-                                                        {"metric": self.metric, "error": why}, cost[c.id])  # fmt: skip
+                    why = self._errors(measure).get(c.id, "no samples returned")
+                    results[c.id] = Observation(c, "skip", f"could not be measured: {why}",
+                                                {"metric": self.metric, "error": why, **_gpu(gpu)}, cost[c.id])  # fmt: skip
                     continue
                 samples[c.id] += got[c.id]
                 vg = compare_samples(samples[good.id], samples[c.id], ep.config)
@@ -267,17 +303,17 @@ class TimePredicate:
                 if d.outcome is None and len(samples[c.id]) < self.max_samples:
                     still.append(c)
                 else:
-                    results[pos_of[c.id]] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id])
+                    results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], gpu)
             pending = still
             if pending:
                 n = min(self.samples_per_round, self.max_samples - max(len(samples[c.id]) for c in pending))
         for c in pending:  # out of rounds
             vg, vb, d = last[c.id]
-            results[pos_of[c.id]] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id])
-        return [results[i] for i in range(len(candidates))]
+            results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], gpu)
+        return results
 
     def _observation(self, c: Candidate, samples: dict[str, list[float]], vg: Verdict, vb: Verdict, d: Decision,
-                     cost: dict[str, float], rounds: int) -> Observation:  # fmt: skip
+                     cost: dict[str, float], rounds: int, gpu: int | None = None) -> Observation:  # fmt: skip
         ep = self.endpoints
         assert ep is not None
         outcome: Outcome = d.outcome or "unsure"
@@ -292,6 +328,7 @@ class TimePredicate:
             "bad": _summary(samples[ep.bad.id]),
             "rounds": rounds,
             **_summary(samples[c.id]),
+            **_gpu(gpu),
         }
         if self.keep_samples:
             meas["samples_ms"] = samples[c.id]

@@ -38,6 +38,7 @@ from ktriage.cli.options import (
     write_outputs,
 )
 from ktriage.errors import KtriageError
+from ktriage.measure.gpus import GPUS_HELP
 
 
 FORMATS = ("table", "markdown", "json")
@@ -75,6 +76,7 @@ def bisect(
     artifact_timing: Annotated[str, typer.Option("--artifact-timing", help="--metric latency: what is timed: kernel (launches only, the default for toolchain comparisons), tritonbench or library.")] = "kernel",
     max_samples: Annotated[int, typer.Option("--max-samples", help="--metric latency: samples per variant before a candidate is called unsure.")] = 200,
     threshold: Annotated[float, typer.Option("--threshold", help="--metric latency: the smallest relative change counted (0.05 = 5%).")] = 0.05,
+    gpus: Annotated[str | None, typer.Option("--gpus", help="--metric latency: " + GPUS_HELP)] = None,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Older spelling of -o PATH.md.")] = None,
@@ -100,7 +102,7 @@ def bisect(
         build_timeout_s=build_timeout, state=state.resolve() if state else None, resume=resume, pre=pre, arch=arch,
         dtype=dtype, jobs=jobs, explain=not no_explain, keep_checkouts=keep_checkouts, cluster=cluster,
         bundle=bundle.resolve() if bundle else None, backend=backend, artifact_timing=artifact_timing,
-        max_samples=max_samples, threshold=threshold,
+        max_samples=max_samples, threshold=threshold, gpus=tuple(_bisect_gpus(gpus, metric)),
     )  # fmt: skip
     report = run_bisect(opts, say=lambda m: console.print(escape(m), highlight=False))
     title = f"ktriage bisect {source} {good}..{bad}"
@@ -173,3 +175,15 @@ def bisect_step(
         print_error(exc, console)
         sys.stdout.flush()
         raise typer.Exit(EXIT_ABORT) from None
+
+
+def _bisect_gpus(spec: str | None, metric: str | None) -> list[int]:
+    """``--gpus`` of a timed bisect, checked here (a compile-only bisect has nothing to place)."""
+    if spec is None:
+        return []
+    if metric != "latency":
+        raise KtriageError(f"--gpus applies to a timed bisect (--metric latency), not --metric {metric}",
+                           "leave --gpus out: a compile-only bisect uses no GPU (--workers parallelizes it)")
+    from ktriage.measure.gpus import select_gpus, visible_gpus
+
+    return select_gpus(spec, visible_gpus()) or []

@@ -330,3 +330,37 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     assert deltas["ATOMG"] > 0 and deltas["REDG"] == -deltas["ATOMG"] and e["attribution"] == "ptxas"
     md = to_markdown(report)
     assert "ATOMG +" in md and "ktriage explain liger.embedding --bwd --input 0" in md
+
+
+class FakeGpu(FakeNoisyTimings):
+    """FAKE timings of one GPU of a multi-GPU host: its own speed (``base_ms``) and the variants it was asked for."""
+
+    def __init__(self, gpu: int, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.gpu = gpu
+        self.asked: set[str] = set()
+
+    def __call__(self, variants: list, n: int) -> dict[str, list[float]]:  # type: ignore[type-arg,override]
+        self.asked |= {v.id if isinstance(v, Candidate) else str(v) for v in variants}
+        return super().__call__(variants, n)
+
+
+def test_a_round_over_several_gpus_compares_each_candidate_with_its_own_gpus_endpoints() -> None:
+    """GPU 1 runs everything 15 % faster than GPU 0 (a FAKE GPU-to-GPU offset, larger than the
+    regression's distance to a candidate): mixing GPU 1's candidates with GPU 0's endpoint samples
+    would misplace them. Each GPU measures its group with both endpoints, so every side is right."""
+    gpu0 = FakeGpu(0, culprit=17, effect=0.30, cv=0.02, seed=1)
+    gpu1 = FakeGpu(1, culprit=17, effect=0.30, cv=0.02, seed=2, base_ms=0.85)
+    pred = TimePredicate(gpu0, more_gpus=[gpu1])
+    pred.preflight(GOOD, BAD)
+    picks = [CANDS[i] for i in (3, 16, 17, 18, 25, 30)]
+    obs = pred.test(picks)
+    assert [o.candidate for o in obs] == picks
+    assert [o.outcome for o in obs] == ["good", "good", "bad", "bad", "bad", "bad"]
+    # the round split in search order: the first half on GPU 0, the second on GPU 1, endpoints on both
+    assert [o.measurements["gpu"] for o in obs] == [0, 0, 0, 1, 1, 1]
+    assert {GOOD.id, BAD.id} <= gpu0.asked and {GOOD.id, BAD.id} <= gpu1.asked
+    assert not {c.id for c in picks[3:]} & gpu0.asked and not {c.id for c in picks[:3]} & gpu1.asked
+    # one candidate (or one GPU): measured as before, on the first measure, no GPU noted
+    (single,) = pred.test([CANDS[5]])
+    assert single.outcome == "good" and "gpu" not in single.measurements
