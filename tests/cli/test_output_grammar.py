@@ -146,7 +146,8 @@ def test_tune_markdown_on_stdout_and_in_a_file(toolchain: Any, tmp_path: Path, i
 
 # ------------------------------------------------------------------------------------------ bench
 def _fake_run_bench(plan: Any, *, store_url: str | None, results_path: Path | None, toolchains: list[dict[str, Any]],
-                    on_cell: Any = None, on_input_done: Any = None, timeout_s: float = 60.0) -> tuple[Any, list[Any]]:
+                    on_cell: Any = None, on_input_done: Any = None, timeout_s: float = 60.0,
+                    gpus: Any = None) -> tuple[Any, list[Any]]:
     """Stands in for the GPU session (ktriage.bench.session.run_bench): synthetic cells, the results
     file streamed as the real one does (after each input, then once more when finished)."""
     run, cells = fake_sweep_run(seed=5, n_inputs=3, samples=5, toolchains=())
