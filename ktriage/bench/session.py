@@ -213,8 +213,15 @@ def _run(placed: list[tuple[int | None, IsolatedRunner]], jobs: Callable[[], Ite
                        for g, r in placed]
             for t in threads:
                 t.start()
-            for t in threads:
-                t.join()
+            try:
+                for t in threads:
+                    t.join()
+            except KeyboardInterrupt:  # Ctrl-C: no new job starts; the running ones end (their workers
+                with lock:             # got the signal too) and are saved before the store closes
+                    queue.clear()
+                for t in threads:
+                    t.join(timeout=30)
+                raise
         for _, runner in placed:
             runner.close()
         timeline["measured_s"] = round(time.perf_counter() - t0, 3)

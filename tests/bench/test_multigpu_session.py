@@ -6,6 +6,7 @@ one GPU with all its cells, cells say their GPU, and a fault on one GPU costs on
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ def gpu_handler(payload: dict[str, Any], emit: Any) -> None:
     """Runs in a worker: one cell per key, tagged with the GPU the worker was pinned to."""
     if payload.get("crash") and os.environ.get("CUDA_VISIBLE_DEVICES") == "1":
         os._exit(9)
+    if payload.get("slow"):
+        time.sleep(float(payload["slow"]))
     for k in payload["keys"]:
         emit(Cell(CellKey(**k), "ok", samples_ms=[1.0, 1.01, 0.99],
                   extra={"seen": os.environ.get("CUDA_VISIBLE_DEVICES"), "order": os.environ.get("CUDA_DEVICE_ORDER"),
@@ -70,3 +73,34 @@ def test_a_verdict_never_compares_samples_of_two_gpus() -> None:
     assert [p.status for p in same.pairs] == ["compared"]
     (pair,) = two.pairs
     assert pair.status == "error" and pair.verdict is None and "GPU 0 (ref) and GPU 1 (new)" in (pair.problem or "")
+
+
+def test_ctrl_c_starts_no_new_job_and_keeps_the_finished_ones(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to this process, sent when the third job is done, while the GPUs' threads work):
+    no job starts after it, the jobs running finish and are saved, and the error reaches the caller."""
+    import signal
+
+    import pytest
+
+    results = tmp_path / "r.json"
+    jobs = [JobSpec(i, _keys(i), {"keys": [k.__dict__ for k in _keys(i)], "slow": 0.3}) for i in range(12)]
+    done: list[Any] = []
+
+    def on_done(job_id: Any) -> None:
+        done.append(job_id)
+        if len(done) == 3:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_jobs(gpu_handler, lambda: jobs, settings={}, store_url=f"sqlite:///{tmp_path}/s.db", results_path=results,
+                     toolchains=[], gpus=[0, 1], timeout_s=30, on_done=on_done)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    _, saved = read_results(results)
+    per_input: dict[int, int] = {}
+    for c in saved:
+        per_input[c.key.input_id] = per_input.get(c.key.input_id, 0) + 1
+    assert 3 <= len(per_input) < 12  # stopped early, with what was measured kept
+    assert set(per_input.values()) == {2}  # every started job finished whole: no input lost half its cells
