@@ -21,11 +21,14 @@ from __future__ import annotations
 import functools
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktriage.bench.recorded import RecordedPlan
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey
+
+if TYPE_CHECKING:
+    from ktriage.measure.timing import TimingOptions
 
 Emit = Callable[[Cell], None]
 
@@ -132,7 +135,7 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
                          "reset_before_each_call": not check.idempotent, "buffer_bytes": pristine.nbytes()}))
 
 
-def recorded_protocol(asked: str, variants: dict[str, _Timed], options: Any, idempotent: bool) -> tuple[str, str]:
+def recorded_protocol(asked: str, variants: dict[str, _Timed], options: TimingOptions, idempotent: bool) -> tuple[str, str]:
     """The timing protocol of one recorded entry (every toolchain gets the same one: a ratio of two
     protocols would measure the protocols) and why. A recorded entry is one kernel launch per call,
     so ``auto`` is ``choose_protocol`` for a single launch, with one exception: a kernel that is not

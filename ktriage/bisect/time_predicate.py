@@ -126,9 +126,8 @@ class TimePredicate:
         if relative_gate is not None and not 0 < relative_gate < 0.5:
             raise KtriageError(f"relative gate {relative_gate} must be in (0, 0.5)",
                                "a gate of half the distance or more cannot tell the endpoints apart; 1/3 is the default")  # fmt: skip
-        self.measure = measure
-        # one measure per further GPU (``--gpus``): a round's candidates are split over all of them,
-        # each group timed with both endpoints on its own GPU (ktriage.measure.gpus.split_round)
+        # the first GPU's measure (the preflight's), then one per further GPU (``--gpus``): a round's
+        # candidates are split over all of them, each group timed with both endpoints on its own GPU
         self.measures: list[MeasureFn] = [measure, *more_gpus]
         self.config = config
         self.max_rounds = max_rounds
@@ -138,6 +137,11 @@ class TimePredicate:
         self.keep_samples = keep_samples
         self.metric = metric
         self.endpoints: _Endpoints | None = None
+
+    @property
+    def measure(self) -> MeasureFn:
+        """The first GPU's measure: the preflight's, and a round's when it runs on one GPU."""
+        return self.measures[0]
 
     # ------------------------------------------------------------------------------ sampling
     def _first_n(self) -> int:

@@ -117,12 +117,14 @@ def bench(
     if unknown:
         raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
     asked_mode = pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
+    from ktriage.workload.recorded_bundle import is_recorded_bundle
+
     loaded = None
     if bundle is not None and not toolchain:
         from ktriage.workload.bundle import load_bundle
 
         loaded = load_bundle(bundle)
-    if workload is not None or kernel or (loaded is not None and loaded.mode == "recorded"):
+    if workload is not None or kernel or (loaded is not None and is_recorded_bundle(loaded)):
         from ktriage.cli.bench_recorded import bench_workload, refuse_op_options
 
         refuse_op_options({"--op": op, "--only": only, "--baseline": baseline, "--fwd/--bwd/--mode": asked_mode,

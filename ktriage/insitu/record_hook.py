@@ -428,7 +428,7 @@ def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[An
         meta = getattr(autotuner, "inductor_meta", None)
         if grid_expr is None or config is None or not meta or "grid_type" not in meta:
             return None
-        cfg = {**dict(getattr(config, "kwargs", {}) or {})}
+        cfg = dict(getattr(config, "kwargs", None) or {})
         scalars = {n: a for n, a in zip(names, args) if isinstance(a, int) and not isinstance(a, bool)}
         grid = grid_expr.from_meta(meta, cfg).eval_slow({**scalars, **cfg})
         return [int(g) for g in grid]

@@ -96,7 +96,7 @@ def split_round(candidates: Sequence[T], gpus: Sequence[int]) -> list[tuple[int,
     candidates get nothing; an empty round gives no groups."""
     if not gpus:
         raise KtriageError("split_round needs at least one GPU", "pass the GPU indices the round may use")
-    used = list(gpus[:max(1, min(len(gpus), len(candidates)))]) if candidates else []
+    used = list(gpus[:len(candidates)])
     out: list[tuple[int, list[T]]] = []
     start = 0
     for i, gpu in enumerate(used):

@@ -164,10 +164,10 @@ def _hits(kernels: Sequence[Kernel], want: tuple[int, ...]) -> tuple[list[Hit], 
 
 def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded]) -> tuple[RecordedMatch | None, list[str]]:
     """The cell's recorded kernels by the module's rules, and notes on every workload not used."""
-    from ktriage.workload.recorded_bundle import workload_entries
+    from ktriage.workload.recorded_bundle import RECORDED_MODE, workload_entries
 
     notes: list[str] = []
-    if cell.mode == RECORDED_MODE:
+    if cell.mode == RECORDED_MODE:  # a recorded bench's own cell: op = the workload's name
         return _own_entry(cell, workloads)
     candidates = [d for d in dict.fromkeys([dims(cell.input_label), dims(x_val)]) if d is not None]
     if not candidates:
@@ -218,16 +218,12 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
                 for k, i, _, _ in hits if not any(h[0] is k and h[1] is i for h in timed)]
     numbers = {(e.kernel, e.input): e.id for e, _ in workload_entries(loaded.workload, kernels=[k.id for k, *_ in timed],
                                                                     inputs=[i.label for _, i, _, _ in timed])}
-    found_kernels = [RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
-                              i.spec.key(), numbers[(k.id, i.id)]) for k, i, _, _ in timed]
+    found_kernels = [_recorded_kernel(k, i, numbers[(k.id, i.id)]) for k, i, _, _ in timed]
     what = ", ".join(f"{name} {_shape(s)}" for _, _, name, s in timed)
     word = "shape" if how == "shape" else "element count"
     rule = (f"matched by {word}: {what} {'=' if how == 'shape' else 'has as many elements as'} x_val {want}"
             f"{' flattened' if how != 'shape' else ''} (recorded: {loaded.path}, {', '.join(sorted({k.package or '?' for k, *_ in timed}))})")
     return RecordedMatch(loaded.path, loaded.name, rule, found_kernels, left_out), notes
-
-
-RECORDED_MODE = "recorded"  # the pass of a recorded bench's cells (ktriage bench W.json): op = the workload's name
 
 
 def _own_entry(cell: CellTriage, workloads: Sequence[Loaded]) -> tuple[RecordedMatch | None, list[str]]:
@@ -248,10 +244,14 @@ def _own_entry(cell: CellTriage, workloads: Sequence[Loaded]) -> tuple[RecordedM
                       "recorded from (a re-recording numbers its entries anew)"]
     k = next(k for k in loaded.workload.kernels if k.id == entry.kernel)
     i = next(i for i in k.inputs if i.id == entry.input)
-    found = RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
-                           i.spec.key(), entry.id)
     rule = f"the recorded bench's own entry {entry.id}: {k.id} input {i.id} (recorded: {loaded.path}, {k.package or '?'})"
-    return RecordedMatch(loaded.path, loaded.name, rule, [found]), []
+    return RecordedMatch(loaded.path, loaded.name, rule, [_recorded_kernel(k, i, entry.id)]), []
+
+
+def _recorded_kernel(k: Kernel, i: Input, entry: int) -> RecordedKernel:
+    """A recorded (kernel, input) as a triage cell names it; ``entry``: its number in a recorded bundle."""
+    return RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
+                          i.spec.key(), entry)
 
 
 def describe(match: RecordedMatch) -> str:

@@ -26,9 +26,9 @@ from ktriage.errors import SpecError
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.tune.screen import ScreenResult
+from ktriage.workload.recorded_bundle import RECORDED_MODE
 
 DEFAULT_VARIANT = "default"
-RECORDED = "recorded"  # ktriage.workload.recorded_bundle.RECORDED_MODE: the mode of a recorded kernel's cells
 
 
 @dataclass
@@ -51,7 +51,7 @@ class TuneBundle:
         for every config and only adds noise). A recorded kernel's bundle is benched as recorded
         workloads are: every variant replayed on the recorded arguments, its results checked against
         the library's config."""
-        if self.mode == RECORDED:
+        if self.mode == RECORDED_MODE:
             return ["ktriage", "bench", "--bundle", str(self.path), "--max-time", f"{budget_s:g}", "--output-json", str(results)]
         only = ",".join([self.backend, *([self.native] if self.native else [])])
         return ["ktriage", "bench", "--bundle", str(self.path), "--op", self.op, f"--{self.mode.replace('_', '-')}",
@@ -129,7 +129,7 @@ def _recorded_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, co
     if entry.spec_key != spec.key():
         raise SpecError(f"the recorded bundle holds another kernel than the tuned spec ({entry.spec_key} vs {spec.key()})",
                         "tune the workload's kernel as recorded (same --arch)")
-    return TuneBundle(out_dir, entry_op(out_dir), RECORDED, entry.backend, entry.id, {tc.id: DEFAULT_VARIANT},
+    return TuneBundle(out_dir, entry_op(out_dir), RECORDED_MODE, entry.backend, entry.id, {tc.id: DEFAULT_VARIANT},
                       compare_with={t.id: str(t.spec) for t in others}), entry.spec_key
 
 

@@ -32,8 +32,9 @@ def _keys(i: int) -> list[CellKey]:
     return [CellKey("layer_norm", "bwd", i, f"x{i}", "liger_layer_norm", tc) for tc in ("old", "new")]
 
 
-def _jobs(n: int, crash_at: int | None = None) -> list[JobSpec]:
-    return [JobSpec(i, _keys(i), {"keys": [k.__dict__ for k in _keys(i)], "crash": i == crash_at}) for i in range(n)]
+def _jobs(n: int, crash_at: int | None = None, slow: float | None = None) -> list[JobSpec]:
+    return [JobSpec(i, _keys(i), {"keys": [k.__dict__ for k in _keys(i)], "crash": i == crash_at, "slow": slow})
+            for i in range(n)]
 
 
 def test_jobs_spread_over_the_gpus_each_on_one(tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ def test_ctrl_c_starts_no_new_job_and_keeps_the_finished_ones(tmp_path: Path) ->
     import pytest
 
     results = tmp_path / "r.json"
-    jobs = [JobSpec(i, _keys(i), {"keys": [k.__dict__ for k in _keys(i)], "slow": 0.3}) for i in range(12)]
+    jobs = _jobs(12, slow=0.3)
     done: list[Any] = []
 
     def on_done(job_id: Any) -> None:
