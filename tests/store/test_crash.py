@@ -21,7 +21,8 @@ from tests.store.fixtures import store_url  # noqa: F401  (the fixture: every te
 SAMPLES_PER_CELL = 200
 
 CHILD = r'''
-import ctypes, sys, time
+import ctypes, faulthandler, signal, sys, time
+faulthandler.register(signal.SIGUSR1)  # the parent asks for every thread's stack when the child seems stuck
 from pathlib import Path
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.store import open_store
@@ -130,12 +131,28 @@ def test_sigkill_while_cells_stream_in(store_url: str, tmp_path: Path) -> None:
     assert assert_cells_whole(store_url, "killed000002", committed) >= committed
 
 
+def wait_or_dump(proc: subprocess.Popen[str], timeout: float) -> tuple[int, str]:
+    """The child's exit code and stderr; a child still running after ``timeout`` s (CI under load once
+    took more than 60 s here) dumps its stacks (faulthandler, SIGUSR1) into the failure message."""
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            _, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        pytest.fail(f"the child did not exit {timeout} s after SIGINT; its stacks:\n{err}")
+    return proc.returncode, err
+
+
 def test_sigint_marks_run_interrupted(store_url: str, tmp_path: Path) -> None:
     proc = spawn(tmp_path, store_url, "ctrlc0000001", "sigint", 4)
     read_commits(proc, 4)
     proc.send_signal(signal.SIGINT)
-    rc = proc.wait(timeout=60)
-    assert rc != 0 and "KeyboardInterrupt" in (proc.stderr.read() if proc.stderr else "")
+    rc, err = wait_or_dump(proc, timeout=180)
+    assert rc != 0 and "KeyboardInterrupt" in err, err
     assert assert_cells_whole(store_url, "ctrlc0000001", 4) == 4
     with open_store(store_url) as store:
         summary = store.summary("ctrlc0000001")
