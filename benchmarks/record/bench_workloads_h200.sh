@@ -56,8 +56,11 @@ export PYTHONPATH="$site:$PWD" KTRIAGE_HOME="$PWD/.carry/home"
   git log --oneline -1 2>/dev/null
 } > "$work/env.txt" 2>&1
 start=$(date +%s)
-for b in .bundles/wl-*; do
+seen=" "
+for b in .bundles/wl-compiled_model .bundles/wl-*; do  # the torch.compile model first
   [ -f "$b/manifest.json" ] || continue
+  case "$seen" in *" $b "*) continue ;; esac
+  seen="$seen$b "
   name=$(basename "$b")
   t0=$(date +%s)
   timeout 170 python3 -m ktriage bench --bundle "$b" --max-time 1.0 --min-samples 10 \
@@ -67,6 +70,7 @@ for b in .bundles/wl-*; do
     > "$work/$name.compare.txt" 2>&1
   echo "exit $?" >> "$work/$name.compare.txt"
   tail -n 3 "$work/$name.txt"
+  tar czf "$OUT/bench_wl.tgz" --exclude=store.db -C "$work" .  # what is done so far survives a timeout
 done
 if python3 -c "import pytest" 2>/dev/null; then
   KTRIAGE_TEST_HOME="$PWD/.carry/home" KTRIAGE_RECORDED_BUNDLES=.bundles/wl-many_launches:.bundles/wl-tb_rms_norm_bwd \

@@ -12,6 +12,8 @@ warmup, **kwargs)`` and ``Autotuner.run(self, *args, **kwargs)`` keep one signat
 
 - ``JITFunction.run``: every JIT-level launch, after ``@triton.heuristics`` filled in its values and
   ``@triton.autotune`` its config's keywords: the bound arguments, the option keywords, the grid.
+  ``JITFunction.__getitem__`` too: ``fn[grid](...)`` then counts a repeat launch and calls the JIT's
+  own ``run`` directly, without the extra call layer of Triton's proxy (the hook's cost per launch).
   Triton's ``knobs.runtime.launch_enter_hook`` (3.4+) and ``jit_post_compile_hook`` were not used:
   the first sees the compiled kernel's metadata, not the Python values the specialization is
   derived from, and neither exists in 3.2/3.3 (``CompiledKernel.launch_enter_hook`` there).
@@ -147,6 +149,7 @@ class Recorder:
         self._last_flush = time.monotonic()
         self._local = threading.local()
         self._lock = threading.RLock()
+        self.tuning = 0  # threads inside an outermost Autotuner.run now
         self.host_written = False
         self.tag = str(os.getpid())  # ids are unique across the processes sharing one journal
         self.pending_views: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -159,16 +162,17 @@ class Recorder:
         self.tag = str(os.getpid())
         self.kernels, self.kernel_objects, self.launches, self.counts = {}, [], {}, {}
         self.pending_views, self.not_captured = {}, set()
-        self._dirty, self.host_written = False, False
+        self._dirty, self.host_written, self.tuning = False, False, 0
         self._lock = threading.RLock()
         self.journal._lock = threading.Lock()
 
     # ------------------------------------------------------------------ the JIT path
     def counted(self, launch_key: tuple[Any, ...]) -> bool:
         """The hot path: a launch seen before (outside an autotuner's benchmarking) is one dict
-        lookup and a count. True when it was counted; the caller then skips everything else."""
+        lookup and a count. True when it was counted; the caller then skips everything else. The
+        thread-local autotune state is read only while some thread tunes (``tuning`` > 0)."""
         launch_id = self.launches.get(launch_key)
-        if launch_id is None or self._local.__dict__.get("autotune") is not None:
+        if launch_id is None or (self.tuning and self._local.__dict__.get("autotune") is not None):
             return False
         self.counts[launch_id] += 1  # under the GIL; a race between threads may lose a count
         self._dirty = True
@@ -281,10 +285,14 @@ class Recorder:
             return original(tuner, *args, **kwargs)
         state: dict[str, Any] = {}
         self._local.autotune = state
+        with self._lock:
+            self.tuning += 1
         try:
             result = original(tuner, *args, **kwargs)
         finally:
             self._local.autotune = None
+            with self._lock:
+                self.tuning -= 1
         last = state.get("last")
         if last is not None and last[5] in self.launches:  # seen before: count it, build nothing
             jit_fn, names, bound, options, grid, key, heuristics = last
@@ -464,6 +472,8 @@ def _cheap_key(value: Any) -> Any:
 # Types seen to be tensors (torch.Tensor, nn.Parameter, a fake tensor): the hot path tests the type
 # with one set lookup instead of attribute probes.
 _TENSOR_TYPES: set[type] = set()
+# Where a flat launch key's keywords start (a value no argument reduces to).
+_KWARGS = ("<kwargs>",)
 
 
 def _fast_key(value: Any) -> Any:
@@ -484,10 +494,25 @@ def _fast_key(value: Any) -> Any:
 
 
 def jit_key(jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """A JIT-level launch's identity: the function, its arguments, option keywords and grid."""
-    return (id(jit_fn), tuple([_fast_key(a) for a in args]),
-            tuple([(k, _fast_key(v)) for k, v in kwargs.items()]) if kwargs else (),
-            grid if type(grid) is tuple else _grid_key(grid))
+    """A JIT-level launch's identity: the function, the grid, its arguments and option keywords, in
+    ONE flat tuple (hashing nested tuples cost ~0.5 us a launch), tensors inlined (no call each).
+    Every argument adds a fixed number of items (a tensor four, anything else one), and keywords
+    follow a marker, so two different launches cannot flatten to the same key."""
+    key: list[Any] = [id(jit_fn), grid if type(grid) is tuple else _grid_key(grid)]
+    tensor_types = _TENSOR_TYPES
+    known = len(tensor_types)
+    for a in args:
+        if type(a) in tensor_types:
+            key += (a.dtype, a.shape, a.stride(), a.data_ptr() & 15)
+        else:
+            key.append(_fast_key(a))
+    if kwargs:
+        key.append(_KWARGS)
+        for k, v in kwargs.items():
+            key += (k, _fast_key(v))
+    if len(tensor_types) != known:  # a tensor type met for the first time went in nested: again, flat
+        return jit_key(jit_fn, args, grid, kwargs)
+    return tuple(key)
 
 
 def _grid_key(grid: Any) -> Any:
@@ -883,7 +908,19 @@ def patch_triton() -> None:
         return
     original_run = JITFunction.run
 
+    def first_launch(fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any], key: Any) -> Any:
+        """A launch not counted: recorded, with its key filed for the compile it may trigger."""
+        key = rec.jit_launch(fn, args, grid, kwargs, key)
+        local = rec._local.__dict__
+        previous = local.get("current_key")
+        local["current_key"] = key
+        try:
+            return original_run(fn, *args, grid=grid, warmup=False, **kwargs)
+        finally:
+            local["current_key"] = previous
+
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        """``fn.run``, as autotuners, heuristics and libraries call it."""
         if warmup:
             return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
         # The hot path, inlined (no method layers, no thread-local bookkeeping): a repeat launch
@@ -894,17 +931,28 @@ def patch_triton() -> None:
                 return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
         except Exception:
             key = None
-        key = rec.jit_launch(self, args, grid, kwargs, key)
-        local = rec._local.__dict__
-        previous = local.get("current_key")
-        local["current_key"] = key
-        try:
-            return original_run(self, *args, grid=grid, warmup=warmup, **kwargs)
-        finally:
-            local["current_key"] = previous
+        return first_launch(self, args, grid, kwargs, key)
+
+    def getitem(self: Any, grid: Any) -> Any:
+        """``fn[grid]``: Triton's proxy calls ``self.run``, one more call layer with its arguments
+        packed again (~0.5 us); this one counts a repeat launch and calls the JIT's own run."""
+        if type(self).run is not run:  # a subclass with a run of its own: through it, as Triton does
+            return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            try:
+                key: Any = jit_key(self, args, grid, kwargs)
+                if rec.counted(key):
+                    return original_run(self, *args, grid=grid, warmup=False, **kwargs)
+            except Exception:
+                key = None
+            return first_launch(self, args, grid, kwargs, key)
+
+        return launch
 
     run._ktriage_record = True  # type: ignore[attr-defined]
     JITFunction.run = run
+    JITFunction.__getitem__ = getitem
     # The JIT's binder takes ``compile`` from triton.compiler when it is created (first launch of a
     # function): wrapped here, before any launch, it sees what the JIT passes to the compiler.
     import triton.compiler as compiler_package

@@ -156,3 +156,45 @@ def test_repeated_autotuned_launches_are_counted(toolchain, tmp_path: Path) -> N
     (kernel,) = load_workload(out).kernels
     (inp,) = kernel.inputs
     assert inp.count == 3 and inp.autotune_choice == kernel.autotune_configs[1]  # type: ignore[index]
+
+
+REPEATS_PROGRAM = '''
+import sys
+sys.path.insert(0, sys.argv[1])
+import fakedriver
+fakedriver.install(90)
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x, y, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y + i, tl.load(x + i, mask=i < n), mask=i < n)
+
+
+small = [fakedriver.FakeTensor("fp32", shape=(4096,)) for _ in range(2)]
+large = [fakedriver.FakeTensor("fp32", shape=(8192,)) for _ in range(2)]
+for _ in range(5):
+    add[(4,)](*small, 4096, BLOCK=1024)  # positional tensors: the first one meets a new tensor type
+for _ in range(3):
+    add[(8,)](*large, 8192, BLOCK=1024)
+for _ in range(2):
+    add.run(*small, 4096, BLOCK=1024, grid=(4,), warmup=False)  # as autotuners and libraries call it
+'''
+
+
+def test_repeated_launches_are_one_input_each(toolchain, tmp_path: Path) -> None:
+    """``fn[grid](...)`` and ``fn.run(...)`` launches of one shape are one recorded input with their
+    count: the first launch (a tensor type the hook had not seen) has the same key as the repeats."""
+    tc = toolchain("triton==3.6.0")
+    program = tmp_path / "repeats.py"
+    program.write_text(REPEATS_PROGRAM)
+    from record_helpers import INSITU, record_cli
+
+    out = tmp_path / "W.json"
+    assert record_cli(out, [str(tc.python), str(program), str(INSITU)]) == 0
+    workload = load_workload(out)
+    assert not workload.not_captured
+    (kernel,) = workload.kernels
+    assert sorted((inp.count, inp.spec.grid) for inp in kernel.inputs) == [(3, (8,)), (7, (4,))]

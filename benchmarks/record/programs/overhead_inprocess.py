@@ -2,9 +2,11 @@
 
 Whole-process timings (many_launches.py plain vs under ``ktriage record``) move by +-30% between
 processes on a shared host, more than the effect measured. Here one process times the same 20,000
-launches (4 shapes, real CUDA tensors) with ``JITFunction.run`` plain and hooked, alternating
-rounds, so both see the same machine state. Prints per-launch medians and the ratio.
-Usage (repo root): python3 benchmarks/record/programs/overhead_inprocess.py [ROUNDS]
+launches (4 shapes, real CUDA tensors) with ``JITFunction.run`` plain and hooked, rotating rounds,
+so all variants see the same machine state. Prints per-launch medians and the ratio. A second
+argument names another copy of record_hook.py (an earlier version) timed in the same rotation: a
+before/after of a hook change measured side by side.
+Usage (repo root): python3 benchmarks/record/programs/overhead_inprocess.py [ROUNDS] [BASELINE_HOOK]
 """
 
 import importlib.util
@@ -40,30 +42,43 @@ def loop(xs: dict, sizes: list[int], n: int) -> float:
     return (time.perf_counter() - start) / n * 1e6
 
 
-def main() -> None:
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
-    sizes = [4096, 8192, 16384, 65536]
-    xs = {s: (torch.randn(s, device="cuda"), torch.randn(s, device="cuda"), torch.empty(s, device="cuda")) for s in sizes}
-    loop(xs, sizes, 400)  # compile and warm up, unhooked
-    plain_run = JITFunction.run
-    spec = importlib.util.spec_from_file_location("_ktr_hook", ROOT / "ktriage" / "insitu" / "record_hook.py")
+def patched_by(name: str, hook_file: Path, plain: tuple, xs: dict, sizes: list[int]) -> tuple:
+    """Install the hook in ``hook_file`` on the plain JIT; its patched (run, __getitem__) and recorder."""
+    JITFunction.run, JITFunction.__getitem__ = plain
+    spec = importlib.util.spec_from_file_location(f"_ktr_hook_{name}", hook_file)
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     rec = hook.install(str(Path(tempfile.mkdtemp()) / "journal"))
-    hooked_run = JITFunction.run
-    assert hooked_run is not plain_run, "the hook did not patch JITFunction.run"
+    patched = (JITFunction.run, JITFunction.__getitem__)
+    assert patched != plain, f"the hook {hook_file} did not patch JITFunction"
     loop(xs, sizes, 400)  # the hook sees each shape once (new launches), then counts
-    plain, hooked = [], []
+    return patched, rec
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+    hooks = {"hooked": ROOT / "ktriage" / "insitu" / "record_hook.py"}
+    if len(sys.argv) > 2:
+        hooks["baseline"] = Path(sys.argv[2])
+    sizes = [4096, 8192, 16384, 65536]
+    xs = {s: (torch.randn(s, device="cuda"), torch.randn(s, device="cuda"), torch.empty(s, device="cuda")) for s in sizes}
+    loop(xs, sizes, 400)  # compile and warm up, unhooked
+    plain = (JITFunction.run, JITFunction.__getitem__)
+    variants, recorders = {"plain": plain}, {}
+    for name, path in hooks.items():
+        variants[name], recorders[name] = patched_by(name, path, plain, xs, sizes)
+    times: dict[str, list[float]] = {name: [] for name in variants}
     for _ in range(rounds):
-        JITFunction.run = plain_run
-        plain.append(loop(xs, sizes, 20000))
-        JITFunction.run = hooked_run
-        hooked.append(loop(xs, sizes, 20000))
-    p, h = statistics.median(plain), statistics.median(hooked)
-    print(f"plain  us/launch: {' '.join(f'{v:.2f}' for v in plain)}")
-    print(f"hooked us/launch: {' '.join(f'{v:.2f}' for v in hooked)}")
-    print(f"median plain {p:.2f} us, hooked {h:.2f} us: +{h - p:.2f} us per launch, ratio {h / p:.3f}; "
-          f"{sum(rec.counts.values())} launches counted in {len(rec.launches)} distinct launches")
+        for name, patched in variants.items():
+            JITFunction.run, JITFunction.__getitem__ = patched
+            times[name].append(loop(xs, sizes, 20000))
+    p = statistics.median(times["plain"])
+    for name, values in times.items():
+        print(f"{name:8s} us/launch: {' '.join(f'{v:.2f}' for v in values)}")
+    for name, rec in recorders.items():
+        h = statistics.median(times[name])
+        print(f"{name}: median plain {p:.2f} us, {name} {h:.2f} us: +{h - p:.2f} us per launch, ratio {h / p:.3f}; "
+              f"{sum(rec.counts.values())} launches counted in {len(rec.launches)} distinct launches")
 
 
 if __name__ == "__main__":
