@@ -9,7 +9,9 @@ locally: kill the driver and ``--resume`` loses nothing), and a node that dies m
 run again elsewhere by the executor; the answer does not depend on where a candidate ran.
 
 A time bisect (``--metric latency``) keeps its predicate here and sends each measurement, every
-variant of one comparison together, as one timing job to the GPU node (``RemoteMeasure``).
+variant of one comparison together, to a worker that holds one GPU of the cluster for the whole
+bisect (``RemoteMeasure``); with ``--gpus N`` there are N such workers and each takes its own
+group of a round's candidates, with both endpoints, as on one host with several GPUs.
 
 Where a node works: ``<its ktriage home>/cluster/bisect/<the bisect's fingerprint>/checkouts``. The
 repository path must exist on every node (one host, or shared storage); docs/cluster.md.
@@ -26,7 +28,7 @@ from ktriage.bisect.candidate import Candidate, Observation, empty_cost
 from ktriage.bisect.predicates import BisectAbort, CommandPredicate, KernelMeasurer, KernelSource, MetricPredicate
 from ktriage.bisect.workspace import Workspace
 from ktriage.errors import KtriageError, MeasureError
-from ktriage.execute.base import Executor, Job, JobResult, Placement
+from ktriage.execute.base import Executor, Job, JobResult, PinnedWorker, Placement
 from ktriage.home import home_subdir
 
 
@@ -157,23 +159,42 @@ def bench_measure_job(bundle: str, backend: str, input_id: int, mode: str | None
 
 @dataclass
 class RemoteMeasure:
-    """A time bisect's ``MeasureFn`` whose every call is one timing job on the cluster's GPU node: all
-    variants of a comparison (the endpoints and the round's candidates) in one job, so in one process
-    on one GPU. ``errors`` and ``placements`` gather what the jobs reported."""
+    """A time bisect's ``MeasureFn`` on ONE GPU of the cluster: a pinned worker (a Ray actor holding
+    that GPU, ``RayExecutor.pinned_worker``) runs every call, so the endpoints and a round's
+    candidates, and the later sampling rounds of the same comparison, are all timed in one process
+    on one GPU, wherever Ray placed it. (One plain task per call could land on another GPU node in
+    a later sampling round, and the verdict would pool samples of two GPUs.) ``--gpus N`` on the
+    cluster is N of these (``gpu`` = the position in that pool), each given its own group of a
+    round. ``errors`` and ``placements`` gather what the calls reported; ``where`` says where it runs."""
 
-    executor: Executor
+    executor: Any  # a RayExecutor (anything with ``pinned_worker``)
     factory: Callable[..., Any]
     args: tuple[Any, ...]
+    gpu: int | None = None
     errors: dict[str, str] = field(default_factory=dict)
     placements: list[Placement] = field(default_factory=list)
+    _worker: PinnedWorker | None = None
+
+    @property
+    def where(self) -> dict[str, Any]:
+        """The GPU's host and node once the worker runs (observations record it): empty before."""
+        w = self._worker.where if self._worker is not None else {}
+        return {"gpu_host": w["hostname"], "gpu_node": str(w["node_id"])[:12], "gpu_ids": w.get("gpu_ids", [])} if w else {}
 
     def __call__(self, variants: list[Any], n: int) -> dict[str, list[float]]:
-        (result,) = self.executor.run([Job("timing", timing_job, (self.factory, self.args, list(variants), n), label="timing")])
+        if self._worker is None:
+            self._worker = self.executor.pinned_worker("timing", label="timing" if self.gpu is None else f"timing gpu {self.gpu}")
+        result = self._worker.call(timing_job, (self.factory, self.args, list(variants), n))
         if not result.ok or result.value is None:
             raise MeasureError(f"the timing job failed on the cluster: {result.error}",
-                               "check the GPU node (ray status) and that the bundle is at the same path there")
+                               "check the GPU node (ray status) and that the bundle is at the same path there; "
+                               "a lost GPU worker is not replaced mid-bisect: --resume continues from the saved rounds")
         samples, errors = result.value
         self.errors.update(errors)
         if result.placement is not None:
             self.placements.append(result.placement)
         return samples
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()

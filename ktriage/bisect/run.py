@@ -82,6 +82,7 @@ class BisectOptions:
     max_samples: int = 200  # per variant, before a candidate is called unsure
     threshold: float = 0.05  # the smallest relative change the verdicts count
     gpus: tuple[int, ...] = ()  # --gpus: a round's candidates spread over these GPUs (each group with both endpoints)
+    cluster_gpus: str | None = None  # --gpus with --cluster: all or a count of the cluster's GPUs (one pinned worker each)
     cluster: str | None = None  # --cluster: where candidates are built and tested (not part of the question)
 
 
@@ -238,6 +239,7 @@ class _Run:
         self.compiler = Compiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
         self.measurer = KernelMeasurer(self.kernels, self.compiler) if self.kernels is not None else None
         self.executor: Executor | None = None
+        self.gpu_workers: list[Any] = []  # the time predicate's cluster GPU workers, closed with the run
         if cluster_address(opts.cluster) is not None:
             self.executor = open_executor(opts.cluster)
 
@@ -270,13 +272,17 @@ class _Run:
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
             raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
-        if self.executor is not None:  # timed on the cluster's GPU node, one job per comparison
+        if self.executor is not None:  # timed on the cluster: one worker holding one GPU per --gpus
             from ktriage.bisect.cluster import RemoteMeasure, bench_measure_job
+            from ktriage.measure.gpus import select_gpu_count
             from ktriage.stats.verdict import DEFAULT_CONFIG
 
-            remote = RemoteMeasure(self.executor, bench_measure_job,
-                                   (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing))
-            return TimePredicate(remote, config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
+            count = select_gpu_count(opts.cluster_gpus, self.executor.slots("timing"))
+            args = (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing)
+            remotes = [RemoteMeasure(self.executor, bench_measure_job, args, gpu=i if count > 1 else None) for i in range(count)]
+            self.gpu_workers.extend(remotes)
+            return TimePredicate(remotes[0], config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples,
+                                 more_gpus=remotes[1:])
         if len(opts.gpus) > 1:  # one pinned worker per GPU; each group of a round with both endpoints on its GPU
             from ktriage.bisect.cluster import bench_measure_job
             from ktriage.bisect.gpu_pool import GpuWorkerMeasure
@@ -331,6 +337,8 @@ class _Run:
 
     def close(self, report: BisectReport) -> None:
         self.compiler.close()
+        for worker in self.gpu_workers:
+            worker.close()
         if self.executor is not None:
             self.executor.close()
         if self.opts.keep_checkouts:

@@ -77,10 +77,16 @@ class _Endpoints:
     config: VerdictConfig  # the candidates' verdict config (gate relative to the endpoints)
 
 
-def _gpu(index: int | None) -> dict[str, Any]:
-    """The GPU an observation was timed on, with several GPUs (its measure's ``gpu``, else the
-    measure's position); nothing for a one-GPU bisect."""
-    return {} if index is None else {"gpu": index}
+def _gpu(measure: MeasureFn, position: int | None) -> dict[str, Any]:
+    """The GPU an observation was timed on: with several GPUs its measure's ``gpu`` (else the
+    measure's position), and where the measure says it runs (a cluster's pinned worker: host,
+    node, GPU ids); nothing for a one-GPU bisect on this host."""
+    index = getattr(measure, "gpu", None)
+    out: dict[str, Any] = {} if position is None else {"gpu": position if index is None else index}
+    where = getattr(measure, "where", None)
+    if isinstance(where, Mapping):
+        out.update(where)
+    return out
 
 
 def _summary(samples: Sequence[float]) -> dict[str, Any]:
@@ -258,8 +264,7 @@ class TimePredicate:
 
             groups = split_round(todo, list(range(len(self.measures))))
             with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="ktriage-bisect-gpu") as pool:
-                done = list(pool.map(lambda g: self._test_group(self.measures[g[0]], g[1],
-                                                                getattr(self.measures[g[0]], "gpu", g[0])), groups))
+                done = list(pool.map(lambda g: self._test_group(self.measures[g[0]], g[1], g[0]), groups))
             observed = {cid: o for part in done for cid, o in part.items()}
         else:
             observed = self._test_group(self.measure, todo, None)
@@ -267,8 +272,9 @@ class TimePredicate:
             results[pos_of[cid]] = o
         return [results[i] for i in range(len(candidates))]
 
-    def _test_group(self, measure: MeasureFn, todo: list[Candidate], gpu: int | None) -> dict[str, Observation]:
-        """One group of a round's candidates, with both endpoints, on one measure (one GPU)."""
+    def _test_group(self, measure: MeasureFn, todo: list[Candidate], position: int | None) -> dict[str, Observation]:
+        """One group of a round's candidates, with both endpoints, on one measure (one GPU): the
+        measure at ``position`` of a multi-GPU predicate (None: the only one)."""
         ep = self.endpoints
         assert ep is not None
         good, bad = ep.good, ep.bad
@@ -297,7 +303,7 @@ class TimePredicate:
                 if not got[c.id]:
                     why = self._errors(measure).get(c.id, "no samples returned")
                     results[c.id] = Observation(c, "skip", f"could not be measured: {why}",
-                                                {"metric": self.metric, "error": why, **_gpu(gpu)}, cost[c.id])  # fmt: skip
+                                                {"metric": self.metric, "error": why, **_gpu(measure, position)}, cost[c.id])  # fmt: skip
                     continue
                 samples[c.id] += got[c.id]
                 vg = compare_samples(samples[good.id], samples[c.id], ep.config)
@@ -307,17 +313,17 @@ class TimePredicate:
                 if d.outcome is None and len(samples[c.id]) < self.max_samples:
                     still.append(c)
                 else:
-                    results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], gpu)
+                    results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], _gpu(measure, position))
             pending = still
             if pending:
                 n = min(self.samples_per_round, self.max_samples - max(len(samples[c.id]) for c in pending))
         for c in pending:  # out of rounds
             vg, vb, d = last[c.id]
-            results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], gpu)
+            results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], _gpu(measure, position))
         return results
 
     def _observation(self, c: Candidate, samples: dict[str, list[float]], vg: Verdict, vb: Verdict, d: Decision,
-                     cost: dict[str, float], rounds: int, gpu: int | None = None) -> Observation:  # fmt: skip
+                     cost: dict[str, float], rounds: int, gpu: Mapping[str, Any] | None = None) -> Observation:  # fmt: skip
         ep = self.endpoints
         assert ep is not None
         outcome: Outcome = d.outcome or "unsure"
@@ -332,7 +338,7 @@ class TimePredicate:
             "bad": _summary(samples[ep.bad.id]),
             "rounds": rounds,
             **_summary(samples[c.id]),
-            **_gpu(gpu),
+            **(gpu or {}),
         }
         if self.keep_samples:
             meas["samples_ms"] = samples[c.id]

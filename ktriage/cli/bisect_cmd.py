@@ -38,6 +38,7 @@ from ktriage.cli.options import (
     write_outputs,
 )
 from ktriage.errors import KtriageError
+from ktriage.execute.select import cluster_address
 from ktriage.measure.gpus import GPUS_HELP
 
 
@@ -102,7 +103,8 @@ def bisect(
         build_timeout_s=build_timeout, state=state.resolve() if state else None, resume=resume, pre=pre, arch=arch,
         dtype=dtype, jobs=jobs, explain=not no_explain, keep_checkouts=keep_checkouts, cluster=cluster,
         bundle=bundle.resolve() if bundle else None, backend=backend, artifact_timing=artifact_timing,
-        max_samples=max_samples, threshold=threshold, gpus=tuple(_bisect_gpus(gpus, metric)),
+        max_samples=max_samples, threshold=threshold, gpus=tuple(_bisect_gpus(gpus, metric, cluster)),
+        cluster_gpus=gpus if cluster_address(cluster) is not None else None,
     )  # fmt: skip
     report = run_bisect(opts, say=lambda m: console.print(escape(m), highlight=False))
     title = f"ktriage bisect {source} {good}..{bad}"
@@ -177,13 +179,16 @@ def bisect_step(
         raise typer.Exit(EXIT_ABORT) from None
 
 
-def _bisect_gpus(spec: str | None, metric: str | None) -> list[int]:
-    """``--gpus`` of a timed bisect, checked here (a compile-only bisect has nothing to place)."""
+def _bisect_gpus(spec: str | None, metric: str | None, cluster: str | None) -> list[int]:
+    """``--gpus`` of a timed bisect on this host, checked here (a compile-only bisect has nothing to
+    place); on a cluster the run counts the cluster's GPUs instead (``BisectOptions.cluster_gpus``)."""
     if spec is None:
         return []
     if metric != "latency":
         raise KtriageError(f"--gpus applies to a timed bisect (--metric latency), not --metric {metric}",
                            "leave --gpus out: a compile-only bisect uses no GPU (--workers parallelizes it)")
+    if cluster_address(cluster) is not None:
+        return []
     from ktriage.measure.gpus import select_gpus, visible_gpus
 
     return select_gpus(spec, visible_gpus()) or []

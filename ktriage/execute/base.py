@@ -83,6 +83,19 @@ class Executor(Protocol):
     def close(self) -> None: ...
 
 
+class PinnedWorker(Protocol):
+    """One worker process that holds one slot of its kind (a GPU for ``timing``) for its whole life:
+    every ``call`` runs in that process, on that GPU. What a measurement made of several calls needs
+    (a time bisect's sampling rounds: samples of one comparison never come from two GPUs)."""
+
+    where: dict[str, Any]
+    """Where it runs, once known (node, host, pid, the GPU ids it was given); empty before the first call."""
+
+    def call(self, fn: Callable[..., R], args: tuple[Any, ...]) -> JobResult[R]: ...
+
+    def close(self) -> None: ...
+
+
 def here(node_id: str = "local") -> Placement:
     return Placement(node_id, socket.gethostname(), os.getpid())
 

@@ -8,6 +8,11 @@ node that declares a GPU. Values (artifact files, observations, samples) come ba
 object store. A node that dies mid-job: Ray runs the job again elsewhere (``max_retries``, system
 failures only: a job that raises is not retried, it failed). Jobs with the same ``key`` run once.
 
+A :class:`RayPinnedWorker` is a Ray actor holding one GPU (or ``gpu_slot``) for its life: the calls
+of one measurement that spans several jobs (a time bisect's sampling rounds) all run in its one
+process on its one GPU, on whichever node Ray placed it. It is not restarted: a lost worker fails
+its call, and the caller decides (a bisect stops and can be resumed; it never mixes two GPUs).
+
 Ray is imported here only, and only when a cluster is asked for: ``pip install 'ktriage[cluster]'``.
 """
 
@@ -34,6 +39,16 @@ def _node_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Plac
 
     value, where = call_job(fn, args)
     return value, Placement(ray.get_runtime_context().get_node_id(), where.hostname, where.pid)
+
+
+class _PinnedActor:
+    """The body of a pinned worker (a Ray actor class: module-level, so nodes import it by name)."""
+
+    def call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Placement, list[str]]:
+        import ray
+
+        value, placement = _node_call(fn, args)
+        return value, placement, [str(g) for g in ray.get_gpu_ids()]
 
 
 def _remote() -> Any:
@@ -111,6 +126,10 @@ class RayExecutor:
             return {**base, **self.gpu_request()}
         return {**base, "num_cpus": 1}
 
+    def pinned_worker(self, kind: JobKind, label: str = "") -> RayPinnedWorker:
+        """A worker that holds one ``kind`` slot (a GPU for ``timing``) until closed: see the module doc."""
+        return RayPinnedWorker(self, kind, label)
+
     def run(self, jobs: Sequence[Job[R]], *, on_done: OnDone | None = None) -> list[JobResult[R]]:
         ray = self._ray
         remote = _remote()
@@ -158,3 +177,46 @@ class RayExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class RayPinnedWorker:
+    """One Ray actor holding one slot of ``kind`` (GPU: ``num_gpus=1`` or ``gpu_slot``) for its life.
+
+    Started on the first call (so a pool of them places itself as Ray finds free GPUs), never
+    restarted (``max_restarts=0``): after a loss every later call fails too, naming the node, so a
+    measurement is never continued on another GPU."""
+
+    def __init__(self, executor: RayExecutor, kind: JobKind, label: str = "") -> None:
+        self.executor, self.kind, self.label = executor, kind, label
+        self.where: dict[str, Any] = {}
+        self._actor: Any = None
+        self._lost = ""
+
+    def call(self, fn: Callable[..., R], args: tuple[Any, ...]) -> JobResult[R]:
+        ray = self.executor._ray
+        job: Job[R] = Job(self.kind, fn, args, label=self.label)
+        if self._lost:
+            return JobResult(job, False, error=self._lost, lost=True)
+        if self._actor is None:
+            options = {k: v for k, v in self.executor._options(self.kind).items() if k not in ("max_retries", "retry_exceptions")}
+            actor_cls = ray.remote(_PinnedActor)
+            self._actor = actor_cls.options(max_restarts=0, max_task_retries=0, name=None, **options).remote()
+        try:
+            value, placement, gpu_ids = ray.get(self._actor.call.remote(fn, args))
+        except ray.exceptions.RayTaskError as exc:  # the job raised in the worker: the worker lives on
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            return JobResult(job, False, error=f"{type(cause).__name__}: {cause}")
+        except ray.exceptions.RayError as exc:  # the worker (or its node) is gone
+            where = f" on {self.where['hostname']} (node {self.where['node_id'][:12]})" if self.where else ""
+            self._lost = f"the pinned {self.kind} worker{where} was lost: {type(exc).__name__}: {str(exc)[:300]}"
+            return JobResult(job, False, error=self._lost, lost=True)
+        self.where = {**placement.to_json(), "gpu_ids": gpu_ids}
+        return JobResult(job, True, value, placement=placement)
+
+    def close(self) -> None:
+        if self._actor is not None:
+            try:
+                self.executor._ray.kill(self._actor)
+            except Exception:  # noqa: BLE001 - already gone (its node, or the driver's disconnect)
+                pass
+            self._actor = None

@@ -23,7 +23,8 @@ from ktriage.errors import KtriageError
 T = TypeVar("T")
 
 GPUS_HELP = ("GPUs to spread the work over: all, a count N (the first N), or indices 0,2,5 (nvidia-smi's; one GPU: 3,). "
-             "Each input (each bisect candidate group) is measured on one GPU with its reference; default: one GPU.")
+             "Each input (each bisect candidate group) is measured on one GPU with its reference; default: one GPU. "
+             "With --cluster: all or a count of the cluster's GPUs.")
 
 
 def visible_gpus() -> list[int]:
@@ -78,6 +79,28 @@ def select_gpus(spec: str | None, visible: Sequence[int]) -> list[int] | None:
         raise KtriageError(f"--gpus {spec}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
                            "pick among the visible GPUs (nvidia-smi -L lists them)")
     return picked
+
+
+def select_gpu_count(spec: str | None, available: int) -> int:
+    """How many GPUs ``--gpus spec`` asks of a cluster that has ``available`` (its timing slots).
+
+    On a cluster, Ray places each measurement worker on a free GPU of some node, so only ``all`` or
+    a count can be asked; indices name GPUs of one host and are refused. None: one GPU, as before."""
+    if spec is None:
+        return 1
+    text = spec.strip().lower()
+    if text == "all":
+        return max(1, available)
+    if not text.isdigit():
+        raise KtriageError(f"--gpus {spec!r} with --cluster: GPU indices name GPUs of one host",
+                           "on a cluster give --gpus all or a count (e.g. --gpus 4): Ray places each worker on a free GPU")
+    n = int(text)
+    if n == 0:
+        raise KtriageError("--gpus 0 is a count of no GPUs", "give a count of 1 or more, or --gpus all")
+    if n > available:
+        raise KtriageError(f"--gpus {n}: the cluster has {available} GPU(s) for timing",
+                           f"give at most --gpus {available}, or --gpus all (ray status lists the GPUs)")
+    return n
 
 
 def _names(visible: Sequence[int]) -> str:

@@ -1,5 +1,6 @@
-"""A REAL Ray cluster on 127.0.0.1 for the cluster tests: a head and two worker nodes, one CPU each,
-the second worker declaring the GPU stand-in resource ``gpu_slot`` (CI has no GPU).
+"""A REAL Ray cluster on 127.0.0.1 for the cluster tests: a head and three worker nodes, one CPU each,
+the second and third declaring the GPU stand-in resource ``gpu_slot`` (CI has no GPU): two "GPU
+nodes", so a timed bisect over the cluster's GPUs has one worker on each.
 
 Each pytest process starts its own cluster in a private RAY_TMPDIR on free ports, so parallel test
 workers never share or stop each other's cluster (with ``--dist loadgroup`` the ``xdist_group``
@@ -50,8 +51,9 @@ def ray_cluster() -> Iterator[Cluster]:
                   "--dashboard-agent-grpc-port", str(dg)], env)  # fmt: skip
         cluster.start_worker("cpu")
         cluster.start_worker("gpu", "--resources", '{"gpu_slot": 1}')
+        cluster.start_worker("gpu2", "--resources", '{"gpu_slot": 1}')
         os.environ["RAY_TMPDIR"] = str(tmp)  # the driver (this test process) too
-        _wait_nodes(cluster, 3)
+        _wait_nodes(cluster, 4)
         yield cluster
     finally:
         try:

@@ -15,14 +15,14 @@ def test_timing_jobs_run_only_on_the_gpu_node_in_one_process(ray_cluster) -> Non
     with RayExecutor(ray_cluster.address) as ex:
         nodes = {n["node_id"]: n["resources"] for n in ex.nodes()}
         gpu_nodes = [nid for nid, res in nodes.items() if res.get("gpu_slot")]
-        assert len(gpu_nodes) == 1 and len(nodes) >= 3
-        assert ex.slots("timing") == 1 and ex.slots("compile") >= 3
+        assert len(gpu_nodes) == 2 and len(nodes) >= 4
+        assert ex.slots("timing") == 2 and ex.slots("compile") >= 4
         jobs = [Job("timing", fake_timing_job, (["triton==3.3.1", "triton==3.4.0"], 6, seed)) for seed in range(4)]
         results = ex.run(jobs)
     assert all(r.ok for r in results), [r.error for r in results]
     for r in results:
         assert r.placement is not None and r.value is not None
-        assert r.placement.node_id == gpu_nodes[0]  # placed only on the node that declares gpu_slot
+        assert r.placement.node_id in gpu_nodes  # placed only on a node that declares gpu_slot
         assert r.placement.pid != os.getpid() and r.placement.hostname
         assert r.value["pid"] == r.placement.pid  # every variant of the comparison timed in that one process
         assert set(r.value["samples"]) == {"triton==3.3.1", "triton==3.4.0"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ktriage.errors import KtriageError
-from ktriage.measure.gpus import select_gpus, split_round, visible_gpus, worker_env
+from ktriage.measure.gpus import select_gpu_count, select_gpus, split_round, visible_gpus, worker_env
 
 
 def test_all_a_count_and_indices_select_among_the_visible_gpus() -> None:
@@ -44,3 +44,25 @@ def test_a_round_is_split_in_search_order_one_group_per_gpu() -> None:
     assert [c for _, g in groups for c in g] == list(range(10))  # every candidate once, in order
     with pytest.raises(KtriageError):
         split_round(["a"], [])
+
+
+def test_a_cluster_is_asked_for_all_or_a_count_of_its_gpus() -> None:
+    assert select_gpu_count(None, 4) == 1  # no --gpus: one GPU, as before
+    assert select_gpu_count("all", 4) == 4 and select_gpu_count("2", 4) == 2
+    with pytest.raises(KtriageError, match="indices name GPUs of one host"):
+        select_gpu_count("0,2", 4)
+    with pytest.raises(KtriageError, match="has 4 GPU"):
+        select_gpu_count("5", 4)
+    with pytest.raises(KtriageError, match="count of no GPUs"):
+        select_gpu_count("0", 4)
+
+
+def test_bisect_leaves_a_clusters_gpus_to_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bisect --cluster H:P --gpus 2`` does not resolve the 2 against this host's GPUs (it may have
+    none): the run counts the cluster's (BisectOptions.cluster_gpus)."""
+    from ktriage.cli.bisect_cmd import _bisect_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    assert _bisect_gpus("2", "latency", "127.0.0.1:6379") == []
+    with pytest.raises(KtriageError, match="only 1 GPU"):
+        _bisect_gpus("2", "latency", None)
