@@ -31,6 +31,7 @@ GPU_RESOURCE = "gpu_slot"
 """The custom resource a GPU node declares when Ray does not see its GPU (or in CI, which has none)."""
 DEFAULT_RETRIES = 3
 _REMOTE: Any = None
+_PINNED: Any = None
 
 
 def _node_call(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, Placement]:
@@ -58,6 +59,15 @@ def _remote() -> Any:
 
         _REMOTE = ray.remote(_node_call)
     return _REMOTE
+
+
+def _pinned_actor_class() -> Any:
+    global _PINNED
+    if _PINNED is None:
+        import ray
+
+        _PINNED = ray.remote(_PinnedActor)
+    return _PINNED
 
 
 def _code_root() -> str:
@@ -199,8 +209,7 @@ class RayPinnedWorker:
             return JobResult(job, False, error=self._lost, lost=True)
         if self._actor is None:
             options = {k: v for k, v in self.executor._options(self.kind).items() if k not in ("max_retries", "retry_exceptions")}
-            actor_cls = ray.remote(_PinnedActor)
-            self._actor = actor_cls.options(max_restarts=0, max_task_retries=0, name=None, **options).remote()
+            self._actor = _pinned_actor_class().options(max_restarts=0, max_task_retries=0, **options).remote()
         try:
             value, placement, gpu_ids = ray.get(self._actor.call.remote(fn, args))
         except ray.exceptions.RayTaskError as exc:  # the job raised in the worker: the worker lives on
