@@ -72,3 +72,26 @@ def test_more_cluster_gpus_than_the_cluster_has_is_refused(ray_cluster) -> None:
     assert select_gpu_count("all", slots) == slots == 2
     with pytest.raises(KtriageError, match="the cluster has 2 GPU"):
         select_gpu_count("3", slots)
+
+
+def test_a_lost_gpu_worker_fails_its_calls_and_is_never_moved_to_another_gpu(ray_cluster) -> None:
+    """SIGKILL the node of a pinned worker: its next calls fail as lost, naming where it ran, even
+    though the other GPU node is free (a comparison is never continued on another GPU)."""
+    from ktriage.testing import fake_timing_job
+
+    with RayExecutor(ray_cluster.address) as ex:
+        worker = ex.pinned_worker("timing")
+        first = worker.call(fake_timing_job, (["a", "b"], 4, 0))
+        assert first.ok and first.placement is not None, first.error
+        node = first.placement.node_id
+        name = {v: k for k, v in ray_cluster.node_ids().items()}[node]
+        assert name in ("gpu", "gpu2")
+        ray_cluster.kill_worker(name)
+        try:
+            lost = worker.call(fake_timing_job, (["a", "b"], 4, 1))
+            again = worker.call(fake_timing_job, (["a", "b"], 4, 2))
+        finally:
+            ray_cluster.start_worker(name, *ray_cluster.worker_args[name])  # give the later tests their cluster back
+    assert not lost.ok and lost.lost and "was lost" in lost.error and node[:12] in lost.error
+    assert not again.ok and again.lost and again.error == lost.error  # not restarted elsewhere
+    assert worker.where["node_id"] == node
