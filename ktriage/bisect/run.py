@@ -239,7 +239,7 @@ class _Run:
         self.compiler = Compiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
         self.measurer = KernelMeasurer(self.kernels, self.compiler) if self.kernels is not None else None
         self.executor: Executor | None = None
-        self.gpu_workers: list[Any] = []  # the time predicate's cluster GPU workers, closed with the run
+        self.gpu_workers: list[Any] = []  # the time predicate's pinned GPU workers (cluster or --gpus), closed with the run
         if cluster_address(opts.cluster) is not None:
             self.executor = open_executor(opts.cluster)
 
@@ -266,43 +266,38 @@ class _Run:
 
     def _time_predicate(self) -> Predicate:
         """The GPU-time predicate (ktriage.bisect.time_predicate), used only through the Predicate protocol."""
-        from ktriage.bisect.gpu_measure import bench_measure
         from ktriage.bisect.time_predicate import TimePredicate
 
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
             raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
-        if self.executor is not None:  # timed on the cluster: one worker holding one GPU per --gpus
-            from ktriage.bisect.cluster import RemoteMeasure, bench_measure_job
-            from ktriage.measure.gpus import select_gpu_count
-            from ktriage.stats.verdict import DEFAULT_CONFIG
-
-            count = select_gpu_count(opts.cluster_gpus, self.executor.slots("timing"))
-            args = (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing)
-            remotes = [RemoteMeasure(self.executor, bench_measure_job, args, gpu=i if count > 1 else None) for i in range(count)]
-            self.gpu_workers.extend(remotes)
-            return TimePredicate(remotes[0], config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples,
-                                 more_gpus=remotes[1:])
-        if len(opts.gpus) > 1:  # one pinned worker per GPU; each group of a round with both endpoints on its GPU
-            from ktriage.bisect.cluster import bench_measure_job
-            from ktriage.bisect.gpu_pool import GpuWorkerMeasure
-            from ktriage.stats.verdict import DEFAULT_CONFIG
-
-            args = (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing)
-            pool = [GpuWorkerMeasure(g, bench_measure_job, args) for g in opts.gpus]
-            return TimePredicate(pool[0], config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples,
-                                 more_gpus=pool[1:])
-        try:
-            measure = bench_measure(str(opts.bundle), backend=opts.backend, input_id=int(opts.inputs[0]), mode=opts.mode,
-                                    artifact_timing=opts.artifact_timing)
-        except KtriageError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - torch/CUDA missing: say where this runs
-            raise KtriageError(f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
-                               "run it on the GPU host (torch + cuda.bindings); compile the bundle here first") from None
+        from ktriage.bisect.cluster import bench_measure_job
         from ktriage.stats.verdict import DEFAULT_CONFIG
 
-        return TimePredicate(measure, config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples)
+        args = (str(opts.bundle), opts.backend, int(opts.inputs[0]), opts.mode, opts.artifact_timing)
+        measures: list[Any]
+        if self.executor is not None:  # timed on the cluster: one worker holding one GPU per --gpus
+            from ktriage.bisect.cluster import RemoteMeasure
+            from ktriage.measure.gpus import select_gpu_count
+
+            count = select_gpu_count(opts.cluster_gpus, self.executor.slots("timing"))
+            measures = [RemoteMeasure(self.executor, bench_measure_job, args, gpu=i if count > 1 else None) for i in range(count)]
+            self.gpu_workers.extend(measures)
+        elif len(opts.gpus) > 1:  # one pinned worker per GPU; each group of a round with both endpoints on its GPU
+            from ktriage.bisect.gpu_pool import GpuWorkerMeasure
+
+            measures = [GpuWorkerMeasure(g, bench_measure_job, args) for g in opts.gpus]
+            self.gpu_workers.extend(measures)
+        else:
+            try:
+                measures = [bench_measure_job(*args)]
+            except KtriageError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - torch/CUDA missing: say where this runs
+                raise KtriageError(f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
+                                   "run it on the GPU host (torch + cuda.bindings); compile the bundle here first") from None
+        return TimePredicate(measures[0], config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples,
+                             more_gpus=measures[1:])
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
         record = self.state.stage(number, name, candidates)

@@ -46,7 +46,7 @@ from ktriage.cli.options import (
     write_outputs,
 )
 from ktriage.errors import KtriageError
-from ktriage.measure.gpus import GPUS_HELP, select_gpus, visible_gpus
+from ktriage.measure.gpus import GPUS_HELP, host_gpus
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.report.bench import print_table, results_table, to_csv, to_json, to_markdown
 
@@ -174,7 +174,7 @@ def bench(
     if compile_only:
         return
     _require_gpu()
-    placed = select_gpus(gpus, visible_gpus()) if gpus is not None else None
+    placed = host_gpus(gpus)
     plan = BenchPlan(
         op=op, mode=mode_name, input_ids=[c.id for c in cases], native_backends=native, artifact_backends=artifact,
         baseline=base, precision=prec, bundle=str(loaded.path) if loaded else None,

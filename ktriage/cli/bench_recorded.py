@@ -82,9 +82,9 @@ def bench_workload(
     from ktriage.cli.bench_cmd import _require_gpu
 
     _require_gpu()
-    from ktriage.measure.gpus import select_gpus, visible_gpus
+    from ktriage.measure.gpus import host_gpus
 
-    placed = select_gpus(gpus, visible_gpus()) if gpus is not None else None
+    placed = host_gpus(gpus)
     _measure_and_report(recorded, entries, fmt=fmt, outputs=outputs, db=db, timing=timing, no_l2_flush=no_l2_flush,
                         max_time=max_time, min_samples=min_samples, console=console, gpus=placed)
 

@@ -189,6 +189,6 @@ def _bisect_gpus(spec: str | None, metric: str | None, cluster: str | None) -> l
                            "leave --gpus out: a compile-only bisect uses no GPU (--workers parallelizes it)")
     if cluster_address(cluster) is not None:
         return []
-    from ktriage.measure.gpus import select_gpus, visible_gpus
+    from ktriage.measure.gpus import host_gpus
 
-    return select_gpus(spec, visible_gpus()) or []
+    return host_gpus(spec) or []

@@ -81,6 +81,11 @@ def select_gpus(spec: str | None, visible: Sequence[int]) -> list[int] | None:
     return picked
 
 
+def host_gpus(spec: str | None) -> list[int] | None:
+    """``--gpus spec`` resolved against this host's visible GPUs (None: no --gpus; NVML not read)."""
+    return None if spec is None else select_gpus(spec, visible_gpus())
+
+
 def select_gpu_count(spec: str | None, available: int) -> int:
     """How many GPUs ``--gpus spec`` asks of a cluster that has ``available`` (its timing slots).
 
