@@ -111,11 +111,13 @@ def run_cuobjdump(cuobjdump: Path, cubin: Path, *args: str) -> str:
 
 
 def disassemble(cubin: Path, *, cuobjdump: Path, nvdisasm: Path | None = None) -> str:
-    """The cubin's SASS listing: ``nvdisasm -c -ndf`` (no dataflow pass: what every parser here needs,
-    at two thirds of the time) where the toolchain has nvdisasm, else ``cuobjdump -sass``."""
+    """The cubin's SASS listing: ``nvdisasm -c -ndf -gi`` (no dataflow pass: what every parser here needs,
+    at two thirds of the time; ``-gi`` adds the line table's ``//## File ..., line N inlined at ...``
+    comments that ``analyze/lines.py`` reads, at no measurable cost) where the toolchain has
+    nvdisasm, else ``cuobjdump -sass`` (no line info)."""
     if nvdisasm is None:
         return run_cuobjdump(cuobjdump, cubin, "-sass")
-    cmd = [str(nvdisasm), "-c", "-ndf", str(cubin)]
+    cmd = [str(nvdisasm), "-c", "-ndf", "-gi", str(cubin)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
     except (OSError, subprocess.TimeoutExpired):

@@ -28,14 +28,16 @@ from ktriage.analyze.cuobjdump import (
     run_cuobjdump,
 )
 from ktriage.ptx import parse_ptx
+from ktriage.analyze.lines import LineStats, listing_line_stats
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops
 from ktriage.arch import parse_arch
 from ktriage.errors import CompileError, FormatError, SpecError
 
-# 2: sass_classes and sass_loops. Cached resources of another schema are recomputed (artifact.py).
-SCHEMA_VERSION = 2
+# 2: sass_classes and sass_loops; 3: source_lines. Cached resources of another schema are recomputed
+# (artifact.py).
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class Resources:
     # memory/atomic/shared/local/tensor/sync class -> full opcode (modifiers kept) -> count (sass.py)
     sass_classes: dict[str, dict[str, int]] = field(default_factory=dict)
     sass_loops: tuple[SassLoop, ...] = ()  # natural loops, the main loop first (sass_loops.py)
+    # per source line: instructions, LDL/STL, memory classes, main-loop share (analyze/lines.py);
+    # empty when the listing had no line info (cuobjdump -sass)
+    source_lines: tuple[LineStats, ...] = ()
 
     @property
     def main_loop(self) -> SassLoop | None:
@@ -89,8 +94,10 @@ class Resources:
         """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
         # what dataclasses.asdict gives, without its per-value deepcopy (a third of a warm explain
         # went into asdict for the 60 cells' reports); the fields are plain values and dicts of them
-        data = {f.name: _plain_copy(getattr(self, f.name)) for f in fields(self) if f.name != "sass_loops"}
+        data = {f.name: _plain_copy(getattr(self, f.name)) for f in fields(self)
+                if f.name not in ("sass_loops", "source_lines")}
         data["sass_loops"] = [loop.to_json() for loop in self.sass_loops]
+        data["source_lines"] = [line.to_json() for line in self.source_lines]
         return {"schema": SCHEMA_VERSION, **data}
 
     @classmethod
@@ -105,6 +112,7 @@ class Resources:
             )
         known = {f.name for f in fields(cls)}
         obj["sass_loops"] = tuple(SassLoop.from_json(loop) for loop in obj.get("sass_loops", ()))
+        obj["source_lines"] = tuple(LineStats.from_json(line) for line in obj.get("source_lines", ()))
         return cls(**{k: v for k, v in obj.items() if k in known})
 
 
@@ -164,7 +172,8 @@ def analyze(
             "pass the kernel name exactly as Triton compiled it (metadata `name`)",
         )
     usage = usage_all[kernel_name]
-    sass_fn = parse_sass(disassemble(cubin, cuobjdump=cuobjdump, nvdisasm=nvdisasm))[kernel_name]
+    listing = disassemble(cubin, cuobjdump=cuobjdump, nvdisasm=nvdisasm)
+    sass_fn = parse_sass(listing)[kernel_name]
     elf = parse_elf_flags(run_cuobjdump(cuobjdump, cubin, "-elf")).get(kernel_name)
 
     info: PtxasFunctionInfo | None = None
@@ -175,6 +184,8 @@ def analyze(
     static_shared = driver_static_shared(usage.shared_bytes, sass_fn.arch)
     ptx_fn = parse_ptx(ptx).function(kernel_name) if ptx is not None else None
     barriers = elf.barriers if elf is not None else (info.barriers if info else None)
+    loops = tuple(find_loops(sass_fn))
+    main = loops[0] if loops and loops[0].main else None
     return Resources(
         kernel_name=kernel_name,
         arch=sass_fn.arch,
@@ -196,5 +207,6 @@ def analyze(
         barriers=barriers,
         cumulative_stack_bytes=info.cumulative_stack_bytes if info else None,
         sass_classes=sass_fn.class_histogram(),
-        sass_loops=tuple(find_loops(sass_fn)),
+        sass_loops=loops,
+        source_lines=listing_line_stats(listing, sass_fn, main.body if main is not None else frozenset()),
     )

@@ -50,6 +50,8 @@ class SassLoop:
     innermost: bool
     main: bool = False  # the main loop (see the module docstring); listed first
     opcodes: dict[str, int] = field(default_factory=dict)  # base opcode -> count in the body
+    # the body's instruction addresses (for the per-line counts of analyze/lines.py); not saved
+    body: frozenset[int] = field(default_factory=frozenset, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"start": self.start, "end": self.end, "instructions": self.instructions, "depth": self.depth,
@@ -207,7 +209,8 @@ def find_loops(fn: SassFunction) -> list[SassLoop]:
     loops: list[tuple[tuple[int, int, int, int], SassLoop]] = []
     for h in headers:
         own = bodies[h] - set().union(*(bodies[o] for o in inner[h]))
-        counts = Counter(i.base_opcode for i in body_instrs(bodies[h]))
+        members = body_instrs(bodies[h])
+        counts = Counter(i.base_opcode for i in members)
         loop = SassLoop(
             start=instrs[spans[h][0]].address,
             end=instrs[spans[latches[h]][1] - 1].address,
@@ -215,6 +218,7 @@ def find_loops(fn: SassFunction) -> list[SassLoop]:
             depth=outer[h] + 1,
             innermost=not inner[h],
             opcodes=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            body=frozenset(i.address for i in members),
         )
         own_size = sum(spans[b][1] - spans[b][0] for b in own)
         loops.append(((-work_count(own), 0 if loop.innermost else 1, -own_size, loop.start), loop))

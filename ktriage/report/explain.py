@@ -74,6 +74,7 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
         return {"error": result.message, "stage": result.stage, "kind": result.kind}
     res, occ = result.resources, result.occupancy
     data = res.to_json()
+    del data["source_lines"]  # per comparison, as the line diff (`lines`); a kernel's whole map is too long here
     data["occupancy"] = occ.to_json()
     data["artifact"] = {
         "ptx": str(result.artifact.frontend.ptx_path),

@@ -326,8 +326,11 @@ def test_to_json_equals_what_asdict_gave_for_every_cached_field() -> None:
 
 @pytest.mark.slow
 def test_nvdisasm_without_dataflow_gives_the_resources_cuobjdump_gives(compiled: dict[str, CompiledForTest]) -> None:
-    """analyze() disassembles with ``nvdisasm -c -ndf`` where the toolchain has it (a third faster than
-    ``cuobjdump -sass``): every fact it reads from the SASS is the same as through cuobjdump."""
+    """analyze() disassembles with ``nvdisasm -c -ndf -gi`` where the toolchain has it (a third faster than
+    ``cuobjdump -sass``): every fact it reads from the SASS is the same as through cuobjdump, and the
+    per-line counts (only nvdisasm prints the line table) add up to the kernel's totals."""
+    from dataclasses import replace
+
     for name, c in compiled.items():
         nvdisasm = c.bin_dir / "nvdisasm"
         if not nvdisasm.is_file():
@@ -335,7 +338,11 @@ def test_nvdisasm_without_dataflow_gives_the_resources_cuobjdump_gives(compiled:
         via_cuobjdump = analyze_compiled(c)
         via_nvdisasm = analyze(c.cubin, cuobjdump=c.cuobjdump, ptxas_log=c.ptxas_log, ptx=c.ptx.read_text(),
                                kernel_name=c.name, triton_shared=c.shared, nvdisasm=nvdisasm)
-        assert via_nvdisasm == via_cuobjdump, name
+        assert replace(via_nvdisasm, source_lines=()) == via_cuobjdump, name
+        lines = via_nvdisasm.source_lines
+        assert lines and not via_cuobjdump.source_lines, name
+        assert sum(s.instructions for s in lines) == via_nvdisasm.sass_instructions, name
+        assert sum(s.local_loads for s in lines) == via_nvdisasm.local_loads, name
     # a disassembler that fails falls back to cuobjdump's listing (the same disassembler, run for us)
     c = next(iter(compiled.values()))
     assert analyze(c.cubin, cuobjdump=c.cuobjdump, ptxas_log=c.ptxas_log, ptx=c.ptx.read_text(), kernel_name=c.name,
