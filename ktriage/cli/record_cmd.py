@@ -10,21 +10,30 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
+from ktriage.errors import KtriageError
 
 
 def record(
     command: Annotated[list[str], typer.Argument(help="The program to run, after --, e.g. -- python train.py --steps 3.", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The workload file to write (JSON; its journal W.json.journal is kept while the program runs).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The workload file to write (JSON; its journal W.json.journal is kept while the program runs, and a lock W.json.lock refuses a second recording into the same file).")],
 ) -> None:
     """Run a program with a launch hook injected from outside (a sitecustomize on PYTHONPATH; the
     code is unchanged) and write every distinct Triton kernel it launched into a portable workload:
     each kernel's spec as the JIT compiled it, autotune configs and choice, heuristics values, a
     source snapshot, and per distinct launch the argument descriptions, grid and count.
 
+    Ctrl-C (or SIGTERM) is passed to the program's process group and what it launched until then is
+    written; if record itself is killed, the program is ended too and the journal stays readable.
+
     Exit codes: 0 the program exited 0; 4 it failed or was killed (what it launched before is in the
-    workload); 2 usage errors."""
+    workload); 130 interrupted (Ctrl-C, SIGTERM; the workload is written); 2 usage errors, an output
+    that cannot be written (checked before the program runs), another record writing the same -o."""
+    from ktriage.cli.options import check_writable
     from ktriage.record.run import record as run_record
 
+    if output.suffix.lower() != ".json":
+        raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
+    check_writable(output, "-o")
     console = make_console(stderr=True)
     result = run_record(command, output)
     w = result.workload
@@ -34,5 +43,11 @@ def record(
                   f"{escape(str(result.path))} (the program {result.exit_note})")
     for missed in w.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")
+    if result.gpu_problem:
+        console.print(f"[yellow]no GPU:[/] {escape(result.gpu_problem)}: no kernel could run here "
+                      "(record on the GPU host, or check `nvidia-smi` and the driver)")
+    if result.interrupted is not None:
+        console.print(f"interrupted: {escape(result.exit_note)}; the workload holds what ran until then")
+        raise typer.Exit(exit_codes.INTERRUPTED)
     if result.returncode != 0:
         raise typer.Exit(exit_codes.INCOMPLETE)

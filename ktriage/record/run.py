@@ -4,6 +4,24 @@ Why ``sitecustomize`` on PYTHONPATH: Python imports it at interpreter start in e
 command starts (``python train.py``, ``torchrun ...``, a shell script that calls python), so the
 user's code is unchanged. The shim (``record_hook.SITECUSTOMIZE``) loads the hook by path and
 chains to a sitecustomize the environment already had.
+
+Process control (why each piece):
+
+- **one writer per output**: a lock file next to ``-o`` (``W.json.lock``, an advisory ``flock``
+  that dies with its holder) makes a second ``record -o W.json`` refuse at once; without it two
+  programs' launches would be mixed into one file.
+- **the program in its own session and process group** (``setsid``), so that a signal meant for it
+  reaches every process it started (``torchrun``'s workers, a shell script's python): SIGINT, SIGTERM
+  and SIGHUP sent to ``record`` (Ctrl-C reaches ``record``, the terminal's foreground group) are
+  forwarded to the group; a second one kills the group. (Outside the terminal's job control, the
+  program may still read the terminal: ``record`` does not read it meanwhile.) The journal the program wrote up
+  to then is compacted into the workload, so Ctrl-C keeps what ran.
+- **a watchdog** (a tiny process in its own session that waits for EOF on a pipe only ``record``
+  holds): when ``record`` dies without cleaning up (SIGKILL, OOM killer) the pipe closes and the
+  watchdog terminates the program's group, so no orphan keeps a GPU busy. The journal stays beside
+  ``W.json`` and every reader takes it in its place.
+- **the GPU probe**: a program that launched no kernel on a host without a CUDA driver or GPU
+  usually died on that; the result says so (:func:`gpu_problem`) instead of a bare "0 kernels".
 """
 
 from __future__ import annotations
@@ -11,11 +29,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from ktriage import __version__
 from ktriage.errors import KtriageError
@@ -23,6 +44,56 @@ from ktriage.insitu import record_hook
 from ktriage.record.workload import Workload, compact, journal_path, read_journal, save_workload
 
 HOOK_FILE = Path(record_hook.__file__).resolve()
+LOCK_SUFFIX = ".lock"
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+GRACE_S = 10.0  # how long the watchdog lets the group end on SIGTERM before SIGKILL
+PROBE_TIMEOUT_S = 20.0
+
+# The watchdog: its stdin is a pipe whose write end only `record` holds. EOF means record is gone
+# (normally: it closes the pipe once the program's group has ended). Stdlib only, no ktriage import.
+WATCHDOG = """
+import os, signal, sys, time
+group = int(sys.argv[1]); grace = float(sys.argv[2])
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+sys.stdin.buffer.read()
+def alive():
+    try:
+        os.killpg(group, 0)
+        return True
+    except OSError:
+        return False
+if alive():
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except OSError:
+        pass
+    end = time.monotonic() + grace
+    while alive() and time.monotonic() < end:
+        time.sleep(0.05)
+    if alive():
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
+"""
+
+# The GPU probe, in a child so that a broken driver cannot hang or crash record (stdlib only).
+GPU_PROBE = """
+import ctypes, sys
+try:
+    lib = ctypes.CDLL("libcuda.so.1")
+except OSError as exc:
+    print("no CUDA driver on this host (libcuda.so.1 cannot be loaded: %s)" % exc); sys.exit()
+rc = lib.cuInit(0)
+if rc != 0:
+    name = ctypes.c_char_p()
+    lib.cuGetErrorName(rc, ctypes.byref(name))
+    what = (name.value or b"").decode() or str(rc)
+    print("the CUDA driver finds no usable GPU (cuInit: %s)" % what); sys.exit()
+count = ctypes.c_int()
+if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+    print("the CUDA driver finds no GPU (0 devices)")
+"""
 
 
 @dataclass(frozen=True)
@@ -30,6 +101,8 @@ class RecordResult:
     workload: Workload
     path: Path
     returncode: int
+    interrupted: int | None = None  # the signal record received and forwarded (SIGINT, SIGTERM), if any
+    gpu_problem: str | None = None  # why no kernel could run here (no driver, no GPU), when none was recorded
 
     @property
     def exit_note(self) -> str:
@@ -51,30 +124,166 @@ def hook_environment(journal: Path, shim_dir: Path, env: Mapping[str, str]) -> d
     return out
 
 
+def lock_path(output: Path) -> Path:
+    return output.with_name(output.name + LOCK_SUFFIX)
+
+
+@contextmanager
+def output_lock(output: Path) -> Iterator[None]:
+    """Hold ``W.json.lock`` (an advisory ``flock``, released by the kernel when its holder dies, even by
+    SIGKILL) for the whole recording; a second writer of the same output is refused at once.
+
+    The lock file is removed while still held, so none is left behind; a writer that locked a file
+    another writer had just removed sees that the path no longer names its file and tries again."""
+    import fcntl
+
+    path = lock_path(output)
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise KtriageError(f"cannot create the lock {path}: {exc.strerror or exc}",
+                               "record into a writable folder (-o)") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 32).decode(errors="replace").strip()
+            os.close(fd)
+            raise KtriageError(f"another `ktriage record` is writing {output}"
+                               f"{f' (pid {holder})' if holder.isdigit() else ''}; its lock {path} is held",
+                               "wait until that recording ends, or record into another -o file") from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except OSError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the lock of a file another writer had just removed: take the new one
+    else:  # pragma: no cover - five races in a row
+        raise KtriageError(f"cannot take the lock {path}", "try again")
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        yield
+    finally:
+        try:
+            path.unlink(missing_ok=True)
+        finally:
+            os.close(fd)
+
+
+def _start_watchdog(group: int) -> subprocess.Popen[bytes] | None:
+    try:
+        return subprocess.Popen([sys.executable, "-S", "-c", WATCHDOG, str(group), str(GRACE_S)],
+                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+    except OSError:  # pragma: no cover - cannot fork: record still runs, without the SIGKILL guard
+        return None
+
+
+class _Forwarder:
+    """While installed, SIGINT/SIGTERM/SIGHUP to record go to the program's group; the second kills it."""
+
+    def __init__(self, group: int) -> None:
+        self.group = group
+        self.received: int | None = None
+        self._old: dict[int, object] = {}
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        again = self.received is not None
+        self.received = self.received or signum
+        try:
+            os.killpg(self.group, signal.SIGKILL if again else signum)
+        except OSError:
+            pass
+
+    def __enter__(self) -> _Forwarder:
+        for sig in FORWARDED:
+            try:
+                self._old[sig] = signal.signal(sig, self._handle)
+            except ValueError:  # not the main thread (a test calling record from a thread): no forwarding
+                pass
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)  # type: ignore[arg-type]
+
+
+def gpu_problem(env: Mapping[str, str] | None = None) -> str | None:
+    """Why kernels cannot run on this host (no CUDA driver, no GPU), or None when the driver sees a GPU
+    (or the probe could not tell). Asked in a child process, bounded by :data:`PROBE_TIMEOUT_S`."""
+    try:
+        done = subprocess.run([sys.executable, "-S", "-c", GPU_PROBE], capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S, env=dict(env) if env is not None else None, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None
+
+
 def record(command: Sequence[str], output: Path, *, env: Mapping[str, str] | None = None,
            cwd: Path | None = None) -> RecordResult:
     """Run ``command`` under the hook; write the workload to ``output`` (its journal next to it while
-    the program runs, removed once the workload is written)."""
+    the program runs, removed once the workload is written). The caller checks that ``output`` can be
+    written before (``ktriage.cli.options.check_writable``)."""
     if not command:
         raise KtriageError("no command to record", "give it after --: ktriage record -o W.json -- python train.py")
     output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise KtriageError(f"cannot create the folder of -o {output}: {exc.strerror or exc}",
+                           "choose a writable -o path") from None
+    with output_lock(output):
+        return _record_locked(command, output, env=env, cwd=cwd)
+
+
+def _record_locked(command: Sequence[str], output: Path, *, env: Mapping[str, str] | None,
+                   cwd: Path | None) -> RecordResult:
     journal = journal_path(output)
     journal.unlink(missing_ok=True)
     started = time.time()
+    environ = env if env is not None else os.environ
     with tempfile.TemporaryDirectory(prefix="ktriage-record-") as shim:
         (Path(shim) / "sitecustomize.py").write_text(record_hook.SITECUSTOMIZE)
         try:
-            proc = subprocess.run(list(command), env=hook_environment(journal, Path(shim), env or os.environ),
-                                  cwd=cwd, check=False)
+            proc = subprocess.Popen(list(command), env=hook_environment(journal, Path(shim), environ), cwd=cwd,
+                                    start_new_session=True)
         except FileNotFoundError as exc:
             raise KtriageError(f"cannot run {command[0]}: not found", "check the command after --") from exc
-    recorded = {"command": list(command), "returncode": proc.returncode, "started": started,
+        except PermissionError as exc:
+            raise KtriageError(f"cannot run {command[0]}: {exc.strerror} (not an executable file)",
+                               "check the command after -- (a program, or python SCRIPT)") from exc
+        except OSError as exc:
+            raise KtriageError(f"cannot run {command[0]}: {exc.strerror or exc}", "check the command after --") from exc
+        watchdog = _start_watchdog(proc.pid)
+        with _Forwarder(proc.pid) as forwarder:
+            try:
+                returncode = proc.wait()
+            finally:
+                if proc.poll() is None:  # record itself failed while waiting: never leave the program behind
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    proc.wait()
+                if watchdog is not None:  # EOF: the watchdog ends what is left of the group, then exits
+                    assert watchdog.stdin is not None
+                    watchdog.stdin.close()
+                    watchdog.wait()
+    recorded = {"command": list(command), "returncode": returncode, "started": started,
                 "seconds": round(time.time() - started, 3), "ktriage": __version__}
+    if forwarder.received is not None:
+        recorded["interrupted"] = signal.Signals(forwarder.received).name
     if journal.exists():
         workload = compact(read_journal(journal), recorded=recorded)
     else:  # the program never started Python (or exited before the hook installed)
         workload = Workload([], [], {}, {}, recorded)
-    save_workload(workload, output)
+    try:
+        save_workload(workload, output)
+    except OSError as exc:  # a full disk: the journal stays, and every reader of W.json takes it
+        raise KtriageError(f"cannot write the workload {output}: {exc.strerror or exc}",
+                           f"free some space; the journal {journal} holds the recording (explain or "
+                           "`workload show` read it in place of W.json)") from exc
     journal.unlink(missing_ok=True)
-    return RecordResult(workload, output, proc.returncode)
+    problem = gpu_problem(environ) if not workload.kernels else None
+    return RecordResult(workload, output, returncode, forwarder.received, problem)

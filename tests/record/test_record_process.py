@@ -1,0 +1,129 @@
+"""Process control of ``ktriage record`` (issue 27), with real processes and real signals: the
+program runs in its own process group; SIGTERM and SIGINT to record reach the whole group and the
+workload is still written; SIGKILL of record leaves no orphan (the watchdog ends the group) and the
+journal stays readable as the workload; a second record of the same -o refuses while the first runs.
+
+The "program" is a Python process (so the hook installs and writes its journal header) that starts
+a grandchild, writes both pids to a file and sleeps. Waits are bounded polls on a condition (the
+pid file appears, the processes are gone), never timing asserts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ktriage.cli import exit_codes
+from ktriage.cli.app import main
+from ktriage.record.workload import load_workload
+
+PROGRAM = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+with open(sys.argv[1] + ".tmp", "w") as fh:
+    fh.write(f"{os.getpid()} {child.pid}")
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(600)
+"""
+
+
+def _wait(condition: Callable[[], bool], what: str, limit_s: float = 120.0) -> None:
+    end = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > end:
+            raise AssertionError(f"gave up waiting: {what}")
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def _start_record(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, list[int]]:
+    output = tmp_path / "W.json"
+    pids = tmp_path / "pids"
+    proc = subprocess.Popen([sys.executable, "-m", "ktriage", "record", "-o", str(output), "--",
+                             sys.executable, "-c", PROGRAM, str(pids)], cwd=tmp_path)
+    _wait(lambda: pids.exists() or proc.poll() is not None, "the program's pid file")
+    assert proc.poll() is None, "record ended before the program started"
+    return proc, output, [int(p) for p in pids.read_text().split()]
+
+
+def _reap(pids: list[int]) -> None:
+    for pid in pids:  # a failing test must not leave its sleepers behind
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_to_record_reaches_the_group_and_the_workload_is_written(tmp_path: Path, sig: signal.Signals) -> None:
+    proc, output, pids = _start_record(tmp_path)
+    try:
+        proc.send_signal(sig)
+        assert proc.wait(timeout=120) == exit_codes.INTERRUPTED
+        _wait(lambda: not any(_alive(p) for p in pids), "the program and its child to end")
+        workload = load_workload(output)  # W.json itself, compacted from the journal
+        assert workload.recorded["interrupted"] == sig.name
+        assert not Path(str(output) + ".journal").exists() and not Path(str(output) + ".lock").exists()
+    finally:
+        _reap(pids)
+
+
+def test_sigkill_of_record_leaves_no_orphan_and_a_readable_workload(tmp_path: Path) -> None:
+    proc, output, pids = _start_record(tmp_path)
+    try:
+        proc.kill()
+        proc.wait(timeout=60)
+        _wait(lambda: not any(_alive(p) for p in pids), "the watchdog to end the orphaned program and its child")
+        assert not output.exists()
+        workload = load_workload(output)  # read from the journal left beside it
+        assert workload.kernels == [] and workload.path == output
+    finally:
+        _reap(pids)
+
+
+def test_a_second_record_of_the_same_output_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proc, output, pids = _start_record(tmp_path)
+    marker = tmp_path / "second-ran"
+    try:
+        code = main(["record", "-o", str(output), "--", sys.executable, "-c", f"open({str(marker)!r}, 'w')"])
+        err = capsys.readouterr().err
+        assert code == exit_codes.USAGE
+        assert "another `ktriage record` is writing" in err and f"pid {proc.pid}" in err and "fix:" in err
+        assert not marker.exists()  # refused before running anything
+    finally:
+        proc.terminate()
+        proc.wait(timeout=120)
+        _reap(pids)
+    # once the first has ended, the same output records again
+    assert main(["record", "-o", str(output), "--", sys.executable, "-c", "pass"]) == exit_codes.OK
+    assert marker.exists() is False and load_workload(output).recorded["returncode"] == 0
+
+
+def test_no_gpu_is_named_when_no_kernel_came(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A program that dies on a host without a CUDA driver or GPU: record says so (probed through the
+    driver, as the program saw it), not only "0 kernels"."""
+    from ktriage.record.run import gpu_problem
+
+    problem = gpu_problem()
+    code = main(["record", "-o", str(tmp_path / "W.json"), "--", sys.executable, "-c",
+                 "raise SystemExit('RuntimeError: 0 active drivers ([]). There should only be one.')"])
+    err = capsys.readouterr().err
+    assert code == exit_codes.INCOMPLETE and "recorded 0 kernels" in err
+    if problem is None:  # a GPU host: nothing to say about the GPU
+        assert "no GPU:" not in err
+    else:
+        assert "no GPU:" in err and ("no CUDA driver" in err or "no usable GPU" in err or "finds no GPU" in err)
