@@ -26,7 +26,10 @@ _REPR_EXC = re.compile(r"^(\w+(?:Error|Exception|Failure))\((['\"])(.*)\2\)$")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Exception|Failure|Exit|Interrupt)\b.*")
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
-_DIED = "compile worker died:"  # ktriage.compile.pool's crash reply, followed by the worker's stderr tail
+_DIED = "compile worker died:"
+# The compile worker's last line for a wrapped error: the innermost exception (insitu/worker.root_cause).
+ROOT_CAUSE = "root cause:"
+_NOT_CAUSES = ("fix:", "the kernel reads ")  # ktriage.compile.pool's crash reply, followed by the worker's stderr tail
 
 
 def _squash(text: str) -> str:
@@ -49,7 +52,8 @@ def _compilation_error(lines: list[str], location: str) -> str:
     if caret is None:
         rest = [ln for ln in lines[1:] if ln.strip()]
         return f"CompilationError at {location}" + (f": {_exception_text(rest[-1])}" if rest else "")
-    cause = [ln for ln in lines[caret + 1:] if ln.strip()]
+    rooted = [ln.strip()[len(ROOT_CAUSE):].strip() for ln in lines[caret + 1:] if ln.strip().startswith(ROOT_CAUSE)]
+    cause = rooted or [ln for ln in lines[caret + 1:] if ln.strip() and not ln.strip().startswith(_NOT_CAUSES)]
     source = lines[caret - 1].strip()
     if cause:
         return f"CompilationError at {location} (`{source}`): {_exception_text(cause[-1])}"
@@ -77,6 +81,10 @@ def one_line(message: str, fallback: str = "failed") -> str:
     if m:
         return _squash(_compilation_error(lines, m.group(2)))
     first = next((ln for ln in lines if ln.strip() and not ln.strip().startswith("fix:")), lines[0])
+    root = next((ln.strip()[len(ROOT_CAUSE):].strip() for ln in lines if ln.strip().startswith(ROOT_CAUSE)), None)
+    if root and root not in first:
+        # the root cause first: a cut line must still say what went wrong
+        return _squash(f"{root} (in {first.strip()})")
     return _squash(first)
 
 

@@ -29,6 +29,9 @@ from typing import Any
 
 PLACEHOLDER_MODULES = ("torch",)
 _used: list[str] = []
+# Top-level modules found missing while a kernel's module was imported (``add``): numpy, tabulate,
+# transformers ... A host-side import of a kernel library; a kernel that reads one is named by the worker.
+_missing: set[str] = set()
 
 
 class _Inert:
@@ -157,7 +160,7 @@ class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         top = fullname.split(".")[0]
-        if top not in PLACEHOLDER_MODULES:
+        if top not in PLACEHOLDER_MODULES and top not in _missing:
             return None
         search: list[str] = []
         for finder in sys.meta_path:
@@ -216,6 +219,21 @@ def install() -> None:
     snapshot's stub ``torch/`` folder, which the path finder would take for torch, gets the placeholder."""
     if not any(isinstance(f, _PlaceholderFinder) for f in sys.meta_path):
         sys.meta_path.insert(0, _PlaceholderFinder())
+
+
+def add(name: str) -> None:
+    """Stand in for the top-level module ``name`` too (it is not installed in this interpreter)."""
+    _missing.add(name.split(".")[0])
+
+
+def is_placeholder(value: Any) -> bool:
+    """Whether ``value`` is a placeholder module or one of its inert objects (or a class made from one)."""
+    return isinstance(value, (_PlaceholderModule, _Inert)) or (isinstance(value, type) and issubclass(value, _InertBase))
+
+
+def stands_for(name: str) -> bool:
+    """Whether a placeholder answers (or would answer) for the top-level module ``name``."""
+    return name.split(".")[0] in PLACEHOLDER_MODULES or name.split(".")[0] in _missing
 
 
 def used() -> list[str]:

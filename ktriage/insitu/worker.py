@@ -35,9 +35,10 @@ import traceback
 from typing import Any
 
 if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
-    from ktriage.insitu import fakedriver, placeholders, ptxas_capture
+    from ktriage.insitu import fakedriver, kernel_source, placeholders, ptxas_capture
 else:  # started as a script inside a toolchain's virtualenv: this folder is sys.path[0]
     import fakedriver  # type: ignore[import-not-found,no-redef]
+    import kernel_source  # type: ignore[import-not-found,no-redef]
     import placeholders  # type: ignore[import-not-found,no-redef]
     import ptxas_capture  # type: ignore[import-not-found,no-redef]
 
@@ -59,7 +60,13 @@ def load_kernel(source: str, sys_path: list[str]) -> Any:
 
 
 def load_launchable(source: str, sys_path: list[str]) -> Any:
-    """Import ``source`` and return the module attribute as the library launches it (decorators kept)."""
+    """Import ``source`` and return the module attribute as the library launches it (decorators kept).
+
+    The kernel compiles from its own source, not from everything its module imports: a top-level
+    module that is not installed (numpy, tabulate, transformers ...) gets a placeholder and the import
+    is tried again; a module that still fails to import, or a kernel that is no module attribute
+    (defined in a function), is compiled from the kernel's own source cut out of the module's file
+    (``kernel_source``). Only when that fails too is the import an error, naming both causes."""
     for entry in sys_path:
         if entry not in sys.path:
             sys.path.insert(0, entry)
@@ -67,27 +74,212 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
     if ":" not in source:
         raise WorkerError("import", f"kernel source {source!r} must look like 'module:function' or 'file.py:function'")
     module_part, _, fn_name = source.rpartition(":")
+    import_error: BaseException | None = None
     try:
-        if module_part.endswith(".py"):
-            module_name = "ktriage_src_" + str(abs(hash(os.path.abspath(module_part))))
-            module = sys.modules.get(module_name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(module_name, module_part)
-                if spec is None or spec.loader is None:
-                    raise WorkerError("import", f"cannot load {module_part}")
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[module_name] = module
-                spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_part)
-    except WorkerError:
-        raise
-    except Exception as exc:  # the user's module failed to import: say which and why
-        raise WorkerError("import", f"importing {module_part} failed: {type(exc).__name__}: {exc}") from exc
-    fn = getattr(module, fn_name, None)
+        module = _import_with_placeholders(module_part)
+    except Exception as exc:  # the user's module failed to import: try the kernel's own source
+        import_error, module = exc, None
+    if module is not None:
+        fn = _attribute(module, fn_name)
+        if fn is not None:
+            return fn
+    try:
+        return _load_extracted(module_part, fn_name)
+    except _ExtractFailed as exc:
+        if import_error is not None:
+            raise WorkerError("import", f"importing {module_part} failed: {root_cause(import_error)}; compiling "
+                                        f"{fn_name} from its own source failed too: {exc}") from import_error
+        raise WorkerError("import", f"{module_part} has no attribute {fn_name!r}, and compiling it from its own "
+                                    f"source failed: {exc}") from exc
+
+
+def _attribute(module: Any, path: str) -> Any:
+    """``module.A.b`` for ``A.b`` (a kernel in a class body), or None."""
+    obj = module
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _import_with_placeholders(module_part: str) -> Any:
+    """Import a module (or a ``.py`` file by path), giving each top-level module that it imports and
+    that is not installed a placeholder, one at a time, until it imports or fails for another reason."""
+    for _ in range(32):
+        try:
+            return _import(module_part)
+        except ModuleNotFoundError as exc:
+            top = (exc.name or "").split(".")[0]
+            if not top or top == "triton" or placeholders.stands_for(top) or _installed(top):
+                raise
+            placeholders.add(top)
+    return _import(module_part)
+
+
+def _installed(top: str) -> bool:
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _import(module_part: str) -> Any:
+    if not module_part.endswith(".py"):
+        return importlib.import_module(module_part)
+    module_name = "ktriage_src_" + str(abs(hash(os.path.abspath(module_part))))
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, module_part)
+        if spec is None or spec.loader is None:
+            raise WorkerError("import", f"cannot load {module_part}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+    return module
+
+
+class _ExtractFailed(Exception):
+    pass
+
+
+def _module_path(module_part: str) -> tuple[str, str | None]:
+    """The file of ``module_part`` (found on sys.path without importing its packages) and its package."""
+    if module_part.endswith(".py"):
+        return module_part, None
+    rel = module_part.replace(".", os.sep)
+    for entry in sys.path:
+        base = os.path.join(entry or ".", rel)
+        if os.path.isfile(base + ".py"):
+            return base + ".py", module_part.rpartition(".")[0] or None
+        if os.path.isfile(os.path.join(base, "__init__.py")):
+            return os.path.join(base, "__init__.py"), module_part
+    raise _ExtractFailed(f"no file for module {module_part} on the compile worker's sys.path")
+
+
+def _load_extracted(module_part: str, qualname: str) -> Any:
+    """Compile from the kernel's own source: its ``def`` and what it needs of its module, as a module
+    of its own (a real file: Triton reads a kernel's source with ``inspect``)."""
+    import hashlib
+
+    path, package = _module_path(module_part)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        extracted, _ = kernel_source.extract(text, qualname, package=package)
+    except (OSError, UnicodeDecodeError, kernel_source.ExtractError) as exc:
+        raise _ExtractFailed(str(exc)) from exc
+    digest = hashlib.sha256(f"{os.path.abspath(path)}\0{qualname}\0{extracted}".encode()).hexdigest()[:16]
+    name = f"ktriage_extracted_{digest}"
+    module = sys.modules.get(name)
+    if module is None:
+        folder = os.path.join(tempfile.gettempdir(), f"ktriage-extracted-{os.getuid()}")
+        os.makedirs(folder, exist_ok=True)
+        file = os.path.join(folder, name + ".py")
+        if not os.path.isfile(file):
+            tmp = f"{file}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(extracted)
+            os.replace(tmp, file)
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise _ExtractFailed(f"cannot load {file}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            for _ in range(32):  # a missing top-level import the kernel keeps gets a placeholder, as above
+                try:
+                    spec.loader.exec_module(module)
+                    break
+                except ModuleNotFoundError as exc:
+                    top = (exc.name or "").split(".")[0]
+                    if not top or top == "triton" or placeholders.stands_for(top) or _installed(top):
+                        raise
+                    placeholders.add(top)
+        except Exception as exc:
+            sys.modules.pop(name, None)
+            line = _failing_line(exc, file)
+            raise _ExtractFailed(f"{line}{root_cause(exc)}") from exc
+    fn = _attribute(module, qualname.split(".")[-1])
     if fn is None:
-        raise WorkerError("import", f"{module_part} has no attribute {fn_name!r}")
+        raise _ExtractFailed(f"the extracted source defines no {qualname}")
     return fn
+
+
+def _failing_line(exc: BaseException, file: str) -> str:
+    """``line N `text`: `` of the extracted module's statement that raised, or ''."""
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == file:
+            found = tb.tb_lineno
+        tb = tb.tb_next
+    if found is None:
+        return ""
+    try:
+        with open(file, encoding="utf-8") as fh:
+            text = fh.read().splitlines()[found - 1].strip()
+    except (OSError, IndexError):
+        return f"line {found}: "
+    return f"line {found} `{text}`: "
+
+
+def root_cause(exc: BaseException) -> str:
+    """``Type: message`` of the innermost exception of a chain (``raise ... from e`` or raised while
+    handling another): where Triton wraps a callee's error in a CompilationError that says only where,
+    the innermost one says what (``gdc_wait() got an unexpected keyword argument '_semantic'``)."""
+    seen: set[int] = set()
+    inner = exc
+    while id(inner) not in seen:
+        seen.add(id(inner))
+        nxt = inner.__cause__ or (None if inner.__suppress_context__ else inner.__context__)
+        if nxt is None:
+            break
+        inner = nxt
+    message = str(inner).strip()
+    if type(inner).__name__ in ("CompilationError", "CompileTimeAssertionFailure") and "\n" in message:
+        message = message.splitlines()[-1].strip()
+    return f"{type(inner).__name__}: {message}" if message else type(inner).__name__
+
+
+def with_root_cause(exc: BaseException) -> str:
+    """The exception's own text plus a ``root cause:`` line when the innermost exception is another one."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = root_cause(exc)
+    if exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
+        text += f"\nroot cause: {cause}"
+    return text
+
+
+def placeholder_reads(fn: Any, depth: int = 0) -> list[str]:
+    """The globals a kernel (and its jit callees) reads whose value is a placeholder: a module that is
+    not installed in this toolchain (``np (numpy)``)."""
+    found: list[str] = []
+    inner = getattr(fn, "fn", None)
+    code = getattr(inner, "__code__", None)
+    globs = getattr(inner, "__globals__", None) or {}
+    if code is None or depth > 4:
+        return found
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        names.update(c.co_names)
+        stack.extend(k for k in c.co_consts if hasattr(k, "co_names"))
+    for name in sorted(names):
+        value = globs.get(name)
+        if value is None:
+            continue
+        if placeholders.is_placeholder(value):
+            module = getattr(value, "__name__", None) if isinstance(value, type(sys)) else None
+            found.append(f"{name} ({module})" if module and module != name else name)
+        elif type(value).__name__ in ("JITFunction", "JITCallable") and value is not fn:
+            found += placeholder_reads(value, depth + 1)
+    return sorted(set(found))
 
 
 def jit_function_of(obj: Any, source: str) -> Any:
@@ -277,7 +469,13 @@ def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) 
     except Exception as exc:
         runs = ptxas_capture.take()
         kind = "assemble" if runs and runs[-1].get("returncode") not in (0, None) else "compile"
-        raise WorkerError(kind, f"{type(exc).__name__}: {exc}") from exc
+        message = with_root_cause(exc)
+        missing = placeholder_reads(fn)
+        if missing:  # the cause a person needs first: the kernel truly needs a module that is missing
+            message = (f"the kernel reads {', '.join(missing)}, which is not installed in this toolchain (a "
+                       f"placeholder stood for it): {root_cause(exc)}\n{message}\nfix: install what the kernel "
+                       f"reads into the toolchain, or give the kernel the value it needs as a tl.constexpr")
+        raise WorkerError(kind, message) from exc
     asm = dict(kernel.asm)
     result: dict[str, Any] = {k: asm[k] for k in ("ttir", "ttgir", "llir", "ptx") if k in asm}
     result["cubin"] = asm.get("cubin", b"")
@@ -312,7 +510,14 @@ def prime() -> None:
 
 
 def handle(request: dict[str, Any]) -> dict[str, Any]:
-    """Compile one request and write its files into request['out_dir']."""
+    """Compile one request and write its files into request['out_dir'] (a ``resolve`` request asks
+    what this Triton's JIT compiles for a launch given by values instead: launch_spec.py)."""
+    if request.get("resolve") is not None:
+        if __package__:
+            from ktriage.insitu import launch_spec
+        else:
+            import launch_spec  # type: ignore[import-not-found,no-redef]
+        return launch_spec.resolve(request)
     out_dir = request["out_dir"]
     os.makedirs(out_dir, exist_ok=True)
     result = compile_in_process(request["spec"], request.get("sys_path") or [])

@@ -1,0 +1,161 @@
+"""A kernel compiles from its own source, not from its module's imports (issue 23, point 1).
+
+Real Triton wheels in their toolchains, real ptxas: a kernel whose module imports packages that are
+not installed in the toolchain (as TritonBench's low_mem_dropout imports tabulate), whose module runs
+a program at import time, or that is defined in a class body, compiles; a kernel that truly reads a
+missing module fails with an error naming it; a Triton error raised in a callee keeps its root cause.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
+from ktriage.explain.failures import describe
+from ktriage.insitu.kernel_source import extract
+from ktriage.spec.model import KernelSpec
+
+pytestmark = pytest.mark.slow
+
+MODULE = '''
+import tabulate_is_not_installed_here
+import numpy_is_not_installed_here as np
+from tabulate_is_not_installed_here import tabulate
+import triton
+import triton.language as tl
+
+SCALE = tl.constexpr(2.0)
+TABLE = tabulate([[1, 2]])
+
+
+@triton.jit
+def twice(x):
+    return x * SCALE
+
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, twice(tl.load(x_ptr + offs, mask=mask)), mask=mask)
+
+
+@triton.jit
+def reads_numpy_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * np.pi, mask=offs < n)
+
+
+class Operator:
+    @triton.jit
+    def method_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, twice(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
+'''
+
+# A script that runs its program at import (no __main__ guard): importing it fails in a compile worker.
+SCRIPT = '''
+import triton
+import triton.language as tl
+import torch
+
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1, mask=offs < n)
+
+
+x = torch.ones(1000, device="cuda")
+assert x.sum().item() == 1000, "this program needs a GPU"
+'''
+
+# A builtin written for Triton 3.3's protocol (``_builder``), called by a 3.4 kernel, which passes
+# ``_semantic``: Triton wraps the TypeError in a CompilationError that says only where (the gdc_wait
+# failure of issue 23).
+CALLEE_ERROR = '''
+import triton
+import triton.language as tl
+from triton.language import core
+
+
+@core.builtin
+def gdc_wait(_builder=None):
+    return None
+
+
+@triton.jit
+def bad_kernel(x_ptr, BLOCK: tl.constexpr):
+    gdc_wait()
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+'''
+
+
+def _spec(source: str, name: str, **extra: object) -> KernelSpec:
+    return KernelSpec(name=name, source=source,
+                      signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                      constexprs={"BLOCK": 256}, divisible_by_16=("x_ptr", "out_ptr", "n"), **extra)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("version", ["3.3.1", "3.4.0"])
+def test_a_module_importing_missing_packages_compiles_its_kernel(version: str, toolchain, compiler: Compiler,
+                                                                 tmp_path: Path) -> None:
+    tc = toolchain(f"triton=={version}")
+    path = tmp_path / "kernels_with_host_imports.py"
+    path.write_text(MODULE)
+    out = compiler.compile(_spec(f"{path}:scale_kernel", "scale"), tc)
+    assert isinstance(out, Artifact), describe(out)
+    assert "tabulate_is_not_installed_here" in out.frontend.placeholder_imports
+    # the jit callee read the module's global SCALE = 2.0
+    assert "2.000000e+00" in out.frontend.text("ttir")
+
+
+def test_a_kernel_that_reads_a_missing_module_is_an_error_naming_it(toolchain, compiler: Compiler,
+                                                                    tmp_path: Path) -> None:
+    tc = toolchain("triton==3.4.0")
+    path = tmp_path / "kernels_reading_numpy.py"
+    path.write_text(MODULE)
+    spec = KernelSpec(name="np", source=f"{path}:reads_numpy_kernel",
+                      signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 256})
+    out = compiler.compile(spec, tc)
+    assert isinstance(out, CompileFailure)
+    assert "the kernel reads np (numpy_is_not_installed_here)" in out.message
+    assert "numpy_is_not_installed_here" in describe(out)
+
+
+def test_a_script_that_runs_at_import_compiles_from_the_kernels_own_source(toolchain, compiler: Compiler,
+                                                                           tmp_path: Path) -> None:
+    tc = toolchain("triton==3.4.0")
+    path = tmp_path / "script_without_main_guard.py"
+    path.write_text(SCRIPT)
+    spec = KernelSpec(name="add_one", source=f"{path}:add_one",
+                      signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 1024})
+    out = compiler.compile(spec, tc)
+    assert isinstance(out, Artifact), describe(out)
+
+
+def test_a_callee_error_keeps_its_root_cause(toolchain, compiler: Compiler, tmp_path: Path) -> None:
+    tc = toolchain("triton==3.4.0")
+    path = tmp_path / "callee_error.py"
+    path.write_text(CALLEE_ERROR)
+    spec = KernelSpec(name="bad", source=f"{path}:bad_kernel", signature={"x_ptr": "*fp32", "BLOCK": "constexpr"},
+                      constexprs={"BLOCK": 16})
+    out = compiler.compile(spec, tc)
+    assert isinstance(out, CompileFailure)
+    assert "root cause: TypeError: gdc_wait() got an unexpected keyword argument '_semantic'" in out.message
+    line = describe(out)
+    assert "TypeError: gdc_wait() got an unexpected keyword argument '_semantic'" in line, line
+
+
+def test_extract_keeps_what_the_kernel_needs_at_its_lines() -> None:
+    text, kept = extract(MODULE, "Operator.method_kernel", package="pkg")
+    assert "import triton.language as tl" in text and "def twice" in text and "SCALE = tl.constexpr(2.0)" in text
+    assert "tabulate" not in text and "numpy" not in text and "class Operator" not in text
+    original = MODULE.splitlines()
+    ours = text.splitlines()
+    def_line = next(i for i, ln in enumerate(original) if "def method_kernel" in ln)
+    assert ours[def_line] == "def method_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):"
+    assert kept == ["triton", "tl", "SCALE", "twice", "method_kernel"]
