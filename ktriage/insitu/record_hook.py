@@ -686,6 +686,10 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
         for i in range(1, len(parts) + 1):
             init = "/".join(parts[:i]) + "/__init__.py"
             files.setdefault(init, "")
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "")
+    if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
+        kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes)
+        kernel_path = kernel_module + ".py"
     carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
     if carried or stubs:
         notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
@@ -694,6 +698,127 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
     return {"module": kernel_module, "original_module": module_name, "file": file,
             "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "snapshot": {"files": files, "notes": sorted(set(notes))}, "package": _distribution(module_name)}
+
+
+def _nested_module(fn: Any, qualname: str, files: dict[str, str], kernel_path: str, module_name: str,
+                   placed_as: str, notes: list[str]) -> str:
+    """A kernel defined in a class or function body (TritonBench's softmax: a method's kernel) is no
+    attribute of its module: its own source (``kernel_source.extract``: its def and the module-level
+    statements it needs, relative imports made absolute) becomes a module of the snapshot, with the
+    values it closes over as assignments. Returns that module's name."""
+    source = _kernel_source_module()
+    package = None
+    if placed_as == module_name:
+        package = module_name if kernel_path.endswith("/__init__.py") else module_name.rpartition(".")[0] or None
+    lines, needs, carried, dropped = closure_lines(fn)
+    text, _ = source.extract(files[kernel_path], qualname, package=package, extra_lines=lines, extra_needs=needs)
+    name = "ktr_" + fn.__name__ + "_" + hashlib.sha256(f"{module_name}:{qualname}".encode()).hexdigest()[:8]
+    files[name + ".py"] = text
+    note = f"{qualname} is defined in a {'function' if '<locals>' in qualname else 'class'} body of {module_name}: " \
+           f"compiled from its own source (module {name})"
+    if carried:
+        note += f"; closed-over values carried: {', '.join(carried)}"
+    notes.append(note)
+    if dropped:
+        notes.append(f"closed-over values that cannot be carried (the kernel may not compile): {', '.join(dropped)}")
+    return name
+
+
+def _kernel_source_module() -> Any:
+    """``kernel_source.py`` beside this file, loaded by path under a private name (no sibling of the
+    hook becomes importable in the user's program)."""
+    name = "_ktriage_record_kernel_source"
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                         "kernel_source.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def closure_lines(fn: Any) -> tuple[list[str], list[str], list[str], list[str]]:
+    """The values a nested kernel closes over, as module-level source: (lines, names of the kernel's
+    module they read, ``name=value`` carried, ``name (type)`` dropped). Triton 3.4+ resolves a
+    kernel's free variables from its closure (3.3 from its globals only): as globals of the extracted
+    module they resolve the same. Plain values, ``tl.constexpr``, Triton dtypes, modules and
+    ``@triton.jit`` functions are carried; anything else is named as dropped."""
+    lines: list[str] = []
+    needs: list[str] = []
+    carried: list[str] = []
+    dropped: list[str] = []
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    uses_tl = False
+    for name, cell in zip(getattr(code, "co_freevars", ()), cells):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            dropped.append(f"{name} (unbound)")
+            continue
+        expr = _value_source(value)
+        if expr is not None:
+            uses_tl = uses_tl or "_ktr_tl." in expr
+            lines.append(f"{name} = {expr}")
+            carried.append(f"{name}={expr.replace('_ktr_tl.', 'tl.')}")
+        elif type(value).__name__ == "module":
+            lines.append(f"import {value.__name__} as {name}")
+            carried.append(f"{name}=module {value.__name__}")
+        elif type(value).__name__ in ("JITFunction", "JITCallable", "ConstexprFunction") and hasattr(value, "fn"):
+            inner = value.fn
+            qn = getattr(inner, "__qualname__", "")
+            if "." not in qn and getattr(inner, "__module__", None) == getattr(fn, "__module__", None):
+                needs.append(qn)
+                if qn != name:
+                    lines.append(f"{name} = {qn}")
+            elif "." not in qn:
+                lines.append(f"from {inner.__module__} import {qn} as {name}")
+            else:
+                try:
+                    import inspect
+                    import textwrap
+
+                    src = textwrap.dedent(inspect.getsource(inner))
+                except (OSError, TypeError):
+                    dropped.append(f"{name} (jit function {qn}: no source)")
+                    continue
+                more, more_needs, more_carried, more_dropped = closure_lines(inner)
+                lines += [*src.splitlines(), *([f"{name} = {inner.__name__}"] if inner.__name__ != name else []), *more]
+                needs += more_needs
+                carried += more_carried
+                dropped += more_dropped
+            carried.append(f"{name}=jit {qn}")
+        else:
+            dropped.append(f"{name} ({type(value).__name__})")
+    if uses_tl:
+        lines.insert(0, "import triton.language as _ktr_tl")
+    return lines, needs, carried, dropped
+
+
+def _value_source(value: Any) -> str | None:
+    """Python source that makes ``value`` again in the extracted module, or None."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else f"float({str(value)!r})"
+    kind = type(value).__name__
+    try:
+        import triton.language as tl
+    except Exception:
+        return None
+    if isinstance(value, tl.constexpr):
+        inner = _value_source(value.value)
+        return None if inner is None else f"_ktr_tl.constexpr({inner})"
+    if kind in ("dtype", "pointer_type", "block_type") or isinstance(value, getattr(tl, "dtype", ())):
+        for attr in dir(tl):
+            try:
+                if getattr(tl, attr) is value:
+                    return f"_ktr_tl.{attr}"
+            except Exception:
+                continue
+    return None
 
 
 INDUCTOR_RUNTIME = "torch._inductor.runtime."
@@ -792,7 +917,13 @@ def _helper_modules(fn: Any) -> list[tuple[str, str | None]]:
     """Modules outside the kernel's top-level package that define @triton.jit functions it references."""
     found: list[tuple[str, str | None]] = []
     top = (getattr(fn, "__module__", "") or "").split(".")[0]
-    for value in list(getattr(fn, "__globals__", {}).values()):
+    closed = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            closed.append(cell.cell_contents)
+        except ValueError:
+            continue
+    for value in [*list(getattr(fn, "__globals__", {}).values()), *closed]:
         inner = getattr(value, "fn", None)
         mod_name = None
         if inner is not None and type(value).__name__ in ("JITFunction", "JITCallable", "ConstexprFunction"):
