@@ -686,7 +686,7 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
         for i in range(1, len(parts) + 1):
             init = "/".join(parts[:i]) + "/__init__.py"
             files.setdefault(init, "")
-    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "")
+    qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", ""))
     if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
         kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes)
         kernel_path = kernel_module + ".py"
@@ -712,7 +712,7 @@ def _nested_module(fn: Any, qualname: str, files: dict[str, str], kernel_path: s
         package = module_name if kernel_path.endswith("/__init__.py") else module_name.rpartition(".")[0] or None
     lines, needs, carried, dropped = closure_lines(fn)
     text, _ = source.extract(files[kernel_path], qualname, package=package, extra_lines=lines, extra_needs=needs)
-    name = "ktr_" + fn.__name__ + "_" + hashlib.sha256(f"{module_name}:{qualname}".encode()).hexdigest()[:8]
+    name = f"ktr_{fn.__name__}_" + hashlib.sha256(f"{module_name}:{qualname}".encode()).hexdigest()[:8]
     files[name + ".py"] = text
     note = f"{qualname} is defined in a {'function' if '<locals>' in qualname else 'class'} body of {module_name}: " \
            f"compiled from its own source (module {name})"
