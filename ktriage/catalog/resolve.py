@@ -45,7 +45,7 @@ def resolve_specs(
         if given:
             raise SpecError(f"{', '.join(given)} does not apply to {what} {target}: its signature, pass and grid are "
                             "written in the file", "drop the option, or edit the spec file (a catalog op takes these options)")
-        specs = (select_workload_specs(load_workload(target).specs(), inputs, target) if workload
+        specs = (select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target) if workload
                  else load_selected_specs(target, inputs))
         if target_arch is not None:
             specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]

@@ -100,7 +100,7 @@ def _compile(workload: str, toolchain: list[str], kernels: list[str] | None, inp
     if not is_workload_path(workload):
         raise KtriageError(f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
                            "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op")
-    wl = load_workload(workload)
+    wl = load_workload(workload).require_kernels(workload)
     targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
     if targets and arch not in targets:
         raise KtriageError(f"--arch {arch} does not apply to {workload}: it was recorded on {', '.join(targets)}",

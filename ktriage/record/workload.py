@@ -124,6 +124,22 @@ class Workload:
         self.materialize()
         return [i.spec for k in self.kernels for i in k.inputs]
 
+    def require_kernels(self, origin: str) -> Workload:
+        """This workload, or a ``SpecError`` when it has no kernel to compile: a workload of 0 kernels
+        is never explained or benched as "no change". The error says why nothing was captured."""
+        if self.kernels:
+            return self
+        if self.not_captured:
+            whys = "; ".join(f"{n.function}: {n.why}" for n in self.not_captured[:5])
+            more = f" (and {len(self.not_captured) - 5} more)" if len(self.not_captured) > 5 else ""
+            raise SpecError(f"workload {origin} has no kernel to compile: {len(self.not_captured)} launch(es) were "
+                            f"not captured: {whys}{more}",
+                            f"see `ktriage workload show {origin}`; fix what the reasons name and record again")
+        raise SpecError(f"workload {origin} has no kernel to compile: the program launched no Triton kernel "
+                        "through JITFunction.run or inductor's launcher while it was recorded",
+                        "record a run that launches the kernels (not one that only reads them from a cache, and "
+                        "not with python -S/-E/-I, which skip the hook)")
+
     def materialize(self) -> None:
         for digest, snap in self.snapshots.items():
             materialize(digest, snap["files"])
