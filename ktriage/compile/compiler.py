@@ -175,6 +175,7 @@ class Compiler:
         self._front_memo: dict[str, FrontendResult | CompileFailure] = {}
         self._cubin_memo: dict[str, AssembledCubin | KtriageError] = {}
         self._abi_memo: dict[str, tuple[AbiParam, ...]] = {}
+        self._resolve_memo: dict[str, KernelSpec | CompileFailure] = {}
         self.timeout_s = timeout_s
         self._pool = WorkerPool(self.jobs)
         # Frontend compiles actually run (cache misses), in total and per thread: bisect reports its
@@ -230,7 +231,40 @@ class Compiler:
         except (KtriageError, OSError):
             return f"unkeyed-{id(spec)}-{id(toolchain)}"
 
+    def resolve(self, spec: KernelSpec, toolchain: Toolchain) -> KernelSpec | CompileFailure:
+        """A spec written by values as this toolchain's own JIT specializes it (its decorators, binder
+        and rules run in the toolchain's worker: insitu/launch_spec.py, spec/values.py); any other
+        spec as it is. Asked once per (launch, Triton build) in a compiler."""
+        if spec.launch is None:
+            return spec
+        from ktriage.spec.values import resolve_request, resolved_spec
+
+        try:
+            key = _sha("resolve", INSITU_FINGERPRINT, spec.key(), _frontend_identity(toolchain))
+            sys_path = self._kernel_sys_path(spec)
+            prime = toolchain.facts().order_sensitive  # the worker goes on to compile: primed as for those
+        except KtriageError as exc:
+            return CompileFailure(spec, toolchain, "frontend", "package", str(exc))
+        with self._inflight.hold(key):
+            memo = self._resolve_memo.get(key)
+            if memo is None:
+                worker = self._pool.acquire(toolchain.python, tuple(sys_path), prime=prime)
+                try:
+                    reply = worker.request({"id": key, "resolve": resolve_request(spec), "sys_path": sys_path,
+                                            "target": spec.target}, timeout=self.timeout_s)
+                finally:
+                    self._pool.release(toolchain.python, worker, tuple(sys_path))
+                memo = (CompileFailure(spec, toolchain, "frontend", reply.kind, "the launch by values in Triton "
+                                       f"{toolchain.triton_version}: {reply.error}")
+                        if not reply.ok else resolved_spec(spec, reply.data))
+                self._resolve_memo[key] = memo
+        return replace(memo, spec=spec, toolchain=toolchain) if isinstance(memo, CompileFailure) else memo
+
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
+        resolved = self.resolve(spec, toolchain)
+        if isinstance(resolved, CompileFailure):
+            return resolved
+        spec = resolved
         key = self.frontend_key(spec, toolchain)
         with self._inflight.hold(key):  # a kernel shared by several inputs compiles once
             memo = self._front_memo.get(key)
@@ -348,7 +382,13 @@ class Compiler:
     # -- both -----------------------------------------------------------------------------------
 
     def compile(self, spec: KernelSpec, toolchain: Toolchain) -> CompileOutcome:
-        """Frontend + assemble for one pair; failures come back as CompileFailure, never raised."""
+        """Frontend + assemble for one pair; failures come back as CompileFailure, never raised. A spec
+        written by values is compiled as the toolchain's JIT specializes it: the Artifact carries that
+        spec (``resolve``)."""
+        resolved = self.resolve(spec, toolchain)
+        if isinstance(resolved, CompileFailure):
+            return resolved
+        spec = resolved
         front = self.frontend(spec, toolchain)
         if isinstance(front, CompileFailure):
             return front

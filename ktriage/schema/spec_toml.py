@@ -43,9 +43,16 @@ class SpecializeSchema(msgspec.Struct, forbid_unknown_fields=True):
 GridDim = Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
 
 
+# A launch value of ``[kernel.args]`` (spec/values.py checks the tables: a tensor, or { none = true }).
+ArgValue = bool | Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)] | float | Text | dict[str, Any]
+
+
 class KernelSchema(msgspec.Struct, forbid_unknown_fields=True):
     source: Annotated[str, msgspec.Meta(min_length=3, max_length=4096)]
-    signature: Annotated[dict[Ident, Annotated[str, msgspec.Meta(max_length=64)]], msgspec.Meta(min_length=1)]
+    # by values (args) or by types (signature): one of the two, spec/toml_file.py says which is missing
+    args: dict[Ident, ArgValue] | UnsetType = UNSET
+    signature: Annotated[dict[Ident, Annotated[str, msgspec.Meta(max_length=64)]], msgspec.Meta(min_length=1)] | UnsetType = UNSET
+    autotune_config: Annotated[int, msgspec.Meta(ge=0, le=100_000)] | UnsetType = UNSET
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | UnsetType = UNSET
     package: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | UnsetType = UNSET
     target: Annotated[str, msgspec.Meta(max_length=32)] = "sm_90"
@@ -68,6 +75,8 @@ FIX = "see docs/specs.md for the format of a spec file"
 FIXES = {
     "kernel": "write one [kernel] table, or [[kernel]] tables for several (kernel = [] or a value is not a kernel)",
     "kernel.source": 'source = "path/to/file.py:kernel" or "package.module:kernel"',
+    "kernel.args": 'give each argument\'s value under [kernel.args]: n = 4096, stride = 1, BLOCK = 128, DTYPE = "tl.float16", x = { dtype = "fp16", shape = [4096], align = 16 }',
+    "kernel.autotune_config": "autotune_config is the index of the @triton.autotune config to compile, e.g. autotune_config = 0",
     "kernel.signature": 'list every argument in order under [kernel.signature], e.g. x_ptr = "*fp32"',
     "kernel.package": 'e.g. package = "liger-kernel==0.5.10"',
     "kernel.grid": "e.g. grid = [132] (1 to 3 positive integers)",

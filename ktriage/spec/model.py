@@ -75,6 +75,11 @@ class KernelSpec:
     grid: tuple[int, ...] | None = None
     package: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    # A spec written by VALUES (docs/specs.md): the launch as the library makes it, {"args": [[name,
+    # encoded value]], "options": {...}, "grid": [...], "autotune_config": int | None}. Each toolchain's
+    # own JIT then decides the fields above for its compile (spec/values.py, compile/compiler.py); the
+    # fields here are the preview by ktriage's rules (spec/specialize.py), shown before any compile.
+    launch: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # Normalize containers (JSON gives lists) and put equal_to_1 ints in the JIT's constexpr form.
@@ -101,6 +106,8 @@ class KernelSpec:
         data["divisible_by_16"] = list(self.divisible_by_16)
         data["equal_to_1"] = list(self.equal_to_1)
         data["grid"] = list(self.grid) if self.grid is not None else None
+        if self.launch is None:  # a spec by types: the JSON of before by-value specs existed
+            del data["launch"]
         return data
 
     @classmethod
@@ -153,6 +160,8 @@ class KernelSpec:
             "maxnreg": self.maxnreg,
             "target": self.target,
         }
+        if self.launch is not None:  # by values: each toolchain's JIT decides from them
+            payload["launch"] = json.dumps(self.launch, sort_keys=True)
         blob = json.dumps(payload, sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:24]
 

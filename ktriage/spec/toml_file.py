@@ -17,7 +17,16 @@ from msgspec import UNSET, UnsetType
 
 from ktriage.errors import KtriageError, SpecError
 from ktriage.schema.core import convert, parse_toml, read_text, size_limit
-from ktriage.schema.spec_toml import FIX, FIXES, OPTION_KEYS, KernelSchema, NoneValue, SpecFileSchema, label
+from ktriage.schema.spec_toml import (
+    FIX,
+    FIXES,
+    OPTION_KEYS,
+    KernelSchema,
+    NoneValue,
+    SpecFileSchema,
+    SpecializeSchema,
+    label,
+)
 from ktriage.spec.model import KernelSpec, is_int_type, is_pointer_type
 
 # Spec files are written by hand: anything over this is not one (KTRIAGE_MAX_INPUT_MB raises it).
@@ -58,6 +67,13 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
     where, fn = split_source(source)
     if where.endswith(".py") and not Path(where).is_absolute():
         source = f"{(base_dir / where).resolve()}:{fn}"
+    if not isinstance(table.args, UnsetType):
+        return _by_values(table, table.args, source, fn)
+    if isinstance(table.signature, UnsetType):
+        raise SpecError("the kernel gives neither [kernel.args] nor [kernel.signature]",
+                        "give the launch's argument values under [kernel.args] (docs/specs.md), e.g. n = 4096, stride_k = 1")
+    if not isinstance(table.autotune_config, UnsetType):
+        raise SpecError("autotune_config applies to a kernel written by values", "give the arguments under [kernel.args]")
     sig = dict(table.signature)
     consts: dict[str, Any] = {k: None if isinstance(v, NoneValue) else v for k, v in table.constexprs.items()}
     options = {k: v for k in OPTION_KEYS if (v := getattr(table.options, k)) is not UNSET}
@@ -91,6 +107,43 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
                 filled[p.name] = p.default
     if filled != spec.constexprs:
         spec = spec.replace(constexprs=filled)
+    spec = spec.validate(check_source=True)
+    from ktriage.spec.values import typed_int_warnings, warn
+
+    warn(typed_int_warnings(spec, params, f"kernel {spec.name}"))
+    return spec
+
+
+def _by_values(table: KernelSchema, values: dict[str, Any], source: str, fn: str) -> KernelSpec:
+    """A ``[kernel.args]`` kernel (spec/values.py): the launch's values; each toolchain's JIT decides."""
+    from ktriage.spec.source import read_params, resolve_source_file
+    from ktriage.spec.values import by_value_spec
+
+    clash = [k for k, v in (("signature", table.signature), ("constexprs", table.constexprs or UNSET),
+                            ("specialize", table.specialize if table.specialize != SpecializeSchema() else UNSET))
+             if not isinstance(v, UnsetType)]
+    if clash:
+        raise SpecError(f"[kernel.args] gives the launch's values, and [kernel.{clash[0]}] restates what the JIT "
+                        "decides from them", f"remove [kernel.{clash[0]}]: constexpr values go under [kernel.args] too")
+    package = table.package if isinstance(table.package, str) else None
+    path = resolve_source_file(source, package)
+    params = read_params(path, fn)
+    args: dict[str, Any] = {}
+    for name, value in values.items():
+        if isinstance(value, dict) and set(value) == {"none"}:
+            if value["none"] is not True:
+                raise SpecError(f"argument {name} = {value!r}", "write None as { none = true }")
+            args[name] = None
+        else:
+            args[name] = value
+    options = {k: v for k in OPTION_KEYS if (v := getattr(table.options, k)) is not UNSET}
+    grid = None if isinstance(table.grid, UnsetType) else [table.grid] if isinstance(table.grid, int) else table.grid
+    spec = by_value_spec(
+        name=table.name if isinstance(table.name, str) else fn, source=source, package=package, params=params,
+        source_file=path, args=args, options=options, target=table.target, grid=grid,
+        autotune_config=None if isinstance(table.autotune_config, UnsetType) else table.autotune_config,
+        meta=dict(table.meta),
+    )
     return spec.validate(check_source=True)
 
 
@@ -145,6 +198,8 @@ def dump_spec_toml(spec: KernelSpec, *, relative_to: Path | None = None, array: 
     lines.append(f"target = {_value(spec.target)}")
     if spec.grid is not None:
         lines.append(f"grid = {_value(list(spec.grid))}")
+    if spec.launch is not None:
+        return "\n".join(lines + _launch_lines(spec)) + "\n"
     lines += ["", "[kernel.signature]"] + [f"{_key(k)} = {_value(v)}" for k, v in spec.signature.items()]
     if spec.constexprs:
         lines += ["", "[kernel.constexprs]"]
@@ -162,3 +217,33 @@ def dump_spec_toml(spec: KernelSpec, *, relative_to: Path | None = None, array: 
     if spec.meta:
         lines += ["", "[kernel.meta]"] + [f"{_key(str(k))} = {_value(v)}" for k, v in spec.meta.items() if v is not None]
     return "\n".join(lines) + "\n"
+
+
+def _launch_lines(spec: KernelSpec) -> list[str]:
+    """A by-value spec's ``[kernel.args]`` (and options, meta) as :func:`load_spec_file` reads them."""
+    launch = spec.launch or {}
+    lines = []
+    if launch.get("autotune_config") is not None:
+        lines.append(f"autotune_config = {int(launch['autotune_config'])}")
+    lines += ["", "[kernel.args]"]
+    for name, value in launch.get("args") or []:
+        if isinstance(value, dict) and "tensor" in value:
+            table: dict[str, Any] = {"dtype": value["tensor"]}
+            for key in ("shape", "strides"):
+                if value.get(key):
+                    table[key] = list(value[key])
+            if not value.get("aligned", True):
+                table["align"] = 4
+            text = _value(table)
+        elif isinstance(value, dict) and "tl" in value:
+            text = _value(f"tl.{value['tl']}")
+        else:
+            text = "{ none = true }" if value is None else _value(value)
+        lines.append(f"{_key(str(name))} = {text}")
+    options = dict(launch.get("options") or {})
+    if options:
+        lines += ["", "[kernel.options]"] + [f"{k} = {int(v)}" for k, v in options.items()]
+    meta = {k: v for k, v in spec.meta.items() if k != "decided_at_compile" and v is not None}
+    if meta:
+        lines += ["", "[kernel.meta]"] + [f"{_key(str(k))} = {_value(v)}" for k, v in meta.items()]
+    return lines

@@ -1,0 +1,212 @@
+"""Specs written by VALUES: the launch as the library makes it; each toolchain's JIT decides the rest.
+
+Why values: what Triton compiles for ``kernel[grid](x, x.stride(0), x.stride(1), n, BLOCK=...)``
+depends on the values (a stride of 1 becomes the constant 1, a multiple of 16 is marked divisible,
+``@triton.heuristics`` computes constexprs from them, ``@triton.autotune`` picks tiles), and the rules
+changed between Triton releases. A spec written by types (``stride_xk = "i32"``) cannot say that the
+stride is 1: sglang's ``fused_moe_kernel`` written that way compiled with 255 registers and 1952 B of
+spills where the real launch has 96 registers and none.
+
+So a ``[kernel.args]`` table gives values (ints, floats, bools, ``"tl.<dtype>"``, ``{ none = true }``,
+tensors as ``{ dtype, shape, strides, align }``), and:
+
+- :func:`by_value_spec` turns them into a KernelSpec whose ``launch`` holds them. Its signature and
+  specialization fields are a preview by ktriage's own rules (spec/specialize.py), for listings and
+  selectors before anything is compiled; constexprs that the kernel's decorators compute are None
+  there (``meta["decided_at_compile"]``).
+- At compile time each toolchain asks its own Triton (insitu/launch_spec.py, through the compile
+  worker): the real launch path runs the decorators and the binder, and the compile inputs the JIT
+  built become that toolchain's spec (:func:`resolved_spec`). No release's rules are restated here.
+- :func:`typed_int_warnings`: a spec written by types gets a warning for each int parameter it gives
+  only a type, naming what that leaves unspecialized.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import SpecError
+from ktriage.spec.launch import encode_value
+from ktriage.spec.model import KernelSpec, is_int_type
+from ktriage.spec.source import ParamInfo, Unresolved
+from ktriage.spec.specialize import Constexpr, Ptr, canonical_dtype, specialize_args
+
+log = logging.getLogger("ktriage.spec")
+
+# A tensor's data pointer: torch's allocations are aligned to 512 bytes; a view at an offset is not.
+DEFAULT_ALIGN = 512
+TENSOR_KEYS = frozenset({"dtype", "shape", "strides", "align", "const"})
+
+
+def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, dict[str, Any]]:
+    """``{ dtype = "bf16", shape = [..], strides = [..], align = 16 }`` as a Ptr and its JSON encoding
+    (shape and strides go to the stand-in tensor: heuristics may read them)."""
+    extra = sorted(set(table) - TENSOR_KEYS)
+    if extra:
+        raise SpecError(f"argument {name}: unknown tensor key(s) {extra}", f"a tensor has {', '.join(sorted(TENSOR_KEYS))}")
+    dtype = canonical_dtype(str(table["dtype"]))
+    align = int(table.get("align", DEFAULT_ALIGN))
+    if align < 1:
+        raise SpecError(f"argument {name}: align = {align} is not a positive number of bytes",
+                        "give the data pointer's alignment in bytes, e.g. align = 16 (torch allocations: 512)")
+    shape = [int(s) for s in table.get("shape") or []]
+    strides = [int(s) for s in table.get("strides") or []]
+    if strides and len(strides) != len(shape):
+        raise SpecError(f"argument {name}: {len(strides)} strides for {len(shape)} dimensions",
+                        "give one stride per dimension (in elements, as tensor.stride() reports them)")
+    ptr = Ptr(dtype, aligned=align % 16 == 0, const=bool(table.get("const", False)))
+    encoded: dict[str, Any] = {"tensor": dtype, "aligned": ptr.aligned}
+    if shape:
+        encoded["shape"] = shape
+    if strides:
+        encoded["strides"] = strides
+    return ptr, encoded
+
+
+def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
+    """(the parameters ``@triton.heuristics`` computes, whether ``@triton.autotune`` decorates) for
+    ``function``, read with ``ast``: these may be left out of ``[kernel.args]``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None)
+    heuristics: set[str] = set()
+    autotuned = False
+    for deco in fn.decorator_list if fn is not None else []:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        called = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if called == "heuristics" and isinstance(deco, ast.Call) and deco.args and isinstance(deco.args[0], ast.Dict):
+            heuristics |= {k.value for k in deco.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        elif called.endswith("autotune"):
+            autotuned = True
+    return heuristics, autotuned
+
+
+def by_value_spec(
+    *,
+    name: str,
+    source: str,
+    package: str | None,
+    params: Sequence[ParamInfo],
+    source_file: Path,
+    args: Mapping[str, Any],
+    options: Mapping[str, int],
+    target: str,
+    grid: Sequence[int] | None,
+    autotune_config: int | None,
+    meta: Mapping[str, Any],
+) -> KernelSpec:
+    """The KernelSpec of a ``[kernel.args]`` table (see the module docstring); ``args`` are the TOML
+    values (tensors as tables, ``{ none = true }`` as ``None`` already)."""
+    function = source.rpartition(":")[2]
+    known = [p.name for p in params]
+    unknown = [a for a in args if a not in known]
+    if unknown:
+        raise SpecError(f"[kernel.args] names {unknown}, which {function} does not take",
+                        f"its parameters are {known}")
+    heuristics, autotuned = decorator_params(source_file, function)
+    pairs: list[tuple[str, Any]] = []
+    encoded: list[list[Any]] = []
+    decided: list[str] = []
+    for p in params:
+        if p.name in args:
+            value = args[p.name]
+        elif p.has_default and not isinstance(p.default, Unresolved):
+            pairs.append((p.name, Constexpr(p.default) if p.is_constexpr else p.default))
+            continue  # the JIT's binder takes the default too: the launch does not pass it
+        elif p.name in heuristics or (autotuned and p.is_constexpr) or p.has_default:
+            # computed by the decorators, or a default ast cannot evaluate: the JIT decides at compile
+            decided.append(p.name)
+            pairs.append((p.name, Constexpr(None)))
+            continue
+        else:
+            raise SpecError(f"[kernel.args] has no value for {p.name!r}",
+                            f"add {p.name} = <value> (a number, \"tl.float32\", {{ none = true }}, or a tensor "
+                            f"{{ dtype = \"fp16\", shape = [...] }})")
+        if isinstance(value, Mapping):
+            if "dtype" not in value:
+                raise SpecError(f"argument {p.name} = {dict(value)!r} is not a tensor",
+                                'write a tensor as { dtype = "bf16", shape = [4096, 128], strides = [128, 1], align = 16 }')
+            ptr, enc = tensor_value(p.name, value)
+            pairs.append((p.name, ptr))
+            encoded.append([p.name, enc])
+            continue
+        pairs.append((p.name, Constexpr(value) if p.is_constexpr else value))
+        encoded.append([p.name, encode_value(value)])
+    if decided and autotune_config is not None and not autotuned:
+        raise SpecError(f"autotune_config = {autotune_config} but {function} has no @triton.autotune",
+                        "remove autotune_config")
+    sp = specialize_args(
+        pairs,
+        do_not_specialize=[p.name for p in params if p.do_not_specialize],
+        do_not_specialize_on_alignment=[p.name for p in params if p.do_not_specialize_on_alignment],
+        annotation_types={p.name: p.annotation_type for p in params if p.annotation_type},
+    )
+    launch: dict[str, Any] = {"args": encoded, "options": dict(options)}
+    if grid is not None:
+        launch["grid"] = [int(g) for g in grid]
+    if autotune_config is not None:
+        launch["autotune_config"] = int(autotune_config)
+    all_meta = dict(meta)
+    if decided:
+        all_meta["decided_at_compile"] = decided
+    opts = {k: v for k, v in options.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
+    return KernelSpec(name=name, source=source, package=package, signature=sp.signature, constexprs=sp.constexprs,
+                      divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1, target=target,
+                      grid=tuple(grid) if grid is not None else None, meta=all_meta, launch=launch, **opts)
+
+
+def resolve_request(spec: KernelSpec) -> dict[str, Any]:
+    """The compile worker's ``resolve`` request body for a by-value spec (insitu/launch_spec.py)."""
+    if spec.launch is None:
+        raise SpecError(f"spec {spec.name!r} is not written by values", "only [kernel.args] specs are resolved")
+    return {"source": spec.source, "args": list(spec.launch.get("args") or []),
+            "options": dict(spec.launch.get("options") or {}), "grid": list(spec.launch.get("grid") or [1]),
+            "autotune_config": spec.launch.get("autotune_config")}
+
+
+def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
+    """``spec`` as one toolchain's JIT specialized it: the worker's ``resolve`` reply's fields. The
+    result has no ``launch`` (its key is that of the same spec written by types, so both share the
+    compile); the launch, the JIT-level arguments (after the decorators), the heuristics and the
+    autotune config list (what ``ktriage tune`` searches, as for recorded kernels) go to ``meta``."""
+    fields = dict(reply["fields"])
+    meta = dict(spec.meta)
+    meta.pop("decided_at_compile", None)
+    meta["launch"] = spec.launch
+    meta["jit_args"] = list(reply.get("jit_args") or [])
+    if reply.get("heuristics"):
+        meta["heuristics"] = list(reply["heuristics"])
+    if reply.get("autotune_configs"):
+        meta["autotune_configs"] = list(reply["autotune_configs"])
+        meta["autotune_config"] = int((spec.launch or {}).get("autotune_config") or 0)
+    return spec.replace(signature=dict(fields["signature"]), constexprs=dict(fields["constexprs"]),
+                        divisible_by_16=tuple(fields["divisible_by_16"]), equal_to_1=tuple(fields["equal_to_1"]),
+                        num_warps=int(fields["num_warps"]), num_stages=int(fields["num_stages"]),
+                        num_ctas=int(fields["num_ctas"]), maxnreg=fields.get("maxnreg"), meta=meta, launch=None)
+
+
+def typed_int_warnings(spec: KernelSpec, params: Sequence[ParamInfo], where: str) -> list[str]:
+    """One line per int parameter that a spec written by types gives only a type: the JIT would have
+    turned it into the constant 1 (when it is 1) and decided its divisibility by 16 from its value."""
+    by_name = {p.name: p for p in params}
+    lines = []
+    for name, ty in spec.signature.items():
+        p = by_name.get(name)
+        if not is_int_type(ty) or p is None or p.do_not_specialize:
+            continue
+        taken = "taken as divisible by 16" if name in spec.divisible_by_16 else "not taken as divisible by 16"
+        eq1 = "" if p.annotation_type else "not specialized for ==1, "
+        hint = ("the JIT would make it the constant 1 if it is 1" if not p.annotation_type
+                else "the JIT decides its divisibility by 16 from the value")
+        lines.append(f"{where}: {name}: {ty} given without a value: {eq1}{taken}; {hint} "
+                     f"(write the kernel by values: `{name} = <value>` under [kernel.args], e.g. `{name} = 1`)")
+    return lines
+
+
+def warn(lines: Sequence[str]) -> None:
+    """The warnings as ``warning:`` lines (the CLI routes logger ``ktriage`` to stderr)."""
+    for line in lines:
+        log.warning(line)
