@@ -305,7 +305,8 @@ class LineDelta:
                 "delta": {k: self.delta(k) for k in COUNTS if self.delta(k)}}
 
 
-def _match_key(s: LineStats) -> tuple[str, str | int, tuple[str, ...]]:
+def match_key(s: LineStats) -> tuple[str, str | int, tuple[str, ...]]:
+    """What pairs a line of one toolchain with a line of the other (module docstring)."""
     if is_library(s.file) and s.text:
         chain = tuple(c for c in s.inlined_at if not is_library(c))  # library callers move too
         return (s.file, s.text, chain)
@@ -320,16 +321,39 @@ def _merge(items: Sequence[LineStats]) -> LineStats:
     return LineStats(first.file, first.line, first.path, first.inlined_at, first.text, **sums)
 
 
-def diff_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[LineDelta]:
-    """The lines whose counts differ, highest predicted impact first (then in source order)."""
+def pair_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[tuple[LineStats | None, LineStats | None]]:
+    """Every line of either cubin, the reference's and the new one's paired (see the module docstring:
+    by position, Triton's library lines by text), in source order of the new side."""
     groups: dict[tuple[str, str | int, tuple[str, ...]], tuple[list[LineStats], list[LineStats]]] = {}
     for side, stats in ((0, ref), (1, new)):
         for s in stats:
-            groups.setdefault(_match_key(s), ([], []))[side].append(s)
+            groups.setdefault(match_key(s), ([], []))[side].append(s)
+    pairs = [(_merge(a) if a else None, _merge(b) if b else None) for a, b in groups.values()]
+
+    def order(pair: tuple[LineStats | None, LineStats | None]) -> tuple[bool, str, int, tuple[str, ...]]:
+        s = pair[1] if pair[1] is not None else pair[0]
+        assert s is not None
+        return (s.file == NO_LINE[0], s.file, s.line, s.inlined_at)
+
+    return sorted(pairs, key=order)
+
+
+def line_key(s: LineStats) -> tuple[str, int, tuple[str, ...]]:
+    """The location of a LineStats as :func:`loc_key` gives it for an instruction."""
+    return (s.file, s.line, s.inlined_at)
+
+
+def loc_key(loc: SourceLoc | None) -> tuple[str, int, tuple[str, ...]]:
+    """The key of the LineStats an instruction at ``loc`` was counted in."""
+    if loc is None:
+        return (NO_LINE[0], NO_LINE[1], ())
+    return (display_path(loc.path), loc.line, tuple(f"{display_path(p)}:{n}" for p, n in loc.inlined_at))
+
+
+def diff_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[LineDelta]:
+    """The lines whose counts differ, highest predicted impact first (then in source order)."""
     out: list[LineDelta] = []
-    for a_items, b_items in groups.values():
-        a = _merge(a_items) if a_items else None
-        b = _merge(b_items) if b_items else None
+    for a, b in pair_lines(ref, new):
         if a is not None and b is not None and all(getattr(a, k) == getattr(b, k) for k in COUNTS):
             continue
         shown = b if b is not None else a

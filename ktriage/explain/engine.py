@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from ktriage.analyze.artifact import analyze_cubin
+from ktriage.analyze.lines import LineDelta, diff_lines
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.compile.compiler import Artifact, AssembledCubin, CompileFailure, Compiler
@@ -94,6 +95,8 @@ class Comparison:
     cross_errors: list[str] = field(default_factory=list)
     # modifier-level memory/tensor/sync changes and the main loop (what base opcodes hide)
     sass_detail: SassDetail = field(default_factory=SassDetail)
+    # the source lines whose counts moved, highest predicted impact first (analyze/lines.py)
+    lines: list[LineDelta] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -255,6 +258,7 @@ class Explainer:
         comparison.sass_detail = compare_sass_detail(
             ref.resources, new.resources, None if isinstance(swap_front, str) else swap_front[0],
             None if isinstance(swap_asm, str) else swap_asm[0])
+        comparison.lines = diff_lines(ref.resources.source_lines, new.resources.source_lines)
         return comparison
 
     def _prefetch(self, per_spec: Sequence[Sequence[object]]) -> None:

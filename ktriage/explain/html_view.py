@@ -7,6 +7,11 @@ local memory at the first changed ``LDL``/``STL`` row of the SASS diff, an opcod
 changed row with that opcode, the main loop at its first changed row, registers at the register
 table, CTAs/SM at the occupancy table, anything else at the kernel's cross matrix.
 
+Source view (per comparison): every source line of either cubin with its counts for both toolchains
+side by side (instructions, LDL/STL, memory instructions, the main loop's share per iteration) and
+the deltas; each line expands to its SASS in both cubins (a ``<details>``: the page has no script).
+Findings link to the top line of each piece of their line evidence (``explain/line_evidence.py``).
+
 Which kernels get diffs: every input with a change when there are at most ``max_kernels``, else the
 worst input of each finding (in finding order) up to that many; the rest are rows of the per-input
 table (the markdown report's), so a 30-input sweep stays a page, not thirty.
@@ -16,12 +21,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ktriage.analyze.lines import (
+    COUNTS,
+    LineMap,
+    LineStats,
+    cubin_line_map,
+    instruction_text,
+    loc_key,
+    line_key,
+    match_key,
+    pair_lines,
+)
 from ktriage.analyze.side_diff import SideDiff, ptx_side_diff, sass_side_diff
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import Comparison, ExplainResult, KernelResult, SpecExplain, toolchain_label
 from ktriage.explain.failures import describe
 from ktriage.explain.findings import Finding, FindingGroup, collect_failure_findings, group_findings
+from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
 
 SPILL_METRICS = {"spill_store_bytes", "spill_load_bytes", "stack_bytes", "LDL", "STL", "instructions:local"}
@@ -38,6 +55,7 @@ class FindingView:
     kind: str  # regression, improvement, change, failed
     summary: str
     links: list[Link] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # line evidence, in words (explain/line_evidence.py)
 
 
 @dataclass
@@ -48,6 +66,43 @@ class CrossRow:
     ref_ptx_new_ptxas: float | None
     new: float
     attribution: str
+
+
+@dataclass
+class SourceLineView:
+    """One source line of the source view: its counts in both cubins and its SASS in each."""
+
+    anchor: str
+    where: str  # file:line
+    text: str
+    inlined_at: str
+    ref: dict[str, int] | None  # analyze/lines.COUNTS; None: no instruction of this line in that cubin
+    new: dict[str, int] | None
+    delta: dict[str, int]
+    ref_sass: list[str] = field(default_factory=list)
+    new_sass: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return any(self.delta.values()) or (self.ref is None) != (self.new is None)
+
+    @property
+    def spill(self) -> bool:
+        return bool(self.delta.get("local_loads") or self.delta.get("local_stores"))
+
+    @property
+    def in_loop(self) -> bool:
+        return bool((self.ref or {}).get("loop_instructions") or (self.new or {}).get("loop_instructions"))
+
+    def pair(self, name: str) -> tuple[int | None, int | None, int]:
+        """(ref, new, delta) of one count; LDL/STL together as ``local``, memory classes as ``memory``."""
+        parts = {"local": ("local_loads", "local_stores"), "memory": ("global_mem", "shared_mem", "atomic")}.get(name, (name,))
+
+        def total(side: dict[str, int] | None) -> int | None:
+            return None if side is None else sum(side.get(p, 0) for p in parts)
+
+        a, b = total(self.ref), total(self.new)
+        return a, b, (b or 0) - (a or 0)
 
 
 @dataclass
@@ -63,6 +118,9 @@ class ComparisonView:
     ptx_decls: tuple[list[str], list[str]] = ([], [])
     loops: tuple[str | None, str | None] = (None, None)  # main loop spans (ref, new)
     diff_errors: list[str] = field(default_factory=list)
+    source: list[SourceLineView] = field(default_factory=list)  # the source view (module docstring)
+    source_note: str | None = None  # why there is no source view
+    line_anchors: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> anchor
 
 
 @dataclass
@@ -152,7 +210,52 @@ def _comparison_view(c: Comparison, anchor: str, *, context: int, max_run: int) 
                                    context=context, max_run=max_run)
     except (KtriageError, OSError) as exc:
         view.diff_errors.append(f"SASS diff: {exc}")
+    view.source, view.source_note = _source_view(c, anchor)
+    for row in view.source:
+        file, _, line = row.where.rpartition(":")
+        if line.isdigit():
+            view.line_anchors.setdefault((file, int(line)), row.anchor)
     return view
+
+
+def _source_view(c: Comparison, anchor: str) -> tuple[list[SourceLineView], str | None]:
+    """The rows of the source view: every line of either cubin (source order), its counts and SASS."""
+    ref_lines, new_lines = c.ref.resources.source_lines, c.new.resources.source_lines
+    if not ref_lines and not new_lines:
+        return [], "no source lines: the SASS listing had no line table (cuobjdump without nvdisasm, or a cubin built without -lineinfo)"
+    maps: list[LineMap | None] = []
+    for result in (c.ref, c.new):
+        try:
+            maps.append(cubin_line_map(result.artifact.cubin.cubin_path, result.artifact.kernel_name,
+                                       cuobjdump=result.toolchain.cuobjdump, nvdisasm=result.toolchain.nvdisasm))
+        except (KtriageError, OSError):
+            maps.append(None)
+    pairs = pair_lines(ref_lines, new_lines)
+    row_of: dict[tuple[str, str | int, tuple[str, ...]], int] = {}
+    rows: list[SourceLineView] = []
+    for i, (a, b) in enumerate(pairs):
+        shown = b if b is not None else a
+        assert shown is not None
+        row_of[match_key(shown)] = i
+
+        def counts(s: LineStats | None) -> dict[str, int] | None:
+            return None if s is None else {k: int(getattr(s, k)) for k in COUNTS}
+
+        ca, cb = counts(a), counts(b)
+        delta = {k: (cb or {}).get(k, 0) - (ca or {}).get(k, 0) for k in COUNTS}
+        rows.append(SourceLineView(f"{anchor}-L{i}", shown.where.split(" (inlined")[0], shown.text,
+                                   " <- ".join(shown.inlined_at), ca, cb, delta))
+    for side, stats, line_map in ((0, ref_lines, maps[0]), (1, new_lines, maps[1])):
+        if line_map is None:
+            continue
+        by_key = {line_key(s): s for s in stats}
+        for item in line_map.instructions:
+            found = by_key.get(loc_key(item.loc))
+            row = row_of.get(match_key(found)) if found is not None else None
+            if row is not None:
+                (rows[row].ref_sass if side == 0 else rows[row].new_sass).append(instruction_text(item.instruction))
+    note = None if all(maps) else "the SASS of each line is missing for a cubin that could not be disassembled again"
+    return rows, note
 
 
 def _row_anchor(cv: ComparisonView, kind: str, index: int | None) -> str | None:
@@ -247,6 +350,14 @@ def build_view(result: ExplainResult, findings: list[Finding], *, title: str = "
                 same.text = same.text.replace(f" at {kv.input}", f", {word} at {kv.input}")
             else:
                 fv.links.append(Link(f"{word} at {kv.input}", href))
+        for ev in group_evidence(result, g):
+            kv = kernels.get(labels.get(ev.input, -1))
+            cv = next((c for c in kv.comparisons if c.new == ev.toolchain), None) if kv is not None else None
+            top = ev.lines[0] if ev.lines else None
+            target = cv.line_anchors.get((top.file, top.line)) if cv is not None and top is not None else None
+            if target is not None and top is not None:
+                fv.links.append(Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.delta(top):+d}), {ev.input}", f"#{target}-sass"))
+            fv.lines.append(ev.text())
         views.append(fv)
     views += [FindingView("failed", ff.summary()) for ff in collect_failure_findings(result)]
     per_input = [(input_label(item.spec.meta, item.spec.name),

@@ -37,6 +37,7 @@ from ktriage.explain.engine import (
 )
 from ktriage.explain.failures import describe
 from ktriage.explain.fixes import Fix
+from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.findings import (
     FailureFinding,
     Finding,
@@ -98,6 +99,7 @@ def _comparison_json(comparison: Comparison) -> dict[str, Any]:
         "opcode_delta": opcode_delta_text(comparison),
         "cross_errors": comparison.cross_errors,
         "sass_detail": comparison.sass_detail.to_json(),
+        "lines": [d.to_json() for d in comparison.lines],
     }
 
 
@@ -145,7 +147,8 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> dict[str, Any]:
             for item in result.specs
         ],
         "findings": [f.to_json() for f in findings],
-        "grouped_findings": [g.to_json() for g in group_findings(findings)],
+        "grouped_findings": [{**g.to_json(), "line_evidence": [e.to_json() for e in group_evidence(result, g)]}
+                             for g in group_findings(findings)],
         "failures": [f.to_json() for f in collect_failure_findings(result)],
     }
 
@@ -170,6 +173,17 @@ def finding_sections(result: ExplainResult, findings: list[Finding]) -> tuple[li
     groups = group_findings(findings)
     sections = [(title, [g.summary() for g in groups if g.kind == kind]) for kind, title in SECTIONS]
     sections = [(title, lines) for title, lines in sections if lines] or [("", [no_change_line(result)])]
+    return sections, collect_failure_findings(result)
+
+
+def finding_sections_with_lines(result: ExplainResult, findings: list[Finding]
+                                ) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]], list[FailureFinding]]:
+    """:func:`finding_sections` with each bullet's line evidence (``explain/line_evidence.py``): the
+    source lines that carry its change, one line per count (LDL/STL, atomics, ...)."""
+    groups = group_findings(findings)
+    sections = [(title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
+                for kind, title in SECTIONS]
+    sections = [(title, items) for title, items in sections if items] or [("", [(no_change_line(result), [])])]
     return sections, collect_failure_findings(result)
 
 
@@ -227,12 +241,14 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     out = [f"# {md_text(title)}", ""]
     out.append("Toolchains (the first is the reference):")
     out += [f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})" for t in tcs]
-    sections, failed = finding_sections(result, findings)
+    sections, failed = finding_sections_with_lines(result, findings)
     out += ["", "## Findings", ""]
-    for title, lines in sections:
+    for title, items in sections:
         if title:
             out += [f"**{title}:**", ""]
-        out += [f"- {md_text(line)}" for line in lines]
+        for line, where in items:
+            out.append(f"- {md_text(line)}")
+            out += [f"  - at {md_text(w)}" for w in where]
         out.append("")
     out += [f"- **failed:** {md_text(f.summary())}" for f in failed]
     if not failed:
@@ -276,11 +292,13 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
-    sections, failed = finding_sections(result, findings)
-    for title, lines in sections:
+    sections, failed = finding_sections_with_lines(result, findings)
+    for title, items in sections:
         console.print(f"[bold]{escape(title or 'Findings')}[/]")
-        for line in lines:
+        for line, where in items:
             console.print(f"  • {escape(line)}")
+            for w in where:
+                console.print(f"      at {escape(w)}")
     if failed:
         console.print(f"[bold red]Failures[/] (incomplete: {len(result.failures)} of "
                       f"{len(result.specs) * len(result.toolchains)} cells)")

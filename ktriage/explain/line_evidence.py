@@ -1,0 +1,148 @@
+"""Line evidence: the source lines that carry a finding's change, in words.
+
+Why: a finding says "LDL 111 -> 940"; the kernel engineer's next question is where. Each comparison
+holds its line diff (``Comparison.lines``, from ``analyze/lines.py``); this module picks, for each
+piece of a finding's evidence, the lines whose matching count moved most at the finding's worst input
+and says them in one line:
+
+    local memory (LDL/STL per main-loop iteration): liger_kernel/ops/layer_norm.py:126 (`dx = ...`) +283,
+    :122 (`x_hat = ...`) +206, triton/language/standard.py:260 (`return a + b`) +236 (3 of 14 lines: +725 of +1150)
+
+Which count: spills, stack and LDL/STL -> LDL/STL (those of the main loop, per iteration, when the
+loop's moved); the main loop's length -> its instructions per line; a memory class -> that class;
+atomics -> the atomic class. Registers and occupancy have no line: no evidence for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ktriage.analyze.lines import LineDelta
+from ktriage.explain.engine import Comparison, ExplainResult, toolchain_label
+from ktriage.explain.findings import DetailFinding, Finding, FindingGroup
+from ktriage.spec.model import input_label
+
+TOP_LINES = 4
+TEXT_CHARS = 40
+
+_LOCAL = {"spill_store_bytes", "spill_load_bytes", "stack_bytes", "LDL", "STL", "instructions:local"}
+_ATOMIC = {"instructions:atomic", "ATOMG", "ATOM", "ATOMS", "REDG", "RED", "REDAS"}
+_CLASS = {"instructions:global": ("global_mem", "global-memory instructions"),
+          "instructions:shared": ("shared_mem", "shared-memory instructions")}
+
+
+@dataclass(frozen=True)
+class LineEvidence:
+    """One count's top lines for one finding: what the reports print and the HTML links."""
+
+    measure: str  # a LineStats count (analyze/lines.COUNTS) or "local" (LDL + STL)
+    title: str  # "local memory (LDL/STL per main-loop iteration)"
+    input: str  # the input whose comparison it is (the finding's worst)
+    toolchain: str
+    lines: tuple[LineDelta, ...]  # the top lines, largest |delta| first
+    shown: int  # the sum of their deltas
+    total: int  # the sum over every moved line
+    moved: int  # how many lines moved in this count
+
+    def delta(self, d: LineDelta) -> int:
+        return _delta(d, self.measure)
+
+    def text(self) -> str:
+        parts: list[str] = []
+        previous = None
+        for d in self.lines:
+            where = f":{d.line}" if d.file == previous else d.where
+            previous = d.file
+            code = d.text if len(d.text) <= TEXT_CHARS else d.text[:TEXT_CHARS - 1] + "…"
+            what = f"`{code}`" if code else ""
+            if d.inlined_at:
+                what += (", " if what else "") + f"inlined at {d.inlined_at[-1]}"
+            parts.append(f"{where}{f' ({what})' if what else ''} {self.delta(d):+d}")
+        tail = (f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
+                if self.moved > len(self.lines) else "")
+        return f"{self.title}: {', '.join(parts)}{tail}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"measure": self.measure, "title": self.title, "input": self.input, "toolchain": self.toolchain,
+                "text": self.text(), "total": self.total, "moved_lines": self.moved,
+                "lines": [{"file": d.file, "line": d.line, "text": d.text, "delta": self.delta(d)} for d in self.lines]}
+
+
+def _delta(d: LineDelta, measure: str) -> int:
+    if measure == "local":
+        return d.delta("local_loads") + d.delta("local_stores")
+    return d.delta(measure)
+
+
+def _measure(metric: str, lines: Sequence[LineDelta]) -> tuple[str, str] | None:
+    if metric in _LOCAL:
+        if any(d.delta("loop_local") for d in lines):
+            return "loop_local", "local memory (LDL/STL per main-loop iteration)"
+        return "local", "local memory (LDL/STL)"
+    if metric in _ATOMIC:
+        return "atomic", "atomic instructions"
+    if metric in _CLASS:
+        return _CLASS[metric]
+    if metric == "main_loop_instructions":
+        return "loop_instructions", "main-loop instructions (per iteration)"
+    return None
+
+
+def evidence(lines: Sequence[LineDelta], metric: str, *, input: str = "", toolchain: str = "",
+             top: int = TOP_LINES) -> LineEvidence | None:
+    """The top lines of ``lines`` for a finding on ``metric``; None when the metric has no line or no
+    line moved in its count (a cubin without line info has no ``lines``)."""
+    found = _measure(metric, lines)
+    if found is None:
+        return None
+    measure, title = found
+    moved = [d for d in lines if _delta(d, measure)]
+    if not moved:
+        return None
+    moved.sort(key=lambda d: (-abs(_delta(d, measure)), d.file, d.line))
+    chosen = tuple(moved[:top])
+    return LineEvidence(measure, title, input, toolchain, chosen, sum(_delta(d, measure) for d in chosen),
+                        sum(_delta(d, measure) for d in moved), len(moved))
+
+
+def _worst(f: Finding) -> int:
+    return max(range(len(f.examples)), key=lambda j: abs(f.examples[j].new - f.examples[j].ref))
+
+
+def _comparison_for(result: ExplainResult, f: Finding, index: int) -> Comparison | None:
+    """The comparison that made the finding's ``index``-th example: the one holding that Change
+    (change and opcode findings), else the input's comparison against the finding's toolchain."""
+    change = f.examples[index]
+    label = f.inputs[index]
+    fallback = None
+    for item in result.specs:
+        for c in item.comparisons:
+            if not isinstance(f, DetailFinding) and any(ch is change for ch in (*c.changes, *c.opcode_changes)):
+                return c
+            if (fallback is None and toolchain_label(c.new.toolchain) == f.toolchain
+                    and toolchain_label(c.ref.toolchain) == f.reference
+                    and input_label(item.spec.meta, item.spec.name) == label):
+                fallback = c
+    return fallback
+
+
+def group_evidence(result: ExplainResult, group: FindingGroup, *, top: int = TOP_LINES) -> list[LineEvidence]:
+    """One :class:`LineEvidence` per count the group's findings point at (each at its finding's worst
+    input), the worst findings first, no count twice."""
+    out: list[LineEvidence] = []
+    seen: set[str] = set()
+    for f in group.findings:
+        i = _worst(f)
+        comparison = _comparison_for(result, f, i)
+        if comparison is None or not comparison.lines:
+            continue
+        ev = evidence(comparison.lines, f.metric, input=f.inputs[i], toolchain=f.toolchain, top=top)
+        if ev is None or ev.measure in seen:
+            continue
+        seen.add(ev.measure)
+        out.append(ev)
+    return sorted(out, key=lambda e: _ORDER.index(e.measure))
+
+
+_ORDER = ("loop_local", "local", "atomic", "global_mem", "shared_mem", "loop_instructions")
