@@ -1,0 +1,124 @@
+"""Issue 23, point 4: a spec file written by VALUES compiles, with every supported Triton release, the
+kernel that release's own JIT compiles for the same launch. Checked through the fidelity harness:
+the launch goes through Triton's real launch path with only the driver faked (insitu/jitrun.py), and
+ktriage's artifact of the spec must carry the same compile inputs (signature, constants, divisibility
+and equal-to-1 attributes) and a byte-identical cubin. No copy of any release's rules is consulted.
+
+The test home holds 3.3.1 and 3.4.0 (Python ``specialize_impl``; 3.4 writes bools u1): those run
+unmarked; the other releases build their toolchain first and are marked slow (scripts/test.sh runs
+slow tests too, so CI checks every release).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.fidelity.by_value import case_of, check_spec
+from ktriage.fidelity.harness import compare_artifact, run_jit
+from ktriage.spec.toml_file import load_spec_file, loads_spec
+from ktriage.toolchain.supported import SUPPORTED_TRITON
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "specs" / "scaled_rows.toml"
+IN_TEST_HOME = ("3.3.1", "3.4.0")
+RELEASES = [v if v in IN_TEST_HOME else pytest.param(v, marks=pytest.mark.slow) for v in SUPPORTED_TRITON]
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_strides_of_1_specialize_as_the_release_jit_does(version: str, toolchain, tmp_path: Path) -> None:
+    (spec,) = load_spec_file(EXAMPLE)
+    assert spec.launch is not None and dict(spec.launch["args"])["stride_xn"] == 1
+    tc = toolchain(f"triton=={version}")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        row = check_spec(spec, tc, compiler, tmp_path / "jit")
+        artifact = compiler.compile(spec, tc)
+    (tmp_path / "row.json").write_text(json.dumps(row.to_json()))
+    assert row.status == "identical", f"Triton {version}: {row.detail}"
+    assert row.heuristics == ("EVEN_N",) and row.cubin_bytes > 1000
+    assert isinstance(artifact, Artifact) and artifact.spec.launch is None
+    # the artifact's spec is the one that release's JIT built: its heuristic value and the launch kept
+    assert artifact.spec.constexprs["EVEN_N"] is True and artifact.spec.meta["launch"] == spec.launch
+    assert dict(artifact.spec.meta["jit_args"])["EVEN_N"] is True
+
+
+def test_types_only_spec_is_not_the_jit_kernel_and_is_warned(toolchain, tmp_path: Path, caplog) -> None:
+    """The motivating case (sglang's fused_moe_kernel): the same launch written by types, the way the
+    docs used to show, leaves the strides of 1 unspecialized; the harness sees another kernel than
+    the JIT's, and loading the file warns for each int given only a type."""
+    typed = f"""
+[kernel]
+name = "scaled_rows_typed"
+source = "{EXAMPLE.parent / 'scaled_rows.py'}:scaled_rows_kernel"
+[kernel.signature]
+x_ptr = "*bf16"
+y_ptr = "*bf16"
+M = "i32"
+N = "i32"
+stride_xm = "i32"
+stride_xn = "i32"
+stride_ym = "i32"
+stride_yn = "i32"
+scale = "fp32"
+seed = "i32"
+BLOCK_N = "constexpr"
+EVEN_N = "constexpr"
+[kernel.constexprs]
+BLOCK_N = 1024
+EVEN_N = true
+"""
+    with caplog.at_level("WARNING", logger="ktriage"):
+        (typed_spec,) = loads_spec(typed, base_dir=tmp_path, origin="typed.toml")
+    warned = {line.split(": ")[1] for line in caplog.messages}
+    assert {"stride_xn", "stride_yn", "M", "stride_xm"} <= warned and "seed" not in warned  # do_not_specialize
+    assert any("stride_xn: i32 given without a value: not specialized for ==1" in m for m in caplog.messages)
+    (by_value,) = load_spec_file(EXAMPLE)
+    tc = toolchain("triton==3.4.0")
+    jit = run_jit(tc, [case_of(by_value)], "sm_90", tmp_path / "jit")[by_value.name]
+    launch = next(l for l in jit["launches"] if l["compiles"])
+    record = jit["compiles"][launch["compiles"][-1]]
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        wrong = compiler.compile(typed_spec, tc)
+        right = compiler.compile(by_value, tc)
+    assert isinstance(wrong, Artifact) and isinstance(right, Artifact)
+    assert compare_artifact("typed", right, record, {}).status == "identical"
+    row = compare_artifact("typed", wrong, record, {})
+    assert row.status == "differs" and "signature" in row.detail
+
+
+def test_autotune_config_is_chosen_and_the_config_list_kept(toolchain, tmp_path: Path) -> None:
+    """@triton.autotune on the spec path: the config named by autotune_config is the one compiled (its
+    tiles, warps and stages), as the JIT compiles it, and the list is kept like record keeps it."""
+    kernel = REPO / "ktriage" / "fidelity" / "kernels" / "autotuned_matmul.py"
+    text = f"""
+[kernel]
+source = "{kernel}:matmul_kernel"
+grid = [1024]
+autotune_config = 1
+[kernel.args]
+a_ptr = {{ dtype = "fp16", shape = [4096, 4096] }}
+b_ptr = {{ dtype = "fp16", shape = [4096, 4096] }}
+c_ptr = {{ dtype = "fp16", shape = [4096, 4096] }}
+M = 4096
+N = 4096
+K = 4096
+stride_am = 4096
+stride_ak = 1
+stride_bk = 4096
+stride_bn = 1
+stride_cm = 4096
+stride_cn = 1
+"""
+    (spec,) = loads_spec(text, base_dir=tmp_path)
+    assert set(spec.meta["decided_at_compile"]) == {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"}
+    tc = toolchain("triton==3.4.0")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        row = check_spec(spec, tc, compiler, tmp_path / "jit")
+        artifact = compiler.compile(spec, tc)
+    assert row.status == "identical", row.detail
+    assert row.autotuned and isinstance(artifact, Artifact)
+    assert artifact.spec.constexprs["BLOCK_N"] == 128 and artifact.spec.num_stages == 4  # config 1
+    assert len(artifact.spec.meta["autotune_configs"]) == 3 and artifact.spec.meta["autotune_config"] == 1
