@@ -44,7 +44,7 @@ def profile(
     others go on. With --results, the counters also go into that results file and the store, next to
     the timings (docs/profile.md)."""
     from ktriage.profile.diff import to_markdown
-    from ktriage.profile.run import profile_bundle
+    from ktriage.profile.run import default_input, profile_bundle
     from ktriage.workload.bundle import load_bundle
 
     loaded = load_bundle(bundle)
@@ -52,7 +52,7 @@ def profile(
         from ktriage.measure.results_file import read_results
 
         read_results(results)
-    case_id = input_id if input_id is not None else loaded.input_cases()[0].id
+    case_id = input_id if input_id is not None else default_input(loaded)
     folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
     doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
     text = json.dumps(doc, indent=1)

@@ -125,7 +125,8 @@ def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequenc
     from ktriage.workload.bundle import BundleArtifact
 
     entry = next(i for i in bundle.inputs if int(i["id"]) == input_id)
-    keys = list(entry["kernels"][backend].values())
+    # an op input names its kernels per backend and role; a recorded entry is one spec
+    keys = [str(entry["spec"])] if "spec" in entry else list(entry["kernels"][backend].values())
     compile_side: dict[str, Mapping[str, Any] | None] = {}
     for tc in bundle.toolchain_ids():
         art = bundle.artifacts.get((keys[0], tc)) if keys else None

@@ -136,6 +136,40 @@ def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, bac
     return result
 
 
+def input_ids(bundle: Any) -> list[int]:
+    """The input ids of a bundle: an op bundle's input cases, a recorded bundle's entries (one per
+    recorded (kernel, input); their rows carry no op facts)."""
+    return [int(i["id"]) for i in bundle.inputs]
+
+
+def default_input(bundle: Any) -> int:
+    ids = input_ids(bundle)
+    if not ids:
+        from ktriage.errors import KtriageError
+
+        raise KtriageError(f"bundle {bundle.path} has no input to profile", "build it again with at least one input")
+    return ids[0]
+
+
+def input_backends(bundle: Any, input_id: int) -> list[str]:
+    """The backends of one bundle input: an op bundle's artifact backends, or a recorded entry's
+    ``K3:function`` (the backend its bench cells have)."""
+    from ktriage.errors import KtriageError
+    from ktriage.workload.recorded_bundle import is_recorded_bundle, recorded_view
+
+    if is_recorded_bundle(bundle):
+        entries = recorded_view(bundle).entries
+        entry = next((e for e in entries if e.id == input_id), None)
+        if entry is None:
+            raise KtriageError(f"bundle {bundle.path} has no recorded entry {input_id}",
+                               f"entries: {', '.join(f'{e.id} ({e.backend} {e.label})' for e in entries[:20])}")
+        return [entry.backend]
+    row = next((i for i in bundle.inputs if int(i["id"]) == input_id), None)
+    if row is None:
+        raise KtriageError(f"bundle {bundle.path} has no input {input_id}", f"inputs: {input_ids(bundle)}")
+    return list(row["kernels"])
+
+
 def profile_bundle(bundle_path: Path, *, input_id: int | None, backend: str | None, out_dir: Path,
                    ncu: str | None = None, warmup: int = 3) -> dict[str, Any]:
     """Profile every toolchain of a bundle on one input; returns the profile document (see diff.py)."""
@@ -143,14 +177,8 @@ def profile_bundle(bundle_path: Path, *, input_id: int | None, backend: str | No
     from ktriage.workload.bundle import load_bundle
 
     bundle = load_bundle(bundle_path)
-    cases = bundle.input_cases()
-    case_id = cases[0].id if input_id is None else input_id
-    entry = next((i for i in bundle.inputs if int(i["id"]) == case_id), None)
-    if entry is None:
-        from ktriage.errors import KtriageError
-
-        raise KtriageError(f"bundle {bundle.path} has no input {case_id}", f"inputs: {[c.id for c in cases]}")
-    names = list(entry["kernels"])
+    case_id = default_input(bundle) if input_id is None else input_id
+    names = input_backends(bundle, case_id)
     chosen = backend or names[0]
     out_dir.mkdir(parents=True, exist_ok=True)
     exe = find_ncu(ncu)

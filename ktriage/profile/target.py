@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import sys
 
+# The seed of a recorded entry's buffers (plus the entry id), as the recorded bench's default --seed.
+RECORDED_SEED = 0
+
 
 def main(argv: list[str]) -> int:
     import torch
@@ -19,17 +22,28 @@ def main(argv: list[str]) -> int:
     from ktriage.workload.backends import make_input
     from ktriage.workload.bundle import load_bundle
     from ktriage.workload.bundle_launch import make_launcher
+    from ktriage.workload.recorded_bundle import is_recorded_bundle, recorded_view
+    from ktriage.workload.recorded_replay import RecordedKernel, allocate
     from ktriage.workload.replay import artifact_backend
 
     path, toolchain, input_id, backend_name = argv[0], argv[1], int(argv[2]), argv[3]
     warmup = int(argv[4]) if len(argv) > 4 else 3
     bundle = load_bundle(path)
-    case = next(c for c in bundle.input_cases() if c.id == input_id)
-    inp = make_input(bundle.op, case, precision=bundle.precision)
     launch = make_launcher(bundle, toolchain, runner_loader())
-    backend = artifact_backend(backend_name, launch=launch, specs=bundle.spec_source(), timing="kernel",
-                               sm_count=bundle.sm_count)
-    call = backend.prepare(inp, bundle.mode)
+    if is_recorded_bundle(bundle):  # one recorded launch, its arguments rebuilt as the recorded bench does
+        entry = recorded_view(bundle).entry(input_id)
+        plan = entry.plan(bundle.specs[entry.spec_key])
+        buffers = allocate(plan, seed=RECORDED_SEED + entry.id, device="cuda")
+        kernel = RecordedKernel(launch, entry.spec_key, plan)
+
+        def call() -> None:
+            kernel(buffers)
+    else:
+        case = next(c for c in bundle.input_cases() if c.id == input_id)
+        inp = make_input(bundle.op, case, precision=bundle.precision)
+        backend = artifact_backend(backend_name, launch=launch, specs=bundle.spec_source(), timing="kernel",
+                                   sm_count=bundle.sm_count)
+        call = backend.prepare(inp, bundle.mode)
     for _ in range(warmup):
         call()
     torch.cuda.synchronize()

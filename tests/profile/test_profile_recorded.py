@@ -1,0 +1,43 @@
+"""`ktriage profile` on a recorded bundle (issue 23, point 3; it stopped with "internal error:
+KeyError: 'facts'"): the H200's recorded TritonBench rms_norm forward, compiled here into a recorded
+bundle with Triton 3.3.1 and 3.4.0, profiled through the real CLI with a stand-in ncu (no GPU
+here: the stand-in answers with the H200's committed raw export, as in tests/cli/test_profile.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+from test_profile import fake_ncu  # noqa: E402
+
+from ktriage.profile.run import default_input, input_backends  # noqa: E402
+from ktriage.workload.bundle import load_bundle  # noqa: E402
+
+WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
+
+
+def test_profile_of_a_recorded_bundle(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    bundle = tmp_path / "rms"
+    res = run_cli(["bench", str(WORKLOAD), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--kernel", "K0",
+                   "--compile-only", "--bundle", str(bundle)])
+    assert res.exit_code == 0, res.stderr
+    loaded = load_bundle(bundle)
+    first = default_input(loaded)
+    (backend,) = input_backends(loaded, first)
+    assert backend.startswith("K0:")
+    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-f", "json"])
+    assert res.exit_code == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["mode"] == "recorded" and doc["input_id"] == first and doc["backend"] == backend
+    assert set(doc["toolchains"]) == set(loaded.toolchain_ids())
+    for info in doc["toolchains"].values():
+        assert info["launches"], info  # the stand-in's counters were read for each toolchain
+    # the profiled program is the recorded replay: its command names the bundle, toolchain, entry, backend
+    target = next(iter(doc["toolchains"].values()))["command"]
+    assert "ktriage.profile.target" in target and str(first) in target and backend in target
+    # a name that is no entry is an error naming the entries, not a traceback
+    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "--input-id", "999"])
+    assert res.exit_code == 2 and "no recorded entry 999" in res.stderr
