@@ -135,7 +135,7 @@ def by_value_spec(
             continue
         pairs.append((p.name, Constexpr(value) if p.is_constexpr else value))
         encoded.append([p.name, encode_value(value)])
-    if decided and autotune_config is not None and not autotuned:
+    if autotune_config is not None and not autotuned:
         raise SpecError(f"autotune_config = {autotune_config} but {function} has no @triton.autotune",
                         "remove autotune_config")
     sp = specialize_args(
