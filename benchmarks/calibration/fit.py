@@ -1,0 +1,109 @@
+"""Fit the cost model on benchmarks/calibration/cells.jsonl and write what the README quotes.
+
+    .venv/bin/python benchmarks/calibration/fit.py            # CPU only, no compile: a minute
+    .venv/bin/python benchmarks/calibration/fit.py --cells C.jsonl --params OUT.json
+
+Writes (next to this script unless told otherwise):
+- ``fit.json``: the fitted parameters, the leave-one-operator-out confusion matrix and per-operator
+  scores (the same object ``ktriage calibrate -o`` writes);
+- ``cv_cells.jsonl``: every cell's out-of-fold prediction next to its measurement;
+- ``confusion.md``: the matrix of the model ("after") and of explain's former per-metric sign rules
+  ("before") on the same cells;
+- with ``--install``, the parameters into ktriage/predict/params.json (the model's default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ktriage.predict.calibration import Scores, calibrate  # noqa: E402
+from ktriage.predict.dataset import CalibrationCell, read_cells  # noqa: E402
+from ktriage.predict.facts import KernelFacts  # noqa: E402
+from ktriage.predict.model import PARAMS_FILE  # noqa: E402
+
+# explain's sign rules before the model (ktriage/explain/findings.py at 0ac3bbe): a cell is a
+# "regression" when any headline metric or notable opcode moved the worse way, an "improvement"
+# when only better ways, else neutral. Re-implemented on the facts so it works for any pair.
+_WORSE_UP = {"spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "LDL", "STL", "ATOMG", "ATOM", "ATOMS",
+             "main_loop_instructions"}
+_WORSE_DOWN = {"ctas_per_sm", "REDG", "RED", "HGMMA", "HMMA", "WGMMA"}
+_NOTABLE = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
+
+
+def _base(f: KernelFacts) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for op, n in f.opcodes.items():
+        out[op.split(".")[0]] = out.get(op.split(".")[0], 0) + n
+    return out
+
+
+def sign_rules(c: CalibrationCell) -> str:
+    a, b = c.ref, c.new
+    moves: list[tuple[str, float, float]] = [(m, getattr(a, m), getattr(b, m)) for m in
+                                             ("spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "ctas_per_sm")]
+    oa, ob = _base(a), _base(b)
+    for op in _NOTABLE:
+        x, y = oa.get(op, 0), ob.get(op, 0)
+        if abs(x - y) >= 2 and abs(x - y) > 0.05 * max(x, y):
+            moves.append((op, x, y))
+    if a.main_loop and b.main_loop:
+        moves.append(("main_loop_instructions", a.main_loop.instructions, b.main_loop.instructions))
+    kinds = set()
+    for m, x, y in moves:
+        if x == y:
+            continue
+        up = y > x
+        if (up and m in _WORSE_UP) or (not up and m in _WORSE_DOWN):
+            kinds.add("regression")
+        elif (up and m in _WORSE_DOWN) or (not up and m in _WORSE_UP):
+            kinds.add("improvement")
+    return "regression" if "regression" in kinds else "improvement" if "improvement" in kinds else "neutral"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cells", default=str(HERE / "cells.jsonl"))
+    ap.add_argument("--out", default=str(HERE), help="folder for fit.json, cv_cells.jsonl, confusion.md")
+    ap.add_argument("--install", action="store_true", help="also write the parameters to ktriage/predict/params.json")
+    ap.add_argument("--threshold", type=float, default=0.05)
+    args = ap.parse_args()
+    cells = read_cells(args.cells)
+    cal = calibrate(cells, threshold=args.threshold)
+    out = Path(args.out)
+    (out / "fit.json").write_text(json.dumps(cal.to_json(), indent=1) + "\n")
+    (out / "cv_cells.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in cal.cv_cells))
+    before = Scores.of([sign_rules(r.cell) for r in cal.cv_cells], [r.cell.measured.verdict for r in cal.cv_cells])
+    assert cal.scores is not None
+    ops = sorted(cal.per_operator)
+    text = [f"# Calibration: {len(cal.cv_cells)} GPU-measured cells of {len(ops)} operators", "",
+            f"Gate +-{args.threshold:.0%}; measured verdicts from ktriage compare (99 % CI); model predictions "
+            "leave-one-operator-out (fit and interval never saw the operator they predict).", "",
+            "## After: the cost model (ktriage/predict)", "", cal.scores.markdown(), "",
+            "## Before: explain's per-metric sign rules (registers up = bad, ...)", "", before.markdown(), "",
+            "## Per operator (model, LOOO)", "", "| operator | cells | median abs log error | reg P/R | imp P/R |",
+            "|---|---|---|---|---|"]
+    for op in ops:
+        s = cal.per_operator[op]
+        def pr(k: str) -> str:
+            v = s[k]
+            f = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
+            return f"{f(v['precision'])}/{f(v['recall'])}"
+        text.append(f"| {op} | {s['cells']} | {s['median_abs_log_error']:.3f} | {pr('regression')} | {pr('improvement')} |")
+    text += ["", "Parameters: see fit.json (`params`)."]
+    (out / "confusion.md").write_text("\n".join(text) + "\n")
+    print("\n".join(text))
+    if args.install:
+        PARAMS_FILE.write_text(json.dumps({"format": 1, "params": cal.params.to_json()}, indent=1) + "\n")
+        print(f"installed {PARAMS_FILE}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

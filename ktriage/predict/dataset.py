@@ -1,0 +1,198 @@
+"""The calibration dataset: one line per GPU-measured cell, with the compile-side facts of both sides.
+
+Why a file format: the fit must reproduce on a CPU machine from committed data alone
+(``benchmarks/calibration/cells.jsonl``), and every team's own bench runs must be able to add to it
+(``ktriage calibrate``). So a cell carries everything the fit reads: the measured ratio with its
+confidence interval and the GPU verdict at the gate (from ktriage's own compare, the same
+statistics as ``ktriage compare``), and the ``KernelFacts`` of the reference and the new kernel
+(from an explain report of the same kernels: the fit never compiles).
+
+A cell is made from a bench results file (one run that timed several toolchains side by side)
+and an explain JSON report of the same kernels with the same toolchains. The pairing:
+
+- catalog ops (``bench --op layer_norm --bwd``): the results cell's ``input_id`` is the explain
+  spec's ``meta.input_id``, for the one backend named (``liger_layer_norm``);
+- recorded workloads (``bench --bundle`` of a ``ktriage record`` workload): the cell's
+  ``extra.kernel``/``extra.recorded_input`` are the spec's ``meta.workload_kernel``/``meta.input_id``.
+
+Toolchains are matched by their spec string (``triton==3.4.0,ptxas==12.9.86``): two machines build
+the same toolchain under different ids.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ktriage.errors import FormatError
+from ktriage.measure.cells import Cell, RunInfo
+from ktriage.predict.facts import KernelFacts, facts_from_explain_json
+from ktriage.stats.compare import compare_toolchains
+from ktriage.stats.verdict import VerdictConfig
+
+DATASET_VERSION = 1
+VERDICTS = ("regression", "improvement", "same", "unsure")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The GPU's answer for one cell: new/ref time ratio, its CI and verdict at ``threshold``."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    verdict: str  # regression | improvement | same | unsure
+    p_value: float | None = None
+    threshold: float = 0.05
+    confidence: float = 0.99
+
+    def to_json(self) -> dict[str, Any]:
+        def num(v: float | None) -> float | None:
+            return None if v is None or not math.isfinite(v) else round(v, 6)
+        return {"ratio": num(self.ratio), "ci_low": num(self.ci_low), "ci_high": num(self.ci_high),
+                "verdict": self.verdict, "p_value": num(self.p_value), "threshold": self.threshold,
+                "confidence": self.confidence}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Measured:
+        def num(v: Any) -> float:
+            return math.nan if v is None else float(v)
+        return cls(num(data.get("ratio")), num(data.get("ci_low")), num(data.get("ci_high")), str(data["verdict"]),
+                   None if data.get("p_value") is None else float(data["p_value"]),
+                   float(data.get("threshold", 0.05)), float(data.get("confidence", 0.99)))
+
+
+@dataclass(frozen=True)
+class CalibrationCell:
+    """One line of cells.jsonl (see the module docstring)."""
+
+    operator: str
+    kernel: str
+    input: str
+    toolchain: str
+    reference: str
+    measured: Measured
+    ref: KernelFacts
+    new: KernelFacts
+    source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.operator, self.kernel, self.input, self.reference, self.toolchain)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": DATASET_VERSION, "operator": self.operator, "kernel": self.kernel, "input": self.input,
+                "toolchain": self.toolchain, "reference": self.reference, "source": self.source,
+                "measured": self.measured.to_json(), "extra": self.extra,
+                "ref_facts": self.ref.to_json(), "new_facts": self.new.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CalibrationCell:
+        return cls(str(data["operator"]), str(data["kernel"]), str(data["input"]), str(data["toolchain"]),
+                   str(data["reference"]), Measured.from_json(data["measured"]), KernelFacts.from_json(data["ref_facts"]),
+                   KernelFacts.from_json(data["new_facts"]), str(data.get("source", "")),
+                   dict(data.get("extra") or {}))
+
+
+def read_cells(path: str | Path) -> list[CalibrationCell]:
+    """cells.jsonl -> cells; a malformed line is a FormatError naming the file and line."""
+    out: list[CalibrationCell] = []
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise FormatError(f"cannot read the calibration cells {p}: {exc.strerror}",
+                          "pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py") from exc
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(CalibrationCell.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise FormatError(f"{p}:{n} is not a calibration cell ({type(exc).__name__}: {exc})",
+                              "regenerate the file with `ktriage calibrate` or benchmarks/calibration/build.py") from exc
+    return out
+
+
+def write_cells(path: str | Path, cells: Iterable[CalibrationCell]) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(json.dumps(c.to_json(), sort_keys=True) + "\n" for c in cells))
+    return p
+
+
+# --------------------------------------------------------------------------- building from bench + explain
+
+
+def _spec_of_toolchain(run: RunInfo) -> dict[str, str]:
+    """toolchain id -> its spec string, as the run wrote them."""
+    return {str(t.get("id")): str(t.get("spec")) for t in run.toolchains if t.get("id")}
+
+
+def cells_from_results(run: RunInfo, cells: Sequence[Cell], explain: Mapping[str, Any], *, operator: str,
+                       backend: str | None = None, source: str = "",
+                       config: VerdictConfig | None = None) -> tuple[list[CalibrationCell], list[str]]:
+    """Calibration cells of one results file paired with one explain report of the same kernels.
+
+    ``backend``: for a catalog op, the artifact backend whose kernels the report compiled (None:
+    a recorded bundle, matched by kernel and recorded input). Every toolchain of the run is
+    compared against the run's first (its reference). Returns (cells, notes on what was skipped)."""
+    notes: list[str] = []
+    tc_spec = _spec_of_toolchain(run)
+    explain_tc = {str(t["spec"]): str(t["id"]) for t in explain.get("toolchains", ())}
+    by_key = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend, c.key.toolchain): c for c in cells}
+    catalog: dict[int, Mapping[str, Any]] = {}
+    recorded: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for k in explain.get("kernels", ()):
+        meta = dict(k.get("spec", {}).get("meta") or {})
+        if meta.get("workload_kernel") is not None:
+            recorded[(str(meta["workload_kernel"]), int(meta.get("input_id", 0)))] = k
+        elif meta.get("input_id") is not None:
+            catalog[int(meta["input_id"])] = k
+    out: list[CalibrationCell] = []
+    for comparison in compare_toolchains(cells, run=run, config=config or VerdictConfig()):
+        ref_spec, new_spec = tc_spec.get(comparison.ref_label), tc_spec.get(comparison.new_label)
+        if ref_spec is None or new_spec is None:
+            notes.append(f"toolchain {comparison.ref_label} or {comparison.new_label} has no spec in the run")
+            continue
+        if ref_spec not in explain_tc or new_spec not in explain_tc:
+            notes.append(f"the explain report lacks {ref_spec} or {new_spec}: {operator} {new_spec} skipped")
+            continue
+        for pair in comparison.pairs:
+            if pair.is_baseline or pair.verdict is None or (backend is not None and pair.backend != backend):
+                continue
+            if pair.ref_toolchain is None:
+                continue
+            cell = by_key.get((pair.op, pair.mode, pair.input_id, pair.backend, pair.ref_toolchain))
+            kernel_json: Mapping[str, Any] | None
+            if backend is not None:
+                kernel_json = catalog.get(pair.input_id)
+            else:
+                extra = cell.extra if cell is not None else {}
+                kernel_json = recorded.get((str(extra.get("kernel", pair.backend.split(":", 1)[0])),
+                                            int(extra.get("recorded_input", pair.input_id))))
+            if kernel_json is None:
+                notes.append(f"{operator} {pair.backend} input {pair.input_label}: no kernel of the explain report matches")
+                continue
+            results = kernel_json.get("results", {})
+            ref_res, new_res = results.get(explain_tc[ref_spec]), results.get(explain_tc[new_spec])
+            if not isinstance(ref_res, Mapping) or not isinstance(new_res, Mapping) or "error" in ref_res or "error" in new_res:
+                notes.append(f"{operator} {kernel_json.get('name')}: a side failed to compile in the explain report")
+                continue
+            spec = kernel_json.get("spec", {})
+            v = pair.verdict
+            label = str(kernel_json.get("input") or pair.input_label)
+            out.append(CalibrationCell(
+                operator=operator, kernel=str(ref_res.get("kernel_name")), input=label, toolchain=new_spec,
+                reference=ref_spec, source=source,
+                measured=Measured(v.ratio, v.ci_low, v.ci_high, v.verdict, v.p_value, v.threshold, v.confidence),
+                ref=facts_from_explain_json(ref_res, spec), new=facts_from_explain_json(new_res, spec),
+                extra={"backend": pair.backend, "input_id": pair.input_id,
+                       "median_ref_ms": None if not math.isfinite(v.median_ref) else round(v.median_ref, 6)},
+            ))
+    return out, notes

@@ -1,0 +1,179 @@
+"""What the cost model reads about one compiled kernel and its launch: ``KernelFacts``.
+
+Why a type of its own: the model must run in three places from the same numbers, (1) inside
+``explain`` from the ``Resources``/``Occupancy`` it has just computed, (2) in the calibration fit
+from a committed dataset without compiling anything, and (3) from an explain JSON report. So the
+facts are a small plain record, built from either source, serialised into the calibration cells
+(``benchmarks/calibration/cells.jsonl``), and the model's features are computed from them at fit
+time: a new feature needs no new compile of the corpus.
+
+Everything here is exact compile-side data (registers, spills, SASS opcode counts with their
+modifiers, the main loop's body, occupancy) plus the launch (grid, warps). No GPU facts: those
+live in ``ktriage.arch`` and the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ktriage.analyze.occupancy import Occupancy
+from ktriage.analyze.resources import Resources
+from ktriage.arch import parse_arch
+from ktriage.errors import SpecError
+
+FACTS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LoopFacts:
+    """One loop's static body: instruction count, base-opcode histogram and nesting."""
+
+    instructions: int
+    opcodes: dict[str, int]
+    depth: int = 1
+    innermost: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"instructions": self.instructions, "opcodes": dict(sorted(self.opcodes.items())),
+                "depth": self.depth, "innermost": self.innermost}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LoopFacts:
+        return cls(int(data["instructions"]), {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()},
+                   int(data.get("depth", 1)), bool(data.get("innermost", True)))
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """One kernel compiled by one toolchain, at one launch (see the module docstring).
+
+    ``opcodes`` holds the full opcodes with their modifiers (``LDG.E.128``, ``ATOMG.E.ADD.F32...``,
+    ``CCTL.IVALL``); ``main_loop`` the loop ``analyze.sass_loops`` picks as the main one (None
+    when the kernel has no loop); ``other_loops`` the rest. ``grid_ctas`` is None when the launch's
+    grid is unknown (a spec without a grid: the model then assumes one full wave)."""
+
+    kernel: str
+    target: str
+    registers: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+    stack_bytes: int
+    shared_bytes: int
+    instructions: int
+    opcodes: dict[str, int]
+    num_warps: int
+    ctas_per_sm: int
+    warps_per_sm: int
+    grid_ctas: int | None
+    sm_count: int
+    main_loop: LoopFacts | None = None
+    other_loops: tuple[LoopFacts, ...] = ()
+    constexprs: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": FACTS_VERSION, "kernel": self.kernel, "target": self.target, "registers": self.registers,
+            "spill_store_bytes": self.spill_store_bytes, "spill_load_bytes": self.spill_load_bytes,
+            "stack_bytes": self.stack_bytes, "shared_bytes": self.shared_bytes, "instructions": self.instructions,
+            "opcodes": dict(sorted(self.opcodes.items())), "num_warps": self.num_warps,
+            "ctas_per_sm": self.ctas_per_sm, "warps_per_sm": self.warps_per_sm, "grid_ctas": self.grid_ctas,
+            "sm_count": self.sm_count,
+            "main_loop": self.main_loop.to_json() if self.main_loop else None,
+            "other_loops": [loop.to_json() for loop in self.other_loops],
+            "constexprs": {k: v for k, v in self.constexprs.items() if isinstance(v, (int, float, str, bool))},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KernelFacts:
+        loop = data.get("main_loop")
+        return cls(
+            kernel=str(data["kernel"]), target=str(data["target"]), registers=int(data["registers"]),
+            spill_store_bytes=int(data["spill_store_bytes"]), spill_load_bytes=int(data["spill_load_bytes"]),
+            stack_bytes=int(data["stack_bytes"]), shared_bytes=int(data["shared_bytes"]),
+            instructions=int(data["instructions"]), opcodes={str(k): int(v) for k, v in dict(data["opcodes"]).items()},
+            num_warps=int(data["num_warps"]), ctas_per_sm=int(data["ctas_per_sm"]),
+            warps_per_sm=int(data["warps_per_sm"]),
+            grid_ctas=None if data.get("grid_ctas") is None else int(data["grid_ctas"]),
+            sm_count=int(data["sm_count"]), main_loop=LoopFacts.from_json(loop) if loop else None,
+            other_loops=tuple(LoopFacts.from_json(x) for x in data.get("other_loops", ())),
+            constexprs=dict(data.get("constexprs", {})),
+        )
+
+    def digest(self) -> str:
+        """Equal digests: the model sees the two kernels as the same (the prediction is exactly 1)."""
+        data = self.to_json()
+        data.pop("constexprs")
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _sm_count(target: str, meta: Mapping[str, Any]) -> int:
+    given = meta.get("sm_count")
+    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+        return given
+    try:
+        return parse_arch(target).default_sm_count or 132
+    except SpecError:
+        return 132
+
+
+def _grid(grid: object) -> int | None:
+    if not isinstance(grid, (list, tuple)) or not grid:
+        return None
+    try:
+        dims = [int(g) for g in grid]
+    except (TypeError, ValueError):
+        return None
+    return max(1, math.prod(dims))
+
+
+def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
+    main: LoopFacts | None = None
+    others: list[LoopFacts] = []
+    for loop in loops:
+        data: Mapping[str, Any] = loop if isinstance(loop, Mapping) else loop.to_json()
+        facts = LoopFacts.from_json(data)
+        if data.get("main", False) and main is None:
+            main = facts
+        else:
+            others.append(facts)
+    return main, tuple(others)
+
+
+def facts_from_resources(resources: Resources, occupancy: Occupancy, *, num_warps: int, grid: object,
+                         target: str, meta: Mapping[str, Any] | None = None,
+                         constexprs: Mapping[str, Any] | None = None) -> KernelFacts:
+    """The facts of a kernel explain has just analyzed (no I/O: the resources are in memory)."""
+    main, others = _loops(resources.sass_loops)
+    return KernelFacts(
+        kernel=resources.kernel_name, target=target, registers=resources.registers,
+        spill_store_bytes=resources.spill_store_bytes or 0, spill_load_bytes=resources.spill_load_bytes or 0,
+        stack_bytes=resources.stack_bytes, shared_bytes=resources.shared_bytes,
+        instructions=resources.sass_instructions, opcodes=dict(resources.sass_opcodes_detailed),
+        num_warps=num_warps, ctas_per_sm=occupancy.ctas_per_sm, warps_per_sm=occupancy.warps_per_sm,
+        grid_ctas=_grid(grid), sm_count=_sm_count(target, meta or {}), main_loop=main, other_loops=others,
+        constexprs=dict(constexprs or {}),
+    )
+
+
+def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) -> KernelFacts:
+    """The facts of one cell of an explain JSON report (``kernels[i].results[toolchain]`` and
+    ``kernels[i].spec``): what the calibration builder reads, so it needs no compile."""
+    occ = result.get("occupancy") or {}
+    main, others = _loops(result.get("sass_loops", ()))
+    target = str(spec.get("target") or result.get("arch") or "sm_90")
+    return KernelFacts(
+        kernel=str(result["kernel_name"]), target=target, registers=int(result["registers"]),
+        spill_store_bytes=int(result.get("spill_store_bytes") or 0), spill_load_bytes=int(result.get("spill_load_bytes") or 0),
+        stack_bytes=int(result.get("stack_bytes") or 0), shared_bytes=int(result.get("shared_bytes") or 0),
+        instructions=int(result.get("sass_instructions") or 0),
+        opcodes={str(k): int(v) for k, v in dict(result.get("sass_opcodes_detailed") or {}).items()},
+        num_warps=int(spec.get("num_warps") or occ.get("num_warps") or 4), ctas_per_sm=int(occ.get("ctas_per_sm", 1)),
+        warps_per_sm=int(occ.get("warps_per_sm", 4)), grid_ctas=_grid(spec.get("grid")),
+        sm_count=_sm_count(target, dict(spec.get("meta") or {})), main_loop=main, other_loops=others,
+        constexprs=dict(spec.get("constexprs") or {}),
+    )

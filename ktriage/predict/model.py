@@ -1,0 +1,451 @@
+"""THE cost model of ktriage: time of one kernel launch from its compile artifacts, and the ratio
+of two toolchains' kernels with a calibrated interval.
+
+One model for every verb: ``explain`` classifies a change by the interval of its predicted ratio,
+``triage`` sets the prediction next to the measured slowdown, ``fixes``/``tune`` rank candidates by
+predicted gain (the tile and stream rankings of ``predict.configs`` are its config-search part).
+
+**The time estimate** (``estimate``), per kernel and launch, in SM cycles. The SASS opcodes are
+grouped into categories (``CATEGORIES``: global loads/stores, local memory, returning atomics and
+reductions, cache-control and memory fences, shared memory and LDSM, tensor cores, barriers,
+special-function and fp64, the rest). A warp executes each category ``n = rest + trips x loop``
+times, where ``loop`` is the count in the main loop's body (``analyze.sass_loops``), ``rest`` the
+count outside it and ``trips`` a fitted effective trip count. Per wave of resident CTAs:
+
+- issue: ``resident warps per scheduler x sum(n x issue cost)``: the schedulers' work;
+- latency: one warp's critical path: its own issue plus ``lambda_global`` per round of global loads
+  (one per loop iteration, the loads of one iteration overlap), ``lambda_local`` per local load
+  (spill reload: an L1 hit while the spill footprint, stack x resident threads, fits in L1, an L2
+  round trip for the share that does not), ``lambda_atomic`` per returning atomic (ATOMG: the warp
+  waits for the old value; REDG does not), ``lambda_cctl`` per cache invalidation (CCTL.IVALL:
+  the next loads miss L1), ``lambda_fence`` per memory fence, ``lambda_barrier`` per barrier;
+- bandwidth: the wave's global bytes (widths from the opcodes' modifiers: ``LDG.E.128`` is 16 B a
+  thread) at the SM's share of DRAM bandwidth, and the local-memory bytes that leave L1 at
+  ``kappa_l2`` times that.
+
+A wave takes the soft maximum of the three (``(a^p + b^p + c^p)^(1/p)``); the launch takes
+``ceil(grid / (CTAs/SM x SMs))`` waves (occupancy from ``analyze.occupancy``, the grid from the
+launch). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
+
+**The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
+identical get exactly 1 with a zero-width interval. Otherwise the interval is
+``ratio x exp(+-(a + b |log ratio|))``: ``a`` and ``b`` are quantiles of the leave-one-operator-out
+residuals of the fit (``predict.calibration``), so the interval widens with the size of the effect.
+A change is a regression only where the whole interval lies above ``1 + threshold``, an
+improvement only where it lies below ``1 / (1 + threshold)``; anything else is predicted neutral.
+
+**Contributors**: for each aspect (``ASPECTS``: main-loop instructions, local memory, atomics and
+fences, global memory widths, occupancy, shared memory/tensor cores, barriers) the new kernel's
+time is recomputed with that aspect's inputs taken from the reference; the share of the change
+each aspect accounts for is reported with its evidence ("+38 %: 830 more LDL/STL in the main loop").
+
+The free parameters (``Params``) are fitted on GPU-measured cells (``ktriage calibrate``); the
+package ships a fit (``params.json``), ``KTRIAGE_MODEL`` or ``--model`` name another.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ktriage.arch import parse_arch
+from ktriage.errors import FormatError, SpecError
+from ktriage.predict.facts import KernelFacts
+
+PARAMS_FILE = Path(__file__).with_name("params.json")
+MODEL_ENV = "KTRIAGE_MODEL"
+DEFAULT_THRESHOLD = 0.05
+
+# base opcode -> category
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "ldg": ("LDG", "LD", "LDGSTS", "UTMALDG", "UBLKCP"),
+    "stg": ("STG", "ST", "UTMASTG"),
+    "ldl": ("LDL",),
+    "stl": ("STL",),
+    "atom": ("ATOMG", "ATOM"),
+    "red": ("REDG", "RED", "UTMAREDG", "UBLKRED"),
+    "atoms": ("ATOMS", "REDAS"),
+    "cctl": ("CCTL",),
+    "fence": ("MEMBAR", "FENCE", "ERRBAR"),
+    "lds": ("LDS",),
+    "ldsm": ("LDSM",),
+    "sts": ("STS", "STSM"),
+    "mma": ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA", "UTCHMMA", "UTCIMMA", "UTCQMMA", "UTCOMMA", "UTCMMA"),
+    "bar": ("BAR", "SYNCS", "WARPGROUP", "DEPBAR", "LDGDEPBAR"),
+    "sfu": ("MUFU",),
+    "fp64": ("DFMA", "DADD", "DMUL"),
+}
+_CATEGORY_OF = {op: cat for cat, ops in CATEGORIES.items() for op in ops}
+ALL_CATEGORIES = tuple(CATEGORIES) + ("alu",)
+# Issue cycles of one warp instruction on its scheduler (fixed facts, not fitted): an SM sub-partition
+# issues one instruction a cycle; MUFU runs at a quarter of the ALU rate, fp64 at half on sm_90 (a
+# small fraction on consumer parts: the per-arch refinement is left to the fit's lambda terms),
+# a warpgroup MMA occupies the tensor core for many cycles.
+ISSUE_COST: dict[str, float] = {"sfu": 4.0, "fp64": 2.0, "mma": 32.0, "lds": 2.0, "ldsm": 1.0, "sts": 2.0,
+                                "ldl": 2.0, "stl": 2.0, "atom": 2.0, "red": 2.0, "atoms": 4.0}
+_WIDTH = re.compile(r"\.(8|16|32|64|128)\b|(?:F|BF|U|S)?(8|16|32|64)x(\d+)")
+L1_BYTES_PER_SM = 256 * 1024  # unified L1/shared per SM on sm_80..sm_100 (the part shared memory does not take)
+
+#: aspect -> (the categories it swaps, words). Occupancy and the main loop's length are handled apart.
+ASPECTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "local": (("ldl", "stl"), "local memory (spills)"),
+    "atomics": (("atom", "red", "atoms", "cctl", "fence"), "atomics and fences"),
+    "global": (("ldg", "stg"), "global memory instructions"),
+    "shared": (("lds", "ldsm", "sts", "mma"), "shared memory / tensor cores"),
+    "barriers": (("bar",), "barriers"),
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    """The model's free parameters (cycles unless said) and the interval calibration.
+
+    Defaults are GPU facts for Hopper where one exists (the loaded DRAM latency of ``arch``, an L1
+    hit, an L2 round trip), and the fitted values replace them (``params.json``)."""
+
+    trips: float = 8.0  # effective iterations of the main loop per warp
+    lambda_global: float = 1000.0  # a round of global loads
+    lambda_local_l1: float = 30.0  # a local load that hits L1
+    lambda_local_l2: float = 300.0  # a local load that goes to L2
+    lambda_atomic: float = 600.0  # a returning global atomic (ATOMG)
+    lambda_reduction: float = 20.0  # a fire-and-forget reduction (REDG)
+    lambda_cctl: float = 300.0  # an L1 invalidation (CCTL.IVALL)
+    lambda_fence: float = 50.0  # a memory fence (MEMBAR)
+    lambda_barrier: float = 20.0  # a CTA barrier
+    kappa_l2: float = 3.0  # L2 bandwidth for spill traffic, in multiples of the DRAM share
+    softmax_p: float = 4.0
+    interval_a: float = 0.02  # log half-width of the interval at a tiny effect
+    interval_b: float = 0.5  # ... growing with |log ratio|
+    fitted_on: str = "defaults (not fitted)"
+    cv: dict[str, Any] = field(default_factory=dict)
+
+    FREE = ("trips", "lambda_global", "lambda_local_l1", "lambda_local_l2", "lambda_atomic", "lambda_reduction",
+            "lambda_cctl", "lambda_fence", "lambda_barrier", "kappa_l2")
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Params:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def with_free(self, values: Mapping[str, float]) -> Params:
+        data = self.to_json()
+        data.update({k: float(v) for k, v in values.items()})
+        return Params.from_json(data)
+
+
+def load_params(path: str | Path | None = None) -> Params:
+    """The parameters: ``path``, else ``$KTRIAGE_MODEL``, else the fit shipped with ktriage."""
+    given = path or os.environ.get(MODEL_ENV) or None
+    return _load(str(given) if given else str(PARAMS_FILE))
+
+
+@lru_cache(maxsize=8)
+def _load(path: str) -> Params:
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except OSError as exc:
+        if p == PARAMS_FILE:
+            return Params()
+        raise FormatError(f"cannot read the model parameters {p}: {exc.strerror}",
+                          f"pass a file written by `ktriage calibrate -o FILE`, or unset {MODEL_ENV}") from exc
+    except ValueError as exc:
+        raise FormatError(f"the model parameters {p} are not JSON ({exc})",
+                          "regenerate them with `ktriage calibrate -o FILE`") from exc
+    if not isinstance(data, dict) or "params" not in data:
+        raise FormatError(f"{p} has no 'params' object: not a ktriage model file",
+                          "regenerate it with `ktriage calibrate -o FILE`")
+    return Params.from_json(data["params"])
+
+
+# --------------------------------------------------------------------------------------- profile
+
+
+def _width(opcode: str) -> int:
+    """Bytes a thread moves: ``.128`` 16 B, ``F32x4`` 16 B, no width suffix 4 B."""
+    best = 0
+    for m in _WIDTH.finditer(opcode):
+        if m.group(1):
+            best = max(best, int(m.group(1)) // 8)
+        else:
+            best = max(best, int(m.group(2)) * int(m.group(3)) // 8)
+    return best or 4
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What ``estimate`` reads: per category the count outside the main loop and inside it,
+    bytes per instruction of the memory categories, and the launch."""
+
+    rest: dict[str, float]
+    loop: dict[str, float]
+    width: dict[str, float]
+    stack_bytes: int
+    shared_bytes: int
+    ctas_per_sm: int
+    num_warps: int
+    grid_ctas: int | None
+    sm_count: int
+    target: str
+
+
+def profile(f: KernelFacts) -> Profile:
+    total: dict[str, float] = dict.fromkeys(ALL_CATEGORIES, 0.0)
+    wsum: dict[str, float] = {}
+    for op, n in f.opcodes.items():
+        base = op.split(".", 1)[0]
+        cat = _CATEGORY_OF.get(base, "alu")
+        total[cat] += n
+        if cat in ("ldg", "stg", "ldl", "stl", "atom", "red", "lds", "sts"):
+            wsum[cat] = wsum.get(cat, 0.0) + n * _width(op)
+    width = {c: wsum[c] / total[c] for c in wsum if total[c]}
+    loop: dict[str, float] = dict.fromkeys(ALL_CATEGORIES, 0.0)
+    if f.main_loop is not None:
+        for op, n in f.main_loop.opcodes.items():
+            loop[_CATEGORY_OF.get(op, "alu")] += n
+    rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
+    return Profile(rest, loop, width, f.stack_bytes, f.shared_bytes, f.ctas_per_sm, f.num_warps, f.grid_ctas,
+                   f.sm_count, f.target)
+
+
+# --------------------------------------------------------------------------------------- estimate
+
+
+def _throughput(target: str) -> tuple[float, float]:
+    """(DRAM bytes per SM cycle per SM, SM count default) of the target's usual part."""
+    try:
+        arch = parse_arch(target)
+    except SpecError:
+        arch = parse_arch("sm_90")
+    t = arch.throughput
+    sms = arch.default_sm_count or 132
+    return t.dram_bytes_per_s / (t.sm_clock_hz * sms), float(sms)
+
+
+_CAT_INDEX = {c: i for i, c in enumerate(ALL_CATEGORIES)}
+_ISSUE = np.array([ISSUE_COST.get(c, 1.0) for c in ALL_CATEGORIES])
+_GLOBAL_CATS = [_CAT_INDEX[c] for c in ("ldg", "stg", "atom", "red")]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Profiles stacked into arrays: ``estimate_many`` prices a whole dataset (the fit) or a
+    kernel and its counterfactuals (the contributors) in one numpy pass."""
+
+    rest: np.ndarray  # (n, categories)
+    loop: np.ndarray
+    width: np.ndarray  # bytes per instruction, 4 where the category is absent
+    stack: np.ndarray
+    shared: np.ndarray
+    ctas: np.ndarray
+    num_warps: np.ndarray
+    grid: np.ndarray
+    sms: np.ndarray
+    bw: np.ndarray  # DRAM bytes per SM cycle per SM
+
+
+def stack(profiles: list[Profile]) -> Batch:
+    def row(d: Mapping[str, float], default: float = 0.0) -> list[float]:
+        return [float(d.get(c, default)) for c in ALL_CATEGORIES]
+    bws = [_throughput(p.target)[0] for p in profiles]
+    return Batch(
+        np.array([row(p.rest) for p in profiles]), np.array([row(p.loop) for p in profiles]),
+        np.array([row(p.width, 4.0) for p in profiles]), np.array([float(p.stack_bytes) for p in profiles]),
+        np.array([float(p.shared_bytes) for p in profiles]), np.array([float(p.ctas_per_sm) for p in profiles]),
+        np.array([float(p.num_warps) for p in profiles]),
+        np.array([float(p.grid_ctas or max(p.ctas_per_sm, 1) * p.sm_count) for p in profiles]),
+        np.array([float(p.sm_count) for p in profiles]), np.array(bws))
+
+
+def estimate_many(b: Batch, params: Params) -> np.ndarray:
+    """Cycles of each launch of the batch (inf where no CTA fits): the model of the module docstring."""
+    ctas = np.maximum(b.ctas, 1.0)
+    waves = np.ceil(b.grid / (ctas * b.sms))
+    resident = np.minimum(ctas, np.ceil(b.grid / b.sms))
+    warps = resident * b.num_warps
+    trips = params.trips
+    n = b.rest + trips * b.loop
+    issue = n @ _ISSUE
+    footprint = b.stack * 32.0 * warps
+    l1 = np.maximum(16 * 1024.0, L1_BYTES_PER_SM - b.shared * resident)
+    out = np.where(footprint > l1, (footprint - l1) / np.maximum(footprint, 1.0), 0.0)
+    lam_local = params.lambda_local_l1 + out * (params.lambda_local_l2 - params.lambda_local_l1)
+    ci = _CAT_INDEX
+    rounds = (b.rest[:, ci["ldg"]] > 0) * 1.0 + (b.loop[:, ci["ldg"]] > 0) * trips
+    latency = (issue + params.lambda_global * rounds + lam_local * n[:, ci["ldl"]]
+               + params.lambda_atomic * n[:, ci["atom"]] + params.lambda_reduction * n[:, ci["red"]]
+               + params.lambda_cctl * n[:, ci["cctl"]] + params.lambda_fence * n[:, ci["fence"]]
+               + params.lambda_barrier * n[:, ci["bar"]])
+    global_bytes = 32.0 * (n[:, _GLOBAL_CATS] * b.width[:, _GLOBAL_CATS]).sum(axis=1)
+    local_bytes = 32.0 * (n[:, ci["ldl"]] * b.width[:, ci["ldl"]] + n[:, ci["stl"]] * b.width[:, ci["stl"]]) * out
+    bandwidth = warps * (global_bytes / b.bw + local_bytes / (b.bw * params.kappa_l2))
+    issue_sm = warps / 4.0 * issue
+    q = params.softmax_p
+    wave = (issue_sm ** q + latency ** q + bandwidth ** q) ** (1.0 / q)
+    result: np.ndarray = np.where(b.ctas > 0, waves * wave, np.inf)
+    return result
+
+
+def estimate(p: Profile, params: Params) -> float:
+    """Cycles of one kernel at its launch (``estimate_many`` for one)."""
+    return float(estimate_many(stack([p]), params)[0])
+
+
+# --------------------------------------------------------------------------------------- predict
+
+
+@dataclass(frozen=True)
+class Contributor:
+    """One aspect's share of a predicted change: ``share`` is t(new)/t(new, aspect as in ref) - 1."""
+
+    aspect: str
+    share: float
+    evidence: str
+
+    def text(self) -> str:
+        return f"{self.share * 100:+.0f} %: {self.evidence}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"aspect": self.aspect, "share": round(self.share, 4), "evidence": self.evidence, "text": self.text()}
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The predicted new/ref time ratio of one kernel, its interval and what drives it."""
+
+    ratio: float
+    low: float
+    high: float
+    kind: str  # regression | improvement | neutral
+    identical: bool
+    threshold: float
+    contributors: tuple[Contributor, ...] = ()
+
+    @property
+    def impact(self) -> float:
+        """|log ratio|: how much the change is predicted to matter, for ranking."""
+        return abs(math.log(self.ratio)) if self.ratio > 0 and math.isfinite(self.ratio) else math.inf
+
+    def percent(self) -> str:
+        return _pct(self.ratio)
+
+    def text(self, limit: int = 3) -> str:
+        """``predicted +38 % [+25 %, +52 %]: +30 %: 830 more LDL/STL in the main loop; ...``"""
+        if self.identical:
+            return "identical kernels: no change predicted"
+        head = f"predicted {_pct(self.ratio)} [{_pct(self.low)}, {_pct(self.high)}]"
+        parts = [c.text() for c in self.contributors[:limit] if abs(c.share) >= 0.005]
+        return head + (": " + "; ".join(parts) if parts else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ratio": round(self.ratio, 4), "low": round(self.low, 4), "high": round(self.high, 4),
+                "kind": self.kind, "identical": self.identical, "threshold": self.threshold,
+                "contributors": [c.to_json() for c in self.contributors], "text": self.text()}
+
+
+def _pct(r: float) -> str:
+    if not math.isfinite(r):
+        return "n/a"
+    return f"{(r - 1) * 100:+.0f} %" if abs(r - 1) >= 0.01 else f"{(r - 1) * 100:+.1f} %"
+
+
+def classify(low: float, high: float, threshold: float) -> str:
+    """regression when the whole interval is above the gate, improvement when below, else neutral."""
+    gate = 1.0 + threshold
+    if low > gate:
+        return "regression"
+    if high < 1.0 / gate:
+        return "improvement"
+    return "neutral"
+
+
+def interval(ratio: float, params: Params) -> tuple[float, float]:
+    half = params.interval_a + params.interval_b * abs(math.log(ratio))
+    return ratio * math.exp(-half), ratio * math.exp(half)
+
+
+def predict(ref: KernelFacts, new: KernelFacts, params: Params | None = None, *,
+            threshold: float = DEFAULT_THRESHOLD, contributors: bool = True) -> Prediction:
+    """The predicted ratio of ``new`` against ``ref`` (same kernel, same launch)."""
+    params = params or load_params()
+    if ref.digest() == new.digest():
+        return Prediction(1.0, 1.0, 1.0, "neutral", True, threshold)
+    pr, pn = profile(ref), profile(new)
+    variants = _counterfactuals(pr, pn) if contributors else []
+    times = estimate_many(stack([pr, pn] + [v for _, v, _ in variants]), params)
+    t_ref, t_new = float(times[0]), float(times[1])
+    if not (math.isfinite(t_ref) and math.isfinite(t_new)) or t_ref <= 0:
+        ratio = math.inf if not math.isfinite(t_new) else 1.0
+        return Prediction(ratio, ratio, ratio, "regression" if ratio > 1 else "neutral", False, threshold)
+    ratio = t_new / t_ref
+    low, high = interval(ratio, params)
+    parts: list[Contributor] = []
+    for (aspect, _, words), t in zip(variants, times[2:]):
+        parts.append(Contributor(aspect, t_new / float(t) - 1.0 if t > 0 and math.isfinite(t) else 0.0, words))
+    parts.sort(key=lambda c: -abs(c.share))
+    return Prediction(ratio, low, high, classify(low, high, threshold), False, threshold, tuple(parts))
+
+
+def _swap(p: Profile, q: Profile, cats: tuple[str, ...]) -> Profile:
+    rest, loop, width = dict(p.rest), dict(p.loop), dict(p.width)
+    for c in cats:
+        rest[c], loop[c] = q.rest[c], q.loop[c]
+        if c in q.width:
+            width[c] = q.width[c]
+        else:
+            width.pop(c, None)
+    return replace(p, rest=rest, loop=loop, width=width)
+
+
+def _count_words(cats: tuple[str, ...], pr: Profile, pn: Profile) -> str:
+    """What moved in these categories, in the words of the SASS."""
+    in_loop = sum(pn.loop[c] - pr.loop[c] for c in cats)
+    total = sum(pn.loop[c] + pn.rest[c] - pr.loop[c] - pr.rest[c] for c in cats)
+    names = "/".join(dict.fromkeys(op for c in cats for op in CATEGORIES.get(c, ())[:1]))
+    if in_loop and abs(in_loop) >= abs(total) / 2:
+        return f"{abs(in_loop):.0f} {'more' if in_loop > 0 else 'fewer'} {names} in the main loop"
+    if total:
+        return f"{abs(total):.0f} {'more' if total > 0 else 'fewer'} {names}"
+    return f"{names} variants changed"
+
+
+def _counterfactuals(pr: Profile, pn: Profile) -> list[tuple[str, Profile, str]]:
+    """(aspect, the new kernel with that aspect as in the reference, evidence in words)."""
+    out: list[tuple[str, Profile, str]] = []
+    if (pr.ctas_per_sm, pr.stack_bytes) != (pn.ctas_per_sm, pn.stack_bytes):
+        words = f"CTAs/SM {pr.ctas_per_sm} -> {pn.ctas_per_sm}" if pr.ctas_per_sm != pn.ctas_per_sm else "occupancy"
+        if pr.stack_bytes != pn.stack_bytes:
+            words += f", stack {pr.stack_bytes} -> {pn.stack_bytes} B (spill footprint in L1)"
+        out.append(("occupancy", replace(pn, ctas_per_sm=pr.ctas_per_sm, stack_bytes=pr.stack_bytes), words))
+    for aspect, (cats, title) in ASPECTS.items():
+        if all(pr.rest[c] == pn.rest[c] and pr.loop[c] == pn.loop[c] and pr.width.get(c) == pn.width.get(c) for c in cats):
+            continue
+        moved = _count_words(cats, pr, pn)
+        if aspect == "global" and any(pr.width.get(c) != pn.width.get(c) for c in ("ldg", "stg")):
+            moved += f" (bytes per load {pr.width.get('ldg', 0):.0f} -> {pn.width.get('ldg', 0):.0f})"
+        if aspect == "atomics":
+            def tot(p: Profile, c: str) -> float:
+                return p.rest[c] + p.loop[c]
+            moved = (f"returning atomics {tot(pr, 'atom'):.0f} -> {tot(pn, 'atom'):.0f}, reductions "
+                     f"{tot(pr, 'red'):.0f} -> {tot(pn, 'red'):.0f}, CCTL {tot(pr, 'cctl'):.0f} -> {tot(pn, 'cctl'):.0f}")
+        out.append((aspect, _swap(pn, pr, cats), f"{moved} ({title})"))
+    covered = {c for cats, _ in ASPECTS.values() for c in cats}
+    others = tuple(c for c in ALL_CATEGORIES if c not in covered)
+    if any(pr.rest[c] != pn.rest[c] or pr.loop[c] != pn.loop[c] for c in others):
+        li = sum(pn.loop.values()) - sum(pr.loop.values())
+        ti = sum(pn.loop.values()) + sum(pn.rest.values()) - sum(pr.loop.values()) - sum(pr.rest.values())
+        words = f"main loop {li:+.0f} instructions" if li else f"{ti:+.0f} instructions"
+        out.append(("instructions", _swap(pn, pr, others), words + " (arithmetic and control)"))
+    return out
