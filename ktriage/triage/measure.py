@@ -79,6 +79,14 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         report.measured = {"bundle": None, "token": None, "commands": [], "results": [], "baseline": [],
                            "note": "no flagged cell: nothing to re-measure"}
         return
+    if options.measure:  # a GPU host: cells of ops with no replay and no workload get a recording of their own
+        unplanned = [i for i, c in enumerate(report.cells) if bench_target(c) is None and c.recorded is None]
+        if unplanned:
+            from ktriage.home import home_subdir
+            from ktriage.triage.measure_record import record_missing
+
+            _require_gpu()
+            record_missing(report, unplanned, home_subdir("recordings"), say)
     plan = plan_measurement(report, options)
     for i, why in plan.skipped.items():
         report.cells[i].notes.append(f"not re-measured: {why}")
@@ -86,9 +94,10 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         for i, why in plan.skipped.items():
             mark_not_measured(report.cells[i], why)
         report.measured = {"bundle": None, "token": plan.token, "commands": [], "results": [], "baseline": [],
-                           "note": "no flagged cell can be re-measured by ktriage bench (only layer_norm and embedding "
-                                   "cells, their Liger backend or baseline, have replays today; other cells need their "
-                                   "kernels from a recorded workload: --workload W.json)"}
+                           "note": "no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
+                                   "cells have replays; the cells of any other TritonBench operator need their kernels "
+                                   "from a recorded workload: --workload W.json, or --measure on a GPU host with "
+                                   "TritonBench, which records the operator's run itself)"}
         return
     if options.measured:
         apply_measured(report, plan, results_paths(options.measured), options)

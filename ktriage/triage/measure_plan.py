@@ -70,7 +70,9 @@ def no_target_reason(cell: CellTriage) -> str:
 
     op = registry.operator(cell.op)
     if op is None or not op.backends or op.module is None:
-        return f"no replay for {cell.op}: ktriage cannot bench this op yet (a recorded workload could)"
+        return (f"no replay for {cell.op} and no recorded kernels of {cell.backend}: give --workload W.json (`ktriage record "
+                f"-o W.json -- python run.py --op {cell.op}{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
+                "or run this triage with --measure on a GPU host with TritonBench: it records the run itself")
     if cell.mode not in op.modes:
         return f"no replay for {cell.op} {cell.mode}: ktriage benches its {', '.join(op.modes)} pass(es)"
     if cell.backend in op.artifact_backends:
