@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Format, format_option, output_option, write_outputs
+from ktriage.cli.options import SUFFIX, Format, check_outputs, check_writable, format_option, output_option, write_outputs
 
 app = typer.Typer(help="Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces.",
                   no_args_is_help=True)
@@ -33,6 +33,7 @@ def show_cmd(
     from ktriage.record.workload import load_workload
     from ktriage.report.workload import print_show, show_json, show_markdown
 
+    check_outputs(output or [], SHOW_WRITERS)
     loaded = load_workload(workload)
     writers = {".md": lambda: show_markdown(loaded), ".json": lambda: show_json(loaded)}
     if fmt is Format.table:
@@ -56,12 +57,17 @@ def import_cmd(
 
     from ktriage.errors import KtriageError
     from ktriage.record.tritonparse import convert
-    from ktriage.record.workload import save_workload
+    from ktriage.record.workload import check_workload, save_workload
 
     if output.suffix != ".json":
         raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
+    check_writable(output, "-o")
     w = convert(traces)
-    save_workload(w, output)
+    check_workload(w.to_json(), f"the workload of {', '.join(map(str, traces))}")
+    try:
+        save_workload(w, output)
+    except OSError as exc:
+        raise KtriageError(f"cannot write the workload {output}: {exc.strerror or exc}", "choose a writable -o path") from exc
     console = make_console(stderr=True)
     console.print(f"imported {len(w.kernels)} kernels, {sum(len(k.inputs) for k in w.kernels)} inputs, "
                   f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> {escape(str(output))}")

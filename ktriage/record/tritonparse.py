@@ -45,6 +45,7 @@ from typing import Any
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.insitu.fakedriver import TORCH_DTYPE
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
+from ktriage.schema.workload import MAX_SOURCE_LINE
 from ktriage.record.workload import (Input, Kernel, NotCaptured, Workload, jit_check, json_lines, launch_label,
                                      with_launch_facts)
 from ktriage.spec.launch import named_args, spec_options
@@ -82,18 +83,23 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
 
     A damaged or foreign file is a FormatError naming it; a torn last line (the program killed while
     tritonparse wrote it) is dropped, as for ktriage's own journal."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read tritonparse trace {path}: {exc.strerror or exc}", FIX) from exc
+    from ktriage.schema.core import MAX_INPUT_ENV, read_bytes, size_limit
+    from ktriage.schema.workload import MAX_TRACE_MB
+
+    limit = size_limit(MAX_TRACE_MB)
+    raw = read_bytes(path, what="tritonparse trace", limit=limit, fix=FIX)
     if raw.startswith(_ZSTD_MAGIC):
         raise FormatError(f"tritonparse trace {path} is zstd-compressed (TRITON_TRACE_COMPRESSION=zstd)",
                           f"decompress it first (zstd -d -c {path} > trace.ndjson) or trace with compression gzip/none")
     if raw.startswith(_GZIP_MAGIC):
         try:
-            raw = gzip.decompress(raw)
+            unpacked = _gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as exc:
             raise FormatError(f"tritonparse trace {path} is damaged: its gzip data is cut or corrupt ({exc})", FIX) from exc
+        if unpacked is None:
+            raise FormatError(f"tritonparse trace {path} is over the limit of {limit >> 20} MB once decompressed",
+                              f"check that it is the right file, or raise the limit with {MAX_INPUT_ENV}=<MB>")
+        raw = unpacked
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -107,6 +113,20 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     if not events:
         raise FormatError(f"tritonparse trace {path} holds no event", FIX)
     return events
+
+
+def _gunzip(data: bytes, limit: int) -> bytes | None:
+    """Concatenated gzip members decompressed, or None past ``limit`` bytes (a gzip bomb stops there)."""
+    out = bytearray()
+    while data:
+        member = zlib.decompressobj(wbits=31)
+        out += member.decompress(data, max(1, limit + 1 - len(out)))
+        if len(out) > limit:
+            return None
+        if not member.eof:
+            raise EOFError("the gzip data ends before its end-of-stream marker")
+        data = member.unused_data.lstrip(b"\x00")
+    return bytes(out)
 
 
 # ------------------------------------------------------------------------------------------ events
@@ -138,7 +158,8 @@ class Compilation:
     def by_index(self, key: str) -> dict[int, Any]:
         """``src_constants``/``src_attrs`` keyed by parameter index (the trace writes ``"(4,)"``)."""
         out: dict[int, Any] = {}
-        for k, v in dict(self.metadata.get(key) or {}).items():
+        found = self.metadata.get(key)
+        for k, v in (found.items() if isinstance(found, Mapping) else ()):
             try:
                 index = ast.literal_eval(str(k))
             except (ValueError, SyntaxError):
@@ -199,7 +220,8 @@ def _compilations(events: Iterable[Mapping[str, Any]]) -> dict[str, Compilation]
         if digest in out:
             out[digest] = dataclasses.replace(out[digest], events=out[digest].events + 1)
             continue
-        contents = dict(payload.get("file_content") or {})
+        found = payload.get("file_content")
+        contents = found if isinstance(found, Mapping) else {}
         ttir = next((str(v) for k, v in contents.items() if str(k).endswith(".ttir")), None)
         source = payload.get("python_source") if isinstance(payload.get("python_source"), Mapping) else {}
         pid = ev.get("pid")
@@ -263,7 +285,10 @@ def _function_module(code: str, start: Any, name: str) -> tuple[str, list[str]]:
     kept = "".join(f"@{ast.get_source_segment(code, d)}\n" for d in jit) or "@triton.jit\n"
     body = "".join(lines[fn.lineno - 1:])
     header = "import triton\nimport triton.language as tl\nfrom triton import jit\n"
-    def_line = start + fn.lineno - 1 if isinstance(start, int) else 0
+    if isinstance(start, int) and not 0 <= start <= MAX_SOURCE_LINE:
+        raise SpecError(f"the trace says {name} starts at line {start}, which no source file has",
+                        "give a trace tritonparse wrote (python_source.start_line is a line number)")
+    def_line = start + fn.lineno - 1 if isinstance(start, int) and not isinstance(start, bool) else 0
     used = header.count("\n") + kept.count("\n")
     text = header + "\n" * max(0, def_line - 1 - used) + kept + body
     notes = [FUNCTION_ONLY_NOTE]
@@ -360,6 +385,8 @@ def convert(paths: Sequence[Path]) -> Workload:
                 snaps[comp.hash] = _snapshot(comp, snapshots)
             except KtriageError as exc:
                 snaps[comp.hash] = exc.problem
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a field of another shape
+                snaps[comp.hash] = f"the trace's source of {comp.name} is damaged ({type(exc).__name__}: {exc})"
         found = snaps[comp.hash]
         if isinstance(found, str):
             raise SpecError(f"no source snapshot: {found}")

@@ -161,6 +161,8 @@ def json_lines(lines: Sequence[str], what: str, fix: str, *, torn_alone: bool = 
             continue
         try:
             item = json.loads(line)
+        except RecursionError:
+            raise FormatError(f"{what} line {number + 1} nests lists/objects too deep", fix) from None
         except json.JSONDecodeError as exc:
             if number == len(lines) - 1 and (out or torn_alone):
                 break  # the line being written when the program died
@@ -171,10 +173,10 @@ def json_lines(lines: Sequence[str], what: str, fix: str, *, torn_alone: bool = 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
     """The journal's records; a torn last line (the program killed mid-write) is dropped."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise FormatError(f"cannot read the record journal {path}: {exc.strerror or exc}", FIX) from exc
+    from ktriage.schema.core import read_text, size_limit
+    from ktriage.schema.workload import MAX_TRACE_MB
+
+    lines = read_text(path, what="record journal", limit=size_limit(MAX_TRACE_MB), fix=FIX).splitlines()
     records: list[dict[str, Any]] = []
     for number, item in json_lines(lines, f"record journal {path}", FIX):
         if not isinstance(item, dict):
@@ -394,25 +396,27 @@ def is_workload_path(target: str) -> bool:
 
 def load_workload(path: Path | str) -> Workload:
     """A workload file, or a journal (compacted on the fly; also when W.json is missing but its
-    journal is there: ``ktriage record`` itself was killed). Validated; snapshots materialized."""
+    journal is there: ``ktriage record`` itself was killed). Read through the schema layer (size
+    limit, UTF-8, JSON, nesting depth, ``ktriage.schema.workload``); snapshots materialized."""
+    from ktriage.schema.core import check_depth, parse_json, read_text, size_limit
+    from ktriage.schema.workload import MAX_WORKLOAD_MB
+
     path = Path(path)
     if path.name.endswith(JOURNAL_SUFFIX):
-        return _with_path(compact(read_journal(path)), path)
+        return _with_path(_compact_journal(path), path)
     if not path.exists():
         if journal_path(path).exists():
-            return _with_path(compact(read_journal(journal_path(path))), path)
+            return _with_path(_compact_journal(journal_path(path)), path)
         raise FormatError(f"workload file {path} does not exist", "check the path (ktriage record -o writes it)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(f"cannot read workload file {path}: {exc}", FIX) from exc
-    except json.JSONDecodeError as exc:
-        raise FormatError(f"workload file {path} is not JSON (line {exc.lineno}: {exc.msg})", FIX) from exc
     what = f"workload file {path}"
+    text = read_text(path, what="workload file", limit=size_limit(MAX_WORKLOAD_MB), fix=FIX)
+    data = parse_json(text, origin=what, fix=FIX)
+    check_depth(data, origin=what)
     if not isinstance(data, dict) or data.get("kind") != WORKLOAD_KIND:
         raise FormatError(f"{path} is not a ktriage workload (no \"kind\": \"{WORKLOAD_KIND}\")",
                           "give a file written by `ktriage record -o W.json`")
     check_format_version(data, WORKLOAD_FORMAT, what=what, fix=FIX)
+    check_workload(data, what)
     try:
         return _with_path(_from_json(data), path)
     except FormatError:
@@ -420,6 +424,27 @@ def load_workload(path: Path | str) -> Workload:
     except (KtriageError, KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
         raise FormatError(f"{what} is damaged: {detail}", FIX) from exc
+
+
+def check_workload(data: Any, what: str) -> None:
+    """Refuse a workload document (read, or about to be written from a foreign trace) that does not
+    fit the schema (``ktriage.schema.workload``), naming the field."""
+    from ktriage.schema.core import convert
+    from ktriage.schema.workload import FIXES, WorkloadSchema
+
+    convert(data, WorkloadSchema, origin=what, fix=FIX, fixes=FIXES, headline=" is damaged")
+
+
+def _compact_journal(path: Path) -> Workload:
+    """The workload of a journal read as a file (not the one ``record`` just wrote): a journal whose
+    records lack what the hook writes is a FormatError, never a KeyError."""
+    records = read_journal(path)
+    try:
+        return compact(records)
+    except KtriageError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        raise FormatError(f"record journal {path} is damaged: {type(exc).__name__}: {exc}", FIX) from exc
 
 
 def _with_path(workload: Workload, path: Path) -> Workload:
