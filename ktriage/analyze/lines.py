@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
@@ -196,6 +197,9 @@ class LineStats:
     atomic: int = 0  # class atomic (ATOMG, REDG ...)
     loop_instructions: int = 0  # of them in the main loop: static count per iteration
     loop_local: int = 0  # LDL/STL in the main loop, per iteration
+    # full opcode (modifiers kept) -> count, for the instructions of a class of sass.INSTRUCTION_CLASSES:
+    # where an LDS became an LDSM.16.M88 (the same count, another instruction)
+    opcodes: dict[str, int] = field(default_factory=dict)
 
     @property
     def local(self) -> int:
@@ -214,6 +218,7 @@ class LineStats:
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["inlined_at"] = list(self.inlined_at)
+        data["opcodes"] = dict(self.opcodes)
         return data
 
     @classmethod
@@ -221,6 +226,7 @@ class LineStats:
         known = {f.name for f in fields(cls)}
         obj = {k: v for k, v in data.items() if k in known}
         obj["inlined_at"] = tuple(str(x) for x in data.get("inlined_at", ()))
+        obj["opcodes"] = {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()}
         return cls(**obj)
 
 
@@ -232,10 +238,12 @@ def line_stats(located: Iterable[LineInstruction], main_loop_body: frozenset[int
                read_source: bool = True) -> tuple[LineStats, ...]:
     """Aggregate located instructions per location, in source order (file, line, chain)."""
     acc: dict[tuple[str, int, tuple[tuple[str, int], ...]], dict[str, int]] = {}
+    ops: dict[tuple[str, int, tuple[tuple[str, int], ...]], Counter[str]] = {}
     for item in located:
         loc = item.loc
         key = (loc.path, loc.line, loc.inlined_at) if loc is not None else (NO_LINE[0], NO_LINE[1], ())
         counts = acc.setdefault(key, dict.fromkeys(COUNTS, 0))
+        opcodes = ops.setdefault(key, Counter())
         inst = item.instruction
         base = inst.base_opcode
         counts["instructions"] += 1
@@ -243,6 +251,8 @@ def line_stats(located: Iterable[LineInstruction], main_loop_body: frozenset[int
         counts["local_loads"] += base == LOCAL_LOAD
         counts["local_stores"] += base == LOCAL_STORE
         cls = instruction_class(base)
+        if cls is not None:
+            opcodes[inst.opcode] += 1
         counts["global_mem"] += cls == "global"
         counts["shared_mem"] += cls == "shared"
         counts["atomic"] += cls == "atomic"
@@ -253,7 +263,8 @@ def line_stats(located: Iterable[LineInstruction], main_loop_body: frozenset[int
     for (path, line, chain), counts in acc.items():
         display = path if path == NO_LINE[0] else display_path(path)
         text = source_text(path, line) if read_source and line else ""
-        out.append(LineStats(display, line, path, tuple(f"{display_path(p)}:{n}" for p, n in chain), text, **counts))
+        out.append(LineStats(display, line, path, tuple(f"{display_path(p)}:{n}" for p, n in chain), text, **counts,
+                             opcodes=dict(sorted(ops[(path, line, chain)].items()))))
     return tuple(sorted(out, key=lambda s: (s.file, s.line, s.inlined_at)))
 
 
@@ -284,6 +295,19 @@ class LineDelta:
     def delta(self, name: str) -> int:
         return self.count(name, "new") - self.count(name, "ref")
 
+    def opcode_delta(self, cls: str | None = None) -> list[tuple[str, int]]:
+        """Per full opcode (of class ``cls``, or of any class), the non-zero changes, largest first."""
+        a = self.ref.opcodes if self.ref is not None else {}
+        b = self.new.opcodes if self.new is not None else {}
+        out = [(op, b.get(op, 0) - a.get(op, 0)) for op in set(a) | set(b)
+               if cls is None or instruction_class(op.split(".", 1)[0]) == cls]
+        return sorted(((op, d) for op, d in out if d), key=lambda kv: (-abs(kv[1]), kv[0]))
+
+    def class_changed(self, cls: str) -> int:
+        """How many instructions of the class changed on this line (sum of |delta| per full opcode):
+        an LDS that became an LDSM.16.M88 is 2, where the class count moved by 0."""
+        return sum(abs(d) for _, d in self.opcode_delta(cls))
+
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -295,14 +319,16 @@ class LineDelta:
         main loop's length, then instruction count."""
         return (8.0 * abs(self.delta("loop_local")) + 3.0 * abs(self.delta("local_loads") + self.delta("local_stores"))
                 + 2.0 * (abs(self.delta("global_mem")) + abs(self.delta("shared_mem")) + abs(self.delta("atomic")))
-                + 1.0 * abs(self.delta("loop_instructions")) + 0.25 * abs(self.delta("instructions")))
+                + 1.0 * abs(self.delta("loop_instructions")) + 0.25 * abs(self.delta("instructions"))
+                + 0.5 * sum(abs(d) for _, d in self.opcode_delta()))
 
     def to_json(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "text": self.text, "inlined_at": list(self.inlined_at),
                 "impact": round(self.impact, 2),
                 "ref": {k: self.count(k, "ref") for k in COUNTS} if self.ref is not None else None,
                 "new": {k: self.count(k, "new") for k in COUNTS} if self.new is not None else None,
-                "delta": {k: self.delta(k) for k in COUNTS if self.delta(k)}}
+                "delta": {k: self.delta(k) for k in COUNTS if self.delta(k)},
+                "opcode_delta": {op: d for op, d in self.opcode_delta()}}
 
 
 def match_key(s: LineStats) -> tuple[str, str | int, tuple[str, ...]]:
@@ -318,7 +344,10 @@ def _merge(items: Sequence[LineStats]) -> LineStats:
         return items[0]
     first = items[0]
     sums = {k: sum(int(getattr(s, k)) for s in items) for k in COUNTS}
-    return LineStats(first.file, first.line, first.path, first.inlined_at, first.text, **sums)
+    opcodes: Counter[str] = Counter()
+    for s in items:
+        opcodes.update(s.opcodes)
+    return LineStats(first.file, first.line, first.path, first.inlined_at, first.text, **sums, opcodes=dict(opcodes))
 
 
 def pair_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[tuple[LineStats | None, LineStats | None]]:
@@ -354,7 +383,8 @@ def diff_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[LineD
     """The lines whose counts differ, highest predicted impact first (then in source order)."""
     out: list[LineDelta] = []
     for a, b in pair_lines(ref, new):
-        if a is not None and b is not None and all(getattr(a, k) == getattr(b, k) for k in COUNTS):
+        if (a is not None and b is not None and all(getattr(a, k) == getattr(b, k) for k in COUNTS)
+                and a.opcodes == b.opcodes):
             continue
         shown = b if b is not None else a
         assert shown is not None

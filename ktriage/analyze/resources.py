@@ -35,9 +35,9 @@ from ktriage.analyze.sass_loops import SassLoop, find_loops
 from ktriage.arch import parse_arch
 from ktriage.errors import CompileError, FormatError, SpecError
 
-# 2: sass_classes and sass_loops; 3: source_lines. Cached resources of another schema are recomputed
+# 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes. Cached resources of another schema are recomputed
 # (artifact.py).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ and says them in one line:
     :122 (`x_hat = ...`) +206, triton/language/standard.py:260 (`return a + b`) +236 (3 of 14 lines: +725 of +1150)
 
 Which count: spills, stack and LDL/STL -> LDL/STL (those of the main loop, per iteration, when the
-loop's moved); the main loop's length -> its instructions per line; a memory class -> that class;
-atomics -> the atomic class. Registers and occupancy have no line: no evidence for them.
+loop's moved); the main loop's length -> its instructions per line; an instruction class whose
+modifiers changed (``instructions:shared``: LDS -> LDSM.16.M88) -> the lines where that class's full
+opcodes changed, with what went and what came; ATOMG/REDG -> the atomic class. Registers and
+occupancy have no line: no evidence for them.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ TEXT_CHARS = 40
 
 _LOCAL = {"spill_store_bytes", "spill_load_bytes", "stack_bytes", "LDL", "STL", "instructions:local"}
 _ATOMIC = {"instructions:atomic", "ATOMG", "ATOM", "ATOMS", "REDG", "RED", "REDAS"}
-_CLASS = {"instructions:global": ("global_mem", "global-memory instructions"),
-          "instructions:shared": ("shared_mem", "shared-memory instructions")}
+_CLASS_WORDS = {"global": "global-memory", "shared": "shared-memory", "atomic": "atomic", "tensor": "tensor-core",
+                "sync": "synchronization"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,15 @@ class LineEvidence:
     def delta(self, d: LineDelta) -> int:
         return _delta(d, self.measure)
 
+    def change(self, d: LineDelta) -> str:
+        """``+283`` for a count; ``LDS -1 -> LDSM.16.M88 +1`` for a class whose instructions changed."""
+        if self.measure.startswith("class:"):
+            ops = d.opcode_delta(self.measure.split(":", 1)[1])
+            gone = ", ".join(f"{op} {n:+d}" for op, n in ops if n < 0)
+            came = ", ".join(f"{op} {n:+d}" for op, n in ops if n > 0)
+            return f"{gone} -> {came}" if gone and came else gone or came
+        return f"{self.delta(d):+d}"
+
     def text(self) -> str:
         parts: list[str] = []
         previous = None
@@ -58,18 +69,24 @@ class LineEvidence:
             what = f"`{code}`" if code else ""
             if d.inlined_at:
                 what += (", " if what else "") + f"inlined at {d.inlined_at[-1]}"
-            parts.append(f"{where}{f' ({what})' if what else ''} {self.delta(d):+d}")
-        tail = (f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
-                if self.moved > len(self.lines) else "")
+            parts.append(f"{where}{f' ({what})' if what else ''} {self.change(d)}")
+        if self.measure.startswith("class:"):
+            tail = f" ({len(self.lines)} of {self.moved} lines)" if self.moved > len(self.lines) else ""
+        else:
+            tail = (f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
+                    if self.moved > len(self.lines) else "")
         return f"{self.title}: {', '.join(parts)}{tail}"
 
     def to_json(self) -> dict[str, object]:
         return {"measure": self.measure, "title": self.title, "input": self.input, "toolchain": self.toolchain,
                 "text": self.text(), "total": self.total, "moved_lines": self.moved,
-                "lines": [{"file": d.file, "line": d.line, "text": d.text, "delta": self.delta(d)} for d in self.lines]}
+                "lines": [{"file": d.file, "line": d.line, "text": d.text, "delta": self.delta(d), "change": self.change(d)}
+                          for d in self.lines]}
 
 
 def _delta(d: LineDelta, measure: str) -> int:
+    if measure.startswith("class:"):
+        return d.class_changed(measure.split(":", 1)[1])
     if measure == "local":
         return d.delta("local_loads") + d.delta("local_stores")
     return d.delta(measure)
@@ -80,10 +97,11 @@ def _measure(metric: str, lines: Sequence[LineDelta]) -> tuple[str, str] | None:
         if any(d.delta("loop_local") for d in lines):
             return "loop_local", "local memory (LDL/STL per main-loop iteration)"
         return "local", "local memory (LDL/STL)"
+    if metric.startswith("instructions:") and metric.split(":", 1)[1] in _CLASS_WORDS:
+        cls = metric.split(":", 1)[1]
+        return f"class:{cls}", f"{_CLASS_WORDS[cls]} instructions changed"
     if metric in _ATOMIC:
         return "atomic", "atomic instructions"
-    if metric in _CLASS:
-        return _CLASS[metric]
     if metric == "main_loop_instructions":
         return "loop_instructions", "main-loop instructions (per iteration)"
     return None
@@ -142,7 +160,8 @@ def group_evidence(result: ExplainResult, group: FindingGroup, *, top: int = TOP
             continue
         seen.add(ev.measure)
         out.append(ev)
-    return sorted(out, key=lambda e: _ORDER.index(e.measure))
+    return sorted(out, key=lambda e: _ORDER.index(e.measure) if e.measure in _ORDER else len(_ORDER))
 
 
-_ORDER = ("loop_local", "local", "atomic", "global_mem", "shared_mem", "loop_instructions")
+_ORDER = ("loop_local", "local", "atomic", "class:atomic", "class:global", "class:shared", "class:tensor", "class:sync",
+          "loop_instructions")
