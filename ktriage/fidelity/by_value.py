@@ -15,8 +15,9 @@ from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import SpecError
 from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.harness import Row, compare_artifact, first_line, run_jit
-from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch, decode_value
+from ktriage.spec.launch import SPEC_OPTIONS, TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch, decode_value
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.values import resolve_request
 from ktriage.toolchain.manager import Toolchain
 
 
@@ -24,8 +25,10 @@ def case_of(spec: KernelSpec) -> FidelityCase:
     """The fidelity case of a by-value spec: the same launch values, options and autotune pick."""
     if spec.launch is None:
         raise SpecError(f"spec {spec.name!r} is written by types", "the by-value check needs a [kernel.args] spec")
-    options = dict(spec.launch.get("options") or {})
-    args = tuple((str(n), _value(v)) for n, v in spec.launch.get("args") or [])
+    request = resolve_request(spec)  # the launch's values, with the constexprs tune or a fix changed
+    overrides = dict(spec.launch.get("overrides") or {})
+    options = {**dict(request["options"]), **{k: overrides[k] for k in SPEC_OPTIONS if k in overrides}}
+    args = tuple((str(n), _value(v)) for n, v in request["args"])
     launch = Launch(name=spec.name, source=spec.source, package=spec.package, args=args, target=spec.target,
                     grid=tuple(spec.launch.get("grid") or (1,)),
                     num_warps=int(options.get("num_warps", TRITON_DEFAULT_WARPS)),

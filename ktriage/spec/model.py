@@ -127,7 +127,15 @@ class KernelSpec:
         return cls(**obj)
 
     def replace(self, **changes: Any) -> KernelSpec:
-        """A copy with some fields changed (e.g. another target or num_warps)."""
+        """A copy with some fields changed (e.g. another target or num_warps).
+
+        A spec written by values compiles what each toolchain's JIT decides from its launch, so a
+        change of what is compiled (tune's configs, explain's fixes: a constexpr, num_warps, maxnreg)
+        is kept as an override of that decision, in ``launch["overrides"]`` (spec/values.py applies it)."""
+        if self.launch is not None and "launch" not in changes:
+            overrides = launch_overrides(self, changes)
+            if overrides != (self.launch.get("overrides") or {}):
+                changes["launch"] = {**self.launch, "overrides": overrides}
         return replace(self, **changes)
 
     # ----------------------------------------------------------------- identity
@@ -262,6 +270,30 @@ class KernelSpec:
             params = read_params(path, self.source_function())
             check_signature(self.signature, params, self.source_function(), where=where)
         return self
+
+
+COMPILE_FIELDS = ("signature", "constexprs", "divisible_by_16", "equal_to_1", "num_warps", "num_stages", "num_ctas",
+                  "maxnreg")
+
+
+def launch_overrides(spec: KernelSpec, changes: Mapping[str, Any]) -> dict[str, Any]:
+    """The overrides of a by-value spec after ``changes``: what differs from the spec as it is (a
+    constexpr by name; another field as a whole), on top of the overrides it already has."""
+    overrides: dict[str, Any] = json.loads(json.dumps((spec.launch or {}).get("overrides") or {}))
+    for name in COMPILE_FIELDS:
+        if name not in changes:
+            continue
+        new, old = changes[name], getattr(spec, name)
+        if name == "constexprs":
+            diff = {k: v for k, v in dict(new).items() if k not in old or old[k] != v or type(old[k]) is not type(v)}
+            if diff:
+                overrides["constexprs"] = {**overrides.get("constexprs", {}), **diff}
+        elif isinstance(old, tuple):
+            if tuple(new) != old:
+                overrides[name] = list(new)
+        elif new != old:
+            overrides[name] = dict(new) if isinstance(new, Mapping) else new
+    return overrides
 
 
 def _is_file_source(source: str) -> bool:

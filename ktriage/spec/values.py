@@ -162,7 +162,11 @@ def resolve_request(spec: KernelSpec) -> dict[str, Any]:
     """The compile worker's ``resolve`` request body for a by-value spec (insitu/launch_spec.py)."""
     if spec.launch is None:
         raise SpecError(f"spec {spec.name!r} is not written by values", "only [kernel.args] specs are resolved")
-    return {"source": spec.source, "args": list(spec.launch.get("args") or []),
+    # A constexpr that tune or a fix changed, and that the launch passes, is passed changed: the
+    # kernel's heuristics then see it as they would in the library.
+    changed = dict((spec.launch.get("overrides") or {}).get("constexprs") or {})
+    args = [[n, encode_value(changed[n]) if n in changed else v] for n, v in spec.launch.get("args") or []]
+    return {"source": spec.source, "args": args,
             "options": dict(spec.launch.get("options") or {}), "grid": list(spec.launch.get("grid") or [1]),
             "autotune_config": spec.launch.get("autotune_config")}
 
@@ -182,6 +186,14 @@ def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
     if reply.get("autotune_configs"):
         meta["autotune_configs"] = list(reply["autotune_configs"])
         meta["autotune_config"] = int((spec.launch or {}).get("autotune_config") or 0)
+    # overrides (tune's configs, fixes) on top of the JIT's decision; constexprs the launch passes
+    # were already passed changed (resolve_request)
+    overrides = dict((spec.launch or {}).get("overrides") or {})
+    for name, value in overrides.items():
+        if name == "constexprs":
+            fields["constexprs"] = {**dict(fields["constexprs"]), **dict(value)}
+        else:
+            fields[name] = value
     return spec.replace(signature=dict(fields["signature"]), constexprs=dict(fields["constexprs"]),
                         divisible_by_16=tuple(fields["divisible_by_16"]), equal_to_1=tuple(fields["equal_to_1"]),
                         num_warps=int(fields["num_warps"]), num_stages=int(fields["num_stages"]),
@@ -201,8 +213,9 @@ def typed_int_warnings(spec: KernelSpec, params: Sequence[ParamInfo], where: str
         eq1 = "" if p.annotation_type else "not specialized for ==1, "
         hint = ("the JIT would make it the constant 1 if it is 1" if not p.annotation_type
                 else "the JIT decides its divisibility by 16 from the value")
+        example = "" if p.annotation_type else f", e.g. `{name} = 1`"
         lines.append(f"{where}: {name}: {ty} given without a value: {eq1}{taken}; {hint} "
-                     f"(write the kernel by values: `{name} = <value>` under [kernel.args], e.g. `{name} = 1`)")
+                     f"(write the kernel by values: `{name} = <value>` under [kernel.args]{example})")
     return lines
 
 

@@ -122,3 +122,20 @@ stride_cn = 1
     assert row.autotuned and isinstance(artifact, Artifact)
     assert artifact.spec.constexprs["BLOCK_N"] == 128 and artifact.spec.num_stages == 4  # config 1
     assert len(artifact.spec.meta["autotune_configs"]) == 3 and artifact.spec.meta["autotune_config"] == 1
+
+
+def test_a_changed_config_of_a_by_value_spec_is_what_the_jit_compiles_for_it(toolchain, tmp_path: Path) -> None:
+    """tune's configs and explain's fixes change a spec with ``replace``: on a by-value spec the change
+    reaches the launch (a constexpr the launch passes is passed changed, so the heuristics see it) and
+    the compile is the JIT's for that launch."""
+    (spec,) = load_spec_file(EXAMPLE)
+    changed = spec.replace(num_warps=8, constexprs={**spec.constexprs, "BLOCK_N": 8192})
+    assert changed.launch is not None and changed.launch["overrides"] == {"num_warps": 8, "constexprs": {"BLOCK_N": 8192}}
+    assert changed.key() != spec.key()
+    tc = toolchain("triton==3.4.0")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        row = check_spec(changed, tc, compiler, tmp_path / "jit")
+        artifact = compiler.compile(changed, tc)
+    assert row.status == "identical", row.detail
+    assert isinstance(artifact, Artifact) and artifact.spec.num_warps == 8
+    assert artifact.spec.constexprs["BLOCK_N"] == 8192 and artifact.spec.constexprs["EVEN_N"] is False  # 4096 % 8192
