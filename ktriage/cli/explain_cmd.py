@@ -44,13 +44,16 @@ from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 from ktriage.execute.select import remote_executor
 from ktriage.explain.engine import Explainer, ExplainResult
-from ktriage.explain.findings import Finding, collect_failure_findings, collect_findings
+from ktriage.explain.findings import Finding, collect_failure_findings, collect_findings, group_findings
+from ktriage.explain.predicted import fail_on_hit
+from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 from ktriage.explain.fixes import suggest_fixes
 from ktriage.report.explain import fixes_markdown, print_table, report_title, to_json, to_markdown
 from ktriage.spec.model import KernelSpec, input_label
 
 
 FORMATS = ("table", "markdown", "json")
+FAIL_ON = ("regression", "any")
 WRITERS = (".md", ".json", ".html")
 
 
@@ -78,13 +81,25 @@ def explain(
     fix_toolchain: Annotated[list[str] | None, typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable.")] = None,
     allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').")] = False,
     cluster: Cluster = None,
+    threshold: Annotated[float, typer.Option("--threshold", help="The gate: a change is a regression (improvement) only where its predicted ratio's whole interval lies above 1+T (below 1/(1+T)); default 0.05.")] = DEFAULT_THRESHOLD,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help="CI gate, compile-only: exit 1 when a finding is a predicted regression (regression) or when there is any finding at all (any).")] = None,
+    model: Annotated[Path | None, typer.Option("--model", help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).")] = None,
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas.
 
-    Exit codes: 0 done, 2 usage or user error, 4 incomplete (some cells failed; --allow-failures
-    gives 0 then). Findings do not change the code: explain reports, compare gates."""
+    Each finding carries the cost model's predicted time ratio with its interval (docs/model.md); a
+    finding is a regression or an improvement only where that interval lies beyond the gate.
+
+    Exit codes: 0 done, 1 with --fail-on when its condition holds, 2 usage or user error, 4 incomplete
+    (some cells failed; --allow-failures gives the code of the complete part then)."""
     check_format(fmt, FORMATS)
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise KtriageError(f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
+                           "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)")
+    if not 0 <= threshold < 10:
+        raise KtriageError(f"--threshold {threshold} is not a relative gate", "pass e.g. --threshold 0.05 for +-5 %")
+    params = load_params(model)
     outputs = merge_outputs(output, [report, report.with_suffix(".json")] if report is not None else None)
     check_outputs(outputs, WRITERS)
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
@@ -105,7 +120,7 @@ def explain(
         explain_task = progress.add_task("analyzing", total=len(specs))
         executor = remote_executor(cluster)
         with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
-            result = Explainer(compiler).run(
+            result = Explainer(compiler, params=params, threshold=threshold).run(
                 specs, tcs,
                 on_compiled=lambda _o: progress.advance(task),
                 on_explained=lambda _s: progress.advance(explain_task),
@@ -136,7 +151,12 @@ def explain(
     if outputs:
         console.print("report: " + " and ".join(escape(str(p)) for p in outputs))
     _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
-    code = exit_codes.with_failures(exit_codes.OK, result.complete, allow_failures)
+    kinds = [g.kind for g in group_findings(findings)]
+    gate = fail_on_hit(kinds, fail_on)
+    if fail_on is not None:
+        console.print(f"--fail-on {fail_on}: " + (f"exit code 1 ({kinds.count('regression')} predicted regression(s), "
+                                                   f"{len(kinds)} finding(s))" if gate else "passed"))
+    code = exit_codes.with_failures(exit_codes.FINDING if gate else exit_codes.OK, result.complete, allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)
 

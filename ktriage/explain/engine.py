@@ -27,6 +27,8 @@ from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
 from ktriage.explain.failures import fallback_reason
 from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
+from ktriage.predict.facts import KernelFacts, facts_from_resources
+from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 
@@ -56,6 +58,12 @@ class KernelResult:
 
     def metric(self, name: str) -> float | None:
         return _metric(self.resources, self.occupancy, name)
+
+    def facts(self) -> KernelFacts:
+        """What the cost model reads (``ktriage.predict``): these resources at the spec's launch."""
+        spec = self.artifact.spec
+        return facts_from_resources(self.resources, self.occupancy, num_warps=spec.num_warps, grid=spec.grid,
+                                    target=spec.target, meta=spec.meta, constexprs=spec.constexprs)
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,8 @@ class Comparison:
     cross_errors: list[str] = field(default_factory=list)
     # modifier-level memory/tensor/sync changes and the main loop (what base opcodes hide)
     sass_detail: SassDetail = field(default_factory=SassDetail)
+    # the cost model's new/ref time ratio with its interval and contributors (ktriage.predict)
+    prediction: Prediction | None = None
     # the source lines whose counts moved, highest predicted impact first (analyze/lines.py)
     lines: list[LineDelta] = field(default_factory=list)
 
@@ -137,6 +147,7 @@ class SpecExplain:
 class ExplainResult:
     toolchains: list[Toolchain]
     specs: list[SpecExplain]
+    threshold: float = DEFAULT_THRESHOLD  # the gate the predictions were classified at
 
     @property
     def failures(self) -> list[CompileFailure]:
@@ -184,8 +195,10 @@ class Explainer:
     kernel share its artifacts (``Compiler`` compiles a key once), and they share its facts here
     (``_facts``), so that a 30-input sweep of 5 kernels runs cuobjdump for 5 kernels, not 30."""
 
-    def __init__(self, compiler: Compiler) -> None:
+    def __init__(self, compiler: Compiler, *, params: Params | None = None, threshold: float = DEFAULT_THRESHOLD) -> None:
         self.compiler = compiler
+        self.params = params or load_params()
+        self.threshold = threshold
         self._facts_memo: dict[tuple[str, ...], Facts | KtriageError] = {}
         self._inflight = InFlight()
 
@@ -259,6 +272,7 @@ class Explainer:
             ref.resources, new.resources, None if isinstance(swap_front, str) else swap_front[0],
             None if isinstance(swap_asm, str) else swap_asm[0])
         comparison.lines = diff_lines(ref.resources.source_lines, new.resources.source_lines)
+        comparison.prediction = predict(ref.facts(), new.facts(), self.params, threshold=self.threshold)
         return comparison
 
     def _prefetch(self, per_spec: Sequence[Sequence[object]]) -> None:
@@ -337,4 +351,4 @@ class Explainer:
 
         with ThreadPoolExecutor(max_workers=self.compiler.jobs) as executor:
             explained = list(executor.map(explain_one, range(len(specs))))
-        return ExplainResult(list(toolchains), explained)
+        return ExplainResult(list(toolchains), explained, self.threshold)

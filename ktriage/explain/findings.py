@@ -21,7 +21,9 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
+from ktriage.explain.predicted import identical_toolchains, impact as predicted_impact, prediction_text, predicted_kind, worst
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
+from ktriage.predict.model import Prediction
 from ktriage.spec.model import KernelSpec, input_label
 
 # Metrics worth a finding of their own, most important first.
@@ -64,6 +66,7 @@ class Finding:
     attribution: str
     inputs: list[str] = field(default_factory=list)
     examples: list[Change] = field(default_factory=list)
+    predictions: list[Prediction | None] = field(default_factory=list)  # per input: the cost model's (predicted.py)
 
     @property
     def range(self) -> str:
@@ -97,7 +100,10 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
         return findings
     # A run of inputs holds one reference: where the first toolchain could not compile a spec and
     # another served as reference, a finding of its own starts (and names that reference).
+    same = identical_toolchains(result)  # reported once, as "identical to ..." (predicted.py)
     for toolchain in result.toolchains[1:]:
+        if toolchain.id in same:
+            continue
         name = toolchain_label(toolchain)
         open_runs: dict[str, Finding] = {}
         sweep: tuple[str, ...] | None = None
@@ -122,6 +128,7 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
                     open_runs[change.metric] = run
                 run.inputs.append(label)
                 run.examples.append(change)
+                run.predictions.append(None if comparison is None else comparison.prediction)
                 seen.add(change.metric)
             for metric in list(open_runs):
                 if metric not in seen:
@@ -257,7 +264,10 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
     findings: list[Finding] = []
     if len(result.toolchains) < 2:
         return findings
+    same = identical_toolchains(result)
     for toolchain in result.toolchains:
+        if toolchain.id in same:
+            continue
         name = toolchain_label(toolchain)
         open_runs: dict[str, DetailFinding] = {}
         sweep: tuple[str, ...] | None = None
@@ -279,6 +289,7 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
                     open_runs[change.metric] = run
                 run.inputs.append(label)
                 run.examples.append(change)
+                run.predictions.append(None if comparison is None else comparison.prediction)
                 run.texts.append(text)
                 seen.add(change.metric)
             for metric in list(open_runs):
@@ -354,12 +365,26 @@ class FindingGroup:
         return input_range(self.inputs)
 
     @property
+    def predictions(self) -> list[Prediction | None]:
+        """Per input, the cost model's prediction (all findings of a bullet share its inputs)."""
+        return self.findings[0].predictions if self.findings else []
+
+    @property
     def kind(self) -> str:
+        """By the predicted ratio's interval against the gate (predicted.py); by the evidence's
+        sign rules only where an input has no prediction."""
+        return predicted_kind(self.predictions) or self.evidence_kind
+
+    @property
+    def evidence_kind(self) -> str:
+        """What the per-metric sign rules say (registers up = worse, ...): kept as evidence words."""
         kinds = {element_kind(f.metric, f.direction) for f in self.findings}
         return "regression" if "regression" in kinds else "improvement" if "improvement" in kinds else "change"
 
     @property
     def impact(self) -> float:
+        if predicted_kind(self.predictions) is not None:
+            return 1000.0 * predicted_impact(self.predictions)
         worse = [_impact(f) for f in self.findings if element_kind(f.metric, f.direction) == "regression"]
         return max(worse, default=0.0)
 
@@ -393,12 +418,20 @@ class FindingGroup:
         word = "worst" if self.kind == "regression" else "largest"
         tail = f" ({word} at {next(iter(spots))})" if many and not per_item else ""
         blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
-        return f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}."
+        predicted = prediction_text(self.predictions)
+        return (f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}"
+                + (f"; {predicted}." if predicted else "."))
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "impact": round(self.impact, 2), "toolchain": self.toolchain,
-                "reference": self.reference, "range": self.range, "inputs": self.inputs,
-                "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)], "summary": self.summary()}
+        w = worst(self.predictions)
+        return {"kind": self.kind, "evidence_kind": self.evidence_kind, "impact": round(self.impact, 2),
+                "toolchain": self.toolchain, "reference": self.reference, "range": self.range, "inputs": self.inputs,
+                "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)],
+                "prediction": None if w is None else w.to_json(),
+                "predicted_ratios": [None if p is None else {"ratio": round(p.ratio, 4), "low": round(p.low, 4),
+                                                              "high": round(p.high, 4), "kind": p.kind}
+                                     for p in self.predictions],
+                "summary": self.summary()}
 
 
 _SHORT_BLAME = {"frontend": "frontend", "ptxas": "ptxas", "both": "frontend and ptxas", "unknown": "cause unknown"}

@@ -38,6 +38,7 @@ from ktriage.explain.engine import (
 from ktriage.explain.failures import describe
 from ktriage.explain.fixes import Fix
 from ktriage.explain.line_evidence import group_evidence
+from ktriage.explain.predicted import identical_toolchains
 from ktriage.explain.findings import (
     FailureFinding,
     Finding,
@@ -99,6 +100,7 @@ def _comparison_json(comparison: Comparison) -> dict[str, Any]:
         "opcode_delta": opcode_delta_text(comparison),
         "cross_errors": comparison.cross_errors,
         "sass_detail": comparison.sass_detail.to_json(),
+        "prediction": comparison.prediction.to_json() if comparison.prediction else None,
         "lines": [d.to_json() for d in comparison.lines],
     }
 
@@ -150,6 +152,8 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> dict[str, Any]:
         "grouped_findings": [{**g.to_json(), "line_evidence": [e.to_json() for e in group_evidence(result, g)]}
                              for g in group_findings(findings)],
         "failures": [f.to_json() for f in collect_failure_findings(result)],
+        "threshold": result.threshold,
+        "identical_toolchains": identical_lines(result),
     }
 
 
@@ -162,8 +166,16 @@ def no_change_line(result: ExplainResult) -> str:
             f"cells failed (listed below).")
 
 
-SECTIONS = (("regression", "Regressions, most likely impact first"), ("improvement", "Improvements"),
-            ("change", "Other changes"))
+SECTIONS = (("regression", "Regressions (predicted beyond the gate), largest predicted impact first"),
+            ("improvement", "Improvements (predicted beyond the gate)"),
+            ("change", "Changes predicted neutral"))
+
+
+def identical_lines(result: ExplainResult) -> list[str]:
+    """"triton==3.4.0,ptxas==12.9.86: identical to triton==3.4.0" for each toolchain reported once."""
+    names = {t.id: toolchain_label(t) for t in result.toolchains}
+    return [f"{names[t]}: identical to {names[u]} (the same resources and SASS for every kernel)"
+            for t, u in identical_toolchains(result).items()]
 
 
 def finding_sections(result: ExplainResult, findings: list[Finding]) -> tuple[list[tuple[str, list[str]]], list[FailureFinding]]:
@@ -173,6 +185,8 @@ def finding_sections(result: ExplainResult, findings: list[Finding]) -> tuple[li
     groups = group_findings(findings)
     sections = [(title, [g.summary() for g in groups if g.kind == kind]) for kind, title in SECTIONS]
     sections = [(title, lines) for title, lines in sections if lines] or [("", [no_change_line(result)])]
+    if identical_lines(result):
+        sections.append(("Identical results (reported once)", identical_lines(result)))
     return sections, collect_failure_findings(result)
 
 
@@ -184,6 +198,8 @@ def finding_sections_with_lines(result: ExplainResult, findings: list[Finding]
     sections = [(title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
                 for kind, title in SECTIONS]
     sections = [(title, items) for title, items in sections if items] or [("", [(no_change_line(result), [])])]
+    if identical_lines(result):
+        sections.append(("Identical results (reported once)", [(line, []) for line in identical_lines(result)]))
     return sections, collect_failure_findings(result)
 
 

@@ -1,0 +1,111 @@
+"""What a finding is, by the cost model: regression, improvement or a change predicted neutral.
+
+Why here and not in the sign rules: "registers up = bad" filed an int4 matmul whose main loop got
+93 instructions shorter (GPU: -7..-11 %) under Regressions, and a REDG -> ATOMG+CCTL change
+(GPU: +11..16 %) under "Other changes". The evidence (which metrics moved, and which way) stays
+what ``findings.py`` collects; the verdict is the predicted ratio's interval against the gate
+(``ktriage.predict.model``): a regression only where the whole interval lies above ``1+threshold``,
+an improvement only where it lies below ``1/(1+threshold)``, else "change predicted neutral".
+
+A bullet spans several inputs: its kind is the worst of its inputs' predictions (one input
+predicted a regression makes the bullet a regression, and it says how many of the inputs are),
+its impact the largest ``|log ratio|``.
+
+Toolchains whose compiled results equal another's for every kernel (same resources, occupancy and
+SASS) are reported once: ``identical_toolchains`` names them, and the findings skip them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ktriage.predict.model import Prediction
+
+if TYPE_CHECKING:
+    from ktriage.explain.engine import ExplainResult
+
+
+def predicted_kind(predictions: Sequence[Prediction | None]) -> str | None:
+    """"regression", "improvement" or "change" (predicted neutral) for a bullet's inputs; None when
+    some input has no prediction (then the caller falls back to the evidence)."""
+    if not predictions or any(p is None for p in predictions):
+        return None
+    kinds = {p.kind for p in predictions if p is not None}
+    if "regression" in kinds:
+        return "regression"
+    if "improvement" in kinds:
+        return "improvement"
+    return "change"
+
+
+def worst(predictions: Sequence[Prediction | None]) -> Prediction | None:
+    """The prediction furthest from 1 (the bullet's headline number)."""
+    have = [p for p in predictions if p is not None]
+    return max(have, key=lambda p: p.impact) if have else None
+
+
+def impact(predictions: Sequence[Prediction | None]) -> float:
+    """Ranking score: the largest predicted |log ratio| (0 without predictions)."""
+    w = worst(predictions)
+    return 0.0 if w is None else min(w.impact, 50.0)
+
+
+def prediction_text(predictions: Sequence[Prediction | None]) -> str:
+    """The words a bullet ends with: "predicted +450 % [+300 %, +600 %]: +400 %: 698 more LDL in the
+    main loop (local memory (spills))", or "change predicted neutral (+1 % [-3 %, +5 %] within the
+    +-5 % gate)"."""
+    w = worst(predictions)
+    if w is None:
+        return ""
+    have = [p for p in predictions if p is not None]
+    kind = predicted_kind(predictions)
+    gate = f"+-{w.threshold:.0%} gate"
+    if kind == "change":
+        if all(p.identical for p in have):
+            return "identical kernels: change predicted neutral"
+        return f"change predicted neutral ({w.text(limit=1).removeprefix('predicted ')}; within the {gate})"
+    beyond = sum(1 for p in have if p.kind == kind)
+    share = f" ({beyond} of {len(have)} inputs beyond the {gate})" if len(have) > 1 and beyond < len(have) else ""
+    return w.text() + share
+
+
+def identical_toolchains(result: ExplainResult) -> dict[str, str]:
+    """toolchain id -> the id of an earlier toolchain whose results equal it on every kernel (the
+    same resources, occupancy and SASS: the same compiled code as far as ktriage measures it).
+    A toolchain that failed where the other compiled, or the other way round, is not identical."""
+    from ktriage.explain.engine import KernelResult
+
+    same: dict[str, str] = {}
+    tcs = result.toolchains
+    for j, t in enumerate(tcs):
+        for u in tcs[:j]:
+            if u.id in same or u.id == t.id:
+                continue
+            ok = bool(result.specs)
+            for item in result.specs:
+                a, b = item.results.get(u.id), item.results.get(t.id)
+                if not (isinstance(a, KernelResult) and isinstance(b, KernelResult)
+                        and a.resources == b.resources and a.occupancy == b.occupancy):
+                    ok = False
+                    break
+            if ok:
+                same[t.id] = u.id
+                break
+    return same
+
+
+def fail_on_hit(kinds: Sequence[str], fail_on: str | None) -> bool:
+    """``--fail-on regression``: some bullet is a predicted regression; ``--fail-on any``: some
+    bullet at all (any compile-side change, whatever its predicted effect)."""
+    if fail_on is None:
+        return False
+    if fail_on == "regression":
+        return "regression" in kinds
+    return bool(kinds)
+
+
+def ratio_range(predictions: Sequence[Prediction | None]) -> tuple[float, float] | None:
+    have = [p.ratio for p in predictions if p is not None and math.isfinite(p.ratio)]
+    return (min(have), max(have)) if have else None
