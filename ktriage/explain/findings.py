@@ -66,7 +66,7 @@ class Finding:
     attribution: str
     inputs: list[str] = field(default_factory=list)
     examples: list[Change] = field(default_factory=list)
-    predictions: list[Prediction | None] = field(default_factory=list)  # per input: the cost model's (predicted.py)
+    predictions: list[Prediction | None] = field(default_factory=list, kw_only=True)  # per input: the cost model's (predicted.py)
 
     @property
     def range(self) -> str:
