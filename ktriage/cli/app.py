@@ -66,6 +66,10 @@ VERBS: tuple[Verb, ...] = (
          "both toolchains, note a moved baseline, bisect compile-only, propose fixes, re-measure on a GPU "
          "(--measure, or --bundle then --measured), and write one report. Exit 1: a regression (compile-side or "
          "measured); 0: none; 4: a step failed."),
+    Verb("calibrate", "ktriage.cli.calibrate_cmd", "calibrate",
+         "Fit the cost model that explain's verdicts come from on GPU-measured cells (a dataset, bench results "
+         "files or store runs, each with the explain report of its kernels) and score it leave-one-operator-out; "
+         "-o writes the parameters for explain --model / KTRIAGE_MODEL."),
     Verb("tune", "ktriage.cli.tune_cmd", "tune",
          "Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the declared "
          "block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate, then time the "
