@@ -166,9 +166,8 @@ def no_change_line(result: ExplainResult) -> str:
             f"cells failed (listed below).")
 
 
-SECTIONS = (("regression", "Regressions (predicted beyond the gate), largest predicted impact first"),
-            ("improvement", "Improvements (predicted beyond the gate)"),
-            ("change", "Changes predicted neutral"))
+SECTIONS = (("regression", "Regressions, most likely impact first"), ("improvement", "Improvements"),
+            ("change", "Changes predicted neutral"))  # kinds by the predicted interval (explain/predicted.py)
 
 
 def identical_lines(result: ExplainResult) -> list[str]:
