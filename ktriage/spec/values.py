@@ -219,7 +219,13 @@ def typed_int_warnings(spec: KernelSpec, params: Sequence[ParamInfo], where: str
     return lines
 
 
+_WARNED: set[str] = set()
+
+
 def warn(lines: Sequence[str]) -> None:
-    """The warnings as ``warning:`` lines (the CLI routes logger ``ktriage`` to stderr)."""
+    """The warnings as ``warning:`` lines (the CLI routes logger ``ktriage`` to stderr), each once per
+    process: a bisect reads the same spec file at every candidate."""
     for line in lines:
-        log.warning(line)
+        if line not in _WARNED:
+            _WARNED.add(line)
+            log.warning(line)

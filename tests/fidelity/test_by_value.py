@@ -139,3 +139,21 @@ def test_a_changed_config_of_a_by_value_spec_is_what_the_jit_compiles_for_it(too
     assert row.status == "identical", row.detail
     assert isinstance(artifact, Artifact) and artifact.spec.num_warps == 8
     assert artifact.spec.constexprs["BLOCK_N"] == 8192 and artifact.spec.constexprs["EVEN_N"] is False  # 4096 % 8192
+
+
+def test_fidelity_verb_checks_a_spec_file_by_values(toolchain, run_cli, tmp_path: Path) -> None:
+    """`ktriage fidelity --spec FILE`: the same check from the command line, one row per kernel and
+    release; a spec file written by types is refused with the fix."""
+    toolchain("triton==3.4.0")
+    result = run_cli(["fidelity", "--spec", str(EXAMPLE), "-t", "triton==3.4.0", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["case"], r["triton_version"], r["status"]) for r in rows] == [("scaled_rows[M=N=4096,bf16]", "3.4.0", "identical")]
+    typed = tmp_path / "typed.toml"
+    typed.write_text(f'[kernel]\nsource = "{EXAMPLE.parent / "scaled_rows.py"}:scaled_rows_kernel"\n[kernel.signature]\n'
+                     + "".join(f'{n} = "{t}"\n' for n, t in (("x_ptr", "*bf16"), ("y_ptr", "*bf16"), ("M", "i32"), ("N", "i32"),
+                               ("stride_xm", "i32"), ("stride_xn", "i32"), ("stride_ym", "i32"), ("stride_yn", "i32"),
+                               ("scale", "fp32"), ("seed", "i32"), ("BLOCK_N", "constexpr"), ("EVEN_N", "constexpr")))
+                     + "[kernel.constexprs]\nBLOCK_N = 64\nEVEN_N = true\n")
+    refused = run_cli(["fidelity", "--spec", str(typed), "-t", "triton==3.4.0"])
+    assert refused.exit_code == 2 and "written by types" in refused.stderr and "[kernel.args]" in refused.stderr
