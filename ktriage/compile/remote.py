@@ -94,14 +94,25 @@ def compile_many_remote(
     on_done: Callable[[CompileOutcome], None] | None = None,
 ) -> list[CompileOutcome]:
     """``Compiler.compile_many`` with the frontend compiles on ``executor``; same results, same order."""
-    pairs = [(s, t) for s in specs for t in toolchains]
+    asked = [(s, t) for s in specs for t in toolchains]
+    # A spec written by values is first specialized by each toolchain's JIT, here (one cheap worker
+    # request, no compile), so that the node compiles, and the key names, that toolchain's kernel.
+    decided = [compiler.resolve(s, t) for s, t in asked]
+    pairs = [(d if isinstance(d, KernelSpec) else s, t) for d, (s, t) in zip(decided, asked)]
     keys = [compiler.frontend_key(s, t) for s, t in pairs]
     shared = str(compiler.cache) if os.environ.get(SHARED_CACHE_ENV, "").strip() in ("1", "true", "yes") else None
     outcomes: list[CompileOutcome | None] = [None] * len(pairs)
     by_key: dict[str, list[int]] = {}
-    for i, key in enumerate(keys):
+    for i, (key, d) in enumerate(zip(keys, decided)):
+        if isinstance(d, CompileFailure):
+            outcomes[i] = d
+            continue
         by_key.setdefault(key, []).append(i)
     lock = threading.Lock()
+    if on_done is not None:
+        for outcome in outcomes:
+            if outcome is not None:
+                on_done(outcome)
 
     def finish(i: int, outcome: CompileOutcome) -> None:
         with lock:
