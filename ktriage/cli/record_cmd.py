@@ -43,6 +43,11 @@ def record(
                   f"{escape(str(result.path))} (the program {result.exit_note})")
     for missed in w.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")
+    from ktriage.workload.recorded_bundle import bench_blockers
+
+    for blocked in bench_blockers(w):  # said now, not when bench refuses the input on the GPU host
+        console.print(f"[yellow]cannot bench[/] {escape(blocked.kernel)} {escape(blocked.function)} input "
+                      f"{blocked.input}: {escape(blocked.why)}")
     if result.gpu_problem:
         console.print(f"[yellow]no GPU:[/] {escape(result.gpu_problem)}: no kernel could run here "
                       "(record on the GPU host, or check `nvidia-smi` and the driver)")

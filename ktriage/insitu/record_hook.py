@@ -370,12 +370,16 @@ class Recorder:
                 signature = meta.get("signature") or {}
                 constants = meta.get("constants") or {}
                 positional = [n for n in arg_names if n not in constants and str(signature.get(n)) != "constexpr"]
-                self.journal.write({
+                grid, grid_error = _inductor_grid(autotuner, config, positional, args, kwargs)
+                record = {
                     "type": "launch", "id": launch_id, "kernel": kernel_id,
                     "args": [[n, describe(a)] for n, a in zip(positional, args)],
-                    "options": {}, "grid": _inductor_grid(autotuner, config, positional, args),
+                    "options": {}, "grid": grid,
                     "inductor_config": _config_view(config) if config is not None else None,
-                })
+                }
+                if grid_error:
+                    record["grid_error"] = grid_error
+                self.journal.write(record)
                 self._flush_counts()
         except Exception as exc:
             self._not_captured(str(name), f"inductor launch: {type(exc).__name__}: {exc}")
@@ -425,23 +429,47 @@ def inductor_function(autotuner: Any) -> Any:
     return None
 
 
-def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...]) -> list[int] | None:
-    """The grid inductor's launcher computes for this launch: its grid expression (``GridExpr`` from
-    the kernel's ``grid_type`` and the chosen config, as the launcher is generated) evaluated with the
-    launch's scalar arguments (``xnumel``, ``r0_numel``). None when this torch has no such expression."""
+def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...],
+                   kwargs: dict[str, Any] | None = None) -> tuple[list[int] | None, str | None]:
+    """The grid inductor's launcher computes for this launch, and why not when it cannot be had.
+
+    Every launcher torch uses: the grid expression (``GridExpr`` from the kernel's ``grid_type`` and
+    the chosen config, as the launcher is generated) evaluated with the launch's scalar arguments
+    (``xnumel``, ``r0_numel``), the constants inductor specialized away (an ``xnumel`` of 1), and the
+    launcher's extra arguments: templates (flex attention's and mm's ``triton_tem_`` kernels) and
+    user-defined Triton kernels under torch.compile take their grid as ``FixedGrid`` values
+    ``_grid_0.._grid_2`` after the kernel's arguments, or pick a ``PrecomputedGrid`` by config. An
+    older torch passes a ``grid`` callable (called with the config's keywords)."""
+    kwargs = kwargs or {}
     try:
+        cfg = dict(getattr(config, "kwargs", None) or {})
+        legacy = kwargs.get("grid")
+        if legacy is not None:
+            grid = legacy(cfg) if callable(legacy) else legacy
+            return [int(g) for g in (list(grid) + [1, 1])[:3]], None
         from torch._inductor.runtime import triton_heuristics
 
         grid_expr = getattr(triton_heuristics, "GridExpr", None)
-        meta = getattr(autotuner, "inductor_meta", None)
-        if grid_expr is None or config is None or not meta or "grid_type" not in meta:
-            return None
-        cfg = dict(getattr(config, "kwargs", None) or {})
-        scalars = {n: a for n, a in zip(names, args) if isinstance(a, int) and not isinstance(a, bool)}
+        meta = getattr(autotuner, "inductor_meta", None) or {}
+        if grid_expr is None:
+            return None, "this torch's inductor has no GridExpr (torch older than 2.6 without a grid argument)"
+        if config is None:
+            return None, "inductor chose no launcher config"
+        if "grid_type" not in meta:
+            return None, f"the kernel's inductor_meta has no grid_type (keys: {', '.join(sorted(meta)[:12])})"
+        scalars: dict[str, Any] = {}
+        constants = (getattr(autotuner, "triton_meta", None) or {}).get("constants") or {}
+        scalars.update({str(k): v for k, v in constants.items() if isinstance(v, int) and not isinstance(v, bool)})
+        scalars.update({n: a for n, a in zip(names, args) if isinstance(a, int) and not isinstance(a, bool)})
+        extra = [str(e) for e in meta.get("extra_launcher_args") or []]
+        if extra:
+            scalars.update(zip(extra, args[len(names):]))
+        scalars.update({k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)})
         grid = grid_expr.from_meta(meta, cfg).eval_slow({**scalars, **cfg})
-        return [int(g) for g in grid]
-    except Exception:
-        return None
+        return [int(g) for g in grid], None
+    except Exception as exc:
+        return None, f"inductor's {(getattr(autotuner, 'inductor_meta', None) or {}).get('grid_type', '?')} grid: " \
+                     f"{type(exc).__name__}: {exc}"[:500]
 
 
 _MISSING = object()

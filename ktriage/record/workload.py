@@ -283,6 +283,10 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         if differs:
             notes.append("the spec is not what the JIT compiled (report it: a specialization rule drifted): "
                          + "; ".join(differs))
+        for index, (_, launch, _, _) in enumerate(members.values()):
+            if launch.get("grid") is None:  # said at record time: bench cannot replay an input without its grid
+                why = launch.get("grid_error") or "the launch's grid could not be read"
+                notes.append(f"input {index}: no recorded grid ({why}): `bench` cannot replay it (`explain` can)")
         ignored = sorted({k for i in inputs for k in i.options if k not in HARMLESS_OPTIONS})
         if ignored:
             notes.append(f"launch options the spec does not carry: {', '.join(ignored)}")

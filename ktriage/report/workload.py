@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 KERNEL_COLUMNS = ("kernel", "function", "kind", "module", "inputs", "launches", "warps", "stages", "autotune", "package")
 INPUT_COLUMNS = ("kernel", "input", "label", "grid", "launches", "config", "heuristics", "jit check")
 MISSED_COLUMNS = ("function", "launches", "why")
+BLOCKER_COLUMNS = ("kernel", "function", "input", "why")
 
 
 def _config(choice: dict[str, Any] | None) -> str:
@@ -34,7 +35,8 @@ def kernel_rows(workload: Workload) -> list[dict[str, Any]]:
 
 
 def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
-    return [{"kernel": k.id, "input": i.id, "label": i.label, "grid": "x".join(map(str, i.grid)) if i.grid else "-",
+    return [{"kernel": k.id, "input": i.id, "label": i.label,
+             "grid": "x".join(map(str, i.grid)) if i.grid else "none: cannot bench (see below)",
              "launches": i.count, "config": _config(i.autotune_choice),
              "heuristics": ", ".join(f"{n}={v}" for n, v in i.heuristics.items()) or "-",
              "jit check": i.jit_check or "-"}
@@ -43,6 +45,13 @@ def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
 
 def missed_rows(workload: Workload) -> list[dict[str, Any]]:
     return [{"function": n.function, "launches": n.launches or "-", "why": n.why} for n in workload.not_captured]
+
+
+def blocker_rows(workload: Workload) -> list[dict[str, Any]]:
+    """The inputs ``bench`` cannot replay, and why (never a silent "-" in the grid column)."""
+    from ktriage.workload.recorded_bundle import bench_blockers
+
+    return [{"kernel": b.kernel, "function": b.function, "input": b.input, "why": b.why} for b in bench_blockers(workload)]
 
 
 def summary(workload: Workload) -> dict[str, Any]:
@@ -54,7 +63,8 @@ def summary(workload: Workload) -> dict[str, Any]:
         origin = {"command": " ".join(rec.get("command") or []), "program": _exit(rec.get("returncode"))}
     return {"file": str(workload.path) if workload.path else None, **origin, **host, "kernels": len(workload.kernels),
             "inputs": sum(len(k.inputs) for k in workload.kernels),
-            "launches": sum(k.launches for k in workload.kernels), "not captured": len(workload.not_captured)}
+            "launches": sum(k.launches for k in workload.kernels), "not captured": len(workload.not_captured),
+            "cannot bench": len(blocker_rows(workload))}
 
 
 def _exit(code: Any) -> str:
@@ -67,6 +77,7 @@ def show_json(workload: Workload) -> str:
     data = workload.to_json()
     data.pop("snapshots", None)
     data["snapshots"] = {d: {"files": sorted(s["files"]), "notes": s["notes"]} for d, s in workload.snapshots.items()}
+    data["cannot_bench"] = blocker_rows(workload)
     return to_json(data)
 
 
@@ -76,6 +87,9 @@ def show_markdown(workload: Workload) -> str:
     lines += ["", "### Inputs", "", *markdown_table(INPUT_COLUMNS, input_rows(workload.kernels))]
     if workload.not_captured:
         lines += ["", "### Not captured", "", *markdown_table(MISSED_COLUMNS, missed_rows(workload))]
+    blockers = blocker_rows(workload)
+    if blockers:
+        lines += ["", "### Cannot bench", "", *markdown_table(BLOCKER_COLUMNS, blockers)]
     notes = [f"- {k.id}: {n}" for k in workload.kernels for n in k.notes]
     if notes:
         lines += ["", "### Notes", "", *notes]
@@ -88,6 +102,9 @@ def print_show(workload: Workload, console: Console) -> None:
     print_rows(console, "inputs", INPUT_COLUMNS, input_rows(workload.kernels))
     if workload.not_captured:
         print_rows(console, "not captured", MISSED_COLUMNS, missed_rows(workload), styles={"why": "red"})
+    blockers = blocker_rows(workload)
+    if blockers:
+        print_rows(console, "cannot bench", BLOCKER_COLUMNS, blockers, styles={"why": "red"})
     for k in workload.kernels:
         for note in k.notes:
             from rich.markup import escape

@@ -202,6 +202,37 @@ class RecordedBundle:
         return chosen
 
 
+@dataclass(frozen=True)
+class BenchBlocker:
+    """A recorded input that ``bench`` cannot replay, and why (said at record time and by ``workload show``)."""
+
+    kernel: str
+    function: str
+    input: int
+    why: str
+
+
+def bench_blockers(workload: Workload) -> list[BenchBlocker]:
+    """Every recorded input whose launch ``bench`` cannot rebuild: no recorded grid (the hook's note
+    says why), or arguments the replay cannot allocate (``plan_launch``'s error). Checked from the file
+    alone, as the GPU host's bench would check it, so record's summary can say it first."""
+    out: list[BenchBlocker] = []
+    for k in workload.kernels:
+        for i in k.inputs:
+            if not i.grid:
+                prefix = f"input {i.id}: no recorded grid ("
+                note = next((n for n in k.notes if n.startswith(prefix)), None)
+                why = (note[len(prefix):].split("): `bench`", 1)[0] if note
+                       else "the recording has none (a compile-only trace, or recorded before ktriage kept why)")
+                out.append(BenchBlocker(k.id, k.function, i.id, f"no recorded grid: {why}"))
+                continue
+            try:
+                plan_launch(i.args, i.spec.signature, i.grid, where=f"{k.id} input {i.id}", constexprs=i.spec.constexprs)
+            except KtriageError as exc:
+                out.append(BenchBlocker(k.id, k.function, i.id, exc.problem))
+    return out
+
+
 def is_recorded_bundle(bundle: Bundle) -> bool:
     return bundle.mode == RECORDED_MODE
 
