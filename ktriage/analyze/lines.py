@@ -487,3 +487,45 @@ def instruction_text(inst: SassInstruction) -> str:
 __all__ = ["LineDelta", "LineInstruction", "LineMap", "LineStats", "SourceLoc", "compress_ranges", "cubin_line_map",
            "diff_lines", "display_path", "in_lines", "instruction_text", "line_map_of_listing", "line_stats",
            "listing_line_stats", "matches_file", "parse_line_spec", "parse_line_table"]
+
+
+# ---------------------------------------------------------------------------------------------- excerpts
+_PTX_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"((?:[^"\\]|\\.)*)"')
+_PTX_LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(.*)$")
+_PTX_INLINED = re.compile(r"inlined_at\s+(\d+)\s+(\d+)")
+
+
+def ptx_excerpt(ptx: str, file: str, first: int, last: int) -> str:
+    """The PTX instructions of those source lines (``.loc`` says which line each comes from; an
+    ``inlined_at`` caller in range counts too), as a listing ``diff.normalize_ptx`` reads: for a
+    bug report's reproducer-sized diff."""
+    files: dict[str, str] = {}
+    for raw in ptx.splitlines():
+        if m := _PTX_FILE.match(raw):
+            files[m.group(1)] = _unescape(m.group(2))
+    kept: list[str] = []
+    loc: SourceLoc | None = None
+    for raw in ptx.splitlines():
+        if m := _PTX_LOC.match(raw):
+            chain = tuple((files.get(f, f), int(n)) for f, n in _PTX_INLINED.findall(m.group(3)))
+            loc = SourceLoc(files.get(m.group(1), m.group(1)), int(m.group(2)), chain)
+            continue
+        text = raw.strip()
+        if not text or text.startswith((".", "//", "{", "}", "$")) or not text.endswith(";"):
+            continue
+        if in_lines(loc, file, first, last):
+            kept.append(raw)
+    return "\n".join(kept)
+
+
+def sass_excerpt(line_map: LineMap, file: str, first: int, last: int) -> str:
+    """The SASS instructions of those source lines as an nvdisasm-style listing that
+    ``sass.parse_sass`` (and so ``diff.normalize_sass``) reads."""
+    rows = [f"        /*{li.instruction.address:04x}*/                   {li.instruction.text} ;"
+            for li in line_map.of_lines(file, first, last)]
+    return "\n".join([f'\t.section\t.text.{line_map.function},"ax",@progbits', *rows])
+
+
+def known_files(stats: Iterable[LineStats]) -> list[str]:
+    """The source files with instructions (display paths), for an error that names what exists."""
+    return sorted({s.file for s in stats if s.line})

@@ -75,6 +75,7 @@ def explain(
     no_report: Annotated[bool, typer.Option("--no-report", hidden=True, help="Accepted for old scripts; no report is written unless asked.")] = False,
     ptx_diff: Annotated[bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")] = False,
     sass_diff: Annotated[bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")] = False,
+    lines: Annotated[list[str] | None, typer.Option("--lines", metavar="FILE:LINE[-LINE]", help="Restrict the SASS and PTX diffs to the instructions of these source lines (repeatable; implies --sass-diff --ptx-diff when neither is given): a reproducer-sized excerpt for a compiler bug report.")] = None,
     jobs: Annotated[int | None, jobs_option("Parallel compiles (default: CPU count).")] = None,
     compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
     fixes: Annotated[bool, typer.Option("--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes).")] = False,
@@ -109,6 +110,9 @@ def explain(
     pass_ = pick_mode(mode, fwd=fwd, bwd=bwd)
     specs = resolve_specs(target, mode=pass_, inputs=input, target_arch=arch, dtype=precision, sm_count=sm_count)
     specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
+    line_ranges = _line_ranges(lines)
+    if line_ranges and not (ptx_diff or sass_diff):
+        ptx_diff = sass_diff = True
     if (ptx_diff or sass_diff) and len(specs) != 1:
         raise KtriageError(
             f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
@@ -125,7 +129,7 @@ def explain(
                 on_compiled=lambda _o: progress.advance(task),
                 on_explained=lambda _s: progress.advance(explain_task),
             )
-            diff_text = _diffs(result, ptx_diff, sass_diff)
+            diff_text = _diffs(result, ptx_diff, sass_diff, line_ranges)
             findings = collect_findings(result)
             fix_list = suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress)) if fixes else None
         if executor is not None:
@@ -185,9 +189,67 @@ def _html(result: ExplainResult, findings: list[Finding], title: str) -> str:
     return to_html(build_view(result, findings, title=title))
 
 
-def _diffs(result: ExplainResult, ptx: bool, sass: bool) -> str:
+def _line_ranges(specs: Sequence[str] | None) -> list[tuple[str, int, int]]:
+    """``--lines`` values as (file, first, last); a malformed one is a usage error with the fix."""
+    from ktriage.analyze.lines import parse_line_spec
+
+    out = []
+    for spec in specs or []:
+        try:
+            out.append(parse_line_spec(spec))
+        except ValueError as exc:
+            raise KtriageError(f"--lines {exc}", "write --lines FILE:LINE or FILE:FIRST-LAST, e.g. "
+                               "--lines layer_norm.py:122-126 (FILE: the path or its last parts)") from exc
+    return out
+
+
+def _line_diffs(result: ExplainResult, ptx: bool, sass: bool, ranges: list[tuple[str, int, int]]) -> str:
+    """The diffs restricted to the instructions of ``ranges`` (``--lines``)."""
+    from ktriage.analyze.diff import aligned_diff, diff_summary
+    from ktriage.analyze.lines import cubin_line_map, known_files, matches_file, ptx_excerpt, sass_excerpt
+
+    item = result.specs[0]
+    if not item.comparisons:
+        return ""
+    stats = [s for c in item.comparisons for r in (c.ref, c.new) for s in r.resources.source_lines]
+    for file, first, last in ranges:
+        where = f"{file}:{first}" + (f"-{last}" if last != first else "")
+        if not any(matches_file(file, s.file, s.path) for s in stats):
+            have = ", ".join(known_files(stats)) or "none (the SASS listing had no line table)"
+            raise KtriageError(f"--lines {where}: no instruction of this kernel comes from {file!r}",
+                               f"name one of the kernel's source files: {have}")
+        if not any(matches_file(file, s.file, s.path) and first <= s.line <= last for s in stats):
+            lines = sorted({s.line for s in stats if matches_file(file, s.file, s.path)})
+            from ktriage.analyze.lines import compress_ranges
+
+            raise KtriageError(f"--lines {where}: no instruction comes from those lines",
+                               f"pick lines that have instructions: {compress_ranges(lines)}")
+    parts: list[str] = []
+    for comparison in item.comparisons:
+        a, b = comparison.ref, comparison.new
+        title = f"{a.toolchain.spec} -> {b.toolchain.spec}"
+        maps = [cubin_line_map(r.artifact.cubin.cubin_path, r.artifact.kernel_name, cuobjdump=r.toolchain.cuobjdump,
+                               nvdisasm=r.toolchain.nvdisasm) for r in (a, b)]
+        for file, first, last in ranges:
+            where = f"{file}:{first}" + (f"-{last}" if last != first else "")
+            if sass:
+                sa, sb = (sass_excerpt(m, file, first, last) for m in maps)
+                parts.append(f"=== SASS diff {title}, {where} ===")
+                parts.append(str(diff_summary(sa, sb, kind="sass")))
+                parts.append(aligned_diff(sa, sb, kind="sass", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
+            if ptx:
+                pa, pb = (ptx_excerpt(r.artifact.frontend.text("ptx"), file, first, last) for r in (a, b))
+                parts.append(f"=== PTX diff {title}, {where} ===")
+                parts.append(str(diff_summary(pa, pb, kind="ptx")))
+                parts.append(aligned_diff(pa, pb, kind="ptx", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
+    return "\n".join(parts)
+
+
+def _diffs(result: ExplainResult, ptx: bool, sass: bool, ranges: list[tuple[str, int, int]] | None = None) -> str:
     if not (ptx or sass):
         return ""
+    if ranges:
+        return _line_diffs(result, ptx, sass, ranges)
     from ktriage.analyze.cuobjdump import run_cuobjdump
     from ktriage.analyze.diff import aligned_diff, diff_summary
 
