@@ -87,6 +87,11 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
         "lowered_ptx_version": result.artifact.cubin.lowered_ptx_version,
         "placeholder_imports": list(result.artifact.frontend.placeholder_imports),
     }
+    spec = result.artifact.spec
+    if "launch" in spec.meta:  # a spec written by values: what this toolchain's own JIT decided (docs/specs.md)
+        data["artifact"]["specialization"] = {
+            "signature": spec.signature, "constexprs": spec.constexprs, "divisible_by_16": list(spec.divisible_by_16),
+            "equal_to_1": list(spec.equal_to_1), "num_warps": spec.num_warps, "num_stages": spec.num_stages}
     return data
 
 

@@ -157,3 +157,18 @@ def test_fidelity_verb_checks_a_spec_file_by_values(toolchain, run_cli, tmp_path
                      + "[kernel.constexprs]\nBLOCK_N = 64\nEVEN_N = true\n")
     refused = run_cli(["fidelity", "--spec", str(typed), "-t", "triton==3.4.0"])
     assert refused.exit_code == 2 and "written by types" in refused.stderr and "[kernel.args]" in refused.stderr
+
+
+def test_explain_json_names_each_toolchains_specialization(toolchain, run_cli) -> None:
+    """explain on a by-value spec file: each toolchain's result says what that release's JIT decided."""
+    for version in IN_TEST_HOME:
+        toolchain(f"triton=={version}")
+    result = run_cli(["explain", str(EXAMPLE), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    (kernel,) = json.loads(result.stdout)["kernels"]
+    assert kernel["spec"]["launch"]["args"][5] == ["stride_xn", 1]
+    decided = [r["artifact"]["specialization"] for r in kernel["results"].values()]
+    assert len(decided) == 2
+    for spec in decided:
+        assert spec["constexprs"]["EVEN_N"] is True and spec["signature"]["N"] == "i32"  # heuristic; N: tl.int32
+        assert set(spec["equal_to_1"]) == set(spec["constexprs"]) - {"BLOCK_N", "EVEN_N"}
