@@ -10,9 +10,9 @@ grouped into categories (``CATEGORIES``: global loads/stores, local memory, retu
 reductions, cache-control and memory fences, shared memory and LDSM, tensor cores, barriers,
 special-function and fp64, the rest). A warp executes each category ``n = rest + trips x loop``
 times, where ``loop`` is the count in the main loop's body (``analyze.sass_loops``), ``rest`` the
-count outside it and ``trips`` a fitted effective trip count. Per wave of resident CTAs:
+count outside it and ``trips`` a fitted effective trip count. Per SM:
 
-- issue: ``resident warps per scheduler x sum(n x issue cost)``: the schedulers' work;
+- issue: ``the SM's warps over the launch / 4 schedulers x sum(n x issue cost)``;
 - latency: one warp's critical path: its own issue plus ``lambda_global`` per round of global loads
   (one per loop iteration, the loads of one iteration overlap), ``lambda_local`` per local load
   (spill reload: an L1 hit while the spill footprint, stack x resident threads, fits in L1, an L2
@@ -23,9 +23,10 @@ count outside it and ``trips`` a fitted effective trip count. Per wave of reside
   thread) at the SM's share of DRAM bandwidth, and the local-memory bytes that leave L1 at
   ``kappa_l2`` times that.
 
-A wave takes the soft maximum of the three (``(a^p + b^p + c^p)^(1/p)``); the launch takes
-``ceil(grid / (CTAs/SM x SMs))`` waves (occupancy from ``analyze.occupancy``, the grid from the
-launch). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
+The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` waves (occupancy from
+``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
+latency path is paid once per wave (more resident CTAs hide it: fewer waves). The launch takes the
+soft maximum of the three (``(a^p + b^p + c^p)^(1/p)``). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
 
 **The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
 identical get exactly 1 with a zero-width interval. Otherwise the interval is
@@ -272,8 +273,9 @@ def stack(profiles: list[Profile]) -> Batch:
 def estimate_many(b: Batch, params: Params) -> np.ndarray:
     """Cycles of each launch of the batch (inf where no CTA fits): the model of the module docstring."""
     ctas = np.maximum(b.ctas, 1.0)
-    waves = np.ceil(b.grid / (ctas * b.sms))
-    resident = np.minimum(ctas, np.ceil(b.grid / b.sms))
+    per_sm = np.ceil(b.grid / b.sms)  # CTAs the busiest SM runs over the launch
+    waves = np.ceil(per_sm / ctas)
+    resident = np.minimum(ctas, per_sm)
     warps = resident * b.num_warps
     trips = params.trips
     n = b.rest + trips * b.loop
@@ -290,11 +292,13 @@ def estimate_many(b: Batch, params: Params) -> np.ndarray:
                + params.lambda_barrier * n[:, ci["bar"]])
     global_bytes = 32.0 * (n[:, _GLOBAL_CATS] * b.width[:, _GLOBAL_CATS]).sum(axis=1)
     local_bytes = 32.0 * (n[:, ci["ldl"]] * b.width[:, ci["ldl"]] + n[:, ci["stl"]] * b.width[:, ci["stl"]]) * out
-    bandwidth = warps * (global_bytes / b.bw + local_bytes / (b.bw * params.kappa_l2))
-    issue_sm = warps / 4.0 * issue
+    all_warps = per_sm * b.num_warps  # the SM's warps over the whole launch
+    bandwidth = all_warps * (global_bytes / b.bw + local_bytes / (b.bw * params.kappa_l2))
+    issue_sm = all_warps / 4.0 * issue
+    latency_sm = waves * latency  # each wave of resident CTAs waits its critical path once
     q = params.softmax_p
-    wave = (issue_sm ** q + latency ** q + bandwidth ** q) ** (1.0 / q)
-    result: np.ndarray = np.where(b.ctas > 0, waves * wave, np.inf)
+    wave = (issue_sm ** q + latency_sm ** q + bandwidth ** q) ** (1.0 / q)
+    result: np.ndarray = np.where(b.ctas > 0, wave, np.inf)
     return result
 
 
