@@ -133,6 +133,26 @@ class Toolchain:
         return Assembler(self.ptxas, self.ptxas_version, self.ptxas_version_text, arch.options,
                          self.ptxas_options, native=False)
 
+    def to_json_for(self, target: str) -> dict[str, Any]:
+        """:meth:`to_json` as a bundle (and the results file of its bench) carries it for cubins of
+        ``target``: ``ptxas_version`` names the ptxas that assembled them, per arch (Triton 3.6
+        assembles sm_100 with its ptxas-blackwell 12.9.86, not the sm_90 headline 12.8.93), with
+        ``assembler`` its label; the headline stays as ``headline_ptxas_version``. Where the arch's
+        facts cannot be had, the headline is kept and ``assembler`` says so."""
+        from ktriage.arch import parse_arch
+
+        data = self.to_json()
+        data["headline_ptxas_version"] = self.ptxas_version
+        data["target"] = target
+        try:
+            asm = self.assembler(parse_arch(target).cc)
+        except (KtriageError, ValueError) as exc:
+            data["assembler"] = f"ptxas {self.ptxas_version} (the ptxas for {target} is unknown: {exc})"
+            return data
+        data["ptxas_version"] = asm.version
+        data["assembler"] = asm.label()
+        return data
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (paths as strings); ``Toolchain.from_json`` reads it back."""
         return {

@@ -92,7 +92,7 @@ def build_bundle(
         "sm_count": sm,
         "backends": chosen,
         "inputs": input_rows,
-        "toolchains": {tc.id: tc.to_json() for tc in toolchains},
+        "toolchains": {tc.id: tc.to_json_for(target) for tc in toolchains},
         "specs": {k: s.to_json() for k, s in specs.items()},
         "artifacts": artifacts,
     }

@@ -157,7 +157,7 @@ def build_recorded_bundle(workload: Workload, toolchains: Sequence[Toolchain], o
         "op": name, "mode": RECORDED_MODE, "precision": "", "target": ",".join(targets), "sm_count": 0,
         "backends": sorted({e.backend for e in entries}, key=[e.backend for e in entries].index),
         "inputs": [e.to_json() for e in entries],
-        "toolchains": {tc.id: tc.to_json() for tc in toolchains},
+        "toolchains": {tc.id: (tc.to_json_for(targets[0]) if len(targets) == 1 else tc.to_json()) for tc in toolchains},
         "specs": {k: s.to_json() for k, s in specs.items()}, "artifacts": artifacts,
         "extra": {"workload": {"name": name, "path": str(workload.path) if workload.path else None,
                                "host": workload.host, "recorded": workload.recorded}},
