@@ -24,6 +24,7 @@ from ktriage.toolchain.supported import SUPPORTED_TRITON
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "specs" / "scaled_rows.toml"
+MIXED = Path(__file__).resolve().parent / "mixed_by_value.toml"
 IN_TEST_HOME = ("3.3.1", "3.4.0")
 RELEASES = [v if v in IN_TEST_HOME else pytest.param(v, marks=pytest.mark.slow) for v in SUPPORTED_TRITON]
 
@@ -43,6 +44,12 @@ def test_strides_of_1_specialize_as_the_release_jit_does(version: str, toolchain
     # the artifact's spec is the one that release's JIT built: its heuristic value and the launch kept
     assert artifact.spec.constexprs["EVEN_N"] is True and artifact.spec.meta["launch"] == spec.launch
     assert dict(artifact.spec.meta["jit_args"])["EVEN_N"] is True
+    # the rest of the rules: None to a pointer, bool, float, dtype, 1 to a plain and to a constexpr
+    # parameter, a misaligned tensor, do_not_specialize_on_alignment
+    (mixed,) = load_spec_file(MIXED)
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        row = check_spec(mixed, tc, compiler, tmp_path / "jit-mixed")
+    assert row.status == "identical", f"Triton {version}: {row.detail}"
 
 
 def test_types_only_spec_is_not_the_jit_kernel_and_is_warned(toolchain, tmp_path: Path, caplog) -> None:
