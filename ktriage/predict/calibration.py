@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ktriage.predict.dataset import CalibrationCell
-from ktriage.predict.model import DEFAULT_THRESHOLD, Params, classify, estimate_many, profile, stack
+from ktriage.predict.model import DEFAULT_THRESHOLD, Batch, Params, classify, estimate_many, profile, stack
 
 DEFAULT_LEVEL = 0.8  # coverage asked of the interval
 PRIOR_SIGMA = 1.0  # log-space width of the prior around the physical defaults
@@ -44,8 +44,8 @@ class _Data:
     identical: np.ndarray
     log_measured: np.ndarray
     weight: np.ndarray
-    ref: Any
-    new: Any
+    ref: Batch
+    new: Batch
 
     def subset(self, mask: np.ndarray) -> _Data:
         idx = np.flatnonzero(mask)
@@ -53,8 +53,8 @@ class _Data:
                      _take(self.ref, idx), _take(self.new, idx))
 
 
-def _take(batch: Any, idx: np.ndarray) -> Any:
-    return type(batch)(*(getattr(batch, f)[idx] for f in batch.__dataclass_fields__))
+def _take(batch: Batch, idx: np.ndarray) -> Batch:
+    return batch.take(idx)
 
 
 def usable(cells: Sequence[CalibrationCell]) -> list[CalibrationCell]:

@@ -56,8 +56,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ktriage.arch import parse_arch
 from ktriage.errors import FormatError, SpecError
 from ktriage.predict.facts import KernelFacts
@@ -81,7 +79,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "ldsm": ("LDSM",),
     "sts": ("STS", "STSM"),
     "mma": ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA", "UTCHMMA", "UTCIMMA", "UTCQMMA", "UTCOMMA", "UTCMMA"),
-    "bar": ("BAR", "SYNCS", "WARPGROUP", "DEPBAR", "LDGDEPBAR"),
+    "bar": ("BAR", "SYNCS", "WARPGROUP"),  # CTA barriers and mbarrier waits (DEPBAR is a scoreboard wait: issue only)
     "sfu": ("MUFU",),
     "fp64": ("DFMA", "DADD", "DMUL"),
 }
@@ -224,6 +222,7 @@ def profile(f: KernelFacts) -> Profile:
 # --------------------------------------------------------------------------------------- estimate
 
 
+@lru_cache(maxsize=32)
 def _throughput(target: str) -> tuple[float, float]:
     """(DRAM bytes per SM cycle per SM, SM count default) of the target's usual part."""
     try:
@@ -235,76 +234,113 @@ def _throughput(target: str) -> tuple[float, float]:
     return t.dram_bytes_per_s / (t.sm_clock_hz * sms), float(sms)
 
 
-_CAT_INDEX = {c: i for i, c in enumerate(ALL_CATEGORIES)}
-_ISSUE = np.array([ISSUE_COST.get(c, 1.0) for c in ALL_CATEGORIES])
-_GLOBAL_CATS = [_CAT_INDEX[c] for c in ("ldg", "stg", "atom", "red")]
+_MEMORY_CATS = ("ldg", "stg", "atom", "red")
+
+
+class _Scalar:
+    """The four array functions the formula needs, for plain floats (one kernel: explain, tune).
+    numpy provides the same names for arrays (a dataset: the fit), so the formula is written once
+    (``_cycles``) and explain does not pay numpy's import."""
+
+    @staticmethod
+    def ceil(x: Any) -> Any:
+        return float(math.ceil(x))
+
+    @staticmethod
+    def maximum(a: Any, b: Any) -> Any:
+        return max(a, b)
+
+    @staticmethod
+    def minimum(a: Any, b: Any) -> Any:
+        return min(a, b)
+
+    @staticmethod
+    def where(cond: Any, a: Any, b: Any) -> Any:
+        return a if cond else b
+
+
+def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> Any:
+    """The model of the module docstring over columns ``c`` (floats, or numpy arrays with ``xp=numpy``):
+    ``rest_<cat>``, ``loop_<cat>``, ``width_<cat>``, ``stack``, ``shared``, ``ctas``, ``num_warps``,
+    ``grid``, ``sms``, ``bw``. Cycles of the launch on its busiest SM (``ctas`` > 0: the caller
+    answers inf where no CTA fits)."""
+    ctas = xp.maximum(c["ctas"], 1.0)
+    per_sm = xp.ceil(c["grid"] / c["sms"])  # CTAs the busiest SM runs over the launch
+    waves = xp.ceil(per_sm / ctas)
+    resident = xp.minimum(ctas, per_sm)
+    warps = resident * c["num_warps"]
+    trips = params.trips
+    n = {cat: c[f"rest_{cat}"] + trips * c[f"loop_{cat}"] for cat in ALL_CATEGORIES}
+    issue = sum(n[cat] * ISSUE_COST.get(cat, 1.0) for cat in ALL_CATEGORIES)
+    # local memory: the share of the spill footprint that does not fit next to shared memory in L1
+    footprint = c["stack"] * 32.0 * warps
+    l1 = xp.maximum(16 * 1024.0, L1_BYTES_PER_SM - c["shared"] * resident)
+    out = xp.where(footprint > l1, (footprint - l1) / xp.maximum(footprint, 1.0), 0.0)
+    lam_local = params.lambda_local_l1 + out * (params.lambda_local_l2 - params.lambda_local_l1)
+    rounds = xp.where(c["rest_ldg"] > 0, 1.0, 0.0) + xp.where(c["loop_ldg"] > 0, trips, 0.0)
+    latency = (issue + params.lambda_global * rounds + lam_local * n["ldl"] + params.lambda_atomic * n["atom"]
+               + params.lambda_reduction * n["red"] + params.lambda_cctl * n["cctl"] + params.lambda_fence * n["fence"]
+               + params.lambda_barrier * n["bar"])
+    global_bytes = 32.0 * sum(n[cat] * c[f"width_{cat}"] for cat in _MEMORY_CATS)
+    local_bytes = 32.0 * (n["ldl"] * c["width_ldl"] + n["stl"] * c["width_stl"]) * out
+    all_warps = per_sm * c["num_warps"]  # the SM's warps over the whole launch
+    bandwidth = all_warps * (global_bytes / c["bw"] + local_bytes / (c["bw"] * params.kappa_l2))
+    issue_sm = all_warps / 4.0 * issue
+    latency_sm = waves * latency  # each wave of resident CTAs waits its critical path once
+    q = params.softmax_p
+    return (issue_sm ** q + latency_sm ** q + bandwidth ** q) ** (1.0 / q)
+
+
+def _columns(p: Profile) -> dict[str, float]:
+    cols = {"stack": float(p.stack_bytes), "shared": float(p.shared_bytes), "ctas": float(p.ctas_per_sm),
+            "num_warps": float(p.num_warps), "grid": float(p.grid_ctas or max(p.ctas_per_sm, 1) * p.sm_count),
+            "sms": float(p.sm_count), "bw": _throughput(p.target)[0]}
+    for cat in ALL_CATEGORIES:
+        cols[f"rest_{cat}"] = p.rest[cat]
+        cols[f"loop_{cat}"] = p.loop[cat]
+        cols[f"width_{cat}"] = p.width.get(cat, 4.0)
+    return cols
 
 
 @dataclass(frozen=True)
 class Batch:
-    """Profiles stacked into arrays: ``estimate_many`` prices a whole dataset (the fit) or a
-    kernel and its counterfactuals (the contributors) in one numpy pass."""
+    """Profiles stacked into numpy columns: ``estimate_many`` prices a whole dataset in one pass."""
 
-    rest: np.ndarray  # (n, categories)
-    loop: np.ndarray
-    width: np.ndarray  # bytes per instruction, 4 where the category is absent
-    stack: np.ndarray
-    shared: np.ndarray
-    ctas: np.ndarray
-    num_warps: np.ndarray
-    grid: np.ndarray
-    sms: np.ndarray
-    bw: np.ndarray  # DRAM bytes per SM cycle per SM
+    columns: dict[str, Any]
+    fits: Any  # ctas > 0
+
+    def take(self, idx: Any) -> Batch:
+        return Batch({k: v[idx] for k, v in self.columns.items()}, self.fits[idx])
 
 
 def stack(profiles: list[Profile]) -> Batch:
-    def row(d: Mapping[str, float], default: float = 0.0) -> list[float]:
-        return [float(d.get(c, default)) for c in ALL_CATEGORIES]
-    bws = [_throughput(p.target)[0] for p in profiles]
-    return Batch(
-        np.array([row(p.rest) for p in profiles]), np.array([row(p.loop) for p in profiles]),
-        np.array([row(p.width, 4.0) for p in profiles]), np.array([float(p.stack_bytes) for p in profiles]),
-        np.array([float(p.shared_bytes) for p in profiles]), np.array([float(p.ctas_per_sm) for p in profiles]),
-        np.array([float(p.num_warps) for p in profiles]),
-        np.array([float(p.grid_ctas or max(p.ctas_per_sm, 1) * p.sm_count) for p in profiles]),
-        np.array([float(p.sm_count) for p in profiles]), np.array(bws))
+    import numpy as np
+
+    rows = [_columns(p) for p in profiles]
+    keys = rows[0].keys() if rows else _columns(profile_of_nothing()).keys()
+    return Batch({k: np.array([r[k] for r in rows], dtype=float) for k in keys},
+                 np.array([p.ctas_per_sm > 0 for p in profiles], dtype=bool))
 
 
-def estimate_many(b: Batch, params: Params) -> np.ndarray:
-    """Cycles of each launch of the batch (inf where no CTA fits): the model of the module docstring."""
-    ctas = np.maximum(b.ctas, 1.0)
-    per_sm = np.ceil(b.grid / b.sms)  # CTAs the busiest SM runs over the launch
-    waves = np.ceil(per_sm / ctas)
-    resident = np.minimum(ctas, per_sm)
-    warps = resident * b.num_warps
-    trips = params.trips
-    n = b.rest + trips * b.loop
-    issue = n @ _ISSUE
-    footprint = b.stack * 32.0 * warps
-    l1 = np.maximum(16 * 1024.0, L1_BYTES_PER_SM - b.shared * resident)
-    out = np.where(footprint > l1, (footprint - l1) / np.maximum(footprint, 1.0), 0.0)
-    lam_local = params.lambda_local_l1 + out * (params.lambda_local_l2 - params.lambda_local_l1)
-    ci = _CAT_INDEX
-    rounds = (b.rest[:, ci["ldg"]] > 0) * 1.0 + (b.loop[:, ci["ldg"]] > 0) * trips
-    latency = (issue + params.lambda_global * rounds + lam_local * n[:, ci["ldl"]]
-               + params.lambda_atomic * n[:, ci["atom"]] + params.lambda_reduction * n[:, ci["red"]]
-               + params.lambda_cctl * n[:, ci["cctl"]] + params.lambda_fence * n[:, ci["fence"]]
-               + params.lambda_barrier * n[:, ci["bar"]])
-    global_bytes = 32.0 * (n[:, _GLOBAL_CATS] * b.width[:, _GLOBAL_CATS]).sum(axis=1)
-    local_bytes = 32.0 * (n[:, ci["ldl"]] * b.width[:, ci["ldl"]] + n[:, ci["stl"]] * b.width[:, ci["stl"]]) * out
-    all_warps = per_sm * b.num_warps  # the SM's warps over the whole launch
-    bandwidth = all_warps * (global_bytes / b.bw + local_bytes / (b.bw * params.kappa_l2))
-    issue_sm = all_warps / 4.0 * issue
-    latency_sm = waves * latency  # each wave of resident CTAs waits its critical path once
-    q = params.softmax_p
-    wave = (issue_sm ** q + latency_sm ** q + bandwidth ** q) ** (1.0 / q)
-    result: np.ndarray = np.where(b.ctas > 0, wave, np.inf)
-    return result
+def profile_of_nothing() -> Profile:
+    zero = dict.fromkeys(ALL_CATEGORIES, 0.0)
+    return Profile(zero, dict(zero), {}, 0, 0, 1, 1, 1, 1, "sm_90")
+
+
+def estimate_many(b: Batch, params: Params) -> Any:
+    """Cycles of each launch of the batch (inf where no CTA fits), as a numpy array."""
+    import numpy as np
+
+    with np.errstate(over="ignore"):
+        cycles = _cycles(b.columns, params, np)
+    return np.where(b.fits, cycles, np.inf)
 
 
 def estimate(p: Profile, params: Params) -> float:
-    """Cycles of one kernel at its launch (``estimate_many`` for one)."""
-    return float(estimate_many(stack([p]), params)[0])
+    """Cycles of one kernel at its launch (pure Python: no numpy in explain's path)."""
+    if p.ctas_per_sm <= 0:
+        return math.inf
+    return float(_cycles(_columns(p), params, _Scalar))
 
 
 # --------------------------------------------------------------------------------------- predict
@@ -388,8 +424,8 @@ def predict(ref: KernelFacts, new: KernelFacts, params: Params | None = None, *,
         return Prediction(1.0, 1.0, 1.0, "neutral", True, threshold)
     pr, pn = profile(ref), profile(new)
     variants = _counterfactuals(pr, pn) if contributors else []
-    times = estimate_many(stack([pr, pn] + [v for _, v, _ in variants]), params)
-    t_ref, t_new = float(times[0]), float(times[1])
+    times = [estimate(v, params) for v in [pr, pn] + [v for _, v, _ in variants]]
+    t_ref, t_new = times[0], times[1]
     if not (math.isfinite(t_ref) and math.isfinite(t_new)) or t_ref <= 0:
         ratio = math.inf if not math.isfinite(t_new) else 1.0
         return Prediction(ratio, ratio, ratio, "regression" if ratio > 1 else "neutral", False, threshold)
