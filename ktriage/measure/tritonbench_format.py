@@ -78,22 +78,50 @@ def op_mode_from_name(stem: str) -> tuple[str | None, str | None]:
 
 
 # ------------------------------------------------------------------------------------------ inputs
+_INT = re.compile(r"-?\d+")
+
+
 def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(v) for v in re.findall(r"-?\d+", text))
+    if text.isdigit():  # the common x_val, one number: no regex
+        return (int(text),)
+    return tuple(int(v) for v in _INT.findall(text))
 
 
-def match_input(op: str, x_val: str, index: int) -> tuple[int, str]:
-    """A TritonBench x_val as ktriage's (input id, label): the op's input case whose x_val (the
-    ``x_keys`` facts, e.g. (M, N)) is the x_val or ends with it (layer_norm's x_val is N alone);
-    the row's position when the op is unknown or no case matches exactly once."""
-    operator = registry.operator(op)
-    values = _ints(x_val)
-    if operator is not None and operator.x_keys and values:
-        cases = operator.inputs()
-        hits = [c for c in cases if operator.x_val(c)[-len(values):] == values] if len(values) <= len(operator.x_keys) else []
+class InputIndex:
+    """An op's input cases by x_val, built once per file (a file of 200,000 rows must not rebuild
+    the op's cases per row), and the ids of rows that match none.
+
+    A row whose x_val is one of ktriage's inputs gets that input's id (``matched``: the catalog's
+    kernels of that input are the row's); any other row gets an id past every catalog input, in
+    row order, so that an unmatched row never takes (and is never averaged with) a catalog
+    input's id, and a triage never explains a catalog input the row did not run."""
+
+    def __init__(self, op: str) -> None:
+        operator = registry.operator(op)
+        self.keys = len(operator.x_keys) if operator is not None else 0
+        cases = operator.inputs() if operator is not None and operator.x_keys else []
+        self.by_tail: dict[tuple[int, ...], list[tuple[int, str]]] = {}
+        for case in cases:
+            assert operator is not None
+            full = operator.x_val(case)
+            for n in range(1, len(full) + 1):  # layer_norm's x_val is N alone: the tail of (M, N)
+                self.by_tail.setdefault(full[-n:], []).append((case.id, operator.x_val_text(case)))
+        self.first_free = max((c.id for c in cases), default=-1) + 1
+
+    def match(self, x_val: str, index: int) -> tuple[int, str, bool]:
+        """(input id, label, matched) of the ``index``-th row's x_val."""
+        values = _ints(x_val) if self.keys else ()
+        hits = self.by_tail.get(values, []) if values and len(values) <= self.keys else []
         if len(hits) == 1:
-            return hits[0].id, operator.x_val_text(hits[0])
-    return index, x_val.strip()
+            return hits[0][0], hits[0][1], True
+        return self.first_free + index, x_val.strip(), False
+
+
+def _duplicate(origin: str, what: str, first: str, again: str) -> FormatError:
+    return FormatError(f"{origin}: {what} appears twice ({first} and {again}): one input has two latencies, and "
+                       "ktriage will not average them into a number neither run measured",
+                       "keep one row per input (TritonBench writes one): remove the repeated row, or compare the two "
+                       "runs it came from separately")
 
 
 # ------------------------------------------------------------------------------------------ cells
@@ -116,7 +144,21 @@ def _cell(op: str, mode: str, input_id: int, label: str, x_val: str, backend: st
         return Cell(key, "ok", [number], extra=extra)
     if value is None or (isinstance(value, str) and not value.strip()):
         return Cell(key, "skipped", [], error=f"no {METRIC} in {origin}", extra=extra)
-    return Cell(key, "error", [], error=str(value).strip(), extra=extra)
+    return Cell(key, "error", [], error=_not_a_latency(value), extra=extra)
+
+
+def _not_a_latency(value: Any) -> str:
+    """Why a cell's value is no latency: a number that is not one (NaN, inf, zero, negative: the
+    run measured nothing usable), another JSON type, or TritonBench's error text for the backend."""
+    try:
+        number = float(value) if not isinstance(value, (bool, dict, list)) else None
+    except (TypeError, ValueError):
+        number = None
+    if number is not None:
+        return f"{METRIC} {str(value).strip()[:40]!r} is not a positive, finite number of ms"
+    if not isinstance(value, str):
+        return f"{METRIC} is a JSON {type(value).__name__}, not a number of ms: {json.dumps(value)[:60]}"
+    return value.strip()
 
 
 def _run(origin: str, op: str, mode: str, env: dict[str, Any] | None, kind: str) -> RunInfo:
@@ -165,11 +207,20 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
         raise FormatError(f"{origin} has no <backend>-latency column", "run TritonBench with --metrics latency (and others)")
     cells: list[Cell] = []
     index = 0
-    for row in rows[1:]:
+    inputs = InputIndex(op)
+    seen: dict[str, int] = {}  # x_val -> its line
+    ids: dict[int, str] = {}  # input id -> the x_val that took it
+    for line, row in enumerate(rows[1:], start=2):
         x_val = row[0].strip()
         if x_val == "average" or x_val == "hashes":
             continue
-        input_id, label = match_input(op, x_val, index)
+        if x_val in seen:
+            raise _duplicate(origin, f"x_val {x_val[:60]!r}", f"line {seen[x_val]}", f"line {line}")
+        seen[x_val] = line
+        input_id, label, _ = inputs.match(x_val, index)
+        if input_id in ids:
+            raise _duplicate(origin, f"input {label!r}", f"x_val {ids[input_id]!r}", f"x_val {x_val[:60]!r} on line {line}")
+        ids[input_id] = x_val
         index += 1
         for backend, metrics in columns.items():
             if METRIC not in metrics:
@@ -212,10 +263,16 @@ def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, ori
         xs = order.setdefault((k_op, k_mode), [])
         if x not in xs:
             xs.append(x)
+    indexes = {k: InputIndex(k[0]) for k in order}
+    positions = {k: {x: i for i, x in enumerate(xs)} for k, xs in order.items()}
+    ids: dict[tuple[str, str, int, str], str] = {}  # (op, mode, input id, backend) -> the x that took it
     for (k_op, k_mode, x, backend), values in per_key.items():
         if METRIC not in values:
             continue
-        input_id, label = match_input(k_op, x, order[(k_op, k_mode)].index(x))
+        input_id, label, _ = indexes[(k_op, k_mode)].match(x, positions[(k_op, k_mode)][x])
+        taken = ids.setdefault((k_op, k_mode, input_id, backend), x)
+        if taken != x:
+            raise _duplicate(origin, f"{k_op}_{k_mode} input {label!r} of {backend}", f"x_{taken}", f"x_{x}")
         cells.append(_cell(k_op, k_mode, input_id, label, x, backend, values[METRIC],
                            {k: v for k, v in values.items() if k != METRIC}, origin))
     ops = sorted({c.key.op for c in cells})
@@ -237,9 +294,29 @@ def read_tritonbench(path: str | Path, *, op: str | None = None, mode: str | Non
     text = _read(path)
     if path.suffix.lower() == ".csv":
         return parse_csv(text, op=op, mode=mode, origin=str(path))
-    data = parse_json_text(text, origin=str(path), fix="give a TritonBench --output-json file")
+    data = _parse_json(text, str(path), "give a TritonBench --output-json file")
     check_depth(data, origin=str(path))
     return parse_json(data, op=op, mode=mode, origin=str(path))
+
+
+def _parse_json(text: str, origin: str, fix: str) -> Any:
+    """JSON text whose objects must not repeat a key: Python's parser keeps the last of two equal
+    keys, and a TritonBench key is a cell, so a repeated one would drop a latency silently. Bad
+    JSON is left to the schema layer's parser, which words its error."""
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise _duplicate(origin, f"key {key[:80]!r}", repr(out[key])[:40], repr(value)[:40])
+            out[key] = value
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=unique)
+    except FormatError:
+        raise
+    except (ValueError, RecursionError):
+        return parse_json_text(text, origin=origin, fix=fix)
 
 
 def _read(path: Path) -> str:
@@ -380,7 +457,7 @@ def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None =
     text = _read(path)
     if _KTRIAGE_RESULTS.match(text):  # ktriage's own file: straight to its schema (one parse of a large file)
         return parse_results(text, origin=str(path))
-    data = parse_json_text(text, origin=str(path), fix="give a results file (ktriage bench --output-json) or TritonBench's --output-json")
+    data = _parse_json(text, str(path), "give a results file (ktriage bench --output-json) or TritonBench's --output-json")
     check_depth(data, origin=str(path))
     if looks_like_tritonbench_json(data):
         return parse_json(data, op=op, mode=mode, origin=str(path))

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.profile.ncu import summarize
 
 FORMAT = 1
@@ -138,6 +139,7 @@ def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequenc
                     ncu_version=ncu_version, bundle=str(bundle.path))
 
 
+@markdown_writer
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """A short readable summary (the JSON has every number)."""
     lines = [f"# ktriage profile: {doc['op']} {doc['mode']} input {doc['input_id']} ({doc['backend']})", "",

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.bench.plan import variant_name
+from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ def to_csv(rows: list[dict[str, str]]) -> str:
     return buf.getvalue()
 
 
+@markdown_writer
 def to_markdown(rows: list[dict[str, str]], title: str) -> str:
     lines = [f"## {title}", ""]
     if not rows:

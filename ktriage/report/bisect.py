@@ -19,7 +19,7 @@ import ktriage
 from ktriage.bisect.candidate import Observation
 from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
-from ktriage.report.safe_md import md_text
+from ktriage.mdsafe import markdown_writer, md_text
 
 
 def measurement_text(obs: Observation) -> str:
@@ -82,6 +82,7 @@ def to_json(report: BisectReport) -> dict[str, Any]:
     }
 
 
+@markdown_writer
 def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
     lines = [f"# {title}", ""]
     final = report.final

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.report.toolchain import human_size
 
@@ -31,6 +32,7 @@ def info_json(info: CacheInfo) -> str:
     return records.to_json(info.to_json())
 
 
+@markdown_writer
 def info_markdown(info: CacheInfo) -> str:
     return "\n".join(records.kv_markdown("artifact cache", info_fields(info))) + "\n"
 
@@ -72,6 +74,7 @@ def verify_json(root: Path, states: Sequence[EntryState], fixed: bool) -> str:
                             "damaged_entries": [s.to_json() for s in damaged]})
 
 
+@markdown_writer
 def verify_markdown(root: Path, states: Sequence[EntryState], fixed: bool) -> str:
     return records.to_markdown("damaged cache entries", VERIFY_COLUMNS, verify_rows(states, fixed),
                                notes=[verify_summary(root, states, fixed)])
@@ -97,6 +100,7 @@ def gc_json(items: Sequence[GcItem], freed: int, dry_run: bool) -> str:
     return records.to_json({"dry_run": dry_run, "freed_bytes": freed, "items": [i.to_json() for i in items]})
 
 
+@markdown_writer
 def gc_markdown(items: Sequence[GcItem], freed: int, dry_run: bool) -> str:
     return records.to_markdown("cache gc", GC_COLUMNS, gc_rows(items), notes=[gc_summary(items, freed, dry_run)])
 

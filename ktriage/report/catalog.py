@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ def list_json(ops: Sequence[OpInfo]) -> str:
     } for op in ops])  # fmt: skip
 
 
+@markdown_writer
 def list_markdown(ops: Sequence[OpInfo]) -> str:
     return records.to_markdown("ktriage catalog", LIST_COLUMNS, list_rows(ops), notes=[LIST_NOTE])
 
@@ -81,6 +83,7 @@ def show_toml(specs: Sequence[KernelSpec]) -> str:
     return dump_specs_toml(list(specs))
 
 
+@markdown_writer
 def show_markdown(op: str, target: str, specs: Sequence[KernelSpec]) -> str:
     return records.to_markdown(_show_title(op, target, specs), SHOW_COLUMNS, show_rows(specs), notes=[_source(specs)])
 

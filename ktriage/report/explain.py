@@ -24,7 +24,7 @@ import ktriage
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
-from ktriage.report.safe_md import md_code, md_text
+from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.toolchain.manager import Toolchain
 from ktriage.explain.engine import (
@@ -256,6 +256,7 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
+@markdown_writer
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
     out = [f"# {md_text(title)}", ""]
@@ -326,6 +327,7 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         console.print(f"  • [red]{escape(f.summary())}[/]")
 
 
+@markdown_writer
 def fixes_markdown(fixes: Sequence[Fix]) -> str:
     """The "## Fixes" section of the explain report."""
     out = ["## Fixes (verified by compiling, not timed)", ""]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ktriage.fidelity.harness import Row
+from ktriage.mdsafe import markdown_writer
 
 _MARK = {"identical": "=", "differs": "DIFF", "error": "ERR", "skipped": "-"}
 
@@ -18,6 +19,7 @@ def summary(rows: Sequence[Row]) -> dict[str, int]:
     return out
 
 
+@markdown_writer
 def to_markdown(rows: Sequence[Row], *, command: str = "", machine: str = "", date: str = "") -> str:
     """The table (``=`` byte-identical cubin and compile inputs, ``-`` not applicable), then every
     non-identical row with its detail."""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import escape
 
 from ktriage.history.analysis import HistoryReport, RunChange, SeriesHistory, when
+from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.report.svg import Marker, Series, line_chart
 from ktriage.store.history import HistoryPoint
@@ -93,6 +94,7 @@ def print_report(r: HistoryReport, console: Console) -> None:
         console.print(f"[yellow]note:[/] {rich_escape(note)}")
 
 
+@markdown_writer
 def to_markdown(r: HistoryReport) -> str:
     lines = [f"# ktriage history: {r.query.op} {r.query.backend}", "", f"{_headline(r)} (store: `{r.store_url}`).", ""]
     for s in r.series:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from ktriage.measure.results_file import run_profile_notes
 from ktriage.profile.quote import CounterQuote, comparison_quotes
-from ktriage.report.safe_md import md_code, md_text
+from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.stats.compare import Comparison, PairResult
 
 
@@ -31,7 +31,7 @@ def fmt_ci(p: PairResult) -> str:
 
 
 def _esc(text: str) -> str:
-    """Text from the input (labels, names, error messages): inert markdown (``safe_md.md_text``)."""
+    """Text from the input (labels, names, error messages): inert markdown (``mdsafe.md_text``)."""
     return md_text(text)
 
 
@@ -58,6 +58,7 @@ def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) ->
     return lines
 
 
+@markdown_writer
 def comparison_markdown(c: Comparison, level: int = 2) -> str:
     h = "#" * level
     out = [f"{h} ktriage compare: {md_code(c.ref_label)} -> {md_code(c.new_label)}", ""]
@@ -136,6 +137,7 @@ def _provenance(c: Comparison) -> list[str]:
     return (["Runs:", "", *lines, ""] if lines else [])
 
 
+@markdown_writer
 def to_markdown(comparisons: Sequence[Comparison]) -> str:
     """All comparisons of one ``ktriage compare`` (several when one run's toolchains are compared)."""
     if len(comparisons) == 1:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
+from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -44,6 +45,7 @@ def _verdict(result: Occupancy) -> str:
             f"({result.occupancy:.1%} occupancy), limited by {result.limiter.replace('_', ' ')}")
 
 
+@markdown_writer
 def to_markdown(result: Occupancy, a: Arch, barriers: int = 1) -> str:
     details = _details(result, a, barriers)
     lines = [f"## {_title(a)}", "", "| resource | CTAs/SM it allows | detail |", "|---|---:|---|"]

@@ -17,7 +17,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
-from ktriage.report.safe_md import md_text
+from ktriage.mdsafe import markdown_writer, md_text
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -45,6 +45,7 @@ def markdown_table(columns: Sequence[str], rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+@markdown_writer
 def to_markdown(title: str, columns: Sequence[str], rows: Sequence[Row], *, notes: Sequence[str] = ()) -> str:
     lines = [f"## {title}", ""]
     lines += markdown_table(columns, rows) if rows else ["nothing to list"]

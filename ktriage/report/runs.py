@@ -14,6 +14,7 @@ from rich import box
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def list_json(summaries: Sequence[RunSummary]) -> str:
     } for s in summaries])  # fmt: skip
 
 
+@markdown_writer
 def list_markdown(summaries: Sequence[RunSummary], url: str) -> str:
     return records.to_markdown(list_title(url), LIST_COLUMNS, list_rows(summaries))
 
@@ -133,6 +135,7 @@ def show_json(info: RunInfo, cells: list[Cell]) -> str:
     return results_text(info, cells)
 
 
+@markdown_writer
 def show_markdown(summary: RunSummary, info: RunInfo, cells: list[Cell]) -> str:
     lines = [f"# run {info.run_id}", ""]
     for title, data in _sections(summary, info):

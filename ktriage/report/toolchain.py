@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[dict[str, 
 EMPTY = "no toolchains yet: ktriage toolchain add triton==3.4.0"
 
 
+@markdown_writer
 def list_markdown(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> str:
     return records.to_markdown("toolchains", LIST_COLUMNS, list_rows(tcs, sizes))
 
@@ -61,6 +63,7 @@ def show_json(data: dict[str, Any]) -> str:
     return records.to_json(data)
 
 
+@markdown_writer
 def show_markdown(tc_id: str, data: dict[str, Any]) -> str:
     return "\n".join(records.kv_markdown(tc_id, _fields(data))) + "\n"
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
 from ktriage.report.svg import Series, line_chart
 from ktriage.triage.model import WORDS, CellTriage, TriageReport
@@ -30,7 +31,12 @@ REGRESSION_KINDS = SECTIONS[0][1]
 
 
 def _esc(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from the input (labels, notes, error messages): inert in a table cell or list item."""
+    return md_text(text)
+
+
+# the markdown lists this many cells not compared (a CI summary must stay readable); the JSON has all
+MAX_LISTED = 200
 
 
 def _pct(c: CellTriage) -> str:
@@ -83,10 +89,10 @@ def _gpu_lines(report: TriageReport) -> list[str]:
     if m.get("note"):
         out.append(str(m["note"]))
     if m.get("results"):
-        out.append("re-measured on the GPU, both toolchains side by side in one process: " + ", ".join(f"`{Path(x).name}`" for x in m["results"]))
+        out.append("re-measured on the GPU, both toolchains side by side in one process: " + ", ".join(Path(x).name for x in m["results"]))
     elif m.get("commands"):
-        out.append(f"bundle for the GPU re-run: `{m.get('bundle')}`; on the GPU host: `{m['commands'][0]}`; then this triage "
-                   f"again with `--measured {m.get('bundle')}`")
+        out.append(f"bundle for the GPU re-run: {m.get('bundle')}; on the GPU host: {m['commands'][0]}; then this triage "
+                   f"again with --measured {m.get('bundle')}")
     out += [str(x) for x in m.get("baseline", [])]
     return out
 
@@ -97,16 +103,22 @@ def _decided(report: TriageReport) -> str:
     return "every flagged cell was decided compile-side"
 
 
+# Above this many compared cells the JSON is written compact: Python's indenting encoder is pure
+# Python, ten times slower than the compact one (200,000 rows took longer to write than to triage).
+INDENT_UP_TO = 20_000
+
+
 def to_json(report: TriageReport) -> str:
-    return json.dumps(report.to_json(), indent=1)
+    return json.dumps(report.to_json(), indent=1 if len(report.sweep) <= INDENT_UP_TO else None)
 
 
+@markdown_writer
 def to_markdown(report: TriageReport, level: int = 2) -> str:
     h = "#" * level
-    out = [f"{h} ktriage triage: `{report.old}` -> `{report.new}`", "",
+    out = [f"{h} ktriage triage: {md_code(report.old)} -> {md_code(report.new)}", "",
            f"**{report.headline()}**", "",
-           f"Toolchains: `{report.old_toolchain or 'unknown'}` -> `{report.new_toolchain or 'unknown'}`; gate "
-           f"±{report.options.threshold * 100:g}%; target {report.options.arch}.", ""]
+           f"Toolchains: {md_code(report.old_toolchain or 'unknown')} -> {md_code(report.new_toolchain or 'unknown')}; gate "
+           f"±{report.options.threshold * 100:g}%; target {_esc(report.options.arch)}.", ""]
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
@@ -117,9 +129,10 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
             out.append("| # | cell | old ms | new ms | change | cause | culprit | fix |" + (" measured side by side |" if measured else ""))
             out.append("|---|---|---|---|---|---|---|---|" + ("---|" if measured else ""))
             for k, c in enumerate(cells, 1):
-                cause = f"**{c.cause.text}**" if c.cause else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
-                row = [str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", f"**{_pct(c)}**", cause, _culprit_text(c), _fix_text(c)]
-                out.append("| " + " | ".join(_esc(x) for x in row + ([_measured_text(c)] if measured else [])) + " |")
+                cause = f"**{_esc(c.cause.text)}**" if c.cause else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
+                row = [_esc(x) for x in (str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}")] + [f"**{_pct(c)}**", cause]
+                row += [_esc(x) for x in [_culprit_text(c), _fix_text(c)] + ([_measured_text(c)] if measured else [])]
+                out.append("| " + " | ".join(row) + " |")
             out.append("")
             seen: set[str] = set()
             for c in cells:
@@ -143,14 +156,17 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     out += [f"{h}# What this triage could not decide without a GPU", ""]
     out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
     out.append("")
-    out += [f"Baseline check ({report.baseline.get('status', 'none')}): {report.baseline.get('message', '')}", ""]
+    out += [f"Baseline check ({_esc(report.baseline.get('status', 'none'))}): {_esc(report.baseline.get('message', ''))}", ""]
     if report.failures:
         out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(x)}" for x in report.failures] + [""]
     if report.notes:
         out += [f"- {_esc(x)}" for x in report.notes] + [""]
     if report.not_compared:
-        out += ["<details><summary>" + f"{len(report.not_compared)} cell(s) not compared</summary>", ""]
-        out += [f"- {_esc(x)}" for x in report.not_compared] + ["", "</details>", ""]
+        n = len(report.not_compared)
+        out += [f"{h}# Not compared: {n} cell(s) (the report is incomplete)", ""]
+        out += [f"- {_esc(x)}" for x in report.not_compared[:MAX_LISTED]]
+        out += [f"- and {n - MAX_LISTED} more (the JSON report lists every one)"] if n > MAX_LISTED else []
+        out.append("")
     return "\n".join(out)
 
 
@@ -167,6 +183,20 @@ COLOURS = {"regression": "#b00020", "not_compile_side": "#c77700", "unsure_no_gp
            "unsure_no_replay": "#c77700"}
 
 
+MAX_CHART_INPUTS = 2_000  # a sweep chart's inputs at most: more are not readable, and the SVG grows without bound
+
+
+def _thin(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """A sweep's rows for its chart: all when few; else every flagged input and evenly spaced others,
+    and the words that say so in the chart's title."""
+    ids = sorted({r["input_id"] for r in rows})
+    if len(ids) <= MAX_CHART_INPUTS:
+        return rows, ""
+    step = -(-len(ids) // MAX_CHART_INPUTS)
+    keep = set(ids[::step]) | {r["input_id"] for r in rows if r.get("verdict")}
+    return [r for r in rows if r["input_id"] in keep], f"; {len(keep)} of {len(ids)} inputs shown (every flagged one)"
+
+
 def sweep_charts(report: TriageReport) -> list[str]:
     """Per (op, mode): new/old latency ratio along the inputs for every backend, the gate as a band,
     each point coloured by its triage verdict (grey when not flagged)."""
@@ -177,6 +207,7 @@ def sweep_charts(report: TriageReport) -> list[str]:
         if row.get("ratio"):
             groups.setdefault((row["op"], row["mode"]), []).append(row)
     for (op, mode), rows in sorted(groups.items()):
+        rows, thinned = _thin(rows)
         xs = sorted({(r["input_id"], r["input"]) for r in rows})
         pos = {i: k for k, (i, _) in enumerate(xs)}
         series = []
@@ -188,7 +219,7 @@ def sweep_charts(report: TriageReport) -> list[str]:
                 s.point_titles[pos[r["input_id"]]] = f"{backend} {r['input']}: {r['ratio']:.3f}x ({WORDS.get(r['verdict'] or '', 'not flagged')})"
             series.append(s)
         charts.append(line_chart([lab for _, lab in xs], series, y_label="new / old", log_y=True, band=(1 / gate, gate), ref_line=1.0,
-                                 title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)",
+                                 title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)" + thinned,
                                  css_class="chart ratio-chart"))
     return charts
 
@@ -229,3 +260,7 @@ def print_table(report: TriageReport, console: Console) -> None:
         console.print(f"[yellow]needs a GPU:[/] {escape(x)}")
     for x in report.failures:
         console.print(f"[red]failed:[/] {escape(x)}")
+    for x in report.not_compared[:20]:
+        console.print(f"[red]not compared:[/] {escape(x)}")
+    if len(report.not_compared) > 20:
+        console.print(f"[red]not compared:[/] and {len(report.not_compared) - 20} more (--format json lists every one)")

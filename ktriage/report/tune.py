@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ktriage.report.safe_md import md_text
+from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
 
@@ -113,6 +113,7 @@ def _one_markdown(result: ScreenResult, scaling: ScaleResult[Any], timing: dict[
     return lines
 
 
+@markdown_writer
 def to_markdown(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
                 timings: Sequence[dict[str, Any] | None], *, show_all: bool = False) -> str:
     """The report as markdown: one input's candidates table and recommendation, or for several

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.record.workload import Kernel, Workload
 from ktriage.report.records import kv_markdown, markdown_table, print_rows, to_json
 
@@ -81,6 +82,7 @@ def show_json(workload: Workload) -> str:
     return to_json(data)
 
 
+@markdown_writer
 def show_markdown(workload: Workload) -> str:
     lines = kv_markdown("Workload", summary(workload))
     lines += ["", "### Kernels", "", *markdown_table(KERNEL_COLUMNS, kernel_rows(workload))]

@@ -382,17 +382,30 @@ def compare_cells(
     same_run: bool = False,
     default_baselines: Mapping[str, str] | None = None,
     stats_cache: SetStatsCache | None = None,
+    cliffs: bool = True,
 ) -> Comparison:
     """Compare two result sets. ``same_run``: both sides come from one process (toolchains of a run):
     native cells are shared, so they are not paired and the baseline check is "shared".
     ``default_baselines``: op -> baseline backend used when neither ``baseline`` nor the run names one.
     ``stats_cache``: per-sample-set statistics shared between comparisons of the same cells
-    (``compare_toolchains`` passes one)."""
+    (``compare_toolchains`` passes one). ``cliffs``: False for a caller that shows none (triage):
+    the sweep segmentation is quadratic in a sweep's length."""
     ops = {c.key.op for c in [*ref_cells, *new_cells]}
     baselines = {op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline, default_baselines)
                  for op in sorted(ops)}
     pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run, cache=stats_cache)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
+    found = _cliffs(pairs, ref_cells, new_cells, ref_label, new_label, baselines, cliff_config, labels, same_run) if cliffs else []
+    check = _baseline_check(pairs, baselines, same_run)
+    check.per_op = dict(baselines)
+    return Comparison(ref_label, new_label, pairs, check, found, config,
+                      ref_run, new_run, list(ref_cells), list(new_cells))  # fmt: skip
+
+
+def _cliffs(pairs: list[PairResult], ref_cells: Sequence[Cell], new_cells: Sequence[Cell], ref_label: str, new_label: str,
+            baselines: dict[str, str | None], cliff_config: CliffConfig, labels: dict[tuple[str, str, int], str],
+            same_run: bool) -> list[CliffFinding]:
+    """Both sides' cliffs against the baseline, and the new/ref ratio's, of one comparison."""
     cliffs = _sweep_cliffs(new_cells, new_label, baselines, cliff_config, labels)
     cliffs += _sweep_cliffs(ref_cells, ref_label, baselines, cliff_config, labels)
     if same_run:  # the shared native backends would be reported twice
@@ -404,11 +417,7 @@ def compare_cells(
                 seen.add(k)
                 unique.append(f)
         cliffs = unique
-    cliffs += _ratio_cliffs(pairs, cliff_config)
-    check = _baseline_check(pairs, baselines, same_run)
-    check.per_op = dict(baselines)
-    return Comparison(ref_label, new_label, pairs, check, cliffs, config,
-                      ref_run, new_run, list(ref_cells), list(new_cells))  # fmt: skip
+    return cliffs + _ratio_cliffs(pairs, cliff_config)
 
 
 def run_toolchains(run: RunInfo | None, cells: Sequence[Cell]) -> list[str]:

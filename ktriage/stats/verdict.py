@@ -474,6 +474,11 @@ def _pair_stats(pairs: Sequence[tuple[np.ndarray, np.ndarray]], confidence: floa
     """(ratio, ci_low, ci_high, p) of each cleaned (ref, new) pair, stacked by the two sizes."""
     out: list[tuple[float, float, float, float] | None] = [None] * len(pairs)
     for (n, m), members in _groups([(a.size, b.size) for a, b in pairs]).items():
+        if n == 1 and m == 1:  # one value a side (TritonBench's p50): what the two functions give, without scipy per pair
+            for i in members:
+                a0, b0 = float(pairs[i][0][0]), float(pairs[i][1][0])
+                out[i] = (math.exp(math.log(b0) - math.log(a0)), 0.0, math.inf, 1.0 if a0 == b0 else 0.0)
+            continue
         if n == 0 or m == 0 or n * m > _MAX_PAIRS or min(n, m) <= 8:  # empty, thinned, or exact U test: one by one
             for i in members:
                 a, b = pairs[i]

@@ -250,9 +250,19 @@ def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_
     exist (``attach_counters(flagged, cells_a, cells_b)``); a side without counters changes nothing."""
     from ktriage.profile.quote import cell_quote
 
+    # The results cells indexed once by (op, mode, input, backend): each flagged cell's quote reads
+    # its own few cells, so the step is linear in the cells (a scan per flagged cell was quadratic).
+    wanted = {(c.op, c.mode, c.input_id, c.backend) for c in cells}
+    index: dict[tuple[str, str, int, str], tuple[list[Cell], list[Cell]]] = {}
+    for side, results in enumerate((old_cells, new_cells)):
+        for r in results:
+            k = (r.key.op, r.key.mode, r.key.input_id, r.key.backend)
+            if k in wanted:
+                index.setdefault(k, ([], []))[side].append(r)
     n = 0
     for c in cells:
-        c.counters = cell_quote(old_cells, new_cells, op=c.op, mode=c.mode, input_id=c.input_id, backend=c.backend)
+        old, new = index.get((c.op, c.mode, c.input_id, c.backend), ([], []))
+        c.counters = cell_quote(old, new, op=c.op, mode=c.mode, input_id=c.input_id, backend=c.backend)
         n += c.counters is not None
     return n
 
@@ -292,14 +302,18 @@ class TriageReport:
 
     @property
     def complete(self) -> bool:
-        return not self.failures
+        """Nothing failed and every cell was compared: a cell that could not be (NaN, inf, zero or
+        negative latency, a backend's error, a cell on one side only) makes the report incomplete,
+        so a CI job never passes on cells nobody compared."""
+        return not self.failures and not self.not_compared
 
     def counts(self) -> dict[str, int]:
         return {v: len(self.of(v)) for v in ORDER}
 
     def exit_code(self, allow_failures: bool = False) -> int:
-        """1 (FINDING) a compile-side regression, 0 none, 4 (INCOMPLETE) something failed (unless
-        ``allow_failures``: then the code the rest gives). Numbers as ``ktriage.cli.exit_codes``."""
+        """1 (FINDING) a compile-side regression, 0 none, 4 (INCOMPLETE) something failed or some cell
+        was not compared (unless ``allow_failures``: then the code the rest gives). Numbers as
+        ``ktriage.cli.exit_codes``."""
         code = 1 if self.regressions else 0
         return code if self.complete or allow_failures else 4
 
@@ -312,17 +326,20 @@ class TriageReport:
                     f"{self.options.threshold * 100:g}% gate, measured side by side: {m.count('regression')} slower, "
                     f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
                     f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
-                    f"compile-side cause")
+                    f"compile-side cause" + self._not_compared_text())
         return (f"{n['regression']} compile-side regression(s); {flagged} cell(s) of {self.compared} past the "
                 f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
                 f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
-                f"{n['improvement']} improvement(s)")
+                f"{n['improvement']} improvement(s)" + self._not_compared_text())
+
+    def _not_compared_text(self) -> str:
+        return f"; {len(self.not_compared)} cell(s) NOT compared (see the list)" if self.not_compared else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "old": self.old, "new": self.new, "old_toolchain": self.old_toolchain, "new_toolchain": self.new_toolchain,
             "options": self.options.to_json(), "headline": self.headline(), "counts": self.counts(),
-            "compared": self.compared, "complete": self.complete, "exit_code": self.exit_code(),
+            "compared": self.compared, "not_compared_count": len(self.not_compared), "complete": self.complete, "exit_code": self.exit_code(),
             "cells": [c.to_json() for c in self.cells], "not_compared": self.not_compared, "baseline": self.baseline,
             "failures": self.failures, "notes": self.notes, "gpu_needed": self.gpu_needed, "sweep": self.sweep,
             "measured": self.measured,

@@ -310,6 +310,24 @@ def _match_recorded(cells: list[CellTriage], results: Sequence[Cell], workloads:
             c.notes += [f"left out: {why}" for why in match.left_out]
 
 
+def check_shared(comparison: Comparison, old: str, new: str) -> None:
+    """Two sides with no (op, pass, input, backend) in common compare nothing: refused (exit 2)
+    rather than a report of "0 cells past the gate" that a CI job would pass. Two operators, fwd
+    against bwd, or a file name that does not say the op are the usual causes; the error names
+    what each side has."""
+    if any(p.status != "missing" for p in comparison.pairs):
+        return
+
+    def has(cells: Sequence[Cell]) -> str:
+        groups = sorted({f"{c.key.op}.{c.key.mode}" for c in cells})
+        return ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "") or "nothing"
+
+    raise KtriageError(f"{old} and {new} share no cell: the old side has {has(comparison.ref_cells)}, the new side "
+                       f"{has(comparison.new_cells)}; nothing can be compared",
+                       "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
+                       "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd")
+
+
 def _classify(c: CellTriage, is_baseline: bool) -> None:
     """Slower with a compile-side regression: regression; faster with a compile-side change:
     improvement; no compile-side change either way: noise, the baseline or the environment
@@ -343,7 +361,8 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     new_tc = options.new_toolchain or side_toolchain(run_b, cells_b)
     config = VerdictConfig(threshold=options.threshold, confidence=options.confidence)
     comparison: Comparison = compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b,
-                                           config=config, default_baselines=registry.default_baselines())
+                                           config=config, default_baselines=registry.default_baselines(), cliffs=False)
+    check_shared(comparison, label_a, label_b)
     singles = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in [*cells_a, *cells_b] if is_single_value(c)}
     baselines = comparison.baseline.per_op
     base_dir: dict[tuple[str, str, int], int] = {}

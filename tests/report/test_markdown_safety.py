@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ktriage.cli.app import app
 from ktriage.measure.results_file import write_results
-from ktriage.report.safe_md import md_code, md_text
+from ktriage.mdsafe import md_code, md_text
 from ktriage.testing import fake_sweep_run
 
 SCRIPT = "<script>alert(1)</script>"

@@ -1,0 +1,142 @@
+"""The one safe-markdown path: every function that writes markdown is a :func:`markdown_writer`,
+and its whole output goes through :func:`inert` before anyone reads it.
+
+Why: ktriage's markdown is printed, written to ``-o F.md`` and appended to ``$GITHUB_STEP_SUMMARY``,
+which GitHub renders. Text in it comes from outside: results files (op, input and backend labels,
+error messages, TritonBench x_vals), commit subjects (bisect's "first bad" line), trace paths
+(``workload show``), toolchain ids and ncu output (profile), run metadata. A file that says
+``<script>``, ``<img src=x onerror=...>``, ``![](http://tracker/x.png)``, ``[x](javascript:...)`` or
+``@everyone`` must show as that text, never as HTML, a remote image, a link or a mention. Escaping
+each field where it is written (:func:`md_text`) keeps tables intact; the final pass (:func:`inert`)
+makes the document safe even where a writer forgot a field, so one missed call is a cosmetic bug,
+not an injection. It lives at the bottom of the layers so that every package that writes
+markdown (report, profile, ...) can import it. ``tests/hardening/test_markdown_writers.py`` finds
+every markdown writer of the package by scanning it, checks each is registered here, and feeds
+hostile text through each.
+
+:func:`md_text` escapes, for any inline position (table cell, list item, heading):
+
+- HTML: ``&`` and ``<`` become entities, so no tag, comment or entity of the input survives
+  (``>`` stays: without ``<`` it opens nothing, and inline text is never at a line's start, where
+  it would quote; ktriage's own ``4 -> 8`` arrows stay readable in the raw file);
+- links and images: ``](`` becomes ``]\\(`` and ``![`` becomes ``!\\[``, so ``[x](url)`` and
+  ``![x](url)`` are plain text (brackets alone, as in ``tdesc[BN=64]``, stay); ``\\`` and a
+  backtick are escaped too, so no escape of ours is undone and no code span opens;
+- mentions: ``@name`` (not after a letter or digit, as in ``liger@triton-3.4``) becomes
+  ``@\\u200bname`` (a zero-width space: shown the same, notifies no one);
+- tables: ``|`` is escaped and line breaks become spaces, so a cell stays one cell of one row.
+
+:func:`inert` (the whole document, outside code spans and fenced code blocks, whose content GitHub
+shows literally): every ``<`` that does not open one of ktriage's own tags (``details``,
+``summary``, ``br``) becomes ``&lt;``; ``![`` becomes ``!\\[`` (no image at all: ktriage shows
+none); a link whose target is not ``http(s)://``, ``#`` or a relative path loses its link syntax;
+a link reference definition (``[x]: javascript:...`` at a line's start) is escaped; mentions get
+the zero-width space. It is idempotent, so writers that compose other writers are safe.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable
+from typing import Any, ParamSpec
+
+_PLAIN = re.compile(r"[A-Za-z0-9 ._\-+=:/,()\[\]@]*")  # no markup inside a code span: @ notifies no one there
+_MENTION = re.compile(r"(?<![A-Za-z0-9_`])@(?=[A-Za-z0-9_])")  # as GitHub: not after a word character
+_TABLE = str.maketrans({"\\": "\\\\", "`": "\\`", "|": "\\|", "&": "&amp;", "<": "&lt;", "\n": " ", "\r": " "})
+
+# ktriage's own tags in its markdown (folded sections, line breaks in a cell); nothing else is HTML
+_OWN_TAG = re.compile(r"<(?:/?(?:details|summary)|br ?/?)>", re.I)
+_LT = re.compile(r"<")
+_LINK = re.compile(r"\]\(\s*<?([^)\s>]*)")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_REF_DEF = re.compile(r"^( {0,3})\[(?=[^\]\n]*\]:)", re.M)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(?<!\\)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def md_text(value: Any) -> str:
+    """``value`` as inert inline markdown text (see the module docstring)."""
+    text = str(value).translate(_TABLE).replace("](", "]\\(").replace("![", "!\\[")
+    return _MENTION.sub("@\u200b", text)
+
+
+def md_code(value: Any) -> str:
+    """A name in a code span when it is plain, else escaped text (a backtick would end the span)."""
+    text = str(value)
+    return f"`{text}`" if _PLAIN.fullmatch(text) else md_text(text)
+
+
+def _link(m: re.Match[str]) -> str:
+    """A link kept when its target is http(s) or has no scheme (an anchor, a relative path);
+    any other scheme (javascript:, data:, vbscript:...), or an entity that could spell one, loses
+    the link syntax."""
+    target = m.group(1)
+    if "&" not in target and (target.lower().startswith(("http://", "https://")) or not _SCHEME.match(target)):
+        return m.group(0)
+    return "]\\(" + m.group(0)[2:]
+
+
+def _inert_text(text: str) -> str:
+    """One stretch outside code: HTML, images, unsafe links, mentions made inert."""
+    out = []
+    pos = 0
+    for tag in _OWN_TAG.finditer(text):
+        out.append(_LT.sub("&lt;", text[pos:tag.start()]))
+        out.append(tag.group(0))
+        pos = tag.end()
+    out.append(_LT.sub("&lt;", text[pos:]))
+    text = "".join(out).replace("![", "!\\[")
+    text = _LINK.sub(_link, text)
+    text = _REF_DEF.sub(r"\1\\[", text)
+    return _MENTION.sub("@\u200b", text)
+
+
+def _inert_line(line: str) -> str:
+    """A line outside fenced code: its code spans kept as they are (GitHub shows them literally)."""
+    out = []
+    pos = 0
+    for span in _CODE_SPAN.finditer(line):
+        out.append(_inert_text(line[pos:span.start()]))
+        out.append(span.group(0))
+        pos = span.end()
+    out.append(_inert_text(line[pos:]))
+    return "".join(out)
+
+
+def inert(document: str) -> str:
+    """The whole markdown document made inert (see the module docstring); fenced code blocks and
+    code spans are left as they are: GitHub shows their content literally."""
+    out = []
+    fence: str | None = None
+    for line in document.split("\n"):
+        m = _FENCE.match(line)
+        if fence is not None:
+            out.append(line)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
+                fence = None
+            continue
+        if m:
+            fence = m.group(1)
+            out.append(line)
+            continue
+        out.append(_inert_line(line))
+    return "\n".join(out)
+
+
+P = ParamSpec("P")
+# every markdown writer of the package, by "module.function": filled as the modules load
+WRITERS: dict[str, Callable[..., str]] = {}
+
+
+def markdown_writer(fn: Callable[P, str]) -> Callable[P, str]:
+    """Mark ``fn`` as a writer of a markdown document: its output goes through :func:`inert`, and it
+    is registered in :data:`WRITERS` (the hardening test checks that every writer is)."""
+
+    @functools.wraps(fn)
+    def write(*args: P.args, **kwargs: P.kwargs) -> str:
+        return inert(fn(*args, **kwargs))
+
+    write.__markdown_writer__ = True  # type: ignore[attr-defined]
+    WRITERS[f"{fn.__module__}.{fn.__qualname__}"] = write
+    return write
