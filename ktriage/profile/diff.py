@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from ktriage.mdsafe import markdown_writer
@@ -89,8 +90,11 @@ def sentence(kernel: str, toolchain: str, reference: str, compile_side: str, ref
 
 def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
              profiles: Sequence[Mapping[str, Any]], compile_side: Mapping[str, Mapping[str, Any] | None],
-             ncu_version: str | None, bundle: str = "") -> dict[str, Any]:
-    """The profile document. ``profiles``: per toolchain {"toolchain", "launches": [Launch], "error", "files"}."""
+             ncu_version: str | None, bundle: str = "",
+             lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+    """The profile document. ``profiles``: per toolchain {"toolchain", "launches": [Launch], "error", "files"};
+    ``lines_side``: per toolchain, per launch, ``profile.source.toolchain_lines``' entries (the per-line
+    stalls and the cubin's line map), when the source pages were read."""
     per_tc: dict[str, Any] = {}
     summaries: dict[str, list[dict[str, Any]]] = {}
     for p in profiles:
@@ -103,6 +107,17 @@ def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
     for tc, info in per_tc.items():
         if info["error"]:
             notes.append(f"{tc}: {info['error']}")
+    if lines_side is not None:
+        from ktriage.profile.source import top_lines_json
+
+        for tc, entries in lines_side.items():
+            if tc in per_tc:
+                per_tc[tc]["source_lines"] = [
+                    {"error": e.get("error")} if e.get("error") else
+                    {"lines": top_lines_json(e["lines"]), "unmapped_samples": e.get("unmapped_samples", 0)}
+                    for e in entries]
+                errors = sorted({str(e["error"]) for e in entries if e.get("error")})
+                notes += [f"{tc}: per-line stalls: {err}" for err in errors]
     ref_launches = summaries.get(reference) or []
     for tc, launches in summaries.items():
         if tc == reference or not launches or not ref_launches:
@@ -112,16 +127,41 @@ def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
             deltas = compare_launches(ref, new)
             side = _compile_side(compile_side.get(tc), compile_side.get(reference), tc)
             text = sentence(kernel, tc, reference, side, ref, new, deltas)
-            diffs.append({"kernel": kernel, "launch": i, "toolchain": tc, "reference": reference, "deltas": deltas,
-                          "finding": text})
+            entry = {"kernel": kernel, "launch": i, "toolchain": tc, "reference": reference, "deltas": deltas,
+                     "finding": text}
+            diffs.append(entry)
             findings.append(text)
+            line_text = _line_diff(entry, lines_side, reference, tc, i, kernel)
+            if line_text:
+                findings.append(line_text)
     return {"format": FORMAT, "kind": "ktriage-profile", "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "bundle": bundle, "op": op, "mode": mode, "input_id": input_id, "backend": backend, "reference": reference,
             "ncu_version": ncu_version, "toolchains": per_tc, "diffs": diffs, "findings": findings, "notes": notes}
 
 
+def _line_diff(entry: dict[str, Any], lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None, reference: str,
+               tc: str, i: int, kernel: str) -> str | None:
+    """Put the per-line stall diff and the compile-side line diff of launch ``i`` into ``entry``
+    (``lines``); returns its sentence, or None when either side has no per-line samples."""
+    from ktriage.profile.source import TOP_LINES, compile_line_rows, diff_line_samples, line_sentence
+
+    if lines_side is None:
+        return None
+    ref_entries, new_entries = lines_side.get(reference) or [], lines_side.get(tc) or []
+    if i >= len(ref_entries) or i >= len(new_entries):
+        return None
+    a, b = ref_entries[i], new_entries[i]
+    if a.get("error") or b.get("error"):
+        return None
+    stalls = diff_line_samples(a["lines"], b["lines"])[:TOP_LINES]
+    compile_rows = compile_line_rows(a.get("cubin"), b.get("cubin"))
+    sentence_text = line_sentence(kernel, tc, reference, stalls, compile_rows)
+    entry["lines"] = {"stalls": stalls, "compile": compile_rows, "finding": sentence_text}
+    return sentence_text
+
+
 def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequence[Any], *,
-                     ncu_version: str | None) -> dict[str, Any]:
+                     ncu_version: str | None, raw_dir: Path | None = None) -> dict[str, Any]:
     """:func:`document` for a loaded bundle (``ktriage.workload.bundle.Bundle``) and run.ToolchainProfile's."""
     from ktriage.workload.bundle import BundleArtifact
 
@@ -136,7 +176,32 @@ def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequenc
             for p in profiles]
     return document(op=bundle.op, mode=bundle.mode, input_id=input_id, backend=backend,
                     reference=bundle.toolchain_ids()[0], profiles=rows, compile_side=compile_side,
-                    ncu_version=ncu_version, bundle=str(bundle.path))
+                    ncu_version=ncu_version, bundle=str(bundle.path),
+                    lines_side=bundle_lines_side(bundle, keys, profiles, raw_dir))
+
+
+def bundle_lines_side(bundle: Any, keys: Sequence[str], profiles: Sequence[Any], raw_dir: Path | None) -> dict[str, Any]:
+    """Per toolchain, the per-line samples of each launch: its source page (``<name>.source.csv`` in
+    ``raw_dir``) on the bundle's cubins of this input (``profile.source.toolchain_lines``)."""
+    from ktriage.profile.source import find_nvdisasm, toolchain_lines
+    from ktriage.workload.bundle import BundleArtifact
+
+    nvdisasm = find_nvdisasm()
+    out: dict[str, Any] = {}
+    for p in profiles:
+        name = p.files.get("source_csv")
+        path = raw_dir / name if raw_dir is not None and name else None
+        text = path.read_text() if path is not None and path.is_file() else None
+
+        def cubin_of(kernel: str, tc: str = p.toolchain) -> Path | None:
+            for key in keys:
+                art = bundle.artifacts.get((key, tc))
+                if isinstance(art, BundleArtifact) and art.kernel_name == kernel:
+                    return Path(art.cubin_path)
+            return None
+
+        out[p.toolchain] = toolchain_lines(text, [launch.kernel_name for launch in p.launches], cubin_of, nvdisasm)
+    return out
 
 
 @markdown_writer
@@ -167,4 +232,31 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
             if top:
                 lines.append("")
                 lines.append(f"Top stalls `{t}`: " + ", ".join(f"{r} {v:.0f}%" for r, v in top))
+    lines += _lines_markdown(doc)
     return "\n".join(lines) + "\n"
+
+
+def _lines_markdown(doc: Mapping[str, Any]) -> list[str]:
+    """Per launch pair with per-line samples: the lines whose share of the stall samples moved most,
+    next to what the compiler did at each line (the two cubins' line diff)."""
+    out: list[str] = []
+    for d in doc.get("diffs") or []:
+        info = d.get("lines")
+        if not info or not info.get("stalls"):
+            continue
+        compile_at = {(c["file"], c["line"]): c.get("delta") or {} for c in info.get("compile") or []}
+        out += ["", f"## Per line: {d['kernel']} (`{d['toolchain']}` vs `{d['reference']}`)", "",
+                info.get("finding") or "", "",
+                "| line | source | stall samples, reference | new | points | reasons (points) | compile side |",
+                "|---|---|---|---|---|---|---|"]
+        for row in info["stalls"]:
+            ref, new = row.get("ref") or {}, row.get("new") or {}
+            reasons = ", ".join(f"{r} {p:+.1f}" for r, p in list((row.get("stall_points") or {}).items())[:3])
+            delta = compile_at.get((row["file"], row["line"]), {})
+            local = int(delta.get("local_loads", 0)) + int(delta.get("local_stores", 0))
+            side = ", ".join(x for x in (f"LDL/STL {local:+d}" if local else "",
+                                         f"instructions {int(delta['instructions']):+d}" if delta.get("instructions") else "") if x)
+            text = str(row.get("text") or "").replace("|", "\\|").replace("`", "'")
+            out.append(f"| {row['file']}:{row['line']} | `{text[:60]}` | {ref.get('share_pct', 0.0):.1f}% | "
+                       f"{new.get('share_pct', 0.0):.1f}% | {row['points']:+.1f} | {reasons} | {side} |")
+    return out

@@ -3,7 +3,8 @@
 For each toolchain: ``ncu --clock-control none --profile-from-start off --section ... --metrics ...
 -o REP python -m ktriage.profile.target ...`` (one profiled call after warm-up, see
 :mod:`ktriage.profile.target`), then ``ncu --import REP --csv --page raw`` (parsed by
-:mod:`ktriage.profile.ncu`) and ``--page details`` (for people). ``--clock-control none`` keeps the
+:mod:`ktriage.profile.ncu`), ``--page details`` (for people) and ``--page source --print-source sass``
+(the SourceCounters per SASS instruction: per-line stalls, :mod:`ktriage.profile.source`). ``--clock-control none`` keeps the
 GPU's own clocks (ncu locks them to base by default, which is not what the bench measured).
 
 If an explicit metric is unknown to this ncu, the run is repeated with the sections alone. If ncu
@@ -133,6 +134,17 @@ def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, bac
                 return result
     if not result.launches:
         result.error = "ncu profiled no kernel launch (no counters, or the profiled range was empty)"
+        return result
+    # SourceCounters per SASS instruction (per-line stalls: profile/source.py); its absence costs nothing else
+    try:
+        source = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", "source", "--print-source", "sass"],
+                                capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.SubprocessError):
+        return result
+    if source.returncode == 0 and source.stdout.strip():
+        path = out_dir / f"{name}.source.csv"
+        path.write_text(source.stdout)
+        result.files["source_csv"] = path.name
     return result
 
 
@@ -189,4 +201,4 @@ def profile_bundle(bundle_path: Path, *, input_id: int | None, backend: str | No
             profiles.append(ToolchainProfile(tc, error="ncu (Nsight Compute) is not on PATH: nothing profiled"))
             continue
         profiles.append(profile_toolchain(exe, Path(bundle.path), tc, case_id, chosen, out_dir, warmup=warmup))
-    return profile_document(bundle, case_id, chosen, profiles, ncu_version=version)
+    return profile_document(bundle, case_id, chosen, profiles, ncu_version=version, raw_dir=out_dir)

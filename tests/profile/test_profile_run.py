@@ -36,7 +36,10 @@ def test_profiles_and_parses(tmp_path: Path) -> None:
     first = (tmp_path / "calls").read_text().splitlines()[0].split()
     assert first[:6] == ["--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all"]
     assert "--metrics" in first and "ktriage.profile.target" in first and first[-5:-1] == ["bundle", TC, "7", "liger_layer_norm"]
-    assert set(result.files) == {"log", "report", "raw_csv", "details_csv"}
+    assert set(result.files) == {"log", "report", "raw_csv", "details_csv", "source_csv"}
+    # the SourceCounters per SASS instruction, for the per-line stalls (profile/source.py)
+    last = (tmp_path / "calls").read_text().splitlines()[-1].split()
+    assert last[0] == "--import" and last[-4:] == ["--page", "source", "--print-source", "sass"]
 
 
 def test_unknown_metric_retries_with_sections_only(tmp_path: Path) -> None:

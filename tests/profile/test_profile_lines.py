@@ -1,0 +1,129 @@
+"""Per-line stalls (ktriage/profile/source.py): ncu's source page per SASS instruction, put on source
+lines with the profiled cubin's line table, diffed between toolchains next to the compile-side line
+diff, in the profile document and its markdown.
+
+No GPU here: the source pages are synthetic (written by these tests in the layout ``ncu --import R
+--csv --page source --print-source sass`` prints, as fakes of ncu's output), the cubins are real
+(Liger layer_norm bwd N=4608 compiled by Triton 3.3.1 and 3.4.0) and so is nvdisasm. The H200 run of
+the real thing: benchmarks/profile/lines_h200.sh.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+
+from ktriage.profile.source import parse_source_csv
+
+FAKE_PAGE = '''"Kernel Name","_layer_norm_backward_kernel"
+"# Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","smsp__pcsamp_warps_issue_stalled_long_scoreboard","smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued","smsp__pcsamp_warps_issue_stalled_wait"
+"0x7f3a00001000","LDC R1, c[0x0][0x28]","3","1","0","0","3"
+"0x7f3a00001010","LDL.LU R4, [R1+0x10]","1,204","17","1,200","5","4"
+"0x7f3a00001020","EXIT","0","0","0","0","0"
+'''
+
+
+def test_a_fake_source_page_parses_into_offsets_and_stall_reasons() -> None:
+    (block,) = parse_source_csv("==PROF== Connected\n" + FAKE_PAGE)
+    assert [r.offset for r in block] == [0x0, 0x10, 0x20]  # offsets from the function's first instruction
+    ldl = block[1]
+    assert ldl.source.startswith("LDL.LU") and ldl.samples == 1204
+    assert ldl.stalls == {"long_scoreboard": 1200, "wait": 4}  # the *_not_issued column is not a reason
+    # another ncu's spelling (stall_<reason>, decimal addresses), two launches
+    other = "\n".join(['"Address","Source","stall_long_sb","stall_math"', '"4096","FFMA R1, R2, R3, R4","5","1"',
+                       '"Address","Source","stall_long_sb","stall_math"', '"8192","LDL R1, [R1]","7","0"'])
+    blocks = parse_source_csv(other)
+    assert len(blocks) == 2 and blocks[0][0].samples == 6 and blocks[1][0].stalls == {"long_sb": 7}
+
+
+def _fake_page(cubin: Path, kernel: str, nvdisasm: Path) -> str:
+    """A source page for a real cubin: every instruction at a load address, LDL/STL sampled once as
+    long_scoreboard, everything else once as 'selected'."""
+    from ktriage.analyze.sass import parse_sass
+    import subprocess
+
+    listing = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+    fn = parse_sass(listing)[kernel]
+    out = io.StringIO()
+    w = csv.writer(out, quoting=csv.QUOTE_ALL)
+    w.writerow(["# Address", "Source", "Warp Stall Sampling (All Samples)", "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+                "smsp__pcsamp_warps_issue_stalled_selected"])
+    base = 0x7F0000000000
+    for inst in fn.instructions:
+        spill = inst.base_opcode in ("LDL", "STL")
+        w.writerow([hex(base + inst.address), inst.text, "1", "1" if spill else "0", "0" if spill else "1"])
+    return out.getvalue()
+
+
+@pytest.mark.slow
+def test_per_line_stalls_of_real_cubins_land_on_their_lines_next_to_the_compile_side(toolchain, shared_compiler) -> None:
+    from ktriage.catalog import expand_op
+    from ktriage.explain.engine import Explainer
+    from ktriage.profile.diff import document, to_markdown
+    from ktriage.profile.ncu import Launch
+    from ktriage.profile.source import toolchain_lines
+
+    specs = expand_op("liger.layer_norm", mode="bwd", target="sm_90", inputs=["7"])
+    tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
+    result = Explainer(shared_compiler).run(specs, tcs)
+    comparison = result.specs[0].comparisons[0]
+    side, profiles = {}, []
+    for r in (comparison.ref, comparison.new):
+        art = r.artifact
+        page = _fake_page(art.cubin.cubin_path, art.kernel_name, r.toolchain.nvdisasm)
+        entries = toolchain_lines(page, [art.kernel_name], lambda _k, a=art: a.cubin.cubin_path, r.toolchain.nvdisasm)
+        assert entries[0]["error"] is None and entries[0]["unmapped_samples"] == 0
+        # the samples of a line are its instructions; its long_scoreboard samples its LDL/STL (explain's line map)
+        per_line = entries[0]["lines"]
+        mine = {(s.file, s.line): s for s in r.resources.source_lines if not s.file.startswith("triton/")}
+        for (file, line), item in per_line.items():
+            if (file, line) in mine:
+                assert item.samples == mine[(file, line)].instructions
+                assert item.stalls.get("long_scoreboard", 0) == mine[(file, line)].local
+        side[r.toolchain.id] = entries
+        profiles.append({"toolchain": r.toolchain.id, "launches": [Launch(0, art.kernel_name, "", "", {})],
+                         "error": None, "files": {}, "command": []})
+    ref_id, new_id = comparison.ref.toolchain.id, comparison.new.toolchain.id
+    doc = document(op="layer_norm", mode="bwd", input_id=7, backend="liger_layer_norm", reference=ref_id,
+                   profiles=profiles, compile_side={}, ncu_version="fake", lines_side=side)
+    lines = doc["diffs"][0]["lines"]
+    # expected from explain's line maps: a line's share of the samples is its share of the instructions,
+    # its long_scoreboard share its share of LDL/STL
+    from ktriage.analyze.lines import pair_lines
+
+    a_res, b_res = comparison.ref.resources, comparison.new.resources
+    total_a, total_b = a_res.sass_instructions, b_res.sass_instructions
+
+    def points(pair, count) -> float:
+        a, b = pair
+        return (100.0 * (getattr(b, count) if b else 0) / total_b) - (100.0 * (getattr(a, count) if a else 0) / total_a)
+
+    pairs = pair_lines(a_res.source_lines, b_res.source_lines)
+    want_top = max(pairs, key=lambda p: abs(points(p, "instructions")))
+    shown = want_top[1] or want_top[0]
+    top = lines["stalls"][0]
+    assert (top["file"], top["line"]) == (shown.file, shown.line)
+    assert top["points"] == pytest.approx(points(want_top, "instructions"))
+    want_stall = max(pairs, key=lambda p: points(p, "local"))
+    stall_line = (want_stall[1] or want_stall[0])
+    sentence = lines["finding"]
+    assert f"stall 'long_scoreboard' {points(want_stall, 'local'):+.0f} points at {stall_line.file}:{stall_line.line}" in sentence
+    local = (want_stall[1].local if want_stall[1] else 0) - (want_stall[0].local if want_stall[0] else 0)
+    assert local > 200 and f"where the compiler changed {local:+d} LDL/STL" in sentence  # that line's compile side
+    assert lines["compile"][0]["line"] == 126 and lines["compile"][0]["delta"]["local_loads"] == 193
+    assert sentence in doc["findings"]
+    assert doc["toolchains"][new_id]["source_lines"][0]["lines"][0]["samples"] > 0
+    md = to_markdown(doc)
+    assert "## Per line: _layer_norm_backward_kernel" in md and "| liger_kernel/ops/layer_norm.py:126 |" in md
+    assert "LDL/STL +283" in md
+
+
+def test_without_a_source_page_or_nvdisasm_the_reason_is_said(tmp_path: Path) -> None:
+    from ktriage.profile.source import toolchain_lines
+
+    assert toolchain_lines(None, ["k"], lambda _k: None, None)[0]["error"].startswith("no ncu source page")
+    (entry,) = toolchain_lines(FAKE_PAGE, ["_layer_norm_backward_kernel"], lambda _k: tmp_path / "k.cubin", None)
+    assert "no nvdisasm on this host" in entry["error"]
