@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -36,6 +37,7 @@ from ktriage.explain.engine import (
     toolchain_label,
 )
 from ktriage.explain.findings import Finding
+from ktriage.predict.model import pct, predict
 from ktriage.home import home_subdir
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.source import resolve_source_file, split_source
@@ -59,11 +61,14 @@ class Fix:
     effect: str
     caveats: tuple[str, ...] = ()
     change: dict[str, Any] = field(default_factory=dict)
+    # the cost model on the fixed kernel: its ratio against the kernel as compiled (the gain) and
+    # against the reference toolchain's (ktriage.predict); None where the fix has no compiled kernel
+    prediction: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "kernel": self.kernel, "toolchain": self.toolchain,
                 "description": self.description, "verified": self.verified, "effect": self.effect,
-                "caveats": list(self.caveats), "change": self.change}
+                "caveats": list(self.caveats), "change": self.change, "prediction": self.prediction}
 
 
 # --------------------------------------------------------------------------- relaxed atomics
@@ -259,6 +264,37 @@ class FixFinder:
         return []
 
     def _dispatch(self, kind: str, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
+        """The fixes of one kind, each with what the cost model predicts it gains."""
+        return [self._predicted(fix, spec, ref, new) for fix in self._fixes_of(kind, spec, ref, new)]
+
+    def _fixed_kernel(self, fix: Fix, spec: KernelSpec, new: KernelResult) -> KernelResult | None:
+        """The compiled kernel a fix proposes (cached compiles), where the fix names one."""
+        target: tuple[KernelSpec, Toolchain] | None = None
+        if fix.kind == "spill-free-config" and "spec" in fix.change:
+            target = (KernelSpec.from_json(fix.change["spec"]), new.toolchain)
+        elif fix.kind == "maxnreg" and "maxnreg" in fix.change:
+            target = (spec.replace(maxnreg=int(fix.change["maxnreg"])), new.toolchain)
+        elif fix.kind == "toolchain":
+            tc = next((t for t in self.neighbours if str(t.spec) == fix.change.get("toolchain")), None)
+            target = (spec, tc) if tc is not None else None
+        if target is None:
+            return None
+        res = self._result(*target)
+        return res if isinstance(res, KernelResult) else None
+
+    def _predicted(self, fix: Fix, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> Fix:
+        """The fix with what the cost model predicts it gains (docs/model.md)."""
+        fixed = self._fixed_kernel(fix, spec, new)
+        if fixed is None:
+            return fix
+        gain = predict(new.facts(), fixed.facts(), self.explainer.params)
+        vs_ref = predict(ref.facts(), fixed.facts(), self.explainer.params)
+        words = (f"predicted {gain.percent()} [{pct(gain.low)}, {pct(gain.high)}] against the kernel as compiled "
+                 f"with {toolchain_label(new.toolchain)}, {vs_ref.percent()} against {toolchain_label(ref.toolchain)}")
+        return replace(fix, effect=f"{fix.effect}; {words}",
+                       prediction={"vs_current": gain.to_json(), "vs_reference": vs_ref.to_json(), "text": words})
+
+    def _fixes_of(self, kind: str, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
         if kind == "spill-free-config":
             return self.spill_free_config(spec, new)
         if kind == "ptxas-option":
@@ -326,7 +362,8 @@ class FixFinder:
                   f"{suggestion.ctas_per_sm_before} -> {suggestion.ctas_per_sm_after}")
         return Fix("spill-free-config", description=suggestion.sentence, verified=after == 0, effect=effect,
                    caveats=("a different tile or warp count changes the work per CTA: time it (ktriage tune / bench)",),
-                   change={"config": suggestion.config.to_json(), "suggestion": suggestion.to_json()}, **base)
+                   change={"config": suggestion.config.to_json(), "suggestion": suggestion.to_json(),
+                           "spec": suggestion.spec.to_json()}, **base)
 
     def ptxas_options(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
         """``--register-usage-level=N`` for each level, the same PTX through the same ptxas."""
@@ -404,5 +441,7 @@ class FixFinder:
 
 def suggest_fixes(result: ExplainResult, findings: Sequence[Finding], compiler: Compiler, *,
                   neighbours: Sequence[Toolchain] = (), usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> list[Fix]:
-    """Verified fixes for the regressions among ``findings`` (see the module docstring)."""
-    return FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
+    """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
+    the cost model's predicted gain (largest first); fixes it cannot price keep their order, after."""
+    fixes = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
+    return sorted(fixes, key=lambda f: f.prediction["vs_current"]["ratio"] if f.prediction else math.inf)

@@ -379,13 +379,13 @@ class Prediction:
         return abs(math.log(self.ratio)) if self.ratio > 0 and math.isfinite(self.ratio) else math.inf
 
     def percent(self) -> str:
-        return _pct(self.ratio)
+        return pct(self.ratio)
 
     def text(self, limit: int = 3) -> str:
         """``predicted +38 % [+25 %, +52 %]: +30 %: 830 more LDL/STL in the main loop; ...``"""
         if self.identical:
             return "identical kernels: no change predicted"
-        head = f"predicted {_pct(self.ratio)} [{_pct(self.low)}, {_pct(self.high)}]"
+        head = f"predicted {pct(self.ratio)} [{pct(self.low)}, {pct(self.high)}]"
         parts = [c.text() for c in self.contributors[:limit] if abs(c.share) >= 0.005]
         return head + (": " + "; ".join(parts) if parts else "")
 
@@ -395,7 +395,7 @@ class Prediction:
                 "contributors": [c.to_json() for c in self.contributors], "text": self.text()}
 
 
-def _pct(r: float) -> str:
+def pct(r: float) -> str:
     if not math.isfinite(r):
         return "n/a"
     return f"{(r - 1) * 100:+.0f} %" if abs(r - 1) >= 0.01 else f"{(r - 1) * 100:+.1f} %"
