@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ktriage import progress
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.schema.bisect_state import FIX as STATE_FIX
@@ -198,48 +199,51 @@ def run_search(
     persist = save or (lambda: None)
     k = max(1, workers)
 
-    if record.get("preflight"):
-        pre = [Observation.from_json(o) for o in record["preflight"]]
-        restore = getattr(predicate, "restore", None)  # optional: re-arm from the saved endpoints
-        if callable(restore):
-            restore(pre[0], pre[1])
-        else:  # a predicate that cannot restore its endpoints measures them again
+    with progress.task(f"bisect {n} candidates") as step:  # a round compiles (or builds) its candidates: minutes
+        if record.get("preflight"):
+            pre = [Observation.from_json(o) for o in record["preflight"]]
+            restore = getattr(predicate, "restore", None)  # optional: re-arm from the saved endpoints
+            if callable(restore):
+                restore(pre[0], pre[1])
+            else:  # a predicate that cannot restore its endpoints measures them again
+                pre = predicate.preflight(cands[0], cands[-1])
+                record["preflight"] = [o.to_json() for o in pre]
+                persist()
+        else:
+            step.say(f"preflight: {cands[0].label} and {cands[-1].label}")
             pre = predicate.preflight(cands[0], cands[-1])
             record["preflight"] = [o.to_json() for o in pre]
             persist()
-    else:
-        pre = predicate.preflight(cands[0], cands[-1])
-        record["preflight"] = [o.to_json() for o in pre]
-        persist()
-    if on_round is not None:
-        on_round(0, pre)
-
-    known: dict[int, Observation] = {0: pre[0], n - 1: pre[1]}
-    observations = list(pre)
-    rounds = 0
-    for saved in record.get("rounds", []):
-        batch = [Observation.from_json(o) for o in saved]
-        rounds += 1
-        for o in batch:
-            known[o.candidate.index] = o
-        observations += batch
-    while rounds < max_rounds:
-        lo, hi = bounds(known, n)
-        untested = [i for i in range(lo + 1, hi) if i not in known]
-        if not untested:
-            break
-        picks = choose_points(lo, hi, untested, k)
-        batch = predicate.test([cands[i] for i in picks])
-        if len(batch) != len(picks):
-            raise RuntimeError(f"predicate {predicate.name} returned {len(batch)} observations for {len(picks)} candidates")
-        rounds += 1
-        for o in batch:
-            known[o.candidate.index] = o
-        observations += batch
-        record.setdefault("rounds", []).append([o.to_json() for o in batch])
-        persist()
         if on_round is not None:
-            on_round(rounds, batch)
+            on_round(0, pre)
+
+        known: dict[int, Observation] = {0: pre[0], n - 1: pre[1]}
+        observations = list(pre)
+        rounds = 0
+        for saved in record.get("rounds", []):
+            batch = [Observation.from_json(o) for o in saved]
+            rounds += 1
+            for o in batch:
+                known[o.candidate.index] = o
+            observations += batch
+        while rounds < max_rounds:
+            lo, hi = bounds(known, n)
+            untested = [i for i in range(lo + 1, hi) if i not in known]
+            if not untested:
+                break
+            picks = choose_points(lo, hi, untested, k)
+            step.say(f"round {rounds + 1}: {', '.join(cands[i].label for i in picks)} ({len(untested)} untested left)")
+            batch = predicate.test([cands[i] for i in picks])
+            if len(batch) != len(picks):
+                raise RuntimeError(f"predicate {predicate.name} returned {len(batch)} observations for {len(picks)} candidates")
+            rounds += 1
+            for o in batch:
+                known[o.candidate.index] = o
+            observations += batch
+            record.setdefault("rounds", []).append([o.to_json() for o in batch])
+            persist()
+            if on_round is not None:
+                on_round(rounds, batch)
     lo, hi = bounds(known, n)
     status: Status = "culprit" if hi == lo + 1 else "ambiguous"
     non_mono = sorted(i for i, o in known.items() if o.outcome == "good" and i > hi)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -66,9 +66,20 @@ def print_internal_error(exc: BaseException, console: Console | None = None) -> 
     out.print(f"[bold red]{escape(internal_error_line(exc))}[/]", soft_wrap=True, highlight=False)
 
 
+def show_progress(console: Console) -> bool:
+    """Progress bars only where a person watches: a terminal (``KTRIAGE_PROGRESS=1`` forces them on, 0 off)."""
+    forced = os.environ.get("KTRIAGE_PROGRESS")
+    if forced in ("0", "1"):
+        return forced == "1"
+    return console.is_terminal
+
+
 def make_progress(console: Console, *, transient: bool = True) -> Progress:
     """The progress display of every long-running verb: spinner, description, bar, done/total and
-    elapsed time. ``transient``: the bars vanish when done, leaving only the verb's results."""
+    elapsed time. ``transient``: the bars vanish when done, leaving only the verb's results. Quiet
+    when the console is not a terminal (a CI log, a pipe). While it is entered it is also the display
+    of the library's own steps (``ktriage.progress.task``: a bundle's compiles, fixes tried, bisect
+    rounds), so every verb shows them the same way."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -78,8 +89,21 @@ def make_progress(console: Console, *, transient: bool = True) -> Progress:
         TimeElapsedColumn,
     )
 
-    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=console, transient=transient)
+    from ktriage import progress
+
+    class _Shown(Progress):
+        def __enter__(self) -> _Shown:
+            super().__enter__()
+            self._showing = progress.showing(self)
+            self._showing.__enter__()
+            return self
+
+        def __exit__(self, *exc: Any) -> None:
+            self._showing.__exit__(*exc)
+            super().__exit__(*exc)
+
+    return _Shown(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=transient, disable=not show_progress(console))
 
 
 class _WarningLines(logging.Handler):

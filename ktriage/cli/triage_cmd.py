@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import make_console
+from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Arch, Db, Format, ModeOpt, check_format, format_option, output_option, write_outputs
 
 FORMATS = ("table", "markdown", "json")
@@ -65,8 +65,9 @@ def triage(
 
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
     labels = [Path(ref).name if Path(ref).exists() else label for ref, (_, _, label) in zip((old, new), sides, strict=True)]
-    report = run_triage((sides[0][0], sides[0][1], labels[0]), (sides[1][0], sides[1][1], labels[1]), options,
-                        say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
+        report = run_triage((sides[0][0], sides[0][1], labels[0]), (sides[1][0], sides[1][1], labels[1]), options,
+                            say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     gpu = report.measured or {}
     if gpu.get("commands") and not gpu.get("results"):
         console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")

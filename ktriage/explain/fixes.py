@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ktriage.analyze.occupancy import registers_for_ctas
+from ktriage import progress
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError, SpecError
 from ktriage.explain.engine import (
@@ -229,16 +230,20 @@ class FixFinder:
         """Fixes for the worst kernel of each finding that is a regression (deduplicated)."""
         fixes: list[Fix] = []
         done: set[tuple[str, str, str]] = set()
-        for finding in findings:
-            item, ref, new = self._worst(result, finding)
-            if item is None or ref is None or new is None:
-                continue
-            for kind in self._kinds(finding):
-                key = (item.spec.name, new.toolchain.id, kind)
-                if key in done:
+        with progress.task("fixes: findings tried", total=len(findings)) as step:  # each fix compiles: minutes
+            for finding in findings:
+                item, ref, new = self._worst(result, finding)
+                if item is None or ref is None or new is None:
+                    step.advance()
                     continue
-                done.add(key)
-                fixes.extend(self._dispatch(kind, item.spec, ref, new))
+                for kind in self._kinds(finding):
+                    key = (item.spec.name, new.toolchain.id, kind)
+                    if key in done:
+                        continue
+                    done.add(key)
+                    step.say(f"{kind} for {item.spec.name} ({len(fixes)} found)")
+                    fixes.extend(self._dispatch(kind, item.spec, ref, new))
+                step.advance()
         return fixes
 
     def _worst(self, result: ExplainResult, finding: Finding) -> tuple[SpecExplain | None, KernelResult | None, KernelResult | None]:

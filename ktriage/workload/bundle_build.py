@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktriage import progress
 from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.bundle import FORMAT, artifact_entry, write_manifest
@@ -72,7 +73,9 @@ def build_bundle(
 
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
-    outcomes = compiler.compile_many(list(specs.values()), list(toolchains))  # in (spec, toolchain) order
+    with progress.task(f"compiling {len(specs)} kernel(s) x {len(toolchains)} toolchain(s)",
+                       total=len(specs) * len(toolchains)) as step:
+        outcomes = compiler.compile_many(list(specs.values()), list(toolchains), on_done=step.callback)  # (spec, toolchain) order
     pairs = [(key, tc) for key in specs for tc in toolchains]
     artifacts: dict[str, dict[str, Any]] = {}
     for (key, tc), outcome in zip(pairs, outcomes, strict=True):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.bundle import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
@@ -142,7 +143,9 @@ def build_recorded_bundle(workload: Workload, toolchains: Sequence[Toolchain], o
     entries = [e for e, _ in pairs]
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
-    outcomes = compiler.compile_many(list(specs.values()), list(toolchains))  # (spec, toolchain) order
+    with progress.task(f"compiling {len(specs)} recorded kernel input(s) x {len(toolchains)} toolchain(s)",
+                       total=len(specs) * len(toolchains)) as step:
+        outcomes = compiler.compile_many(list(specs.values()), list(toolchains), on_done=step.callback)  # (spec, toolchain) order
     artifacts: dict[str, dict[str, Any]] = {}
     for (key, tc), outcome in zip([(k, t) for k in specs for t in toolchains], outcomes, strict=True):
         if isinstance(outcome, Artifact):
