@@ -179,3 +179,33 @@ def test_explain_json_names_each_toolchains_specialization(toolchain, run_cli) -
     for spec in decided:
         assert spec["constexprs"]["EVEN_N"] is True and spec["signature"]["N"] == "i32"  # heuristic; N: tl.int32
         assert set(spec["equal_to_1"]) == set(spec["constexprs"]) - {"BLOCK_N", "EVEN_N"}
+
+
+@pytest.mark.slow
+def test_sglang_fused_moe_by_values_is_the_jit_kernel_and_does_not_spill(toolchain, tmp_path: Path) -> None:
+    """Issue 23's motivating case: sglang's fused_moe_kernel (the real 0.5.23 wheel) at sglang's own
+    H200 config. By values it is the JIT's kernel (the harness) and does not spill; the same launch
+    written by types (its three strides of 1 typed i32, the docs' old form) runs out of registers."""
+    from ktriage.spec.model import is_int_type, is_pointer_type
+
+    (spec,) = load_spec_file(REPO / "examples" / "specs" / "sglang_fused_moe.toml")
+    tc = toolchain("triton==3.4.0")
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        row = check_spec(spec, tc, compiler, tmp_path / "jit")
+        by_values = compiler.compile(spec, tc)
+        assert isinstance(by_values, Artifact)
+        decided = by_values.spec
+        signature = {n: "i32" if n in decided.equal_to_1 else t for n, t in decided.signature.items()}
+        typed = decided.replace(signature=signature, equal_to_1=(), meta={},
+                                constexprs={k: v for k, v in decided.constexprs.items() if k not in decided.equal_to_1},
+                                divisible_by_16=tuple(n for n, t in signature.items() if is_pointer_type(t) or is_int_type(t)))
+        by_types = compiler.compile(typed, tc)
+    assert row.status == "identical", row.detail
+    assert set(decided.equal_to_1) == {"stride_ak", "stride_bk", "stride_cn"}
+    assert isinstance(by_types, Artifact)
+    from ktriage.analyze.ptxas_log import parse_ptxas_log
+
+    values = parse_ptxas_log(by_values.cubin.ptxas_log).function(by_values.kernel_name)
+    types = parse_ptxas_log(by_types.cubin.ptxas_log).function(by_types.kernel_name)
+    assert values.spill_store_bytes == 0 and (types.spill_store_bytes or 0) > 0
+    assert (values.registers or 0) < (types.registers or 0) == 255
