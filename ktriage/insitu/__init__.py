@@ -9,5 +9,7 @@ nothing else of ktriage can shadow a kernel library's module. The host imports t
 - ``fakedriver``: Triton's active driver without a GPU (target, device, stream; no-op load/launch);
 - ``ptxas_capture``: the ptxas command lines and logs of Triton's own ``make_cubin``;
 - ``jitrun``: drive Triton's real launch path (decorators, binder, compile) for described launches,
-  record what the JIT compiled (the JIT-equivalence harness, and recording without a GPU).
+  record what the JIT compiled (the JIT-equivalence harness, and recording without a GPU);
+- ``launch_spec``: what this Triton's JIT compiles for a launch given by values (spec files by
+  values: the worker's ``resolve`` request), stopped before the compile.
 """
