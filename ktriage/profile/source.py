@@ -268,11 +268,12 @@ def line_sentence(kernel: str, toolchain: str, reference: str, stall_rows: Seque
     return text + "."
 
 
-def compile_line_rows(ref: CubinLines | None, new: CubinLines | None, top: int = TOP_LINES) -> list[dict[str, Any]]:
-    """The compile-side line diff of the two profiled cubins (``analyze.lines.diff_lines``), top lines."""
+def compile_line_rows(ref: CubinLines | None, new: CubinLines | None) -> list[dict[str, Any]]:
+    """The compile-side line diff of the two profiled cubins (``analyze.lines.diff_lines``): every
+    moved line, highest predicted impact first."""
     if ref is None or new is None:
         return []
-    return [d.to_json() for d in diff_lines(ref.stats, new.stats)[:top]]
+    return [d.to_json() for d in diff_lines(ref.stats, new.stats)]
 
 
 def toolchain_lines(source_csv: str | None, kernel_names: Sequence[str], cubin_of: Any,
