@@ -68,8 +68,9 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, dict[str, An
 
 
 def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
-    """(the parameters ``@triton.heuristics`` computes, whether ``@triton.autotune`` decorates) for
-    ``function``, read with ``ast``: these may be left out of ``[kernel.args]``."""
+    """(the parameters ``@triton.heuristics`` computes, "*" when its rules are a variable; whether
+    ``@triton.autotune`` decorates) for ``function``, read with ``ast``: these may be left out of
+    ``[kernel.args]`` (with "*" or autotune: any constexpr parameter)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None)
     heuristics: set[str] = set()
@@ -81,6 +82,8 @@ def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
             heuristics |= {k.value for k in deco.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         elif called.endswith("autotune"):
             autotuned = True
+        elif called == "heuristics":
+            heuristics.add("*")  # rules from a variable: which constexprs they set is known at run time only
     return heuristics, autotuned
 
 
@@ -116,7 +119,7 @@ def by_value_spec(
         elif p.has_default and not isinstance(p.default, Unresolved):
             pairs.append((p.name, Constexpr(p.default) if p.is_constexpr else p.default))
             continue  # the JIT's binder takes the default too: the launch does not pass it
-        elif p.name in heuristics or (autotuned and p.is_constexpr) or p.has_default:
+        elif p.name in heuristics or ((autotuned or "*" in heuristics) and p.is_constexpr) or p.has_default:
             # computed by the decorators, or a default ast cannot evaluate: the JIT decides at compile
             decided.append(p.name)
             pairs.append((p.name, Constexpr(None)))
