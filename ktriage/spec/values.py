@@ -128,6 +128,12 @@ def by_value_spec(
             raise SpecError(f"[kernel.args] has no value for {p.name!r}",
                             f"add {p.name} = <value> (a number, \"tl.float32\", {{ none = true }}, or a tensor "
                             f"{{ dtype = \"fp16\", shape = [...] }})")
+        if isinstance(value, Constexpr):
+            value = value.value
+        if isinstance(value, Ptr):
+            pairs.append((p.name, value))
+            encoded.append([p.name, encode_value(value)])
+            continue
         if isinstance(value, Mapping):
             if "dtype" not in value:
                 raise SpecError(f"argument {p.name} = {dict(value)!r} is not a tensor",
@@ -159,6 +165,31 @@ def by_value_spec(
     return KernelSpec(name=name, source=source, package=package, signature=sp.signature, constexprs=sp.constexprs,
                       divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1, target=target,
                       grid=tuple(grid) if grid is not None else None, meta=all_meta, launch=launch, **opts)
+
+
+def spec_by_values(
+    source: str,
+    args: Mapping[str, Any],
+    *,
+    package: str | None = None,
+    target: str = "sm_90",
+    grid: Sequence[int] | None = None,
+    options: Mapping[str, int] | None = None,
+    autotune_config: int | None = None,
+    name: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> KernelSpec:
+    """The Python form of a ``[kernel.args]`` spec: ``args`` by name, tensors as ``Ptr(dtype,
+    aligned)`` or ``{"dtype": ..., "shape": ..., "strides": ..., "align": ...}``; compiled as each
+    toolchain's JIT specializes the launch (module docstring)."""
+    from ktriage.spec.source import read_params, resolve_source_file, split_source
+
+    function = split_source(source)[1]
+    path = resolve_source_file(source, package)
+    spec = by_value_spec(name=name or function, source=source, package=package, params=read_params(path, function),
+                         source_file=path, args=args, options=dict(options or {}), target=target, grid=grid,
+                         autotune_config=autotune_config, meta=dict(meta or {}))
+    return spec.validate(check_source=True)
 
 
 def resolve_request(spec: KernelSpec) -> dict[str, Any]:

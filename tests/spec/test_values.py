@@ -86,3 +86,18 @@ def test_neither_args_nor_signature_is_an_error() -> None:
     with pytest.raises(SpecError) as err:
         loads_spec(f'[kernel]\nsource = "{KERNEL}:scaled_rows_kernel"\n', base_dir=KERNEL.parent)
     assert "neither [kernel.args] nor [kernel.signature]" in err.value.problem and "[kernel.args]" in err.value.fix
+
+
+def test_python_form_gives_the_same_spec_as_the_file() -> None:
+    from ktriage.spec.specialize import Ptr
+    from ktriage.spec.values import spec_by_values
+
+    (from_file,) = load_spec_file(EXAMPLE)
+    tensor = {"dtype": "bf16", "shape": [4096, 4096], "strides": [4096, 1]}
+    args = {"x_ptr": tensor, "y_ptr": tensor, "M": 4096, "N": 4096, "stride_xm": 4096, "stride_xn": 1,
+            "stride_ym": 4096, "stride_yn": 1, "scale": 0.5, "seed": 7, "BLOCK_N": 1024}
+    spec = spec_by_values(f"{KERNEL}:scaled_rows_kernel", args, grid=[4096], options={"num_warps": 4},
+                          name="scaled_rows[M=N=4096,bf16]")
+    assert spec.key() == from_file.key() and spec.launch == from_file.launch
+    bare = spec_by_values(f"{KERNEL}:scaled_rows_kernel", {**args, "x_ptr": Ptr("bf16"), "y_ptr": Ptr("bf16", aligned=False)})
+    assert dict(bare.launch["args"])["y_ptr"] == {"tensor": "bf16", "aligned": False}  # type: ignore[index]
