@@ -44,6 +44,12 @@ def history(
     from ktriage.store import open_store
     from ktriage.store.history import HistoryQuery
 
+    from ktriage.errors import KtriageError
+
+    if not 0 < max_pvalue <= 1:  # also refuses nan
+        raise KtriageError(f"--max-pvalue {max_pvalue} is not a significance level", "give a p-value in (0, 1], e.g. 0.001")
+    if not 0 <= min_step < float("inf"):
+        raise KtriageError(f"--min-step {min_step} is not a step in percent", "give a finite percent >= 0, e.g. 5")
     query = HistoryQuery(op=op, backend=backend, inputs=tuple(input or ()), mode=mode.value if mode else None, toolchain=toolchain, gpu=gpu)
     detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
     with open_store(db) as store:

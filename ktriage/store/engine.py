@@ -26,6 +26,10 @@ from ktriage.home import home_subdir
 from ktriage.store import jsoncodec
 
 BUSY_TIMEOUT_MS = 60_000
+# A server that accepts and never answers (a firewall, a wrong port) must not hold a verb for minutes:
+# libpq's connect_timeout bounds the whole connection, handshake included. A URL's own
+# ?connect_timeout=N wins. (The queries themselves are not bounded: history reads a large store.)
+CONNECT_TIMEOUT_S = 10
 WRITE_OPTION = "ktriage_write"  # execution option that asks for BEGIN IMMEDIATE on SQLite
 _JSON_CODEC: dict[str, Any] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
 
@@ -37,6 +41,9 @@ def default_url() -> str:
 
 def make_store_engine(url: str | None) -> Engine:
     """An engine for ``url`` (None: the default SQLite file), with the SQLite settings described above."""
+    if url is not None and not url.strip():
+        raise StoreError("the database URL is empty (--db \"\" or KTRIAGE_DB=\"\")",
+                         "give a URL, e.g. sqlite:////path/ktriage.db, or leave --db and KTRIAGE_DB out for the default store")
     text = url or default_url()
     try:
         parsed = make_url(text)
@@ -47,8 +54,11 @@ def make_store_engine(url: str | None) -> Engine:
         ) from exc
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
+    connect_args: dict[str, Any] = {}
+    if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
+        connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     try:
-        return create_engine(parsed, pool_pre_ping=True, **_JSON_CODEC)
+        return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **_JSON_CODEC)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         raise StoreError(
             f"no database driver for {parsed.drivername!r}: {exc}",
@@ -68,10 +78,11 @@ def _sqlite_engine(url: Any) -> Engine:
     path = Path(database).expanduser()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        exists = path.exists()
     except OSError as exc:
-        raise StoreError(f"cannot create the folder of the store {path}: {exc.strerror or exc}",
-                         "give --db a sqlite:/// path in a writable folder") from exc
-    if path.exists() and not path.is_file():
+        raise StoreError(f"cannot create the folder of the store {str(path)[:200]}: {exc.strerror or exc}",
+                         "give --db a sqlite:/// path in a writable folder (names up to 255 bytes)") from exc
+    if exists and not path.is_file():
         raise StoreError(f"the store path {path} is not a file", "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db")
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **_JSON_CODEC)
 

@@ -10,6 +10,8 @@ the series: a nightly's Triton changes from run to run, and that change is what 
 
 from __future__ import annotations
 
+import msgspec
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +97,38 @@ def _toolchain_record(toolchains: list[dict[str, Any]], tc_id: str) -> dict[str,
     return {"id": tc_id} if tc_id else {}
 
 
+def _checked_row(row: Any) -> None:
+    """A history row read through its schema: a value of another type (an edited store) is a
+    StoreError naming the run and the column, not a ValueError from ``float('abc')``."""
+    from ktriage.errors import StoreError
+    from ktriage.schema.core import field_path
+    from ktriage.store.store import DAMAGED_FIX
+
+    try:
+        msgspec.convert({str(k): v for k, v in row.items()}, _HistoryRow, strict=True)
+    except msgspec.ValidationError as exc:
+        path, msg = field_path(str(exc))
+        raise StoreError(f"the store holds a damaged cell of run {str(row['run_id'])[:64]}: {path}: {msg}", DAMAGED_FIX) from None
+
+
+class _HistoryRow(msgspec.Struct):
+    run_id: str
+    created: str
+    started: float
+    run_status: str
+    gpu: dict[str, Any] | None
+    toolchains: list[dict[str, Any]] | None
+    mode: str
+    input_id: int
+    input_label: str
+    toolchain: str | None
+    status: str
+    median_ms: float | None
+    p20_ms: float | None
+    p80_ms: float | None
+    n_samples: int
+
+
 def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[HistoryPoint]]:
     """Every stored measurement of the cells ``query`` selects, per series, oldest run first.
 
@@ -116,6 +150,7 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
     out: dict[SeriesKey, list[HistoryPoint]] = {}
     with store.engine.connect() as conn:
         for row in conn.execute(stmt).mappings():
+            _checked_row(row)
             if not _input_matches(query.inputs, row["input_id"], row["input_label"]):
                 continue
             if not _toolchain_matches(query.toolchain, row["toolchain"]):

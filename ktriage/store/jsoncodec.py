@@ -41,5 +41,15 @@ def dumps(value: Any) -> str:
 
 
 def loads(text: str | bytes) -> Any:
-    """Inverse of ``dumps``."""
-    return _decode(json.loads(text))
+    """Inverse of ``dumps``. A value that is not JSON (an edited or damaged store) is a StoreError
+    naming what it starts with, never a JSONDecodeError from inside SQLAlchemy's row processing."""
+    from ktriage.errors import StoreError
+
+    try:
+        return _decode(json.loads(text))
+    except RecursionError:
+        problem = "a JSON column nests lists/objects too deep"
+    except ValueError as exc:
+        problem = f"a JSON column holds {str(text)[:40]!r}, which is not JSON ({exc})"
+    raise StoreError(f"the store is damaged: {problem}",
+                     "the store was edited or damaged: delete the run and re-import its export, or use another --db")

@@ -117,6 +117,11 @@ def ensure_schema(engine: Engine, url_text: str) -> None:
         if version is None:
             conn.execute(insert(schema_table).values(id=1, version=SCHEMA_VERSION, created=time.time()))
             version = SCHEMA_VERSION
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoreError(
+            f"the store {url_text} has schema version {str(version)[:40]!r}, which no ktriage writes",
+            "the store was edited or damaged: point --db at a ktriage store, or restore this one from a backup",
+        )
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"the store {url_text} has schema version {version}, newer than this ktriage understands ({SCHEMA_VERSION})",

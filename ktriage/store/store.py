@@ -71,10 +71,7 @@ def open_store(url: str | None = None) -> Store:
         ensure_schema(engine, display_url(engine))
     except OperationalError as exc:
         engine.dispose()
-        raise StoreError(
-            f"cannot open the store {display_url(engine)}: {exc.orig}",
-            "check the --db URL (host, port, user, password, database) and that the server is running",
-        ) from exc
+        raise open_error(engine, exc) from exc
     except DatabaseError as exc:  # e.g. SQLite's "file is not a database": some other file at that path
         engine.dispose()
         raise StoreError(
@@ -85,6 +82,33 @@ def open_store(url: str | None = None) -> Store:
         engine.dispose()  # a refused store (e.g. a newer schema) leaves no connection open behind
         raise
     return Store(engine)
+
+def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> StoreError:
+    """The StoreError of a store that cannot be opened, with the fix of its kind: a SQLite file is a
+    path and its folder (there is no server), a database server a URL, a server and a timeout."""
+    from ktriage.store.engine import CONNECT_TIMEOUT_S
+
+    url = display_url(engine)
+    text = " ".join(str(exc.orig).split())
+    doing = "write to" if writing else "open"
+    if engine.dialect.name == "sqlite":
+        if "readonly" in text or "read-only" in text:
+            fix = "the SQLite file or its folder is read-only here: give --db a writable path (or copy the store)"
+        elif "locked" in text:
+            fix = "another process holds the store's write lock: wait for it, or use another --db"
+        elif "disk" in text or "full" in text:
+            fix = "free some space on the store's disk (nothing of this write was kept), or use another --db"
+        else:
+            fix = "check the --db path: a SQLite file (created if missing) in a folder that exists and can be written"
+        return StoreError(f"cannot {doing} the store {url}: {text}", fix)
+    if "timeout" in text.lower() or "timed out" in text.lower():
+        return StoreError(f"the database server of {url} did not answer within its connect timeout "
+                          f"({CONNECT_TIMEOUT_S} s unless the URL sets connect_timeout): {text}",
+                          "check the host and port (a firewall or another service may hold the port) and that the "
+                          "server is running; a slow link may add ?connect_timeout=SECONDS to the URL")
+    return StoreError(f"cannot {doing} the store {url}: {text}",
+                      "check the --db URL (host, port, user, password, database) and that the server is running")
+
 
 def _started_epoch(created: str) -> float:
     try:
@@ -102,22 +126,51 @@ def _key_where(run_id: str, key: CellKey) -> list[Any]:
         c.backend == key.backend, c.toolchain == (key.toolchain or ""),
     ]  # fmt: skip
 
+DAMAGED_FIX = ("the store was edited or damaged: re-import the run from its export (`ktriage runs import R.json`) "
+               "after deleting it, or point --db at another store")
+
+
+def _checked(value: dict[str, Any], schema: Any, what: str) -> None:
+    """A row read back through the results file's schema (one schema for a run and a cell, in a file
+    or in the store): a value of the wrong shape is a StoreError naming the run, the cell and the field."""
+    import msgspec
+
+    from ktriage.schema.core import field_path
+
+    try:
+        msgspec.convert(value, schema, strict=True)
+    except msgspec.ValidationError as exc:
+        path, msg = field_path(str(exc))
+        raise StoreError(f"the store holds a damaged {what}: {path or 'top level'}: {msg}", DAMAGED_FIX) from None
+
+
 def _run_from_row(row: RowMapping) -> RunInfo:
-    return RunInfo(
-        run_id=row["run_id"], created=row["created"], command=row["command"], host=row["host"],
-        gpu=row["gpu"], toolchains=row["toolchains"], packages=row["packages"],
-        workload_git_sha=row["workload_git_sha"], settings=row["settings"], status=row["status"],
-    )  # fmt: skip
+    from ktriage.schema.results import RunSchema
+
+    data = {k: row[k] for k in ("run_id", "created", "command", "host", "gpu", "toolchains", "packages",
+                                "workload_git_sha", "settings", "status")}
+    if not isinstance(data["run_id"], str) or not data["run_id"]:
+        raise StoreError(f"the store holds a run whose id is {str(data['run_id'])[:40]!r}", DAMAGED_FIX)
+    # the id's pattern is that of a results file; the store keeps whatever id a run was started with
+    _checked({**data, "run_id": "x"}, RunSchema, f"run {data['run_id'][:64]}")
+    if data["status"] not in RUN_STATUSES:
+        raise StoreError(f"the store holds a damaged run {data['run_id']}: status {str(data['status'])[:40]!r} is not one of "
+                         f"{', '.join(RUN_STATUSES)}", DAMAGED_FIX)
+    return RunInfo(**data)
+
 
 def _cell_from_row(row: RowMapping) -> Cell:
-    key = CellKey(
-        op=row["op"], mode=row["mode"], input_id=row["input_id"], input_label=row["input_label"],
-        backend=row["backend"], toolchain=row["toolchain"] or None,
-    )  # fmt: skip
-    return Cell(
-        key=key, status=row["status"], samples_ms=list(row["samples_ms"]), error=row["error"],
-        accuracy=row["accuracy"], bytes_moved=row["bytes_moved"], flops=row["flops"], extra=row["extra"],
-    )  # fmt: skip
+    from ktriage.schema.results import CellSchema
+
+    key = {"op": row["op"], "mode": row["mode"], "input_id": row["input_id"], "input_label": row["input_label"],
+           "backend": row["backend"], "toolchain": row["toolchain"] or None}
+    data = {"key": key, "status": row["status"], "samples_ms": row["samples_ms"], "error": row["error"],
+            "accuracy": row["accuracy"], "bytes_moved": row["bytes_moved"], "flops": row["flops"], "extra": row["extra"]}
+    _checked(data, CellSchema, f"cell ({row['run_id']}, {str(row['op'])[:40]}, input {str(row['input_id'])[:20]}, "
+                               f"{str(row['backend'])[:60]})")
+    return Cell(key=CellKey(**key), status=data["status"], samples_ms=list(data["samples_ms"]), error=data["error"],
+                accuracy=data["accuracy"], bytes_moved=data["bytes_moved"], flops=data["flops"], extra=data["extra"])
+
 
 class Recording:
     """What ``Store.recording`` yields: add cells to the run; set ``gpu_after`` before leaving."""
@@ -152,9 +205,14 @@ class Store:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        """One committed write transaction (BEGIN IMMEDIATE on SQLite: queues behind other writers)."""
-        with self.engine.connect().execution_options(**{WRITE_OPTION: True}) as conn, conn.begin():
-            yield conn
+        """One committed write transaction (BEGIN IMMEDIATE on SQLite: queues behind other writers).
+        A write the database refuses (a read-only file, a full disk, a lost server) is a StoreError
+        with the fix of the store's kind."""
+        try:
+            with self.engine.connect().execution_options(**{WRITE_OPTION: True}) as conn, conn.begin():
+                yield conn
+        except OperationalError as exc:
+            raise open_error(self.engine, exc, writing=True) from exc
 
     # --- writing -------------------------------------------------------------------------------
 
