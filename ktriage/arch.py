@@ -79,7 +79,7 @@ SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
 
 @dataclass(frozen=True)
 class Throughput:
-    """Speeds of a CC's usual datacenter part, for ranking configs of one kernel (ktriage/tune/model.py).
+    """Speeds of a CC's usual datacenter part, for ranking configs of one kernel (ktriage/predict/configs.py).
 
     Crude public figures, not measurements of the user's part: only the order of configs of one
     kernel is derived from them, never a time that is reported as a prediction.

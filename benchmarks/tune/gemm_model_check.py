@@ -3,7 +3,7 @@ within 10% of the best of the Triton matmul tutorial's own configs?
 
 The kernel is the catalog's ``tutorial.matmul`` (ktriage/catalog/kernels/matmul.py); every config is
 timed with ``triton.testing.do_bench`` on real torch tensors, checked against ``torch.matmul``.
-The recommended config comes from the one cost model (ktriage.tune.model) that ``ktriage tune`` and
+The recommended config comes from the one cost model (ktriage.predict.configs) that ``ktriage tune`` and
 the autotune hook share:
 
 - default, ``--from-tune FILE`` (default ``results/gemm_model/tune_4096.json`` beside this script):

@@ -259,11 +259,11 @@ class _Scalar:
         return a if cond else b
 
 
-def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> Any:
+def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     """The model of the module docstring over columns ``c`` (floats, or numpy arrays with ``xp=numpy``):
     ``rest_<cat>``, ``loop_<cat>``, ``width_<cat>``, ``stack``, ``shared``, ``ctas``, ``num_warps``,
-    ``grid``, ``sms``, ``bw``. Cycles of the launch on its busiest SM (``ctas`` > 0: the caller
-    answers inf where no CTA fits)."""
+    ``grid``, ``sms``, ``bw``. Cycles of the launch on its busiest SM (``total``; ``ctas`` > 0: the
+    caller answers inf where no CTA fits) and its parts."""
     ctas = xp.maximum(c["ctas"], 1.0)
     per_sm = xp.ceil(c["grid"] / c["sms"])  # CTAs the busiest SM runs over the launch
     waves = xp.ceil(per_sm / ctas)
@@ -288,7 +288,9 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> Any:
     issue_sm = all_warps / 4.0 * issue
     latency_sm = waves * latency  # each wave of resident CTAs waits its critical path once
     q = params.softmax_p
-    return (issue_sm ** q + latency_sm ** q + bandwidth ** q) ** (1.0 / q)
+    total = (issue_sm ** q + latency_sm ** q + bandwidth ** q) ** (1.0 / q)
+    return {"total": total, "issue": issue_sm, "latency": latency_sm, "bandwidth": bandwidth, "waves": waves,
+            "resident_ctas": resident, "spill_out_of_l1": out}
 
 
 def _columns(p: Profile) -> dict[str, float]:
@@ -332,7 +334,7 @@ def estimate_many(b: Batch, params: Params) -> Any:
     import numpy as np
 
     with np.errstate(over="ignore"):
-        cycles = _cycles(b.columns, params, np)
+        cycles = _cycles(b.columns, params, np)["total"]
     return np.where(b.fits, cycles, np.inf)
 
 
@@ -340,7 +342,16 @@ def estimate(p: Profile, params: Params) -> float:
     """Cycles of one kernel at its launch (pure Python: no numpy in explain's path)."""
     if p.ctas_per_sm <= 0:
         return math.inf
-    return float(_cycles(_columns(p), params, _Scalar))
+    return float(_cycles(_columns(p), params, _Scalar)["total"])
+
+
+def breakdown(p: Profile, params: Params) -> dict[str, float]:
+    """``estimate`` with its parts (issue, latency, bandwidth cycles; waves; resident CTAs per SM;
+    the share of spill traffic that leaves L1): what tune's screening prints."""
+    if p.ctas_per_sm <= 0:
+        return {"total": math.inf, "issue": math.inf, "latency": math.inf, "bandwidth": math.inf, "waves": 0.0,
+                "resident_ctas": 0.0, "spill_out_of_l1": 0.0}
+    return {k: float(v) for k, v in _cycles(_columns(p), params, _Scalar).items()}
 
 
 # --------------------------------------------------------------------------------------- predict

@@ -42,7 +42,7 @@ from ktriage.analyze.ptxas_log import parse_ptxas_log
 from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
 from ktriage.insitu import ptxas_capture
-from ktriage.tune.model import (
+from ktriage.predict.configs import (
     DEFAULT_SATURATION_BYTES,
     DEFAULT_SATURATION_WARPS,
     SPILL_COST_BYTES,
@@ -54,7 +54,7 @@ from ktriage.tune.model import (
     warps_estimate,
 )
 
-# The estimates live in ktriage.tune.model, the one model of `ktriage tune` and this hook; these
+# The estimates live in ktriage.predict.configs, the one model of `ktriage tune` and this hook; these
 # names stay importable from here (the documented API).
 estimate = warps_estimate
 __all__ = ["DEFAULT_SATURATION_BYTES", "DEFAULT_SATURATION_WARPS", "SPILL_COST_BYTES",

@@ -1,5 +1,5 @@
 """Compile-only screening: every candidate config compiled on CPUs, spilling ones dropped, the rest
-ranked by occupancy and the roofline-style estimate (ktriage/tune/model.py), the best few kept.
+ranked by occupancy and the roofline-style estimate (ktriage/predict/configs.py), the best few kept.
 
 Why screen before timing: a GPU second is scarce and a CPU compile is cheap and parallel; most
 configs can be ruled out from their resources alone (a config that spills moves bytes through
@@ -24,7 +24,7 @@ from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
-from ktriage.tune.model import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
+from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.tune.space import ConfigSpace, TuneConfig
 
 
@@ -183,7 +183,7 @@ def _compile_and_analyze(cands: list[ScreenedConfig], toolchain: Toolchain, comp
 
 def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roofline: Estimate,
                            sm_count: int | None) -> Estimate:
-    """A tensor-core kernel's estimate from the tile model (ktriage.tune.model.tile_estimate, the one
+    """A tensor-core kernel's estimate from the tile model (ktriage.predict.configs.tile_estimate, the one
     the autotune hook uses), in us at the SM clock; the roofline estimate when the config names no
     BLOCK_M/N/K. The grid is the spec's, which the config space derived from the block sizes."""
     arch = parse_arch(spec.target)

@@ -1,5 +1,6 @@
-"""THE cost model of ktriage's tuning: one module for ``ktriage tune`` (screen.py) and the
-``triton.autotune`` prune hook (autotune.py), so both entry points rank a config set the same way.
+"""The config-ranking part of ktriage's one cost model (``predict.model``): ``ktriage tune``
+(tune/screen.py), the ``triton.autotune`` prune hook (tune/autotune.py) and ``explain --fixes`` rank
+a config set with it, so every entry point ranks the same way.
 
 Every estimate is a ranking score for configs of ONE kernel at ONE problem size, from compile-side
 facts only (screening runs on CPU machines; its job is to cut the candidates a GPU must time).
@@ -14,11 +15,13 @@ start config's grid) runs in ``ceil(tiles / (CTAs/SM * SMs))`` waves. Cycles of 
 :func:`tile_estimate` is the one entry point both callers use (tune converts cycles to us at the SM
 clock).
 
-**Everything else** (reductions, pointwise): tune ranks with the roofline estimate :func:`estimate`
-(it has the SASS: bytes per thread, instruction counts); the hook, which has only the ptxas log,
-ranks with :func:`stream_estimate` (latency hiding from bytes or warps in flight per SM, idle SMs).
+**Everything else** (reductions, pointwise): tune ranks with :func:`estimate`, the time of
+``predict.model`` (it has the SASS: the main loop, spills against L1, atomics, occupancy and waves,
+with the fitted parameters explain uses); the hook, which has only the ptxas log, ranks with
+:func:`stream_estimate` (latency hiding from bytes or warps in flight per SM, idle SMs).
 
-The roofline estimate (:func:`estimate`) keeps only effects that differ between configs:
+The roofline terms :func:`estimate` still reports as words (the model's own parts are issue,
+latency per wave and bandwidth, ``predict/model.py``):
 
 - **waves** = ceil(grid / (ctas_per_sm * sm_count)): a grid that needs 2.1 waves pays for 3;
 - **latency hiding** (Little's law): an SM reaches full memory bandwidth only with enough bytes in
@@ -30,8 +33,8 @@ The roofline estimate (:func:`estimate`) keeps only effects that differ between 
   traffic (ptxas spill store+load bytes x threads): spills are real memory traffic;
 - **compute**: static SASS instructions x warps / (4 warp-instructions per clock per SM x clock).
 
-``estimate_us = waves * max(memory_us_per_wave / efficiency, compute_us_per_wave)``. Static counts
-ignore loop trip counts, so the number is a ranking score in microsecond units, not a prediction.
+The main loop's trip count is the model's fitted effective one, the same for every config, so the
+number is a ranking score in microsecond units, not a prediction of one config's time.
 Device speeds are per compute capability for the usual datacenter part (sm_90: H200), from
 :class:`ktriage.arch.Throughput` (the one home of GPU-target facts).
 """
@@ -47,6 +50,8 @@ from typing import Any
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch, throughput
+from ktriage.predict.facts import facts_from_resources
+from ktriage.predict.model import Params, breakdown, load_params, profile
 
 _GLOBAL_MEM = re.compile(r"^(LDG|STG|ATOMG|REDG)\b")
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b")
@@ -76,7 +81,7 @@ class Estimate:
     memory_us: float
     compute_us: float
     estimate_us: float
-    model: str = "roofline"  # "roofline" (estimate()) or "mma" (the tile model, tile_estimate())
+    model: str = "cost model"  # "cost model" (estimate(): predict.model) or "mma" (the tile model, tile_estimate())
     detail: str = ""  # the tile model's inputs in words
 
     def to_json(self) -> dict[str, Any]:
@@ -103,8 +108,11 @@ def global_bytes_per_thread(res: Resources) -> tuple[int, int]:
 
 
 def estimate(res: Resources, occ: Occupancy, *, num_warps: int, grid: tuple[int, ...] | None, target: str,
-             sm_count: int | None = None) -> Estimate:
-    """The model above for one compiled candidate. ``grid`` None: assume enough CTAs to fill the GPU."""
+             sm_count: int | None = None, params: Params | None = None) -> Estimate:
+    """One compiled candidate priced by THE cost model (``predict.model``: issue, latency per wave,
+    bandwidth, spills against L1, atomics, from the SASS and the launch), in microseconds at the SM
+    clock; the roofline numbers (bytes per CTA, latency hiding) are kept as words. ``grid`` None:
+    enough CTAs to fill the GPU."""
     arch = parse_arch(target)
     sms = sm_count or arch.default_sm_count or 1
     figures = arch.throughput
@@ -113,22 +121,20 @@ def estimate(res: Resources, occ: Occupancy, *, num_warps: int, grid: tuple[int,
     grid_ctas = math.prod(grid) if grid else max(ctas_per_sm, 1) * sms
     if ctas_per_sm == 0:  # cannot launch: infinitely slow
         return Estimate(grid_ctas, 0, 0, 0, 0, 0.0, math.inf, math.inf, math.inf)
-    slots = ctas_per_sm * sms
-    waves = math.ceil(grid_ctas / slots)
     resident = min(ctas_per_sm, math.ceil(grid_ctas / sms))  # CTAs an SM actually holds at once
     threads = 32 * num_warps
     load_b, store_b = global_bytes_per_thread(res)
     spill_b = (res.spill_store_bytes or 0) + (res.spill_load_bytes or 0)
-    bytes_cta = (load_b + store_b) * threads
-    spill_cta = spill_b * threads
-    need_in_flight = bw * latency / sms
     in_flight = resident * threads * max(load_b, 4)
-    eff = min(1.0, in_flight / need_in_flight)
-    share = bw / (sms * resident)  # bytes/s one resident CTA gets
-    mem_us_wave = (bytes_cta + spill_cta) / share * 1e6
-    comp_us_wave = res.sass_instructions * num_warps * resident / (4 * clock) * 1e6
-    est = waves * max(mem_us_wave / max(eff, 1e-6), comp_us_wave)
-    return Estimate(grid_ctas, waves, resident, bytes_cta, spill_cta, eff, waves * mem_us_wave, waves * comp_us_wave, est)
+    eff = min(1.0, in_flight / (bw * latency / sms))
+    facts = facts_from_resources(res, occ, num_warps=num_warps, grid=(grid_ctas,), target=target,
+                                 meta={"sm_count": sms})
+    parts = breakdown(profile(facts), params or load_params())
+    to_us = 1e6 / clock
+    return Estimate(grid_ctas, int(parts["waves"]), resident, (load_b + store_b) * threads, spill_b * threads, eff,
+                    parts["bandwidth"] * to_us, parts["issue"] * to_us, parts["total"] * to_us, model="cost model",
+                    detail=(f"issue {parts['issue'] * to_us:.1f} us, latency {parts['latency'] * to_us:.1f} us, "
+                            f"bandwidth {parts['bandwidth'] * to_us:.1f} us per SM"))
 
 
 # --------------------------------------------------------------------------- the tile and stream models
