@@ -37,6 +37,7 @@ from ktriage.errors import CompileError, FormatError, KtriageError, check_format
 from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.spec.model import KernelSpec
+from ktriage.workload.bundle_verify import CubinFacts, bundle_key, check_artifact, check_signature, read_cubin, sign
 from ktriage.workload.replay import KernelRef, SpecSource
 
 FORMAT = 1
@@ -135,9 +136,10 @@ class Bundle:
 
 # ----------------------------------------------------------------------------------- writing
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
-    """Replace a bundle's manifest atomically (a reader never sees half of one)."""
+    """Replace a bundle's manifest atomically (a reader never sees half of one); signed when
+    ``KTRIAGE_BUNDLE_KEY`` is set (``bundle_verify.sign``)."""
     tmp = Path(out_dir) / f".{MANIFEST}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(manifest, indent=1))
+    tmp.write_text(json.dumps(sign(manifest), indent=1))
     os.replace(tmp, Path(out_dir) / MANIFEST)
 
 
@@ -181,7 +183,9 @@ def _resources(art: Any) -> dict[str, Any] | None:
 
 # ----------------------------------------------------------------------------------- loading
 def load_bundle(path: Path | str) -> Bundle:
-    """Read a bundle on the GPU host: no toolchain, no Triton; checks every cubin's hash and ABI."""
+    """Read a bundle on the GPU host: no toolchain, no Triton; checks the signature (when
+    ``KTRIAGE_BUNDLE_KEY`` is set), every cubin's hash, and each cubin against its entry (kernel
+    symbol, target, assembler, ABI, launch, registers: ``bundle_verify``)."""
     root = Path(path)
     manifest_path = root / MANIFEST if root.is_dir() else root
     root = manifest_path.parent
@@ -190,6 +194,8 @@ def load_bundle(path: Path | str) -> Bundle:
     origin = f"bundle manifest {manifest_path}"
     text = read_text(manifest_path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB))
     doc = decode_json(text, BundleSchema, origin=origin, fix=FIX, fixes=FIXES)
+    if bundle_key() is not None:
+        check_signature(json.loads(text), origin)
     version = {k: v for k, v in (("format_version", doc.format_version), ("format", doc.format)) if v is not msgspec.UNSET}
     check_format_version(version, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
                          fix="rebuild the bundle with this ktriage version")
@@ -200,6 +206,7 @@ def load_bundle(path: Path | str) -> Bundle:
         backends=tuple(doc.backends), inputs=doc.inputs, toolchains=doc.toolchains, specs=specs, created=doc.created,
         extra=dict(doc.extra),
     )  # fmt: skip
+    facts: dict[Path, tuple[str, CubinFacts]] = {}  # a cubin shared by entries is read once
     for key, per_tc in doc.artifacts.items():
         if key not in specs:
             raise FormatError(f"{origin}: artifacts.{key}: no spec {key!r} in specs", FIX)
@@ -208,10 +215,19 @@ def load_bundle(path: Path | str) -> Bundle:
                 bundle.artifacts[(key, tc_id)] = BundleFailure(key, tc_id, entry.stage, entry.kind, entry.message)
                 continue
             cubin = (root / entry.cubin).resolve()
-            if not cubin.is_relative_to(root.resolve()) or not cubin.is_file() or \
-                    hashlib.sha256(cubin.read_bytes()).hexdigest() != entry.cubin_sha256:
-                raise FormatError(f"bundle {root}: {entry.cubin} is missing or changed", "copy the whole bundle folder again")
+            where = f"bundle {root}: entry {key} / {tc_id} ({entry.cubin})"
+            if not cubin.is_relative_to(root.resolve()) or not cubin.is_file():
+                raise FormatError(f"{where}: the cubin is missing or changed (not a file inside the bundle)", "copy the whole bundle folder again")
+            if cubin not in facts:
+                data = cubin.read_bytes()
+                facts[cubin] = (hashlib.sha256(data).hexdigest(), read_cubin(data, where))
+            sha, cubin_facts = facts[cubin]
+            if sha != entry.cubin_sha256:
+                raise FormatError(f"{where}: the cubin is missing or changed (its sha256 is not the manifest's)", "copy the whole bundle folder again")
             _check_abi(specs[key], entry.abi, where=f"bundle {root} kernel {key} toolchain {tc_id}")
+            check_artifact(cubin_facts, where=where, kernel_name=entry.kernel_name, target=specs[key].target or doc.target,
+                           ptxas_version=entry.ptxas_version, abi=entry.abi, signature=specs[key].signature,
+                           launch=entry.launch, resources=entry.resources)
             bundle.artifacts[(key, tc_id)] = BundleArtifact(
                 spec_key=key, toolchain_id=tc_id, cubin_path=cubin, cubin_sha256=entry.cubin_sha256,
                 kernel_name=entry.kernel_name, launch=entry.launch, metadata=entry.metadata,
