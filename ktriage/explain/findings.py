@@ -21,7 +21,8 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
-from ktriage.explain.predicted import identical_toolchains, impact as predicted_impact, prediction_text, predicted_kind, worst
+from ktriage.explain.predicted import (identical_toolchains, impact as predicted_impact, prediction_text, predicted_kind,
+                                      same_predicted_kind, worst)
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
 from ktriage.spec.model import KernelSpec, input_label
@@ -122,7 +123,7 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
                 direction = "up" if change.new > change.ref else "down"
                 run = open_runs.get(change.metric)
                 if (run is None or run.direction != direction or run.attribution != change.attribution
-                        or run.reference != ref_name):
+                        or run.reference != ref_name or not same_predicted_kind(run.predictions, comparison)):
                     run = Finding(name, ref_name, change.metric, direction, change.attribution)
                     findings.append(run)
                     open_runs[change.metric] = run
@@ -283,7 +284,7 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
             for change, direction, text in [] if comparison is None else _detail_changes(comparison):
                 run = open_runs.get(change.metric)
                 if (run is None or run.direction != direction or run.attribution != change.attribution
-                        or run.reference != ref_name):
+                        or run.reference != ref_name or not same_predicted_kind(run.predictions, comparison)):
                     run = DetailFinding(name, ref_name, change.metric, direction, change.attribution)
                     findings.append(run)
                     open_runs[change.metric] = run

@@ -7,9 +7,9 @@ what ``findings.py`` collects; the verdict is the predicted ratio's interval aga
 (``ktriage.predict.model``): a regression only where the whole interval lies above ``1+threshold``,
 an improvement only where it lies below ``1/(1+threshold)``, else "change predicted neutral".
 
-A bullet spans several inputs: its kind is the worst of its inputs' predictions (one input
-predicted a regression makes the bullet a regression, and it says how many of the inputs are),
-its impact the largest ``|log ratio|``.
+A bullet spans consecutive inputs of one predicted kind (``same_predicted_kind``: a run of inputs
+with the same evidence splits where the prediction crosses the gate); its kind is theirs, its impact
+the largest ``|log ratio|``.
 
 Toolchains whose compiled results equal another's for every kernel (same resources, occupancy and
 SASS) are reported once: ``identical_toolchains`` names them, and the findings skip them.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ktriage.predict.model import Prediction
 
@@ -38,6 +38,14 @@ def predicted_kind(predictions: Sequence[Prediction | None]) -> str | None:
     if "improvement" in kinds:
         return "improvement"
     return "change"
+
+
+def same_predicted_kind(run: Sequence[Prediction | None], comparison: Any) -> bool:
+    """Whether an input may join a run of inputs: a bullet covers inputs of one predicted kind, so
+    that "N=2560..4608: regression" never files the neutral N=2560 under the cliff at 4608."""
+    new = getattr(comparison, "prediction", None)
+    last = run[-1] if run else None
+    return (last.kind if last else None) == (new.kind if new else None)
 
 
 def worst(predictions: Sequence[Prediction | None]) -> Prediction | None:

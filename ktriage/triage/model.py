@@ -222,6 +222,8 @@ class CellTriage:
     counters: str | None = None
     measured: Measured | None = None  # the GPU re-run (ktriage.triage.measure); None: not re-measured
     recorded: RecordedMatch | None = None  # its kernels from a recorded workload (--workload), when matched
+    # the cost model's new/old ratio for its kernels (the worst of them: ktriage.predict), next to the measured one
+    predicted: dict[str, Any] | None = None
 
     @property
     def change_pct(self) -> float:
@@ -240,7 +242,7 @@ class CellTriage:
             "cause": self.cause.to_json() if self.cause else None, "culprit": self.culprit.to_json() if self.culprit else None,
             "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes, "counters": self.counters,
             "measured": self.measured.to_json() if self.measured else None,
-            "recorded": self.recorded.to_json() if self.recorded else None,
+            "recorded": self.recorded.to_json() if self.recorded else None, "predicted": self.predicted,
         }  # fmt: skip
 
 

@@ -33,6 +33,7 @@ from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value, read_run_file
 from ktriage.ops import registry
+from ktriage.predict.model import pct
 from ktriage.stats.compare import Comparison, PairResult, compare_cells
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport, attach_counters
@@ -223,6 +224,7 @@ class _Triage:
         labels = {input_label(s.spec.meta, s.spec.name) for s in items}
         worse = [g for g in groups if g.kind == "regression" and labels & set(g.inputs)]
         c.compile_change = bool(worse) or any(s.comparisons[0].changed for s in items)
+        _predicted_note(c, [s.comparisons[0].prediction for s in items], getattr(result, "threshold", 0.05))
         if worse:
             c.cause = _cause(worse[0])
             names = {str(s.spec.name) for s in items}
@@ -326,6 +328,29 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
                        f"{has(comparison.new_cells)}; nothing can be compared",
                        "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
                        "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd")
+
+
+def _predicted_note(c: CellTriage, predictions: list[Any], threshold: float) -> None:
+    """The cost model next to the measurement (docs/model.md): "the compile-side change predicts +X %
+    [lo, hi] (measured +Y %)", or, for a slowdown the compiled kernels do not predict, where to look
+    instead. The worst of the cell's kernels' predictions speaks for the cell."""
+    have = [p for p in predictions if p is not None]
+    if not have:
+        return
+    worst = max(have, key=lambda p: p.impact)
+    c.predicted = worst.to_json()
+    measured = f"measured {c.change_pct:+.0f} %" if math.isfinite(c.ratio) else "no measured ratio"
+    if worst.kind == "regression":
+        c.notes.append(f"the compile-side change predicts {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}] "
+                       f"({measured})")
+    elif math.isfinite(c.ratio) and c.ratio > 1.0 + threshold:
+        why = "the kernels are identical" if all(p.identical for p in have) else \
+            f"predicted {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}], within the +-{threshold:.0%} gate"
+        c.notes.append(f"no compile-side change predicts the measured slowdown ({measured}; {why}): "
+                       "look at the host side, the baseline, the environment; a compile-only bisect would find "
+                       "nothing here, bisect by timing (ktriage bisect --metric latency) if the kernel is the suspect")
+    else:
+        c.notes.append(f"the compile-side change predicts {worst.percent()} ({worst.kind}; {measured})")
 
 
 def _classify(c: CellTriage, is_baseline: bool) -> None:
