@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
+from ktriage.mdsafe import markdown_writer
 from ktriage.predict.dataset import CalibrationCell
 from ktriage.predict.model import DEFAULT_THRESHOLD, Batch, Params, classify, estimate_many, profile, stack
 
@@ -152,6 +153,7 @@ class Scores:
                 "regression": {"precision": r(self.precision("regression")), "recall": r(self.recall("regression"))},
                 "improvement": {"precision": r(self.precision("improvement")), "recall": r(self.recall("improvement"))}}
 
+    @markdown_writer
     def markdown(self) -> str:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.0%}"

@@ -87,7 +87,7 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
     lines = [f"# {title}", ""]
     final = report.final
     verdict = "culprit found" if report.found else "no single culprit"
-    lines += [f"**{verdict}** — {stage_summary(final)}", ""]
+    lines += [f"**{verdict}** — {_md(stage_summary(final))}", ""]
     for name, stage in zip(report.stage_names, report.stages):
         cost = stage.cost()
         lines += [f"## {name}", "",
@@ -97,12 +97,12 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
         for o in sorted(stage.observations, key=lambda o: o.candidate.index):
             lines.append(f"| {o.candidate.index} | {_md(o.candidate.label)} | {o.outcome} | {_conf(o.confidence)} | "
                          f"{_md(measurement_text(o))} | {_md(o.reason)} |")
-        lines += ["", stage_summary(stage), ""]
+        lines += ["", _md(stage_summary(stage)), ""]
         if stage.non_monotonic:
             lines += ["Note: good results after the first bad one (not monotonic): "
-                      + ", ".join(stage.candidates[i].label for i in stage.non_monotonic), ""]
+                      + ", ".join(_md(stage.candidates[i].label) for i in stage.non_monotonic), ""]
     for note in report.notes:
-        lines += [f"Note: {note}", ""]
+        lines += [f"Note: {_md(note)}", ""]
     if report.explain:
         assert final.culprit and final.predecessor
         lines += [f"## explain: {_md(final.predecessor.label)} -> {_md(final.culprit.label)}", "",

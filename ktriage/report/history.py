@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import escape
 
 from ktriage.history.analysis import HistoryReport, RunChange, SeriesHistory, when
-from ktriage.mdsafe import markdown_writer
+from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import records
 from ktriage.report.svg import Marker, Series, line_chart
 from ktriage.store.history import HistoryPoint
@@ -96,22 +96,23 @@ def print_report(r: HistoryReport, console: Console) -> None:
 
 @markdown_writer
 def to_markdown(r: HistoryReport) -> str:
-    lines = [f"# ktriage history: {r.query.op} {r.query.backend}", "", f"{_headline(r)} (store: `{r.store_url}`).", ""]
+    lines = [f"# ktriage history: {md_text(r.query.op)} {md_text(r.query.backend)}", "",
+             f"{md_text(_headline(r))} (store: {md_code(r.store_url)}).", ""]
     for s in r.series:
-        lines += [f"## {s.key.label}", ""]
+        lines += [f"## {md_text(s.key.label)}", ""]
         for c in s.changes:
             first, *rest = change_lines(c)
-            lines.append(f"- **{first}**")
-            lines += [f"  - {line.strip()}" if not line.strip().startswith("suggested:") else
-                      f"  - suggested: `{c.bisect.command}`" for line in rest]
+            lines.append(f"- **{md_text(first)}**")
+            lines += [f"  - {md_text(line.strip())}" if not line.strip().startswith("suggested:") else
+                      f"  - suggested: {md_code(c.bisect.command)}" for line in rest]
         if s.changes:
             lines.append("")
         elif s.note:
-            lines += [s.note, ""]
+            lines += [md_text(s.note), ""]
         else:
             lines += ["No change point.", ""]
         lines += [*records.markdown_table(COLUMNS, _rows(s)), ""]
-    lines += [f"note: {n}" for n in r.notes]
+    lines += [f"note: {md_text(n)}" for n in r.notes]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

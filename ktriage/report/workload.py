@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ktriage.mdsafe import markdown_writer
+from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.record.workload import Kernel, Workload
 from ktriage.report.records import kv_markdown, markdown_table, print_rows, to_json
 
@@ -92,7 +92,7 @@ def show_markdown(workload: Workload) -> str:
     blockers = blocker_rows(workload)
     if blockers:
         lines += ["", "### Cannot bench", "", *markdown_table(BLOCKER_COLUMNS, blockers)]
-    notes = [f"- {k.id}: {n}" for k in workload.kernels for n in k.notes]
+    notes = [f"- {md_text(k.id)}: {md_text(n)}" for k in workload.kernels for n in k.notes]
     if notes:
         lines += ["", "### Notes", "", *notes]
     return "\n".join(lines) + "\n"
