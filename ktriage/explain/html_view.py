@@ -356,7 +356,7 @@ def build_view(result: ExplainResult, findings: list[Finding], *, title: str = "
             top = ev.lines[0] if ev.lines else None
             target = cv.line_anchors.get((top.file, top.line)) if cv is not None and top is not None else None
             if target is not None and top is not None:
-                fv.links.append(Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.delta(top):+d}), {ev.input}", f"#{target}-sass"))
+                fv.links.append(Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {ev.input}", f"#{target}-sass"))
             fv.lines.append(ev.text())
         views.append(fv)
     views += [FindingView("failed", ff.summary()) for ff in collect_failure_findings(result)]
