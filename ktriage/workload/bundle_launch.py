@@ -10,6 +10,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from ktriage.compile.messages import one_line
 from ktriage.errors import CompileError
 from ktriage.workload.bundle import Bundle, BundleArtifact, BundleFailure
 from ktriage.workload.replay import LaunchFn
@@ -42,7 +43,9 @@ def make_launcher(bundle: Bundle, toolchain_id: str,
             if kernel is None:
                 art = bundle.artifact(key, toolchain_id)
                 if isinstance(art, BundleFailure):
-                    raise CompileError(f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): {art.message[:300]}",
+                    # the one line with the root cause (a CompilationError's first 300 characters are source)
+                    raise CompileError(f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): "
+                                       f"{one_line(art.message, art.kind)}",
                                        "this toolchain cannot run this input; the other toolchains still can")
                 kernel = loaded[key] = load(art)
             prepare = getattr(kernel, "prepare", None)

@@ -16,7 +16,8 @@ from ktriage.explain.failures import one_line
 @pytest.mark.slow  # a real compile with Triton 3.4.0
 def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, toolchain: Any, compiler: Any) -> None:
     """Triton's CompilationError is five lines of kernel source and a caret; one_line keeps the
-    location and the line the caret points at (the message of a real 3.4.0 compile)."""
+    location, the line the caret points at and the root cause the worker adds (the ValueError raised
+    inside tl.reshape, which Triton's message leaves in the exception chain; issue 23)."""
     from ktriage.compile.compiler import CompileFailure
     from ktriage.spec.model import KernelSpec
 
@@ -28,7 +29,8 @@ def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, 
                       constexprs={"BM": 64}, target="sm_90")
     failure = compiler.compile(spec, toolchain("triton==3.4.0"))
     assert isinstance(failure, CompileFailure) and len(failure.message.splitlines()) > 3
-    assert one_line(failure.message) == "CompilationError at 3:8: `w = tl.reshape(v, [BM, 3])`"
+    assert one_line(failure.message) == ("CompilationError at 3:8 (`w = tl.reshape(v, [BM, 3])`): "
+                                         "ValueError: Shape element 1 must be a power of 2")
 
 
 @pytest.mark.parametrize(("message", "expected"), [

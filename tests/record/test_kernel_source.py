@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
+from ktriage.compile.messages import one_line
 from ktriage.explain.failures import describe
+from ktriage.explain.findings import failure_json
 from ktriage.insitu.kernel_source import extract
 from ktriage.spec.model import KernelSpec
 
@@ -146,8 +148,11 @@ def test_a_callee_error_keeps_its_root_cause(toolchain, compiler: Compiler, tmp_
     out = compiler.compile(spec, tc)
     assert isinstance(out, CompileFailure)
     assert "root cause: TypeError: gdc_wait() got an unexpected keyword argument '_semantic'" in out.message
-    line = describe(out)
+    line = describe(out)  # the table's and the markdown's cell
     assert "TypeError: gdc_wait() got an unexpected keyword argument '_semantic'" in line, line
+    assert "_semantic" in failure_json(out)["message"]  # the JSON's failures
+    # a bench bundle's failed artifact becomes the GPU host's error cell with the same one line
+    assert "_semantic" in one_line(out.message, out.kind) and one_line(out.message, out.kind) in line
 
 
 def test_extract_keeps_what_the_kernel_needs_at_its_lines() -> None:
