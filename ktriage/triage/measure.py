@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ktriage import progress
 from ktriage.errors import KtriageError
 from ktriage.triage.measure_plan import (
     AA_VARIANT,
@@ -327,7 +328,8 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
         results.parent.mkdir(parents=True, exist_ok=True)
         say(f"bench {g.dirname}: {len(g.input_ids)} input(s), {len(records)} toolchain variant(s) side by side")
         try:
-            run_bench(bench, store_url=options.db, results_path=results, toolchains=records)
+            with progress.task(f"bench {g.dirname}: inputs", total=len(g.input_ids)) as step:
+                run_bench(bench, store_url=options.db, results_path=results, toolchains=records, on_input_done=step.callback)
         except KtriageError as exc:  # this bundle's cells stay unmeasured; the other bundles go on
             failures.append(f"bench {g.dirname}: {exc.problem}")
             if not results.exists():
@@ -350,7 +352,9 @@ def _run_recorded(r: RecordedGroup, out_dir: Path, options: TriageOptions, say: 
     results.parent.mkdir(parents=True, exist_ok=True)
     say(f"bench {r.dirname}: {len(entries)} recorded kernel input(s), {len(bench.toolchains)} toolchain variant(s) side by side")
     try:
-        run_recorded(bench, entries, store_url=options.db, results_path=results, toolchains=list(recorded.bundle.toolchains.values()))
+        with progress.task(f"bench {r.dirname}: kernel inputs", total=len(entries)) as step:
+            run_recorded(bench, entries, store_url=options.db, results_path=results,
+                         toolchains=list(recorded.bundle.toolchains.values()), on_entry_done=step.callback)
     except KtriageError as exc:
         failures.append(f"bench {r.dirname}: {exc.problem}")
         if not results.exists():
