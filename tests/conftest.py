@@ -187,3 +187,20 @@ def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
         return CliResult(code, out, err)
 
     return run
+
+
+# ----------------------------------------------------------------------------- temp folders left behind
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_triton_cache_folder_left() -> object:
+    """At the end of the session (after every other session fixture, e.g. ``shared_compiler``, is
+    closed): no compile worker of this process left its ``ktriage-triton-cache-<pid>-*`` folder in the
+    temp folder (issue 27: dozens piled up). Reported as an error at the teardown of the last test."""
+    import tempfile
+
+    yield None
+    from ktriage.compile.pool import TRITON_CACHE_PREFIX
+
+    left = sorted(p.name for p in Path(tempfile.gettempdir()).glob(f"{TRITON_CACHE_PREFIX}{os.getpid()}-*"))
+    assert not left, f"compile workers left their Triton cache folders in {tempfile.gettempdir()}: {left}"

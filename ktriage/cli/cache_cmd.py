@@ -40,14 +40,14 @@ def info(
 
 @app.command("verify")
 def verify(
-    fix: Annotated[bool, typer.Option("--fix", help="Quarantine the damaged entries (moved aside, compiled again when next needed); exit 0.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Quarantine the damaged entries (moved aside, compiled again when next needed); exit 0, or 1 when some could not be moved.")] = False,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
 ) -> None:
     """Check every cache entry against its manifest (sha256 of each file) and list the damaged ones.
 
     Exit codes: 0 all entries verify (or --fix quarantined the damaged ones), 1 some entries are
-    damaged."""
+    damaged (with --fix: some could not be moved aside, e.g. a read-only cache; each says why)."""
     from ktriage.compile.cache import fix_damaged, verify_all
     from ktriage.report.cache import print_verify, verify_json, verify_markdown
 
@@ -55,10 +55,10 @@ def verify(
     states = verify_all(root)
     damaged = any(s.problem is not None for s in states)
     if fix and damaged:
-        fix_damaged(root, states)
+        states = fix_damaged(root, states)
     emit(fmt, {".json": lambda: verify_json(root, states, fix), ".md": lambda: verify_markdown(root, states, fix)},
          lambda: print_verify(root, states, fix, console), output, make_console(stderr=True))
-    if damaged and not fix:
+    if damaged and (not fix or any(s.quarantined is False for s in states)):
         raise typer.Exit(exit_codes.FINDING)
 
 

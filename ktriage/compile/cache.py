@@ -27,12 +27,14 @@ key), so they are never read, never quarantined, and ``cache gc --older-than`` r
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import shutil
 import socket
+import stat
 import threading
 import time
 import uuid
@@ -114,13 +116,40 @@ def _listed_files(entry: Path) -> list[str]:
                   and not is_sidecar(p.name) and not _is_partial(p.name))
 
 
+MAX_MANIFEST_BYTES = 16 << 20  # a manifest lists a handful of files: anything larger is not one
+
+
+def _not_an_entry(entry: Path) -> str | None:
+    """Why ``entry`` (a path under a kind's folder) is no entry folder, or None when it is a folder."""
+    if entry.is_symlink():
+        return "a symbolic link, not an entry folder (not written by ktriage)"
+    if entry.exists() and not entry.is_dir():
+        return "not a folder (a file replaced the entry)"
+    return None
+
+
+def _plain_name(name: object) -> bool:
+    """A file name the manifest may list: one component inside the entry, never a path out of it."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+            and "\x00" not in name)
+
+
 def entry_problem(entry: Path) -> str | None:
     """What is wrong with a published entry, or None when every file matches its manifest, result.json
-    is a JSON object and every sidecar matches its own hash."""
+    is a JSON object and every sidecar matches its own hash. Only regular files inside the entry are
+    read: a manifest that names a path outside it (``../../etc/passwd``) or a symbolic link is damage,
+    never a file to hash or measure."""
+    not_entry = _not_an_entry(entry)
+    if not_entry:
+        return not_entry
     try:
+        if (entry / MANIFEST).stat().st_size > MAX_MANIFEST_BYTES:
+            return f"manifest.json is over {MAX_MANIFEST_BYTES >> 20} MB: not a manifest of this cache"
         manifest = json.loads((entry / MANIFEST).read_text())
     except FileNotFoundError:
         return "no manifest.json (an interrupted or foreign write)"
+    except RecursionError:
+        return "manifest.json nests lists/objects too deep: not a manifest of this cache"
     except (OSError, ValueError) as exc:
         return f"manifest.json is unreadable ({exc})"
     files = manifest.get("files") if isinstance(manifest, dict) else None
@@ -128,12 +157,18 @@ def entry_problem(entry: Path) -> str | None:
         return "manifest.json is not a manifest of this cache format"
     if RESULT not in files:
         return "the manifest lists no result.json"
+    bad = sorted(str(n)[:80] for n in files if not _plain_name(n))
+    if bad:
+        return f"the manifest names paths that are no file of the entry: {', '.join(bad)[:300]}"
     for name, want in sorted(files.items()):
         path = entry / name
         try:
-            size = path.stat().st_size
+            info = path.lstat()
         except OSError:
             return f"{name} is missing"
+        if not stat.S_ISREG(info.st_mode):
+            return f"{name} is not a regular file (a link or a folder)"
+        size = info.st_size
         if not isinstance(want, dict) or size != want.get("size"):
             return f"{name} has {size} bytes, the manifest says {want.get('size') if isinstance(want, dict) else '?'}"
         if _sha256_file(path) != want.get("sha256"):
@@ -143,6 +178,8 @@ def entry_problem(entry: Path) -> str | None:
         return f"files not in the manifest: {', '.join(extra)}"
     try:
         record = json.loads((entry / RESULT).read_text())
+    except RecursionError:
+        return "result.json nests lists/objects too deep"
     except ValueError as exc:
         return f"result.json is not valid JSON ({exc})"
     if not isinstance(record, dict):
@@ -159,6 +196,8 @@ def sidecar_problem(path: Path) -> str | None:
         wrapper = json.loads(path.read_text())
     except FileNotFoundError:
         return "missing"
+    except RecursionError:
+        return "nests lists/objects too deep"
     except (OSError, ValueError) as exc:
         return f"not valid JSON ({exc})"
     if not isinstance(wrapper, dict) or "data" not in wrapper or "sha256" not in wrapper:
@@ -205,6 +244,10 @@ class ArtifactCache:
         """The entry's folder and parsed result.json, or None when it is absent or was damaged (then
         it has been quarantined and reported)."""
         entry = self.entry(kind, key)
+        not_entry = _not_an_entry(entry)
+        if not_entry:
+            self._damaged(entry, not_entry)
+            return None
         if not entry.is_dir():
             return None
         if entry not in self._verified:
@@ -272,6 +315,10 @@ class ArtifactCache:
             try:
                 os.replace(tmp, final)
             except OSError:
+                not_entry = _not_an_entry(final)
+                if not_entry:  # a file or link in the way: moved aside, then published
+                    self._damaged(final, not_entry)
+                    continue
                 if final.is_dir():
                     problem = entry_problem(final)
                     if problem is None:
@@ -458,17 +505,20 @@ class EntryState:
     size: int
     legacy: bool = False
     """An entry of the old format (no manifest, written before CACHE_FORMAT 2): not damaged, not read."""
+    quarantined: bool | None = None  # after verify --fix: moved aside (True) or left in place (False)
+    not_moved: str | None = None  # why a damaged entry was left in place
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "key": self.key, "path": str(self.path), "ok": self.problem is None,
-                "problem": self.problem, "size_bytes": self.size, "legacy": self.legacy}
+                "problem": self.problem, "size_bytes": self.size, "legacy": self.legacy,
+                "quarantined": self.quarantined, "not_moved": self.not_moved}
 
 
 def _is_legacy(entry: Path) -> bool:
     """An entry of the format before manifests: no manifest, and a readable result.json without the
     ``cache_format`` key that every format-2 record carries. (A format-2 entry that lost its manifest
     still has that key, so it reads as damaged, not legacy.)"""
-    if (entry / MANIFEST).exists():
+    if _not_an_entry(entry) or (entry / MANIFEST).exists():
         return False
     try:
         record = json.loads((entry / RESULT).read_text())
@@ -482,7 +532,7 @@ def entries(root: Path) -> Iterator[tuple[str, Path]]:
         folder = root / kind
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
-                if path.is_dir() and not path.name.startswith(TMP_PREFIX):
+                if not path.name.startswith(TMP_PREFIX):  # a file or link there is listed: verify calls it damaged
                     yield kind, path
 
 
@@ -569,10 +619,26 @@ def gc(root: Path, *, older_than_days: float | None = None, dry_run: bool = Fals
     return items, freed
 
 
-def fix_damaged(root: Path, states: list[EntryState]) -> list[Repair]:
-    """Quarantine every damaged entry of a :func:`verify_all` answer."""
-    repairs = []
+def fix_damaged(root: Path, states: list[EntryState]) -> list[EntryState]:
+    """Quarantine every damaged entry of a :func:`verify_all` answer; the states again, each damaged
+    one saying whether it was moved (``quarantined``) and, if not, why (a read-only cache)."""
+    out = []
     for s in states:
-        if s.problem is not None:
-            repairs.append(Repair(s.path, s.problem, quarantine(root, s.path, s.problem)))
-    return repairs
+        if s.problem is None:
+            out.append(s)
+            continue
+        why = _cannot_quarantine(root)
+        moved = quarantine(root, s.path, s.problem) if why is None else None
+        if moved is None and why is None and (s.path.exists() or s.path.is_symlink()):
+            why = "it could not be moved (the cache or its quarantine folder is not writable)"
+        out.append(dataclasses.replace(s, quarantined=moved is not None, not_moved=why))
+    return out
+
+
+def _cannot_quarantine(root: Path) -> str | None:
+    qdir = root / QUARANTINE
+    try:
+        qdir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"the quarantine folder {qdir} cannot be made ({exc.strerror or exc})"
+    return None

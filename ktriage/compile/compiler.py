@@ -34,7 +34,7 @@ from typing import Any
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
 from ktriage.compile.cache import CACHE_FORMAT, SIDECAR_PREFIX, ArtifactCache, Repair, read_sidecar, write_sidecar
-from ktriage.compile.pool import InFlight, WorkerPool
+from ktriage.compile.pool import InFlight, WorkerPool, import_timeout_s
 from ktriage.errors import CompileError, KtriageError
 from ktriage.execute.base import Executor
 from ktriage.home import home_subdir
@@ -177,6 +177,7 @@ class Compiler:
         self._abi_memo: dict[str, tuple[AbiParam, ...]] = {}
         self._resolve_memo: dict[str, KernelSpec | CompileFailure] = {}
         self.timeout_s = timeout_s
+        self.import_timeout_s = import_timeout_s()
         self._pool = WorkerPool(self.jobs)
         # Frontend compiles actually run (cache misses), in total and per thread: bisect reports its
         # cost in compiles and charges each candidate of a parallel round its own.
@@ -251,7 +252,8 @@ class Compiler:
                 worker = self._pool.acquire(toolchain.python, tuple(sys_path), prime=prime)
                 try:
                     reply = worker.request({"id": key, "resolve": resolve_request(spec), "sys_path": sys_path,
-                                            "target": spec.target}, timeout=self.timeout_s)
+                                            "target": spec.target}, timeout=self.timeout_s,
+                                            import_timeout=self.import_timeout_s)
                 finally:
                     self._pool.release(toolchain.python, worker, tuple(sys_path))
                 memo = (CompileFailure(spec, toolchain, "frontend", reply.kind, "the launch by values in Triton "
@@ -293,7 +295,7 @@ class Compiler:
         try:
             reply = worker.request(
                 {"id": key, "spec": spec.to_json(), "sys_path": sys_path, "out_dir": str(tmp)},
-                timeout=self.timeout_s,
+                timeout=self.timeout_s, import_timeout=self.import_timeout_s,
             )
         finally:
             self._pool.release(toolchain.python, worker, tuple(sys_path))

@@ -10,8 +10,11 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import subprocess
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +25,75 @@ from ktriage.insitu.environment import compile_environment
 
 WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "worker.py"
 DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_IMPORT_TIMEOUT_S = 60.0
+IMPORT_TIMEOUT_ENV = "KTRIAGE_IMPORT_TIMEOUT_S"
+TRITON_CACHE_PREFIX = "ktriage-triton-cache-"
+STALE_TRITON_CACHE_S = 6 * 3600.0  # a worker's Triton cache folder of an unknown writer older than this is stale
+_LIVE_CACHES: set[Path] = set()  # removed at exit if a worker was never closed (atexit below)
+
+
+def import_timeout_s() -> float:
+    """How long a compile worker may take to import a kernel's module (``KTRIAGE_IMPORT_TIMEOUT_S``,
+    default 60 s): shorter than the compile timeout, so that a module that blocks at import (a sleep,
+    a network call, a lock) fails in a minute with its own error instead of holding a run for 600 s."""
+    from ktriage.errors import KtriageError
+
+    raw = os.environ.get(IMPORT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IMPORT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise KtriageError(f"{IMPORT_TIMEOUT_ENV}={raw!r} is not a number of seconds above 0",
+                           f"e.g. {IMPORT_TIMEOUT_ENV}=120, or unset it for the default ({DEFAULT_IMPORT_TIMEOUT_S:.0f} s)")
+    return value
+
+
+def triton_cache_dir() -> Path:
+    """A private TRITON_CACHE_DIR for one worker, named with this process's pid so that
+    :func:`sweep_triton_caches` can tell a dead host's folder from a live one's."""
+    path = Path(tempfile.mkdtemp(prefix=f"{TRITON_CACHE_PREFIX}{os.getpid()}-"))
+    if not _LIVE_CACHES:
+        import atexit
+
+        atexit.register(_remove_live_caches)
+    _LIVE_CACHES.add(path)
+    return path
+
+
+def _remove_live_caches() -> None:
+    for path in list(_LIVE_CACHES):
+        shutil.rmtree(path, ignore_errors=True)
+    _LIVE_CACHES.clear()
+
+
+def sweep_triton_caches(now: float | None = None) -> int:
+    """Remove the worker Triton cache folders in the temp folder that no live process owns: those of
+    a dead host pid, and unowned ones (older names, a worker's own) older than a day. Returns how many."""
+    now = time.time() if now is None else now
+    removed = 0
+    for path in Path(tempfile.gettempdir()).glob(f"{TRITON_CACHE_PREFIX}*"):
+        owner = path.name[len(TRITON_CACHE_PREFIX):].split("-", 1)[0]
+        try:
+            stale = (not _alive(int(owner))) if owner.isdigit() else now - path.stat().st_mtime > STALE_TRITON_CACHE_S
+        except OSError:
+            continue
+        if stale and path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @dataclass
@@ -50,10 +122,14 @@ class CompileWorker:
         self._proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr_tail: list[str] = []
+        self._triton_cache: Path | None = None
 
     def _start(self) -> None:
         self._lines = queue.Queue()
         self._stderr_tail = []
+        if "TRITON_CACHE_DIR" not in self._env:  # a private one, removed when the worker is closed
+            self._triton_cache = triton_cache_dir()
+            self._env["TRITON_CACHE_DIR"] = str(self._triton_cache)
         self._proc = subprocess.Popen(
             [str(self.python), str(WORKER_SCRIPT)],
             stdin=subprocess.PIPE,
@@ -87,8 +163,12 @@ class CompileWorker:
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail[-20:]).strip()
 
-    def request(self, payload: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S) -> WorkerReply:
-        """Send one request; on timeout or crash, kill the worker (a fresh one starts next time)."""
+    def request(self, payload: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S,
+                import_timeout: float = DEFAULT_IMPORT_TIMEOUT_S) -> WorkerReply:
+        """Send one request; on timeout or crash, kill the worker (a fresh one starts next time).
+
+        The worker says when the kernel's module is imported (a ``stage`` line): until then the wait
+        is bounded by ``import_timeout``, then by ``timeout`` for the whole request."""
         if self._proc is None or self._proc.poll() is not None:
             try:
                 self._start()
@@ -96,12 +176,21 @@ class CompileWorker:
                 self.close()
                 return WorkerReply(False, {"kind": "start", "error": f"the compile worker of {self.python} did not start: {exc}"})
         assert self._proc is not None and self._proc.stdin is not None
+        started = time.monotonic()
+        importing = True
         try:
             self._proc.stdin.write(json.dumps(payload) + "\n")
             self._proc.stdin.flush()
-            line = self._lines.get(timeout=timeout)
+            line = self._lines.get(timeout=min(timeout, import_timeout))
+            if line is not None and '"stage"' in line and "stage" in json.loads(line):
+                importing = False
+                line = self._lines.get(timeout=max(0.0, timeout - (time.monotonic() - started)))
         except queue.Empty:
             self.close()
+            if importing and import_timeout < timeout:
+                return WorkerReply(False, {"kind": "import", "error": (
+                    f"importing the kernel's module did not finish within {import_timeout:.0f} s (it blocks at import: "
+                    f"a sleep, a network call, a lock?); if the import is only slow, raise {IMPORT_TIMEOUT_ENV}")})
             return WorkerReply(False, {"kind": "timeout", "error": f"compile did not finish within {timeout:.0f} s"})
         except (BrokenPipeError, OSError) as exc:
             self.close()
@@ -125,6 +214,11 @@ class CompileWorker:
                     except OSError:
                         pass  # the pump thread may be reading it; the process is gone either way
             self._proc = None
+        if self._triton_cache is not None:
+            shutil.rmtree(self._triton_cache, ignore_errors=True)
+            _LIVE_CACHES.discard(self._triton_cache)
+            self._triton_cache = None
+            self._env.pop("TRITON_CACHE_DIR", None)
 
 
 PoolKey = tuple[Path, tuple[str, ...]]
@@ -139,6 +233,7 @@ class WorkerPool:
 
     def __init__(self, size: int) -> None:
         self.size = max(1, size)
+        sweep_triton_caches()  # what workers of a killed host left in the temp folder
         self._idle: dict[PoolKey, queue.LifoQueue[CompileWorker]] = {}
         self._created: dict[PoolKey, int] = {}
         self._lock = threading.Lock()

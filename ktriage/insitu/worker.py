@@ -79,6 +79,7 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
         module = _import_with_placeholders(module_part)
     except Exception as exc:  # the user's module failed to import: try the kernel's own source
         import_error, module = exc, None
+    _stage("imported")  # the host's import timeout ends here (serve)
     if module is not None:
         fn = _attribute(module, fn_name)
         if fn is not None:
@@ -91,6 +92,17 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
                                         f"{fn_name} from its own source failed too: {exc}") from import_error
         raise WorkerError("import", f"{module_part} has no attribute {fn_name!r}, and compiling it from its own "
                                     f"source failed: {exc}") from exc
+
+
+_STAGE: list[Any] = []  # serve's writer of a progress line, armed once per request
+
+
+def _stage(name: str) -> None:
+    """Tell the host that a request reached ``name`` (once per request): the host bounds the kernel
+    module's import by a shorter timeout than the compile, so a module that hangs at import (a sleep,
+    a network call) fails fast with its own error."""
+    if _STAGE:
+        _STAGE.pop()(name)
 
 
 def _attribute(module: Any, path: str) -> Any:
@@ -547,8 +559,18 @@ def serve() -> None:
     """Answer JSON-line requests until stdin closes. Replies go to the real stdout only."""
     reply_stream = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything the compiler prints goes to stderr, never into the protocol
-    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ktriage-triton-cache-"))
+    if "TRITON_CACHE_DIR" not in os.environ:  # the host gives one (and removes it); else our own, removed at exit
+        import atexit
+        import shutil
+
+        own = tempfile.mkdtemp(prefix="ktriage-triton-cache-")
+        atexit.register(shutil.rmtree, own, True)
+        os.environ["TRITON_CACHE_DIR"] = own
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # every request is compiled by this Triton, never read from its cache
+    try:  # before the hello, so that the host's import timeout counts the kernel's module only
+        import triton  # noqa: F401
+    except Exception:
+        pass  # the request says why
     primed: bool | str | None = None
     if os.environ.get("KTRIAGE_PRIME_COMPILE") == "1":
         try:
@@ -567,12 +589,18 @@ def serve() -> None:
             reply_stream.write(json.dumps({"ok": False, "kind": "protocol", "error": f"bad request: {exc}"}) + "\n")
             reply_stream.flush()
             continue
+        def stage(name: str, rid: Any = request.get("id")) -> None:
+            reply_stream.write(json.dumps({"stage": name, "id": rid}) + "\n")
+            reply_stream.flush()
+
+        _STAGE[:] = [stage]
         try:
             reply = handle(request)
         except WorkerError as exc:
             reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
         except Exception as exc:  # never let one kernel kill the worker
             reply = {"ok": False, "kind": "internal", "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"}
+        _STAGE.clear()
         reply["id"] = request.get("id")
         reply_stream.write(json.dumps(reply) + "\n")
         reply_stream.flush()

@@ -46,12 +46,15 @@ def _state(s: EntryState, fixed: bool) -> str:
         return "old format"
     if s.problem is None:
         return "ok"
+    if s.quarantined is False:
+        return "damaged, not moved"
     return "quarantined" if fixed else "damaged"
 
 
 def verify_rows(states: Sequence[EntryState], fixed: bool, *, all_rows: bool = False) -> list[dict[str, Any]]:
     """The damaged entries (every entry with ``all_rows``)."""
-    return [{"kind": s.kind, "key": s.key, "state": _state(s, fixed), "problem": s.problem or "",
+    return [{"kind": s.kind, "key": s.key, "state": _state(s, fixed),
+             "problem": (s.problem or "") + (f"; not moved: {s.not_moved}" if s.not_moved else ""),
              "size": human_size(s.size)} for s in states if all_rows or s.problem is not None]
 
 
@@ -62,7 +65,11 @@ def verify_summary(root: Path, states: Sequence[EntryState], fixed: bool) -> str
     text = f"{len(states)} entries in {root}: {ok} ok, {damaged} damaged"
     if legacy:
         text += f", {legacy} of the old format (not read; `ktriage cache gc --older-than DAYS` removes them)"
-    if damaged:
+    stuck = sum(1 for s in states if s.quarantined is False)
+    if damaged and fixed and stuck:
+        text += (f"; {damaged - stuck} quarantined, {stuck} could NOT be moved aside (they stay, refused on every "
+                 "read): make the cache writable and run `ktriage cache verify --fix` again")
+    elif damaged:
         text += ("; quarantined, they are compiled again when next needed" if fixed
                  else "; `ktriage cache verify --fix` quarantines them")
     return text
