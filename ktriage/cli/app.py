@@ -26,7 +26,7 @@ from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import install_warning_lines, print_error, print_internal_error
+from ktriage.cli.console import check_environment, degrade_encoding, install_warning_lines, print_error, print_internal_error
 from ktriage.errors import KtriageError
 
 
@@ -231,7 +231,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     their traceback instead. ``SystemExit`` raised by a verb passes through untouched."""
     args = list(sys.argv[1:] if argv is None else argv)
     state = RunState(debug=_env_debug())
+    degrade_encoding()
     install_warning_lines()
+    try:
+        check_environment()
+    except KtriageError as exc:
+        print_error(exc)
+        return exit_codes.USAGE
     old_typer = _typer_too_old()
     if old_typer:
         print_error(KtriageError(

@@ -25,13 +25,95 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
 PIPE_WIDTH = 200
+COLUMNS_ENV = "KTRIAGE_COLUMNS"
+MIN_COLUMNS, MAX_COLUMNS = 20, 100_000
 
 
-def make_console(*, stderr: bool = False) -> Console:
+def pipe_width(*, strict: bool = True) -> int:
+    """The width of output that is not a terminal: ``KTRIAGE_COLUMNS`` or :data:`PIPE_WIDTH`. A value
+    that is no width is a KtriageError (``strict``), or the default where an error is being printed."""
+    raw = os.environ.get(COLUMNS_ENV, "").strip()
+    if not raw:
+        return PIPE_WIDTH
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if MIN_COLUMNS <= value <= MAX_COLUMNS:
+        return value
+    if not strict:
+        return PIPE_WIDTH
+    raise KtriageError(f"{COLUMNS_ENV}={raw[:40]!r} is not a width in columns",
+                       f"give a whole number from {MIN_COLUMNS} to {MAX_COLUMNS} (e.g. {COLUMNS_ENV}=160), or unset it")
+
+
+def make_console(*, stderr: bool = False, strict: bool = True) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     is_tty = hasattr(stream, "isatty") and stream.isatty()
-    width = None if is_tty else int(os.environ.get("KTRIAGE_COLUMNS", PIPE_WIDTH))
+    width = None if is_tty else pipe_width(strict=strict)
     return Console(stderr=stderr, width=width)
+
+
+# Characters ktriage prints, as ASCII, for a terminal or log whose encoding cannot show them (a C or
+# POSIX locale with Python's UTF-8 mode off, PYTHONIOENCODING=ascii): "->" rather than a crash.
+_ASCII = {"\u2192": "->", "\u2190": "<-", "\u21d2": "=>", "\u00d7": "x", "\u2014": "-", "\u2013": "-", "\u2026": "...",
+          "\u2248": "~", "\u2265": ">=", "\u2264": "<=", "\u2260": "!=", "\u00b5": "u", "\u03bc": "u", "\u2022": "*",
+          "\u0394": "d", "\u00b1": "+/-", "\u2713": "ok", "\u2717": "x", "\u2018": "'", "\u2019": "'", "\u201c": '"',
+          "\u201d": '"', "\u2500": "-", "\u2502": "|", "\u2191": "^", "\u2193": "v", "\u00b7": "."}
+ASCII_ERRORS = "ktriage-ascii"
+
+
+def _to_ascii(exc: UnicodeError) -> tuple[str, int]:
+    import unicodedata
+
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    out = []
+    for ch in text:
+        plain = _ASCII.get(ch)
+        if plain is None:
+            plain = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode() or "?"
+        out.append(plain)
+    return "".join(out), exc.end
+
+
+def degrade_encoding() -> None:
+    """Make stdout and stderr write what their encoding cannot show as ASCII (:data:`_ASCII`, then
+    the letter without its accent, then ``?``) instead of raising UnicodeEncodeError: a C/ASCII
+    locale gets ``->`` where a UTF-8 terminal gets an arrow. Streams that encode UTF-8 are untouched."""
+    import codecs
+
+    try:
+        codecs.lookup_error(ASCII_ERRORS)
+    except LookupError:
+        codecs.register_error(ASCII_ERRORS, _to_ascii)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding.startswith("utf") or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            stream.reconfigure(errors=ASCII_ERRORS)
+        except (ValueError, OSError):  # pragma: no cover - a stream that cannot be reconfigured
+            pass
+
+
+def check_environment() -> None:
+    """Refuse ``KTRIAGE_*`` values that are no value of theirs before a verb starts (a raw
+    ``int('abc')`` traceback used to end ``KTRIAGE_COLUMNS=abc``): each checked only when set, by the
+    module that reads it (their one home)."""
+    pipe_width()
+    if os.environ.get("KTRIAGE_PROGRESS", "").strip() not in ("", "0", "1"):
+        raise KtriageError(f"KTRIAGE_PROGRESS={os.environ['KTRIAGE_PROGRESS'][:40]!r} is neither 0 nor 1",
+                           "KTRIAGE_PROGRESS=1 shows progress bars, 0 hides them; unset: on a terminal only")
+    if os.environ.get("KTRIAGE_MAX_INPUT_MB", "").strip():
+        from ktriage.schema.core import size_limit
+
+        size_limit(1)
+    if os.environ.get("KTRIAGE_IMPORT_TIMEOUT_S", "").strip():
+        from ktriage.compile.pool import import_timeout_s
+
+        import_timeout_s()
 
 
 def print_error(exc: KtriageError, console: Console | None = None) -> None:
@@ -42,7 +124,7 @@ def print_error(exc: KtriageError, console: Console | None = None) -> None:
 
     The text is escaped because problems quote user text such as a spec file's ``[kernel]`` that rich
     would otherwise take for markup and drop."""
-    out = console if console is not None else make_console(stderr=True)
+    out = console if console is not None else make_console(stderr=True, strict=False)
     out.print(f"[bold red]error:[/] {escape(exc.problem)}")
     if exc.fix:
         out.print(f"[yellow]fix:[/] {escape(exc.fix)}")
@@ -62,7 +144,7 @@ def internal_error_line(exc: BaseException) -> str:
 def print_internal_error(exc: BaseException, console: Console | None = None) -> None:
     """Print :func:`internal_error_line` on stderr as one unwrapped line (``soft_wrap``: a 200-column
     pipe console would otherwise break a long message over two lines)."""
-    out = console if console is not None else make_console(stderr=True)
+    out = console if console is not None else make_console(stderr=True, strict=False)
     out.print(f"[bold red]{escape(internal_error_line(exc))}[/]", soft_wrap=True, highlight=False)
 
 
@@ -112,7 +194,7 @@ class _WarningLines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            out = make_console(stderr=True)
+            out = make_console(stderr=True, strict=False)
             out.print(f"[yellow]warning:[/] {escape(record.getMessage())}", soft_wrap=True, highlight=False)
         except Exception:  # a warning must never become the error
             self.handleError(record)

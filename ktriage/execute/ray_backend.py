@@ -84,6 +84,34 @@ def import_ray() -> Any:
     return ray
 
 
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+    """Refuse a ``HOST:PORT`` (or ``ray://HOST:PORT``) where nothing accepts a connection, within
+    ``timeout_s``, before ``ray.init``: Ray itself retries a closed port for minutes (and on this
+    machine's other addresses), which looked like a hang. ``auto`` is Ray's own lookup."""
+    import socket
+
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        number = int(port)
+        if not 0 < number < 65536:
+            raise ValueError(port)
+    except ValueError:
+        raise KtriageError(f"--cluster {address!r}: the port {port!r} is no TCP port", "give HOST:PORT, e.g. 10.0.0.5:6379") from None
+    try:
+        with socket.create_connection((host.strip("[]"), number), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise KtriageError(f"cannot connect to the Ray cluster at {address}: {why} (within {timeout_s:.0f} s)",
+                           "start the head with `ray start --head --port PORT` there and check host, port and firewall "
+                           "(docs/cluster.md), or leave --cluster / KTRIAGE_CLUSTER out to run locally") from None
+
+
 class RayExecutor:
     """Jobs as Ray tasks on the cluster at ``address`` (``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``)."""
 
@@ -91,6 +119,7 @@ class RayExecutor:
     remote = True
 
     def __init__(self, address: str, *, max_retries: int = DEFAULT_RETRIES) -> None:
+        check_reachable(address)
         ray = import_ray()
         self.address = address
         self.max_retries = max_retries

@@ -47,8 +47,8 @@ def size_limit(default_mb: int) -> int:
         value = float(raw)
     except ValueError:
         raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} is not a number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048") from None
-    if not value > 0:
-        raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} must be positive", f"e.g. {MAX_INPUT_ENV}=2048")
+    if not 0 < value < 1 << 40:  # also refuses nan and inf
+        raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} must be a positive, finite number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048")
     return int(value * MIB)
 
 
