@@ -4,9 +4,17 @@
     .venv/bin/python benchmarks/calibration/build.py --sources S.json --out C.jsonl --work DIR
 
 Each source pairs one GPU results file (toolchains timed side by side) with the explain report of
-the same kernels: a committed one (``explain_json``) or one compiled here (``explain``: runs
-``ktriage explain TARGET ARGS -t <the run's toolchains> --format json``; cached artifacts make
-that seconds). The pairing rules and the cell format: ktriage/predict/dataset.py.
+the same kernels: a committed one (``explain_json``) or one compiled here (``explain``: a recorded
+workload is explained in-process for exactly the kernel inputs the run benched; a catalog op runs
+``ktriage explain TARGET ARGS -t <the run's toolchains> --format json``; cached artifacts make that
+seconds). The pairing rules and the cell format: ktriage/predict/dataset.py.
+
+    .venv/bin/python benchmarks/calibration/build.py --scan RESULTS_DIR --workloads WL_DIR --out C.jsonl
+
+``--scan`` (the corpus): every recorded-bench results file under RESULTS_DIR (``bench --bundle`` of a
+recorded workload: its run names the workload) is paired with ``<name>.workload.json`` under WL_DIR,
+the operator being the workload's name; the sources of ``--sources`` come too unless
+``--no-sources``. Set KTRIAGE_HOME to a home whose toolchains match the runs' (e.g. the test home).
 """
 
 from __future__ import annotations
@@ -24,19 +32,62 @@ from ktriage.measure.results_file import read_results  # noqa: E402
 from ktriage.predict.dataset import cells_from_results, write_cells  # noqa: E402
 
 
-def explain_report(source: dict, specs: list[str], work: Path) -> dict:
+def _recorded_report(target: Path, run, results, specs: list[str]) -> dict:
+    """Explain, in-process, only the kernel inputs the run benched (a corpus workload may record
+    hundreds of launches; the bench times a few)."""
+    from ktriage.catalog.resolve import resolve_specs
+    from ktriage.compile.compiler import Compiler
+    from ktriage.explain.engine import Explainer
+    from ktriage.explain.findings import collect_findings
+    from ktriage.report.explain import to_json
+    from ktriage.toolchain.manager import ensure_toolchains
+
+    wanted = {(str(c.extra.get("kernel")), int(c.extra.get("recorded_input", 0))) for c in results if c.extra.get("kernel")}
+    kernels = [k for k in resolve_specs(str(target), target_arch="sm_90")
+               if (str(k.meta.get("workload_kernel")), int(k.meta.get("input_id", 0))) in wanted]
+    toolchains = ensure_toolchains(specs)
+    with Compiler(jobs=2) as compiler:
+        result = Explainer(compiler).run(kernels, toolchains)
+        return to_json(result, collect_findings(result))
+
+
+def explain_report(source: dict, specs: list[str], work: Path, run=None, results=None) -> dict:
     if source.get("explain_json"):
         return json.loads((ROOT / source["explain_json"]).read_text())
     ex = source["explain"]
     out = work / f"{source['operator']}.explain.json"
-    if not out.exists():
-        cmd = [str(ROOT / ".venv/bin/ktriage"), "explain", ex["target"], *ex.get("args", [])]
-        for s in specs:
-            cmd += ["-t", s]
-        cmd += ["--allow-failures", "--format", "json", "-o", str(out)]
-        print("+", " ".join(cmd), file=sys.stderr)
-        subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    if out.exists():
+        return json.loads(out.read_text())
+    target = Path(ex["target"])
+    if target.suffix == ".json" and run is not None:
+        print(f"+ explain {target} (the benched kernel inputs) with {', '.join(specs)}", file=sys.stderr)
+        data = _recorded_report(target if target.is_absolute() else ROOT / target, run, results, specs)
+        out.write_text(json.dumps(data))
+        return data
+    cmd = [str(ROOT / ".venv/bin/ktriage"), "explain", ex["target"], *ex.get("args", [])]
+    for s in specs:
+        cmd += ["-t", s]
+    cmd += ["--allow-failures", "--format", "json", "-o", str(out)]
+    print("+", " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
+
+
+def scan(results_dir: Path, workloads_dir: Path) -> list[dict]:
+    """Sources for every recorded-bench results file under ``results_dir`` whose workload is found."""
+    workloads = {p.name.removesuffix(".workload.json"): p for p in workloads_dir.rglob("*.workload.json")}
+    out = []
+    for path in sorted(results_dir.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            name = data["run"]["settings"]["recorded_plan"]["name"]
+        except (ValueError, KeyError, TypeError, OSError):
+            continue
+        if name not in workloads:
+            print(f"note: {path}: no {name}.workload.json under {workloads_dir}", file=sys.stderr)
+            continue
+        out.append({"operator": name, "results": str(path.resolve()), "explain": {"target": str(workloads[name].resolve())}})
+    return out
 
 
 def main() -> int:
@@ -44,14 +95,24 @@ def main() -> int:
     ap.add_argument("--sources", default=str(Path(__file__).with_name("sources.json")))
     ap.add_argument("--out", default=str(Path(__file__).with_name("cells.jsonl")))
     ap.add_argument("--work", default="/tmp/ktriage-calibration", help="where explain reports compiled here are kept")
+    ap.add_argument("--scan", type=Path, help="a folder of recorded-bench results files (the corpus)")
+    ap.add_argument("--workloads", type=Path, help="with --scan: the folder of their *.workload.json")
+    ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cells = []
-    for source in json.loads(Path(args.sources).read_text())["sources"]:
+    sources = [] if args.no_sources else json.loads(Path(args.sources).read_text())["sources"]
+    if args.scan:
+        sources += scan(args.scan, args.workloads or args.scan)
+    for source in sources:
         run, results = read_results(ROOT / source["results"])
         specs = [str(t["spec"]) for t in run.toolchains]
-        report = explain_report(source, specs, work)
+        try:
+            report = explain_report(source, specs, work, run, results)
+        except Exception as exc:  # one source that cannot be explained never loses the others
+            print(f"note: {source['operator']}: not explained ({type(exc).__name__}: {exc})", file=sys.stderr)
+            continue
         made, notes = cells_from_results(run, results, report, operator=source["operator"],
                                          backend=source.get("backend"), source=source["results"])
         for note in dict.fromkeys(notes):
