@@ -29,11 +29,12 @@ import traceback
 from typing import Any
 
 if __package__:
-    from ktriage.insitu import fakedriver, jitrun, worker
+    from ktriage.insitu import fakedriver, jitrun
+    from ktriage.insitu import worker as _worker
 else:
     import fakedriver  # type: ignore[import-not-found,no-redef]
     import jitrun  # type: ignore[import-not-found,no-redef]
-    import worker  # type: ignore[import-not-found,no-redef]
+    import worker as _worker  # type: ignore[import-not-found,no-redef]
 
 
 class _Captured(BaseException):
@@ -170,8 +171,11 @@ def _ensure_fake_driver(cc: int) -> fakedriver.FakeBenchmarker:
     return current.benchmarker
 
 
-def resolve(request: dict[str, Any]) -> dict[str, Any]:
-    """Answer one ``resolve`` request (module docstring); failures are replies, never raised."""
+def resolve(request: dict[str, Any], serving: Any = None) -> dict[str, Any]:
+    """Answer one ``resolve`` request (module docstring); failures are replies, never raised.
+    ``serving``: the worker module that received it (``__main__`` when started as a script), so that
+    its import stage reaches the host (the host bounds a module's import: worker._stage)."""
+    worker = serving or _worker
     launch = request["resolve"]
     source = str(launch["source"])
     try:

@@ -529,7 +529,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             from ktriage.insitu import launch_spec
         else:
             import launch_spec  # type: ignore[import-not-found,no-redef]
-        return launch_spec.resolve(request)
+        return launch_spec.resolve(request, sys.modules[__name__])
     out_dir = request["out_dir"]
     os.makedirs(out_dir, exist_ok=True)
     result = compile_in_process(request["spec"], request.get("sys_path") or [])
