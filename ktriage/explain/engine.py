@@ -199,6 +199,7 @@ class Explainer:
         self.compiler = compiler
         self.params = params or load_params()
         self.threshold = threshold
+        self._predictions: dict[tuple[object, ...], Prediction] = {}
         self._facts_memo: dict[tuple[str, ...], Facts | KtriageError] = {}
         self._inflight = InFlight()
 
@@ -272,8 +273,19 @@ class Explainer:
             ref.resources, new.resources, None if isinstance(swap_front, str) else swap_front[0],
             None if isinstance(swap_asm, str) else swap_asm[0])
         comparison.lines = diff_lines(ref.resources.source_lines, new.resources.source_lines)
-        comparison.prediction = predict(ref.facts(), new.facts(), self.params, threshold=self.threshold)
+        comparison.prediction = self._predict(ref, new)
         return comparison
+
+    def _predict(self, ref: KernelResult, new: KernelResult) -> Prediction:
+        """The cost model's prediction, once per (cubin pair, launch) in this run: the inputs of a
+        sweep that share a kernel and its launch share it (30 layer_norm inputs, 5 kernels)."""
+        spec = new.artifact.spec
+        key = (str(ref.artifact.cubin.cubin_path), str(new.artifact.cubin.cubin_path), str(spec.grid), spec.num_warps,
+               str(spec.meta.get("sm_count")), spec.target)
+        hit = self._predictions.get(key)
+        if hit is None:
+            hit = self._predictions[key] = predict(ref.facts(), new.facts(), self.params, threshold=self.threshold)
+        return hit
 
     def _prefetch(self, per_spec: Sequence[Sequence[object]]) -> None:
         """Analyze every distinct cubin of the run once (each spec's own, and the cross matrix against
