@@ -20,8 +20,12 @@ Runs inside a toolchain's interpreter and inside the user's program: stdlib only
 from __future__ import annotations
 
 import ast
+import builtins
 import textwrap
 from collections.abc import Iterable, Sequence
+
+
+_BUILTINS = set(dir(builtins))
 
 
 class ExtractError(Exception):
@@ -150,6 +154,13 @@ def extract(text: str, qualname: str, *, package: str | None, extra_lines: Itera
                 continue  # the class or function the kernel is nested in: never executed
             kept.add(id(stmt))
             needed |= loaded_names(stmt)
+    defined = set().union(*defines.values()) if defines else set()
+    local = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if needed - defined - local - _BUILTINS:  # a name no statement binds may come from a star import: keep those
+        for stmt in units:
+            if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
+                kept.add(id(stmt))
     futures = [s for s in units if isinstance(s, ast.ImportFrom) and s.module == "__future__"]
     out: list[str] = []
     names: list[str] = []

@@ -226,6 +226,18 @@ def add(name: str) -> None:
     _missing.add(name.split(".")[0])
 
 
+def forget(names: list[str]) -> None:
+    """Stop standing in for ``names`` (added by :func:`add` for one kernel's module) and drop their
+    placeholder modules from ``sys.modules``: the module that needed them keeps its references, and
+    the next kernel's module that guards ``import numpy`` with ``try/except ImportError`` still sees
+    numpy missing, as it would on its own."""
+    for name in names:
+        _missing.discard(name)
+        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+            if isinstance(sys.modules[key], _PlaceholderModule):
+                del sys.modules[key]
+
+
 def is_placeholder(value: Any) -> bool:
     """Whether ``value`` is a placeholder module or one of its inert objects (or a class made from one)."""
     return isinstance(value, (_PlaceholderModule, _Inert)) or (isinstance(value, type) and issubclass(value, _InertBase))

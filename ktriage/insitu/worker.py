@@ -118,15 +118,20 @@ def _attribute(module: Any, path: str) -> Any:
 def _import_with_placeholders(module_part: str) -> Any:
     """Import a module (or a ``.py`` file by path), giving each top-level module that it imports and
     that is not installed a placeholder, one at a time, until it imports or fails for another reason."""
-    for _ in range(32):
-        try:
-            return _import(module_part)
-        except ModuleNotFoundError as exc:
-            top = (exc.name or "").split(".")[0]
-            if not top or top == "triton" or placeholders.stands_for(top) or _installed(top):
-                raise
-            placeholders.add(top)
-    return _import(module_part)
+    added: list[str] = []
+    try:
+        for _ in range(32):
+            try:
+                return _import(module_part)
+            except ModuleNotFoundError as exc:
+                top = (exc.name or "").split(".")[0]
+                if not top or top == "triton" or placeholders.stands_for(top) or _installed(top):
+                    raise
+                placeholders.add(top)
+                added.append(top)
+        return _import(module_part)
+    finally:  # this module keeps its placeholders; the next kernel's module sees them missing again
+        placeholders.forget(added)
 
 
 def _installed(top: str) -> bool:
@@ -202,6 +207,7 @@ def _load_extracted(module_part: str, qualname: str) -> Any:
             raise _ExtractFailed(f"cannot load {file}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
+        added: list[str] = []
         try:
             for _ in range(32):  # a missing top-level import the kernel keeps gets a placeholder, as above
                 try:
@@ -212,10 +218,13 @@ def _load_extracted(module_part: str, qualname: str) -> Any:
                     if not top or top == "triton" or placeholders.stands_for(top) or _installed(top):
                         raise
                     placeholders.add(top)
+                    added.append(top)
         except Exception as exc:
             sys.modules.pop(name, None)
             line = _failing_line(exc, file)
             raise _ExtractFailed(f"{line}{root_cause(exc)}") from exc
+        finally:
+            placeholders.forget(added)
     fn = _attribute(module, qualname.split(".")[-1])
     if fn is None:
         raise _ExtractFailed(f"the extracted source defines no {qualname}")

@@ -164,3 +164,30 @@ def test_extract_keeps_what_the_kernel_needs_at_its_lines() -> None:
     def_line = next(i for i, ln in enumerate(original) if "def method_kernel" in ln)
     assert ours[def_line] == "def method_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):"
     assert kept == ["triton", "tl", "SCALE", "twice", "method_kernel"]
+
+
+def test_extract_keeps_a_star_import_only_for_a_name_nothing_else_binds() -> None:
+    text = "import triton\nfrom helpers import *\nfrom other import *\n\n@triton.jit\ndef k(x):\n    y = x\n    return twice(y)\n"
+    kept, _ = extract(text, "k", package=None)
+    assert "from helpers import *" in kept and "from other import *" in kept
+    plain = text.replace("twice(y)", "y")
+    assert "import *" not in extract(plain, "k", package=None)[0]
+
+
+def test_a_placeholder_is_for_one_module_only(tmp_path: Path) -> None:
+    """A module that guards an optional import still sees it missing after another kernel's module
+    needed a placeholder for it (the worker serves many kernels in one process)."""
+    import subprocess
+    import sys
+
+    from ktriage.insitu import worker
+
+    (tmp_path / "needs.py").write_text("import optional_dep_not_here\nVALUE = 1\n")
+    (tmp_path / "guards.py").write_text("try:\n    import optional_dep_not_here\n    HAS = True\n"
+                                        "except ImportError:\n    HAS = False\n")
+    code = (f"import sys; sys.path.insert(0, {str(Path(worker.__file__).parent)!r}); sys.path.insert(0, {str(tmp_path)!r})\n"
+            "import placeholders, worker\nplaceholders.install()\n"
+            "assert worker._import_with_placeholders('needs').VALUE == 1\n"
+            "import guards\nprint(guards.HAS)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
