@@ -447,6 +447,11 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
                            f"--{opts.mode} {inputs} -t '{pred}' -t '{cul}'")
 
 
+def _predicted_kind(entry: dict[str, Any]) -> str | None:
+    prediction = entry.get("prediction")
+    return str(prediction["kind"]) if isinstance(prediction, dict) else None
+
+
 def _explain(run: _Run, report: BisectReport) -> None:
     """Explain culprit vs predecessor per kernel (ktriage.explain's comparison, with attribution)."""
     from ktriage.explain.engine import Explainer
@@ -482,5 +487,10 @@ def _explain(run: _Run, report: BisectReport) -> None:
             "opcode_delta": opcode_delta_text(cmp),
             "cross_errors": cmp.cross_errors,
             "artifacts": {"predecessor_ptx": str(ref.artifact.frontend.ptx_path), "culprit_ptx": str(new.artifact.frontend.ptx_path)},
+            "prediction": cmp.prediction.to_json() if cmp.prediction else None,
         })  # fmt: skip
     report.explain = out
+    kinds = {cmp_kind for cmp_kind in (_predicted_kind(e) for e in out) if cmp_kind}
+    if kinds and kinds <= {"neutral"}:  # the cost model (docs/model.md): the change found may not be the slowdown
+        report.notes.append("the culprit's compile-side change is predicted neutral (within the +-5% gate): if the "
+                            "slowdown is real, it is not this change; bisect by timing (--metric latency --bundle ...)")

@@ -114,6 +114,8 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
             lines.append(f"| {_md(e['kernel'])} | " + " | ".join(cells) + f" | {_md(e['opcode_delta'])} | {e['attribution']} |")
         lines.append("")
         for e in report.explain:
+            if e.get("prediction"):
+                lines.append(f"- {_md(e['kernel'])}: {_md(e['prediction']['text'])} (the cost model, docs/model.md)")
             for ch in e["changes"]:
                 lines.append(f"- {_md(e['kernel'])}: {_md(ch['sentence'])}")
         lines.append("")
@@ -153,7 +155,8 @@ def print_report(report: BisectReport, console: Console) -> None:
         for e in report.explain:
             p, c = e["predecessor"], e["culprit"]
             moved = [f"{m} {_num(p[m])} -> {_num(c[m])}" for m in p if p[m] != c[m]]
+            predicted = f"; {e['prediction']['text']}" if e.get("prediction") else ""
             console.print(f"  {escape(e['kernel'])}: {escape(', '.join(moved) or 'no resource change')}; "
-                          f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}")
+                          f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}{escape(predicted)}")
     if report.explain_note:
         console.print(escape(report.explain_note))
