@@ -235,12 +235,15 @@ class Recorder:
             launch_id = f"{self.tag}:L{len(self.launches)}"
             self.launches[key] = launch_id
             self.counts[launch_id] = 1
+            resolved, grid_error = _grid_and_why(grid, bound, options)
             record = {
                 "type": "launch", "id": launch_id, "kernel": kernel_id,
                 "args": [[n, describe(bound[n])] for n in names if n in bound],
                 "options": {k: describe(v) for k, v in options.items()},
-                "grid": _resolve_grid(grid, bound, options),
+                "grid": resolved,
             }
+            if grid_error:
+                record["grid_error"] = grid_error
             if autotune is not None:
                 record["autotune"] = autotune
             if heuristics:
@@ -556,13 +559,14 @@ def _grid_key(grid: Any) -> Any:
         return repr(grid)[:100]
 
 
-def _resolve_grid(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> list[int] | None:
+def _grid_and_why(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> tuple[list[int] | None, str | None]:
+    """A JIT launch's grid (a callable grid called with the launch's arguments), or why it cannot be read."""
     try:
         if callable(grid):
             grid = grid({**bound, **options})
-        return [int(g) for g in grid]
-    except Exception:
-        return None
+        return [int(g) for g in grid], None
+    except Exception as exc:
+        return None, f"the launch's grid {'callable ' if callable(grid) else ''}failed: {type(exc).__name__}: {exc}"[:500]
 
 
 def describe(value: Any) -> Any:
