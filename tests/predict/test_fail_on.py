@@ -35,3 +35,18 @@ def test_fail_on_regression_passes_a_neutral_change_and_any_does_not(run_cli) ->
 def test_fail_on_rejects_other_values(run_cli) -> None:
     r = run_cli(BASE + ["--input", "N=2560", "--fail-on", "slower"])
     assert r.exit_code == 2 and "fix:" in r.stderr and "--fail-on regression" in r.stderr
+
+
+def test_fixes_carry_the_predicted_gain(run_cli) -> None:
+    """--fixes on the spill cliff: the verified num_warps 4 -> 8 config is predicted much faster than the
+    kernel as compiled with 3.4.0, about as fast as 3.3.1's, and listed first (ranked by predicted gain)."""
+    r = run_cli(BASE + ["--input", "N=4608", "--fixes", "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    fixes = json.loads(r.stdout)["fixes"]
+    priced = [f for f in fixes if f["prediction"]]
+    assert priced and fixes[0] is priced[0] and fixes[0]["kind"] == "spill-free-config" and fixes[0]["verified"]
+    gain, vs_ref = fixes[0]["prediction"]["vs_current"], fixes[0]["prediction"]["vs_reference"]
+    assert gain["ratio"] < 0.5 and gain["kind"] == "improvement" and vs_ref["ratio"] < 1.2
+    assert "predicted -" in fixes[0]["effect"] and "against triton==3.3.1" in fixes[0]["effect"]
+    ratios = [f["prediction"]["vs_current"]["ratio"] for f in priced]
+    assert ratios == sorted(ratios)
