@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktriage import progress
 from ktriage.triage.model import CellTriage, TriageReport
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 
@@ -106,29 +107,36 @@ def record_missing(report: TriageReport, unplanned: Sequence[int], out_dir: Path
         return []
     written: list[str] = []
     out_dir.mkdir(parents=True, exist_ok=True)
-    for r in todo:
-        path = out_dir / f"{r.name}.workload.json"
-        argv = [sys.executable, "-m", "ktriage", "record", "-o", str(path), "--", *r.argv()]
-        say(f"recording TritonBench {r.op} {r.mode} --only {r.backend} (inputs {min(r.input_ids)}-{max(r.input_ids)}) "
-            f"for the GPU re-run: {' '.join(r.argv('python'))}")
-        why = _run(argv, root)
-        if why is None and not path.is_file():
-            why = "it wrote no workload"
-        if why is not None:
-            report.failures.append(f"recording {r.op} {r.mode} {r.backend} for the GPU re-run: {why}")
-            for i in r.cells:
-                report.cells[i].notes.append(f"not recorded: `ktriage record -- {' '.join(r.argv('python'))}` failed: {why}")
-            continue
-        written.append(str(path))
-        loaded: list[Loaded] = load_workloads([str(path)])
-        for i in r.cells:
-            c = report.cells[i]
-            match, notes = match_cell(c, None, loaded)
-            c.notes += notes
-            if match is not None:
-                c.recorded = match
-                c.notes.append("recorded by the triage on this GPU host: " + describe(match))
+    with progress.task("recording TritonBench runs", total=len(todo)) as step:
+        for r in todo:
+            _record_one(report, r, root, out_dir, say, written)
+            step.advance()
     return written
+
+
+def _record_one(report: TriageReport, r: Recording, root: Path, out_dir: Path, say: Say, written: list[str]) -> None:
+    """One recording and the matching of its cells (see :func:`record_missing`)."""
+    path = out_dir / f"{r.name}.workload.json"
+    argv = [sys.executable, "-m", "ktriage", "record", "-o", str(path), "--", *r.argv()]
+    say(f"recording TritonBench {r.op} {r.mode} --only {r.backend} (inputs {min(r.input_ids)}-{max(r.input_ids)}) "
+        f"for the GPU re-run: {' '.join(r.argv('python'))}")
+    why = _run(argv, root)
+    if why is None and not path.is_file():
+        why = "it wrote no workload"
+    if why is not None:
+        report.failures.append(f"recording {r.op} {r.mode} {r.backend} for the GPU re-run: {why}")
+        for i in r.cells:
+            report.cells[i].notes.append(f"not recorded: `ktriage record -- {' '.join(r.argv('python'))}` failed: {why}")
+        return
+    written.append(str(path))
+    loaded: list[Loaded] = load_workloads([str(path)])
+    for i in r.cells:
+        c = report.cells[i]
+        match, notes = match_cell(c, None, loaded)
+        c.notes += notes
+        if match is not None:
+            c.recorded = match
+            c.notes.append("recorded by the triage on this GPU host: " + describe(match))
 
 
 def _run(argv: list[str], cwd: Path) -> str | None:
