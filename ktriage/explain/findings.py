@@ -429,8 +429,7 @@ class FindingGroup:
                 "toolchain": self.toolchain, "reference": self.reference, "range": self.range, "inputs": self.inputs,
                 "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)],
                 "prediction": None if w is None else w.to_json(),
-                "predicted_ratios": [None if p is None else {"ratio": round(p.ratio, 4), "low": round(p.low, 4),
-                                                              "high": round(p.high, 4), "kind": p.kind}
+                "predicted_ratios": [None if p is None else {k: p.to_json()[k] for k in ("ratio", "low", "high", "kind")}
                                      for p in self.predictions],
                 "summary": self.summary()}
 

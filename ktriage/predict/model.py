@@ -401,7 +401,9 @@ class Prediction:
         return head + (": " + "; ".join(parts) if parts else "")
 
     def to_json(self) -> dict[str, Any]:
-        return {"ratio": round(self.ratio, 4), "low": round(self.low, 4), "high": round(self.high, 4),
+        def num(v: float) -> float | None:  # JSON has no inf: a kernel that cannot launch has no ratio
+            return round(v, 4) if math.isfinite(v) else None
+        return {"ratio": num(self.ratio), "low": num(self.low), "high": num(self.high),
                 "kind": self.kind, "identical": self.identical, "threshold": self.threshold,
                 "contributors": [c.to_json() for c in self.contributors], "text": self.text()}
 

@@ -1,0 +1,47 @@
+"""The calibration dataset: cells built from a committed bench results file and the committed explain
+report of the same kernels equal the committed cells.jsonl lines (the pairing, the verdicts and the
+facts reproduce without a compile), and `ktriage calibrate` fits from a dataset or from a results
+file with its report, and refuses unpaired input naming the fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ktriage.measure.results_file import read_results
+from ktriage.predict.dataset import cells_from_results, read_cells
+from ktriage.predict.model import load_params
+
+REPO = Path(__file__).resolve().parents[2]
+CELLS = REPO / "benchmarks" / "calibration" / "cells.jsonl"
+RESULTS = REPO / "benchmarks" / "record" / "h200d" / "bench" / "wl-tb_rms_norm_bwd.json"
+REPORT = REPO / "benchmarks" / "record" / "h200" / "explain_rms_norm_bwd.json"
+
+
+def test_cells_rebuild_from_committed_results_and_report() -> None:
+    run, cells = read_results(RESULTS)
+    made, notes = cells_from_results(run, cells, json.loads(REPORT.read_text()), operator="tb_rms_norm_bwd",
+                                     source="benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json")
+    assert not notes and len(made) == 24  # 12 kernel inputs x (3.3.1, 3.4.0) against 3.6.0
+    committed = [c for c in read_cells(CELLS) if c.operator == "tb_rms_norm_bwd"]
+    assert [c.to_json() for c in made] == [c.to_json() for c in committed]
+    faster = [c for c in made if c.measured.verdict == "improvement"]
+    assert len(faster) == 3 and all(c.reference == "triton==3.6.0" and c.measured.ci_high < 1 for c in faster)
+
+
+def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None:
+    out = tmp_path / "model.json"
+    r = run_cli(["calibrate", "--from", str(CELLS), "-o", str(out), "--no-cv"])
+    assert r.exit_code == 0, r.stderr
+    assert load_params(out).fitted_on.startswith(f"{len(read_cells(CELLS))} cells")
+    r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms",
+                 "--cells-out", str(tmp_path / "c.jsonl")])
+    assert r.exit_code == 0, r.stderr
+    assert len(read_cells(tmp_path / "c.jsonl")) == 24 and "| regression |" in r.stdout
+
+
+def test_calibrate_refuses_unpaired_input(run_cli) -> None:
+    r = run_cli(["calibrate", "--results", str(RESULTS)])
+    assert r.exit_code == 2 and "--explain" in r.stderr and "fix:" in r.stderr
+    r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(RESULTS)])
+    assert r.exit_code == 2 and "not an explain report" in r.stderr
