@@ -86,8 +86,13 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
             from ktriage.home import home_subdir
             from ktriage.triage.measure_record import record_missing
 
-            _require_gpu()
-            record_missing(report, unplanned, home_subdir("recordings"), say)
+            try:
+                _require_gpu()
+            except KtriageError as exc:  # recording needs the GPU; the plan still says why per cell
+                for i in unplanned:
+                    report.cells[i].notes.append(f"not recorded for the GPU re-run: {exc.problem}")
+            else:
+                record_missing(report, unplanned, home_subdir("recordings"), say)
     plan = plan_measurement(report, options)
     for i, why in plan.skipped.items():
         report.cells[i].notes.append(f"not re-measured: {why}")
