@@ -51,8 +51,13 @@ def calibrate(
     level: Annotated[float, typer.Option("--level", help="Coverage asked of the prediction interval.")] = DEFAULT_LEVEL,
     no_cv: Annotated[bool, typer.Option("--no-cv", help="Fit only; skip the leave-one-operator-out evaluation.")] = False,
 ) -> None:
-    """Fit the cost model on GPU-measured cells and score it leave-one-operator-out: the confusion
-    matrix of predicted regression/neutral/improvement against the GPU verdicts."""
+    """Fit the cost model that explain's verdicts come from on GPU-measured cells (a dataset, bench
+    results files or store runs, each with the explain report of its kernels) and score it
+    leave-one-operator-out; -o writes the parameters for explain --model / KTRIAGE_MODEL.
+
+    Prints the confusion matrix of predicted regression/neutral/improvement against the GPU verdicts
+    (docs/model.md). Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
+    not what it should be)."""
     console = make_console(stderr=True)
     cells: list[CalibrationCell] = []
     for path in from_cells or []:

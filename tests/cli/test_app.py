@@ -16,7 +16,7 @@ from ktriage.cli import exit_codes
 from ktriage.cli.app import VERBS, load_verb, main
 
 REPO = Path(__file__).resolve().parents[2]
-ALL_VERBS = {"explain", "bench", "compare", "bisect", "bisect-step", "tune", "fidelity", "toolchain", "catalog",
+ALL_VERBS = {"explain", "calibrate", "bench", "compare", "bisect", "bisect-step", "tune", "fidelity", "toolchain", "catalog",
              "occupancy", "runs", "triage", "history", "cache", "profile", "record", "workload"}
 HEAVY = ("scipy", "sqlalchemy", "numpy", "jinja2")
 VERB_MODULES = {v.module for v in VERBS}
