@@ -40,11 +40,15 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], old: tuple[str, str
 CSV_BAD = ["nan", "NaN", "inf", "-inf", "Infinity", "-1", "0", "0.0", "-0.0", "1e400", "-1e-9", "abc", "0x10", "1,5"]
 
 
+@pytest.mark.parametrize("side", ["old", "new"])
 @pytest.mark.parametrize("value", CSV_BAD)
-def test_a_csv_cell_that_cannot_be_compared_is_listed_and_exits_4(value: str, tmp_path: Path,
+def test_a_csv_cell_that_cannot_be_compared_is_listed_and_exits_4(value: str, side: str, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     bad = HEAD + f"1024;0.05;0.18\n2048;0.07;{value}\n4096;0.10;0.30\naverage;;\n"
-    code, out, _ = _run(tmp_path, capsys, ("layer_norm_fwd_old.csv", bad), ("layer_norm_fwd_new.csv", GOOD), "--format", "json")
+    files = [("layer_norm_fwd_old.csv", bad), ("layer_norm_fwd_new.csv", GOOD)]
+    if side == "new":
+        files = [("layer_norm_fwd_old.csv", GOOD), ("layer_norm_fwd_new.csv", bad)]
+    code, out, _ = _run(tmp_path, capsys, files[0], files[1], "--format", "json")
     doc = json.loads(out)
     assert code == exit_codes.INCOMPLETE == doc["exit_code"]
     assert doc["complete"] is False
@@ -57,12 +61,17 @@ JSON_BAD = {"nan": float("nan"), "inf": float("inf"), "neg": -1.0, "zero": 0, "l
             "string": "oops", "nan-string": "nan", "neg-string": "-0.5"}
 
 
+@pytest.mark.parametrize("side", ["old", "new"])
 @pytest.mark.parametrize("name", list(JSON_BAD))
-def test_a_json_value_that_is_no_latency_is_listed_and_exits_4(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_json_value_that_is_no_latency_is_listed_and_exits_4(name: str, side: str, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     key = "tritonbench_layer_norm_fwd[x_{}-liger_layer_norm]_latency"
     good = {key.format(1024): "0.18", key.format(2048): "0.19"}
     bad = {key.format(1024): "0.18", key.format(2048): JSON_BAD[name]}
-    code, out, _ = _run(tmp_path, capsys, ("old.json", json.dumps(bad)), ("new.json", json.dumps(good)), "--format", "json")
+    files = [("old.json", json.dumps(bad)), ("new.json", json.dumps(good))]
+    if side == "new":
+        files = [("old.json", json.dumps(good)), ("new.json", json.dumps(bad))]
+    code, out, _ = _run(tmp_path, capsys, files[0], files[1], "--format", "json")
     doc = json.loads(out)
     assert code == exit_codes.INCOMPLETE and doc["complete"] is False
     assert doc["not_compared_count"] == 1
