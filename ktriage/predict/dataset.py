@@ -184,6 +184,11 @@ def cells_from_results(run: RunInfo, cells: Sequence[Cell], explain: Mapping[str
             if not isinstance(ref_res, Mapping) or not isinstance(new_res, Mapping) or "error" in ref_res or "error" in new_res:
                 notes.append(f"{operator} {kernel_json.get('name')}: a side failed to compile in the explain report")
                 continue
+            function = pair.backend.split(":", 1)[1] if backend is None and ":" in pair.backend else None
+            if function is not None and function != str(ref_res.get("kernel_name")):
+                notes.append(f"{operator} {pair.backend}: the explain report's kernel there is "
+                             f"{ref_res.get('kernel_name')} (another recording of the workload?): skipped")
+                continue
             spec = kernel_json.get("spec", {})
             v = pair.verdict
             label = str(kernel_json.get("input") or pair.input_label)
