@@ -218,3 +218,20 @@ def test_a_hostile_toolchain_id_and_ncu_output_in_profile() -> None:
            "reference": tc, "notes": [f"{tc}: ncu said {BAD}"], "findings": [f"![x](http://t/x.png) {BAD}"],
            "toolchains": {tc: {"launches": [{"registers_per_thread": 40, "stall_share_pct": {f"{BAD}": 50.0}}]}}}
     assert_inert(profile_md(doc), "profile")
+
+
+def test_a_hostile_trace_path_in_workload_show(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``workload show`` of a tritonparse trace imported under a hostile file name (the path is in
+    the workload's notes), through the real command line, markdown to stdout and -o."""
+    data = Path(__file__).resolve().parents[1] / "data" / "tritonparse"
+    trace = tmp_path / "<img src=x onerror=alert(1)> @everyone ![i](http:⁄⁄t⁄x.png).ndjson"
+    trace.write_bytes((data / "add_scale.compile_only.full_source.bin.ndjson").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert main(["workload", "import", str(trace), "-o", str(tmp_path / "W.json")]) == 0
+    capsys.readouterr()
+    assert main(["workload", "show", str(tmp_path / "W.json"), "--format", "markdown", "-o", str(tmp_path / "w.md")]) == 0
+    out = capsys.readouterr().out
+    for where, doc in (("stdout", out), ("-o w.md", (tmp_path / "w.md").read_text())):
+        assert "onerror" in doc, doc[:3000]
+        assert_inert(doc, f"workload show {where}")
