@@ -26,8 +26,9 @@ def fix_for(failure: CompileFailure) -> str | None:
     """How to get past this failure, or None where ktriage knows nothing better than the message.
 
     A ``fix:`` line in the message (KtriageError's convention) wins. Import failures get ours: a kernel
-    library is installed without its dependencies and its module is imported in a compile worker with
-    no GPU and a torch stand-in, so module-level code that needs anything else fails there."""
+    library is installed without its dependencies and compiled in a worker with no GPU; the worker
+    stands in for missing modules and falls back to the kernel's own source, so what still fails is
+    what the kernel itself needs."""
     for line in failure.message.splitlines():
         if line.strip().startswith("fix:"):
             return squash(line.strip()[len("fix:"):].strip())
@@ -36,14 +37,17 @@ def fix_for(failure: CompileFailure) -> str | None:
     imported = _IMPORTING.search(failure.message)
     module = imported.group(1) if imported else "the kernel's module"
     missing = _NO_MODULE.search(failure.message)
+    # The worker already stood in for missing modules and compiled the kernel from its own source when
+    # the module would not import (docs/record.md): an import failure left means the kernel needs it.
     if missing:
         dep = missing.group(1).split(".")[0]
-        return (f"{module} needs '{dep}' at import time, and ktriage installs kernel packages without their "
-                f"dependencies (only torch gets a stand-in); point the spec's `source` at a .py file that "
-                f"defines the @triton.jit function without importing '{dep}' (a copy of the kernel)")
+        return (f"the kernel itself needs '{dep}' (the statements of {module} it reads import it), and ktriage "
+                f"installs kernel packages without their dependencies: give the spec a `package` that provides "
+                f"'{dep}', or pass the value the kernel reads from it as a tl.constexpr")
     if imported:
-        return (f"{module} runs code at import time that fails in a compile worker (no GPU, torch is a "
-                f"stand-in); point the spec's `source` at a .py file with only the @triton.jit function")
+        return (f"{module} fails to import in a compile worker (no GPU, torch is a stand-in), and so do the "
+                f"statements of it the kernel needs (quoted above): make them run without a GPU, or point the "
+                f"spec's `source` at a .py file with the @triton.jit function")
     return None
 
 

@@ -202,20 +202,26 @@ def test_failing_assembler_is_incomplete_and_listed(tmp_path: Path, toolchain: A
 
 @pytest.mark.slow
 def test_import_failure_is_one_line_with_the_fix(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
-    """A kernel module that imports what the compile worker does not have: one line, naming the module
-    and the exception, plus a fix (the full text stays in the JSON results)."""
+    """A kernel whose module fails to import in the compile worker, and whose own source fails too (the
+    module-level value it reads needs a file the worker lacks): one line, naming the module and the
+    exception, plus a fix (the full text stays in the JSON results). A missing package alone no longer
+    fails (issue 23: the worker stands in for it and the kernel compiles from its own source)."""
     kernel = tmp_path / "needs_dep.py"
-    kernel.write_text("import triton\nimport triton.language as tl\nimport ktriage_missing_dep  # noqa: F401\n\n\n"
-                      "@triton.jit\ndef k(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):\n    pass\n")
+    kernel.write_text("import triton\nimport triton.language as tl\nimport ktriage_missing_dep  # noqa: F401\n"
+                      "SCALE = tl.constexpr(float(open('/nonexistent/ktriage-scale').read()))\n\n"
+                      "@triton.jit\ndef k(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):\n"
+                      "    tl.store(x_ptr + tl.arange(0, BN), tl.zeros([BN], tl.float32) + SCALE)\n")
     spec = _spec_file(tmp_path, f"{kernel}:k", blocks=(64,))
     out, data, _ = _explain(run_cli, tmp_path, spec, "triton==3.4.0")
     assert out.exit_code == exit_codes.INCOMPLETE, out.output
     (failure,) = data["kernels"][0]["failures"]
     assert failure["kind"] == "import"
-    assert failure["message"] == f"importing {kernel} failed: ModuleNotFoundError: No module named 'ktriage_missing_dep'"
-    assert "'ktriage_missing_dep' at import time" in failure["fix"] and "`source`" in failure["fix"]
+    assert failure["message"].startswith(f"importing {kernel} failed: FileNotFoundError: ")
+    assert "`source`" in failure["fix"] and "quoted above" in failure["fix"]
+    full = next(iter(data["kernels"][0]["results"].values()))["error"]  # the JSON keeps the whole message
+    assert "compiling k from its own source failed too: line 4 `SCALE = " in full
     (summary,) = [f["summary"] for f in data["failures"]]
-    assert summary.startswith(f"triton==3.4.0 cannot compile BN=64: importing {kernel} failed: ModuleNotFoundError")
+    assert summary.startswith(f"triton==3.4.0 cannot compile BN=64: importing {kernel} failed: FileNotFoundError")
     assert " — fix: " in summary and "\n" not in summary and summary.endswith("; no toolchain compiled it.")
     # the terminal wraps long lines (a long temporary path): compare without the wrapping's whitespace
     assert in_output(summary, out.output)
