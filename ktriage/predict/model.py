@@ -19,9 +19,10 @@ count outside it and ``trips`` a fitted effective trip count. Per SM:
   round trip for the share that does not), ``lambda_atomic`` per returning atomic (ATOMG: the warp
   waits for the old value; REDG does not), ``lambda_cctl`` per cache invalidation (CCTL.IVALL:
   the next loads miss L1), ``lambda_fence`` per memory fence, ``lambda_barrier`` per barrier;
-- bandwidth: the wave's global bytes (widths from the opcodes' modifiers: ``LDG.E.128`` is 16 B a
-  thread) at the SM's share of DRAM bandwidth, and the local-memory bytes that leave L1 at
-  ``kappa_l2`` times that.
+- bandwidth: the global bytes (widths from the opcodes' modifiers: ``LDG.E.128`` is 16 B a thread)
+  at the SM's share of DRAM bandwidth (``kappa_l2`` times that for a tensor-core kernel, whose
+  operand tiles are re-read from L2), and the local-memory bytes that leave L1 at ``kappa_l2`` times
+  the DRAM share.
 
 The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` waves (occupancy from
 ``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
@@ -284,7 +285,9 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     global_bytes = 32.0 * sum(n[cat] * c[f"width_{cat}"] for cat in _MEMORY_CATS)
     local_bytes = 32.0 * (n["ldl"] * c["width_ldl"] + n["stl"] * c["width_stl"]) * out
     all_warps = per_sm * c["num_warps"]  # the SM's warps over the whole launch
-    bandwidth = all_warps * (global_bytes / c["bw"] + local_bytes / (c["bw"] * params.kappa_l2))
+    # a tensor-core kernel re-reads its operand tiles: its loads are served by L2 (kappa_l2 x the DRAM share)
+    global_bw = c["bw"] * xp.where((c["rest_mma"] + c["loop_mma"]) > 0, params.kappa_l2, 1.0)
+    bandwidth = all_warps * (global_bytes / global_bw + local_bytes / (c["bw"] * params.kappa_l2))
     issue_sm = all_warps / 4.0 * issue
     latency_sm = waves * latency  # each wave of resident CTAs waits its critical path once
     q = params.softmax_p
