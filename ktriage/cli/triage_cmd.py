@@ -14,7 +14,19 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
-from ktriage.cli.options import Arch, Db, Format, ModeOpt, check_format, format_option, output_option, write_outputs
+from ktriage.cli.options import (
+    Arch,
+    Db,
+    Format,
+    ModeOpt,
+    check_format,
+    check_outputs,
+    check_writable,
+    format_option,
+    output_option,
+    write_outputs,
+)
+from ktriage.errors import KtriageError
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json", ".html")
@@ -56,6 +68,16 @@ def triage(
     from ktriage.triage import triage as run_triage
 
     check_format(fmt, FORMATS)
+    # every output is checked before the work (a triage compiles and bisects: minutes)
+    check_outputs(output or [], WRITERS)
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        check_writable(Path(summary), "$GITHUB_STEP_SUMMARY")
+        if not Path(summary).parent.is_dir():  # appended to, never created with its folders
+            raise KtriageError(f"$GITHUB_STEP_SUMMARY {summary}: the folder {Path(summary).parent} does not exist",
+                               "point GITHUB_STEP_SUMMARY at a file in an existing folder, or unset it")
+    if bundle is not None:
+        check_writable(bundle, "--bundle", folder=True)
     console = make_console(stderr=True)
     options = TriageOptions(old_toolchain=old_toolchain, new_toolchain=new_toolchain, threshold=threshold / 100.0, arch=arch,
                             op=op, mode=mode.value if mode else None, bisect=not no_bisect, fixes=not no_fixes, jobs=jobs,
@@ -81,10 +103,13 @@ def triage(
         print_table(report, make_console())
     write_outputs(output or [], {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n",
                                  ".html": lambda: to_html(report)}, console)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(to_markdown(report) + "\n")
+        try:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(to_markdown(report) + "\n")
+        except OSError as exc:
+            raise KtriageError(f"cannot append to $GITHUB_STEP_SUMMARY {summary}: {exc.strerror or exc}",
+                               "point GITHUB_STEP_SUMMARY at a writable file, or unset it") from exc
     code = report.exit_code(allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)

@@ -173,3 +173,38 @@ def test_an_x_val_no_catalog_input_has_never_takes_a_catalog_id(tmp_path: Path) 
     ids = {i for tails in index.by_tail.values() for i, _ in tails}
     assert index.match("123457", 0)[0] not in ids
     assert index.match("123457", 0)[2] is False
+
+
+# ---------------------------------------------------------------------------------- outputs, checked before the work
+OUTPUTS: dict[str, tuple[list[str], tuple[tuple[str, str], ...]]] = {
+    "o-folder": (["-o", "{d}"], ()),
+    "o-no-suffix": (["-o", "{d}/report"], ()),
+    "o-bad-suffix": (["-o", "{d}/report.txt"], ()),
+    "o-under-a-file": (["-o", "{d}/afile/r.md"], ()),
+    "o-under-proc": (["-o", "/proc/ktriage-no/r.md"], ()),
+    "o-name-too-long": (["-o", "{d}/" + "x" * 300 + ".md"], ()),
+    "summary-folder": ([], (("GITHUB_STEP_SUMMARY", "{d}"),)),
+    "summary-missing-folder": ([], (("GITHUB_STEP_SUMMARY", "{d}/no/such/summary.md"),)),
+    "summary-under-a-file": ([], (("GITHUB_STEP_SUMMARY", "{d}/afile/summary.md"),)),
+    "summary-under-proc": ([], (("GITHUB_STEP_SUMMARY", "/proc/ktriage-summary.md"),)),
+    "bundle-is-a-file": (["--bundle", "{d}/afile"], ()),
+}
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("a file")
+    args, env = OUTPUTS[name]
+    for key, value in env:
+        monkeypatch.setenv(key, value.format(d=tmp_path))
+    import ktriage.triage as triage_pkg
+
+    def no_work(*_a: object, **_k: object) -> None:
+        raise AssertionError("the triage ran before its outputs were checked")
+
+    monkeypatch.setattr(triage_pkg, "triage", no_work)
+    code, _, err = _run(tmp_path, capsys, ("layer_norm_fwd_old.csv", GOOD), ("layer_norm_fwd_new.csv", GOOD),
+                        *[a.format(d=tmp_path) for a in args])
+    assert code == exit_codes.USAGE, err
+    assert "error:" in err and "fix:" in err
