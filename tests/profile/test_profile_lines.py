@@ -37,6 +37,13 @@ def test_a_fake_source_page_parses_into_offsets_and_stall_reasons() -> None:
                        '"Address","Source","stall_long_sb","stall_math"', '"8192","LDL R1, [R1]","7","0"'])
     blocks = parse_source_csv(other)
     assert len(blocks) == 2 and blocks[0][0].samples == 6 and blocks[1][0].stalls == {"long_sb": 7}
+    # an older ncu: a kernel-name banner, samples over "All Cycles", a leading "#" column, no reason columns
+    older = "\n".join(['"Kernel Name","k(float *)",', '"#","Address","Source","Warp Stall Sampling (All Cycles)",'
+                       '"Warp Stall Sampling (Not-issued Cycles)","Instructions Executed"',
+                       '"1","0x00007f00a0000100","MOV R1, c[0x0][0x28]","2","0","128"',
+                       '"2","0x00007f00a0000110","LDG.E R2, desc[UR4][R2.64]","40","38","128"'])
+    (block,) = parse_source_csv(older)
+    assert [(r.offset, r.samples, r.stalls) for r in block] == [(0, 2, {}), (0x10, 40, {})]
 
 
 def _fake_page(cubin: Path, kernel: str, nvdisasm: Path) -> str:
