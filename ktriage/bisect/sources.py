@@ -131,7 +131,7 @@ def pypi_candidates(package: str, good: str, bad: str, *, toolchain: str | None 
     if package == "triton":
         base = parse_toolchain(toolchain) if toolchain else None
         for i, v in enumerate(chosen):
-            tc = str(dataclasses.replace(base, triton_version=v, triton_wheel=None)) if base else f"triton=={v}"
+            tc = str(dataclasses.replace(base, triton_version=v, triton_wheel=None, triton_host=False)) if base else f"triton=={v}"
             out.append(Candidate(i, v, tc, {"kind": "pypi", "package": package, "version": v, "toolchain": tc}))
         return out
     if not toolchain:

@@ -3,11 +3,18 @@ toolchain that differs only in ptxas or ptxas options, so trying five ptxas rele
 
 Layout: ``<home>/toolchains/envs/<key>/`` is a uv virtualenv; ``frontend.json`` inside it is written
 last and atomically, so its presence means "complete".
+
+``triton=host`` builds no virtualenv: its folder ``envs/host-triton-<version>-<hash>/`` holds only
+``frontend.json`` (naming the interpreter and its Triton's tool folder) and the probed facts. The
+hash covers the interpreter's path and the RECORD of its installed Triton (every file's sha256), so
+a Triton upgraded in place is another frontend, and nothing is written into the interpreter's
+site-packages.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import re
@@ -63,6 +70,8 @@ class Frontend:
     bundled_ptxas_blackwell: Path | None
     cuobjdump: Path
     nvdisasm: Path | None
+    host_sha256: str | None = None
+    """``triton=host``: the hash of the interpreter and its installed Triton (None for a virtualenv)."""
 
 
 def envs_dir() -> Path:
@@ -82,6 +91,8 @@ def frontend_key(spec: ToolchainSpec) -> tuple[str, str | None]:
 
 def ensure_frontend(spec: ToolchainSpec, progress: Progress = no_progress) -> Frontend:
     """Return the spec's frontend venv, building it (once, under a lock) if needed."""
+    if spec.triton_host:
+        return host_frontend(Path(sys.executable), progress)
     key, sha = frontend_key(spec)
     root = envs_dir() / key
     built = _load(root)
@@ -144,12 +155,96 @@ def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress:
     return loaded
 
 
+# Run in the host interpreter: where its Triton is and what it is, without importing it (an import
+# of Triton on a GPU host may take seconds and touch the driver). Stdlib only.
+_HOST_PROBE = """
+import hashlib, importlib.metadata as m, importlib.util, json, os, sys
+spec = importlib.util.find_spec("triton")
+if spec is None or not spec.submodule_search_locations:
+    print(json.dumps({"error": "no module named triton"})); sys.exit()
+pkg = os.path.realpath(list(spec.submodule_search_locations)[0])
+out = {"package_dir": pkg, "python_version": "%d.%d" % sys.version_info[:2]}
+for name in ("triton", "pytorch-triton", "triton-nightly"):
+    try:
+        dist = m.distribution(name)
+    except m.PackageNotFoundError:
+        continue
+    out["version"] = dist.version
+    record = dist.read_text("RECORD")
+    if record:
+        out["record_sha256"] = hashlib.sha256(record.encode()).hexdigest()
+    break
+if "record_sha256" not in out:  # a source install without RECORD: its files' names, sizes and times
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(pkg):
+        dirs.sort()
+        for f in sorted(files):
+            st = os.stat(os.path.join(root, f))
+            h.update(("%s %d %d\\n" % (os.path.relpath(os.path.join(root, f), pkg), st.st_size, st.st_mtime_ns)).encode())
+    out["record_sha256"] = h.hexdigest()
+print(json.dumps(out))
+"""
+
+
+def host_frontend(python: Path, progress: Progress = no_progress) -> Frontend:
+    """``triton=host``: the Triton that ``python`` imports, as a frontend (no virtualenv is built).
+
+    Cheap after the first call for the same installed Triton: one short probe of the interpreter (no
+    Triton import), then the recorded folder. ``python`` is kept as given, not resolved: a venv's
+    python is a link to the base interpreter, and only the link's path sees the venv's packages."""
+    python = Path(os.path.abspath(python))
+    info = _probe_host(python)
+    version = str(info.get("version") or "")
+    tools = next((Path(info["package_dir"]).parent / rel for rel in _TOOL_DIRS if (Path(info["package_dir"]).parent / rel / "ptxas").is_file()), None)
+    if not version or tools is None:
+        what = "has no installed distribution (no version)" if not version else f"bundles no ptxas under {info['package_dir']}"
+        raise ToolchainError(f"triton=host: the Triton of {python} {what}",
+                             "install Triton as a package (pip install triton), or name a toolchain with triton==VERSION")
+    sha = hashlib.sha256("\0".join((str(python), str(info["package_dir"]), str(info["record_sha256"]))).encode()).hexdigest()
+    key = f"host-triton-{_safe(version)}-{sha[:12]}"
+    root = envs_dir() / key
+    built = _load(root)
+    if built is not None:
+        return built
+    with FileLock(str(envs_dir() / f".{key}.lock")):
+        built = _load(root)
+        if built is not None:
+            return built
+        progress(f"using the Triton {version} of {python} (triton=host)")
+        write_json_atomic(root / MARKER, {"key": key, "kind": "host", "python": str(python), "triton_version": version,
+                                          "host_sha256": sha, "wheel_sha256": None, "tools_dir": str(tools),
+                                          "package_dir": info["package_dir"], "python_version": info.get("python_version")})
+        loaded = _load(root)
+        assert loaded is not None
+        return loaded
+
+
+def _probe_host(python: Path) -> dict[str, Any]:
+    """What :data:`_HOST_PROBE` says of ``python``'s Triton; a ToolchainError when it has none."""
+    try:
+        proc = subprocess.run([str(python), "-c", _HOST_PROBE], capture_output=True, text=True, timeout=120,
+                              env=compile_environment(os.environ))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"triton=host: cannot run {python}: {exc}", "run ktriage with a Python that has Triton") from None
+    try:
+        data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    except (json.JSONDecodeError, IndexError):
+        data = {}
+    if "package_dir" not in data:
+        why = data.get("error") or (proc.stderr or proc.stdout).strip()[-300:] or f"exit {proc.returncode}"
+        raise ToolchainError(f"triton=host: {python} cannot import Triton ({why})",
+                             "run ktriage with the Python that has Triton (python3 -m ktriage ...), or name a "
+                             "toolchain ktriage installs: triton==VERSION")
+    return data
+
+
 def _load(root: Path) -> Frontend | None:
     data: dict[str, Any] | None = read_json(root / MARKER)
     if data is None:
         return None
-    tools = root / data["tools_dir"]
-    python = root / "bin" / "python"
+    host = data.get("kind") == "host"
+    tools = root / data["tools_dir"]  # absolute for a host frontend (the join keeps it)
+    python = Path(data["python"]) if host else root / "bin" / "python"
     if not python.exists() or not (tools / "ptxas").is_file():
         return None  # damaged: treat as not built
     blackwell = tools / "ptxas-blackwell"
@@ -164,6 +259,7 @@ def _load(root: Path) -> Frontend | None:
         bundled_ptxas_blackwell=blackwell if blackwell.is_file() else None,
         cuobjdump=tools / "cuobjdump",
         nvdisasm=nvdisasm if nvdisasm.is_file() else None,
+        host_sha256=data.get("host_sha256") if host else None,
     )
 
 

@@ -109,11 +109,15 @@ class Toolchain:
     wheel_sha256: str | None = None
     ptxas_triton_options: tuple[str, ...] = ()
     """The options Triton passes to ptxas for sm_90 beyond ``-lineinfo -v`` (e.g. ``--regAllocOptLevel=2``)."""
+    host_sha256: str | None = None
+    """``triton=host``: the hash of the interpreter and its installed Triton's RECORD (frontend.host_frontend)."""
 
     @property
     def frontend_id(self) -> str:
-        """What decides the PTX: the Triton build (version + wheel hash), not ptxas or its options.
-        Toolchains that share it share compiled frontend output."""
+        """What decides the PTX: the Triton build (version + wheel hash, or the host's Triton's
+        hash), not ptxas or its options. Toolchains that share it share compiled frontend output."""
+        if self.host_sha256:
+            return f"triton-{self.triton_version}-host-{self.host_sha256[:12]}"
         return f"triton-{self.triton_version}" + (f"-wheel-{self.wheel_sha256[:12]}" if self.wheel_sha256 else "")
 
     def facts(self, ccs: tuple[int, ...] = ()) -> FrontendFacts:
@@ -174,6 +178,7 @@ class Toolchain:
             "nvdisasm": _opt_str(self.nvdisasm),
             "env_root": _opt_str(self.env_root),
             "ptxas_triton_options": list(self.ptxas_triton_options),
+            "host_sha256": self.host_sha256,
         }
 
     @classmethod
@@ -197,6 +202,7 @@ class Toolchain:
             nvdisasm=_opt_path(data.get("nvdisasm")),
             env_root=_opt_path(data.get("env_root")),
             ptxas_triton_options=tuple(data.get("ptxas_triton_options") or ()),
+            host_sha256=data.get("host_sha256"),
         )
 
 
@@ -217,7 +223,7 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
     info = ptxas_version(ptxas)
     triton_options = tuple(o for o in headline.options if o not in BASE_TRITON_OPTIONS)
     tc_id = toolchain_id(frontend.triton_version, frontend.wheel_sha256, bundled, info.version, info.text,
-                         parsed.ptxas_options, triton_options)
+                         parsed.ptxas_options, triton_options, host_sha256=frontend.host_sha256)
     root = toolchains_dir() / tc_id
     existing = _load(root)
     if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
@@ -244,6 +250,7 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
             nvdisasm=frontend.nvdisasm,
             env_root=frontend.root,
             ptxas_triton_options=triton_options,
+            host_sha256=frontend.host_sha256,
         )
         write_json_atomic(root / MARKER, toolchain.to_json())
         say(f"toolchain {tc_id} ready")
@@ -281,11 +288,15 @@ def toolchain_id(
     ptxas_version_text: str,
     ptxas_options: tuple[str, ...],
     triton_options: tuple[str, ...] = (),
+    *,
+    host_sha256: str | None = None,
 ) -> str:
     """``triton-<v>.ptxas-<v>.<hash8>``; the hash covers every input that changes the output.
 
     ``triton_options`` (what Triton passes beyond ``-lineinfo -v``) enter the hash only when there
-    are some, so the ids of toolchains made before they were recorded stay the same."""
+    are some, so the ids of toolchains made before they were recorded stay the same; so does
+    ``host_sha256`` (``triton=host``: the interpreter and its installed Triton), which keeps a host's
+    Triton apart from the PyPI release of the same version (a local build may carry its number)."""
     fields: dict[str, Any] = {
         "triton": triton_version,
         "wheel_sha256": wheel_sha256,
@@ -295,6 +306,8 @@ def toolchain_id(
     }
     if triton_options:
         fields["triton_ptxas_options"] = list(triton_options)
+    if host_sha256:
+        fields["host_sha256"] = host_sha256
     identity = json.dumps(fields, sort_keys=True)
     digest = hashlib.sha256(identity.encode()).hexdigest()[:8]
     return f"triton-{triton_version}.ptxas-{ptxas_version}.{digest}".replace("/", "_")

@@ -8,10 +8,14 @@ reported before minutes of installing.
 Grammar (see docs/toolchains.md)::
 
     spec    := item ("," item)*
-    item    := "triton==" VERSION | "triton=" WHEEL_PATH
+    item    := "triton==" VERSION | "triton=" WHEEL_PATH | "triton=host"
              | "ptxas==" X.Y.Z   | "ptxas=" BINARY_PATH
              | "ptxas-options=" OPTIONS
     OPTIONS := shell words (shlex): "-O3 --register-usage-level=4"; quote a word that holds a comma.
+
+``triton=host`` is the Triton that the interpreter running ktriage imports (no virtualenv is built:
+a GPU host without network has its Python's Triton and nothing else); it is identified like the
+others, by its exact version, a hash of its installed files' RECORD and the ptxas ``--version`` text.
 
 Commas split items only outside quotes, so ``ptxas-options='-Xfoo=a,b' -O3`` keeps its comma.
 """
@@ -35,24 +39,35 @@ _ITEM = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_-]*)\s*(==|=)\s*(.*?)\s*$", re.S)
 _PTXAS_RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 _SAFE_WORD = re.compile(r"^[A-Za-z0-9_@%+=:./-]+$")
 
-FrontendKind = Literal["pypi", "wheel"]
+FrontendKind = Literal["pypi", "wheel", "host"]
+HOST = "host"  # triton=host: the current interpreter's own Triton
 PtxasKind = Literal["bundled", "release", "path"]
 
 
 @dataclass(frozen=True)
 class ToolchainSpec:
-    """What a toolchain is made of. Exactly one of ``triton_version``/``triton_wheel`` is set;
-    at most one of ``ptxas_version``/``ptxas_path`` (neither: Triton's bundled ptxas)."""
+    """What a toolchain is made of. Exactly one of ``triton_version``/``triton_wheel``/``triton_host``
+    is set; at most one of ``ptxas_version``/``ptxas_path`` (neither: Triton's bundled ptxas)."""
 
     triton_version: str | None = None
     triton_wheel: Path | None = None
     ptxas_version: str | None = None
     ptxas_path: Path | None = None
     ptxas_options: tuple[str, ...] = ()
+    triton_host: bool = False
+    """``triton=host``: the Triton of the interpreter that runs ktriage (``sys.executable``)."""
 
     @property
     def frontend_kind(self) -> FrontendKind:
+        if self.triton_host:
+            return "host"
         return "wheel" if self.triton_wheel is not None else "pypi"
+
+    @property
+    def is_release(self) -> bool:
+        """A PyPI Triton with its bundled ptxas or a ptxas release: a bisect between two such
+        toolchains has release candidates (a wheel, the host's Triton or a ptxas path has none)."""
+        return self.frontend_kind == "pypi" and self.ptxas_path is None
 
     @property
     def ptxas_kind(self) -> PtxasKind:
@@ -64,7 +79,9 @@ class ToolchainSpec:
         """The canonical form: fixed item order, absolute paths, options re-quoted. Two specs that
         mean the same toolchain print the same, so the string can be used as a lookup key."""
         items = []
-        if self.triton_wheel is not None:
+        if self.triton_host:
+            items.append(f"triton={HOST}")
+        elif self.triton_wheel is not None:
             items.append(f"triton={_quote(str(self.triton_wheel))}")
         else:
             items.append(f"triton=={self.triton_version}")
@@ -110,9 +127,10 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
     if "triton" not in values:
         raise ToolchainError(
             f"toolchain spec {text!r} names no Triton frontend",
-            "add triton==VERSION (PyPI) or triton=path/to/triton.whl, e.g. triton==3.4.0,ptxas==12.8.93",
+            "add triton==VERSION (PyPI), triton=path/to/triton.whl or triton=host (this Python's Triton), e.g. triton==3.4.0,ptxas==12.8.93",
         )
-    triton_version, triton_wheel = _parse_triton(*values["triton"], check_files=check_files)
+    host = values["triton"] == ("=", HOST)
+    triton_version, triton_wheel = (None, None) if host else _parse_triton(*values["triton"], check_files=check_files)
     ptxas_version: str | None = None
     ptxas_path: Path | None = None
     if "ptxas" in values:
@@ -120,7 +138,7 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
     options: tuple[str, ...] = ()
     if "ptxas-options" in values:
         options = _parse_options(*values["ptxas-options"])
-    return ToolchainSpec(triton_version, triton_wheel, ptxas_version, ptxas_path, options)
+    return ToolchainSpec(triton_version, triton_wheel, ptxas_version, ptxas_path, options, triton_host=host)
 
 
 def _parse_triton(op: str, value: str, *, check_files: bool) -> tuple[str | None, Path | None]:
@@ -135,7 +153,8 @@ def _parse_triton(op: str, value: str, *, check_files: bool) -> tuple[str | None
     if path.suffix != ".whl":
         raise ToolchainError(
             f"triton={value}: a local Triton frontend must be a wheel file (.whl)",
-            "build one with `pip wheel --no-deps ./triton -w dist/` (or python setup.py bdist_wheel) and pass its path",
+            "build one with `pip wheel --no-deps ./triton -w dist/` (or python setup.py bdist_wheel) and pass its path, "
+            "or write triton=host for the Triton this Python imports",
         )
     if check_files and not path.is_file():
         raise ToolchainError(f"Triton wheel {path} does not exist", "check the path (relative paths start at the current directory)")
