@@ -85,6 +85,7 @@ def import_ray() -> Any:
 
 
 CONNECT_TIMEOUT_S = 5.0
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
 
 
 def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
@@ -103,10 +104,15 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     except ValueError:
         raise KtriageError(f"--cluster {address!r}: the port {port!r} is no TCP port", "give HOST:PORT, e.g. 10.0.0.5:6379") from None
     try:
-        with socket.create_connection((host.strip("[]"), number), timeout=timeout_s):
-            pass
+        with socket.create_connection((host.strip("[]"), number), timeout=timeout_s) as sock:
+            # Ray's GCS and Ray Client speak gRPC (HTTP/2): a server answers the client preface with
+            # its SETTINGS frame at once. A port that accepts and never answers is no Ray head.
+            sock.sendall(_HTTP2_PREFACE)
+            if not sock.recv(9):
+                raise ConnectionResetError(104, "the port closed the connection: it is no Ray head")
     except OSError as exc:
-        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        why = ("it accepts connections but does not answer like a Ray head (gRPC)" if isinstance(exc, TimeoutError)
+               else (exc.strerror or str(exc)))
         raise KtriageError(f"cannot connect to the Ray cluster at {address}: {why} (within {timeout_s:.0f} s)",
                            "start the head with `ray start --head --port PORT` there and check host, port and firewall "
                            "(docs/cluster.md), or leave --cluster / KTRIAGE_CLUSTER out to run locally") from None

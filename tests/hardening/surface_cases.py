@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,3 +97,24 @@ def distinct(cases: list[Case]) -> list[Case]:
     dup = sorted({i for i in ids if ids.count(i) > 1})
     assert not dup, dup
     return cases
+
+
+class SilentServer:
+    """A TCP port on 127.0.0.1 that accepts connections and never says a word (a firewall's tarpit, a
+    wrong service): database connects and Ray's must fail fast on it, not wait for minutes."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from surface_cases import CASE_LIMIT_S, Case, assert_user_error, clean_env, distinct, run_case  # noqa: F401
+from surface_cases import CASE_LIMIT_S, Case, SilentServer, assert_user_error, clean_env, distinct, run_case  # noqa: F401
 
 from ktriage.cli.app import main
 
@@ -38,7 +38,8 @@ BAD = {
     "KTRIAGE_DEBUG": ["abc", "2"],
 }
 HOMES = {"a-file": "{d}/afile", "under-a-file": "{d}/afile/home", "in-proc": "/proc/ktriage-home", "long-name": "{d}/" + "h" * 300}
-CLUSTERS = ["127.0.0.1:1", "ray://127.0.0.1:1", "127.0.0.1:99999", "127.0.0.1:0", "nohost.invalid:6379", "abc", "host:",
+SILENT = SilentServer()  # accepts, never answers: no Ray head
+CLUSTERS = [f"127.0.0.1:{SILENT.port}", f"ray://127.0.0.1:{SILENT.port}", "127.0.0.1:1", "ray://127.0.0.1:1", "127.0.0.1:99999", "127.0.0.1:0", "nohost.invalid:6379", "abc", "host:",
             ":1", "127.0.0.1:abc", "local:x"]
 
 

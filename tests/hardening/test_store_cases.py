@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from surface_cases import Case, clean_env, distinct, run_case  # noqa: F401 (fixture)
+from surface_cases import Case, SilentServer, clean_env, distinct, run_case  # noqa: F401 (fixture)
 
 
 def _good_results() -> dict[str, Any]:
@@ -54,24 +53,6 @@ def _corrupt(sql: str, *params: Any) -> Callable[[Path], None]:
 
 
 # a PostgreSQL port that accepts connections and never says a word (issue 27: 130 s before)
-class SilentServer:
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-
 SILENT = SilentServer()
 DEAD_PORT = socket.socket()
 DEAD_PORT.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused at once
