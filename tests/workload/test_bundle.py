@@ -92,7 +92,7 @@ def test_compile_failures_are_recorded_and_do_not_stop_the_bundle(toolchain, tmp
     from ktriage.compile.compiler import CompileFailure
 
     class FakeFailingCompiler:  # pure logic: the bundle must record failures per (spec, toolchain)
-        def compile_many(self, specs, toolchains):
+        def compile_many(self, specs, toolchains, on_done=None):
             return [CompileFailure(s, t, "frontend", "error", f"boom {s.name}") for s in specs for t in toolchains]
 
     tc = toolchain("triton==3.4.0")
