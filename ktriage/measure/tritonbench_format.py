@@ -136,9 +136,12 @@ def _number(value: Any) -> float | None:
 
 
 def _cell(op: str, mode: str, input_id: int, label: str, x_val: str, backend: str, value: Any,
-          metrics: dict[str, Any], origin: str) -> Cell:
+          metrics: dict[str, Any], origin: str, matched: bool) -> Cell:
+    """``matched``: the x_val is one of ktriage's inputs of the op (``InputIndex``); a row that is
+    not has no catalog kernels of its own (``extra["x_val_matched"]``: triage does not explain it)."""
     key = CellKey(op, mode, input_id, label, backend, None)
-    extra = {"source": SOURCE, "single_value": True, "x_val": x_val, "file": origin, "tritonbench_metrics": metrics}
+    extra = {"source": SOURCE, "single_value": True, "x_val": x_val, "file": origin, "tritonbench_metrics": metrics,
+             "x_val_matched": matched}
     number = _number(value)
     if number is not None and number > 0:
         return Cell(key, "ok", [number], extra=extra)
@@ -217,7 +220,7 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
         if x_val in seen:
             raise _duplicate(origin, f"x_val {x_val[:60]!r}", f"line {seen[x_val]}", f"line {line}")
         seen[x_val] = line
-        input_id, label, _ = inputs.match(x_val, index)
+        input_id, label, matched = inputs.match(x_val, index)
         if input_id in ids:
             raise _duplicate(origin, f"input {label!r}", f"x_val {ids[input_id]!r}", f"x_val {x_val[:60]!r} on line {line}")
         ids[input_id] = x_val
@@ -231,7 +234,7 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
             if _number(value) is None and first < len(row) and row[first].strip() and _number(row[first]) is None:
                 value = row[first]
             cells.append(_cell(op, mode, input_id, label, x_val, backend, value,
-                               {m: v for m, v in values.items() if m != METRIC}, origin))
+                               {m: v for m, v in values.items() if m != METRIC}, origin, matched))
     return _run(origin, op, mode, None, "csv"), cells
 
 
@@ -269,12 +272,12 @@ def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, ori
     for (k_op, k_mode, x, backend), values in per_key.items():
         if METRIC not in values:
             continue
-        input_id, label, _ = indexes[(k_op, k_mode)].match(x, positions[(k_op, k_mode)][x])
+        input_id, label, matched = indexes[(k_op, k_mode)].match(x, positions[(k_op, k_mode)][x])
         taken = ids.setdefault((k_op, k_mode, input_id, backend), x)
         if taken != x:
             raise _duplicate(origin, f"{k_op}_{k_mode} input {label!r} of {backend}", f"x_{taken}", f"x_{x}")
         cells.append(_cell(k_op, k_mode, input_id, label, x, backend, values[METRIC],
-                           {k: v for k, v in values.items() if k != METRIC}, origin))
+                           {k: v for k, v in values.items() if k != METRIC}, origin, matched))
     ops = sorted({c.key.op for c in cells})
     modes = sorted({c.key.mode for c in cells})
     return _run(origin, ",".join(ops), ",".join(modes), env, "json"), cells

@@ -389,6 +389,8 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
                                            config=config, default_baselines=registry.default_baselines(), cliffs=False)
     check_shared(comparison, label_a, label_b)
     singles = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in [*cells_a, *cells_b] if is_single_value(c)}
+    # TritonBench rows whose x_val is none of ktriage's inputs: their ids are no catalog input's
+    unmatched = {(c.key.op, c.key.mode, c.key.input_id) for c in [*cells_a, *cells_b] if c.extra.get("x_val_matched") is False}
     baselines = comparison.baseline.per_op
     base_dir: dict[tuple[str, str, int], int] = {}
     for p in comparison.pairs:
@@ -401,6 +403,8 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
             continue
         op = registry.operator(p.op)
         catalog = op.catalog_ops.get(p.backend) if op is not None else None
+        off_catalog = catalog is not None and (p.op, p.mode, p.input_id) in unmatched
+        catalog = None if off_catalog else catalog
         cell = CellTriage(p.op, p.mode, p.input_id, p.input_label, p.backend, p.verdict.median_ref, p.verdict.median_new,
                           p.verdict.ratio, "unexplained", p.verdict.verdict,
                           (p.op, p.mode, p.input_id, p.backend) in singles, catalog)  # fmt: skip
@@ -409,7 +413,11 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
         elif base_dir.get((p.op, p.mode, p.input_id)) == direction:
             cell.baseline_moved = True
             cell.notes.append(f"the baseline moved: {baselines.get(p.op)} changed as much at this input")
-        if catalog is None and not p.is_baseline:
+        if off_catalog:
+            cell.notes.append(f"x_val {p.input_label} is none of ktriage's {p.op} inputs, so its catalog kernels are not "
+                              "compiled for it" + (": its kernels are looked for in the recorded workloads (--workload)"
+                                                   if workloads else " (a recorded workload of it could say: --workload W.json)"))
+        elif catalog is None and not p.is_baseline:
             cell.notes.append(f"{p.backend} has no kernels in ktriage's catalog" +
                               (": its kernels are looked for in the recorded workloads (--workload)" if workloads else
                                ": nothing to compile (a recorded workload of it could say: --workload W.json)"))

@@ -208,3 +208,20 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(name: str, 
                         *[a.format(d=tmp_path) for a in args])
     assert code == exit_codes.USAGE, err
     assert "error:" in err and "fix:" in err
+
+
+def test_a_row_off_the_catalog_is_not_explained_as_a_catalog_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A liger_layer_norm row whose x_val is none of ktriage's layer_norm inputs, 30 % slower with
+    two different toolchains: it is noted, never compiled as another input (the toolchains are
+    never needed: nothing else is flagged)."""
+    old = HEAD + "123457;0.05;0.10\naverage;;\n"
+    new = HEAD + "123457;0.05;0.13\naverage;;\n"
+    for name, text in (("layer_norm_fwd_old.csv", old), ("layer_norm_fwd_new.csv", new)):
+        (tmp_path / name).write_text(text)
+    code = main(["triage", str(tmp_path / "layer_norm_fwd_old.csv"), str(tmp_path / "layer_norm_fwd_new.csv"),
+                 "--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==9.9.9", "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == exit_codes.OK, doc["failures"]
+    (cell,) = doc["cells"]
+    assert cell["catalog"] is None and cell["verdict"] == "unexplained"
+    assert any("none of ktriage's layer_norm inputs" in n for n in cell["notes"])
