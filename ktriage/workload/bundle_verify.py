@@ -13,8 +13,9 @@ must agree with its entry:
   section and its symbol);
 - **target**: the SM of the ELF flags (``e_flags``: the low byte up to ELF ABI 7, the second byte
   from ABI 8) is the bundle's target (``sm_90a`` is SM 90);
-- **assembler**: the cubin's ELF ABI version is the one the entry's ptxas writes (7 up to CUDA 12,
-  8 from CUDA 13; ptxas writes no version string into a cubin);
+- **assembler**: the cubin's ELF ABI version is one the entry's ptxas writes for its SM (7 before
+  CUDA 12.8; 8 from CUDA 13; 12.8/12.9 write 7 below sm_100 and 8 from sm_100, seen with 12.9;
+  ptxas writes no version string into a cubin);
 - **ABI**: the parameter sizes of ``EIATTR_KPARAM_INFO`` (by ordinal) are the sizes of the entry's
   ABI (its PTX types, hidden scratch pointers included), and the ABI's Triton types are the spec's;
 - **launch and resources**: the threads per CTA the cubin requires (``EIATTR_REQNTID`` or
@@ -179,12 +180,21 @@ def target_sm(target: str) -> int | None:
     return int(digits) if target.startswith("sm_") and digits.isdigit() else None
 
 
-def elf_abi_for(ptxas_version: str) -> int | None:
-    """The ELF ABI version ptxas of this version writes: 7 up to CUDA 12, 8 from CUDA 13 (None: unknown)."""
-    major = ptxas_version.split(".")[0]
-    if not major.isdigit():
+def elf_abis_for(ptxas_version: str, sm: int) -> set[int] | None:
+    """The ELF ABI versions ptxas of this version writes for SM ``sm`` (None: unknown version).
+
+    Seen: ptxas 12.x writes 7 for sm_90; 12.9 writes 8 for sm_100 (the ABI came with Blackwell in
+    12.8); 13.x writes 8 for every target. So: 13 and later: 8; before 12.8: 7; 12.8 and 12.9: 7
+    below sm_100, 7 or 8 from sm_100 (not pinned down for 12.8)."""
+    parts = ptxas_version.split(".")
+    if len(parts) < 2 or not (parts[0].isdigit() and parts[1].isdigit()):
         return None
-    return 8 if int(major) >= 13 else 7
+    version = (int(parts[0]), int(parts[1]))
+    if version >= (13, 0):
+        return {8}
+    if version < (12, 8) or sm < 100:
+        return {7}
+    return {7, 8}
 
 
 def check_artifact(facts: CubinFacts, *, where: str, kernel_name: str, target: str, ptxas_version: str,
@@ -203,10 +213,10 @@ def check_artifact(facts: CubinFacts, *, where: str, kernel_name: str, target: s
     want_sm = target_sm(target)
     if want_sm is not None and facts.sm != want_sm:
         raise refuse(f"the cubin is for sm_{facts.sm}, the bundle's target is {target}")
-    want_abi = elf_abi_for(ptxas_version)
-    if want_abi is not None and facts.abi_version in (7, 8) and facts.abi_version != want_abi:
+    abis = elf_abis_for(ptxas_version, facts.sm)
+    if abis is not None and facts.abi_version in (7, 8) and facts.abi_version not in abis:
         raise refuse(f"the cubin's ELF ABI version is {facts.abi_version}, which ptxas {ptxas_version} does not write "
-                     f"(it writes {want_abi}): the cubin comes from another assembler")
+                     f"for sm_{facts.sm} (it writes {' or '.join(map(str, sorted(abis)))}): the cubin comes from another assembler")
     sizes = [PTX_SIZES.get(str(p.get("ptx_type", "")).lstrip(".")) for p in abi]
     if kernel.param_sizes:
         found = [kernel.param_sizes.get(i) for i in range(max(kernel.param_sizes) + 1)]
