@@ -73,9 +73,11 @@ def main() -> int:
     ap.add_argument("--out", default=str(HERE), help="folder for fit.json, cv_cells.jsonl, confusion.md")
     ap.add_argument("--install", action="store_true", help="also write the parameters to ktriage/predict/params.json")
     ap.add_argument("--threshold", type=float, default=0.05)
+    ap.add_argument("--level", type=float, default=0.8, help="coverage asked of the prediction interval")
+    ap.add_argument("--levels", help="also print LOOO precision/recall at these interval levels (e.g. 0.5,0.6,0.7,0.8,0.9)")
     args = ap.parse_args()
     cells = read_cells(args.cells)
-    cal = calibrate(cells, threshold=args.threshold)
+    cal = calibrate(cells, threshold=args.threshold, level=args.level)
     out = Path(args.out)
     (out / "fit.json").write_text(json.dumps(cal.to_json(), indent=1) + "\n")
     (out / "cv_cells.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in cal.cv_cells))
@@ -97,6 +99,17 @@ def main() -> int:
             return f"{f(v['precision'])}/{f(v['recall'])}"
         text.append(f"| {op} | {s['cells']} | {s['median_abs_log_error']:.3f} | {pr('regression')} | {pr('improvement')} |")
     text += ["", "Parameters: see fit.json (`params`)."]
+    if args.levels:
+        text += ["", "## The interval's level (LOOO; a lower level: narrower intervals, more verdicts)", "",
+                 "| level | a | b | regression P/R | improvement P/R |", "|---|---|---|---|---|"]
+        for level in (float(x) for x in args.levels.split(",")):
+            other = cal if level == args.level else calibrate(cells, threshold=args.threshold, level=level)
+            sc = other.scores
+            assert sc is not None
+            f = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
+            text.append(f"| {level:g} | {other.params.interval_a} | {other.params.interval_b} | "
+                        f"{f(sc.precision('regression'))}/{f(sc.recall('regression'))} | "
+                        f"{f(sc.precision('improvement'))}/{f(sc.recall('improvement'))} |")
     (out / "confusion.md").write_text("\n".join(text) + "\n")
     print("\n".join(text))
     if args.install:
