@@ -63,7 +63,8 @@ class KernelResult:
         """What the cost model reads (``ktriage.predict``): these resources at the spec's launch."""
         spec = self.artifact.spec
         return facts_from_resources(self.resources, self.occupancy, num_warps=spec.num_warps, grid=spec.grid,
-                                    target=spec.target, meta=spec.meta, constexprs=spec.constexprs)
+                                    target=spec.target, meta=spec.meta, constexprs=spec.constexprs,
+                                    signature=spec.signature)
 
 
 @dataclass(frozen=True)

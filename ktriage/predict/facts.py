@@ -74,6 +74,9 @@ class KernelFacts:
     main_loop: LoopFacts | None = None
     other_loops: tuple[LoopFacts, ...] = ()
     constexprs: dict[str, Any] = field(default_factory=dict)
+    # bytes of the launch's largest tensor argument (a recorded launch names its shapes): what the main
+    # loop streams through, for its trip count (None: unknown, the model's fitted trip count applies)
+    data_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +89,7 @@ class KernelFacts:
             "main_loop": self.main_loop.to_json() if self.main_loop else None,
             "other_loops": [loop.to_json() for loop in self.other_loops],
             "constexprs": {k: v for k, v in self.constexprs.items() if isinstance(v, (int, float, str, bool))},
+            "data_bytes": self.data_bytes,
         }
 
     @classmethod
@@ -102,6 +106,7 @@ class KernelFacts:
             sm_count=int(data["sm_count"]), main_loop=LoopFacts.from_json(loop) if loop else None,
             other_loops=tuple(LoopFacts.from_json(x) for x in data.get("other_loops", ())),
             constexprs=dict(data.get("constexprs", {})),
+            data_bytes=None if data.get("data_bytes") is None else int(data["data_bytes"]),
         )
 
     def digest(self) -> str:
@@ -131,6 +136,32 @@ def _grid(grid: object) -> int | None:
     return max(1, math.prod(dims))
 
 
+_ELT_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "i16": 2,
+              "u16": 2, "fp8": 1, "i8": 1, "u8": 1, "i1": 1}
+
+
+def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | None:
+    """The largest tensor argument in bytes, from a recorded launch's label (``X_ptr=16384x4096,...``:
+    shapes of the pointer arguments) and the signature's element types; None when the launch does
+    not name its shapes (a catalog op's spec)."""
+    label = meta.get("input_label")
+    if not isinstance(label, str) or not meta.get("recorded"):
+        return None
+    best = 0
+    for part in label.split(","):
+        name, _, dims = part.partition("=")
+        ty = str(signature.get(name.strip(), ""))
+        if not ty.startswith("*") or not dims:
+            continue
+        try:
+            count = math.prod(int(d) for d in dims.split("x"))
+        except ValueError:
+            continue
+        elt = next((size for prefix, size in _ELT_BYTES.items() if ty[1:].startswith(prefix)), 4)
+        best = max(best, count * elt)
+    return best or None
+
+
 def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
     main: LoopFacts | None = None
     others: list[LoopFacts] = []
@@ -146,7 +177,8 @@ def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
 
 def facts_from_resources(resources: Resources, occupancy: Occupancy, *, num_warps: int, grid: object,
                          target: str, meta: Mapping[str, Any] | None = None,
-                         constexprs: Mapping[str, Any] | None = None) -> KernelFacts:
+                         constexprs: Mapping[str, Any] | None = None,
+                         signature: Mapping[str, str] | None = None) -> KernelFacts:
     """The facts of a kernel explain has just analyzed (no I/O: the resources are in memory)."""
     main, others = _loops(resources.sass_loops)
     return KernelFacts(
@@ -156,7 +188,7 @@ def facts_from_resources(resources: Resources, occupancy: Occupancy, *, num_warp
         instructions=resources.sass_instructions, opcodes=dict(resources.sass_opcodes_detailed),
         num_warps=num_warps, ctas_per_sm=occupancy.ctas_per_sm, warps_per_sm=occupancy.warps_per_sm,
         grid_ctas=_grid(grid), sm_count=_sm_count(target, meta or {}), main_loop=main, other_loops=others,
-        constexprs=dict(constexprs or {}),
+        constexprs=dict(constexprs or {}), data_bytes=data_bytes(signature or {}, meta or {}),
     )
 
 
@@ -176,4 +208,5 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         warps_per_sm=int(occ.get("warps_per_sm", 4)), grid_ctas=_grid(spec.get("grid")),
         sm_count=_sm_count(target, dict(spec.get("meta") or {})), main_loop=main, other_loops=others,
         constexprs=dict(spec.get("constexprs") or {}),
+        data_bytes=data_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
     )

@@ -10,7 +10,9 @@ grouped into categories (``CATEGORIES``: global loads/stores, local memory, retu
 reductions, cache-control and memory fences, shared memory and LDSM, tensor cores, barriers,
 special-function and fp64, the rest). A warp executes each category ``n = rest + trips x loop``
 times, where ``loop`` is the count in the main loop's body (``analyze.sass_loops``), ``rest`` the
-count outside it and ``trips`` a fitted effective trip count. Per SM:
+count outside it and ``trips`` the trip count: for a streaming kernel whose launch names its shapes
+(a recorded launch), ``trip_scale x`` its largest tensor's bytes over the grid and over the bytes a
+CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted constant. Per SM:
 
 - issue: ``the SM's warps over the launch / 4 schedulers x sum(n x issue cost)``;
 - latency: one warp's critical path: its own issue plus ``lambda_global`` per round of global loads
@@ -112,7 +114,8 @@ class Params:
     Defaults are GPU facts for Hopper where one exists (the loaded DRAM latency of ``arch``, an L1
     hit, an L2 round trip), and the fitted values replace them (``params.json``)."""
 
-    trips: float = 8.0  # effective iterations of the main loop per warp
+    trips: float = 8.0  # effective iterations of the main loop per warp (when the data size is unknown)
+    trip_scale: float = 1.0  # with the data size: trips = trip_scale x data bytes / (grid x bytes a CTA loads per iteration)
     lambda_global: float = 1000.0  # a round of global loads
     lambda_local_l1: float = 30.0  # a local load that hits L1
     lambda_local_l2: float = 300.0  # a local load that goes to L2
@@ -128,7 +131,7 @@ class Params:
     fitted_on: str = "defaults (not fitted)"
     cv: dict[str, Any] = field(default_factory=dict)
 
-    FREE = ("trips", "lambda_global", "lambda_local_l1", "lambda_local_l2", "lambda_atomic", "lambda_reduction",
+    FREE = ("trips", "trip_scale", "lambda_global", "lambda_local_l1", "lambda_local_l2", "lambda_atomic", "lambda_reduction",
             "lambda_cctl", "lambda_fence", "lambda_barrier", "kappa_l2")
 
     def to_json(self) -> dict[str, Any]:
@@ -192,6 +195,7 @@ class Profile:
     rest: dict[str, float]
     loop: dict[str, float]
     width: dict[str, float]
+    data_bytes: int
     stack_bytes: int
     shared_bytes: int
     ctas_per_sm: int
@@ -216,8 +220,8 @@ def profile(f: KernelFacts) -> Profile:
         for op, n in f.main_loop.opcodes.items():
             loop[_CATEGORY_OF.get(op, "alu")] += n
     rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
-    return Profile(rest, loop, width, f.stack_bytes, f.shared_bytes, f.ctas_per_sm, f.num_warps, f.grid_ctas,
-                   f.sm_count, f.target)
+    return Profile(rest, loop, width, f.data_bytes or 0, f.stack_bytes, f.shared_bytes, f.ctas_per_sm, f.num_warps,
+                   f.grid_ctas, f.sm_count, f.target)
 
 
 # --------------------------------------------------------------------------------------- estimate
@@ -270,7 +274,13 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     waves = xp.ceil(per_sm / ctas)
     resident = xp.minimum(ctas, per_sm)
     warps = resident * c["num_warps"]
-    trips = params.trips
+    # trips: the data the main loop streams through, shared by the grid, over what a CTA loads an
+    # iteration (bytes, so a change of load width keeps the count); the fitted constant without a size
+    cta_loop_bytes = 32.0 * c["num_warps"] * c["loop_ldg"] * c["width_ldg"]
+    streamed = params.trip_scale * c["data"] / (c["grid"] * xp.maximum(cta_loop_bytes, 1.0))
+    # (a tensor-core kernel re-reads its tiles, so its data size says nothing of its K loop: the constant)
+    streams = (c["data"] > 0) & (c["loop_ldg"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
+    trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
     n = {cat: c[f"rest_{cat}"] + trips * c[f"loop_{cat}"] for cat in ALL_CATEGORIES}
     issue = sum(n[cat] * ISSUE_COST.get(cat, 1.0) for cat in ALL_CATEGORIES)
     # local memory: the share of the spill footprint that does not fit next to shared memory in L1
@@ -297,7 +307,8 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
 
 
 def _columns(p: Profile) -> dict[str, float]:
-    cols = {"stack": float(p.stack_bytes), "shared": float(p.shared_bytes), "ctas": float(p.ctas_per_sm),
+    cols = {"data": float(p.data_bytes), "stack": float(p.stack_bytes), "shared": float(p.shared_bytes),
+            "ctas": float(p.ctas_per_sm),
             "num_warps": float(p.num_warps), "grid": float(p.grid_ctas or max(p.ctas_per_sm, 1) * p.sm_count),
             "sms": float(p.sm_count), "bw": _throughput(p.target)[0]}
     for cat in ALL_CATEGORIES:
@@ -329,7 +340,7 @@ def stack(profiles: list[Profile]) -> Batch:
 
 def profile_of_nothing() -> Profile:
     zero = dict.fromkeys(ALL_CATEGORIES, 0.0)
-    return Profile(zero, dict(zero), {}, 0, 0, 1, 1, 1, 1, "sm_90")
+    return Profile(zero, dict(zero), {}, 0, 0, 0, 1, 1, 1, 1, "sm_90")
 
 
 def estimate_many(b: Batch, params: Params) -> Any:
