@@ -33,8 +33,8 @@ WRITERS = (".md", ".json", ".html")
 
 
 def triage(
-    old: Annotated[str, typer.Argument(help="The old side: a TritonBench CSV (run.py --csv --output F), a TritonBench JSON (--output-json), a ktriage results file, or a run id in the store (--db).")],
-    new: Annotated[str, typer.Argument(help="The new side, in any of the same formats.")],
+    old: Annotated[str | None, typer.Argument(help="The old side: a TritonBench CSV (run.py --csv --output F), a TritonBench JSON (--output-json), a ktriage results file, or a run id in the store (--db). The same results file as OLD and NEW: its two toolchains timed side by side are the two sides.", show_default=False)] = None,
+    new: Annotated[str | None, typer.Argument(help="The new side, in any of the same formats.", show_default=False)] = None,
     old_toolchain: Annotated[str | None, typer.Option("--old-toolchain", help="Toolchain spec of the old side, e.g. triton==3.3.1 (default: from the file, when it says).")] = None,
     new_toolchain: Annotated[str | None, typer.Option("--new-toolchain", help="Toolchain spec of the new side, e.g. triton==3.4.0 (default: from the file, when it says).")] = None,
     threshold: Annotated[float, typer.Option("--threshold", help="The gate in percent: cells that moved less are not flagged.")] = 10.0,
@@ -53,6 +53,8 @@ def triage(
     measure: Annotated[bool, typer.Option("--measure", help="On a GPU host: bundle the flagged cells and re-measure them side by side in this process (--bundle DIR keeps the bundle there).")] = False,
     limit: Annotated[int | None, typer.Option("--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all).")] = None,
     max_time: Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")] = 5.0,
+    run: Annotated[str | None, typer.Option("--run", help="On a GPU host, from a program to the report in one command: record CMD (one string, e.g. \"python train.py --steps 3\"), compile it with --old-toolchain and --new-toolchain, bench both side by side, compare, explain, bisect (releases), fix; each step timed in the report. No OLD/NEW then.")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="--run: the folder for W.json, the bundle, results.json and report.md/report.json (default: ktriage-run-DATE-TIME here).")] = None,
     workload: Annotated[list[str] | None, typer.Option("--workload", help="A recorded workload (W.json from `ktriage record` of the TritonBench run): flagged cells whose backend has no catalog kernels get their kernels from it, matched by shape, explained compile-side and bundled; repeatable.")] = None,
 ) -> None:
     """Triage a regression report: rank every cell past the gate, explain each flagged kernel
@@ -76,6 +78,20 @@ def triage(
         if not Path(summary).parent.is_dir():  # appended to, never created with its folders
             raise KtriageError(f"$GITHUB_STEP_SUMMARY {summary}: the folder {Path(summary).parent} does not exist",
                                "point GITHUB_STEP_SUMMARY at a file in an existing folder, or unset it")
+    if run is not None:
+        from ktriage.cli.triage_run import triage_run
+
+        return triage_run(run, old_toolchain, new_toolchain, workdir=workdir, given={
+            "OLD/NEW": old or new, "--op": op, "--mode": mode, "--bundle": bundle, "--measure": measure, "--measured": measured,
+            "--workload": workload, "--limit": limit, "--arch": arch if arch != "sm_90" else None},
+            threshold=threshold, jobs=jobs, no_bisect=no_bisect, no_fixes=no_fixes, max_time=max_time, db=db, fmt=fmt,
+            output=output or [], allow_failures=allow_failures, summary=summary)
+    if old is None or new is None:
+        raise KtriageError("triage needs OLD and NEW (two result sets), or --run CMD on a GPU host",
+                           "e.g. ktriage triage old.csv new.csv, ktriage triage results.json results.json, or "
+                           "ktriage triage --run \"python train.py\" --old-toolchain triton==3.5.1 --new-toolchain triton==3.6.0")
+    if workdir is not None:
+        raise KtriageError("--workdir applies to --run only", "drop it, or give --run CMD")
     if bundle is not None:
         check_writable(bundle, "--bundle", folder=True)
     console = make_console(stderr=True)
@@ -87,6 +103,14 @@ def triage(
 
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
     labels = [Path(ref).name if Path(ref).exists() else label for ref, (_, _, label) in zip((old, new), sides, strict=True)]
+    same = old == new or (Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve())
+    if same and len({c.key.toolchain for c in sides[0][1] if c.key.toolchain}) >= 2:
+        from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
+
+        halves = split_toolchains(sides[0][0], sides[0][1], old_toolchain, new_toolchain)
+        sides = [(r, c, lab) for r, c, lab in halves]
+        labels = [f"{labels[0]} ({lab})" for _r, _c, lab in halves]
+        options.old_toolchain, options.new_toolchain = old_toolchain or halves[0][2], new_toolchain or halves[1][2]
     with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
         report = run_triage((sides[0][0], sides[0][1], labels[0]), (sides[1][0], sides[1][1], labels[1]), options,
                             say=lambda m: console.print(f"[dim]{escape(m)}[/]"))

@@ -24,6 +24,7 @@ compile-side change stays "unsure without a GPU re-run".
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -140,6 +141,7 @@ class _Triage:
         self.failures: list[str] = []
         self.notes: list[str] = []
         self.workloads: dict[str, Loaded] = {}
+        self.timings: dict[str, float] = defaultdict(float)  # wall seconds per step (compare, explain, fixes, bisect)
 
     # ------------------------------------------------------------------ step (b): explain
     def explain(self, cells: list[CellTriage], old: str, new: str) -> None:
@@ -204,7 +206,9 @@ class _Triage:
                 result = Explainer(compiler).run(specs, toolchains)
                 findings = collect_findings(result)
                 groups = group_findings(findings)
+                started = time.perf_counter()
                 fixes = suggest_fixes(result, findings, compiler) if self.options.fixes else []
+                self.timings["fixes"] += time.perf_counter() - started
         except KtriageError as exc:
             self.failures.append(f"{what}: {exc.problem}")
             return None
@@ -239,6 +243,13 @@ class _Triage:
         from ktriage.bisect.run import BisectOptions, run_bisect
 
         old, new = self.toolchains
+        not_release = [t for t in (old, new) if not t.spec.is_release]
+        if not_release:  # a wheel, the host's Triton or a ptxas path has no release range to search
+            why = ", ".join(f"{t.spec} is not a release" for t in not_release)
+            for c in cells:
+                c.notes.append(f"not bisected: {why} (a bisect runs over Triton or ptxas releases: give both sides as "
+                               "triton==X[,ptxas==Y], or bisect git commits with `ktriage bisect --source git:...`)")
+            return
         done: dict[tuple[str, str, str, str], Culprit] = {}
         for c in sorted(cells, key=lambda c: -c.ratio):
             if c.cause is None or (c.catalog is None and c.recorded is None):
@@ -370,9 +381,12 @@ def _classify(c: CellTriage, is_baseline: bool) -> None:
         c.verdict = "not_compile_side"
 
 
-def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say | None = None) -> TriageReport:
-    """Diff, explain, check the baseline, bisect and fix; one report (docs/triage.md)."""
+def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say | None = None,
+           timings: dict[str, float] | None = None) -> TriageReport:
+    """Diff, explain, check the baseline, bisect and fix; one report (docs/triage.md). ``timings``,
+    when given, gets the wall seconds of each step (compare, explain, fixes, bisect) that ran."""
     options = options or TriageOptions()
+    started = time.perf_counter()
     speak = say or (lambda _m: None)
     if not 0 < options.threshold < 10:
         raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)")
@@ -424,6 +438,7 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
         flagged.append(cell)
     attach_counters(flagged, cells_a, cells_b)  # Nsight Compute counters, where the results carry them
     work = _Triage(options, speak)
+    work.timings["compare"] = time.perf_counter() - started
     work.workloads = {w.path: w for w in workloads}
     if workloads:
         _match_recorded(flagged, cells_a + cells_b, workloads, options, baselines)
@@ -435,9 +450,13 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
             which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
             work.failures.append(f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain")
         else:
+            started = time.perf_counter()
             work.explain(flagged if same_toolchain else slower + faster, old_tc, new_tc)
+            work.timings["explain"] += time.perf_counter() - started - work.timings["fixes"]
             if options.bisect and any(c.cause for c in slower) and hasattr(work, "toolchains"):
+                started = time.perf_counter()
                 work.bisect([c for c in slower if c.cause])
+                work.timings["bisect"] += time.perf_counter() - started
     for c in flagged:
         _classify(c, c.backend == baselines.get(c.op))
     order = {v: i for i, v in enumerate(("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"))}
@@ -463,4 +482,6 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     if old_tc is not None and old_tc == new_tc:
         report.notes.append(f"both sides name the same toolchain ({old_tc}): any difference is not the compiler's")
     gpu.gpu_step(report, options, speak)  # 7. the GPU step, when asked: bundle, bench, read back
+    if timings is not None:
+        timings.update(work.timings)
     return report

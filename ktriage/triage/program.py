@@ -1,0 +1,479 @@
+"""``ktriage triage --run CMD --old-toolchain A --new-toolchain B``: from a program to one report, on a GPU host.
+
+The steps are the split workflow's, run in one process, each timed (docs/triage.md):
+
+1. **toolchains**: both built (or found) here (``triton=host`` on a host without network);
+2. **record**: the program under the launch hook (``ktriage.record.run``) into ``W.json``;
+3. **compile**: every recorded (kernel, input) with both toolchains into a bundle
+   (``ktriage.workload.recorded_bundle``);
+4. **bench**: both toolchains' kernels timed side by side in ONE GPU process
+   (``ktriage.bench.recorded``), into ``results.json``;
+5. **explain**: every benched kernel input compiled-side with both toolchains, the cost model's
+   prediction per cell (``ktriage.explain``, ``ktriage.predict``), then the flagged cells' causes;
+6. **compare** and **fixes**: the triage of the two sides (``ktriage.triage.pipeline``), its fixes
+   verified by compiling (``explain --fixes``);
+7. **bisect**: where both toolchains are releases and a cell is a real regression (slower in the
+   side-by-side samples, with a compile-side cause); otherwise the report says why not.
+
+A step that fails keeps the steps before it: the report lists every step with its status, wall time
+and what it did or why it was skipped. Pure orchestration: each step is the library call its verb
+makes, so the same steps stay splittable (:func:`split_commands`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+import shlex
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ktriage.errors import KtriageError
+from ktriage.toolchain.spec import parse_toolchain
+from ktriage.triage.model import TriageOptions, TriageReport
+
+if TYPE_CHECKING:
+    from ktriage.measure.cells import Cell, RunInfo
+    from ktriage.toolchain.manager import Toolchain
+
+Say = Callable[[str], None]
+FORMAT = 1
+StepStatus = Literal["ok", "partial", "failed", "skipped"]
+# The report's steps, in order (a step that never started is listed as skipped, with why).
+STEPS = ("toolchains", "record", "compile", "bench", "compare", "explain", "fixes", "bisect")
+BUNDLE, RESULTS = "bundle", "results.json"
+
+
+def workload_file(argv: Sequence[str]) -> str:
+    """The workload's file name in the work folder, after the program (``python train.py`` ->
+    ``train.workload.json``): its name is the op of every cell, so the report says ``train``."""
+    script = next((a for a in argv[1:] if a.endswith(".py")), argv[0] if argv else "program")
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(script).name.removesuffix(".py")) or "program"
+    return f"{stem}.workload.json"
+
+
+@dataclass
+class Step:
+    """One step of the run: ``partial`` = done, but part of it failed (the report is incomplete)."""
+
+    name: str
+    status: StepStatus = "ok"
+    wall_s: float | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status,
+                "wall_s": None if self.wall_s is None else round(self.wall_s, 3), "detail": self.detail}
+
+
+@dataclass
+class ProgramOptions:
+    """What ``triage --run`` takes; ``workdir`` holds W.json, the bundle and results.json."""
+
+    command: str
+    old_toolchain: str
+    new_toolchain: str
+    workdir: Path
+    threshold: float = 0.10
+    jobs: int | None = None
+    bisect: bool = True
+    fixes: bool = True
+    max_time_s: float = 5.0
+    db: str | None = None
+
+
+@dataclass
+class ProgramReport:
+    """The whole run: steps with wall times, one row per benched cell (measured and predicted), and
+    the triage of the two sides (``TriageReport``), when the run got that far."""
+
+    command: str
+    old_toolchain: str
+    new_toolchain: str
+    workdir: str
+    workload: str = "W.json"  # its file name in workdir (workload_file)
+    steps: list[Step] = field(default_factory=list)
+    toolchains: list[dict[str, Any]] = field(default_factory=list)
+    cells: list[dict[str, Any]] = field(default_factory=list)
+    triage: TriageReport | None = None
+    failures: list[str] = field(default_factory=list)
+
+    def step(self, name: str) -> Step | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    @property
+    def total_s(self) -> float:
+        return sum(s.wall_s or 0.0 for s in self.steps)
+
+    @property
+    def complete(self) -> bool:
+        return (not self.failures and all(s.status in ("ok", "skipped") for s in self.steps)
+                and (self.triage is not None and self.triage.complete))
+
+    def exit_code(self, allow_failures: bool = False) -> int:
+        """1 a regression, 0 none, 4 a step failed or was partial (unless ``allow_failures``)."""
+        code = 1 if self.triage is not None and self.triage.regressions else 0
+        return code if self.complete or allow_failures else 4
+
+    def headline(self) -> str:
+        if self.triage is None:
+            failed = next((s for s in self.steps if s.status == "failed"), None)
+            return f"stopped at {failed.name}: {failed.detail}" if failed else "stopped before the triage"
+        return self.triage.headline()
+
+    def files(self) -> dict[str, str]:
+        root = Path(self.workdir)
+        return {"workload": str(root / self.workload), "bundle": str(root / BUNDLE), "results": str(root / RESULTS)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "kind": "triage-run", "command": self.command, "old_toolchain": self.old_toolchain,
+                "new_toolchain": self.new_toolchain, "toolchains": self.toolchains, "workdir": self.workdir,
+                "files": self.files(), "headline": self.headline(), "complete": self.complete,
+                "steps": [s.to_json() for s in self.steps], "total_s": round(self.total_s, 3), "cells": self.cells,
+                "failures": self.failures, "split": split_commands(self.command, self.old_toolchain, self.new_toolchain),
+                "triage": self.triage.to_json() if self.triage is not None else None}
+
+
+# ------------------------------------------------------------------------------- the split
+def split_commands(command: str, old: str, new: str) -> list[dict[str, str]]:
+    """The same steps as separate commands, each on the machine it needs (docs/triage.md)."""
+    q = shlex.quote
+    return [
+        {"where": "GPU host", "step": "record", "command": f"ktriage record -o W.json -- {command}"},
+        {"where": "CPU machine (toolchains)", "step": "compile",
+         "command": f"ktriage bench W.json -t {q(old)} -t {q(new)} --compile-only --bundle B"},
+        {"where": "GPU host (no toolchains)", "step": "bench", "command": "ktriage bench --bundle B -o results.json"},
+        {"where": "anywhere (toolchains for explain)", "step": "compare, explain, bisect, fixes",
+         "command": "ktriage triage results.json results.json --workload W.json"},
+    ]
+
+
+def no_gpu_fix(command: str, old: str, new: str) -> str:
+    """The fix of a --run on a host without a GPU: the split workflow, step by step."""
+    steps = split_commands(command, old, new)
+    return "run it on a GPU host, or split the steps: " + "; ".join(f"{s['where']}: `{s['command']}`" for s in steps)
+
+
+def gpu_problem_here() -> str | None:
+    """Why this host cannot record and bench (no torch, no CUDA driver, no GPU), or None."""
+    from ktriage.record.run import gpu_problem
+
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed in this Python (the bench times the kernels through it)"
+    return gpu_problem()
+
+
+def preflight(options: ProgramOptions) -> list[str]:
+    """Everything checkable before minutes of work: the command splits, both toolchain specs parse,
+    the workdir is usable, and this host has a GPU. Returns the program's argv."""
+    try:
+        argv = shlex.split(options.command)
+    except ValueError as exc:
+        raise KtriageError(f"--run {options.command!r} cannot be split into words: {exc}",
+                           "close the quote, e.g. --run \"python train.py --name 'a b'\"") from None
+    if not argv:
+        raise KtriageError("--run is empty: no program to record", "give the program, e.g. --run \"python train.py --steps 3\"")
+    for flag, text in (("--old-toolchain", options.old_toolchain), ("--new-toolchain", options.new_toolchain)):
+        if not text:
+            raise KtriageError(f"--run needs {flag}", f"give both sides, e.g. --old-toolchain triton==3.5.1 --new-toolchain triton==3.6.0")
+        parse_toolchain(text)  # a typo is reported before anything runs
+    if options.workdir.exists() and not options.workdir.is_dir():
+        raise KtriageError(f"--workdir {options.workdir} is a file", "give a folder (it is created)")
+    if (options.workdir / workload_file(argv)).exists():
+        raise KtriageError(f"--workdir {options.workdir} already holds a run ({workload_file(argv)})",
+                           "give a new folder, or remove that one")
+    if not 0 < options.threshold < 10:
+        raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. --threshold 10 for a 10% gate")
+    if not (math.isfinite(options.max_time_s) and options.max_time_s > 0):
+        raise KtriageError(f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5")
+    problem = gpu_problem_here()
+    if problem:
+        raise KtriageError(f"no GPU here: {problem}; `triage --run` records the program and benches its kernels on "
+                           "this host", no_gpu_fix(options.command, options.old_toolchain, options.new_toolchain))
+    return argv
+
+
+# ------------------------------------------------------------------------------- the run
+class _Clock:
+    """The report's steps, timed as they run; a KtriageError in a step marks it failed and goes up."""
+
+    def __init__(self, report: ProgramReport, say: Say) -> None:
+        self.report, self.say = report, say
+
+    @contextmanager
+    def step(self, name: str, what: str) -> Iterator[Step]:
+        step = Step(name)
+        self.report.steps.append(step)
+        self.say(f"{name}: {what}")
+        started = time.perf_counter()
+        try:
+            yield step
+        except KtriageError as exc:
+            step.status, step.detail = "failed", exc.problem
+            raise
+        finally:
+            step.wall_s = time.perf_counter() - started
+
+    def timed(self, name: str, wall_s: float | None, detail: str, status: StepStatus = "ok") -> None:
+        self.report.steps.append(Step(name, status, wall_s, detail))
+
+    def skip_rest(self, why: str) -> None:
+        done = {s.name for s in self.report.steps}
+        self.report.steps += [Step(n, "skipped", None, why) for n in STEPS if n not in done]
+
+
+def run_program(options: ProgramOptions, say: Say | None = None) -> ProgramReport:
+    """Record, compile, bench, explain, compare, fix and bisect; one report (see the module docstring).
+
+    Raises a KtriageError (exit 2) before anything runs when the input is bad or this host has no GPU;
+    after that, a failing step ends the run with a report that says which step and why."""
+    speak = say or (lambda _m: None)
+    argv = preflight(options)
+    options.workdir.mkdir(parents=True, exist_ok=True)
+    report = ProgramReport(options.command, options.old_toolchain, options.new_toolchain, str(options.workdir.resolve()),
+                           workload_file(argv))
+    clock = _Clock(report, speak)
+    try:
+        _run(argv, options, report, clock, speak)
+    except KtriageError as exc:
+        report.failures.append(exc.problem if not exc.fix else f"{exc.problem} (fix: {exc.fix})")
+        clock.skip_rest(f"not run: the {report.steps[-1].name if report.steps else 'first'} step failed")
+    return report
+
+
+def _run(argv: list[str], options: ProgramOptions, report: ProgramReport, clock: _Clock, say: Say) -> None:
+    from ktriage.toolchain.manager import ensure_toolchains
+
+    with clock.step("toolchains", f"{options.old_toolchain} and {options.new_toolchain}") as step:
+        tcs = ensure_toolchains([options.old_toolchain, options.new_toolchain])
+        report.toolchains = [{"side": side, "spec": str(t.spec), "id": t.id, "triton": t.triton_version,
+                              "ptxas": t.ptxas_version, "python": str(t.python)} for side, t in zip(("old", "new"), tcs)]
+        step.detail = "; ".join(f"{t.id} (Triton {t.triton_version}, ptxas {t.ptxas_version})" for t in tcs)
+    workload = _record(argv, options, report, clock)
+    if workload is None:
+        return
+    recorded = _compile(workload, tcs, options, clock)
+    run, cells = _bench(recorded, options, clock, say)
+    _explain_all(recorded, tcs, cells, options, report, clock)
+    _triage(run, cells, tcs, options, report, clock, say)
+
+
+def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clock: _Clock) -> Any:
+    """Record the program; None (the rest skipped) when it launched no kernel."""
+    from ktriage.record.run import record
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded_bundle import bench_blockers
+
+    path = options.workdir / workload_file(argv)
+    with clock.step("record", shlex.join(argv)) as step:
+        result = record(argv, path)
+        w = result.workload
+        inputs = sum(len(k.inputs) for k in w.kernels)
+        step.detail = (f"{len(w.kernels)} kernel(s), {inputs} input(s), {sum(k.launches for k in w.kernels)} launch(es); "
+                       f"the program {result.exit_note}")
+        if w.not_captured:
+            step.detail += f"; {len(w.not_captured)} not captured (" + "; ".join(f"{n.function}: {n.why}" for n in w.not_captured[:3]) + ")"
+        blocked = bench_blockers(w) if w.kernels else []
+        if blocked:
+            step.detail += f"; {len(blocked)} input(s) cannot be benched (" + "; ".join(
+                f"{b.kernel} {b.function} input {b.input}: {b.why}" for b in blocked[:3]) + ")"
+        if result.interrupted is not None or result.returncode != 0:
+            step.status = "partial" if w.kernels else "failed"
+        if not w.kernels:
+            step.status = "failed"
+            try:
+                w.require_kernels(str(path))
+            except KtriageError as exc:
+                step.detail += f": {exc.problem}" + (f" ({result.gpu_problem})" if result.gpu_problem else "")
+                report.failures.append(f"{exc.problem} (fix: {exc.fix})")
+            clock.skip_rest("not run: nothing was recorded")
+            return None
+        if result.interrupted is not None:
+            report.failures.append(f"the recording was interrupted ({result.exit_note})")
+            clock.skip_rest("not run: the recording was interrupted")
+            return None
+    return load_workload(path)  # as a later `bench W.json` reads it: snapshots materialized
+
+
+def _compile(workload: Any, tcs: Sequence[Toolchain], options: ProgramOptions, clock: _Clock) -> Any:
+    from ktriage.compile.compiler import Compiler
+    from ktriage.workload.bundle import BundleFailure
+    from ktriage.workload.recorded_bundle import build_recorded_bundle, load_recorded_bundle
+
+    with clock.step("compile", "every recorded kernel input with both toolchains into a bundle") as step:
+        with Compiler(jobs=options.jobs) as compiler:
+            path = build_recorded_bundle(workload, list(tcs), options.workdir / BUNDLE, compiler=compiler)
+        recorded = load_recorded_bundle(path)
+        failed = [a for a in recorded.bundle.artifacts.values() if isinstance(a, BundleFailure)]
+        n = len(recorded.bundle.artifacts)
+        step.detail = f"{len(recorded.entries)} kernel input(s), {n - len(failed)} of {n} compiles ok -> {path}"
+        if failed:
+            step.status = "partial"
+            step.detail += "; failed: " + "; ".join(f"{f.toolchain_id}: {f.message}"[:200] for f in failed[:3])
+    return recorded
+
+
+def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> tuple[RunInfo, list[Cell]]:
+    from ktriage import progress
+    from ktriage.bench.recorded import RecordedPlan, run_recorded
+    from ktriage.triage.measure_plan import MIN_SAMPLES
+
+    entries = list(recorded.entries)
+    toolchains = list(recorded.bundle.toolchains)
+    with clock.step("bench", f"{len(entries)} kernel input(s), {len(toolchains)} toolchains side by side in one GPU process") as step:
+        plan = RecordedPlan(bundle=str(recorded.bundle.path), name=recorded.name, entries=[e.id for e in entries],
+                            toolchains=toolchains, timing={"mode": "events", "l2_flush": True}, min_samples=MIN_SAMPLES,
+                            max_time_s=options.max_time_s)
+        with progress.task("bench: kernel inputs", total=len(entries)) as task:
+            run, cells = run_recorded(plan, entries, store_url=options.db, results_path=options.workdir / RESULTS,
+                                      toolchains=list(recorded.bundle.toolchains.values()),
+                                      on_entry_done=lambda _e: task.callback(None))
+        bad = [c for c in cells if c.status != "ok"]
+        step.detail = f"{len(cells) - len(bad)} of {len(cells)} cell(s) timed (run {run.run_id}) -> {options.workdir / RESULTS}"
+        if bad:
+            step.status = "partial"
+            step.detail += "; " + "; ".join(f"{c.key.label()}: {c.status} {str(c.error or '')[:120]}" for c in bad[:3])
+    return run, cells
+
+
+def _explain_all(recorded: Any, tcs: Sequence[Toolchain], cells: Sequence[Cell], options: ProgramOptions,
+                 report: ProgramReport, clock: _Clock) -> None:
+    """Every benched kernel input explained with both toolchains: per cell, the measured change next to
+    the cost model's prediction and the compile-side change (the flagged cells' causes come after)."""
+    from ktriage.compile.compiler import Compiler
+    from ktriage.explain.engine import Explainer
+
+    keys = list(dict.fromkeys(e.spec_key for e in recorded.entries))
+    with clock.step("explain", f"{len(keys)} kernel input(s) compile-side with both toolchains, the cost model per cell") as step:
+        specs = [recorded.bundle.specs[k] for k in keys]
+        with Compiler(jobs=options.jobs) as compiler:
+            result = Explainer(compiler).run(specs, list(tcs))
+        by_key = {k: item for k, item in zip(keys, result.specs, strict=True)}
+        report.cells = cell_rows(recorded.entries, by_key, cells, [t.id for t in tcs])
+        step.detail = f"{len(result.specs)} kernel input(s) explained, {sum(1 for r in report.cells if r.get('compile_change'))} changed compile-side"
+        if not result.complete:
+            step.status = "partial"
+            step.detail += f"; {len(result.failures)} compile(s) failed"
+
+
+def cell_rows(entries: Sequence[Any], explained: dict[str, Any], cells: Sequence[Cell], ids: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per benched entry: both toolchains' medians, the measured change and its stats verdict
+    (``compare_toolchains`` on the side-by-side samples), the predicted change and what changed."""
+    from ktriage.stats.compare import compare_cells
+    from ktriage.stats.verdict import VerdictConfig
+
+    old, new = ids
+    by_side = {tc: [c for c in cells if c.key.toolchain == tc] for tc in ids}
+    comparison = compare_cells(by_side[old], by_side[new], ref_label=old, new_label=new, config=VerdictConfig(),
+                               same_run=True, default_baselines={}, cliffs=False)
+    pairs = {(p.input_id, p.backend): p for p in comparison.pairs}
+    rows = []
+    for e in entries:
+        p = pairs.get((e.id, e.backend))
+        v = p.verdict if p is not None else None
+        item = explained.get(e.spec_key)
+        comp = item.comparisons[0] if item is not None and item.comparisons else None
+        pred = comp.prediction if comp is not None else None
+        rows.append({
+            "entry": e.id, "kernel": e.kernel, "function": e.function, "input": e.label, "launches": e.count,
+            "old_ms": v.median_ref if v else None, "new_ms": v.median_new if v else None,
+            "measured_ratio": v.ratio if v and math.isfinite(v.ratio) else None, "measured_verdict": v.verdict if v else None,
+            "measured_problem": (p.problem if p is not None and v is None else None) or (None if p else "not timed"),
+            "predicted": pred.to_json() if pred is not None else None,
+            "predicted_text": pred.text() if pred is not None else None,
+            "compile_change": comp.changed if comp is not None else None,
+            "attribution": comp.attribution() if comp is not None and comp.changed else None,
+            "compile_failed": [f"{f.toolchain.id}: {f.message}"[:200] for f in item.failures] if item is not None else [],
+        })  # fmt: skip
+    return rows
+
+
+def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], options: ProgramOptions, report: ProgramReport,
+            clock: _Clock, say: Say) -> None:
+    """The triage of the two sides (compare, explain the flagged cells, fixes), then the bisect of
+    the real regressions; their wall times join the report's steps."""
+    from ktriage.triage.pipeline import _Triage, triage
+
+    old, new = tcs
+    sides = split_toolchains(run, list(cells), old.id, new.id)
+    topts = TriageOptions(old_toolchain=str(old.spec), new_toolchain=str(new.spec), threshold=options.threshold, jobs=options.jobs,
+                          bisect=False, fixes=options.fixes, db=None, workloads=[str(Path(report.workdir) / report.workload)])
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    try:
+        result = triage(sides[0], sides[1], topts, say=say, timings=timings)
+    except KtriageError as exc:
+        clock.timed("compare", time.perf_counter() - started, exc.problem, "failed")
+        raise
+    report.triage = result
+    flagged = len(result.cells)
+    clock.timed("compare", timings.get("compare"), f"{result.compared} cell(s) compared, {flagged} past the "
+                f"±{options.threshold * 100:g}% gate (both sides from one GPU process)")
+    explain = report.step("explain")
+    if explain is not None and "explain" in timings:
+        explain.wall_s = (explain.wall_s or 0.0) + timings["explain"]
+        explain.detail += f"; causes of the {flagged} flagged cell(s)"
+    if not options.fixes:
+        clock.timed("fixes", None, "not asked (--no-fixes)", "skipped")
+    elif "fixes" in timings:
+        proposed = sum(len(c.fixes) for c in result.cells)
+        clock.timed("fixes", timings["fixes"], f"{proposed} fix(es) proposed and verified by compiling")
+    else:
+        clock.timed("fixes", None, "no flagged cell with a compile-side change to fix", "skipped")
+    real = [c for c in result.cells if c.ratio > 1 and c.stats_verdict == "regression" and c.cause is not None]
+    why = None if options.bisect else "not asked (--no-bisect)"
+    not_release = [str(t.spec) for t in tcs if not t.spec.is_release]
+    if why is None and not_release:
+        why = (f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
+               "or ptxas releases (give triton==X[,ptxas==Y] on both sides)")
+    if why is None and not real:
+        why = "no real regression: no cell is slower in the side-by-side samples with a compile-side cause"
+    if why is not None:
+        clock.timed("bisect", None, why, "skipped")
+        result.notes.append(f"bisect: {why}")
+        return
+    work = _Triage(topts, say)
+    work.toolchains = list(tcs)
+    started = time.perf_counter()
+    work.bisect(real)
+    result.failures += work.failures
+    found = [c.culprit for c in real if c.culprit is not None and c.culprit.found]
+    clock.timed("bisect", time.perf_counter() - started, f"{len(real)} real regression(s) bisected, {len(found)} culprit(s) found",
+                "partial" if work.failures else "ok")
+
+
+def split_toolchains(run: RunInfo, cells: list[Cell], old: str | None, new: str | None) -> tuple[tuple[RunInfo, list[Cell], str], tuple[RunInfo, list[Cell], str]]:
+    """One results file that timed two toolchains side by side, as the two sides of a triage: each
+    side the cells of its toolchain. ``old``/``new``: a toolchain id (or its prefix) or spec as the
+    run records it; None: the run's order (the reference first, as ``bench -t OLD -t NEW`` puts it)."""
+    records = [t for t in run.toolchains if t.get("id")]
+    ids = [str(t["id"]) for t in records]
+    if len(ids) < 2:
+        raise KtriageError(f"run {run.run_id} timed {len(ids)} toolchain(s): one results file is two sides only when it "
+                           "timed two toolchains side by side",
+                           "give two results files (OLD NEW), or bench both toolchains in one run: ktriage bench --bundle B")
+
+    def pick(text: str | None, default: str, flag: str) -> str:
+        if text is None:
+            return default
+        try:
+            canonical = str(parse_toolchain(text, check_files=False))
+        except KtriageError:
+            canonical = text
+        hits = [str(t["id"]) for t in records if text == t["id"] or canonical == t.get("spec") or str(t["id"]).startswith(text)]
+        if len(hits) != 1:
+            raise KtriageError(f"{flag} {text} names {'no' if not hits else 'more than one'} toolchain of run {run.run_id}",
+                               "give one of its toolchains: " + ", ".join(f"{t['id']} ({t.get('spec')})" for t in records))
+        return hits[0]
+
+    a = pick(old, ids[0], "--old-toolchain")
+    b = pick(new, ids[1] if ids[0] == a else ids[0], "--new-toolchain")
+    if a == b:
+        raise KtriageError(f"both sides name the toolchain {a}", "give two different toolchains of the run")
+    spec = {str(t["id"]): str(t.get("spec") or t["id"]) for t in records}
+    return ((run, [c for c in cells if c.key.toolchain == a], spec[a]), (run, [c for c in cells if c.key.toolchain == b], spec[b]))
