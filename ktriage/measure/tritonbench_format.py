@@ -194,13 +194,14 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
     named_op, named_mode = op_mode_from_name(Path(origin).stem)
     op, mode = _need(op or named_op, mode or named_mode, origin)
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=";") if r]
+    reader = csv.reader(io.StringIO(text), delimiter=";")
+    rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)
     # The first column names the input: ``x_val``, or the op's input tuple (``(M, H)`` for rms_norm,
     # ``(B, T, V)`` for cross_entropy: TritonBench's x_val label); the others are <backend>-<metric>.
-    if not rows or len(rows[0]) < 2 or "-" in rows[0][0]:
+    if not rows or len(rows[0][1]) < 2 or "-" in rows[0][1][0]:
         raise FormatError(f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
                           "give the file of `python run.py ... --csv --output F` (';'-separated)")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     columns: dict[str, dict[str, int]] = {}  # backend -> metric -> column
     for i, name in enumerate(header[1:], start=1):
         backend, _, metric = name.partition("-")
@@ -208,12 +209,16 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
             columns.setdefault(backend, {})[metric] = i
     if not any(METRIC in m for m in columns.values()):
         raise FormatError(f"{origin} has no <backend>-latency column", "run TritonBench with --metrics latency (and others)")
+    # per backend with a latency: its latency column, its first column (where TritonBench writes a
+    # backend's error message) and its other metrics' columns, worked out once for all rows
+    latency = [(backend, metrics[METRIC], min(metrics.values()), [(m, c) for m, c in metrics.items() if m != METRIC])
+               for backend, metrics in columns.items() if METRIC in metrics]
     cells: list[Cell] = []
     index = 0
     inputs = InputIndex(op)
     seen: dict[str, int] = {}  # x_val -> its line
     ids: dict[int, str] = {}  # input id -> the x_val that took it
-    for line, row in enumerate(rows[1:], start=2):
+    for line, row in rows[1:]:
         x_val = row[0].strip()
         if x_val == "average" or x_val == "hashes":
             continue
@@ -225,16 +230,13 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
             raise _duplicate(origin, f"input {label!r}", f"x_val {ids[input_id]!r}", f"x_val {x_val[:60]!r} on line {line}")
         ids[input_id] = x_val
         index += 1
-        for backend, metrics in columns.items():
-            if METRIC not in metrics:
-                continue
-            values = {m: (row[c] if c < len(row) else "") for m, c in metrics.items()}
-            first = min(metrics.values())  # an error message lands in the backend's first metric cell
-            value: Any = values[METRIC]
-            if _number(value) is None and first < len(row) and row[first].strip() and _number(row[first]) is None:
+        n = len(row)
+        for backend, col, first, others in latency:
+            value: Any = row[col] if col < n else ""
+            if _number(value) is None and first < n and row[first].strip() and _number(row[first]) is None:
                 value = row[first]
             cells.append(_cell(op, mode, input_id, label, x_val, backend, value,
-                               {m: v for m, v in values.items() if m != METRIC}, origin, matched))
+                               {m: (row[c] if c < n else "") for m, c in others}, origin, matched))
     return _run(origin, op, mode, None, "csv"), cells
 
 
