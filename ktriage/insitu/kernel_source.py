@@ -22,10 +22,14 @@ from __future__ import annotations
 import ast
 import builtins
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 
 _BUILTINS = set(dir(builtins))
+# The snapshot file in which ``ktriage record`` keeps the module-level values the kernels read
+# (record_hook.GLOBALS_FILE, record_hook.globals_file_text): Python literals, read, never run.
+GLOBALS_FILE = "_ktriage_globals.py"
 
 
 class ExtractError(Exception):
@@ -124,29 +128,43 @@ def _absolute(stmt: ast.stmt, package: str | None) -> ast.stmt:
 
 
 def extract(text: str, qualname: str, *, package: str | None, extra_lines: Iterable[str] = (),
-            extra_needs: Iterable[str] = ()) -> tuple[str, list[str]]:
+            extra_needs: Iterable[str] = (), values: Mapping[str, str] | None = None,
+            defaults: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
     """The module text that defines ``qualname`` with only what it needs (see the module docstring),
     and the names of the module-level statements kept. ``package``: the original module's package
     (relative imports become absolute). ``extra_lines`` go at the end (closed-over values), and
-    ``extra_needs`` are names they read from the module."""
+    ``extra_needs`` are names they read from the module.
+
+    ``values`` (global name -> Python source of its recorded value) and ``defaults`` (the kernel's
+    parameter -> source of its recorded default), from a recorded workload (:data:`GLOBALS_FILE`):
+    a needed name with a recorded value is assigned that value where its statement stood (the
+    statement and what only it needed are left out: ``is_hip_ = current_platform.is_rocm()`` becomes
+    ``is_hip_ = False``), and a default that is no literal becomes its recorded value (on its own
+    lines: the kernel's line numbers stay). Without them (a workload recorded before, a spec file)
+    the statements are kept, as they are."""
+    values = dict(values or {})
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError) as exc:
         raise ExtractError(f"cannot parse the kernel's module: {exc}") from exc
     fn, top_level = find_function(tree, qualname)
     lines = text.splitlines()
+    replaced = _replace_defaults(fn, lines, dict(defaults or {}))
     units = [s for s in tree.body if not _is_main_guard(s)]
     defines = {id(s): defined_names(s) for s in units}
     root_start, root_end = _start(fn), fn.end_lineno or fn.lineno
-    needed: set[str] = set(loaded_names(fn)) | set(extra_needs)
-    for default in [*fn.args.defaults, *fn.args.kw_defaults]:
-        if default is not None:
-            needed |= loaded_names(default)
+    skip = {id(n) for d in replaced for n in ast.walk(d)}
+    needed: set[str] = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                        and id(n) not in skip} | set(extra_needs)
     kept: set[int] = {id(fn)} if top_level else set()
     done: set[str] = set()
+    recorded: list[str] = []
     while needed - done:
         name = sorted(needed - done)[0]
         done.add(name)
+        if name in values:
+            recorded.append(name)
+            continue
         for stmt in units:
             if id(stmt) in kept or name not in defines[id(stmt)]:
                 continue
@@ -180,13 +198,121 @@ def extract(text: str, qualname: str, *, package: str | None, extra_lines: Itera
         pieces.append((start, body, ", ".join(sorted(defined_names(stmt)))))
     if not top_level:
         pieces.append((root_start, textwrap.dedent("\n".join(lines[root_start - 1:root_end])).splitlines(), fn.name))
+    # a recorded value where the first statement that bound it stood (one line: the numbering stays)
+    at: dict[int, list[str]] = {}
+    trailing: list[str] = []
+    for name in sorted(recorded):
+        home = next((s for s in units if name in defines[id(s)] and (top_level or not (
+            _start(s) <= root_start and (s.end_lineno or 0) >= root_end))), None)
+        if home is None or id(home) in kept:
+            trailing.append(name)
+        else:
+            at.setdefault(_start(home), []).append(name)
+    for start, group in at.items():
+        pieces.append((start, ["; ".join(f"{n} = {values[n]}" for n in group)], ", ".join(f"{n} (recorded)" for n in group)))
     for start, body, label in sorted(pieces, key=lambda p: p[0]):
         emit(start, body)
         if label:
             names.append(label)
+    if trailing:
+        out.append("")
+        out.append("# module-level values as the recorded program had them (`ktriage record`)")
+        out.extend(f"{n} = {values[n]}" for n in trailing)
+        names.extend(f"{n} (recorded)" for n in trailing)
     extra = list(extra_lines)
     if extra:
         out.append("")
         out.append("# values the kernel closed over, as recorded (`ktriage record`)")
         out.extend(extra)
     return "\n".join(out) + "\n", names
+
+
+def _replace_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str],
+                      defaults: Mapping[str, str]) -> list[ast.expr]:
+    """Write each recorded default that is no literal (nor ``tl.<dtype>``) over its expression in ``lines`` (in place;
+    lines it spanned become blank lines inside the parameter list), and return the nodes replaced."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults),
+             *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)]
+    replaced: list[ast.expr] = []
+    for arg, node in sorted(pairs, key=lambda p: (p[1].lineno, p[1].col_offset), reverse=True):
+        source = defaults.get(arg.arg)
+        if source is None or node.end_lineno is None or node.end_col_offset is None:
+            continue
+        text = ast.unparse(node)
+        if text.startswith("tl.") and text[3:].isidentifier():
+            continue  # a Triton dtype, as written (the kernel reads tl anyway)
+        try:
+            ast.literal_eval(node)
+            continue  # a literal says its value itself
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            pass
+        first, last = lines[node.lineno - 1].encode(), lines[node.end_lineno - 1].encode()  # offsets are UTF-8 bytes
+        joined = first[:node.col_offset].decode(errors="replace") + source + last[node.end_col_offset:].decode(errors="replace")
+        lines[node.lineno - 1:node.end_lineno] = [joined] + [""] * (node.end_lineno - node.lineno)
+        replaced.append(node)
+    return replaced
+
+
+def read_globals(text: str) -> dict[str, Any]:
+    """The ``GLOBALS`` literal of a snapshot's :data:`GLOBALS_FILE` (module -> {"values", "defaults"}),
+    or {} when the file is not one (read with ``ast.literal_eval``: nothing in it runs)."""
+    try:
+        tree = ast.parse(text)
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and [getattr(t, "id", None) for t in stmt.targets] == ["GLOBALS"]:
+                found = ast.literal_eval(stmt.value)
+                return found if isinstance(found, dict) else {}
+    except (SyntaxError, ValueError, TypeError, MemoryError, RecursionError):
+        return {}
+    return {}
+
+
+def _dotted(name: Any) -> bool:
+    return isinstance(name, str) and bool(name) and all(part.isidentifier() for part in name.split("."))
+
+
+def value_source(encoded: Any) -> str | None:
+    """Python source that makes a recorded value again (record_hook.encode_global's encoding), or None
+    for one it does not know. Built from checked names and ``repr`` of plain values only."""
+    if encoded is None or type(encoded) in (bool, int, float, str):
+        return repr(encoded)
+    if not isinstance(encoded, dict) or len(encoded) != 1:
+        return None
+    ((kind, value),) = encoded.items()
+    language = "__import__('triton.language').language"
+    if kind == "float" and value in ("inf", "-inf", "nan"):
+        return f"float({value!r})"
+    if kind == "constexpr":
+        inner = value_source(value)
+        return None if inner is None else f"{language}.constexpr({inner})"
+    if kind == "tl" and isinstance(value, str) and value.isidentifier():
+        return f"{language}.{value}"
+    if kind == "module" and _dotted(value):
+        return f"__import__('importlib').import_module({value!r})"
+    if kind == "import" and isinstance(value, str):
+        owner, _, name = value.partition(":")
+        if _dotted(owner) and name.isidentifier():
+            return f"__import__('importlib').import_module({owner!r}).{name}"
+    return None
+
+
+def is_reference(encoded: Any) -> bool:
+    """A recorded module or importable function (not a value computed by the module's host code)."""
+    return isinstance(encoded, dict) and bool({"module", "import"} & set(encoded))
+
+
+def recorded_sources(entry: Any) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """One module's entry of :func:`read_globals` as (name -> source, function -> parameter -> source)."""
+    if not isinstance(entry, dict):
+        return {}, {}
+    values = {str(n): src for n, v in dict(entry.get("values") or {}).items()
+              if isinstance(n, str) and n.isidentifier() and (src := value_source(v)) is not None}
+    defaults: dict[str, dict[str, str]] = {}
+    for function, params in dict(entry.get("defaults") or {}).items():
+        if isinstance(params, dict):
+            own = {str(p): src for p, v in params.items() if (src := value_source(v)) is not None}
+            if own:
+                defaults[str(function)] = own
+    return values, defaults

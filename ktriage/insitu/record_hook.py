@@ -199,6 +199,7 @@ class Recorder:
                     bound[key] = value
                 else:
                     options[key] = value
+            bind_defaults(jit_fn, names, bound)
             heuristics = {n: describe(bound[n]) for n in (local.get("heuristics") or []) if n in bound}
             if tuning is not None:  # inside Autotuner.run: the last launch is the program's
                 tuning["last"] = (jit_fn, names, bound, options, grid, launch_key, heuristics)
@@ -559,6 +560,29 @@ def _grid_key(grid: Any) -> Any:
         return repr(grid)[:100]
 
 
+def bind_defaults(jit_fn: Any, names: list[str], bound: dict[str, Any]) -> None:
+    """Give each parameter the launch left out its default, as the JIT's binder does: the value
+    Python evaluated when the ``def`` ran. A default written as a module-level expression
+    (``FP8_MIN: tl.constexpr = float8_info.min``, a ``torch.finfo`` of the platform's fp8 type) is
+    known only here; the source text alone cannot say it. A default that is no launch value
+    (``describe`` cannot say it) is left out: the spec then reads the source's default, as before."""
+    if all(n in bound for n in names):
+        return
+    signature = getattr(jit_fn, "signature", None)
+    if signature is None:
+        import inspect
+
+        signature = inspect.signature(jit_fn.fn)
+    parameters = signature.parameters
+    for name in names:
+        param = parameters.get(name)
+        if name in bound or param is None or param.default is param.empty:
+            continue
+        described = describe(param.default)
+        if not (isinstance(described, dict) and "unsupported" in described):
+            bound[name] = param.default
+
+
 def _grid_and_why(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> tuple[list[int] | None, str | None]:
     """A JIT launch's grid (a callable grid called with the launch's arguments), or why it cannot be read."""
     try:
@@ -722,6 +746,10 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
     if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
         kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes)
         kernel_path = kernel_module + ".py"
+    recorded = recorded_globals(fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1])
+                                     for name in seen})
+    if recorded:
+        files[GLOBALS_FILE] = globals_file_text(recorded)
     carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
     if carried or stubs:
         notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
@@ -730,6 +758,154 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
     return {"module": kernel_module, "original_module": module_name, "file": file,
             "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
             "snapshot": {"files": files, "notes": sorted(set(notes))}, "package": _distribution(module_name)}
+
+
+# A snapshot's record of the module-level values its kernels read (``recorded_globals``); the compile
+# worker uses them in place of the module's host code (kernel_source.GLOBALS_FILE: the same name).
+GLOBALS_FILE = "_ktriage_globals.py"
+GLOBALS_FORMAT = 1
+_JIT_TYPES = ("JITFunction", "JITCallable", "ConstexprFunction")
+
+
+def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+    """The module-level values the snapshot's kernels read, as this program has them: per snapshotted
+    module (by its name in the snapshot), ``values`` (global name -> encoded value) and ``defaults``
+    (function -> parameter -> encoded default).
+
+    Why: a kernel's module computes some of them with host code (``is_hip_ =
+    current_platform.is_rocm()``, ``tl`` and ``triton`` re-exported by ``vllm.triton_utils``,
+    ``FP8_MIN = float8_info.min`` as a default) that a compile machine cannot run. The JIT compiled
+    with these values; the compile worker puts them in place of the statements that computed them.
+    Every @triton.jit function of a module is read, not only the launched one, so that the kernels of
+    one module share one snapshot. The names are those the functions' code reads (``co_names``) and
+    their decorators and defaults read (the module's ``ast``); a value is kept when
+    :func:`encode_global` can say it (numbers, bools, strings, None, ``tl.constexpr``, Triton dtypes,
+    modules and importable functions), else the statement that computes it stays, as before."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, text in sorted(modules.items()):
+        module = sys.modules.get(name)
+        if module is None or text is None:
+            continue
+        namespace = vars(module)
+        functions = [j.fn for j in (_unwrap_jit(v) for v in list(namespace.values())) if j is not None]
+        functions = [f for f in functions if getattr(f, "__globals__", None) is namespace]
+        if getattr(fn, "__globals__", None) is namespace and fn not in functions:
+            functions.append(fn)  # a kernel defined in a class or function body reads this module too
+        if not functions:
+            continue
+        names: set[str] = set()
+        defaults: dict[str, dict[str, Any]] = {}
+        for function in functions:
+            names |= _code_names(getattr(function, "__code__", None))
+            own = _encoded_defaults(function)
+            if own:
+                defaults[str(function.__qualname__)] = own
+        names |= _decorator_and_default_names(text, {str(f.__qualname__) for f in functions})
+        values: dict[str, Any] = {}
+        for global_name in sorted(names):
+            if global_name in namespace and not global_name.startswith("__"):
+                encoded = encode_global(namespace[global_name], name)
+                if encoded is not _NOT_ENCODED:
+                    values[global_name] = encoded
+        if values or defaults:
+            out[_place(name, getattr(module, "__file__", None))[0]] = {"values": values, "defaults": defaults}
+    return out
+
+
+def _unwrap_jit(value: Any) -> Any:
+    """The @triton.jit function inside ``@triton.autotune``/``@triton.heuristics`` wrappers, or None."""
+    for _ in range(8):
+        if type(value).__name__ in _JIT_TYPES and callable(getattr(value, "fn", None)):
+            return value
+        value = getattr(value, "fn", None)
+        if value is None or not type(value).__module__.startswith("triton"):
+            return None
+    return None
+
+
+def _code_names(code: Any) -> set[str]:
+    """The global (and attribute) names a function's code reads, its nested code objects included."""
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if hasattr(c, "co_names"))
+    return names
+
+
+def _decorator_and_default_names(text: str, qualnames: set[str]) -> set[str]:
+    """Names the decorators and default values of the module's top-level defs named in ``qualnames``
+    read (``@triton.jit`` reads ``triton``; ``= float8_info.min`` reads ``float8_info``)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in qualnames:
+            for expr in [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]:
+                names |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    return names
+
+
+def _encoded_defaults(fn: Any) -> dict[str, Any]:
+    """A function's parameter defaults as evaluated when its def ran, those :func:`encode_global` can say."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    out: dict[str, Any] = {}
+    for name, param in parameters.items():
+        if param.default is not param.empty:
+            encoded = encode_global(param.default, getattr(fn, "__module__", None))
+            if encoded is not _NOT_ENCODED and not (isinstance(encoded, dict) and ("module" in encoded or "import" in encoded)):
+                out[name] = encoded
+    return out
+
+
+_NOT_ENCODED = object()
+
+
+def encode_global(value: Any, module_name: str | None) -> Any:
+    """A module-level value as a literal the compile worker turns back into it
+    (kernel_source.value_source): plain values as themselves (a float that is not finite as
+    ``{"float": "inf"}``), ``{"constexpr": v}``, ``{"tl": "float16"}`` (a Triton dtype),
+    ``{"module": "triton.language"}``, ``{"import": "pkg.mod:name"}`` (a function or class that its
+    module's attribute of that name is; not the module's own functions, whose defs the worker keeps);
+    ``_NOT_ENCODED`` for anything else."""
+    if value is None or type(value) in (bool, int, str):  # an IntEnum or str subclass is no plain value
+        return value
+    if type(value) is float:
+        return value if value == value and value not in (float("inf"), float("-inf")) else {"float": repr(value)}
+    kind, where = type(value).__name__, type(value).__module__
+    if kind == "constexpr" and where.startswith("triton"):
+        inner = encode_global(getattr(value, "value", None), module_name)
+        plain = not isinstance(inner, dict) or "float" in inner or "tl" in inner
+        return {"constexpr": inner} if inner is not _NOT_ENCODED and plain else _NOT_ENCODED
+    if where.startswith("triton.language") and isinstance(getattr(value, "name", None), str):
+        described = describe(value)
+        return described if isinstance(described, dict) and "tl" in described else _NOT_ENCODED
+    if kind == "module":
+        name = getattr(value, "__name__", None)
+        return {"module": name} if isinstance(name, str) and sys.modules.get(name) is value else _NOT_ENCODED
+    owner, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if isinstance(owner, str) and isinstance(qualname, str) and qualname.isidentifier() and owner != module_name \
+            and owner != "__main__" and getattr(sys.modules.get(owner), qualname, None) is value:
+        return {"import": f"{owner}:{qualname}"}
+    return _NOT_ENCODED
+
+
+def globals_file_text(recorded: dict[str, dict[str, Any]]) -> str:
+    """The snapshot file of :func:`recorded_globals`: Python literals only (the worker reads it with
+    ``ast.literal_eval``, never runs it)."""
+    import pprint
+
+    return ('"""Written by `ktriage record`: the module-level values the kernels of this snapshot read, as the\n'
+            'recorded program had them (the compile worker uses them in place of the module\'s host code)."""\n\n'
+            f"FORMAT = {GLOBALS_FORMAT}\nGLOBALS = {pprint.pformat(recorded, width=110)}\n")
 
 
 def _nested_module(fn: Any, qualname: str, files: dict[str, str], kernel_path: str, module_name: str,

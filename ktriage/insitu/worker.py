@@ -74,6 +74,7 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
     if ":" not in source:
         raise WorkerError("import", f"kernel source {source!r} must look like 'module:function' or 'file.py:function'")
     module_part, _, fn_name = source.rpartition(":")
+    recorded = recorded_globals(module_part)
     import_error: BaseException | None = None
     try:
         module = _import_with_placeholders(module_part)
@@ -83,9 +84,12 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
     if module is not None:
         fn = _attribute(module, fn_name)
         if fn is not None:
+            apply_recorded(recorded)
             return fn
     try:
-        return _load_extracted(module_part, fn_name)
+        fn = _load_extracted(module_part, fn_name, recorded.get(module_part))
+        apply_recorded(recorded)
+        return fn
     except _ExtractFailed as exc:
         if import_error is not None:
             raise WorkerError("import", f"importing {module_part} failed: {root_cause(import_error)}; compiling "
@@ -178,16 +182,62 @@ def _module_path(module_part: str) -> tuple[str, str | None]:
     raise _ExtractFailed(f"no file for module {module_part} on the compile worker's sys.path")
 
 
-def _load_extracted(module_part: str, qualname: str) -> Any:
+def recorded_globals(module_part: str) -> dict[str, Any]:
+    """The module-level values ``ktriage record`` kept in the snapshot that holds ``module_part``
+    (kernel_source.GLOBALS_FILE beside its top package: module -> {"values", "defaults"}), or {} (a
+    workload recorded before they were kept, a spec file: the module's own statements run, as before)."""
+    if module_part.endswith(".py"):
+        return {}
+    rel = module_part.replace(".", os.sep)
+    for entry in sys.path:
+        base = os.path.join(entry or ".", rel)
+        if os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py")):
+            try:
+                with open(os.path.join(entry or ".", kernel_source.GLOBALS_FILE), encoding="utf-8") as fh:
+                    return kernel_source.read_globals(fh.read())
+            except (OSError, UnicodeDecodeError):
+                return {}
+    return {}
+
+
+def apply_recorded(recorded: dict[str, Any]) -> None:
+    """Give each imported module of the snapshot the values the recorded program had: its host code
+    ran here on another machine (no GPU, placeholders for missing modules) and may have computed
+    others, which the kernel would then be compiled with. A module or function the kernel reads is
+    replaced only where a placeholder stands for it."""
+    missing = object()
+    for module_name, entry in recorded.items():
+        module = sys.modules.get(str(module_name))
+        if module is None:
+            continue
+        values, _ = kernel_source.recorded_sources(entry)
+        for name, source in values.items():
+            current = getattr(module, name, missing)
+            if kernel_source.is_reference(entry["values"][name]) and current is not missing \
+                    and not placeholders.is_placeholder(current):
+                continue
+            try:
+                value = eval(source, {"__builtins__": __builtins__})  # built by value_source from checked parts
+                if current is missing or type(current) is not type(value) or current != value:
+                    setattr(module, name, value)
+            except Exception:  # a module or function not importable here: the kernel says so when it compiles
+                continue
+
+
+def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> Any:
     """Compile from the kernel's own source: its ``def`` and what it needs of its module, as a module
-    of its own (a real file: Triton reads a kernel's source with ``inspect``)."""
+    of its own (a real file: Triton reads a kernel's source with ``inspect``). ``recorded``: the
+    module's values from the recording (:func:`recorded_globals`), used in place of the statements
+    that computed them."""
     import hashlib
 
     path, package = _module_path(module_part)
+    values, defaults = kernel_source.recorded_sources(recorded)
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-        extracted, _ = kernel_source.extract(text, qualname, package=package)
+        extracted, _ = kernel_source.extract(text, qualname, package=package, values=values,
+                                             defaults=defaults.get(qualname))
     except (OSError, UnicodeDecodeError, kernel_source.ExtractError) as exc:
         raise _ExtractFailed(str(exc)) from exc
     digest = hashlib.sha256(f"{os.path.abspath(path)}\0{qualname}\0{extracted}".encode()).hexdigest()[:16]
