@@ -36,6 +36,7 @@ the zero-width space. It is idempotent, so writers that compose other writers ar
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Callable
@@ -52,7 +53,7 @@ _LINK = re.compile(r"\]\(\s*<?([^)\s>]*)")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
 _REF_DEF = re.compile(r"^( {0,3})\[(?=[^\]\n]*\]:)", re.M)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_CODE_SPAN = re.compile(r"(?<!\\)(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+_RUN = re.compile(r"`+")
 
 
 def md_text(value: Any) -> str:
@@ -92,14 +93,39 @@ def _inert_text(text: str) -> str:
     return _MENTION.sub("@\u200b", text)
 
 
+def _code_spans(line: str) -> list[tuple[int, int]]:
+    """The code spans of one line, as CommonMark finds them: a backtick run opens one that the next
+    run of the same length closes; a run with no such closer is text. Linear in the runs (each
+    opener finds its closer by bisection in the runs of its length: a regex with a backreference
+    took cubic time on a line of runs of growing lengths). A run right after a backslash is taken
+    as text (it may be escaped), which can only make more of the line escaped, never less."""
+    runs = [(m.start(), m.end()) for m in _RUN.finditer(line)]
+    by_length: dict[int, list[int]] = {}
+    for k, (a, b) in enumerate(runs):
+        by_length.setdefault(b - a, []).append(k)
+    spans = []
+    k = 0
+    while k < len(runs):
+        a, b = runs[k]
+        same = by_length[b - a]
+        j = bisect.bisect_right(same, k)
+        if (a > 0 and line[a - 1] == "\\") or j == len(same):
+            k += 1
+            continue
+        close = same[j]
+        spans.append((a, runs[close][1]))
+        k = close + 1
+    return spans
+
+
 def _inert_line(line: str) -> str:
     """A line outside fenced code: its code spans kept as they are (GitHub shows them literally)."""
     out = []
     pos = 0
-    for span in _CODE_SPAN.finditer(line):
-        out.append(_inert_text(line[pos:span.start()]))
-        out.append(span.group(0))
-        pos = span.end()
+    for start, end in _code_spans(line):
+        out.append(_inert_text(line[pos:start]))
+        out.append(line[start:end])
+        pos = end
     out.append(_inert_text(line[pos:]))
     return "".join(out)
 

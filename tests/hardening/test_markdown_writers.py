@@ -235,3 +235,17 @@ def test_a_hostile_trace_path_in_workload_show(tmp_path: Path, capsys: pytest.Ca
     for where, doc in (("stdout", out), ("-o w.md", (tmp_path / "w.md").read_text())):
         assert "onerror" in doc, doc[:3000]
         assert_inert(doc, f"workload show {where}")
+
+
+@pytest.mark.parametrize(("line", "spans"), [
+    ("`a` <b>", ["`a`"]),
+    ("``a`b`` <c>", ["``a`b``"]),
+    ("`a <d>", []),
+    ("\\`<b>` <i>", []),  # a run after a backslash may be escaped: taken as text, so escaped more, never less
+    ("a" + "a".join("`" * i for i in range(1, 400)), []),  # runs of growing lengths: none closes (linear, was cubic)
+    ("` x ` `` y `` `", ["` x `", "`` y ``"]),
+])
+def test_code_spans_are_found_as_commonmark_does(line: str, spans: list[str]) -> None:
+    from ktriage.mdsafe import _code_spans
+
+    assert [line[a:b] for a, b in _code_spans(line)] == spans
