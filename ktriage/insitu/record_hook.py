@@ -746,10 +746,13 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
     if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
         kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes)
         kernel_path = kernel_module + ".py"
-    recorded = recorded_globals(fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1])
-                                     for name in seen})
-    if recorded:
-        files[GLOBALS_FILE] = globals_file_text(recorded)
+    try:  # never at the cost of the snapshot: without the file the module's statements run, as before
+        recorded = recorded_globals(fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1])
+                                         for name in seen})
+        if recorded:
+            files[GLOBALS_FILE] = globals_file_text(recorded)
+    except Exception as exc:
+        notes.append(f"the module-level values the kernel reads were not kept ({type(exc).__name__}: {exc})"[:300])
     carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
     if carried or stubs:
         notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
