@@ -54,7 +54,7 @@ def triage(
     limit: Annotated[int | None, typer.Option("--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all).")] = None,
     max_time: Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")] = 5.0,
     run: Annotated[str | None, typer.Option("--run", help="On a GPU host, from a program to the report in one command: record CMD (one string, e.g. \"python train.py --steps 3\"), compile it with --old-toolchain and --new-toolchain, bench both side by side, compare, explain, bisect (releases), fix; each step timed in the report. No OLD/NEW then.")] = None,
-    workdir: Annotated[Path | None, typer.Option("--workdir", help="--run: the folder for W.json, the bundle, results.json and report.md/report.json (default: ktriage-run-DATE-TIME here).")] = None,
+    workdir: Annotated[Path | None, typer.Option("--workdir", help="--run: the folder for the workload (PROGRAM.workload.json), the bundle, results.json, report.md and report.json (default: ktriage-run-DATE-TIME here).")] = None,
     workload: Annotated[list[str] | None, typer.Option("--workload", help="A recorded workload (W.json from `ktriage record` of the TritonBench run): flagged cells whose backend has no catalog kernels get their kernels from it, matched by shape, explained compile-side and bundled; repeatable.")] = None,
 ) -> None:
     """Triage a regression report: rank every cell past the gate, explain each flagged kernel
@@ -104,7 +104,8 @@ def triage(
     sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
     labels = [Path(ref).name if Path(ref).exists() else label for ref, (_, _, label) in zip((old, new), sides, strict=True)]
     same = old == new or (Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve())
-    if same and len({c.key.toolchain for c in sides[0][1] if c.key.toolchain}) >= 2:
+    split = same and len({c.key.toolchain for c in sides[0][1] if c.key.toolchain}) >= 2
+    if split:
         from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
 
         halves = split_toolchains(sides[0][0], sides[0][1], old_toolchain, new_toolchain)
@@ -114,6 +115,10 @@ def triage(
     with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
         report = run_triage((sides[0][0], sides[0][1], labels[0]), (sides[1][0], sides[1][1], labels[1]), options,
                             say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+    if split and not options.measured and not options.measure:
+        from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
+
+        settle_side_by_side(report, sides[0][1], sides[1][1], old)
     gpu = report.measured or {}
     if gpu.get("commands") and not gpu.get("results"):
         console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")

@@ -45,7 +45,7 @@ Say = Callable[[str], None]
 FORMAT = 1
 StepStatus = Literal["ok", "partial", "failed", "skipped"]
 # The report's steps, in order (a step that never started is listed as skipped, with why).
-STEPS = ("toolchains", "record", "compile", "bench", "compare", "explain", "fixes", "bisect")
+STEPS = ("toolchains", "record", "compile", "bench", "explain", "compare", "fixes", "bisect")
 BUNDLE, RESULTS = "bundle", "results.json"
 
 
@@ -411,6 +411,7 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
         clock.timed("compare", time.perf_counter() - started, exc.problem, "failed")
         raise
     report.triage = result
+    settle_side_by_side(result, sides[0][1], sides[1][1], str(Path(report.workdir) / RESULTS))
     flagged = len(result.cells)
     clock.timed("compare", timings.get("compare"), f"{result.compared} cell(s) compared, {flagged} past the "
                 f"±{options.threshold * 100:g}% gate (both sides from one GPU process)")
@@ -432,7 +433,10 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
         why = (f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
                "or ptxas releases (give triton==X[,ptxas==Y] on both sides)")
     if why is None and not real:
-        why = "no real regression: no cell is slower in the side-by-side samples with a compile-side cause"
+        slower = [c for c in result.cells if c.ratio > 1 and c.stats_verdict == "regression"]
+        why = ("no real regression: no cell is slower in the side-by-side samples" if not slower else
+               f"{len(slower)} cell(s) slower side by side, none with a compile-side cause: a compile-only bisect would find "
+               "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)")
     if why is not None:
         clock.timed("bisect", None, why, "skipped")
         result.notes.append(f"bisect: {why}")
@@ -445,6 +449,30 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
     found = [c.culprit for c in real if c.culprit is not None and c.culprit.found]
     clock.timed("bisect", time.perf_counter() - started, f"{len(real)} real regression(s) bisected, {len(found)} culprit(s) found",
                 "partial" if work.failures else "ok")
+
+
+def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence[Cell], source: str) -> None:
+    """Both sides of a --run come from one GPU process, interleaved: the samples' verdict IS the
+    side-by-side measurement a triage of two files asks a GPU re-run for. Each flagged cell gets it
+    as its measured verdict (as ``--measured`` would give), and the "needs a GPU" lines go."""
+    from ktriage.stats.compare import compare_cells
+    from ktriage.stats.verdict import VerdictConfig
+    from ktriage.triage.measure_read import _from_verdict, _settle
+    from ktriage.triage.model import ORDER
+
+    config = VerdictConfig(threshold=result.options.threshold, confidence=result.options.confidence)
+    comparison = compare_cells(old, new, config=config, same_run=True, default_baselines={}, cliffs=False)
+    verdicts = {(p.op, p.mode, p.input_id, p.backend): p.verdict for p in comparison.pairs if p.verdict is not None}
+    for c in result.cells:
+        v = verdicts.get((c.op, c.mode, c.input_id, c.backend))
+        if v is None:
+            continue
+        c.measured = _from_verdict(v, "side_by_side", "both toolchains interleaved in this run's GPU process", source)
+        _settle(c)
+    rank = {v: k for k, v in enumerate(ORDER)}
+    result.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
+    result.measured = {"results": [source], "note": "triage --run: the two sides are one run's side-by-side samples"}
+    result.gpu_needed = [x for x in result.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))]
 
 
 def split_toolchains(run: RunInfo, cells: list[Cell], old: str | None, new: str | None) -> tuple[tuple[RunInfo, list[Cell], str], tuple[RunInfo, list[Cell], str]]:

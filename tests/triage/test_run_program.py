@@ -1,0 +1,170 @@
+"""``ktriage triage --run``: from a program to one report (ktriage.triage.program).
+
+On the CPU machine there is no GPU to record or bench on, so:
+- the command itself must stop before any work with "no GPU" and the split workflow as the fix (exit 2);
+- bad input is refused before that, each with its error and fix;
+- the report is assembled from real pieces: the H200's recording of TritonBench's rms_norm bwd
+  (benchmarks/record/h200/) and its side-by-side bench of Triton 3.3.1 and 3.6.0 on the H200
+  (benchmarks/record/h200d/bench/), compiled into a real bundle and explained here with the real
+  toolchains by the pipeline's own steps; the bench step, which needs the GPU, says where its
+  numbers come from;
+- the split workflow's last step (``triage results.json results.json --workload W.json``) triages
+  one results file that timed two toolchains.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import gpu_present
+
+REPO = Path(__file__).resolve().parents[2]
+WORKLOAD = REPO / "benchmarks" / "record" / "h200" / "tb_rms_norm_bwd.workload.json"
+RESULTS = REPO / "benchmarks" / "record" / "h200d" / "bench" / "wl-tb_rms_norm_bwd.json"
+OLD, NEW = "triton==3.3.1", "triton==3.6.0"
+RUN = ["triage", "--run", "python train.py --steps 3", "--old-toolchain", OLD, "--new-toolchain", NEW]
+
+
+@pytest.mark.skipif(gpu_present(), reason="this host has a GPU: --run would record and bench")
+def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cli, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    res = run_cli([*RUN, "--workdir", str(work)])
+    assert res.exit_code == 2, res.output
+    assert "no GPU" in res.problem and "Traceback" not in res.output
+    fix = res.fix or ""
+    for step in ("ktriage record -o W.json -- python train.py --steps 3",
+                 f"ktriage bench W.json -t {OLD} -t {NEW} --compile-only --bundle B",
+                 "ktriage bench --bundle B -o results.json", "ktriage triage results.json results.json --workload W.json"):
+        assert step in fix, fix
+    assert not work.exists()  # nothing was recorded, built or written
+
+
+@pytest.mark.parametrize(("argv", "problem"), [
+    ([*RUN, "old.csv"], "OLD/NEW do(es) not apply to --run"),
+    (["triage", "--run", "python train.py", "--old-toolchain", OLD], "--run needs --old-toolchain and --new-toolchain"),
+    (["triage", "--run", "", "--old-toolchain", OLD, "--new-toolchain", NEW], "--run is empty"),
+    (["triage", "--run", "python 'train.py", "--old-toolchain", OLD, "--new-toolchain", NEW], "cannot be split into words"),
+    (["triage", "--run", "python train.py", "--old-toolchain", OLD, "--new-toolchain", "tritn==3.6.0"], "unknown toolchain spec key"),
+    ([*RUN, "--measure"], "--measure do(es) not apply to --run"),
+    ([*RUN, "-o", "report.html"], "not HTML"),
+    (["triage"], "triage needs OLD and NEW"),
+])  # fmt: skip
+def test_bad_input_is_refused_with_a_fix(run_cli, argv: list[str], problem: str, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = run_cli(argv)
+    assert res.exit_code == 2, res.output
+    assert problem in res.problem and res.fix and "Traceback" not in res.output
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_workdir_that_is_a_file_is_refused(run_cli, tmp_path: Path) -> None:
+    file = tmp_path / "work"
+    file.write_text("")
+    res = run_cli([*RUN, "--workdir", str(file)])
+    assert res.exit_code == 2 and "is a file" in res.problem
+
+
+def test_one_results_file_splits_into_its_toolchains() -> None:
+    from ktriage.bench.compare_sides import load_side
+    from ktriage.errors import KtriageError
+    from ktriage.triage.program import split_toolchains
+
+    run, cells, _ = load_side(str(RESULTS))
+    (r0, old, label_old), (_, new, label_new) = split_toolchains(run, cells, OLD, NEW)
+    assert (label_old, label_new) == (OLD, NEW) and r0 is run
+    assert old and new and {c.key.toolchain for c in old} != {c.key.toolchain for c in new}
+    assert len(old) == len(new) == len(cells) // 3  # the run timed three toolchains, 12 entries each
+    (_, first, a), (_, second, b) = split_toolchains(run, cells, None, None)  # the run's order: its reference first
+    assert (a, b) == ("triton==3.6.0", "triton==3.3.1")
+    with pytest.raises(KtriageError) as err:
+        split_toolchains(run, cells, "triton==3.5.1", None)
+    assert "names no toolchain" in err.value.problem and "triton==3.3.1" in (err.value.fix or "")
+
+
+@pytest.mark.slow
+def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: Path) -> None:
+    """The steps after the GPU ones, for real: the bundle compiled, every kernel input explained with the
+    cost model, the two sides triaged; the bench's numbers are the H200's. Every step is in the report
+    with its status and wall time, the skipped ones with why, and every cell with both numbers."""
+    from ktriage.bench.compare_sides import load_side
+    from ktriage.record.workload import load_workload
+    from ktriage.report.triage_run import print_table, to_json, to_markdown
+    from ktriage.triage.program import STEPS, ProgramOptions, ProgramReport, _Clock, _compile, _explain_all, _triage
+
+    work = tmp_path / "work"
+    work.mkdir()
+    name = "tb_rms_norm_bwd.workload.json"  # the workload's name is the cells' op
+    shutil.copy(WORKLOAD, work / name)
+    tcs = [toolchain(OLD), toolchain(NEW)]
+    options = ProgramOptions(command="python run.py --op rms_norm --bwd", old_toolchain=OLD, new_toolchain=NEW, workdir=work,
+                             fixes=True, bisect=True)
+    report = ProgramReport(options.command, OLD, NEW, str(work), name)
+    said: list[str] = []
+    clock = _Clock(report, said.append)
+    clock.timed("toolchains", 0.0, "; ".join(t.id for t in tcs))
+    clock.timed("record", None, f"recorded on the H200: {WORKLOAD.relative_to(REPO)}", "skipped")
+    recorded = _compile(load_workload(work / name), tcs, options, clock)
+    run, cells, _ = load_side(str(RESULTS))
+    clock.timed("bench", None, f"measured on the H200: {RESULTS.relative_to(REPO)}", "skipped")
+    _explain_all(recorded, tcs, cells, options, report, clock)
+    _triage(run, cells, tcs, options, report, clock, said.append)
+
+    assert [s.name for s in report.steps] == list(STEPS)
+    for s in report.steps:
+        if s.status != "skipped":
+            assert s.wall_s is not None and s.wall_s >= 0, s
+        assert s.detail, s
+    assert report.step("compile").status == "ok" and "24 of 24 compiles ok" in report.step("compile").detail
+    assert report.step("compare").status == "ok" and report.step("compare").detail.startswith("12 cell(s) compared")
+    bisect = report.step("bisect")
+    # both are releases, and K9/K11 are slower side by side, but with no compile-side cause: nothing to bisect compile-only
+    assert bisect.status == "skipped" and "none with a compile-side cause" in bisect.detail
+    assert len(report.cells) == len(recorded.entries) == 12
+    for row in report.cells:
+        assert row["measured_verdict"] is not None and row["old_ms"] and row["new_ms"]
+        assert row["predicted"] is not None and row["compile_change"] is not None
+    k11 = next(r for r in report.cells if r["kernel"] == "K11")
+    assert k11["measured_verdict"] == "regression" and k11["compile_change"] and k11["measured_ratio"] > 1.05
+    assert report.triage is not None and report.triage.cells  # the flagged cells, explained
+    # the sides are one run's interleaved samples: the flagged cells are measured side by side, no GPU re-run asked for
+    assert all(c.measured is not None and c.measured.how == "side_by_side" for c in report.triage.cells)
+    assert {c.backend.split(":")[0] for c in report.triage.cells if c.verdict == "measured_regression"} == {"K9", "K11"}
+    assert not any("only re-measuring on the GPU" in x for x in report.triage.gpu_needed)
+    assert report.exit_code() == 1  # measured regressions fail a CI job
+
+    doc = json.loads(to_json(report))
+    assert [s["name"] for s in doc["steps"]] == list(STEPS) and doc["total_s"] >= 0
+    assert doc["triage"]["cells"] and len(doc["cells"]) == 12 and doc["files"]["workload"].endswith(name)
+    assert [s["step"] for s in doc["split"]][0] == "record"
+    md = to_markdown(report)
+    for text in ("## Steps", "| compile | ok |", "| bench | skipped |", "wall s", "| total |",
+                 "## Every kernel input: measured side by side, predicted by the cost model",
+                 "## The same steps, split across machines", "ktriage triage results.json results.json --workload W.json",
+                 "ktriage triage:"):
+        assert text in md, text
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    print_table(report, console)
+    text = console.export_text()
+    assert "steps" in text and "K11" in text and "every kernel input" in text
+
+
+@pytest.mark.slow
+def test_the_split_workflows_last_step_triages_one_results_file(run_cli, toolchain, tmp_path: Path) -> None:
+    toolchain(OLD), toolchain(NEW)
+    out = tmp_path / "t.json"
+    res = run_cli(["triage", str(RESULTS), str(RESULTS), "--old-toolchain", OLD, "--new-toolchain", NEW, "--workload", str(WORKLOAD),
+                   "--no-bisect", "--no-fixes", "-o", str(out)])
+    assert res.exit_code in (0, 1), res.output
+    doc = json.loads(out.read_text())
+    assert doc["old_toolchain"] == OLD and doc["new_toolchain"] == NEW
+    k11 = [c for c in doc["cells"] if c["backend"].startswith("K11:")]
+    assert k11 and k11[0]["ratio"] > 1.05  # 3.3.1 -> 3.6.0: K11 is slower on the H200, side by side
+    assert "the recorded bench's own entry 11" in " ".join(k11[0]["notes"])
+    assert k11[0]["measured"]["how"] == "side_by_side" and k11[0]["verdict"] == "measured_regression"
+    assert res.exit_code == 1
