@@ -227,6 +227,31 @@ def extract(text: str, qualname: str, *, package: str | None, extra_lines: Itera
     return "\n".join(out) + "\n", names
 
 
+def with_recorded(text: str, values: Mapping[str, str]) -> str:
+    """A whole module's text with each top-level statement whose names all have a recorded value
+    replaced by their assignments (one line; the lines it spanned stay, blank), everything else as
+    written. For the modules a kernel's module imports from its snapshot (vLLM's
+    ``triton_attention_helpers`` re-exports ``tl`` and ``triton`` from ``vllm.triton_utils``): the
+    compile machine runs their other statements, never the host code that computed those values.
+    Unparsable text is returned as it is (the import then says why)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    lines = text.splitlines()
+    shared = {line for line in (s.lineno for s in tree.body) if sum(1 for t in tree.body if t.lineno == line
+                                                                     or (t.end_lineno or t.lineno) == line) > 1}
+    for stmt in reversed(tree.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or stmt.lineno in shared:
+            continue
+        names = defined_names(stmt)
+        if not names or not names <= set(values) or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
+            continue
+        start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
+        lines[start - 1:end] = ["; ".join(f"{n} = {values[n]}" for n in sorted(names))] + [""] * (end - start)
+    return "\n".join(lines) + "\n"
+
+
 def _replace_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str],
                       defaults: Mapping[str, str]) -> list[ast.expr]:
     """Write each recorded default that is no literal (nor ``tl.<dtype>``) over its expression in ``lines`` (in place;

@@ -783,7 +783,9 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
     one module share one snapshot. The names are those the functions' code reads (``co_names``) and
     their decorators and defaults read (the module's ``ast``); a value is kept when
     :func:`encode_global` can say it (numbers, bools, strings, None, ``tl.constexpr``, Triton dtypes,
-    modules and importable functions), else the statement that computes it stays, as before."""
+    modules and importable functions), else the statement that computes it stays, as before. Every
+    name bound to Triton or its parts is kept too, so that an import statement that binds several
+    (``from vllm.triton_utils import tl, triton``) has a value for each."""
     out: dict[str, dict[str, Any]] = {}
     for name, text in sorted(modules.items()):
         module = sys.modules.get(name)
@@ -804,6 +806,9 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
             if own:
                 defaults[str(function.__qualname__)] = own
         names |= _decorator_and_default_names(text, {str(f.__qualname__) for f in functions})
+        # Triton itself as the module binds it (``from vllm.triton_utils import tl, triton``): the
+        # statement then has a value for each name it binds, even where no kernel reads one of them
+        names |= {n for n, v in list(namespace.items()) if _from_triton(v)}
         values: dict[str, Any] = {}
         for global_name in sorted(names):
             if global_name in namespace and not global_name.startswith("__"):
@@ -813,6 +818,13 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
         if values or defaults:
             out[_place(name, getattr(module, "__file__", None))[0]] = {"values": values, "defaults": defaults}
     return out
+
+
+def _from_triton(value: Any) -> bool:
+    """Triton or one of its modules, functions or classes (not a value of the user's)."""
+    name = getattr(value, "__name__", None) if type(value).__name__ == "module" else getattr(value, "__module__", None)
+    return isinstance(name, str) and (name == "triton" or name.startswith("triton.")) and (
+        type(value).__name__ == "module" or callable(value))
 
 
 def _unwrap_jit(value: Any) -> Any:

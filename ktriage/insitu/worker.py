@@ -26,6 +26,7 @@ driver's arch (default 90).
 from __future__ import annotations
 
 import importlib
+import importlib.abc
 import importlib.util
 import json
 import os
@@ -75,6 +76,17 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
         raise WorkerError("import", f"kernel source {source!r} must look like 'module:function' or 'file.py:function'")
     module_part, _, fn_name = source.rpartition(":")
     recorded = recorded_globals(module_part)
+    finder = _RecordedModules(recorded) if recorded else None
+    if finder is not None:
+        sys.meta_path.insert(0, finder)
+    try:
+        return _load(module_part, fn_name, recorded)
+    finally:
+        if finder is not None:
+            sys.meta_path.remove(finder)
+
+
+def _load(module_part: str, fn_name: str, recorded: dict[str, Any]) -> Any:
     import_error: BaseException | None = None
     try:
         module = _import_with_placeholders(module_part)
@@ -198,6 +210,39 @@ def recorded_globals(module_part: str) -> dict[str, Any]:
             except (OSError, UnicodeDecodeError):
                 return {}
     return {}
+
+
+class _RecordedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """While a recorded kernel loads: each snapshot module with recorded values runs with its
+    statements that computed them replaced by the values (``kernel_source.with_recorded``), so that
+    the module a kernel's module imports for its @triton.jit helpers needs no host helper either.
+    The file on disk is the snapshot's own (Triton reads the kernel's source there; lines unchanged)."""
+
+    def __init__(self, recorded: dict[str, Any]) -> None:
+        self.values = {str(name): kernel_source.recorded_sources(entry)[0] for name, entry in recorded.items()}
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if not self.values.get(fullname):
+            return None
+        rel = fullname.replace(".", os.sep)
+        for entry in sys.path:
+            base = os.path.join(entry or ".", rel)
+            if os.path.isfile(base + ".py"):
+                return importlib.util.spec_from_file_location(fullname, base + ".py", loader=self)
+            init = os.path.join(base, "__init__.py")
+            if os.path.isfile(init):
+                return importlib.util.spec_from_file_location(fullname, init, loader=self,
+                                                              submodule_search_locations=[base])
+        return None
+
+    def create_module(self, spec: Any) -> Any:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        origin = module.__spec__.origin
+        with open(origin, encoding="utf-8") as fh:
+            text = kernel_source.with_recorded(fh.read(), self.values[module.__name__])
+        exec(compile(text, origin, "exec"), module.__dict__)
 
 
 def apply_recorded(recorded: dict[str, Any]) -> None:

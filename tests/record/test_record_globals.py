@@ -8,7 +8,8 @@ The two patterns of vLLM's attention kernels, in kernels of our own:
 - a module whose host helpers exist only in the recorded program (``servingish.platforms``,
   ``servingish.triton_utils``, which re-exports ``tl`` and ``triton``, as ``vllm.triton_utils`` does):
   the kernel reads ``tl``, ``triton`` and ``IS_HIP = tl.constexpr(current_platform.is_rocm())``, and
-  the compile machine cannot import the module; the recorded values stand in for the host code.
+  a jit helper from a module of its package that imports ``tl`` and ``triton`` the same way; the
+  compile machine cannot import either module; the recorded values stand in for the host code.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ pytestmark = pytest.mark.slow
 ATTN_OPS = '''\
 import math
 
+from servingish.attn_helpers import _scaled
 from servingish.platforms import current_platform
 from servingish.triton_utils import tl, triton
 
@@ -38,11 +40,6 @@ float8_info = current_platform.fp8_info()
 IS_HIP = tl.constexpr(current_platform.is_rocm())
 is_hip_ = current_platform.is_rocm()
 LOG2E = tl.constexpr(1.0 / math.log(2.0))
-
-
-@triton.jit
-def _scaled(x, s):
-    return x * s
 
 
 @triton.jit
@@ -73,6 +70,17 @@ def decode(q, out, n):
 
 def merge(a, b, out, n):
     return merge_states_kernel[(triton.cdiv(n, 128),)](out, a, b, n, BLOCK=128)
+'''
+
+# a module of @triton.jit helpers that imports tl and triton from the host helper module too
+# (vLLM's triton_attention_helpers): it is in the snapshot, and must import on the compile machine
+ATTN_HELPERS = '''\
+from servingish.triton_utils import tl, triton
+
+
+@triton.jit
+def _scaled(x, s):
+    return x * s
 '''
 
 PROGRAM = '''
@@ -109,6 +117,7 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
     (src / "servingish").mkdir(parents=True)
     (src / "servingish" / "__init__.py").write_text("")
     (src / "servingish" / "attn_ops.py").write_text(ATTN_OPS)
+    (src / "servingish" / "attn_helpers.py").write_text(ATTN_HELPERS)
     jit.mkdir()
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM.format(insitu=str(INSITU), src=str(src), jit=str(jit)))
@@ -134,6 +143,9 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
     assert recorded["values"]["tl"] == {"module": "triton.language"} and recorded["values"]["triton"] == {"module": "triton"}
     assert recorded["values"]["IS_HIP"] == {"constexpr": False}
     assert recorded["defaults"]["merge_states_kernel"]["FP8_MIN"] == -448.0
+    assert recorded["values"]["_scaled"] == {"import": "servingish.attn_helpers:_scaled"}
+    helpers = kernel_source.read_globals(files[kernel_source.GLOBALS_FILE])["servingish.attn_helpers"]
+    assert helpers["values"] == {"tl": {"module": "triton.language"}, "triton": {"module": "triton"}}
 
     # compiled elsewhere from the workload alone: the sources gone, no servingish.platforms there
     shutil.rmtree(src)
@@ -151,11 +163,11 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
             assert kernel.function in ours
 
         # a workload recorded before the values were kept (its snapshot without the file) fails as before,
-        # naming the host module the statements the kernel needs import
+        # naming the host module that the kernel's module and its helpers' module import
         old_files = {k: v for k, v in files.items() if k != kernel_source.GLOBALS_FILE}
         old_digest = snapshot_digest(old_files)
         materialize(old_digest, old_files)
         old_spec = by_name["decode_stage1_kernel"].inputs[0].spec.replace(package=requirement(old_digest))
         failure = compiler.compile(old_spec, tc)
         assert isinstance(failure, CompileFailure)
-        assert "No module named 'servingish.platforms'" in failure.message, failure.message
+        assert "No module named 'servingish.triton_utils'" in failure.message, failure.message

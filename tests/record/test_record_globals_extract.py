@@ -98,3 +98,21 @@ def test_encode_global_keeps_what_it_can_say() -> None:
     assert record_hook.encode_global(math.sqrt, "m") == {"import": "math:sqrt"}
     assert record_hook.encode_global(object(), "m") is record_hook._NOT_ENCODED
     assert record_hook.encode_global(ast.parse, "ast") is record_hook._NOT_ENCODED  # the module's own function
+
+
+def test_a_helper_module_runs_with_its_recorded_values() -> None:
+    """A module the kernel's module imports (vLLM's triton_attention_helpers): its statements whose
+    names all have recorded values become the values on the same lines; the rest is as written."""
+    helpers = ("from __future__ import annotations\n"
+               "from servingish.triton_utils import (tl,\n    triton)\n"
+               "from servingish.platforms import current_platform, other\n"
+               "A = 1; B = 2\n"
+               "\n@triton.jit\ndef _scaled(x, s):\n    return x * s\n")
+    values = {"tl": "TL", "triton": "TRITON", "current_platform": "CP", "A": "3", "B": "4"}
+    out = kernel_source.with_recorded(helpers, values).splitlines()
+    assert out[0] == "from __future__ import annotations"
+    assert out[1:3] == ["tl = TL; triton = TRITON", ""]
+    assert out[3] == "from servingish.platforms import current_platform, other"  # 'other' has no value: kept
+    assert out[4] == "A = 1; B = 2"  # two statements on one line: kept as written
+    assert out[5:] == helpers.splitlines()[5:]
+    assert kernel_source.with_recorded("def (:\n", values) == "def (:\n"
