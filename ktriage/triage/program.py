@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ktriage.errors import KtriageError
-from ktriage.toolchain.spec import parse_toolchain
-from ktriage.triage.model import TriageOptions, TriageReport
+from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
+from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -193,8 +193,8 @@ def preflight(options: ProgramOptions) -> list[str]:
         raise KtriageError(f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5")
     problem = gpu_problem_here()
     if problem:
-        raise KtriageError(f"no GPU here: {problem}; `triage --run` records the program and benches its kernels on "
-                           "this host", no_gpu_fix(options.command, options.old_toolchain, options.new_toolchain))
+        raise KtriageError(f"no GPU to record and bench on here: {problem}; `triage --run` runs the program and times "
+                           "its kernels on this host", no_gpu_fix(options.command, options.old_toolchain, options.new_toolchain))
     return argv
 
 
@@ -426,17 +426,8 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
         clock.timed("fixes", timings["fixes"], f"{proposed} fix(es) proposed and verified by compiling")
     else:
         clock.timed("fixes", None, "no flagged cell with a compile-side change to fix", "skipped")
-    real = [c for c in result.cells if c.ratio > 1 and c.stats_verdict == "regression" and c.cause is not None]
-    why = None if options.bisect else "not asked (--no-bisect)"
-    not_release = [str(t.spec) for t in tcs if not t.spec.is_release]
-    if why is None and not_release:
-        why = (f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
-               "or ptxas releases (give triton==X[,ptxas==Y] on both sides)")
-    if why is None and not real:
-        slower = [c for c in result.cells if c.ratio > 1 and c.stats_verdict == "regression"]
-        why = ("no real regression: no cell is slower in the side-by-side samples" if not slower else
-               f"{len(slower)} cell(s) slower side by side, none with a compile-side cause: a compile-only bisect would find "
-               "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)")
+    real = real_regressions(result.cells)
+    why = bisect_skip_reason(options.bisect, [t.spec for t in tcs], result.cells)
     if why is not None:
         clock.timed("bisect", None, why, "skipped")
         result.notes.append(f"bisect: {why}")
@@ -449,6 +440,29 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
     found = [c.culprit for c in real if c.culprit is not None and c.culprit.found]
     clock.timed("bisect", time.perf_counter() - started, f"{len(real)} real regression(s) bisected, {len(found)} culprit(s) found",
                 "partial" if work.failures else "ok")
+
+
+def real_regressions(cells: Sequence[CellTriage]) -> list[CellTriage]:
+    """The cells a bisect is for: slower in the side-by-side samples AND changed for the worse compile-side."""
+    return [c for c in cells if c.ratio > 1 and c.stats_verdict == "regression" and c.cause is not None]
+
+
+def bisect_skip_reason(asked: bool, specs: Sequence[ToolchainSpec], cells: Sequence[CellTriage]) -> str | None:
+    """Why the bisect step does not run (None: it runs): not asked, a side that is no release (a wheel,
+    ``triton=host``, a ptxas path: no release range to search), or no real regression."""
+    if not asked:
+        return "not asked (--no-bisect)"
+    not_release = [str(s) for s in specs if not s.is_release]
+    if not_release:
+        return (f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
+                "or ptxas releases (give triton==X[,ptxas==Y] on both sides)")
+    if real_regressions(cells):
+        return None
+    slower = [c for c in cells if c.ratio > 1 and c.stats_verdict == "regression"]
+    if not slower:
+        return "no real regression: no cell is slower in the side-by-side samples"
+    return (f"{len(slower)} cell(s) slower side by side, none with a compile-side cause: a compile-only bisect would find "
+            "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)")
 
 
 def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence[Cell], source: str) -> None:

@@ -34,7 +34,7 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
     work = tmp_path / "work"
     res = run_cli([*RUN, "--workdir", str(work)])
     assert res.exit_code == 2, res.output
-    assert "no GPU" in res.problem and "Traceback" not in res.output
+    assert "no GPU to record and bench on here" in res.problem and "Traceback" not in res.output
     fix = res.fix or ""
     for step in ("ktriage record -o W.json -- python train.py --steps 3",
                  f"ktriage bench W.json -t {OLD} -t {NEW} --compile-only --bundle B",
@@ -168,3 +168,29 @@ def test_the_split_workflows_last_step_triages_one_results_file(run_cli, toolcha
     assert "the recorded bench's own entry 11" in " ".join(k11[0]["notes"])
     assert k11[0]["measured"]["how"] == "side_by_side" and k11[0]["verdict"] == "measured_regression"
     assert res.exit_code == 1
+
+
+def test_the_bisect_step_says_why_it_is_skipped(tmp_path: Path) -> None:
+    """Pure logic (no fake of what it decides): which cells a bisect is for, and each reason it has none."""
+    from ktriage.toolchain.spec import parse_toolchain
+    from ktriage.triage.model import Cause, CellTriage
+    from ktriage.triage.program import bisect_skip_reason, real_regressions
+
+    def cell(ratio: float, stats: str, cause: bool) -> CellTriage:
+        c = CellTriage("w", "recorded", 0, "4096", "K0:f", 1.0, ratio, ratio, "measured_regression", stats, False)
+        c.cause = Cause("spills", "frontend", "spill stores 0 B -> 512 B") if cause else None
+        return c
+
+    releases = [parse_toolchain("triton==3.5.1"), parse_toolchain("triton==3.6.0,ptxas==12.9.86")]
+    ptxas = tmp_path / "ptxas"
+    ptxas.write_text("#!/bin/sh\n")
+    ptxas.chmod(0o755)
+    host = [parse_toolchain(f"triton=host,ptxas={ptxas}"), parse_toolchain("triton=host")]
+    real, unsure, no_cause = cell(1.3, "regression", True), cell(1.3, "unsure", True), cell(1.2, "regression", False)
+    assert real_regressions([real, unsure, no_cause]) == [real]
+    assert bisect_skip_reason(True, releases, [real, unsure]) is None  # runs
+    assert bisect_skip_reason(False, releases, [real]) == "not asked (--no-bisect)"
+    why = bisect_skip_reason(True, host, [real])
+    assert why is not None and f"triton=host,ptxas={ptxas}, triton=host are not a release" in why
+    assert "no cell is slower" in (bisect_skip_reason(True, releases, [unsure]) or "")
+    assert "none with a compile-side cause" in (bisect_skip_reason(True, releases, [no_cause]) or "")
