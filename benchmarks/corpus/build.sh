@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 23's corpus, step 2 (CPU, no GPU): each recorded workload compiled into a bench bundle and explained.
+#   bash benchmarks/corpus/build.sh bundles [NAME...]   -> .bundles/corpus/NAME (3.6.0 = the recording host's
+#                                                          Triton, the reference; 3.3.1; 3.4.0) + .carry/corpus-bundles.tgz
+#   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json,md}
+#                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90)
+# NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json (default: all with a kernel).
+# One workload's failure never stops the others; each one's exit status goes to build.log next to its output.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+WL=${WL:-benchmarks/corpus/h200/workloads}
+KT=${KT:-.venv/bin/ktriage}
+step=${1:?usage: build.sh bundles|explain [NAME...]}; shift
+names=("$@")
+if [ ${#names[@]} -eq 0 ]; then
+  for f in "$WL"/*.workload.json; do names+=("$(basename "$f" .workload.json)"); done
+fi
+has_kernels() { python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get('kernels') else 1)" "$1"; }
+case "$step" in
+  bundles)
+    mkdir -p .bundles/corpus
+    for n in "${names[@]}"; do
+      has_kernels "$WL/$n.workload.json" || { echo "$n: no kernel recorded, no bundle" >> .bundles/corpus/build.log; continue; }
+      [ -f ".bundles/corpus/$n/manifest.json" ] && continue
+      t0=$(date +%s)
+      $KT bench "$WL/$n.workload.json" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 --compile-only \
+        --bundle ".bundles/corpus/$n" > ".bundles/corpus/$n.log" 2>&1
+      echo "$n: exit $? after $(( $(date +%s) - t0 )) s" | tee -a .bundles/corpus/build.log
+    done
+    mkdir -p .carry && tar czf .carry/corpus-bundles.tgz -C .bundles corpus $(cd .bundles && ls -d corpus39 2>/dev/null)
+    du -sh .bundles/corpus .carry/corpus-bundles.tgz ;;
+  explain)
+    out=benchmarks/corpus/h200/explain
+    mkdir -p "$out"
+    for n in "${names[@]}"; do
+      has_kernels "$WL/$n.workload.json" || continue
+      [ -f "$out/$n.json" ] && continue
+      t0=$(date +%s)
+      $KT explain "$WL/$n.workload.json" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 -t triton==3.5.1 \
+        -t triton==3.9.0 --arch sm_90 --allow-failures -o "$out/$n.json" -o "$out/$n.md" > "$out/$n.log" 2>&1
+      echo "$n: exit $? after $(( $(date +%s) - t0 )) s" | tee -a "$out/build.log"
+    done ;;
+  *) echo "error: unknown step '$step' (bundles or explain)" >&2; exit 2 ;;
+esac
