@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import functools
 import hashlib
 import importlib.abc
 import importlib.util
@@ -805,7 +806,7 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
             own = _encoded_defaults(function)
             if own:
                 defaults[str(function.__qualname__)] = own
-        names |= _decorator_and_default_names(text, {str(f.__qualname__) for f in functions})
+        names |= _decorator_and_default_names(text, tuple(sorted({str(f.__qualname__) for f in functions})))
         # Triton itself as the module binds it (``from vllm.triton_utils import tl, triton``): the
         # statement then has a value for each name it binds, even where no kernel reads one of them
         names |= {n for n, v in list(namespace.items()) if _from_triton(v)}
@@ -849,19 +850,21 @@ def _code_names(code: Any) -> set[str]:
     return names
 
 
-def _decorator_and_default_names(text: str, qualnames: set[str]) -> set[str]:
+@functools.lru_cache(maxsize=32)
+def _decorator_and_default_names(text: str, qualnames: tuple[str, ...]) -> frozenset[str]:
     """Names the decorators and default values of the module's top-level defs named in ``qualnames``
-    read (``@triton.jit`` reads ``triton``; ``= float8_info.min`` reads ``float8_info``)."""
+    read (``@triton.jit`` reads ``triton``; ``= float8_info.min`` reads ``float8_info``). Cached: each
+    kernel of a module asks at its first launch, and parsing a large module costs milliseconds."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return set()
+        return frozenset()
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in qualnames:
             for expr in [*node.decorator_list, *node.args.defaults, *(d for d in node.args.kw_defaults if d)]:
                 names |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
-    return names
+    return frozenset(names)
 
 
 def _encoded_defaults(fn: Any) -> dict[str, Any]:
