@@ -194,3 +194,28 @@ def test_the_bisect_step_says_why_it_is_skipped(tmp_path: Path) -> None:
     assert why is not None and f"triton=host,ptxas={ptxas}, triton=host are not a release" in why
     assert "no cell is slower" in (bisect_skip_reason(True, releases, [unsure]) or "")
     assert "none with a compile-side cause" in (bisect_skip_reason(True, releases, [no_cause]) or "")
+
+
+def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path) -> None:
+    """The record step for real (the hook injected, the program run): nothing launched, so the run ends
+    there with exit 4, the reason in the step, and every later step skipped with why."""
+    import sys
+
+    from ktriage.report.triage_run import to_markdown
+    from ktriage.triage.program import STEPS, ProgramOptions, ProgramReport, _Clock, _record, workload_file
+
+    argv = [sys.executable, "-c", "print('no kernels here')"]
+    options = ProgramOptions(command=" ".join(argv), old_toolchain=OLD, new_toolchain=NEW, workdir=tmp_path)
+    report = ProgramReport(options.command, OLD, NEW, str(tmp_path), workload_file(argv))
+    clock = _Clock(report, lambda _m: None)
+    clock.timed("toolchains", 0.0, "as the run's first step would")
+    assert _record(argv, options, report, clock) is None
+    record = report.step("record")
+    assert record is not None and record.status == "failed" and record.wall_s is not None
+    assert "0 kernel(s)" in record.detail and "the program exited 0" in record.detail
+    assert "has no kernel to compile" in record.detail and report.failures
+    assert [s.name for s in report.steps] == list(STEPS)
+    assert all(s.status == "skipped" and s.detail == "not run: nothing was recorded" for s in report.steps[2:])
+    assert report.triage is None and report.exit_code() == 4 and report.exit_code(allow_failures=True) == 0
+    assert report.headline().startswith("stopped at record:")
+    assert "| compile | skipped | - | not run: nothing was recorded |" in to_markdown(report)
