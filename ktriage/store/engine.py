@@ -13,7 +13,10 @@ SQLite needs care to honour the store's promises:
 
 from __future__ import annotations
 
+import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +33,10 @@ BUSY_TIMEOUT_MS = 60_000
 # libpq's connect_timeout bounds the whole connection, handshake included. A URL's own
 # ?connect_timeout=N wins. (The queries themselves are not bounded: history reads a large store.)
 CONNECT_TIMEOUT_S = 10
+# ... and a server that completes the handshake but never answers the first query (a hung server, a
+# proxy that lost its backend) must not either: opening the store (the dialect's first queries and the
+# schema check) is bounded by this, then the connection's socket is shut down (first_query_guard).
+FIRST_QUERY_TIMEOUT_S = 12
 WRITE_OPTION = "ktriage_write"  # execution option that asks for BEGIN IMMEDIATE on SQLite
 _JSON_CODEC: dict[str, Any] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
 
@@ -58,12 +65,66 @@ def make_store_engine(url: str | None) -> Engine:
     if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     try:
-        return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **_JSON_CODEC)
+        engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args, **_JSON_CODEC)
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         raise StoreError(
             f"no database driver for {parsed.drivername!r}: {exc}",
             "install the driver, e.g. pip install 'psycopg[binary]' for postgresql+psycopg:// URLs",
         ) from exc
+    _track_connections(engine)
+    return engine
+
+
+_OPENED = "ktriage_opened"  # engine attribute: the DBAPI connections made while the store opens
+
+
+def _track_connections(engine: Engine) -> None:
+    """Note every DBAPI connection the engine makes (the driver's own connect, so that the first
+    query's wait can be ended by :func:`first_query_guard` even before SQLAlchemy's first-connect
+    queries return)."""
+    opened: list[Any] = []
+    setattr(engine, _OPENED, opened)
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        conn = dialect.connect(*cargs, **cparams)
+        opened.append(conn)
+        return conn
+
+
+@contextmanager
+def first_query_guard(engine: Engine, seconds: float = FIRST_QUERY_TIMEOUT_S) -> Iterator[list[bool]]:
+    """Bound opening a server's store: when the block has not finished after ``seconds``, shut down
+    the sockets of the connections it opened, so that the driver's wait ends with an error (the
+    yielded flag then holds True: the caller says the server did not answer in time)."""
+    import socket
+    import threading
+
+    fired = [False]
+    opened: list[Any] = getattr(engine, _OPENED, [])
+
+    def fire() -> None:
+        fired[0] = True
+        for conn in list(opened):
+            try:
+                sock = socket.socket(fileno=os.dup(conn.fileno()))
+            except Exception:  # a driver without fileno(), a connection already closed
+                continue
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # the driver's blocked read returns: its error ends the open
+            except OSError:
+                pass
+            finally:
+                sock.close()  # our duplicate only; the driver closes its own
+
+    timer = threading.Timer(seconds, fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+        opened.clear()
 
 
 def _sqlite_engine(url: Any) -> Engine:

@@ -66,11 +66,23 @@ class RunSummary:
 
 def open_store(url: str | None = None) -> Store:
     """Open (and on first use create) the store at ``url``; None: the SQLite file under the ktriage home."""
+    from ktriage.store.engine import FIRST_QUERY_TIMEOUT_S, first_query_guard
+
     engine = make_store_engine(url)
+    fired = [False]
     try:
-        ensure_schema(engine, display_url(engine))
+        if engine.dialect.name == "sqlite":
+            ensure_schema(engine, display_url(engine))
+        else:
+            with first_query_guard(engine) as fired:
+                ensure_schema(engine, display_url(engine))
     except OperationalError as exc:
         engine.dispose()
+        if fired[0]:
+            raise StoreError(f"the database server of {display_url(engine)} accepted the connection but did not answer "
+                             f"its first queries within {FIRST_QUERY_TIMEOUT_S} s",
+                             "check that the server (not a proxy or another service on that port) is up and not "
+                             "overloaded, then try again") from exc
         raise open_error(engine, exc) from exc
     except DatabaseError as exc:  # e.g. SQLite's "file is not a database": some other file at that path
         engine.dispose()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,3 +119,49 @@ class SilentServer:
             except OSError:
                 return
             self.held.append(conn)
+
+
+class HandshakeOnlyPostgres(SilentServer):
+    """A PostgreSQL server that completes the startup (no SSL, no password, ReadyForQuery) and then
+    reads queries and never answers them: a hung server, a proxy that lost its backend. Opening the
+    store must end within its first-query timeout, not wait for ever."""
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _client(conn: socket.socket) -> None:
+        def read(n: int) -> bytes:
+            data = b""
+            while len(data) < n:
+                part = conn.recv(n - len(data))
+                if not part:
+                    raise EOFError
+                data += part
+            return data
+
+        try:
+            while True:
+                (length,) = struct.unpack("!I", read(4))
+                body = read(length - 4)
+                if struct.unpack("!I", body[:4])[0] in (80877103, 80877104):  # SSLRequest, GSSENCRequest: no
+                    conn.sendall(b"N")
+                    continue
+                break
+            reply = b"R" + struct.pack("!II", 8, 0)  # AuthenticationOk
+            for key, value in ((b"server_version", b"16.0"), (b"client_encoding", b"UTF8"),
+                               (b"standard_conforming_strings", b"on"), (b"integer_datetimes", b"on")):
+                payload = key + b"\0" + value + b"\0"
+                reply += b"S" + struct.pack("!I", 4 + len(payload)) + payload
+            reply += b"K" + struct.pack("!III", 12, 1, 2) + b"Z" + struct.pack("!I", 5) + b"I"
+            conn.sendall(reply)
+            while conn.recv(65536):
+                pass  # every query is read and left unanswered
+        except (EOFError, OSError):
+            pass

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from surface_cases import Case, SilentServer, clean_env, distinct, run_case  # noqa: F401 (fixture)
+from surface_cases import Case, HandshakeOnlyPostgres, SilentServer, clean_env, distinct, run_case  # noqa: F401 (fixture)
 
 
 def _good_results() -> dict[str, Any]:
@@ -54,6 +54,7 @@ def _corrupt(sql: str, *params: Any) -> Callable[[Path], None]:
 
 # a PostgreSQL port that accepts connections and never says a word (issue 27: 130 s before)
 SILENT = SilentServer()
+MUTE_PG = HandshakeOnlyPostgres()
 DEAD_PORT = socket.socket()
 DEAD_PORT.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused at once
 URLS: dict[str, str] = {
@@ -62,7 +63,8 @@ URLS: dict[str, str] = {
     "read-only-uri": "sqlite:///file:{d}/empty.db?mode=ro&uri=true", "long-name": "sqlite:///{d}/" + "n" * 300 + ".db",
     "http": "http://example.invalid/db", "mysql-no-driver": "mysql+mysqldb://u@127.0.0.1/db",
     "unknown-dialect": "nosuchdb://u@h/db", "pg-refused": f"postgresql+psycopg://u:p@127.0.0.1:{DEAD_PORT.getsockname()[1]}/db",
-    "pg-silent": f"postgresql+psycopg://u:p@127.0.0.1:{SILENT.port}/db", "pg-bad-port": "postgresql+psycopg://u:p@127.0.0.1:99999/db",
+    "pg-silent": f"postgresql+psycopg://u:p@127.0.0.1:{SILENT.port}/db",
+    "pg-mute-after-handshake": f"postgresql+psycopg://u:p@127.0.0.1:{MUTE_PG.port}/db", "pg-bad-port": "postgresql+psycopg://u:p@127.0.0.1:99999/db",
     "pg-no-host": "postgresql+psycopg://u:p@/db?host=/nonexistent-socket-dir",
 }
 VERBS: dict[str, Callable[[Path, str], list[str]]] = {
@@ -86,11 +88,11 @@ def url_cases() -> list[Case]:
     cases = []
     for name, url in URLS.items():
         for verb, argv in VERBS.items():
-            if name == "pg-silent" and verb not in ("list", "import"):
-                continue  # 10 s each (the connect timeout): two verbs show it
+            if name in ("pg-silent", "pg-mute-after-handshake") and verb not in ("list", "import"):
+                continue  # 10-12 s each (the connect and first-query timeouts): two verbs show it
             cases.append(Case(f"db:{name}:{verb}", lambda d, a=argv, u=url: a(d, u.replace("{d}", str(d))), _files(),
                               setup=_read_only_store))
-        if name == "pg-silent":
+        if name in ("pg-silent", "pg-mute-after-handshake"):
             continue
         cases.append(Case(f"env-db:{name}", lambda d: ["runs", "list"], _files(), env=(("KTRIAGE_DB", url),),
                           setup=_read_only_store, check=_works if name == "empty" else None))  # empty: not set
@@ -240,5 +242,12 @@ def test_the_silent_server_fails_fast_and_names_the_timeout(tmp_path: Path, clea
     assert "did not answer" in err or "timeout" in err.lower(), err
 
 
-def _unused() -> Iterator[None]:  # pragma: no cover
-    yield None
+def test_a_server_mute_after_the_handshake_fails_fast_and_says_so(tmp_path: Path, clean_env: None,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The server completes the startup and never answers a query: the store's first queries are
+    bounded (12 s) and the error says the server did not answer them."""
+    from ktriage.cli.app import main
+
+    assert main(["runs", "list", "--db", URLS["pg-mute-after-handshake"]]) == 2
+    err = capsys.readouterr().err
+    assert "did not answer its first queries" in err and "fix:" in err, err
