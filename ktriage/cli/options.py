@@ -305,6 +305,21 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
         raise KtriageError(f"{option} {path}: cannot write in {where}: {exc.strerror or exc}", fix) from None
 
 
+def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None:
+    """Refuse to overwrite an existing file that is not ``what`` (its first 4 KB lack ``marker``): a
+    mistyped ``-o results.json`` must not destroy a results file with a workload."""
+    try:
+        if not path.is_file():
+            return
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return  # check_writable says what is wrong with the path
+    if marker not in head:
+        raise KtriageError(f"{option} {path} exists and is not {what}: it would be overwritten",
+                           f"give a new file name, or remove {path} first")
+
+
 def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:
     """Write each path with the writer of its suffix (each rendered once), creating parent folders."""
     check_outputs(paths, writers)

@@ -28,12 +28,14 @@ def record(
     Exit codes: 0 the program exited 0; 4 it failed or was killed (what it launched before is in the
     workload); 130 interrupted (Ctrl-C, SIGTERM; the workload is written); 2 usage errors, an output
     that cannot be written (checked before the program runs), another record writing the same -o."""
-    from ktriage.cli.options import check_writable
+    from ktriage.cli.options import check_replaceable, check_writable
     from ktriage.record.run import record as run_record
+    from ktriage.record.workload import WORKLOAD_KIND
 
     if output.suffix.lower() != ".json":
         raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
     check_writable(output, "-o")
+    check_replaceable(output, "-o", WORKLOAD_KIND.encode(), "a ktriage workload")
     console = make_console(stderr=True)
     result = run_record(command, output)
     w = result.workload

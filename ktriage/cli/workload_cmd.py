@@ -13,7 +13,8 @@ from typing import Annotated
 import typer
 
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Format, check_outputs, check_writable, format_option, output_option, write_outputs
+from ktriage.cli.options import (SUFFIX, Format, check_outputs, check_replaceable, check_writable, format_option,
+                                 output_option, write_outputs)
 
 app = typer.Typer(help="Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces.",
                   no_args_is_help=True)
@@ -57,11 +58,12 @@ def import_cmd(
 
     from ktriage.errors import KtriageError
     from ktriage.record.tritonparse import convert
-    from ktriage.record.workload import check_workload, save_workload
+    from ktriage.record.workload import WORKLOAD_KIND, check_workload, save_workload
 
     if output.suffix != ".json":
         raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
     check_writable(output, "-o")
+    check_replaceable(output, "-o", WORKLOAD_KIND.encode(), "a ktriage workload")
     w = convert(traces)
     check_workload(w.to_json(), f"the workload of {', '.join(map(str, traces))}")
     try:

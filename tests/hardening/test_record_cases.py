@@ -105,6 +105,14 @@ def record_cases() -> list[Case]:
         argv = [PY, "-c", code] + (["caf\u00e9", "\u2192"] if name == "unicode-args" else [])
         cases.append(Case(f"program:{name}", lambda d, a=argv: ["record", "-o", str(d / "W.json"), "--", *a],
                           setup=_dirs, env=env, check=check))  # type: ignore[arg-type]
+    cases.append(Case("output:an-existing-results-file", lambda d: ["record", "-o", str(d / "results.json"), "--", PY, "-c", MARK],
+                      {"results.json": b'{"format_version": 1, "run": {"run_id": "r1"}, "cells": []}'}, setup=_dirs,
+                      check=_refused_before_running))
+    cases.append(Case("output:an-existing-empty-file", lambda d: ["record", "-o", str(d / "e.json"), "--", PY, "-c", MARK],
+                      {"e.json": b""}, setup=_dirs, check=_refused_before_running))
+    cases.append(Case("output:an-existing-workload-is-replaced", lambda d: ["record", "-o", str(d / "W.json"), "--", PY, "-c", "pass"],
+                      {"W.json": b'{\n "format_version": 1,\n "kind": "ktriage-workload", "kernels": []}'}, setup=_dirs,
+                      check=_exit(exit_codes.OK, "exited 0")))  # type: ignore[arg-type]
     cases.append(Case("output:missing-parents-are-made", lambda d: ["record", "-o", str(d / "new" / "sub" / "W.json"), "--", PY, "-c", "pass"],
                       setup=_dirs, check=lambda c, o, e, d: None if c == 0 and (d / "new" / "sub" / "W.json").is_file() else
                       pytest.fail(f"exit {c}: {e}")))

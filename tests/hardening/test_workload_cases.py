@@ -222,6 +222,9 @@ def trace_cases() -> list[Case]:
     cases.append(Case("import-folder", lambda d: ["workload", "import", str(d / "dir"), "-o", str(d / "W.json")], {"dir/keep": b""}))
     cases.append(Case("import-not-json-output", lambda d: ["workload", "import", str(d / "t.ndjson"), "-o", str(d / "W.txt")],
                       {"t.ndjson": good}))
+    cases.append(Case("import-output:an-existing-results-file", lambda d: ["workload", "import", str(d / "t.ndjson"), "-o",
+                                                                            str(d / "results.json")],
+                      {"t.ndjson": good, "results.json": b'{"run": {"run_id": "r"}, "cells": []}'}))
     for k, argv in _bad_outputs(name="W.json").items():
         cases.append(Case(f"import-output:{k}", lambda d, a=argv: ["workload", "import", str(d / "t.ndjson"), *_expand(a, d)],
                           {"t.ndjson": good, "afile": b"x", "adir/keep": b""}))
