@@ -744,9 +744,7 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
             init = "/".join(parts[:i]) + "/__init__.py"
             files.setdefault(init, "")
     qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", ""))
-    if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
-        kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes)
-        kernel_path = kernel_module + ".py"
+    recorded: dict[str, dict[str, Any]] = {}
     try:  # never at the cost of the snapshot: without the file the module's statements run, as before
         recorded = recorded_globals(fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1])
                                          for name in seen})
@@ -754,6 +752,10 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
             files[GLOBALS_FILE] = globals_file_text(recorded)
     except Exception as exc:
         notes.append(f"the module-level values the kernel reads were not kept ({type(exc).__name__}: {exc})"[:300])
+    if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
+        kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes,
+                                       recorded.get(kernel_module))
+        kernel_path = kernel_module + ".py"
     carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
     if carried or stubs:
         notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
@@ -927,17 +929,20 @@ def globals_file_text(recorded: dict[str, dict[str, Any]]) -> str:
 
 
 def _nested_module(fn: Any, qualname: str, files: dict[str, str], kernel_path: str, module_name: str,
-                   placed_as: str, notes: list[str]) -> str:
+                   placed_as: str, notes: list[str], recorded: dict[str, Any] | None = None) -> str:
     """A kernel defined in a class or function body (TritonBench's softmax: a method's kernel) is no
     attribute of its module: its own source (``kernel_source.extract``: its def and the module-level
     statements it needs, relative imports made absolute) becomes a module of the snapshot, with the
-    values it closes over as assignments. Returns that module's name."""
+    values it closes over as assignments, and the module's recorded values (``recorded_globals``) in
+    place of the statements that computed them. Returns that module's name."""
     source = _kernel_source_module()
     package = None
     if placed_as == module_name:
         package = module_name if kernel_path.endswith("/__init__.py") else module_name.rpartition(".")[0] or None
     lines, needs, carried, dropped = closure_lines(fn)
-    text, _ = source.extract(files[kernel_path], qualname, package=package, extra_lines=lines, extra_needs=needs)
+    values, defaults = source.recorded_sources(recorded)  # the module's values, as for a top-level kernel
+    text, _ = source.extract(files[kernel_path], qualname, package=package, extra_lines=lines, extra_needs=needs,
+                             values=values, defaults=defaults.get(qualname))
     name = f"ktr_{fn.__name__}_" + hashlib.sha256(f"{module_name}:{qualname}".encode()).hexdigest()[:8]
     files[name + ".py"] = text
     note = f"{qualname} is defined in a {'function' if '<locals>' in qualname else 'class'} body of {module_name}: " \

@@ -63,6 +63,16 @@ def decode_stage1_kernel(out_ptr, q_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, q, mask=mask)
 
 
+class Scaler:
+    @triton.jit
+    def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):  # a method's kernel: compiled from its own source
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        if IS_HIP:
+            x = x * 2.0
+        tl.store(x_ptr + offs, _scaled(x, LOG2E), mask=offs < n)
+
+
 def decode(q, out, n):
     block = 8 if is_hip_ else 64  # host code reads is_hip_ too
     return decode_stage1_kernel[(triton.cdiv(n, block),)](out, q, n, BLOCK=block)
@@ -103,7 +113,8 @@ sys.path.insert(0, {src!r})
 from servingish import attn_ops
 
 x, y, out = (fakedriver.FakeTensor("fp32", shape=(4096,)) for _ in range(3))
-for name, compiled in (("merge", attn_ops.merge(x, y, out, 4096)), ("decode", attn_ops.decode(x, out, 4096))):
+for name, compiled in (("merge", attn_ops.merge(x, y, out, 4096)), ("decode", attn_ops.decode(x, out, 4096)),
+                       ("scale", attn_ops.Scaler.scale_kernel[(32,)](x, 4096, BLOCK=128))):
     with open({jit!r} + "/" + name + ".cubin", "wb") as fh:
         fh.write(compiled.asm["cubin"])
 print("done")
@@ -127,7 +138,7 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
     workload = load_workload(out)
     assert not workload.not_captured, workload.not_captured
     by_name = {k.function: k for k in workload.kernels}
-    assert set(by_name) == {"merge_states_kernel", "decode_stage1_kernel"}
+    assert set(by_name) == {"merge_states_kernel", "decode_stage1_kernel", "scale_kernel"}
 
     # 1. the defaults the launch left out are recorded with the values the JIT bound
     (merge,) = by_name["merge_states_kernel"].inputs
@@ -136,7 +147,8 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
     assert merge.jit_check == "same" and by_name["decode_stage1_kernel"].inputs[0].jit_check == "same"
 
     # 2. the module-level values the kernels read are kept in their snapshot (both kernels share it)
-    (digest,) = {k.snapshot for k in workload.kernels}
+    digest = by_name["merge_states_kernel"].snapshot
+    assert by_name["decode_stage1_kernel"].snapshot == digest
     files = workload.snapshots[digest]["files"]
     assert "servingish/platforms.py" not in files and "servingish/triton_utils.py" not in files
     recorded = kernel_source.read_globals(files[kernel_source.GLOBALS_FILE])["servingish.attn_ops"]
@@ -147,13 +159,20 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
     helpers = kernel_source.read_globals(files[kernel_source.GLOBALS_FILE])["servingish.attn_helpers"]
     assert helpers["values"] == {"tl": {"module": "triton.language"}, "triton": {"module": "triton"}}
 
+    # the method's kernel: its own source, cut out at record time, has the values in place of the host code
+    scaler = by_name["scale_kernel"]
+    nested = workload.snapshots[scaler.snapshot]["files"][scaler.module + ".py"]
+    assert "servingish.platforms" not in nested and "servingish.triton_utils" not in nested
+    assert "IS_HIP = __import__('triton.language').language.constexpr(False)" in nested
+
     # compiled elsewhere from the workload alone: the sources gone, no servingish.platforms there
     shutil.rmtree(src)
     for k in workload.kernels:
         shutil.rmtree(snapshot_dir(f"snapshot:{k.snapshot}"), ignore_errors=True)
     workload = load_workload(out)
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
-        for kernel, cubin in ((by_name["merge_states_kernel"], "merge"), (by_name["decode_stage1_kernel"], "decode")):
+        for kernel, cubin in ((by_name["merge_states_kernel"], "merge"), (by_name["decode_stage1_kernel"], "decode"),
+                              (by_name["scale_kernel"], "scale")):
             spec = next(k for k in workload.kernels if k.function == kernel.function).inputs[0].spec
             artifact = compiler.compile(spec, tc)
             assert isinstance(artifact, Artifact), artifact
