@@ -37,7 +37,7 @@ echo "plain run rc=$? wall $(python3 -c "import time; print(round(time.time() - 
 export TRITON_CACHE_DIR="$(mktemp -d)"
 t=$(date +%s.%N)
 timeout 560 python3 -m ktriage triage --run "$PROGRAM" --old-toolchain "$OLD" --new-toolchain "$NEW" \
-  --workdir "$res/work" --max-time 3 -o "$res/report.md" -o "$res/report.json" > "$res/triage.txt" 2> "$res/triage.log"
+  --workdir "$res/work" --max-time 2 -o "$res/report.md" -o "$res/report.json" > "$res/triage.txt" 2> "$res/triage.log"
 rc=$?
 echo "ktriage triage --run rc=$rc wall $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$res/triage.log"
 python3 - "$res/report.json" > "$res/steps.txt" 2>&1 <<'EOF'

@@ -24,7 +24,7 @@ def triage_run(command: str, old_toolchain: str | None, new_toolchain: str | Non
                given: Mapping[str, Any], threshold: float, jobs: int | None, no_bisect: bool, no_fixes: bool, max_time: float,
                db: str | None, fmt: Format, output: list[Path], allow_failures: bool, summary: str | None) -> None:
     from ktriage.report.triage_run import print_table, to_json, to_markdown
-    from ktriage.triage.program import ProgramOptions, run_program
+    from ktriage.triage.program import ProgramOptions, ProgramReport, run_program
 
     used = [name for name, value in given.items() if value not in (None, False, [], "")]
     if used:
@@ -42,9 +42,14 @@ def triage_run(command: str, old_toolchain: str | None, new_toolchain: str | Non
                              threshold=threshold / 100.0, jobs=jobs, bisect=not no_bisect, fixes=not no_fixes,
                              max_time_s=max_time, db=db)
     console = make_console(stderr=True)
-    with make_progress(console):
-        report = run_program(options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     own = [folder / "report.md", folder / "report.json"]
+
+    def so_far(report: ProgramReport) -> None:  # after each step: a run killed later keeps the steps it finished
+        for path, text in ((own[0], to_markdown(report)), (own[1], to_json(report) + "\n")):
+            path.write_text(text, encoding="utf-8")
+
+    with make_progress(console):
+        report = run_program(options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"), on_step=so_far)
     writers = {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n"}
     write_outputs([*own, *output], writers, console)
     if fmt == Format.json:

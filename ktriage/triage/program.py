@@ -202,8 +202,12 @@ def preflight(options: ProgramOptions) -> list[str]:
 class _Clock:
     """The report's steps, timed as they run; a KtriageError in a step marks it failed and goes up."""
 
-    def __init__(self, report: ProgramReport, say: Say) -> None:
-        self.report, self.say = report, say
+    def __init__(self, report: ProgramReport, say: Say, on_step: Callable[[ProgramReport], None] | None = None) -> None:
+        self.report, self.say, self.on_step = report, say, on_step
+
+    def _done(self) -> None:
+        if self.on_step is not None:  # e.g. the CLI rewrites report.md/.json: a run killed later keeps what it did
+            self.on_step(self.report)
 
     @contextmanager
     def step(self, name: str, what: str) -> Iterator[Step]:
@@ -218,26 +222,31 @@ class _Clock:
             raise
         finally:
             step.wall_s = time.perf_counter() - started
+            self._done()
 
     def timed(self, name: str, wall_s: float | None, detail: str, status: StepStatus = "ok") -> None:
         self.report.steps.append(Step(name, status, wall_s, detail))
+        self._done()
 
     def skip_rest(self, why: str) -> None:
         done = {s.name for s in self.report.steps}
         self.report.steps += [Step(n, "skipped", None, why) for n in STEPS if n not in done]
+        self._done()
 
 
-def run_program(options: ProgramOptions, say: Say | None = None) -> ProgramReport:
+def run_program(options: ProgramOptions, say: Say | None = None,
+                on_step: Callable[[ProgramReport], None] | None = None) -> ProgramReport:
     """Record, compile, bench, explain, compare, fix and bisect; one report (see the module docstring).
 
     Raises a KtriageError (exit 2) before anything runs when the input is bad or this host has no GPU;
-    after that, a failing step ends the run with a report that says which step and why."""
+    after that, a failing step ends the run with a report that says which step and why. ``on_step``
+    gets the report after each step (what is done so far)."""
     speak = say or (lambda _m: None)
     argv = preflight(options)
     options.workdir.mkdir(parents=True, exist_ok=True)
     report = ProgramReport(options.command, options.old_toolchain, options.new_toolchain, str(options.workdir.resolve()),
                            workload_file(argv))
-    clock = _Clock(report, speak)
+    clock = _Clock(report, speak, on_step)
     try:
         _run(argv, options, report, clock, speak)
     except KtriageError as exc:

@@ -207,7 +207,8 @@ def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path
     argv = [sys.executable, "-c", "print('no kernels here')"]
     options = ProgramOptions(command=" ".join(argv), old_toolchain=OLD, new_toolchain=NEW, workdir=tmp_path)
     report = ProgramReport(options.command, OLD, NEW, str(tmp_path), workload_file(argv))
-    clock = _Clock(report, lambda _m: None)
+    seen: list[list[str]] = []  # what the CLI's report files hold after each step
+    clock = _Clock(report, lambda _m: None, on_step=lambda r: seen.append([f"{s.name}:{s.status}" for s in r.steps]))
     clock.timed("toolchains", 0.0, "as the run's first step would")
     assert _record(argv, options, report, clock) is None
     record = report.step("record")
@@ -218,4 +219,6 @@ def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path
     assert all(s.status == "skipped" and s.detail == "not run: nothing was recorded" for s in report.steps[2:])
     assert report.triage is None and report.exit_code() == 4 and report.exit_code(allow_failures=True) == 0
     assert report.headline().startswith("stopped at record:")
+    assert seen[0] == ["toolchains:ok"] and seen[-1][:3] == ["toolchains:ok", "record:failed", "compile:skipped"]
+    assert len(seen[-1]) == len(STEPS)
     assert "| compile | skipped | - | not run: nothing was recorded |" in to_markdown(report)
