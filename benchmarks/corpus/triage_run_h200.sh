@@ -37,9 +37,11 @@ echo "plain run rc=$? wall $(python3 -c "import time; print(round(time.time() - 
 export TRITON_CACHE_DIR="$(mktemp -d)"
 t=$(date +%s.%N)
 timeout 560 python3 -m ktriage triage --run "$PROGRAM" --old-toolchain "$OLD" --new-toolchain "$NEW" \
-  --workdir "$res/work" --max-time 2 -o "$res/report.md" -o "$res/report.json" > "$res/triage.txt" 2> "$res/triage.log"
+  --workdir "$res/work" --max-time 2 > "$res/triage.txt" 2> "$res/triage.log"
 rc=$?
 echo "ktriage triage --run rc=$rc wall $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$res/triage.log"
+# the work folder's report is rewritten after each step: a run cut by the time limit keeps the steps it finished
+cp "$res/work/report.md" "$res/work/report.json" "$res/" 2>/dev/null
 python3 - "$res/report.json" > "$res/steps.txt" 2>&1 <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
