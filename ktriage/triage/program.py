@@ -432,7 +432,8 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
         clock.timed("fixes", None, "not asked (--no-fixes)", "skipped")
     elif "fixes" in timings:
         proposed = sum(len(c.fixes) for c in result.cells)
-        clock.timed("fixes", timings["fixes"], f"{proposed} fix(es) proposed and verified by compiling")
+        clock.timed("fixes", timings["fixes"], f"{proposed} fix(es) proposed and verified by compiling" if proposed else
+                    "no fix proposed: no flagged cell changed for the worse compile-side (what explain --fixes works from)")
     else:
         clock.timed("fixes", None, "no flagged cell with a compile-side change to fix", "skipped")
     real = real_regressions(result.cells)
