@@ -8,6 +8,7 @@
 #   $OUT/triage_run/: report.md, report.json (steps with wall times, every kernel input measured and predicted, the
 #   triage), steps.txt (one line per step: name, status, wall s), triage.log (the command's stderr), plain.txt (the
 #   program alone, for its own wall time), env.txt, work/ (the workload, the bundle, results.json).
+#   TRIAGE_TIMEOUT (default 480 s) bounds the triage; the report of the steps finished by then is kept and packed.
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder the results go to}
 repo=$(pwd)
@@ -15,7 +16,8 @@ res="$OUT/triage_run"
 rm -rf "$res" && mkdir -p "$res"
 site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl > "$res/pip.log" 2>&1
-export PYTHONPATH="$site:$repo/.carry/kt" KTRIAGE_HOME="$(mktemp -d)" PYTHONUNBUFFERED=1
+kt=$repo/.carry/kt; [ -d "$kt/ktriage" ] || kt=$repo  # a clean export of the commit when carried, else the tree
+export PYTHONPATH="$site:$kt" KTRIAGE_HOME="$(mktemp -d)" PYTHONUNBUFFERED=1
 export TRITON_CACHE_DIR="$(mktemp -d)"  # the program's own JIT starts cold, as a first run would
 PROGRAM="python3 benchmarks/corpus/programs/liger_step.py"
 OLD="triton=host,ptxas=/usr/local/cuda/bin/ptxas"
@@ -36,7 +38,7 @@ echo "plain run rc=$? wall $(python3 -c "import time; print(round(time.time() - 
 
 export TRITON_CACHE_DIR="$(mktemp -d)"
 t=$(date +%s.%N)
-timeout 560 python3 -m ktriage triage --run "$PROGRAM" --old-toolchain "$OLD" --new-toolchain "$NEW" \
+timeout "${TRIAGE_TIMEOUT:-480}" python3 -m ktriage triage --run "$PROGRAM" --old-toolchain "$OLD" --new-toolchain "$NEW" \
   --workdir "$res/work" --max-time 2 > "$res/triage.txt" 2> "$res/triage.log"
 rc=$?
 echo "ktriage triage --run rc=$rc wall $(python3 -c "import time; print(round(time.time() - $t, 1))") s" | tee -a "$res/triage.log"
