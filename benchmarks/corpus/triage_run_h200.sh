@@ -17,7 +17,7 @@ rm -rf "$res" && mkdir -p "$res"
 site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl > "$res/pip.log" 2>&1
 kt=$repo/.carry/kt; [ -d "$kt/ktriage" ] || kt=$repo  # a clean export of the commit when carried, else the tree
-export PYTHONPATH="$site:$kt" KTRIAGE_HOME="$(mktemp -d)" PYTHONUNBUFFERED=1
+export PYTHONPATH="$site:$kt" KTRIAGE_HOME="$(mktemp -d)" PYTHONUNBUFFERED=1 KTRIAGE_COLUMNS=200
 export TRITON_CACHE_DIR="$(mktemp -d)"  # the program's own JIT starts cold, as a first run would
 PROGRAM="python3 benchmarks/corpus/programs/liger_step.py"
 OLD="triton=host,ptxas=/usr/local/cuda/bin/ptxas"
