@@ -420,6 +420,7 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
         clock.timed("compare", time.perf_counter() - started, exc.problem, "failed")
         raise
     report.triage = result
+    result.options.bisect = options.bisect  # asked of the run: its bisect step follows, on the real regressions only
     settle_side_by_side(result, sides[0][1], sides[1][1], str(Path(report.workdir) / RESULTS))
     flagged = len(result.cells)
     clock.timed("compare", timings.get("compare"), f"{result.compared} cell(s) compared, {flagged} past the "
