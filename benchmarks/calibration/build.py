@@ -73,8 +73,10 @@ def explain_report(source: dict, specs: list[str], work: Path, run=None, results
     return json.loads(out.read_text())
 
 
-def scan(results_dir: Path, workloads_dir: Path) -> list[dict]:
-    """Sources for every recorded-bench results file under ``results_dir`` whose workload is found."""
+def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None) -> list[dict]:
+    """Sources for every recorded-bench results file under ``results_dir`` whose workload is found;
+    an explain report ``<explain_dir>/<name>.json`` of the workload (with the run's toolchains among
+    its own) is used as it is, else the workload is explained here."""
     workloads = {p.name.removesuffix(".workload.json"): p for p in workloads_dir.rglob("*.workload.json")}
     out = []
     for path in sorted(results_dir.rglob("*.json")):
@@ -86,8 +88,20 @@ def scan(results_dir: Path, workloads_dir: Path) -> list[dict]:
         if name not in workloads:
             print(f"note: {path}: no {name}.workload.json under {workloads_dir}", file=sys.stderr)
             continue
-        out.append({"operator": name, "results": str(path.resolve()), "explain": {"target": str(workloads[name].resolve())}})
+        report = explain_dir / f"{name}.json" if explain_dir else None
+        if report is not None and report.is_file() and _is_report(report):
+            out.append({"operator": name, "results": str(path.resolve()), "explain_json": str(report.resolve())})
+        else:
+            out.append({"operator": name, "results": str(path.resolve()),
+                        "explain": {"target": str(workloads[name].resolve())}})
     return out
+
+
+def _is_report(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text()).get("tool") == "ktriage explain"
+    except (ValueError, OSError, AttributeError):
+        return False
 
 
 def main() -> int:
@@ -97,15 +111,20 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/ktriage-calibration", help="where explain reports compiled here are kept")
     ap.add_argument("--scan", type=Path, help="a folder of recorded-bench results files (the corpus)")
     ap.add_argument("--workloads", type=Path, help="with --scan: the folder of their *.workload.json")
+    ap.add_argument("--explain-dir", type=Path, help="with --scan: explain reports NAME.json of the workloads (no compile)")
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
+    ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cells = []
     sources = [] if args.no_sources else json.loads(Path(args.sources).read_text())["sources"]
     if args.scan:
-        sources += scan(args.scan, args.workloads or args.scan)
+        sources += scan(args.scan, args.workloads or args.scan, args.explain_dir)
     for source in sources:
+        if args.no_compile and not source.get("explain_json") and not (work / f"{source['operator']}.explain.json").exists():
+            print(f"note: {source['operator']}: no explain report yet (--no-compile): skipped", file=sys.stderr)
+            continue
         run, results = read_results(ROOT / source["results"])
         specs = [str(t["spec"]) for t in run.toolchains]
         try:

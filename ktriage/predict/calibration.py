@@ -30,7 +30,7 @@ from scipy.optimize import minimize
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.dataset import CalibrationCell
-from ktriage.predict.model import DEFAULT_THRESHOLD, Batch, Params, classify, estimate_many, profile, stack
+from ktriage.predict.model import DEFAULT_THRESHOLD, Batch, Params, anchored, classify, estimate_many, profile, stack
 
 DEFAULT_LEVEL = 0.8  # coverage asked of the interval
 PRIOR_SIGMA = 1.0  # log-space width of the prior around the physical defaults
@@ -72,7 +72,12 @@ def _data(cells: Sequence[CalibrationCell]) -> _Data:
                        for c in cells])
     return _Data(cells, np.array([c.ref.digest() == c.new.digest() for c in cells]),
                  np.log(np.array([c.measured.ratio for c in cells])), weight,
-                 stack([profile(c.ref) for c in cells]), stack([profile(c.new) for c in cells]))
+                 *_stacked_pairs(cells))
+
+
+def _stacked_pairs(cells: Sequence[CalibrationCell]) -> tuple[Batch, Batch]:
+    pairs = [anchored(profile(c.ref), profile(c.new)) for c in cells]
+    return stack([r for r, _ in pairs]), stack([n for _, n in pairs])
 
 
 def predicted_log_ratio(data: _Data, params: Params) -> np.ndarray:

@@ -95,6 +95,10 @@ ALL_CATEGORIES = tuple(CATEGORIES) + ("alu",)
 ISSUE_COST: dict[str, float] = {"sfu": 4.0, "fp64": 2.0, "mma": 32.0, "lds": 2.0, "ldsm": 1.0, "sts": 2.0,
                                 "ldl": 2.0, "stl": 2.0, "atom": 2.0, "red": 2.0, "atoms": 4.0}
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b|(?:F|BF|U|S)?(8|16|32|64)x(\d+)")
+# A launch whose grid is unknown (a spec without one) is priced as this many CTAs per SM: the same
+# for both kernels of a comparison (sizing it by either kernel's occupancy would make occupancy change
+# the work), and enough waves that occupancy still changes the latency exposed.
+UNKNOWN_GRID_PER_SM = 64
 L1_BYTES_PER_SM = 256 * 1024  # unified L1/shared per SM on sm_80..sm_100 (the part shared memory does not take)
 
 #: aspect -> (the categories it swaps, words). Occupancy and the main loop's length are handled apart.
@@ -203,6 +207,28 @@ class Profile:
     grid_ctas: int | None
     sm_count: int
     target: str
+    # the loads (bytes a thread) outside / inside the loops of the pair's anchor kernel (``anchored``):
+    # both kernels of a comparison move the same data, so their trip counts follow from one of them
+    anchor_rest_bytes: float | None = None
+    anchor_loop_bytes: float | None = None
+    anchor_num_warps: int | None = None  # a CTA moves the data: a fix with more warps moves less a thread
+
+
+def _load_bytes(p: Profile) -> tuple[float, float]:
+    w = p.width.get("ldg", 4.0)
+    return p.rest["ldg"] * w, p.loop["ldg"] * w
+
+
+def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
+    """The pair with one anchor for the trip counts: the kernel without a loop that loads, if one of
+    them has none (its loads are the whole work, exactly), else the reference. The other kernel's
+    loop then runs as often as moving the same bytes takes: a loop unrolled 2x by one toolchain
+    runs half as often, and a loop against a fully unrolled kernel runs as many times as it needs."""
+    r_rest, r_loop = _load_bytes(ref)
+    n_rest, n_loop = _load_bytes(new)
+    rest, loop, warps = (n_rest, n_loop, new.num_warps) if (n_loop <= 0 < r_loop) else (r_rest, r_loop, ref.num_warps)
+    return (replace(ref, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps),
+            replace(new, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps))
 
 
 def profile(f: KernelFacts) -> Profile:
@@ -215,9 +241,12 @@ def profile(f: KernelFacts) -> Profile:
         if cat in ("ldg", "stg", "ldl", "stl", "atom", "red", "lds", "sts"):
             wsum[cat] = wsum.get(cat, 0.0) + n * _width(op)
     width = {c: wsum[c] / total[c] for c in wsum if total[c]}
+    # Every innermost loop iterates (a two-pass reduction has two, and which one analyze calls "main"
+    # can flip between toolchains); innermost loops are disjoint, so no instruction counts twice.
     loop: dict[str, float] = dict.fromkeys(ALL_CATEGORIES, 0.0)
-    if f.main_loop is not None:
-        for op, n in f.main_loop.opcodes.items():
+    loops = ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops)
+    for body in (x for x in loops if x.innermost):
+        for op, n in body.opcodes.items():
             loop[_CATEGORY_OF.get(op, "alu")] += n
     rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
     return Profile(rest, loop, width, f.data_bytes or 0, f.stack_bytes, f.shared_bytes, f.ctas_per_sm, f.num_warps,
@@ -276,11 +305,17 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     warps = resident * c["num_warps"]
     # trips: the data the main loop streams through, shared by the grid, over what a CTA loads an
     # iteration (bytes, so a change of load width keeps the count); the fitted constant without a size
-    cta_loop_bytes = 32.0 * c["num_warps"] * c["loop_ldg"] * c["width_ldg"]
+    cta_loop_bytes = 32.0 * c["anchor_num_warps"] * c["anchor_loop_bytes"]
     streamed = params.trip_scale * c["data"] / (c["grid"] * xp.maximum(cta_loop_bytes, 1.0))
     # (a tensor-core kernel re-reads its tiles, so its data size says nothing of its K loop: the constant)
-    streams = (c["data"] > 0) & (c["loop_ldg"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
-    trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
+    streams = (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
+    anchor_trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
+    # the bytes the anchor loads a thread, and this kernel's loop runs as often as loading them takes
+    moved = (c["anchor_rest_bytes"] + anchor_trips * c["anchor_loop_bytes"]) * c["anchor_num_warps"] / c["num_warps"]
+    own_loop = c["loop_ldg"] * c["width_ldg"]
+    own_rest = c["rest_ldg"] * c["width_ldg"]
+    trips = xp.where(own_loop > 0, xp.minimum(xp.maximum((moved - own_rest) / xp.maximum(own_loop, 1e-9), 1.0), 4096.0),
+                     params.trips)
     n = {cat: c[f"rest_{cat}"] + trips * c[f"loop_{cat}"] for cat in ALL_CATEGORIES}
     issue = sum(n[cat] * ISSUE_COST.get(cat, 1.0) for cat in ALL_CATEGORIES)
     # local memory: the share of the spill footprint that does not fit next to shared memory in L1
@@ -307,10 +342,14 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
 
 
 def _columns(p: Profile) -> dict[str, float]:
-    cols = {"data": float(p.data_bytes), "stack": float(p.stack_bytes), "shared": float(p.shared_bytes),
+    cols = {"data": float(p.data_bytes), "grid_known": 1.0 if p.grid_ctas else 0.0, "stack": float(p.stack_bytes), "shared": float(p.shared_bytes),
             "ctas": float(p.ctas_per_sm),
-            "num_warps": float(p.num_warps), "grid": float(p.grid_ctas or max(p.ctas_per_sm, 1) * p.sm_count),
+            "num_warps": float(p.num_warps), "grid": float(p.grid_ctas or UNKNOWN_GRID_PER_SM * p.sm_count),
             "sms": float(p.sm_count), "bw": _throughput(p.target)[0]}
+    own_rest, own_loop = _load_bytes(p)
+    cols["anchor_rest_bytes"] = own_rest if p.anchor_rest_bytes is None else p.anchor_rest_bytes
+    cols["anchor_loop_bytes"] = own_loop if p.anchor_loop_bytes is None else p.anchor_loop_bytes
+    cols["anchor_num_warps"] = float(p.num_warps if p.anchor_num_warps is None else p.anchor_num_warps)
     for cat in ALL_CATEGORIES:
         cols[f"rest_{cat}"] = p.rest[cat]
         cols[f"loop_{cat}"] = p.loop[cat]
@@ -449,7 +488,7 @@ def predict(ref: KernelFacts, new: KernelFacts, params: Params | None = None, *,
     params = params or load_params()
     if ref.digest() == new.digest():
         return Prediction(1.0, 1.0, 1.0, "neutral", True, threshold)
-    pr, pn = profile(ref), profile(new)
+    pr, pn = anchored(profile(ref), profile(new))
     variants = _counterfactuals(pr, pn) if contributors else []
     times = [estimate(v, params) for v in [pr, pn] + [v for _, v, _ in variants]]
     t_ref, t_new = times[0], times[1]
