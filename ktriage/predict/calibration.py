@@ -9,7 +9,7 @@ that never saw the operator they predict (leave-one-operator-out, LOOO):
    operator weighted ``1/sqrt(cells)`` so that a 96-cell sweep does not outvote a 4-cell one, with a
    Gaussian prior in log space around the physical defaults of ``Params`` (a held-out operator whose
    mechanism no other operator shows still meets GPU facts, not an arbitrary value);
-2. ``cross_validate``: per operator, a fit on the others predicts it; the interval's ``a``/``b``
+2. ``cross_validate``: per operator, a fit on the others predicts it; the interval's width
    come from the other operators' out-of-fold residuals (quantile ``level``), so the interval is
    held out too;
 3. the confusion matrix of the predicted kind (regression/neutral/improvement at the gate) against
@@ -108,19 +108,24 @@ def _fit(data: _Data, start: Params, prior: Params) -> Params:
     return start.with_free(dict(zip(names, np.exp(res.x))))
 
 
-def interval_from_residuals(log_pred: np.ndarray, residual: np.ndarray, level: float = DEFAULT_LEVEL) -> tuple[float, float]:
-    """(a, b) of the interval ``exp(+-(a + b |log ratio|))`` covering ``level`` of the residuals:
-    ``a`` from the cells predicted near 1 (|log| < 0.02), ``b`` from the others' excess over ``a``
-    per unit of predicted effect."""
-    small = np.abs(log_pred) < 0.02
-    a = float(np.quantile(np.abs(residual[small]), level)) if small.any() else 0.02
-    big = ~small
-    if big.any():
-        excess = np.maximum(0.0, np.abs(residual[big]) - a) / np.abs(log_pred[big])
-        b = float(np.quantile(excess, level))
-    else:
-        b = 0.5
-    return round(a, 4), round(min(b, 2.0), 4)
+def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
+    order = np.argsort(values)
+    v, w = values[order], weights[order]
+    cum = np.cumsum(w) / w.sum()
+    return float(v[min(int(np.searchsorted(cum, level)), len(v) - 1)])
+
+
+def interval_from_residuals(log_pred: np.ndarray, residual: np.ndarray, level: float = DEFAULT_LEVEL,
+                            weight: np.ndarray | None = None) -> tuple[float, float]:
+    """(a, b) of the interval ``exp(+-(a + b |log ratio|))``: ``a`` the ``level`` quantile of the
+    absolute out-of-fold residuals, each operator's cells together weighing as much as another's
+    (a 96-cell sweep, or one operator the model gets badly wrong, does not set the width alone);
+    ``b`` 0. (A width growing with the predicted effect was tried: one operator whose effect is
+    mis-sized by 2x makes it wider than the effect, and then nothing is ever beyond the gate.)"""
+    if not len(residual):
+        return 0.02, 0.0
+    w = np.ones_like(residual) if weight is None else weight
+    return round(_weighted_quantile(np.abs(residual), w, level), 4), 0.0
 
 
 @dataclass
@@ -220,12 +225,13 @@ def calibrate(cells: Sequence[CalibrationCell], *, threshold: float = DEFAULT_TH
             params = _fit(train, full, prior)
             cv_log[held] = predicted_log_ratio(data.subset(held), params)
     residual = data.log_measured - cv_log
-    a, b = interval_from_residuals(cv_log[~data.identical], residual[~data.identical], level)
+    op_weight = np.array([1.0 / sum(1 for c in data.cells if c.operator == o) for o in ops])
+    a, b = interval_from_residuals(cv_log[~data.identical], residual[~data.identical], level, op_weight[~data.identical])
     results: list[CellResult] = []
     for i, c in enumerate(data.cells):
         if cross_validate and len(operators) > 1:  # the interval held out too: from the other operators
             others = (ops != c.operator) & ~data.identical
-            ai, bi = interval_from_residuals(cv_log[others], residual[others], level)
+            ai, bi = interval_from_residuals(cv_log[others], residual[others], level, op_weight[others])
         else:
             ai, bi = a, b
         ratio = float(math.exp(cv_log[i]))

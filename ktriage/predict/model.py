@@ -33,8 +33,9 @@ soft maximum of the three (``(a^p + b^p + c^p)^(1/p)``). GPU facts (clock, bandw
 
 **The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
 identical get exactly 1 with a zero-width interval. Otherwise the interval is
-``ratio x exp(+-(a + b |log ratio|))``: ``a`` and ``b`` are quantiles of the leave-one-operator-out
-residuals of the fit (``predict.calibration``), so the interval widens with the size of the effect.
+``ratio x exp(+-(a + b |log ratio|))``: ``a`` is a quantile of the leave-one-operator-out residuals of
+the fit (``predict.calibration``, each operator weighing alike); the fit sets ``b`` to 0 (a width
+growing with the effect let one mis-sized operator make every interval straddle the gate).
 A change is a regression only where the whole interval lies above ``1 + threshold``, an
 improvement only where it lies below ``1 / (1 + threshold)``; anything else is predicted neutral.
 
