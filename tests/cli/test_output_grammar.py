@@ -49,6 +49,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "record": ((), ()),  # -o there names the workload it records, not a report writer
     "workload show": (TMD, MJ),
     "workload import": ((), ()),  # -o names the workload it writes, as for record
+    "calibrate": ((), ()),  # -o writes the fitted model parameters (explain --model), not a report
 }
 
 
