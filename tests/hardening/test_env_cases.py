@@ -39,7 +39,10 @@ BAD = {
 }
 HOMES = {"a-file": "{d}/afile", "under-a-file": "{d}/afile/home", "in-proc": "/proc/ktriage-home", "long-name": "{d}/" + "h" * 300}
 SILENT = SilentServer()  # accepts, never answers: no Ray head
-CLUSTERS = [f"127.0.0.1:{SILENT.port}", f"ray://127.0.0.1:{SILENT.port}", "127.0.0.1:1", "ray://127.0.0.1:1", "127.0.0.1:99999", "127.0.0.1:0", "nohost.invalid:6379", "abc", "host:",
+# The case ids name the silent port "SILENT", not its number: each pytest-xdist worker opens its own
+# server on a random port, and ids that differ between workers stop the run ("Different tests were collected").
+SILENT_IDS = {f"127.0.0.1:{SILENT.port}": "127.0.0.1:SILENT", f"ray://127.0.0.1:{SILENT.port}": "ray://127.0.0.1:SILENT"}
+CLUSTERS = [*SILENT_IDS, "127.0.0.1:1", "ray://127.0.0.1:1", "127.0.0.1:99999", "127.0.0.1:0", "nohost.invalid:6379", "abc", "host:",
             ":1", "127.0.0.1:abc", "local:x"]
 
 
@@ -55,9 +58,10 @@ def env_cases() -> list[Case]:
                            "toolchain-list": ["toolchain", "list"]}.items():
             cases.append(Case(f"KTRIAGE_HOME:{name}:{verb}", lambda d, a=argv: list(a), FILES, env=(("KTRIAGE_HOME", home),)))
     for value in CLUSTERS:
-        cases.append(Case(f"--cluster={value}", lambda d, v=value: ["explain", "spec.toml", "-t", "triton==3.4.0", "--cluster", v],
+        label = SILENT_IDS.get(value, value)
+        cases.append(Case(f"--cluster={label}", lambda d, v=value: ["explain", "spec.toml", "-t", "triton==3.4.0", "--cluster", v],
                           FILES))
-        cases.append(Case(f"KTRIAGE_CLUSTER={value}", lambda d: ["explain", "spec.toml", "-t", "triton==3.4.0"], FILES,
+        cases.append(Case(f"KTRIAGE_CLUSTER={label}", lambda d: ["explain", "spec.toml", "-t", "triton==3.4.0"], FILES,
                           env=(("KTRIAGE_CLUSTER", value),)))
     return cases
 
