@@ -210,14 +210,26 @@ class Compiler:
 
     # -- frontend -------------------------------------------------------------------------------
 
-    def _kernel_sys_path(self, spec: KernelSpec) -> list[str]:
+    def kernel_sys_path(self, spec: KernelSpec, toolchain: Toolchain) -> list[str]:
+        """The folders the compile worker puts on sys.path for ``spec``'s kernel package (or source
+        snapshot) and the helpers kernel libraries import; installs what is missing (SpecError when
+        it cannot). A ``triton=host`` interpreter is the environment the program ran in, and a GPU
+        host often has no network: the helpers are its own (one it lacks, the program did not import;
+        a kernel module that does gets a compile failure naming the import), and the pinned kernel
+        package is installed only when the interpreter has not that version."""
         if not spec.package:
             return []
-        from ktriage.spec.packages import ensure_package
+        from ktriage.spec.packages import ensure_package, provided_by
 
-        paths = [str(ensure_package(spec.package))]
-        paths += [str(ensure_package(req)) for req in SUPPORT_PACKAGES]
-        return paths
+        wanted = [spec.package]
+        if toolchain.host_sha256:
+            from ktriage.toolchain.frontend import host_packages
+
+            if provided_by(spec.package, host_packages(toolchain.python)):
+                wanted = []
+        else:
+            wanted += SUPPORT_PACKAGES
+        return [str(ensure_package(req)) for req in wanted]
 
     def frontend_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
         """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build."""
@@ -242,7 +254,7 @@ class Compiler:
 
         try:
             key = _sha("resolve", INSITU_FINGERPRINT, spec.key(), _frontend_identity(toolchain))
-            sys_path = self._kernel_sys_path(spec)
+            sys_path = self.kernel_sys_path(spec, toolchain)
             prime = toolchain.facts().order_sensitive  # the worker goes on to compile: primed as for those
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "frontend", "package", str(exc))
@@ -282,7 +294,7 @@ class Compiler:
         if hit is not None:
             return _frontend_from_json(*hit)
         try:
-            sys_path = self._kernel_sys_path(spec)
+            sys_path = self.kernel_sys_path(spec, toolchain)
         except KtriageError as exc:
             return CompileFailure(spec, toolchain, "frontend", "package", str(exc))
         try:

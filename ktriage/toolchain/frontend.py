@@ -219,6 +219,34 @@ def host_frontend(python: Path, progress: Progress = no_progress) -> Frontend:
         return loaded
 
 
+# Run in the host interpreter: every installed distribution, as normalized name -> version. Stdlib only.
+_PACKAGES_PROBE = """
+import importlib.metadata as m, json, re
+out = {}
+for dist in m.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        out.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist.version)
+print(json.dumps(out))
+"""
+
+
+@functools.lru_cache(maxsize=8)
+def host_packages(python: Path) -> dict[str, str]:
+    """The distributions ``python`` has installed (normalized name -> version), as its compile worker
+    sees them (same environment). Why: a ``triton=host`` interpreter IS the environment the recorded
+    program ran in, so the kernel modules' imports (``packaging``...) are already there, and a GPU host
+    often has no network to install them again. Probed once per interpreter and process; an
+    interpreter that cannot be asked has none (the compile then names what is missing)."""
+    try:
+        proc = subprocess.run([str(python), "-c", _PACKAGES_PROBE], capture_output=True, text=True, timeout=120,
+                              env=compile_environment(os.environ))
+        found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
+        found = {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+
+
 def _probe_host(python: Path) -> dict[str, Any]:
     """What :data:`_HOST_PROBE` says of ``python``'s Triton; a ToolchainError when it has none."""
     try:
