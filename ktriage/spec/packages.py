@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from filelock import FileLock
@@ -71,6 +72,41 @@ def install_policy() -> list[str]:
     return ["--only-binary", ":all:"]
 
 
+def provided_by(requirement: str, installed: Mapping[str, str]) -> bool:
+    """Whether ``installed`` (normalized name -> version, e.g. a ``triton=host`` interpreter's
+    distributions) already has ``requirement`` at its pinned version. A source snapshot is never
+    provided: it is the recorded kernel source itself."""
+    if requirement.startswith(SNAPSHOT_PREFIX):
+        return False
+    name, version = parse_requirement(requirement)
+    return installed.get(name) == version
+
+
+# uv's words when the package index cannot be reached (no DNS, refused, offline mode, no route).
+_NO_NETWORK = re.compile(r"dns error|failed to lookup address|connection refused|client error \(connect\)|"
+                         r"network (?:connectivity )?(?:is|was) disabled|offline|network is unreachable|"
+                         r"timed out|error sending request|tcp connect error", re.IGNORECASE)
+# One failed install per process and target folder: every kernel input and toolchain asks again, and
+# an offline index makes each ask wait for the resolver's retries.
+_FAILED: dict[str, SpecError] = {}
+
+
+def _install_error(requirement: str, target: Path, output: str) -> SpecError:
+    tail = [line.strip() for line in output.strip().splitlines() if line.strip()][-3:]
+    if _NO_NETWORK.search(output):
+        return SpecError(
+            f"could not install {requirement}: this machine cannot reach the package index ({' / '.join(tail)})",
+            f"install it once on a machine with network (ktriage installs it to {target}) and copy that folder "
+            f"to the same path here (under KTRIAGE_HOME), or compile with triton=host run by a Python that "
+            f"already has {requirement.split('==')[0]}",
+        )
+    return SpecError(
+        f"could not install {requirement}: {' / '.join(tail)}",
+        f"check the version exists on PyPI (as a wheel: source builds need {ALLOW_SOURCE_BUILDS}=1); "
+        f"on an offline machine copy {target} from one that has it",
+    )
+
+
 def ensure_package(requirement: str) -> Path:
     """Install ``requirement`` (pure Python, no dependencies) once; return the directory for sys.path.
 
@@ -84,6 +120,9 @@ def ensure_package(requirement: str) -> Path:
         return target
     if (target / _DONE).is_file():
         return target
+    failed = _FAILED.get(str(target))
+    if failed is not None:
+        raise SpecError(failed.problem, failed.fix)
     lock = FileLock(str(target) + ".lock")
     with lock:
         if (target / _DONE).is_file():
@@ -94,12 +133,8 @@ def ensure_package(requirement: str) -> Path:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-            raise SpecError(
-                f"could not install {requirement}: {' / '.join(tail)}",
-                f"check the version exists on PyPI (as a wheel: source builds need {ALLOW_SOURCE_BUILDS}=1); "
-                f"on an offline machine copy {target} from one that has it",
-            )
+            failed = _FAILED[str(target)] = _install_error(requirement, target, proc.stderr or proc.stdout)
+            raise SpecError(failed.problem, failed.fix)
         (staging / _DONE).write_text(requirement + "\n")
         shutil.rmtree(target, ignore_errors=True)
         os.replace(staging, target)

@@ -38,6 +38,7 @@ from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 
 if TYPE_CHECKING:
+    from ktriage.compile.compiler import Compiler
     from ktriage.measure.cells import Cell, RunInfo
     from ktriage.toolchain.manager import Toolchain
 
@@ -316,6 +317,7 @@ def _compile(workload: Any, tcs: Sequence[Toolchain], options: ProgramOptions, c
 
     with clock.step("compile", "every recorded kernel input with both toolchains into a bundle") as step:
         with Compiler(jobs=options.jobs) as compiler:
+            require_packages(workload, tcs, compiler)
             path = build_recorded_bundle(workload, list(tcs), options.workdir / BUNDLE, compiler=compiler)
         recorded = load_recorded_bundle(path)
         failed = [a for a in recorded.bundle.artifacts.values() if isinstance(a, BundleFailure)]
@@ -325,6 +327,27 @@ def _compile(workload: Any, tcs: Sequence[Toolchain], options: ProgramOptions, c
             step.status = "partial"
             step.detail += "; failed: " + "; ".join(f"{f.toolchain_id}: {f.message}"[:200] for f in failed[:3])
     return recorded
+
+
+def require_packages(workload: Any, tcs: Sequence[Toolchain], compiler: Compiler) -> None:
+    """The packages the recorded kernels' modules need (their source snapshots, the helpers they
+    import), got for each toolchain before any compile. A toolchain that can get none of them (a
+    release toolchain on a host without network, say) would compile nothing, and the rest of the run
+    could compare nothing: the step fails with the package and the fix instead of a partial run of
+    failed cells. One package missing among others still compiles the rest (their cells say why)."""
+    from ktriage.workload.recorded_bundle import workload_entries
+
+    specs = list({spec.package: spec for _, spec in workload_entries(workload)}.values())
+    for tc in tcs:
+        errors: list[KtriageError] = []
+        for spec in specs:
+            try:
+                compiler.kernel_sys_path(spec, tc)
+            except KtriageError as exc:
+                errors.append(exc)
+        if errors and len(errors) == len(specs):
+            raise KtriageError(f"toolchain {tc.id} ({tc.spec}) can compile none of the recorded kernels: {errors[0].problem}",
+                               errors[0].fix)
 
 
 def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> tuple[RunInfo, list[Cell]]:
