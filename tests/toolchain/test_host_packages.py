@@ -20,6 +20,7 @@ import subprocess
 import sysconfig
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,7 +64,7 @@ HOST_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_host_toolchain_compiles_a_recorded_liger_kernel_offline_with_the_interpreters_packaging(toolchain, tmp_path: Path) -> None:
+def test_host_toolchain_compiles_a_recorded_liger_kernel_offline_with_the_interpreters_packaging(toolchain: Any, tmp_path: Path) -> None:
     interpreter = toolchain("triton==3.6.0").python  # a real Python whose Triton is 3.6.0
     home = tmp_path / "home"
     purelib = sysconfig.get_paths()["purelib"]

@@ -46,7 +46,7 @@ def test_an_offline_install_names_the_package_the_network_and_the_fix_and_is_tri
         runs.append(list(cmd))
         return real_run(cmd, *args, **kwargs)
 
-    monkeypatch.setattr(packages.subprocess, "run", counting_run)
+    monkeypatch.setattr(subprocess, "run", counting_run)
     with pytest.raises(SpecError) as first:
         packages.ensure_package("packaging==24.2")
     assert "could not install packaging==24.2" in first.value.problem
