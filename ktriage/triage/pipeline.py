@@ -234,7 +234,10 @@ class _Triage:
             names = {str(s.spec.name) for s in items}
             c.fixes = [f for f in fix_json if str(f.get("kernel")) in names] or fix_json
         elif c.compile_change:
-            c.notes.append("compile-side changes, none worse: " + "; ".join(g.summary() for g in groups if labels & set(g.inputs)))
+            # changes that make no finding (a few opcodes moved) belong to no group: say so, not an empty list
+            covered = [g.summary() for g in groups if labels & set(g.inputs)]
+            c.notes.append("compile-side changes, none worse: " + ("; ".join(covered) if covered else
+                           "SASS instruction counts only, no finding (explain's per-input table lists them)"))
         elif c.recorded is not None:
             c.notes.append(f"no compile-side change in its {len(items)} recorded kernel input(s)")
 
