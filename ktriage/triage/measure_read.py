@@ -270,6 +270,10 @@ def _settle(cell: CellTriage) -> None:
     elif m.verdict == "same":
         if cell.cause is not None:
             cell.notes.append(f"a compile-side change ({cell.cause.text}) that costs no measurable time here")
+        elif cell.compile_change:  # a change the cost model predicts no regression of, and the GPU agrees
+            predicted = f": {cell.predicted['text']}" if cell.predicted and cell.predicted.get("text") else ""
+            cell.notes.append(f"a compile-side change with no predicted regression{predicted}, that costs no measurable "
+                              "time here")
         cell.verdict = "noise"
     elif m.verdict == "improvement":
         cell.verdict = "improvement"

@@ -58,9 +58,12 @@ def test_the_aa_rms_norm_cell_is_explained_through_its_recorded_kernels(capsys: 
     assert rec["rule"].startswith("matched by shape: dY_ptr 2048x8192 = x_val (2048, 8192)")
     assert any("K6 _rms_norm_forward_kernel" in why and "launched once" in why for why in rec["left_out"])
     assert any("matched by shape: dY_ptr 2048x8192" in n for n in cell["notes"])
-    # compiled with both toolchains: Triton 3.4.0 changes this kernel (registers 125 -> 117, a longer main loop)
-    assert cell["compile_change"] is True
-    assert cell["cause"]["attribution"] == "frontend" and "2048x8192" in cell["cause"]["summary"]
+    # compiled with both toolchains: Triton 3.4.0 changes this kernel (registers 125 -> 117, a longer main loop),
+    # a change the cost model predicts neutral (docs/model.md), so it is noted, attributed, and no cause
+    assert cell["compile_change"] is True and cell["cause"] is None
+    assert cell["predicted"]["kind"] == "neutral"
+    assert any("2048x8192" in n and "registers 125 -> 117" in n and "the frontend" in n and "change predicted neutral" in n
+               for n in cell["notes"])
     assert cell["verdict"] == "improvement"  # faster in the files, with a compile-side change
     others = [c for c in report["cells"] if not c["recorded"]]
     liger = [c for c in others if c["backend"] == "liger_rms"]
@@ -170,16 +173,21 @@ def test_read_back_gives_measured_verdicts(tmp_path: Path, capsys: pytest.Captur
     assert "measured bundle wl-tb_rms_norm_bwd-0123456789 (token 0123456789), not this triage's" in err
 
 
-def test_a_slower_recorded_cell_is_a_regression_with_its_culprit(capsys: pytest.CaptureFixture[str]) -> None:
-    """The same pair read the other way (run2 -> run1: the cell 146% slower): the recorded kernel's
-    compile-side change is the cause, and the compile-only bisect runs on it (`bisect --spec W.json`)."""
+def test_a_slower_recorded_cell_whose_change_predicts_nothing_is_not_blamed_on_the_compiler(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The same pair read the other way (run2 -> run1: the cell 146% slower in an A/A pair): the recorded
+    kernel's compile-side change (registers 125 -> 117, +11 main-loop instructions) is predicted neutral,
+    so it is no cause: the cell says that no compile-side change predicts the slowdown and where to look
+    instead, nothing is bisected, and no regression fails the run (issue 24, point 4)."""
     code = main(["triage", str(RUN2), str(RUN1), "--workload", WL, *CROSS, "--limit", "1", "--format", "json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 1 and report["counts"]["regression"] == 1
+    assert code == 0 and report["counts"]["regression"] == 0
     cell = _worst(report)
-    assert cell["verdict"] == "regression" and cell["cause"]["attribution"] == "frontend"
-    assert cell["culprit"]["found"] and cell["culprit"]["culprit"] == "triton==3.4.0"
-    assert cell["culprit"]["predecessor"] == "triton==3.3.1" and not report["failures"]
+    assert cell["ratio"] > 2 and cell["compile_change"] is True and cell["cause"] is None and cell["culprit"] is None
+    assert cell["verdict"] == "unsure_no_gpu" and cell["predicted"]["kind"] == "neutral"
+    assert any(n.startswith("no compile-side change predicts the measured slowdown (measured +146 %")
+               and "look at the host side, the baseline, the environment" in n for n in cell["notes"])
+    assert not report["failures"]
 
 
 def test_an_aa_pair_bundles_a_second_copy_of_the_recorded_kernels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
