@@ -2,7 +2,7 @@
 # Issue 23's corpus, step 2 (CPU, no GPU): each recorded workload compiled into a bench bundle and explained.
 #   bash benchmarks/corpus/build.sh bundles [NAME...]   -> .bundles/corpus/NAME (3.6.0 = the recording host's
 #                                                          Triton, the reference; 3.3.1; 3.4.0) + .carry/corpus-bundles.tgz
-#   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json,md}
+#   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json.gz,md}
 #                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90)
 # NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json (default: all with a kernel).
 # One workload's failure never stops the others; each one's exit status goes to build.log next to its output.
@@ -34,11 +34,13 @@ case "$step" in
     mkdir -p "$out"
     for n in "${names[@]}"; do
       has_kernels "$WL/$n.workload.json" || continue
-      [ -f "$out/$n.json" ] && continue
+      [ -f "$out/$n.json.gz" ] && continue
       t0=$(date +%s)
       $KT explain "$WL/$n.workload.json" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 -t triton==3.5.1 \
         -t triton==3.9.0 --arch sm_90 --allow-failures -o "$out/$n.json" -o "$out/$n.md" > "$out/$n.log" 2>&1
-      echo "$n: exit $? after $(( $(date +%s) - t0 )) s" | tee -a "$out/build.log"
+      rc=$?
+      [ -f "$out/$n.json" ] && gzip -9 -f "$out/$n.json"  # committed gzipped (12x smaller)
+      echo "$n: exit $rc after $(( $(date +%s) - t0 )) s" | tee -a "$out/build.log"
     done ;;
   *) echo "error: unknown step '$step' (bundles or explain)" >&2; exit 2 ;;
 esac

@@ -12,6 +12,7 @@ Stages, from the committed files under benchmarks/corpus/h200/:
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
@@ -25,7 +26,10 @@ RECORD_HOST_TRITON = "3.6.0"
 
 
 def read_json(path: Path) -> Any:
+    """A JSON file, or its gzipped copy (PATH.gz: the explain reports are committed gzipped)."""
     try:
+        if not path.exists() and path.with_name(path.name + ".gz").exists():
+            return json.loads(gzip.decompress(path.with_name(path.name + ".gz").read_bytes()))
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None

@@ -19,8 +19,9 @@ repo=$(pwd) start=$SECONDS
 work=/tmp/extra; rm -rf "$work"; mkdir -p "$work"
 site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl > "$work/pip.log" 2>&1
-export PYTHONPATH="$site:$repo/.carry/kt:$repo/.carry/home/packages/liger-kernel-0.5.10" KTRIAGE_HOME="$work/home" \
-  PYTHONUNBUFFERED=1 SERVING_SRC="$repo/.carry/serving" KT_SRC="$repo/.carry/kt"
+kt=$repo/.carry/kt; [ -d "$kt/ktriage" ] || kt=$repo  # a clean export of the commit when carried, else the tree
+export PYTHONPATH="$site:$kt:$repo/.carry/home/packages/liger-kernel-0.5.10" KTRIAGE_HOME="$work/home" \
+  PYTHONUNBUFFERED=1 SERVING_SRC="$repo/.carry/serving" KT_SRC="$kt"
 pack() { tar czf "$OUT/extra.tgz" -C "$work" --exclude=home --exclude=pip.log --exclude='*.ncu-rep' .; }
 mark() { echo "$1 wall_s=$((SECONDS - $2)) at_s=$((SECONDS - start))" | tee -a "$work/walls.txt"; }
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
