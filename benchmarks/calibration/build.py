@@ -20,6 +20,7 @@ the operator being the workload's name; the sources of ``--sources`` come too un
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def _recorded_report(target: Path, run, results, specs: list[str]) -> dict:
 
 def explain_report(source: dict, specs: list[str], work: Path, run=None, results=None) -> dict:
     if source.get("explain_json"):
-        return json.loads((ROOT / source["explain_json"]).read_text())
+        return _read_report(ROOT / source["explain_json"])
     ex = source["explain"]
     out = work / f"{source['operator']}.explain.json"
     if out.exists():
@@ -75,7 +76,7 @@ def explain_report(source: dict, specs: list[str], work: Path, run=None, results
 
 def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None) -> list[dict]:
     """Sources for every recorded-bench results file under ``results_dir`` whose workload is found;
-    an explain report ``<explain_dir>/<name>.json`` of the workload (with the run's toolchains among
+    an explain report ``<explain_dir>/<name>.json`` (or ``.json.gz``) of the workload (with the run's toolchains among
     its own) is used as it is, else the workload is explained here."""
     workloads = {p.name.removesuffix(".workload.json"): p for p in workloads_dir.rglob("*.workload.json")}
     out = []
@@ -88,8 +89,8 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
         if name not in workloads:
             print(f"note: {path}: no {name}.workload.json under {workloads_dir}", file=sys.stderr)
             continue
-        report = explain_dir / f"{name}.json" if explain_dir else None
-        if report is not None and report.is_file() and _is_report(report):
+        report = _report_path(explain_dir, name) if explain_dir else None
+        if report is not None and _is_report(report):
             out.append({"operator": name, "results": str(path.resolve()), "explain_json": str(report.resolve())})
         else:
             out.append({"operator": name, "results": str(path.resolve()),
@@ -97,10 +98,24 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
     return out
 
 
+def _report_path(explain_dir: Path, name: str) -> Path | None:
+    """``NAME.json``, else ``NAME.json.gz`` (the corpus commits its reports gzipped)."""
+    for candidate in (explain_dir / f"{name}.json", explain_dir / f"{name}.json.gz"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_report(path: Path) -> dict:
+    """An explain JSON report, plain or gzipped (``.gz``)."""
+    raw = path.read_bytes()
+    return json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+
+
 def _is_report(path: Path) -> bool:
     try:
-        return json.loads(path.read_text()).get("tool") == "ktriage explain"
-    except (ValueError, OSError, AttributeError):
+        return _read_report(path).get("tool") == "ktriage explain"
+    except (ValueError, OSError, AttributeError, EOFError, gzip.BadGzipFile):
         return False
 
 
@@ -111,7 +126,7 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/ktriage-calibration", help="where explain reports compiled here are kept")
     ap.add_argument("--scan", type=Path, help="a folder of recorded-bench results files (the corpus)")
     ap.add_argument("--workloads", type=Path, help="with --scan: the folder of their *.workload.json")
-    ap.add_argument("--explain-dir", type=Path, help="with --scan: explain reports NAME.json of the workloads (no compile)")
+    ap.add_argument("--explain-dir", type=Path, help="with --scan: explain reports NAME.json or NAME.json.gz of the workloads (no compile)")
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
     args = ap.parse_args()
