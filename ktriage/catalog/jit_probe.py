@@ -23,11 +23,18 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-# Compile fresh in both paths: never let the JIT or ktriage read the other's cached result.
-os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ktriage-jit-probe-"))
-os.environ["TRITON_ALWAYS_COMPILE"] = "1"
-# The real GPU driver runs the library's launches here: compile_in_process must not install its fake.
-os.environ["KTRIAGE_REAL_DRIVER"] = "1"
+
+def _probe_environment() -> None:
+    """Set up this process for a probe, before Triton is imported (:func:`probe` does it first).
+
+    Not at import: a process that only imports this module (the test suite imports every ktriage
+    module) must keep its environment, or its compile workers inherit KTRIAGE_REAL_DRIVER=1 (no fake
+    driver: modules that touch the driver at import fail) and this probe's Triton cache folder."""
+    # Compile fresh in both paths: never let the JIT or ktriage read the other's cached result.
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ktriage-jit-probe-"))
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"
+    # The real GPU driver runs the library's launches here: compile_in_process must not install its fake.
+    os.environ["KTRIAGE_REAL_DRIVER"] = "1"
 
 
 def _sha(text: str) -> str:
@@ -180,6 +187,7 @@ def _spec_view(spec: Any) -> dict[str, Any]:
 
 def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | None) -> list[dict[str, Any]]:
     """Compare JIT and ktriage PTX for each selected input of ``op``; one result dict per spec."""
+    _probe_environment()
     import torch
     import triton
 
