@@ -25,6 +25,7 @@ from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
+from ktriage.insitu.record_hook import SMALL_INT_TENSOR
 
 FACTS_VERSION = 1
 
@@ -77,6 +78,10 @@ class KernelFacts:
     # bytes of the launch's largest tensor argument (a recorded launch names its shapes): what the main
     # loop streams through, for its trip count (None: unknown, the model's fitted trip count applies)
     data_bytes: int | None = None
+    # every index of the launch is the same value: a recorded launch's integer tensor of more than
+    # SMALL_INT_TENSOR elements is replayed as zeros (ktriage.workload.recorded_args), so a kernel that
+    # scatters by those indices sends all its atomics to the same addresses (the model's serialization term)
+    uniform_indices: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,6 +95,8 @@ class KernelFacts:
             "other_loops": [loop.to_json() for loop in self.other_loops],
             "constexprs": {k: v for k, v in self.constexprs.items() if isinstance(v, (int, float, str, bool))},
             "data_bytes": self.data_bytes,
+            # only when set: the facts (and digests) of every other launch stay as they were
+            **({"uniform_indices": True} if self.uniform_indices else {}),
         }
 
     @classmethod
@@ -107,6 +114,7 @@ class KernelFacts:
             other_loops=tuple(LoopFacts.from_json(x) for x in data.get("other_loops", ())),
             constexprs=dict(data.get("constexprs", {})),
             data_bytes=None if data.get("data_bytes") is None else int(data["data_bytes"]),
+            uniform_indices=bool(data.get("uniform_indices", False)),
         )
 
     def digest(self) -> str:
@@ -162,6 +170,31 @@ def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | N
     return best or None
 
 
+_INDEX_TYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}  # integer tensors (i1: coin flips, not zeros)
+
+
+def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bool:
+    """True when the launch is a recorded replay with an integer tensor argument of more than
+    ``SMALL_INT_TENSOR`` elements: the recording keeps no values for it and the replay fills it with
+    zeros (``ktriage.workload.recorded_args``), so every index the kernel reads is 0. A catalog op's
+    launch (random indices) and small recorded index tensors (their real values) are False."""
+    label = meta.get("input_label")
+    if not isinstance(label, str) or not meta.get("recorded"):
+        return False
+    for part in label.split(","):
+        name, _, dims = part.partition("=")
+        ty = str(signature.get(name.strip(), ""))
+        if ty[1:] not in _INDEX_TYPES or not dims:
+            continue
+        try:
+            count = math.prod(int(d) for d in dims.split("x"))
+        except ValueError:
+            continue
+        if count > SMALL_INT_TENSOR:
+            return True
+    return False
+
+
 def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
     main: LoopFacts | None = None
     others: list[LoopFacts] = []
@@ -189,6 +222,7 @@ def facts_from_resources(resources: Resources, occupancy: Occupancy, *, num_warp
         num_warps=num_warps, ctas_per_sm=occupancy.ctas_per_sm, warps_per_sm=occupancy.warps_per_sm,
         grid_ctas=_grid(grid), sm_count=_sm_count(target, meta or {}), main_loop=main, other_loops=others,
         constexprs=dict(constexprs or {}), data_bytes=data_bytes(signature or {}, meta or {}),
+        uniform_indices=uniform_indices(signature or {}, meta or {}),
     )
 
 
@@ -209,4 +243,5 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         sm_count=_sm_count(target, dict(spec.get("meta") or {})), main_loop=main, other_loops=others,
         constexprs=dict(spec.get("constexprs") or {}),
         data_bytes=data_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
+        uniform_indices=uniform_indices(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
     )

@@ -26,10 +26,16 @@ CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted 
   operand tiles are re-read from L2), and the local-memory bytes that leave L1 at ``kappa_l2`` times
   the DRAM share.
 
+- serialization (only where every index the launch reads is one value: a recorded replay's large
+  integer tensors are zeros, ``KernelFacts.uniform_indices``): all its atomics hit the same addresses
+  and the L2 executes them one after another, ``lambda_serial`` GPU cycles per warp atomic, returning
+  or not: the term that makes REDG -> ATOMG+CCTL cost +40..80 % with random indices (the returning
+  atomic's wait) and nothing with one index (the queue at the L2 dominates both).
+
 The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` waves (occupancy from
 ``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
 latency path is paid once per wave (more resident CTAs hide it: fewer waves). The launch takes the
-soft maximum of the three (``(a^p + b^p + c^p)^(1/p)``). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
+soft maximum of the terms (``(a^p + b^p + c^p + d^p)^(1/p)``). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
 
 **The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
 identical get exactly 1 with a zero-width interval. Otherwise the interval is
@@ -129,6 +135,7 @@ class Params:
     lambda_cctl: float = 300.0  # an L1 invalidation (CCTL.IVALL)
     lambda_fence: float = 50.0  # a memory fence (MEMBAR)
     lambda_barrier: float = 20.0  # a CTA barrier
+    lambda_serial: float = 4.0  # GPU cycles per warp atomic when all of a launch's atomics hit the same addresses
     kappa_l2: float = 3.0  # L2 bandwidth for spill traffic, in multiples of the DRAM share
     softmax_p: float = 4.0
     interval_a: float = 0.02  # log half-width of the interval at a tiny effect
@@ -137,7 +144,7 @@ class Params:
     cv: dict[str, Any] = field(default_factory=dict)
 
     FREE = ("trips", "trip_scale", "lambda_global", "lambda_local_l1", "lambda_local_l2", "lambda_atomic", "lambda_reduction",
-            "lambda_cctl", "lambda_fence", "lambda_barrier", "kappa_l2")
+            "lambda_cctl", "lambda_fence", "lambda_barrier", "kappa_l2", "lambda_serial")
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -213,6 +220,7 @@ class Profile:
     anchor_rest_bytes: float | None = None
     anchor_loop_bytes: float | None = None
     anchor_num_warps: int | None = None  # a CTA moves the data: a fix with more warps moves less a thread
+    uniform_indices: bool = False  # every index the launch reads is one value (KernelFacts.uniform_indices)
 
 
 def _load_bytes(p: Profile) -> tuple[float, float]:
@@ -251,7 +259,7 @@ def profile(f: KernelFacts) -> Profile:
             loop[_CATEGORY_OF.get(op, "alu")] += n
     rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
     return Profile(rest, loop, width, f.data_bytes or 0, f.stack_bytes, f.shared_bytes, f.ctas_per_sm, f.num_warps,
-                   f.grid_ctas, f.sm_count, f.target)
+                   f.grid_ctas, f.sm_count, f.target, uniform_indices=f.uniform_indices)
 
 
 # --------------------------------------------------------------------------------------- estimate
@@ -336,9 +344,13 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     bandwidth = all_warps * (global_bytes / global_bw + local_bytes / (c["bw"] * params.kappa_l2))
     issue_sm = all_warps / 4.0 * issue
     latency_sm = waves * latency  # each wave of resident CTAs waits its critical path once
+    # same-address atomics (a scatter whose indices are all one value): the L2 executes them one after
+    # another, GPU-wide, returning (ATOMG) or not (REDG) alike, so their latency difference is hidden
+    serial = c["uniform"] * c["grid"] * c["num_warps"] * (n["atom"] + n["red"]) * params.lambda_serial
     q = params.softmax_p
-    total = (issue_sm ** q + latency_sm ** q + bandwidth ** q) ** (1.0 / q)
-    return {"total": total, "issue": issue_sm, "latency": latency_sm, "bandwidth": bandwidth, "waves": waves,
+    total = (issue_sm ** q + latency_sm ** q + bandwidth ** q + serial ** q) ** (1.0 / q)
+    return {"total": total, "issue": issue_sm, "latency": latency_sm, "bandwidth": bandwidth, "serial": serial,
+            "waves": waves,
             "resident_ctas": resident, "spill_out_of_l1": out}
 
 
@@ -346,7 +358,7 @@ def _columns(p: Profile) -> dict[str, float]:
     cols = {"data": float(p.data_bytes), "grid_known": 1.0 if p.grid_ctas else 0.0, "stack": float(p.stack_bytes), "shared": float(p.shared_bytes),
             "ctas": float(p.ctas_per_sm),
             "num_warps": float(p.num_warps), "grid": float(p.grid_ctas or UNKNOWN_GRID_PER_SM * p.sm_count),
-            "sms": float(p.sm_count), "bw": _throughput(p.target)[0]}
+            "sms": float(p.sm_count), "bw": _throughput(p.target)[0], "uniform": 1.0 if p.uniform_indices else 0.0}
     own_rest, own_loop = _load_bytes(p)
     cols["anchor_rest_bytes"] = own_rest if p.anchor_rest_bytes is None else p.anchor_rest_bytes
     cols["anchor_loop_bytes"] = own_loop if p.anchor_loop_bytes is None else p.anchor_loop_bytes
@@ -403,7 +415,7 @@ def breakdown(p: Profile, params: Params) -> dict[str, float]:
     """``estimate`` with its parts (issue, latency, bandwidth cycles; waves; resident CTAs per SM;
     the share of spill traffic that leaves L1): what tune's screening prints."""
     if p.ctas_per_sm <= 0:
-        return {"total": math.inf, "issue": math.inf, "latency": math.inf, "bandwidth": math.inf, "waves": 0.0,
+        return {"total": math.inf, "issue": math.inf, "latency": math.inf, "bandwidth": math.inf, "serial": 0.0, "waves": 0.0,
                 "resident_ctas": 0.0, "spill_out_of_l1": 0.0}
     return {k: float(v) for k, v in _cycles(_columns(p), params, _Scalar).items()}
 
