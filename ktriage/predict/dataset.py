@@ -190,6 +190,9 @@ def cells_from_results(run: RunInfo, cells: Sequence[Cell], explain: Mapping[str
                              f"{ref_res.get('kernel_name')} (another recording of the workload?): skipped")
                 continue
             spec = kernel_json.get("spec", {})
+            if not spec.get("grid") and cell is not None and cell.extra.get("grid"):
+                # a recorded launch whose report has no grid (a grid callable): the run's launch grid
+                spec = {**spec, "grid": cell.extra["grid"]}
             v = pair.verdict
             label = str(kernel_json.get("input") or pair.input_label)
             out.append(CalibrationCell(
