@@ -351,6 +351,19 @@ def emit(fmt: Format, writers: Mapping[str, Writer], table: Callable[[], None], 
     write_outputs(list(outputs or []), writers, console)
 
 
+def append_step_summary(summary: str | None, markdown: str) -> None:
+    """Append a report's markdown to ``$GITHUB_STEP_SUMMARY`` (the path given), if any: the CI summary
+    the verbs that gate a pipeline (triage, triage --run) write besides their own outputs."""
+    if not summary:
+        return
+    try:
+        with open(summary, "a", encoding="utf-8") as fh:
+            fh.write(markdown + "\n")
+    except OSError as exc:
+        raise KtriageError(f"cannot append to $GITHUB_STEP_SUMMARY {summary}: {exc.strerror or exc}",
+                           "point GITHUB_STEP_SUMMARY at a writable file, or unset it") from exc
+
+
 def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path] | None) -> list[Path]:
     """``-o`` paths plus the verb's older spellings of it (``--report``, ``--markdown``, ``--output-json``...),
     in order, without duplicates."""

@@ -19,9 +19,11 @@ from ktriage.cli.options import (
     Db,
     Format,
     ModeOpt,
+    append_step_summary,
     check_format,
     check_outputs,
     check_writable,
+    emit,
     format_option,
     output_option,
     write_outputs,
@@ -124,21 +126,9 @@ def triage(
         console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")
         console.print(f"on the GPU host: [bold]{escape(gpu['commands'][0])}[/]  (it runs: {escape('; '.join(gpu.get('bench', [])))})")
         console.print(f"then here: the same triage with --measured {escape(str(gpu['bundle']))}")
-    if fmt == Format.json:
-        typer.echo(to_json(report))
-    elif fmt == Format.markdown:
-        typer.echo(to_markdown(report), nl=False)
-    else:
-        print_table(report, make_console())
-    write_outputs(output or [], {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n",
-                                 ".html": lambda: to_html(report)}, console)
-    if summary:
-        try:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(to_markdown(report) + "\n")
-        except OSError as exc:
-            raise KtriageError(f"cannot append to $GITHUB_STEP_SUMMARY {summary}: {exc.strerror or exc}",
-                               "point GITHUB_STEP_SUMMARY at a writable file, or unset it") from exc
+    emit(fmt, {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n",
+               ".html": lambda: to_html(report)}, lambda: print_table(report, make_console()), output, console)
+    append_step_summary(summary, to_markdown(report))
     code = report.exit_code(allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
-from ktriage.cli.options import Format, write_outputs
+from ktriage.cli.options import Format, append_step_summary, emit, write_outputs
 from ktriage.errors import KtriageError
 
 
@@ -51,20 +51,9 @@ def triage_run(command: str, old_toolchain: str | None, new_toolchain: str | Non
     with make_progress(console):
         report = run_program(options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"), on_step=so_far)
     writers = {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n"}
-    write_outputs([*own, *output], writers, console)
-    if fmt == Format.json:
-        typer.echo(to_json(report))
-    elif fmt == Format.markdown:
-        typer.echo(to_markdown(report), nl=False)
-    else:
-        print_table(report, make_console())
-    if summary:
-        try:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(to_markdown(report) + "\n")
-        except OSError as exc:
-            raise KtriageError(f"cannot append to $GITHUB_STEP_SUMMARY {summary}: {exc.strerror or exc}",
-                               "point GITHUB_STEP_SUMMARY at a writable file, or unset it") from exc
+    write_outputs(own, writers, console)
+    emit(fmt, writers, lambda: print_table(report, make_console()), output, console)
+    append_step_summary(summary, to_markdown(report))
     code = report.exit_code(allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)

@@ -417,7 +417,8 @@ def write_sidecar(entry: Path, name: str, data: Any) -> None:
 # -- maintenance -------------------------------------------------------------------------------
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this machine still runs (a folder or lock it owns is not stale)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -460,7 +461,7 @@ def stale_temps(root: Path, *, max_age_s: float = STALE_TMP_S, now: float | None
                 except OSError:
                     continue
                 pid = _writer_pid(path.name)
-                if age > max_age_s or (pid is not None and pid != os.getpid() and not _pid_alive(pid)):
+                if age > max_age_s or (pid is not None and pid != os.getpid() and not pid_alive(pid)):
                     yield path
             elif path.is_dir():
                 for part in path.glob("*.tmp"):

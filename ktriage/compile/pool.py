@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ktriage.compile.cache import pid_alive
 from ktriage.insitu.environment import compile_environment
 
 WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "worker.py"
@@ -77,23 +78,13 @@ def sweep_triton_caches(now: float | None = None) -> int:
     for path in Path(tempfile.gettempdir()).glob(f"{TRITON_CACHE_PREFIX}*"):
         owner = path.name[len(TRITON_CACHE_PREFIX):].split("-", 1)[0]
         try:
-            stale = (not _alive(int(owner))) if owner.isdigit() else now - path.stat().st_mtime > STALE_TRITON_CACHE_S
+            stale = (not pid_alive(int(owner))) if owner.isdigit() else now - path.stat().st_mtime > STALE_TRITON_CACHE_S
         except OSError:
             continue
         if stale and path.is_dir() and not path.is_symlink():
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass
