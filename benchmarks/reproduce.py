@@ -33,12 +33,29 @@ REPO = HERE.parent
 EXPLAIN = HERE / "explain"
 # (committed report stem, explain arguments): the commands of benchmarks/explain/README.md.
 REPORTS: list[tuple[str, list[str]]] = [
-    ("layer_norm_bwd_triton_3.3.1_vs_3.4.0",
-     ["liger.layer_norm", "--bwd", "--arch", "sm_90", "-t", "triton==3.3.1", "-t", "triton==3.4.0"]),
-    ("embedding_bwd_ptxas_12.4.131_vs_12.8.93",
-     ["liger.embedding", "--bwd", "--arch", "sm_90", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"]),
-    ("rms_norm_bwd_bf16_triton_3.8.0_vs_3.9.0",
-     ["liger.rms_norm", "--bwd", "-t", "triton==3.8.0", "-t", "triton==3.9.0", "--input", "N=16384", "--dtype", "bf16"]),
+    (
+        "layer_norm_bwd_triton_3.3.1_vs_3.4.0",
+        ["liger.layer_norm", "--bwd", "--arch", "sm_90", "-t", "triton==3.3.1", "-t", "triton==3.4.0"],
+    ),
+    (
+        "embedding_bwd_ptxas_12.4.131_vs_12.8.93",
+        ["liger.embedding", "--bwd", "--arch", "sm_90", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"],
+    ),
+    (
+        "rms_norm_bwd_bf16_triton_3.8.0_vs_3.9.0",
+        [
+            "liger.rms_norm",
+            "--bwd",
+            "-t",
+            "triton==3.8.0",
+            "-t",
+            "triton==3.9.0",
+            "--input",
+            "N=16384",
+            "--dtype",
+            "bf16",
+        ],
+    ),
 ]
 VOLATILE_KEYS = {"created"}
 PATH_KEYS = {"ptx", "cubin", "ttgir", "llir", "sass", "log", "path", "artifact_dir"}
@@ -47,15 +64,28 @@ PATH_KEYS = {"ptx", "cubin", "ttgir", "llir", "sass", "log", "path", "artifact_d
 def normalize(value: Any) -> Any:
     """The JSON without run-dependent fields: timestamps and absolute artifact paths."""
     if isinstance(value, dict):
-        return {k: ("<path>" if k in PATH_KEYS and isinstance(v, str) and v.startswith("/") else normalize(v))
-                for k, v in value.items() if k not in VOLATILE_KEYS}
+        return {
+            k: ("<path>" if k in PATH_KEYS and isinstance(v, str) and v.startswith("/") else normalize(v))
+            for k, v in value.items()
+            if k not in VOLATILE_KEYS
+        }
     if isinstance(value, list):
         return [normalize(v) for v in value]
     return value
 
 
 def explain(stem: str, args: list[str], out: Path) -> tuple[int, str]:
-    cmd = [sys.executable, "-m", "ktriage", "explain", *args, "-o", str(out / f"{stem}.md"), "-o", str(out / f"{stem}.json")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ktriage",
+        "explain",
+        *args,
+        "-o",
+        str(out / f"{stem}.md"),
+        "-o",
+        str(out / f"{stem}.json"),
+    ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stderr[-2000:]
 
@@ -71,15 +101,22 @@ def compare(stem: str, out: Path) -> list[str]:
     new_js = normalize(json.loads((out / f"{stem}.json").read_text()))
     if old_js != new_js:
         a, b = (json.dumps(x, indent=1, sort_keys=True).splitlines() for x in (old_js, new_js))
-        problems.append("json differs:\n" + "\n".join(list(difflib.unified_diff(a, b, "committed", "now", lineterm="", n=0))[:20]))
+        problems.append(
+            "json differs:\n" + "\n".join(list(difflib.unified_diff(a, b, "committed", "now", lineterm="", n=0))[:20])
+        )
     return problems
 
 
 def verdict_accuracy(out: Path) -> list[str]:
     """Re-run benchmarks/stats/verdict_accuracy.py (seeded) and compare its numbers with the commit."""
     script = HERE / "stats" / "verdict_accuracy.py"
-    proc = subprocess.run([sys.executable, str(script), "--out", str(out / "stats")], cwd=REPO, capture_output=True,
-                          text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(script), "--out", str(out / "stats")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         return [f"verdict_accuracy.py exited {proc.returncode}: {proc.stderr[-1000:]}"]
     old = json.loads((HERE / "stats" / "verdict_accuracy.json").read_text())
@@ -109,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.explain_only:
             checks += 1
             problems = verdict_accuracy(out)
-            print(("ok   " if not problems else "FAIL ") + "stats/verdict_accuracy" + "".join("\n" + p for p in problems))
+            print(
+                ("ok   " if not problems else "FAIL ") + "stats/verdict_accuracy" + "".join("\n" + p for p in problems)
+            )
             failed += bool(problems)
     finally:
         if args.keep is None:

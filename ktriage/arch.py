@@ -77,6 +77,7 @@ _TABLE: dict[tuple[int, int], _Row] = {
 
 SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
 
+
 @dataclass(frozen=True)
 class Throughput:
     """Speeds of a CC's usual datacenter part, for ranking configs of one kernel (ktriage/predict/configs.py).
@@ -121,10 +122,14 @@ def throughput(major: int, minor: int) -> Throughput:
     """:class:`Throughput` of a CC's usual part; a CC without figures gets middling defaults (the
     ranking of one kernel's configs depends on ratios, which the defaults keep plausible)."""
     return _THROUGHPUT.get((major, minor), _DEFAULT_THROUGHPUT)
+
+
 #: Architecture-specific targets (the ``a`` suffix) a kernel spec may name as its target, next to SUPPORTED.
 ARCH_SPECIFIC: tuple[str, ...] = ("sm_90a", "sm_100a")
 #: Every target a kernel spec may name, in table order, each ``a`` target after its base.
-SPEC_TARGETS: tuple[str, ...] = tuple(t for name in SUPPORTED for t in (name, name + "a") if t == name or t in ARCH_SPECIFIC)
+SPEC_TARGETS: tuple[str, ...] = tuple(
+    t for name in SUPPORTED for t in (name, name + "a") if t == name or t in ARCH_SPECIFIC
+)
 
 _TARGET_RE = re.compile(
     r"^(?:(?:sm|compute)_(?P<sm>\d{2,3})[af]?|cuda:(?P<cuda>\d{2,3})|(?P<dot>\d{1,2})\.(?P<dotmin>\d)|(?P<num>\d{2,3}))$"

@@ -65,8 +65,15 @@ class FormatError(KtriageError):
     """A file this ktriage cannot read: unknown ``format_version``, malformed JSON or TOML, missing keys."""
 
 
-def check_format_version(data: object, supported: int, *, what: str, fix: str, legacy_keys: tuple[str, ...] = (),
-                         missing_means: int | None = None) -> int:
+def check_format_version(
+    data: object,
+    supported: int,
+    *,
+    what: str,
+    fix: str,
+    legacy_keys: tuple[str, ...] = (),
+    missing_means: int | None = None,
+) -> int:
     """The ``format_version`` of a file that crosses machines (results, bundles, recordings, bisect state),
     refused with a FormatError naming the file and the fix when this ktriage cannot read it.
 

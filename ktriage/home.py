@@ -15,8 +15,10 @@ def _make(path: Path) -> None:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise KtriageError(f"cannot create {path} in the ktriage home: {exc.strerror or exc}",
-                           "set KTRIAGE_HOME to a writable folder (docs/environment.md)") from exc
+        raise KtriageError(
+            f"cannot create {path} in the ktriage home: {exc.strerror or exc}",
+            "set KTRIAGE_HOME to a writable folder (docs/environment.md)",
+        ) from exc
 
 
 def ktriage_home() -> Path:

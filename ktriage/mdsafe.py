@@ -83,7 +83,7 @@ def _inert_text(text: str) -> str:
     out = []
     pos = 0
     for tag in _OWN_TAG.finditer(text):
-        out.append(_LT.sub("&lt;", text[pos:tag.start()]))
+        out.append(_LT.sub("&lt;", text[pos : tag.start()]))
         out.append(tag.group(0))
         pos = tag.end()
     out.append(_LT.sub("&lt;", text[pos:]))

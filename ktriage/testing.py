@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from ktriage.bisect.decide import Variant, variant_key
 from ktriage.bisect.candidate import Candidate
+from ktriage.bisect.decide import Variant, variant_key
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 
 
@@ -31,7 +31,9 @@ def lognormal(rng: np.random.Generator, n: int, median: float, cv: float) -> lis
     return list(median * np.exp(rng.normal(0.0, cv, n)))
 
 
-def bimodal(rng: np.random.Generator, n: int, median: float, cv: float, gap: float = 0.3, slow_share: float = 0.4) -> list[float]:
+def bimodal(
+    rng: np.random.Generator, n: int, median: float, cv: float, gap: float = 0.3, slow_share: float = 0.4
+) -> list[float]:
     """Two modes ``gap`` apart (e.g. a clock that drops for part of a run), ``slow_share`` slow."""
     k = int(round(n * slow_share))
     return lognormal(rng, n - k, median, cv) + lognormal(rng, k, median * (1 + gap), cv)
@@ -57,8 +59,13 @@ def fake_sweep_run(
     backend per toolchain; ``speed(tc, i)`` is the backend's latency as a multiple of the baseline.
     ``broken``: (toolchain, input index) -> "wrong" or "error" cells."""
     rng = np.random.default_rng(seed)
-    run = RunInfo(command=f"fake sweep seed={seed}", host="synthetic", gpu={"name": "FAKE-GPU", "driver": "0"},
-                  toolchains=[{"id": t, "spec": t} for t in toolchains], settings={"baseline": baseline})  # fmt: skip
+    run = RunInfo(
+        command=f"fake sweep seed={seed}",
+        host="synthetic",
+        gpu={"name": "FAKE-GPU", "driver": "0"},
+        toolchains=[{"id": t, "spec": t} for t in toolchains],
+        settings={"baseline": baseline},
+    )
     cells: list[Cell] = []
     for i in range(n_inputs):
         label = f"N={1024 + 512 * i}"
@@ -68,7 +75,9 @@ def fake_sweep_run(
             status = (broken or {}).get((tc, i))
             key = CellKey(op, mode, i, label, backend, tc)
             if status == "wrong":
-                cells.append(Cell(key, "wrong", [], "max_abs_err 0.5 > atol 1e-05", {"passed": False, "max_abs_err": 0.5}))
+                cells.append(
+                    Cell(key, "wrong", [], "max_abs_err 0.5 > atol 1e-05", {"passed": False, "max_abs_err": 0.5})
+                )
             elif status:
                 cells.append(Cell(key, "error", [], "CUDA_ERROR_ILLEGAL_ADDRESS"))
             else:
@@ -78,8 +87,13 @@ def fake_sweep_run(
 
 # ----------------------------------------------------------------------------------- nightly runs (history)
 def _nightly_toolchain(version: str) -> dict[str, object]:
-    return {"id": f"triton-{version}", "spec": f"triton=={version}", "triton_version": version,
-            "ptxas_version": "12.8.93", "ptxas_options": []}
+    return {
+        "id": f"triton-{version}",
+        "spec": f"triton=={version}",
+        "triton_version": version,
+        "ptxas_version": "12.8.93",
+        "ptxas_options": [],
+    }
 
 
 def fake_nightly_runs(
@@ -114,19 +128,34 @@ def fake_nightly_runs(
         version = [v for at, v in toolchain_at if at <= k][-1]
         tc = _nightly_toolchain(version)
         run = RunInfo(
-            run_id=f"night{k:02d}{seed:05d}"[:12], created=(t0 + dt.timedelta(days=k)).isoformat(timespec="seconds"),
-            command=f"ktriage bench --op {op} --{mode} -t triton=={version}", host="gpu-nightly-1",
-            gpu={"name": "NVIDIA H200", "driver": "570.124.06", "sm_count": 132}, toolchains=[tc],
-            settings={"timing": "cuda_events", "synthetic": True, "seed": seed}, status="finished",
-        )  # fmt: skip
+            run_id=f"night{k:02d}{seed:05d}"[:12],
+            created=(t0 + dt.timedelta(days=k)).isoformat(timespec="seconds"),
+            command=f"ktriage bench --op {op} --{mode} -t triton=={version}",
+            host="gpu-nightly-1",
+            gpu={"name": "NVIDIA H200", "driver": "570.124.06", "sm_count": 132},
+            toolchains=[tc],
+            settings={"timing": "cuda_events", "synthetic": True, "seed": seed},
+            status="finished",
+        )
         cells: list[Cell] = []
         for input_id, label, ms in inputs:
             night = float(np.exp(rng.normal(0.0, run_cv)))
             base_ms = ms * 1.3 * float(np.exp(rng.normal(0.0, run_cv)))
-            cells.append(Cell(CellKey(op, mode, input_id, label, baseline, None), "ok", lognormal(rng, samples, base_ms, sample_cv)))
+            cells.append(
+                Cell(
+                    CellKey(op, mode, input_id, label, baseline, None),
+                    "ok",
+                    lognormal(rng, samples, base_ms, sample_cv),
+                )
+            )
             slow = 1.0 + step if step_at is not None and k >= step_at and input_id in stepped_inputs else 1.0
-            cells.append(Cell(CellKey(op, mode, input_id, label, backend, str(tc["id"])), "ok",
-                              lognormal(rng, samples, ms * night * slow, sample_cv)))
+            cells.append(
+                Cell(
+                    CellKey(op, mode, input_id, label, backend, str(tc["id"])),
+                    "ok",
+                    lognormal(rng, samples, ms * night * slow, sample_cv),
+                )
+            )
         out.append((run, cells))
     return out
 
@@ -214,5 +243,9 @@ def fake_timing_job(variants: list[str], samples: int = 8, seed: int = 0) -> dic
     for _ in range(samples):
         for v in variants:  # interleaved, as the real timer does
             out[v].append(round(10.0 + rng[v].random(), 6))
-    return {"samples": out, "pid": os.getpid(), "hostname": socket.gethostname(),
-            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES")}
+    return {
+        "samples": out,
+        "pid": os.getpid(),
+        "hostname": socket.gethostname(),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }

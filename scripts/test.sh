@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh test
 # Typed code is part of the contract: the type check runs with the tests.
+# One format and one lint for the tree ([tool.ruff] in pyproject.toml; .pre-commit-config.yaml runs the same).
+.venv/bin/ruff format --check .
+.venv/bin/ruff check .
 .venv/bin/python -m mypy  # strict, configured in pyproject.toml ([tool.mypy])
 # So is the layering: a package imports only the packages below it (docs/architecture.md).
 .venv/bin/lint-imports

@@ -25,9 +25,18 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary
 def run_chromium(tmp_path: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     """Chromium headless with a private profile under ``tmp_path`` and no network or sync."""
     assert CHROMIUM
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-           *args]  # fmt: skip
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        *args,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
 
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from ktriage.arch import SUPPORTED, Arch, parse_arch, supported_archs
 from ktriage.errors import KtriageError
 
@@ -59,9 +60,21 @@ def test_direct_construction_of_unknown_cc_raises() -> None:
 
 def test_supported_list_covers_the_brief() -> None:
     assert SUPPORTED == (
-        "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90",
-        "sm_100", "sm_101", "sm_103", "sm_110", "sm_120", "sm_121",
-    )  # fmt: skip
+        "sm_70",
+        "sm_72",
+        "sm_75",
+        "sm_80",
+        "sm_86",
+        "sm_87",
+        "sm_89",
+        "sm_90",
+        "sm_100",
+        "sm_101",
+        "sm_103",
+        "sm_110",
+        "sm_120",
+        "sm_121",
+    )
     assert [a.name for a in supported_archs()] == list(SUPPORTED)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ktriage.errors import KtriageError, check_format_version
-from ktriage.measure.results_file import FORMAT_VERSION, parse_results, results_to_json, read_results
+from ktriage.measure.results_file import FORMAT_VERSION, parse_results, read_results, results_to_json
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.record import load_specs, save_specs
 

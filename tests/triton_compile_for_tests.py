@@ -62,8 +62,14 @@ def compile_for_test(
 
     No divisibility hints: these kernels are compiled as a plain ASTSource would compile them."""
     toolchain = ensure_toolchain(f"triton=={version}")
-    spec = KernelSpec(name=kernel, source=f"{KERNELS_FILE}:{kernel}", signature=signature,
-                      constexprs=dict(constexprs), num_warps=num_warps, target=target)
+    spec = KernelSpec(
+        name=kernel,
+        source=f"{KERNELS_FILE}:{kernel}",
+        signature=signature,
+        constexprs=dict(constexprs),
+        num_warps=num_warps,
+        target=target,
+    )
     art = compiler.compile(spec, toolchain)
     assert isinstance(art, Artifact), art
     return CompiledForTest(
@@ -90,13 +96,21 @@ def standard_compiles(test_home: Path) -> dict[str, CompiledForTest]:
         for version in ("3.3.1", "3.4.0"):
             for rblock in (64, 256):
                 result[f"red{rblock}-{version}"] = compile_for_test(
-                    version, "red_kernel", RED_SIGNATURE, {"XBLOCK": 64, "RBLOCK": rblock}, compiler=compiler)
+                    version, "red_kernel", RED_SIGNATURE, {"XBLOCK": 64, "RBLOCK": rblock}, compiler=compiler
+                )
             result[f"atomic-{version}"] = compile_for_test(
-                version, "atomic_kernel", ATOMIC_SIGNATURE, {"BLOCK": 1024}, compiler=compiler)
+                version, "atomic_kernel", ATOMIC_SIGNATURE, {"BLOCK": 1024}, compiler=compiler
+            )
     return result
 
 
 def analyze_compiled(c: CompiledForTest) -> Resources:
     """Resources of a test compile, with its ptxas log, PTX and Triton's shared size."""
-    return analyze(c.cubin, cuobjdump=c.cuobjdump, ptxas_log=c.ptxas_log, ptx=c.ptx.read_text(),
-                   kernel_name=c.name, triton_shared=c.shared)
+    return analyze(
+        c.cubin,
+        cuobjdump=c.cuobjdump,
+        ptxas_log=c.ptxas_log,
+        ptx=c.ptx.read_text(),
+        kernel_name=c.name,
+        triton_shared=c.shared,
+    )

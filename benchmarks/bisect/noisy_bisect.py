@@ -50,9 +50,9 @@ import scipy
 
 from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.time_predicate import TimePredicate
-from ktriage.testing import FakeNoisyTimings, fake_candidates
 from ktriage.errors import KtriageError
 from ktriage.stats.verdict import DEFAULT_CONFIG
+from ktriage.testing import FakeNoisyTimings, fake_candidates
 
 N_CANDIDATES = 64
 CVS = (0.01, 0.02, 0.05, 0.10)
@@ -153,18 +153,33 @@ def condition(args: tuple[str, float, float, int, int, int]) -> list[dict[str, A
     ends: dict[str, Counter[str]] = {m: Counter() for m in METHODS}
     samples: dict[str, list[int]] = {m: [] for m in METHODS}
     tests: dict[str, list[int]] = {m: [] for m in METHODS}
-    for t in range(trials):
+    for _ in range(trials):
         culprit = int(rng.integers(1, N_CANDIDATES))
         s = int(rng.integers(2**31))
         for m in METHODS:
             fake = make_fake(shape, cv, effect, culprit, s)
-            r = run_ktriage(fake, cands, workers) if m == "ktriage" else run_plain(fake, cands, 1 if m == "plain" else 10)
+            r = (
+                run_ktriage(fake, cands, workers)
+                if m == "ktriage"
+                else run_plain(fake, cands, 1 if m == "plain" else 10)
+            )
             ends[m][r["end"]] += 1
             samples[m].append(r["samples"])
             tests[m].append(r["tests"])
-    return [{"shape": shape, "cv": cv, "effect": effect, "method": m, "trials": trials, **{e: ends[m][e] for e in ENDS},
-             "mean_samples": float(np.mean(samples[m])), "max_samples": int(np.max(samples[m])),
-             "mean_tests": float(np.mean(tests[m]))} for m in METHODS]  # fmt: skip
+    return [
+        {
+            "shape": shape,
+            "cv": cv,
+            "effect": effect,
+            "method": m,
+            "trials": trials,
+            **{e: ends[m][e] for e in ENDS},
+            "mean_samples": float(np.mean(samples[m])),
+            "max_samples": int(np.max(samples[m])),
+            "mean_tests": float(np.mean(tests[m])),
+        }
+        for m in METHODS
+    ]
 
 
 def target_row(r: dict[str, Any]) -> bool:
@@ -185,8 +200,13 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         out[m] = {}
         for g, sel in groups.items():
             n = sum(r["trials"] for r in sel)
-            out[m][g] = {"trials": n, **{e: sum(r[e] for r in sel) for e in ENDS},
-                         "mean_samples": float(np.average([r["mean_samples"] for r in sel], weights=[r["trials"] for r in sel])) if sel else 0.0}  # fmt: skip
+            out[m][g] = {
+                "trials": n,
+                **{e: sum(r[e] for r in sel) for e in ENDS},
+                "mean_samples": float(np.average([r["mean_samples"] for r in sel], weights=[r["trials"] for r in sel]))
+                if sel
+                else 0.0,
+            }
     return out
 
 
@@ -195,28 +215,51 @@ def pct(k: int, n: int) -> str:
 
 
 def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], summary: dict[str, Any]) -> str:
-    L = ["# Bisection under timing noise (synthetic series, known culprits)", "",
-         f"Command: `{meta['command']}`  ", f"Machine: {meta['machine']}  ",
-         f"Date: {meta['date']} (git {meta['git_sha']}), {meta['seconds']:.0f} s  ",
-         f"Driver: {meta['driver']}, k = {meta['workers']} candidate(s) per round", "",
-         f"{N_CANDIDATES} candidates, culprit uniform in 1..{N_CANDIDATES - 1}, {meta['trials']} trials per setting; "
-         f"ktriage: gate {DEFAULT_CONFIG.threshold:.0%} (candidates: a third of the endpoints' distance), "
-         f"confidence {DEFAULT_CONFIG.confidence:.0%}, 10 -> {MAX_SAMPLES} samples per variant per test. "
-         "Samples counted = every sample taken, endpoints included.", "",
-         "## Headline", "",
-         "| method | zone | trials | exact | range/unsure (contains culprit) | wrong culprit | preflight stop | mean samples |",
-         "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    zones = {"target_unimodal": "effect >= 3x noise, log-normal (+drift)", "target_bimodal": "effect >= 3x noise, bimodal",
-             "below_target": "effect < 3x noise (all shapes)", "all": "all settings"}  # fmt: skip
+    L = [
+        "# Bisection under timing noise (synthetic series, known culprits)",
+        "",
+        f"Command: `{meta['command']}`  ",
+        f"Machine: {meta['machine']}  ",
+        f"Date: {meta['date']} (git {meta['git_sha']}), {meta['seconds']:.0f} s  ",
+        f"Driver: {meta['driver']}, k = {meta['workers']} candidate(s) per round",
+        "",
+        f"{N_CANDIDATES} candidates, culprit uniform in 1..{N_CANDIDATES - 1}, {meta['trials']} trials per setting; "
+        f"ktriage: gate {DEFAULT_CONFIG.threshold:.0%} (candidates: a third of the endpoints' distance), "
+        f"confidence {DEFAULT_CONFIG.confidence:.0%}, 10 -> {MAX_SAMPLES} samples per variant per test. "
+        "Samples counted = every sample taken, endpoints included.",
+        "",
+        "## Headline",
+        "",
+        "| method | zone | trials | exact | range/unsure (contains culprit) | wrong culprit | preflight stop | mean samples |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    zones = {
+        "target_unimodal": "effect >= 3x noise, log-normal (+drift)",
+        "target_bimodal": "effect >= 3x noise, bimodal",
+        "below_target": "effect < 3x noise (all shapes)",
+        "all": "all settings",
+    }
     for m in METHODS:
         for z, name in zones.items():
             s = summary[m][z]
-            L.append(f"| {m} | {name} | {s['trials']} | {pct(s['exact'], s['trials'])} | {pct(s['range'], s['trials'])} | "
-                     f"{pct(s['wrong'], s['trials'])} | {pct(s['preflight'], s['trials'])} | {s['mean_samples']:.0f} |")  # fmt: skip
-    L += ["", "## Per setting", "", "Cells: exact / range / wrong / preflight (% of trials), then mean samples per bisect.", ""]
+            L.append(
+                f"| {m} | {name} | {s['trials']} | {pct(s['exact'], s['trials'])} | {pct(s['range'], s['trials'])} | "
+                f"{pct(s['wrong'], s['trials'])} | {pct(s['preflight'], s['trials'])} | {s['mean_samples']:.0f} |"
+            )
+    L += [
+        "",
+        "## Per setting",
+        "",
+        "Cells: exact / range / wrong / preflight (% of trials), then mean samples per bisect.",
+        "",
+    ]
     for shape in SHAPES:
-        L += [f"### {shape}", "", "| CV | effect | effect/noise | " + " | ".join(METHODS) + " | samples " + " / ".join(METHODS) + " |",
-              "|---|---|---|" + "---|" * (len(METHODS) + 1)]  # fmt: skip
+        L += [
+            f"### {shape}",
+            "",
+            "| CV | effect | effect/noise | " + " | ".join(METHODS) + " | samples " + " / ".join(METHODS) + " |",
+            "|---|---|---|" + "---|" * (len(METHODS) + 1),
+        ]
         for cv in CVS:
             for e in EFFECTS:
                 sel = {r["method"]: r for r in rows if (r["shape"], r["cv"], r["effect"]) == (shape, cv, e)}
@@ -235,9 +278,18 @@ def markdown(meta: dict[str, Any], rows: list[dict[str, Any]], summary: dict[str
 def machine() -> str:
     cpu = platform.processor()
     if Path("/proc/cpuinfo").exists():
-        cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), cpu)
-    return (f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, Python {platform.python_version()}, "
-            f"numpy {np.__version__}, scipy {scipy.__version__}")  # fmt: skip
+        cpu = next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            cpu,
+        )
+    return (
+        f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, Python {platform.python_version()}, "
+        f"numpy {np.__version__}, scipy {scipy.__version__}"
+    )
 
 
 def main() -> None:
@@ -250,20 +302,36 @@ def main() -> None:
     a = ap.parse_args()
     t0 = time.time()
     shapes = a.shapes.split(",")
-    grid = [(s, cv, e, a.trials, 1000 * i + 17, a.workers) for i, (s, cv, e) in enumerate((s, cv, e) for s in shapes for cv in CVS for e in EFFECTS)]
+    grid = [
+        (s, cv, e, a.trials, 1000 * i + 17, a.workers)
+        for i, (s, cv, e) in enumerate((s, cv, e) for s in shapes for cv in CVS for e in EFFECTS)
+    ]
     with Pool(a.jobs) as pool:
         rows = [r for rs in pool.imap(condition, grid) for r in rs]
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         sha = "?"
-    meta = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "machine": machine(),
-            "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "git_sha": sha, "seconds": time.time() - t0,
-            "driver": DRIVER, "workers": a.workers, "trials": a.trials, "candidates": N_CANDIDATES, "max_samples": MAX_SAMPLES,
-            "config": {"threshold": DEFAULT_CONFIG.threshold, "confidence": DEFAULT_CONFIG.confidence}}  # fmt: skip
+    meta = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": machine(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_sha": sha,
+        "seconds": time.time() - t0,
+        "driver": DRIVER,
+        "workers": a.workers,
+        "trials": a.trials,
+        "candidates": N_CANDIDATES,
+        "max_samples": MAX_SAMPLES,
+        "config": {"threshold": DEFAULT_CONFIG.threshold, "confidence": DEFAULT_CONFIG.confidence},
+    }
     summary = summarize(rows)
     a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "noisy_bisect.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1) + "\n")
+    (a.out / "noisy_bisect.json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1) + "\n"
+    )
     md = markdown(meta, rows, summary)
     (a.out / "noisy_bisect.md").write_text(md + "\n")
     print(md.split("## Per setting")[0])

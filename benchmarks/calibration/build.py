@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from ktriage.measure.results_file import read_results  # noqa: E402
-from ktriage.predict.dataset import cells_from_results, write_cells  # noqa: E402
+from ktriage.measure.results_file import read_results
+from ktriage.predict.dataset import cells_from_results, write_cells
 
 
 def _recorded_report(target: Path, run, results, specs: list[str]) -> dict:
@@ -43,9 +43,14 @@ def _recorded_report(target: Path, run, results, specs: list[str]) -> dict:
     from ktriage.report.explain import to_json
     from ktriage.toolchain.manager import ensure_toolchains
 
-    wanted = {(str(c.extra.get("kernel")), int(c.extra.get("recorded_input", 0))) for c in results if c.extra.get("kernel")}
-    kernels = [k for k in resolve_specs(str(target), target_arch="sm_90")
-               if (str(k.meta.get("workload_kernel")), int(k.meta.get("input_id", 0))) in wanted]
+    wanted = {
+        (str(c.extra.get("kernel")), int(c.extra.get("recorded_input", 0))) for c in results if c.extra.get("kernel")
+    }
+    kernels = [
+        k
+        for k in resolve_specs(str(target), target_arch="sm_90")
+        if (str(k.meta.get("workload_kernel")), int(k.meta.get("input_id", 0))) in wanted
+    ]
     toolchains = ensure_toolchains(specs)
     with Compiler(jobs=2) as compiler:
         result = Explainer(compiler).run(kernels, toolchains)
@@ -93,8 +98,13 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
         if report is not None and _is_report(report):
             out.append({"operator": name, "results": str(path.resolve()), "explain_json": str(report.resolve())})
         else:
-            out.append({"operator": name, "results": str(path.resolve()),
-                        "explain": {"target": str(workloads[name].resolve())}})
+            out.append(
+                {
+                    "operator": name,
+                    "results": str(path.resolve()),
+                    "explain": {"target": str(workloads[name].resolve())},
+                }
+            )
     return out
 
 
@@ -126,7 +136,11 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/ktriage-calibration", help="where explain reports compiled here are kept")
     ap.add_argument("--scan", type=Path, help="a folder of recorded-bench results files (the corpus)")
     ap.add_argument("--workloads", type=Path, help="with --scan: the folder of their *.workload.json")
-    ap.add_argument("--explain-dir", type=Path, help="with --scan: explain reports NAME.json or NAME.json.gz of the workloads (no compile)")
+    ap.add_argument(
+        "--explain-dir",
+        type=Path,
+        help="with --scan: explain reports NAME.json or NAME.json.gz of the workloads (no compile)",
+    )
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
     args = ap.parse_args()
@@ -137,7 +151,11 @@ def main() -> int:
     if args.scan:
         sources += scan(args.scan, args.workloads or args.scan, args.explain_dir)
     for source in sources:
-        if args.no_compile and not source.get("explain_json") and not (work / f"{source['operator']}.explain.json").exists():
+        if (
+            args.no_compile
+            and not source.get("explain_json")
+            and not (work / f"{source['operator']}.explain.json").exists()
+        ):
             print(f"note: {source['operator']}: no explain report yet (--no-compile): skipped", file=sys.stderr)
             continue
         run, results = read_results(ROOT / source["results"])
@@ -147,8 +165,9 @@ def main() -> int:
         except Exception as exc:  # one source that cannot be explained never loses the others
             print(f"note: {source['operator']}: not explained ({type(exc).__name__}: {exc})", file=sys.stderr)
             continue
-        made, notes = cells_from_results(run, results, report, operator=source["operator"],
-                                         backend=source.get("backend"), source=source["results"])
+        made, notes = cells_from_results(
+            run, results, report, operator=source["operator"], backend=source.get("backend"), source=source["results"]
+        )
         for note in dict.fromkeys(notes):
             print(f"note: {note}", file=sys.stderr)
         print(f"{source['operator']}: {len(made)} cells", file=sys.stderr)

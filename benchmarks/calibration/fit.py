@@ -23,16 +23,26 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ktriage.predict.calibration import Scores, calibrate  # noqa: E402
-from ktriage.predict.dataset import CalibrationCell, read_cells  # noqa: E402
-from ktriage.predict.facts import KernelFacts  # noqa: E402
-from ktriage.predict.model import PARAMS_FILE  # noqa: E402
+from ktriage.predict.calibration import Scores, calibrate
+from ktriage.predict.dataset import CalibrationCell, read_cells
+from ktriage.predict.facts import KernelFacts
+from ktriage.predict.model import PARAMS_FILE
 
 # explain's sign rules before the model (ktriage/explain/findings.py at 0ac3bbe): a cell is a
 # "regression" when any headline metric or notable opcode moved the worse way, an "improvement"
 # when only better ways, else neutral. Re-implemented on the facts so it works for any pair.
-_WORSE_UP = {"spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "LDL", "STL", "ATOMG", "ATOM", "ATOMS",
-             "main_loop_instructions"}
+_WORSE_UP = {
+    "spill_store_bytes",
+    "registers",
+    "stack_bytes",
+    "shared_bytes",
+    "LDL",
+    "STL",
+    "ATOMG",
+    "ATOM",
+    "ATOMS",
+    "main_loop_instructions",
+}
 _WORSE_DOWN = {"ctas_per_sm", "REDG", "RED", "HGMMA", "HMMA", "WGMMA"}
 _NOTABLE = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
 
@@ -46,8 +56,10 @@ def _base(f: KernelFacts) -> dict[str, int]:
 
 def sign_rules(c: CalibrationCell) -> str:
     a, b = c.ref, c.new
-    moves: list[tuple[str, float, float]] = [(m, getattr(a, m), getattr(b, m)) for m in
-                                             ("spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "ctas_per_sm")]
+    moves: list[tuple[str, float, float]] = [
+        (m, getattr(a, m), getattr(b, m))
+        for m in ("spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "ctas_per_sm")
+    ]
     oa, ob = _base(a), _base(b)
     for op in _NOTABLE:
         x, y = oa.get(op, 0), ob.get(op, 0)
@@ -74,7 +86,9 @@ def main() -> int:
     ap.add_argument("--install", action="store_true", help="also write the parameters to ktriage/predict/params.json")
     ap.add_argument("--threshold", type=float, default=0.05)
     ap.add_argument("--level", type=float, default=0.8, help="coverage asked of the prediction interval")
-    ap.add_argument("--levels", help="also print LOOO precision/recall at these interval levels (e.g. 0.5,0.6,0.7,0.8,0.9)")
+    ap.add_argument(
+        "--levels", help="also print LOOO precision/recall at these interval levels (e.g. 0.5,0.6,0.7,0.8,0.9)"
+    )
     args = ap.parse_args()
     cells = read_cells(args.cells)
     cal = calibrate(cells, threshold=args.threshold, level=args.level)
@@ -84,32 +98,58 @@ def main() -> int:
     before = Scores.of([sign_rules(r.cell) for r in cal.cv_cells], [r.cell.measured.verdict for r in cal.cv_cells])
     assert cal.scores is not None
     ops = sorted(cal.per_operator)
-    text = [f"# Calibration: {len(cal.cv_cells)} GPU-measured cells of {len(ops)} operators", "",
-            f"Gate +-{args.threshold:.0%}; measured verdicts from ktriage compare (99 % CI); model predictions "
-            "leave-one-operator-out (fit and interval never saw the operator they predict).", "",
-            "## After: the cost model (ktriage/predict)", "", cal.scores.markdown(), "",
-            "## Before: explain's per-metric sign rules (registers up = bad, ...)", "", before.markdown(), "",
-            "## Per operator (model, LOOO)", "", "| operator | cells | median abs log error | reg P/R | imp P/R |",
-            "|---|---|---|---|---|"]
+    text = [
+        f"# Calibration: {len(cal.cv_cells)} GPU-measured cells of {len(ops)} operators",
+        "",
+        f"Gate +-{args.threshold:.0%}; measured verdicts from ktriage compare (99 % CI); model predictions "
+        "leave-one-operator-out (fit and interval never saw the operator they predict).",
+        "",
+        "## After: the cost model (ktriage/predict)",
+        "",
+        cal.scores.markdown(),
+        "",
+        "## Before: explain's per-metric sign rules (registers up = bad, ...)",
+        "",
+        before.markdown(),
+        "",
+        "## Per operator (model, LOOO)",
+        "",
+        "| operator | cells | median abs log error | reg P/R | imp P/R |",
+        "|---|---|---|---|---|",
+    ]
     for op in ops:
         s = cal.per_operator[op]
-        def pr(k: str) -> str:
+
+        def pr(k: str, s: dict[str, dict[str, float | None]] = s) -> str:
             v = s[k]
-            f = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
+
+            def f(x: float | None) -> str:
+                return "-" if x is None else f"{x:.0%}"
+
             return f"{f(v['precision'])}/{f(v['recall'])}"
-        text.append(f"| {op} | {s['cells']} | {s['median_abs_log_error']:.3f} | {pr('regression')} | {pr('improvement')} |")
+
+        text.append(
+            f"| {op} | {s['cells']} | {s['median_abs_log_error']:.3f} | {pr('regression')} | {pr('improvement')} |"
+        )
     text += ["", "Parameters: see fit.json (`params`)."]
     if args.levels:
-        text += ["", "## The interval's level (LOOO; a lower level: narrower intervals, more verdicts)", "",
-                 "| level | a | b | regression P/R | improvement P/R |", "|---|---|---|---|---|"]
+        text += [
+            "",
+            "## The interval's level (LOOO; a lower level: narrower intervals, more verdicts)",
+            "",
+            "| level | a | b | regression P/R | improvement P/R |",
+            "|---|---|---|---|---|",
+        ]
         for level in (float(x) for x in args.levels.split(",")):
             other = cal if level == args.level else calibrate(cells, threshold=args.threshold, level=level)
             sc = other.scores
             assert sc is not None
             f = lambda x: "-" if x is None else f"{x:.0%}"  # noqa: E731
-            text.append(f"| {level:g} | {other.params.interval_a} | {other.params.interval_b} | "
-                        f"{f(sc.precision('regression'))}/{f(sc.recall('regression'))} | "
-                        f"{f(sc.precision('improvement'))}/{f(sc.recall('improvement'))} |")
+            text.append(
+                f"| {level:g} | {other.params.interval_a} | {other.params.interval_b} | "
+                f"{f(sc.precision('regression'))}/{f(sc.recall('regression'))} | "
+                f"{f(sc.precision('improvement'))}/{f(sc.recall('improvement'))} |"
+            )
     (out / "confusion.md").write_text("\n".join(text) + "\n")
     print("\n".join(text))
     if args.install:

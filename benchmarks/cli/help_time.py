@@ -64,8 +64,13 @@ def import_profile(args: tuple[str, ...]) -> ImportProfile:
         f"print('MODULES=' + json.dumps([m for m in mods if m.split('.')[0] in {HEAVY!r} and '.' not in m]"
         " + [m for m in mods if m.startswith('ktriage.cli.')]), file=sys.stderr)\n"
     )
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", probe], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "100"}, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "100"},
+        check=False,
+    )
     top: list[tuple[int, str]] = []
     loaded: list[str] = []
     for line in proc.stderr.splitlines():
@@ -113,8 +118,10 @@ def main() -> None:
         loaded = prof.loaded
         heavy = ", ".join(m for m in loaded if not m.startswith("ktriage")) or "none"
         cli = ", ".join(m.removeprefix("ktriage.cli.") for m in loaded if m.startswith("ktriage.cli.")) or "none"
-        lines.append(f"| `ktriage {' '.join(case)}` | {statistics.median(times):.3f} | {min(times):.3f} | "
-                     f"{max(times):.3f} | {prof.total_us / 1e6:.3f} | {heavy} | {cli} |")
+        lines.append(
+            f"| `ktriage {' '.join(case)}` | {statistics.median(times):.3f} | {min(times):.3f} | "
+            f"{max(times):.3f} | {prof.total_us / 1e6:.3f} | {heavy} | {cli} |"
+        )
     lines += ["", "Slowest top-level imports of `ktriage --help` (-X importtime, cumulative):", ""]
     for us, name in rows[0][2].slowest:
         lines.append(f"- {us / 1e3:.1f} ms {name}")

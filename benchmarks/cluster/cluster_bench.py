@@ -16,7 +16,6 @@ import argparse
 import datetime as dt
 import functools
 import json
-import math
 import os
 import platform
 import socket
@@ -53,12 +52,43 @@ class Head:
         self.address = f"127.0.0.1:{port}"
         env = {**os.environ, "RAY_TMPDIR": str(self.tmp), "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
         t0 = time.monotonic()
-        subprocess.run([str(RAY), "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", str(cpus),
-                        "--temp-dir", str(self.tmp), "--include-dashboard", "false", "--disable-usage-stats",
-                        "--node-manager-port", str(nm), "--object-manager-port", str(om), "--min-worker-port", str(lo),
-                        "--max-worker-port", str(lo + 40), "--metrics-export-port", str(mm), "--runtime-env-agent-port", str(ra),
-                        "--dashboard-agent-listen-port", str(da), "--dashboard-agent-grpc-port", str(dg)],
-                       env=env, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                str(RAY),
+                "start",
+                "--head",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--num-cpus",
+                str(cpus),
+                "--temp-dir",
+                str(self.tmp),
+                "--include-dashboard",
+                "false",
+                "--disable-usage-stats",
+                "--node-manager-port",
+                str(nm),
+                "--object-manager-port",
+                str(om),
+                "--min-worker-port",
+                str(lo),
+                "--max-worker-port",
+                str(lo + 40),
+                "--metrics-export-port",
+                str(mm),
+                "--runtime-env-agent-port",
+                str(ra),
+                "--dashboard-agent-listen-port",
+                str(da),
+                "--dashboard-agent-grpc-port",
+                str(dg),
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
         self.start_s = time.monotonic() - t0
         os.environ["RAY_TMPDIR"] = str(self.tmp)
 
@@ -94,14 +124,26 @@ def compile_throughput(specs, tc, workers: int, ray_head: Head | None) -> dict: 
             out = compiler.compile_many(specs, [tc])
             wall = time.monotonic() - t0
             assert all(isinstance(o, Artifact) for o in out), [getattr(o, "message", "")[:200] for o in out]
-            passes.append({"pass": name, "kernels": len(specs), "wall_s": round(wall, 2), "kernels_per_s": round(len(specs) / wall, 3)})
+            passes.append(
+                {
+                    "pass": name,
+                    "kernels": len(specs),
+                    "wall_s": round(wall, 2),
+                    "kernels_per_s": round(len(specs) / wall, 3),
+                }
+            )
     finally:
         if compiler is not None:
             compiler.close()
         if executor is not None:
             executor.close()
-    return {"backend": "ray" if ray_head else "local", "workers": workers, "connect_s": round(connect_s, 2),
-            "cluster_start_s": round(ray_head.start_s, 2) if ray_head else 0.0, "passes": passes}  # fmt: skip
+    return {
+        "backend": "ray" if ray_head else "local",
+        "workers": workers,
+        "connect_s": round(connect_s, 2),
+        "cluster_start_s": round(ray_head.start_s, 2) if ray_head else 0.0,
+        "passes": passes,
+    }
 
 
 def noop_latency(head: Head, n: int = 50) -> dict:
@@ -119,6 +161,7 @@ def noop_latency(head: Head, n: int = 50) -> dict:
 
 
 # ----------------------------------------------------------------------------------- bisect model
+
 
 def rounds_for(n: int, culprit: int, k: int) -> int:
     """Rounds the real search (ktriage.bisect.search) takes on n candidates, culprit index, k per round."""
@@ -138,7 +181,7 @@ def rounds_for(n: int, culprit: int, k: int) -> int:
     return run_search(cands, Exact(), workers=k).rounds  # type: ignore[arg-type]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mean_rounds(n: int, k: int) -> float:
     return sum(rounds_for(n, c, k) for c in range(1, n)) / (n - 1)
 
@@ -158,9 +201,20 @@ def measured_bisect(head_workers: int, k: int, build_sleep: int) -> dict:
     repo = fx.make_kernel_repo(tmp / "repo", n=24, culprit_at=9, salt=uuid.uuid4().hex)
     head = Head(head_workers) if k > 1 else None
     try:
-        opts = BisectOptions(source=f"git:{repo.path}", good=repo.good, bad=repo.bad, metric="spill_store_bytes", spec="spec.toml",
-                             toolchain="triton==3.4.0", build=f"sleep {build_sleep} && sh build.sh", state=tmp / "s.json",
-                             cache_dir=tmp / "a", explain=False, workers=k, cluster=head.address if head else None)  # fmt: skip
+        opts = BisectOptions(
+            source=f"git:{repo.path}",
+            good=repo.good,
+            bad=repo.bad,
+            metric="spill_store_bytes",
+            spec="spec.toml",
+            toolchain="triton==3.4.0",
+            build=f"sleep {build_sleep} && sh build.sh",
+            state=tmp / "s.json",
+            cache_dir=tmp / "a",
+            explain=False,
+            workers=k,
+            cluster=head.address if head else None,
+        )
         t0 = time.monotonic()
         report = run_bisect(opts)
         wall = time.monotonic() - t0
@@ -168,8 +222,14 @@ def measured_bisect(head_workers: int, k: int, build_sleep: int) -> dict:
         if head is not None:
             head.stop()
     assert report.final.culprit is not None and report.final.culprit.id == repo.culprit
-    return {"k": k, "backend": "ray" if head else "local", "commits": 24, "build_sleep_s": build_sleep,
-            "rounds": report.final.rounds, "wall_s": round(wall, 1)}  # fmt: skip
+    return {
+        "k": k,
+        "backend": "ray" if head else "local",
+        "commits": 24,
+        "build_sleep_s": build_sleep,
+        "rounds": report.final.rounds,
+        "wall_s": round(wall, 1),
+    }
 
 
 def to_markdown(r: dict) -> str:
@@ -194,34 +254,54 @@ def to_markdown(r: dict) -> str:
     ]
     for c in r["compile"]:
         cold, warm = c["passes"]
-        lines.append(f"| {c['backend']} | {c['workers']} | {cold['kernels_per_s']} ({cold['kernels']} in {cold['wall_s']} s) | "
-                     f"{warm['kernels_per_s']} ({warm['wall_s']} s) | {c['cluster_start_s']} | {c['connect_s']} |")
-    lines += ["", f"No-op job round trip on Ray (sequential, warm worker): {r['noop']['sequential_job_roundtrip_s']} s "
-              f"({r['noop']['jobs']} jobs).", "",
-              "## A measured bisect (the tests' synthetic repository, 24 commits, builds that sleep 3 s)", "",
-              "| backend | k | rounds | wall s |", "|---|---|---|---|"]
+        lines.append(
+            f"| {c['backend']} | {c['workers']} | {cold['kernels_per_s']} ({cold['kernels']} in {cold['wall_s']} s) | "
+            f"{warm['kernels_per_s']} ({warm['wall_s']} s) | {c['cluster_start_s']} | {c['connect_s']} |"
+        )
+    lines += [
+        "",
+        f"No-op job round trip on Ray (sequential, warm worker): {r['noop']['sequential_job_roundtrip_s']} s "
+        f"({r['noop']['jobs']} jobs).",
+        "",
+        "## A measured bisect (the tests' synthetic repository, 24 commits, builds that sleep 3 s)",
+        "",
+        "| backend | k | rounds | wall s |",
+        "|---|---|---|---|",
+    ]
     for b in r["bisect_measured"]:
         lines.append(f"| {b['backend']} | {b['k']} | {b['rounds']} | {b['wall_s']} |")
     mc = r["model_check"]
-    lines += ["", f"Model check: the local run costs {mc['local_k1_per_round_s']} s per round (preflight counted as a round); "
-              f"the model predicts {mc['predicted_ray_k3_wall_s_if_cores_were_free']} s for k=3 on free cores, measured "
-              f"{mc['measured_ray_k3_wall_s']} s: {mc['note']}. The rounds themselves are the real search's "
-              "(ktriage.bisect.search), so the model's round counts are exact; its per-round time assumes each "
-              "candidate has its own cores.", "",
-              "## Model: 256 commits, 30-minute builds, 60 s test per candidate", "",
-              "wall = startup + (1 + mean rounds) x (build + test + per-round overhead); mean rounds over every culprit "
-              "position, from the real search; k candidates per round on k nodes.", "",
-              "| k | mean rounds | wall h |", "|---|---|---|"]
+    lines += [
+        "",
+        f"Model check: the local run costs {mc['local_k1_per_round_s']} s per round (preflight counted as a round); "
+        f"the model predicts {mc['predicted_ray_k3_wall_s_if_cores_were_free']} s for k=3 on free cores, measured "
+        f"{mc['measured_ray_k3_wall_s']} s: {mc['note']}. The rounds themselves are the real search's "
+        "(ktriage.bisect.search), so the model's round counts are exact; its per-round time assumes each "
+        "candidate has its own cores.",
+        "",
+        "## Model: 256 commits, 30-minute builds, 60 s test per candidate",
+        "",
+        "wall = startup + (1 + mean rounds) x (build + test + per-round overhead); mean rounds over every culprit "
+        "position, from the real search; k candidates per round on k nodes.",
+        "",
+        "| k | mean rounds | wall h |",
+        "|---|---|---|",
+    ]
     for row in r["model_256_commits_30min_builds"]:
         lines.append(f"| {row['k']} | {row['mean_rounds_256']} | {row['wall_h_30min_builds']} |")
     a = r["model_assumptions"]
     cross = ", ".join(f"k={k}: {v} s" for k, v in r["crossover_build_s"].items())
-    lines += ["", f"Assumptions: Ray startup + connect {a['startup_s']} s (measured above), per-round overhead {a['per_round_overhead_s']} s "
-              "(the measured round trip + 2 s for checkout and artifact transfer, generous), "
-              f"{a['k_nodes_free']}.", "",
-              f"**Crossover** (build time above which Ray with k workers beats local k=1): {cross}. Every real Triton or "
-              "LLVM build is far above it: Ray pays for bisects of real builds on more than one machine; for compile-only "
-              "sweeps of cached toolchains on one machine, the local pool is as fast or faster (table above).", ""]
+    lines += [
+        "",
+        f"Assumptions: Ray startup + connect {a['startup_s']} s (measured above), per-round overhead {a['per_round_overhead_s']} s "
+        "(the measured round trip + 2 s for checkout and artifact transfer, generous), "
+        f"{a['k_nodes_free']}.",
+        "",
+        f"**Crossover** (build time above which Ray with k workers beats local k=1): {cross}. Every real Triton or "
+        "LLVM build is far above it: Ray pays for bisects of real builds on more than one machine; for compile-only "
+        "sweeps of cached toolchains on one machine, the local pool is as fast or faster (table above).",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -233,15 +313,24 @@ def main() -> None:
     from ktriage.catalog import expand_op
     from ktriage.toolchain.manager import ensure_toolchain
 
-    os.environ["KTRIAGE_CLUSTER_SHARED_CACHE"] = "1"  # one host: the nodes compile into the fresh cache (no node-cache hits)
+    os.environ["KTRIAGE_CLUSTER_SHARED_CACHE"] = (
+        "1"  # one host: the nodes compile into the fresh cache (no node-cache hits)
+    )
     tc = ensure_toolchain("triton==3.4.0")
     specs = expand_op("liger.layer_norm", mode="bwd", inputs=[str(i) for i in range(args.kernels)])
-    results: dict = {"command": " ".join(["python", "benchmarks/cluster/cluster_bench.py", *sys.argv[1:]]),
-                     "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                     "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                                 "load_before": os.getloadavg(),
-                                 "note": "2 cores shared with other agents' builds and tests: numbers are lower bounds and noisy"},
-                     "compile": [], "bisect_measured": []}  # fmt: skip
+    results: dict = {
+        "command": " ".join(["python", "benchmarks/cluster/cluster_bench.py", *sys.argv[1:]]),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_before": os.getloadavg(),
+            "note": "2 cores shared with other agents' builds and tests: numbers are lower bounds and noisy",
+        },
+        "compile": [],
+        "bisect_measured": [],
+    }
     for w in (1, 2, 3):
         results["compile"].append(compile_throughput(specs, tc, w, None))
         print(results["compile"][-1], flush=True)
@@ -274,12 +363,21 @@ def main() -> None:
     per_round = results["noop"]["sequential_job_roundtrip_s"] + 2.0  # + checkout and artifact transfer, generous
     table = []
     for k in (1, 2, 3, 4, 8, 16):
-        table.append({"k": k, "mean_rounds_256": round(mean_rounds(256, k), 2),
-                      "wall_h_30min_builds": round(model_wall_s(256, k, 1800, 60, 0 if k == 1 else per_round, 0 if k == 1 else startup_s) / 3600, 2)})
+        table.append(
+            {
+                "k": k,
+                "mean_rounds_256": round(mean_rounds(256, k), 2),
+                "wall_h_30min_builds": round(
+                    model_wall_s(256, k, 1800, 60, 0 if k == 1 else per_round, 0 if k == 1 else startup_s) / 3600, 2
+                ),
+            }
+        )
     results["model_256_commits_30min_builds"] = table
+
     # crossover: smallest build time where Ray k=2 beats local k=1
     def gain(build_s: float, k: int) -> float:
         return model_wall_s(256, 1, build_s, 0, 0, 0) - model_wall_s(256, k, build_s, 0, per_round, startup_s)
+
     cross = {}
     for k in (2, 3, 8):
         lo, hi = 0.0, 3600.0
@@ -288,11 +386,19 @@ def main() -> None:
             lo, hi = (lo, mid) if gain(mid, k) > 0 else (mid, hi)
         cross[str(k)] = round(hi, 2)
     results["crossover_build_s"] = cross
-    results["model_assumptions"] = {"startup_s": round(startup_s, 2), "per_round_overhead_s": round(per_round, 3),
-                                    "test_s_per_candidate": 60, "k_nodes_free": "one candidate per node, each node with its own cores"}
+    results["model_assumptions"] = {
+        "startup_s": round(startup_s, 2),
+        "per_round_overhead_s": round(per_round, 3),
+        "test_s_per_candidate": 60,
+        "k_nodes_free": "one candidate per node, each node with its own cores",
+    }
     (HERE / "results.json").write_text(json.dumps(results, indent=1))
     (HERE / "results.md").write_text(to_markdown(results))
-    print(json.dumps({k: results[k] for k in ("model_check", "model_256_commits_30min_builds", "crossover_build_s")}, indent=1))
+    print(
+        json.dumps(
+            {k: results[k] for k in ("model_check", "model_256_commits_30min_builds", "crossover_build_s")}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -29,9 +29,26 @@ def main(names: list[str]) -> int:
         workload = DATA / "workloads" / f"{name}.workload.json"
         if (names and name not in names) or not workload.exists():
             continue
-        cmd = [sys.executable, "-m", "ktriage", "triage", str(path), str(path), "--workload", str(workload),
-               "--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.6.0", "--no-bisect", "--no-fixes",
-               "-o", str(out / f"{name}.md"), "-o", str(out / f"{name}.json")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ktriage",
+            "triage",
+            str(path),
+            str(path),
+            "--workload",
+            str(workload),
+            "--old-toolchain",
+            "triton==3.3.1",
+            "--new-toolchain",
+            "triton==3.6.0",
+            "--no-bisect",
+            "--no-fixes",
+            "-o",
+            str(out / f"{name}.md"),
+            "-o",
+            str(out / f"{name}.json"),
+        ]
         t0 = time.time()
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
         report_path = out / f"{name}.json"
@@ -39,8 +56,13 @@ def main(names: list[str]) -> int:
         if report:
             report["exit_code"] = proc.returncode
             report_path.write_text(json.dumps(report, indent=1) + "\n")
-        row = {"program": name, "exit_code": proc.returncode, "wall_s": round(time.time() - t0, 1),
-               "headline": report.get("headline"), "error": proc.stderr.strip().splitlines()[-3:] if proc.returncode not in (0, 1) else None}
+        row = {
+            "program": name,
+            "exit_code": proc.returncode,
+            "wall_s": round(time.time() - t0, 1),
+            "headline": report.get("headline"),
+            "error": proc.stderr.strip().splitlines()[-3:] if proc.returncode not in (0, 1) else None,
+        }
         rows.append(row)
         print(f"{name}: exit {proc.returncode} in {row['wall_s']} s | {row['headline']}", flush=True)
     (out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")

@@ -41,17 +41,45 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 COMMANDS = [
-    ["explain", "liger.layer_norm", "--bwd", "--arch", "sm_90", "-t", "triton==3.3.1", "-t", "triton==3.4.0", "-f", "json"],
-    ["explain", "liger.embedding", "--bwd", "--arch", "sm_90", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0",
-     "-f", "json"],
+    [
+        "explain",
+        "liger.layer_norm",
+        "--bwd",
+        "--arch",
+        "sm_90",
+        "-t",
+        "triton==3.3.1",
+        "-t",
+        "triton==3.4.0",
+        "-f",
+        "json",
+    ],
+    [
+        "explain",
+        "liger.embedding",
+        "--bwd",
+        "--arch",
+        "sm_90",
+        "-t",
+        "triton==3.4.0,ptxas==12.4.131",
+        "-t",
+        "triton==3.4.0",
+        "-f",
+        "json",
+    ],
 ]
 # (file, the text of this checkout, what it becomes in the tree without the line map)
 CUTS = [
-    ("ktriage/analyze/cuobjdump.py", 'cmd = [str(nvdisasm), "-c", "-ndf", "-gi", str(cubin)]',
-     'cmd = [str(nvdisasm), "-c", "-ndf", str(cubin)]'),
-    ("ktriage/analyze/resources.py",
-     "source_lines=listing_line_stats(listing, sass_fn, main.body if main is not None else frozenset()),",
-     "source_lines=(),"),
+    (
+        "ktriage/analyze/cuobjdump.py",
+        'cmd = [str(nvdisasm), "-c", "-ndf", "-gi", str(cubin)]',
+        'cmd = [str(nvdisasm), "-c", "-ndf", str(cubin)]',
+    ),
+    (
+        "ktriage/analyze/resources.py",
+        "source_lines=listing_line_stats(listing, sass_fn, main.body if main is not None else frozenset()),",
+        "source_lines=(),",
+    ),
 ]
 
 
@@ -120,13 +148,24 @@ def analysis_cost(home: Path, repeat: int) -> dict[str, Any]:
             best = float("inf")
             for _ in range(repeat):
                 t0 = cpu_now()
-                resources.analyze(cubin, cuobjdump=cuobj, ptxas_log=None, ptx=None, kernel_name=names[0],
-                                  triton_shared=0, nvdisasm=nvdis)
+                resources.analyze(
+                    cubin,
+                    cuobjdump=cuobj,
+                    ptxas_log=None,
+                    ptx=None,
+                    kernel_name=names[0],
+                    triton_shared=0,
+                    nvdisasm=nvdis,
+                )
                 best = min(best, cpu_now() - t0)
             totals[variant] += best
     resources.disassemble, resources.listing_line_stats = real_disassemble, real_stats  # type: ignore[assignment]
-    return {"cubins": n, "cpu_with_s": round(totals["with"], 3), "cpu_without_s": round(totals["without"], 3),
-            "added_cpu_s": round(totals["with"] - totals["without"], 3)}
+    return {
+        "cubins": n,
+        "cpu_with_s": round(totals["with"], 3),
+        "cpu_without_s": round(totals["without"], 3),
+        "added_cpu_s": round(totals["with"] - totals["without"], 3),
+    }
 
 
 def cold_run(tree: Path, source_home: Path, parent: Path, keep: bool = False) -> dict[str, Any]:
@@ -136,15 +175,23 @@ def cold_run(tree: Path, source_home: Path, parent: Path, keep: bool = False) ->
     t0 = time.perf_counter()
     codes = []
     for argv in COMMANDS:
-        proc = subprocess.run([sys.executable, "-m", "ktriage", *argv], cwd=tree, env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "ktriage", *argv], cwd=tree, env=env, capture_output=True, text=True
+        )
         codes.append(proc.returncode)
     wall = time.perf_counter() - t0
     after = os.times()
     if not keep:
         shutil.rmtree(home, ignore_errors=True)
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "exit": codes, "load_before": load, "load_after": loadavg(),
-            **({"home": str(home)} if keep else {})}
+    return {
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "exit": codes,
+        "load_before": load,
+        "load_after": loadavg(),
+        **({"home": str(home)} if keep else {}),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: dict[str, list[dict[str, Any]]] = {"with": [], "without": []}
     order = ["with", "without"]
     for i in range(args.runs):
-        for name in (order if i % 2 == 0 else order[::-1]):
+        for name in order if i % 2 == 0 else order[::-1]:
             last = i == args.runs - 1 and name == "with"
             runs[name].append(cold_run(trees[name], args.home, parent, keep=last and args.analysis))
             print(name, runs[name][-1], flush=True)
@@ -173,14 +220,27 @@ def main(argv: list[str] | None = None) -> int:
         analysis["added_pct_of_cold_cpu"] = round(100 * analysis["added_cpu_s"] / analysis["cold_cpu_median_s"], 1)
         print("analysis", analysis, flush=True)
     shutil.rmtree(parent, ignore_errors=True)
-    summary = {name: {"wall_min_s": min(r["wall_s"] for r in rs), "wall_median_s": statistics.median(r["wall_s"] for r in rs),
-                      "cpu_min_s": min(r["cpu_s"] for r in rs), "cpu_median_s": statistics.median(r["cpu_s"] for r in rs)}
-               for name, rs in runs.items()}
+    summary = {
+        name: {
+            "wall_min_s": min(r["wall_s"] for r in rs),
+            "wall_median_s": statistics.median(r["wall_s"] for r in rs),
+            "cpu_min_s": min(r["cpu_s"] for r in rs),
+            "cpu_median_s": statistics.median(r["cpu_s"] for r in rs),
+        }
+        for name, rs in runs.items()
+    }
     for key in ("wall_min_s", "wall_median_s", "cpu_min_s", "cpu_median_s"):
         summary[f"added_{key.replace('_s', '')}_pct"] = round(
-            100 * (summary["with"][key] / summary["without"][key] - 1), 1)  # type: ignore[index]
-    out = {"commands": [" ".join(c) for c in COMMANDS], "runs": runs, "summary": summary, "analysis": analysis,
-           "cpus": os.cpu_count(), "python": sys.version.split()[0]}
+            100 * (summary["with"][key] / summary["without"][key] - 1), 1
+        )  # type: ignore[index]
+    out = {
+        "commands": [" ".join(c) for c in COMMANDS],
+        "runs": runs,
+        "summary": summary,
+        "analysis": analysis,
+        "cpus": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
     print(json.dumps(summary, indent=1))
     if args.output:
         args.output.write_text(json.dumps(out, indent=1) + "\n")

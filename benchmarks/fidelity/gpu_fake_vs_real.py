@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ktriage.fidelity.cases import CATALOG_SELECTION, catalog_cases  # noqa: E402
-from ktriage.spec.packages import package_dir  # noqa: E402
+from ktriage.fidelity.cases import CATALOG_SELECTION, catalog_cases
+from ktriage.spec.packages import package_dir
 
 
 def main(out: Path, real_dir: Path | None = None) -> int:
@@ -48,14 +48,31 @@ def main(out: Path, real_dir: Path | None = None) -> int:
     fake: dict[str, dict] = {}
     for index, (pkg, members) in enumerate(groups.items()):
         sys_path = [str(package_dir(pkg)), str(package_dir("packaging==24.2"))] if pkg else []
-        req = {"target_cc": 90, "prime": False, "out_dir": str(out / f"fake-{index}"),
-               "cases": [{"id": c.name, "source": c.launch.source, "sys_path": sys_path, "args": c.launch.encoded_args(),
-                          "options": c.launch.options(), "grid": list(c.launch.grid), "autotune_pick": 0} for c in members]}
+        req = {
+            "target_cc": 90,
+            "prime": False,
+            "out_dir": str(out / f"fake-{index}"),
+            "cases": [
+                {
+                    "id": c.name,
+                    "source": c.launch.source,
+                    "sys_path": sys_path,
+                    "args": c.launch.encoded_args(),
+                    "options": c.launch.options(),
+                    "grid": list(c.launch.grid),
+                    "autotune_pick": 0,
+                }
+                for c in members
+            ],
+        }
         Path(req["out_dir"]).mkdir(parents=True, exist_ok=True)
         (out / f"fake-{index}.request.json").write_text(json.dumps(req))
         res = out / f"fake-{index}.json"
-        subprocess.run([sys.executable, str(REPO / "ktriage/insitu/jitrun.py"), str(out / f"fake-{index}.request.json"), str(res)],
-                       check=False, timeout=1800)
+        subprocess.run(
+            [sys.executable, str(REPO / "ktriage/insitu/jitrun.py"), str(out / f"fake-{index}.request.json"), str(res)],
+            check=False,
+            timeout=1800,
+        )
         for item in json.loads(res.read_text())["cases"] if res.exists() else []:
             fake[item["id"]] = item
     rows = []
@@ -63,10 +80,17 @@ def main(out: Path, real_dir: Path | None = None) -> int:
         r, f = real.get(c.name, {}), fake.get(c.name, {})
         compiles = f.get("compiles") or []
         fake_sha = compiles[-1]["cubin_sha256"] if compiles else None
-        rows.append({"case": c.name, "real_cubin_sha256": r.get("jit_cubin_sha256"), "fake_cubin_sha256": fake_sha,
-                     "equal": bool(fake_sha) and fake_sha == r.get("jit_cubin_sha256"),
-                     "real_error": r.get("error"), "fake_error": f.get("error"),
-                     "ktriage_equal_real": r.get("cubin_equal")})
+        rows.append(
+            {
+                "case": c.name,
+                "real_cubin_sha256": r.get("jit_cubin_sha256"),
+                "fake_cubin_sha256": fake_sha,
+                "equal": bool(fake_sha) and fake_sha == r.get("jit_cubin_sha256"),
+                "real_error": r.get("error"),
+                "fake_error": f.get("error"),
+                "ktriage_equal_real": r.get("cubin_equal"),
+            }
+        )
     (out / "fake_vs_real.json").write_text(json.dumps(rows, indent=1))
     for row in rows:
         print(("EQUAL" if row["equal"] else "DIFF "), row["case"], row["real_error"] or "", row["fake_error"] or "")

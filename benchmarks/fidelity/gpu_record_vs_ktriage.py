@@ -28,11 +28,11 @@ os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="ktriage-record-")
 os.environ["TRITON_ALWAYS_COMPILE"] = "1"
 os.environ["KTRIAGE_REAL_DRIVER"] = "1"
 
-from ktriage.fidelity.cases import FidelityCase  # noqa: E402
-from ktriage.fidelity.harness import normalized_ast, spec_from_jit_launch  # noqa: E402
-from ktriage.insitu import jitrun, ptxas_capture, worker  # noqa: E402
-from ktriage.spec.launch import Launch  # noqa: E402
-from ktriage.spec.packages import package_dir  # noqa: E402
+from ktriage.fidelity.cases import FidelityCase
+from ktriage.fidelity.harness import normalized_ast, spec_from_jit_launch
+from ktriage.insitu import jitrun, ptxas_capture, worker
+from ktriage.spec.launch import Launch
+from ktriage.spec.packages import package_dir
 
 PROGRAMS = {"fla": "fla-core==0.6.0", "liger": "liger-kernel==0.8.5"}
 
@@ -84,11 +84,16 @@ def check(program: str, out: Path) -> list[dict[str, Any]]:
             record = compiles[index]
             module = launch["module"]
             source = f"{module}:{launch['function']}"
-            case = FidelityCase(name=f"{program}:{launch['function']}#{index}",
-                                launch=Launch(name=launch["function"], source=source, package=package, args=()))
-            row: dict[str, Any] = {"case": case.name, "function": launch["function"],
-                                   "options": {k: launch["options"].get(k) for k in ("num_warps", "num_stages")},
-                                   "jit_cubin_sha256": record["cubin_sha256"]}
+            case = FidelityCase(
+                name=f"{program}:{launch['function']}#{index}",
+                launch=Launch(name=launch["function"], source=source, package=package, args=()),
+            )
+            row: dict[str, Any] = {
+                "case": case.name,
+                "function": launch["function"],
+                "options": {k: launch["options"].get(k) for k in ("num_warps", "num_stages")},
+                "jit_cubin_sha256": record["cubin_sha256"],
+            }
             try:
                 spec = spec_from_jit_launch(case, launch, "sm_90")
                 ours = worker.compile_in_process(spec.to_json(), sys_path)
@@ -97,7 +102,7 @@ def check(program: str, out: Path) -> list[dict[str, Any]]:
                 row["ktriage_cubin_sha256"] = hashlib.sha256(ours["cubin"]).hexdigest()
                 row["equal"] = row["ktriage_cubin_sha256"] == record["cubin_sha256"]
                 row["ast_equal"] = normalized_ast(ours["ast_source"]) == normalized_ast(record["ast_source"])
-            except Exception as exc:  # noqa: BLE001 - one launch's failure is its row
+            except Exception as exc:
                 row["equal"] = False
                 row["error"] = f"{type(exc).__name__}: {exc}"
                 row["traceback"] = traceback.format_exc()[-1500:]

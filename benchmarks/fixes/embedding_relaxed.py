@@ -47,7 +47,9 @@ def prepare(args: argparse.Namespace) -> None:
             if not isinstance(art, Artifact):
                 raise SystemExit(f"{spec.name}: the relaxed kernel did not compile: {art}")
             fixed[key] = art
-            print(f"{spec.name}: relaxed at lines {[s.line for s in plan.rewritable]}; hazards: {list(plan.ordering_hazards) or 'none'}")
+            print(
+                f"{spec.name}: relaxed at lines {[s.line for s in plan.rewritable]}; hazards: {list(plan.ordering_hazards) or 'none'}"
+            )
         add_variant(out, after.id, f"{after.id}+relaxed", 'sem="relaxed" (explain --fixes)', fixed)
     b = load_bundle(out)
     print(f"bundle {out}: {len(b.specs)} kernels, toolchains {list(b.toolchains)}")
@@ -77,22 +79,38 @@ def report(args: argparse.Namespace) -> None:
         a = next((v for k, v in m.items() if "ptxas-12.8.93" in k and "+" not in k), None)
         f = next((v for k, v in m.items() if k.endswith("+relaxed")), None)
         rec = (a - f) / (a - b) if None not in (a, b, f) and a - b > 0 else None  # type: ignore[operator]
-        rows.append({"input_id": i, "input": labels[i], "before_ms": b, "after_ms": a, "fixed_ms": f,
-                     "cost_pct": 100 * (a / b - 1) if a and b else None, "recovered": rec, "torch_ms": m.get("torch_embedding")})
+        rows.append(
+            {
+                "input_id": i,
+                "input": labels[i],
+                "before_ms": b,
+                "after_ms": a,
+                "fixed_ms": f,
+                "cost_pct": 100 * (a / b - 1) if a and b else None,
+                "recovered": rec,
+                "torch_ms": m.get("torch_embedding"),
+            }
+        )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "embedding_relaxed.json").write_text(json.dumps({"rows": rows}, indent=1))
     fmt = lambda v, d=4: "-" if v is None else f"{v:.{d}f}"  # noqa: E731
-    lines = ["| input (B, T, D, V) | ptxas 12.4.131 ms | 12.8.93 ms | 12.8.93 + relaxed ms | cost of the change | recovered |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| input (B, T, D, V) | ptxas 12.4.131 ms | 12.8.93 ms | 12.8.93 + relaxed ms | cost of the change | recovered |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
         rec = "-" if r["recovered"] is None else f"{100 * r['recovered']:.0f}%"
-        lines.append(f"| {r['input']} | {fmt(r['before_ms'])} | {fmt(r['after_ms'])} | {fmt(r['fixed_ms'])} | "
-                     f"{fmt(r['cost_pct'], 1)}% | {rec} |")
+        lines.append(
+            f"| {r['input']} | {fmt(r['before_ms'])} | {fmt(r['after_ms'])} | {fmt(r['fixed_ms'])} | "
+            f"{fmt(r['cost_pct'], 1)}% | {rec} |"
+        )
     recs = [r["recovered"] for r in rows if r["recovered"] is not None and (r["cost_pct"] or 0) > 5]
     if recs:
-        lines.append(f"\nInputs where the change cost > 5%: {len(recs)}; recovered min {100 * min(recs):.0f}%, "
-                     f"median {100 * statistics.median(recs):.0f}%")
+        lines.append(
+            f"\nInputs where the change cost > 5%: {len(recs)}; recovered min {100 * min(recs):.0f}%, "
+            f"median {100 * statistics.median(recs):.0f}%"
+        )
     (out / "embedding_relaxed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

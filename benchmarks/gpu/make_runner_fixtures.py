@@ -30,9 +30,9 @@ sys.path.insert(0, str(REPO))
 
 from ktriage.catalog.registry import expand_op
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.workload.kernel_bundle import write_kernel_bundle
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
+from ktriage.workload.kernel_bundle import write_kernel_bundle
 
 KERNELS = Path(__file__).resolve().parent / "runner_kernels.py"
 VERSIONS = ("3.3.1", "3.4.0", "3.5.1")
@@ -40,55 +40,84 @@ TARGET = "sm_90"
 
 
 def own_specs(version: str) -> dict[str, KernelSpec]:
-    src = lambda fn: f"{KERNELS}:{fn}"
+    def src(fn: str) -> str:
+        return f"{KERNELS}:{fn}"
+
     specs = {
-        "poke": KernelSpec(name="poke", source=src("poke_kernel"), signature={"ptr": "*fp32", "value": "fp32"},
-                           num_warps=1, target=TARGET, grid=(1,)),
-        "spin": KernelSpec(name="spin", source=src("spin_kernel"), signature={"flag_ptr": "*i32", "max_iters": "i32"},
-                           num_warps=1, target=TARGET, grid=(1,)),
-        "scalars": KernelSpec(
-            name="scalars", source=src("scalars_kernel"),
-            signature={"out_ptr": "*fp32", "a": "fp32", "b": "fp16", "c": "bf16", "d": "i64", "e": "u32", "f": "i1"},
-            num_warps=1, target=TARGET, grid=(1,),
+        "poke": KernelSpec(
+            name="poke",
+            source=src("poke_kernel"),
+            signature={"ptr": "*fp32", "value": "fp32"},
+            num_warps=1,
+            target=TARGET,
+            grid=(1,),
         ),
-    }  # fmt: skip
+        "spin": KernelSpec(
+            name="spin",
+            source=src("spin_kernel"),
+            signature={"flag_ptr": "*i32", "max_iters": "i32"},
+            num_warps=1,
+            target=TARGET,
+            grid=(1,),
+        ),
+        "scalars": KernelSpec(
+            name="scalars",
+            source=src("scalars_kernel"),
+            signature={"out_ptr": "*fp32", "a": "fp32", "b": "fp16", "c": "bf16", "d": "i64", "e": "u32", "f": "i1"},
+            num_warps=1,
+            target=TARGET,
+            grid=(1,),
+        ),
+    }
     if version >= "3.4":
         specs["desc_scale"] = KernelSpec(
-            name="desc_scale", source=src("desc_scale_kernel"),
-            signature={"in_ptr": "*fp32", "out_ptr": "*fp32", "M": "i32", "N": "i32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr"},
-            constexprs={"BLOCK_M": 64, "BLOCK_N": 64}, divisible_by_16=("in_ptr", "out_ptr", "M", "N"),
-            num_warps=4, target=TARGET, grid=(512 // 64, 256 // 64), meta={"M": 512, "N": 256},
-        )  # fmt: skip
+            name="desc_scale",
+            source=src("desc_scale_kernel"),
+            signature={
+                "in_ptr": "*fp32",
+                "out_ptr": "*fp32",
+                "M": "i32",
+                "N": "i32",
+                "BLOCK_M": "constexpr",
+                "BLOCK_N": "constexpr",
+            },
+            constexprs={"BLOCK_M": 64, "BLOCK_N": 64},
+            divisible_by_16=("in_ptr", "out_ptr", "M", "N"),
+            num_warps=4,
+            target=TARGET,
+            grid=(512 // 64, 256 // 64),
+            meta={"M": 512, "N": 256},
+        )
         specs["cluster_add"] = KernelSpec(
-            name="cluster_add", source=src("cluster_add_kernel"),
+            name="cluster_add",
+            source=src("cluster_add_kernel"),
             signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-            constexprs={"BLOCK": 1024}, divisible_by_16=("x_ptr", "y_ptr", "out_ptr"),
-            num_warps=4, num_ctas=2, target=TARGET, grid=(1000,), meta={"N": 1_000_000},
-        )  # fmt: skip
+            constexprs={"BLOCK": 1024},
+            divisible_by_16=("x_ptr", "y_ptr", "out_ptr"),
+            num_warps=4,
+            num_ctas=2,
+            target=TARGET,
+            grid=(1000,),
+            meta={"N": 1_000_000},
+        )
     return specs
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=REPO / ".gpu-artifacts" / "runner")
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     catalog = {
         "vector_add": expand_op("tutorial.vector_add", inputs=["2"], target=TARGET),
-        "layer_norm_bwd": expand_op(
-            "liger.layer_norm", mode="bwd", inputs=["6", "7"], target=TARGET
-        ),
+        "layer_norm_bwd": expand_op("liger.layer_norm", mode="bwd", inputs=["6", "7"], target=TARGET),
         "matmul": expand_op("tutorial.matmul", inputs=["2"], target=TARGET),
     }
     artifacts: dict[str, Artifact] = {}
     skipped: dict[str, str] = {}
     with Compiler(jobs=args.jobs) as compiler:
         for version in VERSIONS:
-            tc = ensure_toolchain(
-                f"triton=={version}", progress=lambda line: print(line, file=sys.stderr)
-            )
+            tc = ensure_toolchain(f"triton=={version}", progress=lambda line: print(line, file=sys.stderr))
             work: dict[str, KernelSpec] = {}
             for short, specs in catalog.items():
                 for spec in specs:
@@ -102,13 +131,13 @@ def main(argv: list[str] | None = None) -> int:
                 if isinstance(out, Artifact):
                     artifacts[name] = out
                     md = out.frontend.metadata
-                    print(f"{name:28s} {out.kernel_name:32s} shared={md.get('shared')} warps={md.get('num_warps')} "
-                          f"ctas={md.get('num_ctas')} scratch={md.get('global_scratch_size')} "
-                          f"abi={[p.name for p in out.abi if p.hidden]}")  # fmt: skip
-                else:
-                    skipped[name] = (
-                        f"{out.stage}/{out.kind}: {out.message.splitlines()[0][:300]}"
+                    print(
+                        f"{name:28s} {out.kernel_name:32s} shared={md.get('shared')} warps={md.get('num_warps')} "
+                        f"ctas={md.get('num_ctas')} scratch={md.get('global_scratch_size')} "
+                        f"abi={[p.name for p in out.abi if p.hidden]}"
                     )
+                else:
+                    skipped[name] = f"{out.stage}/{out.kind}: {out.message.splitlines()[0][:300]}"
                     print(f"{name:28s} SKIPPED {skipped[name]}")
     path = write_kernel_bundle(
         args.out,

@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ktriage.workload.kernel_bundle import NamedKernel, read_kernel_bundle
+from ktriage.measure.cells import Cell, CellKey
 from ktriage.measure.correctness import check_run
 from ktriage.measure.driver import synchronize
 from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
-from ktriage.measure.cells import Cell, CellKey
 from ktriage.measure.timing import TimingOptions, measure_interleaved
+from ktriage.workload.kernel_bundle import NamedKernel, read_kernel_bundle
 
 _LOADED: dict[tuple[str, str], tuple[NamedKernel, LoadedKernel]] = {}
 
@@ -53,14 +53,24 @@ def handle(payload: dict[str, Any], emit: Any) -> None:
         launch = kernel.prepare(entry.grid, [x, y, out, n])
         acc = check_run(launch, {"out": out}, lambda: {"out": x + y})
         if not acc.passed:
-            emit(
-                Cell(key=key, status="wrong", error=acc.reason, accuracy=acc.to_cell())
-            )
+            emit(Cell(key=key, status="wrong", error=acc.reason, accuracy=acc.to_cell()))
             return
-        res = measure_interleaved({"v": launch}, min_samples=20, max_time_s=0.5, stop=lambda s: len(s["v"]) >= 20,
-                                  options=TimingOptions(calls_per_round=10))  # fmt: skip
-        emit(Cell(key=key, status="ok", samples_ms=res.samples["v"], accuracy=acc.to_cell(),
-                  extra={"pid": __import__("os").getpid()}))  # fmt: skip
+        res = measure_interleaved(
+            {"v": launch},
+            min_samples=20,
+            max_time_s=0.5,
+            stop=lambda s: len(s["v"]) >= 20,
+            options=TimingOptions(calls_per_round=10),
+        )
+        emit(
+            Cell(
+                key=key,
+                status="ok",
+                samples_ms=res.samples["v"],
+                accuracy=acc.to_cell(),
+                extra={"pid": __import__("os").getpid()},
+            )
+        )
     elif case == "poke":
         kernel.launch((1,), [FAULT_ADDRESS, 1.0])
         synchronize()  # the fault surfaces here as CudaError(CUDA_ERROR_ILLEGAL_ADDRESS)

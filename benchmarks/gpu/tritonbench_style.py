@@ -38,8 +38,8 @@ def main() -> None:
     import torch
     import triton
 
-    from ktriage.workload.backends import get_backend, make_input
     from ktriage.measure.loader import runner_loader
+    from ktriage.workload.backends import get_backend, make_input
     from ktriage.workload.bundle import load_bundle
     from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
@@ -50,12 +50,18 @@ def main() -> None:
     for case in bundle.input_cases():
         inp = make_input(bundle.op, case, precision=bundle.precision)
         row = {}
-        for name, backend in ((args.baseline, get_backend(bundle.op, args.baseline)),
-                              (args.backend, artifact_backend(args.backend, launch=launch, specs=bundle.spec_source(),
-                                                              sm_count=bundle.sm_count))):
+        for name, backend in (
+            (args.baseline, get_backend(bundle.op, args.baseline)),
+            (
+                args.backend,
+                artifact_backend(args.backend, launch=launch, specs=bundle.spec_source(), sm_count=bundle.sm_count),
+            ),
+        ):
             fn = backend.prepare(inp, bundle.mode)
             backend.outputs()  # TritonBench checks accuracy once too
-            times = triton.testing.do_bench(fn, warmup=25, rep=100, grad_to_none=backend.grad_to_none(), return_mode="all")
+            times = triton.testing.do_bench(
+                fn, warmup=25, rep=100, grad_to_none=backend.grad_to_none(), return_mode="all"
+            )
             row[name] = iqr_median_low(list(times))
         out[str(case.id)] = row
         torch.cuda.synchronize()

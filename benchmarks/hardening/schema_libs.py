@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 
-CHILD = r'''
+CHILD = r"""
 import json, resource, sys, time
 lib, path = sys.argv[1], sys.argv[2]
 raw = open(path, "rb").read()
@@ -72,7 +70,7 @@ best = min((lambda t0: (go(), time.perf_counter() - t0)[1])(time.perf_counter())
 # the json.loads route (what ktriage did before): parse to dicts, no validation
 t0 = time.perf_counter(); json.loads(raw); plain = time.perf_counter() - t0
 print(json.dumps({"lib": lib, "validate_best_of_5_s": round(best, 4), "json_loads_s": round(plain, 4)}))
-'''
+"""
 
 
 def main() -> None:
@@ -80,10 +78,31 @@ def main() -> None:
     ap.add_argument("--cells", type=int, default=20000)
     ap.add_argument("--samples", type=int, default=200)
     a = ap.parse_args()
-    cells = [{"key": {"op": "layer_norm", "mode": "fwd", "input_id": i % 50, "input_label": f"N={i}", "backend": "liger_layer_norm",
-                      "toolchain": "triton-3.4.0"}, "status": "ok", "samples_ms": [0.01 + j * 1e-5 for j in range(a.samples)],
-              "error": None, "accuracy": {"passed": True}, "bytes_moved": 1 << 20, "flops": None, "extra": {}} for i in range(a.cells)]
-    doc = {"format_version": 1, "run": {"run_id": "abc", "created": "2026-12-01T00:00:00+00:00", "toolchains": [{"id": "t"}]}, "cells": cells}
+    cells = [
+        {
+            "key": {
+                "op": "layer_norm",
+                "mode": "fwd",
+                "input_id": i % 50,
+                "input_label": f"N={i}",
+                "backend": "liger_layer_norm",
+                "toolchain": "triton-3.4.0",
+            },
+            "status": "ok",
+            "samples_ms": [0.01 + j * 1e-5 for j in range(a.samples)],
+            "error": None,
+            "accuracy": {"passed": True},
+            "bytes_moved": 1 << 20,
+            "flops": None,
+            "extra": {},
+        }
+        for i in range(a.cells)
+    ]
+    doc = {
+        "format_version": 1,
+        "run": {"run_id": "abc", "created": "2026-12-01T00:00:00+00:00", "toolchains": [{"id": "t"}]},
+        "cells": cells,
+    }
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as fh:
         json.dump(doc, fh)
         path = fh.name
@@ -91,7 +110,9 @@ def main() -> None:
     print(json.dumps({"file_mib": round(size, 1), "cells": a.cells, "samples_per_cell": a.samples}))
     for lib in ("msgspec", "pydantic"):
         for what in ("time", "mem"):
-            out = subprocess.run([sys.executable, "-c", CHILD, lib, path, what], capture_output=True, text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, lib, path, what], capture_output=True, text=True, check=True
+            )
             print(out.stdout.strip())
 
 

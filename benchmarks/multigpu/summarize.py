@@ -51,7 +51,9 @@ def main(d: Path) -> None:
             m = medians(r)
             ratios = [m[k] / ref[k] for k in m if k in ref and ref[k] > 0]
             if ratios:
-                print(f"| {r.stem} | {len(ratios)} | {statistics.median(ratios):.4f} | {min(ratios):.4f}..{max(ratios):.4f} |")
+                print(
+                    f"| {r.stem} | {len(ratios)} | {statistics.median(ratios):.4f} | {min(ratios):.4f}..{max(ratios):.4f} |"
+                )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,19 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-ARGS = ["explain", "liger.layer_norm", "--bwd", "--arch", "sm_90", "-t", "triton==3.3.1", "-t", "triton==3.4.0",
-        "--format", "json"]
+ARGS = [
+    "explain",
+    "liger.layer_norm",
+    "--bwd",
+    "--arch",
+    "sm_90",
+    "-t",
+    "triton==3.3.1",
+    "-t",
+    "triton==3.4.0",
+    "--format",
+    "json",
+]
 
 
 def loadavg() -> str:
@@ -51,15 +62,29 @@ def scratch_home(source: Path, parent: Path) -> Path:
     return home
 
 
-def timed_run(python: str, tree: Path, home: Path, out: Path, *, env_extra: dict[str, str] | None = None,
-              drop: tuple[str, ...] = ()) -> dict[str, Any]:
+def timed_run(
+    python: str,
+    tree: Path,
+    home: Path,
+    out: Path,
+    *,
+    env_extra: dict[str, str] | None = None,
+    drop: tuple[str, ...] = (),
+) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update({"KTRIAGE_HOME": str(home), "PYTHONPATH": str(tree), **(env_extra or {})})
     before = os.times()
     t0 = time.perf_counter()
     with out.open("w") as stdout:
-        proc = subprocess.run([python, "-m", "ktriage", *ARGS], cwd=tree, env=env, stdout=stdout,
-                              stderr=subprocess.PIPE, text=True, check=False)
+        proc = subprocess.run(
+            [python, "-m", "ktriage", *ARGS],
+            cwd=tree,
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
     wall = time.perf_counter() - t0
     after = os.times()
     cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
@@ -118,8 +143,16 @@ def breakdown_child(out: Path, argv: list[str]) -> int:
     def dump() -> None:
         with lock:
             usage = resource.getrusage(resource.RUSAGE_SELF)
-            out.write_text(json.dumps({"imports_s": imported, "total_s": time.perf_counter() - t0,
-                                       "main_process_cpu_s": usage.ru_utime + usage.ru_stime, "spans": spans}))
+            out.write_text(
+                json.dumps(
+                    {
+                        "imports_s": imported,
+                        "total_s": time.perf_counter() - t0,
+                        "main_process_cpu_s": usage.ru_utime + usage.ru_stime,
+                        "spans": spans,
+                    }
+                )
+            )
 
     atexit.register(dump)
     from ktriage.cli.app import main as cli_main
@@ -134,8 +167,10 @@ def print_breakdown(data: dict[str, Any]) -> None:
         a[0] += 1
         a[1] += end - start
         a[2], a[3] = min(a[2], start), max(a[3], end)
-    print(f"breakdown of one cold run: {data['total_s']:.2f} s in process (imports {data['imports_s']:.2f} s, "
-          f"main process CPU {data['main_process_cpu_s']:.2f} s)")
+    print(
+        f"breakdown of one cold run: {data['total_s']:.2f} s in process (imports {data['imports_s']:.2f} s, "
+        f"main process CPU {data['main_process_cpu_s']:.2f} s)"
+    )
     print(f"{'stage':42} {'calls':>5} {'sum s':>7} {'from s':>7} {'to s':>7}")
     for label, (n, total, first, last) in sorted(agg.items(), key=lambda kv: kv[1][2]):
         print(f"{label:42} {int(n):5d} {total:7.2f} {first:7.2f} {last:7.2f}")
@@ -149,11 +184,19 @@ def normalized_report(path: Path) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--home", type=Path, default=Path(os.environ.get("KTRIAGE_HOME", "/work/main/.ktriage-home")),
-                    help="the home whose toolchains and packages are linked in (only read)")
+    ap.add_argument(
+        "--home",
+        type=Path,
+        default=Path(os.environ.get("KTRIAGE_HOME", "/work/main/.ktriage-home")),
+        help="the home whose toolchains and packages are linked in (only read)",
+    )
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--tree", type=Path, default=REPO,
-                    help="the ktriage source tree to time (default: this one; another checkout for a before/after)")
+    ap.add_argument(
+        "--tree",
+        type=Path,
+        default=REPO,
+        help="the ktriage source tree to time (default: this one; another checkout for a before/after)",
+    )
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--bytecode", action="store_true", help="also time warm runs with the bytecode cache on")
     ap.add_argument("--breakdown", action="store_true", help="one more cold run with timers around the stages")
@@ -171,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "loadavg_start": loadavg(),
-        "cold": [], "warm": [], "warm_bytecode": [],
+        "cold": [],
+        "warm": [],
+        "warm_bytecode": [],
     }
     try:
         reports = []
@@ -189,10 +234,20 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warm {i + 1}: {result['warm'][-1]}", file=sys.stderr)
         if args.bytecode:
             env = {"PYTHONPYCACHEPREFIX": str(work / "pycache")}
-            timed_run(args.python, args.tree, home, home / "report.json", env_extra=env, drop=("PYTHONDONTWRITEBYTECODE",))
+            timed_run(
+                args.python, args.tree, home, home / "report.json", env_extra=env, drop=("PYTHONDONTWRITEBYTECODE",)
+            )
             for i in range(args.runs):
-                result["warm_bytecode"].append(timed_run(args.python, args.tree, home, home / "report.json", env_extra=env,
-                                                         drop=("PYTHONDONTWRITEBYTECODE",)))
+                result["warm_bytecode"].append(
+                    timed_run(
+                        args.python,
+                        args.tree,
+                        home,
+                        home / "report.json",
+                        env_extra=env,
+                        drop=("PYTHONDONTWRITEBYTECODE",),
+                    )
+                )
                 print(f"warm+bytecode {i + 1}: {result['warm_bytecode'][-1]}", file=sys.stderr)
         if args.breakdown:
             home = scratch_home(args.home, work)
@@ -200,8 +255,14 @@ def main(argv: list[str] | None = None) -> int:
             env = {**os.environ, "KTRIAGE_HOME": str(home), "PYTHONPATH": str(args.tree)}
             t0 = time.perf_counter()
             with (home / "report.json").open("w") as stdout:
-                subprocess.run([args.python, str(Path(__file__).resolve()), "--breakdown-child", str(spans), *ARGS],
-                               cwd=args.tree, env=env, stdout=stdout, stderr=subprocess.DEVNULL, check=True)
+                subprocess.run(
+                    [args.python, str(Path(__file__).resolve()), "--breakdown-child", str(spans), *ARGS],
+                    cwd=args.tree,
+                    env=env,
+                    stdout=stdout,
+                    stderr=subprocess.DEVNULL,
+                    check=True,
+                )
             result["breakdown"] = {**json.loads(spans.read_text()), "wall_s": time.perf_counter() - t0}
             reports.append(normalized_report(home / "report.json"))
         result["reports_identical"] = all(r == reports[0] for r in reports)
@@ -215,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
             walls = [r["wall_s"] for r in runs]
             result[f"{name}_min_wall_s"] = min(walls)
             print(f"{name:16} {min(walls):10.2f} {min(r['cpu_s'] for r in runs):10.2f}  {walls}")
-    print(f"load average: start {result['loadavg_start']}, end {result['loadavg_end']}; "
-          f"reports identical: {result['reports_identical']}")
+    print(
+        f"load average: start {result['loadavg_start']}, end {result['loadavg_end']}; "
+        f"reports identical: {result['reports_identical']}"
+    )
     if "breakdown" in result:
         print_breakdown(result["breakdown"])
     if args.output:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "ktriage" / "insitu"))
-import fakedriver  # noqa: E402
+import fakedriver
 
-KERNEL = '''
+KERNEL = """
 import triton
 import triton.language as tl
 
@@ -32,7 +32,7 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
-'''
+"""
 
 
 ROUNDS = 7
@@ -78,9 +78,11 @@ def main() -> None:
         best = min(best, (time.perf_counter() - start) / n * 1e6)
     print(f"the hook's key-and-count per cached launch: {best:.2f} us")
 
-    print(f"triton {triton.__version__}: {plain:.2f} us/launch without the hook, {hooked:.2f} us with it "
-          f"(+{hooked - plain:.2f} us); {sum(rec.counts.values())} launches counted, "
-          f"journal {os.path.getsize(tmp / 'journal')} bytes")
+    print(
+        f"triton {triton.__version__}: {plain:.2f} us/launch without the hook, {hooked:.2f} us with it "
+        f"(+{hooked - plain:.2f} us); {sum(rec.counts.values())} launches counted, "
+        f"journal {os.path.getsize(tmp / 'journal')} bytes"
+    )
 
 
 if __name__ == "__main__":

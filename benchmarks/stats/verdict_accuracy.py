@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import scipy
 
-from ktriage.testing import lognormal
 from ktriage.stats.verdict import DEFAULT_CONFIG, compare_samples, stop_when_sure
+from ktriage.testing import lognormal
 
 CVS = (0.01, 0.02, 0.05, 0.10)
 EFFECTS = (0.0, 0.02, 0.05, 0.10, 0.20)
@@ -65,7 +65,15 @@ def fixed_condition(args: tuple[str, float, float, int, int, int]) -> dict:
         sa, sb = shares(rng)
         v = compare_samples(draw(rng, shape, n, 1.0, cv, sa), draw(rng, shape, n, 1.0 + effect, cv, sb))
         c[v.verdict] += 1
-    return {"mode": "fixed", "shape": shape, "cv": cv, "effect": effect, "n": n, "reps": reps, **{k: c[k] for k in KINDS}}
+    return {
+        "mode": "fixed",
+        "shape": shape,
+        "cv": cv,
+        "effect": effect,
+        "n": n,
+        "reps": reps,
+        **{k: c[k] for k in KINDS},
+    }
 
 
 def adaptive_condition(args: tuple[str, float, float, int, int, int]) -> dict:
@@ -81,8 +89,16 @@ def adaptive_condition(args: tuple[str, float, float, int, int, int]) -> dict:
             s["new"] += draw(rng, shape, 10, 1.0 + effect, cv, sb)
         c[compare_samples(s["ref"], s["new"]).verdict] += 1
         used.append(len(s["ref"]))
-    return {"mode": "adaptive", "shape": shape, "cv": cv, "effect": effect, "n": cap, "reps": reps, "mean_samples": float(np.mean(used)),
-            **{k: c[k] for k in KINDS}}  # fmt: skip
+    return {
+        "mode": "adaptive",
+        "shape": shape,
+        "cv": cv,
+        "effect": effect,
+        "n": cap,
+        "reps": reps,
+        "mean_samples": float(np.mean(used)),
+        **{k: c[k] for k in KINDS},
+    }
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -99,12 +115,16 @@ def summarize(rows: list[dict]) -> dict:
             "aa_false_regression_bimodal": rate([r for r in aa if r["shape"] == "bimodal"], "regression"),
             "subgate_2pct_flagged": rate([r for r in m if r["effect"] == 0.02], "regression"),
             "power_effect_ge_gate_and_3x_noise_unimodal": rate(
-                [r for r in m if r["effect"] >= 0.05 and r["effect"] >= 3 * r["cv"] and r["shape"] != "bimodal"], "regression"),
+                [r for r in m if r["effect"] >= 0.05 and r["effect"] >= 3 * r["cv"] and r["shape"] != "bimodal"],
+                "regression",
+            ),
             "power_effect_ge_gate_and_3x_noise_bimodal": rate(
-                [r for r in m if r["effect"] >= 0.05 and r["effect"] >= 3 * r["cv"] and r["shape"] == "bimodal"], "regression"),
+                [r for r in m if r["effect"] >= 0.05 and r["effect"] >= 3 * r["cv"] and r["shape"] == "bimodal"],
+                "regression",
+            ),
             "unsure_share_unimodal": rate([r for r in m if r["shape"] != "bimodal"], "unsure"),
             "unsure_share_bimodal": rate([r for r in m if r["shape"] == "bimodal"], "unsure"),
-        }  # fmt: skip
+        }
     return out
 
 
@@ -114,11 +134,21 @@ def pct(pair: tuple[int, int]) -> str:
 
 
 def markdown(meta: dict, rows: list[dict], summary: dict) -> str:
-    lines = ["# Verdict accuracy on synthetic samples", "",
-             f"Command: `{meta['command']}`  ", f"Machine: {meta['machine']}  ", f"Date: {meta['date']} (git {meta['git_sha']}), {meta['seconds']:.0f} s", "",
-             f"Defaults: gate +-{DEFAULT_CONFIG.threshold:.0%}, confidence {DEFAULT_CONFIG.confidence:.0%}, min samples {DEFAULT_CONFIG.min_samples}. "
-             "Shapes: log-normal; log-normal with 3% outliers at 1.5-3x; bimodal (modes 25% apart, slow share drifting in [0.2, 0.6] between runs).", "",
-             "## Headline", "", "| measure | fixed n (20, 50) | adaptive (10 -> cap 200) |", "|---|---|---|"]  # fmt: skip
+    lines = [
+        "# Verdict accuracy on synthetic samples",
+        "",
+        f"Command: `{meta['command']}`  ",
+        f"Machine: {meta['machine']}  ",
+        f"Date: {meta['date']} (git {meta['git_sha']}), {meta['seconds']:.0f} s",
+        "",
+        f"Defaults: gate +-{DEFAULT_CONFIG.threshold:.0%}, confidence {DEFAULT_CONFIG.confidence:.0%}, min samples {DEFAULT_CONFIG.min_samples}. "
+        "Shapes: log-normal; log-normal with 3% outliers at 1.5-3x; bimodal (modes 25% apart, slow share drifting in [0.2, 0.6] between runs).",
+        "",
+        "## Headline",
+        "",
+        "| measure | fixed n (20, 50) | adaptive (10 -> cap 200) |",
+        "|---|---|---|",
+    ]
     names = {
         "aa_false_regression": "A/A: false 'regression' (all shapes)",
         "aa_false_regression_unimodal": "A/A: false 'regression', log-normal + outliers",
@@ -133,13 +163,27 @@ def markdown(meta: dict, rows: list[dict], summary: dict) -> str:
         lines.append(f"| {name} | {pct(tuple(summary['fixed'][key]))} | {pct(tuple(summary['adaptive'][key]))} |")
     lines += ["", "## Per condition (% of runs: regression / improvement / same / unsure)", ""]
     for mode in ("fixed", "adaptive"):
-        lines += [f"### {mode}", "", "| shape | CV | n | " + " | ".join(f"+{e:.0%}" for e in EFFECTS) + (" | mean samples (+0%..+20%)" if mode == "adaptive" else "") + " |",
-                  "|---|---|---|" + "---|" * len(EFFECTS) + ("---|" if mode == "adaptive" else "")]  # fmt: skip
-        keys = sorted({(r["shape"], r["cv"], r["n"]) for r in rows if r["mode"] == mode}, key=lambda k: (SHAPES.index(k[0]), k[1], k[2]))
+        lines += [
+            f"### {mode}",
+            "",
+            "| shape | CV | n | "
+            + " | ".join(f"+{e:.0%}" for e in EFFECTS)
+            + (" | mean samples (+0%..+20%)" if mode == "adaptive" else "")
+            + " |",
+            "|---|---|---|" + "---|" * len(EFFECTS) + ("---|" if mode == "adaptive" else ""),
+        ]
+        keys = sorted(
+            {(r["shape"], r["cv"], r["n"]) for r in rows if r["mode"] == mode},
+            key=lambda k: (SHAPES.index(k[0]), k[1], k[2]),
+        )
         for shape, cv, n in keys:
             cells, samples = [], []
             for e in EFFECTS:
-                (r,) = [x for x in rows if x["mode"] == mode and (x["shape"], x["cv"], x["n"], x["effect"]) == (shape, cv, n, e)]
+                (r,) = [
+                    x
+                    for x in rows
+                    if x["mode"] == mode and (x["shape"], x["cv"], x["n"], x["effect"]) == (shape, cv, n, e)
+                ]
                 cells.append("/".join(f"{100 * r[k] / r['reps']:.0f}" for k in KINDS))
                 samples.append(f"{r.get('mean_samples', 0):.0f}")
             extra = f" | {' '.join(samples)}" if mode == "adaptive" else ""
@@ -157,24 +201,51 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent)
     a = ap.parse_args()
     t0 = time.time()
-    fixed = [(s, cv, e, n, a.reps, 1000 * i) for i, (s, cv, e, n) in enumerate((s, cv, e, n) for s in SHAPES for cv in CVS for e in EFFECTS for n in NS)]
-    adaptive = [(s, cv, e, a.cap, a.adaptive_reps, 7 + 1000 * i) for i, (s, cv, e) in enumerate((s, cv, e) for s in SHAPES for cv in CVS for e in EFFECTS)]
+    fixed = [
+        (s, cv, e, n, a.reps, 1000 * i)
+        for i, (s, cv, e, n) in enumerate((s, cv, e, n) for s in SHAPES for cv in CVS for e in EFFECTS for n in NS)
+    ]
+    adaptive = [
+        (s, cv, e, a.cap, a.adaptive_reps, 7 + 1000 * i)
+        for i, (s, cv, e) in enumerate((s, cv, e) for s in SHAPES for cv in CVS for e in EFFECTS)
+    ]
     with Pool(a.jobs) as pool:
         rows = pool.map(fixed_condition, fixed) + pool.map(adaptive_condition, adaptive)
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         sha = "?"
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else platform.processor()
+    cpu = (
+        next(
+            (
+                ln.split(":", 1)[1].strip()
+                for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")
+            ),
+            platform.processor(),
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
     meta = {
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": f"{platform.node()}: {cpu}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()}, Python {platform.python_version()}, numpy {np.__version__}, scipy {scipy.__version__}",
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "git_sha": sha, "seconds": time.time() - t0,
-        "config": {"threshold": DEFAULT_CONFIG.threshold, "confidence": DEFAULT_CONFIG.confidence, "min_samples": DEFAULT_CONFIG.min_samples},
-    }  # fmt: skip
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "git_sha": sha,
+        "seconds": time.time() - t0,
+        "config": {
+            "threshold": DEFAULT_CONFIG.threshold,
+            "confidence": DEFAULT_CONFIG.confidence,
+            "min_samples": DEFAULT_CONFIG.min_samples,
+        },
+    }
     summary = summarize(rows)
     a.out.mkdir(parents=True, exist_ok=True)
-    (a.out / "verdict_accuracy.json").write_text(json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1) + "\n")
+    (a.out / "verdict_accuracy.json").write_text(
+        json.dumps({"meta": meta, "summary": summary, "rows": rows}, indent=1) + "\n"
+    )
     md = markdown(meta, rows, summary)
     (a.out / "verdict_accuracy.md").write_text(md + "\n")
     print(md.split("## Per condition")[0])

@@ -22,14 +22,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from ktriage.measure.results_file import read_results, write_results  # noqa: E402
+from ktriage.measure.results_file import read_results, write_results
 
 ISSUE3 = REPO / "benchmarks" / "gpu" / "issue3"
 # (name, results file, old toolchain, new toolchain)
 COMPARISONS = [
     ("layer_norm_bwd_3.3.1_vs_3.4.0", ISSUE3 / "run2_layer_norm_aa" / "ln_bwd.json", "triton==3.3.1", "triton==3.4.0"),
-    ("embedding_bwd_ptxas_12.4.131_vs_12.8.93", ISSUE3 / "run1_embedding_tritonbench_style" / "emb_bwd.json",
-     "triton==3.4.0,ptxas==12.4.131", "triton==3.4.0"),
+    (
+        "embedding_bwd_ptxas_12.4.131_vs_12.8.93",
+        ISSUE3 / "run1_embedding_tritonbench_style" / "emb_bwd.json",
+        "triton==3.4.0,ptxas==12.4.131",
+        "triton==3.4.0",
+    ),
 ]
 
 
@@ -55,18 +59,45 @@ def main(argv: list[str] | None = None) -> int:
         sides = args.out / "sides"
         sides.mkdir(exist_ok=True)
         a, b = split(results, old, new, sides)
-        cmd = [sys.executable, "-m", "ktriage", "triage", str(a), str(b), "-o", str(args.out / f"{name}.md"),
-               "-o", str(args.out / f"{name}.json"), "-o", str(args.out / f"{name}.html")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "ktriage",
+            "triage",
+            str(a),
+            str(b),
+            "-o",
+            str(args.out / f"{name}.md"),
+            "-o",
+            str(args.out / f"{name}.json"),
+            "-o",
+            str(args.out / f"{name}.html"),
+        ]
         t0 = time.time()
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
         wall = time.time() - t0
         report = json.loads((args.out / f"{name}.json").read_text()) if (args.out / f"{name}.json").exists() else {}
         regressions = [c for c in report.get("cells", []) if c["verdict"] == "regression"]
-        row = {"name": name, "exit_code": proc.returncode, "wall_s": round(wall, 1), "old": old, "new": new,
-               "regressions": len(regressions), "counts": report.get("counts"),
-               "causes": sorted({c["cause"]["text"] for c in regressions if c.get("cause")}),
-               "culprits": sorted({c["culprit"]["summary"] for c in regressions if c.get("culprit")}),
-               "fixes": sorted({(f["description"] + (" (verified by compiling)" if f.get("verified") else "")) if isinstance(f, dict) else str(f) for c in regressions for f in c.get("fixes", [])})[:4]}
+        row = {
+            "name": name,
+            "exit_code": proc.returncode,
+            "wall_s": round(wall, 1),
+            "old": old,
+            "new": new,
+            "regressions": len(regressions),
+            "counts": report.get("counts"),
+            "causes": sorted({c["cause"]["text"] for c in regressions if c.get("cause")}),
+            "culprits": sorted({c["culprit"]["summary"] for c in regressions if c.get("culprit")}),
+            "fixes": sorted(
+                {
+                    (f["description"] + (" (verified by compiling)" if f.get("verified") else ""))
+                    if isinstance(f, dict)
+                    else str(f)
+                    for c in regressions
+                    for f in c.get("fixes", [])
+                }
+            )[:4],
+        }
         summary.append(row)
         print(json.dumps(row))
         if proc.returncode not in (0, 1):

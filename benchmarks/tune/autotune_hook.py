@@ -45,8 +45,24 @@ from ktriage.tune.autotune import TensorArg, ktriage_prune
 
 
 @triton.jit
-def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def mm_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
     """C = A @ B, fp16 in, fp32 accumulate, fp16 out; tiles walked in bands of GROUP_M rows (L2 reuse)."""
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -100,27 +116,59 @@ def mm_configs() -> list[Any]:
     stages do not fit in shared memory (5 x 48 KB)."""
     space: list[tuple[int, int, int, int, int]] = []
     for bm, bn in ((128, 256), (256, 128)):
-        space += [(bm, bn, 64, 3, 8), (bm, bn, 64, 4, 8), (bm, bn, 32, 4, 8), (bm, bn, 32, 5, 8),
-                  (bm, bn, 64, 3, 4), (bm, bn, 64, 5, 8)]
-    space += [(128, 128, 64, 3, 4), (128, 128, 64, 4, 4), (128, 128, 64, 3, 8), (128, 128, 64, 4, 8),
-              (128, 128, 32, 4, 4), (128, 128, 32, 5, 8)]
+        space += [
+            (bm, bn, 64, 3, 8),
+            (bm, bn, 64, 4, 8),
+            (bm, bn, 32, 4, 8),
+            (bm, bn, 32, 5, 8),
+            (bm, bn, 64, 3, 4),
+            (bm, bn, 64, 5, 8),
+        ]
+    space += [
+        (128, 128, 64, 3, 4),
+        (128, 128, 64, 4, 4),
+        (128, 128, 64, 3, 8),
+        (128, 128, 64, 4, 8),
+        (128, 128, 32, 4, 4),
+        (128, 128, 32, 5, 8),
+    ]
     for bm, bn in ((64, 256), (256, 64)):
         space += [(bm, bn, 64, 3, 4), (bm, bn, 64, 4, 8), (bm, bn, 32, 4, 4), (bm, bn, 32, 5, 8)]
     for bm, bn in ((128, 64), (64, 128)):
         space += [(bm, bn, 64, 3, 4), (bm, bn, 64, 4, 4), (bm, bn, 32, 4, 4), (bm, bn, 32, 5, 8)]
     space += [(64, 64, 64, 3, 4), (64, 64, 32, 4, 4), (64, 64, 32, 5, 4)]
     space += [(256, 256, 64, 3, 8), (256, 256, 32, 3, 8), (128, 256, 64, 4, 4)]
-    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
-            for bm, bn, bk, s, w in space]
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
+        for bm, bn, bk, s, w in space
+    ]
 
 
 def rms_configs() -> list[Any]:
     """20 configs of an inductor-style reduction: one row per CTA with long RBLOCK, a few rows with
     shorter RBLOCK, and big [XBLOCK, RBLOCK] fp32 tiles that spill."""
-    space = [(1, 512, 4), (1, 1024, 4), (1, 2048, 8), (1, 4096, 8), (1, 4096, 16),
-             (2, 512, 4), (2, 1024, 8), (4, 256, 4), (4, 512, 4), (4, 1024, 8),
-             (8, 128, 4), (8, 256, 4), (8, 512, 8), (16, 256, 8), (16, 1024, 4),
-             (64, 128, 4), (64, 256, 4), (32, 512, 4), (128, 128, 4), (64, 512, 8)]
+    space = [
+        (1, 512, 4),
+        (1, 1024, 4),
+        (1, 2048, 8),
+        (1, 4096, 8),
+        (1, 4096, 16),
+        (2, 512, 4),
+        (2, 1024, 8),
+        (4, 256, 4),
+        (4, 512, 4),
+        (4, 1024, 8),
+        (8, 128, 4),
+        (8, 256, 4),
+        (8, 512, 8),
+        (16, 256, 8),
+        (16, 1024, 4),
+        (64, 128, 4),
+        (64, 256, 4),
+        (32, 512, 4),
+        (128, 128, 4),
+        (64, 512, 8),
+    ]
     return [triton.Config({"XBLOCK": x, "RBLOCK": r}, num_warps=w, num_stages=1) for x, r, w in space]
 
 
@@ -156,22 +204,50 @@ def mm_named_args(m: int, n: int, k: int, a: Any = None, b: Any = None, c: Any =
     a = a if a is not None else TensorArg("fp16")
     b = b if b is not None else TensorArg("fp16")
     c = c if c is not None else TensorArg("fp16")
-    return {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": m, "N": n, "K": k, "stride_am": k, "stride_ak": 1,
-            "stride_bk": n, "stride_bn": 1, "stride_cm": n, "stride_cn": 1}
+    return {
+        "a_ptr": a,
+        "b_ptr": b,
+        "c_ptr": c,
+        "M": m,
+        "N": n,
+        "K": k,
+        "stride_am": k,
+        "stride_ak": 1,
+        "stride_bk": n,
+        "stride_bn": 1,
+        "stride_cm": n,
+        "stride_cn": 1,
+    }
 
 
 def rms_named_args(rows: int, cols: int, x: Any = None, out: Any = None) -> dict[str, Any]:
-    return {"in_ptr": x if x is not None else TensorArg("fp32"), "out_ptr": out if out is not None else TensorArg("fp32"),
-            "xnumel": rows, "rnumel": cols}
+    return {
+        "in_ptr": x if x is not None else TensorArg("fp32"),
+        "out_ptr": out if out is not None else TensorArg("fp32"),
+        "xnumel": rows,
+        "rnumel": cols,
+    }
 
 
 def hook_rows(hook: Any) -> list[dict[str, Any]]:
     rows = []
     for s in hook.last_report:
-        rows.append({"config": label(s.config), "kept": s.kept, "rank": s.rank, "estimate": s.estimate,
-                     "registers": s.registers, "spill_store_bytes": s.spill_store_bytes, "shared_bytes": s.shared_bytes,
-                     "ctas_per_sm": None if s.occupancy is None else s.occupancy.ctas_per_sm,
-                     "model": s.model, "grid": s.grid, "reason": s.reason, "error": s.error})
+        rows.append(
+            {
+                "config": label(s.config),
+                "kept": s.kept,
+                "rank": s.rank,
+                "estimate": s.estimate,
+                "registers": s.registers,
+                "spill_store_bytes": s.spill_store_bytes,
+                "shared_bytes": s.shared_bytes,
+                "ctas_per_sm": None if s.occupancy is None else s.occupancy.ctas_per_sm,
+                "model": s.model,
+                "grid": s.grid,
+                "reason": s.reason,
+                "error": s.error,
+            }
+        )
     return rows
 
 
@@ -185,12 +261,20 @@ def write_outputs(out: Path, result: dict[str, Any]) -> None:
 
 
 def render_md(result: dict[str, Any]) -> str:
-    lines = ["# ktriage autotune hook vs exhaustive triton.autotune", "",
-             f"mode: {result.get('mode')}, env: {result.get('env')}", ""]
+    lines = [
+        "# ktriage autotune hook vs exhaustive triton.autotune",
+        "",
+        f"mode: {result.get('mode')}, env: {result.get('env')}",
+        "",
+    ]
     if result.get("mode") == "gpu":
-        lines += [("| case | configs | timed (pruned) | cut | pruned winner | exhaustive winner | ratio (h2h median) "
-                   "| exhaustive rank of pruned winner | tune s pruned / exhaustive | ok |"),
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            (
+                "| case | configs | timed (pruned) | cut | pruned winner | exhaustive winner | ratio (h2h median) "
+                "| exhaustive rank of pruned winner | tune s pruned / exhaustive | ok |"
+            ),
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for c in result["cases"]:
             if "error" in c and "ratio" not in c:
                 lines.append(f"| {c['name']} | error: {str(c['error']).splitlines()[0][:120]} |||||||||")
@@ -199,12 +283,19 @@ def render_md(result: dict[str, Any]) -> str:
                 f"| {c['name']} | {c.get('configs')} | {c.get('timed_pruned')} | {c.get('cut', 0):.2f}x | "
                 f"{c.get('pruned_winner')} | {c.get('exhaustive_winner')} | {c.get('ratio', float('nan')):.4f} | "
                 f"{c.get('pruned_winner_exhaustive_rank')} | {c.get('tune_s_pruned', 0):.1f} / "
-                f"{c.get('tune_s_exhaustive', 0):.1f} | {c.get('ok')} |")
-        lines += ["", ("ratio = median time of the pruned run's winner / the exhaustive run's winner, timed head to head "
-                       "(interleaved rounds of triton.testing.do_bench). Target: ratio <= 1.02 and cut >= 2. "
-                       "The pruned run goes first and pays every compile (the hook compiles all configs without "
-                       "launching); the exhaustive run reuses Triton's cache, so its tuning time is mostly GPU "
-                       "timing."), ""]
+                f"{c.get('tune_s_exhaustive', 0):.1f} | {c.get('ok')} |"
+            )
+        lines += [
+            "",
+            (
+                "ratio = median time of the pruned run's winner / the exhaustive run's winner, timed head to head "
+                "(interleaved rounds of triton.testing.do_bench). Target: ratio <= 1.02 and cut >= 2. "
+                "The pruned run goes first and pays every compile (the hook compiles all configs without "
+                "launching); the exhaustive run reuses Triton's cache, so its tuning time is mostly GPU "
+                "timing."
+            ),
+            "",
+        ]
     for c in result["cases"]:
         lines += [f"## {c['name']}", ""]
         if c.get("error"):
@@ -212,13 +303,17 @@ def render_md(result: dict[str, Any]) -> str:
         rows = c.get("hook_report") or []
         exh = c.get("exhaustive_ms") or {}
         if rows:
-            lines += ["| config | kept | rank | estimate | regs | spill B | CTAs/SM | exhaustive ms | why |",
-                      "|---|---|---|---|---|---|---|---|---|"]
+            lines += [
+                "| config | kept | rank | estimate | regs | spill B | CTAs/SM | exhaustive ms | why |",
+                "|---|---|---|---|---|---|---|---|---|",
+            ]
             for r in sorted(rows, key=lambda r: (r["rank"] is None, r["rank"] or 0)):
                 ms = exh.get(r["config"])
-                lines.append(f"| {r['config']} | {'keep' if r['kept'] else 'drop'} | {r['rank']} | {r['estimate']} | "
-                             f"{r['registers']} | {r['spill_store_bytes']} | {r['ctas_per_sm']} | "
-                             f"{'' if ms is None else f'{ms:.4f}'} | {r['reason'][:160]} |")
+                lines.append(
+                    f"| {r['config']} | {'keep' if r['kept'] else 'drop'} | {r['rank']} | {r['estimate']} | "
+                    f"{r['registers']} | {r['spill_store_bytes']} | {r['ctas_per_sm']} | "
+                    f"{'' if ms is None else f'{ms:.4f}'} | {r['reason'][:160]} |"
+                )
             lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -228,9 +323,12 @@ def render_md(result: dict[str, Any]) -> str:
 
 def dry_run(target: str, out: Path | None, only: list[str] | None = None) -> dict[str, Any]:
     """Screen every case's configs for ``target`` without a GPU and print what the hook would keep."""
-    result: dict[str, Any] = {"mode": "dry-run", "target": target, "env": {"triton": triton.__version__,
-                                                                          "python": platform.python_version()},
-                              "cases": []}
+    result: dict[str, Any] = {
+        "mode": "dry-run",
+        "target": target,
+        "env": {"triton": triton.__version__, "python": platform.python_version()},
+        "cases": [],
+    }
     hooks: dict[str, Any] = {}
     for case in CASES:
         if only and case["name"] not in only:
@@ -247,12 +345,20 @@ def dry_run(target: str, out: Path | None, only: list[str] | None = None) -> dic
             named = mm_named_args(*case["shape"]) if case["kind"] == "mm" else rms_named_args(*case["shape"])
             grid = mm_grid if case["kind"] == "mm" else rms_grid
             kept = hook(configs, named, grid=grid, warmup=False)
-            entry.update(configs=len(configs), timed_pruned=len(kept), cut=len(configs) / len(kept),
-                         kept=[label(c) for c in kept], hook_report=hook_rows(hook), screen_s=round(time.time() - t0, 2))
+            entry.update(
+                configs=len(configs),
+                timed_pruned=len(kept),
+                cut=len(configs) / len(kept),
+                kept=[label(c) for c in kept],
+                hook_report=hook_rows(hook),
+                screen_s=round(time.time() - t0, 2),
+            )
             print(f"\n== {case['name']}: keep {len(kept)} of {len(configs)} ({entry['screen_s']} s)")
             for r in sorted(entry["hook_report"], key=lambda r: (r["rank"] is None, r["rank"] or 0)):
-                print(f"{'keep' if r['kept'] else 'drop'} {r['rank']!s:>3} {r['config']:<22} {r['estimate']!s:>12}  {r['reason'][:150]}")
-        except Exception:  # noqa: BLE001 - record and go on
+                print(
+                    f"{'keep' if r['kept'] else 'drop'} {r['rank']!s:>3} {r['config']:<22} {r['estimate']!s:>12}  {r['reason'][:150]}"
+                )
+        except Exception:
             entry["error"] = traceback.format_exc()
             print(entry["error"], file=sys.stderr)
         if out is not None:
@@ -290,8 +396,8 @@ def gpu_case(case: dict[str, Any], tuners: dict[str, Any], entry: dict[str, Any]
     torch.manual_seed(0)
     if kind == "mm":
         m, n, k = case["shape"]
-        a = torch.randn(m, k, device="cuda", dtype=torch.float16) / k ** 0.25
-        b = torch.randn(k, n, device="cuda", dtype=torch.float16) / k ** 0.25
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16) / k**0.25
+        b = torch.randn(k, n, device="cuda", dtype=torch.float16) / k**0.25
         c = torch.empty(m, n, device="cuda", dtype=torch.float16)
         args = tuple(mm_named_args(m, n, k, a, b, c).values())
         reference = (a.float() @ b.float()).half()
@@ -320,8 +426,10 @@ def gpu_case(case: dict[str, Any], tuners: dict[str, Any], entry: dict[str, Any]
     win_p = pruned.best_config
     entry["pruned_winner"] = label(win_p)
     entry["pruned_correct"] = bool(torch.allclose(output.float(), reference.float(), atol=3e-2, rtol=2e-2))
-    print(f"  pruned: timed {entry['timed_pruned']} of {len(configs)} in {entry['tune_s_pruned']:.1f} s -> {label(win_p)}",
-          flush=True)
+    print(
+        f"  pruned: timed {entry['timed_pruned']} of {len(configs)} in {entry['tune_s_pruned']:.1f} s -> {label(win_p)}",
+        flush=True,
+    )
 
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -343,8 +451,10 @@ def gpu_case(case: dict[str, Any], tuners: dict[str, Any], entry: dict[str, Any]
     kept_ms = [entry["exhaustive_ms"][name] for name in kept if name in entry["exhaustive_ms"]]
     if kept_ms and finite:
         entry["best_kept_vs_best_in_exhaustive_run"] = min(kept_ms) / finite[0][0]
-    print(f"  exhaustive: timed {entry['timed_exhaustive']} in {entry['tune_s_exhaustive']:.1f} s -> {label(win_e)}",
-          flush=True)
+    print(
+        f"  exhaustive: timed {entry['timed_exhaustive']} in {entry['tune_s_exhaustive']:.1f} s -> {label(win_e)}",
+        flush=True,
+    )
 
     # Head to head, interleaved rounds in this process.
     def launcher(cfg: Any) -> Any:
@@ -363,8 +473,12 @@ def gpu_case(case: dict[str, Any], tuners: dict[str, Any], entry: dict[str, Any]
             t_second = do_bench(second, warmup=10, rep=60, return_mode="median")
             (tp, te)[0 if first is run_p else 1].append(t_first)
             (te, tp)[0 if first is run_p else 1].append(t_second)
-        entry.update(same_config=False, h2h_ms_pruned=tp, h2h_ms_exhaustive=te,
-                     ratio=statistics.median(tp) / statistics.median(te))
+        entry.update(
+            same_config=False,
+            h2h_ms_pruned=tp,
+            h2h_ms_exhaustive=te,
+            ratio=statistics.median(tp) / statistics.median(te),
+        )
     if flops:
         best_ms = min(entry["exhaustive_ms"].values())
         entry["exhaustive_best_tflops"] = flops / (best_ms * 1e-3) / 1e12
@@ -374,15 +488,19 @@ def gpu_case(case: dict[str, Any], tuners: dict[str, Any], entry: dict[str, Any]
 
 def gpu_run(out: Path, budget_s: float, rounds: int, only: list[str] | None) -> dict[str, Any]:
     t_start = time.perf_counter()
-    result: dict[str, Any] = {"mode": "gpu", "cases": [], "env": {"triton": triton.__version__,
-                                                                  "python": platform.python_version()}}
+    result: dict[str, Any] = {
+        "mode": "gpu",
+        "cases": [],
+        "env": {"triton": triton.__version__, "python": platform.python_version()},
+    }
     try:
         import torch
 
         props = torch.cuda.get_device_properties(0)
-        result["env"].update(torch=torch.__version__, gpu=props.name, sms=props.multi_processor_count,
-                             cc=f"{props.major}.{props.minor}")
-    except Exception:  # noqa: BLE001
+        result["env"].update(
+            torch=torch.__version__, gpu=props.name, sms=props.multi_processor_count, cc=f"{props.major}.{props.minor}"
+        )
+    except Exception:
         result["env_error"] = traceback.format_exc()
     write_outputs(out, result)
     tuners: dict[str, Any] = {}
@@ -400,7 +518,7 @@ def gpu_run(out: Path, budget_s: float, rounds: int, only: list[str] | None) -> 
         print(f"== {case['name']} (t={elapsed:.0f} s)", flush=True)
         try:
             gpu_case(case, tuners, entry, rounds)
-        except Exception:  # noqa: BLE001 - record and go on with the next case
+        except Exception:
             entry["error"] = traceback.format_exc()
             print(entry["error"], file=sys.stderr, flush=True)
         entry["case_s"] = round(time.perf_counter() - t_start - elapsed, 2)

@@ -34,15 +34,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from ktriage.catalog import expand_op  # noqa: E402
-from ktriage.tune.space import config_space  # noqa: E402
+from ktriage.catalog import expand_op
+from ktriage.tune.space import config_space
 
 M = N = K = 4096
 # Triton's tutorial 03 (get_cuda_autotune_config, fp16) and the catalog's own start config, as
 # (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_stages, num_warps).
 TUTORIAL = [
-    (128, 256, 64, 8, 3, 8), (64, 256, 32, 8, 4, 4), (128, 128, 32, 8, 4, 4), (128, 64, 32, 8, 4, 4),
-    (64, 128, 32, 8, 4, 4), (128, 32, 32, 8, 4, 4), (64, 32, 32, 8, 5, 2), (32, 64, 32, 8, 5, 2),
+    (128, 256, 64, 8, 3, 8),
+    (64, 256, 32, 8, 4, 4),
+    (128, 128, 32, 8, 4, 4),
+    (128, 64, 32, 8, 4, 4),
+    (64, 128, 32, 8, 4, 4),
+    (128, 32, 32, 8, 4, 4),
+    (64, 32, 32, 8, 5, 2),
+    (32, 64, 32, 8, 5, 2),
 ]
 START = (128, 128, 64, 8, 3, 8)
 TOLERANCE = 1.10
@@ -86,10 +92,26 @@ def hook_rank(configs: list[tuple[int, ...]], target: Any) -> list[dict[str, Any
     from ktriage.catalog.kernels.matmul import matmul_kernel
     from ktriage.tune.autotune import TensorArg, ktriage_prune
 
-    cfgs = [triton.Config({"BLOCK_M": c[0], "BLOCK_N": c[1], "BLOCK_K": c[2], "GROUP_M": c[3]}, num_stages=c[4],
-                          num_warps=c[5]) for c in configs]
-    args = {"a_ptr": TensorArg("fp16"), "b_ptr": TensorArg("fp16"), "c_ptr": TensorArg("fp16"), "M": M, "N": N, "K": K,
-            "stride_am": K, "stride_ak": 1, "stride_bk": N, "stride_bn": 1, "stride_cm": N, "stride_cn": 1}
+    cfgs = [
+        triton.Config(
+            {"BLOCK_M": c[0], "BLOCK_N": c[1], "BLOCK_K": c[2], "GROUP_M": c[3]}, num_stages=c[4], num_warps=c[5]
+        )
+        for c in configs
+    ]
+    args = {
+        "a_ptr": TensorArg("fp16"),
+        "b_ptr": TensorArg("fp16"),
+        "c_ptr": TensorArg("fp16"),
+        "M": M,
+        "N": N,
+        "K": K,
+        "stride_am": K,
+        "stride_ak": 1,
+        "stride_bk": N,
+        "stride_bn": 1,
+        "stride_cm": N,
+        "stride_cn": 1,
+    }
     hook = ktriage_prune(keep=len(cfgs), target=target, kernel=matmul_kernel)["ktriage"]
     hook(cfgs, args, grid=lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),))
     rows = [dict(s.to_json(), cfg=list(c)) for s, c in zip(hook.last_report, configs, strict=True)]
@@ -111,9 +133,26 @@ def time_configs(configs: list[tuple[int, ...]], rounds: int) -> dict[str, dict[
     def launch(cfg: tuple[int, ...]) -> Any:
         bm, bn, bk, gm, stages, warps = cfg
         grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
-        return lambda: matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                           c.stride(0), c.stride(1), BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm,
-                                           num_warps=warps, num_stages=stages)
+        return lambda: matmul_kernel[grid](
+            a,
+            b,
+            c,
+            M,
+            N,
+            K,
+            a.stride(0),
+            a.stride(1),
+            b.stride(0),
+            b.stride(1),
+            c.stride(0),
+            c.stride(1),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=gm,
+            num_warps=warps,
+            num_stages=stages,
+        )
 
     out: dict[str, dict[str, Any]] = {}
     fns = {}
@@ -125,7 +164,7 @@ def time_configs(configs: list[tuple[int, ...]], rounds: int) -> dict[str, dict[
             ok = bool(torch.allclose(c, ref, atol=1.0, rtol=1e-2))
             fns[label(cfg)] = fn
             out[label(cfg)] = {"config": list(cfg), "correct": ok, "ms": []}
-        except Exception as exc:  # noqa: BLE001 - a config that fails (out of resources) is recorded
+        except Exception as exc:
             out[label(cfg)] = {"config": list(cfg), "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     for _ in range(rounds):  # interleaved rounds: clocks and heat hit every config alike
         for name, fn in fns.items():
@@ -140,18 +179,31 @@ def time_configs(configs: list[tuple[int, ...]], rounds: int) -> dict[str, dict[
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dry-run", action="store_true", help="no GPU: print the plan (and the sm_90 ranking if triton imports)")
-    ap.add_argument("--from-tune", type=Path, default=DEFAULT_TUNE,
-                    help="a `ktriage tune -f json` report whose recommendation to time (default: %(default)s)")
+    ap.add_argument(
+        "--dry-run", action="store_true", help="no GPU: print the plan (and the sm_90 ranking if triton imports)"
+    )
+    ap.add_argument(
+        "--from-tune",
+        type=Path,
+        default=DEFAULT_TUNE,
+        help="a `ktriage tune -f json` report whose recommendation to time (default: %(default)s)",
+    )
     ap.add_argument("--rank-on-host", action="store_true", help="rank tune's space with the hook on this host instead")
-    ap.add_argument("--target", default=None, help="compile target for the hook (default: the active GPU; dry run: sm_90)")
+    ap.add_argument(
+        "--target", default=None, help="compile target for the hook (default: the active GPU; dry run: sm_90)"
+    )
     ap.add_argument("--top", type=int, default=3, help="also time the model's next best configs (default 3)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", type=Path, help="directory for gemm_model_check.json")
     args = ap.parse_args(argv)
 
-    result: dict[str, Any] = {"shape": [M, N, K], "dtype": "fp16", "tutorial": [label(c) for c in TUTORIAL],
-                              "start": label(START), "host": platform.node()}
+    result: dict[str, Any] = {
+        "shape": [M, N, K],
+        "dtype": "fp16",
+        "tutorial": [label(c) for c in TUTORIAL],
+        "start": label(START),
+        "host": platform.node(),
+    }
     ranking: list[dict[str, Any]] = []
     if not args.rank_on_host and not args.from_tune.exists():
         print(f"(no tune report at {args.from_tune}: ranking tune's space with the hook on this host)")
@@ -173,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         picked = [tuple(r["cfg"]) for r in ranking if r.get("kept") and r.get("estimate") is not None]
     recommended = picked[0] if picked else None
     result["recommended"] = label(recommended) if recommended else None
-    result["ranking"] = [{k: r[k] for k in ("cfg", "rank", "estimate", "registers", "spill_store_bytes", "detail")}
-                         for r in ranking]
+    result["ranking"] = [
+        {k: r[k] for k in ("cfg", "rank", "estimate", "registers", "spill_store_bytes", "detail")} for r in ranking
+    ]
     for r in ranking[:12]:
         print(f"rank {r['rank']:>3}  {label(tuple(r['cfg'])):<22} estimate {r['estimate']}  {r['detail']}")
     print(f"recommended: {result['recommended']} ({result['source']})")
@@ -193,13 +246,17 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in row:
             print(f"{name:<22} error {row['error']}{tag}")
         else:
-            print(f"{name:<22} {row['median_ms'] * 1e3:8.1f} us  {row['tflops']:6.1f} TFLOP/s  correct={row['correct']}{tag}")
+            print(
+                f"{name:<22} {row['median_ms'] * 1e3:8.1f} us  {row['tflops']:6.1f} TFLOP/s  correct={row['correct']}{tag}"
+            )
     rec = timings.get(label(recommended)) if recommended else None
     ok = bool(rec and rec.get("median_ms") and rec["correct"] and rec["median_ms"] <= TOLERANCE * best_tut["median_ms"])
     ratio = rec["median_ms"] / best_tut["median_ms"] if rec and rec.get("median_ms") else None
     result.update(best_tutorial=label(tuple(best_tut["config"])), ratio=ratio, within_10_percent=ok)
-    print(f"best tutorial config: {result['best_tutorial']} {best_tut['median_ms'] * 1e3:.1f} us; recommended/best = "
-          f"{ratio if ratio is None else round(ratio, 3)} -> {'PASS' if ok else 'FAIL'} (within 10%: {ok})")
+    print(
+        f"best tutorial config: {result['best_tutorial']} {best_tut['median_ms'] * 1e3:.1f} us; recommended/best = "
+        f"{ratio if ratio is None else round(ratio, 3)} -> {'PASS' if ok else 'FAIL'} (within 10%: {ok})"
+    )
     _write(args.out, result)
     return 0 if ok else 1
 

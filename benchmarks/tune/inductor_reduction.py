@@ -97,8 +97,20 @@ def _welford_merge(mean_a, m2_a, w_a, mean_b, m2_b, w_b):
 
 
 @triton.jit
-def red_fused_add_layer_norm(in_ptr0, in_ptr1, in_ptr2, in_ptr3, out_ptr0, out_ptr1, out_ptr2, out_ptr3,
-                             xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+def red_fused_add_layer_norm(
+    in_ptr0,
+    in_ptr1,
+    in_ptr2,
+    in_ptr3,
+    out_ptr0,
+    out_ptr1,
+    out_ptr2,
+    out_ptr3,
+    xnumel,
+    rnumel,
+    XBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
     """y = LayerNorm(a + b) * w + c with h = a + b also stored, like inductor's looped
     ``triton_red_fused_add_native_layer_norm``: pass 1 Welford statistics, pass 2 normalize."""
     xoffset = tl.program_id(0) * XBLOCK
@@ -113,8 +125,12 @@ def red_fused_add_layer_norm(in_ptr0, in_ptr1, in_ptr2, in_ptr3, out_ptr0, out_p
         rindex = roffset + rbase
         rmask = rindex < rnumel
         r1 = rindex
-        tmp0 = tl.load(in_ptr0 + (r1 + rnumel * x0), rmask & xmask, eviction_policy="evict_last", other=0.0).to(tl.float32)
-        tmp1 = tl.load(in_ptr1 + (r1 + rnumel * x0), rmask & xmask, eviction_policy="evict_last", other=0.0).to(tl.float32)
+        tmp0 = tl.load(in_ptr0 + (r1 + rnumel * x0), rmask & xmask, eviction_policy="evict_last", other=0.0).to(
+            tl.float32
+        )
+        tmp1 = tl.load(in_ptr1 + (r1 + rnumel * x0), rmask & xmask, eviction_policy="evict_last", other=0.0).to(
+            tl.float32
+        )
         tmp2 = tmp0 + tmp1
         tmp3 = tl.broadcast_to(tmp2, [XBLOCK, RBLOCK])
         tmp_mean_next, tmp_m2_next, tmp_weight_next = _welford_step(tmp3, tmp_mean, tmp_m2, tmp_weight, roffset == 0)
@@ -135,7 +151,9 @@ def red_fused_add_layer_norm(in_ptr0, in_ptr1, in_ptr2, in_ptr3, out_ptr0, out_p
         rindex = roffset + rbase
         rmask = rindex < rnumel
         r1 = rindex
-        tmp11 = tl.load(out_ptr0 + (r1 + rnumel * x0), rmask & xmask, eviction_policy="evict_first", other=0.0).to(tl.float32)
+        tmp11 = tl.load(out_ptr0 + (r1 + rnumel * x0), rmask & xmask, eviction_policy="evict_first", other=0.0).to(
+            tl.float32
+        )
         tmp12 = tl.load(in_ptr2 + r1, rmask, eviction_policy="evict_last", other=0.0).to(tl.float32)
         tmp13 = tl.load(in_ptr3 + r1, rmask, eviction_policy="evict_last", other=0.0).to(tl.float32)
         tmp14 = (tmp11 - tmp4) * tmp10
@@ -144,8 +162,9 @@ def red_fused_add_layer_norm(in_ptr0, in_ptr1, in_ptr2, in_ptr3, out_ptr0, out_p
 
 
 @triton.jit
-def red_fused_var_mean_4(in_ptr0, in_ptr1, in_ptr2, in_ptr3, out_ptr0, out_ptr1, xnumel, rnumel,
-                         XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
+def red_fused_var_mean_4(
+    in_ptr0, in_ptr1, in_ptr2, in_ptr3, out_ptr0, out_ptr1, xnumel, rnumel, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr
+):
     """Four horizontally fused var_mean reductions over the same rows (inductor fuses reductions
     with the same (xnumel, rnumel) into one kernel): 4 loads, 4 Welford reductions."""
     xoffset = tl.program_id(0) * XBLOCK
@@ -231,14 +250,23 @@ class Case:
         args: dict[str, Any] = {}
         for name, dt in self.ptr_dtypes.items():
             args[name] = tensors[name] if tensors is not None else TensorArg(dt)
-        args.update(xnumel=self.xnumel, rnumel=self.rnumel, XBLOCK=cfg.xblock, RBLOCK=cfg.rblock,
-                    num_warps=cfg.num_warps, num_stages=1)
+        args.update(
+            xnumel=self.xnumel,
+            rnumel=self.rnumel,
+            XBLOCK=cfg.xblock,
+            RBLOCK=cfg.rblock,
+            num_warps=cfg.num_warps,
+            num_stages=1,
+        )
         return args
 
 
 def _var_mean4_inputs(torch: Any, xn: int, rn: int) -> dict[str, Tensor]:
     g = torch.Generator(device="cuda").manual_seed(0)
-    t = {f"in_ptr{i}": (torch.randn(xn, rn, device="cuda", generator=g) * (i + 1) + i).to(torch.bfloat16) for i in range(4)}
+    t = {
+        f"in_ptr{i}": (torch.randn(xn, rn, device="cuda", generator=g) * (i + 1) + i).to(torch.bfloat16)
+        for i in range(4)
+    }
     t["out_ptr0"] = torch.empty(xn, 4, device="cuda", dtype=torch.float32)
     t["out_ptr1"] = torch.empty(xn, 4, device="cuda", dtype=torch.float32)
     return t
@@ -282,29 +310,93 @@ def _add_ln_ref(t: dict[str, Tensor], xn: int, rn: int) -> dict[str, Tensor]:
 
 def make_cases(quick: bool) -> list[Case]:
     vm4_ptrs = {**{f"in_ptr{i}": "bf16" for i in range(4)}, "out_ptr0": "fp32", "out_ptr1": "fp32"}
-    ln_ptrs = {"in_ptr0": "bf16", "in_ptr1": "bf16", "in_ptr2": "bf16", "in_ptr3": "bf16",
-               "out_ptr0": "bf16", "out_ptr1": "fp32", "out_ptr2": "fp32", "out_ptr3": "bf16"}
+    ln_ptrs = {
+        "in_ptr0": "bf16",
+        "in_ptr1": "bf16",
+        "in_ptr2": "bf16",
+        "in_ptr3": "bf16",
+        "out_ptr0": "bf16",
+        "out_ptr1": "fp32",
+        "out_ptr2": "fp32",
+        "out_ptr3": "bf16",
+    }
     vm4_cmp = {"out_ptr0": (2e-3, 1e-3), "out_ptr1": (2e-2, 2e-3)}
     ln_cmp = {"out_ptr0": (1e-2, 1e-2), "out_ptr1": (1e-3, 1e-3), "out_ptr2": (1e-3, 1e-3), "out_ptr3": (6e-2, 2e-2)}
     vm4_bytes = lambda x, r: 4 * x * r * 2 + 2 * 4 * x * 4  # noqa: E731
     cases = [
-        Case("var_mean4_65536x2048", red_fused_var_mean_4, 65536, 2048,
-             "4 fused var_mean of bf16 rows of 2048: inductor's INNER config is XBLOCK=2 x RBLOCK=2048, which spills",
-             _var_mean4_inputs, _var_mean4_ref, vm4_cmp, vm4_bytes, vm4_ptrs, 4, 4),
-        Case("var_mean4_32768x4096_x8r512", red_fused_var_mean_4, 32768, 4096,
-             "4 fused var_mean, started from the (XBLOCK 8, RBLOCK 512) config of inductor's autotuning list, which spills",
-             _var_mean4_inputs, _var_mean4_ref, vm4_cmp, vm4_bytes, vm4_ptrs, 4, 4,
-             start=Config(8, 512, 16), start_why="inductor's max-autotune reduction list entry (8, 512): "
-             "triton_config_reduction(8, 512) gives num_warps = 8*512 // 128 = 32, capped at 16"),
-        Case("var_mean4_32768x4096", red_fused_var_mean_4, 32768, 4096,
-             "4 horizontally fused var_mean (Welford) reductions of bf16 rows; 4 loads + 4 reductions",
-             _var_mean4_inputs, _var_mean4_ref, vm4_cmp, lambda x, r: 4 * x * r * 2 + 2 * 4 * x * 4, vm4_ptrs, 4, 4),
-        Case("var_mean4_16384x8192", red_fused_var_mean_4, 16384, 8192,
-             "same kernel, longer rows (4 loop trips at the start config instead of 2)",
-             _var_mean4_inputs, _var_mean4_ref, vm4_cmp, lambda x, r: 4 * x * r * 2 + 2 * 4 * x * 4, vm4_ptrs, 4, 4),
-        Case("add_layer_norm_32768x4096", red_fused_add_layer_norm, 32768, 4096,
-             "residual add + LayerNorm, two passes (Welford stats, then normalize); 5 loads + 1 reduction",
-             _add_ln_inputs, _add_ln_ref, ln_cmp, lambda x, r: x * r * 2 * 5 + 2 * r * 2 + 2 * x * 4, ln_ptrs, 5, 1),
+        Case(
+            "var_mean4_65536x2048",
+            red_fused_var_mean_4,
+            65536,
+            2048,
+            "4 fused var_mean of bf16 rows of 2048: inductor's INNER config is XBLOCK=2 x RBLOCK=2048, which spills",
+            _var_mean4_inputs,
+            _var_mean4_ref,
+            vm4_cmp,
+            vm4_bytes,
+            vm4_ptrs,
+            4,
+            4,
+        ),
+        Case(
+            "var_mean4_32768x4096_x8r512",
+            red_fused_var_mean_4,
+            32768,
+            4096,
+            "4 fused var_mean, started from the (XBLOCK 8, RBLOCK 512) config of inductor's autotuning list, which spills",
+            _var_mean4_inputs,
+            _var_mean4_ref,
+            vm4_cmp,
+            vm4_bytes,
+            vm4_ptrs,
+            4,
+            4,
+            start=Config(8, 512, 16),
+            start_why="inductor's max-autotune reduction list entry (8, 512): "
+            "triton_config_reduction(8, 512) gives num_warps = 8*512 // 128 = 32, capped at 16",
+        ),
+        Case(
+            "var_mean4_32768x4096",
+            red_fused_var_mean_4,
+            32768,
+            4096,
+            "4 horizontally fused var_mean (Welford) reductions of bf16 rows; 4 loads + 4 reductions",
+            _var_mean4_inputs,
+            _var_mean4_ref,
+            vm4_cmp,
+            lambda x, r: 4 * x * r * 2 + 2 * 4 * x * 4,
+            vm4_ptrs,
+            4,
+            4,
+        ),
+        Case(
+            "var_mean4_16384x8192",
+            red_fused_var_mean_4,
+            16384,
+            8192,
+            "same kernel, longer rows (4 loop trips at the start config instead of 2)",
+            _var_mean4_inputs,
+            _var_mean4_ref,
+            vm4_cmp,
+            lambda x, r: 4 * x * r * 2 + 2 * 4 * x * 4,
+            vm4_ptrs,
+            4,
+            4,
+        ),
+        Case(
+            "add_layer_norm_32768x4096",
+            red_fused_add_layer_norm,
+            32768,
+            4096,
+            "residual add + LayerNorm, two passes (Welford stats, then normalize); 5 loads + 1 reduction",
+            _add_ln_inputs,
+            _add_ln_ref,
+            ln_cmp,
+            lambda x, r: x * r * 2 * 5 + 2 * r * 2 + 2 * x * 4,
+            ln_ptrs,
+            5,
+            1,
+        ),
     ]
     return cases[:1] if quick else cases
 
@@ -352,14 +444,20 @@ class Facts:
 
     def to_json(self) -> dict[str, Any]:
         occ = self.occupancy
-        return {**self.config.to_json(), "registers": self.registers, "spill_store_bytes": self.spill_store_bytes,
-                "spill_load_bytes": self.spill_load_bytes, "stack_bytes": self.stack_bytes,
-                "shared_bytes": self.shared_bytes,
-                "ctas_per_sm": None if occ is None else occ.ctas_per_sm,
-                "warps_per_sm": None if occ is None else occ.warps_per_sm,
-                "occupancy": None if occ is None else occ.occupancy,
-                "limiter": None if occ is None else occ.limiter,
-                "compile_s": self.compile_s, "error": self.error}
+        return {
+            **self.config.to_json(),
+            "registers": self.registers,
+            "spill_store_bytes": self.spill_store_bytes,
+            "spill_load_bytes": self.spill_load_bytes,
+            "stack_bytes": self.stack_bytes,
+            "shared_bytes": self.shared_bytes,
+            "ctas_per_sm": None if occ is None else occ.ctas_per_sm,
+            "warps_per_sm": None if occ is None else occ.warps_per_sm,
+            "occupancy": None if occ is None else occ.occupancy,
+            "limiter": None if occ is None else occ.limiter,
+            "compile_s": self.compile_s,
+            "error": self.error,
+        }
 
 
 class FactCache:
@@ -381,10 +479,14 @@ class FactCache:
                 raise ValueError(f"{cfg.num_warps} warps exceed {MAX_THREADS_PER_CTA} threads per CTA")
             ck = compile_without_launch(case.kernel, case.compile_args(cfg), self.target)
             cf = compile_facts(ck, self.cc)
-            f.registers, f.spill_store_bytes, f.spill_load_bytes = cf.registers, cf.spill_store_bytes, cf.spill_load_bytes
+            f.registers, f.spill_store_bytes, f.spill_load_bytes = (
+                cf.registers,
+                cf.spill_store_bytes,
+                cf.spill_load_bytes,
+            )
             f.stack_bytes, f.shared_bytes = cf.stack_bytes, cf.shared_bytes
             f.occupancy = compute_occupancy(self.cc, cf.registers, cf.num_warps, cf.shared_bytes, barriers=cf.barriers)
-        except Exception as exc:  # noqa: BLE001 - recorded, the run goes on
+        except Exception as exc:
             f.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:400]
         f.compile_s = round(time.perf_counter() - t0, 2)
         self._facts[key] = f
@@ -399,20 +501,36 @@ def grid_ctas(case: Case, cfg: Config) -> int:
 def inductor_shipped(case: Case, facts: FactCache, start: Config, sm_count: int) -> dict[str, Any]:
     """What inductor's precompile() does: test the start config once, add one halved-RBLOCK config."""
     f = facts.get(case, start)
-    d = inductor_rule(n_regs=f.registers, num_warps=start.num_warps, xnumel=case.xnumel, xblock=start.xblock,
-                      rblocks={"R0_BLOCK": start.rblock}, sm_count=sm_count)
+    d = inductor_rule(
+        n_regs=f.registers,
+        num_warps=start.num_warps,
+        xnumel=case.xnumel,
+        xblock=start.xblock,
+        rblocks={"R0_BLOCK": start.rblock},
+        sm_count=sm_count,
+    )
     candidates = [start]
     if d.scale:
         candidates.append(Config(start.xblock, d.new_rblocks["R0_BLOCK"], start.num_warps))
     for c in candidates:
         facts.get(case, c)
-    skipped = [c for c in candidates if facts.get(case, c).stack_bytes is not None
-               and inductor_skips_for_spills(facts.get(case, c).stack_bytes or 0)]
-    return {"decision": {"scale": d.scale, "reason": d.reason, "max_blocks_per_sm": d.max_blocks_per_sm,
-                         "total_block": d.total_block},
-            "candidates": [c.to_json() for c in candidates],
-            "skipped_for_spills": [c.to_json() for c in skipped],
-            "_candidates": candidates, "_skipped": skipped}
+    skipped = [
+        c
+        for c in candidates
+        if facts.get(case, c).stack_bytes is not None and inductor_skips_for_spills(facts.get(case, c).stack_bytes or 0)
+    ]
+    return {
+        "decision": {
+            "scale": d.scale,
+            "reason": d.reason,
+            "max_blocks_per_sm": d.max_blocks_per_sm,
+            "total_block": d.total_block,
+        },
+        "candidates": [c.to_json() for c in candidates],
+        "skipped_for_spills": [c.to_json() for c in skipped],
+        "_candidates": candidates,
+        "_skipped": skipped,
+    }
 
 
 def inductor_iterated(case: Case, facts: FactCache, start: Config, sm_count: int, max_steps: int = 6) -> dict[str, Any]:
@@ -420,8 +538,14 @@ def inductor_iterated(case: Case, facts: FactCache, start: Config, sm_count: int
     cur, steps = start, []
     for _ in range(max_steps):
         f = facts.get(case, cur)
-        d = inductor_rule(n_regs=f.registers, num_warps=cur.num_warps, xnumel=case.xnumel, xblock=cur.xblock,
-                          rblocks={"R0_BLOCK": cur.rblock}, sm_count=sm_count)
+        d = inductor_rule(
+            n_regs=f.registers,
+            num_warps=cur.num_warps,
+            xnumel=case.xnumel,
+            xblock=cur.xblock,
+            rblocks={"R0_BLOCK": cur.rblock},
+            sm_count=sm_count,
+        )
         steps.append({"config": cur.to_json(), "registers": f.registers, "scale": d.scale, "reason": d.reason})
         if not d.scale:
             break
@@ -436,7 +560,9 @@ def _proposals(cfg: Config) -> list[tuple[Config, str]]:
     if smaller:
         out.append((Config(cfg.xblock, max(smaller), cfg.num_warps), f"RBLOCK {cfg.rblock} -> {max(smaller)}"))
     if cfg.num_warps * 2 * 32 <= MAX_THREADS_PER_CTA:
-        out.append((Config(cfg.xblock, cfg.rblock, cfg.num_warps * 2), f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}"))
+        out.append(
+            (Config(cfg.xblock, cfg.rblock, cfg.num_warps * 2), f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}")
+        )
     return out
 
 
@@ -456,8 +582,9 @@ def ktriage_exact(case: Case, facts: FactCache, start: Config, sm_count: int, ma
 def _launch(case: Case, cfg: Config, t: dict[str, Tensor]) -> None:
     grid = (grid_ctas(case, cfg),)
     args = [t[n] for n in case.ptr_dtypes]
-    case.kernel[grid](*args, case.xnumel, case.rnumel, XBLOCK=cfg.xblock, RBLOCK=cfg.rblock,
-                      num_warps=cfg.num_warps, num_stages=1)
+    case.kernel[grid](
+        *args, case.xnumel, case.rnumel, XBLOCK=cfg.xblock, RBLOCK=cfg.rblock, num_warps=cfg.num_warps, num_stages=1
+    )
 
 
 def check_outputs(case: Case, cfg: Config, t: dict[str, Tensor], ref: dict[str, Tensor]) -> str | None:
@@ -476,8 +603,9 @@ def check_outputs(case: Case, cfg: Config, t: dict[str, Tensor], ref: dict[str, 
     return None
 
 
-def time_configs(case: Case, configs: list[Config], t: dict[str, Tensor], samples: int,
-                 deadline: float) -> dict[Config, list[float]]:
+def time_configs(
+    case: Case, configs: list[Config], t: dict[str, Tensor], samples: int, deadline: float
+) -> dict[Config, list[float]]:
     """CUDA-event times (ms) with an L2 flush before each launch; configs interleaved per round,
     the order rotated each round so no config always follows the flush of the same neighbour."""
     import torch
@@ -490,7 +618,7 @@ def time_configs(case: Case, configs: list[Config], t: dict[str, Tensor], sample
         _launch(case, c, t)
     torch.cuda.synchronize()
     for rnd in range(samples):
-        order = configs[rnd % len(configs):] + configs[: rnd % len(configs)]
+        order = configs[rnd % len(configs) :] + configs[: rnd % len(configs)]
         evs = []
         for c in order:
             flush.zero_()
@@ -513,26 +641,44 @@ def _pct(xs: list[float], q: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------ driver
-def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples: int, deadline: float,
-             log: Callable[[str], None]) -> dict[str, Any]:
-    res: dict[str, Any] = {"case": case.name, "what": case.what, "xnumel": case.xnumel, "rnumel": case.rnumel,
-                           "kernel": case.kernel.fn.__name__ if hasattr(case.kernel, "fn") else str(case.kernel)}
+def run_case(
+    case: Case,
+    facts: FactCache,
+    sm_count: int,
+    dry_run: bool,
+    samples: int,
+    deadline: float,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    res: dict[str, Any] = {
+        "case": case.name,
+        "what": case.what,
+        "xnumel": case.xnumel,
+        "rnumel": case.rnumel,
+        "kernel": case.kernel.fn.__name__ if hasattr(case.kernel, "fn") else str(case.kernel),
+    }
     n_load, n_red = case.num_load, case.num_reduction
     start = case.start or inductor_start_config(case.xnumel, case.rnumel, n_load, n_red)
-    res["start"] = {**start.to_json(), "why": case.start_why or (f"inductor INNER contiguous_config for rnumel={case.rnumel}, "
-                    f"{n_load} loads + {n_red} reductions (< 10: MAX_R0_BLOCK 2048, num_warps = r // 128 capped at 16)")}
+    res["start"] = {
+        **start.to_json(),
+        "why": case.start_why
+        or (
+            f"inductor INNER contiguous_config for rnumel={case.rnumel}, "
+            f"{n_load} loads + {n_red} reductions (< 10: MAX_R0_BLOCK 2048, num_warps = r // 128 capped at 16)"
+        ),
+    }
     log(f"[{case.name}] start {start.label()}")
     try:
         ind = inductor_shipped(case, facts, start, sm_count)
         res["inductor"] = {k: v for k, v in ind.items() if not k.startswith("_")}
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         ind = {"_candidates": [start], "_skipped": []}
         res["inductor"] = {"error": traceback.format_exc(limit=3)}
         log(f"  inductor rule failed: {exc}")
     try:
         it = inductor_iterated(case, facts, start, sm_count)
         res["inductor_iterated"] = {k: v for k, v in it.items() if not k.startswith("_")}
-    except Exception:  # noqa: BLE001
+    except Exception:
         it = {"_final": start}
         res["inductor_iterated"] = {"error": traceback.format_exc(limit=3)}
     try:
@@ -540,7 +686,7 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
         res["ktriage"] = {k: v for k, v in kt.items() if not k.startswith("_")}
         for s in kt["steps"]:
             log("  ktriage: " + s["sentence"])
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         kt = {"_final": start}
         res["ktriage"] = {"error": traceback.format_exc(limit=3)}
         log(f"  ktriage rule failed: {exc}")
@@ -548,11 +694,20 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
     # timed set: start, inductor's candidates, ktriage's final, the iterated rule's final, a few neighbours
     # ktriage's kept proposals (compile-side: each removes spills or raises occupancy) are all timed:
     # like `ktriage tune`, the GPU picks among the few configs the screening kept
-    kept = [Config(s["config"]["XBLOCK"], s["config"]["RBLOCK"], s["config"]["num_warps"])
-            for s in res.get("ktriage", {}).get("steps", []) if "because" in s["sentence"] and "rejected" not in s["sentence"]]
+    kept = [
+        Config(s["config"]["XBLOCK"], s["config"]["RBLOCK"], s["config"]["num_warps"])
+        for s in res.get("ktriage", {}).get("steps", [])
+        if "because" in s["sentence"] and "rejected" not in s["sentence"]
+    ]
     timed: list[Config] = []
-    for c in [start, *ind["_candidates"], kt["_final"], it["_final"], *kept,
-              Config(start.xblock, max(start.rblock // 2, 64), max(start.num_warps // 2, 2))]:
+    for c in [
+        start,
+        *ind["_candidates"],
+        kt["_final"],
+        it["_final"],
+        *kept,
+        Config(start.xblock, max(start.rblock // 2, 64), max(start.num_warps // 2, 2)),
+    ]:
         if c not in timed and len(timed) < 9:
             timed.append(c)
     res["ktriage_kept"] = [c.to_json() for c in kept]
@@ -566,7 +721,7 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
     try:
         t = case.make_inputs(torch, case.xnumel, case.rnumel)
         ref = case.reference(t, case.xnumel, case.rnumel)
-    except Exception:  # noqa: BLE001
+    except Exception:
         res["timing_error"] = traceback.format_exc(limit=3)
         return res
     ok: list[Config] = []
@@ -582,13 +737,13 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
                 ok.append(c)
             else:
                 log(f"  {c.label()}: WRONG OUTPUT {bad}")
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             row["correct"] = None
             row["error"] = f"launch/check: {type(exc).__name__}: {exc}"[:400]
             log(f"  {c.label()}: {row['error']}")
     try:
         times = time_configs(case, ok, t, samples, deadline)
-    except Exception:  # noqa: BLE001
+    except Exception:
         res["timing_error"] = traceback.format_exc(limit=3)
         return res
     nbytes = case.bytes_moved(case.xnumel, case.rnumel)
@@ -596,15 +751,23 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
         xs = times.get(c)
         if xs:
             med = statistics.median(xs)
-            row.update(median_ms=round(med, 5), p10_ms=round(_pct(xs, 0.1), 5), p90_ms=round(_pct(xs, 0.9), 5),
-                       samples=len(xs), gbps=round(nbytes / med / 1e6, 1))
-            log(f"  {c.label():38s} {row['registers']:>4} regs {row['ctas_per_sm']} CTA/SM "
-                f"{row['warps_per_sm']:>2} warps  median {med:.4f} ms  ({row['gbps']} GB/s)")
+            row.update(
+                median_ms=round(med, 5),
+                p10_ms=round(_pct(xs, 0.1), 5),
+                p90_ms=round(_pct(xs, 0.9), 5),
+                samples=len(xs),
+                gbps=round(nbytes / med / 1e6, 1),
+            )
+            log(
+                f"  {c.label():38s} {row['registers']:>4} regs {row['ctas_per_sm']} CTA/SM "
+                f"{row['warps_per_sm']:>2} warps  median {med:.4f} ms  ({row['gbps']} GB/s)"
+            )
     med = {c: statistics.median(times[c]) for c in times if times[c]}
     if start in med:
         # inductor benchmarks its candidates and keeps the fastest, spilling ones (n_spills > 16) skipped
-        cands = [c for c in ind["_candidates"] if c in med and c not in ind["_skipped"]] or \
-                [c for c in ind["_candidates"] if c in med]
+        cands = [c for c in ind["_candidates"] if c in med and c not in ind["_skipped"]] or [
+            c for c in ind["_candidates"] if c in med
+        ]
         ind_pick = min(cands, key=lambda c: med[c]) if cands else None
         res["summary"] = {
             "start_ms": round(med[start], 5),
@@ -612,7 +775,9 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
             "inductor_ms": None if ind_pick is None else round(med[ind_pick], 5),
             "speedup_inductor_vs_start": None if ind_pick is None else round(med[start] / med[ind_pick], 3),
             "inductor_iterated_final": it["_final"].to_json(),
-            "speedup_inductor_iterated_vs_start": round(med[start] / med[it["_final"]], 3) if it["_final"] in med else None,
+            "speedup_inductor_iterated_vs_start": round(med[start] / med[it["_final"]], 3)
+            if it["_final"] in med
+            else None,
             "ktriage_final": kt["_final"].to_json(),
             "ktriage_ms": round(med[kt["_final"]], 5) if kt["_final"] in med else None,
             "speedup_ktriage_vs_start": round(med[start] / med[kt["_final"]], 3) if kt["_final"] in med else None,
@@ -622,11 +787,16 @@ def run_case(case: Case, facts: FactCache, sm_count: int, dry_run: bool, samples
         kept_timed = [c for c in dict.fromkeys([start, kt["_final"], *kept]) if c in med]
         if kept_timed:
             pick = min(kept_timed, key=lambda c: med[c])
-            res["summary"].update(ktriage_timed_pick=pick.to_json(), ktriage_timed_ms=round(med[pick], 5),
-                                  speedup_ktriage_timed_vs_start=round(med[start] / med[pick], 3),
-                                  ktriage_configs_timed=len(kept_timed))
-        log(f"  => ktriage x{res['summary']['speedup_ktriage_vs_start']} vs start, "
-            f"inductor x{res['summary']['speedup_inductor_vs_start']}")
+            res["summary"].update(
+                ktriage_timed_pick=pick.to_json(),
+                ktriage_timed_ms=round(med[pick], 5),
+                speedup_ktriage_timed_vs_start=round(med[start] / med[pick], 3),
+                ktriage_configs_timed=len(kept_timed),
+            )
+        log(
+            f"  => ktriage x{res['summary']['speedup_ktriage_vs_start']} vs start, "
+            f"inductor x{res['summary']['speedup_inductor_vs_start']}"
+        )
     return res
 
 
@@ -635,27 +805,43 @@ def write_md(path: Path, doc: dict[str, Any]) -> None:
     if doc.get("dry_run"):
         lines += ["Dry run: compile-side only, no timing.", ""]
     for c in doc.get("cases", []):
-        lines += [f"## {c['case']}", "", c.get("what", ""), "",
-                  f"Start (inductor's config): {c.get('start', {}).get('why', '')}.", ""]
+        lines += [
+            f"## {c['case']}",
+            "",
+            c.get("what", ""),
+            "",
+            f"Start (inductor's config): {c.get('start', {}).get('why', '')}.",
+            "",
+        ]
         ind = c.get("inductor", {})
         if "decision" in ind:
             lines.append(f"- inductor rule: {ind['decision']['reason']}")
         kt = c.get("ktriage", {})
         for s in kt.get("steps", []):
             lines.append(f"- ktriage: {s['sentence']}")
-        lines += ["", "| XBLOCK | RBLOCK | warps | regs | spill B | stack B | CTAs/SM | warps/SM | limiter | median ms | p10 | p90 | GB/s | ok |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| XBLOCK | RBLOCK | warps | regs | spill B | stack B | CTAs/SM | warps/SM | limiter | median ms | p10 | p90 | GB/s | ok |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in c.get("configs", []):
-            lines.append(f"| {r['XBLOCK']} | {r['RBLOCK']} | {r['num_warps']} | {r['registers']} | {r['spill_store_bytes']} | "
-                         f"{r['stack_bytes']} | {r['ctas_per_sm']} | {r['warps_per_sm']} | {r['limiter']} | "
-                         f"{r.get('median_ms', '-')} | {r.get('p10_ms', '-')} | {r.get('p90_ms', '-')} | {r.get('gbps', '-')} | "
-                         f"{r.get('correct', '-')} |")
+            lines.append(
+                f"| {r['XBLOCK']} | {r['RBLOCK']} | {r['num_warps']} | {r['registers']} | {r['spill_store_bytes']} | "
+                f"{r['stack_bytes']} | {r['ctas_per_sm']} | {r['warps_per_sm']} | {r['limiter']} | "
+                f"{r.get('median_ms', '-')} | {r.get('p10_ms', '-')} | {r.get('p90_ms', '-')} | {r.get('gbps', '-')} | "
+                f"{r.get('correct', '-')} |"
+            )
         s = c.get("summary")
         if s:
-            lines += ["", (f"**ktriage** {s['ktriage_final']} : x{s['speedup_ktriage_vs_start']} vs start; "
-                           f"**inductor** (as shipped) {s['inductor_pick']} : x{s['speedup_inductor_vs_start']}; "
-                           f"inductor rule iterated {s['inductor_iterated_final']} : "
-                           f"x{s['speedup_inductor_iterated_vs_start']}.")]
+            lines += [
+                "",
+                (
+                    f"**ktriage** {s['ktriage_final']} : x{s['speedup_ktriage_vs_start']} vs start; "
+                    f"**inductor** (as shipped) {s['inductor_pick']} : x{s['speedup_inductor_vs_start']}; "
+                    f"inductor rule iterated {s['inductor_iterated_final']} : "
+                    f"x{s['speedup_inductor_iterated_vs_start']}."
+                ),
+            ]
         for k in ("timing_error",):
             if c.get(k):
                 lines += ["", f"{k}: `{c[k].splitlines()[-1]}`"]
@@ -674,8 +860,16 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     deadline = t0 + TIME_BUDGET_S
     a.out.mkdir(parents=True, exist_ok=True)
-    log = lambda m: print(f"[{time.perf_counter() - t0:5.1f}s] {m}", flush=True)
-    doc: dict[str, Any] = {"triton": triton.__version__, "dry_run": a.dry_run, "samples_requested": a.samples, "cases": []}
+
+    def log(m: str) -> None:
+        print(f"[{time.perf_counter() - t0:5.1f}s] {m}", flush=True)
+
+    doc: dict[str, Any] = {
+        "triton": triton.__version__,
+        "dry_run": a.dry_run,
+        "samples_requested": a.samples,
+        "cases": [],
+    }
     try:
         target = resolve_target(a.target)
         doc["target"] = f"sm_{target.arch}"
@@ -693,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
             sm_count = parse_arch(f"sm_{target.arch}").default_sm_count
             doc["device"] = f"none (dry run, {sm_count} SMs assumed)"
         doc["sm_count"] = sm_count
-    except Exception:  # noqa: BLE001
+    except Exception:
         doc["error"] = traceback.format_exc(limit=4)
         (a.out / "rblock.json").write_text(json.dumps(doc, indent=2))
         print(doc["error"], file=sys.stderr)
@@ -705,7 +899,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         try:
             doc["cases"].append(run_case(case, facts, sm_count, a.dry_run, a.samples, deadline, log))
-        except Exception:  # noqa: BLE001
+        except Exception:
             doc["cases"].append({"case": case.name, "error": traceback.format_exc(limit=4)})
             log(f"[{case.name}] failed:\n{doc['cases'][-1]['error']}")
         doc["elapsed_s"] = round(time.perf_counter() - t0, 1)

@@ -31,8 +31,23 @@ TUNED, BEFORE = "triton==3.4.0", "triton==3.3.1"
 def _tune(bundle: Path, extra: list[str]) -> list[dict]:
     """`ktriage tune` over all N at once: one merged bundle, one report per input."""
     inputs = [x for n in NS for x in ("-i", f"N={n}")]
-    cmd = [sys.executable, "-m", "ktriage", "tune", "liger.layer_norm", "-t", TUNED, *inputs,
-           "--compare-with", BEFORE, "--bundle", str(bundle), "-f", "json", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ktriage",
+        "tune",
+        "liger.layer_norm",
+        "-t",
+        TUNED,
+        *inputs,
+        "--compare-with",
+        BEFORE,
+        "--bundle",
+        str(bundle),
+        "-f",
+        "json",
+        *extra,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     if proc.returncode != 0:
         raise SystemExit(f"ktriage tune failed:\n{proc.stderr[-2000:]}")
@@ -42,8 +57,10 @@ def _tune(bundle: Path, extra: list[str]) -> list[dict]:
 def prepare(args: argparse.Namespace) -> None:
     for n, rep in zip(NS, _tune(Path(args.bundle), []), strict=True):
         rec = rep["recommended"]
-        print(f"N={n}: recommended {rec['label']} ({rec['resources']['registers']} regs, "
-              f"{rec['resources']['spill_store_bytes']} B spills); variants {rep['timing']['bundle']['variants']}")
+        print(
+            f"N={n}: recommended {rec['label']} ({rec['resources']['registers']} regs, "
+            f"{rec['resources']['spill_store_bytes']} B spills); variants {rep['timing']['bundle']['variants']}"
+        )
     print(f"bundle: {args.bundle}")
 
 
@@ -59,19 +76,34 @@ def report(args: argparse.Namespace) -> None:
         old = next((v for k, v in base.items() if k.startswith(BEFORE)), None)
         torch_ms = base.get("torch_layer_norm")
         best = med.get(winner) if winner else None
-        rows.append({"N": n, "triton_3.3.1_ms": old, "triton_3.4.0_default_ms": med.get("default"), "tuned_config": winner,
-                     "tuned_ms": best, "tuned_vs_3.3.1": old / best if old and best else None,
-                     "tuned_vs_torch": torch_ms / best if torch_ms and best else None, "torch_ms": torch_ms,
-                     "recommended_compile_only": rep["recommended"]["label"], "all_variants_ms": med, "failed": t.get("failed")})
+        rows.append(
+            {
+                "N": n,
+                "triton_3.3.1_ms": old,
+                "triton_3.4.0_default_ms": med.get("default"),
+                "tuned_config": winner,
+                "tuned_ms": best,
+                "tuned_vs_3.3.1": old / best if old and best else None,
+                "tuned_vs_torch": torch_ms / best if torch_ms and best else None,
+                "torch_ms": torch_ms,
+                "recommended_compile_only": rep["recommended"]["label"],
+                "all_variants_ms": med,
+                "failed": t.get("failed"),
+            }
+        )
     (out / "layer_norm_tuned.json").write_text(json.dumps({"rows": rows, "tune_reports": full}, indent=1))
-    lines = ["| N | 3.3.1 ms | 3.4.0 default ms | 3.4.0 tuned ms (config) | torch ms | tuned vs 3.3.1 | tuned vs torch |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| N | 3.3.1 ms | 3.4.0 default ms | 3.4.0 tuned ms (config) | torch ms | tuned vs 3.3.1 | tuned vs torch |",
+        "|---|---|---|---|---|---|---|",
+    ]
     fmt = lambda v: "-" if v is None else f"{v:.4f}"  # noqa: E731
     ratio = lambda v: "-" if v is None else f"{v:.3f}x"  # noqa: E731
     for r in rows:
-        lines.append(f"| {r['N']} | {fmt(r['triton_3.3.1_ms'])} | {fmt(r['triton_3.4.0_default_ms'])} | "
-                     f"{fmt(r['tuned_ms'])} ({r['tuned_config']}) | {fmt(r['torch_ms'])} | "
-                     f"{ratio(r['tuned_vs_3.3.1'])} | {ratio(r['tuned_vs_torch'])} |")
+        lines.append(
+            f"| {r['N']} | {fmt(r['triton_3.3.1_ms'])} | {fmt(r['triton_3.4.0_default_ms'])} | "
+            f"{fmt(r['tuned_ms'])} ({r['tuned_config']}) | {fmt(r['torch_ms'])} | "
+            f"{ratio(r['tuned_vs_3.3.1'])} | {ratio(r['tuned_vs_torch'])} |"
+        )
     (out / "layer_norm_tuned.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

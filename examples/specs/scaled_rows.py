@@ -13,7 +13,7 @@ def scaled_rows_kernel(
     stride_xm, stride_xn, stride_ym, stride_yn,
     scale, seed,
     BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
-):  # fmt: skip
+):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK_N)
     for start in range(0, N, BLOCK_N):

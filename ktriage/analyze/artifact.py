@@ -19,23 +19,39 @@ if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
 
 
-def cached_resources(cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kernel_name: str,
-                     triton_shared: int) -> Resources:
+def cached_resources(
+    cubin: AssembledCubin, toolchain: Toolchain, ptx: str, kernel_name: str, triton_shared: int
+) -> Resources:
     """Analyze a cubin once: cuobjdump runs cost more than everything else in a warm re-run, so the
     result is stored next to the cubin (keyed by what else it depends on). The key includes the
     `Resources` schema: a new schema recomputes from the cubin (old files stay for an older ktriage
     sharing the home), and a file whose schema does not match is recomputed too. The file is a cache
     sidecar (ktriage/compile/cache.py): it carries its own sha256, and an edited or truncated one is
     quarantined and recomputed, never served."""
-    key = hashlib.sha256("\0".join([str(toolchain.cuobjdump), hashlib.sha256(ptx.encode()).hexdigest(),
-                                      kernel_name, str(triton_shared),
-                                      f"schema={SCHEMA_VERSION}"]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        "\0".join(
+            [
+                str(toolchain.cuobjdump),
+                hashlib.sha256(ptx.encode()).hexdigest(),
+                kernel_name,
+                str(triton_shared),
+                f"schema={SCHEMA_VERSION}",
+            ]
+        ).encode()
+    ).hexdigest()[:16]
     name = f"{SIDECAR_PREFIX}{key}.json"
     data = read_sidecar(cubin.dir, name)
     if isinstance(data, dict) and data.get("schema") == SCHEMA_VERSION:
         return Resources.from_json(data)
-    resources = analyze(cubin.cubin_path, cuobjdump=toolchain.cuobjdump, ptxas_log=cubin.ptxas_log, ptx=ptx,
-                        kernel_name=kernel_name, triton_shared=triton_shared, nvdisasm=toolchain.nvdisasm)
+    resources = analyze(
+        cubin.cubin_path,
+        cuobjdump=toolchain.cuobjdump,
+        ptxas_log=cubin.ptxas_log,
+        ptx=ptx,
+        kernel_name=kernel_name,
+        triton_shared=triton_shared,
+        nvdisasm=toolchain.nvdisasm,
+    )
     write_sidecar(cubin.dir, name, resources.to_json())
     return resources
 
@@ -44,11 +60,17 @@ def analyze_cubin(artifact: Artifact, cubin: AssembledCubin, toolchain: Toolchai
     """Facts of ``artifact``'s PTX as assembled into ``cubin`` by ``toolchain``'s ptxas (its own, or
     another toolchain's for explain's cross matrix)."""
     front = artifact.frontend
-    resources = cached_resources(cubin, toolchain, front.text("ptx"), front.kernel_name,
-                                 int(front.metadata.get("shared", 0) or 0))
+    resources = cached_resources(
+        cubin, toolchain, front.text("ptx"), front.kernel_name, int(front.metadata.get("shared", 0) or 0)
+    )
     barriers = resources.barriers if resources.barriers is not None else 1
-    occupancy = compute_occupancy(parse_arch(artifact.spec.target), resources.registers, artifact.spec.num_warps,
-                                  resources.shared_bytes, barriers=barriers)
+    occupancy = compute_occupancy(
+        parse_arch(artifact.spec.target),
+        resources.registers,
+        artifact.spec.num_warps,
+        resources.shared_bytes,
+        barriers=barriers,
+    )
     return resources, occupancy
 
 

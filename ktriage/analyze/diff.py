@@ -132,9 +132,7 @@ def aligned_diff(
     """A unified diff of the normalized texts: only structural changes remain (empty if none)."""
     a_lines = normalize(a_text, kind, function=function)
     b_lines = normalize(b_text, kind, function=function)
-    return "\n".join(
-        difflib.unified_diff(a_lines, b_lines, fromfile=a_label, tofile=b_label, n=context, lineterm="")
-    )
+    return "\n".join(difflib.unified_diff(a_lines, b_lines, fromfile=a_label, tofile=b_label, n=context, lineterm=""))
 
 
 @dataclass(frozen=True)
@@ -177,6 +175,4 @@ def diff_summary(a_text: str, b_text: str, *, kind: Kind, function: str | None =
         hunks += 1
         removed += i2 - i1
         added += j2 - j1
-    return DiffSummary(
-        kind=kind, a_lines=len(a_lines), b_lines=len(b_lines), removed=removed, added=added, hunks=hunks
-    )
+    return DiffSummary(kind=kind, a_lines=len(a_lines), b_lines=len(b_lines), removed=removed, added=added, hunks=hunks)

@@ -142,7 +142,7 @@ def display_path(path: str) -> str:
     file is under it, else the path as compiled."""
     for pattern in (_SITE, _HOME_PACKAGE, _SNAPSHOT):
         if m := pattern.match(path):
-            return path[m.end():]
+            return path[m.end() :]
     try:
         rel = os.path.relpath(path)
     except ValueError:
@@ -230,12 +230,21 @@ class LineStats:
         return cls(**obj)
 
 
-COUNTS = ("instructions", "local_loads", "local_stores", "global_mem", "shared_mem", "atomic", "loop_instructions",
-          "loop_local")
+COUNTS = (
+    "instructions",
+    "local_loads",
+    "local_stores",
+    "global_mem",
+    "shared_mem",
+    "atomic",
+    "loop_instructions",
+    "loop_local",
+)
 
 
-def line_stats(located: Iterable[LineInstruction], main_loop_body: frozenset[int] = frozenset(), *,
-               read_source: bool = True) -> tuple[LineStats, ...]:
+def line_stats(
+    located: Iterable[LineInstruction], main_loop_body: frozenset[int] = frozenset(), *, read_source: bool = True
+) -> tuple[LineStats, ...]:
     """Aggregate located instructions per location, in source order (file, line, chain)."""
     acc: dict[tuple[str, int, tuple[tuple[str, int], ...]], dict[str, int]] = {}
     ops: dict[tuple[str, int, tuple[tuple[str, int], ...]], Counter[str]] = {}
@@ -263,12 +272,23 @@ def line_stats(located: Iterable[LineInstruction], main_loop_body: frozenset[int
     for (path, line, chain), counts in acc.items():
         display = path if path == NO_LINE[0] else display_path(path)
         text = source_text(path, line) if read_source and line else ""
-        out.append(LineStats(display, line, path, tuple(f"{display_path(p)}:{n}" for p, n in chain), text, **counts,
-                             opcodes=dict(sorted(ops[(path, line, chain)].items()))))
+        out.append(
+            LineStats(
+                display,
+                line,
+                path,
+                tuple(f"{display_path(p)}:{n}" for p, n in chain),
+                text,
+                **counts,
+                opcodes=dict(sorted(ops[(path, line, chain)].items())),
+            )
+        )
     return tuple(sorted(out, key=lambda s: (s.file, s.line, s.inlined_at)))
 
 
-def listing_line_stats(listing: str, fn: SassFunction, main_loop_body: frozenset[int] = frozenset()) -> tuple[LineStats, ...]:
+def listing_line_stats(
+    listing: str, fn: SassFunction, main_loop_body: frozenset[int] = frozenset()
+) -> tuple[LineStats, ...]:
     """:func:`line_stats` of ``fn`` from the listing it was parsed from (empty without line info)."""
     table = parse_line_table(listing).get(fn.name, {})
     if not table:
@@ -299,8 +319,11 @@ class LineDelta:
         """Per full opcode (of class ``cls``, or of any class), the non-zero changes, largest first."""
         a = self.ref.opcodes if self.ref is not None else {}
         b = self.new.opcodes if self.new is not None else {}
-        out = [(op, b.get(op, 0) - a.get(op, 0)) for op in set(a) | set(b)
-               if cls is None or instruction_class(op.split(".", 1)[0]) == cls]
+        out = [
+            (op, b.get(op, 0) - a.get(op, 0))
+            for op in set(a) | set(b)
+            if cls is None or instruction_class(op.split(".", 1)[0]) == cls
+        ]
         return sorted(((op, d) for op, d in out if d), key=lambda kv: (-abs(kv[1]), kv[0]))
 
     def class_changed(self, cls: str) -> int:
@@ -317,18 +340,27 @@ class LineDelta:
         """Predicted cost, for ranking (highest first): local-memory traffic inside the main loop
         (per iteration) weighs most, then local memory anywhere, other memory instructions and the
         main loop's length, then instruction count."""
-        return (8.0 * abs(self.delta("loop_local")) + 3.0 * abs(self.delta("local_loads") + self.delta("local_stores"))
-                + 2.0 * (abs(self.delta("global_mem")) + abs(self.delta("shared_mem")) + abs(self.delta("atomic")))
-                + 1.0 * abs(self.delta("loop_instructions")) + 0.25 * abs(self.delta("instructions"))
-                + 0.5 * sum(abs(d) for _, d in self.opcode_delta()))
+        return (
+            8.0 * abs(self.delta("loop_local"))
+            + 3.0 * abs(self.delta("local_loads") + self.delta("local_stores"))
+            + 2.0 * (abs(self.delta("global_mem")) + abs(self.delta("shared_mem")) + abs(self.delta("atomic")))
+            + 1.0 * abs(self.delta("loop_instructions"))
+            + 0.25 * abs(self.delta("instructions"))
+            + 0.5 * sum(abs(d) for _, d in self.opcode_delta())
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "text": self.text, "inlined_at": list(self.inlined_at),
-                "impact": round(self.impact, 2),
-                "ref": {k: self.count(k, "ref") for k in COUNTS} if self.ref is not None else None,
-                "new": {k: self.count(k, "new") for k in COUNTS} if self.new is not None else None,
-                "delta": {k: self.delta(k) for k in COUNTS if self.delta(k)},
-                "opcode_delta": {op: d for op, d in self.opcode_delta()}}
+        return {
+            "file": self.file,
+            "line": self.line,
+            "text": self.text,
+            "inlined_at": list(self.inlined_at),
+            "impact": round(self.impact, 2),
+            "ref": {k: self.count(k, "ref") for k in COUNTS} if self.ref is not None else None,
+            "new": {k: self.count(k, "new") for k in COUNTS} if self.new is not None else None,
+            "delta": {k: self.delta(k) for k in COUNTS if self.delta(k)},
+            "opcode_delta": {op: d for op, d in self.opcode_delta()},
+        }
 
 
 def match_key(s: LineStats) -> tuple[str, str | int, tuple[str, ...]]:
@@ -383,8 +415,12 @@ def diff_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[LineD
     """The lines whose counts differ, highest predicted impact first (then in source order)."""
     out: list[LineDelta] = []
     for a, b in pair_lines(ref, new):
-        if (a is not None and b is not None and all(getattr(a, k) == getattr(b, k) for k in COUNTS)
-                and a.opcodes == b.opcodes):
+        if (
+            a is not None
+            and b is not None
+            and all(getattr(a, k) == getattr(b, k) for k in COUNTS)
+            and a.opcodes == b.opcodes
+        ):
             continue
         shown = b if b is not None else a
         assert shown is not None
@@ -484,9 +520,25 @@ def instruction_text(inst: SassInstruction) -> str:
     return f"/*{inst.address:04x}*/ {inst.text}"
 
 
-__all__ = ["LineDelta", "LineInstruction", "LineMap", "LineStats", "SourceLoc", "compress_ranges", "cubin_line_map",
-           "diff_lines", "display_path", "in_lines", "instruction_text", "line_map_of_listing", "line_stats",
-           "listing_line_stats", "matches_file", "parse_line_spec", "parse_line_table"]
+__all__ = [
+    "LineDelta",
+    "LineInstruction",
+    "LineMap",
+    "LineStats",
+    "SourceLoc",
+    "compress_ranges",
+    "cubin_line_map",
+    "diff_lines",
+    "display_path",
+    "in_lines",
+    "instruction_text",
+    "line_map_of_listing",
+    "line_stats",
+    "listing_line_stats",
+    "matches_file",
+    "parse_line_spec",
+    "parse_line_table",
+]
 
 
 # ---------------------------------------------------------------------------------------------- excerpts
@@ -521,8 +573,10 @@ def ptx_excerpt(ptx: str, file: str, first: int, last: int) -> str:
 def sass_excerpt(line_map: LineMap, file: str, first: int, last: int) -> str:
     """The SASS instructions of those source lines as an nvdisasm-style listing that
     ``sass.parse_sass`` (and so ``diff.normalize_sass``) reads."""
-    rows = [f"        /*{li.instruction.address:04x}*/                   {li.instruction.text} ;"
-            for li in line_map.of_lines(file, first, last)]
+    rows = [
+        f"        /*{li.instruction.address:04x}*/                   {li.instruction.text} ;"
+        for li in line_map.of_lines(file, first, last)
+    ]
     return "\n".join([f'\t.section\t.text.{line_map.function},"ax",@progbits', *rows])
 
 

@@ -27,13 +27,13 @@ from ktriage.analyze.cuobjdump import (
     parse_resource_usage,
     run_cuobjdump,
 )
-from ktriage.ptx import parse_ptx
 from ktriage.analyze.lines import LineStats, listing_line_stats
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops
 from ktriage.arch import parse_arch
 from ktriage.errors import CompileError, FormatError, SpecError
+from ktriage.ptx import parse_ptx
 
 # 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes. Cached resources of another schema are recomputed
 # (artifact.py).
@@ -94,8 +94,11 @@ class Resources:
         """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
         # what dataclasses.asdict gives, without its per-value deepcopy (a third of a warm explain
         # went into asdict for the 60 cells' reports); the fields are plain values and dicts of them
-        data = {f.name: _plain_copy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in ("sass_loops", "source_lines")}
+        data = {
+            f.name: _plain_copy(getattr(self, f.name))
+            for f in fields(self)
+            if f.name not in ("sass_loops", "source_lines")
+        }
         data["sass_loops"] = [loop.to_json() for loop in self.sass_loops]
         data["source_lines"] = [line.to_json() for line in self.source_lines]
         return {"schema": SCHEMA_VERSION, **data}

@@ -45,15 +45,59 @@ LOCAL_STORE = "STL"
 # SYNCS. One class holds the instructions that replace each other (REDG <-> ATOMG, HMMA <-> HGMMA,
 # LDG <-> LDGSTS <-> UTMALDG, MEMBAR <-> CCTL) so that a delta can pair them.
 INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
-    "global": ("LDG", "STG", "LD", "ST", "LDGSTS", "UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG",
-               "UBLKCP", "UBLKPF", "UBLKRED"),
+    "global": (
+        "LDG",
+        "STG",
+        "LD",
+        "ST",
+        "LDGSTS",
+        "UTMALDG",
+        "UTMASTG",
+        "UTMAPF",
+        "UTMAREDG",
+        "UBLKCP",
+        "UBLKPF",
+        "UBLKRED",
+    ),
     "atomic": ("ATOM", "ATOMG", "ATOMS", "RED", "REDG", "REDAS"),
     "shared": ("LDS", "STS", "LDSM", "STSM"),
     "local": ("LDL", "STL"),
-    "tensor": ("HMMA", "IMMA", "DMMA", "BMMA", "HGMMA", "IGMMA", "QGMMA", "BGMMA", "UTCHMMA",
-               "UTCIMMA", "UTCQMMA", "UTCOMMA", "UTCMMA", "LDTM", "STTM", "UTCBAR", "UTCCP"),
-    "sync": ("BAR", "MEMBAR", "ERRBAR", "CGAERRBAR", "FENCE", "CCTL", "SYNCS", "DEPBAR", "LDGDEPBAR",
-             "WARPGROUP", "ARRIVES", "UCGABAR_ARV", "UCGABAR_WAIT", "UTMACCTL", "UTMACMDFLUSH"),
+    "tensor": (
+        "HMMA",
+        "IMMA",
+        "DMMA",
+        "BMMA",
+        "HGMMA",
+        "IGMMA",
+        "QGMMA",
+        "BGMMA",
+        "UTCHMMA",
+        "UTCIMMA",
+        "UTCQMMA",
+        "UTCOMMA",
+        "UTCMMA",
+        "LDTM",
+        "STTM",
+        "UTCBAR",
+        "UTCCP",
+    ),
+    "sync": (
+        "BAR",
+        "MEMBAR",
+        "ERRBAR",
+        "CGAERRBAR",
+        "FENCE",
+        "CCTL",
+        "SYNCS",
+        "DEPBAR",
+        "LDGDEPBAR",
+        "WARPGROUP",
+        "ARRIVES",
+        "UCGABAR_ARV",
+        "UCGABAR_WAIT",
+        "UTMACCTL",
+        "UTMACMDFLUSH",
+    ),
 }
 _CLASS_OF = {op: name for name, ops in INSTRUCTION_CLASSES.items() for op in ops}
 # Classes whose instructions move data or do the math: what a main loop is made of (sass_loops.py).
@@ -114,8 +158,11 @@ class SassFunction:
             name = instruction_class(inst.base_opcode)
             if name is not None:
                 counts.setdefault(name, Counter())[inst.opcode] += 1
-        return {name: dict(sorted(counts[name].items(), key=lambda kv: (-kv[1], kv[0])))
-                for name in INSTRUCTION_CLASSES if name in counts}
+        return {
+            name: dict(sorted(counts[name].items(), key=lambda kv: (-kv[1], kv[0])))
+            for name in INSTRUCTION_CLASSES
+            if name in counts
+        }
 
     @property
     def local_loads(self) -> int:
@@ -137,9 +184,7 @@ def parse_instruction(address: int, text: str) -> SassInstruction:
     return SassInstruction(address=address, opcode=opcode, operands=operands.strip(), predicate=predicate)
 
 
-def _strip_padding(
-    instrs: list[SassInstruction], labels: dict[str, int]
-) -> tuple[list[SassInstruction], int]:
+def _strip_padding(instrs: list[SassInstruction], labels: dict[str, int]) -> tuple[list[SassInstruction], int]:
     end = len(instrs)
     while end and instrs[end - 1].base_opcode == "NOP":
         end -= 1

@@ -54,14 +54,27 @@ class SassLoop:
     body: frozenset[int] = field(default_factory=frozenset, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {"start": self.start, "end": self.end, "instructions": self.instructions, "depth": self.depth,
-                "innermost": self.innermost, "main": self.main, "opcodes": dict(self.opcodes)}
+        return {
+            "start": self.start,
+            "end": self.end,
+            "instructions": self.instructions,
+            "depth": self.depth,
+            "innermost": self.innermost,
+            "main": self.main,
+            "opcodes": dict(self.opcodes),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> SassLoop:
-        return cls(start=int(data["start"]), end=int(data["end"]), instructions=int(data["instructions"]),
-                   depth=int(data["depth"]), innermost=bool(data["innermost"]), main=bool(data.get("main", False)),
-                   opcodes={str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()})
+        return cls(
+            start=int(data["start"]),
+            end=int(data["end"]),
+            instructions=int(data["instructions"]),
+            depth=int(data["depth"]),
+            innermost=bool(data["innermost"]),
+            main=bool(data.get("main", False)),
+            opcodes={str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()},
+        )
 
     @property
     def span(self) -> str:

@@ -111,8 +111,18 @@ def sass_lines(text: str, *, function: str | None = None, main_loop: tuple[int, 
     for n, (inst, key) in enumerate(zip(funcs[name].instructions, keys), start=1):
         base = inst.base_opcode
         inside = main_loop is not None and main_loop[0] <= inst.address <= main_loop[1]
-        out.append(DiffLine(n, f"/*{inst.address:04x}*/ {inst.text}", key, address=inst.address, opcode=base,
-                            cls=instruction_class(base), main_loop=inside, spill=base in (LOCAL_LOAD, LOCAL_STORE)))
+        out.append(
+            DiffLine(
+                n,
+                f"/*{inst.address:04x}*/ {inst.text}",
+                key,
+                address=inst.address,
+                opcode=base,
+                cls=instruction_class(base),
+                main_loop=inside,
+                spill=base in (LOCAL_LOAD, LOCAL_STORE),
+            )
+        )
     return out
 
 
@@ -129,7 +139,7 @@ def align(a: Sequence[DiffLine], b: Sequence[DiffLine], *, kind: str, context: i
             if len(rows) > head + tail + 1:
                 diff.rows += rows[:head]
                 diff.rows.append(DiffRow("skip", skipped=len(rows) - head - tail))
-                diff.rows += rows[len(rows) - tail:] if tail else []
+                diff.rows += rows[len(rows) - tail :] if tail else []
             else:
                 diff.rows += rows
             continue
@@ -149,15 +159,30 @@ def align(a: Sequence[DiffLine], b: Sequence[DiffLine], *, kind: str, context: i
     return diff
 
 
-def ptx_side_diff(a_text: str, b_text: str, *, context: int = 3, max_run: int = 400) -> tuple[SideDiff, list[str], list[str]]:
+def ptx_side_diff(
+    a_text: str, b_text: str, *, context: int = 3, max_run: int = 400
+) -> tuple[SideDiff, list[str], list[str]]:
     """The PTX diff and each side's register declarations."""
     a, a_decls = ptx_lines(a_text)
     b, b_decls = ptx_lines(b_text)
     return align(a, b, kind="ptx", context=context, max_run=max_run), a_decls, b_decls
 
 
-def sass_side_diff(a_text: str, b_text: str, *, function: str | None = None, a_loop: tuple[int, int] | None = None,
-                   b_loop: tuple[int, int] | None = None, context: int = 3, max_run: int = 400) -> SideDiff:
+def sass_side_diff(
+    a_text: str,
+    b_text: str,
+    *,
+    function: str | None = None,
+    a_loop: tuple[int, int] | None = None,
+    b_loop: tuple[int, int] | None = None,
+    context: int = 3,
+    max_run: int = 400,
+) -> SideDiff:
     """The SASS diff of ``function`` with each side's main loop (address span) marked."""
-    return align(sass_lines(a_text, function=function, main_loop=a_loop),
-                 sass_lines(b_text, function=function, main_loop=b_loop), kind="sass", context=context, max_run=max_run)
+    return align(
+        sass_lines(a_text, function=function, main_loop=a_loop),
+        sass_lines(b_text, function=function, main_loop=b_loop),
+        kind="sass",
+        context=context,
+        max_run=max_run,
+    )

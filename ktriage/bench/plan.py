@@ -47,12 +47,17 @@ class BenchPlan:
     def variant_keys(self, input_id: int, input_label: str) -> list[CellKey]:
         """Every cell of one input, native backends first, then each artifact backend per toolchain."""
         keys = [CellKey(self.op, self.mode, input_id, input_label, b) for b in self.native_backends]
-        keys += [CellKey(self.op, self.mode, input_id, input_label, b, tc)
-                 for b in self.artifact_backends for tc in self.toolchains]
+        keys += [
+            CellKey(self.op, self.mode, input_id, input_label, b, tc)
+            for b in self.artifact_backends
+            for tc in self.toolchains
+        ]
         return keys
 
 
-def native_variants(chosen: list[str], native: set[str] | list[str], artifact: list[str], *, host_artifacts: bool) -> list[str]:
+def native_variants(
+    chosen: list[str], native: set[str] | list[str], artifact: list[str], *, host_artifacts: bool
+) -> list[str]:
     """The chosen backends that run in the host environment. A backend that is also replayed from
     the toolchains' artifacts (``artifact``) runs natively only when asked (``host_artifacts``): the
     host's own copy is one more variant per input, and on a fresh host its Triton JIT-compiles it

@@ -76,10 +76,19 @@ def run_recorded(
         return [JobSpec(e.id, plan.keys(e), {"plan": plan.to_json(), "entry": e.id}) for e in entries]
 
     done = None if on_entry_done is None else (lambda entry_id: on_entry_done(by_id[entry_id]))
-    return run_jobs(WORKER, jobs, settings={"recorded_plan": plan.to_json()},
-                    init=functools.partial(prepare_recorded_worker, plan.to_json()), store_url=store_url,
-                    results_path=results_path, toolchains=toolchains, on_cell=on_cell, on_done=done,
-                    timeout_s=timeout_s, gpus=gpus)
+    return run_jobs(
+        WORKER,
+        jobs,
+        settings={"recorded_plan": plan.to_json()},
+        init=functools.partial(prepare_recorded_worker, plan.to_json()),
+        store_url=store_url,
+        results_path=results_path,
+        toolchains=toolchains,
+        on_cell=on_cell,
+        on_done=done,
+        timeout_s=timeout_s,
+        gpus=gpus,
+    )
 
 
 def summary_rows(cells: list[Cell], reference: str | None) -> list[dict[str, str]]:
@@ -87,8 +96,11 @@ def summary_rows(cells: list[Cell], reference: str | None) -> list[dict[str, str
     and the correctness verdict (bitwise equal / within tolerance / wrong), for the report tables."""
     import statistics
 
-    medians = {(c.key.input_id, c.key.toolchain): statistics.median(c.samples_ms)
-               for c in cells if c.status == "ok" and c.samples_ms}
+    medians = {
+        (c.key.input_id, c.key.toolchain): statistics.median(c.samples_ms)
+        for c in cells
+        if c.status == "ok" and c.samples_ms
+    }
     rows = []
     for c in sorted(cells, key=lambda c: (c.key.input_id, c.key.toolchain != reference)):
         median = medians.get((c.key.input_id, c.key.toolchain))
@@ -97,10 +109,17 @@ def summary_rows(cells: list[Cell], reference: str | None) -> list[dict[str, str
             check = "reference" + ("" if c.accuracy.get("deterministic", True) else " (not deterministic)")
         else:
             check = str(c.accuracy.get("agreement") or "-")
-        rows.append({
-            "kernel": c.key.backend, "input": c.key.input_label, "toolchain": str(c.key.toolchain),
-            "status": c.status, "latency_ms": f"{median:.4f}" if median is not None else "-",
-            "vs_ref": f"{median / ref:.3f}x" if median is not None and ref and c.key.toolchain != reference else "-",
-            "check": check if c.status in ("ok", "wrong") else (c.error or "-")[:80],
-        })  # fmt: skip
+        rows.append(
+            {
+                "kernel": c.key.backend,
+                "input": c.key.input_label,
+                "toolchain": str(c.key.toolchain),
+                "status": c.status,
+                "latency_ms": f"{median:.4f}" if median is not None else "-",
+                "vs_ref": f"{median / ref:.3f}x"
+                if median is not None and ref and c.key.toolchain != reference
+                else "-",
+                "check": check if c.status in ("ok", "wrong") else (c.error or "-")[:80],
+            }
+        )
     return rows

@@ -19,7 +19,6 @@ i.e. outside the timed region (graph timing captures the calls alone and does no
 from __future__ import annotations
 
 import functools
-import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +69,13 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     recorded = load_recorded_bundle(plan.bundle)
     entry = recorded.entry(int(payload["entry"]))
     keys = plan.keys(entry)
-    extra = {"kernel": entry.kernel, "recorded_input": entry.input, "recorded_label": entry.recorded_label,
-             "launches": entry.count, "grid": entry.grid}
+    extra = {
+        "kernel": entry.kernel,
+        "recorded_input": entry.input,
+        "recorded_label": entry.recorded_label,
+        "launches": entry.count,
+        "grid": entry.grid,
+    }
 
     def cell(key: CellKey, status: str, **kw: Any) -> Cell:
         return Cell(key, status, extra={**extra, **kw.pop("extra", {})}, **kw)  # type: ignore[arg-type]
@@ -88,10 +92,19 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
         return
     loader = runner_loader()
     kernels: dict[str, Callable[[Buffers], None]] = {
-        str(k.toolchain): RecordedKernel(make_launcher(recorded.bundle, str(k.toolchain), loader), entry.spec_key, launch_plan)
-        for k in keys}  # fmt: skip
-    check = differential_check([str(k.toolchain) for k in keys], kernels, pristine, launch_plan,
-                               synchronize=torch.cuda.synchronize, describe=_reason)
+        str(k.toolchain): RecordedKernel(
+            make_launcher(recorded.bundle, str(k.toolchain), loader), entry.spec_key, launch_plan
+        )
+        for k in keys
+    }
+    check = differential_check(
+        [str(k.toolchain) for k in keys],
+        kernels,
+        pristine,
+        launch_plan,
+        synchronize=torch.cuda.synchronize,
+        describe=_reason,
+    )
     variants: dict[str, _Timed] = {}
     work = pristine.clone()  # one set of buffers for every toolchain's timed calls
     for key in keys:
@@ -117,11 +130,14 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
                 emit(cell(key, "error", error=f"probing the kernel's time: {_reason(exc)}"))
         return
     result = measure_interleaved(
-        variants, min_samples=plan.min_samples, max_time_s=plan.max_time_s,
+        variants,
+        min_samples=plan.min_samples,
+        max_time_s=plan.max_time_s,
         stop=lambda samples: stop_when_sure(samples, pairs, config, max_samples=plan.max_samples),
-        seed=plan.seed + entry.id, options=options,
+        seed=plan.seed + entry.id,
+        options=options,
         sampler_factory=gpu_sampler_factory(options, dict.fromkeys(variants, protocol)),
-    )  # fmt: skip
+    )
     for key in keys:
         name = str(key.toolchain)
         if name not in variants:
@@ -129,13 +145,28 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
         if name in result.errors:
             emit(cell(key, "error", error=result.errors[name]))
             continue
-        emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=check.outcomes[name].accuracy,
-                  extra={"stopped_by": result.stopped_by, "rounds": result.rounds, "protocol": protocol,
-                         "protocol_reason": why, "calls_per_sample": result.info.get(name, {}).get("calls_per_sample", 1),
-                         "reset_before_each_call": not check.idempotent, "buffer_bytes": pristine.nbytes()}))
+        emit(
+            cell(
+                key,
+                "ok",
+                samples_ms=list(result.samples[name]),
+                accuracy=check.outcomes[name].accuracy,
+                extra={
+                    "stopped_by": result.stopped_by,
+                    "rounds": result.rounds,
+                    "protocol": protocol,
+                    "protocol_reason": why,
+                    "calls_per_sample": result.info.get(name, {}).get("calls_per_sample", 1),
+                    "reset_before_each_call": not check.idempotent,
+                    "buffer_bytes": pristine.nbytes(),
+                },
+            )
+        )
 
 
-def recorded_protocol(asked: str, variants: dict[str, _Timed], options: TimingOptions, idempotent: bool) -> tuple[str, str]:
+def recorded_protocol(
+    asked: str, variants: dict[str, _Timed], options: TimingOptions, idempotent: bool
+) -> tuple[str, str]:
     """The timing protocol of one recorded entry (every toolchain gets the same one: a ratio of two
     protocols would measure the protocols) and why. A recorded entry is one kernel launch per call,
     so ``auto`` is ``choose_protocol`` for a single launch, with one exception: a kernel that is not
@@ -147,8 +178,10 @@ def recorded_protocol(asked: str, variants: dict[str, _Timed], options: TimingOp
     if asked in PROTOCOLS:
         return asked, f"--timing {asked}"
     if not idempotent:
-        return "events", ("one kernel launch per call whose buffers are reset before each call (the kernel is not "
-                          "idempotent): per-call CUDA events, the reset outside the timed region")
+        return "events", (
+            "one kernel launch per call whose buffers are reset before each call (the kernel is not "
+            "idempotent): per-call CUDA events, the reset outside the timed region"
+        )
     flush = shared_flusher(options.flush_bytes, options.device).flush if options.l2_flush else None
     est = max(probe_ms(v, flush, PROBE_CALLS) for v in variants.values())
     return choose_protocol(native=False, single_launch=True, est_ms=est, graph_below_ms=GRAPH_BELOW_MS)

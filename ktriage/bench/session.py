@@ -85,13 +85,25 @@ def run_bench(
         op = get_op(plan.op)
         cases = {c.id: c for c in op.inputs()}
         for input_id in plan.input_ids:
-            yield JobSpec(input_id, plan.variant_keys(input_id, op.x_val_text(cases[input_id])),
-                          {"plan": plan.to_json(), "input_id": input_id})
+            yield JobSpec(
+                input_id,
+                plan.variant_keys(input_id, op.x_val_text(cases[input_id])),
+                {"plan": plan.to_json(), "input_id": input_id},
+            )
 
-    return run_jobs("ktriage.bench.worker:measure_input", jobs, settings={"plan": plan.to_json()},
-                    init=functools.partial(prepare_worker, plan.to_json()), store_url=store_url,
-                    results_path=results_path, toolchains=toolchains, on_cell=on_cell, on_done=on_input_done,
-                    timeout_s=timeout_s, gpus=gpus)
+    return run_jobs(
+        "ktriage.bench.worker:measure_input",
+        jobs,
+        settings={"plan": plan.to_json()},
+        init=functools.partial(prepare_worker, plan.to_json()),
+        store_url=store_url,
+        results_path=results_path,
+        toolchains=toolchains,
+        on_cell=on_cell,
+        on_done=on_input_done,
+        timeout_s=timeout_s,
+        gpus=gpus,
+    )
 
 
 def run_jobs(
@@ -118,13 +130,23 @@ def run_jobs(
     t0 = time.perf_counter()
     placed: list[tuple[int | None, IsolatedRunner]] = [
         (g, IsolatedRunner(handler, timeout_s=timeout_s, init=init, env=worker_env(g) if g is not None else None))
-        for g in (list(gpus) if gpus else [None])]
+        for g in (list(gpus) if gpus else [None])
+    ]
     for _, runner in placed:
         runner.start()  # their start-up overlaps the parent's own below
     try:
         settings = {**settings, **({"gpus": list(gpus)} if gpus else {})}
-        return _run(placed, jobs, t0, settings=settings, store_url=store_url, results_path=results_path,
-                    toolchains=toolchains, on_cell=on_cell, on_done=on_done)
+        return _run(
+            placed,
+            jobs,
+            t0,
+            settings=settings,
+            store_url=store_url,
+            results_path=results_path,
+            toolchains=toolchains,
+            on_cell=on_cell,
+            on_done=on_done,
+        )
     finally:
         for _, runner in placed:
             runner.close()
@@ -139,9 +161,18 @@ def _gpu_note(gpu: int) -> dict[str, Any]:
     return {"index": gpu, **{k: state[k] for k in ("sm_clock_mhz", "mem_clock_mhz", "temperature_c") if k in state}}
 
 
-def _run(placed: list[tuple[int | None, IsolatedRunner]], jobs: Callable[[], Iterable[JobSpec]], t0: float, *,
-         settings: dict[str, Any], store_url: str | None, results_path: Path | None, toolchains: list[dict[str, Any]],
-         on_cell: Callable[[Cell], None] | None, on_done: Callable[[Any], None] | None) -> tuple[RunInfo, list[Cell]]:  # fmt: skip
+def _run(
+    placed: list[tuple[int | None, IsolatedRunner]],
+    jobs: Callable[[], Iterable[JobSpec]],
+    t0: float,
+    *,
+    settings: dict[str, Any],
+    store_url: str | None,
+    results_path: Path | None,
+    toolchains: list[dict[str, Any]],
+    on_cell: Callable[[Cell], None] | None,
+    on_done: Callable[[Any], None] | None,
+) -> tuple[RunInfo, list[Cell]]:
     from ktriage.measure.env import GpuRecorder
     from ktriage.measure.results_file import write_results
     from ktriage.store import open_store  # imported while the workers start
@@ -209,15 +240,17 @@ def _run(placed: list[tuple[int | None, IsolatedRunner]], jobs: Callable[[], Ite
         if len(placed) == 1:
             measure(placed[0][0], placed[0][1], queue)
         else:
-            threads = [threading.Thread(target=measure, args=(g, r, queue), name=f"ktriage-gpu{g}", daemon=True)
-                       for g, r in placed]
+            threads = [
+                threading.Thread(target=measure, args=(g, r, queue), name=f"ktriage-gpu{g}", daemon=True)
+                for g, r in placed
+            ]
             for t in threads:
                 t.start()
             try:
                 for t in threads:
                     t.join()
             except KeyboardInterrupt:  # Ctrl-C: no new job starts; the running ones end (their workers
-                with lock:             # got the signal too) and are saved before the store closes
+                with lock:  # got the signal too) and are saved before the store closes
                     queue.clear()
                 for t in threads:
                     t.join(timeout=30)

@@ -80,8 +80,10 @@ def ready_gpu(*, l2_flush: bool) -> None:
     import torch
 
     if not torch.cuda.is_available():
-        raise DeviceError("no CUDA GPU is visible to the measurement worker",
-                          "run on the GPU machine; compile here with --compile-only --bundle DIR")  # fmt: skip
+        raise DeviceError(
+            "no CUDA GPU is visible to the measurement worker",
+            "run on the GPU machine; compile here with --compile-only --bundle DIR",
+        )
     torch.zeros(1, device="cuda")
     import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input
     from ktriage.measure.timing import shared_flusher, shared_spinner
@@ -114,11 +116,14 @@ def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
 
     assert plan.bundle is not None
     launch = _launcher(bundle, plan.bundle, key.toolchain)
-    return artifact_backend(key.backend, launch=launch, specs=bundle.spec_source(), timing=plan.artifact_timing,
-                            sm_count=bundle.sm_count)
+    return artifact_backend(
+        key.backend, launch=launch, specs=bundle.spec_source(), timing=plan.artifact_timing, sm_count=bundle.sm_count
+    )
 
 
-def plan_protocols(plan: BenchPlan, kinds: dict[str, tuple[bool, bool]], est_ms: dict[str, float | None]) -> dict[str, tuple[str, str]]:
+def plan_protocols(
+    plan: BenchPlan, kinds: dict[str, tuple[bool, bool]], est_ms: dict[str, float | None]
+) -> dict[str, tuple[str, str]]:
     """Protocol and reason per variant: the plan's ``timing.mode`` for all when it names one,
     else (``auto``) ``choose_protocol`` per backend: every toolchain of one backend gets the same
     protocol (graph only when all of them are short), because a ratio of two protocols would
@@ -137,7 +142,9 @@ def plan_protocols(plan: BenchPlan, kinds: dict[str, tuple[bool, bool]], est_ms:
         single = all(kinds[n][1] for n in names)
         known = [est_ms.get(n) for n in names]
         slowest = None if any(e is None for e in known) else max(e for e in known if e is not None)
-        choice = choose_protocol(native=native, single_launch=single, est_ms=slowest, graph_below_ms=plan.graph_below_ms)
+        choice = choose_protocol(
+            native=native, single_launch=single, est_ms=slowest, graph_below_ms=plan.graph_below_ms
+        )
         out.update({n: choice for n in names})
     return out
 
@@ -163,7 +170,10 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     inp = make_input(plan.op, case, precision=plan.precision)
     from ktriage.workload.ops import bytes_moved, flops
 
-    nbytes, nflops = bytes_moved(plan.op, case, plan.mode, inp.precision), flops(plan.op, case, plan.mode, inp.precision)
+    nbytes, nflops = (
+        bytes_moved(plan.op, case, plan.mode, inp.precision),
+        flops(plan.op, case, plan.mode, inp.precision),
+    )
     timing = {k: v for k, v in plan.timing.items() if k != "mode"}
     options = TimingOptions(**{"warmup_ms": BENCH_WARMUP_MS, "min_warmup_calls": BENCH_WARMUP_CALLS, **timing})
     flush = shared_flusher(options.flush_bytes, options.device).flush if options.l2_flush else None
@@ -207,7 +217,14 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
         except Exception as exc:
             if getattr(exc, "sticky", False):
                 raise
-            emit(cell(key, "error", error=f"{type(exc).__name__}: {exc}", extra={"traceback": traceback.format_exc(limit=4)}))
+            emit(
+                cell(
+                    key,
+                    "error",
+                    error=f"{type(exc).__name__}: {exc}",
+                    extra={"traceback": traceback.format_exc(limit=4)},
+                )
+            )
             continue
         variants[name], kinds[name] = timed, (native, single)
     if not variants:
@@ -215,8 +232,11 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     protocols = plan_protocols(plan, kinds, est_ms)
     prep_s = time.perf_counter() - t_job
     config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
-    pairs = [p for p in comparison_pairs(plan, [k for k in keys if variant_name(k) in variants])
-             if p[0] in variants and p[1] in variants]
+    pairs = [
+        p
+        for p in comparison_pairs(plan, [k for k in keys if variant_name(k) in variants])
+        if p[0] in variants and p[1] in variants
+    ]
     result = measure_interleaved(
         variants,
         min_samples=plan.min_samples,
@@ -235,9 +255,23 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
             continue
         protocol, why = protocols[name]
         info = result.info.get(name, {})
-        extra = {"stopped_by": result.stopped_by, "rounds": result.rounds, "protocol": protocol,
-                 "protocol_reason": why, "calls_per_sample": info.get("calls_per_sample", 1),
-                 "probe_ms": est_ms.get(name), "elapsed_s": round(result.elapsed_s, 4), "prep_s": round(prep_s, 4),
-                 **{k: v for k, v in info.items() if k in ("spin_ms", "turns", "overrun_turns")}}  # fmt: skip
-        emit(cell(key, "ok", samples_ms=list(result.samples[name]), accuracy=accuracy.get(name, {"reference": True}),
-                  extra=extra))
+        extra = {
+            "stopped_by": result.stopped_by,
+            "rounds": result.rounds,
+            "protocol": protocol,
+            "protocol_reason": why,
+            "calls_per_sample": info.get("calls_per_sample", 1),
+            "probe_ms": est_ms.get(name),
+            "elapsed_s": round(result.elapsed_s, 4),
+            "prep_s": round(prep_s, 4),
+            **{k: v for k, v in info.items() if k in ("spin_ms", "turns", "overrun_turns")},
+        }
+        emit(
+            cell(
+                key,
+                "ok",
+                samples_ms=list(result.samples[name]),
+                accuracy=accuracy.get(name, {"reference": True}),
+                extra=extra,
+            )
+        )

@@ -50,9 +50,14 @@ class NodeConfig:
 
 
 def node_workspace(cfg: NodeConfig) -> Workspace:
-    return Workspace(work_dir=home_subdir("cluster") / "bisect" / cfg.key, toolchain=cfg.toolchain, build=cfg.build,
-                     build_timeout_s=cfg.build_timeout_s, pin_repo=Path(cfg.pin_repo) if cfg.pin_repo else None,
-                     keep_checkouts=True)  # fmt: skip
+    return Workspace(
+        work_dir=home_subdir("cluster") / "bisect" / cfg.key,
+        toolchain=cfg.toolchain,
+        build=cfg.build,
+        build_timeout_s=cfg.build_timeout_s,
+        pin_repo=Path(cfg.pin_repo) if cfg.pin_repo else None,
+        keep_checkouts=True,
+    )
 
 
 def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
@@ -67,7 +72,9 @@ def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict
 def command_job(cfg: NodeConfig, candidate: Candidate) -> dict[str, Any]:
     """On a node: build one candidate and run the user's command in its checkout."""
     assert cfg.command is not None
-    pred = CommandPredicate(cfg.command, node_workspace(cfg), timeout_s=cfg.timeout_s, cwd=Path(cfg.cwd) if cfg.cwd else None)
+    pred = CommandPredicate(
+        cfg.command, node_workspace(cfg), timeout_s=cfg.timeout_s, cwd=Path(cfg.cwd) if cfg.cwd else None
+    )
     try:
         return {"observation": pred._run(candidate)}
     except BisectAbort as exc:
@@ -82,7 +89,9 @@ def _lost(candidate: Candidate, result: JobResult[Any]) -> Observation:
 class ClusterMetricPredicate(MetricPredicate):
     """``MetricPredicate`` whose rounds run on ``executor``, one build job per candidate."""
 
-    def __init__(self, cfg: NodeConfig, measurer: KernelMeasurer, workspace: Workspace, executor: Executor, *, workers: int = 1) -> None:
+    def __init__(
+        self, cfg: NodeConfig, measurer: KernelMeasurer, workspace: Workspace, executor: Executor, *, workers: int = 1
+    ) -> None:
         assert cfg.metric is not None
         super().__init__(cfg.metric, measurer, workspace, workers=workers)
         self.cfg = cfg
@@ -97,8 +106,10 @@ class ClusterMetricPredicate(MetricPredicate):
             elif result.lost:
                 out.append((_lost(cand, result), None))
             else:
-                raise KtriageError(f"bisect job for {cand.label} failed on the cluster: {result.error}",
-                                   "the same candidate fails locally too? run without --cluster to see it")
+                raise KtriageError(
+                    f"bisect job for {cand.label} failed on the cluster: {result.error}",
+                    "the same candidate fails locally too? run without --cluster to see it",
+                )
         return out
 
 
@@ -107,8 +118,9 @@ class ClusterCommandPredicate(CommandPredicate):
 
     def __init__(self, cfg: NodeConfig, workspace: Workspace, executor: Executor, *, workers: int = 1) -> None:
         assert cfg.command is not None
-        super().__init__(cfg.command, workspace, timeout_s=cfg.timeout_s, workers=workers,
-                         cwd=Path(cfg.cwd) if cfg.cwd else None)
+        super().__init__(
+            cfg.command, workspace, timeout_s=cfg.timeout_s, workers=workers, cwd=Path(cfg.cwd) if cfg.cwd else None
+        )
         self.cfg = cfg
         self.executor = executor
 
@@ -125,8 +137,10 @@ class ClusterCommandPredicate(CommandPredicate):
             elif result.lost:
                 out.append(_lost(cand, result))
             else:
-                raise KtriageError(f"bisect job for {cand.label} failed on the cluster: {result.error}",
-                                   "run without --cluster to see it")
+                raise KtriageError(
+                    f"bisect job for {cand.label} failed on the cluster: {result.error}",
+                    "run without --cluster to see it",
+                )
         return out
 
 
@@ -135,7 +149,9 @@ class ClusterCommandPredicate(CommandPredicate):
 _MEASURES: dict[str, Any] = {}
 
 
-def timing_job(factory: Callable[..., Any], args: tuple[Any, ...], variants: list[Any], n: int) -> tuple[dict[str, list[float]], dict[str, str]]:
+def timing_job(
+    factory: Callable[..., Any], args: tuple[Any, ...], variants: list[Any], n: int
+) -> tuple[dict[str, list[float]], dict[str, str]]:
     """On the GPU node: ``n`` samples of every variant of one comparison, interleaved in this process.
 
     The measure is built once per process from ``factory(*args)`` (for a time bisect
@@ -179,16 +195,24 @@ class RemoteMeasure:
     def where(self) -> dict[str, Any]:
         """The GPU's host and node once the worker runs (observations record it): empty before."""
         w = self._worker.where if self._worker is not None else {}
-        return {"gpu_host": w["hostname"], "gpu_node": str(w["node_id"])[:12], "gpu_ids": w.get("gpu_ids", [])} if w else {}
+        return (
+            {"gpu_host": w["hostname"], "gpu_node": str(w["node_id"])[:12], "gpu_ids": w.get("gpu_ids", [])}
+            if w
+            else {}
+        )
 
     def __call__(self, variants: list[Any], n: int) -> dict[str, list[float]]:
         if self._worker is None:
-            self._worker = self.executor.pinned_worker("timing", label="timing" if self.gpu is None else f"timing gpu {self.gpu}")
+            self._worker = self.executor.pinned_worker(
+                "timing", label="timing" if self.gpu is None else f"timing gpu {self.gpu}"
+            )
         result = self._worker.call(timing_job, (self.factory, self.args, list(variants), n))
         if not result.ok or result.value is None:
-            raise MeasureError(f"the timing job failed on the cluster: {result.error}",
-                               "check the GPU node (ray status) and that the bundle is at the same path there; "
-                               "a lost GPU worker is not replaced mid-bisect: --resume continues from the saved rounds")
+            raise MeasureError(
+                f"the timing job failed on the cluster: {result.error}",
+                "check the GPU node (ray status) and that the bundle is at the same path there; "
+                "a lost GPU worker is not replaced mid-bisect: --resume continues from the saved rounds",
+            )
         samples, errors = result.value
         self.errors.update(errors)
         if result.placement is not None:

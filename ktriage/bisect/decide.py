@@ -64,11 +64,19 @@ def classify(vs_good: Verdict, vs_bad: Verdict, direction: Direction) -> Decisio
         how = "beyond good" if g == away else ("same as good" if g == "same" else "not distinguishable from good")
         return Decision("good", f"differs from bad ({vs_bad.reason}); {how} ({vs_good.reason})", True)
     if g == direction and b == away:
-        return Decision("unsure", f"between the endpoints: differs from good ({vs_good.reason}) and from bad "
-                        f"({vs_bad.reason}); the range holds more than one change, or a partial one", True)  # fmt: skip
+        return Decision(
+            "unsure",
+            f"between the endpoints: differs from good ({vs_good.reason}) and from bad "
+            f"({vs_bad.reason}); the range holds more than one change, or a partial one",
+            True,
+        )
     if g == "same" and b == "same":
-        return Decision("unsure", f"same as both endpoints within the gate (vs good {vs_good.reason}; vs bad "
-                        f"{vs_bad.reason}); the endpoints are too close for this gate", True)  # fmt: skip
+        return Decision(
+            "unsure",
+            f"same as both endpoints within the gate (vs good {vs_good.reason}; vs bad "
+            f"{vs_bad.reason}); the endpoints are too close for this gate",
+            True,
+        )
     if vs_good.resolvable or vs_bad.resolvable:
         return Decision(None, f"undecided: vs good {vs_good.reason}; vs bad {vs_bad.reason}", False)
     return Decision("unsure", f"cannot tell: vs good {vs_good.reason}; vs bad {vs_bad.reason}", True)

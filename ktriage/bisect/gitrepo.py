@@ -22,11 +22,15 @@ _WORKTREE_LOCK = threading.Lock()
 def git(repo: Path, *args: str, check: bool = True, timeout: float = 300.0) -> str:
     """Run ``git -C repo ARGS`` and return stdout (stripped); a failure is a KtriageError."""
     try:
-        proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(
+            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=timeout, check=False
+        )
     except FileNotFoundError:
         raise ToolchainError("git is not installed", "install git (bisecting commits runs git)") from None
     except subprocess.TimeoutExpired:
-        raise ToolchainError(f"git {' '.join(args)} in {repo} timed out", "check the repository (locks, network remotes)") from None
+        raise ToolchainError(
+            f"git {' '.join(args)} in {repo} timed out", "check the repository (locks, network remotes)"
+        ) from None
     if check and proc.returncode != 0:
         raise ToolchainError(
             f"git {' '.join(args)} failed in {repo}: {proc.stderr.strip() or proc.stdout.strip()}",
@@ -38,17 +42,25 @@ def git(repo: Path, *args: str, check: bool = True, timeout: float = 300.0) -> s
 def repo_root(path: Path) -> Path:
     """The top of the repository that contains ``path`` (a KtriageError if it is not in one)."""
     if not path.exists():
-        raise ToolchainError(f"repository {path} does not exist", "give the path of a local git checkout, e.g. --source git:../triton")
+        raise ToolchainError(
+            f"repository {path} does not exist", "give the path of a local git checkout, e.g. --source git:../triton"
+        )
     try:
         return Path(git(path, "rev-parse", "--show-toplevel")).resolve()
     except KtriageError:
-        raise ToolchainError(f"{path} is not a git repository", "give the path of a local git checkout, e.g. --source git:../triton") from None
+        raise ToolchainError(
+            f"{path} is not a git repository", "give the path of a local git checkout, e.g. --source git:../triton"
+        ) from None
 
 
 def resolve_commit(repo: Path, ref: str) -> str:
     """The full sha of a ref (branch, tag, short sha), or a KtriageError naming the ref."""
-    proc = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0 or not proc.stdout.strip():
         raise ToolchainError(f"{ref!r} is not a commit in {repo}", "give a branch, tag or sha that `git log` shows")
     return proc.stdout.strip()
@@ -61,7 +73,9 @@ def commit_range(repo: Path, good: str, bad: str, *, first_parent: bool = False)
     """
     good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
     if good_sha == bad_sha:
-        raise ToolchainError(f"--good and --bad are the same commit ({good_sha[:12]})", "give a good commit older than the bad one")
+        raise ToolchainError(
+            f"--good and --bad are the same commit ({good_sha[:12]})", "give a good commit older than the bad one"
+        )
     anc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha], check=False)
     if anc.returncode != 0:
         raise ToolchainError(
@@ -92,14 +106,18 @@ def subjects(repo: Path, shas: list[str]) -> dict[str, str]:
 
 def file_at(repo: Path, sha: str, path: str) -> str | None:
     """A file's text at a commit, or None if it does not exist there."""
-    proc = subprocess.run(["git", "-C", str(repo), "show", f"{sha}:{path}"], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{sha}:{path}"], capture_output=True, text=True, check=False
+    )
     return proc.stdout if proc.returncode == 0 else None
 
 
 def add_worktree(repo: Path, sha: str, where: Path) -> Path:
     """A detached checkout of ``sha`` at ``where`` (reused when it already holds that commit)."""
     if where.exists():
-        head = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+        head = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True, text=True, check=False
+        )
         if head.returncode == 0 and head.stdout.strip() == sha:
             status = git(where, "status", "--porcelain", "--untracked-files=no", check=False)
             if not status:
@@ -114,7 +132,9 @@ def add_worktree(repo: Path, sha: str, where: Path) -> Path:
 def remove_worktree(repo: Path, where: Path) -> None:
     """Remove a checkout made by ``add_worktree`` (and whatever a build left in it)."""
     with _WORKTREE_LOCK:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True, check=False)
+        subprocess.run(
+            ["git", "-C", str(repo), "worktree", "remove", "--force", str(where)], capture_output=True, check=False
+        )
         if where.exists():
             shutil.rmtree(where, ignore_errors=True)
         subprocess.run(["git", "-C", str(repo), "worktree", "prune"], capture_output=True, check=False)

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ktriage.bisect.decide import Variant, variant_key
 from ktriage.bisect.candidate import Candidate
+from ktriage.bisect.decide import Variant, variant_key
 from ktriage.errors import FormatError, KtriageError, MeasureError
 
 if TYPE_CHECKING:
@@ -65,9 +65,16 @@ class BundleMeasure:
         options = self.options or TimingOptions()
         rounds = max(1, math.ceil(n / options.calls_per_round))
         self.calls += 1
-        res = measure_interleaved(calls, rounds=rounds, min_samples=n, max_time_s=self.max_time_s,
-                                  stop=lambda s: True, seed=self.seed + self.calls, options=options,
-                                  sampler_factory=self.sampler_factory)  # fmt: skip
+        res = measure_interleaved(
+            calls,
+            rounds=rounds,
+            min_samples=n,
+            max_time_s=self.max_time_s,
+            stop=lambda s: True,
+            seed=self.seed + self.calls,
+            options=options,
+            sampler_factory=self.sampler_factory,
+        )
         for key, err in res.errors.items():
             self.errors[key] = err
         return {k: v for k, v in res.samples.items() if k not in res.errors and v}
@@ -95,9 +102,9 @@ def bench_measure(
     GPU host only (torch + cuda.bindings); not run in this session (no device time for issue 4):
     its logic is the BundleMeasure above, tested on CPU with fakes.
     """
+    from ktriage.measure.loader import runner_loader
     from ktriage.workload.backends import check_outputs as _check
     from ktriage.workload.backends import make_input
-    from ktriage.measure.loader import runner_loader
     from ktriage.workload.bundle import load_bundle
     from ktriage.workload.bundle_launch import make_launcher
     from ktriage.workload.replay import artifact_backend
@@ -106,8 +113,9 @@ def bench_measure(
     run_mode = mode or bun.mode
     case = next((c for c in bun.input_cases() if c.id == input_id), None)
     if case is None:
-        raise FormatError(f"bundle {bun.path} has no input {input_id}",
-                          f"inputs in the bundle: {[c.id for c in bun.input_cases()]}")  # fmt: skip
+        raise FormatError(
+            f"bundle {bun.path} has no input {input_id}", f"inputs in the bundle: {[c.id for c in bun.input_cases()]}"
+        )
     inp = make_input(bun.op, case, precision=bun.precision)
     pick = toolchain_of or (lambda c: str(c.meta.get("toolchain_id", c.id)))
     loader = runner_loader()
@@ -118,9 +126,16 @@ def bench_measure(
 
         tc = pick(v) if isinstance(v, Candidate) else v
         if tc not in bun.toolchains:
-            raise FormatError(f"toolchain {tc} is not in bundle {bun.path}", f"bundle toolchains: {', '.join(bun.toolchains)}")
-        replay = artifact_backend(backend, launch=make_launcher(bun, tc, loader), specs=bun.spec_source(),
-                                  timing=artifact_timing, sm_count=bun.sm_count)  # fmt: skip
+            raise FormatError(
+                f"toolchain {tc} is not in bundle {bun.path}", f"bundle toolchains: {', '.join(bun.toolchains)}"
+            )
+        replay = artifact_backend(
+            backend,
+            launch=make_launcher(bun, tc, loader),
+            specs=bun.spec_source(),
+            timing=artifact_timing,
+            sm_count=bun.sm_count,
+        )
         call = replay.prepare(inp, run_mode)
         if check_outputs:
             outputs = replay.outputs()
@@ -130,7 +145,9 @@ def bench_measure(
             else:
                 acc = _check(reference, outputs, precision=inp.precision)
                 if not acc.passed:
-                    raise MeasureError(f"{tc}: wrong results ({acc.reason})", "a wrong kernel is not timed; the candidate is skipped")
+                    raise MeasureError(
+                        f"{tc}: wrong results ({acc.reason})", "a wrong kernel is not timed; the candidate is skipped"
+                    )
 
         def timed() -> None:
             call()

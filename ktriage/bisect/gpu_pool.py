@@ -40,8 +40,15 @@ def measure_job(payload: dict[str, Any], emit: Callable[[Cell], None]) -> None:
 class GpuWorkerMeasure:
     """The time bisect's measure on one GPU of this host, in a worker process pinned to it."""
 
-    def __init__(self, gpu: int, factory: Callable[..., Any], args: tuple[Any, ...], *, timeout_s: float = 600.0,
-                 handler: Callable[[dict[str, Any], Callable[[Cell], None]], None] = measure_job) -> None:
+    def __init__(
+        self,
+        gpu: int,
+        factory: Callable[..., Any],
+        args: tuple[Any, ...],
+        *,
+        timeout_s: float = 600.0,
+        handler: Callable[[dict[str, Any], Callable[[Cell], None]], None] = measure_job,
+    ) -> None:
         from ktriage.measure.gpus import worker_env
 
         self.gpu = gpu
@@ -54,8 +61,12 @@ class GpuWorkerMeasure:
         from ktriage.bisect.decide import variant_key
 
         keys = [variant_key(v) for v in variants]
-        cells = self.runner.run_job(Job([_key(k) for k in keys], {"factory": self.factory, "args": self.args,
-                                                                  "variants": list(variants), "n": n}))
+        cells = self.runner.run_job(
+            Job(
+                [_key(k) for k in keys],
+                {"factory": self.factory, "args": self.args, "variants": list(variants), "n": n},
+            )
+        )
         out: dict[str, list[float]] = {}
         for c in cells:
             if c.status == "ok":

@@ -40,9 +40,17 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 RESOURCE_METRICS = (
-    "spill_store_bytes", "spill_load_bytes", "stack_bytes", "registers", "shared_bytes",
-    "ctas_per_sm", "warps_per_sm", "local_loads", "local_stores", "sass_instructions",
-)  # fmt: skip
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "stack_bytes",
+    "registers",
+    "shared_bytes",
+    "ctas_per_sm",
+    "warps_per_sm",
+    "local_loads",
+    "local_stores",
+    "sass_instructions",
+)
 """Metrics a compile-only predicate can read (plus ``sass:OPCODE``, e.g. ``sass:ATOMG``)."""
 
 SUMMARY_FIELDS = ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")
@@ -71,7 +79,9 @@ def metric_value(result: KernelResult, metric: str) -> float | None:
     return result.metric(metric)
 
 
-def decide_values(values: dict[str, float], good: dict[str, float], bad: dict[str, float]) -> tuple[Outcome, str, float]:
+def decide_values(
+    values: dict[str, float], good: dict[str, float], bad: dict[str, float]
+) -> tuple[Outcome, str, float]:
     """The compile-only rule (module docstring) for several kernels: (outcome, reason, confidence).
 
     Confidence for one kernel is ``max(dg, db) / (dg + db)``: 1.0 at an endpoint, 0.5 half-way.
@@ -119,6 +129,7 @@ def map_parallel(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list
 
 # --------------------------------------------------------------------------- kernels per candidate
 
+
 @dataclass
 class KernelSource:
     """Where a candidate's kernels come from: fixed specs (catalog op, spec file outside the repo)
@@ -131,7 +142,10 @@ class KernelSource:
     def specs_for(self, prepared: Prepared) -> list[KernelSpec]:
         if self.repo_spec is not None:
             if prepared.checkout is None:
-                raise KtriageError("a spec path inside the repository needs a git source", "use --spec with a file path, or --source git:PATH")
+                raise KtriageError(
+                    "a spec path inside the repository needs a git source",
+                    "use --spec with a file path, or --source git:PATH",
+                )
             path = prepared.checkout / self.repo_spec
             if not path.exists():
                 raise CandidateFailed(f"{self.repo_spec} does not exist at this commit")
@@ -142,7 +156,11 @@ class KernelSource:
             except KtriageError as exc:
                 raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
             if self.inputs:
-                specs = [s for s in specs if any(sel == s.name or sel in s.name or sel == str(s.meta.get("input_id")) for sel in self.inputs)]
+                specs = [
+                    s
+                    for s in specs
+                    if any(sel == s.name or sel in s.name or sel == str(s.meta.get("input_id")) for sel in self.inputs)
+                ]
         else:
             specs = list(self.specs or [])
         if prepared.package:
@@ -180,7 +198,9 @@ class KernelMeasurer:
         from ktriage.toolchain.manager import ensure_toolchain
 
         if not prepared.toolchain:
-            raise KtriageError("compiling a candidate needs a toolchain", "add --toolchain, e.g. --toolchain triton==3.4.0")
+            raise KtriageError(
+                "compiling a candidate needs a toolchain", "add --toolchain, e.g. --toolchain triton==3.4.0"
+            )
         before = self.compiler.thread_compiles()
         try:
             toolchain = ensure_toolchain(prepared.toolchain)
@@ -204,11 +224,19 @@ class KernelMeasurer:
 
 # --------------------------------------------------------------------------- compile-only predicate
 
+
 class MetricPredicate:
     """Compile-only predicate on one resource metric (see the module docstring for the rule)."""
 
-    def __init__(self, metric: str, measurer: KernelMeasurer, workspace: Workspace, *, workers: int = 1,
-                 on_event: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        metric: str,
+        measurer: KernelMeasurer,
+        workspace: Workspace,
+        *,
+        workers: int = 1,
+        on_event: Callable[[str], None] | None = None,
+    ) -> None:
         self.metric = check_metric(metric)
         self.name = f"metric:{self.metric}"
         self.measurer = measurer
@@ -247,8 +275,10 @@ class MetricPredicate:
         (g_obs, g_vals), (b_obs, b_vals) = self._measure_many([good, bad])
         for obs, vals, which in ((g_obs, g_vals, "good"), (b_obs, b_vals, "bad")):
             if vals is None:
-                raise KtriageError(f"the {which} endpoint {obs.candidate.label} could not be tested: {obs.reason}",
-                                   "fix the endpoint (toolchain, build, spec) or pick another one")
+                raise KtriageError(
+                    f"the {which} endpoint {obs.candidate.label} could not be tested: {obs.reason}",
+                    "fix the endpoint (toolchain, build, spec) or pick another one",
+                )
         assert g_vals is not None and b_vals is not None
         self.good_values, self.bad_values = g_vals, b_vals
         differing = [k for k in g_vals if k in b_vals and g_vals[k] != b_vals[k]]
@@ -280,6 +310,7 @@ class MetricPredicate:
 
 # --------------------------------------------------------------------------- command predicate
 
+
 class BisectAbort(KtriageError):
     """The user command exited >= 128: stop the whole bisect (git bisect run does the same)."""
 
@@ -303,8 +334,15 @@ class CommandPredicate:
     ``KTRIAGE_CHECKOUT`` for commits.
     """
 
-    def __init__(self, command: str, workspace: Workspace, *, timeout_s: float | None = None, workers: int = 1,
-                 cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        command: str,
+        workspace: Workspace,
+        *,
+        timeout_s: float | None = None,
+        workers: int = 1,
+        cwd: Path | None = None,
+    ) -> None:
         self.command = command
         self.name = "command"
         self.workspace = workspace
@@ -326,9 +364,15 @@ class CommandPredicate:
         except CandidateFailed as exc:
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, empty_cost(), None)
         result = run_shell(self.command, cwd=prepared.checkout or self.cwd, env=env, timeout_s=self.timeout_s)
-        meas: dict[str, Any] = {"exit": result.returncode, "seconds": round(result.seconds, 3), "output": tail(result.output, 8)}
+        meas: dict[str, Any] = {
+            "exit": result.returncode,
+            "seconds": round(result.seconds, 3),
+            "output": tail(result.output, 8),
+        }
         if result.timed_out:
-            return Observation(candidate, "skip", f"command timed out after {self.timeout_s:g} s", meas, empty_cost(), None)
+            return Observation(
+                candidate, "skip", f"command timed out after {self.timeout_s:g} s", meas, empty_cost(), None
+            )
         outcome = classify_exit(result.returncode or 0)
         if outcome is None:
             raise BisectAbort(

@@ -82,7 +82,9 @@ class BisectOptions:
     max_samples: int = 200  # per variant, before a candidate is called unsure
     threshold: float = 0.05  # the smallest relative change the verdicts count
     gpus: tuple[int, ...] = ()  # --gpus: a round's candidates spread over these GPUs (each group with both endpoints)
-    cluster_gpus: str | None = None  # --gpus with --cluster: all or a count of the cluster's GPUs (one pinned worker each)
+    cluster_gpus: str | None = (
+        None  # --gpus with --cluster: all or a count of the cluster's GPUs (one pinned worker each)
+    )
     cluster: str | None = None  # --cluster: where candidates are built and tested (not part of the question)
 
 
@@ -110,14 +112,28 @@ class BisectReport:
 
 # --------------------------------------------------------------------------- setup
 
+
 def _fingerprint(opts: BisectOptions) -> dict[str, Any]:
     return {
-        "source": opts.source, "good": opts.good, "bad": opts.bad, "metric": opts.metric, "command": opts.command,
-        "op": opts.op, "mode": opts.mode, "inputs": list(opts.inputs), "spec": opts.spec, "toolchain": opts.toolchain,
-        "build": opts.build, "first_parent": opts.first_parent, "pin_file": opts.pin_file,
-        "pin_repo": str(opts.pin_repo) if opts.pin_repo else None, "arch": opts.arch, "dtype": opts.dtype,
-        "bundle": str(opts.bundle) if opts.bundle else None, "backend": opts.backend,
-    }  # fmt: skip
+        "source": opts.source,
+        "good": opts.good,
+        "bad": opts.bad,
+        "metric": opts.metric,
+        "command": opts.command,
+        "op": opts.op,
+        "mode": opts.mode,
+        "inputs": list(opts.inputs),
+        "spec": opts.spec,
+        "toolchain": opts.toolchain,
+        "build": opts.build,
+        "first_parent": opts.first_parent,
+        "pin_file": opts.pin_file,
+        "pin_repo": str(opts.pin_repo) if opts.pin_repo else None,
+        "arch": opts.arch,
+        "dtype": opts.dtype,
+        "bundle": str(opts.bundle) if opts.bundle else None,
+        "backend": opts.backend,
+    }
 
 
 def _digest(opts: BisectOptions) -> str:
@@ -132,7 +148,10 @@ def default_state_path(opts: BisectOptions) -> Path:
 def check_options(opts: BisectOptions) -> Source:
     """Reject contradictory or incomplete options before anything is built (exit 2)."""
     if opts.metric is None and opts.command is None:
-        raise KtriageError("no predicate: give --metric or --command", "e.g. --metric spill_store_bytes, --metric latency, or --command './test.sh'")
+        raise KtriageError(
+            "no predicate: give --metric or --command",
+            "e.g. --metric spill_store_bytes, --metric latency, or --command './test.sh'",
+        )
     if opts.metric is not None and opts.command is not None:
         raise KtriageError("--metric and --command were both given", "choose one predicate")
     if opts.metric is not None and opts.metric != "latency":
@@ -148,17 +167,28 @@ def check_options(opts: BisectOptions) -> Source:
     if source.kind == "ptxas" and not opts.toolchain:
         raise KtriageError("--source ptxas needs the fixed frontend", "add --toolchain triton==3.4.0")
     if source.kind == "git" and opts.metric == "latency":
-        raise KtriageError("--metric latency bisects toolchains from a bundle, not commits",
-                           "for commits use a compile metric, or --command with a timing script")
+        raise KtriageError(
+            "--metric latency bisects toolchains from a bundle, not commits",
+            "for commits use a compile metric, or --command with a timing script",
+        )
     if source.kind == "git" and needs_kernels and not opts.toolchain:
-        raise KtriageError("compiling commits needs a toolchain", "add --toolchain triton==3.4.0 (or triton={checkout}/dist/*.whl after a wheel build)")
+        raise KtriageError(
+            "compiling commits needs a toolchain",
+            "add --toolchain triton==3.4.0 (or triton={checkout}/dist/*.whl after a wheel build)",
+        )
     if source.kind != "git" and (opts.build or opts.pin_file or opts.first_parent):
-        raise KtriageError("--build, --pin-file and --first-parent apply to --source git:PATH only", "drop them for pypi/ptxas sources")
+        raise KtriageError(
+            "--build, --pin-file and --first-parent apply to --source git:PATH only", "drop them for pypi/ptxas sources"
+        )
     if bool(opts.pin_file) != bool(opts.pin_repo):
-        raise KtriageError("--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project")
+        raise KtriageError(
+            "--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project"
+        )
     if opts.metric == "latency" and not opts.bundle:
-        raise KtriageError("--metric latency measures on the GPU from a compile-here bundle",
-                           "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME")
+        raise KtriageError(
+            "--metric latency measures on the GPU from a compile-here bundle",
+            "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME",
+        )
     return source
 
 
@@ -195,9 +225,20 @@ def _bundle_candidates(opts: BisectOptions, key: str) -> list[Candidate]:
         by_version[version] = (tc_id, str(tc["spec"]))
     chosen = versions_between(list(by_version), opts.good, opts.bad, pre=True, what=f"{key} in bundle {opts.bundle}")
     chosen.sort(key=Version)
-    return [Candidate(i, v, by_version[v][1], {"kind": "pypi" if key == "triton" else "ptxas", "version": v,
-                                                "toolchain": by_version[v][1], "toolchain_id": by_version[v][0]})
-            for i, v in enumerate(chosen)]  # fmt: skip
+    return [
+        Candidate(
+            i,
+            v,
+            by_version[v][1],
+            {
+                "kind": "pypi" if key == "triton" else "ptxas",
+                "version": v,
+                "toolchain": by_version[v][1],
+                "toolchain_id": by_version[v][0],
+            },
+        )
+        for i, v in enumerate(chosen)
+    ]
 
 
 def kernel_source(opts: BisectOptions, source: Source) -> KernelSource | None:
@@ -205,8 +246,14 @@ def kernel_source(opts: BisectOptions, source: Source) -> KernelSource | None:
     if opts.op:
         from ktriage.catalog import expand_op
 
-        specs = expand_op(opts.op, mode=opts.mode, target=opts.arch, dtype=opts.dtype,
-                          inputs=list(opts.inputs) or None, sm_count=opts.sm_count)
+        specs = expand_op(
+            opts.op,
+            mode=opts.mode,
+            target=opts.arch,
+            dtype=opts.dtype,
+            inputs=list(opts.inputs) or None,
+            sm_count=opts.sm_count,
+        )
         return KernelSource(specs=specs)
     if opts.spec:
         if source.kind == "git":
@@ -217,12 +264,20 @@ def kernel_source(opts: BisectOptions, source: Source) -> KernelSource | None:
         from ktriage.catalog.resolve import resolve_specs
 
         # --precision/--sm-count are refused for a spec file; --arch other than the default replaces its target
-        return KernelSource(specs=resolve_specs(opts.spec, inputs=list(opts.inputs) or None, dtype=opts.dtype, sm_count=opts.sm_count,
-                                                target_arch=opts.arch if opts.arch != "sm_90" else None))
+        return KernelSource(
+            specs=resolve_specs(
+                opts.spec,
+                inputs=list(opts.inputs) or None,
+                dtype=opts.dtype,
+                sm_count=opts.sm_count,
+                target_arch=opts.arch if opts.arch != "sm_90" else None,
+            )
+        )
     return None
 
 
 # --------------------------------------------------------------------------- running
+
 
 class _Run:
     def __init__(self, opts: BisectOptions, say: Say) -> None:
@@ -234,21 +289,38 @@ class _Run:
         fp = _fingerprint(opts)
         self.state = StateFile.resume(self.state_path, fp) if opts.resume else StateFile(self.state_path, fp)
         work = self.state_path.with_suffix("")
-        self.workspace = Workspace(work_dir=Path(str(work) + ".work"), toolchain=opts.toolchain, build=opts.build,
-                                   build_timeout_s=opts.build_timeout_s, pin_repo=opts.pin_repo, keep_checkouts=True)
+        self.workspace = Workspace(
+            work_dir=Path(str(work) + ".work"),
+            toolchain=opts.toolchain,
+            build=opts.build,
+            build_timeout_s=opts.build_timeout_s,
+            pin_repo=opts.pin_repo,
+            keep_checkouts=True,
+        )
         self.compiler = Compiler(jobs=max(opts.jobs or 1, opts.workers), cache_dir=opts.cache_dir)
         self.measurer = KernelMeasurer(self.kernels, self.compiler) if self.kernels is not None else None
         self.executor: Executor | None = None
-        self.gpu_workers: list[Any] = []  # the time predicate's pinned GPU workers (cluster or --gpus), closed with the run
+        self.gpu_workers: list[
+            Any
+        ] = []  # the time predicate's pinned GPU workers (cluster or --gpus), closed with the run
         if cluster_address(opts.cluster) is not None:
             self.executor = open_executor(opts.cluster)
 
     def _node_config(self) -> NodeConfig:
         opts = self.opts
-        return NodeConfig(key=_digest(opts), toolchain=opts.toolchain, build=opts.build, build_timeout_s=opts.build_timeout_s,
-                          pin_repo=str(opts.pin_repo) if opts.pin_repo else None, metric=opts.metric, kernels=self.kernels,
-                          command=opts.command, timeout_s=opts.timeout_s, cwd=str(Path.cwd()),
-                          cache_dir=None)  # fmt: skip
+        return NodeConfig(
+            key=_digest(opts),
+            toolchain=opts.toolchain,
+            build=opts.build,
+            build_timeout_s=opts.build_timeout_s,
+            pin_repo=str(opts.pin_repo) if opts.pin_repo else None,
+            metric=opts.metric,
+            kernels=self.kernels,
+            command=opts.command,
+            timeout_s=opts.timeout_s,
+            cwd=str(Path.cwd()),
+            cache_dir=None,
+        )
 
     def predicate(self) -> Predicate:
         opts = self.opts
@@ -256,7 +328,9 @@ class _Run:
             if opts.command is not None:
                 return ClusterCommandPredicate(self._node_config(), self.workspace, self.executor, workers=opts.workers)
             assert self.measurer is not None
-            return ClusterMetricPredicate(self._node_config(), self.measurer, self.workspace, self.executor, workers=opts.workers)
+            return ClusterMetricPredicate(
+                self._node_config(), self.measurer, self.workspace, self.executor, workers=opts.workers
+            )
         if opts.command is not None:
             return CommandPredicate(opts.command, self.workspace, timeout_s=opts.timeout_s, workers=opts.workers)
         if opts.metric == "latency":
@@ -270,7 +344,9 @@ class _Run:
 
         opts = self.opts
         if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
-            raise KtriageError("--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7")
+            raise KtriageError(
+                "--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7"
+            )
         from ktriage.bisect.cluster import bench_measure_job
         from ktriage.stats.verdict import DEFAULT_CONFIG
 
@@ -281,7 +357,10 @@ class _Run:
             from ktriage.measure.gpus import select_gpu_count
 
             count = select_gpu_count(opts.cluster_gpus, self.executor.slots("timing"))
-            measures = [RemoteMeasure(self.executor, bench_measure_job, args, gpu=i if count > 1 else None) for i in range(count)]
+            measures = [
+                RemoteMeasure(self.executor, bench_measure_job, args, gpu=i if count > 1 else None)
+                for i in range(count)
+            ]
             self.gpu_workers.extend(measures)
         elif len(opts.gpus) > 1:  # one pinned worker per GPU; each group of a round with both endpoints on its GPU
             from ktriage.bisect.gpu_pool import GpuWorkerMeasure
@@ -293,11 +372,17 @@ class _Run:
                 measures = [bench_measure_job(*args)]
             except KtriageError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - torch/CUDA missing: say where this runs
-                raise KtriageError(f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
-                                   "run it on the GPU host (torch + cuda.bindings); compile the bundle here first") from None
-        return TimePredicate(measures[0], config=replace(DEFAULT_CONFIG, threshold=opts.threshold), max_samples=opts.max_samples,
-                             more_gpus=measures[1:])
+            except Exception as exc:
+                raise KtriageError(
+                    f"--metric latency cannot measure here: {type(exc).__name__}: {str(exc)[:200]}",
+                    "run it on the GPU host (torch + cuda.bindings); compile the bundle here first",
+                ) from None
+        return TimePredicate(
+            measures[0],
+            config=replace(DEFAULT_CONFIG, threshold=opts.threshold),
+            max_samples=opts.max_samples,
+            more_gpus=measures[1:],
+        )
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
         record = self.state.stage(number, name, candidates)
@@ -307,8 +392,14 @@ class _Run:
             for o in batch:
                 self.say(f"  {'preflight' if r == 0 else f'round {r}'}: {o.candidate.label}: {o.outcome} ({o.reason})")
 
-        return run_search(candidates, self.predicate(), workers=self.opts.workers, record=record,
-                          save=self.state.save, on_round=on_round)
+        return run_search(
+            candidates,
+            self.predicate(),
+            workers=self.opts.workers,
+            record=record,
+            save=self.state.save,
+            on_round=on_round,
+        )
 
     def nested(self, result: StageResult) -> tuple[str, list[Candidate]] | None:
         """Stage 2's candidates when the culprit commit moves the pin file, else None."""
@@ -323,10 +414,18 @@ class _Run:
         child = gitrepo.repo_root(opts.pin_repo)
         shas = gitrepo.commit_range(child, old, new, first_parent=opts.first_parent)
         subj = gitrepo.subjects(child, shas)
-        meta_base = {"kind": "git", "repo": str(repo), "commit": result.culprit.id, "pin_file": opts.pin_file,
-                     "pin_old": old, "pin_repo": str(child)}  # fmt: skip
-        cands = [Candidate(i, sha, f"{sha[:12]} {subj.get(sha, '')}".rstrip(), {**meta_base, "pin_value": sha})
-                 for i, sha in enumerate(shas)]  # fmt: skip
+        meta_base = {
+            "kind": "git",
+            "repo": str(repo),
+            "commit": result.culprit.id,
+            "pin_file": opts.pin_file,
+            "pin_old": old,
+            "pin_repo": str(child),
+        }
+        cands = [
+            Candidate(i, sha, f"{sha[:12]} {subj.get(sha, '')}".rstrip(), {**meta_base, "pin_value": sha})
+            for i, sha in enumerate(shas)
+        ]
         name = f"{opts.pin_file} {old[:12]}..{new[:12]} in {child.name} (pinned by {result.culprit.id[:12]})"
         return name, cands
 
@@ -375,15 +474,20 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
             except KtriageError as exc:
                 if "endpoints do not differ" not in exc.problem:
                     raise
-                report.notes.append(f"the pin bump of {stages[0].culprit.label if stages[0].culprit else ''} does not "
-                                    f"change the result on its own ({exc.problem}); the culprit is the commit itself")  # fmt: skip
+                report.notes.append(
+                    f"the pin bump of {stages[0].culprit.label if stages[0].culprit else ''} does not "
+                    f"change the result on its own ({exc.problem}); the culprit is the commit itself"
+                )
         report.frontend_compiles = run.compiler.frontend_compiles
         if opts.explain and report.found and opts.bundle is not None:
             _explain_from_bundle(opts, report)
         elif opts.explain and report.found and run.measurer is not None:
             _explain(run, report)
-        run.state.data["result"] = {"found": report.found, "stage": len(stages) - 1,
-                                    "culprit": report.final.culprit.to_json() if report.final.culprit else None}  # fmt: skip
+        run.state.data["result"] = {
+            "found": report.found,
+            "stage": len(stages) - 1,
+            "culprit": report.final.culprit.to_json() if report.final.culprit else None,
+        }
         run.state.save()
     finally:
         run.close(report)
@@ -411,8 +515,13 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
         res = art.resources or {}
         out = {m: res.get(m) for m in EXPLAIN_METRICS if m != "ctas_per_sm"}
         try:
-            occ = compute_occupancy(bun.target, int(res["registers"]), int(art.launch.get("num_warps", 4)), int(res["shared_bytes"]),
-                                    barriers=res.get("barriers") or 1)
+            occ = compute_occupancy(
+                bun.target,
+                int(res["registers"]),
+                int(art.launch.get("num_warps", 4)),
+                int(res["shared_bytes"]),
+                barriers=res.get("barriers") or 1,
+            )
             out["ctas_per_sm"] = occ.ctas_per_sm
         except (KeyError, TypeError, ValueError, KtriageError):
             out["ctas_per_sm"] = None
@@ -431,20 +540,33 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
         delta = {op: c_ops.get(op, 0) - p_ops.get(op, 0) for op in set(p_ops) | set(c_ops)}
         delta = {op: d for op, d in sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0])) if d}
         pm, cm = metrics(p_art), metrics(c_art)
-        changes = [{"metric": m, "before": pm[m], "after": cm[m],
-                    "sentence": f"{m.replace('_', ' ')}: {pm[m]} -> {cm[m]}"} for m in EXPLAIN_METRICS if pm[m] != cm[m]]
-        out.append({
-            "kernel": spec.name, "predecessor": pm, "culprit": cm, "attribution": attribution, "changes": changes,
-            "opcode_changes": [{"opcode": op, "delta": d} for op, d in delta.items()],
-            "opcode_delta": ", ".join(f"{op} {d:+d}" for op, d in list(delta.items())[:8]) or "no SASS opcode change",
-            "cross_errors": [], "artifacts": {"predecessor_cubin": str(p_art.cubin_path), "culprit_cubin": str(c_art.cubin_path)},
-        })  # fmt: skip
+        changes = [
+            {"metric": m, "before": pm[m], "after": cm[m], "sentence": f"{m.replace('_', ' ')}: {pm[m]} -> {cm[m]}"}
+            for m in EXPLAIN_METRICS
+            if pm[m] != cm[m]
+        ]
+        out.append(
+            {
+                "kernel": spec.name,
+                "predecessor": pm,
+                "culprit": cm,
+                "attribution": attribution,
+                "changes": changes,
+                "opcode_changes": [{"opcode": op, "delta": d} for op, d in delta.items()],
+                "opcode_delta": ", ".join(f"{op} {d:+d}" for op, d in list(delta.items())[:8])
+                or "no SASS opcode change",
+                "cross_errors": [],
+                "artifacts": {"predecessor_cubin": str(p_art.cubin_path), "culprit_cubin": str(c_art.cubin_path)},
+            }
+        )
     report.explain = out
     inputs = " ".join(f"--input {i}" for i in opts.inputs)
     pred, cul = (str(c.meta.get("toolchain", c.label)) for c in (final.predecessor, final.culprit))
-    report.explain_note = (f"explained from the bundle's recorded resources; for the PTX/SASS diff and the frontend-vs-ptxas "
-                           f"attribution run on the compile machine: ktriage explain {opts.op or opts.spec} "
-                           f"--{opts.mode} {inputs} -t '{pred}' -t '{cul}'")
+    report.explain_note = (
+        f"explained from the bundle's recorded resources; for the PTX/SASS diff and the frontend-vs-ptxas "
+        f"attribution run on the compile machine: ktriage explain {opts.op or opts.spec} "
+        f"--{opts.mode} {inputs} -t '{pred}' -t '{cul}'"
+    )
 
 
 def _predicted_kind(entry: dict[str, Any]) -> str | None:
@@ -454,8 +576,7 @@ def _predicted_kind(entry: dict[str, Any]) -> str | None:
 
 def _explain(run: _Run, report: BisectReport) -> None:
     """Explain culprit vs predecessor per kernel (ktriage.explain's comparison, with attribution)."""
-    from ktriage.explain.engine import Explainer
-    from ktriage.explain.engine import opcode_delta_text
+    from ktriage.explain.engine import Explainer, opcode_delta_text
 
     assert run.measurer is not None
     final = report.final
@@ -467,8 +588,10 @@ def _explain(run: _Run, report: BisectReport) -> None:
             if got is None:
                 got, _ = run.measurer.measure(run.workspace.prepare(cand))
             results.append(got)
-    except Exception as exc:  # noqa: BLE001 - explain is a bonus: a failure here must not hide the culprit
-        report.explain_note = f"explain not available: {getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}"
+    except Exception as exc:
+        report.explain_note = (
+            f"explain not available: {getattr(exc, 'problem', None) or getattr(exc, 'reason', None) or exc}"
+        )
         return
     explainer = Explainer(run.compiler)
     out = []
@@ -477,20 +600,33 @@ def _explain(run: _Run, report: BisectReport) -> None:
         if new is None:
             continue
         cmp = explainer.compare(ref, new)
-        out.append({
-            "kernel": kernel,
-            "predecessor": {m: ref.metric(m) for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")},
-            "culprit": {m: new.metric(m) for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")},
-            "attribution": cmp.attribution(),
-            "changes": [c.to_json() for c in cmp.changes],
-            "opcode_changes": [c.to_json() for c in cmp.opcode_changes],
-            "opcode_delta": opcode_delta_text(cmp),
-            "cross_errors": cmp.cross_errors,
-            "artifacts": {"predecessor_ptx": str(ref.artifact.frontend.ptx_path), "culprit_ptx": str(new.artifact.frontend.ptx_path)},
-            "prediction": cmp.prediction.to_json() if cmp.prediction else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "kernel": kernel,
+                "predecessor": {
+                    m: ref.metric(m)
+                    for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")
+                },
+                "culprit": {
+                    m: new.metric(m)
+                    for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")
+                },
+                "attribution": cmp.attribution(),
+                "changes": [c.to_json() for c in cmp.changes],
+                "opcode_changes": [c.to_json() for c in cmp.opcode_changes],
+                "opcode_delta": opcode_delta_text(cmp),
+                "cross_errors": cmp.cross_errors,
+                "artifacts": {
+                    "predecessor_ptx": str(ref.artifact.frontend.ptx_path),
+                    "culprit_ptx": str(new.artifact.frontend.ptx_path),
+                },
+                "prediction": cmp.prediction.to_json() if cmp.prediction else None,
+            }
+        )
     report.explain = out
     kinds = {cmp_kind for cmp_kind in (_predicted_kind(e) for e in out) if cmp_kind}
     if kinds and kinds <= {"neutral"}:  # the cost model (docs/model.md): the change found may not be the slowdown
-        report.notes.append("the culprit's compile-side change is predicted neutral (within the +-5% gate): if the "
-                            "slowdown is real, it is not this change; bisect by timing (--metric latency --bundle ...)")
+        report.notes.append(
+            "the culprit's compile-side change is predicted neutral (within the +-5% gate): if the "
+            "slowdown is real, it is not this change; bisect by timing (--metric latency --bundle ...)"
+        )

@@ -76,7 +76,7 @@ class StageResult:
     @property
     def range(self) -> list[Candidate]:
         """The candidates that may be the culprit: ``lo+1 .. hi``."""
-        return self.candidates[self.lo + 1:self.hi + 1]
+        return self.candidates[self.lo + 1 : self.hi + 1]
 
     def observation(self, index: int) -> Observation | None:
         found = [o for o in self.observations if o.candidate.index == index]
@@ -115,6 +115,7 @@ class StageResult:
 # --------------------------------------------------------------------------- state file
 MAX_STATE_MB = 256  # KTRIAGE_MAX_INPUT_MB sets it
 
+
 class StateFile:
     """The bisect state as JSON, rewritten atomically after every step (a kill loses one round).
 
@@ -125,25 +126,42 @@ class StateFile:
     def __init__(self, path: Path, fingerprint: dict[str, Any]) -> None:
         self.path = path
         self.fingerprint = fingerprint
-        self.data: dict[str, Any] = {"format_version": STATE_VERSION, "fingerprint": fingerprint, "stages": [], "result": None}
+        self.data: dict[str, Any] = {
+            "format_version": STATE_VERSION,
+            "fingerprint": fingerprint,
+            "stages": [],
+            "result": None,
+        }
 
     @classmethod
     def resume(cls, path: Path, fingerprint: dict[str, Any]) -> StateFile:
         state = cls(path, fingerprint)
         if not path.exists():
-            raise FormatError(f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)")
+            raise FormatError(
+                f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)"
+            )
         origin = f"bisect state {path}"
         text = read_text(path, what="bisect state", limit=size_limit(MAX_STATE_MB), fix=STATE_FIX)
         data = parse_json(text, origin=origin, fix=STATE_FIX)
         check_depth(data, origin=origin)
         convert(data, BisectStateSchema, origin=origin, fix=STATE_FIX)  # types checked; the document is kept whole
-        check_format_version(data, STATE_VERSION, what=f"bisect state {path}", legacy_keys=("version",),
-                             fix="start again without --resume")
+        check_format_version(
+            data,
+            STATE_VERSION,
+            what=f"bisect state {path}",
+            legacy_keys=("version",),
+            fix="start again without --resume",
+        )
         if data.get("fingerprint") != fingerprint:
-            diff = sorted(k for k in set(fingerprint) | set(data.get("fingerprint", {}))
-                          if fingerprint.get(k) != data.get("fingerprint", {}).get(k))
-            raise FormatError(f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
-                              "resume with the same options, or start a new bisect without --resume")
+            diff = sorted(
+                k
+                for k in set(fingerprint) | set(data.get("fingerprint", {}))
+                if fingerprint.get(k) != data.get("fingerprint", {}).get(k)
+            )
+            raise FormatError(
+                f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
+                "resume with the same options, or start a new bisect without --resume",
+            )
         state.data = data
         return state
 
@@ -154,11 +172,19 @@ class StateFile:
         if number < len(stages):
             record = stages[number]
             if [c["id"] for c in record["candidates"]] != ids:
-                raise FormatError(f"bisect state {self.path}: stage {name} lists other candidates than now",
-                                  "the history or the index changed; start again without --resume")
+                raise FormatError(
+                    f"bisect state {self.path}: stage {name} lists other candidates than now",
+                    "the history or the index changed; start again without --resume",
+                )
             return record
         del stages[number:]
-        record = {"name": name, "candidates": [c.to_json() for c in candidates], "preflight": None, "rounds": [], "result": None}
+        record = {
+            "name": name,
+            "candidates": [c.to_json() for c in candidates],
+            "preflight": None,
+            "rounds": [],
+            "result": None,
+        }
         stages.append(record)
         self.save()
         return record
@@ -235,7 +261,9 @@ def run_search(
             step.say(f"round {rounds + 1}: {', '.join(cands[i].label for i in picks)} ({len(untested)} untested left)")
             batch = predicate.test([cands[i] for i in picks])
             if len(batch) != len(picks):
-                raise RuntimeError(f"predicate {predicate.name} returned {len(batch)} observations for {len(picks)} candidates")
+                raise RuntimeError(
+                    f"predicate {predicate.name} returned {len(batch)} observations for {len(picks)} candidates"
+                )
             rounds += 1
             for o in batch:
                 known[o.candidate.index] = o

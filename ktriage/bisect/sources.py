@@ -55,7 +55,9 @@ def parse_source(text: str) -> Source:
         raise KtriageError(f"--source {text!r} is not one of the known forms", f"write one of: {forms}")
     if kind == "pypi":
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", rest):
-            raise KtriageError(f"--source {text!r}: {rest!r} is not a package name", "e.g. --source pypi:triton or pypi:liger-kernel")
+            raise KtriageError(
+                f"--source {text!r}: {rest!r} is not a package name", "e.g. --source pypi:triton or pypi:liger-kernel"
+            )
         return Source("pypi", package=rest.lower())
     if kind == "git":
         return Source("git", repo=gitrepo.repo_root(Path(rest).expanduser().resolve()))
@@ -63,6 +65,7 @@ def parse_source(text: str) -> Source:
 
 
 # --------------------------------------------------------------------------- PyPI versions
+
 
 def list_pypi_versions(package: str, *, pre: bool = False) -> list[str]:
     """Every version of ``package`` that ``pip index versions`` lists (the configured index only).
@@ -76,22 +79,33 @@ def list_pypi_versions(package: str, *, pre: bool = False) -> list[str]:
     last_error = ""
     for pip in pips:
         try:
-            proc = subprocess.run([*pip, "index", "versions", package, *(["--pre"] if pre else [])],
-                                  capture_output=True, text=True, timeout=120, check=False)
+            proc = subprocess.run(
+                [*pip, "index", "versions", package, *(["--pre"] if pre else [])],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             last_error = str(exc)
             continue
         m = re.search(r"Available versions:\s*(.+)", proc.stdout)
         if m:
             return [v.strip() for v in m.group(1).split(",") if v.strip()]
-        last_error = (proc.stderr or proc.stdout).strip().splitlines()[-1:] and (proc.stderr or proc.stdout).strip().splitlines()[-1] or ""
+        last_error = (
+            (proc.stderr or proc.stdout).strip().splitlines()[-1:]
+            and (proc.stderr or proc.stdout).strip().splitlines()[-1]
+            or ""
+        )
     raise KtriageError(
         f"cannot list the versions of {package} on the package index ({last_error or 'no answer'})",
         f"check the package name and index access: `pip index versions {package}` must work",
     )
 
 
-def versions_between(versions: list[str], good: str, bad: str, *, pre: bool = False, what: str = "package") -> list[str]:
+def versions_between(
+    versions: list[str], good: str, bad: str, *, pre: bool = False, what: str = "package"
+) -> list[str]:
     """The versions from ``good`` to ``bad`` inclusive, ascending by PEP 440 order.
 
     Pre-releases are left out unless ``pre`` (or unless they are an endpoint). Both endpoints must be
@@ -102,7 +116,10 @@ def versions_between(versions: list[str], good: str, bad: str, *, pre: bool = Fa
     except InvalidVersion as exc:
         raise KtriageError(f"{exc}", "give versions like 3.3.1 (--good) and 3.4.0 (--bad)") from None
     if g >= b:
-        raise KtriageError(f"--good {good} is not older than --bad {bad}", "the good version must come first; swap them if they are reversed")
+        raise KtriageError(
+            f"--good {good} is not older than --bad {bad}",
+            "the good version must come first; swap them if they are reversed",
+        )
     parsed: dict[Version, str] = {}
     for v in versions:
         try:
@@ -112,13 +129,24 @@ def versions_between(versions: list[str], good: str, bad: str, *, pre: bool = Fa
     for end, flag in ((g, "--good"), (b, "--bad")):
         if end not in parsed:
             near = ", ".join(str(v) for v in sorted(parsed)[-12:])
-            raise KtriageError(f"{flag} {end} is not a release of the {what} on the index", f"pick one that exists: {near}")
-    keep = [v for v in sorted(parsed) if g <= v <= b and (pre or not (v.is_prerelease or v.is_devrelease) or v in (g, b))]
+            raise KtriageError(
+                f"{flag} {end} is not a release of the {what} on the index", f"pick one that exists: {near}"
+            )
+    keep = [
+        v for v in sorted(parsed) if g <= v <= b and (pre or not (v.is_prerelease or v.is_devrelease) or v in (g, b))
+    ]
     return [str(v) for v in keep]
 
 
-def pypi_candidates(package: str, good: str, bad: str, *, toolchain: str | None = None, pre: bool = False,
-                    versions: list[str] | None = None) -> list[Candidate]:
+def pypi_candidates(
+    package: str,
+    good: str,
+    bad: str,
+    *,
+    toolchain: str | None = None,
+    pre: bool = False,
+    versions: list[str] | None = None,
+) -> list[Candidate]:
     """Releases of a PyPI package as candidates.
 
     ``triton``: each candidate is the toolchain ``triton==V`` (keeping the ptxas and options of
@@ -131,16 +159,28 @@ def pypi_candidates(package: str, good: str, bad: str, *, toolchain: str | None 
     if package == "triton":
         base = parse_toolchain(toolchain) if toolchain else None
         for i, v in enumerate(chosen):
-            tc = str(dataclasses.replace(base, triton_version=v, triton_wheel=None, triton_host=False)) if base else f"triton=={v}"
+            tc = (
+                str(dataclasses.replace(base, triton_version=v, triton_wheel=None, triton_host=False))
+                if base
+                else f"triton=={v}"
+            )
             out.append(Candidate(i, v, tc, {"kind": "pypi", "package": package, "version": v, "toolchain": tc}))
         return out
     if not toolchain:
-        raise KtriageError(f"--source pypi:{package} needs --toolchain (the compiler stays fixed while the package moves)",
-                           "add e.g. --toolchain triton==3.4.0")
+        raise KtriageError(
+            f"--source pypi:{package} needs --toolchain (the compiler stays fixed while the package moves)",
+            "add e.g. --toolchain triton==3.4.0",
+        )
     tc = str(parse_toolchain(toolchain))
     for i, v in enumerate(chosen):
-        out.append(Candidate(i, v, f"{package}=={v}", {"kind": "pypi", "package": package, "version": v,
-                                                        "requirement": f"{package}=={v}", "toolchain": tc}))
+        out.append(
+            Candidate(
+                i,
+                v,
+                f"{package}=={v}",
+                {"kind": "pypi", "package": package, "version": v, "requirement": f"{package}=={v}", "toolchain": tc},
+            )
+        )
     return out
 
 
@@ -158,15 +198,22 @@ def ptxas_versions(good: str, bad: str, *, pre: bool = False) -> list[str]:
     return versions_between(listed, good, bad, pre=pre, what=f"ptxas ({' / '.join(packages)})")
 
 
-def ptxas_candidates(good: str, bad: str, *, toolchain: str, pre: bool = False,
-                     versions: list[str] | None = None) -> list[Candidate]:
+def ptxas_candidates(
+    good: str, bad: str, *, toolchain: str, pre: bool = False, versions: list[str] | None = None
+) -> list[Candidate]:
     """ptxas releases as candidates with the frontend (and ptxas options) of ``toolchain`` fixed."""
     base = parse_toolchain(toolchain)
-    chosen = versions_between(versions, good, bad, pre=pre, what="ptxas") if versions is not None else ptxas_versions(good, bad, pre=pre)
+    chosen = (
+        versions_between(versions, good, bad, pre=pre, what="ptxas")
+        if versions is not None
+        else ptxas_versions(good, bad, pre=pre)
+    )
     out = []
     for i, v in enumerate(chosen):
         tc = str(dataclasses.replace(base, ptxas_version=v, ptxas_path=None))
-        out.append(Candidate(i, v, f"ptxas {v}", {"kind": "ptxas", "package": nvcc_package(v), "version": v, "toolchain": tc}))
+        out.append(
+            Candidate(i, v, f"ptxas {v}", {"kind": "ptxas", "package": nvcc_package(v), "version": v, "toolchain": tc})
+        )
     return out
 
 
@@ -179,8 +226,10 @@ def _major(version: str) -> int:
 
 # --------------------------------------------------------------------------- git commits
 
-def git_candidates(repo: Path, good: str, bad: str, *, first_parent: bool = False,
-                   extra_meta: dict[str, object] | None = None) -> list[Candidate]:
+
+def git_candidates(
+    repo: Path, good: str, bad: str, *, first_parent: bool = False, extra_meta: dict[str, object] | None = None
+) -> list[Candidate]:
     """Commits good .. bad of a local repository (``good`` first), labelled ``<sha12> <subject>``."""
     shas = gitrepo.commit_range(repo, good, bad, first_parent=first_parent)
     subj = gitrepo.subjects(repo, shas)

@@ -46,8 +46,15 @@ class StepConfig:
     arch: str = "sm_90"
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "toolchain": self.toolchain, "spec": self.spec, "op": self.op,
-                "mode": self.mode, "inputs": list(self.inputs), "arch": self.arch}  # fmt: skip
+        return {
+            "metric": self.metric,
+            "toolchain": self.toolchain,
+            "spec": self.spec,
+            "op": self.op,
+            "mode": self.mode,
+            "inputs": list(self.inputs),
+            "arch": self.arch,
+        }
 
 
 def _head(cwd: Path) -> str:
@@ -66,7 +73,9 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     elif cfg.spec:
         source = KernelSource(repo_spec=cfg.spec, inputs=cfg.inputs)
     else:
-        raise KtriageError("bisect-step needs kernels", "give --spec path/in/repo.toml or --op NAME (or a baseline that records them)")
+        raise KtriageError(
+            "bisect-step needs kernels", "give --spec path/in/repo.toml or --op NAME (or a baseline that records them)"
+        )
     sha = _head(here)
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
     compiler = Compiler(jobs=1, cache_dir=cache_dir)
@@ -78,8 +87,9 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     return {k: float(v) for k, v in values.items() if v is not None}
 
 
-def record_baseline(path: Path, cfg: StepConfig, role: Literal["good", "bad"], *, cwd: Path | None = None,
-                    cache_dir: Path | None = None) -> dict[str, Any]:
+def record_baseline(
+    path: Path, cfg: StepConfig, role: Literal["good", "bad"], *, cwd: Path | None = None, cache_dir: Path | None = None
+) -> dict[str, Any]:
     """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values)."""
     here = cwd or Path(os.getcwd())
     data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
@@ -87,12 +97,16 @@ def record_baseline(path: Path, cfg: StepConfig, role: Literal["good", "bad"], *
         if role == "good":
             data = {}  # a new baseline for another question
         else:
-            raise FormatError(f"baseline {path} was recorded for other options ({data.get('config')})",
-                              "record the bad value with the same --spec/--op/--metric/--toolchain as the good one")
+            raise FormatError(
+                f"baseline {path} was recorded for other options ({data.get('config')})",
+                "record the bad value with the same --spec/--op/--metric/--toolchain as the good one",
+            )
     try:
         values = measure_here(cfg, cwd=here, cache_dir=cache_dir)
     except CandidateFailed as exc:
-        raise CompileError(f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles") from None
+        raise CompileError(
+            f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
+        ) from None
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -104,11 +118,25 @@ def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, f
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise FormatError(f"cannot read baseline {path}: {exc}", "record one with `ktriage bisect-step --record-baseline FILE` at a good commit") from None
+        raise FormatError(
+            f"cannot read baseline {path}: {exc}",
+            "record one with `ktriage bisect-step --record-baseline FILE` at a good commit",
+        ) from None
     if "good" not in data:
-        raise FormatError(f"baseline {path} has no good values", "record them with `ktriage bisect-step --record-baseline FILE` at a good commit")
+        raise FormatError(
+            f"baseline {path} has no good values",
+            "record them with `ktriage bisect-step --record-baseline FILE` at a good commit",
+        )
     c = data["config"]
-    cfg = StepConfig(c["metric"], c["toolchain"], c.get("spec"), c.get("op"), c.get("mode", "bwd"), tuple(c.get("inputs", ())), c.get("arch", "sm_90"))
+    cfg = StepConfig(
+        c["metric"],
+        c["toolchain"],
+        c.get("spec"),
+        c.get("op"),
+        c.get("mode", "bwd"),
+        tuple(c.get("inputs", ())),
+        c.get("arch", "sm_90"),
+    )
     bad = data.get("bad", {}).get("values")
     return cfg, data["good"]["values"], bad
 
@@ -121,7 +149,9 @@ def decide_step(values: dict[str, float], good: dict[str, float], bad: dict[str,
         if missing:
             return EXIT_SKIP, f"kernels missing here: {', '.join(missing)}"
         if changed:
-            return EXIT_BAD, "changed from the good baseline: " + ", ".join(f"{k} {good[k]:g} -> {values[k]:g}" for k in changed)
+            return EXIT_BAD, "changed from the good baseline: " + ", ".join(
+                f"{k} {good[k]:g} -> {values[k]:g}" for k in changed
+            )
         return EXIT_GOOD, "equal to the good baseline"
     outcome, reason, _ = decide_values(values, good, bad)
     code = {"good": EXIT_GOOD, "bad": EXIT_BAD}.get(outcome, EXIT_SKIP)

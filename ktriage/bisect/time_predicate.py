@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
 from ktriage.bisect.candidate import Candidate, Observation, Outcome
+from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
 from ktriage.errors import KtriageError, MeasureError
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
@@ -48,7 +48,6 @@ from ktriage.stats.verdict import (
     compare_samples,
     hodges_lehmann_ratio,
 )
-
 
 #: The preflight keeps sampling (within max_samples) until the near end of the endpoints' interval
 #: is at least this share of their estimated log distance, so the relative gate is sized from a
@@ -93,8 +92,12 @@ def _summary(samples: Sequence[float]) -> dict[str, Any]:
     arr = np.asarray(samples, dtype=float)
     if arr.size == 0:
         return {"n": 0}
-    return {"n": int(arr.size), "median_ms": float(np.median(arr)), "min_ms": float(arr.min()),
-            "p95_ms": float(np.quantile(arr, 0.95))}  # fmt: skip
+    return {
+        "n": int(arr.size),
+        "median_ms": float(np.median(arr)),
+        "min_ms": float(arr.min()),
+        "p95_ms": float(np.quantile(arr, 0.95)),
+    }
 
 
 class TimePredicate:
@@ -125,13 +128,19 @@ class TimePredicate:
         more_gpus: Sequence[MeasureFn] = (),
     ) -> None:
         if samples_per_round < 1 or max_rounds < 1:
-            raise KtriageError("samples per round and rounds must be >= 1", "pass positive --samples-per-round / --max-rounds")
+            raise KtriageError(
+                "samples per round and rounds must be >= 1", "pass positive --samples-per-round / --max-rounds"
+            )
         if max_samples < config.min_samples:
-            raise KtriageError(f"max_samples {max_samples} is below the verdict's minimum of {config.min_samples}",
-                               f"pass --max-samples >= {config.min_samples}")  # fmt: skip
+            raise KtriageError(
+                f"max_samples {max_samples} is below the verdict's minimum of {config.min_samples}",
+                f"pass --max-samples >= {config.min_samples}",
+            )
         if relative_gate is not None and not 0 < relative_gate < 0.5:
-            raise KtriageError(f"relative gate {relative_gate} must be in (0, 0.5)",
-                               "a gate of half the distance or more cannot tell the endpoints apart; 1/3 is the default")  # fmt: skip
+            raise KtriageError(
+                f"relative gate {relative_gate} must be in (0, 0.5)",
+                "a gate of half the distance or more cannot tell the endpoints apart; 1/3 is the default",
+            )
         # the first GPU's measure (the preflight's), then one per further GPU (``--gpus``): a round's
         # candidates are split over all of them, each group timed with both endpoints on its own GPU
         self.measures: list[MeasureFn] = [measure, *more_gpus]
@@ -163,8 +172,10 @@ class TimePredicate:
 
     def _endpoint_failed(self, which: str, c: Candidate, measure: MeasureFn | None = None) -> MeasureError:
         why = self._errors(measure).get(c.id, "no samples returned")
-        return MeasureError(f"the {which} endpoint {c.label} could not be measured: {why}",
-                            f"check that {c.label} builds and runs on its own; the bisect needs both endpoints")  # fmt: skip
+        return MeasureError(
+            f"the {which} endpoint {c.label} could not be measured: {why}",
+            f"check that {c.label} builds and runs on its own; the bisect needs both endpoints",
+        )
 
     # ------------------------------------------------------------------------------ preflight
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
@@ -204,7 +215,7 @@ class TimePredicate:
                 f"{verdict.reason} (after {verdict.n_ref} + {verdict.n_new} samples)",
                 f"check that {good.label} is good and {bad.label} is bad for this op/input; for a smaller change "
                 f"lower the gate (--threshold, now {self.config.threshold:.0%}) or allow more samples (--max-samples, now {self.max_samples})",
-            )  # fmt: skip
+            )
         direction: Direction = verdict.verdict
         ratio, lo, hi = verdict.ratio, verdict.ci_low, verdict.ci_high
         cand_config = self.config
@@ -215,26 +226,43 @@ class TimePredicate:
             gate = math.expm1(self.relative_gate * _near_distance(direction, lo, hi))
             cand_config = replace(self.config, threshold=max(self.config.threshold, gate))
         self.endpoints = _Endpoints(good, bad, direction, verdict, cand_config)
-        common = {"metric": self.metric, "direction": direction, "endpoints": verdict.to_json(),
-                  "distance": {"ratio": ratio, "ci_low": lo, "ci_high": hi},
-                  "candidate_threshold": cand_config.threshold, "rounds": rounds}  # fmt: skip
+        common = {
+            "metric": self.metric,
+            "direction": direction,
+            "endpoints": verdict.to_json(),
+            "distance": {"ratio": ratio, "ci_low": lo, "ci_high": hi},
+            "candidate_threshold": cand_config.threshold,
+            "rounds": rounds,
+        }
         out = []
         for c, outcome in ((good, "good"), (bad, "bad")):
             meas = {**common, **_summary(samples[c.id])}
             if self.keep_samples:
                 meas["samples_ms"] = samples[c.id]
             n_c = len(samples[c.id])
-            out.append(Observation(c, outcome, f"endpoint: bad vs good {verdict.reason}", meas,  # type: ignore[arg-type]
-                                   {"compiles": 0, "gpu_s": sum(samples[c.id]) / 1e3, "samples": n_c},
-                                   confidence=1.0 - verdict.p_value))  # fmt: skip
+            out.append(
+                Observation(
+                    c,
+                    outcome,  # type: ignore[arg-type]
+                    f"endpoint: bad vs good {verdict.reason}",
+                    meas,
+                    {"compiles": 0, "gpu_s": sum(samples[c.id]) / 1e3, "samples": n_c},
+                    confidence=1.0 - verdict.p_value,
+                )
+            )
         return out
 
     def restore(self, good: Observation, bad: Observation) -> None:
         """Re-arm after ``--resume`` from the two stored preflight observations (no re-measuring)."""
         m = good.measurements
         verdict = Verdict.from_json(m["endpoints"])
-        self.endpoints = _Endpoints(good.candidate, bad.candidate, m["direction"], verdict,
-                                    replace(self.config, threshold=float(m["candidate_threshold"])))  # fmt: skip
+        self.endpoints = _Endpoints(
+            good.candidate,
+            bad.candidate,
+            m["direction"],
+            verdict,
+            replace(self.config, threshold=float(m["candidate_threshold"])),
+        )
 
     # ------------------------------------------------------------------------------ test
     def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
@@ -245,15 +273,23 @@ class TimePredicate:
         candidate is only ever compared with endpoint samples of the GPU it was timed on."""
         ep = self.endpoints
         if ep is None:
-            raise KtriageError("the time predicate was asked to test candidates before its preflight",
-                               "call preflight(good, bad) first (or restore() from the stored endpoint observations)")  # fmt: skip
+            raise KtriageError(
+                "the time predicate was asked to test candidates before its preflight",
+                "call preflight(good, bad) first (or restore() from the stored endpoint observations)",
+            )
         good, bad = ep.good, ep.bad
         results: dict[int, Observation] = {}
         todo: list[Candidate] = []
         for pos, c in enumerate(candidates):
             if c.id in (good.id, bad.id):  # an endpoint is already decided
-                results[pos] = Observation(c, "good" if c.id == good.id else "bad", "endpoint", {"metric": self.metric},
-                                           {"compiles": 0, "gpu_s": 0.0, "samples": 0}, 1.0)  # fmt: skip
+                results[pos] = Observation(
+                    c,
+                    "good" if c.id == good.id else "bad",
+                    "endpoint",
+                    {"metric": self.metric},
+                    {"compiles": 0, "gpu_s": 0.0, "samples": 0},
+                    1.0,
+                )
             else:
                 todo.append(c)
         pos_of = {c.id: pos for pos, c in enumerate(candidates)}
@@ -302,8 +338,13 @@ class TimePredicate:
                 rounds[c.id] = r
                 if not got[c.id]:
                     why = self._errors(measure).get(c.id, "no samples returned")
-                    results[c.id] = Observation(c, "skip", f"could not be measured: {why}",
-                                                {"metric": self.metric, "error": why, **_gpu(measure, position)}, cost[c.id])  # fmt: skip
+                    results[c.id] = Observation(
+                        c,
+                        "skip",
+                        f"could not be measured: {why}",
+                        {"metric": self.metric, "error": why, **_gpu(measure, position)},
+                        cost[c.id],
+                    )
                     continue
                 samples[c.id] += got[c.id]
                 vg = compare_samples(samples[good.id], samples[c.id], ep.config)
@@ -313,7 +354,9 @@ class TimePredicate:
                 if d.outcome is None and len(samples[c.id]) < self.max_samples:
                     still.append(c)
                 else:
-                    results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], _gpu(measure, position))
+                    results[c.id] = self._observation(
+                        c, samples, vg, vb, d, cost[c.id], rounds[c.id], _gpu(measure, position)
+                    )
             pending = still
             if pending:
                 n = min(self.samples_per_round, self.max_samples - max(len(samples[c.id]) for c in pending))
@@ -322,12 +365,25 @@ class TimePredicate:
             results[c.id] = self._observation(c, samples, vg, vb, d, cost[c.id], rounds[c.id], _gpu(measure, position))
         return results
 
-    def _observation(self, c: Candidate, samples: dict[str, list[float]], vg: Verdict, vb: Verdict, d: Decision,
-                     cost: dict[str, float], rounds: int, gpu: Mapping[str, Any] | None = None) -> Observation:  # fmt: skip
+    def _observation(
+        self,
+        c: Candidate,
+        samples: dict[str, list[float]],
+        vg: Verdict,
+        vb: Verdict,
+        d: Decision,
+        cost: dict[str, float],
+        rounds: int,
+        gpu: Mapping[str, Any] | None = None,
+    ) -> Observation:
         ep = self.endpoints
         assert ep is not None
         outcome: Outcome = d.outcome or "unsure"
-        reason = d.reason if d.outcome else f"undecided after {len(samples[c.id])} samples (cap {self.max_samples}): {d.reason}"
+        reason = (
+            d.reason
+            if d.outcome
+            else f"undecided after {len(samples[c.id])} samples (cap {self.max_samples}): {d.reason}"
+        )
         meas: dict[str, Any] = {
             "metric": self.metric,
             "direction": ep.direction,

@@ -70,8 +70,15 @@ def run_shell(command: str, *, cwd: Path, env: dict[str, str], timeout_s: float 
     would leave them running and holding the checkout or the GPU.
     """
     start = time.monotonic()
-    proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=str(cwd), env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", command],
+        cwd=str(cwd),
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout_s)
         return CommandResult(proc.returncode, out or "", time.monotonic() - start)
@@ -116,7 +123,9 @@ class Workspace:
             return Prepared(candidate, toolchain=tc, package=meta.get("requirement"), env=env)
         if kind == "git":
             return self._prepare_git(candidate, env)
-        raise KtriageError(f"candidate {candidate.label} has no known kind ({kind!r})", "this is a ktriage bug; report it")
+        raise KtriageError(
+            f"candidate {candidate.label} has no known kind ({kind!r})", "this is a ktriage bug; report it"
+        )
 
     def checkout_dir(self, candidate: Candidate) -> Path:
         """Where a git candidate is checked out (one folder per commit, and per pin for nested ones)."""
@@ -216,4 +225,3 @@ def _rewrite_pin(path: Path, old: str, new: str) -> None:
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(new + "\n")
-

@@ -202,7 +202,9 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
     sys_path: list[str] = []
     if info.package:
         if not is_installed(info.package):
-            raise SystemExit(f"{info.package} is not installed under {package_dir(info.package)}: carry it to this host")
+            raise SystemExit(
+                f"{info.package} is not installed under {package_dir(info.package)}: carry it to this host"
+            )
         sys_path = [str(package_dir(info.package))]
         sys.path.insert(0, sys_path[0])
     runner = _RUNNERS[op.split("@")[0] if op.startswith("liger.") else op]
@@ -212,10 +214,17 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
     for spec in specs:
         torch.manual_seed(1337)
         row: dict[str, Any] = {
-            "op": info.name, "spec": spec.name, "input_id": spec.meta.get("input_id"), "mode": spec.meta.get("mode"),
-            "target": target, "sm_count": props.multi_processor_count, "device": props.name,
-            "triton_version": triton.__version__, "torch_version": torch.__version__, "package": info.package,
-        }  # fmt: skip
+            "op": info.name,
+            "spec": spec.name,
+            "input_id": spec.meta.get("input_id"),
+            "mode": spec.meta.get("mode"),
+            "target": target,
+            "sm_count": props.multi_processor_count,
+            "device": props.name,
+            "triton_version": triton.__version__,
+            "torch_version": torch.__version__,
+            "package": info.package,
+        }
         try:
             tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[spec.meta["dtype"]]
             run, jit_fn = runner(spec.meta["shape"], tdtype, spec.meta["mode"])
@@ -246,9 +255,11 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
                 plain = spec.replace(divisible_by_16=())
                 row["ptx_differs_without_divisibility"] = compile_in_process(plain.to_json(), sys_path)["ptx"] != kt_ptx
             if jit_ptx != kt_ptx:
-                diff = difflib.unified_diff(jit_ptx.splitlines(), kt_ptx.splitlines(), "jit", "ktriage", lineterm="", n=1)
+                diff = difflib.unified_diff(
+                    jit_ptx.splitlines(), kt_ptx.splitlines(), "jit", "ktriage", lineterm="", n=1
+                )
                 row["ptx_diff_head"] = list(diff)[:40]
-        except Exception as exc:  # noqa: BLE001 - any failure is one result row; the other inputs go on
+        except Exception as exc:
             row.update(equal=False, error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-2000:])
         results.append(row)
     return results

@@ -43,9 +43,18 @@ class OpInfo:
 
 def _info(e: CatalogEntry) -> OpInfo:
     k = e.kernels
-    return OpInfo(name=e.name, description=e.description, modes=k.modes, default_mode=k.default_mode, dtypes=k.dtypes,
-                  default_dtype=k.default_dtype, package=k.package(e.version), kernels=dict(k.kernels),
-                  num_inputs=len(e.inputs()), aliases=e.aliases)
+    return OpInfo(
+        name=e.name,
+        description=e.description,
+        modes=k.modes,
+        default_mode=k.default_mode,
+        dtypes=k.dtypes,
+        default_dtype=k.default_dtype,
+        package=k.package(e.version),
+        kernels=dict(k.kernels),
+        num_inputs=len(e.inputs()),
+        aliases=e.aliases,
+    )
 
 
 def list_ops() -> list[OpInfo]:
@@ -70,7 +79,9 @@ def _resolve(name: str) -> CatalogEntry:
         )
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise KtriageError(f"unknown catalog op {name!r}", f"{hint}valid ops: {', '.join(CATALOG)} (see `ktriage catalog list`)")
+    raise KtriageError(
+        f"unknown catalog op {name!r}", f"{hint}valid ops: {', '.join(CATALOG)} (see `ktriage catalog list`)"
+    )
 
 
 def get_op(name: str) -> OpInfo:
@@ -128,6 +139,8 @@ def expand_launches(
         raise KtriageError(f"sm_count {sm_count} must be positive", "pass the GPU's multiprocessor count, e.g. 132")
     cases = select_inputs(info.name, entry.inputs(), inputs)
     return [
-        entry.kernels.recipe(c, op=info.name, mode=mode, dtype=dtype, target=target, sm_count=sm_count, version=entry.version)
+        entry.kernels.recipe(
+            c, op=info.name, mode=mode, dtype=dtype, target=target, sm_count=sm_count, version=entry.version
+        )
         for c in cases
     ]

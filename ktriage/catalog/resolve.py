@@ -43,17 +43,29 @@ def resolve_specs(
         if sm_count is not None and not sm_count_beyond_specs:
             given.append(f"--sm-count {sm_count}")
         if given:
-            raise SpecError(f"{', '.join(given)} does not apply to {what} {target}: its signature, pass and grid are "
-                            "written in the file", "drop the option, or edit the spec file (a catalog op takes these options)")
-        specs = (select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target) if workload
-                 else load_selected_specs(target, inputs))
+            raise SpecError(
+                f"{', '.join(given)} does not apply to {what} {target}: its signature, pass and grid are "
+                "written in the file",
+                "drop the option, or edit the spec file (a catalog op takes these options)",
+            )
+        specs = (
+            select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target)
+            if workload
+            else load_selected_specs(target, inputs)
+        )
         if target_arch is not None:
             specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
         return specs
     from ktriage.catalog.registry import expand_op
 
-    return expand_op(target, mode=mode, target=target_arch or "sm_90", dtype=dtype, inputs=list(inputs) if inputs else None,
-                     sm_count=sm_count)
+    return expand_op(
+        target,
+        mode=mode,
+        target=target_arch or "sm_90",
+        dtype=dtype,
+        inputs=list(inputs) if inputs else None,
+        sm_count=sm_count,
+    )
 
 
 def select_workload_specs(specs: Sequence[KernelSpec], inputs: Sequence[str] | None, target: str) -> list[KernelSpec]:

@@ -26,7 +26,13 @@ from typer import _click
 from typer.core import TyperCommand, TyperGroup
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import check_environment, degrade_encoding, install_warning_lines, print_error, print_internal_error
+from ktriage.cli.console import (
+    check_environment,
+    degrade_encoding,
+    install_warning_lines,
+    print_error,
+    print_internal_error,
+)
 from ktriage.errors import KtriageError
 
 
@@ -46,62 +52,122 @@ class Verb:
 
 # The order is that of the listing (the order Typer listed them in when they were registered eagerly).
 VERBS: tuple[Verb, ...] = (
-    Verb("explain", "ktriage.cli.explain_cmd", "explain",
-         "Compile a kernel with several toolchains and explain what changed: registers, spills, stack, occupancy "
-         "and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas."),
-    Verb("bench", "ktriage.cli.bench_cmd", "bench",
-         "Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."),
-    Verb("compare", "ktriage.cli.compare_cmd", "compare",
-         "Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence interval "
-         "and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along input sweeps. "
-         "Exit 1 when regressions are found (for CI), 2 for bad input."),
-    Verb("bisect", "ktriage.cli.bisect_cmd", "bisect",
-         "Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints, then "
-         "explain it against its predecessor."),
-    Verb("bisect-step", "ktriage.cli.bisect_cmd", "bisect_step",
-         "One `git bisect run` step: compile the checked-out kernels and compare a metric with a stored baseline. "
-         "Errors exit 128 so that git aborts instead of marking the commit bad."),
-    Verb("triage", "ktriage.cli.triage_cmd", "triage",
-         "Triage a regression report: rank every cell past the gate, explain each flagged kernel compile-side with "
-         "both toolchains, note a moved baseline, bisect compile-only, propose fixes, re-measure on a GPU "
-         "(--measure, or --bundle then --measured), and write one report. Exit 1: a regression (compile-side or "
-         "measured); 0: none; 4: a step failed."),
-    Verb("calibrate", "ktriage.cli.calibrate_cmd", "calibrate",
-         "Fit the cost model that explain's verdicts come from on GPU-measured cells (a dataset, bench results "
-         "files or store runs, each with the explain report of its kernels) and score it leave-one-operator-out; "
-         "-o writes the parameters for explain --model / KTRIAGE_MODEL."),
-    Verb("tune", "ktriage.cli.tune_cmd", "tune",
-         "Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the declared "
-         "block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate, then time the "
-         "best few on the GPU against the library's own config."),
-    Verb("fidelity", "ktriage.cli.fidelity_cmd", "fidelity",
-         "Replay each case's launch through Triton's real launch path (decorators, binder, compile) with only the "
-         "GPU driver faked, derive ktriage's spec from what the JIT was launched with, compile it through "
-         "ktriage, and compare compile inputs and cubin bytes. Exit 0: all identical; 1: some differ; 4: some "
-         "could not be checked."),
-    Verb("occupancy", "ktriage.cli.occupancy_cmd", "occupancy",
-         "Resident CTAs and warps per SM for a kernel, the limiting resource, and what would lift it."),
-    Verb("profile", "ktriage.cli.profile_cmd", "profile",
-         "Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call "
-         "after warm-up, and diff occupancy, registers, local-memory (spill) traffic, atomics, DRAM/L2 traffic, "
-         "warp stalls and instructions per kernel, each tied to the compile-side change in one sentence."),
-    Verb("record", "ktriage.cli.record_cmd", "record",
-         "Run a program with a launch hook injected from outside (a sitecustomize on PYTHONPATH; the code is "
-         "unchanged) and write every distinct Triton kernel it launched into a portable workload: each kernel's "
-         "spec as the JIT compiled it, autotune configs and choice, heuristics values, a source snapshot, and per "
-         "distinct launch the argument descriptions, grid and count."),
-    Verb("workload", "ktriage.cli.workload_cmd", "app",
-         "Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces."),
+    Verb(
+        "explain",
+        "ktriage.cli.explain_cmd",
+        "explain",
+        "Compile a kernel with several toolchains and explain what changed: registers, spills, stack, occupancy "
+        "and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas.",
+    ),
+    Verb(
+        "bench",
+        "ktriage.cli.bench_cmd",
+        "bench",
+        "Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process.",
+    ),
+    Verb(
+        "compare",
+        "ktriage.cli.compare_cmd",
+        "compare",
+        "Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence interval "
+        "and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along input sweeps. "
+        "Exit 1 when regressions are found (for CI), 2 for bad input.",
+    ),
+    Verb(
+        "bisect",
+        "ktriage.cli.bisect_cmd",
+        "bisect",
+        "Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints, then "
+        "explain it against its predecessor.",
+    ),
+    Verb(
+        "bisect-step",
+        "ktriage.cli.bisect_cmd",
+        "bisect_step",
+        "One `git bisect run` step: compile the checked-out kernels and compare a metric with a stored baseline. "
+        "Errors exit 128 so that git aborts instead of marking the commit bad.",
+    ),
+    Verb(
+        "triage",
+        "ktriage.cli.triage_cmd",
+        "triage",
+        "Triage a regression report: rank every cell past the gate, explain each flagged kernel compile-side with "
+        "both toolchains, note a moved baseline, bisect compile-only, propose fixes, re-measure on a GPU "
+        "(--measure, or --bundle then --measured), and write one report. Exit 1: a regression (compile-side or "
+        "measured); 0: none; 4: a step failed.",
+    ),
+    Verb(
+        "calibrate",
+        "ktriage.cli.calibrate_cmd",
+        "calibrate",
+        "Fit the cost model that explain's verdicts come from on GPU-measured cells (a dataset, bench results "
+        "files or store runs, each with the explain report of its kernels) and score it leave-one-operator-out; "
+        "-o writes the parameters for explain --model / KTRIAGE_MODEL.",
+    ),
+    Verb(
+        "tune",
+        "ktriage.cli.tune_cmd",
+        "tune",
+        "Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the declared "
+        "block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate, then time the "
+        "best few on the GPU against the library's own config.",
+    ),
+    Verb(
+        "fidelity",
+        "ktriage.cli.fidelity_cmd",
+        "fidelity",
+        "Replay each case's launch through Triton's real launch path (decorators, binder, compile) with only the "
+        "GPU driver faked, derive ktriage's spec from what the JIT was launched with, compile it through "
+        "ktriage, and compare compile inputs and cubin bytes. Exit 0: all identical; 1: some differ; 4: some "
+        "could not be checked.",
+    ),
+    Verb(
+        "occupancy",
+        "ktriage.cli.occupancy_cmd",
+        "occupancy",
+        "Resident CTAs and warps per SM for a kernel, the limiting resource, and what would lift it.",
+    ),
+    Verb(
+        "profile",
+        "ktriage.cli.profile_cmd",
+        "profile",
+        "Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call "
+        "after warm-up, and diff occupancy, registers, local-memory (spill) traffic, atomics, DRAM/L2 traffic, "
+        "warp stalls and instructions per kernel, each tied to the compile-side change in one sentence.",
+    ),
+    Verb(
+        "record",
+        "ktriage.cli.record_cmd",
+        "record",
+        "Run a program with a launch hook injected from outside (a sitecustomize on PYTHONPATH; the code is "
+        "unchanged) and write every distinct Triton kernel it launched into a portable workload: each kernel's "
+        "spec as the JIT compiled it, autotune configs and choice, heuristics values, a source snapshot, and per "
+        "distinct launch the argument descriptions, grid and count.",
+    ),
+    Verb(
+        "workload",
+        "ktriage.cli.workload_cmd",
+        "app",
+        "Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces.",
+    ),
     Verb("toolchain", "ktriage.cli.toolchain_cmd", "app", "Manage compiler toolchains (Triton + ptxas)."),
-    Verb("catalog", "ktriage.cli.catalog_cmd", "app",
-         "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels."),
+    Verb(
+        "catalog",
+        "ktriage.cli.catalog_cmd",
+        "app",
+        "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels.",
+    ),
     Verb("runs", "ktriage.cli.runs_cmd", "app", "Stored measurement runs: list, show, export (the results store)."),
-    Verb("history", "ktriage.cli.history_cmd", "history",
-         "A cell's latency over the stored runs (oldest first) with the change points Apache Otava finds "
-         "(E-divisive, t-test significance); each names the runs before and after it, the step and the ktriage "
-         "bisect between their toolchains. Exit 1 with --fail-on-recent N when a change point is in the latest N runs."),
+    Verb(
+        "history",
+        "ktriage.cli.history_cmd",
+        "history",
+        "A cell's latency over the stored runs (oldest first) with the change points Apache Otava finds "
+        "(E-divisive, t-test significance); each names the runs before and after it, the step and the ktriage "
+        "bisect between their toolchains. Exit 1 with --fail-on-recent N when a change point is in the latest N runs.",
+    ),
     Verb("cache", "ktriage.cli.cache_cmd", "app", "The artifact cache: its size, a check of every entry, cleanup."),
-)  # fmt: skip
+)
 
 _BY_NAME = {v.name: v for v in VERBS}
 _LISTING = "ktriage.listing"  # ctx.meta key: set while the root help renders its command list
@@ -151,7 +217,9 @@ class LazyVerbGroup(TyperGroup):
         finally:
             ctx.meta.pop(_LISTING, None)
 
-    def resolve_command(self, ctx: _click.Context, args: list[str]) -> tuple[str | None, _click.Command | None, list[str]]:
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
         """As Typer's, with "did you mean" suggestions from the table (Typer draws them from the
         commands loaded so far, which for a lazy group is none)."""
         try:
@@ -193,10 +261,17 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    debug: Annotated[bool, typer.Option(
-        "--debug", envvar="KTRIAGE_DEBUG", show_envvar=True, is_eager=True, callback=_debug_given,
-        help="Re-raise errors with their traceback instead of the one-line message (for bug reports).",
-    )] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            envvar="KTRIAGE_DEBUG",
+            show_envvar=True,
+            is_eager=True,
+            callback=_debug_given,
+            help="Re-raise errors with their traceback instead of the one-line message (for bug reports).",
+        ),
+    ] = False,
 ) -> None:
     """Global options; the verb does the work."""
 
@@ -240,11 +315,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_codes.USAGE
     old_typer = _typer_too_old()
     if old_typer:
-        print_error(KtriageError(
-            f"typer {old_typer} is too old for ktriage: before 0.29 typer drops the value an option callback "
-            "returns, so --format and -o would be silently ignored",
-            "install typer>=0.29 (pip install -U 'typer>=0.29'; on a host you cannot install into, put its "
-            "pure-Python wheel on PYTHONPATH)"))
+        print_error(
+            KtriageError(
+                f"typer {old_typer} is too old for ktriage: before 0.29 typer drops the value an option callback "
+                "returns, so --format and -o would be silently ignored",
+                "install typer>=0.29 (pip install -U 'typer>=0.29'; on a host you cannot install into, put its "
+                "pure-Python wheel on PYTHONPATH)",
+            )
+        )
         return exit_codes.USAGE
     command = typer.main.get_command(app)
     try:
@@ -277,4 +355,6 @@ def _show_click_error(exc: _click.exceptions.ClickException) -> None:
     ``fix:`` line that points at the command's help."""
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "ktriage"
-    print_error(KtriageError(" ".join(exc.format_message().split()), f"see `{where} --help` for the options and their values"))
+    print_error(
+        KtriageError(" ".join(exc.format_message().split()), f"see `{where} --help` for the options and their values")
+    )

@@ -32,8 +32,10 @@ def refuse_op_options(given: Mapping[str, Any], what: str) -> None:
     """Options of op benches have no meaning for a recorded workload: refused, never ignored."""
     used = [name for name, value in given.items() if value not in (None, False, [], "")]
     if used:
-        raise KtriageError(f"{', '.join(used)} do(es) not apply to {what}: its kernels, inputs, dtypes and grids are recorded",
-                           "drop the option(s); choose kernels with --kernel K3 and inputs with --input ID")
+        raise KtriageError(
+            f"{', '.join(used)} do(es) not apply to {what}: its kernels, inputs, dtypes and grids are recorded",
+            "drop the option(s); choose kernels with --kernel K3 and inputs with --input ID",
+        )
 
 
 def bench_workload(
@@ -62,20 +64,28 @@ def bench_workload(
 
     if toolchain:
         if workload is None:
-            raise KtriageError("-t/--toolchain with --bundle and no workload: nothing to compile",
-                               "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR")
+            raise KtriageError(
+                "-t/--toolchain with --bundle and no workload: nothing to compile",
+                "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR",
+            )
         recorded = _compile(workload, toolchain, kernels, inputs, bundle, arch, jobs, console, compile_timeout)
         kernels = inputs = None  # the bundle holds the selection
     elif bundle is not None:
         recorded = recorded_view(loaded) if loaded is not None else load_recorded_bundle(bundle)
         if workload is not None and workload_name(workload) != recorded.name:
-            raise KtriageError(f"bundle {bundle} holds workload {recorded.name}, not {workload_name(workload)}",
-                               f"give the bundle of {workload}, or build one: ktriage bench {workload} -t A -t B --compile-only --bundle DIR")
+            raise KtriageError(
+                f"bundle {bundle} holds workload {recorded.name}, not {workload_name(workload)}",
+                f"give the bundle of {workload}, or build one: ktriage bench {workload} -t A -t B --compile-only --bundle DIR",
+            )
     elif workload is None:
-        raise KtriageError("--kernel without a workload or a bundle", "give the workload: ktriage bench W.json -t A -t B --kernel K3")
+        raise KtriageError(
+            "--kernel without a workload or a bundle", "give the workload: ktriage bench W.json -t A -t B --kernel K3"
+        )
     else:
-        raise KtriageError(f"nothing to measure {workload} with: no toolchain and no bundle",
-                           f"compile it: ktriage bench {workload} -t A -t B (add --compile-only --bundle DIR on a CPU machine)")
+        raise KtriageError(
+            f"nothing to measure {workload} with: no toolchain and no bundle",
+            f"compile it: ktriage bench {workload} -t A -t B (add --compile-only --bundle DIR on a CPU machine)",
+        )
     if compile_only:
         return
     entries = recorded.select(kernels, inputs)
@@ -85,26 +95,55 @@ def bench_workload(
     from ktriage.measure.gpus import host_gpus
 
     placed = host_gpus(gpus)
-    _measure_and_report(recorded, entries, fmt=fmt, outputs=outputs, db=db, timing=timing, no_l2_flush=no_l2_flush,
-                        max_time=max_time, min_samples=min_samples, console=console, gpus=placed)
+    _measure_and_report(
+        recorded,
+        entries,
+        fmt=fmt,
+        outputs=outputs,
+        db=db,
+        timing=timing,
+        no_l2_flush=no_l2_flush,
+        max_time=max_time,
+        min_samples=min_samples,
+        console=console,
+        gpus=placed,
+    )
 
 
-def _compile(workload: str, toolchain: list[str], kernels: list[str] | None, inputs: list[str] | None, bundle: Path | None,
-             arch: str, jobs: int | None, console: Console, compile_timeout: float) -> RecordedBundle:
+def _compile(
+    workload: str,
+    toolchain: list[str],
+    kernels: list[str] | None,
+    inputs: list[str] | None,
+    bundle: Path | None,
+    arch: str,
+    jobs: int | None,
+    console: Console,
+    compile_timeout: float,
+) -> RecordedBundle:
     from ktriage.cli.resolve import resolve_toolchains
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
     from ktriage.record.workload import is_workload_path, load_workload
-    from ktriage.workload.recorded_bundle import build_recorded_bundle, load_recorded_bundle, workload_entries, workload_name
+    from ktriage.workload.recorded_bundle import (
+        build_recorded_bundle,
+        load_recorded_bundle,
+        workload_entries,
+        workload_name,
+    )
 
     if not is_workload_path(workload):
-        raise KtriageError(f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
-                           "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op")
+        raise KtriageError(
+            f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
+            "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",
+        )
     wl = load_workload(workload).require_kernels(workload)
     targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
     if targets and arch not in targets:
-        raise KtriageError(f"--arch {arch} does not apply to {workload}: it was recorded on {', '.join(targets)}",
-                           "drop --arch (the workload's kernels are compiled for the GPU they were recorded on)")
+        raise KtriageError(
+            f"--arch {arch} does not apply to {workload}: it was recorded on {', '.join(targets)}",
+            "drop --arch (the workload's kernels are compiled for the GPU they were recorded on)",
+        )
     n = len(workload_entries(wl, kernels, inputs))
     with make_progress(console) as progress:
         tcs = resolve_toolchains(toolchain, progress)
@@ -115,37 +154,70 @@ def _compile(workload: str, toolchain: list[str], kernels: list[str] | None, inp
             path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=kernels, inputs=inputs)
     recorded = load_recorded_bundle(path)
     failures = [a for a in recorded.bundle.artifacts.values() if not hasattr(a, "cubin_path")]
-    console.print(f"bundle: {escape(str(path))} ({len(recorded.entries)} kernel inputs, "
-                  f"{len(recorded.bundle.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)")
+    console.print(
+        f"bundle: {escape(str(path))} ({len(recorded.entries)} kernel inputs, "
+        f"{len(recorded.bundle.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)"
+    )
     console.print(f"measure it on the GPU machine: ktriage bench --bundle {escape(str(path))}")
     return recorded
 
 
-def _measure_and_report(recorded: RecordedBundle, entries: list[Any], *, fmt: Format, outputs: list[Path], db: str | None,
-                        timing: str, no_l2_flush: bool, max_time: float, min_samples: int, console: Console,
-                        gpus: list[int] | None = None) -> None:
+def _measure_and_report(
+    recorded: RecordedBundle,
+    entries: list[Any],
+    *,
+    fmt: Format,
+    outputs: list[Path],
+    db: str | None,
+    timing: str,
+    no_l2_flush: bool,
+    max_time: float,
+    min_samples: int,
+    console: Console,
+    gpus: list[int] | None = None,
+) -> None:
     import typer
 
     from ktriage.bench.recorded import RecordedPlan, run_recorded, summary_rows
     from ktriage.report.bench import print_table, to_csv, to_json, to_markdown
 
     tcs = list(recorded.bundle.toolchains)
-    plan = RecordedPlan(bundle=str(recorded.bundle.path), name=recorded.name, entries=[e.id for e in entries], toolchains=tcs,
-                        timing={"mode": timing, "l2_flush": not no_l2_flush}, min_samples=min_samples, max_time_s=max_time)
+    plan = RecordedPlan(
+        bundle=str(recorded.bundle.path),
+        name=recorded.name,
+        entries=[e.id for e in entries],
+        toolchains=tcs,
+        timing={"mode": timing, "l2_flush": not no_l2_flush},
+        min_samples=min_samples,
+        max_time_s=max_time,
+    )
     json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
     with make_progress(console) as progress:
         task = progress.add_task(f"{recorded.name}: kernel inputs", total=len(entries))
 
         def on_cell(cell: Cell) -> None:
             if cell.status != "ok":
-                console.print(f"[red]{cell.status}[/] {escape(cell.key.label())}: {escape(str(cell.error or '')[:200])}")
+                console.print(
+                    f"[red]{cell.status}[/] {escape(cell.key.label())}: {escape(str(cell.error or '')[:200])}"
+                )
 
-        run, cells = run_recorded(plan, entries, store_url=db, results_path=json_outputs[0] if json_outputs else None,
-                                  toolchains=list(recorded.bundle.toolchains.values()), on_cell=on_cell,
-                                  on_entry_done=lambda _e: progress.advance(task), gpus=gpus)
+        run, cells = run_recorded(
+            plan,
+            entries,
+            store_url=db,
+            results_path=json_outputs[0] if json_outputs else None,
+            toolchains=list(recorded.bundle.toolchains.values()),
+            on_cell=on_cell,
+            on_entry_done=lambda _e: progress.advance(task),
+            gpus=gpus,
+        )
     rows = summary_rows(cells, tcs[0] if tcs else None)
     title = f"{recorded.name} (recorded workload)"
-    writers = {".csv": lambda: to_csv(rows), ".md": lambda: to_markdown(rows, title), ".json": lambda: to_json(run, cells)}
+    writers = {
+        ".csv": lambda: to_csv(rows),
+        ".md": lambda: to_markdown(rows, title),
+        ".json": lambda: to_json(run, cells),
+    }
     if fmt == Format.table:
         print_table(rows, console, title=title)
     else:

@@ -34,13 +34,24 @@ def info(
     from ktriage.report.cache import info_json, info_markdown, print_info
 
     data = cache_info(_root())
-    emit(fmt, {".json": lambda: info_json(data), ".md": lambda: info_markdown(data)},
-         lambda: print_info(data, console), output, make_console(stderr=True))
+    emit(
+        fmt,
+        {".json": lambda: info_json(data), ".md": lambda: info_markdown(data)},
+        lambda: print_info(data, console),
+        output,
+        make_console(stderr=True),
+    )
 
 
 @app.command("verify")
 def verify(
-    fix: Annotated[bool, typer.Option("--fix", help="Quarantine the damaged entries (moved aside, compiled again when next needed); exit 0, or 1 when some could not be moved.")] = False,
+    fix: Annotated[
+        bool,
+        typer.Option(
+            "--fix",
+            help="Quarantine the damaged entries (moved aside, compiled again when next needed); exit 0, or 1 when some could not be moved.",
+        ),
+    ] = False,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
 ) -> None:
@@ -56,15 +67,28 @@ def verify(
     damaged = any(s.problem is not None for s in states)
     if fix and damaged:
         states = fix_damaged(root, states)
-    emit(fmt, {".json": lambda: verify_json(root, states, fix), ".md": lambda: verify_markdown(root, states, fix)},
-         lambda: print_verify(root, states, fix, console), output, make_console(stderr=True))
+    emit(
+        fmt,
+        {".json": lambda: verify_json(root, states, fix), ".md": lambda: verify_markdown(root, states, fix)},
+        lambda: print_verify(root, states, fix, console),
+        output,
+        make_console(stderr=True),
+    )
     if damaged and (not fix or any(s.quarantined is False for s in states)):
         raise typer.Exit(exit_codes.FINDING)
 
 
 @app.command("gc")
 def gc(
-    older_than: Annotated[float | None, typer.Option("--older-than", metavar="DAYS", min=0, help="Also remove entries not used for DAYS days (and old-format entries not touched for as long).")] = None,
+    older_than: Annotated[
+        float | None,
+        typer.Option(
+            "--older-than",
+            metavar="DAYS",
+            min=0,
+            help="Also remove entries not used for DAYS days (and old-format entries not touched for as long).",
+        ),
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; remove nothing.")] = False,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS)] = None,
@@ -74,5 +98,10 @@ def gc(
     from ktriage.report.cache import gc_json, gc_markdown, print_gc
 
     items, freed = run_gc(_root(), older_than_days=older_than, dry_run=dry_run)
-    emit(fmt, {".json": lambda: gc_json(items, freed, dry_run), ".md": lambda: gc_markdown(items, freed, dry_run)},
-         lambda: print_gc(items, freed, dry_run, console), output, make_console(stderr=True))
+    emit(
+        fmt,
+        {".json": lambda: gc_json(items, freed, dry_run), ".md": lambda: gc_markdown(items, freed, dry_run)},
+        lambda: print_gc(items, freed, dry_run, console),
+        output,
+        make_console(stderr=True),
+    )

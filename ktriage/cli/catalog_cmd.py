@@ -9,7 +9,17 @@ import typer
 
 from ktriage.catalog import expand_op, list_ops
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Format, Inputs, ModeOpt, Precision, arch_option, format_option, output_option, write_outputs
+from ktriage.cli.options import (
+    SUFFIX,
+    Format,
+    Inputs,
+    ModeOpt,
+    Precision,
+    arch_option,
+    format_option,
+    output_option,
+    write_outputs,
+)
 
 app = typer.Typer(help="Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels.", no_args_is_help=True)
 console = make_console()
@@ -46,15 +56,22 @@ def show_cmd(
     target: Annotated[str, arch_option("--target is an older spelling.", "--target")] = "sm_90",
     dtype: Precision = None,
     sm_count: int | None = typer.Option(None, "--sm-count", help="SMs of the GPU (default: the target's usual part)."),
-    fmt: Annotated[Format, format_option(SHOW_FORMATS, "toml: the spec file (ktriage explain SPEC.toml reads it).")] = Format.table,
+    fmt: Annotated[
+        Format, format_option(SHOW_FORMATS, "toml: the spec file (ktriage explain SPEC.toml reads it).")
+    ] = Format.table,
     output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
 ) -> None:
     """Expand an op into kernel specs: launch parameters and specialization as the library launches them."""
     from ktriage.report.catalog import print_show, show_json, show_markdown, show_toml
 
-    specs = expand_op(op, mode=mode.value if mode else None, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count)
-    writers = {".md": lambda: show_markdown(op, target, specs), ".json": lambda: show_json(specs),
-               ".toml": lambda: show_toml(specs)}
+    specs = expand_op(
+        op, mode=mode.value if mode else None, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count
+    )
+    writers = {
+        ".md": lambda: show_markdown(op, target, specs),
+        ".json": lambda: show_json(specs),
+        ".toml": lambda: show_toml(specs),
+    }
     if fmt is Format.table:
         print_show(op, target, specs, console)
     else:

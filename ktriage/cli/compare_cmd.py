@@ -15,7 +15,18 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, print_error
-from ktriage.cli.options import Db, Format, Mode, mode_option, check_format, check_outputs, format_option, merge_outputs, output_option, write_outputs
+from ktriage.cli.options import (
+    Db,
+    Format,
+    Mode,
+    check_format,
+    check_outputs,
+    format_option,
+    merge_outputs,
+    mode_option,
+    output_option,
+    write_outputs,
+)
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
@@ -29,18 +40,44 @@ WRITERS = (".md", ".json", ".html", ".csv")
 
 
 def compare(
-    a: Annotated[str, typer.Argument(help="Reference: a results JSON file, a TritonBench CSV or JSON, or a run id (prefix) in the store.")],
-    b: Annotated[str | None, typer.Argument(help="New: a results JSON file or a run id. Omit with --toolchains.")] = None,
-    toolchains: Annotated[bool, typer.Option("--toolchains", help="Compare the toolchains within run A, the first one being the reference.")] = False,
-    threshold: Annotated[float, typer.Option("--threshold", help="Magnitude gate: changes smaller than this fraction are 'same' (0.05 = 5%).")] = 0.05,
-    confidence: Annotated[float, typer.Option("--confidence", help="Confidence level of the intervals and the U test (0.99: p < 0.01).")] = 0.99,
+    a: Annotated[
+        str,
+        typer.Argument(
+            help="Reference: a results JSON file, a TritonBench CSV or JSON, or a run id (prefix) in the store."
+        ),
+    ],
+    b: Annotated[
+        str | None, typer.Argument(help="New: a results JSON file or a run id. Omit with --toolchains.")
+    ] = None,
+    toolchains: Annotated[
+        bool,
+        typer.Option("--toolchains", help="Compare the toolchains within run A, the first one being the reference."),
+    ] = False,
+    threshold: Annotated[
+        float,
+        typer.Option("--threshold", help="Magnitude gate: changes smaller than this fraction are 'same' (0.05 = 5%)."),
+    ] = 0.05,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence level of the intervals and the U test (0.99: p < 0.01).")
+    ] = 0.99,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
-    output: Annotated[list[Path] | None, output_option(WRITERS, "The markdown summary is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained with plots.")] = None,
+    output: Annotated[
+        list[Path] | None,
+        output_option(
+            WRITERS,
+            "The markdown summary is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained with plots.",
+        ),
+    ] = None,
     markdown: Annotated[Path | None, typer.Option("--markdown", help="Older spelling of -o PATH.md.")] = None,
     html: Annotated[Path | None, typer.Option("--html", help="Older spelling of -o PATH.html.")] = None,
-    baseline: Annotated[str | None, typer.Option("--baseline", help="The baseline backend (default: the run's, else TritonBench's for the op).")] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="The baseline backend (default: the run's, else TritonBench's for the op)."),
+    ] = None,
     db: Db = None,
-    op: Annotated[str | None, typer.Option("--op", help="The operator of a TritonBench CSV whose file name does not say it.")] = None,
+    op: Annotated[
+        str | None, typer.Option("--op", help="The operator of a TritonBench CSV whose file name does not say it.")
+    ] = None,
     mode: Annotated[Mode | None, mode_option("For a TritonBench CSV whose file name does not say it.")] = None,
     show_same: Annotated[bool, typer.Option("--all", help="Table: list 'same' pairs too.")] = False,
 ) -> None:
@@ -60,8 +97,16 @@ def compare(
         outputs = merge_outputs(output, markdown, html)
         check_outputs(outputs, WRITERS)
         config = VerdictConfig(threshold=threshold, confidence=confidence)
-        comps = build_comparisons(a, b, toolchains=toolchains, baseline=baseline, config=config, db=db, op=op,
-                                  mode=mode.value if mode else None)
+        comps = build_comparisons(
+            a,
+            b,
+            toolchains=toolchains,
+            baseline=baseline,
+            config=config,
+            db=db,
+            op=op,
+            mode=mode.value if mode else None,
+        )
         show_and_write(comps, fmt, outputs, show_same=show_same)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)
@@ -86,10 +131,16 @@ def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *,
         print(to_json(comps))
     else:
         print(to_csv(comps), end="")
-    write_outputs(outputs, {
-        ".md": lambda: to_markdown(comps), ".json": lambda: to_json(comps) + "\n", ".csv": lambda: to_csv(comps),
-        ".html": lambda: to_html(comps),
-    }, make_console(stderr=True))
+    write_outputs(
+        outputs,
+        {
+            ".md": lambda: to_markdown(comps),
+            ".json": lambda: to_json(comps) + "\n",
+            ".csv": lambda: to_csv(comps),
+            ".html": lambda: to_html(comps),
+        },
+        make_console(stderr=True),
+    )
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:  # GitHub concatenates steps' summaries
@@ -105,8 +156,11 @@ def print_counters(out: Console, comps: list[Comparison]) -> None:
     for c in comps:
         quotes = comparison_quotes(c)
         for q in quotes:
-            out.print(f"[bold]counters[/] [{'red' if q.verdict == 'regression' else 'default'}]{escape(q.head())}[/] "
-                      f"{escape(q.label())}: {escape(q.text)}", soft_wrap=True)
+            out.print(
+                f"[bold]counters[/] [{'red' if q.verdict == 'regression' else 'default'}]{escape(q.head())}[/] "
+                f"{escape(q.label())}: {escape(q.text)}",
+                soft_wrap=True,
+            )
         for n in profile_notes(c):
             if not quoted(n, quotes):
                 out.print(f"[yellow]not profiled:[/] {escape(n)}", soft_wrap=True)

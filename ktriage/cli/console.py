@@ -43,8 +43,10 @@ def pipe_width(*, strict: bool = True) -> int:
         return value
     if not strict:
         return PIPE_WIDTH
-    raise KtriageError(f"{COLUMNS_ENV}={raw[:40]!r} is not a width in columns",
-                       f"give a whole number from {MIN_COLUMNS} to {MAX_COLUMNS} (e.g. {COLUMNS_ENV}=160), or unset it")
+    raise KtriageError(
+        f"{COLUMNS_ENV}={raw[:40]!r} is not a width in columns",
+        f"give a whole number from {MIN_COLUMNS} to {MAX_COLUMNS} (e.g. {COLUMNS_ENV}=160), or unset it",
+    )
 
 
 def make_console(*, stderr: bool = False, strict: bool = True) -> Console:
@@ -56,10 +58,35 @@ def make_console(*, stderr: bool = False, strict: bool = True) -> Console:
 
 # Characters ktriage prints, as ASCII, for a terminal or log whose encoding cannot show them (a C or
 # POSIX locale with Python's UTF-8 mode off, PYTHONIOENCODING=ascii): "->" rather than a crash.
-_ASCII = {"\u2192": "->", "\u2190": "<-", "\u21d2": "=>", "\u00d7": "x", "\u2014": "-", "\u2013": "-", "\u2026": "...",
-          "\u2248": "~", "\u2265": ">=", "\u2264": "<=", "\u2260": "!=", "\u00b5": "u", "\u03bc": "u", "\u2022": "*",
-          "\u0394": "d", "\u00b1": "+/-", "\u2713": "ok", "\u2717": "x", "\u2018": "'", "\u2019": "'", "\u201c": '"',
-          "\u201d": '"', "\u2500": "-", "\u2502": "|", "\u2191": "^", "\u2193": "v", "\u00b7": "."}
+_ASCII = {
+    "\u2192": "->",
+    "\u2190": "<-",
+    "\u21d2": "=>",
+    "\u00d7": "x",
+    "\u2014": "-",
+    "\u2013": "-",
+    "\u2026": "...",
+    "\u2248": "~",
+    "\u2265": ">=",
+    "\u2264": "<=",
+    "\u2260": "!=",
+    "\u00b5": "u",
+    "\u03bc": "u",
+    "\u2022": "*",
+    "\u0394": "d",
+    "\u00b1": "+/-",
+    "\u2713": "ok",
+    "\u2717": "x",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u2500": "-",
+    "\u2502": "|",
+    "\u2191": "^",
+    "\u2193": "v",
+    "\u00b7": ".",
+}
 ASCII_ERRORS = "ktriage-ascii"
 
 
@@ -68,7 +95,7 @@ def _to_ascii(exc: UnicodeError) -> tuple[str, int]:
 
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    text = exc.object[exc.start:exc.end]
+    text = exc.object[exc.start : exc.end]
     out = []
     for ch in text:
         plain = _ASCII.get(ch)
@@ -104,8 +131,10 @@ def check_environment() -> None:
     module that reads it (their one home)."""
     pipe_width()
     if os.environ.get("KTRIAGE_PROGRESS", "").strip() not in ("", "0", "1"):
-        raise KtriageError(f"KTRIAGE_PROGRESS={os.environ['KTRIAGE_PROGRESS'][:40]!r} is neither 0 nor 1",
-                           "KTRIAGE_PROGRESS=1 shows progress bars, 0 hides them; unset: on a terminal only")
+        raise KtriageError(
+            f"KTRIAGE_PROGRESS={os.environ['KTRIAGE_PROGRESS'][:40]!r} is neither 0 nor 1",
+            "KTRIAGE_PROGRESS=1 shows progress bars, 0 hides them; unset: on a terminal only",
+        )
     if os.environ.get("KTRIAGE_MAX_INPUT_MB", "").strip():
         from ktriage.schema.core import size_limit
 
@@ -184,8 +213,16 @@ def make_progress(console: Console, *, transient: bool = True) -> Progress:
             self._showing.__exit__(*exc)
             super().__exit__(*exc)
 
-    return _Shown(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=transient, disable=not show_progress(console))
+    return _Shown(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=transient,
+        disable=not show_progress(console),
+    )
 
 
 class _WarningLines(logging.Handler):

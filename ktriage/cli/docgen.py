@@ -89,7 +89,9 @@ def _value(param: Any) -> str:
     elif kind is Path:
         text = "PATH"
     else:
-        text = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: ""}.get(kind, getattr(kind, "__name__", str(kind)).upper())
+        text = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: ""}.get(
+            kind, getattr(kind, "__name__", str(kind)).upper()
+        )
     return text + (" ..." if param.multiple else "")
 
 
@@ -115,13 +117,23 @@ def support_matrix() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
 
 OWN = trusted_markdown("docs/cli.md from the parsers' own help text: no outside input")
 
+
 @OWN
 def _matrix() -> str:
     matrix = support_matrix()
-    out = ["## Output formats per verb", "", "Read from the parsers (`--format` on stdout, `-o` by suffix):", "",
-           "| command | `--format` (stdout) | `-o PATH` suffixes |", "|---|---|---|"]
-    out += [f"| ktriage {name} | {', '.join(formats) or '-'} | {', '.join(suffixes) or '-'} |"
-            for name, (formats, suffixes) in matrix.items() if formats or suffixes]
+    out = [
+        "## Output formats per verb",
+        "",
+        "Read from the parsers (`--format` on stdout, `-o` by suffix):",
+        "",
+        "| command | `--format` (stdout) | `-o PATH` suffixes |",
+        "|---|---|---|",
+    ]
+    out += [
+        f"| ktriage {name} | {', '.join(formats) or '-'} | {', '.join(suffixes) or '-'} |"
+        for name, (formats, suffixes) in matrix.items()
+        if formats or suffixes
+    ]
     actions = [f"`{name}`" for name, (formats, suffixes) in matrix.items() if not (formats or suffixes)]
     out += ["", f"No output options (an action or a step, with a one-line result): {', '.join(actions)}.", ""]
     return "\n".join(out)
@@ -142,8 +154,10 @@ def render() -> str:
             env = param.envvar if isinstance(param.envvar, str) else ""
             help_text = getattr(param, "help", None) or ""
             required = " (required)" if param.required else ""
-            out.append(f"| {_names(param)} | {_value(param)} | {_default(param)} | {f'`{env}`' if env else ''} | "
-                       f"{_cell(help_text)}{required} |")
+            out.append(
+                f"| {_names(param)} | {_value(param)} | {_default(param)} | {f'`{env}`' if env else ''} | "
+                f"{_cell(help_text)}{required} |"
+            )
         out.append("")
     return "\n".join(out)
 

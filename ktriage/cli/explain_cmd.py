@@ -14,13 +14,10 @@ from rich.markup import escape
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
-    SpecArch,
-    jobs_option,
-    CompileTimeout,
     DEFAULT_COMPILE_TIMEOUT_S,
-    Arch,
-    Cluster,
     Bwd,
+    Cluster,
+    CompileTimeout,
     Format,
     Fwd,
     InputId,
@@ -28,9 +25,11 @@ from ktriage.cli.options import (
     ModeOpt,
     NumInputs,
     Precision,
+    SpecArch,
     check_format,
     check_outputs,
     format_option,
+    jobs_option,
     merge_outputs,
     output_option,
     pick_mode,
@@ -45,12 +44,11 @@ from ktriage.errors import KtriageError
 from ktriage.execute.select import remote_executor
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import Finding, collect_failure_findings, collect_findings, group_findings
+from ktriage.explain.fixes import suggest_fixes
 from ktriage.explain.predicted import fail_on_hit
 from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
-from ktriage.explain.fixes import suggest_fixes
 from ktriage.report.explain import fixes_markdown, print_table, report_title, to_json, to_markdown
-from ktriage.spec.model import KernelSpec, input_label
-
+from ktriage.spec.model import input_label
 
 FORMATS = ("table", "markdown", "json")
 FAIL_ON = ("regression", "any")
@@ -58,7 +56,12 @@ WRITERS = (".md", ".json", ".html")
 
 
 def explain(
-    target: Annotated[str, typer.Argument(help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, a spec .toml file, or a workload .json recorded by `ktriage record`.")],
+    target: Annotated[
+        str,
+        typer.Argument(
+            help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, a spec .toml file, or a workload .json recorded by `ktriage record`."
+        ),
+    ],
     toolchain: Annotated[list[str], toolchain_option("The first is the reference.")],
     mode: ModeOpt = None,
     bwd: Bwd = False,
@@ -68,23 +71,81 @@ def explain(
     num_inputs: NumInputs = None,
     arch: SpecArch = None,
     precision: Precision = None,
-    sm_count: Annotated[int | None, typer.Option("--sm-count", help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).")] = None,
+    sm_count: Annotated[
+        int | None,
+        typer.Option(
+            "--sm-count",
+            help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).",
+        ),
+    ] = None,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS, "Nothing is written unless asked.")] = None,
-    report: Annotated[Path | None, typer.Option("--report", help="Older spelling: -o PATH -o PATH.json (the markdown report here, the JSON next to it).")] = None,
-    no_report: Annotated[bool, typer.Option("--no-report", hidden=True, help="Accepted for old scripts; no report is written unless asked.")] = False,
-    ptx_diff: Annotated[bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")] = False,
-    sass_diff: Annotated[bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")] = False,
-    lines: Annotated[list[str] | None, typer.Option("--lines", metavar="FILE:LINE[-LINE]", help="Restrict the SASS and PTX diffs to the instructions of these source lines (repeatable; implies --sass-diff --ptx-diff when neither is given): a reproducer-sized excerpt for a compiler bug report.")] = None,
+    report: Annotated[
+        Path | None,
+        typer.Option(
+            "--report", help="Older spelling: -o PATH -o PATH.json (the markdown report here, the JSON next to it)."
+        ),
+    ] = None,
+    no_report: Annotated[
+        bool,
+        typer.Option("--no-report", hidden=True, help="Accepted for old scripts; no report is written unless asked."),
+    ] = False,
+    ptx_diff: Annotated[
+        bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")
+    ] = False,
+    sass_diff: Annotated[
+        bool,
+        typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel."),
+    ] = False,
+    lines: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--lines",
+            metavar="FILE:LINE[-LINE]",
+            help="Restrict the SASS and PTX diffs to the instructions of these source lines (repeatable; implies --sass-diff --ptx-diff when neither is given): a reproducer-sized excerpt for a compiler bug report.",
+        ),
+    ] = None,
     jobs: Annotated[int | None, jobs_option("Parallel compiles (default: CPU count).")] = None,
     compile_timeout: CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
-    fixes: Annotated[bool, typer.Option("--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes).")] = False,
-    fix_toolchain: Annotated[list[str] | None, typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable.")] = None,
-    allow_failures: Annotated[bool, typer.Option("--allow-failures", help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').")] = False,
+    fixes: Annotated[
+        bool,
+        typer.Option(
+            "--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes)."
+        ),
+    ] = False,
+    fix_toolchain: Annotated[
+        list[str] | None,
+        typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable."),
+    ] = None,
+    allow_failures: Annotated[
+        bool,
+        typer.Option(
+            "--allow-failures",
+            help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').",
+        ),
+    ] = False,
     cluster: Cluster = None,
-    threshold: Annotated[float, typer.Option("--threshold", help="The gate: a change is a regression (improvement) only where its predicted ratio's whole interval lies above 1+T (below 1/(1+T)); default 0.05.")] = DEFAULT_THRESHOLD,
-    fail_on: Annotated[str | None, typer.Option("--fail-on", help="CI gate, compile-only: exit 1 when a finding is a predicted regression (regression) or when there is any finding at all (any).")] = None,
-    model: Annotated[Path | None, typer.Option("--model", help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).")] = None,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold",
+            help="The gate: a change is a regression (improvement) only where its predicted ratio's whole interval lies above 1+T (below 1/(1+T)); default 0.05.",
+        ),
+    ] = DEFAULT_THRESHOLD,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-on",
+            help="CI gate, compile-only: exit 1 when a finding is a predicted regression (regression) or when there is any finding at all (any).",
+        ),
+    ] = None,
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            "--model",
+            help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).",
+        ),
+    ] = None,
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas.
@@ -96,8 +157,10 @@ def explain(
     (some cells failed; --allow-failures gives the code of the complete part then)."""
     check_format(fmt, FORMATS)
     if fail_on is not None and fail_on not in FAIL_ON:
-        raise KtriageError(f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
-                           "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)")
+        raise KtriageError(
+            f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
+            "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)",
+        )
     if not 0 <= threshold < 10:
         raise KtriageError(f"--threshold {threshold} is not a relative gate", "pass e.g. --threshold 0.05 for +-5 %")
     params = load_params(model)
@@ -125,13 +188,18 @@ def explain(
         executor = remote_executor(cluster)
         with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             result = Explainer(compiler, params=params, threshold=threshold).run(
-                specs, tcs,
+                specs,
+                tcs,
                 on_compiled=lambda _o: progress.advance(task),
                 on_explained=lambda _s: progress.advance(explain_task),
             )
             diff_text = _diffs(result, ptx_diff, sass_diff, line_ranges)
             findings = collect_findings(result)
-            fix_list = suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress)) if fixes else None
+            fix_list = (
+                suggest_fixes(result, findings, compiler, neighbours=resolve_toolchains(fix_toolchain or [], progress))
+                if fixes
+                else None
+            )
         if executor is not None:
             executor.close()
     fix_json = {"fixes": [f.to_json() for f in fix_list]} if fix_list is not None else {}
@@ -147,19 +215,28 @@ def explain(
     if diff_text:
         typer.echo(diff_text)
     title = report_title(target, specs)
-    write_outputs(outputs, {
-        ".md": lambda: to_markdown(result, findings, title=title) + fix_md,
-        ".json": lambda: json.dumps({**to_json(result, findings), **fix_json}, indent=1),
-        ".html": lambda: _html(result, findings, title),
-    })
+    write_outputs(
+        outputs,
+        {
+            ".md": lambda: to_markdown(result, findings, title=title) + fix_md,
+            ".json": lambda: json.dumps({**to_json(result, findings), **fix_json}, indent=1),
+            ".html": lambda: _html(result, findings, title),
+        },
+    )
     if outputs:
         console.print("report: " + " and ".join(escape(str(p)) for p in outputs))
     _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
     kinds = [g.kind for g in group_findings(findings)]
     gate = fail_on_hit(kinds, fail_on)
     if fail_on is not None:
-        console.print(f"--fail-on {fail_on}: " + (f"exit code 1 ({kinds.count('regression')} predicted regression(s), "
-                                                   f"{len(kinds)} finding(s))" if gate else "passed"))
+        console.print(
+            f"--fail-on {fail_on}: "
+            + (
+                f"exit code 1 ({kinds.count('regression')} predicted regression(s), {len(kinds)} finding(s))"
+                if gate
+                else "passed"
+            )
+        )
     code = exit_codes.with_failures(exit_codes.FINDING if gate else exit_codes.OK, result.complete, allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)
@@ -174,10 +251,14 @@ def _report_failures(result: ExplainResult, console: Console, *, listed: bool, a
         for finding in collect_failure_findings(result):
             console.print(f"[red]failed[/] {escape(finding.summary())}")
     cells = len(result.specs) * len(result.toolchains)
-    then = ("exit code 0 (--allow-failures)" if allow_failures
-            else f"exit code {exit_codes.INCOMPLETE} (pass --allow-failures for 0)")
-    console.print(f"[red]incomplete:[/] {len(result.failures)} of {cells} cells failed; the other results are "
-                  f"complete; {then}.")
+    then = (
+        "exit code 0 (--allow-failures)"
+        if allow_failures
+        else f"exit code {exit_codes.INCOMPLETE} (pass --allow-failures for 0)"
+    )
+    console.print(
+        f"[red]incomplete:[/] {len(result.failures)} of {cells} cells failed; the other results are complete; {then}."
+    )
 
 
 def _html(result: ExplainResult, findings: list[Finding], title: str) -> str:
@@ -198,8 +279,11 @@ def _line_ranges(specs: Sequence[str] | None) -> list[tuple[str, int, int]]:
         try:
             out.append(parse_line_spec(spec))
         except ValueError as exc:
-            raise KtriageError(f"--lines {exc}", "write --lines FILE:LINE or FILE:FIRST-LAST, e.g. "
-                               "--lines layer_norm.py:122-126 (FILE: the path or its last parts)") from exc
+            raise KtriageError(
+                f"--lines {exc}",
+                "write --lines FILE:LINE or FILE:FIRST-LAST, e.g. "
+                "--lines layer_norm.py:122-126 (FILE: the path or its last parts)",
+            ) from exc
     return out
 
 
@@ -216,32 +300,47 @@ def _line_diffs(result: ExplainResult, ptx: bool, sass: bool, ranges: list[tuple
         where = f"{file}:{first}" + (f"-{last}" if last != first else "")
         if not any(matches_file(file, s.file, s.path) for s in stats):
             have = ", ".join(known_files(stats)) or "none (the SASS listing had no line table)"
-            raise KtriageError(f"--lines {where}: no instruction of this kernel comes from {file!r}",
-                               f"name one of the kernel's source files: {have}")
+            raise KtriageError(
+                f"--lines {where}: no instruction of this kernel comes from {file!r}",
+                f"name one of the kernel's source files: {have}",
+            )
         if not any(matches_file(file, s.file, s.path) and first <= s.line <= last for s in stats):
             lines = sorted({s.line for s in stats if matches_file(file, s.file, s.path)})
             from ktriage.analyze.lines import compress_ranges
 
-            raise KtriageError(f"--lines {where}: no instruction comes from those lines",
-                               f"pick lines that have instructions: {compress_ranges(lines)}")
+            raise KtriageError(
+                f"--lines {where}: no instruction comes from those lines",
+                f"pick lines that have instructions: {compress_ranges(lines)}",
+            )
     parts: list[str] = []
     for comparison in item.comparisons:
         a, b = comparison.ref, comparison.new
         title = f"{a.toolchain.spec} -> {b.toolchain.spec}"
-        maps = [cubin_line_map(r.artifact.cubin.cubin_path, r.artifact.kernel_name, cuobjdump=r.toolchain.cuobjdump,
-                               nvdisasm=r.toolchain.nvdisasm) for r in (a, b)]
+        maps = [
+            cubin_line_map(
+                r.artifact.cubin.cubin_path,
+                r.artifact.kernel_name,
+                cuobjdump=r.toolchain.cuobjdump,
+                nvdisasm=r.toolchain.nvdisasm,
+            )
+            for r in (a, b)
+        ]
         for file, first, last in ranges:
             where = f"{file}:{first}" + (f"-{last}" if last != first else "")
             if sass:
                 sa, sb = (sass_excerpt(m, file, first, last) for m in maps)
                 parts.append(f"=== SASS diff {title}, {where} ===")
                 parts.append(str(diff_summary(sa, sb, kind="sass")))
-                parts.append(aligned_diff(sa, sb, kind="sass", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
+                parts.append(
+                    aligned_diff(sa, sb, kind="sass", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec))
+                )
             if ptx:
                 pa, pb = (ptx_excerpt(r.artifact.frontend.text("ptx"), file, first, last) for r in (a, b))
                 parts.append(f"=== PTX diff {title}, {where} ===")
                 parts.append(str(diff_summary(pa, pb, kind="ptx")))
-                parts.append(aligned_diff(pa, pb, kind="ptx", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
+                parts.append(
+                    aligned_diff(pa, pb, kind="ptx", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec))
+                )
     return "\n".join(parts)
 
 
@@ -268,5 +367,7 @@ def _diffs(result: ExplainResult, ptx: bool, sass: bool, ranges: list[tuple[str,
             sass_a = run_cuobjdump(a.toolchain.cuobjdump, a.cubin.cubin_path, "-sass")
             sass_b = run_cuobjdump(b.toolchain.cuobjdump, b.cubin.cubin_path, "-sass")
             parts.append(str(diff_summary(sass_a, sass_b, kind="sass")))
-            parts.append(aligned_diff(sass_a, sass_b, kind="sass", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec)))
+            parts.append(
+                aligned_diff(sass_a, sass_b, kind="sass", a_label=str(a.toolchain.spec), b_label=str(b.toolchain.spec))
+            )
     return "\n".join(parts)

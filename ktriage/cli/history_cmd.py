@@ -14,7 +14,17 @@ import typer
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Db, Format, Mode, format_option, input_option, mode_option, output_option, write_outputs
+from ktriage.cli.options import (
+    SUFFIX,
+    Db,
+    Format,
+    Mode,
+    format_option,
+    input_option,
+    mode_option,
+    output_option,
+    write_outputs,
+)
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json", ".html")
@@ -22,35 +32,75 @@ WRITERS = (".md", ".json", ".html")
 
 def history(
     op: Annotated[str, typer.Option("--op", help="The op as stored by `ktriage bench` (e.g. layer_norm).")],
-    backend: Annotated[str, typer.Option("--backend", help="The backend as stored (e.g. liger_layer_norm; `ktriage runs show RUN` lists them).")],
+    backend: Annotated[
+        str,
+        typer.Option(
+            "--backend", help="The backend as stored (e.g. liger_layer_norm; `ktriage runs show RUN` lists them)."
+        ),
+    ],
     input: Annotated[list[str] | None, input_option("Default: every stored input, one series each.")] = None,
     mode: Annotated[Mode | None, mode_option("Default: every stored pass, one series each.")] = None,
-    toolchain: Annotated[str | None, typer.Option("--toolchain", help="Only cells whose toolchain id contains this ('host' for a native backend); needed when a run measured the backend with several toolchains.")] = None,
+    toolchain: Annotated[
+        str | None,
+        typer.Option(
+            "--toolchain",
+            help="Only cells whose toolchain id contains this ('host' for a native backend); needed when a run measured the backend with several toolchains.",
+        ),
+    ] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Only runs on a GPU whose name contains this.")] = None,
     db: Db = None,
-    fail_on_recent: Annotated[int | None, typer.Option("--fail-on-recent", min=1, help="Exit 1 when a change point's first run at the new level is among a series' latest N runs (a nightly's gate). Default: off, exit 0.")] = None,
-    max_pvalue: Annotated[float, typer.Option("--max-pvalue", help="Significance a change point needs (Otava's t-test).")] = 0.001,
-    min_step: Annotated[float, typer.Option("--min-step", help="Smallest step counted, in percent of the level before.")] = 0.0,
-    min_segment: Annotated[int, typer.Option("--min-segment", min=1, help="Fewest runs a level must hold on each side of a change (1 lets a single outlying run count).")] = 2,
+    fail_on_recent: Annotated[
+        int | None,
+        typer.Option(
+            "--fail-on-recent",
+            min=1,
+            help="Exit 1 when a change point's first run at the new level is among a series' latest N runs (a nightly's gate). Default: off, exit 0.",
+        ),
+    ] = None,
+    max_pvalue: Annotated[
+        float, typer.Option("--max-pvalue", help="Significance a change point needs (Otava's t-test).")
+    ] = 0.001,
+    min_step: Annotated[
+        float, typer.Option("--min-step", help="Smallest step counted, in percent of the level before.")
+    ] = 0.0,
+    min_segment: Annotated[
+        int,
+        typer.Option(
+            "--min-segment",
+            min=1,
+            help="Fewest runs a level must hold on each side of a change (1 lets a single outlying run count).",
+        ),
+    ] = 2,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
-    output: Annotated[list[Path] | None, output_option(WRITERS, ".html: the series plotted with the change points marked (self-contained).")] = None,
+    output: Annotated[
+        list[Path] | None,
+        output_option(WRITERS, ".html: the series plotted with the change points marked (self-contained)."),
+    ] = None,
 ) -> None:
     """A cell's latency over the stored runs (oldest first) with the change points Apache Otava finds
     (E-divisive, t-test significance); each names the runs before and after it, the step and the
     ktriage bisect between their toolchains. Exit 1 with --fail-on-recent N when a change point is in
     the latest N runs."""
+    from ktriage.errors import KtriageError
     from ktriage.history.analysis import Detection, analyze_history
     from ktriage.report.history import print_report, to_html, to_json, to_markdown
     from ktriage.store import open_store
     from ktriage.store.history import HistoryQuery
 
-    from ktriage.errors import KtriageError
-
     if not 0 < max_pvalue <= 1:  # also refuses nan
-        raise KtriageError(f"--max-pvalue {max_pvalue} is not a significance level", "give a p-value in (0, 1], e.g. 0.001")
+        raise KtriageError(
+            f"--max-pvalue {max_pvalue} is not a significance level", "give a p-value in (0, 1], e.g. 0.001"
+        )
     if not 0 <= min_step < float("inf"):
         raise KtriageError(f"--min-step {min_step} is not a step in percent", "give a finite percent >= 0, e.g. 5")
-    query = HistoryQuery(op=op, backend=backend, inputs=tuple(input or ()), mode=mode.value if mode else None, toolchain=toolchain, gpu=gpu)
+    query = HistoryQuery(
+        op=op,
+        backend=backend,
+        inputs=tuple(input or ()),
+        mode=mode.value if mode else None,
+        toolchain=toolchain,
+        gpu=gpu,
+    )
     detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
     with open_store(db) as store:
         report = analyze_history(store, query, detection, fail_on_recent=fail_on_recent)

@@ -12,7 +12,6 @@ from ktriage.arch import parse_arch
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Arch, Format, format_option, output_option, write_outputs
 
-
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json")
 
@@ -44,5 +43,8 @@ def occupancy(
         typer.echo(to_markdown(result, a, barriers), nl=False)
     else:
         print_table(result, a, make_console(), barriers)
-    write_outputs(outputs, {".json": lambda: to_json(result), ".md": lambda: to_markdown(result, a, barriers)},
-                  make_console(stderr=True))
+    write_outputs(
+        outputs,
+        {".json": lambda: to_json(result), ".md": lambda: to_markdown(result, a, barriers)},
+        make_console(stderr=True),
+    )

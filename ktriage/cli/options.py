@@ -27,7 +27,6 @@ This module is on the path of every verb's ``--help``: it imports typer and the 
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
@@ -43,8 +42,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------ toolchain
-TOOLCHAIN_HELP = ("A toolchain spec (docs/toolchains.md), e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.4.131; "
-                  "repeatable.")
+TOOLCHAIN_HELP = (
+    "A toolchain spec (docs/toolchains.md), e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.4.131; repeatable."
+)
 
 
 def toolchain_option(role: str = "") -> Any:
@@ -76,7 +76,10 @@ def arch_option(role: str = "", *older: str) -> Any:
 
 Arch = Annotated[str, arch_option()]
 # Verbs that take a spec file: no --arch keeps each kernel's own target (sm_90 for a catalog op).
-SpecArch = Annotated[str | None, arch_option("Default: a spec file's own target, sm_90 for a catalog op; given, it replaces a spec file's target.")]
+SpecArch = Annotated[
+    str | None,
+    arch_option("Default: a spec file's own target, sm_90 for a catalog op; given, it replaces a spec file's target."),
+]
 
 # ------------------------------------------------------------------------------------------ inputs
 INPUT_HELP = "Only these inputs: a TritonBench input id (7) or shape facts (N=4608). Repeatable."
@@ -87,14 +90,23 @@ def input_option(role: str = "") -> Any:
 
 
 Inputs = Annotated[list[str] | None, input_option()]
-InputId = Annotated[int | None, typer.Option(
-    "--input-id", min=0, help="TritonBench's spelling: the first input id (with --num-inputs: ids K..K+N-1).")]
-NumInputs = Annotated[int | None, typer.Option(
-    "--num-inputs", min=1, help="TritonBench's spelling: how many inputs from --input-id (default: all the rest).")]
+InputId = Annotated[
+    int | None,
+    typer.Option(
+        "--input-id", min=0, help="TritonBench's spelling: the first input id (with --num-inputs: ids K..K+N-1)."
+    ),
+]
+NumInputs = Annotated[
+    int | None,
+    typer.Option(
+        "--num-inputs", min=1, help="TritonBench's spelling: how many inputs from --input-id (default: all the rest)."
+    ),
+]
 
 
-def select_input_range(items: Sequence[T], input_id: int | None, num_inputs: int | None,
-                       id_of: Callable[[T], int | None]) -> list[T]:
+def select_input_range(
+    items: Sequence[T], input_id: int | None, num_inputs: int | None, id_of: Callable[[T], int | None]
+) -> list[T]:
     """TritonBench's ``--input-id K --num-inputs N`` over already expanded items: ids K..K+N-1 (K
     alone: K and every later id; N alone: the first N). Nothing given: all items."""
     if input_id is None and num_inputs is None:
@@ -104,8 +116,10 @@ def select_input_range(items: Sequence[T], input_id: int | None, num_inputs: int
     chosen = [x for x in items if (i := id_of(x)) is not None and i >= start and (stop is None or i < stop)]
     if not chosen:
         ids = sorted(i for x in items if (i := id_of(x)) is not None)
-        raise KtriageError(f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") +
-                           " selects no input", f"input ids: {ids[0]}..{ids[-1]}" if ids else "this target has no input ids")
+        raise KtriageError(
+            f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") + " selects no input",
+            f"input ids: {ids[0]}..{ids[-1]}" if ids else "this target has no input ids",
+        )
     return chosen
 
 
@@ -152,7 +166,9 @@ def pick_mode(mode: Mode | None, *, fwd: bool = False, bwd: bool = False, fwd_bw
     if mode is not None:
         asked.add(mode.value)
     if len(asked) > 1:
-        raise KtriageError(f"more than one pass was given ({', '.join(sorted(asked))})", "choose one with --mode fwd|bwd|fwd_bwd")
+        raise KtriageError(
+            f"more than one pass was given ({', '.join(sorted(asked))})", "choose one with --mode fwd|bwd|fwd_bwd"
+        )
     return asked.pop() if asked else None
 
 
@@ -162,22 +178,39 @@ def jobs_option(help: str) -> Any:
     return typer.Option("--jobs", "-j", min=1, max=1024, help=help)
 
 
-COMPILE_TIMEOUT_HELP = ("Seconds one compile may take, importing the kernel's module included: a module that hangs "
-                        "at import fails its cells after this instead of blocking.")
-CompileTimeout = Annotated[float, typer.Option(
-    "--compile-timeout", envvar="KTRIAGE_COMPILE_TIMEOUT", show_envvar=True, min=1.0, max=86400.0, help=COMPILE_TIMEOUT_HELP)]
+COMPILE_TIMEOUT_HELP = (
+    "Seconds one compile may take, importing the kernel's module included: a module that hangs "
+    "at import fails its cells after this instead of blocking."
+)
+CompileTimeout = Annotated[
+    float,
+    typer.Option(
+        "--compile-timeout",
+        envvar="KTRIAGE_COMPILE_TIMEOUT",
+        show_envvar=True,
+        min=1.0,
+        max=86400.0,
+        help=COMPILE_TIMEOUT_HELP,
+    ),
+]
 DEFAULT_COMPILE_TIMEOUT_S = 600.0
 
 # ------------------------------------------------------------------------------------------ store
-DB_HELP = ("Results store: any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or "
-           "sqlite:////path/k.db (missing folders of a SQLite path are created). Default: the SQLite file under the ktriage home.")
+DB_HELP = (
+    "Results store: any SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host:5432/db or "
+    "sqlite:////path/k.db (missing folders of a SQLite path are created). Default: the SQLite file under the ktriage home."
+)
 Db = Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", show_envvar=True, help=DB_HELP)]
 
 # ------------------------------------------------------------------------------------------ cluster
-CLUSTER_HELP = ("Where compile and build jobs run (docs/cluster.md): local (this machine's process pool, the "
-                "default), auto (the Ray cluster this machine joined), HOST:PORT (a Ray head's GCS port) or "
-                "ray://HOST:PORT (Ray Client). Needs pip install 'ktriage[cluster]'.")
-Cluster = Annotated[str | None, typer.Option("--cluster", envvar="KTRIAGE_CLUSTER", show_envvar=True, help=CLUSTER_HELP)]
+CLUSTER_HELP = (
+    "Where compile and build jobs run (docs/cluster.md): local (this machine's process pool, the "
+    "default), auto (the Ray cluster this machine joined), HOST:PORT (a Ray head's GCS port) or "
+    "ray://HOST:PORT (Ray Client). Needs pip install 'ktriage[cluster]'."
+)
+Cluster = Annotated[
+    str | None, typer.Option("--cluster", envvar="KTRIAGE_CLUSTER", show_envvar=True, help=CLUSTER_HELP)
+]
 
 
 # ------------------------------------------------------------------------------------------ output
@@ -225,8 +258,13 @@ def _suffixes_callback(suffixes: tuple[str, ...]) -> Callable[[list[Path] | None
 
 def format_option(supported: Iterable[str] = ("table", "markdown", "json"), role: str = "") -> Any:
     choices = tuple(supported)
-    return typer.Option("--format", "-f", metavar="|".join(choices), callback=_formats_callback(choices),
-                        help=f"Output on stdout: {', '.join(choices)}. {role}".strip())
+    return typer.Option(
+        "--format",
+        "-f",
+        metavar="|".join(choices),
+        callback=_formats_callback(choices),
+        help=f"Output on stdout: {', '.join(choices)}. {role}".strip(),
+    )
 
 
 def check_format(fmt: Format, supported: Iterable[str]) -> None:
@@ -237,8 +275,14 @@ def check_format(fmt: Format, supported: Iterable[str]) -> None:
 
 def output_option(suffixes: Iterable[str] = (".md", ".json"), role: str = "") -> Any:
     known = tuple(suffixes)
-    return typer.Option("--output", "-o", callback=_suffixes_callback(known), help=(
-        f"Write the result to this file; the suffix picks the writer ({', '.join(known)}). Repeatable. {role}").strip())
+    return typer.Option(
+        "--output",
+        "-o",
+        callback=_suffixes_callback(known),
+        help=(
+            f"Write the result to this file; the suffix picks the writer ({', '.join(known)}). Repeatable. {role}"
+        ).strip(),
+    )
 
 
 def output_grammar(command: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -264,8 +308,10 @@ def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
     known = tuple(writers)
     for path in paths:
         if path.suffix.lower() not in known:
-            raise KtriageError(f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
-                               f"name the file with one of: {', '.join(known)}")
+            raise KtriageError(
+                f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
+                f"name the file with one of: {', '.join(known)}",
+            )
         check_writable(path)
 
 
@@ -284,8 +330,11 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
     fix = f"choose a writable {option} path"
     long = next((p for p in path.parts if len(os.fsencode(p)) > NAME_MAX), None)
     if long is not None:
-        raise KtriageError(f"{option} {str(path)[:80]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, "
-                           f"over the file system's {NAME_MAX}", f"{fix} with shorter names")
+        raise KtriageError(
+            f"{option} {str(path)[:80]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, "
+            f"over the file system's {NAME_MAX}",
+            f"{fix} with shorter names",
+        )
     if len(os.fsencode(str(path.absolute()))) >= PATH_MAX:
         raise KtriageError(f"{option} {str(path)[:80]}...: the path is over {PATH_MAX} bytes", f"{fix}, shorter")
     where = path
@@ -316,8 +365,10 @@ def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None
     except OSError:
         return  # check_writable says what is wrong with the path
     if marker not in head:
-        raise KtriageError(f"{option} {path} exists and is not {what}: it would be overwritten",
-                           f"give a new file name, or remove {path} first")
+        raise KtriageError(
+            f"{option} {path} exists and is not {what}: it would be overwritten",
+            f"give a new file name, or remove {path} first",
+        )
 
 
 def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:
@@ -332,15 +383,22 @@ def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(rendered[suffix], encoding="utf-8")
         except OSError as exc:
-            raise KtriageError(f"cannot write {path}: {exc.strerror or exc}", "choose a writable --output path") from exc
+            raise KtriageError(
+                f"cannot write {path}: {exc.strerror or exc}", "choose a writable --output path"
+            ) from exc
         if console is not None:
             from rich.markup import escape
 
             console.print(f"wrote {escape(str(path))}")
 
 
-def emit(fmt: Format, writers: Mapping[str, Writer], table: Callable[[], None], outputs: Sequence[Path] | None,
-         console: Console | None = None) -> None:
+def emit(
+    fmt: Format,
+    writers: Mapping[str, Writer],
+    table: Callable[[], None],
+    outputs: Sequence[Path] | None,
+    console: Console | None = None,
+) -> None:
     """The output grammar in one call: stdout in ``--format`` (json, markdown or csv from the same
     writer as ``-o`` of that suffix; ``table`` prints the table), then every ``-o`` file by suffix."""
     suffix = {Format.json: ".json", Format.markdown: ".md", Format.csv: ".csv"}.get(fmt)
@@ -360,8 +418,10 @@ def append_step_summary(summary: str | None, markdown: str) -> None:
         with open(summary, "a", encoding="utf-8") as fh:
             fh.write(markdown + "\n")
     except OSError as exc:
-        raise KtriageError(f"cannot append to $GITHUB_STEP_SUMMARY {summary}: {exc.strerror or exc}",
-                           "point GITHUB_STEP_SUMMARY at a writable file, or unset it") from exc
+        raise KtriageError(
+            f"cannot append to $GITHUB_STEP_SUMMARY {summary}: {exc.strerror or exc}",
+            "point GITHUB_STEP_SUMMARY at a writable file, or unset it",
+        ) from exc
 
 
 def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path] | None) -> list[Path]:
@@ -371,7 +431,7 @@ def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path
     for alias in aliases:
         if alias is None:
             continue
-        for path in ([alias] if isinstance(alias, Path) else alias):
+        for path in [alias] if isinstance(alias, Path) else alias:
             if path not in out:
                 out.append(path)
     return out

@@ -19,21 +19,50 @@ WRITERS = (".md", ".json")
 
 
 def profile(
-    bundle: Annotated[Path, typer.Option("--bundle", help=(
-        "A bundle (`ktriage bench --compile-only --bundle DIR`): every toolchain's kernels of one input are profiled."))],
-    input_id: Annotated[int | None, typer.Option("--input-id", "-i", help=(
-        "The bundle input to profile (its TritonBench input id). Default: the bundle's first."))] = None,
-    backend: Annotated[str | None, typer.Option("--backend", help=(
-        "The artifact backend whose kernels run (liger_layer_norm, ...). Default: the bundle's first."))] = None,
-    raw_dir: Annotated[Path | None, typer.Option("--raw-dir", help=(
-        "Where ncu's reports, CSV exports and logs go. Default: BUNDLE/profile-input<ID>/."))] = None,
+    bundle: Annotated[
+        Path,
+        typer.Option(
+            "--bundle",
+            help=(
+                "A bundle (`ktriage bench --compile-only --bundle DIR`): every toolchain's kernels of one input are profiled."
+            ),
+        ),
+    ],
+    input_id: Annotated[
+        int | None,
+        typer.Option(
+            "--input-id",
+            "-i",
+            help=("The bundle input to profile (its TritonBench input id). Default: the bundle's first."),
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            "--backend",
+            help=("The artifact backend whose kernels run (liger_layer_norm, ...). Default: the bundle's first."),
+        ),
+    ] = None,
+    raw_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--raw-dir", help=("Where ncu's reports, CSV exports and logs go. Default: BUNDLE/profile-input<ID>/.")
+        ),
+    ] = None,
     ncu: Annotated[str | None, typer.Option("--ncu", help="The ncu executable. Default: ncu on PATH.")] = None,
     warmup: Annotated[int, typer.Option("--warmup", min=0, max=10_000, help="Calls before the profiled one.")] = 3,
     fmt: Annotated[Format, format_option(FORMATS)] = Format.markdown,
     output: Annotated[list[Path] | None, output_option(WRITERS, "Default: profile.json in the raw folder.")] = None,
-    results: Annotated[Path | None, typer.Option("--results", help=(
-        "A results file of this bundle's timing (`ktriage bench --bundle DIR -o R.json`): each toolchain's counters go "
-        "into its cell there (and into the store's copy of the run), next to the timings; compare and triage quote them."))] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(
+            "--results",
+            help=(
+                "A results file of this bundle's timing (`ktriage bench --bundle DIR -o R.json`): each toolchain's counters go "
+                "into its cell there (and into the store's copy of the run), next to the timings; compare and triage quote them."
+            ),
+        ),
+    ] = None,
     db: Db = None,
 ) -> None:
     """Run Nsight Compute (ncu --clock-control none) on each toolchain's kernels of a bundle input, one call
@@ -59,13 +88,17 @@ def profile(
 
     check_outputs(list(output or []), WRITERS)
     if db is not None and results is None:
-        raise KtriageError("--db is where --results' run is updated, and no --results was given",
-                           "add --results R.json (the bundle's timing), or leave --db out")
+        raise KtriageError(
+            "--db is where --results' run is updated, and no --results was given",
+            "add --results R.json (the bundle's timing), or leave --db out",
+        )
     if raw_dir is not None:
         check_writable(raw_dir, "--raw-dir", folder=True)
     if ncu is not None and shutil.which(ncu) is None:
-        raise KtriageError(f"--ncu {ncu}: no such program (or not executable)",
-                           "give the path of Nsight Compute's ncu, e.g. /usr/local/cuda/bin/ncu, or put ncu on PATH")
+        raise KtriageError(
+            f"--ncu {ncu}: no such program (or not executable)",
+            "give the path of Nsight Compute's ncu, e.g. /usr/local/cuda/bin/ncu, or put ncu on PATH",
+        )
     loaded = load_bundle(bundle)
     if results is not None:  # a bad results file is refused before ncu runs, not after
         from ktriage.measure.results_file import read_results
@@ -74,8 +107,10 @@ def profile(
     case_id = input_id if input_id is not None else default_input(loaded)
     names = input_backends(loaded, case_id)  # an unknown --input-id is refused here
     if backend is not None and backend not in names:
-        raise KtriageError(f"--backend {backend!r}: input {case_id} of bundle {bundle} has no such backend",
-                           f"give one of: {', '.join(names)}")
+        raise KtriageError(
+            f"--backend {backend!r}: input {case_id} of bundle {bundle} has no such backend",
+            f"give one of: {', '.join(names)}",
+        )
     folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
     if raw_dir is None:
         check_writable(folder, "the raw folder (--raw-dir)", folder=True)

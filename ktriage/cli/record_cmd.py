@@ -14,8 +14,18 @@ from ktriage.errors import KtriageError
 
 
 def record(
-    command: Annotated[list[str], typer.Argument(help="The program to run, after --, e.g. -- python train.py --steps 3.", show_default=False)],
-    output: Annotated[Path, typer.Option("--output", "-o", help="The workload file to write (JSON; its journal W.json.journal is kept while the program runs, and a lock W.json.lock refuses a second recording into the same file).")],
+    command: Annotated[
+        list[str],
+        typer.Argument(help="The program to run, after --, e.g. -- python train.py --steps 3.", show_default=False),
+    ],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The workload file to write (JSON; its journal W.json.journal is kept while the program runs, and a lock W.json.lock refuses a second recording into the same file).",
+        ),
+    ],
 ) -> None:
     """Run a program with a launch hook injected from outside (a sitecustomize on PYTHONPATH; the
     code is unchanged) and write every distinct Triton kernel it launched into a portable workload:
@@ -40,19 +50,25 @@ def record(
     result = run_record(command, output)
     w = result.workload
     inputs = sum(len(k.inputs) for k in w.kernels)
-    console.print(f"recorded {len(w.kernels)} kernels, {inputs} inputs, "
-                  f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> "
-                  f"{escape(str(result.path))} (the program {result.exit_note})")
+    console.print(
+        f"recorded {len(w.kernels)} kernels, {inputs} inputs, "
+        f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> "
+        f"{escape(str(result.path))} (the program {result.exit_note})"
+    )
     for missed in w.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")
     from ktriage.workload.recorded_bundle import bench_blockers
 
     for blocked in bench_blockers(w):  # said now, not when bench refuses the input on the GPU host
-        console.print(f"[yellow]cannot bench[/] {escape(blocked.kernel)} {escape(blocked.function)} input "
-                      f"{blocked.input}: {escape(blocked.why)}")
+        console.print(
+            f"[yellow]cannot bench[/] {escape(blocked.kernel)} {escape(blocked.function)} input "
+            f"{blocked.input}: {escape(blocked.why)}"
+        )
     if result.gpu_problem:
-        console.print(f"[yellow]no GPU:[/] {escape(result.gpu_problem)}: no kernel could run here "
-                      "(record on the GPU host, or check `nvidia-smi` and the driver)")
+        console.print(
+            f"[yellow]no GPU:[/] {escape(result.gpu_problem)}: no kernel could run here "
+            "(record on the GPU host, or check `nvidia-smi` and the driver)"
+        )
     if result.interrupted is not None:
         console.print(f"interrupted: {escape(result.exit_note)}; the workload holds what ran until then")
         raise typer.Exit(exit_codes.INTERRUPTED)

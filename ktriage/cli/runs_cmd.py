@@ -19,7 +19,6 @@ console = make_console()
 err_console = make_console(stderr=True)
 
 
-
 LIST_FORMATS = ("table", "markdown", "json", "csv")
 LIST_WRITERS = (".md", ".json", ".csv")
 SHOW_FORMATS = ("table", "markdown", "json")
@@ -32,10 +31,16 @@ EXPORT_WRITERS = (".json", ".csv")
 def list_cmd(
     db: Db = None,
     limit: int = typer.Option(20, "--limit", "-n", help="Show at most this many runs (newest first)."),
-    status: str | None = typer.Option(None, "--status", help="Only runs with this stored status (running, finished, interrupted, failed)."),
+    status: str | None = typer.Option(
+        None, "--status", help="Only runs with this stored status (running, finished, interrupted, failed)."
+    ),
     gpu: str | None = typer.Option(None, "--gpu", help="Only runs on a GPU whose name contains this."),
     op: str | None = typer.Option(None, "--op", help="Only runs that measured this op (e.g. layer_norm)."),
-    toolchain: str | None = typer.Option(None, "--toolchain", help="Only runs with this toolchain: a toolchain spec or id (docs/toolchains.md), or a part of one."),
+    toolchain: str | None = typer.Option(
+        None,
+        "--toolchain",
+        help="Only runs with this toolchain: a toolchain spec or id (docs/toolchains.md), or a part of one.",
+    ),
     fmt: Annotated[Format, format_option(LIST_FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(LIST_WRITERS)] = None,
 ) -> None:
@@ -46,8 +51,11 @@ def list_cmd(
     with open_store(db) as store:
         summaries = store.summaries(limit, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
         url = store.url
-    writers = {".md": lambda: list_markdown(summaries, url), ".json": lambda: list_json(summaries),
-               ".csv": lambda: list_csv(summaries)}
+    writers = {
+        ".md": lambda: list_markdown(summaries, url),
+        ".json": lambda: list_json(summaries),
+        ".csv": lambda: list_csv(summaries),
+    }
     if fmt is Format.table:
         print_list(summaries, url, console, filtered=any((status, gpu, op, toolchain)))
     else:
@@ -59,7 +67,9 @@ def list_cmd(
 def show_cmd(
     run: str = typer.Argument(..., help="Run id or a unique prefix of it (see `ktriage runs list`)."),
     db: Db = None,
-    fmt: Annotated[Format, format_option(SHOW_FORMATS, "json: the run's export (raw samples; `runs import` and compare read it).")] = Format.table,
+    fmt: Annotated[
+        Format, format_option(SHOW_FORMATS, "json: the run's export (raw samples; `runs import` and compare read it).")
+    ] = Format.table,
     output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
 ) -> None:
     """Show a run: environment, toolchains, settings, and the median latency of every cell."""
@@ -80,8 +90,16 @@ def show_cmd(
 @app.command("export")
 def export_cmd(
     run: str = typer.Argument(..., help="Run id or a unique prefix of it."),
-    fmt: Annotated[Format | None, format_option(EXPORT_FORMATS, "json (run + cells with raw samples) or csv (one row per cell). Default: json, or nothing when -o is given.")] = None,
-    output: Annotated[list[Path] | None, output_option(EXPORT_WRITERS, "Without --format, nothing goes to stdout then.")] = None,
+    fmt: Annotated[
+        Format | None,
+        format_option(
+            EXPORT_FORMATS,
+            "json (run + cells with raw samples) or csv (one row per cell). Default: json, or nothing when -o is given.",
+        ),
+    ] = None,
+    output: Annotated[
+        list[Path] | None, output_option(EXPORT_WRITERS, "Without --format, nothing goes to stdout then.")
+    ] = None,
     db: Db = None,
 ) -> None:
     """Export a run as JSON (reads back with `runs import` or compare) or as a TritonBench-like CSV."""

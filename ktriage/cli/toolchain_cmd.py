@@ -44,7 +44,9 @@ def add(specs: list[str] = typer.Argument(..., help=SPEC_HELP, metavar="SPEC")) 
             tc = ensure_toolchain(spec, progress=show_step)
         opts = f"  options: {' '.join(tc.ptxas_options)}" if tc.ptxas_options else ""
         source = "bundled" if tc.ptxas_is_bundled else str(tc.ptxas)
-        console.print(f"[green]ready[/] [bold]{tc.id}[/]  triton {tc.triton_version}  ptxas {tc.ptxas_version} ({source}){opts}")
+        console.print(
+            f"[green]ready[/] [bold]{tc.id}[/]  triton {tc.triton_version}  ptxas {tc.ptxas_version} ({source}){opts}"
+        )
 
 
 @app.command("list")
@@ -63,8 +65,11 @@ def list_(
         typer.echo(list_markdown(tcs, sizes), nl=False)
     else:
         print_list(tcs, sizes, console)
-    write_outputs(output or [], {".json": lambda: list_json(tcs, sizes), ".md": lambda: list_markdown(tcs, sizes)},
-                  make_console(stderr=True))
+    write_outputs(
+        output or [],
+        {".json": lambda: list_json(tcs, sizes), ".md": lambda: list_markdown(tcs, sizes)},
+        make_console(stderr=True),
+    )
 
 
 @app.command("show")
@@ -90,12 +95,17 @@ def show(
         typer.echo(show_markdown(tc.id, data), nl=False)
     else:
         print_show(tc.id, data, console)
-    write_outputs(output or [], {".json": lambda: show_json(data), ".md": lambda: show_markdown(tc.id, data)},
-                  make_console(stderr=True))
+    write_outputs(
+        output or [],
+        {".json": lambda: show_json(data), ".md": lambda: show_markdown(tc.id, data)},
+        make_console(stderr=True),
+    )
 
 
 @app.command("remove")
-def remove(id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC")) -> None:
+def remove(
+    id_or_spec: str = typer.Argument(..., help="A toolchain id (or unique prefix) or spec", metavar="ID|SPEC"),
+) -> None:
     """Remove a toolchain (its venv and ptxas release too, once nothing else uses them)."""
     tc = _find(id_or_spec)
     remove_toolchain(tc.id)
@@ -110,4 +120,3 @@ def _find(id_or_spec: str) -> Toolchain:
             "see `ktriage toolchain list`, or build it with `ktriage toolchain add SPEC`",
         )
     return tc
-

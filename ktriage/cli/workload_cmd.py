@@ -13,11 +13,21 @@ from typing import Annotated
 import typer
 
 from ktriage.cli.console import make_console
-from ktriage.cli.options import (SUFFIX, Format, check_outputs, check_replaceable, check_writable, format_option,
-                                 output_option, write_outputs)
+from ktriage.cli.options import (
+    SUFFIX,
+    Format,
+    check_outputs,
+    check_replaceable,
+    check_writable,
+    format_option,
+    output_option,
+    write_outputs,
+)
 
-app = typer.Typer(help="Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Recorded workloads (ktriage record): show what one holds, import one from tritonparse traces.",
+    no_args_is_help=True,
+)
 
 SHOW_FORMATS = ("table", "markdown", "json")
 SHOW_WRITERS = (".md", ".json")
@@ -25,7 +35,9 @@ SHOW_WRITERS = (".md", ".json")
 
 @app.command("show")
 def show_cmd(
-    workload: Annotated[Path, typer.Argument(help="A workload file written by `ktriage record -o W.json` (or its .journal).")],
+    workload: Annotated[
+        Path, typer.Argument(help="A workload file written by `ktriage record -o W.json` (or its .journal).")
+    ],
     fmt: Annotated[Format, format_option(SHOW_FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
 ) -> None:
@@ -46,7 +58,13 @@ def show_cmd(
 
 @app.command("import")
 def import_cmd(
-    traces: Annotated[list[Path], typer.Argument(help="tritonparse's raw trace files (.ndjson, or gzip .bin.ndjson / .ndjson.gz), all of one run.", show_default=False)],
+    traces: Annotated[
+        list[Path],
+        typer.Argument(
+            help="tritonparse's raw trace files (.ndjson, or gzip .bin.ndjson / .ndjson.gz), all of one run.",
+            show_default=False,
+        ),
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", help="The workload file to write (JSON).")],
 ) -> None:
     """Convert tritonparse traces (``tritonparse.structured_logging.init(dir, enable_trace_launch=True)``,
@@ -69,9 +87,13 @@ def import_cmd(
     try:
         save_workload(w, output)
     except OSError as exc:
-        raise KtriageError(f"cannot write the workload {output}: {exc.strerror or exc}", "choose a writable -o path") from exc
+        raise KtriageError(
+            f"cannot write the workload {output}: {exc.strerror or exc}", "choose a writable -o path"
+        ) from exc
     console = make_console(stderr=True)
-    console.print(f"imported {len(w.kernels)} kernels, {sum(len(k.inputs) for k in w.kernels)} inputs, "
-                  f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> {escape(str(output))}")
+    console.print(
+        f"imported {len(w.kernels)} kernels, {sum(len(k.inputs) for k in w.kernels)} inputs, "
+        f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> {escape(str(output))}"
+    )
     for missed in w.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")

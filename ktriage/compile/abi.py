@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ktriage.ptx import parse_ptx
 from ktriage.errors import CompileError
+from ktriage.ptx import parse_ptx
 
 HIDDEN_PARAMS = ("global_scratch", "profile_scratch")
 
@@ -40,7 +40,9 @@ def ptx_entry_params(ptx: str) -> tuple[str, list[str]]:
     return entries[0].name, [p.ptx_type for p in entries[0].params]
 
 
-def launch_abi(signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str, metadata: dict[str, Any]) -> list[AbiParam]:
+def launch_abi(
+    signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str, metadata: dict[str, Any]
+) -> list[AbiParam]:
     """Match the PTX parameters to the signature and name the hidden ones Triton appended."""
     _, ptx_types = ptx_entry_params(ptx)
     visible = [(n, t) for n, t in signature.items() if t != "constexpr" and n not in equal_to_1]

@@ -112,8 +112,11 @@ def _is_partial(name: str) -> bool:
 
 
 def _listed_files(entry: Path) -> list[str]:
-    return sorted(p.name for p in entry.iterdir() if p.is_file() and p.name != MANIFEST
-                  and not is_sidecar(p.name) and not _is_partial(p.name))
+    return sorted(
+        p.name
+        for p in entry.iterdir()
+        if p.is_file() and p.name != MANIFEST and not is_sidecar(p.name) and not _is_partial(p.name)
+    )
 
 
 MAX_MANIFEST_BYTES = 16 << 20  # a manifest lists a handful of files: anything larger is not one
@@ -130,8 +133,13 @@ def _not_an_entry(entry: Path) -> str | None:
 
 def _plain_name(name: object) -> bool:
     """A file name the manifest may list: one component inside the entry, never a path out of it."""
-    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
-            and "\x00" not in name)
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\x00" not in name
+    )
 
 
 def entry_problem(entry: Path) -> str | None:
@@ -308,8 +316,10 @@ class ArtifactCache:
         try:
             write_manifest(tmp)
         except FileNotFoundError as exc:
-            raise CompileError(f"the cache entry being written in {tmp} vanished before it was published",
-                               "another process removed it (ktriage cache gc?); run again") from exc
+            raise CompileError(
+                f"the cache entry being written in {tmp} vanished before it was published",
+                "another process removed it (ktriage cache gc?); run again",
+            ) from exc
         final = self.entry(kind, key)
         for _ in range(3):
             try:
@@ -334,8 +344,9 @@ class ArtifactCache:
                 self._verified.add(final)
             return final
         shutil.rmtree(tmp, ignore_errors=True)
-        raise CompileError(f"could not publish the cache entry {final}",
-                           "remove it (ktriage cache verify --fix) and run again")
+        raise CompileError(
+            f"could not publish the cache entry {final}", "remove it (ktriage cache verify --fix) and run again"
+        )
 
 
 def write_manifest(entry: Path) -> None:
@@ -439,7 +450,7 @@ def _writer_tag() -> str:
 def _writer_pid(name: str) -> int | None:
     """The pid in ``.tmp-<key>-<host>.<pid>-<rand>`` when written on this host; None for another host's
     writer (its pids are not ours to test) and for older names: then age alone decides."""
-    parts = name[len(TMP_PREFIX):].split("-")
+    parts = name[len(TMP_PREFIX) :].split("-")
     if len(parts) < 3:
         return None
     host, _, pid = parts[-2].rpartition(".")
@@ -510,9 +521,17 @@ class EntryState:
     not_moved: str | None = None  # why a damaged entry was left in place
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "key": self.key, "path": str(self.path), "ok": self.problem is None,
-                "problem": self.problem, "size_bytes": self.size, "legacy": self.legacy,
-                "quarantined": self.quarantined, "not_moved": self.not_moved}
+        return {
+            "kind": self.kind,
+            "key": self.key,
+            "path": str(self.path),
+            "ok": self.problem is None,
+            "problem": self.problem,
+            "size_bytes": self.size,
+            "legacy": self.legacy,
+            "quarantined": self.quarantined,
+            "not_moved": self.not_moved,
+        }
 
 
 def _is_legacy(entry: Path) -> bool:
@@ -557,9 +576,15 @@ class CacheInfo:
     size_bytes: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.root), "entries": self.entries, "legacy_entries": self.legacy_entries,
-                "quarantined": self.quarantined, "temp_folders": self.temps, "size_bytes": self.size_bytes,
-                "format": CACHE_FORMAT}
+        return {
+            "path": str(self.root),
+            "entries": self.entries,
+            "legacy_entries": self.legacy_entries,
+            "quarantined": self.quarantined,
+            "temp_folders": self.temps,
+            "size_bytes": self.size_bytes,
+            "format": CACHE_FORMAT,
+        }
 
 
 def cache_info(root: Path) -> CacheInfo:
@@ -572,8 +597,9 @@ def cache_info(root: Path) -> CacheInfo:
             counts[kind] += 1
     qdir = root / QUARANTINE
     quarantined = len([p for p in qdir.iterdir() if not p.name.endswith(QUARANTINE_REASON)]) if qdir.is_dir() else 0
-    temps = sum(1 for kind in KINDS if (root / kind).is_dir()
-                for p in (root / kind).iterdir() if p.name.startswith(TMP_PREFIX))
+    temps = sum(
+        1 for kind in KINDS if (root / kind).is_dir() for p in (root / kind).iterdir() if p.name.startswith(TMP_PREFIX)
+    )
     return CacheInfo(root, counts, legacy, quarantined, temps, tree_size(root) if root.exists() else 0)
 
 

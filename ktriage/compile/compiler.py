@@ -158,8 +158,13 @@ def _frontend_identity(toolchain: Toolchain) -> str:
 class Compiler:
     """Compiles specs with toolchains, in parallel, through the artifact cache."""
 
-    def __init__(self, jobs: int | None = None, cache_dir: Path | None = None, timeout_s: float = 600.0,
-                 executor: Executor | None = None) -> None:
+    def __init__(
+        self,
+        jobs: int | None = None,
+        cache_dir: Path | None = None,
+        timeout_s: float = 600.0,
+        executor: Executor | None = None,
+    ) -> None:
         self.jobs = jobs or max(1, os.cpu_count() or 1)
         # None or a local executor: this process's worker pool. A remote one (``--cluster``):
         # compile_many sends the frontend compiles to the cluster (ktriage.compile.remote).
@@ -167,8 +172,10 @@ class Compiler:
         try:
             self.cache = cache_dir or home_subdir("artifacts")
         except OSError as exc:
-            raise CompileError(f"cannot create the artifact cache under the ktriage home ({exc.strerror or exc})",
-                               "make the ktriage home writable or point KTRIAGE_HOME at a writable folder") from exc
+            raise CompileError(
+                f"cannot create the artifact cache under the ktriage home ({exc.strerror or exc})",
+                "make the ktriage home writable or point KTRIAGE_HOME at a writable folder",
+            ) from exc
         self.store = ArtifactCache(self.cache)
         # Within one run each key is compiled (or read and verified) once, whichever thread asks first.
         self._inflight = InFlight()
@@ -233,8 +240,14 @@ class Compiler:
 
     def frontend_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
         """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build."""
-        return _sha("frontend", str(PROTOCOL_VERSION), INSITU_FINGERPRINT, f"cache={CACHE_FORMAT}", spec.key(),
-                    _frontend_identity(toolchain))
+        return _sha(
+            "frontend",
+            str(PROTOCOL_VERSION),
+            INSITU_FINGERPRINT,
+            f"cache={CACHE_FORMAT}",
+            spec.key(),
+            _frontend_identity(toolchain),
+        )
 
     def _order_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
         """The frontend key for ordering only: a spec whose key cannot be computed (its package or
@@ -263,14 +276,24 @@ class Compiler:
             if memo is None:
                 worker = self._pool.acquire(toolchain.python, tuple(sys_path), prime=prime)
                 try:
-                    reply = worker.request({"id": key, "resolve": resolve_request(spec), "sys_path": sys_path,
-                                            "target": spec.target}, timeout=self.timeout_s,
-                                            import_timeout=self.import_timeout_s)
+                    reply = worker.request(
+                        {"id": key, "resolve": resolve_request(spec), "sys_path": sys_path, "target": spec.target},
+                        timeout=self.timeout_s,
+                        import_timeout=self.import_timeout_s,
+                    )
                 finally:
                     self._pool.release(toolchain.python, worker, tuple(sys_path))
-                memo = (CompileFailure(spec, toolchain, "frontend", reply.kind, "the launch by values in Triton "
-                                       f"{toolchain.triton_version}: {reply.error}")
-                        if not reply.ok else resolved_spec(spec, reply.data))
+                memo = (
+                    CompileFailure(
+                        spec,
+                        toolchain,
+                        "frontend",
+                        reply.kind,
+                        f"the launch by values in Triton {toolchain.triton_version}: {reply.error}",
+                    )
+                    if not reply.ok
+                    else resolved_spec(spec, reply.data)
+                )
                 self._resolve_memo[key] = memo
         return replace(memo, spec=spec, toolchain=toolchain) if isinstance(memo, CompileFailure) else memo
 
@@ -307,7 +330,8 @@ class Compiler:
         try:
             reply = worker.request(
                 {"id": key, "spec": spec.to_json(), "sys_path": sys_path, "out_dir": str(tmp)},
-                timeout=self.timeout_s, import_timeout=self.import_timeout_s,
+                timeout=self.timeout_s,
+                import_timeout=self.import_timeout_s,
             )
         finally:
             self._pool.release(toolchain.python, worker, tuple(sys_path))
@@ -345,12 +369,21 @@ class Compiler:
         arch = parse_arch(target)
         assembler = toolchain.assembler(arch.cc)
         if not template:
-            raise CompileError(f"no ptxas command line was recorded for this kernel with Triton {toolchain.triton_version}",
-                               "clear the artifact cache entry (it predates ktriage's recording) and compile again")
+            raise CompileError(
+                f"no ptxas command line was recorded for this kernel with Triton {toolchain.triton_version}",
+                "clear the artifact cache entry (it predates ktriage's recording) and compile again",
+            )
         gpu_name = next((w.split("=", 1)[1] for w in template if w.startswith("--gpu-name=")), arch.ptxas_name)
         options = (*triton_options(template), *assembler.extra_options)
-        key = _sha("cubin", f"cache={CACHE_FORMAT}", hashlib.sha256(ptx.encode()).hexdigest(), str(assembler.ptxas),
-                   assembler.version_text, " ".join(options), gpu_name)
+        key = _sha(
+            "cubin",
+            f"cache={CACHE_FORMAT}",
+            hashlib.sha256(ptx.encode()).hexdigest(),
+            str(assembler.ptxas),
+            assembler.version_text,
+            " ".join(options),
+            gpu_name,
+        )
         with self._inflight.hold(key):
             memo = self._cubin_memo.get(key)
             if memo is None:
@@ -363,8 +396,9 @@ class Compiler:
             raise memo
         return memo
 
-    def _assemble_locked(self, key: str, ptx: str, assembler: Assembler, gpu_name: str,
-                         options: tuple[str, ...]) -> AssembledCubin:
+    def _assemble_locked(
+        self, key: str, ptx: str, assembler: Assembler, gpu_name: str, options: tuple[str, ...]
+    ) -> AssembledCubin:
         hit = self.store.read("cubin", key)
         if hit is not None:
             return _cubin_from_json(*hit)
@@ -390,8 +424,14 @@ class Compiler:
     @staticmethod
     def native_cubin(front: FrontendResult, assembler: Assembler) -> AssembledCubin:
         """Triton's own cubin of a frontend result, as the artifact of a native toolchain."""
-        return AssembledCubin(front.dir, assembler.version, None, command=front.ptxas_argv,
-                              cubin_file=front.triton_cubin_path.name, native=True)
+        return AssembledCubin(
+            front.dir,
+            assembler.version,
+            None,
+            command=front.ptxas_argv,
+            cubin_file=front.triton_cubin_path.name,
+            native=True,
+        )
 
     # -- both -----------------------------------------------------------------------------------
 
@@ -511,8 +551,9 @@ def cached_abi(spec: KernelSpec, front: FrontendResult) -> tuple[AbiParam, ...]:
     return abi
 
 
-def unique_first(pairs: Sequence[tuple[KernelSpec, Toolchain]],
-                 key: Callable[[KernelSpec, Toolchain], str]) -> list[int]:
+def unique_first(
+    pairs: Sequence[tuple[KernelSpec, Toolchain]], key: Callable[[KernelSpec, Toolchain], str]
+) -> list[int]:
     """The order to compile ``pairs`` in: the first pair of every frontend key, then the pairs that
     share a key with an earlier one (they wait for its entry). Many inputs of a sweep compile to one
     kernel (layer_norm's 30 inputs are 5 kernels); in input order a thread would pick up the second

@@ -17,8 +17,10 @@ import re
 # and a path, short enough for a table cell.
 MAX_LINE = 200
 
-_LOCATION = re.compile(r"^(?:[\w.]+\.)?(CompilationError|CompileTimeAssertionFailure|UnsupportedLanguageConstruct)"
-                       r": at (\d+:\d+):\s*$")
+_LOCATION = re.compile(
+    r"^(?:[\w.]+\.)?(CompilationError|CompileTimeAssertionFailure|UnsupportedLanguageConstruct)"
+    r": at (\d+:\d+):\s*$"
+)
 _REPR_EXC = re.compile(r"^(\w+(?:Error|Exception|Failure))\((['\"])(.*)\2\)$")
 _EXC_LINE = re.compile(r"^(?:[\w.]+\.)?\w+(?:Error|Exception|Failure|Exit|Interrupt)\b.*")
 _DIED = "compile worker died:"  # ktriage.compile.pool's crash reply, followed by the worker's stderr tail
@@ -30,7 +32,7 @@ _NOT_CAUSES = ("fix:", "the kernel reads ")  # the worker's hint lines after a C
 def squash(text: str) -> str:
     """One line, single spaces, cut at MAX_LINE."""
     text = " ".join(text.split())
-    return text if len(text) <= MAX_LINE else text[:MAX_LINE - 1].rstrip() + "…"
+    return text if len(text) <= MAX_LINE else text[: MAX_LINE - 1].rstrip() + "…"
 
 
 def _exception_text(line: str) -> str:
@@ -47,8 +49,8 @@ def _compilation_error(lines: list[str], location: str) -> str:
     if caret is None:
         rest = [ln for ln in lines[1:] if ln.strip()]
         return f"CompilationError at {location}" + (f": {_exception_text(rest[-1])}" if rest else "")
-    rooted = [ln.strip()[len(ROOT_CAUSE):].strip() for ln in lines[caret + 1:] if ln.strip().startswith(ROOT_CAUSE)]
-    cause = rooted or [ln for ln in lines[caret + 1:] if ln.strip() and not ln.strip().startswith(_NOT_CAUSES)]
+    rooted = [ln.strip()[len(ROOT_CAUSE) :].strip() for ln in lines[caret + 1 :] if ln.strip().startswith(ROOT_CAUSE)]
+    cause = rooted or [ln for ln in lines[caret + 1 :] if ln.strip() and not ln.strip().startswith(_NOT_CAUSES)]
     source = lines[caret - 1].strip()
     if cause:
         return f"CompilationError at {location} (`{source}`): {_exception_text(cause[-1])}"
@@ -76,7 +78,7 @@ def one_line(message: str, fallback: str = "failed") -> str:
     if m:
         return squash(_compilation_error(lines, m.group(2)))
     first = next((ln for ln in lines if ln.strip() and not ln.strip().startswith("fix:")), lines[0])
-    root = next((ln.strip()[len(ROOT_CAUSE):].strip() for ln in lines if ln.strip().startswith(ROOT_CAUSE)), None)
+    root = next((ln.strip()[len(ROOT_CAUSE) :].strip() for ln in lines if ln.strip().startswith(ROOT_CAUSE)), None)
     if root and root not in first:
         # the root cause first: a cut line must still say what went wrong
         return squash(f"{root} (in {first.strip()})")

@@ -47,8 +47,10 @@ def import_timeout_s() -> float:
     except ValueError:
         value = float("nan")
     if not 0 < value < float("inf"):
-        raise KtriageError(f"{IMPORT_TIMEOUT_ENV}={raw!r} is not a number of seconds above 0",
-                           f"e.g. {IMPORT_TIMEOUT_ENV}=120, or unset it for the default ({DEFAULT_IMPORT_TIMEOUT_S:.0f} s)")
+        raise KtriageError(
+            f"{IMPORT_TIMEOUT_ENV}={raw!r} is not a number of seconds above 0",
+            f"e.g. {IMPORT_TIMEOUT_ENV}=120, or unset it for the default ({DEFAULT_IMPORT_TIMEOUT_S:.0f} s)",
+        )
     return value
 
 
@@ -76,9 +78,11 @@ def sweep_triton_caches(now: float | None = None) -> int:
     now = time.time() if now is None else now
     removed = 0
     for path in Path(tempfile.gettempdir()).glob(f"{TRITON_CACHE_PREFIX}*"):
-        owner = path.name[len(TRITON_CACHE_PREFIX):].split("-", 1)[0]
+        owner = path.name[len(TRITON_CACHE_PREFIX) :].split("-", 1)[0]
         try:
-            stale = (not pid_alive(int(owner))) if owner.isdigit() else now - path.stat().st_mtime > STALE_TRITON_CACHE_S
+            stale = (
+                (not pid_alive(int(owner))) if owner.isdigit() else now - path.stat().st_mtime > STALE_TRITON_CACHE_S
+            )
         except OSError:
             continue
         if stale and path.is_dir() and not path.is_symlink():
@@ -154,8 +158,12 @@ class CompileWorker:
     def stderr_tail(self) -> str:
         return "".join(self._stderr_tail[-20:]).strip()
 
-    def request(self, payload: dict[str, Any], timeout: float = DEFAULT_TIMEOUT_S,
-                import_timeout: float = DEFAULT_IMPORT_TIMEOUT_S) -> WorkerReply:
+    def request(
+        self,
+        payload: dict[str, Any],
+        timeout: float = DEFAULT_TIMEOUT_S,
+        import_timeout: float = DEFAULT_IMPORT_TIMEOUT_S,
+    ) -> WorkerReply:
         """Send one request; on timeout or crash, kill the worker (a fresh one starts next time).
 
         The worker says when the kernel's module is imported (a ``stage`` line): until then the wait
@@ -165,7 +173,9 @@ class CompileWorker:
                 self._start()
             except (RuntimeError, OSError, queue.Empty) as exc:
                 self.close()
-                return WorkerReply(False, {"kind": "start", "error": f"the compile worker of {self.python} did not start: {exc}"})
+                return WorkerReply(
+                    False, {"kind": "start", "error": f"the compile worker of {self.python} did not start: {exc}"}
+                )
         assert self._proc is not None and self._proc.stdin is not None
         started = time.monotonic()
         importing = True
@@ -179,9 +189,16 @@ class CompileWorker:
         except queue.Empty:
             self.close()
             if importing and import_timeout < timeout:
-                return WorkerReply(False, {"kind": "import", "error": (
-                    f"importing the kernel's module did not finish within {import_timeout:.0f} s (it blocks at import: "
-                    f"a sleep, a network call, a lock?); if the import is only slow, raise {IMPORT_TIMEOUT_ENV}")})
+                return WorkerReply(
+                    False,
+                    {
+                        "kind": "import",
+                        "error": (
+                            f"importing the kernel's module did not finish within {import_timeout:.0f} s (it blocks at import: "
+                            f"a sleep, a network call, a lock?); if the import is only slow, raise {IMPORT_TIMEOUT_ENV}"
+                        ),
+                    },
+                )
             return WorkerReply(False, {"kind": "timeout", "error": f"compile did not finish within {timeout:.0f} s"})
         except (BrokenPipeError, OSError) as exc:
             self.close()

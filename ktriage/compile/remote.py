@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import CompileError
 from ktriage.compile.compiler import CompileFailure, CompileOutcome, Compiler
+from ktriage.errors import CompileError
 from ktriage.execute.base import Executor, Job, JobResult
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
@@ -56,8 +56,11 @@ def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None
     compiled = compiler.frontend_compiles - before
     if isinstance(front, CompileFailure):
         return {"ok": False, "compiled": compiled, "stage": front.stage, "kind": front.kind, "message": front.message}
-    files = {} if shared_cache else {p.relative_to(front.dir).as_posix(): p.read_bytes()
-                                     for p in sorted(front.dir.rglob("*")) if p.is_file()}  # fmt: skip
+    files = (
+        {}
+        if shared_cache
+        else {p.relative_to(front.dir).as_posix(): p.read_bytes() for p in sorted(front.dir.rglob("*")) if p.is_file()}
+    )
     return {"ok": True, "compiled": compiled, "files": files}
 
 
@@ -139,7 +142,12 @@ def compile_many_remote(
             try:
                 publish_frontend(compiler, key, value.get("files") or {})
             except (OSError, CompileError) as exc:
-                value = {"ok": False, "stage": "frontend", "kind": "cache", "message": f"cannot write the node's artifact here: {exc}"}
+                value = {
+                    "ok": False,
+                    "stage": "frontend",
+                    "kind": "cache",
+                    "message": f"cannot write the node's artifact here: {exc}",
+                }
         for i in by_key[key]:
             spec, tc = pairs[i]
             if value is not None and value.get("ok"):

@@ -127,7 +127,7 @@ class LocalExecutor:
             try:
                 value, where = call_job(job.fn, job.args)
                 return JobResult(job, True, value, placement=where)
-            except Exception as exc:  # noqa: BLE001 - a failed job is a result, the others go on
+            except Exception as exc:
                 return JobResult(job, False, error=_error_text(exc), placement=here())
 
         if not jobs:

@@ -80,7 +80,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise KtriageError("--cluster needs Ray, which is not installed", "pip install 'ktriage[cluster]' (or pip install ray)") from None
+        raise KtriageError(
+            "--cluster needs Ray, which is not installed", "pip install 'ktriage[cluster]' (or pip install ray)"
+        ) from None
     return ray
 
 
@@ -102,7 +104,9 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         if not 0 < number < 65536:
             raise ValueError(port)
     except ValueError:
-        raise KtriageError(f"--cluster {address!r}: the port {port!r} is no TCP port", "give HOST:PORT, e.g. 10.0.0.5:6379") from None
+        raise KtriageError(
+            f"--cluster {address!r}: the port {port!r} is no TCP port", "give HOST:PORT, e.g. 10.0.0.5:6379"
+        ) from None
     try:
         with socket.create_connection((host.strip("[]"), number), timeout=timeout_s) as sock:
             # Ray's GCS and Ray Client speak gRPC (HTTP/2): a server answers the client preface with
@@ -111,11 +115,16 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
             if not sock.recv(9):
                 raise ConnectionResetError(104, "the port closed the connection: it is no Ray head")
     except OSError as exc:
-        why = ("it accepts connections but does not answer like a Ray head (gRPC)" if isinstance(exc, TimeoutError)
-               else (exc.strerror or str(exc)))
-        raise KtriageError(f"cannot connect to the Ray cluster at {address}: {why} (within {timeout_s:.0f} s)",
-                           "start the head with `ray start --head --port PORT` there and check host, port and firewall "
-                           "(docs/cluster.md), or leave --cluster / KTRIAGE_CLUSTER out to run locally") from None
+        why = (
+            "it accepts connections but does not answer like a Ray head (gRPC)"
+            if isinstance(exc, TimeoutError)
+            else (exc.strerror or str(exc))
+        )
+        raise KtriageError(
+            f"cannot connect to the Ray cluster at {address}: {why} (within {timeout_s:.0f} s)",
+            "start the head with `ray start --head --port PORT` there and check host, port and firewall "
+            "(docs/cluster.md), or leave --cluster / KTRIAGE_CLUSTER out to run locally",
+        ) from None
 
 
 class RayExecutor:
@@ -131,11 +140,18 @@ class RayExecutor:
         self.max_retries = max_retries
         path = os.pathsep.join(p for p in (_code_root(), os.environ.get("PYTHONPATH", "")) if p)
         try:
-            self._ctx = ray.init(address=address, runtime_env={"env_vars": {"PYTHONPATH": path}},
-                                 log_to_driver=False, configure_logging=False, ignore_reinit_error=True)
+            self._ctx = ray.init(
+                address=address,
+                runtime_env={"env_vars": {"PYTHONPATH": path}},
+                log_to_driver=False,
+                configure_logging=False,
+                ignore_reinit_error=True,
+            )
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise KtriageError(f"cannot connect to the Ray cluster at {address}: {str(exc)[:300]}",
-                               "start one with `ray start --head` (docs/cluster.md), or check --cluster / KTRIAGE_CLUSTER") from None
+            raise KtriageError(
+                f"cannot connect to the Ray cluster at {address}: {str(exc)[:300]}",
+                "start one with `ray start --head` (docs/cluster.md), or check --cluster / KTRIAGE_CLUSTER",
+            ) from None
         self._ray = ray
 
     # -- capacity -------------------------------------------------------------------------------
@@ -150,8 +166,10 @@ class RayExecutor:
             return {"num_cpus": 0, "num_gpus": 1}
         if res.get(GPU_RESOURCE, 0) >= 1:
             return {"num_cpus": 0, "resources": {GPU_RESOURCE: 1}}
-        raise KtriageError(f"the Ray cluster at {self.address} has no GPU node for a timing job",
-                           f"start a node with --num-gpus 1 or --resources '{{\"{GPU_RESOURCE}\": 1}}' (docs/cluster.md)")
+        raise KtriageError(
+            f"the Ray cluster at {self.address} has no GPU node for a timing job",
+            f"start a node with --num-gpus 1 or --resources '{{\"{GPU_RESOURCE}\": 1}}' (docs/cluster.md)",
+        )
 
     def slots(self, kind: JobKind) -> int:
         res = self.resources()
@@ -161,7 +179,11 @@ class RayExecutor:
 
     def nodes(self) -> list[dict[str, Any]]:
         """The live nodes: id and declared resources (for placement checks and reports)."""
-        return [{"node_id": n["NodeID"], "resources": dict(n.get("Resources") or {})} for n in self._ray.nodes() if n.get("Alive")]
+        return [
+            {"node_id": n["NodeID"], "resources": dict(n.get("Resources") or {})}
+            for n in self._ray.nodes()
+            if n.get("Alive")
+        ]
 
     # -- running --------------------------------------------------------------------------------
 
@@ -195,7 +217,9 @@ class RayExecutor:
             for ref in ready:
                 outcome = self._collect(ref)
                 for i in refs[ref]:
-                    result = results[i] = JobResult(jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement)
+                    result = results[i] = JobResult(
+                        jobs[i], outcome.ok, outcome.value, outcome.error, outcome.lost, outcome.placement
+                    )
                     if on_done is not None:
                         on_done(i, result)
         return [r for r in results if r is not None]
@@ -210,8 +234,12 @@ class RayExecutor:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             return JobResult(dummy, False, error=f"{type(cause).__name__}: {cause}")
         except ray.exceptions.RayError as exc:  # node or worker lost after max_retries
-            return JobResult(dummy, False, error=f"lost on the cluster after {self.max_retries} retries: {type(exc).__name__}: {str(exc)[:300]}",
-                             lost=True)
+            return JobResult(
+                dummy,
+                False,
+                error=f"lost on the cluster after {self.max_retries} retries: {type(exc).__name__}: {str(exc)[:300]}",
+                lost=True,
+            )
 
     def close(self) -> None:
         """Disconnect this driver (the cluster keeps running)."""
@@ -243,7 +271,11 @@ class RayPinnedWorker:
         if self._lost:
             return JobResult(job, False, error=self._lost, lost=True)
         if self._actor is None:
-            options = {k: v for k, v in self.executor._options(self.kind).items() if k not in ("max_retries", "retry_exceptions")}
+            options = {
+                k: v
+                for k, v in self.executor._options(self.kind).items()
+                if k not in ("max_retries", "retry_exceptions")
+            }
             self._actor = _pinned_actor_class().options(max_restarts=0, max_task_retries=0, **options).remote()
         try:
             value, placement, gpu_ids = ray.get(self._actor.call.remote(fn, args))
@@ -261,6 +293,6 @@ class RayPinnedWorker:
         if self._actor is not None:
             try:
                 self.executor._ray.kill(self._actor)
-            except Exception:  # noqa: BLE001 - already gone (its node, or the driver's disconnect)
+            except Exception:
                 pass
             self._actor = None

@@ -25,8 +25,10 @@ def cluster_address(value: str | None) -> str | None:
     host, sep, port = text.rpartition(":")
     if sep and host and port.isdigit():
         return text
-    raise KtriageError(f"--cluster {text!r} is not a cluster address",
-                       "use local, auto, HOST:PORT (the head's GCS port) or ray://HOST:PORT (docs/cluster.md)")
+    raise KtriageError(
+        f"--cluster {text!r} is not a cluster address",
+        "use local, auto, HOST:PORT (the head's GCS port) or ray://HOST:PORT (docs/cluster.md)",
+    )
 
 
 def open_executor(value: str | None, *, workers: int | None = None) -> Executor:

@@ -71,8 +71,16 @@ def attribute(cells: CrossCells, *, rel_tol: float = 0.0, abs_tol: float = 0.0) 
     return "both"
 
 
-def sentence(metric: str, cells: CrossCells, who: Attribution, ref_name: str, new_name: str,
-             ref_ptxas: str, new_ptxas: str, unit: str = "") -> str:
+def sentence(
+    metric: str,
+    cells: CrossCells,
+    who: Attribution,
+    ref_name: str,
+    new_name: str,
+    ref_ptxas: str,
+    new_ptxas: str,
+    unit: str = "",
+) -> str:
     """One plain sentence a kernel engineer can act on."""
 
     def fmt(v: float | None) -> str:
@@ -84,14 +92,28 @@ def sentence(metric: str, cells: CrossCells, who: Attribution, ref_name: str, ne
     if who == "none":
         return f"{metric} unchanged ({fmt(cells.ref)})."
     if who == "frontend":
-        return (f"{change} comes from the frontend: {new_name}'s PTX gives {fmt(cells.new_ptx_ref_ptxas)} even with "
-                f"ptxas {ref_ptxas}" + (f", and {ref_name}'s PTX gives {fmt(cells.ref_ptx_new_ptxas)} with ptxas {new_ptxas}."
-                                        if cells.ref_ptx_new_ptxas is not None else "."))
+        return (
+            f"{change} comes from the frontend: {new_name}'s PTX gives {fmt(cells.new_ptx_ref_ptxas)} even with "
+            f"ptxas {ref_ptxas}"
+            + (
+                f", and {ref_name}'s PTX gives {fmt(cells.ref_ptx_new_ptxas)} with ptxas {new_ptxas}."
+                if cells.ref_ptx_new_ptxas is not None
+                else "."
+            )
+        )
     if who == "ptxas":
-        return (f"{change} comes from ptxas: {ref_name}'s PTX already gives {fmt(cells.ref_ptx_new_ptxas)} with ptxas "
-                f"{new_ptxas}" + (f", and {new_name}'s PTX gives {fmt(cells.new_ptx_ref_ptxas)} with ptxas {ref_ptxas}."
-                                  if cells.new_ptx_ref_ptxas is not None else "."))
+        return (
+            f"{change} comes from ptxas: {ref_name}'s PTX already gives {fmt(cells.ref_ptx_new_ptxas)} with ptxas "
+            f"{new_ptxas}"
+            + (
+                f", and {new_name}'s PTX gives {fmt(cells.new_ptx_ref_ptxas)} with ptxas {ref_ptxas}."
+                if cells.new_ptx_ref_ptxas is not None
+                else "."
+            )
+        )
     if who == "both":
-        return (f"{change} needs both sides: new PTX with old ptxas gives {fmt(cells.new_ptx_ref_ptxas)}, "
-                f"old PTX with new ptxas gives {fmt(cells.ref_ptx_new_ptxas)}.")
+        return (
+            f"{change} needs both sides: new PTX with old ptxas gives {fmt(cells.new_ptx_ref_ptxas)}, "
+            f"old PTX with new ptxas gives {fmt(cells.ref_ptx_new_ptxas)}."
+        )
     return f"{change}; the cross matrix could not be assembled, so the cause is unknown."

@@ -62,9 +62,16 @@ class KernelResult:
     def facts(self) -> KernelFacts:
         """What the cost model reads (``ktriage.predict``): these resources at the spec's launch."""
         spec = self.artifact.spec
-        return facts_from_resources(self.resources, self.occupancy, num_warps=spec.num_warps, grid=spec.grid,
-                                    target=spec.target, meta=spec.meta, constexprs=spec.constexprs,
-                                    signature=spec.signature)
+        return facts_from_resources(
+            self.resources,
+            self.occupancy,
+            num_warps=spec.num_warps,
+            grid=spec.grid,
+            target=spec.target,
+            meta=spec.meta,
+            constexprs=spec.constexprs,
+            signature=spec.signature,
+        )
 
 
 @dataclass(frozen=True)
@@ -196,7 +203,9 @@ class Explainer:
     kernel share its artifacts (``Compiler`` compiles a key once), and they share its facts here
     (``_facts``), so that a 30-input sweep of 5 kernels runs cuobjdump for 5 kernels, not 30."""
 
-    def __init__(self, compiler: Compiler, *, params: Params | None = None, threshold: float = DEFAULT_THRESHOLD) -> None:
+    def __init__(
+        self, compiler: Compiler, *, params: Params | None = None, threshold: float = DEFAULT_THRESHOLD
+    ) -> None:
         self.compiler = compiler
         self.params = params or load_params()
         self.threshold = threshold
@@ -208,8 +217,13 @@ class Explainer:
         """``analyze_cubin`` once per (PTX entry, cubin, cuobjdump, launch shape) in this run; threads
         asking for one that another thread is analyzing wait for it instead of running cuobjdump too.
         A failure is remembered too: the same cubin fails the same way. Raises KtriageError."""
-        key = (str(artifact.frontend.dir), str(cubin.cubin_path), str(toolchain.cuobjdump),
-               artifact.spec.target, str(artifact.spec.num_warps))
+        key = (
+            str(artifact.frontend.dir),
+            str(cubin.cubin_path),
+            str(toolchain.cuobjdump),
+            artifact.spec.target,
+            str(artifact.spec.num_warps),
+        )
         name = "\0".join(key)
         with self._inflight.hold(name):
             memo = self._facts_memo.get(key)
@@ -256,8 +270,25 @@ class Explainer:
                 continue
             cells = CrossCells(a, b, cell(swap_front, name), cell(swap_asm, name))
             who = attribute(cells)
-            comparison.changes.append(Change(name, a, b, who, cells, sentence(
-                name, cells, who, ref_name, new_name, ref.artifact.cubin.ptxas_version, new.artifact.cubin.ptxas_version, unit)))
+            comparison.changes.append(
+                Change(
+                    name,
+                    a,
+                    b,
+                    who,
+                    cells,
+                    sentence(
+                        name,
+                        cells,
+                        who,
+                        ref_name,
+                        new_name,
+                        ref.artifact.cubin.ptxas_version,
+                        new.artifact.cubin.ptxas_version,
+                        unit,
+                    ),
+                )
+            )
         ops_a, ops_b = ref.resources.sass_opcodes, new.resources.sass_opcodes
         for op in sorted(set(ops_a) | set(ops_b)):
             a, b = float(ops_a.get(op, 0)), float(ops_b.get(op, 0))
@@ -267,12 +298,31 @@ class Explainer:
             fb = None if isinstance(swap_asm, str) else float(swap_asm[0].sass_opcodes.get(op, 0))
             cells = CrossCells(a, b, fa, fb)
             who = attribute(cells, rel_tol=OPCODE_REL_TOL, abs_tol=OPCODE_MIN_DELTA - 1)
-            comparison.opcode_changes.append(Change(op, a, b, who, cells, sentence(
-                op, cells, who, ref_name, new_name, ref.artifact.cubin.ptxas_version, new.artifact.cubin.ptxas_version)))
+            comparison.opcode_changes.append(
+                Change(
+                    op,
+                    a,
+                    b,
+                    who,
+                    cells,
+                    sentence(
+                        op,
+                        cells,
+                        who,
+                        ref_name,
+                        new_name,
+                        ref.artifact.cubin.ptxas_version,
+                        new.artifact.cubin.ptxas_version,
+                    ),
+                )
+            )
         comparison.opcode_changes.sort(key=lambda c: -abs(c.new - c.ref))
         comparison.sass_detail = compare_sass_detail(
-            ref.resources, new.resources, None if isinstance(swap_front, str) else swap_front[0],
-            None if isinstance(swap_asm, str) else swap_asm[0])
+            ref.resources,
+            new.resources,
+            None if isinstance(swap_front, str) else swap_front[0],
+            None if isinstance(swap_asm, str) else swap_asm[0],
+        )
         comparison.lines = diff_lines(ref.resources.source_lines, new.resources.source_lines)
         comparison.prediction = self._predict(ref, new)
         return comparison
@@ -281,8 +331,14 @@ class Explainer:
         """The cost model's prediction, once per (cubin pair, launch) in this run: the inputs of a
         sweep that share a kernel and its launch share it (30 layer_norm inputs, 5 kernels)."""
         spec = new.artifact.spec
-        key = (str(ref.artifact.cubin.cubin_path), str(new.artifact.cubin.cubin_path), str(spec.grid), spec.num_warps,
-               str(spec.meta.get("sm_count")), spec.target)
+        key = (
+            str(ref.artifact.cubin.cubin_path),
+            str(new.artifact.cubin.cubin_path),
+            str(spec.grid),
+            spec.num_warps,
+            str(spec.meta.get("sm_count")),
+            spec.target,
+        )
         hit = self._predictions.get(key)
         if hit is None:
             hit = self._predictions[key] = predict(ref.facts(), new.facts(), self.params, threshold=self.threshold)
@@ -299,15 +355,19 @@ class Explainer:
         for outcomes in per_spec:
             arts = [o for o in outcomes if isinstance(o, Artifact)]
             for art in arts:
-                work.setdefault(("own", str(art.cubin.cubin_path), str(art.frontend.dir), art.toolchain.id),
-                                (_ptx_size(art), partial(self.result_for, art)))
+                work.setdefault(
+                    ("own", str(art.cubin.cubin_path), str(art.frontend.dir), art.toolchain.id),
+                    (_ptx_size(art), partial(self.result_for, art)),
+                )
             for new in arts[1:]:
                 ref = arts[0]
                 if new.toolchain.id == ref.toolchain.id:
                     continue
                 for ptx_from, asm_of in ((new, ref), (ref, new)):
-                    work.setdefault(("cross", str(ptx_from.frontend.dir), str(asm_of.frontend.dir), asm_of.toolchain.id),
-                                    (2 * _ptx_size(ptx_from), partial(self._cross, ptx_from, asm_of)))
+                    work.setdefault(
+                        ("cross", str(ptx_from.frontend.dir), str(asm_of.frontend.dir), asm_of.toolchain.id),
+                        (2 * _ptx_size(ptx_from), partial(self._cross, ptx_from, asm_of)),
+                    )
 
         def attempt(job: Callable[[], object]) -> None:
             try:
@@ -330,7 +390,7 @@ class Explainer:
     ) -> ExplainResult:
         outcomes = self.compiler.compile_many(specs, toolchains, on_done=on_compiled)
         n = len(toolchains)
-        per_spec = [outcomes[i * n:(i + 1) * n] for i in range(len(specs))]
+        per_spec = [outcomes[i * n : (i + 1) * n] for i in range(len(specs))]
         self._prefetch(per_spec)
 
         def explain_one(index: int) -> SpecExplain:
@@ -352,12 +412,13 @@ class Explainer:
             before = [r for r in ordered[:first_ok] if isinstance(r, CompileFailure)]
             if isinstance(ref, KernelResult):
                 item.reference = ref.toolchain.id
-                for new in ordered[first_ok + 1:]:
+                for new in ordered[first_ok + 1 :]:
                     if isinstance(new, KernelResult) and new.toolchain.id != ref.toolchain.id:
                         item.comparisons.append(self.compare(ref, new))
             if before:
                 item.reference_fallback = fallback_reason(
-                    before, ref.toolchain if isinstance(ref, KernelResult) else None)
+                    before, ref.toolchain if isinstance(ref, KernelResult) else None
+                )
             if on_explained is not None:
                 on_explained(item)
             return item

@@ -31,7 +31,7 @@ def fix_for(failure: CompileFailure) -> str | None:
     what the kernel itself needs."""
     for line in failure.message.splitlines():
         if line.strip().startswith("fix:"):
-            return squash(line.strip()[len("fix:"):].strip())
+            return squash(line.strip()[len("fix:") :].strip())
     if failure.kind != "import":
         return None
     imported = _IMPORTING.search(failure.message)
@@ -41,13 +41,17 @@ def fix_for(failure: CompileFailure) -> str | None:
     # the module would not import (docs/record.md): an import failure left means the kernel needs it.
     if missing:
         dep = missing.group(1).split(".")[0]
-        return (f"the kernel itself needs '{dep}' (the statements of {module} it reads import it), and ktriage "
-                f"installs kernel packages without their dependencies: give the spec a `package` that provides "
-                f"'{dep}', or pass the value the kernel reads from it as a tl.constexpr")
+        return (
+            f"the kernel itself needs '{dep}' (the statements of {module} it reads import it), and ktriage "
+            f"installs kernel packages without their dependencies: give the spec a `package` that provides "
+            f"'{dep}', or pass the value the kernel reads from it as a tl.constexpr"
+        )
     if imported:
-        return (f"{module} fails to import in a compile worker (no GPU, torch is a stand-in), and so do the "
-                f"statements of it the kernel needs (quoted above): make them run without a GPU, or point the "
-                f"spec's `source` at a .py file with the @triton.jit function")
+        return (
+            f"{module} fails to import in a compile worker (no GPU, torch is a stand-in), and so do the "
+            f"statements of it the kernel needs (quoted above): make them run without a GPU, or point the "
+            f"spec's `source` at a .py file with the @triton.jit function"
+        )
     return None
 
 
@@ -62,6 +66,9 @@ def fallback_reason(failed: Sequence[CompileFailure], reference: Toolchain | Non
     """Why the comparison of one kernel is not against the first toolchain: each toolchain before the
     one that served as reference, with its one-line error, then which one was used instead."""
     parts = [f"{f.toolchain.spec} could not compile this kernel: {describe(f, fix=False)}" for f in failed]
-    tail = (f"compared against {reference.spec} instead" if reference is not None
-            else "no toolchain compiled it, nothing is compared")
+    tail = (
+        f"compared against {reference.spec} instead"
+        if reference is not None
+        else "no toolchain compiled it, nothing is compared"
+    )
     return "; ".join(parts + [tail])

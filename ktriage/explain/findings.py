@@ -21,8 +21,8 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
-from ktriage.explain.predicted import (identical_toolchains, impact as predicted_impact, prediction_text, predicted_kind,
-                                      same_predicted_kind, worst)
+from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
+from ktriage.explain.predicted import impact as predicted_impact
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
 from ktriage.spec.model import KernelSpec, input_label
@@ -31,8 +31,12 @@ from ktriage.spec.model import KernelSpec, input_label
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
 NOTABLE_OPCODES = ("ATOMG", "REDG", "ATOMS", "RED", "ATOM", "LDL", "STL", "HGMMA", "HMMA", "WGMMA", "LDGSTS", "UTMALDG")
 # How a finding names who is responsible (all finding kinds share the wording).
-_BLAME = {"frontend": "the frontend (Triton/LLVM PTX) is responsible", "ptxas": "ptxas is responsible",
-          "both": "frontend and ptxas together", "unknown": "cause unknown (cross matrix incomplete)"}
+_BLAME = {
+    "frontend": "the frontend (Triton/LLVM PTX) is responsible",
+    "ptxas": "ptxas is responsible",
+    "both": "frontend and ptxas together",
+    "unknown": "cause unknown (cross matrix incomplete)",
+}
 
 
 def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
@@ -67,7 +71,9 @@ class Finding:
     attribution: str
     inputs: list[str] = field(default_factory=list)
     examples: list[Change] = field(default_factory=list)
-    predictions: list[Prediction | None] = field(default_factory=list, kw_only=True)  # per input: the cost model's (predicted.py)
+    predictions: list[Prediction | None] = field(
+        default_factory=list, kw_only=True
+    )  # per input: the cost model's (predicted.py)
 
     @property
     def range(self) -> str:
@@ -79,8 +85,10 @@ class Finding:
         unit = " B" if self.metric.endswith("bytes") else ""
         blame = _BLAME.get(self.attribution, self.attribution)
         word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
-        return (f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
-                f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}.")
+        return (
+            f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
+            f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}."
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -115,15 +123,23 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
             comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
             label = input_label(item.spec.meta, item.spec.name)
             seen: set[str] = set()
-            changes = [] if comparison is None else [
-                c for c in comparison.changes if c.metric in HEADLINE_METRICS
-            ] + [c for c in comparison.opcode_changes if c.metric in NOTABLE_OPCODES]
+            changes = (
+                []
+                if comparison is None
+                else [c for c in comparison.changes if c.metric in HEADLINE_METRICS]
+                + [c for c in comparison.opcode_changes if c.metric in NOTABLE_OPCODES]
+            )
             ref_name = "" if comparison is None else toolchain_label(comparison.ref.toolchain)
             for change in changes:
                 direction = "up" if change.new > change.ref else "down"
                 run = open_runs.get(change.metric)
-                if (run is None or run.direction != direction or run.attribution != change.attribution
-                        or run.reference != ref_name or not same_predicted_kind(run.predictions, comparison)):
+                if (
+                    run is None
+                    or run.direction != direction
+                    or run.attribution != change.attribution
+                    or run.reference != ref_name
+                    or not same_predicted_kind(run.predictions, comparison)
+                ):
                     run = Finding(name, ref_name, change.metric, direction, change.attribution)
                     findings.append(run)
                     open_runs[change.metric] = run
@@ -160,8 +176,9 @@ class FailureFinding:
         return input_range(self.inputs)
 
     def summary(self) -> str:
-        verb = {"frontend": "cannot compile", "assemble": "cannot assemble",
-                "analyze": "cannot analyze"}.get(self.stage, "cannot compile")
+        verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
+            self.stage, "cannot compile"
+        )
         text = f"{self.toolchain} {verb} {self.range}: {self.message}"
         if self.fix:
             text += f" — fix: {self.fix}"
@@ -206,8 +223,13 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
                 fallback = toolchain_label(ref) if ref is not None else ""
             message = one_line(failure.message, failure.kind)
             fix = fix_for(failure)
-            if (run is None or run.stage != failure.stage or run.message != message or run.fix != fix
-                    or run.fallback != fallback):
+            if (
+                run is None
+                or run.stage != failure.stage
+                or run.message != message
+                or run.fix != fix
+                or run.fallback != fallback
+            ):
                 run = FailureFinding(toolchain_label(toolchain), failure.stage, failure.kind, message, fix, fallback)
                 findings.append(run)
             run.inputs.append(input_label(item.spec.meta, item.spec.name))
@@ -216,8 +238,14 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
 
 def failure_json(failure: CompileFailure) -> dict[str, Any]:
     """A failed cell for a kernel's ``failures`` list: one-line message; the full text stays in ``results``."""
-    return {"toolchain": failure.toolchain.id, "toolchain_spec": str(failure.toolchain.spec), "stage": failure.stage,
-            "kind": failure.kind, "message": one_line(failure.message, failure.kind), "fix": fix_for(failure)}
+    return {
+        "toolchain": failure.toolchain.id,
+        "toolchain_spec": str(failure.toolchain.spec),
+        "stage": failure.stage,
+        "kind": failure.kind,
+        "message": one_line(failure.message, failure.kind),
+        "fix": fix_for(failure),
+    }
 
 
 @dataclass
@@ -246,8 +274,15 @@ def _detail_changes(comparison: Comparison) -> list[tuple[Change, str, str]]:
     loop = detail.main_loop
     if loop is not None and loop.changed and loop.attribution != "none":
         direction = "up" if loop.delta > 0 else "down"
-        out.append((Change("main_loop_instructions", loop.cells.ref, loop.cells.new, loop.attribution, loop.cells,
-                           loop.text()), direction, loop.text()))
+        out.append(
+            (
+                Change(
+                    "main_loop_instructions", loop.cells.ref, loop.cells.new, loop.attribution, loop.cells, loop.text()
+                ),
+                direction,
+                loop.text(),
+            )
+        )
     for cls in detail.classes:
         if cls.size < OPCODE_MIN_CLASS_DELTA or cls.attribution == "none":
             continue
@@ -255,8 +290,9 @@ def _detail_changes(comparison: Comparison) -> list[tuple[Change, str, str]]:
         cells = CrossCells(0.0, float(cls.size), None, None)
         net = sum(d for _, d in cls.delta)  # more, fewer, or as many instructions of other kinds
         direction = "up" if net > 0 else "down" if net < 0 else "changed"
-        out.append((Change(f"instructions:{cls.name}", 0.0, float(cls.size), cls.attribution, cells, text),
-                    direction, text))
+        out.append(
+            (Change(f"instructions:{cls.name}", 0.0, float(cls.size), cls.attribution, cells, text), direction, text)
+        )
     return out
 
 
@@ -283,8 +319,13 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
             ref_name = toolchain_label(comparison.ref.toolchain) if comparison is not None else ""
             for change, direction, text in [] if comparison is None else _detail_changes(comparison):
                 run = open_runs.get(change.metric)
-                if (run is None or run.direction != direction or run.attribution != change.attribution
-                        or run.reference != ref_name or not same_predicted_kind(run.predictions, comparison)):
+                if (
+                    run is None
+                    or run.direction != direction
+                    or run.attribution != change.attribution
+                    or run.reference != ref_name
+                    or not same_predicted_kind(run.predictions, comparison)
+                ):
                     run = DetailFinding(name, ref_name, change.metric, direction, change.attribution)
                     findings.append(run)
                     open_runs[change.metric] = run
@@ -299,20 +340,35 @@ def _detail_findings(result: ExplainResult) -> list[Finding]:
     return findings
 
 
-
 # ------------------------------------------------------------------ one bullet per regression, ranked
 # Which way is worse for each metric a finding can carry. Opcode counts: local memory (spills) and
 # returning atomics (ATOMG instead of the fire-and-forget REDG) up is worse, tensor-core MMAs down
 # is worse; other opcode moves are changes, neither better nor worse by themselves.
-_WORSE_UP = {"spill_store_bytes", "registers", "stack_bytes", "shared_bytes", "LDL", "STL", "ATOMG", "ATOM", "ATOMS",
-             "main_loop_instructions", "instructions:local"}
+_WORSE_UP = {
+    "spill_store_bytes",
+    "registers",
+    "stack_bytes",
+    "shared_bytes",
+    "LDL",
+    "STL",
+    "ATOMG",
+    "ATOM",
+    "ATOMS",
+    "main_loop_instructions",
+    "instructions:local",
+}
 _WORSE_DOWN = {"ctas_per_sm", "REDG", "RED", "HGMMA", "HMMA", "WGMMA"}
-_METRIC_WORDS = {"spill_store_bytes": "spill stores", "registers": "registers", "ctas_per_sm": "CTAs/SM",
-                 "stack_bytes": "stack", "shared_bytes": "shared memory"}
+_METRIC_WORDS = {
+    "spill_store_bytes": "spill stores",
+    "registers": "registers",
+    "ctas_per_sm": "CTAs/SM",
+    "stack_bytes": "stack",
+    "shared_bytes": "shared memory",
+}
 
 
 def element_kind(metric: str, direction: str) -> str:
-    """"regression", "improvement" or "change" for one metric moving in ``direction``."""
+    """ "regression", "improvement" or "change" for one metric moving in ``direction``."""
     if direction == "up":
         return "regression" if metric in _WORSE_UP else "improvement" if metric in _WORSE_DOWN else "change"
     if direction == "down":
@@ -420,18 +476,28 @@ class FindingGroup:
         tail = f" ({word} at {next(iter(spots))})" if many and not per_item else ""
         blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
         predicted = prediction_text(self.predictions)
-        return (f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}"
-                + (f"; {predicted}." if predicted else "."))
+        return f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}" + (
+            f"; {predicted}." if predicted else "."
+        )
 
     def to_json(self) -> dict[str, Any]:
         w = worst(self.predictions)
-        return {"kind": self.kind, "evidence_kind": self.evidence_kind, "impact": round(self.impact, 2),
-                "toolchain": self.toolchain, "reference": self.reference, "range": self.range, "inputs": self.inputs,
-                "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)],
-                "prediction": None if w is None else w.to_json(),
-                "predicted_ratios": [None if p is None else {k: p.to_json()[k] for k in ("ratio", "low", "high", "kind")}
-                                     for p in self.predictions],
-                "summary": self.summary()}
+        return {
+            "kind": self.kind,
+            "evidence_kind": self.evidence_kind,
+            "impact": round(self.impact, 2),
+            "toolchain": self.toolchain,
+            "reference": self.reference,
+            "range": self.range,
+            "inputs": self.inputs,
+            "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)],
+            "prediction": None if w is None else w.to_json(),
+            "predicted_ratios": [
+                None if p is None else {k: p.to_json()[k] for k in ("ratio", "low", "high", "kind")}
+                for p in self.predictions
+            ],
+            "summary": self.summary(),
+        }
 
 
 _SHORT_BLAME = {"frontend": "frontend", "ptxas": "ptxas", "both": "frontend and ptxas", "unknown": "cause unknown"}

@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage import progress
+from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError, SpecError
 from ktriage.explain.engine import (
@@ -38,8 +38,8 @@ from ktriage.explain.engine import (
     toolchain_label,
 )
 from ktriage.explain.findings import Finding
-from ktriage.predict.model import pct, predict
 from ktriage.home import home_subdir
+from ktriage.predict.model import pct, predict
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.source import resolve_source_file, split_source
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain
@@ -67,9 +67,17 @@ class Fix:
     prediction: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "kernel": self.kernel, "toolchain": self.toolchain,
-                "description": self.description, "verified": self.verified, "effect": self.effect,
-                "caveats": list(self.caveats), "change": self.change, "prediction": self.prediction}
+        return {
+            "kind": self.kind,
+            "kernel": self.kernel,
+            "toolchain": self.toolchain,
+            "description": self.description,
+            "verified": self.verified,
+            "effect": self.effect,
+            "caveats": list(self.caveats),
+            "change": self.change,
+            "prediction": self.prediction,
+        }
 
 
 # --------------------------------------------------------------------------- relaxed atomics
@@ -129,21 +137,28 @@ def plan_relaxed_atomics(source_text: str, function: str) -> RelaxPlan:
         if name in _ATOMIC_NAMES and isinstance(node, ast.Call):
             has_sem = any(k.arg == "sem" for k in node.keywords)
             assert node.end_lineno is not None and node.end_col_offset is not None
-            sites.append(AtomicSite(node.lineno, id(node) not in bare_calls, has_sem,
-                                    (node.end_lineno, node.end_col_offset - 1)))
+            sites.append(
+                AtomicSite(node.lineno, id(node) not in bare_calls, has_sem, (node.end_lineno, node.end_col_offset - 1))
+            )
             if node.args:
                 targets |= _base_names(node.args[0])
         elif name in _ORDERING_CALLS:
-            hazards.append(f"the kernel calls tl.{name} (line {getattr(node, 'lineno', 0)}): atomics may order other memory accesses")
+            hazards.append(
+                f"the kernel calls tl.{name} (line {getattr(node, 'lineno', 0)}): atomics may order other memory accesses"
+            )
     for node in ast.walk(fn):
         if _call_name(node) == "load" and isinstance(node, ast.Call) and node.args:
             shared = _base_names(node.args[0]) & targets
             shared = {n for n in shared if n.endswith("ptr")}
             if shared:
-                hazards.append(f"the kernel loads from {', '.join(sorted(shared))} (line {node.lineno}), which it also updates atomically")
+                hazards.append(
+                    f"the kernel loads from {', '.join(sorted(shared))} (line {node.lineno}), which it also updates atomically"
+                )
     for s in sites:
         if s.result_used:
-            hazards.append(f"the result of the atomic at line {s.line} is used: it stays acq_rel (relaxing it could change what it returns relative to other memory operations)")
+            hazards.append(
+                f"the result of the atomic at line {s.line} is used: it stays acq_rel (relaxing it could change what it returns relative to other memory operations)"
+            )
     sites.sort(key=lambda s: s.line)
     return RelaxPlan(tuple(sites), tuple(dict.fromkeys(hazards)))
 
@@ -200,15 +215,19 @@ def _spills(result: KernelResult) -> int:
 
 
 def _summary(result: KernelResult) -> str:
-    return (f"{result.resources.registers} regs, spill {_spills(result)} B, "
-            f"{result.occupancy.ctas_per_sm} CTA/SM")
+    return f"{result.resources.registers} regs, spill {_spills(result)} B, {result.occupancy.ctas_per_sm} CTA/SM"
 
 
 class FixFinder:
     """Proposes and verifies fixes for the findings of one explain run (same compiler and cache)."""
 
-    def __init__(self, compiler: Compiler, *, neighbours: Sequence[Toolchain] = (),
-                 usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> None:
+    def __init__(
+        self,
+        compiler: Compiler,
+        *,
+        neighbours: Sequence[Toolchain] = (),
+        usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
+    ) -> None:
         self.compiler = compiler
         self.explainer = Explainer(compiler)
         self.neighbours = list(neighbours)
@@ -246,7 +265,9 @@ class FixFinder:
                 step.advance()
         return fixes
 
-    def _worst(self, result: ExplainResult, finding: Finding) -> tuple[SpecExplain | None, KernelResult | None, KernelResult | None]:
+    def _worst(
+        self, result: ExplainResult, finding: Finding
+    ) -> tuple[SpecExplain | None, KernelResult | None, KernelResult | None]:
         worst = max(finding.examples, key=lambda c: abs(c.new - c.ref))
         label = finding.inputs[finding.examples.index(worst)]
         for item in result.specs:
@@ -294,10 +315,15 @@ class FixFinder:
             return fix
         gain = predict(new.facts(), fixed.facts(), self.explainer.params)
         vs_ref = predict(ref.facts(), fixed.facts(), self.explainer.params)
-        words = (f"predicted {gain.percent()} [{pct(gain.low)}, {pct(gain.high)}] against the kernel as compiled "
-                 f"with {toolchain_label(new.toolchain)}, {vs_ref.percent()} against {toolchain_label(ref.toolchain)}")
-        return replace(fix, effect=f"{fix.effect}; {words}",
-                       prediction={"vs_current": gain.to_json(), "vs_reference": vs_ref.to_json(), "text": words})
+        words = (
+            f"predicted {gain.percent()} [{pct(gain.low)}, {pct(gain.high)}] against the kernel as compiled "
+            f"with {toolchain_label(new.toolchain)}, {vs_ref.percent()} against {toolchain_label(ref.toolchain)}"
+        )
+        return replace(
+            fix,
+            effect=f"{fix.effect}; {words}",
+            prediction={"vs_current": gain.to_json(), "vs_reference": vs_ref.to_json(), "text": words},
+        )
 
     def _fixes_of(self, kind: str, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
         if kind == "spill-free-config":
@@ -323,27 +349,66 @@ class FixFinder:
         base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(tc)}
         if relaxed is None:
             why = "no tl.atomic_add with an unused result and no sem= in the kernel function"
-            return [Fix("relaxed-atomic", description='sem="relaxed" on tl.atomic_add: not applicable',
-                        verified=False, effect=why, caveats=plan.ordering_hazards, **base)]
+            return [
+                Fix(
+                    "relaxed-atomic",
+                    description='sem="relaxed" on tl.atomic_add: not applicable',
+                    verified=False,
+                    effect=why,
+                    caveats=plan.ordering_hazards,
+                    **base,
+                )
+            ]
         fixed = self._result(relaxed, tc)
         lines = ", ".join(str(s.line) for s in plan.rewritable)
         description = f'add sem="relaxed" to tl.atomic_add at {path.name} line {lines} (result unused)'
-        safe_when = ("safe when the atomics only accumulate values read after the kernel ends (no other thread "
-                     "reads or orders on them during the kernel); relaxed keeps atomicity, drops acq_rel ordering")
+        safe_when = (
+            "safe when the atomics only accumulate values read after the kernel ends (no other thread "
+            "reads or orders on them during the kernel); relaxed keeps atomicity, drops acq_rel ordering"
+        )
         caveats = list(plan.ordering_hazards) or [safe_when]
-        change = {"source": str(path), "function": function, "lines": [s.line for s in plan.rewritable],
-                  "argument": RELAXED_ARGUMENT}
+        change = {
+            "source": str(path),
+            "function": function,
+            "lines": [s.line for s in plan.rewritable],
+            "argument": RELAXED_ARGUMENT,
+        }
         if isinstance(fixed, str):
-            return [Fix("relaxed-atomic", description=description, verified=False,
-                        effect=f"the rewritten kernel did not compile: {fixed}", caveats=tuple(caveats), change=change, **base)]
-        a0, a1, r0, r1 = _opcount(new, "ATOMG"), _opcount(fixed, "ATOMG"), _opcount(new, "REDG"), _opcount(fixed, "REDG")
+            return [
+                Fix(
+                    "relaxed-atomic",
+                    description=description,
+                    verified=False,
+                    effect=f"the rewritten kernel did not compile: {fixed}",
+                    caveats=tuple(caveats),
+                    change=change,
+                    **base,
+                )
+            ]
+        a0, a1, r0, r1 = (
+            _opcount(new, "ATOMG"),
+            _opcount(fixed, "ATOMG"),
+            _opcount(new, "REDG"),
+            _opcount(fixed, "REDG"),
+        )
         verified = r1 > r0 and a1 < a0
-        effect = (f"{'REDG returns' if verified else 'no REDG change'}: ATOMG {a0} -> {a1}, REDG {r0} -> {r1} "
-                  f"({_summary(fixed)})")
+        effect = (
+            f"{'REDG returns' if verified else 'no REDG change'}: ATOMG {a0} -> {a1}, REDG {r0} -> {r1} "
+            f"({_summary(fixed)})"
+        )
         if plan.ordering_hazards:
             caveats.insert(0, "NOT known to be safe: check the hazards below before applying")
-        return [Fix("relaxed-atomic", description=description, verified=verified, effect=effect,
-                    caveats=tuple(caveats), change=change, **base)]
+        return [
+            Fix(
+                "relaxed-atomic",
+                description=description,
+                verified=verified,
+                effect=effect,
+                caveats=tuple(caveats),
+                change=change,
+                **base,
+            )
+        ]
 
     def spill_free_config(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
         """The nearest config without spills, found by the tuner (ktriage.tune.suggest)."""
@@ -354,21 +419,39 @@ class FixFinder:
 
         suggestion = nearest_spill_free(spec, new.toolchain, self.compiler)
         if suggestion is None:
-            return [Fix("spill-free-config", description="nearest config without spills: none found",
-                        verified=False, effect="no config in the searched space compiles without spills", **base)]
+            return [
+                Fix(
+                    "spill-free-config",
+                    description="nearest config without spills: none found",
+                    verified=False,
+                    effect="no config in the searched space compiles without spills",
+                    **base,
+                )
+            ]
         return [self._from_suggestion(suggestion, new, base)]
 
     @staticmethod
     def _from_suggestion(suggestion: Any, new: KernelResult, base: dict[str, Any]) -> Fix:
         """Turn the tuner's Suggestion (ktriage.tune.suggest) into a Fix; its numbers are compiled ones."""
         after = int(suggestion.spill_store_bytes_after)
-        effect = (f"spill stores {suggestion.spill_store_bytes_before} B -> {after} B, registers "
-                  f"{suggestion.registers_before} -> {suggestion.registers_after}, CTA/SM "
-                  f"{suggestion.ctas_per_sm_before} -> {suggestion.ctas_per_sm_after}")
-        return Fix("spill-free-config", description=suggestion.sentence, verified=after == 0, effect=effect,
-                   caveats=("a different tile or warp count changes the work per CTA: time it (ktriage tune / bench)",),
-                   change={"config": suggestion.config.to_json(), "suggestion": suggestion.to_json(),
-                           "spec": suggestion.spec.to_json()}, **base)
+        effect = (
+            f"spill stores {suggestion.spill_store_bytes_before} B -> {after} B, registers "
+            f"{suggestion.registers_before} -> {suggestion.registers_after}, CTA/SM "
+            f"{suggestion.ctas_per_sm_before} -> {suggestion.ctas_per_sm_after}"
+        )
+        return Fix(
+            "spill-free-config",
+            description=suggestion.sentence,
+            verified=after == 0,
+            effect=effect,
+            caveats=("a different tile or warp count changes the work per CTA: time it (ktriage tune / bench)",),
+            change={
+                "config": suggestion.config.to_json(),
+                "suggestion": suggestion.to_json(),
+                "spec": suggestion.spec.to_json(),
+            },
+            **base,
+        )
 
     def ptxas_options(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
         """``--register-usage-level=N`` for each level, the same PTX through the same ptxas."""
@@ -381,24 +464,52 @@ class FixFinder:
             try:
                 alt = ensure_toolchain(replace(tc.spec, ptxas_options=(*tc.ptxas_options, option)))
             except KtriageError as exc:
-                fixes.append(Fix("ptxas-option", spec.name, toolchain_label(tc), f"ptxas {option}", False,
-                                 f"toolchain not built: {exc.problem}"))
+                fixes.append(
+                    Fix(
+                        "ptxas-option",
+                        spec.name,
+                        toolchain_label(tc),
+                        f"ptxas {option}",
+                        False,
+                        f"toolchain not built: {exc.problem}",
+                    )
+                )
                 continue
             res = self._result(spec, alt)
             if isinstance(res, str):
-                fixes.append(Fix("ptxas-option", spec.name, toolchain_label(tc), f"ptxas {option}", False,
-                                 f"did not assemble: {res}", change={"ptxas_options": option}))
+                fixes.append(
+                    Fix(
+                        "ptxas-option",
+                        spec.name,
+                        toolchain_label(tc),
+                        f"ptxas {option}",
+                        False,
+                        f"did not assemble: {res}",
+                        change={"ptxas_options": option},
+                    )
+                )
                 continue
             # A few bytes either way is ptxas noise, not a fix: ask for a tenth fewer spill bytes.
-            better = (_spills(res) <= 0.9 * _spills(new) and _spills(new) > 0
-                      or (_spills(res) <= _spills(new) and res.occupancy.ctas_per_sm > new.occupancy.ctas_per_sm))
-            fixes.append(Fix(
-                "ptxas-option", spec.name, toolchain_label(tc),
-                f"pass ptxas {option} (Triton 3.4+: options={{'ptx_options': '{option}'}})", better,
-                f"{_summary(new)} -> {_summary(res)}",
-                ("--register-usage-level is a BETA ptxas option; its effect may change between ptxas releases",
-                 "Triton 3.3 has no ptx_options: set it through a ptxas wrapper (TRITON_PTXAS_PATH)"),
-                {"ptxas_options": option, "toolchain": str(alt.spec)}))
+            better = (
+                _spills(res) <= 0.9 * _spills(new)
+                and _spills(new) > 0
+                or (_spills(res) <= _spills(new) and res.occupancy.ctas_per_sm > new.occupancy.ctas_per_sm)
+            )
+            fixes.append(
+                Fix(
+                    "ptxas-option",
+                    spec.name,
+                    toolchain_label(tc),
+                    f"pass ptxas {option} (Triton 3.4+: options={{'ptx_options': '{option}'}})",
+                    better,
+                    f"{_summary(new)} -> {_summary(res)}",
+                    (
+                        "--register-usage-level is a BETA ptxas option; its effect may change between ptxas releases",
+                        "Triton 3.3 has no ptx_options: set it through a ptxas wrapper (TRITON_PTXAS_PATH)",
+                    ),
+                    {"ptxas_options": option, "toolchain": str(alt.spec)},
+                )
+            )
         return fixes
 
     def maxnreg(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
@@ -412,12 +523,21 @@ class FixFinder:
         res = self._result(spec.replace(maxnreg=regs), new.toolchain)
         base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
         if isinstance(res, str):
-            return [Fix("maxnreg", description=f"maxnreg={regs}", verified=False, effect=f"did not compile: {res}", **base)]
+            return [
+                Fix("maxnreg", description=f"maxnreg={regs}", verified=False, effect=f"did not compile: {res}", **base)
+            ]
         verified = res.occupancy.ctas_per_sm > occ.ctas_per_sm and _spills(res) <= _spills(new)
-        return [Fix("maxnreg", description=f"launch with maxnreg={regs} (one more CTA per SM)", verified=verified,
-                    effect=f"{_summary(new)} -> {_summary(res)}",
-                    caveats=("a register cap that adds spills can be slower than the lower occupancy: time it",),
-                    change={"maxnreg": regs}, **base)]
+        return [
+            Fix(
+                "maxnreg",
+                description=f"launch with maxnreg={regs} (one more CTA per SM)",
+                verified=verified,
+                effect=f"{_summary(new)} -> {_summary(res)}",
+                caveats=("a register cap that adds spills can be slower than the lower occupancy: time it",),
+                change={"maxnreg": regs},
+                **base,
+            )
+        ]
 
     def toolchains(self, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
         """The neighbouring toolchains the caller gave: kept if they do not regress against the reference."""
@@ -428,8 +548,17 @@ class FixFinder:
             res = self._result(spec, tc)
             label = toolchain_label(tc)
             if isinstance(res, str):
-                fixes.append(Fix("toolchain", spec.name, toolchain_label(new.toolchain), f"use {label}", False,
-                                 f"did not compile: {res}", change={"toolchain": str(tc.spec)}))
+                fixes.append(
+                    Fix(
+                        "toolchain",
+                        spec.name,
+                        toolchain_label(new.toolchain),
+                        f"use {label}",
+                        False,
+                        f"did not compile: {res}",
+                        change={"toolchain": str(tc.spec)},
+                    )
+                )
                 continue
             regress = []
             if _spills(res) > _spills(ref):
@@ -438,14 +567,31 @@ class FixFinder:
                 regress.append(f"CTA/SM {ref.occupancy.ctas_per_sm} -> {res.occupancy.ctas_per_sm}")
             if _opcount(res, "ATOMG") > _opcount(ref, "ATOMG") and _opcount(res, "REDG") < _opcount(ref, "REDG"):
                 regress.append(f"REDG {_opcount(ref, 'REDG')} -> {_opcount(res, 'REDG')}")
-            effect = f"{_summary(new)} -> {_summary(res)}" + (f" (still regresses: {'; '.join(regress)})" if regress else " (no regression vs the reference)")
-            fixes.append(Fix("toolchain", spec.name, toolchain_label(new.toolchain), f"use {label}", not regress,
-                             effect, change={"toolchain": str(tc.spec)}))
+            effect = f"{_summary(new)} -> {_summary(res)}" + (
+                f" (still regresses: {'; '.join(regress)})" if regress else " (no regression vs the reference)"
+            )
+            fixes.append(
+                Fix(
+                    "toolchain",
+                    spec.name,
+                    toolchain_label(new.toolchain),
+                    f"use {label}",
+                    not regress,
+                    effect,
+                    change={"toolchain": str(tc.spec)},
+                )
+            )
         return fixes
 
 
-def suggest_fixes(result: ExplainResult, findings: Sequence[Finding], compiler: Compiler, *,
-                  neighbours: Sequence[Toolchain] = (), usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS) -> list[Fix]:
+def suggest_fixes(
+    result: ExplainResult,
+    findings: Sequence[Finding],
+    compiler: Compiler,
+    *,
+    neighbours: Sequence[Toolchain] = (),
+    usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
+) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
     the cost model's predicted gain (largest first); fixes it cannot price keep their order, after."""
     fixes = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)

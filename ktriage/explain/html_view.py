@@ -27,8 +27,8 @@ from ktriage.analyze.lines import (
     LineStats,
     cubin_line_map,
     instruction_text,
-    loc_key,
     line_key,
+    loc_key,
     match_key,
     pair_lines,
 )
@@ -96,7 +96,9 @@ class SourceLineView:
 
     def pair(self, name: str) -> tuple[int | None, int | None, int]:
         """(ref, new, delta) of one count; LDL/STL together as ``local``, memory classes as ``memory``."""
-        parts = {"local": ("local_loads", "local_stores"), "memory": ("global_mem", "shared_mem", "atomic")}.get(name, (name,))
+        parts = {"local": ("local_loads", "local_stores"), "memory": ("global_mem", "shared_mem", "atomic")}.get(
+            name, (name,)
+        )
 
         def total(side: dict[str, int] | None) -> int | None:
             return None if side is None else sum(side.get(p, 0) for p in parts)
@@ -169,18 +171,30 @@ def _cell(result: KernelResult | CompileFailure | None, label: str) -> Toolchain
     if isinstance(result, CompileFailure):
         return ToolchainCell(label, failed=describe(result, fix=False))
     r, o = result.resources, result.occupancy
-    return ToolchainCell(label, registers=r.registers, spill_store_bytes=r.spill_store_bytes,
-                         spill_load_bytes=r.spill_load_bytes, stack_bytes=r.stack_bytes, shared_bytes=r.shared_bytes,
-                         local_loads=r.local_loads, local_stores=r.local_stores, sass_instructions=r.sass_instructions,
-                         occupancy=o.describe(), limiter=o.limiter.replace("_", " "), ctas_per_sm=o.ctas_per_sm,
-                         ptx_registers=dict(r.ptx_registers))
+    return ToolchainCell(
+        label,
+        registers=r.registers,
+        spill_store_bytes=r.spill_store_bytes,
+        spill_load_bytes=r.spill_load_bytes,
+        stack_bytes=r.stack_bytes,
+        shared_bytes=r.shared_bytes,
+        local_loads=r.local_loads,
+        local_stores=r.local_stores,
+        sass_instructions=r.sass_instructions,
+        occupancy=o.describe(),
+        limiter=o.limiter.replace("_", " "),
+        ctas_per_sm=o.ctas_per_sm,
+        ptx_registers=dict(r.ptx_registers),
+    )
 
 
 def _short(result: KernelResult | CompileFailure | None) -> str:
     c = _cell(result, "")
     if c.failed:
         return f"error: {c.failed}"
-    return f"{c.registers} regs, spill {c.spill_store_bytes if c.spill_store_bytes is not None else '?'} B, {c.occupancy}"
+    return (
+        f"{c.registers} regs, spill {c.spill_store_bytes if c.spill_store_bytes is not None else '?'} B, {c.occupancy}"
+    )
 
 
 def _span(result: KernelResult) -> tuple[int, int] | None:
@@ -189,13 +203,25 @@ def _span(result: KernelResult) -> tuple[int, int] | None:
 
 
 def _comparison_view(c: Comparison, anchor: str, *, context: int, max_run: int) -> ComparisonView:
-    cross = [CrossRow(ch.metric, ch.ref, ch.cells.new_ptx_ref_ptxas, ch.cells.ref_ptx_new_ptxas, ch.new, ch.attribution)
-             for ch in [*c.changes, *c.opcode_changes[:8]]]
-    view = ComparisonView(anchor, toolchain_label(c.ref.toolchain), toolchain_label(c.new.toolchain), c.attribution(),
-                          cross, list(c.cross_errors), None, None)
+    cross = [
+        CrossRow(ch.metric, ch.ref, ch.cells.new_ptx_ref_ptxas, ch.cells.ref_ptx_new_ptxas, ch.new, ch.attribution)
+        for ch in [*c.changes, *c.opcode_changes[:8]]
+    ]
+    view = ComparisonView(
+        anchor,
+        toolchain_label(c.ref.toolchain),
+        toolchain_label(c.new.toolchain),
+        c.attribution(),
+        cross,
+        list(c.cross_errors),
+        None,
+        None,
+    )
     a, b = c.ref.artifact, c.new.artifact
     try:
-        view.ptx, ad, bd = ptx_side_diff(a.frontend.text("ptx"), b.frontend.text("ptx"), context=context, max_run=max_run)
+        view.ptx, ad, bd = ptx_side_diff(
+            a.frontend.text("ptx"), b.frontend.text("ptx"), context=context, max_run=max_run
+        )
         view.ptx_decls = (ad, bd)
     except (KtriageError, OSError) as exc:
         view.diff_errors.append(f"PTX diff: {exc}")
@@ -206,8 +232,9 @@ def _comparison_view(c: Comparison, anchor: str, *, context: int, max_run: int) 
         sb = run_cuobjdump(b.toolchain.cuobjdump, b.cubin.cubin_path, "-sass")
         la, lb = c.ref.resources.main_loop, c.new.resources.main_loop
         view.loops = (la.span if la else None, lb.span if lb else None)
-        view.sass = sass_side_diff(sa, sb, function=a.kernel_name, a_loop=_span(c.ref), b_loop=_span(c.new),
-                                   context=context, max_run=max_run)
+        view.sass = sass_side_diff(
+            sa, sb, function=a.kernel_name, a_loop=_span(c.ref), b_loop=_span(c.new), context=context, max_run=max_run
+        )
     except (KtriageError, OSError) as exc:
         view.diff_errors.append(f"SASS diff: {exc}")
     view.source, view.source_note = _source_view(c, anchor)
@@ -222,12 +249,21 @@ def _source_view(c: Comparison, anchor: str) -> tuple[list[SourceLineView], str 
     """The rows of the source view: every line of either cubin (source order), its counts and SASS."""
     ref_lines, new_lines = c.ref.resources.source_lines, c.new.resources.source_lines
     if not ref_lines and not new_lines:
-        return [], "no source lines: the SASS listing had no line table (cuobjdump without nvdisasm, or a cubin built without -lineinfo)"
+        return (
+            [],
+            "no source lines: the SASS listing had no line table (cuobjdump without nvdisasm, or a cubin built without -lineinfo)",
+        )
     maps: list[LineMap | None] = []
     for result in (c.ref, c.new):
         try:
-            maps.append(cubin_line_map(result.artifact.cubin.cubin_path, result.artifact.kernel_name,
-                                       cuobjdump=result.toolchain.cuobjdump, nvdisasm=result.toolchain.nvdisasm))
+            maps.append(
+                cubin_line_map(
+                    result.artifact.cubin.cubin_path,
+                    result.artifact.kernel_name,
+                    cuobjdump=result.toolchain.cuobjdump,
+                    nvdisasm=result.toolchain.nvdisasm,
+                )
+            )
         except (KtriageError, OSError):
             maps.append(None)
     pairs = pair_lines(ref_lines, new_lines)
@@ -243,8 +279,17 @@ def _source_view(c: Comparison, anchor: str) -> tuple[list[SourceLineView], str 
 
         ca, cb = counts(a), counts(b)
         delta = {k: (cb or {}).get(k, 0) - (ca or {}).get(k, 0) for k in COUNTS}
-        rows.append(SourceLineView(f"{anchor}-L{i}", shown.where.split(" (inlined")[0], shown.text,
-                                   " <- ".join(shown.inlined_at), ca, cb, delta))
+        rows.append(
+            SourceLineView(
+                f"{anchor}-L{i}",
+                shown.where.split(" (inlined")[0],
+                shown.text,
+                " <- ".join(shown.inlined_at),
+                ca,
+                cb,
+                delta,
+            )
+        )
     for side, stats, line_map in ((0, ref_lines, maps[0]), (1, new_lines, maps[1])):
         if line_map is None:
             continue
@@ -267,24 +312,51 @@ def _evidence_anchor(f: Finding, kv: KernelView, cv: ComparisonView) -> str:
     sass = cv.sass
     if sass is not None:
         if metric in SPILL_METRICS:
-            found = _row_anchor(cv, "sass", sass.first(lambda r: r.tag != "equal" and r.tag != "skip" and bool(
-                (r.a and r.a.spill) or (r.b and r.b.spill))))
+            found = _row_anchor(
+                cv,
+                "sass",
+                sass.first(
+                    lambda r: r.tag != "equal" and r.tag != "skip" and bool((r.a and r.a.spill) or (r.b and r.b.spill))
+                ),
+            )
             if found:
                 return found
         if metric == "main_loop_instructions":
-            found = _row_anchor(cv, "sass", sass.first(lambda r: r.tag not in ("equal", "skip") and bool(
-                (r.a and r.a.main_loop) or (r.b and r.b.main_loop))))
+            found = _row_anchor(
+                cv,
+                "sass",
+                sass.first(
+                    lambda r: (
+                        r.tag not in ("equal", "skip") and bool((r.a and r.a.main_loop) or (r.b and r.b.main_loop))
+                    )
+                ),
+            )
             if found:
                 return found
         if metric.startswith("instructions:"):
             cls = metric.split(":", 1)[1]
-            found = _row_anchor(cv, "sass", sass.first(lambda r: r.tag not in ("equal", "skip") and bool(
-                (r.a and r.a.cls == cls) or (r.b and r.b.cls == cls))))
+            found = _row_anchor(
+                cv,
+                "sass",
+                sass.first(
+                    lambda r: (
+                        r.tag not in ("equal", "skip") and bool((r.a and r.a.cls == cls) or (r.b and r.b.cls == cls))
+                    )
+                ),
+            )
             if found:
                 return found
         if metric.isupper():
-            found = _row_anchor(cv, "sass", sass.first(lambda r: r.tag not in ("equal", "skip") and bool(
-                (r.a and r.a.opcode == metric) or (r.b and r.b.opcode == metric))))
+            found = _row_anchor(
+                cv,
+                "sass",
+                sass.first(
+                    lambda r: (
+                        r.tag not in ("equal", "skip")
+                        and bool((r.a and r.a.opcode == metric) or (r.b and r.b.opcode == metric))
+                    )
+                ),
+            )
             if found:
                 return found
     if metric == "registers":
@@ -298,15 +370,31 @@ def _worst_input(f: Finding) -> str:
     return f.inputs[max(range(len(f.examples)), key=lambda j: abs(f.examples[j].new - f.examples[j].ref))]
 
 
-_WORDS = {"spill_store_bytes": "spill stores", "registers": "registers", "ctas_per_sm": "CTAs/SM",
-          "stack_bytes": "stack", "shared_bytes": "shared memory", "main_loop_instructions": "main loop",
-          "instructions:local": "local-memory instructions", "instructions:atomic": "atomic instructions",
-          "instructions:sync": "synchronization instructions", "instructions:global": "global-memory instructions",
-          "instructions:shared": "shared-memory instructions", "instructions:tensor": "tensor-core instructions"}
+_WORDS = {
+    "spill_store_bytes": "spill stores",
+    "registers": "registers",
+    "ctas_per_sm": "CTAs/SM",
+    "stack_bytes": "stack",
+    "shared_bytes": "shared memory",
+    "main_loop_instructions": "main loop",
+    "instructions:local": "local-memory instructions",
+    "instructions:atomic": "atomic instructions",
+    "instructions:sync": "synchronization instructions",
+    "instructions:global": "global-memory instructions",
+    "instructions:shared": "shared-memory instructions",
+    "instructions:tensor": "tensor-core instructions",
+}
 
 
-def build_view(result: ExplainResult, findings: list[Finding], *, title: str = "ktriage explain", max_kernels: int = 4,
-               context: int = 3, max_run: int = 400) -> ExplainView:
+def build_view(
+    result: ExplainResult,
+    findings: list[Finding],
+    *,
+    title: str = "ktriage explain",
+    max_kernels: int = 4,
+    context: int = 3,
+    max_run: int = 400,
+) -> ExplainView:
     groups: list[FindingGroup] = group_findings(findings)
     labels = {input_label(item.spec.meta, item.spec.name): i for i, item in enumerate(result.specs)}
     changed = [i for i, item in enumerate(result.specs) if any(c.changed for c in item.comparisons)]
@@ -328,11 +416,20 @@ def build_view(result: ExplainResult, findings: list[Finding], *, title: str = "
         cells = [_cell(item.results.get(t.id), toolchain_label(t)) for t in result.toolchains]
         classes = sorted({k for c in cells for k in c.ptx_registers})
         ref = next((r for r in item.results.values() if isinstance(r, KernelResult)), None)
-        comps = [_comparison_view(c, f"{anchor}-c{j}", context=context, max_run=max_run)
-                 for j, c in enumerate(item.comparisons)]
-        kernels[i] = KernelView(anchor, input_label(item.spec.meta, item.spec.name), item.spec.name,
-                                ref.artifact.kernel_name if ref else item.spec.name, cells, classes, comps,
-                                item.reference_fallback)
+        comps = [
+            _comparison_view(c, f"{anchor}-c{j}", context=context, max_run=max_run)
+            for j, c in enumerate(item.comparisons)
+        ]
+        kernels[i] = KernelView(
+            anchor,
+            input_label(item.spec.meta, item.spec.name),
+            item.spec.name,
+            ref.artifact.kernel_name if ref else item.spec.name,
+            cells,
+            classes,
+            comps,
+            item.reference_fallback,
+        )
     views: list[FindingView] = []
     for g in groups:
         fv = FindingView(g.kind, g.summary())
@@ -341,7 +438,9 @@ def build_view(result: ExplainResult, findings: list[Finding], *, title: str = "
             kv = kernels.get(i) if i is not None else None
             if kv is None:
                 continue
-            cv = next((c for c in kv.comparisons if c.new == f.toolchain), kv.comparisons[0] if kv.comparisons else None)
+            cv = next(
+                (c for c in kv.comparisons if c.new == f.toolchain), kv.comparisons[0] if kv.comparisons else None
+            )
             if cv is None:
                 continue
             href, word = "#" + _evidence_anchor(f, kv, cv), _WORDS.get(f.metric, f.metric)
@@ -356,12 +455,25 @@ def build_view(result: ExplainResult, findings: list[Finding], *, title: str = "
             top = ev.lines[0] if ev.lines else None
             target = cv.line_anchors.get((top.file, top.line)) if cv is not None and top is not None else None
             if target is not None and top is not None:
-                fv.links.append(Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {ev.input}", f"#{target}-sass"))
+                fv.links.append(
+                    Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {ev.input}", f"#{target}-sass")
+                )
             fv.lines.append(ev.text())
         views.append(fv)
     views += [FindingView("failed", ff.summary()) for ff in collect_failure_findings(result)]
-    per_input = [(input_label(item.spec.meta, item.spec.name),
-                  [_short(item.results.get(t.id)) for t in result.toolchains],
-                  kernels[i].anchor if i in kernels else "") for i, item in enumerate(result.specs)]
-    return ExplainView(title, [toolchain_label(t) for t in result.toolchains], views,
-                       [kernels[i] for i in sorted(kernels)], per_input, omitted=len(set(changed) - set(kernels)))
+    per_input = [
+        (
+            input_label(item.spec.meta, item.spec.name),
+            [_short(item.results.get(t.id)) for t in result.toolchains],
+            kernels[i].anchor if i in kernels else "",
+        )
+        for i, item in enumerate(result.specs)
+    ]
+    return ExplainView(
+        title,
+        [toolchain_label(t) for t in result.toolchains],
+        views,
+        [kernels[i] for i in sorted(kernels)],
+        per_input,
+        omitted=len(set(changed) - set(kernels)),
+    )

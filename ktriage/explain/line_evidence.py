@@ -30,8 +30,13 @@ TEXT_CHARS = 40
 
 _LOCAL = {"spill_store_bytes", "spill_load_bytes", "stack_bytes", "LDL", "STL", "instructions:local"}
 _ATOMIC = {"instructions:atomic", "ATOMG", "ATOM", "ATOMS", "REDG", "RED", "REDAS"}
-_CLASS_WORDS = {"global": "global-memory", "shared": "shared-memory", "atomic": "atomic", "tensor": "tensor-core",
-                "sync": "synchronization"}
+_CLASS_WORDS = {
+    "global": "global-memory",
+    "shared": "shared-memory",
+    "atomic": "atomic",
+    "tensor": "tensor-core",
+    "sync": "synchronization",
+}
 
 
 @dataclass(frozen=True)
@@ -65,7 +70,7 @@ class LineEvidence:
         for d in self.lines:
             where = f":{d.line}" if d.file == previous else d.where
             previous = d.file
-            code = d.text if len(d.text) <= TEXT_CHARS else d.text[:TEXT_CHARS - 1] + "…"
+            code = d.text if len(d.text) <= TEXT_CHARS else d.text[: TEXT_CHARS - 1] + "…"
             what = f"`{code}`" if code else ""
             if d.inlined_at:
                 what += (", " if what else "") + f"inlined at {d.inlined_at[-1]}"
@@ -73,15 +78,27 @@ class LineEvidence:
         if self.measure.startswith("class:"):
             tail = f" ({len(self.lines)} of {self.moved} lines)" if self.moved > len(self.lines) else ""
         else:
-            tail = (f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
-                    if self.moved > len(self.lines) else "")
+            tail = (
+                f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
+                if self.moved > len(self.lines)
+                else ""
+            )
         return f"{self.title}: {', '.join(parts)}{tail}"
 
     def to_json(self) -> dict[str, object]:
-        return {"measure": self.measure, "title": self.title, "input": self.input, "toolchain": self.toolchain,
-                "text": self.text(), "total": self.total, "moved_lines": self.moved,
-                "lines": [{"file": d.file, "line": d.line, "text": d.text, "delta": self.delta(d), "change": self.change(d)}
-                          for d in self.lines]}
+        return {
+            "measure": self.measure,
+            "title": self.title,
+            "input": self.input,
+            "toolchain": self.toolchain,
+            "text": self.text(),
+            "total": self.total,
+            "moved_lines": self.moved,
+            "lines": [
+                {"file": d.file, "line": d.line, "text": d.text, "delta": self.delta(d), "change": self.change(d)}
+                for d in self.lines
+            ],
+        }
 
 
 def _delta(d: LineDelta, measure: str) -> int:
@@ -107,8 +124,9 @@ def _measure(metric: str, lines: Sequence[LineDelta]) -> tuple[str, str] | None:
     return None
 
 
-def evidence(lines: Sequence[LineDelta], metric: str, *, input: str = "", toolchain: str = "",
-             top: int = TOP_LINES) -> LineEvidence | None:
+def evidence(
+    lines: Sequence[LineDelta], metric: str, *, input: str = "", toolchain: str = "", top: int = TOP_LINES
+) -> LineEvidence | None:
     """The top lines of ``lines`` for a finding on ``metric``; None when the metric has no line or no
     line moved in its count (a cubin without line info has no ``lines``)."""
     found = _measure(metric, lines)
@@ -120,8 +138,16 @@ def evidence(lines: Sequence[LineDelta], metric: str, *, input: str = "", toolch
         return None
     moved.sort(key=lambda d: (-abs(_delta(d, measure)), d.file, d.line))
     chosen = tuple(moved[:top])
-    return LineEvidence(measure, title, input, toolchain, chosen, sum(_delta(d, measure) for d in chosen),
-                        sum(_delta(d, measure) for d in moved), len(moved))
+    return LineEvidence(
+        measure,
+        title,
+        input,
+        toolchain,
+        chosen,
+        sum(_delta(d, measure) for d in chosen),
+        sum(_delta(d, measure) for d in moved),
+        len(moved),
+    )
 
 
 def _worst(f: Finding) -> int:
@@ -138,9 +164,12 @@ def _comparison_for(result: ExplainResult, f: Finding, index: int) -> Comparison
         for c in item.comparisons:
             if not isinstance(f, DetailFinding) and any(ch is change for ch in (*c.changes, *c.opcode_changes)):
                 return c
-            if (fallback is None and toolchain_label(c.new.toolchain) == f.toolchain
-                    and toolchain_label(c.ref.toolchain) == f.reference
-                    and input_label(item.spec.meta, item.spec.name) == label):
+            if (
+                fallback is None
+                and toolchain_label(c.new.toolchain) == f.toolchain
+                and toolchain_label(c.ref.toolchain) == f.reference
+                and input_label(item.spec.meta, item.spec.name) == label
+            ):
                 fallback = c
     return fallback
 
@@ -163,5 +192,14 @@ def group_evidence(result: ExplainResult, group: FindingGroup, *, top: int = TOP
     return sorted(out, key=lambda e: _ORDER.index(e.measure) if e.measure in _ORDER else len(_ORDER))
 
 
-_ORDER = ("loop_local", "local", "atomic", "class:atomic", "class:global", "class:shared", "class:tensor", "class:sync",
-          "loop_instructions")
+_ORDER = (
+    "loop_local",
+    "local",
+    "atomic",
+    "class:atomic",
+    "class:global",
+    "class:shared",
+    "class:tensor",
+    "class:sync",
+    "loop_instructions",
+)

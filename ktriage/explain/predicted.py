@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 def predicted_kind(predictions: Sequence[Prediction | None]) -> str | None:
-    """"regression", "improvement" or "change" (predicted neutral) for a bullet's inputs; None when
+    """ "regression", "improvement" or "change" (predicted neutral) for a bullet's inputs; None when
     some input has no prediction (then the caller falls back to the evidence)."""
     if not predictions or any(p is None for p in predictions):
         return None
@@ -94,8 +94,12 @@ def identical_toolchains(result: ExplainResult) -> dict[str, str]:
             ok = bool(result.specs)
             for item in result.specs:
                 a, b = item.results.get(u.id), item.results.get(t.id)
-                if not (isinstance(a, KernelResult) and isinstance(b, KernelResult)
-                        and a.resources == b.resources and a.occupancy == b.occupancy):
+                if not (
+                    isinstance(a, KernelResult)
+                    and isinstance(b, KernelResult)
+                    and a.resources == b.resources
+                    and a.occupancy == b.occupancy
+                ):
                     ok = False
                     break
             if ok:

@@ -24,8 +24,14 @@ from ktriage.analyze.sass import INSTRUCTION_CLASSES
 from ktriage.analyze.sass_loops import SassLoop
 from ktriage.explain.attribution import Attribution, CrossCells, attribute
 
-CLASS_TITLES = {"global": "global memory", "atomic": "atomic", "shared": "shared memory",
-                "local": "local memory", "tensor": "tensor-core", "sync": "synchronization"}
+CLASS_TITLES = {
+    "global": "global memory",
+    "atomic": "atomic",
+    "shared": "shared memory",
+    "local": "local memory",
+    "tensor": "tensor-core",
+    "sync": "synchronization",
+}
 # A main loop moving by one instruction is scheduling noise; two or more is worth a finding. Same
 # for a class: one instruction more or less is noise, a swap (-1/+1) or more is a finding.
 LOOP_MIN_DELTA = 2
@@ -74,10 +80,14 @@ class ClassChange:
             "class": self.name,
             "attribution": self.attribution,
             "text": self.text(),
-            "opcodes": [{"opcode": op, "ref": self.ref.get(op, 0), "new": self.new.get(op, 0), "delta": d}
-                        for op, d in self.delta],
-            "reproduced": {"new_ptx_ref_ptxas": self.cells.new_ptx_ref_ptxas,
-                           "ref_ptx_new_ptxas": self.cells.ref_ptx_new_ptxas},
+            "opcodes": [
+                {"opcode": op, "ref": self.ref.get(op, 0), "new": self.new.get(op, 0), "delta": d}
+                for op, d in self.delta
+            ],
+            "reproduced": {
+                "new_ptx_ref_ptxas": self.cells.new_ptx_ref_ptxas,
+                "ref_ptx_new_ptxas": self.cells.ref_ptx_new_ptxas,
+            },
         }
 
 
@@ -123,8 +133,10 @@ class LoopChange:
             "instructions_delta": self.delta,
             "changed": self.changed,
             "attribution": self.attribution,
-            "cross": {"new_ptx_ref_ptxas": self.cells.new_ptx_ref_ptxas,
-                      "ref_ptx_new_ptxas": self.cells.ref_ptx_new_ptxas},
+            "cross": {
+                "new_ptx_ref_ptxas": self.cells.new_ptx_ref_ptxas,
+                "ref_ptx_new_ptxas": self.cells.ref_ptx_new_ptxas,
+            },
             "opcode_delta": [{"opcode": op, "delta": d} for op, d in self.opcode_delta()],
             "text": self.text(),
         }
@@ -138,8 +150,10 @@ class SassDetail:
     main_loop: LoopChange | None = None  # None when neither kernel has a loop
 
     def to_json(self) -> dict[str, Any]:
-        return {"instruction_changes": [c.to_json() for c in self.classes],
-                "main_loop": None if self.main_loop is None else self.main_loop.to_json()}
+        return {
+            "instruction_changes": [c.to_json() for c in self.classes],
+            "main_loop": None if self.main_loop is None else self.main_loop.to_json(),
+        }
 
 
 def _main_count(res: Resources | None) -> float | None:
@@ -149,8 +163,9 @@ def _main_count(res: Resources | None) -> float | None:
     return float(loop.instructions) if loop else 0.0
 
 
-def compare_sass_detail(ref: Resources, new: Resources, swap_front: Resources | None,
-                        swap_asm: Resources | None) -> SassDetail:
+def compare_sass_detail(
+    ref: Resources, new: Resources, swap_front: Resources | None, swap_asm: Resources | None
+) -> SassDetail:
     """Compare ``ref`` with ``new``; the swaps (new PTX + ref ptxas, ref PTX + new ptxas) attribute
     each change and are None when they could not be assembled."""
     classes: list[ClassChange] = []
@@ -169,8 +184,15 @@ def compare_sass_detail(ref: Resources, new: Resources, swap_front: Resources | 
     classes.sort(key=lambda c: (-c.size, c.name))
     main_loop = None
     if ref.sass_loops or new.sass_loops:
-        cells = CrossCells(_main_count(ref) or 0.0, _main_count(new) or 0.0, _main_count(swap_front),
-                           _main_count(swap_asm))
-        main_loop = LoopChange(ref.main_loop, new.main_loop, len(ref.sass_loops), len(new.sass_loops),
-                               attribute(cells, abs_tol=LOOP_MIN_DELTA - 1), cells)
+        cells = CrossCells(
+            _main_count(ref) or 0.0, _main_count(new) or 0.0, _main_count(swap_front), _main_count(swap_asm)
+        )
+        main_loop = LoopChange(
+            ref.main_loop,
+            new.main_loop,
+            len(ref.sass_loops),
+            len(new.sass_loops),
+            attribute(cells, abs_tol=LOOP_MIN_DELTA - 1),
+            cells,
+        )
     return SassDetail(classes, main_loop)

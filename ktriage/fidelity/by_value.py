@@ -29,13 +29,24 @@ def case_of(spec: KernelSpec) -> FidelityCase:
     overrides = dict(spec.launch.get("overrides") or {})
     options = {**dict(request["options"]), **{k: overrides[k] for k in SPEC_OPTIONS if k in overrides}}
     args = tuple((str(n), _value(v)) for n, v in request["args"])
-    launch = Launch(name=spec.name, source=spec.source, package=spec.package, args=args, target=spec.target,
-                    grid=tuple(spec.launch.get("grid") or (1,)),
-                    num_warps=int(options.get("num_warps", TRITON_DEFAULT_WARPS)),
-                    num_stages=int(options.get("num_stages", TRITON_DEFAULT_STAGES)),
-                    num_ctas=int(options.get("num_ctas", 1)), maxnreg=options.get("maxnreg"))
-    return FidelityCase(name=spec.name, launch=launch, autotune_pick=int(spec.launch.get("autotune_config") or 0),
-                        pass_options=bool(options))
+    launch = Launch(
+        name=spec.name,
+        source=spec.source,
+        package=spec.package,
+        args=args,
+        target=spec.target,
+        grid=tuple(spec.launch.get("grid") or (1,)),
+        num_warps=int(options.get("num_warps", TRITON_DEFAULT_WARPS)),
+        num_stages=int(options.get("num_stages", TRITON_DEFAULT_STAGES)),
+        num_ctas=int(options.get("num_ctas", 1)),
+        maxnreg=options.get("maxnreg"),
+    )
+    return FidelityCase(
+        name=spec.name,
+        launch=launch,
+        autotune_pick=int(spec.launch.get("autotune_config") or 0),
+        pass_options=bool(options),
+    )
 
 
 def _value(encoded: object) -> object:
@@ -50,7 +61,7 @@ def check_spec(spec: KernelSpec, toolchain: Toolchain, compiler: Compiler, work:
     jit = run_jit(toolchain, [case], spec.target, work)[case.name]
     if jit.get("error"):
         return Row(case.name, version, "error", f"JIT: {first_line(jit['error'])}")
-    launch = next((l for l in jit.get("launches", []) if l.get("compiles")), None)
+    launch = next((launch for launch in jit.get("launches", []) if launch.get("compiles")), None)
     compiles = jit.get("compiles") or []
     if launch is None or not compiles:
         return Row(case.name, version, "error", "the JIT compiled nothing for this launch")
@@ -58,6 +69,9 @@ def check_spec(spec: KernelSpec, toolchain: Toolchain, compiler: Compiler, work:
     outcome = compiler.compile(spec, toolchain)
     if isinstance(outcome, CompileFailure):
         return Row(case.name, version, "error", f"ktriage compile ({outcome.stage}): {first_line(outcome.message)}")
-    common = {"kernel": str(record.get("name", "")), "heuristics": tuple(jit.get("heuristics") or ()),
-              "autotuned": jit.get("autotune_configs") is not None}
+    common = {
+        "kernel": str(record.get("name", "")),
+        "heuristics": tuple(jit.get("heuristics") or ()),
+        "autotuned": jit.get("autotune_configs") is not None,
+    }
     return compare_artifact(case.name, outcome, record, common)

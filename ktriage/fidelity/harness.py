@@ -53,9 +53,17 @@ class Row:
     autotuned: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"case": self.case, "triton_version": self.triton_version, "status": self.status, "detail": self.detail,
-                "kernel": self.kernel, "cubin_bytes": self.cubin_bytes, "heuristics": list(self.heuristics),
-                "autotuned": self.autotuned, "jit_options": self.jit_options}  # fmt: skip
+        return {
+            "case": self.case,
+            "triton_version": self.triton_version,
+            "status": self.status,
+            "detail": self.detail,
+            "kernel": self.kernel,
+            "cubin_bytes": self.cubin_bytes,
+            "heuristics": list(self.heuristics),
+            "autotuned": self.autotuned,
+            "jit_options": self.jit_options,
+        }
 
 
 def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, work: Path) -> dict[str, dict[str, Any]]:
@@ -67,21 +75,39 @@ def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, wo
         groups.setdefault(case.launch.package, []).append(case)
     results: dict[str, dict[str, Any]] = {}
     for index, (package, members) in enumerate(groups.items()):
-        sys_path = [str(ensure_package(package)), *(str(ensure_package(r)) for r in SUPPORT_PACKAGES)] if package else []
+        sys_path = (
+            [str(ensure_package(package)), *(str(ensure_package(r)) for r in SUPPORT_PACKAGES)] if package else []
+        )
         out_dir = work / f"jit-{index}"
         out_dir.mkdir(parents=True, exist_ok=True)
         request = {
-            "target_cc": cc, "prime": prime, "out_dir": str(out_dir),
-            "cases": [{"id": c.name, "source": c.launch.source, "sys_path": sys_path, "args": c.launch.encoded_args(),
-                       "options": c.launch.options() if c.pass_options else {}, "grid": list(c.launch.grid), "autotune_pick": c.autotune_pick}
-                      for c in members],
-        }  # fmt: skip
+            "target_cc": cc,
+            "prime": prime,
+            "out_dir": str(out_dir),
+            "cases": [
+                {
+                    "id": c.name,
+                    "source": c.launch.source,
+                    "sys_path": sys_path,
+                    "args": c.launch.encoded_args(),
+                    "options": c.launch.options() if c.pass_options else {},
+                    "grid": list(c.launch.grid),
+                    "autotune_pick": c.autotune_pick,
+                }
+                for c in members
+            ],
+        }
         req_path, res_path = out_dir / "request.json", out_dir / "result.json"
         req_path.write_text(json.dumps(request))
         env = {**compile_environment(os.environ), "PYTHONUNBUFFERED": "1"}
         try:
-            proc = subprocess.run([str(toolchain.python), str(JITRUN_SCRIPT), str(req_path), str(res_path)],
-                                  capture_output=True, text=True, env=env, timeout=JIT_TIMEOUT_S)
+            proc = subprocess.run(
+                [str(toolchain.python), str(JITRUN_SCRIPT), str(req_path), str(res_path)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=JIT_TIMEOUT_S,
+            )
         except subprocess.TimeoutExpired:
             proc = None
         done = json.loads(res_path.read_text())["cases"] if res_path.exists() else []
@@ -100,9 +126,19 @@ def spec_from_jit_launch(case: FidelityCase, launch: dict[str, Any], target: str
     params = read_params(source_file, split_source(case.launch.source)[1])
     sp = specialize_launch(params, named_args(launch["args"]))
     options = spec_options(launch.get("options") or {})
-    return KernelSpec(name=case.name, source=case.launch.source, package=case.launch.package, signature=sp.signature,
-                      constexprs=sp.constexprs, divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1,
-                      target=target, grid=case.launch.grid, meta={"fidelity_case": case.name}, **options)  # fmt: skip
+    return KernelSpec(
+        name=case.name,
+        source=case.launch.source,
+        package=case.launch.package,
+        signature=sp.signature,
+        constexprs=sp.constexprs,
+        divisible_by_16=sp.divisible_by_16,
+        equal_to_1=sp.equal_to_1,
+        target=target,
+        grid=case.launch.grid,
+        meta={"fidelity_case": case.name},
+        **options,
+    )
 
 
 def normalized_ast(view: dict[str, Any]) -> dict[str, Any]:
@@ -119,23 +155,34 @@ def check_case(case: FidelityCase, jit: dict[str, Any], toolchain: Toolchain, co
     if jit.get("error"):
         return Row(case.name, version, "error", f"JIT: {first_line(jit['error'])}")
     compiles = jit.get("compiles") or []
-    launch = next((l for l in jit.get("launches", []) if l.get("compiles")), None)
+    launch = next((launch for launch in jit.get("launches", []) if launch.get("compiles")), None)
     if not compiles or launch is None:
         return Row(case.name, version, "error", "the JIT compiled nothing for this launch")
     record = compiles[launch["compiles"][-1]] if len(compiles) > launch["compiles"][-1] else compiles[-1]
-    common: dict[str, Any] = {"kernel": str(record.get("name", "")), "heuristics": tuple(jit.get("heuristics") or ()),
-              "autotuned": jit.get("autotune_configs") is not None,
-              "jit_options": {k: launch["options"][k] for k in ("num_warps", "num_stages") if k in launch["options"]}}
+    common: dict[str, Any] = {
+        "kernel": str(record.get("name", "")),
+        "heuristics": tuple(jit.get("heuristics") or ()),
+        "autotuned": jit.get("autotune_configs") is not None,
+        "jit_options": {k: launch["options"][k] for k in ("num_warps", "num_stages") if k in launch["options"]},
+    }
     try:
         spec = spec_from_jit_launch(case, launch, target)
     except KtriageError as exc:
         return Row(case.name, version, "error", f"ktriage spec: {exc.problem}", **common)
     if case.catalog and case.launch.to_spec().key() != spec.key():
-        return Row(case.name, version, "differs", "the catalog recipe's spec is not the one the JIT launch gives: "
-                   + spec_difference(case.launch.to_spec(), spec), **common)
+        return Row(
+            case.name,
+            version,
+            "differs",
+            "the catalog recipe's spec is not the one the JIT launch gives: "
+            + spec_difference(case.launch.to_spec(), spec),
+            **common,
+        )
     outcome = compiler.compile(spec, toolchain)
     if isinstance(outcome, CompileFailure):
-        return Row(case.name, version, "error", f"ktriage compile ({outcome.stage}): {first_line(outcome.message)}", **common)
+        return Row(
+            case.name, version, "error", f"ktriage compile ({outcome.stage}): {first_line(outcome.message)}", **common
+        )
     return compare_artifact(case.name, outcome, record, common)
 
 
@@ -151,8 +198,11 @@ def compare_artifact(name: str, artifact: Artifact, record: dict[str, Any], comm
         return Row(name, version, "identical", "", cubin_bytes=len(our_cubin), **common)
     only_paths = debug_paths_only(jit_cubin, our_cubin)
     status = "identical" if only_paths else "differs"
-    detail = (f"cubins differ only in debug path strings ({only_paths})" if only_paths
-              else f"cubin bytes differ ({len(jit_cubin)} vs {len(our_cubin)} bytes)")
+    detail = (
+        f"cubins differ only in debug path strings ({only_paths})"
+        if only_paths
+        else f"cubin bytes differ ({len(jit_cubin)} vs {len(our_cubin)} bytes)"
+    )
     return Row(name, version, status, detail, cubin_bytes=len(our_cubin), **common)
 
 
@@ -161,7 +211,9 @@ def debug_paths_only(a: bytes, b: bytes) -> str:
     import re
 
     paths = re.compile(rb"/[A-Za-z0-9_./+-]+\.py")
-    found = sorted({m.decode(errors="replace") for m in paths.findall(a)} ^ {m.decode(errors="replace") for m in paths.findall(b)})
+    found = sorted(
+        {m.decode(errors="replace") for m in paths.findall(a)} ^ {m.decode(errors="replace") for m in paths.findall(b)}
+    )
     if not found:
         return ""
 

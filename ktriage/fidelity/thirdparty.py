@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ktriage.ops import liger
-from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.kernels import KERNELS_DIR
+from ktriage.ops import liger
+from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch
 from ktriage.spec.specialize import Constexpr as C
 from ktriage.spec.specialize import Ptr
@@ -71,11 +71,28 @@ def thirdparty_cases(target: str = "sm_90") -> list[FidelityCase]:
     return cases
 
 
-def _launch(name: str, source: str, package: str | None, args: Sequence[tuple[str, Any]], target: str,
-            grid: tuple[int, ...], num_warps: int = TRITON_DEFAULT_WARPS, num_stages: int = TRITON_DEFAULT_STAGES,
-            **meta: Any) -> Launch:  # fmt: skip
-    return Launch(name=name, source=source, package=package, args=tuple(args), target=target, grid=grid,
-                  num_warps=num_warps, num_stages=num_stages, meta=dict(meta))  # fmt: skip
+def _launch(
+    name: str,
+    source: str,
+    package: str | None,
+    args: Sequence[tuple[str, Any]],
+    target: str,
+    grid: tuple[int, ...],
+    num_warps: int = TRITON_DEFAULT_WARPS,
+    num_stages: int = TRITON_DEFAULT_STAGES,
+    **meta: Any,
+) -> Launch:
+    return Launch(
+        name=name,
+        source=source,
+        package=package,
+        args=tuple(args),
+        target=target,
+        grid=grid,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        meta=dict(meta),
+    )
 
 
 def _liger_op(short: str, version: str) -> str:
@@ -103,8 +120,12 @@ def liger_cross_entropy_cases(version: str, target: str) -> list[FidelityCase]:
         block = min(CE_MAX_FUSED_SIZE, next_power_of_2(vocab))
         outputs: list[tuple[str, Any]] = [("loss_ptr", Ptr("fp32")), ("z_loss_ptr", None), ("loss_stride", 1)]
         if latest:
-            outputs += [("token_accuracy_ptr", None), ("token_accuracy_stride", 0),
-                        ("predicted_tokens_ptr", None), ("predicted_tokens_stride", 0)]  # fmt: skip
+            outputs += [
+                ("token_accuracy_ptr", None),
+                ("token_accuracy_stride", 0),
+                ("predicted_tokens_ptr", None),
+                ("predicted_tokens_stride", 0),
+            ]
         flags: list[tuple[str, Any]] = [("RETURN_Z_LOSS", C(False))]
         if latest:
             flags += [("RETURN_TOKEN_ACCURACY", C(False)), ("RETURN_PREDICTED_TOKENS", C(False))]
@@ -112,21 +133,46 @@ def liger_cross_entropy_cases(version: str, target: str) -> list[FidelityCase]:
         if latest:
             flags.append(("HAS_GRADIENTS", C(True)))
         args = [
-            ("X_ptr", Ptr("fp32")), ("X_stride", vocab), ("Y_ptr", Ptr("i64")), ("Y_stride", 1), ("weight_ptr", None),
-            *outputs, ("n_cols", vocab), ("n_non_ignore", CE_ROWS), ("sum_non_ignore_weight", CE_ROWS),
-            ("weight_sum", 0.0), ("ignore_index", CE_IGNORE_INDEX), ("lse_square_scale", C(0.0)),
-            ("label_smoothing", C(0.0)), ("reduction", C("mean")), ("softcap", None), *flags,
-        ]  # fmt: skip
+            ("X_ptr", Ptr("fp32")),
+            ("X_stride", vocab),
+            ("Y_ptr", Ptr("i64")),
+            ("Y_stride", 1),
+            ("weight_ptr", None),
+            *outputs,
+            ("n_cols", vocab),
+            ("n_non_ignore", CE_ROWS),
+            ("sum_non_ignore_weight", CE_ROWS),
+            ("weight_sum", 0.0),
+            ("ignore_index", CE_IGNORE_INDEX),
+            ("lse_square_scale", C(0.0)),
+            ("label_smoothing", C(0.0)),
+            ("reduction", C("mean")),
+            ("softcap", None),
+            *flags,
+        ]
         name = f"{op}.fwd[BT={CE_ROWS},V={vocab}]"
         launch = _launch(name, source, pkg, args, target, (CE_ROWS,), num_warps=CE_NUM_WARPS, BLOCK_SIZE=block)
         cases.append(FidelityCase(name=name, launch=launch))
     vocab = CE_VOCABS[-1]
     block = min(CE_MAX_FUSED_SIZE, next_power_of_2(vocab))
-    args = [("X_ptr", Ptr("fp32")), ("X_stride", vocab), ("grad_output_ptr", Ptr("fp32")), ("n_cols", vocab),
-            ("BLOCK_SIZE", C(block))]  # fmt: skip
+    args = [
+        ("X_ptr", Ptr("fp32")),
+        ("X_stride", vocab),
+        ("grad_output_ptr", Ptr("fp32")),
+        ("n_cols", vocab),
+        ("BLOCK_SIZE", C(block)),
+    ]
     name = f"{op}.bwd[BT={CE_ROWS},V={vocab}]"
-    launch = _launch(name, "liger_kernel.ops.utils:element_mul_kernel", pkg, args, target, (CE_ROWS,),
-                     num_warps=CE_NUM_WARPS, BLOCK_SIZE=block)  # fmt: skip
+    launch = _launch(
+        name,
+        "liger_kernel.ops.utils:element_mul_kernel",
+        pkg,
+        args,
+        target,
+        (CE_ROWS,),
+        num_warps=CE_NUM_WARPS,
+        BLOCK_SIZE=block,
+    )
     cases.append(FidelityCase(name=name, launch=launch))
     return cases
 
@@ -148,11 +194,17 @@ def liger_swiglu_cases(version: str, target: str) -> list[FidelityCase]:
         ("fwd", "_swiglu_forward_kernel", ("a_ptr", "b_ptr", "c_ptr")),
         ("bwd", "_swiglu_backward_kernel", ("dc_ptr", "a_ptr", "b_ptr")),
     ):
-        args = [*((t, Ptr("bf16")) for t in tensors), ("stride", SWIGLU_COLS), *gate,
-                ("n_cols", C(SWIGLU_COLS)), ("BLOCK_SIZE", C(block))]  # fmt: skip
+        args = [
+            *((t, Ptr("bf16")) for t in tensors),
+            ("stride", SWIGLU_COLS),
+            *gate,
+            ("n_cols", C(SWIGLU_COLS)),
+            ("BLOCK_SIZE", C(block)),
+        ]
         name = f"{op}.{mode}[BT={SWIGLU_ROWS},N={SWIGLU_COLS}]"
-        launch = _launch(name, f"liger_kernel.ops.swiglu:{fn}", pkg, args, target, (SWIGLU_ROWS,),
-                         num_warps=warps, BLOCK_SIZE=block)  # fmt: skip
+        launch = _launch(
+            name, f"liger_kernel.ops.swiglu:{fn}", pkg, args, target, (SWIGLU_ROWS,), num_warps=warps, BLOCK_SIZE=block
+        )
         cases.append(FidelityCase(name=name, launch=launch))
     return cases
 
@@ -189,36 +241,71 @@ def fla_cases(version: str, target: str) -> list[FidelityCase]:
     shape = f"B={FLA_B},T={FLA_T},H={FLA_H},K={FLA_K},V={FLA_V}"
     note = "fla-core 0.6.0 imports gluon.language.extra, which 3.4.0 lacks; 0.4.2 covers 3.2-3.4"
     old_note = "fla-core 0.4.2 uses tl.make_block_ptr, which Triton 3.9 removed; 0.6.0 covers 3.5-3.9"
-    kw: dict[str, Any] = ({"min_triton": "3.5.0", "min_reason": note} if new
-                          else {"max_triton": "3.8.0", "max_reason": old_note})
+    kw: dict[str, Any] = (
+        {"min_triton": "3.5.0", "min_reason": note} if new else {"max_triton": "3.8.0", "max_reason": old_note}
+    )
     cases = []
 
     cumsum_args: list[tuple[str, Any]] = [
-        ("s", Ptr("fp32")), ("o", Ptr("fp32")), ("scale", RCP_LN2 if new else None), ("cu_seqlens", None),
-        ("chunk_indices", None), ("T", FLA_T), ("B", C(FLA_B)), ("H", C(FLA_H)), ("BT", C(FLA_BT)), ("REVERSE", C(False)),
+        ("s", Ptr("fp32")),
+        ("o", Ptr("fp32")),
+        ("scale", RCP_LN2 if new else None),
+        ("cu_seqlens", None),
+        ("chunk_indices", None),
+        ("T", FLA_T),
+        ("B", C(FLA_B)),
+        ("H", C(FLA_H)),
+        ("BT", C(FLA_BT)),
+        ("REVERSE", C(False)),
         ("USE_GRAPH", C(False)) if new else ("HEAD_FIRST", C(False)),
-    ]  # fmt: skip
+    ]
     grid: tuple[int, ...] = (nt * FLA_B * FLA_H,) if new else (nt, FLA_B * FLA_H)
     name = f"fla.chunk_local_cumsum@{version}.fwd[B={FLA_B},T={FLA_T},H={FLA_H}]"
     launch = _launch(name, "fla.ops.utils.cumsum:chunk_local_cumsum_scalar_kernel", pkg, cumsum_args, target, grid)
     cases.append(FidelityCase(name=name, launch=launch, autotune_pick=2, pass_options=False, **kw))
 
     wu_args: list[tuple[str, Any]] = [
-        ("k", Ptr("bf16")), ("v", Ptr("bf16")), ("beta", Ptr("bf16")), ("w", Ptr("bf16")), ("u", Ptr("bf16")),
-        ("A", Ptr("bf16")), ("g", Ptr("fp32")), ("cu_seqlens", None), ("chunk_indices", None), ("T", FLA_T), *heads,
-        ("K", C(FLA_K)), ("V", C(FLA_V)), ("BT", C(FLA_BT)), ("BK", C(64)), ("BV", C(64)),
-    ]  # fmt: skip
+        ("k", Ptr("bf16")),
+        ("v", Ptr("bf16")),
+        ("beta", Ptr("bf16")),
+        ("w", Ptr("bf16")),
+        ("u", Ptr("bf16")),
+        ("A", Ptr("bf16")),
+        ("g", Ptr("fp32")),
+        ("cu_seqlens", None),
+        ("chunk_indices", None),
+        ("T", FLA_T),
+        *heads,
+        ("K", C(FLA_K)),
+        ("V", C(FLA_V)),
+        ("BT", C(FLA_BT)),
+        ("BK", C(64)),
+        ("BV", C(64)),
+    ]
     name = f"fla.recompute_w_u@{version}.fwd[{shape}]"
-    launch = _launch(name, "fla.ops.gated_delta_rule.wy_fast:recompute_w_u_fwd_kernel", pkg, wu_args, target,
-                     (nt, FLA_B * FLA_H))  # fmt: skip
+    launch = _launch(
+        name, "fla.ops.gated_delta_rule.wy_fast:recompute_w_u_fwd_kernel", pkg, wu_args, target, (nt, FLA_B * FLA_H)
+    )
     cases.append(FidelityCase(name=name, launch=launch, autotune_pick=4, pass_options=False, **kw))
 
     o_args: list[tuple[str, Any]] = [
-        ("q", Ptr("bf16")), ("k", Ptr("bf16")), ("v", Ptr("bf16")), ("h", Ptr("bf16")), ("g", Ptr("fp32")),
-        ("g_gamma", None), ("o", Ptr("bf16")), ("cu_seqlens", None), ("chunk_indices", None),
-        ("scale", FLA_K**-0.5), ("T", FLA_T), *heads, ("K", C(FLA_K)), ("V", C(FLA_V)), ("BT", C(FLA_BT)),
+        ("q", Ptr("bf16")),
+        ("k", Ptr("bf16")),
+        ("v", Ptr("bf16")),
+        ("h", Ptr("bf16")),
+        ("g", Ptr("fp32")),
+        ("g_gamma", None),
+        ("o", Ptr("bf16")),
+        ("cu_seqlens", None),
+        ("chunk_indices", None),
+        ("scale", FLA_K**-0.5),
+        ("T", FLA_T),
+        *heads,
+        ("K", C(FLA_K)),
+        ("V", C(FLA_V)),
+        ("BT", C(FLA_BT)),
         ("STATE_V_FIRST", C(False)) if new else ("TRANSPOSE_STATE", C(False)),
-    ]  # fmt: skip
+    ]
     # The grid is a function of the config's BV in the library; the fake launcher ignores it.
     grid = (cdiv(FLA_V, 64) * nt, FLA_B * FLA_H) if new else (cdiv(FLA_V, 64), nt, FLA_B * FLA_H)
     name = f"fla.chunk_o@{version}.fwd[{shape}]"
@@ -229,8 +316,20 @@ def fla_cases(version: str, target: str) -> list[FidelityCase]:
 
 def _matmul_args(m: int, n: int, k: int) -> list[tuple[str, Any]]:
     """fp16 row-major A (M,K), B (K,N), C (M,N): strides as torch reports them (inner ones are 1)."""
-    return [("a_ptr", Ptr("fp16")), ("b_ptr", Ptr("fp16")), ("c_ptr", Ptr("fp16")), ("M", m), ("N", n), ("K", k),
-            ("stride_am", k), ("stride_ak", 1), ("stride_bk", n), ("stride_bn", 1), ("stride_cm", n), ("stride_cn", 1)]  # fmt: skip
+    return [
+        ("a_ptr", Ptr("fp16")),
+        ("b_ptr", Ptr("fp16")),
+        ("c_ptr", Ptr("fp16")),
+        ("M", m),
+        ("N", n),
+        ("K", k),
+        ("stride_am", k),
+        ("stride_ak", 1),
+        ("stride_bk", n),
+        ("stride_bn", 1),
+        ("stride_cm", n),
+        ("stride_cn", 1),
+    ]
 
 
 def autotuned_matmul_case(target: str) -> FidelityCase:
@@ -249,9 +348,15 @@ def descriptor_matmul_case(target: str) -> FidelityCase:
     b = DESCRIPTOR_BLOCKS
     name = f"ktriage.descriptor_matmul[M=N=K={size}]"
     source = f"{KERNELS_DIR / 'descriptor_matmul.py'}:descriptor_matmul_kernel"
-    args = [("a_ptr", Ptr("fp16")), ("b_ptr", Ptr("fp16")), ("c_ptr", Ptr("fp16")), ("M", size), ("N", size), ("K", size),
-            *((k, C(v)) for k, v in b.items())]  # fmt: skip
+    args = [
+        ("a_ptr", Ptr("fp16")),
+        ("b_ptr", Ptr("fp16")),
+        ("c_ptr", Ptr("fp16")),
+        ("M", size),
+        ("N", size),
+        ("K", size),
+        *((k, C(v)) for k, v in b.items()),
+    ]
     grid = (cdiv(size, b["BLOCK_M"]) * cdiv(size, b["BLOCK_N"]),)
     launch = _launch(name, source, None, args, target, grid, num_warps=8, num_stages=3)
     return FidelityCase(name=name, launch=launch, min_triton="3.4.0", min_reason="tl.make_tensor_descriptor")
-

@@ -104,21 +104,55 @@ def bisect_hint(key: SeriesKey, before: HistoryPoint, after: HistoryPoint) -> Bi
     when Triton moved (ptxas kept when it did not), ptxas releases when only ptxas did."""
     if before.toolchain == after.toolchain and before.toolchain_info == after.toolchain_info:
         what = f"toolchain {before.toolchain}" if before.toolchain else "a native backend (no toolchain)"
-        return BisectHint(f"both runs used {what}: the change is not the compiler's; compare the runs' provenance "
-                          f"(`ktriage runs show {before.run_id}` and `{after.run_id}`: driver, clocks, packages, workload)")
+        return BisectHint(
+            f"both runs used {what}: the change is not the compiler's; compare the runs' provenance "
+            f"(`ktriage runs show {before.run_id}` and `{after.run_id}`: driver, clocks, packages, workload)"
+        )
     a, b = before.toolchain_info, after.toolchain_info
     ta, tb, pa, pb = _version(a, "triton"), _version(b, "triton"), _version(a, "ptxas"), _version(b, "ptxas")
-    cell = ["--op", key.op, "--mode", key.mode, "--input", str(key.input_id), "--backend", key.backend,
-            "--metric", "latency", "--bundle", "BUNDLE_DIR"]
+    cell = [
+        "--op",
+        key.op,
+        "--mode",
+        key.mode,
+        "--input",
+        str(key.input_id),
+        "--backend",
+        key.backend,
+        "--metric",
+        "latency",
+        "--bundle",
+        "BUNDLE_DIR",
+    ]
     if ta and tb and ta != tb:
         fixed = ["--toolchain", f"triton=={tb},ptxas=={pb}"] if pa and pb and pa == pb else []
-        reason = f"Triton {ta} -> {tb}" + (f" (ptxas {pb} in both)" if fixed else (f", ptxas {pa} -> {pb}" if pa != pb else ""))
-        return BisectHint(reason, ("ktriage", "bisect", "--source", "pypi:triton", "--good", ta, "--bad", tb, *fixed, *cell))
+        reason = f"Triton {ta} -> {tb}" + (
+            f" (ptxas {pb} in both)" if fixed else (f", ptxas {pa} -> {pb}" if pa != pb else "")
+        )
+        return BisectHint(
+            reason, ("ktriage", "bisect", "--source", "pypi:triton", "--good", ta, "--bad", tb, *fixed, *cell)
+        )
     if pa and pb and pa != pb and ta:
-        return BisectHint(f"ptxas {pa} -> {pb} (Triton {ta} in both)",
-                          ("ktriage", "bisect", "--source", "ptxas", "--good", pa, "--bad", pb, "--toolchain", f"triton=={ta}", *cell))
-    return BisectHint(f"toolchain {before.toolchain or '(host)'} -> {after.toolchain or '(host)'}: their records name no "
-                      "Triton or ptxas versions to bisect between")
+        return BisectHint(
+            f"ptxas {pa} -> {pb} (Triton {ta} in both)",
+            (
+                "ktriage",
+                "bisect",
+                "--source",
+                "ptxas",
+                "--good",
+                pa,
+                "--bad",
+                pb,
+                "--toolchain",
+                f"triton=={ta}",
+                *cell,
+            ),
+        )
+    return BisectHint(
+        f"toolchain {before.toolchain or '(host)'} -> {after.toolchain or '(host)'}: their records name no "
+        "Triton or ptxas versions to bisect between"
+    )
 
 
 def _ambiguous(points: list[HistoryPoint]) -> dict[str, list[str]]:
@@ -131,17 +165,25 @@ def _ambiguous(points: list[HistoryPoint]) -> dict[str, list[str]]:
 def _nothing_found(store: Store, q: HistoryQuery) -> KtriageError:
     ops = known_ops(store)
     if q.op not in ops:
-        return KtriageError(f"the store {store.url} has no cell of op {q.op!r}",
-                            f"ops in the store: {', '.join(ops)}" if ops else "the store has no runs yet: `ktriage bench` or `ktriage runs import`")
+        return KtriageError(
+            f"the store {store.url} has no cell of op {q.op!r}",
+            f"ops in the store: {', '.join(ops)}"
+            if ops
+            else "the store has no runs yet: `ktriage bench` or `ktriage runs import`",
+        )
     cells = known_cells(store, q.op)
     listed = ", ".join(f"{b} ({m})" for b, m in cells)
     given = (("mode", q.mode), *(("input", i) for i in q.inputs), ("toolchain", q.toolchain), ("gpu", q.gpu))
     filters = " ".join(f"--{n} {v}" for n, v in given if v)
-    return KtriageError(f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else ""),
-                        f"backends (modes) of {q.op} in the store: {listed}")
+    return KtriageError(
+        f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else ""),
+        f"backends (modes) of {q.op} in the store: {listed}",
+    )
 
 
-def analyze_series(key: SeriesKey, points: list[HistoryPoint], detection: Detection, fail_on_recent: int | None) -> SeriesHistory:
+def analyze_series(
+    key: SeriesKey, points: list[HistoryPoint], detection: Detection, fail_on_recent: int | None
+) -> SeriesHistory:
     """The change points of one series, as runs (``points`` oldest first, one per run)."""
     out = SeriesHistory(key, points)
     measured = [(k, p) for k, p in enumerate(points) if p.median_ms is not None]
@@ -149,9 +191,13 @@ def analyze_series(key: SeriesKey, points: list[HistoryPoint], detection: Detect
     if len(values) < 4:
         out.note = f"{len(values)} measured run(s): change points need at least 4"
         return out
-    changes = detect_change_points([float(v) for v in values if v is not None], max_pvalue=detection.max_pvalue,
-                                   min_magnitude=detection.min_step_pct / 100.0, window_len=detection.window_len,
-                                   min_segment=detection.min_segment)  # fmt: skip
+    changes = detect_change_points(
+        [float(v) for v in values if v is not None],
+        max_pvalue=detection.max_pvalue,
+        min_magnitude=detection.min_step_pct / 100.0,
+        window_len=detection.window_len,
+        min_segment=detection.min_segment,
+    )
     for cp in changes:
         (_, before), (pos, after) = measured[cp.index - 1], measured[cp.index]
         recent = fail_on_recent is not None and pos >= len(points) - fail_on_recent
@@ -159,12 +205,15 @@ def analyze_series(key: SeriesKey, points: list[HistoryPoint], detection: Detect
     return out
 
 
-def analyze_history(store: Store, query: HistoryQuery, detection: Detection = Detection(), *,
-                    fail_on_recent: int | None = None) -> HistoryReport:
+def analyze_history(
+    store: Store, query: HistoryQuery, detection: Detection = Detection(), *, fail_on_recent: int | None = None
+) -> HistoryReport:
     """Every series ``query`` selects, with its change points. ``fail_on_recent`` N marks the
     changes whose first run at the new level is one of the series' last N runs."""
     if fail_on_recent is not None and fail_on_recent < 1:
-        raise KtriageError(f"--fail-on-recent {fail_on_recent} is below 1", "give the number of latest runs to watch, e.g. 3")
+        raise KtriageError(
+            f"--fail-on-recent {fail_on_recent} is below 1", "give the number of latest runs to watch, e.g. 3"
+        )
     found = cell_history(store, query)
     if not found:
         raise _nothing_found(store, query)
@@ -173,12 +222,16 @@ def analyze_history(store: Store, query: HistoryQuery, detection: Detection = De
         clash = _ambiguous(points)
         if clash:
             run_id, tcs = next(iter(clash.items()))
-            raise KtriageError(f"run {run_id} measured {key.label} with {len(tcs)} toolchains ({', '.join(tcs)})",
-                               "pick one with --toolchain (a part of its id, 'host' for a native backend)")
+            raise KtriageError(
+                f"run {run_id} measured {key.label} with {len(tcs)} toolchains ({', '.join(tcs)})",
+                "pick one with --toolchain (a part of its id, 'host' for a native backend)",
+            )
         report.series.append(analyze_series(key, points, detection, fail_on_recent))
     gpus = sorted({p.gpu for s in report.series for p in s.points if p.gpu})
     if len(gpus) > 1:
-        report.notes.append(f"the runs span {len(gpus)} GPUs ({', '.join(gpus)}): a change may be the GPU's; pick one with --gpu")
+        report.notes.append(
+            f"the runs span {len(gpus)} GPUs ({', '.join(gpus)}): a change may be the GPU's; pick one with --gpu"
+        )
     return report
 
 

@@ -15,11 +15,23 @@ from collections.abc import Mapping
 
 # Exact names, and prefixes of families, that Triton (3.2 to 3.9) or its LLVM/MLIR read at compile time.
 COMPILE_KNOBS = (
-    "PTXAS_OPTIONS", "DISABLE_PTXAS_OPT", "DISABLE_LLVM_OPT", "DISABLE_MMA_V3", "DISABLE_MMA_V5",
-    "LLVM_IR_ENABLE_DUMP", "LLVM_ENABLE_TIMING", "LLVM_PASS_PLUGIN_PATH", "MLIR_ENABLE_DUMP",
-    "MLIR_ENABLE_TIMING", "MLIR_ENABLE_REMARK", "MLIR_ENABLE_DIAGNOSTICS", "NVPTX_ENABLE_DUMP",
-    "USE_IR_LOC", "ENABLE_TMA", "ENABLE_PINGPONG",
-)  # fmt: skip
+    "PTXAS_OPTIONS",
+    "DISABLE_PTXAS_OPT",
+    "DISABLE_LLVM_OPT",
+    "DISABLE_MMA_V3",
+    "DISABLE_MMA_V5",
+    "LLVM_IR_ENABLE_DUMP",
+    "LLVM_ENABLE_TIMING",
+    "LLVM_PASS_PLUGIN_PATH",
+    "MLIR_ENABLE_DUMP",
+    "MLIR_ENABLE_TIMING",
+    "MLIR_ENABLE_REMARK",
+    "MLIR_ENABLE_DIAGNOSTICS",
+    "NVPTX_ENABLE_DUMP",
+    "USE_IR_LOC",
+    "ENABLE_TMA",
+    "ENABLE_PINGPONG",
+)
 KNOB_PREFIXES = ("TRITON_",)
 # TRITON_* variables that do not change the compiled code and that ktriage itself sets.
 KEPT = ("TRITON_CACHE_DIR", "TRITON_HOME")

@@ -61,15 +61,39 @@ class FakeDtype:
 
 # Triton type names -> torch dtype names (what a tensor of that element type reports).
 TORCH_DTYPE = {
-    "fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64",
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i1": "bool",
-    "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",
-}  # fmt: skip
+    "fp32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp64": "float64",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "i1": "bool",
+    "fp8e4nv": "float8_e4m3fn",
+    "fp8e5": "float8_e5m2",
+}
 _ITEMSIZE = {
-    "float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int8": 1, "int16": 2, "int32": 4, "int64": 8,
-    "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1,
-}  # fmt: skip
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float64": 8,
+    "int8": 1,
+    "int16": 2,
+    "int32": 4,
+    "int64": 8,
+    "uint8": 1,
+    "uint16": 2,
+    "uint32": 4,
+    "uint64": 8,
+    "bool": 1,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
 
 
 class FakeTensor:
@@ -81,8 +105,14 @@ class FakeTensor:
 
     _next_address = 0x7F0000000000
 
-    def __init__(self, triton_dtype: str, *, aligned: bool = True, shape: tuple[int, ...] = (1,),
-                 strides: tuple[int, ...] | None = None) -> None:
+    def __init__(
+        self,
+        triton_dtype: str,
+        *,
+        aligned: bool = True,
+        shape: tuple[int, ...] = (1,),
+        strides: tuple[int, ...] | None = None,
+    ) -> None:
         self.dtype = FakeDtype(TORCH_DTYPE.get(triton_dtype, triton_dtype))
         self.triton_dtype = triton_dtype
         FakeTensor._next_address += 1 << 20

@@ -49,8 +49,9 @@ def decode(value: Any) -> Any:
     """An encoded launch value as the object the library would pass."""
     if isinstance(value, dict):
         if "tensor" in value:
-            return fakedriver.FakeTensor(value["tensor"], aligned=bool(value.get("aligned", True)),
-                                         shape=tuple(value.get("shape") or (1,)))
+            return fakedriver.FakeTensor(
+                value["tensor"], aligned=bool(value.get("aligned", True)), shape=tuple(value.get("shape") or (1,))
+            )
         if "tl" in value:
             import triton.language as tl
 
@@ -73,8 +74,11 @@ def encode(value: Any) -> Any:
         return {"tensor": value.triton_dtype, "aligned": value.data_ptr() % 16 == 0}
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         name = str(value.dtype).split(".")[-1]
-        return {"tensor": _TRITON_DTYPE.get(name, name), "aligned": value.data_ptr() % 16 == 0,
-                "shape": list(getattr(value, "shape", ()))}
+        return {
+            "tensor": _TRITON_DTYPE.get(name, name),
+            "aligned": value.data_ptr() % 16 == 0,
+            "shape": list(getattr(value, "shape", ())),
+        }
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if type(value).__name__ == "constexpr":
@@ -89,8 +93,23 @@ def _tl_attribute(dtype: Any) -> str:
     """The ``triton.language`` attribute name of a dtype object (``tl.float32`` -> "float32")."""
     import triton.language as tl
 
-    for attr in ("float32", "float16", "bfloat16", "float64", "int1", "int8", "int16", "int32", "int64",
-                 "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5"):
+    for attr in (
+        "float32",
+        "float16",
+        "bfloat16",
+        "float64",
+        "int1",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float8e4nv",
+        "float8e5",
+    ):
         if getattr(tl, attr, None) == dtype:
             return attr
     return str(dtype.name)

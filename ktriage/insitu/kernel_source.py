@@ -25,7 +25,6 @@ import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-
 _BUILTINS = set(dir(builtins))
 # The snapshot file in which ``ktriage record`` keeps the module-level values the kernels read
 # (record_hook.GLOBALS_FILE, record_hook.globals_file_text): Python literals, read, never run.
@@ -47,7 +46,7 @@ def find_function(tree: ast.Module, qualname: str) -> tuple[ast.FunctionDef | as
     for depth, part in enumerate(parts):
         node = _named(scope, part, nested=depth > 0)
         if node is None:
-            raise ExtractError(f"the module defines no {'.'.join(parts[:depth + 1])!r}")
+            raise ExtractError(f"the module defines no {'.'.join(parts[: depth + 1])!r}")
         scope = getattr(node, "body", [])
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise ExtractError(f"{qualname!r} is not a function in its module")
@@ -83,7 +82,8 @@ def _is_main_guard(stmt: ast.stmt) -> bool:
         return False
     names = [stmt.test.left, *stmt.test.comparators]
     return any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
-        isinstance(n, ast.Constant) and n.value == "__main__" for n in names)
+        isinstance(n, ast.Constant) and n.value == "__main__" for n in names
+    )
 
 
 def defined_names(stmt: ast.stmt) -> set[str]:
@@ -127,9 +127,16 @@ def _absolute(stmt: ast.stmt, package: str | None) -> ast.stmt:
     return ast.ImportFrom(module=module, names=stmt.names, level=0)
 
 
-def extract(text: str, qualname: str, *, package: str | None, extra_lines: Iterable[str] = (),
-            extra_needs: Iterable[str] = (), values: Mapping[str, str] | None = None,
-            defaults: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+def extract(
+    text: str,
+    qualname: str,
+    *,
+    package: str | None,
+    extra_lines: Iterable[str] = (),
+    extra_needs: Iterable[str] = (),
+    values: Mapping[str, str] | None = None,
+    defaults: Mapping[str, str] | None = None,
+) -> tuple[str, list[str]]:
     """The module text that defines ``qualname`` with only what it needs (see the module docstring),
     and the names of the module-level statements kept. ``package``: the original module's package
     (relative imports become absolute). ``extra_lines`` go at the end (closed-over values), and
@@ -154,8 +161,9 @@ def extract(text: str, qualname: str, *, package: str | None, extra_lines: Itera
     defines = {id(s): defined_names(s) for s in units}
     root_start, root_end = _start(fn), fn.end_lineno or fn.lineno
     skip = {id(n) for d in replaced for n in ast.walk(d)}
-    needed: set[str] = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                        and id(n) not in skip} | set(extra_needs)
+    needed: set[str] = {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip
+    } | set(extra_needs)
     kept: set[int] = {id(fn)} if top_level else set()
     done: set[str] = set()
     recorded: list[str] = []
@@ -174,7 +182,8 @@ def extract(text: str, qualname: str, *, package: str | None, extra_lines: Itera
             needed |= loaded_names(stmt)
     defined = set().union(*defines.values()) if defines else set()
     local = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} | {
-        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
     if needed - defined - local - _BUILTINS:  # a name no statement binds may come from a star import: keep those
         for stmt in units:
             if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):
@@ -194,22 +203,31 @@ def extract(text: str, qualname: str, *, package: str | None, extra_lines: Itera
             continue
         start, end = _start(stmt), stmt.end_lineno or stmt.lineno
         fixed = _absolute(stmt, package)
-        body = lines[start - 1:end] if fixed is stmt else [ast.unparse(fixed)]
+        body = lines[start - 1 : end] if fixed is stmt else [ast.unparse(fixed)]
         pieces.append((start, body, ", ".join(sorted(defined_names(stmt)))))
     if not top_level:
-        pieces.append((root_start, textwrap.dedent("\n".join(lines[root_start - 1:root_end])).splitlines(), fn.name))
+        pieces.append((root_start, textwrap.dedent("\n".join(lines[root_start - 1 : root_end])).splitlines(), fn.name))
     # a recorded value where the first statement that bound it stood (one line: the numbering stays)
     at: dict[int, list[str]] = {}
     trailing: list[str] = []
     for name in sorted(recorded):
-        home = next((s for s in units if name in defines[id(s)] and (top_level or not (
-            _start(s) <= root_start and (s.end_lineno or 0) >= root_end))), None)
+        home = next(
+            (
+                s
+                for s in units
+                if name in defines[id(s)]
+                and (top_level or not (_start(s) <= root_start and (s.end_lineno or 0) >= root_end))
+            ),
+            None,
+        )
         if home is None or id(home) in kept:
             trailing.append(name)
         else:
             at.setdefault(_start(home), []).append(name)
     for start, group in at.items():
-        pieces.append((start, ["; ".join(f"{n} = {values[n]}" for n in group)], ", ".join(f"{n} (recorded)" for n in group)))
+        pieces.append(
+            (start, ["; ".join(f"{n} = {values[n]}" for n in group)], ", ".join(f"{n} (recorded)" for n in group))
+        )
     for start, body, label in sorted(pieces, key=lambda p: p[0]):
         emit(start, body)
         if label:
@@ -239,8 +257,11 @@ def with_recorded(text: str, values: Mapping[str, str]) -> str:
     except (SyntaxError, ValueError):
         return text
     lines = text.splitlines()
-    shared = {line for line in (s.lineno for s in tree.body) if sum(1 for t in tree.body if t.lineno == line
-                                                                     or (t.end_lineno or t.lineno) == line) > 1}
+    shared = {
+        line
+        for line in (s.lineno for s in tree.body)
+        if sum(1 for t in tree.body if t.lineno == line or (t.end_lineno or t.lineno) == line) > 1
+    }
     for stmt in reversed(tree.body):
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or stmt.lineno in shared:
             continue
@@ -248,18 +269,21 @@ def with_recorded(text: str, values: Mapping[str, str]) -> str:
         if not names or not names <= set(values) or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
             continue
         start, end = stmt.lineno, stmt.end_lineno or stmt.lineno
-        lines[start - 1:end] = ["; ".join(f"{n} = {values[n]}" for n in sorted(names))] + [""] * (end - start)
+        lines[start - 1 : end] = ["; ".join(f"{n} = {values[n]}" for n in sorted(names))] + [""] * (end - start)
     return "\n".join(lines) + "\n"
 
 
-def _replace_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str],
-                      defaults: Mapping[str, str]) -> list[ast.expr]:
+def _replace_defaults(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], defaults: Mapping[str, str]
+) -> list[ast.expr]:
     """Write each recorded default that is no literal (nor ``tl.<dtype>``) over its expression in ``lines`` (in place;
     lines it spanned become blank lines inside the parameter list), and return the nodes replaced."""
     a = fn.args
     positional = [*a.posonlyargs, *a.args]
-    pairs = [*zip(positional[len(positional) - len(a.defaults):], a.defaults),
-             *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)]
+    pairs = [
+        *zip(positional[len(positional) - len(a.defaults) :], a.defaults),
+        *((arg, d) for arg, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None),
+    ]
     replaced: list[ast.expr] = []
     for arg, node in sorted(pairs, key=lambda p: (p[1].lineno, p[1].col_offset), reverse=True):
         source = defaults.get(arg.arg)
@@ -274,8 +298,12 @@ def _replace_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[st
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             pass
         first, last = lines[node.lineno - 1].encode(), lines[node.end_lineno - 1].encode()  # offsets are UTF-8 bytes
-        joined = first[:node.col_offset].decode(errors="replace") + source + last[node.end_col_offset:].decode(errors="replace")
-        lines[node.lineno - 1:node.end_lineno] = [joined] + [""] * (node.end_lineno - node.lineno)
+        joined = (
+            first[: node.col_offset].decode(errors="replace")
+            + source
+            + last[node.end_col_offset :].decode(errors="replace")
+        )
+        lines[node.lineno - 1 : node.end_lineno] = [joined] + [""] * (node.end_lineno - node.lineno)
         replaced.append(node)
     return replaced
 
@@ -332,8 +360,11 @@ def recorded_sources(entry: Any) -> tuple[dict[str, str], dict[str, dict[str, st
     """One module's entry of :func:`read_globals` as (name -> source, function -> parameter -> source)."""
     if not isinstance(entry, dict):
         return {}, {}
-    values = {str(n): src for n, v in dict(entry.get("values") or {}).items()
-              if isinstance(n, str) and n.isidentifier() and (src := value_source(v)) is not None}
+    values = {
+        str(n): src
+        for n, v in dict(entry.get("values") or {}).items()
+        if isinstance(n, str) and n.isidentifier() and (src := value_source(v)) is not None
+    }
     defaults: dict[str, dict[str, str]] = {}
     for function, params in dict(entry.get("defaults") or {}).items():
         if isinstance(params, dict):

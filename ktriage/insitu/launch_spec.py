@@ -73,8 +73,10 @@ class _Capture:
 
         def run(jit_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             if cls.active:
-                cls.bound = {**dict(zip(list(jit_self.arg_names), args)),
-                             **{k: v for k, v in kwargs.items() if k in jit_self.arg_names}}
+                cls.bound = {
+                    **dict(zip(list(jit_self.arg_names), args)),
+                    **{k: v for k, v in kwargs.items() if k in jit_self.arg_names},
+                }
             return original_run(jit_self, *args, grid=grid, warmup=warmup, **kwargs)
 
         triton.compiler.compile = compile  # the JIT's binder imports it from here
@@ -86,9 +88,12 @@ class _Capture:
 def _decode(value: Any) -> Any:
     if isinstance(value, dict) and "tensor" in value:
         strides = value.get("strides")
-        return fakedriver.FakeTensor(value["tensor"], aligned=bool(value.get("aligned", True)),
-                                     shape=tuple(value.get("shape") or (1,)),
-                                     strides=tuple(strides) if strides else None)
+        return fakedriver.FakeTensor(
+            value["tensor"],
+            aligned=bool(value.get("aligned", True)),
+            shape=tuple(value.get("shape") or (1,)),
+            strides=tuple(strides) if strides else None,
+        )
     return jitrun.decode(value)
 
 
@@ -138,8 +143,11 @@ def spec_fields(fn: Any, src: Any, options: dict[str, Any]) -> dict[str, Any]:
     else:
         sig = {str(k): str(v) for k, v in dict(src.signature).items()}
         consts = {names[k[0]]: v for k, v in dict(raw_constants).items() if isinstance(k, tuple) and len(k) == 1}
-        marked = {k[0] for k, v in dict(attrs or {}).items()
-                  if isinstance(k, tuple) and len(k) == 1 and any("tt.divisibility" in str(x) for x in v)}
+        marked = {
+            k[0]
+            for k, v in dict(attrs or {}).items()
+            if isinstance(k, tuple) and len(k) == 1 and any("tt.divisibility" in str(x) for x in v)
+        }
         for i, name in enumerate(names):
             ty = sig.get(name, "constexpr")
             if ty == "constexpr":
@@ -152,9 +160,16 @@ def spec_fields(fn: Any, src: Any, options: dict[str, Any]) -> dict[str, Any]:
                 if i in marked:
                     divisible.append(name)
     maxnreg = options.get("maxnreg")
-    return {"signature": signature, "constexprs": constexprs, "divisible_by_16": divisible, "equal_to_1": equal_to_1,
-            "num_warps": int(options.get("num_warps") or 4), "num_stages": int(options.get("num_stages") or 3),
-            "num_ctas": int(options.get("num_ctas") or 1), "maxnreg": int(maxnreg) if maxnreg else None}
+    return {
+        "signature": signature,
+        "constexprs": constexprs,
+        "divisible_by_16": divisible,
+        "equal_to_1": equal_to_1,
+        "num_warps": int(options.get("num_warps") or 4),
+        "num_stages": int(options.get("num_stages") or 3),
+        "num_ctas": int(options.get("num_ctas") or 1),
+        "maxnreg": int(maxnreg) if maxnreg else None,
+    }
 
 
 def _normalized(view: dict[str, Any]) -> dict[str, Any]:
@@ -197,8 +212,12 @@ def resolve(request: dict[str, Any], serving: Any = None) -> dict[str, Any]:
         captured = done
     except Exception as exc:  # the launch itself failed in this Triton: its message is the answer
         kind = getattr(exc, "kind", "launch")
-        return {"ok": False, "kind": str(kind), "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc()[-3000:]}
+        return {
+            "ok": False,
+            "kind": str(kind),
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc()[-3000:],
+        }
     else:
         return {"ok": False, "kind": "launch", "error": "the launch compiled nothing (does the kernel launch at all?)"}
     try:
@@ -207,15 +226,26 @@ def resolve(request: dict[str, Any], serving: Any = None) -> dict[str, Any]:
         theirs, ours = _normalized(worker.ast_source_view(captured.src)), _normalized(worker.ast_source_view(rebuilt))
         if theirs != ours:
             diff = {k: (theirs.get(k), ours.get(k)) for k in theirs if theirs.get(k) != ours.get(k)}
-            return {"ok": False, "kind": "resolve",
-                    "error": f"a spec cannot say what this Triton's JIT compiled for the launch (JIT, spec): {diff}"}
+            return {
+                "ok": False,
+                "kind": "resolve",
+                "error": f"a spec cannot say what this Triton's JIT compiled for the launch (JIT, spec): {diff}",
+            }
         import triton
 
-        return {"ok": True, "fields": fields,
-                "jit_args": [[n, jitrun.encode(v)] for n, v in captured.bound.items()],
-                "heuristics": sorted(worker.heuristics_of(launchable)),
-                "autotune_configs": jitrun._autotune_configs(launchable),
-                "ast_source": theirs, "triton_version": str(triton.__version__)}
+        return {
+            "ok": True,
+            "fields": fields,
+            "jit_args": [[n, jitrun.encode(v)] for n, v in captured.bound.items()],
+            "heuristics": sorted(worker.heuristics_of(launchable)),
+            "autotune_configs": jitrun._autotune_configs(launchable),
+            "ast_source": theirs,
+            "triton_version": str(triton.__version__),
+        }
     except Exception as exc:
-        return {"ok": False, "kind": "resolve", "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc()[-3000:]}
+        return {
+            "ok": False,
+            "kind": "resolve",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc()[-3000:],
+        }

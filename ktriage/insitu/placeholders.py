@@ -125,8 +125,15 @@ class _FakeCuda(_Inert):
 
     def get_device_properties(self, device: Any = None) -> types.SimpleNamespace:
         major, minor = _capability()
-        return types.SimpleNamespace(name=self.get_device_name(), major=major, minor=minor, multi_processor_count=132,
-                                     total_memory=141 * 2**30, warp_size=32, max_shared_memory_per_block_optin=232448)
+        return types.SimpleNamespace(
+            name=self.get_device_name(),
+            major=major,
+            minor=minor,
+            multi_processor_count=132,
+            total_memory=141 * 2**30,
+            warp_size=32,
+            max_shared_memory_per_block_optin=232448,
+        )
 
     def __bool__(self) -> bool:
         return True
@@ -137,9 +144,17 @@ _VERSION = types.SimpleNamespace(hip=None, cuda=None, git_version="placeholder",
 _FIXED_ATTRIBUTES: dict[str, dict[str, Any]] = {
     "torch": {"version": _VERSION, "cuda": _CUDA},
     "torch.version": {"hip": None, "cuda": None, "git_version": "placeholder"},
-    "torch.cuda": {name: getattr(_CUDA, name) for name in ("is_available", "device_count", "current_device",
-                                                           "get_device_capability", "get_device_name",
-                                                           "get_device_properties")},
+    "torch.cuda": {
+        name: getattr(_CUDA, name)
+        for name in (
+            "is_available",
+            "device_count",
+            "current_device",
+            "get_device_capability",
+            "get_device_name",
+            "get_device_properties",
+        )
+    },
 }
 
 
@@ -178,7 +193,8 @@ class _PlaceholderFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             # a stub folder on sys.path: an installed torch further on still wins
             stub_dirs = {os.path.dirname(os.path.abspath(loc)) for loc in search}
             real = importlib.machinery.PathFinder.find_spec(
-                fullname, [p for p in sys.path if os.path.abspath(p or ".") not in stub_dirs])
+                fullname, [p for p in sys.path if os.path.abspath(p or ".") not in stub_dirs]
+            )
             if real is not None and not _snapshot_stub(real):
                 return real
             break
@@ -240,7 +256,9 @@ def forget(names: list[str]) -> None:
 
 def is_placeholder(value: Any) -> bool:
     """Whether ``value`` is a placeholder module or one of its inert objects (or a class made from one)."""
-    return isinstance(value, (_PlaceholderModule, _Inert)) or (isinstance(value, type) and issubclass(value, _InertBase))
+    return isinstance(value, (_PlaceholderModule, _Inert)) or (
+        isinstance(value, type) and issubclass(value, _InertBase)
+    )
 
 
 def stands_for(name: str) -> bool:

@@ -31,7 +31,7 @@ class _RecordingSubprocess(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         return getattr(subprocess, name)
 
-    def run(self, cmd: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: D401 - same contract as subprocess.run
+    def run(self, cmd: Any, *args: Any, **kwargs: Any) -> Any:
         argv = [str(c) for c in cmd] if isinstance(cmd, (list, tuple)) else None
         if argv is None or "ptxas" not in os.path.basename(argv[0]):
             return subprocess.run(cmd, *args, **kwargs)
@@ -62,7 +62,7 @@ def install() -> None:
     """
     from triton.backends import backends
 
-    make_cubin = getattr(backends["nvidia"].compiler, "make_cubin")
+    make_cubin = backends["nvidia"].compiler.make_cubin
     namespace = getattr(make_cubin, "__globals__", None) or make_cubin.__func__.__globals__
     if not isinstance(namespace.get("subprocess"), _RecordingSubprocess):
         namespace["subprocess"] = _RecordingSubprocess()

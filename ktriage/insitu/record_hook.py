@@ -59,7 +59,7 @@ COUNT_FLUSH_S = 1.0
 MAX_SNAPSHOT_FILES = 64
 
 # What ``ktriage record`` writes as sitecustomize.py into a temporary directory on PYTHONPATH.
-SITECUSTOMIZE = '''\
+SITECUSTOMIZE = """\
 # Written by `ktriage record`: installs its launch hook at interpreter start (user code unchanged).
 import importlib.util as _ktr_util
 import os as _ktr_os
@@ -94,18 +94,44 @@ try:
     _ktr_install()
 except Exception as _ktr_exc:  # never break the user's program
     _ktr_sys.stderr.write(f"ktriage record: the launch hook did not install: {_ktr_exc!r}\\n")
-'''
+"""
 
 # torch dtype names -> Triton type names (what ktriage's specs write).
 _TRITON_DTYPE = {
-    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
-    "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "i1",
-    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-}  # fmt: skip
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
 _INT_DTYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
-_TL_DTYPES = ("float32", "float16", "bfloat16", "float64", "int1", "int8", "int16", "int32", "int64",
-              "uint8", "uint16", "uint32", "uint64", "float8e4nv", "float8e5")
+_TL_DTYPES = (
+    "float32",
+    "float16",
+    "bfloat16",
+    "float64",
+    "int1",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float8e4nv",
+    "float8e5",
+)
 # Top-level packages whose modules are never snapshotted (the toolchain provides them, or no kernel lives there).
 _NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_record_hook", "ktriage"}
 
@@ -182,8 +208,14 @@ class Recorder:
                 self._flush_counts()
         return True
 
-    def jit_launch(self, jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any],
-                   launch_key: tuple[Any, ...] | None = None) -> Any:
+    def jit_launch(
+        self,
+        jit_fn: Any,
+        args: tuple[Any, ...],
+        grid: Any,
+        kwargs: dict[str, Any],
+        launch_key: tuple[Any, ...] | None = None,
+    ) -> Any:
         """Record (or count) one JIT-level launch; its key, which the compile it may trigger is filed under."""
         local = self._local.__dict__
         tuning = local.get("autotune")
@@ -228,8 +260,17 @@ class Recorder:
         except Exception as exc:
             self._not_captured("<compile>", f"reading the JIT's compile inputs: {type(exc).__name__}: {exc}")
 
-    def _launch(self, jit_fn: Any, names: list[str], bound: dict[str, Any], options: dict[str, Any], grid: Any,
-                key: tuple[Any, ...], autotune: dict[str, Any] | None, heuristics: dict[str, Any]) -> None:
+    def _launch(
+        self,
+        jit_fn: Any,
+        names: list[str],
+        bound: dict[str, Any],
+        options: dict[str, Any],
+        grid: Any,
+        key: tuple[Any, ...],
+        autotune: dict[str, Any] | None,
+        heuristics: dict[str, Any],
+    ) -> None:
         with self._lock:
             if self._count_seen(key):
                 return
@@ -239,7 +280,9 @@ class Recorder:
             self.counts[launch_id] = 1
             resolved, grid_error = _grid_and_why(grid, bound, options)
             record = {
-                "type": "launch", "id": launch_id, "kernel": kernel_id,
+                "type": "launch",
+                "id": launch_id,
+                "kernel": kernel_id,
                 "args": [[n, describe(bound[n])] for n in names if n in bound],
                 "options": {k: describe(v) for k, v in options.items()},
                 "grid": resolved,
@@ -327,8 +370,9 @@ class Recorder:
             self._local.heuristics = stack
 
     # ------------------------------------------------------------------ inductor
-    def inductor_launch(self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-                        configs: list[Any] | None = None) -> None:
+    def inductor_launch(
+        self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any], configs: list[Any] | None = None
+    ) -> None:
         name: str = "?"
         try:
             launchers = autotuner.launchers
@@ -354,16 +398,23 @@ class Recorder:
                 if kernel_id is None:
                     self._host()
                     kernel_id = f"{self.tag}:K{len(self.kernels)}"
-                    record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "inductor", "function": name,
-                                              "triton_meta": _inductor_meta(meta),
-                                              "configs": [_config_view(c) for c in configs or getattr(autotuner, "configs", None) or []]}
+                    record: dict[str, Any] = {
+                        "type": "kernel",
+                        "id": kernel_id,
+                        "kind": "inductor",
+                        "function": name,
+                        "triton_meta": _inductor_meta(meta),
+                        "configs": [_config_view(c) for c in configs or getattr(autotuner, "configs", None) or []],
+                    }
                     try:
                         real = inductor_function(autotuner)
                         if real is not None:
                             record.update(snapshot_of(real))
                         else:
-                            record["snapshot_error"] = ("inductor dropped the kernel's Python function (compiled in a "
-                                                        "subprocess and pickled back) and could not reload it")
+                            record["snapshot_error"] = (
+                                "inductor dropped the kernel's Python function (compiled in a "
+                                "subprocess and pickled back) and could not reload it"
+                            )
                     except Exception as exc:
                         record["snapshot_error"] = f"{type(exc).__name__}: {exc}"
                     self.journal.write(record)
@@ -377,9 +428,12 @@ class Recorder:
                 positional = [n for n in arg_names if n not in constants and str(signature.get(n)) != "constexpr"]
                 grid, grid_error = _inductor_grid(autotuner, config, positional, args, kwargs)
                 record = {
-                    "type": "launch", "id": launch_id, "kernel": kernel_id,
+                    "type": "launch",
+                    "id": launch_id,
+                    "kernel": kernel_id,
                     "args": [[n, describe(a)] for n, a in zip(positional, args)],
-                    "options": {}, "grid": grid,
+                    "options": {},
+                    "grid": grid,
                     "inductor_config": _config_view(config) if config is not None else None,
                 }
                 if grid_error:
@@ -434,8 +488,9 @@ def inductor_function(autotuner: Any) -> Any:
     return None
 
 
-def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...],
-                   kwargs: dict[str, Any] | None = None) -> tuple[list[int] | None, str | None]:
+def _inductor_grid(
+    autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+) -> tuple[list[int] | None, str | None]:
     """The grid inductor's launcher computes for this launch, and why not when it cannot be had.
 
     Every launcher torch uses: the grid expression (``GridExpr`` from the kernel's ``grid_type`` and
@@ -468,13 +523,16 @@ def _inductor_grid(autotuner: Any, config: Any, names: list[str], args: tuple[An
         scalars.update({n: a for n, a in zip(names, args) if isinstance(a, int) and not isinstance(a, bool)})
         extra = [str(e) for e in meta.get("extra_launcher_args") or []]
         if extra:
-            scalars.update(zip(extra, args[len(names):]))
+            scalars.update(zip(extra, args[len(names) :]))
         scalars.update({k: v for k, v in kwargs.items() if isinstance(v, int) and not isinstance(v, bool)})
         grid = grid_expr.from_meta(meta, cfg).eval_slow({**scalars, **cfg})
         return [int(g) for g in grid], None
     except Exception as exc:
-        return None, f"inductor's {(getattr(autotuner, 'inductor_meta', None) or {}).get('grid_type', '?')} grid: " \
-                     f"{type(exc).__name__}: {exc}"[:500]
+        return (
+            None,
+            f"inductor's {(getattr(autotuner, 'inductor_meta', None) or {}).get('grid_type', '?')} grid: "
+            f"{type(exc).__name__}: {exc}"[:500],
+        )
 
 
 _MISSING = object()
@@ -497,8 +555,12 @@ def _cheap_key(value: Any) -> Any:
         return _cheap_key(getattr(value, "value", None))
     kwargs = getattr(value, "kwargs", None)
     if isinstance(kwargs, dict):  # an autotune / inductor Config
-        return ("C", tuple(sorted((k, repr(v)) for k, v in kwargs.items())), getattr(value, "num_warps", None),
-                getattr(value, "num_stages", None))
+        return (
+            "C",
+            tuple(sorted((k, repr(v)) for k, v in kwargs.items())),
+            getattr(value, "num_warps", None),
+            getattr(value, "num_stages", None),
+        )
     return (type(value).__name__, repr(value)[:200])
 
 
@@ -591,7 +653,9 @@ def _grid_and_why(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> 
             grid = grid({**bound, **options})
         return [int(g) for g in grid], None
     except Exception as exc:
-        return None, f"the launch's grid {'callable ' if callable(grid) else ''}failed: {type(exc).__name__}: {exc}"[:500]
+        return None, f"the launch's grid {'callable ' if callable(grid) else ''}failed: {type(exc).__name__}: {exc}"[
+            :500
+        ]
 
 
 def describe(value: Any) -> Any:
@@ -600,8 +664,11 @@ def describe(value: Any) -> Any:
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         torch_name = str(value.dtype).split(".")[-1]
         dtype = _TRITON_DTYPE.get(torch_name, torch_name)
-        out: dict[str, Any] = {"tensor": dtype, "aligned": value.data_ptr() % 16 == 0,
-                               "shape": [int(s) for s in getattr(value, "shape", ())]}
+        out: dict[str, Any] = {
+            "tensor": dtype,
+            "aligned": value.data_ptr() % 16 == 0,
+            "shape": [int(s) for s in getattr(value, "shape", ())],
+        }
         try:
             out["strides"] = [int(s) for s in value.stride()]
         except Exception:
@@ -638,8 +705,11 @@ def compile_view(src: Any, options: Any) -> dict[str, Any]:
     view: dict[str, Any] = {"signature": {str(k): str(v) for k, v in dict(signature).items()}}
     attrs = getattr(src, "attrs", None)
     if isinstance(attrs, dict):
-        view["divisible"] = sorted(k[0] for k, v in attrs.items()
-                                   if isinstance(k, tuple) and len(k) == 1 and any("tt.divisibility" in str(x) for x in v))
+        view["divisible"] = sorted(
+            k[0]
+            for k, v in attrs.items()
+            if isinstance(k, tuple) and len(k) == 1 and any("tt.divisibility" in str(x) for x in v)
+        )
     else:
         view["attrs"] = repr(attrs)[:2000]
     constants = getattr(src, "constants", None) or getattr(src, "constexprs", None) or {}
@@ -670,8 +740,10 @@ def _config_view(config: Any) -> dict[str, Any]:
 
 def _inductor_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """inductor's triton_meta as JSON: signature, constants, and the divisibility of its configs."""
-    out: dict[str, Any] = {"signature": {str(k): str(v) for k, v in (meta.get("signature") or {}).items()},
-                           "constants": {str(k): describe(v) for k, v in (meta.get("constants") or {}).items()}}
+    out: dict[str, Any] = {
+        "signature": {str(k): str(v) for k, v in (meta.get("signature") or {}).items()},
+        "constants": {str(k): describe(v) for k, v in (meta.get("constants") or {}).items()},
+    }
     configs = meta.get("configs") or []
     if configs:
         attrs = configs[0]
@@ -746,24 +818,33 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
     qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", ""))
     recorded: dict[str, dict[str, Any]] = {}
     try:  # never at the cost of the snapshot: without the file the module's statements run, as before
-        recorded = recorded_globals(fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1])
-                                         for name in seen})
+        recorded = recorded_globals(
+            fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1]) for name in seen}
+        )
         if recorded:
             files[GLOBALS_FILE] = globals_file_text(recorded)
     except Exception as exc:
         notes.append(f"the module-level values the kernel reads were not kept ({type(exc).__name__}: {exc})"[:300])
     if "." in qualname and kernel_path in files:  # defined in a class or function body: no module attribute
-        kernel_module = _nested_module(fn, qualname, files, kernel_path, module_name, kernel_module, notes,
-                                       recorded.get(kernel_module))
+        kernel_module = _nested_module(
+            fn, qualname, files, kernel_path, module_name, kernel_module, notes, recorded.get(kernel_module)
+        )
         kernel_path = kernel_module + ".py"
     carried = sorted(m for m in seen if m.startswith(INDUCTOR_RUNTIME))
     if carried or stubs:
-        notes.append(f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
-                     f"replaced by inert stubs: {', '.join(stubs) or 'none'} (torch itself is an empty package there)")
+        notes.append(
+            f"inductor's runtime helpers carried: {', '.join(carried) or 'none'}; host-side modules "
+            f"replaced by inert stubs: {', '.join(stubs) or 'none'} (torch itself is an empty package there)"
+        )
     text = files.get(kernel_path, "")
-    return {"module": kernel_module, "original_module": module_name, "file": file,
-            "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "snapshot": {"files": files, "notes": sorted(set(notes))}, "package": _distribution(module_name)}
+    return {
+        "module": kernel_module,
+        "original_module": module_name,
+        "file": file,
+        "source_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "snapshot": {"files": files, "notes": sorted(set(notes))},
+        "package": _distribution(module_name),
+    }
 
 
 # A snapshot's record of the module-level values its kernels read (``recorded_globals``); the compile
@@ -826,8 +907,11 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
 def _from_triton(value: Any) -> bool:
     """Triton or one of its modules, functions or classes (not a value of the user's)."""
     name = getattr(value, "__name__", None) if type(value).__name__ == "module" else getattr(value, "__module__", None)
-    return isinstance(name, str) and (name == "triton" or name.startswith("triton.")) and (
-        type(value).__name__ == "module" or callable(value))
+    return (
+        isinstance(name, str)
+        and (name == "triton" or name.startswith("triton."))
+        and (type(value).__name__ == "module" or callable(value))
+    )
 
 
 def _unwrap_jit(value: Any) -> Any:
@@ -881,7 +965,9 @@ def _encoded_defaults(fn: Any) -> dict[str, Any]:
     for name, param in parameters.items():
         if param.default is not param.empty:
             encoded = encode_global(param.default, getattr(fn, "__module__", None))
-            if encoded is not _NOT_ENCODED and not (isinstance(encoded, dict) and ("module" in encoded or "import" in encoded)):
+            if encoded is not _NOT_ENCODED and not (
+                isinstance(encoded, dict) and ("module" in encoded or "import" in encoded)
+            ):
                 out[name] = encoded
     return out
 
@@ -912,8 +998,14 @@ def encode_global(value: Any, module_name: str | None) -> Any:
         name = getattr(value, "__name__", None)
         return {"module": name} if isinstance(name, str) and sys.modules.get(name) is value else _NOT_ENCODED
     owner, qualname = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
-    if isinstance(owner, str) and isinstance(qualname, str) and qualname.isidentifier() and owner != module_name \
-            and owner != "__main__" and getattr(sys.modules.get(owner), qualname, None) is value:
+    if (
+        isinstance(owner, str)
+        and isinstance(qualname, str)
+        and qualname.isidentifier()
+        and owner != module_name
+        and owner != "__main__"
+        and getattr(sys.modules.get(owner), qualname, None) is value
+    ):
         return {"import": f"{owner}:{qualname}"}
     return _NOT_ENCODED
 
@@ -923,13 +1015,23 @@ def globals_file_text(recorded: dict[str, dict[str, Any]]) -> str:
     ``ast.literal_eval``, never runs it)."""
     import pprint
 
-    return ('"""Written by `ktriage record`: the module-level values the kernels of this snapshot read, as the\n'
-            'recorded program had them (the compile worker uses them in place of the module\'s host code)."""\n\n'
-            f"FORMAT = {GLOBALS_FORMAT}\nGLOBALS = {pprint.pformat(recorded, width=110)}\n")
+    return (
+        '"""Written by `ktriage record`: the module-level values the kernels of this snapshot read, as the\n'
+        'recorded program had them (the compile worker uses them in place of the module\'s host code)."""\n\n'
+        f"FORMAT = {GLOBALS_FORMAT}\nGLOBALS = {pprint.pformat(recorded, width=110)}\n"
+    )
 
 
-def _nested_module(fn: Any, qualname: str, files: dict[str, str], kernel_path: str, module_name: str,
-                   placed_as: str, notes: list[str], recorded: dict[str, Any] | None = None) -> str:
+def _nested_module(
+    fn: Any,
+    qualname: str,
+    files: dict[str, str],
+    kernel_path: str,
+    module_name: str,
+    placed_as: str,
+    notes: list[str],
+    recorded: dict[str, Any] | None = None,
+) -> str:
     """A kernel defined in a class or function body (TritonBench's softmax: a method's kernel) is no
     attribute of its module: its own source (``kernel_source.extract``: its def and the module-level
     statements it needs, relative imports made absolute) becomes a module of the snapshot, with the
@@ -941,12 +1043,21 @@ def _nested_module(fn: Any, qualname: str, files: dict[str, str], kernel_path: s
         package = module_name if kernel_path.endswith("/__init__.py") else module_name.rpartition(".")[0] or None
     lines, needs, carried, dropped = closure_lines(fn)
     values, defaults = source.recorded_sources(recorded)  # the module's values, as for a top-level kernel
-    text, _ = source.extract(files[kernel_path], qualname, package=package, extra_lines=lines, extra_needs=needs,
-                             values=values, defaults=defaults.get(qualname))
+    text, _ = source.extract(
+        files[kernel_path],
+        qualname,
+        package=package,
+        extra_lines=lines,
+        extra_needs=needs,
+        values=values,
+        defaults=defaults.get(qualname),
+    )
     name = f"ktr_{fn.__name__}_" + hashlib.sha256(f"{module_name}:{qualname}".encode()).hexdigest()[:8]
     files[name + ".py"] = text
-    note = f"{qualname} is defined in a {'function' if '<locals>' in qualname else 'class'} body of {module_name}: " \
-           f"compiled from its own source (module {name})"
+    note = (
+        f"{qualname} is defined in a {'function' if '<locals>' in qualname else 'class'} body of {module_name}: "
+        f"compiled from its own source (module {name})"
+    )
     if carried:
         note += f"; closed-over values carried: {', '.join(carried)}"
     notes.append(note)
@@ -961,8 +1072,9 @@ def _kernel_source_module() -> Any:
     name = "_ktriage_record_kernel_source"
     module = sys.modules.get(name)
     if module is None:
-        spec = importlib.util.spec_from_file_location(name, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                         "kernel_source.py"))
+        spec = importlib.util.spec_from_file_location(
+            name, os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_source.py")
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -1033,7 +1145,9 @@ def _value_source(value: Any) -> str | None:
     if value is None or isinstance(value, (bool, int, str)):
         return repr(value)
     if isinstance(value, float):
-        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else f"float({str(value)!r})"
+        return (
+            repr(value) if value == value and value not in (float("inf"), float("-inf")) else f"float({str(value)!r})"
+        )
     kind = type(value).__name__
     try:
         import triton.language as tl
@@ -1160,7 +1274,8 @@ def _helper_modules(fn: Any) -> list[tuple[str, str | None]]:
         if inner is not None and type(value).__name__ in ("JITFunction", "JITCallable", "ConstexprFunction"):
             mod_name = getattr(inner, "__module__", None)
         elif type(value).__name__ == "module" and any(
-                type(v).__name__ == "JITFunction" for v in list(vars(value).values())[:2000]):
+            type(v).__name__ == "JITFunction" for v in list(vars(value).values())[:2000]
+        ):
             mod_name = value.__name__
         if not mod_name or mod_name.split(".")[0] in _NOT_SNAPSHOTTED or mod_name.split(".")[0] == top:
             continue
@@ -1415,8 +1530,16 @@ def install(journal_path: str) -> Recorder:
     journal = Journal(journal_path)
     _recorder = Recorder(journal)
     _safely(_watch_dynamic_imports)
-    journal.write({"type": "header", "format_version": JOURNAL_FORMAT, "kind": JOURNAL_KIND,
-                   "argv": list(sys.argv), "pid": os.getpid(), "started": time.time()})
+    journal.write(
+        {
+            "type": "header",
+            "format_version": JOURNAL_FORMAT,
+            "kind": JOURNAL_KIND,
+            "argv": list(sys.argv),
+            "pid": os.getpid(),
+            "started": time.time(),
+        }
+    )
     pending = {}
     for name, patch in WATCHED.items():
         if name in sys.modules:

@@ -46,6 +46,7 @@ else:  # started as a script inside a toolchain's virtualenv: this folder is sys
 PROTOCOL_VERSION = 2
 PRIMING_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "priming_kernel.py")
 
+
 class WorkerError(Exception):
     """A failure with a kind the host can report (import, signature, compile)."""
 
@@ -104,10 +105,14 @@ def _load(module_part: str, fn_name: str, recorded: dict[str, Any]) -> Any:
         return fn
     except _ExtractFailed as exc:
         if import_error is not None:
-            raise WorkerError("import", f"importing {module_part} failed: {root_cause(import_error)}; compiling "
-                                        f"{fn_name} from its own source failed too: {exc}") from import_error
-        raise WorkerError("import", f"{module_part} has no attribute {fn_name!r}, and compiling it from its own "
-                                    f"source failed: {exc}") from exc
+            raise WorkerError(
+                "import",
+                f"importing {module_part} failed: {root_cause(import_error)}; compiling "
+                f"{fn_name} from its own source failed too: {exc}",
+            ) from import_error
+        raise WorkerError(
+            "import", f"{module_part} has no attribute {fn_name!r}, and compiling it from its own source failed: {exc}"
+        ) from exc
 
 
 _STAGE: list[Any] = []  # serve's writer of a progress line, armed once per request
@@ -231,8 +236,9 @@ class _RecordedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 return importlib.util.spec_from_file_location(fullname, base + ".py", loader=self)
             init = os.path.join(base, "__init__.py")
             if os.path.isfile(init):
-                return importlib.util.spec_from_file_location(fullname, init, loader=self,
-                                                              submodule_search_locations=[base])
+                return importlib.util.spec_from_file_location(
+                    fullname, init, loader=self, submodule_search_locations=[base]
+                )
         return None
 
     def create_module(self, spec: Any) -> Any:
@@ -258,8 +264,11 @@ def apply_recorded(recorded: dict[str, Any]) -> None:
         values, _ = kernel_source.recorded_sources(entry)
         for name, source in values.items():
             current = getattr(module, name, missing)
-            if kernel_source.is_reference(entry["values"][name]) and current is not missing \
-                    and not placeholders.is_placeholder(current):
+            if (
+                kernel_source.is_reference(entry["values"][name])
+                and current is not missing
+                and not placeholders.is_placeholder(current)
+            ):
                 continue
             try:
                 value = eval(source, {"__builtins__": __builtins__})  # built by value_source from checked parts
@@ -281,8 +290,9 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
     try:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-        extracted, _ = kernel_source.extract(text, qualname, package=package, values=values,
-                                             defaults=defaults.get(qualname))
+        extracted, _ = kernel_source.extract(
+            text, qualname, package=package, values=values, defaults=defaults.get(qualname)
+        )
     except (OSError, UnicodeDecodeError, kernel_source.ExtractError) as exc:
         raise _ExtractFailed(str(exc)) from exc
     digest = hashlib.sha256(f"{os.path.abspath(path)}\0{qualname}\0{extracted}".encode()).hexdigest()[:16]
@@ -464,8 +474,14 @@ def build_source(fn: Any, spec: dict[str, Any], heuristics: dict[str, Any] | Non
     missing = [n for n, t in signature.items() if t == "constexpr" and n not in constexprs]
     if missing:
         decided = [n for n in missing if n in heuristics]
-        hint = (f"; {decided} are computed by the kernel's @triton.heuristics from the launch's arguments: "
-                "record the launch (ktriage's JIT harness or `record`) or give their values") if decided else ""
+        hint = (
+            (
+                f"; {decided} are computed by the kernel's @triton.heuristics from the launch's arguments: "
+                "record the launch (ktriage's JIT harness or `record`) or give their values"
+            )
+            if decided
+            else ""
+        )
         raise WorkerError("signature", f"no value given for constexpr parameter(s) {missing}{hint}")
     divisible = set(spec.get("divisible_by_16") or ())
     if _triton_version() < (3, 2):
@@ -481,8 +497,9 @@ def build_source(fn: Any, spec: dict[str, Any], heuristics: dict[str, Any] | Non
     return ASTSource(fn, signature, consts, attrs)
 
 
-def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], constexprs: dict[str, Any],
-                      divisible: set[str]) -> Any:
+def _build_source_3_2(
+    fn: Any, spec: dict[str, Any], signature: dict[str, str], constexprs: dict[str, Any], divisible: set[str]
+) -> Any:
     """Triton 3.2's JIT: the signature lists the non-constexpr parameters (ints equal to 1 included,
     typed i32), constants are keyed by name, and an AttrsDescriptor carries the divisibility and
     equal-to-1 parameter indices."""
@@ -494,11 +511,19 @@ def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], 
     # A None passed to a parameter that is not tl.constexpr stays in 3.2's signature as a null '*i8'
     # pointer (and is a constant None too); specs write it as a constexpr None, like 3.3+ do.
     declared = {p.name for p in fn.params if p.is_constexpr}
-    null_ptrs = {n for n, t in signature.items() if t == "constexpr" and constexprs.get(n, 0) is None and n not in declared}
-    constexpr_params = {n for n, t in signature.items() if t == "constexpr" and n not in equal_to_1 and n not in null_ptrs}
-    sig = {n: ("i32" if n in equal_to_1 else "*i8" if n in null_ptrs else t)
-           for n, t in signature.items() if n not in constexpr_params}
+    null_ptrs = {
+        n for n, t in signature.items() if t == "constexpr" and constexprs.get(n, 0) is None and n not in declared
+    }
+    constexpr_params = {
+        n for n, t in signature.items() if t == "constexpr" and n not in equal_to_1 and n not in null_ptrs
+    }
+    sig = {
+        n: ("i32" if n in equal_to_1 else "*i8" if n in null_ptrs else t)
+        for n, t in signature.items()
+        if n not in constexpr_params
+    }
     constants = {n: _constexpr_value(v) for n, v in constexprs.items()}
+
     # 3.2's JIT puts every parameter through AttrsDescriptor's rules, tl.constexpr ones included: an int
     # (a bool too: False % 16 == 0) that is a multiple of 16, or None, is "divisible"; a non-bool int 1
     # is "equal to 1". For constexprs this changes no code, but it is what the JIT passes to compile.
@@ -508,15 +533,25 @@ def _build_source_3_2(fn: Any, spec: dict[str, Any], signature: dict[str, str], 
     def one_constexpr(value: Any) -> bool:
         return isinstance(value, int) and not isinstance(value, bool) and value == 1
 
-    attrs = AttrsDescriptor.from_dict({
-        "cls": "AttrsDescriptor",
-        "arg_properties": {
-            "tt.divisibility": [i for i, n in enumerate(names) if n in divisible or n in null_ptrs
-                                or (n in constexpr_params and divisible_constexpr(constexprs.get(n)))],
-            "tt.equal_to": [i for i, n in enumerate(names) if n in equal_to_1
-                            or (n in constexpr_params and one_constexpr(constexprs.get(n)))],
-        },
-    })
+    attrs = AttrsDescriptor.from_dict(
+        {
+            "cls": "AttrsDescriptor",
+            "arg_properties": {
+                "tt.divisibility": [
+                    i
+                    for i, n in enumerate(names)
+                    if n in divisible
+                    or n in null_ptrs
+                    or (n in constexpr_params and divisible_constexpr(constexprs.get(n)))
+                ],
+                "tt.equal_to": [
+                    i
+                    for i, n in enumerate(names)
+                    if n in equal_to_1 or (n in constexpr_params and one_constexpr(constexprs.get(n)))
+                ],
+            },
+        }
+    )
     return ASTSource(fn, sig, constants, attrs)
 
 
@@ -534,6 +569,7 @@ def _jsonable(value: Any) -> Any:
 
 def ast_source_view(src: Any) -> dict[str, Any]:
     """What an ASTSource carries into the compile, as comparable JSON (signature, constants, attrs)."""
+
     def keyed(mapping: Any) -> dict[str, str]:
         return {repr(k): repr(v) for k, v in sorted((mapping or {}).items(), key=lambda kv: repr(kv[0]))}
 
@@ -588,9 +624,11 @@ def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) 
         message = with_root_cause(exc)
         missing = placeholder_reads(fn)
         if missing:  # the cause a person needs first: the kernel truly needs a module that is missing
-            message = (f"the kernel reads {', '.join(missing)}, which is not installed in this toolchain (a "
-                       f"placeholder stood for it): {root_cause(exc)}\n{message}\nfix: install what the kernel "
-                       f"reads into the toolchain, or give the kernel the value it needs as a tl.constexpr")
+            message = (
+                f"the kernel reads {', '.join(missing)}, which is not installed in this toolchain (a "
+                f"placeholder stood for it): {root_cause(exc)}\n{message}\nfix: install what the kernel "
+                f"reads into the toolchain, or give the kernel the value it needs as a tl.constexpr"
+            )
         raise WorkerError(kind, message) from exc
     asm = dict(kernel.asm)
     result: dict[str, Any] = {k: asm[k] for k in ("ttir", "ttgir", "llir", "ptx") if k in asm}
@@ -682,7 +720,9 @@ def serve() -> None:
             primed = True
         except Exception as exc:  # the worker still serves; the host sees why in the hello
             primed = f"{type(exc).__name__}: {exc}"
-    reply_stream.write(json.dumps({"hello": PROTOCOL_VERSION, "python": sys.version.split()[0], "primed": primed}) + "\n")
+    reply_stream.write(
+        json.dumps({"hello": PROTOCOL_VERSION, "python": sys.version.split()[0], "primed": primed}) + "\n"
+    )
     reply_stream.flush()
     for line in sys.stdin:
         if not line.strip():
@@ -693,6 +733,7 @@ def serve() -> None:
             reply_stream.write(json.dumps({"ok": False, "kind": "protocol", "error": f"bad request: {exc}"}) + "\n")
             reply_stream.flush()
             continue
+
         def stage(name: str, rid: Any = request.get("id")) -> None:
             reply_stream.write(json.dumps({"stage": name, "id": rid}) + "\n")
             reply_stream.flush()

@@ -53,8 +53,15 @@ def dtype_key(dtype: Any) -> str:
     if isinstance(dtype, str):
         return dtype
     name = str(dtype).replace("torch.", "")
-    return {"float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
-            "float64": "fp64", "double": "fp64"}.get(name, "int")  # fmt: skip
+    return {
+        "float32": "fp32",
+        "float": "fp32",
+        "float16": "fp16",
+        "half": "fp16",
+        "bfloat16": "bf16",
+        "float64": "fp64",
+        "double": "fp64",
+    }.get(name, "int")
 
 
 def tolerance_for(dtype: Any) -> Tolerance:
@@ -71,9 +78,7 @@ class OutputCheck:
     rel_err: float  # ||out-ref|| / ||ref|| in float64 (inf if out has NaN/Inf)
     max_abs_err: float
     peak_ref: float
-    nonfinite: (
-        int  # elements NaN/Inf in out where ref is finite (unwritten poison shows here)
-    )
+    nonfinite: int  # elements NaN/Inf in out where ref is finite (unwritten poison shows here)
     rel_tol: float
     peak_tol: float
     reason: str | None = None
@@ -121,17 +126,25 @@ def poison_(tensors: Sequence[Any]) -> None:
             t.fill_(INT_POISON)
 
 
-def compare(
-    out: Any, ref: Any, *, name: str = "out", tolerance: Tolerance | None = None
-) -> OutputCheck:
+def compare(out: Any, ref: Any, *, name: str = "out", tolerance: Tolerance | None = None) -> OutputCheck:
     """Compare one output tensor with its reference (both torch tensors, any device)."""
     import torch
 
     key = dtype_key(out.dtype)
     tol = tolerance or TOLERANCES[key]
     if tuple(out.shape) != tuple(ref.shape):
-        return OutputCheck(name, key, False, math.inf, math.inf, 0.0, 0, tol.rel, tol.peak,
-                           f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}")  # fmt: skip
+        return OutputCheck(
+            name,
+            key,
+            False,
+            math.inf,
+            math.inf,
+            0.0,
+            0,
+            tol.rel,
+            tol.peak,
+            f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}",
+        )
     o = out.detach().to(torch.float64)
     r = ref.detach().to(torch.float64)
     ref_finite = torch.isfinite(r)
@@ -143,23 +156,29 @@ def compare(
     nonfinite = int((~torch.isfinite(o)).sum())
     peak = float(r.abs().max()) if r.numel() else 0.0
     if nonfinite:
-        return OutputCheck(name, key, False, math.inf, math.inf, peak, nonfinite, tol.rel, tol.peak,
-                           f"{nonfinite} of {o.numel()} elements are NaN/Inf (unwritten or overflowed)")  # fmt: skip
+        return OutputCheck(
+            name,
+            key,
+            False,
+            math.inf,
+            math.inf,
+            peak,
+            nonfinite,
+            tol.rel,
+            tol.peak,
+            f"{nonfinite} of {o.numel()} elements are NaN/Inf (unwritten or overflowed)",
+        )
     diff = o - r
     max_abs = float(diff.abs().max()) if diff.numel() else 0.0
     ref_norm = float(torch.linalg.vector_norm(r))
     diff_norm = float(torch.linalg.vector_norm(diff))
-    rel = (
-        diff_norm / ref_norm if ref_norm > 0 else (0.0 if diff_norm == 0 else math.inf)
-    )
+    rel = diff_norm / ref_norm if ref_norm > 0 else (0.0 if diff_norm == 0 else math.inf)
     peak_ok = max_abs <= tol.peak * peak if peak > 0 else max_abs == 0
     passed = rel <= tol.rel and peak_ok
     reason = None
     if not passed:
         reason = f"rel_err {rel:.3g} (tol {tol.rel:g}), max_abs_err {max_abs:.3g} vs peak {peak:.3g} (tol {tol.peak:g})"
-    return OutputCheck(
-        name, key, passed, rel, max_abs, peak, 0, tol.rel, tol.peak, reason
-    )
+    return OutputCheck(name, key, passed, rel, max_abs, peak, 0, tol.rel, tol.peak, reason)
 
 
 def check_run(
@@ -196,11 +215,7 @@ def check_run(
             "give a reference tensor per checked output",
         )
     tol = dict(tolerances or {})
-    return Accuracy(
-        tuple(
-            compare(checked[n], refs[n], name=n, tolerance=tol.get(n)) for n in checked
-        )
-    )
+    return Accuracy(tuple(compare(checked[n], refs[n], name=n, tolerance=tol.get(n)) for n in checked))
 
 
 def random_like(t: Any, *, generator: Any = None, scale: float = 1.0) -> Any:
@@ -208,10 +223,5 @@ def random_like(t: Any, *, generator: Any = None, scale: float = 1.0) -> Any:
     import torch
 
     if t.dtype.is_floating_point:
-        return (
-            torch.randn(t.shape, dtype=t.dtype, device=t.device, generator=generator)
-            * scale
-        )
-    return torch.randint(
-        0, 100, t.shape, dtype=t.dtype, device=t.device, generator=generator
-    )
+        return torch.randn(t.shape, dtype=t.dtype, device=t.device, generator=generator) * scale
+    return torch.randint(0, 100, t.shape, dtype=t.dtype, device=t.device, generator=generator)

@@ -17,12 +17,21 @@ from typing import Any
 from ktriage.errors import DeviceError
 
 #: Errors after which the context is unusable: only a fresh process can continue.
-STICKY_ERRORS = frozenset({
-    "CUDA_ERROR_ILLEGAL_ADDRESS", "CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION",
-    "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
-    "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT", "CUDA_ERROR_LAUNCH_TIMEOUT",
-    "CUDA_ERROR_ECC_UNCORRECTABLE", "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-})  # fmt: skip
+STICKY_ERRORS = frozenset(
+    {
+        "CUDA_ERROR_ILLEGAL_ADDRESS",
+        "CUDA_ERROR_LAUNCH_FAILED",
+        "CUDA_ERROR_ILLEGAL_INSTRUCTION",
+        "CUDA_ERROR_MISALIGNED_ADDRESS",
+        "CUDA_ERROR_INVALID_ADDRESS_SPACE",
+        "CUDA_ERROR_INVALID_PC",
+        "CUDA_ERROR_HARDWARE_STACK_ERROR",
+        "CUDA_ERROR_ASSERT",
+        "CUDA_ERROR_LAUNCH_TIMEOUT",
+        "CUDA_ERROR_ECC_UNCORRECTABLE",
+        "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    }
+)
 
 _FIXES = {
     "CUDA_ERROR_ILLEGAL_ADDRESS": "the kernel accessed memory outside its buffers: check the grid, sizes and argument order",
@@ -96,9 +105,7 @@ class DeviceContext:
 
     @property
     def shared_optin(self) -> int:
-        return device_attribute(
-            self, "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"
-        )
+        return device_attribute(self, "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
 
     @property
     def sm_count(self) -> int:
@@ -132,9 +139,7 @@ def ensure_context(device: int = 0) -> DeviceContext:
     shared = False
     if torch is not None and torch.cuda.is_available():
         torch.cuda.set_device(device)
-        torch.zeros(
-            1, device=f"cuda:{device}"
-        )  # forces the runtime to create the primary context
+        torch.zeros(1, device=f"cuda:{device}")  # forces the runtime to create the primary context
         shared = True
     check(drv.cuInit(0), "cuInit")
     cu_dev = check(drv.cuDeviceGet(device), "cuDeviceGet")

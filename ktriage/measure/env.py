@@ -29,7 +29,7 @@ def _text(value: Any) -> str:
 def _try(fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
-    except Exception:  # noqa: BLE001 - NVML raises per unsupported query; record None
+    except Exception:
         return None
 
 
@@ -44,7 +44,7 @@ def gpu_state(device: int = 0) -> dict[str, Any]:
     try:
         nv = _nvml()
         h = nv.nvmlDeviceGetHandleByIndex(device)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return {"time": now, "nvml": f"unavailable: {type(exc).__name__}: {exc}"}
     power_mw = _try(nv.nvmlDeviceGetPowerUsage, h)
     return {
@@ -56,9 +56,7 @@ def gpu_state(device: int = 0) -> dict[str, Any]:
         "throttle_reasons": _try(nv.nvmlDeviceGetCurrentClocksEventReasons, h)
         if hasattr(nv, "nvmlDeviceGetCurrentClocksEventReasons")
         else _try(nv.nvmlDeviceGetCurrentClocksThrottleReasons, h),
-        "utilization_pct": getattr(
-            _try(nv.nvmlDeviceGetUtilizationRates, h), "gpu", None
-        ),
+        "utilization_pct": getattr(_try(nv.nvmlDeviceGetUtilizationRates, h), "gpu", None),
     }
 
 
@@ -73,10 +71,8 @@ def _sm_count(device: int) -> int | None:
     try:
         from ktriage.measure.driver import device_attribute, ensure_context
 
-        return device_attribute(
-            ensure_context(device), "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"
-        )
-    except Exception:  # noqa: BLE001 - no GPU at all
+        return device_attribute(ensure_context(device), "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT")
+    except Exception:
         return None
 
 
@@ -86,7 +82,7 @@ def gpu_identity(device: int = 0) -> dict[str, Any]:
     try:
         nv = _nvml()
         h = nv.nvmlDeviceGetHandleByIndex(device)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         info["nvml"] = f"unavailable: {type(exc).__name__}: {exc}"
         try:
             import torch

@@ -22,9 +22,11 @@ from ktriage.errors import KtriageError
 
 T = TypeVar("T")
 
-GPUS_HELP = ("GPUs to spread the work over: all, a count N (the first N), or indices 0,2,5 (nvidia-smi's; one GPU: 3,). "
-             "Each input (each bisect candidate group) is measured on one GPU with its reference; default: one GPU. "
-             "With --cluster: all or a count of the cluster's GPUs.")
+GPUS_HELP = (
+    "GPUs to spread the work over: all, a count N (the first N), or indices 0,2,5 (nvidia-smi's; one GPU: 3,). "
+    "Each input (each bisect candidate group) is measured on one GPU with its reference; default: one GPU. "
+    "With --cluster: all or a count of the cluster's GPUs."
+)
 
 
 def visible_gpus() -> list[int]:
@@ -34,8 +36,10 @@ def visible_gpus() -> list[int]:
     if env is not None:
         parts = [p.strip() for p in env.split(",") if p.strip()]
         if not all(p.isdigit() for p in parts):
-            raise KtriageError(f"CUDA_VISIBLE_DEVICES={env!r} names GPUs by UUID or MIG id",
-                               "set it to GPU indices (e.g. 0,1) or unset it and pass --gpus 0,1")
+            raise KtriageError(
+                f"CUDA_VISIBLE_DEVICES={env!r} names GPUs by UUID or MIG id",
+                "set it to GPU indices (e.g. 0,1) or unset it and pass --gpus 0,1",
+            )
         return [int(p) for p in parts]
     try:
         import pynvml  # nvidia-ml-py
@@ -60,24 +64,31 @@ def select_gpus(spec: str | None, visible: Sequence[int]) -> list[int] | None:
     if text.isdigit():  # a count (one GPU by index: "2,")
         n = int(text)
         if n == 0:
-            raise KtriageError("--gpus 0 is a count of no GPUs", "give a count of 1 or more, --gpus all, or indices such as 0,")
+            raise KtriageError(
+                "--gpus 0 is a count of no GPUs", "give a count of 1 or more, --gpus all, or indices such as 0,"
+            )
         if n > len(visible):
-            raise KtriageError(f"--gpus {n}: only {len(visible)} GPU(s) visible ({_names(visible)})",
-                               f"give at most --gpus {len(visible)}, or --gpus all")
+            raise KtriageError(
+                f"--gpus {n}: only {len(visible)} GPU(s) visible ({_names(visible)})",
+                f"give at most --gpus {len(visible)}, or --gpus all",
+            )
         return list(visible[:n])
     try:
         picked = [int(p) for p in text.split(",") if p.strip() != ""]
     except ValueError:
-        raise KtriageError(f"--gpus {spec!r} is not all, a count or a list of GPU indices",
-                           "e.g. --gpus all, --gpus 2 or --gpus 0,2,5") from None
+        raise KtriageError(
+            f"--gpus {spec!r} is not all, a count or a list of GPU indices", "e.g. --gpus all, --gpus 2 or --gpus 0,2,5"
+        ) from None
     if not picked or any(p < 0 for p in picked):
         raise KtriageError(f"--gpus {spec!r} names no GPU", "e.g. --gpus all, --gpus 2 or --gpus 0,2,5")
     if len(set(picked)) != len(picked):
         raise KtriageError(f"--gpus {spec!r} names a GPU twice", "list each GPU index once")
     missing = [p for p in picked if p not in visible]
     if missing:
-        raise KtriageError(f"--gpus {spec}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
-                           "pick among the visible GPUs (nvidia-smi -L lists them)")
+        raise KtriageError(
+            f"--gpus {spec}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
+            "pick among the visible GPUs (nvidia-smi -L lists them)",
+        )
     return picked
 
 
@@ -97,14 +108,18 @@ def select_gpu_count(spec: str | None, available: int) -> int:
     if text == "all":
         return max(1, available)
     if not text.isdigit():
-        raise KtriageError(f"--gpus {spec!r} with --cluster: GPU indices name GPUs of one host",
-                           "on a cluster give --gpus all or a count (e.g. --gpus 4): Ray places each worker on a free GPU")
+        raise KtriageError(
+            f"--gpus {spec!r} with --cluster: GPU indices name GPUs of one host",
+            "on a cluster give --gpus all or a count (e.g. --gpus 4): Ray places each worker on a free GPU",
+        )
     n = int(text)
     if n == 0:
         raise KtriageError("--gpus 0 is a count of no GPUs", "give a count of 1 or more, or --gpus all")
     if n > available:
-        raise KtriageError(f"--gpus {n}: the cluster has {available} GPU(s) for timing",
-                           f"give at most --gpus {available}, or --gpus all (ray status lists the GPUs)")
+        raise KtriageError(
+            f"--gpus {n}: the cluster has {available} GPU(s) for timing",
+            f"give at most --gpus {available}, or --gpus all (ray status lists the GPUs)",
+        )
     return n
 
 
@@ -124,11 +139,11 @@ def split_round(candidates: Sequence[T], gpus: Sequence[int]) -> list[tuple[int,
     candidates get nothing; an empty round gives no groups."""
     if not gpus:
         raise KtriageError("split_round needs at least one GPU", "pass the GPU indices the round may use")
-    used = list(gpus[:len(candidates)])
+    used = list(gpus[: len(candidates)])
     out: list[tuple[int, list[T]]] = []
     start = 0
     for i, gpu in enumerate(used):
         size = len(candidates) // len(used) + (1 if i < len(candidates) % len(used) else 0)
-        out.append((gpu, list(candidates[start:start + size])))
+        out.append((gpu, list(candidates[start : start + size])))
         start += size
     return out

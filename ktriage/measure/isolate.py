@@ -65,17 +65,14 @@ def _resolve(ref: str | Callable[..., Any]) -> Callable[..., Any]:
 
 def _cuda_sticky_error() -> str | None:
     """The sticky CUDA error of this process's context, if the runner's driver layer was used."""
-    if (
-        "ktriage.measure.driver" not in sys.modules
-        or "cuda.bindings.driver" not in sys.modules
-    ):
+    if "ktriage.measure.driver" not in sys.modules or "cuda.bindings.driver" not in sys.modules:
         return _torch_sticky_error()
     from ktriage.measure import driver as cuda_driver
 
     try:
         err = cuda_driver.driver().cuCtxSynchronize()
         code = int(err[0] if isinstance(err, tuple) else err)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
     return None if code == 0 else cuda_driver.error_name(code)
 
@@ -86,7 +83,7 @@ def _torch_sticky_error() -> str | None:
         return None
     try:
         torch.cuda.synchronize()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return f"CUDA error ({exc})".splitlines()[0]
     return None
 
@@ -118,7 +115,7 @@ def _worker_main(
         handler = _resolve(handler_ref)
         if init_ref is not None:
             _resolve(init_ref)()
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         problem, fix = (exc.problem, exc.fix) if isinstance(exc, KtriageError) else (None, None)
         conn.send(("init_error", f"{type(exc).__name__}: {exc}", traceback.format_exc(), problem, fix))
         return
@@ -137,7 +134,7 @@ def _worker_main(
 
         try:
             handler(payload, emit)
-        except BaseException as exc:  # noqa: BLE001 - report every failure, then decide to live or die
+        except BaseException as exc:
             reason, sticky = classify_exception(exc)
             conn.send(("error", job_id, reason, sticky, traceback.format_exc()))
             if sticky:
@@ -158,9 +155,7 @@ class _Worker:
         env: dict[str, str] | None = None,
     ) -> None:
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(
-            target=_worker_main, args=(child, handler, init, env), daemon=True
-        )
+        self.process = ctx.Process(target=_worker_main, args=(child, handler, init, env), daemon=True)
         self.process.start()
         child.close()
         self.ready = False
@@ -170,15 +165,19 @@ class _Worker:
             return
         if not self.conn.poll(STARTUP_TIMEOUT_S):
             self.stop()
-            raise MeasureError(f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
-                               "check that torch and cuda.bindings import on this host")  # fmt: skip
+            raise MeasureError(
+                f"the measurement worker did not start within {STARTUP_TIMEOUT_S:g} s",
+                "check that torch and cuda.bindings import on this host",
+            )
         try:
             msg = self.conn.recv()
         except (EOFError, OSError):
             code = self.process.exitcode
             self.stop()
-            raise MeasureError(f"the measurement worker exited during start-up (exit code {code})",
-                               "run `python -c 'import torch; torch.zeros(1, device=\"cuda\")'` on this host") from None  # fmt: skip
+            raise MeasureError(
+                f"the measurement worker exited during start-up (exit code {code})",
+                "run `python -c 'import torch; torch.zeros(1, device=\"cuda\")'` on this host",
+            ) from None
         if msg[0] != "ready":
             self.stop()
             problem, fix = (msg[3], msg[4]) if len(msg) > 4 else (None, None)
@@ -238,7 +237,7 @@ class IsolatedRunner:
         self.workers_started = 0
         self.failures: list[str] = []
 
-    def __enter__(self) -> IsolatedRunner:  # noqa: PYI034
+    def __enter__(self) -> IsolatedRunner:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -316,9 +315,7 @@ class IsolatedRunner:
                 if not worker.alive():
                     code = worker.process.exitcode
                     self._discard_worker()
-                    fail_pending(
-                        "error", f"worker died (exit code {code}) while measuring"
-                    )
+                    fail_pending("error", f"worker died (exit code {code}) while measuring")
                     return out
                 continue
             kind = msg[0]
@@ -329,9 +326,7 @@ class IsolatedRunner:
                 deadline = time.monotonic() + self.timeout_s
             elif kind == "done" and msg[1] == job_id:
                 if pending:
-                    fail_pending(
-                        "error", "the job finished without measuring this cell"
-                    )
+                    fail_pending("error", "the job finished without measuring this cell")
                 return out
             elif kind == "error" and msg[1] == job_id:
                 _, _, reason, sticky, _tb = msg

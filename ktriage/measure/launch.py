@@ -52,9 +52,7 @@ class _Scratch:
         self._tensor = None
         self._raw = None
         if torch is not None and torch.cuda.is_available():
-            self._tensor = torch.empty(
-                nbytes, dtype=torch.uint8, device=f"cuda:{device}"
-            )
+            self._tensor = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{device}")
             self.address = int(self._tensor.data_ptr())
         else:
             self._raw = check(driver().cuMemAlloc(nbytes), "cuMemAlloc")
@@ -64,7 +62,7 @@ class _Scratch:
         if self._raw is not None:
             try:
                 driver().cuMemFree(self._raw)
-            except Exception:  # noqa: BLE001, S110 - interpreter shutdown: nothing to free into
+            except Exception:
                 pass
 
 
@@ -79,16 +77,10 @@ class PreparedLaunch:
         self.kernel = kernel
         self.grid = grid
         self._keep = list(args)  # tensors stay alive as long as the launch can run
-        scratch = {
-            p.name: kernel.scratch_address(p, grid) for p in hidden_params(kernel.abi)
-        }
+        scratch = {p.name: kernel.scratch_address(p, grid) for p in hidden_params(kernel.abi)}
         packed = pack_params(kernel.abi, args, scratch)
-        self._buffers = [
-            ctypes.create_string_buffer(blob, len(blob)) for blob in packed.blobs
-        ]
-        self._pointers = (ctypes.c_void_p * max(1, len(self._buffers)))(
-            *[ctypes.addressof(b) for b in self._buffers]
-        )
+        self._buffers = [ctypes.create_string_buffer(blob, len(blob)) for blob in packed.blobs]
+        self._pointers = (ctypes.c_void_p * max(1, len(self._buffers)))(*[ctypes.addressof(b) for b in self._buffers])
         self.params_address = ctypes.addressof(self._pointers)
         self._config = kernel._launch_config(grid) if kernel.needs_launch_ex else None
 
@@ -159,17 +151,23 @@ class LoadedKernel:
         self._configure_shared()
 
     @classmethod
-    def from_files(cls, cubin_path: Path | str, kernel_name: str, metadata: Mapping[str, Any],
-                   abi: Sequence[AbiParam], *, device: int = 0) -> LoadedKernel:  # fmt: skip
-        return cls(
-            Path(cubin_path).read_bytes(), kernel_name, metadata, abi, device=device
-        )
+    def from_files(
+        cls,
+        cubin_path: Path | str,
+        kernel_name: str,
+        metadata: Mapping[str, Any],
+        abi: Sequence[AbiParam],
+        *,
+        device: int = 0,
+    ) -> LoadedKernel:
+        return cls(Path(cubin_path).read_bytes(), kernel_name, metadata, abi, device=device)
 
     @classmethod
     def from_artifact(cls, artifact: Artifact, *, device: int = 0) -> LoadedKernel:
         """Load the ktriage-assembled cubin of a compiled artifact."""
-        return cls.from_files(artifact.cubin.cubin_path, artifact.kernel_name, artifact.frontend.metadata,
-                              artifact.abi, device=device)  # fmt: skip
+        return cls.from_files(
+            artifact.cubin.cubin_path, artifact.kernel_name, artifact.frontend.metadata, artifact.abi, device=device
+        )
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -210,16 +208,15 @@ class LoadedKernel:
                 "compile for the GPU it runs on, or with fewer stages / smaller tiles",
             )
         check(
-            drv.cuFuncSetCacheConfig(
-                self.function, drv.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED
-            ),
+            drv.cuFuncSetCacheConfig(self.function, drv.CUfunc_cache.CU_FUNC_CACHE_PREFER_SHARED),
             "cuFuncSetCacheConfig",
         )
         check(
-            drv.cuFuncSetAttribute(self.function, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                   optin - static),
+            drv.cuFuncSetAttribute(
+                self.function, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin - static
+            ),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
-        )  # fmt: skip
+        )
 
     def scratch_address(self, param: AbiParam, grid: Grid) -> int:
         """The buffer of one hidden scratch pointer for ``grid`` (0 = NULL), allocated once per grid."""

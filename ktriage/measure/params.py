@@ -27,11 +27,33 @@ from ktriage.errors import MeasureError
 
 #: Bytes of each Triton scalar type as the kernel receives it.
 SCALAR_SIZES = {
-    "i1": 1, "u1": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "i64": 8, "u64": 8,
-    "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8,
-}  # fmt: skip
-_INT_SIGNED = {"i1": False, "u1": False, "i8": True, "u8": False, "i16": True, "u16": False,
-               "i32": True, "u32": False, "i64": True, "u64": False}  # fmt: skip
+    "i1": 1,
+    "u1": 1,
+    "i8": 1,
+    "u8": 1,
+    "i16": 2,
+    "u16": 2,
+    "i32": 4,
+    "u32": 4,
+    "i64": 8,
+    "u64": 8,
+    "fp16": 2,
+    "bf16": 2,
+    "fp32": 4,
+    "fp64": 8,
+}
+_INT_SIGNED = {
+    "i1": False,
+    "u1": False,
+    "i8": True,
+    "u8": False,
+    "i16": True,
+    "u16": False,
+    "i32": True,
+    "u32": False,
+    "i64": True,
+    "u64": False,
+}
 
 Grid = tuple[int, int, int]
 
@@ -49,11 +71,7 @@ def param_size(p: AbiParam) -> int:
         )
     ptx_width = "".join(ch for ch in p.ptx_type if ch.isdigit())
     # fp16/bf16 scalars are declared as a 2-byte .b8 array: its element width says nothing.
-    if (
-        ptx_width
-        and not (p.ptx_type == "b8" and size == 2)
-        and int(ptx_width) // 8 != size
-    ):
+    if ptx_width and not (p.ptx_type == "b8" and size == 2) and int(ptx_width) // 8 != size:
         raise MeasureError(
             f"parameter {p.name!r}: Triton type {p.triton_type} is {size} bytes but the PTX declares .{p.ptx_type}",
             "the artifact's ABI does not match its PTX; recompile it (ktriage compile) and report the mismatch",
@@ -88,9 +106,7 @@ def encode_scalar(triton_type: str, value: float | bool) -> bytes:
         return struct.pack("<H", _bf16_bits(f))
     if triton_type in _INT_SIGNED:
         if isinstance(value, float) and not value.is_integer():
-            raise MeasureError(
-                f"expected an integer for {triton_type}, got {value!r}", "pass an int"
-            )
+            raise MeasureError(f"expected an integer for {triton_type}, got {value!r}", "pass an int")
         size = SCALAR_SIZES[triton_type]
         v = int(value)
         lo = -(1 << (8 * size - 1)) if _INT_SIGNED[triton_type] else 0
@@ -187,21 +203,27 @@ def pack_params(
         if p.hidden:
             addr = int(scratch.get(p.name, 0))
             if addr == 0 and p.size_bytes_per_cta > 0:
-                raise MeasureError(f"hidden {p.name} needs a buffer ({p.size_bytes_per_cta} B per CTA)",
-                                   "allocate it with scratch_bytes() before packing")  # fmt: skip
+                raise MeasureError(
+                    f"hidden {p.name} needs a buffer ({p.size_bytes_per_cta} B per CTA)",
+                    "allocate it with scratch_bytes() before packing",
+                )
             blob = encode_pointer(addr)
         else:
             value = next(it)
             if p.triton_type.startswith("*"):
                 addr = value.data_ptr() if hasattr(value, "data_ptr") else value
                 if not isinstance(addr, int) or isinstance(addr, bool):
-                    raise MeasureError(f"argument {p.name!r} is a pointer; got {type(value).__name__}",
-                                       "pass a CUDA tensor or an int device address")  # fmt: skip
+                    raise MeasureError(
+                        f"argument {p.name!r} is a pointer; got {type(value).__name__}",
+                        "pass a CUDA tensor or an int device address",
+                    )
                 blob = encode_pointer(addr)
             else:
                 if hasattr(value, "data_ptr"):
-                    raise MeasureError(f"argument {p.name!r} is a {p.triton_type} scalar; got a tensor",
-                                       "check the argument order against the ABI")  # fmt: skip
+                    raise MeasureError(
+                        f"argument {p.name!r} is a {p.triton_type} scalar; got a tensor",
+                        "check the argument order against the ABI",
+                    )
                 blob = encode_scalar(p.triton_type, value)
         assert len(blob) == size
         blobs.append(blob)

@@ -16,7 +16,15 @@ import msgspec
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
-from ktriage.schema.results import FIX, FIXES, PROFILE_FIX, PROFILE_FORMAT, ProfileSectionSchema, ResultsSchema, RunFieldsCheck
+from ktriage.schema.results import (
+    FIX,
+    FIXES,
+    PROFILE_FIX,
+    PROFILE_FORMAT,
+    ProfileSectionSchema,
+    ResultsSchema,
+    RunFieldsCheck,
+)
 
 # The key of a cell's profile section in ``Cell.extra`` (ktriage.schema.results: why there) and of the
 # run's profile notes in ``RunInfo.settings`` (one line per toolchain ncu could not profile, and so on).
@@ -50,20 +58,34 @@ def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
     except OSError as exc:
         if tmp.parent.is_dir():
             tmp.unlink(missing_ok=True)
-        raise FormatError(f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file") from exc
+        raise FormatError(
+            f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file"
+        ) from exc
     return path
 
 
 def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, list[Cell]]:
     """Parse a results document (a bench ``--output-json`` file or a ``runs export`` JSON) through
     its schema (``ktriage.schema.results``): every problem is a FormatError naming the field."""
-    doc = decode_json(text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file")
-    check_format_version({} if doc.format_version is msgspec.UNSET else {"format_version": doc.format_version},
-                         FORMAT_VERSION, what=origin, missing_means=1,
-                         fix="read it with the ktriage version that wrote it, or write it again with this one")
+    doc = decode_json(
+        text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file"
+    )
+    check_format_version(
+        {} if doc.format_version is msgspec.UNSET else {"format_version": doc.format_version},
+        FORMAT_VERSION,
+        what=origin,
+        missing_means=1,
+        fix="read it with the ktriage version that wrote it, or write it again with this one",
+    )
     run = RunInfo(**msgspec.structs.asdict(doc.run))
-    convert({"run": {"settings": run.settings, "toolchains": run.toolchains}}, RunFieldsCheck, origin=origin, fix=FIX,
-            fixes=FIXES, headline=" is not a ktriage results file")
+    convert(
+        {"run": {"settings": run.settings, "toolchains": run.toolchains}},
+        RunFieldsCheck,
+        origin=origin,
+        fix=FIX,
+        fixes=FIXES,
+        headline=" is not a ktriage results file",
+    )
     check_depth([run.gpu, run.toolchains, run.settings], origin=f"{origin}: run", error=FormatError)
     cells = []
     for i, c in enumerate(doc.cells):
@@ -71,8 +93,18 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
             check_depth([c.accuracy, c.extra], origin=f"{origin}: cells[{i}]", error=FormatError)
         if PROFILE_KEY in c.extra:
             check_profile_section(c.extra[PROFILE_KEY], origin=f"{origin}: cells[{i}].extra.profile")
-        cells.append(Cell(key=CellKey(**msgspec.structs.asdict(c.key)), status=c.status, samples_ms=c.samples_ms,
-                          error=c.error, accuracy=c.accuracy, bytes_moved=c.bytes_moved, flops=c.flops, extra=c.extra))
+        cells.append(
+            Cell(
+                key=CellKey(**msgspec.structs.asdict(c.key)),
+                status=c.status,
+                samples_ms=c.samples_ms,
+                error=c.error,
+                accuracy=c.accuracy,
+                bytes_moved=c.bytes_moved,
+                flops=c.flops,
+                extra=c.extra,
+            )
+        )
     return run, cells
 
 
@@ -85,8 +117,12 @@ def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
 def check_profile_section(section: object, *, origin: str) -> ProfileSectionSchema:
     """A cell's profile section, validated: its ``format`` first (an unknown one is refused with the
     fix), then its fields (a FormatError naming the field)."""
-    check_format_version({"format_version": section.get("format")} if isinstance(section, dict) else section,
-                         PROFILE_FORMAT, what=origin, fix=PROFILE_FIX)
+    check_format_version(
+        {"format_version": section.get("format")} if isinstance(section, dict) else section,
+        PROFILE_FORMAT,
+        what=origin,
+        fix=PROFILE_FIX,
+    )
     return convert(section, ProfileSectionSchema, origin=origin, fix=PROFILE_FIX)
 
 

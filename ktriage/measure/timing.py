@@ -64,9 +64,7 @@ class TimingOptions:
     flush_bytes: int = L2_FLUSH_BYTES
     warmup_ms: float = 25.0  # do_bench's default warmup, in milliseconds of wall time
     min_warmup_calls: int = 3
-    calls_per_round: int = (
-        10  # events: timed calls per variant per round; graph: replays per round
-    )
+    calls_per_round: int = 10  # events: timed calls per variant per round; graph: replays per round
     graph_calls: int = 20  # graph mode: calls captured in one graph
     device: int = 0
 
@@ -74,8 +72,9 @@ class TimingOptions:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def choose_protocol(*, native: bool, single_launch: bool, est_ms: float | None,
-                    graph_below_ms: float = GRAPH_BELOW_MS) -> tuple[TimingMode, str]:  # fmt: skip
+def choose_protocol(
+    *, native: bool, single_launch: bool, est_ms: float | None, graph_below_ms: float = GRAPH_BELOW_MS
+) -> tuple[TimingMode, str]:
     """The timing protocol of one variant and why (recorded in its cell).
 
     ``native``: the call runs host-environment code (torch, autograd, a library); ``single_launch``:
@@ -83,16 +82,22 @@ def choose_protocol(*, native: bool, single_launch: bool, est_ms: float | None,
     a probe's time per call (None when unknown)."""
     if native or not single_launch:
         what = "native backend" if native else "artifact call with host work"
-        return "queued", (f"{what}: host code launches several kernels per call, so per-call events would "
-                          "time CPU launch gaps; a spin kernel holds the GPU until the turn is enqueued "
-                          "(kernels back to back), and a graph capture of a forward made outside the "
-                          "capture stream is not safe")  # fmt: skip
+        return "queued", (
+            f"{what}: host code launches several kernels per call, so per-call events would "
+            "time CPU launch gaps; a spin kernel holds the GPU until the turn is enqueued "
+            "(kernels back to back), and a graph capture of a forward made outside the "
+            "capture stream is not safe"
+        )
     if est_ms is not None and est_ms < graph_below_ms:
-        return "graph", (f"one launch of ~{est_ms * 1e3:.0f} us < {graph_below_ms * 1e3:.0f} us: per-call "
-                         "events and switching dominate, so a sample is one CUDA-graph replay of many "
-                         "calls (flush-only graph subtracted)")  # fmt: skip
-    return "events", ("one kernel launch per call: the L2 flush before it keeps the GPU busy while the "
-                      "launch is enqueued, so per-call CUDA events time the kernel alone")
+        return "graph", (
+            f"one launch of ~{est_ms * 1e3:.0f} us < {graph_below_ms * 1e3:.0f} us: per-call "
+            "events and switching dominate, so a sample is one CUDA-graph replay of many "
+            "calls (flush-only graph subtracted)"
+        )
+    return "events", (
+        "one kernel launch per call: the L2 flush before it keeps the GPU busy while the "
+        "launch is enqueued, so per-call CUDA events time the kernel alone"
+    )
 
 
 class VariantSampler(Protocol):
@@ -119,9 +124,7 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - GPU host always has torch
-        raise DeviceError(
-            "timing needs torch on the GPU host", "install torch with CUDA"
-        ) from exc
+        raise DeviceError("timing needs torch on the GPU host", "install torch with CUDA") from exc
     return torch
 
 
@@ -130,9 +133,7 @@ class L2Flusher:
 
     def __init__(self, nbytes: int = L2_FLUSH_BYTES, device: int = 0) -> None:
         torch = _torch()
-        self.buffer = torch.empty(
-            nbytes // 4, dtype=torch.int32, device=f"cuda:{device}"
-        )
+        self.buffer = torch.empty(nbytes // 4, dtype=torch.int32, device=f"cuda:{device}")
 
     def flush(self) -> None:
         self.buffer.zero_()
@@ -195,8 +196,13 @@ def shared_spinner(device: int = 0) -> Spinner:
 MAX_SPIN_MS = 50.0
 
 
-def _warmup_calls(call: Callable[[], None], sync: Callable[[], None], warmup_ms: float, min_calls: int,
-                  clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:  # fmt: skip
+def _warmup_calls(
+    call: Callable[[], None],
+    sync: Callable[[], None],
+    warmup_ms: float,
+    min_calls: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, Any]:
     """Call until ``warmup_ms`` of wall time and ``min_calls`` have passed (synchronized each time,
     so the time is the GPU's, and the queue never runs far ahead). Also reports the host time of
     one call (before its synchronize): how long the host takes to enqueue it."""
@@ -223,9 +229,12 @@ class EventSampler:
     enough for the host to enqueue the whole turn, so the calls' kernels run without CPU gaps."""
 
     def __init__(
-        self, fn: Callable[[], None], options: TimingOptions, flusher: L2Flusher | None,
+        self,
+        fn: Callable[[], None],
+        options: TimingOptions,
+        flusher: L2Flusher | None,
         spinner: Spinner | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.fn = fn
         self.options = options
         self.flusher = flusher
@@ -326,9 +335,7 @@ def probe_ms(fn: Callable[[], None], flush: Callable[[], None] | None, calls: in
 class GraphSampler:
     """CUDA-graph timing: ``graph_calls`` calls captured once; a sample is one replay / graph_calls."""
 
-    def __init__(
-        self, fn: Callable[[], None], options: TimingOptions, flusher: L2Flusher | None
-    ) -> None:
+    def __init__(self, fn: Callable[[], None], options: TimingOptions, flusher: L2Flusher | None) -> None:
         self.fn = fn
         self.options = options
         self.flusher = flusher
@@ -339,9 +346,7 @@ class GraphSampler:
     def _capture(self, body: Callable[[], None]) -> Any:
         torch = self._torch
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(
-            graph
-        ):  # torch makes its capture stream current: our launches follow it
+        with torch.cuda.graph(graph):  # torch makes its capture stream current: our launches follow it
             for _ in range(self.options.graph_calls):
                 body()
         return graph
@@ -349,9 +354,7 @@ class GraphSampler:
     def warmup(self) -> dict[str, Any]:
         torch = self._torch
         # Eager calls first (module load, lazy init must not happen inside a capture).
-        info = _warmup_calls(
-            self.fn, torch.cuda.synchronize, 0.0, self.options.min_warmup_calls
-        )
+        info = _warmup_calls(self.fn, torch.cuda.synchronize, 0.0, self.options.min_warmup_calls)
         before = getattr(self.fn, "before", None)  # host-side only (grads to None): fine inside a capture
         fn = self.fn
 
@@ -371,11 +374,13 @@ class GraphSampler:
             self.flush_graph = self._capture(flusher.flush)
         else:
             self.graph = self._capture(call)
-        replays = _warmup_calls(
-            self._replay_pair, torch.cuda.synchronize, self.options.warmup_ms, 1
-        )
-        return {**info, "graph_calls": self.options.graph_calls, "warmup_replays": replays["warmup_calls"],
-                "warmup_ms": info["warmup_ms"] + replays["warmup_ms"]}  # fmt: skip
+        replays = _warmup_calls(self._replay_pair, torch.cuda.synchronize, self.options.warmup_ms, 1)
+        return {
+            **info,
+            "graph_calls": self.options.graph_calls,
+            "warmup_replays": replays["warmup_calls"],
+            "warmup_ms": info["warmup_ms"] + replays["warmup_ms"],
+        }
 
     def _replay_pair(self) -> None:
         self.graph.replay()
@@ -411,9 +416,7 @@ def gpu_sampler_factory(options: TimingOptions, protocols: Mapping[str, str] | N
     """Samplers sharing one L2-flush buffer (256 MB allocated once per process, not per variant).
 
     ``protocols``: a protocol per variant name (``choose_protocol``); others get ``options.mode``."""
-    flusher = (
-        shared_flusher(options.flush_bytes, options.device) if options.l2_flush else None
-    )
+    flusher = shared_flusher(options.flush_bytes, options.device) if options.l2_flush else None
 
     def make(name: str, fn: Callable[[], None]) -> VariantSampler:
         mode = (protocols or {}).get(name, options.mode)
@@ -423,9 +426,7 @@ def gpu_sampler_factory(options: TimingOptions, protocols: Mapping[str, str] | N
             return EventSampler(fn, options, flusher)
         if mode == "queued":
             return EventSampler(fn, options, flusher, shared_spinner(options.device))
-        raise MeasureError(
-            f"unknown timing mode {mode!r}", f"use one of: {', '.join(PROTOCOLS)}"
-        )
+        raise MeasureError(f"unknown timing mode {mode!r}", f"use one of: {', '.join(PROTOCOLS)}")
 
     return make
 
@@ -443,9 +444,7 @@ class InterleavedResult:
     stopped_by: StopReason
     elapsed_s: float
     warmup: dict[str, dict[str, Any]] = field(default_factory=dict)
-    errors: dict[str, str] = field(
-        default_factory=dict
-    )  # variants dropped after raising
+    errors: dict[str, str] = field(default_factory=dict)  # variants dropped after raising
     settings: dict[str, Any] = field(default_factory=dict)
     info: dict[str, dict[str, Any]] = field(default_factory=dict)  # per variant: protocol, calls per sample, spins
 
@@ -481,9 +480,20 @@ def measure_interleaved(
     t0 = clock()
     rng = random.Random(seed)
     samplers: dict[str, VariantSampler] = {}
-    result = InterleavedResult({n: [] for n in variants}, 0, [], "rounds", 0.0,
-                               settings={**options.to_json(), "seed": seed, "min_samples": min_samples,
-                                         "max_time_s": max_time_s, "max_rounds": rounds})  # fmt: skip
+    result = InterleavedResult(
+        {n: [] for n in variants},
+        0,
+        [],
+        "rounds",
+        0.0,
+        settings={
+            **options.to_json(),
+            "seed": seed,
+            "min_samples": min_samples,
+            "max_time_s": max_time_s,
+            "max_rounds": rounds,
+        },
+    )
 
     def guarded(name: str, action: Callable[[], Any]) -> Any:
         try:
@@ -510,21 +520,14 @@ def measure_interleaved(
         order = round_order(active, rng)
         result.orders.append(order)
         for name in order:
-            got = guarded(
-                name, functools.partial(samplers[name].sample, options.calls_per_round)
-            )
+            got = guarded(name, functools.partial(samplers[name].sample, options.calls_per_round))
             if got is None:
                 active.remove(name)
             else:
                 result.samples[name].extend(got)
         result.rounds += 1
         live = {n: result.samples[n] for n in active}
-        if (
-            live
-            and all(len(s) >= min_samples for s in live.values())
-            and stop is not None
-            and stop(live)
-        ):
+        if live and all(len(s) >= min_samples for s in live.values()) and stop is not None and stop(live):
             result.stopped_by = "stop"
             break
         if clock() - t0 >= max_time_s:
@@ -539,13 +542,17 @@ def measure_interleaved(
     return result
 
 
-def measure(fn: Callable[[], None], *, options: TimingOptions | None = None, min_samples: int = 50,
-            max_time_s: float = 2.0) -> list[float]:  # fmt: skip
+def measure(
+    fn: Callable[[], None], *, options: TimingOptions | None = None, min_samples: int = 50, max_time_s: float = 2.0
+) -> list[float]:
     """Samples (ms) of one callable: ``min_samples`` of them, or fewer if the time cap hits first."""
-    res = measure_interleaved({"fn": fn}, min_samples=min_samples, max_time_s=max_time_s, options=options,
-                              stop=lambda s: all(len(v) >= min_samples for v in s.values()))  # fmt: skip
+    res = measure_interleaved(
+        {"fn": fn},
+        min_samples=min_samples,
+        max_time_s=max_time_s,
+        options=options,
+        stop=lambda s: all(len(v) >= min_samples for v in s.values()),
+    )
     if "fn" in res.errors:
-        raise MeasureError(
-            f"timing failed: {res.errors['fn']}", "check the callable on its own first"
-        )
+        raise MeasureError(f"timing failed: {res.errors['fn']}", "check the callable on its own first")
     return res.samples["fn"]

@@ -38,11 +38,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ktriage.schema.core import check_depth, read_text, size_limit
-from ktriage.schema.core import parse_json as parse_json_text
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
+from ktriage.schema.core import check_depth, read_text, size_limit
+from ktriage.schema.core import parse_json as parse_json_text
 
 SOURCE = "tritonbench"
 # TritonBench's Mode values (utils/triton_op.py), the longest first: "x_fwd_bwd" must not read as "bwd".
@@ -50,8 +50,15 @@ MODES = ("fwd_no_grad", "fwd_bwd", "fwd", "bwd")
 METRIC = "latency"
 _KEY = re.compile(r"^tritonbench_(?P<bench>.+?)\[x_(?P<x>.*)-(?P<backend>[0-9A-Za-z_]+)\]_(?P<metric>.+)$")
 # get_run_env's keys: what a dashboard expects in "env" (unknown when ktriage does not know them)
-ENV_KEYS = ("benchmark_date", "cuda_version", "device", "conda_env", "pytorch_commit", "triton_commit",
-            "tritonbench_commit") + tuple(f"{r}_{k}" for r in ("triton", "pytorch", "tritonbench") for k in ("branch", "commit_time"))
+ENV_KEYS = (
+    "benchmark_date",
+    "cuda_version",
+    "device",
+    "conda_env",
+    "pytorch_commit",
+    "triton_commit",
+    "tritonbench_commit",
+) + tuple(f"{r}_{k}" for r in ("triton", "pytorch", "tritonbench") for k in ("branch", "commit_time"))
 
 
 # ------------------------------------------------------------------------------------------ names
@@ -70,7 +77,7 @@ def op_mode_from_name(stem: str) -> tuple[str | None, str | None]:
     name = stem.lower().removeprefix("op_")
     for op in sorted((o.name for o in registry.OPERATORS), key=len, reverse=True):
         if name == op or name.startswith(op + "_"):
-            rest = name[len(op) + 1:]
+            rest = name[len(op) + 1 :]
             mode = next((m for m in MODES if rest == m or rest.startswith(m + "_") or rest.startswith(m + ".")), None)
             return op, mode
     match = re.match(r"^(.+?)_(fwd_no_grad|fwd_bwd|fwd|bwd)(?:_|$)", name)
@@ -118,10 +125,12 @@ class InputIndex:
 
 
 def _duplicate(origin: str, what: str, first: str, again: str) -> FormatError:
-    return FormatError(f"{origin}: {what} appears twice ({first} and {again}): one input has two latencies, and "
-                       "ktriage will not average them into a number neither run measured",
-                       "keep one row per input (TritonBench writes one): remove the repeated row, or compare the two "
-                       "runs it came from separately")
+    return FormatError(
+        f"{origin}: {what} appears twice ({first} and {again}): one input has two latencies, and "
+        "ktriage will not average them into a number neither run measured",
+        "keep one row per input (TritonBench writes one): remove the repeated row, or compare the two "
+        "runs it came from separately",
+    )
 
 
 # ------------------------------------------------------------------------------------------ cells
@@ -135,13 +144,29 @@ def _number(value: Any) -> float | None:
     return out if math.isfinite(out) else None
 
 
-def _cell(op: str, mode: str, input_id: int, label: str, x_val: str, backend: str, value: Any,
-          metrics: dict[str, Any], origin: str, matched: bool) -> Cell:
+def _cell(
+    op: str,
+    mode: str,
+    input_id: int,
+    label: str,
+    x_val: str,
+    backend: str,
+    value: Any,
+    metrics: dict[str, Any],
+    origin: str,
+    matched: bool,
+) -> Cell:
     """``matched``: the x_val is one of ktriage's inputs of the op (``InputIndex``); a row that is
     not has no catalog kernels of its own (``extra["x_val_matched"]``: triage does not explain it)."""
     key = CellKey(op, mode, input_id, label, backend, None)
-    extra = {"source": SOURCE, "single_value": True, "x_val": x_val, "file": origin, "tritonbench_metrics": metrics,
-             "x_val_matched": matched}
+    extra = {
+        "source": SOURCE,
+        "single_value": True,
+        "x_val": x_val,
+        "file": origin,
+        "tritonbench_metrics": metrics,
+        "x_val_matched": matched,
+    }
     number = _number(value)
     if number is not None and number > 0:
         return Cell(key, "ok", [number], extra=extra)
@@ -168,14 +193,28 @@ def _run(origin: str, op: str, mode: str, env: dict[str, Any] | None, kind: str)
     env = dict(env or {})
     run = RunInfo(command=f"tritonbench {kind} {origin}", host=str(env.get("device", "")), status="finished")
     run.created = str(env.get("benchmark_date") or run.created)
-    run.settings = {"source": SOURCE, "format": kind, "file": origin, "op": op, "mode": mode, "metric": METRIC,
-                    "single_value": True, "env": env}
+    run.settings = {
+        "source": SOURCE,
+        "format": kind,
+        "file": origin,
+        "op": op,
+        "mode": mode,
+        "metric": METRIC,
+        "single_value": True,
+        "env": env,
+    }
     for package in ("triton", "torch", "pytorch"):
         if env.get(f"{package}_version"):
             run.packages[package] = str(env[f"{package}_version"])
     if env.get("ktriage_toolchain"):
-        run.toolchains = [{"spec": str(env["ktriage_toolchain"]), "id": str(env.get("ktriage_toolchain_id") or env["ktriage_toolchain"]),
-                           "triton_version": env.get("triton_version"), "ptxas_version": env.get("ptxas_version")}]
+        run.toolchains = [
+            {
+                "spec": str(env["ktriage_toolchain"]),
+                "id": str(env.get("ktriage_toolchain_id") or env["ktriage_toolchain"]),
+                "triton_version": env.get("triton_version"),
+                "ptxas_version": env.get("ptxas_version"),
+            }
+        ]
     if env.get("device"):
         run.gpu = {"name": env["device"], "cuda": env.get("cuda_version")}
     return run
@@ -184,12 +223,16 @@ def _run(origin: str, op: str, mode: str, env: dict[str, Any] | None, kind: str)
 def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
     if not op or not mode:
         missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
-        raise FormatError(f"{origin}: the {missing} of this TritonBench CSV is not in its name",
-                          "name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass --op NAME --mode fwd|bwd|fwd_bwd")
+        raise FormatError(
+            f"{origin}: the {missing} of this TritonBench CSV is not in its name",
+            "name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass --op NAME --mode fwd|bwd|fwd_bwd",
+        )
     return op, mode
 
 
-def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, origin: str = "the CSV") -> tuple[RunInfo, list[Cell]]:
+def parse_csv(
+    text: str, *, op: str | None = None, mode: str | None = None, origin: str = "the CSV"
+) -> tuple[RunInfo, list[Cell]]:
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
     named_op, named_mode = op_mode_from_name(Path(origin).stem)
@@ -199,8 +242,10 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
     # The first column names the input: ``x_val``, or the op's input tuple (``(M, H)`` for rms_norm,
     # ``(B, T, V)`` for cross_entropy: TritonBench's x_val label); the others are <backend>-<metric>.
     if not rows or len(rows[0][1]) < 2 or "-" in rows[0][1][0]:
-        raise FormatError(f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
-                          "give the file of `python run.py ... --csv --output F` (';'-separated)")
+        raise FormatError(
+            f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
+            "give the file of `python run.py ... --csv --output F` (';'-separated)",
+        )
     header = [h.strip() for h in rows[0][1]]
     columns: dict[str, dict[str, int]] = {}  # backend -> metric -> column
     for i, name in enumerate(header[1:], start=1):
@@ -208,11 +253,16 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
         if metric:
             columns.setdefault(backend, {})[metric] = i
     if not any(METRIC in m for m in columns.values()):
-        raise FormatError(f"{origin} has no <backend>-latency column", "run TritonBench with --metrics latency (and others)")
+        raise FormatError(
+            f"{origin} has no <backend>-latency column", "run TritonBench with --metrics latency (and others)"
+        )
     # per backend with a latency: its latency column, its first column (where TritonBench writes a
     # backend's error message) and its other metrics' columns, worked out once for all rows
-    latency = [(backend, metrics[METRIC], min(metrics.values()), [(m, c) for m, c in metrics.items() if m != METRIC])
-               for backend, metrics in columns.items() if METRIC in metrics]
+    latency = [
+        (backend, metrics[METRIC], min(metrics.values()), [(m, c) for m, c in metrics.items() if m != METRIC])
+        for backend, metrics in columns.items()
+        if METRIC in metrics
+    ]
     cells: list[Cell] = []
     index = 0
     inputs = InputIndex(op)
@@ -227,7 +277,9 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
         seen[x_val] = line
         input_id, label, matched = inputs.match(x_val, index)
         if input_id in ids:
-            raise _duplicate(origin, f"input {label!r}", f"x_val {ids[input_id]!r}", f"x_val {x_val[:60]!r} on line {line}")
+            raise _duplicate(
+                origin, f"input {label!r}", f"x_val {ids[input_id]!r}", f"x_val {x_val[:60]!r} on line {line}"
+            )
         ids[input_id] = x_val
         index += 1
         n = len(row)
@@ -235,12 +287,26 @@ def parse_csv(text: str, *, op: str | None = None, mode: str | None = None, orig
             value: Any = row[col] if col < n else ""
             if _number(value) is None and first < n and row[first].strip() and _number(row[first]) is None:
                 value = row[first]
-            cells.append(_cell(op, mode, input_id, label, x_val, backend, value,
-                               {m: (row[c] if c < n else "") for m, c in others}, origin, matched))
+            cells.append(
+                _cell(
+                    op,
+                    mode,
+                    input_id,
+                    label,
+                    x_val,
+                    backend,
+                    value,
+                    {m: (row[c] if c < n else "") for m, c in others},
+                    origin,
+                    matched,
+                )
+            )
     return _run(origin, op, mode, None, "csv"), cells
 
 
-def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, origin: str = "the JSON") -> tuple[RunInfo, list[Cell]]:
+def parse_json(
+    data: Any, *, op: str | None = None, mode: str | None = None, origin: str = "the JSON"
+) -> tuple[RunInfo, list[Cell]]:
     """The cells of ``--output-json`` (flat) or of the nightly's ``{"name", "env", "metrics"}``."""
     if not isinstance(data, dict):
         raise FormatError(f"{origin} is not a TritonBench JSON object", "give the file of `run.py --output-json F`")
@@ -260,11 +326,13 @@ def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, ori
             continue
         per_key.setdefault((k_op, k_mode, m["x"], m["backend"]), {})[m["metric"]] = value
     if not per_key:
-        raise FormatError(f"{origin} has no tritonbench_<op>_<mode>[x_<input>-<backend>]_<metric> keys",
-                          "give the file of `run.py --output-json F` (or the nightly's result.json)")
+        raise FormatError(
+            f"{origin} has no tritonbench_<op>_<mode>[x_<input>-<backend>]_<metric> keys",
+            "give the file of `run.py --output-json F` (or the nightly's result.json)",
+        )
     cells: list[Cell] = []
     order: dict[tuple[str, str], list[str]] = {}
-    for (k_op, k_mode, x, _b) in per_key:
+    for k_op, k_mode, x, _b in per_key:
         xs = order.setdefault((k_op, k_mode), [])
         if x not in xs:
             xs.append(x)
@@ -278,8 +346,20 @@ def parse_json(data: Any, *, op: str | None = None, mode: str | None = None, ori
         taken = ids.setdefault((k_op, k_mode, input_id, backend), x)
         if taken != x:
             raise _duplicate(origin, f"{k_op}_{k_mode} input {label!r} of {backend}", f"x_{taken}", f"x_{x}")
-        cells.append(_cell(k_op, k_mode, input_id, label, x, backend, values[METRIC],
-                           {k: v for k, v in values.items() if k != METRIC}, origin, matched))
+        cells.append(
+            _cell(
+                k_op,
+                k_mode,
+                input_id,
+                label,
+                x,
+                backend,
+                values[METRIC],
+                {k: v for k, v in values.items() if k != METRIC},
+                origin,
+                matched,
+            )
+        )
     ops = sorted({c.key.op for c in cells})
     modes = sorted({c.key.mode for c in cells})
     return _run(origin, ",".join(ops), ",".join(modes), env, "json"), cells
@@ -308,6 +388,7 @@ def _parse_json(text: str, origin: str, fix: str) -> Any:
     """JSON text whose objects must not repeat a key: Python's parser keeps the last of two equal
     keys, and a TritonBench key is a cell, so a repeated one would drop a latency silently. Bad
     JSON is left to the schema layer's parser, which words its error."""
+
     def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key, value in pairs:
@@ -411,12 +492,18 @@ def tritonbench_metrics(cells: Sequence[Cell], baselines: dict[str, str] | None 
     return out
 
 
-def to_tritonbench_json(run: RunInfo, cells: Sequence[Cell], *, toolchain: str | None = None, name: str = "ktriage") -> dict[str, Any]:
+def to_tritonbench_json(
+    run: RunInfo, cells: Sequence[Cell], *, toolchain: str | None = None, name: str = "ktriage"
+) -> dict[str, Any]:
     """One toolchain's view of a run as TritonBench's nightly JSON ``{"name", "env", "metrics"}``: the
     native backends, and the artifact backends of ``toolchain`` in place of the host's own copy."""
     artifact = {c.key.backend for c in cells if c.key.toolchain is not None}
-    chosen = [c for c in cells if (c.key.toolchain is None and c.key.backend not in artifact)
-              or (toolchain is not None and c.key.toolchain == toolchain)]
+    chosen = [
+        c
+        for c in cells
+        if (c.key.toolchain is None and c.key.backend not in artifact)
+        or (toolchain is not None and c.key.toolchain == toolchain)
+    ]
     if toolchain is None and artifact:
         chosen = [c for c in cells if c.key.toolchain is None]
     return {"name": name, "env": tritonbench_env(run, toolchain), "metrics": tritonbench_metrics(chosen)}
@@ -441,7 +528,9 @@ def write_tritonbench_json(path: str | Path, run: RunInfo, cells: Sequence[Cell]
     written: list[Path] = []
     for target, toolchain in tritonbench_paths(Path(path), run, cells):
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(to_tritonbench_json(run, cells, toolchain=toolchain), indent=4) + "\n", encoding="utf-8")
+        target.write_text(
+            json.dumps(to_tritonbench_json(run, cells, toolchain=toolchain), indent=4) + "\n", encoding="utf-8"
+        )
         written.append(target)
     return written
 
@@ -462,7 +551,9 @@ def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None =
     text = _read(path)
     if _KTRIAGE_RESULTS.match(text):  # ktriage's own file: straight to its schema (one parse of a large file)
         return parse_results(text, origin=str(path))
-    data = _parse_json(text, str(path), "give a results file (ktriage bench --output-json) or TritonBench's --output-json")
+    data = _parse_json(
+        text, str(path), "give a results file (ktriage bench --output-json) or TritonBench's --output-json"
+    )
     check_depth(data, origin=str(path))
     if looks_like_tritonbench_json(data):
         return parse_json(data, op=op, mode=mode, origin=str(path))

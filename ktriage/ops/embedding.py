@@ -13,9 +13,9 @@ from collections.abc import Mapping
 
 from ktriage.ops import liger
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.ops.operator import Kernels, Knob, Operator
 from ktriage.ops.recipe import launch_from_values
+from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.spec.launch import Launch
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Constexpr as C
@@ -33,7 +33,9 @@ def inputs() -> list[InputCase]:
     return cases
 
 
-def liger_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:
+def liger_recipe(
+    case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str
+) -> Launch:
     b, t, d, v = (case.facts[k] for k in ("B", "T", "D", "V"))
     n_tokens = b * t
     bm = bn = next_power_of_2(min(128, d))
@@ -42,15 +44,30 @@ def liger_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str
     meta = liger.meta(op, mode, case, dtype, version, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn)
     consts = [("embedding_dim", C(d)), ("BLOCK_SIZE_M", C(bm)), ("BLOCK_SIZE_N", C(bn))]
     if mode == "fwd":
-        args = [("embeddings_ptr", Ptr(dtype)), ("indices_ptr", Ptr("i64")), ("output_ptr", Ptr(dtype)), ("n_elements", n_tokens)]
+        args = [
+            ("embeddings_ptr", Ptr(dtype)),
+            ("indices_ptr", Ptr("i64")),
+            ("output_ptr", Ptr(dtype)),
+            ("n_elements", n_tokens),
+        ]
         fn = "embedding_forward_kernel"
     else:
-        args = [("grad_output_ptr", Ptr(dtype)), ("grad_weight_ptr", Ptr(dtype)), ("indices_ptr", Ptr("i64")), ("n_elements", n_tokens)]
+        args = [
+            ("grad_output_ptr", Ptr(dtype)),
+            ("grad_weight_ptr", Ptr(dtype)),
+            ("indices_ptr", Ptr("i64")),
+            ("n_elements", n_tokens),
+        ]
         fn = "embedding_backward_kernel"
     return launch_from_values(
-        name=name, source=f"{LIGER_MODULE}:{fn}", package=liger.requirement(version), args=args + consts,
-        target=target, grid=grid, meta=meta,
-    )  # fmt: skip
+        name=name,
+        source=f"{LIGER_MODULE}:{fn}",
+        package=liger.requirement(version),
+        args=args + consts,
+        target=target,
+        grid=grid,
+        meta=meta,
+    )
 
 
 def liger_knobs(spec: KernelSpec) -> dict[str, Knob]:
@@ -64,8 +81,13 @@ def liger_knobs(spec: KernelSpec) -> dict[str, Knob]:
         if not isinstance(cur, int) or not numel:
             continue
         values = tuple(v for v in (cur // 4, cur // 2, cur, cur * 2) if 16 <= v <= 256)
-        knobs[name] = Knob(name, values, f"{name} tiles grid axis {axis} (cdiv({numel}, {name})) with masked loads, "
-                                         "so any power of two is correct", axis, numel)
+        knobs[name] = Knob(
+            name,
+            values,
+            f"{name} tiles grid axis {axis} (cdiv({numel}, {name})) with masked loads, so any power of two is correct",
+            axis,
+            numel,
+        )
     return knobs
 
 
@@ -90,15 +112,29 @@ OP = Operator(
     sweep=inputs,
     kernels=(
         Kernels(
-            name="liger.embedding", description="Liger experimental Embedding (TritonBench embedding: (B,T,D) x V=2^10..2^17)",
-            recipe=liger_recipe, versions=liger.VERSIONS, latest=liger.LATEST_VERSION, requirement=liger.requirement,
-            kernels={"fwd": f"{LIGER_MODULE}:embedding_forward_kernel", "bwd": f"{LIGER_MODULE}:embedding_backward_kernel"},
-            dtypes=("fp32", "bf16", "fp16"), default_dtype="fp32",
-            backend="liger_embedding", replay="ktriage.workload.embedding:LigerEmbeddingReplay",
-            knobs=liger_knobs, source_hint="liger",
+            name="liger.embedding",
+            description="Liger experimental Embedding (TritonBench embedding: (B,T,D) x V=2^10..2^17)",
+            recipe=liger_recipe,
+            versions=liger.VERSIONS,
+            latest=liger.LATEST_VERSION,
+            requirement=liger.requirement,
+            kernels={
+                "fwd": f"{LIGER_MODULE}:embedding_forward_kernel",
+                "bwd": f"{LIGER_MODULE}:embedding_backward_kernel",
+            },
+            dtypes=("fp32", "bf16", "fp16"),
+            default_dtype="fp32",
+            backend="liger_embedding",
+            replay="ktriage.workload.embedding:LigerEmbeddingReplay",
+            knobs=liger_knobs,
+            source_hint="liger",
         ),
     ),
-    x_label="(B, T, D, V)", x_keys=("B", "T", "D", "V"), baseline="torch_embedding",
+    x_label="(B, T, D, V)",
+    x_keys=("B", "T", "D", "V"),
+    baseline="torch_embedding",
     backends=("torch_embedding", "liger_embedding", "torch_compile_embedding"),
-    module="ktriage.workload.embedding", bytes_moved=bytes_moved, flops=flops,
-)  # fmt: skip
+    module="ktriage.workload.embedding",
+    bytes_moved=bytes_moved,
+    flops=flops,
+)

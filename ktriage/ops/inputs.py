@@ -48,7 +48,9 @@ def select_inputs(op: str, cases: list[InputCase], selectors: Sequence[str] | No
                 facts[m.group(1)] = int(m.group(2))
             unknown = sorted(set(facts) - set(cases[0].facts))
             if unknown:
-                raise KtriageError(f"{op} inputs have no fact {unknown}", f"facts of {op} inputs: {', '.join(cases[0].facts)}")
+                raise KtriageError(
+                    f"{op} inputs have no fact {unknown}", f"facts of {op} inputs: {', '.join(cases[0].facts)}"
+                )
             match = [c for c in cases if all(c.facts.get(k) == v for k, v in facts.items())]
         if not match:
             raise KtriageError(f"no input of {op} matches {sel!r}", f"valid inputs: {_describe(cases)}")

@@ -22,9 +22,9 @@ from collections.abc import Mapping
 
 from ktriage.ops import liger, tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.tutorial_params import layer_norm_launch, next_power_of_2
 from ktriage.ops.operator import Kernels, Knob, Operator
 from ktriage.ops.recipe import TL_DTYPE, launch_from_values
+from ktriage.ops.tutorial_params import layer_norm_launch, next_power_of_2
 from ktriage.spec.launch import Launch
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Constexpr as C
@@ -42,7 +42,9 @@ def tutorial_inputs() -> list[InputCase]:
     return [InputCase(i, {"M": 4096, "N": n}) for i, n in enumerate([1024, 4096, 4608, 8192, 12000])]
 
 
-def liger_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:
+def liger_recipe(
+    case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str
+) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     block, warps = liger.calculate_settings(n)
     name = f"{op}.{mode}[N={n}]"
@@ -50,35 +52,85 @@ def liger_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str
     if mode == "fwd":
         stat = dtype if version == liger.DEFAULT_VERSION else "fp32"
         args = [
-            ("Y_ptr", Ptr(dtype)), ("Y_row_stride", n), ("X_ptr", Ptr(dtype)), ("X_row_stride", n),
-            ("W_ptr", Ptr(dtype)), ("W_row_stride", 1), ("B_ptr", Ptr(dtype)), ("B_row_stride", 1),
-            ("Mean_ptr", Ptr(stat)), ("Mean_row_stride", 1), ("RSTD_ptr", Ptr(stat)), ("RSTD_row_stride", 1),
-            ("n_cols", n), ("eps", EPS), ("BLOCK_SIZE", C(block)),
-        ]  # fmt: skip
+            ("Y_ptr", Ptr(dtype)),
+            ("Y_row_stride", n),
+            ("X_ptr", Ptr(dtype)),
+            ("X_row_stride", n),
+            ("W_ptr", Ptr(dtype)),
+            ("W_row_stride", 1),
+            ("B_ptr", Ptr(dtype)),
+            ("B_row_stride", 1),
+            ("Mean_ptr", Ptr(stat)),
+            ("Mean_row_stride", 1),
+            ("RSTD_ptr", Ptr(stat)),
+            ("RSTD_row_stride", 1),
+            ("n_cols", n),
+            ("eps", EPS),
+            ("BLOCK_SIZE", C(block)),
+        ]
         return launch_from_values(
-            name=name, source=f"{LIGER_MODULE}:_layer_norm_forward_kernel", package=pkg, args=args,
-            target=target, grid=(m,), num_warps=warps, meta=liger.meta(op, mode, case, dtype, version, BLOCK_SIZE=block),
-        )  # fmt: skip
+            name=name,
+            source=f"{LIGER_MODULE}:_layer_norm_forward_kernel",
+            package=pkg,
+            args=args,
+            target=target,
+            grid=(m,),
+            num_warps=warps,
+            meta=liger.meta(op, mode, case, dtype, version, BLOCK_SIZE=block),
+        )
     rows_per_program = math.ceil(m / sm_count)
-    meta = liger.meta(op, mode, case, dtype, version, BLOCK_SIZE=block, rows_per_program=rows_per_program, sm_count=sm_count)
+    meta = liger.meta(
+        op, mode, case, dtype, version, BLOCK_SIZE=block, rows_per_program=rows_per_program, sm_count=sm_count
+    )
     source = f"{LIGER_MODULE}:_layer_norm_backward_kernel"
     if version == liger.DEFAULT_VERSION:
         args = [
-            ("X_ptr", Ptr(dtype)), ("W_ptr", Ptr(dtype)), ("Mean_ptr", Ptr(dtype)), ("RSTD_ptr", Ptr(dtype)),
-            ("DX_ptr", Ptr(dtype)), ("DW_ptr", Ptr(dtype)), ("DB_ptr", Ptr(dtype)), ("DY_ptr", Ptr(dtype)),
-            ("stride_x", n), ("stride_dx", n), ("stride_dw", n), ("stride_db", n), ("stride_dy", n),
-            ("n_rows", m), ("n_cols", n), ("rows_per_program", C(rows_per_program)), ("BLOCK_SIZE", C(block)),
+            ("X_ptr", Ptr(dtype)),
+            ("W_ptr", Ptr(dtype)),
+            ("Mean_ptr", Ptr(dtype)),
+            ("RSTD_ptr", Ptr(dtype)),
+            ("DX_ptr", Ptr(dtype)),
+            ("DW_ptr", Ptr(dtype)),
+            ("DB_ptr", Ptr(dtype)),
+            ("DY_ptr", Ptr(dtype)),
+            ("stride_x", n),
+            ("stride_dx", n),
+            ("stride_dw", n),
+            ("stride_db", n),
+            ("stride_dy", n),
+            ("n_rows", m),
+            ("n_cols", n),
+            ("rows_per_program", C(rows_per_program)),
+            ("BLOCK_SIZE", C(block)),
             ("dtype", C(TL_DTYPE[dtype])),
-        ]  # fmt: skip
+        ]
         # 0.5.10 passes no num_warps on CUDA: Triton's default applies.
-        return launch_from_values(name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), meta=meta)
+        return launch_from_values(
+            name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), meta=meta
+        )
     args = [
-        ("X_ptr", Ptr(dtype)), ("stride_x", n), ("W_ptr", Ptr(dtype)), ("Mean_ptr", Ptr("fp32")), ("stride_mean", 1),
-        ("RSTD_ptr", Ptr("fp32")), ("stride_rstd", 1), ("DX_ptr", Ptr(dtype)), ("stride_dx", n),
-        ("DW_ptr", Ptr("fp32")), ("stride_dw", n), ("DB_ptr", Ptr("fp32")), ("stride_db", n),
-        ("DY_ptr", Ptr(dtype)), ("stride_dy", n), ("n_rows", m), ("n_cols", n),
-        ("rows_per_program", C(rows_per_program)), ("BLOCK_SIZE", C(block)), ("COMPUTE_DW", C(True)), ("COMPUTE_DB", C(True)),
-    ]  # fmt: skip
+        ("X_ptr", Ptr(dtype)),
+        ("stride_x", n),
+        ("W_ptr", Ptr(dtype)),
+        ("Mean_ptr", Ptr("fp32")),
+        ("stride_mean", 1),
+        ("RSTD_ptr", Ptr("fp32")),
+        ("stride_rstd", 1),
+        ("DX_ptr", Ptr(dtype)),
+        ("stride_dx", n),
+        ("DW_ptr", Ptr("fp32")),
+        ("stride_dw", n),
+        ("DB_ptr", Ptr("fp32")),
+        ("stride_db", n),
+        ("DY_ptr", Ptr(dtype)),
+        ("stride_dy", n),
+        ("n_rows", m),
+        ("n_cols", n),
+        ("rows_per_program", C(rows_per_program)),
+        ("BLOCK_SIZE", C(block)),
+        ("COMPUTE_DW", C(True)),
+        ("COMPUTE_DB", C(True)),
+    ]
     return launch_from_values(
         name=name, source=source, package=pkg, args=args, target=target, grid=(sm_count,), num_warps=warps, meta=meta
     )
@@ -92,26 +144,43 @@ def liger_knobs(spec: KernelSpec) -> dict[str, Knob]:
         return {}
     least = next_power_of_2(n)
     values = tuple(v for v in (least, 2 * least) if v <= 65536)
-    return {"BLOCK_SIZE": Knob(
-        "BLOCK_SIZE", values,
-        f"the kernel loads a whole row with tl.arange(0, BLOCK_SIZE) masked by n_cols, so BLOCK_SIZE must stay "
-        f">= next_power_of_2(N={n}) = {least}; larger only adds masked lanes",
-    )}
+    return {
+        "BLOCK_SIZE": Knob(
+            "BLOCK_SIZE",
+            values,
+            f"the kernel loads a whole row with tl.arange(0, BLOCK_SIZE) masked by n_cols, so BLOCK_SIZE must stay "
+            f">= next_power_of_2(N={n}) = {least}; larger only adds masked lanes",
+        )
+    }
 
 
-def tutorial_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
+def tutorial_recipe(
+    case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None
+) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     p = layer_norm_launch(m, n)
     args = [
-        ("x_ptr", Ptr(dtype)), ("w_ptr", Ptr(dtype)), ("b_ptr", Ptr(dtype)), ("y_ptr", Ptr(dtype)),
-        ("mean_ptr", Ptr("fp32")), ("rstd_ptr", Ptr("fp32")), ("row_stride", n), ("n_cols", n), ("eps", 1e-5),
+        ("x_ptr", Ptr(dtype)),
+        ("w_ptr", Ptr(dtype)),
+        ("b_ptr", Ptr(dtype)),
+        ("y_ptr", Ptr(dtype)),
+        ("mean_ptr", Ptr("fp32")),
+        ("rstd_ptr", Ptr("fp32")),
+        ("row_stride", n),
+        ("n_cols", n),
+        ("eps", 1e-5),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
-    ]  # fmt: skip
+    ]
     return launch_from_values(
-        name=f"{op}.fwd[M={m},N={n}]", source=tutorial.source("layer_norm.py", "layer_norm_fwd_kernel"), package=None,
-        args=args, target=target, grid=p["grid"], num_warps=p["num_warps"],
+        name=f"{op}.fwd[M={m},N={n}]",
+        source=tutorial.source("layer_norm.py", "layer_norm_fwd_kernel"),
+        package=None,
+        args=args,
+        target=target,
+        grid=p["grid"],
+        num_warps=p["num_warps"],
         meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
-    )  # fmt: skip
+    )
 
 
 def bytes_moved(f: Mapping[str, int], mode: str, e: int) -> int:
@@ -133,21 +202,42 @@ OP = Operator(
     sweep=inputs,
     kernels=(
         Kernels(
-            name="liger.layer_norm", description="Liger LayerNorm (TritonBench layer_norm: M=4096, N=512*i, i=2..31)",
-            recipe=liger_recipe, versions=liger.VERSIONS, latest=liger.LATEST_VERSION, requirement=liger.requirement,
-            kernels={"fwd": f"{LIGER_MODULE}:_layer_norm_forward_kernel", "bwd": f"{LIGER_MODULE}:_layer_norm_backward_kernel"},
-            dtypes=("fp32", "bf16", "fp16"), default_dtype="fp32",
-            backend="liger_layer_norm", replay="ktriage.workload.layer_norm:LigerLayerNormReplay",
-            knobs=liger_knobs, source_hint="liger",
+            name="liger.layer_norm",
+            description="Liger LayerNorm (TritonBench layer_norm: M=4096, N=512*i, i=2..31)",
+            recipe=liger_recipe,
+            versions=liger.VERSIONS,
+            latest=liger.LATEST_VERSION,
+            requirement=liger.requirement,
+            kernels={
+                "fwd": f"{LIGER_MODULE}:_layer_norm_forward_kernel",
+                "bwd": f"{LIGER_MODULE}:_layer_norm_backward_kernel",
+            },
+            dtypes=("fp32", "bf16", "fp16"),
+            default_dtype="fp32",
+            backend="liger_layer_norm",
+            replay="ktriage.workload.layer_norm:LigerLayerNormReplay",
+            knobs=liger_knobs,
+            source_hint="liger",
         ),
         Kernels(
-            name="tutorial.layer_norm", description=tutorial.description("chunked layer norm forward, memory-bound"),
-            recipe=tutorial_recipe, kernels={"fwd": tutorial.source("layer_norm.py", "layer_norm_fwd_kernel")},
-            modes=("fwd",), default_mode="fwd", dtypes=tutorial.DTYPES, default_dtype="fp32", inputs=tutorial_inputs,
-            backend="triton_layer_norm", replay="ktriage.workload.layer_norm:TritonLayerNormReplay",
+            name="tutorial.layer_norm",
+            description=tutorial.description("chunked layer norm forward, memory-bound"),
+            recipe=tutorial_recipe,
+            kernels={"fwd": tutorial.source("layer_norm.py", "layer_norm_fwd_kernel")},
+            modes=("fwd",),
+            default_mode="fwd",
+            dtypes=tutorial.DTYPES,
+            default_dtype="fp32",
+            inputs=tutorial_inputs,
+            backend="triton_layer_norm",
+            replay="ktriage.workload.layer_norm:TritonLayerNormReplay",
         ),
     ),
-    x_label="(M, N)", x_keys=("M", "N"), baseline="torch_layer_norm",
+    x_label="(M, N)",
+    x_keys=("M", "N"),
+    baseline="torch_layer_norm",
     backends=("torch_layer_norm", "triton_layer_norm", "torch_compile_layer_norm", "liger_layer_norm"),
-    module="ktriage.workload.layer_norm", bytes_moved=bytes_moved, flops=flops,
-)  # fmt: skip
+    module="ktriage.workload.layer_norm",
+    bytes_moved=bytes_moved,
+    flops=flops,
+)

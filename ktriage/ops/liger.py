@@ -39,5 +39,12 @@ def calculate_settings(n: int) -> tuple[int, int]:
 
 
 def meta(op: str, mode: str, case: InputCase, dtype: str, version: str, **extra: object) -> dict[str, object]:
-    return {"op": op, "mode": mode, "input_id": case.id, "shape": dict(case.facts), "dtype": dtype,
-            "package_version": version, **extra}  # fmt: skip
+    return {
+        "op": op,
+        "mode": mode,
+        "input_id": case.id,
+        "shape": dict(case.facts),
+        "dtype": dtype,
+        "package_version": version,
+        **extra,
+    }

@@ -49,8 +49,14 @@ class Knob:
     reduction: bool = False  # a reduction-loop block (RBLOCK): what RBLOCK scaling may shrink
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "values": list(self.values), "why": self.why, "grid_axis": self.grid_axis,
-                "numel": self.numel, "reduction": self.reduction}
+        return {
+            "name": self.name,
+            "values": list(self.values),
+            "why": self.why,
+            "grid_axis": self.grid_axis,
+            "numel": self.numel,
+            "reduction": self.reduction,
+        }
 
 
 @dataclass(frozen=True)

@@ -23,5 +23,14 @@ def launch_from_values(
     num_stages: int = TRITON_DEFAULT_STAGES,
 ) -> Launch:
     """A launch described by its argument values, in parameter order (``.to_spec()`` gives the spec)."""
-    return Launch(name=name, source=source, package=package, args=tuple(args), target=target, grid=grid,
-                  num_warps=num_warps, num_stages=num_stages, meta=meta)
+    return Launch(
+        name=name,
+        source=source,
+        package=package,
+        args=tuple(args),
+        target=target,
+        grid=grid,
+        num_warps=num_warps,
+        num_stages=num_stages,
+        meta=meta,
+    )

@@ -38,7 +38,9 @@ def inputs() -> list[InputCase]:
     return [InputCase(i, {"M": 2048, "N": 2**e}) for i, e in enumerate(range(10, 16))]
 
 
-def liger_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str) -> Launch:
+def liger_recipe(
+    case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str
+) -> Launch:
     """Liger's RMSNorm forward/backward as ops/rms_norm.py's rms_norm_forward/rms_norm_backward launch it.
 
     ``dtype`` is X's (and Y's, dY's, dX's) dtype; the weight, RSTD and _dW stay fp32 (module doc).
@@ -50,32 +52,71 @@ def liger_recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str
     affine = [] if version == liger.DEFAULT_VERSION else [("elementwise_affine", C(True))]
     if mode == "fwd":
         args = [
-            ("Y_ptr", Ptr(dtype)), ("Y_row_stride", n), ("X_ptr", Ptr(dtype)), ("X_row_stride", n),
-            ("W_ptr", Ptr("fp32")), ("W_row_stride", 1), ("RSTD_ptr", Ptr("fp32")), ("RSTD_row_stride", 1),
-            ("n_cols", n), ("eps", EPS), ("offset", OFFSET), ("casting_mode", C(CASTING_MODE_LLAMA)),
-            *affine, ("BLOCK_SIZE", C(block)),
-        ]  # fmt: skip
+            ("Y_ptr", Ptr(dtype)),
+            ("Y_row_stride", n),
+            ("X_ptr", Ptr(dtype)),
+            ("X_row_stride", n),
+            ("W_ptr", Ptr("fp32")),
+            ("W_row_stride", 1),
+            ("RSTD_ptr", Ptr("fp32")),
+            ("RSTD_row_stride", 1),
+            ("n_cols", n),
+            ("eps", EPS),
+            ("offset", OFFSET),
+            ("casting_mode", C(CASTING_MODE_LLAMA)),
+            *affine,
+            ("BLOCK_SIZE", C(block)),
+        ]
         return launch_from_values(
-            name=name, source=f"{LIGER_MODULE}:_rms_norm_forward_kernel", package=pkg, args=args,
-            target=target, grid=(m,), num_warps=warps, meta=liger.meta(op, mode, case, dtype, version, BLOCK_SIZE=block),
-        )  # fmt: skip
+            name=name,
+            source=f"{LIGER_MODULE}:_rms_norm_forward_kernel",
+            package=pkg,
+            args=args,
+            target=target,
+            grid=(m,),
+            num_warps=warps,
+            meta=liger.meta(op, mode, case, dtype, version, BLOCK_SIZE=block),
+        )
     rows_per_program = math.ceil(m / sm_count)
-    meta = liger.meta(op, mode, case, dtype, version, BLOCK_SIZE=block, rows_per_program=rows_per_program, sm_count=sm_count)
+    meta = liger.meta(
+        op, mode, case, dtype, version, BLOCK_SIZE=block, rows_per_program=rows_per_program, sm_count=sm_count
+    )
     # 0.5.10 declares rows_per_program a constexpr; 0.8.5 takes it as a plain int.
     rows = C(rows_per_program) if version == liger.DEFAULT_VERSION else rows_per_program
     args = [
-        ("dY_ptr", Ptr(dtype)), ("dY_row_stride", n), ("dX_ptr", Ptr(dtype)), ("dX_row_stride", n),
-        ("X_ptr", Ptr(dtype)), ("X_row_stride", n), ("X_dtype", C(TL_DTYPE[dtype])),
-        ("W_ptr", Ptr("fp32")), ("W_row_stride", 1), ("RSTD_ptr", Ptr("fp32")), ("RSTD_row_stride", 1),
-        ("dW_ptr", Ptr("fp32")), ("dW_row_stride", n), ("n_rows", m), ("n_cols", n), ("offset", OFFSET),
-        ("rows_per_program", rows), ("casting_mode", C(CASTING_MODE_LLAMA)), *affine, ("BLOCK_SIZE", C(block)),
-    ]  # fmt: skip
+        ("dY_ptr", Ptr(dtype)),
+        ("dY_row_stride", n),
+        ("dX_ptr", Ptr(dtype)),
+        ("dX_row_stride", n),
+        ("X_ptr", Ptr(dtype)),
+        ("X_row_stride", n),
+        ("X_dtype", C(TL_DTYPE[dtype])),
+        ("W_ptr", Ptr("fp32")),
+        ("W_row_stride", 1),
+        ("RSTD_ptr", Ptr("fp32")),
+        ("RSTD_row_stride", 1),
+        ("dW_ptr", Ptr("fp32")),
+        ("dW_row_stride", n),
+        ("n_rows", m),
+        ("n_cols", n),
+        ("offset", OFFSET),
+        ("rows_per_program", rows),
+        ("casting_mode", C(CASTING_MODE_LLAMA)),
+        *affine,
+        ("BLOCK_SIZE", C(block)),
+    ]
     if version != liger.DEFAULT_VERSION:
         args.append(("COMPUTE_DW", C(True)))
     return launch_from_values(
-        name=name, source=f"{LIGER_MODULE}:_rms_norm_backward_kernel", package=pkg, args=args,
-        target=target, grid=(sm_count,), num_warps=warps, meta=meta,
-    )  # fmt: skip
+        name=name,
+        source=f"{LIGER_MODULE}:_rms_norm_backward_kernel",
+        package=pkg,
+        args=args,
+        target=target,
+        grid=(sm_count,),
+        num_warps=warps,
+        meta=meta,
+    )
 
 
 OP = Operator(
@@ -83,10 +124,18 @@ OP = Operator(
     sweep=inputs,
     kernels=(
         Kernels(
-            name="liger.rms_norm", description="Liger RMSNorm (TritonBench rms_norm: M=2048, N=2^10..2^15, fp32 weight)",
-            recipe=liger_recipe, versions=liger.VERSIONS, latest=liger.LATEST_VERSION, requirement=liger.requirement,
-            kernels={"fwd": f"{LIGER_MODULE}:_rms_norm_forward_kernel", "bwd": f"{LIGER_MODULE}:_rms_norm_backward_kernel"},
-            dtypes=("fp32", "bf16", "fp16"), default_dtype="fp32",
+            name="liger.rms_norm",
+            description="Liger RMSNorm (TritonBench rms_norm: M=2048, N=2^10..2^15, fp32 weight)",
+            recipe=liger_recipe,
+            versions=liger.VERSIONS,
+            latest=liger.LATEST_VERSION,
+            requirement=liger.requirement,
+            kernels={
+                "fwd": f"{LIGER_MODULE}:_rms_norm_forward_kernel",
+                "bwd": f"{LIGER_MODULE}:_rms_norm_backward_kernel",
+            },
+            dtypes=("fp32", "bf16", "fp16"),
+            default_dtype="fp32",
         ),
     ),
-)  # fmt: skip
+)

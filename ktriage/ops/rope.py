@@ -36,7 +36,13 @@ def flops(f: Mapping[str, int], mode: str, e: int) -> int:
 
 
 OP = Operator(
-    name="rope", sweep=inputs, x_label="(H, T)", x_keys=("H", "T"), baseline="apply_rotary_pos_emb",
+    name="rope",
+    sweep=inputs,
+    x_label="(H, T)",
+    x_keys=("H", "T"),
+    baseline="apply_rotary_pos_emb",
     backends=("apply_rotary_pos_emb", "liger_rotary_pos_emb", "torch_compile_rotary_pos_emb_full_op"),
-    module="ktriage.workload.rope", bytes_moved=bytes_moved, flops=flops,
-)  # fmt: skip
+    module="ktriage.workload.rope",
+    bytes_moved=bytes_moved,
+    flops=flops,
+)

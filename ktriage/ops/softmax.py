@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.tutorial_params import softmax_launch
 from ktriage.ops.operator import Kernels, Operator
 from ktriage.ops.recipe import launch_from_values
+from ktriage.ops.tutorial_params import softmax_launch
 from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
 from ktriage.spec.specialize import Ptr
@@ -18,21 +18,44 @@ def inputs() -> list[InputCase]:
     return [InputCase(i, {"M": 4096, "N": n}) for i, n in enumerate([256, 1000, 3072, 8192])]
 
 
-def recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
+def recipe(
+    case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None
+) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     p = softmax_launch(m, n)
-    args = [("out_ptr", Ptr(dtype)), ("in_ptr", Ptr(dtype)), ("in_row_stride", n), ("out_row_stride", n), ("n_cols", n),
-            ("BLOCK_SIZE", C(p["BLOCK_SIZE"]))]  # fmt: skip
+    args = [
+        ("out_ptr", Ptr(dtype)),
+        ("in_ptr", Ptr(dtype)),
+        ("in_row_stride", n),
+        ("out_row_stride", n),
+        ("n_cols", n),
+        ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
+    ]
     return launch_from_values(
-        name=f"{op}.fwd[M={m},N={n}]", source=SOURCE, package=None, args=args,
-        target=target, grid=p["grid"], num_warps=p["num_warps"], meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
-    )  # fmt: skip
+        name=f"{op}.fwd[M={m},N={n}]",
+        source=SOURCE,
+        package=None,
+        args=args,
+        target=target,
+        grid=p["grid"],
+        num_warps=p["num_warps"],
+        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+    )
 
 
 OP = Operator(
     name="softmax",
     sweep=inputs,
-    kernels=(Kernels(name="tutorial.softmax", description=tutorial.description("fused row softmax, memory-bound"),
-                     recipe=recipe, kernels={"fwd": SOURCE}, modes=("fwd",), default_mode="fwd",
-                     dtypes=tutorial.DTYPES, default_dtype="fp32"),),
-)  # fmt: skip
+    kernels=(
+        Kernels(
+            name="tutorial.softmax",
+            description=tutorial.description("fused row softmax, memory-bound"),
+            recipe=recipe,
+            kernels={"fwd": SOURCE},
+            modes=("fwd",),
+            default_mode="fwd",
+            dtypes=tutorial.DTYPES,
+            default_dtype="fp32",
+        ),
+    ),
+)

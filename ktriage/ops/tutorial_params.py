@@ -66,4 +66,12 @@ def matmul_launch(m: int, n: int, k: int) -> MatmulLaunch:
     else:
         bm, bn, bk, warps, stages = 64, 64, 32, 4, 4
     grid = (cdiv(m, bm) * cdiv(n, bn),)
-    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": warps, "num_stages": stages, "grid": grid}
+    return {
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": 8,
+        "num_warps": warps,
+        "num_stages": stages,
+        "grid": grid,
+    }

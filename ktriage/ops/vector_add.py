@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.tutorial_params import vector_add_launch
 from ktriage.ops.operator import Kernels, Operator
 from ktriage.ops.recipe import launch_from_values
+from ktriage.ops.tutorial_params import vector_add_launch
 from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
 from ktriage.spec.specialize import Ptr
@@ -22,20 +22,43 @@ def inputs() -> list[InputCase]:
     return [InputCase(i, {"N": n}) for i, n in enumerate([1000, 65536, 1048576, 16777217])]
 
 
-def recipe(case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None) -> Launch:
+def recipe(
+    case: InputCase, *, op: str, mode: str, dtype: str, target: str, sm_count: int, version: str | None
+) -> Launch:
     n = case.facts["N"]
     p = vector_add_launch(n)
-    args = [("x_ptr", Ptr(dtype)), ("y_ptr", Ptr(dtype)), ("out_ptr", Ptr(dtype)), ("n_elements", n), ("BLOCK_SIZE", C(p["BLOCK_SIZE"]))]
+    args = [
+        ("x_ptr", Ptr(dtype)),
+        ("y_ptr", Ptr(dtype)),
+        ("out_ptr", Ptr(dtype)),
+        ("n_elements", n),
+        ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
+    ]
     return launch_from_values(
-        name=f"{op}.fwd[N={n}]", source=SOURCE, package=None, args=args,
-        target=target, grid=p["grid"], num_warps=p["num_warps"], meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
-    )  # fmt: skip
+        name=f"{op}.fwd[N={n}]",
+        source=SOURCE,
+        package=None,
+        args=args,
+        target=target,
+        grid=p["grid"],
+        num_warps=p["num_warps"],
+        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+    )
 
 
 OP = Operator(
     name="vector_add",
     sweep=inputs,
-    kernels=(Kernels(name="tutorial.vector_add", description=tutorial.description("x + y, memory-bound"), recipe=recipe,
-                     kernels={"fwd": SOURCE}, modes=("fwd",), default_mode="fwd", dtypes=tutorial.DTYPES,
-                     default_dtype="fp32"),),
-)  # fmt: skip
+    kernels=(
+        Kernels(
+            name="tutorial.vector_add",
+            description=tutorial.description("x + y, memory-bound"),
+            recipe=recipe,
+            kernels={"fwd": SOURCE},
+            modes=("fwd",),
+            default_mode="fwd",
+            dtypes=tutorial.DTYPES,
+            default_dtype="fp32",
+        ),
+    ),
+)

@@ -50,8 +50,14 @@ class _Data:
 
     def subset(self, mask: np.ndarray) -> _Data:
         idx = np.flatnonzero(mask)
-        return _Data([self.cells[i] for i in idx], self.identical[idx], self.log_measured[idx], self.weight[idx],
-                     _take(self.ref, idx), _take(self.new, idx))
+        return _Data(
+            [self.cells[i] for i in idx],
+            self.identical[idx],
+            self.log_measured[idx],
+            self.weight[idx],
+            _take(self.ref, idx),
+            _take(self.new, idx),
+        )
 
 
 def _take(batch: Batch, idx: np.ndarray) -> Batch:
@@ -68,11 +74,16 @@ def _data(cells: Sequence[CalibrationCell]) -> _Data:
     per_op: dict[str, int] = defaultdict(int)
     for c in cells:
         per_op[c.operator] += 1
-    weight = np.array([1.0 / math.sqrt(per_op[c.operator]) * (0.5 if c.measured.verdict == "unsure" else 1.0)
-                       for c in cells])
-    return _Data(cells, np.array([c.ref.digest() == c.new.digest() for c in cells]),
-                 np.log(np.array([c.measured.ratio for c in cells])), weight,
-                 *_stacked_pairs(cells))
+    weight = np.array(
+        [1.0 / math.sqrt(per_op[c.operator]) * (0.5 if c.measured.verdict == "unsure" else 1.0) for c in cells]
+    )
+    return _Data(
+        cells,
+        np.array([c.ref.digest() == c.new.digest() for c in cells]),
+        np.log(np.array([c.measured.ratio for c in cells])),
+        weight,
+        *_stacked_pairs(cells),
+    )
 
 
 def _stacked_pairs(cells: Sequence[CalibrationCell]) -> tuple[Batch, Batch]:
@@ -115,8 +126,9 @@ def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) ->
     return float(v[min(int(np.searchsorted(cum, level)), len(v) - 1)])
 
 
-def interval_from_residuals(log_pred: np.ndarray, residual: np.ndarray, level: float = DEFAULT_LEVEL,
-                            weight: np.ndarray | None = None) -> tuple[float, float]:
+def interval_from_residuals(
+    log_pred: np.ndarray, residual: np.ndarray, level: float = DEFAULT_LEVEL, weight: np.ndarray | None = None
+) -> tuple[float, float]:
     """(a, b) of the interval ``exp(+-(a + b |log ratio|))``: ``a`` the ``level`` quantile of the
     absolute out-of-fold residuals, each operator's cells together weighing as much as another's
     (a 96-cell sweep, or one operator the model gets badly wrong, does not set the width alone);
@@ -159,20 +171,28 @@ class Scores:
     def to_json(self) -> dict[str, Any]:
         def r(v: float | None) -> float | None:
             return None if v is None else round(v, 4)
-        return {"matrix": self.matrix, "unsure_measured": self.unsure,
-                "regression": {"precision": r(self.precision("regression")), "recall": r(self.recall("regression"))},
-                "improvement": {"precision": r(self.precision("improvement")), "recall": r(self.recall("improvement"))}}
+
+        return {
+            "matrix": self.matrix,
+            "unsure_measured": self.unsure,
+            "regression": {"precision": r(self.precision("regression")), "recall": r(self.recall("regression"))},
+            "improvement": {"precision": r(self.precision("improvement")), "recall": r(self.recall("improvement"))},
+        }
 
     @markdown_writer
     def markdown(self) -> str:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.0%}"
+
         out = ["| predicted \\ measured | regression | same | improvement | (unsure) |", "|---|---|---|---|---|"]
         for p in PREDICTED_KINDS:
             row = self.matrix[p]
             out.append(f"| {p} | {row['regression']} | {row['same']} | {row['improvement']} | {self.unsure[p]} |")
-        out += ["", f"- regression: precision {pct(self.precision('regression'))}, recall {pct(self.recall('regression'))}",
-                f"- improvement: precision {pct(self.precision('improvement'))}, recall {pct(self.recall('improvement'))}"]
+        out += [
+            "",
+            f"- regression: precision {pct(self.precision('regression'))}, recall {pct(self.recall('regression'))}",
+            f"- improvement: precision {pct(self.precision('improvement'))}, recall {pct(self.recall('improvement'))}",
+        ]
         return "\n".join(out)
 
 
@@ -186,10 +206,19 @@ class CellResult:
 
     def to_json(self) -> dict[str, Any]:
         c = self.cell
-        return {"operator": c.operator, "kernel": c.kernel, "input": c.input, "reference": c.reference,
-                "toolchain": c.toolchain, "measured_ratio": round(c.measured.ratio, 4), "measured": c.measured.verdict,
-                "predicted_ratio": round(self.predicted_ratio, 4), "low": round(self.low, 4), "high": round(self.high, 4),
-                "predicted": self.kind}
+        return {
+            "operator": c.operator,
+            "kernel": c.kernel,
+            "input": c.input,
+            "reference": c.reference,
+            "toolchain": c.toolchain,
+            "measured_ratio": round(c.measured.ratio, 4),
+            "measured": c.measured.verdict,
+            "predicted_ratio": round(self.predicted_ratio, 4),
+            "low": round(self.low, 4),
+            "high": round(self.high, 4),
+            "predicted": self.kind,
+        }
 
 
 @dataclass
@@ -202,13 +231,22 @@ class Calibration:
     per_operator: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": 1, "params": self.params.to_json(),
-                "cross_validation": self.scores.to_json() if self.scores else None,
-                "per_operator": self.per_operator}
+        return {
+            "format": 1,
+            "params": self.params.to_json(),
+            "cross_validation": self.scores.to_json() if self.scores else None,
+            "per_operator": self.per_operator,
+        }
 
 
-def calibrate(cells: Sequence[CalibrationCell], *, threshold: float = DEFAULT_THRESHOLD, level: float = DEFAULT_LEVEL,
-              prior: Params | None = None, cross_validate: bool = True) -> Calibration:
+def calibrate(
+    cells: Sequence[CalibrationCell],
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    level: float = DEFAULT_LEVEL,
+    prior: Params | None = None,
+    cross_validate: bool = True,
+) -> Calibration:
     """The full fit (the parameters to ship) and, unless told not to, its LOOO evaluation."""
     prior = prior or Params()
     data = _data(cells)
@@ -226,7 +264,9 @@ def calibrate(cells: Sequence[CalibrationCell], *, threshold: float = DEFAULT_TH
             cv_log[held] = predicted_log_ratio(data.subset(held), params)
     residual = data.log_measured - cv_log
     op_weight = np.array([1.0 / sum(1 for c in data.cells if c.operator == o) for o in ops])
-    a, b = interval_from_residuals(cv_log[~data.identical], residual[~data.identical], level, op_weight[~data.identical])
+    a, b = interval_from_residuals(
+        cv_log[~data.identical], residual[~data.identical], level, op_weight[~data.identical]
+    )
     results: list[CellResult] = []
     for i, c in enumerate(data.cells):
         if cross_validate and len(operators) > 1:  # the interval held out too: from the other operators
@@ -245,7 +285,13 @@ def calibrate(cells: Sequence[CalibrationCell], *, threshold: float = DEFAULT_TH
         s = Scores.of([r.kind for r in mine], [r.cell.measured.verdict for r in mine])
         err = [abs(math.log(r.cell.measured.ratio) - math.log(r.predicted_ratio)) for r in mine]
         per_op[op] = {"cells": len(mine), "median_abs_log_error": round(float(np.median(err)), 4), **s.to_json()}
-    fitted = Params.from_json({**full.to_json(), "interval_a": a, "interval_b": b,
-                               "fitted_on": f"{len(data.cells)} cells of {len(operators)} operators",
-                               "cv": {"level": level, "threshold": threshold, **scores.to_json()}})
+    fitted = Params.from_json(
+        {
+            **full.to_json(),
+            "interval_a": a,
+            "interval_b": b,
+            "fitted_on": f"{len(data.cells)} cells of {len(operators)} operators",
+            "cv": {"level": level, "threshold": threshold, **scores.to_json()},
+        }
+    )
     return Calibration(fitted, results, scores, per_op)

@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ktriage.analyze.occupancy import Occupancy
@@ -63,8 +63,23 @@ SPILL_COST_BYTES = 1024
 # Bytes of loads in flight per SM that hide DRAM latency on Hopper (Little's law: ~4.8 TB/s x ~700 ns
 # / 132 SMs is ~25 KB; rounded up). Used when the tile size is known from BLOCK constexprs.
 DEFAULT_SATURATION_BYTES = 32 * 1024
-_DTYPE_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2,
-                "bf16": 2, "i16": 2, "u16": 2, "i8": 1, "u8": 1, "fp8": 1, "i1": 1}
+_DTYPE_BYTES = {
+    "fp64": 8,
+    "i64": 8,
+    "u64": 8,
+    "fp32": 4,
+    "i32": 4,
+    "u32": 4,
+    "tf32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "i16": 2,
+    "u16": 2,
+    "i8": 1,
+    "u8": 1,
+    "fp8": 1,
+    "i1": 1,
+}
 _BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
 
 
@@ -98,7 +113,7 @@ def global_bytes_per_thread(res: Resources) -> tuple[int, int]:
         m = _GLOBAL_MEM.match(op)
         if not m:
             continue
-        w = _WIDTH.search(op[len(m.group(1)):])
+        w = _WIDTH.search(op[len(m.group(1)) :])
         size = int(w.group(1)) // 8 if w else 4
         if m.group(1) == "LDG":
             loads += size * count
@@ -107,8 +122,16 @@ def global_bytes_per_thread(res: Resources) -> tuple[int, int]:
     return loads, stores
 
 
-def estimate(res: Resources, occ: Occupancy, *, num_warps: int, grid: tuple[int, ...] | None, target: str,
-             sm_count: int | None = None, params: Params | None = None) -> Estimate:
+def estimate(
+    res: Resources,
+    occ: Occupancy,
+    *,
+    num_warps: int,
+    grid: tuple[int, ...] | None,
+    target: str,
+    sm_count: int | None = None,
+    params: Params | None = None,
+) -> Estimate:
     """One compiled candidate priced by THE cost model (``predict.model``: issue, latency per wave,
     bandwidth, spills against L1, atomics, from the SASS and the launch), in microseconds at the SM
     clock; the roofline numbers (bytes per CTA, latency hiding) are kept as words. ``grid`` None:
@@ -127,14 +150,27 @@ def estimate(res: Resources, occ: Occupancy, *, num_warps: int, grid: tuple[int,
     spill_b = (res.spill_store_bytes or 0) + (res.spill_load_bytes or 0)
     in_flight = resident * threads * max(load_b, 4)
     eff = min(1.0, in_flight / (bw * latency / sms))
-    facts = facts_from_resources(res, occ, num_warps=num_warps, grid=(grid_ctas,), target=target,
-                                 meta={"sm_count": sms})
+    facts = facts_from_resources(
+        res, occ, num_warps=num_warps, grid=(grid_ctas,), target=target, meta={"sm_count": sms}
+    )
     parts = breakdown(profile(facts), params or load_params())
     to_us = 1e6 / clock
-    return Estimate(grid_ctas, int(parts["waves"]), resident, (load_b + store_b) * threads, spill_b * threads, eff,
-                    parts["bandwidth"] * to_us, parts["issue"] * to_us, parts["total"] * to_us, model="cost model",
-                    detail=(f"issue {parts['issue'] * to_us:.1f} us, latency {parts['latency'] * to_us:.1f} us, "
-                            f"bandwidth {parts['bandwidth'] * to_us:.1f} us per SM"))
+    return Estimate(
+        grid_ctas,
+        int(parts["waves"]),
+        resident,
+        (load_b + store_b) * threads,
+        spill_b * threads,
+        eff,
+        parts["bandwidth"] * to_us,
+        parts["issue"] * to_us,
+        parts["total"] * to_us,
+        model="cost model",
+        detail=(
+            f"issue {parts['issue'] * to_us:.1f} us, latency {parts['latency'] * to_us:.1f} us, "
+            f"bandwidth {parts['bandwidth'] * to_us:.1f} us per SM"
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- the tile and stream models
@@ -152,9 +188,16 @@ def warps_estimate(occupancy: Occupancy, spill_bytes: int, saturation_warps: int
     return round((1.0 + spill_bytes / SPILL_COST_BYTES) / latency_hiding, 6)
 
 
-def stream_estimate(occupancy: Occupancy, spill_bytes: int, *, num_sms: int, grid: int | None = None,
-                    tile_bytes: int | None = None, saturation_warps: int = DEFAULT_SATURATION_WARPS,
-                    saturation_bytes: int = DEFAULT_SATURATION_BYTES) -> tuple[float, str]:
+def stream_estimate(
+    occupancy: Occupancy,
+    spill_bytes: int,
+    *,
+    num_sms: int,
+    grid: int | None = None,
+    tile_bytes: int | None = None,
+    saturation_warps: int = DEFAULT_SATURATION_WARPS,
+    saturation_bytes: int = DEFAULT_SATURATION_BYTES,
+) -> tuple[float, str]:
     """:func:`warps_estimate` for latency-bound (streaming, reduction) kernels, made aware of the launch.
 
     - A grid smaller than the SM count leaves SMs idle (time / (grid / SMs)); a grid of a few CTAs
@@ -200,7 +243,7 @@ def _soft_roof(x: float) -> float:
     and fall to the ranking's tie-breakers (more resident warps, fewer registers, the user's order)."""
     if x <= 0:
         return 1e-9
-    fourth_root: float = (1.0 + x ** 4) ** 0.25  # float ** float is typed Any (a negative base gives a complex)
+    fourth_root: float = (1.0 + x**4) ** 0.25  # float ** float is typed Any (a negative base gives a complex)
     return max(1e-9, round(x / fourth_root, 3))
 
 
@@ -217,7 +260,9 @@ class MmaTile:
     tiles: int | None = None  # CTAs in the grid; None: no wave quantization
 
 
-def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, spill_bytes: int = 0) -> tuple[float, str]:
+def mma_estimate(
+    occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, spill_bytes: int = 0
+) -> tuple[float, str]:
     """Relative time (SM cycles of the whole launch, lower is better) of a tensor-core kernel.
 
     Per K step a CTA does ``2*BM*BN*BK`` flops and reads ``(BM+BN)*BK`` elements; the SM runs at
@@ -264,8 +309,10 @@ def mma_estimate(occupancy: Occupancy, tile: MmaTile, *, num_sms: int, cc: int, 
     intensity = bm * bn / ((bm + bn) * tile.elt_bytes)
     bound = "compute" if compute >= memory else ("latency" if pipe < 1.0 else "memory")
     value = round(total * (1.0 + spill_bytes / SPILL_COST_BYTES), 3)
-    return value, (f"mma: tile {bm}x{bn}x{bk}, {intensity:.0f} flop/B ({bound} bound), pipeline {pipe:.0%}, "
-                   f"{ctas} CTA/SM{wave_text}")
+    return value, (
+        f"mma: tile {bm}x{bn}x{bk}, {intensity:.0f} flop/B ({bound} bound), pipeline {pipe:.0%}, "
+        f"{ctas} CTA/SM{wave_text}"
+    )
 
 
 def find_block(config_kwargs: Mapping[str, Any], axis: str) -> int | None:
@@ -301,9 +348,18 @@ def _size(sizes: Mapping[str, Any], axis: str) -> int | None:
     return None
 
 
-def tile_estimate(occupancy: Occupancy, constexprs: Mapping[str, Any], *, num_stages: int, elt_bytes: int,
-                  sizes: Mapping[str, Any], grid: int | None, num_sms: int, cc: int,
-                  spill_bytes: int = 0) -> tuple[float, str, int | None] | None:
+def tile_estimate(
+    occupancy: Occupancy,
+    constexprs: Mapping[str, Any],
+    *,
+    num_stages: int,
+    elt_bytes: int,
+    sizes: Mapping[str, Any],
+    grid: int | None,
+    num_sms: int,
+    cc: int,
+    spill_bytes: int = 0,
+) -> tuple[float, str, int | None] | None:
     """The tile model for one config of a tensor-core kernel, as both ``ktriage tune`` and the prune
     hook call it: (cycles of the launch, the inputs in words, the grid in CTAs), or None when the
     config names no BLOCK_M/BLOCK_N/BLOCK_K (then the caller's other estimate applies).

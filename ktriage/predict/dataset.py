@@ -53,17 +53,31 @@ class Measured:
     def to_json(self) -> dict[str, Any]:
         def num(v: float | None) -> float | None:
             return None if v is None or not math.isfinite(v) else round(v, 6)
-        return {"ratio": num(self.ratio), "ci_low": num(self.ci_low), "ci_high": num(self.ci_high),
-                "verdict": self.verdict, "p_value": num(self.p_value), "threshold": self.threshold,
-                "confidence": self.confidence}
+
+        return {
+            "ratio": num(self.ratio),
+            "ci_low": num(self.ci_low),
+            "ci_high": num(self.ci_high),
+            "verdict": self.verdict,
+            "p_value": num(self.p_value),
+            "threshold": self.threshold,
+            "confidence": self.confidence,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Measured:
         def num(v: Any) -> float:
             return math.nan if v is None else float(v)
-        return cls(num(data.get("ratio")), num(data.get("ci_low")), num(data.get("ci_high")), str(data["verdict"]),
-                   None if data.get("p_value") is None else float(data["p_value"]),
-                   float(data.get("threshold", 0.05)), float(data.get("confidence", 0.99)))
+
+        return cls(
+            num(data.get("ratio")),
+            num(data.get("ci_low")),
+            num(data.get("ci_high")),
+            str(data["verdict"]),
+            None if data.get("p_value") is None else float(data["p_value"]),
+            float(data.get("threshold", 0.05)),
+            float(data.get("confidence", 0.99)),
+        )
 
 
 @dataclass(frozen=True)
@@ -86,17 +100,34 @@ class CalibrationCell:
         return (self.operator, self.kernel, self.input, self.reference, self.toolchain)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": DATASET_VERSION, "operator": self.operator, "kernel": self.kernel, "input": self.input,
-                "toolchain": self.toolchain, "reference": self.reference, "source": self.source,
-                "measured": self.measured.to_json(), "extra": self.extra,
-                "ref_facts": self.ref.to_json(), "new_facts": self.new.to_json()}
+        return {
+            "version": DATASET_VERSION,
+            "operator": self.operator,
+            "kernel": self.kernel,
+            "input": self.input,
+            "toolchain": self.toolchain,
+            "reference": self.reference,
+            "source": self.source,
+            "measured": self.measured.to_json(),
+            "extra": self.extra,
+            "ref_facts": self.ref.to_json(),
+            "new_facts": self.new.to_json(),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CalibrationCell:
-        return cls(str(data["operator"]), str(data["kernel"]), str(data["input"]), str(data["toolchain"]),
-                   str(data["reference"]), Measured.from_json(data["measured"]), KernelFacts.from_json(data["ref_facts"]),
-                   KernelFacts.from_json(data["new_facts"]), str(data.get("source", "")),
-                   dict(data.get("extra") or {}))
+        return cls(
+            str(data["operator"]),
+            str(data["kernel"]),
+            str(data["input"]),
+            str(data["toolchain"]),
+            str(data["reference"]),
+            Measured.from_json(data["measured"]),
+            KernelFacts.from_json(data["ref_facts"]),
+            KernelFacts.from_json(data["new_facts"]),
+            str(data.get("source", "")),
+            dict(data.get("extra") or {}),
+        )
 
 
 def read_cells(path: str | Path) -> list[CalibrationCell]:
@@ -106,16 +137,20 @@ def read_cells(path: str | Path) -> list[CalibrationCell]:
     try:
         text = p.read_text()
     except OSError as exc:
-        raise FormatError(f"cannot read the calibration cells {p}: {exc.strerror}",
-                          "pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py") from exc
+        raise FormatError(
+            f"cannot read the calibration cells {p}: {exc.strerror}",
+            "pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py",
+        ) from exc
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             out.append(CalibrationCell.from_json(json.loads(line)))
         except (ValueError, KeyError, TypeError) as exc:
-            raise FormatError(f"{p}:{n} is not a calibration cell ({type(exc).__name__}: {exc})",
-                              "regenerate the file with `ktriage calibrate` or benchmarks/calibration/build.py") from exc
+            raise FormatError(
+                f"{p}:{n} is not a calibration cell ({type(exc).__name__}: {exc})",
+                "regenerate the file with `ktriage calibrate` or benchmarks/calibration/build.py",
+            ) from exc
     return out
 
 
@@ -134,9 +169,16 @@ def _spec_of_toolchain(run: RunInfo) -> dict[str, str]:
     return {str(t.get("id")): str(t.get("spec")) for t in run.toolchains if t.get("id")}
 
 
-def cells_from_results(run: RunInfo, cells: Sequence[Cell], explain: Mapping[str, Any], *, operator: str,
-                       backend: str | None = None, source: str = "",
-                       config: VerdictConfig | None = None) -> tuple[list[CalibrationCell], list[str]]:
+def cells_from_results(
+    run: RunInfo,
+    cells: Sequence[Cell],
+    explain: Mapping[str, Any],
+    *,
+    operator: str,
+    backend: str | None = None,
+    source: str = "",
+    config: VerdictConfig | None = None,
+) -> tuple[list[CalibrationCell], list[str]]:
     """Calibration cells of one results file paired with one explain report of the same kernels.
 
     ``backend``: for a catalog op, the artifact backend whose kernels the report compiled (None:
@@ -174,20 +216,33 @@ def cells_from_results(run: RunInfo, cells: Sequence[Cell], explain: Mapping[str
                 kernel_json = catalog.get(pair.input_id)
             else:
                 extra = cell.extra if cell is not None else {}
-                kernel_json = recorded.get((str(extra.get("kernel", pair.backend.split(":", 1)[0])),
-                                            int(extra.get("recorded_input", pair.input_id))))
+                kernel_json = recorded.get(
+                    (
+                        str(extra.get("kernel", pair.backend.split(":", 1)[0])),
+                        int(extra.get("recorded_input", pair.input_id)),
+                    )
+                )
             if kernel_json is None:
-                notes.append(f"{operator} {pair.backend} input {pair.input_label}: no kernel of the explain report matches")
+                notes.append(
+                    f"{operator} {pair.backend} input {pair.input_label}: no kernel of the explain report matches"
+                )
                 continue
             results = kernel_json.get("results", {})
             ref_res, new_res = results.get(explain_tc[ref_spec]), results.get(explain_tc[new_spec])
-            if not isinstance(ref_res, Mapping) or not isinstance(new_res, Mapping) or "error" in ref_res or "error" in new_res:
+            if (
+                not isinstance(ref_res, Mapping)
+                or not isinstance(new_res, Mapping)
+                or "error" in ref_res
+                or "error" in new_res
+            ):
                 notes.append(f"{operator} {kernel_json.get('name')}: a side failed to compile in the explain report")
                 continue
             function = pair.backend.split(":", 1)[1] if backend is None and ":" in pair.backend else None
             if function is not None and function != str(ref_res.get("kernel_name")):
-                notes.append(f"{operator} {pair.backend}: the explain report's kernel there is "
-                             f"{ref_res.get('kernel_name')} (another recording of the workload?): skipped")
+                notes.append(
+                    f"{operator} {pair.backend}: the explain report's kernel there is "
+                    f"{ref_res.get('kernel_name')} (another recording of the workload?): skipped"
+                )
                 continue
             spec = kernel_json.get("spec", {})
             if not spec.get("grid") and cell is not None and cell.extra.get("grid"):
@@ -195,12 +250,22 @@ def cells_from_results(run: RunInfo, cells: Sequence[Cell], explain: Mapping[str
                 spec = {**spec, "grid": cell.extra["grid"]}
             v = pair.verdict
             label = str(kernel_json.get("input") or pair.input_label)
-            out.append(CalibrationCell(
-                operator=operator, kernel=str(ref_res.get("kernel_name")), input=label, toolchain=new_spec,
-                reference=ref_spec, source=source,
-                measured=Measured(v.ratio, v.ci_low, v.ci_high, v.verdict, v.p_value, v.threshold, v.confidence),
-                ref=facts_from_explain_json(ref_res, spec), new=facts_from_explain_json(new_res, spec),
-                extra={"backend": pair.backend, "input_id": pair.input_id,
-                       "median_ref_ms": None if not math.isfinite(v.median_ref) else round(v.median_ref, 6)},
-            ))
+            out.append(
+                CalibrationCell(
+                    operator=operator,
+                    kernel=str(ref_res.get("kernel_name")),
+                    input=label,
+                    toolchain=new_spec,
+                    reference=ref_spec,
+                    source=source,
+                    measured=Measured(v.ratio, v.ci_low, v.ci_high, v.verdict, v.p_value, v.threshold, v.confidence),
+                    ref=facts_from_explain_json(ref_res, spec),
+                    new=facts_from_explain_json(new_res, spec),
+                    extra={
+                        "backend": pair.backend,
+                        "input_id": pair.input_id,
+                        "median_ref_ms": None if not math.isfinite(v.median_ref) else round(v.median_ref, 6),
+                    },
+                )
+            )
     return out, notes

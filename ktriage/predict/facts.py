@@ -40,13 +40,21 @@ class LoopFacts:
     innermost: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {"instructions": self.instructions, "opcodes": dict(sorted(self.opcodes.items())),
-                "depth": self.depth, "innermost": self.innermost}
+        return {
+            "instructions": self.instructions,
+            "opcodes": dict(sorted(self.opcodes.items())),
+            "depth": self.depth,
+            "innermost": self.innermost,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LoopFacts:
-        return cls(int(data["instructions"]), {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()},
-                   int(data.get("depth", 1)), bool(data.get("innermost", True)))
+        return cls(
+            int(data["instructions"]),
+            {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()},
+            int(data.get("depth", 1)),
+            bool(data.get("innermost", True)),
+        )
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,20 @@ class KernelFacts:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "version": FACTS_VERSION, "kernel": self.kernel, "target": self.target, "registers": self.registers,
-            "spill_store_bytes": self.spill_store_bytes, "spill_load_bytes": self.spill_load_bytes,
-            "stack_bytes": self.stack_bytes, "shared_bytes": self.shared_bytes, "instructions": self.instructions,
-            "opcodes": dict(sorted(self.opcodes.items())), "num_warps": self.num_warps,
-            "ctas_per_sm": self.ctas_per_sm, "warps_per_sm": self.warps_per_sm, "grid_ctas": self.grid_ctas,
+            "version": FACTS_VERSION,
+            "kernel": self.kernel,
+            "target": self.target,
+            "registers": self.registers,
+            "spill_store_bytes": self.spill_store_bytes,
+            "spill_load_bytes": self.spill_load_bytes,
+            "stack_bytes": self.stack_bytes,
+            "shared_bytes": self.shared_bytes,
+            "instructions": self.instructions,
+            "opcodes": dict(sorted(self.opcodes.items())),
+            "num_warps": self.num_warps,
+            "ctas_per_sm": self.ctas_per_sm,
+            "warps_per_sm": self.warps_per_sm,
+            "grid_ctas": self.grid_ctas,
             "sm_count": self.sm_count,
             "main_loop": self.main_loop.to_json() if self.main_loop else None,
             "other_loops": [loop.to_json() for loop in self.other_loops],
@@ -103,14 +120,21 @@ class KernelFacts:
     def from_json(cls, data: Mapping[str, Any]) -> KernelFacts:
         loop = data.get("main_loop")
         return cls(
-            kernel=str(data["kernel"]), target=str(data["target"]), registers=int(data["registers"]),
-            spill_store_bytes=int(data["spill_store_bytes"]), spill_load_bytes=int(data["spill_load_bytes"]),
-            stack_bytes=int(data["stack_bytes"]), shared_bytes=int(data["shared_bytes"]),
-            instructions=int(data["instructions"]), opcodes={str(k): int(v) for k, v in dict(data["opcodes"]).items()},
-            num_warps=int(data["num_warps"]), ctas_per_sm=int(data["ctas_per_sm"]),
+            kernel=str(data["kernel"]),
+            target=str(data["target"]),
+            registers=int(data["registers"]),
+            spill_store_bytes=int(data["spill_store_bytes"]),
+            spill_load_bytes=int(data["spill_load_bytes"]),
+            stack_bytes=int(data["stack_bytes"]),
+            shared_bytes=int(data["shared_bytes"]),
+            instructions=int(data["instructions"]),
+            opcodes={str(k): int(v) for k, v in dict(data["opcodes"]).items()},
+            num_warps=int(data["num_warps"]),
+            ctas_per_sm=int(data["ctas_per_sm"]),
             warps_per_sm=int(data["warps_per_sm"]),
             grid_ctas=None if data.get("grid_ctas") is None else int(data["grid_ctas"]),
-            sm_count=int(data["sm_count"]), main_loop=LoopFacts.from_json(loop) if loop else None,
+            sm_count=int(data["sm_count"]),
+            main_loop=LoopFacts.from_json(loop) if loop else None,
             other_loops=tuple(LoopFacts.from_json(x) for x in data.get("other_loops", ())),
             constexprs=dict(data.get("constexprs", {})),
             data_bytes=None if data.get("data_bytes") is None else int(data["data_bytes"]),
@@ -144,8 +168,23 @@ def _grid(grid: object) -> int | None:
     return max(1, math.prod(dims))
 
 
-_ELT_BYTES = {"fp64": 8, "i64": 8, "u64": 8, "fp32": 4, "i32": 4, "u32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "i16": 2,
-              "u16": 2, "fp8": 1, "i8": 1, "u8": 1, "i1": 1}
+_ELT_BYTES = {
+    "fp64": 8,
+    "i64": 8,
+    "u64": 8,
+    "fp32": 4,
+    "i32": 4,
+    "u32": 4,
+    "tf32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "i16": 2,
+    "u16": 2,
+    "fp8": 1,
+    "i8": 1,
+    "u8": 1,
+    "i1": 1,
+}
 
 
 def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | None:
@@ -208,20 +247,38 @@ def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
     return main, tuple(others)
 
 
-def facts_from_resources(resources: Resources, occupancy: Occupancy, *, num_warps: int, grid: object,
-                         target: str, meta: Mapping[str, Any] | None = None,
-                         constexprs: Mapping[str, Any] | None = None,
-                         signature: Mapping[str, str] | None = None) -> KernelFacts:
+def facts_from_resources(
+    resources: Resources,
+    occupancy: Occupancy,
+    *,
+    num_warps: int,
+    grid: object,
+    target: str,
+    meta: Mapping[str, Any] | None = None,
+    constexprs: Mapping[str, Any] | None = None,
+    signature: Mapping[str, str] | None = None,
+) -> KernelFacts:
     """The facts of a kernel explain has just analyzed (no I/O: the resources are in memory)."""
     main, others = _loops(resources.sass_loops)
     return KernelFacts(
-        kernel=resources.kernel_name, target=target, registers=resources.registers,
-        spill_store_bytes=resources.spill_store_bytes or 0, spill_load_bytes=resources.spill_load_bytes or 0,
-        stack_bytes=resources.stack_bytes, shared_bytes=resources.shared_bytes,
-        instructions=resources.sass_instructions, opcodes=dict(resources.sass_opcodes_detailed),
-        num_warps=num_warps, ctas_per_sm=occupancy.ctas_per_sm, warps_per_sm=occupancy.warps_per_sm,
-        grid_ctas=_grid(grid), sm_count=_sm_count(target, meta or {}), main_loop=main, other_loops=others,
-        constexprs=dict(constexprs or {}), data_bytes=data_bytes(signature or {}, meta or {}),
+        kernel=resources.kernel_name,
+        target=target,
+        registers=resources.registers,
+        spill_store_bytes=resources.spill_store_bytes or 0,
+        spill_load_bytes=resources.spill_load_bytes or 0,
+        stack_bytes=resources.stack_bytes,
+        shared_bytes=resources.shared_bytes,
+        instructions=resources.sass_instructions,
+        opcodes=dict(resources.sass_opcodes_detailed),
+        num_warps=num_warps,
+        ctas_per_sm=occupancy.ctas_per_sm,
+        warps_per_sm=occupancy.warps_per_sm,
+        grid_ctas=_grid(grid),
+        sm_count=_sm_count(target, meta or {}),
+        main_loop=main,
+        other_loops=others,
+        constexprs=dict(constexprs or {}),
+        data_bytes=data_bytes(signature or {}, meta or {}),
         uniform_indices=uniform_indices(signature or {}, meta or {}),
     )
 
@@ -233,14 +290,22 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
     main, others = _loops(result.get("sass_loops", ()))
     target = str(spec.get("target") or result.get("arch") or "sm_90")
     return KernelFacts(
-        kernel=str(result["kernel_name"]), target=target, registers=int(result["registers"]),
-        spill_store_bytes=int(result.get("spill_store_bytes") or 0), spill_load_bytes=int(result.get("spill_load_bytes") or 0),
-        stack_bytes=int(result.get("stack_bytes") or 0), shared_bytes=int(result.get("shared_bytes") or 0),
+        kernel=str(result["kernel_name"]),
+        target=target,
+        registers=int(result["registers"]),
+        spill_store_bytes=int(result.get("spill_store_bytes") or 0),
+        spill_load_bytes=int(result.get("spill_load_bytes") or 0),
+        stack_bytes=int(result.get("stack_bytes") or 0),
+        shared_bytes=int(result.get("shared_bytes") or 0),
         instructions=int(result.get("sass_instructions") or 0),
         opcodes={str(k): int(v) for k, v in dict(result.get("sass_opcodes_detailed") or {}).items()},
-        num_warps=int(spec.get("num_warps") or occ.get("num_warps") or 4), ctas_per_sm=int(occ.get("ctas_per_sm", 1)),
-        warps_per_sm=int(occ.get("warps_per_sm", 4)), grid_ctas=_grid(spec.get("grid")),
-        sm_count=_sm_count(target, dict(spec.get("meta") or {})), main_loop=main, other_loops=others,
+        num_warps=int(spec.get("num_warps") or occ.get("num_warps") or 4),
+        ctas_per_sm=int(occ.get("ctas_per_sm", 1)),
+        warps_per_sm=int(occ.get("warps_per_sm", 4)),
+        grid_ctas=_grid(spec.get("grid")),
+        sm_count=_sm_count(target, dict(spec.get("meta") or {})),
+        main_loop=main,
+        other_loops=others,
         constexprs=dict(spec.get("constexprs") or {}),
         data_bytes=data_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
         uniform_indices=uniform_indices(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),

@@ -99,8 +99,19 @@ ALL_CATEGORIES = tuple(CATEGORIES) + ("alu",)
 # issues one instruction a cycle; MUFU runs at a quarter of the ALU rate, fp64 at half on sm_90 (a
 # small fraction on consumer parts: the per-arch refinement is left to the fit's lambda terms),
 # a warpgroup MMA occupies the tensor core for many cycles.
-ISSUE_COST: dict[str, float] = {"sfu": 4.0, "fp64": 2.0, "mma": 32.0, "lds": 2.0, "ldsm": 1.0, "sts": 2.0,
-                                "ldl": 2.0, "stl": 2.0, "atom": 2.0, "red": 2.0, "atoms": 4.0}
+ISSUE_COST: dict[str, float] = {
+    "sfu": 4.0,
+    "fp64": 2.0,
+    "mma": 32.0,
+    "lds": 2.0,
+    "ldsm": 1.0,
+    "sts": 2.0,
+    "ldl": 2.0,
+    "stl": 2.0,
+    "atom": 2.0,
+    "red": 2.0,
+    "atoms": 4.0,
+}
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b|(?:F|BF|U|S)?(8|16|32|64)x(\d+)")
 # A launch whose grid is unknown (a spec without one) is priced as this many CTAs per SM: the same
 # for both kernels of a comparison (sizing it by either kernel's occupancy would make occupancy change
@@ -126,7 +137,9 @@ class Params:
     hit, an L2 round trip), and the fitted values replace them (``params.json``)."""
 
     trips: float = 8.0  # effective iterations of the main loop per warp (when the data size is unknown)
-    trip_scale: float = 1.0  # with the data size: trips = trip_scale x data bytes / (grid x bytes a CTA loads per iteration)
+    trip_scale: float = (
+        1.0  # with the data size: trips = trip_scale x data bytes / (grid x bytes a CTA loads per iteration)
+    )
     lambda_global: float = 1000.0  # a round of global loads
     lambda_local_l1: float = 30.0  # a local load that hits L1
     lambda_local_l2: float = 300.0  # a local load that goes to L2
@@ -143,8 +156,20 @@ class Params:
     fitted_on: str = "defaults (not fitted)"
     cv: dict[str, Any] = field(default_factory=dict)
 
-    FREE = ("trips", "trip_scale", "lambda_global", "lambda_local_l1", "lambda_local_l2", "lambda_atomic", "lambda_reduction",
-            "lambda_cctl", "lambda_fence", "lambda_barrier", "kappa_l2", "lambda_serial")
+    FREE = (
+        "trips",
+        "trip_scale",
+        "lambda_global",
+        "lambda_local_l1",
+        "lambda_local_l2",
+        "lambda_atomic",
+        "lambda_reduction",
+        "lambda_cctl",
+        "lambda_fence",
+        "lambda_barrier",
+        "kappa_l2",
+        "lambda_serial",
+    )
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -174,14 +199,18 @@ def _load(path: str) -> Params:
     except OSError as exc:
         if p == PARAMS_FILE:
             return Params()
-        raise FormatError(f"cannot read the model parameters {p}: {exc.strerror}",
-                          f"pass a file written by `ktriage calibrate -o FILE`, or unset {MODEL_ENV}") from exc
+        raise FormatError(
+            f"cannot read the model parameters {p}: {exc.strerror}",
+            f"pass a file written by `ktriage calibrate -o FILE`, or unset {MODEL_ENV}",
+        ) from exc
     except ValueError as exc:
-        raise FormatError(f"the model parameters {p} are not JSON ({exc})",
-                          "regenerate them with `ktriage calibrate -o FILE`") from exc
+        raise FormatError(
+            f"the model parameters {p} are not JSON ({exc})", "regenerate them with `ktriage calibrate -o FILE`"
+        ) from exc
     if not isinstance(data, dict) or "params" not in data:
-        raise FormatError(f"{p} has no 'params' object: not a ktriage model file",
-                          "regenerate it with `ktriage calibrate -o FILE`")
+        raise FormatError(
+            f"{p} has no 'params' object: not a ktriage model file", "regenerate it with `ktriage calibrate -o FILE`"
+        )
     return Params.from_json(data["params"])
 
 
@@ -236,8 +265,10 @@ def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
     r_rest, r_loop = _load_bytes(ref)
     n_rest, n_loop = _load_bytes(new)
     rest, loop, warps = (n_rest, n_loop, new.num_warps) if (n_loop <= 0 < r_loop) else (r_rest, r_loop, ref.num_warps)
-    return (replace(ref, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps),
-            replace(new, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps))
+    return (
+        replace(ref, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps),
+        replace(new, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps),
+    )
 
 
 def profile(f: KernelFacts) -> Profile:
@@ -258,8 +289,20 @@ def profile(f: KernelFacts) -> Profile:
         for op, n in body.opcodes.items():
             loop[_CATEGORY_OF.get(op, "alu")] += n
     rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
-    return Profile(rest, loop, width, f.data_bytes or 0, f.stack_bytes, f.shared_bytes, f.ctas_per_sm, f.num_warps,
-                   f.grid_ctas, f.sm_count, f.target, uniform_indices=f.uniform_indices)
+    return Profile(
+        rest,
+        loop,
+        width,
+        f.data_bytes or 0,
+        f.stack_bytes,
+        f.shared_bytes,
+        f.ctas_per_sm,
+        f.num_warps,
+        f.grid_ctas,
+        f.sm_count,
+        f.target,
+        uniform_indices=f.uniform_indices,
+    )
 
 
 # --------------------------------------------------------------------------------------- estimate
@@ -317,14 +360,17 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     cta_loop_bytes = 32.0 * c["anchor_num_warps"] * c["anchor_loop_bytes"]
     streamed = params.trip_scale * c["data"] / (c["grid"] * xp.maximum(cta_loop_bytes, 1.0))
     # (a tensor-core kernel re-reads its tiles, so its data size says nothing of its K loop: the constant)
-    streams = (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
+    streams = (
+        (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
+    )
     anchor_trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
     # the bytes the anchor loads a thread, and this kernel's loop runs as often as loading them takes
     moved = (c["anchor_rest_bytes"] + anchor_trips * c["anchor_loop_bytes"]) * c["anchor_num_warps"] / c["num_warps"]
     own_loop = c["loop_ldg"] * c["width_ldg"]
     own_rest = c["rest_ldg"] * c["width_ldg"]
-    trips = xp.where(own_loop > 0, xp.minimum(xp.maximum((moved - own_rest) / xp.maximum(own_loop, 1e-9), 1.0), 4096.0),
-                     params.trips)
+    trips = xp.where(
+        own_loop > 0, xp.minimum(xp.maximum((moved - own_rest) / xp.maximum(own_loop, 1e-9), 1.0), 4096.0), params.trips
+    )
     n = {cat: c[f"rest_{cat}"] + trips * c[f"loop_{cat}"] for cat in ALL_CATEGORIES}
     issue = sum(n[cat] * ISSUE_COST.get(cat, 1.0) for cat in ALL_CATEGORIES)
     # local memory: the share of the spill footprint that does not fit next to shared memory in L1
@@ -333,9 +379,16 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     out = xp.where(footprint > l1, (footprint - l1) / xp.maximum(footprint, 1.0), 0.0)
     lam_local = params.lambda_local_l1 + out * (params.lambda_local_l2 - params.lambda_local_l1)
     rounds = xp.where(c["rest_ldg"] > 0, 1.0, 0.0) + xp.where(c["loop_ldg"] > 0, trips, 0.0)
-    latency = (issue + params.lambda_global * rounds + lam_local * n["ldl"] + params.lambda_atomic * n["atom"]
-               + params.lambda_reduction * n["red"] + params.lambda_cctl * n["cctl"] + params.lambda_fence * n["fence"]
-               + params.lambda_barrier * n["bar"])
+    latency = (
+        issue
+        + params.lambda_global * rounds
+        + lam_local * n["ldl"]
+        + params.lambda_atomic * n["atom"]
+        + params.lambda_reduction * n["red"]
+        + params.lambda_cctl * n["cctl"]
+        + params.lambda_fence * n["fence"]
+        + params.lambda_barrier * n["bar"]
+    )
     global_bytes = 32.0 * sum(n[cat] * c[f"width_{cat}"] for cat in _MEMORY_CATS)
     local_bytes = 32.0 * (n["ldl"] * c["width_ldl"] + n["stl"] * c["width_stl"]) * out
     all_warps = per_sm * c["num_warps"]  # the SM's warps over the whole launch
@@ -348,17 +401,32 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     # another, GPU-wide, returning (ATOMG) or not (REDG) alike, so their latency difference is hidden
     serial = c["uniform"] * c["grid"] * c["num_warps"] * (n["atom"] + n["red"]) * params.lambda_serial
     q = params.softmax_p
-    total = (issue_sm ** q + latency_sm ** q + bandwidth ** q + serial ** q) ** (1.0 / q)
-    return {"total": total, "issue": issue_sm, "latency": latency_sm, "bandwidth": bandwidth, "serial": serial,
-            "waves": waves,
-            "resident_ctas": resident, "spill_out_of_l1": out}
+    total = (issue_sm**q + latency_sm**q + bandwidth**q + serial**q) ** (1.0 / q)
+    return {
+        "total": total,
+        "issue": issue_sm,
+        "latency": latency_sm,
+        "bandwidth": bandwidth,
+        "serial": serial,
+        "waves": waves,
+        "resident_ctas": resident,
+        "spill_out_of_l1": out,
+    }
 
 
 def _columns(p: Profile) -> dict[str, float]:
-    cols = {"data": float(p.data_bytes), "grid_known": 1.0 if p.grid_ctas else 0.0, "stack": float(p.stack_bytes), "shared": float(p.shared_bytes),
-            "ctas": float(p.ctas_per_sm),
-            "num_warps": float(p.num_warps), "grid": float(p.grid_ctas or UNKNOWN_GRID_PER_SM * p.sm_count),
-            "sms": float(p.sm_count), "bw": _throughput(p.target)[0], "uniform": 1.0 if p.uniform_indices else 0.0}
+    cols = {
+        "data": float(p.data_bytes),
+        "grid_known": 1.0 if p.grid_ctas else 0.0,
+        "stack": float(p.stack_bytes),
+        "shared": float(p.shared_bytes),
+        "ctas": float(p.ctas_per_sm),
+        "num_warps": float(p.num_warps),
+        "grid": float(p.grid_ctas or UNKNOWN_GRID_PER_SM * p.sm_count),
+        "sms": float(p.sm_count),
+        "bw": _throughput(p.target)[0],
+        "uniform": 1.0 if p.uniform_indices else 0.0,
+    }
     own_rest, own_loop = _load_bytes(p)
     cols["anchor_rest_bytes"] = own_rest if p.anchor_rest_bytes is None else p.anchor_rest_bytes
     cols["anchor_loop_bytes"] = own_loop if p.anchor_loop_bytes is None else p.anchor_loop_bytes
@@ -386,8 +454,10 @@ def stack(profiles: list[Profile]) -> Batch:
 
     rows = [_columns(p) for p in profiles]
     keys = rows[0].keys() if rows else _columns(profile_of_nothing()).keys()
-    return Batch({k: np.array([r[k] for r in rows], dtype=float) for k in keys},
-                 np.array([p.ctas_per_sm > 0 for p in profiles], dtype=bool))
+    return Batch(
+        {k: np.array([r[k] for r in rows], dtype=float) for k in keys},
+        np.array([p.ctas_per_sm > 0 for p in profiles], dtype=bool),
+    )
 
 
 def profile_of_nothing() -> Profile:
@@ -415,8 +485,16 @@ def breakdown(p: Profile, params: Params) -> dict[str, float]:
     """``estimate`` with its parts (issue, latency, bandwidth cycles; waves; resident CTAs per SM;
     the share of spill traffic that leaves L1): what tune's screening prints."""
     if p.ctas_per_sm <= 0:
-        return {"total": math.inf, "issue": math.inf, "latency": math.inf, "bandwidth": math.inf, "serial": 0.0, "waves": 0.0,
-                "resident_ctas": 0.0, "spill_out_of_l1": 0.0}
+        return {
+            "total": math.inf,
+            "issue": math.inf,
+            "latency": math.inf,
+            "bandwidth": math.inf,
+            "serial": 0.0,
+            "waves": 0.0,
+            "resident_ctas": 0.0,
+            "spill_out_of_l1": 0.0,
+        }
     return {k: float(v) for k, v in _cycles(_columns(p), params, _Scalar).items()}
 
 
@@ -469,9 +547,17 @@ class Prediction:
     def to_json(self) -> dict[str, Any]:
         def num(v: float) -> float | None:  # JSON has no inf: a kernel that cannot launch has no ratio
             return round(v, 4) if math.isfinite(v) else None
-        return {"ratio": num(self.ratio), "low": num(self.low), "high": num(self.high),
-                "kind": self.kind, "identical": self.identical, "threshold": self.threshold,
-                "contributors": [c.to_json() for c in self.contributors], "text": self.text()}
+
+        return {
+            "ratio": num(self.ratio),
+            "low": num(self.low),
+            "high": num(self.high),
+            "kind": self.kind,
+            "identical": self.identical,
+            "threshold": self.threshold,
+            "contributors": [c.to_json() for c in self.contributors],
+            "text": self.text(),
+        }
 
 
 def pct(r: float) -> str:
@@ -495,8 +581,14 @@ def interval(ratio: float, params: Params) -> tuple[float, float]:
     return ratio * math.exp(-half), ratio * math.exp(half)
 
 
-def predict(ref: KernelFacts, new: KernelFacts, params: Params | None = None, *,
-            threshold: float = DEFAULT_THRESHOLD, contributors: bool = True) -> Prediction:
+def predict(
+    ref: KernelFacts,
+    new: KernelFacts,
+    params: Params | None = None,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    contributors: bool = True,
+) -> Prediction:
     """The predicted ratio of ``new`` against ``ref`` (same kernel, same launch)."""
     params = params or load_params()
     if ref.digest() == new.digest():
@@ -549,16 +641,22 @@ def _counterfactuals(pr: Profile, pn: Profile) -> list[tuple[str, Profile, str]]
             words += f", stack {pr.stack_bytes} -> {pn.stack_bytes} B (spill footprint in L1)"
         out.append(("occupancy", replace(pn, ctas_per_sm=pr.ctas_per_sm, stack_bytes=pr.stack_bytes), words))
     for aspect, (cats, title) in ASPECTS.items():
-        if all(pr.rest[c] == pn.rest[c] and pr.loop[c] == pn.loop[c] and pr.width.get(c) == pn.width.get(c) for c in cats):
+        if all(
+            pr.rest[c] == pn.rest[c] and pr.loop[c] == pn.loop[c] and pr.width.get(c) == pn.width.get(c) for c in cats
+        ):
             continue
         moved = _count_words(cats, pr, pn)
         if aspect == "global" and any(pr.width.get(c) != pn.width.get(c) for c in ("ldg", "stg")):
             moved += f" (bytes per load {pr.width.get('ldg', 0):.0f} -> {pn.width.get('ldg', 0):.0f})"
         if aspect == "atomics":
+
             def tot(p: Profile, c: str) -> float:
                 return p.rest[c] + p.loop[c]
-            moved = (f"returning atomics {tot(pr, 'atom'):.0f} -> {tot(pn, 'atom'):.0f}, reductions "
-                     f"{tot(pr, 'red'):.0f} -> {tot(pn, 'red'):.0f}, CCTL {tot(pr, 'cctl'):.0f} -> {tot(pn, 'cctl'):.0f}")
+
+            moved = (
+                f"returning atomics {tot(pr, 'atom'):.0f} -> {tot(pn, 'atom'):.0f}, reductions "
+                f"{tot(pr, 'red'):.0f} -> {tot(pn, 'red'):.0f}, CCTL {tot(pr, 'cctl'):.0f} -> {tot(pn, 'cctl'):.0f}"
+            )
         out.append((aspect, _swap(pn, pr, cats), f"{moved} ({title})"))
     covered = {c for cats, _ in ASPECTS.values() for c in cats}
     others = tuple(c for c in ALL_CATEGORIES if c not in covered)

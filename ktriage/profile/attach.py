@@ -27,8 +27,18 @@ from ktriage.schema.results import PROFILE_FORMAT
 
 Say = Callable[[str], None]
 # compile-side resources kept in the section (the bundle has more; profile.json keeps them all)
-COMPILE_KEYS = ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "local_loads", "local_stores",
-                "shared_bytes", "sass_instructions", "sass_opcodes", "error")
+COMPILE_KEYS = (
+    "registers",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "stack_bytes",
+    "local_loads",
+    "local_stores",
+    "shared_bytes",
+    "sass_instructions",
+    "sass_opcodes",
+    "error",
+)
 
 
 def sections(doc: Mapping[str, Any], *, raw_dir: str = "") -> dict[str, dict[str, Any]]:
@@ -37,13 +47,20 @@ def sections(doc: Mapping[str, Any], *, raw_dir: str = "") -> dict[str, dict[str
     for tc, info in doc["toolchains"].items():
         side = info.get("compile_side")
         out[tc] = {
-            "format": PROFILE_FORMAT, "toolchain": tc, "status": info["status"], "error": info.get("error"),
-            "reference": doc.get("reference"), "ncu_version": doc.get("ncu_version"), "input_id": doc.get("input_id"),
-            "backend": doc.get("backend"), "launches": list(info.get("launches") or []),
+            "format": PROFILE_FORMAT,
+            "toolchain": tc,
+            "status": info["status"],
+            "error": info.get("error"),
+            "reference": doc.get("reference"),
+            "ncu_version": doc.get("ncu_version"),
+            "input_id": doc.get("input_id"),
+            "backend": doc.get("backend"),
+            "launches": list(info.get("launches") or []),
             "compile_side": {k: side[k] for k in COMPILE_KEYS if k in side} if isinstance(side, dict) else None,
             "findings": [d["finding"] for d in doc.get("diffs") or [] if d.get("toolchain") == tc],
-            "raw_dir": raw_dir, "files": dict(info.get("files") or {}),
-        }  # fmt: skip
+            "raw_dir": raw_dir,
+            "files": dict(info.get("files") or {}),
+        }
     return out
 
 
@@ -74,12 +91,15 @@ def note_run(run: RunInfo, docs: Iterable[Mapping[str, Any]], notes: Iterable[st
     for doc in docs:
         info["ncu_version"] = doc.get("ncu_version")
         profiled.append({"input_id": doc["input_id"], "backend": doc["backend"], "reference": doc.get("reference")})
-    info.update({"format": PROFILE_FORMAT, "profiled": profiled,
-                 "notes": old_notes + [n for n in notes if n not in old_notes]})
+    info.update(
+        {"format": PROFILE_FORMAT, "profiled": profiled, "notes": old_notes + [n for n in notes if n not in old_notes]}
+    )
     run.settings = dict(run.settings) | {PROFILE_KEY: info}
 
 
-def attach_to_results_file(path: Path, docs: Sequence[Mapping[str, Any]], *, raw_dirs: Sequence[str] = ()) -> tuple[RunInfo, list[Cell], list[str]]:
+def attach_to_results_file(
+    path: Path, docs: Sequence[Mapping[str, Any]], *, raw_dirs: Sequence[str] = ()
+) -> tuple[RunInfo, list[Cell], list[str]]:
     """Read the results file, attach every document's sections, write it back (atomically)."""
     run, cells = read_results(path)
     notes: list[str] = []
@@ -100,14 +120,25 @@ def attach_to_store(db: str | None, run: RunInfo, cells: Sequence[Cell]) -> str:
         try:
             store.resolve_run_id(run.run_id)
         except KtriageError:
-            return (f"run {run.run_id} is not in the store {store.url}: only the results file has the counters "
-                    "(`ktriage runs import FILE` stores them with the timings)")
+            return (
+                f"run {run.run_id} is not in the store {store.url}: only the results file has the counters "
+                "(`ktriage runs import FILE` stores them with the timings)"
+            )
         n = store.attach_profiles(run.run_id, list(cells), settings=run.settings)
         return f"counters of {n} cell(s) stored with run {run.run_id} in {store.url}"
 
 
-def profile_measured(run: RunInfo, cells: list[Cell], bundle: Path, *, backends: Sequence[str], input_ids: Sequence[int],
-                     ncu: str | None = None, warmup: int = 3, say: Say | None = None) -> list[dict[str, Any]]:
+def profile_measured(
+    run: RunInfo,
+    cells: list[Cell],
+    bundle: Path,
+    *,
+    backends: Sequence[str],
+    input_ids: Sequence[int],
+    ncu: str | None = None,
+    warmup: int = 3,
+    say: Say | None = None,
+) -> list[dict[str, Any]]:
     """``bench --profile``: after the timing, profile every (input, artifact backend) of the bundle
     with :func:`ktriage.profile.run.profile_bundle` and attach the counters to the run's cells (in
     place). One input or backend that cannot be profiled is a note; the others still run, and the
@@ -121,9 +152,13 @@ def profile_measured(run: RunInfo, cells: list[Cell], bundle: Path, *, backends:
             out_dir = Path(bundle) / f"profile-input{input_id}-{backend}"
             speak(f"profiling input {input_id} {backend} under ncu ({out_dir})")
             try:
-                doc = profile_bundle(bundle, input_id=input_id, backend=backend, out_dir=out_dir, ncu=ncu, warmup=warmup)
+                doc = profile_bundle(
+                    bundle, input_id=input_id, backend=backend, out_dir=out_dir, ncu=ncu, warmup=warmup
+                )
             except (KtriageError, OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
-                notes.append(f"input {input_id} {backend}: not profiled: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+                notes.append(
+                    f"input {input_id} {backend}: not profiled: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                )
                 continue
             (out_dir / "profile.json").write_text(json.dumps(doc, indent=1) + "\n")
             docs.append(doc)

@@ -24,7 +24,10 @@ FORMAT = 1
 def _compile_side(resources: Mapping[str, Any] | None, reference: Mapping[str, Any] | None, toolchain: str) -> str:
     if not resources or "error" in resources:
         return f"{toolchain}: no compile-side resources in the bundle"
-    spill, ref_spill = int(resources.get("spill_store_bytes") or 0), int((reference or {}).get("spill_store_bytes") or 0)
+    spill, ref_spill = (
+        int(resources.get("spill_store_bytes") or 0),
+        int((reference or {}).get("spill_store_bytes") or 0),
+    )
     regs = resources.get("registers")
     parts = []
     if spill or ref_spill:
@@ -48,8 +51,12 @@ def compare_launches(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str
     for key, value in new.items():
         if isinstance(value, float) and isinstance(ref.get(key), float):
             base = ref[key]
-            out[key] = {"reference": base, "new": value, "delta": value - base,
-                        "ratio": (value / base) if base else None}
+            out[key] = {
+                "reference": base,
+                "new": value,
+                "delta": value - base,
+                "ratio": (value / base) if base else None,
+            }
     shares, ref_shares = new.get("stall_share_pct") or {}, ref.get("stall_share_pct") or {}
     if shares or ref_shares:
         points = {r: shares.get(r, 0.0) - ref_shares.get(r, 0.0) for r in set(shares) | set(ref_shares)}
@@ -57,17 +64,29 @@ def compare_launches(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str
     return out
 
 
-def sentence(kernel: str, toolchain: str, reference: str, compile_side: str, ref: Mapping[str, Any],
-             new: Mapping[str, Any], deltas: Mapping[str, Any]) -> str:
+def sentence(
+    kernel: str,
+    toolchain: str,
+    reference: str,
+    compile_side: str,
+    ref: Mapping[str, Any],
+    new: Mapping[str, Any],
+    deltas: Mapping[str, Any],
+) -> str:
     """One sentence: the compile-side change, then the counters that show (or do not show) it."""
     said: list[str] = []
     if new.get("local_share_of_l1_sectors_pct") or ref.get("local_share_of_l1_sectors_pct"):
         sectors = new.get("local_ld_sectors", 0.0) + new.get("local_st_sectors", 0.0)
         ref_share = ref.get("local_share_of_l1_sectors_pct", 0.0)
-        said.append(f"local-memory (spill) traffic is {new['local_share_of_l1_sectors_pct']:.0f}% of all L1 sectors "
-                    f"({sectors:,.0f} sectors; reference {ref_share:.0f}%)")
-    atoms = [(k, label) for k, label in (("global_atom_requests", "atomic"), ("global_red_requests", "reduction"))
-             if k in new and (new[k] or ref.get(k))]
+        said.append(
+            f"local-memory (spill) traffic is {new['local_share_of_l1_sectors_pct']:.0f}% of all L1 sectors "
+            f"({sectors:,.0f} sectors; reference {ref_share:.0f}%)"
+        )
+    atoms = [
+        (k, label)
+        for k, label in (("global_atom_requests", "atomic"), ("global_red_requests", "reduction"))
+        if k in new and (new[k] or ref.get(k))
+    ]
     if atoms:
         said.append(", ".join(f"global {label} requests {ref.get(k, 0.0):,.0f} -> {new[k]:,.0f}" for k, label in atoms))
     if "dram_bytes" in new and "dram_bytes" in ref:
@@ -79,8 +98,10 @@ def sentence(kernel: str, toolchain: str, reference: str, compile_side: str, ref
         said.append(f"stall '{reason}' {delta:+.0f} points (now {now:.0f}% of stall cycles)")
     if "achieved_occupancy_pct" in new and "achieved_occupancy_pct" in ref:
         limiter = new.get("occupancy_limiter")
-        said.append(f"achieved occupancy {ref['achieved_occupancy_pct']:.0f}% -> {new['achieved_occupancy_pct']:.0f}%"
-                    + (f" (limit: {limiter})" if limiter else ""))
+        said.append(
+            f"achieved occupancy {ref['achieved_occupancy_pct']:.0f}% -> {new['achieved_occupancy_pct']:.0f}%"
+            + (f" (limit: {limiter})" if limiter else "")
+        )
     if "duration_ns" in new and "duration_ns" in ref and ref["duration_ns"]:
         pct = 100.0 * (new["duration_ns"] / ref["duration_ns"] - 1)
         said.append(f"duration {ref['duration_ns'] / 1e3:.1f} -> {new['duration_ns'] / 1e3:.1f} us ({pct:+.0f}%)")
@@ -88,10 +109,19 @@ def sentence(kernel: str, toolchain: str, reference: str, compile_side: str, ref
     return f"{kernel} ({toolchain} vs {reference}): {compile_side}: {counters}."
 
 
-def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
-             profiles: Sequence[Mapping[str, Any]], compile_side: Mapping[str, Mapping[str, Any] | None],
-             ncu_version: str | None, bundle: str = "",
-             lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+def document(
+    *,
+    op: str,
+    mode: str,
+    input_id: int,
+    backend: str,
+    reference: str,
+    profiles: Sequence[Mapping[str, Any]],
+    compile_side: Mapping[str, Mapping[str, Any] | None],
+    ncu_version: str | None,
+    bundle: str = "",
+    lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """The profile document. ``profiles``: per toolchain {"toolchain", "launches": [Launch], "error", "files"};
     ``lines_side``: per toolchain, per launch, ``profile.source.toolchain_lines``' entries (the per-line
     stalls and the cubin's line map), when the source pages were read."""
@@ -100,9 +130,14 @@ def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
     for p in profiles:
         tc = p["toolchain"]
         summaries[tc] = [summarize(launch) for launch in p.get("launches") or []]
-        per_tc[tc] = {"status": "ok" if p.get("error") is None else "unavailable", "error": p.get("error"),
-                      "files": dict(p.get("files") or {}), "command": list(p.get("command") or []),
-                      "compile_side": compile_side.get(tc), "launches": summaries[tc]}
+        per_tc[tc] = {
+            "status": "ok" if p.get("error") is None else "unavailable",
+            "error": p.get("error"),
+            "files": dict(p.get("files") or {}),
+            "command": list(p.get("command") or []),
+            "compile_side": compile_side.get(tc),
+            "launches": summaries[tc],
+        }
     diffs, findings, notes = [], [], []
     for tc, info in per_tc.items():
         if info["error"]:
@@ -113,9 +148,11 @@ def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
         for tc, entries in lines_side.items():
             if tc in per_tc:
                 per_tc[tc]["source_lines"] = [
-                    {"error": e.get("error")} if e.get("error") else
-                    {"lines": top_lines_json(e["lines"]), "unmapped_samples": e.get("unmapped_samples", 0)}
-                    for e in entries]
+                    {"error": e.get("error")}
+                    if e.get("error")
+                    else {"lines": top_lines_json(e["lines"]), "unmapped_samples": e.get("unmapped_samples", 0)}
+                    for e in entries
+                ]
                 errors = sorted({str(e["error"]) for e in entries if e.get("error")})
                 notes += [f"{tc}: per-line stalls: {err}" for err in errors]
     ref_launches = summaries.get(reference) or []
@@ -127,20 +164,45 @@ def document(*, op: str, mode: str, input_id: int, backend: str, reference: str,
             deltas = compare_launches(ref, new)
             side = _compile_side(compile_side.get(tc), compile_side.get(reference), tc)
             text = sentence(kernel, tc, reference, side, ref, new, deltas)
-            entry = {"kernel": kernel, "launch": i, "toolchain": tc, "reference": reference, "deltas": deltas,
-                     "finding": text}
+            entry = {
+                "kernel": kernel,
+                "launch": i,
+                "toolchain": tc,
+                "reference": reference,
+                "deltas": deltas,
+                "finding": text,
+            }
             diffs.append(entry)
             findings.append(text)
             line_text = _line_diff(entry, lines_side, reference, tc, i, kernel)
             if line_text:
                 findings.append(line_text)
-    return {"format": FORMAT, "kind": "ktriage-profile", "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "bundle": bundle, "op": op, "mode": mode, "input_id": input_id, "backend": backend, "reference": reference,
-            "ncu_version": ncu_version, "toolchains": per_tc, "diffs": diffs, "findings": findings, "notes": notes}
+    return {
+        "format": FORMAT,
+        "kind": "ktriage-profile",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "bundle": bundle,
+        "op": op,
+        "mode": mode,
+        "input_id": input_id,
+        "backend": backend,
+        "reference": reference,
+        "ncu_version": ncu_version,
+        "toolchains": per_tc,
+        "diffs": diffs,
+        "findings": findings,
+        "notes": notes,
+    }
 
 
-def _line_diff(entry: dict[str, Any], lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None, reference: str,
-               tc: str, i: int, kernel: str) -> str | None:
+def _line_diff(
+    entry: dict[str, Any],
+    lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+    reference: str,
+    tc: str,
+    i: int,
+    kernel: str,
+) -> str | None:
     """Put the per-line stall diff and the compile-side line diff of launch ``i`` into ``entry``
     (``lines``); returns its sentence, or None when either side has no per-line samples."""
     from ktriage.profile.source import TOP_LINES, compile_line_rows, diff_line_samples, line_sentence
@@ -160,8 +222,15 @@ def _line_diff(entry: dict[str, Any], lines_side: Mapping[str, Sequence[Mapping[
     return sentence_text
 
 
-def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequence[Any], *,
-                     ncu_version: str | None, raw_dir: Path | None = None) -> dict[str, Any]:
+def profile_document(
+    bundle: Any,
+    input_id: int,
+    backend: str,
+    profiles: Sequence[Any],
+    *,
+    ncu_version: str | None,
+    raw_dir: Path | None = None,
+) -> dict[str, Any]:
     """:func:`document` for a loaded bundle (``ktriage.workload.bundle.Bundle``) and run.ToolchainProfile's."""
     from ktriage.workload.bundle import BundleArtifact
 
@@ -172,15 +241,27 @@ def profile_document(bundle: Any, input_id: int, backend: str, profiles: Sequenc
     for tc in bundle.toolchain_ids():
         art = bundle.artifacts.get((keys[0], tc)) if keys else None
         compile_side[tc] = art.resources if isinstance(art, BundleArtifact) else None
-    rows = [{"toolchain": p.toolchain, "launches": p.launches, "error": p.error, "files": p.files, "command": p.command}
-            for p in profiles]
-    return document(op=bundle.op, mode=bundle.mode, input_id=input_id, backend=backend,
-                    reference=bundle.toolchain_ids()[0], profiles=rows, compile_side=compile_side,
-                    ncu_version=ncu_version, bundle=str(bundle.path),
-                    lines_side=bundle_lines_side(bundle, keys, profiles, raw_dir))
+    rows = [
+        {"toolchain": p.toolchain, "launches": p.launches, "error": p.error, "files": p.files, "command": p.command}
+        for p in profiles
+    ]
+    return document(
+        op=bundle.op,
+        mode=bundle.mode,
+        input_id=input_id,
+        backend=backend,
+        reference=bundle.toolchain_ids()[0],
+        profiles=rows,
+        compile_side=compile_side,
+        ncu_version=ncu_version,
+        bundle=str(bundle.path),
+        lines_side=bundle_lines_side(bundle, keys, profiles, raw_dir),
+    )
 
 
-def bundle_lines_side(bundle: Any, keys: Sequence[str], profiles: Sequence[Any], raw_dir: Path | None) -> dict[str, Any]:
+def bundle_lines_side(
+    bundle: Any, keys: Sequence[str], profiles: Sequence[Any], raw_dir: Path | None
+) -> dict[str, Any]:
     """Per toolchain, the per-line samples of each launch: its source page (``<name>.source.csv`` in
     ``raw_dir``) on the bundle's cubins of this input (``profile.source.toolchain_lines``)."""
     from ktriage.profile.source import find_nvdisasm, toolchain_lines
@@ -207,20 +288,42 @@ def bundle_lines_side(bundle: Any, keys: Sequence[str], profiles: Sequence[Any],
 @markdown_writer
 def to_markdown(doc: Mapping[str, Any]) -> str:
     """A short readable summary (the JSON has every number)."""
-    lines = [f"# ktriage profile: {doc['op']} {doc['mode']} input {doc['input_id']} ({doc['backend']})", "",
-             f"ncu: {doc.get('ncu_version') or 'not found'}; reference: `{doc['reference']}`", ""]
+    lines = [
+        f"# ktriage profile: {doc['op']} {doc['mode']} input {doc['input_id']} ({doc['backend']})",
+        "",
+        f"ncu: {doc.get('ncu_version') or 'not found'}; reference: `{doc['reference']}`",
+        "",
+    ]
     for note in doc.get("notes") or []:
         lines.append(f"- not profiled: {note}")
     if doc.get("findings"):
         lines += ["## Findings", ""] + [f"- {f}" for f in doc["findings"]] + [""]
-    keys = ("registers_per_thread", "theoretical_occupancy_pct", "achieved_occupancy_pct", "occupancy_limiter",
-            "local_ld_requests", "local_st_requests", "local_ld_sectors", "local_st_sectors",
-            "local_share_of_l1_sectors_pct", "global_atom_requests", "global_red_requests", "dram_bytes",
-            "dram_throughput_pct", "l2_throughput_pct", "inst_executed", "duration_ns")
+    keys = (
+        "registers_per_thread",
+        "theoretical_occupancy_pct",
+        "achieved_occupancy_pct",
+        "occupancy_limiter",
+        "local_ld_requests",
+        "local_st_requests",
+        "local_ld_sectors",
+        "local_st_sectors",
+        "local_share_of_l1_sectors_pct",
+        "global_atom_requests",
+        "global_red_requests",
+        "dram_bytes",
+        "dram_throughput_pct",
+        "l2_throughput_pct",
+        "inst_executed",
+        "duration_ns",
+    )
     tcs = [tc for tc, info in doc["toolchains"].items() if info["launches"]]
     if tcs:
-        lines += ["## Counters (first launch of each toolchain)", "", "| counter | " + " | ".join(f"`{t}`" for t in tcs) + " |",
-                  "|---|" + "---|" * len(tcs)]
+        lines += [
+            "## Counters (first launch of each toolchain)",
+            "",
+            "| counter | " + " | ".join(f"`{t}`" for t in tcs) + " |",
+            "|---|" + "---|" * len(tcs),
+        ]
         for key in keys:
             vals = [doc["toolchains"][t]["launches"][0].get(key) for t in tcs]
             if all(v is None for v in vals):
@@ -245,18 +348,31 @@ def _lines_markdown(doc: Mapping[str, Any]) -> list[str]:
         if not info or not info.get("stalls"):
             continue
         compile_at = {(c["file"], c["line"]): c.get("delta") or {} for c in info.get("compile") or []}
-        out += ["", f"## Per line: {d['kernel']} (`{d['toolchain']}` vs `{d['reference']}`)", "",
-                info.get("finding") or "", "",
-                "| line | source | stall samples, reference | new | points | reasons (points) | compile side |",
-                "|---|---|---|---|---|---|---|"]
+        out += [
+            "",
+            f"## Per line: {d['kernel']} (`{d['toolchain']}` vs `{d['reference']}`)",
+            "",
+            info.get("finding") or "",
+            "",
+            "| line | source | stall samples, reference | new | points | reasons (points) | compile side |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in info["stalls"]:
             ref, new = row.get("ref") or {}, row.get("new") or {}
             reasons = ", ".join(f"{r} {p:+.1f}" for r, p in list((row.get("stall_points") or {}).items())[:3])
             delta = compile_at.get((row["file"], row["line"]), {})
             local = int(delta.get("local_loads", 0)) + int(delta.get("local_stores", 0))
-            side = ", ".join(x for x in (f"LDL/STL {local:+d}" if local else "",
-                                         f"instructions {int(delta['instructions']):+d}" if delta.get("instructions") else "") if x)
+            side = ", ".join(
+                x
+                for x in (
+                    f"LDL/STL {local:+d}" if local else "",
+                    f"instructions {int(delta['instructions']):+d}" if delta.get("instructions") else "",
+                )
+                if x
+            )
             text = str(row.get("text") or "").replace("|", "\\|").replace("`", "'")
-            out.append(f"| {row['file']}:{row['line']} | `{text[:60]}` | {ref.get('share_pct', 0.0):.1f}% | "
-                       f"{new.get('share_pct', 0.0):.1f}% | {row['points']:+.1f} | {reasons} | {side} |")
+            out.append(
+                f"| {row['file']}:{row['line']} | `{text[:60]}` | {ref.get('share_pct', 0.0):.1f}% | "
+                f"{new.get('share_pct', 0.0):.1f}% | {row['points']:+.1f} | {reasons} | {side} |"
+            )
     return out

@@ -15,8 +15,19 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-IDENTITY = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
-            "Grid Size", "Device", "CC")
+IDENTITY = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+)
 _NUMBER = re.compile(r"^[+-]?(\d{1,3}(,\d{3})+|\d+)(\.\d+)?([eE][+-]?\d+)?$")
 
 
@@ -36,8 +47,12 @@ class Launch:
         return value if isinstance(value, float) else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kernel_name": self.kernel_name, "block_size": self.block_size,
-                "grid_size": self.grid_size}
+        return {
+            "id": self.id,
+            "kernel_name": self.kernel_name,
+            "block_size": self.block_size,
+            "grid_size": self.grid_size,
+        }
 
 
 def _value(text: str) -> float | str:
@@ -67,19 +82,28 @@ def parse_raw_csv(text: str) -> list[Launch]:
         if len(row) < len(header) or not row[col["ID"]].strip():
             continue
         metrics = {header[i]: _value(v) for i, v in enumerate(row) if header[i] not in IDENTITY}
-        launches.append(Launch(
-            id=int(row[col["ID"]]), kernel_name=row[col["Kernel Name"]],
-            block_size=row[col["Block Size"]] if "Block Size" in col else "",
-            grid_size=row[col["Grid Size"]] if "Grid Size" in col else "", metrics=metrics, units=units,
-        ))  # fmt: skip
+        launches.append(
+            Launch(
+                id=int(row[col["ID"]]),
+                kernel_name=row[col["Kernel Name"]],
+                block_size=row[col["Block Size"]] if "Block Size" in col else "",
+                grid_size=row[col["Grid Size"]] if "Grid Size" in col else "",
+                metrics=metrics,
+                units=units,
+            )
+        )
     return launches
 
 
 # ------------------------------------------------------------------------------ what we read of a launch
 STALL = re.compile(r"^smsp__average_warps?_issue_stalled_(?P<reason>\w+?)_per_issue_active\.ratio$")
 PCSAMP_STALL = re.compile(r"^smsp__pcsamp_warps_issue_stalled_(?P<reason>\w+)$")
-OCCUPANCY_LIMITS = {"registers": "launch__occupancy_limit_registers", "shared memory": "launch__occupancy_limit_shared_mem",
-                    "warps": "launch__occupancy_limit_warps", "blocks": "launch__occupancy_limit_blocks"}
+OCCUPANCY_LIMITS = {
+    "registers": "launch__occupancy_limit_registers",
+    "shared memory": "launch__occupancy_limit_shared_mem",
+    "warps": "launch__occupancy_limit_warps",
+    "blocks": "launch__occupancy_limit_blocks",
+}
 # name in the summary -> ncu metric (the sections' metrics, plus the explicit --metrics of run.METRICS)
 SCALARS = {
     "registers_per_thread": "launch__registers_per_thread",
@@ -120,11 +144,17 @@ def _ctas(grid: str) -> int | None:
 def stalls(launch: Launch) -> dict[str, float]:
     """Warp stall reasons (cycles per issued instruction, WarpStateStats); the PC-sampling counts
     (SourceCounters) when the export has no per-issue ratios."""
-    found = {m.group("reason"): v for k, v in launch.metrics.items()
-             if (m := STALL.match(k)) and isinstance(v, float) and not m.group("reason").endswith("not_issued")}
+    found = {
+        m.group("reason"): v
+        for k, v in launch.metrics.items()
+        if (m := STALL.match(k)) and isinstance(v, float) and not m.group("reason").endswith("not_issued")
+    }
     if not found:
-        found = {m.group("reason"): v for k, v in launch.metrics.items()
-                 if (m := PCSAMP_STALL.match(k)) and isinstance(v, float) and not m.group("reason").endswith("not_issued")}
+        found = {
+            m.group("reason"): v
+            for k, v in launch.metrics.items()
+            if (m := PCSAMP_STALL.match(k)) and isinstance(v, float) and not m.group("reason").endswith("not_issued")
+        }
     return found
 
 
@@ -147,8 +177,9 @@ def summarize(launch: Launch) -> dict[str, Any]:
             if ctas / sms < low:
                 out["occupancy_limiter"] = f"grid ({ctas} CTAs on {sms:.0f} SMs; resources allow {low:.0f} per SM)"
     local = sum(out.get(k, 0.0) for k in ("local_ld_sectors", "local_st_sectors"))
-    memory = local + sum(out.get(k, 0.0) for k in ("global_ld_sectors", "global_st_sectors", "global_atom_sectors",
-                                                    "global_red_sectors"))
+    memory = local + sum(
+        out.get(k, 0.0) for k in ("global_ld_sectors", "global_st_sectors", "global_atom_sectors", "global_red_sectors")
+    )
     if memory:
         out["local_share_of_l1_sectors_pct"] = 100.0 * local / memory
     if "dram_bytes_read" in out or "dram_bytes_write" in out:

@@ -58,8 +58,11 @@ class CounterQuote:
     compile_side: dict[str, Any] = field(default_factory=dict)
 
     def label(self) -> str:
-        tcs = short(self.ref_toolchain) if self.ref_toolchain == self.new_toolchain else \
-            f"{short(self.ref_toolchain)}->{short(self.new_toolchain)}"
+        tcs = (
+            short(self.ref_toolchain)
+            if self.ref_toolchain == self.new_toolchain
+            else f"{short(self.ref_toolchain)}->{short(self.new_toolchain)}"
+        )
         return f"{self.op}.{self.mode}[{self.input_label}] {self.backend}@{tcs}"
 
     def head(self) -> str:
@@ -69,14 +72,29 @@ class CounterQuote:
         return f"{self.verdict} {(self.ratio - 1) * 100:+.1f}%"
 
     def to_json(self) -> dict[str, Any]:
-        return {"op": self.op, "mode": self.mode, "input_id": self.input_id, "input_label": self.input_label,
-                "backend": self.backend, "ref_toolchain": self.ref_toolchain, "new_toolchain": self.new_toolchain,
-                "verdict": self.verdict, "ratio": self.ratio, "available": self.available, "text": self.text,
-                "kernels": self.kernels, "compile_side": self.compile_side}
+        return {
+            "op": self.op,
+            "mode": self.mode,
+            "input_id": self.input_id,
+            "input_label": self.input_label,
+            "backend": self.backend,
+            "ref_toolchain": self.ref_toolchain,
+            "new_toolchain": self.new_toolchain,
+            "verdict": self.verdict,
+            "ratio": self.ratio,
+            "available": self.available,
+            "text": self.text,
+            "kernels": self.kernels,
+            "compile_side": self.compile_side,
+        }
 
 
 def _num(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) else None
+    return (
+        float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        else None
+    )
 
 
 def compile_sentence(toolchain: str | None, new: Mapping[str, Any] | None, ref: Mapping[str, Any] | None) -> str:
@@ -116,8 +134,15 @@ def top_stall(ref: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, floa
 def kernel_numbers(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
     """The quoted numbers of one launch pair, [reference, new] each (None where ncu gave none)."""
     out: dict[str, Any] = {"kernel": str(new.get("kernel_name") or ref.get("kernel_name") or "")}
-    for key in ("registers_per_thread", "local_share_of_l1_sectors_pct", "dram_throughput_pct", "dram_bytes",
-                "duration_ns", "global_atom_requests", "global_red_requests"):
+    for key in (
+        "registers_per_thread",
+        "local_share_of_l1_sectors_pct",
+        "dram_throughput_pct",
+        "dram_bytes",
+        "duration_ns",
+        "global_atom_requests",
+        "global_red_requests",
+    ):
         out[key] = [_num(ref.get(key)), _num(new.get(key))]
     stall = top_stall(ref, new)
     out["top_stall"] = {"reason": stall[0], "points": stall[1], "share_pct": stall[2]} if stall else None
@@ -136,7 +161,9 @@ def kernel_sentence(numbers: Mapping[str, Any]) -> str:
         said.append(f"local-memory (spill) traffic is {local[1]:.0f}% of L1 sectors (ref {local[0]:.0f}%)")
     stall = numbers.get("top_stall")
     if stall:
-        said.append(f"stall '{stall['reason']}' {stall['points']:+.0f} points (now {stall['share_pct']:.0f}% of stall cycles)")
+        said.append(
+            f"stall '{stall['reason']}' {stall['points']:+.0f} points (now {stall['share_pct']:.0f}% of stall cycles)"
+        )
     dram, dram_bytes = numbers["dram_throughput_pct"], numbers["dram_bytes"]
     if None not in dram:
         text = f"DRAM throughput {dram[0]:.0f}% -> {dram[1]:.0f}% of peak"
@@ -145,8 +172,11 @@ def kernel_sentence(numbers: Mapping[str, Any]) -> str:
         said.append(text)
     elif None not in dram_bytes:
         said.append(f"DRAM {dram_bytes[0] / 1e6:.1f} -> {dram_bytes[1] / 1e6:.1f} MB")
-    atoms = [(k, w) for k, w in (("global_atom_requests", "atomic"), ("global_red_requests", "reduction"))
-             if None not in numbers[k] and (numbers[k][0] or numbers[k][1])]
+    atoms = [
+        (k, w)
+        for k, w in (("global_atom_requests", "atomic"), ("global_red_requests", "reduction"))
+        if None not in numbers[k] and (numbers[k][0] or numbers[k][1])
+    ]
     if atoms:
         said.append(", ".join(f"global {w} requests {numbers[k][0]:,.0f} -> {numbers[k][1]:,.0f}" for k, w in atoms))
     duration = numbers["duration_ns"]
@@ -164,13 +194,21 @@ def unavailable_line(side: str, toolchain: str | None, section: Mapping[str, Any
     return f"{side} {short(toolchain)}: {error}"
 
 
-def quote_sections(ref: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *, ref_toolchain: str | None,
-                   new_toolchain: str | None) -> tuple[str, bool, list[dict[str, Any]], dict[str, Any]]:
+def quote_sections(
+    ref: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+    *,
+    ref_toolchain: str | None,
+    new_toolchain: str | None,
+) -> tuple[str, bool, list[dict[str, Any]], dict[str, Any]]:
     """(text, available, per-kernel numbers, compile side) for the two sides' profile sections."""
     usable = [s is not None and s.get("status") == "ok" and bool(s.get("launches")) for s in (ref, new)]
     if not all(usable):
-        lines = [unavailable_line(side, tc, s) for side, tc, s, ok in
-                 (("ref", ref_toolchain, ref, usable[0]), ("new", new_toolchain, new, usable[1])) if not ok]
+        lines = [
+            unavailable_line(side, tc, s)
+            for side, tc, s, ok in (("ref", ref_toolchain, ref, usable[0]), ("new", new_toolchain, new, usable[1]))
+            if not ok
+        ]
         return "counters: " + "; ".join(lines), False, [], {}
     assert ref is not None and new is not None
     kernels = [kernel_numbers(a, b) for a, b in zip(ref["launches"], new["launches"])]
@@ -191,11 +229,25 @@ def _index(cells: Iterable[Cell]) -> dict[tuple[str, str, int, str, str | None],
 
 
 def quote_pair(pair: PairResult, ref: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> CounterQuote:
-    text, available, kernels, compile_side = quote_sections(ref, new, ref_toolchain=pair.ref_toolchain,
-                                                            new_toolchain=pair.new_toolchain)
+    text, available, kernels, compile_side = quote_sections(
+        ref, new, ref_toolchain=pair.ref_toolchain, new_toolchain=pair.new_toolchain
+    )
     ratio = pair.verdict.ratio if pair.verdict is not None and math.isfinite(pair.verdict.ratio) else None
-    return CounterQuote(pair.op, pair.mode, pair.input_id, pair.input_label, pair.backend, pair.ref_toolchain,
-                        pair.new_toolchain, pair.kind, ratio, text, available, kernels, compile_side)
+    return CounterQuote(
+        pair.op,
+        pair.mode,
+        pair.input_id,
+        pair.input_label,
+        pair.backend,
+        pair.ref_toolchain,
+        pair.new_toolchain,
+        pair.kind,
+        ratio,
+        text,
+        available,
+        kernels,
+        compile_side,
+    )
 
 
 def comparison_quotes(c: Comparison) -> list[CounterQuote]:
@@ -216,13 +268,18 @@ def comparison_quotes(c: Comparison) -> list[CounterQuote]:
     return sorted(out, key=lambda q: (order.get(q.verdict, 4), -(q.ratio or 0.0)))
 
 
-def cell_quote(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], *, op: str, mode: str, input_id: int,
-               backend: str) -> str | None:
+def cell_quote(
+    ref_cells: Sequence[Cell], new_cells: Sequence[Cell], *, op: str, mode: str, input_id: int, backend: str
+) -> str | None:
     """The quote for one (op, mode, input, backend) across two result sets whatever the toolchains
     (triage pairs a side's artifact cell with the other side's): None when neither side has counters."""
+
     def pick(cells: Sequence[Cell]) -> tuple[dict[str, Any] | None, str | None]:
-        found = [(cell_profile(c), c.key.toolchain) for c in cells
-                 if (c.key.op, c.key.mode, c.key.input_id, c.key.backend) == (op, mode, input_id, backend)]
+        found = [
+            (cell_profile(c), c.key.toolchain)
+            for c in cells
+            if (c.key.op, c.key.mode, c.key.input_id, c.key.backend) == (op, mode, input_id, backend)
+        ]
         with_profile = [f for f in found if f[0] is not None]
         return with_profile[-1] if with_profile else (None, found[-1][1] if found else None)
 

@@ -24,17 +24,34 @@ from typing import Any
 
 from ktriage.profile.ncu import Launch, parse_raw_csv
 
-SECTIONS = ("LaunchStats", "Occupancy", "SpeedOfLight", "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables",
-            "WarpStateStats", "SourceCounters")
+SECTIONS = (
+    "LaunchStats",
+    "Occupancy",
+    "SpeedOfLight",
+    "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Tables",
+    "WarpStateStats",
+    "SourceCounters",
+)
 BASIC_SECTIONS = ("LaunchStats", "Occupancy", "MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters")
 METRICS = (
-    "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
-    "lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
-    "lts__t_bytes.sum", "smsp__inst_executed.sum", "gpu__time_duration.sum",
+    "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+    "lts__t_sectors_op_atom.sum",
+    "lts__t_sectors_op_red.sum",
+    "dram__bytes_read.sum",
+    "dram__bytes_write.sum",
+    "lts__t_bytes.sum",
+    "smsp__inst_executed.sum",
+    "gpu__time_duration.sum",
 )
 PERMISSION = ("ERR_NVGPUCTRPERM", "permission to access NVIDIA GPU Performance Counters")
 
@@ -75,18 +92,46 @@ def _one_line(text: str) -> str:
     return (lines[0] if lines else (text.strip().splitlines() or ["no output"])[-1])[:300]
 
 
-def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, backend: str, out_dir: Path, *,
-                      warmup: int = 3, timeout_s: float = 600) -> ToolchainProfile:
+def profile_toolchain(
+    ncu: str,
+    bundle: Path,
+    toolchain: str,
+    input_id: int,
+    backend: str,
+    out_dir: Path,
+    *,
+    warmup: int = 3,
+    timeout_s: float = 600,
+) -> ToolchainProfile:
     """Profile one toolchain (see the module docstring); raw files go to ``out_dir/<name>.*``."""
     name = toolchain.replace("/", "_")
     rep = out_dir / f"{name}.ncu-rep"
     result = ToolchainProfile(toolchain)
-    target = [sys.executable, "-m", "ktriage.profile.target", str(bundle), toolchain, str(input_id), backend, str(warmup)]
+    target = [
+        sys.executable,
+        "-m",
+        "ktriage.profile.target",
+        str(bundle),
+        toolchain,
+        str(input_id),
+        backend,
+        str(warmup),
+    ]
     attempts = [(SECTIONS, METRICS), (SECTIONS, ()), (BASIC_SECTIONS, ())]
     log_parts: list[str] = []
     for sections, metrics in attempts:
-        cmd = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all", "-f",
-               "-o", str(rep)]
+        cmd = [
+            ncu,
+            "--clock-control",
+            "none",
+            "--profile-from-start",
+            "off",
+            "--target-processes",
+            "all",
+            "-f",
+            "-o",
+            str(rep),
+        ]
         for s in sections:
             cmd += ["--section", s]
         if metrics:
@@ -101,8 +146,10 @@ def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, bac
         output = proc.stdout + proc.stderr
         log_parts.append(f"$ {' '.join(cmd)}\n{output}\n[exit {proc.returncode}]\n")
         if any(p in output for p in PERMISSION):
-            result.error = ("ncu could not run: no permission to the GPU performance counters (ERR_NVGPUCTRPERM): "
-                            "run as root or set NVreg_RestrictProfilingToAdminUsers=0")
+            result.error = (
+                "ncu could not run: no permission to the GPU performance counters (ERR_NVGPUCTRPERM): "
+                "run as root or set NVreg_RestrictProfilingToAdminUsers=0"
+            )
             break
         if proc.returncode == 0 and rep.exists():
             result.error = None
@@ -115,11 +162,16 @@ def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, bac
         return result
     result.files["report"] = rep.name
     for page in ("raw", "details"):
-        exported = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page, "--print-units", "base"],
-                                  capture_output=True, text=True, timeout=timeout_s)
+        exported = subprocess.run(
+            [ncu, "--import", str(rep), "--csv", "--page", page, "--print-units", "base"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         if exported.returncode != 0:  # an ncu without --print-units
-            exported = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", page],
-                                      capture_output=True, text=True, timeout=timeout_s)
+            exported = subprocess.run(
+                [ncu, "--import", str(rep), "--csv", "--page", page], capture_output=True, text=True, timeout=timeout_s
+            )
         path = out_dir / f"{name}.{page}.csv"
         path.write_text(exported.stdout)
         result.files[f"{page}_csv"] = path.name
@@ -137,8 +189,12 @@ def profile_toolchain(ncu: str, bundle: Path, toolchain: str, input_id: int, bac
         return result
     # SourceCounters per SASS instruction (per-line stalls: profile/source.py); its absence costs nothing else
     try:
-        source = subprocess.run([ncu, "--import", str(rep), "--csv", "--page", "source", "--print-source", "sass"],
-                                capture_output=True, text=True, timeout=timeout_s)
+        source = subprocess.run(
+            [ncu, "--import", str(rep), "--csv", "--page", "source", "--print-source", "sass"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except (OSError, subprocess.SubprocessError):
         return result
     if source.returncode == 0 and source.stdout.strip():
@@ -173,8 +229,10 @@ def input_backends(bundle: Any, input_id: int) -> list[str]:
         entries = recorded_view(bundle).entries
         entry = next((e for e in entries if e.id == input_id), None)
         if entry is None:
-            raise KtriageError(f"bundle {bundle.path} has no recorded entry {input_id}",
-                               f"entries: {', '.join(f'{e.id} ({e.backend} {e.label})' for e in entries[:20])}")
+            raise KtriageError(
+                f"bundle {bundle.path} has no recorded entry {input_id}",
+                f"entries: {', '.join(f'{e.id} ({e.backend} {e.label})' for e in entries[:20])}",
+            )
         return [entry.backend]
     row = next((i for i in bundle.inputs if int(i["id"]) == input_id), None)
     if row is None:
@@ -182,8 +240,15 @@ def input_backends(bundle: Any, input_id: int) -> list[str]:
     return list(row["kernels"])
 
 
-def profile_bundle(bundle_path: Path, *, input_id: int | None, backend: str | None, out_dir: Path,
-                   ncu: str | None = None, warmup: int = 3) -> dict[str, Any]:
+def profile_bundle(
+    bundle_path: Path,
+    *,
+    input_id: int | None,
+    backend: str | None,
+    out_dir: Path,
+    ncu: str | None = None,
+    warmup: int = 3,
+) -> dict[str, Any]:
     """Profile every toolchain of a bundle on one input; returns the profile document (see diff.py)."""
     from ktriage.profile.diff import profile_document
     from ktriage.workload.bundle import load_bundle

@@ -131,7 +131,9 @@ def _key(loc: SourceLoc | None) -> tuple[str, str | int]:
     return (display, text) if is_library(display) and text else (display, loc.line)
 
 
-def line_samples(rows: Sequence[SassSamples], line_map: LineMap) -> tuple[dict[tuple[str, str | int], LineSamples], int]:
+def line_samples(
+    rows: Sequence[SassSamples], line_map: LineMap
+) -> tuple[dict[tuple[str, str | int], LineSamples], int]:
     """Samples per source line (keyed as lines match across toolchains) and how many sampled
     instructions had no known offset."""
     where = line_map.by_address()
@@ -160,8 +162,9 @@ def _share(item: LineSamples | None, total: float, reason: str | None = None) ->
     return 100.0 * value / total
 
 
-def diff_line_samples(ref: Mapping[tuple[str, str | int], LineSamples], new: Mapping[tuple[str, str | int], LineSamples]
-                      ) -> list[dict[str, Any]]:
+def diff_line_samples(
+    ref: Mapping[tuple[str, str | int], LineSamples], new: Mapping[tuple[str, str | int], LineSamples]
+) -> list[dict[str, Any]]:
     """Per line: both sides' samples and shares, and the change in points (of all the launch's
     samples), per reason too; largest change first."""
     ref_total = sum(x.samples for x in ref.values())
@@ -173,13 +176,23 @@ def diff_line_samples(ref: Mapping[tuple[str, str | int], LineSamples], new: Map
         assert shown is not None
         reasons = set(a.stalls if a else {}) | set(b.stalls if b else {})
         points = {r: _share(b, new_total, r) - _share(a, ref_total, r) for r in reasons}
-        rows.append({
-            "file": shown.file, "line": shown.line, "text": shown.text,
-            "ref": None if a is None else {"samples": a.samples, "share_pct": _share(a, ref_total), "stalls": dict(a.stalls)},
-            "new": None if b is None else {"samples": b.samples, "share_pct": _share(b, new_total), "stalls": dict(b.stalls)},
-            "points": _share(b, new_total) - _share(a, ref_total),
-            "stall_points": dict(sorted(((r, p) for r, p in points.items() if abs(p) >= 0.05), key=lambda kv: -abs(kv[1]))),
-        })
+        rows.append(
+            {
+                "file": shown.file,
+                "line": shown.line,
+                "text": shown.text,
+                "ref": None
+                if a is None
+                else {"samples": a.samples, "share_pct": _share(a, ref_total), "stalls": dict(a.stalls)},
+                "new": None
+                if b is None
+                else {"samples": b.samples, "share_pct": _share(b, new_total), "stalls": dict(b.stalls)},
+                "points": _share(b, new_total) - _share(a, ref_total),
+                "stall_points": dict(
+                    sorted(((r, p) for r, p in points.items() if abs(p) >= 0.05), key=lambda kv: -abs(kv[1]))
+                ),
+            }
+        )
     rows.sort(key=lambda r: (-abs(r["points"]), r["file"], r["line"]))
     return rows
 
@@ -217,8 +230,9 @@ def cubin_lines(cubin: Path, kernel_name: str, nvdisasm: Path) -> CubinLines | s
     from ktriage.analyze.sass_loops import find_loops
 
     try:
-        proc = subprocess.run([str(nvdisasm), "-c", "-ndf", "-gi", str(cubin)], capture_output=True, text=True,
-                              timeout=300, check=False)
+        proc = subprocess.run(
+            [str(nvdisasm), "-c", "-ndf", "-gi", str(cubin)], capture_output=True, text=True, timeout=300, check=False
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"nvdisasm could not run: {exc}"
     if proc.returncode != 0:
@@ -238,8 +252,13 @@ def _where(row: Mapping[str, Any]) -> str:
     return f"{row['file']}:{row['line']}" + (f" (`{code}`)" if code else "")
 
 
-def line_sentence(kernel: str, toolchain: str, reference: str, stall_rows: Sequence[Mapping[str, Any]],
-                  compile_rows: Sequence[Mapping[str, Any]]) -> str | None:
+def line_sentence(
+    kernel: str,
+    toolchain: str,
+    reference: str,
+    stall_rows: Sequence[Mapping[str, Any]],
+    compile_rows: Sequence[Mapping[str, Any]],
+) -> str | None:
     """``_layer_norm_backward_kernel (B vs A), per line: stall 'long_scoreboard' +41 points at
     layer_norm.py:126 (`dx = ...`), where the compiler added 283 LDL/STL (+276 instructions)``."""
     best: tuple[float, str, Mapping[str, Any]] | None = None
@@ -276,8 +295,9 @@ def compile_line_rows(ref: CubinLines | None, new: CubinLines | None) -> list[di
     return [d.to_json() for d in diff_lines(ref.stats, new.stats)]
 
 
-def toolchain_lines(source_csv: str | None, kernel_names: Sequence[str], cubin_of: Any,
-                    nvdisasm: Path | None) -> list[dict[str, Any]]:
+def toolchain_lines(
+    source_csv: str | None, kernel_names: Sequence[str], cubin_of: Any, nvdisasm: Path | None
+) -> list[dict[str, Any]]:
     """Per profiled launch of one toolchain (in order): its samples per line, the cubin's lines, or
     why there are none. ``cubin_of(kernel_name)`` gives the launched cubin's path (or None)."""
     if source_csv is None:
@@ -293,8 +313,12 @@ def toolchain_lines(source_csv: str | None, kernel_names: Sequence[str], cubin_o
             out.append({"error": f"no cubin of {name!r} in the bundle for this toolchain"})
             continue
         if nvdisasm is None:
-            out.append({"error": "no nvdisasm on this host (PATH, /usr/local/cuda/bin, Triton's wheel, $KTRIAGE_NVDISASM): "
-                                 "the samples cannot be put on source lines"})
+            out.append(
+                {
+                    "error": "no nvdisasm on this host (PATH, /usr/local/cuda/bin, Triton's wheel, $KTRIAGE_NVDISASM): "
+                    "the samples cannot be put on source lines"
+                }
+            )
             continue
         lines = cubin_lines(Path(cubin), name, nvdisasm)
         if isinstance(lines, str):
@@ -309,5 +333,14 @@ def top_lines_json(per_line: Mapping[tuple[str, str | int], LineSamples], top: i
     """A launch's lines with the most stall samples, for the per-toolchain part of the document."""
     total = sum(x.samples for x in per_line.values())
     ranked = sorted(per_line.values(), key=lambda x: (-x.samples, x.file, x.line))[:top]
-    return [{"file": x.file, "line": x.line, "text": x.text, "samples": x.samples, "share_pct": _share(x, total),
-             "stalls": dict(sorted(x.stalls.items(), key=lambda kv: -kv[1]))} for x in ranked]
+    return [
+        {
+            "file": x.file,
+            "line": x.line,
+            "text": x.text,
+            "samples": x.samples,
+            "share_pct": _share(x, total),
+            "stalls": dict(sorted(x.stalls.items(), key=lambda kv: -kv[1])),
+        }
+        for x in ranked
+    ]

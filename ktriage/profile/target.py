@@ -41,8 +41,9 @@ def main(argv: list[str]) -> int:
     else:
         case = next(c for c in bundle.input_cases() if c.id == input_id)
         inp = make_input(bundle.op, case, precision=bundle.precision)
-        backend = artifact_backend(backend_name, launch=launch, specs=bundle.spec_source(), timing="kernel",
-                                   sm_count=bundle.sm_count)
+        backend = artifact_backend(
+            backend_name, launch=launch, specs=bundle.spec_source(), timing="kernel", sm_count=bundle.sm_count
+        )
         call = backend.prepare(inp, bundle.mode)
     for _ in range(warmup):
         call()
@@ -51,7 +52,9 @@ def main(argv: list[str]) -> int:
     call()
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()  # type: ignore[no-untyped-call]
-    print(f"ktriage-profile: {toolchain} input {input_id} {backend_name}: profiled one call after {warmup} warm-up calls")
+    print(
+        f"ktriage-profile: {toolchain} input {input_id} {backend_name}: profiled one call after {warmup} warm-up calls"
+    )
     return 0
 
 

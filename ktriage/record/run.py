@@ -142,16 +142,19 @@ def output_lock(output: Path) -> Iterator[None]:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise KtriageError(f"cannot create the lock {path}: {exc.strerror or exc}",
-                               "record into a writable folder (-o)") from None
+            raise KtriageError(
+                f"cannot create the lock {path}: {exc.strerror or exc}", "record into a writable folder (-o)"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             holder = os.read(fd, 32).decode(errors="replace").strip()
             os.close(fd)
-            raise KtriageError(f"another `ktriage record` is writing {output}"
-                               f"{f' (pid {holder})' if holder.isdigit() else ''}; its lock {path} is held",
-                               "wait until that recording ends, or record into another -o file") from None
+            raise KtriageError(
+                f"another `ktriage record` is writing {output}"
+                f"{f' (pid {holder})' if holder.isdigit() else ''}; its lock {path} is held",
+                "wait until that recording ends, or record into another -o file",
+            ) from None
         try:
             same = os.stat(path).st_ino == os.fstat(fd).st_ino
         except OSError:
@@ -174,8 +177,12 @@ def output_lock(output: Path) -> Iterator[None]:
 
 def _start_watchdog(group: int) -> subprocess.Popen[bytes] | None:
     try:
-        return subprocess.Popen([sys.executable, "-S", "-c", WATCHDOG, str(group), str(GRACE_S)],
-                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-S", "-c", WATCHDOG, str(group), str(GRACE_S)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError:  # pragma: no cover - cannot fork: record still runs, without the SIGKILL guard
         return None
 
@@ -213,15 +220,22 @@ def gpu_problem(env: Mapping[str, str] | None = None) -> str | None:
     """Why kernels cannot run on this host (no CUDA driver, no GPU), or None when the driver sees a GPU
     (or the probe could not tell). Asked in a child process, bounded by :data:`PROBE_TIMEOUT_S`."""
     try:
-        done = subprocess.run([sys.executable, "-S", "-c", GPU_PROBE], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, env=dict(env) if env is not None else None, check=False)
+        done = subprocess.run(
+            [sys.executable, "-S", "-c", GPU_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env=dict(env) if env is not None else None,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None
 
 
-def record(command: Sequence[str], output: Path, *, env: Mapping[str, str] | None = None,
-           cwd: Path | None = None) -> RecordResult:
+def record(
+    command: Sequence[str], output: Path, *, env: Mapping[str, str] | None = None, cwd: Path | None = None
+) -> RecordResult:
     """Run ``command`` under the hook; write the workload to ``output`` (its journal next to it while
     the program runs, removed once the workload is written). The caller checks that ``output`` can be
     written before (``ktriage.cli.options.check_writable``)."""
@@ -231,14 +245,16 @@ def record(command: Sequence[str], output: Path, *, env: Mapping[str, str] | Non
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise KtriageError(f"cannot create the folder of -o {output}: {exc.strerror or exc}",
-                           "choose a writable -o path") from None
+        raise KtriageError(
+            f"cannot create the folder of -o {output}: {exc.strerror or exc}", "choose a writable -o path"
+        ) from None
     with output_lock(output):
         return _record_locked(command, output, env=env, cwd=cwd)
 
 
-def _record_locked(command: Sequence[str], output: Path, *, env: Mapping[str, str] | None,
-                   cwd: Path | None) -> RecordResult:
+def _record_locked(
+    command: Sequence[str], output: Path, *, env: Mapping[str, str] | None, cwd: Path | None
+) -> RecordResult:
     journal = journal_path(output)
     journal.unlink(missing_ok=True)
     started = time.time()
@@ -246,13 +262,16 @@ def _record_locked(command: Sequence[str], output: Path, *, env: Mapping[str, st
     with tempfile.TemporaryDirectory(prefix="ktriage-record-") as shim:
         (Path(shim) / "sitecustomize.py").write_text(record_hook.SITECUSTOMIZE)
         try:
-            proc = subprocess.Popen(list(command), env=hook_environment(journal, Path(shim), environ), cwd=cwd,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                list(command), env=hook_environment(journal, Path(shim), environ), cwd=cwd, start_new_session=True
+            )
         except FileNotFoundError as exc:
             raise KtriageError(f"cannot run {command[0]}: not found", "check the command after --") from exc
         except PermissionError as exc:
-            raise KtriageError(f"cannot run {command[0]}: {exc.strerror} (not an executable file)",
-                               "check the command after -- (a program, or python SCRIPT)") from exc
+            raise KtriageError(
+                f"cannot run {command[0]}: {exc.strerror} (not an executable file)",
+                "check the command after -- (a program, or python SCRIPT)",
+            ) from exc
         except OSError as exc:
             raise KtriageError(f"cannot run {command[0]}: {exc.strerror or exc}", "check the command after --") from exc
         watchdog = _start_watchdog(proc.pid)
@@ -270,8 +289,13 @@ def _record_locked(command: Sequence[str], output: Path, *, env: Mapping[str, st
                     assert watchdog.stdin is not None
                     watchdog.stdin.close()
                     watchdog.wait()
-    recorded = {"command": list(command), "returncode": returncode, "started": started,
-                "seconds": round(time.time() - started, 3), "ktriage": __version__}
+    recorded = {
+        "command": list(command),
+        "returncode": returncode,
+        "started": started,
+        "seconds": round(time.time() - started, 3),
+        "ktriage": __version__,
+    }
     if forwarder.received is not None:
         recorded["interrupted"] = signal.Signals(forwarder.received).name
     if journal.exists():
@@ -281,9 +305,11 @@ def _record_locked(command: Sequence[str], output: Path, *, env: Mapping[str, st
     try:
         save_workload(workload, output)
     except OSError as exc:  # a full disk: the journal stays, and every reader of W.json takes it
-        raise KtriageError(f"cannot write the workload {output}: {exc.strerror or exc}",
-                           f"free some space; the journal {journal} holds the recording (explain or "
-                           "`workload show` read it in place of W.json)") from exc
+        raise KtriageError(
+            f"cannot write the workload {output}: {exc.strerror or exc}",
+            f"free some space; the journal {journal} holds the recording (explain or "
+            "`workload show` read it in place of W.json)",
+        ) from exc
     journal.unlink(missing_ok=True)
     problem = gpu_problem(environ) if not workload.kernels else None
     return RecordResult(workload, output, returncode, forwarder.received, problem)

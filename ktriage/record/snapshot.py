@@ -38,16 +38,19 @@ def requirement(digest: str) -> str:
 def _safe_relpath(rel: str) -> PurePosixPath:
     path = PurePosixPath(rel)
     if path.is_absolute() or ".." in path.parts or not rel.endswith(".py"):
-        raise FormatError(f"source snapshot file {rel!r} is not a relative .py path",
-                          "the workload file is damaged: record it again")
+        raise FormatError(
+            f"source snapshot file {rel!r} is not a relative .py path", "the workload file is damaged: record it again"
+        )
     return path
 
 
 def materialize(digest: str, files: Mapping[str, str]) -> Path:
     """Write the snapshot once (atomic rename) and return its root; refuse a digest its files do not have."""
     if snapshot_digest(files) != digest:
-        raise FormatError(f"source snapshot {digest[:12]} does not match its files",
-                          "the workload file was edited or damaged: record it again")
+        raise FormatError(
+            f"source snapshot {digest[:12]} does not match its files",
+            "the workload file was edited or damaged: record it again",
+        )
     root = snapshot_dir(requirement(digest))
     if (root / _DONE).is_file():
         return root

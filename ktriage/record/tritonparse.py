@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import gzip
 import json
 import re
 import textwrap
@@ -45,9 +44,17 @@ from typing import Any
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.insitu.fakedriver import TORCH_DTYPE
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
+from ktriage.record.workload import (
+    Input,
+    Kernel,
+    NotCaptured,
+    Workload,
+    jit_check,
+    json_lines,
+    launch_label,
+    with_launch_facts,
+)
 from ktriage.schema.workload import MAX_SOURCE_LINE
-from ktriage.record.workload import (Input, Kernel, NotCaptured, Workload, jit_check, json_lines, launch_label,
-                                     with_launch_facts)
 from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
 from ktriage.spec.packages import snapshot_dir
@@ -58,12 +65,37 @@ FIX = "give the raw trace tritonparse wrote (its trace folder's .ndjson or .bin.
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _TRITON_OF_TORCH = {torch: triton for triton, torch in TORCH_DTYPE.items()}
-_MLIR_SCALAR = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "f64": "fp64", "f8E4M3FN": "fp8e4nv", "f8E5M2": "fp8e5",
-                "i1": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64"}  # fmt: skip
+_MLIR_SCALAR = {
+    "f32": "fp32",
+    "f16": "fp16",
+    "bf16": "bf16",
+    "f64": "fp64",
+    "f8E4M3FN": "fp8e4nv",
+    "f8E5M2": "fp8e5",
+    "i1": "i1",
+    "i8": "i8",
+    "i16": "i16",
+    "i32": "i32",
+    "i64": "i64",
+}
 # tl.dtype's name -> its attribute in triton.language (the recorder's {"tl": ...} description)
-_TL_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64", "fp8e4nv": "float8e4nv",
-             "fp8e5": "float8e5", "i1": "int1", "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-             "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64"}  # fmt: skip
+_TL_DTYPE = {
+    "fp32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp64": "float64",
+    "fp8e4nv": "float8e4nv",
+    "fp8e5": "float8e5",
+    "i1": "int1",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+}
 _TTIR_FUNC = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@([\w$.]+)\((.*)\)\s*(?:attributes|\{)")
 _TTIR_ARG = re.compile(r"%[\w$.-]+\s*:\s*(!tt\.ptr<[^>]+>|[\w]+)")
 FUNCTION_ONLY_NOTE = (
@@ -71,10 +103,13 @@ FUNCTION_ONLY_NOTE = (
     "function under `import triton` and `import triton.language as tl`, so everything else of its module "
     "(other @triton.jit helpers, module-level constants, imports) and helpers from other modules are "
     "missing: such a kernel may not compile. Trace with tritonparse's init(..., enable_full_python_source=True) "
-    "(or TRITON_FULL_PYTHON_SOURCE=1) to carry the whole file")
-FULL_FILE_NOTE = ("source: the whole kernel file, as tritonparse recorded it (enable_full_python_source); "
-                  "modules it imports are not in the trace: a helper from another module is missing and such a "
-                  "kernel may not compile")
+    "(or TRITON_FULL_PYTHON_SOURCE=1) to carry the whole file"
+)
+FULL_FILE_NOTE = (
+    "source: the whole kernel file, as tritonparse recorded it (enable_full_python_source); "
+    "modules it imports are not in the trace: a helper from another module is missing and such a "
+    "kernel may not compile"
+)
 
 
 # ------------------------------------------------------------------------------------------ reading
@@ -89,16 +124,22 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     limit = size_limit(MAX_TRACE_MB)
     raw = read_bytes(path, what="tritonparse trace", limit=limit, fix=FIX)
     if raw.startswith(_ZSTD_MAGIC):
-        raise FormatError(f"tritonparse trace {path} is zstd-compressed (TRITON_TRACE_COMPRESSION=zstd)",
-                          f"decompress it first (zstd -d -c {path} > trace.ndjson) or trace with compression gzip/none")
+        raise FormatError(
+            f"tritonparse trace {path} is zstd-compressed (TRITON_TRACE_COMPRESSION=zstd)",
+            f"decompress it first (zstd -d -c {path} > trace.ndjson) or trace with compression gzip/none",
+        )
     if raw.startswith(_GZIP_MAGIC):
         try:
             unpacked = _gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as exc:
-            raise FormatError(f"tritonparse trace {path} is damaged: its gzip data is cut or corrupt ({exc})", FIX) from exc
+            raise FormatError(
+                f"tritonparse trace {path} is damaged: its gzip data is cut or corrupt ({exc})", FIX
+            ) from exc
         if unpacked is None:
-            raise FormatError(f"tritonparse trace {path} is over the limit of {limit >> 20} MB once decompressed",
-                              f"check that it is the right file, or raise the limit with {MAX_INPUT_ENV}=<MB>")
+            raise FormatError(
+                f"tritonparse trace {path} is over the limit of {limit >> 20} MB once decompressed",
+                f"check that it is the right file, or raise the limit with {MAX_INPUT_ENV}=<MB>",
+            )
         raw = unpacked
     try:
         text = raw.decode("utf-8")
@@ -107,8 +148,10 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     for number, item in json_lines(text.splitlines(), f"tritonparse trace {path}", FIX, torn_alone=False):
         if not isinstance(item, dict) or not isinstance(item.get("event_type"), str):
-            raise FormatError(f"{path} line {number} is no tritonparse event (no \"event_type\")",
-                              "give a raw trace tritonparse's structured_logging wrote")
+            raise FormatError(
+                f'{path} line {number} is no tritonparse event (no "event_type")',
+                "give a raw trace tritonparse's structured_logging wrote",
+            )
         events.append(item)
     if not events:
         raise FormatError(f"tritonparse trace {path} holds no event", FIX)
@@ -147,8 +190,10 @@ class Compilation:
         target = self.metadata.get("target")
         arch = target.get("arch") if isinstance(target, Mapping) else None
         if not isinstance(arch, int):
-            raise SpecError(f"the compilation of {self.name} names no CUDA target (target: {target!r})",
-                            f"ktriage compiles for {', '.join(KNOWN_TARGETS)}")
+            raise SpecError(
+                f"the compilation of {self.name} names no CUDA target (target: {target!r})",
+                f"ktriage compiles for {', '.join(KNOWN_TARGETS)}",
+            )
         return f"sm_{arch}"
 
     def options(self) -> dict[str, Any]:
@@ -159,7 +204,7 @@ class Compilation:
         """``src_constants``/``src_attrs`` keyed by parameter index (the trace writes ``"(4,)"``)."""
         out: dict[int, Any] = {}
         found = self.metadata.get(key)
-        for k, v in (found.items() if isinstance(found, Mapping) else ()):
+        for k, v in found.items() if isinstance(found, Mapping) else ():
             try:
                 index = ast.literal_eval(str(k))
             except (ValueError, SyntaxError):
@@ -169,8 +214,11 @@ class Compilation:
         return out
 
     def divisible(self) -> list[int]:
-        return sorted(i for i, attrs in self.by_index("src_attrs").items()
-                      if any(isinstance(a, list) and a[:1] == ["tt.divisibility"] for a in attrs or []))
+        return sorted(
+            i
+            for i, attrs in self.by_index("src_attrs").items()
+            if any(isinstance(a, list) and a[:1] == ["tt.divisibility"] for a in attrs or [])
+        )
 
     def ttir_types(self) -> list[str] | None:
         """The Triton types of the non-constexpr parameters, in order, from the TTIR's ``tt.func``."""
@@ -193,14 +241,20 @@ class Compilation:
         signature = {p.name: "constexpr" for p in params}
         for i, t in zip(runtime, types):
             signature[params[i].name] = t
-        return {"signature": signature, "divisible": self.divisible(),
-                "options": {k: self.metadata[k] for k in ("num_warps", "num_stages", "num_ctas")
-                            if isinstance(self.metadata.get(k), int)}}
+        return {
+            "signature": signature,
+            "divisible": self.divisible(),
+            "options": {
+                k: self.metadata[k]
+                for k in ("num_warps", "num_stages", "num_ctas")
+                if isinstance(self.metadata.get(k), int)
+            },
+        }
 
 
 def _triton_type(mlir: str) -> str:
     if mlir.startswith("!tt.ptr<"):
-        return "*" + _MLIR_SCALAR.get(mlir[len("!tt.ptr<"):-1].split(",")[0].strip(), mlir)
+        return "*" + _MLIR_SCALAR.get(mlir[len("!tt.ptr<") : -1].split(",")[0].strip(), mlir)
     scalar = _MLIR_SCALAR.get(mlir, mlir)
     return "u1" if scalar == "i1" else scalar  # the JIT's bool (3.4+), int1 in the TTIR
 
@@ -242,8 +296,10 @@ def _snapshot(comp: Compilation, snapshots: dict[str, dict[str, Any]]) -> Snapsh
     two traced files with the same name must not shadow each other in one compile worker)."""
     code = comp.source.get("code")
     if not isinstance(code, str) or not code.strip():
-        raise SpecError("the trace carries no Python source for it (tritonparse records none for an IRSource "
-                        "compile)", "trace the program from its Python kernels")
+        raise SpecError(
+            "the trace carries no Python source for it (tritonparse records none for an IRSource compile)",
+            "trace the program from its Python kernels",
+        )
     path = str(comp.source.get("file_path") or f"{comp.name}.py")
     whole = comp.source.get("start_line") == 1 and "function_start_line" in comp.source
     if whole:
@@ -262,7 +318,9 @@ def _snapshot(comp: Compilation, snapshots: dict[str, dict[str, Any]]) -> Snapsh
 
 def _is_jit(decorator: ast.expr) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return (isinstance(target, ast.Name) and target.id == "jit") or (isinstance(target, ast.Attribute) and target.attr == "jit")
+    return (isinstance(target, ast.Name) and target.id == "jit") or (
+        isinstance(target, ast.Attribute) and target.attr == "jit"
+    )
 
 
 def _function_module(code: str, start: Any, name: str) -> tuple[str, list[str]]:
@@ -283,18 +341,22 @@ def _function_module(code: str, start: Any, name: str) -> tuple[str, list[str]]:
     jit = [d for d in fn.decorator_list if _is_jit(d)]
     dropped = [ast.get_source_segment(code, d) or "?" for d in fn.decorator_list if not _is_jit(d)]
     kept = "".join(f"@{ast.get_source_segment(code, d)}\n" for d in jit) or "@triton.jit\n"
-    body = "".join(lines[fn.lineno - 1:])
+    body = "".join(lines[fn.lineno - 1 :])
     header = "import triton\nimport triton.language as tl\nfrom triton import jit\n"
     if isinstance(start, int) and not 0 <= start <= MAX_SOURCE_LINE:
-        raise SpecError(f"the trace says {name} starts at line {start}, which no source file has",
-                        "give a trace tritonparse wrote (python_source.start_line is a line number)")
+        raise SpecError(
+            f"the trace says {name} starts at line {start}, which no source file has",
+            "give a trace tritonparse wrote (python_source.start_line is a line number)",
+        )
     def_line = start + fn.lineno - 1 if isinstance(start, int) and not isinstance(start, bool) else 0
     used = header.count("\n") + kept.count("\n")
     text = header + "\n" * max(0, def_line - 1 - used) + kept + body
     notes = [FUNCTION_ONLY_NOTE]
     if dropped:
-        notes.append("decorators left out of the snapshot (they name the module's own objects; the spec carries "
-                     "what they chose): " + ", ".join("@" + d.split("(")[0] for d in dropped))
+        notes.append(
+            "decorators left out of the snapshot (they name the module's own objects; the spec carries "
+            "what they chose): " + ", ".join("@" + d.split("(")[0] for d in dropped)
+        )
     return text, notes
 
 
@@ -308,14 +370,21 @@ def describe_arg(name: str, info: Any) -> Any:
         torch_name = str(info.get("dtype", "")).split(".")[-1]
         dtype = _TRITON_OF_TORCH.get(torch_name)
         if dtype is None:
-            raise SpecError(f"argument {name}: tensor dtype {info.get('dtype')!r} has no Triton type ktriage knows",
-                            "report the dtype")
+            raise SpecError(
+                f"argument {name}: tensor dtype {info.get('dtype')!r} has no Triton type ktriage knows",
+                "report the dtype",
+            )
         ptr = info.get("data_ptr")
         if not isinstance(ptr, str):
-            raise SpecError(f"argument {name}: the trace has no data_ptr, so its 16-byte alignment is unknown",
-                            "trace with a tritonparse that records data_ptr (0.6 does)")
-        out: dict[str, Any] = {"tensor": dtype, "aligned": int(ptr, 16) % 16 == 0,
-                               "shape": [int(s) for s in info.get("shape") or []]}
+            raise SpecError(
+                f"argument {name}: the trace has no data_ptr, so its 16-byte alignment is unknown",
+                "trace with a tritonparse that records data_ptr (0.6 does)",
+            )
+        out: dict[str, Any] = {
+            "tensor": dtype,
+            "aligned": int(ptr, 16) % 16 == 0,
+            "shape": [int(s) for s in info.get("shape") or []],
+        }
         if isinstance(info.get("stride"), list):
             out["strides"] = [int(s) for s in info["stride"]]
         return out
@@ -325,16 +394,21 @@ def describe_arg(name: str, info: Any) -> Any:
         return None
     if kind == "dtype" and str(info.get("repr")) in _TL_DTYPE:  # a tl.dtype passed as a constexpr: repr "fp32"
         return {"tl": _TL_DTYPE[str(info["repr"])]}
-    raise SpecError(f"a launch argument ktriage cannot describe: {name} is {kind}",
-                    "such kernels cannot be compiled from a spec yet; report the argument type")
+    raise SpecError(
+        f"a launch argument ktriage cannot describe: {name} is {kind}",
+        "such kernels cannot be compiled from a spec yet; report the argument type",
+    )
 
 
 def is_benchmark_launch(launch: Mapping[str, Any]) -> bool:
     """A launch made while ``@triton.autotune`` times its configs (a frame of the autotuner's ``_bench``)."""
     stack = launch.get("stack")
     return isinstance(stack, list) and any(
-        isinstance(f, Mapping) and f.get("name") == "_bench" and str(f.get("filename", "")).endswith("runtime/autotuner.py")
-        for f in stack)
+        isinstance(f, Mapping)
+        and f.get("name") == "_bench"
+        and str(f.get("filename", "")).endswith("runtime/autotuner.py")
+        for f in stack
+    )
 
 
 def _launch_args(launch: Mapping[str, Any]) -> list[list[Any]]:
@@ -342,8 +416,10 @@ def _launch_args(launch: Mapping[str, Any]) -> list[list[Any]]:
     if not isinstance(extracted, Mapping):
         raise SpecError("the launch event has no extracted_args", FIX)
     if "_note" in extracted:
-        raise SpecError(f"tritonparse did not record its arguments: {extracted['_note']}",
-                        "trace launches outside a CUDA graph capture")
+        raise SpecError(
+            f"tritonparse did not record its arguments: {extracted['_note']}",
+            "trace launches outside a CUDA graph capture",
+        )
     return [[str(name), describe_arg(str(name), info)] for name, info in extracted.items()]
 
 
@@ -372,8 +448,10 @@ def convert(paths: Sequence[Path]) -> Workload:
     launches = [ev for ev in events if ev.get("event_type") == "launch"]
     if not comps and not launches:
         kinds = sorted({str(ev.get("event_type")) for ev in events})
-        raise FormatError(f"the trace holds no compilation or launch event (only {', '.join(kinds)})",
-                          "give the raw trace of a program that compiled Triton kernels")
+        raise FormatError(
+            f"the trace holds no compilation or launch event (only {', '.join(kinds)})",
+            "give the raw trace of a program that compiled Triton kernels",
+        )
     snapshots: dict[str, dict[str, Any]] = {}
     snaps: dict[str, Snapshot | str] = {}  # hash -> its snapshot, or why there is none
     not_captured: list[NotCaptured] = []
@@ -393,7 +471,9 @@ def convert(paths: Sequence[Path]) -> Workload:
         return found
 
     def add(member: _Member) -> None:
-        ident = json.dumps({**member.spec.to_json(), "name": None, "grid": None, "meta": None}, sort_keys=True, default=str)
+        ident = json.dumps(
+            {**member.spec.to_json(), "name": None, "grid": None, "meta": None}, sort_keys=True, default=str
+        )
         described = json.dumps([member.args, member.grid], sort_keys=True, default=str)
         group = members.setdefault(ident, {})
         if described in group:
@@ -413,8 +493,14 @@ def convert(paths: Sequence[Path]) -> Workload:
                 launched.add(comp.hash)
             continue
         if comp is None:
-            not_captured.append(NotCaptured(name, "its compilation event is not in the trace (the source is only there): "
-                                            "give every trace file of the run, traced from the program's start", 1))
+            not_captured.append(
+                NotCaptured(
+                    name,
+                    "its compilation event is not in the trace (the source is only there): "
+                    "give every trace file of the run, traced from the program's start",
+                    1,
+                )
+            )
             continue
         launched.add(comp.hash)
         try:
@@ -423,16 +509,26 @@ def convert(paths: Sequence[Path]) -> Workload:
             params = read_params(module_file(snapshot_dir(requirement(snap.digest)), snap.module), comp.name)
             sp = specialize_launch(params, named_args(args))
             grid = [int(g) for g in ev["grid"]] if isinstance(ev.get("grid"), list) else None
-            spec = KernelSpec(name=comp.name, source=f"{snap.module}:{comp.name}", package=requirement(snap.digest),
-                              signature=sp.signature, constexprs=sp.constexprs, divisible_by_16=sp.divisible_by_16,
-                              equal_to_1=sp.equal_to_1, target=_known(comp.target), grid=tuple(grid) if grid else None,
-                              **comp.options()).validate()
+            spec = KernelSpec(
+                name=comp.name,
+                source=f"{snap.module}:{comp.name}",
+                package=requirement(snap.digest),
+                signature=sp.signature,
+                constexprs=sp.constexprs,
+                divisible_by_16=sp.divisible_by_16,
+                equal_to_1=sp.equal_to_1,
+                target=_known(comp.target),
+                grid=tuple(grid) if grid else None,
+                **comp.options(),
+            ).validate()
         except (KtriageError, KeyError, TypeError, ValueError) as exc:
             why = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
             not_captured.append(NotCaptured(name, why, 1))
             continue
         view = comp.view(params)
-        check = jit_check(spec, view) if view else "unchecked: the trace carries no TTIR to read the JIT's signature from"
+        check = (
+            jit_check(spec, view) if view else "unchecked: the trace carries no TTIR to read the JIT's signature from"
+        )
         add(_Member(comp, snap, f"{ev.get('pid')}:L{n + 1}", args, grid, spec, 1, check, True))
     for comp in comps.values():
         if comp.hash in launched:
@@ -445,14 +541,30 @@ def convert(paths: Sequence[Path]) -> Workload:
             why = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
             not_captured.append(NotCaptured(comp.name, why, 0))
             continue
-        add(_Member(comp, snap, f"{comp.pid}:C{comp.hash[:12]}", args, None, spec, 0,
-                    "unchecked: the spec is the compilation's own (no launch event to derive it from)", False))
+        add(
+            _Member(
+                comp,
+                snap,
+                f"{comp.pid}:C{comp.hash[:12]}",
+                args,
+                None,
+                spec,
+                0,
+                "unchecked: the spec is the compilation's own (no launch event to derive it from)",
+                False,
+            )
+        )
     kernels = [_kernel(f"K{n}", list(group.values()), benchmarked) for n, group in enumerate(members.values())]
-    versions = sorted({str(c.metadata.get("triton_version")) for c in comps.values() if c.metadata.get("triton_version")})
+    versions = sorted(
+        {str(c.metadata.get("triton_version")) for c in comps.values() if c.metadata.get("triton_version")}
+    )
     targets = sorted({t for c in comps.values() for t in [_target_or_none(c)] if t})
     host: dict[str, Any] = {"triton": ", ".join(versions) or None, "target": targets[0] if len(targets) == 1 else None}
-    recorded = {"source": "tritonparse", "traces": [str(p) for p in paths],
-                "events": {"compilation": sum(c.events for c in comps.values()), "launch": len(launches)}}
+    recorded = {
+        "source": "tritonparse",
+        "traces": [str(p) for p in paths],
+        "events": {"compilation": sum(c.events for c in comps.values()), "launch": len(launches)},
+    }
     return Workload(kernels, not_captured, host, snapshots, recorded)
 
 
@@ -465,12 +577,15 @@ def _target_or_none(comp: Compilation) -> str | None:
 
 def _known(target: str) -> str:
     if target not in KNOWN_TARGETS:
-        raise SpecError(f"the trace's target {target} is not one ktriage compiles for",
-                        f"ktriage knows {', '.join(KNOWN_TARGETS)}")
+        raise SpecError(
+            f"the trace's target {target} is not one ktriage compiles for", f"ktriage knows {', '.join(KNOWN_TARGETS)}"
+        )
     return target
 
 
-def _compile_time_spec(comp: Compilation, snap: Snapshot, params: Sequence[ParamInfo]) -> tuple[KernelSpec, list[list[Any]]]:
+def _compile_time_spec(
+    comp: Compilation, snap: Snapshot, params: Sequence[ParamInfo]
+) -> tuple[KernelSpec, list[list[Any]]]:
     """The spec of a compilation no launch event names, from what the JIT compiled: the TTIR's types,
     the constants and the divisibility. Its arguments are described as far as that tells (pointers:
     dtype and alignment; scalars: type and divisibility), with no shapes or values."""
@@ -478,8 +593,10 @@ def _compile_time_spec(comp: Compilation, snap: Snapshot, params: Sequence[Param
     constants = comp.by_index("src_constants")
     runtime = [i for i in range(len(params)) if i not in constants]
     if types is None or len(types) != len(runtime):
-        raise SpecError("no launch event, and no TTIR to read the compiled signature from",
-                        "trace with launch tracing (init(..., enable_trace_launch=True))")
+        raise SpecError(
+            "no launch event, and no TTIR to read the compiled signature from",
+            "trace with launch tracing (init(..., enable_trace_launch=True))",
+        )
     divisible = set(comp.divisible())
     signature: dict[str, str] = {}
     constexprs: dict[str, Any] = {}
@@ -498,10 +615,17 @@ def _compile_time_spec(comp: Compilation, snap: Snapshot, params: Sequence[Param
                 args.append([p.name, {"tensor": typed[i][1:], "aligned": i in divisible}])
             else:
                 args.append([p.name, {"unknown": typed[i], "divisible_by_16": i in divisible}])
-    spec = KernelSpec(name=comp.name, source=f"{snap.module}:{comp.name}", package=requirement(snap.digest),
-                      signature=signature, constexprs=constexprs,
-                      divisible_by_16=tuple(params[i].name for i in sorted(divisible) if i in typed),
-                      equal_to_1=tuple(equal_to_1), target=_known(comp.target), **comp.options()).validate()
+    spec = KernelSpec(
+        name=comp.name,
+        source=f"{snap.module}:{comp.name}",
+        package=requirement(snap.digest),
+        signature=signature,
+        constexprs=constexprs,
+        divisible_by_16=tuple(params[i].name for i in sorted(divisible) if i in typed),
+        equal_to_1=tuple(equal_to_1),
+        target=_known(comp.target),
+        **comp.options(),
+    ).validate()
     return spec, args
 
 
@@ -510,23 +634,58 @@ def _kernel(kid: str, members: list[_Member], benchmarked: Mapping[str, int]) ->
     inputs: list[Input] = []
     for index, m in enumerate(members):
         label = launch_label({"args": m.args, "id": m.launch_id}) if m.traced_launch else f"compiled {m.comp.hash[:12]}"
-        meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": m.count,
-                "function": m.comp.name, "original_module": None, "tritonparse_hash": m.comp.hash}
+        meta = {
+            "recorded": True,
+            "workload_kernel": kid,
+            "input_id": index,
+            "input_label": label,
+            "launches": m.count,
+            "function": m.comp.name,
+            "original_module": None,
+            "tritonparse_hash": m.comp.hash,
+        }
         spec = with_launch_facts(m.spec.replace(name=f"{m.comp.name}.{kid}[{label}]", meta=meta), m.args, None)
-        inputs.append(Input(index, m.launch_id, label, m.args, {k: v for k, v in m.spec.to_json().items()
-                                                                  if k in ("num_warps", "num_stages")},
-                            m.grid, m.count, spec, jit_check=m.check))
+        inputs.append(
+            Input(
+                index,
+                m.launch_id,
+                label,
+                m.args,
+                {k: v for k, v in m.spec.to_json().items() if k in ("num_warps", "num_stages")},
+                m.grid,
+                m.count,
+                spec,
+                jit_check=m.check,
+            )
+        )
     notes = list(first.snap.notes)
     if benchmarked.get(first.comp.name):
-        notes.append(f"{benchmarked[first.comp.name]} launches of {first.comp.name} made by @triton.autotune's "
-                     "benchmarking were dropped; its config list is not in the trace's launch events")
+        notes.append(
+            f"{benchmarked[first.comp.name]} launches of {first.comp.name} made by @triton.autotune's "
+            "benchmarking were dropped; its config list is not in the trace's launch events"
+        )
     if any(not m.traced_launch for m in members):
-        notes.append("no launch event names some compilations (launch tracing off, or compiled and not launched): "
-                     "those inputs come from the compile-time specialization, with no shapes, values or grid, "
-                     "and a launch count of 0")
+        notes.append(
+            "no launch event names some compilations (launch tracing off, or compiled and not launched): "
+            "those inputs come from the compile-time specialization, with no shapes, values or grid, "
+            "and a launch count of 0"
+        )
     differs = [f"input {i.id}: {i.jit_check}" for i in inputs if (i.jit_check or "").startswith("differs")]
     if differs:
-        notes.append("the spec is not what the JIT compiled (report it: a specialization rule drifted): " + "; ".join(differs))
+        notes.append(
+            "the spec is not what the JIT compiled (report it: a specialization rule drifted): " + "; ".join(differs)
+        )
     path = str(first.comp.source.get("file_path") or "") or None
-    return Kernel(kid, first.comp.name, "jit", first.snap.module, first.snap.module, path, None, first.snap.digest,
-                  inputs, None, notes)
+    return Kernel(
+        kid,
+        first.comp.name,
+        "jit",
+        first.snap.module,
+        first.snap.module,
+        path,
+        None,
+        first.snap.digest,
+        inputs,
+        None,
+        notes,
+    )

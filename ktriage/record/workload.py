@@ -68,9 +68,19 @@ class Input:
     jit_check: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "launch": self.launch, "label": self.label, "args": self.args, "options": self.options,
-                "grid": self.grid, "count": self.count, "autotune_choice": self.autotune_choice,
-                "heuristics": self.heuristics, "jit_check": self.jit_check, "spec": self.spec.to_json()}  # fmt: skip
+        return {
+            "id": self.id,
+            "launch": self.launch,
+            "label": self.label,
+            "args": self.args,
+            "options": self.options,
+            "grid": self.grid,
+            "count": self.count,
+            "autotune_choice": self.autotune_choice,
+            "heuristics": self.heuristics,
+            "jit_check": self.jit_check,
+            "spec": self.spec.to_json(),
+        }
 
 
 @dataclass(frozen=True)
@@ -94,10 +104,20 @@ class Kernel:
         return sum(i.count for i in self.inputs)
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "function": self.function, "kind": self.kind, "module": self.module,
-                "original_module": self.original_module, "file": self.file, "package": self.package,
-                "snapshot": self.snapshot, "launches": self.launches, "autotune_configs": self.autotune_configs,
-                "notes": self.notes, "inputs": [i.to_json() for i in self.inputs]}  # fmt: skip
+        return {
+            "id": self.id,
+            "function": self.function,
+            "kind": self.kind,
+            "module": self.module,
+            "original_module": self.original_module,
+            "file": self.file,
+            "package": self.package,
+            "snapshot": self.snapshot,
+            "launches": self.launches,
+            "autotune_configs": self.autotune_configs,
+            "notes": self.notes,
+            "inputs": [i.to_json() for i in self.inputs],
+        }
 
 
 @dataclass(frozen=True)
@@ -132,22 +152,32 @@ class Workload:
         if self.not_captured:
             whys = "; ".join(f"{n.function}: {n.why}" for n in self.not_captured[:5])
             more = f" (and {len(self.not_captured) - 5} more)" if len(self.not_captured) > 5 else ""
-            raise SpecError(f"workload {origin} has no kernel to compile: {len(self.not_captured)} launch(es) were "
-                            f"not captured: {whys}{more}",
-                            f"see `ktriage workload show {origin}`; fix what the reasons name and record again")
-        raise SpecError(f"workload {origin} has no kernel to compile: the program launched no Triton kernel "
-                        "through JITFunction.run or inductor's launcher while it was recorded",
-                        "record a run that launches the kernels (not one that only reads them from a cache, and "
-                        "not with python -S/-E/-I, which skip the hook)")
+            raise SpecError(
+                f"workload {origin} has no kernel to compile: {len(self.not_captured)} launch(es) were "
+                f"not captured: {whys}{more}",
+                f"see `ktriage workload show {origin}`; fix what the reasons name and record again",
+            )
+        raise SpecError(
+            f"workload {origin} has no kernel to compile: the program launched no Triton kernel "
+            "through JITFunction.run or inductor's launcher while it was recorded",
+            "record a run that launches the kernels (not one that only reads them from a cache, and "
+            "not with python -S/-E/-I, which skip the hook)",
+        )
 
     def materialize(self) -> None:
         for digest, snap in self.snapshots.items():
             materialize(digest, snap["files"])
 
     def to_json(self) -> dict[str, Any]:
-        return {"format_version": WORKLOAD_FORMAT, "kind": WORKLOAD_KIND, "recorded": self.recorded, "host": self.host,
-                "kernels": [k.to_json() for k in self.kernels],
-                "not_captured": [n.to_json() for n in self.not_captured], "snapshots": self.snapshots}  # fmt: skip
+        return {
+            "format_version": WORKLOAD_FORMAT,
+            "kind": WORKLOAD_KIND,
+            "recorded": self.recorded,
+            "host": self.host,
+            "kernels": [k.to_json() for k in self.kernels],
+            "not_captured": [n.to_json() for n in self.not_captured],
+            "snapshots": self.snapshots,
+        }
 
 
 # ------------------------------------------------------------------------------------------ journal
@@ -234,7 +264,9 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         function = str(rec.get("function", "?"))
         count = counts.get(str(launch.get("id")), 1)
         if fid not in fn_records:
-            not_captured.append(NotCaptured(function, f"launch {launch.get('id')} names kernel {fid}, which the journal lacks", count))
+            not_captured.append(
+                NotCaptured(function, f"launch {launch.get('id')} names kernel {fid}, which the journal lacks", count)
+            )
             continue
         if fid in failed:
             not_captured.append(NotCaptured(function, f"no source snapshot: {failed[fid]}", count))
@@ -246,8 +278,11 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
             not_captured.append(NotCaptured(function, why, count))
             continue
         ident = json.dumps({**spec.to_json(), "name": None, "grid": None, "meta": None}, sort_keys=True, default=str)
-        described = json.dumps([launch.get("args"), launch.get("options"), launch.get("grid"),
-                                launch.get("inductor_config")], sort_keys=True, default=str)
+        described = json.dumps(
+            [launch.get("args"), launch.get("options"), launch.get("grid"), launch.get("inductor_config")],
+            sort_keys=True,
+            default=str,
+        )
         members = groups.setdefault(ident, {})
         if described in members:
             first_fid, first, first_spec, seen = members[described]
@@ -262,16 +297,36 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         rec = fn_records[fid]
         for index, (_, launch, spec, count) in enumerate(members.values()):
             label = launch_label(launch)
-            meta = {"recorded": True, "workload_kernel": kid, "input_id": index, "input_label": label, "launches": count,
-                    "function": rec.get("function"), "original_module": rec.get("original_module")}
-            spec = with_launch_facts(spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta),
-                                     list(launch.get("args") or []), None)
+            meta = {
+                "recorded": True,
+                "workload_kernel": kid,
+                "input_id": index,
+                "input_label": label,
+                "launches": count,
+                "function": rec.get("function"),
+                "original_module": rec.get("original_module"),
+            }
+            spec = with_launch_facts(
+                spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta),
+                list(launch.get("args") or []),
+                None,
+            )
             autotune = launch.get("autotune") if isinstance(launch.get("autotune"), Mapping) else None
-            inputs.append(Input(index, str(launch.get("id")), label, list(launch.get("args") or []),
-                                dict(launch.get("options") or {}), launch.get("grid"), count, spec,
-                                autotune_choice=(autotune or {}).get("chosen") or launch.get("inductor_config"),
-                                heuristics=dict(launch.get("heuristics") or {}),
-                                jit_check=jit_check(spec, views.get(str(launch.get("id"))))))
+            inputs.append(
+                Input(
+                    index,
+                    str(launch.get("id")),
+                    label,
+                    list(launch.get("args") or []),
+                    dict(launch.get("options") or {}),
+                    launch.get("grid"),
+                    count,
+                    spec,
+                    autotune_choice=(autotune or {}).get("chosen") or launch.get("inductor_config"),
+                    heuristics=dict(launch.get("heuristics") or {}),
+                    jit_check=jit_check(spec, views.get(str(launch.get("id")))),
+                )
+            )
         first = next(iter(members.values()))[1]
         configs = (first.get("autotune") or {}).get("configs") if isinstance(first.get("autotune"), Mapping) else None
         if configs is None and rec.get("kind") == "inductor":
@@ -281,8 +336,10 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         notes = list(snapshots[digests[fid]]["notes"])
         differs = [f"input {i.id}: {i.jit_check}" for i in inputs if (i.jit_check or "").startswith("differs")]
         if differs:
-            notes.append("the spec is not what the JIT compiled (report it: a specialization rule drifted): "
-                         + "; ".join(differs))
+            notes.append(
+                "the spec is not what the JIT compiled (report it: a specialization rule drifted): "
+                + "; ".join(differs)
+            )
         for index, (_, launch, _, _) in enumerate(members.values()):
             if launch.get("grid") is None:  # said at record time: bench cannot replay an input without its grid
                 why = launch.get("grid_error") or "the launch's grid could not be read"
@@ -290,9 +347,21 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         ignored = sorted({k for i in inputs for k in i.options if k not in HARMLESS_OPTIONS})
         if ignored:
             notes.append(f"launch options the spec does not carry: {', '.join(ignored)}")
-        kernels.append(Kernel(kid, str(rec.get("function")), str(rec.get("kind", "jit")), str(rec.get("module")),
-                              str(rec.get("original_module")), rec.get("file"), rec.get("package"), digests[fid],
-                              inputs, configs, notes))
+        kernels.append(
+            Kernel(
+                kid,
+                str(rec.get("function")),
+                str(rec.get("kind", "jit")),
+                str(rec.get("module")),
+                str(rec.get("original_module")),
+                rec.get("file"),
+                rec.get("package"),
+                digests[fid],
+                inputs,
+                configs,
+                notes,
+            )
+        )
     info = {"command": header.get("argv"), "started": header.get("started"), **dict(recorded or {})}
     return Workload(kernels, not_captured, host, snapshots, info)
 
@@ -300,8 +369,10 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
 def _spec(rec: Mapping[str, Any], launch: Mapping[str, Any], digest: str, target: str) -> KernelSpec:
     """The spec the JIT compiled for one recorded launch, read against the snapshot's source."""
     if target not in KNOWN_TARGETS:
-        raise SpecError(f"the recording host's target {target} is not one ktriage compiles for",
-                        f"ktriage knows {', '.join(KNOWN_TARGETS)}")
+        raise SpecError(
+            f"the recording host's target {target} is not one ktriage compiles for",
+            f"ktriage knows {', '.join(KNOWN_TARGETS)}",
+        )
     from ktriage.spec.packages import snapshot_dir
 
     module, function = str(rec["module"]), str(rec["function"])
@@ -313,12 +384,23 @@ def _spec(rec: Mapping[str, Any], launch: Mapping[str, Any], digest: str, target
     sp = specialize_launch(params, named_args(launch.get("args") or []))
     options = spec_options({k: v for k, v in dict(launch.get("options") or {}).items() if isinstance(v, int)})
     grid = launch.get("grid")
-    return KernelSpec(name=function, source=source, package=requirement(digest), signature=sp.signature,
-                      constexprs=sp.constexprs, divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1,
-                      target=target, grid=tuple(grid) if grid else None, **options).validate()
+    return KernelSpec(
+        name=function,
+        source=source,
+        package=requirement(digest),
+        signature=sp.signature,
+        constexprs=sp.constexprs,
+        divisible_by_16=sp.divisible_by_16,
+        equal_to_1=sp.equal_to_1,
+        target=target,
+        grid=tuple(grid) if grid else None,
+        **options,
+    ).validate()
 
 
-def _inductor_spec(rec: Mapping[str, Any], launch: Mapping[str, Any], source: str, digest: str, target: str) -> KernelSpec:
+def _inductor_spec(
+    rec: Mapping[str, Any], launch: Mapping[str, Any], source: str, digest: str, target: str
+) -> KernelSpec:
     """inductor's own compile inputs (triton_meta: signature, constants, divisibility) plus the
     launcher's config: inductor specializes itself and passes these to ``triton.compile``."""
     meta = dict(rec.get("triton_meta") or {})
@@ -336,8 +418,16 @@ def _inductor_spec(rec: Mapping[str, Any], launch: Mapping[str, Any], source: st
         if isinstance(index, int) and index < len(names) and signature[names[index]] != "constexpr":
             divisible.append(names[index])
     options = spec_options({k: config.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")})
-    return KernelSpec(name=str(rec.get("function")), source=source, package=requirement(digest), signature=signature,
-                      constexprs=constexprs, divisible_by_16=tuple(divisible), target=target, **options).validate()
+    return KernelSpec(
+        name=str(rec.get("function")),
+        source=source,
+        package=requirement(digest),
+        signature=signature,
+        constexprs=constexprs,
+        divisible_by_16=tuple(divisible),
+        target=target,
+        **options,
+    ).validate()
 
 
 def _same_type(a: str, b: str) -> bool:
@@ -359,7 +449,7 @@ def jit_check(spec: KernelSpec, view: Mapping[str, Any] | None) -> str | None:
         return "differs: " + "; ".join(types)
     jit_div = {names[i] for i in view.get("divisible") or [] if isinstance(i, int) and i < len(names)}
     if jit_div != set(spec.divisible_by_16):
-        return (f"differs: divisible by 16: JIT {sorted(jit_div)}, spec {sorted(spec.divisible_by_16)}")
+        return f"differs: divisible by 16: JIT {sorted(jit_div)}, spec {sorted(spec.divisible_by_16)}"
     options = dict(view.get("options") or {})
     for name in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
         if name in options and options[name] != getattr(spec, name):
@@ -417,8 +507,10 @@ def load_workload(path: Path | str) -> Workload:
     data = parse_json(text, origin=what, fix=FIX)
     check_depth(data, origin=what)
     if not isinstance(data, dict) or data.get("kind") != WORKLOAD_KIND:
-        raise FormatError(f"{path} is not a ktriage workload (no \"kind\": \"{WORKLOAD_KIND}\")",
-                          "give a file written by `ktriage record -o W.json`")
+        raise FormatError(
+            f'{path} is not a ktriage workload (no "kind": "{WORKLOAD_KIND}")',
+            "give a file written by `ktriage record -o W.json`",
+        )
     check_format_version(data, WORKLOAD_FORMAT, what=what, fix=FIX)
     check_workload(data, what)
     try:
@@ -462,8 +554,15 @@ def with_launch_facts(spec: KernelSpec, args: Sequence[Any], autotune_configs: A
     the kernel's ``@triton.autotune`` config list (the space ``ktriage tune`` searches first)."""
     meta = dict(spec.meta)
     if "shape" not in meta:
-        shape = {str(a[0]): a[1] for a in args if isinstance(a, (list, tuple)) and len(a) == 2
-                 and isinstance(a[1], int) and not isinstance(a[1], bool) and a[0] not in spec.constexprs}
+        shape = {
+            str(a[0]): a[1]
+            for a in args
+            if isinstance(a, (list, tuple))
+            and len(a) == 2
+            and isinstance(a[1], int)
+            and not isinstance(a[1], bool)
+            and a[0] not in spec.constexprs
+        }
         if shape:
             meta["shape"] = shape
     if autotune_configs and "autotune_configs" not in meta:
@@ -481,15 +580,41 @@ def _from_json(data: Mapping[str, Any]) -> Workload:
     for k in data["kernels"]:
         if str(k["snapshot"]) not in snapshots:
             raise FormatError(f"kernel {k['id']} names snapshot {str(k['snapshot'])[:12]}, which the file lacks", FIX)
-        inputs = [Input(int(i["id"]), str(i["launch"]), str(i["label"]), list(i["args"]), dict(i["options"]),
-                        i.get("grid"), int(i["count"]),
-                        with_launch_facts(KernelSpec.from_json(i["spec"]).validate(), list(i["args"]),
-                                          k.get("autotune_configs")),
-                        i.get("autotune_choice"), dict(i.get("heuristics") or {}), i.get("jit_check"))
-                  for i in k["inputs"]]
-        kernels.append(Kernel(str(k["id"]), str(k["function"]), str(k["kind"]), str(k["module"]),
-                              str(k["original_module"]), k.get("file"), k.get("package"), str(k["snapshot"]),
-                              inputs, k.get("autotune_configs"), list(k.get("notes") or [])))
-    not_captured = [NotCaptured(str(n["function"]), str(n["why"]), int(n.get("launches", 0)))
-                    for n in data.get("not_captured") or []]
+        inputs = [
+            Input(
+                int(i["id"]),
+                str(i["launch"]),
+                str(i["label"]),
+                list(i["args"]),
+                dict(i["options"]),
+                i.get("grid"),
+                int(i["count"]),
+                with_launch_facts(
+                    KernelSpec.from_json(i["spec"]).validate(), list(i["args"]), k.get("autotune_configs")
+                ),
+                i.get("autotune_choice"),
+                dict(i.get("heuristics") or {}),
+                i.get("jit_check"),
+            )
+            for i in k["inputs"]
+        ]
+        kernels.append(
+            Kernel(
+                str(k["id"]),
+                str(k["function"]),
+                str(k["kind"]),
+                str(k["module"]),
+                str(k["original_module"]),
+                k.get("file"),
+                k.get("package"),
+                str(k["snapshot"]),
+                inputs,
+                k.get("autotune_configs"),
+                list(k.get("notes") or []),
+            )
+        )
+    not_captured = [
+        NotCaptured(str(n["function"]), str(n["why"]), int(n.get("launches", 0)))
+        for n in data.get("not_captured") or []
+    ]
     return Workload(kernels, not_captured, dict(data.get("host") or {}), snapshots, dict(data.get("recorded") or {}))

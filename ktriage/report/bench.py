@@ -28,8 +28,9 @@ def _median(cell: Cell) -> float | None:
     return statistics.median(cell.samples_ms) if cell.status == "ok" and cell.samples_ms else None
 
 
-def results_table(cells: list[Cell], opdef: OpDef, baseline: str, metrics: list[str],
-                  labels: dict[str, str] | None = None) -> list[dict[str, str]]:
+def results_table(
+    cells: list[Cell], opdef: OpDef, baseline: str, metrics: list[str], labels: dict[str, str] | None = None
+) -> list[dict[str, str]]:
     """TritonBench's layout: one row per input (x_val), ``<backend>-<metric>`` columns; an artifact
     backend is named ``<backend>@<toolchain spec>`` (``labels`` maps toolchain ids to specs).
     ``opdef`` is the op the cells measured (TritonBench's metrics are per op)."""
@@ -42,8 +43,14 @@ def results_table(cells: list[Cell], opdef: OpDef, baseline: str, metrics: list[
         if cell.key.toolchain and labels and cell.key.toolchain in labels:
             name = f"{cell.key.backend}@{labels[cell.key.toolchain]}"
         med = _median(cell)
-        base_cell = next((c for c in cells if c.key.input_id == cell.key.input_id and c.key.backend == baseline
-                          and c.key.toolchain is None), None)
+        base_cell = next(
+            (
+                c
+                for c in cells
+                if c.key.input_id == cell.key.input_id and c.key.backend == baseline and c.key.toolchain is None
+            ),
+            None,
+        )
         base_med = _median(base_cell) if base_cell else None
         for metric in metrics:
             col = f"{name}-{metric}"

@@ -56,8 +56,10 @@ def stage_summary(stage: StageResult) -> str:
         assert stage.culprit is not None and stage.predecessor is not None
         return f"first bad: {stage.culprit.label} (after {stage.predecessor.label})"
     ids = ", ".join(c.label for c in stage.range)
-    return (f"ambiguous: the first bad candidate is one of {len(stage.range)} ({ids}); "
-            f"{stage.candidates[stage.lo].label} is the last good, the others could not be decided")
+    return (
+        f"ambiguous: the first bad candidate is one of {len(stage.range)} ({ids}); "
+        f"{stage.candidates[stage.lo].label} is the last good, the others could not be decided"
+    )
 
 
 def to_json(report: BisectReport) -> dict[str, Any]:
@@ -66,8 +68,10 @@ def to_json(report: BisectReport) -> dict[str, Any]:
         "tool": "ktriage bisect",
         "ktriage_version": ktriage.__version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "options": {k: (str(v) if v is not None and not isinstance(v, (int, float, bool, str, list, tuple)) else v)
-                    for k, v in vars(report.options).items()},
+        "options": {
+            k: (str(v) if v is not None and not isinstance(v, (int, float, bool, str, list, tuple)) else v)
+            for k, v in vars(report.options).items()
+        },
         "found": report.found,
         "culprit": final.culprit.to_json() if final.culprit else None,
         "predecessor": final.predecessor.to_json() if final.predecessor else None,
@@ -90,28 +94,48 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
     lines += [f"**{verdict}** — {_md(stage_summary(final))}", ""]
     for name, stage in zip(report.stage_names, report.stages):
         cost = stage.cost()
-        lines += [f"## {name}", "",
-                  (f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
-                  f"{int(cost.get('compiles', 0))} frontend compiles, {int(cost.get('samples', 0))} samples"), "",
-                  "| # | candidate | decision | confidence | measurements | reason |", "|---|---|---|---|---|---|"]
+        lines += [
+            f"## {name}",
+            "",
+            (
+                f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
+                f"{int(cost.get('compiles', 0))} frontend compiles, {int(cost.get('samples', 0))} samples"
+            ),
+            "",
+            "| # | candidate | decision | confidence | measurements | reason |",
+            "|---|---|---|---|---|---|",
+        ]
         for o in sorted(stage.observations, key=lambda o: o.candidate.index):
-            lines.append(f"| {o.candidate.index} | {_md(o.candidate.label)} | {o.outcome} | {_conf(o.confidence)} | "
-                         f"{_md(measurement_text(o))} | {_md(o.reason)} |")
+            lines.append(
+                f"| {o.candidate.index} | {_md(o.candidate.label)} | {o.outcome} | {_conf(o.confidence)} | "
+                f"{_md(measurement_text(o))} | {_md(o.reason)} |"
+            )
         lines += ["", _md(stage_summary(stage)), ""]
         if stage.non_monotonic:
-            lines += ["Note: good results after the first bad one (not monotonic): "
-                      + ", ".join(_md(stage.candidates[i].label) for i in stage.non_monotonic), ""]
+            lines += [
+                "Note: good results after the first bad one (not monotonic): "
+                + ", ".join(_md(stage.candidates[i].label) for i in stage.non_monotonic),
+                "",
+            ]
     for note in report.notes:
         lines += [f"Note: {_md(note)}", ""]
     if report.explain:
         assert final.culprit and final.predecessor
-        lines += [f"## explain: {_md(final.predecessor.label)} -> {_md(final.culprit.label)}", "",
-                  "| kernel | registers | spill store B | stack B | CTAs/SM | SASS delta | attribution |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## explain: {_md(final.predecessor.label)} -> {_md(final.culprit.label)}",
+            "",
+            "| kernel | registers | spill store B | stack B | CTAs/SM | SASS delta | attribution |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for e in report.explain:
             p, c = e["predecessor"], e["culprit"]
-            cells = [f"{_num(p[m])} -> {_num(c[m])}" if p[m] != c[m] else _num(p[m])
-                     for m in ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")]
-            lines.append(f"| {_md(e['kernel'])} | " + " | ".join(cells) + f" | {_md(e['opcode_delta'])} | {e['attribution']} |")
+            cells = [
+                f"{_num(p[m])} -> {_num(c[m])}" if p[m] != c[m] else _num(p[m])
+                for m in ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")
+            ]
+            lines.append(
+                f"| {_md(e['kernel'])} | " + " | ".join(cells) + f" | {_md(e['opcode_delta'])} | {e['attribution']} |"
+            )
         lines.append("")
         for e in report.explain:
             if e.get("prediction"):
@@ -137,15 +161,25 @@ def print_report(report: BisectReport, console: Console) -> None:
             table.add_column(col)
         for o in sorted(stage.observations, key=lambda o: o.candidate.index):
             color = {"good": "green", "bad": "red", "skip": "yellow", "unsure": "magenta"}[o.outcome]
-            table.add_row(str(o.candidate.index), escape(o.candidate.label), f"[{color}]{o.outcome}[/]", _conf(o.confidence),
-                          escape(measurement_text(o)), escape(o.reason))
+            table.add_row(
+                str(o.candidate.index),
+                escape(o.candidate.label),
+                f"[{color}]{o.outcome}[/]",
+                _conf(o.confidence),
+                escape(measurement_text(o)),
+                escape(o.reason),
+            )
         console.print(table)
         cost = stage.cost()
-        console.print(f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
-                      f"{int(cost.get('compiles', 0))} frontend compiles")
+        console.print(
+            f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
+            f"{int(cost.get('compiles', 0))} frontend compiles"
+        )
         if stage.non_monotonic:
-            console.print("[yellow]note:[/] good results after the first bad one: "
-                          + escape(", ".join(stage.candidates[i].label for i in stage.non_monotonic)))
+            console.print(
+                "[yellow]note:[/] good results after the first bad one: "
+                + escape(", ".join(stage.candidates[i].label for i in stage.non_monotonic))
+            )
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     final = report.final
@@ -156,7 +190,9 @@ def print_report(report: BisectReport, console: Console) -> None:
             p, c = e["predecessor"], e["culprit"]
             moved = [f"{m} {_num(p[m])} -> {_num(c[m])}" for m in p if p[m] != c[m]]
             predicted = f"; {e['prediction']['text']}" if e.get("prediction") else ""
-            console.print(f"  {escape(e['kernel'])}: {escape(', '.join(moved) or 'no resource change')}; "
-                          f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}{escape(predicted)}")
+            console.print(
+                f"  {escape(e['kernel'])}: {escape(', '.join(moved) or 'no resource change')}; "
+                f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}{escape(predicted)}"
+            )
     if report.explain_note:
         console.print(escape(report.explain_note))

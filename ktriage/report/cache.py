@@ -22,10 +22,15 @@ GC_COLUMNS = ("why", "path", "size")
 
 
 def info_fields(info: CacheInfo) -> dict[str, Any]:
-    return {"path": str(info.root), "format": info.to_json()["format"],
-            "entries": ", ".join(f"{k}: {n}" for k, n in info.entries.items()),
-            "old-format entries": info.legacy_entries, "quarantined": info.quarantined,
-            "temp folders": info.temps, "size": human_size(info.size_bytes)}  # fmt: skip
+    return {
+        "path": str(info.root),
+        "format": info.to_json()["format"],
+        "entries": ", ".join(f"{k}: {n}" for k, n in info.entries.items()),
+        "old-format entries": info.legacy_entries,
+        "quarantined": info.quarantined,
+        "temp folders": info.temps,
+        "size": human_size(info.size_bytes),
+    }
 
 
 def info_json(info: CacheInfo) -> str:
@@ -53,9 +58,17 @@ def _state(s: EntryState, fixed: bool) -> str:
 
 def verify_rows(states: Sequence[EntryState], fixed: bool, *, all_rows: bool = False) -> list[dict[str, Any]]:
     """The damaged entries (every entry with ``all_rows``)."""
-    return [{"kind": s.kind, "key": s.key, "state": _state(s, fixed),
-             "problem": (s.problem or "") + (f"; not moved: {s.not_moved}" if s.not_moved else ""),
-             "size": human_size(s.size)} for s in states if all_rows or s.problem is not None]
+    return [
+        {
+            "kind": s.kind,
+            "key": s.key,
+            "state": _state(s, fixed),
+            "problem": (s.problem or "") + (f"; not moved: {s.not_moved}" if s.not_moved else ""),
+            "size": human_size(s.size),
+        }
+        for s in states
+        if all_rows or s.problem is not None
+    ]
 
 
 def verify_summary(root: Path, states: Sequence[EntryState], fixed: bool) -> str:
@@ -67,24 +80,37 @@ def verify_summary(root: Path, states: Sequence[EntryState], fixed: bool) -> str
         text += f", {legacy} of the old format (not read; `ktriage cache gc --older-than DAYS` removes them)"
     stuck = sum(1 for s in states if s.quarantined is False)
     if damaged and fixed and stuck:
-        text += (f"; {damaged - stuck} quarantined, {stuck} could NOT be moved aside (they stay, refused on every "
-                 "read): make the cache writable and run `ktriage cache verify --fix` again")
+        text += (
+            f"; {damaged - stuck} quarantined, {stuck} could NOT be moved aside (they stay, refused on every "
+            "read): make the cache writable and run `ktriage cache verify --fix` again"
+        )
     elif damaged:
-        text += ("; quarantined, they are compiled again when next needed" if fixed
-                 else "; `ktriage cache verify --fix` quarantines them")
+        text += (
+            "; quarantined, they are compiled again when next needed"
+            if fixed
+            else "; `ktriage cache verify --fix` quarantines them"
+        )
     return text
 
 
 def verify_json(root: Path, states: Sequence[EntryState], fixed: bool) -> str:
     damaged = [s for s in states if s.problem is not None]
-    return records.to_json({"path": str(root), "entries": len(states), "damaged": len(damaged), "fixed": fixed,
-                            "damaged_entries": [s.to_json() for s in damaged]})
+    return records.to_json(
+        {
+            "path": str(root),
+            "entries": len(states),
+            "damaged": len(damaged),
+            "fixed": fixed,
+            "damaged_entries": [s.to_json() for s in damaged],
+        }
+    )
 
 
 @markdown_writer
 def verify_markdown(root: Path, states: Sequence[EntryState], fixed: bool) -> str:
-    return records.to_markdown("damaged cache entries", VERIFY_COLUMNS, verify_rows(states, fixed),
-                               notes=[verify_summary(root, states, fixed)])
+    return records.to_markdown(
+        "damaged cache entries", VERIFY_COLUMNS, verify_rows(states, fixed), notes=[verify_summary(root, states, fixed)]
+    )
 
 
 def print_verify(root: Path, states: Sequence[EntryState], fixed: bool, console: Console) -> None:

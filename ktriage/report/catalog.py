@@ -22,20 +22,37 @@ SHOW_COLUMNS = ("input", "name", "grid", "warps", "stages", "constexprs", "equal
 
 
 def list_rows(ops: Sequence[OpInfo]) -> list[dict[str, Any]]:
-    return [{
-        "op": op.name, "aliases": ", ".join(op.aliases),
-        "modes": ", ".join(m + ("*" if m == op.default_mode else "") for m in op.modes),
-        "dtypes": ", ".join(d + ("*" if d == op.default_dtype else "") for d in op.dtypes),
-        "inputs": op.num_inputs, "package": op.package or "(ktriage)", "description": op.description,
-    } for op in ops]  # fmt: skip
+    return [
+        {
+            "op": op.name,
+            "aliases": ", ".join(op.aliases),
+            "modes": ", ".join(m + ("*" if m == op.default_mode else "") for m in op.modes),
+            "dtypes": ", ".join(d + ("*" if d == op.default_dtype else "") for d in op.dtypes),
+            "inputs": op.num_inputs,
+            "package": op.package or "(ktriage)",
+            "description": op.description,
+        }
+        for op in ops
+    ]
 
 
 def list_json(ops: Sequence[OpInfo]) -> str:
-    return records.to_json([{
-        "op": op.name, "aliases": list(op.aliases), "modes": list(op.modes), "default_mode": op.default_mode,
-        "dtypes": list(op.dtypes), "default_dtype": op.default_dtype, "inputs": op.num_inputs,
-        "package": op.package, "description": op.description,
-    } for op in ops])  # fmt: skip
+    return records.to_json(
+        [
+            {
+                "op": op.name,
+                "aliases": list(op.aliases),
+                "modes": list(op.modes),
+                "default_mode": op.default_mode,
+                "dtypes": list(op.dtypes),
+                "default_dtype": op.default_dtype,
+                "inputs": op.num_inputs,
+                "package": op.package,
+                "description": op.description,
+            }
+            for op in ops
+        ]
+    )
 
 
 @markdown_writer
@@ -55,13 +72,23 @@ def print_list(ops: Sequence[OpInfo], console: Console) -> None:
 def show_rows(specs: Sequence[KernelSpec]) -> list[dict[str, Any]]:
     rows = []
     for s in specs:
-        not_div = [n for n, t in s.signature.items()
-                   if t != "constexpr" and (t.startswith("*") or t[0] in "iu") and n not in s.divisible_by_16]
-        rows.append({
-            "input": str(s.meta.get("input_id", "")), "name": s.name, "grid": str(s.grid), "warps": s.num_warps,
-            "stages": s.num_stages, "constexprs": ", ".join(f"{k}={v}" for k, v in s.constexprs.items() if k not in s.equal_to_1),
-            "equal_to_1": ", ".join(s.equal_to_1) or "-", "not divisible by 16": ", ".join(not_div) or "-",
-        })  # fmt: skip
+        not_div = [
+            n
+            for n, t in s.signature.items()
+            if t != "constexpr" and (t.startswith("*") or t[0] in "iu") and n not in s.divisible_by_16
+        ]
+        rows.append(
+            {
+                "input": str(s.meta.get("input_id", "")),
+                "name": s.name,
+                "grid": str(s.grid),
+                "warps": s.num_warps,
+                "stages": s.num_stages,
+                "constexprs": ", ".join(f"{k}={v}" for k, v in s.constexprs.items() if k not in s.equal_to_1),
+                "equal_to_1": ", ".join(s.equal_to_1) or "-",
+                "not divisible by 16": ", ".join(not_div) or "-",
+            }
+        )
     return rows
 
 
@@ -70,7 +97,9 @@ def _show_title(op: str, target: str, specs: Sequence[KernelSpec]) -> str:
 
 
 def _source(specs: Sequence[KernelSpec]) -> str:
-    return f"source: {specs[0].source}" + (f"  (package {specs[0].package})" if specs[0].package else "") if specs else ""
+    return (
+        f"source: {specs[0].source}" + (f"  (package {specs[0].package})" if specs[0].package else "") if specs else ""
+    )
 
 
 def show_json(specs: Sequence[KernelSpec]) -> str:

@@ -24,9 +24,6 @@ import ktriage
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
-from ktriage.mdsafe import markdown_writer, md_code, md_text
-from ktriage.spec.model import KernelSpec, input_label
-from ktriage.toolchain.manager import Toolchain
 from ktriage.explain.engine import (
     Comparison,
     ExplainResult,
@@ -36,9 +33,6 @@ from ktriage.explain.engine import (
     toolchain_label,
 )
 from ktriage.explain.failures import describe
-from ktriage.explain.fixes import Fix
-from ktriage.explain.line_evidence import group_evidence
-from ktriage.explain.predicted import identical_toolchains
 from ktriage.explain.findings import (
     FailureFinding,
     Finding,
@@ -46,6 +40,12 @@ from ktriage.explain.findings import (
     failure_json,
     group_findings,
 )
+from ktriage.explain.fixes import Fix
+from ktriage.explain.line_evidence import group_evidence
+from ktriage.explain.predicted import identical_toolchains
+from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.spec.model import KernelSpec, input_label
+from ktriage.toolchain.manager import Toolchain
 
 NO_CHANGES = "No resource changes between the toolchains."
 
@@ -90,8 +90,13 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
     spec = result.artifact.spec
     if "launch" in spec.meta:  # a spec written by values: what this toolchain's own JIT decided (docs/specs.md)
         data["artifact"]["specialization"] = {
-            "signature": spec.signature, "constexprs": spec.constexprs, "divisible_by_16": list(spec.divisible_by_16),
-            "equal_to_1": list(spec.equal_to_1), "num_warps": spec.num_warps, "num_stages": spec.num_stages}
+            "signature": spec.signature,
+            "constexprs": spec.constexprs,
+            "divisible_by_16": list(spec.divisible_by_16),
+            "equal_to_1": list(spec.equal_to_1),
+            "num_warps": spec.num_warps,
+            "num_stages": spec.num_stages,
+        }
     return data
 
 
@@ -118,7 +123,9 @@ def assembler_label(toolchain: Toolchain, result: ExplainResult) -> str:
     try:
         return toolchain.assembler(parse_arch(target).cc).label()
     except KtriageError:
-        return f"ptxas {toolchain.ptxas_version}" + (f" {' '.join(toolchain.ptxas_options)}" if toolchain.ptxas_options else "")
+        return f"ptxas {toolchain.ptxas_version}" + (
+            f" {' '.join(toolchain.ptxas_options)}" if toolchain.ptxas_options else ""
+        )
 
 
 def to_json(result: ExplainResult, findings: list[Finding]) -> dict[str, Any]:
@@ -154,8 +161,10 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> dict[str, Any]:
             for item in result.specs
         ],
         "findings": [f.to_json() for f in findings],
-        "grouped_findings": [{**g.to_json(), "line_evidence": [e.to_json() for e in group_evidence(result, g)]}
-                             for g in group_findings(findings)],
+        "grouped_findings": [
+            {**g.to_json(), "line_evidence": [e.to_json() for e in group_evidence(result, g)]}
+            for g in group_findings(findings)
+        ],
         "failures": [f.to_json() for f in collect_failure_findings(result)],
         "threshold": result.threshold,
         "identical_toolchains": identical_lines(result),
@@ -167,22 +176,31 @@ def no_change_line(result: ExplainResult) -> str:
     if result.complete:
         return NO_CHANGES
     cells = len(result.specs) * len(result.toolchains)
-    return (f"No resource changes among the toolchains that compiled; {len(result.failures)} of {cells} "
-            f"cells failed (listed below).")
+    return (
+        f"No resource changes among the toolchains that compiled; {len(result.failures)} of {cells} "
+        f"cells failed (listed below)."
+    )
 
 
-SECTIONS = (("regression", "Regressions, most likely impact first"), ("improvement", "Improvements"),
-            ("change", "Changes predicted neutral"))  # kinds by the predicted interval (explain/predicted.py)
+SECTIONS = (
+    ("regression", "Regressions, most likely impact first"),
+    ("improvement", "Improvements"),
+    ("change", "Changes predicted neutral"),
+)  # kinds by the predicted interval (explain/predicted.py)
 
 
 def identical_lines(result: ExplainResult) -> list[str]:
-    """"triton==3.4.0,ptxas==12.9.86: identical to triton==3.4.0" for each toolchain reported once."""
+    """ "triton==3.4.0,ptxas==12.9.86: identical to triton==3.4.0" for each toolchain reported once."""
     names = {t.id: toolchain_label(t) for t in result.toolchains}
-    return [f"{names[t]}: identical to {names[u]} (the same resources and SASS for every kernel)"
-            for t, u in identical_toolchains(result).items()]
+    return [
+        f"{names[t]}: identical to {names[u]} (the same resources and SASS for every kernel)"
+        for t, u in identical_toolchains(result).items()
+    ]
 
 
-def finding_sections(result: ExplainResult, findings: list[Finding]) -> tuple[list[tuple[str, list[str]]], list[FailureFinding]]:
+def finding_sections(
+    result: ExplainResult, findings: list[Finding]
+) -> tuple[list[tuple[str, list[str]]], list[FailureFinding]]:
     """The findings as (section title, bullets): one bullet per regression (its evidence grouped),
     ranked by likely impact, then improvements and other changes in their own sections; the
     no-change line when there is nothing; and the failure findings, apart."""
@@ -194,13 +212,16 @@ def finding_sections(result: ExplainResult, findings: list[Finding]) -> tuple[li
     return sections, collect_failure_findings(result)
 
 
-def finding_sections_with_lines(result: ExplainResult, findings: list[Finding]
-                                ) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]], list[FailureFinding]]:
+def finding_sections_with_lines(
+    result: ExplainResult, findings: list[Finding]
+) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]], list[FailureFinding]]:
     """:func:`finding_sections` with each bullet's line evidence (``explain/line_evidence.py``): the
     source lines that carry its change, one line per count (LDL/STL, atomics, ...)."""
     groups = group_findings(findings)
-    sections = [(title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
-                for kind, title in SECTIONS]
+    sections = [
+        (title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
+        for kind, title in SECTIONS
+    ]
     sections = [(title, items) for title, items in sections if items] or [("", [(no_change_line(result), [])])]
     if identical_lines(result):
         sections.append(("Identical results (reported once)", [(line, []) for line in identical_lines(result)]))
@@ -211,7 +232,6 @@ def finding_lines(result: ExplainResult, findings: list[Finding]) -> tuple[list[
     """Every finding bullet in report order (regressions by impact, improvements, other changes)."""
     sections, failed = finding_sections(result, findings)
     return [line for _, lines in sections for line in lines], failed
-
 
 
 def _cell(result: KernelResult | CompileFailure | None, compact: bool = False) -> str:
@@ -261,7 +281,10 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     tcs = result.toolchains
     out = [f"# {md_text(title)}", ""]
     out.append("Toolchains (the first is the reference):")
-    out += [f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})" for t in tcs]
+    out += [
+        f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})"
+        for t in tcs
+    ]
     sections, failed = finding_sections_with_lines(result, findings)
     out += ["", "## Findings", ""]
     for title, items in sections:
@@ -277,7 +300,10 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     failures = [(item, r) for item in result.specs for r in item.failures]
     if failures:
         out += ["", f"## Failures (incomplete: {len(failures)} of {len(result.specs) * len(tcs)} cells)", ""]
-        out += [f"- {md_text(item.spec.name)} with {md_code(r.toolchain.spec)}: {md_text(describe(r))}" for item, r in failures]
+        out += [
+            f"- {md_text(item.spec.name)} with {md_code(r.toolchain.spec)}: {md_text(describe(r))}"
+            for item, r in failures
+        ]
     out += ["", "## Per input", ""]
     header = ["input"] + [md_code(t.spec) for t in tcs] + ["changes [attribution]"]
     out.append("| " + " | ".join(header) + " |")
@@ -287,10 +313,15 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         row += [md_text(_cell(item.results.get(t.id))) for t in tcs]  # an error may quote `a | b`, or anything
         row.append("<br>".join(md_text(part) for part in _changes_text(item, len(tcs) > 2).split("\n")))
         out.append("| " + " | ".join(row) + " |")
-    sentences = list(dict.fromkeys(
-        f"{input_label(item.spec.meta, item.spec.name)}: {ch.sentence}"
-        for item in result.specs for c in item.comparisons for ch in c.changes
-        if ch.metric in ("spill_store_bytes", "registers", "ctas_per_sm")))
+    sentences = list(
+        dict.fromkeys(
+            f"{input_label(item.spec.meta, item.spec.name)}: {ch.sentence}"
+            for item in result.specs
+            for c in item.comparisons
+            for ch in c.changes
+            if ch.metric in ("spill_store_bytes", "registers", "ctas_per_sm")
+        )
+    )
     if sentences:
         out += ["", "## Attribution detail (cross matrix, first kernels)", ""]
         out += [f"- {md_text(s)}" for s in sentences[:9]]
@@ -309,7 +340,8 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         cells = [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
         changes = escape(_changes_text(item, len(result.toolchains) > 2))
         row = [escape(cell) for cell in row] + [
-            f"[red]{escape(cell)}[/]" if cell.startswith("error: ") else escape(cell) for cell in cells]
+            f"[red]{escape(cell)}[/]" if cell.startswith("error: ") else escape(cell) for cell in cells
+        ]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
@@ -321,8 +353,10 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
             for w in where:
                 console.print(f"      at {escape(w)}")
     if failed:
-        console.print(f"[bold red]Failures[/] (incomplete: {len(result.failures)} of "
-                      f"{len(result.specs) * len(result.toolchains)} cells)")
+        console.print(
+            f"[bold red]Failures[/] (incomplete: {len(result.failures)} of "
+            f"{len(result.specs) * len(result.toolchains)} cells)"
+        )
     for f in failed:
         console.print(f"  • [red]{escape(f.summary())}[/]")
 
@@ -335,7 +369,9 @@ def fixes_markdown(fixes: Sequence[Fix]) -> str:
         out.append("- No fix to propose for these findings.")
     for f in fixes:
         mark = "verified" if f.verified else "not verified"
-        out.append(f"- **{md_text(f.kind)}** ({md_text(f.kernel)}, {md_code(f.toolchain)}): {md_text(f.description)} — {mark}: {md_text(f.effect)}")
+        out.append(
+            f"- **{md_text(f.kind)}** ({md_text(f.kernel)}, {md_code(f.toolchain)}): {md_text(f.description)} — {mark}: {md_text(f.effect)}"
+        )
         out += [f"  - caveat: {md_text(c)}" for c in f.caveats]
     out.append("")
     return "\n".join(out)

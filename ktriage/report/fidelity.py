@@ -32,18 +32,27 @@ def to_markdown(rows: Sequence[Row], *, command: str = "", machine: str = "", da
     if machine or date:
         lines += [f"Machine: {machine}. Date: {date}.", ""]
     counts = summary(rows)
-    lines += ["Result: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())), "",
-              "`=`: same signature, constants and attributes passed to `triton.compile`, and a byte-identical "
-              "cubin; `-`: the kernel cannot exist on that Triton (the row's JSON says why); `DIFF`/`ERR`: see below. H = `@triton.heuristics`, "
-              "A = `@triton.autotune` (the config the fake benchmarker picked is the one compared).", ""]
+    lines += [
+        "Result: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())),
+        "",
+        "`=`: same signature, constants and attributes passed to `triton.compile`, and a byte-identical "
+        "cubin; `-`: the kernel cannot exist on that Triton (the row's JSON says why); `DIFF`/`ERR`: see below. H = `@triton.heuristics`, "
+        "A = `@triton.autotune` (the config the fake benchmarker picked is the one compared).",
+        "",
+    ]
     lines.append("| kernel | " + " | ".join(versions) + " |")
     lines.append("|---|" + "---|" * len(versions))
     for case in cases:
         ran = [r for r in rows if r.case == case and r.status != "skipped"]
-        tags = "".join(t for t, on in (("H", any(r.heuristics for r in ran)), ("A", any(r.autotuned for r in ran))) if on)
+        tags = "".join(
+            t for t, on in (("H", any(r.heuristics for r in ran)), ("A", any(r.autotuned for r in ran))) if on
+        )
         name = f"`{case}`" + (f" ({tags})" if tags else "")
-        lines.append(f"| {name} | " + " | ".join(_MARK.get(cell[(case, v)].status, "?") if (case, v) in cell else ""
-                                                   for v in versions) + " |")
+        lines.append(
+            f"| {name} | "
+            + " | ".join(_MARK.get(cell[(case, v)].status, "?") if (case, v) in cell else "" for v in versions)
+            + " |"
+        )
     problems = [r for r in rows if r.status in ("differs", "error")]
     if problems:
         lines += ["", "## Not identical", ""]
@@ -52,4 +61,6 @@ def to_markdown(rows: Sequence[Row], *, command: str = "", machine: str = "", da
 
 
 def to_json(rows: Sequence[Row], **extra: Any) -> str:
-    return json.dumps({"format_version": 1, **extra, "summary": summary(rows), "rows": [r.to_json() for r in rows]}, indent=1)
+    return json.dumps(
+        {"format_version": 1, **extra, "summary": summary(rows), "rows": [r.to_json() for r in rows]}, indent=1
+    )

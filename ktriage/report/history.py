@@ -37,12 +37,18 @@ def _rows(s: SeriesHistory) -> list[dict[str, Any]]:
     rows = []
     for k, p in enumerate(s.points):
         c = at.get(k)
-        rows.append({
-            "#": str(k), "run": p.run_id, "date": when(p), "toolchain": p.toolchain or "(host)", "status": p.status,
-            "median ms": format_ms(p.median_ms),
-            "p20-p80 ms": "-" if p.p20_ms is None else f"{format_ms(p.p20_ms)}-{format_ms(p.p80_ms)}",
-            "change": change_text(c) if c else "",
-        })  # fmt: skip
+        rows.append(
+            {
+                "#": str(k),
+                "run": p.run_id,
+                "date": when(p),
+                "toolchain": p.toolchain or "(host)",
+                "status": p.status,
+                "median ms": format_ms(p.median_ms),
+                "p20-p80 ms": "-" if p.p20_ms is None else f"{format_ms(p.p20_ms)}-{format_ms(p.p80_ms)}",
+                "change": change_text(c) if c else "",
+            }
+        )
     return rows
 
 
@@ -55,11 +61,11 @@ def change_lines(c: RunChange) -> list[str]:
     cp = c.change
     lines = [
         f"change point: {cp.step_pct:+.1f}% ({c.direction}), mean {format_ms(cp.mean_before)} -> {format_ms(cp.mean_after)} ms, "
-        f"p={_pvalue(cp.pvalue)}" + (f"; within the latest runs watched (--fail-on-recent)" if c.recent else ""),
+        f"p={_pvalue(cp.pvalue)}" + ("; within the latest runs watched (--fail-on-recent)" if c.recent else ""),
         f"  last run before: {_run_line(c.before)}",
         f"  first run after: {_run_line(c.after)}",
         f"  range to bisect: {c.bisect.reason}",
-    ]  # fmt: skip
+    ]
     if c.bisect.argv:
         lines.append(f"  suggested: {c.bisect.command}")
     return lines
@@ -76,8 +82,10 @@ def _headline(r: HistoryReport) -> str:
 def print_report(r: HistoryReport, console: Console) -> None:
     from rich.markup import escape as rich_escape
 
-    console.print(f"[bold]history[/] of {rich_escape(r.query.op)} {rich_escape(r.query.backend)} in {rich_escape(r.store_url)}: "
-                  f"{rich_escape(_headline(r))}")
+    console.print(
+        f"[bold]history[/] of {rich_escape(r.query.op)} {rich_escape(r.query.backend)} in {rich_escape(r.store_url)}: "
+        f"{rich_escape(_headline(r))}"
+    )
     for s in r.series:
         records.print_rows(console, s.key.label, COLUMNS, _rows(s))
         if s.note:
@@ -96,15 +104,23 @@ def print_report(r: HistoryReport, console: Console) -> None:
 
 @markdown_writer
 def to_markdown(r: HistoryReport) -> str:
-    lines = [f"# ktriage history: {md_text(r.query.op)} {md_text(r.query.backend)}", "",
-             f"{md_text(_headline(r))} (store: {md_code(r.store_url)}).", ""]
+    lines = [
+        f"# ktriage history: {md_text(r.query.op)} {md_text(r.query.backend)}",
+        "",
+        f"{md_text(_headline(r))} (store: {md_code(r.store_url)}).",
+        "",
+    ]
     for s in r.series:
         lines += [f"## {md_text(s.key.label)}", ""]
         for c in s.changes:
             first, *rest = change_lines(c)
             lines.append(f"- **{md_text(first)}**")
-            lines += [f"  - {md_text(line.strip())}" if not line.strip().startswith("suggested:") else
-                      f"  - suggested: {md_code(c.bisect.command)}" for line in rest]
+            lines += [
+                f"  - {md_text(line.strip())}"
+                if not line.strip().startswith("suggested:")
+                else f"  - suggested: {md_code(c.bisect.command)}"
+                for line in rest
+            ]
         if s.changes:
             lines.append("")
         elif s.note:
@@ -117,10 +133,20 @@ def to_markdown(r: HistoryReport) -> str:
 
 
 def _point_json(p: HistoryPoint) -> dict[str, Any]:
-    return {"run_id": p.run_id, "created": p.created, "run_status": p.run_status, "gpu": p.gpu,
-            "toolchain": p.toolchain or None, "triton": p.toolchain_info.get("triton_version"),
-            "ptxas": p.toolchain_info.get("ptxas_version"), "status": p.status, "median_ms": p.median_ms,
-            "p20_ms": p.p20_ms, "p80_ms": p.p80_ms, "n_samples": p.n_samples}
+    return {
+        "run_id": p.run_id,
+        "created": p.created,
+        "run_status": p.run_status,
+        "gpu": p.gpu,
+        "toolchain": p.toolchain or None,
+        "triton": p.toolchain_info.get("triton_version"),
+        "ptxas": p.toolchain_info.get("ptxas_version"),
+        "status": p.status,
+        "median_ms": p.median_ms,
+        "p20_ms": p.p20_ms,
+        "p80_ms": p.p80_ms,
+        "n_samples": p.n_samples,
+    }
 
 
 def _finite(v: float) -> float | None:
@@ -130,29 +156,61 @@ def _finite(v: float) -> float | None:
 def _change_json(c: RunChange) -> dict[str, Any]:
     cp = c.change
     return {
-        "index": c.position, "step_pct": _finite(cp.step_pct), "direction": c.direction, "pvalue": cp.pvalue,
-        "mean_before_ms": cp.mean_before, "mean_after_ms": cp.mean_after, "std_before_ms": cp.std_before,
-        "std_after_ms": cp.std_after, "recent": c.recent, "before": _point_json(c.before), "after": _point_json(c.after),
+        "index": c.position,
+        "step_pct": _finite(cp.step_pct),
+        "direction": c.direction,
+        "pvalue": cp.pvalue,
+        "mean_before_ms": cp.mean_before,
+        "mean_after_ms": cp.mean_after,
+        "std_before_ms": cp.std_before,
+        "std_after_ms": cp.std_after,
+        "recent": c.recent,
+        "before": _point_json(c.before),
+        "after": _point_json(c.after),
         "bisect": {"reason": c.bisect.reason, "argv": list(c.bisect.argv) or None, "command": c.bisect.command or None},
-    }  # fmt: skip
+    }
 
 
 def to_json(r: HistoryReport) -> str:
     q, d = r.query, r.detection
-    return records.to_json({
-        "format": FORMAT, "format_version": VERSION, "store": r.store_url,
-        "query": {"op": q.op, "backend": q.backend, "inputs": list(q.inputs), "mode": q.mode, "toolchain": q.toolchain, "gpu": q.gpu},
-        "detection": {"method": "apache-otava compute_change_points (E-divisive split, t-test merge)",
-                      "max_pvalue": d.max_pvalue, "min_step_pct": d.min_step_pct, "window_len": d.window_len,
-                      "min_segment": d.min_segment},
-        "fail_on_recent": r.fail_on_recent, "recent_change_points": len(r.recent_changes),
-        "series": [{
-            "op": s.key.op, "mode": s.key.mode, "input_id": s.key.input_id, "input_label": s.key.input_label,
-            "backend": s.key.backend, "note": s.note or None, "points": [_point_json(p) for p in s.points],
-            "change_points": [_change_json(c) for c in s.changes],
-        } for s in r.series],
-        "notes": r.notes,
-    })  # fmt: skip
+    return records.to_json(
+        {
+            "format": FORMAT,
+            "format_version": VERSION,
+            "store": r.store_url,
+            "query": {
+                "op": q.op,
+                "backend": q.backend,
+                "inputs": list(q.inputs),
+                "mode": q.mode,
+                "toolchain": q.toolchain,
+                "gpu": q.gpu,
+            },
+            "detection": {
+                "method": "apache-otava compute_change_points (E-divisive split, t-test merge)",
+                "max_pvalue": d.max_pvalue,
+                "min_step_pct": d.min_step_pct,
+                "window_len": d.window_len,
+                "min_segment": d.min_segment,
+            },
+            "fail_on_recent": r.fail_on_recent,
+            "recent_change_points": len(r.recent_changes),
+            "series": [
+                {
+                    "op": s.key.op,
+                    "mode": s.key.mode,
+                    "input_id": s.key.input_id,
+                    "input_label": s.key.input_label,
+                    "backend": s.key.backend,
+                    "note": s.note or None,
+                    "points": [_point_json(p) for p in s.points],
+                    "change_points": [_change_json(c) for c in s.changes],
+                }
+                for s in r.series
+            ],
+            "notes": r.notes,
+        }
+    )
 
 
 _CSS = """
@@ -181,20 +239,34 @@ def _chart(s: SeriesHistory) -> str:
         levels = [s.changes[0].change.mean_before, *(c.change.mean_after for c in s.changes)]
         starts = [c.position for c in s.changes]
         level_of = [sum(k >= at for at in starts) for k in range(len(s.points))]
-        series.append(Series("level (segment mean)", [(k, levels[level_of[k]]) for k, _ in pts], colour="#7f7f7f", dashed=True))
-    markers = [Marker(c.position, f"{c.change.step_pct:+.1f}%", " ".join(change_lines(c)), css_class="changepoint-marker")
-               for c in s.changes]
-    return line_chart(xs, series, title=f"{s.key.label}: median latency per run (whiskers p20-p80)", y_label="ms",
-                      markers=markers, css_class="chart history-chart")
+        series.append(
+            Series("level (segment mean)", [(k, levels[level_of[k]]) for k, _ in pts], colour="#7f7f7f", dashed=True)
+        )
+    markers = [
+        Marker(c.position, f"{c.change.step_pct:+.1f}%", " ".join(change_lines(c)), css_class="changepoint-marker")
+        for c in s.changes
+    ]
+    return line_chart(
+        xs,
+        series,
+        title=f"{s.key.label}: median latency per run (whiskers p20-p80)",
+        y_label="ms",
+        markers=markers,
+        css_class="chart history-chart",
+    )
 
 
 def to_html(r: HistoryReport) -> str:
     e = escape
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>ktriage history {e(r.query.op)} {e(r.query.backend)}</title>", f"<style>{_CSS}</style></head><body>",
-           f"<h1>ktriage history: {e(r.query.op)} {e(r.query.backend)}</h1>",
-           f"<p>{e(_headline(r))}. Store: <code>{e(r.store_url)}</code>. Change points: Apache Otava "
-           f"(E-divisive split, t-test merge), p &le; {e(str(r.detection.max_pvalue))}.</p>"]  # fmt: skip
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>ktriage history {e(r.query.op)} {e(r.query.backend)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>ktriage history: {e(r.query.op)} {e(r.query.backend)}</h1>",
+        f"<p>{e(_headline(r))}. Store: <code>{e(r.store_url)}</code>. Change points: Apache Otava "
+        f"(E-divisive split, t-test merge), p &le; {e(str(r.detection.max_pvalue))}.</p>",
+    ]
     for note in r.notes:
         out.append(f"<p><b>note:</b> {e(note)}</p>")
     for s in r.series:
@@ -205,9 +277,16 @@ def to_html(r: HistoryReport) -> str:
             for c in s.changes:
                 first, *rest = change_lines(c)
                 cls = ' class="recent"' if c.recent else ""
-                out.append(f"<li><span{cls}>{e(first)}</span><br>" + "<br>".join(
-                    f"<code>{e(c.bisect.command)}</code>" if line.strip().startswith("suggested:") else e(line.strip())
-                    for line in rest) + "</li>")
+                out.append(
+                    f"<li><span{cls}>{e(first)}</span><br>"
+                    + "<br>".join(
+                        f"<code>{e(c.bisect.command)}</code>"
+                        if line.strip().startswith("suggested:")
+                        else e(line.strip())
+                        for line in rest
+                    )
+                    + "</li>"
+                )
             out.append("</ul>")
         else:
             out.append(f"<p>{e(s.note or 'No change point.')}</p>")

@@ -57,8 +57,14 @@ def _latency_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]])
             else:
                 label = f"{name} ({c.new_label if side == 'new' else c.ref_label})" if not shared else name
             series.append(Series(label, pts, dashed=dashed and not (shared and "@" not in name)))
-    return line_chart([lab for _, lab in xs], series, title=f"{op} {mode}: latency (median ms) vs input", y_label="ms (log)", log_y=True,
-                      css_class="chart latency-chart")  # fmt: skip
+    return line_chart(
+        [lab for _, lab in xs],
+        series,
+        title=f"{op} {mode}: latency (median ms) vs input",
+        y_label="ms (log)",
+        log_y=True,
+        css_class="chart latency-chart",
+    )
 
 
 def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -> str:
@@ -78,10 +84,22 @@ def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -
             s.point_titles[pos[p.input_id]] = f"{name} {p.input_label}: {v.verdict} {fmt_pct(v.ratio)} CI {fmt_ci(p)}"
         series.append(s)
     g = c.config.gate
-    markers = [Marker(pos_of(xs, f.cliff.x_after), f"x{f.cliff.factor:.2f}", f.describe())
-               for f in c.cliffs if f.op == op and f.mode == mode and f.kind == "new_vs_ref"]  # fmt: skip
-    return line_chart([lab for _, lab in xs], series, title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: +-{c.config.threshold:.0%} gate)",
-                      y_label="new / ref", log_y=True, band=(1 / g, g), ref_line=1.0, markers=markers, css_class="chart ratio-chart")  # fmt: skip
+    markers = [
+        Marker(pos_of(xs, f.cliff.x_after), f"x{f.cliff.factor:.2f}", f.describe())
+        for f in c.cliffs
+        if f.op == op and f.mode == mode and f.kind == "new_vs_ref"
+    ]
+    return line_chart(
+        [lab for _, lab in xs],
+        series,
+        title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: +-{c.config.threshold:.0%} gate)",
+        y_label="new / ref",
+        log_y=True,
+        band=(1 / g, g),
+        ref_line=1.0,
+        markers=markers,
+        css_class="chart ratio-chart",
+    )
 
 
 def pos_of(xs: list[tuple[int, str]], label: str) -> int:
@@ -118,17 +136,39 @@ def _baseline_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]
             series.append(Series(label, pts, dashed=dashed))
     if not series:
         return None
-    markers = [Marker(pos_of(xs, f.cliff.x_after), f"cliff x{f.cliff.factor:.2f}", f.describe())
-               for f in c.cliffs if f.op == op and f.mode == mode and f.kind == "vs_baseline"]  # fmt: skip
-    return line_chart([lab for _, lab in xs], series, title=f"{op} {mode}: latency / {base} (cliffs marked)", y_label=f"x {base}", log_y=True,
-                      ref_line=1.0, markers=markers, css_class="chart baseline-chart")  # fmt: skip
+    markers = [
+        Marker(pos_of(xs, f.cliff.x_after), f"cliff x{f.cliff.factor:.2f}", f.describe())
+        for f in c.cliffs
+        if f.op == op and f.mode == mode and f.kind == "vs_baseline"
+    ]
+    return line_chart(
+        [lab for _, lab in xs],
+        series,
+        title=f"{op} {mode}: latency / {base} (cliffs marked)",
+        y_label=f"x {base}",
+        log_y=True,
+        ref_line=1.0,
+        markers=markers,
+        css_class="chart baseline-chart",
+    )
 
 
 def _row(p: PairResult) -> dict[str, str]:
     v = p.verdict
     assert v is not None
-    return {"label": p.label(), "op": f"{p.op}.{p.mode}", "input": p.input_label, "backend": p.backend_label, "ref": fmt_ms(v.median_ref),
-            "new": fmt_ms(v.median_new), "change": fmt_pct(v.ratio), "ci": fmt_ci(p), "p": f"{v.p_value:.2g}", "verdict": p.kind, "reason": v.reason}  # fmt: skip
+    return {
+        "label": p.label(),
+        "op": f"{p.op}.{p.mode}",
+        "input": p.input_label,
+        "backend": p.backend_label,
+        "ref": fmt_ms(v.median_ref),
+        "new": fmt_ms(v.median_new),
+        "change": fmt_pct(v.ratio),
+        "ci": fmt_ci(p),
+        "p": f"{v.p_value:.2g}",
+        "verdict": p.kind,
+        "reason": v.reason,
+    }
 
 
 def _runs(c: Comparison) -> list[tuple[str, object]]:
@@ -150,19 +190,33 @@ def _section(c: Comparison) -> dict[str, Any]:
             items.append(b)
         charts.append({"title": f"{op} {mode}", "svgs": [Markup(s) for s in items]})
     return {
-        "ref": c.ref_label, "new": c.new_label, "headline": headline(c), "baseline": c.baseline,
-        "settings": c.config, "regressions": [_row(p) for p in c.regressions()], "improvements": [_row(p) for p in c.improvements()],
-        "unsure": [_row(p) for p in c.unsure()], "cliffs": [f.describe() for f in c.cliffs],
-        "problems": [{"label": p.label(), "problem": p.problem or p.status} for p in c.problems()], "charts": charts,
+        "ref": c.ref_label,
+        "new": c.new_label,
+        "headline": headline(c),
+        "baseline": c.baseline,
+        "settings": c.config,
+        "regressions": [_row(p) for p in c.regressions()],
+        "improvements": [_row(p) for p in c.improvements()],
+        "unsure": [_row(p) for p in c.unsure()],
+        "cliffs": [f.describe() for f in c.cliffs],
+        "problems": [{"label": p.label(), "problem": p.problem or p.status} for p in c.problems()],
+        "charts": charts,
         "runs": _runs(c),
         "counters": [{"head": q.head(), "label": q.label(), "text": q.text, "kind": q.verdict} for q in quotes],
         "profile_notes": [n for n in profile_notes(c) if not quoted(n, quotes)],
-    }  # fmt: skip
+    }
 
 
 def to_html(comparisons: Sequence[Comparison], title: str = "ktriage compare") -> str:
-    return _env().get_template("compare.html.j2").render(title=title, sections=[_section(c) for c in comparisons],
-                                                         total=sum(len(c.regressions()) for c in comparisons))  # fmt: skip
+    return (
+        _env()
+        .get_template("compare.html.j2")
+        .render(
+            title=title,
+            sections=[_section(c) for c in comparisons],
+            total=sum(len(c.regressions()) for c in comparisons),
+        )
+    )
 
 
 def write_html(path: str | Path, comparisons: Sequence[Comparison], title: str = "ktriage compare") -> Path:

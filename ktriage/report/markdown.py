@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.measure.results_file import run_profile_notes
 from ktriage.profile.quote import CounterQuote, comparison_quotes
-from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.stats.compare import Comparison, PairResult
 
 
@@ -37,8 +37,12 @@ def _esc(text: str) -> str:
 
 def headline(c: Comparison) -> str:
     n = c.counts()
-    parts = [f"{n['regression']} regression{'s' if n['regression'] != 1 else ''}", f"{n['improvement']} improvement{'s' if n['improvement'] != 1 else ''}",
-             f"{n['same']} same", f"{n['unsure']} unsure"]  # fmt: skip
+    parts = [
+        f"{n['regression']} regression{'s' if n['regression'] != 1 else ''}",
+        f"{n['improvement']} improvement{'s' if n['improvement'] != 1 else ''}",
+        f"{n['same']} same",
+        f"{n['unsure']} unsure",
+    ]
     if n["error"] or n["missing"]:
         parts.append(f"{n['error'] + n['missing']} not compared (errors/missing)")
     return ", ".join(parts)
@@ -46,14 +50,26 @@ def headline(c: Comparison) -> str:
 
 def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) -> list[str]:
     head = ["#"] if ranked else []
-    lines = ["| " + " | ".join([*head, "op", "input", "backend", "ref ms", "new ms", "change", f"{confidence:.0%} CI", "p"]) + " |"]
+    lines = [
+        "| "
+        + " | ".join([*head, "op", "input", "backend", "ref ms", "new ms", "change", f"{confidence:.0%} CI", "p"])
+        + " |"
+    ]
     lines.append("|" + "---|" * (len(head) + 8))
     for k, p in enumerate(pairs, 1):
         v = p.verdict
         assert v is not None
         row = [str(k)] if ranked else []
-        row += [_esc(f"{p.op}.{p.mode}"), _esc(p.input_label), _esc(p.backend_label), fmt_ms(v.median_ref), fmt_ms(v.median_new),
-                f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio), fmt_ci(p), f"{v.p_value:.2g}"]  # fmt: skip
+        row += [
+            _esc(f"{p.op}.{p.mode}"),
+            _esc(p.input_label),
+            _esc(p.backend_label),
+            fmt_ms(v.median_ref),
+            fmt_ms(v.median_new),
+            f"**{fmt_pct(v.ratio)}**" if p.kind == "regression" else fmt_pct(v.ratio),
+            fmt_ci(p),
+            f"{v.p_value:.2g}",
+        ]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
@@ -62,7 +78,9 @@ def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) ->
 def comparison_markdown(c: Comparison, level: int = 2) -> str:
     h = "#" * level
     out = [f"{h} ktriage compare: {md_code(c.ref_label)} -> {md_code(c.new_label)}", ""]
-    out.append(f"**{headline(c)}** (gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples)")
+    out.append(
+        f"**{headline(c)}** (gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples)"
+    )
     out.append("")
     b = c.baseline
     mark = {"moved": "WARNING", "unsure": "Note", "absent": "Note", "none": "Note"}.get(b.status)
@@ -78,12 +96,27 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         out.append("")
     probs = c.problems()
     if probs:
-        out += [f"{h}# Errors and missing cells (not compared)", "", "| op | input | backend | problem |", "|---|---|---|---|"]
-        out += [f"| {_esc(p.op + '.' + p.mode)} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |" for p in probs]
+        out += [
+            f"{h}# Errors and missing cells (not compared)",
+            "",
+            "| op | input | backend | problem |",
+            "|---|---|---|---|",
+        ]
+        out += [
+            f"| {_esc(p.op + '.' + p.mode)} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |"
+            for p in probs
+        ]
         out.append("")
     imps = c.improvements()
     if imps:
-        out += ["<details><summary>Improvements ({})</summary>".format(len(imps)), "", *_pair_table(imps, c.config.confidence, ranked=True), "", "</details>", ""]
+        out += [
+            f"<details><summary>Improvements ({len(imps)})</summary>",
+            "",
+            *_pair_table(imps, c.config.confidence, ranked=True),
+            "",
+            "</details>",
+            "",
+        ]
     uns = c.unsure()
     if uns:
         out += [f"<details><summary>Unsure ({len(uns)}): more samples or a quieter GPU needed</summary>", ""]
@@ -91,7 +124,14 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         out += ["", "</details>", ""]
     same = c.same()
     if same:
-        out += [f"<details><summary>Same ({len(same)})</summary>", "", *_pair_table(same, c.config.confidence, ranked=False), "", "</details>", ""]
+        out += [
+            f"<details><summary>Same ({len(same)})</summary>",
+            "",
+            *_pair_table(same, c.config.confidence, ranked=False),
+            "",
+            "</details>",
+            "",
+        ]
     out += _provenance(c)
     return "\n".join(out).rstrip() + "\n"
 
@@ -131,10 +171,12 @@ def _provenance(c: Comparison) -> list[str]:
             continue
         gpu = run.gpu.get("name", "?") if run.gpu else "?"
         drv = run.gpu.get("driver") if run.gpu else None
-        lines.append(f"- {side}: run {md_code(run.run_id)} ({_esc(run.created)}, {_esc(gpu)}{', driver ' + _esc(drv) if drv else ''}, status {_esc(run.status)})")
+        lines.append(
+            f"- {side}: run {md_code(run.run_id)} ({_esc(run.created)}, {_esc(gpu)}{', driver ' + _esc(drv) if drv else ''}, status {_esc(run.status)})"
+        )
     if c.ref_run and c.new_run and c.ref_run.run_id == c.new_run.run_id:
         lines = lines[:1]
-    return (["Runs:", "", *lines, ""] if lines else [])
+    return ["Runs:", "", *lines, ""] if lines else []
 
 
 @markdown_writer

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from rich.table import Table
+
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -41,8 +42,10 @@ def _title(a: Arch) -> str:
 
 
 def _verdict(result: Occupancy) -> str:
-    return (f"{result.ctas_per_sm} CTAs/SM, {result.warps_per_sm}/{result.max_warps_per_sm} warps "
-            f"({result.occupancy:.1%} occupancy), limited by {result.limiter.replace('_', ' ')}")
+    return (
+        f"{result.ctas_per_sm} CTAs/SM, {result.warps_per_sm}/{result.max_warps_per_sm} warps "
+        f"({result.occupancy:.1%} occupancy), limited by {result.limiter.replace('_', ' ')}"
+    )
 
 
 @markdown_writer

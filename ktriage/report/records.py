@@ -66,8 +66,14 @@ def to_json(data: Any) -> str:
     return json.dumps(data, indent=2) + "\n"
 
 
-def print_rows(console: Console, title: str, columns: Sequence[str], rows: Sequence[Row], *,
-               styles: Mapping[str, str] | None = None) -> None:
+def print_rows(
+    console: Console,
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Row],
+    *,
+    styles: Mapping[str, str] | None = None,
+) -> None:
     """A rich table; ``styles`` gives a column's cell style (e.g. ``{"id": "bold"}``)."""
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for c in columns:

@@ -44,9 +44,17 @@ def _when(epoch: float | None) -> str:
 
 
 def list_rows(summaries: Sequence[RunSummary]) -> list[dict[str, Any]]:
-    return [{"id": s.run.run_id, "created": s.run.created, "GPU": str(s.run.gpu.get("name", "?")),
-             "toolchains": _toolchain_names(s), "cells ok/wrong/error": _cells_text(s.counts), "status": s.display_status}
-            for s in summaries]
+    return [
+        {
+            "id": s.run.run_id,
+            "created": s.run.created,
+            "GPU": str(s.run.gpu.get("name", "?")),
+            "toolchains": _toolchain_names(s),
+            "cells ok/wrong/error": _cells_text(s.counts),
+            "status": s.display_status,
+        }
+        for s in summaries
+    ]
 
 
 def list_title(url: str) -> str:
@@ -54,11 +62,20 @@ def list_title(url: str) -> str:
 
 
 def list_json(summaries: Sequence[RunSummary]) -> str:
-    return records.to_json([{
-        "id": s.run.run_id, "created": s.run.created, "gpu": s.run.gpu.get("name"),
-        "toolchains": [str(tc.get("id") or tc.get("spec") or "?") for tc in s.run.toolchains],
-        "cells": dict(s.counts), "status": s.display_status, "finished": _when(s.finished) if s.finished else None,
-    } for s in summaries])  # fmt: skip
+    return records.to_json(
+        [
+            {
+                "id": s.run.run_id,
+                "created": s.run.created,
+                "gpu": s.run.gpu.get("name"),
+                "toolchains": [str(tc.get("id") or tc.get("spec") or "?") for tc in s.run.toolchains],
+                "cells": dict(s.counts),
+                "status": s.display_status,
+                "finished": _when(s.finished) if s.finished else None,
+            }
+            for s in summaries
+        ]
+    )
 
 
 @markdown_writer
@@ -86,10 +103,15 @@ def print_list(summaries: Sequence[RunSummary], url: str, console: Console, *, f
 
 def _sections(summary: RunSummary, info: RunInfo) -> list[tuple[str, dict[str, Any]]]:
     head = {
-        "run": info.run_id, "status": summary.display_status, "created": info.created, "finished": _when(summary.finished),
-        "command": info.command or "-", "host": info.host or "-", "workload git sha": info.workload_git_sha or "-",
+        "run": info.run_id,
+        "status": summary.display_status,
+        "created": info.created,
+        "finished": _when(summary.finished),
+        "command": info.command or "-",
+        "host": info.host or "-",
+        "workload git sha": info.workload_git_sha or "-",
         "writer": f"pid {summary.writer_pid} on {summary.writer_host}",
-    }  # fmt: skip
+    }
     if summary.error:
         head["error"] = summary.error
     gpu = dict(info.gpu)
@@ -110,8 +132,15 @@ def _tail_sections(info: RunInfo) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _toolchain_rows(info: RunInfo) -> list[dict[str, Any]]:
-    return [{"id": tc.get("id", "?"), "triton": tc.get("triton_version", "?"), "ptxas": tc.get("ptxas_version", "?"),
-             "ptxas options": " ".join(tc.get("ptxas_options") or []) or "-"} for tc in info.toolchains]
+    return [
+        {
+            "id": tc.get("id", "?"),
+            "triton": tc.get("triton_version", "?"),
+            "ptxas": tc.get("ptxas_version", "?"),
+            "ptxas options": " ".join(tc.get("ptxas_options") or []) or "-",
+        }
+        for tc in info.toolchains
+    ]
 
 
 def _cell_rows(cells: Sequence[Cell]) -> list[dict[str, Any]]:
@@ -121,11 +150,20 @@ def _cell_rows(cells: Sequence[Cell]) -> list[dict[str, Any]]:
     for c in cells:
         s = summarize(c.samples_ms)
         k = c.key
-        rows.append({
-            "op": k.op, "mode": k.mode, "input": f"{k.input_id}: {k.input_label}", "backend": k.backend,
-            "toolchain": k.toolchain or "(host)", "status": c.status, "n": str(s.n), "median ms": format_ms(s.median_ms),
-            "p20-p80 ms": "-" if s.p20_ms is None else f"{format_ms(s.p20_ms)}-{format_ms(s.p80_ms)}", "note": c.error or "",
-        })  # fmt: skip
+        rows.append(
+            {
+                "op": k.op,
+                "mode": k.mode,
+                "input": f"{k.input_id}: {k.input_label}",
+                "backend": k.backend,
+                "toolchain": k.toolchain or "(host)",
+                "status": c.status,
+                "n": str(s.n),
+                "median ms": format_ms(s.median_ms),
+                "p20-p80 ms": "-" if s.p20_ms is None else f"{format_ms(s.p20_ms)}-{format_ms(s.p80_ms)}",
+                "note": c.error or "",
+            }
+        )
     return rows
 
 
@@ -141,7 +179,12 @@ def show_markdown(summary: RunSummary, info: RunInfo, cells: list[Cell]) -> str:
     for title, data in _sections(summary, info):
         lines += [*records.kv_markdown(title, data), ""]
     if info.toolchains:
-        lines += ["## toolchains", "", *records.markdown_table(("id", "triton", "ptxas", "ptxas options"), _toolchain_rows(info)), ""]
+        lines += [
+            "## toolchains",
+            "",
+            *records.markdown_table(("id", "triton", "ptxas", "ptxas options"), _toolchain_rows(info)),
+            "",
+        ]
     for title, data in _tail_sections(info):
         lines += [*records.kv_markdown(title, data), ""]
     lines += [f"## {len(cells)} cell(s)", "", *records.markdown_table(CELL_COLUMNS, _cell_rows(cells))]

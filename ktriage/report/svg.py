@@ -83,7 +83,9 @@ def line_chart(
     """The chart as an <svg> element (a string of trusted markup: every text is escaped)."""
     ml, mr, mt, mb = 64, 330, 28, 74
     pw, ph = width - ml - mr, height - mt - mb
-    ys = [y for s in series for _, y in s.points] + [v for s in series for _, lo, hi in s.whiskers for v in (lo, hi) if math.isfinite(v) and v > 0]
+    ys = [y for s in series for _, y in s.points] + [
+        v for s in series for _, lo, hi in s.whiskers for v in (lo, hi) if math.isfinite(v) and v > 0
+    ]
     if band:
         ys += list(band)
     if ref_line is not None:
@@ -106,13 +108,17 @@ def line_chart(
         return mt + ph * (1 - f)
 
     e = escape
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="{e(css_class)}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">',
-           f"<title>{e(title)}</title>",
-           f'<text x="{ml}" y="18" class="chart-title">{e(title)}</text>',
-           f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="plot-area"/>']  # fmt: skip
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="{e(css_class)}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img">',
+        f"<title>{e(title)}</title>",
+        f'<text x="{ml}" y="18" class="chart-title">{e(title)}</text>',
+        f'<rect x="{ml}" y="{mt}" width="{pw}" height="{ph}" class="plot-area"/>',
+    ]
     if band:
         y0, y1 = py(band[1]), py(band[0])
-        out.append(f'<rect x="{ml}" y="{y0:.1f}" width="{pw}" height="{max(y1 - y0, 0.5):.1f}" class="gate-band"><title>gate {e(_fmt(band[0]))}..{e(_fmt(band[1]))}</title></rect>')
+        out.append(
+            f'<rect x="{ml}" y="{y0:.1f}" width="{pw}" height="{max(y1 - y0, 0.5):.1f}" class="gate-band"><title>gate {e(_fmt(band[0]))}..{e(_fmt(band[1]))}</title></rect>'
+        )
     for t in _ticks(lo, hi, log_y):
         y = py(t)
         out.append(f'<line x1="{ml}" x2="{ml + pw}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
@@ -125,37 +131,51 @@ def line_chart(
         if i % every:
             continue
         x = px(i)
-        out.append(f'<text transform="translate({x:.1f},{mt + ph + 10}) rotate(-50)" class="tick" text-anchor="end">{e(lab)}</text>')
-    out.append(f'<text transform="translate(14,{mt + ph / 2:.1f}) rotate(-90)" class="axis-label" text-anchor="middle">{e(y_label)}</text>')
+        out.append(
+            f'<text transform="translate({x:.1f},{mt + ph + 10}) rotate(-50)" class="tick" text-anchor="end">{e(lab)}</text>'
+        )
+    out.append(
+        f'<text transform="translate(14,{mt + ph / 2:.1f}) rotate(-90)" class="axis-label" text-anchor="middle">{e(y_label)}</text>'
+    )
     for k, s in enumerate(series):
         colour = s.colour or PALETTE[k % len(PALETTE)]
         for i, wlo, whi in s.whiskers:
             if not (math.isfinite(wlo) and math.isfinite(whi) and (wlo > 0 or not log_y)):
                 continue
             x = px(i)
-            out.append(f'<g class="ci-whisker" stroke="{colour}"><title>{e(s.name)} {e(x_labels[i])}: CI {e(_fmt(wlo))}..{e(_fmt(whi))}</title>'
-                       f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(wlo):.1f}" y2="{py(whi):.1f}"/>'
-                       f'<line x1="{x - 3:.1f}" x2="{x + 3:.1f}" y1="{py(wlo):.1f}" y2="{py(wlo):.1f}"/>'
-                       f'<line x1="{x - 3:.1f}" x2="{x + 3:.1f}" y1="{py(whi):.1f}" y2="{py(whi):.1f}"/></g>')  # fmt: skip
+            out.append(
+                f'<g class="ci-whisker" stroke="{colour}"><title>{e(s.name)} {e(x_labels[i])}: CI {e(_fmt(wlo))}..{e(_fmt(whi))}</title>'
+                f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(wlo):.1f}" y2="{py(whi):.1f}"/>'
+                f'<line x1="{x - 3:.1f}" x2="{x + 3:.1f}" y1="{py(wlo):.1f}" y2="{py(wlo):.1f}"/>'
+                f'<line x1="{x - 3:.1f}" x2="{x + 3:.1f}" y1="{py(whi):.1f}" y2="{py(whi):.1f}"/></g>'
+            )
         pts = [(px(i), py(y)) for i, y in sorted(s.points) if math.isfinite(y) and (y > 0 or not log_y)]
         if len(pts) > 1:
             d = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)
             dash = ' stroke-dasharray="5,3"' if s.dashed else ""
-            out.append(f'<polyline class="series-line" points="{d}" fill="none" stroke="{colour}" stroke-width="1.6"{dash}><title>{e(s.name)}</title></polyline>')
+            out.append(
+                f'<polyline class="series-line" points="{d}" fill="none" stroke="{colour}" stroke-width="1.6"{dash}><title>{e(s.name)}</title></polyline>'
+            )
         for i, y in sorted(s.points):
             if not math.isfinite(y) or (log_y and y <= 0):
                 continue
             fill = s.point_colours.get(i, colour)
             tip = s.point_titles.get(i, f"{s.name} {x_labels[i]}: {_fmt(y)}")
-            out.append(f'<circle class="point" cx="{px(i):.1f}" cy="{py(y):.1f}" r="3" fill="{fill}" stroke="{colour}"><title>{e(tip)}</title></circle>')
+            out.append(
+                f'<circle class="point" cx="{px(i):.1f}" cy="{py(y):.1f}" r="3" fill="{fill}" stroke="{colour}"><title>{e(tip)}</title></circle>'
+            )
         ly = mt + 6 + 16 * k
         dash = ' stroke-dasharray="5,3"' if s.dashed else ""
-        out.append(f'<g class="legend-item"><line x1="{ml + pw + 12}" x2="{ml + pw + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>'
-                   f'<text x="{ml + pw + 36}" y="{ly + 4}" class="legend">{e(s.name)}</text></g>')  # fmt: skip
+        out.append(
+            f'<g class="legend-item"><line x1="{ml + pw + 12}" x2="{ml + pw + 32}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/>'
+            f'<text x="{ml + pw + 36}" y="{ly + 4}" class="legend">{e(s.name)}</text></g>'
+        )
     for m in markers:
         x = (px(m.index - 1) + px(m.index)) / 2 if m.index > 0 else px(0)
-        out.append(f'<g class="{e(m.css_class)}"><title>{e(m.title)}</title>'
-                   f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{mt}" y2="{mt + ph}" stroke="#b00020" stroke-width="2" stroke-dasharray="6,3"/>'
-                   f'<text x="{x + 3:.1f}" y="{mt + 12}" class="marker-label">{e(m.label)}</text></g>')  # fmt: skip
+        out.append(
+            f'<g class="{e(m.css_class)}"><title>{e(m.title)}</title>'
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{mt}" y2="{mt + ph}" stroke="#b00020" stroke-width="2" stroke-dasharray="6,3"/>'
+            f'<text x="{x + 3:.1f}" y="{mt + 12}" class="marker-label">{e(m.label)}</text></g>'
+        )
     out.append("</svg>")
     return "".join(out)

@@ -17,11 +17,36 @@ from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline
 from ktriage.stats.compare import Comparison, PairResult
 
 CSV_COLUMNS = (
-    "ref", "new", "op", "mode", "input_id", "input", "backend", "ref_toolchain", "new_toolchain", "is_baseline",
-    "verdict", "ratio", "ci_low", "ci_high", "p_value", "ref_median_ms", "new_median_ms", "n_ref", "n_new", "reason",
-)  # fmt: skip
+    "ref",
+    "new",
+    "op",
+    "mode",
+    "input_id",
+    "input",
+    "backend",
+    "ref_toolchain",
+    "new_toolchain",
+    "is_baseline",
+    "verdict",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "p_value",
+    "ref_median_ms",
+    "new_median_ms",
+    "n_ref",
+    "n_new",
+    "reason",
+)
 
-_STYLE = {"regression": "bold red", "improvement": "green", "same": "dim", "unsure": "yellow", "error": "magenta", "missing": "magenta"}
+_STYLE = {
+    "regression": "bold red",
+    "improvement": "green",
+    "same": "dim",
+    "unsure": "yellow",
+    "error": "magenta",
+    "missing": "magenta",
+}
 
 
 def _num(v: float) -> str:
@@ -35,17 +60,44 @@ def to_csv(comparisons: Sequence[Comparison]) -> str:
     for c in comparisons:
         for p in c.pairs:
             v = p.verdict
-            w.writerow([
-                c.ref_label, c.new_label, p.op, p.mode, p.input_id, p.input_label, p.backend, p.ref_toolchain or "",
-                p.new_toolchain or "", int(p.is_baseline), p.kind,
-                *((_num(v.ratio), _num(v.ci_low), _num(v.ci_high), _num(v.p_value), _num(v.median_ref), _num(v.median_new), v.n_ref, v.n_new, v.reason)
-                  if v else ("", "", "", "", "", "", "", "", p.problem or "")),
-            ])  # fmt: skip
+            w.writerow(
+                [
+                    c.ref_label,
+                    c.new_label,
+                    p.op,
+                    p.mode,
+                    p.input_id,
+                    p.input_label,
+                    p.backend,
+                    p.ref_toolchain or "",
+                    p.new_toolchain or "",
+                    int(p.is_baseline),
+                    p.kind,
+                    *(
+                        (
+                            _num(v.ratio),
+                            _num(v.ci_low),
+                            _num(v.ci_high),
+                            _num(v.p_value),
+                            _num(v.median_ref),
+                            _num(v.median_new),
+                            v.n_ref,
+                            v.n_new,
+                            v.reason,
+                        )
+                        if v
+                        else ("", "", "", "", "", "", "", "", p.problem or "")
+                    ),
+                ]
+            )
     return out.getvalue()
 
 
 def to_json_doc(comparisons: Sequence[Comparison]) -> dict[str, Any]:
-    return {"comparisons": [c.to_json() for c in comparisons], "regressions": sum(len(c.regressions()) for c in comparisons)}
+    return {
+        "comparisons": [c.to_json() for c in comparisons],
+        "regressions": sum(len(c.regressions()) for c in comparisons),
+    }
 
 
 def to_json(comparisons: Sequence[Comparison]) -> str:
@@ -57,9 +109,28 @@ def _row(p: PairResult) -> list[str]:
     style = _STYLE.get(p.kind, "")
     kind = f"[{style}]{p.kind}[/]" if style else p.kind
     if v is None:
-        return [escape(f"{p.op}.{p.mode}"), escape(p.input_label), escape(p.backend_label), "-", "-", "-", "-", kind, escape(p.problem or "")]
-    return [escape(f"{p.op}.{p.mode}"), escape(p.input_label), escape(p.backend_label), fmt_ms(v.median_ref), fmt_ms(v.median_new),
-            fmt_pct(v.ratio), fmt_ci(p), kind, escape(v.reason if p.kind == "unsure" else "")]  # fmt: skip
+        return [
+            escape(f"{p.op}.{p.mode}"),
+            escape(p.input_label),
+            escape(p.backend_label),
+            "-",
+            "-",
+            "-",
+            "-",
+            kind,
+            escape(p.problem or ""),
+        ]
+    return [
+        escape(f"{p.op}.{p.mode}"),
+        escape(p.input_label),
+        escape(p.backend_label),
+        fmt_ms(v.median_ref),
+        fmt_ms(v.median_new),
+        fmt_pct(v.ratio),
+        fmt_ci(p),
+        kind,
+        escape(v.reason if p.kind == "unsure" else ""),
+    ]
 
 
 # A terminal table past this many rows is unreadable, and rich takes ~1.5 ms a row to lay it out
@@ -67,15 +138,31 @@ def _row(p: PairResult) -> list[str]:
 MAX_TABLE_ROWS = 500
 
 
-def print_table(console: Console, comparisons: Sequence[Comparison], show_same: bool = False, max_rows: int = MAX_TABLE_ROWS) -> None:
+def print_table(
+    console: Console, comparisons: Sequence[Comparison], show_same: bool = False, max_rows: int = MAX_TABLE_ROWS
+) -> None:
     """Regressions first (worst first), then improvements, unsure and problems; 'same' on request.
     At most ``max_rows`` rows per comparison, then a line saying how many more there are."""
     for c in comparisons:
         console.print(f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))}")
-        style = "red" if c.baseline.status == "moved" else ("yellow" if c.baseline.status in ("unsure", "absent", "none") else "dim")
+        style = (
+            "red"
+            if c.baseline.status == "moved"
+            else ("yellow" if c.baseline.status in ("unsure", "absent", "none") else "dim")
+        )
         console.print(f"[{style}]baseline: {escape(c.baseline.message)}[/]")
         t = Table(show_lines=False)
-        for col in ("op", "input", "backend", "ref ms", "new ms", "change", f"{c.config.confidence:.0%} CI", "verdict", "why"):
+        for col in (
+            "op",
+            "input",
+            "backend",
+            "ref ms",
+            "new ms",
+            "change",
+            f"{c.config.confidence:.0%} CI",
+            "verdict",
+            "why",
+        ):
             t.add_column(col, overflow="fold")
         rows = [*c.regressions(), *c.improvements(), *c.unsure(), *c.problems(), *(c.same() if show_same else [])]
         for p in rows[:max_rows]:
@@ -83,7 +170,9 @@ def print_table(console: Console, comparisons: Sequence[Comparison], show_same: 
         if rows:
             console.print(t)
         if len(rows) > max_rows:
-            console.print(f"[dim]... and {len(rows) - max_rows} more rows, not shown: --format csv or json, or -o FILE.csv, lists them all[/]")
+            console.print(
+                f"[dim]... and {len(rows) - max_rows} more rows, not shown: --format csv or json, or -o FILE.csv, lists them all[/]"
+            )
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         console.print()

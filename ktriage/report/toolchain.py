@@ -33,11 +33,17 @@ def list_json(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> str:
 
 
 def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[dict[str, Any]]:
-    return [{
-        "id": tc.id, "triton": tc.triton_version + (" (host)" if tc.spec.triton_host else ""), "ptxas": tc.ptxas_version,
-        "from": "bundled" if tc.ptxas_is_bundled else "release" if tc.spec.ptxas_kind == "release" else "path",
-        "size": human_size(n), "options": " ".join(tc.ptxas_options),
-    } for tc, n in zip(tcs, sizes, strict=True)]  # fmt: skip
+    return [
+        {
+            "id": tc.id,
+            "triton": tc.triton_version + (" (host)" if tc.spec.triton_host else ""),
+            "ptxas": tc.ptxas_version,
+            "from": "bundled" if tc.ptxas_is_bundled else "release" if tc.spec.ptxas_kind == "release" else "path",
+            "size": human_size(n),
+            "options": " ".join(tc.ptxas_options),
+        }
+        for tc, n in zip(tcs, sizes, strict=True)
+    ]
 
 
 EMPTY = "no toolchains yet: ktriage toolchain add triton==3.4.0"

@@ -23,8 +23,10 @@ from ktriage.triage.model import WORDS, CellTriage, TriageReport
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Regressions (compile-side, or measured side by side), worst first", ("regression", "measured_regression")),
-    ("Not the compiler: can't reproduce compile-side, noise, the baseline or the environment",
-     ("noise", "not_compile_side", "unsure_measured", "unsure_no_gpu", "unsure_no_replay", "unexplained")),
+    (
+        "Not the compiler: can't reproduce compile-side, noise, the baseline or the environment",
+        ("noise", "not_compile_side", "unsure_measured", "unsure_no_gpu", "unsure_no_replay", "unexplained"),
+    ),
     ("Improvements", ("improvement",)),
 )
 REGRESSION_KINDS = SECTIONS[0][1]
@@ -48,7 +50,10 @@ def _fix_text(c: CellTriage) -> str:
     shown = verified or c.fixes
     if not shown:
         return ""
-    return "; ".join(f"{f.get('description')}{' (verified by compiling)' if f.get('verified') else ' (not verified)'}" for f in shown[:3])
+    return "; ".join(
+        f"{f.get('description')}{' (verified by compiling)' if f.get('verified') else ' (not verified)'}"
+        for f in shown[:3]
+    )
 
 
 def _culprit_text(c: CellTriage) -> str:
@@ -65,7 +70,10 @@ def _counters_markdown(cells: list[CellTriage]) -> list[str]:
     if not rows:
         return []
     out = ["Counters (Nsight Compute), next to the compile-side finding:", ""]
-    out += [f"- {_esc(c.label())} ({_esc(c.cause.text if c.cause else WORDS[c.verdict])}): {_esc(c.counters or '')}" for c in rows]
+    out += [
+        f"- {_esc(c.label())} ({_esc(c.cause.text if c.cause else WORDS[c.verdict])}): {_esc(c.counters or '')}"
+        for c in rows
+    ]
     return out + [""]
 
 
@@ -89,10 +97,15 @@ def _gpu_lines(report: TriageReport) -> list[str]:
     if m.get("note"):
         out.append(str(m["note"]))
     if m.get("results"):
-        out.append("re-measured on the GPU, both toolchains side by side in one process: " + ", ".join(Path(x).name for x in m["results"]))
+        out.append(
+            "re-measured on the GPU, both toolchains side by side in one process: "
+            + ", ".join(Path(x).name for x in m["results"])
+        )
     elif m.get("commands"):
-        out.append(f"bundle for the GPU re-run: {m.get('bundle')}; on the GPU host: {m['commands'][0]}; then this triage "
-                   f"again with --measured {m.get('bundle')}")
+        out.append(
+            f"bundle for the GPU re-run: {m.get('bundle')}; on the GPU host: {m['commands'][0]}; then this triage "
+            f"again with --measured {m.get('bundle')}"
+        )
     out += [str(x) for x in m.get("baseline", [])]
     return out
 
@@ -115,10 +128,15 @@ def to_json(report: TriageReport) -> str:
 @markdown_writer
 def to_markdown(report: TriageReport, level: int = 2) -> str:
     h = "#" * level
-    out = [f"{h} ktriage triage: {md_code(report.old)} -> {md_code(report.new)}", "",
-           f"**{report.headline()}**", "",
-           f"Toolchains: {md_code(report.old_toolchain or 'unknown')} -> {md_code(report.new_toolchain or 'unknown')}; gate "
-           f"±{report.options.threshold * 100:g}%; target {_esc(report.options.arch)}.", ""]
+    out = [
+        f"{h} ktriage triage: {md_code(report.old)} -> {md_code(report.new)}",
+        "",
+        f"**{report.headline()}**",
+        "",
+        f"Toolchains: {md_code(report.old_toolchain or 'unknown')} -> {md_code(report.new_toolchain or 'unknown')}; gate "
+        f"±{report.options.threshold * 100:g}%; target {_esc(report.options.arch)}.",
+        "",
+    ]
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
@@ -126,11 +144,21 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         out += [f"{h}# {title}", ""]
         measured = _is_measured(report)
         if kinds == REGRESSION_KINDS:
-            out.append("| # | cell | old ms | new ms | change | cause | culprit | fix |" + (" measured side by side |" if measured else ""))
+            out.append(
+                "| # | cell | old ms | new ms | change | cause | culprit | fix |"
+                + (" measured side by side |" if measured else "")
+            )
             out.append("|---|---|---|---|---|---|---|---|" + ("---|" if measured else ""))
             for k, c in enumerate(cells, 1):
-                cause = f"**{_esc(c.cause.text)}**" if c.cause else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
-                row = [_esc(x) for x in (str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}")] + [f"**{_pct(c)}**", cause]
+                cause = (
+                    f"**{_esc(c.cause.text)}**"
+                    if c.cause
+                    else ("no compile-side cause found" if c.verdict == "measured_regression" else "")
+                )
+                row = [_esc(x) for x in (str(k), c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}")] + [
+                    f"**{_pct(c)}**",
+                    cause,
+                ]
                 row += [_esc(x) for x in [_culprit_text(c), _fix_text(c)] + ([_measured_text(c)] if measured else [])]
                 out.append("| " + " | ".join(row) + " |")
             out.append("")
@@ -142,7 +170,11 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
             out.append("")
             out += _counters_markdown(cells)
         else:
-            out.append("| cell | old ms | new ms | change | verdict |" + (" measured side by side |" if measured else "") + " notes |")
+            out.append(
+                "| cell | old ms | new ms | change | verdict |"
+                + (" measured side by side |" if measured else "")
+                + " notes |"
+            )
             out.append("|---|---|---|---|---|---|" + ("---|" if measured else ""))
             for c in cells:
                 row = [c.label(), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), WORDS[c.verdict]]
@@ -156,7 +188,10 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     out += [f"{h}# What this triage could not decide without a GPU", ""]
     out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
     out.append("")
-    out += [f"Baseline check ({_esc(report.baseline.get('status', 'none'))}): {_esc(report.baseline.get('message', ''))}", ""]
+    out += [
+        f"Baseline check ({_esc(report.baseline.get('status', 'none'))}): {_esc(report.baseline.get('message', ''))}",
+        "",
+    ]
     if report.failures:
         out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(x)}" for x in report.failures] + [""]
     if report.notes:
@@ -171,16 +206,35 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
 
 
 def _row(c: CellTriage) -> dict[str, Any]:
-    return {"label": c.label(), "old": f"{c.old_ms:.4f}", "new": f"{c.new_ms:.4f}", "change": _pct(c), "verdict": WORDS[c.verdict],
-            "kind": c.verdict, "cause": c.cause.text if c.cause else "", "summary": c.cause.summary if c.cause else "",
-            "culprit": _culprit_text(c), "fix": _fix_text(c), "notes": "; ".join(c.notes), "counters": c.counters or "",
-            "measured": _measured_text(c)}
+    return {
+        "label": c.label(),
+        "old": f"{c.old_ms:.4f}",
+        "new": f"{c.new_ms:.4f}",
+        "change": _pct(c),
+        "verdict": WORDS[c.verdict],
+        "kind": c.verdict,
+        "cause": c.cause.text if c.cause else "",
+        "summary": c.cause.summary if c.cause else "",
+        "culprit": _culprit_text(c),
+        "fix": _fix_text(c),
+        "notes": "; ".join(c.notes),
+        "counters": c.counters or "",
+        "measured": _measured_text(c),
+    }
 
 
 # triage verdict -> point colour on the sweep chart (grey: not flagged)
-COLOURS = {"regression": "#b00020", "not_compile_side": "#c77700", "unsure_no_gpu": "#c77700", "unexplained": "#6a1b9a",
-           "improvement": "#2e7d32", "measured_regression": "#b00020", "noise": "#777777", "unsure_measured": "#c77700",
-           "unsure_no_replay": "#c77700"}
+COLOURS = {
+    "regression": "#b00020",
+    "not_compile_side": "#c77700",
+    "unsure_no_gpu": "#c77700",
+    "unexplained": "#6a1b9a",
+    "improvement": "#2e7d32",
+    "measured_regression": "#b00020",
+    "noise": "#777777",
+    "unsure_measured": "#c77700",
+    "unsure_no_replay": "#c77700",
+}
 
 
 MAX_CHART_INPUTS = 2_000  # a sweep chart's inputs at most: more are not readable, and the SVG grows without bound
@@ -216,43 +270,88 @@ def sweep_charts(report: TriageReport) -> list[str]:
             s = Series(backend, [(pos[r["input_id"]], float(r["ratio"])) for r in mine])
             for r in mine:
                 s.point_colours[pos[r["input_id"]]] = COLOURS.get(r["verdict"] or "", "#999")
-                s.point_titles[pos[r["input_id"]]] = f"{backend} {r['input']}: {r['ratio']:.3f}x ({WORDS.get(r['verdict'] or '', 'not flagged')})"
+                s.point_titles[pos[r["input_id"]]] = (
+                    f"{backend} {r['input']}: {r['ratio']:.3f}x ({WORDS.get(r['verdict'] or '', 'not flagged')})"
+                )
             series.append(s)
-        charts.append(line_chart([lab for _, lab in xs], series, y_label="new / old", log_y=True, band=(1 / gate, gate), ref_line=1.0,
-                                 title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)" + thinned,
-                                 css_class="chart ratio-chart"))
+        charts.append(
+            line_chart(
+                [lab for _, lab in xs],
+                series,
+                y_label="new / old",
+                log_y=True,
+                band=(1 / gate, gate),
+                ref_line=1.0,
+                title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)" + thinned,
+                css_class="chart ratio-chart",
+            )
+        )
     return charts
 
 
 def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
     from markupsafe import Markup
 
-    sections = [{"title": t, "regression": kinds == REGRESSION_KINDS, "rows": [_row(c) for c in report.cells if c.verdict in kinds]}
-                for t, kinds in SECTIONS]
-    return _env().get_template("triage.html.j2").render(title=title, r=report, headline=report.headline(),
-                                                        sections=[s for s in sections if s["rows"]],
-                                                        measured=_is_measured(report), gpu_lines=_gpu_lines(report), decided=_decided(report),
-                                                        charts=[Markup(svg) for svg in sweep_charts(report)])  # line_chart escapes its texts
+    sections = [
+        {
+            "title": t,
+            "regression": kinds == REGRESSION_KINDS,
+            "rows": [_row(c) for c in report.cells if c.verdict in kinds],
+        }
+        for t, kinds in SECTIONS
+    ]
+    return (
+        _env()
+        .get_template("triage.html.j2")
+        .render(
+            title=title,
+            r=report,
+            headline=report.headline(),
+            sections=[s for s in sections if s["rows"]],
+            measured=_is_measured(report),
+            gpu_lines=_gpu_lines(report),
+            decided=_decided(report),
+            charts=[Markup(svg) for svg in sweep_charts(report)],
+        )
+    )  # line_chart escapes its texts
 
 
 def print_table(report: TriageReport, console: Console) -> None:
     console.print(f"[bold]{escape(report.headline())}[/]")
-    console.print(f"toolchains: {escape(report.old_toolchain or 'unknown')} -> {escape(report.new_toolchain or 'unknown')}")
+    console.print(
+        f"toolchains: {escape(report.old_toolchain or 'unknown')} -> {escape(report.new_toolchain or 'unknown')}"
+    )
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
             continue
         table = Table(title=title, title_justify="left")
         measured = _is_measured(report)
-        for col in ("cell", "old ms", "new ms", "change", "verdict", *(["measured side by side"] if measured else []),
-                    "cause / culprit / fix or notes"):
+        for col in (
+            "cell",
+            "old ms",
+            "new ms",
+            "change",
+            "verdict",
+            *(["measured side by side"] if measured else []),
+            "cause / culprit / fix or notes",
+        ):
             table.add_column(col)
         for c in cells:
-            detail = " | ".join(x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x) or "; ".join(c.notes)
+            detail = " | ".join(
+                x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x
+            ) or "; ".join(c.notes)
             if c.counters:
                 detail += f" | counters: {c.counters}"
-            table.add_row(escape(c.label()), f"{c.old_ms:.4f}", f"{c.new_ms:.4f}", _pct(c), escape(WORDS[c.verdict]),
-                          *([escape(_measured_text(c))] if measured else []), escape(detail))
+            table.add_row(
+                escape(c.label()),
+                f"{c.old_ms:.4f}",
+                f"{c.new_ms:.4f}",
+                _pct(c),
+                escape(WORDS[c.verdict]),
+                *([escape(_measured_text(c))] if measured else []),
+                escape(detail),
+            )
         console.print(table)
     for x in _gpu_lines(report):
         console.print(f"[cyan]GPU re-run:[/] {escape(x)}")

@@ -63,20 +63,41 @@ def _measured(row: dict[str, Any]) -> str:
 def to_markdown(report: ProgramReport) -> str:
     out = [f"# ktriage triage --run: {md_code(report.command)}", "", f"**{md_text(report.headline())}**", ""]
     for t in report.toolchains:
-        out.append(f"- {md_text(t['side'])}: {md_code(t['spec'])}: Triton {md_text(t['triton'])}, ptxas "
-                   f"{md_text(t['ptxas'])} ({md_code(t['id'])})")
-    out += ["", f"Work folder: {md_code(report.workdir)} ({md_code(report.workload)}, bundle/, results.json).", "",
-            "## Steps", "", "| step | status | wall s | what |", "|---|---|---|---|"]
+        out.append(
+            f"- {md_text(t['side'])}: {md_code(t['spec'])}: Triton {md_text(t['triton'])}, ptxas "
+            f"{md_text(t['ptxas'])} ({md_code(t['id'])})"
+        )
+    out += [
+        "",
+        f"Work folder: {md_code(report.workdir)} ({md_code(report.workload)}, bundle/, results.json).",
+        "",
+        "## Steps",
+        "",
+        "| step | status | wall s | what |",
+        "|---|---|---|---|",
+    ]
     for s in report.steps:
         out.append(f"| {md_text(s.name)} | {md_text(s.status)} | {_secs(s.wall_s)} | {md_text(s.detail)} |")
     out += [f"| total | | {_secs(report.total_s)} | |", ""]
     if report.cells:
-        out += ["## Every kernel input: measured side by side, predicted by the cost model", "",
-                "| entry | kernel | input | launches | old ms | new ms | measured | predicted | compile-side |",
-                "|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "## Every kernel input: measured side by side, predicted by the cost model",
+            "",
+            "| entry | kernel | input | launches | old ms | new ms | measured | predicted | compile-side |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in report.cells:
-            row = [str(r["entry"]), f"{r['kernel']}:{r['function']}", str(r["input"]), str(r["launches"]), _ms(r["old_ms"]),
-                   _ms(r["new_ms"]), _measured(r), _predicted(r), _compile_side(r)]
+            row = [
+                str(r["entry"]),
+                f"{r['kernel']}:{r['function']}",
+                str(r["input"]),
+                str(r["launches"]),
+                _ms(r["old_ms"]),
+                _ms(r["new_ms"]),
+                _measured(r),
+                _predicted(r),
+                _compile_side(r),
+            ]
             out.append("| " + " | ".join(md_text(x) for x in row) + " |")
         out.append("")
     if report.failures:
@@ -84,8 +105,7 @@ def to_markdown(report: ProgramReport) -> str:
     if report.triage is not None:
         out += [triage_report.to_markdown(report.triage, level=2), ""]
     out += ["## The same steps, split across machines", ""]
-    out += [f"- {md_text(s['where'])} ({md_text(s['step'])}): {md_code(s['command'])}"
-            for s in _split(report)] + [""]
+    out += [f"- {md_text(s['where'])} ({md_text(s['step'])}): {md_code(s['command'])}" for s in _split(report)] + [""]
     return "\n".join(out)
 
 
@@ -96,7 +116,9 @@ def _split(report: ProgramReport) -> list[dict[str, str]]:
 def print_table(report: ProgramReport, console: Console) -> None:
     console.print(f"[bold]{escape(report.headline())}[/]")
     for t in report.toolchains:
-        console.print(f"{escape(t['side'])}: {escape(t['spec'])} (Triton {escape(t['triton'])}, ptxas {escape(t['ptxas'])}, {escape(t['id'])})")
+        console.print(
+            f"{escape(t['side'])}: {escape(t['spec'])} (Triton {escape(t['triton'])}, ptxas {escape(t['ptxas'])}, {escape(t['id'])})"
+        )
     steps = Table(title="steps", title_justify="left")
     for col in ("step", "status", "wall s", "what"):
         steps.add_column(col)
@@ -106,12 +128,22 @@ def print_table(report: ProgramReport, console: Console) -> None:
     steps.add_row("total", "", _secs(report.total_s), "")
     console.print(steps)
     if report.cells:
-        cells = Table(title="every kernel input: measured side by side, predicted by the cost model", title_justify="left")
+        cells = Table(
+            title="every kernel input: measured side by side, predicted by the cost model", title_justify="left"
+        )
         for col in ("entry", "kernel", "input", "old ms", "new ms", "measured", "predicted", "compile-side"):
             cells.add_column(col)
         for r in report.cells:
-            cells.add_row(str(r["entry"]), escape(f"{r['kernel']}:{r['function']}"), escape(str(r["input"])), _ms(r["old_ms"]),
-                          _ms(r["new_ms"]), escape(_measured(r)), escape(_predicted(r)), escape(_compile_side(r)))
+            cells.add_row(
+                str(r["entry"]),
+                escape(f"{r['kernel']}:{r['function']}"),
+                escape(str(r["input"])),
+                _ms(r["old_ms"]),
+                _ms(r["new_ms"]),
+                escape(_measured(r)),
+                escape(_predicted(r)),
+                escape(_compile_side(r)),
+            )
         console.print(cells)
     for x in report.failures:
         console.print(f"[red]failed:[/] {escape(x)}")

@@ -23,11 +23,20 @@ SCHEMA = 1
 
 def _summary(c: ScreenedConfig) -> dict[str, Any]:
     data = c.to_json()
-    return {"config": data["config"], "label": data["label"], "grid": data["grid"], "resources": data["resources"],
-            "occupancy": data["occupancy"], "estimate": data["estimate"], "reason": data["reason"]}
+    return {
+        "config": data["config"],
+        "label": data["label"],
+        "grid": data["grid"],
+        "resources": data["resources"],
+        "occupancy": data["occupancy"],
+        "estimate": data["estimate"],
+        "reason": data["reason"],
+    }
 
 
-def to_json(result: ScreenResult, *, scaling: dict[str, Any] | None = None, timing: dict[str, Any] | None = None) -> dict[str, Any]:
+def to_json(
+    result: ScreenResult, *, scaling: dict[str, Any] | None = None, timing: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Everything tune decided, with the reason for each candidate."""
     rec = result.recommended
     return {
@@ -47,16 +56,18 @@ def to_json(result: ScreenResult, *, scaling: dict[str, Any] | None = None, timi
     }
 
 
-def report_json(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
-                timings: Sequence[dict[str, Any] | None]) -> dict[str, Any]:
+def report_json(
+    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[dict[str, Any] | None]
+) -> dict[str, Any]:
     """The document of stdout's ``--format json`` and ``-o PATH.json``: one input's report, or
     ``{"schema", "inputs": [...]}`` for several."""
     reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
     return reports[0] if len(reports) == 1 else {"schema": SCHEMA, "inputs": reports}
 
 
-def to_json_text(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
-                 timings: Sequence[dict[str, Any] | None]) -> str:
+def to_json_text(
+    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[dict[str, Any] | None]
+) -> str:
     return json.dumps(report_json(results, scalings, timings), indent=1) + "\n"
 
 
@@ -70,10 +81,17 @@ _COLUMNS = ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "wave
 
 def _cells(c: ScreenedConfig) -> list[str]:
     r, o, e = c.resources, c.occupancy, c.estimate
-    return [c.config.label() + (" (default)" if c.is_default else ""), c.status,
-            str(r.registers) if r else "-", str(r.spill_store_bytes) if r else "-",
-            str(o.ctas_per_sm) if o else "-", f"{o.occupancy:.0%}" if o else "-",
-            str(e.waves) if e else "-", f"{e.estimate_us:.1f}" if e else "-", c.reason]
+    return [
+        c.config.label() + (" (default)" if c.is_default else ""),
+        c.status,
+        str(r.registers) if r else "-",
+        str(r.spill_store_bytes) if r else "-",
+        str(o.ctas_per_sm) if o else "-",
+        f"{o.occupancy:.0%}" if o else "-",
+        str(e.waves) if e else "-",
+        f"{e.estimate_us:.1f}" if e else "-",
+        c.reason,
+    ]
 
 
 def _title(result: ScreenResult) -> str:
@@ -93,16 +111,28 @@ def _md(text: str) -> str:
     return md_text(text)
 
 
-def _one_markdown(result: ScreenResult, scaling: ScaleResult[Any], timing: dict[str, Any] | None, show_all: bool,
-                  level: int) -> list[str]:
-    lines = [f"{'#' * level} {_md(_title(result))}", "", "| " + " | ".join(_COLUMNS) + " |",
-             "|" + "|".join("---:" if c in ("regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us") else "---"
-                            for c in _COLUMNS) + "|"]
+def _one_markdown(
+    result: ScreenResult, scaling: ScaleResult[Any], timing: dict[str, Any] | None, show_all: bool, level: int
+) -> list[str]:
+    lines = [
+        f"{'#' * level} {_md(_title(result))}",
+        "",
+        "| " + " | ".join(_COLUMNS) + " |",
+        "|"
+        + "|".join(
+            "---:" if c in ("regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us") else "---"
+            for c in _COLUMNS
+        )
+        + "|",
+    ]
     lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in _rows(result, show_all)]
     lines.append("")
     rec = result.recommended
-    lines.append(f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}" if rec is not None
-                 else "**no recommendation**")
+    lines.append(
+        f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}"
+        if rec is not None
+        else "**no recommendation**"
+    )
     lines.append("")
     lines += [f"- note: {_md(n)}" for n in result.notes]
     lines += [f"- scaling: {_md(step.sentence)}" for step in scaling.steps]
@@ -114,24 +144,41 @@ def _one_markdown(result: ScreenResult, scaling: ScaleResult[Any], timing: dict[
 
 
 @markdown_writer
-def to_markdown(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
-                timings: Sequence[dict[str, Any] | None], *, show_all: bool = False) -> str:
+def to_markdown(
+    results: Sequence[ScreenResult],
+    scalings: Sequence[ScaleResult[Any]],
+    timings: Sequence[dict[str, Any] | None],
+    *,
+    show_all: bool = False,
+) -> str:
     """The report as markdown: one input's candidates table and recommendation, or for several
     inputs the summary table (each input's own table too with ``show_all``)."""
     if len(results) == 1:
         return "\n".join(_one_markdown(results[0], scalings[0], timings[0], show_all, 2)).rstrip() + "\n"
     first = results[0]
-    lines = [f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {len(results)} inputs",
-             "", "| " + " | ".join(_SUMMARY_COLUMNS) + " |", "|" + "|".join("---" for _ in _SUMMARY_COLUMNS) + "|"]
-    lines += ["| " + " | ".join(_md(x) for x in _summary_cells(r, t)) + " |" for r, t in zip(results, timings, strict=True)]
+    lines = [
+        f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {len(results)} inputs",
+        "",
+        "| " + " | ".join(_SUMMARY_COLUMNS) + " |",
+        "|" + "|".join("---" for _ in _SUMMARY_COLUMNS) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(_md(x) for x in _summary_cells(r, t)) + " |" for r, t in zip(results, timings, strict=True)
+    ]
     if show_all:
         for r, sc, t in zip(results, scalings, timings, strict=True):
             lines += ["", *_one_markdown(r, sc, t, True, 3)]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def print_report(results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]],
-                 timings: Sequence[dict[str, Any] | None], console: Console, *, show_all: bool = False) -> None:
+def print_report(
+    results: Sequence[ScreenResult],
+    scalings: Sequence[ScaleResult[Any]],
+    timings: Sequence[dict[str, Any] | None],
+    console: Console,
+    *,
+    show_all: bool = False,
+) -> None:
     """The table on the console: one input's candidates, or the summary of several (each input's
     table first with ``show_all``)."""
     if len(results) == 1 or show_all:
@@ -164,8 +211,10 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
 
 def print_summary(results: Sequence[ScreenResult], timings: Sequence[dict[str, Any] | None], console: Console) -> None:
     """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
-    table = Table(title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
-                        f"{len(results)} inputs")
+    table = Table(
+        title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
+        f"{len(results)} inputs"
+    )
     for col in _SUMMARY_COLUMNS:
         table.add_column(col, overflow="fold")
     for r, t in zip(results, timings, strict=True):
@@ -173,8 +222,17 @@ def print_summary(results: Sequence[ScreenResult], timings: Sequence[dict[str, A
     console.print(table)
 
 
-_SUMMARY_COLUMNS = ("input", "library config", "recommended", "regs", "spill B", "CTAs/SM", "GPU winner", "vs library",
-                    "vs baselines")
+_SUMMARY_COLUMNS = (
+    "input",
+    "library config",
+    "recommended",
+    "regs",
+    "spill B",
+    "CTAs/SM",
+    "GPU winner",
+    "vs library",
+    "vs baselines",
+)
 
 
 def _summary_cells(r: ScreenResult, t: dict[str, Any] | None) -> list[str]:
@@ -185,6 +243,14 @@ def _summary_cells(r: ScreenResult, t: dict[str, Any] | None) -> list[str]:
     timed = t or {}
     sp = timed.get("speedup_over_default")
     vs = ", ".join(f"{v:.2f}x {k}" for k, v in (timed.get("winner_vs_baselines") or {}).items())
-    return [input_label(r.space.spec.meta, r.space.spec.name), base, rec.config.label() if rec else "none",
-            str(res.registers) if res else "-", str(res.spill_store_bytes) if res else "-",
-            str(occ.ctas_per_sm) if occ else "-", str(timed.get("winner") or "-"), f"{sp:.2f}x" if sp else "-", vs or "-"]
+    return [
+        input_label(r.space.spec.meta, r.space.spec.name),
+        base,
+        rec.config.label() if rec else "none",
+        str(res.registers) if res else "-",
+        str(res.spill_store_bytes) if res else "-",
+        str(occ.ctas_per_sm) if occ else "-",
+        str(timed.get("winner") or "-"),
+        f"{sp:.2f}x" if sp else "-",
+        vs or "-",
+    ]

@@ -14,7 +14,18 @@ from ktriage.report.records import kv_markdown, markdown_table, print_rows, to_j
 if TYPE_CHECKING:
     from rich.console import Console
 
-KERNEL_COLUMNS = ("kernel", "function", "kind", "module", "inputs", "launches", "warps", "stages", "autotune", "package")
+KERNEL_COLUMNS = (
+    "kernel",
+    "function",
+    "kind",
+    "module",
+    "inputs",
+    "launches",
+    "warps",
+    "stages",
+    "autotune",
+    "package",
+)
 INPUT_COLUMNS = ("kernel", "input", "label", "grid", "launches", "config", "heuristics", "jit check")
 MISSED_COLUMNS = ("function", "launches", "why")
 BLOCKER_COLUMNS = ("kernel", "function", "input", "why")
@@ -29,19 +40,39 @@ def _config(choice: dict[str, Any] | None) -> str:
 
 
 def kernel_rows(workload: Workload) -> list[dict[str, Any]]:
-    return [{"kernel": k.id, "function": k.function, "kind": k.kind, "module": k.original_module, "inputs": len(k.inputs),
-             "launches": k.launches, "warps": k.inputs[0].spec.num_warps, "stages": k.inputs[0].spec.num_stages,
-             "autotune": f"{len(k.autotune_configs)} configs" if k.autotune_configs else "-", "package": k.package}
-            for k in workload.kernels if k.inputs]  # fmt: skip
+    return [
+        {
+            "kernel": k.id,
+            "function": k.function,
+            "kind": k.kind,
+            "module": k.original_module,
+            "inputs": len(k.inputs),
+            "launches": k.launches,
+            "warps": k.inputs[0].spec.num_warps,
+            "stages": k.inputs[0].spec.num_stages,
+            "autotune": f"{len(k.autotune_configs)} configs" if k.autotune_configs else "-",
+            "package": k.package,
+        }
+        for k in workload.kernels
+        if k.inputs
+    ]
 
 
 def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
-    return [{"kernel": k.id, "input": i.id, "label": i.label,
-             "grid": "x".join(map(str, i.grid)) if i.grid else "none: cannot bench (see below)",
-             "launches": i.count, "config": _config(i.autotune_choice),
-             "heuristics": ", ".join(f"{n}={v}" for n, v in i.heuristics.items()) or "-",
-             "jit check": i.jit_check or "-"}
-            for k in kernels for i in k.inputs]  # fmt: skip
+    return [
+        {
+            "kernel": k.id,
+            "input": i.id,
+            "label": i.label,
+            "grid": "x".join(map(str, i.grid)) if i.grid else "none: cannot bench (see below)",
+            "launches": i.count,
+            "config": _config(i.autotune_choice),
+            "heuristics": ", ".join(f"{n}={v}" for n, v in i.heuristics.items()) or "-",
+            "jit check": i.jit_check or "-",
+        }
+        for k in kernels
+        for i in k.inputs
+    ]
 
 
 def missed_rows(workload: Workload) -> list[dict[str, Any]]:
@@ -52,20 +83,32 @@ def blocker_rows(workload: Workload) -> list[dict[str, Any]]:
     """The inputs ``bench`` cannot replay, and why (never a silent "-" in the grid column)."""
     from ktriage.workload.recorded_bundle import bench_blockers
 
-    return [{"kernel": b.kernel, "function": b.function, "input": b.input, "why": b.why} for b in bench_blockers(workload)]
+    return [
+        {"kernel": b.kernel, "function": b.function, "input": b.input, "why": b.why} for b in bench_blockers(workload)
+    ]
 
 
 def summary(workload: Workload) -> dict[str, Any]:
     rec = workload.recorded
-    host: dict[str, Any] = {k: workload.host[k] for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime") if k in workload.host}
+    host: dict[str, Any] = {
+        k: workload.host[k]
+        for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime")
+        if k in workload.host
+    }
     if rec.get("source") == "tritonparse":  # imported (ktriage workload import), not recorded by running a program
         origin = {"source": f"tritonparse traces: {', '.join(str(t) for t in rec.get('traces') or [])}"}
     else:
         origin = {"command": " ".join(rec.get("command") or []), "program": _exit(rec.get("returncode"))}
-    return {"file": str(workload.path) if workload.path else None, **origin, **host, "kernels": len(workload.kernels),
-            "inputs": sum(len(k.inputs) for k in workload.kernels),
-            "launches": sum(k.launches for k in workload.kernels), "not captured": len(workload.not_captured),
-            "cannot bench": len(blocker_rows(workload))}
+    return {
+        "file": str(workload.path) if workload.path else None,
+        **origin,
+        **host,
+        "kernels": len(workload.kernels),
+        "inputs": sum(len(k.inputs) for k in workload.kernels),
+        "launches": sum(k.launches for k in workload.kernels),
+        "not captured": len(workload.not_captured),
+        "cannot bench": len(blocker_rows(workload)),
+    }
 
 
 def _exit(code: Any) -> str:

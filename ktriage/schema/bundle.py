@@ -8,7 +8,7 @@ newer writers), not in artifact entries.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import msgspec
 
@@ -73,8 +73,10 @@ class BundleSchema(msgspec.Struct):
 
 
 FIX = "copy the whole bundle folder again, or rebuild it with this ktriage (`ktriage bench --compile-only`)"
-FIXES = {"artifacts": "each artifact entry has status \"ok\" (cubin, cubin_sha256, kernel_name, launch, metadata, abi, ...) "
-                      "or \"failed\" (stage, kind, message): rebuild the bundle with this ktriage"}
+FIXES = {
+    "artifacts": 'each artifact entry has status "ok" (cubin, cubin_sha256, kernel_name, launch, metadata, abi, ...) '
+    'or "failed" (stage, kind, message): rebuild the bundle with this ktriage'
+}
 
 
 class RecordingSchema(msgspec.Struct):

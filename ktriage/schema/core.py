@@ -46,13 +46,19 @@ def size_limit(default_mb: int) -> int:
     try:
         value = float(raw)
     except ValueError:
-        raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} is not a number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048") from None
+        raise KtriageError(
+            f"{MAX_INPUT_ENV}={raw!r} is not a number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048"
+        ) from None
     if not 0 < value < 1 << 40:  # also refuses nan and inf
-        raise KtriageError(f"{MAX_INPUT_ENV}={raw!r} must be a positive, finite number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048")
+        raise KtriageError(
+            f"{MAX_INPUT_ENV}={raw!r} must be a positive, finite number of megabytes", f"e.g. {MAX_INPUT_ENV}=2048"
+        )
     return int(value * MIB)
 
 
-def read_bytes(path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path") -> bytes:
+def read_bytes(
+    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
+) -> bytes:
     """The file's bytes; a missing, unreadable, non-regular or too large file is ``error``."""
     path = Path(path)
     try:
@@ -60,14 +66,18 @@ def read_bytes(path: str | Path, *, what: str, limit: int, error: ErrorType = Fo
         if not path.is_file():
             raise error(f"{what} {path} is not a file", fix)
         if size > limit:
-            raise error(f"{what} {path} is {size / MIB:.1f} MB, over the limit of {limit / MIB:.0f} MB",
-                        f"check that it is the right file, or raise the limit with {MAX_INPUT_ENV}=<MB>")
+            raise error(
+                f"{what} {path} is {size / MIB:.1f} MB, over the limit of {limit / MIB:.0f} MB",
+                f"check that it is the right file, or raise the limit with {MAX_INPUT_ENV}=<MB>",
+            )
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror or exc}", fix) from exc
     if len(data) > limit:  # grew while read, or a pipe
-        raise error(f"{what} {path} is over the limit of {limit / MIB:.0f} MB", f"raise the limit with {MAX_INPUT_ENV}=<MB>")
+        raise error(
+            f"{what} {path} is over the limit of {limit / MIB:.0f} MB", f"raise the limit with {MAX_INPUT_ENV}=<MB>"
+        )
     return data
 
 
@@ -76,13 +86,19 @@ def decode_utf8(data: bytes, *, origin: str, error: ErrorType = FormatError) -> 
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"{origin} is not UTF-8 text (byte {exc.start}: {data[exc.start:exc.start + 1]!r})",
-                    "save it as UTF-8 (a binary file or another encoding cannot be read)") from None
+        raise error(
+            f"{origin} is not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
+            "save it as UTF-8 (a binary file or another encoding cannot be read)",
+        ) from None
 
 
-def read_text(path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path") -> str:
+def read_text(
+    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
+) -> str:
     """A UTF-8 text file under ``limit`` bytes (source files, spec files)."""
-    return decode_utf8(read_bytes(path, what=what, limit=limit, error=error, fix=fix), origin=f"{what} {path}", error=error)
+    return decode_utf8(
+        read_bytes(path, what=what, limit=limit, error=error, fix=fix), origin=f"{what} {path}", error=error
+    )
 
 
 def check_depth(value: object, *, origin: str, error: ErrorType = FormatError, limit: int = MAX_DEPTH) -> None:
@@ -94,12 +110,18 @@ def check_depth(value: object, *, origin: str, error: ErrorType = FormatError, l
         if children is None:
             continue
         if depth > limit:
-            raise error(f"{origin} nests lists/objects deeper than {limit} levels", "this is not a file ktriage writes: check that it is the right file")
+            raise error(
+                f"{origin} nests lists/objects deeper than {limit} levels",
+                "this is not a file ktriage writes: check that it is the right file",
+            )
         stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
 
 
 def _too_deep(origin: str, error: ErrorType) -> KtriageError:
-    return error(f"{origin} nests lists/objects deeper than {MAX_DEPTH} levels", "this is not a file ktriage writes: check that it is the right file")
+    return error(
+        f"{origin} nests lists/objects deeper than {MAX_DEPTH} levels",
+        "this is not a file ktriage writes: check that it is the right file",
+    )
 
 
 def parse_json(text: str, *, origin: str, fix: str, error: ErrorType = FormatError) -> Any:
@@ -137,9 +159,16 @@ def field_path(message: str) -> tuple[str, str]:
     return (m.group("path") or "").lstrip("."), msg
 
 
-def validation_error(exc: msgspec.ValidationError, *, origin: str, fix: str, fixes: Mapping[str, str] | None = None,
-                     error: ErrorType = FormatError, label: Callable[[str], str] | None = None,
-                     headline: str = "") -> KtriageError:
+def validation_error(
+    exc: msgspec.ValidationError,
+    *,
+    origin: str,
+    fix: str,
+    fixes: Mapping[str, str] | None = None,
+    error: ErrorType = FormatError,
+    label: Callable[[str], str] | None = None,
+    headline: str = "",
+) -> KtriageError:
     """The KtriageError for a schema failure: ``origin: FIELD: what was wrong`` and the fix.
 
     ``fixes``: a more precise fix per field path, indices removed (``cells.samples_ms``); the longest
@@ -170,19 +199,38 @@ def validation_error(exc: msgspec.ValidationError, *, origin: str, fix: str, fix
     return error(f"{origin}{headline}: {where}: {msg}", chosen)
 
 
-def convert(value: Any, type_: type[T], *, origin: str, fix: str, fixes: Mapping[str, str] | None = None,
-            error: ErrorType = FormatError, label: Callable[[str], str] | None = None, headline: str = "") -> T:
+def convert(
+    value: Any,
+    type_: type[T],
+    *,
+    origin: str,
+    fix: str,
+    fixes: Mapping[str, str] | None = None,
+    error: ErrorType = FormatError,
+    label: Callable[[str], str] | None = None,
+    headline: str = "",
+) -> T:
     """Parsed values into the format's Structs, strictly; a mismatch is ``error`` naming the field."""
     try:
         return msgspec.convert(value, type_, strict=True)
     except RecursionError:
         raise _too_deep(origin, error) from None
     except msgspec.ValidationError as exc:
-        raise validation_error(exc, origin=origin, fix=fix, fixes=fixes, error=error, label=label, headline=headline) from None
+        raise validation_error(
+            exc, origin=origin, fix=fix, fixes=fixes, error=error, label=label, headline=headline
+        ) from None
 
 
-def decode_json(text: str, type_: type[T], *, origin: str, fix: str, fixes: Mapping[str, str] | None = None,
-                error: ErrorType = FormatError, headline: str = "") -> T:
+def decode_json(
+    text: str,
+    type_: type[T],
+    *,
+    origin: str,
+    fix: str,
+    fixes: Mapping[str, str] | None = None,
+    error: ErrorType = FormatError,
+    headline: str = "",
+) -> T:
     """JSON text straight into the Structs (msgspec's decoder, the fast path measured in
     benchmarks/hardening); text msgspec's strict JSON refuses (NaN written by Python's json) goes
     through :func:`parse_json` and :func:`convert`."""
@@ -194,5 +242,12 @@ def decode_json(text: str, type_: type[T], *, origin: str, fix: str, fixes: Mapp
         raise validation_error(exc, origin=origin, fix=fix, fixes=fixes, error=error, headline=headline) from None
     except msgspec.DecodeError:
         pass
-    return convert(parse_json(text, origin=origin, fix=fix, error=error), type_, origin=origin, fix=fix, fixes=fixes,
-                   error=error, headline=headline)
+    return convert(
+        parse_json(text, origin=origin, fix=fix, error=error),
+        type_,
+        origin=origin,
+        fix=fix,
+        fixes=fixes,
+        error=error,
+        headline=headline,
+    )

@@ -91,8 +91,10 @@ class ProfileSectionSchema(msgspec.Struct):
     findings: list[str] = []
 
 
-PROFILE_FIX = ("the profile section (cell.extra.profile) is written by `ktriage bench --profile` or "
-               "`ktriage profile --results`: write it again with this ktriage, or drop the section")
+PROFILE_FIX = (
+    "the profile section (cell.extra.profile) is written by `ktriage bench --profile` or "
+    "`ktriage profile --results`: write it again with this ktriage, or drop the section"
+)
 
 
 class RunSchema(msgspec.Struct):

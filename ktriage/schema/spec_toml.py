@@ -51,7 +51,9 @@ class KernelSchema(msgspec.Struct, forbid_unknown_fields=True):
     source: Annotated[str, msgspec.Meta(min_length=3, max_length=4096)]
     # by values (args) or by types (signature): one of the two, spec/toml_file.py says which is missing
     args: dict[Ident, ArgValue] | UnsetType = UNSET
-    signature: Annotated[dict[Ident, Annotated[str, msgspec.Meta(max_length=64)]], msgspec.Meta(min_length=1)] | UnsetType = UNSET
+    signature: (
+        Annotated[dict[Ident, Annotated[str, msgspec.Meta(max_length=64)]], msgspec.Meta(min_length=1)] | UnsetType
+    ) = UNSET
     autotune_config: Annotated[int, msgspec.Meta(ge=0, le=100_000)] | UnsetType = UNSET
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | UnsetType = UNSET
     package: Annotated[str, msgspec.Meta(min_length=1, max_length=512)] | UnsetType = UNSET
@@ -107,6 +109,6 @@ def label(path: str) -> str:
         return "top level"
     if m is None:
         return path
-    rest = path[m.end():] or "table"
+    rest = path[m.end() :] or "table"
     head = f"[[kernel]] #{int(m.group(1)) + 1}" if m.group(1) is not None else "[kernel]"
     return f"{head} {rest}"

@@ -49,11 +49,21 @@ class Launch:
         """The spec the JIT compiles for this launch (spec.specialize holds the rules)."""
         sp = specialize_args(list(self.args))
         return KernelSpec(
-            name=self.name, source=self.source, package=self.package, signature=sp.signature,
-            constexprs=sp.constexprs, divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1,
-            num_warps=self.num_warps, num_stages=self.num_stages, num_ctas=self.num_ctas, maxnreg=self.maxnreg,
-            target=self.target, grid=self.grid, meta=dict(self.meta),
-        )  # fmt: skip
+            name=self.name,
+            source=self.source,
+            package=self.package,
+            signature=sp.signature,
+            constexprs=sp.constexprs,
+            divisible_by_16=sp.divisible_by_16,
+            equal_to_1=sp.equal_to_1,
+            num_warps=self.num_warps,
+            num_stages=self.num_stages,
+            num_ctas=self.num_ctas,
+            maxnreg=self.maxnreg,
+            target=self.target,
+            grid=self.grid,
+            meta=dict(self.meta),
+        )
 
     def encoded_args(self) -> list[list[Any]]:
         """The arguments as JSON for insitu/jitrun.py (tensors as dtype + alignment, dtypes by name)."""
@@ -79,7 +89,9 @@ def encode_value(value: Any) -> Any:
         return {"tl": value[3:]}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
-    raise SpecError(f"cannot describe launch value {value!r}", "use Ptr, numbers, bools, None, Constexpr or 'tl.<dtype>'")
+    raise SpecError(
+        f"cannot describe launch value {value!r}", "use Ptr, numbers, bools, None, Constexpr or 'tl.<dtype>'"
+    )
 
 
 def decode_value(value: Any) -> Any:
@@ -90,8 +102,10 @@ def decode_value(value: Any) -> Any:
         if "tl" in value:
             return f"tl.{value['tl']}"
         if "unsupported" in value:
-            raise SpecError(f"a launch argument ktriage cannot describe: {value['unsupported']}",
-                            "such kernels cannot be compiled from a spec yet; report the argument type")
+            raise SpecError(
+                f"a launch argument ktriage cannot describe: {value['unsupported']}",
+                "such kernels cannot be compiled from a spec yet; report the argument type",
+            )
         raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
     return value
 

@@ -24,14 +24,31 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ktriage.arch import SPEC_TARGETS
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import SpecError
 
 ConstexprValue = int | float | bool | str | None
 
 SCALAR_TYPES = (
-    "i1", "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
-    "fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16", "fp16", "bf16", "fp32", "fp64",
-)  # fmt: skip
+    "i1",
+    "u1",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "fp8e4nv",
+    "fp8e5",
+    "fp8e4b15",
+    "fp8e4b8",
+    "fp8e5b16",
+    "fp16",
+    "bf16",
+    "fp32",
+    "fp64",
+)
 INT_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 KNOWN_TARGETS = SPEC_TARGETS  # ktriage.arch holds the targets (one table of GPU-target facts)
 _TENSORDESC = re.compile(r"^tensordesc<.+>$")
@@ -256,7 +273,9 @@ class KernelSpec:
         if self.num_warps & (self.num_warps - 1):
             raise SpecError(f"{where}: num_warps = {self.num_warps} is not a power of two", "use 1, 2, 4, 8, 16 or 32")
         if self.maxnreg is not None and not (isinstance(self.maxnreg, int) and 16 <= self.maxnreg <= 255):
-            raise SpecError(f"{where}: maxnreg = {self.maxnreg!r} is out of range", "use an integer in 16..255 or leave it out")
+            raise SpecError(
+                f"{where}: maxnreg = {self.maxnreg!r} is out of range", "use an integer in 16..255 or leave it out"
+            )
         if self.grid is not None and (len(self.grid) not in (1, 2, 3) or any(g < 1 for g in self.grid)):
             raise SpecError(f"{where}: grid {self.grid} must be 1 to 3 positive integers", "e.g. grid = [132]")
         if check_source:
@@ -272,8 +291,16 @@ class KernelSpec:
         return self
 
 
-COMPILE_FIELDS = ("signature", "constexprs", "divisible_by_16", "equal_to_1", "num_warps", "num_stages", "num_ctas",
-                  "maxnreg")
+COMPILE_FIELDS = (
+    "signature",
+    "constexprs",
+    "divisible_by_16",
+    "equal_to_1",
+    "num_warps",
+    "num_stages",
+    "num_ctas",
+    "maxnreg",
+)
 
 
 def launch_overrides(spec: KernelSpec, changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,5 +335,5 @@ def input_label(meta: Mapping[str, Any], name: str) -> str:
     if label:
         return str(label)
     if name.endswith("]") and "[" in name:
-        return name[name.index("[") + 1:-1]
+        return name[name.index("[") + 1 : -1]
     return name

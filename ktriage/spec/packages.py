@@ -30,7 +30,7 @@ SNAPSHOT_PREFIX = "snapshot:"
 
 def snapshot_dir(requirement: str) -> Path:
     """Where the source snapshot named ``snapshot:<sha256>`` is materialized (nothing is written)."""
-    digest = requirement[len(SNAPSHOT_PREFIX):]
+    digest = requirement[len(SNAPSHOT_PREFIX) :]
     if not re.fullmatch(r"[0-9a-f]{16,64}", digest):
         raise SpecError(f"source snapshot name {requirement!r} is malformed", "write it as snapshot:<sha256 hex>")
     return home_subdir("snapshots") / digest
@@ -83,9 +83,12 @@ def provided_by(requirement: str, installed: Mapping[str, str]) -> bool:
 
 
 # uv's words when the package index cannot be reached (no DNS, refused, offline mode, no route).
-_NO_NETWORK = re.compile(r"dns error|failed to lookup address|connection refused|client error \(connect\)|"
-                         r"network (?:connectivity )?(?:is|was) disabled|offline|network is unreachable|"
-                         r"timed out|error sending request|tcp connect error", re.IGNORECASE)
+_NO_NETWORK = re.compile(
+    r"dns error|failed to lookup address|connection refused|client error \(connect\)|"
+    r"network (?:connectivity )?(?:is|was) disabled|offline|network is unreachable|"
+    r"timed out|error sending request|tcp connect error",
+    re.IGNORECASE,
+)
 # One failed install per process and target folder: every kernel input and toolchain asks again, and
 # an offline index makes each ask wait for the resolver's retries.
 _FAILED: dict[str, SpecError] = {}
@@ -115,8 +118,10 @@ def ensure_package(requirement: str) -> Path:
     target = package_dir(requirement)
     if requirement.startswith(SNAPSHOT_PREFIX):
         if not (target / _DONE).is_file():
-            raise SpecError(f"the source snapshot {requirement} is not on this machine",
-                            "load the workload file that carries it (ktriage workload show W.json restores it)")
+            raise SpecError(
+                f"the source snapshot {requirement} is not on this machine",
+                "load the workload file that carries it (ktriage workload show W.json restores it)",
+            )
         return target
     if (target / _DONE).is_file():
         return target
@@ -129,7 +134,19 @@ def ensure_package(requirement: str) -> Path:
             return target
         staging = target.with_name(target.name + f".tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
-        cmd = [_uv(), "pip", "install", "--no-deps", "--quiet", *install_policy(), "--python", sys.executable, "--target", str(staging), requirement]
+        cmd = [
+            _uv(),
+            "pip",
+            "install",
+            "--no-deps",
+            "--quiet",
+            *install_policy(),
+            "--python",
+            sys.executable,
+            "--target",
+            str(staging),
+            requirement,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             shutil.rmtree(staging, ignore_errors=True)

@@ -20,7 +20,9 @@ def load_selected_specs(target: str, inputs: Sequence[str] | None = None) -> lis
     ``inputs`` when given (none matching is an error)."""
     path = Path(target)
     if not path.exists():
-        raise SpecError(f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)")
+        raise SpecError(
+            f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)"
+        )
     specs = load_spec_file(path)
     if inputs:
         chosen: set[int] = set()
@@ -37,7 +39,7 @@ def _names(spec: KernelSpec) -> set[str]:
     if spec.meta.get("input_id") is not None:
         names.add(str(spec.meta["input_id"]))
     if spec.name.endswith("]") and "[" in spec.name:
-        names.add(spec.name[spec.name.index("[") + 1:-1])
+        names.add(spec.name[spec.name.index("[") + 1 : -1])
     return names
 
 
@@ -57,9 +59,14 @@ def select_specs(specs: Sequence[KernelSpec], selector: str, target: str = "the 
     if len(partial) == 1:
         return partial
     if partial:
-        raise SpecError(f"--input {selector!r} is part of {len(partial)} kernel names in {target}: "
-                           + ", ".join(s.name for s in partial[:8]) + (", ..." if len(partial) > 8 else ""),
-                           "select one by its exact name or input label")
+        raise SpecError(
+            f"--input {selector!r} is part of {len(partial)} kernel names in {target}: "
+            + ", ".join(s.name for s in partial[:8])
+            + (", ..." if len(partial) > 8 else ""),
+            "select one by its exact name or input label",
+        )
     known = sorted({n for s in specs for n in _names(s)})
-    raise SpecError(f"no kernel in {target} matches --input {selector!r}",
-                       "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""))
+    raise SpecError(
+        f"no kernel in {target} matches --input {selector!r}",
+        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
+    )

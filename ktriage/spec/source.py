@@ -18,9 +18,17 @@ from typing import Any
 from ktriage.errors import SpecError
 
 _INT_ANNOTATIONS = {
-    "int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
-    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "u1",
-}  # fmt: skip
+    "int1": "i1",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "u1",
+}
 
 
 class Unresolved:
@@ -75,7 +83,10 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
     if where.endswith(".py"):
         path = Path(where)
         if not path.is_file():
-            raise SpecError(f"kernel source file {where} does not exist", "fix the path (relative paths are taken from the spec file's folder)")
+            raise SpecError(
+                f"kernel source file {where} does not exist",
+                "fix the path (relative paths are taken from the spec file's folder)",
+            )
         return path
     if package:
         from ktriage.spec.packages import ensure_package
@@ -88,7 +99,7 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
         hint = (
             f"check the module path inside {package}"
             if package
-            else "give the pip requirement that provides it as package (e.g. package = \"liger-kernel==0.5.10\")"
+            else 'give the pip requirement that provides it as package (e.g. package = "liger-kernel==0.5.10")'
         )
         raise SpecError(f"cannot find module {where!r} of kernel source {source!r}", hint)
     return found
@@ -128,7 +139,9 @@ def read_params(path: Path, function: str) -> list[ParamInfo]:
     except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
         raise SpecError(f"cannot parse {path}: {exc}", "fix the syntax error in the kernel file") from exc
     except RecursionError:
-        raise SpecError(f"cannot parse {path}: nested too deeply for Python's parser", "simplify the kernel file") from None
+        raise SpecError(
+            f"cannot parse {path}: nested too deeply for Python's parser", "simplify the kernel file"
+        ) from None
     funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     fn = funcs.get(function)
     if fn is None:
@@ -140,7 +153,7 @@ def read_params(path: Path, function: str) -> list[ParamInfo]:
         raise SpecError(f"{function} takes *args/**kwargs", "Triton kernels need named parameters only")
     positional = [*a.posonlyargs, *a.args]
     defaults: dict[str, ast.expr] = {}
-    for arg, d in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+    for arg, d in zip(positional[len(positional) - len(a.defaults) :], a.defaults):
         defaults[arg.arg] = d
     for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
         if kd is not None:
@@ -184,7 +197,9 @@ def guess_type(p: ParamInfo) -> str:
     return "i32"
 
 
-def check_signature(signature: Mapping[str, str], params: list[ParamInfo], function: str, *, where: str = "spec") -> None:
+def check_signature(
+    signature: Mapping[str, str], params: list[ParamInfo], function: str, *, where: str = "spec"
+) -> None:
     """Names and order of ``signature`` must equal the function's parameters; constexprs must agree."""
     names = [p.name for p in params]
     given = list(signature)

@@ -33,11 +33,27 @@ from ktriage.spec.model import INT_TYPES, SCALAR_TYPES, ConstexprValue
 
 # torch / numpy dtype names -> Triton type names, so recipes can say "float32" or "fp32".
 _DTYPE_ALIASES = {
-    "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
-    "float64": "fp64", "double": "fp64", "int8": "i8", "int16": "i16", "int32": "i32", "int": "i32",
-    "int64": "i64", "long": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "bool": "i1", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
-}  # fmt: skip
+    "float32": "fp32",
+    "float": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "double": "fp64",
+    "int8": "i8",
+    "int16": "i16",
+    "int32": "i32",
+    "int": "i32",
+    "int64": "i64",
+    "long": "i64",
+    "uint8": "u8",
+    "uint16": "u16",
+    "uint32": "u32",
+    "uint64": "u64",
+    "bool": "i1",
+    "float8_e4m3fn": "fp8e4nv",
+    "float8_e5m2": "fp8e5",
+}
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 I64_MIN, U64_MIN, U64_MAX = -(2**63), 2**63, 2**64 - 1

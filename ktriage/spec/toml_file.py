@@ -70,10 +70,14 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
     if not isinstance(table.args, UnsetType):
         return _by_values(table, table.args, source, fn)
     if isinstance(table.signature, UnsetType):
-        raise SpecError("the kernel gives neither [kernel.args] nor [kernel.signature]",
-                        "give the launch's argument values under [kernel.args] (docs/specs.md), e.g. n = 4096, stride_k = 1")
+        raise SpecError(
+            "the kernel gives neither [kernel.args] nor [kernel.signature]",
+            "give the launch's argument values under [kernel.args] (docs/specs.md), e.g. n = 4096, stride_k = 1",
+        )
     if not isinstance(table.autotune_config, UnsetType):
-        raise SpecError("autotune_config applies to a kernel written by values", "give the arguments under [kernel.args]")
+        raise SpecError(
+            "autotune_config applies to a kernel written by values", "give the arguments under [kernel.args]"
+        )
     sig = dict(table.signature)
     consts: dict[str, Any] = {k: None if isinstance(v, NoneValue) else v for k, v in table.constexprs.items()}
     options = {k: v for k in OPTION_KEYS if (v := getattr(table.options, k)) is not UNSET}
@@ -119,12 +123,20 @@ def _by_values(table: KernelSchema, values: dict[str, Any], source: str, fn: str
     from ktriage.spec.source import read_params, resolve_source_file
     from ktriage.spec.values import by_value_spec
 
-    clash = [k for k, v in (("signature", table.signature), ("constexprs", table.constexprs or UNSET),
-                            ("specialize", table.specialize if table.specialize != SpecializeSchema() else UNSET))
-             if not isinstance(v, UnsetType)]
+    clash = [
+        k
+        for k, v in (
+            ("signature", table.signature),
+            ("constexprs", table.constexprs or UNSET),
+            ("specialize", table.specialize if table.specialize != SpecializeSchema() else UNSET),
+        )
+        if not isinstance(v, UnsetType)
+    ]
     if clash:
-        raise SpecError(f"[kernel.args] gives the launch's values, and [kernel.{clash[0]}] restates what the JIT "
-                        "decides from them", f"remove [kernel.{clash[0]}]: constexpr values go under [kernel.args] too")
+        raise SpecError(
+            f"[kernel.args] gives the launch's values, and [kernel.{clash[0]}] restates what the JIT decides from them",
+            f"remove [kernel.{clash[0]}]: constexpr values go under [kernel.args] too",
+        )
     package = table.package if isinstance(table.package, str) else None
     path = resolve_source_file(source, package)
     params = read_params(path, fn)
@@ -139,8 +151,15 @@ def _by_values(table: KernelSchema, values: dict[str, Any], source: str, fn: str
     options = {k: v for k in OPTION_KEYS if (v := getattr(table.options, k)) is not UNSET}
     grid = None if isinstance(table.grid, UnsetType) else [table.grid] if isinstance(table.grid, int) else table.grid
     spec = by_value_spec(
-        name=table.name if isinstance(table.name, str) else fn, source=source, package=package, params=params,
-        source_file=path, args=args, options=options, target=table.target, grid=grid,
+        name=table.name if isinstance(table.name, str) else fn,
+        source=source,
+        package=package,
+        params=params,
+        source_file=path,
+        args=args,
+        options=options,
+        target=table.target,
+        grid=grid,
         autotune_config=None if isinstance(table.autotune_config, UnsetType) else table.autotune_config,
         meta=dict(table.meta),
     )
@@ -205,7 +224,13 @@ def dump_spec_toml(spec: KernelSpec, *, relative_to: Path | None = None, array: 
         lines += ["", "[kernel.constexprs]"]
         for k, v in spec.constexprs.items():
             lines.append(f"{_key(k)} = {'{ none = true }' if v is None else _value(v)}")
-    lines += ["", "[kernel.options]", f"num_warps = {spec.num_warps}", f"num_stages = {spec.num_stages}", f"num_ctas = {spec.num_ctas}"]
+    lines += [
+        "",
+        "[kernel.options]",
+        f"num_warps = {spec.num_warps}",
+        f"num_stages = {spec.num_stages}",
+        f"num_ctas = {spec.num_ctas}",
+    ]
     if spec.maxnreg is not None:
         lines.append(f"maxnreg = {spec.maxnreg}")
     lines += [
@@ -215,7 +240,9 @@ def dump_spec_toml(spec: KernelSpec, *, relative_to: Path | None = None, array: 
         f"equal_to_1 = {_value(list(spec.equal_to_1))}",
     ]
     if spec.meta:
-        lines += ["", "[kernel.meta]"] + [f"{_key(str(k))} = {_value(v)}" for k, v in spec.meta.items() if v is not None]
+        lines += ["", "[kernel.meta]"] + [
+            f"{_key(str(k))} = {_value(v)}" for k, v in spec.meta.items() if v is not None
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -47,17 +47,23 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, dict[str, An
     (shape and strides go to the stand-in tensor: heuristics may read them)."""
     extra = sorted(set(table) - TENSOR_KEYS)
     if extra:
-        raise SpecError(f"argument {name}: unknown tensor key(s) {extra}", f"a tensor has {', '.join(sorted(TENSOR_KEYS))}")
+        raise SpecError(
+            f"argument {name}: unknown tensor key(s) {extra}", f"a tensor has {', '.join(sorted(TENSOR_KEYS))}"
+        )
     dtype = canonical_dtype(str(table["dtype"]))
     align = int(table.get("align", DEFAULT_ALIGN))
     if align < 1:
-        raise SpecError(f"argument {name}: align = {align} is not a positive number of bytes",
-                        "give the data pointer's alignment in bytes, e.g. align = 16 (torch allocations: 512)")
+        raise SpecError(
+            f"argument {name}: align = {align} is not a positive number of bytes",
+            "give the data pointer's alignment in bytes, e.g. align = 16 (torch allocations: 512)",
+        )
     shape = [int(s) for s in table.get("shape") or []]
     strides = [int(s) for s in table.get("strides") or []]
     if strides and len(strides) != len(shape):
-        raise SpecError(f"argument {name}: {len(strides)} strides for {len(shape)} dimensions",
-                        "give one stride per dimension (in elements, as tensor.stride() reports them)")
+        raise SpecError(
+            f"argument {name}: {len(strides)} strides for {len(shape)} dimensions",
+            "give one stride per dimension (in elements, as tensor.stride() reports them)",
+        )
     ptr = Ptr(dtype, aligned=align % 16 == 0, const=bool(table.get("const", False)))
     encoded: dict[str, Any] = {"tensor": dtype, "aligned": ptr.aligned}
     if shape:
@@ -72,14 +78,19 @@ def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
     ``@triton.autotune`` decorates) for ``function``, read with ``ast``: these may be left out of
     ``[kernel.args]`` (with "*" or autotune: any constexpr parameter)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    fn = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function), None)
+    fn = next(
+        (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function),
+        None,
+    )
     heuristics: set[str] = set()
     autotuned = False
     for deco in fn.decorator_list if fn is not None else []:
         target = deco.func if isinstance(deco, ast.Call) else deco
         called = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
         if called == "heuristics" and isinstance(deco, ast.Call) and deco.args and isinstance(deco.args[0], ast.Dict):
-            heuristics |= {k.value for k in deco.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            heuristics |= {
+                k.value for k in deco.args[0].keys if isinstance(k, ast.Constant) and isinstance(k.value, str)
+            }
         elif called.endswith("autotune"):
             autotuned = True
         elif called == "heuristics":
@@ -107,8 +118,7 @@ def by_value_spec(
     known = [p.name for p in params]
     unknown = [a for a in args if a not in known]
     if unknown:
-        raise SpecError(f"[kernel.args] names {unknown}, which {function} does not take",
-                        f"its parameters are {known}")
+        raise SpecError(f"[kernel.args] names {unknown}, which {function} does not take", f"its parameters are {known}")
     heuristics, autotuned = decorator_params(source_file, function)
     pairs: list[tuple[str, Any]] = []
     encoded: list[list[Any]] = []
@@ -125,9 +135,11 @@ def by_value_spec(
             pairs.append((p.name, Constexpr(None)))
             continue
         else:
-            raise SpecError(f"[kernel.args] has no value for {p.name!r}",
-                            f"add {p.name} = <value> (a number, \"tl.float32\", {{ none = true }}, or a tensor "
-                            f"{{ dtype = \"fp16\", shape = [...] }})")
+            raise SpecError(
+                f"[kernel.args] has no value for {p.name!r}",
+                f'add {p.name} = <value> (a number, "tl.float32", {{ none = true }}, or a tensor '
+                f'{{ dtype = "fp16", shape = [...] }})',
+            )
         if isinstance(value, Constexpr):
             value = value.value
         if isinstance(value, Ptr):
@@ -136,8 +148,10 @@ def by_value_spec(
             continue
         if isinstance(value, Mapping):
             if "dtype" not in value:
-                raise SpecError(f"argument {p.name} = {dict(value)!r} is not a tensor",
-                                'write a tensor as { dtype = "bf16", shape = [4096, 128], strides = [128, 1], align = 16 }')
+                raise SpecError(
+                    f"argument {p.name} = {dict(value)!r} is not a tensor",
+                    'write a tensor as { dtype = "bf16", shape = [4096, 128], strides = [128, 1], align = 16 }',
+                )
             ptr, enc = tensor_value(p.name, value)
             pairs.append((p.name, ptr))
             encoded.append([p.name, enc])
@@ -145,8 +159,9 @@ def by_value_spec(
         pairs.append((p.name, Constexpr(value) if p.is_constexpr else value))
         encoded.append([p.name, encode_value(value)])
     if autotune_config is not None and not autotuned:
-        raise SpecError(f"autotune_config = {autotune_config} but {function} has no @triton.autotune",
-                        "remove autotune_config")
+        raise SpecError(
+            f"autotune_config = {autotune_config} but {function} has no @triton.autotune", "remove autotune_config"
+        )
     sp = specialize_args(
         pairs,
         do_not_specialize=[p.name for p in params if p.do_not_specialize],
@@ -162,9 +177,20 @@ def by_value_spec(
     if decided:
         all_meta["decided_at_compile"] = decided
     opts = {k: v for k, v in options.items() if k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
-    return KernelSpec(name=name, source=source, package=package, signature=sp.signature, constexprs=sp.constexprs,
-                      divisible_by_16=sp.divisible_by_16, equal_to_1=sp.equal_to_1, target=target,
-                      grid=tuple(grid) if grid is not None else None, meta=all_meta, launch=launch, **opts)
+    return KernelSpec(
+        name=name,
+        source=source,
+        package=package,
+        signature=sp.signature,
+        constexprs=sp.constexprs,
+        divisible_by_16=sp.divisible_by_16,
+        equal_to_1=sp.equal_to_1,
+        target=target,
+        grid=tuple(grid) if grid is not None else None,
+        meta=all_meta,
+        launch=launch,
+        **opts,
+    )
 
 
 def spec_by_values(
@@ -186,9 +212,19 @@ def spec_by_values(
 
     function = split_source(source)[1]
     path = resolve_source_file(source, package)
-    spec = by_value_spec(name=name or function, source=source, package=package, params=read_params(path, function),
-                         source_file=path, args=args, options=dict(options or {}), target=target, grid=grid,
-                         autotune_config=autotune_config, meta=dict(meta or {}))
+    spec = by_value_spec(
+        name=name or function,
+        source=source,
+        package=package,
+        params=read_params(path, function),
+        source_file=path,
+        args=args,
+        options=dict(options or {}),
+        target=target,
+        grid=grid,
+        autotune_config=autotune_config,
+        meta=dict(meta or {}),
+    )
     return spec.validate(check_source=True)
 
 
@@ -200,9 +236,13 @@ def resolve_request(spec: KernelSpec) -> dict[str, Any]:
     # kernel's heuristics then see it as they would in the library.
     changed = dict((spec.launch.get("overrides") or {}).get("constexprs") or {})
     args = [[n, encode_value(changed[n]) if n in changed else v] for n, v in spec.launch.get("args") or []]
-    return {"source": spec.source, "args": args,
-            "options": dict(spec.launch.get("options") or {}), "grid": list(spec.launch.get("grid") or [1]),
-            "autotune_config": spec.launch.get("autotune_config")}
+    return {
+        "source": spec.source,
+        "args": args,
+        "options": dict(spec.launch.get("options") or {}),
+        "grid": list(spec.launch.get("grid") or [1]),
+        "autotune_config": spec.launch.get("autotune_config"),
+    }
 
 
 def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
@@ -228,10 +268,18 @@ def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
             fields["constexprs"] = {**dict(fields["constexprs"]), **dict(value)}
         else:
             fields[name] = value
-    return spec.replace(signature=dict(fields["signature"]), constexprs=dict(fields["constexprs"]),
-                        divisible_by_16=tuple(fields["divisible_by_16"]), equal_to_1=tuple(fields["equal_to_1"]),
-                        num_warps=int(fields["num_warps"]), num_stages=int(fields["num_stages"]),
-                        num_ctas=int(fields["num_ctas"]), maxnreg=fields.get("maxnreg"), meta=meta, launch=None)
+    return spec.replace(
+        signature=dict(fields["signature"]),
+        constexprs=dict(fields["constexprs"]),
+        divisible_by_16=tuple(fields["divisible_by_16"]),
+        equal_to_1=tuple(fields["equal_to_1"]),
+        num_warps=int(fields["num_warps"]),
+        num_stages=int(fields["num_stages"]),
+        num_ctas=int(fields["num_ctas"]),
+        maxnreg=fields.get("maxnreg"),
+        meta=meta,
+        launch=None,
+    )
 
 
 def typed_int_warnings(spec: KernelSpec, params: Sequence[ParamInfo], where: str) -> list[str]:
@@ -245,11 +293,16 @@ def typed_int_warnings(spec: KernelSpec, params: Sequence[ParamInfo], where: str
             continue
         taken = "taken as divisible by 16" if name in spec.divisible_by_16 else "not taken as divisible by 16"
         eq1 = "" if p.annotation_type else "not specialized for ==1, "
-        hint = ("the JIT would make it the constant 1 if it is 1" if not p.annotation_type
-                else "the JIT decides its divisibility by 16 from the value")
+        hint = (
+            "the JIT would make it the constant 1 if it is 1"
+            if not p.annotation_type
+            else "the JIT decides its divisibility by 16 from the value"
+        )
         example = "" if p.annotation_type else f", e.g. `{name} = 1`"
-        lines.append(f"{where}: {name}: {ty} given without a value: {eq1}{taken}; {hint} "
-                     f"(write the kernel by values: `{name} = <value>` under [kernel.args]{example})")
+        lines.append(
+            f"{where}: {name}: {ty} given without a value: {eq1}{taken}; {hint} "
+            f"(write the kernel by values: `{name} = <value>` under [kernel.args]{example})"
+        )
     return lines
 
 

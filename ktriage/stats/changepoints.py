@@ -95,11 +95,17 @@ def detect_change_points(
     for cp in sorted(points, key=lambda p: int(p.index)):
         st = cp.stats
         before, after = float(st.mean_1), float(st.mean_2)
-        out.append(ChangePoint(
-            index=int(cp.index), pvalue=float(st.pvalue), mean_before=before, mean_after=after,
-            std_before=float(st.std_1), std_after=float(st.std_2),
-            step_pct=(after / before - 1.0) * 100.0 if before else math.inf,
-        ))  # fmt: skip
+        out.append(
+            ChangePoint(
+                index=int(cp.index),
+                pvalue=float(st.pvalue),
+                mean_before=before,
+                mean_after=after,
+                std_before=float(st.std_1),
+                std_after=float(st.std_2),
+                step_pct=(after / before - 1.0) * 100.0 if before else math.inf,
+            )
+        )
     return out
 
 
@@ -110,8 +116,9 @@ def _segments(points: Sequence[Any], n: int) -> list[tuple[int, int]]:
     return [(bounds[k + 1] - bounds[k], bounds[k + 2] - bounds[k + 1]) for k in range(len(idx))]
 
 
-def _settle(analysis: Any, points: list[Any], series: list[float], max_pvalue: float,
-            min_magnitude: float, min_segment: int) -> list[Any]:
+def _settle(
+    analysis: Any, points: list[Any], series: list[float], max_pvalue: float, min_magnitude: float, min_segment: int
+) -> list[Any]:
     """Otava's change points with every t-test taken on the whole series, each level at least
     ``min_segment`` points long, and Otava's merge step rerun until it removes nothing.
 
@@ -136,7 +143,7 @@ def _settle(analysis: Any, points: list[Any], series: list[float], max_pvalue: f
         short = [k for k, (a, b) in enumerate(segs) if min(a, b) < min_segment]
         if short:
             drop = min(short, key=lambda k: (min(segs[k]), -float(points[k].stats.pvalue)))
-            points = retest(points[:drop] + points[drop + 1:])
+            points = retest(points[:drop] + points[drop + 1 :])
             continue
         merged = list(analysis.merge(list(points), series, max_pvalue, min_magnitude))
         if len(merged) == len(points):

@@ -21,15 +21,14 @@ from ktriage.measure.cells import Cell, RunInfo
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
-    Verdict,
     SetStatsCache,
+    Verdict,
     VerdictConfig,
     compare_samples_many,
 )
 
 PairStatus = Literal["compared", "error", "missing"]
 BaselineStatus = Literal["unchanged", "moved", "unsure", "absent", "shared", "none"]
-
 
 
 @dataclass
@@ -63,11 +62,18 @@ class PairResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "op": self.op, "mode": self.mode, "input_id": self.input_id, "input_label": self.input_label,
-            "backend": self.backend, "ref_toolchain": self.ref_toolchain, "new_toolchain": self.new_toolchain,
-            "status": self.status, "is_baseline": self.is_baseline, "problem": self.problem,
+            "op": self.op,
+            "mode": self.mode,
+            "input_id": self.input_id,
+            "input_label": self.input_label,
+            "backend": self.backend,
+            "ref_toolchain": self.ref_toolchain,
+            "new_toolchain": self.new_toolchain,
+            "status": self.status,
+            "is_baseline": self.is_baseline,
+            "problem": self.problem,
             "verdict": self.verdict.to_json() if self.verdict else None,
-        }  # fmt: skip
+        }
 
 
 @dataclass
@@ -87,10 +93,14 @@ class BaselineCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "backend": self.backend, "status": self.status, "message": self.message, "counts": self.counts,
+            "backend": self.backend,
+            "status": self.status,
+            "message": self.message,
+            "counts": self.counts,
             "median_ratio": self.median_ratio if math.isfinite(self.median_ratio) else None,
-            "speedups_valid": self.speedups_valid, "per_op": self.per_op,
-        }  # fmt: skip
+            "speedups_valid": self.speedups_valid,
+            "per_op": self.per_op,
+        }
 
 
 @dataclass
@@ -109,8 +119,16 @@ class CliffFinding:
         return f"{self.op}.{self.mode} {self.cliff.describe()} [{self.side}]"
 
     def to_json(self) -> dict[str, Any]:
-        return {"op": self.op, "mode": self.mode, "backend": self.backend, "toolchain": self.toolchain,
-                "side": self.side, "kind": self.kind, "cliff": self.cliff.to_json(), "text": self.describe()}  # fmt: skip
+        return {
+            "op": self.op,
+            "mode": self.mode,
+            "backend": self.backend,
+            "toolchain": self.toolchain,
+            "side": self.side,
+            "kind": self.kind,
+            "cliff": self.cliff.to_json(),
+            "text": self.describe(),
+        }
 
 
 @dataclass
@@ -162,16 +180,22 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "ref": self.ref_label, "new": self.new_label,
+            "ref": self.ref_label,
+            "new": self.new_label,
             "ref_run_id": self.ref_run.run_id if self.ref_run else None,
             "new_run_id": self.new_run.run_id if self.new_run else None,
-            "settings": {"threshold": self.config.threshold, "confidence": self.config.confidence,
-                         "min_samples": self.config.min_samples, "max_noise": self.config.max_noise},
-            "counts": self.counts(), "baseline": self.baseline.to_json(),
+            "settings": {
+                "threshold": self.config.threshold,
+                "confidence": self.config.confidence,
+                "min_samples": self.config.min_samples,
+                "max_noise": self.config.max_noise,
+            },
+            "counts": self.counts(),
+            "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],
             "cliffs": [c.to_json() for c in self.cliffs],
             "pairs": [p.to_json() for p in self.pairs],
-        }  # fmt: skip
+        }
 
 
 def exit_status(comparisons: Iterable[Comparison]) -> int:
@@ -194,13 +218,24 @@ def _merge(cells: Iterable[Cell]) -> dict[MergeKey, Cell]:
         if old is None:
             out[k] = c
         elif old.status == "ok" and c.status == "ok":
-            out[k] = Cell(old.key, "ok", [*old.samples_ms, *c.samples_ms], None, old.accuracy, old.bytes_moved, old.flops, old.extra)
+            out[k] = Cell(
+                old.key,
+                "ok",
+                [*old.samples_ms, *c.samples_ms],
+                None,
+                old.accuracy,
+                old.bytes_moved,
+                old.flops,
+                old.extra,
+            )
         elif c.status != "ok":
             out[k] = c  # a failure on any attempt is what the user must see
     return out
 
 
-def _toolchain_map(ref: dict[MergeKey, Cell], new: dict[MergeKey, Cell]) -> list[tuple[GroupKey, str | None, str | None]]:
+def _toolchain_map(
+    ref: dict[MergeKey, Cell], new: dict[MergeKey, Cell]
+) -> list[tuple[GroupKey, str | None, str | None]]:
     """Which ref toolchain pairs with which new toolchain, per (op, mode, backend).
 
     Same toolchain sets: pair like with like. One toolchain on each side (two runs of different
@@ -234,8 +269,13 @@ def _describe_failure(side: str, c: Cell) -> str:
     return f"{side} {c.status}{why}"
 
 
-def pick_baseline(cells: Sequence[Cell], run: RunInfo | None, op: str, explicit: str | None = None,
-                  defaults: Mapping[str, str] | None = None) -> str | None:
+def pick_baseline(
+    cells: Sequence[Cell],
+    run: RunInfo | None,
+    op: str,
+    explicit: str | None = None,
+    defaults: Mapping[str, str] | None = None,
+) -> str | None:
     """The op's baseline backend: --baseline, else the run's setting, else the op's default if present.
 
     ``defaults``: op -> its default baseline backend, from the caller (the operators' own,
@@ -257,8 +297,14 @@ def _two_gpus(a: Cell, b: Cell) -> tuple[int, int] | None:
     return int(ga.get("index", -1)), int(gb.get("index", -1))
 
 
-def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: VerdictConfig, baselines: dict[str, str | None], skip_native: bool,
-           cache: SetStatsCache | None = None) -> list[PairResult]:
+def _pairs(
+    ref_cells: Sequence[Cell],
+    new_cells: Sequence[Cell],
+    config: VerdictConfig,
+    baselines: dict[str, str | None],
+    skip_native: bool,
+    cache: SetStatsCache | None = None,
+) -> list[PairResult]:
     ref, new = _merge(ref_cells), _merge(new_cells)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     inputs: dict[tuple[str, str], set[int]] = defaultdict(set)
@@ -274,18 +320,30 @@ def _pairs(ref_cells: Sequence[Cell], new_cells: Sequence[Cell], config: Verdict
             nc = new.get((op, mode, i, be, t_new)) if t_new != "\0missing" else None
             if rc is None and nc is None:
                 continue
-            pr = PairResult(op, mode, i, labels[(op, mode, i)], be,
-                            t_ref if t_ref != "\0missing" else None, t_new if t_new != "\0missing" else None,
-                            "compared", is_baseline=(be == baselines.get(op)))  # fmt: skip
+            pr = PairResult(
+                op,
+                mode,
+                i,
+                labels[(op, mode, i)],
+                be,
+                t_ref if t_ref != "\0missing" else None,
+                t_new if t_new != "\0missing" else None,
+                "compared",
+                is_baseline=(be == baselines.get(op)),
+            )
             if rc is None or nc is None:
                 pr.status, pr.problem = "missing", "no reference cell" if rc is None else "no new cell"
             elif rc.status != "ok" or nc.status != "ok":
                 pr.status = "error"
-                pr.problem = "; ".join(_describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok")
+                pr.problem = "; ".join(
+                    _describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok"
+                )
             elif (gpus := _two_gpus(rc, nc)) is not None:
                 pr.status = "error"
-                pr.problem = (f"measured on GPU {gpus[0]} (ref) and GPU {gpus[1]} (new): a verdict never compares samples "
-                              "of two GPUs; compare runs of one GPU (the GPU-to-GPU spread is an A/A across GPUs)")
+                pr.problem = (
+                    f"measured on GPU {gpus[0]} (ref) and GPU {gpus[1]} (new): a verdict never compares samples "
+                    "of two GPUs; compare runs of one GPU (the GPU-to-GPU spread is an A/A across GPUs)"
+                )
             else:
                 todo.append((pr, rc, nc))
             out.append(pr)
@@ -299,12 +357,22 @@ def _baseline_check(pairs: list[PairResult], baselines: dict[str, str | None], s
     names = sorted({b for b in baselines.values() if b})
     name = ", ".join(names) or None
     if shared:
-        return BaselineCheck(name, "shared", "the baseline was measured once, in the same process, for both sides: speedups are comparable")
+        return BaselineCheck(
+            name,
+            "shared",
+            "the baseline was measured once, in the same process, for both sides: speedups are comparable",
+        )
     if not names:
-        return BaselineCheck(None, "none", "no baseline backend in the results: pass --baseline to check that the machine did not change")
+        return BaselineCheck(
+            None, "none", "no baseline backend in the results: pass --baseline to check that the machine did not change"
+        )
     base = [p for p in pairs if p.is_baseline and p.verdict is not None]
     if not base:
-        return BaselineCheck(name, "absent", f"baseline {name} was not measured (ok) on both sides: the runs' environments cannot be cross-checked")
+        return BaselineCheck(
+            name,
+            "absent",
+            f"baseline {name} was not measured (ok) on both sides: the runs' environments cannot be cross-checked",
+        )
     counts: dict[str, int] = defaultdict(int)
     for p in base:
         counts[p.verdict.verdict] += 1  # type: ignore[union-attr]
@@ -312,13 +380,32 @@ def _baseline_check(pairs: list[PairResult], baselines: dict[str, str | None], s
     moved = counts["regression"] + counts["improvement"]
     detail = ", ".join(f"{v} {k}" for k, v in sorted(counts.items()) if v)
     if moved:
-        return BaselineCheck(name, "moved", (
-            f"baseline {name} itself moved between the runs ({moved} of {len(base)} inputs: {detail}; median ratio {med:.3f}): "
-            "speedup-based conclusions (backend vs baseline) are not valid, and latency verdicts may reflect the machine "
-            "(clocks, driver, other load) rather than the compiler"), dict(counts), med)  # fmt: skip
+        return BaselineCheck(
+            name,
+            "moved",
+            (
+                f"baseline {name} itself moved between the runs ({moved} of {len(base)} inputs: {detail}; median ratio {med:.3f}): "
+                "speedup-based conclusions (backend vs baseline) are not valid, and latency verdicts may reflect the machine "
+                "(clocks, driver, other load) rather than the compiler"
+            ),
+            dict(counts),
+            med,
+        )
     if counts["unsure"]:
-        return BaselineCheck(name, "unsure", f"baseline {name} could not be confirmed unchanged ({detail}; median ratio {med:.3f})", dict(counts), med)
-    return BaselineCheck(name, "unchanged", f"baseline {name} unchanged on all {len(base)} inputs (median ratio {med:.3f})", dict(counts), med)
+        return BaselineCheck(
+            name,
+            "unsure",
+            f"baseline {name} could not be confirmed unchanged ({detail}; median ratio {med:.3f})",
+            dict(counts),
+            med,
+        )
+    return BaselineCheck(
+        name,
+        "unchanged",
+        f"baseline {name} unchanged on all {len(base)} inputs (median ratio {med:.3f})",
+        dict(counts),
+        med,
+    )
 
 
 # --- cliffs -------------------------------------------------------------------------------------
@@ -328,7 +415,13 @@ def _medians(cells: Sequence[Cell]) -> dict[MergeKey, float]:
     return {k: float(np.median(c.samples_ms)) for k, c in _merge(cells).items() if c.status == "ok" and c.samples_ms}
 
 
-def _sweep_cliffs(cells: Sequence[Cell], side: str, baselines: dict[str, str | None], cfg: CliffConfig, labels: dict[tuple[str, str, int], str]) -> list[CliffFinding]:
+def _sweep_cliffs(
+    cells: Sequence[Cell],
+    side: str,
+    baselines: dict[str, str | None],
+    cfg: CliffConfig,
+    labels: dict[tuple[str, str, int], str],
+) -> list[CliffFinding]:
     """Cliffs in each backend's ratio to the baseline along each op's sweep, within one side."""
     med = _medians(cells)
     out: list[CliffFinding] = []
@@ -357,7 +450,7 @@ def _ratio_cliffs(pairs: list[PairResult], cfg: CliffConfig) -> list[CliffFindin
         if p.verdict is not None and math.isfinite(p.verdict.ratio) and not p.is_baseline:
             groups[(p.op, p.mode, p.backend, p.ref_toolchain, p.new_toolchain)].append(p)
     out: list[CliffFinding] = []
-    for (op, mode, be, tr, tn), ps in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+    for (op, mode, be, _tr, tn), ps in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         ps.sort(key=lambda p: p.input_id)
         name = f"{ps[0].backend_label} new/ref"
         for cl in find_cliffs([p.input_label for p in ps], [p.verdict.ratio for p in ps], cfg, series=name):  # type: ignore[union-attr]
@@ -391,20 +484,35 @@ def compare_cells(
     (``compare_toolchains`` passes one). ``cliffs``: False for a caller that shows none (triage):
     the sweep segmentation is quadratic in a sweep's length."""
     ops = {c.key.op for c in [*ref_cells, *new_cells]}
-    baselines = {op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline, default_baselines)
-                 for op in sorted(ops)}
+    baselines = {
+        op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline, default_baselines)
+        for op in sorted(ops)
+    }
     pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run, cache=stats_cache)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
-    found = _cliffs(pairs, ref_cells, new_cells, ref_label, new_label, baselines, cliff_config, labels, same_run) if cliffs else []
+    found = (
+        _cliffs(pairs, ref_cells, new_cells, ref_label, new_label, baselines, cliff_config, labels, same_run)
+        if cliffs
+        else []
+    )
     check = _baseline_check(pairs, baselines, same_run)
     check.per_op = dict(baselines)
-    return Comparison(ref_label, new_label, pairs, check, found, config,
-                      ref_run, new_run, list(ref_cells), list(new_cells))  # fmt: skip
+    return Comparison(
+        ref_label, new_label, pairs, check, found, config, ref_run, new_run, list(ref_cells), list(new_cells)
+    )
 
 
-def _cliffs(pairs: list[PairResult], ref_cells: Sequence[Cell], new_cells: Sequence[Cell], ref_label: str, new_label: str,
-            baselines: dict[str, str | None], cliff_config: CliffConfig, labels: dict[tuple[str, str, int], str],
-            same_run: bool) -> list[CliffFinding]:
+def _cliffs(
+    pairs: list[PairResult],
+    ref_cells: Sequence[Cell],
+    new_cells: Sequence[Cell],
+    ref_label: str,
+    new_label: str,
+    baselines: dict[str, str | None],
+    cliff_config: CliffConfig,
+    labels: dict[tuple[str, str, int], str],
+    same_run: bool,
+) -> list[CliffFinding]:
     """Both sides' cliffs against the baseline, and the new/ref ratio's, of one comparison."""
     cliffs = _sweep_cliffs(new_cells, new_label, baselines, cliff_config, labels)
     cliffs += _sweep_cliffs(ref_cells, ref_label, baselines, cliff_config, labels)
@@ -423,7 +531,7 @@ def _cliffs(pairs: list[PairResult], ref_cells: Sequence[Cell], new_cells: Seque
 def run_toolchains(run: RunInfo | None, cells: Sequence[Cell]) -> list[str]:
     """The toolchain ids of a run in its declared order (then any others in order of appearance)."""
     seen: list[str] = []
-    for tc in (run.toolchains if run else []):
+    for tc in run.toolchains if run else []:
         tid = tc.get("id") or tc.get("spec") or tc.get("name")
         if tid and tid not in seen:
             seen.append(str(tid))
@@ -454,8 +562,19 @@ def compare_toolchains(
     by_tc = {t: [c for c in cells if c.key.toolchain == t] for t in tcs}
     cache: SetStatsCache = {}  # the reference toolchain's cells are in every comparison
     return [
-        compare_cells(native + by_tc[tcs[0]], native + by_tc[t], ref_label=tcs[0], new_label=t, ref_run=run, new_run=run,
-                      baseline=baseline, config=config, cliff_config=cliff_config, same_run=True,
-                      default_baselines=default_baselines, stats_cache=cache)  # fmt: skip
+        compare_cells(
+            native + by_tc[tcs[0]],
+            native + by_tc[t],
+            ref_label=tcs[0],
+            new_label=t,
+            ref_run=run,
+            new_run=run,
+            baseline=baseline,
+            config=config,
+            cliff_config=cliff_config,
+            same_run=True,
+            default_baselines=default_baselines,
+            stats_cache=cache,
+        )
         for t in tcs[1:]
     ]

@@ -174,7 +174,9 @@ def _thin(sorted_x: np.ndarray, limit: int) -> np.ndarray:
     return np.take(sorted_x, idx)
 
 
-def hodges_lehmann_ratio(ref: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, confidence: float = 0.99) -> tuple[float, float, float]:
+def hodges_lehmann_ratio(
+    ref: Sequence[float] | np.ndarray, new: Sequence[float] | np.ndarray, confidence: float = 0.99
+) -> tuple[float, float, float]:
     """(ratio, ci_low, ci_high): HL estimate of new/ref with its Moses distribution-free interval.
 
     The interval's ends are order statistics of the pairwise log differences at the ranks where the
@@ -216,7 +218,9 @@ def min_achievable_p(n: int, m: int) -> float:
     return min(1.0, 2.0 / math.comb(n + m, min(n, m)))
 
 
-def detect_modes(samples: Sequence[float] | np.ndarray, min_weight: float = 0.10, min_gap: float = 0.025, min_count: int = 4) -> Modes:
+def detect_modes(
+    samples: Sequence[float] | np.ndarray, min_weight: float = 0.10, min_gap: float = 0.025, min_count: int = 4
+) -> Modes:
     """Fit two log-normal modes by EM and call the set bimodal when they are clearly apart.
 
     Bimodal means: two modes fit better than one (2 dLL > 5 ln n), each holds >= ``min_weight`` of the
@@ -291,12 +295,30 @@ def compare_samples(ref: Sequence[float], new: Sequence[float], config: VerdictC
     return compare_samples_many([(ref, new)], config)[0]
 
 
-def _decide(a: np.ndarray, b: np.ndarray, sa: _SetStats, sb: _SetStats, pair: tuple[float, float, float, float], config: VerdictConfig) -> Verdict:
+def _decide(
+    a: np.ndarray,
+    b: np.ndarray,
+    sa: _SetStats,
+    sb: _SetStats,
+    pair: tuple[float, float, float, float],
+    config: VerdictConfig,
+) -> Verdict:
     """The verdict from the statistics of one cleaned pair (``compare_samples_many`` computes them)."""
-    base: dict[str, Any] = dict(n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence)
+    base: dict[str, Any] = dict(
+        n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence
+    )
     if a.size == 0 or b.size == 0:
         side = "ref" if a.size == 0 else "new"
-        return Verdict("unsure", math.nan, 0.0, math.inf, math.nan, f"no valid samples on the {side} side", unsure_cause="few_samples", **base)
+        return Verdict(
+            "unsure",
+            math.nan,
+            0.0,
+            math.inf,
+            math.nan,
+            f"no valid samples on the {side} side",
+            unsure_cause="few_samples",
+            **base,
+        )
     base.update(median_ref=sa.median, median_new=sb.median, noise_ref=sa.cv, noise_new=sb.cv)
     ratio, lo, hi, p = pair
     base.update(ratio=ratio, ci_low=lo, ci_high=hi, p_value=p)
@@ -308,8 +330,13 @@ def _decide(a: np.ndarray, b: np.ndarray, sa: _SetStats, sb: _SetStats, pair: tu
         # One value a side (TritonBench's p50) is a number, not a sample: say so, and flag it.
         single = min(a.size, b.size) == 1
         why = "; a single value (no samples, e.g. TritonBench's p50) gives no confidence" if single else ""
-        return Verdict("unsure", reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each{why}): {head}",
-                       unsure_cause="few_samples", flags=["single_value"] if single else [], **base)  # fmt: skip
+        return Verdict(
+            "unsure",
+            reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each{why}): {head}",
+            unsure_cause="few_samples",
+            flags=["single_value"] if single else [],
+            **base,
+        )
 
     flags: list[str] = []
     problems: list[str] = []
@@ -318,7 +345,9 @@ def _decide(a: np.ndarray, b: np.ndarray, sa: _SetStats, sb: _SetStats, pair: tu
         modes = st.modes
         if modes.bimodal:
             flags.append(f"bimodal_{side}")
-            problems.append(f"{side} samples are bimodal ({modes.low_ms:.4g} ms and {modes.high_ms:.4g} ms, {modes.high_weight:.0%} slow)")
+            problems.append(
+                f"{side} samples are bimodal ({modes.low_ms:.4g} ms and {modes.high_ms:.4g} ms, {modes.high_weight:.0%} slow)"
+            )
             cause = "bimodal"
         cv = st.cv
         if cv > config.max_noise:
@@ -330,14 +359,28 @@ def _decide(a: np.ndarray, b: np.ndarray, sa: _SetStats, sb: _SetStats, pair: tu
         q_new = np.quantile(b, [0.05, 0.95])
         q_ref = np.quantile(a, [0.05, 0.95])
         if q_new[0] >= q_ref[1] * g and p < config.alpha:
-            return Verdict("regression", reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
-                           flags=flags + ["separated"], **base)  # fmt: skip
+            return Verdict(
+                "regression",
+                reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
+                flags=flags + ["separated"],
+                **base,
+            )
         if q_new[1] * g <= q_ref[0] and p < config.alpha:
-            return Verdict("improvement", reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
-                           flags=flags + ["separated"], **base)  # fmt: skip
+            return Verdict(
+                "improvement",
+                reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
+                flags=flags + ["separated"],
+                **base,
+            )
         settled = min(a.size, b.size) >= config.settle_samples
-        return Verdict("unsure", reason=f"{'; '.join(problems)}: a location comparison is unreliable ({head})",
-                       unsure_cause=cause, flags=flags, settled=settled, **base)  # fmt: skip
+        return Verdict(
+            "unsure",
+            reason=f"{'; '.join(problems)}: a location comparison is unreliable ({head})",
+            unsure_cause=cause,
+            flags=flags,
+            settled=settled,
+            **base,
+        )
 
     gate_txt = f"+-{config.threshold:.0%} gate"
     if lo >= 1 / g and hi <= g:
@@ -346,12 +389,27 @@ def _decide(a: np.ndarray, b: np.ndarray, sa: _SetStats, sb: _SetStats, pair: tu
     if lo >= half and hi >= g:
         if p < config.alpha:
             return Verdict("regression", reason=f"slower {head}", **base)
-        return Verdict("unsure", reason=f"{head}: interval above the gate but U test not significant", unsure_cause="not_significant", **base)
+        return Verdict(
+            "unsure",
+            reason=f"{head}: interval above the gate but U test not significant",
+            unsure_cause="not_significant",
+            **base,
+        )
     if hi <= 1 / half and lo <= 1 / g:
         if p < config.alpha:
             return Verdict("improvement", reason=f"faster {head}", **base)
-        return Verdict("unsure", reason=f"{head}: interval below the gate but U test not significant", unsure_cause="not_significant", **base)
-    return Verdict("unsure", reason=f"{head}: interval straddles the {gate_txt}; more samples would decide", unsure_cause="straddles_gate", **base)
+        return Verdict(
+            "unsure",
+            reason=f"{head}: interval below the gate but U test not significant",
+            unsure_cause="not_significant",
+            **base,
+        )
+    return Verdict(
+        "unsure",
+        reason=f"{head}: interval straddles the {gate_txt}; more samples would decide",
+        unsure_cause="straddles_gate",
+        **base,
+    )
 
 
 # --- many verdicts at once ------------------------------------------------------------------------
@@ -382,7 +440,11 @@ def _modes_rows(x: np.ndarray, min_weight: float, min_gap: float, min_count: int
 
 def _mixture(x: np.ndarray, weights: np.ndarray, mu: np.ndarray, var: np.ndarray) -> np.ndarray:
     """Component densities, (rows, n, 2), as ``detect_modes`` writes them for one row."""
-    dens: np.ndarray = weights[:, None, :] / np.sqrt(2 * np.pi * var)[:, None, :] * np.exp(-((x[:, :, None] - mu[:, None, :]) ** 2) / (2 * var[:, None, :]))
+    dens: np.ndarray = (
+        weights[:, None, :]
+        / np.sqrt(2 * np.pi * var)[:, None, :]
+        * np.exp(-((x[:, :, None] - mu[:, None, :]) ** 2) / (2 * var[:, None, :]))
+    )
     return dens
 
 
@@ -420,7 +482,9 @@ def _modes_block(x: np.ndarray, min_weight: float, min_gap: float, min_count: in
         go &= ~(nk.min(axis=1) < 1e-9)
         active, xa, resp, nk = active[go], xa[go], resp[go], nk[go]
         mu_new = (resp * xa[:, :, None]).sum(axis=1) / nk
-        var[active] = np.maximum((resp * (xa[:, :, None] - mu_new[:, None, :]) ** 2).sum(axis=1) / nk, floor[active, None])
+        var[active] = np.maximum(
+            (resp * (xa[:, :, None] - mu_new[:, None, :]) ** 2).sum(axis=1) / nk, floor[active, None]
+        )
         mu[active] = mu_new
         weights[active] = nk / n
     hi = (mu[:, 0] <= mu[:, 1]).astype(np.int64)  # the slow component's column
@@ -434,8 +498,16 @@ def _modes_block(x: np.ndarray, min_weight: float, min_gap: float, min_count: in
     ll2 = np.log(np.maximum(_mixture(x, weights, mu, var).sum(axis=2), 1e-300)).sum(axis=1)
     better = 2.0 * (ll2 - ll1) > BIMODAL_LR_FACTOR * math.log(n)
     bimodal = better & (weights.min(axis=1) >= max(min_weight, min_count / n)) & (d > 2.0) & (gap >= min_gap)
-    return [Modes(bool(bimodal[i]), math.exp(float(mu[i, lo[i]])), math.exp(float(mu[i, hi[i]])), float(weights[i, hi[i]]), float(d[i]))
-            for i in range(rows)]  # fmt: skip
+    return [
+        Modes(
+            bool(bimodal[i]),
+            math.exp(float(mu[i, lo[i]])),
+            math.exp(float(mu[i, hi[i]])),
+            float(weights[i, hi[i]]),
+            float(d[i]),
+        )
+        for i in range(rows)
+    ]
 
 
 def _groups(sizes: Sequence[tuple[int, ...]]) -> dict[tuple[int, ...], list[int]]:
@@ -463,18 +535,26 @@ def _set_stats(sets: Sequence[np.ndarray], config: VerdictConfig) -> list[_SetSt
         x = np.stack([sets[i] for i in members])
         med = np.median(x, axis=1)
         lx = np.log(x)
-        cv = 1.4826 * np.median(np.abs(lx - np.median(lx, axis=1)[:, None]), axis=1) if n >= 2 else np.full(len(members), math.nan)
+        cv = (
+            1.4826 * np.median(np.abs(lx - np.median(lx, axis=1)[:, None]), axis=1)
+            if n >= 2
+            else np.full(len(members), math.nan)
+        )
         modes = _modes_rows(np.sort(lx, axis=1), config.bimodal_weight, config.threshold / 2, 4)
         for r, i in enumerate(members):
             out[i] = _SetStats(float(med[r]), float(cv[r]), modes[r])
     return [s for s in out if s is not None]
 
 
-def _pair_stats(pairs: Sequence[tuple[np.ndarray, np.ndarray]], confidence: float) -> list[tuple[float, float, float, float]]:
+def _pair_stats(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]], confidence: float
+) -> list[tuple[float, float, float, float]]:
     """(ratio, ci_low, ci_high, p) of each cleaned (ref, new) pair, stacked by the two sizes."""
     out: list[tuple[float, float, float, float] | None] = [None] * len(pairs)
     for (n, m), members in _groups([(a.size, b.size) for a, b in pairs]).items():
-        if n == 1 and m == 1:  # one value a side (TritonBench's p50): what the two functions give, without scipy per pair
+        if (
+            n == 1 and m == 1
+        ):  # one value a side (TritonBench's p50): what the two functions give, without scipy per pair
             for i in members:
                 a0, b0 = float(pairs[i][0][0]), float(pairs[i][1][0])
                 out[i] = (math.exp(math.log(b0) - math.log(a0)), 0.0, math.inf, 1.0 if a0 == b0 else 0.0)
@@ -502,15 +582,23 @@ def _pair_stats(pairs: Sequence[tuple[np.ndarray, np.ndarray]], confidence: floa
                 if k < 1:
                     out[i] = (math.exp(float(shift[r])), 0.0, math.inf, pr)
                 else:
-                    out[i] = (math.exp(float(shift[r])), math.exp(float(diffs[r, k - 1])), math.exp(float(diffs[r, total - k])), pr)
+                    out[i] = (
+                        math.exp(float(shift[r])),
+                        math.exp(float(diffs[r, k - 1])),
+                        math.exp(float(diffs[r, total - k])),
+                        pr,
+                    )
     return [s for s in out if s is not None]
 
 
 SetStatsCache = dict[int, tuple[object, VerdictConfig, _SetStats]]
 
 
-def compare_samples_many(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], config: VerdictConfig = DEFAULT_CONFIG,
-                         cache: SetStatsCache | None = None) -> list[Verdict]:
+def compare_samples_many(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    config: VerdictConfig = DEFAULT_CONFIG,
+    cache: SetStatsCache | None = None,
+) -> list[Verdict]:
     """``compare_samples`` for each (ref, new) pair: the same verdicts, the statistics computed on
     stacks of equal-sized sample sets (one compare has thousands of pairs).
 

@@ -49,8 +49,10 @@ def default_url() -> str:
 def make_store_engine(url: str | None) -> Engine:
     """An engine for ``url`` (None: the default SQLite file), with the SQLite settings described above."""
     if url is not None and not url.strip():
-        raise StoreError("the database URL is empty (--db \"\" or KTRIAGE_DB=\"\")",
-                         "give a URL, e.g. sqlite:////path/ktriage.db, or leave --db and KTRIAGE_DB out for the default store")
+        raise StoreError(
+            'the database URL is empty (--db "" or KTRIAGE_DB="")',
+            "give a URL, e.g. sqlite:////path/ktriage.db, or leave --db and KTRIAGE_DB out for the default store",
+        )
     text = url or default_url()
     try:
         parsed = make_url(text)
@@ -141,10 +143,15 @@ def _sqlite_engine(url: Any) -> Engine:
         path.parent.mkdir(parents=True, exist_ok=True)
         exists = path.exists()
     except OSError as exc:
-        raise StoreError(f"cannot create the folder of the store {str(path)[:200]}: {exc.strerror or exc}",
-                         "give --db a sqlite:/// path in a writable folder (names up to 255 bytes)") from exc
+        raise StoreError(
+            f"cannot create the folder of the store {str(path)[:200]}: {exc.strerror or exc}",
+            "give --db a sqlite:/// path in a writable folder (names up to 255 bytes)",
+        ) from exc
     if exists and not path.is_file():
-        raise StoreError(f"the store path {path} is not a file", "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db")
+        raise StoreError(
+            f"the store path {path} is not a file",
+            "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db",
+        )
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **_JSON_CODEC)
 
     @event.listens_for(engine, "connect")

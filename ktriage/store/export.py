@@ -21,10 +21,24 @@ from ktriage.store.samples import summarize
 ExportFormat = Literal["json", "csv"]
 
 CSV_COLUMNS = (
-    "op", "mode", "input_id", "x_val", "backend", "toolchain", "status",
-    "latency_median_ms", "latency_min_ms", "latency_p20_ms", "latency_p80_ms", "samples",
-    "gbps", "tflops", "accuracy", "error", "run_id",
-)  # fmt: skip
+    "op",
+    "mode",
+    "input_id",
+    "x_val",
+    "backend",
+    "toolchain",
+    "status",
+    "latency_median_ms",
+    "latency_min_ms",
+    "latency_p20_ms",
+    "latency_p80_ms",
+    "samples",
+    "gbps",
+    "tflops",
+    "accuracy",
+    "error",
+    "run_id",
+)
 
 
 def export_json(run: RunInfo, cells: list[Cell]) -> str:
@@ -57,12 +71,27 @@ def export_csv(run: RunInfo, cells: list[Cell]) -> str:
         s = summarize(cell.samples_ms)
         passed = cell.accuracy.get("passed")
         k = cell.key
-        writer.writerow([
-            k.op, k.mode, k.input_id, k.input_label, k.backend, k.toolchain or "", cell.status,
-            _num(s.median_ms), _num(s.min_ms), _num(s.p20_ms), _num(s.p80_ms), s.n,
-            _rate(cell.bytes_moved, s.median_ms, 1e9), _rate(cell.flops, s.median_ms, 1e12),
-            "" if passed is None else ("pass" if passed else "fail"), cell.error or "", run.run_id,
-        ])  # fmt: skip
+        writer.writerow(
+            [
+                k.op,
+                k.mode,
+                k.input_id,
+                k.input_label,
+                k.backend,
+                k.toolchain or "",
+                cell.status,
+                _num(s.median_ms),
+                _num(s.min_ms),
+                _num(s.p20_ms),
+                _num(s.p80_ms),
+                s.n,
+                _rate(cell.bytes_moved, s.median_ms, 1e9),
+                _rate(cell.flops, s.median_ms, 1e12),
+                "" if passed is None else ("pass" if passed else "fail"),
+                cell.error or "",
+                run.run_id,
+            ]
+        )
     return out.getvalue()
 
 

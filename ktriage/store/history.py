@@ -10,11 +10,10 @@ the series: a nightly's Triton changes from run to run, and that change is what 
 
 from __future__ import annotations
 
-import msgspec
-
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from sqlalchemy import select
 
 from ktriage.store.schema import cells as cells_t
@@ -108,7 +107,9 @@ def _checked_row(row: Any) -> None:
         msgspec.convert({str(k): v for k, v in row.items()}, _HistoryRow, strict=True)
     except msgspec.ValidationError as exc:
         path, msg = field_path(str(exc))
-        raise StoreError(f"the store holds a damaged cell of run {str(row['run_id'])[:64]}: {path}: {msg}", DAMAGED_FIX) from None
+        raise StoreError(
+            f"the store holds a damaged cell of run {str(row['run_id'])[:64]}: {path}: {msg}", DAMAGED_FIX
+        ) from None
 
 
 class _HistoryRow(msgspec.Struct):
@@ -138,13 +139,26 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
     c, r = cells_t.c, runs_t.c
     stmt = (
         select(
-            r.run_id, r.created, r.started, r.status.label("run_status"), r.gpu, r.toolchains,
-            c.mode, c.input_id, c.input_label, c.toolchain, c.status, c.median_ms, c.p20_ms, c.p80_ms, c.n_samples,
+            r.run_id,
+            r.created,
+            r.started,
+            r.status.label("run_status"),
+            r.gpu,
+            r.toolchains,
+            c.mode,
+            c.input_id,
+            c.input_label,
+            c.toolchain,
+            c.status,
+            c.median_ms,
+            c.p20_ms,
+            c.p80_ms,
+            c.n_samples,
         )
         .select_from(cells_t.join(runs_t, c.run_id == r.run_id))
         .where(c.op == query.op, c.backend == query.backend)
         .order_by(r.started, r.run_id, c.ordinal)
-    )  # fmt: skip
+    )
     if query.mode:
         stmt = stmt.where(c.mode == query.mode)
     out: dict[SeriesKey, list[HistoryPoint]] = {}
@@ -160,12 +174,22 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
                 continue
             key = SeriesKey(query.op, row["mode"], row["input_id"], row["input_label"], query.backend)
             ok = row["status"] == "ok" and row["median_ms"] is not None
-            out.setdefault(key, []).append(HistoryPoint(
-                run_id=row["run_id"], created=row["created"], started=float(row["started"]), run_status=row["run_status"],
-                gpu=gpu, toolchain=row["toolchain"] or "", toolchain_info=_toolchain_record(row["toolchains"], row["toolchain"] or ""),
-                status=row["status"], median_ms=float(row["median_ms"]) if ok else None,
-                p20_ms=row["p20_ms"] if ok else None, p80_ms=row["p80_ms"] if ok else None, n_samples=int(row["n_samples"]),
-            ))  # fmt: skip
+            out.setdefault(key, []).append(
+                HistoryPoint(
+                    run_id=row["run_id"],
+                    created=row["created"],
+                    started=float(row["started"]),
+                    run_status=row["run_status"],
+                    gpu=gpu,
+                    toolchain=row["toolchain"] or "",
+                    toolchain_info=_toolchain_record(row["toolchains"], row["toolchain"] or ""),
+                    status=row["status"],
+                    median_ms=float(row["median_ms"]) if ok else None,
+                    p20_ms=row["p20_ms"] if ok else None,
+                    p80_ms=row["p80_ms"] if ok else None,
+                    n_samples=int(row["n_samples"]),
+                )
+            )
     return dict(sorted(out.items(), key=lambda kv: (kv[0].mode, kv[0].input_id)))
 
 

@@ -51,5 +51,7 @@ def loads(text: str | bytes) -> Any:
         problem = "a JSON column nests lists/objects too deep"
     except ValueError as exc:
         problem = f"a JSON column holds {str(text)[:40]!r}, which is not JSON ({exc})"
-    raise StoreError(f"the store is damaged: {problem}",
-                     "the store was edited or damaged: delete the run and re-import its export, or use another --db")
+    raise StoreError(
+        f"the store is damaged: {problem}",
+        "the store was edited or damaged: delete the run and re-import its export, or use another --db",
+    )

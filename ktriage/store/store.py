@@ -30,6 +30,7 @@ from ktriage.store.schema import runs as runs_t
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 
+
 @dataclass
 class RunFilters:
     """What ``list_runs`` keeps; every given field must match (substrings are case-insensitive)."""
@@ -39,6 +40,7 @@ class RunFilters:
     toolchain: str | None = None  # substring of a toolchain id or spec
     op: str | None = None  # runs with at least one cell of this op
     host: str | None = None  # substring of the host name
+
 
 @dataclass
 class RunSummary:
@@ -64,6 +66,7 @@ class RunSummary:
             return f"running (on {self.writer_host})"
         return "running"
 
+
 def open_store(url: str | None = None) -> Store:
     """Open (and on first use create) the store at ``url``; None: the SQLite file under the ktriage home."""
     from ktriage.store.engine import FIRST_QUERY_TIMEOUT_S, first_query_guard
@@ -79,10 +82,12 @@ def open_store(url: str | None = None) -> Store:
     except OperationalError as exc:
         engine.dispose()
         if fired[0]:
-            raise StoreError(f"the database server of {display_url(engine)} accepted the connection but did not answer "
-                             f"its first queries within {FIRST_QUERY_TIMEOUT_S} s",
-                             "check that the server (not a proxy or another service on that port) is up and not "
-                             "overloaded, then try again") from exc
+            raise StoreError(
+                f"the database server of {display_url(engine)} accepted the connection but did not answer "
+                f"its first queries within {FIRST_QUERY_TIMEOUT_S} s",
+                "check that the server (not a proxy or another service on that port) is up and not "
+                "overloaded, then try again",
+            ) from exc
         raise open_error(engine, exc) from exc
     except DatabaseError as exc:  # e.g. SQLite's "file is not a database": some other file at that path
         engine.dispose()
@@ -94,6 +99,7 @@ def open_store(url: str | None = None) -> Store:
         engine.dispose()  # a refused store (e.g. a newer schema) leaves no connection open behind
         raise
     return Store(engine)
+
 
 def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> StoreError:
     """The StoreError of a store that cannot be opened, with the fix of its kind: a SQLite file is a
@@ -114,12 +120,16 @@ def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> 
             fix = "check the --db path: a SQLite file (created if missing) in a folder that exists and can be written"
         return StoreError(f"cannot {doing} the store {url}: {text}", fix)
     if "timeout" in text.lower() or "timed out" in text.lower():
-        return StoreError(f"the database server of {url} did not answer within its connect timeout "
-                          f"({CONNECT_TIMEOUT_S} s unless the URL sets connect_timeout): {text}",
-                          "check the host and port (a firewall or another service may hold the port) and that the "
-                          "server is running; a slow link may add ?connect_timeout=SECONDS to the URL")
-    return StoreError(f"cannot {doing} the store {url}: {text}",
-                      "check the --db URL (host, port, user, password, database) and that the server is running")
+        return StoreError(
+            f"the database server of {url} did not answer within its connect timeout "
+            f"({CONNECT_TIMEOUT_S} s unless the URL sets connect_timeout): {text}",
+            "check the host and port (a firewall or another service may hold the port) and that the "
+            "server is running; a slow link may add ?connect_timeout=SECONDS to the URL",
+        )
+    return StoreError(
+        f"cannot {doing} the store {url}: {text}",
+        "check the --db URL (host, port, user, password, database) and that the server is running",
+    )
 
 
 def _started_epoch(created: str) -> float:
@@ -131,15 +141,23 @@ def _started_epoch(created: str) -> float:
         stamp = stamp.replace(tzinfo=_dt.timezone.utc)
     return stamp.timestamp()
 
+
 def _key_where(run_id: str, key: CellKey) -> list[Any]:
     c = cells_t.c
     return [
-        c.run_id == run_id, c.op == key.op, c.mode == key.mode, c.input_id == key.input_id,
-        c.backend == key.backend, c.toolchain == (key.toolchain or ""),
-    ]  # fmt: skip
+        c.run_id == run_id,
+        c.op == key.op,
+        c.mode == key.mode,
+        c.input_id == key.input_id,
+        c.backend == key.backend,
+        c.toolchain == (key.toolchain or ""),
+    ]
 
-DAMAGED_FIX = ("the store was edited or damaged: re-import the run from its export (`ktriage runs import R.json`) "
-               "after deleting it, or point --db at another store")
+
+DAMAGED_FIX = (
+    "the store was edited or damaged: re-import the run from its export (`ktriage runs import R.json`) "
+    "after deleting it, or point --db at another store"
+)
 
 
 def _checked(value: dict[str, Any], schema: Any, what: str) -> None:
@@ -159,29 +177,70 @@ def _checked(value: dict[str, Any], schema: Any, what: str) -> None:
 def _run_from_row(row: RowMapping) -> RunInfo:
     from ktriage.schema.results import RunSchema
 
-    data = {k: row[k] for k in ("run_id", "created", "command", "host", "gpu", "toolchains", "packages",
-                                "workload_git_sha", "settings", "status")}
+    data = {
+        k: row[k]
+        for k in (
+            "run_id",
+            "created",
+            "command",
+            "host",
+            "gpu",
+            "toolchains",
+            "packages",
+            "workload_git_sha",
+            "settings",
+            "status",
+        )
+    }
     if not isinstance(data["run_id"], str) or not data["run_id"]:
         raise StoreError(f"the store holds a run whose id is {str(data['run_id'])[:40]!r}", DAMAGED_FIX)
     # the id's pattern is that of a results file; the store keeps whatever id a run was started with
     _checked({**data, "run_id": "x"}, RunSchema, f"run {data['run_id'][:64]}")
     if data["status"] not in RUN_STATUSES:
-        raise StoreError(f"the store holds a damaged run {data['run_id']}: status {str(data['status'])[:40]!r} is not one of "
-                         f"{', '.join(RUN_STATUSES)}", DAMAGED_FIX)
+        raise StoreError(
+            f"the store holds a damaged run {data['run_id']}: status {str(data['status'])[:40]!r} is not one of "
+            f"{', '.join(RUN_STATUSES)}",
+            DAMAGED_FIX,
+        )
     return RunInfo(**data)
 
 
 def _cell_from_row(row: RowMapping) -> Cell:
     from ktriage.schema.results import CellSchema
 
-    key = {"op": row["op"], "mode": row["mode"], "input_id": row["input_id"], "input_label": row["input_label"],
-           "backend": row["backend"], "toolchain": row["toolchain"] or None}
-    data = {"key": key, "status": row["status"], "samples_ms": row["samples_ms"], "error": row["error"],
-            "accuracy": row["accuracy"], "bytes_moved": row["bytes_moved"], "flops": row["flops"], "extra": row["extra"]}
-    _checked(data, CellSchema, f"cell ({row['run_id']}, {str(row['op'])[:40]}, input {str(row['input_id'])[:20]}, "
-                               f"{str(row['backend'])[:60]})")
-    return Cell(key=CellKey(**key), status=data["status"], samples_ms=list(data["samples_ms"]), error=data["error"],
-                accuracy=data["accuracy"], bytes_moved=data["bytes_moved"], flops=data["flops"], extra=data["extra"])
+    key = {
+        "op": row["op"],
+        "mode": row["mode"],
+        "input_id": row["input_id"],
+        "input_label": row["input_label"],
+        "backend": row["backend"],
+        "toolchain": row["toolchain"] or None,
+    }
+    data = {
+        "key": key,
+        "status": row["status"],
+        "samples_ms": row["samples_ms"],
+        "error": row["error"],
+        "accuracy": row["accuracy"],
+        "bytes_moved": row["bytes_moved"],
+        "flops": row["flops"],
+        "extra": row["extra"],
+    }
+    _checked(
+        data,
+        CellSchema,
+        f"cell ({row['run_id']}, {str(row['op'])[:40]}, input {str(row['input_id'])[:20]}, {str(row['backend'])[:60]})",
+    )
+    return Cell(
+        key=CellKey(**key),
+        status=data["status"],
+        samples_ms=list(data["samples_ms"]),
+        error=data["error"],
+        accuracy=data["accuracy"],
+        bytes_moved=data["bytes_moved"],
+        flops=data["flops"],
+        extra=data["extra"],
+    )
 
 
 class Recording:
@@ -198,6 +257,7 @@ class Recording:
 
     def add(self, cell: Cell) -> None:
         self.store.add_cell(self.run.run_id, cell)
+
 
 class Store:
     """A results store on one database. Thread-compatible, not thread-safe: one Store per thread."""
@@ -232,8 +292,11 @@ class Store:
         """Record a new run (its provenance) before the first cell; returns its id."""
         now = time.time()
         values = run.to_json() | {
-            "started": _started_epoch(run.created), "writer_host": this_host(), "writer_pid": os.getpid(), "updated": now,
-        }  # fmt: skip
+            "started": _started_epoch(run.created),
+            "writer_host": this_host(),
+            "writer_pid": os.getpid(),
+            "updated": now,
+        }
         try:
             with self._write() as conn:
                 conn.execute(insert(runs_t).values(**values))
@@ -254,11 +317,21 @@ class Store:
         k = cell.key
         now = time.time()
         values: dict[str, Any] = {
-            "input_label": k.input_label, "status": cell.status, "error": cell.error,
-            "accuracy": cell.accuracy, "bytes_moved": cell.bytes_moved, "flops": cell.flops, "extra": cell.extra,
-            "samples_ms": [float(v) for v in cell.samples_ms], "n_samples": s.n, "median_ms": s.median_ms,
-            "min_ms": s.min_ms, "p20_ms": s.p20_ms, "p80_ms": s.p80_ms, "recorded": now,
-        }  # fmt: skip
+            "input_label": k.input_label,
+            "status": cell.status,
+            "error": cell.error,
+            "accuracy": cell.accuracy,
+            "bytes_moved": cell.bytes_moved,
+            "flops": cell.flops,
+            "extra": cell.extra,
+            "samples_ms": [float(v) for v in cell.samples_ms],
+            "n_samples": s.n,
+            "median_ms": s.median_ms,
+            "min_ms": s.min_ms,
+            "p20_ms": s.p20_ms,
+            "p80_ms": s.p80_ms,
+            "recorded": now,
+        }
         found = conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(updated=now)).rowcount
         if not found:
             raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
@@ -269,12 +342,20 @@ class Store:
         last = conn.execute(select(func.max(cells_t.c.ordinal)).where(cells_t.c.run_id == run_id)).scalar()
         conn.execute(
             insert(cells_t).values(
-                run_id=run_id, ordinal=0 if last is None else last + 1, op=k.op, mode=k.mode,
-                input_id=k.input_id, backend=k.backend, toolchain=k.toolchain or "", **values,
+                run_id=run_id,
+                ordinal=0 if last is None else last + 1,
+                op=k.op,
+                mode=k.mode,
+                input_id=k.input_id,
+                backend=k.backend,
+                toolchain=k.toolchain or "",
+                **values,
             )
         )
 
-    def finish_run(self, run_id: str, status: str, gpu_after: dict[str, Any] | None = None, error: str | None = None) -> None:
+    def finish_run(
+        self, run_id: str, status: str, gpu_after: dict[str, Any] | None = None, error: str | None = None
+    ) -> None:
         """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
         if status not in RUN_STATUSES:
             raise StoreError(f"unknown run status {status!r}", f"use one of {', '.join(RUN_STATUSES)}")
@@ -301,7 +382,10 @@ class Store:
         updated = 0
         with self._write() as conn:
             if conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == run_id)).scalar() is None:
-                raise StoreError(f"no run {run_id} in the store {self.url}", "import the results file first: ktriage runs import FILE")
+                raise StoreError(
+                    f"no run {run_id} in the store {self.url}",
+                    "import the results file first: ktriage runs import FILE",
+                )
             for cell in cells:
                 section = cell.extra.get(PROFILE_KEY)
                 if section is None:
@@ -309,10 +393,16 @@ class Store:
                 row = conn.execute(select(cells_t.c.id, cells_t.c.extra).where(*_key_where(run_id, cell.key))).first()
                 if row is None:
                     continue
-                conn.execute(update(cells_t).where(cells_t.c.id == row.id).values(extra=dict(row.extra or {}) | {PROFILE_KEY: section}))
+                conn.execute(
+                    update(cells_t)
+                    .where(cells_t.c.id == row.id)
+                    .values(extra=dict(row.extra or {}) | {PROFILE_KEY: section})
+                )
                 updated += 1
             if settings is not None:
-                conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(settings=settings, updated=time.time()))
+                conn.execute(
+                    update(runs_t).where(runs_t.c.run_id == run_id).values(settings=settings, updated=time.time())
+                )
         return updated
 
     @contextmanager
@@ -340,8 +430,11 @@ class Store:
         importing the good file with the same run id)."""
         now = time.time()
         values = run.to_json() | {
-            "started": _started_epoch(run.created), "writer_host": this_host(), "writer_pid": os.getpid(), "updated": now,
-        }  # fmt: skip
+            "started": _started_epoch(run.created),
+            "writer_host": this_host(),
+            "writer_pid": os.getpid(),
+            "updated": now,
+        }
         try:
             with self._write() as conn:
                 conn.execute(insert(runs_t).values(**values))
@@ -362,23 +455,34 @@ class Store:
         with self.engine.connect() as conn:
             if ref and conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == ref)).scalar():
                 return ref
-            matches: list[str] = list(
-                conn.execute(
-                    select(runs_t.c.run_id).where(runs_t.c.run_id.startswith(ref, autoescape=True)).order_by(runs_t.c.started.desc()).limit(11)
-                ).scalars()
-            ) if ref else []  # fmt: skip
+            matches: list[str] = (
+                list(
+                    conn.execute(
+                        select(runs_t.c.run_id)
+                        .where(runs_t.c.run_id.startswith(ref, autoescape=True))
+                        .order_by(runs_t.c.started.desc())
+                        .limit(11)
+                    ).scalars()
+                )
+                if ref
+                else []
+            )
         if len(matches) == 1:
             return matches[0]
         if matches:
             shown = ", ".join(matches[:10]) + (", ..." if len(matches) > 10 else "")
-            raise StoreError(f"run id {ref!r} is ambiguous in {self.url}: it starts {shown}", "give more characters of the id")
+            raise StoreError(
+                f"run id {ref!r} is ambiguous in {self.url}: it starts {shown}", "give more characters of the id"
+            )
         raise StoreError(f"no run {ref!r} in the store {self.url}", self._recent_runs_hint())
 
     def _recent_runs_hint(self) -> str:
         recent = self.summaries(limit=5)
         if not recent:
             return "the store has no runs yet: measure with `ktriage bench ...`, or pass --db for another store"
-        listed = "; ".join(f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent)
+        listed = "; ".join(
+            f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent
+        )
         return f"recent runs: {listed} (all: `ktriage runs list`)"
 
     def load_run(self, ref: str) -> tuple[RunInfo, list[Cell]]:
@@ -386,7 +490,9 @@ class Store:
         run_id = self.resolve_run_id(ref)
         with self.engine.connect() as conn:
             row = conn.execute(select(runs_t).where(runs_t.c.run_id == run_id)).mappings().one()
-            rows = conn.execute(select(cells_t).where(cells_t.c.run_id == run_id).order_by(cells_t.c.ordinal)).mappings()
+            rows = conn.execute(
+                select(cells_t).where(cells_t.c.run_id == run_id).order_by(cells_t.c.ordinal)
+            ).mappings()
             cells = [_cell_from_row(r) for r in rows]
         return _run_from_row(row), cells
 
@@ -397,7 +503,9 @@ class Store:
         if f.status:
             query = query.where(runs_t.c.status == f.status)
         if f.op:
-            query = query.where(select(cells_t.c.id).where(cells_t.c.run_id == runs_t.c.run_id, cells_t.c.op == f.op).exists())
+            query = query.where(
+                select(cells_t.c.id).where(cells_t.c.run_id == runs_t.c.run_id, cells_t.c.op == f.op).exists()
+            )
         out: list[RunSummary] = []
         with self.engine.connect() as conn:
             for row in conn.execute(query).mappings():
@@ -406,9 +514,15 @@ class Store:
                     continue
                 out.append(
                     RunSummary(
-                        run=run, writer_host=row["writer_host"], writer_pid=row["writer_pid"], updated=row["updated"],
-                        finished=row["finished"], error=row["error"],
-                        writer_alive=writer_alive(row["writer_host"], row["writer_pid"]) if run.status == "running" else None,
+                        run=run,
+                        writer_host=row["writer_host"],
+                        writer_pid=row["writer_pid"],
+                        updated=row["updated"],
+                        finished=row["finished"],
+                        error=row["error"],
+                        writer_alive=writer_alive(row["writer_host"], row["writer_pid"])
+                        if run.status == "running"
+                        else None,
                     )
                 )
                 if len(out) >= limit:
@@ -416,8 +530,10 @@ class Store:
             if out:
                 ids = [s.run.run_id for s in out]
                 counts = conn.execute(
-                    select(cells_t.c.run_id, cells_t.c.status, func.count()).where(cells_t.c.run_id.in_(ids)).group_by(cells_t.c.run_id, cells_t.c.status)
-                )  # fmt: skip
+                    select(cells_t.c.run_id, cells_t.c.status, func.count())
+                    .where(cells_t.c.run_id.in_(ids))
+                    .group_by(cells_t.c.run_id, cells_t.c.status)
+                )
                 by_id = {s.run.run_id: s for s in out}
                 for run_id, status, n in counts:
                     by_id[run_id].counts[status] = n
@@ -428,11 +544,15 @@ class Store:
         run_id = self.resolve_run_id(ref)
         with self.engine.connect() as conn:
             row = conn.execute(select(runs_t).where(runs_t.c.run_id == run_id)).mappings().one()
-            counts = conn.execute(select(cells_t.c.status, func.count()).where(cells_t.c.run_id == run_id).group_by(cells_t.c.status))
+            counts = conn.execute(
+                select(cells_t.c.status, func.count()).where(cells_t.c.run_id == run_id).group_by(cells_t.c.status)
+            )
             counts_d = {status: n for status, n in counts}
         run = _run_from_row(row)
         alive = writer_alive(row["writer_host"], row["writer_pid"]) if run.status == "running" else None
-        return RunSummary(run, counts_d, row["writer_host"], row["writer_pid"], row["updated"], row["finished"], row["error"], alive)
+        return RunSummary(
+            run, counts_d, row["writer_host"], row["writer_pid"], row["updated"], row["finished"], row["error"], alive
+        )
 
     def list_runs(self, limit: int = 20, filters: RunFilters | None = None) -> list[RunInfo]:
         """Newest runs first (RunInfo only; ``summaries`` adds counts and liveness)."""
@@ -442,6 +562,7 @@ class Store:
         """The run as JSON ({"run", "cells"}, raw samples included) or as a TritonBench-like CSV."""
         run, cells = self.load_run(ref)
         return export_run(run, cells, fmt)
+
 
 def _matches(run: RunInfo, f: RunFilters) -> bool:
     """The filters on JSON fields, applied in Python: portable across SQLite and PostgreSQL."""

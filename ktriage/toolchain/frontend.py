@@ -30,6 +30,7 @@ from filelock import FileLock
 
 from ktriage.errors import ToolchainError
 from ktriage.home import home_subdir
+from ktriage.insitu.environment import compile_environment
 from ktriage.toolchain.installer import (
     Progress,
     is_missing_version,
@@ -42,7 +43,6 @@ from ktriage.toolchain.installer import (
     wipe,
     write_json_atomic,
 )
-from ktriage.insitu.environment import compile_environment
 from ktriage.toolchain.ptxas import version_from_text
 from ktriage.toolchain.spec import ToolchainSpec
 
@@ -117,12 +117,16 @@ def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress:
     proc = run_uv(["venv", "--quiet", "--python", sys.executable, str(root)], what="create a virtualenv")
     if proc.returncode != 0:
         wipe(root)
-        raise uv_failure(proc, what=f"create a virtualenv at {root}", fix="check that uv can create virtualenvs: uv venv /tmp/x")
+        raise uv_failure(
+            proc, what=f"create a virtualenv at {root}", fix="check that uv can create virtualenvs: uv venv /tmp/x"
+        )
     python = root / "bin" / "python"
     progress(f"installing {label}")
     requirement = f"triton=={spec.triton_version}" if spec.triton_wheel is None else str(spec.triton_wheel)
     # setuptools: Triton <= 3.2 imports it at run time (bare uv virtualenvs do not have it)
-    proc = run_uv(["pip", "install", "--quiet", "--python", str(python), requirement, "setuptools"], what=f"install {label}")
+    proc = run_uv(
+        ["pip", "install", "--quiet", "--python", str(python), requirement, "setuptools"], what=f"install {label}"
+    )
     if proc.returncode != 0:
         wipe(root)
         if spec.triton_wheel is None and is_missing_version(proc):
@@ -195,12 +199,27 @@ def host_frontend(python: Path, progress: Progress = no_progress) -> Frontend:
     python = Path(os.path.abspath(python))
     info = _probe_host(python)
     version = str(info.get("version") or "")
-    tools = next((Path(info["package_dir"]).parent / rel for rel in _TOOL_DIRS if (Path(info["package_dir"]).parent / rel / "ptxas").is_file()), None)
+    tools = next(
+        (
+            Path(info["package_dir"]).parent / rel
+            for rel in _TOOL_DIRS
+            if (Path(info["package_dir"]).parent / rel / "ptxas").is_file()
+        ),
+        None,
+    )
     if not version or tools is None:
-        what = "has no installed distribution (no version)" if not version else f"bundles no ptxas under {info['package_dir']}"
-        raise ToolchainError(f"triton=host: the Triton of {python} {what}",
-                             "install Triton as a package (pip install triton), or name a toolchain with triton==VERSION")
-    sha = hashlib.sha256("\0".join((str(python), str(info["package_dir"]), str(info["record_sha256"]))).encode()).hexdigest()
+        what = (
+            "has no installed distribution (no version)"
+            if not version
+            else f"bundles no ptxas under {info['package_dir']}"
+        )
+        raise ToolchainError(
+            f"triton=host: the Triton of {python} {what}",
+            "install Triton as a package (pip install triton), or name a toolchain with triton==VERSION",
+        )
+    sha = hashlib.sha256(
+        "\0".join((str(python), str(info["package_dir"]), str(info["record_sha256"]))).encode()
+    ).hexdigest()
     key = f"host-triton-{_safe(version)}-{sha[:12]}"
     root = envs_dir() / key
     built = _load(root)
@@ -211,9 +230,20 @@ def host_frontend(python: Path, progress: Progress = no_progress) -> Frontend:
         if built is not None:
             return built
         progress(f"using the Triton {version} of {python} (triton=host)")
-        write_json_atomic(root / MARKER, {"key": key, "kind": "host", "python": str(python), "triton_version": version,
-                                          "host_sha256": sha, "wheel_sha256": None, "tools_dir": str(tools),
-                                          "package_dir": info["package_dir"], "python_version": info.get("python_version")})
+        write_json_atomic(
+            root / MARKER,
+            {
+                "key": key,
+                "kind": "host",
+                "python": str(python),
+                "triton_version": version,
+                "host_sha256": sha,
+                "wheel_sha256": None,
+                "tools_dir": str(tools),
+                "package_dir": info["package_dir"],
+                "python_version": info.get("python_version"),
+            },
+        )
         loaded = _load(root)
         assert loaded is not None
         return loaded
@@ -239,8 +269,13 @@ def host_packages(python: Path) -> dict[str, str]:
     often has no network to install them again. Probed once per interpreter and process; an
     interpreter that cannot be asked has none (the compile then names what is missing)."""
     try:
-        proc = subprocess.run([str(python), "-c", _PACKAGES_PROBE], capture_output=True, text=True, timeout=120,
-                              env=compile_environment(os.environ))
+        proc = subprocess.run(
+            [str(python), "-c", _PACKAGES_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=compile_environment(os.environ),
+        )
         found = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError, IndexError):
         found = {}
@@ -250,19 +285,28 @@ def host_packages(python: Path) -> dict[str, str]:
 def _probe_host(python: Path) -> dict[str, Any]:
     """What :data:`_HOST_PROBE` says of ``python``'s Triton; a ToolchainError when it has none."""
     try:
-        proc = subprocess.run([str(python), "-c", _HOST_PROBE], capture_output=True, text=True, timeout=120,
-                              env=compile_environment(os.environ))
+        proc = subprocess.run(
+            [str(python), "-c", _HOST_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=compile_environment(os.environ),
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolchainError(f"triton=host: cannot run {python}: {exc}", "run ktriage with a Python that has Triton") from None
+        raise ToolchainError(
+            f"triton=host: cannot run {python}: {exc}", "run ktriage with a Python that has Triton"
+        ) from None
     try:
         data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     except (json.JSONDecodeError, IndexError):
         data = {}
     if "package_dir" not in data:
         why = data.get("error") or (proc.stderr or proc.stdout).strip()[-300:] or f"exit {proc.returncode}"
-        raise ToolchainError(f"triton=host: {python} cannot import Triton ({why})",
-                             "run ktriage with the Python that has Triton (python3 -m ktriage ...), or name a "
-                             "toolchain ktriage installs: triton==VERSION")
+        raise ToolchainError(
+            f"triton=host: {python} cannot import Triton ({why})",
+            "run ktriage with the Python that has Triton (python3 -m ktriage ...), or name a "
+            "toolchain ktriage installs: triton==VERSION",
+        )
     return data
 
 
@@ -301,7 +345,10 @@ def _installed_triton_version(python: Path) -> str:
     )
     proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
     if proc.returncode != 0 or not proc.stdout.strip():
-        raise ToolchainError(f"triton is not importable in {python}: {proc.stderr.strip()[-500:]}", "remove the toolchain and add it again")
+        raise ToolchainError(
+            f"triton is not importable in {python}: {proc.stderr.strip()[-500:]}",
+            "remove the toolchain and add it again",
+        )
     return proc.stdout.strip()
 
 
@@ -417,18 +464,23 @@ def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
     """Run insitu/probe.py for one arch; a crash of the process is that arch's error, not ours."""
     env = compile_environment(os.environ)
     try:
-        proc = subprocess.run([str(frontend.python), str(PROBE_SCRIPT), str(cc)], capture_output=True,
-                              text=True, env=env, timeout=600)
+        proc = subprocess.run(
+            [str(frontend.python), str(PROBE_SCRIPT), str(cc)], capture_output=True, text=True, env=env, timeout=600
+        )
     except subprocess.TimeoutExpired:
-        raise ToolchainError(f"probing Triton {frontend.triton_version} for sm_{cc} took over 600 s",
-                             "check the machine's load and retry") from None
+        raise ToolchainError(
+            f"probing Triton {frontend.triton_version} for sm_{cc} took over 600 s",
+            "check the machine's load and retry",
+        ) from None
     try:
         data: dict[str, Any] = json.loads(proc.stdout) if proc.returncode == 0 else {}
     except json.JSONDecodeError:
         data = {}
     if str(cc) not in (data.get("archs") or {}):
         tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()][-2:]
-        data = {"archs": {str(cc): {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}}}
+        data = {
+            "archs": {str(cc): {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}}
+        }
     if cc == 80 and isinstance(data["archs"]["80"], dict) and "error" in data["archs"]["80"]:
         raise ToolchainError(
             f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {data['archs']['80']['error']}",

@@ -35,7 +35,6 @@ from ktriage.errors import KtriageError, ToolchainError
 from ktriage.home import home_subdir
 from ktriage.toolchain.frontend import (
     ArchFacts,
-    Frontend,
     FrontendFacts,
     ensure_frontend,
     envs_dir,
@@ -124,18 +123,27 @@ class Toolchain:
         """What this toolchain's Triton does (ptxas per arch, its options, order sensitivity)."""
         frontend = load_frontend(self.env_root) if self.env_root is not None else None
         if frontend is None:
-            raise ToolchainError(f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
-                                 f"add it again: ktriage toolchain add '{self.spec}'")
+            raise ToolchainError(
+                f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
+                f"add it again: ktriage toolchain add '{self.spec}'",
+            )
         return frontend_facts(frontend, ccs)
 
     def assembler(self, cc: int) -> Assembler:
         """The ptxas (and options) that assemble this toolchain's cubins for compute capability ``cc``."""
         arch: ArchFacts = self.facts((cc,)).arch(cc)
         if self.ptxas_is_bundled:
-            return Assembler(arch.ptxas, arch.ptxas_version, arch.ptxas_version_text, arch.options,
-                             self.ptxas_options, native=not self.ptxas_options)
-        return Assembler(self.ptxas, self.ptxas_version, self.ptxas_version_text, arch.options,
-                         self.ptxas_options, native=False)
+            return Assembler(
+                arch.ptxas,
+                arch.ptxas_version,
+                arch.ptxas_version_text,
+                arch.options,
+                self.ptxas_options,
+                native=not self.ptxas_options,
+            )
+        return Assembler(
+            self.ptxas, self.ptxas_version, self.ptxas_version_text, arch.options, self.ptxas_options, native=False
+        )
 
     def to_json_for(self, target: str) -> dict[str, Any]:
         """:meth:`to_json` as a bundle (and the results file of its bench) carries it for cubins of
@@ -222,8 +230,16 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
     ptxas, bundled = _resolve_ptxas(parsed, headline, say)
     info = ptxas_version(ptxas)
     triton_options = tuple(o for o in headline.options if o not in BASE_TRITON_OPTIONS)
-    tc_id = toolchain_id(frontend.triton_version, frontend.wheel_sha256, bundled, info.version, info.text,
-                         parsed.ptxas_options, triton_options, host_sha256=frontend.host_sha256)
+    tc_id = toolchain_id(
+        frontend.triton_version,
+        frontend.wheel_sha256,
+        bundled,
+        info.version,
+        info.text,
+        parsed.ptxas_options,
+        triton_options,
+        host_sha256=frontend.host_sha256,
+    )
     root = toolchains_dir() / tc_id
     existing = _load(root)
     if existing is not None and existing.ptxas == ptxas and existing.python == frontend.python:
@@ -371,7 +387,9 @@ def toolchain_size(tc: Toolchain) -> int:
 def _resolve_ptxas(spec: ToolchainSpec, headline: ArchFacts, say: Progress) -> tuple[Path, bool]:
     if spec.ptxas_path is not None:
         if not spec.ptxas_path.is_file():
-            raise ToolchainError(f"ptxas binary {spec.ptxas_path} does not exist", "check the path in the toolchain spec")
+            raise ToolchainError(
+                f"ptxas binary {spec.ptxas_path} does not exist", "check the path in the toolchain spec"
+            )
         return spec.ptxas_path, False
     if spec.ptxas_version is not None:
         return ensure_ptxas_release(spec.ptxas_version, say), False

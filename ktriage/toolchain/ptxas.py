@@ -79,7 +79,9 @@ def _ptxas_version_cached(path: str, _size: int, _mtime: int) -> PtxasVersion:
     try:
         proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
     except OSError as exc:
-        raise ToolchainError(f"cannot run ptxas {path}: {exc}", f"check that {path} is a ptxas binary for this machine and executable") from None
+        raise ToolchainError(
+            f"cannot run ptxas {path}: {exc}", f"check that {path} is a ptxas binary for this machine and executable"
+        ) from None
     text = (proc.stdout + proc.stderr).strip()
     version = version_from_text(text)
     if proc.returncode != 0 or version is None:
@@ -124,7 +126,9 @@ def assemble(
     """
     ptxas = Path(ptxas)
     if "-v" not in options:
-        raise ToolchainError(f"ptxas options {list(options)} lack -v", "this is a bug in ktriage: the -v log holds the spill counts")
+        raise ToolchainError(
+            f"ptxas options {list(options)} lack -v", "this is a bug in ktriage: the -v log holds the spill counts"
+        )
     if workdir is not None:
         workdir.mkdir(parents=True, exist_ok=True)
         return _assemble_in(ptx, ptxas, gpu_name, options, workdir)
@@ -167,18 +171,24 @@ def _assemble_in(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], w
     try:
         cubin = out.read_bytes()
     except OSError:
-        raise CompileError(f"ptxas reported success but wrote no cubin: {' '.join(cmd)}", "run the command by hand to see why") from None
+        raise CompileError(
+            f"ptxas reported success but wrote no cubin: {' '.join(cmd)}", "run the command by hand to see why"
+        ) from None
     return AssembleResult(cubin=cubin, log=log, command=tuple(cmd), lowered_ptx_version=lowered)
 
 
-def _run(ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], src: Path, out: Path) -> tuple[list[str], int, str]:
+def _run(
+    ptx: str, ptxas: Path, gpu_name: str, options: Sequence[str], src: Path, out: Path
+) -> tuple[list[str], int, str]:
     src.write_text(ptx)
     out.unlink(missing_ok=True)
     cmd = ptxas_command(ptxas, gpu_name, src, out, options)
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except OSError as exc:
-        raise ToolchainError(f"cannot run ptxas {ptxas}: {exc}", "check the toolchain's ptxas (ktriage toolchain show)") from None
+        raise ToolchainError(
+            f"cannot run ptxas {ptxas}: {exc}", "check the toolchain's ptxas (ktriage toolchain show)"
+        ) from None
     return cmd, proc.returncode, proc.stdout
 
 

@@ -76,7 +76,17 @@ def _install(version: str, progress: Progress) -> Path:
     package = nvcc_package(version)
     progress(f"downloading ptxas {version} ({package})")
     proc = run_uv(
-        ["pip", "install", "--quiet", "--no-deps", "--python", sys.executable, "--target", str(staging / "wheel"), f"{package}=={version}"],
+        [
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--python",
+            sys.executable,
+            "--target",
+            str(staging / "wheel"),
+            f"{package}=={version}",
+        ],
         what=f"download {package}=={version}",
     )
     try:
@@ -89,14 +99,19 @@ def _install(version: str, progress: Progress) -> Path:
             raise uv_failure(proc, what=f"download {package}=={version}", fix="check the network / index access")
         found = sorted((staging / "wheel").glob("nvidia/**/bin/ptxas"))
         if not found:
-            raise ToolchainError(f"{package}=={version} contains no bin/ptxas", "pick another release (ktriage knows 11.x-13.x layouts)")
+            raise ToolchainError(
+                f"{package}=={version} contains no bin/ptxas", "pick another release (ktriage knows 11.x-13.x layouts)"
+            )
         (staging / "bin").mkdir(parents=True)
         exe = staging / "bin" / "ptxas"
         shutil.copy2(found[0], exe)  # a copy: the wheel's file may be a hard link into uv's cache
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         shutil.rmtree(staging / "wheel")
         info = ptxas_version(exe)
-        write_json_atomic(staging / MARKER, {"version": version, "package": package, "ptxas_version": info.version, "ptxas_version_text": info.text})
+        write_json_atomic(
+            staging / MARKER,
+            {"version": version, "package": package, "ptxas_version": info.version, "ptxas_version_text": info.text},
+        )
         os.replace(staging, root)
     finally:
         wipe(staging)

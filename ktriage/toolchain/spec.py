@@ -157,7 +157,9 @@ def _parse_triton(op: str, value: str, *, check_files: bool) -> tuple[str | None
             "or write triton=host for the Triton this Python imports",
         )
     if check_files and not path.is_file():
-        raise ToolchainError(f"Triton wheel {path} does not exist", "check the path (relative paths start at the current directory)")
+        raise ToolchainError(
+            f"Triton wheel {path} does not exist", "check the path (relative paths start at the current directory)"
+        )
     return None, path
 
 
@@ -177,7 +179,9 @@ def _parse_ptxas(op: str, value: str, *, check_files: bool) -> tuple[str | None,
         )
     if check_files:
         if not path.is_file():
-            raise ToolchainError(f"ptxas binary {path} does not exist", "check the path, e.g. ptxas=/usr/local/cuda/bin/ptxas")
+            raise ToolchainError(
+                f"ptxas binary {path} does not exist", "check the path, e.g. ptxas=/usr/local/cuda/bin/ptxas"
+            )
         if not os.access(path, os.X_OK):
             raise ToolchainError(f"ptxas binary {path} is not executable", f"chmod +x {path}")
     return None, path
@@ -185,13 +189,19 @@ def _parse_ptxas(op: str, value: str, *, check_files: bool) -> tuple[str | None,
 
 def _parse_options(op: str, value: str) -> tuple[str, ...]:
     if op != "=":
-        raise ToolchainError(f"write ptxas-options={value} (one '='), not ptxas-options=={value}", "use ptxas-options=-O3 ...")
+        raise ToolchainError(
+            f"write ptxas-options={value} (one '='), not ptxas-options=={value}", "use ptxas-options=-O3 ..."
+        )
     try:
         words = tuple(shlex.split(value))
     except ValueError as exc:
-        raise ToolchainError(f"ptxas-options={value}: {exc}", "close the quote; quote only words that hold a comma or space") from None
+        raise ToolchainError(
+            f"ptxas-options={value}: {exc}", "close the quote; quote only words that hold a comma or space"
+        ) from None
     if not words:
-        raise ToolchainError("ptxas-options= is empty", "drop the item or give options, e.g. ptxas-options=--register-usage-level=4")
+        raise ToolchainError(
+            "ptxas-options= is empty", "drop the item or give options, e.g. ptxas-options=--register-usage-level=4"
+        )
     return words
 
 

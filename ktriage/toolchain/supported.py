@@ -106,7 +106,7 @@ def _load() -> tuple[SupportedRelease, ...]:
     data = tomllib.loads(text)
     table = data.get("triton")
     if not isinstance(table, dict) or not table:
-        raise ValueError(f"{DATA_FILE}: no [triton.\"X.Y.Z\"] tables")
+        raise ValueError(f'{DATA_FILE}: no [triton."X.Y.Z"] tables')
     releases = [_release(version, raw) for version, raw in table.items()]
     return tuple(sorted(releases, key=lambda r: Version(r.version)))
 

@@ -46,11 +46,25 @@ from ktriage.triage.measure_plan import (
     bench_target,
     plan_measurement,
 )
-from ktriage.triage.measure_read import mark_not_measured, apply_measured, describe, results_paths
+from ktriage.triage.measure_read import apply_measured, describe, mark_not_measured, results_paths
 from ktriage.triage.model import TriageOptions, TriageReport
 
-__all__ = ["MANIFEST", "SCRIPT", "BenchTarget", "MeasurePlan", "apply_measured", "bench_target", "check_options", "describe",
-           "gpu_step", "plan_measurement", "results_paths", "reusable", "run_measure", "write_bundle"]
+__all__ = [
+    "MANIFEST",
+    "SCRIPT",
+    "BenchTarget",
+    "MeasurePlan",
+    "apply_measured",
+    "bench_target",
+    "check_options",
+    "describe",
+    "gpu_step",
+    "plan_measurement",
+    "results_paths",
+    "reusable",
+    "run_measure",
+    "write_bundle",
+]
 
 Say = Callable[[str], None]
 FORMAT = 1
@@ -60,13 +74,19 @@ FORMAT = 1
 def check_options(options: TriageOptions) -> None:
     """Refuse contradictory GPU-step options before any compile runs."""
     if options.measure and options.measured:
-        raise KtriageError("--measure re-measures here, --measured reads results measured elsewhere: not both",
-                           "drop one (on a GPU host: --measure; on the CPU machine, after the GPU host ran the bundle: --measured)")
+        raise KtriageError(
+            "--measure re-measures here, --measured reads results measured elsewhere: not both",
+            "drop one (on a GPU host: --measure; on the CPU machine, after the GPU host ran the bundle: --measured)",
+        )
     if options.measured and options.bundle:
-        raise KtriageError("--bundle writes a new bundle, --measured reads the results of one: not both",
-                           "give --measured DIR (the bundle folder, with its results/) or the results files")
+        raise KtriageError(
+            "--bundle writes a new bundle, --measured reads the results of one: not both",
+            "give --measured DIR (the bundle folder, with its results/) or the results files",
+        )
     if options.max_time_s <= 0:
-        raise KtriageError(f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5")
+        raise KtriageError(
+            f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"
+        )
     if options.measured:
         results_paths(options.measured)  # missing files are refused now, not after the compile-side steps
 
@@ -77,8 +97,14 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     if not (options.bundle or options.measure or options.measured):
         return
     if not report.cells:
-        report.measured = {"bundle": None, "token": None, "commands": [], "results": [], "baseline": [],
-                           "note": "no flagged cell: nothing to re-measure"}
+        report.measured = {
+            "bundle": None,
+            "token": None,
+            "commands": [],
+            "results": [],
+            "baseline": [],
+            "note": "no flagged cell: nothing to re-measure",
+        }
         return
     if options.measure:  # a GPU host: cells of ops with no replay and no workload get a recording of their own
         unplanned = [i for i, c in enumerate(report.cells) if bench_target(c) is None and c.recorded is None]
@@ -99,11 +125,17 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     if not plan.bundles:  # nothing benchable: the report says why per cell, and nothing is written or read
         for i, why in plan.skipped.items():
             mark_not_measured(report.cells[i], why)
-        report.measured = {"bundle": None, "token": plan.token, "commands": [], "results": [], "baseline": [],
-                           "note": "no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
-                                   "cells have replays; the cells of any other TritonBench operator need their kernels "
-                                   "from a recorded workload: --workload W.json, or --measure on a GPU host with "
-                                   "TritonBench, which records the operator's run itself)"}
+        report.measured = {
+            "bundle": None,
+            "token": plan.token,
+            "commands": [],
+            "results": [],
+            "baseline": [],
+            "note": "no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
+            "cells have replays; the cells of any other TritonBench operator need their kernels "
+            "from a recorded workload: --workload W.json, or --measure on a GPU host with "
+            "TritonBench, which records the operator's run itself)",
+        }
         return
     if options.measured:
         apply_measured(report, plan, results_paths(options.measured), options)
@@ -116,8 +148,14 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     else:
         write_bundle(report, plan, out, options, say)
     commands = [f"bash {shlex.quote(str(out / SCRIPT))}"]
-    report.measured = {"bundle": str(out), "token": plan.token, "commands": commands, "results": [],
-                       "bench": [g.bench_command(options.max_time_s) for g in plan.bundles], "baseline": []}
+    report.measured = {
+        "bundle": str(out),
+        "token": plan.token,
+        "commands": commands,
+        "results": [],
+        "bench": [g.bench_command(options.max_time_s) for g in plan.bundles],
+        "baseline": [],
+    }
     for i, t in plan.targets.items():
         report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.group_of(t).dirname}")
     for i, m in plan.recorded_targets.items():
@@ -128,8 +166,10 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         apply_measured(report, plan, paths, options)
         report.measured.update(bundle=str(out), commands=commands)
         return
-    report.gpu_needed.append(f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} there "
-                             f"first; it writes {out / RESULTS}/*.json), then here the same triage with --measured {out}")
+    report.gpu_needed.append(
+        f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} there "
+        f"first; it writes {out / RESULTS}/*.json), then here the same triage with --measured {out}"
+    )
 
 
 # ----------------------------------------------------------------------------------- the bundle (CPU)
@@ -167,8 +207,10 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
 
     if not plan.bundles:  # gpu_step checks first; a library caller gets the reasons
         why = "; ".join(sorted(set(plan.skipped.values())))[:600]
-        raise KtriageError(f"no flagged cell can be re-measured by ktriage bench: {why}",
-                           "only layer_norm and embedding cells (their Liger backend or baseline) have replays today")
+        raise KtriageError(
+            f"no flagged cell can be re-measured by ktriage bench: {why}",
+            "only layer_norm and embedding cells (their Liger backend or baseline) have replays today",
+        )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     specs = [plan.old_toolchain] if plan.same_toolchain else [plan.old_toolchain, plan.new_toolchain]
@@ -176,9 +218,20 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
     with Compiler(jobs=options.jobs) as compiler:
         for g in plan.groups:
             path = out_dir / g.dirname
-            say(f"bundle {g.dirname}: {g.op} {g.mode} inputs {g.input_ids}, {', '.join(g.backends)} with {' and '.join(specs)}")
-            build_bundle(g.op, g.mode, g.input_ids, toolchains, path, target=options.arch, compiler=compiler,
-                         precision=g.precision, backends=g.backends)
+            say(
+                f"bundle {g.dirname}: {g.op} {g.mode} inputs {g.input_ids}, {', '.join(g.backends)} with {' and '.join(specs)}"
+            )
+            build_bundle(
+                g.op,
+                g.mode,
+                g.input_ids,
+                toolchains,
+                path,
+                target=options.arch,
+                compiler=compiler,
+                precision=g.precision,
+                backends=g.backends,
+            )
             if plan.same_toolchain:
                 _aa_copy(path, toolchains[0], compiler)
             else:
@@ -187,28 +240,65 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
             _write_recorded(r, out_dir, toolchains, compiler, plan.same_toolchain, say)
     (out_dir / RESULTS).mkdir(exist_ok=True)
     manifest = {
-        "format_version": FORMAT, "kind": "ktriage triage measure", "token": plan.token,
+        "format_version": FORMAT,
+        "kind": "ktriage triage measure",
+        "token": plan.token,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "old": report.old, "new": report.new, "old_toolchain": plan.old_toolchain, "new_toolchain": plan.new_toolchain,
-        "same_toolchain": plan.same_toolchain, "max_time_s": options.max_time_s,
+        "old": report.old,
+        "new": report.new,
+        "old_toolchain": plan.old_toolchain,
+        "new_toolchain": plan.new_toolchain,
+        "same_toolchain": plan.same_toolchain,
+        "max_time_s": options.max_time_s,
         "bundles": [g.to_json() | {"command": g.bench_command(options.max_time_s)} for g in plan.bundles],
-        "cells": [{"cell": report.cells[i].label(), "op": t.op, "mode": t.mode, "input_id": t.input_id, "backend": t.backend,
-                   "kind": t.kind, "bundle": plan.group_of(t).dirname, "old_ms": report.cells[i].old_ms,
-                   "new_ms": report.cells[i].new_ms} for i, t in plan.targets.items()]
-                 + [{"cell": report.cells[i].label(), "op": report.cells[i].op, "mode": report.cells[i].mode,
-                     "input_id": report.cells[i].input_id, "backend": report.cells[i].backend, "kind": "recorded",
-                     "bundle": plan.recorded_group(m).dirname, "workload": m.workload, "rule": m.rule,
-                     "entries": [{"entry": k.entry, "backend": k.backend, "kernel": k.kernel, "input": k.input} for k in m.kernels],
-                     "old_ms": report.cells[i].old_ms, "new_ms": report.cells[i].new_ms} for i, m in plan.recorded_targets.items()],
+        "cells": [
+            {
+                "cell": report.cells[i].label(),
+                "op": t.op,
+                "mode": t.mode,
+                "input_id": t.input_id,
+                "backend": t.backend,
+                "kind": t.kind,
+                "bundle": plan.group_of(t).dirname,
+                "old_ms": report.cells[i].old_ms,
+                "new_ms": report.cells[i].new_ms,
+            }
+            for i, t in plan.targets.items()
+        ]
+        + [
+            {
+                "cell": report.cells[i].label(),
+                "op": report.cells[i].op,
+                "mode": report.cells[i].mode,
+                "input_id": report.cells[i].input_id,
+                "backend": report.cells[i].backend,
+                "kind": "recorded",
+                "bundle": plan.recorded_group(m).dirname,
+                "workload": m.workload,
+                "rule": m.rule,
+                "entries": [
+                    {"entry": k.entry, "backend": k.backend, "kernel": k.kernel, "input": k.input} for k in m.kernels
+                ],
+                "old_ms": report.cells[i].old_ms,
+                "new_ms": report.cells[i].new_ms,
+            }
+            for i, m in plan.recorded_targets.items()
+        ],
         "not_bundled": [{"cell": report.cells[i].label(), "reason": why} for i, why in sorted(plan.skipped.items())],
-    }  # fmt: skip
+    }
     (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
-    lines = ["#!/usr/bin/env bash",
-             f"# ktriage triage --bundle: re-measure {len(plan.targets) + len(plan.recorded_targets)} flagged cell(s) of "
-             f"{report.old} -> {report.new}",
-             f"# ({plan.old_toolchain} vs {plan.new_toolchain}) side by side on the GPU host. Run it from anywhere;",
-             "# KTRIAGE (default: python3 -m ktriage) is the ktriage command. Writes results/<bundle>.json here.",
-             "set -u", 'cd "$(dirname "$0")"', 'KT=${KTRIAGE:-python3 -m ktriage}', f"mkdir -p {RESULTS}", "rc=0"]
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# ktriage triage --bundle: re-measure {len(plan.targets) + len(plan.recorded_targets)} flagged cell(s) of "
+        f"{report.old} -> {report.new}",
+        f"# ({plan.old_toolchain} vs {plan.new_toolchain}) side by side on the GPU host. Run it from anywhere;",
+        "# KTRIAGE (default: python3 -m ktriage) is the ktriage command. Writes results/<bundle>.json here.",
+        "set -u",
+        'cd "$(dirname "$0")"',
+        "KT=${KTRIAGE:-python3 -m ktriage}",
+        f"mkdir -p {RESULTS}",
+        "rc=0",
+    ]
     lines += [g.bench_command(options.max_time_s, ktriage="$KT") + " || rc=$?" for g in plan.bundles]
     lines += ['exit "$rc"', ""]
     script = out_dir / SCRIPT
@@ -227,7 +317,9 @@ def _aa_copy(path: Path, tc: Any, compiler: Any) -> None:
     keys = list(bundle.specs)
     outcomes = compiler.compile_many([bundle.specs[k] for k in keys], [tc])
     copies = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
-    add_variant(path, tc.id, tc.id + AA_VARIANT, "A/A copy", copies, absent="this kernel did not compile for the A/A copy")
+    add_variant(
+        path, tc.id, tc.id + AA_VARIANT, "A/A copy", copies, absent="this kernel did not compile for the A/A copy"
+    )
 
 
 def fixed_spec(spec: Any, change: dict[str, Any]) -> Any:
@@ -241,8 +333,13 @@ def fixed_spec(spec: Any, change: dict[str, Any]) -> Any:
 
     if isinstance(change.get("config"), dict):
         cfg = change["config"]
-        return config_space(spec).apply(TuneConfig.of(int(cfg["num_warps"]), int(cfg["num_stages"]),
-                                                      {str(k): int(v) for k, v in dict(cfg.get("constexprs") or {}).items()}))
+        return config_space(spec).apply(
+            TuneConfig.of(
+                int(cfg["num_warps"]),
+                int(cfg["num_stages"]),
+                {str(k): int(v) for k, v in dict(cfg.get("constexprs") or {}).items()},
+            )
+        )
     if isinstance(change.get("maxnreg"), int):
         return spec.replace(maxnreg=int(change["maxnreg"]))
     if change.get("argument") == RELAXED_ARGUMENT:
@@ -272,8 +369,11 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
             change = dict(fix.get("change") or {})
             # a config fixes the one kernel input explained; a source rewrite fixes the function,
             # so every bundled input of it (another shape's specialization) gets it too
-            targets = [hit] if change.get("argument") != RELAXED_ARGUMENT else \
-                [(k, s) for k, s in bundle.specs.items() if s.source == hit[1].source]
+            targets = (
+                [hit]
+                if change.get("argument") != RELAXED_ARGUMENT
+                else [(k, s) for k, s in bundle.specs.items() if s.source == hit[1].source]
+            )
             for key, original in targets:
                 if key in fixed:
                     continue
@@ -291,11 +391,19 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
     artifacts = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
     label = "proposed fix: " + "; ".join(sorted({d for _, d in fixed.values()}))
     say(f"bundle {path.name}: + {tc.id}{FIX_VARIANT} ({len(artifacts)} kernel(s) with the {label})")
-    add_variant(path, tc.id, tc.id + FIX_VARIANT, label[:300], artifacts,
-                absent="no proposed fix for this kernel (not timed in the fix variant)")
+    add_variant(
+        path,
+        tc.id,
+        tc.id + FIX_VARIANT,
+        label[:300],
+        artifacts,
+        absent="no proposed fix for this kernel (not timed in the fix variant)",
+    )
 
 
-def _write_recorded(r: RecordedGroup, out_dir: Path, toolchains: list[Any], compiler: Any, same: bool, say: Say) -> None:
+def _write_recorded(
+    r: RecordedGroup, out_dir: Path, toolchains: list[Any], compiler: Any, same: bool, say: Say
+) -> None:
     """One recorded bundle: the matched kernel inputs of one workload file, built by the recorded
     bundle builder (``ktriage bench W.json -t A -t B --compile-only --bundle DIR`` builds the same)."""
     from ktriage.record.workload import load_workload
@@ -303,7 +411,9 @@ def _write_recorded(r: RecordedGroup, out_dir: Path, toolchains: list[Any], comp
 
     path = out_dir / r.dirname
     say(f"bundle {r.dirname}: recorded {r.name} entries {r.entries} ({', '.join(r.kernels)})")
-    build_recorded_bundle(load_workload(r.workload), toolchains, path, compiler=compiler, kernels=r.kernels, inputs=r.labels)
+    build_recorded_bundle(
+        load_workload(r.workload), toolchains, path, compiler=compiler, kernels=r.kernels, inputs=r.labels
+    )
     if same:
         _aa_copy(path, toolchains[0], compiler)
 
@@ -326,15 +436,28 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
         path = Path(out_dir) / g.dirname
         bundle = load_bundle(path)
         records = list(bundle.toolchains.values())
-        bench = BenchPlan(op=g.op, mode=g.mode, input_ids=g.input_ids, native_backends=[g.baseline], artifact_backends=g.backends,
-                          baseline=g.baseline, precision=g.precision, bundle=str(bundle.path), toolchains=[str(t["id"]) for t in records],
-                          timing={"mode": "events", "l2_flush": True}, min_samples=MIN_SAMPLES, max_time_s=options.max_time_s)  # fmt: skip
+        bench = BenchPlan(
+            op=g.op,
+            mode=g.mode,
+            input_ids=g.input_ids,
+            native_backends=[g.baseline],
+            artifact_backends=g.backends,
+            baseline=g.baseline,
+            precision=g.precision,
+            bundle=str(bundle.path),
+            toolchains=[str(t["id"]) for t in records],
+            timing={"mode": "events", "l2_flush": True},
+            min_samples=MIN_SAMPLES,
+            max_time_s=options.max_time_s,
+        )
         results = Path(out_dir) / g.results_name
         results.parent.mkdir(parents=True, exist_ok=True)
         say(f"bench {g.dirname}: {len(g.input_ids)} input(s), {len(records)} toolchain variant(s) side by side")
         try:
             with progress.task(f"bench {g.dirname}: inputs", total=len(g.input_ids)) as step:
-                run_bench(bench, store_url=options.db, results_path=results, toolchains=records, on_input_done=step.callback)
+                run_bench(
+                    bench, store_url=options.db, results_path=results, toolchains=records, on_input_done=step.callback
+                )
         except KtriageError as exc:  # this bundle's cells stay unmeasured; the other bundles go on
             failures.append(f"bench {g.dirname}: {exc.problem}")
             if not results.exists():
@@ -343,23 +466,39 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
     return paths
 
 
-def _run_recorded(r: RecordedGroup, out_dir: Path, options: TriageOptions, say: Say, failures: list[str]) -> Path | None:
+def _run_recorded(
+    r: RecordedGroup, out_dir: Path, options: TriageOptions, say: Say, failures: list[str]
+) -> Path | None:
     """Bench one recorded bundle in this process, as its line of ``measure.sh`` would."""
     from ktriage.bench.recorded import RecordedPlan, run_recorded
     from ktriage.workload.recorded_bundle import load_recorded_bundle
 
     recorded = load_recorded_bundle(out_dir / r.dirname)
     entries = [e for e in recorded.entries if e.id in r.entries]
-    bench = RecordedPlan(bundle=str(recorded.bundle.path), name=recorded.name, entries=[e.id for e in entries],
-                         toolchains=list(recorded.bundle.toolchains), timing={"mode": "events", "l2_flush": True},
-                         min_samples=MIN_SAMPLES, max_time_s=options.max_time_s)
+    bench = RecordedPlan(
+        bundle=str(recorded.bundle.path),
+        name=recorded.name,
+        entries=[e.id for e in entries],
+        toolchains=list(recorded.bundle.toolchains),
+        timing={"mode": "events", "l2_flush": True},
+        min_samples=MIN_SAMPLES,
+        max_time_s=options.max_time_s,
+    )
     results = out_dir / r.results_name
     results.parent.mkdir(parents=True, exist_ok=True)
-    say(f"bench {r.dirname}: {len(entries)} recorded kernel input(s), {len(bench.toolchains)} toolchain variant(s) side by side")
+    say(
+        f"bench {r.dirname}: {len(entries)} recorded kernel input(s), {len(bench.toolchains)} toolchain variant(s) side by side"
+    )
     try:
         with progress.task(f"bench {r.dirname}: kernel inputs", total=len(entries)) as step:
-            run_recorded(bench, entries, store_url=options.db, results_path=results,
-                         toolchains=list(recorded.bundle.toolchains.values()), on_entry_done=step.callback)
+            run_recorded(
+                bench,
+                entries,
+                store_url=options.db,
+                results_path=results,
+                toolchains=list(recorded.bundle.toolchains.values()),
+                on_entry_done=step.callback,
+            )
     except KtriageError as exc:
         failures.append(f"bench {r.dirname}: {exc.problem}")
         if not results.exists():

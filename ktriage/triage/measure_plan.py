@@ -70,16 +70,20 @@ def no_target_reason(cell: CellTriage) -> str:
 
     op = registry.operator(cell.op)
     if op is None or not op.backends or op.module is None:
-        return (f"no replay for {cell.op} and no recorded kernels of {cell.backend}: give --workload W.json (`ktriage record "
-                f"-o W.json -- python run.py --op {cell.op}{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
-                "or run this triage with --measure on a GPU host with TritonBench: it records the run itself")
+        return (
+            f"no replay for {cell.op} and no recorded kernels of {cell.backend}: give --workload W.json (`ktriage record "
+            f"-o W.json -- python run.py --op {cell.op}{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
+            "or run this triage with --measure on a GPU host with TritonBench: it records the run itself"
+        )
     if cell.mode not in op.modes:
         return f"no replay for {cell.op} {cell.mode}: ktriage benches its {', '.join(op.modes)} pass(es)"
     if cell.backend in op.artifact_backends:
         return f"no replay for {cell.backend} {cell.mode}: its replay times the forward pass only"
-    return (f"no replay for {cell.backend}: ktriage re-measures {cell.op}'s toolchain artifacts "
-            f"({', '.join(op.artifact_backends) or 'none'}) and its baseline {op.baseline}; {cell.backend} is one host "
-            "copy for both toolchains, so a side-by-side run cannot tell them apart")
+    return (
+        f"no replay for {cell.backend}: ktriage re-measures {cell.op}'s toolchain artifacts "
+        f"({', '.join(op.artifact_backends) or 'none'}) and its baseline {op.baseline}; {cell.backend} is one host "
+        "copy for both toolchains, so a side-by-side run cannot tell them apart"
+    )
 
 
 @dataclass
@@ -101,13 +105,23 @@ class BenchGroup:
     def bench_command(self, max_time_s: float, ktriage: str = "ktriage") -> str:
         """``ktriage bench`` over this bundle, exactly as :func:`run_measure` plans it."""
         only = ",".join([self.baseline, *self.backends])
-        return (f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --only {only} --artifacts-only "
-                f"--precision {self.precision} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
-                f"-o {shlex.quote(self.results_name)}")
+        return (
+            f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --only {only} --artifacts-only "
+            f"--precision {self.precision} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
+            f"-o {shlex.quote(self.results_name)}"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"dir": self.dirname, "op": self.op, "mode": self.mode, "inputs": self.input_ids, "backends": self.backends,
-                "baseline": self.baseline, "precision": self.precision, "results": self.results_name}
+        return {
+            "dir": self.dirname,
+            "op": self.op,
+            "mode": self.mode,
+            "inputs": self.input_ids,
+            "backends": self.backends,
+            "baseline": self.baseline,
+            "precision": self.precision,
+            "results": self.results_name,
+        }
 
 
 @dataclass
@@ -129,12 +143,21 @@ class RecordedGroup:
 
     def bench_command(self, max_time_s: float, ktriage: str = "ktriage") -> str:
         """``ktriage bench`` over this recorded bundle, as :func:`ktriage.triage.measure.run_measure` runs it."""
-        return (f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
-                f"-o {shlex.quote(self.results_name)}")
+        return (
+            f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
+            f"-o {shlex.quote(self.results_name)}"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"dir": self.dirname, "kind": "recorded", "workload": self.workload, "name": self.name,
-                "kernels": self.kernels, "entries": self.entries, "results": self.results_name}
+        return {
+            "dir": self.dirname,
+            "kind": "recorded",
+            "workload": self.workload,
+            "name": self.name,
+            "kernels": self.kernels,
+            "entries": self.entries,
+            "results": self.results_name,
+        }
 
 
 @dataclass
@@ -183,8 +206,10 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
     from ktriage.workload.ops import get_op, resolve_precision
 
     if report.old_toolchain is None or report.new_toolchain is None:
-        raise KtriageError("the GPU step needs both sides' toolchains, and the files do not say them",
-                           "pass --old-toolchain and --new-toolchain (e.g. triton==3.3.1 and triton==3.4.0)")
+        raise KtriageError(
+            "the GPU step needs both sides' toolchains, and the files do not say them",
+            "pass --old-toolchain and --new-toolchain (e.g. triton==3.3.1 and triton==3.4.0)",
+        )
     found: dict[int, BenchTarget] = {}
     matched: dict[int, RecordedMatch] = {}
     skipped: dict[int, str] = {}
@@ -197,13 +222,18 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
         else:
             skipped[i] = no_target_reason(c)
     token = _token(report.old_toolchain, report.new_toolchain, list(found.values()), list(matched.values()))
-    order = sorted([*found, *matched], key=lambda i: -abs(math.log(report.cells[i].ratio)) if report.cells[i].ratio > 0 else 0.0)
+    order = sorted(
+        [*found, *matched], key=lambda i: -abs(math.log(report.cells[i].ratio)) if report.cells[i].ratio > 0 else 0.0
+    )
     if options.limit is not None:
         if options.limit < 1:
-            raise KtriageError(f"--limit {options.limit} bundles nothing", "give --limit 1 or more (or leave it out: every flagged cell)")
-        for i in order[options.limit:]:
+            raise KtriageError(
+                f"--limit {options.limit} bundles nothing",
+                "give --limit 1 or more (or leave it out: every flagged cell)",
+            )
+        for i in order[options.limit :]:
             skipped[i] = f"left out of the GPU re-run by --limit {options.limit}"
-        order = order[:options.limit]
+        order = order[: options.limit]
     targets = {i: found[i] for i in order if i in found}
     recorded_targets = {i: matched[i] for i in order if i in matched}
     recorded: dict[str, RecordedGroup] = {}
@@ -234,5 +264,13 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
             op = registry.operator(g.op)
             assert op is not None
             g.backends = [op.artifact_backends[0]]
-    return MeasurePlan(token, report.old_toolchain, report.new_toolchain, list(groups.values()), targets, skipped,
-                       list(recorded.values()), recorded_targets)
+    return MeasurePlan(
+        token,
+        report.old_toolchain,
+        report.new_toolchain,
+        list(groups.values()),
+        targets,
+        skipped,
+        list(recorded.values()),
+        recorded_targets,
+    )

@@ -34,14 +34,18 @@ def results_paths(given: Sequence[str]) -> list[Path]:
             inner = p / RESULTS if (p / RESULTS).is_dir() else p
             found = sorted(inner.glob("*.json"))
             if not found:
-                raise KtriageError(f"--measured {p}: no results file (*.json) in {inner}",
-                                   f"run the bundle's {SCRIPT} on the GPU host first, then copy its {RESULTS}/ folder back")
+                raise KtriageError(
+                    f"--measured {p}: no results file (*.json) in {inner}",
+                    f"run the bundle's {SCRIPT} on the GPU host first, then copy its {RESULTS}/ folder back",
+                )
             out += found
         elif p.is_file():
             out.append(p)
         else:
-            raise KtriageError(f"--measured {p}: no such file or folder",
-                               "give the results file(s) `ktriage bench --bundle` wrote, or the bundle folder")
+            raise KtriageError(
+                f"--measured {p}: no such file or folder",
+                "give the results file(s) `ktriage bench --bundle` wrote, or the bundle folder",
+            )
     return out
 
 
@@ -51,13 +55,17 @@ def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
     plan = settings.get("plan") or settings.get("recorded_plan")  # an op bench's plan, or a recorded bench's
     bundle = plan.get("bundle") if isinstance(plan, dict) else None
     if not isinstance(bundle, str) or not bundle:
-        raise KtriageError(f"--measured {path}: not the results of a bundle (the run has no bundle in its plan)",
-                           "give the results `ktriage bench --bundle DIR/<bundle>` wrote for this triage's bundle")
+        raise KtriageError(
+            f"--measured {path}: not the results of a bundle (the run has no bundle in its plan)",
+            "give the results `ktriage bench --bundle DIR/<bundle>` wrote for this triage's bundle",
+        )
     name = Path(bundle.rstrip("/")).name
     token = name.rsplit("-", 1)[-1]
     if not re.fullmatch(r"[0-9a-f]{10}", token):
-        raise KtriageError(f"--measured {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
-                           "give the results of the bundle `ktriage triage OLD NEW ... --bundle DIR` wrote: DIR/results/*.json")
+        raise KtriageError(
+            f"--measured {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
+            "give the results of the bundle `ktriage triage OLD NEW ... --bundle DIR` wrote: DIR/results/*.json",
+        )
     return name, token
 
 
@@ -71,8 +79,21 @@ def _from_verdict(v: Verdict, how: str, text: str, source: str) -> Measured:
     def num(x: float) -> float | None:
         return x if math.isfinite(x) else None
 
-    return Measured(v.verdict, text, how, num(v.ratio), num(v.ci_low), num(v.ci_high), v.confidence, num(v.p_value),
-                    v.n_ref, v.n_new, num(v.median_ref), num(v.median_new), source)
+    return Measured(
+        v.verdict,
+        text,
+        how,
+        num(v.ratio),
+        num(v.ci_low),
+        num(v.ci_high),
+        v.confidence,
+        num(v.p_value),
+        v.n_ref,
+        v.n_new,
+        num(v.median_ref),
+        num(v.median_new),
+        source,
+    )
 
 
 def describe(m: Measured) -> str:
@@ -105,7 +126,8 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
                 f"--measured {path} measured bundle {name} (token {token}), not this triage's (token {plan.token}: "
                 f"{plan.old_toolchain} -> {plan.new_toolchain}, bundles {', '.join(wanted) or 'none'})",
                 "give the results of the bundle `ktriage triage OLD NEW --bundle DIR` wrote for these same files, toolchains "
-                "and --threshold (DIR/triage-measure.json names them), or bundle this triage again")  # fmt: skip
+                "and --threshold (DIR/triage-measure.json names them), or bundle this triage again",
+            )
         if name in wanted:
             loaded[name] = (run, cells, path.name)
     pairs: dict[tuple[str, str, int, str], tuple[Any, str]] = {}
@@ -114,7 +136,9 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     for run, cells, source in loaded.values():
         tcs = run_toolchains(run, cells)
         if len(tcs) >= 2:
-            for comp in compare_toolchains(cells, run=run, toolchains=tcs[:2], config=config, default_baselines=default_baselines()):
+            for comp in compare_toolchains(
+                cells, run=run, toolchains=tcs[:2], config=config, default_baselines=default_baselines()
+            ):
                 for p in comp.pairs:
                     pairs[(p.op, p.mode, p.input_id, p.backend)] = (p, source)
             fix_tc = next((t for t in tcs if t.endswith(FIX_VARIANT)), None)
@@ -129,7 +153,9 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         if match is not None:
             rgroup = plan.recorded_group(match)
             if rgroup.dirname not in loaded:
-                cell.measured = Measured("not_measured", f"no results for bundle {rgroup.dirname} were given (--measured)")
+                cell.measured = Measured(
+                    "not_measured", f"no results for bundle {rgroup.dirname} were given (--measured)"
+                )
                 continue
             cell.measured = _recorded_measured(match, pairs, plan, loaded[rgroup.dirname][2])
             _settle(cell)
@@ -150,8 +176,12 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         else:
             cell.measured = _baseline_measured(cell, samples.get(key), config, report, loaded[group.dirname][2])
         _settle(cell)
-    report.measured = {"token": plan.token, "results": [str(p) for p in paths],
-                       "bundles": [g.to_json() for g in plan.bundles], "baseline": _baseline_notes(report)}
+    report.measured = {
+        "token": plan.token,
+        "results": [str(p) for p in paths],
+        "bundles": [g.to_json() for g in plan.bundles],
+        "baseline": _baseline_notes(report),
+    }
     from ktriage.triage.model import ORDER
 
     rank = {v: k for k, v in enumerate(ORDER)}
@@ -161,14 +191,26 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         if row.get("verdict") is not None:
             row["verdict"] = flagged.get((row["op"], row["mode"], row["input_id"], row["backend"]), row["verdict"])
     undecided = [c for c in report.cells if c.verdict in ("unsure_measured", "unsure_no_replay", "unsure_no_gpu")]
-    report.gpu_needed = [x for x in report.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))]
+    report.gpu_needed = [
+        x for x in report.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
+    ]
     if undecided:
-        report.gpu_needed.append(f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
-                                 "not bundled, or an interval across the gate): see their measured column")
+        report.gpu_needed.append(
+            f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
+            "not bundled, or an interval across the gate): see their measured column"
+        )
 
 
-def _fix_pairs(out: dict[tuple[str, str, int, str], dict[str, Any]], cells: list[Cell], run: RunInfo, old: str,
-               new: str, fix: str, config: VerdictConfig, baselines: Any) -> None:
+def _fix_pairs(
+    out: dict[tuple[str, str, int, str], dict[str, Any]],
+    cells: list[Cell],
+    run: RunInfo,
+    old: str,
+    new: str,
+    fix: str,
+    config: VerdictConfig,
+    baselines: Any,
+) -> None:
     """The proposed fix (the ``+fix`` variant) against the old toolchain (does it recover the
     regression?) and against the new one (does it help at all?), per cell it was timed for."""
     from ktriage.stats.compare import compare_toolchains
@@ -176,18 +218,25 @@ def _fix_pairs(out: dict[tuple[str, str, int, str], dict[str, Any]], cells: list
     label = str(next((t.get("variant") for t in run.toolchains if t.get("id") == fix), "") or "the proposed fix")
     found: dict[tuple[str, str, int, str], dict[str, Any]] = {}
     for side, ref in (("vs_old", old), ("vs_new", new)):
-        for comp in compare_toolchains(cells, run=run, toolchains=[ref, fix], config=config, default_baselines=baselines):
+        for comp in compare_toolchains(
+            cells, run=run, toolchains=[ref, fix], config=config, default_baselines=baselines
+        ):
             for p in comp.pairs:
                 if p.verdict is None:
                     continue
                 v = p.verdict
                 found.setdefault((p.op, p.mode, p.input_id, p.backend), {"description": label})[side] = {
-                    "verdict": v.verdict, "ratio": v.ratio if math.isfinite(v.ratio) else None,
+                    "verdict": v.verdict,
+                    "ratio": v.ratio if math.isfinite(v.ratio) else None,
                     "ci_low": v.ci_low if math.isfinite(v.ci_low) else None,
-                    "ci_high": v.ci_high if math.isfinite(v.ci_high) else None}
+                    "ci_high": v.ci_high if math.isfinite(v.ci_high) else None,
+                }
     for key, entry in found.items():
-        parts = [f"{side.replace('vs_', 'vs the ')} toolchain {entry[side]['ratio']:.3f}x ({entry[side]['verdict']})"
-                 for side in ("vs_old", "vs_new") if side in entry and entry[side]["ratio"] is not None]
+        parts = [
+            f"{side.replace('vs_', 'vs the ')} toolchain {entry[side]['ratio']:.3f}x ({entry[side]['verdict']})"
+            for side in ("vs_old", "vs_new")
+            if side in entry and entry[side]["ratio"] is not None
+        ]
         entry["text"] = f"with {label}: " + ", ".join(parts) if parts else f"with {label}: not compared"
         out[key] = entry
 
@@ -200,27 +249,40 @@ def mark_not_measured(cell: CellTriage, why: str) -> None:
 
 def _artifact_measured(found: tuple[Any, str] | None, plan: MeasurePlan, source: str) -> Measured:
     if found is None:
-        return Measured("failed", "the results have no side-by-side pair of this cell (not measured on the GPU)", source=source)
+        return Measured(
+            "failed", "the results have no side-by-side pair of this cell (not measured on the GPU)", source=source
+        )
     pair, src = found
     if pair.verdict is None:
         return Measured("failed", f"on the GPU: {pair.problem or pair.status}", source=src)
-    how = (f"{plan.old_toolchain} twice (two copies of the same kernels) interleaved in one GPU process"
-           if plan.same_toolchain else f"{plan.old_toolchain} and {plan.new_toolchain} interleaved in one GPU process")
+    how = (
+        f"{plan.old_toolchain} twice (two copies of the same kernels) interleaved in one GPU process"
+        if plan.same_toolchain
+        else f"{plan.old_toolchain} and {plan.new_toolchain} interleaved in one GPU process"
+    )
     return _from_verdict(pair.verdict, "side_by_side", f"measured side by side: {how}; {pair.verdict.reason}", src)
 
 
-def _recorded_measured(match: RecordedMatch, pairs: dict[tuple[str, str, int, str], tuple[Any, str]], plan: MeasurePlan,
-                       source: str) -> Measured:
+def _recorded_measured(
+    match: RecordedMatch, pairs: dict[tuple[str, str, int, str], tuple[Any, str]], plan: MeasurePlan, source: str
+) -> Measured:
     """A cell measured through its recorded kernels: the recorded bench's cells are keyed by the
     workload's name, mode ``recorded``, the bundle entry and ``K7:function``; each kernel's
     side-by-side verdict, and the cell's is the kernel that moved the most slower (a regression),
     else the one launched the most (the pass's main kernel), the others named in the text."""
     from ktriage.workload.recorded_bundle import RECORDED_MODE
 
-    measured = [(k, _artifact_measured(pairs.get((match.name, RECORDED_MODE, k.entry, k.backend)), plan, source))
-                for k in match.kernels]
-    k0, m0 = min(measured, key=lambda km: (km[1].verdict != "regression", -(km[1].ratio or 0.0) if km[1].verdict == "regression"
-                                           else -km[0].launches))
+    measured = [
+        (k, _artifact_measured(pairs.get((match.name, RECORDED_MODE, k.entry, k.backend)), plan, source))
+        for k in match.kernels
+    ]
+    k0, m0 = min(
+        measured,
+        key=lambda km: (
+            km[1].verdict != "regression",
+            -(km[1].ratio or 0.0) if km[1].verdict == "regression" else -km[0].launches,
+        ),
+    )
     m0.text = f"recorded {match.name} {k0.backend} (entry {k0.entry}): {m0.text}"
     others = [f"{k.backend} (entry {k.entry}): {describe(m)}" for k, m in measured if k is not k0]
     if others:
@@ -228,8 +290,9 @@ def _recorded_measured(match: RecordedMatch, pairs: dict[tuple[str, str, int, st
     return m0
 
 
-def _baseline_measured(cell: CellTriage, found: tuple[Cell, str] | None, config: VerdictConfig, report: TriageReport,
-                       source: str) -> Measured:
+def _baseline_measured(
+    cell: CellTriage, found: tuple[Cell, str] | None, config: VerdictConfig, report: TriageReport, source: str
+) -> Measured:
     """The baseline does not depend on the toolchains: one host copy serves both sides of a side-by-side
     run, so across toolchains it is the same by construction. What the re-run can still say: is it
     stable within the run (the first half of its samples against the second), and where its level is
@@ -240,18 +303,22 @@ def _baseline_measured(cell: CellTriage, found: tuple[Cell, str] | None, config:
         return Measured("failed", "the results have no cell of the baseline at this input", "baseline", source=source)
     c, src = found
     if c.status != "ok" or len(c.samples_ms) < 2:
-        return Measured("failed", f"the baseline on the GPU: {c.status} {c.error or ''}".strip(), "baseline", source=src)
+        return Measured(
+            "failed", f"the baseline on the GPU: {c.status} {c.error or ''}".strip(), "baseline", source=src
+        )
     half = len(c.samples_ms) // 2
     v = compare_samples(c.samples_ms[:half], c.samples_ms[half:], config)
     import statistics
 
     level = statistics.median(c.samples_ms)
     nearer = "old" if abs(math.log(level / cell.old_ms)) <= abs(math.log(level / cell.new_ms)) else "new"
-    text = (f"the baseline is one host copy for both toolchains, so across them it is the same by construction; in this "
-            f"run it is {'stable' if v.verdict == 'same' else v.verdict} (first half of its samples vs the second: "
-            f"{v.verdict} {v.ratio:.3f}x); re-measured at {level:.4f} ms, nearer the {nearer} file's value "
-            f"({cell.old_ms:.4f} / {cell.new_ms:.4f}): it moved in the original files, so the machine or the environment "
-            "changed between them, not the compiler")  # fmt: skip
+    text = (
+        f"the baseline is one host copy for both toolchains, so across them it is the same by construction; in this "
+        f"run it is {'stable' if v.verdict == 'same' else v.verdict} (first half of its samples vs the second: "
+        f"{v.verdict} {v.ratio:.3f}x); re-measured at {level:.4f} ms, nearer the {nearer} file's value "
+        f"({cell.old_ms:.4f} / {cell.new_ms:.4f}): it moved in the original files, so the machine or the environment "
+        "changed between them, not the compiler"
+    )
     m = _from_verdict(v, "baseline", text, src)
     m.verdict = "same" if v.verdict == "same" else "unsure"
     return m
@@ -272,8 +339,9 @@ def _settle(cell: CellTriage) -> None:
             cell.notes.append(f"a compile-side change ({cell.cause.text}) that costs no measurable time here")
         elif cell.compile_change:  # a change the cost model predicts no regression of, and the GPU agrees
             predicted = f": {cell.predicted['text']}" if cell.predicted and cell.predicted.get("text") else ""
-            cell.notes.append(f"a compile-side change with no predicted regression{predicted}, that costs no measurable "
-                              "time here")
+            cell.notes.append(
+                f"a compile-side change with no predicted regression{predicted}, that costs no measurable time here"
+            )
         cell.verdict = "noise"
     elif m.verdict == "improvement":
         cell.verdict = "improvement"
@@ -287,10 +355,15 @@ def _baseline_notes(report: TriageReport) -> list[str]:
     status = report.baseline.get("status")
     base = [c for c in report.cells if c.measured is not None and c.measured.how == "baseline"]
     if status == "moved" or base:
-        moved = f"in the original files the baseline moved ({report.baseline.get('message', '')})" if status == "moved" else \
-            f"in the original files {len(base)} baseline cell(s) moved past the gate"
+        moved = (
+            f"in the original files the baseline moved ({report.baseline.get('message', '')})"
+            if status == "moved"
+            else f"in the original files {len(base)} baseline cell(s) moved past the gate"
+        )
         same = sum(1 for c in base if c.measured is not None and c.measured.verdict == "same")
-        out.append(f"{moved}; measured side by side it is one host copy for both toolchains (the same by construction), "
-                   f"stable within the re-run at {same} of {len(base)} flagged input(s): the move was the machine or the "
-                   "environment between the original runs")
+        out.append(
+            f"{moved}; measured side by side it is one host copy for both toolchains (the same by construction), "
+            f"stable within the re-run at {same} of {len(base)} flagged input(s): the move was the machine or the "
+            "environment between the original runs"
+        )
     return out

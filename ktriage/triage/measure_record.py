@@ -67,9 +67,21 @@ class Recording:
     def argv(self, python: str = sys.executable) -> list[str]:
         """TritonBench's own command for these cells: the backend alone, over the flagged inputs' range."""
         first, last = min(self.input_ids), max(self.input_ids)
-        return [python, "run.py", "--op", self.op, *TRITONBENCH_MODES.get(self.mode, [f"--mode={self.mode}"]),
-                "--metrics", "latency", "--only", self.backend, "--input-id", str(first),
-                "--num-inputs", str(last - first + 1)]
+        return [
+            python,
+            "run.py",
+            "--op",
+            self.op,
+            *TRITONBENCH_MODES.get(self.mode, [f"--mode={self.mode}"]),
+            "--metrics",
+            "latency",
+            "--only",
+            self.backend,
+            "--input-id",
+            str(first),
+            "--num-inputs",
+            str(last - first + 1),
+        ]
 
 
 def recordings(report: TriageReport, unplanned: Sequence[int], baselines: Mapping[str, str]) -> list[Recording]:
@@ -103,7 +115,8 @@ def record_missing(report: TriageReport, unplanned: Sequence[int], out_dir: Path
             for i in r.cells:
                 report.cells[i].notes.append(
                     f"not recorded: no TritonBench checkout found to record {r.op} {r.mode} from (set {ENV_TRITONBENCH} "
-                    f"to the folder with run.py, or give --workload W.json from `ktriage record -- {' '.join(r.argv('python'))}`)")
+                    f"to the folder with run.py, or give --workload W.json from `ktriage record -- {' '.join(r.argv('python'))}`)"
+                )
         return []
     written: list[str] = []
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -118,15 +131,19 @@ def _record_one(report: TriageReport, r: Recording, root: Path, out_dir: Path, s
     """One recording and the matching of its cells (see :func:`record_missing`)."""
     path = out_dir / f"{r.name}.workload.json"
     argv = [sys.executable, "-m", "ktriage", "record", "-o", str(path), "--", *r.argv()]
-    say(f"recording TritonBench {r.op} {r.mode} --only {r.backend} (inputs {min(r.input_ids)}-{max(r.input_ids)}) "
-        f"for the GPU re-run: {' '.join(r.argv('python'))}")
+    say(
+        f"recording TritonBench {r.op} {r.mode} --only {r.backend} (inputs {min(r.input_ids)}-{max(r.input_ids)}) "
+        f"for the GPU re-run: {' '.join(r.argv('python'))}"
+    )
     why = _run(argv, root)
     if why is None and not path.is_file():
         why = "it wrote no workload"
     if why is not None:
         report.failures.append(f"recording {r.op} {r.mode} {r.backend} for the GPU re-run: {why}")
         for i in r.cells:
-            report.cells[i].notes.append(f"not recorded: `ktriage record -- {' '.join(r.argv('python'))}` failed: {why}")
+            report.cells[i].notes.append(
+                f"not recorded: `ktriage record -- {' '.join(r.argv('python'))}` failed: {why}"
+            )
         return
     written.append(str(path))
     loaded: list[Loaded] = load_workloads([str(path)])

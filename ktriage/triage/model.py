@@ -27,10 +27,28 @@ if TYPE_CHECKING:
 #   noise                measured side by side: no difference, the original gap was noise or the environment
 #   unsure_measured      measured side by side, and still unsure (the interval straddles the gate, or it failed)
 #   unsure_no_replay     ktriage cannot bench this op/backend (no replay): unsure, and it says why
-CellVerdict = Literal["regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement",
-                      "measured_regression", "noise", "unsure_measured", "unsure_no_replay"]
-ORDER: tuple[CellVerdict, ...] = ("regression", "measured_regression", "not_compile_side", "noise", "unsure_measured",
-                                  "unsure_no_gpu", "unsure_no_replay", "unexplained", "improvement")
+CellVerdict = Literal[
+    "regression",
+    "not_compile_side",
+    "unsure_no_gpu",
+    "unexplained",
+    "improvement",
+    "measured_regression",
+    "noise",
+    "unsure_measured",
+    "unsure_no_replay",
+]
+ORDER: tuple[CellVerdict, ...] = (
+    "regression",
+    "measured_regression",
+    "not_compile_side",
+    "noise",
+    "unsure_measured",
+    "unsure_no_gpu",
+    "unsure_no_replay",
+    "unexplained",
+    "improvement",
+)
 # verdicts that fail a CI job (exit 1)
 REGRESSIONS: tuple[CellVerdict, ...] = ("regression", "measured_regression")
 
@@ -100,8 +118,13 @@ class Cause:
         return f"{self.kind}, {self.attribution}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "attribution": self.attribution, "text": self.text, "summary": self.summary,
-                "metrics": self.metrics}
+        return {
+            "kind": self.kind,
+            "attribution": self.attribution,
+            "text": self.text,
+            "summary": self.summary,
+            "metrics": self.metrics,
+        }
 
 
 @dataclass
@@ -191,8 +214,13 @@ class RecordedMatch:
     left_out: list[str] = field(default_factory=list)  # matched, but not the timed pass's (and why)
 
     def to_json(self) -> dict[str, Any]:
-        return {"workload": self.workload, "name": self.name, "rule": self.rule,
-                "kernels": [k.to_json() for k in self.kernels], "left_out": self.left_out}
+        return {
+            "workload": self.workload,
+            "name": self.name,
+            "rule": self.rule,
+            "kernels": [k.to_json() for k in self.kernels],
+            "left_out": self.left_out,
+        }
 
 
 @dataclass
@@ -234,16 +262,31 @@ class CellTriage:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "op": self.op, "mode": self.mode, "input_id": self.input_id, "input": self.input_label, "backend": self.backend,
-            "old_ms": self.old_ms, "new_ms": self.new_ms, "ratio": self.ratio if math.isfinite(self.ratio) else None,
+            "op": self.op,
+            "mode": self.mode,
+            "input_id": self.input_id,
+            "input": self.input_label,
+            "backend": self.backend,
+            "old_ms": self.old_ms,
+            "new_ms": self.new_ms,
+            "ratio": self.ratio if math.isfinite(self.ratio) else None,
             "change_pct": round(self.change_pct, 2) if math.isfinite(self.ratio) else None,
-            "verdict": self.verdict, "verdict_text": WORDS[self.verdict], "stats_verdict": self.stats_verdict,
-            "single_value": self.single_value, "catalog": self.catalog, "compile_change": self.compile_change,
-            "cause": self.cause.to_json() if self.cause else None, "culprit": self.culprit.to_json() if self.culprit else None,
-            "fixes": self.fixes, "baseline_moved": self.baseline_moved, "notes": self.notes, "counters": self.counters,
+            "verdict": self.verdict,
+            "verdict_text": WORDS[self.verdict],
+            "stats_verdict": self.stats_verdict,
+            "single_value": self.single_value,
+            "catalog": self.catalog,
+            "compile_change": self.compile_change,
+            "cause": self.cause.to_json() if self.cause else None,
+            "culprit": self.culprit.to_json() if self.culprit else None,
+            "fixes": self.fixes,
+            "baseline_moved": self.baseline_moved,
+            "notes": self.notes,
+            "counters": self.counters,
             "measured": self.measured.to_json() if self.measured else None,
-            "recorded": self.recorded.to_json() if self.recorded else None, "predicted": self.predicted,
-        }  # fmt: skip
+            "recorded": self.recorded.to_json() if self.recorded else None,
+            "predicted": self.predicted,
+        }
 
 
 def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_cells: Sequence[Cell]) -> int:
@@ -324,25 +367,42 @@ class TriageReport:
         flagged = len(self.cells)
         if self.measured is not None and self.measured.get("results"):
             m = [c.measured.verdict if c.measured else "not_measured" for c in self.cells]
-            return (f"{len(self.regressions)} regression(s) after the GPU re-run; {flagged} cell(s) of {self.compared} past the "
-                    f"{self.options.threshold * 100:g}% gate, measured side by side: {m.count('regression')} slower, "
-                    f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
-                    f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
-                    f"compile-side cause" + self._not_compared_text())
-        return (f"{n['regression']} compile-side regression(s); {flagged} cell(s) of {self.compared} past the "
-                f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
-                f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
-                f"{n['improvement']} improvement(s)" + self._not_compared_text())
+            return (
+                f"{len(self.regressions)} regression(s) after the GPU re-run; {flagged} cell(s) of {self.compared} past the "
+                f"{self.options.threshold * 100:g}% gate, measured side by side: {m.count('regression')} slower, "
+                f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
+                f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
+                f"compile-side cause" + self._not_compared_text()
+            )
+        return (
+            f"{n['regression']} compile-side regression(s); {flagged} cell(s) of {self.compared} past the "
+            f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
+            f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
+            f"{n['improvement']} improvement(s)" + self._not_compared_text()
+        )
 
     def _not_compared_text(self) -> str:
         return f"; {len(self.not_compared)} cell(s) NOT compared (see the list)" if self.not_compared else ""
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "old": self.old, "new": self.new, "old_toolchain": self.old_toolchain, "new_toolchain": self.new_toolchain,
-            "options": self.options.to_json(), "headline": self.headline(), "counts": self.counts(),
-            "compared": self.compared, "not_compared_count": len(self.not_compared), "complete": self.complete, "exit_code": self.exit_code(),
-            "cells": [c.to_json() for c in self.cells], "not_compared": self.not_compared, "baseline": self.baseline,
-            "failures": self.failures, "notes": self.notes, "gpu_needed": self.gpu_needed, "sweep": self.sweep,
+            "old": self.old,
+            "new": self.new,
+            "old_toolchain": self.old_toolchain,
+            "new_toolchain": self.new_toolchain,
+            "options": self.options.to_json(),
+            "headline": self.headline(),
+            "counts": self.counts(),
+            "compared": self.compared,
+            "not_compared_count": len(self.not_compared),
+            "complete": self.complete,
+            "exit_code": self.exit_code(),
+            "cells": [c.to_json() for c in self.cells],
+            "not_compared": self.not_compared,
+            "baseline": self.baseline,
+            "failures": self.failures,
+            "notes": self.notes,
+            "gpu_needed": self.gpu_needed,
+            "sweep": self.sweep,
             "measured": self.measured,
-        }  # fmt: skip
+        }

@@ -46,13 +46,30 @@ Side = str | Path | tuple[RunInfo, list[Cell]] | tuple[RunInfo, list[Cell], str]
 
 # Evidence kinds, most telling first: (metric prefix, words). A finding group's first match names the cause.
 _KINDS: tuple[tuple[str, str], ...] = (
-    ("spill_store_bytes", "spills"), ("spill_load_bytes", "spills"), ("local_", "spills"), ("LDL", "spills"), ("STL", "spills"),
-    ("ATOMG", "REDG→ATOMG"), ("REDG", "REDG→ATOMG"), ("instructions:atomic", "REDG→ATOMG"),
-    ("ctas_per_sm", "occupancy"), ("warps_per_sm", "occupancy"), ("stack_bytes", "stack"), ("registers", "registers"),
-    ("main_loop_instructions", "longer main loop"), ("shared_bytes", "shared memory"),
+    ("spill_store_bytes", "spills"),
+    ("spill_load_bytes", "spills"),
+    ("local_", "spills"),
+    ("LDL", "spills"),
+    ("STL", "spills"),
+    ("ATOMG", "REDG→ATOMG"),
+    ("REDG", "REDG→ATOMG"),
+    ("instructions:atomic", "REDG→ATOMG"),
+    ("ctas_per_sm", "occupancy"),
+    ("warps_per_sm", "occupancy"),
+    ("stack_bytes", "stack"),
+    ("registers", "registers"),
+    ("main_loop_instructions", "longer main loop"),
+    ("shared_bytes", "shared memory"),
 )
-_BISECT_METRIC = {"spills": "spill_store_bytes", "REDG→ATOMG": "sass:ATOMG", "occupancy": "ctas_per_sm", "stack": "stack_bytes",
-                  "registers": "registers", "shared memory": "shared_bytes", "longer main loop": "sass_instructions"}
+_BISECT_METRIC = {
+    "spills": "spill_store_bytes",
+    "REDG→ATOMG": "sass:ATOMG",
+    "occupancy": "ctas_per_sm",
+    "stack": "stack_bytes",
+    "registers": "registers",
+    "shared memory": "shared_bytes",
+    "longer main loop": "sass_instructions",
+}
 
 
 # Per cause kind, the bisectable metrics that show it, most telling first: the first that the cause's
@@ -121,9 +138,17 @@ def _flagged(pair: PairResult, threshold: float) -> int:
 def _cause(group: Any) -> Cause:
     regress = [f for f in group.findings if _is_worse(f)] or list(group.findings)
     metrics = [f.metric for f in regress]
-    kind = next((w for prefix, w in _KINDS for m in metrics if m.startswith(prefix)), metrics[0] if metrics else "change")
+    kind = next(
+        (w for prefix, w in _KINDS for m in metrics if m.startswith(prefix)), metrics[0] if metrics else "change"
+    )
     blames = {f.attribution for f in regress}
-    attribution = blames.pop() if len(blames) == 1 else "frontend and ptxas" if blames <= {"frontend", "ptxas", "both"} else "mixed"
+    attribution = (
+        blames.pop()
+        if len(blames) == 1
+        else "frontend and ptxas"
+        if blames <= {"frontend", "ptxas", "both"}
+        else "mixed"
+    )
     if attribution == "both":
         attribution = "frontend and ptxas"
     return Cause(kind, attribution, group.summary(), metrics)
@@ -145,7 +170,9 @@ class _Triage:
 
     # ------------------------------------------------------------------ step (b): explain
     def explain(self, cells: list[CellTriage], old: str, new: str) -> None:
-        if old == new:  # whatever Triton kernels a backend has (catalog, inductor, a library's), one toolchain compiles them alike
+        if (
+            old == new
+        ):  # whatever Triton kernels a backend has (catalog, inductor, a library's), one toolchain compiles them alike
             for c in cells:
                 c.compile_change = False
                 c.notes.append(f"same toolchain on both sides ({old}): the artifacts are identical by construction")
@@ -185,7 +212,9 @@ class _Triage:
             specs_by_key = {k.spec_key: k.spec_name for c in group for k in (c.recorded.kernels if c.recorded else [])}
             loaded = self.workloads[path]
             specs = [i.spec for k in loaded.workload.kernels for i in k.inputs if i.spec.key() in specs_by_key]
-            self.say(f"explain recorded {loaded.name}: {len(specs)} kernel input(s) of {len(group)} cell(s): {old} vs {new}")
+            self.say(
+                f"explain recorded {loaded.name}: {len(specs)} kernel input(s) of {len(group)} cell(s): {old} vs {new}"
+            )
             done = self._engine(specs, toolchains, f"explain recorded workload {path}")
             if done is None:
                 continue
@@ -193,7 +222,9 @@ class _Triage:
                 keys = {k.spec_key for k in (c.recorded.kernels if c.recorded else [])}
                 self._judge(c, [s for s in done[0].specs if s.spec.key() in keys], *done)
 
-    def _engine(self, specs: list[Any], toolchains: list[Any], what: str) -> tuple[Any, list[Any], list[dict[str, Any]]] | None:
+    def _engine(
+        self, specs: list[Any], toolchains: list[Any], what: str
+    ) -> tuple[Any, list[Any], list[dict[str, Any]]] | None:
         """The explain engine over ``specs`` with both toolchains: the result, its finding groups and
         the fixes (``explain --fixes``) when asked; None (a failure noted) when it could not run."""
         from ktriage.compile.compiler import Compiler
@@ -236,8 +267,14 @@ class _Triage:
         elif c.compile_change:
             # changes that make no finding (a few opcodes moved) belong to no group: say so, not an empty list
             covered = [g.summary() for g in groups if labels & set(g.inputs)]
-            c.notes.append("compile-side changes, none worse: " + ("; ".join(covered) if covered else
-                           "SASS instruction counts only, no finding (explain's per-input table lists them)"))
+            c.notes.append(
+                "compile-side changes, none worse: "
+                + (
+                    "; ".join(covered)
+                    if covered
+                    else "SASS instruction counts only, no finding (explain's per-input table lists them)"
+                )
+            )
         elif c.recorded is not None:
             c.notes.append(f"no compile-side change in its {len(items)} recorded kernel input(s)")
 
@@ -250,8 +287,10 @@ class _Triage:
         if not_release:  # a wheel, the host's Triton or a ptxas path has no release range to search
             why = ", ".join(f"{t.spec} is not a release" for t in not_release)
             for c in cells:
-                c.notes.append(f"not bisected: {why} (a bisect runs over Triton or ptxas releases: give both sides as "
-                               "triton==X[,ptxas==Y], or bisect git commits with `ktriage bisect --source git:...`)")
+                c.notes.append(
+                    f"not bisected: {why} (a bisect runs over Triton or ptxas releases: give both sides as "
+                    "triton==X[,ptxas==Y], or bisect git commits with `ktriage bisect --source git:...`)"
+                )
             return
         done: dict[tuple[str, str, str, str], Culprit] = {}
         for c in sorted(cells, key=lambda c: -c.ratio):
@@ -265,11 +304,18 @@ class _Triage:
             if blamed != "ptxas" and triton_range:
                 source, good, bad, fixed = "pypi:triton", old.triton_version, new.triton_version, None
             elif blamed in ("ptxas", "frontend and ptxas") and ptxas_range:
-                source, good, bad, fixed = "ptxas", old.ptxas_version, new.ptxas_version, f"triton=={new.triton_version}"
+                source, good, bad, fixed = (
+                    "ptxas",
+                    old.ptxas_version,
+                    new.ptxas_version,
+                    f"triton=={new.triton_version}",
+                )
             else:
-                c.notes.append(f"no release range to bisect: the change is blamed on {blamed}, and the toolchains do not "
-                               f"differ there (Triton {old.triton_version} / {new.triton_version}, ptxas "
-                               f"{old.ptxas_version} / {new.ptxas_version})")
+                c.notes.append(
+                    f"no release range to bisect: the change is blamed on {blamed}, and the toolchains do not "
+                    f"differ there (Triton {old.triton_version} / {new.triton_version}, ptxas "
+                    f"{old.ptxas_version} / {new.ptxas_version})"
+                )
                 continue
             metric = bisect_metric(c.cause)
             # a recorded cell's kernel is named by its spec in the workload file (as `bisect --spec W.json` takes it)
@@ -286,17 +332,30 @@ class _Triage:
                 self.say(f"bisect {source} {good}..{bad} on {what} ({metric})")
                 culprit = Culprit(source, good, bad, metric, c.input_label, False)
                 try:
-                    report = run_bisect(BisectOptions(source=source, good=good, bad=bad, metric=metric, toolchain=fixed,
-                                                      arch=self.options.arch, jobs=self.options.jobs, explain=False,
-                                                      **kernels))
+                    report = run_bisect(
+                        BisectOptions(
+                            source=source,
+                            good=good,
+                            bad=bad,
+                            metric=metric,
+                            toolchain=fixed,
+                            arch=self.options.arch,
+                            jobs=self.options.jobs,
+                            explain=False,
+                            **kernels,
+                        )
+                    )
                     final = report.final
                     culprit.found = report.found
                     culprit.culprit = final.culprit.label if final.culprit else None
                     culprit.predecessor = final.predecessor.label if final.predecessor else None
                     culprit.tested, culprit.candidates = final.tested, len(final.candidates)
-                    culprit.summary = (f"first bad: {culprit.culprit} (after {culprit.predecessor}), {metric}, "
-                                       f"{final.tested} tested of {len(final.candidates)}" if report.found else
-                                       "no single culprit: " + ", ".join(x.label for x in final.range))
+                    culprit.summary = (
+                        f"first bad: {culprit.culprit} (after {culprit.predecessor}), {metric}, "
+                        f"{final.tested} tested of {len(final.candidates)}"
+                        if report.found
+                        else "no single culprit: " + ", ".join(x.label for x in final.range)
+                    )
                 except KtriageError as exc:
                     culprit.error = exc.problem
                     self.failures.append(f"bisect {source} {good}..{bad} ({what}): {exc.problem}")
@@ -304,12 +363,20 @@ class _Triage:
             c.culprit = done[key]
 
 
-def _match_recorded(cells: list[CellTriage], results: Sequence[Cell], workloads: Sequence[Loaded], options: TriageOptions,
-                    baselines: dict[str, Any]) -> None:
+def _match_recorded(
+    cells: list[CellTriage],
+    results: Sequence[Cell],
+    workloads: Sequence[Loaded],
+    options: TriageOptions,
+    baselines: dict[str, Any],
+) -> None:
     """Give each flagged cell without catalog kernels its recorded kernels (``recorded_match``), worst
     first; ``--limit N`` caps how many (each is compiled twice, so a long report stays cheap)."""
-    x_vals = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend): str(c.extra.get("x_val"))
-              for c in results if c.extra.get("x_val") is not None}
+    x_vals = {
+        (c.key.op, c.key.mode, c.key.input_id, c.key.backend): str(c.extra.get("x_val"))
+        for c in results
+        if c.extra.get("x_val") is not None
+    }
     wanted = [c for c in cells if c.catalog is None and c.backend != baselines.get(c.op)]
     wanted.sort(key=lambda c: -abs(math.log(c.ratio)) if c.ratio > 0 and math.isfinite(c.ratio) else 0.0)
     tried = 0
@@ -338,10 +405,12 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
         groups = sorted({f"{c.key.op}.{c.key.mode}" for c in cells})
         return ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "") or "nothing"
 
-    raise KtriageError(f"{old} and {new} share no cell: the old side has {has(comparison.ref_cells)}, the new side "
-                       f"{has(comparison.new_cells)}; nothing can be compared",
-                       "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
-                       "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd")
+    raise KtriageError(
+        f"{old} and {new} share no cell: the old side has {has(comparison.ref_cells)}, the new side "
+        f"{has(comparison.new_cells)}; nothing can be compared",
+        "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
+        "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd",
+    )
 
 
 def _predicted_note(c: CellTriage, predictions: list[Any], threshold: float) -> None:
@@ -355,14 +424,20 @@ def _predicted_note(c: CellTriage, predictions: list[Any], threshold: float) -> 
     c.predicted = worst.to_json()
     measured = f"measured {c.change_pct:+.0f} %" if math.isfinite(c.ratio) else "no measured ratio"
     if worst.kind == "regression":
-        c.notes.append(f"the compile-side change predicts {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}] "
-                       f"({measured})")
+        c.notes.append(
+            f"the compile-side change predicts {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}] ({measured})"
+        )
     elif math.isfinite(c.ratio) and c.ratio > 1.0 + threshold:
-        why = "the kernels are identical" if all(p.identical for p in have) else \
-            f"predicted {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}], within the +-{threshold:.0%} gate"
-        c.notes.append(f"no compile-side change predicts the measured slowdown ({measured}; {why}): "
-                       "look at the host side, the baseline, the environment; a compile-only bisect would find "
-                       "nothing here, bisect by timing (ktriage bisect --metric latency) if the kernel is the suspect")
+        why = (
+            "the kernels are identical"
+            if all(p.identical for p in have)
+            else f"predicted {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}], within the +-{threshold:.0%} gate"
+        )
+        c.notes.append(
+            f"no compile-side change predicts the measured slowdown ({measured}; {why}): "
+            "look at the host side, the baseline, the environment; a compile-only bisect would find "
+            "nothing here, bisect by timing (ktriage bisect --metric latency) if the kernel is the suspect"
+        )
     else:
         c.notes.append(f"the compile-side change predicts {worst.percent()} ({worst.kind}; {measured})")
 
@@ -384,15 +459,22 @@ def _classify(c: CellTriage, is_baseline: bool) -> None:
         c.verdict = "not_compile_side"
 
 
-def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say | None = None,
-           timings: dict[str, float] | None = None) -> TriageReport:
+def triage(
+    old: Side,
+    new: Side,
+    options: TriageOptions | None = None,
+    say: Say | None = None,
+    timings: dict[str, float] | None = None,
+) -> TriageReport:
     """Diff, explain, check the baseline, bisect and fix; one report (docs/triage.md). ``timings``,
     when given, gets the wall seconds of each step (compare, explain, fixes, bisect) that ran."""
     options = options or TriageOptions()
     started = time.perf_counter()
     speak = say or (lambda _m: None)
     if not 0 < options.threshold < 10:
-        raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)")
+        raise KtriageError(
+            f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)"
+        )
     from ktriage.triage import measure as gpu
 
     gpu.check_options(options)
@@ -402,12 +484,25 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     old_tc = options.old_toolchain or side_toolchain(run_a, cells_a)
     new_tc = options.new_toolchain or side_toolchain(run_b, cells_b)
     config = VerdictConfig(threshold=options.threshold, confidence=options.confidence)
-    comparison: Comparison = compare_cells(cells_a, cells_b, ref_label=label_a, new_label=label_b, ref_run=run_a, new_run=run_b,
-                                           config=config, default_baselines=registry.default_baselines(), cliffs=False)
+    comparison: Comparison = compare_cells(
+        cells_a,
+        cells_b,
+        ref_label=label_a,
+        new_label=label_b,
+        ref_run=run_a,
+        new_run=run_b,
+        config=config,
+        default_baselines=registry.default_baselines(),
+        cliffs=False,
+    )
     check_shared(comparison, label_a, label_b)
-    singles = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in [*cells_a, *cells_b] if is_single_value(c)}
+    singles = {
+        (c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in [*cells_a, *cells_b] if is_single_value(c)
+    }
     # TritonBench rows whose x_val is none of ktriage's inputs: their ids are no catalog input's
-    unmatched = {(c.key.op, c.key.mode, c.key.input_id) for c in [*cells_a, *cells_b] if c.extra.get("x_val_matched") is False}
+    unmatched = {
+        (c.key.op, c.key.mode, c.key.input_id) for c in [*cells_a, *cells_b] if c.extra.get("x_val_matched") is False
+    }
     baselines = comparison.baseline.per_op
     base_dir: dict[tuple[str, str, int], int] = {}
     for p in comparison.pairs:
@@ -422,22 +517,46 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
         catalog = op.catalog_ops.get(p.backend) if op is not None else None
         off_catalog = catalog is not None and (p.op, p.mode, p.input_id) in unmatched
         catalog = None if off_catalog else catalog
-        cell = CellTriage(p.op, p.mode, p.input_id, p.input_label, p.backend, p.verdict.median_ref, p.verdict.median_new,
-                          p.verdict.ratio, "unexplained", p.verdict.verdict,
-                          (p.op, p.mode, p.input_id, p.backend) in singles, catalog)  # fmt: skip
+        cell = CellTriage(
+            p.op,
+            p.mode,
+            p.input_id,
+            p.input_label,
+            p.backend,
+            p.verdict.median_ref,
+            p.verdict.median_new,
+            p.verdict.ratio,
+            "unexplained",
+            p.verdict.verdict,
+            (p.op, p.mode, p.input_id, p.backend) in singles,
+            catalog,
+        )
         if p.is_baseline:
-            cell.notes.append(f"{p.backend} is {p.op}'s baseline: it moved itself, so the machine or the environment changed")
+            cell.notes.append(
+                f"{p.backend} is {p.op}'s baseline: it moved itself, so the machine or the environment changed"
+            )
         elif base_dir.get((p.op, p.mode, p.input_id)) == direction:
             cell.baseline_moved = True
             cell.notes.append(f"the baseline moved: {baselines.get(p.op)} changed as much at this input")
         if off_catalog:
-            cell.notes.append(f"x_val {p.input_label} is none of ktriage's {p.op} inputs, so its catalog kernels are not "
-                              "compiled for it" + (": its kernels are looked for in the recorded workloads (--workload)"
-                                                   if workloads else " (a recorded workload of it could say: --workload W.json)"))
+            cell.notes.append(
+                f"x_val {p.input_label} is none of ktriage's {p.op} inputs, so its catalog kernels are not "
+                "compiled for it"
+                + (
+                    ": its kernels are looked for in the recorded workloads (--workload)"
+                    if workloads
+                    else " (a recorded workload of it could say: --workload W.json)"
+                )
+            )
         elif catalog is None and not p.is_baseline:
-            cell.notes.append(f"{p.backend} has no kernels in ktriage's catalog" +
-                              (": its kernels are looked for in the recorded workloads (--workload)" if workloads else
-                               ": nothing to compile (a recorded workload of it could say: --workload W.json)"))
+            cell.notes.append(
+                f"{p.backend} has no kernels in ktriage's catalog"
+                + (
+                    ": its kernels are looked for in the recorded workloads (--workload)"
+                    if workloads
+                    else ": nothing to compile (a recorded workload of it could say: --workload W.json)"
+                )
+            )
         flagged.append(cell)
     attach_counters(flagged, cells_a, cells_b)  # Nsight Compute counters, where the results carry them
     work = _Triage(options, speak)
@@ -451,7 +570,9 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
     if slower or faster or (flagged and same_toolchain):
         if old_tc is None or new_tc is None:
             which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
-            work.failures.append(f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain")
+            work.failures.append(
+                f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain"
+            )
         else:
             started = time.perf_counter()
             work.explain(flagged if same_toolchain else slower + faster, old_tc, new_tc)
@@ -462,26 +583,51 @@ def triage(old: Side, new: Side, options: TriageOptions | None = None, say: Say 
                 work.timings["bisect"] += time.perf_counter() - started
     for c in flagged:
         _classify(c, c.backend == baselines.get(c.op))
-    order = {v: i for i, v in enumerate(("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"))}
+    order = {
+        v: i for i, v in enumerate(("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"))
+    }
     flagged.sort(key=lambda c: (order[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
-    report = TriageReport(label_a, label_b, old_tc, new_tc, options, flagged,
-                          compared=sum(1 for p in comparison.pairs if p.verdict is not None),
-                          not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
-                          baseline=comparison.baseline.to_json(), failures=work.failures, notes=work.notes)  # fmt: skip
+    report = TriageReport(
+        label_a,
+        label_b,
+        old_tc,
+        new_tc,
+        options,
+        flagged,
+        compared=sum(1 for p in comparison.pairs if p.verdict is not None),
+        not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
+        baseline=comparison.baseline.to_json(),
+        failures=work.failures,
+        notes=work.notes,
+    )
     verdicts = {(c.op, c.mode, c.input_id, c.backend): c.verdict for c in flagged}
     for p in comparison.pairs:
         if p.verdict is not None:
-            report.sweep.append({"op": p.op, "mode": p.mode, "input_id": p.input_id, "input": p.input_label, "backend": p.backend,
-                                 "old_ms": p.verdict.median_ref, "new_ms": p.verdict.median_new,
-                                 "ratio": p.verdict.ratio if math.isfinite(p.verdict.ratio) else None,
-                                 "stats_verdict": p.verdict.verdict, "verdict": verdicts.get((p.op, p.mode, p.input_id, p.backend))})
+            report.sweep.append(
+                {
+                    "op": p.op,
+                    "mode": p.mode,
+                    "input_id": p.input_id,
+                    "input": p.input_label,
+                    "backend": p.backend,
+                    "old_ms": p.verdict.median_ref,
+                    "new_ms": p.verdict.median_new,
+                    "ratio": p.verdict.ratio if math.isfinite(p.verdict.ratio) else None,
+                    "stats_verdict": p.verdict.verdict,
+                    "verdict": verdicts.get((p.op, p.mode, p.input_id, p.backend)),
+                }
+            )
     if singles:
-        report.gpu_needed.append("TritonBench files give one number per cell: no confidence interval, so no "
-                                 "statistical verdict; a side-by-side re-run (`ktriage bench` with both toolchains "
-                                 "in one GPU process) decides the cells marked unsure")
+        report.gpu_needed.append(
+            "TritonBench files give one number per cell: no confidence interval, so no "
+            "statistical verdict; a side-by-side re-run (`ktriage bench` with both toolchains "
+            "in one GPU process) decides the cells marked unsure"
+        )
     if report.of("not_compile_side") or report.of("unsure_no_gpu"):
-        report.gpu_needed.append("cells with no compile-side change are noise, the baseline or the environment; only "
-                                 "re-measuring on the GPU tells which")
+        report.gpu_needed.append(
+            "cells with no compile-side change are noise, the baseline or the environment; only "
+            "re-measuring on the GPU tells which"
+        )
     if old_tc is not None and old_tc == new_tc:
         report.notes.append(f"both sides name the same toolchain ({old_tc}): any difference is not the compiler's")
     gpu.gpu_step(report, options, speak)  # 7. the GPU step, when asked: bundle, bench, read back

@@ -68,8 +68,12 @@ class Step:
     detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "status": self.status,
-                "wall_s": None if self.wall_s is None else round(self.wall_s, 3), "detail": self.detail}
+        return {
+            "name": self.name,
+            "status": self.status,
+            "wall_s": None if self.wall_s is None else round(self.wall_s, 3),
+            "detail": self.detail,
+        }
 
 
 @dataclass
@@ -113,8 +117,11 @@ class ProgramReport:
 
     @property
     def complete(self) -> bool:
-        return (not self.failures and all(s.status in ("ok", "skipped") for s in self.steps)
-                and (self.triage is not None and self.triage.complete))
+        return (
+            not self.failures
+            and all(s.status in ("ok", "skipped") for s in self.steps)
+            and (self.triage is not None and self.triage.complete)
+        )
 
     def exit_code(self, allow_failures: bool = False) -> int:
         """1 a regression, 0 none, 4 a step failed or was partial (unless ``allow_failures``)."""
@@ -132,12 +139,24 @@ class ProgramReport:
         return {"workload": str(root / self.workload), "bundle": str(root / BUNDLE), "results": str(root / RESULTS)}
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "kind": "triage-run", "command": self.command, "old_toolchain": self.old_toolchain,
-                "new_toolchain": self.new_toolchain, "toolchains": self.toolchains, "workdir": self.workdir,
-                "files": self.files(), "headline": self.headline(), "complete": self.complete,
-                "steps": [s.to_json() for s in self.steps], "total_s": round(self.total_s, 3), "cells": self.cells,
-                "failures": self.failures, "split": split_commands(self.command, self.old_toolchain, self.new_toolchain),
-                "triage": self.triage.to_json() if self.triage is not None else None}
+        return {
+            "format": FORMAT,
+            "kind": "triage-run",
+            "command": self.command,
+            "old_toolchain": self.old_toolchain,
+            "new_toolchain": self.new_toolchain,
+            "toolchains": self.toolchains,
+            "workdir": self.workdir,
+            "files": self.files(),
+            "headline": self.headline(),
+            "complete": self.complete,
+            "steps": [s.to_json() for s in self.steps],
+            "total_s": round(self.total_s, 3),
+            "cells": self.cells,
+            "failures": self.failures,
+            "split": split_commands(self.command, self.old_toolchain, self.new_toolchain),
+            "triage": self.triage.to_json() if self.triage is not None else None,
+        }
 
 
 # ------------------------------------------------------------------------------- the split
@@ -146,11 +165,17 @@ def split_commands(command: str, old: str, new: str) -> list[dict[str, str]]:
     q = shlex.quote
     return [
         {"where": "GPU host", "step": "record", "command": f"ktriage record -o W.json -- {command}"},
-        {"where": "CPU machine (toolchains)", "step": "compile",
-         "command": f"ktriage bench W.json -t {q(old)} -t {q(new)} --compile-only --bundle B"},
+        {
+            "where": "CPU machine (toolchains)",
+            "step": "compile",
+            "command": f"ktriage bench W.json -t {q(old)} -t {q(new)} --compile-only --bundle B",
+        },
         {"where": "GPU host (no toolchains)", "step": "bench", "command": "ktriage bench --bundle B -o results.json"},
-        {"where": "anywhere (toolchains for explain)", "step": "compare, explain, bisect, fixes",
-         "command": "ktriage triage results.json results.json --workload W.json"},
+        {
+            "where": "anywhere (toolchains for explain)",
+            "step": "compare, explain, bisect, fixes",
+            "command": "ktriage triage results.json results.json --workload W.json",
+        },
     ]
 
 
@@ -175,27 +200,43 @@ def preflight(options: ProgramOptions) -> list[str]:
     try:
         argv = shlex.split(options.command)
     except ValueError as exc:
-        raise KtriageError(f"--run {options.command!r} cannot be split into words: {exc}",
-                           "close the quote, e.g. --run \"python train.py --name 'a b'\"") from None
+        raise KtriageError(
+            f"--run {options.command!r} cannot be split into words: {exc}",
+            "close the quote, e.g. --run \"python train.py --name 'a b'\"",
+        ) from None
     if not argv:
-        raise KtriageError("--run is empty: no program to record", "give the program, e.g. --run \"python train.py --steps 3\"")
+        raise KtriageError(
+            "--run is empty: no program to record", 'give the program, e.g. --run "python train.py --steps 3"'
+        )
     for flag, text in (("--old-toolchain", options.old_toolchain), ("--new-toolchain", options.new_toolchain)):
         if not text:
-            raise KtriageError(f"--run needs {flag}", f"give both sides, e.g. --old-toolchain triton==3.5.1 --new-toolchain triton==3.6.0")
+            raise KtriageError(
+                f"--run needs {flag}",
+                "give both sides, e.g. --old-toolchain triton==3.5.1 --new-toolchain triton==3.6.0",
+            )
         parse_toolchain(text)  # a typo is reported before anything runs
     if options.workdir.exists() and not options.workdir.is_dir():
         raise KtriageError(f"--workdir {options.workdir} is a file", "give a folder (it is created)")
     if (options.workdir / workload_file(argv)).exists():
-        raise KtriageError(f"--workdir {options.workdir} already holds a run ({workload_file(argv)})",
-                           "give a new folder, or remove that one")
+        raise KtriageError(
+            f"--workdir {options.workdir} already holds a run ({workload_file(argv)})",
+            "give a new folder, or remove that one",
+        )
     if not 0 < options.threshold < 10:
-        raise KtriageError(f"threshold {options.threshold} is not a fraction", "give e.g. --threshold 10 for a 10% gate")
+        raise KtriageError(
+            f"threshold {options.threshold} is not a fraction", "give e.g. --threshold 10 for a 10% gate"
+        )
     if not (math.isfinite(options.max_time_s) and options.max_time_s > 0):
-        raise KtriageError(f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5")
+        raise KtriageError(
+            f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"
+        )
     problem = gpu_problem_here()
     if problem:
-        raise KtriageError(f"no GPU to record and bench on here: {problem}; `triage --run` runs the program and times "
-                           "its kernels on this host", no_gpu_fix(options.command, options.old_toolchain, options.new_toolchain))
+        raise KtriageError(
+            f"no GPU to record and bench on here: {problem}; `triage --run` runs the program and times "
+            "its kernels on this host",
+            no_gpu_fix(options.command, options.old_toolchain, options.new_toolchain),
+        )
     return argv
 
 
@@ -235,8 +276,9 @@ class _Clock:
         self._done()
 
 
-def run_program(options: ProgramOptions, say: Say | None = None,
-                on_step: Callable[[ProgramReport], None] | None = None) -> ProgramReport:
+def run_program(
+    options: ProgramOptions, say: Say | None = None, on_step: Callable[[ProgramReport], None] | None = None
+) -> ProgramReport:
     """Record, compile, bench, explain, compare, fix and bisect; one report (see the module docstring).
 
     Raises a KtriageError (exit 2) before anything runs when the input is bad or this host has no GPU;
@@ -245,8 +287,13 @@ def run_program(options: ProgramOptions, say: Say | None = None,
     speak = say or (lambda _m: None)
     argv = preflight(options)
     options.workdir.mkdir(parents=True, exist_ok=True)
-    report = ProgramReport(options.command, options.old_toolchain, options.new_toolchain, str(options.workdir.resolve()),
-                           workload_file(argv))
+    report = ProgramReport(
+        options.command,
+        options.old_toolchain,
+        options.new_toolchain,
+        str(options.workdir.resolve()),
+        workload_file(argv),
+    )
     clock = _Clock(report, speak, on_step)
     try:
         _run(argv, options, report, clock, speak)
@@ -261,8 +308,17 @@ def _run(argv: list[str], options: ProgramOptions, report: ProgramReport, clock:
 
     with clock.step("toolchains", f"{options.old_toolchain} and {options.new_toolchain}") as step:
         tcs = ensure_toolchains([options.old_toolchain, options.new_toolchain])
-        report.toolchains = [{"side": side, "spec": str(t.spec), "id": t.id, "triton": t.triton_version,
-                              "ptxas": t.ptxas_version, "python": str(t.python)} for side, t in zip(("old", "new"), tcs)]
+        report.toolchains = [
+            {
+                "side": side,
+                "spec": str(t.spec),
+                "id": t.id,
+                "triton": t.triton_version,
+                "ptxas": t.ptxas_version,
+                "python": str(t.python),
+            }
+            for side, t in zip(("old", "new"), tcs)
+        ]
         step.detail = "; ".join(f"{t.id} (Triton {t.triton_version}, ptxas {t.ptxas_version})" for t in tcs)
     workload = _record(argv, options, report, clock)
     if workload is None:
@@ -284,14 +340,23 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
         result = record(argv, path)
         w = result.workload
         inputs = sum(len(k.inputs) for k in w.kernels)
-        step.detail = (f"{len(w.kernels)} kernel(s), {inputs} input(s), {sum(k.launches for k in w.kernels)} launch(es); "
-                       f"the program {result.exit_note}")
+        step.detail = (
+            f"{len(w.kernels)} kernel(s), {inputs} input(s), {sum(k.launches for k in w.kernels)} launch(es); "
+            f"the program {result.exit_note}"
+        )
         if w.not_captured:
-            step.detail += f"; {len(w.not_captured)} not captured (" + "; ".join(f"{n.function}: {n.why}" for n in w.not_captured[:3]) + ")"
+            step.detail += (
+                f"; {len(w.not_captured)} not captured ("
+                + "; ".join(f"{n.function}: {n.why}" for n in w.not_captured[:3])
+                + ")"
+            )
         blocked = bench_blockers(w) if w.kernels else []
         if blocked:
-            step.detail += f"; {len(blocked)} input(s) cannot be benched (" + "; ".join(
-                f"{b.kernel} {b.function} input {b.input}: {b.why}" for b in blocked[:3]) + ")"
+            step.detail += (
+                f"; {len(blocked)} input(s) cannot be benched ("
+                + "; ".join(f"{b.kernel} {b.function} input {b.input}: {b.why}" for b in blocked[:3])
+                + ")"
+            )
         if result.interrupted is not None or result.returncode != 0:
             step.status = "partial" if w.kernels else "failed"
         if not w.kernels:
@@ -346,8 +411,10 @@ def require_packages(workload: Any, tcs: Sequence[Toolchain], compiler: Compiler
             except KtriageError as exc:
                 errors.append(exc)
         if errors and len(errors) == len(specs):
-            raise KtriageError(f"toolchain {tc.id} ({tc.spec}) can compile none of the recorded kernels: {errors[0].problem}",
-                               errors[0].fix)
+            raise KtriageError(
+                f"toolchain {tc.id} ({tc.spec}) can compile none of the recorded kernels: {errors[0].problem}",
+                errors[0].fix,
+            )
 
 
 def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> tuple[RunInfo, list[Cell]]:
@@ -357,31 +424,54 @@ def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> t
 
     entries = list(recorded.entries)
     toolchains = list(recorded.bundle.toolchains)
-    with clock.step("bench", f"{len(entries)} kernel input(s), {len(toolchains)} toolchains side by side in one GPU process") as step:
-        plan = RecordedPlan(bundle=str(recorded.bundle.path), name=recorded.name, entries=[e.id for e in entries],
-                            toolchains=toolchains, timing={"mode": "events", "l2_flush": True}, min_samples=MIN_SAMPLES,
-                            max_time_s=options.max_time_s)
+    with clock.step(
+        "bench", f"{len(entries)} kernel input(s), {len(toolchains)} toolchains side by side in one GPU process"
+    ) as step:
+        plan = RecordedPlan(
+            bundle=str(recorded.bundle.path),
+            name=recorded.name,
+            entries=[e.id for e in entries],
+            toolchains=toolchains,
+            timing={"mode": "events", "l2_flush": True},
+            min_samples=MIN_SAMPLES,
+            max_time_s=options.max_time_s,
+        )
         with progress.task("bench: kernel inputs", total=len(entries)) as task:
-            run, cells = run_recorded(plan, entries, store_url=options.db, results_path=options.workdir / RESULTS,
-                                      toolchains=list(recorded.bundle.toolchains.values()),
-                                      on_entry_done=lambda _e: task.callback(None))
+            run, cells = run_recorded(
+                plan,
+                entries,
+                store_url=options.db,
+                results_path=options.workdir / RESULTS,
+                toolchains=list(recorded.bundle.toolchains.values()),
+                on_entry_done=lambda _e: task.callback(None),
+            )
         bad = [c for c in cells if c.status != "ok"]
-        step.detail = f"{len(cells) - len(bad)} of {len(cells)} cell(s) timed (run {run.run_id}) -> {options.workdir / RESULTS}"
+        step.detail = (
+            f"{len(cells) - len(bad)} of {len(cells)} cell(s) timed (run {run.run_id}) -> {options.workdir / RESULTS}"
+        )
         if bad:
             step.status = "partial"
             step.detail += "; " + "; ".join(f"{c.key.label()}: {c.status} {str(c.error or '')[:120]}" for c in bad[:3])
     return run, cells
 
 
-def _explain_all(recorded: Any, tcs: Sequence[Toolchain], cells: Sequence[Cell], options: ProgramOptions,
-                 report: ProgramReport, clock: _Clock) -> None:
+def _explain_all(
+    recorded: Any,
+    tcs: Sequence[Toolchain],
+    cells: Sequence[Cell],
+    options: ProgramOptions,
+    report: ProgramReport,
+    clock: _Clock,
+) -> None:
     """Every benched kernel input explained with both toolchains: per cell, the measured change next to
     the cost model's prediction and the compile-side change (the flagged cells' causes come after)."""
     from ktriage.compile.compiler import Compiler
     from ktriage.explain.engine import Explainer
 
     keys = list(dict.fromkeys(e.spec_key for e in recorded.entries))
-    with clock.step("explain", f"{len(keys)} kernel input(s) compile-side with both toolchains, the cost model per cell") as step:
+    with clock.step(
+        "explain", f"{len(keys)} kernel input(s) compile-side with both toolchains, the cost model per cell"
+    ) as step:
         specs = [recorded.bundle.specs[k] for k in keys]
         with Compiler(jobs=options.jobs) as compiler:
             result = Explainer(compiler).run(specs, list(tcs))
@@ -393,7 +483,9 @@ def _explain_all(recorded: Any, tcs: Sequence[Toolchain], cells: Sequence[Cell],
             step.detail += f"; {len(result.failures)} compile(s) failed"
 
 
-def cell_rows(entries: Sequence[Any], explained: dict[str, Any], cells: Sequence[Cell], ids: Sequence[str]) -> list[dict[str, Any]]:
+def cell_rows(
+    entries: Sequence[Any], explained: dict[str, Any], cells: Sequence[Cell], ids: Sequence[str]
+) -> list[dict[str, Any]]:
     """One row per benched entry: both toolchains' medians, the measured change and its stats verdict
     (``compare_toolchains`` on the side-by-side samples), the predicted change and what changed."""
     from ktriage.stats.compare import compare_cells
@@ -401,8 +493,16 @@ def cell_rows(entries: Sequence[Any], explained: dict[str, Any], cells: Sequence
 
     old, new = ids
     by_side = {tc: [c for c in cells if c.key.toolchain == tc] for tc in ids}
-    comparison = compare_cells(by_side[old], by_side[new], ref_label=old, new_label=new, config=VerdictConfig(),
-                               same_run=True, default_baselines={}, cliffs=False)
+    comparison = compare_cells(
+        by_side[old],
+        by_side[new],
+        ref_label=old,
+        new_label=new,
+        config=VerdictConfig(),
+        same_run=True,
+        default_baselines={},
+        cliffs=False,
+    )
     pairs = {(p.input_id, p.backend): p for p in comparison.pairs}
     rows = []
     for e in entries:
@@ -411,30 +511,56 @@ def cell_rows(entries: Sequence[Any], explained: dict[str, Any], cells: Sequence
         item = explained.get(e.spec_key)
         comp = item.comparisons[0] if item is not None and item.comparisons else None
         pred = comp.prediction if comp is not None else None
-        rows.append({
-            "entry": e.id, "kernel": e.kernel, "function": e.function, "input": e.label, "launches": e.count,
-            "old_ms": v.median_ref if v else None, "new_ms": v.median_new if v else None,
-            "measured_ratio": v.ratio if v and math.isfinite(v.ratio) else None, "measured_verdict": v.verdict if v else None,
-            "measured_problem": (p.problem if p is not None and v is None else None) or (None if p else "not timed"),
-            "predicted": pred.to_json() if pred is not None else None,
-            "predicted_text": pred.text() if pred is not None else None,
-            "compile_change": comp.changed if comp is not None else None,
-            "attribution": comp.attribution() if comp is not None and comp.changed else None,
-            "compile_failed": [f"{f.toolchain.id}: {f.message}"[:200] for f in item.failures] if item is not None else [],
-        })  # fmt: skip
+        rows.append(
+            {
+                "entry": e.id,
+                "kernel": e.kernel,
+                "function": e.function,
+                "input": e.label,
+                "launches": e.count,
+                "old_ms": v.median_ref if v else None,
+                "new_ms": v.median_new if v else None,
+                "measured_ratio": v.ratio if v and math.isfinite(v.ratio) else None,
+                "measured_verdict": v.verdict if v else None,
+                "measured_problem": (p.problem if p is not None and v is None else None)
+                or (None if p else "not timed"),
+                "predicted": pred.to_json() if pred is not None else None,
+                "predicted_text": pred.text() if pred is not None else None,
+                "compile_change": comp.changed if comp is not None else None,
+                "attribution": comp.attribution() if comp is not None and comp.changed else None,
+                "compile_failed": [f"{f.toolchain.id}: {f.message}"[:200] for f in item.failures]
+                if item is not None
+                else [],
+            }
+        )
     return rows
 
 
-def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], options: ProgramOptions, report: ProgramReport,
-            clock: _Clock, say: Say) -> None:
+def _triage(
+    run: RunInfo,
+    cells: Sequence[Cell],
+    tcs: Sequence[Toolchain],
+    options: ProgramOptions,
+    report: ProgramReport,
+    clock: _Clock,
+    say: Say,
+) -> None:
     """The triage of the two sides (compare, explain the flagged cells, fixes), then the bisect of
     the real regressions; their wall times join the report's steps."""
     from ktriage.triage.pipeline import _Triage, triage
 
     old, new = tcs
     sides = split_toolchains(run, list(cells), old.id, new.id)
-    topts = TriageOptions(old_toolchain=str(old.spec), new_toolchain=str(new.spec), threshold=options.threshold, jobs=options.jobs,
-                          bisect=False, fixes=options.fixes, db=None, workloads=[str(Path(report.workdir) / report.workload)])
+    topts = TriageOptions(
+        old_toolchain=str(old.spec),
+        new_toolchain=str(new.spec),
+        threshold=options.threshold,
+        jobs=options.jobs,
+        bisect=False,
+        fixes=options.fixes,
+        db=None,
+        workloads=[str(Path(report.workdir) / report.workload)],
+    )
     timings: dict[str, float] = {}
     started = time.perf_counter()
     try:
@@ -446,8 +572,12 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
     result.options.bisect = options.bisect  # asked of the run: its bisect step follows, on the real regressions only
     settle_side_by_side(result, sides[0][1], sides[1][1], str(Path(report.workdir) / RESULTS))
     flagged = len(result.cells)
-    clock.timed("compare", timings.get("compare"), f"{result.compared} cell(s) compared, {flagged} past the "
-                f"±{options.threshold * 100:g}% gate (both sides from one GPU process)")
+    clock.timed(
+        "compare",
+        timings.get("compare"),
+        f"{result.compared} cell(s) compared, {flagged} past the "
+        f"±{options.threshold * 100:g}% gate (both sides from one GPU process)",
+    )
     explain = report.step("explain")
     if explain is not None and "explain" in timings:
         explain.wall_s = (explain.wall_s or 0.0) + timings["explain"]
@@ -456,8 +586,13 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
         clock.timed("fixes", None, "not asked (--no-fixes)", "skipped")
     elif "fixes" in timings:
         proposed = sum(len(c.fixes) for c in result.cells)
-        clock.timed("fixes", timings["fixes"], f"{proposed} fix(es) proposed and verified by compiling" if proposed else
-                    "no fix proposed: no flagged cell changed for the worse compile-side (what explain --fixes works from)")
+        clock.timed(
+            "fixes",
+            timings["fixes"],
+            f"{proposed} fix(es) proposed and verified by compiling"
+            if proposed
+            else "no fix proposed: no flagged cell changed for the worse compile-side (what explain --fixes works from)",
+        )
     else:
         clock.timed("fixes", None, "no flagged cell with a compile-side change to fix", "skipped")
     real = real_regressions(result.cells)
@@ -472,8 +607,12 @@ def _triage(run: RunInfo, cells: Sequence[Cell], tcs: Sequence[Toolchain], optio
     work.bisect(real)
     result.failures += work.failures
     found = [c.culprit for c in real if c.culprit is not None and c.culprit.found]
-    clock.timed("bisect", time.perf_counter() - started, f"{len(real)} real regression(s) bisected, {len(found)} culprit(s) found",
-                "partial" if work.failures else "ok")
+    clock.timed(
+        "bisect",
+        time.perf_counter() - started,
+        f"{len(real)} real regression(s) bisected, {len(found)} culprit(s) found",
+        "partial" if work.failures else "ok",
+    )
 
 
 def real_regressions(cells: Sequence[CellTriage]) -> list[CellTriage]:
@@ -488,15 +627,19 @@ def bisect_skip_reason(asked: bool, specs: Sequence[ToolchainSpec], cells: Seque
         return "not asked (--no-bisect)"
     not_release = [str(s) for s in specs if not s.is_release]
     if not_release:
-        return (f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
-                "or ptxas releases (give triton==X[,ptxas==Y] on both sides)")
+        return (
+            f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
+            "or ptxas releases (give triton==X[,ptxas==Y] on both sides)"
+        )
     if real_regressions(cells):
         return None
     slower = [c for c in cells if c.ratio > 1 and c.stats_verdict == "regression"]
     if not slower:
         return "no real regression: no cell is slower in the side-by-side samples"
-    return (f"{len(slower)} cell(s) slower side by side, none with a compile-side cause: a compile-only bisect would find "
-            "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)")
+    return (
+        f"{len(slower)} cell(s) slower side by side, none with a compile-side cause: a compile-only bisect would find "
+        "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)"
+    )
 
 
 def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence[Cell], source: str) -> None:
@@ -520,19 +663,25 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
     rank = {v: k for k, v in enumerate(ORDER)}
     result.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
     result.measured = {"results": [source], "note": "triage --run: the two sides are one run's side-by-side samples"}
-    result.gpu_needed = [x for x in result.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))]
+    result.gpu_needed = [
+        x for x in result.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
+    ]
 
 
-def split_toolchains(run: RunInfo, cells: list[Cell], old: str | None, new: str | None) -> tuple[tuple[RunInfo, list[Cell], str], tuple[RunInfo, list[Cell], str]]:
+def split_toolchains(
+    run: RunInfo, cells: list[Cell], old: str | None, new: str | None
+) -> tuple[tuple[RunInfo, list[Cell], str], tuple[RunInfo, list[Cell], str]]:
     """One results file that timed two toolchains side by side, as the two sides of a triage: each
     side the cells of its toolchain. ``old``/``new``: a toolchain id (or its prefix) or spec as the
     run records it; None: the run's order (the reference first, as ``bench -t OLD -t NEW`` puts it)."""
     records = [t for t in run.toolchains if t.get("id")]
     ids = [str(t["id"]) for t in records]
     if len(ids) < 2:
-        raise KtriageError(f"run {run.run_id} timed {len(ids)} toolchain(s): one results file is two sides only when it "
-                           "timed two toolchains side by side",
-                           "give two results files (OLD NEW), or bench both toolchains in one run: ktriage bench --bundle B")
+        raise KtriageError(
+            f"run {run.run_id} timed {len(ids)} toolchain(s): one results file is two sides only when it "
+            "timed two toolchains side by side",
+            "give two results files (OLD NEW), or bench both toolchains in one run: ktriage bench --bundle B",
+        )
 
     def pick(text: str | None, default: str, flag: str) -> str:
         if text is None:
@@ -541,10 +690,16 @@ def split_toolchains(run: RunInfo, cells: list[Cell], old: str | None, new: str 
             canonical = str(parse_toolchain(text, check_files=False))
         except KtriageError:
             canonical = text
-        hits = [str(t["id"]) for t in records if text == t["id"] or canonical == t.get("spec") or str(t["id"]).startswith(text)]
+        hits = [
+            str(t["id"])
+            for t in records
+            if text == t["id"] or canonical == t.get("spec") or str(t["id"]).startswith(text)
+        ]
         if len(hits) != 1:
-            raise KtriageError(f"{flag} {text} names {'no' if not hits else 'more than one'} toolchain of run {run.run_id}",
-                               "give one of its toolchains: " + ", ".join(f"{t['id']} ({t.get('spec')})" for t in records))
+            raise KtriageError(
+                f"{flag} {text} names {'no' if not hits else 'more than one'} toolchain of run {run.run_id}",
+                "give one of its toolchains: " + ", ".join(f"{t['id']} ({t.get('spec')})" for t in records),
+            )
         return hits[0]
 
     a = pick(old, ids[0], "--old-toolchain")
@@ -552,4 +707,7 @@ def split_toolchains(run: RunInfo, cells: list[Cell], old: str | None, new: str 
     if a == b:
         raise KtriageError(f"both sides name the toolchain {a}", "give two different toolchains of the run")
     spec = {str(t["id"]): str(t.get("spec") or t["id"]) for t in records}
-    return ((run, [c for c in cells if c.key.toolchain == a], spec[a]), (run, [c for c in cells if c.key.toolchain == b], spec[b]))
+    return (
+        (run, [c for c in cells if c.key.toolchain == a], spec[a]),
+        (run, [c for c in cells if c.key.toolchain == b], spec[b]),
+    )

@@ -49,7 +49,13 @@ BACKEND_MODULES: dict[str, tuple[str, ...]] = {
     "liger_cross_entropy_loss": ("liger_kernel.ops.cross_entropy",),
     "liger_lm_head_ce": ("liger_kernel.ops.fused_linear_cross_entropy", "liger_kernel.ops.cross_entropy"),
 }
-_MODES = {"--fwd": "fwd", "--bwd": "bwd", "--fwd_bwd": "fwd_bwd", "--fwd-bwd": "fwd_bwd", "--fwd_no_grad": "fwd_no_grad"}
+_MODES = {
+    "--fwd": "fwd",
+    "--bwd": "bwd",
+    "--fwd_bwd": "fwd_bwd",
+    "--fwd-bwd": "fwd_bwd",
+    "--fwd_no_grad": "fwd_no_grad",
+}
 
 
 @dataclass(frozen=True)
@@ -125,8 +131,10 @@ def owned_kernels(loaded: Loaded, cell: CellTriage) -> tuple[list[Kernel], str |
         return mine, None
     if only == [cell.backend]:
         return list(loaded.workload.kernels), None
-    return [], (f"ktriage does not know which module {cell.backend}'s Triton kernels come from, and the recording did "
-                f"not run {cell.backend} alone (TritonBench --only {cell.backend})")
+    return [], (
+        f"ktriage does not know which module {cell.backend}'s Triton kernels come from, and the recording did "
+        f"not run {cell.backend} alone (TritonBench --only {cell.backend})"
+    )
 
 
 def _tensors(inp: Input) -> list[tuple[str, tuple[int, ...]]]:
@@ -162,7 +170,9 @@ def _hits(kernels: Sequence[Kernel], want: tuple[int, ...]) -> tuple[list[Hit], 
     return (exact, "shape") if exact else (count, "element count")
 
 
-def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded]) -> tuple[RecordedMatch | None, list[str]]:
+def match_cell(
+    cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded]
+) -> tuple[RecordedMatch | None, list[str]]:
     """The cell's recorded kernels by the module's rules, and notes on every workload not used."""
     from ktriage.workload.recorded_bundle import RECORDED_MODE, workload_entries
 
@@ -171,10 +181,14 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
         return _own_entry(cell, workloads)
     candidates = [d for d in dict.fromkeys([dims(cell.input_label), dims(x_val)]) if d is not None]
     if not candidates:
-        return None, [f"recorded workloads not used: the input {cell.input_label!r} is no shape to match recorded launches by"]
+        return None, [
+            f"recorded workloads not used: the input {cell.input_label!r} is no shape to match recorded launches by"
+        ]
     if all(len(d) < 2 for d in candidates):
-        return None, [f"recorded workloads not used: the x_val {cell.input_label} is one number, too weak to match "
-                      "recorded launches by shape"]
+        return None, [
+            f"recorded workloads not used: the x_val {cell.input_label} is one number, too weak to match "
+            "recorded launches by shape"
+        ]
     found: list[tuple[Loaded, list[Hit], str, tuple[int, ...]]] = []
     for loaded in workloads:
         kernels, why = owned_kernels(loaded, cell)
@@ -189,9 +203,11 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
                 break
         if not hits:
             shapes = sorted({_shape(s) for k in kernels for i in k.inputs for _, s in _tensors(i)[:1]})
-            notes.append(f"workload {loaded.path}: no recorded input of {cell.backend} matches x_val "
-                         f"{' or '.join(str(d) for d in candidates)} by shape or element count (recorded first "
-                         f"tensors: {', '.join(shapes[:8]) or 'none'}): its kernels are not known for this cell")
+            notes.append(
+                f"workload {loaded.path}: no recorded input of {cell.backend} matches x_val "
+                f"{' or '.join(str(d) for d in candidates)} by shape or element count (recorded first "
+                f"tensors: {', '.join(shapes[:8]) or 'none'}): its kernels are not known for this cell"
+            )
             continue
         per_fn: dict[str, list[Hit]] = {}
         for h in hits:
@@ -200,29 +216,42 @@ def match_cell(cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded])
         if twice:
             fn, hs = next(iter(twice.items()))
             which = ", ".join(f"{k.id} input {i.id} ({name} {_shape(s)})" for k, i, name, s in hs)
-            notes.append(f"workload {loaded.path}: ambiguous: {len(hs)} recorded inputs of {fn} match x_val {want} by "
-                         f"{how} ({which}): not used (which one this cell timed is unknown)")
+            notes.append(
+                f"workload {loaded.path}: ambiguous: {len(hs)} recorded inputs of {fn} match x_val {want} by "
+                f"{how} ({which}): not used (which one this cell timed is unknown)"
+            )
             continue
         found.append((loaded, hits, how, want))
     if len(found) > 1:
-        notes.append("ambiguous: " + " and ".join(f.path for f, *_ in found) + f" both have {cell.backend} kernels matching "
-                     f"{cell.input_label}: none used (give one --workload for this op)")
+        notes.append(
+            "ambiguous: " + " and ".join(f.path for f, *_ in found) + f" both have {cell.backend} kernels matching "
+            f"{cell.input_label}: none used (give one --workload for this op)"
+        )
         return None, notes
     if not found:
         return None, notes
     loaded, hits, how, want = found[0]
     most = max(i.count for _, i, _, _ in hits)
     timed = [h for h in hits if most <= 1 or h[1].count > 1]
-    left_out = [f"{k.id} {k.function} (input {i.id}): launched once while the pass's kernels ran up to {most} times: "
-                "TritonBench's setup (e.g. the forward that builds the graph of a bwd run), not the timed pass"
-                for k, i, _, _ in hits if not any(h[0] is k and h[1] is i for h in timed)]
-    numbers = {(e.kernel, e.input): e.id for e, _ in workload_entries(loaded.workload, kernels=[k.id for k, *_ in timed],
-                                                                    inputs=[i.label for _, i, _, _ in timed])}
+    left_out = [
+        f"{k.id} {k.function} (input {i.id}): launched once while the pass's kernels ran up to {most} times: "
+        "TritonBench's setup (e.g. the forward that builds the graph of a bwd run), not the timed pass"
+        for k, i, _, _ in hits
+        if not any(h[0] is k and h[1] is i for h in timed)
+    ]
+    numbers = {
+        (e.kernel, e.input): e.id
+        for e, _ in workload_entries(
+            loaded.workload, kernels=[k.id for k, *_ in timed], inputs=[i.label for _, i, _, _ in timed]
+        )
+    }
     found_kernels = [_recorded_kernel(k, i, numbers[(k.id, i.id)]) for k, i, _, _ in timed]
     what = ", ".join(f"{name} {_shape(s)}" for _, _, name, s in timed)
     word = "shape" if how == "shape" else "element count"
-    rule = (f"matched by {word}: {what} {'=' if how == 'shape' else 'has as many elements as'} x_val {want}"
-            f"{' flattened' if how != 'shape' else ''} (recorded: {loaded.path}, {', '.join(sorted({k.package or '?' for k, *_ in timed}))})")
+    rule = (
+        f"matched by {word}: {what} {'=' if how == 'shape' else 'has as many elements as'} x_val {want}"
+        f"{' flattened' if how != 'shape' else ''} (recorded: {loaded.path}, {', '.join(sorted({k.package or '?' for k, *_ in timed}))})"
+    )
     return RecordedMatch(loaded.path, loaded.name, rule, found_kernels, left_out), notes
 
 
@@ -235,26 +264,37 @@ def _own_entry(cell: CellTriage, workloads: Sequence[Loaded]) -> tuple[RecordedM
     loaded = next((w for w in workloads if w.name == cell.op), None)
     if loaded is None:
         names = ", ".join(w.name for w in workloads) or "none given"
-        return None, [f"a cell of the recorded bench {cell.op}: its kernels are in that workload's file "
-                      f"(--workload {cell.op}.workload.json; given: {names})"]
+        return None, [
+            f"a cell of the recorded bench {cell.op}: its kernels are in that workload's file "
+            f"(--workload {cell.op}.workload.json; given: {names})"
+        ]
     kernel_id = cell.backend.split(":", 1)[0]
-    entry = next((e for e, _ in workload_entries(loaded.workload) if e.id == cell.input_id and e.kernel == kernel_id), None)
+    entry = next(
+        (e for e, _ in workload_entries(loaded.workload) if e.id == cell.input_id and e.kernel == kernel_id), None
+    )
     if entry is None:
-        return None, [f"workload {loaded.path} has no entry {cell.input_id} of {cell.backend}: not the file this bench "
-                      "recorded from (a re-recording numbers its entries anew)"]
+        return None, [
+            f"workload {loaded.path} has no entry {cell.input_id} of {cell.backend}: not the file this bench "
+            "recorded from (a re-recording numbers its entries anew)"
+        ]
     k = next(k for k in loaded.workload.kernels if k.id == entry.kernel)
     i = next(i for i in k.inputs if i.id == entry.input)
-    rule = f"the recorded bench's own entry {entry.id}: {k.id} input {i.id} (recorded: {loaded.path}, {k.package or '?'})"
+    rule = (
+        f"the recorded bench's own entry {entry.id}: {k.id} input {i.id} (recorded: {loaded.path}, {k.package or '?'})"
+    )
     return RecordedMatch(loaded.path, loaded.name, rule, [_recorded_kernel(k, i, entry.id)]), []
 
 
 def _recorded_kernel(k: Kernel, i: Input, entry: int) -> RecordedKernel:
     """A recorded (kernel, input) as a triage cell names it; ``entry``: its number in a recorded bundle."""
-    return RecordedKernel(k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name,
-                          i.spec.key(), entry)
+    return RecordedKernel(
+        k.id, k.function, i.id, i.label, i.count, k.original_module, k.package, i.spec.name, i.spec.key(), entry
+    )
 
 
 def describe(match: RecordedMatch) -> str:
     """One note line: which recorded kernels stand for the cell."""
-    names = "; ".join(f"{k.kernel} {k.function} ({k.launches} launch{'es' if k.launches != 1 else ''})" for k in match.kernels)
+    names = "; ".join(
+        f"{k.kernel} {k.function} ({k.launches} launch{'es' if k.launches != 1 else ''})" for k in match.kernels
+    )
     return f"its kernels from the recorded workload {match.name}: {names}; {match.rule}"

@@ -57,10 +57,27 @@ from ktriage.predict.configs import (
 # The estimates live in ktriage.predict.configs, the one model of `ktriage tune` and this hook; these
 # names stay importable from here (the documented API).
 estimate = warps_estimate
-__all__ = ["DEFAULT_SATURATION_BYTES", "DEFAULT_SATURATION_WARPS", "SPILL_COST_BYTES",
-           "CompileFacts", "MmaTile", "Screened", "SpillAwarePrune", "TensorArg", "autotune", "compile_facts",
-           "compile_without_launch", "estimate", "grid_ctas", "ktriage_prune", "mma_estimate", "resolve_target",
-           "spill_aware_prune", "stream_estimate", "warps_estimate"]
+__all__ = [
+    "DEFAULT_SATURATION_BYTES",
+    "DEFAULT_SATURATION_WARPS",
+    "SPILL_COST_BYTES",
+    "CompileFacts",
+    "MmaTile",
+    "Screened",
+    "SpillAwarePrune",
+    "TensorArg",
+    "autotune",
+    "compile_facts",
+    "compile_without_launch",
+    "estimate",
+    "grid_ctas",
+    "ktriage_prune",
+    "mma_estimate",
+    "resolve_target",
+    "spill_aware_prune",
+    "stream_estimate",
+    "warps_estimate",
+]
 
 # PTX spellings of tensor-core matrix multiplies (Ampere mma.sync, Hopper wgmma, Blackwell tcgen05).
 _MMA_PTX = ("mma.sync.aligned", "wgmma.mma_async", "tcgen05.mma")
@@ -165,7 +182,7 @@ def resolve_target(target: Any = None) -> Any:
             from triton.runtime import driver
 
             return driver.active.get_current_target()
-        except Exception as exc:  # noqa: BLE001 - no GPU / no driver: say how to screen anyway
+        except Exception as exc:
             raise KtriageError(
                 f"no active GPU driver to take the compile target from ({type(exc).__name__}: {exc})",
                 "pass target='sm_90' (or the GPU's compute capability) to ktriage_prune()",
@@ -191,7 +208,9 @@ def _unwrap(kernel: Any) -> tuple[Any, list[Any]]:
             layers.append(fn)
         inner = getattr(fn, "fn", None)
         if inner is None:
-            raise KtriageError(f"{kernel!r} is not a @triton.jit function", "bind the prune hook to a @triton.jit kernel")
+            raise KtriageError(
+                f"{kernel!r} is not a @triton.jit function", "bind the prune hook to a @triton.jit kernel"
+            )
         fn = inner
     return fn, layers
 
@@ -266,8 +285,10 @@ def compile_facts(kernel: Any, cc: int) -> CompileFacts:
     md = kernel.metadata
     log = getattr(kernel, "_ktriage_ptxas_log", None)
     if log is None:
-        raise KtriageError(f"no ptxas log was recorded for {md.name}",
-                           "compile the kernel with ktriage.tune.autotune.compile_without_launch")
+        raise KtriageError(
+            f"no ptxas log was recorded for {md.name}",
+            "compile the kernel with ktriage.tune.autotune.compile_without_launch",
+        )
     info = parse_ptxas_log(log).function(md.name)
     return CompileFacts(
         registers=info.registers or 0,
@@ -287,7 +308,7 @@ def _elt_bytes(named_args: Mapping[str, Any]) -> int:
         if callable(size) and hasattr(value, "data_ptr"):
             try:
                 return int(size())
-            except Exception:  # noqa: BLE001 - a tensor-like without a usable element size
+            except Exception:
                 return 4
     return 4
 
@@ -301,7 +322,7 @@ def grid_ctas(grid: Any, args: Mapping[str, Any]) -> int | None:
         value = grid(dict(args)) if callable(grid) else grid
         dims = (value,) if isinstance(value, int) else tuple(value)
         return int(math.prod(int(d) for d in dims)) if dims else None
-    except Exception:  # noqa: BLE001 - a grid we cannot evaluate is simply not used
+    except Exception:
         return None
 
 
@@ -323,12 +344,21 @@ class SpillAwarePrune:
     estimates (None: the active GPU's count, or the arch's usual part when screening for a target).
     """
 
-    def __init__(self, max_spill_bytes: int = 0, keep: int = 3, *, target: Any = None, kernel: Any = None,
-                 saturation_warps: int = DEFAULT_SATURATION_WARPS, verbose: bool = False,
-                 num_sms: int | None = None) -> None:
+    def __init__(
+        self,
+        max_spill_bytes: int = 0,
+        keep: int = 3,
+        *,
+        target: Any = None,
+        kernel: Any = None,
+        saturation_warps: int = DEFAULT_SATURATION_WARPS,
+        verbose: bool = False,
+        num_sms: int | None = None,
+    ) -> None:
         if max_spill_bytes < 0 or keep < 1:
-            raise KtriageError(f"max_spill_bytes={max_spill_bytes}, keep={keep}",
-                               "use max_spill_bytes >= 0 and keep >= 1")
+            raise KtriageError(
+                f"max_spill_bytes={max_spill_bytes}, keep={keep}", "use max_spill_bytes >= 0 and keep >= 1"
+            )
         self.max_spill_bytes = max_spill_bytes
         self.keep = keep
         self.target = target
@@ -369,7 +399,9 @@ class SpillAwarePrune:
                 _verbose_log().info("%s %s: %s", "keep" if s.kept else "drop", s.label, s.reason)
         return kept or list(configs)
 
-    def screen(self, kernel: Any, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list[Screened]:
+    def screen(
+        self, kernel: Any, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any
+    ) -> list[Screened]:
         """Compile and rank every config; returns one :class:`Screened` per config, in input order."""
         jit_fn, heuristics = _unwrap(kernel)
         target = resolve_target(self.target)
@@ -390,7 +422,7 @@ class SpillAwarePrune:
 
                 props = driver.active.utils.get_device_properties(driver.active.get_current_device())
                 return int(props["multiprocessor_count"])
-            except Exception as exc:  # noqa: BLE001 - fall back to the arch table
+            except Exception as exc:
                 if self.verbose:
                     _verbose_log().info("SM count from the arch table (%s)", type(exc).__name__)
         try:
@@ -398,8 +430,17 @@ class SpillAwarePrune:
         except KtriageError:
             return 100
 
-    def _screen_one(self, jit_fn: Any, heuristics: list[Any], config: Any, named_args: Mapping[str, Any],
-                    kwargs: Mapping[str, Any], target: Any, cc: int, num_sms: int) -> Screened:
+    def _screen_one(
+        self,
+        jit_fn: Any,
+        heuristics: list[Any],
+        config: Any,
+        named_args: Mapping[str, Any],
+        kwargs: Mapping[str, Any],
+        target: Any,
+        cc: int,
+        num_sms: int,
+    ) -> Screened:
         label = _config_label(config)
         launch = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
         args = {**named_args, **launch, **config.all_kwargs()}
@@ -415,25 +456,43 @@ class SpillAwarePrune:
                 cached = self._facts[key] = (compile_facts(compiled, cc), _is_mma(compiled))
             facts, mma = cached
             occ = compute_occupancy(cc, facts.registers, facts.num_warps, facts.shared_bytes, barriers=facts.barriers)
-        except Exception as exc:  # noqa: BLE001 - never break the user's tuning over a screening failure
+        except Exception as exc:
             message = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
             return Screened(config, label, True, "not screened (kept): " + message.splitlines()[0], error=message)
         spills = facts.spill_store_bytes
-        row = Screened(config, label, True, f"{facts.registers} regs, spill {spills} B, {occ.describe()}",
-                       registers=facts.registers, spill_store_bytes=spills, spill_load_bytes=facts.spill_load_bytes,
-                       stack_bytes=facts.stack_bytes, shared_bytes=facts.shared_bytes, occupancy=occ)
+        row = Screened(
+            config,
+            label,
+            True,
+            f"{facts.registers} regs, spill {spills} B, {occ.describe()}",
+            registers=facts.registers,
+            spill_store_bytes=spills,
+            spill_load_bytes=facts.spill_load_bytes,
+            stack_bytes=facts.stack_bytes,
+            shared_bytes=facts.shared_bytes,
+            occupancy=occ,
+        )
         if occ.ctas_per_sm == 0:
             return replace(row, kept=False, reason=f"does not fit on an SM ({occ.limiter})")
         if spills > self.max_spill_bytes:
             return replace(row, kept=False, reason=f"spills {spills} B (stores) > {self.max_spill_bytes} B allowed")
-        value, model, grid, detail = self._estimate(occ, spills + facts.spill_load_bytes, mma, config, args,
-                                                    named_args, kwargs.get("grid"), cc, num_sms)
-        return replace(row, estimate=value, model=model, grid=grid, detail=detail,
-                       reason=f"{row.reason}; {detail}")
+        value, model, grid, detail = self._estimate(
+            occ, spills + facts.spill_load_bytes, mma, config, args, named_args, kwargs.get("grid"), cc, num_sms
+        )
+        return replace(row, estimate=value, model=model, grid=grid, detail=detail, reason=f"{row.reason}; {detail}")
 
-    def _estimate(self, occ: Occupancy, spill_bytes: int, mma: bool, config: Any, args: Mapping[str, Any],
-                  named_args: Mapping[str, Any], grid_fn: Any, cc: int,
-                  num_sms: int) -> tuple[float, str, int | None, str]:
+    def _estimate(
+        self,
+        occ: Occupancy,
+        spill_bytes: int,
+        mma: bool,
+        config: Any,
+        args: Mapping[str, Any],
+        named_args: Mapping[str, Any],
+        grid_fn: Any,
+        cc: int,
+        num_sms: int,
+    ) -> tuple[float, str, int | None, str]:
         """Pick the model: the tile model for tensor-core kernels whose config names BLOCK_M/N/K,
         latency hiding otherwise. The grid is the launch's own (the Autotuner passes ``grid``); for an
         MMA kernel without one it is inferred as cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N) when the
@@ -442,14 +501,24 @@ class SpillAwarePrune:
         grid = grid_ctas(grid_fn, args)
         elt = _elt_bytes(named_args)
         if mma:
-            tiled = tile_estimate(occ, meta, num_stages=int(getattr(config, "num_stages", 3) or 1), elt_bytes=elt,
-                                  sizes=args, grid=grid, num_sms=num_sms, cc=cc, spill_bytes=spill_bytes)
+            tiled = tile_estimate(
+                occ,
+                meta,
+                num_stages=int(getattr(config, "num_stages", 3) or 1),
+                elt_bytes=elt,
+                sizes=args,
+                grid=grid,
+                num_sms=num_sms,
+                cc=cc,
+                spill_bytes=spill_bytes,
+            )
             if tiled is not None:
                 return tiled[0], "mma", tiled[2], tiled[1]
         blocks = [v for k, v in meta.items() if "BLOCK" in k.upper() and isinstance(v, int) and v > 0]
         tile_bytes = math.prod(blocks) * elt if blocks else None
-        value, detail = stream_estimate(occ, spill_bytes, num_sms=num_sms, grid=grid, tile_bytes=tile_bytes,
-                                        saturation_warps=self.saturation_warps)
+        value, detail = stream_estimate(
+            occ, spill_bytes, num_sms=num_sms, grid=grid, tile_bytes=tile_bytes, saturation_warps=self.saturation_warps
+        )
         return value, "stream", grid, detail
 
     def _rank(self, screened: list[Screened]) -> list[Screened]:
@@ -472,19 +541,37 @@ class SpillAwarePrune:
         for i, s in enumerate(screened):
             rank = order.index(i) + 1 if i in order else None
             if s.kept and i not in winners:
-                s = replace(s, kept=False, reason=f"ranked {rank} of {len(order)} by the estimate (keep={self.keep}): {s.reason}")
+                s = replace(
+                    s,
+                    kept=False,
+                    reason=f"ranked {rank} of {len(order)} by the estimate (keep={self.keep}): {s.reason}",
+                )
             out.append(replace(s, rank=rank))
         return out
 
 
-def ktriage_prune(max_spill_bytes: int = 0, keep: int = 3, *, target: Any = None, kernel: Any = None,
-                  saturation_warps: int = DEFAULT_SATURATION_WARPS, verbose: bool = False,
-                  num_sms: int | None = None) -> dict[str, Any]:
+def ktriage_prune(
+    max_spill_bytes: int = 0,
+    keep: int = 3,
+    *,
+    target: Any = None,
+    kernel: Any = None,
+    saturation_warps: int = DEFAULT_SATURATION_WARPS,
+    verbose: bool = False,
+    num_sms: int | None = None,
+) -> dict[str, Any]:
     """The dict for ``triton.autotune(prune_configs_by=...)``: a :class:`SpillAwarePrune` as
     ``early_config_prune``. The hook object is also under the key ``"ktriage"`` for its reports
     (Triton ignores keys it does not know)."""
-    hook = SpillAwarePrune(max_spill_bytes, keep, target=target, kernel=kernel,
-                           saturation_warps=saturation_warps, verbose=verbose, num_sms=num_sms)
+    hook = SpillAwarePrune(
+        max_spill_bytes,
+        keep,
+        target=target,
+        kernel=kernel,
+        saturation_warps=saturation_warps,
+        verbose=verbose,
+        num_sms=num_sms,
+    )
     return {"early_config_prune": hook, "ktriage": hook}
 
 
@@ -496,19 +583,28 @@ def spill_aware_prune(configs: Sequence[Any], named_args: Mapping[str, Any], **k
     return _DEFAULT_HOOK(configs, named_args, **kwargs)
 
 
-def autotune(configs: Sequence[Any], key: Sequence[str], *, max_spill_bytes: int = 0, keep: int = 3,
-             target: Any = None, verbose: bool = False, **autotune_kwargs: Any) -> Callable[[Any], Any]:
+def autotune(
+    configs: Sequence[Any],
+    key: Sequence[str],
+    *,
+    max_spill_bytes: int = 0,
+    keep: int = 3,
+    target: Any = None,
+    verbose: bool = False,
+    **autotune_kwargs: Any,
+) -> Callable[[Any], Any]:
     """Drop-in for ``triton.autotune`` with the spill-aware prune hook bound to the decorated kernel.
     Other keyword arguments go to ``triton.autotune`` unchanged (``prune_configs_by`` is ours)."""
     import triton
 
     if "prune_configs_by" in autotune_kwargs:
-        raise KtriageError("prune_configs_by was passed to ktriage's autotune",
-                           "use triton.autotune with prune_configs_by=ktriage_prune(...) to combine hooks")
+        raise KtriageError(
+            "prune_configs_by was passed to ktriage's autotune",
+            "use triton.autotune with prune_configs_by=ktriage_prune(...) to combine hooks",
+        )
 
     def decorate(fn: Any) -> Any:
         prune = ktriage_prune(max_spill_bytes, keep, target=target, kernel=fn, verbose=verbose)
         return triton.autotune(list(configs), list(key), prune_configs_by=prune, **autotune_kwargs)(fn)
 
     return decorate
-

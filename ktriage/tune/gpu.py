@@ -52,16 +52,48 @@ class TuneBundle:
         workloads are: every variant replayed on the recorded arguments, its results checked against
         the library's config."""
         if self.mode == RECORDED_MODE:
-            return ["ktriage", "bench", "--bundle", str(self.path), "--max-time", f"{budget_s:g}", "--output-json", str(results)]
+            return [
+                "ktriage",
+                "bench",
+                "--bundle",
+                str(self.path),
+                "--max-time",
+                f"{budget_s:g}",
+                "--output-json",
+                str(results),
+            ]
         only = ",".join([self.backend, *([self.native] if self.native else [])])
-        return ["ktriage", "bench", "--bundle", str(self.path), "--op", self.op, f"--{self.mode.replace('_', '-')}",
-                "--only", only, "--artifacts-only", "--artifact-timing", "kernel", "--max-time", f"{budget_s:g}",
-                "--output-json", str(results)]
+        return [
+            "ktriage",
+            "bench",
+            "--bundle",
+            str(self.path),
+            "--op",
+            self.op,
+            f"--{self.mode.replace('_', '-')}",
+            "--only",
+            only,
+            "--artifacts-only",
+            "--artifact-timing",
+            "kernel",
+            "--max-time",
+            f"{budget_s:g}",
+            "--output-json",
+            str(results),
+        ]
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": str(self.path), "op": self.op, "mode": self.mode, "backend": self.backend,
-                "input_id": self.input_id, "variants": self.variants, "not_timed": [list(x) for x in self.not_timed],
-                "native": self.native, "compare_with": self.compare_with}
+        return {
+            "path": str(self.path),
+            "op": self.op,
+            "mode": self.mode,
+            "backend": self.backend,
+            "input_id": self.input_id,
+            "variants": self.variants,
+            "not_timed": [list(x) for x in self.not_timed],
+            "native": self.native,
+            "compare_with": self.compare_with,
+        }
 
 
 def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
@@ -70,15 +102,24 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
     target = registry.bench_target(str(meta.get("op", "")))
     if target is None or not target[1].backend or meta.get("input_id") is None:
         timed = [e for e in registry.CATALOG if registry.bench_target(e) is not None]
-        raise SpecError(f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
-                        f"use --compile-only, or tune a catalog op with a workload ({', '.join(timed)})")
+        raise SpecError(
+            f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
+            f"use --compile-only, or tune a catalog op with a workload ({', '.join(timed)})",
+        )
     op, kernels = target
     assert kernels.backend is not None
     return op.name, kernels.backend, str(meta.get("mode", "bwd")), int(meta["input_id"])
 
 
-def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_count: int | None = None,
-                      compare_with: Sequence[Any] = (), workload: Path | None = None) -> TuneBundle:
+def write_tune_bundle(
+    result: ScreenResult,
+    out_dir: Path,
+    compiler: Any,
+    *,
+    sm_count: int | None = None,
+    compare_with: Sequence[Any] = (),
+    workload: Path | None = None,
+) -> TuneBundle:
     """Build the op's bundle for the screened input (the library's config, also with the
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
     candidate with the library's grid as a variant of the tuned toolchain. A recorded kernel (its
@@ -96,8 +137,12 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
         if cand.is_default or cand.artifact is None:
             continue
         if cand.spec.grid != spec.grid:
-            tb.not_timed.append((cand.config.label(), (f"its grid {cand.spec.grid} differs from the library's {spec.grid}, "
-                                                      "which the replay launches")))
+            tb.not_timed.append(
+                (
+                    cand.config.label(),
+                    (f"its grid {cand.spec.grid} differs from the library's {spec.grid}, which the replay launches"),
+                )
+            )
             continue
         vid = f"{tc.id}+tune{i}"
         add_variant(Path(out_dir), tc.id, vid, cand.config.label(), {key: cand.artifact})
@@ -109,8 +154,9 @@ def write_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, *, sm_
     return tb
 
 
-def _recorded_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, compare_with: Sequence[Any],
-                          workload: Path | None) -> tuple[TuneBundle, str]:
+def _recorded_tune_bundle(
+    result: ScreenResult, out_dir: Path, compiler: Any, compare_with: Sequence[Any], workload: Path | None
+) -> tuple[TuneBundle, str]:
     """The recorded bundle of the tuned kernel's one recorded input (``ktriage bench W.json --kernel K
     --input I --compile-only`` builds the same), with the library's config as the reference."""
     from ktriage.record.workload import load_workload
@@ -118,19 +164,31 @@ def _recorded_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, co
 
     spec = result.space.spec
     if workload is None:
-        raise SpecError(f"{spec.name} is a recorded kernel, but the workload file it came from is not known here",
-                        "tune it as `ktriage tune W.json --input ...` (the workload file as the target)")
+        raise SpecError(
+            f"{spec.name} is a recorded kernel, but the workload file it came from is not known here",
+            "tune it as `ktriage tune W.json --input ...` (the workload file as the target)",
+        )
     kernel, input_id = str(spec.meta.get("workload_kernel")), int(spec.meta.get("input_id", 0))
     tc = result.toolchain
     others = [t for t in compare_with if t.id != tc.id]
-    build_recorded_bundle(load_workload(workload), [tc, *others], out_dir, compiler=compiler, kernels=[kernel],
-                          inputs=[str(input_id)])
+    build_recorded_bundle(
+        load_workload(workload), [tc, *others], out_dir, compiler=compiler, kernels=[kernel], inputs=[str(input_id)]
+    )
     (entry,) = load_recorded_bundle(out_dir).entries
     if entry.spec_key != spec.key():
-        raise SpecError(f"the recorded bundle holds another kernel than the tuned spec ({entry.spec_key} vs {spec.key()})",
-                        "tune the workload's kernel as recorded (same --arch)")
-    return TuneBundle(out_dir, entry_op(out_dir), RECORDED_MODE, entry.backend, entry.id, {tc.id: DEFAULT_VARIANT},
-                      compare_with={t.id: str(t.spec) for t in others}), entry.spec_key
+        raise SpecError(
+            f"the recorded bundle holds another kernel than the tuned spec ({entry.spec_key} vs {spec.key()})",
+            "tune the workload's kernel as recorded (same --arch)",
+        )
+    return TuneBundle(
+        out_dir,
+        entry_op(out_dir),
+        RECORDED_MODE,
+        entry.backend,
+        entry.id,
+        {tc.id: DEFAULT_VARIANT},
+        compare_with={t.id: str(t.spec) for t in others},
+    ), entry.spec_key
 
 
 def entry_op(bundle_dir: Path) -> str:
@@ -140,8 +198,9 @@ def entry_op(bundle_dir: Path) -> str:
     return load_recorded_bundle(bundle_dir).name
 
 
-def _op_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, sm_count: int | None,
-                    compare_with: Sequence[Any]) -> tuple[TuneBundle, str]:
+def _op_tune_bundle(
+    result: ScreenResult, out_dir: Path, compiler: Any, sm_count: int | None, compare_with: Sequence[Any]
+) -> tuple[TuneBundle, str]:
     """The catalog op's bench bundle of the tuned input, with the library's config as the reference."""
     from ktriage.workload.bundle import MANIFEST
     from ktriage.workload.bundle_build import build_bundle
@@ -152,21 +211,47 @@ def _op_tune_bundle(result: ScreenResult, out_dir: Path, compiler: Any, sm_count
     spec = result.space.spec
     tc = result.toolchain
     others = [t for t in compare_with if t.id != tc.id]
-    build_bundle(bench_op, mode, [input_id], [tc, *others], out_dir, target=spec.target,
-                 sm_count=sm_count or spec.meta.get("sm_count"), compiler=compiler,
-                 precision=str(spec.meta.get("dtype") or "fp32"), backends=[backend])  # fmt: skip
+    build_bundle(
+        bench_op,
+        mode,
+        [input_id],
+        [tc, *others],
+        out_dir,
+        target=spec.target,
+        sm_count=sm_count or spec.meta.get("sm_count"),
+        compiler=compiler,
+        precision=str(spec.meta.get("dtype") or "fp32"),
+        backends=[backend],
+    )
     manifest_path = Path(out_dir) / MANIFEST
     key = json.loads(manifest_path.read_text())["inputs"][0]["kernels"][backend][mode]
     if key != spec.key():
-        raise SpecError(f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
-                        "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)")
-    tb = TuneBundle(Path(out_dir), bench_op, mode, backend, input_id, {tc.id: DEFAULT_VARIANT}, native=native,
-                    compare_with={t.id: str(t.spec) for t in others})
+        raise SpecError(
+            f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
+            "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)",
+        )
+    tb = TuneBundle(
+        Path(out_dir),
+        bench_op,
+        mode,
+        backend,
+        input_id,
+        {tc.id: DEFAULT_VARIANT},
+        native=native,
+        compare_with={t.id: str(t.spec) for t in others},
+    )
     return tb, key
 
 
-def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler: Any, *, sm_count: int | None = None,
-                       compare_with: Sequence[Any] = (), workload: Path | None = None) -> list[TuneBundle]:
+def write_tune_bundles(
+    results: Sequence[ScreenResult],
+    out_dir: Path,
+    compiler: Any,
+    *,
+    sm_count: int | None = None,
+    compare_with: Sequence[Any] = (),
+    workload: Path | None = None,
+) -> list[TuneBundle]:
     """One bundle for several tuned inputs (one tune bundle per input under ``out_dir/parts``,
     merged into ``out_dir``), so ONE GPU process times every input; each TuneBundle reads its own
     input's cells from that run. A single input is written straight to ``out_dir``."""
@@ -174,13 +259,22 @@ def write_tune_bundles(results: Sequence[ScreenResult], out_dir: Path, compiler:
 
     out_dir = Path(out_dir)
     if len(results) == 1:
-        return [write_tune_bundle(results[0], out_dir, compiler, sm_count=sm_count, compare_with=compare_with,
-                                  workload=workload)]
+        return [
+            write_tune_bundle(
+                results[0], out_dir, compiler, sm_count=sm_count, compare_with=compare_with, workload=workload
+            )
+        ]
     if any(r.space.spec.meta.get("recorded") for r in results):
-        raise SpecError("tuning several recorded inputs in one GPU run is not supported yet",
-                        "tune one recorded input at a time (--input ...)")
-    parts = [write_tune_bundle(r, out_dir / "parts" / f"input-{bench_target(r)[3]}", compiler, sm_count=sm_count,
-                               compare_with=compare_with) for r in results]  # fmt: skip
+        raise SpecError(
+            "tuning several recorded inputs in one GPU run is not supported yet",
+            "tune one recorded input at a time (--input ...)",
+        )
+    parts = [
+        write_tune_bundle(
+            r, out_dir / "parts" / f"input-{bench_target(r)[3]}", compiler, sm_count=sm_count, compare_with=compare_with
+        )
+        for r in results
+    ]
     merge_bundles([tb.path for tb in parts], out_dir)
     for tb in parts:
         tb.path = out_dir
@@ -195,14 +289,21 @@ class Timed:
     failed: dict[str, str]  # config label -> status/error
     winner: str | None
     speedup_over_default: float | None
-    baselines_ms: dict[str, float] = field(default_factory=dict)  # compare-with toolchain spec / native backend -> median ms
+    baselines_ms: dict[str, float] = field(
+        default_factory=dict
+    )  # compare-with toolchain spec / native backend -> median ms
 
     def to_json(self) -> dict[str, Any]:
-        return {"medians_ms": self.medians_ms, "failed": self.failed, "winner": self.winner,
-                "speedup_over_default": None if self.speedup_over_default is None else round(self.speedup_over_default, 4),
-                "baselines_ms": self.baselines_ms,
-                "winner_vs_baselines": {k: round(v / self.medians_ms[self.winner], 4) for k, v in self.baselines_ms.items()}
-                if self.winner else {}}
+        return {
+            "medians_ms": self.medians_ms,
+            "failed": self.failed,
+            "winner": self.winner,
+            "speedup_over_default": None if self.speedup_over_default is None else round(self.speedup_over_default, 4),
+            "baselines_ms": self.baselines_ms,
+            "winner_vs_baselines": {k: round(v / self.medians_ms[self.winner], 4) for k, v in self.baselines_ms.items()}
+            if self.winner
+            else {},
+        }
 
 
 def pick_winner(cells: list[Cell], tb: TuneBundle) -> Timed:

@@ -69,21 +69,38 @@ def inductor_rule(
     if n_regs is None:
         return InductorDecision(False, same, None, total, "n_regs unknown (kernel not loaded): skipped")
     if math.prod(rblocks.values()) <= INDUCTOR_MIN_RBLOCK_PRODUCT:
-        return InductorDecision(False, same, None, total, f"prod(R blocks) = {math.prod(rblocks.values())} <= 64: skipped")
+        return InductorDecision(
+            False, same, None, total, f"prod(R blocks) = {math.prod(rblocks.values())} <= 64: skipped"
+        )
     if n_regs <= regs_per_sm // max_threads_per_sm:
-        return InductorDecision(False, same, None, total,
-                                f"{n_regs} registers <= {regs_per_sm // max_threads_per_sm}: registers cannot limit occupancy")
+        return InductorDecision(
+            False,
+            same,
+            None,
+            total,
+            f"{n_regs} registers <= {regs_per_sm // max_threads_per_sm}: registers cannot limit occupancy",
+        )
     per_block = n_regs * warp_size * num_warps
     max_blocks = max(regs_per_sm // per_block, 1)
     if total <= max_blocks * sm_count:
-        return InductorDecision(False, same, max_blocks, total,
-                                f"{total} CTAs fit in {max_blocks} x {sm_count} SMs: no need to improve occupancy")
+        return InductorDecision(
+            False,
+            same,
+            max_blocks,
+            total,
+            f"{total} CTAs fit in {max_blocks} x {sm_count} SMs: no need to improve occupancy",
+        )
     largest = max(rblocks, key=lambda k: rblocks[k])
     new = dict(rblocks)
     new[largest] //= 2
-    return InductorDecision(True, new, max_blocks, total,
-                            f"{total} CTAs > {max_blocks} x {sm_count} SMs by 65536 // ({n_regs} * 32 * {num_warps}): "
-                            f"{largest} {rblocks[largest]} -> {new[largest]}")
+    return InductorDecision(
+        True,
+        new,
+        max_blocks,
+        total,
+        f"{total} CTAs > {max_blocks} x {sm_count} SMs by 65536 // ({n_regs} * 32 * {num_warps}): "
+        f"{largest} {rblocks[largest]} -> {new[largest]}",
+    )
 
 
 def inductor_skips_for_spills(stack_bytes: int, threshold: int = INDUCTOR_SPILL_THRESHOLD) -> bool:
@@ -109,8 +126,9 @@ def ctas_needed_per_sm(grid_ctas: int, sm_count: int) -> int:
     return math.ceil(grid_ctas / sm_count)
 
 
-def exact_rule(occ: Occupancy, *, grid_ctas: int, sm_count: int, spill_store_bytes: int | None,
-               max_spill_bytes: int = 0) -> ExactDecision:
+def exact_rule(
+    occ: Occupancy, *, grid_ctas: int, sm_count: int, spill_store_bytes: int | None, max_spill_bytes: int = 0
+) -> ExactDecision:
     """Scale when the kernel spills beyond ``max_spill_bytes``, or when registers or shared memory
     (not the hardware warp/CTA caps, which smaller blocks cannot lift) cap CTAs/SM below the grid's need."""
     need = ctas_needed_per_sm(grid_ctas, sm_count)
@@ -120,11 +138,15 @@ def exact_rule(occ: Occupancy, *, grid_ctas: int, sm_count: int, spill_store_byt
     if spills:
         why = f"it spills {spill_store_bytes} B per thread at {occ.registers} registers"
     elif capped:
-        why = (f"{lim} cap it at {occ.ctas_per_sm} CTA(s)/SM while the grid of {grid_ctas} CTAs on {sm_count} SMs "
-               f"needs {need}")
+        why = (
+            f"{lim} cap it at {occ.ctas_per_sm} CTA(s)/SM while the grid of {grid_ctas} CTAs on {sm_count} SMs "
+            f"needs {need}"
+        )
     else:
-        why = (f"no spills and {occ.ctas_per_sm} CTA(s)/SM ({lim}) for a grid needing {need}: nothing to gain "
-               "from smaller blocks")
+        why = (
+            f"no spills and {occ.ctas_per_sm} CTA(s)/SM ({lim}) for a grid needing {need}: nothing to gain "
+            "from smaller blocks"
+        )
     return ExactDecision(spills or capped, occ.ctas_per_sm, need, occ.limiter, spills, why)
 
 
@@ -157,9 +179,15 @@ class ScaleStep(Generic[C]):
     sentence: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "registers": self.registers, "spill_store_bytes": self.spill_store_bytes,
-                "ctas_per_sm": self.ctas_per_sm, "warps_per_sm": self.warps_per_sm, "kept": self.kept,
-                "sentence": self.sentence}
+        return {
+            "config": self.config.to_json(),
+            "registers": self.registers,
+            "spill_store_bytes": self.spill_store_bytes,
+            "ctas_per_sm": self.ctas_per_sm,
+            "warps_per_sm": self.warps_per_sm,
+            "kept": self.kept,
+            "sentence": self.sentence,
+        }
 
 
 @dataclass
@@ -173,8 +201,12 @@ class ScaleResult(Generic[C]):
         return self.final != self.start
 
     def to_json(self) -> dict[str, Any]:
-        return {"start": self.start.to_json(), "final": self.final.to_json(), "changed": self.changed,
-                "steps": [s.to_json() for s in self.steps]}
+        return {
+            "start": self.start.to_json(),
+            "final": self.final.to_json(),
+            "changed": self.changed,
+            "steps": [s.to_json() for s in self.steps],
+        }
 
 
 @dataclass(frozen=True)
@@ -188,8 +220,15 @@ class ScalePoint(Generic[C]):
     grid_ctas: int = 0  # CTAs the config's grid launches
 
 
-def scale_loop(start: C, evaluate: Callable[[C], ScalePoint[C]], proposals: Callable[[C], list[tuple[C, str]]], *,
-               sm_count: int, max_spill_bytes: int = 0, max_steps: int = 6) -> ScaleResult[C]:
+def scale_loop(
+    start: C,
+    evaluate: Callable[[C], ScalePoint[C]],
+    proposals: Callable[[C], list[tuple[C, str]]],
+    *,
+    sm_count: int,
+    max_spill_bytes: int = 0,
+    max_steps: int = 6,
+) -> ScaleResult[C]:
     """The exact rule applied repeatedly from ``start``: while it says "scale", evaluate each
     proposal and move to the best one that removes spills or raises occupancy, one sentence per
     step. One home for the loop; ``evaluate`` says where the facts come from (a toolchain's
@@ -197,40 +236,73 @@ def scale_loop(start: C, evaluate: Callable[[C], ScalePoint[C]], proposals: Call
     cur = evaluate(start)
     result: ScaleResult[C] = ScaleResult(start, start)
     if cur.occ is None:
-        result.steps.append(ScaleStep(start, None, None, None, None, False, f"{start.label()} does not compile: nothing to scale"))
+        result.steps.append(
+            ScaleStep(start, None, None, None, None, False, f"{start.label()} does not compile: nothing to scale")
+        )
         return result
     for _ in range(max_steps):
         assert cur.occ is not None
-        decision = exact_rule(cur.occ, grid_ctas=cur.grid_ctas, sm_count=sm_count, spill_store_bytes=cur.spills,
-                              max_spill_bytes=max_spill_bytes)
+        decision = exact_rule(
+            cur.occ,
+            grid_ctas=cur.grid_ctas,
+            sm_count=sm_count,
+            spill_store_bytes=cur.spills,
+            max_spill_bytes=max_spill_bytes,
+        )
         if not decision.scale:
-            result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm,
-                                          cur.occ.warps_per_sm, True, f"{cur.config.label()}: stop, {decision.reason}."))
+            result.steps.append(
+                ScaleStep(
+                    cur.config,
+                    cur.registers,
+                    cur.spills,
+                    cur.occ.ctas_per_sm,
+                    cur.occ.warps_per_sm,
+                    True,
+                    f"{cur.config.label()}: stop, {decision.reason}.",
+                )
+            )
             break
         best: ScalePoint[C] | None = None
         round_start = len(result.steps)
         for cfg, change in proposals(cur.config):
             p = evaluate(cfg)
             if p.occ is None:
-                result.steps.append(ScaleStep(cfg, None, None, None, None, False, f"{change}: does not compile, rejected."))
+                result.steps.append(
+                    ScaleStep(cfg, None, None, None, None, False, f"{change}: does not compile, rejected.")
+                )
                 continue
             removes = decision.spills and (p.spills or 0) <= max_spill_bytes
             fewer = decision.spills and (p.spills or 0) < (cur.spills or 0)
             raises = p.occ.ctas_per_sm > cur.occ.ctas_per_sm or p.occ.warps_per_sm > cur.occ.warps_per_sm
             ok = (removes or raises or fewer) and (p.spills or 0) <= max(cur.spills or 0, max_spill_bytes)
-            what = (f"{p.registers} registers, {p.spills or 0} B spills, {p.occ.ctas_per_sm} CTA(s)/SM "
-                    f"({p.occ.warps_per_sm} warps)")
+            what = (
+                f"{p.registers} registers, {p.spills or 0} B spills, {p.occ.ctas_per_sm} CTA(s)/SM "
+                f"({p.occ.warps_per_sm} warps)"
+            )
             if ok:
                 gain = "removes the spills" if removes else "cuts the spills" if fewer else "raises occupancy"
                 sentence = f"{change} because {decision.reason}: {what}, which {gain}."
             else:
-                sentence = f"{change} because {decision.reason}: {what}, neither fewer spills nor more occupancy; rejected."
-            result.steps.append(ScaleStep(cfg, p.registers, p.spills, p.occ.ctas_per_sm, p.occ.warps_per_sm, ok, sentence))
+                sentence = (
+                    f"{change} because {decision.reason}: {what}, neither fewer spills nor more occupancy; rejected."
+                )
+            result.steps.append(
+                ScaleStep(cfg, p.registers, p.spills, p.occ.ctas_per_sm, p.occ.warps_per_sm, ok, sentence)
+            )
             if ok and (best is None or _better(p, best)):
                 best = p
         if best is None:
-            result.steps.append(ScaleStep(cur.config, cur.registers, cur.spills, cur.occ.ctas_per_sm, cur.occ.warps_per_sm,
-                                          True, f"{cur.config.label()}: stop, no proposal helps ({decision.reason})."))
+            result.steps.append(
+                ScaleStep(
+                    cur.config,
+                    cur.registers,
+                    cur.spills,
+                    cur.occ.ctas_per_sm,
+                    cur.occ.warps_per_sm,
+                    True,
+                    f"{cur.config.label()}: stop, no proposal helps ({decision.reason}).",
+                )
+            )
             break
         for step in result.steps[round_start:]:
             if step.kept and step.config != best.config:
@@ -244,10 +316,16 @@ def scale_loop(start: C, evaluate: Callable[[C], ScalePoint[C]], proposals: Call
 def _better(a: ScalePoint[Any], b: ScalePoint[Any]) -> bool:
     """Fewer spill bytes first, then more resident warps, then fewer warps per CTA."""
     assert a.occ is not None and b.occ is not None
-    return ((a.spills or 0), -a.occ.warps_per_sm, a.config.num_warps) < ((b.spills or 0), -b.occ.warps_per_sm, b.config.num_warps)
+    return ((a.spills or 0), -a.occ.warps_per_sm, a.config.num_warps) < (
+        (b.spills or 0),
+        -b.occ.warps_per_sm,
+        b.config.num_warps,
+    )
 
 
-def _evaluate(space: ConfigSpace, cfg: TuneConfig, toolchain: Toolchain, compiler: Compiler, sm_count: int) -> ScalePoint[TuneConfig]:
+def _evaluate(
+    space: ConfigSpace, cfg: TuneConfig, toolchain: Toolchain, compiler: Compiler, sm_count: int
+) -> ScalePoint[TuneConfig]:
     from ktriage.analyze.artifact import analyze_artifact
     from ktriage.compile.compiler import CompileFailure
 
@@ -269,12 +347,21 @@ def _proposals(space: ConfigSpace, cfg: TuneConfig) -> list[tuple[TuneConfig, st
         if smaller:
             new = dict(blocks)
             new[knob.name] = max(smaller)
-            out.append((TuneConfig.of(cfg.num_warps, cfg.num_stages, new), f"{knob.name} {blocks[knob.name]} -> {max(smaller)}"))
+            out.append(
+                (
+                    TuneConfig.of(cfg.num_warps, cfg.num_stages, new),
+                    f"{knob.name} {blocks[knob.name]} -> {max(smaller)}",
+                )
+            )
             break
     arch = parse_arch(space.spec.target)
     if cfg.num_warps * 2 * arch.warp_size <= arch.max_threads_per_block:
-        out.append((TuneConfig(cfg.num_warps * 2, cfg.num_stages, cfg.constexprs),
-                    f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}"))
+        out.append(
+            (
+                TuneConfig(cfg.num_warps * 2, cfg.num_stages, cfg.constexprs),
+                f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}",
+            )
+        )
     return out
 
 
@@ -296,5 +383,11 @@ def scale_blocks(
     each proposal with ``toolchain``."""
     sp = space or config_space(spec)
     sms = sm_count or parse_arch(spec.target).default_sm_count
-    return scale_loop(sp.default, lambda cfg: _evaluate(sp, cfg, toolchain, compiler, sms),
-                      lambda cfg: _proposals(sp, cfg), sm_count=sms, max_spill_bytes=max_spill_bytes, max_steps=max_steps)
+    return scale_loop(
+        sp.default,
+        lambda cfg: _evaluate(sp, cfg, toolchain, compiler, sms),
+        lambda cfg: _proposals(sp, cfg),
+        sm_count=sms,
+        max_spill_bytes=max_spill_bytes,
+        max_steps=max_steps,
+    )

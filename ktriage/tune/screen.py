@@ -19,12 +19,12 @@ from typing import Any
 from ktriage.analyze.artifact import analyze_artifact
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
-from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.arch import parse_arch
+from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
+from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
-from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.tune.space import ConfigSpace, TuneConfig
 
 
@@ -51,9 +51,16 @@ class ScreenedConfig:
         r = self.resources
         if r is None:
             return None
-        return {"registers": r.registers, "spill_store_bytes": r.spill_store_bytes, "spill_load_bytes": r.spill_load_bytes,
-                "stack_bytes": r.stack_bytes, "shared_bytes": r.shared_bytes, "local_loads": r.local_loads,
-                "local_stores": r.local_stores, "sass_instructions": r.sass_instructions}
+        return {
+            "registers": r.registers,
+            "spill_store_bytes": r.spill_store_bytes,
+            "spill_load_bytes": r.spill_load_bytes,
+            "stack_bytes": r.stack_bytes,
+            "shared_bytes": r.shared_bytes,
+            "local_loads": r.local_loads,
+            "local_stores": r.local_stores,
+            "sass_instructions": r.sass_instructions,
+        }
 
     def to_json(self) -> dict[str, Any]:
         occ = self.occupancy
@@ -67,8 +74,14 @@ class ScreenedConfig:
             "rank": self.rank,
             "reason": self.reason,
             "resources": self.resources_summary(),
-            "occupancy": None if occ is None else {"ctas_per_sm": occ.ctas_per_sm, "warps_per_sm": occ.warps_per_sm,
-                                                   "occupancy": round(occ.occupancy, 4), "limiter": occ.limiter},
+            "occupancy": None
+            if occ is None
+            else {
+                "ctas_per_sm": occ.ctas_per_sm,
+                "warps_per_sm": occ.warps_per_sm,
+                "occupancy": round(occ.occupancy, 4),
+                "limiter": occ.limiter,
+            },
             "estimate": None if self.estimate is None else self.estimate.to_json(),
         }
 
@@ -106,8 +119,15 @@ def sort_key(c: ScreenedConfig, default_stages: int = 3) -> tuple[float, bool, f
     # The tile model already counts the CTAs/SM it needs; among its ties more occupancy buys nothing
     # (32 warps on a 128x256 tile ties with 8), so fewer warps decide there.
     occupancy = 0.0 if c.estimate.model == "mma" else -c.occupancy.occupancy
-    return (c.estimate.estimate_us, not c.is_default, float(c.spill_store_bytes or 0), occupancy,
-            c.config.num_warps, int(c.config.num_stages != default_stages), c.config.num_stages)
+    return (
+        c.estimate.estimate_us,
+        not c.is_default,
+        float(c.spill_store_bytes or 0),
+        occupancy,
+        c.config.num_warps,
+        int(c.config.num_stages != default_stages),
+        c.config.num_stages,
+    )
 
 
 def screen(
@@ -148,21 +168,30 @@ def screen(
     _judge(cands, max_spill_bytes, top_k)
     if staged and configs is None and not space.listed and len(space.stages) > 1:
         seen = {c.config for c in cands}
-        extra = [ScreenedConfig(cfg, space.apply(cfg)) for front in [c for c in cands if c.status == "kept"]
-                 for cfg in (TuneConfig(front.config.num_warps, st, front.config.constexprs) for st in space.stages)
-                 if cfg not in seen]
+        extra = [
+            ScreenedConfig(cfg, space.apply(cfg))
+            for front in [c for c in cands if c.status == "kept"]
+            for cfg in (TuneConfig(front.config.num_warps, st, front.config.constexprs) for st in space.stages)
+            if cfg not in seen
+        ]
         _compile_and_analyze(extra, toolchain, compiler, sm_count, on_done)
         cands += extra
         _judge(cands, max_spill_bytes, top_k)
     result = ScreenResult(space, toolchain, cands, max_spill_bytes, top_k, list(space.notes))
     if not result.kept:
-        result.notes.append(f"no config stays within {max_spill_bytes} spill store bytes: raise --max-spill-bytes "
-                            "or widen the space")
+        result.notes.append(
+            f"no config stays within {max_spill_bytes} spill store bytes: raise --max-spill-bytes or widen the space"
+        )
     return result
 
 
-def _compile_and_analyze(cands: list[ScreenedConfig], toolchain: Toolchain, compiler: Compiler, sm_count: int | None,
-                         on_done: Callable[[object], None] | None) -> None:
+def _compile_and_analyze(
+    cands: list[ScreenedConfig],
+    toolchain: Toolchain,
+    compiler: Compiler,
+    sm_count: int | None,
+    on_done: Callable[[object], None] | None,
+) -> None:
     outcomes = compiler.compile_many([c.spec for c in cands], [toolchain], on_done=on_done)
     for cand, outcome in zip(cands, outcomes, strict=True):
         if isinstance(outcome, CompileFailure):
@@ -175,14 +204,21 @@ def _compile_and_analyze(cands: list[ScreenedConfig], toolchain: Toolchain, comp
         except KtriageError as exc:
             cand.status, cand.reason = "failed", f"could not be analyzed: {exc.problem}"
             continue
-        cand.estimate = estimate(cand.resources, cand.occupancy, num_warps=cand.config.num_warps,
-                                 grid=cand.spec.grid, target=cand.spec.target, sm_count=sm_count)
+        cand.estimate = estimate(
+            cand.resources,
+            cand.occupancy,
+            num_warps=cand.config.num_warps,
+            grid=cand.spec.grid,
+            target=cand.spec.target,
+            sm_count=sm_count,
+        )
         if is_mma_sass(cand.resources.sass_opcodes):
             cand.estimate = mma_candidate_estimate(cand.spec, cand.resources, cand.occupancy, cand.estimate, sm_count)
 
 
-def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roofline: Estimate,
-                           sm_count: int | None) -> Estimate:
+def mma_candidate_estimate(
+    spec: KernelSpec, res: Resources, occ: Occupancy, roofline: Estimate, sm_count: int | None
+) -> Estimate:
     """A tensor-core kernel's estimate from the tile model (ktriage.predict.configs.tile_estimate, the one
     the autotune hook uses), in us at the SM clock; the roofline estimate when the config names no
     BLOCK_M/N/K. The grid is the spec's, which the config space derived from the block sizes."""
@@ -192,9 +228,17 @@ def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roo
     elt = dtype_bytes(pointers[0]) if pointers else 4
     sizes = dict(spec.meta.get("shape") or {})
     grid = math.prod(spec.grid) if spec.grid else None
-    tiled = tile_estimate(occ, spec.constexprs, num_stages=spec.num_stages, elt_bytes=elt, sizes=sizes, grid=grid,
-                          num_sms=sms, cc=arch.major * 10 + arch.minor,
-                          spill_bytes=(res.spill_store_bytes or 0) + (res.spill_load_bytes or 0))
+    tiled = tile_estimate(
+        occ,
+        spec.constexprs,
+        num_stages=spec.num_stages,
+        elt_bytes=elt,
+        sizes=sizes,
+        grid=grid,
+        num_sms=sms,
+        cc=arch.major * 10 + arch.minor,
+        spill_bytes=(res.spill_store_bytes or 0) + (res.spill_load_bytes or 0),
+    )
     if tiled is None:
         return roofline
     cycles, detail, tiles = tiled
@@ -202,8 +246,19 @@ def mma_candidate_estimate(spec: KernelSpec, res: Resources, occ: Occupancy, roo
     ctas = max(1, min(occ.ctas_per_sm, math.ceil((tiles or 1) / sms)))
     waves = math.ceil((tiles or ctas * sms) / (ctas * sms)) if occ.ctas_per_sm else 0
     us = cycles / clock * 1e6
-    return Estimate(tiles or roofline.grid_ctas, waves, ctas, roofline.bytes_per_cta, roofline.spill_bytes_per_cta,
-                    roofline.memory_efficiency, roofline.memory_us, roofline.compute_us, us, model="mma", detail=detail)
+    return Estimate(
+        tiles or roofline.grid_ctas,
+        waves,
+        ctas,
+        roofline.bytes_per_cta,
+        roofline.spill_bytes_per_cta,
+        roofline.memory_efficiency,
+        roofline.memory_us,
+        roofline.compute_us,
+        us,
+        model="mma",
+        detail=detail,
+    )
 
 
 def _cubin_sha(c: ScreenedConfig) -> str | None:
@@ -226,10 +281,15 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
             c.status, c.reason = "dropped", "spill bytes unknown (no ptxas log), so it cannot be screened"
         elif spill > max_spill:
             c.status = "dropped"
-            c.reason = (f"spills {spill} B per thread (ptxas spill stores) at {c.resources.registers} registers, "
-                        f"over the {max_spill} B limit")
+            c.reason = (
+                f"spills {spill} B per thread (ptxas spill stores) at {c.resources.registers} registers, "
+                f"over the {max_spill} B limit"
+            )
         elif c.occupancy.ctas_per_sm == 0:
-            c.status, c.reason = "dropped", f"cannot launch: {c.occupancy.limiter.replace('_', ' ')} allow 0 CTAs per SM"
+            c.status, c.reason = (
+                "dropped",
+                f"cannot launch: {c.occupancy.limiter.replace('_', ' ')} allow 0 CTAs per SM",
+            )
         else:
             viable.append(c)
     default_stages = next((c.config.num_stages for c in cands if c.is_default), 3)
@@ -248,10 +308,12 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
     best = viable[0].estimate.estimate_us if viable else math.inf  # type: ignore[union-attr]
     for i, c in enumerate(viable):
         assert c.occupancy is not None and c.estimate is not None and c.resources is not None
-        facts = (f"{c.resources.registers} registers, {c.resources.spill_store_bytes or 0} B spills, "
-                 f"{c.occupancy.ctas_per_sm} CTA(s)/SM ({c.occupancy.occupancy:.0%}, {c.occupancy.limiter}), "
-                 f"{c.estimate.waves} wave(s), estimate {c.estimate.estimate_us:.1f} us"
-                 + (f" ({c.estimate.detail})" if c.estimate.detail else ""))
+        facts = (
+            f"{c.resources.registers} registers, {c.resources.spill_store_bytes or 0} B spills, "
+            f"{c.occupancy.ctas_per_sm} CTA(s)/SM ({c.occupancy.occupancy:.0%}, {c.occupancy.limiter}), "
+            f"{c.estimate.waves} wave(s), estimate {c.estimate.estimate_us:.1f} us"
+            + (f" ({c.estimate.detail})" if c.estimate.detail else "")
+        )
         c.rank = i + 1
         if i < top_k:
             c.status = "kept"

@@ -110,20 +110,31 @@ class ConfigSpace:
         return apply_config(self.spec, config, self.knobs, self.grid_fn)
 
     def to_json(self) -> dict[str, Any]:
-        return {"knobs": [k.to_json() for k in self.knobs], "num_warps": list(self.warps),
-                "num_stages": list(self.stages), "default": self.default.to_json(), "notes": list(self.notes)}
+        return {
+            "knobs": [k.to_json() for k in self.knobs],
+            "num_warps": list(self.warps),
+            "num_stages": list(self.stages),
+            "default": self.default.to_json(),
+            "notes": list(self.notes),
+        }
 
 
-def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (),
-                 grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None) -> KernelSpec:
+def apply_config(
+    spec: KernelSpec,
+    config: TuneConfig,
+    knobs: Sequence[Knob] = (),
+    grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = None,
+) -> KernelSpec:
     """``spec`` with ``config``'s num_warps/num_stages/constexprs, and its grid recomputed for the
     blocks that tile it (``grid_fn`` of the new constexprs when the launch has one). Unknown
     constexpr names are an error (a typo would compile the default)."""
     consts = dict(spec.constexprs)
     for name, value in config.constexprs:
         if name not in spec.signature or spec.signature[name] != "constexpr":
-            raise SpecError(f"config sets {name}={value}, but {spec.name} has no constexpr {name!r}",
-                            f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}")
+            raise SpecError(
+                f"config sets {name}={value}, but {spec.name} has no constexpr {name!r}",
+                f"tune only its constexprs: {[n for n, t in spec.signature.items() if t == 'constexpr']}",
+            )
         consts[name] = value
     grid = list(spec.grid) if spec.grid is not None else None
     by_name = {k.name: k for k in knobs}
@@ -141,16 +152,23 @@ def apply_config(spec: KernelSpec, config: TuneConfig, knobs: Sequence[Knob] = (
                 grid[knob.grid_axis] = max(1, math.ceil(grid[knob.grid_axis] * old / value))
     meta = dict(spec.meta)
     meta["tune_config"] = config.label()
-    return spec.replace(num_warps=config.num_warps, num_stages=config.num_stages, constexprs=consts,
-                        grid=tuple(grid) if grid is not None else None, meta=meta)
+    return spec.replace(
+        num_warps=config.num_warps,
+        num_stages=config.num_stages,
+        constexprs=consts,
+        grid=tuple(grid) if grid is not None else None,
+        meta=meta,
+    )
 
 
 # ----------------------------------------------------------------------------------- knob sources
 def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
     raw = spec.meta.get("tune") or spec.meta.get("tunable") or {}
     if not isinstance(raw, Mapping):
-        raise SpecError(f"{spec.name}: meta.tune must be a table of constexpr -> values",
-                        'write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]')
+        raise SpecError(
+            f"{spec.name}: meta.tune must be a table of constexpr -> values",
+            "write e.g. [kernel.meta.tune] BLOCK = [256, 512, 1024]",
+        )
     knobs: dict[str, Knob] = {}
     for name, entry in raw.items():
         if isinstance(entry, Mapping):
@@ -158,13 +176,20 @@ def _from_meta(spec: KernelSpec) -> dict[str, Knob]:
             why = str(entry.get("why") or "values declared by the spec (meta.tune)")
         else:
             values, axis, numel, why = entry, None, None, "values declared by the spec (meta.tune)"
-        if (not isinstance(values, (list, tuple)) or not values
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)):
-            raise SpecError(f"{spec.name}: meta.tune.{name} = {values!r} is not a list of positive integers",
-                            f"write e.g. {name} = [256, 512, 1024]")
+        if (
+            not isinstance(values, (list, tuple))
+            or not values
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values)
+        ):
+            raise SpecError(
+                f"{spec.name}: meta.tune.{name} = {values!r} is not a list of positive integers",
+                f"write e.g. {name} = [256, 512, 1024]",
+            )
         if spec.signature.get(name) != "constexpr":
-            raise SpecError(f"{spec.name}: meta.tune names {name!r}, which is not a constexpr parameter",
-                            "tune only constexpr block sizes")
+            raise SpecError(
+                f"{spec.name}: meta.tune names {name!r}, which is not a constexpr parameter",
+                "tune only constexpr block sizes",
+            )
         knobs[name] = Knob(name, tuple(sorted(set(values))), why, axis, numel, bool(_REDUCTION_BLOCK.match(name)))
     return knobs
 
@@ -180,8 +205,13 @@ def recipe_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ..
     if spec.source_function() == "matmul_kernel" and {"BLOCK_M", "BLOCK_N"} <= set(recipe_knobs(spec)):
         return _matmul_grid(spec)
     shape = spec.meta.get("shape") or {}
-    if (spec.meta.get("recorded") and spec.grid is not None and len(spec.grid) == 1
-            and {"BLOCK_M", "BLOCK_N"} <= set(spec.constexprs) and {"M", "N"} <= set(shape)):
+    if (
+        spec.meta.get("recorded")
+        and spec.grid is not None
+        and len(spec.grid) == 1
+        and {"BLOCK_M", "BLOCK_N"} <= set(spec.constexprs)
+        and {"M", "N"} <= set(shape)
+    ):
         grid = _matmul_grid(spec)
         if grid(spec.constexprs) == tuple(spec.grid):
             return grid
@@ -198,11 +228,16 @@ def _listed(spec: KernelSpec) -> tuple[dict[str, Knob], tuple[TuneConfig, ...]]:
     values: dict[str, set[int]] = {}
     for entry in raw:
         kwargs = dict(entry.get("kwargs") or {}) if isinstance(entry, Mapping) else {}
-        blocks = {k: v for k, v in kwargs.items() if k in spec.constexprs and isinstance(v, int) and not isinstance(v, bool)}
+        blocks = {
+            k: v for k, v in kwargs.items() if k in spec.constexprs and isinstance(v, int) and not isinstance(v, bool)
+        }
         if len(blocks) != len(kwargs):
             return {}, ()  # a config that sets something the spec has no constexpr for: not this kernel's list
-        configs.append(TuneConfig.of(int(entry.get("num_warps") or spec.num_warps),
-                                     int(entry.get("num_stages") or spec.num_stages), blocks))
+        configs.append(
+            TuneConfig.of(
+                int(entry.get("num_warps") or spec.num_warps), int(entry.get("num_stages") or spec.num_stages), blocks
+            )
+        )
         for k, v in blocks.items():
             values.setdefault(k, set()).add(v)
     why = "the values of the kernel's own @triton.autotune configs (recorded): its list is searched as it is"
@@ -224,8 +259,16 @@ def _inductor_style(spec: KernelSpec) -> dict[str, Knob]:
             why = f"{name} steps a loop over the reduction with masked loads (inductor style): any power of two is correct"
         else:
             continue
-        values = tuple(sorted({cur << k if k >= 0 else cur >> -k for k in range(-INDUCTOR_SPAN, INDUCTOR_SPAN + 1)
-                               if (cur << k if k >= 0 else cur >> -k) >= 1} & set(_pow2_upto(cap))))
+        values = tuple(
+            sorted(
+                {
+                    cur << k if k >= 0 else cur >> -k
+                    for k in range(-INDUCTOR_SPAN, INDUCTOR_SPAN + 1)
+                    if (cur << k if k >= 0 else cur >> -k) >= 1
+                }
+                & set(_pow2_upto(cap))
+            )
+        )
         knobs[name] = Knob(name, values, why, axis, None, red)
     return knobs
 
@@ -237,8 +280,6 @@ def _pow2_upto(cap: int) -> list[int]:
 def recipe_knobs(spec: KernelSpec) -> dict[str, Knob]:
     """The block knobs the operator of ``spec``'s kernel declares (ktriage/ops/<op>.py; empty if none)."""
     return registry.knobs_for(spec)
-
-
 
 
 def config_space(
@@ -260,43 +301,63 @@ def config_space(
             found.setdefault(name, knob)
     if listed:
         knobs = [found[n] for n in spec.signature if n in listed_knobs]
-        notes.append(f"the space is the kernel's own @triton.autotune list ({len(listed)} configs, recorded); "
-                     "--warps/--stages/--block search a product instead")
-        default = TuneConfig.of(spec.num_warps, spec.num_stages,
-                                {k: v for k, v in spec.constexprs.items() if k in listed_knobs and isinstance(v, int)})
-        return ConfigSpace(spec, tuple(knobs), tuple(sorted({c.num_warps for c in listed})),
-                           tuple(sorted({c.num_stages for c in listed})), default, tuple(notes), recipe_grid(spec),
-                           listed=tuple(TuneConfig.of(c.num_warps, c.num_stages, {k: v for k, v in c.constexprs
-                                                                                   if k in listed_knobs})
-                                        for c in listed))
+        notes.append(
+            f"the space is the kernel's own @triton.autotune list ({len(listed)} configs, recorded); "
+            "--warps/--stages/--block search a product instead"
+        )
+        default = TuneConfig.of(
+            spec.num_warps,
+            spec.num_stages,
+            {k: v for k, v in spec.constexprs.items() if k in listed_knobs and isinstance(v, int)},
+        )
+        return ConfigSpace(
+            spec,
+            tuple(knobs),
+            tuple(sorted({c.num_warps for c in listed})),
+            tuple(sorted({c.num_stages for c in listed})),
+            default,
+            tuple(notes),
+            recipe_grid(spec),
+            listed=tuple(
+                TuneConfig.of(c.num_warps, c.num_stages, {k: v for k, v in c.constexprs if k in listed_knobs})
+                for c in listed
+            ),
+        )
     knobs = [found[n] for n in spec.signature if n in found]  # source order
     if blocks:
         narrowed = []
         by_name = {k.name: k for k in knobs}
         for name in blocks:
             if name not in by_name:
-                raise SpecError(f"{spec.name}: {name} is not a tunable block of this kernel",
-                                f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}")
+                raise SpecError(
+                    f"{spec.name}: {name} is not a tunable block of this kernel",
+                    f"tunable blocks: {sorted(by_name) or 'none (only num_warps/num_stages)'}",
+                )
         for k in knobs:
             if k.name in blocks:
                 bad = [v for v in blocks[k.name] if v not in k.values]
                 if bad:
-                    raise SpecError(f"{spec.name}: {k.name}={bad} is outside the allowed values {list(k.values)}",
-                                    f"why: {k.why}")
+                    raise SpecError(
+                        f"{spec.name}: {k.name}={bad} is outside the allowed values {list(k.values)}", f"why: {k.why}"
+                    )
                 k = Knob(k.name, tuple(sorted(set(blocks[k.name]))), k.why, k.grid_axis, k.numel, k.reduction)
             narrowed.append(k)
         knobs = narrowed
     w = tuple(sorted(set(warps))) if warps else tuple(x for x in WARP_CHOICES if x <= max_warps)
     bad_w = [x for x in w if x not in WARP_CHOICES or x > max_warps]
     if bad_w:
-        raise SpecError(f"num_warps {bad_w} cannot launch on {arch.name}",
-                        f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)")
+        raise SpecError(
+            f"num_warps {bad_w} cannot launch on {arch.name}",
+            f"use powers of two up to {max_warps} ({arch.max_threads_per_block} threads per CTA)",
+        )
     s = tuple(sorted(set(stages))) if stages else STAGE_CHOICES
     if any(x < 1 for x in s):
         raise SpecError(f"num_stages {list(s)} must be >= 1", "use 1..4")
     if not knobs:
-        notes.append("no block-size constexpr is declared tunable: only num_warps and num_stages are searched "
-                     "(declare blocks with [kernel.meta.tune])")
+        notes.append(
+            "no block-size constexpr is declared tunable: only num_warps and num_stages are searched "
+            "(declare blocks with [kernel.meta.tune])"
+        )
     default_blocks: dict[str, int] = {}
     for k in knobs:
         value = spec.constexprs.get(k.name)

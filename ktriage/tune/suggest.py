@@ -50,12 +50,16 @@ class Suggestion:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"config": self.config.to_json(), "default": self.default.to_json(),
-                "changes": {k: list(v) for k, v in self.changes().items()},
-                "registers": [self.registers_before, self.registers_after],
-                "spill_store_bytes": [self.spill_store_bytes_before, self.spill_store_bytes_after],
-                "ctas_per_sm": [self.ctas_per_sm_before, self.ctas_per_sm_after],
-                "distance": self.distance, "sentence": self.sentence}
+        return {
+            "config": self.config.to_json(),
+            "default": self.default.to_json(),
+            "changes": {k: list(v) for k, v in self.changes().items()},
+            "registers": [self.registers_before, self.registers_after],
+            "spill_store_bytes": [self.spill_store_bytes_before, self.spill_store_bytes_after],
+            "ctas_per_sm": [self.ctas_per_sm_before, self.ctas_per_sm_after],
+            "distance": self.distance,
+            "sentence": self.sentence,
+        }
 
 
 def _steps(a: int, b: int) -> int:
@@ -65,13 +69,22 @@ def _steps(a: int, b: int) -> int:
 def distance(a: TuneConfig, b: TuneConfig) -> int:
     """Doublings between two configs (num_stages counts one per stage)."""
     ba, bb = a.blocks, b.blocks
-    return (_steps(a.num_warps, b.num_warps) + abs(a.num_stages - b.num_stages)
-            + sum(_steps(ba[k], bb[k]) for k in ba if k in bb))
+    return (
+        _steps(a.num_warps, b.num_warps)
+        + abs(a.num_stages - b.num_stages)
+        + sum(_steps(ba[k], bb[k]) for k in ba if k in bb)
+    )
 
 
-def nearest_spill_free(spec: KernelSpec, toolchain: Toolchain, compiler: Compiler, *,
-                       space: ConfigSpace | None = None, max_distance: int = 4,
-                       sm_count: int | None = None) -> Suggestion | None:
+def nearest_spill_free(
+    spec: KernelSpec,
+    toolchain: Toolchain,
+    compiler: Compiler,
+    *,
+    space: ConfigSpace | None = None,
+    max_distance: int = 4,
+    sm_count: int | None = None,
+) -> Suggestion | None:
     """The spill-free config nearest to ``spec``'s own, compiled and checked with ``toolchain``.
 
     None when ``spec`` does not spill (no fix needed), or no config within ``max_distance`` doublings
@@ -79,8 +92,9 @@ def nearest_spill_free(spec: KernelSpec, toolchain: Toolchain, compiler: Compile
     """
     space = space or config_space(spec)
     default = space.default
-    base = screen(space, toolchain, compiler, configs=[default], top_k=1, max_spill_bytes=0, sm_count=sm_count,
-                  staged=False).default
+    base = screen(
+        space, toolchain, compiler, configs=[default], top_k=1, max_spill_bytes=0, sm_count=sm_count, staged=False
+    ).default
     if base.resources is None or base.occupancy is None or not (base.resources.spill_store_bytes or 0):
         return None
     rings: dict[int, list[TuneConfig]] = {}
@@ -89,19 +103,32 @@ def nearest_spill_free(spec: KernelSpec, toolchain: Toolchain, compiler: Compile
         if 0 < d <= max_distance:
             rings.setdefault(d, []).append(cfg)
     for d in sorted(rings):
-        result = screen(space, toolchain, compiler, configs=rings[d], top_k=1, max_spill_bytes=0, sm_count=sm_count,
-                        staged=False)
+        result = screen(
+            space, toolchain, compiler, configs=rings[d], top_k=1, max_spill_bytes=0, sm_count=sm_count, staged=False
+        )
         best: ScreenedConfig | None = next((c for c in result.kept if not c.is_default), None)
         if best is None or best.resources is None or best.occupancy is None:
             continue
         before, after = base.resources, best.resources
         changed = ", ".join(f"{k} {a} -> {b}" for k, (a, b) in _changes(default, best.config).items())
-        sentence = (f"{changed} removes the spills: {before.spill_store_bytes} B -> 0 B spill stores per thread, "
-                    f"{before.registers} -> {after.registers} registers, {base.occupancy.ctas_per_sm} -> "
-                    f"{best.occupancy.ctas_per_sm} CTA(s)/SM (compiled with {toolchain.spec}).")
-        return Suggestion(best.spec, best.config, default, before.registers, after.registers,
-                          int(before.spill_store_bytes or 0), int(after.spill_store_bytes or 0),
-                          base.occupancy.ctas_per_sm, best.occupancy.ctas_per_sm, d, sentence)
+        sentence = (
+            f"{changed} removes the spills: {before.spill_store_bytes} B -> 0 B spill stores per thread, "
+            f"{before.registers} -> {after.registers} registers, {base.occupancy.ctas_per_sm} -> "
+            f"{best.occupancy.ctas_per_sm} CTA(s)/SM (compiled with {toolchain.spec})."
+        )
+        return Suggestion(
+            best.spec,
+            best.config,
+            default,
+            before.registers,
+            after.registers,
+            int(before.spill_store_bytes or 0),
+            int(after.spill_store_bytes or 0),
+            base.occupancy.ctas_per_sm,
+            best.occupancy.ctas_per_sm,
+            d,
+            sentence,
+        )
     return None
 
 

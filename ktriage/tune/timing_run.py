@@ -31,9 +31,17 @@ class TimingRun:
     notes: list[tuple[str, str]] = field(default_factory=list)
 
 
-def time_candidates(results: Sequence[ScreenResult], compiler: Any, *, bundle: Path | None, budget: float,
-                    results_file: Path | None, sm_count: int | None,
-                    others: Sequence[Toolchain] = (), workload: Path | None = None) -> TimingRun:
+def time_candidates(
+    results: Sequence[ScreenResult],
+    compiler: Any,
+    *,
+    bundle: Path | None,
+    budget: float,
+    results_file: Path | None,
+    sm_count: int | None,
+    others: Sequence[Toolchain] = (),
+    workload: Path | None = None,
+) -> TimingRun:
     """Write the bundle (one for all inputs); time it here when a GPU is visible, else say how to
     time it on one."""
     from ktriage.home import home_subdir
@@ -41,12 +49,17 @@ def time_candidates(results: Sequence[ScreenResult], compiler: Any, *, bundle: P
     from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
 
     if budget <= 0:
-        raise KtriageError(f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only")
+        raise KtriageError(
+            f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only"
+        )
     first = results[0].space.spec
-    out = bundle or home_subdir("bundles") / (f"tune-{first.key()}" if len(results) == 1 else
-                                              f"tune-{first.key()}-{len(results)}-inputs")
+    out = bundle or home_subdir("bundles") / (
+        f"tune-{first.key()}" if len(results) == 1 else f"tune-{first.key()}-{len(results)}-inputs"
+    )
     try:
-        tbs = write_tune_bundles(results, Path(out), compiler, sm_count=sm_count, compare_with=others, workload=workload)
+        tbs = write_tune_bundles(
+            results, Path(out), compiler, sm_count=sm_count, compare_with=others, workload=workload
+        )
     except KtriageError as exc:
         note = f"not timed: {exc.problem}" + (f" ({exc.fix})" if exc.fix else "")
         return TimingRun([{"timed": False, "why": exc.problem} for _ in results], [("warn", note)])
@@ -56,13 +69,18 @@ def time_candidates(results: Sequence[ScreenResult], compiler: Any, *, bundle: P
     if results_file is None and gpu_available():
         proc = subprocess.run([sys.executable, "-m", "ktriage", *command[1:]], check=False)
         if proc.returncode != 0:
-            raise KtriageError(f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}")
+            raise KtriageError(
+                f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}"
+            )
     if not results_path.exists():
-        return TimingRun(infos, [
-            ("warn", "no GPU here: the kept candidates are in a bench bundle; time them on the GPU machine with"),
-            ("info", f"  {' '.join(command)}"),
-            ("info", f"then report the winner here with: --results {results_path}"),
-        ])
+        return TimingRun(
+            infos,
+            [
+                ("warn", "no GPU here: the kept candidates are in a bench bundle; time them on the GPU machine with"),
+                ("info", f"  {' '.join(command)}"),
+                ("info", f"then report the winner here with: --results {results_path}"),
+            ],
+        )
     _run, cells = read_results(results_path)
     for tb, info in zip(tbs, infos, strict=True):
         info.update({"timed": True, **pick_winner(cells, tb).to_json()})

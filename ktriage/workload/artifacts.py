@@ -32,8 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.ops.inputs import InputCase
 from ktriage.errors import KtriageError
+from ktriage.ops.inputs import InputCase
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Ptr, canonical_dtype, specialize_args
 from ktriage.workload.backends import Backend, OpInput
@@ -82,16 +82,21 @@ def check_args(spec: KernelSpec, args: NamedArgs, *, where: str) -> None:
     """Raise KtriageError unless ``args`` specialize exactly to ``spec`` (names, order, types, hints)."""
     names = [n for n, _ in args]
     if names != list(spec.signature):
-        raise KtriageError(f"{where}: the replay passes parameters {names}, the spec {spec.name!r} has {list(spec.signature)}",
-                           "the bundle was built for another library version: rebuild it with this ktriage")
+        raise KtriageError(
+            f"{where}: the replay passes parameters {names}, the spec {spec.name!r} has {list(spec.signature)}",
+            "the bundle was built for another library version: rebuild it with this ktriage",
+        )
     got = specialize_args([(n, spec_value(v)) for n, v in args])
     problems = []
     if got.signature != spec.signature:
         diff = {n: (got.signature[n], spec.signature[n]) for n in names if got.signature[n] != spec.signature[n]}
         problems.append(f"types (replay, spec) {diff}")
     if got.constexprs != spec.constexprs:
-        diff_c = {n: (got.constexprs.get(n), spec.constexprs.get(n)) for n in set(got.constexprs) | set(spec.constexprs)
-                  if got.constexprs.get(n) != spec.constexprs.get(n)}
+        diff_c = {
+            n: (got.constexprs.get(n), spec.constexprs.get(n))
+            for n in set(got.constexprs) | set(spec.constexprs)
+            if got.constexprs.get(n) != spec.constexprs.get(n)
+        }
         problems.append(f"constexprs (replay, spec) {diff_c}")
     if set(got.divisible_by_16) != set(spec.divisible_by_16):
         problems.append(f"divisible_by_16 replay {sorted(got.divisible_by_16)} spec {sorted(spec.divisible_by_16)}")
@@ -121,8 +126,10 @@ class _Kernel:
         if not self._checked:
             check_args(spec, args, where=self.where)
             if spec.grid is not None and tuple(grid) != tuple(spec.grid):
-                raise KtriageError(f"{self.where}: grid {tuple(grid)} differs from the spec's {spec.grid}",
-                                   "build the bundle for this GPU's SM count (--sm-count)")
+                raise KtriageError(
+                    f"{self.where}: grid {tuple(grid)} differs from the spec's {spec.grid}",
+                    "build the bundle for this GPU's SM count (--sm-count)",
+                )
             self._checked = True
         self._launch(self.ref.key, tuple(grid), runtime_args(spec, args))
 
@@ -133,7 +140,9 @@ class ArtifactBackend(Backend):
 
     kind = "artifact"
 
-    def __init__(self, *, launch: LaunchFn, specs: SpecSource, timing: str = "tritonbench", sm_count: int | None = None) -> None:
+    def __init__(
+        self, *, launch: LaunchFn, specs: SpecSource, timing: str = "tritonbench", sm_count: int | None = None
+    ) -> None:
         if timing not in TIMINGS:
             raise KtriageError(f"unknown timing target {timing!r}", f"use one of: {', '.join(TIMINGS)}")
         self.launch, self.specs, self.timing, self.sm_count = launch, specs, timing, sm_count

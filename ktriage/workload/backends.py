@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ktriage.errors import MeasureError, SpecError
-from ktriage.ops.inputs import InputCase
 from ktriage.measure.correctness import Accuracy
+from ktriage.ops.inputs import InputCase
 from ktriage.workload.ops import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
 
 TimedCall = Callable[[], None]
@@ -64,8 +64,9 @@ def torch_dtype(precision: str) -> Any:
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
-def make_input(op: str, case: InputCase, *, precision: str | None = None, device: str = "cuda",
-               seed: int = MAIN_RANDOM_SEED) -> OpInput:
+def make_input(
+    op: str, case: InputCase, *, precision: str | None = None, device: str = "cuda", seed: int = MAIN_RANDOM_SEED
+) -> OpInput:
     """Generate ``case``'s tensors exactly as TritonBench's ``get_input_iter`` does (same shapes,
     dtypes and distributions), seeded per input: ``seed + case.id``.
 
@@ -112,7 +113,9 @@ class Backend(abc.ABC):
     def check_mode(self, mode: str) -> None:
         check_mode(get_op(self.op), mode)
         if self.fwd_only and mode != "fwd":
-            raise SpecError(f"{self.name} has no backward (forward only)", f"run it with --fwd, or leave {self.name} out of --only")
+            raise SpecError(
+                f"{self.name} has no backward (forward only)", f"run it with --fwd, or leave {self.name} out of --only"
+            )
 
     @abc.abstractmethod
     def prepare(self, inp: OpInput, mode: str) -> TimedCall:
@@ -223,8 +226,11 @@ def check_outputs(reference: Mapping[str, Any], candidate: Mapping[str, Any], *,
     for name, ref in reference.items():
         got = candidate.get(name)
         if got is None or ref is None:
-            checks.append(OutputCheck(name, precision, False, math.inf, math.inf, 0.0, 0, tol.rel, tol.peak,
-                                      f"output {name!r} missing"))
+            checks.append(
+                OutputCheck(
+                    name, precision, False, math.inf, math.inf, 0.0, 0, tol.rel, tol.peak, f"output {name!r} missing"
+                )
+            )
         else:
             checks.append(compare(got, ref.to(got.device), name=name, tolerance=tol))
     return Accuracy(tuple(checks))

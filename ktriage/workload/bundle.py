@@ -44,11 +44,33 @@ FORMAT = 1
 MANIFEST = "manifest.json"
 MAX_MANIFEST_MB = 256  # a manifest lists specs and artifacts, never cubins (KTRIAGE_MAX_INPUT_MB sets it)
 # Triton metadata a launcher needs (the rest of the metadata is kept too, minus local paths).
-LAUNCH_KEYS = ("shared", "num_warps", "num_ctas", "cluster_dims", "global_scratch_size", "global_scratch_align",
-               "profile_scratch_size", "profile_scratch_align", "launch_cooperative_grid", "launch_pdl", "tmem_size")
-RESOURCE_KEYS = ("registers", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "shared_bytes",
-                 "shared_static_bytes", "shared_dynamic_bytes", "local_loads", "local_stores", "barriers",
-                 "sass_instructions", "sass_opcodes")
+LAUNCH_KEYS = (
+    "shared",
+    "num_warps",
+    "num_ctas",
+    "cluster_dims",
+    "global_scratch_size",
+    "global_scratch_align",
+    "profile_scratch_size",
+    "profile_scratch_align",
+    "launch_cooperative_grid",
+    "launch_pdl",
+    "tmem_size",
+)
+RESOURCE_KEYS = (
+    "registers",
+    "stack_bytes",
+    "spill_store_bytes",
+    "spill_load_bytes",
+    "shared_bytes",
+    "shared_static_bytes",
+    "shared_dynamic_bytes",
+    "local_loads",
+    "local_stores",
+    "barriers",
+    "sass_instructions",
+    "sass_opcodes",
+)
 
 
 @dataclass(frozen=True)
@@ -113,8 +135,10 @@ class Bundle:
                     return str(item["kernels"][backend][role])
                 except KeyError:
                     break
-        raise FormatError(f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
-                          f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})")
+        raise FormatError(
+            f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
+            f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})",
+        )
 
     def spec_source(self) -> SpecSource:
         """A SpecSource for the replays: kernels by (backend, input, role), from the manifest alone."""
@@ -129,9 +153,10 @@ class Bundle:
         try:
             return self.artifacts[(spec_key, toolchain_id)]
         except KeyError:
-            raise FormatError(f"bundle {self.path} has no artifact for kernel {spec_key} with toolchain {toolchain_id}",
-                              f"toolchains in the bundle: {', '.join(self.toolchains)}") from None
-
+            raise FormatError(
+                f"bundle {self.path} has no artifact for kernel {spec_key} with toolchain {toolchain_id}",
+                f"toolchains in the bundle: {', '.join(self.toolchains)}",
+            ) from None
 
 
 # ----------------------------------------------------------------------------------- writing
@@ -141,8 +166,6 @@ def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     tmp = Path(out_dir) / f".{MANIFEST}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(sign(manifest), indent=1))
     os.replace(tmp, Path(out_dir) / MANIFEST)
-
-
 
 
 def artifact_entry(art: Any, out_dir: Path) -> dict[str, Any]:
@@ -173,8 +196,13 @@ def _resources(art: Any) -> dict[str, Any] | None:
     from ktriage.analyze.artifact import cached_resources
 
     try:
-        res = cached_resources(art.cubin, art.toolchain, art.frontend.text("ptx"), art.kernel_name,
-                               int(art.frontend.metadata.get("shared", 0)))
+        res = cached_resources(
+            art.cubin,
+            art.toolchain,
+            art.frontend.text("ptx"),
+            art.kernel_name,
+            int(art.frontend.metadata.get("shared", 0)),
+        )
     except (KtriageError, OSError) as exc:
         return {"error": str(exc)}
     data = res.to_json()
@@ -190,22 +218,40 @@ def load_bundle(path: Path | str) -> Bundle:
     manifest_path = root / MANIFEST if root.is_dir() else root
     root = manifest_path.parent
     if not manifest_path.exists():
-        raise FormatError(f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`")
+        raise FormatError(
+            f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`"
+        )
     origin = f"bundle manifest {manifest_path}"
     text = read_text(manifest_path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB))
     doc = decode_json(text, BundleSchema, origin=origin, fix=FIX, fixes=FIXES)
     if bundle_key() is not None:
         check_signature(json.loads(text), origin)
-    version = {k: v for k, v in (("format_version", doc.format_version), ("format", doc.format)) if v is not msgspec.UNSET}
-    check_format_version(version, FORMAT, what=f"bundle {root}", legacy_keys=("format",),
-                         fix="rebuild the bundle with this ktriage version")
+    version = {
+        k: v for k, v in (("format_version", doc.format_version), ("format", doc.format)) if v is not msgspec.UNSET
+    }
+    check_format_version(
+        version,
+        FORMAT,
+        what=f"bundle {root}",
+        legacy_keys=("format",),
+        fix="rebuild the bundle with this ktriage version",
+    )
     check_depth([doc.inputs, doc.toolchains, doc.extra], origin=origin)
     specs = {k: _spec_from_schema(s) for k, s in doc.specs.items()}
     bundle = Bundle(
-        path=root, op=doc.op, mode=doc.mode, precision=doc.precision, target=doc.target, sm_count=doc.sm_count,
-        backends=tuple(doc.backends), inputs=doc.inputs, toolchains=doc.toolchains, specs=specs, created=doc.created,
+        path=root,
+        op=doc.op,
+        mode=doc.mode,
+        precision=doc.precision,
+        target=doc.target,
+        sm_count=doc.sm_count,
+        backends=tuple(doc.backends),
+        inputs=doc.inputs,
+        toolchains=doc.toolchains,
+        specs=specs,
+        created=doc.created,
         extra=dict(doc.extra),
-    )  # fmt: skip
+    )
     facts: dict[Path, tuple[str, CubinFacts]] = {}  # a cubin shared by entries is read once
     for key, per_tc in doc.artifacts.items():
         if key not in specs:
@@ -217,32 +263,63 @@ def load_bundle(path: Path | str) -> Bundle:
             cubin = (root / entry.cubin).resolve()
             where = f"bundle {root}: entry {key} / {tc_id} ({entry.cubin})"
             if not cubin.is_relative_to(root.resolve()) or not cubin.is_file():
-                raise FormatError(f"{where}: the cubin is missing or changed (not a file inside the bundle)", "copy the whole bundle folder again")
+                raise FormatError(
+                    f"{where}: the cubin is missing or changed (not a file inside the bundle)",
+                    "copy the whole bundle folder again",
+                )
             if cubin not in facts:
                 data = cubin.read_bytes()
                 facts[cubin] = (hashlib.sha256(data).hexdigest(), read_cubin(data, where))
             sha, cubin_facts = facts[cubin]
             if sha != entry.cubin_sha256:
-                raise FormatError(f"{where}: the cubin is missing or changed (its sha256 is not the manifest's)", "copy the whole bundle folder again")
+                raise FormatError(
+                    f"{where}: the cubin is missing or changed (its sha256 is not the manifest's)",
+                    "copy the whole bundle folder again",
+                )
             _check_abi(specs[key], entry.abi, where=f"bundle {root} kernel {key} toolchain {tc_id}")
-            check_artifact(cubin_facts, where=where, kernel_name=entry.kernel_name, target=specs[key].target or doc.target,
-                           ptxas_version=entry.ptxas_version, abi=entry.abi, signature=specs[key].signature,
-                           launch=entry.launch, resources=entry.resources)
-            bundle.artifacts[(key, tc_id)] = BundleArtifact(
-                spec_key=key, toolchain_id=tc_id, cubin_path=cubin, cubin_sha256=entry.cubin_sha256,
-                kernel_name=entry.kernel_name, launch=entry.launch, metadata=entry.metadata,
-                abi=tuple(entry.abi), resources=entry.resources, triton_version=entry.triton_version,
+            check_artifact(
+                cubin_facts,
+                where=where,
+                kernel_name=entry.kernel_name,
+                target=specs[key].target or doc.target,
                 ptxas_version=entry.ptxas_version,
-            )  # fmt: skip
+                abi=entry.abi,
+                signature=specs[key].signature,
+                launch=entry.launch,
+                resources=entry.resources,
+            )
+            bundle.artifacts[(key, tc_id)] = BundleArtifact(
+                spec_key=key,
+                toolchain_id=tc_id,
+                cubin_path=cubin,
+                cubin_sha256=entry.cubin_sha256,
+                kernel_name=entry.kernel_name,
+                launch=entry.launch,
+                metadata=entry.metadata,
+                abi=tuple(entry.abi),
+                resources=entry.resources,
+                triton_version=entry.triton_version,
+                ptxas_version=entry.ptxas_version,
+            )
     return bundle
 
 
 def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
     return KernelSpec(
-        name=s.name, source=s.source, signature=dict(s.signature), constexprs=dict(s.constexprs),
-        divisible_by_16=tuple(s.divisible_by_16), equal_to_1=tuple(s.equal_to_1), num_warps=s.num_warps,
-        num_stages=s.num_stages, num_ctas=s.num_ctas, maxnreg=s.maxnreg, target=s.target,
-        grid=tuple(s.grid) if s.grid is not None else None, package=s.package, meta=dict(s.meta),
+        name=s.name,
+        source=s.source,
+        signature=dict(s.signature),
+        constexprs=dict(s.constexprs),
+        divisible_by_16=tuple(s.divisible_by_16),
+        equal_to_1=tuple(s.equal_to_1),
+        num_warps=s.num_warps,
+        num_stages=s.num_stages,
+        num_ctas=s.num_ctas,
+        maxnreg=s.maxnreg,
+        target=s.target,
+        grid=tuple(s.grid) if s.grid is not None else None,
+        package=s.package,
+        meta=dict(s.meta),
     )
 
 
@@ -251,5 +328,7 @@ def _check_abi(spec: KernelSpec, abi: list[dict[str, Any]], *, where: str) -> No
     visible = [p.get("name") for p in abi if not p.get("hidden")]
     runtime = [n for n, t in spec.signature.items() if t != "constexpr"]
     if visible != runtime:
-        raise CompileError(f"{where}: ABI parameters {visible} differ from the spec's runtime parameters {runtime}",
-                           "rebuild the bundle with this ktriage")
+        raise CompileError(
+            f"{where}: ABI parameters {visible} differ from the spec's runtime parameters {runtime}",
+            "rebuild the bundle with this ktriage",
+        )

@@ -50,8 +50,11 @@ def build_bundle(
     sm = sm_count if sm_count is not None else default_sm_count(target)
     if not toolchains:
         raise SpecError("no toolchain given for the bundle", "pass --toolchain (e.g. --toolchain triton==3.4.0)")
-    chosen = list(backends) if backends else [b for b in opdef.artifact_backends
-                                              if not (REPLAYS[b].fwd_only and mode != "fwd")]
+    chosen = (
+        list(backends)
+        if backends
+        else [b for b in opdef.artifact_backends if not (REPLAYS[b].fwd_only and mode != "fwd")]
+    )
     for b in chosen:
         if b not in opdef.artifact_backends:
             raise SpecError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
@@ -69,13 +72,18 @@ def build_bundle(
                 key = spec.key()
                 specs.setdefault(key, spec)
                 kernels.setdefault(b, {})[role] = key
-        input_rows.append({"id": case.id, "facts": dict(case.facts), "x_val": list(opdef.x_val(case)), "kernels": kernels})
+        input_rows.append(
+            {"id": case.id, "facts": dict(case.facts), "x_val": list(opdef.x_val(case)), "kernels": kernels}
+        )
 
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
-    with progress.task(f"compiling {len(specs)} kernel(s) x {len(toolchains)} toolchain(s)",
-                       total=len(specs) * len(toolchains)) as step:
-        outcomes = compiler.compile_many(list(specs.values()), list(toolchains), on_done=step.callback)  # (spec, toolchain) order
+    with progress.task(
+        f"compiling {len(specs)} kernel(s) x {len(toolchains)} toolchain(s)", total=len(specs) * len(toolchains)
+    ) as step:
+        outcomes = compiler.compile_many(
+            list(specs.values()), list(toolchains), on_done=step.callback
+        )  # (spec, toolchain) order
     pairs = [(key, tc) for key in specs for tc in toolchains]
     artifacts: dict[str, dict[str, Any]] = {}
     for (key, tc), outcome in zip(pairs, outcomes, strict=True):

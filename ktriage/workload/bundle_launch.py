@@ -23,8 +23,7 @@ class LoadedKernelLike(Protocol):
 PREPARED_CACHE = 64
 
 
-def make_launcher(bundle: Bundle, toolchain_id: str,
-                  load: Callable[[BundleArtifact], LoadedKernelLike]) -> LaunchFn:
+def make_launcher(bundle: Bundle, toolchain_id: str, load: Callable[[BundleArtifact], LoadedKernelLike]) -> LaunchFn:
     """A replay launcher for one toolchain of ``bundle``: loads each kernel once (``load`` is the
     runner's cubin loader, ``ktriage.measure.loader.runner_loader()`` on the GPU host; this module
     never imports the GPU launcher) and launches it by spec key. A kernel that
@@ -44,9 +43,11 @@ def make_launcher(bundle: Bundle, toolchain_id: str,
                 art = bundle.artifact(key, toolchain_id)
                 if isinstance(art, BundleFailure):
                     # the one line with the root cause (a CompilationError's first 300 characters are source)
-                    raise CompileError(f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): "
-                                       f"{one_line(art.message, art.kind)}",
-                                       "this toolchain cannot run this input; the other toolchains still can")
+                    raise CompileError(
+                        f"kernel {key} did not compile with {toolchain_id} ({art.stage}: {art.kind}): "
+                        f"{one_line(art.message, art.kind)}",
+                        "this toolchain cannot run this input; the other toolchains still can",
+                    )
                 kernel = loaded[key] = load(art)
             prepare = getattr(kernel, "prepare", None)
             if prepare is None:  # a loader without packing (the CPU fakes): launch directly

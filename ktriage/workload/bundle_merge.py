@@ -12,8 +12,15 @@ from ktriage.errors import FormatError, SpecError
 from ktriage.workload.bundle import MANIFEST, artifact_entry, write_manifest
 
 
-def add_variant(out_dir: Path, base_toolchain_id: str, variant_id: str, label: str, artifacts: Mapping[str, Any],
-                *, absent: str = "no kernel of this variant for this input") -> None:
+def add_variant(
+    out_dir: Path,
+    base_toolchain_id: str,
+    variant_id: str,
+    label: str,
+    artifacts: Mapping[str, Any],
+    *,
+    absent: str = "no kernel of this variant for this input",
+) -> None:
     """Add a *variant* of a bundle's toolchain: the same toolchain with other kernels (another
     config from ``ktriage tune``, a source fix from ``explain --fixes``). ``artifacts`` maps spec
     keys of the bundle to compiled Artifacts; the variant's other kernels are recorded as absent
@@ -24,19 +31,26 @@ def add_variant(out_dir: Path, base_toolchain_id: str, variant_id: str, label: s
     manifest_path = Path(out_dir) / MANIFEST
     manifest = json.loads(manifest_path.read_text())
     if base_toolchain_id not in manifest["toolchains"]:
-        raise SpecError(f"bundle {out_dir} has no toolchain {base_toolchain_id}",
-                        f"toolchains in the bundle: {', '.join(manifest['toolchains'])}")
+        raise SpecError(
+            f"bundle {out_dir} has no toolchain {base_toolchain_id}",
+            f"toolchains in the bundle: {', '.join(manifest['toolchains'])}",
+        )
     unknown = sorted(set(artifacts) - set(manifest["artifacts"]))
     if unknown:
-        raise SpecError(f"variant {variant_id}: kernels {unknown} are not in bundle {out_dir}",
-                        "compile the variant from the bundle's own specs (same inputs, arch and SM count)")
+        raise SpecError(
+            f"variant {variant_id}: kernels {unknown} are not in bundle {out_dir}",
+            "compile the variant from the bundle's own specs (same inputs, arch and SM count)",
+        )
     record = dict(manifest["toolchains"][base_toolchain_id])
     record.update(id=variant_id, spec=f"{record['spec']} [{label}]", variant_of=base_toolchain_id, variant=label)
     manifest["toolchains"][variant_id] = record
     for key, per_tc in manifest["artifacts"].items():
         art = artifacts.get(key)
-        per_tc[variant_id] = (artifact_entry(art, Path(out_dir)) if art is not None else
-                              {"status": "failed", "stage": "variant", "kind": "absent", "message": absent})
+        per_tc[variant_id] = (
+            artifact_entry(art, Path(out_dir))
+            if art is not None
+            else {"status": "failed", "stage": "variant", "kind": "absent", "message": absent}
+        )
     write_manifest(Path(out_dir), manifest)
 
 
@@ -69,8 +83,10 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
             continue
         for k in same:
             if data[k] != merged[k]:
-                raise FormatError(f"bundle {path} has {k}={data[k]!r}, the others {merged[k]!r}",
-                                  "merge only bundles of the same op, mode, precision, target and SM count")
+                raise FormatError(
+                    f"bundle {path} has {k}={data[k]!r}, the others {merged[k]!r}",
+                    "merge only bundles of the same op, mode, precision, target and SM count",
+                )
         known = {row["id"] for row in merged["inputs"]}
         merged["inputs"] += [row for row in data["inputs"] if row["id"] not in known]
         merged["backends"] = list(dict.fromkeys([*merged["backends"], *data["backends"]]))
@@ -83,8 +99,15 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
     merged["inputs"].sort(key=lambda row: row["id"])
     for per_tc in merged["artifacts"].values():
         for tc_id in merged["toolchains"]:
-            per_tc.setdefault(tc_id, {"status": "failed", "stage": "variant", "kind": "absent",
-                                      "message": f"{tc_id} has no kernel for this input"})
+            per_tc.setdefault(
+                tc_id,
+                {
+                    "status": "failed",
+                    "stage": "variant",
+                    "kind": "absent",
+                    "message": f"{tc_id} has no kernel for this input",
+                },
+            )
     merged["tunes"] = tunes
     write_manifest(out_dir, merged)
     return out_dir

@@ -53,8 +53,24 @@ STT_FUNC = 2
 _REQNTID, _MAX_THREADS, _KPARAM_INFO, _REGCOUNT = 0x10, 0x05, 0x17, 0x2F
 _EIFMT_SVAL = 0x04
 # PTX parameter types -> bytes
-PTX_SIZES = {"u64": 8, "s64": 8, "b64": 8, "f64": 8, "u32": 4, "s32": 4, "b32": 4, "f32": 4,
-             "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf16": 2, "u8": 1, "s8": 1, "b8": 1}
+PTX_SIZES = {
+    "u64": 8,
+    "s64": 8,
+    "b64": 8,
+    "f64": 8,
+    "u32": 4,
+    "s32": 4,
+    "b32": 4,
+    "f32": 4,
+    "u16": 2,
+    "s16": 2,
+    "b16": 2,
+    "f16": 2,
+    "bf16": 2,
+    "u8": 1,
+    "s8": 1,
+    "b8": 1,
+}
 
 
 @dataclass
@@ -87,7 +103,7 @@ class _Elf:
         if machine != EM_CUDA:
             raise self.bad(f"ELF machine {machine}, not NVIDIA CUDA ({EM_CUDA})")
         (self.flags,) = self.unpack("<I", 48)
-        shoff, = self.unpack("<Q", 40)
+        (shoff,) = self.unpack("<Q", 40)
         shentsize, shnum, shstrndx = self.unpack("<HHH", 58)
         if shentsize != 64 or shnum > 65_535 or shstrndx >= max(shnum, 1):
             raise self.bad("bad section header table")
@@ -101,7 +117,9 @@ class _Elf:
         self.names = [self.cstr(strtab[2] + s[0], strtab[2] + strtab[3]) for s in self.sections]
 
     def bad(self, what: str) -> FormatError:
-        return FormatError(f"{self.origin} is not a valid cubin: {what}", "copy the whole bundle folder again, or rebuild it")
+        return FormatError(
+            f"{self.origin} is not a valid cubin: {what}", "copy the whole bundle folder again, or rebuild it"
+        )
 
     def unpack(self, fmt: str, offset: int) -> tuple[Any, ...]:
         size = struct.calcsize(fmt)
@@ -117,7 +135,7 @@ class _Elf:
 
     def body(self, index: int) -> bytes:
         _n, _t, off, size, _l = self.sections[index]
-        return self.data[off:off + size]
+        return self.data[off : off + size]
 
 
 def _attributes(blob: bytes) -> list[tuple[int, bytes]]:
@@ -129,10 +147,10 @@ def _attributes(blob: bytes) -> list[tuple[int, bytes]]:
         fmt, attr = blob[p], blob[p + 1]
         if fmt == _EIFMT_SVAL:
             (size,) = struct.unpack_from("<H", blob, p + 2)
-            out.append((attr, blob[p + 4:p + 4 + size]))
+            out.append((attr, blob[p + 4 : p + 4 + size]))
             p += 4 + size
         else:
-            out.append((attr, blob[p + 2:p + 4]))
+            out.append((attr, blob[p + 2 : p + 4]))
             p += 4
     return out
 
@@ -153,7 +171,7 @@ def read_cubin(data: bytes, origin: str) -> CubinFacts:
             symbols[k] = elf.cstr(str_off + st_name, str_end) if st_name else ""
             if st_info & 0xF == STT_FUNC:
                 functions.add(symbols[k])
-    texts = {name[len(".text."):] for name in elf.names if name.startswith(".text.")}
+    texts = {name[len(".text.") :] for name in elf.names if name.startswith(".text.")}
     kernels = {name: CubinKernel(name) for name in sorted(texts & functions)}
     for i, name in enumerate(elf.names):
         if name == ".nv.info":
@@ -162,8 +180,8 @@ def read_cubin(data: bytes, origin: str) -> CubinFacts:
                     sym, regs = struct.unpack_from("<II", value)
                     if symbols.get(sym) in kernels:
                         kernels[symbols[sym]].registers = regs
-        elif name.startswith(".nv.info.") and name[len(".nv.info."):] in kernels:
-            kernel = kernels[name[len(".nv.info."):]]
+        elif name.startswith(".nv.info.") and name[len(".nv.info.") :] in kernels:
+            kernel = kernels[name[len(".nv.info.") :]]
             for attr, value in _attributes(elf.body(i)):
                 if attr == _KPARAM_INFO and len(value) >= 12:
                     _index, ordinal, _offset, flags = struct.unpack_from("<IHHI", value)
@@ -197,12 +215,23 @@ def elf_abis_for(ptxas_version: str, sm: int) -> set[int] | None:
     return {7, 8}
 
 
-def check_artifact(facts: CubinFacts, *, where: str, kernel_name: str, target: str, ptxas_version: str,
-                   abi: list[dict[str, Any]], signature: dict[str, str], launch: dict[str, Any],
-                   resources: dict[str, Any] | None) -> None:
+def check_artifact(
+    facts: CubinFacts,
+    *,
+    where: str,
+    kernel_name: str,
+    target: str,
+    ptxas_version: str,
+    abi: list[dict[str, Any]],
+    signature: dict[str, str],
+    launch: dict[str, Any],
+    resources: dict[str, Any] | None,
+) -> None:
     """Refuse (FormatError naming ``where``: the entry) a cubin that is not what its entry claims."""
-    fix = ("rebuild the bundle on the CPU machine (`ktriage bench --compile-only`) and copy the whole folder; a bundle "
-           "edited by hand is refused")
+    fix = (
+        "rebuild the bundle on the CPU machine (`ktriage bench --compile-only`) and copy the whole folder; a bundle "
+        "edited by hand is refused"
+    )
 
     def refuse(what: str) -> FormatError:
         return FormatError(f"{where}: {what}", fix)
@@ -215,26 +244,46 @@ def check_artifact(facts: CubinFacts, *, where: str, kernel_name: str, target: s
         raise refuse(f"the cubin is for sm_{facts.sm}, the bundle's target is {target}")
     abis = elf_abis_for(ptxas_version, facts.sm)
     if abis is not None and facts.abi_version in (7, 8) and facts.abi_version not in abis:
-        raise refuse(f"the cubin's ELF ABI version is {facts.abi_version}, which ptxas {ptxas_version} does not write "
-                     f"for sm_{facts.sm} (it writes {' or '.join(map(str, sorted(abis)))}): the cubin comes from another assembler")
+        raise refuse(
+            f"the cubin's ELF ABI version is {facts.abi_version}, which ptxas {ptxas_version} does not write "
+            f"for sm_{facts.sm} (it writes {' or '.join(map(str, sorted(abis)))}): the cubin comes from another assembler"
+        )
     sizes = [PTX_SIZES.get(str(p.get("ptx_type", "")).lstrip(".")) for p in abi]
     if kernel.param_sizes:
         found = [kernel.param_sizes.get(i) for i in range(max(kernel.param_sizes) + 1)]
         if len(found) != len(sizes) or any(s is not None and f != s for s, f in zip(sizes, found, strict=False)):
-            raise refuse(f"the cubin's kernel takes parameters of {found} bytes, the manifest's ABI says "
-                         f"{sizes} ({', '.join(str(p.get('name')) for p in abi)})")
+            raise refuse(
+                f"the cubin's kernel takes parameters of {found} bytes, the manifest's ABI says "
+                f"{sizes} ({', '.join(str(p.get('name')) for p in abi)})"
+            )
     for p in abi:
         declared = signature.get(str(p.get("name")))
         if not p.get("hidden") and declared is not None and p.get("triton_type") != declared:
-            raise refuse(f"parameter {p.get('name')!r} is {p.get('triton_type')!r} in the ABI but {declared!r} in the spec")
+            raise refuse(
+                f"parameter {p.get('name')!r} is {p.get('triton_type')!r} in the ABI but {declared!r} in the spec"
+            )
     warps = launch.get("num_warps")
-    if kernel.threads is not None and isinstance(warps, int) and not isinstance(warps, bool) and kernel.threads != 32 * warps:
-        raise refuse(f"the cubin requires {kernel.threads} threads per CTA, the manifest launches num_warps={warps} "
-                     f"({32 * warps} threads)")
+    if (
+        kernel.threads is not None
+        and isinstance(warps, int)
+        and not isinstance(warps, bool)
+        and kernel.threads != 32 * warps
+    ):
+        raise refuse(
+            f"the cubin requires {kernel.threads} threads per CTA, the manifest launches num_warps={warps} "
+            f"({32 * warps} threads)"
+        )
     regs = resources.get("registers") if isinstance(resources, dict) else None
-    if kernel.registers is not None and isinstance(regs, int) and not isinstance(regs, bool) and regs != kernel.registers:
-        raise refuse(f"the cubin's kernel uses {kernel.registers} registers, the manifest's resources say {regs}: "
-                     "the cubin was compiled by another toolchain or from another kernel")
+    if (
+        kernel.registers is not None
+        and isinstance(regs, int)
+        and not isinstance(regs, bool)
+        and regs != kernel.registers
+    ):
+        raise refuse(
+            f"the cubin's kernel uses {kernel.registers} registers, the manifest's resources say {regs}: "
+            "the cubin was compiled by another toolchain or from another kernel"
+        )
 
 
 # ----------------------------------------------------------------------------------- signing
@@ -273,9 +322,13 @@ def check_signature(raw: Any, where: str) -> None:
         raise FormatError(f"{where} is not a JSON object", "rebuild the bundle")
     sig = raw.get(SIGNATURE)
     if not isinstance(sig, dict) or not sig.get("value"):
-        raise FormatError(f"{where} is not signed, and {KEY_ENV} is set: an unsigned bundle is refused",
-                          f"build the bundle with the same {KEY_ENV} set, or unset {KEY_ENV} to load unsigned bundles")
+        raise FormatError(
+            f"{where} is not signed, and {KEY_ENV} is set: an unsigned bundle is refused",
+            f"build the bundle with the same {KEY_ENV} set, or unset {KEY_ENV} to load unsigned bundles",
+        )
     if sig.get("alg") != ALG or not hmac.compare_digest(str(sig.get("value")), signature_of(raw, key)):
-        raise FormatError(f"{where}: the signature does not match the manifest (edited after it was signed, or signed with "
-                          f"another key)",
-                          f"rebuild the bundle with this {KEY_ENV}, or give the key it was built with")
+        raise FormatError(
+            f"{where}: the signature does not match the manifest (edited after it was signed, or signed with "
+            f"another key)",
+            f"rebuild the bundle with this {KEY_ENV}, or give the key it was built with",
+        )

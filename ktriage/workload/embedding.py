@@ -29,7 +29,9 @@ def fill_input(inp: OpInput, dtype: Any, gen: Any) -> None:
         indices = torch.empty((b, t), dtype=torch.int64, device="meta")
     else:
         indices = torch.randint(0, v, (b, t), generator=gen, device=inp.device)
-    inp.tensors.update(indices=indices, weight=randn((v, d), dtype, inp.device, gen), dy=randn((b, t, d), dtype, inp.device, gen))
+    inp.tensors.update(
+        indices=indices, weight=randn((v, d), dtype, inp.device, gen), dy=randn((b, t, d), dtype, inp.device, gen)
+    )
     inp.params.update(V=v, D=d)
 
 
@@ -144,11 +146,13 @@ class LigerEmbeddingReplay(ArtifactBackend):
         if "bwd" in roles:
             self.run_bwd(self._fixed_gw)
         if self.timing == "kernel":
+
             def kernel_only() -> None:
                 if "fwd" in roles:
                     self.run_fwd(self._fixed_out)
                 if "bwd" in roles:
                     self.run_bwd(self._fixed_gw)
+
             return kernel_only
         accumulate = self.timing == "tritonbench"
 
@@ -159,19 +163,33 @@ class LigerEmbeddingReplay(ArtifactBackend):
                 gw = self.run_bwd()
                 if accumulate:
                     self._wgrad.add_(gw)
+
         return call
 
     def _consts(self) -> NamedArgs:
-        return [("embedding_dim", Constexpr(self._w.shape[1])), ("BLOCK_SIZE_M", Constexpr(self._block)),
-                ("BLOCK_SIZE_N", Constexpr(self._block))]
+        return [
+            ("embedding_dim", Constexpr(self._w.shape[1])),
+            ("BLOCK_SIZE_M", Constexpr(self._block)),
+            ("BLOCK_SIZE_N", Constexpr(self._block)),
+        ]
 
     def fwd_args(self, out: Any) -> NamedArgs:
-        return [("embeddings_ptr", self._w), ("indices_ptr", self._idx), ("output_ptr", out),
-                ("n_elements", self._idx.numel()), *self._consts()]
+        return [
+            ("embeddings_ptr", self._w),
+            ("indices_ptr", self._idx),
+            ("output_ptr", out),
+            ("n_elements", self._idx.numel()),
+            *self._consts(),
+        ]
 
     def bwd_args(self, grad_weight: Any) -> NamedArgs:
-        return [("grad_output_ptr", self._dy), ("grad_weight_ptr", grad_weight), ("indices_ptr", self._idx),
-                ("n_elements", self._idx.numel()), *self._consts()]
+        return [
+            ("grad_output_ptr", self._dy),
+            ("grad_weight_ptr", grad_weight),
+            ("indices_ptr", self._idx),
+            ("n_elements", self._idx.numel()),
+            *self._consts(),
+        ]
 
     def run_fwd(self, out: Any = None) -> Any:
         import torch

@@ -32,11 +32,20 @@ def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: M
         entries[name] = {art.toolchain.id: artifact_entry(art, out_dir)}
     targets = sorted({str(a.spec.target) for a in artifacts.values()})
     manifest = {
-        "format_version": FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "op": KERNELS_OP, "mode": "", "precision": "", "target": targets[0] if len(targets) == 1 else ",".join(targets),
-        "sm_count": 0, "backends": [], "inputs": [], "toolchains": toolchains, "specs": specs, "artifacts": entries,
+        "format_version": FORMAT,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "op": KERNELS_OP,
+        "mode": "",
+        "precision": "",
+        "target": targets[0] if len(targets) == 1 else ",".join(targets),
+        "sm_count": 0,
+        "backends": [],
+        "inputs": [],
+        "toolchains": toolchains,
+        "specs": specs,
+        "artifacts": entries,
         "extra": dict(extra or {}),
-    }  # fmt: skip
+    }
     write_manifest(out_dir, manifest)
     return out_dir / MANIFEST
 
@@ -56,8 +65,13 @@ class NamedKernel:
 
     @property
     def info(self) -> dict[str, Any]:
-        return {"spec": self.spec.name, "spec_meta": self.spec.meta, "toolchain": self.artifact.toolchain_id,
-                "triton_version": self.artifact.triton_version, "ptxas_version": self.artifact.ptxas_version}
+        return {
+            "spec": self.spec.name,
+            "spec_meta": self.spec.meta,
+            "toolchain": self.artifact.toolchain_id,
+            "triton_version": self.artifact.triton_version,
+            "ptxas_version": self.artifact.ptxas_version,
+        }
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -68,8 +82,10 @@ def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[s
     """The kernels of a bundle written by :func:`write_kernel_bundle`, by name, and its ``extra``."""
     bundle = load_bundle(path)
     if bundle.op != KERNELS_OP:
-        raise FormatError(f"bundle {bundle.path} is an op bundle ({bundle.op}), not a bundle of named kernels",
-                          "read it with load_bundle, or write named kernels with write_kernel_bundle")
+        raise FormatError(
+            f"bundle {bundle.path} is an op bundle ({bundle.op}), not a bundle of named kernels",
+            "read it with load_bundle, or write named kernels with write_kernel_bundle",
+        )
     out: dict[str, NamedKernel] = {}
     for (key, _tc), art in bundle.artifacts.items():
         if isinstance(art, BundleArtifact):

@@ -155,8 +155,10 @@ class LigerLayerNormReplay(ArtifactBackend):
             sm = spec_grid[0] if spec_grid else 1
             dev_sm = self._device_sm_count(x)
             if dev_sm is not None and dev_sm != sm:
-                raise KtriageError(f"{self.name}: the bwd kernel was built for {sm} SMs, this GPU has {dev_sm}",
-                                   f"rebuild the bundle with --sm-count {dev_sm}")
+                raise KtriageError(
+                    f"{self.name}: the bwd kernel was built for {sm} SMs, this GPU has {dev_sm}",
+                    f"rebuild the bundle with --sm-count {dev_sm}",
+                )
             self._sm = sm
             self._wgrad = torch.zeros_like(w)  # stands for weight.grad / bias.grad, which TritonBench lets accumulate
             self._bgrad = torch.zeros_like(b)
@@ -170,38 +172,65 @@ class LigerLayerNormReplay(ArtifactBackend):
         import torch
 
         m, n = self._x.shape
-        return (torch.empty((m, n), dtype=self._x.dtype, device=self._x.device),
-                torch.empty(m, dtype=self._x.dtype, device=self._x.device),
-                torch.empty(m, dtype=self._x.dtype, device=self._x.device))
+        return (
+            torch.empty((m, n), dtype=self._x.dtype, device=self._x.device),
+            torch.empty(m, dtype=self._x.dtype, device=self._x.device),
+            torch.empty(m, dtype=self._x.dtype, device=self._x.device),
+        )
 
     def _alloc_bwd(self) -> tuple[Any, Any, Any]:
         import torch
 
         m, n = self._x.shape
-        return (torch.empty((m, n), dtype=self._x.dtype, device=self._x.device),
-                torch.empty((self._sm, n), dtype=self._w.dtype, device=self._w.device),
-                torch.empty((self._sm, n), dtype=self._w.dtype, device=self._w.device))
+        return (
+            torch.empty((m, n), dtype=self._x.dtype, device=self._x.device),
+            torch.empty((self._sm, n), dtype=self._w.dtype, device=self._w.device),
+            torch.empty((self._sm, n), dtype=self._w.dtype, device=self._w.device),
+        )
 
     def fwd_args(self, y: Any, mean: Any, rstd: Any) -> NamedArgs:
         x, w, b = self._x, self._w, self._b
         return [
-            ("Y_ptr", y), ("Y_row_stride", y.stride(0)), ("X_ptr", x), ("X_row_stride", x.stride(0)),
-            ("W_ptr", w), ("W_row_stride", w.stride(0)), ("B_ptr", b), ("B_row_stride", b.stride(0)),
-            ("Mean_ptr", mean), ("Mean_row_stride", mean.stride(0)), ("RSTD_ptr", rstd), ("RSTD_row_stride", rstd.stride(0)),
-            ("n_cols", x.shape[1]), ("eps", self._eps), ("BLOCK_SIZE", Constexpr(self._block)),
-        ]  # fmt: skip
+            ("Y_ptr", y),
+            ("Y_row_stride", y.stride(0)),
+            ("X_ptr", x),
+            ("X_row_stride", x.stride(0)),
+            ("W_ptr", w),
+            ("W_row_stride", w.stride(0)),
+            ("B_ptr", b),
+            ("B_row_stride", b.stride(0)),
+            ("Mean_ptr", mean),
+            ("Mean_row_stride", mean.stride(0)),
+            ("RSTD_ptr", rstd),
+            ("RSTD_row_stride", rstd.stride(0)),
+            ("n_cols", x.shape[1]),
+            ("eps", self._eps),
+            ("BLOCK_SIZE", Constexpr(self._block)),
+        ]
 
     def bwd_args(self, dx: Any, dw_part: Any, db_part: Any) -> NamedArgs:
         x, dy = self._x, self._dy
         m, n = x.shape
         return [
-            ("X_ptr", x), ("W_ptr", self._w), ("Mean_ptr", self._mean), ("RSTD_ptr", self._rstd),
-            ("DX_ptr", dx), ("DW_ptr", dw_part), ("DB_ptr", db_part), ("DY_ptr", dy),
-            ("stride_x", x.stride(0)), ("stride_dx", dx.stride(0)), ("stride_dw", dw_part.stride(0)),
-            ("stride_db", db_part.stride(0)), ("stride_dy", dy.stride(0)), ("n_rows", m), ("n_cols", n),
-            ("rows_per_program", Constexpr(math.ceil(m / self._sm))), ("BLOCK_SIZE", Constexpr(self._block)),
+            ("X_ptr", x),
+            ("W_ptr", self._w),
+            ("Mean_ptr", self._mean),
+            ("RSTD_ptr", self._rstd),
+            ("DX_ptr", dx),
+            ("DW_ptr", dw_part),
+            ("DB_ptr", db_part),
+            ("DY_ptr", dy),
+            ("stride_x", x.stride(0)),
+            ("stride_dx", dx.stride(0)),
+            ("stride_dw", dw_part.stride(0)),
+            ("stride_db", db_part.stride(0)),
+            ("stride_dy", dy.stride(0)),
+            ("n_rows", m),
+            ("n_cols", n),
+            ("rows_per_program", Constexpr(math.ceil(m / self._sm))),
+            ("BLOCK_SIZE", Constexpr(self._block)),
             ("dtype", Constexpr(TL_DTYPE[canonical_dtype(str(x.dtype))])),
-        ]  # fmt: skip
+        ]
 
     def run_fwd(self, bufs: tuple[Any, Any, Any] | None = None) -> Any:
         y, mean, rstd = bufs if bufs is not None else self._alloc_fwd()
@@ -224,11 +253,13 @@ class LigerLayerNormReplay(ArtifactBackend):
         if "bwd" in roles:
             self.run_bwd(fixed_b, reduce=False)
         if self.timing == "kernel":
+
             def kernel_only() -> None:
                 if "fwd" in roles:
                     self.run_fwd(fixed_f)
                 if "bwd" in roles:
                     self.run_bwd(fixed_b, reduce=False)
+
             return kernel_only
         accumulate = self.timing == "tritonbench"
 
@@ -240,6 +271,7 @@ class LigerLayerNormReplay(ArtifactBackend):
                 if accumulate:
                     self._wgrad.add_(dw)
                     self._bgrad.add_(db)
+
         return call
 
     def outputs(self) -> dict[str, Any]:
@@ -261,7 +293,12 @@ class TritonLayerNormReplay(ArtifactBackend):
     def prepare(self, inp: OpInput, mode: str) -> TimedCall:
         self._bind(inp, mode)
         t = inp.tensors
-        self._x, self._w, self._b, self._eps = t["x"].detach(), t["weight"].detach(), t["bias"].detach(), inp.params["eps"]
+        self._x, self._w, self._b, self._eps = (
+            t["x"].detach(),
+            t["weight"].detach(),
+            t["bias"].detach(),
+            inp.params["eps"],
+        )
         fixed = self._alloc()
         self.run_fwd(fixed)
         kernel_only = self.timing == "kernel"
@@ -275,15 +312,27 @@ class TritonLayerNormReplay(ArtifactBackend):
         import torch
 
         m = self._x.shape[0]
-        return (torch.empty_like(self._x), torch.empty(m, dtype=torch.float32, device=self._x.device),
-                torch.empty(m, dtype=torch.float32, device=self._x.device))
+        return (
+            torch.empty_like(self._x),
+            torch.empty(m, dtype=torch.float32, device=self._x.device),
+            torch.empty(m, dtype=torch.float32, device=self._x.device),
+        )
 
     def fwd_args(self, y: Any, mean: Any, rstd: Any) -> NamedArgs:
         x = self._x
         block = layer_norm_launch(*x.shape)["BLOCK_SIZE"]
-        return [("x_ptr", x), ("w_ptr", self._w), ("b_ptr", self._b), ("y_ptr", y), ("mean_ptr", mean),
-                ("rstd_ptr", rstd), ("row_stride", x.stride(0)), ("n_cols", x.shape[1]), ("eps", self._eps),
-                ("BLOCK_SIZE", Constexpr(block))]
+        return [
+            ("x_ptr", x),
+            ("w_ptr", self._w),
+            ("b_ptr", self._b),
+            ("y_ptr", y),
+            ("mean_ptr", mean),
+            ("rstd_ptr", rstd),
+            ("row_stride", x.stride(0)),
+            ("n_cols", x.shape[1]),
+            ("eps", self._eps),
+            ("BLOCK_SIZE", Constexpr(block)),
+        ]
 
     def run_fwd(self, bufs: tuple[Any, Any, Any] | None = None) -> Any:
         y, mean, rstd = bufs if bufs is not None else self._alloc()

@@ -48,7 +48,9 @@ def get_op(name: str) -> OpDef:
 
 def check_mode(op: OpDef, mode: str) -> str:
     if mode not in op.modes:
-        raise KtriageError(f"{op.name} has no mode {mode!r}", f"use one of: {', '.join(op.modes)} (--fwd, --bwd, --fwd-bwd)")
+        raise KtriageError(
+            f"{op.name} has no mode {mode!r}", f"use one of: {', '.join(op.modes)} (--fwd, --bwd, --fwd-bwd)"
+        )
     return mode
 
 
@@ -58,12 +60,15 @@ def resolve_precision(op: OpDef, precision: str | None) -> str:
         return op.default_precision
     assert precision is not None
     if precision not in PRECISIONS:
-        raise KtriageError(f"precision {precision!r} is not supported for {op.name}", f"use one of: {', '.join(PRECISIONS)}")
+        raise KtriageError(
+            f"precision {precision!r} is not supported for {op.name}", f"use one of: {', '.join(PRECISIONS)}"
+        )
     return precision
 
 
-def select_op_inputs(op: OpDef, *, input_id: int | None = None, num_inputs: int | None = None,
-                     selectors: Sequence[str] | None = None) -> list[InputCase]:
+def select_op_inputs(
+    op: OpDef, *, input_id: int | None = None, num_inputs: int | None = None, selectors: Sequence[str] | None = None
+) -> list[InputCase]:
     """TritonBench's ``--input-id K --num-inputs N`` (ids K..K+N-1), or catalog-style selectors ("7", "N=4608")."""
     cases = op.inputs()
     if selectors:

@@ -58,7 +58,7 @@ def jit_source(jit_fn: Any) -> JitSource:
     module = getattr(fn, "__module__", None)
     package = None
     if module:
-        from importlib.metadata import PackageNotFoundError, packages_distributions, version  # noqa: I001
+        from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
         dists = packages_distributions().get(module.split(".")[0], [])
         # ktriage's own kernels are named by file, as the catalog names them (never fetched from PyPI).
@@ -86,8 +86,10 @@ def launch_to_spec(
     params = read_params(src.file, src.function)
     names = [p.name for p in params]
     if len(args) > len(names):
-        raise SpecError(f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
-                        "record the launch exactly as the library makes it")
+        raise SpecError(
+            f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
+            "record the launch exactly as the library makes it",
+        )
     bound: dict[str, Any] = dict(zip(names, args, strict=False))
     options: dict[str, Any] = dict(DEFAULT_OPTIONS)
     for key, value in kwargs.items():
@@ -98,8 +100,10 @@ def launch_to_spec(
         elif key in names:
             bound[key] = value
         else:
-            raise SpecError(f"{src.function} was launched with unknown keyword {key!r}",
-                            f"parameters: {names}; options: {OPTION_KEYS}")
+            raise SpecError(
+                f"{src.function} was launched with unknown keyword {key!r}",
+                f"parameters: {names}; options: {OPTION_KEYS}",
+            )
     sp = specialize_launch(params, {k: _launch_value(v) for k, v in bound.items()})
     grid_t = _resolve_grid(grid, bound, kwargs)
     return KernelSpec(
@@ -121,9 +125,20 @@ def launch_to_spec(
 
 
 # Triton dtype names (tl.dtype.name) -> the spelling specs use for dtype constexprs.
-_TL_NAMES = {"fp32": "tl.float32", "bf16": "tl.bfloat16", "fp16": "tl.float16", "fp64": "tl.float64",
-             "int1": "tl.int1", "int8": "tl.int8", "int16": "tl.int16", "int32": "tl.int32", "int64": "tl.int64",
-             "uint8": "tl.uint8", "fp8e4nv": "tl.float8e4nv", "fp8e5": "tl.float8e5"}  # fmt: skip
+_TL_NAMES = {
+    "fp32": "tl.float32",
+    "bf16": "tl.bfloat16",
+    "fp16": "tl.float16",
+    "fp64": "tl.float64",
+    "int1": "tl.int1",
+    "int8": "tl.int8",
+    "int16": "tl.int16",
+    "int32": "tl.int32",
+    "int64": "tl.int64",
+    "uint8": "tl.uint8",
+    "fp8e4nv": "tl.float8e4nv",
+    "fp8e5": "tl.float8e5",
+}
 
 
 def _launch_value(value: Any) -> Any:
@@ -137,8 +152,10 @@ def _launch_value(value: Any) -> Any:
     name = getattr(value, "name", None)
     if isinstance(name, str) and name in _TL_NAMES:
         return _TL_NAMES[name]
-    raise SpecError(f"cannot record a launch argument of type {type(value).__name__}: {value!r}",
-                    "record kernels whose arguments are tensors, numbers, strings or Triton dtypes")
+    raise SpecError(
+        f"cannot record a launch argument of type {type(value).__name__}: {value!r}",
+        "record kernels whose arguments are tensors, numbers, strings or Triton dtypes",
+    )
 
 
 def _resolve_grid(grid: Any, bound: Mapping[str, Any], kwargs: Mapping[str, Any]) -> tuple[int, ...]:
@@ -156,7 +173,7 @@ class LaunchRecorder:
     specs: list[KernelSpec] = field(default_factory=list)
     _original: Callable[..., Any] | None = None
 
-    def __enter__(self) -> LaunchRecorder:  # noqa: PYI034
+    def __enter__(self) -> LaunchRecorder:
         from triton.runtime.jit import JITFunction
 
         if self.target is None:
@@ -166,7 +183,9 @@ class LaunchRecorder:
 
         def run(jit_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             if not warmup:
-                recorder.specs.append(launch_to_spec(jit_source(jit_self), args, kwargs, grid, target=str(recorder.target)))
+                recorder.specs.append(
+                    launch_to_spec(jit_source(jit_self), args, kwargs, grid, target=str(recorder.target))
+                )
             return original(jit_self, *args, grid=grid, warmup=warmup, **kwargs)
 
         JITFunction.run = run
@@ -194,8 +213,9 @@ def _device_target() -> str:
     return f"sm_{major}{minor}"
 
 
-def record_backend(op: str, backend: str, input_id: int, mode: str, *, precision: str | None = None,
-                   device: str = "cuda") -> list[KernelSpec]:
+def record_backend(
+    op: str, backend: str, input_id: int, mode: str, *, precision: str | None = None, device: str = "cuda"
+) -> list[KernelSpec]:
     """Run a native backend once (prepare + one timed call) under the recorder; its kernel launches as specs."""
     from ktriage.workload.backends import get_backend, make_input
     from ktriage.workload.ops import get_op
@@ -206,7 +226,10 @@ def record_backend(op: str, backend: str, input_id: int, mode: str, *, precision
     with LaunchRecorder() as rec:
         b.prepare(inp, mode)()
     meta = {"op": op, "backend": backend, "mode": mode, "input_id": input_id, "shape": dict(case.facts)}
-    return [s.replace(meta={**s.meta, **meta}, name=f"{backend}.{mode}[{case.label()}].{s.source_function()}") for s in rec.unique()]
+    return [
+        s.replace(meta={**s.meta, **meta}, name=f"{backend}.{mode}[{case.label()}].{s.source_function()}")
+        for s in rec.unique()
+    ]
 
 
 RECORDING_FORMAT = 1
@@ -221,11 +244,14 @@ def save_specs(specs: Sequence[KernelSpec], path: Path) -> Path:
 def load_specs(path: Path) -> list[KernelSpec]:
     """Read recorded specs; a bare JSON list is the format before format_version existed."""
     origin = f"recording {path}"
-    data = parse_json(read_text(path, what="recording", limit=size_limit(256), error=FormatError), origin=origin, fix=RECORDING_FIX)
+    data = parse_json(
+        read_text(path, what="recording", limit=size_limit(256), error=FormatError), origin=origin, fix=RECORDING_FIX
+    )
     check_depth(data, origin=origin)
     convert(data, RecordingSchema | list[KernelSpecSchema], origin=origin, fix=RECORDING_FIX)  # type: ignore[arg-type]
     if isinstance(data, list):
         return [KernelSpec.from_json(d) for d in data]
-    check_format_version(data, RECORDING_FORMAT, what=f"recording {path}",
-                         fix="record it again with this ktriage version")
+    check_format_version(
+        data, RECORDING_FORMAT, what=f"recording {path}", fix="record it again with this ktriage version"
+    )
     return [KernelSpec.from_json(d) for d in data["specs"]]

@@ -34,8 +34,23 @@ from ktriage.errors import SpecError
 
 FLOAT_SCALE = 0.1
 #: Element sizes of the Triton dtype names ``ktriage record`` writes (``insitu/record_hook.py``).
-ITEMSIZE = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8e4nv": 1, "fp8e5": 1, "i64": 8, "i32": 4, "i16": 2,
-            "i8": 1, "u64": 8, "u32": 4, "u16": 2, "u8": 1, "i1": 1}  # fmt: skip
+ITEMSIZE = {
+    "fp64": 8,
+    "fp32": 4,
+    "fp16": 2,
+    "bf16": 2,
+    "fp8e4nv": 1,
+    "fp8e5": 1,
+    "i64": 8,
+    "i32": 4,
+    "i16": 2,
+    "i8": 1,
+    "u64": 8,
+    "u32": 4,
+    "u16": 2,
+    "u8": 1,
+    "i1": 1,
+}
 FLOATS = {"fp64", "fp32", "fp16", "bf16", "fp8e4nv", "fp8e5"}
 FIX = "record the program again with this ktriage (ktriage record -o W.json -- COMMAND)"
 
@@ -111,12 +126,16 @@ def tensor_arg(name: str, desc: Mapping[str, Any], *, runtime: bool = True) -> T
     """The plan of one recorded tensor description (see the module docstring for the fill rules)."""
     dtype = str(desc.get("tensor"))
     if dtype not in ITEMSIZE:
-        raise SpecError(f"argument {name}: tensor dtype {dtype!r} cannot be replayed",
-                        f"ktriage replays tensors of {', '.join(sorted(ITEMSIZE))}")
+        raise SpecError(
+            f"argument {name}: tensor dtype {dtype!r} cannot be replayed",
+            f"ktriage replays tensors of {', '.join(sorted(ITEMSIZE))}",
+        )
     shape = tuple(int(s) for s in desc.get("shape") or ())
     strides = tuple(int(s) for s in desc.get("strides") or contiguous_strides(shape))
     if len(strides) != len(shape) or any(s < 0 for s in shape) or any(s < 0 for s in strides):
-        raise SpecError(f"argument {name}: shape {list(shape)} and strides {list(strides)} do not describe a tensor", FIX)
+        raise SpecError(
+            f"argument {name}: shape {list(shape)} and strides {list(strides)} do not describe a tensor", FIX
+        )
     itemsize = ITEMSIZE[dtype]
     offset = 0 if desc.get("aligned", True) or itemsize >= 16 else 1
     need = offset + extent(shape, strides)
@@ -142,8 +161,14 @@ def _count(values: Any) -> int:
     return 1
 
 
-def plan_launch(args: Sequence[Sequence[Any]], signature: Mapping[str, str], grid: Sequence[int] | None,
-                *, where: str = "the recorded launch", constexprs: Mapping[str, Any] | None = None) -> LaunchPlan:
+def plan_launch(
+    args: Sequence[Sequence[Any]],
+    signature: Mapping[str, str],
+    grid: Sequence[int] | None,
+    *,
+    where: str = "the recorded launch",
+    constexprs: Mapping[str, Any] | None = None,
+) -> LaunchPlan:
     """The plan of one recorded input: ``args`` as the workload lists them (``[name, description]``
     pairs in parameter order), ``signature`` its spec's (which names are constexprs), its grid.
 
@@ -151,8 +176,10 @@ def plan_launch(args: Sequence[Sequence[Any]], signature: Mapping[str, str], gri
     launcher passes its config's constexprs, ``XBLOCK``, to the compiler, not the kernel): those
     come from the spec's ``constexprs``."""
     if not grid:
-        raise SpecError(f"{where} has no recorded grid (the launch's grid could not be evaluated)",
-                        "it cannot be replayed; bench the workload's other kernels (--kernel)")
+        raise SpecError(
+            f"{where} has no recorded grid (the launch's grid could not be evaluated)",
+            "it cannot be replayed; bench the workload's other kernels (--kernel)",
+        )
     names = [str(a[0]) for a in args]
     runtime_names = [n for n, t in signature.items() if t != "constexpr"]
     if names == runtime_names and names != list(signature) and constexprs is not None:
@@ -171,8 +198,10 @@ def plan_launch(args: Sequence[Sequence[Any]], signature: Mapping[str, str], gri
             out.append(tensor_arg(name, desc, runtime=runtime))
         elif isinstance(desc, Mapping):
             if runtime:
-                raise SpecError(f"{where}: argument {name} ({desc}) cannot be passed to the kernel",
-                                "only tensors, numbers and None reach a kernel at run time")
+                raise SpecError(
+                    f"{where}: argument {name} ({desc}) cannot be passed to the kernel",
+                    "only tensors, numbers and None reach a kernel at run time",
+                )
             out.append(ScalarArg(name, dict(desc), False))
         else:
             if runtime and not (desc is None or isinstance(desc, (bool, int, float))):
@@ -181,8 +210,13 @@ def plan_launch(args: Sequence[Sequence[Any]], signature: Mapping[str, str], gri
     return LaunchPlan(tuple(out), tuple(int(g) for g in grid))
 
 
-def short_label(args: Sequence[Sequence[Any]], signature: Mapping[str, str] | None = None, *,
-                max_shapes: int = 4, max_scalars: int = 2) -> str:
+def short_label(
+    args: Sequence[Sequence[Any]],
+    signature: Mapping[str, str] | None = None,
+    *,
+    max_shapes: int = 4,
+    max_scalars: int = 2,
+) -> str:
     """A short readable name of one recorded input: the distinct tensor shapes (in argument order)
     and the runtime integer scalars that are not strides, e.g. ``2048x1024,1024,2048 n_cols=1024``.
     Constexprs are left out: all inputs of one kernel share them (they are part of its spec)."""

@@ -55,19 +55,38 @@ class Entry:
         return f"{self.kernel}:{self.function}"
 
     def plan(self, spec: KernelSpec) -> LaunchPlan:
-        return plan_launch(self.args, spec.signature, self.grid, where=f"{self.backend} input {self.input}",
-                           constexprs=spec.constexprs)
+        return plan_launch(
+            self.args, spec.signature, self.grid, where=f"{self.backend} input {self.input}", constexprs=spec.constexprs
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "kernel": self.kernel, "function": self.function, "input": self.input, "label": self.label,
-                "recorded_label": self.recorded_label, "count": self.count, "spec": self.spec_key, "args": self.args,
-                "grid": self.grid}  # fmt: skip
+        return {
+            "id": self.id,
+            "kernel": self.kernel,
+            "function": self.function,
+            "input": self.input,
+            "label": self.label,
+            "recorded_label": self.recorded_label,
+            "count": self.count,
+            "spec": self.spec_key,
+            "args": self.args,
+            "grid": self.grid,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Entry:
-        return cls(int(data["id"]), str(data["kernel"]), str(data["function"]), int(data["input"]), str(data["label"]),
-                   str(data.get("recorded_label", "")), int(data.get("count", 1)), str(data["spec"]), list(data["args"]),
-                   data.get("grid"))  # fmt: skip
+        return cls(
+            int(data["id"]),
+            str(data["kernel"]),
+            str(data["function"]),
+            int(data["input"]),
+            str(data["label"]),
+            str(data.get("recorded_label", "")),
+            int(data.get("count", 1)),
+            str(data["spec"]),
+            list(data["args"]),
+            data.get("grid"),
+        )
 
 
 def workload_name(path: Path | str) -> str:
@@ -78,7 +97,9 @@ def workload_name(path: Path | str) -> str:
     return name or "workload"
 
 
-def select_kernels(workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None) -> list[tuple[Kernel, list[int]]]:
+def select_kernels(
+    workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None
+) -> list[tuple[Kernel, list[int]]]:
     """The kernels ``--kernel`` names (an id such as K3 or a function name) and of each the inputs
     ``--input`` names (a recorded input id, or its label); an unknown name is an error listing the choices."""
     chosen = list(workload.kernels)
@@ -87,7 +108,9 @@ def select_kernels(workload: Workload, kernels: Sequence[str] | None, inputs: Se
         for sel in kernels:
             found = [k for k in workload.kernels if sel in (k.id, k.function)]
             if not found:
-                choices = ", ".join(f"{k.id} ({k.function})" for k in workload.kernels) or "none: the workload has no kernels"
+                choices = (
+                    ", ".join(f"{k.id} ({k.function})" for k in workload.kernels) or "none: the workload has no kernels"
+                )
                 raise SpecError(f"the workload has no kernel {sel!r}", f"choose --kernel from: {choices}")
             picked += [k for k in found if k not in picked]
         chosen = [k for k in workload.kernels if k in picked]
@@ -100,13 +123,16 @@ def select_kernels(workload: Workload, kernels: Sequence[str] | None, inputs: Se
             out.append((k, ids))
     if not out:
         have = "; ".join(f"{k.id}: " + ", ".join(str(i.id) for i in k.inputs) for k in chosen)
-        raise SpecError(f"no input of the chosen kernels matches --input {list(inputs or [])}",
-                        f"recorded input ids per kernel: {have or 'none'}")
+        raise SpecError(
+            f"no input of the chosen kernels matches --input {list(inputs or [])}",
+            f"recorded input ids per kernel: {have or 'none'}",
+        )
     return out
 
 
-def workload_entries(workload: Workload, kernels: Sequence[str] | None = None,
-                     inputs: Sequence[str] | None = None) -> list[tuple[Entry, KernelSpec]]:
+def workload_entries(
+    workload: Workload, kernels: Sequence[str] | None = None, inputs: Sequence[str] | None = None
+) -> list[tuple[Entry, KernelSpec]]:
     """Every selected (kernel, input) as an entry and its spec, numbered in the workload's order
     (numbers count all the workload's inputs, so a selection keeps each entry's number)."""
     selected = {k.id: set(ids) for k, ids in select_kernels(workload, kernels, inputs)}
@@ -121,14 +147,25 @@ def workload_entries(workload: Workload, kernels: Sequence[str] | None = None,
                 labels[label] = labels.get(label, 0) + 1
                 if labels[label] > 1:
                     label = f"{label} #{i.id}"
-                out.append((Entry(number, k.id, k.function, i.id, label, i.label, i.count, i.spec.key(), i.args, i.grid),
-                            i.spec))
+                out.append(
+                    (
+                        Entry(number, k.id, k.function, i.id, label, i.label, i.count, i.spec.key(), i.args, i.grid),
+                        i.spec,
+                    )
+                )
             number += 1
     return out
 
 
-def build_recorded_bundle(workload: Workload, toolchains: Sequence[Toolchain], out_dir: Path, *, compiler: Compiler,
-                          kernels: Sequence[str] | None = None, inputs: Sequence[str] | None = None) -> Path:
+def build_recorded_bundle(
+    workload: Workload,
+    toolchains: Sequence[Toolchain],
+    out_dir: Path,
+    *,
+    compiler: Compiler,
+    kernels: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
+) -> Path:
     """Compile the selected entries of ``workload`` with every toolchain into a bundle at ``out_dir``
     (for the recording host's target, which each spec carries). A failed compile is recorded for its
     (spec, toolchain), and its cells report it on the GPU host."""
@@ -143,28 +180,48 @@ def build_recorded_bundle(workload: Workload, toolchains: Sequence[Toolchain], o
     entries = [e for e, _ in pairs]
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
-    with progress.task(f"compiling {len(specs)} recorded kernel input(s) x {len(toolchains)} toolchain(s)",
-                       total=len(specs) * len(toolchains)) as step:
-        outcomes = compiler.compile_many(list(specs.values()), list(toolchains), on_done=step.callback)  # (spec, toolchain) order
+    with progress.task(
+        f"compiling {len(specs)} recorded kernel input(s) x {len(toolchains)} toolchain(s)",
+        total=len(specs) * len(toolchains),
+    ) as step:
+        outcomes = compiler.compile_many(
+            list(specs.values()), list(toolchains), on_done=step.callback
+        )  # (spec, toolchain) order
     artifacts: dict[str, dict[str, Any]] = {}
     for (key, tc), outcome in zip([(k, t) for k in specs for t in toolchains], outcomes, strict=True):
         if isinstance(outcome, Artifact):
             artifacts.setdefault(key, {})[tc.id] = artifact_entry(outcome, out_dir)
         else:
-            artifacts.setdefault(key, {})[tc.id] = {"status": "failed", "stage": outcome.stage, "kind": outcome.kind,
-                                                    "message": outcome.message}
+            artifacts.setdefault(key, {})[tc.id] = {
+                "status": "failed",
+                "stage": outcome.stage,
+                "kind": outcome.kind,
+                "message": outcome.message,
+            }
     name = workload_name(workload.path or "workload")
     targets = sorted({s.target for s in specs.values()})
     manifest = {
-        "format_version": FORMAT, "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "op": name, "mode": RECORDED_MODE, "precision": "", "target": ",".join(targets), "sm_count": 0,
+        "format_version": FORMAT,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "op": name,
+        "mode": RECORDED_MODE,
+        "precision": "",
+        "target": ",".join(targets),
+        "sm_count": 0,
         "backends": sorted({e.backend for e in entries}, key=[e.backend for e in entries].index),
         "inputs": [e.to_json() for e in entries],
         "toolchains": {tc.id: (tc.to_json_for(targets[0]) if len(targets) == 1 else tc.to_json()) for tc in toolchains},
-        "specs": {k: s.to_json() for k, s in specs.items()}, "artifacts": artifacts,
-        "extra": {"workload": {"name": name, "path": str(workload.path) if workload.path else None,
-                               "host": workload.host, "recorded": workload.recorded}},
-    }  # fmt: skip
+        "specs": {k: s.to_json() for k, s in specs.items()},
+        "artifacts": artifacts,
+        "extra": {
+            "workload": {
+                "name": name,
+                "path": str(workload.path) if workload.path else None,
+                "host": workload.host,
+                "recorded": workload.recorded,
+            }
+        },
+    }
     write_manifest(out_dir, manifest)
     return out_dir
 
@@ -185,23 +242,32 @@ class RecordedBundle:
         for e in self.entries:
             if e.id == entry_id:
                 return e
-        raise FormatError(f"bundle {self.bundle.path} has no entry {entry_id}", f"entries: {[e.id for e in self.entries]}")
+        raise FormatError(
+            f"bundle {self.bundle.path} has no entry {entry_id}", f"entries: {[e.id for e in self.entries]}"
+        )
 
     def select(self, kernels: Sequence[str] | None, inputs: Sequence[str] | None) -> list[Entry]:
         """Entries of the kernels ``--kernel`` names and the inputs ``--input`` names (as when building)."""
         chosen = self.entries
         if kernels:
-            known = sorted({(e.kernel, e.function) for e in self.entries}, key=lambda kf: int(kf[0][1:]) if kf[0][1:].isdigit() else 0)
+            known = sorted(
+                {(e.kernel, e.function) for e in self.entries},
+                key=lambda kf: int(kf[0][1:]) if kf[0][1:].isdigit() else 0,
+            )
             bad = [s for s in kernels if not any(s in (e.kernel, e.function) for e in self.entries)]
             if bad:
-                raise SpecError(f"bundle {self.bundle.path} has no kernel {bad[0]!r}",
-                                "choose --kernel from: " + ", ".join(f"{k} ({f})" for k, f in known))
+                raise SpecError(
+                    f"bundle {self.bundle.path} has no kernel {bad[0]!r}",
+                    "choose --kernel from: " + ", ".join(f"{k} ({f})" for k, f in known),
+                )
             chosen = [e for e in chosen if any(s in (e.kernel, e.function) for s in kernels)]
         if inputs:
             chosen = [e for e in chosen if any(s in (str(e.input), e.label, e.recorded_label) for s in inputs)]
             if not chosen:
-                raise SpecError(f"no entry of bundle {self.bundle.path} matches --input {list(inputs)}",
-                                "give a recorded input id (see `ktriage workload show`)")
+                raise SpecError(
+                    f"no entry of bundle {self.bundle.path} matches --input {list(inputs)}",
+                    "give a recorded input id (see `ktriage workload show`)",
+                )
         return chosen
 
 
@@ -225,12 +291,17 @@ def bench_blockers(workload: Workload) -> list[BenchBlocker]:
             if not i.grid:
                 prefix = f"input {i.id}: no recorded grid ("
                 note = next((n for n in k.notes if n.startswith(prefix)), None)
-                why = (note[len(prefix):].split("): `bench`", 1)[0] if note
-                       else "the recording has none (a compile-only trace, or recorded before ktriage kept why)")
+                why = (
+                    note[len(prefix) :].split("): `bench`", 1)[0]
+                    if note
+                    else "the recording has none (a compile-only trace, or recorded before ktriage kept why)"
+                )
                 out.append(BenchBlocker(k.id, k.function, i.id, f"no recorded grid: {why}"))
                 continue
             try:
-                plan_launch(i.args, i.spec.signature, i.grid, where=f"{k.id} input {i.id}", constexprs=i.spec.constexprs)
+                plan_launch(
+                    i.args, i.spec.signature, i.grid, where=f"{k.id} input {i.id}", constexprs=i.spec.constexprs
+                )
             except KtriageError as exc:
                 out.append(BenchBlocker(k.id, k.function, i.id, exc.problem))
     return out
@@ -248,15 +319,20 @@ def load_recorded_bundle(path: Path | str) -> RecordedBundle:
 
 def recorded_view(bundle: Bundle) -> RecordedBundle:
     if not is_recorded_bundle(bundle):
-        raise FormatError(f"bundle {bundle.path} holds the op {bundle.op} ({bundle.mode}), not a recorded workload",
-                          f"bench it with `ktriage bench --bundle {bundle.path} --op {bundle.op}`")
+        raise FormatError(
+            f"bundle {bundle.path} holds the op {bundle.op} ({bundle.mode}), not a recorded workload",
+            f"bench it with `ktriage bench --bundle {bundle.path} --op {bundle.op}`",
+        )
     try:
         entries = [Entry.from_json(row) for row in bundle.inputs]
     except (KeyError, TypeError, ValueError) as exc:
-        raise FormatError(f"bundle {bundle.path}: a recorded entry is damaged ({type(exc).__name__}: {exc})",
-                          "rebuild it with `ktriage bench W.json -t A -t B --compile-only --bundle DIR`") from exc
+        raise FormatError(
+            f"bundle {bundle.path}: a recorded entry is damaged ({type(exc).__name__}: {exc})",
+            "rebuild it with `ktriage bench W.json -t A -t B --compile-only --bundle DIR`",
+        ) from exc
     missing = sorted({e.spec_key for e in entries} - set(bundle.specs))
     if missing:
-        raise FormatError(f"bundle {bundle.path}: entries name specs it lacks ({missing[0]})", "copy the whole bundle folder again")
+        raise FormatError(
+            f"bundle {bundle.path}: entries name specs it lacks ({missing[0]})", "copy the whole bundle folder again"
+        )
     return RecordedBundle(bundle, entries)
-

@@ -97,7 +97,7 @@ def diff_arrays(name: str, dtype: str, ref: Any, out: Any, xp: Any, *, chunk: in
     mismatched = nonfinite = 0
     max_abs = peak = sum_d2 = sum_r2 = 0.0
     for start in range(0, int(ref.shape[0]), chunk):
-        r_raw, o_raw = ref[start:start + chunk], out[start:start + chunk]
+        r_raw, o_raw = ref[start : start + chunk], out[start : start + chunk]
         bad = int((_bits(r_raw, dtype, xp) != _bits(o_raw, dtype, xp)).sum())
         mismatched += bad
         r = xp.asarray(r_raw, dtype=xp.float64)
@@ -145,7 +145,7 @@ class Verdict:
 
     @property
     def agreement(self) -> str:
-        """"bitwise equal", "within tolerance" or "differs"."""
+        """ "bitwise equal", "within tolerance" or "differs"."""
         return "bitwise equal" if self.bitwise_equal else "within tolerance" if self.passed else "differs"
 
     @property
@@ -162,17 +162,26 @@ class Verdict:
         detail = f"max abs err {w.max_abs_err:.3g}, at arg {w.name}"
         if w.nonfinite_mismatch:
             detail += f"; {w.nonfinite_mismatch} elements NaN/Inf in only one result"
-        return f"results differ from the reference ({self.reference_toolchain}): miscompile or non-determinism ({detail})"
+        return (
+            f"results differ from the reference ({self.reference_toolchain}): miscompile or non-determinism ({detail})"
+        )
 
     def to_cell(self) -> dict[str, Any]:
         """What goes into ``Cell.accuracy``."""
         w = self.worst
-        return {"passed": self.passed, "agreement": self.agreement, "bitwise_equal": self.bitwise_equal,
-                "reference_toolchain": self.reference_toolchain, "reference_deterministic": self.reference_deterministic,
-                "max_abs_err": max((d.max_abs_err for d in self.diffs), default=0.0),
-                "rel_err": None if w is None else w.rel_err, "worst_arg": None if w is None else w.name,
-                "outputs": [asdict(d) for d in self.diffs if not d.bitwise_equal], "compared_args": len(self.diffs),
-                "reason": self.reason}  # fmt: skip
+        return {
+            "passed": self.passed,
+            "agreement": self.agreement,
+            "bitwise_equal": self.bitwise_equal,
+            "reference_toolchain": self.reference_toolchain,
+            "reference_deterministic": self.reference_deterministic,
+            "max_abs_err": max((d.max_abs_err for d in self.diffs), default=0.0),
+            "rel_err": None if w is None else w.rel_err,
+            "worst_arg": None if w is None else w.name,
+            "outputs": [asdict(d) for d in self.diffs if not d.bitwise_equal],
+            "compared_args": len(self.diffs),
+            "reason": self.reason,
+        }
 
 
 def judge(diffs: Sequence[ArgDiff], *, reference_deterministic: bool, reference_toolchain: str) -> Verdict:

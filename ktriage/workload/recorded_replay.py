@@ -22,9 +22,23 @@ from ktriage.workload.artifacts import LaunchFn
 from ktriage.workload.recorded_args import FLOAT_SCALE, LaunchPlan, ScalarArg, TensorArg
 from ktriage.workload.recorded_check import ArgDiff, diff_arrays
 
-TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64",
-                "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2", "i64": "int64", "i32": "int32", "i16": "int16",
-                "i8": "int8", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "i1": "bool"}  # fmt: skip
+TORCH_DTYPES = {
+    "fp32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+    "fp64": "float64",
+    "fp8e4nv": "float8_e4m3fn",
+    "fp8e5": "float8_e5m2",
+    "i64": "int64",
+    "i32": "int32",
+    "i16": "int16",
+    "i8": "int8",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "i1": "bool",
+}
 
 
 def torch_dtype(name: str) -> Any:
@@ -132,7 +146,11 @@ def bitwise_equal(a: Buffers, b: Buffers, names: Sequence[str] | None = None) ->
 def _raw(t: Any) -> Any:
     import torch
 
-    return t.view(torch.uint8) if t.element_size() == 1 else t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    return (
+        t.view(torch.uint8)
+        if t.element_size() == 1
+        else t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+    )
 
 
 @dataclass
@@ -152,9 +170,15 @@ class CheckResult:
     outcomes: dict[str, Outcome]
 
 
-def differential_check(order: Sequence[str], kernels: Mapping[str, Callable[[Buffers], None]], pristine: Buffers,
-                       plan: LaunchPlan, *, synchronize: Callable[[], None], describe: Callable[[BaseException], str],
-                       ) -> CheckResult:
+def differential_check(
+    order: Sequence[str],
+    kernels: Mapping[str, Callable[[Buffers], None]],
+    pristine: Buffers,
+    plan: LaunchPlan,
+    *,
+    synchronize: Callable[[], None],
+    describe: Callable[[BaseException], str],
+) -> CheckResult:
     """Run each toolchain's kernel (``order``: the reference first) on a fresh copy of ``pristine``
     and compare its buffers with the reference's (the first toolchain that runs): the rule of
     ``ktriage.workload.recorded_check``. The reference runs twice (determinism) and once more on
@@ -181,13 +205,22 @@ def differential_check(order: Sequence[str], kernels: Mapping[str, Callable[[Buf
                 result.idempotent = result.deterministic and bitwise_equal(out, again)
                 del again
                 reference, result.reference = out, tc
-                result.outcomes[tc] = Outcome("ok", {"reference": True, "deterministic": result.deterministic,
-                                                     "idempotent": result.idempotent,
-                                                     "reset_before_each_call": not result.idempotent,
-                                                     "compared_args": len(plan.tensors)})  # fmt: skip
+                result.outcomes[tc] = Outcome(
+                    "ok",
+                    {
+                        "reference": True,
+                        "deterministic": result.deterministic,
+                        "idempotent": result.idempotent,
+                        "reset_before_each_call": not result.idempotent,
+                        "compared_args": len(plan.tensors),
+                    },
+                )
                 continue
-            verdict = judge(compare_buffers(reference, out, plan), reference_deterministic=result.deterministic,
-                            reference_toolchain=str(result.reference))
+            verdict = judge(
+                compare_buffers(reference, out, plan),
+                reference_deterministic=result.deterministic,
+                reference_toolchain=str(result.reference),
+            )
             del out
             result.outcomes[tc] = Outcome("ok" if verdict.passed else "wrong", verdict.to_cell(), verdict.reason)
         except Exception as exc:

@@ -26,16 +26,30 @@ from ktriage.workload.artifacts import (
     spec_value,
 )
 
-__all__ = ["REPLAYS", "ROLES_BY_MODE", "TIMINGS", "ArtifactBackend", "KernelRef", "LaunchFn", "SpecSource",
-           "artifact_backend", "catalog_spec", "catalog_specs", "check_args", "runtime_args", "runtime_value",
-           "spec_value"]
+__all__ = [
+    "REPLAYS",
+    "ROLES_BY_MODE",
+    "TIMINGS",
+    "ArtifactBackend",
+    "KernelRef",
+    "LaunchFn",
+    "SpecSource",
+    "artifact_backend",
+    "catalog_spec",
+    "catalog_specs",
+    "check_args",
+    "runtime_args",
+    "runtime_value",
+    "spec_value",
+]
 
 # Which backend replays with which class is the operators' fact (``Kernels.replay`` in ktriage/ops/<op>.py).
 REPLAYS: dict[str, type[ArtifactBackend]] = {b: load(k.replay) for b, k in registry.replays().items() if k.replay}
 
 
-def artifact_backend(name: str, *, launch: LaunchFn, specs: SpecSource, timing: str = "tritonbench",
-                     sm_count: int | None = None) -> ArtifactBackend:
+def artifact_backend(
+    name: str, *, launch: LaunchFn, specs: SpecSource, timing: str = "tritonbench", sm_count: int | None = None
+) -> ArtifactBackend:
     """The replay of backend ``name`` launching through ``launch`` (one instance per toolchain)."""
     if name not in REPLAYS:
         raise KtriageError(f"backend {name!r} cannot run as an artifact", f"artifact backends: {', '.join(REPLAYS)}")
@@ -43,8 +57,9 @@ def artifact_backend(name: str, *, launch: LaunchFn, specs: SpecSource, timing: 
 
 
 # ------------------------------------------------------------------------------- spec sources
-def catalog_spec(backend: str, case: InputCase, role: str, *, precision: str = "fp32", target: str = "sm_90",
-                 sm_count: int = 132) -> KernelSpec:
+def catalog_spec(
+    backend: str, case: InputCase, role: str, *, precision: str = "fp32", target: str = "sm_90", sm_count: int = 132
+) -> KernelSpec:
     """The catalog spec of the kernel ``backend`` launches for ``case`` in ``role`` (the recipe of the
     release its replay is written for: liger-kernel 0.5.10)."""
     found = registry.by_backend(backend)
@@ -52,8 +67,15 @@ def catalog_spec(backend: str, case: InputCase, role: str, *, precision: str = "
         _, kernels = found
         if role in kernels.modes:
             version = kernels.versions[0]
-            return kernels.recipe(case, op=kernels.catalog_name(version), mode=role, dtype=precision, target=target,
-                                  sm_count=sm_count, version=version).to_spec()
+            return kernels.recipe(
+                case,
+                op=kernels.catalog_name(version),
+                mode=role,
+                dtype=precision,
+                target=target,
+                sm_count=sm_count,
+                version=version,
+            ).to_spec()
     raise KtriageError(f"no catalog kernel for {backend} {role}", f"artifact backends: {', '.join(REPLAYS)}")
 
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ktriage.workload.backends import NativeBackend, OpInput, randn
 from ktriage.ops.rope import NUM_KV_HEADS as ROPE_NUM_KV_HEADS
 from ktriage.ops.rope import NUM_Q_HEADS as ROPE_NUM_Q_HEADS
+from ktriage.workload.backends import NativeBackend, OpInput, randn
 
 ROPE_THETA = 10000.0  # LlamaConfig's default rope_theta
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"
@@ -27,7 +27,9 @@ def rotary_cos_sin(head_dim: int, position_ids: Any, dtype: Any, theta: float = 
     """cos and sin of shape (batch, T, head_dim): angles pos * theta**(-2i/hd), each half repeated, in fp32."""
     import torch
 
-    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=position_ids.device, dtype=torch.float32) / head_dim))
+    inv_freq = 1.0 / (
+        theta ** (torch.arange(0, head_dim, 2, device=position_ids.device, dtype=torch.float32) / head_dim)
+    )
     angles = position_ids.to(torch.float32)[..., None] * inv_freq  # (batch, T, hd/2)
     emb = torch.cat([angles, angles], dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -40,7 +42,9 @@ def rotate_half(x: Any) -> Any:
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
-def apply_rotary_pos_emb(q: Any, k: Any, cos: Any, sin: Any, position_ids: Any = None, unsqueeze_dim: int = 1) -> tuple[Any, Any]:
+def apply_rotary_pos_emb(
+    q: Any, k: Any, cos: Any, sin: Any, position_ids: Any = None, unsqueeze_dim: int = 1
+) -> tuple[Any, Any]:
     """The torch reference: rotate q (b, heads, T, hd) and k by cos/sin (b, T, hd)."""
     cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
@@ -56,8 +60,11 @@ def fill_input(inp: OpInput, dtype: Any, gen: Any) -> None:
     dq = randn(tuple(q.shape), dtype, inp.device, gen)
     dk = randn(tuple(k.shape), dtype, inp.device, gen)
     pos_ids = torch.arange(t, device=inp.device, dtype=torch.long).unsqueeze(0)
-    cos, sin = rotary_cos_sin(hd, pos_ids, dtype) if inp.device != "meta" else (
-        torch.empty((1, t, hd), dtype=dtype, device="meta"), torch.empty((1, t, hd), dtype=dtype, device="meta"))
+    cos, sin = (
+        rotary_cos_sin(hd, pos_ids, dtype)
+        if inp.device != "meta"
+        else (torch.empty((1, t, hd), dtype=dtype, device="meta"), torch.empty((1, t, hd), dtype=dtype, device="meta"))
+    )
     inp.tensors.update(q=q, k=k, dq=dq, dk=dk, cos=cos, sin=sin, pos_ids=pos_ids)
     inp.params.update(head_dim=hd, num_q_heads=ROPE_NUM_Q_HEADS, num_kv_heads=ROPE_NUM_KV_HEADS)
 
@@ -76,8 +83,9 @@ class RopeBackend(NativeBackend):
 
         q_out, k_out = fwd()
         t = inp.tensors
-        return lambda: torch.autograd.grad((q_out, k_out), (t["q"], t["k"]), (t["dq"], t["dk"]),
-                                           allow_unused=True, retain_graph=True)
+        return lambda: torch.autograd.grad(
+            (q_out, k_out), (t["q"], t["k"]), (t["dq"], t["dk"]), allow_unused=True, retain_graph=True
+        )
 
     def grad_to_none(self) -> list[Any]:
         assert self._inp is not None

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.diff import (
     aligned_diff,
@@ -16,6 +15,7 @@ from ktriage.analyze.diff import (
     opcode_delta,
 )
 from ktriage.analyze.resources import Resources
+from tests.triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "resources"
 
@@ -112,9 +112,7 @@ def _res(c: CompiledForTest) -> Resources:
 def _sass(c: CompiledForTest) -> str:
     import subprocess
 
-    return subprocess.run(
-        [str(c.cuobjdump), "-sass", str(c.cubin)], capture_output=True, text=True, check=True
-    ).stdout
+    return subprocess.run([str(c.cuobjdump), "-sass", str(c.cubin)], capture_output=True, text=True, check=True).stdout
 
 
 @pytest.mark.slow

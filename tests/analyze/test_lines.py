@@ -61,8 +61,10 @@ def test_a_synthetic_listing_maps_each_instruction_and_its_inlining_chain() -> N
     assert table[0x30] == inlined  # the location holds until the next block of comments
     assert table[0x40].line == 122 and table[0x40].inlined_at == ()
     fn = parse_sass(SYNTHETIC)["kern"]  # padding (the self-branch, the NOP) is not counted
-    stats = {(s.file, s.line, s.inlined_at): s for s in line_stats(located_instructions(fn, table), frozenset({0x20, 0x30}),
-                                                                 read_source=False)}
+    stats = {
+        (s.file, s.line, s.inlined_at): s
+        for s in line_stats(located_instructions(fn, table), frozenset({0x20, 0x30}), read_source=False)
+    }
     assert sum(s.instructions for s in stats.values()) == fn.instruction_count == 6
     helper = stats[("triton/language/standard.py", 260, ("liger_kernel/ops/layer_norm.py:122",))]
     assert (helper.instructions, helper.local_loads, helper.loop_instructions, helper.loop_local) == (2, 1, 2, 1)
@@ -76,14 +78,22 @@ def test_a_synthetic_listing_maps_each_instruction_and_its_inlining_chain() -> N
 def test_lines_diff_by_position_and_library_lines_by_text() -> None:
     from ktriage.analyze.lines import LineStats
 
-    ref = [LineStats("k.py", 10, text="a = b", instructions=4, local_loads=0),
-           LineStats("triton/language/standard.py", 260, text="return a + b", instructions=3)]
-    new = [LineStats("k.py", 10, text="a = b", instructions=9, local_loads=3, loop_local=3),
-           LineStats("triton/language/standard.py", 262, text="return a + b", instructions=3),  # moved, unchanged
-           LineStats("k.py", 11, text="c = d", instructions=1, opcodes={"LDSM.16.M88": 1}, shared_mem=1)]
+    ref = [
+        LineStats("k.py", 10, text="a = b", instructions=4, local_loads=0),
+        LineStats("triton/language/standard.py", 260, text="return a + b", instructions=3),
+    ]
+    new = [
+        LineStats("k.py", 10, text="a = b", instructions=9, local_loads=3, loop_local=3),
+        LineStats("triton/language/standard.py", 262, text="return a + b", instructions=3),  # moved, unchanged
+        LineStats("k.py", 11, text="c = d", instructions=1, opcodes={"LDSM.16.M88": 1}, shared_mem=1),
+    ]
     moved = diff_lines(ref, new)
     assert [(d.file, d.line) for d in moved] == [("k.py", 10), ("k.py", 11)]  # highest impact first
-    assert moved[0].delta("local_loads") == 3 and moved[1].ref is None and moved[1].opcode_delta("shared") == [("LDSM.16.M88", 1)]
+    assert (
+        moved[0].delta("local_loads") == 3
+        and moved[1].ref is None
+        and moved[1].opcode_delta("shared") == [("LDSM.16.M88", 1)]
+    )
 
 
 def test_line_specs_and_ranges() -> None:
@@ -93,8 +103,10 @@ def test_line_specs_and_ranges() -> None:
         with pytest.raises(ValueError):
             parse_line_spec(bad)
     assert compress_ranges([126, 122, 123, 129, 130, 131]) == "122-123, 126, 129-131"
-    assert display_path("/h/snapshots/" + "ab" * 32 + "/torch/_inductor/runtime/triton_helpers.py") == \
-        "torch/_inductor/runtime/triton_helpers.py"
+    assert (
+        display_path("/h/snapshots/" + "ab" * 32 + "/torch/_inductor/runtime/triton_helpers.py")
+        == "torch/_inductor/runtime/triton_helpers.py"
+    )
 
 
 # ------------------------------------------------------------------------ the independent read of a cubin
@@ -127,12 +139,15 @@ def independent_read(nvdisasm: Path, cubin: Path, kernel: str) -> dict[tuple[str
                 here = (here[0], here[1], False)
                 base = m.group(1)
                 if base in ("LDL", "STL") or base in SHARED:
-                    out.setdefault(_key(here[0], here[1]), Counter())[base if base in ("LDL", "STL") else base + m.group(2)] += 1
+                    out.setdefault(_key(here[0], here[1]), Counter())[
+                        base if base in ("LDL", "STL") else base + m.group(2)
+                    ] += 1
     return out
 
 
-def _moved(ref: dict[tuple[str, object], Counter[str]], new: dict[tuple[str, object], Counter[str]],
-           keep: set[str] | None) -> dict[tuple[str, object], dict[str, int]]:
+def _moved(
+    ref: dict[tuple[str, object], Counter[str]], new: dict[tuple[str, object], Counter[str]], keep: set[str] | None
+) -> dict[tuple[str, object], dict[str, int]]:
     out = {}
     for key in set(ref) | set(new):
         a, b = ref.get(key, Counter()), new.get(key, Counter())
@@ -161,11 +176,16 @@ def test_layer_norm_bwd_names_the_lines_that_carry_the_new_spills(toolchain, sha
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
     result = Explainer(shared_compiler).run(specs, tcs)
     comparison = result.specs[0].comparisons[0]
-    reads = [independent_read(r.toolchain.nvdisasm, r.artifact.cubin.cubin_path, r.artifact.kernel_name)
-             for r in (comparison.ref, comparison.new)]
+    reads = [
+        independent_read(r.toolchain.nvdisasm, r.artifact.cubin.cubin_path, r.artifact.kernel_name)
+        for r in (comparison.ref, comparison.new)
+    ]
     want = {k: sum(d.values()) for k, d in _moved(*reads, keep={"LDL", "STL"}).items()}
-    got = {_ktriage_key(d.file, d.line, d.text): d.delta("local_loads") + d.delta("local_stores")
-           for d in comparison.lines if d.delta("local_loads") + d.delta("local_stores")}
+    got = {
+        _ktriage_key(d.file, d.line, d.text): d.delta("local_loads") + d.delta("local_stores")
+        for d in comparison.lines
+        if d.delta("local_loads") + d.delta("local_stores")
+    }
     assert got == want
     assert sum(want.values()) == (940 - 111) + (808 - 158)  # every added LDL/STL sits at a line
     top = max(want, key=lambda k: abs(want[k]))
@@ -182,12 +202,16 @@ def test_layer_norm_bwd_names_the_lines_that_carry_the_new_spills(toolchain, sha
     # JSON: a lines list per comparison; the grouped finding carries the same evidence
     doc = to_json(result, collect_findings(result))
     lines = doc["kernels"][0]["comparisons"][0]["lines"]
-    assert {(row["file"].rsplit("/", 1)[1], row["line"]) for row in lines} >= {k for k in want if k[0] == "layer_norm.py"}
+    assert {(row["file"].rsplit("/", 1)[1], row["line"]) for row in lines} >= {
+        k for k in want if k[0] == "layer_norm.py"
+    }
     assert doc["grouped_findings"][0]["line_evidence"][0]["lines"][0]["line"] == 126
 
 
 @pytest.mark.slow
-def test_an_inductor_kernel_of_a_recording_names_the_line_of_its_shared_memory_change(toolchain, shared_compiler) -> None:
+def test_an_inductor_kernel_of_a_recording_names_the_line_of_its_shared_memory_change(
+    toolchain, shared_compiler
+) -> None:
     """The same check on inductor's generated source (the H200 torch.compile recording, kernel K3
     ``triton_red_fused_sum_0``, Triton 3.3.1 -> 3.6.0: an LDS became an LDSM.16.M88): the line whose
     shared-memory instructions changed is the one the independent read finds, and the finding says it."""
@@ -201,19 +225,31 @@ def test_an_inductor_kernel_of_a_recording_names_the_line_of_its_shared_memory_c
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.6.0")]
     result = Explainer(shared_compiler).run([kernel.inputs[0].spec], tcs)
     comparison = result.specs[0].comparisons[0]
-    reads = [independent_read(r.toolchain.nvdisasm, r.artifact.cubin.cubin_path, r.artifact.kernel_name)
-             for r in (comparison.ref, comparison.new)]
+    reads = [
+        independent_read(r.toolchain.nvdisasm, r.artifact.cubin.cubin_path, r.artifact.kernel_name)
+        for r in (comparison.ref, comparison.new)
+    ]
     for r, read in zip((comparison.ref, comparison.new), reads):  # the map itself, both cubins
-        mine = {_ktriage_key(s.file, s.line, s.text): Counter({op: n for op, n in s.opcodes.items()
-                                                               if op.split(".", 1)[0] in SHARED})
-                for s in r.resources.source_lines}
-        assert {k: v for k, v in mine.items() if v} == {k: Counter({op: n for op, n in c.items() if op not in ("LDL", "STL")})
-                                                       for k, c in read.items() if any(op not in ("LDL", "STL") for op in c)}
+        mine = {
+            _ktriage_key(s.file, s.line, s.text): Counter(
+                {op: n for op, n in s.opcodes.items() if op.split(".", 1)[0] in SHARED}
+            )
+            for s in r.resources.source_lines
+        }
+        assert {k: v for k, v in mine.items() if v} == {
+            k: Counter({op: n for op, n in c.items() if op not in ("LDL", "STL")})
+            for k, c in read.items()
+            if any(op not in ("LDL", "STL") for op in c)
+        }
     want = _moved(*reads, keep=None)
     assert want, "the recording's K3 changed its shared-memory instructions between 3.3.1 and 3.6.0"
-    got = {_ktriage_key(d.file, d.line, d.text): dict(d.opcode_delta("shared")) for d in comparison.lines if d.opcode_delta("shared")}
+    got = {
+        _ktriage_key(d.file, d.line, d.text): dict(d.opcode_delta("shared"))
+        for d in comparison.lines
+        if d.opcode_delta("shared")
+    }
     assert got == want
-    (file, line), = [k for k in want if isinstance(k[1], int)]
+    ((file, line),) = [k for k in want if isinstance(k[1], int)]
     assert file.startswith("ktr_") and file.endswith(".py")  # inductor's generated module, from the snapshot
     md = to_markdown(result, collect_findings(result))
     evidence = [x for x in md.splitlines() if x.startswith("  - at shared-memory instructions changed")]

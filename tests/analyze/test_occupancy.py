@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from ktriage.analyze.occupancy import Occupancy, compute_occupancy, registers_for_ctas, shared_for_ctas
 from ktriage.arch import parse_arch
 from ktriage.errors import KtriageError
@@ -261,8 +262,17 @@ def test_bad_input_raises_ktriage_error(args: tuple, kwargs: dict) -> None:
 def test_to_json_is_plain_and_complete() -> None:
     occ = compute_occupancy("sm_90", 255, 4, 1024)
     data = json.loads(json.dumps(occ.to_json()))
-    for key in ("ctas_per_sm", "warps_per_sm", "limiter", "occupancy", "limits", "lift", "max_warps_per_sm",
-                "registers_per_warp_allocated", "shared_per_cta_allocated"):  # fmt: skip
+    for key in (
+        "ctas_per_sm",
+        "warps_per_sm",
+        "limiter",
+        "occupancy",
+        "limits",
+        "lift",
+        "max_warps_per_sm",
+        "registers_per_warp_allocated",
+        "shared_per_cta_allocated",
+    ):
         assert key in data
     assert data["limits"]["registers"] == 2 and data["shared_per_cta_allocated"] == 2048
     assert isinstance(occ, Occupancy) and "limited by registers" in occ.describe()

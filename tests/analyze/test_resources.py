@@ -6,14 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 from ktriage.analyze.cuobjdump import parse_elf_flags, parse_resource_usage
-from ktriage.ptx import parse_ptx
 from ktriage.analyze.ptxas_log import parse_ptxas_log
 from ktriage.analyze.resources import Resources, analyze, driver_static_shared
 from ktriage.analyze.sass import parse_instruction, parse_sass
 from ktriage.errors import KtriageError
+from ktriage.ptx import parse_ptx
+from tests.triton_compile_for_tests import CompiledForTest, analyze_compiled
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "resources"
 
@@ -306,13 +306,29 @@ def test_to_json_equals_what_asdict_gave_for_every_cached_field() -> None:
     from ktriage.analyze.sass_loops import SassLoop
 
     loop = SassLoop(start=16, end=96, instructions=6, depth=1, innermost=True, main=True, opcodes={"FFMA": 4, "BRA": 1})
-    res = Resources(kernel_name="k", arch="sm_90a", registers=40, stack_bytes=8, spill_store_bytes=None,
-                    spill_load_bytes=0, shared_bytes=1040, shared_static_bytes=16, shared_dynamic_bytes=1024,
-                    local_loads=1, local_stores=2, sass_opcodes={"FFMA": 4, "BRA": 1},
-                    sass_opcodes_detailed={"FFMA": 4, "BRA.U": 1}, sass_instructions=9,
-                    ptx_registers={"f32": 10, "pred": 2}, ptx_registers_total=12, ptx_instructions=30, barriers=1,
-                    cumulative_stack_bytes=None, sass_classes={"memory": {"LDG.E.128": 2}, "sync": {"BAR.SYNC": 1}},
-                    sass_loops=(loop,))
+    res = Resources(
+        kernel_name="k",
+        arch="sm_90a",
+        registers=40,
+        stack_bytes=8,
+        spill_store_bytes=None,
+        spill_load_bytes=0,
+        shared_bytes=1040,
+        shared_static_bytes=16,
+        shared_dynamic_bytes=1024,
+        local_loads=1,
+        local_stores=2,
+        sass_opcodes={"FFMA": 4, "BRA": 1},
+        sass_opcodes_detailed={"FFMA": 4, "BRA.U": 1},
+        sass_instructions=9,
+        ptx_registers={"f32": 10, "pred": 2},
+        ptx_registers_total=12,
+        ptx_instructions=30,
+        barriers=1,
+        cumulative_stack_bytes=None,
+        sass_classes={"memory": {"LDG.E.128": 2}, "sync": {"BAR.SYNC": 1}},
+        sass_loops=(loop,),
+    )
     old = asdict(res)
     old["sass_loops"] = [loop.to_json()]
     want = {"schema": SCHEMA_VERSION, **old}
@@ -336,8 +352,15 @@ def test_nvdisasm_without_dataflow_gives_the_resources_cuobjdump_gives(compiled:
         if not nvdisasm.is_file():
             continue
         via_cuobjdump = analyze_compiled(c)
-        via_nvdisasm = analyze(c.cubin, cuobjdump=c.cuobjdump, ptxas_log=c.ptxas_log, ptx=c.ptx.read_text(),
-                               kernel_name=c.name, triton_shared=c.shared, nvdisasm=nvdisasm)
+        via_nvdisasm = analyze(
+            c.cubin,
+            cuobjdump=c.cuobjdump,
+            ptxas_log=c.ptxas_log,
+            ptx=c.ptx.read_text(),
+            kernel_name=c.name,
+            triton_shared=c.shared,
+            nvdisasm=nvdisasm,
+        )
         assert replace(via_nvdisasm, source_lines=()) == via_cuobjdump, name
         lines = via_nvdisasm.source_lines
         assert lines and not via_cuobjdump.source_lines, name
@@ -345,5 +368,12 @@ def test_nvdisasm_without_dataflow_gives_the_resources_cuobjdump_gives(compiled:
         assert sum(s.local_loads for s in lines) == via_nvdisasm.local_loads, name
     # a disassembler that fails falls back to cuobjdump's listing (the same disassembler, run for us)
     c = next(iter(compiled.values()))
-    assert analyze(c.cubin, cuobjdump=c.cuobjdump, ptxas_log=c.ptxas_log, ptx=c.ptx.read_text(), kernel_name=c.name,
-                   triton_shared=c.shared, nvdisasm=Path("/bin/false")) == analyze_compiled(c)
+    assert analyze(
+        c.cubin,
+        cuobjdump=c.cuobjdump,
+        ptxas_log=c.ptxas_log,
+        ptx=c.ptx.read_text(),
+        kernel_name=c.name,
+        triton_shared=c.shared,
+        nvdisasm=Path("/bin/false"),
+    ) == analyze_compiled(c)

@@ -46,7 +46,9 @@ def test_sass_lines_mark_spills_classes_and_the_main_loop() -> None:
 
 
 def test_ptx_register_declarations_are_kept_apart() -> None:
-    lines, decls = ptx_lines(".reg .f32 %f<1317>;\n.reg .b32 %r<20>; // c\nadd.f32 %f1, %f2, %f3;\nst.local.b32 [%rd1], %r4;\n")
+    lines, decls = ptx_lines(
+        ".reg .f32 %f<1317>;\n.reg .b32 %r<20>; // c\nadd.f32 %f1, %f2, %f3;\nst.local.b32 [%rd1], %r4;\n"
+    )
     assert decls == [".reg .f32 %f<1317>;", ".reg .b32 %r<20>;"]
     assert [ln.key for ln in lines] == ["add.f32 %f, %f, %f;", "st.local.b32 [%rd], %r;"]
     assert lines[1].spill and not lines[0].spill

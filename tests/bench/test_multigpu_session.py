@@ -23,9 +23,18 @@ def gpu_handler(payload: dict[str, Any], emit: Any) -> None:
     if payload.get("slow"):
         time.sleep(float(payload["slow"]))
     for k in payload["keys"]:
-        emit(Cell(CellKey(**k), "ok", samples_ms=[1.0, 1.01, 0.99],
-                  extra={"seen": os.environ.get("CUDA_VISIBLE_DEVICES"), "order": os.environ.get("CUDA_DEVICE_ORDER"),
-                         "pid": os.getpid()}))
+        emit(
+            Cell(
+                CellKey(**k),
+                "ok",
+                samples_ms=[1.0, 1.01, 0.99],
+                extra={
+                    "seen": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                    "order": os.environ.get("CUDA_DEVICE_ORDER"),
+                    "pid": os.getpid(),
+                },
+            )
+        )
 
 
 def _keys(i: int) -> list[CellKey]:
@@ -33,14 +42,24 @@ def _keys(i: int) -> list[CellKey]:
 
 
 def _jobs(n: int, crash_at: int | None = None, slow: float | None = None) -> list[JobSpec]:
-    return [JobSpec(i, _keys(i), {"keys": [k.__dict__ for k in _keys(i)], "crash": i == crash_at, "slow": slow})
-            for i in range(n)]
+    return [
+        JobSpec(i, _keys(i), {"keys": [k.__dict__ for k in _keys(i)], "crash": i == crash_at, "slow": slow})
+        for i in range(n)
+    ]
 
 
 def test_jobs_spread_over_the_gpus_each_on_one(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
-    run, cells = run_jobs(gpu_handler, lambda: _jobs(8), settings={}, store_url=f"sqlite:///{tmp_path}/s.db",
-                          results_path=results, toolchains=[], gpus=[0, 1], timeout_s=30)
+    run, cells = run_jobs(
+        gpu_handler,
+        lambda: _jobs(8),
+        settings={},
+        store_url=f"sqlite:///{tmp_path}/s.db",
+        results_path=results,
+        toolchains=[],
+        gpus=[0, 1],
+        timeout_s=30,
+    )
     assert len(cells) == 16 and all(c.status == "ok" for c in cells)
     for c in cells:  # the worker saw only its GPU, in PCI order, and the cell says which
         assert c.extra["seen"] == str(c.extra["gpu"]["index"]) and c.extra["order"] == "PCI_BUS_ID"
@@ -56,18 +75,33 @@ def test_jobs_spread_over_the_gpus_each_on_one(tmp_path: Path) -> None:
 
 
 def test_a_worker_fault_on_one_gpu_costs_only_its_job(tmp_path: Path) -> None:
-    _, cells = run_jobs(gpu_handler, lambda: _jobs(6, crash_at=3), settings={}, store_url=f"sqlite:///{tmp_path}/s.db",
-                        results_path=None, toolchains=[], gpus=[0, 1], timeout_s=30)
+    _, cells = run_jobs(
+        gpu_handler,
+        lambda: _jobs(6, crash_at=3),
+        settings={},
+        store_url=f"sqlite:///{tmp_path}/s.db",
+        results_path=None,
+        toolchains=[],
+        gpus=[0, 1],
+        timeout_s=30,
+    )
     bad = [c for c in cells if c.status != "ok"]
     assert len(cells) == 12
     # job 3 crashes only if it landed on GPU 1; either way no other job lost a cell
-    assert all(c.key.input_id == 3 for c in bad) and len([c for c in cells if c.key.input_id != 3 and c.status == "ok"]) == 10
+    assert (
+        all(c.key.input_id == 3 for c in bad)
+        and len([c for c in cells if c.key.input_id != 3 and c.status == "ok"]) == 10
+    )
 
 
 def test_a_verdict_never_compares_samples_of_two_gpus() -> None:
     def cell(gpu: int, tc: str) -> Cell:
-        return Cell(CellKey("layer_norm", "bwd", 0, "x0", "liger_layer_norm", tc), "ok",
-                    samples_ms=[1.0 + 0.001 * i for i in range(20)], extra={"gpu": {"index": gpu}})
+        return Cell(
+            CellKey("layer_norm", "bwd", 0, "x0", "liger_layer_norm", tc),
+            "ok",
+            samples_ms=[1.0 + 0.001 * i for i in range(20)],
+            extra={"gpu": {"index": gpu}},
+        )
 
     same = compare_cells([cell(0, "a")], [cell(0, "a")], ref_label="r", new_label="n")
     two = compare_cells([cell(0, "a")], [cell(1, "a")], ref_label="r", new_label="n")
@@ -95,8 +129,17 @@ def test_ctrl_c_starts_no_new_job_and_keeps_the_finished_ones(tmp_path: Path) ->
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
-            run_jobs(gpu_handler, lambda: jobs, settings={}, store_url=f"sqlite:///{tmp_path}/s.db", results_path=results,
-                     toolchains=[], gpus=[0, 1], timeout_s=30, on_done=on_done)
+            run_jobs(
+                gpu_handler,
+                lambda: jobs,
+                settings={},
+                store_url=f"sqlite:///{tmp_path}/s.db",
+                results_path=results,
+                toolchains=[],
+                gpus=[0, 1],
+                timeout_s=30,
+                on_done=on_done,
+            )
     finally:
         signal.signal(signal.SIGINT, previous)
     _, saved = read_results(results)

@@ -19,16 +19,22 @@ RMS_FWD = RECORDINGS / "tb_rms_norm_fwd.workload.json"
 TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
 
 
-@pytest.mark.parametrize("args, words", [
-    ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
-    ([str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"], "recorded input ids per kernel: K0: 0"),
-    ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
-    ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
-    ([str(MANY)], "-t A -t B"),
-    (["--kernel", "K0"], "give the workload"),
-    ([str(REPO / "pyproject.toml"), *TOOLCHAINS], "not a recorded workload"),
-    ([str(MANY), "--arch", "sm_80", *TOOLCHAINS, "--compile-only"], "recorded on sm_90"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
+        (
+            [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
+            "recorded input ids per kernel: K0: 0",
+        ),
+        ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
+        ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
+        ([str(MANY)], "-t A -t B"),
+        (["--kernel", "K0"], "give the workload"),
+        ([str(REPO / "pyproject.toml"), *TOOLCHAINS], "not a recorded workload"),
+        ([str(MANY), "--arch", "sm_80", *TOOLCHAINS, "--compile-only"], "recorded on sm_90"),
+    ],
+)
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     out = run_cli(["bench", *args])
     assert out.exit_code == exit_codes.USAGE, out.output
@@ -41,15 +47,29 @@ def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: 
     from ktriage.workload.recorded_bundle import load_recorded_bundle
 
     bundle = tmp_path / "rms"
-    out = run_cli(["bench", str(RMS_FWD), "--kernel", "K0", "--kernel", "K2", *TOOLCHAINS, "--compile-only",
-                   "--bundle", str(bundle)])
+    out = run_cli(
+        [
+            "bench",
+            str(RMS_FWD),
+            "--kernel",
+            "K0",
+            "--kernel",
+            "K2",
+            *TOOLCHAINS,
+            "--compile-only",
+            "--bundle",
+            str(bundle),
+        ]
+    )
     assert out.exit_code == exit_codes.OK, out.output
     assert f"ktriage bench --bundle {bundle}" in out.output.replace("\n", "")
     rec = load_recorded_bundle(bundle)  # what the GPU host reads: hashes and ABIs checked
     assert rec.name == "tb_rms_norm_fwd" and rec.bundle.mode == "recorded"
     # numbered across the workload: K0's input is entry 0, K2's entry 2 (K1 left out)
     assert [(e.id, e.kernel, e.function, e.input) for e in rec.entries] == [
-        (0, "K0", "_rms_norm_forward_kernel", 0), (2, "K2", "_rms_norm_forward_kernel", 0)]
+        (0, "K0", "_rms_norm_forward_kernel", 0),
+        (2, "K2", "_rms_norm_forward_kernel", 0),
+    ]
     assert rec.entries[0].backend == "K0:_rms_norm_forward_kernel"
     assert rec.entries[0].label.startswith("2048x1024,1024,2048")
     assert [t.split(".ptxas")[0] for t in rec.bundle.toolchains] == ["triton-3.3.1", "triton-3.4.0"]
@@ -77,21 +97,41 @@ def test_a_kernel_that_cannot_compile_is_recorded_in_the_bundle_not_fatal(tmp_pa
     out = run_cli(["bench", str(MANY), *TOOLCHAINS, "--compile-only", "--bundle", str(bundle)])
     assert out.exit_code == exit_codes.OK, out.output
     rec = load_recorded_bundle(bundle)
-    assert [(e.id, e.label) for e in rec.entries] == [(0, "4096 n=4096"), (1, "8192 n=8192"), (2, "16384 n=16384"),
-                                                      (3, "65536 n=65536")]
+    assert [(e.id, e.label) for e in rec.entries] == [
+        (0, "4096 n=4096"),
+        (1, "8192 n=8192"),
+        (2, "16384 n=16384"),
+        (3, "65536 n=65536"),
+    ]
     keys = {e.spec_key for e in rec.entries}
     assert {(k, tc) for k in keys for tc in rec.bundle.toolchains} == set(rec.bundle.artifacts)
 
 
-def test_bench_bundle_on_a_machine_without_gpu_says_where_to_run(tmp_path: Path, run_cli: RunCli, has_gpu: bool) -> None:
+def test_bench_bundle_on_a_machine_without_gpu_says_where_to_run(
+    tmp_path: Path, run_cli: RunCli, has_gpu: bool
+) -> None:
     from ktriage.workload.bundle import write_manifest
 
     if has_gpu:
         pytest.skip("this machine has a GPU")
     bundle = tmp_path / "b"
     bundle.mkdir()
-    write_manifest(bundle, {"format_version": 1, "op": "w", "mode": "recorded", "precision": "", "target": "sm_90",
-                            "sm_count": 0, "backends": [], "inputs": [], "toolchains": {}, "specs": {}, "artifacts": {}})
+    write_manifest(
+        bundle,
+        {
+            "format_version": 1,
+            "op": "w",
+            "mode": "recorded",
+            "precision": "",
+            "target": "sm_90",
+            "sm_count": 0,
+            "backends": [],
+            "inputs": [],
+            "toolchains": {},
+            "specs": {},
+            "artifacts": {},
+        },
+    )
     out = run_cli(["bench", "--bundle", str(bundle)])
     assert out.exit_code == exit_codes.USAGE, out.output
     assert "GPU" in out.err_text
@@ -107,14 +147,33 @@ def test_compare_reads_recorded_cells_from_the_real_results_writer(tmp_path: Pat
     fast = [0.010 + 0.0001 * (i % 5) for i in range(40)]  # synthetic samples (ms)
     slow = [s * 1.5 for s in fast]
     cells = []
-    for entry, backend, label in ((0, "K0:_rms_norm_forward_kernel", "2048x1024,1024,2048 n_cols=1024"),
-                                  (1, "K1:_rms_norm_backward_kernel", "2048x1024,1024,132x1024 n_rows=2048")):
-        cells.append(Cell(CellKey("tb_rms_norm_bwd", "recorded", entry, label, backend, ref), "ok", samples_ms=fast,
-                          accuracy={"reference": True, "deterministic": True}))
-    cells.append(Cell(CellKey("tb_rms_norm_bwd", "recorded", 0, cells[0].key.input_label, cells[0].key.backend, new), "ok",
-                      samples_ms=slow, accuracy={"agreement": "bitwise equal", "passed": True}))
-    cells.append(Cell(CellKey("tb_rms_norm_bwd", "recorded", 1, cells[1].key.input_label, cells[1].key.backend, new), "wrong",
-                      error="results differ from the reference: miscompile or non-determinism (max abs err 0.5, at arg dW_ptr)"))
+    for entry, backend, label in (
+        (0, "K0:_rms_norm_forward_kernel", "2048x1024,1024,2048 n_cols=1024"),
+        (1, "K1:_rms_norm_backward_kernel", "2048x1024,1024,132x1024 n_rows=2048"),
+    ):
+        cells.append(
+            Cell(
+                CellKey("tb_rms_norm_bwd", "recorded", entry, label, backend, ref),
+                "ok",
+                samples_ms=fast,
+                accuracy={"reference": True, "deterministic": True},
+            )
+        )
+    cells.append(
+        Cell(
+            CellKey("tb_rms_norm_bwd", "recorded", 0, cells[0].key.input_label, cells[0].key.backend, new),
+            "ok",
+            samples_ms=slow,
+            accuracy={"agreement": "bitwise equal", "passed": True},
+        )
+    )
+    cells.append(
+        Cell(
+            CellKey("tb_rms_norm_bwd", "recorded", 1, cells[1].key.input_label, cells[1].key.backend, new),
+            "wrong",
+            error="results differ from the reference: miscompile or non-determinism (max abs err 0.5, at arg dW_ptr)",
+        )
+    )
     path = write_results(tmp_path / "r.json", run, cells)
     assert len(read_results(path)[1]) == 4
     out = run_cli(["compare", str(path), "--toolchains", "--format", "json"])
@@ -124,6 +183,9 @@ def test_compare_reads_recorded_cells_from_the_real_results_writer(tmp_path: Pat
     assert "K1:_rms_norm_backward_kernel" in text and "miscompile" in text
     rows = summary_rows(cells, ref)
     assert [(r["kernel"][:2], r["toolchain"][:12], r["status"], r["check"][:14]) for r in rows] == [
-        ("K0", "triton-3.3.1", "ok", "reference"), ("K0", "triton-3.4.0", "ok", "bitwise equal"),
-        ("K1", "triton-3.3.1", "ok", "reference"), ("K1", "triton-3.4.0", "wrong", "-")]
+        ("K0", "triton-3.3.1", "ok", "reference"),
+        ("K0", "triton-3.4.0", "ok", "bitwise equal"),
+        ("K1", "triton-3.3.1", "ok", "reference"),
+        ("K1", "triton-3.4.0", "wrong", "-"),
+    ]
     assert rows[1]["vs_ref"].startswith("1.5")

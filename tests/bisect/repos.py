@@ -14,13 +14,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+
 def _red_kernel_template() -> str:
     """tests/kernels_for_tests.py's red_kernel as a module, with a ``# revision`` line to vary per commit."""
     import ast
 
     text = (Path(__file__).resolve().parents[1] / "kernels_for_tests.py").read_text()
     fn = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == "red_kernel")
-    lines = text.splitlines()[fn.lineno - 2:fn.end_lineno]  # the @triton.jit line, then the function
+    lines = text.splitlines()[fn.lineno - 2 : fn.end_lineno]  # the @triton.jit line, then the function
     body = [ln for ln in lines if not ln.strip().startswith('"""')]  # no docstring: .format-safe
     body.insert(2, "    # revision {rev} {salt}")
     return "import triton\nimport triton.language as tl\n\n\n" + "\n".join(body) + "\n"
@@ -28,7 +29,7 @@ def _red_kernel_template() -> str:
 
 KERNEL = _red_kernel_template()
 
-SPEC = '''[kernel]
+SPEC = """[kernel]
 name = "red"
 source = "kernels/red.py:red_kernel"
 
@@ -46,23 +47,28 @@ RBLOCK = {rblock}
 
 [kernel.options]
 num_warps = 4
-'''
+"""
 
-BUILD = '''#!/bin/sh
+BUILD = """#!/bin/sh
 # fails on commits whose BROKEN file says so (a build that does not work there)
 if [ -f BROKEN ]; then echo "build broken here"; exit 1; fi
 echo built > build.ok
-'''
+"""
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1",
-}  # fmt: skip
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={**os.environ, **GIT_ENV}).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env={**os.environ, **GIT_ENV}
+    ).stdout.strip()
 
 
 @dataclass
@@ -83,7 +89,9 @@ class KernelRepo:
         return self.commits.index(sha)
 
 
-def make_kernel_repo(path: Path, *, n: int = 24, culprit_at: int = 13, broken: tuple[int, ...] = (), salt: str = "") -> KernelRepo:
+def make_kernel_repo(
+    path: Path, *, n: int = 24, culprit_at: int = 13, broken: tuple[int, ...] = (), salt: str = ""
+) -> KernelRepo:
     """A repository with ``n`` commits; commit ``culprit_at`` raises RBLOCK 64 -> 256 (spills).
 
     Commits listed in ``broken`` carry a BROKEN file, so ``sh build.sh`` fails there. ``salt`` goes into
@@ -142,7 +150,9 @@ class NestedRepos:
     child: KernelRepo  # culprit: the commit that raises RBLOCK's default
 
 
-def make_nested_repos(root: Path, *, n_parent: int = 8, bump_at: int = 5, n_child: int = 9, child_culprit: int = 6) -> NestedRepos:
+def make_nested_repos(
+    root: Path, *, n_parent: int = 8, bump_at: int = 5, n_child: int = 9, child_culprit: int = 6
+) -> NestedRepos:
     """A child repository whose kernel starts spilling at ``child_culprit``, and a parent whose
     ``pin.txt`` points at the child's first commit until ``bump_at`` moves it to the child's last."""
     child = root / "child"
@@ -153,7 +163,13 @@ def make_nested_repos(root: Path, *, n_parent: int = 8, bump_at: int = 5, n_chil
         rblock = 256 if i >= child_culprit else 64
         (child / "red.py").write_text(CHILD_KERNEL.format(rev=i, salt="", rblock=rblock))
         git(child, "add", "-A")
-        git(child, "commit", "-q", "-m", "raise the default RBLOCK to 256" if i == child_culprit else f"child change {i}")
+        git(
+            child,
+            "commit",
+            "-q",
+            "-m",
+            "raise the default RBLOCK to 256" if i == child_culprit else f"child change {i}",
+        )
         child_commits.append(git(child, "rev-parse", "HEAD"))
     parent = root / "parent"
     parent.mkdir()
@@ -168,8 +184,10 @@ def make_nested_repos(root: Path, *, n_parent: int = 8, bump_at: int = 5, n_chil
         git(parent, "add", "-A")
         git(parent, "commit", "-q", "-m", "bump the child pin" if i == bump_at else f"parent change {i}")
         parent_commits.append(git(parent, "rev-parse", "HEAD"))
-    return NestedRepos(KernelRepo(parent, parent_commits, parent_commits[bump_at]),
-                       KernelRepo(child, child_commits, child_commits[child_culprit]))
+    return NestedRepos(
+        KernelRepo(parent, parent_commits, parent_commits[bump_at]),
+        KernelRepo(child, child_commits, child_commits[child_culprit]),
+    )
 
 
 # ----------------------------------------------------------------------------- a --command predicate

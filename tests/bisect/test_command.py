@@ -12,6 +12,7 @@ from ktriage.bisect.run import BisectOptions, run_bisect
 from ktriage.errors import KtriageError
 from tests.bisect.repos import check_script, make_kernel_repo
 
+
 def test_exit_codes_follow_git_bisect_run() -> None:
     assert classify_exit(0) == "good"
     assert classify_exit(125) == "skip"
@@ -22,11 +23,18 @@ def test_exit_codes_follow_git_bisect_run() -> None:
 def test_command_finds_the_commit_and_treats_125_and_timeouts_as_skips(tmp_path: Path) -> None:
     repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
     skip_at, slow_at = repo.commits[11], repo.commits[12]
-    extra = (f'[ "$KTRIAGE_COMMIT" = "{skip_at}" ] && exit 125\n'
-             f'[ "$KTRIAGE_COMMIT" = "{slow_at}" ] && sleep 30\n')
+    extra = f'[ "$KTRIAGE_COMMIT" = "{skip_at}" ] && exit 125\n[ "$KTRIAGE_COMMIT" = "{slow_at}" ] && sleep 30\n'
     script, _ = check_script(tmp_path, extra)
-    report = run_bisect(BisectOptions(source=f"git:{repo.path}", good=repo.good, bad=repo.bad, command=f"sh {script}",
-                                       timeout_s=2, state=tmp_path / "s.json"))  # fmt: skip
+    report = run_bisect(
+        BisectOptions(
+            source=f"git:{repo.path}",
+            good=repo.good,
+            bad=repo.bad,
+            command=f"sh {script}",
+            timeout_s=2,
+            state=tmp_path / "s.json",
+        )
+    )
     stage = report.final
     by_id = {o.candidate.id: o for o in stage.observations}
     assert by_id[skip_at].outcome == "skip" and "125" in by_id[skip_at].reason
@@ -41,5 +49,12 @@ def test_command_abort_code_stops_the_bisect(tmp_path: Path) -> None:
     repo = make_kernel_repo(tmp_path / "repo", n=8, culprit_at=5)
     script, _ = check_script(tmp_path, f'[ "$KTRIAGE_COMMIT" = "{repo.commits[3]}" ] && exit 130')
     with pytest.raises(KtriageError, match="exited 130"):
-        run_bisect(BisectOptions(source=f"git:{repo.path}", good=repo.good, bad=repo.bad, command=f"sh {script}",
-                                 state=tmp_path / "s.json"))  # fmt: skip
+        run_bisect(
+            BisectOptions(
+                source=f"git:{repo.path}",
+                good=repo.good,
+                bad=repo.bad,
+                command=f"sh {script}",
+                state=tmp_path / "s.json",
+            )
+        )

@@ -22,8 +22,17 @@ pytestmark = pytest.mark.slow
 
 
 def _opts(repo_path: Path, good: str, bad: str, tmp: Path, **kw) -> BisectOptions:
-    base: dict = {"source": f"git:{repo_path}", "good": good, "bad": bad, "metric": "spill_store_bytes", "spec": "spec.toml",
-                  "toolchain": TOOLCHAIN, "build": "none", "state": tmp / "state.json", "cache_dir": tmp / "artifacts"}
+    base: dict = {
+        "source": f"git:{repo_path}",
+        "good": good,
+        "bad": bad,
+        "metric": "spill_store_bytes",
+        "spec": "spec.toml",
+        "toolchain": TOOLCHAIN,
+        "build": "none",
+        "state": tmp / "state.json",
+        "cache_dir": tmp / "artifacts",
+    }
     base.update(kw)
     return BisectOptions(**base)
 
@@ -66,8 +75,17 @@ def test_build_failures_away_from_the_culprit_are_skipped(tmp_path: Path, toolch
 def test_nested_pin_bump_is_bisected_inside_the_child(tmp_path: Path, toolchain) -> None:
     toolchain(TOOLCHAIN)
     repos = make_nested_repos(tmp_path / "repos", n_parent=8, bump_at=5, n_child=9, child_culprit=6)
-    report = run_bisect(_opts(repos.parent.path, repos.parent.good, repos.parent.bad, tmp_path,
-                              build="sh build.sh", pin_file="pin.txt", pin_repo=repos.child.path))
+    report = run_bisect(
+        _opts(
+            repos.parent.path,
+            repos.parent.good,
+            repos.parent.bad,
+            tmp_path,
+            build="sh build.sh",
+            pin_file="pin.txt",
+            pin_repo=repos.child.path,
+        )
+    )
     assert len(report.stages) == 2
     assert report.stages[0].culprit is not None and report.stages[0].culprit.id == repos.parent.culprit
     final = report.final

@@ -55,5 +55,8 @@ def test_bisect_gpus_is_checked_before_anything_runs(monkeypatch: Any, capsys: A
     base = ["bisect", "--source", "ptxas", "--good", "12.4.131", "--bad", "12.8.93", "--op", "liger.embedding"]
     assert main([*base, "--metric", "sass:ATOMG", "--gpus", "all"]) == 2
     assert "--gpus applies to a timed bisect" in capsys.readouterr().err
-    assert main([*base, "--metric", "latency", "--gpus", "0,5", "--bundle", "b", "--backend", "liger", "--input", "0"]) == 2
+    assert (
+        main([*base, "--metric", "latency", "--gpus", "0,5", "--bundle", "b", "--backend", "liger", "--input", "0"])
+        == 2
+    )
     assert "GPU 5 is not visible here (GPUs 0, 1)" in capsys.readouterr().err

@@ -19,7 +19,9 @@ class FakeStepPredicate:
 
     name = "fake-step"
 
-    def __init__(self, culprit: int, skip: Sequence[int] = (), unsure: Sequence[int] = (), good_after: Sequence[int] = ()) -> None:
+    def __init__(
+        self, culprit: int, skip: Sequence[int] = (), unsure: Sequence[int] = (), good_after: Sequence[int] = ()
+    ) -> None:
         self.culprit, self.skip, self.unsure, self.good_after = culprit, set(skip), set(unsure), set(good_after)
         self.tested: list[int] = []
         self.calls: list[int] = []

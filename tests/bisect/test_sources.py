@@ -50,7 +50,11 @@ def test_ptxas_releases_across_cuda_majors_with_the_frontend_fixed() -> None:
     assert cands[1].meta["toolchain"] == f"triton==3.4.0,ptxas=={ids[1]}"
     assert cands[-1].meta["package"] == "nvidia-cuda-nvcc" and cands[0].meta["package"] == "nvidia-cuda-nvcc-cu12"
     assert [c.id for c in ptxas_candidates("12.4.131", "12.6.20", toolchain="triton==3.4.0")] == [
-        "12.4.131", "12.5.40", "12.5.82", "12.6.20"]
+        "12.4.131",
+        "12.5.40",
+        "12.5.82",
+        "12.6.20",
+    ]
 
 
 @pytest.mark.network  # pip index versions: the real package index
@@ -85,17 +89,28 @@ def test_an_unknown_source_form_is_a_clear_error() -> None:
 
 
 @pytest.mark.slow
-def test_latency_candidates_come_from_the_bundle_toolchains(tmp_path: Path, toolchain, shared_compiler, has_gpu: bool) -> None:
+def test_latency_candidates_come_from_the_bundle_toolchains(
+    tmp_path: Path, toolchain, shared_compiler, has_gpu: bool
+) -> None:
     """The GPU host cannot reach the index: a latency bisect lists the bundle's toolchains instead.
     (The GPU measurement itself runs on the GPU host only; here it must refuse with a clear error.)"""
     from ktriage.bisect.run import BisectOptions, _Run, list_candidates
     from ktriage.workload.bundle_build import build_bundle
 
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
-    out = build_bundle("layer_norm", "bwd", ["7"], tcs, tmp_path / "bundle", compiler=shared_compiler,
-                       backends=["liger_layer_norm"])  # fmt: skip
-    opts = BisectOptions(source="pypi:triton", good="3.3.1", bad="3.4.0", metric="latency", bundle=out,
-                         backend="liger_layer_norm", inputs=("7",), state=tmp_path / "s.json")  # fmt: skip
+    out = build_bundle(
+        "layer_norm", "bwd", ["7"], tcs, tmp_path / "bundle", compiler=shared_compiler, backends=["liger_layer_norm"]
+    )
+    opts = BisectOptions(
+        source="pypi:triton",
+        good="3.3.1",
+        bad="3.4.0",
+        metric="latency",
+        bundle=out,
+        backend="liger_layer_norm",
+        inputs=("7",),
+        state=tmp_path / "s.json",
+    )
     run = _Run(opts, lambda _m: None)
     cands = list_candidates(opts, run.source)
     assert [c.id for c in cands] == ["3.3.1", "3.4.0"]

@@ -7,6 +7,7 @@ resampling, failures, resume, and the GPU adapter's plumbing with a fake sampler
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from ktriage.bisect.candidate import Candidate, Observation
@@ -14,10 +15,8 @@ from ktriage.bisect.decide import classify
 from ktriage.bisect.gpu_measure import BundleMeasure
 from ktriage.bisect.time_predicate import TimePredicate
 from ktriage.errors import KtriageError
-from ktriage.testing import FakeNoisyTimings, fake_candidates, lognormal
 from ktriage.stats.verdict import VerdictConfig, compare_samples
-
-import numpy as np
+from ktriage.testing import FakeNoisyTimings, fake_candidates, lognormal
 
 CANDS = fake_candidates(40)
 GOOD, BAD = CANDS[0], CANDS[-1]
@@ -76,7 +75,9 @@ def test_noise_only_endpoints_stop_with_a_clear_error(cv: float) -> None:
 def test_bimodal_candidate_between_the_endpoints_is_unsure_not_wrong(seed: int) -> None:
     # Candidate 5 is flaky: half of its samples at good's level, half at bad's (a slow path it
     # sometimes takes). It is neither; the predicate must not pick a side.
-    fake = FakeNoisyTimings(culprit=20, effect=0.30, cv=0.01, bimodal=(0.5, 0.30), bimodal_from=5, bimodal_to=6, seed=seed)
+    fake = FakeNoisyTimings(
+        culprit=20, effect=0.30, cv=0.01, bimodal=(0.5, 0.30), bimodal_from=5, bimodal_to=6, seed=seed
+    )
     pred = armed(fake, max_samples=80)
     (obs,) = pred.test([CANDS[5]])
     assert obs.outcome == "unsure", obs.reason
@@ -186,10 +187,20 @@ def test_classify_rules_directly() -> None:
     good, bad = lognormal(r, 40, 1.0, 0.01), lognormal(r, 40, 1.3, 0.01)
     like_good, like_bad = lognormal(r, 40, 1.0, 0.01), lognormal(r, 40, 1.3, 0.01)
     beyond = lognormal(r, 40, 1.6, 0.01)
-    assert classify(compare_samples(good, like_bad, cfg), compare_samples(bad, like_bad, cfg), "regression").outcome == "bad"
-    assert classify(compare_samples(good, like_good, cfg), compare_samples(bad, like_good, cfg), "regression").outcome == "good"
-    assert classify(compare_samples(good, beyond, cfg), compare_samples(bad, beyond, cfg), "regression").outcome == "bad"
-    few = classify(compare_samples(good[:5], like_bad[:5], cfg), compare_samples(bad[:5], like_bad[:5], cfg), "regression")
+    assert (
+        classify(compare_samples(good, like_bad, cfg), compare_samples(bad, like_bad, cfg), "regression").outcome
+        == "bad"
+    )
+    assert (
+        classify(compare_samples(good, like_good, cfg), compare_samples(bad, like_good, cfg), "regression").outcome
+        == "good"
+    )
+    assert (
+        classify(compare_samples(good, beyond, cfg), compare_samples(bad, beyond, cfg), "regression").outcome == "bad"
+    )
+    few = classify(
+        compare_samples(good[:5], like_bad[:5], cfg), compare_samples(bad[:5], like_bad[:5], cfg), "regression"
+    )
     assert few.outcome is None and not few.final  # too few samples: measure more
 
 
@@ -280,7 +291,9 @@ def test_search_stays_inside_the_flaky_zone(seed: int) -> None:
     # first change is somewhere in 20..23 and which one is "the" culprit is a matter of definition.
     # The search must not leave that zone: a culprit in it, or a range inside it (a flaky candidate
     # whose 10 first samples happen to be all slow may be called bad - 1% per test here).
-    fake = FakeNoisyTimings(culprit=23, effect=0.30, cv=0.01, bimodal=(0.5, 0.30), bimodal_from=20, bimodal_to=23, seed=seed)
+    fake = FakeNoisyTimings(
+        culprit=23, effect=0.30, cv=0.01, bimodal=(0.5, 0.30), bimodal_from=20, bimodal_to=23, seed=seed
+    )
     res = run_search(CANDS, TimePredicate(fake, max_samples=60), workers=1)
     assert 19 <= res.lo and res.hi <= 23, (res.lo, res.hi)
     flaky = [o for o in res.observations if 20 <= o.candidate.index <= 22]
@@ -311,15 +324,24 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     embedding backward: REDG -> ATOMG), names ptxas for a ptxas range, and says how to get the PTX diff."""
     from pathlib import Path
 
-    from ktriage.report.bisect import to_markdown
     from ktriage.bisect.run import BisectOptions, BisectReport, _bundle_candidates, _explain_from_bundle
     from ktriage.bisect.search import StageResult
+    from ktriage.report.bisect import to_markdown
     from ktriage.workload.bundle_build import build_bundle
 
     tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
     out = build_bundle("embedding", "bwd", ["0"], tcs, tmp_path / "b", sm_count=132, compiler=shared_compiler)
-    opts = BisectOptions(source="ptxas", good="12.4.131", bad="12.8.93", metric="latency", op="liger.embedding",
-                         inputs=("0",), toolchain="triton==3.4.0", bundle=Path(out), backend="liger_embedding")
+    opts = BisectOptions(
+        source="ptxas",
+        good="12.4.131",
+        bad="12.8.93",
+        metric="latency",
+        op="liger.embedding",
+        inputs=("0",),
+        toolchain="triton==3.4.0",
+        bundle=Path(out),
+        backend="liger_embedding",
+    )
     cands = _bundle_candidates(opts, "ptxas")
     assert [c.meta["version"] for c in cands] == ["12.4.131", "12.8.93"]
     report = BisectReport(opts, [StageResult("culprit", 0, 1, cands, [], 1, 0)], ["ptxas"])

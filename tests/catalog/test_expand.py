@@ -40,7 +40,11 @@ def test_layer_norm_fwd_and_bf16() -> None:
     assert fwd.equal_to_1 == ("W_row_stride", "B_row_stride", "Mean_row_stride", "RSTD_row_stride")
     assert fwd.signature["eps"] == "fp32"
     (bf,) = expand_op("liger.layer_norm", dtype="bf16", inputs=["7"])
-    assert bf.signature["X_ptr"] == "*bf16" and bf.signature["DW_ptr"] == "*bf16" and bf.constexprs["dtype"] == "tl.bfloat16"
+    assert (
+        bf.signature["X_ptr"] == "*bf16"
+        and bf.signature["DW_ptr"] == "*bf16"
+        and bf.constexprs["dtype"] == "tl.bfloat16"
+    )
 
 
 def test_layer_norm_latest_release() -> None:
@@ -62,9 +66,14 @@ def test_embedding_inputs() -> None:
     assert small.grid == (128, 6) and big.grid == (128, 32)  # 16384 tokens / 128; D / 128
     assert small.constexprs == {"embedding_dim": 768, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128}
     assert small.signature == {
-        "grad_output_ptr": "*fp32", "grad_weight_ptr": "*fp32", "indices_ptr": "*i64", "n_elements": "i32",
-        "embedding_dim": "constexpr", "BLOCK_SIZE_M": "constexpr", "BLOCK_SIZE_N": "constexpr",
-    }  # fmt: skip
+        "grad_output_ptr": "*fp32",
+        "grad_weight_ptr": "*fp32",
+        "indices_ptr": "*i64",
+        "n_elements": "i32",
+        "embedding_dim": "constexpr",
+        "BLOCK_SIZE_M": "constexpr",
+        "BLOCK_SIZE_N": "constexpr",
+    }
     assert (small.num_warps, small.num_stages) == (4, 3)
     # V changes the table, not the kernel: same compiled kernel for every V of one D.
     assert len({s.key() for s in specs[:8]}) == 1 and specs[0].key() != specs[8].key()

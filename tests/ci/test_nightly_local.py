@@ -14,10 +14,23 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_nightly_local_script_gates_on_a_recent_step(tmp_path: Path) -> None:
     ktriage = Path(sys.executable).parent / "ktriage"
-    env = dict(os.environ, KTRIAGE=str(ktriage), PYTHON=sys.executable, N_RUNS="12", STEP_AT="10", RECENT="3",
-               PYTHONPATH=str(REPO), KTRIAGE_HOME=str(tmp_path / "home"))
-    result = subprocess.run(["bash", str(REPO / "examples" / "ci" / "nightly_local.sh"), str(tmp_path / "work")],
-                            capture_output=True, text=True, env=env, timeout=400)
+    env = dict(
+        os.environ,
+        KTRIAGE=str(ktriage),
+        PYTHON=sys.executable,
+        N_RUNS="12",
+        STEP_AT="10",
+        RECENT="3",
+        PYTHONPATH=str(REPO),
+        KTRIAGE_HOME=str(tmp_path / "home"),
+    )
+    result = subprocess.run(
+        ["bash", str(REPO / "examples" / "ci" / "nightly_local.sh"), str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=400,
+    )
     assert result.returncode == 1, result.stdout + result.stderr  # the gate fired: a change point at run 10 of 12
     reports = tmp_path / "work" / "reports"
     doc = json.loads((reports / "history.json").read_text())

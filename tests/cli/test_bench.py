@@ -12,14 +12,17 @@ from ktriage.cli import exit_codes
 from tests.conftest import RunCli
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--op", "layer_nrom"], "layer_norm"),
-    (["--op", "layer_norm", "--only", "liger_layernorm"], "liger_layer_norm"),
-    (["--op", "layer_norm", "--metrics", "latency,speeed"], "speedup"),
-    (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
-    (["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"], "artifact backend"),
-    (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "--compile-only"),  # no GPU here
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--op", "layer_nrom"], "layer_norm"),
+        (["--op", "layer_norm", "--only", "liger_layernorm"], "liger_layer_norm"),
+        (["--op", "layer_norm", "--metrics", "latency,speeed"], "speedup"),
+        (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
+        (["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"], "artifact backend"),
+        (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "--compile-only"),  # no GPU here
+    ],
+)
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     out = run_cli(["bench", *args])
     assert out.exit_code == exit_codes.USAGE, out.output
@@ -31,9 +34,27 @@ def test_compile_only_writes_a_bundle_the_gpu_host_can_read(tmp_path: Path, run_
     from ktriage.workload.bundle import load_bundle
 
     bundle = tmp_path / "b"
-    out = run_cli(["bench", "--op", "layer_norm", "--bwd", "--only", "liger_layer_norm,torch_layer_norm",
-                   "--input-id", "6", "--num-inputs", "2", "-t", "triton==3.3.1", "-t", "triton==3.4.0",
-                   "--compile-only", "--bundle", str(bundle)])
+    out = run_cli(
+        [
+            "bench",
+            "--op",
+            "layer_norm",
+            "--bwd",
+            "--only",
+            "liger_layer_norm,torch_layer_norm",
+            "--input-id",
+            "6",
+            "--num-inputs",
+            "2",
+            "-t",
+            "triton==3.3.1",
+            "-t",
+            "triton==3.4.0",
+            "--compile-only",
+            "--bundle",
+            str(bundle),
+        ]
+    )
     assert out.exit_code == exit_codes.OK, out.output
     assert "ktriage bench --bundle" in out.output
     loaded = load_bundle(bundle)

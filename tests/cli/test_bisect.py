@@ -21,14 +21,53 @@ TOOLCHAIN = "triton==3.4.0"
 
 
 def test_source_and_option_errors_exit_2(run_cli: RunCli) -> None:
-    r = run_cli(["bisect", "--source", "ptxas", "--good", "12.4.131", "--bad", "12.8.93", "--op", "liger.embedding",
-                 "--metric", "sass:ATOMG"])
+    r = run_cli(
+        [
+            "bisect",
+            "--source",
+            "ptxas",
+            "--good",
+            "12.4.131",
+            "--bad",
+            "12.8.93",
+            "--op",
+            "liger.embedding",
+            "--metric",
+            "sass:ATOMG",
+        ]
+    )
     assert r.exit_code == exit_codes.USAGE and "--toolchain" in r.err_text, r.output
-    r = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
-                 "--metric", "spills"])
+    r = run_cli(
+        [
+            "bisect",
+            "--source",
+            "pypi:triton",
+            "--good",
+            "3.3.1",
+            "--bad",
+            "3.4.0",
+            "--op",
+            "liger.embedding",
+            "--metric",
+            "spills",
+        ]
+    )
     assert r.exit_code == exit_codes.USAGE and "unknown metric" in r.err_text, r.output
-    r = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding",
-                 "--metric", "latency"])
+    r = run_cli(
+        [
+            "bisect",
+            "--source",
+            "pypi:triton",
+            "--good",
+            "3.3.1",
+            "--bad",
+            "3.4.0",
+            "--op",
+            "liger.embedding",
+            "--metric",
+            "latency",
+        ]
+    )
     assert r.exit_code == exit_codes.USAGE and "--bundle" in r.err_text, r.output
 
 
@@ -40,9 +79,31 @@ def test_cli_reports_terminal_markdown_json_and_exit_status(tmp_path: Path, tool
     toolchain(TOOLCHAIN)
     repo = make_kernel_repo(tmp_path / "repo", n=20, culprit_at=7)
     md, js = tmp_path / "r.md", tmp_path / "r.json"
-    r = run_cli(["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", "main",
-                         "--spec", "spec.toml", "--metric", "sass:STL", "-t", TOOLCHAIN, "--build", "none",
-                         "--state", str(tmp_path / "s.json"), "--markdown", str(md), "--json", str(js)])
+    r = run_cli(
+        [
+            "bisect",
+            "--source",
+            f"git:{repo.path}",
+            "--good",
+            repo.good,
+            "--bad",
+            "main",
+            "--spec",
+            "spec.toml",
+            "--metric",
+            "sass:STL",
+            "-t",
+            TOOLCHAIN,
+            "--build",
+            "none",
+            "--state",
+            str(tmp_path / "s.json"),
+            "--markdown",
+            str(md),
+            "--json",
+            str(js),
+        ]
+    )
     assert r.exit_code == exit_codes.OK, r.output
     assert "raise RBLOCK to 256" in r.stdout and "first bad" in r.stdout
     data = json.loads(js.read_text())
@@ -61,10 +122,31 @@ def test_a_skip_next_to_the_culprit_gives_the_exact_range(tmp_path: Path, toolch
     toolchain(TOOLCHAIN)
     repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13, broken=(13,))
     md = tmp_path / "r.md"
-    r = run_cli(["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad,
-                         "--spec", "spec.toml", "--metric", "spill_store_bytes", "-t", TOOLCHAIN,
-                         "--build", "sh build.sh", "--state", str(tmp_path / "s.json"), "--json", str(tmp_path / "r.json"),
-                         "--markdown", str(md)])
+    r = run_cli(
+        [
+            "bisect",
+            "--source",
+            f"git:{repo.path}",
+            "--good",
+            repo.good,
+            "--bad",
+            repo.bad,
+            "--spec",
+            "spec.toml",
+            "--metric",
+            "spill_store_bytes",
+            "-t",
+            TOOLCHAIN,
+            "--build",
+            "sh build.sh",
+            "--state",
+            str(tmp_path / "s.json"),
+            "--json",
+            str(tmp_path / "r.json"),
+            "--markdown",
+            str(md),
+        ]
+    )
     assert r.exit_code == exit_codes.FINDING, r.output  # no single culprit: CI sees it
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["found"] is False and data["culprit"] is None
@@ -76,9 +158,27 @@ def test_a_skip_next_to_the_culprit_gives_the_exact_range(tmp_path: Path, toolch
 def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     toolchain(TOOLCHAIN)
     repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=4)
-    r = run_cli(["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.commits[3],
-                         "--spec", "spec.toml", "--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", "none",
-                         "--state", str(tmp_path / "s.json")])
+    r = run_cli(
+        [
+            "bisect",
+            "--source",
+            f"git:{repo.path}",
+            "--good",
+            repo.good,
+            "--bad",
+            repo.commits[3],
+            "--spec",
+            "spec.toml",
+            "--metric",
+            "spill_store_bytes",
+            "-t",
+            TOOLCHAIN,
+            "--build",
+            "none",
+            "--state",
+            str(tmp_path / "s.json"),
+        ]
+    )
     assert r.exit_code == exit_codes.USAGE and "endpoints do not differ" in r.err_text, r.output
 
 
@@ -90,13 +190,25 @@ def test_resume_after_sigkill_does_not_retest(tmp_path: Path, run_cli: RunCli) -
     go_on = tmp_path / "go-on"
     pidfile = tmp_path / "hung.pid"
     # The 4th run (preflight 2 + round 1 done) hangs until the test kills everything.
-    extra = (f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi')
+    extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
     script, log = check_script(tmp_path, extra)
     state = tmp_path / "state.json"
-    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad,
-            "--command", f"sh {script}", "--state", str(state)]
-    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    args = [
+        "bisect",
+        "--source",
+        f"git:{repo.path}",
+        "--good",
+        repo.good,
+        "--bad",
+        repo.bad,
+        "--command",
+        f"sh {script}",
+        "--state",
+        str(state),
+    ]
+    proc = subprocess.Popen(
+        [*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 120
         while not pidfile.exists() or not pidfile.read_text().strip():
@@ -116,7 +228,9 @@ def test_resume_after_sigkill_does_not_retest(tmp_path: Path, run_cli: RunCli) -
     assert proc.returncode == -signal.SIGKILL
     saved = json.loads(state.read_text())
     stage = saved["stages"][0]
-    done = [o["candidate"]["id"] for o in stage["preflight"]] + [o["candidate"]["id"] for r in stage["rounds"] for o in r]
+    done = [o["candidate"]["id"] for o in stage["preflight"]] + [
+        o["candidate"]["id"] for r in stage["rounds"] for o in r
+    ]
     assert len(done) == 3 and stage["result"] is None
     before = command_runs(log)
     assert before[:3] == done  # the 4th run was in flight when killed
@@ -124,7 +238,7 @@ def test_resume_after_sigkill_does_not_retest(tmp_path: Path, run_cli: RunCli) -
     go_on.write_text("")
     r = run_cli([*args, "--resume"])
     assert r.exit_code == exit_codes.OK, r.output
-    after = command_runs(log)[len(before):]
+    after = command_runs(log)[len(before) :]
     assert not set(after) & set(done), "a candidate saved in the state was tested again"
     final = json.loads(state.read_text())
     assert final["result"]["culprit"]["id"] == repo.culprit
@@ -135,7 +249,17 @@ def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCl
     repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=3)
     script, _ = check_script(tmp_path)
     state = tmp_path / "s.json"
-    base = ["bisect", "--source", f"git:{repo.path}", "--bad", repo.bad, "--command", f"sh {script}", "--state", str(state)]
+    base = [
+        "bisect",
+        "--source",
+        f"git:{repo.path}",
+        "--bad",
+        repo.bad,
+        "--command",
+        f"sh {script}",
+        "--state",
+        str(state),
+    ]
     assert run_cli([*base, "--good", repo.good]).exit_code == exit_codes.OK
     r = run_cli([*base, "--good", repo.commits[1], "--resume"])
     assert r.exit_code == exit_codes.USAGE and "another bisect" in r.err_text, r.output
@@ -152,13 +276,21 @@ def test_bisect_step_under_a_real_git_bisect_run(tmp_path: Path, toolchain) -> N
     git(repo.path, "checkout", "-q", repo.good)
     subprocess.run([*step, "--record-baseline", str(baseline), *common], cwd=repo.path, env=env, check=True)
     git(repo.path, "checkout", "-q", repo.bad)
-    subprocess.run([*step, "--record-baseline", str(baseline), "--as", "bad", *common], cwd=repo.path, env=env, check=True)
+    subprocess.run(
+        [*step, "--record-baseline", str(baseline), "--as", "bad", *common], cwd=repo.path, env=env, check=True
+    )
     data = json.loads(baseline.read_text())
     assert data["good"]["values"]["red"] == 0 and data["bad"]["values"]["red"] > 0
 
     git(repo.path, "bisect", "start", repo.bad, repo.good)
-    run = subprocess.run(["git", "-C", str(repo.path), "bisect", "run", *step, "--baseline", str(baseline)],
-                         capture_output=True, text=True, env=env, timeout=600, check=False)  # fmt: skip
+    run = subprocess.run(
+        ["git", "-C", str(repo.path), "bisect", "run", *step, "--baseline", str(baseline)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"{repo.culprit} is the first bad commit" in run.stdout
     git(repo.path, "bisect", "reset")
@@ -167,8 +299,14 @@ def test_bisect_step_under_a_real_git_bisect_run(tmp_path: Path, toolchain) -> N
 def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunCli) -> None:
     repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
     baseline = tmp_path / "b.json"
-    baseline.write_text(json.dumps({"config": {"metric": "spill_store_bytes", "toolchain": "triton==3.4.0",
-                                               "spec": "missing.toml"}, "good": {"values": {"red": 0}}}))  # fmt: skip
+    baseline.write_text(
+        json.dumps(
+            {
+                "config": {"metric": "spill_store_bytes", "toolchain": "triton==3.4.0", "spec": "missing.toml"},
+                "good": {"values": {"red": 0}},
+            }
+        )
+    )
     cwd = os.getcwd()
     try:
         os.chdir(repo.path)
@@ -176,6 +314,8 @@ def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunC
         # git bisect run's codes (125 skip, 128 abort), not exit_codes
         assert r.exit_code == 125  # the spec does not exist at this commit: untestable, skip
         r = run_cli(["bisect-step", "--baseline", str(tmp_path / "nope.json")])
-        assert r.exit_code == 128 and "cannot read baseline" in r.output  # a ktriage error aborts git bisect run, never "bad"
+        assert (
+            r.exit_code == 128 and "cannot read baseline" in r.output
+        )  # a ktriage error aborts git bisect run, never "bad"
     finally:
         os.chdir(cwd)

@@ -39,8 +39,9 @@ def test_info_of_an_empty_cache(home: Path, capsys: pytest.CaptureFixture[str]) 
     assert data["entries"] == {"frontend": 0, "cubin": 0} and data["size_bytes"] == 0
 
 
-def test_verify_exits_1_on_damage_and_fix_quarantines(home: Path, capsys: pytest.CaptureFixture[str],
-                                                      tmp_path: Path) -> None:
+def test_verify_exits_1_on_damage_and_fix_quarantines(
+    home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     root = home / "artifacts"
     _publish(root, "good")
     bad = _publish(root, "bad")
@@ -87,10 +88,19 @@ def test_verify_a_real_compile(home: Path, toolchain, capsys: pytest.CaptureFixt
     from ktriage.compile.compiler import Artifact, Compiler
     from ktriage.spec.model import KernelSpec
 
-    spec = KernelSpec(name="red", source=f"{KERNELS}:red_kernel",
-                      signature={"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32",
-                                 "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
-                      constexprs={"XBLOCK": 64, "RBLOCK": 64})
+    spec = KernelSpec(
+        name="red",
+        source=f"{KERNELS}:red_kernel",
+        signature={
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
+        constexprs={"XBLOCK": 64, "RBLOCK": 64},
+    )
     with Compiler(jobs=1, cache_dir=home / "artifacts") as compiler:
         art = compiler.compile(spec, toolchain("triton==3.4.0,ptxas==12.4.131"))
     assert isinstance(art, Artifact), art

@@ -23,7 +23,9 @@ def test_show_table_and_json(run_cli: RunCli) -> None:
     assert result.exit_code == exit_codes.OK, result.output
     assert "liger.layer_norm.bwd[N=4608]" in result.stdout and "(132,)" in result.stdout
     assert "rows_per_program=32" in result.stdout and "BLOCK_SIZE=8192" in result.stdout
-    result = run_cli(["catalog", "show", "liger.embedding", "--mode", "fwd", "--input", "0", "--input", "8", "--format", "json"])
+    result = run_cli(
+        ["catalog", "show", "liger.embedding", "--mode", "fwd", "--input", "0", "--input", "8", "--format", "json"]
+    )
     assert result.exit_code == exit_codes.OK, result.output
     specs = [KernelSpec.from_json(d) for d in json.loads(result.stdout)]
     assert [s.grid for s in specs] == [(128, 6), (128, 32)]

@@ -84,7 +84,15 @@ def test_csv_and_markdown_and_threshold(files: dict[str, Path], tmp_path: Path, 
     md = tmp_path / "out" / "summary.md"
     summary = tmp_path / "gh_summary.md"
     summary.write_text("previous step\n")
-    r = invoke(str(files["old"]), str(files["new"]), "--markdown", str(md), "--confidence", "0.95", env={"GITHUB_STEP_SUMMARY": str(summary)})
+    r = invoke(
+        str(files["old"]),
+        str(files["new"]),
+        "--markdown",
+        str(md),
+        "--confidence",
+        "0.95",
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert r.exit_code == exit_codes.FINDING
     assert "### Regressions, worst first" in md.read_text() and "95% confidence" in md.read_text()
     text = summary.read_text()
@@ -96,7 +104,11 @@ def test_html_written(files: dict[str, Path], tmp_path: Path, invoke) -> None:
     r = invoke(str(files["both"]), "--toolchains", "--html", str(html))
     assert r.exit_code == exit_codes.FINDING and html.exists()
     text = html.read_text()
-    assert text.count("<svg") == 3 and 'class="cliff-marker"' in text and "http" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert (
+        text.count("<svg") == 3
+        and 'class="cliff-marker"' in text
+        and "http" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    )
 
 
 @pytest.mark.parametrize(

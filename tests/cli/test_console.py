@@ -17,8 +17,9 @@ DETAILS = "ptxas fatal   : Unresolved extern function 'vprintf'\n[kernel] line 2
 
 
 def _printed(exc: KtriageError, *, styles: bool = False) -> str:
-    console = Console(file=io.StringIO(), record=True, width=60, force_terminal=styles,
-                      color_system="standard" if styles else None)
+    console = Console(
+        file=io.StringIO(), record=True, width=60, force_terminal=styles, color_system="standard" if styles else None
+    )
     print_error(exc, console)
     return console.export_text(styles=styles)
 

@@ -22,14 +22,14 @@ from tests.conftest import CliResult, RunCli
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 NO_TMA = "AttributeError: module 'triton.language' has no attribute 'make_tensor_descriptor'"
-SIGNATURE = '''[kernel.signature]
+SIGNATURE = """[kernel.signature]
 x_ptr = "*fp32"
 y_ptr = "*fp32"
 M = "i32"
 N = "i32"
 BM = "constexpr"
 BN = "constexpr"
-'''
+"""
 
 
 # ----------------------------------------------------------------------------- the report and the table
@@ -38,13 +38,37 @@ BN = "constexpr"
 @pytest.mark.slow
 def test_cli_json_has_the_documented_keys(tmp_path: Path, run_cli: RunCli) -> None:
     report = tmp_path / "r.md"
-    out = run_cli(["explain", "liger.layer_norm", "--bwd", "--input", "N=4608", "--arch", "sm_90",
-                   "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--format", "json", "--report", str(report)])
+    out = run_cli(
+        [
+            "explain",
+            "liger.layer_norm",
+            "--bwd",
+            "--input",
+            "N=4608",
+            "--arch",
+            "sm_90",
+            "-t",
+            "triton==3.3.1",
+            "-t",
+            "triton==3.4.0",
+            "--format",
+            "json",
+            "--report",
+            str(report),
+        ]
+    )
     assert out.exit_code == exit_codes.OK, out.output
-    data = json.loads(out.stdout[out.stdout.index("{"):out.stdout.rindex("}") + 1])
+    data = json.loads(out.stdout[out.stdout.index("{") : out.stdout.rindex("}") + 1])
     kernel = data["kernels"][0]
     for result in kernel["results"].values():
-        for key in ("registers", "stack_bytes", "spill_store_bytes", "spill_load_bytes", "shared_bytes", "sass_opcodes"):
+        for key in (
+            "registers",
+            "stack_bytes",
+            "spill_store_bytes",
+            "spill_load_bytes",
+            "shared_bytes",
+            "sass_opcodes",
+        ):
             assert key in result
         assert {"ctas_per_sm", "warps_per_sm", "limiter"} <= set(result["occupancy"])
     changes = kernel["comparisons"][0]["changes"]
@@ -61,8 +85,20 @@ def test_cli_bad_input_names_the_fix(run_cli: RunCli) -> None:
 @pytest.mark.slow
 def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path, run_cli: RunCli) -> None:
     """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages."""
-    out = run_cli(["explain", "liger.embedding", "--bwd", "-i", "0", "--no-report",
-                   "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"])
+    out = run_cli(
+        [
+            "explain",
+            "liger.embedding",
+            "--bwd",
+            "-i",
+            "0",
+            "--no-report",
+            "-t",
+            "triton==3.4.0,ptxas==12.4.131",
+            "-t",
+            "triton==3.4.0",
+        ]
+    )
     assert out.exit_code == exit_codes.OK, out.output
     assert "[ptxas] ATOMG +32" in out.output and "ptxas is responsible" in out.output
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n")
@@ -74,11 +110,28 @@ def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path
 
 @pytest.mark.slow
 def test_cli_fixes_flag_adds_the_fixes_key(tmp_path: Path, run_cli: RunCli) -> None:
-    out = run_cli(["explain", "liger.embedding", "--bwd", "--input", "0", "--arch", "sm_90",
-                   "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0", "--fixes",
-                   "--format", "json", "--report", str(tmp_path / "r.md")])
+    out = run_cli(
+        [
+            "explain",
+            "liger.embedding",
+            "--bwd",
+            "--input",
+            "0",
+            "--arch",
+            "sm_90",
+            "-t",
+            "triton==3.4.0,ptxas==12.4.131",
+            "-t",
+            "triton==3.4.0",
+            "--fixes",
+            "--format",
+            "json",
+            "--report",
+            str(tmp_path / "r.md"),
+        ]
+    )
     assert out.exit_code == exit_codes.OK, out.output
-    data = json.loads(out.stdout[out.stdout.index("{"):out.stdout.rindex("}") + 1])
+    data = json.loads(out.stdout[out.stdout.index("{") : out.stdout.rindex("}") + 1])
     kinds = {f["kind"]: f for f in data["fixes"]}
     assert kinds["relaxed-atomic"]["verified"] is True
     assert "## Fixes" in (tmp_path / "r.md").read_text()
@@ -93,17 +146,22 @@ def in_output(text: str, output: str) -> bool:
     compared without whitespace."""
     return "".join(text.split()) in "".join(output.split())
 
+
 def _spec_file(tmp_path: Path, source: str, blocks: tuple[int, ...] = (64, 128)) -> Path:
     """A spec file with one kernel per BN (a small sweep, so that failures form an input range)."""
-    text = "".join(f'[[kernel]]\nname = "tdesc[BN={bn}]"\nsource = "{source}"\n{SIGNATURE}'
-                   f"[kernel.constexprs]\nBM = 64\nBN = {bn}\n\n" for bn in blocks)
+    text = "".join(
+        f'[[kernel]]\nname = "tdesc[BN={bn}]"\nsource = "{source}"\n{SIGNATURE}'
+        f"[kernel.constexprs]\nBM = 64\nBN = {bn}\n\n"
+        for bn in blocks
+    )
     path = tmp_path / "tdesc.toml"
     path.write_text(text)
     return path
 
 
-def _explain(run_cli: RunCli, tmp_path: Path, spec: Path, *toolchains: str,
-             extra: tuple[str, ...] = ()) -> tuple[CliResult, dict[str, Any], str]:
+def _explain(
+    run_cli: RunCli, tmp_path: Path, spec: Path, *toolchains: str, extra: tuple[str, ...] = ()
+) -> tuple[CliResult, dict[str, Any], str]:
     """Run `ktriage explain` (table on stdout) and return the result, the JSON report and the markdown report."""
     report = tmp_path / "report.md"
     args = ["explain", str(spec), "--report", str(report), "-j", "2"]
@@ -127,8 +185,7 @@ def test_reference_that_cannot_compile_falls_back_to_the_next(tmp_path: Path, to
     out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131")
     assert out.exit_code == exit_codes.INCOMPLETE == 4, out.output
     text = out.output
-    assert (f"triton==3.3.1 cannot compile BN=64..128: {NO_TMA}; compared against triton==3.4.0 instead."
-            in text), text
+    assert f"triton==3.3.1 cannot compile BN=64..128: {NO_TMA}; compared against triton==3.4.0 instead." in text, text
     assert f"error: frontend: {NO_TMA}" in text  # the failed cell: stage and one line
     assert "vs triton==3.4.0: [ptxas] registers" in text  # the changes column names the fallback
     assert "incomplete: 2 of 6 cells failed" in text
@@ -139,15 +196,25 @@ def test_reference_that_cannot_compile_falls_back_to_the_next(tmp_path: Path, to
     assert data["complete"] is False
     for kernel in data["kernels"]:
         assert kernel["reference"] == new
-        assert kernel["reference_fallback"] == (f"triton==3.3.1 could not compile this kernel: frontend: {NO_TMA}; "
-                                                "compared against triton==3.4.0 instead")
-        assert kernel["failures"] == [{"toolchain": old, "toolchain_spec": "triton==3.3.1", "stage": "frontend",
-                                       "kind": "compile", "message": NO_TMA, "fix": None}]
+        assert kernel["reference_fallback"] == (
+            f"triton==3.3.1 could not compile this kernel: frontend: {NO_TMA}; compared against triton==3.4.0 instead"
+        )
+        assert kernel["failures"] == [
+            {
+                "toolchain": old,
+                "toolchain_spec": "triton==3.3.1",
+                "stage": "frontend",
+                "kind": "compile",
+                "message": NO_TMA,
+                "fix": None,
+            }
+        ]
         assert [(c["reference"], c["toolchain"]) for c in kernel["comparisons"]] == [(new, other)]
         assert "registers" in {c["metric"] for c in kernel["comparisons"][0]["changes"]}
     assert data["findings"] and {f["reference"] for f in data["findings"]} == {"triton==3.4.0"}
     assert [(f["toolchain"], f["range"], f["reference_fallback"]) for f in data["failures"]] == [
-        ("triton==3.3.1", "BN=64..128", "triton==3.4.0")]
+        ("triton==3.3.1", "BN=64..128", "triton==3.4.0")
+    ]
     assert f"- **failed:** triton==3.3.1 cannot compile BN=64..128: {NO_TMA}" in md
 
 
@@ -156,8 +223,14 @@ def test_no_change_among_the_rest_is_not_called_no_change(tmp_path: Path, toolch
     """The issue's case: the reference failed and the others agree. Neither the rows nor the findings
     may say "no change" as if every toolchain had been compared."""
     spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
-    out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0",
-                             "triton==3.4.0,ptxas-options=--register-usage-level=10")
+    out, data, md = _explain(
+        run_cli,
+        tmp_path,
+        spec,
+        "triton==3.3.1",
+        "triton==3.4.0",
+        "triton==3.4.0,ptxas-options=--register-usage-level=10",
+    )
     assert out.exit_code == exit_codes.INCOMPLETE, out.output
     assert data["findings"] == [] and data["complete"] is False
     line = "No resource changes among the toolchains that compiled; 2 of 6 cells failed (listed below)."
@@ -171,8 +244,15 @@ def test_no_change_among_the_rest_is_not_called_no_change(tmp_path: Path, toolch
 @pytest.mark.slow
 def test_allow_failures_gives_the_code_of_the_rest(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
     spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
-    out, data, _ = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131",
-                            extra=("--allow-failures",))
+    out, data, _ = _explain(
+        run_cli,
+        tmp_path,
+        spec,
+        "triton==3.3.1",
+        "triton==3.4.0",
+        "triton==3.4.0,ptxas==12.4.131",
+        extra=("--allow-failures",),
+    )
     assert out.exit_code == exit_codes.OK, out.output
     assert data["complete"] is False
     assert "triton==3.3.1 cannot compile BN=64..128" in out.output  # still listed, only the code changes
@@ -207,10 +287,12 @@ def test_import_failure_is_one_line_with_the_fix(tmp_path: Path, toolchain: Any,
     exception, plus a fix (the full text stays in the JSON results). A missing package alone no longer
     fails (issue 23: the worker stands in for it and the kernel compiles from its own source)."""
     kernel = tmp_path / "needs_dep.py"
-    kernel.write_text("import triton\nimport triton.language as tl\nimport ktriage_missing_dep  # noqa: F401\n"
-                      "SCALE = tl.constexpr(float(open('/nonexistent/ktriage-scale').read()))\n\n"
-                      "@triton.jit\ndef k(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):\n"
-                      "    tl.store(x_ptr + tl.arange(0, BN), tl.zeros([BN], tl.float32) + SCALE)\n")
+    kernel.write_text(
+        "import triton\nimport triton.language as tl\nimport ktriage_missing_dep  # noqa: F401\n"
+        "SCALE = tl.constexpr(float(open('/nonexistent/ktriage-scale').read()))\n\n"
+        "@triton.jit\ndef k(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):\n"
+        "    tl.store(x_ptr + tl.arange(0, BN), tl.zeros([BN], tl.float32) + SCALE)\n"
+    )
     spec = _spec_file(tmp_path, f"{kernel}:k", blocks=(64,))
     out, data, _ = _explain(run_cli, tmp_path, spec, "triton==3.4.0")
     assert out.exit_code == exit_codes.INCOMPLETE, out.output

@@ -32,7 +32,9 @@ def run_cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: py
     return code, capsys.readouterr().out
 
 
-def test_table_shows_the_planted_step(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_table_shows_the_planted_step(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ids = fill(store_url)
     code, out = run_cli([*BASE, "--input", "7", "--db", store_url], capsys, monkeypatch)
     assert code == 0, out  # no --fail-on-recent: informative only
@@ -44,7 +46,9 @@ def test_table_shows_the_planted_step(store_url: str, capsys: pytest.CaptureFixt
     assert "ktriage bisect --source pypi:triton --good 3.3.1 --bad 3.4.0" in out
 
 
-def test_json_and_flat_input(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_json_and_flat_input(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     ids = fill(store_url)
     code, out = run_cli([*BASE, "--mode", "bwd", "--db", store_url, "--format", "json"], capsys, monkeypatch)
     assert code == 0
@@ -57,12 +61,22 @@ def test_json_and_flat_input(store_url: str, capsys: pytest.CaptureFixture[str],
     assert cp["index"] == 18 and cp["before"]["run_id"] == ids[17] and cp["after"]["run_id"] == ids[18]
     assert cp["before"]["triton"] == "3.3.1" and cp["after"]["triton"] == "3.4.0"
     assert 10 < cp["step_pct"] < 20 and cp["pvalue"] < 1e-6 and cp["direction"] == "slower"
-    assert cp["bisect"]["argv"][:8] == ["ktriage", "bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0"]
+    assert cp["bisect"]["argv"][:8] == [
+        "ktriage",
+        "bisect",
+        "--source",
+        "pypi:triton",
+        "--good",
+        "3.3.1",
+        "--bad",
+        "3.4.0",
+    ]
     assert by_input[8]["change_points"] == []  # the flat, noisy input
 
 
-def test_html_has_the_svg_and_markdown(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_html_has_the_svg_and_markdown(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fill(store_url)
     html, md = tmp_path / "h.html", tmp_path / "h.md"
     code, _ = run_cli([*BASE, "-i", "7", "--db", store_url, "-o", str(html), "-o", str(md)], capsys, monkeypatch)
@@ -75,7 +89,9 @@ def test_html_has_the_svg_and_markdown(store_url: str, tmp_path: Path, capsys: p
     assert "`ktriage bisect --source pypi:triton" in text
 
 
-def test_fail_on_recent_gates(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fail_on_recent_gates(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fill(store_url, step_at=26)  # the step is in the last 4 runs
     code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "5"], capsys, monkeypatch)
     assert code == 1, out
@@ -84,22 +100,27 @@ def test_fail_on_recent_gates(store_url: str, capsys: pytest.CaptureFixture[str]
     assert code == 0  # the step began 4 runs ago: not in the latest 2
 
 
-def test_flat_history_passes_the_gate(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_flat_history_passes_the_gate(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fill(store_url, step_at=None)
     code, out = run_cli([*BASE, "--db", store_url, "--fail-on-recent", "30"], capsys, monkeypatch)
     assert code == 0, out
     assert "2 series, 0 change point(s)" in out
 
 
-def test_unknown_cell_is_a_usage_error(store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_cell_is_a_usage_error(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fill(store_url, n_runs=5)
     code = main(["history", "--op", "layer_norm", "--backend", "nope", "--db", store_url])
     err = capsys.readouterr().err
     assert code == 2 and "liger_layer_norm (bwd)" in err
 
 
-def test_input_by_shape_facts_and_toolchain_filter(store_url: str, capsys: pytest.CaptureFixture[str],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_input_by_shape_facts_and_toolchain_filter(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     fill(store_url, n_runs=8, step_at=None)
     code, out = run_cli([*BASE, "--input", "N=5120", "--db", store_url, "--format", "json"], capsys, monkeypatch)
     assert code == 0 and [s["input_id"] for s in json.loads(out)["series"]] == [8]

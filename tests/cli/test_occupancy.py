@@ -12,8 +12,9 @@ from tests.conftest import RunCli
 
 
 def test_cli_json(run_cli: RunCli) -> None:
-    result = run_cli(["occupancy", "--arch", "sm_90", "--registers", "255", "--warps", "4", "--shared", "1024",
-                      "--format", "json"])
+    result = run_cli(
+        ["occupancy", "--arch", "sm_90", "--registers", "255", "--warps", "4", "--shared", "1024", "--format", "json"]
+    )
     assert result.exit_code == exit_codes.OK, result.output
     data = json.loads(result.stdout)
     assert (data["ctas_per_sm"], data["warps_per_sm"], data["limiter"]) == (2, 8, "registers")
@@ -23,7 +24,9 @@ def test_cli_json(run_cli: RunCli) -> None:
 
 
 def test_cli_table_and_default_arch(run_cli: RunCli) -> None:
-    result = run_cli(["occupancy", "--registers", "128", "--warps", "8"], env={"COLUMNS": "200", "KTRIAGE_COLUMNS": "200"})
+    result = run_cli(
+        ["occupancy", "--registers", "128", "--warps", "8"], env={"COLUMNS": "200", "KTRIAGE_COLUMNS": "200"}
+    )
     assert result.exit_code == exit_codes.OK, result.output
     assert "sm_90" in result.stdout
     assert "2 CTAs/SM" in result.stdout and "limited by registers" in result.stdout

@@ -28,7 +28,8 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_explain_defaults_to_the_ops_own_pass_and_writes_nothing_unasked(
-        toolchain, in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    toolchain, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
     """tutorial.vector_add has only a forward kernel: explain used to ask for bwd and fail."""
     toolchain("triton==3.4.0")
     assert main([*VECTOR_ADD, "--arch", "90", "--format", "json"]) == exit_codes.OK
@@ -37,8 +38,12 @@ def test_explain_defaults_to_the_ops_own_pass_and_writes_nothing_unasked(
     assert list(in_tmp.iterdir()) == []  # no ./ktriage-reports any more
 
 
-def test_explain_writes_every_output_by_its_suffix(toolchain, in_tmp: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_writes_every_output_by_its_suffix(
+    toolchain,
+    in_tmp: Path,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     toolchain("triton==3.4.0")
     assert main([*VECTOR_ADD, "-o", "x.json", "-o", str(tmp_path / "sub" / "x.md")]) == exit_codes.OK
     assert json.loads((in_tmp / "x.json").read_text())["kernels"]
@@ -49,15 +54,25 @@ def test_explain_writes_every_output_by_its_suffix(toolchain, in_tmp: Path, tmp_
     assert (in_tmp / "r" / "report.md").exists() and (in_tmp / "r" / "report.json").exists()
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--arch", "sm_42"], "sm_90, sm_90a, 90"),
-    (["occupancy", "--arch", "volta2", "--registers", "32", "--warps", "4"], "supported:"),
-    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-o", "x.txt"], "name the file with one of: .md, .json, .html"),
-    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--format", "csv"], "use --format table | markdown | json"),
-    (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--fwd", "--mode", "bwd"], "choose one"),
-])  # fmt: skip
-def test_bad_options_are_refused_with_the_fix(argv: list[str], says: str, in_tmp: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--arch", "sm_42"], "sm_90, sm_90a, 90"),
+        (["occupancy", "--arch", "volta2", "--registers", "32", "--warps", "4"], "supported:"),
+        (
+            ["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-o", "x.txt"],
+            "name the file with one of: .md, .json, .html",
+        ),
+        (
+            ["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--format", "csv"],
+            "use --format table | markdown | json",
+        ),
+        (["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "--fwd", "--mode", "bwd"], "choose one"),
+    ],
+)
+def test_bad_options_are_refused_with_the_fix(
+    argv: list[str], says: str, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == exit_codes.USAGE
     err = capsys.readouterr().err
     assert "error:" in err and "fix:" in err and says in err
@@ -87,8 +102,9 @@ def _results(tmp_path: Path) -> tuple[Path, Path]:
     return old, new
 
 
-def test_compare_honours_ktriage_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_honours_ktriage_db(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from ktriage.store import open_store
 
     url = f"sqlite:///{tmp_path / 'env.db'}"
@@ -107,7 +123,10 @@ def test_compare_honours_ktriage_db(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_compare_outputs_by_suffix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     old, new = _results(tmp_path)
     paths = [tmp_path / f"out.{s}" for s in ("md", "json", "csv", "html")]
-    assert main(["compare", str(old), str(new), "-f", "csv", *[w for p in paths for w in ("-o", str(p))]]) == exit_codes.FINDING
+    assert (
+        main(["compare", str(old), str(new), "-f", "csv", *[w for p in paths for w in ("-o", str(p))]])
+        == exit_codes.FINDING
+    )
     assert capsys.readouterr().out.startswith("ref,new,op,")
     assert "Regressions" in paths[0].read_text() and json.loads(paths[1].read_text())["regressions"] > 0
     assert paths[2].read_text().startswith("ref,new,op,") and "<svg" in paths[3].read_text()

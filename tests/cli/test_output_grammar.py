@@ -77,22 +77,31 @@ def test_every_verb_with_output_has_json_and_a_writer_for_each_stdout_document()
 
 
 # ------------------------------------------------------------------------------------------ refusals
-@pytest.mark.parametrize("argv, says", [
-    (["occupancy", "-r", "128", "-w", "8", "-o", "occ.txt"], "name the file with one of: .md, .json"),
-    (["occupancy", "-r", "128", "-w", "8", "-o", "occ"], "no writer for 'a name without a suffix'"),
-    (["occupancy", "-r", "128", "-w", "8", "-f", "csv"], "use --format table | markdown | json"),
-    (["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", "-o", "t.html"],
-     "name the file with one of: .md, .json"),
-    (["catalog", "list", "-o", "ops.html"], "name the file with one of: .md, .json, .csv"),
-    (["catalog", "show", "liger.layer_norm", "-f", "csv"], "use --format table | markdown | json | toml"),
-    (["toolchain", "list", "-f", "csv"], "use --format table | markdown | json"),
-    (["runs", "export", "feed", "-f", "markdown"], "use --format json | csv"),
-    (["bench", "--op", "layer_norm", "-o", "r.html"], "name the file with one of: .csv, .md, .json"),
-    (["compare", "a.json", "b.json", "-o", "c.txt"], "name the file with one of: .md, .json, .html, .csv"),
-    (["history", "--op", "layer_norm", "--backend", "liger_layer_norm", "-f", "csv"], "use --format table | markdown | json"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["occupancy", "-r", "128", "-w", "8", "-o", "occ.txt"], "name the file with one of: .md, .json"),
+        (["occupancy", "-r", "128", "-w", "8", "-o", "occ"], "no writer for 'a name without a suffix'"),
+        (["occupancy", "-r", "128", "-w", "8", "-f", "csv"], "use --format table | markdown | json"),
+        (
+            ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", "-o", "t.html"],
+            "name the file with one of: .md, .json",
+        ),
+        (["catalog", "list", "-o", "ops.html"], "name the file with one of: .md, .json, .csv"),
+        (["catalog", "show", "liger.layer_norm", "-f", "csv"], "use --format table | markdown | json | toml"),
+        (["toolchain", "list", "-f", "csv"], "use --format table | markdown | json"),
+        (["runs", "export", "feed", "-f", "markdown"], "use --format json | csv"),
+        (["bench", "--op", "layer_norm", "-o", "r.html"], "name the file with one of: .csv, .md, .json"),
+        (["compare", "a.json", "b.json", "-o", "c.txt"], "name the file with one of: .md, .json, .html, .csv"),
+        (
+            ["history", "--op", "layer_norm", "--backend", "liger_layer_norm", "-f", "csv"],
+            "use --format table | markdown | json",
+        ),
+    ],
+)
 def test_a_format_or_suffix_without_a_writer_is_refused_with_the_supported_ones(
-        argv: list[str], says: str, in_tmp: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[str], says: str, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(argv) == exit_codes.USAGE
     err = capsys.readouterr().err
     assert "error:" in err and "fix:" in err and says in err
@@ -103,8 +112,9 @@ def test_a_format_or_suffix_without_a_writer_is_refused_with_the_supported_ones(
 OCC = ["occupancy", "-r", "128", "-w", "8", "--shared", "4096"]
 
 
-def test_occupancy_markdown_json_and_files_are_one_text(tmp_path: Path, in_tmp: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_occupancy_markdown_json_and_files_are_one_text(
+    tmp_path: Path, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main([*OCC, "-f", "markdown"]) == exit_codes.OK
     md = capsys.readouterr().out
     assert md.startswith("## Occupancy on sm_90")
@@ -122,12 +132,26 @@ def test_occupancy_markdown_json_and_files_are_one_text(tmp_path: Path, in_tmp: 
 
 
 # ------------------------------------------------------------------------------------------ tune
-TUNE = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only",
-        "--warps", "4,8", "--stages", "3", "--top-k", "2"]
+TUNE = [
+    "tune",
+    "liger.layer_norm",
+    "-t",
+    "triton==3.4.0",
+    "-i",
+    "N=4608",
+    "--compile-only",
+    "--warps",
+    "4,8",
+    "--stages",
+    "3",
+    "--top-k",
+    "2",
+]
 
 
-def test_tune_markdown_on_stdout_and_in_a_file(toolchain: Any, tmp_path: Path, in_tmp: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_tune_markdown_on_stdout_and_in_a_file(
+    toolchain: Any, tmp_path: Path, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     toolchain("triton==3.4.0")
     md_file, json_file = tmp_path / "tune.md", tmp_path / "tune.json"
     assert main([*TUNE, "-f", "markdown", "-o", str(md_file), "-o", str(json_file)]) == exit_codes.OK
@@ -146,9 +170,17 @@ def test_tune_markdown_on_stdout_and_in_a_file(toolchain: Any, tmp_path: Path, i
 
 
 # ------------------------------------------------------------------------------------------ bench
-def _fake_run_bench(plan: Any, *, store_url: str | None, results_path: Path | None, toolchains: list[dict[str, Any]],
-                    on_cell: Any = None, on_input_done: Any = None, timeout_s: float = 60.0,
-                    gpus: Any = None) -> tuple[Any, list[Any]]:
+def _fake_run_bench(
+    plan: Any,
+    *,
+    store_url: str | None,
+    results_path: Path | None,
+    toolchains: list[dict[str, Any]],
+    on_cell: Any = None,
+    on_input_done: Any = None,
+    timeout_s: float = 60.0,
+    gpus: Any = None,
+) -> tuple[Any, list[Any]]:
     """Stands in for the GPU session (ktriage.bench.session.run_bench): synthetic cells, the results
     file streamed as the real one does (after each input, then once more when finished)."""
     run, cells = fake_sweep_run(seed=5, n_inputs=3, samples=5, toolchains=())
@@ -163,8 +195,9 @@ def _fake_run_bench(plan: Any, *, store_url: str | None, results_path: Path | No
     return run, cells
 
 
-def test_bench_json_on_stdout_is_the_results_file(tmp_path: Path, in_tmp: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_json_on_stdout_is_the_results_file(
+    tmp_path: Path, in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """bench measures on a GPU only: the session is faked, everything after it (the one JSON writer
     for stdout, -o PATH.json and --output-json) is the real code."""
     import ktriage.bench.session
@@ -173,8 +206,19 @@ def test_bench_json_on_stdout_is_the_results_file(tmp_path: Path, in_tmp: Path, 
     monkeypatch.setattr(ktriage.cli.bench_cmd, "_require_gpu", lambda: None)
     monkeypatch.setattr(ktriage.bench.session, "run_bench", _fake_run_bench)
     first, second, table = tmp_path / "r1.json", tmp_path / "sub" / "r2.json", tmp_path / "r.md"
-    argv = ["bench", "--op", "layer_norm", "--bwd", "--only", "torch_layer_norm", "--db", f"sqlite:///{tmp_path / 'k.db'}"]
-    assert main([*argv, "-f", "json", "-o", str(first), "--output-json", str(second), "-o", str(table)]) == exit_codes.OK
+    argv = [
+        "bench",
+        "--op",
+        "layer_norm",
+        "--bwd",
+        "--only",
+        "torch_layer_norm",
+        "--db",
+        f"sqlite:///{tmp_path / 'k.db'}",
+    ]
+    assert (
+        main([*argv, "-f", "json", "-o", str(first), "--output-json", str(second), "-o", str(table)]) == exit_codes.OK
+    )
     out = capsys.readouterr().out
     assert out == first.read_text() == second.read_text()
     run, cells = read_results(first)
@@ -201,7 +245,10 @@ def test_catalog_formats_and_files(tmp_path: Path, capsys: pytest.CaptureFixture
     assert outs[0].read_text().startswith("## ktriage catalog") and "| liger.layer_norm |" in outs[0].read_text()
     assert any(op["op"] == "liger.layer_norm" and op["default_mode"] == "bwd" for op in json.loads(outs[1].read_text()))
     toml_file = tmp_path / "ln.toml"
-    assert main(["catalog", "show", "liger.layer_norm", "-i", "7", "-f", "markdown", "-o", str(toml_file)]) == exit_codes.OK
+    assert (
+        main(["catalog", "show", "liger.layer_norm", "-i", "7", "-f", "markdown", "-o", str(toml_file)])
+        == exit_codes.OK
+    )
     md = capsys.readouterr().out
     assert "| 7 | liger.layer_norm.bwd[N=4608] | (132,) |" in md
     assert 'name = "liger.layer_norm.bwd[N=4608]"' in toml_file.read_text()

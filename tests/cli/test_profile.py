@@ -38,16 +38,45 @@ touch "$rep"; echo "==PROF== Disconnected"
 
 def bundle_and_results(run_cli, tmp_path: Path) -> tuple[Path, Path, list[str]]:  # type: ignore[no-untyped-def]
     bundle = tmp_path / "ln-bwd"
-    res = run_cli(["bench", "--op", "layer_norm", "--bwd", "--only", "liger_layer_norm,torch_layer_norm", "-i", "N=4608",
-                   "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--compile-only", "--bundle", str(bundle)])
+    res = run_cli(
+        [
+            "bench",
+            "--op",
+            "layer_norm",
+            "--bwd",
+            "--only",
+            "liger_layer_norm,torch_layer_norm",
+            "-i",
+            "N=4608",
+            "-t",
+            "triton==3.3.1",
+            "-t",
+            "triton==3.4.0",
+            "--compile-only",
+            "--bundle",
+            str(bundle),
+        ]
+    )
     assert res.exit_code == 0, res.stderr
     manifest = json.loads((bundle / "manifest.json").read_text())
     tcs = list(manifest["toolchains"])
     (input_id,) = [i["id"] for i in manifest["inputs"]]
     rng = np.random.default_rng(0)  # fake timings: the GPU would measure them
-    cells = [Cell(CellKey("layer_norm", "bwd", input_id, "(4096, 4608)", "torch_layer_norm"), "ok", lognormal(rng, 40, 0.3, 0.01))]
-    cells += [Cell(CellKey("layer_norm", "bwd", input_id, "(4096, 4608)", "liger_layer_norm", tc), "ok", lognormal(rng, 40, m, 0.01))
-              for tc, m in zip(tcs, (0.16, 0.8))]
+    cells = [
+        Cell(
+            CellKey("layer_norm", "bwd", input_id, "(4096, 4608)", "torch_layer_norm"),
+            "ok",
+            lognormal(rng, 40, 0.3, 0.01),
+        )
+    ]
+    cells += [
+        Cell(
+            CellKey("layer_norm", "bwd", input_id, "(4096, 4608)", "liger_layer_norm", tc),
+            "ok",
+            lognormal(rng, 40, m, 0.01),
+        )
+        for tc, m in zip(tcs, (0.16, 0.8))
+    ]
     run = RunInfo(run_id="cli-profile-run", toolchains=[{"id": tc} for tc in tcs], status="finished")
     return bundle, write_results(tmp_path / "results.json", run, cells), tcs
 
@@ -55,7 +84,9 @@ def bundle_and_results(run_cli, tmp_path: Path) -> tuple[Path, Path, list[str]]:
 def test_profile_results_then_compare(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bundle, results, tcs = bundle_and_results(run_cli, tmp_path)
     db = f"sqlite:///{tmp_path / 'store.db'}"
-    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "--results", str(results), "--db", db])
+    res = run_cli(
+        ["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "--results", str(results), "--db", db]
+    )
     assert res.exit_code == 0, res.stderr
     assert "counters written into" in res.stderr and "is not in the store" in res.stderr
     _, cells = read_results(results)
@@ -74,8 +105,19 @@ def test_profile_results_then_compare(run_cli, tmp_path: Path) -> None:  # type:
 
 def test_ncu_without_permission_is_one_line(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bundle, results, tcs = bundle_and_results(run_cli, tmp_path)
-    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path, deny="triton-3.4.0"), "--results", str(results),
-                   "--db", f"sqlite:///{tmp_path / 'store.db'}"])
+    res = run_cli(
+        [
+            "profile",
+            "--bundle",
+            str(bundle),
+            "--ncu",
+            fake_ncu(tmp_path, deny="triton-3.4.0"),
+            "--results",
+            str(results),
+            "--db",
+            f"sqlite:///{tmp_path / 'store.db'}",
+        ]
+    )
     assert res.exit_code == 0, res.stderr
     run, cells = read_results(results)
     (note,) = run_profile_notes(run)
@@ -98,9 +140,18 @@ def test_bench_profile_flow_after_the_timing(run_cli, tmp_path: Path) -> None:  
     with open_store(db) as store:
         store.import_run(run, cells)  # as run_bench stored it
     said: list[str] = []
-    docs = profile_measured(run, cells, bundle, backends=["liger_layer_norm"], input_ids=[cells[0].key.input_id],
-                            ncu=fake_ncu(tmp_path, deny="triton-3.3.1"), say=said.append)
-    assert len(docs) == 1 and (bundle / f"profile-input{cells[0].key.input_id}-liger_layer_norm" / "profile.json").exists()
+    docs = profile_measured(
+        run,
+        cells,
+        bundle,
+        backends=["liger_layer_norm"],
+        input_ids=[cells[0].key.input_id],
+        ncu=fake_ncu(tmp_path, deny="triton-3.3.1"),
+        say=said.append,
+    )
+    assert (
+        len(docs) == 1 and (bundle / f"profile-input{cells[0].key.input_id}-liger_layer_norm" / "profile.json").exists()
+    )
     assert any("ERR_NVGPUCTRPERM" in s for s in said)
     assert "counters of 2 cell(s) stored" in attach_to_store(db, run, cells)
     with open_store(db) as store:

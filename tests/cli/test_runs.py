@@ -48,7 +48,18 @@ def test_show_by_prefix(store_url: str, run_cli: RunCli) -> None:
     result = run_cli(["runs", "show", "feed", "--db", store_url])
     assert result.exit_code == exit_codes.OK, result.output
     out = result.output
-    for text in ("feedbeef0001", "finished", "570.124.06", "triton-3.4.0", "12.8.93", "liger-kernel", "0.5.10", "l2_flush", "6eb029e", "5 cell(s)"):
+    for text in (
+        "feedbeef0001",
+        "finished",
+        "570.124.06",
+        "triton-3.4.0",
+        "12.8.93",
+        "liger-kernel",
+        "0.5.10",
+        "l2_flush",
+        "6eb029e",
+        "5 cell(s)",
+    ):
         assert text in out, text
     with open_store(store_url) as store:
         _, cells = store.load_run(run_id)

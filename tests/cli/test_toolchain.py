@@ -56,7 +56,9 @@ def test_cli_prints_errors_without_traceback(ktriage_home: Path, run_cli: RunCli
 
 
 @pytest.mark.network  # builds two toolchains in a fresh home: installs from PyPI
-def test_remove_collects_unused_venv_and_ptxas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: RunCli) -> None:
+def test_remove_collects_unused_venv_and_ptxas(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli: RunCli
+) -> None:
     monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path))  # a private home: removal must not touch the shared one
     res = run_cli(["toolchain", "add", "triton==3.3.1,ptxas==12.4.131", "triton==3.3.1"])
     assert res.exit_code == exit_codes.OK, res.output

@@ -19,15 +19,36 @@ REPO = Path(__file__).resolve().parents[2]
 def test_tune_command_compile_only_json(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     toolchain("triton==3.4.0")
     out = tmp_path / "tune.json"
-    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only",
-                   "--warps", "4,8,16", "--stages", "3", "--top-k", "2", "-f", "json", "-o", str(out)])
+    res = run_cli(
+        [
+            "tune",
+            "liger.layer_norm",
+            "-t",
+            "triton==3.4.0",
+            "-i",
+            "N=4608",
+            "--compile-only",
+            "--warps",
+            "4,8,16",
+            "--stages",
+            "3",
+            "--top-k",
+            "2",
+            "-f",
+            "json",
+            "-o",
+            str(out),
+        ]
+    )
     assert res.exit_code == exit_codes.OK, res.output
     data = json.loads(out.read_text())
     assert data["recommended"]["resources"]["spill_store_bytes"] == 0
     assert data["recommended"]["config"] == {"num_warps": 8, "num_stages": 3, "constexprs": {"BLOCK_SIZE": 8192}}
     assert data["default"]["resources"]["spill_store_bytes"] == 3712
     assert data["recommended"]["occupancy"]["ctas_per_sm"] == 1
-    assert {c["status"] for c in data["candidates"]} == {"kept", "dropped"} and all(c["reason"] for c in data["candidates"])
+    assert {c["status"] for c in data["candidates"]} == {"kept", "dropped"} and all(
+        c["reason"] for c in data["candidates"]
+    )
     assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
 
 
@@ -42,9 +63,26 @@ def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, too
     toolchain("triton==3.3.1")
     real = REPO / "benchmarks" / "tune" / "results" / "ln_tuned_bench.json"
     out = tmp_path / "tune.json"
-    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "-i", "N=8192",
-                   "--compare-with", "triton==3.3.1", "--bundle", str(tmp_path / "b"),
-                   "--results", str(real), "-o", str(out)])
+    res = run_cli(
+        [
+            "tune",
+            "liger.layer_norm",
+            "-t",
+            "triton==3.4.0",
+            "-i",
+            "N=4608",
+            "-i",
+            "N=8192",
+            "--compare-with",
+            "triton==3.3.1",
+            "--bundle",
+            str(tmp_path / "b"),
+            "--results",
+            str(real),
+            "-o",
+            str(out),
+        ]
+    )
     assert res.exit_code == exit_codes.OK, res.output
     assert [c.id for c in load_bundle(tmp_path / "b").input_cases()] == [7, 14]
     data = json.loads(out.read_text())

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from ray_test_cluster import REPO, Cluster, _free_ports, _kill, _pids_with, _run_ray
 
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = Path(__file__).parent
     for item in items:
@@ -33,22 +34,59 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def ray_cluster() -> Iterator[Cluster]:
     if importlib.util.find_spec("ray") is None:
         if os.environ.get("KTRIAGE_REQUIRE_RAY", "").strip() in ("1", "true", "yes"):
-            pytest.fail("Ray is not installed, and KTRIAGE_REQUIRE_RAY=1 (CI) says the cluster tests must run: pip install -e '.[test]'")
+            pytest.fail(
+                "Ray is not installed, and KTRIAGE_REQUIRE_RAY=1 (CI) says the cluster tests must run: pip install -e '.[test]'"
+            )
         pytest.skip("Ray is not installed here (pip install 'ktriage[cluster]'); CI installs it and runs these tests")
     tmp = Path(tempfile.mkdtemp(prefix="ktr-ray-"))  # short: Ray's socket paths must fit 107 bytes
-    env = {**os.environ, "RAY_TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-           "RAY_USAGE_STATS_ENABLED": "0", "RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "1000",
-           "RAY_health_check_failure_threshold": "3", "RAY_health_check_initial_delay_ms": "1000"}  # fmt: skip
+    env = {
+        **os.environ,
+        "RAY_TMPDIR": str(tmp),
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "RAY_USAGE_STATS_ENABLED": "0",
+        "RAY_health_check_period_ms": "1000",
+        "RAY_health_check_timeout_ms": "1000",
+        "RAY_health_check_failure_threshold": "3",
+        "RAY_health_check_initial_delay_ms": "1000",
+    }
     env.pop("KTRIAGE_CLUSTER", None)
     port, nm, om, lo, mm, ra, da, dg = _free_ports(8)
     cluster = Cluster(f"127.0.0.1:{port}", tmp, env)
     try:
-        _run_ray(["start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "1",
-                  "--temp-dir", str(tmp), "--include-dashboard", "false", "--disable-usage-stats",
-                  "--node-manager-port", str(nm), "--object-manager-port", str(om), "--min-worker-port", str(lo),
-                  "--max-worker-port", str(lo + 40), "--metrics-export-port", str(mm), "--runtime-env-agent-port", str(ra),
-                  "--dashboard-agent-listen-port", str(da),
-                  "--dashboard-agent-grpc-port", str(dg)], env)  # fmt: skip
+        _run_ray(
+            [
+                "start",
+                "--head",
+                "--node-ip-address",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--num-cpus",
+                "1",
+                "--temp-dir",
+                str(tmp),
+                "--include-dashboard",
+                "false",
+                "--disable-usage-stats",
+                "--node-manager-port",
+                str(nm),
+                "--object-manager-port",
+                str(om),
+                "--min-worker-port",
+                str(lo),
+                "--max-worker-port",
+                str(lo + 40),
+                "--metrics-export-port",
+                str(mm),
+                "--runtime-env-agent-port",
+                str(ra),
+                "--dashboard-agent-listen-port",
+                str(da),
+                "--dashboard-agent-grpc-port",
+                str(dg),
+            ],
+            env,
+        )
         cluster.start_worker("cpu")
         cluster.start_worker("gpu", "--resources", '{"gpu_slot": 1}')
         cluster.start_worker("gpu2", "--resources", '{"gpu_slot": 1}')
@@ -62,7 +100,10 @@ def ray_cluster() -> Iterator[Cluster]:
             ray.shutdown()
         except ImportError:
             pass
-        _kill(_pids_with(str(tmp)) + [p for n in cluster.workers for p in _pids_with(f"--node_manager_port={cluster.workers[n]}")])
+        _kill(
+            _pids_with(str(tmp))
+            + [p for n in cluster.workers for p in _pids_with(f"--node_manager_port={cluster.workers[n]}")]
+        )
         time.sleep(0.5)
         _kill(_pids_with(str(tmp)))
 

@@ -17,7 +17,6 @@ REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 
 
-
 def _free_ports(n: int) -> list[int]:
     socks, ports = [], []
     for _ in range(n):
@@ -84,18 +83,42 @@ class Cluster:
 
     def start_worker(self, name: str, *extra: str) -> None:
         nm, om, lo, mm, ra, da, dg = _free_ports(7)
-        args = ["start", "--address", self.address, "--num-cpus", "1", "--node-manager-port", str(nm),
-                "--object-manager-port", str(om), "--min-worker-port", str(lo), "--max-worker-port", str(lo + 40),
-                "--metrics-export-port", str(mm), "--runtime-env-agent-port", str(ra),
-                "--dashboard-agent-listen-port", str(da), "--dashboard-agent-grpc-port", str(dg),
-                "--disable-usage-stats", *extra]  # fmt: skip
+        args = [
+            "start",
+            "--address",
+            self.address,
+            "--num-cpus",
+            "1",
+            "--node-manager-port",
+            str(nm),
+            "--object-manager-port",
+            str(om),
+            "--min-worker-port",
+            str(lo),
+            "--max-worker-port",
+            str(lo + 40),
+            "--metrics-export-port",
+            str(mm),
+            "--runtime-env-agent-port",
+            str(ra),
+            "--dashboard-agent-listen-port",
+            str(da),
+            "--dashboard-agent-grpc-port",
+            str(dg),
+            "--disable-usage-stats",
+            *extra,
+        ]
         _run_ray(args, self.env)
         self.workers[name] = nm
         self.worker_args[name] = list(extra)
 
     def raylet_pid(self, name: str) -> int:
         port = self.workers[name]
-        pids = [p for p in _pids_with(f"--node_manager_port={port}") if "raylet" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")]
+        pids = [
+            p
+            for p in _pids_with(f"--node_manager_port={port}")
+            if "raylet" in Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace")
+        ]
         assert pids, f"no raylet for worker {name} (port {port})"
         return pids[0]
 

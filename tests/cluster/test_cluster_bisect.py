@@ -30,17 +30,28 @@ def _build(log: Path, seconds: int = 3) -> str:
 
 
 def _opts(repo, tmp: Path, **kw) -> BisectOptions:  # type: ignore[no-untyped-def]
-    base: dict = {"source": f"git:{repo.path}", "good": repo.good, "bad": repo.bad, "metric": "spill_store_bytes",
-                  "spec": "spec.toml", "toolchain": TOOLCHAIN, "build": _build(tmp / "builds.log"),
-                  "state": tmp / "state.json", "cache_dir": tmp / "artifacts", "explain": False}  # fmt: skip
+    base: dict = {
+        "source": f"git:{repo.path}",
+        "good": repo.good,
+        "bad": repo.bad,
+        "metric": "spill_store_bytes",
+        "spec": "spec.toml",
+        "toolchain": TOOLCHAIN,
+        "build": _build(tmp / "builds.log"),
+        "state": tmp / "state.json",
+        "cache_dir": tmp / "artifacts",
+        "explain": False,
+    }
     base.update(kw)
     return BisectOptions(**base)
 
 
 def _decisions(report) -> dict[str, tuple]:  # type: ignore[no-untyped-def]
     """What was measured and decided per candidate (not where, not the compile count: caches differ)."""
-    return {o.candidate.id: (o.outcome, o.reason, json.dumps(o.measurements, sort_keys=True), o.confidence)
-            for o in report.final.observations}  # fmt: skip
+    return {
+        o.candidate.id: (o.outcome, o.reason, json.dumps(o.measurements, sort_keys=True), o.confidence)
+        for o in report.final.observations
+    }
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +66,9 @@ def local_run(repo, tmp_path_factory, toolchain):  # type: ignore[no-untyped-def
     return run_bisect(_opts(repo, tmp, cache_dir=tmp / "artifacts"))
 
 
-def test_workers_3_on_the_cluster_names_the_local_culprit_in_fewer_rounds(ray_cluster, repo, local_run, tmp_path: Path) -> None:
+def test_workers_3_on_the_cluster_names_the_local_culprit_in_fewer_rounds(
+    ray_cluster, repo, local_run, tmp_path: Path
+) -> None:
     report = run_bisect(_opts(repo, tmp_path, cluster=ray_cluster.address, workers=3))
     assert local_run.final.culprit is not None and local_run.final.culprit.id == repo.culprit
     assert report.final.culprit is not None and report.final.culprit.id == repo.culprit
@@ -109,16 +122,45 @@ def test_a_worker_node_killed_mid_build_changes_nothing(ray_cluster, repo, local
 
 def _cli(args: list[str], **kw) -> subprocess.Popen:  # type: ignore[type-arg]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "ktriage", *args], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True, **kw)  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "-m", "ktriage", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        **kw,
+    )
 
 
 def test_a_killed_driver_resumes_on_the_cluster(ray_cluster, repo, local_run, tmp_path: Path) -> None:
     state = tmp_path / "s.json"
-    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad, "--spec", "spec.toml",
-            "--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", _build(tmp_path / "builds.log"),
-            "--state", str(state), "--workers", "2", "--no-explain", "--cluster", ray_cluster.address,
-            "--json", str(tmp_path / "r.json")]  # fmt: skip
+    args = [
+        "bisect",
+        "--source",
+        f"git:{repo.path}",
+        "--good",
+        repo.good,
+        "--bad",
+        repo.bad,
+        "--spec",
+        "spec.toml",
+        "--metric",
+        "spill_store_bytes",
+        "-t",
+        TOOLCHAIN,
+        "--build",
+        _build(tmp_path / "builds.log"),
+        "--state",
+        str(state),
+        "--workers",
+        "2",
+        "--no-explain",
+        "--cluster",
+        ray_cluster.address,
+        "--json",
+        str(tmp_path / "r.json"),
+    ]
     first = _cli(args)
     deadline = time.monotonic() + 300
     rounds: list = []
@@ -142,4 +184,4 @@ def test_a_killed_driver_resumes_on_the_cluster(ray_cluster, repo, local_run, tm
     assert data["culprit"]["id"] == repo.culprit
     final = json.loads(state.read_text())["stages"][0]
     assert final["preflight"] == saved["preflight"]
-    assert final["rounds"][:len(saved["rounds"])] == saved["rounds"]  # nothing saved was lost or redone
+    assert final["rounds"][: len(saved["rounds"])] == saved["rounds"]  # nothing saved was lost or redone

@@ -42,7 +42,9 @@ def test_explain_sweep_on_the_cluster_equals_the_local_one(ray_cluster, toolchai
     # the same progress: one callback per (spec, toolchain) cell
     assert len(ray_done) == len(local_done) == len(specs) * len(tcs)
     # the artifacts came back from the nodes into the driver's own cache, one entry per cell
-    assert len([p for p in (tmp_path / "ray" / "frontend").iterdir() if not p.name.startswith(".")]) == len(specs) * len(tcs)
+    assert len([p for p in (tmp_path / "ray" / "frontend").iterdir() if not p.name.startswith(".")]) == len(
+        specs
+    ) * len(tcs)
 
 
 def test_the_same_spec_is_sent_once_and_a_cached_one_not_at_all(ray_cluster, toolchain, tmp_path: Path) -> None:
@@ -72,8 +74,22 @@ def test_explain_verb_takes_cluster_and_prints_what_the_local_run_prints(ray_clu
 
     for t in TOOLCHAINS:
         toolchain(t)
-    base = [sys.executable, "-m", "ktriage", "explain", "liger.layer_norm", "--bwd", "-i", "3", "-t", TOOLCHAINS[0],
-            "-t", TOOLCHAINS[1], "-f", "json"]  # fmt: skip
+    base = [
+        sys.executable,
+        "-m",
+        "ktriage",
+        "explain",
+        "liger.layer_norm",
+        "--bwd",
+        "-i",
+        "3",
+        "-t",
+        TOOLCHAINS[0],
+        "-t",
+        TOOLCHAINS[1],
+        "-f",
+        "json",
+    ]
     env = {**__import__("os").environ, "PYTHONPATH": str(REPO)}
     outs = []
     for extra in ([], ["--cluster", ray_cluster.address]):

@@ -30,8 +30,11 @@ def test_timing_jobs_run_only_on_the_gpu_node_in_one_process(ray_cluster) -> Non
 
 def test_jobs_with_one_key_run_once_and_failures_come_back_as_results(ray_cluster) -> None:
     with RayExecutor(ray_cluster.address) as ex:
-        jobs = [Job("compile", os.getpid, (), key="same"), Job("compile", os.getpid, (), key="same"),
-                Job("build", int, ("not a number",))]  # fmt: skip
+        jobs = [
+            Job("compile", os.getpid, (), key="same"),
+            Job("compile", os.getpid, (), key="same"),
+            Job("build", int, ("not a number",)),
+        ]
         a, b, bad = ex.run(jobs)
     assert a.ok and b.ok and a.value == b.value and a.placement == b.placement
     assert not bad.ok and not bad.lost and "ValueError" in bad.error

@@ -53,7 +53,9 @@ def test_time_bisect_over_the_clusters_gpus_keeps_each_group_on_its_gpu(ray_clus
         where = [m.where for m in pool]
         for m in pool:
             m.close()
-    assert result.culprit is not None and local.culprit is not None and result.culprit.index == local.culprit.index == 17
+    assert (
+        result.culprit is not None and local.culprit is not None and result.culprit.index == local.culprit.index == 17
+    )
     pinned = [{(p.node_id, p.pid) for p in m.placements} for m in pool]
     assert all(len(p) == 1 for p in pinned), pinned  # each worker: one process for all its calls
     assert {next(iter(p))[0] for p in pinned} == gpu  # the two workers on the two GPU nodes

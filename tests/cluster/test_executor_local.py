@@ -15,12 +15,16 @@ from ktriage.testing import fake_timing_job
 def test_local_executor_runs_jobs_in_order_and_reports_failures_as_results() -> None:
     seen: list[int] = []
     with LocalExecutor(2) as ex:
-        results = ex.run([Job("compile", pow, (2, 10)), Job("build", int, ("x",)), Job("timing", fake_timing_job, (["a", "b"], 3))],
-                         on_done=lambda i, _r: seen.append(i))
+        results = ex.run(
+            [Job("compile", pow, (2, 10)), Job("build", int, ("x",)), Job("timing", fake_timing_job, (["a", "b"], 3))],
+            on_done=lambda i, _r: seen.append(i),
+        )
     ok, bad, timing = results
     assert ok.ok and ok.value == 1024 and ok.placement is not None and ok.placement.node_id == "local"
     assert not bad.ok and "ValueError" in bad.error and not bad.lost
-    assert timing.value is not None and timing.value["pid"] == os.getpid() and set(timing.value["samples"]) == {"a", "b"}
+    assert (
+        timing.value is not None and timing.value["pid"] == os.getpid() and set(timing.value["samples"]) == {"a", "b"}
+    )
     assert sorted(seen) == [0, 1, 2]
     assert ex.slots("timing") == 1 and ex.slots("compile") == 2
 

@@ -33,12 +33,20 @@ OTHER_PTXAS = "triton==3.4.0,ptxas==12.4.131"
 
 def red_spec(xblock: int = 64, rblock: int = 64, label: str = "R=64") -> KernelSpec:
     return KernelSpec(
-        name=f"red[{xblock}x{rblock}]", source=f"{KERNELS}:red_kernel",
-        signature={"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32",
-                   "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
-        constexprs={"XBLOCK": xblock, "RBLOCK": rblock}, divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
+        name=f"red[{xblock}x{rblock}]",
+        source=f"{KERNELS}:red_kernel",
+        signature={
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
+        constexprs={"XBLOCK": xblock, "RBLOCK": rblock},
+        divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
         meta={"input_label": label},
-    )  # fmt: skip
+    )
 
 
 def facts(root: Path, tc: Any) -> tuple[dict[str, Any], Compiler]:
@@ -48,8 +56,13 @@ def facts(root: Path, tc: Any) -> tuple[dict[str, Any], Compiler]:
         art = compiler.compile(red_spec(), tc)
         assert isinstance(art, Artifact), art
         resources, occupancy = analyze_artifact(art)
-        return {"ptx": art.frontend.text("ptx"), "cubin": art.cubin.cubin_path.read_bytes(),
-                "resources": resources, "occupancy": occupancy, "kernel": art.kernel_name}, compiler
+        return {
+            "ptx": art.frontend.text("ptx"),
+            "cubin": art.cubin.cubin_path.read_bytes(),
+            "resources": resources,
+            "occupancy": occupancy,
+            "kernel": art.kernel_name,
+        }, compiler
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +106,9 @@ SCENARIOS: dict[str, tuple[Callable[[Path, str], None], bool]] = {
     # name: (damage(root, toolchain spec), is it damage that must be reported)
     "truncated cubin, resources kept": (lambda r, s: _truncate(_cubin_entry(r, s) / _cubin_file(s)), True),
     "truncated cubin, resources deleted": (
-        lambda r, s: (_truncate(_cubin_entry(r, s) / _cubin_file(s)), _sidecar(_cubin_entry(r, s)).unlink()), True),
+        lambda r, s: (_truncate(_cubin_entry(r, s) / _cubin_file(s)), _sidecar(_cubin_entry(r, s)).unlink()),
+        True,
+    ),
     "resources deleted": (lambda r, s: _sidecar(_cubin_entry(r, s)).unlink(), False),  # a plain miss
     "edited resources": (lambda r, s: _edit_resources(_cubin_entry(r, s)), True),
     "truncated result.json": (lambda r, s: _truncate(_entry(r, "frontend") / "result.json"), True),
@@ -106,8 +121,9 @@ SCENARIOS: dict[str, tuple[Callable[[Path, str], None], bool]] = {
 
 @pytest.mark.parametrize("spec", [NATIVE, OTHER_PTXAS])
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_damage_is_detected_quarantined_and_recompiled(toolchain, baseline, tmp_path: Path, spec: str,
-                                                       scenario: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_damage_is_detected_quarantined_and_recompiled(
+    toolchain, baseline, tmp_path: Path, spec: str, scenario: str, caplog: pytest.LogCaptureFixture
+) -> None:
     root = tmp_path / "artifacts"
     tc = toolchain(spec)
     first, _ = facts(root, tc)
@@ -142,8 +158,21 @@ def test_a_kernel_shared_by_many_inputs_compiles_once(toolchain, tmp_path: Path)
 
 # --- whole runs: the CLI as a subprocess ------------------------------------------------------------------
 
-EXPLAIN = ["explain", "liger.embedding", "--bwd", "--num-inputs", "3", "-t", NATIVE, "-t", OTHER_PTXAS,
-           "--format", "json", "--jobs", "2"]
+EXPLAIN = [
+    "explain",
+    "liger.embedding",
+    "--bwd",
+    "--num-inputs",
+    "3",
+    "-t",
+    NATIVE,
+    "-t",
+    OTHER_PTXAS,
+    "--format",
+    "json",
+    "--jobs",
+    "2",
+]
 
 
 def _home(tmp_path: Path, ktriage_home: Path, name: str = "home") -> Path:
@@ -161,8 +190,9 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _explain(home: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ktriage", *EXPLAIN], env=_env(home), capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "ktriage", *EXPLAIN], env=_env(home), capture_output=True, text=True, timeout=timeout
+    )
 
 
 def _findings(stdout: str) -> Any:
@@ -173,7 +203,11 @@ def _findings(stdout: str) -> Any:
 def _strip_paths(value: Any) -> Any:
     """The explain JSON without what names the home (cubin paths, timings)."""
     if isinstance(value, dict):
-        return {k: _strip_paths(v) for k, v in value.items() if k not in ("path", "dir", "cubin_path", "elapsed_s", "created")}
+        return {
+            k: _strip_paths(v)
+            for k, v in value.items()
+            if k not in ("path", "dir", "cubin_path", "elapsed_s", "created")
+        }
     if isinstance(value, list):
         return [_strip_paths(v) for v in value]
     if isinstance(value, str) and "/artifacts/" in value:
@@ -202,12 +236,19 @@ def _wait_for_entries(root: Path, proc: subprocess.Popen[str], timeout: float = 
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "sigint"])
-def test_an_interrupted_explain_leaves_nothing_damaged(ktriage_home: Path, tmp_path: Path, undisturbed_explain,
-                                                       sig: signal.Signals) -> None:
+def test_an_interrupted_explain_leaves_nothing_damaged(
+    ktriage_home: Path, tmp_path: Path, undisturbed_explain, sig: signal.Signals
+) -> None:
     home = _home(tmp_path, ktriage_home)
     root = home / "artifacts"
-    proc = subprocess.Popen([sys.executable, "-m", "ktriage", *EXPLAIN], env=_env(home), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ktriage", *EXPLAIN],
+        env=_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         _wait_for_entries(root, proc)
         os.killpg(proc.pid, sig) if sig == signal.SIGKILL else proc.send_signal(sig)
@@ -232,8 +273,16 @@ def test_an_interrupted_explain_leaves_nothing_damaged(ktriage_home: Path, tmp_p
 
 def test_two_concurrent_explains_into_one_empty_cache(ktriage_home: Path, tmp_path: Path, undisturbed_explain) -> None:
     home = _home(tmp_path, ktriage_home)
-    procs = [subprocess.Popen([sys.executable, "-m", "ktriage", *EXPLAIN], env=_env(home), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "ktriage", *EXPLAIN],
+            env=_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=600) for p in procs]
     for proc, (_, err) in zip(procs, outs, strict=True):
         assert proc.returncode == 0, err
@@ -244,8 +293,9 @@ def test_two_concurrent_explains_into_one_empty_cache(ktriage_home: Path, tmp_pa
     assert not (home / "artifacts" / cache.QUARANTINE).exists()
 
 
-def test_a_damaged_entry_in_a_whole_run_is_one_warning_line(ktriage_home: Path, tmp_path: Path,
-                                                             undisturbed_explain) -> None:
+def test_a_damaged_entry_in_a_whole_run_is_one_warning_line(
+    ktriage_home: Path, tmp_path: Path, undisturbed_explain
+) -> None:
     home = _home(tmp_path, ktriage_home)
     assert _explain(home).returncode == 0
     root = home / "artifacts"
@@ -285,4 +335,3 @@ def test_a_read_only_cache_is_a_clear_error_in_process(toolchain, tmp_path: Path
     with Compiler(jobs=1, cache_dir=blocker / "artifacts") as compiler, pytest.raises(CompileError) as info:
         compiler.compile(red_spec(), toolchain(NATIVE))
     assert "is not writable" in info.value.problem and "KTRIAGE_HOME" in (info.value.fix or "")
-

@@ -40,18 +40,22 @@ def test_a_published_entry_has_a_manifest_of_every_file_and_verifies(tmp_path: P
     assert hit is not None and hit[1]["kernel_name"] == "k"
 
 
-@pytest.mark.parametrize("damage, words", [
-    (lambda e: (e / "kernel.triton.cubin").write_bytes(b"\x7fELF"), "kernel.triton.cubin has 4 bytes"),
-    (lambda e: (e / "kernel.ptx").write_text("// PTX\n"), "kernel.ptx does not match its sha256"),
-    (lambda e: (e / "result.json").write_text('{"kernel_na'), "result.json has"),
-    (lambda e: (e / "result.json").write_text(""), "result.json has 0 bytes"),
-    (lambda e: (e / "result.json").unlink(), "result.json is missing"),
-    (lambda e: (e / cache.MANIFEST).unlink(), "no manifest.json"),
-    (lambda e: (e / cache.MANIFEST).write_text("{"), "manifest.json is unreadable"),
-    (lambda e: (e / "stray.bin").write_bytes(b"x"), "files not in the manifest: stray.bin"),
-])  # fmt: skip
-def test_a_damaged_entry_is_quarantined_once_and_reads_as_a_miss(tmp_path: Path, damage, words: str,
-                                                                  caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "damage, words",
+    [
+        (lambda e: (e / "kernel.triton.cubin").write_bytes(b"\x7fELF"), "kernel.triton.cubin has 4 bytes"),
+        (lambda e: (e / "kernel.ptx").write_text("// PTX\n"), "kernel.ptx does not match its sha256"),
+        (lambda e: (e / "result.json").write_text('{"kernel_na'), "result.json has"),
+        (lambda e: (e / "result.json").write_text(""), "result.json has 0 bytes"),
+        (lambda e: (e / "result.json").unlink(), "result.json is missing"),
+        (lambda e: (e / cache.MANIFEST).unlink(), "no manifest.json"),
+        (lambda e: (e / cache.MANIFEST).write_text("{"), "manifest.json is unreadable"),
+        (lambda e: (e / "stray.bin").write_bytes(b"x"), "files not in the manifest: stray.bin"),
+    ],
+)
+def test_a_damaged_entry_is_quarantined_once_and_reads_as_a_miss(
+    tmp_path: Path, damage, words: str, caplog: pytest.LogCaptureFixture
+) -> None:
     entry = _publish(tmp_path)
     damage(entry)
     assert words in (entry_problem(entry) or "")
@@ -109,8 +113,9 @@ def test_sidecars_carry_their_own_hash(tmp_path: Path, caplog: pytest.LogCapture
 def test_stale_temp_folders_are_cleaned(tmp_path: Path) -> None:
     folder = tmp_path / "frontend"
     folder.mkdir(parents=True)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     dead_pid = int(dead.stdout)
     host = cache._host()
     mine = folder / f".tmp-aaa-{host}.{os.getpid()}-0001"

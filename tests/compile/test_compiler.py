@@ -20,8 +20,14 @@ def red_spec(xblock: int = 64, rblock: int = 64, name: str = "red") -> KernelSpe
     return KernelSpec(
         name=f"{name}[{xblock}x{rblock}]",
         source=f"{KERNELS}:red_kernel",
-        signature={"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32",
-                   "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
+        signature={
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
         constexprs={"XBLOCK": xblock, "RBLOCK": rblock},
         divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
         meta={"input_label": f"R={rblock}"},
@@ -51,11 +57,27 @@ def test_assembled_cubin_matches_tritons_own(toolchain, compiler: Compiler) -> N
     tc = toolchain("triton==3.4.0")
     art = compiler.compile(red_spec(64, 256), tc)
     assert isinstance(art, Artifact)
-    ours = analyze(art.cubin.cubin_path, cuobjdump=tc.cuobjdump, ptxas_log=None, ptx=None,
-                   kernel_name=art.kernel_name, triton_shared=None)
-    theirs = analyze(art.frontend.dir / "kernel.triton.cubin", cuobjdump=tc.cuobjdump, ptxas_log=None, ptx=None,
-                     kernel_name=art.kernel_name, triton_shared=None)
-    assert (ours.registers, ours.stack_bytes, ours.sass_opcodes) == (theirs.registers, theirs.stack_bytes, theirs.sass_opcodes)
+    ours = analyze(
+        art.cubin.cubin_path,
+        cuobjdump=tc.cuobjdump,
+        ptxas_log=None,
+        ptx=None,
+        kernel_name=art.kernel_name,
+        triton_shared=None,
+    )
+    theirs = analyze(
+        art.frontend.dir / "kernel.triton.cubin",
+        cuobjdump=tc.cuobjdump,
+        ptxas_log=None,
+        ptx=None,
+        kernel_name=art.kernel_name,
+        triton_shared=None,
+    )
+    assert (ours.registers, ours.stack_bytes, ours.sass_opcodes) == (
+        theirs.registers,
+        theirs.stack_bytes,
+        theirs.sass_opcodes,
+    )
 
 
 def test_cache_hit_needs_no_worker(toolchain, tmp_path: Path) -> None:
@@ -89,9 +111,12 @@ def test_a_failing_spec_does_not_stop_the_others(toolchain, compiler: Compiler) 
 def test_wrong_signature_is_reported_with_names(toolchain, compiler: Compiler) -> None:
     tc = toolchain("triton==3.4.0")
     spec = red_spec()
-    broken = KernelSpec(name="broken", source=spec.source,
-                        signature={k: v for k, v in spec.signature.items() if k != "rnumel"},
-                        constexprs=spec.constexprs)
+    broken = KernelSpec(
+        name="broken",
+        source=spec.source,
+        signature={k: v for k, v in spec.signature.items() if k != "rnumel"},
+        constexprs=spec.constexprs,
+    )
     outcome = compiler.compile(broken, tc)
     assert isinstance(outcome, CompileFailure)
     assert "rnumel" in outcome.message

@@ -64,7 +64,8 @@ def test_two_inputs_with_one_key_compile_once_and_share_the_artifact(toolchain, 
 
 @pytest.mark.slow
 def test_the_launch_abi_is_kept_as_a_sidecar_and_a_damaged_one_is_recomputed(
-        toolchain, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    toolchain, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     spec = _sharing_specs()[0]
     tc = toolchain("triton==3.4.0")
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as c:
@@ -82,8 +83,10 @@ def test_the_launch_abi_is_kept_as_a_sidecar_and_a_damaged_one_is_recomputed(
         again = cached_abi(spec, art.frontend)
     assert again == art.abi and again[0].ptx_type != "u8"
     assert "damaged entry" in caplog.text
-    assert any(p.name.startswith(f"{art.frontend.dir.name}-{sidecars[0].name}")
-               for p in (tmp_path / "artifacts" / QUARANTINE).iterdir())
+    assert any(
+        p.name.startswith(f"{art.frontend.dir.name}-{sidecars[0].name}")
+        for p in (tmp_path / "artifacts" / QUARANTINE).iterdir()
+    )
     # the recomputed ABI was stored again, with a valid hash: the next reader gets it
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as c:
         warm = c.compile(spec, tc)

@@ -21,15 +21,16 @@ def test_a_closed_worker_leaves_no_triton_cache_folder() -> None:
     worker = CompileWorker(Path(sys.executable))
     reply = worker.request({"id": "x", "bogus": True}, timeout=120)  # the worker answers (an error): it ran
     assert not reply.ok
-    folder = Path(worker._env["TRITON_CACHE_DIR"])  # noqa: SLF001 - the folder this worker compiles into
+    folder = Path(worker._env["TRITON_CACHE_DIR"])
     assert folder.is_dir() and folder.name in _mine()  # made by the host, named with its pid
     worker.close()
     assert not folder.exists()
 
 
 def test_the_sweep_removes_dead_hosts_folders_and_keeps_live_ones() -> None:
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     gone = Path(tempfile.mkdtemp(prefix=f"{TRITON_CACHE_PREFIX}{dead}-"))
     live = Path(tempfile.mkdtemp(prefix=f"{TRITON_CACHE_PREFIX}{os.getpid()}-"))
     try:

@@ -28,7 +28,9 @@ def _package_sources() -> list[Path]:
 
 
 def _test_and_script_sources() -> list[Path]:
-    return sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").rglob("*.sh"), *(ROOT / "scripts").rglob("*.py")])
+    return sorted(
+        [*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").rglob("*.sh"), *(ROOT / "scripts").rglob("*.py")]
+    )
 
 
 def _documented() -> set[str]:

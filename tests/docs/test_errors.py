@@ -15,20 +15,32 @@ DOC = ROOT / "docs" / "errors.md"
 
 
 def _families() -> list[str]:
-    return [name for name, obj in vars(errors).items()
-            if inspect.isclass(obj) and issubclass(obj, errors.KtriageError) and obj is not errors.KtriageError
-            and obj.__module__ == errors.__name__]
+    return [
+        name
+        for name, obj in vars(errors).items()
+        if inspect.isclass(obj)
+        and issubclass(obj, errors.KtriageError)
+        and obj is not errors.KtriageError
+        and obj.__module__ == errors.__name__
+    ]
 
 
 def _tree() -> str:
     text = DOC.read_text()
-    return text[text.index("```\nKtriageError"):]
+    return text[text.index("```\nKtriageError") :]
 
 
 def test_every_family_has_a_heading_and_a_tree_line() -> None:
     families = _families()
-    assert {"SpecError", "ToolchainError", "CompileError", "DeviceError", "MeasureError", "StoreError",
-            "FormatError"} <= set(families)
+    assert {
+        "SpecError",
+        "ToolchainError",
+        "CompileError",
+        "DeviceError",
+        "MeasureError",
+        "StoreError",
+        "FormatError",
+    } <= set(families)
     headings = set(re.findall(r"^## (\w+)\s*$", DOC.read_text(), re.M))
     missing = [f for f in families if f not in headings]
     assert not missing, f"docs/errors.md has no '## <name>' section for {missing}"

@@ -34,7 +34,7 @@ def _python_blocks() -> list[str]:
 
 def _example_op() -> Operator:
     namespace: dict[str, object] = {}
-    exec(compile(_python_blocks()[0], f"{DOC}:Adding an operator", "exec"), namespace)  # noqa: S102
+    exec(compile(_python_blocks()[0], f"{DOC}:Adding an operator", "exec"), namespace)
     op = namespace["OP"]
     assert isinstance(op, Operator)
     return op
@@ -81,8 +81,9 @@ def test_the_example_registers_as_a_new_operator(monkeypatch: pytest.MonkeyPatch
     assert [c.id for c in entry.inputs()] == [0, 1, 2, 3]
     assert registry.operator("doc_softmax") is new and registry.operator("doc.softmax") is new
     assert list(catalog)[-1] == "doc.softmax", "the registry position orders catalog list"
-    launch = kernels.recipe(entry.inputs()[1], op="doc.softmax", mode="fwd", dtype="fp16", target="sm_90",
-                            sm_count=132, version=None)
+    launch = kernels.recipe(
+        entry.inputs()[1], op="doc.softmax", mode="fwd", dtype="fp16", target="sm_90", sm_count=132, version=None
+    )
     spec = launch.to_spec()
     assert spec.name == "doc.softmax.fwd[M=4096,N=1000]" and spec.source.endswith("softmax.py:softmax_kernel")
 

@@ -48,5 +48,7 @@ def test_partial_shares_are_both() -> None:
 
 def test_sentence_names_the_side_and_the_numbers() -> None:
     cells = CrossCells(632, 3712, 3728, 632)
-    text = sentence("spill_store_bytes", cells, "frontend", "triton==3.3.1", "triton==3.4.0", "12.4.99", "12.8.93", " B")
+    text = sentence(
+        "spill_store_bytes", cells, "frontend", "triton==3.3.1", "triton==3.4.0", "12.4.99", "12.8.93", " B"
+    )
     assert "frontend" in text and "3728 B" in text and "12.4.99" in text

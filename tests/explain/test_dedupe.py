@@ -14,8 +14,9 @@ from ktriage.report.explain import to_json
 pytestmark = pytest.mark.slow
 
 
-def test_inputs_sharing_a_kernel_run_cuobjdump_once_per_cubin(toolchain, compiler: Compiler,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inputs_sharing_a_kernel_run_cuobjdump_once_per_cubin(
+    toolchain, compiler: Compiler, monkeypatch: pytest.MonkeyPatch
+) -> None:
     specs = expand_op("liger.layer_norm", mode="bwd", target="sm_90", inputs=["1", "2"])
     assert specs[0].key() == specs[1].key()
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]

@@ -22,36 +22,57 @@ def test_compilation_error_shortens_to_location_and_source_line(tmp_path: Path, 
     from ktriage.spec.model import KernelSpec
 
     bad = tmp_path / "bad.py"
-    bad.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-                   "def bad(x_ptr, BM: tl.constexpr):\n    v = tl.load(x_ptr + tl.arange(0, BM))\n"
-                   "    w = tl.reshape(v, [BM, 3])\n    tl.store(x_ptr + tl.arange(0, BM), w)\n")
-    spec = KernelSpec(name="bad", source=f"{bad}:bad", signature={"x_ptr": "*fp32", "BM": "constexpr"},
-                      constexprs={"BM": 64}, target="sm_90")
+    bad.write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def bad(x_ptr, BM: tl.constexpr):\n    v = tl.load(x_ptr + tl.arange(0, BM))\n"
+        "    w = tl.reshape(v, [BM, 3])\n    tl.store(x_ptr + tl.arange(0, BM), w)\n"
+    )
+    spec = KernelSpec(
+        name="bad",
+        source=f"{bad}:bad",
+        signature={"x_ptr": "*fp32", "BM": "constexpr"},
+        constexprs={"BM": 64},
+        target="sm_90",
+    )
     failure = compiler.compile(spec, toolchain("triton==3.4.0"))
     assert isinstance(failure, CompileFailure) and len(failure.message.splitlines()) > 3
-    assert one_line(failure.message) == ("CompilationError at 3:8 (`w = tl.reshape(v, [BM, 3])`): "
-                                         "ValueError: Shape element 1 must be a power of 2")
+    assert one_line(failure.message) == (
+        "CompilationError at 3:8 (`w = tl.reshape(v, [BM, 3])`): ValueError: Shape element 1 must be a power of 2"
+    )
 
 
-@pytest.mark.parametrize(("message", "expected"), [
-    # the worker's "internal" reply: the headline, then the traceback
-    ("KeyError: 'ptx'\nTraceback (most recent call last):\n  File \"worker.py\", line 3, in handle\nKeyError: 'ptx'",
-     "KeyError: 'ptx'"),
-    # a crash while starting: the opening words, then the traceback's last exception line
-    ("compile worker died: Traceback (most recent call last):\n  File \"w.py\", line 1, in <module>\n"
-     "    import triton\nImportError: libcuda.so.1: cannot open shared object file",
-     "compile worker died: ImportError: libcuda.so.1: cannot open shared object file"),
-    # a dead worker's stderr tail: the last line says how it died
-    ("compile worker died: warning: something harmless\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo",
-     "compile worker died: LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo"),
-    # KtriageError text: the problem, not its fix line
-    ("could not install liger-kernel==9.9: not found\n  fix: check the version exists on PyPI",
-     "could not install liger-kernel==9.9: not found"),
-    # Triton's CompilationError with the cause appended as a repr
-    ("CompilationError: at 1:4:\ndef k(x):\n    tl.foo()\n    ^\nAttributeError(\"module 'triton.language' has no attribute 'foo'\")",
-     "CompilationError at 1:4 (`tl.foo()`): AttributeError: module 'triton.language' has no attribute 'foo'"),
-    ("", "failed"),
-])
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        # the worker's "internal" reply: the headline, then the traceback
+        (
+            "KeyError: 'ptx'\nTraceback (most recent call last):\n  File \"worker.py\", line 3, in handle\nKeyError: 'ptx'",
+            "KeyError: 'ptx'",
+        ),
+        # a crash while starting: the opening words, then the traceback's last exception line
+        (
+            'compile worker died: Traceback (most recent call last):\n  File "w.py", line 1, in <module>\n'
+            "    import triton\nImportError: libcuda.so.1: cannot open shared object file",
+            "compile worker died: ImportError: libcuda.so.1: cannot open shared object file",
+        ),
+        # a dead worker's stderr tail: the last line says how it died
+        (
+            "compile worker died: warning: something harmless\nLLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo",
+            "compile worker died: LLVM ERROR: Cannot select: intrinsic %llvm.nvvm.foo",
+        ),
+        # KtriageError text: the problem, not its fix line
+        (
+            "could not install liger-kernel==9.9: not found\n  fix: check the version exists on PyPI",
+            "could not install liger-kernel==9.9: not found",
+        ),
+        # Triton's CompilationError with the cause appended as a repr
+        (
+            "CompilationError: at 1:4:\ndef k(x):\n    tl.foo()\n    ^\nAttributeError(\"module 'triton.language' has no attribute 'foo'\")",
+            "CompilationError at 1:4 (`tl.foo()`): AttributeError: module 'triton.language' has no attribute 'foo'",
+        ),
+        ("", "failed"),
+    ],
+)
 def test_one_line_message_shapes(message: str, expected: str) -> None:
     """The message formats the compile stage writes (copied from ktriage.compile and Triton), as strings."""
     assert one_line(message) == expected

@@ -18,8 +18,13 @@ from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import select_specs
 
 
-def _f(metric: str, pairs: list[tuple[float, float]], inputs: list[str], attribution: str = "frontend",
-       toolchain: str = "triton==3.4.0") -> Finding:
+def _f(
+    metric: str,
+    pairs: list[tuple[float, float]],
+    inputs: list[str],
+    attribution: str = "frontend",
+    toolchain: str = "triton==3.4.0",
+) -> Finding:
     direction = "up" if pairs[0][1] > pairs[0][0] else "down"
     f = Finding(toolchain, "triton==3.3.1", metric, direction, attribution)
     for (ref, new), label in zip(pairs, inputs, strict=True):
@@ -41,7 +46,11 @@ def test_one_bullet_per_regression_ranked_by_impact() -> None:
     groups = group_findings([drift, regs, spills, stack, occupancy, better])
     assert [g.kind for g in groups] == ["regression", "regression", "regression", "improvement"]
     first, second, last = groups[0], groups[1], groups[2]
-    assert first.inputs == CLIFF and {f.metric for f in first.findings} == {"spill_store_bytes", "registers", "stack_bytes"}
+    assert first.inputs == CLIFF and {f.metric for f in first.findings} == {
+        "spill_store_bytes",
+        "registers",
+        "stack_bytes",
+    }
     assert second.inputs == ["N=1024"]  # lost occupancy, before the 1-register drift
     assert last.inputs == ["N=2560"] and last.impact < second.impact < first.impact
     text = first.summary()
@@ -56,13 +65,22 @@ def test_one_bullet_per_regression_ranked_by_impact() -> None:
 def test_mixed_attribution_is_said_per_item_and_details_come_last() -> None:
     spills = _f("spill_store_bytes", [(164, 204)], ["N=16384"], attribution="ptxas")
     stack = _f("stack_bytes", [(168, 192)], ["N=16384"], attribution="both")
-    loop = DetailFinding("triton==3.4.0", "triton==3.3.1", "main_loop_instructions", "up", "both", ["N=16384"],
-                         [Change("main_loop_instructions", 566, 600, "both", CrossCells(566, 600, None, None), "")],
-                         ["main loop 566 -> 600 instructions (+34)"])
+    loop = DetailFinding(
+        "triton==3.4.0",
+        "triton==3.3.1",
+        "main_loop_instructions",
+        "up",
+        "both",
+        ["N=16384"],
+        [Change("main_loop_instructions", 566, 600, "both", CrossCells(566, 600, None, None), "")],
+        ["main loop 566 -> 600 instructions (+34)"],
+    )
     [group] = group_findings([loop, stack, spills])
-    assert group.summary() == ("N=16384, triton==3.4.0 vs triton==3.3.1: spill stores 164 B -> 204 B (ptxas); "
-                               "stack 168 B -> 192 B (frontend and ptxas); main loop 566 -> 600 instructions (+34) "
-                               "(frontend and ptxas); attribution per item.")
+    assert group.summary() == (
+        "N=16384, triton==3.4.0 vs triton==3.3.1: spill stores 164 B -> 204 B (ptxas); "
+        "stack 168 B -> 192 B (frontend and ptxas); main loop 566 -> 600 instructions (+34) "
+        "(frontend and ptxas); attribution per item."
+    )
 
 
 def test_atomics_swap_is_a_regression() -> None:
@@ -78,16 +96,23 @@ def _spec(name: str, source: str = "k.py:k", **meta: object) -> KernelSpec:
 
 
 def test_inputs_of_different_kernels_are_different_sweeps() -> None:
-    a = _spec("tutorial.matmul.fwd[M=4096]", "matmul.py:matmul_kernel", op="tutorial.matmul", mode="fwd", shape={"M": 4096})
-    b = _spec("tutorial.matmul.fwd[M=512]", "matmul.py:matmul_kernel", op="tutorial.matmul", mode="fwd", shape={"M": 512})
+    a = _spec(
+        "tutorial.matmul.fwd[M=4096]", "matmul.py:matmul_kernel", op="tutorial.matmul", mode="fwd", shape={"M": 4096}
+    )
+    b = _spec(
+        "tutorial.matmul.fwd[M=512]", "matmul.py:matmul_kernel", op="tutorial.matmul", mode="fwd", shape={"M": 512}
+    )
     c = _spec("softmax.fwd[M=4096]", "softmax.py:softmax_kernel", op="tutorial.softmax", mode="fwd", shape={"M": 4096})
     assert sweep_key(a) == sweep_key(b) != sweep_key(c)
     assert sweep_key(_spec("k1", "f.py:k1")) != sweep_key(_spec("k2", "f.py:k2"))
 
 
 def test_selectors_match_exactly_or_say_what_they_matched() -> None:
-    specs = [_spec("mm[4096^3,128x256x64]", input_label="4096^3,128x256x64"),
-             _spec("mm[4096^3,128x128x64]", input_label="4096^3,128x128x64"), _spec("softmax_fwd")]
+    specs = [
+        _spec("mm[4096^3,128x256x64]", input_label="4096^3,128x256x64"),
+        _spec("mm[4096^3,128x128x64]", input_label="4096^3,128x128x64"),
+        _spec("softmax_fwd"),
+    ]
     assert [s.name for s in select_specs(specs, "4096^3,128x128x64")] == ["mm[4096^3,128x128x64]"]
     assert [s.name for s in select_specs(specs, "softmax")] == ["softmax_fwd"]  # part of one name only
     with pytest.raises(KtriageError, match="part of 2 kernel names") as err:

@@ -18,7 +18,7 @@ from ktriage.explain.fixes import (
 )
 from ktriage.report.explain import fixes_markdown
 
-KERNEL = textwrap.dedent('''
+KERNEL = textwrap.dedent("""
     @triton.jit
     def k(x_ptr, out_ptr, lock_ptr, n, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
@@ -31,13 +31,17 @@ KERNEL = textwrap.dedent('''
         tl.atomic_add(out_ptr + offs, v, mask=offs < n)
         old = tl.atomic_add(out_ptr, 1.0)
         tl.atomic_add(out_ptr + 1, v, sem="release")
-''')
+""")
 
 
 def test_plan_and_rewrite_only_unused_results_without_sem() -> None:
     plan = plan_relaxed_atomics(KERNEL, "k")
     assert [(s.line, s.result_used, s.has_sem) for s in plan.sites] == [
-        (6, False, False), (11, False, False), (12, True, False), (13, False, True)]
+        (6, False, False),
+        (11, False, False),
+        (12, True, False),
+        (13, False, True),
+    ]
     assert [s.line for s in plan.rewritable] == [6, 11]
     assert any("result of the atomic at line 12 is used" in h for h in plan.ordering_hazards)
     new = relax_source(KERNEL, plan)
@@ -48,14 +52,14 @@ def test_plan_and_rewrite_only_unused_results_without_sem() -> None:
 
 
 def test_ordering_hazards_are_named() -> None:
-    src = textwrap.dedent('''
+    src = textwrap.dedent("""
         @triton.jit
         def k(acc_ptr, flag_ptr):
             tl.atomic_add(acc_ptr, 1.0)
             while tl.atomic_cas(flag_ptr, 0, 1) == 1:
                 pass
             s = tl.load(acc_ptr)
-    ''')
+    """)
     hazards = plan_relaxed_atomics(src, "k").ordering_hazards
     assert any("atomic_cas" in h for h in hazards)
     assert any("loads from acc_ptr" in h for h in hazards)

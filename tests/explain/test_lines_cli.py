@@ -13,8 +13,21 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-ARGS = ["explain", "liger.layer_norm", "--bwd", "--input", "N=4608", "--arch", "sm_90", "-t", "triton==3.3.1",
-        "-t", "triton==3.4.0", "-f", "json"]
+ARGS = [
+    "explain",
+    "liger.layer_norm",
+    "--bwd",
+    "--input",
+    "N=4608",
+    "--arch",
+    "sm_90",
+    "-t",
+    "triton==3.3.1",
+    "-t",
+    "triton==3.4.0",
+    "-f",
+    "json",
+]
 
 
 def _instructions_at(nvdisasm: Path, cubin: Path, kernel: str, line: int) -> int:
@@ -48,10 +61,16 @@ def _ptx_at(ptx: str, line: int) -> int:
 def test_lines_restrict_both_diffs_to_one_line(run_cli, toolchain) -> None:
     out = run_cli([*ARGS, "--lines", "layer_norm.py:129"])
     assert out.exit_code == 0, out.stderr
-    sass = re.search(r"=== SASS diff triton==3.3.1 -> triton==3.4.0, layer_norm.py:129 ===\nSASS: \d+ of (\d+) lines removed, "
-                     r"\d+ of (\d+) added", out.stdout)
-    ptx = re.search(r"=== PTX diff triton==3.3.1 -> triton==3.4.0, layer_norm.py:129 ===\nPTX: \d+ of (\d+) lines removed, "
-                    r"\d+ of (\d+) added", out.stdout)
+    sass = re.search(
+        r"=== SASS diff triton==3.3.1 -> triton==3.4.0, layer_norm.py:129 ===\nSASS: \d+ of (\d+) lines removed, "
+        r"\d+ of (\d+) added",
+        out.stdout,
+    )
+    ptx = re.search(
+        r"=== PTX diff triton==3.3.1 -> triton==3.4.0, layer_norm.py:129 ===\nPTX: \d+ of (\d+) lines removed, "
+        r"\d+ of (\d+) added",
+        out.stdout,
+    )
     assert sass and ptx, out.stdout[-2000:]
     import json
 
@@ -66,7 +85,7 @@ def test_lines_restrict_both_diffs_to_one_line(run_cli, toolchain) -> None:
     assert [int(sass.group(1)), int(sass.group(2))] == want_sass and want_sass[1] > want_sass[0] > 0
     assert [int(ptx.group(1)), int(ptx.group(2))] == want_ptx and want_ptx[0] > 0
     # the excerpt holds that line's spill traffic: STL/LDL only in the lines of the SASS diff
-    body = out.stdout[sass.end(): out.stdout.index("=== PTX diff")]
+    body = out.stdout[sass.end() : out.stdout.index("=== PTX diff")]
     assert re.search(r"^\+(?:@!?P )?STL", body, re.M) and "FFMA" in body
 
 

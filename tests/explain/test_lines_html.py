@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import dump_dom, needs_chromium
-
 from ktriage.cli.app import main
+from tests.browser import dump_dom, needs_chromium
 
 pytestmark = pytest.mark.slow
 
@@ -27,8 +26,10 @@ def explain_html(tmp_path: Path, *args: str) -> Path:
 
 def source_rows(dom: str) -> dict[str, str]:
     """Each source-view line's anchor -> its whole ``<details>`` element."""
-    return {m.group(1): m.group(0) for m in
-            re.finditer(r'<details class="src-line[^"]*" id="([^"]+)"[^>]*>.*?</details>', dom, re.S)}
+    return {
+        m.group(1): m.group(0)
+        for m in re.finditer(r'<details class="src-line[^"]*" id="([^"]+)"[^>]*>.*?</details>', dom, re.S)
+    }
 
 
 def check_page(dom: str, stderr: str) -> None:
@@ -39,7 +40,9 @@ def check_page(dom: str, stderr: str) -> None:
 
 @needs_chromium
 def test_layer_norm_source_view_shows_the_spilling_lines_and_their_sass(tmp_path: Path) -> None:
-    page = explain_html(tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0")
+    page = explain_html(
+        tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0"
+    )
     dom, err = dump_dom(tmp_path, page)
     check_page(dom, err)
     rows = source_rows(dom)
@@ -77,7 +80,7 @@ def _dump_at(tmp_path: Path, page: Path, fragment: str) -> tuple[str, str]:
     return proc.stdout, proc.stderr
 
 
-HOSTILE = '''import triton
+HOSTILE = """import triton
 import triton.language as tl
 
 
@@ -87,9 +90,9 @@ def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     mask = offs < n  # </script><script>alert(1)</script>
     x = tl.load(x_ptr + offs, mask=mask)  # <img src=x onerror=alert(2)>
     tl.store(y_ptr + offs, x * 2.0, mask=mask)
-'''
+"""
 
-SPEC = '''[kernel]
+SPEC = """[kernel]
 name = "add"
 source = "k.py:add_kernel"
 target = "sm_90"
@@ -102,7 +105,7 @@ BLOCK = "constexpr"
 
 [kernel.constexprs]
 BLOCK = 1024
-'''
+"""
 
 
 @needs_chromium

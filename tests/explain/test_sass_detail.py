@@ -11,12 +11,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.triton_compile_for_tests import ATOMIC_SIGNATURE, KERNELS_FILE, CompiledForTest, analyze_compiled
 
 from ktriage.analyze.resources import SCHEMA_VERSION, Resources
 from ktriage.analyze.sass import SassFunction, parse_sass
 from ktriage.analyze.sass_loops import find_loops
 from ktriage.explain.sass_detail import compare_sass_detail
+from tests.triton_compile_for_tests import ATOMIC_SIGNATURE, KERNELS_FILE, CompiledForTest, analyze_compiled
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "resources"
 
@@ -27,11 +27,23 @@ def _sass(name: str, function: str) -> SassFunction:
 
 def _resources_of_sass(fn: SassFunction) -> Resources:
     """SASS-derived fields from a real listing; the other fields are synthetic (not looked at here)."""
-    return Resources(kernel_name=fn.name, arch=fn.arch, registers=32, stack_bytes=0, spill_store_bytes=None,
-                     spill_load_bytes=None, shared_bytes=0, shared_static_bytes=0, shared_dynamic_bytes=None,
-                     local_loads=fn.local_loads, local_stores=fn.local_stores, sass_opcodes=fn.opcode_histogram(),
-                     sass_instructions=fn.instruction_count, sass_classes=fn.class_histogram(),
-                     sass_loops=tuple(find_loops(fn)))
+    return Resources(
+        kernel_name=fn.name,
+        arch=fn.arch,
+        registers=32,
+        stack_bytes=0,
+        spill_store_bytes=None,
+        spill_load_bytes=None,
+        shared_bytes=0,
+        shared_static_bytes=0,
+        shared_dynamic_bytes=None,
+        local_loads=fn.local_loads,
+        local_stores=fn.local_stores,
+        sass_opcodes=fn.opcode_histogram(),
+        sass_instructions=fn.instruction_count,
+        sass_classes=fn.class_histogram(),
+        sass_loops=tuple(find_loops(fn)),
+    )
 
 
 # --- instruction classes on recorded SASS ---------------------------------------------------------
@@ -150,8 +162,9 @@ def test_atomic_compiles_modifier_delta(compiled: dict[str, CompiledForTest]) ->
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("target", "mma", "innermost"), [("sm_80", "HMMA", True), ("sm_90", "HGMMA", True),
-                                                          ("sm_100", "UTCHMMA", False)])
+@pytest.mark.parametrize(
+    ("target", "mma", "innermost"), [("sm_80", "HMMA", True), ("sm_90", "HGMMA", True), ("sm_100", "UTCHMMA", False)]
+)
 def test_matmul_main_loop_is_the_k_loop(target: str, mma: str, innermost: bool, toolchain, shared_compiler) -> None:
     """The tutorial matmul's K loop holds the tensor-core instructions: every mma.sync on sm_80 and
     wgmma on sm_90a; on sm_100a the tcgen05 MMAs of all but the first K step, which ptxas peels, and
@@ -176,8 +189,9 @@ def test_matmul_main_loop_is_the_k_loop(target: str, mma: str, innermost: bool, 
     assert all(lp.instructions < 20 or lp is loop for lp in res.sass_loops if lp.opcodes.get(mma, 0) == 0)
     # nvdisasm's listing (labels instead of addresses) finds the same loops
     nvdisasm = art.toolchain.cuobjdump.parent / "nvdisasm"
-    listing = subprocess.run([str(nvdisasm), "-c", str(art.cubin.cubin_path)], capture_output=True, text=True,
-                             check=True).stdout
+    listing = subprocess.run(
+        [str(nvdisasm), "-c", str(art.cubin.cubin_path)], capture_output=True, text=True, check=True
+    ).stdout
     assert tuple(find_loops(parse_sass(listing)[art.kernel_name])) == res.sass_loops
 
 
@@ -187,8 +201,14 @@ def test_cached_resources_of_an_older_schema_are_recomputed(toolchain, compiler)
     from ktriage.compile.compiler import Artifact
     from ktriage.spec.model import KernelSpec
 
-    spec = KernelSpec(name="atomic_kernel", source=f"{KERNELS_FILE}:atomic_kernel", signature=ATOMIC_SIGNATURE,
-                      constexprs={"BLOCK": 1024}, num_warps=4, target="sm_90")
+    spec = KernelSpec(
+        name="atomic_kernel",
+        source=f"{KERNELS_FILE}:atomic_kernel",
+        signature=ATOMIC_SIGNATURE,
+        constexprs={"BLOCK": 1024},
+        num_warps=4,
+        target="sm_90",
+    )
     art = compiler.compile(spec, toolchain("triton==3.4.0"))
     assert isinstance(art, Artifact), art
     fresh, _ = analyze_artifact(art)
@@ -227,8 +247,11 @@ def test_explain_embedding_names_the_atomic_variants(toolchain, shared_compiler)
     [atomic_finding] = [f for f in findings if f.metric == "instructions:atomic"]
     assert isinstance(atomic_finding, DetailFinding) and atomic_finding.direction == "changed"  # a swap
     lines = [f.summary() for f in findings if isinstance(f, DetailFinding)]
-    assert any("atomic instructions: REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU -32 -> ATOMG.E.ADD.F32x4" in s
-               and s.endswith("ptxas is responsible.") for s in lines), lines
+    assert any(
+        "atomic instructions: REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU -32 -> ATOMG.E.ADD.F32x4" in s
+        and s.endswith("ptxas is responsible.")
+        for s in lines
+    ), lines
     # the existing findings keep their wording
     assert any(f.summary().startswith("B=32,T=512,D=768,V=1024: ATOMG rises with triton==3.4.0 vs ") for f in findings)
     data = to_json(result, findings)
@@ -236,7 +259,8 @@ def test_explain_embedding_names_the_atomic_variants(toolchain, shared_compiler)
     assert comparison["sass_detail"]["instruction_changes"][0]["class"] in ("sync", "atomic")
     assert comparison["sass_detail"]["main_loop"] is None  # one program per tile: no loop
     assert data["kernels"][0]["results"][tcs[1].id]["sass_classes"]["atomic"] == {
-        "ATOMG.E.ADD.F32x4.FTZ.RN.STRONG.GPU": 32}
+        "ATOMG.E.ADD.F32x4.FTZ.RN.STRONG.GPU": 32
+    }
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import triton.language as tl
 def mixed_kernel(
     x_ptr, bias_ptr, out_ptr, n, n_aligned_off, one, alpha, flag,
     OUT_DTYPE: tl.constexpr, CONST_ONE: tl.constexpr, BLOCK: tl.constexpr,
-):  # fmt: skip
+):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs * one, mask=mask, other=0.0).to(tl.float32) * alpha

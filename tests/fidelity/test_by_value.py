@@ -59,7 +59,7 @@ def test_types_only_spec_is_not_the_jit_kernel_and_is_warned(toolchain, tmp_path
     typed = f"""
 [kernel]
 name = "scaled_rows_typed"
-source = "{EXAMPLE.parent / 'scaled_rows.py'}:scaled_rows_kernel"
+source = "{EXAMPLE.parent / "scaled_rows.py"}:scaled_rows_kernel"
 [kernel.signature]
 x_ptr = "*bf16"
 y_ptr = "*bf16"
@@ -85,7 +85,7 @@ EVEN_N = true
     (by_value,) = load_spec_file(EXAMPLE)
     tc = toolchain("triton==3.4.0")
     jit = run_jit(tc, [case_of(by_value)], "sm_90", tmp_path / "jit")[by_value.name]
-    launch = next(l for l in jit["launches"] if l["compiles"])
+    launch = next(x for x in jit["launches"] if x["compiles"])
     record = jit["compiles"][launch["compiles"][-1]]
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
         wrong = compiler.compile(typed_spec, tc)
@@ -137,7 +137,10 @@ def test_a_changed_config_of_a_by_value_spec_is_what_the_jit_compiles_for_it(too
     the compile is the JIT's for that launch."""
     (spec,) = load_spec_file(EXAMPLE)
     changed = spec.replace(num_warps=8, constexprs={**spec.constexprs, "BLOCK_N": 8192})
-    assert changed.launch is not None and changed.launch["overrides"] == {"num_warps": 8, "constexprs": {"BLOCK_N": 8192}}
+    assert changed.launch is not None and changed.launch["overrides"] == {
+        "num_warps": 8,
+        "constexprs": {"BLOCK_N": 8192},
+    }
     assert changed.key() != spec.key()
     tc = toolchain("triton==3.4.0")
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
@@ -155,13 +158,31 @@ def test_fidelity_verb_checks_a_spec_file_by_values(toolchain, run_cli, tmp_path
     result = run_cli(["fidelity", "--spec", str(EXAMPLE), "-t", "triton==3.4.0", "--format", "json"])
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)["rows"]
-    assert [(r["case"], r["triton_version"], r["status"]) for r in rows] == [("scaled_rows[M=N=4096,bf16]", "3.4.0", "identical")]
+    assert [(r["case"], r["triton_version"], r["status"]) for r in rows] == [
+        ("scaled_rows[M=N=4096,bf16]", "3.4.0", "identical")
+    ]
     typed = tmp_path / "typed.toml"
-    typed.write_text(f'[kernel]\nsource = "{EXAMPLE.parent / "scaled_rows.py"}:scaled_rows_kernel"\n[kernel.signature]\n'
-                     + "".join(f'{n} = "{t}"\n' for n, t in (("x_ptr", "*bf16"), ("y_ptr", "*bf16"), ("M", "i32"), ("N", "i32"),
-                               ("stride_xm", "i32"), ("stride_xn", "i32"), ("stride_ym", "i32"), ("stride_yn", "i32"),
-                               ("scale", "fp32"), ("seed", "i32"), ("BLOCK_N", "constexpr"), ("EVEN_N", "constexpr")))
-                     + "[kernel.constexprs]\nBLOCK_N = 64\nEVEN_N = true\n")
+    typed.write_text(
+        f'[kernel]\nsource = "{EXAMPLE.parent / "scaled_rows.py"}:scaled_rows_kernel"\n[kernel.signature]\n'
+        + "".join(
+            f'{n} = "{t}"\n'
+            for n, t in (
+                ("x_ptr", "*bf16"),
+                ("y_ptr", "*bf16"),
+                ("M", "i32"),
+                ("N", "i32"),
+                ("stride_xm", "i32"),
+                ("stride_xn", "i32"),
+                ("stride_ym", "i32"),
+                ("stride_yn", "i32"),
+                ("scale", "fp32"),
+                ("seed", "i32"),
+                ("BLOCK_N", "constexpr"),
+                ("EVEN_N", "constexpr"),
+            )
+        )
+        + "[kernel.constexprs]\nBLOCK_N = 64\nEVEN_N = true\n"
+    )
     refused = run_cli(["fidelity", "--spec", str(typed), "-t", "triton==3.4.0"])
     assert refused.exit_code == 2 and "written by types" in refused.stderr and "[kernel.args]" in refused.stderr
 
@@ -196,9 +217,13 @@ def test_sglang_fused_moe_by_values_is_the_jit_kernel_and_does_not_spill(toolcha
         assert isinstance(by_values, Artifact)
         decided = by_values.spec
         signature = {n: "i32" if n in decided.equal_to_1 else t for n, t in decided.signature.items()}
-        typed = decided.replace(signature=signature, equal_to_1=(), meta={},
-                                constexprs={k: v for k, v in decided.constexprs.items() if k not in decided.equal_to_1},
-                                divisible_by_16=tuple(n for n, t in signature.items() if is_pointer_type(t) or is_int_type(t)))
+        typed = decided.replace(
+            signature=signature,
+            equal_to_1=(),
+            meta={},
+            constexprs={k: v for k, v in decided.constexprs.items() if k not in decided.equal_to_1},
+            divisible_by_16=tuple(n for n, t in signature.items() if is_pointer_type(t) or is_int_type(t)),
+        )
         by_types = compiler.compile(typed, tc)
     assert row.status == "identical", row.detail
     assert set(decided.equal_to_1) == {"stride_ak", "stride_bk", "stride_cn"}

@@ -77,7 +77,9 @@ def test_thirdparty_args_are_the_kernel_parameters(case: FidelityCase) -> None:
     heuristics, tuned = decorator_values(path, function)
     assert not set(given) & (heuristics | tuned), "the launch passes what the decorators compute"
     required = {p.name for p in params if not p.has_default}
-    assert required - set(given) <= heuristics | tuned, f"no value for {sorted(required - set(given) - heuristics - tuned)}"
+    assert required - set(given) <= heuristics | tuned, (
+        f"no value for {sorted(required - set(given) - heuristics - tuned)}"
+    )
     # constexpr parameters get Constexpr values, the others plain values: the library's launch, spelled out
     constexpr = {p.name for p in params if p.is_constexpr}
     for name, value in case.launch.args:
@@ -90,9 +92,18 @@ def test_thirdparty_names_are_unique_and_cover_the_issue() -> None:
     names = [c.name for c in all_cases()]
     assert len(names) == len(set(names))
     tp = " ".join(c.name for c in THIRDPARTY)
-    for part in ("liger.cross_entropy.", "liger.cross_entropy@0.8.5.", "liger.swiglu.bwd", "liger.swiglu@0.8.5.fwd",
-                 "fla.chunk_o@0.4.2", "fla.recompute_w_u@0.6.0", "ktriage.autotuned_matmul", "ktriage.descriptor_matmul",
-                 "liger.rms_norm.bwd[bf16,N=16384]", "liger.rms_norm@0.8.5.bwd[bf16,N=16384]"):  # fmt: skip
+    for part in (
+        "liger.cross_entropy.",
+        "liger.cross_entropy@0.8.5.",
+        "liger.swiglu.bwd",
+        "liger.swiglu@0.8.5.fwd",
+        "fla.chunk_o@0.4.2",
+        "fla.recompute_w_u@0.6.0",
+        "ktriage.autotuned_matmul",
+        "ktriage.descriptor_matmul",
+        "liger.rms_norm.bwd[bf16,N=16384]",
+        "liger.rms_norm@0.8.5.bwd[bf16,N=16384]",
+    ):
         assert part in tp, part
     descriptor = next(c for c in THIRDPARTY if "descriptor" in c.name)
     assert not descriptor.supports("3.3.1") and descriptor.supports("3.4.0")
@@ -120,7 +131,9 @@ def test_rms_norm_recipe_at_n16384(op: str, rows_constexpr: bool) -> None:
         if mode == "fwd":
             assert spec.grid == (2048,) and spec.signature["X_ptr"] == "*bf16"
             continue
-        assert spec.grid == (132,) and spec.constexprs["X_dtype"] == "tl.bfloat16" and spec.signature["dW_ptr"] == "*fp32"
+        assert (
+            spec.grid == (132,) and spec.constexprs["X_dtype"] == "tl.bfloat16" and spec.signature["dW_ptr"] == "*fp32"
+        )
         if rows_constexpr:
             assert spec.constexprs["rows_per_program"] == 16 and "COMPUTE_DW" not in spec.signature
         else:

@@ -16,6 +16,7 @@ from ktriage.toolchain.supported import SUPPORTED_TRITON
 
 pytestmark = pytest.mark.slow
 
+
 @pytest.mark.parametrize("version", SUPPORTED_TRITON)
 def test_ktriage_cubin_is_the_jit_cubin(version: str, toolchain, tmp_path: Path) -> None:
     tc = toolchain(f"triton=={version}")
@@ -43,7 +44,7 @@ def test_a_wrong_spec_is_caught(toolchain, tmp_path: Path) -> None:
     tc = toolchain("triton==3.4.0")
     case = next(c for c in all_cases() if c.name.startswith("tutorial.vector_add"))
     jit = run_jit(tc, [case], "sm_90", tmp_path / "jit")[case.name]
-    launch = next(l for l in jit["launches"] if l["compiles"])
+    launch = next(x for x in jit["launches"] if x["compiles"])
     record = jit["compiles"][launch["compiles"][-1]]
     spec = spec_from_jit_launch(case, launch, "sm_90")
     assert spec.divisible_by_16
@@ -65,8 +66,12 @@ def test_heuristics_and_autotune_kernels_compile_with_the_values_they_choose(too
     from ktriage.spec.specialize import Ptr
 
     kernels = Path(__file__).resolve().parents[1] / "kernels_decorated.py"
-    launch = Launch(name="heuristic_autotuned", source=f"{kernels}:heuristic_autotuned_kernel", package=None,
-                    args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)))
+    launch = Launch(
+        name="heuristic_autotuned",
+        source=f"{kernels}:heuristic_autotuned_kernel",
+        package=None,
+        args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)),
+    )
     case = FidelityCase(name="heuristic_autotuned", launch=launch, autotune_pick=1, pass_options=False)
     tc = toolchain("triton==3.4.0")
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
@@ -74,5 +79,5 @@ def test_heuristics_and_autotune_kernels_compile_with_the_values_they_choose(too
     assert rows[0].status == "identical", rows[0].detail
     assert rows[0].heuristics == ("EVEN",) and rows[0].autotuned
     jit = run_jit(tc, [case], "sm_90", tmp_path / "jit2")[case.name]
-    args = dict(next(l for l in jit["launches"] if l["compiles"])["args"])
+    args = dict(next(x for x in jit["launches"] if x["compiles"])["args"])
     assert args["BLOCK"] == 128 and args["EVEN"] is True  # config 1 of the autotuner, 4096 % 128 == 0

@@ -32,8 +32,25 @@ def test_bench_profile_end_to_end(run_cli, tmp_path: Path) -> None:  # type: ign
     bundle = tmp_path / "bundle"
     shutil.copytree(source, bundle)  # the raw ncu files are written into the bundle: a copy
     results, db = tmp_path / "results.json", f"sqlite:///{tmp_path / 'store.db'}"
-    res = run_cli(["bench", "--bundle", str(bundle), "--only", "liger_layer_norm,torch_layer_norm", "--artifacts-only",
-                   "--artifact-timing", "kernel", "--max-time", "3", "--profile", "-o", str(results), "--db", db])
+    res = run_cli(
+        [
+            "bench",
+            "--bundle",
+            str(bundle),
+            "--only",
+            "liger_layer_norm,torch_layer_norm",
+            "--artifacts-only",
+            "--artifact-timing",
+            "kernel",
+            "--max-time",
+            "3",
+            "--profile",
+            "-o",
+            str(results),
+            "--db",
+            db,
+        ]
+    )
     assert res.exit_code == 0, res.stderr
     run, cells = read_results(results)
     profiled = [c for c in cells if c.key.toolchain is not None]
@@ -47,7 +64,9 @@ def test_bench_profile_end_to_end(run_cli, tmp_path: Path) -> None:  # type: ign
             assert section["error"] and "\n" not in section["error"]
     with open_store(db) as store:
         _, stored = store.load_run(run.run_id)
-    assert {c.key.toolchain: cell_profile(c) for c in stored if c.key.toolchain} == {c.key.toolchain: cell_profile(c) for c in profiled}
+    assert {c.key.toolchain: cell_profile(c) for c in stored if c.key.toolchain} == {
+        c.key.toolchain: cell_profile(c) for c in profiled
+    }
     res = run_cli(["compare", str(results), "--toolchains", "--format", "markdown"])
     assert "Counters (Nsight Compute) next to the verdicts" in res.stdout
     ok = all(cell_profile(c)["status"] == "ok" for c in profiled)  # type: ignore[index]

@@ -76,8 +76,16 @@ def test_one_bench_input_gets_a_protocol_per_variant_in_its_cells() -> None:
     from ktriage.bench.plan import BenchPlan
     from ktriage.bench.worker import measure_input, prepare_worker
 
-    plan = BenchPlan(op="layer_norm", mode="bwd", input_ids=[0], native_backends=["torch_layer_norm"], artifact_backends=[],
-                     baseline="torch_layer_norm", precision="fp32", max_time_s=2.0)  # fmt: skip
+    plan = BenchPlan(
+        op="layer_norm",
+        mode="bwd",
+        input_ids=[0],
+        native_backends=["torch_layer_norm"],
+        artifact_backends=[],
+        baseline="torch_layer_norm",
+        precision="fp32",
+        max_time_s=2.0,
+    )
     prepare_worker(plan.to_json())
     cells: list[Any] = []
     measure_input({"plan": plan.to_json(), "input_id": 0}, cells.append)

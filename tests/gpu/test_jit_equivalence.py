@@ -64,7 +64,9 @@ def test_catalog_ptx_equals_jit_ptx(op: str, mode: str, inputs: list[str] | None
         assert len(results) == expected
     assert results, "no spec was probed"
     failures = [
-        f"{r['spec']}: {r.get('error') or chr(10).join(r.get('ptx_diff_head', [])[:20])}" for r in results if not r.get("equal")
+        f"{r['spec']}: {r.get('error') or chr(10).join(r.get('ptx_diff_head', [])[:20])}"
+        for r in results
+        if not r.get("equal")
     ]
     assert not failures, "PTX differs from the JIT's:\n" + "\n".join(failures)
     # The captured launch is the one the spec describes (same device SM count as the grid's source).

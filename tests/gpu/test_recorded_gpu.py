@@ -48,8 +48,19 @@ def test_bench_a_recorded_bundle_gives_a_cell_per_entry_and_toolchain(name: str,
     entries = rec.entries[:4]
     kernels = sorted({e.kernel for e in entries})
     results = tmp_path / "r.json"
-    argv = ["bench", "--bundle", str(bundle), "--max-time", "0.5", "--min-samples", "5", "-o", str(results),
-            "--db", f"sqlite:///{tmp_path / 'store.db'}"]
+    argv = [
+        "bench",
+        "--bundle",
+        str(bundle),
+        "--max-time",
+        "0.5",
+        "--min-samples",
+        "5",
+        "-o",
+        str(results),
+        "--db",
+        f"sqlite:///{tmp_path / 'store.db'}",
+    ]
     for k in kernels:
         argv += ["--kernel", k]
     assert main(argv) == exit_codes.OK

@@ -18,9 +18,7 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BUNDLE = Path(
-    os.environ.get("KTRIAGE_RUNNER_BUNDLE", REPO / ".gpu-artifacts" / "runner")
-)
+BUNDLE = Path(os.environ.get("KTRIAGE_RUNNER_BUNDLE", REPO / ".gpu-artifacts" / "runner"))
 
 pytestmark = pytest.mark.gpu
 
@@ -83,18 +81,9 @@ def test_gpu_environment_is_recorded() -> None:
     gpu = RESULTS["gpu"]
     assert gpu["sm_count"] == torch.cuda.get_device_properties(0).multi_processor_count
     assert "nvml" not in gpu, gpu.get("nvml")  # nvidia-ml-py is on the GPU host
-    assert (
-        gpu["name"]
-        and gpu["uuid"].startswith("GPU-")
-        and gpu["driver"]
-        and gpu["cuda_driver"]
-    )
+    assert gpu["name"] and gpu["uuid"].startswith("GPU-") and gpu["driver"] and gpu["cuda_driver"]
     before = gpu["before"]
-    assert (
-        before["sm_clock_mhz"] > 0
-        and before["mem_clock_mhz"] > 0
-        and before["temperature_c"] > 0
-    )
+    assert before["sm_clock_mhz"] > 0 and before["mem_clock_mhz"] > 0 and before["temperature_c"] > 0
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -118,18 +107,18 @@ def test_vector_add_is_correct_and_timed_in_every_mode(version: str) -> None:
         ("graph", True),
         ("graph", False),
     ):
-        opts = TimingOptions(
-            mode=mode, l2_flush=flush, calls_per_round=10, graph_calls=20
+        opts = TimingOptions(mode=mode, l2_flush=flush, calls_per_round=10, graph_calls=20)
+        res = measure_interleaved(
+            {"v": launch}, min_samples=30, max_time_s=1.0, options=opts, stop=lambda s: len(s["v"]) >= 50
         )
-        res = measure_interleaved({"v": launch}, min_samples=30, max_time_s=1.0, options=opts,
-                                  stop=lambda s: len(s["v"]) >= 50)  # fmt: skip
         assert not res.errors and len(res.samples["v"]) >= 30
         assert all(t > 0 for t in res.samples["v"])
-        timings[f"{mode}{'+flush' if flush else ''}"] = {"median_ms": median(res.samples["v"]), "n": len(res.samples["v"]),
-                                                         "warmup": res.warmup["v"]}  # fmt: skip
-    check_after = check_run(
-        launch, {"out": out}, lambda: {"out": x + y}
-    )  # graph replays left it intact
+        timings[f"{mode}{'+flush' if flush else ''}"] = {
+            "median_ms": median(res.samples["v"]),
+            "n": len(res.samples["v"]),
+            "warmup": res.warmup["v"],
+        }
+    check_after = check_run(launch, {"out": out}, lambda: {"out": x + y})  # graph replays left it intact
     assert check_after.passed
     RESULTS.setdefault("vector_add", {})[version] = {
         "n": n,
@@ -171,11 +160,37 @@ def _layer_norm_case(entry_name: str) -> dict[str, Any]:
     dx = torch.empty_like(x)
     dwp = torch.empty(sm, n, device="cuda")
     dbp = torch.empty(sm, n, device="cuda")
-    named = {"X_ptr": x, "W_ptr": w, "Mean_ptr": mean, "RSTD_ptr": rstd, "DX_ptr": dx, "DW_ptr": dwp, "DB_ptr": dbp,
-             "DY_ptr": dy, "stride_x": n, "stride_dx": n, "stride_dw": n, "stride_db": n, "stride_dy": n,
-             "n_rows": m, "n_cols": n}  # fmt: skip
-    return {"entry": entry, "m": m, "n": n, "x": x, "w": w, "b": b, "dy": dy, "dx": dx, "dwp": dwp, "dbp": dbp,
-            "named": named, "eps": eps}  # fmt: skip
+    named = {
+        "X_ptr": x,
+        "W_ptr": w,
+        "Mean_ptr": mean,
+        "RSTD_ptr": rstd,
+        "DX_ptr": dx,
+        "DW_ptr": dwp,
+        "DB_ptr": dbp,
+        "DY_ptr": dy,
+        "stride_x": n,
+        "stride_dx": n,
+        "stride_dw": n,
+        "stride_db": n,
+        "stride_dy": n,
+        "n_rows": m,
+        "n_cols": n,
+    }
+    return {
+        "entry": entry,
+        "m": m,
+        "n": n,
+        "x": x,
+        "w": w,
+        "b": b,
+        "dy": dy,
+        "dx": dx,
+        "dwp": dwp,
+        "dbp": dbp,
+        "named": named,
+        "eps": eps,
+    }
 
 
 def _torch_layer_norm_grads(c: dict[str, Any]) -> dict[str, torch.Tensor]:
@@ -193,12 +208,14 @@ def test_liger_layer_norm_backward_matches_torch(version: str, input_id: str) ->
     k = kernel(name)
     launch = k.prepare(c["entry"].grid, [c["named"][p.name] for p in k.params])
     ref = _torch_layer_norm_grads(c)
-    acc = check_run(launch, {"dx": c["dx"], "dw_partial": c["dwp"], "db_partial": c["dbp"]}, ref,
-                    views=lambda: {"dx": c["dx"], "dw": c["dwp"].sum(0), "db": c["dbp"].sum(0)})  # fmt: skip
+    acc = check_run(
+        launch,
+        {"dx": c["dx"], "dw_partial": c["dwp"], "db_partial": c["dbp"]},
+        ref,
+        views=lambda: {"dx": c["dx"], "dw": c["dwp"].sum(0), "db": c["dbp"].sum(0)},
+    )
     assert acc.passed, acc.reason
-    RESULTS.setdefault("layer_norm_bwd_accuracy", {})[name] = {
-        o.name: o.rel_err for o in acc.outputs
-    }
+    RESULTS.setdefault("layer_norm_bwd_accuracy", {})[name] = {o.name: o.rel_err for o in acc.outputs}
 
 
 @pytest.mark.parametrize("input_id", ["6", "7"])
@@ -207,9 +224,7 @@ def test_layer_norm_backward_versions_interleaved_with_torch(input_id: str) -> N
     variants = {}
     for v, c in cases.items():
         k = kernel(c["entry"].name)
-        variants[f"liger@triton-{v}"] = k.prepare(
-            c["entry"].grid, [c["named"][p.name] for p in k.params]
-        )
+        variants[f"liger@triton-{v}"] = k.prepare(c["entry"].grid, [c["named"][p.name] for p in k.params])
     c0 = cases[VERSIONS[0]]
     xr, wr, br = (c0[k].clone().requires_grad_(True) for k in ("x", "w", "b"))
     y = torch.nn.functional.layer_norm(xr, (c0["n"],), wr, br, eps=c0["eps"])
@@ -219,18 +234,19 @@ def test_layer_norm_backward_versions_interleaved_with_torch(input_id: str) -> N
         y.backward(c0["dy"], retain_graph=True)
 
     variants["torch_layer_norm"] = torch_bwd
-    res = measure_interleaved(variants, min_samples=40, max_time_s=3.0, seed=7,
-                              stop=lambda s: all(len(v) >= 100 for v in s.values()))  # fmt: skip
+    res = measure_interleaved(
+        variants, min_samples=40, max_time_s=3.0, seed=7, stop=lambda s: all(len(v) >= 100 for v in s.values())
+    )
     assert not res.errors and res.stopped_by in ("stop", "time")
     assert all(len(s) >= 40 for s in res.samples.values())
-    assert (
-        len({tuple(o) for o in res.orders}) > 1
-    )  # the order really changes between rounds
+    assert len({tuple(o) for o in res.orders}) > 1  # the order really changes between rounds
     RESULTS.setdefault("layer_norm_bwd_interleaved", {})[f"N={c0['n']}"] = {
         "median_ms": {n: median(s) for n, s in res.samples.items()},
         "samples": {n: len(s) for n, s in res.samples.items()},
-        "rounds": res.rounds, "stopped_by": res.stopped_by, "elapsed_s": res.elapsed_s,
-    }  # fmt: skip
+        "rounds": res.rounds,
+        "stopped_by": res.stopped_by,
+        "elapsed_s": res.elapsed_s,
+    }
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -238,17 +254,26 @@ def test_matmul_with_96kb_shared_memory(version: str) -> None:
     entry = ENTRIES[f"matmul@{version}"]
     k = kernel(entry.name)
     assert k.shared > 48 * 1024
-    assert (
-        k.function_attribute("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES")
-        >= k.shared
-    )
+    assert k.function_attribute("CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES") >= k.shared
     s = entry.info["spec_meta"]["shape"]
     m, n, kk = s["M"], s["N"], s["K"]
     a = torch.randn(m, kk, device="cuda", dtype=torch.float16)
     b = torch.randn(kk, n, device="cuda", dtype=torch.float16)
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-    named = {"a_ptr": a, "b_ptr": b, "c_ptr": c, "M": m, "N": n, "K": kk, "stride_am": kk, "stride_ak": 1,
-             "stride_bk": n, "stride_bn": 1, "stride_cm": n, "stride_cn": 1}  # fmt: skip
+    named = {
+        "a_ptr": a,
+        "b_ptr": b,
+        "c_ptr": c,
+        "M": m,
+        "N": n,
+        "K": kk,
+        "stride_am": kk,
+        "stride_ak": 1,
+        "stride_bk": n,
+        "stride_bn": 1,
+        "stride_cm": n,
+        "stride_cn": 1,
+    }
     launch = k.prepare(entry.grid, [named[p.name] for p in k.params])
     acc = check_run(launch, {"c": c}, lambda: {"c": (a.float() @ b.float()).half()})
     assert acc.passed, acc.reason
@@ -258,9 +283,7 @@ def test_matmul_with_96kb_shared_memory(version: str) -> None:
     }
 
 
-@pytest.mark.parametrize(
-    "version", [v for v in VERSIONS if f"desc_scale@{v}" in ENTRIES]
-)
+@pytest.mark.parametrize("version", [v for v in VERSIONS if f"desc_scale@{v}" in ENTRIES])
 def test_global_scratch_is_allocated_for_device_tensor_descriptors(
     version: str,
 ) -> None:
@@ -275,18 +298,14 @@ def test_global_scratch_is_allocated_for_device_tensor_descriptors(
     acc = check_run(launch, {"out": out}, lambda: {"out": 2 * x})
     assert acc.passed, acc.reason
     grid_ctas = entry.grid[0] * entry.grid[1]
-    assert [s.nbytes for s in k._scratch.values()] == [
-        grid_ctas * scratch.size_bytes_per_cta
-    ]
+    assert [s.nbytes for s in k._scratch.values()] == [grid_ctas * scratch.size_bytes_per_cta]
     RESULTS.setdefault("scratch", {})[version] = {
         "bytes": grid_ctas * scratch.size_bytes_per_cta,
         "passed": True,
     }
 
 
-@pytest.mark.parametrize(
-    "version", [v for v in VERSIONS if f"cluster_add@{v}" in ENTRIES]
-)
+@pytest.mark.parametrize("version", [v for v in VERSIONS if f"cluster_add@{v}" in ENTRIES])
 def test_cluster_launch_for_num_ctas_2(version: str) -> None:
     entry = ENTRIES[f"cluster_add@{version}"]
     k = kernel(entry.name)
@@ -294,9 +313,7 @@ def test_cluster_launch_for_num_ctas_2(version: str) -> None:
     n = entry.info["spec_meta"]["N"]
     x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
     out = torch.empty_like(x)
-    acc = check_run(
-        k.prepare(entry.grid, [x, y, out, n]), {"out": out}, lambda: {"out": x + y}
-    )
+    acc = check_run(k.prepare(entry.grid, [x, y, out, n]), {"out": out}, lambda: {"out": x + y})
     assert acc.passed, acc.reason
     RESULTS.setdefault("cluster", {})[version] = {
         "passed": True,
@@ -307,12 +324,10 @@ def test_cluster_launch_for_num_ctas_2(version: str) -> None:
 
 def test_fault_and_hang_are_isolated_and_the_run_goes_on() -> None:
     """A planted illegal-address store and a planted hang each cost one cell; every next cell runs."""
-    from ktriage.measure.isolate import IsolatedRunner, Job
     from ktriage.measure.cells import CellKey
+    from ktriage.measure.isolate import IsolatedRunner, Job
 
-    sys.path.insert(
-        0, str(REPO / "benchmarks" / "gpu")
-    )  # runner_jobs, importable in spawned workers
+    sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))  # runner_jobs, importable in spawned workers
     version = VERSIONS[-1]
     streamed = []
 
@@ -344,8 +359,13 @@ def test_fault_and_hang_are_isolated_and_the_run_goes_on() -> None:
             cells.extend(runner.run_job(j))
         started = runner.workers_started
     statuses = [(c.key.input_label, c.status) for c in cells]
-    assert statuses == [("before fault", "ok"), ("fault", "error"), ("after fault", "ok"), ("hang", "timeout"),
-                        ("after hang", "ok")], statuses  # fmt: skip
+    assert statuses == [
+        ("before fault", "ok"),
+        ("fault", "error"),
+        ("after fault", "ok"),
+        ("hang", "timeout"),
+        ("after hang", "ok"),
+    ], statuses
     assert "CUDA_ERROR_ILLEGAL_ADDRESS" in cells[1].error
     assert cells[3].error == "timeout after 8 s"
     assert started == 3  # the first worker, one after the fault, one after the hang
@@ -353,6 +373,15 @@ def test_fault_and_hang_are_isolated_and_the_run_goes_on() -> None:
     assert len(set(pids)) == 3
     assert streamed == cells  # each cell reached the callback as it finished
     assert all(len(c.samples_ms) >= 20 for c in cells if c.status == "ok")
-    RESULTS["isolation"] = {"cells": [{"label": c.key.input_label, "status": c.status, "error": c.error,
-                                       "median_ms": median(c.samples_ms) if c.samples_ms else None} for c in cells],
-                            "workers_started": started}  # fmt: skip
+    RESULTS["isolation"] = {
+        "cells": [
+            {
+                "label": c.key.input_label,
+                "status": c.status,
+                "error": c.error,
+                "median_ms": median(c.samples_ms) if c.samples_ms else None,
+            }
+            for c in cells
+        ],
+        "workers_started": started,
+    }

@@ -23,10 +23,14 @@ pytestmark = pytest.mark.gpu
 # Without a GPU tests/conftest.py skips every test here (the `gpu` marker).
 
 NATIVE = [
-    ("layer_norm", "torch_compile_layer_norm"), ("layer_norm", "liger_layer_norm"), ("layer_norm", "triton_layer_norm"),
-    ("embedding", "liger_embedding"), ("embedding", "torch_compile_embedding"),
-    ("rope", "liger_rotary_pos_emb"), ("rope", "torch_compile_rotary_pos_emb_full_op"),
-]  # fmt: skip
+    ("layer_norm", "torch_compile_layer_norm"),
+    ("layer_norm", "liger_layer_norm"),
+    ("layer_norm", "triton_layer_norm"),
+    ("embedding", "liger_embedding"),
+    ("embedding", "torch_compile_embedding"),
+    ("rope", "liger_rotary_pos_emb"),
+    ("rope", "torch_compile_rotary_pos_emb_full_op"),
+]
 
 
 @pytest.mark.parametrize("mode", ["fwd", "bwd"])
@@ -55,7 +59,9 @@ def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> No
     assert acc.passed, acc
 
 
-@pytest.mark.parametrize(("op", "backend", "input_id"), [("layer_norm", "liger_layer_norm", 7), ("embedding", "liger_embedding", 8)])
+@pytest.mark.parametrize(
+    ("op", "backend", "input_id"), [("layer_norm", "liger_layer_norm", 7), ("embedding", "liger_embedding", 8)]
+)
 def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_id: int) -> None:
     """One real run of the library under the JIT hook gives the catalog's spec for each kernel."""
     import torch
@@ -70,8 +76,21 @@ def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_
     for role in ("fwd", "bwd"):
         want = catalog_spec(backend, case, role, target=specs[0].target, sm_count=sm)
         got = by_fn[want.source_function()]
-        assert (got.signature, got.constexprs, set(got.divisible_by_16), set(got.equal_to_1), got.num_warps, got.grid) == (
-            want.signature, want.constexprs, set(want.divisible_by_16), set(want.equal_to_1), want.num_warps, want.grid)
+        assert (
+            got.signature,
+            got.constexprs,
+            set(got.divisible_by_16),
+            set(got.equal_to_1),
+            got.num_warps,
+            got.grid,
+        ) == (
+            want.signature,
+            want.constexprs,
+            set(want.divisible_by_16),
+            set(want.equal_to_1),
+            want.num_warps,
+            want.grid,
+        )
 
 
 # ------------------------------------------------------------------ artifact replay from a bundle
@@ -80,7 +99,9 @@ def _bundles() -> list[Path]:
     return [Path(p) for p in text.split(os.pathsep) if p]
 
 
-@pytest.mark.skipif(not _bundles(), reason="set KTRIAGE_WORKLOAD_BUNDLES to bundles built on the CPU machine (see the module docstring)")
+@pytest.mark.skipif(
+    not _bundles(), reason="set KTRIAGE_WORKLOAD_BUNDLES to bundles built on the CPU machine (see the module docstring)"
+)
 def test_artifact_replays_from_bundles_match_torch() -> None:
     import torch
 

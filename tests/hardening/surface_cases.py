@@ -87,8 +87,15 @@ def run_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 @pytest.fixture()
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No environment of the caller leaks into a case (a KTRIAGE_DB, --debug, a CI summary file)."""
-    for key in ("KTRIAGE_DEBUG", "KTRIAGE_DB", "GITHUB_STEP_SUMMARY", "KTRIAGE_COLUMNS", "KTRIAGE_MAX_INPUT_MB",
-                "KTRIAGE_CLUSTER", "RAY_ADDRESS"):
+    for key in (
+        "KTRIAGE_DEBUG",
+        "KTRIAGE_DB",
+        "GITHUB_STEP_SUMMARY",
+        "KTRIAGE_COLUMNS",
+        "KTRIAGE_MAX_INPUT_MB",
+        "KTRIAGE_CLUSTER",
+        "RAY_ADDRESS",
+    ):
         monkeypatch.delenv(key, raising=False)
     _ = os, tmp_path
 
@@ -155,8 +162,12 @@ class HandshakeOnlyPostgres(SilentServer):
                     continue
                 break
             reply = b"R" + struct.pack("!II", 8, 0)  # AuthenticationOk
-            for key, value in ((b"server_version", b"16.0"), (b"client_encoding", b"UTF8"),
-                               (b"standard_conforming_strings", b"on"), (b"integer_datetimes", b"on")):
+            for key, value in (
+                (b"server_version", b"16.0"),
+                (b"client_encoding", b"UTF8"),
+                (b"standard_conforming_strings", b"on"),
+                (b"integer_datetimes", b"on"),
+            ):
                 payload = key + b"\0" + value + b"\0"
                 reply += b"S" + struct.pack("!I", 4 + len(payload)) + payload
             reply += b"K" + struct.pack("!III", 12, 1, 2) + b"Z" + struct.pack("!I", 5) + b"I"

@@ -56,8 +56,15 @@ def _b(text: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ spec files
-def spec_case(id: str, text: str | bytes, *, extra: tuple[str, ...] = (), name: str = "spec.toml",
-              files: dict[str, bytes] | None = None, env: tuple[tuple[str, str], ...] = ()) -> Case:
+def spec_case(
+    id: str,
+    text: str | bytes,
+    *,
+    extra: tuple[str, ...] = (),
+    name: str = "spec.toml",
+    files: dict[str, bytes] | None = None,
+    env: tuple[tuple[str, str], ...] = (),
+) -> Case:
     data = text if isinstance(text, bytes) else _b(text)
     all_files = {"kernels/k.py": _b(KERNEL), name: data, **(files or {})}
     return Case(f"spec-{id}", lambda d: ["explain", str(d / name), *TOOLCHAINS, *extra], all_files, env)
@@ -80,10 +87,23 @@ KERNEL_KEY_VALUES: dict[str, list[str]] = {
     "sources": ['"x"'],
     "num_warps": ["4"],
 }
-SOURCE_VALUES = ["1", "true", "[]", '""', '"nofunc"', '"kernels/missing.py:my_kernel"', '"kernels/k.py:nope"',
-                 '"kernels/k.py:"', '":my_kernel"', '"kernels/latin1.py:my_kernel"', '"kernels/nul.py:my_kernel"',
-                 '"kernels/syntax.py:my_kernel"', '"kernels/binary.py:my_kernel"', '"kernels:my_kernel"',
-                 '"no_such_package_xyz.mod:my_kernel"']
+SOURCE_VALUES = [
+    "1",
+    "true",
+    "[]",
+    '""',
+    '"nofunc"',
+    '"kernels/missing.py:my_kernel"',
+    '"kernels/k.py:nope"',
+    '"kernels/k.py:"',
+    '":my_kernel"',
+    '"kernels/latin1.py:my_kernel"',
+    '"kernels/nul.py:my_kernel"',
+    '"kernels/syntax.py:my_kernel"',
+    '"kernels/binary.py:my_kernel"',
+    '"kernels:my_kernel"',
+    '"no_such_package_xyz.mod:my_kernel"',
+]
 BAD_KERNEL_FILES = {
     "kernels/latin1.py": KERNEL.replace("pass", "# caf\xe9\n        pass").encode("latin-1"),
     "kernels/nul.py": _b(KERNEL) + b"\x00\x00",
@@ -91,21 +111,62 @@ BAD_KERNEL_FILES = {
     "kernels/binary.py": bytes(range(256)) * 4,
 }
 OPTION_VALUES: dict[str, list[str]] = {
-    "num_warps": ["64", "1180591620717411303424", "0", "-1", "3", "33", '"4"', "true", "4.0", "[4]", "128", "{ a = 1 }"],
+    "num_warps": [
+        "64",
+        "1180591620717411303424",
+        "0",
+        "-1",
+        "3",
+        "33",
+        '"4"',
+        "true",
+        "4.0",
+        "[4]",
+        "128",
+        "{ a = 1 }",
+    ],
     "num_stages": ["0", "-1", "100", '"3"', "true", "2.5"],
     "num_ctas": ["0", "99", '"1"', "[]"],
     "maxnreg": ["8", "300", '"x"', "true", "-1"],
     "num_warp": ["4"],
     "warps": ["4"],
 }
-SIGNATURE_LINES = ['x_ptr = 1', 'x_ptr = "*fp99"', 'x_ptr = ""', 'x_ptr = true', 'x_ptr = []', 'x_ptr = "ptr"',
-                   'x_ptr = { a = 1 }', 'extra = "i32"', '"1x" = "i32"', '"a b" = "i32"']
-CONSTEXPR_LINES = ["BLOCK = [1]", "BLOCK = { a = 1 }", "BLOCK = { none = false }", "BLOCK = { none = true, x = 1 }",
-                   "BLOCK = 1180591620717411303424", "BLOCK = 1979-05-27", "BLOCK = 07:32:00", "NOTPARAM = 1", "n = 3",
-                   f'BLOCK = "{"x" * 5000}"', '"1x" = 1']
-SPECIALIZE_LINES = ['divisible_by_16 = "x_ptr"', "divisible_by_16 = [1]", 'divisible_by_16 = ["nope"]',
-                    'divisible_by_16 = ["BLOCK"]', 'equal_to_1 = ["BLOCK"]', 'equal_to_1 = ["nope"]', "foo = []",
-                    'equal_to_1 = "n"', "divisible_by_16 = [[]]"]
+SIGNATURE_LINES = [
+    "x_ptr = 1",
+    'x_ptr = "*fp99"',
+    'x_ptr = ""',
+    "x_ptr = true",
+    "x_ptr = []",
+    'x_ptr = "ptr"',
+    "x_ptr = { a = 1 }",
+    'extra = "i32"',
+    '"1x" = "i32"',
+    '"a b" = "i32"',
+]
+CONSTEXPR_LINES = [
+    "BLOCK = [1]",
+    "BLOCK = { a = 1 }",
+    "BLOCK = { none = false }",
+    "BLOCK = { none = true, x = 1 }",
+    "BLOCK = 1180591620717411303424",
+    "BLOCK = 1979-05-27",
+    "BLOCK = 07:32:00",
+    "NOTPARAM = 1",
+    "n = 3",
+    f'BLOCK = "{"x" * 5000}"',
+    '"1x" = 1',
+]
+SPECIALIZE_LINES = [
+    'divisible_by_16 = "x_ptr"',
+    "divisible_by_16 = [1]",
+    'divisible_by_16 = ["nope"]',
+    'divisible_by_16 = ["BLOCK"]',
+    'equal_to_1 = ["BLOCK"]',
+    'equal_to_1 = ["nope"]',
+    "foo = []",
+    'equal_to_1 = "n"',
+    "divisible_by_16 = [[]]",
+]
 
 
 def _deep_toml(depth: int) -> str:
@@ -117,10 +178,14 @@ def spec_cases() -> list[Case]:
     for key, values in KERNEL_KEY_VALUES.items():
         cases += [spec_case(f"kernel.{key}={v[:20]}", _kernel_key(key, v)) for v in values]
     for v in SOURCE_VALUES:
-        cases.append(spec_case(f"source={v[:40]}", GOOD_SPEC.replace('"kernels/k.py:my_kernel"', v), files=BAD_KERNEL_FILES))
+        cases.append(
+            spec_case(f"source={v[:40]}", GOOD_SPEC.replace('"kernels/k.py:my_kernel"', v), files=BAD_KERNEL_FILES)
+        )
     for key, values in OPTION_VALUES.items():
         cases += [spec_case(f"options.{key}={v[:20]}", GOOD_SPEC + f"[kernel.options]\n{key} = {v}\n") for v in values]
-    cases += [spec_case(f"signature:{line[:20]}", GOOD_SPEC.replace(SIG, SIG + line + "\n")) for line in SIGNATURE_LINES]
+    cases += [
+        spec_case(f"signature:{line[:20]}", GOOD_SPEC.replace(SIG, SIG + line + "\n")) for line in SIGNATURE_LINES
+    ]
     cases += [
         spec_case("signature-missing", HEAD + CONST),
         spec_case("signature-empty", HEAD + "[kernel.signature]\n" + CONST),
@@ -129,30 +194,60 @@ def spec_cases() -> list[Case]:
         spec_case("signature-constexpr-no-value", GOOD_SPEC.replace(CONST, "")),
     ]
     cases += [spec_case(f"constexprs:{line[:24]}", GOOD_SPEC + line + "\n") for line in CONSTEXPR_LINES]
-    cases += [spec_case(f"specialize:{line[:24]}", GOOD_SPEC + f"[kernel.specialize]\n{line}\n") for line in SPECIALIZE_LINES]
+    cases += [
+        spec_case(f"specialize:{line[:24]}", GOOD_SPEC + f"[kernel.specialize]\n{line}\n") for line in SPECIALIZE_LINES
+    ]
     top = {
-        "empty": "", "comment-only": "# nothing\n", "no-kernel": "x = 1\n", "kernal": GOOD_SPEC.replace("[kernel]", "[kernal]"),
-        "extra-top-key": "y = 2\n" + GOOD_SPEC, "kernel=[]": "kernel = []\n", "kernel=[1]": "kernel = [1]\n",
-        "kernel=1": "kernel = 1\n", "kernel=str": 'kernel = "x"\n', "kernel=true": "kernel = true\n", "kernel=1.5": "kernel = 1.5\n",
-        "kernel=date": "kernel = 1979-05-27\n", "kernel=[[]]": "kernel = [[]]\n", "kernel=[{}]": "kernel = [{}]\n",
-        "array-second-bad": GOOD_SPEC.replace("[kernel", "[[kernel]]", 1).replace("[kernel.", "[kernel.") + "\n[[kernel]]\nsource = 1\n",
-        "unclosed-table": "[kernel\n", "no-value": "[kernel]\nsource = \n", "dup-key": HEAD + 'source = "x:y"\n' + SIG,
-        "no-key": "= 1\n", "unclosed-string": '[kernel]\nsource = "abc\n', "deep-100": _deep_toml(100),
-        "deep-5000": _deep_toml(5000), "table-redefined": GOOD_SPEC + "[kernel]\n",
+        "empty": "",
+        "comment-only": "# nothing\n",
+        "no-kernel": "x = 1\n",
+        "kernal": GOOD_SPEC.replace("[kernel]", "[kernal]"),
+        "extra-top-key": "y = 2\n" + GOOD_SPEC,
+        "kernel=[]": "kernel = []\n",
+        "kernel=[1]": "kernel = [1]\n",
+        "kernel=1": "kernel = 1\n",
+        "kernel=str": 'kernel = "x"\n',
+        "kernel=true": "kernel = true\n",
+        "kernel=1.5": "kernel = 1.5\n",
+        "kernel=date": "kernel = 1979-05-27\n",
+        "kernel=[[]]": "kernel = [[]]\n",
+        "kernel=[{}]": "kernel = [{}]\n",
+        "array-second-bad": GOOD_SPEC.replace("[kernel", "[[kernel]]", 1).replace("[kernel.", "[kernel.")
+        + "\n[[kernel]]\nsource = 1\n",
+        "unclosed-table": "[kernel\n",
+        "no-value": "[kernel]\nsource = \n",
+        "dup-key": HEAD + 'source = "x:y"\n' + SIG,
+        "no-key": "= 1\n",
+        "unclosed-string": '[kernel]\nsource = "abc\n',
+        "deep-100": _deep_toml(100),
+        "deep-5000": _deep_toml(5000),
+        "table-redefined": GOOD_SPEC + "[kernel]\n",
     }
     cases += [spec_case(f"file:{k}", v) for k, v in top.items()]
     raw = {
-        "binary": bytes(range(256)) * 8, "latin1": _b("# caf") + b"\xe9\n" + _b(GOOD_SPEC),
-        "utf16": GOOD_SPEC.encode("utf-16"), "nul-bytes": _b(GOOD_SPEC) + b"\x00", "gzip-magic": b"\x1f\x8b\x08" + b"\x00" * 40,
+        "binary": bytes(range(256)) * 8,
+        "latin1": _b("# caf") + b"\xe9\n" + _b(GOOD_SPEC),
+        "utf16": GOOD_SPEC.encode("utf-16"),
+        "nul-bytes": _b(GOOD_SPEC) + b"\x00",
+        "gzip-magic": b"\x1f\x8b\x08" + b"\x00" * 40,
         "lone-continuation": b"\x80" + _b(GOOD_SPEC),
     }
     cases += [spec_case(f"bytes:{k}", v) for k, v in raw.items()]
     cases.append(spec_case("too-large", _b(GOOD_SPEC) + b"#" * (2 * 1024 * 1024), env=(("KTRIAGE_MAX_INPUT_MB", "1"),)))
     cases.append(Case("spec-missing-path", lambda d: ["explain", str(d / "nope.toml"), *TOOLCHAINS], {}))
-    cases.append(Case("spec-is-a-folder", lambda d: ["explain", str(d / "dir.toml"), *TOOLCHAINS], {"dir.toml/keep": b""}))
+    cases.append(
+        Case("spec-is-a-folder", lambda d: ["explain", str(d / "dir.toml"), *TOOLCHAINS], {"dir.toml/keep": b""})
+    )
     # options that do not apply to a spec file are refused, not ignored
-    for opt in (["--precision", "fp16"], ["--dtype", "bf16"], ["--sm-count", "132"], ["--mode", "bwd"], ["--fwd"],
-                ["--arch", "sm_1"], ["--arch", "banana"]):
+    for opt in (
+        ["--precision", "fp16"],
+        ["--dtype", "bf16"],
+        ["--sm-count", "132"],
+        ["--mode", "bwd"],
+        ["--fwd"],
+        ["--arch", "sm_1"],
+        ["--arch", "banana"],
+    ):
         cases.append(spec_case(f"option{'='.join(opt)}", GOOD_SPEC, extra=tuple(opt)))
     return cases
 
@@ -190,28 +285,89 @@ def _nested(depth: int) -> Any:
 
 
 RESULT_EDITS: list[tuple[tuple[Any, ...], Any]] = [
-    (("format_version",), 2), (("format_version",), "1"), (("format_version",), True), (("format_version",), 0),
-    (("run",), []), (("run",), 1), (("run",), "x"), (("run",), None), (("run",), MISSING), (("cells",), MISSING),
-    (("run", "run_id"), 1), (("run", "run_id"), ""), (("run", "run_id"), "../x"), (("run", "run_id"), None), (("run", "run_id"), MISSING),
-    (("run", "toolchains"), "x"), (("run", "toolchains"), [1]), (("run", "toolchains"), {"a": 1}), (("run", "toolchains"), [[]]),
-    (("run", "toolchains"), [{"id": 1}]), (("run", "toolchains"), [{"id": ["a"]}]), (("run", "settings"), {"baseline": 1}),
-    (("run", "settings"), {"baseline": ""}), (("run", "gpu"), []), (("run", "gpu"), "x"), (("run", "settings"), []), (("run", "packages"), {"torch": 1}),
-    (("run", "status"), 1), (("run", "created"), 1), (("run", "command"), ["a"]), (("run", "gpu"), _nested(100)),
-    (("cells",), {}), (("cells",), "x"), (("cells",), 1), (("cells",), None), (("cells",), [1]), (("cells",), [[]]), (("cells",), [None]),
-    (("cells", 0, "key"), MISSING), (("cells", 0, "key"), []), (("cells", 0, "key"), "x"),
-    (("cells", 0, "key", "op"), 1), (("cells", 0, "key", "op"), ""), (("cells", 0, "key", "op"), MISSING),
-    (("cells", 0, "key", "mode"), None), (("cells", 0, "key", "input_id"), "1"), (("cells", 0, "key", "input_id"), -1),
-    (("cells", 0, "key", "input_id"), True), (("cells", 0, "key", "input_id"), 1.5), (("cells", 0, "key", "input_id"), None),
-    (("cells", 0, "key", "input_id"), 2**70), (("cells", 0, "key", "backend"), 1), (("cells", 0, "key", "toolchain"), 1),
-    (("cells", 0, "key", "toolchain"), []), (("cells", 0, "key", "extra_field"), 1), (("cells", 0, "key", "input_label"), 5),
-    (("cells", 0, "status"), "bogus"), (("cells", 0, "status"), 1), (("cells", 0, "status"), None), (("cells", 0, "status"), MISSING),
-    (("cells", 0, "samples_ms"), "x"), (("cells", 0, "samples_ms"), [True]), (("cells", 0, "samples_ms"), [False, 1.0]),
-    (("cells", 0, "samples_ms"), ["1"]), (("cells", 0, "samples_ms"), [-1.0]), (("cells", 0, "samples_ms"), [None]),
-    (("cells", 0, "samples_ms"), {"a": 1}), (("cells", 0, "samples_ms"), 1), (("cells", 0, "samples_ms"), [[1]]),
-    (("cells", 0, "samples_ms"), [1e10]), (("cells", 0, "samples_ms"), [float("nan")]), (("cells", 0, "samples_ms"), [float("inf")]),
-    (("cells", 0, "error"), 1), (("cells", 0, "accuracy"), []), (("cells", 0, "accuracy"), "x"), (("cells", 0, "bytes_moved"), -1),
-    (("cells", 0, "bytes_moved"), "x"), (("cells", 0, "bytes_moved"), 1.5), (("cells", 0, "flops"), True), (("cells", 0, "extra"), []),
-    (("cells", 0, "samples"), []), (("cells", 0, "extra"), _nested(100)), (("cells", 1, "accuracy"), _nested(70)),
+    (("format_version",), 2),
+    (("format_version",), "1"),
+    (("format_version",), True),
+    (("format_version",), 0),
+    (("run",), []),
+    (("run",), 1),
+    (("run",), "x"),
+    (("run",), None),
+    (("run",), MISSING),
+    (("cells",), MISSING),
+    (("run", "run_id"), 1),
+    (("run", "run_id"), ""),
+    (("run", "run_id"), "../x"),
+    (("run", "run_id"), None),
+    (("run", "run_id"), MISSING),
+    (("run", "toolchains"), "x"),
+    (("run", "toolchains"), [1]),
+    (("run", "toolchains"), {"a": 1}),
+    (("run", "toolchains"), [[]]),
+    (("run", "toolchains"), [{"id": 1}]),
+    (("run", "toolchains"), [{"id": ["a"]}]),
+    (("run", "settings"), {"baseline": 1}),
+    (("run", "settings"), {"baseline": ""}),
+    (("run", "gpu"), []),
+    (("run", "gpu"), "x"),
+    (("run", "settings"), []),
+    (("run", "packages"), {"torch": 1}),
+    (("run", "status"), 1),
+    (("run", "created"), 1),
+    (("run", "command"), ["a"]),
+    (("run", "gpu"), _nested(100)),
+    (("cells",), {}),
+    (("cells",), "x"),
+    (("cells",), 1),
+    (("cells",), None),
+    (("cells",), [1]),
+    (("cells",), [[]]),
+    (("cells",), [None]),
+    (("cells", 0, "key"), MISSING),
+    (("cells", 0, "key"), []),
+    (("cells", 0, "key"), "x"),
+    (("cells", 0, "key", "op"), 1),
+    (("cells", 0, "key", "op"), ""),
+    (("cells", 0, "key", "op"), MISSING),
+    (("cells", 0, "key", "mode"), None),
+    (("cells", 0, "key", "input_id"), "1"),
+    (("cells", 0, "key", "input_id"), -1),
+    (("cells", 0, "key", "input_id"), True),
+    (("cells", 0, "key", "input_id"), 1.5),
+    (("cells", 0, "key", "input_id"), None),
+    (("cells", 0, "key", "input_id"), 2**70),
+    (("cells", 0, "key", "backend"), 1),
+    (("cells", 0, "key", "toolchain"), 1),
+    (("cells", 0, "key", "toolchain"), []),
+    (("cells", 0, "key", "extra_field"), 1),
+    (("cells", 0, "key", "input_label"), 5),
+    (("cells", 0, "status"), "bogus"),
+    (("cells", 0, "status"), 1),
+    (("cells", 0, "status"), None),
+    (("cells", 0, "status"), MISSING),
+    (("cells", 0, "samples_ms"), "x"),
+    (("cells", 0, "samples_ms"), [True]),
+    (("cells", 0, "samples_ms"), [False, 1.0]),
+    (("cells", 0, "samples_ms"), ["1"]),
+    (("cells", 0, "samples_ms"), [-1.0]),
+    (("cells", 0, "samples_ms"), [None]),
+    (("cells", 0, "samples_ms"), {"a": 1}),
+    (("cells", 0, "samples_ms"), 1),
+    (("cells", 0, "samples_ms"), [[1]]),
+    (("cells", 0, "samples_ms"), [1e10]),
+    (("cells", 0, "samples_ms"), [float("nan")]),
+    (("cells", 0, "samples_ms"), [float("inf")]),
+    (("cells", 0, "error"), 1),
+    (("cells", 0, "accuracy"), []),
+    (("cells", 0, "accuracy"), "x"),
+    (("cells", 0, "bytes_moved"), -1),
+    (("cells", 0, "bytes_moved"), "x"),
+    (("cells", 0, "bytes_moved"), 1.5),
+    (("cells", 0, "flops"), True),
+    (("cells", 0, "extra"), []),
+    (("cells", 0, "samples"), []),
+    (("cells", 0, "extra"), _nested(100)),
+    (("cells", 1, "accuracy"), _nested(70)),
 ]
 
 
@@ -220,33 +376,76 @@ def _edit_id(path: tuple[Any, ...], value: Any) -> str:
     return ".".join(str(p) for p in path) + "=" + shown
 
 
-def results_case(id: str, data: bytes, *, name: str = "bad.json", verb: str = "compare",
-                 env: tuple[tuple[str, str], ...] = ()) -> Case:
+def results_case(
+    id: str, data: bytes, *, name: str = "bad.json", verb: str = "compare", env: tuple[tuple[str, str], ...] = ()
+) -> Case:
     good = json.dumps(GOOD).encode()
     if verb == "compare":
-        return Case(f"results-{id}", lambda d: ["compare", str(d / name), str(d / "good.json")], {name: data, "good.json": good}, env)
-    return Case(f"import-{id}", lambda d: ["runs", "import", str(d / name), "--db", f"sqlite:///{d / 'store.db'}"], {name: data}, env)
+        return Case(
+            f"results-{id}",
+            lambda d: ["compare", str(d / name), str(d / "good.json")],
+            {name: data, "good.json": good},
+            env,
+        )
+    return Case(
+        f"import-{id}",
+        lambda d: ["runs", "import", str(d / name), "--db", f"sqlite:///{d / 'store.db'}"],
+        {name: data},
+        env,
+    )
 
 
 def results_cases() -> list[Case]:
     cases = [results_case(_edit_id(p, v), json.dumps(_set(GOOD, p, v)).encode()) for p, v in RESULT_EDITS]
     deep = b'{"run": {"run_id": "a"}, "cells": [], "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    deep_cells = (b'{"run": {"run_id": "a"}, "cells": [{"key": {"op": "a", "mode": "fwd", "input_id": 0, "input_label": "", '
-                  b'"backend": "b"}, "status": "ok", "extra": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}]}")
+    deep_cells = (
+        b'{"run": {"run_id": "a"}, "cells": [{"key": {"op": "a", "mode": "fwd", "input_id": 0, "input_label": "", '
+        b'"backend": "b"}, "status": "ok", "extra": {"x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}]}"
+    )
     whole = {
-        "array": b"[]", "number": b"1", "null": b"null", "string": b'"x"', "true": b"true", "empty-object": b"{}",
-        "run-only": b'{"run": {}}', "cells-only": b'{"cells": []}', "not-json": b"hello", "empty": b"", "truncated": json.dumps(GOOD).encode()[:-7],
-        "trailing-garbage": json.dumps(GOOD).encode() + b" }{", "binary": bytes(range(256)) * 16,
-        "latin1": json.dumps(GOOD).encode().replace(b'"synthetic"', b'"synth\xe9tic"'), "utf16": json.dumps(GOOD).encode("utf-16"),
-        "bom": b"\xef\xbb\xbf" + json.dumps(GOOD).encode(), "nul": json.dumps(GOOD).encode() + b"\x00",
-        "deep-100000": deep, "deep-cells-100000": deep_cells, "single-quotes": b"{'run': {}}", "nan-run-id": b'{"run": {"run_id": NaN}, "cells": []}',
+        "array": b"[]",
+        "number": b"1",
+        "null": b"null",
+        "string": b'"x"',
+        "true": b"true",
+        "empty-object": b"{}",
+        "run-only": b'{"run": {}}',
+        "cells-only": b'{"cells": []}',
+        "not-json": b"hello",
+        "empty": b"",
+        "truncated": json.dumps(GOOD).encode()[:-7],
+        "trailing-garbage": json.dumps(GOOD).encode() + b" }{",
+        "binary": bytes(range(256)) * 16,
+        "latin1": json.dumps(GOOD).encode().replace(b'"synthetic"', b'"synth\xe9tic"'),
+        "utf16": json.dumps(GOOD).encode("utf-16"),
+        "bom": b"\xef\xbb\xbf" + json.dumps(GOOD).encode(),
+        "nul": json.dumps(GOOD).encode() + b"\x00",
+        "deep-100000": deep,
+        "deep-cells-100000": deep_cells,
+        "single-quotes": b"{'run': {}}",
+        "nan-run-id": b'{"run": {"run_id": NaN}, "cells": []}',
         "zero-cells": json.dumps(_set(GOOD, ("cells",), [])).encode(),
     }
     cases += [results_case(f"bytes:{k}", v) for k, v in whole.items()]
-    cases.append(results_case("too-large", json.dumps(GOOD).encode() + b" " * (2 * 1024 * 1024), env=(("KTRIAGE_MAX_INPUT_MB", "1"),)))
-    cases.append(Case("results-missing-path", lambda d: ["compare", str(d / "nope.json"), str(d / "good.json")], {"good.json": json.dumps(GOOD).encode()}))
-    cases.append(Case("results-is-a-folder", lambda d: ["compare", str(d / "dir.json"), str(d / "good.json")],
-                      {"dir.json/keep": b"", "good.json": json.dumps(GOOD).encode()}))
+    cases.append(
+        results_case(
+            "too-large", json.dumps(GOOD).encode() + b" " * (2 * 1024 * 1024), env=(("KTRIAGE_MAX_INPUT_MB", "1"),)
+        )
+    )
+    cases.append(
+        Case(
+            "results-missing-path",
+            lambda d: ["compare", str(d / "nope.json"), str(d / "good.json")],
+            {"good.json": json.dumps(GOOD).encode()},
+        )
+    )
+    cases.append(
+        Case(
+            "results-is-a-folder",
+            lambda d: ["compare", str(d / "dir.json"), str(d / "good.json")],
+            {"dir.json/keep": b"", "good.json": json.dumps(GOOD).encode()},
+        )
+    )
     # the same readers behind `runs import` (which must also leave no half-imported run: test_failed_import_leaves_no_run)
     for p, v in RESULT_EDITS[::4]:
         cases.append(results_case(_edit_id(p, v), json.dumps(_set(GOOD, p, v)).encode(), verb="import"))
@@ -259,90 +458,195 @@ def results_cases() -> list[Case]:
 # ------------------------------------------------------------------------------------------ command-line values
 def _good_pair(extra: list[str]) -> Case:
     good = json.dumps(GOOD).encode()
-    return Case("cli-compare" + "=".join(extra), lambda d: ["compare", str(d / "a.json"), str(d / "b.json"), *extra],
-                {"a.json": good, "b.json": good})
+    return Case(
+        "cli-compare" + "=".join(extra),
+        lambda d: ["compare", str(d / "a.json"), str(d / "b.json"), *extra],
+        {"a.json": good, "b.json": good},
+    )
 
 
 def cli_cases() -> list[Case]:
-    cases = [_good_pair(x) for x in (
-        ["--threshold", "0"], ["--threshold", "-1"], ["--threshold", "100"], ["--threshold", "x"], ["--confidence", "1.5"],
-        ["--confidence", "0.2"], ["--baseline", "no_such_backend"], ["--format", "toml"], ["--format", "yaml"], ["-o", "out.txt"],
-        ["--bogus-option"], ["--toolchains"], ["-o", "/proc/ktriage-no-such-dir/out.md"], ["-o", "/dev/full/x.md"],
-    )]
-    cases.append(Case("cli-compare-output-is-folder", lambda d: ["compare", str(d / "a.json"), str(d / "b.json"), "-o", str(d / "dir.md")],
-                      {"a.json": json.dumps(GOOD).encode(), "b.json": json.dumps(GOOD).encode(), "dir.md/keep": b""}))
-    cases.append(Case("cli-compare-one-side", lambda d: ["compare", str(d / "a.json")], {"a.json": json.dumps(GOOD).encode()}))
+    cases = [
+        _good_pair(x)
+        for x in (
+            ["--threshold", "0"],
+            ["--threshold", "-1"],
+            ["--threshold", "100"],
+            ["--threshold", "x"],
+            ["--confidence", "1.5"],
+            ["--confidence", "0.2"],
+            ["--baseline", "no_such_backend"],
+            ["--format", "toml"],
+            ["--format", "yaml"],
+            ["-o", "out.txt"],
+            ["--bogus-option"],
+            ["--toolchains"],
+            ["-o", "/proc/ktriage-no-such-dir/out.md"],
+            ["-o", "/dev/full/x.md"],
+        )
+    ]
+    cases.append(
+        Case(
+            "cli-compare-output-is-folder",
+            lambda d: ["compare", str(d / "a.json"), str(d / "b.json"), "-o", str(d / "dir.md")],
+            {"a.json": json.dumps(GOOD).encode(), "b.json": json.dumps(GOOD).encode(), "dir.md/keep": b""},
+        )
+    )
+    cases.append(
+        Case("cli-compare-one-side", lambda d: ["compare", str(d / "a.json")], {"a.json": json.dumps(GOOD).encode()})
+    )
     cases.append(Case("cli-compare-no-args", lambda d: ["compare"], {}))
     spec = {"kernels/k.py": _b(KERNEL), "spec.toml": _b(GOOD_SPEC)}
-    for extra in (["-o", "/proc/ktriage-no-such/r.md"], ["--report", "/proc/ktriage-no-such/r.md"], ["-o", "/dev/null/r.json"],
-                  ["-j", "-1"], ["-j", "0"], ["-j", "x"], ["--compile-timeout", "0"], ["--compile-timeout", "-5"],
-                  ["--compile-timeout", "soon"], ["--format", "csv"], ["-o", "report.txt"], ["--input", "nope"]):
-        cases.append(Case("cli-explain" + "=".join(extra), lambda d, e=extra: ["explain", str(d / "spec.toml"), *TOOLCHAINS, *e], spec))
+    for extra in (
+        ["-o", "/proc/ktriage-no-such/r.md"],
+        ["--report", "/proc/ktriage-no-such/r.md"],
+        ["-o", "/dev/null/r.json"],
+        ["-j", "-1"],
+        ["-j", "0"],
+        ["-j", "x"],
+        ["--compile-timeout", "0"],
+        ["--compile-timeout", "-5"],
+        ["--compile-timeout", "soon"],
+        ["--format", "csv"],
+        ["-o", "report.txt"],
+        ["--input", "nope"],
+    ):
+        cases.append(
+            Case(
+                "cli-explain" + "=".join(extra),
+                lambda d, e=extra: ["explain", str(d / "spec.toml"), *TOOLCHAINS, *e],
+                spec,
+            )
+        )
     cases.append(Case("cli-explain-no-toolchain", lambda d: ["explain", str(d / "spec.toml")], spec))
     cases.append(Case("cli-explain-unknown-op", lambda d: ["explain", "no_such_op", *TOOLCHAINS], {}))
-    cases.append(Case("cli-tune-j-1", lambda d: ["tune", str(d / "spec.toml"), "-t", "triton==3.4.0", "-j", "-1"], spec))
-    cases.append(Case("cli-tune-dtype", lambda d: ["tune", str(d / "spec.toml"), "-t", "triton==3.4.0", "--precision", "fp16"], spec))
-    for extra in (["--registers", "300", "--warps", "4"], ["--registers", "32", "--warps", "64"], ["--registers", "32", "--warps", "0"],
-                  ["--registers", "32", "--warps", "4", "--shared", "-1"], ["--registers", "32", "--warps", "4", "--arch", "sm_1"],
-                  ["--registers", "-1", "--warps", "4"]):
+    cases.append(
+        Case("cli-tune-j-1", lambda d: ["tune", str(d / "spec.toml"), "-t", "triton==3.4.0", "-j", "-1"], spec)
+    )
+    cases.append(
+        Case(
+            "cli-tune-dtype",
+            lambda d: ["tune", str(d / "spec.toml"), "-t", "triton==3.4.0", "--precision", "fp16"],
+            spec,
+        )
+    )
+    for extra in (
+        ["--registers", "300", "--warps", "4"],
+        ["--registers", "32", "--warps", "64"],
+        ["--registers", "32", "--warps", "0"],
+        ["--registers", "32", "--warps", "4", "--shared", "-1"],
+        ["--registers", "32", "--warps", "4", "--arch", "sm_1"],
+        ["--registers", "-1", "--warps", "4"],
+    ):
         cases.append(Case("cli-occupancy" + "=".join(extra), lambda d, e=extra: ["occupancy", *e], {}))
-    cases += [Case("cli-catalog-show-nope", lambda d: ["catalog", "show", "no.such.kernel"], {}),
-              Case("cli-toolchain-show-nope", lambda d: ["toolchain", "show", "no-such-toolchain-id"], {}),
-              Case("cli-unknown-verb", lambda d: ["explian"], {})]
+    cases += [
+        Case("cli-catalog-show-nope", lambda d: ["catalog", "show", "no.such.kernel"], {}),
+        Case("cli-toolchain-show-nope", lambda d: ["toolchain", "show", "no-such-toolchain-id"], {}),
+        Case("cli-unknown-verb", lambda d: ["explian"], {}),
+    ]
     return cases
 
 
 # ------------------------------------------------------------------------------------------ store URLs
 def store_cases() -> list[Case]:
     urls: dict[str, Callable[[Path], str]] = {
-        "not-a-url": lambda d: "not a url", "memory": lambda d: "sqlite://", "memory-named": lambda d: "sqlite:///:memory:",
-        "text-file": lambda d: f"sqlite:///{d / 'notes.txt'}", "folder": lambda d: f"sqlite:///{d}",
-        "unwritable-folder": lambda d: "sqlite:////proc/ktriage-no/such/k.db", "no-driver": lambda d: "nosuchdriver://x/y",
-        "binary-file": lambda d: f"sqlite:///{d / 'blob.bin'}", "json-file": lambda d: f"sqlite:///{d / 'good.json'}",
+        "not-a-url": lambda d: "not a url",
+        "memory": lambda d: "sqlite://",
+        "memory-named": lambda d: "sqlite:///:memory:",
+        "text-file": lambda d: f"sqlite:///{d / 'notes.txt'}",
+        "folder": lambda d: f"sqlite:///{d}",
+        "unwritable-folder": lambda d: "sqlite:////proc/ktriage-no/such/k.db",
+        "no-driver": lambda d: "nosuchdriver://x/y",
+        "binary-file": lambda d: f"sqlite:///{d / 'blob.bin'}",
+        "json-file": lambda d: f"sqlite:///{d / 'good.json'}",
         "under-a-file": lambda d: f"sqlite:///{d / 'notes.txt' / 'k.db'}",
     }
-    files = {"notes.txt": b"just some notes\n" * 100, "blob.bin": bytes(range(256)) * 64, "good.json": json.dumps(GOOD).encode()}
+    files = {
+        "notes.txt": b"just some notes\n" * 100,
+        "blob.bin": bytes(range(256)) * 64,
+        "good.json": json.dumps(GOOD).encode(),
+    }
     cases = [Case(f"db-list-{k}", lambda d, u=u: ["runs", "list", "--db", u(d)], files) for k, u in urls.items()]
-    cases += [Case(f"db-import-{k}", lambda d, u=u: ["runs", "import", str(d / "good.json"), "--db", u(d)], files)
-              for k, u in list(urls.items())[:5]]
+    cases += [
+        Case(f"db-import-{k}", lambda d, u=u: ["runs", "import", str(d / "good.json"), "--db", u(d)], files)
+        for k, u in list(urls.items())[:5]
+    ]
     cases.append(Case("db-show-no-run", lambda d: ["runs", "show", "nope", "--db", f"sqlite:///{d / 'fresh.db'}"], {}))
-    cases.append(Case("db-compare-no-run", lambda d: ["compare", "run1", "run2", "--db", f"sqlite:///{d / 'fresh.db'}"], {}))
+    cases.append(
+        Case("db-compare-no-run", lambda d: ["compare", "run1", "run2", "--db", f"sqlite:///{d / 'fresh.db'}"], {})
+    )
     return cases
 
 
 # ------------------------------------------------------------------------------------------ bundles
 def _manifest(**edit: Any) -> bytes:
-    base: dict[str, Any] = {"format_version": 1, "op": "layer_norm", "mode": "fwd", "precision": "fp32", "target": "sm_90",
-                            "sm_count": 132, "backends": ["liger_layer_norm"], "inputs": [], "toolchains": {}, "specs": {},
-                            "artifacts": {}}
+    base: dict[str, Any] = {
+        "format_version": 1,
+        "op": "layer_norm",
+        "mode": "fwd",
+        "precision": "fp32",
+        "target": "sm_90",
+        "sm_count": 132,
+        "backends": ["liger_layer_norm"],
+        "inputs": [],
+        "toolchains": {},
+        "specs": {},
+        "artifacts": {},
+    }
     base.update(edit)
     return json.dumps({k: v for k, v in base.items() if v is not MISSING}).encode()
 
 
 def bundle_cases() -> list[Case]:
     manifests = {
-        "not-json": b"nope", "binary": bytes(range(256)), "array": b"[]", "latin1": b'{"op": "caf\xe9"}',
-        "format-2": _manifest(format_version=2), "no-op": _manifest(op=MISSING), "op-int": _manifest(op=1),
-        "sm_count-str": _manifest(sm_count="many"), "specs-list": _manifest(specs=[]), "artifacts-str": _manifest(artifacts="x"),
-        "backends-str": _manifest(backends="liger"), "spec-bad": _manifest(specs={"k": {"name": 1}}),
-        "artifact-entry-bad": _manifest(artifacts={"k": {"tc": {"status": "ok"}}}), "deep": b'{"op": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "not-json": b"nope",
+        "binary": bytes(range(256)),
+        "array": b"[]",
+        "latin1": b'{"op": "caf\xe9"}',
+        "format-2": _manifest(format_version=2),
+        "no-op": _manifest(op=MISSING),
+        "op-int": _manifest(op=1),
+        "sm_count-str": _manifest(sm_count="many"),
+        "specs-list": _manifest(specs=[]),
+        "artifacts-str": _manifest(artifacts="x"),
+        "backends-str": _manifest(backends="liger"),
+        "spec-bad": _manifest(specs={"k": {"name": 1}}),
+        "artifact-entry-bad": _manifest(artifacts={"k": {"tc": {"status": "ok"}}}),
+        "deep": b'{"op": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
     }
-    return [Case(f"bundle-{k}", lambda d: ["bench", "--op", "layer_norm", "--bundle", str(d / "bundle")], {"bundle/manifest.json": v})
-            for k, v in manifests.items()]
+    return [
+        Case(
+            f"bundle-{k}",
+            lambda d: ["bench", "--op", "layer_norm", "--bundle", str(d / "bundle")],
+            {"bundle/manifest.json": v},
+        )
+        for k, v in manifests.items()
+    ]
 
 
 # ------------------------------------------------------------------------------------------ the ktriage home
 def home_cases() -> list[Case]:
     homes = {"under-proc": "/proc/ktriage-no-such-home", "under-a-file": "{d}/afile/home"}
-    verbs = {"toolchain-list": ["toolchain", "list"], "runs-list": ["runs", "list"], "toolchain-show": ["toolchain", "show", "x"]}
-    return [Case(f"home-{h}-{v}", lambda d, a=argv: list(a), {"afile": b"not a folder"}, (("KTRIAGE_HOME", home),))
-            for h, home in homes.items() for v, argv in verbs.items()]
+    verbs = {
+        "toolchain-list": ["toolchain", "list"],
+        "runs-list": ["runs", "list"],
+        "toolchain-show": ["toolchain", "show", "x"],
+    }
+    return [
+        Case(f"home-{h}-{v}", lambda d, a=argv: list(a), {"afile": b"not a folder"}, (("KTRIAGE_HOME", home),))
+        for h, home in homes.items()
+        for v, argv in verbs.items()
+    ]
 
 
 # ------------------------------------------------------------------------------------------ TritonBench files
 TB_GOOD_CSV = b"x_val;torch_layer_norm-latency;liger_layer_norm-latency\n1024;0.05;0.18\n2048;0.07;0.19\naverage;;\n"
-TB_GOOD_JSON = json.dumps({"tritonbench_layer_norm_bwd[x_1024-liger_layer_norm]_latency": "0.18",
-                           "tritonbench_layer_norm_bwd[x_2048-liger_layer_norm]_latency": "0.19"}).encode()
+TB_GOOD_JSON = json.dumps(
+    {
+        "tritonbench_layer_norm_bwd[x_1024-liger_layer_norm]_latency": "0.18",
+        "tritonbench_layer_norm_bwd[x_2048-liger_layer_norm]_latency": "0.19",
+    }
+).encode()
 
 
 def tritonbench_case(id: str, name: str, data: bytes, *, verb: str = "compare", extra: tuple[str, ...] = ()) -> Case:
@@ -350,37 +654,72 @@ def tritonbench_case(id: str, name: str, data: bytes, *, verb: str = "compare", 
     good = "good_layer_norm_bwd.csv"
     files = {name: data, good: TB_GOOD_CSV}
     if verb == "triage":
-        return Case(f"tritonbench-triage-{id}", lambda d: ["triage", str(d / name), str(d / good), "--old-toolchain", "triton==3.4.0",
-                                                           "--new-toolchain", "triton==3.4.0", *extra], files)
+        return Case(
+            f"tritonbench-triage-{id}",
+            lambda d: [
+                "triage",
+                str(d / name),
+                str(d / good),
+                "--old-toolchain",
+                "triton==3.4.0",
+                "--new-toolchain",
+                "triton==3.4.0",
+                *extra,
+            ],
+            files,
+        )
     return Case(f"tritonbench-{id}", lambda d: ["compare", str(d / name), str(d / good), *extra], files)
 
 
 def tritonbench_cases() -> list[Case]:
     csv_name, json_name = "bad_layer_norm_bwd.csv", "bad_layer_norm_bwd.json"
     bad_csv = {
-        "csv-empty": b"", "csv-header-only-input": b"x_val\n1024\n", "csv-no-latency-column": b"x_val;liger_layer_norm-speedup\n1024;1.0\n",
-        "csv-header-is-a-metric": b"liger_layer_norm-latency;x\n1;2\n", "csv-binary": bytes(range(256)) * 8,
-        "csv-latin1": TB_GOOD_CSV.replace(b"liger", b"lig\xe9r"), "csv-utf16": TB_GOOD_CSV.decode().encode("utf-16"),
+        "csv-empty": b"",
+        "csv-header-only-input": b"x_val\n1024\n",
+        "csv-no-latency-column": b"x_val;liger_layer_norm-speedup\n1024;1.0\n",
+        "csv-header-is-a-metric": b"liger_layer_norm-latency;x\n1;2\n",
+        "csv-binary": bytes(range(256)) * 8,
+        "csv-latin1": TB_GOOD_CSV.replace(b"liger", b"lig\xe9r"),
+        "csv-utf16": TB_GOOD_CSV.decode().encode("utf-16"),
         "csv-comma-separated": TB_GOOD_CSV.replace(b";", b","),
     }
     cases = [tritonbench_case(k, csv_name, v) for k, v in bad_csv.items()]
-    cases.append(tritonbench_case("csv-no-op-in-name", "run1.csv", TB_GOOD_CSV))  # op/mode: neither the name nor --op says
-    cases.append(tritonbench_case("csv-unknown-mode-flag", "run1.csv", TB_GOOD_CSV, extra=("--op", "layer_norm", "--mode", "sideways")))
+    cases.append(
+        tritonbench_case("csv-no-op-in-name", "run1.csv", TB_GOOD_CSV)
+    )  # op/mode: neither the name nor --op says
+    cases.append(
+        tritonbench_case(
+            "csv-unknown-mode-flag", "run1.csv", TB_GOOD_CSV, extra=("--op", "layer_norm", "--mode", "sideways")
+        )
+    )
     bad_json = {
-        "json-not-json": b"hello", "json-truncated": TB_GOOD_JSON[:-5], "json-deep": b'{"tritonbench_x_fwd[x_1-b]_latency": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-        "json-binary": bytes(range(256)) * 8, "json-array": b"[]",
+        "json-not-json": b"hello",
+        "json-truncated": TB_GOOD_JSON[:-5],
+        "json-deep": b'{"tritonbench_x_fwd[x_1-b]_latency": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+        "json-binary": bytes(range(256)) * 8,
+        "json-array": b"[]",
     }
     cases += [tritonbench_case(k, json_name, v) for k, v in bad_json.items()]
     for k in ("csv-empty", "csv-no-latency-column", "csv-binary", "csv-latin1"):
         cases.append(tritonbench_case(k, csv_name, bad_csv[k], verb="triage"))
     for k in ("json-truncated", "json-deep"):
         cases.append(tritonbench_case(k, json_name, bad_json[k], verb="triage"))
-    cases.append(tritonbench_case("threshold-zero", "a_layer_norm_bwd.csv", TB_GOOD_CSV, verb="triage", extra=("--threshold", "0")))
-    cases.append(tritonbench_case("threshold-negative", "a_layer_norm_bwd.csv", TB_GOOD_CSV, verb="triage", extra=("--threshold", "-5")))
+    cases.append(
+        tritonbench_case(
+            "threshold-zero", "a_layer_norm_bwd.csv", TB_GOOD_CSV, verb="triage", extra=("--threshold", "0")
+        )
+    )
+    cases.append(
+        tritonbench_case(
+            "threshold-negative", "a_layer_norm_bwd.csv", TB_GOOD_CSV, verb="triage", extra=("--threshold", "-5")
+        )
+    )
     return cases
 
 
-CASES = spec_cases() + results_cases() + tritonbench_cases() + cli_cases() + store_cases() + bundle_cases() + home_cases()
+CASES = (
+    spec_cases() + results_cases() + tritonbench_cases() + cli_cases() + store_cases() + bundle_cases() + home_cases()
+)
 
 
 def _assert_user_error(code: int, out: str, err: str, case: Case) -> None:
@@ -420,8 +759,13 @@ def test_the_corpus_is_large_and_distinct() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_a_user_error(case: Case, tmp_path: Path, no_toolchain_builds: None, monkeypatch: pytest.MonkeyPatch,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_a_user_error(
+    case: Case,
+    tmp_path: Path,
+    no_toolchain_builds: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     for name, data in case.files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -435,7 +779,9 @@ def test_bad_input_is_a_user_error(case: Case, tmp_path: Path, no_toolchain_buil
     _assert_user_error(code, captured.out, captured.err, case)
 
 
-def test_failed_import_leaves_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_import_leaves_no_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`runs import` is one transaction: a file that fails part way leaves no run, so the good file
     with the same run id imports afterwards."""
     import ktriage.store.store as store_mod
@@ -465,7 +811,10 @@ def test_failed_import_leaves_no_run(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 # ------------------------------------------------------------------------------------------ bisect state (library level)
 STATE_EDITS: dict[str, bytes] = {
-    "not-json": b"{", "binary": bytes(range(256)), "latin1": b'{"fingerprint": {"q": "caf\xe9"}}', "array": b"[]",
+    "not-json": b"{",
+    "binary": bytes(range(256)),
+    "latin1": b'{"fingerprint": {"q": "caf\xe9"}}',
+    "array": b"[]",
     "fingerprint-list": b'{"format_version": 1, "fingerprint": [], "stages": []}',
     "stages-dict": b'{"format_version": 1, "fingerprint": {"q": 1}, "stages": {}}',
     "stage-no-candidates": b'{"format_version": 1, "fingerprint": {"q": 1}, "stages": [{"name": "s"}]}',
@@ -489,10 +838,15 @@ def test_bad_bisect_state_is_a_format_error(name: str, tmp_path: Path) -> None:
 
 
 RECORDINGS: dict[str, bytes] = {
-    "binary": bytes(range(256)), "not-json": b"[", "number": b"1", "spec-not-object": b"[1]",
-    "spec-no-source": b'[{"name": "k", "signature": {"x": "i32"}}]', "num_warps-str": b'{"format_version": 1, "specs": '
+    "binary": bytes(range(256)),
+    "not-json": b"[",
+    "number": b"1",
+    "spec-not-object": b"[1]",
+    "spec-no-source": b'[{"name": "k", "signature": {"x": "i32"}}]',
+    "num_warps-str": b'{"format_version": 1, "specs": '
     b'[{"name": "k", "source": "a.py:k", "signature": {"x": "i32"}, "num_warps": "4"}]}',
-    "specs-dict": b'{"format_version": 1, "specs": {}}', "deep": b"[" * 100_000 + b"]" * 100_000,
+    "specs-dict": b'{"format_version": 1, "specs": {}}',
+    "deep": b"[" * 100_000 + b"]" * 100_000,
 }
 
 

@@ -37,15 +37,21 @@ Manifest = dict[str, Any]
 
 
 @pytest.fixture(scope="module")
-def built(toolchain: Callable[[str], Any], shared_compiler: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+def built(
+    toolchain: Callable[[str], Any], shared_compiler: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Path]]:
     """Two real bundles of one compile: unsigned, and built with ``KTRIAGE_BUNDLE_KEY`` set (signed)."""
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
     root = tmp_path_factory.mktemp("tamper")
-    plain = build_bundle("layer_norm", "bwd", ["6"], tcs, root / "plain", target="sm_90", sm_count=132, compiler=shared_compiler)
+    plain = build_bundle(
+        "layer_norm", "bwd", ["6"], tcs, root / "plain", target="sm_90", sm_count=132, compiler=shared_compiler
+    )
     saved = os.environ.get(KEY_ENV)
     os.environ[KEY_ENV] = KEY
     try:
-        signed = build_bundle("layer_norm", "bwd", ["6"], tcs, root / "signed", target="sm_90", sm_count=132, compiler=shared_compiler)
+        signed = build_bundle(
+            "layer_norm", "bwd", ["6"], tcs, root / "signed", target="sm_90", sm_count=132, compiler=shared_compiler
+        )
     finally:
         if saved is None:
             os.environ.pop(KEY_ENV, None)
@@ -60,7 +66,7 @@ WHICH = {"entry": 0}  # which ok entry an edit takes (the test runs each edit on
 def _entries(m: Manifest) -> list[tuple[str, str, dict[str, Any]]]:
     """The ok entries, the one under edit first."""
     ok = [(k, tc, e) for k, per in m["artifacts"].items() for tc, e in per.items() if e.get("status") == "ok"]
-    return ok[WHICH["entry"]:] + ok[:WHICH["entry"]]
+    return ok[WHICH["entry"] :] + ok[: WHICH["entry"]]
 
 
 def _copy(src: Path, dst: Path) -> tuple[Path, Manifest]:
@@ -91,7 +97,10 @@ def _refused(folder: Path, capsys: pytest.CaptureFixture[str], *words: str) -> s
 # ---------------------------------------------------------------------------------- the edits
 def swap_cubin_fix_sha(folder: Path, m: Manifest) -> tuple[str, str]:
     """The first entry's cubin file overwritten with the other toolchain's cubin, its sha256 fixed up."""
-    (k, tc, e), (_, _, other) = _entries(m)[0], next(x for x in _entries(m)[1:] if x[2]["cubin"] != _entries(m)[0][2]["cubin"])
+    (k, tc, e), (_, _, other) = (
+        _entries(m)[0],
+        next(x for x in _entries(m)[1:] if x[2]["cubin"] != _entries(m)[0][2]["cubin"]),
+    )
     data = (folder / other["cubin"]).read_bytes()
     (folder / e["cubin"]).write_bytes(data)
     e["cubin_sha256"] = hashlib.sha256(data).hexdigest()
@@ -178,8 +187,14 @@ def test_the_built_bundle_loads(built: dict[str, Path], monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize("entry", [0, 1])
 @pytest.mark.parametrize("name", list(EDITS))
-def test_a_tampered_bundle_is_refused_naming_the_entry(name: str, entry: int, built: dict[str, Path], tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_tampered_bundle_is_refused_naming_the_entry(
+    name: str,
+    entry: int,
+    built: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
     monkeypatch.setitem(WHICH, "entry", entry)
     edit, words = EDITS[name]
@@ -189,13 +204,14 @@ def test_a_tampered_bundle_is_refused_naming_the_entry(name: str, entry: int, bu
     _refused(folder, capsys, f"entry {key} / {tc}", words)
 
 
-def test_a_signed_bundle_edited_consistently_is_refused(built: dict[str, Path], tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_signed_bundle_edited_consistently_is_refused(
+    built: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A forgery that keeps every claim consistent (the entry's resources follow the cubin it now
     names) passes the ELF checks; the signature does not."""
     monkeypatch.setenv(KEY_ENV, KEY)
     folder, m = _copy(built["signed"], tmp_path / "b")
-    (k, _tc, e), (_, _, other) = _entries(m)[0], _entries(m)[1]
+    (_k, _tc, e), (_, _, other) = _entries(m)[0], _entries(m)[1]
     for field in ("cubin", "cubin_sha256", "resources", "ptxas_version", "triton_version", "launch", "metadata", "abi"):
         e[field] = other[field]
     _save(folder, m)
@@ -204,16 +220,18 @@ def test_a_signed_bundle_edited_consistently_is_refused(built: dict[str, Path], 
     assert load_bundle(folder).artifacts  # without the key the consistent forgery is not detectable: why the key exists
 
 
-def test_with_the_key_set_an_unsigned_or_foreign_signed_bundle_is_refused(built: dict[str, Path], tmp_path: Path,
-                                                                           monkeypatch: pytest.MonkeyPatch,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_with_the_key_set_an_unsigned_or_foreign_signed_bundle_is_refused(
+    built: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     _refused(built["plain"], capsys, "is not signed", KEY_ENV)
     monkeypatch.setenv(KEY_ENV, "another key")
     _refused(built["signed"], capsys, "signature does not match")
 
 
-def test_the_writer_signs_every_manifest_it_rewrites(built: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_writer_signs_every_manifest_it_rewrites(
+    built: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every bundle writer goes through write_manifest: with the key set, a rewritten manifest
     (a merge, a variant) is signed again and loads; without the key its signature is dropped."""
     folder, m = _copy(built["plain"], tmp_path / "b")

@@ -49,7 +49,9 @@ def _files_edit(fn: Callable[[dict], None]) -> Callable[[Path, Path], None]:
         def edit(m: dict) -> dict:
             fn(m["files"])
             return m
+
         _manifest(e, edit)
+
     return damage
 
 
@@ -57,7 +59,9 @@ def _outside_name(name: str) -> Callable[[Path, Path], None]:
     def damage(d: Path, e: Path) -> None:
         def edit(files: dict) -> None:
             files[name.format(d=d)] = {"sha256": "0" * 64, "size": SECRET_SIZE}
+
         _files_edit(edit)(d, e)
+
     return damage
 
 
@@ -78,6 +82,7 @@ def _replace(kind: str) -> Callable[[Path, Path], None]:
             e.symlink_to(d / "secret.txt")
         elif kind == "dangling-link":
             e.symlink_to(d / "nowhere")
+
     return damage
 
 
@@ -90,16 +95,22 @@ def _listed_is(kind: str) -> Callable[[Path, Path], None]:
             (e / "kernel.ptx").mkdir()
         elif kind == "fifo":
             os.mkfifo(e / "kernel.ptx")
+
     return damage
 
 
 DEEP = "[" * 100_000 + "]" * 100_000
 DAMAGE: dict[str, Callable[[Path, Path], None]] = {
-    "entry-is-a-file": _replace("file"), "entry-is-an-empty-file": _replace("empty-file"),
-    "entry-is-a-link-to-a-folder": _replace("link-to-folder"), "entry-is-a-link-to-a-file": _replace("link-to-file"),
+    "entry-is-a-file": _replace("file"),
+    "entry-is-an-empty-file": _replace("empty-file"),
+    "entry-is-a-link-to-a-folder": _replace("link-to-folder"),
+    "entry-is-a-link-to-a-file": _replace("link-to-file"),
     "entry-is-a-dangling-link": _replace("dangling-link"),
-    "manifest-deep": _raw_manifest(DEEP), "manifest-deep-object": _raw_manifest('{"format": 2, "files": ' + DEEP + "}"),
-    "manifest-not-json": _raw_manifest("{"), "manifest-array": _raw_manifest("[]"), "manifest-empty": _raw_manifest(""),
+    "manifest-deep": _raw_manifest(DEEP),
+    "manifest-deep-object": _raw_manifest('{"format": 2, "files": ' + DEEP + "}"),
+    "manifest-not-json": _raw_manifest("{"),
+    "manifest-array": _raw_manifest("[]"),
+    "manifest-empty": _raw_manifest(""),
     "manifest-binary": lambda d, e: (e / cache.MANIFEST).write_bytes(bytes(range(256))),
     "manifest-format-1": lambda d, e: _manifest(e, lambda m: {**m, "format": 1}),
     "manifest-files-list": lambda d, e: _manifest(e, lambda m: {**m, "files": []}),
@@ -108,13 +119,23 @@ DAMAGE: dict[str, Callable[[Path, Path], None]] = {
     "manifest-sha-number": _files_edit(lambda f: f["kernel.ptx"].update(sha256=1)),
     "manifest-entry-null": _files_edit(lambda f: f.update({"kernel.ptx": None})),
     "manifest-is-a-folder": lambda d, e: ((e / cache.MANIFEST).unlink(), (e / cache.MANIFEST).mkdir()),
-    "manifest-is-a-link-outside": lambda d, e: ((e / cache.MANIFEST).unlink(), (e / cache.MANIFEST).symlink_to(d / "secret.txt")),
+    "manifest-is-a-link-outside": lambda d, e: (
+        (e / cache.MANIFEST).unlink(),
+        (e / cache.MANIFEST).symlink_to(d / "secret.txt"),
+    ),
     "manifest-missing": lambda d, e: (e / cache.MANIFEST).unlink(),
-    "names-dotdot": _outside_name("../../../secret.txt"), "names-absolute": _outside_name("{d}/secret.txt"),
-    "names-subfolder": _outside_name("sub/x.txt"), "names-empty": _outside_name(""), "names-dot": _outside_name("."),
-    "names-dotdot-alone": _outside_name(".."), "names-backslash": _outside_name("..\\..\\secret.txt"),
-    "names-nul": _outside_name("a\x00b"), "names-etc-passwd": _outside_name("/etc/passwd"),
-    "listed-is-a-link": _listed_is("link"), "listed-is-a-folder": _listed_is("folder"), "listed-is-a-fifo": _listed_is("fifo"),
+    "names-dotdot": _outside_name("../../../secret.txt"),
+    "names-absolute": _outside_name("{d}/secret.txt"),
+    "names-subfolder": _outside_name("sub/x.txt"),
+    "names-empty": _outside_name(""),
+    "names-dot": _outside_name("."),
+    "names-dotdot-alone": _outside_name(".."),
+    "names-backslash": _outside_name("..\\..\\secret.txt"),
+    "names-nul": _outside_name("a\x00b"),
+    "names-etc-passwd": _outside_name("/etc/passwd"),
+    "listed-is-a-link": _listed_is("link"),
+    "listed-is-a-folder": _listed_is("folder"),
+    "listed-is-a-fifo": _listed_is("fifo"),
     "extra-file": lambda d, e: (e / "extra.bin").write_bytes(b"x"),
     "result-deep": lambda d, e: ((e / "result.json").write_text(DEEP), _rehash(e)),
     "result-array": lambda d, e: ((e / "result.json").write_text("[]"), _rehash(e)),
@@ -135,6 +156,7 @@ def _setup(damage: Callable[[Path, Path], None]) -> Callable[[Path], None]:
         root = _root(d)
         _publish(root, "good")
         damage(d, _publish(root, "bad"))
+
     return setup
 
 
@@ -168,6 +190,7 @@ def _block_quarantine(damage: Callable[[Path, Path], None]) -> Callable[[Path], 
     def setup(d: Path) -> None:
         _setup(damage)(d)
         (_root(d) / cache.QUARANTINE).write_text("a file where the quarantine folder goes")
+
     return setup
 
 
@@ -175,24 +198,57 @@ def cache_cases() -> list[Case]:
     env = (("KTRIAGE_HOME", "{d}/home"),)
     cases = []
     for name, damage in DAMAGE.items():
-        cases.append(Case(f"verify:{name}", lambda d: ["cache", "verify"], env=env, setup=_setup(damage), check=_listed))
-        cases.append(Case(f"verify-fix:{name}", lambda d: ["cache", "verify", "--fix"], env=env, setup=_setup(damage),
-                          check=_moved))
+        cases.append(
+            Case(f"verify:{name}", lambda d: ["cache", "verify"], env=env, setup=_setup(damage), check=_listed)
+        )
+        cases.append(
+            Case(
+                f"verify-fix:{name}",
+                lambda d: ["cache", "verify", "--fix"],
+                env=env,
+                setup=_setup(damage),
+                check=_moved,
+            )
+        )
         cases.append(Case(f"info:{name}", lambda d: ["cache", "info"], env=env, setup=_setup(damage), check=_works))
-        cases.append(Case(f"gc:{name}", lambda d: ["cache", "gc", "--older-than", "0"], env=env, setup=_setup(damage),
-                          check=_works))
+        cases.append(
+            Case(
+                f"gc:{name}",
+                lambda d: ["cache", "gc", "--older-than", "0"],
+                env=env,
+                setup=_setup(damage),
+                check=_works,
+            )
+        )
     for name in ("entry-is-a-file", "ptx-edited", "names-dotdot", "manifest-deep"):
-        cases.append(Case(f"verify-fix-blocked:{name}", lambda d: ["cache", "verify", "--fix"], env=env,
-                          setup=_block_quarantine(DAMAGE[name]), check=_not_moved))
-    homes = {"home-is-a-file": "{d}/afile", "home-under-a-file": "{d}/afile/home", "home-in-proc": "/proc/ktriage-home",
-             "home-long-name": "{d}/" + "h" * 300}
+        cases.append(
+            Case(
+                f"verify-fix-blocked:{name}",
+                lambda d: ["cache", "verify", "--fix"],
+                env=env,
+                setup=_block_quarantine(DAMAGE[name]),
+                check=_not_moved,
+            )
+        )
+    homes = {
+        "home-is-a-file": "{d}/afile",
+        "home-under-a-file": "{d}/afile/home",
+        "home-in-proc": "/proc/ktriage-home",
+        "home-long-name": "{d}/" + "h" * 300,
+    }
     for name, home in homes.items():
         for verb in (["cache", "info"], ["cache", "verify"], ["cache", "gc"]):
             cases.append(Case(f"{name}:{verb[1]}", lambda d, v=verb: v, {"afile": b"x"}, env=(("KTRIAGE_HOME", home),)))
     for verb in ("info", "verify", "gc"):
         for name, out in {"folder": "{d}/adir", "under-a-file": "{d}/afile/x.json", "no-writer": "{d}/x.txt"}.items():
-            cases.append(Case(f"output:{verb}:{name}", lambda d, v=verb, o=out: ["cache", v, "-o", o.format(d=d)],
-                              {"afile": b"x", "adir/keep": b""}, env=env))
+            cases.append(
+                Case(
+                    f"output:{verb}:{name}",
+                    lambda d, v=verb, o=out: ["cache", v, "-o", o.format(d=d)],
+                    {"afile": b"x", "adir/keep": b""},
+                    env=env,
+                )
+            )
     return cases
 
 
@@ -200,6 +256,7 @@ CASES = distinct(cache_cases())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_cache_input_is_handled(case: Case, tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cache_input_is_handled(
+    case: Case, tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_case(case, tmp_path, monkeypatch, capsys)

@@ -6,8 +6,15 @@ from __future__ import annotations
 import importlib
 
 # the case tables of the corpus (issue 11's first corpus and issue 27's surfaces)
-TABLES = ("test_bad_inputs", "test_workload_cases", "test_store_cases", "test_cache_cases", "test_env_cases",
-          "test_profile_cases", "test_record_cases")
+TABLES = (
+    "test_bad_inputs",
+    "test_workload_cases",
+    "test_store_cases",
+    "test_cache_cases",
+    "test_env_cases",
+    "test_profile_cases",
+    "test_record_cases",
+)
 
 
 def test_the_corpus_has_at_least_600_cases() -> None:

@@ -26,10 +26,16 @@ KERNEL = textwrap.dedent(
         pass
     """
 )
-SPEC = ('[kernel]\nsource = "kernels/k.py:my_kernel"\n[kernel.signature]\nx_ptr = "*fp32"\nout_ptr = "*fp32"\n'
-        'n = "i32"\nBLOCK = "constexpr"\n[kernel.constexprs]\nBLOCK = 1024\n')
+SPEC = (
+    '[kernel]\nsource = "kernels/k.py:my_kernel"\n[kernel.signature]\nx_ptr = "*fp32"\nout_ptr = "*fp32"\n'
+    'n = "i32"\nBLOCK = "constexpr"\n[kernel.constexprs]\nBLOCK = 1024\n'
+)
 FILES = {"kernels/k.py": KERNEL.encode(), "spec.toml": SPEC.encode(), "afile": b"x"}
-VERBS = {"cache-info": ["cache", "info"], "runs-list": ["runs", "list"], "occupancy": ["occupancy", "-r", "64", "-w", "4"]}
+VERBS = {
+    "cache-info": ["cache", "info"],
+    "runs-list": ["runs", "list"],
+    "occupancy": ["occupancy", "-r", "64", "-w", "4"],
+}
 BAD = {
     "KTRIAGE_COLUMNS": ["abc", "0", "-5", "1.5", "19", "100001", "1e9", "80x", " 0x50"],
     "KTRIAGE_MAX_INPUT_MB": ["abc", "-1", "0", "nan", "inf", "1e400"],
@@ -37,13 +43,32 @@ BAD = {
     "KTRIAGE_PROGRESS": ["2", "yes", "on"],
     "KTRIAGE_DEBUG": ["abc", "2"],
 }
-HOMES = {"a-file": "{d}/afile", "under-a-file": "{d}/afile/home", "in-proc": "/proc/ktriage-home", "long-name": "{d}/" + "h" * 300}
+HOMES = {
+    "a-file": "{d}/afile",
+    "under-a-file": "{d}/afile/home",
+    "in-proc": "/proc/ktriage-home",
+    "long-name": "{d}/" + "h" * 300,
+}
 SILENT = SilentServer()  # accepts, never answers: no Ray head
 # The case ids name the silent port "SILENT", not its number: each pytest-xdist worker opens its own
 # server on a random port, and ids that differ between workers stop the run ("Different tests were collected").
-SILENT_IDS = {f"127.0.0.1:{SILENT.port}": "127.0.0.1:SILENT", f"ray://127.0.0.1:{SILENT.port}": "ray://127.0.0.1:SILENT"}
-CLUSTERS = [*SILENT_IDS, "127.0.0.1:1", "ray://127.0.0.1:1", "127.0.0.1:99999", "127.0.0.1:0", "nohost.invalid:6379", "abc", "host:",
-            ":1", "127.0.0.1:abc", "local:x"]
+SILENT_IDS = {
+    f"127.0.0.1:{SILENT.port}": "127.0.0.1:SILENT",
+    f"ray://127.0.0.1:{SILENT.port}": "ray://127.0.0.1:SILENT",
+}
+CLUSTERS = [
+    *SILENT_IDS,
+    "127.0.0.1:1",
+    "ray://127.0.0.1:1",
+    "127.0.0.1:99999",
+    "127.0.0.1:0",
+    "nohost.invalid:6379",
+    "abc",
+    "host:",
+    ":1",
+    "127.0.0.1:abc",
+    "local:x",
+]
 
 
 def env_cases() -> list[Case]:
@@ -51,18 +76,40 @@ def env_cases() -> list[Case]:
     for var, values in BAD.items():
         for value in values:
             for verb, argv in VERBS.items():
-                cases.append(Case(f"{var}={value!r}:{verb}", lambda d, a=argv: list(a), FILES,
-                                  env=((var, value), ("KTRIAGE_HOME", "{d}/home"))))
+                cases.append(
+                    Case(
+                        f"{var}={value!r}:{verb}",
+                        lambda d, a=argv: list(a),
+                        FILES,
+                        env=((var, value), ("KTRIAGE_HOME", "{d}/home")),
+                    )
+                )
     for name, home in HOMES.items():
-        for verb, argv in {"runs-list": ["runs", "list"], "explain": ["explain", "spec.toml", "-t", "triton==3.4.0"],
-                           "toolchain-list": ["toolchain", "list"]}.items():
-            cases.append(Case(f"KTRIAGE_HOME:{name}:{verb}", lambda d, a=argv: list(a), FILES, env=(("KTRIAGE_HOME", home),)))
+        for verb, argv in {
+            "runs-list": ["runs", "list"],
+            "explain": ["explain", "spec.toml", "-t", "triton==3.4.0"],
+            "toolchain-list": ["toolchain", "list"],
+        }.items():
+            cases.append(
+                Case(f"KTRIAGE_HOME:{name}:{verb}", lambda d, a=argv: list(a), FILES, env=(("KTRIAGE_HOME", home),))
+            )
     for value in CLUSTERS:
         label = SILENT_IDS.get(value, value)
-        cases.append(Case(f"--cluster={label}", lambda d, v=value: ["explain", "spec.toml", "-t", "triton==3.4.0", "--cluster", v],
-                          FILES))
-        cases.append(Case(f"KTRIAGE_CLUSTER={label}", lambda d: ["explain", "spec.toml", "-t", "triton==3.4.0"], FILES,
-                          env=(("KTRIAGE_CLUSTER", value),)))
+        cases.append(
+            Case(
+                f"--cluster={label}",
+                lambda d, v=value: ["explain", "spec.toml", "-t", "triton==3.4.0", "--cluster", v],
+                FILES,
+            )
+        )
+        cases.append(
+            Case(
+                f"KTRIAGE_CLUSTER={label}",
+                lambda d: ["explain", "spec.toml", "-t", "triton==3.4.0"],
+                FILES,
+                env=(("KTRIAGE_CLUSTER", value),),
+            )
+        )
     return cases
 
 
@@ -70,15 +117,24 @@ def _good_columns(code: int, out: str, err: str, d: Path) -> None:
     assert code == 0 and "error:" not in err, err
 
 
-CASES = distinct(env_cases() + [
-    Case(f"KTRIAGE_COLUMNS={v!r}:fine", lambda d: ["occupancy", "-r", "64", "-w", "4"], env=(("KTRIAGE_COLUMNS", v),),
-         check=_good_columns) for v in ("", "20", "80", "100000")
-])
+CASES = distinct(
+    env_cases()
+    + [
+        Case(
+            f"KTRIAGE_COLUMNS={v!r}:fine",
+            lambda d: ["occupancy", "-r", "64", "-w", "4"],
+            env=(("KTRIAGE_COLUMNS", v),),
+            check=_good_columns,
+        )
+        for v in ("", "20", "80", "100000")
+    ]
+)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_environment_value_is_handled(case: Case, tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_environment_value_is_handled(
+    case: Case, tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path / "home"))
     run_case(case, tmp_path, monkeypatch, capsys)
 
@@ -86,11 +142,17 @@ def test_environment_value_is_handled(case: Case, tmp_path: Path, clean_env: Non
 # ------------------------------------------------------------------------------------------ ASCII terminals
 WORKLOAD_NOTE = "source \u2192 snapshot \u00d7 2 \u2014 caf\u00e9 \u2248 \u03bcs"
 ASCII_RUNS: dict[str, list[str]] = {
-    "occupancy-table": ["occupancy", "-r", "128", "-w", "8"], "occupancy-markdown": ["occupancy", "-r", "128", "-w", "8", "-f", "markdown"],
-    "occupancy-json": ["occupancy", "-r", "255", "-w", "32", "-s", "100000"], "cache-info": ["cache", "info"],
-    "runs-list": ["runs", "list"], "workload-show": ["workload", "show", "{d}/W.json"],
-    "workload-show-md": ["workload", "show", "{d}/W.json", "-f", "markdown"], "root-help": ["--help"],
-    "explain-help": ["explain", "--help"], "record-help": ["record", "--help"], "cache-help": ["cache", "verify", "--help"],
+    "occupancy-table": ["occupancy", "-r", "128", "-w", "8"],
+    "occupancy-markdown": ["occupancy", "-r", "128", "-w", "8", "-f", "markdown"],
+    "occupancy-json": ["occupancy", "-r", "255", "-w", "32", "-s", "100000"],
+    "cache-info": ["cache", "info"],
+    "runs-list": ["runs", "list"],
+    "workload-show": ["workload", "show", "{d}/W.json"],
+    "workload-show-md": ["workload", "show", "{d}/W.json", "-f", "markdown"],
+    "root-help": ["--help"],
+    "explain-help": ["explain", "--help"],
+    "record-help": ["record", "--help"],
+    "cache-help": ["cache", "verify", "--help"],
     "error-with-unicode-path": ["workload", "show", "{d}/\u2192caf\u00e9.json"],
     "error-unicode-option": ["occupancy", "-r", "\u2192", "-w", "4"],
 }
@@ -99,13 +161,22 @@ ASCII_RUNS: dict[str, list[str]] = {
 def _workload(d: Path) -> None:
     from ktriage.record.workload import NotCaptured, Workload, save_workload
 
-    save_workload(Workload([], [NotCaptured("f\u2192g", WORKLOAD_NOTE, 3)], {"gpu": "H200 \u2014 SXM"}, {},
-                           {"command": ["python", "caf\u00e9.py"]}), d / "W.json")
+    save_workload(
+        Workload(
+            [],
+            [NotCaptured("f\u2192g", WORKLOAD_NOTE, 3)],
+            {"gpu": "H200 \u2014 SXM"},
+            {},
+            {"command": ["python", "caf\u00e9.py"]},
+        ),
+        d / "W.json",
+    )
 
 
 @pytest.mark.parametrize("name", list(ASCII_RUNS))
-def test_an_ascii_terminal_gets_ascii_not_a_crash(name: str, tmp_path: Path, clean_env: None,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_ascii_terminal_gets_ascii_not_a_crash(
+    name: str, tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """stdout/stderr that encode ASCII only (a C/POSIX locale with Python's UTF-8 mode off, or
     PYTHONIOENCODING=ascii): every character ktriage prints degrades to ASCII (an arrow to ``->``)."""
     monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path / "home"))
@@ -147,8 +218,9 @@ def test_an_ascii_terminal_reads_explain(tmp_path: Path, clean_env: None, monkey
     assert code in (0, 1) and "my_kernel" in text, text
 
 
-def test_a_module_that_blocks_at_import_fails_fast(tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_module_that_blocks_at_import_fails_fast(
+    tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A kernel module that sleeps at import (1000 s) fails its cells after the import timeout with a
     message that says so, instead of holding explain for the 600 s compile timeout."""
     (tmp_path / "kernels").mkdir()

@@ -25,7 +25,7 @@ import inspect
 import pkgutil
 import re
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -34,15 +34,29 @@ import pytest
 
 import ktriage
 from ktriage.cli.app import main
-from ktriage.mdsafe import TRUSTED, WRITERS, inert, md_text
+from ktriage.mdsafe import TRUSTED, WRITERS, inert
 
 # what must never reach a rendered summary: HTML tags (but ktriage's own details/summary/br),
 # images, javascript: links, link reference definitions, live mentions
-HOSTILE = ("<script>alert(1)</script> <img src=x onerror=alert(1)> ![t](http://tracker.example/x.png) "
-           "[click](javascript:alert(1)) [y][r] @everyone @here <!-- c --> <a href=\"javascript:x\">a</a> "
-           "x` <iframe src=//evil> `y <http://evil.example> [ok](javascript&#58;alert(2))")
-HOSTILE_DOC = "\n".join([f"# {HOSTILE}", "", f"| a | {HOSTILE} |", "|---|---|", f"- {HOSTILE}", "[r]: javascript:alert(3)",
-                         f"<details><summary>{HOSTILE}</summary>", "", "</details>", f"`{HOSTILE}`"])
+HOSTILE = (
+    "<script>alert(1)</script> <img src=x onerror=alert(1)> ![t](http://tracker.example/x.png) "
+    '[click](javascript:alert(1)) [y][r] @everyone @here <!-- c --> <a href="javascript:x">a</a> '
+    "x` <iframe src=//evil> `y <http://evil.example> [ok](javascript&#58;alert(2))"
+)
+HOSTILE_DOC = "\n".join(
+    [
+        f"# {HOSTILE}",
+        "",
+        f"| a | {HOSTILE} |",
+        "|---|---|",
+        f"- {HOSTILE}",
+        "[r]: javascript:alert(3)",
+        f"<details><summary>{HOSTILE}</summary>",
+        "",
+        "</details>",
+        f"`{HOSTILE}`",
+    ]
+)
 _TAG = re.compile(r"<(?!/?(?:details|summary)>|br ?/?>)[A-Za-z!/?]", re.I)
 
 
@@ -62,7 +76,9 @@ def assert_inert(doc: str, where: str) -> None:
     text = _outside_code(doc)
     assert not _TAG.search(text), f"{where}: raw HTML survives: {_TAG.search(text)}\n{doc[:2000]}"
     assert "![" not in text.replace("!\\[", ""), f"{where}: an image survives\n{doc[:2000]}"
-    assert not re.search(r"(?<!\\)\]\(\s*(javascript|data|vbscript)", text, re.I), f"{where}: a javascript: link survives"
+    assert not re.search(r"(?<!\\)\]\(\s*(javascript|data|vbscript)", text, re.I), (
+        f"{where}: a javascript: link survives"
+    )
     assert not re.search(r"(?<![A-Za-z0-9_`])@(everyone|here)\b", text), f"{where}: a live mention survives"
     assert not re.search(r"^ {0,3}\[[^\]]*\]:", text, re.M), f"{where}: a link reference definition survives"
 
@@ -123,7 +139,10 @@ def _candidates() -> dict[str, Any]:
     found = {}
     for module in MODULES:
         for name, fn in _functions(module):
-            by_name = "markdown" in name.rsplit(".", 1)[-1] and inspect.unwrap(fn).__annotations__.get("return") in ("str", str)
+            by_name = "markdown" in name.rsplit(".", 1)[-1] and inspect.unwrap(fn).__annotations__.get("return") in (
+                "str",
+                str,
+            )
             if by_name or _writes_markdown(fn):
                 found[f"{module.__name__}.{name}"] = fn
     return found
@@ -134,9 +153,15 @@ CANDIDATES = _candidates()
 
 def test_the_scan_finds_the_writers() -> None:
     """The scan is not vacuous: it finds the writers of the surfaces the issue names."""
-    for name in ("ktriage.report.triage.to_markdown", "ktriage.report.markdown.to_markdown", "ktriage.report.history.to_markdown",
-                 "ktriage.report.bisect.to_markdown", "ktriage.report.workload.show_markdown", "ktriage.profile.diff.to_markdown",
-                 "ktriage.report.explain.to_markdown"):
+    for name in (
+        "ktriage.report.triage.to_markdown",
+        "ktriage.report.markdown.to_markdown",
+        "ktriage.report.history.to_markdown",
+        "ktriage.report.bisect.to_markdown",
+        "ktriage.report.workload.show_markdown",
+        "ktriage.profile.diff.to_markdown",
+        "ktriage.report.explain.to_markdown",
+    ):
         assert name in CANDIDATES, sorted(CANDIDATES)
     assert len(CANDIDATES) >= 20
 
@@ -148,7 +173,8 @@ def test_every_markdown_writer_is_registered(name: str) -> None:
         assert name in TRUSTED
         return
     assert getattr(fn, "__markdown_writer__", False), (
-        f"{name} writes markdown but is not a @markdown_writer (ktriage.mdsafe): its output would not go through inert()")
+        f"{name} writes markdown but is not a @markdown_writer (ktriage.mdsafe): its output would not go through inert()"
+    )
     assert name in WRITERS
 
 
@@ -164,11 +190,15 @@ def test_every_registered_writer_gives_hostile_text_back_inert(name: str, monkey
 
 # ---------------------------------------------------------------------------------- end to end
 BAD = "<img src=x onerror=alert(1)>"
-HOSTILE_CSV = ("x_val;torch_layer_norm-latency;liger_layer_norm-latency;<script>s</script>-latency\n"
-               f"1024;0.05;0.18;{BAD} @everyone\n"
-               f"![i](http://tracker.example/p.png);0.07;0.19;[c](javascript:alert(1))\naverage;;;\n")
-NEW_CSV = ("x_val;torch_layer_norm-latency;liger_layer_norm-latency;<script>s</script>-latency\n"
-           "1024;0.05;0.40;0.3\n![i](http://tracker.example/p.png);0.07;0.50;0.3\naverage;;;\n")
+HOSTILE_CSV = (
+    "x_val;torch_layer_norm-latency;liger_layer_norm-latency;<script>s</script>-latency\n"
+    f"1024;0.05;0.18;{BAD} @everyone\n"
+    f"![i](http://tracker.example/p.png);0.07;0.19;[c](javascript:alert(1))\naverage;;;\n"
+)
+NEW_CSV = (
+    "x_val;torch_layer_norm-latency;liger_layer_norm-latency;<script>s</script>-latency\n"
+    "1024;0.05;0.40;0.3\n![i](http://tracker.example/p.png);0.07;0.50;0.3\naverage;;;\n"
+)
 
 
 def _hostile_pair(tmp_path: Path) -> tuple[Path, Path]:
@@ -179,16 +209,23 @@ def _hostile_pair(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("verb", ["triage", "compare"])
-def test_a_hostile_results_file_renders_inert_everywhere(verb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_hostile_results_file_renders_inert_everywhere(
+    verb: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     a, b = _hostile_pair(tmp_path)
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     extra = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"] if verb == "triage" else []
     code = main([verb, str(a), str(b), *extra, "--format", "markdown", "-o", str(tmp_path / "r.md")])
     out = capsys.readouterr().out
-    assert code in ((1, 4) if verb == "triage" else (0, 1, 4)), code  # triage: a regression or cells not compared, never 0
-    for where, doc in (("stdout", out), ("-o r.md", (tmp_path / "r.md").read_text()), ("$GITHUB_STEP_SUMMARY", summary.read_text())):
+    assert code in ((1, 4) if verb == "triage" else (0, 1, 4)), (
+        code
+    )  # triage: a regression or cells not compared, never 0
+    for where, doc in (
+        ("stdout", out),
+        ("-o r.md", (tmp_path / "r.md").read_text()),
+        ("$GITHUB_STEP_SUMMARY", summary.read_text()),
+    ):
         assert "onerror" in doc  # the hostile text is there, as text
         assert_inert(doc, f"{verb} {where}")
 
@@ -204,7 +241,9 @@ def test_a_hostile_commit_subject_in_bisect_first_bad_line() -> None:
     cands = [Candidate(0, "a", "1111111 good"), Candidate(1, "b", subject)]
     obs = [Observation(cands[0], "good", f"ok {BAD}"), Observation(cands[1], "bad", f"spills {BAD}")]
     stage = StageResult("culprit", 0, 1, cands, obs, rounds=1, tested=0, non_monotonic=[1])
-    report = BisectReport(BisectOptions(source="git:/x", good="a", bad="b"), [stage], ["commits"], notes=[f"note {BAD}"])
+    report = BisectReport(
+        BisectOptions(source="git:/x", good="a", bad="b"), [stage], ["commits"], notes=[f"note {BAD}"]
+    )
     out = to_markdown(report)
     assert "first bad" in out and "onerror" in out
     assert_inert(out, "bisect")
@@ -214,14 +253,23 @@ def test_a_hostile_toolchain_id_and_ncu_output_in_profile() -> None:
     from ktriage.profile.diff import to_markdown as profile_md
 
     tc = f"triton==3.4.0 {BAD}`<script>x</script>`@everyone"
-    doc = {"op": "layer_norm", "mode": "fwd", "input_id": 0, "backend": f"liger {BAD}", "ncu_version": f"2025.1 {BAD}",
-           "reference": tc, "notes": [f"{tc}: ncu said {BAD}"], "findings": [f"![x](http://t/x.png) {BAD}"],
-           "toolchains": {tc: {"launches": [{"registers_per_thread": 40, "stall_share_pct": {f"{BAD}": 50.0}}]}}}
+    doc = {
+        "op": "layer_norm",
+        "mode": "fwd",
+        "input_id": 0,
+        "backend": f"liger {BAD}",
+        "ncu_version": f"2025.1 {BAD}",
+        "reference": tc,
+        "notes": [f"{tc}: ncu said {BAD}"],
+        "findings": [f"![x](http://t/x.png) {BAD}"],
+        "toolchains": {tc: {"launches": [{"registers_per_thread": 40, "stall_share_pct": {f"{BAD}": 50.0}}]}},
+    }
     assert_inert(profile_md(doc), "profile")
 
 
-def test_a_hostile_trace_path_in_workload_show(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hostile_trace_path_in_workload_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``workload show`` of a tritonparse trace imported under a hostile file name (the path is in
     the workload's notes), through the real command line, markdown to stdout and -o."""
     data = Path(__file__).resolve().parents[1] / "data" / "tritonparse"
@@ -230,21 +278,29 @@ def test_a_hostile_trace_path_in_workload_show(tmp_path: Path, capsys: pytest.Ca
     monkeypatch.chdir(tmp_path)
     assert main(["workload", "import", str(trace), "-o", str(tmp_path / "W.json")]) == 0
     capsys.readouterr()
-    assert main(["workload", "show", str(tmp_path / "W.json"), "--format", "markdown", "-o", str(tmp_path / "w.md")]) == 0
+    assert (
+        main(["workload", "show", str(tmp_path / "W.json"), "--format", "markdown", "-o", str(tmp_path / "w.md")]) == 0
+    )
     out = capsys.readouterr().out
     for where, doc in (("stdout", out), ("-o w.md", (tmp_path / "w.md").read_text())):
         assert "onerror" in doc, doc[:3000]
         assert_inert(doc, f"workload show {where}")
 
 
-@pytest.mark.parametrize(("line", "spans"), [
-    ("`a` <b>", ["`a`"]),
-    ("``a`b`` <c>", ["``a`b``"]),
-    ("`a <d>", []),
-    ("\\`<b>` <i>", []),  # a run after a backslash may be escaped: taken as text, so escaped more, never less
-    ("a" + "a".join("`" * i for i in range(1, 400)), []),  # runs of growing lengths: none closes (linear, was cubic)
-    ("` x ` `` y `` `", ["` x `", "`` y ``"]),
-])
+@pytest.mark.parametrize(
+    ("line", "spans"),
+    [
+        ("`a` <b>", ["`a`"]),
+        ("``a`b`` <c>", ["``a`b``"]),
+        ("`a <d>", []),
+        ("\\`<b>` <i>", []),  # a run after a backslash may be escaped: taken as text, so escaped more, never less
+        (
+            "a" + "a".join("`" * i for i in range(1, 400)),
+            [],
+        ),  # runs of growing lengths: none closes (linear, was cubic)
+        ("` x ` `` y `` `", ["` x `", "`` y ``"]),
+    ],
+)
 def test_code_spans_are_found_as_commonmark_does(line: str, spans: list[str]) -> None:
     from ktriage.mdsafe import _code_spans
 

@@ -25,8 +25,9 @@ HEAD = "x_val;torch_layer_norm-latency;liger_layer_norm-latency\n"
 GOOD = HEAD + "1024;0.05;0.18\n2048;0.07;0.19\n4096;0.10;0.30\naverage;;\n"
 
 
-def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], old: tuple[str, str], new: tuple[str, str],
-         *extra: str) -> tuple[int, str, str]:
+def _run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: tuple[str, str], new: tuple[str, str], *extra: str
+) -> tuple[int, str, str]:
     for name, text in (old, new):
         (tmp_path / name).write_text(text)
     code = main(["triage", str(tmp_path / old[0]), str(tmp_path / new[0]), *SAME, *extra])
@@ -42,8 +43,9 @@ CSV_BAD = ["nan", "NaN", "inf", "-inf", "Infinity", "-1", "0", "0.0", "-0.0", "1
 
 @pytest.mark.parametrize("side", ["old", "new"])
 @pytest.mark.parametrize("value", CSV_BAD)
-def test_a_csv_cell_that_cannot_be_compared_is_listed_and_exits_4(value: str, side: str, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_csv_cell_that_cannot_be_compared_is_listed_and_exits_4(
+    value: str, side: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = HEAD + f"1024;0.05;0.18\n2048;0.07;{value}\n4096;0.10;0.30\naverage;;\n"
     files = [("layer_norm_fwd_old.csv", bad), ("layer_norm_fwd_new.csv", GOOD)]
     if side == "new":
@@ -57,14 +59,25 @@ def test_a_csv_cell_that_cannot_be_compared_is_listed_and_exits_4(value: str, si
     assert doc["compared"] == 5
 
 
-JSON_BAD = {"nan": float("nan"), "inf": float("inf"), "neg": -1.0, "zero": 0, "list": [1], "object": {"a": 1}, "true": True,
-            "string": "oops", "nan-string": "nan", "neg-string": "-0.5"}
+JSON_BAD = {
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "neg": -1.0,
+    "zero": 0,
+    "list": [1],
+    "object": {"a": 1},
+    "true": True,
+    "string": "oops",
+    "nan-string": "nan",
+    "neg-string": "-0.5",
+}
 
 
 @pytest.mark.parametrize("side", ["old", "new"])
 @pytest.mark.parametrize("name", list(JSON_BAD))
-def test_a_json_value_that_is_no_latency_is_listed_and_exits_4(name: str, side: str, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_json_value_that_is_no_latency_is_listed_and_exits_4(
+    name: str, side: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     key = "tritonbench_layer_norm_fwd[x_{}-liger_layer_norm]_latency"
     good = {key.format(1024): "0.18", key.format(2048): "0.19"}
     bad = {key.format(1024): "0.18", key.format(2048): JSON_BAD[name]}
@@ -77,12 +90,16 @@ def test_a_json_value_that_is_no_latency_is_listed_and_exits_4(name: str, side: 
     assert doc["not_compared_count"] == 1
 
 
-def test_a_whole_side_of_errors_compares_nothing_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_whole_side_of_errors_compares_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The issue's case: every cell NaN/inf/negative/zero: "0 cells compared", never exit 0."""
     rows = "".join(f"{1000 + i};{v};{v}\n" for i, v in enumerate(["nan", "inf", "-1", "0"] * 15))
     bad = HEAD + rows + "average;;\n"
     good = HEAD + "".join(f"{1000 + i};0.1;0.2\n" for i in range(60)) + "average;;\n"
-    code, out, _ = _run(tmp_path, capsys, ("layer_norm_fwd_old.csv", bad), ("layer_norm_fwd_new.csv", good), "--format", "markdown")
+    code, out, _ = _run(
+        tmp_path, capsys, ("layer_norm_fwd_old.csv", bad), ("layer_norm_fwd_new.csv", good), "--format", "markdown"
+    )
     assert code == exit_codes.INCOMPLETE
     assert "120 cell(s) NOT compared" in out and "Not compared: 120 cell(s)" in out
     assert out.count("is not a positive, finite number of ms") == 120
@@ -95,28 +112,47 @@ def test_a_cell_on_one_side_only_is_not_compared(tmp_path: Path, capsys: pytest.
     assert "not compared" in out.lower()
 
 
-def test_allow_failures_keeps_the_list_but_not_the_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_allow_failures_keeps_the_list_but_not_the_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = HEAD + "1024;0.05;0.18\n2048;0.07;nan\n4096;0.10;0.30\naverage;;\n"
-    code, out, _ = _run(tmp_path, capsys, ("layer_norm_fwd_old.csv", bad), ("layer_norm_fwd_new.csv", GOOD),
-                        "--allow-failures", "--format", "markdown")
+    code, out, _ = _run(
+        tmp_path,
+        capsys,
+        ("layer_norm_fwd_old.csv", bad),
+        ("layer_norm_fwd_new.csv", GOOD),
+        "--allow-failures",
+        "--format",
+        "markdown",
+    )
     assert code == exit_codes.OK
     assert "Not compared: 1 cell(s)" in out
 
 
 # ---------------------------------------------------------------------------------- nothing shared
 SHARE_NOTHING = {
-    "two-operators": (("layer_norm_fwd_old.csv", GOOD), ("rms_norm_fwd_new.csv", GOOD.replace("layer_norm", "rms_norm"))),
+    "two-operators": (
+        ("layer_norm_fwd_old.csv", GOOD),
+        ("rms_norm_fwd_new.csv", GOOD.replace("layer_norm", "rms_norm")),
+    ),
     "fwd-vs-bwd": (("layer_norm_fwd_old.csv", GOOD), ("layer_norm_bwd_new.csv", GOOD)),
     "fwd-vs-fwd_bwd": (("layer_norm_fwd_old.csv", GOOD), ("layer_norm_fwd_bwd_new.csv", GOOD)),
-    "other-backends": (("layer_norm_fwd_old.csv", GOOD), ("layer_norm_fwd_new.csv", GOOD.replace("liger", "apex").replace("torch", "quack"))),
-    "json-fwd-vs-csv-bwd": (("old.json", json.dumps({"tritonbench_layer_norm_fwd[x_1024-liger_layer_norm]_latency": "0.1"})),
-                            ("layer_norm_bwd_new.csv", GOOD)),
+    "other-backends": (
+        ("layer_norm_fwd_old.csv", GOOD),
+        ("layer_norm_fwd_new.csv", GOOD.replace("liger", "apex").replace("torch", "quack")),
+    ),
+    "json-fwd-vs-csv-bwd": (
+        ("old.json", json.dumps({"tritonbench_layer_norm_fwd[x_1024-liger_layer_norm]_latency": "0.1"})),
+        ("layer_norm_bwd_new.csv", GOOD),
+    ),
     "name-says-another-op": (("new_layer_norm_fwd.csv", GOOD), ("layer_norm_fwd_new.csv", GOOD)),
 }
 
 
 @pytest.mark.parametrize("name", list(SHARE_NOTHING))
-def test_inputs_that_share_nothing_are_a_user_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inputs_that_share_nothing_are_a_user_error(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     old, new = SHARE_NOTHING[name]
     code, _, err = _run(tmp_path, capsys, old, new)
     assert code == exit_codes.USAGE, err
@@ -134,16 +170,20 @@ DUPLICATES = {
 
 
 @pytest.mark.parametrize("name", list(DUPLICATES))
-def test_a_duplicated_row_is_refused_not_averaged(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = _run(tmp_path, capsys, ("layer_norm_fwd_old.csv", DUPLICATES[name]), ("layer_norm_fwd_new.csv", GOOD))
+def test_a_duplicated_row_is_refused_not_averaged(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(
+        tmp_path, capsys, ("layer_norm_fwd_old.csv", DUPLICATES[name]), ("layer_norm_fwd_new.csv", GOOD)
+    )
     assert code == exit_codes.USAGE, err
     assert "appears twice" in err and "fix:" in err
 
 
 def test_a_duplicated_json_key_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     key = "tritonbench_layer_norm_fwd[x_1024-liger_layer_norm]_latency"
-    text = '{"%s": "0.119", "%s": "9.9"}' % (key, key)
-    code, _, err = _run(tmp_path, capsys, ("old.json", text), ("new.json", '{"%s": "0.12"}' % key))
+    text = f'{{"{key}": "0.119", "{key}": "9.9"}}'
+    code, _, err = _run(tmp_path, capsys, ("old.json", text), ("new.json", f'{{"{key}": "0.12"}}'))
     assert code == exit_codes.USAGE
     assert "appears twice" in err
 
@@ -192,8 +232,9 @@ OUTPUTS: dict[str, tuple[list[str], tuple[tuple[str, str], ...]]] = {
 
 
 @pytest.mark.parametrize("name", list(OUTPUTS))
-def test_an_output_that_cannot_be_written_is_refused_before_the_work(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     (tmp_path / "afile").write_text("a file")
     args, env = OUTPUTS[name]
     for key, value in env:
@@ -204,13 +245,20 @@ def test_an_output_that_cannot_be_written_is_refused_before_the_work(name: str, 
         raise AssertionError("the triage ran before its outputs were checked")
 
     monkeypatch.setattr(triage_pkg, "triage", no_work)
-    code, _, err = _run(tmp_path, capsys, ("layer_norm_fwd_old.csv", GOOD), ("layer_norm_fwd_new.csv", GOOD),
-                        *[a.format(d=tmp_path) for a in args])
+    code, _, err = _run(
+        tmp_path,
+        capsys,
+        ("layer_norm_fwd_old.csv", GOOD),
+        ("layer_norm_fwd_new.csv", GOOD),
+        *[a.format(d=tmp_path) for a in args],
+    )
     assert code == exit_codes.USAGE, err
     assert "error:" in err and "fix:" in err
 
 
-def test_a_row_off_the_catalog_is_not_explained_as_a_catalog_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_row_off_the_catalog_is_not_explained_as_a_catalog_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A liger_layer_norm row whose x_val is none of ktriage's layer_norm inputs, 30 % slower with
     two different toolchains: it is noted, never compiled as another input (the toolchains are
     never needed: nothing else is flagged)."""
@@ -218,8 +266,19 @@ def test_a_row_off_the_catalog_is_not_explained_as_a_catalog_input(tmp_path: Pat
     new = HEAD + "123457;0.05;0.13\naverage;;\n"
     for name, text in (("layer_norm_fwd_old.csv", old), ("layer_norm_fwd_new.csv", new)):
         (tmp_path / name).write_text(text)
-    code = main(["triage", str(tmp_path / "layer_norm_fwd_old.csv"), str(tmp_path / "layer_norm_fwd_new.csv"),
-                 "--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==9.9.9", "--format", "json"])
+    code = main(
+        [
+            "triage",
+            str(tmp_path / "layer_norm_fwd_old.csv"),
+            str(tmp_path / "layer_norm_fwd_new.csv"),
+            "--old-toolchain",
+            "triton==3.3.1",
+            "--new-toolchain",
+            "triton==9.9.9",
+            "--format",
+            "json",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert code == exit_codes.OK, doc["failures"]
     (cell,) = doc["cells"]

@@ -9,16 +9,14 @@ import pytest
 from ktriage.catalog.registry import expand_op
 from ktriage.compile.abi import AbiParam
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.measure.driver import STICKY_ERRORS, CudaError
 from ktriage.errors import KtriageError
+from ktriage.measure.driver import STICKY_ERRORS, CudaError
 from ktriage.measure.env import GpuRecorder, gpu_state
 from ktriage.toolchain.manager import ensure_toolchain
 from ktriage.workload.kernel_bundle import read_kernel_bundle, write_kernel_bundle
 
 
-def test_bundle_round_trip_of_a_real_artifact(
-    tmp_path: Path, compiler: Compiler
-) -> None:
+def test_bundle_round_trip_of_a_real_artifact(tmp_path: Path, compiler: Compiler) -> None:
     spec = expand_op("tutorial.vector_add", inputs=["2"])[0]
     art = compiler.compile(spec, ensure_toolchain("triton==3.4.0"))
     assert isinstance(art, Artifact), art
@@ -39,8 +37,15 @@ def test_bundle_round_trip_of_a_real_artifact(
 def _op_bundle(tmp_path: Path, compiler: Compiler) -> Path:
     from ktriage.workload.bundle_build import build_bundle
 
-    return build_bundle("layer_norm", "bwd", ["0"], [ensure_toolchain("triton==3.4.0")], tmp_path / "op",
-                        sm_count=132, compiler=compiler)
+    return build_bundle(
+        "layer_norm",
+        "bwd",
+        ["0"],
+        [ensure_toolchain("triton==3.4.0")],
+        tmp_path / "op",
+        sm_count=132,
+        compiler=compiler,
+    )
 
 
 def test_cuda_error_says_name_and_whether_the_context_is_lost() -> None:

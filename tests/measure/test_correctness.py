@@ -21,9 +21,7 @@ from ktriage.measure.correctness import (
 def test_exact_and_rounding_level_errors_pass() -> None:
     ref = torch.randn(4096, generator=torch.Generator().manual_seed(1))
     assert compare(ref.clone(), ref).rel_err == 0.0
-    noisy = ref * (
-        1 + 1e-6 * torch.randn(4096, generator=torch.Generator().manual_seed(2))
-    )
+    noisy = ref * (1 + 1e-6 * torch.randn(4096, generator=torch.Generator().manual_seed(2)))
     chk = compare(noisy, ref)
     assert chk.passed and 0 < chk.rel_err < 1e-5
 
@@ -57,9 +55,7 @@ def test_nan_never_passes_and_shape_mismatch_fails() -> None:
 
 def test_unwritten_outputs_are_caught_by_the_poison() -> None:
     x = torch.randn(100)
-    out = torch.zeros(
-        100
-    )  # zeros would hide an unwritten half if the reference were zero there
+    out = torch.zeros(100)  # zeros would hide an unwritten half if the reference were zero there
 
     def half_kernel() -> None:
         out[:50] = x[:50] * 2
@@ -84,8 +80,13 @@ def test_views_compare_reductions_of_partials() -> None:
     def partial_kernel() -> None:
         partial.copy_(dy.view(4, 16, 32).sum(1))
 
-    acc = check_run(partial_kernel, {"dw_partial": partial}, lambda: {"dw": dy.sum(0)}, synchronize=lambda: None,
-                    views=lambda: {"dw": partial.sum(0)})  # fmt: skip
+    acc = check_run(
+        partial_kernel,
+        {"dw_partial": partial},
+        lambda: {"dw": dy.sum(0)},
+        synchronize=lambda: None,
+        views=lambda: {"dw": partial.sum(0)},
+    )
     assert acc.passed and [o.name for o in acc.outputs] == ["dw"]
 
 

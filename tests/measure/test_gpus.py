@@ -17,10 +17,17 @@ def test_all_a_count_and_indices_select_among_the_visible_gpus() -> None:
     assert select_gpus("all", [4, 6]) == [4, 6]  # CUDA_VISIBLE_DEVICES=4,6
 
 
-@pytest.mark.parametrize(("spec", "problem"), [
-    ("9", r"only 4 GPU\(s\) visible"), ("0", "a count of no GPUs"), ("1,7", "GPU 7 is not visible"),
-    ("1,1", "names a GPU twice"), ("fast", "not all, a count or a list"), (",", "names no GPU"),
-])
+@pytest.mark.parametrize(
+    ("spec", "problem"),
+    [
+        ("9", r"only 4 GPU\(s\) visible"),
+        ("0", "a count of no GPUs"),
+        ("1,7", "GPU 7 is not visible"),
+        ("1,1", "names a GPU twice"),
+        ("fast", "not all, a count or a list"),
+        (",", "names no GPU"),
+    ],
+)
 def test_a_bad_selection_names_the_problem_and_the_fix(spec: str, problem: str) -> None:
     with pytest.raises(KtriageError, match=problem) as info:
         select_gpus(spec, [0, 1, 2, 3])

@@ -6,8 +6,8 @@ import os
 import time
 from typing import Any
 
-from ktriage.measure.isolate import IsolatedRunner, Job, classify_exception
 from ktriage.measure.cells import Cell, CellKey
+from ktriage.measure.isolate import IsolatedRunner, Job, classify_exception
 
 
 class FakeStickyCudaError(RuntimeError):
@@ -55,26 +55,37 @@ def job(case: str, *keys: CellKey) -> Job:
 def test_crash_hang_and_errors_cost_only_their_cells() -> None:
     streamed: list[Cell] = []
     with IsolatedRunner(handler, timeout_s=2.0, on_cell=streamed.append) as runner:
-        cells = runner.run([
-            job("ok", key(0)),
-            job("crash", key(1)),
-            job("ok", key(2)),
-            job("hang_after_first", key(3, "a"), key(3, "b"), key(3, "c")),
-            job("ok", key(4)),
-            job("raise", key(5)),
-            job("ok", key(6)),
-            job("sticky", key(7)),
-            job("ok", key(8)),
-            job("silent", key(9)),
-        ])  # fmt: skip
+        cells = runner.run(
+            [
+                job("ok", key(0)),
+                job("crash", key(1)),
+                job("ok", key(2)),
+                job("hang_after_first", key(3, "a"), key(3, "b"), key(3, "c")),
+                job("ok", key(4)),
+                job("raise", key(5)),
+                job("ok", key(6)),
+                job("sticky", key(7)),
+                job("ok", key(8)),
+                job("silent", key(9)),
+            ]
+        )
         started = runner.workers_started
     assert streamed == cells
     got = [(c.key.input_id, c.key.input_label, c.status) for c in cells]
     assert got == [
-        (0, "x", "ok"), (1, "x", "error"), (2, "x", "ok"),
-        (3, "a", "ok"), (3, "b", "timeout"), (3, "c", "timeout"),
-        (4, "x", "ok"), (5, "x", "error"), (6, "x", "ok"), (7, "x", "error"), (8, "x", "ok"), (9, "x", "error"),
-    ]  # fmt: skip
+        (0, "x", "ok"),
+        (1, "x", "error"),
+        (2, "x", "ok"),
+        (3, "a", "ok"),
+        (3, "b", "timeout"),
+        (3, "c", "timeout"),
+        (4, "x", "ok"),
+        (5, "x", "error"),
+        (6, "x", "ok"),
+        (7, "x", "error"),
+        (8, "x", "ok"),
+        (9, "x", "error"),
+    ]
     by_id = {(c.key.input_id, c.key.input_label): c for c in cells}
     assert by_id[(1, "x")].error == "worker died (exit code 7) while measuring"
     assert by_id[(3, "b")].error == "timeout after 2 s"
@@ -100,11 +111,7 @@ def test_handler_given_as_module_reference() -> None:
 
 def test_classify_names_the_cuda_error() -> None:
     text, sticky = classify_exception(FakeStickyCudaError("cuLaunchKernel failed"))
-    assert (
-        sticky
-        and text
-        == "CUDA_ERROR_ILLEGAL_ADDRESS: FakeStickyCudaError: cuLaunchKernel failed"
-    )
+    assert sticky and text == "CUDA_ERROR_ILLEGAL_ADDRESS: FakeStickyCudaError: cuLaunchKernel failed"
     text, sticky = classify_exception(ValueError("x"))
     assert not sticky and text == "ValueError: x"
 

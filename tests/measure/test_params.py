@@ -50,8 +50,14 @@ def scalars_artifact(tmp_path_factory: pytest.TempPathFactory) -> Artifact:
     """The runner's scalar-type kernel compiled by the real Triton 3.4.0 toolchain."""
     from ktriage.compile.compiler import Compiler
 
-    spec = KernelSpec(name="scalars", source=f"{RUNNER_KERNELS}:scalars_kernel", signature=SCALARS_SIG, num_warps=1,
-                      target="sm_90", grid=(1,))  # fmt: skip
+    spec = KernelSpec(
+        name="scalars",
+        source=f"{RUNNER_KERNELS}:scalars_kernel",
+        signature=SCALARS_SIG,
+        num_warps=1,
+        target="sm_90",
+        grid=(1,),
+    )
     with Compiler(jobs=1, cache_dir=tmp_path_factory.mktemp("artifacts")) as c:
         art = c.compile(spec, ensure_toolchain("triton==3.4.0"))
     assert isinstance(art, Artifact), art
@@ -105,30 +111,14 @@ def test_bf16_and_fp16_encodings_match_torch() -> None:
     values = torch.cat(
         [
             values,
-            torch.tensor(
-                [1 + 2**-8, 1 + 3 * 2**-8, 0.0, -0.0, 65504.0, 1e-8, float("inf")]
-            ),
+            torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, 0.0, -0.0, 65504.0, 1e-8, float("inf")]),
         ]
     )
     for v in values.tolist():
-        bf = (
-            int(
-                torch.tensor(v, dtype=torch.float32)
-                .to(torch.bfloat16)
-                .view(torch.int16)
-            )
-            & 0xFFFF
-        )
+        bf = int(torch.tensor(v, dtype=torch.float32).to(torch.bfloat16).view(torch.int16)) & 0xFFFF
         assert encode_scalar("bf16", v) == bf.to_bytes(2, "little"), v
         if abs(v) <= 65504:
-            hf = (
-                int(
-                    torch.tensor(v, dtype=torch.float32)
-                    .to(torch.float16)
-                    .view(torch.int16)
-                )
-                & 0xFFFF
-            )
+            hf = int(torch.tensor(v, dtype=torch.float32).to(torch.float16).view(torch.int16)) & 0xFFFF
             assert encode_scalar("fp16", v) == hf.to_bytes(2, "little"), v
 
 

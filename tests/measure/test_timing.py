@@ -29,8 +29,15 @@ class FakeStickyError(RuntimeError):
 class FakeSampler:
     """Returns ``ms`` per call and advances the fake clock by the time the calls would take."""
 
-    def __init__(self, name: str, ms: float, clock: FakeClock, log: list[tuple[str, str]], fail_at: int | None = None,
-                 error: Exception | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        ms: float,
+        clock: FakeClock,
+        log: list[tuple[str, str]],
+        fail_at: int | None = None,
+        error: Exception | None = None,
+    ) -> None:
         self.name, self.ms, self.clock, self.log = name, ms, clock, log
         self.fail_at, self.error, self.calls = fail_at, error, 0
 
@@ -69,8 +76,9 @@ def run(seed: int = 0, **kw):
     clock, log = FakeClock(), []
     opts = TimingOptions(calls_per_round=kw.pop("calls", 5))
     fail = kw.pop("fail", {})
-    res = measure_interleaved(VARIANTS, seed=seed, options=opts, clock=clock.now,
-                              sampler_factory=fake_factory(clock, log, MS, **fail), **kw)  # fmt: skip
+    res = measure_interleaved(
+        VARIANTS, seed=seed, options=opts, clock=clock.now, sampler_factory=fake_factory(clock, log, MS, **fail), **kw
+    )
     return res, log, clock
 
 
@@ -83,9 +91,7 @@ def test_each_round_visits_every_variant_in_a_fresh_random_order() -> None:
     assert firsts == {"a", "b", "c", "d"}  # nobody always goes first
     # The calls really happened in the recorded order, after all warmups.
     warm = [n for kind, n in log if kind == "warmup"]
-    assert sorted(warm) == ["a", "b", "c", "d"] and log[:4] == [
-        ("warmup", n) for n in warm
-    ]
+    assert sorted(warm) == ["a", "b", "c", "d"] and log[:4] == [("warmup", n) for n in warm]
     sampled = [n for kind, n in log if kind == "sample"]
     assert sampled == list(itertools.chain.from_iterable(res.orders))
     assert res.samples["b"] == [2.0] * 150
@@ -120,9 +126,7 @@ def test_the_time_cap_ends_sampling() -> None:
 
 
 def test_a_failing_variant_is_dropped_and_the_others_go_on() -> None:
-    res, _, _ = run(
-        rounds=6, max_time_s=1e9, fail={"b": (3, ValueError("wrong launch"))}
-    )
+    res, _, _ = run(rounds=6, max_time_s=1e9, fail={"b": (3, ValueError("wrong launch"))})
     assert "wrong launch" in res.errors["b"]
     assert len(res.samples["b"]) == 10  # two rounds of 5 before it failed
     assert all(len(res.samples[n]) == 30 for n in "acd")
@@ -141,11 +145,7 @@ def test_a_sticky_cuda_error_is_raised_for_the_isolation_layer() -> None:
 def test_settings_are_kept_for_provenance() -> None:
     res, _, _ = run(rounds=1, max_time_s=1e9, seed=9)
     s = res.settings
-    assert (
-        s["seed"] == 9
-        and s["l2_flush"] is True
-        and s["flush_bytes"] == 256 * 1024 * 1024
-    )
+    assert s["seed"] == 9 and s["l2_flush"] is True and s["flush_bytes"] == 256 * 1024 * 1024
     assert s["mode"] == "events" and s["warmup_ms"] == 25.0
     assert res.warmup["a"] == {"warmup_calls": 3}
 
@@ -158,9 +158,7 @@ def test_warmup_runs_for_its_time_and_at_least_its_calls() -> None:
         calls.append(1)
         clock.t += 0.004  # 4 ms per call
 
-    info = _warmup_calls(
-        call, lambda: None, warmup_ms=25.0, min_calls=3, clock=clock.now
-    )
+    info = _warmup_calls(call, lambda: None, warmup_ms=25.0, min_calls=3, clock=clock.now)
     assert info["warmup_calls"] == 7  # 7 * 4 ms = 28 ms >= 25 ms
     calls.clear()
     clock.t = 0
@@ -175,7 +173,7 @@ def test_warmup_runs_for_its_time_and_at_least_its_calls() -> None:
 
 
 # ---------------------------------------------------------------------------- protocol choice
-from ktriage.measure.timing import GRAPH_BELOW_MS, choose_protocol, gpu_sampler_factory  # noqa: E402
+from ktriage.measure.timing import GRAPH_BELOW_MS, choose_protocol, gpu_sampler_factory
 
 
 def test_native_backends_get_the_queued_protocol_whatever_their_time() -> None:
@@ -212,8 +210,13 @@ class InfoSampler(FakeSampler):
 
 def test_each_variants_sampler_info_is_kept() -> None:
     clock, log = FakeClock(), []
-    res = measure_interleaved({"a": lambda: None}, rounds=2, max_time_s=1e9, clock=clock.now,
-                              sampler_factory=lambda n, _f: InfoSampler(n, 1.0, clock, log))  # fmt: skip
+    res = measure_interleaved(
+        {"a": lambda: None},
+        rounds=2,
+        max_time_s=1e9,
+        clock=clock.now,
+        sampler_factory=lambda n, _f: InfoSampler(n, 1.0, clock, log),
+    )
     assert res.info == {"a": {"protocol": "graph", "calls_per_sample": 20}}
     res, _, _ = run(rounds=1, max_time_s=1e9)
     assert res.info["a"] == {}  # a sampler without info() reports nothing

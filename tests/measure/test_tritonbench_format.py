@@ -28,11 +28,19 @@ from ktriage.measure.tritonbench_format import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair of ../shared/data/tritonbench_outputs
+DATA = (
+    Path(__file__).resolve().parents[1] / "data" / "tritonbench"
+)  # the real A/A pair of ../shared/data/tritonbench_outputs
 # The TritonBench snapshot beside the checkout (../shared/thirdparty, see its README); its reader is
 # third-party code, used by path and never copied here.
-TRITONBENCH = next((p for p in (REPO.parent / "shared" / "thirdparty" / "tritonbench", Path("/work/shared/thirdparty/tritonbench"))
-                    if p.exists()), REPO.parent / "shared" / "thirdparty" / "tritonbench")
+TRITONBENCH = next(
+    (
+        p
+        for p in (REPO.parent / "shared" / "thirdparty" / "tritonbench", Path("/work/shared/thirdparty/tritonbench"))
+        if p.exists()
+    ),
+    REPO.parent / "shared" / "thirdparty" / "tritonbench",
+)
 RESULTS = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"  # a real H200 results file
 
 
@@ -78,22 +86,35 @@ def test_op_and_mode_from_the_name_or_the_flags(tmp_path: Path) -> None:
 
 
 def test_error_and_empty_cells_are_not_numbers(tmp_path: Path) -> None:
-    text = ("x_val;torch_embedding-latency;torch_embedding-speedup;liger_embedding-latency;liger_embedding-speedup\n"
-            "(32, 512, 768, 1024);0.5;;CUDA out of memory;\n(32, 512, 768, 2048);0.6;;;\naverage;;;;\n")
+    text = (
+        "x_val;torch_embedding-latency;torch_embedding-speedup;liger_embedding-latency;liger_embedding-speedup\n"
+        "(32, 512, 768, 1024);0.5;;CUDA out of memory;\n(32, 512, 768, 2048);0.6;;;\naverage;;;;\n"
+    )
     _run, cells = parse_csv(text, origin=str(tmp_path / "embedding_bwd.csv"))
     by = {(c.key.input_id, c.key.backend): c for c in cells}
     assert len(cells) == 4 and by[(0, "torch_embedding")].status == "ok"
     assert by[(0, "liger_embedding")].status == "error" and by[(0, "liger_embedding")].error == "CUDA out of memory"
     assert by[(1, "liger_embedding")].status == "skipped"
-    assert by[(1, "torch_embedding")].key.input_label == "(32, 512, 768, 2048)" and by[(1, "torch_embedding")].key.input_id == 1
+    assert (
+        by[(1, "torch_embedding")].key.input_label == "(32, 512, 768, 2048)"
+        and by[(1, "torch_embedding")].key.input_id == 1
+    )
 
 
-def test_written_json_is_read_by_tritonbench_and_back_by_ktriage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_written_json_is_read_by_tritonbench_and_back_by_ktriage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     v3 = _tritonbench_v3()
     run, cells = read_results(RESULTS)
     paths = write_tritonbench_json(tmp_path / "ln.tritonbench.json", run, cells)
-    assert [p.name for p in paths] == [f"ln.{t}.tritonbench.json" for t in (
-        "triton-3.3.1.ptxas-12.4.99.0c9a828e", "triton-3.4.0.ptxas-12.8.93.da4345e0", "triton-3.5.1.ptxas-12.8.93.e7ae978a")]
+    assert [p.name for p in paths] == [
+        f"ln.{t}.tritonbench.json"
+        for t in (
+            "triton-3.3.1.ptxas-12.4.99.0c9a828e",
+            "triton-3.4.0.ptxas-12.8.93.da4345e0",
+            "triton-3.5.1.ptxas-12.8.93.e7ae978a",
+        )
+    ]
     doc = json.loads(paths[1].read_text())
     assert doc["env"]["ktriage_toolchain"] == "triton==3.4.0" and doc["env"]["ptxas_version"] == "12.8.93"
     for key in doc["metrics"]:  # TritonBench's own key grammar
@@ -110,7 +131,11 @@ def test_written_json_is_read_by_tritonbench_and_back_by_ktriage(tmp_path: Path,
     back_run, back = read_run_file(paths[1])
     assert len(back) == 60 and back_run.toolchains[0]["spec"] == "triton==3.4.0"
     tc = "triton-3.4.0.ptxas-12.8.93.da4345e0"
-    src = {(c.key.input_id, c.key.backend): c for c in cells if c.key.toolchain == tc or c.key.backend == "torch_layer_norm"}
+    src = {
+        (c.key.input_id, c.key.backend): c
+        for c in cells
+        if c.key.toolchain == tc or c.key.backend == "torch_layer_norm"
+    }
     for c in back:
         assert c.samples_ms == [pytest.approx(statistics.median(src[(c.key.input_id, c.key.backend)].samples_ms))]
         assert c.key.input_label == src[(c.key.input_id, c.key.backend)].key.input_label
@@ -122,11 +147,14 @@ def test_flat_output_json_reads_like_the_csv() -> None:
     assert "tritonbench_layer_norm_bwd[x_average-liger_layer_norm]_latency" in flat
     assert any(k.endswith("[liger_layer_norm]-speedup-avg") for k in flat)
     _run2, cells = parse_json(flat)
-    assert sorted((c.key.input_id, c.key.backend, c.samples_ms[0]) for c in cells) == \
-        sorted((c.key.input_id, c.key.backend, c.samples_ms[0]) for c in csv_cells)
+    assert sorted((c.key.input_id, c.key.backend, c.samples_ms[0]) for c in cells) == sorted(
+        (c.key.input_id, c.key.backend, c.samples_ms[0]) for c in csv_cells
+    )
 
 
-def test_compare_takes_tritonbench_files_and_says_one_value_gives_no_confidence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_takes_tritonbench_files_and_says_one_value_gives_no_confidence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run, cells = read_results(RESULTS)
     path = tmp_path / "run.tritonbench.json"
     path.write_text(json.dumps(to_tritonbench_json(run, cells, toolchain="triton-3.4.0.ptxas-12.8.93.da4345e0")))
@@ -135,4 +163,7 @@ def test_compare_takes_tritonbench_files_and_says_one_value_gives_no_confidence(
     assert code == 0  # one value a side: never a regression verdict
     pairs = out["comparisons"][0]["pairs"] if "comparisons" in out else out[0]["pairs"]
     assert len(pairs) == 60 and {p["verdict"]["verdict"] for p in pairs} == {"unsure"}
-    assert all("too few samples (1 ref, 1 new" in p["verdict"]["reason"] and "single_value" in p["verdict"]["flags"] for p in pairs)
+    assert all(
+        "too few samples (1 ref, 1 new" in p["verdict"]["reason"] and "single_value" in p["verdict"]["flags"]
+        for p in pairs
+    )

@@ -12,8 +12,13 @@ from ktriage.workload.replay import REPLAYS
 def test_both_names_resolve_to_one_operator() -> None:
     op = registry.operator("layer_norm")
     assert op is not None
-    for name in ("liger.layer_norm", "liger.layer_norm@0.5.10", "liger.layer_norm@0.8.5", "liger.layer_norm@latest",
-                 "tutorial.layer_norm"):
+    for name in (
+        "liger.layer_norm",
+        "liger.layer_norm@0.5.10",
+        "liger.layer_norm@0.8.5",
+        "liger.layer_norm@latest",
+        "tutorial.layer_norm",
+    ):
         assert registry.operator(name) is op
     assert bench_op("layer_norm") is op
     assert registry.operator("liger.embedding") is bench_op("embedding")
@@ -37,8 +42,10 @@ def test_bench_facts_and_replays_are_the_operators() -> None:
     assert registry.default_baselines()["rms_norm"] == "llama_rms"  # a TritonBench-only op: its registered baseline
     assert [o.name for o in registry.bench_operators()] == ["layer_norm", "embedding", "rope"]
     assert list(REPLAYS) == ["liger_layer_norm", "liger_embedding", "triton_layer_norm"]
-    assert bench_op("layer_norm").catalog_ops == {"liger_layer_norm": "liger.layer_norm",
-                                                  "triton_layer_norm": "tutorial.layer_norm"}
+    assert bench_op("layer_norm").catalog_ops == {
+        "liger_layer_norm": "liger.layer_norm",
+        "triton_layer_norm": "tutorial.layer_norm",
+    }
     # tune times candidates only where the replay runs the kernels on the bench op's own sweep
     timed = {name: t[0].name for name in registry.CATALOG if (t := registry.bench_target(name)) is not None}
     assert timed == {"liger.layer_norm": "layer_norm", "liger.embedding": "embedding"}

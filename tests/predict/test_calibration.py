@@ -32,12 +32,21 @@ def test_the_fit_reproduces_from_the_committed_data(fitted) -> None:
 
 def test_held_out_operators_keep_their_verdicts(fitted) -> None:
     cv = fitted.cv_cells
-    emb = [r for r in cv if r.cell.operator == "liger.embedding.bwd" and
-           any(op.startswith("ATOMG") for op in r.cell.new.opcodes) and
-           not any(op.startswith("ATOMG") for op in r.cell.ref.opcodes)]
+    emb = [
+        r
+        for r in cv
+        if r.cell.operator == "liger.embedding.bwd"
+        and any(op.startswith("ATOMG") for op in r.cell.new.opcodes)
+        and not any(op.startswith("ATOMG") for op in r.cell.ref.opcodes)
+    ]
     assert emb and all(r.kind == "regression" for r in emb)  # REDG -> ATOMG+CCTL, never seen in training
-    ln = [r for r in cv if r.cell.operator == "liger.layer_norm.bwd" and r.cell.toolchain == "triton==3.4.0"
-          and r.cell.measured.verdict == "regression"]
+    ln = [
+        r
+        for r in cv
+        if r.cell.operator == "liger.layer_norm.bwd"
+        and r.cell.toolchain == "triton==3.4.0"
+        and r.cell.measured.verdict == "regression"
+    ]
     assert ln and all(r.kind == "regression" and r.predicted_ratio > 2.5 for r in ln)  # several times
     # the same change in the corpus replay (tb_embedding_bwd: every index 0, so every atomic hits one row)
     # is held out as the L2's queue, not the returning atomic's wait: not a regression, not an improvement
@@ -71,16 +80,33 @@ def test_more_registers_fewer_spills_shorter_loop_is_not_a_regression() -> None:
     from ktriage.predict.facts import LoopFacts
 
     cell = next(c for c in read_cells(CALIBRATION / "cells.jsonl") if c.operator == "autotuned_matmul")
-    ref = replace(cell.ref, registers=128, spill_store_bytes=8, spill_load_bytes=8, stack_bytes=8,
-                  opcodes={**cell.ref.opcodes, "LDL": 2, "STL": 2, "LDS.128": 16})
+    ref = replace(
+        cell.ref,
+        registers=128,
+        spill_store_bytes=8,
+        spill_load_bytes=8,
+        stack_bytes=8,
+        opcodes={**cell.ref.opcodes, "LDL": 2, "STL": 2, "LDS.128": 16},
+    )
     assert ref.main_loop is not None
-    loop = LoopFacts(ref.main_loop.instructions + 93, {**ref.main_loop.opcodes, "LDS": 16, "IMAD": 77},
-                     ref.main_loop.depth, ref.main_loop.innermost)
+    loop = LoopFacts(
+        ref.main_loop.instructions + 93,
+        {**ref.main_loop.opcodes, "LDS": 16, "IMAD": 77},
+        ref.main_loop.depth,
+        ref.main_loop.innermost,
+    )
     ref = replace(ref, main_loop=loop)
     new = replace(cell.ref, registers=160, opcodes={**cell.ref.opcodes, "LDSM.16.M88.4": 4})
     assert new.main_loop is not None
-    new = replace(new, main_loop=LoopFacts(new.main_loop.instructions, {**new.main_loop.opcodes, "LDSM": 4},
-                                           new.main_loop.depth, new.main_loop.innermost))
+    new = replace(
+        new,
+        main_loop=LoopFacts(
+            new.main_loop.instructions,
+            {**new.main_loop.opcodes, "LDSM": 4},
+            new.main_loop.depth,
+            new.main_loop.innermost,
+        ),
+    )
     p = predict(ref, new)
     assert p.kind != "regression" and p.ratio < 1.0, p.text()
 

@@ -20,8 +20,13 @@ REPORT = REPO / "benchmarks" / "record" / "h200" / "explain_rms_norm_bwd.json"
 
 def test_cells_rebuild_from_committed_results_and_report() -> None:
     run, cells = read_results(RESULTS)
-    made, notes = cells_from_results(run, cells, json.loads(REPORT.read_text()), operator="tb_rms_norm_bwd",
-                                     source="benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json")
+    made, notes = cells_from_results(
+        run,
+        cells,
+        json.loads(REPORT.read_text()),
+        operator="tb_rms_norm_bwd",
+        source="benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json",
+    )
     assert not notes and len(made) == 24  # 12 kernel inputs x (3.3.1, 3.4.0) against 3.6.0
     # (the corpus benched the same operator again: its cells share the operator, not the source)
     committed = [c for c in read_cells(CELLS) if c.source == "benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json"]
@@ -35,8 +40,19 @@ def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None
     r = run_cli(["calibrate", "--from", str(CELLS), "-o", str(out), "--no-cv"])
     assert r.exit_code == 0, r.stderr
     assert load_params(out).fitted_on.startswith(f"{len(read_cells(CELLS))} cells")
-    r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms",
-                 "--cells-out", str(tmp_path / "c.jsonl")])
+    r = run_cli(
+        [
+            "calibrate",
+            "--results",
+            str(RESULTS),
+            "--explain",
+            str(REPORT),
+            "--operator",
+            "rms",
+            "--cells-out",
+            str(tmp_path / "c.jsonl"),
+        ]
+    )
     assert r.exit_code == 0, r.stderr
     assert len(read_cells(tmp_path / "c.jsonl")) == 24 and "| regression |" in r.stdout
 

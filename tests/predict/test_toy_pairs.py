@@ -15,13 +15,20 @@ from ktriage.spec.model import KernelSpec
 
 pytestmark = pytest.mark.slow
 KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
-SIGNATURE = {"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32", "XBLOCK": "constexpr",
-             "RBLOCK": "constexpr"}
+SIGNATURE = {
+    "in_ptr": "*fp32",
+    "out_ptr": "*fp32",
+    "xnumel": "i32",
+    "rnumel": "i32",
+    "XBLOCK": "constexpr",
+    "RBLOCK": "constexpr",
+}
 
 
 def _red(**changes: object) -> KernelSpec:
-    spec = KernelSpec("red", f"{KERNELS}:red_kernel", dict(SIGNATURE), {"XBLOCK": 64, "RBLOCK": 64}, grid=(1024,),
-                      target="sm_90")
+    spec = KernelSpec(
+        "red", f"{KERNELS}:red_kernel", dict(SIGNATURE), {"XBLOCK": 64, "RBLOCK": 64}, grid=(1024,), target="sm_90"
+    )
     return spec.replace(**changes)
 
 
@@ -46,10 +53,13 @@ def test_spills_in_the_loop_are_predicted_slower(toolchain, shared_compiler) -> 
 
 
 def test_wider_vector_loads_are_predicted_faster(toolchain, shared_compiler) -> None:
-    scalar, vector = _results(toolchain, shared_compiler, [
-        _red(), _red(divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"))])
+    scalar, vector = _results(
+        toolchain, shared_compiler, [_red(), _red(divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"))]
+    )
+
     def widths(r: KernelResult) -> set[str]:
         return {op for op in r.resources.sass_opcodes_detailed if op.startswith("LDG")}
+
     assert "LDG.E.128" in widths(vector) and "LDG.E.128" not in widths(scalar), (widths(scalar), widths(vector))
     p = predict(scalar.facts(), vector.facts())
     assert p.ratio < 1.0, p.text()

@@ -29,8 +29,9 @@ def _csvs(d: Path) -> tuple[Path, Path]:
 
 def test_triage_states_the_prediction_next_to_the_measurement(tmp_path: Path) -> None:
     old, new = _csvs(tmp_path)
-    report = triage(old, new, TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0",
-                                            bisect=False, fixes=False))
+    report = triage(
+        old, new, TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", bisect=False, fixes=False)
+    )
     by_n = {int(c.input_label.split(", ")[1].rstrip(")")): c for c in report.cells}
     cliff, drift = by_n[4608], by_n[2560]
     assert cliff.predicted is not None and cliff.predicted["kind"] == "regression" and cliff.predicted["ratio"] > 2

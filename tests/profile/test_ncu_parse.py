@@ -48,11 +48,20 @@ def test_raw_csv_embedding_atomics() -> None:
 
 def test_document_ties_counters_to_compile_side() -> None:
     profiles = [{"toolchain": tc, "launches": _launches(EMB, tc), "error": None} for tc in (EMB_REF, EMB_NEW)]
-    compile_side = {EMB_REF: {"spill_store_bytes": 0, "registers": 234, "sass_opcodes": {"REDG": 32, "MEMBAR": 64}},
-                    EMB_NEW: {"spill_store_bytes": 0, "registers": 234, "sass_opcodes": {"ATOMG": 32, "CCTL": 32,
-                                                                                         "MEMBAR": 32}}}
-    doc = document(op="embedding", mode="bwd", input_id=0, backend="liger_embedding", reference=EMB_REF,
-                   profiles=profiles, compile_side=compile_side, ncu_version="2025.3.1")
+    compile_side = {
+        EMB_REF: {"spill_store_bytes": 0, "registers": 234, "sass_opcodes": {"REDG": 32, "MEMBAR": 64}},
+        EMB_NEW: {"spill_store_bytes": 0, "registers": 234, "sass_opcodes": {"ATOMG": 32, "CCTL": 32, "MEMBAR": 32}},
+    }
+    doc = document(
+        op="embedding",
+        mode="bwd",
+        input_id=0,
+        backend="liger_embedding",
+        reference=EMB_REF,
+        profiles=profiles,
+        compile_side=compile_side,
+        ncu_version="2025.3.1",
+    )
     (finding,) = doc["findings"]
     assert "ATOMG 0->32" in finding and "REDG 32->0" in finding
     assert "global atomic requests 0 -> 98,304" in finding and "stall 'long_scoreboard' +39 points" in finding
@@ -61,17 +70,29 @@ def test_document_ties_counters_to_compile_side() -> None:
 
 
 def test_unavailable_toolchain_is_one_line_and_the_rest_go_on() -> None:
-    profiles = [{"toolchain": LN_REF, "launches": _launches(LN, LN_REF), "error": None},
-                {"toolchain": LN_NEW, "launches": [], "error": "ncu has no permission to the GPU performance counters"}]
-    doc = document(op="layer_norm", mode="bwd", input_id=7, backend="liger_layer_norm", reference=LN_REF,
-                   profiles=profiles, compile_side={}, ncu_version=None)
+    profiles = [
+        {"toolchain": LN_REF, "launches": _launches(LN, LN_REF), "error": None},
+        {"toolchain": LN_NEW, "launches": [], "error": "ncu has no permission to the GPU performance counters"},
+    ]
+    doc = document(
+        op="layer_norm",
+        mode="bwd",
+        input_id=7,
+        backend="liger_layer_norm",
+        reference=LN_REF,
+        profiles=profiles,
+        compile_side={},
+        ncu_version=None,
+    )
     assert doc["notes"] == [f"{LN_NEW}: ncu has no permission to the GPU performance counters"]
     assert doc["toolchains"][LN_NEW]["status"] == "unavailable" and doc["findings"] == []
 
 
 def test_parser_handles_units_row_thousands_and_prof_lines() -> None:
-    text = ('==PROF== Connected\n"ID","Process ID","Kernel Name","Grid Size","gpu__time_duration.sum","x"\n'
-            '"","","","","ns",""\n"0","1","k<script>","(2, 1, 1)","1,234.5","n/a"\n')
+    text = (
+        '==PROF== Connected\n"ID","Process ID","Kernel Name","Grid Size","gpu__time_duration.sum","x"\n'
+        '"","","","","ns",""\n"0","1","k<script>","(2, 1, 1)","1,234.5","n/a"\n'
+    )
     (launch,) = parse_raw_csv(text)
     assert launch.kernel_name == "k<script>" and launch.number("gpu__time_duration.sum") == 1234.5
     assert launch.metrics["x"] == "n/a" and launch.units == {"gpu__time_duration.sum": "ns"}

@@ -18,12 +18,12 @@ import pytest
 
 from ktriage.profile.source import parse_source_csv
 
-FAKE_PAGE = '''"Kernel Name","_layer_norm_backward_kernel"
+FAKE_PAGE = """"Kernel Name","_layer_norm_backward_kernel"
 "# Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)","smsp__pcsamp_warps_issue_stalled_long_scoreboard","smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued","smsp__pcsamp_warps_issue_stalled_wait"
 "0x7f3a00001000","LDC R1, c[0x0][0x28]","3","1","0","0","3"
 "0x7f3a00001010","LDL.LU R4, [R1+0x10]","1,204","17","1,200","5","4"
 "0x7f3a00001020","EXIT","0","0","0","0","0"
-'''
+"""
 
 
 def test_a_fake_source_page_parses_into_offsets_and_stall_reasons() -> None:
@@ -33,15 +33,26 @@ def test_a_fake_source_page_parses_into_offsets_and_stall_reasons() -> None:
     assert ldl.source.startswith("LDL.LU") and ldl.samples == 1204
     assert ldl.stalls == {"long_scoreboard": 1200, "wait": 4}  # the *_not_issued column is not a reason
     # another ncu's spelling (stall_<reason>, decimal addresses), two launches
-    other = "\n".join(['"Address","Source","stall_long_sb","stall_math"', '"4096","FFMA R1, R2, R3, R4","5","1"',
-                       '"Address","Source","stall_long_sb","stall_math"', '"8192","LDL R1, [R1]","7","0"'])
+    other = "\n".join(
+        [
+            '"Address","Source","stall_long_sb","stall_math"',
+            '"4096","FFMA R1, R2, R3, R4","5","1"',
+            '"Address","Source","stall_long_sb","stall_math"',
+            '"8192","LDL R1, [R1]","7","0"',
+        ]
+    )
     blocks = parse_source_csv(other)
     assert len(blocks) == 2 and blocks[0][0].samples == 6 and blocks[1][0].stalls == {"long_sb": 7}
     # an older ncu: a kernel-name banner, samples over "All Cycles", a leading "#" column, no reason columns
-    older = "\n".join(['"Kernel Name","k(float *)",', '"#","Address","Source","Warp Stall Sampling (All Cycles)",'
-                       '"Warp Stall Sampling (Not-issued Cycles)","Instructions Executed"',
-                       '"1","0x00007f00a0000100","MOV R1, c[0x0][0x28]","2","0","128"',
-                       '"2","0x00007f00a0000110","LDG.E R2, desc[UR4][R2.64]","40","38","128"'])
+    older = "\n".join(
+        [
+            '"Kernel Name","k(float *)",',
+            '"#","Address","Source","Warp Stall Sampling (All Cycles)",'
+            '"Warp Stall Sampling (Not-issued Cycles)","Instructions Executed"',
+            '"1","0x00007f00a0000100","MOV R1, c[0x0][0x28]","2","0","128"',
+            '"2","0x00007f00a0000110","LDG.E R2, desc[UR4][R2.64]","40","38","128"',
+        ]
+    )
     (block,) = parse_source_csv(older)
     assert [(r.offset, r.samples, r.stalls) for r in block] == [(0, 2, {}), (0x10, 40, {})]
 
@@ -49,15 +60,23 @@ def test_a_fake_source_page_parses_into_offsets_and_stall_reasons() -> None:
 def _fake_page(cubin: Path, kernel: str, nvdisasm: Path) -> str:
     """A source page for a real cubin: every instruction at a load address, LDL/STL sampled once as
     long_scoreboard, everything else once as 'selected'."""
-    from ktriage.analyze.sass import parse_sass
     import subprocess
+
+    from ktriage.analyze.sass import parse_sass
 
     listing = subprocess.run([str(nvdisasm), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
     fn = parse_sass(listing)[kernel]
     out = io.StringIO()
     w = csv.writer(out, quoting=csv.QUOTE_ALL)
-    w.writerow(["# Address", "Source", "Warp Stall Sampling (All Samples)", "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
-                "smsp__pcsamp_warps_issue_stalled_selected"])
+    w.writerow(
+        [
+            "# Address",
+            "Source",
+            "Warp Stall Sampling (All Samples)",
+            "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
+            "smsp__pcsamp_warps_issue_stalled_selected",
+        ]
+    )
     base = 0x7F0000000000
     for inst in fn.instructions:
         spill = inst.base_opcode in ("LDL", "STL")
@@ -66,7 +85,9 @@ def _fake_page(cubin: Path, kernel: str, nvdisasm: Path) -> str:
 
 
 @pytest.mark.slow
-def test_per_line_stalls_of_real_cubins_land_on_their_lines_next_to_the_compile_side(toolchain, shared_compiler) -> None:
+def test_per_line_stalls_of_real_cubins_land_on_their_lines_next_to_the_compile_side(
+    toolchain, shared_compiler
+) -> None:
     from ktriage.catalog import expand_op
     from ktriage.explain.engine import Explainer
     from ktriage.profile.diff import document, to_markdown
@@ -91,11 +112,27 @@ def test_per_line_stalls_of_real_cubins_land_on_their_lines_next_to_the_compile_
                 assert item.samples == mine[(file, line)].instructions
                 assert item.stalls.get("long_scoreboard", 0) == mine[(file, line)].local
         side[r.toolchain.id] = entries
-        profiles.append({"toolchain": r.toolchain.id, "launches": [Launch(0, art.kernel_name, "", "", {})],
-                         "error": None, "files": {}, "command": []})
+        profiles.append(
+            {
+                "toolchain": r.toolchain.id,
+                "launches": [Launch(0, art.kernel_name, "", "", {})],
+                "error": None,
+                "files": {},
+                "command": [],
+            }
+        )
     ref_id, new_id = comparison.ref.toolchain.id, comparison.new.toolchain.id
-    doc = document(op="layer_norm", mode="bwd", input_id=7, backend="liger_layer_norm", reference=ref_id,
-                   profiles=profiles, compile_side={}, ncu_version="fake", lines_side=side)
+    doc = document(
+        op="layer_norm",
+        mode="bwd",
+        input_id=7,
+        backend="liger_layer_norm",
+        reference=ref_id,
+        profiles=profiles,
+        compile_side={},
+        ncu_version="fake",
+        lines_side=side,
+    )
     lines = doc["diffs"][0]["lines"]
     # expected from explain's line maps: a line's share of the samples is its share of the instructions,
     # its long_scoreboard share its share of LDL/STL
@@ -115,9 +152,12 @@ def test_per_line_stalls_of_real_cubins_land_on_their_lines_next_to_the_compile_
     assert (top["file"], top["line"]) == (shown.file, shown.line)
     assert top["points"] == pytest.approx(points(want_top, "instructions"))
     want_stall = max(pairs, key=lambda p: points(p, "local"))
-    stall_line = (want_stall[1] or want_stall[0])
+    stall_line = want_stall[1] or want_stall[0]
     sentence = lines["finding"]
-    assert f"stall 'long_scoreboard' {points(want_stall, 'local'):+.0f} points at {stall_line.file}:{stall_line.line}" in sentence
+    assert (
+        f"stall 'long_scoreboard' {points(want_stall, 'local'):+.0f} points at {stall_line.file}:{stall_line.line}"
+        in sentence
+    )
     local = (want_stall[1].local if want_stall[1] else 0) - (want_stall[0].local if want_stall[0] else 0)
     assert local > 200 and f"where the compiler changed {local:+d} LDL/STL" in sentence  # that line's compile side
     assert lines["compile"][0]["line"] == 126 and lines["compile"][0]["delta"]["local_loads"] == 193

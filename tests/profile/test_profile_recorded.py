@@ -11,18 +11,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from test_profile import fake_ncu  # noqa: E402
+from test_profile import fake_ncu
 
-from ktriage.profile.run import default_input, input_backends  # noqa: E402
-from ktriage.workload.bundle import load_bundle  # noqa: E402
+from ktriage.profile.run import default_input, input_backends
+from ktriage.workload.bundle import load_bundle
 
 WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
 
 
 def test_profile_of_a_recorded_bundle(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     bundle = tmp_path / "rms"
-    res = run_cli(["bench", str(WORKLOAD), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--kernel", "K0",
-                   "--compile-only", "--bundle", str(bundle)])
+    res = run_cli(
+        [
+            "bench",
+            str(WORKLOAD),
+            "-t",
+            "triton==3.3.1",
+            "-t",
+            "triton==3.4.0",
+            "--kernel",
+            "K0",
+            "--compile-only",
+            "--bundle",
+            str(bundle),
+        ]
+    )
     assert res.exit_code == 0, res.stderr
     loaded = load_bundle(bundle)
     first = default_input(loaded)

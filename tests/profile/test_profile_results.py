@@ -38,9 +38,16 @@ def ln_document(*, new_error: str | None = None) -> dict[str, Any]:
         error = new_error if tc == NEW else None
         launches = [] if error else parse_raw_csv((LN / f"{tc}.raw.csv").read_text())
         profiles.append({"toolchain": tc, "launches": launches, "error": error, "files": {"raw_csv": f"{tc}.raw.csv"}})
-    return document(op="layer_norm", mode="bwd", input_id=device["input_id"], backend="liger_layer_norm", reference=REF,
-                    profiles=profiles, compile_side={tc: i["compile_side"] for tc, i in device["toolchains"].items()},
-                    ncu_version="2025.3.1.0")
+    return document(
+        op="layer_norm",
+        mode="bwd",
+        input_id=device["input_id"],
+        backend="liger_layer_norm",
+        reference=REF,
+        profiles=profiles,
+        compile_side={tc: i["compile_side"] for tc, i in device["toolchains"].items()},
+        ncu_version="2025.3.1.0",
+    )
 
 
 def fake_samples(median: float, seed: int) -> list[float]:
@@ -49,16 +56,23 @@ def fake_samples(median: float, seed: int) -> list[float]:
 
 def timed_run(input_id: int) -> tuple[RunInfo, list[Cell]]:
     """A bench run of the bundle: torch baseline plus liger under both toolchains (fake samples)."""
-    run = RunInfo(run_id="profile-test-run", gpu={"name": "NVIDIA H200"}, status="finished",
-                  toolchains=[{"id": REF, "spec": "triton==3.3.1"}, {"id": NEW, "spec": "triton==3.4.0"}],
-                  settings={"plan": {"op": "layer_norm"}})
+    run = RunInfo(
+        run_id="profile-test-run",
+        gpu={"name": "NVIDIA H200"},
+        status="finished",
+        toolchains=[{"id": REF, "spec": "triton==3.3.1"}, {"id": NEW, "spec": "triton==3.4.0"}],
+        settings={"plan": {"op": "layer_norm"}},
+    )
 
     def cell(backend: str, tc: str | None, median: float, seed: int) -> Cell:
         key = CellKey("layer_norm", "bwd", input_id, LABEL, backend, tc)
         return Cell(key, "ok", fake_samples(median, seed), extra={"stopped_by": "stop"})
 
-    return run, [cell("torch_layer_norm", None, 0.30, 1), cell("liger_layer_norm", REF, 0.16, 2),
-                 cell("liger_layer_norm", NEW, 0.80, 3)]
+    return run, [
+        cell("torch_layer_norm", None, 0.30, 1),
+        cell("liger_layer_norm", REF, 0.16, 2),
+        cell("liger_layer_norm", NEW, 0.80, 3),
+    ]
 
 
 @pytest.fixture()
@@ -94,21 +108,32 @@ def _compare(path_or_cells: Any, tmp_path: Path, other: Path | None = None) -> t
     from ktriage.report.markdown import to_markdown
     from ktriage.stats.verdict import VerdictConfig
 
-    comps = build_comparisons(str(path_or_cells), str(other) if other else None, toolchains=other is None, baseline=None,
-                              config=VerdictConfig())
+    comps = build_comparisons(
+        str(path_or_cells),
+        str(other) if other else None,
+        toolchains=other is None,
+        baseline=None,
+        config=VerdictConfig(),
+    )
     return to_markdown(comps), json.loads(to_json(comps)), to_html(comps)
 
 
-def test_compare_quotes_counters_next_to_the_verdict(profiled: tuple[Path, RunInfo, list[Cell]], tmp_path: Path) -> None:
+def test_compare_quotes_counters_next_to_the_verdict(
+    profiled: tuple[Path, RunInfo, list[Cell]], tmp_path: Path
+) -> None:
     md, doc, html = _compare(profiled[0], tmp_path)
     (line,) = [ln for ln in md.splitlines() if "spills 3712" in ln]
     assert line.startswith("- **regression +")
     # the compile side, then the counters (H200: 255 -> 32 registers, 53% -> 91% local, long_scoreboard +13)
-    for part in ("triton-3.4.0.ptxas-12.8.93 spills 3712 B/thread (ref 632 B), 32 registers (ref 255)",
-                 "SASS LDL 111->940", "255 -> 32 registers/thread",
-                 "local-memory (spill) traffic is 91% of L1 sectors (ref 53%)",
-                 "stall 'long_scoreboard' +13 points (now 67% of stall cycles)",
-                 "DRAM throughput 36% -> 22% of peak (218.3 -> 801.4 MB)", "kernel 124.8 -> 757.3 us"):
+    for part in (
+        "triton-3.4.0.ptxas-12.8.93 spills 3712 B/thread (ref 632 B), 32 registers (ref 255)",
+        "SASS LDL 111->940",
+        "255 -> 32 registers/thread",
+        "local-memory (spill) traffic is 91% of L1 sectors (ref 53%)",
+        "stall 'long_scoreboard' +13 points (now 67% of stall cycles)",
+        "DRAM throughput 36% -> 22% of peak (218.3 -> 801.4 MB)",
+        "kernel 124.8 -> 757.3 us",
+    ):
         assert part in line, part
     (q,) = doc["comparisons"][0]["counters"]
     assert q["verdict"] == "regression" and q["available"] and q["new_toolchain"] == NEW
@@ -186,7 +211,12 @@ def test_a_profile_section_of_an_unknown_format_is_refused(profiled: tuple[Path,
     path.write_text(json.dumps(data))
     with pytest.raises(FormatError, match=r"cells\[2\]\.extra\.profile has format_version 99"):
         read_results(path)
-    data["cells"][2]["extra"]["profile"] = {"format": 1, "toolchain": NEW, "status": "ok", "launches": [{"registers_per_thread": "x"}]}
+    data["cells"][2]["extra"]["profile"] = {
+        "format": 1,
+        "toolchain": NEW,
+        "status": "ok",
+        "launches": [{"registers_per_thread": "x"}],
+    }
     path.write_text(json.dumps(data))
     with pytest.raises(FormatError, match="registers_per_thread"):
         read_results(path)
@@ -199,15 +229,40 @@ def test_triage_quotes_counters_next_to_the_compile_side_finding(profiled: tuple
     _, _, cells = profiled
     old = [c for c in cells if c.key.toolchain in (None, REF)]
     new = [c for c in cells if c.key.toolchain in (None, NEW)]
-    flagged = CellTriage("layer_norm", "bwd", cells[0].key.input_id, LABEL, "liger_layer_norm", 0.16, 0.80, 5.0,
-                         "regression", "regression", False, "liger.layer_norm",
-                         cause=Cause("spills", "ptxas", "spill stores 632 -> 3712 B"))
-    other = CellTriage("layer_norm", "bwd", cells[0].key.input_id, LABEL, "torch_layer_norm", 0.3, 0.3, 1.0,
-                       "not_compile_side", "same", False)
+    flagged = CellTriage(
+        "layer_norm",
+        "bwd",
+        cells[0].key.input_id,
+        LABEL,
+        "liger_layer_norm",
+        0.16,
+        0.80,
+        5.0,
+        "regression",
+        "regression",
+        False,
+        "liger.layer_norm",
+        cause=Cause("spills", "ptxas", "spill stores 632 -> 3712 B"),
+    )
+    other = CellTriage(
+        "layer_norm",
+        "bwd",
+        cells[0].key.input_id,
+        LABEL,
+        "torch_layer_norm",
+        0.3,
+        0.3,
+        1.0,
+        "not_compile_side",
+        "same",
+        False,
+    )
     assert attach_counters([flagged, other], old, new) == 1 and other.counters is None
     assert flagged.counters is not None and "spills 3712 B/thread (ref 632 B)" in flagged.counters
     assert "stall 'long_scoreboard' +13 points" in flagged.counters
-    report = TriageReport("old.json", "new.json", "triton==3.3.1", "triton==3.4.0", TriageOptions(), [flagged, other], compared=2)
+    report = TriageReport(
+        "old.json", "new.json", "triton==3.3.1", "triton==3.4.0", TriageOptions(), [flagged, other], compared=2
+    )
     md = to_markdown(report)
     assert f"- layer_norm.bwd[{LABEL}] liger_layer_norm (spills, ptxas): triton-3.4.0.ptxas-12.8.93 spills 3712" in md
     assert report.to_json()["cells"][0]["counters"] == flagged.counters

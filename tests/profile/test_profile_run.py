@@ -35,7 +35,11 @@ def test_profiles_and_parses(tmp_path: Path) -> None:
     assert result.launches[0].number("launch__registers_per_thread") == 32.0
     first = (tmp_path / "calls").read_text().splitlines()[0].split()
     assert first[:6] == ["--clock-control", "none", "--profile-from-start", "off", "--target-processes", "all"]
-    assert "--metrics" in first and "ktriage.profile.target" in first and first[-5:-1] == ["bundle", TC, "7", "liger_layer_norm"]
+    assert (
+        "--metrics" in first
+        and "ktriage.profile.target" in first
+        and first[-5:-1] == ["bundle", TC, "7", "liger_layer_norm"]
+    )
     assert set(result.files) == {"log", "report", "raw_csv", "details_csv", "source_csv"}
     # the SourceCounters per SASS instruction, for the per-line stalls (profile/source.py)
     last = (tmp_path / "calls").read_text().splitlines()[-1].split()
@@ -43,14 +47,22 @@ def test_profiles_and_parses(tmp_path: Path) -> None:
 
 
 def test_unknown_metric_retries_with_sections_only(tmp_path: Path) -> None:
-    ncu = fake_ncu(tmp_path, profile_part='if [[ "$*" == *--metrics* ]]; then echo "==ERROR== Failed to find metric x"; exit 1; fi')
+    ncu = fake_ncu(
+        tmp_path, profile_part='if [[ "$*" == *--metrics* ]]; then echo "==ERROR== Failed to find metric x"; exit 1; fi'
+    )
     result = profile_toolchain(ncu, Path("bundle"), TC, 7, "liger_layer_norm", tmp_path)
     assert result.error is None and result.launches
     assert "--metrics" not in result.command
 
 
 def test_no_permission_is_one_line_and_no_retry(tmp_path: Path) -> None:
-    ncu = fake_ncu(tmp_path, profile_part='echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"; exit 1')
+    ncu = fake_ncu(
+        tmp_path, profile_part='echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"; exit 1'
+    )
     result = profile_toolchain(ncu, Path("bundle"), TC, 7, "liger_layer_norm", tmp_path)
-    assert result.error is not None and result.error.startswith("ncu could not run: no permission") and "\n" not in result.error
+    assert (
+        result.error is not None
+        and result.error.startswith("ncu could not run: no permission")
+        and "\n" not in result.error
+    )
     assert len((tmp_path / "calls").read_text().splitlines()) == 1 and not result.launches

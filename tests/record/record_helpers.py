@@ -27,10 +27,20 @@ def jitrun_request(cases: Sequence[FidelityCase], out_dir: Path) -> Path:
     items: list[dict[str, Any]] = []
     for c in cases:
         package = c.launch.package
-        sys_path = [str(ensure_package(package)), *(str(ensure_package(r)) for r in SUPPORT_PACKAGES)] if package else []
-        items.append({"id": c.name, "source": c.launch.source, "sys_path": sys_path, "args": c.launch.encoded_args(),
-                      "options": c.launch.options() if c.pass_options else {}, "grid": list(c.launch.grid),
-                      "autotune_pick": c.autotune_pick})
+        sys_path = (
+            [str(ensure_package(package)), *(str(ensure_package(r)) for r in SUPPORT_PACKAGES)] if package else []
+        )
+        items.append(
+            {
+                "id": c.name,
+                "source": c.launch.source,
+                "sys_path": sys_path,
+                "args": c.launch.encoded_args(),
+                "options": c.launch.options() if c.pass_options else {},
+                "grid": list(c.launch.grid),
+                "autotune_pick": c.autotune_pick,
+            }
+        )
     request = {"target_cc": 90, "prime": False, "out_dir": str(out_dir), "cases": items}
     path = out_dir / "request.json"
     path.write_text(json.dumps(request))

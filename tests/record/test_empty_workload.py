@@ -11,8 +11,9 @@ from record_helpers import record_cli
 from ktriage.cli.app import main
 
 
-def test_explaining_and_benching_a_workload_of_no_kernel_is_an_error(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_explaining_and_benching_a_workload_of_no_kernel_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "W.json"
     assert record_cli(out, [sys.executable, "-c", "print('no kernel here')"]) == 0
     capsys.readouterr()

@@ -21,7 +21,7 @@ from ktriage.spec.model import KernelSpec
 
 pytestmark = pytest.mark.slow
 
-MODULE = '''
+MODULE = """
 import tabulate_is_not_installed_here
 import numpy_is_not_installed_here as np
 from tabulate_is_not_installed_here import tabulate
@@ -55,10 +55,10 @@ class Operator:
     def method_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         tl.store(out_ptr + offs, twice(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
-'''
+"""
 
 # A script that runs its program at import (no __main__ guard): importing it fails in a compile worker.
-SCRIPT = '''
+SCRIPT = """
 import triton
 import triton.language as tl
 import torch
@@ -72,12 +72,12 @@ def add_one(x_ptr, n, BLOCK: tl.constexpr):
 
 x = torch.ones(1000, device="cuda")
 assert x.sum().item() == 1000, "this program needs a GPU"
-'''
+"""
 
 # A builtin written for Triton 3.3's protocol (``_builder``), called by a 3.4 kernel, which passes
 # ``_semantic``: Triton wraps the TypeError in a CompilationError that says only where (the gdc_wait
 # failure of issue 23).
-CALLEE_ERROR = '''
+CALLEE_ERROR = """
 import triton
 import triton.language as tl
 from triton.language import core
@@ -93,18 +93,24 @@ def bad_kernel(x_ptr, BLOCK: tl.constexpr):
     gdc_wait()
     offs = tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
-'''
+"""
 
 
 def _spec(source: str, name: str, **extra: object) -> KernelSpec:
-    return KernelSpec(name=name, source=source,
-                      signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-                      constexprs={"BLOCK": 256}, divisible_by_16=("x_ptr", "out_ptr", "n"), **extra)  # type: ignore[arg-type]
+    return KernelSpec(
+        name=name,
+        source=source,
+        signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 256},
+        divisible_by_16=("x_ptr", "out_ptr", "n"),
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("version", ["3.3.1", "3.4.0"])
-def test_a_module_importing_missing_packages_compiles_its_kernel(version: str, toolchain, compiler: Compiler,
-                                                                 tmp_path: Path) -> None:
+def test_a_module_importing_missing_packages_compiles_its_kernel(
+    version: str, toolchain, compiler: Compiler, tmp_path: Path
+) -> None:
     tc = toolchain(f"triton=={version}")
     path = tmp_path / "kernels_with_host_imports.py"
     path.write_text(MODULE)
@@ -115,26 +121,36 @@ def test_a_module_importing_missing_packages_compiles_its_kernel(version: str, t
     assert "2.000000e+00" in out.frontend.text("ttir")
 
 
-def test_a_kernel_that_reads_a_missing_module_is_an_error_naming_it(toolchain, compiler: Compiler,
-                                                                    tmp_path: Path) -> None:
+def test_a_kernel_that_reads_a_missing_module_is_an_error_naming_it(
+    toolchain, compiler: Compiler, tmp_path: Path
+) -> None:
     tc = toolchain("triton==3.4.0")
     path = tmp_path / "kernels_reading_numpy.py"
     path.write_text(MODULE)
-    spec = KernelSpec(name="np", source=f"{path}:reads_numpy_kernel",
-                      signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 256})
+    spec = KernelSpec(
+        name="np",
+        source=f"{path}:reads_numpy_kernel",
+        signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 256},
+    )
     out = compiler.compile(spec, tc)
     assert isinstance(out, CompileFailure)
     assert "the kernel reads np (numpy_is_not_installed_here)" in out.message
     assert "numpy_is_not_installed_here" in describe(out)
 
 
-def test_a_script_that_runs_at_import_compiles_from_the_kernels_own_source(toolchain, compiler: Compiler,
-                                                                           tmp_path: Path) -> None:
+def test_a_script_that_runs_at_import_compiles_from_the_kernels_own_source(
+    toolchain, compiler: Compiler, tmp_path: Path
+) -> None:
     tc = toolchain("triton==3.4.0")
     path = tmp_path / "script_without_main_guard.py"
     path.write_text(SCRIPT)
-    spec = KernelSpec(name="add_one", source=f"{path}:add_one",
-                      signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 1024})
+    spec = KernelSpec(
+        name="add_one",
+        source=f"{path}:add_one",
+        signature={"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 1024},
+    )
     out = compiler.compile(spec, tc)
     assert isinstance(out, Artifact), describe(out)
 
@@ -143,8 +159,12 @@ def test_a_callee_error_keeps_its_root_cause(toolchain, compiler: Compiler, tmp_
     tc = toolchain("triton==3.4.0")
     path = tmp_path / "callee_error.py"
     path.write_text(CALLEE_ERROR)
-    spec = KernelSpec(name="bad", source=f"{path}:bad_kernel", signature={"x_ptr": "*fp32", "BLOCK": "constexpr"},
-                      constexprs={"BLOCK": 16})
+    spec = KernelSpec(
+        name="bad",
+        source=f"{path}:bad_kernel",
+        signature={"x_ptr": "*fp32", "BLOCK": "constexpr"},
+        constexprs={"BLOCK": 16},
+    )
     out = compiler.compile(spec, tc)
     assert isinstance(out, CompileFailure)
     assert "root cause: TypeError: gdc_wait() got an unexpected keyword argument '_semantic'" in out.message
@@ -183,11 +203,14 @@ def test_a_placeholder_is_for_one_module_only(tmp_path: Path) -> None:
     from ktriage.insitu import worker
 
     (tmp_path / "needs.py").write_text("import optional_dep_not_here\nVALUE = 1\n")
-    (tmp_path / "guards.py").write_text("try:\n    import optional_dep_not_here\n    HAS = True\n"
-                                        "except ImportError:\n    HAS = False\n")
-    code = (f"import sys; sys.path.insert(0, {str(Path(worker.__file__).parent)!r}); sys.path.insert(0, {str(tmp_path)!r})\n"
-            "import placeholders, worker\nplaceholders.install()\n"
-            "assert worker._import_with_placeholders('needs').VALUE == 1\n"
-            "import guards\nprint(guards.HAS)\n")
+    (tmp_path / "guards.py").write_text(
+        "try:\n    import optional_dep_not_here\n    HAS = True\nexcept ImportError:\n    HAS = False\n"
+    )
+    code = (
+        f"import sys; sys.path.insert(0, {str(Path(worker.__file__).parent)!r}); sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import placeholders, worker\nplaceholders.install()\n"
+        "assert worker._import_with_placeholders('needs').VALUE == 1\n"
+        "import guards\nprint(guards.HAS)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.stdout.strip() == "False", out.stderr[-2000:]

@@ -21,7 +21,7 @@ import pytest
 from record_helpers import INSITU, record_cli
 
 from ktriage.analyze.cuobjdump import run_cuobjdump
-from ktriage.compile.compiler import Artifact, Compiler, CompileFailure
+from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.insitu import kernel_source
 from ktriage.record.snapshot import materialize, requirement, snapshot_digest
 from ktriage.record.workload import load_workload
@@ -29,7 +29,7 @@ from ktriage.spec.packages import snapshot_dir
 
 pytestmark = pytest.mark.slow
 
-ATTN_OPS = '''\
+ATTN_OPS = """\
 import math
 
 from servingish.attn_helpers import _scaled
@@ -80,20 +80,20 @@ def decode(q, out, n):
 
 def merge(a, b, out, n):
     return merge_states_kernel[(triton.cdiv(n, 128),)](out, a, b, n, BLOCK=128)
-'''
+"""
 
 # a module of @triton.jit helpers that imports tl and triton from the host helper module too
 # (vLLM's triton_attention_helpers): it is in the snapshot, and must import on the compile machine
-ATTN_HELPERS = '''\
+ATTN_HELPERS = """\
 from servingish.triton_utils import tl, triton
 
 
 @triton.jit
 def _scaled(x, s):
     return x * s
-'''
+"""
 
-PROGRAM = '''
+PROGRAM = """
 import sys, types
 sys.path.insert(0, {insitu!r})
 import fakedriver  # stands in for the GPU: Triton's real launch path, no device
@@ -118,11 +118,12 @@ for name, compiled in (("merge", attn_ops.merge(x, y, out, 4096)), ("decode", at
     with open({jit!r} + "/" + name + ".cubin", "wb") as fh:
         fh.write(compiled.asm["cubin"])
 print("done")
-'''
+"""
 
 
-def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_serving_patterns_record_and_compile_like_the_jit(
+    toolchain, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tc = toolchain("triton==3.6.0")
     src, jit = tmp_path / "src", tmp_path / "jit"
     (src / "servingish").mkdir(parents=True)
@@ -152,7 +153,9 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
     files = workload.snapshots[digest]["files"]
     assert "servingish/platforms.py" not in files and "servingish/triton_utils.py" not in files
     recorded = kernel_source.read_globals(files[kernel_source.GLOBALS_FILE])["servingish.attn_ops"]
-    assert recorded["values"]["tl"] == {"module": "triton.language"} and recorded["values"]["triton"] == {"module": "triton"}
+    assert recorded["values"]["tl"] == {"module": "triton.language"} and recorded["values"]["triton"] == {
+        "module": "triton"
+    }
     assert recorded["values"]["IS_HIP"] == {"constexpr": False}
     assert recorded["defaults"]["merge_states_kernel"]["FP8_MIN"] == -448.0
     assert recorded["values"]["_scaled"] == {"import": "servingish.attn_helpers:_scaled"}
@@ -171,8 +174,11 @@ def test_serving_patterns_record_and_compile_like_the_jit(toolchain, tmp_path: P
         shutil.rmtree(snapshot_dir(f"snapshot:{k.snapshot}"), ignore_errors=True)
     workload = load_workload(out)
     with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
-        for kernel, cubin in ((by_name["merge_states_kernel"], "merge"), (by_name["decode_stage1_kernel"], "decode"),
-                              (by_name["scale_kernel"], "scale")):
+        for kernel, cubin in (
+            (by_name["merge_states_kernel"], "merge"),
+            (by_name["decode_stage1_kernel"], "decode"),
+            (by_name["scale_kernel"], "scale"),
+        ):
             spec = next(k for k in workload.kernels if k.function == kernel.function).inputs[0].spec
             artifact = compiler.compile(spec, tc)
             assert isinstance(artifact, Artifact), artifact

@@ -8,7 +8,7 @@ import ast
 
 from ktriage.insitu import kernel_source, record_hook
 
-MODULE = '''\
+MODULE = """\
 import math
 from servingish.platforms import current_platform
 from servingish.triton_utils import tl, triton
@@ -27,7 +27,7 @@ def merge_kernel(out_ptr, n, BLOCK: tl.constexpr, USE_FP8: tl.constexpr = False,
     if IS_HIP:
         offs = offs * 2
     tl.store(out_ptr + offs, tl.minimum(tl.maximum(offs, FP8_MIN), FP8_MAX), mask=offs < n)
-'''
+"""
 
 VALUES = {"tl": {"module": "triton.language"}, "triton": {"module": "triton"}, "IS_HIP": {"constexpr": False}}
 DEFAULTS = {"USE_FP8": False, "FP8_MIN": -448.0, "FP8_MAX": 448.0, "OUT_DTYPE": {"tl": "float16"}}
@@ -40,15 +40,16 @@ def _sources() -> tuple[dict[str, str], dict[str, str]]:
 
 def test_recorded_values_stand_where_their_statements_stood() -> None:
     values, defaults = _sources()
-    text, names = kernel_source.extract(MODULE, "merge_kernel", package="servingish", values=values,
-                                        defaults=defaults)
+    text, names = kernel_source.extract(MODULE, "merge_kernel", package="servingish", values=values, defaults=defaults)
     out = text.splitlines()
     original = MODULE.splitlines()
     # the host helpers' imports and the statements that called them are gone
     assert "current_platform" not in text and "float8_info" not in text and "servingish" not in text
     # the re-exported modules and the constexpr the kernel reads, on the lines of their statements
-    assert out[2] == ("tl = __import__('importlib').import_module('triton.language'); "
-                      "triton = __import__('importlib').import_module('triton')")
+    assert out[2] == (
+        "tl = __import__('importlib').import_module('triton.language'); "
+        "triton = __import__('importlib').import_module('triton')"
+    )
     assert out[5] == "IS_HIP = __import__('triton.language').language.constexpr(False)"
     # the defaults that are no literal are the recorded values; literals stay as written
     def_line = original.index("@triton.jit") + 1
@@ -69,13 +70,18 @@ def test_without_recorded_values_the_module_statements_are_kept() -> None:
     assert "from servingish.triton_utils import tl, triton" in text
     assert "float8_info = current_platform.fp8_info()" in text and "= float8_info.min," in text
     assert kernel_source.extract(MODULE, "merge_kernel", package="servingish", values={}, defaults={}) == (
-        text, kernel_source.extract(MODULE, "merge_kernel", package="servingish")[1])
+        text,
+        kernel_source.extract(MODULE, "merge_kernel", package="servingish")[1],
+    )
 
 
 def test_globals_file_round_trip_and_unsafe_entries_refused() -> None:
-    recorded = {"servingish.attn": {"values": {**VALUES, "LOG2E": {"constexpr": 1.4426950408889634},
-                                               "NEG": {"float": "-inf"}, "NAME": "x'y"},
-                                    "defaults": {"merge_kernel": DEFAULTS}}}
+    recorded = {
+        "servingish.attn": {
+            "values": {**VALUES, "LOG2E": {"constexpr": 1.4426950408889634}, "NEG": {"float": "-inf"}, "NAME": "x'y"},
+            "defaults": {"merge_kernel": DEFAULTS},
+        }
+    }
     text = record_hook.globals_file_text(recorded)
     assert kernel_source.read_globals(text) == recorded
     values, _ = kernel_source.recorded_sources(recorded["servingish.attn"])
@@ -103,11 +109,13 @@ def test_encode_global_keeps_what_it_can_say() -> None:
 def test_a_helper_module_runs_with_its_recorded_values() -> None:
     """A module the kernel's module imports (vLLM's triton_attention_helpers): its statements whose
     names all have recorded values become the values on the same lines; the rest is as written."""
-    helpers = ("from __future__ import annotations\n"
-               "from servingish.triton_utils import (tl,\n    triton)\n"
-               "from servingish.platforms import current_platform, other\n"
-               "A = 1; B = 2\n"
-               "\n@triton.jit\ndef _scaled(x, s):\n    return x * s\n")
+    helpers = (
+        "from __future__ import annotations\n"
+        "from servingish.triton_utils import (tl,\n    triton)\n"
+        "from servingish.platforms import current_platform, other\n"
+        "A = 1; B = 2\n"
+        "\n@triton.jit\ndef _scaled(x, s):\n    return x * s\n"
+    )
     values = {"tl": "TL", "triton": "TRITON", "current_platform": "CP", "A": "3", "B": "4"}
     out = kernel_source.with_recorded(helpers, values).splitlines()
     assert out[0] == "from __future__ import annotations"

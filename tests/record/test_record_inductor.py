@@ -26,7 +26,7 @@ torch = pytest.importorskip("torch")
 SITE = Path(torch.__file__).resolve().parent.parent
 MODULE = Path(__file__).parent / "data" / "inductor_generated_module.py"
 
-PROGRAM = '''
+PROGRAM = """
 import importlib.util, os, sys
 sys.path.insert(0, {insitu!r})
 import fakedriver
@@ -49,20 +49,22 @@ for n in (4096, 4096, 8192):
     kernel.run(x, out, n, stream=0)
 with open({cubin!r}, "wb") as fh:  # what inductor compiled, to compare with ktriage's compile of the record
     fh.write(kernel.compile_results[0].kernel.asm["cubin"])
-'''
+"""
 
 
 def test_the_hook_installs_on_inductors_classes(tmp_path: Path) -> None:
-    code = (f"import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('h', {str(record_hook.__file__)!r})\n"
-            f"h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)\n"
-            f"h.install({str(tmp_path / 'j')!r})\n"
-            f"from torch._inductor.runtime import triton_heuristics as th\n"
-            f"assert th.CachingAutotuner.run._ktriage_record\n"
-            # static launches go through CachingAutotuner.run too (its launchers wrap the static kernel)
-            f"from torch._inductor.runtime import static_triton_launcher as s\n"
-            f"assert hasattr(s, 'StaticallyLaunchedCudaKernel') and hasattr(th, 'StaticTritonCompileResult')\n"
-            f"print('ok')\n")
+    code = (
+        f"import importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('h', {str(record_hook.__file__)!r})\n"
+        f"h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)\n"
+        f"h.install({str(tmp_path / 'j')!r})\n"
+        f"from torch._inductor.runtime import triton_heuristics as th\n"
+        f"assert th.CachingAutotuner.run._ktriage_record\n"
+        # static launches go through CachingAutotuner.run too (its launchers wrap the static kernel)
+        f"from torch._inductor.runtime import static_triton_launcher as s\n"
+        f"assert hasattr(s, 'StaticallyLaunchedCudaKernel') and hasattr(th, 'StaticTritonCompileResult')\n"
+        f"print('ok')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
     assert "not_captured" not in (tmp_path / "j").read_text()
@@ -72,12 +74,16 @@ def test_the_hook_installs_on_inductors_classes(tmp_path: Path) -> None:
 # the generated module is still no runtime helper, so its host-side imports are still stubs.
 @pytest.mark.slow
 @pytest.mark.parametrize("module_name", ["cq3bkzuyrxhd4wr7", "torch._inductor.runtime.compile_tasks.cq3bkzuyrxhd4wr7"])
-def test_an_inductor_kernel_is_recorded_through_the_fake_driver(toolchain, tmp_path: Path, monkeypatch,
-                                                                module_name: str) -> None:
+def test_an_inductor_kernel_is_recorded_through_the_fake_driver(
+    toolchain, tmp_path: Path, monkeypatch, module_name: str
+) -> None:
     tc = toolchain("triton==3.6.0")
     prog = tmp_path / "prog.py"
-    prog.write_text(PROGRAM.format(insitu=str(INSITU), module=str(MODULE), module_name=module_name,
-                                cubin=str(tmp_path / "inductor.cubin")))
+    prog.write_text(
+        PROGRAM.format(
+            insitu=str(INSITU), module=str(MODULE), module_name=module_name, cubin=str(tmp_path / "inductor.cubin")
+        )
+    )
     monkeypatch.setenv("PYTHONPATH", str(SITE))  # torch 2.13 (CPU build) next to the toolchain's Triton
     out = tmp_path / "W.json"
     assert record_cli(out, [str(tc.python), str(prog)]) == 0
@@ -130,7 +136,7 @@ def test_the_h200_torch_compile_recording_compiles_from_its_snapshot(toolchain, 
     assert artifact.kernel_name == kernel.function
 
 
-PLACEHOLDER_PROGRAM = '''
+PLACEHOLDER_PROGRAM = """
 import sys
 sys.path.insert(0, {insitu!r})
 import placeholders
@@ -140,7 +146,7 @@ import torch
 from torch._inductor.runtime import helper
 print(torch.__file__ if getattr(torch, "__file__", None) else "placeholder", torch.version.hip,
       torch.cuda.is_available(), helper.VALUE)
-'''
+"""
 
 
 def test_a_snapshot_stub_folder_gets_the_placeholder_and_a_real_torch_still_wins(toolchain, tmp_path: Path) -> None:
@@ -155,9 +161,18 @@ def test_a_snapshot_stub_folder_gets_the_placeholder_and_a_real_torch_still_wins
     out = subprocess.run([str(tc.python), str(prog)], capture_output=True, text=True, check=True).stdout.split()
     assert out[:3] == ["placeholder", "None", "True"] and " ".join(out[3:]) == "from the snapshot"
     # where torch is installed (this interpreter), the stub folder in front of it does not hide it
-    real = subprocess.run([sys.executable, "-c", PLACEHOLDER_PROGRAM.format(insitu=str(INSITU), snapshot=str(snapshot))
-                           .replace("from torch._inductor.runtime import helper", "helper = type('h', (), {'VALUE': 'x'})")],
-                          capture_output=True, text=True, check=True).stdout.split()
+    real = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PLACEHOLDER_PROGRAM.format(insitu=str(INSITU), snapshot=str(snapshot)).replace(
+                "from torch._inductor.runtime import helper", "helper = type('h', (), {'VALUE': 'x'})"
+            ),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert real[0] == str(Path(torch.__file__))
 
 
@@ -172,6 +187,10 @@ def test_a_kernel_pickled_back_from_inductors_subprocess_is_reloaded_for_its_sna
 
     fresh = SimpleNamespace(fn=SimpleNamespace(fn=kernel))
     assert record_hook.inductor_function(fresh) is kernel
-    pickled = SimpleNamespace(fn=SimpleNamespace(fn=None), _reload_kernel=lambda: SimpleNamespace(fn=SimpleNamespace(fn=kernel)))
+    pickled = SimpleNamespace(
+        fn=SimpleNamespace(fn=None), _reload_kernel=lambda: SimpleNamespace(fn=SimpleNamespace(fn=kernel))
+    )
     assert record_hook.inductor_function(pickled) is kernel
-    assert record_hook.inductor_function(SimpleNamespace(fn=SimpleNamespace(fn=None))) is None  # no way back: the caller notes why
+    assert (
+        record_hook.inductor_function(SimpleNamespace(fn=SimpleNamespace(fn=None))) is None
+    )  # no way back: the caller notes why

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 SITE = Path(torch.__file__).resolve().parent.parent
 MODULE = Path(__file__).parent / "data" / "inductor_template_module.py"
 
-PROGRAM = '''
+PROGRAM = """
 import importlib.util, os, sys
 sys.path.insert(0, {insitu!r})
 import fakedriver
@@ -49,7 +49,7 @@ for _ in range(2):  # the wrapper's call: arguments, then the template's grid (m
 if {break_grid!r}:  # a launcher whose grid the hook cannot evaluate: said at record time
     kernel.inductor_meta.pop("extra_launcher_args")
     kernel.run(*fresh(aligned=False), 4, 1, 1, stream=0)
-'''
+"""
 
 
 def _record(tc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, break_grid: bool) -> Path:  # type: ignore[no-untyped-def]
@@ -62,8 +62,9 @@ def _record(tc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, break_grid: boo
     return out
 
 
-def test_a_template_kernels_grid_is_recorded(toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_template_kernels_grid_is_recorded(
+    toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     tc = toolchain("triton==3.6.0")
     out = _record(tc, tmp_path, monkeypatch, break_grid=False)
     assert "cannot bench" not in capsys.readouterr().err
@@ -85,11 +86,16 @@ def test_a_template_kernels_grid_is_recorded(toolchain, tmp_path: Path, monkeypa
 
 
 def test_a_grid_that_cannot_be_read_is_said_at_record_time_and_by_workload_show(
-        toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     tc = toolchain("triton==3.6.0")
     out = _record(tc, tmp_path, monkeypatch, break_grid=True)
     err = capsys.readouterr().err
-    assert "cannot bench K" in err and "triton_tem_fused_mm_0" in err and "no recorded grid: inductor's FixedGrid grid" in err
+    assert (
+        "cannot bench K" in err
+        and "triton_tem_fused_mm_0" in err
+        and "no recorded grid: inductor's FixedGrid grid" in err
+    )
     workload = load_workload(out)
     (blocked,) = bench_blockers(workload)
     assert "NameError" in blocked.why and "_grid_0" in blocked.why

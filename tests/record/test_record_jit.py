@@ -27,8 +27,17 @@ from ktriage.toolchain.supported import SUPPORTED_TRITON
 
 pytestmark = pytest.mark.slow
 
-SPEC_FIELDS = ("signature", "constexprs", "divisible_by_16", "equal_to_1", "num_warps", "num_stages", "num_ctas",
-               "maxnreg", "target")
+SPEC_FIELDS = (
+    "signature",
+    "constexprs",
+    "divisible_by_16",
+    "equal_to_1",
+    "num_warps",
+    "num_stages",
+    "num_ctas",
+    "maxnreg",
+    "target",
+)
 
 
 def _fields(spec: KernelSpec) -> dict[str, object]:
@@ -95,8 +104,12 @@ def test_the_hook_on_every_supported_triton(version: str, toolchain, tmp_path: P
     JIT passed to triton.compile (3.2's AttrsDescriptor is not compared)."""
     tc = toolchain(f"triton=={version}")
     kernels = Path(__file__).resolve().parent.parent / "kernels_decorated.py"
-    launch = Launch(name="heuristic_autotuned", source=f"{kernels}:heuristic_autotuned_kernel", package=None,
-                    args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)))
+    launch = Launch(
+        name="heuristic_autotuned",
+        source=f"{kernels}:heuristic_autotuned_kernel",
+        package=None,
+        args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)),
+    )
     case = FidelityCase(name="heuristic_autotuned", launch=launch, autotune_pick=1, pass_options=False)
     code, out = record_cases(tc.python, [case], tmp_path)
     assert code == 0
@@ -107,7 +120,9 @@ def test_the_hook_on_every_supported_triton(version: str, toolchain, tmp_path: P
     assert kernel.autotune_configs is not None and len(kernel.autotune_configs) == 2
     assert inp.autotune_choice == kernel.autotune_configs[1] and inp.heuristics == {"EVEN": True}
     assert inp.spec.constexprs == {"BLOCK": 128, "EVEN": True} and inp.spec.num_warps == 4
-    assert inp.jit_check == ("unchecked: Triton 3.2's AttrsDescriptor is not compared" if version == "3.2.0" else "same")
+    assert inp.jit_check == (
+        "unchecked: Triton 3.2's AttrsDescriptor is not compared" if version == "3.2.0" else "same"
+    )
 
 
 def test_fla_chunk_gated_delta_rule_kernels(toolchain, tmp_path: Path) -> None:
@@ -148,8 +163,12 @@ def test_repeated_autotuned_launches_are_counted(toolchain, tmp_path: Path) -> N
     """The second launch of an autotuned kernel (the tuner's cache answers) is counted, not recorded again."""
     tc = toolchain("triton==3.4.0")
     kernels = Path(__file__).resolve().parent.parent / "kernels_decorated.py"
-    launch = Launch(name="heuristic_autotuned", source=f"{kernels}:heuristic_autotuned_kernel", package=None,
-                    args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)))
+    launch = Launch(
+        name="heuristic_autotuned",
+        source=f"{kernels}:heuristic_autotuned_kernel",
+        package=None,
+        args=(("x_ptr", Ptr("fp32")), ("y_ptr", Ptr("fp32")), ("n", 4096)),
+    )
     cases = [FidelityCase(name=f"launch{i}", launch=launch, autotune_pick=1, pass_options=False) for i in range(3)]
     code, out = record_cases(tc.python, cases, tmp_path)
     assert code == 0
@@ -158,7 +177,7 @@ def test_repeated_autotuned_launches_are_counted(toolchain, tmp_path: Path) -> N
     assert inp.count == 3 and inp.autotune_choice == kernel.autotune_configs[1]  # type: ignore[index]
 
 
-REPEATS_PROGRAM = '''
+REPEATS_PROGRAM = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import fakedriver
@@ -181,7 +200,7 @@ for _ in range(3):
     add[(8,)](*large, 8192, BLOCK=1024)
 for _ in range(2):
     add.run(*small, 4096, BLOCK=1024, grid=(4,), warmup=False)  # as autotuners and libraries call it
-'''
+"""
 
 
 def test_repeated_launches_are_one_input_each(toolchain, tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from ktriage.spec.packages import snapshot_dir
 
 pytestmark = pytest.mark.slow
 
-OPERATOR = '''
+OPERATOR = """
 import tabulate_only_on_the_gpu_host
 import triton
 import triton.language as tl
@@ -56,9 +56,9 @@ def make_scale(factor, block):
         tl.store(out_ptr + offs, scale_by(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)
 
     return scale_kernel
-'''
+"""
 
-PROGRAM = '''
+PROGRAM = """
 import sys
 sys.path.insert(0, {insitu!r})
 import fakedriver  # stands in for the GPU: Triton's real launch path, no device
@@ -73,11 +73,12 @@ operator.Operator().triton_softmax(x, out, 1000)
 kernel = operator.make_scale(3.0, tl.constexpr(256))
 kernel[(4,)](x, out, 1000)
 print("done")
-'''
+"""
 
 
 def test_kernels_in_a_method_and_a_closure_are_recorded_and_compile_from_the_workload(
-        toolchain, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    toolchain, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tc = toolchain("triton==3.4.0")
     src, gpu_only = tmp_path / "src", tmp_path / "gpu_only"
     (src / "nestedops").mkdir(parents=True)

@@ -20,7 +20,7 @@ from ktriage.spec.packages import snapshot_dir
 
 pytestmark = pytest.mark.slow
 
-HELPERS = '''
+HELPERS = """
 import triton
 import triton.language as tl
 
@@ -28,9 +28,9 @@ import triton.language as tl
 @triton.jit
 def twice(x):
     return x * 2
-'''
+"""
 
-KERNEL = '''
+KERNEL = """
 import triton
 import triton.language as tl
 from helpers import twice
@@ -41,9 +41,9 @@ def twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(out_ptr + offs, twice(tl.load(x_ptr + offs, mask=mask)), mask=mask)
-'''
+"""
 
-PROGRAM = '''
+PROGRAM = """
 import os, signal, sys
 sys.path.insert(0, {insitu!r})
 import fakedriver  # stands in for the GPU: Triton's real launch path, no device
@@ -59,7 +59,7 @@ for i, n in enumerate(sizes):
     if i + 1 == kill_after:
         os.kill(os.getpid(), signal.SIGKILL)
 print("done")
-'''
+"""
 
 
 def _program(tmp_path: Path) -> Path:
@@ -72,8 +72,9 @@ def _program(tmp_path: Path) -> Path:
     return prog
 
 
-def test_a_local_file_kernel_is_explained_from_its_snapshot_alone(toolchain, tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_local_file_kernel_is_explained_from_its_snapshot_alone(
+    toolchain, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     tc = toolchain("triton==3.3.1")
     toolchain("triton==3.4.0")
     prog = _program(tmp_path)
@@ -144,9 +145,11 @@ def test_processes_the_program_starts_record_into_the_same_workload(toolchain, t
     tc = toolchain("triton==3.3.1")
     prog = _program(tmp_path)
     launcher = tmp_path / "launcher.py"
-    launcher.write_text("import subprocess, sys\n"
-                        f"procs = [subprocess.Popen([sys.executable, {str(prog)!r}, '4096,8192,8192']) for _ in range(2)]\n"
-                        "sys.exit(max(p.wait() for p in procs))\n")
+    launcher.write_text(
+        "import subprocess, sys\n"
+        f"procs = [subprocess.Popen([sys.executable, {str(prog)!r}, '4096,8192,8192']) for _ in range(2)]\n"
+        "sys.exit(max(p.wait() for p in procs))\n"
+    )
     out = tmp_path / "W.json"
     assert record_cli(out, [str(tc.python), str(launcher)]) == 0
     (kernel,) = load_workload(out).kernels
@@ -158,13 +161,15 @@ def test_a_forked_child_records_as_its_own_process(toolchain, tmp_path: Path) ->
     tc = toolchain("triton==3.3.1")
     prog = _program(tmp_path)
     forking = tmp_path / "forking.py"
-    forking.write_text("import os, runpy, sys\n"
-                       f"sys.argv = [{str(prog)!r}, '4096,8192']\n"
-                       f"runpy.run_path({str(prog)!r}, run_name='__main__')\n"
-                       "pid = os.fork()\n"
-                       f"sys.argv = [{str(prog)!r}, '8192,16384']\n"
-                       f"runpy.run_path({str(prog)!r}, run_name='__main__')\n"
-                       "if pid:\n    os.waitpid(pid, 0)\n")
+    forking.write_text(
+        "import os, runpy, sys\n"
+        f"sys.argv = [{str(prog)!r}, '4096,8192']\n"
+        f"runpy.run_path({str(prog)!r}, run_name='__main__')\n"
+        "pid = os.fork()\n"
+        f"sys.argv = [{str(prog)!r}, '8192,16384']\n"
+        f"runpy.run_path({str(prog)!r}, run_name='__main__')\n"
+        "if pid:\n    os.waitpid(pid, 0)\n"
+    )
     out = tmp_path / "W.json"
     assert record_cli(out, [str(tc.python), str(forking)]) == 0
     (kernel,) = load_workload(out).kernels

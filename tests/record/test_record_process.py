@@ -53,8 +53,10 @@ def _alive(pid: int) -> bool:
 def _start_record(tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, list[int]]:
     output = tmp_path / "W.json"
     pids = tmp_path / "pids"
-    proc = subprocess.Popen([sys.executable, "-m", "ktriage", "record", "-o", str(output), "--",
-                             sys.executable, "-c", PROGRAM, str(pids)], cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ktriage", "record", "-o", str(output), "--", sys.executable, "-c", PROGRAM, str(pids)],
+        cwd=tmp_path,
+    )
     _wait(lambda: pids.exists() or proc.poll() is not None, "the program's pid file")
     assert proc.poll() is None, "record ended before the program started"
     return proc, output, [int(p) for p in pids.read_text().split()]
@@ -119,8 +121,17 @@ def test_no_gpu_is_named_when_no_kernel_came(tmp_path: Path, capsys: pytest.Capt
     from ktriage.record.run import gpu_problem
 
     problem = gpu_problem()
-    code = main(["record", "-o", str(tmp_path / "W.json"), "--", sys.executable, "-c",
-                 "raise SystemExit('RuntimeError: 0 active drivers ([]). There should only be one.')"])
+    code = main(
+        [
+            "record",
+            "-o",
+            str(tmp_path / "W.json"),
+            "--",
+            sys.executable,
+            "-c",
+            "raise SystemExit('RuntimeError: 0 active drivers ([]). There should only be one.')",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == exit_codes.INCOMPLETE and "recorded 0 kernels" in err
     if problem is None:  # a GPU host: nothing to say about the GPU

@@ -22,17 +22,23 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 SITE = Path(torch.__file__).resolve().parent.parent
-TRITONBENCH = next((p for p in (REPO.parent / "shared" / "thirdparty" / "tritonbench", Path("/work/shared/thirdparty/tritonbench"))
-                    if p.exists()), REPO.parent / "shared" / "thirdparty" / "tritonbench")
+TRITONBENCH = next(
+    (
+        p
+        for p in (REPO.parent / "shared" / "thirdparty" / "tritonbench", Path("/work/shared/thirdparty/tritonbench"))
+        if p.exists()
+    ),
+    REPO.parent / "shared" / "thirdparty" / "tritonbench",
+)
 
-STAND_IN = '''# a stand-in for the recording host's real package (this CPU machine lacks it)
+STAND_IN = """# a stand-in for the recording host's real package (this CPU machine lacks it)
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
     return lambda *a, **k: ""
-'''
+"""
 
-PROGRAM = '''
+PROGRAM = """
 import sys
 sys.path.insert(0, {insitu!r})
 import fakedriver  # stands in for the GPU: Triton's real launch path, no device
@@ -51,11 +57,12 @@ mm.matmul_kernel.fn[(16,)](a, b, c, 512, 512, 512, 512, 1, 512, 1, 512, 1, BLOCK
                             GROUP_M=8, ACTIVATION="", ENABLE_BUFFER_OPS_ASSUMES=False, num_warps=8, num_stages=3)
 x, y = T("fp32", shape=(4096, 1000)), T("fp32", shape=(4096, 1000))
 softmax.Operator.softmax_kernel[(4096,)](y, x, 1000, 1000, 1000, BLOCK_SIZE=1024, num_warps=4)
-'''
+"""
 
 
 def test_tritonbench_kernels_whose_modules_need_the_gpu_hosts_packages_compile_from_the_workload(
-        toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     if not (TRITONBENCH / "tritonbench" / "operators" / "low_mem_dropout" / "kernels.py").exists():
         pytest.skip(f"the TritonBench snapshot is not at {TRITONBENCH}")
     tc = toolchain("triton==3.6.0")
@@ -73,8 +80,12 @@ def test_tritonbench_kernels_whose_modules_need_the_gpu_hosts_packages_compile_f
     capsys.readouterr()
     workload = load_workload(out)
     assert not workload.not_captured, workload.not_captured
-    assert sorted(k.function for k in workload.kernels) == ["_seeded_triton_dropout", "matmul_kernel", "softmax_kernel",
-                                                            "triton_exp_kernel"]
+    assert sorted(k.function for k in workload.kernels) == [
+        "_seeded_triton_dropout",
+        "matmul_kernel",
+        "softmax_kernel",
+        "triton_exp_kernel",
+    ]
     assert all(i.jit_check == "same" for k in workload.kernels for i in k.inputs)
     assert main(["explain", str(out), "-t", "triton==3.4.0", "-f", "json"]) == 0
     text = capsys.readouterr().out
@@ -83,4 +94,8 @@ def test_tritonbench_kernels_whose_modules_need_the_gpu_hosts_packages_compile_f
     # every kernel compiled and was analyzed: no failed cell, nothing incomplete
     assert result["complete"] and not result["failures"], result["failures"]
     assert sorted(k["spec"]["meta"]["function"] for k in result["kernels"]) == [
-        "_seeded_triton_dropout", "matmul_kernel", "softmax_kernel", "triton_exp_kernel"]
+        "_seeded_triton_dropout",
+        "matmul_kernel",
+        "softmax_kernel",
+        "triton_exp_kernel",
+    ]

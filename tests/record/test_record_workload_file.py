@@ -12,7 +12,7 @@ from ktriage.cli.app import main
 from ktriage.errors import FormatError
 from ktriage.record.workload import compact, load_workload, save_workload
 
-KERNEL = '''
+KERNEL = """
 import triton
 import triton.language as tl
 
@@ -21,7 +21,7 @@ import triton.language as tl
 def scale_kernel(x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
-'''
+"""
 
 
 def _journal(tmp_path: Path) -> list[dict[str, object]]:
@@ -34,14 +34,41 @@ def _journal(tmp_path: Path) -> list[dict[str, object]]:
     return [
         {"type": "header", "format_version": 1, "kind": "ktriage-record-journal", "argv": ["prog.py"]},
         {"type": "host", "triton": "3.4.0", "target": "sm_90"},
-        {"type": "kernel", "id": "K0", "kind": "jit", "function": "scale_kernel", "module": "scale",
-         "original_module": "scale", "file": str(src), "snapshot": {"files": files, "notes": []}, "package": None},
-        {"type": "launch", "id": "L0", "kernel": "K0", "args": [["x_ptr", tensor], ["n", 4096], ["BLOCK", 256]],
-         "options": {"num_warps": 8}, "grid": [16]},
-        {"type": "launch", "id": "L1", "kernel": "K0", "args": [["x_ptr", {**tensor, "shape": [8192]}], ["n", 8192],
-                                                                ["BLOCK", 256]], "options": {"num_warps": 8}, "grid": [32]},
-        {"type": "launch", "id": "L2", "kernel": "K0", "args": [["x_ptr", {"unsupported": "Foo: <foo>"}], ["n", 3],
-                                                                ["BLOCK", 256]], "options": {}, "grid": [1]},
+        {
+            "type": "kernel",
+            "id": "K0",
+            "kind": "jit",
+            "function": "scale_kernel",
+            "module": "scale",
+            "original_module": "scale",
+            "file": str(src),
+            "snapshot": {"files": files, "notes": []},
+            "package": None,
+        },
+        {
+            "type": "launch",
+            "id": "L0",
+            "kernel": "K0",
+            "args": [["x_ptr", tensor], ["n", 4096], ["BLOCK", 256]],
+            "options": {"num_warps": 8},
+            "grid": [16],
+        },
+        {
+            "type": "launch",
+            "id": "L1",
+            "kernel": "K0",
+            "args": [["x_ptr", {**tensor, "shape": [8192]}], ["n", 8192], ["BLOCK", 256]],
+            "options": {"num_warps": 8},
+            "grid": [32],
+        },
+        {
+            "type": "launch",
+            "id": "L2",
+            "kernel": "K0",
+            "args": [["x_ptr", {"unsupported": "Foo: <foo>"}], ["n", 3], ["BLOCK", 256]],
+            "options": {},
+            "grid": [1],
+        },
         {"type": "counts", "counts": {"L0": 5, "L1": 2, "L2": 1}},
     ]
 
@@ -62,7 +89,11 @@ def test_a_workload_round_trips(workload_file: Path) -> None:
 
 def test_a_spec_that_is_not_the_jits_is_flagged(tmp_path: Path) -> None:
     records = _journal(tmp_path)
-    view = {"signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"}, "divisible": [0], "options": {"num_warps": 8}}
+    view = {
+        "signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        "divisible": [0],
+        "options": {"num_warps": 8},
+    }
     records.insert(4, {"type": "jit_compile", "launch": "L0", "view": view})
     (kernel,) = compact(records).kernels
     assert kernel.inputs[0].jit_check == "differs: divisible by 16: JIT ['x_ptr'], spec ['n', 'x_ptr']"
@@ -101,7 +132,9 @@ def _damage(path: Path, how: str) -> None:
 
 
 @pytest.mark.parametrize("how", ["truncated", "future", "foreign", "no-version", "snapshot", "spec", "missing-key"])
-def test_a_damaged_or_foreign_file_is_a_clear_error(workload_file: Path, how: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_damaged_or_foreign_file_is_a_clear_error(
+    workload_file: Path, how: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     _damage(workload_file, how)
     with pytest.raises(FormatError):
         load_workload(workload_file)

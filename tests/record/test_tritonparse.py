@@ -34,8 +34,17 @@ PROGRAM = DATA / "make_trace.py"
 def _spec_facts(workload: Workload) -> list[list[dict[str, Any]]]:
     """Per kernel, per input: the spec as the JIT compiles it (the name, the source module and the
     snapshot differ by design: the recorder snapshots the whole module, the trace has the function)."""
-    keep = ("signature", "constexprs", "divisible_by_16", "equal_to_1", "num_warps", "num_stages", "num_ctas",
-            "maxnreg", "target")
+    keep = (
+        "signature",
+        "constexprs",
+        "divisible_by_16",
+        "equal_to_1",
+        "num_warps",
+        "num_stages",
+        "num_ctas",
+        "maxnreg",
+        "target",
+    )
     return [[{k: i.spec.to_json()[k] for k in keep} for i in k.inputs] for k in workload.kernels]
 
 
@@ -46,8 +55,9 @@ def _import(trace: Path | list[Path], out: Path) -> Workload:
 
 
 @pytest.mark.slow
-def test_the_real_trace_gives_the_specs_ktriage_record_gives(toolchain, tmp_path: Path, monkeypatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_real_trace_gives_the_specs_ktriage_record_gives(
+    toolchain, tmp_path: Path, monkeypatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     torch = pytest.importorskip("torch")
     tc = toolchain("triton==3.6.0")
     monkeypatch.setenv("PYTHONPATH", str(Path(torch.__file__).resolve().parent.parent))  # torch next to Triton
@@ -58,17 +68,25 @@ def test_the_real_trace_gives_the_specs_ktriage_record_gives(toolchain, tmp_path
     imported = _import(LAUNCHES, tmp_path / "imp" / "W.json")
     capsys.readouterr()
     assert _spec_facts(imported) == _spec_facts(recorded)
-    assert [[(i.count, i.grid, i.label) for i in k.inputs] for k in imported.kernels] == \
-           [[(i.count, i.grid, i.label) for i in k.inputs] for k in recorded.kernels]
+    assert [[(i.count, i.grid, i.label) for i in k.inputs] for k in imported.kernels] == [
+        [(i.count, i.grid, i.label) for i in k.inputs] for k in recorded.kernels
+    ]
     assert [[2, 1], [1], [1], [1]] == [[i.count for i in k.inputs] for k in imported.kernels]  # n=1000: its own kernel
     # the argument descriptions, as far as tritonparse records them (no storage size)
     for k_imp, k_rec in zip(imported.kernels, recorded.kernels):
         for i_imp, i_rec in zip(k_imp.inputs, k_rec.inputs):
-            rec_args = [[n, {a: b for a, b in v.items() if a != "storage_bytes"} if isinstance(v, dict) else v]
-                        for n, v in i_rec.args]
+            rec_args = [
+                [n, {a: b for a, b in v.items() if a != "storage_bytes"} if isinstance(v, dict) else v]
+                for n, v in i_rec.args
+            ]
             assert i_imp.args == rec_args
     # checked against what the JIT compiled (the compilation event of each launch's hash)
-    assert [[i.jit_check for i in k.inputs] for k in imported.kernels] == [["same", "same"], ["same"], ["same"], ["same"]]
+    assert [[i.jit_check for i in k.inputs] for k in imported.kernels] == [
+        ["same", "same"],
+        ["same"],
+        ["same"],
+        ["same"],
+    ]
     assert imported.host == {"triton": "3.6.0", "target": "sm_90"} and not imported.not_captured
     assert imported.kernels[2].inputs[0].spec.num_warps == 2  # scale_rows_kernel[...](..., num_warps=2)
     # @triton.autotune: the config the fake benchmarker picked; its benchmarking launch is dropped, as the
@@ -80,8 +98,9 @@ def test_the_real_trace_gives_the_specs_ktriage_record_gives(toolchain, tmp_path
 
 
 @pytest.mark.slow
-def test_the_imported_workload_is_explained_with_two_toolchains(toolchain, tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_imported_workload_is_explained_with_two_toolchains(
+    toolchain, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     toolchain("triton==3.3.1")
     toolchain("triton==3.4.0")
     out = tmp_path / "W.json"
@@ -119,8 +138,10 @@ def test_a_trace_without_launch_events_gives_one_input_per_compilation(tmp_path:
     (text,) = files.values()
     assert text.startswith("import triton\nimport triton.language as tl\n")
     original = (DATA / "tp_kernels.py").read_text().splitlines()
-    assert text.splitlines()[original.index("def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):")] == \
-           "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):"
+    assert (
+        text.splitlines()[original.index("def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):")]
+        == "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):"
+    )
     assert "helpers from other modules are missing" in launched.kernels[0].notes[0]
     # a function alone keeps @triton.jit and leaves out the decorators that name its module's objects
     copy_text = next(iter(launched.snapshots[launched.kernels[3].snapshot]["files"].values()))
@@ -139,8 +160,9 @@ def _write(path: Path, events: list[dict[str, Any]]) -> Path:
 
 
 @pytest.mark.parametrize("damage", ["cut_gzip", "garbage_line", "foreign", "empty", "zstd"])
-def test_a_damaged_or_foreign_trace_is_one_error_line(damage: str, tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_damaged_or_foreign_trace_is_one_error_line(
+    damage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "trace.ndjson"
     raw = LAUNCHES.read_bytes()
     if damage == "cut_gzip":
@@ -180,25 +202,41 @@ def test_what_a_trace_cannot_carry_is_not_captured(tmp_path: Path) -> None:
     events = _events()
     comps = [e for e in events if e["event_type"] == "compilation"]
     launches = [e for e in events if e["event_type"] == "launch"]
-    fake_graph_launch = {**launches[0], "extracted_args": {"_note": "argument extraction skipped during CUDA graph capture"}}
+    fake_graph_launch = {
+        **launches[0],
+        "extracted_args": {"_note": "argument extraction skipped during CUDA graph capture"},
+    }
     fake_descriptor_launch = json.loads(json.dumps(launches[4]))
     fake_descriptor_launch["extracted_args"]["x_ptr"] = {"type": "TensorDescriptor", "shape": [64, 96]}
     fake_bench_launch = json.loads(json.dumps(launches[3]))
     fake_bench_launch["stack"].append({"name": "_bench", "filename": "/x/triton/runtime/autotuner.py", "line": 1})
-    fake_trace = _write(tmp_path / "fake_partial.ndjson",
-                        [comps[0], launches[0], launches[1], launches[2], fake_graph_launch, launches[3],
-                         fake_descriptor_launch, fake_bench_launch])
+    fake_trace = _write(
+        tmp_path / "fake_partial.ndjson",
+        [
+            comps[0],
+            launches[0],
+            launches[1],
+            launches[2],
+            fake_graph_launch,
+            launches[3],
+            fake_descriptor_launch,
+            fake_bench_launch,
+        ],
+    )
     workload = convert([fake_trace])
     whys = sorted((n.function, n.why.split(":")[0]) for n in workload.not_captured)
-    assert whys == [("add_kernel", "its compilation event is not in the trace (the source is only there)"),
-                    ("add_kernel", "tritonparse did not record its arguments"),
-                    ("scale_rows_kernel", "its compilation event is not in the trace (the source is only there)")]
+    assert whys == [
+        ("add_kernel", "its compilation event is not in the trace (the source is only there)"),
+        ("add_kernel", "tritonparse did not record its arguments"),
+        ("scale_rows_kernel", "its compilation event is not in the trace (the source is only there)"),
+    ]
     (kernel,) = workload.kernels  # the three launches of the first compilation; the graph launch not counted
     assert [i.count for i in kernel.inputs] == [2, 1]
     with_comps = _write(tmp_path / "fake_descriptor.ndjson", [*comps, fake_descriptor_launch, fake_bench_launch])
     workload = convert([with_comps])
-    assert any(n.why == "a launch argument ktriage cannot describe: x_ptr is TensorDescriptor"
-               for n in workload.not_captured)
+    assert any(
+        n.why == "a launch argument ktriage cannot describe: x_ptr is TensorDescriptor" for n in workload.not_captured
+    )
     notes = [n for k in workload.kernels for n in k.notes if "benchmarking were dropped" in n]
     assert notes and notes[0].startswith("1 launches of add_kernel")
 
@@ -215,18 +253,29 @@ def test_argument_descriptions_follow_the_recorders() -> None:
     """tritonparse's extracted_args entries (as 0.6 writes them) -> the recorder's descriptions."""
     from ktriage.record.tritonparse import describe_arg
 
-    misaligned = {"type": "tensor", "dtype": "torch.bfloat16", "shape": [8, 4], "stride": [1, 8], "data_ptr": "0x7f0000000004"}
+    misaligned = {
+        "type": "tensor",
+        "dtype": "torch.bfloat16",
+        "shape": [8, 4],
+        "stride": [1, 8],
+        "data_ptr": "0x7f0000000004",
+    }
     assert describe_arg("x", misaligned) == {"tensor": "bf16", "aligned": False, "shape": [8, 4], "strides": [1, 8]}
-    assert describe_arg("m", {"type": "tensor", "dtype": "torch.bool", "shape": [3], "stride": [1],
-                              "data_ptr": "0x10"})["tensor"] == "i1"
+    assert (
+        describe_arg("m", {"type": "tensor", "dtype": "torch.bool", "shape": [3], "stride": [1], "data_ptr": "0x10"})[
+            "tensor"
+        ]
+        == "i1"
+    )
     assert describe_arg("n", {"type": "int", "value": 1}) == 1
     assert describe_arg("flag", {"type": "bool", "value": True}) is True
     assert describe_arg("bias", {"type": "NoneType", "repr": "None"}) is None
     assert describe_arg("DTYPE", {"type": "dtype", "repr": "fp16"}) == {"tl": "float16"}
 
 
-def test_workload_show_says_where_an_imported_workload_came_from(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_workload_show_says_where_an_imported_workload_came_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """No program ran: `workload show` names the traces instead of an unknown exit status."""
     out = tmp_path / "L.json"
     _import(LAUNCHES, out)

@@ -18,7 +18,9 @@ def test_results_table_has_tritonbench_columns() -> None:
         Cell(key("liger_layer_norm", "tcA"), "ok", [0.1, 0.1, 0.1], bytes_moved=3 * 4096 * 4608 * 4),
         Cell(key("liger_layer_norm", "tcB"), "wrong", error="dx: rel_err 1"),
     ]
-    rows = results_table(cells, op, "torch_layer_norm", ["latency", "speedup", "gbps", "accuracy"], {"tcA": "triton==3.3.1"})
+    rows = results_table(
+        cells, op, "torch_layer_norm", ["latency", "speedup", "gbps", "accuracy"], {"tcA": "triton==3.3.1"}
+    )
     row = rows[0]
     assert row["x_val"] == "(4096, 4608)"
     assert row["torch_layer_norm-latency"] == "0.2000"

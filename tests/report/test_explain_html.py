@@ -10,11 +10,8 @@ import html
 import re
 from pathlib import Path
 
-import pytest
-
-from tests.browser import dump_dom, needs_chromium
-
 from ktriage.cli.app import main
+from tests.browser import dump_dom, needs_chromium
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:
@@ -46,7 +43,9 @@ def evidence_targets(dom: str) -> dict[str, str]:
 
 @needs_chromium
 def test_layer_norm_spills_report(tmp_path: Path) -> None:
-    page = explain_html(tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0")
+    page = explain_html(
+        tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0"
+    )
     dom, err = dump_dom(tmp_path, page)
     check_page(dom, err)
     findings = re.findall(r'<li class="finding (\w+)">', dom)
@@ -54,7 +53,7 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
     assert "spill stores 632 B -&gt; 3712 B" in dom and "the frontend (Triton/LLVM PTX) is responsible" in dom
     # the side-by-side SASS diff: spills marked on the 3.4.0 side, the main loop marked, unchanged runs collapsed
     assert re.search(r'<td class="code b spill[^"]*">/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL', dom)
-    assert 'main-loop' in dom and 'unchanged lines' in dom
+    assert "main-loop" in dom and "unchanged lines" in dom
     assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="diff ptx-diff"') == 1
     # the PTX diff shows both sides; the declared register classes are a table apart (3.3.1 has .f32)
     regs = re.search(r'<table class="reg-classes">.*?</table>', dom, re.S)
@@ -75,8 +74,9 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
 
 @needs_chromium
 def test_embedding_atomics_report(tmp_path: Path) -> None:
-    page = explain_html(tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131",
-                        "-t", "triton==3.4.0")
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
     dom, err = dump_dom(tmp_path, page)
     check_page(dom, err)
     assert "ptxas is responsible" in dom
@@ -88,7 +88,7 @@ def test_embedding_atomics_report(tmp_path: Path) -> None:
     assert "ATOMG" in atomg and "class-change" in atomg
 
 
-KERNEL = '''import triton
+KERNEL = """import triton
 import triton.language as tl
 
 
@@ -98,9 +98,9 @@ def add_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
-'''
+"""
 
-SPEC = '''[kernel]
+SPEC = """[kernel]
 name = "add<script>alert(1)</script>"
 source = "k.py:add_kernel"
 target = "sm_90"
@@ -116,7 +116,7 @@ BLOCK = 1024
 
 [kernel.meta]
 note = "<img src=x onerror=alert(2)>"
-'''
+"""
 
 
 @needs_chromium

@@ -9,19 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import needs_chromium, run_chromium
-
 from ktriage.report.html import write_html
 from ktriage.stats.compare import compare_cells, compare_toolchains
 from ktriage.testing import fake_sweep_run
+from tests.browser import needs_chromium, run_chromium
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
 
 
 @pytest.fixture()
 def report(tmp_path: Path) -> Path:
-    run, cells = fake_sweep_run(seed=1, speed=lambda tc, i: 0.8 if tc == TCS[0] or i < 7 else 1.45, toolchains=TCS,
-                                broken={(TCS[1], 20): "wrong"})  # fmt: skip
+    run, cells = fake_sweep_run(
+        seed=1,
+        speed=lambda tc, i: 0.8 if tc == TCS[0] or i < 7 else 1.45,
+        toolchains=TCS,
+        broken={(TCS[1], 20): "wrong"},
+    )
     comps = compare_toolchains(cells, run=run)
     return write_html(tmp_path / "report.html", comps)
 
@@ -55,5 +58,7 @@ def test_baseline_moved_warning_renders(tmp_path: Path) -> None:
     c = compare_cells(ref, new, ref_run=ref_run, new_run=new_run, ref_label="monday", new_label="tuesday")
     path = write_html(tmp_path / "moved.html", [c])
     dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
-    assert re.search(r'class="warn baseline-check">Baseline check \(moved\): baseline torch_layer_norm itself moved', dom)
+    assert re.search(
+        r'class="warn baseline-check">Baseline check \(moved\): baseline torch_layer_norm itself moved', dom
+    )
     assert dom.count("<svg") == 3

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ktriage.cli.app import app
-from ktriage.measure.results_file import write_results
 from ktriage.mdsafe import md_code, md_text
+from ktriage.measure.results_file import write_results
 from ktriage.testing import fake_sweep_run
 
 SCRIPT = "<script>alert(1)</script>"
@@ -34,8 +34,10 @@ def assert_inert(md: str) -> None:
 
 
 def test_md_text_and_md_code() -> None:
-    assert md_text(HOSTILE) == ("&lt;script>alert(1)&lt;/script> &lt;img src=x onerror=alert(1)> !\\[x]\\(http://evil/x.png) "
-                                "[click]\\(javascript:alert(1)) @\u200beveryone")  # fmt: skip
+    assert md_text(HOSTILE) == (
+        "&lt;script>alert(1)&lt;/script> &lt;img src=x onerror=alert(1)> !\\[x]\\(http://evil/x.png) "
+        "[click]\\(javascript:alert(1)) @\u200beveryone"
+    )
     assert md_text("a|b\nc `d` \\](e)") == "a\\|b c \\`d\\` \\\\]\\(e)"
     assert md_text("liger_layer_norm@triton-3.4.0 N=4096 -> 4608") == "liger_layer_norm@triton-3.4.0 N=4096 -> 4608"
     assert md_code("triton-3.4.0") == "`triton-3.4.0`" and md_code("a`b") == "a\\`b"
@@ -43,8 +45,12 @@ def test_md_text_and_md_code() -> None:
 
 @pytest.fixture()
 def hostile_results(tmp_path: Path) -> Path:
-    run, cells = fake_sweep_run(seed=1, n_inputs=12, speed=lambda tc, i: 0.8 if tc.endswith("3.3.1") or i < 6 else 1.5,
-                                broken={("triton-3.4.0", 3): "error"})  # fmt: skip
+    run, cells = fake_sweep_run(
+        seed=1,
+        n_inputs=12,
+        speed=lambda tc, i: 0.8 if tc.endswith("3.3.1") or i < 6 else 1.5,
+        broken={("triton-3.4.0", 3): "error"},
+    )
     run.gpu["name"] = HOSTILE
     for c in cells:
         c.key.op = f"ln {HOSTILE}"
@@ -59,8 +65,23 @@ def hostile_results(tmp_path: Path) -> Path:
 def test_compare_markdown_and_html_are_inert(hostile_results: Path, tmp_path: Path) -> None:
     md_file, html_file = tmp_path / "out.md", tmp_path / "out.html"
     summary = tmp_path / "summary.md"
-    r = CliRunner().invoke(app, ["compare", str(hostile_results), "--toolchains", "--format", "markdown", "--baseline", "torch_layer_norm",
-                                 "-o", str(md_file), "-o", str(html_file)], env={"GITHUB_STEP_SUMMARY": str(summary)})  # fmt: skip
+    r = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(hostile_results),
+            "--toolchains",
+            "--format",
+            "markdown",
+            "--baseline",
+            "torch_layer_norm",
+            "-o",
+            str(md_file),
+            "-o",
+            str(html_file),
+        ],
+        env={"GITHUB_STEP_SUMMARY": str(summary)},
+    )
     assert r.exit_code == 1, r.output
     assert "Regressions" in r.stdout and "cliff" in r.stdout.lower()
     for md in (r.stdout, md_file.read_text(), summary.read_text()):
@@ -77,11 +98,15 @@ def test_explain_markdown_is_inert(tmp_path: Path, toolchain: Any) -> None:
     toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
     name = f"tdesc {HOSTILE} [BN=64]".replace('"', "'")
     spec = tmp_path / "hostile.toml"
-    spec.write_text(f'[[kernel]]\nname = "{name}"\nsource = "{KERNELS}:tensor_descriptor_kernel"\n'
-                    '[kernel.signature]\nx_ptr = "*fp32"\ny_ptr = "*fp32"\nM = "i32"\nN = "i32"\nBM = "constexpr"\nBN = "constexpr"\n'
-                    "[kernel.constexprs]\nBM = 64\nBN = 64\n")  # fmt: skip
+    spec.write_text(
+        f'[[kernel]]\nname = "{name}"\nsource = "{KERNELS}:tensor_descriptor_kernel"\n'
+        '[kernel.signature]\nx_ptr = "*fp32"\ny_ptr = "*fp32"\nM = "i32"\nN = "i32"\nBM = "constexpr"\nBN = "constexpr"\n'
+        "[kernel.constexprs]\nBM = 64\nBN = 64\n"
+    )
     report = tmp_path / "report.md"
-    out = CliRunner().invoke(app, ["explain", str(spec), "--report", str(report), "-j", "2", "-t", "triton==3.3.1", "-t", "triton==3.4.0"])
+    out = CliRunner().invoke(
+        app, ["explain", str(spec), "--report", str(report), "-j", "2", "-t", "triton==3.3.1", "-t", "triton==3.4.0"]
+    )
     assert report.exists(), out.output
     md = report.read_text()
     assert "tdesc" in md

@@ -37,7 +37,14 @@ def _spec(path: Path, **changes) -> KernelSpec:
     base = {
         "name": "k",
         "source": f"{path}:my_kernel",
-        "signature": {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"},
+        "signature": {
+            "x_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "n": "i32",
+            "BLOCK": "constexpr",
+            "DT": "constexpr",
+            "ACT": "constexpr",
+        },
         "constexprs": {"BLOCK": 1024, "DT": "tl.float32", "ACT": "relu"},
         "divisible_by_16": ("x_ptr", "out_ptr", "n"),
         "grid": (4,),
@@ -84,18 +91,42 @@ def test_key_changes_with_source_text_and_fields_but_not_with_path_or_meta(kerne
 @pytest.mark.parametrize(
     ("changes", "message", "fix"),
     [
-        ({"signature": {"x_ptr": "*float", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"}},
-         "signature['x_ptr'] = '*float' is not a Triton type", '"*fp32"'),
-        ({"constexprs": {"DT": "tl.float32", "ACT": "relu"}}, "constexpr parameter 'BLOCK' has no value", "BLOCK = <value>"),
+        (
+            {
+                "signature": {
+                    "x_ptr": "*float",
+                    "out_ptr": "*fp32",
+                    "n": "i32",
+                    "BLOCK": "constexpr",
+                    "DT": "constexpr",
+                    "ACT": "constexpr",
+                }
+            },
+            "signature['x_ptr'] = '*float' is not a Triton type",
+            '"*fp32"',
+        ),
+        (
+            {"constexprs": {"DT": "tl.float32", "ACT": "relu"}},
+            "constexpr parameter 'BLOCK' has no value",
+            "BLOCK = <value>",
+        ),
         ({"divisible_by_16": ("x_ptr", "nn")}, "divisible_by_16 names 'nn', which is not a parameter", "x_ptr"),
-        ({"divisible_by_16": ("BLOCK",)}, "divisible_by_16 names 'BLOCK' of type 'constexpr'", "only pointers and integers"),
+        (
+            {"divisible_by_16": ("BLOCK",)},
+            "divisible_by_16 names 'BLOCK' of type 'constexpr'",
+            "only pointers and integers",
+        ),
         ({"target": "sm_91"}, "unknown target 'sm_91'", "sm_90"),
         ({"num_warps": 6}, "num_warps = 6 is not a power of two", "1, 2, 4"),
         ({"maxnreg": 300}, "maxnreg = 300 is out of range", "16..255"),
         ({"source": "k.py"}, "names no function", "file.py:function"),
-        ({"constexprs": {"BLOCK": 1, "DT": "tl.float32", "ACT": "relu", "n": 4}}, "'n' has a constexpr value but its type is 'i32'", "constexpr"),
+        (
+            {"constexprs": {"BLOCK": 1, "DT": "tl.float32", "ACT": "relu", "n": 4}},
+            "'n' has a constexpr value but its type is 'i32'",
+            "constexpr",
+        ),
     ],
-)  # fmt: skip
+)
 def test_validate_names_the_field_and_the_fix(kernel_file: Path, changes, message, fix) -> None:
     with pytest.raises(KtriageError) as info:
         _spec(kernel_file, **changes).validate()
@@ -110,12 +141,26 @@ def test_signature_checked_against_source_with_ast(kernel_file: Path) -> None:
     assert "signature lists 5 arguments but my_kernel takes 6" in info.value.problem
     assert "add `n` (type i32)" in info.value.fix
 
-    swapped = {"out_ptr": "*fp32", "x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "DT": "constexpr", "ACT": "constexpr"}
+    swapped = {
+        "out_ptr": "*fp32",
+        "x_ptr": "*fp32",
+        "n": "i32",
+        "BLOCK": "constexpr",
+        "DT": "constexpr",
+        "ACT": "constexpr",
+    }
     with pytest.raises(KtriageError, match="in another order") as info:
         _spec(kernel_file, signature=swapped).validate()
     assert "x_ptr, out_ptr, n, BLOCK" in info.value.fix
 
-    block_as_int = {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "i32", "DT": "constexpr", "ACT": "constexpr"}
+    block_as_int = {
+        "x_ptr": "*fp32",
+        "out_ptr": "*fp32",
+        "n": "i32",
+        "BLOCK": "i32",
+        "DT": "constexpr",
+        "ACT": "constexpr",
+    }
     with pytest.raises(KtriageError, match="BLOCK is declared `tl.constexpr`"):
         _spec(kernel_file, signature=block_as_int, constexprs={"DT": "tl.float32", "ACT": "relu"}).validate()
 

@@ -42,7 +42,9 @@ def test_install_once_and_find_module(tmp_path: Path, monkeypatch: pytest.Monkey
     assert path == dirs[0] / "liger_kernel" / "ops" / "layer_norm.py"
     assert "def _layer_norm_backward_kernel(" in path.read_text()
     assert not (dirs[0] / "torch").exists()  # --no-deps: torch/triton are not pulled in
-    spec = KernelSpec(name="x", source="liger_kernel.ops.layer_norm:_layer_norm_backward_kernel", package=req, signature={"a": "i32"})
+    spec = KernelSpec(
+        name="x", source="liger_kernel.ops.layer_norm:_layer_norm_backward_kernel", package=req, signature={"a": "i32"}
+    )
     with pytest.raises(KtriageError, match="signature lists 1 argument but _layer_norm_backward_kernel takes 18"):
         spec.validate()
 

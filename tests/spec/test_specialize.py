@@ -85,10 +85,23 @@ ARGS = {
     "p_al": {"ptr": 4096, "dtype": "float32"},
     "p_un": {"ptr": 4100, "dtype": "float32"},
     "p_bf": {"ptr": 8192, "dtype": "bfloat16"},
-    "one": 1, "zero": 0, "s16": 16, "s17": 17, "neg": -48, "i32max": 2**31 - 1, "i64min": 2**31,
-    "big": 2**40 + 16, "u64v": 2**63 + 16, "f": 1.0, "flag": True, "nothing": None, "nds": 1,
-    "n64": 32, "n64one": 1, "BLOCK": 128,
-}  # fmt: skip
+    "one": 1,
+    "zero": 0,
+    "s16": 16,
+    "s17": 17,
+    "neg": -48,
+    "i32max": 2**31 - 1,
+    "i64min": 2**31,
+    "big": 2**40 + 16,
+    "u64v": 2**63 + 16,
+    "f": 1.0,
+    "flag": True,
+    "nothing": None,
+    "nds": 1,
+    "n64": 32,
+    "n64one": 1,
+    "BLOCK": 128,
+}
 
 # Runs inside a toolchain's venv: the real JIT binder on stand-in tensors (data_ptr + dtype).
 BINDER = textwrap.dedent(
@@ -129,9 +142,7 @@ BINDER = textwrap.dedent(
 
 def _ours(path: Path) -> list[list]:
     params = read_params(path, "probe")
-    values = {
-        k: (Ptr(v["dtype"], aligned=v["ptr"] % 16 == 0) if isinstance(v, dict) else v) for k, v in ARGS.items()
-    }
+    values = {k: (Ptr(v["dtype"], aligned=v["ptr"] % 16 == 0) if isinstance(v, dict) else v) for k, v in ARGS.items()}
     sp = specialize_launch(params, values)
     out = []
     for name, ty in sp.signature.items():
@@ -139,7 +150,9 @@ def _ours(path: Path) -> list[list]:
         # The JIT passes tl dtypes as objects; they print as their short name ("fp16").
         if isinstance(const, str) and const.startswith("tl."):
             const = {"tl.float16": "fp16"}[const]
-        out.append([name, "i1" if ty == "u1" else ty, str(const) if const is not None else None, name in sp.divisible_by_16])
+        out.append(
+            [name, "i1" if ty == "u1" else ty, str(const) if const is not None else None, name in sp.divisible_by_16]
+        )
     return out
 
 
@@ -153,7 +166,9 @@ def test_matches_real_jit_binder(triton_spec: str, tmp_path: Path) -> None:
     kernel.write_text(KERNEL)
     script = tmp_path / "binder.py"
     script.write_text(BINDER)
-    proc = subprocess.run([str(tc.python), str(script), str(kernel), json.dumps(ARGS)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [str(tc.python), str(script), str(kernel), json.dumps(ARGS)], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     jit = json.loads(proc.stdout.strip().splitlines()[-1])
     assert jit["version"] == tc.triton_version

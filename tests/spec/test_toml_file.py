@@ -67,7 +67,12 @@ def test_explicit_specialize_and_round_trip(spec_dir: Path) -> None:
     (spec,) = load_spec_file(_write(spec_dir, text))
     assert spec.divisible_by_16 == ("x_ptr",)
     assert spec.signature["n"] == "constexpr" and spec.constexprs["n"] == 1 and spec.equal_to_1 == ("n",)
-    spec = spec.replace(grid=(8, 2), maxnreg=128, meta={"op": "x", "shape": {"M": 4, "N": 8}}, constexprs={**spec.constexprs, "BLOCK": None})
+    spec = spec.replace(
+        grid=(8, 2),
+        maxnreg=128,
+        meta={"op": "x", "shape": {"M": 4, "N": 8}},
+        constexprs={**spec.constexprs, "BLOCK": None},
+    )
     again = spec_dir / "again.toml"
     again.write_text(dump_spec_toml(spec, relative_to=spec_dir))
     assert 'source = "kernels/k.py:my_kernel"' in again.read_text()
@@ -85,19 +90,35 @@ def test_several_kernels(spec_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("edit", "problem", "fix"),
     [
-        (lambda t: t.replace("num_stages = 3", "num_stage = 3"), "[kernel] options: unknown key 'num_stage'", "num_stages"),
-        (lambda t: t.replace('n = "i32"\n', ""), "signature lists 4 arguments but my_kernel takes 5", "add `n` (type i32)"),
+        (
+            lambda t: t.replace("num_stages = 3", "num_stage = 3"),
+            "[kernel] options: unknown key 'num_stage'",
+            "num_stages",
+        ),
+        (
+            lambda t: t.replace('n = "i32"\n', ""),
+            "signature lists 4 arguments but my_kernel takes 5",
+            "add `n` (type i32)",
+        ),
         (lambda t: t.replace("BLOCK = 1024", ""), "constexpr parameter 'BLOCK' has no value", "BLOCK = <value>"),
         (lambda t: t.replace('"sm_90"', '"sm_9"'), "unknown target 'sm_9'", "sm_90"),
         (lambda t: t.replace("k.py:my_kernel", "missing.py:my_kernel"), "missing.py does not exist", "relative"),
         (lambda t: t.replace("[kernel.options]", "[kernel.option]"), "[kernel] table: unknown key 'option'", "options"),
-        (lambda t: t.replace("num_warps = 4", "num_warps = \"4\""), "options.num_warps: expected int, got str", "num_warps = 4"),
-        (lambda t: t + "[kernel.specialize]\ndivisible_by_16 = \"x_ptr\"\n", "specialize.divisible_by_16: expected array, got str", '["x_ptr", "n"]'),
+        (
+            lambda t: t.replace("num_warps = 4", 'num_warps = "4"'),
+            "options.num_warps: expected int, got str",
+            "num_warps = 4",
+        ),
+        (
+            lambda t: t + '[kernel.specialize]\ndivisible_by_16 = "x_ptr"\n',
+            "specialize.divisible_by_16: expected array, got str",
+            '["x_ptr", "n"]',
+        ),
         (lambda t: t.replace("[kernel]", "[kernal]"), "top level: unknown key 'kernal'", "under [kernel]"),
         (lambda t: "x = 1\n", "no [kernel] table", "[[kernel]]"),
         (lambda t: t.replace("BLOCK = 1024", "BLOCK = "), "not valid TOML", "TOML syntax"),
     ],
-)  # fmt: skip
+)
 def test_errors_name_file_key_and_fix(spec_dir: Path, edit, problem, fix) -> None:
     path = _write(spec_dir, edit(ISSUE_EXAMPLE))
     with pytest.raises(KtriageError) as info:

@@ -67,15 +67,28 @@ def test_dump_reads_back_to_the_same_spec(tmp_path: Path) -> None:
     assert again.launch == spec.launch and again.key() == spec.key()
 
 
-@pytest.mark.parametrize(("body", "args", "problem", "fix"), [
-    ("", ARGS + "nope = 1\n", "which scaled_rows_kernel does not take", "its parameters are"),
-    ("", ARGS.replace("scale = 0.5\n", ""), "no value for 'scale'", "add scale = <value>"),
-    ("[kernel.signature]\nx_ptr = \"*bf16\"\n", ARGS, "restates what the JIT decides", "remove [kernel.signature]"),
-    ("", ARGS.replace('strides = [64, 1] }', 'stride = [64, 1] }', 1), "unknown tensor key(s) ['stride']", "a tensor has"),
-    ("", ARGS.replace('strides = [64, 1] }', 'strides = [1] }', 1), "1 strides for 2 dimensions", "one stride per dimension"),
-    ("", ARGS.replace('dtype = "bf16"', 'dtype = "bf17"', 1), "unknown element dtype", "use one of"),
-    ("autotune_config = 1\n", ARGS, "has no @triton.autotune", "remove autotune_config"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("body", "args", "problem", "fix"),
+    [
+        ("", ARGS + "nope = 1\n", "which scaled_rows_kernel does not take", "its parameters are"),
+        ("", ARGS.replace("scale = 0.5\n", ""), "no value for 'scale'", "add scale = <value>"),
+        ('[kernel.signature]\nx_ptr = "*bf16"\n', ARGS, "restates what the JIT decides", "remove [kernel.signature]"),
+        (
+            "",
+            ARGS.replace("strides = [64, 1] }", "stride = [64, 1] }", 1),
+            "unknown tensor key(s) ['stride']",
+            "a tensor has",
+        ),
+        (
+            "",
+            ARGS.replace("strides = [64, 1] }", "strides = [1] }", 1),
+            "1 strides for 2 dimensions",
+            "one stride per dimension",
+        ),
+        ("", ARGS.replace('dtype = "bf16"', 'dtype = "bf17"', 1), "unknown element dtype", "use one of"),
+        ("autotune_config = 1\n", ARGS, "has no @triton.autotune", "remove autotune_config"),
+    ],
+)
 def test_errors_name_the_problem_and_the_fix(body: str, args: str, problem: str, fix: str) -> None:
     with pytest.raises(SpecError) as err:
         _load(body, args)
@@ -94,10 +107,24 @@ def test_python_form_gives_the_same_spec_as_the_file() -> None:
 
     (from_file,) = load_spec_file(EXAMPLE)
     tensor = {"dtype": "bf16", "shape": [4096, 4096], "strides": [4096, 1]}
-    args = {"x_ptr": tensor, "y_ptr": tensor, "M": 4096, "N": 4096, "stride_xm": 4096, "stride_xn": 1,
-            "stride_ym": 4096, "stride_yn": 1, "scale": 0.5, "seed": 7, "BLOCK_N": 1024}
-    spec = spec_by_values(f"{KERNEL}:scaled_rows_kernel", args, grid=[4096], options={"num_warps": 4},
-                          name="scaled_rows[M=N=4096,bf16]")
+    args = {
+        "x_ptr": tensor,
+        "y_ptr": tensor,
+        "M": 4096,
+        "N": 4096,
+        "stride_xm": 4096,
+        "stride_xn": 1,
+        "stride_ym": 4096,
+        "stride_yn": 1,
+        "scale": 0.5,
+        "seed": 7,
+        "BLOCK_N": 1024,
+    }
+    spec = spec_by_values(
+        f"{KERNEL}:scaled_rows_kernel", args, grid=[4096], options={"num_warps": 4}, name="scaled_rows[M=N=4096,bf16]"
+    )
     assert spec.key() == from_file.key() and spec.launch == from_file.launch
-    bare = spec_by_values(f"{KERNEL}:scaled_rows_kernel", {**args, "x_ptr": Ptr("bf16"), "y_ptr": Ptr("bf16", aligned=False)})
+    bare = spec_by_values(
+        f"{KERNEL}:scaled_rows_kernel", {**args, "x_ptr": Ptr("bf16"), "y_ptr": Ptr("bf16", aligned=False)}
+    )
     assert dict(bare.launch["args"])["y_ptr"] == {"tensor": "bf16", "aligned": False}  # type: ignore[index]

@@ -23,7 +23,10 @@ def test_one_step(seed: int) -> None:
     c = cliffs[0]
     assert (c.x_before, c.x_after, c.index) == ("N=4096", "N=4608", 7)
     assert 1.75 < c.factor < 1.85 and 0.98 < c.level_before < 1.02 and c.direction == "up"
-    assert c.describe() == f"liger / torch: cliff between N=4096 and N=4608: {c.level_before:.3g} -> {c.level_after:.3g} (x{c.factor:.2f})"
+    assert (
+        c.describe()
+        == f"liger / torch: cliff between N=4096 and N=4608: {c.level_before:.3g} -> {c.level_after:.3g} (x{c.factor:.2f})"
+    )
 
 
 def test_two_steps_up_and_down() -> None:

@@ -8,7 +8,15 @@ import math
 import numpy as np
 import pytest
 
-from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, CliffConfig, _check, auto_penalty, find_cliffs, noise_scale, segment
+from ktriage.stats.cliffs import (
+    DEFAULT_CLIFF_CONFIG,
+    CliffConfig,
+    _check,
+    auto_penalty,
+    find_cliffs,
+    noise_scale,
+    segment,
+)
 
 
 def reference_segment(y: np.ndarray, penalty: float, min_size: int = 2) -> list[int]:
@@ -54,8 +62,10 @@ def reference_cliffs(values: list[float], cfg: CliffConfig = DEFAULT_CLIFF_CONFI
             break
         del bounds[min(failing)[1]]
     edges = [0, *bounds, y.size]
-    return [(b, math.exp(float(np.median(y[b : edges[k + 2]]))) / math.exp(float(np.median(y[edges[k] : b]))))
-            for k, b in enumerate(bounds)]  # fmt: skip
+    return [
+        (b, math.exp(float(np.median(y[b : edges[k + 2]]))) / math.exp(float(np.median(y[edges[k] : b]))))
+        for k, b in enumerate(bounds)
+    ]
 
 
 def random_series(seed: int) -> list[float]:

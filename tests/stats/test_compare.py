@@ -8,9 +8,9 @@ import io
 import json
 
 from ktriage.measure.cells import Cell, CellKey
+from ktriage.ops.registry import default_baselines
 from ktriage.report.markdown import to_markdown
 from ktriage.report.tabular import CSV_COLUMNS, to_csv, to_json
-from ktriage.ops.registry import default_baselines
 from ktriage.stats.compare import compare_cells, compare_toolchains, exit_status
 from ktriage.testing import fake_sweep_run
 
@@ -23,7 +23,9 @@ def cliff_at_7(tc: str, i: int) -> float:
 
 
 def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
-    run, cells = fake_sweep_run(seed=1, speed=cliff_at_7, toolchains=TCS, broken={(TCS[1], 20): "wrong", (TCS[1], 3): "error"})
+    run, cells = fake_sweep_run(
+        seed=1, speed=cliff_at_7, toolchains=TCS, broken={(TCS[1], 20): "wrong", (TCS[1], 3): "error"}
+    )
     (c,) = compare_toolchains(cells, run=run)
     assert (c.ref_label, c.new_label) == TCS
     assert c.baseline.status == "shared" and c.baseline.speedups_valid
@@ -36,7 +38,9 @@ def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
     assert probs[3] == "new error: CUDA_ERROR_ILLEGAL_ADDRESS"
     assert all(p.verdict is None for p in c.problems())
     texts = [f.describe() for f in c.cliffs]
-    assert any("liger_layer_norm@triton-3.4.0 / torch_layer_norm: cliff between N=4096 and N=4608" in t for t in texts), texts
+    assert any(
+        "liger_layer_norm@triton-3.4.0 / torch_layer_norm: cliff between N=4096 and N=4608" in t for t in texts
+    ), texts
     assert any(f.kind == "new_vs_ref" and f.cliff.x_after == "N=4608" for f in c.cliffs)
     assert not any(f.backend == "liger_layer_norm" and f.toolchain == TCS[0] for f in c.cliffs)  # 3.3.1 is flat
     assert exit_status([c]) == 1
@@ -44,7 +48,9 @@ def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
 
 def test_regressions_are_ranked_worst_first() -> None:
     factors = {i: 1.0 + 0.1 * (i % 5) for i in range(10)}
-    run, cells = fake_sweep_run(seed=2, n_inputs=10, toolchains=TCS, speed=lambda tc, i: 1.0 if tc == TCS[0] else factors[i])
+    run, cells = fake_sweep_run(
+        seed=2, n_inputs=10, toolchains=TCS, speed=lambda tc, i: 1.0 if tc == TCS[0] else factors[i]
+    )
     (c,) = compare_toolchains(cells, run=run)
     ratios = [p.verdict.ratio for p in c.regressions()]
     assert ratios == sorted(ratios, reverse=True) and len(ratios) == 8  # factors 1.1..1.4, twice
@@ -81,7 +87,16 @@ def test_explicit_baseline_and_no_baseline() -> None:
     assert c.baseline.backend == "torch_layer_norm"  # unknown --baseline falls back to the op's own
     # stats knows no op names: without the operators' defaults there is no baseline to fall back to
     assert compare_cells(cells, cells, baseline="nope").baseline.status == "none"
-    renamed = [Cell(CellKey(x.key.op, x.key.mode, x.key.input_id, x.key.input_label, "eager", x.key.toolchain), x.status, x.samples_ms) if x.key.backend == "torch_layer_norm" else x for x in cells]
+    renamed = [
+        Cell(
+            CellKey(x.key.op, x.key.mode, x.key.input_id, x.key.input_label, "eager", x.key.toolchain),
+            x.status,
+            x.samples_ms,
+        )
+        if x.key.backend == "torch_layer_norm"
+        else x
+        for x in cells
+    ]
     c2 = compare_cells(renamed, renamed)
     assert c2.baseline.status == "none" and "--baseline" in c2.baseline.message
     c3 = compare_cells(renamed, renamed, baseline="eager")

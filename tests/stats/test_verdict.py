@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from ktriage.testing import bimodal, lognormal
 from ktriage.stats.verdict import (
     Verdict,
     VerdictConfig,
@@ -17,6 +16,7 @@ from ktriage.stats.verdict import (
     needs_more_samples,
     stop_when_sure,
 )
+from ktriage.testing import bimodal, lognormal
 
 
 def rng(seed: int) -> np.random.Generator:
@@ -158,7 +158,11 @@ def test_detect_modes() -> None:
 
 def test_stop_when_sure() -> None:
     r = rng(11)
-    samples = {"ref": lognormal(r, 60, 1.0, 0.005), "fast": lognormal(r, 60, 0.5, 0.005), "slow": lognormal(r, 3, 2.0, 0.005)}
+    samples = {
+        "ref": lognormal(r, 60, 1.0, 0.005),
+        "fast": lognormal(r, 60, 0.5, 0.005),
+        "slow": lognormal(r, 3, 2.0, 0.005),
+    }
     assert stop_when_sure(samples, [("ref", "fast")])
     assert not stop_when_sure(samples, [("ref", "fast"), ("ref", "slow")])  # too few "slow" samples
     assert not stop_when_sure(samples, [("ref", "missing")])
@@ -181,7 +185,9 @@ def test_verdict_json_round_trip_encodes_infinity_as_null() -> None:
 
 def test_bimodal_on_few_samples_asks_for_more() -> None:
     r = rng(13)
-    v = compare_samples(bimodal(r, 20, 1.0, 0.01, gap=0.3, slow_share=0.4), bimodal(r, 20, 1.0, 0.01, gap=0.3, slow_share=0.4))
+    v = compare_samples(
+        bimodal(r, 20, 1.0, 0.01, gap=0.3, slow_share=0.4), bimodal(r, 20, 1.0, 0.01, gap=0.3, slow_share=0.4)
+    )
     assert v.verdict == "unsure" and v.unsure_cause == "bimodal"
     assert not v.settled and v.resolvable  # 20 < settle_samples: could be a few unlucky samples
 
@@ -210,7 +216,10 @@ def test_a_flag_whose_estimate_is_inside_the_gate_keeps_sampling_until_it_settle
     seed, ref, new, v = flagged
     assert not final_for_sampling(v) and not stop_when_sure({"a": ref, "b": new}, [("a", "b")])
     r = rng(seed + 1000)
-    more_ref, more_new = list(ref) + list(lognormal(r, 190, 1.0, 0.015)), list(new) + list(lognormal(r, 190, 0.96, 0.015))
+    more_ref, more_new = (
+        list(ref) + list(lognormal(r, 190, 1.0, 0.015)),
+        list(new) + list(lognormal(r, 190, 0.96, 0.015)),
+    )
     settled = compare_samples(more_ref, more_new)
     assert settled.verdict == "same" and final_for_sampling(settled)
 

@@ -52,8 +52,14 @@ def test_set_stats_match_one_at_a_time(seed: int) -> None:
         assert close(st.cv, robust_cv(s))
         m = detect_modes(s, DEFAULT_CONFIG.bimodal_weight, DEFAULT_CONFIG.threshold / 2)
         assert st.modes.bimodal == m.bimodal
-        assert all(close(a, b) for a, b in zip((st.modes.low_ms, st.modes.high_ms, st.modes.high_weight, st.modes.separation),
-                                               (m.low_ms, m.high_ms, m.high_weight, m.separation), strict=True))  # fmt: skip
+        assert all(
+            close(a, b)
+            for a, b in zip(
+                (st.modes.low_ms, st.modes.high_ms, st.modes.high_weight, st.modes.separation),
+                (m.low_ms, m.high_ms, m.high_weight, m.separation),
+                strict=True,
+            )
+        )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -67,7 +73,10 @@ def test_pair_stats_match_one_at_a_time(seed: int) -> None:
 
 def test_many_equals_one_by_one() -> None:
     sets = sample_sets(7)
-    pairs = [(sets[i], sets[(i * 7 + 3) % len(sets)]) for i in range(len(sets))] + [([], sets[0]), (sets[1], [0.0, -1.0])]
+    pairs = [(sets[i], sets[(i * 7 + 3) % len(sets)]) for i in range(len(sets))] + [
+        ([], sets[0]),
+        (sets[1], [0.0, -1.0]),
+    ]
     many = compare_samples_many(pairs)
     for (a, b), v in zip(pairs, many, strict=True):
         one = compare_samples(a, b)

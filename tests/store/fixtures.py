@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 PG_ENV = "KTRIAGE_TEST_PG_URL"
-PG_SKIP = f"{PG_ENV} is not set: start a server with `eval \"$(bash scripts/ci_postgres.sh)\"` (CI always sets it)"
+PG_SKIP = f'{PG_ENV} is not set: start a server with `eval "$(bash scripts/ci_postgres.sh)"` (CI always sets it)'
 BACKENDS = ["sqlite", "postgresql"]
 
 

@@ -20,7 +20,7 @@ from tests.store.fixtures import store_url  # noqa: F401  (the fixture: every te
 
 SAMPLES_PER_CELL = 200
 
-CHILD = r'''
+CHILD = r"""
 import ctypes, faulthandler, signal, sys, time
 faulthandler.register(signal.SIGUSR1)  # the parent asks for every thread's stack when the child seems stuck
 from pathlib import Path
@@ -57,7 +57,7 @@ else:
         time.sleep(600)
     else:
         store.finish_run(run_id, "finished")
-'''.replace("SAMPLES", str(SAMPLES_PER_CELL))
+""".replace("SAMPLES", str(SAMPLES_PER_CELL))
 
 
 _spawned: list[subprocess.Popen[str]] = []
@@ -77,7 +77,9 @@ def _close_children() -> Iterator[None]:
                 stream.close()
 
 
-def spawn(tmp_path: Path, url: str, run_id: str, mode: str, n: int, barrier: Path | None = None) -> subprocess.Popen[str]:
+def spawn(
+    tmp_path: Path, url: str, run_id: str, mode: str, n: int, barrier: Path | None = None
+) -> subprocess.Popen[str]:
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     args = [sys.executable, str(script), url, run_id, mode, str(n)] + ([str(barrier)] if barrier else [])
@@ -178,8 +180,9 @@ def test_two_writers_one_store(store_url: str, tmp_path: Path) -> None:
         assert assert_cells_whole(store_url, f"racer{i:07d}", 40) == 40
     with open_store(store_url) as store:
         assert {s.run.run_id: (s.run.status, s.counts) for s in store.summaries()} == {
-            "racer0000000": ("finished", {"ok": 40}), "racer0000001": ("finished", {"ok": 40}),
-        }  # fmt: skip
+            "racer0000000": ("finished", {"ok": 40}),
+            "racer0000001": ("finished", {"ok": 40}),
+        }
 
 
 def test_reader_watches_a_running_run(tmp_path: Path, run_cli: RunCli) -> None:

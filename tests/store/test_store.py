@@ -7,6 +7,7 @@ import io
 import json
 import math
 import time
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -35,8 +36,20 @@ def make_run(run_id: str | None = None, **kw) -> RunInfo:
         host="gpu-host-1",
         gpu={"name": "NVIDIA H200", "driver": "570.124.06", "sm_count": 132, "sm_clock_mhz": 1980, "temp_c": 34},
         toolchains=[
-            {"id": "triton-3.3.1", "spec": "triton==3.3.1", "triton_version": "3.3.1", "ptxas_version": "12.4.99", "ptxas_options": []},
-            {"id": "triton-3.4.0", "spec": "triton==3.4.0", "triton_version": "3.4.0", "ptxas_version": "12.8.93", "ptxas_options": []},
+            {
+                "id": "triton-3.3.1",
+                "spec": "triton==3.3.1",
+                "triton_version": "3.3.1",
+                "ptxas_version": "12.4.99",
+                "ptxas_options": [],
+            },
+            {
+                "id": "triton-3.4.0",
+                "spec": "triton==3.4.0",
+                "triton_version": "3.4.0",
+                "ptxas_version": "12.8.93",
+                "ptxas_options": [],
+            },
         ],
         packages={"torch": "2.11.0", "triton": "3.6.0", "liger-kernel": "0.5.10"},
         workload_git_sha="6eb029e",
@@ -53,15 +66,32 @@ def make_cells() -> list[Cell]:
         return CellKey("layer_norm", "bwd", i, f"N={1024 + 512 * i}", backend, tc)
 
     return [
-        Cell(key("torch_layer_norm", None), "ok", real_samples(500), accuracy={"passed": True, "max_abs_err": 1.2e-6},
-             bytes_moved=3 * 4096 * 4608 * 4, flops=None),
-        Cell(key("liger_layer_norm", "triton-3.3.1"), "ok", real_samples(2000), accuracy={"passed": True, "max_abs_err": 2.4e-6},
-             bytes_moved=3 * 4096 * 4608 * 4, extra={"kernel": "_layer_norm_backward_kernel", "regs": 128}),
-        Cell(key("liger_layer_norm", "triton-3.4.0"), "wrong", [], error="max_abs_err nan > atol 1e-05",
-             accuracy={"passed": False, "max_abs_err": math.nan, "rel_err": math.inf}),
+        Cell(
+            key("torch_layer_norm", None),
+            "ok",
+            real_samples(500),
+            accuracy={"passed": True, "max_abs_err": 1.2e-6},
+            bytes_moved=3 * 4096 * 4608 * 4,
+            flops=None,
+        ),
+        Cell(
+            key("liger_layer_norm", "triton-3.3.1"),
+            "ok",
+            real_samples(2000),
+            accuracy={"passed": True, "max_abs_err": 2.4e-6},
+            bytes_moved=3 * 4096 * 4608 * 4,
+            extra={"kernel": "_layer_norm_backward_kernel", "regs": 128},
+        ),
+        Cell(
+            key("liger_layer_norm", "triton-3.4.0"),
+            "wrong",
+            [],
+            error="max_abs_err nan > atol 1e-05",
+            accuracy={"passed": False, "max_abs_err": math.nan, "rel_err": math.inf},
+        ),
         Cell(key("liger_layer_norm", "triton-3.4.0", 8), "error", [], error="CUDA_ERROR_ILLEGAL_ADDRESS in worker"),
         Cell(key("liger_layer_norm", "triton-3.3.1", 8), "timeout", [], error="no result after 60 s"),
-    ]  # fmt: skip
+    ]
 
 
 def assert_cells_equal(got: list[Cell], want: list[Cell]) -> None:
@@ -72,8 +102,14 @@ def assert_cells_equal(got: list[Cell], want: list[Cell]) -> None:
         w_acc = {k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in w.accuracy.items()}
         assert g_acc == w_acc
         assert (g.key, g.status, g.samples_ms, g.error, g.bytes_moved, g.flops, g.extra) == (
-            w.key, w.status, w.samples_ms, w.error, w.bytes_moved, w.flops, w.extra,
-        )  # fmt: skip
+            w.key,
+            w.status,
+            w.samples_ms,
+            w.error,
+            w.bytes_moved,
+            w.flops,
+            w.extra,
+        )
 
 
 def test_round_trip_run_and_cells(store_url: str) -> None:
@@ -89,7 +125,12 @@ def test_round_trip_run_and_cells(store_url: str) -> None:
         got_run, got_cells = store.load_run(run.run_id)
     assert got_run.status == "finished"
     assert got_run.gpu == run.gpu | {"after": {"sm_clock_mhz": 1755, "temp_c": 61}}
-    assert (got_run.toolchains, got_run.packages, got_run.settings, got_run.created) == (run.toolchains, run.packages, run.settings, run.created)
+    assert (got_run.toolchains, got_run.packages, got_run.settings, got_run.created) == (
+        run.toolchains,
+        run.packages,
+        run.settings,
+        run.created,
+    )
     assert_cells_equal(got_cells, cells)  # float samples bit-exact, NaN/inf accuracy kept, order kept
     assert got_cells[0].key.toolchain is None and len(got_cells[1].samples_ms) == 2000
 
@@ -103,9 +144,12 @@ def test_summary_columns_are_queryable(store_url: str) -> None:
             store.add_cell(run.run_id, c)
         with store.engine.connect() as conn:
             rows = conn.execute(
-                text("SELECT backend, toolchain, n_samples, median_ms, min_ms, p20_ms, p80_ms FROM ktriage_cells "
-                     "WHERE run_id = :r AND status = 'ok' ORDER BY ordinal"), {"r": run.run_id}
-            ).all()  # fmt: skip
+                text(
+                    "SELECT backend, toolchain, n_samples, median_ms, min_ms, p20_ms, p80_ms FROM ktriage_cells "
+                    "WHERE run_id = :r AND status = 'ok' ORDER BY ordinal"
+                ),
+                {"r": run.run_id},
+            ).all()
     assert [(r[0], r[1]) for r in rows] == [("torch_layer_norm", ""), ("liger_layer_norm", "triton-3.3.1")]
     for row, cell in zip(rows, cells):
         s = summarize(cell.samples_ms)
@@ -114,7 +158,13 @@ def test_summary_columns_are_queryable(store_url: str) -> None:
 
 
 def test_format_ms_keeps_four_significant_digits() -> None:
-    assert [format_ms(v) for v in (0.0123456, 0.0020134, 1.23456, 1234.56, None)] == ["0.01235", "0.002013", "1.235", "1235", "-"]
+    assert [format_ms(v) for v in (0.0123456, 0.0020134, 1.23456, 1234.56, None)] == [
+        "0.01235",
+        "0.002013",
+        "1.235",
+        "1235",
+        "-",
+    ]
 
 
 def test_same_key_replaces_the_cell(store_url: str) -> None:
@@ -164,9 +214,15 @@ def test_list_runs_order_limit_filters(store_url: str) -> None:
         for r in (b, c, a):
             store.start_run(r)
         store.add_cell("run_a", make_cells()[0])
-        store.add_cell("run_c", Cell(CellKey("embedding", "bwd", 0, "(1024, 512)", "liger_embedding", "triton-3.5.0"), "ok", [0.01]))
+        store.add_cell(
+            "run_c",
+            Cell(CellKey("embedding", "bwd", 0, "(1024, 512)", "liger_embedding", "triton-3.5.0"), "ok", [0.01]),
+        )
         store.finish_run("run_b", "failed")
-        ids = lambda runs: [r.run_id for r in runs]
+
+        def ids(runs: list[Any]) -> list[str]:
+            return [r.run_id for r in runs]
+
         assert ids(store.list_runs()) == ["run_c", "run_b", "run_a"]
         assert ids(store.list_runs(limit=2)) == ["run_c", "run_b"]
         assert ids(store.list_runs(filters=RunFilters(gpu="a100"))) == ["run_b"]
@@ -213,9 +269,16 @@ def test_export_csv_and_json(store_url: str) -> None:
     assert len(rows) == len(cells)
     first = rows[0]
     assert (first["op"], first["mode"], first["input_id"], first["x_val"], first["backend"], first["toolchain"]) == (
-        "layer_norm", "bwd", "7", "N=4608", "torch_layer_norm", "",
-    )  # fmt: skip
-    assert [float(first[c]) for c in ("latency_median_ms", "latency_min_ms", "latency_p20_ms", "latency_p80_ms")] == pytest.approx([5.5, 1, 2.8, 8.2])
+        "layer_norm",
+        "bwd",
+        "7",
+        "N=4608",
+        "torch_layer_norm",
+        "",
+    )
+    assert [
+        float(first[c]) for c in ("latency_median_ms", "latency_min_ms", "latency_p20_ms", "latency_p80_ms")
+    ] == pytest.approx([5.5, 1, 2.8, 8.2])
     assert first["samples"] == "10" and first["status"] == "ok" and first["accuracy"] == "pass"
     assert float(first["gbps"]) == pytest.approx(3 * 4096 * 4608 * 4 / 5.5e-3 / 1e9)
     assert rows[2]["status"] == "wrong" and rows[2]["accuracy"] == "fail" and rows[2]["latency_median_ms"] == ""

@@ -27,8 +27,14 @@ def test_a_full_disk_on_runs_import_is_a_user_error_and_keeps_nothing(tmp_path: 
     export = tmp_path / "big.json"
     export.write_text(json.dumps(results_to_json(run, cells)))
     db = tmp_path / "k.db"
-    done = subprocess.run([sys.executable, "-m", "ktriage", "runs", "import", str(export), "--db", f"sqlite:///{db}"],
-                          preexec_fn=_limited, capture_output=True, text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "ktriage", "runs", "import", str(export), "--db", f"sqlite:///{db}"],
+        preexec_fn=_limited,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 2, done.stderr
     assert "error: cannot write to the store" in done.stderr and "fix: free some space" in done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr

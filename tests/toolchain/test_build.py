@@ -93,7 +93,9 @@ def test_triton_340_toolchain(tc340: Toolchain) -> None:
     assert tc340.assembler(90).ptxas == tc340.assembler(100).ptxas == tc340.ptxas
     assert tc340.assembler(90).native and tc340.assembler(90).triton_options == ("-lineinfo", "-v")
     assert tc340.cuobjdump.is_file() and tc340.nvdisasm is not None and tc340.nvdisasm.is_file()
-    out = subprocess.run([str(tc340.python), "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True)
+    out = subprocess.run(
+        [str(tc340.python), "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True
+    )
     assert out.stdout.strip() == "3.4.0"
 
 
@@ -151,7 +153,9 @@ def test_assemble_triton_340_ptx_with_ptxas_124_lowers_the_header(tc340: Toolcha
 
 def test_assemble_passes_options_in_triton_order(tc340: Toolchain, tmp_path: Path) -> None:
     ptx = compile_ptx(tc340, "add")
-    res = assemble(ptx, tc340.ptxas, "sm_90a", ["-lineinfo", "--fmad=false", "-v", "--maxrregcount=32"], workdir=tmp_path)
+    res = assemble(
+        ptx, tc340.ptxas, "sm_90a", ["-lineinfo", "--fmad=false", "-v", "--maxrregcount=32"], workdir=tmp_path
+    )
     cmd = list(res.command)
     assert cmd[1:4] == ["-lineinfo", "--fmad=false", "-v"]
     assert cmd.index("--maxrregcount=32") < cmd.index("--gpu-name=sm_90a") < cmd.index("-o")
@@ -227,7 +231,13 @@ def test_two_processes_build_one_consistent_toolchain(tmp_path: Path, tc340_ptxa
     spec = f"triton==3.4.0,ptxas={tc340_ptxas124.ptxas},ptxas-options=-O3"
     env = {**_env(), "KTRIAGE_HOME": str(home)}
     procs = [
-        subprocess.Popen([sys.executable, "-c", RACE_SCRIPT, spec, str(barrier)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, "-c", RACE_SCRIPT, spec, str(barrier)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         for _ in range(2)
     ]
     barrier.touch()
@@ -243,7 +253,9 @@ def test_two_processes_build_one_consistent_toolchain(tmp_path: Path, tc340_ptxa
     assert [d.name for d in tc_dirs] == [results[0]["id"]]
     record = json.loads((tc_dirs[0] / "toolchain.json").read_text())
     assert record["ptxas_version"] == "12.4.131" and record["ptxas_options"] == ["-O3"]
-    check = subprocess.run([results[0]["python"], "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True)
+    check = subprocess.run(
+        [results[0]["python"], "-c", "import triton; print(triton.__version__)"], capture_output=True, text=True
+    )
     assert check.stdout.strip() == "3.4.0"
 
 
@@ -264,7 +276,9 @@ KILL_SCRIPT = textwrap.dedent(
 def test_a_killed_build_is_redone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     env = {**_env(), "KTRIAGE_HOME": str(home)}
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, "triton==3.4.0"], stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, "triton==3.4.0"], stdout=subprocess.PIPE, text=True, env=env
+    )
     assert proc.stdout is not None
     for line in proc.stdout:
         if line.startswith("installing"):
@@ -293,7 +307,17 @@ def triton_340_wheel(ktriage_home: Path) -> Path:
     found = sorted(dest.glob("triton-3.4.0-*.whl"))
     if not found:
         proc = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-d", str(dest), "triton==3.4.0"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                str(dest),
+                "triton==3.4.0",
+            ],
             capture_output=True,
             text=True,
         )

@@ -38,9 +38,16 @@ def closed_port() -> int:
 def offline_env(home: Path, scratch: Path) -> dict[str, str]:
     """The environment of a host without network for pip and uv, with a fresh ktriage home."""
     index = f"http://127.0.0.1:{closed_port()}/simple"
-    return {**os.environ, "KTRIAGE_HOME": str(home), "UV_OFFLINE": "1", "UV_INDEX_URL": index,
-            "UV_DEFAULT_INDEX": index, "PIP_INDEX_URL": index, "UV_CACHE_DIR": str(scratch / "uv-cache"),
-            "PIP_NO_INDEX": "1"}
+    return {
+        **os.environ,
+        "KTRIAGE_HOME": str(home),
+        "UV_OFFLINE": "1",
+        "UV_INDEX_URL": index,
+        "UV_DEFAULT_INDEX": index,
+        "PIP_INDEX_URL": index,
+        "UV_CACHE_DIR": str(scratch / "uv-cache"),
+        "PIP_NO_INDEX": "1",
+    }
 
 
 HOST_SCRIPT = textwrap.dedent(
@@ -64,14 +71,17 @@ HOST_SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_host_toolchain_compiles_a_recorded_liger_kernel_offline_with_the_interpreters_packaging(toolchain: Any, tmp_path: Path) -> None:
+def test_host_toolchain_compiles_a_recorded_liger_kernel_offline_with_the_interpreters_packaging(
+    toolchain: Any, tmp_path: Path
+) -> None:
     interpreter = toolchain("triton==3.6.0").python  # a real Python whose Triton is 3.6.0
     home = tmp_path / "home"
     purelib = sysconfig.get_paths()["purelib"]
     assert (Path(purelib) / "packaging").is_dir()  # the interpreter below has packaging (PYTHONPATH)
     env = {**offline_env(home, tmp_path), "PYTHONPATH": os.pathsep.join([str(REPO), purelib])}
-    proc = subprocess.run([str(interpreter), "-c", HOST_SCRIPT, str(WORKLOAD)], capture_output=True, text=True,
-                          env=env, timeout=900)
+    proc = subprocess.run(
+        [str(interpreter), "-c", HOST_SCRIPT, str(WORKLOAD)], capture_output=True, text=True, env=env, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
 

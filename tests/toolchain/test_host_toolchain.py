@@ -29,11 +29,21 @@ KERNELS = REPO / "tests" / "kernels_for_tests.py"
 
 
 def red_spec() -> KernelSpec:
-    return KernelSpec(name="red[64x64]", source=f"{KERNELS}:red_kernel",
-                      signature={"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32",
-                                 "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
-                      constexprs={"XBLOCK": 64, "RBLOCK": 64}, divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
-                      meta={"input_label": "R=64"})
+    return KernelSpec(
+        name="red[64x64]",
+        source=f"{KERNELS}:red_kernel",
+        signature={
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
+        constexprs={"XBLOCK": 64, "RBLOCK": 64},
+        divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
+        meta={"input_label": "R=64"},
+    )
 
 
 def test_host_spec_parses_alone_and_with_a_ptxas_and_options(tmp_path: Path) -> None:
@@ -49,7 +59,9 @@ def test_host_spec_parses_alone_and_with_a_ptxas_and_options(tmp_path: Path) -> 
     assert str(both) == f"triton=host,ptxas={ptxas},ptxas-options=-O2 --verbose"
     assert parse_toolchain(str(both)) == both  # the canonical form reads back
     assert parse_toolchain("triton=host,ptxas==12.8.93").ptxas_version == "12.8.93"
-    assert parse_toolchain("triton==3.6.0").is_release and not parse_toolchain(f"triton==3.6.0,ptxas={ptxas}").is_release
+    assert (
+        parse_toolchain("triton==3.6.0").is_release and not parse_toolchain(f"triton==3.6.0,ptxas={ptxas}").is_release
+    )
 
 
 def test_an_interpreter_without_triton_is_refused_with_the_fix(run_cli) -> None:
@@ -94,11 +106,19 @@ def test_host_toolchain_is_identified_and_compiles_the_releases_cubin(toolchain,
     other_ptxas = toolchain("triton==3.4.0").bundled_ptxas  # a ptxas=PATH that is not the host Triton's own
     interpreter = release.python  # "the current interpreter": a real Python whose Triton is 3.6.0
     home = tmp_path / "home"
-    env = {**os.environ, "KTRIAGE_HOME": str(home),
-           "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]])}
+    env = {
+        **os.environ,
+        "KTRIAGE_HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"]]),
+    }
     specs = ["triton=host", f"triton=host,ptxas={other_ptxas}"]
-    proc = subprocess.run([str(interpreter), "-c", HOST_SCRIPT, json.dumps(red_spec().to_json()), *specs],
-                          capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run(
+        [str(interpreter), "-c", HOST_SCRIPT, json.dumps(red_spec().to_json()), *specs],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     host, host_path = out["triton=host"], out[specs[1]]

@@ -25,12 +25,30 @@ def test_the_ptxas_of_each_arch_is_named(toolchain) -> None:  # type: ignore[no-
 def test_a_bundle_for_sm_100_names_ptxas_blackwell(toolchain, run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     tc = toolchain("triton==3.6.0")
     bundle = tmp_path / "b"
-    res = run_cli(["bench", "--op", "layer_norm", "--only", "liger_layer_norm", "-i", "N=4608", "-t", "triton==3.6.0",
-                   "--arch", "sm_100", "--compile-only", "--bundle", str(bundle)])
+    res = run_cli(
+        [
+            "bench",
+            "--op",
+            "layer_norm",
+            "--only",
+            "liger_layer_norm",
+            "-i",
+            "N=4608",
+            "-t",
+            "triton==3.6.0",
+            "--arch",
+            "sm_100",
+            "--compile-only",
+            "--bundle",
+            str(bundle),
+        ]
+    )
     assert res.exit_code == 0, res.stderr
     manifest = json.loads((bundle / "manifest.json").read_text())
     record = manifest["toolchains"][tc.id]
     assert record["ptxas_version"] == "12.9.86" and "ptxas-blackwell" in record["assembler"]
     # the artifacts were assembled by that ptxas: the label and the cubins agree
-    versions = {a["ptxas_version"] for per_tc in manifest["artifacts"].values() for a in per_tc.values() if "ptxas_version" in a}
+    versions = {
+        a["ptxas_version"] for per_tc in manifest["artifacts"].values() for a in per_tc.values() if "ptxas_version" in a
+    }
     assert versions == {"12.9.86"}

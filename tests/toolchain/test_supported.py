@@ -164,7 +164,10 @@ def test_newest_release_selection_ignores_prereleases_other_platforms_and_yanked
             "3.9.0": [_wheel("3.9.0", linux), _wheel("3.9.0", "manylinux_2_27_aarch64.manylinux_2_28_aarch64")],
             "3.10.0rc1": [_wheel("3.10.0rc1", linux)],
             "3.10.0.dev20260101": [_wheel("3.10.0.dev20260101", linux)],
-            "3.10.0": [_wheel("3.10.0", "macosx_11_0_arm64"), {"filename": "triton-3.10.0.tar.gz", "packagetype": "sdist"}],
+            "3.10.0": [
+                _wheel("3.10.0", "macosx_11_0_arm64"),
+                {"filename": "triton-3.10.0.tar.gz", "packagetype": "sdist"},
+            ],
             "3.9.1": [_wheel("3.9.1", linux, yanked=True)],
             "4.0.0": [_wheel("4.0.0", linux)],
             "not-a-version": [_wheel("0", linux)],

@@ -17,7 +17,7 @@ from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 
 INSITU = Path(fakedriver.__file__).resolve().parent
 
-KERNELS = '''
+KERNELS = """
 import triton
 import triton.language as tl
 
@@ -28,9 +28,9 @@ def _row_scale_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + row * n_cols + offs, mask=offs < n_cols)
     tl.store(out_ptr + row * n_cols + offs, x * 2, mask=offs < n_cols)
-'''
+"""
 
-PROGRAM = '''
+PROGRAM = """
 import sys
 sys.path.insert(0, {insitu!r})
 import fakedriver  # stands in for the GPU
@@ -42,13 +42,13 @@ assert sys.argv[1:3] == ["--op", "my_rms"] and "--bwd" in sys.argv and "--only" 
 x, out = fakedriver.FakeTensor("fp32", shape=(2048, 4096)), fakedriver.FakeTensor("fp32", shape=(2048, 4096))
 for _ in range(3):
     my_rms_kernels._row_scale_kernel[(2048,)](x, out, 4096, BLOCK=4096)
-'''
+"""
 
-RUN_PY = '''
+RUN_PY = """
 import os, sys
 # a TritonBench checkout's run.py, standing in: the GPU host's python has Triton; here a toolchain's has
 os.execv({python!r}, [{python!r}, {program!r}, *sys.argv[1:]])
-'''
+"""
 
 
 def _cell(op: str, backend: str, input_id: int, label: str) -> CellTriage:
@@ -61,17 +61,36 @@ def _report(cells: list[CellTriage]) -> TriageReport:
 
 
 def test_cells_of_an_op_without_replay_are_grouped_into_tritonbench_runs() -> None:
-    report = _report([_cell("my_rms", "my_triton", 3, "(2048, 4096)"), _cell("my_rms", "my_triton", 1, "(1024, 4096)"),
-                      _cell("my_rms", "torch_base", 1, "(1024, 4096)")])
+    report = _report(
+        [
+            _cell("my_rms", "my_triton", 3, "(2048, 4096)"),
+            _cell("my_rms", "my_triton", 1, "(1024, 4096)"),
+            _cell("my_rms", "torch_base", 1, "(1024, 4096)"),
+        ]
+    )
     (rec,) = recordings(report, [0, 1, 2], {"my_rms": "torch_base"})  # the baseline is never recorded
     assert (rec.cells, rec.input_ids) == ([0, 1], [3, 1])
-    assert rec.argv("python") == ["python", "run.py", "--op", "my_rms", "--bwd", "--metrics", "latency", "--only",
-                                  "my_triton", "--input-id", "1", "--num-inputs", "3"]
+    assert rec.argv("python") == [
+        "python",
+        "run.py",
+        "--op",
+        "my_rms",
+        "--bwd",
+        "--metrics",
+        "latency",
+        "--only",
+        "my_triton",
+        "--input-id",
+        "1",
+        "--num-inputs",
+        "3",
+    ]
     assert "--measure on a GPU host with TritonBench" in no_target_reason(report.cells[0])
 
 
-def test_the_gpu_step_records_the_operators_run_and_matches_the_cell(toolchain, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_gpu_step_records_the_operators_run_and_matches_the_cell(
+    toolchain, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     tc = toolchain("triton==3.4.0")
     tb = tmp_path / "tritonbench"
     tb.mkdir()

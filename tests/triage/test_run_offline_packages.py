@@ -29,15 +29,22 @@ def go_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         index = f"http://127.0.0.1:{sock.getsockname()[1]}/simple"  # closed once the socket is
-    for name, value in {"UV_OFFLINE": "1", "UV_INDEX_URL": index, "UV_DEFAULT_INDEX": index, "PIP_INDEX_URL": index,
-                        "PIP_NO_INDEX": "1", "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
-                        "KTRIAGE_HOME": str(tmp_path / "home")}.items():
+    for name, value in {
+        "UV_OFFLINE": "1",
+        "UV_INDEX_URL": index,
+        "UV_DEFAULT_INDEX": index,
+        "PIP_INDEX_URL": index,
+        "PIP_NO_INDEX": "1",
+        "UV_CACHE_DIR": str(tmp_path / "uv-cache"),
+        "KTRIAGE_HOME": str(tmp_path / "home"),
+    }.items():
         monkeypatch.setenv(name, value)
     return tmp_path / "home"
 
 
 def test_an_offline_install_names_the_package_the_network_and_the_fix_and_is_tried_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     offline = go_offline(tmp_path, monkeypatch)
     runs: list[list[str]] = []
     real_run = subprocess.run
@@ -62,7 +69,8 @@ def test_an_offline_install_names_the_package_the_network_and_the_fix_and_is_tri
 
 @pytest.mark.slow
 def test_a_release_toolchain_without_network_stops_the_compile_step_with_the_package_and_the_fix(
-        toolchain: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    toolchain: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ktriage.compile.compiler import Compiler
     from ktriage.record.workload import load_workload
     from ktriage.triage.program import require_packages

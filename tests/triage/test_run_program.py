@@ -36,23 +36,38 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
     assert res.exit_code == 2, res.output
     assert "no GPU to record and bench on here" in res.problem and "Traceback" not in res.output
     fix = res.fix or ""
-    for step in ("ktriage record -o W.json -- python train.py --steps 3",
-                 f"ktriage bench W.json -t {OLD} -t {NEW} --compile-only --bundle B",
-                 "ktriage bench --bundle B -o results.json", "ktriage triage results.json results.json --workload W.json"):
+    for step in (
+        "ktriage record -o W.json -- python train.py --steps 3",
+        f"ktriage bench W.json -t {OLD} -t {NEW} --compile-only --bundle B",
+        "ktriage bench --bundle B -o results.json",
+        "ktriage triage results.json results.json --workload W.json",
+    ):
         assert step in fix, fix
     assert not work.exists()  # nothing was recorded, built or written
 
 
-@pytest.mark.parametrize(("argv", "problem"), [
-    ([*RUN, "old.csv"], "OLD/NEW do(es) not apply to --run"),
-    (["triage", "--run", "python train.py", "--old-toolchain", OLD], "--run needs --old-toolchain and --new-toolchain"),
-    (["triage", "--run", "", "--old-toolchain", OLD, "--new-toolchain", NEW], "--run is empty"),
-    (["triage", "--run", "python 'train.py", "--old-toolchain", OLD, "--new-toolchain", NEW], "cannot be split into words"),
-    (["triage", "--run", "python train.py", "--old-toolchain", OLD, "--new-toolchain", "tritn==3.6.0"], "unknown toolchain spec key"),
-    ([*RUN, "--measure"], "--measure do(es) not apply to --run"),
-    ([*RUN, "-o", "report.html"], "not HTML"),
-    (["triage"], "triage needs OLD and NEW"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        ([*RUN, "old.csv"], "OLD/NEW do(es) not apply to --run"),
+        (
+            ["triage", "--run", "python train.py", "--old-toolchain", OLD],
+            "--run needs --old-toolchain and --new-toolchain",
+        ),
+        (["triage", "--run", "", "--old-toolchain", OLD, "--new-toolchain", NEW], "--run is empty"),
+        (
+            ["triage", "--run", "python 'train.py", "--old-toolchain", OLD, "--new-toolchain", NEW],
+            "cannot be split into words",
+        ),
+        (
+            ["triage", "--run", "python train.py", "--old-toolchain", OLD, "--new-toolchain", "tritn==3.6.0"],
+            "unknown toolchain spec key",
+        ),
+        ([*RUN, "--measure"], "--measure do(es) not apply to --run"),
+        ([*RUN, "-o", "report.html"], "not HTML"),
+        (["triage"], "triage needs OLD and NEW"),
+    ],
+)
 def test_bad_input_is_refused_with_a_fix(run_cli, argv: list[str], problem: str, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     res = run_cli(argv)
@@ -100,8 +115,14 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
     name = "tb_rms_norm_bwd.workload.json"  # the workload's name is the cells' op
     shutil.copy(WORKLOAD, work / name)
     tcs = [toolchain(OLD), toolchain(NEW)]
-    options = ProgramOptions(command="python run.py --op rms_norm --bwd", old_toolchain=OLD, new_toolchain=NEW, workdir=work,
-                             fixes=True, bisect=True)
+    options = ProgramOptions(
+        command="python run.py --op rms_norm --bwd",
+        old_toolchain=OLD,
+        new_toolchain=NEW,
+        workdir=work,
+        fixes=True,
+        bisect=True,
+    )
     report = ProgramReport(options.command, OLD, NEW, str(work), name)
     said: list[str] = []
     clock = _Clock(report, said.append)
@@ -146,10 +167,17 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
     assert doc["triage"]["cells"] and len(doc["cells"]) == 12 and doc["files"]["workload"].endswith(name)
     assert [s["step"] for s in doc["split"]][0] == "record"
     md = to_markdown(report)
-    for text in ("## Steps", "| compile | ok |", "| bench | skipped |", "wall s", "| total |",
-                 "## Every kernel input: measured side by side, predicted by the cost model",
-                 "## The same steps, split across machines", "ktriage triage results.json results.json --workload W.json",
-                 "ktriage triage:"):
+    for text in (
+        "## Steps",
+        "| compile | ok |",
+        "| bench | skipped |",
+        "wall s",
+        "| total |",
+        "## Every kernel input: measured side by side, predicted by the cost model",
+        "## The same steps, split across machines",
+        "ktriage triage results.json results.json --workload W.json",
+        "ktriage triage:",
+    ):
         assert text in md, text
     from rich.console import Console
 
@@ -163,8 +191,23 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
 def test_the_split_workflows_last_step_triages_one_results_file(run_cli, toolchain, tmp_path: Path) -> None:
     toolchain(OLD), toolchain(NEW)
     out = tmp_path / "t.json"
-    res = run_cli(["triage", str(RESULTS), str(RESULTS), "--old-toolchain", OLD, "--new-toolchain", NEW, "--workload", str(WORKLOAD),
-                   "--no-bisect", "--no-fixes", "-o", str(out)])
+    res = run_cli(
+        [
+            "triage",
+            str(RESULTS),
+            str(RESULTS),
+            "--old-toolchain",
+            OLD,
+            "--new-toolchain",
+            NEW,
+            "--workload",
+            str(WORKLOAD),
+            "--no-bisect",
+            "--no-fixes",
+            "-o",
+            str(out),
+        ]
+    )
     assert res.exit_code in (0, 1), res.output
     doc = json.loads(out.read_text())
     assert doc["old_toolchain"] == OLD and doc["new_toolchain"] == NEW
@@ -173,7 +216,9 @@ def test_the_split_workflows_last_step_triages_one_results_file(run_cli, toolcha
     assert "the recorded bench's own entry 11" in " ".join(k11[0]["notes"])
     # slower side by side, and its spills are predicted a regression (the cost model): a compile-side regression
     assert k11[0]["measured"]["how"] == "side_by_side" and k11[0]["verdict"] == "regression"
-    assert k11[0]["cause"]["kind"] == "spills" and any(n.startswith("the compile-side change predicts +") for n in k11[0]["notes"])
+    assert k11[0]["cause"]["kind"] == "spills" and any(
+        n.startswith("the compile-side change predicts +") for n in k11[0]["notes"]
+    )
     k9 = [c for c in doc["cells"] if c["backend"].startswith("K9:")]
     assert k9 and k9[0]["verdict"] == "measured_regression" and k9[0]["cause"] is None
     assert res.exit_code == 1

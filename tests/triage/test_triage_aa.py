@@ -10,23 +10,48 @@ import pytest
 
 from ktriage.cli.app import main
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair of ../shared/data/tritonbench_outputs
+DATA = (
+    Path(__file__).resolve().parents[1] / "data" / "tritonbench"
+)  # the real A/A pair of ../shared/data/tritonbench_outputs
 
 
 def test_the_aa_pair_has_no_regression_of_the_software(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     outs = [tmp_path / "report.md", tmp_path / "report.json", tmp_path / "report.html"]
-    code = main(["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(DATA / "layer_norm_bwd_run2.csv"),
-                 "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0", "--op", "layer_norm", "--mode", "bwd",
-                 "--threshold", "10", *sum((["-o", str(p)] for p in outs), [])])
+    code = main(
+        [
+            "triage",
+            str(DATA / "layer_norm_bwd_run1.csv"),
+            str(DATA / "layer_norm_bwd_run2.csv"),
+            "--old-toolchain",
+            "triton==3.4.0",
+            "--new-toolchain",
+            "triton==3.4.0",
+            "--op",
+            "layer_norm",
+            "--mode",
+            "bwd",
+            "--threshold",
+            "10",
+            *sum((["-o", str(p)] for p in outs), []),
+        ]
+    )
     capsys.readouterr()
     assert code == 0
     report = json.loads(outs[1].read_text())
     assert report["counts"]["regression"] == 0 and report["compared"] == 60 and report["complete"]
     assert report["cells"], "the A/A pair moves by up to 53%: some cells pass the gate"
     assert {c["verdict"] for c in report["cells"]} == {"unsure_no_gpu"}
-    assert all(c["compile_change"] is False and c["single_value"] for c in report["cells"] if c["backend"] == "liger_layer_norm")
+    assert all(
+        c["compile_change"] is False and c["single_value"]
+        for c in report["cells"]
+        if c["backend"] == "liger_layer_norm"
+    )
     worst = report["cells"][0]
-    assert worst["backend"] == "liger_layer_norm" and worst["input"] == "(4096, 1536)" and worst["change_pct"] == pytest.approx(53.2, abs=0.1)
+    assert (
+        worst["backend"] == "liger_layer_norm"
+        and worst["input"] == "(4096, 1536)"
+        and worst["change_pct"] == pytest.approx(53.2, abs=0.1)
+    )
     assert any("one number per cell" in x for x in report["gpu_needed"])
     md = outs[0].read_text()
     assert "**0 compile-side regression(s)" in md and "unsure without a GPU re-run" in md and "Regressions" not in md
@@ -40,12 +65,29 @@ def test_a_file_without_op_or_mode_needs_the_flags(tmp_path: Path, capsys: pytes
     b.write_text((DATA / "layer_norm_bwd_run2.csv").read_text())
     assert main(["triage", str(a), str(b), "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]) == 2
     assert "--op" in capsys.readouterr().err
-    code = main(["triage", str(a), str(b), "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0",
-                 "--op", "layer_norm", "--mode", "bwd", "--format", "json"])
+    code = main(
+        [
+            "triage",
+            str(a),
+            str(b),
+            "--old-toolchain",
+            "triton==3.4.0",
+            "--new-toolchain",
+            "triton==3.4.0",
+            "--op",
+            "layer_norm",
+            "--mode",
+            "bwd",
+            "--format",
+            "json",
+        ]
+    )
     assert code == 0 and json.loads(capsys.readouterr().out)["counts"]["regression"] == 0
 
 
 def test_unknown_toolchains_make_the_triage_incomplete(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(DATA / "layer_norm_bwd_run2.csv"), "--format", "json"])
+    code = main(
+        ["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(DATA / "layer_norm_bwd_run2.csv"), "--format", "json"]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 4 and not report["complete"] and "toolchain is unknown" in report["failures"][0]

@@ -29,8 +29,19 @@ def test_csv_and_json_of_one_run_are_the_same_cells(op: str) -> None:
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_the_six_op_aa_pair_has_no_regression(op: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "triage.json"
-    code = main(["triage", str(AA / f"{op}_bwd_run1.csv"), str(AA / f"{op}_bwd_run2.csv"),
-                 "--old-toolchain", "triton==3.6.0", "--new-toolchain", "triton==3.6.0", "-o", str(out)])
+    code = main(
+        [
+            "triage",
+            str(AA / f"{op}_bwd_run1.csv"),
+            str(AA / f"{op}_bwd_run2.csv"),
+            "--old-toolchain",
+            "triton==3.6.0",
+            "--new-toolchain",
+            "triton==3.6.0",
+            "-o",
+            str(out),
+        ]
+    )
     capsys.readouterr()
     report = json.loads(out.read_text())
     assert code == 0 and report["complete"]

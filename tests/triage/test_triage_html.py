@@ -7,17 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, dump_dom
-
 from ktriage.report.triage import to_html
 from ktriage.triage import TriageOptions, triage
+from tests.browser import CHROMIUM, dump_dom
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair of ../shared/data/tritonbench_outputs
+DATA = (
+    Path(__file__).resolve().parents[1] / "data" / "tritonbench"
+)  # the real A/A pair of ../shared/data/tritonbench_outputs
 
 
 def test_html_is_self_contained_and_renders(tmp_path: Path) -> None:
-    report = triage(DATA / "layer_norm_bwd_run1.csv", DATA / "layer_norm_bwd_run2.csv",
-                    TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0"))
+    report = triage(
+        DATA / "layer_norm_bwd_run1.csv",
+        DATA / "layer_norm_bwd_run2.csv",
+        TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0"),
+    )
     html = to_html(report)
     assert "<script" not in html and "src=" not in html and "<svg" in html
     assert len(report.sweep) == 60 and "Not the compiler" in html and "could not decide without a GPU" in html

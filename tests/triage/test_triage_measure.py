@@ -25,12 +25,29 @@ from ktriage.workload.bundle import load_bundle
 DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"
 RUN1, RUN2 = DATA / "layer_norm_bwd_run1.csv", DATA / "layer_norm_bwd_run2.csv"
 AA = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0", "--op", "layer_norm", "--mode", "bwd"]
-CROSS = ["--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0", "--op", "layer_norm", "--mode", "bwd",
-         "--no-bisect", "--no-fixes"]
+CROSS = [
+    "--old-toolchain",
+    "triton==3.3.1",
+    "--new-toolchain",
+    "triton==3.4.0",
+    "--op",
+    "layer_norm",
+    "--mode",
+    "bwd",
+    "--no-bisect",
+    "--no-fixes",
+]
 
 
-def _fake_results(path: Path, options: TriageOptions, *, slower: dict[int, float] | None = None, seed: int = 0,
-                  token: str | None = None, fix: float | None = None) -> Path:
+def _fake_results(
+    path: Path,
+    options: TriageOptions,
+    *,
+    slower: dict[int, float] | None = None,
+    seed: int = 0,
+    token: str | None = None,
+    fix: float | None = None,
+) -> Path:
     """A results file shaped as `ktriage bench --bundle <the triage's bundle>` writes it, with FAKE
     samples: per planned input the baseline and the Liger backend once per toolchain variant (the new
     one ``slower[input_id]`` times slower; with ``fix``, a ``+fix`` variant of the new one that is
@@ -42,18 +59,38 @@ def _fake_results(path: Path, options: TriageOptions, *, slower: dict[int, float
     ids = ["triton-3.3.1", "triton-3.4.0"] if not plan.same_toolchain else ["triton-3.4.0", "triton-3.4.0+aa"]
     if fix is not None:
         ids.append("triton-3.4.0+fix")
-    run = RunInfo(command="FAKE: synthetic samples", host="synthetic", gpu={"name": "FAKE-GPU"},
-                  toolchains=[{"id": t, "spec": t, **({"variant": "proposed fix: num_warps 8"} if t.endswith("+fix") else {})}
-                              for t in ids],
-                  settings={"plan": {"op": group.op, "mode": group.mode, "input_ids": group.input_ids,
-                                     "bundle": f"/gpu/host/tri/{group.dirname if token is None else 'layer_norm-bwd-' + token}"}})
+    run = RunInfo(
+        command="FAKE: synthetic samples",
+        host="synthetic",
+        gpu={"name": "FAKE-GPU"},
+        toolchains=[
+            {"id": t, "spec": t, **({"variant": "proposed fix: num_warps 8"} if t.endswith("+fix") else {})}
+            for t in ids
+        ],
+        settings={
+            "plan": {
+                "op": group.op,
+                "mode": group.mode,
+                "input_ids": group.input_ids,
+                "bundle": f"/gpu/host/tri/{group.dirname if token is None else 'layer_norm-bwd-' + token}",
+            }
+        },
+    )
     cells = []
     for i in group.input_ids:
         label = f"(4096, {1024 + 512 * i})"
-        cells.append(Cell(CellKey("layer_norm", "bwd", i, label, "torch_layer_norm"), "ok", lognormal(rng, 60, 0.1, 0.01)))
+        cells.append(
+            Cell(CellKey("layer_norm", "bwd", i, label, "torch_layer_norm"), "ok", lognormal(rng, 60, 0.1, 0.01))
+        )
         for k, tc in enumerate(ids):
             factor = (slower or {}).get(i, 1.0) if k == 1 else (fix or 1.0) if k == 2 else 1.0
-            cells.append(Cell(CellKey("layer_norm", "bwd", i, label, "liger_layer_norm", tc), "ok", lognormal(rng, 60, 0.3 * factor, 0.01)))
+            cells.append(
+                Cell(
+                    CellKey("layer_norm", "bwd", i, label, "liger_layer_norm", tc),
+                    "ok",
+                    lognormal(rng, 60, 0.3 * factor, 0.01),
+                )
+            )
     return write_results(path, run, cells)
 
 
@@ -65,7 +102,9 @@ def test_bundle_of_the_flagged_cells_and_the_command(tmp_path: Path, capsys: pyt
     manifest = json.loads((out / MANIFEST).read_text())
     (cell,) = manifest["cells"]  # --limit 1: the worst flagged cell only
     report = json.loads(captured.out)
-    worst = max((c for c in report["cells"] if c["backend"] == "liger_layer_norm"), key=lambda c: abs(np.log(c["ratio"])))
+    worst = max(
+        (c for c in report["cells"] if c["backend"] == "liger_layer_norm"), key=lambda c: abs(np.log(c["ratio"]))
+    )
     assert (cell["input_id"], cell["backend"]) == (worst["input_id"], "liger_layer_norm")
     assert len(manifest["not_bundled"]) == len(report["cells"]) - 1
     (entry,) = manifest["bundles"]
@@ -87,8 +126,22 @@ def test_the_aa_pair_measured_side_by_side_is_noise(tmp_path: Path, capsys: pyte
     options = TriageOptions(old_toolchain="triton==3.4.0", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd")
     results = _fake_results(tmp_path / "r.json", options)
     out = tmp_path / "report.json"
-    code = main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(results), "-o", str(out), "-o", str(tmp_path / "r.md"),
-                 "-o", str(tmp_path / "r.html")])
+    code = main(
+        [
+            "triage",
+            str(RUN1),
+            str(RUN2),
+            *AA,
+            "--measured",
+            str(results),
+            "-o",
+            str(out),
+            "-o",
+            str(tmp_path / "r.md"),
+            "-o",
+            str(tmp_path / "r.html"),
+        ]
+    )
     capsys.readouterr()
     assert code == 0
     report = json.loads(out.read_text())
@@ -98,9 +151,13 @@ def test_the_aa_pair_measured_side_by_side_is_noise(tmp_path: Path, capsys: pyte
     m = liger[0]["measured"]
     assert m["ci_low"] <= 1.0 <= m["ci_high"] and m["confidence"] == 0.99 and m["n_old"] == m["n_new"] == 60
     base = [c for c in report["cells"] if c["backend"] == "torch_layer_norm"]
-    assert base and all(c["measured"]["how"] == "baseline" and "moved in the original files" in c["measured"]["text"] for c in base)
+    assert base and all(
+        c["measured"]["how"] == "baseline" and "moved in the original files" in c["measured"]["text"] for c in base
+    )
     assert report["measured"]["baseline"] and "one host copy for both toolchains" in report["measured"]["baseline"][0]
-    assert "regression(s) after the GPU re-run" in report["headline"] and report["counts"]["noise"] == len(report["cells"])
+    assert "regression(s) after the GPU re-run" in report["headline"] and report["counts"]["noise"] == len(
+        report["cells"]
+    )
     md = (tmp_path / "r.md").read_text()
     assert "measured side by side |" in md and "noise (same)" in md and "### The GPU re-run" in md
     assert "measured side by side" in (tmp_path / "r.html").read_text()
@@ -120,14 +177,22 @@ def test_a_measured_slowdown_is_a_regression_and_fails_ci(tmp_path: Path, capsys
     assert report["cells"][0] == reg  # the regressions come first
 
 
-def test_a_compile_side_change_measured_as_no_difference_is_noise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_compile_side_change_measured_as_no_difference_is_noise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """3.3.1 vs 3.4.0: the compile side finds changes at the flagged inputs (registers 200 -> 232 at
     N=2560..4096, opcodes below) that the cost model predicts neutral (docs/model.md: same occupancy,
     +4 main-loop instructions), so without a GPU they are no compile-side regression, and the slower
     cells say that no compile-side change predicts their slowdown; measured side by side with no
     difference they are noise, each noting that its change costs no measurable time, exit code 0."""
-    options = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd",
-                            bisect=False, fixes=False)
+    options = TriageOptions(
+        old_toolchain="triton==3.3.1",
+        new_toolchain="triton==3.4.0",
+        op="layer_norm",
+        mode="bwd",
+        bisect=False,
+        fixes=False,
+    )
     results = _fake_results(tmp_path / "r.json", options)
     assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--format", "json"]) == 0  # without the GPU step
     report = json.loads(capsys.readouterr().out)
@@ -136,12 +201,16 @@ def test_a_compile_side_change_measured_as_no_difference_is_noise(tmp_path: Path
     assert changed and all(c["cause"] is None and c["predicted"]["kind"] == "neutral" for c in changed)
     assert any("registers 200 -> 232" in n and "change predicted neutral" in n for c in changed for n in c["notes"])
     slower = [c for c in changed if c["ratio"] > 1.1]
-    assert slower and all(any("no compile-side change predicts the measured slowdown" in n for n in c["notes"]) for c in slower)
+    assert slower and all(
+        any("no compile-side change predicts the measured slowdown" in n for n in c["notes"]) for c in slower
+    )
     code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["counts"]["regression"] == 0
     changed = [c for c in report["cells"] if c["compile_change"]]
-    assert changed and all(c["verdict"] == "noise" and any("costs no measurable time" in n for n in c["notes"]) for c in changed)
+    assert changed and all(
+        c["verdict"] == "noise" and any("costs no measurable time" in n for n in c["notes"]) for c in changed
+    )
 
 
 def test_results_of_another_bundle_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -160,12 +229,17 @@ def test_bad_gpu_step_options_are_refused_before_compiling(tmp_path: Path, capsy
     assert main(["triage", str(RUN1), str(RUN2), *AA, "--measure", "--measured", str(RUN1)]) == 2
     assert "not both" in capsys.readouterr().err
     plain = tmp_path / "plain.json"
-    write_results(plain, RunInfo(command="FAKE"), [Cell(CellKey("layer_norm", "bwd", 0, "(4096, 1024)", "torch_layer_norm"), "ok",
-                                                         [0.1] * 20)])
+    write_results(
+        plain,
+        RunInfo(command="FAKE"),
+        [Cell(CellKey("layer_norm", "bwd", 0, "(4096, 1024)", "torch_layer_norm"), "ok", [0.1] * 20)],
+    )
     assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(plain)]) == 2
     assert "not the results of a bundle" in capsys.readouterr().err
     real = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
-    assert main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(real)]) == 2  # a real H200 bench run, not of a triage
+    assert (
+        main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(real)]) == 2
+    )  # a real H200 bench run, not of a triage
     assert "the results of bundle ln-bwd-all, which no triage wrote" in capsys.readouterr().err
 
 
@@ -173,13 +247,28 @@ def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, caps
     rms = [tmp_path / "rms_norm_bwd_run1.csv", tmp_path / "rms_norm_bwd_run2.csv"]
     for p, slow in zip(rms, (1.0, 1.5), strict=True):
         p.write_text("(M, H);llama_rms-latency;liger_rms-latency\n(2048, 1024);0.1;" + f"{0.2 * slow}\naverage;;\n")
-    code = main(["triage", str(rms[0]), str(rms[1]), "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0",
-                 "--bundle", str(tmp_path / "tri"), "--format", "json"])
+    code = main(
+        [
+            "triage",
+            str(rms[0]),
+            str(rms[1]),
+            "--old-toolchain",
+            "triton==3.4.0",
+            "--new-toolchain",
+            "triton==3.4.0",
+            "--bundle",
+            str(tmp_path / "tri"),
+            "--format",
+            "json",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and not (tmp_path / "tri").exists()
     (cell,) = report["cells"]
     assert cell["backend"] == "liger_rms" and cell["verdict"] == "unsure_no_replay"
-    assert cell["measured"]["verdict"] == "not_measured" and cell["measured"]["text"].startswith("no replay for rms_norm")
+    assert cell["measured"]["verdict"] == "not_measured" and cell["measured"]["text"].startswith(
+        "no replay for rms_norm"
+    )
     assert "no flagged cell can be re-measured" in report["measured"]["note"]
 
 
@@ -195,8 +284,23 @@ def test_measure_end_to_end_on_one_layer_norm_cell(tmp_path: Path, capsys: pytes
     given = os.environ.get("KTRIAGE_TRIAGE_BUNDLE")
     if given:
         shutil.copytree(given, out)
-    code = main(["triage", str(RUN1), str(RUN2), *AA, "--limit", "1", "--measure", "--bundle", str(out), "--max-time", "3",
-                 "--format", "json"])
+    code = main(
+        [
+            "triage",
+            str(RUN1),
+            str(RUN2),
+            *AA,
+            "--limit",
+            "1",
+            "--measure",
+            "--bundle",
+            str(out),
+            "--max-time",
+            "3",
+            "--format",
+            "json",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     report = json.loads(captured.out)
@@ -207,7 +311,9 @@ def test_measure_end_to_end_on_one_layer_norm_cell(tmp_path: Path, capsys: pytes
     assert list((out / "results").glob("*.json"))
 
 
-def test_a_verified_fix_is_bundled_as_a_variant_and_measured(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_verified_fix_is_bundled_as_a_variant_and_measured(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The fix step's GPU half: a verified config fix of a flagged cell becomes the bundle's
     ``<new>+fix`` variant (its kernel compiled with the fixed config), and read back it is compared
     with both toolchains: here a FAKE 1.5x regression that the fix brings back to the old time."""
@@ -219,17 +325,36 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(tmp_path: Path, cap
     out = tmp_path / "tri"
     assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
     capsys.readouterr()
-    options = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", op="layer_norm", mode="bwd",
-                            bisect=False, fixes=False, limit=1)
+    options = TriageOptions(
+        old_toolchain="triton==3.3.1",
+        new_toolchain="triton==3.4.0",
+        op="layer_norm",
+        mode="bwd",
+        bisect=False,
+        fixes=False,
+        limit=1,
+    )
     report = triage(RUN1, RUN2, options)
     (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
     path = out / entry["dir"]
-    (key, spec), = load_bundle(path).specs.items()
+    ((key, spec),) = load_bundle(path).specs.items()
     cell = next(c for c in report.cells if (c.op, c.mode, c.backend) == ("layer_norm", "bwd", "liger_layer_norm"))
-    cell.fixes = [{"kind": "spill-free-config", "kernel": spec.name, "verified": True, "description": "num_warps 8",
-                   "change": {"config": {"num_warps": 8, "num_stages": spec.num_stages, "constexprs": {}}}},
-                  {"kind": "relaxed-atomic", "kernel": spec.name, "verified": True, "description": "a source rewrite",
-                   "change": {"source": "..."}}]  # not a change a bundle carries: left out
+    cell.fixes = [
+        {
+            "kind": "spill-free-config",
+            "kernel": spec.name,
+            "verified": True,
+            "description": "num_warps 8",
+            "change": {"config": {"num_warps": 8, "num_stages": spec.num_stages, "constexprs": {}}},
+        },
+        {
+            "kind": "relaxed-atomic",
+            "kernel": spec.name,
+            "verified": True,
+            "description": "a source rewrite",
+            "change": {"source": "..."},
+        },
+    ]  # not a change a bundle carries: left out
     (tc,) = ensure_toolchains(["triton==3.4.0"])
     said: list[str] = []
     with Compiler(jobs=1) as compiler:
@@ -243,9 +368,19 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(tmp_path: Path, cap
     assert fixed["cubin_sha256"] != library["cubin_sha256"]  # the fixed config's own kernel, not a copy
     assert any("+fix" in line for line in said)
     # read back: the fix variant measured against both toolchains
-    results = _fake_results(tmp_path / "r.json", TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0",
-                                                              op="layer_norm", mode="bwd", bisect=False, fixes=False),
-                            slower={i: 1.5 for i in range(40)}, fix=1.0)
+    results = _fake_results(
+        tmp_path / "r.json",
+        TriageOptions(
+            old_toolchain="triton==3.3.1",
+            new_toolchain="triton==3.4.0",
+            op="layer_norm",
+            mode="bwd",
+            bisect=False,
+            fixes=False,
+        ),
+        slower={i: 1.5 for i in range(40)},
+        fix=1.0,
+    )
     code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(results), "--format", "json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 1
@@ -272,8 +407,15 @@ def test_a_relaxed_atomic_fix_is_bundled_from_its_rewritten_source() -> None:
     from ktriage.triage.measure import fixed_spec
 
     (spec,) = expand_op("liger.embedding", mode="bwd", target="sm_90", inputs=["0"])
-    relaxed = fixed_spec(spec, {"source": "embedding.py", "function": "embedding_backward_kernel", "lines": [69],
-                                "argument": RELAXED_ARGUMENT})
+    relaxed = fixed_spec(
+        spec,
+        {
+            "source": "embedding.py",
+            "function": "embedding_backward_kernel",
+            "lines": [69],
+            "argument": RELAXED_ARGUMENT,
+        },
+    )
     assert relaxed is not None and relaxed.source != spec.source and "[relaxed]" in relaxed.name
     assert fixed_spec(spec, {"ptxas_options": ["--register-usage-level=0"]}) is None  # not a change a bundle carries
     (tc,) = ensure_toolchains(["triton==3.4.0"])

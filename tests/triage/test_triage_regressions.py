@@ -49,7 +49,9 @@ def _embedding_csvs(d: Path) -> tuple[Path, Path]:
 
 def test_layer_norm_regression_is_spills_from_the_frontend(tmp_path: Path) -> None:
     old, new = _layer_norm_csvs(tmp_path)
-    report = triage(old, new, TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", bisect=False, fixes=False))
+    report = triage(
+        old, new, TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", bisect=False, fixes=False)
+    )
     assert report.complete and report.exit_code() == 1
     assert sorted(int(c.input_label.split(", ")[1].rstrip(")")) for c in report.regressions) == list(SLOW_N)
     assert {(c.cause.kind, c.cause.attribution) for c in report.regressions if c.cause} == {("spills", "frontend")}
@@ -59,8 +61,13 @@ def test_layer_norm_regression_is_spills_from_the_frontend(tmp_path: Path) -> No
 
 def test_embedding_regression_is_ptxas_redg_to_atomg(tmp_path: Path) -> None:
     old, new = _embedding_csvs(tmp_path)
-    report = triage(old, new, TriageOptions(old_toolchain="triton==3.4.0,ptxas==12.4.131", new_toolchain="triton==3.4.0",
-                                            bisect=False, fixes=False))
+    report = triage(
+        old,
+        new,
+        TriageOptions(
+            old_toolchain="triton==3.4.0,ptxas==12.4.131", new_toolchain="triton==3.4.0", bisect=False, fixes=False
+        ),
+    )
     assert report.complete and len(report.regressions) == 16
     assert {c.cause.text for c in report.regressions if c.cause} == {"REDG→ATOMG, ptxas"}
 
@@ -79,29 +86,67 @@ def test_tritonbench_json_written_from_a_results_file_is_triaged_with_its_env_to
 
 @pytest.mark.network
 @pytest.mark.slow
-def test_both_regressions_bisect_to_their_release_with_fixes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_both_regressions_bisect_to_their_release_with_fixes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     ln_old, ln_new = _layer_norm_csvs(tmp_path)
-    code = main(["triage", str(ln_old), str(ln_new), "--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0",
-                 "-o", str(tmp_path / "ln.json"), "-o", str(tmp_path / "ln.md"), "-o", str(tmp_path / "ln.html")])
+    code = main(
+        [
+            "triage",
+            str(ln_old),
+            str(ln_new),
+            "--old-toolchain",
+            "triton==3.3.1",
+            "--new-toolchain",
+            "triton==3.4.0",
+            "-o",
+            str(tmp_path / "ln.json"),
+            "-o",
+            str(tmp_path / "ln.md"),
+            "-o",
+            str(tmp_path / "ln.html"),
+        ]
+    )
     capsys.readouterr()
     ln = json.loads((tmp_path / "ln.json").read_text())
     assert code == 1 and ln["complete"]
-    culprits = {(c["culprit"]["source"], c["culprit"]["culprit"], c["culprit"]["predecessor"]) for c in ln["cells"] if c["verdict"] == "regression"}
+    culprits = {
+        (c["culprit"]["source"], c["culprit"]["culprit"], c["culprit"]["predecessor"])
+        for c in ln["cells"]
+        if c["verdict"] == "regression"
+    }
     assert culprits == {("pypi:triton", "triton==3.4.0", "triton==3.3.1")}
     assert any(f["verified"] for c in ln["cells"] for f in c["fixes"])  # e.g. the nearest config without spills
     assert "spills, frontend" in (tmp_path / "ln.md").read_text()
 
     em_old, em_new = _embedding_csvs(tmp_path)
-    code = main(["triage", str(em_old), str(em_new), "--old-toolchain", "triton==3.4.0,ptxas==12.4.131",
-                 "--new-toolchain", "triton==3.4.0", "--format", "json"])
+    code = main(
+        [
+            "triage",
+            str(em_old),
+            str(em_new),
+            "--old-toolchain",
+            "triton==3.4.0,ptxas==12.4.131",
+            "--new-toolchain",
+            "triton==3.4.0",
+            "--format",
+            "json",
+        ]
+    )
     em = json.loads(capsys.readouterr().out)
     assert code == 1 and em["complete"]
-    culprits = {(c["culprit"]["source"], c["culprit"]["culprit"], c["culprit"]["predecessor"]) for c in em["cells"] if c["verdict"] == "regression"}
+    culprits = {
+        (c["culprit"]["source"], c["culprit"]["culprit"], c["culprit"]["predecessor"])
+        for c in em["cells"]
+        if c["verdict"] == "regression"
+    }
     assert culprits == {("ptxas", "ptxas 12.5.40", "ptxas 12.4.131")}
     assert any(f["kind"] == "relaxed_atomics" or "relaxed" in f["description"] for c in em["cells"] for f in c["fixes"])
 
 
-def test_ktriage_results_files_with_samples_give_statistical_regressions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_ktriage_results_files_with_samples_give_statistical_regressions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The same H200 run split into two ktriage results files (3.3.1's kernels, 3.4.0's kernels, the
     host's torch baseline in both): raw samples, so compare's own verdict is a regression too."""
     from dataclasses import replace
@@ -119,6 +164,8 @@ def test_ktriage_results_files_with_samples_give_statistical_regressions(tmp_pat
     assert code == 1 and (report["old_toolchain"], report["new_toolchain"]) == ("triton==3.3.1", "triton==3.4.0")
     regressions = [c for c in report["cells"] if c["verdict"] == "regression"]
     assert [c["input"] for c in regressions][0] == "(4096, 4608)"  # worst first: +492% kernel time
-    assert {c["stats_verdict"] for c in regressions} == {"regression"} and not any(c["single_value"] for c in regressions)
+    assert {c["stats_verdict"] for c in regressions} == {"regression"} and not any(
+        c["single_value"] for c in regressions
+    )
     assert {c["cause"]["text"] for c in regressions} == {"spills, frontend"}
     assert not report["gpu_needed"]

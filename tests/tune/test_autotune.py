@@ -36,8 +36,14 @@ def report(hook):
 def run_in_toolchain(toolchain, body: str) -> dict:
     env = dict(os.environ, PYTHONPATH=f"{REPO}{os.pathsep}{REPO / 'tests'}")
     env.pop("TRITON_CACHE_DIR", None)
-    proc = subprocess.run([str(toolchain.python), "-c", PRELUDE + textwrap.dedent(body)], env=env,
-                          capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [str(toolchain.python), "-c", PRELUDE + textwrap.dedent(body)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -51,7 +57,9 @@ def _labels(data: dict, kept: bool) -> list[str]:
 def test_autotuner_prunes_the_spilling_tile(toolchain, triton_spec: str) -> None:
     """Through Triton's own Autotuner.prune_configs (the hook finds the kernel from its caller): the
     64x256 fp32 reduction tile spills and is dropped, the spill-free tiles stay, in the user's order."""
-    data = run_in_toolchain(toolchain(triton_spec), """
+    data = run_in_toolchain(
+        toolchain(triton_spec),
+        """
         prune = ktriage_prune(max_spill_bytes=0, keep=3, target="sm_90")
         tuned = triton.autotune(configs=cfgs((64, 256, 4), (64, 64, 4), (32, 128, 4)), key=["rnumel"],
                                 prune_configs_by=prune, do_bench=lambda *a, **k: 0.0)(red_kernel)
@@ -59,7 +67,8 @@ def test_autotuner_prunes_the_spilling_tile(toolchain, triton_spec: str) -> None
         kept = tuned.prune_configs({})
         print(json.dumps({"kept": [c.kwargs for c in kept], "report": report(prune["ktriage"]),
                           "version": triton.__version__}))
-    """)
+    """,
+    )
     assert data["version"] == triton_spec.split("==")[1]
     assert data["kept"] == [{"XBLOCK": 64, "RBLOCK": 64}, {"XBLOCK": 32, "RBLOCK": 128}]
     big = data["report"][0]
@@ -73,7 +82,9 @@ def test_autotuner_prunes_the_spilling_tile(toolchain, triton_spec: str) -> None
 def test_threshold_keep_and_ranking(toolchain) -> None:
     """A generous threshold keeps the spilling tile; keep=2 keeps the two best by the estimate (the
     2-warp 16x64 tile has the highest occupancy); a config that does not compile is kept, unscreened."""
-    data = run_in_toolchain(toolchain("triton==3.4.0"), """
+    data = run_in_toolchain(
+        toolchain("triton==3.4.0"),
+        """
         shapes = cfgs((64, 256, 4), (64, 128, 8), (16, 64, 2), (64, 64, 4))
         loose = ktriage_prune(max_spill_bytes=10**6, keep=4, target="sm_90", kernel=red_kernel)["ktriage"]
         loose_kept = loose(shapes, dict(ARGS))
@@ -84,7 +95,8 @@ def test_threshold_keep_and_ranking(toolchain) -> None:
         print(json.dumps({"loose": [c.kwargs for c in loose_kept], "top2": [c.kwargs for c in top2_kept],
                           "top2_report": report(top2), "broken": [c.kwargs for c in broken_kept],
                           "broken_report": report(broken)}))
-    """)
+    """,
+    )
     assert len(data["loose"]) == 4
     assert data["top2"] == [{"XBLOCK": 16, "RBLOCK": 64}, {"XBLOCK": 64, "RBLOCK": 64}]
     rows = data["top2_report"]
@@ -98,12 +110,15 @@ def test_threshold_keep_and_ranking(toolchain) -> None:
 @pytest.mark.slow
 def test_drop_in_decorator_binds_the_kernel(toolchain) -> None:
     """ktriage.tune.autotune.autotune(...) is triton.autotune with the hook bound to the kernel."""
-    data = run_in_toolchain(toolchain("triton==3.4.0"), """
+    data = run_in_toolchain(
+        toolchain("triton==3.4.0"),
+        """
         tuned = autotune(cfgs((64, 256, 4), (64, 64, 4)), key=["rnumel"], target="sm_90",
                          do_bench=lambda *a, **k: 0.0)(red_kernel)
         tuned.nargs = dict(ARGS)
         print(json.dumps({"kept": [c.kwargs for c in tuned.prune_configs({})]}))
-    """)
+    """,
+    )
     assert data["kept"] == [{"XBLOCK": 64, "RBLOCK": 64}]
 
 
@@ -140,13 +155,22 @@ def test_rank_keeps_best_then_unscreened_fake_configs() -> None:
 def test_example_screens_without_a_gpu(toolchain) -> None:
     """examples/autotune_example.py --target sm_90: the two big tiles spill and are dropped, three kept."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.run([str(toolchain("triton==3.4.0").python), str(REPO / "examples" / "autotune_example.py"),
-                           "--target", "sm_90"], env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [str(toolchain("triton==3.4.0").python), str(REPO / "examples" / "autotune_example.py"), "--target", "sm_90"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line.split(None, 1) for line in proc.stdout.splitlines() if line.startswith(("keep", "drop"))]
     assert len(rows) == 7 and sum(1 for verdict, _ in rows if verdict == "keep") == 3
     dropped_for_spills = [text for verdict, text in rows if verdict == "drop" and "spills" in text]
-    assert [t.split(",")[0:2] for t in dropped_for_spills] == [["XBLOCK=64", " RBLOCK=256"], ["XBLOCK=128", " RBLOCK=128"]]
+    assert [t.split(",")[0:2] for t in dropped_for_spills] == [
+        ["XBLOCK=64", " RBLOCK=256"],
+        ["XBLOCK=128", " RBLOCK=128"],
+    ]
 
 
 # ----------------------------------------------------------------------------- the launch-aware estimates
@@ -191,7 +215,14 @@ def test_grid_and_dtype_helpers() -> None:
     assert grid_ctas(lambda meta: (meta["M"] // meta["BLOCK_M"], 2), {"M": 1024, "BLOCK_M": 128}) == 16
     assert grid_ctas((3, 4, 5), {}) == 60 and grid_ctas(7, {}) == 7
     assert grid_ctas(None, {}) is None and grid_ctas(lambda meta: meta["missing"], {}) is None
-    assert [TensorArg(d).element_size() for d in ("fp16", "bf16", "fp32", "fp8e4nv", "i64", "torch.float16")] == [2, 2, 4, 1, 8, 2]
+    assert [TensorArg(d).element_size() for d in ("fp16", "bf16", "fp32", "fp8e4nv", "i64", "torch.float16")] == [
+        2,
+        2,
+        4,
+        1,
+        8,
+        2,
+    ]
 
 
 HOOK_BENCH = """
@@ -211,7 +242,10 @@ def test_matmul_is_ranked_by_the_tile_model(toolchain) -> None:
     the tile model; 128x256 (8 warps) ranks above 128x128 above 64x64; the 4-warp 128x256 tile spills
     and is dropped; without a grid it infers cdiv(M,BM)*cdiv(N,BN), through the Autotuner it uses the
     launch's grid function."""
-    data = run_in_toolchain(toolchain("triton==3.4.0"), HOOK_BENCH + textwrap.dedent("""
+    data = run_in_toolchain(
+        toolchain("triton==3.4.0"),
+        HOOK_BENCH
+        + textwrap.dedent("""
         cfgs = [mm(64, 64, 32, 4, 4), mm(128, 128, 64, 4, 4), mm(128, 256, 64, 3, 8), mm(128, 256, 64, 3, 4)]
         hook = ktriage_prune(keep=2, target="sm_90", kernel=mm_kernel)["ktriage"]
         kept = hook(cfgs, mm_named_args(4096, 4096, 4096))
@@ -223,7 +257,8 @@ def test_matmul_is_ranked_by_the_tile_model(toolchain) -> None:
         tuned.prune_configs({"grid": lambda meta: (7,), "warmup": False})
         print(json.dumps({"kept": [c.kwargs["BLOCK_N"] for c in kept], "direct": direct,
                           "via": report(prune["ktriage"])}))
-    """))
+    """),
+    )
     rows = data["direct"]
     assert data["kept"] == [256, 128]
     assert [r["rank"] for r in rows[:3]] == [3, 2, 1]
@@ -240,9 +275,25 @@ def test_benchmark_dry_run_drops_grid_starved_and_spilling_reductions(toolchain,
     (XBLOCK >= 16: <= 128 CTAs on 132 SMs) are not kept."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("TRITON_CACHE_DIR", None)
-    proc = subprocess.run([str(toolchain("triton==3.4.0").python), str(REPO / "benchmarks" / "tune" / "autotune_hook.py"),
-                           "--dry-run", "--target", "sm_90", "--out", str(tmp_path), "--only", "rms_32768x4096",
-                           "rms_2048x65536"], env=env, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(
+        [
+            str(toolchain("triton==3.4.0").python),
+            str(REPO / "benchmarks" / "tune" / "autotune_hook.py"),
+            "--dry-run",
+            "--target",
+            "sm_90",
+            "--out",
+            str(tmp_path),
+            "--only",
+            "rms_32768x4096",
+            "rms_2048x65536",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((tmp_path / "autotune.json").read_text())
     assert [c["name"] for c in result["cases"]] == ["rms_32768x4096", "rms_2048x65536"]

@@ -10,11 +10,10 @@ import textwrap
 
 import pytest
 
-from ktriage.catalog import expand_op
 from ktriage.arch import throughput
+from ktriage.catalog import expand_op
 from ktriage.tune.screen import screen
 from ktriage.tune.space import TuneConfig, apply_config, config_space
-
 from tests.tune.test_autotune import run_in_toolchain
 
 # The configs of Triton's tutorial 03 (get_cuda_autotune_config) that our space can express, the
@@ -63,7 +62,9 @@ def test_tune_and_hook_rank_the_matmul_configs_alike(toolchain, shared_compiler)
     assert result.recommended.estimate is not None
     assert result.recommended.estimate.estimate_us <= start.estimate.estimate_us
 
-    data = run_in_toolchain(tc, textwrap.dedent(f"""
+    data = run_in_toolchain(
+        tc,
+        textwrap.dedent(f"""
         from ktriage.catalog.kernels.matmul import matmul_kernel
         SET = {SET!r}
         cfgs = [triton.Config({{"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}}, num_stages=s, num_warps=w)
@@ -74,7 +75,8 @@ def test_tune_and_hook_rank_the_matmul_configs_alike(toolchain, shared_compiler)
         hook = ktriage_prune(keep=len(cfgs), target="sm_90", kernel=matmul_kernel)["ktriage"]
         hook(cfgs, args, grid=lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),))
         print(json.dumps(report(hook)))
-    """))
+    """),
+    )
     rows = {tuple(c): r for c, r in zip(SET, data, strict=True)}
     clock = throughput(9, 0).sm_clock_hz
     for c in SET:

@@ -47,7 +47,9 @@ def test_narrowing_options_search_a_product_instead() -> None:
 
 
 @pytest.mark.slow
-def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(tmp_path: Path, run_cli: Any, toolchain: Any) -> None:
+def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(
+    tmp_path: Path, run_cli: Any, toolchain: Any
+) -> None:
     """Without a GPU, `tune W.json --input ...` writes a recorded bundle of the tuned input: the
     library's config as the reference and each kept candidate with the recorded grid as a variant
     (the recorded bench replays them on the recorded arguments and checks their results against
@@ -58,7 +60,9 @@ def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(tmp_path: P
 
     toolchain("triton==3.6.0")
     out = tmp_path / "tb"
-    result = run_cli(["tune", str(WORKLOAD), "-t", "triton==3.6.0", "--input", "M=4096", "--bundle", str(out), "-f", "json"])
+    result = run_cli(
+        ["tune", str(WORKLOAD), "-t", "triton==3.6.0", "--input", "M=4096", "--bundle", str(out), "-f", "json"]
+    )
     assert result.exit_code == 0, result.output
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["mode"] == "recorded"
@@ -68,8 +72,15 @@ def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(tmp_path: P
     assert tune["not_timed"] and all("grid" in why for _, why in tune["not_timed"])
     assert "ktriage bench --bundle" in result.err_text.replace("\n", " ")
     tb = TuneBundle(out, tune["op"], tune["mode"], tune["backend"], tune["input_id"], tune["variants"])
-    fake = [Cell(CellKey(tb.op, tb.mode, tb.input_id, "x", tb.backend, tc), "ok", [ms] * 10, accuracy={"agreement": "within tolerance"})
-            for tc, ms in zip(tune["variants"], (0.150, 0.140))]
+    fake = [
+        Cell(
+            CellKey(tb.op, tb.mode, tb.input_id, "x", tb.backend, tc),
+            "ok",
+            [ms] * 10,
+            accuracy={"agreement": "within tolerance"},
+        )
+        for tc, ms in zip(tune["variants"], (0.150, 0.140))
+    ]
     timed = pick_winner(fake, tb)
     assert timed.winner == "BLOCK_K=32,BLOCK_M=128,BLOCK_N=256,warps=8,stages=4"
     assert timed.speedup_over_default == pytest.approx(0.150 / 0.140)

@@ -21,7 +21,9 @@ KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 
 
 def _both(n_regs: int, num_warps: int, grid: int, arch: str = "sm_80", sms: int = A100_SMS):
-    ind = inductor_rule(n_regs=n_regs, num_warps=num_warps, xnumel=grid, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=sms)
+    ind = inductor_rule(
+        n_regs=n_regs, num_warps=num_warps, xnumel=grid, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=sms
+    )
     occ = compute_occupancy(arch, n_regs, num_warps, 0)
     exact = exact_rule(occ, grid_ctas=grid, sm_count=sms, spill_store_bytes=0)
     return ind, exact, occ
@@ -30,8 +32,9 @@ def _both(n_regs: int, num_warps: int, grid: int, arch: str = "sm_80", sms: int 
 # --------------------------------------------------------------------- inductor's rule, by hand
 def test_inductor_halves_largest_rblock_when_registers_limit():
     # 168 regs x 32 x 4 warps = 21504 per CTA -> 65536 // 21504 = 3 CTAs/SM; 108 SMs hold 324 < 1024.
-    d = inductor_rule(n_regs=168, num_warps=4, xnumel=1024, xblock=1, rblocks={"R0_BLOCK": 2048, "R1_BLOCK": 16},
-                      sm_count=A100_SMS)
+    d = inductor_rule(
+        n_regs=168, num_warps=4, xnumel=1024, xblock=1, rblocks={"R0_BLOCK": 2048, "R1_BLOCK": 16}, sm_count=A100_SMS
+    )
     assert d.scale and d.max_blocks_per_sm == 3 and d.total_block == 1024
     assert d.new_rblocks == {"R0_BLOCK": 1024, "R1_BLOCK": 16}
 
@@ -43,7 +46,9 @@ def test_inductor_skips_when_grid_fits_one_wave():
 
 
 def test_inductor_skips_small_rblock_and_few_registers():
-    assert not inductor_rule(n_regs=255, num_warps=8, xnumel=10**6, xblock=1, rblocks={"R0_BLOCK": 64}, sm_count=1).scale
+    assert not inductor_rule(
+        n_regs=255, num_warps=8, xnumel=10**6, xblock=1, rblocks={"R0_BLOCK": 64}, sm_count=1
+    ).scale
     d = inductor_rule(n_regs=32, num_warps=8, xnumel=10**6, xblock=1, rblocks={"R0_BLOCK": 2048}, sm_count=1)
     assert not d.scale and "cannot limit" in d.reason
 
@@ -120,9 +125,19 @@ def test_exact_rule_scales_on_true_spills():
 @pytest.mark.slow
 def test_scale_blocks_on_inductor_style_reduction(toolchain, shared_compiler):
     spec = KernelSpec(
-        "red[64x256]", f"{KERNELS}:red_kernel",
-        {"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32", "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
-        {"XBLOCK": 64, "RBLOCK": 256}, divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"), grid=(1024,),
+        "red[64x256]",
+        f"{KERNELS}:red_kernel",
+        {
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
+        {"XBLOCK": 64, "RBLOCK": 256},
+        divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
+        grid=(1024,),
     )
     result = scale_blocks(spec, toolchain("triton==3.4.0"), shared_compiler)
     first = result.steps[0]

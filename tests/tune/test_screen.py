@@ -27,9 +27,18 @@ def ln_spec() -> KernelSpec:
 
 def _red_spec(**consts: int) -> KernelSpec:
     return KernelSpec(
-        "red", f"{KERNELS}:red_kernel",
-        {"in_ptr": "*fp32", "out_ptr": "*fp32", "xnumel": "i32", "rnumel": "i32", "XBLOCK": "constexpr", "RBLOCK": "constexpr"},
-        {"XBLOCK": 64, "RBLOCK": 256, **consts}, grid=(1024,),
+        "red",
+        f"{KERNELS}:red_kernel",
+        {
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
+        {"XBLOCK": 64, "RBLOCK": 256, **consts},
+        grid=(1024,),
     )
 
 
@@ -163,11 +172,21 @@ def _fake_cell(tc: str, samples: list[float], status: str = "ok", passed: bool =
 
 def test_pick_winner_from_fake_bench_cells():
     """Named fake: bench cells as `ktriage bench --bundle` would store them for a tune bundle."""
-    tb = TuneBundle(Path("b"), "layer_norm", "bwd", "liger_layer_norm", 7,
-                    {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8", "tc+tune2": "warps=16", "tc+tune3": "warps=32"})
-    cells = [_fake_cell("tc", [0.40, 0.42, 0.41]), _fake_cell("tc+tune1", [0.10, 0.11, 0.10]),
-             _fake_cell("tc+tune2", [0.05, 0.05], passed=False), _fake_cell("tc+tune3", [], status="error"),
-             Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.2])]
+    tb = TuneBundle(
+        Path("b"),
+        "layer_norm",
+        "bwd",
+        "liger_layer_norm",
+        7,
+        {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8", "tc+tune2": "warps=16", "tc+tune3": "warps=32"},
+    )
+    cells = [
+        _fake_cell("tc", [0.40, 0.42, 0.41]),
+        _fake_cell("tc+tune1", [0.10, 0.11, 0.10]),
+        _fake_cell("tc+tune2", [0.05, 0.05], passed=False),
+        _fake_cell("tc+tune3", [], status="error"),
+        Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.2]),
+    ]
     timed = pick_winner(cells, tb)
     assert timed.winner == "warps=8" and timed.speedup_over_default == pytest.approx(0.41 / 0.10)
     assert set(timed.failed) == {"warps=16", "warps=32"}  # a wrong result never wins
@@ -176,12 +195,24 @@ def test_pick_winner_from_fake_bench_cells():
 def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
     """Named fake: a merged tune bundle's bench run holds every input; each input's tune report
     reads its own cells, and the compare-with toolchain and the native baseline are reported."""
-    tb = TuneBundle(Path("b"), "layer_norm", "bwd", "liger_layer_norm", 7,
-                    {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8"}, native="torch_layer_norm",
-                    compare_with={"old": "triton==3.3.1"})
+    tb = TuneBundle(
+        Path("b"),
+        "layer_norm",
+        "bwd",
+        "liger_layer_norm",
+        7,
+        {"tc": DEFAULT_VARIANT, "tc+tune1": "warps=8"},
+        native="torch_layer_norm",
+        compare_with={"old": "triton==3.3.1"},
+    )
     other = CellKey("layer_norm", "bwd", 8, "5120", "liger_layer_norm", "tc+tune1")
-    cells = [_fake_cell("tc", [0.75, 0.76]), _fake_cell("tc+tune1", [0.12, 0.12]), _fake_cell("old", [0.127, 0.128]),
-             Cell(other, "ok", [0.01]), Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.154])]  # type: ignore[arg-type]
+    cells = [
+        _fake_cell("tc", [0.75, 0.76]),
+        _fake_cell("tc+tune1", [0.12, 0.12]),
+        _fake_cell("old", [0.127, 0.128]),
+        Cell(other, "ok", [0.01]),
+        Cell(CellKey("layer_norm", "bwd", 7, "4608", "torch_layer_norm"), "ok", [0.154]),
+    ]  # type: ignore[arg-type]
     timed = pick_winner(cells, tb).to_json()
     assert timed["winner"] == "warps=8" and timed["medians_ms"]["warps=8"] == pytest.approx(0.12)
     assert timed["baselines_ms"] == {"triton==3.3.1": pytest.approx(0.1275), "torch_layer_norm": pytest.approx(0.154)}

@@ -40,7 +40,9 @@ def test_layer_norm_baseline_backward_is_tritonbench_protocol() -> None:
             t.grad = None
         call()
     # weight.grad accumulates over the 3 timed calls (TritonBench does not reset it), x.grad does not
-    dx, dw, db = _layer_norm_backward_by_hand(inp.tensors["x"].detach(), inp.tensors["weight"].detach(), inp.tensors["dy"])
+    dx, dw, db = _layer_norm_backward_by_hand(
+        inp.tensors["x"].detach(), inp.tensors["weight"].detach(), inp.tensors["dy"]
+    )
     assert torch.allclose(inp.tensors["weight"].grad.double(), 3 * dw, rtol=1e-4, atol=1e-4)
     assert torch.allclose(inp.tensors["x"].grad.double(), dx, rtol=1e-4, atol=1e-5)
     out = b.outputs()  # clean: one backward from reset grads

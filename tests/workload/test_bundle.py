@@ -24,12 +24,20 @@ REPO = Path(__file__).resolve().parents[2]
 def ln_bundle(toolchain, shared_compiler, tmp_path_factory) -> Path:
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
     out = tmp_path_factory.mktemp("bundle") / "layer_norm-bwd"
-    return build_bundle("layer_norm", "bwd", ["6", "7"], tcs, out, target="sm_90", sm_count=132, compiler=shared_compiler)
+    return build_bundle(
+        "layer_norm", "bwd", ["6", "7"], tcs, out, target="sm_90", sm_count=132, compiler=shared_compiler
+    )
 
 
 def test_bundle_holds_every_kernel_for_every_toolchain(ln_bundle: Path, toolchain) -> None:
     b = load_bundle(ln_bundle)
-    assert (b.op, b.mode, b.precision, b.sm_count, b.backends) == ("layer_norm", "bwd", "fp32", 132, ("liger_layer_norm",))
+    assert (b.op, b.mode, b.precision, b.sm_count, b.backends) == (
+        "layer_norm",
+        "bwd",
+        "fp32",
+        132,
+        ("liger_layer_norm",),
+    )
     assert [c.facts["N"] for c in b.input_cases()] == [4096, 4608]
     ids = {toolchain("triton==3.3.1").id, toolchain("triton==3.4.0").id}
     assert set(b.toolchains) == ids and b.toolchains[toolchain("triton==3.4.0").id]["triton_version"] == "3.4.0"
@@ -38,7 +46,9 @@ def test_bundle_holds_every_kernel_for_every_toolchain(ln_bundle: Path, toolchai
         assert isinstance(art, BundleArtifact), art
         assert art.cubin_bytes()[:4] == b"\x7fELF" and art.kernel_name == "_layer_norm_backward_kernel"
         assert art.launch["num_warps"] == 4 and art.launch["shared"] >= 0 and art.launch["num_ctas"] == 1
-        assert [p["name"] for p in art.abi if not p["hidden"]] == [n for n, t in b.specs[key].signature.items() if t != "constexpr"]
+        assert [p["name"] for p in art.abi if not p["hidden"]] == [
+            n for n, t in b.specs[key].signature.items() if t != "constexpr"
+        ]
         assert [p["name"] for p in art.abi if p["hidden"]] == ["global_scratch"]  # 3.3 and 3.4 append one
         assert art.resources and art.resources["registers"] > 0
         assert art.triton_version == b.toolchains[tc_id]["triton_version"]
@@ -53,10 +63,14 @@ def test_bundle_holds_every_kernel_for_every_toolchain(ln_bundle: Path, toolchai
 
 
 def test_load_bundle_needs_neither_torch_nor_triton(ln_bundle: Path) -> None:
-    code = ("import sys; from ktriage.workload.bundle import load_bundle; b = load_bundle(sys.argv[1]); "
-            "assert 'torch' not in sys.modules and 'triton' not in sys.modules, sorted(sys.modules); print(len(b.artifacts))")
+    code = (
+        "import sys; from ktriage.workload.bundle import load_bundle; b = load_bundle(sys.argv[1]); "
+        "assert 'torch' not in sys.modules and 'triton' not in sys.modules, sorted(sys.modules); print(len(b.artifacts))"
+    )
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-c", code, str(ln_bundle)], capture_output=True, text=True, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ln_bundle)], capture_output=True, text=True, env=env, check=True
+    )
     assert out.stdout.strip() == "4"
 
 
@@ -124,8 +138,9 @@ def test_tampered_or_foreign_bundles_are_refused(ln_bundle: Path, tmp_path: Path
         load_bundle(tmp_path / "nothing")
 
 
-def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(ln_bundle: Path, toolchain, shared_compiler,
-                                                                      tmp_path: Path) -> None:
+def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(
+    ln_bundle: Path, toolchain, shared_compiler, tmp_path: Path
+) -> None:
     """A variant (a tune config, a source fix) is another toolchain id in the bundle: its kernels are
     the ones given, the others are recorded as absent (reported, never replaced by the library's)."""
     import shutil

@@ -23,8 +23,17 @@ def test_ops_and_backends_use_tritonbench_names() -> None:
     assert get_op("layer_norm").baseline == "torch_layer_norm"
     assert get_op("embedding").baseline == "torch_embedding"
     assert get_op("rope").baseline == "apply_rotary_pos_emb"
-    assert set(get_op("layer_norm").backends) == {"torch_layer_norm", "torch_compile_layer_norm", "liger_layer_norm", "triton_layer_norm"}
-    assert set(get_op("rope").backends) == {"apply_rotary_pos_emb", "liger_rotary_pos_emb", "torch_compile_rotary_pos_emb_full_op"}
+    assert set(get_op("layer_norm").backends) == {
+        "torch_layer_norm",
+        "torch_compile_layer_norm",
+        "liger_layer_norm",
+        "triton_layer_norm",
+    }
+    assert set(get_op("rope").backends) == {
+        "apply_rotary_pos_emb",
+        "liger_rotary_pos_emb",
+        "torch_compile_rotary_pos_emb_full_op",
+    }
     with pytest.raises(KtriageError, match="layer_norm, embedding, rope"):
         get_op("layernorm")
 
@@ -38,8 +47,16 @@ def test_x_vals_match_tritonbench_sweeps() -> None:
     expected = [(b, t, d, 2**e) for b, t, d in [(32, 512, 768), (8, 2048, 4096)] for e in range(10, 18)]
     assert [emb.x_val(c) for c in emb.inputs()] == expected
     # rope: H=8192 with T=2**10..2**14, then T=2048 with H=32*2**i for i in range(4, 10, 2)
-    assert [rope.x_val(c) for c in rope.inputs()] == [(8192, 1024), (8192, 2048), (8192, 4096), (8192, 8192),
-                                                    (8192, 16384), (512, 2048), (2048, 2048), (8192, 2048)]
+    assert [rope.x_val(c) for c in rope.inputs()] == [
+        (8192, 1024),
+        (8192, 2048),
+        (8192, 4096),
+        (8192, 8192),
+        (8192, 16384),
+        (512, 2048),
+        (2048, 2048),
+        (8192, 2048),
+    ]
     assert ln.x_val_text(ln.inputs()[7]) == "(4096, 4608)"
 
 

@@ -19,10 +19,10 @@ from ktriage.record.workload import load_workload
 from ktriage.workload.recorded_bundle import build_recorded_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bisect"))
-from test_search import FakeStepPredicate  # noqa: E402
+from test_search import FakeStepPredicate
 
-from ktriage.bisect.candidate import Candidate  # noqa: E402
-from ktriage.bisect.search import run_search  # noqa: E402
+from ktriage.bisect.candidate import Candidate
+from ktriage.bisect.search import run_search
 
 WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
 
@@ -34,7 +34,13 @@ class FakeDisplay:
         self.tasks: dict[int, dict[str, Any]] = {}
 
     def add_task(self, description: str, *, total: float | None = None) -> int:
-        self.tasks[len(self.tasks)] = {"description": description, "total": total, "done": 0, "said": [], "removed": False}
+        self.tasks[len(self.tasks)] = {
+            "description": description,
+            "total": total,
+            "done": 0,
+            "said": [],
+            "removed": False,
+        }
         return len(self.tasks) - 1
 
     def advance(self, task_id: int, advance: float = 1) -> None:

@@ -36,14 +36,32 @@ def test_plan_of_a_real_recording_follows_the_descriptions() -> None:
     assert (y.dtype, y.fill) == ("i64", "zeros")  # 16384 targets: too many to record, so zeros (a valid class)
     assert loss.shape == (16384,)
     # the launcher's arguments: the runtime parameters in order (constexprs, None pointers and ==1 strides are not)
-    assert [a.name for a in plan.runtime] == ["X_ptr", "X_stride", "Y_ptr", "loss_ptr", "n_cols", "n_non_ignore",
-                                              "sum_non_ignore_weight", "weight_sum", "ignore_index"]
+    assert [a.name for a in plan.runtime] == [
+        "X_ptr",
+        "X_stride",
+        "Y_ptr",
+        "loss_ptr",
+        "n_cols",
+        "n_non_ignore",
+        "sum_non_ignore_weight",
+        "weight_sum",
+        "ignore_index",
+    ]
     assert plan.grid == (16384,)
 
 
 def test_small_integer_tensors_get_their_recorded_values_and_bools_random_bits() -> None:
-    arg = tensor_arg("cu_seqlens", {"tensor": "i32", "aligned": True, "shape": [2, 3], "strides": [3, 1],
-                                    "storage_bytes": 24, "values": [[0, 5, 9], [12, 20, 31]]})
+    arg = tensor_arg(
+        "cu_seqlens",
+        {
+            "tensor": "i32",
+            "aligned": True,
+            "shape": [2, 3],
+            "strides": [3, 1],
+            "storage_bytes": 24,
+            "values": [[0, 5, 9], [12, 20, 31]],
+        },
+    )
     assert (arg.fill, arg.values, arg.storage_elems) == ("values", [[0, 5, 9], [12, 20, 31]], 6)
     assert tensor_arg("mask", {"tensor": "i1", "shape": [8]}).fill == "bits"
     with pytest.raises(SpecError, match="3 recorded values for shape"):
@@ -123,8 +141,9 @@ def test_a_wrong_element_fails_and_names_the_argument_and_error() -> None:
     assert not bad.passed and bad.max_abs_err == pytest.approx(0.5)
     v = judge([same, bad], reference_deterministic=False, reference_toolchain="triton-3.3.1")
     assert not v.passed and v.agreement == "differs"
-    assert v.reason == ("results differ from the reference (triton-3.3.1): miscompile or non-determinism "
-                        "(max abs err 0.5, at arg dw)")
+    assert v.reason == (
+        "results differ from the reference (triton-3.3.1): miscompile or non-determinism (max abs err 0.5, at arg dw)"
+    )
     cell = v.to_cell()
     assert cell["worst_arg"] == "dw" and cell["passed"] is False and cell["reference_deterministic"] is False
 
@@ -160,7 +179,11 @@ def test_chunked_comparison_equals_the_whole_one() -> None:
     b[[3, 500, 999]] += np.float32(1e-2)
     b[10] = np.inf
     whole, chunked = diff_arrays("o", "fp32", a, b, np), diff_arrays("o", "fp32", a, b, np, chunk=7)
-    assert (whole.mismatched_bits, whole.nonfinite_mismatch) == (chunked.mismatched_bits, chunked.nonfinite_mismatch) == (4, 1)
+    assert (
+        (whole.mismatched_bits, whole.nonfinite_mismatch)
+        == (chunked.mismatched_bits, chunked.nonfinite_mismatch)
+        == (4, 1)
+    )
     assert whole.max_abs_err == pytest.approx(chunked.max_abs_err) and whole.rel_err == pytest.approx(chunked.rel_err)
     assert whole.peak_ref == chunked.peak_ref and not chunked.passed
 
@@ -181,11 +204,23 @@ def test_the_rule_gives_the_same_answer_on_torch_tensors() -> None:
 
 # ------------------------------------------------------- allocation and the check (torch on CPU)
 def _plan():  # type: ignore[no-untyped-def]
-    args = [["x", {"tensor": "fp32", "aligned": True, "shape": [64], "strides": [1], "storage_bytes": 256}],
-            ["idx", {"tensor": "i32", "aligned": True, "shape": [4], "strides": [1], "storage_bytes": 16,
-                     "values": [3, 1, 0, 2]}],
-            ["out", {"tensor": "fp32", "aligned": True, "shape": [64], "strides": [1], "storage_bytes": 256}],
-            ["n", 64], ["BLOCK", 64]]
+    args = [
+        ["x", {"tensor": "fp32", "aligned": True, "shape": [64], "strides": [1], "storage_bytes": 256}],
+        [
+            "idx",
+            {
+                "tensor": "i32",
+                "aligned": True,
+                "shape": [4],
+                "strides": [1],
+                "storage_bytes": 16,
+                "values": [3, 1, 0, 2],
+            },
+        ],
+        ["out", {"tensor": "fp32", "aligned": True, "shape": [64], "strides": [1], "storage_bytes": 256}],
+        ["n", 64],
+        ["BLOCK", 64],
+    ]
     return plan_launch(args, {"x": "*fp32", "idx": "*i32", "out": "*fp32", "n": "i32", "BLOCK": "constexpr"}, [1])
 
 
@@ -224,8 +259,13 @@ def _fake_kernels(torch):  # type: ignore[no-untyped-def]
     def faults(b) -> None:  # type: ignore[no-untyped-def]
         raise RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS stand-in (not sticky)")
 
-    return {"good": good, "reordered": reordered, "miscompiled": miscompiled, "accumulates": accumulates,
-            "faults": faults}
+    return {
+        "good": good,
+        "reordered": reordered,
+        "miscompiled": miscompiled,
+        "accumulates": accumulates,
+        "faults": faults,
+    }
 
 
 def test_differential_check_reports_bitwise_tolerance_wrong_and_errors() -> None:
@@ -256,13 +296,20 @@ def test_an_accumulating_kernel_is_not_idempotent_so_timed_calls_reset_it() -> N
 
     plan = _plan()
     kernels = _fake_kernels(torch)
-    check = differential_check(["accumulates", "faults"], kernels, allocate(plan, seed=0, device="cpu"), plan,
-                               synchronize=lambda: None, describe=str)
+    check = differential_check(
+        ["accumulates", "faults"],
+        kernels,
+        allocate(plan, seed=0, device="cpu"),
+        plan,
+        synchronize=lambda: None,
+        describe=str,
+    )
     assert check.deterministic and not check.idempotent
     assert check.outcomes["accumulates"].accuracy["reset_before_each_call"] is True
     # a failing reference hands the reference role to the next toolchain that runs
-    check2 = differential_check(["faults", "good"], kernels, allocate(plan, seed=0, device="cpu"), plan,
-                                synchronize=lambda: None, describe=str)
+    check2 = differential_check(
+        ["faults", "good"], kernels, allocate(plan, seed=0, device="cpu"), plan, synchronize=lambda: None, describe=str
+    )
     assert check2.reference == "good" and check2.outcomes["faults"].status == "error"
 
 

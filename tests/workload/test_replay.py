@@ -80,8 +80,23 @@ def test_layer_norm_bwd_arguments_equal_the_catalog_spec(input_id: int) -> None:
     assert key == spec.key() and grid == (132,) == spec.grid
     n = case.facts["N"]
     runtime = [name for name, ty in spec.signature.items() if ty != "constexpr"]
-    assert runtime == ["X_ptr", "W_ptr", "Mean_ptr", "RSTD_ptr", "DX_ptr", "DW_ptr", "DB_ptr", "DY_ptr",
-                       "stride_x", "stride_dx", "stride_dw", "stride_db", "stride_dy", "n_rows", "n_cols"]
+    assert runtime == [
+        "X_ptr",
+        "W_ptr",
+        "Mean_ptr",
+        "RSTD_ptr",
+        "DX_ptr",
+        "DW_ptr",
+        "DB_ptr",
+        "DY_ptr",
+        "stride_x",
+        "stride_dx",
+        "stride_dw",
+        "stride_db",
+        "stride_dy",
+        "n_rows",
+        "n_cols",
+    ]
     assert len(args) == len(runtime)
     assert args[0] == inp.tensors["x"].data_ptr() and args[1] == inp.tensors["weight"].data_ptr()
     assert args[7] == inp.tensors["dy"].data_ptr()
@@ -95,7 +110,9 @@ def test_mismatched_gpu_or_dtype_is_an_error_not_a_wrong_launch() -> None:
     inp = make_input("layer_norm", case, device="cpu")
     launcher = FakeRecordingLauncher()
     with pytest.raises(KtriageError, match="--sm-count 144"):
-        artifact_backend("liger_layer_norm", launch=launcher, specs=catalog_specs(sm_count=132), sm_count=144).prepare(inp, "bwd")
+        artifact_backend("liger_layer_norm", launch=launcher, specs=catalog_specs(sm_count=132), sm_count=144).prepare(
+            inp, "bwd"
+        )
 
     def bf16_specs(backend, c, role):
         spec = catalog_spec(backend, c, role, precision="bf16")
@@ -129,7 +146,9 @@ def test_kernel_only_target_allocates_nothing_per_call() -> None:
     case = InputCase(0, {"M": 64, "N": 96})
     inp = make_input("layer_norm", case, device="cpu")
     launcher = FakeRecordingLauncher()
-    b = artifact_backend("liger_layer_norm", launch=launcher, specs=catalog_specs(sm_count=8), sm_count=8, timing="kernel")
+    b = artifact_backend(
+        "liger_layer_norm", launch=launcher, specs=catalog_specs(sm_count=8), sm_count=8, timing="kernel"
+    )
     timed = b.prepare(inp, "bwd")
     timed()
     timed()
@@ -148,7 +167,12 @@ def test_embedding_replay_arguments_and_memset() -> None:
     timed()
     key, grid, args = launcher.calls[-1]
     assert key == spec.key() and grid == (128, 6) == spec.grid
-    assert [n for n, t in spec.signature.items() if t != "constexpr"] == ["grad_output_ptr", "grad_weight_ptr", "indices_ptr", "n_elements"]
+    assert [n for n, t in spec.signature.items() if t != "constexpr"] == [
+        "grad_output_ptr",
+        "grad_weight_ptr",
+        "indices_ptr",
+        "n_elements",
+    ]
     assert args[0] == inp.tensors["dy"].data_ptr() and args[2] == inp.tensors["indices"].data_ptr() and args[3] == 16384
     assert spec.constexprs == {"embedding_dim": 768, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128}
     # the library zeroes grad_weight; with a recording fake, the replay's outputs are that zeroed table

@@ -28,7 +28,9 @@ def write_side(path: Path, rows: int, slower: bool, seed: int) -> None:
     for i in range(rows):
         base = 0.05 + (i % 997) * 0.001
         factor = 1.3 if slower and i % 20 == 0 else 1.0
-        lines.append(f"{1000 + i};{base * rnd.uniform(0.99, 1.01):.6f};{base * 1.2 * factor * rnd.uniform(0.99, 1.01):.6f}")
+        lines.append(
+            f"{1000 + i};{base * rnd.uniform(0.99, 1.01):.6f};{base * 1.2 * factor * rnd.uniform(0.99, 1.01):.6f}"
+        )
     lines.append("average;;")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -45,8 +47,23 @@ def main() -> int:
     write_side(new, args.rows, True, 2)
     from ktriage.cli.app import main as ktriage_main
 
-    argv = ["triage", str(old), str(new), "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0",
-            "--no-bisect", "--no-fixes", "--format", "json", "-o", str(out / "triage.md"), "-o", str(out / "triage.html")]
+    argv = [
+        "triage",
+        str(old),
+        str(new),
+        "--old-toolchain",
+        "triton==3.4.0",
+        "--new-toolchain",
+        "triton==3.4.0",
+        "--no-bisect",
+        "--no-fixes",
+        "--format",
+        "json",
+        "-o",
+        str(out / "triage.md"),
+        "-o",
+        str(out / "triage.html"),
+    ]
     start = time.perf_counter()
     real_stdout = sys.stdout
     with open(out / "triage.json", "w", encoding="utf-8") as fh:
@@ -56,7 +73,9 @@ def main() -> int:
         finally:
             sys.stdout = real_stdout
     took = time.perf_counter() - start
-    print(f"rows {args.rows}, cells {4 * args.rows} (2 backends x 2 sides), exit {code}, {took:.1f} s; reports in {out}")
+    print(
+        f"rows {args.rows}, cells {4 * args.rows} (2 backends x 2 sides), exit {code}, {took:.1f} s; reports in {out}"
+    )
     return 0 if code in (0, 1) else code
 
 

@@ -1,4 +1,9 @@
-import time, torch, triton, triton.language as tl
+import time
+
+import torch
+import triton
+import triton.language as tl
+
 
 @triton.jit
 def add(x, y, o, n, BLOCK: tl.constexpr):
@@ -9,13 +14,17 @@ def add(x, y, o, n, BLOCK: tl.constexpr):
 
 def main():
     sizes = [4096, 8192, 16384, 65536]
-    xs = {n: (torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), torch.empty(n, device="cuda")) for n in sizes}
+    xs = {
+        n: (torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), torch.empty(n, device="cuda")) for n in sizes
+    }
     for n in sizes:  # compile outside the timed loop
-        x, y, o = xs[n]; add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
+        x, y, o = xs[n]
+        add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     for k in range(20000):
-        n = sizes[k % 4]; x, y, o = xs[n]
+        n = sizes[k % 4]
+        x, y, o = xs[n]
         add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
     torch.cuda.synchronize()
     print(f"launch loop: {time.perf_counter() - t0:.4f} s for 20000 launches")

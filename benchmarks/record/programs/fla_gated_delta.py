@@ -22,8 +22,9 @@ def main() -> None:
     total = 0.0
     with torch.no_grad():
         for _ in range(3):  # the first call autotunes; the others are the steady state
-            o, state = chunk_gated_delta_rule(q, k, v, g, beta, output_final_state=True, cu_seqlens=cu_seqlens,
-                                              use_qk_l2norm_in_kernel=True)
+            o, state = chunk_gated_delta_rule(
+                q, k, v, g, beta, output_final_state=True, cu_seqlens=cu_seqlens, use_qk_l2norm_in_kernel=True
+            )
             total += float(o.double().abs().sum()) + float(state.double().abs().sum())
     torch.cuda.synchronize()
     print(f"checksum={total:.6e}")

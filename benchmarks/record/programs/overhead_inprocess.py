@@ -61,7 +61,9 @@ def main() -> None:
     if len(sys.argv) > 2:
         hooks["baseline"] = Path(sys.argv[2])
     sizes = [4096, 8192, 16384, 65536]
-    xs = {s: (torch.randn(s, device="cuda"), torch.randn(s, device="cuda"), torch.empty(s, device="cuda")) for s in sizes}
+    xs = {
+        s: (torch.randn(s, device="cuda"), torch.randn(s, device="cuda"), torch.empty(s, device="cuda")) for s in sizes
+    }
     loop(xs, sizes, 400)  # compile and warm up, unhooked
     plain = (JITFunction.run, JITFunction.__getitem__)
     variants, recorders = {"plain": plain}, {}
@@ -77,8 +79,10 @@ def main() -> None:
         print(f"{name:8s} us/launch: {' '.join(f'{v:.2f}' for v in values)}")
     for name, rec in recorders.items():
         h = statistics.median(times[name])
-        print(f"{name}: median plain {p:.2f} us, {name} {h:.2f} us: +{h - p:.2f} us per launch, ratio {h / p:.3f}; "
-              f"{sum(rec.counts.values())} launches counted in {len(rec.launches)} distinct launches")
+        print(
+            f"{name}: median plain {p:.2f} us, {name} {h:.2f} us: +{h - p:.2f} us per launch, ratio {h / p:.3f}; "
+            f"{sum(rec.counts.values())} launches counted in {len(rec.launches)} distinct launches"
+        )
 
 
 if __name__ == "__main__":

@@ -15,5 +15,13 @@ from ktriage.ops.tutorial_params import (
     vector_add_launch,
 )
 
-__all__ = ["MatmulLaunch", "RowLaunch", "cdiv", "layer_norm_launch", "matmul_launch", "next_power_of_2",
-           "softmax_launch", "vector_add_launch"]
+__all__ = [
+    "MatmulLaunch",
+    "RowLaunch",
+    "cdiv",
+    "layer_norm_launch",
+    "matmul_launch",
+    "next_power_of_2",
+    "softmax_launch",
+    "vector_add_launch",
+]
