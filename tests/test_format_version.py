@@ -10,7 +10,7 @@ import pytest
 from ktriage.errors import KtriageError, check_format_version
 from ktriage.measure.results_file import FORMAT_VERSION, parse_results, read_results, results_to_json
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.record import load_specs, save_specs
+from ktriage.workload.recorded.in_process import load_specs, save_specs
 
 REPO = Path(__file__).resolve().parent.parent
 COMMITTED = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"

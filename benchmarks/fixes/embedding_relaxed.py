@@ -29,9 +29,9 @@ def prepare(args: argparse.Namespace) -> None:
     from ktriage.compile.compiler import Artifact, Compiler
     from ktriage.explain.fixes import relaxed_atomic_spec
     from ktriage.toolchain.manager import ensure_toolchain
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_build import build_bundle
-    from ktriage.workload.bundle_merge import add_variant
+    from ktriage.workload.bundles.build import build_bundle
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.bundles.merge import add_variant
 
     before, after = ensure_toolchain(BEFORE), ensure_toolchain(AFTER)
     out = Path(args.bundle)

@@ -32,7 +32,7 @@ from ktriage.catalog.registry import expand_op
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
-from ktriage.workload.kernel_bundle import write_kernel_bundle
+from ktriage.workload.bundles.named_kernels import write_kernel_bundle
 
 KERNELS = Path(__file__).resolve().parent / "runner_kernels.py"
 VERSIONS = ("3.3.1", "3.4.0", "3.5.1")

@@ -16,7 +16,7 @@ from ktriage.measure.driver import synchronize
 from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
 from ktriage.measure.timing import TimingOptions, measure_interleaved
-from ktriage.workload.kernel_bundle import NamedKernel, read_kernel_bundle
+from ktriage.workload.bundles.named_kernels import NamedKernel, read_kernel_bundle
 
 _LOADED: dict[tuple[str, str], tuple[NamedKernel, LoadedKernel]] = {}
 

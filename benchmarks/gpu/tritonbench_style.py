@@ -39,10 +39,10 @@ def main() -> None:
     import triton
 
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.backends import get_backend, make_input
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_launch import make_launcher
-    from ktriage.workload.replay import artifact_backend
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.bundles.launch import make_launcher
+    from ktriage.workload.ops.backends import get_backend, make_input
+    from ktriage.workload.ops.replay import artifact_backend
 
     bundle = load_bundle(args.bundle)
     launch = make_launcher(bundle, args.toolchain, runner_loader())

@@ -38,7 +38,7 @@ for case in CASES:
     if (case / "bundle" / "manifest.json").exists():  # a per-line run (lines_h200.sh): its cubins came back
         from types import SimpleNamespace
 
-        from ktriage.workload.bundle import load_bundle
+        from ktriage.workload.bundles.format import load_bundle
 
         bundle = load_bundle(case / "bundle")
         entry = next(i for i in bundle.inputs if int(i["id"]) == device["input_id"])

@@ -1,8 +1,8 @@
 """Bench a recorded workload (``ktriage bench W.json -t A -t B``) on the GPU host, from its bundle.
 
 Every (kernel, recorded input) of the workload is one cell group: its kernel compiled by each
-toolchain (``ktriage.workload.recorded_bundle``), replayed on the recorded argument shapes
-(``ktriage.workload.recorded_replay``), checked against the reference toolchain's results and
+toolchain (``ktriage.workload.recorded.bundle``), replayed on the recorded argument shapes
+(``ktriage.workload.recorded.replay``), checked against the reference toolchain's results and
 timed interleaved in one GPU process (``ktriage.bench.recorded_worker``). As for an op bench, each
 entry runs in the isolated worker (``ktriage.measure.isolate``: a faulting kernel costs its cells
 only), every cell goes to the store as it arrives, and the results file is rewritten after each
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.measure.cells import Cell, CellKey, RunInfo
-from ktriage.workload.recorded_bundle import RECORDED_MODE, Entry
+from ktriage.workload.recorded.bundle import RECORDED_MODE, Entry
 
 WORKER = "ktriage.bench.recorded_worker:measure_entry"
 

@@ -5,7 +5,7 @@ For one (kernel, recorded input): allocate the arguments once from the recorded 
 every tensor argument with the reference toolchain's (the first that runs; normally the first
 ``-t``). The reference runs twice: if its two results are bitwise equal it is deterministic, and
 a toolchain's agreement is reported as "bitwise equal" or "within tolerance". A toolchain beyond
-the tolerance is emitted as "wrong" and never timed (``ktriage.workload.recorded_check``).
+the tolerance is emitted as "wrong" and never timed (``ktriage.workload.recorded.check``).
 
 State between timed calls: the reference is launched a third time on the buffers its first launch
 left; if the result is bitwise unchanged the kernel is idempotent (it only reads its inputs and
@@ -61,9 +61,9 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     from ktriage.measure.loader import runner_loader
     from ktriage.measure.timing import TimingOptions, gpu_sampler_factory, measure_interleaved
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
-    from ktriage.workload.bundle_launch import make_launcher
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
-    from ktriage.workload.recorded_replay import Buffers, RecordedKernel, allocate, differential_check
+    from ktriage.workload.bundles.launch import make_launcher
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
+    from ktriage.workload.recorded.replay import Buffers, RecordedKernel, allocate, differential_check
 
     plan = RecordedPlan.from_json(payload["plan"])
     recorded = load_recorded_bundle(plan.bundle)

@@ -57,7 +57,7 @@ class _Timed:
 
 def _bundle(path: str) -> Any:
     if path not in _BUNDLES:
-        from ktriage.workload.bundle import load_bundle
+        from ktriage.workload.bundles.format import load_bundle
 
         _BUNDLES[path] = load_bundle(path)
     return _BUNDLES[path]
@@ -68,7 +68,7 @@ def _launcher(bundle: Any, path: str, toolchain: str) -> Any:
     key = (path, toolchain)
     if key not in _LAUNCHERS:
         from ktriage.measure.loader import runner_loader
-        from ktriage.workload.bundle_launch import make_launcher
+        from ktriage.workload.bundles.launch import make_launcher
 
         _LAUNCHERS[key] = make_launcher(bundle, toolchain, runner_loader())
     return _LAUNCHERS[key]
@@ -98,7 +98,7 @@ def ready_gpu(*, l2_flush: bool) -> None:
 
 def prepare_worker(plan_json: dict[str, Any]) -> None:
     """The op bench worker's init: the GPU ready (:func:`ready_gpu`), the op modules imported, the bundle read."""
-    from ktriage.workload.backends import get_backend  # noqa: F401 - the op modules' imports
+    from ktriage.workload.ops.backends import get_backend  # noqa: F401 - the op modules' imports
 
     plan = BenchPlan.from_json(plan_json)
     ready_gpu(l2_flush=bool(plan.timing.get("l2_flush", True)))
@@ -107,12 +107,12 @@ def prepare_worker(plan_json: dict[str, Any]) -> None:
 
 
 def _backend(plan: BenchPlan, key: CellKey, bundle: Any) -> Any:
-    from ktriage.workload.backends import get_backend
+    from ktriage.workload.ops.backends import get_backend
 
     if key.toolchain is None:
         options = {"compile_mode": plan.compile_mode} if "compile" in key.backend else {}
         return get_backend(plan.op, key.backend, **options)
-    from ktriage.workload.replay import artifact_backend
+    from ktriage.workload.ops.replay import artifact_backend
 
     assert plan.bundle is not None
     launch = _launcher(bundle, plan.bundle, key.toolchain)
@@ -158,8 +158,8 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     t_job = time.perf_counter()
     from ktriage.measure.timing import TimingOptions, gpu_sampler_factory, measure_interleaved, probe_ms, shared_flusher
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
-    from ktriage.workload.backends import check_outputs, make_input
-    from ktriage.workload.ops import get_op
+    from ktriage.workload.ops.backends import check_outputs, make_input
+    from ktriage.workload.ops.opdef import get_op
 
     plan = BenchPlan.from_json(payload["plan"])
     op = get_op(plan.op)
@@ -168,7 +168,7 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     keys = plan.variant_keys(case.id, label)
     bundle = _bundle(plan.bundle) if plan.bundle and plan.artifact_backends else None
     inp = make_input(plan.op, case, precision=plan.precision)
-    from ktriage.workload.ops import bytes_moved, flops
+    from ktriage.workload.ops.opdef import bytes_moved, flops
 
     nbytes, nflops = (
         bytes_moved(plan.op, case, plan.mode, inp.precision),

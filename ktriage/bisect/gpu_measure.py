@@ -18,7 +18,7 @@ from ktriage.errors import FormatError, KtriageError, MeasureError
 
 if TYPE_CHECKING:
     from ktriage.measure.timing import SamplerFactory, TimingOptions
-    from ktriage.workload.bundle import Bundle
+    from ktriage.workload.bundles.format import Bundle
 
 
 PrepareFn = Callable[[Variant], Callable[[], None]]
@@ -93,7 +93,7 @@ def bench_measure(
     seed: int = 0,
 ) -> BundleMeasure:
     """The GPU measurement of a time bisect: each candidate is ``backend``'s artifact replay with the
-    candidate's toolchain from a compile-here ``bundle`` (ktriage.workload.bundle), on input
+    candidate's toolchain from a compile-here ``bundle`` (ktriage.workload.bundles.format), on input
     ``input_id``, all timed interleaved in THIS process. ``toolchain_of(candidate)`` gives the
     bundle's toolchain id (default: ``candidate.meta["toolchain_id"]``, else ``candidate.id``).
     With ``check_outputs`` every variant's results are checked against the first prepared one
@@ -103,11 +103,11 @@ def bench_measure(
     its logic is the BundleMeasure above, tested on CPU with fakes.
     """
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.backends import check_outputs as _check
-    from ktriage.workload.backends import make_input
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_launch import make_launcher
-    from ktriage.workload.replay import artifact_backend
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.bundles.launch import make_launcher
+    from ktriage.workload.ops.backends import check_outputs as _check
+    from ktriage.workload.ops.backends import make_input
+    from ktriage.workload.ops.replay import artifact_backend
 
     bun = load_bundle(bundle) if isinstance(bundle, str) else bundle
     run_mode = mode or bun.mode

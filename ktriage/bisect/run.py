@@ -213,7 +213,7 @@ def _bundle_candidates(opts: BisectOptions, key: str) -> list[Candidate]:
     from packaging.version import Version
 
     from ktriage.bisect.sources import versions_between
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     assert opts.bundle is not None
     bun = load_bundle(opts.bundle)
@@ -504,7 +504,7 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
     ``ktriage explain`` command for the compile machine. A ptxas bisect holds the frontend fixed,
     so its PTX is the same on both sides: ptxas is responsible by construction."""
     from ktriage.analyze.occupancy import compute_occupancy
-    from ktriage.workload.bundle import BundleArtifact, load_bundle
+    from ktriage.workload.bundles.format import BundleArtifact, load_bundle
 
     final = report.final
     assert final.culprit is not None and final.predecessor is not None and opts.bundle is not None

@@ -52,7 +52,7 @@ from ktriage.report.bench import print_table, results_table, to_csv, to_json, to
 
 if TYPE_CHECKING:
     from ktriage.catalog.inputs import InputCase
-    from ktriage.workload.bundle import Bundle
+    from ktriage.workload.bundles.format import Bundle
 
 FORMATS = ("table", "markdown", "json", "csv")
 WRITERS = (".csv", ".md", ".json")
@@ -183,7 +183,7 @@ def bench(
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     from ktriage.report.bench import METRICS
-    from ktriage.workload.ops import (
+    from ktriage.workload.ops.opdef import (
         check_mode,
         get_op,
         resolve_precision,
@@ -201,11 +201,11 @@ def bench(
     if unknown:
         raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
     asked_mode = pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
-    from ktriage.workload.recorded_bundle import is_recorded_bundle
+    from ktriage.workload.recorded.bundle import is_recorded_bundle
 
     loaded = None
     if bundle is not None and not toolchain:
-        from ktriage.workload.bundle import load_bundle
+        from ktriage.workload.bundles.format import load_bundle
 
         loaded = load_bundle(bundle)
     if workload is not None or kernel or (loaded is not None and is_recorded_bundle(loaded)):
@@ -389,8 +389,8 @@ def _compile_bundle(
     from ktriage.cli.resolve import resolve_toolchains
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundles.build import build_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     if not artifact:
         raise KtriageError(

@@ -24,8 +24,8 @@ from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
-    from ktriage.workload.bundle import Bundle
-    from ktriage.workload.recorded_bundle import RecordedBundle
+    from ktriage.workload.bundles.format import Bundle
+    from ktriage.workload.recorded.bundle import RecordedBundle
 
 
 def refuse_op_options(given: Mapping[str, Any], what: str) -> None:
@@ -60,7 +60,7 @@ def bench_workload(
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
     gpus: str | None = None,
 ) -> None:
-    from ktriage.workload.recorded_bundle import load_recorded_bundle, recorded_view, workload_name
+    from ktriage.workload.recorded.bundle import load_recorded_bundle, recorded_view, workload_name
 
     if toolchain:
         if workload is None:
@@ -125,7 +125,7 @@ def _compile(
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
     from ktriage.record.workload import is_workload_path, load_workload
-    from ktriage.workload.recorded_bundle import (
+    from ktriage.workload.recorded.bundle import (
         build_recorded_bundle,
         load_recorded_bundle,
         workload_entries,

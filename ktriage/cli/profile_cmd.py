@@ -84,7 +84,7 @@ def profile(
     from ktriage.errors import KtriageError
     from ktriage.profile.diff import to_markdown
     from ktriage.profile.run import default_input, input_backends, profile_bundle
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     check_outputs(list(output or []), WRITERS)
     if db is not None and results is None:

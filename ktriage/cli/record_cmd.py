@@ -57,7 +57,7 @@ def record(
     )
     for missed in w.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")
-    from ktriage.workload.recorded_bundle import bench_blockers
+    from ktriage.workload.recorded.bundle import bench_blockers
 
     for blocked in bench_blockers(w):  # said now, not when bench refuses the input on the GPU host
         console.print(

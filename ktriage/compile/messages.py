@@ -4,7 +4,7 @@ host's error cells).
 Why in ``compile``: compile workers reply with whatever the failing layer printed (a Triton
 ``CompilationError`` with five lines of kernel source, a ptxas log with a ``fix:`` line, a worker's
 traceback). Every reader of a failure needs the one line, from explain's table (``explain.failures``)
-to the error cell a bench bundle's failed artifact becomes on the GPU host (``workload.bundle_launch``),
+to the error cell a bench bundle's failed artifact becomes on the GPU host (``workload.bundles.launch``),
 so it lives with the failures themselves. The compile stage keeps every detail in the message; the
 shortening happens when it is shown.
 """

@@ -1,8 +1,8 @@
-"""Load a bundle's cubins into the CUDA launcher: the GPU side of ``ktriage.workload.bundle``.
+"""Load a bundle's cubins into the CUDA launcher: the GPU side of ``ktriage.workload.bundles.format``.
 
 The bundle format knows nothing of the GPU (a CPU machine writes it, merges it and reads it back);
 this module turns one of its artifacts into a :class:`ktriage.measure.launch.LoadedKernel`. Pass
-:func:`runner_loader` as the ``load`` of ``ktriage.workload.bundle_launch.make_launcher``. The artifact is
+:func:`runner_loader` as the ``load`` of ``ktriage.workload.bundles.launch.make_launcher``. The artifact is
 read through :class:`CubinEntry` (the fields of ``BundleArtifact`` this needs) rather than by
 importing the bundle module, because measure sits below workload (docs/architecture.md).
 """
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class CubinEntry(Protocol):
-    """What loading needs of a bundle artifact (``ktriage.workload.bundle.BundleArtifact``)."""
+    """What loading needs of a bundle artifact (``ktriage.workload.bundles.format.BundleArtifact``)."""
 
     @property
     def kernel_name(self) -> str: ...
@@ -42,5 +42,5 @@ def load_for_runner(art: CubinEntry, device: int = 0) -> LoadedKernel:
 
 
 def runner_loader(device: int = 0) -> Callable[[CubinEntry], LoadedKernel]:
-    """``load`` for ``ktriage.workload.bundle_launch.make_launcher`` backed by the measurement runner."""
+    """``load`` for ``ktriage.workload.bundles.launch.make_launcher`` backed by the measurement runner."""
     return lambda art: load_for_runner(art, device)

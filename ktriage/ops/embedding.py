@@ -4,7 +4,7 @@ Sweep (tritonbench/operators/embedding/operator.py): (B,T,D) in {(32,512,768),(8
 V=2**10..2**17. Recipe (liger_kernel/ops/experimental/embedding.py, the same file in both
 releases): BLOCK_SIZE_M/N = next_power_of_2(min(128, D)), grid (cdiv(B*T, BM), cdiv(D, BN)),
 embedding_dim constexpr, no num_warps/num_stages. Indices are int64 (torch.randint).
-Native backends: ktriage/workload/embedding.py; replay: ktriage/workload/embedding.py.
+Native backends: ktriage/workload/ops/embedding.py; replay: ktriage/workload/ops/embedding.py.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ OP = Operator(
             dtypes=("fp32", "bf16", "fp16"),
             default_dtype="fp32",
             backend="liger_embedding",
-            replay="ktriage.workload.embedding:LigerEmbeddingReplay",
+            replay="ktriage.workload.ops.embedding:LigerEmbeddingReplay",
             knobs=liger_knobs,
             source_hint="liger",
         ),
@@ -134,7 +134,7 @@ OP = Operator(
     x_keys=("B", "T", "D", "V"),
     baseline="torch_embedding",
     backends=("torch_embedding", "liger_embedding", "torch_compile_embedding"),
-    module="ktriage.workload.embedding",
+    module="ktriage.workload.ops.embedding",
     bytes_moved=bytes_moved,
     flops=flops,
 )

@@ -12,7 +12,7 @@ Liger recipes, restated from each release's liger_kernel/ops/layer_norm.py:
 
 The tutorial kernel (ops/kernels/layer_norm.py, forward only) has a sweep of its own in the
 catalog (sizes that are not multiples of 16 included) and runs on TritonBench's sweep in a bench
-(backend ``triton_layer_norm``). Native backends and replays: ktriage/workload/layer_norm.py.
+(backend ``triton_layer_norm``). Native backends and replays: ktriage/workload/ops/layer_norm.py.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ OP = Operator(
             dtypes=("fp32", "bf16", "fp16"),
             default_dtype="fp32",
             backend="liger_layer_norm",
-            replay="ktriage.workload.layer_norm:LigerLayerNormReplay",
+            replay="ktriage.workload.ops.layer_norm:LigerLayerNormReplay",
             knobs=liger_knobs,
             source_hint="liger",
         ),
@@ -230,14 +230,14 @@ OP = Operator(
             default_dtype="fp32",
             inputs=tutorial_inputs,
             backend="triton_layer_norm",
-            replay="ktriage.workload.layer_norm:TritonLayerNormReplay",
+            replay="ktriage.workload.ops.layer_norm:TritonLayerNormReplay",
         ),
     ),
     x_label="(M, N)",
     x_keys=("M", "N"),
     baseline="torch_layer_norm",
     backends=("torch_layer_norm", "triton_layer_norm", "torch_compile_layer_norm", "liger_layer_norm"),
-    module="ktriage.workload.layer_norm",
+    module="ktriage.workload.ops.layer_norm",
     bytes_moved=bytes_moved,
     flops=flops,
 )

@@ -1,4 +1,4 @@
-"""rope: TritonBench's op (bench only: no catalog kernels yet). Native backends: ktriage/workload/rope.py.
+"""rope: TritonBench's op (bench only: no catalog kernels yet). Native backends: ktriage/workload/ops/rope.py.
 
 Sweep (tritonbench/operators/rope/operator.py): H=8192 with T=2**10..2**14, then T=2048 with
 H=32*4**k for k=2..4 (512, 2048, 8192); num_q_heads=32, num_kv_heads=8, head_dim=H/32.
@@ -42,7 +42,7 @@ OP = Operator(
     x_keys=("H", "T"),
     baseline="apply_rotary_pos_emb",
     backends=("apply_rotary_pos_emb", "liger_rotary_pos_emb", "torch_compile_rotary_pos_emb_full_op"),
-    module="ktriage.workload.rope",
+    module="ktriage.workload.ops.rope",
     bytes_moved=bytes_moved,
     flops=flops,
 )

@@ -87,7 +87,7 @@ class KernelFacts:
     # loop streams through, for its trip count (None: unknown, the model's fitted trip count applies)
     data_bytes: int | None = None
     # every index of the launch is the same value: a recorded launch's integer tensor of more than
-    # SMALL_INT_TENSOR elements is replayed as zeros (ktriage.workload.recorded_args), so a kernel that
+    # SMALL_INT_TENSOR elements is replayed as zeros (ktriage.workload.recorded.args), so a kernel that
     # scatters by those indices sends all its atomics to the same addresses (the model's serialization term)
     uniform_indices: bool = False
 
@@ -215,7 +215,7 @@ _INDEX_TYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}  # integer
 def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bool:
     """True when the launch is a recorded replay with an integer tensor argument of more than
     ``SMALL_INT_TENSOR`` elements: the recording keeps no values for it and the replay fills it with
-    zeros (``ktriage.workload.recorded_args``), so every index the kernel reads is 0. A catalog op's
+    zeros (``ktriage.workload.recorded.args``), so every index the kernel reads is 0. A catalog op's
     launch (random indices) and small recorded index tensors (their real values) are False."""
     label = meta.get("input_label")
     if not isinstance(label, str) or not meta.get("recorded"):

@@ -231,8 +231,8 @@ def profile_document(
     ncu_version: str | None,
     raw_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """:func:`document` for a loaded bundle (``ktriage.workload.bundle.Bundle``) and run.ToolchainProfile's."""
-    from ktriage.workload.bundle import BundleArtifact
+    """:func:`document` for a loaded bundle (``ktriage.workload.bundles.format.Bundle``) and run.ToolchainProfile's."""
+    from ktriage.workload.bundles.format import BundleArtifact
 
     entry = next(i for i in bundle.inputs if int(i["id"]) == input_id)
     # an op input names its kernels per backend and role; a recorded entry is one spec
@@ -265,7 +265,7 @@ def bundle_lines_side(
     """Per toolchain, the per-line samples of each launch: its source page (``<name>.source.csv`` in
     ``raw_dir``) on the bundle's cubins of this input (``profile.source.toolchain_lines``)."""
     from ktriage.profile.source import find_nvdisasm, toolchain_lines
-    from ktriage.workload.bundle import BundleArtifact
+    from ktriage.workload.bundles.format import BundleArtifact
 
     nvdisasm = find_nvdisasm()
     out: dict[str, Any] = {}

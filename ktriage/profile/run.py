@@ -223,7 +223,7 @@ def input_backends(bundle: Any, input_id: int) -> list[str]:
     """The backends of one bundle input: an op bundle's artifact backends, or a recorded entry's
     ``K3:function`` (the backend its bench cells have)."""
     from ktriage.errors import KtriageError
-    from ktriage.workload.recorded_bundle import is_recorded_bundle, recorded_view
+    from ktriage.workload.recorded.bundle import is_recorded_bundle, recorded_view
 
     if is_recorded_bundle(bundle):
         entries = recorded_view(bundle).entries
@@ -251,7 +251,7 @@ def profile_bundle(
 ) -> dict[str, Any]:
     """Profile every toolchain of a bundle on one input; returns the profile document (see diff.py)."""
     from ktriage.profile.diff import profile_document
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     bundle = load_bundle(bundle_path)
     case_id = default_input(bundle) if input_id is None else input_id

@@ -19,12 +19,12 @@ def main(argv: list[str]) -> int:
     import torch
 
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.backends import make_input
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_launch import make_launcher
-    from ktriage.workload.recorded_bundle import is_recorded_bundle, recorded_view
-    from ktriage.workload.recorded_replay import RecordedKernel, allocate
-    from ktriage.workload.replay import artifact_backend
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.bundles.launch import make_launcher
+    from ktriage.workload.ops.backends import make_input
+    from ktriage.workload.ops.replay import artifact_backend
+    from ktriage.workload.recorded.bundle import is_recorded_bundle, recorded_view
+    from ktriage.workload.recorded.replay import RecordedKernel, allocate
 
     path, toolchain, input_id, backend_name = argv[0], argv[1], int(argv[2]), argv[3]
     warmup = int(argv[4]) if len(argv) > 4 else 3

@@ -19,7 +19,7 @@ from ktriage.measure.cells import Cell, RunInfo
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ktriage.workload.ops import OpDef
+    from ktriage.workload.ops.opdef import OpDef
 
 METRICS = ("latency", "speedup", "gbps", "tflops", "accuracy")
 
@@ -34,7 +34,7 @@ def results_table(
     """TritonBench's layout: one row per input (x_val), ``<backend>-<metric>`` columns; an artifact
     backend is named ``<backend>@<toolchain spec>`` (``labels`` maps toolchain ids to specs).
     ``opdef`` is the op the cells measured (TritonBench's metrics are per op)."""
-    from ktriage.workload.ops import gbps, tflops
+    from ktriage.workload.ops.opdef import gbps, tflops
 
     rows: dict[int, dict[str, str]] = {}
     for cell in cells:

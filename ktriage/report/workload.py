@@ -81,7 +81,7 @@ def missed_rows(workload: Workload) -> list[dict[str, Any]]:
 
 def blocker_rows(workload: Workload) -> list[dict[str, Any]]:
     """The inputs ``bench`` cannot replay, and why (never a silent "-" in the grid column)."""
-    from ktriage.workload.recorded_bundle import bench_blockers
+    from ktriage.workload.recorded.bundle import bench_blockers
 
     return [
         {"kernel": b.kernel, "function": b.function, "input": b.input, "why": b.why} for b in bench_blockers(workload)

@@ -6,7 +6,7 @@ that names the file, the field path, what was wrong and the fix; ``results``, ``
 ``bundle`` and ``bisect_state`` are the schemas of the formats, as msgspec Structs (the measurement
 that chose msgspec over pydantic: benchmarks/hardening/README.md).
 
-The readers (``ktriage.spec.toml_file``, ``ktriage.measure.results_file``, ``ktriage.workload.bundle``,
+The readers (``ktriage.spec.toml_file``, ``ktriage.measure.results_file``, ``ktriage.workload.bundles.format``,
 ``ktriage.bisect.search``) convert the validated Structs into their own model objects; nothing above
 this layer walks untyped ``dict``s of a file with ``isinstance``.
 """

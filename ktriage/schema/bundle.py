@@ -1,4 +1,4 @@
-"""The bundle manifest (``ktriage.workload.bundle``, ``manifest.json``): what a GPU host loads.
+"""The bundle manifest (``ktriage.workload.bundles.format``, ``manifest.json``): what a GPU host loads.
 
 A bundle is compiled on one machine and copied to another, so its manifest is external input: every
 key's type is checked here before ``load_bundle`` builds the Bundle (whose cubin hashes and launch
@@ -80,11 +80,11 @@ FIXES = {
 
 
 class RecordingSchema(msgspec.Struct):
-    """``ktriage.workload.record.save_specs``: ``{"format_version": 1, "specs": [KernelSpec.to_json(), ...]}``
+    """``ktriage.workload.recorded.in_process.save_specs``: ``{"format_version": 1, "specs": [KernelSpec.to_json(), ...]}``
     (a bare list of specs is the format before format_version existed)."""
 
     specs: list[KernelSpecSchema]
     format_version: Any = msgspec.UNSET
 
 
-RECORDING_FIX = "record the specs again with this ktriage (ktriage.workload.record.save_specs)"
+RECORDING_FIX = "record the specs again with this ktriage (ktriage.workload.recorded.in_process.save_specs)"

@@ -9,12 +9,12 @@ flagged cells into that measurement and its answer back into verdicts:
    bench (:func:`bench_target`, the seam for benches of other workloads), grouped per (op, pass)
    into bench bundles, each named with a token of the triage (its toolchains and benchable cells)
    so that results of another triage are refused;
-2. :func:`write_bundle` (CPU machine): the bundles, compiled by ``ktriage.workload.bundle_build``
+2. :func:`write_bundle` (CPU machine): the bundles, compiled by ``ktriage.workload.bundles.build``
    with both toolchains (the same toolchain on both sides: a second, identical copy of its kernels
    as a bundle variant, so an A/A pair is timed as two variants too), a manifest of which triage cell
    each bundle input answers (``triage-measure.json``) and ``measure.sh``, the GPU host's one command;
    cells whose kernels came from a recorded workload (``--workload``) get a recorded bundle of
-   those kernel inputs (``ktriage.workload.recorded_bundle``), benched by ``ktriage bench --bundle``;
+   those kernel inputs (``ktriage.workload.recorded.bundle``), benched by ``ktriage bench --bundle``;
 3. :func:`run_measure` (GPU host): the same bench in-process (``ktriage.bench.session.run_bench``);
 4. :func:`apply_measured` (``ktriage.triage.measure_read``): results files back
    (``ktriage.bench.compare_sides.load_side``), each flagged cell's verdict from the side-by-side
@@ -177,7 +177,7 @@ def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
     """Does ``out_dir`` already hold this plan's bundles (same token, every planned input)? Then
     ``--measure`` benches them as they are: a bundle built on the CPU machine, measured on a GPU host
     without the toolchains."""
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     try:
         doc = json.loads((Path(out_dir) / MANIFEST).read_text())
@@ -187,7 +187,7 @@ def reusable(plan: MeasurePlan, out_dir: Path) -> bool:
             have = {c.id for c in load_bundle(Path(out_dir) / g.dirname).input_cases()}
             if not set(g.input_ids) <= have:
                 return False
-        from ktriage.workload.recorded_bundle import load_recorded_bundle
+        from ktriage.workload.recorded.bundle import load_recorded_bundle
 
         for r in plan.recorded:
             if not set(r.entries) <= {e.id for e in load_recorded_bundle(Path(out_dir) / r.dirname).entries}:
@@ -203,7 +203,7 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
     (a variant) so the bench times two variants of identical cubins side by side."""
     from ktriage.compile.compiler import Compiler
     from ktriage.toolchain.manager import ensure_toolchains
-    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundles.build import build_bundle
 
     if not plan.bundles:  # gpu_step checks first; a library caller gets the reasons
         why = "; ".join(sorted(set(plan.skipped.values())))[:600]
@@ -310,8 +310,8 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
 def _aa_copy(path: Path, tc: Any, compiler: Any) -> None:
     """An A/A pair: a second, identical copy of the bundle's kernels as the variant ``<id>+aa``."""
     from ktriage.compile.compiler import Artifact
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_merge import add_variant
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.bundles.merge import add_variant
 
     bundle = load_bundle(path)
     keys = list(bundle.specs)
@@ -353,8 +353,8 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
     step the original report's authors did by hand ("does the spill-free config recover it?")."""
     from ktriage.compile.compiler import Artifact
     from ktriage.explain.fixes import RELAXED_ARGUMENT
-    from ktriage.workload.bundle import load_bundle
-    from ktriage.workload.bundle_merge import add_variant
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.bundles.merge import add_variant
 
     bundle = load_bundle(path)
     by_name = {spec.name: (key, spec) for key, spec in bundle.specs.items()}
@@ -407,7 +407,7 @@ def _write_recorded(
     """One recorded bundle: the matched kernel inputs of one workload file, built by the recorded
     bundle builder (``ktriage bench W.json -t A -t B --compile-only --bundle DIR`` builds the same)."""
     from ktriage.record.workload import load_workload
-    from ktriage.workload.recorded_bundle import build_recorded_bundle
+    from ktriage.workload.recorded.bundle import build_recorded_bundle
 
     path = out_dir / r.dirname
     say(f"bundle {r.dirname}: recorded {r.name} entries {r.entries} ({', '.join(r.kernels)})")
@@ -425,7 +425,7 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
     what it measured before failing, if anything), the others go on."""
     from ktriage.bench.plan import BenchPlan
     from ktriage.bench.session import run_bench
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     _require_gpu()
     paths: list[Path] = []
@@ -471,7 +471,7 @@ def _run_recorded(
 ) -> Path | None:
     """Bench one recorded bundle in this process, as its line of ``measure.sh`` would."""
     from ktriage.bench.recorded import RecordedPlan, run_recorded
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
 
     recorded = load_recorded_bundle(out_dir / r.dirname)
     entries = [e for e in recorded.entries if e.id in r.entries]

@@ -54,7 +54,7 @@ def bench_target(cell: CellTriage) -> BenchTarget | None:
     if cell.mode not in op.modes:
         return None
     if cell.backend in op.artifact_backends:
-        from ktriage.workload.replay import REPLAYS
+        from ktriage.workload.ops.replay import REPLAYS
 
         if REPLAYS[cell.backend].fwd_only and cell.mode != "fwd":
             return None
@@ -127,7 +127,7 @@ class BenchGroup:
 @dataclass
 class RecordedGroup:
     """One recorded bundle: the matched kernel inputs of one ``--workload`` file, for the flagged
-    cells whose kernels came from it (``ktriage.workload.recorded_bundle``; benched by
+    cells whose kernels came from it (``ktriage.workload.recorded.bundle``; benched by
     ``ktriage bench --bundle``, whose cells are keyed by the workload's name and entry number)."""
 
     workload: str  # the file given with --workload
@@ -203,7 +203,7 @@ def _token(old_tc: str, new_tc: str, targets: Sequence[BenchTarget], recorded: S
 def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePlan:
     """The flagged cells' bench targets, worst first, cut to ``options.limit``, grouped per (op, pass)."""
     from ktriage.ops import registry
-    from ktriage.workload.ops import get_op, resolve_precision
+    from ktriage.workload.ops.opdef import get_op, resolve_precision
 
     if report.old_toolchain is None or report.new_toolchain is None:
         raise KtriageError(

@@ -270,7 +270,7 @@ def _recorded_measured(
     workload's name, mode ``recorded``, the bundle entry and ``K7:function``; each kernel's
     side-by-side verdict, and the cell's is the kernel that moved the most slower (a regression),
     else the one launched the most (the pass's main kernel), the others named in the text."""
-    from ktriage.workload.recorded_bundle import RECORDED_MODE
+    from ktriage.workload.recorded.bundle import RECORDED_MODE
 
     measured = [
         (k, _artifact_measured(pairs.get((match.name, RECORDED_MODE, k.entry, k.backend)), plan, source))

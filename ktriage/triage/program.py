@@ -5,7 +5,7 @@ The steps are the split workflow's, run in one process, each timed (docs/triage.
 1. **toolchains**: both built (or found) here (``triton=host`` on a host without network);
 2. **record**: the program under the launch hook (``ktriage.record.run``) into ``W.json``;
 3. **compile**: every recorded (kernel, input) with both toolchains into a bundle
-   (``ktriage.workload.recorded_bundle``);
+   (``ktriage.workload.recorded.bundle``);
 4. **bench**: both toolchains' kernels timed side by side in ONE GPU process
    (``ktriage.bench.recorded``), into ``results.json``;
 5. **explain**: every benched kernel input compiled-side with both toolchains, the cost model's
@@ -333,7 +333,7 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
     """Record the program; None (the rest skipped) when it launched no kernel."""
     from ktriage.record.run import record
     from ktriage.record.workload import load_workload
-    from ktriage.workload.recorded_bundle import bench_blockers
+    from ktriage.workload.recorded.bundle import bench_blockers
 
     path = options.workdir / workload_file(argv)
     with clock.step("record", shlex.join(argv)) as step:
@@ -377,8 +377,8 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
 
 def _compile(workload: Any, tcs: Sequence[Toolchain], options: ProgramOptions, clock: _Clock) -> Any:
     from ktriage.compile.compiler import Compiler
-    from ktriage.workload.bundle import BundleFailure
-    from ktriage.workload.recorded_bundle import build_recorded_bundle, load_recorded_bundle
+    from ktriage.workload.bundles.format import BundleFailure
+    from ktriage.workload.recorded.bundle import build_recorded_bundle, load_recorded_bundle
 
     with clock.step("compile", "every recorded kernel input with both toolchains into a bundle") as step:
         with Compiler(jobs=options.jobs) as compiler:
@@ -400,7 +400,7 @@ def require_packages(workload: Any, tcs: Sequence[Toolchain], compiler: Compiler
     release toolchain on a host without network, say) would compile nothing, and the rest of the run
     could compare nothing: the step fails with the package and the fix instead of a partial run of
     failed cells. One package missing among others still compiles the rest (their cells say why)."""
-    from ktriage.workload.recorded_bundle import workload_entries
+    from ktriage.workload.recorded.bundle import workload_entries
 
     specs = list({spec.package: spec for _, spec in workload_entries(workload)}.values())
     for tc in tcs:

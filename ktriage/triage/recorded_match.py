@@ -67,7 +67,7 @@ class Loaded:
 
     @property
     def name(self) -> str:
-        from ktriage.workload.recorded_bundle import workload_name
+        from ktriage.workload.recorded.bundle import workload_name
 
         return workload_name(self.path)
 
@@ -174,7 +174,7 @@ def match_cell(
     cell: CellTriage, x_val: str | None, workloads: Sequence[Loaded]
 ) -> tuple[RecordedMatch | None, list[str]]:
     """The cell's recorded kernels by the module's rules, and notes on every workload not used."""
-    from ktriage.workload.recorded_bundle import RECORDED_MODE, workload_entries
+    from ktriage.workload.recorded.bundle import RECORDED_MODE, workload_entries
 
     notes: list[str] = []
     if cell.mode == RECORDED_MODE:  # a recorded bench's own cell: op = the workload's name
@@ -259,7 +259,7 @@ def _own_entry(cell: CellTriage, workloads: Sequence[Loaded]) -> tuple[RecordedM
     """A cell of a recorded bench (``ktriage bench W.json``) names its kernels itself: its op is the
     workload's name, its input id the entry number, its backend ``K3:function``. The ``--workload``
     of that name gives them, by number: no shape to match."""
-    from ktriage.workload.recorded_bundle import workload_entries
+    from ktriage.workload.recorded.bundle import workload_entries
 
     loaded = next((w for w in workloads if w.name == cell.op), None)
     if loaded is None:

@@ -26,7 +26,7 @@ from ktriage.errors import SpecError
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.tune.screen import ScreenResult
-from ktriage.workload.recorded_bundle import RECORDED_MODE
+from ktriage.workload.recorded.bundle import RECORDED_MODE
 
 DEFAULT_VARIANT = "default"
 
@@ -124,8 +124,8 @@ def write_tune_bundle(
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
     candidate with the library's grid as a variant of the tuned toolchain. A recorded kernel (its
     spec from ``workload``, a file of ``ktriage record``) gets a recorded bundle of its one input."""
-    from ktriage.workload.bundle import MANIFEST, write_manifest
-    from ktriage.workload.bundle_merge import add_variant
+    from ktriage.workload.bundles.format import MANIFEST, write_manifest
+    from ktriage.workload.bundles.merge import add_variant
 
     spec = result.space.spec
     if spec.meta.get("recorded"):
@@ -160,7 +160,7 @@ def _recorded_tune_bundle(
     """The recorded bundle of the tuned kernel's one recorded input (``ktriage bench W.json --kernel K
     --input I --compile-only`` builds the same), with the library's config as the reference."""
     from ktriage.record.workload import load_workload
-    from ktriage.workload.recorded_bundle import build_recorded_bundle, load_recorded_bundle
+    from ktriage.workload.recorded.bundle import build_recorded_bundle, load_recorded_bundle
 
     spec = result.space.spec
     if workload is None:
@@ -193,7 +193,7 @@ def _recorded_tune_bundle(
 
 def entry_op(bundle_dir: Path) -> str:
     """The cells' op of a recorded bundle (the workload's name)."""
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
 
     return load_recorded_bundle(bundle_dir).name
 
@@ -202,8 +202,8 @@ def _op_tune_bundle(
     result: ScreenResult, out_dir: Path, compiler: Any, sm_count: int | None, compare_with: Sequence[Any]
 ) -> tuple[TuneBundle, str]:
     """The catalog op's bench bundle of the tuned input, with the library's config as the reference."""
-    from ktriage.workload.bundle import MANIFEST
-    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundles.build import build_bundle
+    from ktriage.workload.bundles.format import MANIFEST
 
     bench_op, backend, mode, input_id = bench_target(result)
     found = registry.operator(bench_op)
@@ -255,7 +255,7 @@ def write_tune_bundles(
     """One bundle for several tuned inputs (one tune bundle per input under ``out_dir/parts``,
     merged into ``out_dir``), so ONE GPU process times every input; each TuneBundle reads its own
     input's cells from that run. A single input is written straight to ``out_dir``."""
-    from ktriage.workload.bundle_merge import merge_bundles
+    from ktriage.workload.bundles.merge import merge_bundles
 
     out_dir = Path(out_dir)
     if len(results) == 1:

@@ -43,8 +43,8 @@ def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type:
 
 @pytest.mark.slow
 def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: Path, run_cli: RunCli) -> None:
-    from ktriage.workload.bundle import BundleArtifact
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
+    from ktriage.workload.bundles.format import BundleArtifact
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
 
     bundle = tmp_path / "rms"
     out = run_cli(
@@ -91,7 +91,7 @@ def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: 
 def test_a_kernel_that_cannot_compile_is_recorded_in_the_bundle_not_fatal(tmp_path: Path, run_cli: RunCli) -> None:
     """many_launches.py is a script: its snapshot runs the program at import, which a compile worker
     cannot (explain reports the same). The bundle is still written, each (spec, toolchain) recorded."""
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
 
     bundle = tmp_path / "many"
     out = run_cli(["bench", str(MANY), *TOOLCHAINS, "--compile-only", "--bundle", str(bundle)])
@@ -110,7 +110,7 @@ def test_a_kernel_that_cannot_compile_is_recorded_in_the_bundle_not_fatal(tmp_pa
 def test_bench_bundle_on_a_machine_without_gpu_says_where_to_run(
     tmp_path: Path, run_cli: RunCli, has_gpu: bool
 ) -> None:
-    from ktriage.workload.bundle import write_manifest
+    from ktriage.workload.bundles.format import write_manifest
 
     if has_gpu:
         pytest.skip("this machine has a GPU")

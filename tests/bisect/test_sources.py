@@ -95,7 +95,7 @@ def test_latency_candidates_come_from_the_bundle_toolchains(
     """The GPU host cannot reach the index: a latency bisect lists the bundle's toolchains instead.
     (The GPU measurement itself runs on the GPU host only; here it must refuse with a clear error.)"""
     from ktriage.bisect.run import BisectOptions, _Run, list_candidates
-    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundles.build import build_bundle
 
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
     out = build_bundle(

@@ -327,7 +327,7 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     from ktriage.bisect.run import BisectOptions, BisectReport, _bundle_candidates, _explain_from_bundle
     from ktriage.bisect.search import StageResult
     from ktriage.report.bisect import to_markdown
-    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundles.build import build_bundle
 
     tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
     out = build_bundle("embedding", "bwd", ["0"], tcs, tmp_path / "b", sm_count=132, compiler=shared_compiler)

@@ -31,7 +31,7 @@ def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type:
 
 @pytest.mark.slow
 def test_compile_only_writes_a_bundle_the_gpu_host_can_read(tmp_path: Path, run_cli: RunCli) -> None:
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     bundle = tmp_path / "b"
     out = run_cli(

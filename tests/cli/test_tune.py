@@ -57,7 +57,7 @@ def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, too
     """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
     and --results reads each input's cells. The results file is the REAL H200 run committed in
     benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch)."""
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     toolchain("triton==3.4.0")
     toolchain("triton==3.3.1")

@@ -40,8 +40,8 @@ def _bundle(name: str) -> Path:
 def test_bench_a_recorded_bundle_gives_a_cell_per_entry_and_toolchain(name: str, tmp_path: Path) -> None:
     from ktriage.cli.app import main
     from ktriage.measure.results_file import read_results
-    from ktriage.workload.bundle import BundleArtifact
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
+    from ktriage.workload.bundles.format import BundleArtifact
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
 
     bundle = _bundle(name)
     rec = load_recorded_bundle(bundle)
@@ -89,9 +89,9 @@ def test_the_replayed_rms_norm_forward_computes_rms_norm() -> None:
     import torch
 
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.bundle_launch import make_launcher
-    from ktriage.workload.recorded_bundle import load_recorded_bundle
-    from ktriage.workload.recorded_replay import RecordedKernel, allocate
+    from ktriage.workload.bundles.launch import make_launcher
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
+    from ktriage.workload.recorded.replay import RecordedKernel, allocate
 
     rec = load_recorded_bundle(_bundle("tb_rms_norm_bwd"))
     entry = next(e for e in rec.entries if e.function == "_rms_norm_forward_kernel")

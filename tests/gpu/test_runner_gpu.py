@@ -36,7 +36,7 @@ from ktriage.measure.driver import driver, ensure_context
 from ktriage.measure.launch import LoadedKernel
 from ktriage.measure.loader import load_for_runner
 from ktriage.measure.timing import TimingOptions, measure_interleaved
-from ktriage.workload.kernel_bundle import read_kernel_bundle
+from ktriage.workload.bundles.named_kernels import read_kernel_bundle
 
 ENTRIES, EXTRA = read_kernel_bundle(BUNDLE)
 VERSIONS = EXTRA["versions"]

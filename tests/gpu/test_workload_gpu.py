@@ -38,8 +38,8 @@ NATIVE = [
 def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> None:
     import torch
 
-    from ktriage.workload.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.ops import get_op
+    from ktriage.workload.ops.backends import check_outputs, get_backend, make_input
+    from ktriage.workload.ops.opdef import get_op
 
     opdef = get_op(op)
     inp = make_input(op, opdef.inputs()[0], device="cuda")
@@ -66,12 +66,12 @@ def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_
     """One real run of the library under the JIT hook gives the catalog's spec for each kernel."""
     import torch
 
-    from ktriage.workload.record import record_backend
-    from ktriage.workload.replay import catalog_spec
+    from ktriage.workload.ops.replay import catalog_spec
+    from ktriage.workload.recorded.in_process import record_backend
 
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     specs = record_backend(op, backend, input_id, "fwd_bwd")
-    case = __import__("ktriage.workload.ops", fromlist=["get_op"]).get_op(op).inputs()[input_id]
+    case = __import__("ktriage.workload.ops.opdef", fromlist=["get_op"]).get_op(op).inputs()[input_id]
     by_fn = {s.source_function(): s for s in specs}
     for role in ("fwd", "bwd"):
         want = catalog_spec(backend, case, role, target=specs[0].target, sm_count=sm)
@@ -106,11 +106,11 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
     import torch
 
     from ktriage.measure.loader import runner_loader
-    from ktriage.workload.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.bundle import BundleArtifact, load_bundle
-    from ktriage.workload.bundle_launch import make_launcher
-    from ktriage.workload.ops import get_op
-    from ktriage.workload.replay import ROLES_BY_MODE, artifact_backend
+    from ktriage.workload.bundles.format import BundleArtifact, load_bundle
+    from ktriage.workload.bundles.launch import make_launcher
+    from ktriage.workload.ops.backends import check_outputs, get_backend, make_input
+    from ktriage.workload.ops.opdef import get_op
+    from ktriage.workload.ops.replay import ROLES_BY_MODE, artifact_backend
 
     checked = []
     for path in _bundles():

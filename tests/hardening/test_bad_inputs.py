@@ -852,9 +852,9 @@ RECORDINGS: dict[str, bytes] = {
 
 @pytest.mark.parametrize("name", list(RECORDINGS))
 def test_bad_recording_is_a_format_error(name: str, tmp_path: Path) -> None:
-    """Recorded specs (``workload.record.load_specs``) are read through the spec JSON schema."""
+    """Recorded specs (``workload.recorded.in_process.load_specs``) are read through the spec JSON schema."""
     from ktriage.errors import FormatError
-    from ktriage.workload.record import load_specs
+    from ktriage.workload.recorded.in_process import load_specs
 
     path = tmp_path / "rec.json"
     path.write_bytes(RECORDINGS[name])

@@ -6,7 +6,7 @@ edit must end as exit 2 with an ``error:`` line naming the entry (kernel and too
 
 The edits that keep the manifest's own hashes right (a cubin swapped with its sha256 fixed up, an
 entry re-pointed at the other toolchain's cubin) are caught by reading the cubin's ELF against
-the entry (``ktriage.workload.bundle_verify``); a forgery that fixes every claim is caught by the
+the entry (``ktriage.workload.bundles.verify``); a forgery that fixes every claim is caught by the
 keyed signature (``KTRIAGE_BUNDLE_KEY``).
 """
 
@@ -26,9 +26,9 @@ import pytest
 from ktriage.cli import exit_codes
 from ktriage.cli.app import main
 from ktriage.errors import KtriageError
-from ktriage.workload.bundle import MANIFEST, load_bundle, write_manifest
-from ktriage.workload.bundle_build import build_bundle
-from ktriage.workload.bundle_verify import KEY_ENV
+from ktriage.workload.bundles.build import build_bundle
+from ktriage.workload.bundles.format import MANIFEST, load_bundle, write_manifest
+from ktriage.workload.bundles.verify import KEY_ENV
 
 pytestmark = pytest.mark.slow
 KEY = "s3cret-bundle-key"

@@ -13,7 +13,7 @@ from ktriage.errors import KtriageError
 from ktriage.measure.driver import STICKY_ERRORS, CudaError
 from ktriage.measure.env import GpuRecorder, gpu_state
 from ktriage.toolchain.manager import ensure_toolchain
-from ktriage.workload.kernel_bundle import read_kernel_bundle, write_kernel_bundle
+from ktriage.workload.bundles.named_kernels import read_kernel_bundle, write_kernel_bundle
 
 
 def test_bundle_round_trip_of_a_real_artifact(tmp_path: Path, compiler: Compiler) -> None:
@@ -35,7 +35,7 @@ def test_bundle_round_trip_of_a_real_artifact(tmp_path: Path, compiler: Compiler
 
 
 def _op_bundle(tmp_path: Path, compiler: Compiler) -> Path:
-    from ktriage.workload.bundle_build import build_bundle
+    from ktriage.workload.bundles.build import build_bundle
 
     return build_bundle(
         "layer_norm",

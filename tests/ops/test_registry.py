@@ -5,8 +5,8 @@ from __future__ import annotations
 from ktriage.catalog import get_op as catalog_op
 from ktriage.catalog import list_ops
 from ktriage.ops import registry
-from ktriage.workload.ops import get_op as bench_op
-from ktriage.workload.replay import REPLAYS
+from ktriage.workload.ops.opdef import get_op as bench_op
+from ktriage.workload.ops.replay import REPLAYS
 
 
 def test_both_names_resolve_to_one_operator() -> None:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from test_profile import fake_ncu
 
 from ktriage.profile.run import default_input, input_backends
-from ktriage.workload.bundle import load_bundle
+from ktriage.workload.bundles.format import load_bundle
 
 WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
 

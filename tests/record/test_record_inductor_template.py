@@ -18,7 +18,7 @@ from record_helpers import INSITU, record_cli
 from ktriage.cli.app import main
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.record.workload import load_workload
-from ktriage.workload.recorded_bundle import bench_blockers
+from ktriage.workload.recorded.bundle import bench_blockers
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import pytest
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.report.bench import results_table
 from ktriage.report.bench import to_csv as _csv
-from ktriage.workload.ops import get_op
+from ktriage.workload.ops.opdef import get_op
 
 
 def test_results_table_has_tritonbench_columns() -> None:

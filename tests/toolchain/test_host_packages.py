@@ -56,7 +56,7 @@ HOST_SCRIPT = textwrap.dedent(
     from ktriage.compile.compiler import Artifact, Compiler
     from ktriage.record.workload import load_workload
     from ktriage.toolchain.manager import ensure_toolchain
-    from ktriage.workload.recorded_bundle import workload_entries
+    from ktriage.workload.recorded.bundle import workload_entries
 
     workload = load_workload(sys.argv[1])
     spec = next(s for e, s in workload_entries(workload) if e.kernel == "K0")  # _rms_norm_forward_kernel

@@ -20,7 +20,7 @@ from ktriage.measure.results_file import write_results
 from ktriage.testing import lognormal
 from ktriage.triage import TriageOptions, triage
 from ktriage.triage.measure import MANIFEST, SCRIPT, plan_measurement
-from ktriage.workload.bundle import load_bundle
+from ktriage.workload.bundles.format import load_bundle
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"
 RUN1, RUN2 = DATA / "layer_norm_bwd_run1.csv", DATA / "layer_norm_bwd_run2.csv"

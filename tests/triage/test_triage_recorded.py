@@ -27,7 +27,7 @@ from ktriage.triage import TriageOptions, triage
 from ktriage.triage.measure import MANIFEST, SCRIPT, plan_measurement
 from ktriage.triage.model import CellTriage
 from ktriage.triage.recorded_match import load_workloads, match_cell
-from ktriage.workload.recorded_bundle import load_recorded_bundle, workload_entries
+from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_entries
 
 REPO = Path(__file__).resolve().parents[2]
 AA = REPO / "benchmarks" / "triage" / "tritonbench_aa"

@@ -112,7 +112,7 @@ def test_nearest_spill_free_for_layer_norm(ln_spec, toolchain, shared_compiler):
 
 @pytest.mark.slow
 def test_tune_bundle_holds_candidates_as_variants(ln_spec, toolchain, shared_compiler, tmp_path):
-    from ktriage.workload.bundle import load_bundle
+    from ktriage.workload.bundles.format import load_bundle
 
     tc = toolchain("triton==3.4.0")
     result = screen(config_space(ln_spec, warps=[4, 8, 16], stages=[3]), tc, shared_compiler, top_k=2)

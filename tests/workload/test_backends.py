@@ -10,8 +10,8 @@ from ktriage.errors import KtriageError
 
 torch = pytest.importorskip("torch")
 
-from ktriage.workload.backends import check_outputs, get_backend, make_input
-from ktriage.workload.rope import apply_rotary_pos_emb, rotary_cos_sin
+from ktriage.workload.ops.backends import check_outputs, get_backend, make_input
+from ktriage.workload.ops.rope import apply_rotary_pos_emb, rotary_cos_sin
 
 LN = InputCase(0, {"M": 64, "N": 96})
 EMB = InputCase(0, {"B": 2, "T": 32, "D": 16, "V": 50})

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ktriage.errors import KtriageError
-from ktriage.workload.bundle import BundleArtifact, BundleFailure, load_bundle
-from ktriage.workload.bundle_build import build_bundle
-from ktriage.workload.bundle_launch import make_launcher
+from ktriage.workload.bundles.build import build_bundle
+from ktriage.workload.bundles.format import BundleArtifact, BundleFailure, load_bundle
+from ktriage.workload.bundles.launch import make_launcher
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def test_bundle_holds_every_kernel_for_every_toolchain(ln_bundle: Path, toolchai
 
 def test_load_bundle_needs_neither_torch_nor_triton(ln_bundle: Path) -> None:
     code = (
-        "import sys; from ktriage.workload.bundle import load_bundle; b = load_bundle(sys.argv[1]); "
+        "import sys; from ktriage.workload.bundles.format import load_bundle; b = load_bundle(sys.argv[1]); "
         "assert 'torch' not in sys.modules and 'triton' not in sys.modules, sorted(sys.modules); print(len(b.artifacts))"
     )
     env = dict(os.environ, PYTHONPATH=str(REPO))
@@ -76,8 +76,8 @@ def test_load_bundle_needs_neither_torch_nor_triton(ln_bundle: Path) -> None:
 
 def test_replay_from_the_bundle_launches_by_bundle_key(ln_bundle: Path, toolchain) -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.backends import make_input
-    from ktriage.workload.replay import artifact_backend
+    from ktriage.workload.ops.backends import make_input
+    from ktriage.workload.ops.replay import artifact_backend
 
     b = load_bundle(ln_bundle)
     tc_id = toolchain("triton==3.4.0").id
@@ -146,7 +146,7 @@ def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(
     import shutil
 
     from ktriage.compile.compiler import Artifact
-    from ktriage.workload.bundle_merge import add_variant
+    from ktriage.workload.bundles.merge import add_variant
 
     work = tmp_path / "b"
     shutil.copytree(ln_bundle, work)
@@ -168,7 +168,7 @@ def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(
 
 
 def test_merge_bundles_unites_inputs_and_toolchains(toolchain, shared_compiler, tmp_path: Path) -> None:
-    from ktriage.workload.bundle_merge import merge_bundles
+    from ktriage.workload.bundles.merge import merge_bundles
 
     t331, t340 = toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
     a = build_bundle("layer_norm", "bwd", ["6"], [t331], tmp_path / "a", sm_count=132, compiler=shared_compiler)

@@ -6,7 +6,7 @@ import pytest
 
 from ktriage.catalog.inputs import InputCase
 from ktriage.errors import KtriageError
-from ktriage.workload.ops import (
+from ktriage.workload.ops.opdef import (
     bytes_moved,
     flops,
     gbps,
@@ -87,7 +87,7 @@ def test_precision_default_is_fp32_and_bypass_means_default() -> None:
 
 def test_layer_norm_inputs_shapes_dtypes_for_every_input() -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.backends import make_input
+    from ktriage.workload.ops.backends import make_input
 
     ln = get_op("layer_norm")
     for case in ln.inputs():
@@ -107,7 +107,7 @@ def test_layer_norm_inputs_shapes_dtypes_for_every_input() -> None:
 
 def test_layer_norm_input_distributions() -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.backends import make_input
+    from ktriage.workload.ops.backends import make_input
 
     inp = make_input("layer_norm", InputCase(3, {"M": 512, "N": 1024}), device="cpu")
     x, w, dy = inp.tensors["x"].detach(), inp.tensors["weight"].detach(), inp.tensors["dy"]
@@ -120,7 +120,7 @@ def test_layer_norm_input_distributions() -> None:
 
 def test_embedding_and_rope_inputs() -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.backends import make_input
+    from ktriage.workload.ops.backends import make_input
 
     emb = get_op("embedding")
     for case in emb.inputs():

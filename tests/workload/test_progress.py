@@ -16,7 +16,7 @@ from ktriage import progress
 from ktriage.cli.console import make_progress, show_progress
 from ktriage.compile.compiler import Compiler
 from ktriage.record.workload import load_workload
-from ktriage.workload.recorded_bundle import build_recorded_bundle
+from ktriage.workload.recorded.bundle import build_recorded_bundle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bisect"))
 from test_search import FakeStepPredicate

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from ktriage.errors import KtriageError
-from ktriage.workload.replay import catalog_spec
+from ktriage.workload.ops.replay import catalog_spec
 
 torch = pytest.importorskip("torch")
 
-from ktriage.workload.ops import get_op
-from ktriage.workload.record import JitSource, launch_to_spec, load_specs, save_specs
+from ktriage.workload.ops.opdef import get_op
+from ktriage.workload.recorded.in_process import JitSource, launch_to_spec, load_specs, save_specs
 
 
 class FakeTritonDtype:

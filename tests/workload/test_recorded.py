@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from ktriage.errors import SpecError
-from ktriage.workload.recorded_args import TensorArg, extent, plan_launch, short_label, tensor_arg
-from ktriage.workload.recorded_check import diff_arrays, judge
+from ktriage.workload.recorded.args import TensorArg, extent, plan_launch, short_label, tensor_arg
+from ktriage.workload.recorded.check import diff_arrays, judge
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / "benchmarks" / "record" / "h200"
@@ -226,7 +226,7 @@ def _plan():  # type: ignore[no-untyped-def]
 
 def test_allocation_is_seeded_and_fills_by_the_rules() -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.recorded_replay import allocate, runtime_args
+    from ktriage.workload.recorded.replay import allocate, runtime_args
 
     plan = _plan()
     a, b = allocate(plan, seed=7, device="cpu"), allocate(plan, seed=7, device="cpu")
@@ -270,7 +270,7 @@ def _fake_kernels(torch):  # type: ignore[no-untyped-def]
 
 def test_differential_check_reports_bitwise_tolerance_wrong_and_errors() -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.recorded_replay import allocate, differential_check
+    from ktriage.workload.recorded.replay import allocate, differential_check
 
     plan = _plan()
     kernels = _fake_kernels(torch)
@@ -292,7 +292,7 @@ def test_differential_check_reports_bitwise_tolerance_wrong_and_errors() -> None
 
 def test_an_accumulating_kernel_is_not_idempotent_so_timed_calls_reset_it() -> None:
     torch = pytest.importorskip("torch")
-    from ktriage.workload.recorded_replay import allocate, differential_check
+    from ktriage.workload.recorded.replay import allocate, differential_check
 
     plan = _plan()
     kernels = _fake_kernels(torch)
@@ -315,7 +315,7 @@ def test_an_accumulating_kernel_is_not_idempotent_so_timed_calls_reset_it() -> N
 
 def test_reset_restores_the_pristine_data_in_place() -> None:
     pytest.importorskip("torch")
-    from ktriage.workload.recorded_replay import allocate
+    from ktriage.workload.recorded.replay import allocate
 
     plan = _plan()
     pristine = allocate(plan, seed=3, device="cpu")

@@ -16,9 +16,9 @@ from ktriage.spec.model import KernelSpec
 
 torch = pytest.importorskip("torch")
 
-from ktriage.workload.backends import make_input
-from ktriage.workload.ops import get_op
-from ktriage.workload.replay import (
+from ktriage.workload.ops.backends import make_input
+from ktriage.workload.ops.opdef import get_op
+from ktriage.workload.ops.replay import (
     KernelRef,
     artifact_backend,
     catalog_spec,

@@ -28,7 +28,7 @@ from ktriage.schema.core import check_depth, convert, parse_json, read_text, siz
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
-from ktriage.workload.replay import spec_value
+from ktriage.workload.ops.replay import spec_value
 
 # Keyword arguments of a launch that are compile options, not kernel parameters.
 OPTION_KEYS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
@@ -217,8 +217,8 @@ def record_backend(
     op: str, backend: str, input_id: int, mode: str, *, precision: str | None = None, device: str = "cuda"
 ) -> list[KernelSpec]:
     """Run a native backend once (prepare + one timed call) under the recorder; its kernel launches as specs."""
-    from ktriage.workload.backends import get_backend, make_input
-    from ktriage.workload.ops import get_op
+    from ktriage.workload.ops.backends import get_backend, make_input
+    from ktriage.workload.ops.opdef import get_op
 
     case = get_op(op).inputs()[input_id]
     inp = make_input(op, case, precision=precision, device=device)

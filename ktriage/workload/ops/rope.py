@@ -17,7 +17,7 @@ from typing import Any
 
 from ktriage.ops.rope import NUM_KV_HEADS as ROPE_NUM_KV_HEADS
 from ktriage.ops.rope import NUM_Q_HEADS as ROPE_NUM_Q_HEADS
-from ktriage.workload.backends import NativeBackend, OpInput, randn
+from ktriage.workload.ops.backends import NativeBackend, OpInput, randn
 
 ROPE_THETA = 10000.0  # LlamaConfig's default rope_theta
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"

@@ -1,6 +1,6 @@
 """The mechanics of artifact backends: a library's kernel launches replayed from compiled cubins of any
 toolchain. The replays themselves are per operator, next to its native backends
-(``ktriage/workload/<op>.py``); ``ktriage.workload.replay`` finds them through the operators' registry.
+(``ktriage/workload/ops/<op>.py``); ``ktriage.workload.ops.replay`` finds them through the operators' registry.
 
 Why: to compare compiler versions in ONE GPU process, the library's Triton kernels cannot come from
 the host's Triton JIT. A replay does what the library's host code does for one call: it allocates
@@ -36,7 +36,7 @@ from ktriage.errors import KtriageError
 from ktriage.ops.inputs import InputCase
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Ptr, canonical_dtype, specialize_args
-from ktriage.workload.backends import Backend, OpInput
+from ktriage.workload.ops.backends import Backend, OpInput
 
 LaunchFn = Callable[[str, tuple[int, ...], Sequence[int | float]], None]
 TIMINGS = ("tritonbench", "library", "kernel")

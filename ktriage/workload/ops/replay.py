@@ -1,9 +1,9 @@
 """Which backend replays with which class, and the spec sources replays take their kernels from.
 
-The replay classes live with their operator's torch code (``ktriage/workload/<op>.py``: liger-kernel
+The replay classes live with their operator's torch code (``ktriage/workload/ops/<op>.py``: liger-kernel
 0.5.10 layer_norm and embedding, fwd/bwd/fwd_bwd, and this project's tutorial layer_norm fwd); the
 operator module names them (``Kernels.replay`` in ``ktriage/ops/<op>.py``), so adding a replay is
-no edit here. The mechanics they share are in :mod:`ktriage.workload.artifacts`.
+no edit here. The mechanics they share are in :mod:`ktriage.workload.ops.artifacts`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ktriage.ops import registry
 from ktriage.ops.inputs import InputCase
 from ktriage.ops.operator import load
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.artifacts import (
+from ktriage.workload.ops.artifacts import (
     ROLES_BY_MODE,
     TIMINGS,
     ArtifactBackend,

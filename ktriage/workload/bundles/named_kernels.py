@@ -1,5 +1,5 @@
 """Bundles of NAMED kernels without an op workload (the runner's GPU fixtures, ad-hoc kernels): the
-same format as op bundles (``ktriage.workload.bundle``), so one loader, with hashes and ABI checked,
+same format as op bundles (``ktriage.workload.bundles.format``), so one loader, with hashes and ABI checked,
 serves both."""
 
 from __future__ import annotations
@@ -12,7 +12,14 @@ from typing import Any
 
 from ktriage.errors import FormatError
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.bundle import FORMAT, MANIFEST, BundleArtifact, artifact_entry, load_bundle, write_manifest
+from ktriage.workload.bundles.format import (
+    FORMAT,
+    MANIFEST,
+    BundleArtifact,
+    artifact_entry,
+    load_bundle,
+    write_manifest,
+)
 
 KERNELS_OP = "kernels"  # the ``op`` of a bundle of named kernels without a workload
 

@@ -15,8 +15,8 @@ from typing import Any
 from ktriage.errors import KtriageError
 from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.spec.specialize import Constexpr
-from ktriage.workload.artifacts import ArtifactBackend, NamedArgs
-from ktriage.workload.backends import NativeBackend, OpInput, TimedCall, randn
+from ktriage.workload.ops.artifacts import ArtifactBackend, NamedArgs
+from ktriage.workload.ops.backends import NativeBackend, OpInput, TimedCall, randn
 
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"
 

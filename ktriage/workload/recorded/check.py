@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ktriage.workload.recorded_args import FLOATS, ITEMSIZE
+from ktriage.workload.recorded.args import FLOATS, ITEMSIZE
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import FormatError, SpecError
-from ktriage.workload.bundle import MANIFEST, artifact_entry, write_manifest
+from ktriage.workload.bundles.format import MANIFEST, artifact_entry, write_manifest
 
 
 def add_variant(

@@ -1,7 +1,7 @@
 """A bundle of a recorded workload (``ktriage record``): every (kernel, input) compiled by every toolchain.
 
 Why a bundle: the GPU host measures from cubins alone (no toolchain, no Triton compile, no kernel
-source: ``ktriage.workload.bundle``). The workload's specs are compiled HERE, from its source
+source: ``ktriage.workload.bundles.format``). The workload's specs are compiled HERE, from its source
 snapshots, and only the cubins, their launch ABI and what a replay needs of each recorded input
 travel: the argument descriptions (dtype, shape, strides, storage size, small integer values,
 scalars) and the grid. The format is the op bundles' (one loader, cubin hashes and ABIs checked);
@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.bundle import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
-from ktriage.workload.recorded_args import LaunchPlan, plan_launch, short_label
+from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
+from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
@@ -42,7 +42,7 @@ class Entry:
     kernel: str  # "K3"
     function: str
     input: int  # the recorded input's id within its kernel
-    label: str  # short (recorded_args.short_label)
+    label: str  # short (args.short_label)
     recorded_label: str
     count: int  # launches the program made with it
     spec_key: str

@@ -18,8 +18,8 @@ from ktriage.ops import liger
 from ktriage.ops.recipe import TL_DTYPE
 from ktriage.ops.tutorial_params import layer_norm_launch
 from ktriage.spec.specialize import Constexpr, canonical_dtype
-from ktriage.workload.artifacts import ArtifactBackend, NamedArgs
-from ktriage.workload.backends import NativeBackend, OpInput, TimedCall, rand, randn
+from ktriage.workload.ops.artifacts import ArtifactBackend, NamedArgs
+from ktriage.workload.ops.backends import NativeBackend, OpInput, TimedCall, rand, randn
 
 EPS = 1e-5
 TORCH_COMPILE_MODE = "max-autotune-no-cudagraphs"  # TritonBench's mode for torch_compile_layer_norm

@@ -1,4 +1,4 @@
-"""Build a bundle (``ktriage.workload.bundle``) on a CPU machine: compile every kernel an op's artifact
+"""Build a bundle (``ktriage.workload.bundles.format``) on a CPU machine: compile every kernel an op's artifact
 backends launch, for some inputs, with every toolchain."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ktriage import progress
 from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.bundle import FORMAT, artifact_entry, write_manifest
-from ktriage.workload.replay import ROLES_BY_MODE
+from ktriage.workload.bundles.format import FORMAT, artifact_entry, write_manifest
+from ktriage.workload.ops.replay import ROLES_BY_MODE
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
@@ -36,13 +36,13 @@ def build_bundle(
     with every toolchain and write the bundle to ``out_dir``; returns ``out_dir``."""
     from ktriage.catalog.targets import default_sm_count
     from ktriage.compile.compiler import Artifact
-    from ktriage.workload.ops import (
+    from ktriage.workload.ops.opdef import (
         check_mode,
         get_op,
         resolve_precision,
         select_op_inputs,
     )
-    from ktriage.workload.replay import REPLAYS, catalog_spec
+    from ktriage.workload.ops.replay import REPLAYS, catalog_spec
 
     opdef = get_op(op)
     check_mode(opdef, mode)

@@ -15,9 +15,9 @@ Layout::
 
 This module is the format: the manifest's records, writing an artifact entry and the manifest,
 and ``load_bundle``, which reads it with the standard library (plus ktriage's pure-Python spec
-model). The jobs around it have their own modules: ``bundle_build`` (compile an op's kernels
-into a bundle), ``bundle_merge`` (variants and merges), ``kernel_bundle`` (bundles of named
-kernels without a workload) and ``bundle_launch`` (a replay launcher over a loaded bundle; the
+model). The jobs around it have their own modules: ``build`` (compile an op's kernels
+into a bundle), ``merge`` (variants and merges), ``named_kernels`` (bundles of named
+kernels without a workload) and ``launch`` (a replay launcher over a loaded bundle; the
 GPU loader itself is ``ktriage.measure.loader``).
 """
 
@@ -37,8 +37,8 @@ from ktriage.errors import CompileError, FormatError, KtriageError, check_format
 from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.bundle_verify import CubinFacts, bundle_key, check_artifact, check_signature, read_cubin, sign
-from ktriage.workload.replay import KernelRef, SpecSource
+from ktriage.workload.bundles.verify import CubinFacts, bundle_key, check_artifact, check_signature, read_cubin, sign
+from ktriage.workload.ops.replay import KernelRef, SpecSource
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -162,7 +162,7 @@ class Bundle:
 # ----------------------------------------------------------------------------------- writing
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     """Replace a bundle's manifest atomically (a reader never sees half of one); signed when
-    ``KTRIAGE_BUNDLE_KEY`` is set (``bundle_verify.sign``)."""
+    ``KTRIAGE_BUNDLE_KEY`` is set (``verify.sign``)."""
     tmp = Path(out_dir) / f".{MANIFEST}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps(sign(manifest), indent=1))
     os.replace(tmp, Path(out_dir) / MANIFEST)
@@ -213,7 +213,7 @@ def _resources(art: Any) -> dict[str, Any] | None:
 def load_bundle(path: Path | str) -> Bundle:
     """Read a bundle on the GPU host: no toolchain, no Triton; checks the signature (when
     ``KTRIAGE_BUNDLE_KEY`` is set), every cubin's hash, and each cubin against its entry (kernel
-    symbol, target, assembler, ABI, launch, registers: ``bundle_verify``)."""
+    symbol, target, assembler, ABI, launch, registers: ``verify``)."""
     root = Path(path)
     manifest_path = root / MANIFEST if root.is_dir() else root
     root = manifest_path.parent

@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from ktriage.errors import MeasureError, SpecError
 from ktriage.measure.correctness import Accuracy
 from ktriage.ops.inputs import InputCase
-from ktriage.workload.ops import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
+from ktriage.workload.ops.opdef import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
 
 TimedCall = Callable[[], None]
 

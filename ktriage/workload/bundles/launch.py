@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from ktriage.compile.messages import one_line
 from ktriage.errors import CompileError
-from ktriage.workload.bundle import Bundle, BundleArtifact, BundleFailure
-from ktriage.workload.replay import LaunchFn
+from ktriage.workload.bundles.format import Bundle, BundleArtifact, BundleFailure
+from ktriage.workload.ops.replay import LaunchFn
 
 
 class LoadedKernelLike(Protocol):

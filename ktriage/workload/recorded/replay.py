@@ -1,12 +1,12 @@
 """Replay one recorded launch on the GPU host: its arguments allocated with torch, its cubin launched.
 
-The plan (``recorded_args``: dtypes, shapes, strides, storage sizes, fill rules) is carried out
+The plan (``args``: dtypes, shapes, strides, storage sizes, fill rules) is carried out
 here: each tensor argument is a view (``as_strided``) over its own flat storage, filled with seeded
 data, so every toolchain's kernel can run on a fresh copy of exactly the same inputs
-(:meth:`Buffers.clone`) and be compared with the reference's (``recorded_check``, storage against
+(:meth:`Buffers.clone`) and be compared with the reference's (``check``, storage against
 storage: a write anywhere in a buffer counts, not only inside the view).
 
-Launching goes through the bundle launcher (``ktriage.workload.bundle_launch.make_launcher``, given
+Launching goes through the bundle launcher (``ktriage.workload.bundles.launch.make_launcher``, given
 the GPU loader by the caller): arguments are the spec's runtime parameters in order, tensors by
 device address, a ``None`` pointer as NULL.
 """
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.errors import MeasureError
-from ktriage.workload.artifacts import LaunchFn
-from ktriage.workload.recorded_args import FLOAT_SCALE, LaunchPlan, ScalarArg, TensorArg
-from ktriage.workload.recorded_check import ArgDiff, diff_arrays
+from ktriage.workload.ops.artifacts import LaunchFn
+from ktriage.workload.recorded.args import FLOAT_SCALE, LaunchPlan, ScalarArg, TensorArg
+from ktriage.workload.recorded.check import ArgDiff, diff_arrays
 
 TORCH_DTYPES = {
     "fp32": "float32",
@@ -131,7 +131,7 @@ class RecordedKernel:
 
 def compare_buffers(ref: Buffers, out: Buffers, plan: LaunchPlan) -> list[ArgDiff]:
     """Every tensor argument of ``out`` against ``ref`` (their whole storages), by the rule of
-    ``recorded_check``."""
+    ``check``."""
     import torch
 
     return [diff_arrays(a.name, a.dtype, ref.storages[a.name], out.storages[a.name], torch) for a in plan.tensors]
@@ -181,10 +181,10 @@ def differential_check(
 ) -> CheckResult:
     """Run each toolchain's kernel (``order``: the reference first) on a fresh copy of ``pristine``
     and compare its buffers with the reference's (the first toolchain that runs): the rule of
-    ``ktriage.workload.recorded_check``. The reference runs twice (determinism) and once more on
+    ``ktriage.workload.recorded.check``. The reference runs twice (determinism) and once more on
     its own result (idempotence: may timed calls share buffers without a reset?). A kernel that
     raises is an "error" outcome; a sticky CUDA error is re-raised (the worker is replaced)."""
-    from ktriage.workload.recorded_check import judge
+    from ktriage.workload.recorded.check import judge
 
     def run_fresh(tc: str) -> Buffers:
         buffers = pristine.clone()

@@ -2,7 +2,7 @@
 
 Why a plan apart from the allocation: what a replay allocates (dtype, shape, strides, storage
 size, how it is filled) is decided from the recorded descriptions alone (``ktriage record`` wrote
-them, ``docs/record.md``), so it is tested on a CPU machine; ``recorded_replay`` only carries it out
+them, ``docs/record.md``), so it is tested on a CPU machine; ``replay`` only carries it out
 with torch.
 
 The fill rules, and why:
