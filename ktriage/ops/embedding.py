@@ -107,6 +107,11 @@ def flops(f: Mapping[str, int], mode: str, e: int) -> int:
     return {"fwd": 0, "bwd": n, "fwd_bwd": n}[mode]
 
 
+def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
+    """The (V, D) table (or its gradient) or the (B*T, D) rows gathered from it, whichever is larger."""
+    return max(f["V"], f["B"] * f["T"]) * f["D"] * e
+
+
 OP = Operator(
     name="embedding",
     sweep=inputs,
@@ -137,4 +142,5 @@ OP = Operator(
     module="ktriage.workload.ops.embedding",
     bytes_moved=bytes_moved,
     flops=flops,
+    largest_tensor=largest_tensor,
 )

@@ -197,6 +197,11 @@ def flops(f: Mapping[str, int], mode: str, e: int) -> int:
     return {"fwd": 7 * n, "bwd": 13 * n, "fwd_bwd": 20 * n}[mode]
 
 
+def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
+    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
+    return f["M"] * f["N"] * e
+
+
 OP = Operator(
     name="layer_norm",
     sweep=inputs,
@@ -240,4 +245,5 @@ OP = Operator(
     module="ktriage.workload.ops.layer_norm",
     bytes_moved=bytes_moved,
     flops=flops,
+    largest_tensor=largest_tensor,
 )

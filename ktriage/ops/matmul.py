@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
 from ktriage.ops.operator import Kernels, Knob, Operator
@@ -80,6 +82,12 @@ def knobs(spec: KernelSpec) -> dict[str, Knob]:
     return found
 
 
+def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
+    """The largest of A (M, K), B (K, N) and C (M, N)."""
+    m, n, k = f["M"], f["N"], f["K"]
+    return max(m * k, k * n, m * n) * e
+
+
 OP = Operator(
     name="matmul",
     sweep=inputs,
@@ -97,4 +105,5 @@ OP = Operator(
             source_hint="matmul.py",
         ),
     ),
+    largest_tensor=largest_tensor,
 )

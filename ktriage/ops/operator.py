@@ -29,7 +29,7 @@ MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bw
 Recipe = Callable[..., Launch]
 """(case, *, op, mode, dtype, target, sm_count, version) -> the launch the library makes for ``case``."""
 Metric = Callable[[Mapping[str, int], str, int], int]
-"""(input facts, mode, element bytes) -> bytes moved or flops of one call."""
+"""(input facts, mode, element bytes) -> bytes moved, flops or the largest tensor's bytes of one call."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,10 @@ class Operator:
     default_precision: str = "fp32"
     bytes_moved: Metric | None = None
     flops: Metric | None = None
+    # bytes of the largest tensor one call reads or writes: what a streaming kernel's loop walks through,
+    # so the cost model's trip count (ktriage.predict.facts) knows a catalog launch's data size as it
+    # knows a recorded launch's from its shapes (None: unknown, the model's fitted trip count applies)
+    largest_tensor: Metric | None = None
 
     def inputs(self) -> list[InputCase]:
         return self.sweep()

@@ -18,6 +18,7 @@ run only for N <= 256 with M >= 32768).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from ktriage.ops import liger
 from ktriage.ops.inputs import InputCase
@@ -119,6 +120,11 @@ def liger_recipe(
     )
 
 
+def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
+    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
+    return f["M"] * f["N"] * e
+
+
 OP = Operator(
     name="rms_norm",
     sweep=inputs,
@@ -138,4 +144,5 @@ OP = Operator(
             default_dtype="fp32",
         ),
     ),
+    largest_tensor=largest_tensor,
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
 from ktriage.ops.operator import Kernels, Operator
@@ -43,6 +45,11 @@ def recipe(
     )
 
 
+def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
+    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
+    return f["M"] * f["N"] * e
+
+
 OP = Operator(
     name="softmax",
     sweep=inputs,
@@ -58,4 +65,5 @@ OP = Operator(
             default_dtype="fp32",
         ),
     ),
+    largest_tensor=largest_tensor,
 )

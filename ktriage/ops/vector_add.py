@@ -6,6 +6,8 @@ covered too.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
 from ktriage.ops.operator import Kernels, Operator
@@ -46,6 +48,11 @@ def recipe(
     )
 
 
+def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
+    """x, y and the output alike: N*e."""
+    return f["N"] * e
+
+
 OP = Operator(
     name="vector_add",
     sweep=inputs,
@@ -61,4 +68,5 @@ OP = Operator(
             default_dtype="fp32",
         ),
     ),
+    largest_tensor=largest_tensor,
 )

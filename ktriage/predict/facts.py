@@ -26,6 +26,7 @@ from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
 from ktriage.insitu.record_hook import SMALL_INT_TENSOR
+from ktriage.ops import registry
 
 FACTS_VERSION = 1
 
@@ -188,12 +189,13 @@ _ELT_BYTES = {
 
 
 def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | None:
-    """The largest tensor argument in bytes, from a recorded launch's label (``X_ptr=16384x4096,...``:
-    shapes of the pointer arguments) and the signature's element types; None when the launch does
-    not name its shapes (a catalog op's spec)."""
+    """The largest tensor argument in bytes: a recorded launch's from its label (``X_ptr=16384x4096,...``:
+    shapes of the pointer arguments) and the signature's element types; a catalog op's launch from its
+    operator's ``largest_tensor`` at the input's shape (``meta``: op, mode, shape, dtype). None when
+    neither names it (the model's fitted trip count applies)."""
     label = meta.get("input_label")
     if not isinstance(label, str) or not meta.get("recorded"):
-        return None
+        return _catalog_data_bytes(meta)
     best = 0
     for part in label.split(","):
         name, _, dims = part.partition("=")
@@ -204,9 +206,28 @@ def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | N
             count = math.prod(int(d) for d in dims.split("x"))
         except ValueError:
             continue
-        elt = next((size for prefix, size in _ELT_BYTES.items() if ty[1:].startswith(prefix)), 4)
-        best = max(best, count * elt)
+        best = max(best, count * _elt_bytes(ty[1:]))
     return best or None
+
+
+def _elt_bytes(dtype: str) -> int:
+    return next((size for prefix, size in _ELT_BYTES.items() if dtype.startswith(prefix)), 4)
+
+
+def _catalog_data_bytes(meta: Mapping[str, Any]) -> int | None:
+    """A catalog launch's largest tensor: its spec names the operator, the mode and the input's shape
+    (``ktriage.ops``' recipes), and the operator knows which of its tensors is largest."""
+    op, mode, shape, dtype = meta.get("op"), meta.get("mode"), meta.get("shape"), meta.get("dtype")
+    if not isinstance(op, str) or not isinstance(mode, str) or not isinstance(shape, Mapping):
+        return None
+    operator = registry.operator(op)
+    if operator is None or operator.largest_tensor is None:
+        return None
+    try:
+        size = operator.largest_tensor({str(k): int(v) for k, v in shape.items()}, mode, _elt_bytes(str(dtype)))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return size if size > 0 else None
 
 
 _INDEX_TYPES = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}  # integer tensors (i1: coin flips, not zeros)
