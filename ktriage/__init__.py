@@ -5,6 +5,42 @@ The package layout follows the pipeline of DESIGN.md:
 (resources, occupancy) -> ``explain`` (findings, attribution). ``catalog`` holds ready-made specs.
 Each package imports only the packages below it: docs/architecture.md lists the layers, and the
 import-linter contract in pyproject.toml checks them.
+
+The library's entry points are ``ktriage.api`` (one function per verb, docs/api.md); this package
+re-exports ``api`` and the typed reports lazily (PEP 562), so ``import ktriage`` (which every
+module's ``ktriage.__version__`` and the console script pay for) imports nothing else. The verbs
+themselves are not re-exported here: ``ktriage.explain``, ``ktriage.bench``... are subpackages, and
+the import system rebinds those attributes whenever the subpackage is imported.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 __version__ = "0.1.0"
+
+# public name -> the module that defines it, imported by name on first use. Not even under
+# TYPE_CHECKING: import-linter would count a static import of ktriage.api here as an upward import
+# by every module below the api layer that reads ``ktriage.__version__``. Type checkers see these
+# names as Any through ``ktriage``; ``ktriage.api`` declares them typed.
+_LAZY: dict[str, str] = {
+    "api": "ktriage.api",
+    "ExplainReport": "ktriage.api",
+}
+
+__all__ = ["ExplainReport", "__version__", "api"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktriage' has no attribute {name!r}")
+    imported = importlib.import_module(module)
+    value = imported if module == f"ktriage.{name}" else getattr(imported, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,11 +8,14 @@ catalog ops and the catalog sits above the spec model (docs/architecture.md); th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from ktriage.errors import SpecError
+from ktriage.errors import KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import load_selected_specs, select_specs
+
+T = TypeVar("T")
 
 
 def resolve_specs(
@@ -74,3 +77,28 @@ def select_workload_specs(specs: Sequence[KernelSpec], inputs: Sequence[str] | N
         return list(specs)
     chosen = {id(s) for sel in inputs for s in select_specs(specs, sel, target)}
     return [s for s in specs if id(s) in chosen]
+
+
+def select_input_range(
+    items: Sequence[T], input_id: int | None, num_inputs: int | None, id_of: Callable[[T], int | None]
+) -> list[T]:
+    """TritonBench's ``--input-id K --num-inputs N`` over already expanded items: ids K..K+N-1 (K
+    alone: K and every later id; N alone: the first N). Nothing given: all items."""
+    if input_id is None and num_inputs is None:
+        return list(items)
+    start = input_id or 0
+    stop = start + num_inputs if num_inputs is not None else None
+    chosen = [x for x in items if (i := id_of(x)) is not None and i >= start and (stop is None or i < stop)]
+    if not chosen:
+        ids = sorted(i for x in items if (i := id_of(x)) is not None)
+        raise KtriageError(
+            f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") + " selects no input",
+            f"input ids: {ids[0]}..{ids[-1]}" if ids else "this target has no input ids",
+        )
+    return chosen
+
+
+def spec_input_id(spec: Any) -> int | None:
+    """A catalog spec's TritonBench input id (``meta['input_id']``), None for a spec file's kernel."""
+    value = getattr(spec, "meta", {}).get("input_id")
+    return int(value) if value is not None else None

@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -39,7 +39,6 @@ from ktriage.errors import KtriageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------ toolchain
 TOOLCHAIN_HELP = (
@@ -102,31 +101,6 @@ NumInputs = Annotated[
         "--num-inputs", min=1, help="TritonBench's spelling: how many inputs from --input-id (default: all the rest)."
     ),
 ]
-
-
-def select_input_range(
-    items: Sequence[T], input_id: int | None, num_inputs: int | None, id_of: Callable[[T], int | None]
-) -> list[T]:
-    """TritonBench's ``--input-id K --num-inputs N`` over already expanded items: ids K..K+N-1 (K
-    alone: K and every later id; N alone: the first N). Nothing given: all items."""
-    if input_id is None and num_inputs is None:
-        return list(items)
-    start = input_id or 0
-    stop = start + num_inputs if num_inputs is not None else None
-    chosen = [x for x in items if (i := id_of(x)) is not None and i >= start and (stop is None or i < stop)]
-    if not chosen:
-        ids = sorted(i for x in items if (i := id_of(x)) is not None)
-        raise KtriageError(
-            f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") + " selects no input",
-            f"input ids: {ids[0]}..{ids[-1]}" if ids else "this target has no input ids",
-        )
-    return chosen
-
-
-def spec_input_id(spec: Any) -> int | None:
-    """A catalog spec's TritonBench input id (``meta['input_id']``), None for a spec file's kernel."""
-    value = getattr(spec, "meta", {}).get("input_id")
-    return int(value) if value is not None else None
 
 
 # ------------------------------------------------------------------------------------------ precision
@@ -405,7 +379,8 @@ def emit(
     if suffix is None:
         table()
     else:
-        typer.echo(writers[suffix](), nl=False)
+        text = writers[suffix]()
+        typer.echo(text, nl=not text.endswith("\n"))  # a file's text, and the prompt on a line of its own
     write_outputs(list(outputs or []), writers, console)
 
 

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ktriage.catalog.resolve import select_input_range, spec_input_id
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
     DEFAULT_COMPILE_TIMEOUT_S,
@@ -28,8 +29,6 @@ from ktriage.cli.options import (
     jobs_option,
     output_option,
     pick_mode,
-    select_input_range,
-    spec_input_id,
     toolchain_option,
     write_outputs,
 )

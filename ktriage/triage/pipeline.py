@@ -227,25 +227,18 @@ class _Triage:
     ) -> tuple[Any, list[Any], list[dict[str, Any]]] | None:
         """The explain engine over ``specs`` with both toolchains: the result, its finding groups and
         the fixes (``explain --fixes``) when asked; None (a failure noted) when it could not run."""
-        from ktriage.compile.compiler import Compiler
-        from ktriage.explain.engine import Explainer
-        from ktriage.explain.findings import collect_findings, group_findings
-        from ktriage.explain.fixes import suggest_fixes
+        from ktriage.explain.session import explain_specs
 
         try:
-            with Compiler(jobs=self.options.jobs) as compiler:
-                result = Explainer(compiler).run(specs, toolchains)
-                findings = collect_findings(result)
-                groups = group_findings(findings)
-                started = time.perf_counter()
-                fixes = suggest_fixes(result, findings, compiler) if self.options.fixes else []
-                self.timings["fixes"] += time.perf_counter() - started
+            done = explain_specs(specs, toolchains, jobs=self.options.jobs, fixes=self.options.fixes)
         except KtriageError as exc:
             self.failures.append(f"{what}: {exc.problem}")
             return None
+        self.timings["fixes"] += done.fixes_s
+        result = done.result
         if not result.complete:
             self.failures.append(f"{what}: {len(result.failures)} compile(s) failed")
-        return result, groups, [f.to_json() for f in fixes]
+        return result, done.groups, [f.to_json() for f in done.fixes or []]
 
     @staticmethod
     def _judge(c: CellTriage, items: list[Any], result: Any, groups: list[Any], fix_json: list[dict[str, Any]]) -> None:

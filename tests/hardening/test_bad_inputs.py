@@ -739,13 +739,13 @@ class _Refused(Exception):
 @pytest.fixture()
 def no_toolchain_builds(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bad input that got as far as building toolchains was accepted: make that an internal error."""
-    import ktriage.cli.explain_cmd
+    import ktriage.api._explain
     import ktriage.cli.tune_cmd
 
     def refuse(*_a: object, **_k: object) -> None:
         raise _Refused("the bad input was accepted: toolchains would be built now")
 
-    monkeypatch.setattr(ktriage.cli.explain_cmd, "resolve_toolchains", refuse)
+    monkeypatch.setattr(ktriage.api._explain, "resolve_toolchains", refuse)
     monkeypatch.setattr(ktriage.cli.tune_cmd, "resolve_toolchains", refuse)
     monkeypatch.delenv("KTRIAGE_DEBUG", raising=False)
     monkeypatch.delenv("KTRIAGE_DB", raising=False)

@@ -1,0 +1,54 @@
+"""The library entry points: one function per verb, keyword-only and typed, each returning a typed
+report (docs/api.md)::
+
+    import ktriage.api as kt
+
+    report = kt.explain(target="liger.layer_norm", mode="bwd", arch="sm_90",
+                        toolchains=["triton==3.3.1", "triton==3.4.0"])
+    report.regressions[0].summary()
+
+Why a layer of its own: the CLI used to hold the verbs' sequences and their validation (explain's
+compiler and fixes, bench's plan), so a notebook, a pytest plugin or a CI script had nothing to call
+but the CLI. Each verb's sequence and checks live here once (one private module per verb,
+``_explain.py``...); ``ktriage.cli`` parses flags, calls one entry point and renders its report.
+
+Why ``ktriage.api.explain`` and not ``ktriage.explain``: ``ktriage.explain`` is the explain
+subpackage, and Python's import system sets that attribute on ``ktriage`` whenever the subpackage
+is first imported, so a function of that name there would be replaced by the module depending on
+import order (the same holds for bench, bisect, compare, record, triage, tune, profile).
+
+Why lazy (PEP 562): ``import ktriage.api`` must stay cheap (``ktriage --help`` imports no verb);
+an entry point's module, with the compiler or scipy behind it, is imported on first use.
+:data:`__all__` and :data:`_LAZY` name the same things (tests/api/test_api.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
+
+# public name -> the private module of ktriage.api that defines it
+_LAZY: dict[str, str] = {
+    "explain": "_explain",
+    "ExplainReport": "_explain",
+    "DEFAULT_THRESHOLD": "_explain",
+    "DEFAULT_COMPILE_TIMEOUT_S": "_explain",
+}
+
+__all__ = ["DEFAULT_COMPILE_TIMEOUT_S", "DEFAULT_THRESHOLD", "ExplainReport", "explain"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ktriage.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"ktriage.api.{module}"), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

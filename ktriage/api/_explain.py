@@ -1,0 +1,209 @@
+"""``ktriage.explain(...) -> ExplainReport``: why did a kernel's compile change between toolchains?
+No GPU needed.
+
+Why an entry point: explaining used to take five imports and a context manager (resolve the specs,
+build the toolchains, open a ``Compiler``, run the ``Explainer``, collect findings, suggest fixes),
+and the checks on the arguments lived in the CLI. This function takes the arguments ``ktriage
+explain`` takes (same names, same checks, refused before any toolchain is built) and returns a
+report that renders itself the ways the command writes it (table, markdown, JSON, HTML).
+
+Parameter names follow the command's flags (``input_id`` is ``--input-id``), and so do the error
+messages, which name the flag and its fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage.api._toolchains import resolve_toolchains
+from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
+from ktriage.errors import KtriageError
+from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
+from ktriage.explain.engine import ExplainResult
+from ktriage.explain.findings import FailureFinding, Finding, FindingGroup, collect_failure_findings, group_findings
+from ktriage.explain.fixes import Fix
+from ktriage.explain.predicted import fail_on_hit
+from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S, explain_specs
+from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
+from ktriage.spec.model import KernelSpec, input_label
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+FAIL_ON = ("regression", "any")
+__all__ = ["DEFAULT_COMPILE_TIMEOUT_S", "DEFAULT_THRESHOLD", "FAIL_ON", "ExplainReport", "explain"]
+
+
+@dataclass(frozen=True)
+class ExplainReport:
+    """What ``explain`` found, typed: the engine's result, the findings and their groups (one per
+    change, each with its predicted verdict), the verified fixes when asked, the diffs when asked.
+
+    The renderers (:meth:`to_json`, :meth:`to_markdown`, :meth:`to_html`, :meth:`print_table`) are the
+    ones ``ktriage explain`` writes with; JSON is the file boundary, the fields are the API."""
+
+    target: str
+    title: str
+    result: ExplainResult
+    findings: list[Finding]
+    fixes: list[Fix] | None  # None: not asked for (``fixes=False``)
+    diffs: str  # the aligned PTX/SASS diffs asked for, else ""
+    fail_on: str | None = None
+
+    @property
+    def specs(self) -> list[KernelSpec]:
+        return [item.spec for item in self.result.specs]
+
+    @property
+    def groups(self) -> list[FindingGroup]:
+        """The findings as reports list them: one group per change, worst first."""
+        return group_findings(self.findings)
+
+    @property
+    def regressions(self) -> list[FindingGroup]:
+        """The groups the cost model predicts slower past the gate (or worse by evidence where it has
+        no prediction)."""
+        return [g for g in self.groups if g.kind == "regression"]
+
+    @property
+    def complete(self) -> bool:
+        """Every (spec, toolchain) cell compiled and was analyzed."""
+        return bool(self.result.complete)
+
+    @property
+    def failures(self) -> list[FailureFinding]:
+        """The cells that failed, grouped (empty when :attr:`complete`)."""
+        return collect_failure_findings(self.result)
+
+    @property
+    def gate_hit(self) -> bool:
+        """``fail_on``'s condition holds: a predicted regression (``"regression"``) or any finding
+        (``"any"``); False without ``fail_on``."""
+        return fail_on_hit([g.kind for g in self.groups], self.fail_on)
+
+    def to_json(self) -> dict[str, Any]:
+        from ktriage.report.explain import to_json
+
+        fixes = {"fixes": [f.to_json() for f in self.fixes]} if self.fixes is not None else {}
+        return {**to_json(self.result, self.findings), **fixes}
+
+    def json_text(self) -> str:
+        """The JSON report as ``explain --format json`` prints it and ``-o X.json`` writes it."""
+        import json
+
+        return json.dumps(self.to_json(), indent=1)
+
+    def to_markdown(self) -> str:
+        from ktriage.report.explain import fixes_markdown, to_markdown
+
+        fixes = "\n" + fixes_markdown(self.fixes) if self.fixes is not None else ""
+        return to_markdown(self.result, self.findings, title=self.title) + fixes
+
+    def to_html(self) -> str:
+        """The self-contained HTML report: ranked findings linked to the lines of the side-by-side
+        PTX and SASS diffs."""
+        from ktriage.explain.html_view import build_view
+        from ktriage.report.explain_html import to_html
+
+        return to_html(build_view(self.result, self.findings, title=self.title))
+
+    def print_table(self, console: Console) -> None:
+        from rich.markup import escape
+
+        from ktriage.report.explain import fixes_markdown, print_table
+
+        print_table(self.result, console, self.findings)
+        if self.fixes is not None:
+            console.print(escape(fixes_markdown(self.fixes)))
+
+
+def explain(
+    *,
+    target: str,
+    toolchains: Sequence[str],
+    mode: str | None = None,
+    inputs: Sequence[str] | None = None,
+    input_id: int | None = None,
+    num_inputs: int | None = None,
+    arch: str | None = None,
+    precision: str | None = None,
+    sm_count: int | None = None,
+    jobs: int | None = None,
+    compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
+    fixes: bool = False,
+    fix_toolchains: Sequence[str] = (),
+    cluster: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    fail_on: str | None = None,
+    model: str | Path | None = None,
+    ptx_diff: bool = False,
+    sass_diff: bool = False,
+    lines: Sequence[str] = (),
+) -> ExplainReport:
+    """Compile ``target`` with every toolchain and explain what changed (docs/explain.md).
+
+    ``target``: a catalog op (``liger.layer_norm``), a spec ``.toml`` or a recorded workload ``.json``;
+    ``toolchains``: specs such as ``triton==3.4.0``, the first the reference. ``mode``: ``fwd``,
+    ``bwd``... (default: the op's own). ``inputs``/``input_id``/``num_inputs`` narrow the inputs.
+    ``fixes``: propose fixes for the regressions and verify each by compiling (``fix_toolchains``:
+    neighbouring toolchains to try). ``threshold``: the gate on the predicted ratio; ``model``: cost
+    model parameters from ``ktriage calibrate``. ``ptx_diff``/``sass_diff``/``lines``: the aligned
+    diffs of the one selected kernel. ``fail_on``: what :attr:`ExplainReport.gate_hit` checks.
+
+    Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for a bad argument, before any
+    toolchain is built. Compile failures do not raise: see :attr:`ExplainReport.complete`."""
+    if fail_on is not None and fail_on not in FAIL_ON:
+        raise KtriageError(
+            f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
+            "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)",
+        )
+    if not 0 <= threshold < 10:
+        raise KtriageError(f"--threshold {threshold} is not a relative gate", "pass e.g. --threshold 0.05 for +-5 %")
+    params = load_params(model)
+    if len(toolchains) < 1:
+        raise KtriageError("no --toolchain given", "pass two or more, e.g. -t triton==3.3.1 -t triton==3.4.0")
+    specs = resolve_specs(
+        target, mode=mode, inputs=list(inputs) if inputs else None, target_arch=arch, dtype=precision, sm_count=sm_count
+    )
+    specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
+    line_ranges = parse_line_ranges(lines)
+    if line_ranges and not (ptx_diff or sass_diff):
+        ptx_diff = sass_diff = True
+    if (ptx_diff or sass_diff) and len(specs) != 1:
+        raise KtriageError(
+            f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
+            f"select one input, e.g. --input {input_label(specs[0].meta, specs[0].name)}",
+        )
+    built = resolve_toolchains(toolchains)
+    from ktriage.execute.select import remote_executor
+
+    executor = remote_executor(cluster)
+    try:
+        done = explain_specs(
+            specs,
+            built,
+            jobs=jobs,
+            timeout_s=compile_timeout,
+            executor=executor,
+            params=params,
+            threshold=threshold,
+            fixes=fixes,
+            fix_neighbours=resolve_toolchains(fix_toolchains) if fixes else (),
+        )
+    finally:
+        if executor is not None:
+            executor.close()
+    from ktriage.report.explain import report_title
+
+    return ExplainReport(
+        target=target,
+        title=report_title(target, specs),
+        result=done.result,
+        findings=done.findings,
+        fixes=done.fixes,
+        diffs=kernel_diffs(done.result, ptx_diff, sass_diff, line_ranges),
+        fail_on=fail_on,
+    )

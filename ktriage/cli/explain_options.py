@@ -1,0 +1,88 @@
+"""The options only ``ktriage explain`` has, declared once (their help is the user documentation:
+docs/cli.md is generated from it). Kept apart so the command module stays what it does: parse, call
+``ktriage.api.explain``, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json", ".html")
+
+Target = Annotated[
+    str,
+    typer.Argument(
+        help="A catalog op (see `ktriage catalog list`), e.g. liger.layer_norm, a spec .toml file, or a workload .json recorded by `ktriage record`."
+    ),
+]
+SmCount = Annotated[
+    int | None,
+    typer.Option(
+        "--sm-count",
+        help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).",
+    ),
+]
+Report = Annotated[
+    Path | None,
+    typer.Option(
+        "--report", help="Older spelling: -o PATH -o PATH.json (the markdown report here, the JSON next to it)."
+    ),
+]
+NoReport = Annotated[
+    bool, typer.Option("--no-report", hidden=True, help="Accepted for old scripts; no report is written unless asked.")
+]
+PtxDiff = Annotated[
+    bool, typer.Option("--ptx-diff", help="Show an aligned PTX diff (reference vs each toolchain) for one kernel.")
+]
+SassDiff = Annotated[
+    bool, typer.Option("--sass-diff", help="Show an aligned SASS diff (reference vs each toolchain) for one kernel.")
+]
+Lines = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--lines",
+        metavar="FILE:LINE[-LINE]",
+        help="Restrict the SASS and PTX diffs to the instructions of these source lines (repeatable; implies --sass-diff --ptx-diff when neither is given): a reproducer-sized excerpt for a compiler bug report.",
+    ),
+]
+Fixes = Annotated[
+    bool,
+    typer.Option(
+        "--fixes", help="Propose fixes for the regressions and verify each by compiling it (docs/explain.md#fixes)."
+    ),
+]
+FixToolchain = Annotated[
+    list[str] | None,
+    typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable."),
+]
+AllowFailures = Annotated[
+    bool,
+    typer.Option(
+        "--allow-failures",
+        help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').",
+    ),
+]
+Threshold = Annotated[
+    float,
+    typer.Option(
+        "--threshold",
+        help="The gate: a change is a regression (improvement) only where its predicted ratio's whole interval lies above 1+T (below 1/(1+T)); default 0.05.",
+    ),
+]
+FailOn = Annotated[
+    str | None,
+    typer.Option(
+        "--fail-on",
+        help="CI gate, compile-only: exit 1 when a finding is a predicted regression (regression) or when there is any finding at all (any).",
+    ),
+]
+Model = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).",
+    ),
+]

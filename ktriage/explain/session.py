@@ -1,0 +1,77 @@
+"""The explain sequence, once: compile every spec with every toolchain, explain the differences,
+collect the findings and, when asked, verify fixes by compiling them.
+
+Why one function: the library entry point (``ktriage.explain``, hence ``ktriage explain``) and
+triage's compile-side step both run this sequence. It used to be written out twice (in the CLI and
+in ``triage/pipeline.py``), each copy owning its own ``Compiler``, so a change to one (the cost
+model's parameters, the gate, the fixes' neighbours) did not reach the other.
+
+Progress goes through :mod:`ktriage.progress` (a no-op without a display), so the caller does not
+thread callbacks through.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ktriage import progress
+from ktriage.compile.compiler import Compiler
+from ktriage.execute.base import Executor
+from ktriage.explain.engine import Explainer, ExplainResult
+from ktriage.explain.findings import Finding, FindingGroup, collect_findings, group_findings
+from ktriage.explain.fixes import Fix, suggest_fixes
+from ktriage.predict.model import DEFAULT_THRESHOLD, Params
+from ktriage.spec.model import KernelSpec
+from ktriage.toolchain.manager import Toolchain
+
+DEFAULT_COMPILE_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Explained:
+    """What the sequence produced: the engine's result, its findings (ungrouped, in sweep order) and
+    the verified fixes (None when fixes were not asked for; a list, maybe empty, when they were)."""
+
+    result: ExplainResult
+    findings: list[Finding]
+    fixes: list[Fix] | None
+    fixes_s: float = 0.0  # wall seconds spent verifying fixes (triage reports its steps' timings)
+
+    @property
+    def groups(self) -> list[FindingGroup]:
+        """The findings grouped as reports show them (one per change, with its predicted verdict)."""
+        return group_findings(self.findings)
+
+
+def explain_specs(
+    specs: Sequence[KernelSpec],
+    toolchains: Sequence[Toolchain],
+    *,
+    jobs: int | None = None,
+    timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
+    executor: Executor | None = None,
+    params: Params | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    fixes: bool = False,
+    fix_neighbours: Sequence[Toolchain] = (),
+) -> Explained:
+    """Run the sequence over ``specs`` x ``toolchains`` (the first toolchain is the reference).
+
+    ``executor``: where compiles run (None: this machine's worker pool); the caller owns and closes
+    it. ``params``/``threshold``: the cost model and its gate (None: $KTRIAGE_MODEL or the shipped fit).
+    Compile failures do not raise: they are in ``result.failures`` (``result.complete`` is False)."""
+    with (
+        progress.task("compiling", total=len(specs) * len(toolchains)) as compiling,
+        progress.task("analyzing", total=len(specs)) as analyzing,
+        Compiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
+    ):
+        result = Explainer(compiler, params=params, threshold=threshold).run(
+            specs, toolchains, on_compiled=compiling.callback, on_explained=analyzing.callback
+        )
+        findings = collect_findings(result)
+        started = time.perf_counter()
+        fix_list = suggest_fixes(result, findings, compiler, neighbours=fix_neighbours) if fixes else None
+        fixes_s = time.perf_counter() - started
+    return Explained(result, findings, fix_list, fixes_s)

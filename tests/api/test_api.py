@@ -1,0 +1,73 @@
+"""The public surface of the library: ``ktriage.api`` (one function per verb) and ``ktriage`` itself
+re-export lazily (PEP 562). ``__all__`` and the lazy table must name the same things, every name
+must resolve to what its module defines, and importing either package must import no entry point
+(``ktriage --help`` imports ``ktriage``)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ktriage
+import ktriage.api
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("package", [ktriage, ktriage.api], ids=["ktriage", "ktriage.api"])
+def test_all_and_the_lazy_table_agree(package: object) -> None:
+    names = set(package.__all__)  # type: ignore[attr-defined]
+    lazy = set(package._LAZY)  # type: ignore[attr-defined]
+    eager = {"__version__"} if package is ktriage else set()
+    assert names == lazy | eager, f"__all__ and _LAZY differ: {sorted(names ^ (lazy | eager))}"
+    assert len(package.__all__) == len(names), "a name is listed twice in __all__"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", sorted(ktriage.api._LAZY))
+def test_every_api_name_resolves_to_its_module(name: str) -> None:
+    module = importlib.import_module(f"ktriage.api.{ktriage.api._LAZY[name]}")
+    assert getattr(ktriage.api, name) is getattr(module, name)
+
+
+@pytest.mark.parametrize("name", sorted(ktriage._LAZY))
+def test_every_top_level_name_resolves(name: str) -> None:
+    value = getattr(ktriage, name)
+    assert value is (ktriage.api if name == "api" else getattr(ktriage.api, name))
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = ktriage.api.nope  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = ktriage.nope  # type: ignore[attr-defined]
+
+
+def test_entry_points_are_keyword_only_and_typed() -> None:
+    """A verb's arguments are many and optional: keyword-only keeps calls readable and lets a
+    parameter be added anywhere; typed returns are what docs/api.md asserts on."""
+    for name in ktriage.api.__all__:
+        func = getattr(ktriage.api, name)
+        if not inspect.isfunction(func):
+            continue
+        params = inspect.signature(func).parameters.values()
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params), name
+        hints = inspect.get_annotations(func, eval_str=True)
+        assert "return" in hints and inspect.isclass(hints["return"]), name
+
+
+PROBE = """
+import json, sys
+import ktriage, ktriage.api
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("ktriage"))))
+"""
+
+
+def test_importing_the_packages_imports_no_entry_point() -> None:
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, cwd=REPO, check=True)
+    assert json.loads(proc.stdout) == ["ktriage", "ktriage.api"]
