@@ -9,11 +9,12 @@ PTX entry and check it against the signature, so a new hidden parameter is notic
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from ktriage.errors import CompileError
 from ktriage.ptx import parse_ptx
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 HIDDEN_PARAMS = ("global_scratch", "profile_scratch")
 
@@ -28,8 +29,27 @@ class AbiParam:
     hidden: bool = False
     size_bytes_per_cta: int = 0  # for hidden scratch buffers
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JSONValue]) -> AbiParam:
+        """The inverse of :meth:`to_json` (a bundle's ``abi`` entry); a missing or mistyped field
+        is a CompileError naming it."""
+
+        def text(key: str) -> str:
+            value = data.get(key)
+            if not isinstance(value, str):
+                raise CompileError(f"ABI parameter field {key!r} is {value!r}, not a string", _ABI_FIX)
+            return value
+
+        size = data.get("size_bytes_per_cta", 0)
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise CompileError(f"ABI parameter field 'size_bytes_per_cta' is {size!r}, not an integer", _ABI_FIX)
+        return cls(text("name"), text("triton_type"), text("ptx_type"), bool(data.get("hidden", False)), size)
+
+
+_ABI_FIX = "rebuild the bundle with this ktriage (`ktriage bench --compile-only`)"
 
 
 def ptx_entry_params(ptx: str) -> tuple[str, list[str]]:
@@ -41,7 +61,7 @@ def ptx_entry_params(ptx: str) -> tuple[str, list[str]]:
 
 
 def launch_abi(
-    signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str, metadata: dict[str, Any]
+    signature: dict[str, str], equal_to_1: tuple[str, ...], ptx: str, metadata: Mapping[str, JSONValue]
 ) -> list[AbiParam]:
     """Match the PTX parameters to the signature and name the hidden ones Triton appended."""
     _, ptx_types = ptx_entry_params(ptx)
@@ -54,6 +74,12 @@ def launch_abi(
         )
     params = [AbiParam(n, t, ptx_types[i]) for i, (n, t) in enumerate(visible)]
     for j, hidden in enumerate(HIDDEN_PARAMS[:extra]):
-        size = int(metadata.get(f"{hidden}_size", 0) or 0)
+        size = _int(metadata.get(f"{hidden}_size", 0))
         params.append(AbiParam(hidden, "*i8", ptx_types[len(visible) + j], hidden=True, size_bytes_per_cta=size))
     return params
+
+
+def _int(value: JSONValue) -> int:
+    """A size from Triton's metadata: a number, or 0 when absent (None) or not a number."""
+    value = value or 0
+    return int(value) if isinstance(value, (int, float, str)) else 0

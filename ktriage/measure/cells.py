@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
+
+from ktriage.schema.jsontypes import JSONObject
 
 CellStatus = Literal["ok", "wrong", "error", "timeout", "skipped"]
 
@@ -44,14 +47,15 @@ class Cell:
     flops: int | None = None  # for tflops
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Cell:
-        data = dict(data)
-        data["key"] = CellKey(**data["key"])
-        return cls(**data)
+    def from_json(cls, data: Mapping[str, Any]) -> Cell:
+        """The inverse of :meth:`to_json` (a worker's message): the fields are trusted as written."""
+        fields = dict(data)
+        fields["key"] = CellKey(**fields["key"])
+        return cls(**fields)
 
 
 @dataclass
@@ -69,9 +73,9 @@ class RunInfo:
     settings: dict[str, Any] = field(default_factory=dict)  # timing mode, l2 flush, warmup, caps, seed...
     status: str = "running"  # running | finished | interrupted | failed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RunInfo:
+    def from_json(cls, data: Mapping[str, Any]) -> RunInfo:
         return cls(**data)

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ktriage.errors import MeasureError
+from ktriage.schema.jsontypes import JSONObject
 
 #: Integer outputs are poisoned with this value (a float NaN has no integer counterpart).
 INT_POISON = -0x5A5A5A5A
@@ -104,7 +105,7 @@ class Accuracy:
         bad = [o for o in self.outputs if not o.passed]
         return "; ".join(f"{o.name}: {o.reason}" for o in bad) if bad else None
 
-    def to_cell(self) -> dict[str, Any]:
+    def to_cell(self) -> JSONObject:
         worst = max(self.outputs, key=lambda o: o.rel_err, default=None)
         return {
             "passed": self.passed,

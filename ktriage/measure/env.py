@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
+from ktriage.schema.jsontypes import JSONObject
+
 
 def _nvml() -> Any:
     import pynvml  # nvidia-ml-py
@@ -38,7 +40,7 @@ def _cuda_version_text(v: int | None) -> str | None:
     return None if v is None else f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def gpu_state(device: int = 0) -> dict[str, Any]:
+def gpu_state(device: int = 0) -> JSONObject:
     """What changes during a run: clocks (MHz), temperature (C), power (W), throttle reasons."""
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     try:
@@ -76,9 +78,9 @@ def _sm_count(device: int) -> int | None:
         return None
 
 
-def gpu_identity(device: int = 0) -> dict[str, Any]:
+def gpu_identity(device: int = 0) -> JSONObject:
     """What does not change during a run: name, uuid, driver, CUDA driver version, SMs, max clocks."""
-    info: dict[str, Any] = {"index": device, "sm_count": _sm_count(device)}
+    info: JSONObject = {"index": device, "sm_count": _sm_count(device)}
     try:
         nv = _nvml()
         h = nv.nvmlDeviceGetHandleByIndex(device)
@@ -123,13 +125,13 @@ class GpuRecorder:
 
     def __init__(self, device: int = 0) -> None:
         self.device = device
-        self.record: dict[str, Any] = {}
+        self.record: JSONObject = {}
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> JSONObject:
         self.record = {**gpu_identity(self.device), "before": gpu_state(self.device)}
         return self.record
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> JSONObject:
         if not self.record:
             self.start()
         self.record["after"] = gpu_state(self.device)

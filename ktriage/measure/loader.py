@@ -9,10 +9,11 @@ importing the bundle module, because measure sits below workload (docs/architect
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ktriage.compile.abi import AbiParam
+from ktriage.schema.jsontypes import JSONValue
 
 if TYPE_CHECKING:
     from ktriage.measure.launch import LoadedKernel
@@ -28,7 +29,7 @@ class CubinEntry(Protocol):
     def metadata(self) -> Mapping[str, Any]: ...
 
     @property
-    def abi(self) -> tuple[dict[str, Any], ...]: ...  # AbiParam.to_json() each
+    def abi(self) -> Sequence[Mapping[str, JSONValue]]: ...  # AbiParam.to_json() each
 
     def cubin_bytes(self) -> bytes: ...
 
@@ -37,7 +38,7 @@ def load_for_runner(art: CubinEntry, device: int = 0) -> LoadedKernel:
     """Load a bundle artifact into the measurement runner (ktriage.measure.launch.LoadedKernel)."""
     from ktriage.measure.launch import LoadedKernel
 
-    abi = [AbiParam(**p) for p in art.abi]
+    abi = [AbiParam.from_json(p) for p in art.abi]
     return LoadedKernel(art.cubin_bytes(), art.kernel_name, art.metadata, abi, device=device)
 
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from ktriage.errors import DeviceError, MeasureError
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 #: TritonBench / do_bench flush size: larger than any current GPU's L2 (H200: 60 MB).
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -68,7 +69,7 @@ class TimingOptions:
     graph_calls: int = 20  # graph mode: calls captured in one graph
     device: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
@@ -103,12 +104,12 @@ def choose_protocol(
 class VariantSampler(Protocol):
     """What the interleaving loop needs from one variant: warm it up, then give n samples (ms)."""
 
-    def warmup(self) -> dict[str, Any]: ...
+    def warmup(self) -> JSONObject: ...
 
     def sample(self, n: int) -> list[float]: ...
 
 
-def sampler_info(sampler: VariantSampler) -> dict[str, Any]:
+def sampler_info(sampler: VariantSampler) -> JSONObject:
     """What a sampler reports about itself after sampling (protocol, calls per sample, spins)."""
     info = getattr(sampler, "info", None)
     return dict(info()) if callable(info) else {}
@@ -202,7 +203,7 @@ def _warmup_calls(
     warmup_ms: float,
     min_calls: int,
     clock: Callable[[], float] = time.perf_counter,
-) -> dict[str, Any]:
+) -> JSONObject:
     """Call until ``warmup_ms`` of wall time and ``min_calls`` have passed (synchronized each time,
     so the time is the GPU's, and the queue never runs far ahead). Also reports the host time of
     one call (before its synchronize): how long the host takes to enqueue it."""
@@ -217,6 +218,11 @@ def _warmup_calls(
         n += 1
     host.sort()
     return {"warmup_calls": n, "warmup_ms": (clock() - t0) * 1e3, "host_ms_per_call": host[len(host) // 2]}
+
+
+def _ms(value: JSONValue) -> float:
+    """A number of milliseconds that :func:`_warmup_calls` wrote (always a float there)."""
+    return float(value) if isinstance(value, (int, float)) else 0.0
 
 
 class EventSampler:
@@ -246,7 +252,7 @@ class EventSampler:
         self.turns = 0
         self.overruns = 0
 
-    def warmup(self) -> dict[str, Any]:
+    def warmup(self) -> JSONObject:
         def call() -> None:
             before = getattr(self.fn, "before", None)
             if before is not None:
@@ -263,7 +269,7 @@ class EventSampler:
         )
         if self.spinner is not None:
             # Enough for the turn's calls (+ the untimed opener) at 1.5x the host's time per call.
-            turn = (self.options.calls_per_round + 1) * float(info["host_ms_per_call"])
+            turn = (self.options.calls_per_round + 1) * _ms(info["host_ms_per_call"])
             self.spin_ms = min(MAX_SPIN_MS, 0.2 + 1.5 * turn)
             info["spin_ms"] = self.spin_ms
         return info
@@ -305,8 +311,8 @@ class EventSampler:
         events[-1][1].synchronize()
         return [float(s.elapsed_time(e)) for s, e in events]
 
-    def info(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"protocol": "queued" if self.spinner is not None else "events", "calls_per_sample": 1}
+    def info(self) -> JSONObject:
+        out: JSONObject = {"protocol": "queued" if self.spinner is not None else "events", "calls_per_sample": 1}
         if self.spinner is not None:
             out.update(spin_ms=round(self.spin_ms, 3), turns=self.turns, overrun_turns=self.overruns)
         return out
@@ -351,7 +357,7 @@ class GraphSampler:
                 body()
         return graph
 
-    def warmup(self) -> dict[str, Any]:
+    def warmup(self) -> JSONObject:
         torch = self._torch
         # Eager calls first (module load, lazy init must not happen inside a capture).
         info = _warmup_calls(self.fn, torch.cuda.synchronize, 0.0, self.options.min_warmup_calls)
@@ -379,7 +385,7 @@ class GraphSampler:
             **info,
             "graph_calls": self.options.graph_calls,
             "warmup_replays": replays["warmup_calls"],
-            "warmup_ms": info["warmup_ms"] + replays["warmup_ms"],
+            "warmup_ms": _ms(info["warmup_ms"]) + _ms(replays["warmup_ms"]),
         }
 
     def _replay_pair(self) -> None:
@@ -408,7 +414,7 @@ class GraphSampler:
             out.append((total - flush) / k)
         return out
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> JSONObject:
         return {"protocol": "graph", "calls_per_sample": self.options.graph_calls}
 
 
@@ -443,10 +449,10 @@ class InterleavedResult:
     orders: list[list[str]]
     stopped_by: StopReason
     elapsed_s: float
-    warmup: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warmup: dict[str, JSONObject] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)  # variants dropped after raising
-    settings: dict[str, Any] = field(default_factory=dict)
-    info: dict[str, dict[str, Any]] = field(default_factory=dict)  # per variant: protocol, calls per sample, spins
+    settings: JSONObject = field(default_factory=dict)
+    info: dict[str, JSONObject] = field(default_factory=dict)  # per variant: protocol, calls per sample, spins
 
 
 def round_order(names: list[str], rng: random.Random) -> list[str]:

@@ -43,6 +43,7 @@ from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
 from ktriage.schema.core import check_depth, read_text, size_limit
 from ktriage.schema.core import parse_json as parse_json_text
+from ktriage.schema.jsontypes import JSONObject
 
 SOURCE = "tritonbench"
 # TritonBench's Mode values (utils/triton_op.py), the longest first: "x_fwd_bwd" must not read as "bwd".
@@ -152,14 +153,14 @@ def _cell(
     x_val: str,
     backend: str,
     value: Any,
-    metrics: dict[str, Any],
+    metrics: JSONObject,
     origin: str,
     matched: bool,
 ) -> Cell:
     """``matched``: the x_val is one of ktriage's inputs of the op (``InputIndex``); a row that is
     not has no catalog kernels of its own (``extra["x_val_matched"]``: triage does not explain it)."""
     key = CellKey(op, mode, input_id, label, backend, None)
-    extra = {
+    extra: JSONObject = {
         "source": SOURCE,
         "single_value": True,
         "x_val": x_val,
@@ -189,7 +190,7 @@ def _not_a_latency(value: Any) -> str:
     return value.strip()
 
 
-def _run(origin: str, op: str, mode: str, env: dict[str, Any] | None, kind: str) -> RunInfo:
+def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str) -> RunInfo:
     env = dict(env or {})
     run = RunInfo(command=f"tritonbench {kind} {origin}", host=str(env.get("device", "")), status="finished")
     run.created = str(env.get("benchmark_date") or run.created)
@@ -310,9 +311,9 @@ def parse_json(
     """The cells of ``--output-json`` (flat) or of the nightly's ``{"name", "env", "metrics"}``."""
     if not isinstance(data, dict):
         raise FormatError(f"{origin} is not a TritonBench JSON object", "give the file of `run.py --output-json F`")
-    metrics: dict[str, Any] = data["metrics"] if isinstance(data.get("metrics"), dict) else data
+    metrics: JSONObject = data["metrics"] if isinstance(data.get("metrics"), dict) else data
     env = data.get("env") if isinstance(data.get("env"), dict) else None
-    per_key: dict[tuple[str, str, str, str], dict[str, Any]] = {}  # (op, mode, x, backend) -> metric -> value
+    per_key: dict[tuple[str, str, str, str], JSONObject] = {}  # (op, mode, x, backend) -> metric -> value
     for key, value in metrics.items():
         m = _KEY.match(str(key))
         if m is None:
@@ -369,7 +370,7 @@ def looks_like_tritonbench_json(data: Any) -> bool:
     """A TritonBench JSON (flat or nightly) rather than a ktriage results file."""
     if not isinstance(data, dict) or "cells" in data:
         return False
-    metrics: dict[str, Any] = data["metrics"] if isinstance(data.get("metrics"), dict) else data
+    metrics: JSONObject = data["metrics"] if isinstance(data.get("metrics"), dict) else data
     return any(str(k).startswith("tritonbench_") for k in metrics)
 
 
@@ -389,8 +390,8 @@ def _parse_json(text: str, origin: str, fix: str) -> Any:
     keys, and a TritonBench key is a cell, so a repeated one would drop a latency silently. Bad
     JSON is left to the schema layer's parser, which words its error."""
 
-    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def unique(pairs: list[tuple[str, Any]]) -> JSONObject:
+        out: JSONObject = {}
         for key, value in pairs:
             if key in out:
                 raise _duplicate(origin, f"key {key[:80]!r}", repr(out[key])[:40], repr(value)[:40])
@@ -425,17 +426,17 @@ def run_toolchain_ids(run: RunInfo, cells: Sequence[Cell]) -> list[str]:
     return [t for t in declared if t in present] + sorted(t for t in present if t not in declared)
 
 
-def _toolchain_record(run: RunInfo, toolchain: str | None) -> dict[str, Any]:
+def _toolchain_record(run: RunInfo, toolchain: str | None) -> JSONObject:
     for t in run.toolchains:
         if toolchain is not None and t.get("id") == toolchain:
             return t
     return run.toolchains[0] if toolchain is None and len(run.toolchains) == 1 else {}
 
 
-def tritonbench_env(run: RunInfo, toolchain: str | None) -> dict[str, Any]:
+def tritonbench_env(run: RunInfo, toolchain: str | None) -> JSONObject:
     """``get_run_env``'s keys (``unknown`` where ktriage does not know them) plus ktriage's own:
     the toolchain (spec, id, Triton and ptxas versions) and the run id, for the way back."""
-    env: dict[str, Any] = {k: "unknown" for k in ENV_KEYS}
+    env: JSONObject = {k: "unknown" for k in ENV_KEYS}
     env["benchmark_date"] = run.created
     env["device"] = str(run.gpu.get("name") or "unknown")
     env["cuda_version"] = str(run.gpu.get("cuda") or run.gpu.get("cuda_driver") or "unknown")
@@ -457,13 +458,13 @@ def _p50(samples: Sequence[float]) -> float:
     return float(statistics.median(samples))
 
 
-def tritonbench_metrics(cells: Sequence[Cell], baselines: dict[str, str] | None = None) -> dict[str, Any]:
+def tritonbench_metrics(cells: Sequence[Cell], baselines: dict[str, str] | None = None) -> JSONObject:
     """The ``--output-json`` object of these cells (one toolchain: backend names must be unique per
     input): latency (the median, as a string, as TritonBench writes its p50), speedup against the
     op's baseline (a number), the ``x_average`` row and the ``-avg`` aggregates of numeric metrics."""
     bases = baselines if baselines is not None else registry.default_baselines()
     ok = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend): c for c in cells if c.status == "ok" and c.samples_ms}
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     agg: dict[str, list[float]] = {}
     groups: dict[tuple[str, str], list[Cell]] = {}
     for c in sorted(cells, key=lambda c: (c.key.op, c.key.mode, c.key.input_id)):
@@ -494,7 +495,7 @@ def tritonbench_metrics(cells: Sequence[Cell], baselines: dict[str, str] | None 
 
 def to_tritonbench_json(
     run: RunInfo, cells: Sequence[Cell], *, toolchain: str | None = None, name: str = "ktriage"
-) -> dict[str, Any]:
+) -> JSONObject:
     """One toolchain's view of a run as TritonBench's nightly JSON ``{"name", "env", "metrics"}``: the
     native backends, and the artifact backends of ``toolchain`` in place of the host's own copy."""
     artifact = {c.key.backend for c in cells if c.key.toolchain is not None}

@@ -1,0 +1,21 @@
+"""The one type of free-form JSON: what a ``to_json()`` returns and what a file's open sections hold.
+
+Most payloads have fixed keys and get their own ``TypedDict`` or Struct next to the code that writes
+them; these aliases are for the rest, the parts whose keys are data (a GPU's counters, a run's
+settings as written by any ktriage version). The containers are the read-only ``Sequence`` and
+``Mapping`` so that a ``list[float]`` or ``dict[str, int]`` is a ``JSONValue`` without a copy or a
+cast; a reader narrows with ``isinstance`` (a ``dict`` or a ``list``) before it indexes.
+
+msgspec cannot decode a recursive alias, so the schemas' Structs spell the same thing
+``dict[str, object]`` (msgspec reads ``object`` as any JSON value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TypeAlias
+
+JSONScalar: TypeAlias = str | int | float | bool | None
+JSONValue: TypeAlias = JSONScalar | Sequence["JSONValue"] | Mapping[str, "JSONValue"]
+JSONObject: TypeAlias = dict[str, JSONValue]
+"""A JSON object as written: ``json.dumps`` of it is the file's text."""
