@@ -25,7 +25,7 @@ class StageSchema(msgspec.Struct):
 
 
 class BisectStateSchema(msgspec.Struct):
-    fingerprint: dict[str, Any]
+    fingerprint: dict[str, object]
     stages: list[StageSchema] = []
     result: Any = None
     format_version: Any = msgspec.UNSET

@@ -31,7 +31,7 @@ class KernelSpecSchema(msgspec.Struct, forbid_unknown_fields=True):
     target: Annotated[str, msgspec.Meta(max_length=32)] = "sm_90"
     grid: list[Annotated[int, msgspec.Meta(ge=1)]] | None = None
     package: str | None = None
-    meta: dict[str, Any] = {}
+    meta: dict[str, object] = {}
 
 
 class ArtifactOkSchema(msgspec.Struct, tag="ok", tag_field="status", forbid_unknown_fields=True):
@@ -40,10 +40,10 @@ class ArtifactOkSchema(msgspec.Struct, tag="ok", tag_field="status", forbid_unkn
     kernel_name: Name
     triton_version: str
     ptxas_version: str
-    launch: dict[str, Any]
-    metadata: dict[str, Any]
-    abi: list[dict[str, Any]]
-    resources: dict[str, Any] | None = None
+    launch: dict[str, object]
+    metadata: dict[str, object]
+    abi: list[dict[str, object]]
+    resources: dict[str, object] | None = None
 
 
 class ArtifactFailedSchema(msgspec.Struct, tag="failed", tag_field="status", forbid_unknown_fields=True):
@@ -62,12 +62,12 @@ class BundleSchema(msgspec.Struct):
     target: str
     sm_count: Annotated[int, msgspec.Meta(ge=0, le=100_000)]  # 0: not an op bundle
     backends: list[Name]
-    inputs: list[dict[str, Any]]
-    toolchains: dict[str, dict[str, Any]]
+    inputs: list[dict[str, object]]
+    toolchains: dict[str, dict[str, object]]
     specs: dict[str, KernelSpecSchema]
     artifacts: dict[str, dict[str, ArtifactEntry]]
     created: str = ""
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
     format_version: Any = msgspec.UNSET
     format: Any = msgspec.UNSET  # the older spelling of format_version
 

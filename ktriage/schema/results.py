@@ -36,10 +36,10 @@ class CellSchema(msgspec.Struct, forbid_unknown_fields=True):
     status: CellStatus
     samples_ms: list[Sample] = []
     error: str | None = None
-    accuracy: dict[str, Any] = {}
+    accuracy: dict[str, object] = {}
     bytes_moved: Count | None = None
     flops: Count | None = None
-    extra: dict[str, Any] = {}
+    extra: dict[str, object] = {}
 
 
 # ------------------------------------------------------------------ the optional profile section of a cell
@@ -102,11 +102,11 @@ class RunSchema(msgspec.Struct):
     created: str = ""
     command: str = ""
     host: str = ""
-    gpu: dict[str, Any] = {}
-    toolchains: list[dict[str, Any]] = []
+    gpu: dict[str, object] = {}
+    toolchains: list[dict[str, object]] = []
     packages: dict[str, str] = {}
     workload_git_sha: str | None = None
-    settings: dict[str, Any] = {}
+    settings: dict[str, object] = {}
     status: Annotated[str, msgspec.Meta(max_length=64)] = "running"  # running | finished | interrupted | failed
 
 

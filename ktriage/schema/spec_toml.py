@@ -10,7 +10,7 @@ source) are checked by ``KernelSpec.validate``, which knows the source. A key le
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -44,7 +44,7 @@ GridDim = Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
 
 
 # A launch value of ``[kernel.args]`` (spec/values.py checks the tables: a tensor, or { none = true }).
-ArgValue = bool | Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)] | float | Text | dict[str, Any]
+ArgValue = bool | Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)] | float | Text | dict[str, object]
 
 
 class KernelSchema(msgspec.Struct, forbid_unknown_fields=True):
@@ -62,7 +62,7 @@ class KernelSchema(msgspec.Struct, forbid_unknown_fields=True):
     constexprs: dict[Ident, ConstexprValue] = {}
     options: OptionsSchema = msgspec.field(default_factory=OptionsSchema)
     specialize: SpecializeSchema = msgspec.field(default_factory=SpecializeSchema)
-    meta: dict[str, Any] = {}
+    meta: dict[str, object] = {}
 
 
 class SpecFileSchema(msgspec.Struct, forbid_unknown_fields=True):

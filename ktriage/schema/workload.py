@@ -27,7 +27,7 @@ Text = Annotated[str, msgspec.Meta(max_length=4096)]
 class WorkloadSpecSchema(KernelSpecSchema, forbid_unknown_fields=True):
     """A workload input's spec: ``KernelSpec.to_json()``, a by-values spec with its ``launch``."""
 
-    launch: dict[str, Any] | None = None
+    launch: dict[str, object] | None = None
 
 
 class InputSchema(msgspec.Struct, kw_only=True):
@@ -35,12 +35,12 @@ class InputSchema(msgspec.Struct, kw_only=True):
     launch: str
     label: str
     args: list[Annotated[list[Any], msgspec.Meta(min_length=2, max_length=2)]]
-    options: dict[str, Any] = {}
+    options: dict[str, object] = {}
     grid: list[GridDim] | None = None
     count: Count
     spec: WorkloadSpecSchema
-    autotune_choice: dict[str, Any] | None = None
-    heuristics: dict[str, Any] = {}
+    autotune_choice: dict[str, object] | None = None
+    heuristics: dict[str, object] = {}
     jit_check: str | None = None
 
 
@@ -54,7 +54,7 @@ class KernelSchema(msgspec.Struct, kw_only=True):
     package: str | None = None
     snapshot: Text
     inputs: list[InputSchema]
-    autotune_configs: list[dict[str, Any]] | None = None
+    autotune_configs: list[dict[str, object]] | None = None
     notes: list[str] = []
 
 
@@ -72,8 +72,8 @@ class SnapshotSchema(msgspec.Struct, kw_only=True):
 class WorkloadSchema(msgspec.Struct, kw_only=True):
     format_version: int
     kind: str
-    recorded: dict[str, Any] = {}
-    host: dict[str, Any] = {}
+    recorded: dict[str, object] = {}
+    host: dict[str, object] = {}
     kernels: list[KernelSchema]
     not_captured: list[NotCapturedSchema] = []
     snapshots: dict[str, SnapshotSchema]
