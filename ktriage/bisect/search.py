@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ktriage import progress
+from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.schema.bisect_state import FIX as STATE_FIX
@@ -192,9 +192,7 @@ class StateFile:
     def save(self) -> None:
         self.data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.data, indent=1))
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(self.data, indent=1))
 
 
 # --------------------------------------------------------------------------- the search

@@ -23,6 +23,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from ktriage.atomic import write_atomic
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate
 from ktriage.errors import KtriageError
@@ -212,9 +213,7 @@ def _read_marker(marker: Path, stamp: str) -> dict[str, Any] | None:
 
 
 def _write_marker(marker: Path, stamp: str, log: str, seconds: float) -> None:
-    tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"stamp": stamp, "log": log, "seconds": round(seconds, 3)}))
-    os.replace(tmp, marker)
+    write_atomic(marker, json.dumps({"stamp": stamp, "log": log, "seconds": round(seconds, 3)}))
 
 
 def _rewrite_pin(path: Path, old: str, new: str) -> None:

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import TEMP_SUFFIX, fsync_dir, fsync_file, write_atomic
 from ktriage.errors import CompileError
 
 log = logging.getLogger("ktriage.cache")
@@ -68,36 +69,6 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: Path) -> None:
-    """Make a folder's entries (names, renames) durable; a no-op where folders cannot be opened."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def write_durable(path: Path, data: bytes) -> None:
-    """Write and fsync one file."""
-    with path.open("wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def _canonical(data: Any) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
@@ -107,8 +78,8 @@ def is_sidecar(name: str) -> bool:
 
 
 def _is_partial(name: str) -> bool:
-    """A sidecar being written (``*.tmp``): neither part of the entry nor damage."""
-    return name.endswith(".tmp")
+    """A file being written (``*.tmp``, ``ktriage.atomic``'s temp files): neither part of the entry nor damage."""
+    return name.endswith(TEMP_SUFFIX)
 
 
 def _listed_files(entry: Path) -> list[str]:
@@ -355,12 +326,9 @@ def write_manifest(entry: Path) -> None:
     files: dict[str, dict[str, Any]] = {}
     for name in _listed_files(entry):
         path = entry / name
-        _fsync_file(path)
+        fsync_file(path)
         files[name] = {"sha256": _sha256_file(path), "size": path.stat().st_size}
-    tmp = entry / f"{MANIFEST}.tmp"
-    write_durable(tmp, json.dumps({"format": CACHE_FORMAT, "files": files}, indent=1, sort_keys=True).encode())
-    os.replace(tmp, entry / MANIFEST)
-    fsync_dir(entry)
+    write_atomic(entry / MANIFEST, json.dumps({"format": CACHE_FORMAT, "files": files}, indent=1, sort_keys=True))
 
 
 def quarantine(root: Path, path: Path, problem: str) -> Path | None:
@@ -413,16 +381,12 @@ def read_sidecar(entry: Path, name: str) -> Any | None:
 
 
 def write_sidecar(entry: Path, name: str, data: Any) -> None:
-    """Add a self-hashed file to a published entry (atomically: temp file, fsync, rename)."""
+    """Add a self-hashed file to a published entry (``ktriage.atomic``: temp file, fsync, rename)."""
     wrapper = {"sha256": hashlib.sha256(_canonical(data)).hexdigest(), "data": data}
-    tmp = entry / f"{name}.{os.getpid()}.{threading.get_ident()}.tmp"
     try:
-        write_durable(tmp, json.dumps(wrapper).encode())
-        os.replace(tmp, entry / name)
+        write_atomic(entry / name, json.dumps(wrapper))
     except OSError:
-        tmp.unlink(missing_ok=True)  # a read-only cache: the facts are recomputed next time
-        return
-    fsync_dir(entry)
+        return  # a read-only cache: the facts are recomputed next time
 
 
 # -- maintenance -------------------------------------------------------------------------------

@@ -248,8 +248,11 @@ def main(argv: list[str]) -> int:
         os.makedirs(case_dir, exist_ok=True)
         recorder.out_dir = case_dir
         results.append(run_case(case, recorder, bench))
-        with open(argv[1], "w") as fh:  # partial results are kept if a later case kills the process
-            json.dump({"format_version": FORMAT_VERSION, "triton_version": _triton_version(), "cases": results}, fh)
+        # partial results are kept if a later case kills the process (never half a file: atomic)
+        worker.write_atomic(
+            argv[1],
+            json.dumps({"format_version": FORMAT_VERSION, "triton_version": _triton_version(), "cases": results}),
+        )
     real_stdout.write(json.dumps({"cases": len(results)}) + "\n")
     real_stdout.flush()
     return 0

@@ -47,6 +47,36 @@ PROTOCOL_VERSION = 2
 PRIMING_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "priming_kernel.py")
 
 
+def write_atomic(path: str, data: str) -> None:
+    """Replace ``path`` with ``data`` so that a reader never sees half of it: a local copy of
+    ``ktriage.atomic.write_atomic`` (a temp file beside it, fsync, ``os.replace``, fsync of the folder; the
+    temp file removed on any failure), because this folder may not import ktriage (see the module doc).
+    tests/test_atomic.py holds both copies to the same behaviour."""
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
 class WorkerError(Exception):
     """A failure with a kind the host can report (import, signature, compile)."""
 
@@ -303,10 +333,7 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
         os.makedirs(folder, exist_ok=True)
         file = os.path.join(folder, name + ".py")
         if not os.path.isfile(file):
-            tmp = f"{file}.{os.getpid()}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(extracted)
-            os.replace(tmp, file)
+            write_atomic(file, extracted)
         spec = importlib.util.spec_from_file_location(name, file)
         if spec is None or spec.loader is None:
             raise _ExtractFailed(f"cannot load {file}")

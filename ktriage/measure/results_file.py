@@ -7,12 +7,12 @@ same document as the store's JSON export, so either can be handed to ``ktriage c
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
@@ -50,14 +50,10 @@ def results_text(run: RunInfo, cells: list[Cell]) -> str:
 def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
     """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(results_text(run, cells))
-        os.replace(tmp, path)
+        write_atomic(path, results_text(run, cells))
     except OSError as exc:
-        if tmp.parent.is_dir():
-            tmp.unlink(missing_ok=True)
         raise FormatError(
             f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file"
         ) from exc

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import atomic_open
 from ktriage.errors import FormatError, KtriageError, SpecError, check_format_version
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
 from ktriage.spec.launch import named_args, spec_options
@@ -474,12 +473,10 @@ def journal_path(output: Path) -> Path:
 
 
 def save_workload(workload: Workload, path: Path) -> Path:
-    """Write atomically (temp file + rename): a reader sees the old file or the new one, never half."""
+    """Write atomically (``ktriage.atomic``): a reader sees the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+    with atomic_open(path) as fh:
         json.dump(workload.to_json(), fh, indent=1)
-    os.replace(tmp, path)
     return path
 
 

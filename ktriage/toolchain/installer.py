@@ -14,11 +14,11 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import write_atomic
 from ktriage.errors import ToolchainError
 
 Progress = Callable[[str], None]
@@ -93,19 +93,9 @@ def versions_hint(package: str, example: str, key: str | None = None) -> str:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON so that readers see either nothing or the whole file (temp file + os.replace)."""
+    """Write JSON so that readers see either nothing or the whole file (``ktriage.atomic``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from ktriage.atomic import write_atomic
 from ktriage.catalog.inputs import InputCase
 from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
 from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
@@ -163,9 +163,7 @@ class Bundle:
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
     """Replace a bundle's manifest atomically (a reader never sees half of one); signed when
     ``KTRIAGE_BUNDLE_KEY`` is set (``verify.sign``)."""
-    tmp = Path(out_dir) / f".{MANIFEST}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(sign(manifest), indent=1))
-    os.replace(tmp, Path(out_dir) / MANIFEST)
+    write_atomic(Path(out_dir) / MANIFEST, json.dumps(sign(manifest), indent=1))
 
 
 def artifact_entry(art: Any, out_dir: Path) -> dict[str, Any]:
