@@ -211,6 +211,13 @@ class LazyVerbGroup(TyperGroup):
         return self.commands[cmd_name]
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        """The listing, drawn by ``cli/listing.py`` (Typer's renderer costs the markdown and
+        traceback modules); click's plain text when rich markup is off."""
+        if self.rich_markup_mode is not None:
+            from ktriage.cli.listing import print_listing
+
+            print_listing(self, ctx, [(v.name, v.help) for v in VERBS])
+            return
         ctx.meta[_LISTING] = True
         try:
             super().format_help(ctx, formatter)
