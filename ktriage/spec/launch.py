@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ktriage.errors import SpecError
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Constexpr, Ptr, specialize_args
 
@@ -43,7 +44,7 @@ class Launch:
     num_stages: int = TRITON_DEFAULT_STAGES
     num_ctas: int = 1
     maxnreg: int | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JSONObject = field(default_factory=dict)
 
     def to_spec(self) -> KernelSpec:
         """The spec the JIT compiles for this launch (spec.specialize holds the rules)."""
@@ -69,9 +70,9 @@ class Launch:
         """The arguments as JSON for insitu/jitrun.py (tensors as dtype + alignment, dtypes by name)."""
         return [[name, encode_value(value)] for name, value in self.args]
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> dict[str, int]:
         """The option keywords of the launch (num_warps, ...), as the library passes them."""
-        opts: dict[str, Any] = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        opts: dict[str, int] = {"num_warps": self.num_warps, "num_stages": self.num_stages}
         if self.num_ctas != 1:
             opts["num_ctas"] = self.num_ctas
         if self.maxnreg is not None:
@@ -94,7 +95,12 @@ def encode_value(value: Any) -> Any:
     )
 
 
-def decode_value(value: Any) -> Any:
+LaunchValue = Ptr | JSONValue
+"""A launch argument as :func:`decode_value` gives it back: a tensor as its :class:`Ptr`, a dtype
+as its ``tl.`` name, any other value as recorded."""
+
+
+def decode_value(value: object) -> LaunchValue:
     """Inverse of :func:`encode_value`, for values recorded by insitu/jitrun.py."""
     if isinstance(value, dict):
         if "tensor" in value:
@@ -107,7 +113,9 @@ def decode_value(value: Any) -> Any:
                 "such kernels cannot be compiled from a spec yet; report the argument type",
             )
         raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
-    return value
+    if value is None or isinstance(value, (str, int, float, bool, list, tuple)):
+        return value
+    raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
 
 
 def spec_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,6 +128,6 @@ def spec_options(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def named_args(pairs: Sequence[Sequence[Any]]) -> dict[str, Any]:
+def named_args(pairs: Sequence[Sequence[Any]]) -> dict[str, LaunchValue]:
     """``[[name, encoded], ...]`` as ``{name: value}``, decoded."""
     return {str(name): decode_value(value) for name, value in pairs}

@@ -25,6 +25,7 @@ from typing import Any
 
 from ktriage.arch import SPEC_TARGETS
 from ktriage.errors import SpecError
+from ktriage.schema.jsontypes import JSONObject
 
 ConstexprValue = int | float | bool | str | None
 
@@ -117,7 +118,7 @@ class KernelSpec:
         object.__setattr__(self, "meta", dict(self.meta))
 
     # ----------------------------------------------------------------- serialization
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """A JSON-ready dict (flat field names; the compile worker reads this)."""
         data = asdict(self)
         data["divisible_by_16"] = list(self.divisible_by_16)
@@ -303,10 +304,10 @@ COMPILE_FIELDS = (
 )
 
 
-def launch_overrides(spec: KernelSpec, changes: Mapping[str, Any]) -> dict[str, Any]:
+def launch_overrides(spec: KernelSpec, changes: Mapping[str, Any]) -> JSONObject:
     """The overrides of a by-value spec after ``changes``: what differs from the spec as it is (a
     constexpr by name; another field as a whole), on top of the overrides it already has."""
-    overrides: dict[str, Any] = json.loads(json.dumps((spec.launch or {}).get("overrides") or {}))
+    overrides: JSONObject = json.loads(json.dumps((spec.launch or {}).get("overrides") or {}))
     for name in COMPILE_FIELDS:
         if name not in changes:
             continue
@@ -314,7 +315,8 @@ def launch_overrides(spec: KernelSpec, changes: Mapping[str, Any]) -> dict[str, 
         if name == "constexprs":
             diff = {k: v for k, v in dict(new).items() if k not in old or old[k] != v or type(old[k]) is not type(v)}
             if diff:
-                overrides["constexprs"] = {**overrides.get("constexprs", {}), **diff}
+                earlier = overrides.get("constexprs")
+                overrides["constexprs"] = {**(earlier if isinstance(earlier, Mapping) else {}), **diff}
         elif isinstance(old, tuple):
             if tuple(new) != old:
                 overrides[name] = list(new)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,17 +18,19 @@ from msgspec import UNSET, UnsetType
 
 from ktriage.errors import KtriageError, SpecError
 from ktriage.schema.core import convert, parse_toml, read_text, size_limit
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.schema.spec_toml import (
     FIX,
     FIXES,
     OPTION_KEYS,
+    ArgValue,
     KernelSchema,
     NoneValue,
     SpecFileSchema,
     SpecializeSchema,
     label,
 )
-from ktriage.spec.model import KernelSpec, is_int_type, is_pointer_type
+from ktriage.spec.model import ConstexprValue, KernelSpec, is_int_type, is_pointer_type
 
 # Spec files are written by hand: anything over this is not one (KTRIAGE_MAX_INPUT_MB raises it).
 MAX_SPEC_MB = 4
@@ -79,7 +82,9 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
             "autotune_config applies to a kernel written by values", "give the arguments under [kernel.args]"
         )
     sig = dict(table.signature)
-    consts: dict[str, Any] = {k: None if isinstance(v, NoneValue) else v for k, v in table.constexprs.items()}
+    consts: dict[str, ConstexprValue] = {
+        k: None if isinstance(v, NoneValue) else v for k, v in table.constexprs.items()
+    }
     options = {k: v for k in OPTION_KEYS if (v := getattr(table.options, k)) is not UNSET}
     equal_to_1 = tuple(table.specialize.equal_to_1)
     if not isinstance(table.specialize.divisible_by_16, UnsetType):
@@ -118,7 +123,7 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
     return spec
 
 
-def _by_values(table: KernelSchema, values: dict[str, Any], source: str, fn: str) -> KernelSpec:
+def _by_values(table: KernelSchema, values: Mapping[str, ArgValue], source: str, fn: str) -> KernelSpec:
     """A ``[kernel.args]`` kernel (spec/values.py): the launch's values; each toolchain's JIT decides."""
     from ktriage.spec.source import read_params, resolve_source_file
     from ktriage.spec.values import by_value_spec
@@ -140,7 +145,7 @@ def _by_values(table: KernelSchema, values: dict[str, Any], source: str, fn: str
     package = table.package if isinstance(table.package, str) else None
     path = resolve_source_file(source, package)
     params = read_params(path, fn)
-    args: dict[str, Any] = {}
+    args: dict[str, ArgValue | None] = {}
     for name, value in values.items():
         if isinstance(value, dict) and set(value) == {"none"}:
             if value["none"] is not True:
@@ -255,7 +260,7 @@ def _launch_lines(spec: KernelSpec) -> list[str]:
     lines += ["", "[kernel.args]"]
     for name, value in launch.get("args") or []:
         if isinstance(value, dict) and "tensor" in value:
-            table: dict[str, Any] = {"dtype": value["tensor"]}
+            table: JSONObject = {"dtype": value["tensor"]}
             for key in ("shape", "strides"):
                 if value.get(key):
                     table[key] = list(value[key])

@@ -27,9 +27,10 @@ import ast
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.errors import SpecError
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.launch import encode_value
 from ktriage.spec.model import KernelSpec, is_int_type
 from ktriage.spec.source import ParamInfo, Unresolved
@@ -42,7 +43,7 @@ DEFAULT_ALIGN = 512
 TENSOR_KEYS = frozenset({"dtype", "shape", "strides", "align", "const"})
 
 
-def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, dict[str, Any]]:
+def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
     """``{ dtype = "bf16", shape = [..], strides = [..], align = 16 }`` as a Ptr and its JSON encoding
     (shape and strides go to the stand-in tensor: heuristics may read them)."""
     extra = sorted(set(table) - TENSOR_KEYS)
@@ -65,7 +66,7 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, dict[str, An
             "give one stride per dimension (in elements, as tensor.stride() reports them)",
         )
     ptr = Ptr(dtype, aligned=align % 16 == 0, const=bool(table.get("const", False)))
-    encoded: dict[str, Any] = {"tensor": dtype, "aligned": ptr.aligned}
+    encoded: JSONObject = {"tensor": dtype, "aligned": ptr.aligned}
     if shape:
         encoded["shape"] = shape
     if strides:
@@ -168,7 +169,7 @@ def by_value_spec(
         do_not_specialize_on_alignment=[p.name for p in params if p.do_not_specialize_on_alignment],
         annotation_types={p.name: p.annotation_type for p in params if p.annotation_type},
     )
-    launch: dict[str, Any] = {"args": encoded, "options": dict(options)}
+    launch: JSONObject = {"args": encoded, "options": dict(options)}
     if grid is not None:
         launch["grid"] = [int(g) for g in grid]
     if autotune_config is not None:
@@ -228,7 +229,17 @@ def spec_by_values(
     return spec.validate(check_source=True)
 
 
-def resolve_request(spec: KernelSpec) -> dict[str, Any]:
+class ResolveRequest(TypedDict):
+    """The body of the compile worker's ``resolve`` request (insitu/launch_spec.py reads it)."""
+
+    source: str
+    args: list[list[JSONValue]]  # [name, encoded value] pairs (encode_value)
+    options: JSONObject  # the launch's option keywords
+    grid: list[int]
+    autotune_config: int | None
+
+
+def resolve_request(spec: KernelSpec) -> ResolveRequest:
     """The compile worker's ``resolve`` request body for a by-value spec (insitu/launch_spec.py)."""
     if spec.launch is None:
         raise SpecError(f"spec {spec.name!r} is not written by values", "only [kernel.args] specs are resolved")
