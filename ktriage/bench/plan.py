@@ -1,4 +1,5 @@
-"""What a `ktriage bench` run measures: one operator, its inputs, backends and toolchains.
+"""What a `ktriage bench` run measures: one operator, its inputs, backends and toolchains (``BenchPlan``),
+or a recorded workload's entries and toolchains (``RecordedPlan``).
 
 A plan is plain data (JSON-able) because it crosses a process boundary: the parent process owns the
 store and the progress bar; each input is measured in an isolated worker process that receives the
@@ -8,9 +9,12 @@ plan, so a faulting kernel costs one cell, never the run.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktriage.measure.cells import CellKey
+
+if TYPE_CHECKING:
+    from ktriage.workload.recorded.bundle import Entry
 
 
 @dataclass
@@ -81,3 +85,33 @@ def comparison_pairs(plan: BenchPlan, keys: list[CellKey]) -> list[tuple[str, st
             ref = f"{backend}@{ref_tc}"
             pairs += [(ref, f"{backend}@{tc}") for tc in plan.toolchains[1:] if ref in names]
     return pairs
+
+
+@dataclass
+class RecordedPlan:
+    """What one recorded bench measures; plain data, because it crosses into the worker process."""
+
+    bundle: str
+    name: str  # the workload's name: the cells' op
+    entries: list[int]
+    toolchains: list[str]  # reference first
+    timing: dict[str, Any] = field(default_factory=dict)  # TimingOptions fields
+    min_samples: int = 20
+    max_samples: int = 400
+    max_time_s: float = 10.0  # per entry (all toolchains together)
+    threshold: float = 0.05
+    confidence: float = 0.99
+    seed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RecordedPlan:
+        return cls(**data)
+
+    def keys(self, entry: Entry) -> list[CellKey]:
+        """The cells of one entry, one per toolchain, the reference first."""
+        from ktriage.workload.recorded.bundle import RECORDED_MODE
+
+        return [CellKey(self.name, RECORDED_MODE, entry.id, entry.label, entry.backend, tc) for tc in self.toolchains]

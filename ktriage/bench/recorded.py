@@ -16,42 +16,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.measure.cells import Cell, CellKey, RunInfo
-from ktriage.workload.recorded.bundle import RECORDED_MODE, Entry
+from ktriage.bench.plan import RecordedPlan
+from ktriage.measure.cells import Cell, RunInfo
+from ktriage.workload.recorded.bundle import Entry
 
 WORKER = "ktriage.bench.recorded_worker:measure_entry"
-
-
-@dataclass
-class RecordedPlan:
-    """What one recorded bench measures; plain data, because it crosses into the worker process."""
-
-    bundle: str
-    name: str  # the workload's name: the cells' op
-    entries: list[int]
-    toolchains: list[str]  # reference first
-    timing: dict[str, Any] = field(default_factory=dict)  # TimingOptions fields
-    min_samples: int = 20
-    max_samples: int = 400
-    max_time_s: float = 10.0  # per entry (all toolchains together)
-    threshold: float = 0.05
-    confidence: float = 0.99
-    seed: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RecordedPlan:
-        return cls(**data)
-
-    def keys(self, entry: Entry) -> list[CellKey]:
-        """The cells of one entry, one per toolchain, the reference first."""
-        return [CellKey(self.name, RECORDED_MODE, entry.id, entry.label, entry.backend, tc) for tc in self.toolchains]
 
 
 def run_recorded(

@@ -22,7 +22,7 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ktriage.bench.recorded import RecordedPlan
+from ktriage.bench.plan import RecordedPlan
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey
 

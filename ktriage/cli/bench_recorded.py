@@ -178,7 +178,8 @@ def _measure_and_report(
 ) -> None:
     import typer
 
-    from ktriage.bench.recorded import RecordedPlan, run_recorded, summary_rows
+    from ktriage.bench.plan import RecordedPlan
+    from ktriage.bench.recorded import run_recorded, summary_rows
     from ktriage.report.bench import print_table, to_csv, to_json, to_markdown
 
     tcs = list(recorded.bundle.toolchains)

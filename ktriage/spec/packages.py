@@ -158,10 +158,19 @@ def ensure_package(requirement: str) -> Path:
     return target
 
 
+def find_module_file(module: str, roots: list[Path]) -> Path | None:
+    """The ``.py`` file of a dotted module under one of ``roots`` (no import, no parent package run)."""
+    parts = module.split(".")
+    for root in roots:
+        base = Path(root).joinpath(*parts)
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+    return None
+
+
 def package_module_file(requirement: str, module: str) -> Path:
     """The file of ``module`` (dotted) inside the installed ``requirement``; installs it if needed."""
-    from ktriage.spec.source import find_module_file
-
     root = ensure_package(requirement)
     found = find_module_file(module, [root])
     if found is None:

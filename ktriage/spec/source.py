@@ -66,17 +66,6 @@ def split_source(source: str) -> tuple[str, str]:
     return where, fn
 
 
-def find_module_file(module: str, roots: list[Path]) -> Path | None:
-    """The ``.py`` file of a dotted module under one of ``roots`` (no import, no parent package run)."""
-    parts = module.split(".")
-    for root in roots:
-        base = Path(root).joinpath(*parts)
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate
-    return None
-
-
 def resolve_source_file(source: str, package: str | None = None) -> Path:
     """The file that defines the kernel. ``package`` is installed first (once) if it is given."""
     where, _ = split_source(source)
@@ -88,9 +77,9 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
                 "fix the path (relative paths are taken from the spec file's folder)",
             )
         return path
-    if package:
-        from ktriage.spec.packages import ensure_package
+    from ktriage.spec.packages import ensure_package, find_module_file
 
+    if package:
         roots = [ensure_package(package)]
     else:
         roots = [Path(p) for p in sys.path if p and Path(p).is_dir()]

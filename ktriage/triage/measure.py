@@ -470,7 +470,8 @@ def _run_recorded(
     r: RecordedGroup, out_dir: Path, options: TriageOptions, say: Say, failures: list[str]
 ) -> Path | None:
     """Bench one recorded bundle in this process, as its line of ``measure.sh`` would."""
-    from ktriage.bench.recorded import RecordedPlan, run_recorded
+    from ktriage.bench.plan import RecordedPlan
+    from ktriage.bench.recorded import run_recorded
     from ktriage.workload.recorded.bundle import load_recorded_bundle
 
     recorded = load_recorded_bundle(out_dir / r.dirname)

@@ -419,7 +419,8 @@ def require_packages(workload: Any, tcs: Sequence[Toolchain], compiler: Compiler
 
 def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> tuple[RunInfo, list[Cell]]:
     from ktriage import progress
-    from ktriage.bench.recorded import RecordedPlan, run_recorded
+    from ktriage.bench.plan import RecordedPlan
+    from ktriage.bench.recorded import run_recorded
     from ktriage.triage.measure_plan import MIN_SAMPLES
 
     entries = list(recorded.entries)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ktriage.bench.recorded import RecordedPlan
+from ktriage.bench.plan import RecordedPlan
 from ktriage.cli.app import main
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import write_results
