@@ -27,9 +27,10 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "api": "ktriage.api",
     "ExplainReport": "ktriage.api",
+    "RecordReport": "ktriage.api",
 }
 
-__all__ = ["ExplainReport", "__version__", "api"]
+__all__ = ["ExplainReport", "RecordReport", "__version__", "api"]
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
+    from ktriage.api._record import RecordReport, record
 
 # public name -> the private module of ktriage.api that defines it
 _LAZY: dict[str, str] = {
@@ -36,9 +37,11 @@ _LAZY: dict[str, str] = {
     "ExplainReport": "_explain",
     "DEFAULT_THRESHOLD": "_explain",
     "DEFAULT_COMPILE_TIMEOUT_S": "_explain",
+    "record": "_record",
+    "RecordReport": "_record",
 }
 
-__all__ = ["DEFAULT_COMPILE_TIMEOUT_S", "DEFAULT_THRESHOLD", "ExplainReport", "explain"]
+__all__ = ["DEFAULT_COMPILE_TIMEOUT_S", "DEFAULT_THRESHOLD", "ExplainReport", "RecordReport", "explain", "record"]
 
 
 def __getattr__(name: str) -> Any:

@@ -26,7 +26,6 @@ This module is on the path of every verb's ``--help``: it imports typer and the 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
@@ -34,6 +33,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ktriage.api.paths import check_replaceable as check_replaceable
+from ktriage.api.paths import check_writable as check_writable
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:
@@ -287,62 +288,6 @@ def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
                 f"name the file with one of: {', '.join(known)}",
             )
         check_writable(path)
-
-
-NAME_MAX = 255  # bytes of one path component (Linux, macOS)
-PATH_MAX = 4096  # bytes of a whole path (Linux)
-
-
-def check_writable(path: Path, option: str = "--output", *, folder: bool = False) -> None:
-    """Refuse an output path that cannot be written, before any work: a folder (or, with ``folder``, a
-    file), a path under a file, a name too long for the file system, or one whose nearest existing
-    folder cannot be written in (tried with a probe file, so that it holds for root too; the missing
-    folders below it are created when the output is written). ``option`` names the option in the
-    error (``-o``, ``--raw-dir``)."""
-    import tempfile
-
-    fix = f"choose a writable {option} path"
-    long = next((p for p in path.parts if len(os.fsencode(p)) > NAME_MAX), None)
-    if long is not None:
-        raise KtriageError(
-            f"{option} {str(path)[:80]}...: the name {long[:40]}... is {len(os.fsencode(long))} bytes, "
-            f"over the file system's {NAME_MAX}",
-            f"{fix} with shorter names",
-        )
-    if len(os.fsencode(str(path.absolute()))) >= PATH_MAX:
-        raise KtriageError(f"{option} {str(path)[:80]}...: the path is over {PATH_MAX} bytes", f"{fix}, shorter")
-    where = path
-    try:
-        if folder and path.exists() and not path.is_dir():
-            raise KtriageError(f"{option} {path} is a file, not a folder", "give a folder (it is created if missing)")
-        if not folder and path.is_dir():
-            raise KtriageError(f"{option} {path} is a folder", "give a file name, e.g. report.md")
-        where = path if folder else path.parent
-        while not where.exists() and where != where.parent:
-            where = where.parent
-        if not where.is_dir():
-            raise NotADirectoryError(20, f"{where} is not a folder")
-        with tempfile.NamedTemporaryFile(dir=where, prefix=".ktriage-probe-"):
-            pass
-    except OSError as exc:
-        raise KtriageError(f"{option} {path}: cannot write in {where}: {exc.strerror or exc}", fix) from None
-
-
-def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None:
-    """Refuse to overwrite an existing file that is not ``what`` (its first 4 KB lack ``marker``): a
-    mistyped ``-o results.json`` must not destroy a results file with a workload."""
-    try:
-        if not path.is_file():
-            return
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return  # check_writable says what is wrong with the path
-    if marker not in head:
-        raise KtriageError(
-            f"{option} {path} exists and is not {what}: it would be overwritten",
-            f"give a new file name, or remove {path} first",
-        )
 
 
 def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:

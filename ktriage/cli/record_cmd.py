@@ -10,7 +10,6 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
-from ktriage.errors import KtriageError
 
 
 def record(
@@ -38,17 +37,11 @@ def record(
     Exit codes: 0 the program exited 0; 4 it failed or was killed (what it launched before is in the
     workload); 130 interrupted (Ctrl-C, SIGTERM; the workload is written); 2 usage errors, an output
     that cannot be written (checked before the program runs), another record writing the same -o."""
-    from ktriage.cli.options import check_replaceable, check_writable
-    from ktriage.record.run import record as run_record
-    from ktriage.record.workload import WORKLOAD_KIND
+    from ktriage.api import record as record_api
 
-    if output.suffix.lower() != ".json":
-        raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
-    check_writable(output, "-o")
-    check_replaceable(output, "-o", WORKLOAD_KIND.encode(), "a ktriage workload")
     console = make_console(stderr=True)
-    result = run_record(command, output)
-    w = result.workload
+    report = record_api(command=command, output=output)
+    w, result = report.workload, report.result
     inputs = sum(len(k.inputs) for k in w.kernels)
     console.print(
         f"recorded {len(w.kernels)} kernels, {inputs} inputs, "
@@ -57,9 +50,7 @@ def record(
     )
     for missed in w.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")
-    from ktriage.workload.recorded.bundle import bench_blockers
-
-    for blocked in bench_blockers(w):  # said now, not when bench refuses the input on the GPU host
+    for blocked in report.blockers:  # said now, not when bench refuses the input on the GPU host
         console.print(
             f"[yellow]cannot bench[/] {escape(blocked.kernel)} {escape(blocked.function)} input "
             f"{blocked.input}: {escape(blocked.why)}"

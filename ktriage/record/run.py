@@ -238,7 +238,7 @@ def record(
 ) -> RecordResult:
     """Run ``command`` under the hook; write the workload to ``output`` (its journal next to it while
     the program runs, removed once the workload is written). The caller checks that ``output`` can be
-    written before (``ktriage.cli.options.check_writable``)."""
+    written before (``ktriage.api.paths.check_writable``; ``ktriage.api.record`` does)."""
     if not command:
         raise KtriageError("no command to record", "give it after --: ktriage record -o W.json -- python train.py")
     output = Path(output)
