@@ -19,6 +19,10 @@ The steps, in order:
    (some network and FUSE mounts refuse) is skipped: the rename has happened, only its durability
    is the filesystem's.
 
+A target that is a symbolic link is resolved first (the file it points at is replaced, as ``open()``
+would write it); a target that is a device, FIFO or socket (``-o /dev/stdout``) is written in place,
+since there is nothing to rename over.
+
 On any failure before the rename (an OSError, a serializer that raises, KeyboardInterrupt) the temp
 file is removed, the target is untouched and the exception propagates unchanged. The folder is not
 created here: a writer that may write into a new folder creates it first.
@@ -33,6 +37,7 @@ from __future__ import annotations
 import io
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,6 +101,12 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes, *, encoding: s
 @contextmanager
 def _replace(target: Path) -> Iterator[BinaryIO]:
     """The module's steps 1-4 around the caller's writes into a binary temp file."""
+    if os.path.islink(target):  # write what the link points at, as open() would, not over the link
+        target = Path(os.path.realpath(target))
+    if _is_special(target):  # nothing to rename over (and /dev must never get a temp file)
+        with open(target, "wb") as fh:
+            yield fh
+        return
     tmp = temp_name(target)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -108,3 +119,12 @@ def _replace(target: Path) -> Iterator[BinaryIO]:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(target.parent)
+
+
+def _is_special(path: Path) -> bool:
+    """A device, FIFO or socket (``-o /dev/stdout``, a pipe): written in place, as ``open()`` would."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)

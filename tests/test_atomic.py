@@ -14,9 +14,11 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -166,3 +168,27 @@ def test_file_and_folder_are_fsynced_around_the_rename(tmp_path: Path, which: st
     after = events[renames[0] + 1 :]
     assert ("fsync", str(folder)) in after, events  # the rename itself durable
     assert not os.path.exists(tmp)
+
+
+def test_a_symlink_target_replaces_what_it_points_at(tmp_path: Path) -> None:
+    real = tmp_path / "real.json"
+    real.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_fifo_is_written_in_place_not_renamed_over(tmp_path: Path) -> None:
+    """``-o /dev/stdout`` or a pipe: no temp file beside it, the FIFO stays a FIFO."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_atomic(fifo, "through the pipe")
+    reader.join(timeout=30)
+    assert got == [b"through the pipe"]
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert _leftovers(tmp_path) == []

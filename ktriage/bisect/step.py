@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.predicates import (
     KernelMeasurer,
@@ -110,7 +111,7 @@ def record_baseline(
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
+    write_atomic(path, json.dumps(data, indent=1))
     return data
 
 

@@ -220,7 +220,7 @@ def _rewrite_pin(path: Path, old: str, new: str) -> None:
     """Point a pin file at another commit, keeping its format (the old hash replaced in place)."""
     text = path.read_text() if path.exists() else ""
     if old and old in text:
-        path.write_text(text.replace(old, new))
+        write_atomic(path, text.replace(old, new))
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(new + "\n")
+        write_atomic(path, new + "\n")

@@ -23,6 +23,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+from ktriage.atomic import write_atomic
+
 
 def _probe_environment() -> None:
     """Set up this process for a probe, before Triton is imported (:func:`probe` does it first).
@@ -274,8 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     results = probe(args.op, mode=args.mode, inputs=args.inputs, dtype=args.dtype)
-    with open(args.out, "w") as fh:
-        json.dump(results, fh, indent=2)
+    write_atomic(args.out, json.dumps(results, indent=2))
     for r in results:
         print(f"{'EQUAL' if r.get('equal') else 'DIFF '} {r['spec']} {r.get('error', '')}")
     return 0 if all(r.get("equal") for r in results) else 1

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from ktriage.atomic import write_atomic
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Db
 from ktriage.errors import FormatError, KtriageError
@@ -171,5 +172,5 @@ def calibrate(
     )
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps(cal.to_json(), indent=1) + "\n")
+        write_atomic(output, json.dumps(cal.to_json(), indent=1) + "\n")
         console.print(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})")

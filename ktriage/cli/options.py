@@ -35,6 +35,7 @@ import typer
 
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
+from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console:
             rendered[suffix] = writers[suffix]()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(rendered[suffix], encoding="utf-8")
+            write_atomic(path, rendered[suffix])
         except OSError as exc:
             raise KtriageError(
                 f"cannot write {path}: {exc.strerror or exc}", "choose a writable --output path"

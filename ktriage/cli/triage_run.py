@@ -14,6 +14,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
+from ktriage.atomic import write_atomic
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format, append_step_summary, emit, write_outputs
@@ -74,7 +75,7 @@ def triage_run(
 
     def so_far(report: ProgramReport) -> None:  # after each step: a run killed later keeps the steps it finished
         for path, text in ((own[0], to_markdown(report)), (own[1], to_json(report) + "\n")):
-            path.write_text(text, encoding="utf-8")
+            write_atomic(path, text)
 
     with make_progress(console):
         report = run_program(options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"), on_step=so_far)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
@@ -529,9 +530,7 @@ def write_tritonbench_json(path: str | Path, run: RunInfo, cells: Sequence[Cell]
     written: list[Path] = []
     for target, toolchain in tritonbench_paths(Path(path), run, cells):
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(
-            json.dumps(to_tritonbench_json(run, cells, toolchain=toolchain), indent=4) + "\n", encoding="utf-8"
-        )
+        write_atomic(target, json.dumps(to_tritonbench_json(run, cells, toolchain=toolchain), indent=4) + "\n")
         written.append(target)
     return written
 

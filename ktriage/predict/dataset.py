@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
@@ -157,7 +158,7 @@ def read_cells(path: str | Path) -> list[CalibrationCell]:
 def write_cells(path: str | Path, cells: Iterable[CalibrationCell]) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("".join(json.dumps(c.to_json(), sort_keys=True) + "\n" for c in cells))
+    write_atomic(p, "".join(json.dumps(c.to_json(), sort_keys=True) + "\n" for c in cells))
     return p
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import PROFILE_KEY, check_profile_section, read_results, write_results
@@ -160,7 +161,7 @@ def profile_measured(
                     f"input {input_id} {backend}: not profiled: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                 )
                 continue
-            (out_dir / "profile.json").write_text(json.dumps(doc, indent=1) + "\n")
+            write_atomic(out_dir / "profile.json", json.dumps(doc, indent=1) + "\n")
             docs.append(doc)
             notes += attach(cells, doc, raw_dir=str(out_dir))
     note_run(run, docs, notes)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from ktriage.atomic import write_atomic
 from ktriage.explain.html_view import ExplainView
 
 
@@ -35,5 +36,5 @@ def to_html(view: ExplainView) -> str:
 def write_html(path: str | Path, view: ExplainView) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_html(view), encoding="utf-8")
+    write_atomic(path, to_html(view))
     return path

@@ -18,6 +18,7 @@ import numpy as np
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
+from ktriage.atomic import write_atomic
 from ktriage.measure.cells import Cell
 from ktriage.profile.quote import comparison_quotes
 from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, profile_notes, quoted
@@ -222,5 +223,5 @@ def to_html(comparisons: Sequence[Comparison], title: str = "ktriage compare") -
 def write_html(path: str | Path, comparisons: Sequence[Comparison], title: str = "ktriage compare") -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(to_html(comparisons, title), encoding="utf-8")
+    write_atomic(path, to_html(comparisons, title))
     return path

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage import progress
+from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError
 from ktriage.triage.measure_plan import (
     AA_VARIANT,
@@ -286,7 +287,7 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
         ],
         "not_bundled": [{"cell": report.cells[i].label(), "reason": why} for i, why in sorted(plan.skipped.items())],
     }
-    (out_dir / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     lines = [
         "#!/usr/bin/env bash",
         f"# ktriage triage --bundle: re-measure {len(plan.targets) + len(plan.recorded_targets)} flagged cell(s) of "
@@ -302,7 +303,7 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
     lines += [g.bench_command(options.max_time_s, ktriage="$KT") + " || rc=$?" for g in plan.bundles]
     lines += ['exit "$rc"', ""]
     script = out_dir / SCRIPT
-    script.write_text("\n".join(lines))
+    write_atomic(script, "\n".join(lines))
     script.chmod(0o755)
     return out_dir
 

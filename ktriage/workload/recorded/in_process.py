@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError, SpecError, check_format_version
 from ktriage.schema.bundle import RECORDING_FIX, KernelSpecSchema, RecordingSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
@@ -237,7 +238,9 @@ RECORDING_FORMAT = 1
 
 def save_specs(specs: Sequence[KernelSpec], path: Path) -> Path:
     """Write recorded specs (``{"format_version": 1, "specs": [...]}``; ``KernelSpec.from_json`` reads each)."""
-    path.write_text(json.dumps({"format_version": RECORDING_FORMAT, "specs": [s.to_json() for s in specs]}, indent=1))
+    write_atomic(
+        path, json.dumps({"format_version": RECORDING_FORMAT, "specs": [s.to_json() for s in specs]}, indent=1)
+    )
     return path
 
 
