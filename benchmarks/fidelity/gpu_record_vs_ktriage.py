@@ -28,8 +28,8 @@ os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="ktriage-record-")
 os.environ["TRITON_ALWAYS_COMPILE"] = "1"
 os.environ["KTRIAGE_REAL_DRIVER"] = "1"
 
-from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.harness import normalized_ast, spec_from_jit_launch
+from ktriage.fidelity.model import FidelityCase
 from ktriage.insitu import jitrun, ptxas_capture, worker
 from ktriage.spec.launch import Launch
 from ktriage.spec.packages import package_dir

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import SpecError
-from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.harness import Row, compare_artifact, first_line, run_jit
+from ktriage.fidelity.model import FidelityCase
 from ktriage.spec.launch import SPEC_OPTIONS, TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch, decode_value
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.values import resolve_request

@@ -22,7 +22,7 @@ from typing import Any
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import SUPPORT_PACKAGES, Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
-from ktriage.fidelity.cases import FidelityCase
+from ktriage.fidelity.model import FidelityCase
 from ktriage.insitu.environment import compile_environment
 from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KernelSpec

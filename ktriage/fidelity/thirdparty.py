@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.kernels import KERNELS_DIR
+from ktriage.fidelity.model import FidelityCase
 from ktriage.ops import liger
 from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch

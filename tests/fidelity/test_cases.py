@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ktriage.catalog.registry import expand_launches, op_inputs
-from ktriage.fidelity.cases import CATALOG_SELECTION, FidelityCase, all_cases
+from ktriage.fidelity.cases import CATALOG_SELECTION, all_cases
+from ktriage.fidelity.model import FidelityCase
 from ktriage.fidelity.thirdparty import thirdparty_cases
 from ktriage.spec.source import check_signature, read_params, resolve_source_file, split_source
 from ktriage.spec.specialize import Constexpr

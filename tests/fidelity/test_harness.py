@@ -61,7 +61,7 @@ def test_heuristics_and_autotune_kernels_compile_with_the_values_they_choose(too
     """A kernel under @triton.autotune(@triton.heuristics(@triton.jit)) goes through both decorators:
     the JIT-level launch carries the autotuner's config and the heuristic's value, and ktriage's
     compile of the spec derived from it is the JIT's cubin."""
-    from ktriage.fidelity.cases import FidelityCase
+    from ktriage.fidelity.model import FidelityCase
     from ktriage.spec.launch import Launch
     from ktriage.spec.specialize import Ptr
 

@@ -14,8 +14,8 @@ from typing import Any
 
 from ktriage.cli.app import main
 from ktriage.compile.compiler import SUPPORT_PACKAGES
-from ktriage.fidelity.cases import FidelityCase
 from ktriage.fidelity.harness import JITRUN_SCRIPT
+from ktriage.fidelity.model import FidelityCase
 from ktriage.spec.packages import ensure_package
 
 INSITU = JITRUN_SCRIPT.parent

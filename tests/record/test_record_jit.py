@@ -17,7 +17,7 @@ from ktriage.analyze.artifact import analyze_artifact
 from ktriage.analyze.cuobjdump import run_cuobjdump
 from ktriage.catalog.registry import expand_launches
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.fidelity.cases import FidelityCase
+from ktriage.fidelity.model import FidelityCase
 from ktriage.fidelity.thirdparty import autotuned_matmul_case, fla_cases
 from ktriage.record.workload import load_workload
 from ktriage.spec.launch import Launch
