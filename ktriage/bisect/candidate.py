@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ktriage.schema.jsontypes import JSONObject
+
 Outcome = Literal["good", "bad", "skip", "unsure"]
 """One candidate's verdict.
 
@@ -39,7 +41,7 @@ class Candidate:
     label: str
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"index": self.index, "id": self.id, "label": self.label, "meta": dict(self.meta)}
 
     @classmethod
@@ -69,7 +71,7 @@ class Observation:
     cost: dict[str, float] = field(default_factory=empty_cost)
     confidence: float | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "candidate": self.candidate.to_json(),
             "outcome": self.outcome,

@@ -18,6 +18,7 @@ from typing import Any
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.cluster import ClusterCommandPredicate, ClusterMetricPredicate, NodeConfig
+from ktriage.bisect.explained import EXPLAIN_METRICS, CulpritKernel, MetricMove, Metrics, OpcodeMove
 from ktriage.bisect.predicates import (
     CommandPredicate,
     KernelMeasurer,
@@ -95,7 +96,7 @@ class BisectReport:
     options: BisectOptions
     stages: list[StageResult]
     stage_names: list[str]
-    explain: list[dict[str, Any]] | None = None
+    explain: list[CulpritKernel] | None = None  # culprit vs predecessor per kernel, when found and asked
     explain_note: str | None = None
     notes: list[str] = field(default_factory=list)
     frontend_compiles: int = 0
@@ -494,9 +495,6 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
     return report
 
 
-EXPLAIN_METRICS = ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")
-
-
 def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
     """A time bisect over a bundle runs on the GPU host, which cannot compile: explain culprit vs
     predecessor from the resources the bundle recorded for their kernels (registers, spills, stack,
@@ -511,9 +509,9 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
     bun = load_bundle(opts.bundle)
     ids = [str(c.meta.get("toolchain_id", c.id)) for c in (final.predecessor, final.culprit)]
 
-    def metrics(art: BundleArtifact) -> dict[str, Any]:
+    def metrics(art: BundleArtifact) -> Metrics:
         res = art.resources or {}
-        out = {m: res.get(m) for m in EXPLAIN_METRICS if m != "ctas_per_sm"}
+        out: Metrics = {m: res.get(m) for m in EXPLAIN_METRICS if m != "ctas_per_sm"}
         try:
             occ = compute_occupancy(
                 bun.target,
@@ -541,23 +539,22 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
         delta = {op: d for op, d in sorted(delta.items(), key=lambda kv: (-abs(kv[1]), kv[0])) if d}
         pm, cm = metrics(p_art), metrics(c_art)
         changes = [
-            {"metric": m, "before": pm[m], "after": cm[m], "sentence": f"{m.replace('_', ' ')}: {pm[m]} -> {cm[m]}"}
+            MetricMove(m, pm[m], cm[m], f"{m.replace('_', ' ')}: {pm[m]} -> {cm[m]}")
             for m in EXPLAIN_METRICS
             if pm[m] != cm[m]
         ]
         out.append(
-            {
-                "kernel": spec.name,
-                "predecessor": pm,
-                "culprit": cm,
-                "attribution": attribution,
-                "changes": changes,
-                "opcode_changes": [{"opcode": op, "delta": d} for op, d in delta.items()],
-                "opcode_delta": ", ".join(f"{op} {d:+d}" for op, d in list(delta.items())[:8])
-                or "no SASS opcode change",
-                "cross_errors": [],
-                "artifacts": {"predecessor_cubin": str(p_art.cubin_path), "culprit_cubin": str(c_art.cubin_path)},
-            }
+            CulpritKernel(
+                "bundle",
+                spec.name,
+                pm,
+                cm,
+                attribution,
+                changes,
+                [OpcodeMove(op, d) for op, d in delta.items()],
+                ", ".join(f"{op} {d:+d}" for op, d in list(delta.items())[:8]) or "no SASS opcode change",
+                {"predecessor_cubin": str(p_art.cubin_path), "culprit_cubin": str(c_art.cubin_path)},
+            )
         )
     report.explain = out
     inputs = " ".join(f"--input {i}" for i in opts.inputs)
@@ -567,11 +564,6 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
         f"attribution run on the compile machine: ktriage explain {opts.op or opts.spec} "
         f"--{opts.mode} {inputs} -t '{pred}' -t '{cul}'"
     )
-
-
-def _predicted_kind(entry: dict[str, Any]) -> str | None:
-    prediction = entry.get("prediction")
-    return str(prediction["kind"]) if isinstance(prediction, dict) else None
 
 
 def _explain(run: _Run, report: BisectReport) -> None:
@@ -601,30 +593,25 @@ def _explain(run: _Run, report: BisectReport) -> None:
             continue
         cmp = explainer.compare(ref, new)
         out.append(
-            {
-                "kernel": kernel,
-                "predecessor": {
-                    m: ref.metric(m)
-                    for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")
-                },
-                "culprit": {
-                    m: new.metric(m)
-                    for m in ("registers", "spill_store_bytes", "spill_load_bytes", "stack_bytes", "ctas_per_sm")
-                },
-                "attribution": cmp.attribution(),
-                "changes": [c.to_json() for c in cmp.changes],
-                "opcode_changes": [c.to_json() for c in cmp.opcode_changes],
-                "opcode_delta": opcode_delta_text(cmp),
-                "cross_errors": cmp.cross_errors,
-                "artifacts": {
+            CulpritKernel(
+                "compiled",
+                kernel,
+                {m: ref.metric(m) for m in EXPLAIN_METRICS},
+                {m: new.metric(m) for m in EXPLAIN_METRICS},
+                cmp.attribution(),
+                list(cmp.changes),
+                list(cmp.opcode_changes),
+                opcode_delta_text(cmp),
+                {
                     "predecessor_ptx": str(ref.artifact.frontend.ptx_path),
                     "culprit_ptx": str(new.artifact.frontend.ptx_path),
                 },
-                "prediction": cmp.prediction.to_json() if cmp.prediction else None,
-            }
+                cmp.cross_errors,
+                cmp.prediction,
+            )
         )
     report.explain = out
-    kinds = {cmp_kind for cmp_kind in (_predicted_kind(e) for e in out) if cmp_kind}
+    kinds = {e.prediction.kind for e in out if e.prediction is not None}
     if kinds and kinds <= {"neutral"}:  # the cost model (docs/model.md): the change found may not be the slowdown
         report.notes.append(
             "the culprit's compile-side change is predicted neutral (within the +-5% gate): if the "

@@ -25,6 +25,7 @@ from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.schema.bisect_state import FIX as STATE_FIX
 from ktriage.schema.bisect_state import BisectStateSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
+from ktriage.schema.jsontypes import JSONObject
 
 STATE_VERSION = 1
 Status = Literal["culprit", "ambiguous"]
@@ -96,7 +97,7 @@ class StageResult:
                 total[k] = total.get(k, 0) + v
         return total
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "status": self.status,
             "culprit": self.culprit.to_json() if self.culprit else None,

@@ -30,6 +30,7 @@ from ktriage.bisect.predicates import (
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import CompileError, FormatError, KtriageError
+from ktriage.schema.jsontypes import JSONObject
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
 
@@ -46,7 +47,7 @@ class StepConfig:
     inputs: tuple[str, ...] = ()
     arch: str = "sm_90"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "metric": self.metric,
             "toolchain": self.toolchain,

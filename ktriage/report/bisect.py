@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +19,7 @@ from ktriage.bisect.candidate import Observation
 from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.schema.jsontypes import JSONObject
 
 
 def measurement_text(obs: Observation) -> str:
@@ -40,7 +40,7 @@ def measurement_text(obs: Observation) -> str:
     return ""
 
 
-def _num(v: Any) -> str:
+def _num(v: object) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return f"{v:.4g}" if isinstance(v, float) else str(v)
@@ -62,7 +62,8 @@ def stage_summary(stage: StageResult) -> str:
     )
 
 
-def to_json(report: BisectReport) -> dict[str, Any]:
+def to_json(report: BisectReport) -> JSONObject:
+    """The bisect's JSON report: the one encoder (each part's ``to_json`` gives its entries)."""
     final = report.final
     return {
         "tool": "ktriage bisect",
@@ -79,7 +80,7 @@ def to_json(report: BisectReport) -> dict[str, Any]:
         "summary": stage_summary(final),
         "stages": [{"name": n, **s.to_json()} for n, s in zip(report.stage_names, report.stages)],
         "frontend_compiles": report.frontend_compiles,
-        "explain": report.explain,
+        "explain": [e.to_json() for e in report.explain] if report.explain is not None else None,
         "explain_note": report.explain_note,
         "notes": report.notes,
         "state": str(report.state_path) if report.state_path else None,
@@ -128,20 +129,18 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
             "|---|---|---|---|---|---|---|",
         ]
         for e in report.explain:
-            p, c = e["predecessor"], e["culprit"]
+            p, c = e.predecessor, e.culprit
             cells = [
                 f"{_num(p[m])} -> {_num(c[m])}" if p[m] != c[m] else _num(p[m])
                 for m in ("registers", "spill_store_bytes", "stack_bytes", "ctas_per_sm")
             ]
-            lines.append(
-                f"| {_md(e['kernel'])} | " + " | ".join(cells) + f" | {_md(e['opcode_delta'])} | {e['attribution']} |"
-            )
+            lines.append(f"| {_md(e.kernel)} | " + " | ".join(cells) + f" | {_md(e.opcode_delta)} | {e.attribution} |")
         lines.append("")
         for e in report.explain:
-            if e.get("prediction"):
-                lines.append(f"- {_md(e['kernel'])}: {_md(e['prediction']['text'])} (the cost model, docs/model.md)")
-            for ch in e["changes"]:
-                lines.append(f"- {_md(e['kernel'])}: {_md(ch['sentence'])}")
+            if e.prediction is not None:
+                lines.append(f"- {_md(e.kernel)}: {_md(e.prediction.text())} (the cost model, docs/model.md)")
+            for sentence in e.sentences:
+                lines.append(f"- {_md(e.kernel)}: {_md(sentence)}")
         lines.append("")
         if report.explain_note:
             lines += [report.explain_note, ""]
@@ -187,12 +186,12 @@ def print_report(report: BisectReport, console: Console) -> None:
     console.print(f"[{style}]{escape(stage_summary(final))}[/]")
     if report.explain:
         for e in report.explain:
-            p, c = e["predecessor"], e["culprit"]
+            p, c = e.predecessor, e.culprit
             moved = [f"{m} {_num(p[m])} -> {_num(c[m])}" for m in p if p[m] != c[m]]
-            predicted = f"; {e['prediction']['text']}" if e.get("prediction") else ""
+            predicted = f"; {e.prediction.text()}" if e.prediction is not None else ""
             console.print(
-                f"  {escape(e['kernel'])}: {escape(', '.join(moved) or 'no resource change')}; "
-                f"SASS {escape(e['opcode_delta'] or 'unchanged')}; attribution: {e['attribution']}{escape(predicted)}"
+                f"  {escape(e.kernel)}: {escape(', '.join(moved) or 'no resource change')}; "
+                f"SASS {escape(e.opcode_delta or 'unchanged')}; attribution: {e.attribution}{escape(predicted)}"
             )
     if report.explain_note:
         console.print(escape(report.explain_note))

@@ -54,8 +54,8 @@ def test_names_the_spilling_commit_within_the_compile_budget(tmp_path: Path, too
     assert stage.tested <= math.ceil(math.log2(n)) + 2
     # the explain between the predecessor and the culprit shows the spill
     (kernel,) = report.explain or []
-    assert kernel["predecessor"]["spill_store_bytes"] == 0 and kernel["culprit"]["spill_store_bytes"] > 0
-    assert any(c["metric"] == "STL" for c in kernel["opcode_changes"])
+    assert kernel.predecessor["spill_store_bytes"] == 0 and (kernel.culprit["spill_store_bytes"] or 0) > 0
+    assert any(c.to_json()["metric"] == "STL" for c in kernel.opcode_changes)
     # only the culprit's and its predecessor's checkouts are kept
     checkouts = sorted(p.name for p in (tmp_path / "state.work" / "checkouts").iterdir())
     assert checkouts == sorted([repo.culprit[:12], repo.commits[12][:12]])
@@ -93,7 +93,7 @@ def test_nested_pin_bump_is_bisected_inside_the_child(tmp_path: Path, toolchain)
     assert final.culprit.id == repos.child.culprit
     assert final.predecessor.id == repos.child.commits[5]
     assert "raise the default RBLOCK" in final.culprit.label
-    assert report.explain and report.explain[0]["culprit"]["spill_store_bytes"] > 0
+    assert report.explain and (report.explain[0].culprit["spill_store_bytes"] or 0) > 0
 
 
 def test_k_ary_search_needs_fewer_rounds(tmp_path: Path, toolchain) -> None:

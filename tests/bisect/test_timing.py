@@ -324,6 +324,7 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     embedding backward: REDG -> ATOMG), names ptxas for a ptxas range, and says how to get the PTX diff."""
     from pathlib import Path
 
+    from ktriage.bisect.explained import OpcodeMove
     from ktriage.bisect.run import BisectOptions, BisectReport, _bundle_candidates, _explain_from_bundle
     from ktriage.bisect.search import StageResult
     from ktriage.report.bisect import to_markdown
@@ -348,8 +349,8 @@ def test_time_bisect_explains_the_culprit_from_the_bundle(toolchain, shared_comp
     _explain_from_bundle(opts, report)
     assert report.explain and len(report.explain) == 1
     e = report.explain[0]
-    deltas = {c["opcode"]: c["delta"] for c in e["opcode_changes"]}
-    assert deltas["ATOMG"] > 0 and deltas["REDG"] == -deltas["ATOMG"] and e["attribution"] == "ptxas"
+    deltas = {c.opcode: c.delta for c in e.opcode_changes if isinstance(c, OpcodeMove)}
+    assert deltas["ATOMG"] > 0 and deltas["REDG"] == -deltas["ATOMG"] and e.attribution == "ptxas"
     md = to_markdown(report)
     assert "ATOMG +" in md and "ktriage explain liger.embedding --bwd --input 0" in md
 
