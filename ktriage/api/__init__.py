@@ -28,6 +28,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._record import RecordReport, record
 
@@ -37,11 +38,22 @@ _LAZY: dict[str, str] = {
     "ExplainReport": "_explain",
     "DEFAULT_THRESHOLD": "_explain",
     "DEFAULT_COMPILE_TIMEOUT_S": "_explain",
+    "bisect": "_bisect",
+    "BisectReport": "_bisect",
     "record": "_record",
     "RecordReport": "_record",
 }
 
-__all__ = ["DEFAULT_COMPILE_TIMEOUT_S", "DEFAULT_THRESHOLD", "ExplainReport", "RecordReport", "explain", "record"]
+__all__ = [
+    "DEFAULT_COMPILE_TIMEOUT_S",
+    "DEFAULT_THRESHOLD",
+    "BisectReport",
+    "ExplainReport",
+    "RecordReport",
+    "bisect",
+    "explain",
+    "record",
+]
 
 
 def __getattr__(name: str) -> Any:

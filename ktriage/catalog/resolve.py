@@ -102,3 +102,16 @@ def spec_input_id(spec: Any) -> int | None:
     """A catalog spec's TritonBench input id (``meta['input_id']``), None for a spec file's kernel."""
     value = getattr(spec, "meta", {}).get("input_id")
     return int(value) if value is not None else None
+
+
+def op_default_mode(op: str | None) -> str | None:
+    """A catalog op's own pass (OpInfo.default_mode), by name or alias; None when ``op`` is not one
+    (the verb's own resolution then says what is wrong)."""
+    if not op:
+        return None
+    from ktriage.catalog.registry import list_ops
+
+    for info in list_ops():
+        if op == info.name or op in info.aliases:
+            return info.default_mode
+    return None

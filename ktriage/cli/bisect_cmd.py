@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ktriage.catalog.resolve import op_default_mode
 from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import (
     Arch,
@@ -27,18 +28,16 @@ from ktriage.cli.options import (
     arch_option,
     check_format,
     check_outputs,
+    emit,
     format_option,
     jobs_option,
     merge_outputs,
     one_toolchain,
-    op_default_mode,
     output_option,
     pick_mode,
     toolchain_option,
-    write_outputs,
 )
 from ktriage.errors import KtriageError
-from ktriage.execute.select import cluster_address
 from ktriage.measure.gpus import GPUS_HELP
 
 FORMATS = ("table", "markdown", "json")
@@ -173,33 +172,31 @@ def bisect(
 ) -> None:
     """Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints,
     then explain it against its predecessor."""
-    from ktriage.bisect.run import BisectOptions, run_bisect
-    from ktriage.report.bisect import print_report, to_json, to_markdown
+    from ktriage.api import bisect as bisect_api
 
     console = make_console(stderr=True)
     check_format(fmt, FORMATS)
     outputs = merge_outputs(output, markdown, json_path)
     check_outputs(outputs, WRITERS)
-    pass_ = pick_mode(mode, fwd=fwd, bwd=bwd) or op_default_mode(op) or "bwd"
-    opts = BisectOptions(
+    report = bisect_api(
         source=source,
         good=good,
         bad=bad,
         metric=metric,
         command=command,
         op=op,
-        mode=pass_,
-        inputs=tuple(input or ()),
+        mode=pick_mode(mode, fwd=fwd, bwd=bwd),
+        inputs=input or (),
         spec=spec,
         toolchain=one_toolchain(toolchain, "bisect"),
         build=build,
         first_parent=first_parent,
         pin_file=pin_file,
-        pin_repo=pin_repo.resolve() if pin_repo else None,
+        pin_repo=pin_repo,
         workers=workers,
-        timeout_s=timeout,
-        build_timeout_s=build_timeout,
-        state=state.resolve() if state else None,
+        timeout=timeout,
+        build_timeout=build_timeout,
+        state=state,
         resume=resume,
         pre=pre,
         arch=arch,
@@ -208,26 +205,16 @@ def bisect(
         explain=not no_explain,
         keep_checkouts=keep_checkouts,
         cluster=cluster,
-        bundle=bundle.resolve() if bundle else None,
+        bundle=bundle,
         backend=backend,
         artifact_timing=artifact_timing,
         max_samples=max_samples,
         threshold=threshold,
-        gpus=tuple(_bisect_gpus(gpus, metric, cluster)),
-        cluster_gpus=gpus if cluster_address(cluster) is not None else None,
+        gpus=gpus,
+        say=lambda m: console.print(escape(m), highlight=False),
     )
-    report = run_bisect(opts, say=lambda m: console.print(escape(m), highlight=False))
-    title = f"ktriage bisect {source} {good}..{bad}"
-    if fmt == Format.json:
-        typer.echo(json.dumps(to_json(report), indent=1))
-    elif fmt == Format.markdown:
-        typer.echo(to_markdown(report, title=title), nl=False)
-    else:
-        print_report(report, make_console())
-    write_outputs(
-        outputs,
-        {".md": lambda: to_markdown(report, title=title), ".json": lambda: json.dumps(to_json(report), indent=1)},
-    )
+    writers = {".md": report.to_markdown, ".json": report.json_text}
+    emit(fmt, writers, lambda: report.print_table(make_console()), outputs)
     console.print(f"state: {escape(str(report.state_path))}")
     raise typer.Exit(0 if report.found else 1)
 
@@ -320,20 +307,3 @@ def bisect_step(
         print_error(exc, console)
         sys.stdout.flush()
         raise typer.Exit(EXIT_ABORT) from None
-
-
-def _bisect_gpus(spec: str | None, metric: str | None, cluster: str | None) -> list[int]:
-    """``--gpus`` of a timed bisect on this host, checked here (a compile-only bisect has nothing to
-    place); on a cluster the run counts the cluster's GPUs instead (``BisectOptions.cluster_gpus``)."""
-    if spec is None:
-        return []
-    if metric != "latency":
-        raise KtriageError(
-            f"--gpus applies to a timed bisect (--metric latency), not --metric {metric}",
-            "leave --gpus out: a compile-only bisect uses no GPU (--workers parallelizes it)",
-        )
-    if cluster_address(cluster) is not None:
-        return []
-    from ktriage.measure.gpus import host_gpus
-
-    return host_gpus(spec) or []

@@ -358,19 +358,6 @@ def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path
     return out
 
 
-def op_default_mode(op: str | None) -> str | None:
-    """A catalog op's own pass (OpInfo.default_mode), by name or alias; None when ``op`` is not one
-    (the verb's own resolution then says what is wrong)."""
-    if not op:
-        return None
-    from ktriage.catalog import list_ops
-
-    for info in list_ops():
-        if op == info.name or op in info.aliases:
-            return info.default_mode
-    return None
-
-
 def one_toolchain(toolchains: Sequence[str] | None, verb: str) -> str | None:
     """For verbs that hold one toolchain fixed: the single ``-t``, None when none was given."""
     if not toolchains:
