@@ -4,11 +4,12 @@ removes. The facts come from ``ktriage.compile.cache``; here they are only laid 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.report.toolchain import human_size
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -21,7 +22,7 @@ VERIFY_COLUMNS = ("kind", "key", "state", "problem", "size")
 GC_COLUMNS = ("why", "path", "size")
 
 
-def info_fields(info: CacheInfo) -> dict[str, Any]:
+def info_fields(info: CacheInfo) -> JSONObject:
     return {
         "path": str(info.root),
         "format": info.to_json()["format"],
@@ -56,7 +57,7 @@ def _state(s: EntryState, fixed: bool) -> str:
     return "quarantined" if fixed else "damaged"
 
 
-def verify_rows(states: Sequence[EntryState], fixed: bool, *, all_rows: bool = False) -> list[dict[str, Any]]:
+def verify_rows(states: Sequence[EntryState], fixed: bool, *, all_rows: bool = False) -> list[JSONObject]:
     """The damaged entries (every entry with ``all_rows``)."""
     return [
         {
@@ -120,7 +121,7 @@ def print_verify(root: Path, states: Sequence[EntryState], fixed: bool, console:
     console.print(verify_summary(root, states, fixed), highlight=False)
 
 
-def gc_rows(items: Sequence[GcItem]) -> list[dict[str, Any]]:
+def gc_rows(items: Sequence[GcItem]) -> list[JSONObject]:
     return [{"why": i.why, "path": str(i.path), "size": human_size(i.size)} for i in items]
 
 

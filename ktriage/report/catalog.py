@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -21,7 +22,7 @@ LIST_NOTE = "* = default. Show the specs of one op: ktriage catalog show OP [--m
 SHOW_COLUMNS = ("input", "name", "grid", "warps", "stages", "constexprs", "equal_to_1", "not divisible by 16")
 
 
-def list_rows(ops: Sequence[OpInfo]) -> list[dict[str, Any]]:
+def list_rows(ops: Sequence[OpInfo]) -> list[JSONObject]:
     return [
         {
             "op": op.name,
@@ -69,8 +70,8 @@ def print_list(ops: Sequence[OpInfo], console: Console) -> None:
     console.print(LIST_NOTE)
 
 
-def show_rows(specs: Sequence[KernelSpec]) -> list[dict[str, Any]]:
-    rows = []
+def show_rows(specs: Sequence[KernelSpec]) -> list[JSONObject]:
+    rows: list[JSONObject] = []
     for s in specs:
         not_div = [
             n

@@ -5,7 +5,7 @@ network) and its change points marked. Computing is in ``ktriage.history``."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from markupsafe import escape
 
@@ -13,6 +13,7 @@ from ktriage.history.analysis import HistoryReport, RunChange, SeriesHistory, wh
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import records
 from ktriage.report.svg import Marker, Series, line_chart
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.store.history import HistoryPoint
 from ktriage.store.samples import format_ms
 
@@ -32,9 +33,9 @@ def change_text(c: RunChange) -> str:
     return f"{c.change.step_pct:+.1f}% {c.direction} (p={_pvalue(c.change.pvalue)})" + (" RECENT" if c.recent else "")
 
 
-def _rows(s: SeriesHistory) -> list[dict[str, Any]]:
+def _rows(s: SeriesHistory) -> list[JSONObject]:
     at = {c.position: c for c in s.changes}
-    rows = []
+    rows: list[JSONObject] = []
     for k, p in enumerate(s.points):
         c = at.get(k)
         rows.append(
@@ -132,7 +133,7 @@ def to_markdown(r: HistoryReport) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _point_json(p: HistoryPoint) -> dict[str, Any]:
+def _point_json(p: HistoryPoint) -> JSONObject:
     return {
         "run_id": p.run_id,
         "created": p.created,
@@ -153,7 +154,7 @@ def _finite(v: float) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _change_json(c: RunChange) -> dict[str, Any]:
+def _change_json(c: RunChange) -> JSONObject:
     cp = c.change
     return {
         "index": c.position,

@@ -18,11 +18,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.schema.jsontypes import JSONValue
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-Row = Mapping[str, Any]
+Row = Mapping[str, JSONValue]
 
 
 def _text(value: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.markup import escape
@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,7 +44,7 @@ def _when(epoch: float | None) -> str:
     return _dt.datetime.fromtimestamp(epoch, _dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def list_rows(summaries: Sequence[RunSummary]) -> list[dict[str, Any]]:
+def list_rows(summaries: Sequence[RunSummary]) -> list[JSONObject]:
     return [
         {
             "id": s.run.run_id,
@@ -101,8 +102,8 @@ def print_list(summaries: Sequence[RunSummary], url: str, console: Console, *, f
     console.print(table)
 
 
-def _sections(summary: RunSummary, info: RunInfo) -> list[tuple[str, dict[str, Any]]]:
-    head = {
+def _sections(summary: RunSummary, info: RunInfo) -> list[tuple[str, JSONObject]]:
+    head: JSONObject = {
         "run": info.run_id,
         "status": summary.display_status,
         "created": info.created,
@@ -116,14 +117,14 @@ def _sections(summary: RunSummary, info: RunInfo) -> list[tuple[str, dict[str, A
         head["error"] = summary.error
     gpu = dict(info.gpu)
     after = gpu.pop("after", None)
-    out: list[tuple[str, dict[str, Any]]] = [("run", head), ("GPU (before)", gpu)]
+    out: list[tuple[str, JSONObject]] = [("run", head), ("GPU (before)", gpu)]
     if isinstance(after, dict):
         out.append(("GPU (after)", after))
     return out
 
 
-def _tail_sections(info: RunInfo) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
+def _tail_sections(info: RunInfo) -> list[tuple[str, JSONObject]]:
+    out: list[tuple[str, JSONObject]] = []
     if info.packages:
         out.append(("host packages", dict(info.packages)))
     if info.settings:
@@ -131,7 +132,7 @@ def _tail_sections(info: RunInfo) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _toolchain_rows(info: RunInfo) -> list[dict[str, Any]]:
+def _toolchain_rows(info: RunInfo) -> list[JSONObject]:
     return [
         {
             "id": tc.get("id", "?"),
@@ -143,10 +144,10 @@ def _toolchain_rows(info: RunInfo) -> list[dict[str, Any]]:
     ]
 
 
-def _cell_rows(cells: Sequence[Cell]) -> list[dict[str, Any]]:
+def _cell_rows(cells: Sequence[Cell]) -> list[JSONObject]:
     from ktriage.store.samples import format_ms, summarize
 
-    rows = []
+    rows: list[JSONObject] = []
     for c in cells:
         s = summarize(c.samples_ms)
         k = c.key

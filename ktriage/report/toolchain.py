@@ -6,10 +6,11 @@ the manager); here they are only laid out as a rich table, markdown, JSON or CSV
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,7 +33,7 @@ def list_json(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> str:
     return records.to_json([tc.to_json() | {"size_bytes": n} for tc, n in zip(tcs, sizes, strict=True)])
 
 
-def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[dict[str, Any]]:
+def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[JSONObject]:
     return [
         {
             "id": tc.id,
@@ -61,18 +62,18 @@ def print_list(tcs: Sequence[Toolchain], sizes: Sequence[int], console: Console)
     records.print_rows(console, "toolchains", LIST_COLUMNS, list_rows(tcs, sizes), styles={"id": "bold"})
 
 
-def _fields(data: dict[str, Any]) -> dict[str, Any]:
+def _fields(data: JSONObject) -> JSONObject:
     return {k: " ".join(v) if isinstance(v, list) else v for k, v in data.items()}
 
 
-def show_json(data: dict[str, Any]) -> str:
+def show_json(data: JSONObject) -> str:
     return records.to_json(data)
 
 
 @markdown_writer
-def show_markdown(tc_id: str, data: dict[str, Any]) -> str:
+def show_markdown(tc_id: str, data: JSONObject) -> str:
     return "\n".join(records.kv_markdown(tc_id, _fields(data))) + "\n"
 
 
-def print_show(tc_id: str, data: dict[str, Any], console: Console) -> None:
+def print_show(tc_id: str, data: JSONObject, console: Console) -> None:
     console.print(records.kv_table(tc_id, _fields(data)))

@@ -4,7 +4,7 @@ markdown; one input's report or, for several inputs, a summary row per input."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 SCHEMA = 1
 
 
-def _summary(c: ScreenedConfig) -> dict[str, Any]:
+def _summary(c: ScreenedConfig) -> JSONObject:
     data = c.to_json()
     return {
         "config": data["config"],
@@ -34,9 +35,7 @@ def _summary(c: ScreenedConfig) -> dict[str, Any]:
     }
 
 
-def to_json(
-    result: ScreenResult, *, scaling: dict[str, Any] | None = None, timing: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def to_json(result: ScreenResult, *, scaling: JSONObject | None = None, timing: JSONObject | None = None) -> JSONObject:
     """Everything tune decided, with the reason for each candidate."""
     rec = result.recommended
     return {
@@ -57,8 +56,8 @@ def to_json(
 
 
 def report_json(
-    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[dict[str, Any] | None]
-) -> dict[str, Any]:
+    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[JSONObject | None]
+) -> JSONObject:
     """The document of stdout's ``--format json`` and ``-o PATH.json``: one input's report, or
     ``{"schema", "inputs": [...]}`` for several."""
     reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
@@ -66,7 +65,7 @@ def report_json(
 
 
 def to_json_text(
-    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[dict[str, Any] | None]
+    results: Sequence[ScreenResult], scalings: Sequence[ScaleResult[Any]], timings: Sequence[JSONObject | None]
 ) -> str:
     return json.dumps(report_json(results, scalings, timings), indent=1) + "\n"
 
@@ -98,12 +97,13 @@ def _title(result: ScreenResult) -> str:
     return f"tune {result.space.spec.name} with {result.toolchain.spec}"
 
 
-def _timing_lines(timing: dict[str, Any] | None) -> list[str]:
+def _timing_lines(timing: JSONObject | None) -> list[str]:
     if not timing or not timing.get("winner"):
         return []
     sp = timing.get("speedup_over_default")
     lines = [f"GPU winner: {timing['winner']}" + (f", {sp:.2f}x the library's config" if sp else "")]
-    lines += [f"{ratio:.2f}x {name}" for name, ratio in timing.get("winner_vs_baselines", {}).items()]
+    vs = timing.get("winner_vs_baselines")
+    lines += [f"{ratio:.2f}x {name}" for name, ratio in (vs.items() if isinstance(vs, Mapping) else ())]
     return lines
 
 
@@ -112,7 +112,7 @@ def _md(text: str) -> str:
 
 
 def _one_markdown(
-    result: ScreenResult, scaling: ScaleResult[Any], timing: dict[str, Any] | None, show_all: bool, level: int
+    result: ScreenResult, scaling: ScaleResult[Any], timing: JSONObject | None, show_all: bool, level: int
 ) -> list[str]:
     lines = [
         f"{'#' * level} {_md(_title(result))}",
@@ -147,7 +147,7 @@ def _one_markdown(
 def to_markdown(
     results: Sequence[ScreenResult],
     scalings: Sequence[ScaleResult[Any]],
-    timings: Sequence[dict[str, Any] | None],
+    timings: Sequence[JSONObject | None],
     *,
     show_all: bool = False,
 ) -> str:
@@ -174,7 +174,7 @@ def to_markdown(
 def print_report(
     results: Sequence[ScreenResult],
     scalings: Sequence[ScaleResult[Any]],
-    timings: Sequence[dict[str, Any] | None],
+    timings: Sequence[JSONObject | None],
     console: Console,
     *,
     show_all: bool = False,
@@ -209,7 +209,7 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
         console.print(f"[yellow]note[/] {escape(note)}")
 
 
-def print_summary(results: Sequence[ScreenResult], timings: Sequence[dict[str, Any] | None], console: Console) -> None:
+def print_summary(results: Sequence[ScreenResult], timings: Sequence[JSONObject | None], console: Console) -> None:
     """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
     table = Table(
         title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
@@ -235,14 +235,15 @@ _SUMMARY_COLUMNS = (
 )
 
 
-def _summary_cells(r: ScreenResult, t: dict[str, Any] | None) -> list[str]:
+def _summary_cells(r: ScreenResult, t: JSONObject | None) -> list[str]:
     rec, d = r.recommended, r.default
     res, occ = (rec.resources, rec.occupancy) if rec else (None, None)
     dres = d.resources
     base = f"{d.config.label()} ({dres.spill_store_bytes} B spills)" if dres else d.config.label()
     timed = t or {}
     sp = timed.get("speedup_over_default")
-    vs = ", ".join(f"{v:.2f}x {k}" for k, v in (timed.get("winner_vs_baselines") or {}).items())
+    by_baseline = timed.get("winner_vs_baselines")
+    vs = ", ".join(f"{v:.2f}x {k}" for k, v in (by_baseline.items() if isinstance(by_baseline, Mapping) else ()))
     return [
         input_label(r.space.spec.meta, r.space.spec.name),
         base,

@@ -5,11 +5,13 @@ the table, markdown and JSON look like the other ``show`` verbs'."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.record.workload import Kernel, Workload
 from ktriage.report.records import kv_markdown, markdown_table, print_rows, to_json
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,15 +33,16 @@ MISSED_COLUMNS = ("function", "launches", "why")
 BLOCKER_COLUMNS = ("kernel", "function", "input", "why")
 
 
-def _config(choice: dict[str, Any] | None) -> str:
+def _config(choice: JSONObject | None) -> str:
     if not choice:
         return "-"
-    kwargs = ", ".join(f"{k}={v}" for k, v in dict(choice.get("kwargs") or {}).items())
+    given = choice.get("kwargs")
+    kwargs = ", ".join(f"{k}={v}" for k, v in (given.items() if isinstance(given, Mapping) else ()))
     opts = ", ".join(f"{k}={choice[k]}" for k in ("num_warps", "num_stages") if k in choice)
     return "; ".join(p for p in (kwargs, opts) if p)
 
 
-def kernel_rows(workload: Workload) -> list[dict[str, Any]]:
+def kernel_rows(workload: Workload) -> list[JSONObject]:
     return [
         {
             "kernel": k.id,
@@ -58,7 +61,7 @@ def kernel_rows(workload: Workload) -> list[dict[str, Any]]:
     ]
 
 
-def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
+def input_rows(kernels: list[Kernel]) -> list[JSONObject]:
     return [
         {
             "kernel": k.id,
@@ -75,11 +78,11 @@ def input_rows(kernels: list[Kernel]) -> list[dict[str, Any]]:
     ]
 
 
-def missed_rows(workload: Workload) -> list[dict[str, Any]]:
+def missed_rows(workload: Workload) -> list[JSONObject]:
     return [{"function": n.function, "launches": n.launches or "-", "why": n.why} for n in workload.not_captured]
 
 
-def blocker_rows(workload: Workload) -> list[dict[str, Any]]:
+def blocker_rows(workload: Workload) -> list[JSONObject]:
     """The inputs ``bench`` cannot replay, and why (never a silent "-" in the grid column)."""
     from ktriage.workload.recorded.bundle import bench_blockers
 
@@ -88,9 +91,9 @@ def blocker_rows(workload: Workload) -> list[dict[str, Any]]:
     ]
 
 
-def summary(workload: Workload) -> dict[str, Any]:
+def summary(workload: Workload) -> JSONObject:
     rec = workload.recorded
-    host: dict[str, Any] = {
+    host: JSONObject = {
         k: workload.host[k]
         for k in ("triton", "torch", "target", "gpu", "cuda_driver", "cuda_runtime")
         if k in workload.host
