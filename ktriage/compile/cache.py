@@ -45,6 +45,7 @@ from typing import Any
 
 from ktriage.atomic import TEMP_SUFFIX, fsync_dir, fsync_file, write_atomic
 from ktriage.errors import CompileError
+from ktriage.schema.jsontypes import JSONObject
 
 log = logging.getLogger("ktriage.cache")
 
@@ -219,7 +220,7 @@ class ArtifactCache:
         return self.root / kind / key
 
     # -- reading --------------------------------------------------------------------------------
-    def read(self, kind: str, key: str) -> tuple[Path, dict[str, Any]] | None:
+    def read(self, kind: str, key: str) -> tuple[Path, JSONObject] | None:
         """The entry's folder and parsed result.json, or None when it is absent or was damaged (then
         it has been quarantined and reported)."""
         entry = self.entry(kind, key)
@@ -323,7 +324,7 @@ class ArtifactCache:
 def write_manifest(entry: Path) -> None:
     """List every file of ``entry`` with its sha256 and size, fsyncing each; the manifest goes last,
     written to a temp name, fsynced and renamed, then the folder is fsynced."""
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, dict[str, str | int]] = {}
     for name in _listed_files(entry):
         path = entry / name
         fsync_file(path)
@@ -484,7 +485,7 @@ class EntryState:
     quarantined: bool | None = None  # after verify --fix: moved aside (True) or left in place (False)
     not_moved: str | None = None  # why a damaged entry was left in place
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "kind": self.kind,
             "key": self.key,
@@ -539,7 +540,7 @@ class CacheInfo:
     temps: int
     size_bytes: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "path": str(self.root),
             "entries": self.entries,
@@ -573,7 +574,7 @@ class GcItem:
     why: str  # "quarantined", "temp", "unused"
     size: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"path": str(self.path), "why": self.why, "size_bytes": self.size}
 
 

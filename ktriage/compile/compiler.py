@@ -31,6 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ktriage.arch import parse_arch
 from ktriage.compile.abi import AbiParam, launch_abi
 from ktriage.compile.cache import CACHE_FORMAT, SIDECAR_PREFIX, ArtifactCache, Repair, read_sidecar, write_sidecar
@@ -39,6 +41,8 @@ from ktriage.errors import CompileError, KtriageError
 from ktriage.execute.base import Executor
 from ktriage.home import home_subdir
 from ktriage.insitu.worker import PROTOCOL_VERSION
+from ktriage.schema.compile_cache import CubinRecord, FrontendRecord
+from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.frontend import triton_options
 from ktriage.toolchain.manager import Assembler, Toolchain
@@ -57,11 +61,11 @@ class FrontendResult:
     dir: Path
     kernel_name: str
     triton_version: str
-    metadata: dict[str, Any]
+    metadata: dict[str, Any]  # Triton's metadata JSON as Triton wrote it (read by name across ktriage)
     placeholder_imports: tuple[str, ...] = ()
     ptxas_argv: tuple[str, ...] = ()
     """The ptxas command line Triton ran for this spec (its binary, options, ``--gpu-name``)."""
-    ast_source: dict[str, Any] = field(default_factory=dict)
+    ast_source: JSONObject = field(default_factory=dict)
     """What the worker passed to ``triton.compile``: signature, constants, attributes (for comparisons)."""
 
     def text(self, stage: str) -> str:
@@ -338,20 +342,25 @@ class Compiler:
         if not reply.ok:
             shutil.rmtree(tmp, ignore_errors=True)
             return CompileFailure(spec, toolchain, "frontend", reply.kind, reply.error)
-        data = reply.data
-        runs = data.get("ptxas_runs") or []
-        record = {
+        try:
+            data = msgspec.convert(reply.data, FrontendReply)
+        except msgspec.ValidationError as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return CompileFailure(spec, toolchain, "frontend", "protocol", f"the compile worker's reply: {exc}")
+        runs = data.ptxas_runs
+        metadata = as_json_object(data.metadata)
+        record: JSONObject = {
             "cache_format": CACHE_FORMAT,
-            "kernel_name": data["metadata"].get("name", ""),
-            "triton_version": data["triton_version"],
-            "metadata": data["metadata"],
-            "placeholder_imports": data.get("placeholder_imports", []),
-            "ptxas_argv": runs[-1]["argv"] if runs else [],
-            "ast_source": data.get("ast_source") or {},
+            "kernel_name": metadata.get("name", ""),
+            "triton_version": data.triton_version,
+            "metadata": metadata,
+            "placeholder_imports": data.placeholder_imports,
+            "ptxas_argv": runs[-1].argv if runs else [],
+            "ast_source": as_json_object(data.ast_source or {}),
             "spec": spec.to_json(),
         }
         try:
-            (tmp / "ptxas.log").write_text(runs[-1].get("log", "") if runs else "")
+            (tmp / "ptxas.log").write_text(runs[-1].log if runs else "")
             (tmp / "result.json").write_text(json.dumps(record, indent=1))
             final = self.store.publish("frontend", key, tmp)
         except (KtriageError, OSError) as exc:
@@ -407,7 +416,7 @@ class Compiler:
         tmp = self.store.temp_dir("cubin", key)
         (tmp / "kernel.cubin").write_bytes(result.cubin)
         (tmp / "ptxas.log").write_text(result.log)
-        record = {
+        record: JSONObject = {
             "cache_format": CACHE_FORMAT,
             "ptxas": str(assembler.ptxas),
             "ptxas_version": assembler.version,
@@ -581,23 +590,41 @@ def pick_next(pending: list[int], lanes: Sequence[str], busy: dict[str, int], sh
     return pending.pop(pos)
 
 
-def _frontend_from_json(path: Path, record: dict[str, Any]) -> FrontendResult:
+class PtxasRun(msgspec.Struct):
+    """One ptxas run the frontend saw Triton make (insitu/worker.py)."""
+
+    argv: list[str]
+    log: str = ""
+
+
+class FrontendReply(msgspec.Struct):
+    """The compile worker's reply to a frontend request (insitu/worker.py), the fields read here."""
+
+    triton_version: str
+    metadata: dict[str, object]
+    placeholder_imports: list[str] = []
+    ptxas_runs: list[PtxasRun] = []
+    ast_source: dict[str, object] | None = None
+
+
+def _frontend_from_json(path: Path, record: JSONObject) -> FrontendResult:
+    rec = msgspec.convert(record, FrontendRecord)
     return FrontendResult(
         dir=path,
-        kernel_name=record["kernel_name"],
-        triton_version=record["triton_version"],
-        metadata=record["metadata"],
-        placeholder_imports=tuple(record.get("placeholder_imports", ())),
-        ptxas_argv=tuple(record.get("ptxas_argv") or ()),
-        ast_source=dict(record.get("ast_source") or {}),
+        kernel_name=rec.kernel_name,
+        triton_version=rec.triton_version,
+        metadata=rec.metadata,
+        placeholder_imports=tuple(rec.placeholder_imports),
+        ptxas_argv=tuple(rec.ptxas_argv),
+        ast_source=as_json_object(rec.ast_source),
     )
 
 
-def _cubin_from_json(path: Path, record: dict[str, Any]) -> AssembledCubin:
-    lowered = record.get("lowered_ptx_version")
+def _cubin_from_json(path: Path, record: JSONObject) -> AssembledCubin:
+    rec = msgspec.convert(record, CubinRecord)
     return AssembledCubin(
         dir=path,
-        ptxas_version=record["ptxas_version"],
-        lowered_ptx_version=(lowered[0], lowered[1]) if lowered else None,
-        command=tuple(record.get("command") or ()),
+        ptxas_version=rec.ptxas_version,
+        lowered_ptx_version=rec.lowered_ptx_version or None,
+        command=tuple(rec.command),
     )

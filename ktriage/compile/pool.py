@@ -15,14 +15,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ktriage.compile.cache import pid_alive
 from ktriage.insitu.environment import compile_environment
+from ktriage.schema.jsontypes import JSONObject
 
 WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "worker.py"
 DEFAULT_TIMEOUT_S = 600.0
@@ -96,7 +96,7 @@ class WorkerReply:
     """What one request came back with; ``ok`` False carries ``kind`` and ``error``."""
 
     ok: bool
-    data: dict[str, Any]
+    data: JSONObject
 
     @property
     def error(self) -> str:
@@ -160,7 +160,7 @@ class CompileWorker:
 
     def request(
         self,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         timeout: float = DEFAULT_TIMEOUT_S,
         import_timeout: float = DEFAULT_IMPORT_TIMEOUT_S,
     ) -> WorkerReply:

@@ -25,6 +25,7 @@ from typing import Any
 from ktriage.compile.compiler import CompileFailure, CompileOutcome, Compiler
 from ktriage.errors import CompileError
 from ktriage.execute.base import Executor, Job, JobResult
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 
@@ -42,7 +43,7 @@ def _node_compiler(cache_dir: str | None) -> Compiler:
         return _NODE_COMPILERS[key]
 
 
-def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None) -> dict[str, Any]:
+def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None) -> JSONObject:
     """Runs on a node: the frontend of ``spec`` with the node's build of ``toolchain_spec``.
 
     Returns ``{"ok", "compiled", "files" | "stage", "kind", "message"}``; files as ``{relpath: bytes}``
@@ -123,7 +124,7 @@ def compile_many_remote(
             if on_done is not None:
                 on_done(outcome)
 
-    jobs: list[Job[dict[str, Any]]] = []
+    jobs: list[Job[JSONObject]] = []
     for key, idx in by_key.items():
         if compiler.store.read("frontend", key) is not None:
             for i in idx:

@@ -13,9 +13,16 @@ msgspec cannot decode a recursive alias, so the schemas' Structs spell the same 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 JSONScalar: TypeAlias = str | int | float | bool | None
 JSONValue: TypeAlias = JSONScalar | Sequence["JSONValue"] | Mapping[str, "JSONValue"]
 JSONObject: TypeAlias = dict[str, JSONValue]
 """A JSON object as written: ``json.dumps`` of it is the file's text."""
+
+
+def as_json_object(value: dict[str, object]) -> JSONObject:
+    """A ``dict[str, object]`` that msgspec decoded from JSON text (a Struct's open section): it holds
+    only JSON values, which the type system cannot see through ``object``. The one place that says
+    so; the dict itself is returned, not a copy."""
+    return cast(JSONObject, value)
