@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
 from ktriage.errors import KtriageError
+from ktriage.exit_status import ExitStatus, outcome
 from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
 from ktriage.explain.engine import ExplainResult
 from ktriage.explain.findings import FailureFinding, Finding, FindingGroup, collect_failure_findings, group_findings
@@ -83,6 +84,11 @@ class ExplainReport:
         """``fail_on``'s condition holds: a predicted regression (``"regression"``) or any finding
         (``"any"``); False without ``fail_on``."""
         return fail_on_hit([g.kind for g in self.groups], self.fail_on)
+
+    def exit_code(self, allow_failures: bool = False) -> ExitStatus:
+        """FINDING when :attr:`gate_hit`, OK otherwise; INCOMPLETE before either when a cell failed, unless
+        ``allow_failures`` (``ktriage.exit_status``)."""
+        return outcome(finding=self.gate_hit, complete=self.complete, allow_failures=allow_failures)
 
     def to_json(self) -> dict[str, Any]:
         from ktriage.report.explain import to_json

@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_internal_error(exc)
         return exit_codes.INTERNAL
     # click returns the Exit code (typer.Exit, --help) or the callback's return value (None)
-    return code if isinstance(code, int) else exit_codes.OK
+    return int(code) if isinstance(code, int) else exit_codes.OK  # an ExitStatus is its exit code
 
 
 def _show_click_error(exc: _click.exceptions.ClickException) -> None:

@@ -1,36 +1,22 @@
-"""The exit codes of every ktriage command, in one place, so that CI can tell them apart.
+"""The CLI's names for the exit statuses: what each code means is :mod:`ktriage.exit_status` (its table),
+which the library's reports carry; this module only lets the verbs write ``exit_codes.FINDING``.
 
-Why distinct codes: a CI job acts differently on "the kernels regressed" (open an issue), "the command
-was used wrongly" (fix the job), "ktriage crashed" (report a bug) and "some cells could not be
-computed" (the answer is partial: a failed compile must never pass as "no change").
-
-| code | name | meaning |
-|---|---|---|
-| 0 | OK | done, nothing to report (or findings that the command does not gate on) |
-| 1 | FINDING | regressions or a culprit found (``compare``, ``fidelity``; ``bisect``: no single culprit; ``history --fail-on-recent N``: a change point in the latest N runs) |
-| 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (printed with its fix) |
-| 3 | INTERNAL | internal error: an uncaught exception, i.e. a bug in ktriage, printed as one ``internal error:`` line (``--debug`` or ``KTRIAGE_DEBUG=1`` re-raises it with the traceback) |
-| 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout); see ``--allow-failures`` |
-| 130 | INTERRUPTED | interrupted (Ctrl-C), as shells report SIGINT |
-
-``ktriage.cli.app.main`` maps the error cases (2, 3, 130); the verbs return 0, 1 and 4 themselves.
-``bisect-step`` is the exception by design: it speaks ``git bisect run``'s codes (0 good, 1 bad,
-125 skip, 128 abort), because git, not a person, reads them.
+How the CLI maps them, in one place: ``ktriage.cli.app.main`` turns a KtriageError into USAGE (2), any
+other exception into INTERNAL (3), Ctrl-C into INTERRUPTED (130), and exits with the status a verb
+returns (``typer.Exit(report.exit_status)``: an ``IntEnum``, its value is the process exit code).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-OK: Final = 0
-FINDING: Final = 1
-USAGE: Final = 2
-INTERNAL: Final = 3
-INCOMPLETE: Final = 4
-INTERRUPTED: Final = 130
+from ktriage.exit_status import ExitStatus, outcome, with_failures
 
+OK: Final = ExitStatus.OK
+FINDING: Final = ExitStatus.FINDING
+USAGE: Final = ExitStatus.USAGE
+INTERNAL: Final = ExitStatus.INTERNAL
+INCOMPLETE: Final = ExitStatus.INCOMPLETE
+INTERRUPTED: Final = ExitStatus.INTERRUPTED
 
-def with_failures(code: int, complete: bool, allow_failures: bool) -> int:
-    """The code a command exits with when some of its cells may have failed: INCOMPLETE unless the user
-    allowed failures, in which case the code the complete part of the result gives."""
-    return code if complete or allow_failures else INCOMPLETE
+__all__ = ["FINDING", "INCOMPLETE", "INTERNAL", "INTERRUPTED", "OK", "USAGE", "ExitStatus", "outcome", "with_failures"]

@@ -93,8 +93,7 @@ def explain(
     if outputs:
         console.print("report: " + " and ".join(escape(str(p)) for p in outputs))
     _report_failures(result, console, listed=fmt == Format.table, allow_failures=allow_failures)
-    gate = exit_codes.FINDING if result.gate_hit else exit_codes.OK
-    code = exit_codes.with_failures(gate, result.complete, allow_failures)
+    code = result.exit_code(allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ktriage.exit_status import ExitStatus, outcome
+
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell
 
@@ -355,12 +357,10 @@ class TriageReport:
     def counts(self) -> dict[str, int]:
         return {v: len(self.of(v)) for v in ORDER}
 
-    def exit_code(self, allow_failures: bool = False) -> int:
-        """1 (FINDING) a compile-side regression, 0 none, 4 (INCOMPLETE) something failed or some cell
-        was not compared (unless ``allow_failures``: then the code the rest gives). Numbers as
-        ``ktriage.cli.exit_codes``."""
-        code = 1 if self.regressions else 0
-        return code if self.complete or allow_failures else 4
+    def exit_code(self, allow_failures: bool = False) -> ExitStatus:
+        """FINDING a compile-side regression, OK none, INCOMPLETE something failed or some cell was not
+        compared (unless ``allow_failures``: then the status the rest gives); ``ktriage.exit_status``."""
+        return outcome(finding=bool(self.regressions), complete=self.complete, allow_failures=allow_failures)
 
     def headline(self) -> str:
         n = self.counts()
@@ -396,7 +396,7 @@ class TriageReport:
             "compared": self.compared,
             "not_compared_count": len(self.not_compared),
             "complete": self.complete,
-            "exit_code": self.exit_code(),
+            "exit_code": int(self.exit_code()),
             "cells": [c.to_json() for c in self.cells],
             "not_compared": self.not_compared,
             "baseline": self.baseline,

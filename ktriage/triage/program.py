@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ktriage.errors import KtriageError
+from ktriage.exit_status import ExitStatus, outcome
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 
@@ -123,10 +124,11 @@ class ProgramReport:
             and (self.triage is not None and self.triage.complete)
         )
 
-    def exit_code(self, allow_failures: bool = False) -> int:
-        """1 a regression, 0 none, 4 a step failed or was partial (unless ``allow_failures``)."""
-        code = 1 if self.triage is not None and self.triage.regressions else 0
-        return code if self.complete or allow_failures else 4
+    def exit_code(self, allow_failures: bool = False) -> ExitStatus:
+        """FINDING a regression, OK none, INCOMPLETE a step failed or was partial (unless
+        ``allow_failures``); ``ktriage.exit_status``."""
+        finding = self.triage is not None and bool(self.triage.regressions)
+        return outcome(finding=finding, complete=self.complete, allow_failures=allow_failures)
 
     def headline(self) -> str:
         if self.triage is None:

@@ -44,6 +44,7 @@ HELP_MODULES = {
     "ktriage.cli.app",
     "ktriage.cli.console",
     "ktriage.cli.exit_codes",
+    "ktriage.exit_status",
     "ktriage.cli.listing",
     "ktriage.errors",
 }
