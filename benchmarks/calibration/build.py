@@ -12,7 +12,7 @@ seconds). The pairing rules and the cell format: ktriage/predict/dataset.py.
     .venv/bin/python benchmarks/calibration/build.py --scan RESULTS_DIR --workloads WL_DIR --out C.jsonl
 
 ``--scan`` (the corpus): every recorded-bench results file under RESULTS_DIR (``bench --bundle`` of a
-recorded workload: its run names the workload) is paired with ``<name>.workload.json`` under WL_DIR,
+recorded workload: its run names the workload) is paired with ``<name>.workload.json`` (or ``.workload.json.gz``) under WL_DIR,
 the operator being the workload's name; the sources of ``--sources`` come too unless
 ``--no-sources``. Set KTRIAGE_HOME to a home whose toolchains match the runs' (e.g. the test home).
 """
@@ -65,7 +65,7 @@ def explain_report(source: dict, specs: list[str], work: Path, run=None, results
     if out.exists():
         return json.loads(out.read_text())
     target = Path(ex["target"])
-    if target.suffix == ".json" and run is not None:
+    if target.name.endswith((".json", ".json.gz")) and run is not None:
         print(f"+ explain {target} (the benched kernel inputs) with {', '.join(specs)}", file=sys.stderr)
         data = _recorded_report(target if target.is_absolute() else ROOT / target, run, results, specs)
         out.write_text(json.dumps(data))
@@ -83,7 +83,11 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
     """Sources for every recorded-bench results file under ``results_dir`` whose workload is found;
     an explain report ``<explain_dir>/<name>.json`` (or ``.json.gz``) of the workload (with the run's toolchains among
     its own) is used as it is, else the workload is explained here."""
-    workloads = {p.name.removesuffix(".workload.json"): p for p in workloads_dir.rglob("*.workload.json")}
+    workloads = {
+        p.name.removesuffix(".gz").removesuffix(".workload.json"): p
+        for pattern in ("*.workload.json", "*.workload.json.gz")
+        for p in workloads_dir.rglob(pattern)
+    }
     out = []
     for path in sorted(results_dir.rglob("*.json")):
         try:
@@ -135,7 +139,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(Path(__file__).with_name("cells.jsonl")))
     ap.add_argument("--work", default="/tmp/ktriage-calibration", help="where explain reports compiled here are kept")
     ap.add_argument("--scan", type=Path, help="a folder of recorded-bench results files (the corpus)")
-    ap.add_argument("--workloads", type=Path, help="with --scan: the folder of their *.workload.json")
+    ap.add_argument("--workloads", type=Path, help="with --scan: the folder of their *.workload.json(.gz)")
     ap.add_argument(
         "--explain-dir",
         type=Path,

@@ -4,7 +4,8 @@
 #                                                          Triton, the reference; 3.3.1; 3.4.0) + .carry/corpus-bundles.tgz
 #   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json.gz,md}
 #                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90)
-# NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json (default: all with a kernel).
+# NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json.gz (default: all with a kernel); the
+# workloads are committed gzipped, ktriage reads them as they are (a plain NAME.workload.json is taken too).
 # One workload's failure never stops the others; each one's exit status goes to build.log next to its output.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,17 +14,18 @@ KT=${KT:-.venv/bin/ktriage}
 step=${1:?usage: build.sh bundles|explain [NAME...]}; shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
-  for f in "$WL"/*.workload.json; do names+=("$(basename "$f" .workload.json)"); done
+  for f in "$WL"/*.workload.json.gz; do names+=("$(basename "$f" .workload.json.gz)"); done
 fi
-has_kernels() { python3 -c "import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get('kernels') else 1)" "$1"; }
+wl() { if [ -f "$WL/$1.workload.json.gz" ]; then echo "$WL/$1.workload.json.gz"; else echo "$WL/$1.workload.json"; fi; }
+has_kernels() { python3 -c "import gzip,json,sys; sys.exit(0 if json.loads(gzip.open(sys.argv[1]).read() if sys.argv[1].endswith('.gz') else open(sys.argv[1]).read()).get('kernels') else 1)" "$1"; }
 case "$step" in
   bundles)
     mkdir -p .bundles/corpus
     for n in "${names[@]}"; do
-      has_kernels "$WL/$n.workload.json" || { echo "$n: no kernel recorded, no bundle" >> .bundles/corpus/build.log; continue; }
+      has_kernels "$(wl "$n")" || { echo "$n: no kernel recorded, no bundle" >> .bundles/corpus/build.log; continue; }
       [ -f ".bundles/corpus/$n/manifest.json" ] && continue
       t0=$(date +%s)
-      $KT bench "$WL/$n.workload.json" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 --compile-only \
+      $KT bench "$(wl "$n")" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 --compile-only \
         --bundle ".bundles/corpus/$n" > ".bundles/corpus/$n.log" 2>&1
       echo "$n: exit $? after $(( $(date +%s) - t0 )) s" | tee -a .bundles/corpus/build.log
     done
@@ -33,10 +35,10 @@ case "$step" in
     out=benchmarks/corpus/h200/explain
     mkdir -p "$out"
     for n in "${names[@]}"; do
-      has_kernels "$WL/$n.workload.json" || continue
+      has_kernels "$(wl "$n")" || continue
       [ -f "$out/$n.json.gz" ] && continue
       t0=$(date +%s)
-      $KT explain "$WL/$n.workload.json" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 -t triton==3.5.1 \
+      $KT explain "$(wl "$n")" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 -t triton==3.5.1 \
         -t triton==3.9.0 --arch sm_90 --allow-failures -o "$out/$n.json" -o "$out/$n.md" > "$out/$n.log" 2>&1
       rc=$?
       [ -f "$out/$n.json" ] && gzip -9 -f "$out/$n.json"  # committed gzipped (12x smaller)

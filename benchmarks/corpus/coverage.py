@@ -61,7 +61,7 @@ def last_error(log: Path) -> str:
 
 
 def recorded(name: str) -> dict[str, Any]:
-    workload = read_json(DATA / "workloads" / f"{name}.workload.json")
+    workload = read_json(DATA / "workloads" / f"{name}.workload.json.gz")
     if workload is None:
         return {
             "ok": False,

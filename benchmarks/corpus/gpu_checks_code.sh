@@ -17,7 +17,7 @@ KT=${KTRIAGE:-$PY -m ktriage}
 case "$step" in
 build)
   rm -rf .carry/code23 && mkdir -p .carry/code23
-  $KT bench benchmarks/record/h200/tb_rms_norm_bwd.workload.json -t triton==3.6.0 -t triton==3.4.0 --kernel K0 \
+  $KT bench benchmarks/record/h200/tb_rms_norm_bwd.workload.json.gz -t triton==3.6.0 -t triton==3.4.0 --kernel K0 \
     --compile-only --bundle .carry/code23/rms_bwd
   ;;
 gpu)

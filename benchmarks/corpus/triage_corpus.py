@@ -26,7 +26,7 @@ def main(names: list[str]) -> int:
     rows = []
     for path in results:
         name = path.stem
-        workload = DATA / "workloads" / f"{name}.workload.json"
+        workload = DATA / "workloads" / f"{name}.workload.json.gz"
         if (names and name not in names) or not workload.exists():
             continue
         cmd = [

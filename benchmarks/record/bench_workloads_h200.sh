@@ -17,28 +17,28 @@ if [ "${1:-}" = "build" ]; then
   kt() { ${PYTHON:-python3} -m ktriage "$@"; }
   mkdir -p .bundles
   rm -rf .bundles/wl-*
-  kt bench $WL/tb_rms_norm_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
-  kt bench $WL/tb_cross_entropy_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_cross_entropy_bwd
+  kt bench $WL/tb_rms_norm_bwd.workload.json.gz "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
+  kt bench $WL/tb_cross_entropy_bwd.workload.json.gz "${TOOLCHAINS[@]}" --compile-only --bundle .bundles/wl-tb_cross_entropy_bwd
   # layer_norm bwd has 48 kernel inputs: the first input of its largest-N kernels (forward K8, backward K9)
-  kt bench $WL/tb_layer_norm_bwd.workload.json --kernel K8 --kernel K9 --input 0 "${TOOLCHAINS[@]}" --compile-only \
+  kt bench $WL/tb_layer_norm_bwd.workload.json.gz --kernel K8 --kernel K9 --input 0 "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_layer_norm_bwd
   # swiglu (bf16): the smallest and the largest input of the forward and the backward kernel
-  kt bench $WL/tb_swiglu_bwd.workload.json --input 0 --input 3 "${TOOLCHAINS[@]}" --compile-only \
+  kt bench $WL/tb_swiglu_bwd.workload.json.gz --input 0 --input 3 "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_swiglu_bwd
   # the second recording step (benchmarks/record/h200b): the autotuned matmul and TritonBench's flce bwd
-  kt bench benchmarks/record/h200b/autotuned_matmul.workload.json "${TOOLCHAINS[@]}" --compile-only \
+  kt bench benchmarks/record/h200b/autotuned_matmul.workload.json.gz "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-autotuned_matmul
-  kt bench benchmarks/record/h200b/tb_flce_bwd.workload.json "${TOOLCHAINS[@]}" --compile-only \
+  kt bench benchmarks/record/h200b/tb_flce_bwd.workload.json.gz "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_flce_bwd
   # the third recording step (benchmarks/record/h200c): torch.compile, flash-linear-attention, flce forward,
   # and many_launches.py with its __main__ guard (the GPU test's workload)
-  kt bench benchmarks/record/h200c/compiled_model.workload.json "${TOOLCHAINS[@]}" --compile-only \
+  kt bench benchmarks/record/h200c/compiled_model.workload.json.gz "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-compiled_model
-  kt bench benchmarks/record/h200c/fla_gated_delta.workload.json "${TOOLCHAINS[@]}" --compile-only \
+  kt bench benchmarks/record/h200c/fla_gated_delta.workload.json.gz "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-fla_gated_delta
-  kt bench benchmarks/record/h200c/tb_flce_fwd.workload.json "${TOOLCHAINS[@]}" --compile-only \
+  kt bench benchmarks/record/h200c/tb_flce_fwd.workload.json.gz "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-tb_flce_fwd
-  kt bench benchmarks/record/h200c/many_launches.workload.json "${TOOLCHAINS[@]}" --compile-only \
+  kt bench benchmarks/record/h200c/many_launches.workload.json.gz "${TOOLCHAINS[@]}" --compile-only \
     --bundle .bundles/wl-many_launches
   du -sh .bundles/wl-*
   exit 0

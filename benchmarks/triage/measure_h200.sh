@@ -31,8 +31,8 @@ AA_OPS=(layer_norm embedding rms_norm cross_entropy swiglu geglu)
 aa_args() {
   local op=$1
   echo "$TB/${op}_bwd_run1.csv $TB/${op}_bwd_run2.csv --old-toolchain triton==3.6.0 --new-toolchain triton==3.6.0 --no-bisect"
-  [ -f "benchmarks/record/h200/tb_${op}_bwd.workload.json" ] && [ "$op" != layer_norm ] && \
-    echo "--workload benchmarks/record/h200/tb_${op}_bwd.workload.json"
+  [ -f "benchmarks/record/h200/tb_${op}_bwd.workload.json.gz" ] && [ "$op" != layer_norm ] && \
+    echo "--workload benchmarks/record/h200/tb_${op}_bwd.workload.json.gz"
 }
 # the ktriage pairs, split from the issue3 runs: name, sides folder, old, new (fixes on: the fix is bundled)
 PAIRS=("tri-ln331 layer_norm_bwd_3.3.1_vs_3.4.0 side-triton-3.3.1.json side-triton-3.4.0.json"

@@ -41,7 +41,7 @@ def main() -> int:
     rows = []
     for name, folder in WORKLOADS.items():
         results = BENCH / f"wl-{name}.json"
-        workload = REPO / "benchmarks" / "record" / folder / f"{name}.workload.json"
+        workload = REPO / "benchmarks" / "record" / folder / f"{name}.workload.json.gz"
         here = sides / name
         here.mkdir(exist_ok=True)
         a, b = split(results, OLD, NEW, here)

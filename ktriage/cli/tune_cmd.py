@@ -143,6 +143,7 @@ def tune(
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
     then time the best few on the GPU against the library's own config."""
+    from ktriage.record.workload import is_workload_path
     from ktriage.report.tune import print_report, to_json_text, to_markdown
     from ktriage.tune.scaling import scale_blocks
     from ktriage.tune.screen import screen
@@ -196,7 +197,7 @@ def tune(
             ]
             timings: Sequence[dict[str, Any] | None] = [None] * len(results)
             if not compile_only and any(r.kept for r in results):
-                recorded = Path(target) if target.endswith(".json") and Path(target).is_file() else None
+                recorded = Path(target) if is_workload_path(target) and Path(target).is_file() else None
                 timings = _time_on_gpu(
                     results, compiler, bundle, budget, results_file, sm_count, console, others, workload=recorded
                 )

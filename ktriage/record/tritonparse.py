@@ -62,7 +62,6 @@ from ktriage.spec.source import ParamInfo, read_params
 from ktriage.spec.specialize import specialize_launch
 
 FIX = "give the raw trace tritonparse wrote (its trace folder's .ndjson or .bin.ndjson files), undamaged"
-_GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _TRITON_OF_TORCH = {torch: triton for triton, torch in TORCH_DTYPE.items()}
 _MLIR_SCALAR = {
@@ -118,7 +117,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
 
     A damaged or foreign file is a FormatError naming it; a torn last line (the program killed while
     tritonparse wrote it) is dropped, as for ktriage's own journal."""
-    from ktriage.schema.core import MAX_INPUT_ENV, read_bytes, size_limit
+    from ktriage.schema.core import GZIP_MAGIC, MAX_INPUT_ENV, gunzip, read_bytes, size_limit
     from ktriage.schema.workload import MAX_TRACE_MB
 
     limit = size_limit(MAX_TRACE_MB)
@@ -128,9 +127,9 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
             f"tritonparse trace {path} is zstd-compressed (TRITON_TRACE_COMPRESSION=zstd)",
             f"decompress it first (zstd -d -c {path} > trace.ndjson) or trace with compression gzip/none",
         )
-    if raw.startswith(_GZIP_MAGIC):
+    if raw.startswith(GZIP_MAGIC):
         try:
-            unpacked = _gunzip(raw, limit)
+            unpacked = gunzip(raw, limit)
         except (OSError, EOFError, zlib.error) as exc:
             raise FormatError(
                 f"tritonparse trace {path} is damaged: its gzip data is cut or corrupt ({exc})", FIX
@@ -156,20 +155,6 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
     if not events:
         raise FormatError(f"tritonparse trace {path} holds no event", FIX)
     return events
-
-
-def _gunzip(data: bytes, limit: int) -> bytes | None:
-    """Concatenated gzip members decompressed, or None past ``limit`` bytes (a gzip bomb stops there)."""
-    out = bytearray()
-    while data:
-        member = zlib.decompressobj(wbits=31)
-        out += member.decompress(data, max(1, limit + 1 - len(out)))
-        if len(out) > limit:
-            return None
-        if not member.eof:
-            raise EOFError("the gzip data ends before its end-of-stream marker")
-        data = member.unused_data.lstrip(b"\x00")
-    return bytes(out)
 
 
 # ------------------------------------------------------------------------------------------ events

@@ -481,15 +481,17 @@ def save_workload(workload: Workload, path: Path) -> Path:
 
 
 def is_workload_path(target: str) -> bool:
-    """What ``explain``/``tune``/``bisect`` take as a recorded workload: a .json file or a journal."""
-    return target.endswith((".json", JOURNAL_SUFFIX))
+    """What ``explain``/``tune``/``bisect`` take as a recorded workload: a .json file (or one gzipped,
+    ``W.json.gz``: how the corpus commits them) or a journal."""
+    return target.endswith((".json", ".json.gz", JOURNAL_SUFFIX))
 
 
 def load_workload(path: Path | str) -> Workload:
-    """A workload file, or a journal (compacted on the fly; also when W.json is missing but its
-    journal is there: ``ktriage record`` itself was killed). Read through the schema layer (size
-    limit, UTF-8, JSON, nesting depth, ``ktriage.schema.workload``); snapshots materialized."""
-    from ktriage.schema.core import check_depth, parse_json, read_text, size_limit
+    """A workload file (plain or gzipped: ``W.json.gz`` reads as ``W.json``), or a journal (compacted
+    on the fly; also when W.json is missing but its journal is there: ``ktriage record`` itself was
+    killed). Read through the schema layer (size limit after decompression, UTF-8, JSON, nesting
+    depth, ``ktriage.schema.workload``); snapshots materialized."""
+    from ktriage.schema.core import check_depth, parse_json, read_text_gz, size_limit
     from ktriage.schema.workload import MAX_WORKLOAD_MB
 
     path = Path(path)
@@ -500,7 +502,7 @@ def load_workload(path: Path | str) -> Workload:
             return _with_path(_compact_journal(journal_path(path)), path)
         raise FormatError(f"workload file {path} does not exist", "check the path (ktriage record -o writes it)")
     what = f"workload file {path}"
-    text = read_text(path, what="workload file", limit=size_limit(MAX_WORKLOAD_MB), fix=FIX)
+    text = read_text_gz(path, what="workload file", limit=size_limit(MAX_WORKLOAD_MB), fix=FIX)
     data = parse_json(text, origin=what, fix=FIX)
     check_depth(data, origin=what)
     if not isinstance(data, dict) or data.get("kind") != WORKLOAD_KIND:

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import sys
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,6 +100,46 @@ def read_text(
     return decode_utf8(
         read_bytes(path, what=what, limit=limit, error=error, fix=fix), origin=f"{what} {path}", error=error
     )
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def gunzip(data: bytes, limit: int) -> bytes | None:
+    """Concatenated gzip members decompressed, or None past ``limit`` bytes (a gzip bomb stops there).
+
+    A cut or corrupt stream raises EOFError or zlib.error: the caller names its file."""
+    out = bytearray()
+    while data:
+        member = zlib.decompressobj(wbits=31)
+        out += member.decompress(data, max(1, limit + 1 - len(out)))
+        if len(out) > limit:
+            return None
+        if not member.eof:
+            raise EOFError("the gzip data ends before its end-of-stream marker")
+        data = member.unused_data.lstrip(b"\x00")
+    return bytes(out)
+
+
+def read_text_gz(
+    path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
+) -> str:
+    """A UTF-8 text file, plain or gzip-compressed (told by its first bytes, not its name), under
+    ``limit`` bytes once decompressed. Why: recorded workloads are committed gzipped (``W.json.gz``,
+    10-20x smaller) and read the same as the plain file."""
+    data = read_bytes(path, what=what, limit=limit, error=error, fix=fix)
+    if data.startswith(GZIP_MAGIC):
+        try:
+            unpacked = gunzip(data, limit)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise error(f"{what} {path} is damaged: its gzip data is cut or corrupt ({exc})", fix) from exc
+        if unpacked is None:
+            raise error(
+                f"{what} {path} is over the limit of {limit / MIB:.0f} MB once decompressed",
+                f"check that it is the right file, or raise the limit with {MAX_INPUT_ENV}=<MB>",
+            )
+        data = unpacked
+    return decode_utf8(data, origin=f"{what} {path}", error=error)
 
 
 def check_depth(value: object, *, origin: str, error: ErrorType = FormatError, limit: int = MAX_DEPTH) -> None:

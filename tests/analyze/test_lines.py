@@ -220,7 +220,7 @@ def test_an_inductor_kernel_of_a_recording_names_the_line_of_its_shared_memory_c
     from ktriage.record.workload import load_workload
     from ktriage.report.explain import to_markdown
 
-    workload = load_workload(REPO / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json")
+    workload = load_workload(REPO / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json.gz")
     kernel = next(k for k in workload.kernels if k.id == "K3")
     tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.6.0")]
     result = Explainer(shared_compiler).run([kernel.inputs[0].spec], tcs)

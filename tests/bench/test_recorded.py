@@ -14,8 +14,8 @@ from tests.conftest import RunCli
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / "benchmarks" / "record" / "h200"
-MANY = RECORDINGS / "many_launches.workload.json"
-RMS_FWD = RECORDINGS / "tb_rms_norm_fwd.workload.json"
+MANY = RECORDINGS / "many_launches.workload.json.gz"
+RMS_FWD = RECORDINGS / "tb_rms_norm_fwd.workload.json.gz"
 TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
 
 

@@ -1,9 +1,9 @@
 """GPU host only: recorded workloads benched from bundles built on the CPU machine.
 
 The bundles (benchmarks/record/bench_workloads_h200.sh builds and names them):
-    ktriage bench benchmarks/record/h200/many_launches.workload.json -t triton==3.6.0 -t triton==3.3.1 \
+    ktriage bench benchmarks/record/h200/many_launches.workload.json.gz -t triton==3.6.0 -t triton==3.3.1 \
         --compile-only --bundle .bundles/wl-many_launches
-    ktriage bench benchmarks/record/h200/tb_rms_norm_bwd.workload.json -t ... --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
+    ktriage bench benchmarks/record/h200/tb_rms_norm_bwd.workload.json.gz -t ... --compile-only --bundle .bundles/wl-tb_rms_norm_bwd
 then on the GPU host
     KTRIAGE_RECORDED_BUNDLES=.bundles/wl-many_launches:.bundles/wl-tb_rms_norm_bwd pytest -m gpu tests/gpu/test_recorded_gpu.py
 (default: every .bundles/wl-* of the repository).

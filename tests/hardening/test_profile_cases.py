@@ -18,7 +18,7 @@ from surface_cases import Case, clean_env, distinct, run_case  # noqa: F401 (fix
 
 from ktriage.cli.app import main
 
-WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
+WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json.gz"
 BUNDLE: list[Path] = []
 
 

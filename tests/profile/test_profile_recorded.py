@@ -16,7 +16,7 @@ from test_profile import fake_ncu
 from ktriage.profile.run import default_input, input_backends
 from ktriage.workload.bundles.format import load_bundle
 
-WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
+WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json.gz"
 
 
 def test_profile_of_a_recorded_bundle(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -116,7 +116,7 @@ def test_an_inductor_kernel_is_recorded_through_the_fake_driver(
     assert "triton_poi_fused_mul_0" in ours
 
 
-H200_MODEL = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json"
+H200_MODEL = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json.gz"
 
 
 @pytest.mark.parametrize("version", ["3.3.1", "3.6.0"])

@@ -3,6 +3,7 @@ no traceback), for `workload show` and for `explain`."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from ktriage.cli.app import main
 from ktriage.errors import FormatError
-from ktriage.record.workload import compact, load_workload, save_workload
+from ktriage.record.workload import compact, is_workload_path, load_workload, save_workload
 
 KERNEL = """
 import triton
@@ -108,6 +109,30 @@ def test_a_journal_reads_like_its_workload(tmp_path: Path) -> None:
     journal.write_text("\n".join(lines) + "\n" + lines[3][:25])  # a torn last line: killed mid-write
     w = load_workload(tmp_path / "W.json")  # W.json missing: its journal is read
     assert [i.count for i in w.kernels[0].inputs] == [5, 2]
+
+
+def test_a_gzipped_workload_reads_like_the_plain_one(
+    workload_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The corpus commits its workloads gzipped (W.workload.json.gz): every verb reads them as W.json,
+    through the same schema check, and names the same cells."""
+    from ktriage.triage.recorded_match import load_workloads
+
+    packed = tmp_path / "tb_op_fwd.workload.json.gz"
+    packed.write_bytes(gzip.compress(workload_file.read_bytes()))
+    plain, zipped = load_workload(workload_file), load_workload(packed)
+    assert zipped.to_json() == plain.to_json() and zipped.path == packed
+    assert is_workload_path(str(packed)) and load_workloads([str(packed)])[0].name == "tb_op_fwd"
+    assert main(["workload", "show", str(packed), "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kernels"][0]["launches"] == 7
+    data = json.loads(workload_file.read_text())
+    data["kernels"][0]["inputs"][0]["spec"]["signature"] = {"x": "*what"}  # the schema still applies
+    packed.write_bytes(gzip.compress(json.dumps(data).encode()))
+    with pytest.raises(FormatError, match="workload file"):
+        load_workload(packed)
+    packed.write_bytes(gzip.compress(workload_file.read_bytes())[:-40])  # cut in transfer
+    with pytest.raises(FormatError, match="gzip data is cut or corrupt"):
+        load_workload(packed)
 
 
 def _damage(path: Path, how: str) -> None:

@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import gpu_present
 
 REPO = Path(__file__).resolve().parents[2]
-WORKLOAD = REPO / "benchmarks" / "record" / "h200" / "tb_rms_norm_bwd.workload.json"
+WORKLOAD = REPO / "benchmarks" / "record" / "h200" / "tb_rms_norm_bwd.workload.json.gz"
 RESULTS = REPO / "benchmarks" / "record" / "h200d" / "bench" / "wl-tb_rms_norm_bwd.json"
 OLD, NEW = "triton==3.3.1", "triton==3.6.0"
 RUN = ["triage", "--run", "python train.py --steps 3", "--old-toolchain", OLD, "--new-toolchain", NEW]

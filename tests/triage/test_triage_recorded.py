@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 AA = REPO / "benchmarks" / "triage" / "tritonbench_aa"
 RUN1, RUN2 = AA / "rms_norm_bwd_run1.csv", AA / "rms_norm_bwd_run2.csv"
 REC = REPO / "benchmarks" / "record"
-WL = str(REC / "h200" / "tb_rms_norm_bwd.workload.json")
+WL = str(REC / "h200" / "tb_rms_norm_bwd.workload.json.gz")
 CROSS = ["--old-toolchain", "triton==3.3.1", "--new-toolchain", "triton==3.4.0"]
 OPTIONS = TriageOptions(
     old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0", workloads=[WL], limit=1, bisect=False, fixes=False
@@ -84,7 +84,7 @@ def test_the_aa_rms_norm_cell_is_explained_through_its_recorded_kernels(capsys: 
 
 
 def test_a_recording_of_another_op_is_noted_and_not_used(capsys: pytest.CaptureFixture[str]) -> None:
-    swiglu = str(REC / "h200" / "tb_swiglu_bwd.workload.json")
+    swiglu = str(REC / "h200" / "tb_swiglu_bwd.workload.json.gz")
     code = main(["triage", str(RUN1), str(RUN2), "--workload", swiglu, *CROSS, "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -104,13 +104,13 @@ def test_the_shape_rules_element_count_no_match_and_ambiguity() -> None:
     """Pure matching on the real recordings: cross entropy's (B, T, V) x_val matches its 16384xV
     logits by element count; fused linear cross entropy's chunked logits match nothing; two recorded
     inputs of one function at the cell's shape are ambiguous, and nothing is used."""
-    (ce,) = load_workloads([str(REC / "h200" / "tb_cross_entropy_bwd.workload.json")])
+    (ce,) = load_workloads([str(REC / "h200" / "tb_cross_entropy_bwd.workload.json.gz")])
     match, _notes = match_cell(_cell("cross_entropy", "liger_cross_entropy_loss", "(8, 2048, 4096)"), None, [ce])
     assert match is not None and [(k.kernel, k.input) for k in match.kernels] == [("K0", 0)]
     assert match.rule.startswith(
         "matched by element count: X_ptr 16384x4096 has as many elements as x_val (8, 2048, 4096)"
     )
-    (flce,) = load_workloads([str(REC / "h200b" / "tb_flce_bwd.workload.json")])
+    (flce,) = load_workloads([str(REC / "h200b" / "tb_flce_bwd.workload.json.gz")])
     match, notes = match_cell(_cell("fused_linear_cross_entropy", "liger_lm_head_ce", "(4096, 4096)"), None, [flce])
     assert match is None and any("no recorded input of liger_lm_head_ce matches x_val (4096, 4096)" in n for n in notes)
     (rms,) = load_workloads([WL])
@@ -268,7 +268,7 @@ def test_a_recorded_bench_run_is_triaged_through_its_own_entries(
     old, new = split(
         REC / "h200c" / "bench" / "wl-tb_cross_entropy_bwd.json", "triton==3.3.1", "triton==3.6.0", tmp_path
     )
-    wl = str(REC / "h200" / "tb_cross_entropy_bwd.workload.json")
+    wl = str(REC / "h200" / "tb_cross_entropy_bwd.workload.json.gz")
     code = main(["triage", str(old), str(new), "--workload", wl, "--no-bisect", "--no-fixes", "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0  # 3.6.0 is faster here: an improvement, no regression

@@ -15,7 +15,7 @@ import pytest
 from ktriage.record.workload import load_workload
 from ktriage.tune.space import TuneConfig, config_space
 
-WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200b" / "autotuned_matmul.workload.json"
+WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200b" / "autotuned_matmul.workload.json.gz"
 
 
 def _spec():

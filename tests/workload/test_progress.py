@@ -24,7 +24,7 @@ from test_search import FakeStepPredicate
 from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.search import run_search
 
-WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json"
+WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks" / "record" / "h200" / "tb_rms_norm_fwd.workload.json.gz"
 
 
 class FakeDisplay:

@@ -7,6 +7,7 @@ cubin launch): what is tested is the check around them, which runs unchanged on 
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -22,13 +23,13 @@ RECORDINGS = REPO / "benchmarks" / "record" / "h200"
 
 
 def _input(name: str, kernel: int = 0, index: int = 0) -> dict:  # type: ignore[type-arg]
-    data = json.loads((RECORDINGS / name).read_text())
+    data = json.loads(gzip.decompress((RECORDINGS / name).read_bytes()))  # committed gzipped
     return data["kernels"][kernel]["inputs"][index]  # type: ignore[no-any-return]
 
 
 # ------------------------------------------------------------------------------------- the plan
 def test_plan_of_a_real_recording_follows_the_descriptions() -> None:
-    inp = _input("tb_cross_entropy_bwd.workload.json")
+    inp = _input("tb_cross_entropy_bwd.workload.json.gz")
     plan = plan_launch(inp["args"], inp["spec"]["signature"], inp["grid"])
     x, y, loss = plan.tensors
     assert (x.name, x.dtype, x.shape, x.strides, x.offset) == ("X_ptr", "fp32", (16384, 4096), (4096, 1), 0)
@@ -86,7 +87,9 @@ def test_storage_covers_the_view_strided_offset_and_unaligned() -> None:
 def test_an_inductor_recording_plans_with_the_specs_constexprs() -> None:
     """torch.compile on the H200 (benchmarks/record/h200c): inductor launches record the runtime
     arguments and the grid its launcher computed; the config's constexprs (XBLOCK) come from the spec."""
-    data = json.loads((REPO / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json").read_text())
+    data = json.loads(
+        gzip.decompress((REPO / "benchmarks" / "record" / "h200c" / "compiled_model.workload.json.gz").read_bytes())
+    )
     inputs = [i for k in data["kernels"] for i in k["inputs"]]
     assert len(inputs) == 17
     for inp in inputs:
@@ -108,11 +111,11 @@ def test_broken_descriptions_are_spec_errors_naming_the_argument() -> None:
 
 
 def test_short_labels_name_shapes_and_scalars_not_strides_or_constexprs() -> None:
-    inp = _input("tb_rms_norm_bwd.workload.json", kernel=1)
+    inp = _input("tb_rms_norm_bwd.workload.json.gz", kernel=1)
     label = short_label(inp["args"], inp["spec"]["signature"])
     assert label.startswith("2048x1024,1024,2048")
     assert "stride" not in label and "BLOCK" not in label and len(label) < len(inp["label"]) / 2
-    ml = _input("many_launches.workload.json", index=1)
+    ml = _input("many_launches.workload.json.gz", index=1)
     assert short_label(ml["args"], ml["spec"]["signature"]) == "8192 n=8192"
 
 

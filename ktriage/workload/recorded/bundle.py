@@ -90,9 +90,10 @@ class Entry:
 
 
 def workload_name(path: Path | str) -> str:
-    """The cells' op: the file name without ``.json`` and a ``.workload`` suffix (``tb_rms_norm_bwd``)."""
+    """The cells' op: the file name without ``.gz``, ``.json`` and a ``.workload`` suffix (``tb_rms_norm_bwd``):
+    a gzipped workload names the same cells as the plain one."""
     name = Path(path).name
-    for suffix in (".journal", ".json", ".workload"):
+    for suffix in (".gz", ".journal", ".json", ".workload"):
         name = name.removesuffix(suffix)
     return name or "workload"
 
