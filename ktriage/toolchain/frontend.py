@@ -20,17 +20,19 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import msgspec
 from filelock import FileLock
 
 from ktriage.errors import ToolchainError
 from ktriage.home import home_subdir
 from ktriage.insitu.environment import compile_environment
+from ktriage.schema.jsontypes import JSONObject, JSONValue
+from ktriage.schema.toolchain import FactsFile, FrontendMarker
 from ktriage.toolchain.installer import (
     Progress,
     is_missing_version,
@@ -199,27 +201,18 @@ def host_frontend(python: Path, progress: Progress = no_progress) -> Frontend:
     python = Path(os.path.abspath(python))
     info = _probe_host(python)
     version = str(info.get("version") or "")
+    package_dir = str(info["package_dir"])
     tools = next(
-        (
-            Path(info["package_dir"]).parent / rel
-            for rel in _TOOL_DIRS
-            if (Path(info["package_dir"]).parent / rel / "ptxas").is_file()
-        ),
+        (Path(package_dir).parent / rel for rel in _TOOL_DIRS if (Path(package_dir).parent / rel / "ptxas").is_file()),
         None,
     )
     if not version or tools is None:
-        what = (
-            "has no installed distribution (no version)"
-            if not version
-            else f"bundles no ptxas under {info['package_dir']}"
-        )
+        what = "has no installed distribution (no version)" if not version else f"bundles no ptxas under {package_dir}"
         raise ToolchainError(
             f"triton=host: the Triton of {python} {what}",
             "install Triton as a package (pip install triton), or name a toolchain with triton==VERSION",
         )
-    sha = hashlib.sha256(
-        "\0".join((str(python), str(info["package_dir"]), str(info["record_sha256"]))).encode()
-    ).hexdigest()
+    sha = hashlib.sha256("\0".join((str(python), package_dir, str(info["record_sha256"]))).encode()).hexdigest()
     key = f"host-triton-{_safe(version)}-{sha[:12]}"
     root = envs_dir() / key
     built = _load(root)
@@ -282,7 +275,7 @@ def host_packages(python: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
-def _probe_host(python: Path) -> dict[str, Any]:
+def _probe_host(python: Path) -> JSONObject:
     """What :data:`_HOST_PROBE` says of ``python``'s Triton; a ToolchainError when it has none."""
     try:
         proc = subprocess.run(
@@ -297,7 +290,7 @@ def _probe_host(python: Path) -> dict[str, Any]:
             f"triton=host: cannot run {python}: {exc}", "run ktriage with a Python that has Triton"
         ) from None
     try:
-        data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
+        data: JSONObject = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else {}
     except (json.JSONDecodeError, IndexError):
         data = {}
     if "package_dir" not in data:
@@ -311,27 +304,31 @@ def _probe_host(python: Path) -> dict[str, Any]:
 
 
 def _load(root: Path) -> Frontend | None:
-    data: dict[str, Any] | None = read_json(root / MARKER)
-    if data is None:
+    raw = read_json(root / MARKER)
+    if raw is None:
         return None
-    host = data.get("kind") == "host"
-    tools = root / data["tools_dir"]  # absolute for a host frontend (the join keeps it)
-    python = Path(data["python"]) if host else root / "bin" / "python"
+    try:
+        data = msgspec.convert(raw, FrontendMarker)
+    except msgspec.ValidationError:
+        return None  # damaged: treat as not built
+    host = data.kind == "host"
+    tools = root / data.tools_dir  # absolute for a host frontend (the join keeps it)
+    python = Path(data.python) if host and data.python is not None else root / "bin" / "python"
     if not python.exists() or not (tools / "ptxas").is_file():
         return None  # damaged: treat as not built
     blackwell = tools / "ptxas-blackwell"
     nvdisasm = tools / "nvdisasm"
     return Frontend(
-        key=data["key"],
+        key=data.key,
         root=root,
         python=python,
-        triton_version=data["triton_version"],
-        wheel_sha256=data.get("wheel_sha256"),
+        triton_version=data.triton_version,
+        wheel_sha256=data.wheel_sha256,
         bundled_ptxas=tools / "ptxas",
         bundled_ptxas_blackwell=blackwell if blackwell.is_file() else None,
         cuobjdump=tools / "cuobjdump",
         nvdisasm=nvdisasm if nvdisasm.is_file() else None,
-        host_sha256=data.get("host_sha256") if host else None,
+        host_sha256=data.host_sha256 if host else None,
     )
 
 
@@ -447,21 +444,25 @@ def frontend_facts(frontend: Frontend, ccs: Iterable[int] = PROBED_ARCHS) -> Fro
     with FileLock(str(envs_dir() / f".{frontend.key}.facts.lock")):
         known = _read_facts(frontend.root)
         raw = read_json(frontend.root / FACTS) if known is not None else None
-        data: dict[str, Any] = raw if raw is not None else {"format": FACTS_FORMAT, "archs": {}}
-        missing = [cc for cc in wanted if str(cc) not in data["archs"]]
+        data: JSONObject = raw if raw is not None else {"format": FACTS_FORMAT, "archs": {}}
+        found = data.get("archs")
+        archs: JSONObject = dict(found) if isinstance(found, Mapping) else {}
+        data["archs"] = archs
+        missing = [cc for cc in wanted if str(cc) not in archs]
         with ThreadPoolExecutor(max_workers=len(missing) or 1) as pool:
-            for cc, probed in zip(missing, pool.map(lambda cc: _probe(frontend, cc), missing)):
-                data["archs"][str(cc)] = probed["archs"][str(cc)]
+            for cc, (probed, order_sensitive) in zip(missing, pool.map(lambda cc: _probe(frontend, cc), missing)):
+                archs[str(cc)] = probed
                 if cc == 80:
-                    data["order_sensitive"] = probed.get("order_sensitive")
+                    data["order_sensitive"] = order_sensitive
         write_json_atomic(frontend.root / FACTS, data)
     facts = _read_facts(frontend.root)
     assert facts is not None
     return facts
 
 
-def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
-    """Run insitu/probe.py for one arch; a crash of the process is that arch's error, not ours."""
+def _probe(frontend: Frontend, cc: int) -> tuple[JSONValue, JSONValue]:
+    """Run insitu/probe.py for one arch: the arch's entry of the facts file and the probe's
+    ``order_sensitive``; a crash of the process is that arch's error, not ours."""
     env = compile_environment(os.environ)
     try:
         proc = subprocess.run(
@@ -473,21 +474,23 @@ def _probe(frontend: Frontend, cc: int) -> dict[str, Any]:
             "check the machine's load and retry",
         ) from None
     try:
-        data: dict[str, Any] = json.loads(proc.stdout) if proc.returncode == 0 else {}
+        data: JSONValue = json.loads(proc.stdout) if proc.returncode == 0 else {}
     except json.JSONDecodeError:
         data = {}
-    if str(cc) not in (data.get("archs") or {}):
+    archs = data.get("archs") if isinstance(data, Mapping) else None
+    entry = archs.get(str(cc)) if isinstance(archs, Mapping) else None
+    order_sensitive = data.get("order_sensitive") if isinstance(data, Mapping) else None
+    if entry is None:
         tail = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()][-2:]
-        data = {
-            "archs": {str(cc): {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}}
-        }
-    if cc == 80 and isinstance(data["archs"]["80"], dict) and "error" in data["archs"]["80"]:
+        entry = {"error": f"the probe compile crashed (exit {proc.returncode}): {' / '.join(tail)}"}
+        order_sensitive = None
+    if cc == 80 and isinstance(entry, Mapping) and "error" in entry:
         raise ToolchainError(
-            f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {data['archs']['80']['error']}",
+            f"Triton {frontend.triton_version} could not compile ktriage's probe kernel for sm_80: {entry['error']}",
             f"remove and re-add the toolchain (ktriage toolchain remove triton=={frontend.triton_version}); "
             "if it persists, this Triton build cannot compile for NVIDIA targets",
         )
-    return data
+    return entry, order_sensitive
 
 
 def _read_facts(root: Path) -> FrontendFacts | None:
@@ -502,19 +505,23 @@ def _read_facts(root: Path) -> FrontendFacts | None:
 @functools.lru_cache(maxsize=64)
 def _parse_facts(root_text: str, _mtime: int, _size: int) -> FrontendFacts | None:
     root = Path(root_text)
-    data = read_json(root / FACTS)
-    if data is None or data.get("format") != FACTS_FORMAT:
+    raw = read_json(root / FACTS)
+    if raw is None or raw.get("format") != FACTS_FORMAT:
         return None
+    try:
+        data = msgspec.convert(raw, FactsFile)
+    except msgspec.ValidationError:
+        return None  # damaged: probed again
     archs: dict[int, ArchFacts | str] = {}
-    for cc, facts in (data.get("archs") or {}).items():
-        if "error" in facts:
-            archs[int(cc)] = str(facts["error"])
+    for cc, facts in data.archs.items():
+        if facts.error is not None:
+            archs[int(cc)] = facts.error
             continue
         archs[int(cc)] = ArchFacts(
-            ptxas=Path(facts["ptxas_argv"][0]),
-            ptxas_version=version_from_text(facts["ptxas_version_text"]) or "unknown",
-            ptxas_version_text=facts["ptxas_version_text"],
-            options=triton_options(facts["ptxas_argv"]),
-            ptx_version=facts.get("ptx_version"),
+            ptxas=Path(facts.ptxas_argv[0]),
+            ptxas_version=version_from_text(facts.ptxas_version_text) or "unknown",
+            ptxas_version_text=facts.ptxas_version_text,
+            options=triton_options(facts.ptxas_argv),
+            ptx_version=facts.ptx_version,
         )
-    return FrontendFacts(order_sensitive=bool(data.get("order_sensitive")), archs=archs)
+    return FrontendFacts(order_sensitive=bool(data.order_sensitive), archs=archs)

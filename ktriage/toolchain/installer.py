@@ -14,12 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ktriage.atomic import write_atomic
 from ktriage.errors import ToolchainError
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 Progress = Callable[[str], None]
 """A progress hook: called with one short human sentence per build step ("installing triton==3.4.0")."""
@@ -92,13 +92,13 @@ def versions_hint(package: str, example: str, key: str | None = None) -> str:
     return f"pick an existing version (see `pip index versions {package}`), e.g. {example}"
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, data: Mapping[str, JSONValue]) -> None:
     """Write JSON so that readers see either nothing or the whole file (``ktriage.atomic``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> JSONObject | None:
     """A marker's content, or None when it is missing or unreadable (treated as not built)."""
     try:
         data = json.loads(path.read_text())

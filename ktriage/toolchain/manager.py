@@ -23,16 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+import msgspec
 from filelock import FileLock
 
 from ktriage.errors import KtriageError, ToolchainError
 from ktriage.home import home_subdir
+from ktriage.schema.jsontypes import JSONObject, JSONValue
+from ktriage.schema.toolchain import ToolchainRecord
 from ktriage.toolchain.frontend import (
     ArchFacts,
     FrontendFacts,
@@ -145,7 +147,7 @@ class Toolchain:
             self.ptxas, self.ptxas_version, self.ptxas_version_text, arch.options, self.ptxas_options, native=False
         )
 
-    def to_json_for(self, target: str) -> dict[str, Any]:
+    def to_json_for(self, target: str) -> JSONObject:
         """:meth:`to_json` as a bundle (and the results file of its bench) carries it for cubins of
         ``target``: ``ptxas_version`` names the ptxas that assembled them, per arch (Triton 3.6
         assembles sm_100 with its ptxas-blackwell 12.9.86, not the sm_90 headline 12.8.93), with
@@ -165,7 +167,7 @@ class Toolchain:
         data["assembler"] = asm.label()
         return data
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """A JSON-ready dict (paths as strings); ``Toolchain.from_json`` reads it back."""
         return {
             "format": FORMAT,
@@ -190,27 +192,29 @@ class Toolchain:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Toolchain:
-        """Inverse of to_json. Does not re-check files (a recorded wheel may be gone since)."""
+    def from_json(cls, data: Mapping[str, JSONValue]) -> Toolchain:
+        """Inverse of to_json. Does not re-check files (a recorded wheel may be gone since); a record
+        that does not fit :class:`~ktriage.schema.toolchain.ToolchainRecord` is a msgspec.ValidationError."""
+        rec = msgspec.convert(data, ToolchainRecord)
         return cls(
-            spec=parse_toolchain(data["spec"], check_files=False),
-            id=data["id"],
-            root=Path(data["root"]),
-            python=Path(data["python"]),
-            triton_version=data["triton_version"],
-            wheel_sha256=data.get("wheel_sha256"),
-            ptxas=Path(data["ptxas"]),
-            ptxas_version=data["ptxas_version"],
-            ptxas_version_text=data["ptxas_version_text"],
-            ptxas_options=tuple(data["ptxas_options"]),
-            ptxas_is_bundled=bool(data["ptxas_is_bundled"]),
-            ptxas_blackwell=_opt_path(data.get("ptxas_blackwell")),
-            bundled_ptxas=Path(data["bundled_ptxas"]),
-            cuobjdump=Path(data["cuobjdump"]),
-            nvdisasm=_opt_path(data.get("nvdisasm")),
-            env_root=_opt_path(data.get("env_root")),
-            ptxas_triton_options=tuple(data.get("ptxas_triton_options") or ()),
-            host_sha256=data.get("host_sha256"),
+            spec=parse_toolchain(rec.spec, check_files=False),
+            id=rec.id,
+            root=Path(rec.root),
+            python=Path(rec.python),
+            triton_version=rec.triton_version,
+            wheel_sha256=rec.wheel_sha256,
+            ptxas=Path(rec.ptxas),
+            ptxas_version=rec.ptxas_version,
+            ptxas_version_text=rec.ptxas_version_text,
+            ptxas_options=tuple(rec.ptxas_options),
+            ptxas_is_bundled=rec.ptxas_is_bundled,
+            ptxas_blackwell=_opt_path(rec.ptxas_blackwell),
+            bundled_ptxas=Path(rec.bundled_ptxas),
+            cuobjdump=Path(rec.cuobjdump),
+            nvdisasm=_opt_path(rec.nvdisasm),
+            env_root=_opt_path(rec.env_root),
+            ptxas_triton_options=tuple(rec.ptxas_triton_options or ()),
+            host_sha256=rec.host_sha256,
         )
 
 
@@ -313,7 +317,7 @@ def toolchain_id(
     are some, so the ids of toolchains made before they were recorded stay the same; so does
     ``host_sha256`` (``triton=host``: the interpreter and its installed Triton), which keeps a host's
     Triton apart from the PyPI release of the same version (a local build may carry its number)."""
-    fields: dict[str, Any] = {
+    fields: JSONObject = {
         "triton": triton_version,
         "wheel_sha256": wheel_sha256,
         "ptxas_bundled": ptxas_is_bundled,
@@ -410,7 +414,7 @@ def _load(root: Path) -> Toolchain | None:
         return None
     try:
         tc = Toolchain.from_json(data)
-    except (KeyError, TypeError, KtriageError):
+    except (KeyError, TypeError, msgspec.ValidationError, KtriageError):
         return None
     return tc if tc.python.exists() else None
 
