@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,7 @@ CONNECT_TIMEOUT_S = 10
 # schema check) is bounded by this, then the connection's socket is shut down (first_query_guard).
 FIRST_QUERY_TIMEOUT_S = 12
 WRITE_OPTION = "ktriage_write"  # execution option that asks for BEGIN IMMEDIATE on SQLite
-_JSON_CODEC: dict[str, Any] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
+_JSON_CODEC: dict[str, Callable[..., Any]] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
 
 
 def default_url() -> str:
@@ -63,7 +63,7 @@ def make_store_engine(url: str | None) -> Engine:
         ) from exc
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed)
-    connect_args: dict[str, Any] = {}
+    connect_args: dict[str, object] = {}
     if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
     try:

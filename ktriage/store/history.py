@@ -10,12 +10,14 @@ the series: a nightly's Triton changes from run to run, and that change is what 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 from sqlalchemy import select
 
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.schema import cells as cells_t
 from ktriage.store.schema import runs as runs_t
 from ktriage.store.store import Store
@@ -56,7 +58,7 @@ class HistoryPoint:
     run_status: str
     gpu: str
     toolchain: str  # the cell's toolchain id, "" for a native backend
-    toolchain_info: dict[str, Any] = field(default_factory=dict)  # the run's record of that toolchain
+    toolchain_info: JSONObject = field(default_factory=dict)  # the run's record of that toolchain
     status: str = "ok"
     median_ms: float | None = None
     p20_ms: float | None = None
@@ -89,7 +91,7 @@ def _toolchain_matches(selector: str | None, toolchain: str) -> bool:
     return needle in (toolchain or "host").lower()
 
 
-def _toolchain_record(toolchains: list[dict[str, Any]], tc_id: str) -> dict[str, Any]:
+def _toolchain_record(toolchains: Sequence[Mapping[str, JSONValue]] | None, tc_id: str) -> JSONObject:
     for tc in toolchains or []:
         if str(tc.get("id", "")) == tc_id:
             return dict(tc)
@@ -117,8 +119,8 @@ class _HistoryRow(msgspec.Struct):
     created: str
     started: float
     run_status: str
-    gpu: dict[str, Any] | None
-    toolchains: list[dict[str, Any]] | None
+    gpu: dict[str, object] | None
+    toolchains: list[dict[str, object]] | None
     mode: str
     input_id: int
     input_label: str

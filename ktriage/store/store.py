@@ -10,16 +10,18 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection, Engine, RowMapping, func, insert, select, update
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ktriage.errors import StoreError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
 from ktriage.store.liveness import this_host, writer_alive
@@ -160,7 +162,7 @@ DAMAGED_FIX = (
 )
 
 
-def _checked(value: dict[str, Any], schema: Any, what: str) -> None:
+def _checked(value: Mapping[str, object], schema: type[msgspec.Struct], what: str) -> None:
     """A row read back through the results file's schema (one schema for a run and a cell, in a file
     or in the store): a value of the wrong shape is a StoreError naming the run, the cell and the field."""
     import msgspec
@@ -249,7 +251,7 @@ class Recording:
     def __init__(self, store: Store, run: RunInfo) -> None:
         self.store = store
         self.run = run
-        self.gpu_after: dict[str, Any] | None = None
+        self.gpu_after: JSONObject | None = None
 
     @property
     def run_id(self) -> str:
@@ -316,7 +318,7 @@ class Store:
         s = summarize(cell.samples_ms)
         k = cell.key
         now = time.time()
-        values: dict[str, Any] = {
+        values: dict[str, object] = {
             "input_label": k.input_label,
             "status": cell.status,
             "error": cell.error,
@@ -354,7 +356,7 @@ class Store:
         )
 
     def finish_run(
-        self, run_id: str, status: str, gpu_after: dict[str, Any] | None = None, error: str | None = None
+        self, run_id: str, status: str, gpu_after: JSONObject | None = None, error: str | None = None
     ) -> None:
         """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
         if status not in RUN_STATUSES:
@@ -364,12 +366,12 @@ class Store:
             gpu = conn.execute(select(runs_t.c.gpu).where(runs_t.c.run_id == run_id)).scalar()
             if gpu is None:
                 raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
-            values: dict[str, Any] = {"status": status, "finished": now, "updated": now, "error": error}
+            values: dict[str, object] = {"status": status, "finished": now, "updated": now, "error": error}
             if gpu_after is not None:
                 values["gpu"] = dict(gpu) | {"after": gpu_after}
             conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(**values))
 
-    def attach_profiles(self, run_id: str, cells: list[Cell], settings: dict[str, Any] | None = None) -> int:
+    def attach_profiles(self, run_id: str, cells: list[Cell], settings: JSONObject | None = None) -> int:
         """Store the profile sections (``cell.extra["profile"]``, ktriage.profile.attach) of ``cells``
         into run ``run_id``'s cells of the same keys, after the timing (a finished run is fine), and
         ``settings`` (the run's profile notes) as the run's settings, in ONE transaction. The section
