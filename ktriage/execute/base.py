@@ -32,7 +32,7 @@ class Placement:
     hostname: str
     pid: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, str | int]:
         return {"node_id": self.node_id, "hostname": self.hostname, "pid": self.pid}
 
 
@@ -60,7 +60,7 @@ class JobResult(Generic[R]):
     lost: bool = False
     placement: Placement | None = None
     attempts: int = 1
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)
 
 
 OnDone = Callable[[int, "JobResult[Any]"], None]
@@ -88,7 +88,7 @@ class PinnedWorker(Protocol):
     every ``call`` runs in that process, on that GPU. What a measurement made of several calls needs
     (a time bisect's sampling rounds: samples of one comparison never come from two GPUs)."""
 
-    where: dict[str, Any]
+    where: dict[str, object]
     """Where it runs, once known (node, host, pid, the GPU ids it was given); empty before the first call."""
 
     def call(self, fn: Callable[..., R], args: tuple[Any, ...]) -> JobResult[R]: ...

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from ktriage.errors import KtriageError
 from ktriage.execute.base import Job, JobKind, JobResult, OnDone, Placement, call_job
@@ -159,7 +159,7 @@ class RayExecutor:
     def resources(self) -> dict[str, float]:
         return {k: float(v) for k, v in self._ray.cluster_resources().items()}
 
-    def gpu_request(self) -> dict[str, Any]:
+    def gpu_request(self) -> dict[str, object]:
         """The options of a timing task: a GPU if Ray sees one, else the ``gpu_slot`` resource."""
         res = self.resources()
         if res.get("GPU", 0) >= 1:
@@ -177,7 +177,7 @@ class RayExecutor:
             return max(1, int(res.get("GPU", 0) or res.get(GPU_RESOURCE, 0)))
         return max(1, int(res.get("CPU", 1)))
 
-    def nodes(self) -> list[dict[str, Any]]:
+    def nodes(self) -> list[RayNode]:
         """The live nodes: id and declared resources (for placement checks and reports)."""
         return [
             {"node_id": n["NodeID"], "resources": dict(n.get("Resources") or {})}
@@ -187,8 +187,8 @@ class RayExecutor:
 
     # -- running --------------------------------------------------------------------------------
 
-    def _options(self, kind: JobKind) -> dict[str, Any]:
-        base: dict[str, Any] = {"max_retries": self.max_retries, "retry_exceptions": False}
+    def _options(self, kind: JobKind) -> dict[str, object]:
+        base: dict[str, object] = {"max_retries": self.max_retries, "retry_exceptions": False}
         if kind == "timing":
             return {**base, **self.gpu_request()}
         return {**base, "num_cpus": 1}
@@ -252,6 +252,13 @@ class RayExecutor:
         self.close()
 
 
+class RayNode(TypedDict):
+    """A live node of the cluster, as :meth:`RayExecutor.nodes` reports it."""
+
+    node_id: str
+    resources: dict[str, float]
+
+
 class RayPinnedWorker:
     """One Ray actor holding one slot of ``kind`` (GPU: ``num_gpus=1`` or ``gpu_slot``) for its life.
 
@@ -261,7 +268,7 @@ class RayPinnedWorker:
 
     def __init__(self, executor: RayExecutor, kind: JobKind, label: str = "") -> None:
         self.executor, self.kind, self.label = executor, kind, label
-        self.where: dict[str, Any] = {}
+        self.where: dict[str, object] = {}
         self._actor: Any = None
         self._lost = ""
 
@@ -283,7 +290,7 @@ class RayPinnedWorker:
             cause = exc.cause if getattr(exc, "cause", None) is not None else exc
             return JobResult(job, False, error=f"{type(cause).__name__}: {cause}")
         except ray.exceptions.RayError as exc:  # the worker (or its node) is gone
-            where = f" on {self.where['hostname']} (node {self.where['node_id'][:12]})" if self.where else ""
+            where = f" on {self.where['hostname']} (node {str(self.where['node_id'])[:12]})" if self.where else ""
             self._lost = f"the pinned {self.kind} worker{where} was lost: {type(exc).__name__}: {str(exc)[:300]}"
             return JobResult(job, False, error=self._lost, lost=True)
         self.where = {**placement.to_json(), "gpu_ids": gpu_ids}
