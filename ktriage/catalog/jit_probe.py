@@ -20,10 +20,11 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ktriage.atomic import write_atomic
+from ktriage.schema.jsontypes import JSONObject
 
 
 def _probe_environment() -> None:
@@ -47,9 +48,9 @@ class _Capture:
     """Records what the JIT passed to its compile (signature, constexprs, attrs) via Triton's hook."""
 
     def __init__(self) -> None:
-        self.records: list[dict[str, Any]] = []
+        self.records: list[JSONObject] = []
 
-    def __call__(self, *, key: Any, repr: str, fn: Any, compile: dict[str, Any], **_: Any) -> bool:
+    def __call__(self, *, key: Any, repr: str, fn: Any, compile: Mapping[str, Any], **_: Any) -> bool:
         configs = compile.get("configs") or [{}]
         self.records.append(
             {
@@ -176,7 +177,7 @@ _RUNNERS = {
 }
 
 
-def _spec_view(spec: Any) -> dict[str, Any]:
+def _spec_view(spec: Any) -> JSONObject:
     return {
         "signature": spec.signature,
         "constexprs": {k: str(v) for k, v in spec.constexprs.items()},
@@ -187,7 +188,7 @@ def _spec_view(spec: Any) -> dict[str, Any]:
     }
 
 
-def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | None) -> list[dict[str, Any]]:
+def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | None) -> list[JSONObject]:
     """Compare JIT and ktriage PTX for each selected input of ``op``; one result dict per spec."""
     _probe_environment()
     import torch
@@ -215,7 +216,7 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
     results = []
     for spec in specs:
         torch.manual_seed(1337)
-        row: dict[str, Any] = {
+        row: JSONObject = {
             "op": info.name,
             "spec": spec.name,
             "input_id": spec.meta.get("input_id"),
@@ -242,7 +243,7 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
             kt_ptx = ours["ptx"]
             row["cubin_equal"] = kernels[0].asm["cubin"] == ours["cubin"]  # Triton's own cubin, both sides
             row["jit_cubin_sha256"] = hashlib.sha256(kernels[0].asm["cubin"]).hexdigest()
-            jit_spec = [r for r in capture.records if r["function"].split(".")[-1] == spec.source_function()]
+            jit_spec = [r for r in capture.records if str(r["function"]).split(".")[-1] == spec.source_function()]
             row.update(
                 equal=jit_ptx == kt_ptx,
                 jit_ptx_sha256=_sha(jit_ptx),
