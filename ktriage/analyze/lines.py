@@ -47,6 +47,7 @@ from ktriage.analyze.sass import (
     SassInstruction,
     instruction_class,
 )
+from ktriage.schema.jsontypes import JSONObject
 
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _CUOBJ_FUNC = re.compile(r"^\s*Function\s*:\s*(\S+)")
@@ -215,7 +216,7 @@ class LineStats:
         head = f"{self.file}:{self.line}" if self.line else self.file
         return head + (f" (inlined at {' <- '.join(self.inlined_at)})" if self.inlined_at else "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["inlined_at"] = list(self.inlined_at)
         data["opcodes"] = dict(self.opcodes)
@@ -349,7 +350,7 @@ class LineDelta:
             + 0.5 * sum(abs(d) for _, d in self.opcode_delta())
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "file": self.file,
             "line": self.line,

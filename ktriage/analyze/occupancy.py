@@ -24,10 +24,10 @@ driver (benchmarks/gpu/occupancy_vs_cuda.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ktriage.arch import Arch, parse_arch
 from ktriage.errors import SpecError
+from ktriage.schema.jsontypes import JSONObject
 
 #: Limiter names, in the order used to pick one when several resources allow the same count and
 #: the count is > 0. Hardware caps come first: when they bind, lowering a kernel resource can't help.
@@ -76,7 +76,7 @@ class Occupancy:
             f"limited by {self.limiter.replace('_', ' ')}"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """Plain JSON-able dict (stable keys; what ``ktriage occupancy --format json`` prints)."""
         return {
             "arch": self.arch,

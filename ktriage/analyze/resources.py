@@ -34,6 +34,7 @@ from ktriage.analyze.sass_loops import SassLoop, find_loops
 from ktriage.arch import parse_arch
 from ktriage.errors import CompileError, FormatError, SpecError
 from ktriage.ptx import parse_ptx
+from ktriage.schema.jsontypes import JSONObject
 
 # 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes. Cached resources of another schema are recomputed
 # (artifact.py).
@@ -90,7 +91,7 @@ class Resources:
         """What Triton's `CompiledKernel.n_spills` reports: stack bytes / 4 (not a spill count)."""
         return self.stack_bytes // 4
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
         # what dataclasses.asdict gives, without its per-value deepcopy (a third of a warm explain
         # went into asdict for the 60 cells' reports); the fields are plain values and dicts of them

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ktriage.analyze.sass import WORK_CLASSES, SassFunction, SassInstruction, instruction_class
+from ktriage.schema.jsontypes import JSONObject
 
 # `0x400` (cuobjdump), `` `(.L_x_3) `` or `` `($__internal_0_$...) `` (nvdisasm labels)
 _TARGET = re.compile(r"(?:0x([0-9a-fA-F]+)|`?\(([^()`\s]+)\)`?|(\.L_\w+))\s*$")
@@ -53,7 +54,7 @@ class SassLoop:
     # the body's instruction addresses (for the per-line counts of analyze/lines.py); not saved
     body: frozenset[int] = field(default_factory=frozenset, compare=False, repr=False)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "start": self.start,
             "end": self.end,

@@ -44,6 +44,7 @@ from ktriage.explain.fixes import Fix
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.predicted import identical_toolchains
 from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.toolchain.manager import Toolchain
 
@@ -78,7 +79,7 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
     data = res.to_json()
     del data["source_lines"]  # per comparison, as the line diff (`lines`); a kernel's whole map is too long here
     data["occupancy"] = occ.to_json()
-    data["artifact"] = {
+    artifact: JSONObject = {
         "ptx": str(result.artifact.frontend.ptx_path),
         "cubin": str(result.artifact.cubin.cubin_path),
         "kernel_name": result.artifact.kernel_name,
@@ -87,9 +88,10 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
         "lowered_ptx_version": result.artifact.cubin.lowered_ptx_version,
         "placeholder_imports": list(result.artifact.frontend.placeholder_imports),
     }
+    data["artifact"] = artifact
     spec = result.artifact.spec
     if "launch" in spec.meta:  # a spec written by values: what this toolchain's own JIT decided (docs/specs.md)
-        data["artifact"]["specialization"] = {
+        artifact["specialization"] = {
             "signature": spec.signature,
             "constexprs": spec.constexprs,
             "divisible_by_16": list(spec.divisible_by_16),
