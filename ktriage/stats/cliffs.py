@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import numpy as np
+
+from ktriage.schema.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class Cliff:
         head = f"{self.series}: " if self.series else ""
         return f"{head}cliff between {self.x_before} and {self.x_after}: {self.level_before:.3g} -> {self.level_after:.3g} (x{self.factor:.2f})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
 
 

@@ -34,10 +34,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 from scipy import stats as _sps
+
+from ktriage.schema.jsontypes import JSONObject
 
 VerdictKind = Literal["regression", "improvement", "same", "unsure"]
 
@@ -135,7 +137,7 @@ class Verdict:
             return False
         return self.unsure_cause in RESOLVABLE or not self.settled
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         out = asdict(self)
         out["resolvable"] = self.resolvable
         # JSON has no inf/nan: encode them as null so every consumer can parse the file.
@@ -295,6 +297,28 @@ def compare_samples(ref: Sequence[float], new: Sequence[float], config: VerdictC
     return compare_samples_many([(ref, new)], config)[0]
 
 
+class _Counts(TypedDict):
+    """The fields every verdict of a pair carries, whatever it decides."""
+
+    n_ref: int
+    n_new: int
+    threshold: float
+    confidence: float
+
+
+class _Measured(_Counts):
+    """And those of a pair with samples on both sides."""
+
+    median_ref: float
+    median_new: float
+    noise_ref: float
+    noise_new: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
 def _decide(
     a: np.ndarray,
     b: np.ndarray,
@@ -304,9 +328,7 @@ def _decide(
     config: VerdictConfig,
 ) -> Verdict:
     """The verdict from the statistics of one cleaned pair (``compare_samples_many`` computes them)."""
-    base: dict[str, Any] = dict(
-        n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence
-    )
+    base = _Counts(n_ref=int(a.size), n_new=int(b.size), threshold=config.threshold, confidence=config.confidence)
     if a.size == 0 or b.size == 0:
         side = "ref" if a.size == 0 else "new"
         return Verdict(
@@ -319,9 +341,18 @@ def _decide(
             unsure_cause="few_samples",
             **base,
         )
-    base.update(median_ref=sa.median, median_new=sb.median, noise_ref=sa.cv, noise_new=sb.cv)
     ratio, lo, hi, p = pair
-    base.update(ratio=ratio, ci_low=lo, ci_high=hi, p_value=p)
+    full = _Measured(
+        **base,
+        median_ref=sa.median,
+        median_new=sb.median,
+        noise_ref=sa.cv,
+        noise_new=sb.cv,
+        ratio=ratio,
+        ci_low=lo,
+        ci_high=hi,
+        p_value=p,
+    )
     head = f"{_pct(ratio)} ({_ci_text(lo, hi, config.confidence)}, U-test p={p:.2g})"
     g = config.gate
     half = math.sqrt(g)
@@ -335,7 +366,7 @@ def _decide(
             reason=f"too few samples ({a.size} ref, {b.size} new; need >= {config.min_samples} each{why}): {head}",
             unsure_cause="few_samples",
             flags=["single_value"] if single else [],
-            **base,
+            **full,
         )
 
     flags: list[str] = []
@@ -363,14 +394,14 @@ def _decide(
                 "regression",
                 reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
                 flags=flags + ["separated"],
-                **base,
+                **full,
             )
         if q_new[1] * g <= q_ref[0] and p < config.alpha:
             return Verdict(
                 "improvement",
                 reason=f"{head}; distributions separated despite: {'; '.join(problems)}",
                 flags=flags + ["separated"],
-                **base,
+                **full,
             )
         settled = min(a.size, b.size) >= config.settle_samples
         return Verdict(
@@ -379,36 +410,36 @@ def _decide(
             unsure_cause=cause,
             flags=flags,
             settled=settled,
-            **base,
+            **full,
         )
 
     gate_txt = f"+-{config.threshold:.0%} gate"
     if lo >= 1 / g and hi <= g:
         what = "a real change but inside the" if p < config.alpha else "no change beyond the"
-        return Verdict("same", reason=f"{head}: {what} {gate_txt}", **base)
+        return Verdict("same", reason=f"{head}: {what} {gate_txt}", **full)
     if lo >= half and hi >= g:
         if p < config.alpha:
-            return Verdict("regression", reason=f"slower {head}", **base)
+            return Verdict("regression", reason=f"slower {head}", **full)
         return Verdict(
             "unsure",
             reason=f"{head}: interval above the gate but U test not significant",
             unsure_cause="not_significant",
-            **base,
+            **full,
         )
     if hi <= 1 / half and lo <= 1 / g:
         if p < config.alpha:
-            return Verdict("improvement", reason=f"faster {head}", **base)
+            return Verdict("improvement", reason=f"faster {head}", **full)
         return Verdict(
             "unsure",
             reason=f"{head}: interval below the gate but U test not significant",
             unsure_cause="not_significant",
-            **base,
+            **full,
         )
     return Verdict(
         "unsure",
         reason=f"{head}: interval straddles the {gate_txt}; more samples would decide",
         unsure_cause="straddles_gate",
-        **base,
+        **full,
     )
 
 
