@@ -101,7 +101,8 @@ class Head:
 
 
 def compile_throughput(specs, tc, workers: int, ray_head: Head | None) -> dict:  # type: ignore[no-untyped-def]
-    from ktriage.compile.compiler import Artifact, Compiler
+    from ktriage.compile.compiler import Artifact
+    from ktriage.compile.remote import ClusterCompiler
 
     executor = None
     connect_s = 0.0
@@ -119,7 +120,7 @@ def compile_throughput(specs, tc, workers: int, ray_head: Head | None) -> dict: 
             if compiler is not None:
                 compiler.cache = cache
             else:
-                compiler = Compiler(jobs=workers, cache_dir=cache, executor=executor)
+                compiler = ClusterCompiler(jobs=workers, cache_dir=cache, executor=executor)
             t0 = time.monotonic()
             out = compiler.compile_many(specs, [tc])
             wall = time.monotonic() - t0

@@ -62,10 +62,10 @@ def node_workspace(cfg: NodeConfig) -> Workspace:
 
 def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
     """On a node: build and compile one candidate; the observation is decided by the driver."""
-    from ktriage.compile.remote import _node_compiler
+    from ktriage.compile.remote import node_compiler
 
     assert cfg.metric is not None and cfg.kernels is not None
-    measurer = KernelMeasurer(cfg.kernels, _node_compiler(cfg.cache_dir))
+    measurer = KernelMeasurer(cfg.kernels, node_compiler(cfg.cache_dir))
     return MetricPredicate(cfg.metric, measurer, node_workspace(cfg))._measure(candidate)
 
 

@@ -34,6 +34,7 @@ from ktriage.cli.options import (
 )
 from ktriage.cli.resolve import resolve_specs, resolve_toolchains
 from ktriage.compile.compiler import Compiler
+from ktriage.compile.remote import ClusterCompiler
 from ktriage.errors import KtriageError
 from ktriage.spec.model import input_label
 
@@ -178,7 +179,7 @@ def tune(
         from ktriage.execute.select import remote_executor
 
         executor = remote_executor(cluster)
-        with Compiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
+        with ClusterCompiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             results = [
                 screen(
                     space,

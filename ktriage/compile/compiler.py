@@ -160,7 +160,12 @@ def _frontend_identity(toolchain: Toolchain) -> str:
 
 
 class Compiler:
-    """Compiles specs with toolchains, in parallel, through the artifact cache."""
+    """Compiles specs with toolchains, in parallel, through the artifact cache.
+
+    On this machine: a remote executor (``--cluster``) needs :class:`ktriage.compile.remote.ClusterCompiler`,
+    which builds on this class (so this module never imports the cluster path back)."""
+
+    sends_remote = False  # True in ClusterCompiler: its compile_many sends frontend compiles to a remote executor
 
     def __init__(
         self,
@@ -170,8 +175,13 @@ class Compiler:
         executor: Executor | None = None,
     ) -> None:
         self.jobs = jobs or max(1, os.cpu_count() or 1)
-        # None or a local executor: this process's worker pool. A remote one (``--cluster``):
-        # compile_many sends the frontend compiles to the cluster (ktriage.compile.remote).
+        # None or a local executor: this process's worker pool. A remote one (``--cluster``): only
+        # ClusterCompiler sends to it; a plain Compiler would compile here and ignore it, silently.
+        if executor is not None and executor.remote and not self.sends_remote:
+            raise CompileError(
+                "a plain Compiler cannot send compiles to a remote executor",
+                "build ktriage.compile.remote.ClusterCompiler(executor=...) for --cluster",
+            )
         self.executor = executor
         try:
             self.cache = cache_dir or home_subdir("artifacts")
@@ -485,10 +495,6 @@ class Compiler:
         on_done: Callable[[CompileOutcome], None] | None = None,
     ) -> list[CompileOutcome]:
         """Every spec with every toolchain, ``jobs`` at a time; results in (spec, toolchain) order."""
-        if self.executor is not None and self.executor.remote:
-            from ktriage.compile.remote import compile_many_remote
-
-            return compile_many_remote(self, self.executor, specs, toolchains, on_done=on_done)
         pairs = [(s, t) for s in specs for t in toolchains]
 
         def run(index: int) -> CompileOutcome:

@@ -34,7 +34,7 @@ _NODE_COMPILERS: dict[str, Compiler] = {}
 _NODE_LOCK = threading.Lock()
 
 
-def _node_compiler(cache_dir: str | None) -> Compiler:
+def node_compiler(cache_dir: str | None) -> Compiler:
     """One compiler per cache dir per node process: its Triton worker stays warm across jobs."""
     key = cache_dir or ""
     with _NODE_LOCK:
@@ -50,7 +50,7 @@ def frontend_job(spec: KernelSpec, toolchain_spec: str, shared_cache: str | None
     unless the cache is shared."""
     from ktriage.toolchain.manager import ensure_toolchain
 
-    compiler = _node_compiler(shared_cache)
+    compiler = node_compiler(shared_cache)
     toolchain = ensure_toolchain(toolchain_spec)  # built once per node, under the manager's file lock
     before = compiler.frontend_compiles
     front = compiler.frontend(spec, toolchain)
@@ -160,3 +160,25 @@ def compile_many_remote(
 
     executor.run(jobs, on_done=landed)
     return [o for o in outcomes if o is not None]
+
+
+class ClusterCompiler(Compiler):
+    """A :class:`Compiler` whose ``compile_many`` sends the frontend compiles to a remote executor
+    (``--cluster``: :func:`compile_many_remote`); with a local executor or none, the plain compiler.
+
+    Why a subclass and not a branch in ``Compiler.compile_many``: this module drives a Compiler (the
+    node's, the driver's cache), so the compiler importing it back made the two modules one cycle.
+    Whoever takes an executor builds this class; a plain Compiler refuses a remote executor."""
+
+    sends_remote = True
+
+    def compile_many(
+        self,
+        specs: Sequence[KernelSpec],
+        toolchains: Sequence[Toolchain],
+        *,
+        on_done: Callable[[CompileOutcome], None] | None = None,
+    ) -> list[CompileOutcome]:
+        if self.executor is not None and self.executor.remote:
+            return compile_many_remote(self, self.executor, specs, toolchains, on_done=on_done)
+        return super().compile_many(specs, toolchains, on_done=on_done)

@@ -43,5 +43,5 @@ def open_executor(value: str | None, *, workers: int | None = None) -> Executor:
 
 def remote_executor(value: str | None) -> Executor | None:
     """The cluster's executor for a ``--cluster`` value, or None to run locally: what
-    ``Compiler(executor=...)`` takes (None keeps its own worker pool)."""
+    ``ktriage.compile.remote.ClusterCompiler(executor=...)`` takes (None keeps its own worker pool)."""
     return open_executor(value) if cluster_address(value) is not None else None

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ktriage import progress
-from ktriage.compile.compiler import Compiler
+from ktriage.compile.remote import ClusterCompiler
 from ktriage.execute.base import Executor
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import Finding, FindingGroup, collect_findings, group_findings
@@ -65,7 +65,7 @@ def explain_specs(
     with (
         progress.task("compiling", total=len(specs) * len(toolchains)) as compiling,
         progress.task("analyzing", total=len(specs)) as analyzing,
-        Compiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
+        ClusterCompiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
     ):
         result = Explainer(compiler, params=params, threshold=threshold).run(
             specs, toolchains, on_compiled=compiling.callback, on_explained=analyzing.callback

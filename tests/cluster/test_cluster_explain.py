@@ -10,6 +10,7 @@ import pytest
 
 from ktriage.catalog import expand_op
 from ktriage.compile.compiler import Compiler
+from ktriage.compile.remote import ClusterCompiler
 from ktriage.execute.ray_backend import RayExecutor
 from ktriage.explain.engine import Explainer
 from ktriage.explain.findings import collect_findings
@@ -35,7 +36,10 @@ def test_explain_sweep_on_the_cluster_equals_the_local_one(ray_cluster, toolchai
     with Compiler(jobs=2, cache_dir=tmp_path / "local") as compiler:
         local = _report(compiler, specs, tcs, local_done)
     ray_done: list[object] = []
-    with RayExecutor(ray_cluster.address) as ex, Compiler(jobs=2, cache_dir=tmp_path / "ray", executor=ex) as compiler:
+    with (
+        RayExecutor(ray_cluster.address) as ex,
+        ClusterCompiler(jobs=2, cache_dir=tmp_path / "ray", executor=ex) as compiler,
+    ):
         remote = _report(compiler, specs, tcs, ray_done)
     assert remote == local
     assert local["complete"] and len(local["kernels"]) == len(INPUTS)
@@ -59,7 +63,7 @@ def test_the_same_spec_is_sent_once_and_a_cached_one_not_at_all(ray_cluster, too
             sent.append(len(jobs))
             return super().run(jobs, on_done=on_done)
 
-    with Counting(ray_cluster.address) as ex, Compiler(cache_dir=tmp_path / "c", executor=ex) as compiler:
+    with Counting(ray_cluster.address) as ex, ClusterCompiler(cache_dir=tmp_path / "c", executor=ex) as compiler:
         first = remote.compile_many_remote(compiler, ex, [spec, spec], [tc, tc])
         again = remote.compile_many_remote(compiler, ex, [spec], [tc])
     assert sent == [1, 0]  # four identical cells: one job; then a driver cache hit: none
