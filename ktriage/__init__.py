@@ -26,12 +26,13 @@ __version__ = "0.1.0"
 # names as Any through ``ktriage``; ``ktriage.api`` declares them typed.
 _LAZY: dict[str, str] = {
     "api": "ktriage.api",
+    "BenchReport": "ktriage.api",
     "BisectReport": "ktriage.api",
     "ExplainReport": "ktriage.api",
     "RecordReport": "ktriage.api",
 }
 
-__all__ = ["BisectReport", "ExplainReport", "RecordReport", "__version__", "api"]
+__all__ = ["BenchReport", "BisectReport", "ExplainReport", "RecordReport", "__version__", "api"]
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
     from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._record import RecordReport, record
@@ -38,6 +39,11 @@ _LAZY: dict[str, str] = {
     "ExplainReport": "_explain",
     "DEFAULT_THRESHOLD": "_explain",
     "DEFAULT_COMPILE_TIMEOUT_S": "_explain",
+    "bench": "_bench",
+    "BenchReport": "_bench",
+    "is_recorded_bundle": "_bench",
+    "GPUS_HELP": "_bench",
+    "require_torch": "_bench",
     "bisect": "_bisect",
     "BisectReport": "_bisect",
     "record": "_record",
@@ -45,6 +51,11 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "GPUS_HELP",
+    "BenchReport",
+    "bench",
+    "is_recorded_bundle",
+    "require_torch",
     "DEFAULT_COMPILE_TIMEOUT_S",
     "DEFAULT_THRESHOLD",
     "BisectReport",

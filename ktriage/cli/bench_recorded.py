@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ktriage.cli.console import make_progress
-from ktriage.cli.options import DEFAULT_COMPILE_TIMEOUT_S, Format, write_outputs
+from ktriage.cli.options import DEFAULT_COMPILE_TIMEOUT_S, Format, output_suffix, write_outputs
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:

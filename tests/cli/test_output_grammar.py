@@ -200,10 +200,10 @@ def test_bench_json_on_stdout_is_the_results_file(
 ) -> None:
     """bench measures on a GPU only: the session is faked, everything after it (the one JSON writer
     for stdout, -o PATH.json and --output-json) is the real code."""
+    import ktriage.api._bench
     import ktriage.bench.session
-    import ktriage.cli.bench_cmd
 
-    monkeypatch.setattr(ktriage.cli.bench_cmd, "_require_gpu", lambda: None)
+    monkeypatch.setattr(ktriage.api._bench, "require_torch", lambda: None)
     monkeypatch.setattr(ktriage.bench.session, "run_bench", _fake_run_bench)
     first, second, table = tmp_path / "r1.json", tmp_path / "sub" / "r2.json", tmp_path / "r.md"
     argv = [

@@ -1,0 +1,325 @@
+"""``ktriage.api.bench(op=..., toolchains=[...], ...) -> BenchReport``: benchmark an operator like
+TritonBench, every toolchain's Triton kernels compiled here into a bundle and timed side by side in
+one GPU process (docs/bench.md).
+
+Why an entry point: the plan (backends, baseline, metrics, timing protocol, the bundle's inputs)
+was checked and built by the CLI, which also built the compiler and the bundle itself: 146 lines,
+37 parameters. A GPU job script or a notebook now makes one call; ``compile_only=True`` stops
+after the bundle (a CPU machine), ``bundle=DIR`` measures a bundle built elsewhere.
+
+A recorded workload (``ktriage bench W.json``) is not an operator bench: see
+:func:`is_recorded_bundle` (the CLI routes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage import progress
+from ktriage.api._toolchains import resolve_toolchains
+from ktriage.bench.plan import BenchPlan, native_variants
+from ktriage.errors import KtriageError
+from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
+from ktriage.measure.cells import Cell, RunInfo
+from ktriage.measure.gpus import GPUS_HELP
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.workload.bundles.format import Bundle
+
+Say = Callable[[str], None]
+TIMINGS = ("auto", "events", "graph", "queued")
+__all__ = ["DEFAULT_METRICS", "GPUS_HELP", "TIMINGS", "BenchReport", "bench", "is_recorded_bundle", "require_torch"]
+DEFAULT_METRICS = "latency,speedup,accuracy"
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    """An operator bench: what was asked (op, pass, precision, baseline, metrics), the bundle built
+    or read, and, unless ``compile_only``, the run and its cells (every sample kept). The renderers
+    are the ones ``ktriage bench`` writes with (the .csv/.md table, the .json results file)."""
+
+    op: str
+    mode: str
+    precision: str
+    baseline: str
+    metrics: list[str]
+    bundle: Path | None
+    plan: BenchPlan | None  # None: compile_only (nothing measured)
+    run: RunInfo | None = None
+    cells: list[Cell] = field(default_factory=list)
+    toolchains: list[dict[str, Any]] = field(default_factory=list)  # the toolchains' records, as the bundle keeps them
+
+    @property
+    def title(self) -> str:
+        return f"{self.op} {self.mode} ({self.precision})"
+
+    def _rows(self) -> Any:
+        from ktriage.report.bench import results_table
+        from ktriage.workload.ops.opdef import get_op
+
+        labels = {t["id"]: str(t.get("spec") or t["id"]) for t in self.toolchains}
+        return results_table(self.cells, get_op(self.op), self.baseline, self.metrics, labels)
+
+    def to_csv(self) -> str:
+        from ktriage.report.bench import to_csv
+
+        return to_csv(self._rows())
+
+    def to_markdown(self) -> str:
+        from ktriage.report.bench import to_markdown
+
+        return to_markdown(self._rows(), self.title)
+
+    def json_text(self) -> str:
+        """The results file (``ktriage compare`` reads it): every cell with its raw samples."""
+        from ktriage.report.bench import to_json
+
+        if self.run is None:
+            raise KtriageError("a compile-only bench measured nothing", "measure the bundle: bench(bundle=..., op=...)")
+        return to_json(self.run, self.cells)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.bench import print_table
+
+        print_table(self._rows(), console, title=self.title)
+
+    def write_tritonbench_json(self, path: str | Path) -> list[Path]:
+        """The run as TritonBench's JSON (what its dashboards read), one file per toolchain."""
+        from ktriage.measure.tritonbench_format import write_tritonbench_json
+
+        if self.run is None:
+            raise KtriageError("a compile-only bench measured nothing", "measure the bundle first")
+        return list(write_tritonbench_json(Path(path), self.run, self.cells))
+
+
+def is_recorded_bundle(bundle: str | Path) -> bool:
+    """``bundle`` holds a recorded workload's kernels (``bench W.json --compile-only``), not an op's."""
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.recorded.bundle import is_recorded_bundle as recorded
+
+    return bool(recorded(load_bundle(Path(bundle))))
+
+
+def bench(
+    *,
+    op: str | None = None,
+    only: Sequence[str] | None = None,
+    baseline: str | None = None,
+    metrics: str = DEFAULT_METRICS,
+    mode: str | None = None,
+    inputs: Sequence[str] | None = None,
+    input_id: int | None = None,
+    num_inputs: int | None = None,
+    precision: str | None = None,
+    toolchains: Sequence[str] = (),
+    compile_only: bool = False,
+    bundle: str | Path | None = None,
+    arch: str = "sm_90",
+    sm_count: int | None = None,
+    results_path: str | Path | None = None,
+    db: str | None = None,
+    timing: str = "auto",
+    l2_flush: bool = True,
+    max_time: float = 10.0,
+    min_samples: int = 10,
+    artifact_timing: str = "tritonbench",
+    compile_mode: str = "max-autotune-no-cudagraphs",
+    host_artifacts: bool = False,
+    jobs: int | None = None,
+    compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
+    gpus: str | None = None,
+    profile: bool = False,
+    say: Say | None = None,
+) -> BenchReport:
+    """Bench TritonBench operator ``op`` (``layer_norm``...; default: the bundle's) with the
+    backends ``only`` (default: all), ``toolchains`` compiling the Triton backends (the first is the
+    reference). ``results_path``: the results file, rewritten after each input while measuring.
+    ``say``: the steps' messages (the bundle written, a failed cell, the profile).
+
+    Raises :class:`~ktriage.errors.KtriageError` for a bad argument before anything is compiled or
+    measured, and when measuring is asked on a machine without torch."""
+    from ktriage.report.bench import METRICS
+    from ktriage.workload.ops.opdef import check_mode, get_op, resolve_precision, select_op_inputs
+
+    tell: Say = say or (lambda _m: None)
+    wanted_metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    unknown = [m for m in wanted_metrics if m not in METRICS]
+    if unknown:
+        raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
+    loaded: Bundle | None = None
+    if bundle is not None and not toolchains:
+        from ktriage.workload.bundles.format import load_bundle
+
+        loaded = load_bundle(Path(bundle))
+        op = op or loaded.op
+    if op is None:
+        raise KtriageError("no --op given", "e.g. --op layer_norm (ops: layer_norm, embedding, rope)")
+    opdef = get_op(op)
+    mode_name = check_mode(opdef, mode or (loaded.mode if loaded is not None else "fwd"))
+    prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))
+    cases = select_op_inputs(opdef, input_id=input_id, num_inputs=num_inputs, selectors=list(inputs or []) or None)
+    chosen = [b.strip() for b in only] if only else list(opdef.backends)
+    base = baseline or opdef.baseline
+    known = set(opdef.backends) | set(opdef.artifact_backends)
+    bad = [b for b in chosen + [base] if b not in known]
+    if bad:
+        raise KtriageError(
+            f"{op} has no backend(s) {bad}", f"TritonBench's backends of {op}: {', '.join(sorted(known))}"
+        )
+    if base not in chosen:
+        chosen.insert(0, base)
+    artifact = [b for b in chosen if b in opdef.artifact_backends] if (toolchains or loaded) else []
+    if timing not in TIMINGS:
+        raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
+    native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)
+    records: list[dict[str, Any]] = []
+    if toolchains:
+        loaded, records = _compile_bundle(
+            op, mode_name, cases, toolchains, artifact, bundle, arch, sm_count, prec, jobs, compile_timeout, tell
+        )
+    elif loaded is not None:
+        records = list(loaded.toolchains.values())
+        if loaded.mode != mode_name or loaded.op != op:
+            raise KtriageError(
+                f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode_name}",
+                "pass the op and pass of the bundle, or build a new one with --toolchain",
+            )
+        bundle_ids = {c.id for c in loaded.input_cases()}
+        cases = [c for c in cases if c.id in bundle_ids]
+        if not cases:
+            raise KtriageError(
+                f"no selected input is in bundle {bundle}", f"inputs in the bundle: {sorted(bundle_ids)}"
+            )
+    done = BenchReport(op, mode_name, prec, base, wanted_metrics, loaded.path if loaded else None, None)
+    if compile_only:
+        return done
+    require_torch()
+    from ktriage.measure.gpus import host_gpus
+
+    placed = host_gpus(gpus)
+    plan = BenchPlan(
+        op=op,
+        mode=mode_name,
+        input_ids=[c.id for c in cases],
+        native_backends=native,
+        artifact_backends=artifact,
+        baseline=base,
+        precision=prec,
+        bundle=str(loaded.path) if loaded else None,
+        toolchains=[t["id"] for t in records] if artifact else [],
+        timing={"mode": timing, "l2_flush": l2_flush},
+        min_samples=min_samples,
+        max_time_s=max_time,
+        artifact_timing=artifact_timing,
+        compile_mode=compile_mode,
+    )
+    run, cells = _measure(plan, db, Path(results_path) if results_path else None, records, placed, tell)
+    if profile:
+        _profile(run, cells, plan, db, tell)
+    return BenchReport(op, mode_name, prec, base, wanted_metrics, done.bundle, plan, run, cells, records)
+
+
+def require_torch() -> None:
+    """torch must be there; whether a GPU is visible the worker checks while it starts (importing
+    torch here would put its seconds before the worker's start instead of alongside it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise KtriageError(
+            "measuring needs torch and an NVIDIA GPU on this machine",
+            "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine",
+        )
+
+
+def _compile_bundle(
+    op: str,
+    mode: str,
+    cases: Sequence[Any],
+    toolchains: Sequence[str],
+    artifact: list[str],
+    bundle: str | Path | None,
+    arch: str,
+    sm_count: int | None,
+    prec: str,
+    jobs: int | None,
+    compile_timeout: float,
+    say: Say,
+) -> tuple[Bundle, list[dict[str, Any]]]:
+    """The bundle of ``cases`` x ``toolchains`` (the artifact backends' kernels), under the ktriage
+    home unless ``bundle`` names the folder."""
+    from ktriage.compile.compiler import Compiler
+    from ktriage.home import home_subdir
+    from ktriage.workload.bundles.build import build_bundle
+    from ktriage.workload.bundles.format import load_bundle
+
+    if not artifact:
+        raise KtriageError(
+            "--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain",
+            "add an artifact backend to --only, e.g. liger_layer_norm",
+        )
+    tcs = resolve_toolchains(toolchains)
+    out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
+    with (
+        progress.task(f"compiling {len(cases)} input(s) x {len(tcs)} toolchain(s)"),
+        Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
+    ):
+        path = build_bundle(
+            op,
+            mode,
+            [c.id for c in cases],
+            tcs,
+            Path(out),
+            target=arch,
+            sm_count=sm_count,
+            compiler=compiler,
+            precision=prec,
+            backends=artifact,
+        )
+    loaded = load_bundle(path)
+    failures = [a for a in loaded.artifacts.values() if not hasattr(a, "cubin_path")]
+    say(f"bundle: {path} ({len(loaded.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)")
+    say(f"measure it on the GPU machine: ktriage bench --bundle {path} --op {op} --{mode.replace('_', '-')}")
+    return loaded, [t.to_json() for t in tcs]
+
+
+def _measure(
+    plan: BenchPlan,
+    db: str | None,
+    results_path: Path | None,
+    toolchains: list[dict[str, Any]],
+    gpus: list[int] | None,
+    say: Say,
+) -> tuple[RunInfo, list[Cell]]:
+    from ktriage.bench.session import run_bench
+
+    def on_cell(cell: Cell) -> None:
+        if cell.status != "ok":
+            say(f"{cell.status} {cell.key.label()}: {str(cell.error or '')[:200]}")
+
+    with progress.task(f"{plan.op} {plan.mode}: inputs", total=len(plan.input_ids)) as step:
+        return run_bench(
+            plan,
+            store_url=db,
+            results_path=results_path,
+            toolchains=toolchains,
+            on_cell=on_cell,
+            on_input_done=lambda _i: step.advance(),
+            gpus=gpus,
+        )
+
+
+def _profile(run: RunInfo, cells: list[Cell], plan: BenchPlan, db: str | None, say: Say) -> None:
+    """``profile``: ncu on the bundle after the timing (ktriage.profile.attach); the cells and the
+    run get the counters in place (the results files are written after this), the store's run too."""
+    from ktriage.profile.attach import attach_to_store, profile_measured
+
+    if plan.bundle is None or not plan.artifact_backends:
+        say("--profile: no bundle with artifact backends in this bench: nothing profiled")
+        return
+    profile_measured(run, cells, Path(plan.bundle), backends=plan.artifact_backends, input_ids=plan.input_ids, say=say)
+    say(attach_to_store(db, run, cells))

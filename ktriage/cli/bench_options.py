@@ -1,0 +1,161 @@
+"""The options of ``ktriage bench``, declared once (their help is the user documentation: docs/cli.md
+is generated from it). Kept apart so the command module stays what it does: parse, call
+``ktriage.api.bench``, render. TritonBench's spellings (``--only``, ``--csv``, ``--output-json``) are
+kept so its command lines run unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ktriage.api import GPUS_HELP
+from ktriage.cli.options import (
+    Format,
+    Mode,
+    arch_option,
+    format_option,
+    jobs_option,
+    mode_option,
+    output_option,
+    precision_option,
+    toolchain_option,
+)
+
+FORMATS = ("table", "markdown", "json", "csv")
+WRITERS = (".csv", ".md", ".json")
+
+Workload = Annotated[
+    str | None,
+    typer.Argument(
+        help="A recorded workload (W.json from `ktriage record`): bench its kernels, every toolchain side by side (docs/record.md)."
+    ),
+]
+
+Kernel = Annotated[
+    list[str] | None,
+    typer.Option("--kernel", help="With a workload: only this kernel (K3 or its function name); repeatable."),
+]
+
+Op = Annotated[str | None, typer.Option("--op", help="TritonBench operator: layer_norm, embedding, rope.")]
+
+Only = Annotated[
+    str | None,
+    typer.Option(
+        "--only", help="Comma-separated backends (TritonBench names), e.g. liger_layer_norm,torch_layer_norm."
+    ),
+]
+
+Baseline = Annotated[
+    str | None,
+    typer.Option("--baseline", help="Baseline backend for speedups (default: the op's, e.g. torch_layer_norm)."),
+]
+
+Metrics = Annotated[str, typer.Option("--metrics", help="Comma-separated: latency, speedup, gbps, tflops, accuracy.")]
+
+PassMode = Annotated[Mode | None, mode_option("Default: fwd as in TritonBench, or the bundle's pass.")]
+
+Precision = Annotated[
+    str | None, precision_option("Default: TritonBench's fp32 (torch's default dtype), or the bundle's.")
+]
+
+Toolchain = Annotated[list[str] | None, toolchain_option("Compiles the Triton backends; the first is the reference.")]
+
+CompileOnly = Annotated[
+    bool,
+    typer.Option("--compile-only", help="Only compile the bundle (no GPU needed); measure it later with --bundle."),
+]
+
+Bundle = Annotated[
+    Path | None,
+    typer.Option("--bundle", help="Bundle directory: written by --compile-only, read on the GPU machine."),
+]
+
+Arch = Annotated[str, arch_option("Target of the compiled kernels (the GPU machine's).")]
+
+SmCount = Annotated[
+    int | None, typer.Option("--sm-count", help="SM count the library would see (default: the arch's usual GPU).")
+]
+
+Fmt = Annotated[Format, format_option(FORMATS, "json: the results file's document (as -o PATH.json writes).")]
+
+CsvOut = Annotated[bool, typer.Option("--csv", help="TritonBench's spelling of --format csv.")]
+
+Output = Annotated[
+    list[Path] | None,
+    output_option(
+        WRITERS,
+        ".csv/.md: the results table (TritonBench's --output is the .csv); .json: every cell with raw samples (the results file `ktriage compare` reads; rewritten after each input while measuring; --format json prints the same document).",
+    ),
+]
+
+OutputJson = Annotated[
+    Path | None, typer.Option("--output-json", help="TritonBench's spelling of -o PATH.json (the results file).")
+]
+
+TritonbenchJson = Annotated[
+    Path | None,
+    typer.Option(
+        "--tritonbench-json",
+        help="Also write the run as TritonBench's JSON (what its dashboards read; one file per toolchain, docs/triage.md).",
+    ),
+]
+
+Timing = Annotated[
+    str,
+    typer.Option(
+        "--timing",
+        help="auto (a protocol per backend: queued for native backends, graph for single kernels under 10 us, else events; recorded per cell), or for all: events (CUDA events per call), graph (CUDA graph replays), queued (events behind a spin kernel: no launch gaps).",
+    ),
+]
+
+NoL2Flush = Annotated[
+    bool, typer.Option("--no-l2-flush", help="Do not flush the L2 cache between calls (TritonBench flushes).")
+]
+
+MaxTime = Annotated[
+    float, typer.Option("--max-time", help="Seconds of sampling per input at most (all variants together).")
+]
+
+MinSamples = Annotated[
+    int, typer.Option("--min-samples", help="Samples per variant before the adaptive stop may end sampling.")
+]
+
+ArtifactTiming = Annotated[
+    str,
+    typer.Option(
+        "--artifact-timing",
+        help="What an artifact backend times: tritonbench (as TritonBench times the library), library, or kernel (launches only).",
+    ),
+]
+
+CompileMode = Annotated[str, typer.Option("--compile-mode", help="torch.compile mode of the torch_compile backends.")]
+
+ArtifactsOnly = Annotated[
+    bool,
+    typer.Option(
+        "--artifacts-only",
+        help="With --toolchain/--bundle: skip the host's own copy of the artifact backends (the default now; kept for old scripts).",
+    ),
+]
+
+HostArtifacts = Annotated[
+    bool,
+    typer.Option(
+        "--host-artifacts",
+        help="With --toolchain/--bundle: also time the host's own copy of the artifact backends (e.g. liger with the host Triton).",
+    ),
+]
+
+Jobs = Annotated[int | None, jobs_option("Parallel compiles.")]
+
+Gpus = Annotated[str | None, typer.Option("--gpus", help=GPUS_HELP)]
+
+Profile = Annotated[
+    bool,
+    typer.Option(
+        "--profile",
+        help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).",
+    ),
+]
