@@ -27,7 +27,7 @@ from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
 from ktriage.explain.failures import fallback_reason
 from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
-from ktriage.predict.facts import KernelFacts, facts_from_resources
+from ktriage.predict.facts import KernelFacts, facts_from_resources, launch_inputs
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
@@ -338,6 +338,7 @@ class Explainer:
             spec.num_warps,
             str(spec.meta.get("sm_count")),
             spec.target,
+            launch_inputs(spec.signature, spec.meta),  # the data size: inputs sharing a cubin still differ
         )
         hit = self._predictions.get(key)
         if hit is None:

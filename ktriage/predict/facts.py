@@ -255,6 +255,13 @@ def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bo
     return False
 
 
+def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> tuple[int | None, bool]:
+    """What the model reads from a launch besides its grid and warps: the data size and whether every
+    index is one value. Two inputs of a sweep that share a cubin and a grid still differ here (layer_norm
+    N=4608 and N=5120 run one kernel on different rows), so a cache of predictions keys on it."""
+    return data_bytes(signature, meta), uniform_indices(signature, meta)
+
+
 def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
     main: LoopFacts | None = None
     others: list[LoopFacts] = []
