@@ -174,7 +174,16 @@ _LISTING = "ktriage.listing"  # ctx.meta key: set while the root help renders it
 
 
 def load_verb(verb: Verb) -> _click.Command:
-    """Import the verb's module and build its click command, as ``app.command``/``app.add_typer`` would."""
+    """Import the verb's module and build its click command, as ``app.command``/``app.add_typer`` would;
+    its ``--mode`` accepts the pass flags its help documents (``options.accept_pass_flags``)."""
+    from ktriage.cli.options import accept_pass_flags
+
+    command = _build_verb(verb)
+    accept_pass_flags(command)
+    return command
+
+
+def _build_verb(verb: Verb) -> _click.Command:
     target = getattr(importlib.import_module(verb.module), verb.attribute)
     if isinstance(target, typer.Typer):
         command: _click.Command = typer.main.get_group(target)
@@ -256,6 +265,15 @@ def _debug_given(ctx: typer.Context, value: bool) -> bool:
     return value
 
 
+def _version_given(value: bool) -> None:
+    """The ``--version`` option's callback: print the version and stop, before any verb loads."""
+    if value:
+        from ktriage import __version__
+
+        typer.echo(f"ktriage {__version__}")
+        raise typer.Exit(exit_codes.OK)
+
+
 app = typer.Typer(
     name="ktriage",
     help="Find, bisect, explain and fix performance regressions of Triton GPU kernels across compiler versions.",
@@ -277,6 +295,12 @@ def _root(
             is_eager=True,
             callback=_debug_given,
             help="Re-raise errors with their traceback instead of the one-line message (for bug reports).",
+        ),
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, expose_value=False, callback=_version_given, help="Print the version and exit."
         ),
     ] = False,
 ) -> None:

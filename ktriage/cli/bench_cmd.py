@@ -69,7 +69,7 @@ def bench(
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     fmt = Format.csv if csv_out else fmt
     opt.check_format(fmt, o.FORMATS)
-    outputs = opt.merge_outputs(output, output_json)
+    outputs = opt.merge_outputs(output, json=output_json)
     opt.check_outputs(outputs, o.WRITERS)
     console = make_console(stderr=fmt != Format.table)
     asked_mode = opt.pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
@@ -109,7 +109,7 @@ def bench(
             compile_timeout=compile_timeout,
             gpus=gpus,
         )
-    json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
+    json_outputs = [p for p in outputs if opt.output_suffix(p) == ".json"]
     with make_progress(console):
         report = bench_api(
             op=op,

@@ -192,7 +192,7 @@ def _measure_and_report(
         min_samples=min_samples,
         max_time_s=max_time,
     )
-    json_outputs = [p for p in outputs if p.suffix.lower() == ".json"]
+    json_outputs = [p for p in outputs if output_suffix(p) == ".json"]
     with make_progress(console) as progress:
         task = progress.add_task(f"{recorded.name}: kernel inputs", total=len(entries))
 

@@ -176,7 +176,7 @@ def bisect(
 
     console = make_console(stderr=True)
     check_format(fmt, FORMATS)
-    outputs = merge_outputs(output, markdown, json_path)
+    outputs = merge_outputs(output, md=markdown, json=json_path)
     check_outputs(outputs, WRITERS)
     report = bisect_api(
         source=source,

@@ -94,7 +94,7 @@ def compare(
         if not 0.5 <= confidence < 1:
             raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
         check_format(fmt, FORMATS)
-        outputs = merge_outputs(output, markdown, html)
+        outputs = merge_outputs(output, md=markdown, html=html)
         check_outputs(outputs, WRITERS)
         config = VerdictConfig(threshold=threshold, confidence=confidence)
         comps = build_comparisons(

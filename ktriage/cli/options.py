@@ -148,6 +148,60 @@ def pick_mode(mode: Mode | None, *, fwd: bool = False, bwd: bool = False, fwd_bw
     return asked.pop() if asked else None
 
 
+PASS_FLAGS = {"--fwd": "fwd", "--bwd": "bwd", "--fwd-bwd": "fwd_bwd"}
+"""The short pass flags that :data:`MODE_HELP` documents on every ``--mode``."""
+
+
+def accept_pass_flags(command: Any) -> None:
+    """Make every (sub)command whose ``--mode`` help documents ``--fwd``/``--bwd``/``--fwd-bwd`` accept
+    them: the flags a command does not declare itself are read as ``--mode <pass>`` before it parses
+    (``cli/app.load_verb`` calls this once per verb; duck-typed, as typer may bring its own click). Why here and not a parameter on every verb: the
+    help of ``--mode`` promises them wherever it appears, so the promise is kept where it is made."""
+    for sub in (getattr(command, "commands", None) or {}).values():  # a group's subcommands (catalog show)
+        accept_pass_flags(sub)
+    declared = {opt for p in command.params for opt in getattr(p, "opts", ())}
+    mode = next((p for p in command.params if "--mode" in getattr(p, "opts", ())), None)
+    if mode is None or MODE_HELP not in (getattr(mode, "help", None) or ""):
+        return
+    flags = {flag: value for flag, value in PASS_FLAGS.items() if flag not in declared}
+    if not flags:
+        return
+    parse_args = command.parse_args
+
+    def parse_with_pass_flags(ctx: Any, args: list[str]) -> list[str]:
+        return parse_args(ctx, pass_flags_as_mode(args, flags))  # type: ignore[no-any-return]
+
+    command.parse_args = parse_with_pass_flags
+
+
+def pass_flags_as_mode(args: Sequence[str], flags: Mapping[str, str]) -> list[str]:
+    """``args`` with each of ``flags`` (e.g. ``--bwd``) written as ``--mode bwd``, up to a ``--`` (what
+    follows it is another program's command line). Two different passes, given either way, are the
+    error :func:`pick_mode` gives, not a silent last-one-wins."""
+    out: list[str] = []
+    asked: set[str] = set()
+    rewritten = False
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out += args[i:]
+            break
+        if arg in flags:
+            out += ["--mode", flags[arg]]
+            asked.add(flags[arg])
+            rewritten = True
+            continue
+        if arg.startswith("--mode="):
+            asked.add(arg.split("=", 1)[1])
+        elif arg == "--mode" and i + 1 < len(args):
+            asked.add(args[i + 1])
+        out.append(arg)
+    if rewritten and len(asked) > 1:
+        raise KtriageError(
+            f"more than one pass was given ({', '.join(sorted(asked))})", "choose one with --mode fwd|bwd|fwd_bwd"
+        )
+    return out
+
+
 # ------------------------------------------------------------------------------------------ compiling
 def jobs_option(help: str) -> Any:
     """``--jobs/-j``: parallel compiles, 1 to 1024 (``-j 0`` or ``-j -1`` is refused while parsing)."""
@@ -279,11 +333,33 @@ def output_grammar(command: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
 Writer = Callable[[], str]
 
 
+class _FormatPath(type(Path())):  # type: ignore[misc]  # PosixPath here; a plain Path subclass needs 3.12
+    """A path whose option named its format (``--json PATH``): written with that format's writer
+    whatever its own suffix says (:func:`output_suffix`)."""
+
+    writer_suffix: str
+
+
+def as_format(path: Path, suffix: str) -> Path:
+    """``path`` to be written as ``suffix`` (".json", ".md", ".html") whatever its own suffix: what an
+    option named after its format (``--json``, ``--markdown``, ``--html``, ``--output-json``) writes."""
+    if path.suffix.lower() == suffix:
+        return path
+    named = _FormatPath(path)
+    named.writer_suffix = suffix
+    return named
+
+
+def output_suffix(path: Path) -> str:
+    """The writer a path is written with: the format its option named (:func:`as_format`), else its suffix."""
+    return getattr(path, "writer_suffix", None) or path.suffix.lower()
+
+
 def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
     """Refuse an output whose suffix has no writer before any work is done."""
     known = tuple(writers)
     for path in paths:
-        if path.suffix.lower() not in known:
+        if output_suffix(path) not in known:
             raise KtriageError(
                 f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
                 f"name the file with one of: {', '.join(known)}",
@@ -296,7 +372,7 @@ def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console:
     check_outputs(paths, writers)
     rendered: dict[str, str] = {}
     for path in paths:
-        suffix = path.suffix.lower()
+        suffix = output_suffix(path)
         if suffix not in rendered:
             rendered[suffix] = writers[suffix]()
         try:
@@ -345,11 +421,19 @@ def append_step_summary(summary: str | None, markdown: str) -> None:
         ) from exc
 
 
-def merge_outputs(outputs: Sequence[Path] | None, *aliases: Path | Sequence[Path] | None) -> list[Path]:
-    """``-o`` paths plus the verb's older spellings of it (``--report``, ``--markdown``, ``--output-json``...),
-    in order, without duplicates."""
+def merge_outputs(
+    outputs: Sequence[Path] | None,
+    *aliases: Path | Sequence[Path] | None,
+    md: Path | None = None,
+    json: Path | None = None,
+    html: Path | None = None,
+) -> list[Path]:
+    """``-o`` paths plus the verb's older spellings of it (``--report``...), in order, without duplicates.
+    ``md``/``json``/``html``: an option named after its format (``--markdown``, ``--json``,
+    ``--output-json``, ``--html``) writes that format whatever the path's suffix (:func:`as_format`)."""
     out: list[Path] = list(outputs or [])
-    for alias in aliases:
+    named = [as_format(p, s) for p, s in ((md, ".md"), (json, ".json"), (html, ".html")) if p is not None]
+    for alias in [*aliases, *named]:
         if alias is None:
             continue
         for path in [alias] if isinstance(alias, Path) else alias:
