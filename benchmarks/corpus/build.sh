@@ -2,6 +2,8 @@
 # Issue 23's corpus, step 2 (CPU, no GPU): each recorded workload compiled into a bench bundle and explained.
 #   bash benchmarks/corpus/build.sh bundles [NAME...]   -> .bundles/corpus/NAME (3.6.0 = the recording host's
 #                                                          Triton, the reference; 3.3.1; 3.4.0) + .carry/corpus-bundles.tgz
+#                                                          (BUNDLES=DIR TGZ=FILE: another folder and tarball, e.g.
+#                                                          a device call's new bundles alone)
 #   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json.gz,md}
 #                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90)
 # NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json.gz (default: all with a kernel); the
@@ -11,6 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 WL=${WL:-benchmarks/corpus/h200/workloads}
 KT=${KT:-.venv/bin/ktriage}
+BUNDLES=${BUNDLES:-.bundles/corpus} TGZ=${TGZ:-.carry/corpus-bundles.tgz}
 step=${1:?usage: build.sh bundles|explain [NAME...]}; shift
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
@@ -20,17 +23,21 @@ wl() { if [ -f "$WL/$1.workload.json.gz" ]; then echo "$WL/$1.workload.json.gz";
 has_kernels() { python3 -c "import gzip,json,sys; sys.exit(0 if json.loads(gzip.open(sys.argv[1]).read() if sys.argv[1].endswith('.gz') else open(sys.argv[1]).read()).get('kernels') else 1)" "$1"; }
 case "$step" in
   bundles)
-    mkdir -p .bundles/corpus
+    mkdir -p "$BUNDLES"
     for n in "${names[@]}"; do
-      has_kernels "$(wl "$n")" || { echo "$n: no kernel recorded, no bundle" >> .bundles/corpus/build.log; continue; }
-      [ -f ".bundles/corpus/$n/manifest.json" ] && continue
+      has_kernels "$(wl "$n")" || { echo "$n: no kernel recorded, no bundle" >> "$BUNDLES/build.log"; continue; }
+      [ -f "$BUNDLES/$n/manifest.json" ] && continue
       t0=$(date +%s)
       $KT bench "$(wl "$n")" -t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0 --compile-only \
-        --bundle ".bundles/corpus/$n" > ".bundles/corpus/$n.log" 2>&1
-      echo "$n: exit $? after $(( $(date +%s) - t0 )) s" | tee -a .bundles/corpus/build.log
+        --bundle "$BUNDLES/$n" > "$BUNDLES/$n.log" 2>&1
+      echo "$n: exit $? after $(( $(date +%s) - t0 )) s" | tee -a "$BUNDLES/build.log"
     done
-    mkdir -p .carry && tar czf .carry/corpus-bundles.tgz -C .bundles corpus $(cd .bundles && ls -d corpus39 2>/dev/null)
-    du -sh .bundles/corpus .carry/corpus-bundles.tgz ;;
+    if [ "$BUNDLES" = .bundles/corpus ]; then
+      mkdir -p .carry && tar czf "$TGZ" -C .bundles corpus $(cd .bundles && ls -d corpus39 2>/dev/null)
+    else
+      mkdir -p "$(dirname "$TGZ")" && tar czf "$TGZ" -C "$(dirname "$BUNDLES")" "$(basename "$BUNDLES")"
+    fi
+    du -sh "$BUNDLES" "$TGZ" ;;
   explain)
     out=benchmarks/corpus/h200/explain
     mkdir -p "$out"

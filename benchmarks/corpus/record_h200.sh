@@ -16,6 +16,8 @@ mkdir -p "$work/wl" "$work/log"
 site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl > "$work/log/pip.log" 2>&1
 kt_src=${KT_SRC:-$repo}  # the ktriage to run: .carry/kt is a clean export of HEAD (git archive HEAD ktriage)
+# `python3 -m ktriage` puts its working folder first on sys.path: run from the repo root it would import the
+# tree's ktriage, not KT_SRC. So every ktriage command here runs from a folder without one ($work, TritonBench's).
 export PYTHONPATH="$site:$kt_src" KTRIAGE_HOME="$work/home" PYTHONUNBUFFERED=1 SERVING_SRC="$repo/.carry/serving"
 {
   date -u +%FT%TZ
@@ -35,13 +37,13 @@ job() {  # one line of ops.txt: KIND NAME ARG [TritonBench flags...]
   else
     id="$name"
     cmd=(python3 "$repo/$arg")
-    cd "$repo" || return
+    cd "$work" || return
   fi
   t0=$(date +%s.%N)
   timeout -k 10 "$PER_JOB" python3 -m ktriage record -o "$work/wl/$id.workload.json" -- "${cmd[@]}" > "$work/log/$id.log" 2>&1
   rc=$?
   t1=$(date +%s.%N)
-  (cd "$repo" && timeout 60 python3 -m ktriage workload show "$work/wl/$id.workload.json" > "$work/log/$id.show.txt" 2>&1)
+  (cd "$work" && timeout 60 python3 -m ktriage workload show "$work/wl/$id.workload.json" > "$work/log/$id.show.txt" 2>&1)
   echo "$id record_rc=$rc wall_s=$(python3 -c "print(round($t1-$t0,1))")" >> "$work/log/summary.txt"
 }
 export -f job

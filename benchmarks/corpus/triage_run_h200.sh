@@ -19,7 +19,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .wh
 kt=$repo/.carry/kt; [ -d "$kt/ktriage" ] || kt=$repo  # a clean export of the commit when carried, else the tree
 export PYTHONPATH="$site:$kt" KTRIAGE_HOME="$(mktemp -d)" PYTHONUNBUFFERED=1 KTRIAGE_COLUMNS=200
 export TRITON_CACHE_DIR="$(mktemp -d)"  # the program's own JIT starts cold, as a first run would
-PROGRAM="python3 benchmarks/corpus/programs/liger_step.py"
+PROGRAM="python3 $repo/benchmarks/corpus/programs/liger_step.py"
+cd "$res"  # not the repo root: `python3 -m ktriage` puts its working folder first on sys.path (the tree's ktriage)
 OLD="triton=host,ptxas=/usr/local/cuda/bin/ptxas"
 NEW="triton=host"
 {
