@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -16,6 +15,7 @@ from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.schema.results import (
     FIX,
     FIXES,
@@ -37,7 +37,7 @@ FORMAT_VERSION = 1
 MAX_RESULTS_MB = 512
 
 
-def results_to_json(run: RunInfo, cells: list[Cell]) -> dict[str, Any]:
+def results_to_json(run: RunInfo, cells: list[Cell]) -> JSONObject:
     return {"format_version": FORMAT_VERSION, "run": run.to_json(), "cells": [c.to_json() for c in cells]}
 
 
@@ -122,7 +122,7 @@ def check_profile_section(section: object, *, origin: str) -> ProfileSectionSche
     return convert(section, ProfileSectionSchema, origin=origin, fix=PROFILE_FIX)
 
 
-def cell_profile(cell: Cell) -> dict[str, Any] | None:
+def cell_profile(cell: Cell) -> JSONObject | None:
     """The cell's profile section (``extra["profile"]``), or None when the cell was not profiled."""
     section = cell.extra.get(PROFILE_KEY)
     return section if isinstance(section, dict) else None
