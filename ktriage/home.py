@@ -23,10 +23,46 @@ def _make(path: Path) -> None:
 
 def ktriage_home() -> Path:
     """The root of everything ktriage stores; created on first use."""
-    env = os.environ.get("KTRIAGE_HOME")
-    root = Path(env).expanduser().resolve() if env else Path(platformdirs.user_cache_dir("ktriage"))
+    root = _home_path()
     _make(root)
     return root
+
+
+def _home_path() -> Path:
+    env = os.environ.get("KTRIAGE_HOME")
+    return Path(env).expanduser().resolve() if env else Path(platformdirs.user_cache_dir("ktriage"))
+
+
+HOME_VAR = "$KTRIAGE_HOME"
+"""How a report names the ktriage home in a path it carries (:func:`portable_path`)."""
+
+
+def portable_path(path: str | os.PathLike[str]) -> str:
+    """How a report names a file: ``$KTRIAGE_HOME/<rest>`` for a file under the ktriage home (the
+    artifact cache, toolchains), relative to the current folder for one under it, else as given.
+
+    Why: reports travel (CI artifacts, bug reports, the committed benchmarks); this machine's
+    absolute paths mean nothing on the machine that reads them and show its user's folders, while
+    ``$KTRIAGE_HOME/artifacts/...`` names the same entry in any home (:func:`expand_portable`)."""
+    given = Path(path)
+    try:
+        resolved = given.resolve()
+        home = _home_path().resolve()
+        cwd = Path.cwd().resolve()
+    except (OSError, RuntimeError):
+        return str(given)
+    if resolved.is_relative_to(home):
+        return f"{HOME_VAR}/{resolved.relative_to(home).as_posix()}".rstrip("/")
+    if resolved.is_relative_to(cwd):
+        return resolved.relative_to(cwd).as_posix() or "."
+    return str(given)
+
+
+def expand_portable(text: str) -> Path:
+    """The file a :func:`portable_path` names, on this machine (``$KTRIAGE_HOME`` is this home)."""
+    if text == HOME_VAR or text.startswith(HOME_VAR + "/"):
+        return ktriage_home() / text[len(HOME_VAR) + 1 :]
+    return Path(text)
 
 
 def home_subdir(name: str) -> Path:

@@ -40,7 +40,7 @@ from ktriage.compile.compiler import Compiler
 from ktriage.errors import KtriageError
 from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
-from ktriage.home import home_subdir
+from ktriage.home import home_subdir, portable_path
 
 Say = Callable[[str], None]
 
@@ -553,7 +553,10 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
                 changes,
                 [OpcodeMove(op, d) for op, d in delta.items()],
                 ", ".join(f"{op} {d:+d}" for op, d in list(delta.items())[:8]) or "no SASS opcode change",
-                {"predecessor_cubin": str(p_art.cubin_path), "culprit_cubin": str(c_art.cubin_path)},
+                {
+                    "predecessor_cubin": portable_path(p_art.cubin_path),
+                    "culprit_cubin": portable_path(c_art.cubin_path),
+                },
             )
         )
     report.explain = out
@@ -603,8 +606,8 @@ def _explain(run: _Run, report: BisectReport) -> None:
                 list(cmp.opcode_changes),
                 opcode_delta_text(cmp),
                 {
-                    "predecessor_ptx": str(ref.artifact.frontend.ptx_path),
-                    "culprit_ptx": str(new.artifact.frontend.ptx_path),
+                    "predecessor_ptx": portable_path(ref.artifact.frontend.ptx_path),
+                    "culprit_ptx": portable_path(new.artifact.frontend.ptx_path),
                 },
                 cmp.cross_errors,
                 cmp.prediction,

@@ -18,6 +18,7 @@ import ktriage
 from ktriage.bisect.candidate import Observation
 from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
+from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.schema.jsontypes import JSONObject
 
@@ -83,7 +84,7 @@ def to_json(report: BisectReport) -> JSONObject:
         "explain": [e.to_json() for e in report.explain] if report.explain is not None else None,
         "explain_note": report.explain_note,
         "notes": report.notes,
-        "state": str(report.state_path) if report.state_path else None,
+        "state": portable_path(report.state_path) if report.state_path else None,
     }
 
 

@@ -43,6 +43,7 @@ from ktriage.explain.findings import (
 from ktriage.explain.fixes import Fix
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.predicted import identical_toolchains
+from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
@@ -80,8 +81,8 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
     del data["source_lines"]  # per comparison, as the line diff (`lines`); a kernel's whole map is too long here
     data["occupancy"] = occ.to_json()
     artifact: JSONObject = {
-        "ptx": str(result.artifact.frontend.ptx_path),
-        "cubin": str(result.artifact.cubin.cubin_path),
+        "ptx": portable_path(result.artifact.frontend.ptx_path),
+        "cubin": portable_path(result.artifact.cubin.cubin_path),
         "kernel_name": result.artifact.kernel_name,
         "triton_version": result.artifact.frontend.triton_version,
         "ptxas_version": result.artifact.cubin.ptxas_version,
