@@ -11,9 +11,9 @@ import statistics
 import sys
 from pathlib import Path
 
+from ktriage.compare.pairing import compare_toolchains
 from ktriage.measure.results_file import read_results
 from ktriage.ops.registry import default_baselines
-from ktriage.stats.compare import compare_toolchains
 
 
 def verdicts(path: Path) -> dict[tuple[str, int], str]:

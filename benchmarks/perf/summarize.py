@@ -20,10 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ktriage.compare.pairing import compare_cells, compare_toolchains
 from ktriage.measure.cells import Cell
 from ktriage.measure.results_file import read_results
 from ktriage.ops.registry import default_baselines
-from ktriage.stats.compare import compare_cells, compare_toolchains
 
 ISSUE3 = Path(__file__).resolve().parents[1] / "gpu" / "issue3"
 FLAGS = ("regression", "improvement")

@@ -153,9 +153,10 @@ def bench(
 
 
 def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console: Console) -> None:
+    from ktriage.compare.pairing import compare_toolchains
+    from ktriage.compare.report import CompareReport
     from ktriage.ops.registry import default_baselines
     from ktriage.report.markdown import to_markdown
-    from ktriage.stats.compare import compare_toolchains
 
     comparisons = compare_toolchains(cells, run=run, baseline=baseline, default_baselines=default_baselines())
-    console.print(to_markdown(comparisons), markup=False, highlight=False)
+    console.print(to_markdown(CompareReport(comparisons)), markup=False, highlight=False)

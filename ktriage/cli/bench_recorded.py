@@ -230,8 +230,9 @@ def _measure_and_report(
 
 
 def _print_verdicts(run: RunInfo, cells: list[Cell], console: Console) -> None:
+    from ktriage.compare.pairing import compare_toolchains
+    from ktriage.compare.report import CompareReport
     from ktriage.report.markdown import to_markdown
-    from ktriage.stats.compare import compare_toolchains
 
     comparisons = compare_toolchains(cells, run=run, baseline=None, default_baselines={})
-    console.print(to_markdown(comparisons), markup=False, highlight=False)
+    console.print(to_markdown(CompareReport(comparisons)), markup=False, highlight=False)

@@ -1,7 +1,7 @@
 """`ktriage compare`: regressions, improvements and cliffs between two runs (or a run's toolchains).
 
-Thin: options and outputs here; loading the sides and pairing them in ktriage.bench.compare_sides,
-statistics in ktriage.stats.compare, rendering in ktriage.report. Exit status for CI: 1 when regressions are found, 0 otherwise, 2 for bad input.
+Thin: options here; the compare itself is one call, ``ktriage.compare.run.compare`` (loading the sides,
+pairing them, the statistics), rendered by ktriage.report. Exit status for CI: 1 when regressions are found, 0 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, print_error
@@ -19,20 +18,19 @@ from ktriage.cli.options import (
     Db,
     Format,
     Mode,
+    append_step_summary,
     check_format,
     check_outputs,
+    emit,
     format_option,
     merge_outputs,
     mode_option,
     output_option,
-    write_outputs,
 )
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
-    from rich.console import Console
-
-    from ktriage.stats.compare import Comparison
+    from ktriage.compare.report import CompareReport
 
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -84,99 +82,52 @@ def compare(
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
     interval and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along
     input sweeps. Exit 1 when regressions are found (for CI), 2 for bad input."""
-    from ktriage.bench.compare_sides import build_comparisons
-    from ktriage.stats.compare import exit_status
-    from ktriage.stats.verdict import VerdictConfig
+    from ktriage.compare.run import compare as run_compare
 
     try:
-        if not 0 < threshold < 10:
-            raise KtriageError(f"--threshold {threshold} is not a fraction", "give e.g. 0.05 for a 5% gate")
-        if not 0.5 <= confidence < 1:
-            raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
         check_format(fmt, FORMATS)
         outputs = merge_outputs(output, md=markdown, html=html)
         check_outputs(outputs, WRITERS)
-        config = VerdictConfig(threshold=threshold, confidence=confidence)
-        comps = build_comparisons(
+        report = run_compare(
             a,
             b,
             toolchains=toolchains,
             baseline=baseline,
-            config=config,
+            threshold=threshold,
+            confidence=confidence,
             db=db,
             op=op,
             mode=mode.value if mode else None,
         )
-        show_and_write(comps, fmt, outputs, show_same=show_same)
+        show_and_write(report, fmt, outputs, show_same=show_same)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)
         raise typer.Exit(exit_codes.USAGE) from exc
-    raise typer.Exit(exit_status(comps))
+    raise typer.Exit(report.exit_status)
 
 
-def show_and_write(comps: list[Comparison], fmt: Format, outputs: list[Path], *, show_same: bool = False) -> None:
-    """Print the comparisons on stdout in ``fmt``, write each ``-o`` file by its suffix, and append
-    the markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
+def show_and_write(report: CompareReport, fmt: Format, outputs: list[Path], *, show_same: bool = False) -> None:
+    """Print the report on stdout in ``fmt``, write each ``-o`` file by its suffix, and append the
+    markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
     from ktriage.report.html import to_html
     from ktriage.report.markdown import to_markdown
-    from ktriage.report.tabular import print_table, to_csv
+    from ktriage.report.tabular import print_counters, print_table, to_csv
 
-    out = make_console()
-    if fmt == Format.table:
-        print_table(out, comps, show_same=show_same)
-        print_counters(out, comps)
-    elif fmt == Format.markdown:
-        print(to_markdown(comps), end="")
-    elif fmt == Format.json:
-        print(to_json(comps))
-    else:
-        print(to_csv(comps), end="")
-    write_outputs(
-        outputs,
+    def table() -> None:
+        out = make_console()
+        print_table(out, report, show_same=show_same)
+        print_counters(out, report)
+
+    emit(
+        fmt,
         {
-            ".md": lambda: to_markdown(comps),
-            ".json": lambda: to_json(comps) + "\n",
-            ".csv": lambda: to_csv(comps),
-            ".html": lambda: to_html(comps),
+            ".md": lambda: to_markdown(report),
+            ".json": lambda: report.json_text() + "\n",
+            ".csv": lambda: to_csv(report),
+            ".html": lambda: to_html(report),
         },
+        table,
+        outputs,
         make_console(stderr=True),
     )
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as fh:  # GitHub concatenates steps' summaries
-            fh.write(to_markdown(comps) + "\n")
-
-
-def print_counters(out: Console, comps: list[Comparison]) -> None:
-    """Under the table: the Nsight Compute counters of each profiled pair, one line next to its verdict
-    (the same lines as the markdown's ``Counters`` section)."""
-    from ktriage.profile.quote import comparison_quotes
-    from ktriage.report.markdown import profile_notes, quoted
-
-    for c in comps:
-        quotes = comparison_quotes(c)
-        for q in quotes:
-            out.print(
-                f"[bold]counters[/] [{'red' if q.verdict == 'regression' else 'default'}]{escape(q.head())}[/] "
-                f"{escape(q.label())}: {escape(q.text)}",
-                soft_wrap=True,
-            )
-        for n in profile_notes(c):
-            if not quoted(n, quotes):
-                out.print(f"[yellow]not profiled:[/] {escape(n)}", soft_wrap=True)
-
-
-def to_json(comps: list[Comparison]) -> str:
-    """compare's JSON (``ktriage.report.tabular.to_json_doc``) with, per comparison, the counters
-    quoted next to each profiled pair's verdict (``counters``) and the runs' profile notes."""
-    import json
-
-    from ktriage.profile.quote import comparison_quotes
-    from ktriage.report.markdown import profile_notes
-    from ktriage.report.tabular import to_json_doc
-
-    doc = to_json_doc(comps)
-    for entry, c in zip(doc["comparisons"], comps):
-        entry["counters"] = [q.to_json() for q in comparison_quotes(c)]
-        entry["profile_notes"] = profile_notes(c)
-    return json.dumps(doc, indent=1)
+    append_step_summary(os.environ.get("GITHUB_STEP_SUMMARY"), to_markdown(report))

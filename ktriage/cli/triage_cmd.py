@@ -219,32 +219,30 @@ def triage(
         db=db,
         workloads=list(workload or []),
     )
-    from ktriage.bench.compare_sides import load_side
+    from ktriage.compare.sides import LoadedSide, load_side
 
-    sides = [load_side(ref, db, op=op, mode=options.mode) for ref in (old, new)]
-    labels = [
-        Path(ref).name if Path(ref).exists() else label for ref, (_, _, label) in zip((old, new), sides, strict=True)
+    # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
+    sides = [
+        LoadedSide(s.run, s.cells, s.path.name if s.path else s.label, s.path)
+        for s in (load_side(ref, db, op=op, mode=options.mode) for ref in (old, new))
     ]
     same = old == new or (Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve())
-    split = same and len({c.key.toolchain for c in sides[0][1] if c.key.toolchain}) >= 2
+    split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
     if split:
         from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
 
-        halves = split_toolchains(sides[0][0], sides[0][1], old_toolchain, new_toolchain)
-        sides = [(r, c, lab) for r, c, lab in halves]
-        labels = [f"{labels[0]} ({lab})" for _r, _c, lab in halves]
-        options.old_toolchain, options.new_toolchain = old_toolchain or halves[0][2], new_toolchain or halves[1][2]
-    with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
-        report = run_triage(
-            (sides[0][0], sides[0][1], labels[0]),
-            (sides[1][0], sides[1][1], labels[1]),
-            options,
-            say=lambda m: console.print(f"[dim]{escape(m)}[/]"),
+        halves = split_toolchains(sides[0].run, sides[0].cells, old_toolchain, new_toolchain)
+        sides = [LoadedSide(h.run, h.cells, f"{sides[0].label} ({h.label})") for h in halves]
+        options.old_toolchain, options.new_toolchain = (
+            old_toolchain or halves[0].label,
+            new_toolchain or halves[1].label,
         )
+    with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
+        report = run_triage(sides[0], sides[1], options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 
-        settle_side_by_side(report, sides[0][1], sides[1][1], old)
+        settle_side_by_side(report, sides[0].cells, sides[1].cells, old)
     gpu = report.measured or {}
     if gpu.get("commands") and not gpu.get("results"):
         console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")

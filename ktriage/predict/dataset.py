@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.atomic import write_atomic
+from ktriage.compare.pairing import compare_toolchains
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
-from ktriage.stats.compare import compare_toolchains
 from ktriage.stats.verdict import VerdictConfig
 
 DATASET_VERSION = 1

@@ -19,11 +19,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from ktriage.atomic import write_atomic
+from ktriage.compare.pairing import Comparison, PairResult
+from ktriage.compare.quote import comparison_quotes
+from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
-from ktriage.profile.quote import comparison_quotes
-from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, profile_notes, quoted
+from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
-from ktriage.stats.compare import Comparison, PairResult
 
 
 def _env() -> Environment:
@@ -204,24 +205,24 @@ def _section(c: Comparison) -> dict[str, Any]:
         "charts": charts,
         "runs": _runs(c),
         "counters": [{"head": q.head(), "label": q.label(), "text": q.text, "kind": q.verdict} for q in quotes],
-        "profile_notes": [n for n in profile_notes(c) if not quoted(n, quotes)],
+        "profile_notes": [n for n in c.profile_notes() if not quoted(n, quotes)],
     }
 
 
-def to_html(comparisons: Sequence[Comparison], title: str = "ktriage compare") -> str:
+def to_html(report: CompareReport, title: str = "ktriage compare") -> str:
     return (
         _env()
         .get_template("compare.html.j2")
         .render(
             title=title,
-            sections=[_section(c) for c in comparisons],
-            total=sum(len(c.regressions()) for c in comparisons),
+            sections=[_section(c) for c in report.comparisons],
+            total=report.regression_count,
         )
     )
 
 
-def write_html(path: str | Path, comparisons: Sequence[Comparison], title: str = "ktriage compare") -> Path:
+def write_html(path: str | Path, report: CompareReport, title: str = "ktriage compare") -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, to_html(comparisons, title))
+    write_atomic(path, to_html(report, title))
     return path

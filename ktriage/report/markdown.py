@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktriage.compare.pairing import Comparison, PairResult
+from ktriage.compare.quote import CounterQuote, comparison_quotes
+from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
-from ktriage.measure.results_file import run_profile_notes
-from ktriage.profile.quote import CounterQuote, comparison_quotes
-from ktriage.stats.compare import Comparison, PairResult
 
 
 def fmt_ms(v: float) -> str:
@@ -136,20 +136,11 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def profile_notes(c: Comparison) -> list[str]:
-    """The runs' profile notes (one line per toolchain or input ncu could not profile), each once."""
-    notes: list[str] = []
-    for run in (c.ref_run, c.new_run):
-        if run is not None:
-            notes += [n for n in run_profile_notes(run) if n not in notes]
-    return notes
-
-
 def counters_markdown(c: Comparison, h: str = "##") -> list[str]:
     """The Nsight Compute counters of the compared cells that carry them (``bench --profile``,
-    ``profile --results``), one line each next to the pair's verdict (``ktriage.profile.quote``)."""
+    ``profile --results``), one line each next to the pair's verdict (``ktriage.compare.quote``)."""
     quotes = comparison_quotes(c)
-    notes = profile_notes(c)
+    notes = c.profile_notes()
     if not quotes and not notes:
         return []
     out = [f"{h}# Counters (Nsight Compute) next to the verdicts", ""]
@@ -180,10 +171,11 @@ def _provenance(c: Comparison) -> list[str]:
 
 
 @markdown_writer
-def to_markdown(comparisons: Sequence[Comparison]) -> str:
+def to_markdown(report: CompareReport) -> str:
     """All comparisons of one ``ktriage compare`` (several when one run's toolchains are compared)."""
+    comparisons = report.comparisons
     if len(comparisons) == 1:
         return comparison_markdown(comparisons[0])
-    total = sum(len(c.regressions()) for c in comparisons)
+    total = report.regression_count
     head = [f"# ktriage compare: {len(comparisons)} comparisons, {total} regression{'s' if total != 1 else ''}", ""]
     return "\n".join(head) + "\n" + "\n".join(comparison_markdown(c, level=2) for c in comparisons)

@@ -1,20 +1,21 @@
-"""A comparison as a terminal table, CSV (one row per pair) or JSON (everything, machine-readable)."""
+"""A compare as a terminal table (with the counters quoted under it) or CSV (one row per pair).
+
+Its JSON is made in one place, ``ktriage.compare.report.CompareReport.to_json``."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
-from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline
-from ktriage.stats.compare import Comparison, PairResult
+from ktriage.compare.pairing import PairResult
+from ktriage.compare.quote import comparison_quotes
+from ktriage.compare.report import CompareReport
+from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
 
 CSV_COLUMNS = (
     "ref",
@@ -53,11 +54,11 @@ def _num(v: float) -> str:
     return repr(v) if math.isfinite(v) else ""
 
 
-def to_csv(comparisons: Sequence[Comparison]) -> str:
+def to_csv(report: CompareReport) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
-    for c in comparisons:
+    for c in report.comparisons:
         for p in c.pairs:
             v = p.verdict
             w.writerow(
@@ -91,17 +92,6 @@ def to_csv(comparisons: Sequence[Comparison]) -> str:
                 ]
             )
     return out.getvalue()
-
-
-def to_json_doc(comparisons: Sequence[Comparison]) -> dict[str, Any]:
-    return {
-        "comparisons": [c.to_json() for c in comparisons],
-        "regressions": sum(len(c.regressions()) for c in comparisons),
-    }
-
-
-def to_json(comparisons: Sequence[Comparison]) -> str:
-    return json.dumps(to_json_doc(comparisons), indent=1)
 
 
 def _row(p: PairResult) -> list[str]:
@@ -139,11 +129,11 @@ MAX_TABLE_ROWS = 500
 
 
 def print_table(
-    console: Console, comparisons: Sequence[Comparison], show_same: bool = False, max_rows: int = MAX_TABLE_ROWS
+    console: Console, report: CompareReport, show_same: bool = False, max_rows: int = MAX_TABLE_ROWS
 ) -> None:
     """Regressions first (worst first), then improvements, unsure and problems; 'same' on request.
     At most ``max_rows`` rows per comparison, then a line saying how many more there are."""
-    for c in comparisons:
+    for c in report.comparisons:
         console.print(f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))}")
         style = (
             "red"
@@ -176,3 +166,19 @@ def print_table(
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         console.print()
+
+
+def print_counters(console: Console, report: CompareReport) -> None:
+    """Under the table: the Nsight Compute counters of each profiled pair, one line next to its verdict
+    (the same lines as the markdown's ``Counters`` section)."""
+    for c in report.comparisons:
+        quotes = comparison_quotes(c)
+        for q in quotes:
+            console.print(
+                f"[bold]counters[/] [{'red' if q.verdict == 'regression' else 'default'}]{escape(q.head())}[/] "
+                f"{escape(q.label())}: {escape(q.text)}",
+                soft_wrap=True,
+            )
+        for n in c.profile_notes():
+            if not quoted(n, quotes):
+                console.print(f"[yellow]not profiled:[/] {escape(n)}", soft_wrap=True)

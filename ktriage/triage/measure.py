@@ -17,8 +17,8 @@ flagged cells into that measurement and its answer back into verdicts:
    those kernel inputs (``ktriage.workload.recorded.bundle``), benched by ``ktriage bench --bundle``;
 3. :func:`run_measure` (GPU host): the same bench in-process (``ktriage.bench.session.run_bench``);
 4. :func:`apply_measured` (``ktriage.triage.measure_read``): results files back
-   (``ktriage.bench.compare_sides.load_side``), each flagged cell's verdict from the side-by-side
-   samples (``ktriage.stats.compare.compare_toolchains``: regression / same = noise / improvement /
+   (``ktriage.compare.sides.load_side``), each flagged cell's verdict from the side-by-side
+   samples (``ktriage.compare.pairing.compare_toolchains``: regression / same = noise / improvement /
    unsure, with the interval and its confidence), and what the re-run says of the baseline.
 """
 

@@ -1,8 +1,8 @@
 """The GPU step's results read back: each flagged cell's measured verdict from the side-by-side samples.
 
 Results files (or a bundle folder's ``results/``) go through the results reader
-(``ktriage.bench.compare_sides.load_side``); a toolchain artifact's verdict is
-``ktriage.stats.compare.compare_toolchains`` on its two variants, the baseline's is its stability
+(``ktriage.compare.sides.load_side``); a toolchain artifact's verdict is
+``ktriage.compare.pairing.compare_toolchains`` on its two variants, the baseline's is its stability
 within the run (it is one host copy for both toolchains). The triage verdict follows the measurement
 (:func:`_settle`), and a results file of another triage's bundle is refused by its token.
 """
@@ -111,15 +111,16 @@ def describe(m: Measured) -> str:
 def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path], options: TriageOptions) -> None:
     """Give each flagged cell its measured verdict from the results files, note the baseline, and
     re-sort the report. A results file of another triage (bundle token) is refused."""
-    from ktriage.bench.compare_sides import load_side
+    from ktriage.compare.pairing import compare_toolchains, run_toolchains
+    from ktriage.compare.sides import load_side
     from ktriage.ops.registry import default_baselines
-    from ktriage.stats.compare import compare_toolchains, run_toolchains
 
     config = _verdict_config(options)
     loaded: dict[str, tuple[RunInfo, list[Cell], str]] = {}
     wanted = {g.dirname: g for g in plan.bundles}
     for path in paths:
-        run, cells, _label = load_side(str(path))
+        side = load_side(path)
+        run, cells = side.run, side.cells
         name, token = _bundle_of(run, path)
         if token != plan.token:
             raise KtriageError(
@@ -213,7 +214,7 @@ def _fix_pairs(
 ) -> None:
     """The proposed fix (the ``+fix`` variant) against the old toolchain (does it recover the
     regression?) and against the new one (does it help at all?), per cell it was timed for."""
-    from ktriage.stats.compare import compare_toolchains
+    from ktriage.compare.pairing import compare_toolchains
 
     label = str(next((t.get("variant") for t in run.toolchains if t.get("id") == fix), "") or "the proposed fix")
     found: dict[tuple[str, str, int, str], dict[str, Any]] = {}

@@ -248,7 +248,7 @@ class CellTriage:
     baseline_moved: bool = False
     notes: list[str] = field(default_factory=list)
     # the Nsight Compute counters of this cell's two sides, quoted in one line next to the compile-side
-    # finding (ktriage.profile.quote), when the results carry them (bench --profile, profile --results)
+    # finding (ktriage.compare.quote), when the results carry them (bench --profile, profile --results)
     counters: str | None = None
     measured: Measured | None = None  # the GPU re-run (ktriage.triage.measure); None: not re-measured
     recorded: RecordedMatch | None = None  # its kernels from a recorded workload (--workload), when matched
@@ -295,7 +295,7 @@ def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_
     """Fill each flagged cell's ``counters`` from the two sides' results cells (their profile
     sections); returns how many got a quote. The pipeline's hook: one call once the flagged cells
     exist (``attach_counters(flagged, cells_a, cells_b)``); a side without counters changes nothing."""
-    from ktriage.profile.quote import cell_quote
+    from ktriage.compare.quote import cell_quote
 
     # The results cells indexed once by (op, mode, input, backend): each flagged cell's quote reads
     # its own few cells, so the step is linear in the cells (a scan per flagged cell was quadratic).

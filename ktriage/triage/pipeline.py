@@ -27,22 +27,20 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
+from ktriage.compare.pairing import Comparison, PairResult, compare_cells
+from ktriage.compare.sides import LoadedSide, Side, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
-from ktriage.measure.tritonbench_format import is_single_value, read_run_file
+from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
 from ktriage.predict.model import pct
-from ktriage.stats.compare import Comparison, PairResult, compare_cells
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport, attach_counters
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 
 Say = Callable[[str], None]
-# a results file, or a side already in memory: (run, cells) or (run, cells, label) (the label names it in the report)
-Side = str | Path | tuple[RunInfo, list[Cell]] | tuple[RunInfo, list[Cell], str]
 
 # Evidence kinds, most telling first: (metric prefix, words). A finding group's first match names the cause.
 _KINDS: tuple[tuple[str, str], ...] = (
@@ -91,12 +89,12 @@ def bisect_metric(cause: Cause) -> str:
 
 
 def _load(side: Side, options: TriageOptions) -> tuple[RunInfo, list[Cell], str]:
-    if isinstance(side, tuple):
-        run, cells, label = side[0], side[1], (side[2] if len(side) > 2 else side[0].run_id)
-    else:
-        run, cells = read_run_file(side, op=options.op, mode=options.mode)
-        label = Path(side).name
-    return run, _toolchain_view(cells), label
+    """A side as compare loads it (``ktriage.compare.sides``: a results file, a TritonBench file or a
+    run id in the store ``options.db``), named by its file name (a run by its id), in the toolchain
+    view; a ``LoadedSide`` keeps the label its caller gave it."""
+    loaded = resolve_side(side, options.db, op=options.op, mode=options.mode)
+    label = loaded.label if isinstance(side, LoadedSide) or loaded.path is None else loaded.path.name
+    return loaded.run, _toolchain_view(loaded.cells), label
 
 
 def _toolchain_view(cells: Sequence[Cell]) -> list[Cell]:

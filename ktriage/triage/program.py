@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from ktriage.compare.sides import LoadedSide
 from ktriage.errors import KtriageError
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
@@ -491,7 +492,7 @@ def cell_rows(
 ) -> list[dict[str, Any]]:
     """One row per benched entry: both toolchains' medians, the measured change and its stats verdict
     (``compare_toolchains`` on the side-by-side samples), the predicted change and what changed."""
-    from ktriage.stats.compare import compare_cells
+    from ktriage.compare.pairing import compare_cells
     from ktriage.stats.verdict import VerdictConfig
 
     old, new = ids
@@ -573,7 +574,7 @@ def _triage(
         raise
     report.triage = result
     result.options.bisect = options.bisect  # asked of the run: its bisect step follows, on the real regressions only
-    settle_side_by_side(result, sides[0][1], sides[1][1], str(Path(report.workdir) / RESULTS))
+    settle_side_by_side(result, sides[0].cells, sides[1].cells, str(Path(report.workdir) / RESULTS))
     flagged = len(result.cells)
     clock.timed(
         "compare",
@@ -649,7 +650,7 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
     """Both sides of a --run come from one GPU process, interleaved: the samples' verdict IS the
     side-by-side measurement a triage of two files asks a GPU re-run for. Each flagged cell gets it
     as its measured verdict (as ``--measured`` would give), and the "needs a GPU" lines go."""
-    from ktriage.stats.compare import compare_cells
+    from ktriage.compare.pairing import compare_cells
     from ktriage.stats.verdict import VerdictConfig
     from ktriage.triage.measure_read import _from_verdict, _settle
     from ktriage.triage.model import ORDER
@@ -673,7 +674,7 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
 
 def split_toolchains(
     run: RunInfo, cells: list[Cell], old: str | None, new: str | None
-) -> tuple[tuple[RunInfo, list[Cell], str], tuple[RunInfo, list[Cell], str]]:
+) -> tuple[LoadedSide, LoadedSide]:
     """One results file that timed two toolchains side by side, as the two sides of a triage: each
     side the cells of its toolchain. ``old``/``new``: a toolchain id (or its prefix) or spec as the
     run records it; None: the run's order (the reference first, as ``bench -t OLD -t NEW`` puts it)."""
@@ -711,6 +712,6 @@ def split_toolchains(
         raise KtriageError(f"both sides name the toolchain {a}", "give two different toolchains of the run")
     spec = {str(t["id"]): str(t.get("spec") or t["id"]) for t in records}
     return (
-        (run, [c for c in cells if c.key.toolchain == a], spec[a]),
-        (run, [c for c in cells if c.key.toolchain == b], spec[b]),
+        LoadedSide(run, [c for c in cells if c.key.toolchain == a], spec[a]),
+        LoadedSide(run, [c for c in cells if c.key.toolchain == b], spec[b]),
     )

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.bench.session import JobSpec, run_jobs
+from ktriage.compare.pairing import compare_cells
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.measure.results_file import read_results
-from ktriage.stats.compare import compare_cells
 
 
 def gpu_handler(payload: dict[str, Any], emit: Any) -> None:

@@ -102,20 +102,12 @@ def test_results_file_carries_the_counters(profiled: tuple[Path, RunInfo, list[C
 
 
 def _compare(path_or_cells: Any, tmp_path: Path, other: Path | None = None) -> tuple[str, dict[str, Any], str]:
-    from ktriage.bench.compare_sides import build_comparisons
-    from ktriage.cli.compare_cmd import to_json
+    from ktriage.compare.run import compare
     from ktriage.report.html import to_html
     from ktriage.report.markdown import to_markdown
-    from ktriage.stats.verdict import VerdictConfig
 
-    comps = build_comparisons(
-        str(path_or_cells),
-        str(other) if other else None,
-        toolchains=other is None,
-        baseline=None,
-        config=VerdictConfig(),
-    )
-    return to_markdown(comps), json.loads(to_json(comps)), to_html(comps)
+    report = compare(str(path_or_cells), str(other) if other else None, toolchains=other is None)
+    return to_markdown(report), json.loads(report.json_text()), to_html(report)
 
 
 def test_compare_quotes_counters_next_to_the_verdict(

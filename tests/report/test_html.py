@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.compare.pairing import compare_cells, compare_toolchains
+from ktriage.compare.report import CompareReport
 from ktriage.report.html import write_html
-from ktriage.stats.compare import compare_cells, compare_toolchains
 from ktriage.testing import fake_sweep_run
 from tests.browser import needs_chromium, run_chromium
 
@@ -26,7 +27,7 @@ def report(tmp_path: Path) -> Path:
         broken={(TCS[1], 20): "wrong"},
     )
     comps = compare_toolchains(cells, run=run)
-    return write_html(tmp_path / "report.html", comps)
+    return write_html(tmp_path / "report.html", CompareReport(comps))
 
 
 @needs_chromium
@@ -56,7 +57,7 @@ def test_baseline_moved_warning_renders(tmp_path: Path) -> None:
     ref_run, ref = fake_sweep_run(seed=3, toolchains=TCS[:1])
     new_run, new = fake_sweep_run(seed=4, toolchains=TCS[1:], baseline_factor=1.12)
     c = compare_cells(ref, new, ref_run=ref_run, new_run=new_run, ref_label="monday", new_label="tuesday")
-    path = write_html(tmp_path / "moved.html", [c])
+    path = write_html(tmp_path / "moved.html", CompareReport([c]))
     dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
     assert re.search(
         r'class="warn baseline-check">Baseline check \(moved\): baseline torch_layer_norm itself moved', dom

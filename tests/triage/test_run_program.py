@@ -84,17 +84,19 @@ def test_a_workdir_that_is_a_file_is_refused(run_cli, tmp_path: Path) -> None:
 
 
 def test_one_results_file_splits_into_its_toolchains() -> None:
-    from ktriage.bench.compare_sides import load_side
+    from ktriage.compare.sides import load_side
     from ktriage.errors import KtriageError
     from ktriage.triage.program import split_toolchains
 
-    run, cells, _ = load_side(str(RESULTS))
-    (r0, old, label_old), (_, new, label_new) = split_toolchains(run, cells, OLD, NEW)
-    assert (label_old, label_new) == (OLD, NEW) and r0 is run
+    side = load_side(RESULTS)
+    run, cells = side.run, side.cells
+    half_old, half_new = split_toolchains(run, cells, OLD, NEW)
+    old, new = half_old.cells, half_new.cells
+    assert (half_old.label, half_new.label) == (OLD, NEW) and half_old.run is run
     assert old and new and {c.key.toolchain for c in old} != {c.key.toolchain for c in new}
     assert len(old) == len(new) == len(cells) // 3  # the run timed three toolchains, 12 entries each
-    (_, first, a), (_, second, b) = split_toolchains(run, cells, None, None)  # the run's order: its reference first
-    assert (a, b) == ("triton==3.6.0", "triton==3.3.1")
+    first, second = split_toolchains(run, cells, None, None)  # the run's order: its reference first
+    assert (first.label, second.label) == ("triton==3.6.0", "triton==3.3.1")
     with pytest.raises(KtriageError) as err:
         split_toolchains(run, cells, "triton==3.5.1", None)
     assert "names no toolchain" in err.value.problem and "triton==3.3.1" in (err.value.fix or "")
@@ -105,7 +107,7 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
     """The steps after the GPU ones, for real: the bundle compiled, every kernel input explained with the
     cost model, the two sides triaged; the bench's numbers are the H200's. Every step is in the report
     with its status and wall time, the skipped ones with why, and every cell with both numbers."""
-    from ktriage.bench.compare_sides import load_side
+    from ktriage.compare.sides import load_side
     from ktriage.record.workload import load_workload
     from ktriage.report.triage_run import print_table, to_json, to_markdown
     from ktriage.triage.program import STEPS, ProgramOptions, ProgramReport, _Clock, _compile, _explain_all, _triage
@@ -129,7 +131,8 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
     clock.timed("toolchains", 0.0, "; ".join(t.id for t in tcs))
     clock.timed("record", None, f"recorded on the H200: {WORKLOAD.relative_to(REPO)}", "skipped")
     recorded = _compile(load_workload(work / name), tcs, options, clock)
-    run, cells, _ = load_side(str(RESULTS))
+    side = load_side(RESULTS)
+    run, cells = side.run, side.cells
     clock.timed("bench", None, f"measured on the H200: {RESULTS.relative_to(REPO)}", "skipped")
     _explain_all(recorded, tcs, cells, options, report, clock)
     _triage(run, cells, tcs, options, report, clock, said.append)

@@ -9,8 +9,8 @@ import json
 import statistics
 from pathlib import Path
 
+from ktriage.compare.pairing import compare_cells
 from ktriage.measure.results_file import read_results
-from ktriage.stats.compare import compare_cells
 
 HERE = Path(__file__).resolve().parent
 

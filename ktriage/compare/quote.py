@@ -1,7 +1,7 @@
 """The counters of a compared cell, quoted in one line next to its verdict (compare, triage).
 
 A results cell may carry the Nsight Compute counters of its (input, backend, toolchain) in
-``extra["profile"]`` (:mod:`ktriage.profile.attach`; the section's schema is
+``extra["profile"]`` (:mod:`ktriage.profile.attach` puts them there; the section's schema is
 ``ktriage.schema.results.ProfileSectionSchema``). When both sides of a compared pair carry them,
 :func:`quote_pair` says in one sentence what the compiler did (the bundle's compile-side resources:
 spill bytes, registers, the SASS opcodes that changed most) and what the counters show for it
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 from ktriage.measure.results_file import cell_profile
 
 if TYPE_CHECKING:
+    from ktriage.compare.pairing import Comparison, PairResult
     from ktriage.measure.cells import Cell
-    from ktriage.stats.compare import Comparison, PairResult
 
 MAX_KERNELS = 3  # launches quoted per pair; the profile.json of the run has them all
 _HASH = re.compile(r"\.[0-9a-f]{8}$")

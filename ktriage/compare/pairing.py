@@ -1,7 +1,8 @@
-"""The comparison of two result sets: two runs, two result files, or two toolchains of one run.
+"""The pairing of two result sets: two runs, two result files, or two toolchains of one run.
 
 Per (op, mode, input, backend) the reference cell and the new cell are paired and given a
-``Verdict`` on their raw samples. Around that: the baseline check (if the baseline backend itself
+``Verdict`` on their raw samples (the statistics themselves are ``ktriage.stats``: verdicts,
+intervals, cliffs; what is paired with what is compare's). Around that: the baseline check (if the baseline backend itself
 moved between two runs, speedups against it mean nothing, and the machine probably changed too),
 the ranking of regressions worst first (by ratio, as TritonBench-style reports do), cliffs along
 each op's input sweep, and wrong/failed cells reported as such, never compared.
@@ -18,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ktriage.measure.cells import Cell, RunInfo
+from ktriage.measure.results_file import run_profile_notes
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
@@ -133,7 +135,9 @@ class CliffFinding:
 
 @dataclass
 class Comparison:
-    """Everything one compare found. ``ref_cells``/``new_cells`` are kept for plots, not serialised."""
+    """One reference side against one new side: every pair, the baseline check, the cliffs.
+    ``ref_cells``/``new_cells`` are kept for plots and the counters' quotes, not serialised.
+    (A ``ktriage compare`` holds one, or one per toolchain: ``ktriage.compare.report.CompareReport``.)"""
 
     ref_label: str
     new_label: str
@@ -178,6 +182,14 @@ class Comparison:
     def has_regressions(self) -> bool:
         return bool(self.regressions())
 
+    def profile_notes(self) -> list[str]:
+        """The runs' profile notes (one line per toolchain or input ncu could not profile), each once."""
+        notes: list[str] = []
+        for run in (self.ref_run, self.new_run):
+            if run is not None:
+                notes += [n for n in run_profile_notes(run) if n not in notes]
+        return notes
+
     def to_json(self) -> dict[str, Any]:
         return {
             "ref": self.ref_label,
@@ -196,11 +208,6 @@ class Comparison:
             "cliffs": [c.to_json() for c in self.cliffs],
             "pairs": [p.to_json() for p in self.pairs],
         }
-
-
-def exit_status(comparisons: Iterable[Comparison]) -> int:
-    """For CI: 1 when any comparison found a regression, else 0 (bad input is 2, raised elsewhere)."""
-    return 1 if any(c.has_regressions for c in comparisons) else 0
 
 
 # --- pairing ------------------------------------------------------------------------------------

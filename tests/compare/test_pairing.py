@@ -7,11 +7,12 @@ import csv
 import io
 import json
 
+from ktriage.compare.pairing import compare_cells, compare_toolchains
+from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.ops.registry import default_baselines
 from ktriage.report.markdown import to_markdown
-from ktriage.report.tabular import CSV_COLUMNS, to_csv, to_json
-from ktriage.stats.compare import compare_cells, compare_toolchains, exit_status
+from ktriage.report.tabular import CSV_COLUMNS, to_csv
 from ktriage.testing import fake_sweep_run
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
@@ -43,7 +44,7 @@ def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
     ), texts
     assert any(f.kind == "new_vs_ref" and f.cliff.x_after == "N=4608" for f in c.cliffs)
     assert not any(f.backend == "liger_layer_norm" and f.toolchain == TCS[0] for f in c.cliffs)  # 3.3.1 is flat
-    assert exit_status([c]) == 1
+    assert CompareReport([c]).exit_status == 1
 
 
 def test_regressions_are_ranked_worst_first() -> None:
@@ -57,7 +58,7 @@ def test_regressions_are_ranked_worst_first() -> None:
     assert ratios[0] > 1.35 and c.improvements() == []
     imp = compare_toolchains(cells, run=run, toolchains=[TCS[1], TCS[0]])[0]
     iratios = [p.verdict.ratio for p in imp.improvements()]
-    assert iratios == sorted(iratios) and imp.regressions() == [] and exit_status([imp]) == 0
+    assert iratios == sorted(iratios) and imp.regressions() == [] and CompareReport([imp]).exit_status == 0
 
 
 def test_two_runs_baseline_moved_is_reported() -> None:
@@ -69,7 +70,7 @@ def test_two_runs_baseline_moved_is_reported() -> None:
     assert 1.1 < c.baseline.median_ratio < 1.14
     # liger (different toolchain in each run) is paired across the two runs
     assert {(p.ref_toolchain, p.new_toolchain) for p in c.pairs if not p.is_baseline} == {TCS}
-    assert "WARNING" in to_markdown([c])
+    assert "WARNING" in to_markdown(CompareReport([c]))
 
 
 def test_two_runs_baseline_unchanged() -> None:
@@ -78,7 +79,7 @@ def test_two_runs_baseline_unchanged() -> None:
     c = compare_cells(ref, new, ref_run=ref_run, new_run=new_run)
     assert c.baseline.status == "unchanged" and c.baseline.speedups_valid
     assert c.counts()["regression"] == 0 and c.counts()["same"] == 60  # 2 toolchains x 30, paired like with like
-    assert exit_status([c]) == 0
+    assert CompareReport([c]).exit_status == 0
 
 
 def test_explicit_baseline_and_no_baseline() -> None:
@@ -114,7 +115,7 @@ def test_missing_cells_are_reported() -> None:
 
 def test_markdown_csv_json() -> None:
     run, cells = fake_sweep_run(seed=10, speed=cliff_at_7, toolchains=TCS, broken={(TCS[1], 20): "wrong"})
-    comps = compare_toolchains(cells, run=run)
+    comps = CompareReport(compare_toolchains(cells, run=run))
     md = to_markdown(comps)
     assert md.startswith("## ktriage compare: `triton-3.3.1` -> `triton-3.4.0`")
     assert "**22 regressions, 0 improvements, 7 same, 0 unsure, 1 not compared (errors/missing)**" in md
@@ -125,7 +126,7 @@ def test_markdown_csv_json() -> None:
     assert sum(r["verdict"] == "regression" for r in rows) == 22
     wrong = [r for r in rows if r["verdict"] == "error"]
     assert len(wrong) == 1 and wrong[0]["ratio"] == "" and "max_abs_err" in wrong[0]["reason"]
-    doc = json.loads(to_json(comps))
+    doc = json.loads(comps.json_text())
     assert doc["regressions"] == 22
     (cj,) = doc["comparisons"]
     assert cj["counts"]["regression"] == 22 and cj["baseline"]["status"] == "shared"

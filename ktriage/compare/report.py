@@ -1,0 +1,58 @@
+"""``CompareReport``: what one compare found, and the one place its JSON is made.
+
+One compare is one ``Comparison`` (two result sets), or one per toolchain after the first when the
+toolchains of one run are compared. Every renderer (``ktriage.report``: table, markdown, CSV,
+HTML) reads this object; the JSON document (``compare --format json``, ``-o X.json``, a library
+caller's ``to_json()``) is built here only, with the Nsight Compute counters quoted next to each
+profiled pair's verdict (``ktriage.compare.quote``) and the runs' profile notes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ktriage.compare.pairing import Comparison
+from ktriage.compare.quote import comparison_quotes
+from ktriage.exit_status import ExitStatus, outcome
+
+
+@dataclass
+class CompareReport:
+    """The comparisons of one compare, in order (reference side first)."""
+
+    comparisons: list[Comparison]
+
+    @property
+    def regression_count(self) -> int:
+        """Regressions over all comparisons (the baseline backend's own moves are not counted)."""
+        return sum(len(c.regressions()) for c in self.comparisons)
+
+    @property
+    def has_regressions(self) -> bool:
+        """What CI gates on: any regression in any comparison."""
+        return any(c.has_regressions for c in self.comparisons)
+
+    @property
+    def exit_status(self) -> ExitStatus:
+        """FINDING (1) when a regression was found, else OK (0): ``ktriage compare`` exits with it."""
+        return outcome(finding=self.has_regressions)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document: per comparison its pairs, baseline check, cliffs, counters and notes."""
+        return {
+            "comparisons": [
+                {
+                    **c.to_json(),
+                    "counters": [q.to_json() for q in comparison_quotes(c)],
+                    "profile_notes": c.profile_notes(),
+                }
+                for c in self.comparisons
+            ],
+            "regressions": self.regression_count,
+        }
+
+    def json_text(self) -> str:
+        """``to_json()`` as text, as ``compare --format json`` prints it (one space per level)."""
+        return json.dumps(self.to_json(), indent=1)

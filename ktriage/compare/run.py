@@ -1,0 +1,86 @@
+"""``compare(old, new, ...) -> CompareReport``: the one call behind ``ktriage compare``.
+
+It takes the validation the CLI used to do (the gate, the confidence, ``--baseline`` against the
+results' backends, one run for ``toolchains=True``), loads the sides (``ktriage.compare.sides``),
+pairs them (``ktriage.compare.pairing``) with the operators' default baselines, and returns the
+typed report; printing and exit codes stay with the caller.
+"""
+
+from __future__ import annotations
+
+from ktriage.compare.report import CompareReport
+from ktriage.compare.sides import Side, check_baseline, resolve_side
+from ktriage.errors import KtriageError
+
+
+def compare(
+    old: Side,
+    new: Side | None = None,
+    *,
+    toolchains: bool = False,
+    baseline: str | None = None,
+    threshold: float = 0.05,
+    confidence: float = 0.99,
+    db: str | None = None,
+    op: str | None = None,
+    mode: str | None = None,
+) -> CompareReport:
+    """``old`` against ``new`` (results files, TritonBench files, run ids in the store ``db``, or
+    sides already loaded), or, with ``toolchains=True``, the toolchains of the one run ``old``
+    against its first. ``threshold``: changes smaller than this fraction are "same";
+    ``confidence``: of the intervals and the U test; ``baseline``: the baseline backend (default:
+    the run's, else the operator's); ``op``/``mode``: for a TritonBench CSV whose name does not say
+    them. Bad input is a ``KtriageError`` naming the fix."""
+    from ktriage.compare.pairing import compare_cells, compare_toolchains, run_toolchains
+    from ktriage.ops.registry import default_baselines
+    from ktriage.stats.verdict import VerdictConfig
+
+    if not 0 < threshold < 10:
+        raise KtriageError(f"--threshold {threshold} is not a fraction", "give e.g. 0.05 for a 5% gate")
+    if not 0.5 <= confidence < 1:
+        raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
+    config = VerdictConfig(threshold=threshold, confidence=confidence)
+    if toolchains:
+        if new is not None:
+            raise KtriageError(
+                "--toolchains compares the toolchains of ONE run, but two were given",
+                "drop the second argument or --toolchains",
+            )
+        side = resolve_side(old, db)
+        check_baseline(baseline, side.cells)
+        tcs = run_toolchains(side.run, side.cells)
+        if len(tcs) < 2:
+            raise KtriageError(
+                f"run {side.run.run_id} has {len(tcs)} toolchain(s) with cells; --toolchains needs two or more",
+                "measure with several --toolchain options, or compare two runs: ktriage compare A B",
+            )
+        return CompareReport(
+            compare_toolchains(
+                side.cells, run=side.run, baseline=baseline, config=config, default_baselines=default_baselines()
+            )
+        )
+    if new is None:
+        raise KtriageError(
+            "compare needs two runs or result files (or one run with --toolchains)",
+            "e.g. ktriage compare old.json new.json",
+        )
+    a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
+    check_baseline(baseline, a.cells, b.cells)
+    label_a, label_b = a.label, b.label
+    if label_a == label_b:
+        label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
+    return CompareReport(
+        [
+            compare_cells(
+                a.cells,
+                b.cells,
+                ref_label=label_a,
+                new_label=label_b,
+                ref_run=a.run,
+                new_run=b.run,
+                baseline=baseline,
+                config=config,
+                default_baselines=default_baselines(),
+            )
+        ]
+    )

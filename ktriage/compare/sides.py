@@ -1,0 +1,86 @@
+"""The two sides of a compare: a results file or a store run, loaded into cells.
+
+A path is a results file (ktriage's own results file, or TritonBench's CSV/JSON:
+``ktriage.measure.tritonbench_format``); anything else a run id (or unique prefix) in the store.
+``compare`` and ``triage`` both load their sides here, so both read the same things: a run id
+works wherever a results file does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ktriage.errors import KtriageError
+
+if TYPE_CHECKING:  # the cells' module is light, but keep `compare --help` from loading anything
+    from ktriage.measure.cells import Cell, RunInfo
+
+
+@dataclass
+class LoadedSide:
+    """One side of a compare, read: its run, its cells, and the name reports give it.
+
+    ``label``: the file's stem for a results file, the run id for a store run (what ``compare``
+    prints); ``path``: the results file it was read from (None for a store run or a side built in
+    memory), so that a caller that names sides by file name (``triage``) can."""
+
+    run: RunInfo
+    cells: list[Cell]
+    label: str
+    path: Path | None = None
+
+
+Side = str | Path | LoadedSide  # what a caller may pass: a path, a run id, or a side already loaded
+
+
+def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, mode: str | None = None) -> LoadedSide:
+    """A results file if ``ref`` is a path (ktriage's JSON, or TritonBench's CSV or JSON: ``op``/``mode``
+    for a CSV whose name does not say them), else a run id (or unique prefix) in the store."""
+    path = Path(ref)
+    if path.suffix in (".json", ".csv") or path.exists():
+        from ktriage.measure.tritonbench_format import read_run_file
+
+        run, cells = read_run_file(path, op=op, mode=mode)
+        _check_cells(cells, str(path))
+        return LoadedSide(run, cells, path.stem, path)
+    try:
+        from ktriage.store import open_store
+    except ImportError as exc:  # the store is optional for file comparisons
+        raise KtriageError(
+            f"{ref!r} is not a results file, and the results store is not available ({exc})",
+            "pass result JSON files written by `ktriage bench --output-json`",
+        ) from exc
+    store = open_store(db)
+    try:
+        run, cells = store.load_run(str(ref))
+    finally:
+        store.close()
+    _check_cells(cells, f"run {run.run_id}")
+    return LoadedSide(run, cells, run.run_id)
+
+
+def resolve_side(side: Side, db: str | None = None, *, op: str | None = None, mode: str | None = None) -> LoadedSide:
+    """``side`` loaded (``load_side``), or returned as it is when it already is."""
+    return side if isinstance(side, LoadedSide) else load_side(side, db, op=op, mode=mode)
+
+
+def _check_cells(cells: list[Cell], what: str) -> None:
+    """A side without cells compares to nothing: refused, not an empty table that exits 0."""
+    if not cells:
+        raise KtriageError(
+            f"{what} has no cells: there is nothing to compare",
+            "give a results file or run that measured something (ktriage runs show RUN lists its cells)",
+        )
+
+
+def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
+    """``--baseline`` must name a backend of the results: an unknown one would silently check nothing."""
+    if baseline is None:
+        return
+    backends = sorted({c.key.backend for cells in sides for c in cells})
+    if baseline not in backends:
+        raise KtriageError(
+            f"--baseline {baseline!r} is not a backend of these results", f"use one of: {', '.join(backends)}"
+        )

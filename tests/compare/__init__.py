@@ -1,0 +1,1 @@
+"""compare: loading two sides, pairing them, the report and its JSON."""
