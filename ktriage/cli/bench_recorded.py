@@ -89,9 +89,9 @@ def bench_workload(
     if compile_only:
         return
     entries = recorded.select(kernels, inputs)
-    from ktriage.cli.bench_cmd import _require_gpu
+    from ktriage.api import require_torch
 
-    _require_gpu()
+    require_torch()
     from ktriage.measure.gpus import host_gpus
 
     placed = host_gpus(gpus)
