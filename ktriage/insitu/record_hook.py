@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import atexit
+import bisect
 import functools
 import hashlib
 import importlib.abc
@@ -47,14 +48,23 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 JOURNAL_FORMAT = 1
 JOURNAL_KIND = "ktriage-record-journal"
 ENV_JOURNAL = "KTRIAGE_RECORD_JOURNAL"
 ENV_HOOK = "KTRIAGE_RECORD_HOOK"
-# Integer tensors up to this many elements are recorded with their values (indices, offsets, cu_seqlens).
+# Integer tensors up to this many elements are recorded with their values (indices, offsets, cu_seqlens);
+# larger ones with their range (``value_range``: min and max) and ``value_sample``: VALUE_SAMPLE values read
+# at evenly spaced positions, from which the replay draws (values the program really used, so in range).
 SMALL_INT_TENSOR = 4096
+VALUE_SAMPLE = 256
+# A 64-bit integer tensor whose every value is an address inside a live CUDA allocation is a pointer table
+# (grouped GEMMs pass their groups' A/B/C this way): its values mean nothing in another process.
+POINTER_TABLE = "pointer_table"
+_POINTER_DTYPES = {"i64", "u64"}
+_LOWEST_DEVICE_ADDRESS = 1 << 32  # device allocations sit far above 4 GiB in the process's address space
 COUNT_FLUSH_S = 1.0
 MAX_SNAPSHOT_FILES = 64
 
@@ -283,7 +293,7 @@ class Recorder:
                 "type": "launch",
                 "id": launch_id,
                 "kernel": kernel_id,
-                "args": [[n, describe(bound[n])] for n in names if n in bound],
+                "args": describe_args([(n, bound[n]) for n in names if n in bound]),
                 "options": {k: describe(v) for k, v in options.items()},
                 "grid": resolved,
             }
@@ -431,7 +441,7 @@ class Recorder:
                     "type": "launch",
                     "id": launch_id,
                     "kernel": kernel_id,
-                    "args": [[n, describe(a)] for n, a in zip(positional, args)],
+                    "args": describe_args(list(zip(positional, args))),
                     "options": {},
                     "grid": grid,
                     "inductor_config": _config_view(config) if config is not None else None,
@@ -658,6 +668,58 @@ def _grid_and_why(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> 
         ]
 
 
+def describe_args(pairs: Sequence[tuple[str, Any]]) -> list[list[Any]]:
+    """A launch's arguments described (``describe``), each 64-bit integer tensor whose recorded values all
+    point into live CUDA allocations marked as a pointer table: the replay cannot rebuild those addresses,
+    and zeros or the recording's addresses would make the kernel read and write out of bounds."""
+    out = [[name, describe(value)] for name, value in pairs]
+    candidates = [
+        d for _, d in out if isinstance(d, dict) and d.get("tensor") in _POINTER_DTYPES and d.get("values") is not None
+    ]
+    if not candidates:
+        return out
+    ranges = [
+        (int(v.data_ptr()), int(v.data_ptr()) + int(d.get("storage_bytes") or 0))
+        for (_, v), (_, d) in zip(pairs, out)
+        if isinstance(d, dict) and "tensor" in d
+    ]
+    for d in candidates:
+        values = list(_flat(d["values"]))
+        if values and min(values) >= _LOWEST_DEVICE_ADDRESS and points_into(values, [*ranges, *_allocator_segments()]):
+            d[POINTER_TABLE] = f"{len(values)} of {len(values)} values are addresses in live CUDA allocations"
+    return out
+
+
+def points_into(addresses: Sequence[int], ranges: Sequence[tuple[int, int]]) -> bool:
+    """Every address lies in one of the half-open ``[start, end)`` ranges."""
+    spans = sorted(r for r in ranges if r[1] > r[0])
+    starts = [r[0] for r in spans]
+    for a in addresses:
+        i = bisect.bisect_right(starts, a) - 1
+        if i < 0 or a >= spans[i][1]:
+            return False
+    return True
+
+
+def _flat(values: Any) -> Iterator[int]:
+    if isinstance(values, list):
+        for v in values:
+            yield from _flat(v)
+    elif isinstance(values, int) and not isinstance(values, bool):
+        yield values
+
+
+def _allocator_segments() -> list[tuple[int, int]]:
+    """The live segments of torch's CUDA caching allocator (none without torch or CUDA)."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_initialized():
+            return []
+        return [(int(s["address"]), int(s["address"]) + int(s["total_size"])) for s in torch.cuda.memory_snapshot()]
+    except Exception:
+        return []
+
+
 def describe(value: Any) -> Any:
     """A launch value as JSON: tensors by dtype, alignment, shape, strides, storage size (and the
     values of small integer tensors); Triton dtypes by name; scalars as they are."""
@@ -681,9 +743,19 @@ def describe(value: Any) -> Any:
             try:
                 if int(value.numel()) <= SMALL_INT_TENSOR:
                     out["values"] = value.tolist()
+                elif int(value.numel()) > 0:  # a few reductions and syncs, on a launch's first sighting only
+                    out["value_range"] = [int(value.min()), int(value.max())]
+                    flat = value.reshape(-1)
+                    out["value_sample"] = flat[:: max(1, int(flat.numel()) // VALUE_SAMPLE)][:VALUE_SAMPLE].tolist()
             except Exception:
                 pass
         return out
+    if type(value).__name__ == "TensorDescriptor":  # triton.tools.tensor_descriptor: a host-side TMA descriptor
+        return {
+            "unsupported": "TensorDescriptor: cannot bench: a host-side tensor descriptor (TMA) argument, which "
+            "the replay does not rebuild; fix: record the program with the descriptor path off (the kernel's "
+            "pointer path), or explain it from the recording (explain needs no replay)"
+        }
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if type(value).__name__ == "constexpr":

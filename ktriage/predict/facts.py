@@ -237,14 +237,17 @@ def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bo
     """True when the launch is a recorded replay with an integer tensor argument of more than
     ``SMALL_INT_TENSOR`` elements: the recording keeps no values for it and the replay fills it with
     zeros (``ktriage.workload.recorded.args``), so every index the kernel reads is 0. A catalog op's
-    launch (random indices) and small recorded index tensors (their real values) are False."""
+    launch (random indices), small recorded index tensors (their real values) and large ones recorded
+    with a value sample (``meta["sampled_ints"]``: replayed from real values) are False."""
     label = meta.get("input_label")
     if not isinstance(label, str) or not meta.get("recorded"):
         return False
+    sampled = meta.get("sampled_ints")  # recorded with a value sample: replayed from it, not zeros
+    sampled_names = {str(n) for n in sampled} if isinstance(sampled, list) else set()
     for part in label.split(","):
         name, _, dims = part.partition("=")
         ty = str(signature.get(name.strip(), ""))
-        if ty[1:] not in _INDEX_TYPES or not dims:
+        if ty[1:] not in _INDEX_TYPES or not dims or name.strip() in sampled_names:
             continue
         try:
             count = math.prod(int(d) for d in dims.split("x"))

@@ -305,6 +305,9 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
                 "function": rec.get("function"),
                 "original_module": rec.get("original_module"),
             }
+            sampled = sampled_ints(launch.get("args") or [])
+            if sampled:  # replayed from their recorded values, not zeros (predict.facts.uniform_indices reads it)
+                meta["sampled_ints"] = sampled
             spec = with_launch_facts(
                 spec.replace(name=f"{rec.get('function')}.{kid}[{label}]", meta=meta),
                 list(launch.get("args") or []),
@@ -343,6 +346,12 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
             if launch.get("grid") is None:  # said at record time: bench cannot replay an input without its grid
                 why = launch.get("grid_error") or "the launch's grid could not be read"
                 notes.append(f"input {index}: no recorded grid ({why}): `bench` cannot replay it (`explain` can)")
+            for name, table in pointer_tables(launch.get("args") or []):  # said at record time, as bench would
+                notes.append(
+                    f"input {index}: cannot bench: pointer table: argument {name} holds device addresses ({table}); "
+                    "the replay cannot rebuild them (fix: time it on its own launch path, `ktriage triage --run`; "
+                    "`explain` needs no replay)"
+                )
         ignored = sorted({k for i in inputs for k in i.options if k not in HARMLESS_OPTIONS})
         if ignored:
             notes.append(f"launch options the spec does not carry: {', '.join(ignored)}")
@@ -454,6 +463,31 @@ def jit_check(spec: KernelSpec, view: Mapping[str, Any] | None) -> str | None:
         if name in options and options[name] != getattr(spec, name):
             return f"differs: {name}: JIT {options[name]}, spec {getattr(spec, name)}"
     return "same"
+
+
+def pointer_tables(args: Sequence[Any]) -> list[tuple[str, str]]:
+    """The arguments the hook marked as pointer tables (``insitu.record_hook.describe_args``): (name, why)."""
+    from ktriage.insitu.record_hook import POINTER_TABLE
+
+    return [
+        (str(a[0]), str(a[1][POINTER_TABLE]))
+        for a in args
+        if isinstance(a, (list, tuple)) and len(a) == 2 and isinstance(a[1], Mapping) and a[1].get(POINTER_TABLE)
+    ]
+
+
+def sampled_ints(args: Sequence[Any]) -> list[str]:
+    """The integer tensor arguments recorded with a ``value_sample`` of more than one distinct value: their
+    replay draws real values (``workload.recorded.args``), so the kernel's indices are not all one value."""
+    return [
+        str(a[0])
+        for a in args
+        if isinstance(a, (list, tuple))
+        and len(a) == 2
+        and isinstance(a[1], Mapping)
+        and isinstance(a[1].get("value_sample"), list)
+        and len({v for v in a[1]["value_sample"] if isinstance(v, int)}) > 1
+    ]
 
 
 def launch_label(launch: Mapping[str, Any]) -> str:

@@ -11,10 +11,17 @@ The fill rules, and why:
   over tens of thousands of elements stay far from fp16/bf16 overflow and ``exp`` stays near 1;
 - integer tensors recorded with ``values`` (at most 4096 elements: indices, offsets,
   ``cu_seqlens``) get exactly those values;
-- other integer tensors get **zeros**: they are almost always indices (class targets, token ids,
-  gather offsets) and 0 is in range for every index, where random integers could address outside
-  a buffer and fault; the price is that a kernel branching on the values (a target equal to
-  ``ignore_index``) takes only one path;
+- larger integer tensors recorded with a ``value_sample`` (values read at evenly spaced positions,
+  ``insitu/record_hook.py``) get values drawn from that sample, seeded: every one is a value the
+  program used, so an index stays in range, and a scatter's atomics spread over the rows the program
+  touched instead of all hitting row 0;
+- other integer tensors (recorded before the sample existed) get **zeros**: they are almost always
+  indices (class targets, token ids, gather offsets) and 0 is in range for every index, where random
+  integers could address outside a buffer and fault; the price is that a kernel branching on the
+  values (a target equal to ``ignore_index``) takes only one path, and every atomic hits one row;
+- a 64-bit integer tensor recorded as a **pointer table** (its values were addresses inside live CUDA
+  allocations: a grouped GEMM's per-group A/B/C) cannot be rebuilt: the plan refuses it with that
+  cause instead of a launch that faults on the recording process's addresses;
 - bool tensors: seeded fair coin flips.
 
 A tensor the program passed unaligned (``aligned: false``: its data pointer was not a multiple of
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.errors import SpecError
+from ktriage.insitu.record_hook import POINTER_TABLE
 
 FLOAT_SCALE = 0.1
 #: Element sizes of the Triton dtype names ``ktriage record`` writes (``insitu/record_hook.py``).
@@ -65,8 +73,8 @@ class TensorArg:
     strides: tuple[int, ...]
     offset: int  # elements
     storage_elems: int
-    fill: str  # "normal" | "values" | "zeros" | "bits"
-    values: Any = None  # the recorded values (nested lists, as tolist() gave them)
+    fill: str  # "normal" | "values" | "sample" | "zeros" | "bits"
+    values: Any = None  # the recorded values (nested lists, as tolist() gave them), or the sample drawn from
     runtime: bool = True  # False: the spec made it a constexpr (never for a tensor today)
 
     @property
@@ -141,7 +149,19 @@ def tensor_arg(name: str, desc: Mapping[str, Any], *, runtime: bool = True) -> T
     need = offset + extent(shape, strides)
     recorded = desc.get("storage_bytes")
     storage = max(need, math.ceil(int(recorded) / itemsize) if isinstance(recorded, int) else 0, 1)
+    if desc.get(POINTER_TABLE):
+        raise SpecError(
+            f"argument {name} cannot be benched: it is a pointer table ({desc[POINTER_TABLE]}): the replay "
+            "cannot rebuild the addresses of the recording process",
+            "bench the kernel on its own launch path on the GPU host (ktriage triage --run), or explain it "
+            "from the recording: explain needs no replay",
+        )
     values = desc.get("values")
+    sample = desc.get("value_sample")
+    if values is None and dtype not in FLOATS and dtype != "i1" and isinstance(sample, list) and sample:
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in sample):
+            raise SpecError(f"argument {name}: its value_sample holds non-integers", FIX)
+        return TensorArg(name, dtype, shape, strides, offset, storage, "sample", list(sample), runtime)
     if values is not None and dtype not in FLOATS:
         fill = "values"
         if _count(values) != math.prod(shape):

@@ -84,6 +84,9 @@ def _fill(arg: TensorArg, storage: Any, generator: Any) -> None:
         storage.copy_(torch.randn(n, generator=generator, device=storage.device, dtype=torch.float32) * FLOAT_SCALE)
     elif arg.fill == "bits":
         storage.copy_(torch.rand(n, generator=generator, device=storage.device) < 0.5)
+    elif arg.fill == "sample":  # seeded draws from the values the program used (in range, not all one row)
+        pool = torch.tensor(arg.values, dtype=storage.dtype, device=storage.device)
+        storage.copy_(pool[torch.randint(0, len(arg.values), (n,), generator=generator, device=storage.device)])
     else:
         storage.zero_()
 
