@@ -4,7 +4,8 @@
 #      one process per bundle, with differential correctness; call 1: the re-recorded workloads never benched
 #      (jsd fwd/bwd, kl_div fwd, fp8_gemm, serving_kernels_rerecorded), call 2: what step c of call 1 recorded;
 #   e  triage: the one-command `ktriage triage --run` on a Liger training step (triage_run_h200.sh), each step's wall;
-#   c  record: the programs of RECORD (default: those recorded before the module-values fix, and fla_ops), with this
+#   c  record: the programs of RECORD (default: those recorded before the module-values fix, fla_ops, and grouped_gemm
+#      and embedding bwd: the recorder now names pointer tables and samples large index tensors), with this
 #      checkout's recorder, in the background of
 #   d  profile: ncu on corpus bundles not profiled yet (profile_sample.txt, PROFILED_SKIP), one input, --warmup 1,
 #      two at a time (the second one's start and CSV exports overlap the first one's counters).
@@ -25,6 +26,8 @@ tb vector_exp fwd
 tb jagged_sum fwd
 tb flash_attention fwd
 tb fp8_attention fwd
+tb grouped_gemm fwd
+tb embedding bwd
 py serving_kernels benchmarks/corpus/programs/serving_kernels.py"}
 # profiled already: the five of the last round, and what round3_import.sh lists from call 1 (.carry/profiled.txt)
 PROFILED_SKIP=${PROFILED_SKIP:-"tb_softmax_fwd tb_int4_gemm_fwd tb_rms_norm_bwd tb_swiglu_bwd tb_geglu_bwd $(cat .carry/profiled.txt 2>/dev/null)"}

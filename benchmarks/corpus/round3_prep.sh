@@ -61,7 +61,8 @@ case "${1:-}" in
     shift
     names=("$@")
     if [ ${#names[@]} -eq 0 ]; then
-      names=(fla_ops tb_vector_exp_fwd tb_jagged_sum_fwd tb_flash_attention_fwd tb_fp8_attention_fwd serving_kernels)
+      names=(fla_ops tb_vector_exp_fwd tb_jagged_sum_fwd tb_flash_attention_fwd tb_fp8_attention_fwd tb_grouped_gemm_fwd
+        tb_embedding_bwd serving_kernels)
     fi
     export_kt
     rm -rf .bundles/round3b
