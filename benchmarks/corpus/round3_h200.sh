@@ -8,7 +8,7 @@
 #      and embedding bwd: the recorder now names pointer tables and samples large index tensors), with this
 #      checkout's recorder, in the background of
 #   d  profile: ncu on corpus bundles not profiled yet (profile_sample.txt, PROFILED_SKIP), one input, --warmup 1,
-#      two at a time (the second one's start and CSV exports overlap the first one's counters).
+#      PROFILE_JOBS (2) at a time (one's start and CSV exports overlap the other's counters).
 # GPU host, repo root; carried: .whl (ktriage's pure-Python dependencies + liger-kernel 0.8.5 + fla-core 0.6.0),
 # .carry (kt = a clean export of the commit, round3-bundles.tgz, corpus-bundles.tgz, tritonbench, serving); made on
 # the CPU machine by `bash benchmarks/corpus/round3_prep.sh`.
@@ -116,10 +116,11 @@ if step d; then
     [ -d "$work/cb0/corpus/$name" ] || { echo "profile $name: no bundle" >> "$work/walls.txt"; continue; }
     todo+=("$name")
   done
-  for ((i = 0; i < ${#todo[@]}; i += 2)); do  # two at a time, both waited for (the recorder runs beside)
+  jobs_=${PROFILE_JOBS:-2}  # ncu serializes the profiled kernels across processes (its lock file); the rest overlaps
+  for ((i = 0; i < ${#todo[@]}; i += jobs_)); do  # a batch at a time, all waited for (the recorder runs beside)
     if (( $(left) < 85 )); then echo "profile ${todo[*]:i} not started: deadline" >> "$work/walls.txt"; break; fi
     pids=()
-    for name in "${todo[@]:i:2}"; do profile_one "$name" & pids+=($!); done
+    for name in "${todo[@]:i:jobs_}"; do profile_one "$name" & pids+=($!); done
     wait "${pids[@]}"; pack
   done
 fi
