@@ -175,7 +175,7 @@ def parse_json(text: str, *, origin: str, fix: str, error: ErrorType = FormatErr
         raise error(f"{origin} is not valid JSON: {exc}", fix) from None
 
 
-def parse_toml(text: str, *, origin: str, error: ErrorType = FormatError) -> dict[str, Any]:
+def parse_toml(text: str, *, origin: str, error: ErrorType = FormatError) -> dict[str, object]:
     try:
         doc = tomllib.loads(text)
     except RecursionError:
