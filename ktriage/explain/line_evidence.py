@@ -17,11 +17,14 @@ occupancy have no line: no evidence for them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from ktriage.analyze.lines import LineDelta
-from ktriage.explain.engine import Comparison, ExplainResult, toolchain_label
+from ktriage.analyze.lines import LineDelta, LineMap, LineStats, cubin_line_map, ptx_excerpt, sass_excerpt
+from ktriage.errors import KtriageError
+from ktriage.explain.engine import Comparison, ExplainResult, KernelResult, toolchain_label
 from ktriage.explain.findings import DetailFinding, Finding, FindingGroup
 from ktriage.spec.model import input_label
 
@@ -51,6 +54,7 @@ class LineEvidence:
     shown: int  # the sum of their deltas
     total: int  # the sum over every moved line
     moved: int  # how many lines moved in this count
+    comparison: Comparison | None = field(default=None, compare=False, repr=False)  # where the lines are
 
     def delta(self, d: LineDelta) -> int:
         return _delta(d, self.measure)
@@ -95,10 +99,53 @@ class LineEvidence:
             "total": self.total,
             "moved_lines": self.moved,
             "lines": [
-                {"file": d.file, "line": d.line, "text": d.text, "delta": self.delta(d), "change": self.change(d)}
+                {
+                    "file": d.file,
+                    "line": d.line,
+                    "text": d.text,
+                    "delta": self.delta(d),
+                    "change": self.change(d),
+                    "excerpt": self.excerpt(d),
+                }
                 for d in self.lines
             ],
         }
+
+    def excerpt(self, d: LineDelta) -> dict[str, object] | None:
+        """The PTX and SASS instructions of a cited line on each side (``{"ref": {"ptx", "sass"}, "new":
+        ...}``, as ``explain --lines`` selects them; a side without the line is None): what a JSON report
+        carries so that it stands alone, instead of pointing into this machine's artifact cache."""
+        if self.comparison is None:
+            return None
+        return {
+            side: _side_excerpt(result, stats)
+            for side, result, stats in (("ref", self.comparison.ref, d.ref), ("new", self.comparison.new, d.new))
+        }
+
+
+def _side_excerpt(result: KernelResult, stats: LineStats | None) -> dict[str, str | None] | None:
+    if stats is None:
+        return None
+    name = stats.path or stats.file
+    art = result.artifact
+    try:
+        ptx: str | None = ptx_excerpt(art.frontend.text("ptx"), name, stats.line, stats.line)
+    except OSError:  # the artifact is gone from the cache: the report is still written, without it
+        ptx = None
+    try:
+        listing = _line_map(
+            art.cubin.cubin_path, art.kernel_name, result.toolchain.cuobjdump, result.toolchain.nvdisasm
+        )
+        sass: str | None = sass_excerpt(listing, name, stats.line, stats.line)
+    except (KtriageError, OSError):
+        sass = None
+    return {"ptx": ptx, "sass": sass}
+
+
+@functools.lru_cache(maxsize=32)
+def _line_map(cubin: Path, kernel: str, cuobjdump: Path, nvdisasm: Path | None) -> LineMap:
+    """One disassembly per cubin for all the lines a report cites (a cubin in the cache never changes)."""
+    return cubin_line_map(cubin, kernel, cuobjdump=cuobjdump, nvdisasm=nvdisasm)
 
 
 def _delta(d: LineDelta, measure: str) -> int:
@@ -188,7 +235,7 @@ def group_evidence(result: ExplainResult, group: FindingGroup, *, top: int = TOP
         if ev is None or ev.measure in seen:
             continue
         seen.add(ev.measure)
-        out.append(ev)
+        out.append(replace(ev, comparison=comparison))
     return sorted(out, key=lambda e: _ORDER.index(e.measure) if e.measure in _ORDER else len(_ORDER))
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.home import expand_portable
+
 pytestmark = pytest.mark.slow
 
 ARGS = [
@@ -80,8 +82,8 @@ def test_lines_restrict_both_diffs_to_one_line(run_cli, toolchain) -> None:
     for spec in ("triton==3.3.1", "triton==3.4.0"):
         tc = toolchain(spec)
         art = results[tc.id]["artifact"]
-        want_sass.append(_instructions_at(tc.nvdisasm, Path(art["cubin"]), art["kernel_name"], 129))
-        want_ptx.append(_ptx_at(Path(art["ptx"]).read_text(), 129))
+        want_sass.append(_instructions_at(tc.nvdisasm, expand_portable(art["cubin"]), art["kernel_name"], 129))
+        want_ptx.append(_ptx_at(expand_portable(art["ptx"]).read_text(), 129))
     assert [int(sass.group(1)), int(sass.group(2))] == want_sass and want_sass[1] > want_sass[0] > 0
     assert [int(ptx.group(1)), int(ptx.group(2))] == want_ptx and want_ptx[0] > 0
     # the excerpt holds that line's spill traffic: STL/LDL only in the lines of the SASS diff

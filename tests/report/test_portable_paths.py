@@ -1,5 +1,6 @@
-"""Reports carry home-relative paths (issue 26): ``$KTRIAGE_HOME/...`` for the artifact cache, never
-the absolute paths of the machine that wrote them; ``expand_portable`` finds the file again."""
+"""Reports stand alone (issue 26): home-relative paths (``$KTRIAGE_HOME/...`` for the artifact cache,
+never the absolute paths of the machine that wrote them; ``expand_portable`` finds the file again), and
+the PTX/SASS excerpts of the source lines they cite, instead of pointers into the cache."""
 
 from __future__ import annotations
 
@@ -45,9 +46,10 @@ def _strings(doc: Any) -> Iterator[str]:
 
 
 @pytest.mark.slow
-def test_explain_json_names_artifacts_in_the_home(run_cli: RunCli) -> None:
+def test_explain_json_names_artifacts_in_the_home_and_carries_excerpts(run_cli: RunCli) -> None:
     """A real explain (committed toolchains, the test home's artifact cache): no string in the JSON
-    report is an absolute path of this machine, and each artifact path finds its file again."""
+    report is an absolute path of this machine, each artifact path finds its file again, and each cited
+    line carries its instructions (the spilling line's SASS has its local loads)."""
     out = run_cli(
         [
             "explain",
@@ -75,3 +77,13 @@ def test_explain_json_names_artifacts_in_the_home(run_cli: RunCli) -> None:
         for key in ("ptx", "cubin"):
             assert artifact[key].startswith(f"{HOME_VAR}/"), artifact[key]
             assert expand_portable(artifact[key]).is_file()
+    cited = [
+        line for group in doc["grouped_findings"] for evidence in group["line_evidence"] for line in evidence["lines"]
+    ]
+    assert cited
+    for line in cited:
+        for side in ("ref", "new"):
+            if line["excerpt"][side] is not None:
+                assert line["excerpt"][side]["ptx"] and line["excerpt"][side]["sass"], line
+    spill = next(line for line in cited if line["file"].endswith("layer_norm.py") and line["delta"] > 0)
+    assert "LDL" in spill["excerpt"]["new"]["sass"] or "STL" in spill["excerpt"]["new"]["sass"]
