@@ -24,7 +24,7 @@ from ktriage.compile.cache import pid_alive
 from ktriage.insitu.environment import compile_environment
 from ktriage.schema.jsontypes import JSONObject
 
-WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "worker.py"
+WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "server.py"  # the protocol loop
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_IMPORT_TIMEOUT_S = 60.0
 IMPORT_TIMEOUT_ENV = "KTRIAGE_IMPORT_TIMEOUT_S"
@@ -108,7 +108,7 @@ class WorkerReply:
 
 
 class CompileWorker:
-    """One worker process speaking the JSON-lines protocol of worker.py."""
+    """One worker process speaking the JSON-lines protocol of insitu/server.py."""
 
     def __init__(self, python: Path, env: dict[str, str] | None = None) -> None:
         self.python = python
@@ -248,7 +248,7 @@ class WorkerPool:
 
     def acquire(self, python: Path, sys_path: tuple[str, ...] = (), *, prime: bool = False) -> CompileWorker:
         """A worker for ``python`` with ``sys_path``; ``prime``: the frontend is order-sensitive, so a
-        new worker compiles the priming kernel before its first request (insitu/worker.py)."""
+        new worker compiles the priming kernel before its first request (insitu/server.py)."""
         key = (python, sys_path)
         with self._lock:
             idle = self._idle.setdefault(key, queue.LifoQueue())

@@ -186,11 +186,9 @@ def _ensure_fake_driver(cc: int) -> fakedriver.FakeBenchmarker:
     return current.benchmarker
 
 
-def resolve(request: dict[str, Any], serving: Any = None) -> dict[str, Any]:
-    """Answer one ``resolve`` request (module docstring); failures are replies, never raised.
-    ``serving``: the worker module that received it (``__main__`` when started as a script), so that
-    its import stage reaches the host (the host bounds a module's import: worker._stage)."""
-    worker = serving or _worker
+def resolve(request: dict[str, Any]) -> dict[str, Any]:
+    """Answer one ``resolve`` request (module docstring); failures are replies, never raised."""
+    worker = _worker
     launch = request["resolve"]
     source = str(launch["source"])
     try:

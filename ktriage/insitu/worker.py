@@ -2,8 +2,8 @@
 
 Why a separate process: each toolchain has its own Triton, which cannot share an interpreter with
 another Triton or with the host. This file is therefore self-contained (stdlib + the toolchain's
-``triton`` + its sibling modules in this folder); it must never import ``ktriage``. The host starts it
-as ``python worker.py`` and talks JSON lines over stdin/stdout (one request, one reply).
+``triton`` + its sibling modules in this folder); it must never import ``ktriage``. The host starts
+``server.py`` (the JSON-lines protocol, one request, one reply), which compiles through this module.
 ``compile_in_process`` is the same compile for the *current* interpreter's Triton, used on GPU hosts
 and by the JIT-equivalence harness.
 
@@ -12,15 +12,8 @@ for the arch, its options, its PTX ``.version``), and the ptxas command line and
 are recorded (ptxas_capture), so that the host can re-assemble the PTX with another ptxas exactly as
 this Triton would have called it.
 
-Request: {"id": str, "spec": <KernelSpec.to_json()>, "sys_path": [str], "out_dir": str}
-Reply:   {"id": str, "ok": true, "files": {"ptx": path, "triton_cubin": path, ...}, "metadata": {...},
-          "triton_version": str, "placeholder_imports": [str], "ptxas_runs": [{argv, log, returncode}],
-          "ast_source": {...}}  or  {"id": str, "ok": false, "kind": str, "error": str}
-
-Environment: ``KTRIAGE_PRIME_COMPILE=1`` makes the worker compile a tiny kernel before its first
-request, for Triton versions whose output depends on whether a kernel is the process's first
-(``nvptx-short-ptr`` in 3.2 and 3.3, see docs/toolchains.md); ``KTRIAGE_TARGET_CC`` sets the fake
-driver's arch (default 90).
+Environment: ``KTRIAGE_TARGET_CC`` sets the fake driver's arch (default 90); the protocol's own
+(``KTRIAGE_PRIME_COMPILE``) is in server.py.
 """
 
 from __future__ import annotations
@@ -28,11 +21,9 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
-import json
 import os
 import sys
 import tempfile
-import traceback
 from typing import Any
 
 if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
@@ -145,7 +136,12 @@ def _load(module_part: str, fn_name: str, recorded: dict[str, Any]) -> Any:
         ) from exc
 
 
-_STAGE: list[Any] = []  # serve's writer of a progress line, armed once per request
+_STAGE: list[Any] = []  # the server's writer of a progress line, armed once per request (arm_stage)
+
+
+def arm_stage(writer: Any = None) -> None:
+    """The server's writer of this request's progress lines (``writer(name)``); None disarms it."""
+    _STAGE[:] = [writer] if writer is not None else []
 
 
 def _stage(name: str) -> None:
@@ -688,95 +684,3 @@ def prime() -> None:
         "target": "sm_" + os.environ.get("KTRIAGE_TARGET_CC", "90"),
     }
     compile_in_process(spec)
-
-
-def handle(request: dict[str, Any]) -> dict[str, Any]:
-    """Compile one request and write its files into request['out_dir'] (a ``resolve`` request asks
-    what this Triton's JIT compiles for a launch given by values instead: launch_spec.py)."""
-    if request.get("resolve") is not None:
-        if __package__:
-            from ktriage.insitu import launch_spec
-        else:
-            import launch_spec  # type: ignore[import-not-found,no-redef]
-        return launch_spec.resolve(request, sys.modules[__name__])
-    out_dir = request["out_dir"]
-    os.makedirs(out_dir, exist_ok=True)
-    result = compile_in_process(request["spec"], request.get("sys_path") or [])
-    files: dict[str, str] = {}
-    for key in ("ttir", "ttgir", "llir", "ptx"):
-        if key in result:
-            path = os.path.join(out_dir, f"kernel.{key}")
-            with open(path, "w") as fh:
-                fh.write(result[key])
-            files[key] = path
-    cubin_path = os.path.join(out_dir, "kernel.triton.cubin")
-    with open(cubin_path, "wb") as fh:
-        fh.write(result["cubin"])
-    files["triton_cubin"] = cubin_path
-    return {
-        "ok": True,
-        "files": files,
-        "metadata": result["metadata"],
-        "triton_version": result["triton_version"],
-        "placeholder_imports": result["placeholder_imports"],
-        "ptxas_runs": result["ptxas_runs"],
-        "ast_source": result["ast_source"],
-    }
-
-
-def serve() -> None:
-    """Answer JSON-line requests until stdin closes. Replies go to the real stdout only."""
-    reply_stream = os.fdopen(os.dup(1), "w")
-    os.dup2(2, 1)  # anything the compiler prints goes to stderr, never into the protocol
-    if "TRITON_CACHE_DIR" not in os.environ:  # the host gives one (and removes it); else our own, removed at exit
-        import atexit
-        import shutil
-
-        own = tempfile.mkdtemp(prefix="ktriage-triton-cache-")
-        atexit.register(shutil.rmtree, own, True)
-        os.environ["TRITON_CACHE_DIR"] = own
-    os.environ["TRITON_ALWAYS_COMPILE"] = "1"  # every request is compiled by this Triton, never read from its cache
-    try:  # before the hello, so that the host's import timeout counts the kernel's module only
-        import triton  # noqa: F401
-    except Exception:
-        pass  # the request says why
-    primed: bool | str | None = None
-    if os.environ.get("KTRIAGE_PRIME_COMPILE") == "1":
-        try:
-            prime()
-            primed = True
-        except Exception as exc:  # the worker still serves; the host sees why in the hello
-            primed = f"{type(exc).__name__}: {exc}"
-    reply_stream.write(
-        json.dumps({"hello": PROTOCOL_VERSION, "python": sys.version.split()[0], "primed": primed}) + "\n"
-    )
-    reply_stream.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-        except json.JSONDecodeError as exc:
-            reply_stream.write(json.dumps({"ok": False, "kind": "protocol", "error": f"bad request: {exc}"}) + "\n")
-            reply_stream.flush()
-            continue
-
-        def stage(name: str, rid: Any = request.get("id")) -> None:
-            reply_stream.write(json.dumps({"stage": name, "id": rid}) + "\n")
-            reply_stream.flush()
-
-        _STAGE[:] = [stage]
-        try:
-            reply = handle(request)
-        except WorkerError as exc:
-            reply = {"ok": False, "kind": exc.kind, "error": str(exc)}
-        except Exception as exc:  # never let one kernel kill the worker
-            reply = {"ok": False, "kind": "internal", "error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"}
-        _STAGE.clear()
-        reply["id"] = request.get("id")
-        reply_stream.write(json.dumps(reply) + "\n")
-        reply_stream.flush()
-
-
-if __name__ == "__main__":
-    serve()

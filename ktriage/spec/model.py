@@ -5,7 +5,7 @@ types, constexpr values, which pointers and ints are divisible by 16, which ints
 into the constant 1), num_warps/num_stages and the target all change the PTX. A spec pins all of
 them, so that a compile on a CPU machine yields the exact kernel the JIT builds on the GPU host.
 
-Conventions (shared with the compile worker, ktriage/compile/worker.py):
+Conventions (shared with the compile worker, ktriage/insitu/worker.py):
 - ``signature`` lists EVERY parameter in source order; each value is a Triton type string
   ("*fp32", "*bf16", "i32", "i64", "u64", "fp32", "u1", ...) or "constexpr".
 - Ints the JIT specializes to 1 are stored the way the JIT stores them: ``signature[n] ==
