@@ -60,8 +60,9 @@ def analyze_cubin(artifact: Artifact, cubin: AssembledCubin, toolchain: Toolchai
     """Facts of ``artifact``'s PTX as assembled into ``cubin`` by ``toolchain``'s ptxas (its own, or
     another toolchain's for explain's cross matrix)."""
     front = artifact.frontend
+    shared = front.metadata.get("shared")  # bytes of shared memory Triton allocated (an int)
     resources = cached_resources(
-        cubin, toolchain, front.text("ptx"), front.kernel_name, int(front.metadata.get("shared", 0) or 0)
+        cubin, toolchain, front.text("ptx"), front.kernel_name, int(shared) if isinstance(shared, (int, float)) else 0
     )
     barriers = resources.barriers if resources.barriers is not None else 1
     occupancy = compute_occupancy(

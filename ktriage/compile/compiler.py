@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -61,7 +60,7 @@ class FrontendResult:
     dir: Path
     kernel_name: str
     triton_version: str
-    metadata: dict[str, Any]  # Triton's metadata JSON as Triton wrote it (read by name across ktriage)
+    metadata: JSONObject  # Triton's metadata JSON as Triton wrote it (read by name across ktriage)
     placeholder_imports: tuple[str, ...] = ()
     ptxas_argv: tuple[str, ...] = ()
     """The ptxas command line Triton ran for this spec (its binary, options, ``--gpu-name``)."""
@@ -619,7 +618,7 @@ def _frontend_from_json(path: Path, record: JSONObject) -> FrontendResult:
         dir=path,
         kernel_name=rec.kernel_name,
         triton_version=rec.triton_version,
-        metadata=rec.metadata,
+        metadata=as_json_object(rec.metadata),
         placeholder_imports=tuple(rec.placeholder_imports),
         ptxas_argv=tuple(rec.ptxas_argv),
         ast_source=as_json_object(rec.ast_source),
