@@ -29,10 +29,11 @@ _LAZY: dict[str, str] = {
     "BenchReport": "ktriage.api",
     "BisectReport": "ktriage.api",
     "ExplainReport": "ktriage.api",
+    "FidelityReport": "ktriage.api",
     "RecordReport": "ktriage.api",
 }
 
-__all__ = ["BenchReport", "BisectReport", "ExplainReport", "RecordReport", "__version__", "api"]
+__all__ = ["BenchReport", "BisectReport", "ExplainReport", "FidelityReport", "RecordReport", "__version__", "api"]
 
 
 def __getattr__(name: str) -> Any:

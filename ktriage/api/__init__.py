@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
     from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
+    from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._record import RecordReport, record
 
 # public name -> the private module of ktriage.api that defines it
@@ -46,24 +47,30 @@ _LAZY: dict[str, str] = {
     "require_torch": "_bench",
     "bisect": "_bisect",
     "BisectReport": "_bisect",
+    "fidelity": "_fidelity",
+    "FidelityReport": "_fidelity",
+    "FidelityRow": "_fidelity",
     "record": "_record",
     "RecordReport": "_record",
 }
 
 __all__ = [
-    "GPUS_HELP",
-    "BenchReport",
     "bench",
-    "is_recorded_bundle",
-    "require_torch",
+    "BenchReport",
+    "bisect",
+    "BisectReport",
     "DEFAULT_COMPILE_TIMEOUT_S",
     "DEFAULT_THRESHOLD",
-    "BisectReport",
-    "ExplainReport",
-    "RecordReport",
-    "bisect",
     "explain",
+    "ExplainReport",
+    "fidelity",
+    "FidelityReport",
+    "FidelityRow",
+    "GPUS_HELP",
+    "is_recorded_bundle",
     "record",
+    "RecordReport",
+    "require_torch",
 ]
 
 

@@ -1,0 +1,109 @@
+"""``ktriage.api.fidelity(...) -> FidelityReport``: check, on this CPU machine, that ktriage's cubins
+are the ones Triton's JIT builds (docs/fidelity in benchmarks/fidelity/README.md).
+
+Why an entry point: the case selection, the toolchains' builds and the two compile loops (the
+built-in cases, or a spec file's kernels written by values) were the CLI's, each with its own
+``Compiler``; the report's rendering and its counts come with the report now.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktriage.errors import KtriageError, SpecError
+from ktriage.fidelity.harness import Row
+from ktriage.spec.model import KernelSpec
+
+Say = Callable[[str], None]
+FidelityRow = Row  # one (case, Triton version) outcome
+
+
+@dataclass(frozen=True)
+class FidelityReport:
+    """One row per (case, Triton version): ``identical``, ``differs`` (its detail says what),
+    ``error`` or ``skipped``; ``target`` the arch the fake driver reported."""
+
+    rows: list[Row]
+    target: str
+
+    @property
+    def counts(self) -> dict[str, int]:
+        from ktriage.report.fidelity import summary
+
+        return summary(self.rows)
+
+    def to_markdown(self, *, command: str = "", machine: str = "", date: str = "") -> str:
+        from ktriage.report.fidelity import to_markdown
+
+        return to_markdown(self.rows, command=command, machine=machine, date=date)
+
+    def json_text(self, *, command: str = "", machine: str = "", date: str = "") -> str:
+        from ktriage.report.fidelity import to_json
+
+        return to_json(self.rows, command=command, machine=machine, date=date, target=self.target)
+
+
+def fidelity(
+    *,
+    toolchains: Sequence[str] = (),
+    cases: Sequence[str] = (),
+    arch: str = "sm_90",
+    jobs: int = 2,
+    spec: str | Path | None = None,
+    on_row: Callable[[Row], None] | None = None,
+    say: Say | None = None,
+) -> FidelityReport:
+    """Replay each case's launch through Triton's real launch path with only the GPU driver faked,
+    compile the spec derived from it through ktriage and compare compile inputs and cubin bytes.
+    ``toolchains``: default every supported Triton release; ``cases``: substrings of the case names
+    (or, with ``spec``, of the spec file's kernels, each written by values). ``on_row``: each row as
+    it is checked; ``say``: the toolchain builds' messages."""
+    from ktriage.arch import parse_arch
+    from ktriage.compile.compiler import Compiler
+    from ktriage.toolchain.manager import ensure_toolchain
+    from ktriage.toolchain.supported import SUPPORTED_TRITON
+
+    target = parse_arch(arch).name
+    specs = list(toolchains) or [f"triton=={v}" for v in SUPPORTED_TRITON]
+    show = on_row or (lambda _r: None)
+    if spec is not None:
+        kernels = _by_value_kernels(Path(spec), cases, target)
+        built = [ensure_toolchain(s, progress=say) for s in specs]
+        from ktriage.fidelity.by_value import check_spec
+
+        rows: list[Row] = []
+        with Compiler(jobs=jobs) as compiler, tempfile.TemporaryDirectory(prefix="ktriage-fidelity-") as tmp:
+            for tc in built:
+                for i, kernel in enumerate(kernels):
+                    rows.append(check_spec(kernel, tc, compiler, Path(tmp) / tc.id / str(i)))
+                    show(rows[-1])
+        return FidelityReport(rows, target)
+    from ktriage.fidelity.cases import all_cases
+    from ktriage.fidelity.harness import check
+
+    selected = [c for c in all_cases(target) if not cases or any(k in c.name for k in cases)]
+    if not selected:
+        raise KtriageError(
+            f"no fidelity case matches {list(cases)}",
+            "see the case names in the table of benchmarks/fidelity/README.md",
+        )
+    built = [ensure_toolchain(s, progress=say) for s in specs]
+    with Compiler(jobs=jobs) as compiler:
+        return FidelityReport(check(built, selected, target=target, compiler=compiler, on_row=show), target)
+
+
+def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[KernelSpec]:
+    """``spec``: the file's kernels (narrowed by ``cases``), each written by values (fidelity/by_value.py)."""
+    from ktriage.spec.select import load_selected_specs
+
+    kernels = load_selected_specs(str(path), list(cases) or None)
+    typed = [k.name for k in kernels if k.launch is None]
+    if typed:
+        raise SpecError(
+            f"{path}: {', '.join(typed[:4])} written by types: the check compares a launch's values",
+            "write the kernel by values under [kernel.args] (docs/specs.md)",
+        )
+    return [k.replace(target=target) for k in kernels] if target != "sm_90" else list(kernels)
