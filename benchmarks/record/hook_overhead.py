@@ -62,7 +62,7 @@ def main() -> None:
 
     args = [fakedriver.FakeTensor("fp32", shape=(4096,)) for _ in range(3)] + [4096]
     plain = _time(bench_kernel.add_kernel, args, n)
-    spec = importlib.util.spec_from_file_location("_hook", ROOT / "ktriage" / "insitu" / "record_hook.py")
+    spec = importlib.util.spec_from_file_location("_hook", ROOT / "ktriage" / "insitu" / "launch_hook.py")
     hook = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(hook)
     rec = hook.install(str(tmp / "journal"))

@@ -12,7 +12,7 @@ original line numbers (blank lines pad the gaps), so the kernel's line info is t
 
 Used by the compile worker when importing the kernel's module fails or the kernel is not a module
 attribute, and by ``ktriage record`` for a kernel defined in a class or function body (its
-closed-over values become assignments: see ``record_hook.closure_lines``).
+closed-over values become assignments: see ``launch_hook.closure_lines``).
 
 Runs inside a toolchain's interpreter and inside the user's program: stdlib only, never ``ktriage``.
 """
@@ -27,7 +27,7 @@ from typing import Any
 
 _BUILTINS = set(dir(builtins))
 # The snapshot file in which ``ktriage record`` keeps the module-level values the kernels read
-# (record_hook.GLOBALS_FILE, record_hook.globals_file_text): Python literals, read, never run.
+# (launch_hook.GLOBALS_FILE, launch_hook.globals_file_text): Python literals, read, never run.
 GLOBALS_FILE = "_ktriage_globals.py"
 
 
@@ -327,7 +327,7 @@ def _dotted(name: Any) -> bool:
 
 
 def value_source(encoded: Any) -> str | None:
-    """Python source that makes a recorded value again (record_hook.encode_global's encoding), or None
+    """Python source that makes a recorded value again (launch_hook.encode_global's encoding), or None
     for one it does not know. Built from checked names and ``repr`` of plain values only."""
     if encoded is None or type(encoded) in (bool, int, float, str):
         return repr(encoded)

@@ -25,7 +25,7 @@ from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
-from ktriage.insitu.record_hook import SMALL_INT_TENSOR
+from ktriage.insitu.launch_hook import SMALL_INT_TENSOR
 from ktriage.ops import registry
 
 FACTS_VERSION = 1

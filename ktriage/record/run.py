@@ -2,7 +2,7 @@
 
 Why ``sitecustomize`` on PYTHONPATH: Python imports it at interpreter start in every interpreter the
 command starts (``python train.py``, ``torchrun ...``, a shell script that calls python), so the
-user's code is unchanged. The shim (``record_hook.SITECUSTOMIZE``) loads the hook by path and
+user's code is unchanged. The shim (``launch_hook.SITECUSTOMIZE``) loads the hook by path and
 chains to a sitecustomize the environment already had.
 
 Process control (why each piece):
@@ -40,10 +40,10 @@ from types import FrameType
 
 from ktriage import __version__
 from ktriage.errors import KtriageError
-from ktriage.insitu import record_hook
+from ktriage.insitu import launch_hook
 from ktriage.record.workload import Workload, compact, journal_path, read_journal, save_workload
 
-HOOK_FILE = Path(record_hook.__file__).resolve()
+HOOK_FILE = Path(launch_hook.__file__).resolve()
 LOCK_SUFFIX = ".lock"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 10.0  # how long the watchdog lets the group end on SIGTERM before SIGKILL
@@ -119,8 +119,8 @@ def hook_environment(journal: Path, shim_dir: Path, env: Mapping[str, str]) -> d
     """``env`` with the shim first on PYTHONPATH and the hook's two variables set."""
     out = dict(env)
     out["PYTHONPATH"] = os.pathsep.join([str(shim_dir), *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-    out[record_hook.ENV_JOURNAL] = str(journal)
-    out[record_hook.ENV_HOOK] = str(HOOK_FILE)
+    out[launch_hook.ENV_JOURNAL] = str(journal)
+    out[launch_hook.ENV_HOOK] = str(HOOK_FILE)
     return out
 
 
@@ -260,7 +260,7 @@ def _record_locked(
     started = time.time()
     environ = env if env is not None else os.environ
     with tempfile.TemporaryDirectory(prefix="ktriage-record-") as shim:
-        (Path(shim) / "sitecustomize.py").write_text(record_hook.SITECUSTOMIZE)
+        (Path(shim) / "sitecustomize.py").write_text(launch_hook.SITECUSTOMIZE)
         try:
             proc = subprocess.Popen(
                 list(command), env=hook_environment(journal, Path(shim), environ), cwd=cwd, start_new_session=True

@@ -2,7 +2,7 @@
 
 Why a snapshot and not the path or the pip pin: an inductor-generated module lives in a temporary
 folder, a script's kernel in the user's checkout, and a library on the GPU host may be patched. The
-hook (ktriage/insitu/record_hook.py) reads the kernel's module and the modules it imports from the
+hook (ktriage/insitu/launch_hook.py) reads the kernel's module and the modules it imports from the
 same package (and @triton.jit helpers from others) while the program runs; the workload file carries
 their text. Reading a workload writes each snapshot once under ``<home>/snapshots/<sha256>``, a
 folder named by its content, which the specs name as their package ``snapshot:<sha256>``

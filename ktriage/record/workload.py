@@ -40,7 +40,7 @@ from ktriage.spec.specialize import specialize_launch
 
 WORKLOAD_FORMAT = 1
 WORKLOAD_KIND = "ktriage-workload"
-JOURNAL_FORMAT = 1  # ktriage/insitu/record_hook.py JOURNAL_FORMAT
+JOURNAL_FORMAT = 1  # ktriage/insitu/launch_hook.py JOURNAL_FORMAT
 JOURNAL_KIND = "ktriage-record-journal"
 JOURNAL_SUFFIX = ".journal"
 FIX = "record it again with this ktriage (ktriage record -o W.json -- COMMAND)"
@@ -466,8 +466,8 @@ def jit_check(spec: KernelSpec, view: Mapping[str, Any] | None) -> str | None:
 
 
 def pointer_tables(args: Sequence[Any]) -> list[tuple[str, str]]:
-    """The arguments the hook marked as pointer tables (``insitu.record_hook.describe_args``): (name, why)."""
-    from ktriage.insitu.record_hook import POINTER_TABLE
+    """The arguments the hook marked as pointer tables (``insitu.launch_hook.describe_args``): (name, why)."""
+    from ktriage.insitu.launch_hook import POINTER_TABLE
 
     return [
         (str(a[0]), str(a[1][POINTER_TABLE]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ktriage.insitu import record_hook
+from ktriage.insitu import launch_hook
 
 
 class FakeTensor:
@@ -26,7 +26,7 @@ class FakeKernel:
 
 
 def _key(*args: Any, grid: Any = (4,), **kwargs: Any) -> tuple[Any, ...]:
-    return record_hook.jit_key(KERNEL, args, grid, kwargs)
+    return launch_hook.jit_key(KERNEL, args, grid, kwargs)
 
 
 KERNEL = FakeKernel()
@@ -37,7 +37,7 @@ def test_the_first_launch_of_a_new_tensor_type_has_the_repeats_key() -> None:
         pass
 
     first = _key(FirstSeen((4096,)), FirstSeen((4096,)), 4096, BLOCK=1024)
-    assert FirstSeen in record_hook._TENSOR_TYPES
+    assert FirstSeen in launch_hook._TENSOR_TYPES
     assert _key(FirstSeen((4096,)), FirstSeen((4096,)), 4096, BLOCK=1024) == first
 
 

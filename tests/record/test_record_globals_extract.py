@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from ktriage.insitu import kernel_source, record_hook
+from ktriage.insitu import kernel_source, launch_hook
 
 MODULE = """\
 import math
@@ -82,7 +82,7 @@ def test_globals_file_round_trip_and_unsafe_entries_refused() -> None:
             "defaults": {"merge_kernel": DEFAULTS},
         }
     }
-    text = record_hook.globals_file_text(recorded)
+    text = launch_hook.globals_file_text(recorded)
     assert kernel_source.read_globals(text) == recorded
     values, _ = kernel_source.recorded_sources(recorded["servingish.attn"])
     namespace: dict[str, object] = {}
@@ -98,12 +98,12 @@ def test_globals_file_round_trip_and_unsafe_entries_refused() -> None:
 def test_encode_global_keeps_what_it_can_say() -> None:
     import math
 
-    assert record_hook.encode_global(3, "m") == 3 and record_hook.encode_global(True, "m") is True
-    assert record_hook.encode_global(float("inf"), "m") == {"float": "inf"}
-    assert record_hook.encode_global(math, "m") == {"module": "math"}
-    assert record_hook.encode_global(math.sqrt, "m") == {"import": "math:sqrt"}
-    assert record_hook.encode_global(object(), "m") is record_hook._NOT_ENCODED
-    assert record_hook.encode_global(ast.parse, "ast") is record_hook._NOT_ENCODED  # the module's own function
+    assert launch_hook.encode_global(3, "m") == 3 and launch_hook.encode_global(True, "m") is True
+    assert launch_hook.encode_global(float("inf"), "m") == {"float": "inf"}
+    assert launch_hook.encode_global(math, "m") == {"module": "math"}
+    assert launch_hook.encode_global(math.sqrt, "m") == {"import": "math:sqrt"}
+    assert launch_hook.encode_global(object(), "m") is launch_hook._NOT_ENCODED
+    assert launch_hook.encode_global(ast.parse, "ast") is launch_hook._NOT_ENCODED  # the module's own function
 
 
 def test_a_helper_module_runs_with_its_recorded_values() -> None:

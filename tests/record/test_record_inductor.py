@@ -19,7 +19,7 @@ from record_helpers import INSITU, record_cli
 
 from ktriage.analyze.cuobjdump import run_cuobjdump
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.insitu import record_hook
+from ktriage.insitu import launch_hook
 from ktriage.record.workload import load_workload
 
 torch = pytest.importorskip("torch")
@@ -55,7 +55,7 @@ with open({cubin!r}, "wb") as fh:  # what inductor compiled, to compare with ktr
 def test_the_hook_installs_on_inductors_classes(tmp_path: Path) -> None:
     code = (
         f"import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('h', {str(record_hook.__file__)!r})\n"
+        f"spec = importlib.util.spec_from_file_location('h', {str(launch_hook.__file__)!r})\n"
         f"h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h)\n"
         f"h.install({str(tmp_path / 'j')!r})\n"
         f"from torch._inductor.runtime import triton_heuristics as th\n"
@@ -104,7 +104,7 @@ def test_an_inductor_kernel_is_recorded_through_the_fake_driver(
     # its @triton.jit helpers' module is carried, the host-side modules it imports are stubs
     runtime = "torch/_inductor/runtime/"
     assert files[runtime + "triton_helpers.py"] == (SITE / runtime / "triton_helpers.py").read_text()
-    assert files[runtime + "triton_heuristics.py"] == record_hook.INDUCTOR_STUB and files["torch/__init__.py"] == ""
+    assert files[runtime + "triton_heuristics.py"] == launch_hook.INDUCTOR_STUB and files["torch/__init__.py"] == ""
     # compiled from the snapshot alone in a toolchain without torch: the machine code inductor compiled
     # (the cubins differ in the line-info section, which names the source file)
     monkeypatch.delenv("PYTHONPATH")
@@ -186,11 +186,11 @@ def test_a_kernel_pickled_back_from_inductors_subprocess_is_reloaded_for_its_sna
     def kernel() -> None: ...
 
     fresh = SimpleNamespace(fn=SimpleNamespace(fn=kernel))
-    assert record_hook.inductor_function(fresh) is kernel
+    assert launch_hook.inductor_function(fresh) is kernel
     pickled = SimpleNamespace(
         fn=SimpleNamespace(fn=None), _reload_kernel=lambda: SimpleNamespace(fn=SimpleNamespace(fn=kernel))
     )
-    assert record_hook.inductor_function(pickled) is kernel
+    assert launch_hook.inductor_function(pickled) is kernel
     assert (
-        record_hook.inductor_function(SimpleNamespace(fn=SimpleNamespace(fn=None))) is None
+        launch_hook.inductor_function(SimpleNamespace(fn=SimpleNamespace(fn=None))) is None
     )  # no way back: the caller notes why

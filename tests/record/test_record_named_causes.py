@@ -1,7 +1,7 @@
 """What stops a recorded launch from being benched is named at record time (issue 23), and large integer
 tensors are replayed from values the program used, not zeros.
 
-Real parts: the hook's own description code (``insitu/record_hook.describe_args``) on real torch tensors
+Real parts: the hook's own description code (``insitu/launch_hook.describe_args``) on real torch tensors
 (CPU: the hook reads the same tensor methods there), the journal compacted by ``ktriage.record.workload``,
 ``workload show``, the replay's plan and its torch allocation on the CPU.
 """
@@ -16,7 +16,7 @@ import torch
 
 from ktriage.cli.app import main
 from ktriage.errors import SpecError
-from ktriage.insitu.record_hook import POINTER_TABLE, SMALL_INT_TENSOR, VALUE_SAMPLE, describe, describe_args
+from ktriage.insitu.launch_hook import POINTER_TABLE, SMALL_INT_TENSOR, VALUE_SAMPLE, describe, describe_args
 from ktriage.predict.facts import uniform_indices
 from ktriage.record.workload import compact, save_workload
 from ktriage.workload.recorded.args import tensor_arg

@@ -124,7 +124,7 @@ def test_sigkill_of_the_recorder_too_keeps_the_journal(toolchain, tmp_path: Path
     import subprocess
     import tempfile
 
-    from ktriage.insitu.record_hook import SITECUSTOMIZE
+    from ktriage.insitu.launch_hook import SITECUSTOMIZE
 
     tc = toolchain("triton==3.3.1")
     prog = _program(tmp_path)

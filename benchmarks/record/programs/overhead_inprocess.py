@@ -4,7 +4,7 @@ Whole-process timings (many_launches.py plain vs under ``ktriage record``) move 
 processes on a shared host, more than the effect measured. Here one process times the same 20,000
 launches (4 shapes, real CUDA tensors) with ``JITFunction.run`` plain and hooked, rotating rounds,
 so all variants see the same machine state. Prints per-launch medians and the ratio. A second
-argument names another copy of record_hook.py (an earlier version) timed in the same rotation: a
+argument names another copy of launch_hook.py (an earlier version) timed in the same rotation: a
 before/after of a hook change measured side by side.
 Usage (repo root): python3 benchmarks/record/programs/overhead_inprocess.py [ROUNDS] [BASELINE_HOOK]
 """
@@ -57,7 +57,7 @@ def patched_by(name: str, hook_file: Path, plain: tuple, xs: dict, sizes: list[i
 
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 9
-    hooks = {"hooked": ROOT / "ktriage" / "insitu" / "record_hook.py"}
+    hooks = {"hooked": ROOT / "ktriage" / "insitu" / "launch_hook.py"}
     if len(sys.argv) > 2:
         hooks["baseline"] = Path(sys.argv[2])
     sizes = [4096, 8192, 16384, 65536]

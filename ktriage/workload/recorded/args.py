@@ -12,7 +12,7 @@ The fill rules, and why:
 - integer tensors recorded with ``values`` (at most 4096 elements: indices, offsets,
   ``cu_seqlens``) get exactly those values;
 - larger integer tensors recorded with a ``value_sample`` (values read at evenly spaced positions,
-  ``insitu/record_hook.py``) get values drawn from that sample, seeded: every one is a value the
+  ``insitu/launch_hook.py``) get values drawn from that sample, seeded: every one is a value the
   program used, so an index stays in range, and a scatter's atomics spread over the rows the program
   touched instead of all hitting row 0;
 - other integer tensors (recorded before the sample existed) get **zeros**: they are almost always
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.errors import SpecError
-from ktriage.insitu.record_hook import POINTER_TABLE
+from ktriage.insitu.launch_hook import POINTER_TABLE
 
 FLOAT_SCALE = 0.1
-#: Element sizes of the Triton dtype names ``ktriage record`` writes (``insitu/record_hook.py``).
+#: Element sizes of the Triton dtype names ``ktriage record`` writes (``insitu/launch_hook.py``).
 ITEMSIZE = {
     "fp64": 8,
     "fp32": 4,

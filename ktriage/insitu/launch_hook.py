@@ -80,9 +80,9 @@ def _ktr_install():
     journal = _ktr_os.environ.get("KTRIAGE_RECORD_JOURNAL")
     if not path or not journal:
         return
-    spec = _ktr_util.spec_from_file_location("_ktriage_record_hook", path)
+    spec = _ktr_util.spec_from_file_location("_ktriage_launch_hook", path)
     module = _ktr_util.module_from_spec(spec)
-    _ktr_sys.modules["_ktriage_record_hook"] = module
+    _ktr_sys.modules["_ktriage_launch_hook"] = module
     spec.loader.exec_module(module)
     module.install(journal)
     # Chain to a sitecustomize the environment had before ours shadowed it.
@@ -143,7 +143,7 @@ _TL_DTYPES = (
     "float8e5",
 )
 # Top-level packages whose modules are never snapshotted (the toolchain provides them, or no kernel lives there).
-_NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_record_hook", "ktriage"}
+_NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_launch_hook", "ktriage"}
 
 
 class Journal:
