@@ -60,10 +60,10 @@ class BenchReport:
 
     def _rows(self) -> Any:
         from ktriage.report.bench import results_table
-        from ktriage.workload.ops.opdef import get_op
+        from ktriage.workload.ops.opdef import bench_op
 
         labels = {t["id"]: str(t.get("spec") or t["id"]) for t in self.toolchains}
-        return results_table(self.cells, get_op(self.op), self.baseline, self.metrics, labels)
+        return results_table(self.cells, bench_op(self.op), self.baseline, self.metrics, labels)
 
     def to_csv(self) -> str:
         from ktriage.report.bench import to_csv
@@ -144,7 +144,7 @@ def bench(
     Raises :class:`~ktriage.errors.KtriageError` for a bad argument before anything is compiled or
     measured, and when measuring is asked on a machine without torch."""
     from ktriage.report.bench import METRICS
-    from ktriage.workload.ops.opdef import check_mode, get_op, resolve_precision, select_op_inputs
+    from ktriage.workload.ops.opdef import bench_op, check_mode, resolve_precision, select_op_inputs
 
     tell: Say = say or (lambda _m: None)
     wanted_metrics = [m.strip() for m in metrics.split(",") if m.strip()]
@@ -159,7 +159,7 @@ def bench(
         op = op or loaded.op
     if op is None:
         raise KtriageError("no --op given", "e.g. --op layer_norm (ops: layer_norm, embedding, rope)")
-    opdef = get_op(op)
+    opdef = bench_op(op)
     mode_name = check_mode(opdef, mode or (loaded.mode if loaded is not None else "fwd"))
     prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))
     cases = select_op_inputs(opdef, input_id=input_id, num_inputs=num_inputs, selectors=list(inputs or []) or None)

@@ -80,9 +80,9 @@ def run_bench(
     from ktriage.bench.worker import prepare_worker
 
     def jobs() -> Iterator[JobSpec]:
-        from ktriage.workload.ops.opdef import get_op  # imported while the worker starts
+        from ktriage.workload.ops.opdef import bench_op  # imported while the worker starts
 
-        op = get_op(plan.op)
+        op = bench_op(plan.op)
         cases = {c.id: c for c in op.inputs()}
         for input_id in plan.input_ids:
             yield JobSpec(

@@ -159,10 +159,10 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     from ktriage.measure.timing import TimingOptions, gpu_sampler_factory, measure_interleaved, probe_ms, shared_flusher
     from ktriage.stats.verdict import VerdictConfig, stop_when_sure
     from ktriage.workload.ops.backends import check_outputs, make_input
-    from ktriage.workload.ops.opdef import get_op
+    from ktriage.workload.ops.opdef import bench_op
 
     plan = BenchPlan.from_json(payload["plan"])
-    op = get_op(plan.op)
+    op = bench_op(plan.op)
     case = next(c for c in op.inputs() if c.id == payload["input_id"])
     label = op.x_val_text(case)
     keys = plan.variant_keys(case.id, label)

@@ -2,12 +2,12 @@
 
 from ktriage.catalog.registry import (
     OpInfo,
+    catalog_op,
     expand_op,
-    get_op,
     list_ops,
     op_inputs,
     select_inputs,
 )
 from ktriage.ops.inputs import InputCase
 
-__all__ = ["InputCase", "OpInfo", "expand_op", "get_op", "list_ops", "op_inputs", "select_inputs"]
+__all__ = ["InputCase", "OpInfo", "expand_op", "catalog_op", "list_ops", "op_inputs", "select_inputs"]

@@ -194,11 +194,11 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
     import torch
     import triton
 
-    from ktriage.catalog import expand_op, get_op
+    from ktriage.catalog import catalog_op, expand_op
     from ktriage.insitu.worker import compile_in_process
     from ktriage.spec.packages import is_installed, package_dir
 
-    info = get_op(op)
+    info = catalog_op(op)
     props = torch.cuda.get_device_properties(0)
     target = f"sm_{props.major}{props.minor}"
     specs = expand_op(op, mode=mode, inputs=inputs, dtype=dtype, target=target, sm_count=props.multi_processor_count)

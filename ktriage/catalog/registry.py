@@ -22,7 +22,7 @@ from ktriage.ops.registry import CATALOG, CatalogEntry, catalog_entry, catalog_n
 from ktriage.spec.launch import Launch
 from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
 
-__all__ = ["OpInfo", "expand_launches", "expand_op", "get_op", "list_ops", "op_inputs", "select_inputs"]
+__all__ = ["OpInfo", "expand_launches", "expand_op", "catalog_op", "list_ops", "op_inputs", "select_inputs"]
 
 
 @dataclass(frozen=True)
@@ -84,8 +84,10 @@ def _resolve(name: str) -> CatalogEntry:
     )
 
 
-def get_op(name: str) -> OpInfo:
-    """The OpInfo for ``name`` (aliases accepted); KtriageError naming the valid ops otherwise."""
+def catalog_op(name: str) -> OpInfo:
+    """The catalog's view of an op: its kernels per library release (``liger.layer_norm@0.8.5``, aliases
+    accepted), for explain, tune and bisect; KtriageError naming the valid ops otherwise. (The bench's
+    view, by TritonBench's name, is ``ktriage.workload.ops.opdef.bench_op``.)"""
     return _info(_resolve(name))
 
 

@@ -101,8 +101,10 @@ class Change:
 
 
 @dataclass
-class Comparison:
-    """Reference vs one other toolchain for one spec."""
+class CompileDiff:
+    """What the compile of one spec changed from the reference toolchain to one other: resources,
+    opcodes, lines, the cost model's prediction (compile facts; compare's ``Comparison`` pairs measured
+    result sets)."""
 
     ref: KernelResult
     new: KernelResult
@@ -141,7 +143,7 @@ class SpecExplain:
 
     spec: KernelSpec
     results: dict[str, KernelResult | CompileFailure]
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[CompileDiff] = field(default_factory=list)
     reference: str | None = None
     reference_fallback: str | None = None
 
@@ -174,7 +176,7 @@ def _metric(resources: Resources, occupancy: Occupancy, name: str) -> float | No
     return None if value is None else float(value)
 
 
-def opcode_delta_text(comparison: Comparison, limit: int = 6) -> str:
+def opcode_delta_text(comparison: CompileDiff, limit: int = 6) -> str:
     """``REDG -32, ATOMG +32`` for the largest opcode changes."""
     parts = [f"{c.metric} {int(c.new - c.ref):+d}" for c in comparison.opcode_changes[:limit]]
     return ", ".join(parts)
@@ -252,8 +254,8 @@ class Explainer:
             return f"{toolchain_label(ptx_from.toolchain)} PTX with ptxas {asm_of.cubin.ptxas_version}: {exc.problem}"
         return self._facts(ptx_from, cubin, asm_of.toolchain)
 
-    def compare(self, ref: KernelResult, new: KernelResult) -> Comparison:
-        comparison = Comparison(ref, new)
+    def compare(self, ref: KernelResult, new: KernelResult) -> CompileDiff:
+        comparison = CompileDiff(ref, new)
         swap_front = self._cross(new.artifact, ref.artifact)  # new PTX, reference ptxas
         swap_asm = self._cross(ref.artifact, new.artifact)  # reference PTX, new ptxas
         for swap in (swap_front, swap_asm):

@@ -19,7 +19,7 @@ from typing import Any
 
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
-from ktriage.explain.engine import Change, Comparison, ExplainResult, toolchain_label
+from ktriage.explain.engine import Change, CompileDiff, ExplainResult, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
 from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
 from ktriage.explain.predicted import impact as predicted_impact
@@ -267,7 +267,7 @@ class DetailFinding(Finding):
         return f"{self.range}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
 
 
-def _detail_changes(comparison: Comparison) -> list[tuple[Change, str, str]]:
+def _detail_changes(comparison: CompileDiff) -> list[tuple[Change, str, str]]:
     """(change, direction, text) for the main loop and each class worth a finding."""
     out: list[tuple[Change, str, str]] = []
     detail = comparison.sass_detail

@@ -35,7 +35,7 @@ from ktriage.analyze.lines import (
 from ktriage.analyze.side_diff import SideDiff, ptx_side_diff, sass_side_diff
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
-from ktriage.explain.engine import Comparison, ExplainResult, KernelResult, SpecExplain, toolchain_label
+from ktriage.explain.engine import CompileDiff, ExplainResult, KernelResult, SpecExplain, toolchain_label
 from ktriage.explain.failures import describe
 from ktriage.explain.findings import Finding, FindingGroup, collect_failure_findings, group_findings
 from ktriage.explain.line_evidence import group_evidence
@@ -202,7 +202,7 @@ def _span(result: KernelResult) -> tuple[int, int] | None:
     return (loop.start, loop.end) if loop is not None else None
 
 
-def _comparison_view(c: Comparison, anchor: str, *, context: int, max_run: int) -> ComparisonView:
+def _comparison_view(c: CompileDiff, anchor: str, *, context: int, max_run: int) -> ComparisonView:
     cross = [
         CrossRow(ch.metric, ch.ref, ch.cells.new_ptx_ref_ptxas, ch.cells.ref_ptx_new_ptxas, ch.new, ch.attribution)
         for ch in [*c.changes, *c.opcode_changes[:8]]
@@ -245,7 +245,7 @@ def _comparison_view(c: Comparison, anchor: str, *, context: int, max_run: int) 
     return view
 
 
-def _source_view(c: Comparison, anchor: str) -> tuple[list[SourceLineView], str | None]:
+def _source_view(c: CompileDiff, anchor: str) -> tuple[list[SourceLineView], str | None]:
     """The rows of the source view: every line of either cubin (source order), its counts and SASS."""
     ref_lines, new_lines = c.ref.resources.source_lines, c.new.resources.source_lines
     if not ref_lines and not new_lines:

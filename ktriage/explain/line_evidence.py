@@ -1,7 +1,7 @@
 """Line evidence: the source lines that carry a finding's change, in words.
 
 Why: a finding says "LDL 111 -> 940"; the kernel engineer's next question is where. Each comparison
-holds its line diff (``Comparison.lines``, from ``analyze/lines.py``); this module picks, for each
+holds its line diff (``CompileDiff.lines``, from ``analyze/lines.py``); this module picks, for each
 piece of a finding's evidence, the lines whose matching count moved most at the finding's worst input
 and says them in one line:
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ktriage.analyze.lines import LineDelta, LineMap, LineStats, cubin_line_map, ptx_excerpt, sass_excerpt
 from ktriage.errors import KtriageError
-from ktriage.explain.engine import Comparison, ExplainResult, KernelResult, toolchain_label
+from ktriage.explain.engine import CompileDiff, ExplainResult, KernelResult, toolchain_label
 from ktriage.explain.findings import DetailFinding, Finding, FindingGroup
 from ktriage.spec.model import input_label
 
@@ -54,7 +54,7 @@ class LineEvidence:
     shown: int  # the sum of their deltas
     total: int  # the sum over every moved line
     moved: int  # how many lines moved in this count
-    comparison: Comparison | None = field(default=None, compare=False, repr=False)  # where the lines are
+    comparison: CompileDiff | None = field(default=None, compare=False, repr=False)  # where the lines are
 
     def delta(self, d: LineDelta) -> int:
         return _delta(d, self.measure)
@@ -201,7 +201,7 @@ def _worst(f: Finding) -> int:
     return max(range(len(f.examples)), key=lambda j: abs(f.examples[j].new - f.examples[j].ref))
 
 
-def _comparison_for(result: ExplainResult, f: Finding, index: int) -> Comparison | None:
+def _comparison_for(result: ExplainResult, f: Finding, index: int) -> CompileDiff | None:
     """The comparison that made the finding's ``index``-th example: the one holding that Change
     (change and opcode findings), else the input's comparison against the finding's toolchain."""
     change = f.examples[index]

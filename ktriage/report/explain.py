@@ -25,7 +25,7 @@ from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import (
-    Comparison,
+    CompileDiff,
     ExplainResult,
     KernelResult,
     SpecExplain,
@@ -103,7 +103,7 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
     return data
 
 
-def _comparison_json(comparison: Comparison) -> dict[str, Any]:
+def _comparison_json(comparison: CompileDiff) -> dict[str, Any]:
     return {
         "reference": comparison.ref.toolchain.id,
         "toolchain": comparison.new.toolchain.id,

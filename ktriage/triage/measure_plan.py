@@ -203,7 +203,7 @@ def _token(old_tc: str, new_tc: str, targets: Sequence[BenchTarget], recorded: S
 def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePlan:
     """The flagged cells' bench targets, worst first, cut to ``options.limit``, grouped per (op, pass)."""
     from ktriage.ops import registry
-    from ktriage.workload.ops.opdef import get_op, resolve_precision
+    from ktriage.workload.ops.opdef import bench_op, resolve_precision
 
     if report.old_toolchain is None or report.new_toolchain is None:
         raise KtriageError(
@@ -252,7 +252,7 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
         if g is None:
             op = registry.operator(t.op)
             assert op is not None and op.baseline is not None  # bench_target checked it
-            prec = resolve_precision(get_op(t.op), None)
+            prec = resolve_precision(bench_op(t.op), None)
             g = groups[(t.op, t.mode)] = BenchGroup(t.op, t.mode, [], [], op.baseline, prec, f"{t.op}-{t.mode}-{token}")
         if t.input_id not in g.input_ids:
             g.input_ids.append(t.input_id)

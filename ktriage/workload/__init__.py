@@ -6,6 +6,6 @@ above ``ops`` (the operators' backends and torch code). Importing this package d
 Triton; the per-op modules do, when a backend runs.
 """
 
-from ktriage.workload.ops.opdef import OpDef, bytes_moved, flops, get_op, list_ops
+from ktriage.workload.ops.opdef import OpDef, bench_op, bytes_moved, flops, list_ops
 
-__all__ = ["OpDef", "bytes_moved", "flops", "get_op", "list_ops"]
+__all__ = ["OpDef", "bytes_moved", "flops", "bench_op", "list_ops"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ktriage.catalog import expand_op, get_op, list_ops
+from ktriage.catalog import catalog_op, expand_op, list_ops
 from ktriage.errors import KtriageError
 
 
@@ -48,7 +48,7 @@ def test_layer_norm_fwd_and_bf16() -> None:
 
 
 def test_layer_norm_latest_release() -> None:
-    assert get_op("liger.layer_norm@latest").name == "liger.layer_norm@0.8.5"
+    assert catalog_op("liger.layer_norm@latest").name == "liger.layer_norm@0.8.5"
     (spec,) = expand_op("liger.layer_norm@latest", inputs=["N=4608"])
     assert spec.package == "liger-kernel==0.8.5"
     assert spec.num_warps == 16  # 0.8.5 passes calculate_settings' num_warps

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ktriage.catalog.registry import get_op
+from ktriage.catalog.registry import catalog_op
 from ktriage.cli import exit_codes
 from ktriage.spec.model import KernelSpec
 from tests.conftest import RunCli
@@ -53,6 +53,6 @@ def test_rms_norm_is_in_the_catalog_list(run_cli: RunCli) -> None:
     result = run_cli(["catalog", "list"])
     assert result.exit_code == exit_codes.OK, result.output
     assert "liger.rms_norm " in result.stdout and "liger.rms_norm@0.8.5" in result.stdout
-    info = get_op("liger.rms_norm@latest")
+    info = catalog_op("liger.rms_norm@latest")
     assert info.name == "liger.rms_norm@0.8.5" and info.default_mode == "bwd" and info.default_dtype == "fp32"
     assert info.kernels["bwd"] == "liger_kernel.ops.rms_norm:_rms_norm_backward_kernel"

@@ -39,9 +39,9 @@ def test_native_backend_matches_baseline(op: str, backend: str, mode: str) -> No
     import torch
 
     from ktriage.workload.ops.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.ops.opdef import get_op
+    from ktriage.workload.ops.opdef import bench_op
 
-    opdef = get_op(op)
+    opdef = bench_op(op)
     inp = make_input(op, opdef.inputs()[0], device="cuda")
     base = get_backend(op, opdef.baseline)
     base.prepare(inp, mode)()
@@ -71,7 +71,7 @@ def test_recorded_launches_equal_the_catalog_specs(op: str, backend: str, input_
 
     sm = torch.cuda.get_device_properties(0).multi_processor_count
     specs = record_backend(op, backend, input_id, "fwd_bwd")
-    case = __import__("ktriage.workload.ops.opdef", fromlist=["get_op"]).get_op(op).inputs()[input_id]
+    case = __import__("ktriage.workload.ops.opdef", fromlist=["bench_op"]).bench_op(op).inputs()[input_id]
     by_fn = {s.source_function(): s for s in specs}
     for role in ("fwd", "bwd"):
         want = catalog_spec(backend, case, role, target=specs[0].target, sm_count=sm)
@@ -109,13 +109,13 @@ def test_artifact_replays_from_bundles_match_torch() -> None:
     from ktriage.workload.bundles.format import BundleArtifact, load_bundle
     from ktriage.workload.bundles.launch import make_launcher
     from ktriage.workload.ops.backends import check_outputs, get_backend, make_input
-    from ktriage.workload.ops.opdef import get_op
+    from ktriage.workload.ops.opdef import bench_op
     from ktriage.workload.ops.replay import ROLES_BY_MODE, artifact_backend
 
     checked = []
     for path in _bundles():
         bundle = load_bundle(path)
-        opdef = get_op(bundle.op)
+        opdef = bench_op(bundle.op)
         for tc_id in bundle.toolchain_ids():
             launch = make_launcher(bundle, tc_id, runner_loader())  # ktriage.measure.launch.LoadedKernel
             for case in bundle.input_cases():

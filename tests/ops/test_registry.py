@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from ktriage.catalog import get_op as catalog_op
-from ktriage.catalog import list_ops
+from ktriage.catalog import catalog_op, list_ops
 from ktriage.ops import registry
-from ktriage.workload.ops.opdef import get_op as bench_op
+from ktriage.workload.ops.opdef import bench_op
 from ktriage.workload.ops.replay import REPLAYS
 
 

@@ -7,11 +7,11 @@ import pytest
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.report.bench import results_table
 from ktriage.report.bench import to_csv as _csv
-from ktriage.workload.ops.opdef import get_op
+from ktriage.workload.ops.opdef import bench_op
 
 
 def test_results_table_has_tritonbench_columns() -> None:
-    op = get_op("layer_norm")
+    op = bench_op("layer_norm")
     key = lambda b, tc=None: CellKey("layer_norm", "bwd", 7, "(4096, 4608)", b, tc)  # noqa: E731
     cells = [  # fake cells: only the table logic is under test here
         Cell(key("torch_layer_norm"), "ok", [0.2, 0.2, 0.2], bytes_moved=3 * 4096 * 4608 * 4),

@@ -7,10 +7,10 @@ import pytest
 from ktriage.catalog.inputs import InputCase
 from ktriage.errors import KtriageError
 from ktriage.workload.ops.opdef import (
+    bench_op,
     bytes_moved,
     flops,
     gbps,
-    get_op,
     list_ops,
     resolve_precision,
     select_op_inputs,
@@ -20,26 +20,26 @@ from ktriage.workload.ops.opdef import (
 
 def test_ops_and_backends_use_tritonbench_names() -> None:
     assert [o.name for o in list_ops()] == ["layer_norm", "embedding", "rope"]
-    assert get_op("layer_norm").baseline == "torch_layer_norm"
-    assert get_op("embedding").baseline == "torch_embedding"
-    assert get_op("rope").baseline == "apply_rotary_pos_emb"
-    assert set(get_op("layer_norm").backends) == {
+    assert bench_op("layer_norm").baseline == "torch_layer_norm"
+    assert bench_op("embedding").baseline == "torch_embedding"
+    assert bench_op("rope").baseline == "apply_rotary_pos_emb"
+    assert set(bench_op("layer_norm").backends) == {
         "torch_layer_norm",
         "torch_compile_layer_norm",
         "liger_layer_norm",
         "triton_layer_norm",
     }
-    assert set(get_op("rope").backends) == {
+    assert set(bench_op("rope").backends) == {
         "apply_rotary_pos_emb",
         "liger_rotary_pos_emb",
         "torch_compile_rotary_pos_emb_full_op",
     }
     with pytest.raises(KtriageError, match="layer_norm, embedding, rope"):
-        get_op("layernorm")
+        bench_op("layernorm")
 
 
 def test_x_vals_match_tritonbench_sweeps() -> None:
-    ln, emb, rope = get_op("layer_norm"), get_op("embedding"), get_op("rope")
+    ln, emb, rope = bench_op("layer_norm"), bench_op("embedding"), bench_op("rope")
     # tritonbench layer_norm: M=4096, N in [512*i for i in range(2, 32)]
     assert [ln.x_val(c) for c in ln.inputs()] == [(4096, 512 * i) for i in range(2, 32)]
     assert ln.x_val(ln.inputs()[7]) == (4096, 4608) and ln.x_val(ln.inputs()[15]) == (4096, 8704)
@@ -63,12 +63,12 @@ def test_x_vals_match_tritonbench_sweeps() -> None:
 def test_the_catalog_is_the_home_of_shared_sweeps() -> None:
     from ktriage.catalog import op_inputs
 
-    assert get_op("layer_norm").inputs() == op_inputs("liger.layer_norm")
-    assert get_op("embedding").inputs() == op_inputs("liger.embedding")
+    assert bench_op("layer_norm").inputs() == op_inputs("liger.layer_norm")
+    assert bench_op("embedding").inputs() == op_inputs("liger.embedding")
 
 
 def test_input_selection_like_tritonbench_flags() -> None:
-    ln = get_op("layer_norm")
+    ln = bench_op("layer_norm")
     assert [c.facts["N"] for c in select_op_inputs(ln, input_id=7, num_inputs=1)] == [4608]
     assert [c.id for c in select_op_inputs(ln, input_id=28)] == [28, 29]
     assert [c.id for c in select_op_inputs(ln, selectors=["N=4096", "7"])] == [6, 7]
@@ -78,7 +78,7 @@ def test_input_selection_like_tritonbench_flags() -> None:
 
 
 def test_precision_default_is_fp32_and_bypass_means_default() -> None:
-    ln = get_op("layer_norm")
+    ln = bench_op("layer_norm")
     assert resolve_precision(ln, None) == "fp32" and resolve_precision(ln, "bypass") == "fp32"
     assert resolve_precision(ln, "bf16") == "bf16"
     with pytest.raises(KtriageError, match="fp32, bf16, fp16"):
@@ -89,7 +89,7 @@ def test_layer_norm_inputs_shapes_dtypes_for_every_input() -> None:
     torch = pytest.importorskip("torch")
     from ktriage.workload.ops.backends import make_input
 
-    ln = get_op("layer_norm")
+    ln = bench_op("layer_norm")
     for case in ln.inputs():
         for precision, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16)):
             inp = make_input("layer_norm", case, precision=precision, device="meta")
@@ -122,7 +122,7 @@ def test_embedding_and_rope_inputs() -> None:
     torch = pytest.importorskip("torch")
     from ktriage.workload.ops.backends import make_input
 
-    emb = get_op("embedding")
+    emb = bench_op("embedding")
     for case in emb.inputs():
         t = make_input("embedding", case, device="meta").tensors
         b, tt, d, v = (case.facts[k] for k in ("B", "T", "D", "V"))
@@ -130,7 +130,7 @@ def test_embedding_and_rope_inputs() -> None:
         assert tuple(t["weight"].shape) == (v, d) and tuple(t["dy"].shape) == (b, tt, d)
     small = make_input("embedding", InputCase(0, {"B": 4, "T": 64, "D": 16, "V": 100}), device="cpu").tensors
     assert int(small["indices"].min()) >= 0 and int(small["indices"].max()) < 100
-    for case in get_op("rope").inputs():
+    for case in bench_op("rope").inputs():
         inp = make_input("rope", case, device="meta", precision="fp16")
         t, hd = inp.tensors, case.facts["H"] // 32
         assert tuple(t["q"].shape) == (1, 32, case.facts["T"], hd) and t["q"].dtype == torch.float16
@@ -140,17 +140,17 @@ def test_embedding_and_rope_inputs() -> None:
 
 
 def test_bytes_and_flops_formulas() -> None:
-    ln7 = get_op("layer_norm").inputs()[7]
+    ln7 = bench_op("layer_norm").inputs()[7]
     base = 4096 * 4608 * 4
     assert [bytes_moved("layer_norm", ln7, m) for m in ("fwd", "bwd", "fwd_bwd")] == [2 * base, 3 * base, 5 * base]
     assert bytes_moved("layer_norm", ln7, "fwd", "bf16") == base  # 2 bytes per element
     assert flops("layer_norm", ln7, "fwd") == 7 * 4096 * 4608 and flops("layer_norm", ln7, "bwd") == 13 * 4096 * 4608
-    e0 = get_op("embedding").inputs()[0]  # B=32, T=512, D=768, V=1024
+    e0 = bench_op("embedding").inputs()[0]  # B=32, T=512, D=768, V=1024
     bt = 32 * 512
     assert bytes_moved("embedding", e0, "fwd") == bt * 8 + 2 * bt * 768 * 4
     assert bytes_moved("embedding", e0, "bwd") == 1024 * 768 * 4 + bt * 8 + 3 * bt * 768 * 4
     assert flops("embedding", e0, "fwd") == 0 and flops("embedding", e0, "bwd") == bt * 768
-    r0 = get_op("rope").inputs()[0]  # H=8192, T=1024, hd=256
+    r0 = bench_op("rope").inputs()[0]  # H=8192, T=1024, hd=256
     assert bytes_moved("rope", r0, "fwd") == 2 * 40 * 1024 * 256 * 4 + 2 * 1024 * 256 * 4
     assert flops("rope", r0, "bwd") == 3 * 40 * 1024 * 256
     assert gbps(3 * base, 0.5) == pytest.approx(3 * base / 0.5e-3 / 1e9)  # GB/s from ms

@@ -14,7 +14,7 @@ from ktriage.workload.ops.replay import catalog_spec
 
 torch = pytest.importorskip("torch")
 
-from ktriage.workload.ops.opdef import get_op
+from ktriage.workload.ops.opdef import bench_op
 from ktriage.workload.recorded.in_process import JitSource, launch_to_spec, load_specs, save_specs
 
 
@@ -47,7 +47,7 @@ def test_recorded_liger_layer_norm_bwd_equals_the_catalog_spec(ktriage_home: Pat
         "liger_kernel.ops.layer_norm",
         "liger-kernel==0.5.10",
     )
-    case = get_op("layer_norm").inputs()[7]
+    case = bench_op("layer_norm").inputs()[7]
     m, n = 4096, case.facts["N"]
     x, dy, dx = torch.empty(m, n), torch.empty(m, n), torch.empty(m, n)
     w, mean, rstd = torch.empty(n), torch.empty(m), torch.empty(m)
@@ -80,7 +80,7 @@ def test_recorded_tutorial_launch_with_options_and_callable_grid(tmp_path: Path)
     from ktriage.catalog.kernels import KERNELS_DIR
 
     src = JitSource("layer_norm_fwd_kernel", KERNELS_DIR / "layer_norm.py", None, None)
-    case = get_op("layer_norm").inputs()[7]
+    case = bench_op("layer_norm").inputs()[7]
     x, w, b, y = torch.empty(4096, 4608), torch.empty(4608), torch.empty(4608), torch.empty(4096, 4608)
     mean, rstd = torch.empty(4096), torch.empty(4096)
     spec = launch_to_spec(

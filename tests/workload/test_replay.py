@@ -17,7 +17,7 @@ from ktriage.spec.model import KernelSpec
 torch = pytest.importorskip("torch")
 
 from ktriage.workload.ops.backends import make_input
-from ktriage.workload.ops.opdef import get_op
+from ktriage.workload.ops.opdef import bench_op
 from ktriage.workload.ops.replay import (
     KernelRef,
     artifact_backend,
@@ -69,7 +69,7 @@ class FakeLigerLayerNormBwdKernel:
 
 @pytest.mark.parametrize("input_id", [6, 7])
 def test_layer_norm_bwd_arguments_equal_the_catalog_spec(input_id: int) -> None:
-    case = get_op("layer_norm").inputs()[input_id]
+    case = bench_op("layer_norm").inputs()[input_id]
     spec = catalog_spec("liger_layer_norm", case, "bwd", sm_count=132)
     inp = make_input("layer_norm", case, device="cpu")
     launcher = FakeRecordingLauncher()
@@ -106,7 +106,7 @@ def test_layer_norm_bwd_arguments_equal_the_catalog_spec(input_id: int) -> None:
 
 
 def test_mismatched_gpu_or_dtype_is_an_error_not_a_wrong_launch() -> None:
-    case = get_op("layer_norm").inputs()[7]
+    case = bench_op("layer_norm").inputs()[7]
     inp = make_input("layer_norm", case, device="cpu")
     launcher = FakeRecordingLauncher()
     with pytest.raises(KtriageError, match="--sm-count 144"):
@@ -158,7 +158,7 @@ def test_kernel_only_target_allocates_nothing_per_call() -> None:
 
 
 def test_embedding_replay_arguments_and_memset() -> None:
-    case = get_op("embedding").inputs()[0]
+    case = bench_op("embedding").inputs()[0]
     spec = catalog_spec("liger_embedding", case, "bwd")
     inp = make_input("embedding", case, device="cpu")
     launcher = FakeRecordingLauncher()
@@ -184,7 +184,7 @@ def test_embedding_replay_arguments_and_memset() -> None:
 
 
 def test_layer_norm_fwd_replays_match_their_specs() -> None:
-    case = get_op("layer_norm").inputs()[7]
+    case = bench_op("layer_norm").inputs()[7]
     inp = make_input("layer_norm", case, device="cpu")
     for name, nargs in (("liger_layer_norm", 10), ("triton_layer_norm", 9)):
         launcher = FakeRecordingLauncher()

@@ -37,14 +37,14 @@ def build_bundle(
     from ktriage.catalog.targets import default_sm_count
     from ktriage.compile.compiler import Artifact
     from ktriage.workload.ops.opdef import (
+        bench_op,
         check_mode,
-        get_op,
         resolve_precision,
         select_op_inputs,
     )
     from ktriage.workload.ops.replay import REPLAYS, catalog_spec
 
-    opdef = get_op(op)
+    opdef = bench_op(op)
     check_mode(opdef, mode)
     prec = resolve_precision(opdef, precision)
     sm = sm_count if sm_count is not None else default_sm_count(target)

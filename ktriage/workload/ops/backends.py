@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from ktriage.errors import MeasureError, SpecError
 from ktriage.measure.correctness import Accuracy
 from ktriage.ops.inputs import InputCase
-from ktriage.workload.ops.opdef import MAIN_RANDOM_SEED, check_mode, get_op, resolve_precision
+from ktriage.workload.ops.opdef import MAIN_RANDOM_SEED, bench_op, check_mode, resolve_precision
 
 TimedCall = Callable[[], None]
 
@@ -55,7 +55,7 @@ class OpInput:
 
     @property
     def x_val(self) -> tuple[int, ...]:
-        return get_op(self.op).x_val(self.case)
+        return bench_op(self.op).x_val(self.case)
 
 
 def torch_dtype(precision: str) -> Any:
@@ -75,7 +75,7 @@ def make_input(
     """
     import torch
 
-    opdef = get_op(op)
+    opdef = bench_op(op)
     prec = resolve_precision(opdef, precision)
     gen = torch.Generator(device=device if device != "meta" else "cpu")
     gen.manual_seed(seed + case.id)
@@ -111,7 +111,7 @@ class Backend(abc.ABC):
     fwd_only: ClassVar[bool] = False
 
     def check_mode(self, mode: str) -> None:
-        check_mode(get_op(self.op), mode)
+        check_mode(bench_op(self.op), mode)
         if self.fwd_only and mode != "fwd":
             raise SpecError(
                 f"{self.name} has no backward (forward only)", f"run it with --fwd, or leave {self.name} out of --only"
@@ -201,7 +201,7 @@ def _detached(outputs: Mapping[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------- registry
 def native_backends(op: str) -> dict[str, type[NativeBackend]]:
     """The op's native backend classes by TritonBench name (imports the op module, i.e. torch)."""
-    classes: dict[str, type[NativeBackend]] = get_op(op).impl().BACKENDS
+    classes: dict[str, type[NativeBackend]] = bench_op(op).impl().BACKENDS
     return classes
 
 

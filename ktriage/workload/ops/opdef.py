@@ -37,8 +37,10 @@ def list_ops() -> list[OpDef]:
     return registry.bench_operators()
 
 
-def get_op(name: str) -> OpDef:
-    """The op named as TritonBench names it; KtriageError listing the valid names otherwise."""
+def bench_op(name: str) -> OpDef:
+    """The bench's view of an op, named as TritonBench names it (``layer_norm``): its backends, inputs and
+    baseline; KtriageError listing the valid names otherwise. (The catalog's view, by kernel name, is
+    ``ktriage.catalog.catalog_op``.)"""
     op = registry.operator(name)
     if op is None or op.name != name or not op.backends:
         names = ", ".join(o.name for o in registry.bench_operators())

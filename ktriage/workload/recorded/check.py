@@ -128,8 +128,9 @@ def diff_arrays(name: str, dtype: str, ref: Any, out: Any, xp: Any, *, chunk: in
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """A toolchain's results against the reference: all arguments, and what the cell becomes."""
+class ResultCheck:
+    """A toolchain's results against the reference: all arguments, and what the cell becomes (the
+    differential check of a replay; a timing verdict is ``ktriage.stats.verdict.Verdict``)."""
 
     diffs: tuple[ArgDiff, ...]
     reference_deterministic: bool
@@ -184,5 +185,5 @@ class Verdict:
         }
 
 
-def judge(diffs: Sequence[ArgDiff], *, reference_deterministic: bool, reference_toolchain: str) -> Verdict:
-    return Verdict(tuple(diffs), reference_deterministic, reference_toolchain)
+def judge(diffs: Sequence[ArgDiff], *, reference_deterministic: bool, reference_toolchain: str) -> ResultCheck:
+    return ResultCheck(tuple(diffs), reference_deterministic, reference_toolchain)

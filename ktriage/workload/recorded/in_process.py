@@ -219,9 +219,9 @@ def record_backend(
 ) -> list[KernelSpec]:
     """Run a native backend once (prepare + one timed call) under the recorder; its kernel launches as specs."""
     from ktriage.workload.ops.backends import get_backend, make_input
-    from ktriage.workload.ops.opdef import get_op
+    from ktriage.workload.ops.opdef import bench_op
 
-    case = get_op(op).inputs()[input_id]
+    case = bench_op(op).inputs()[input_id]
     inp = make_input(op, case, precision=precision, device=device)
     b = get_backend(op, backend)
     with LaunchRecorder() as rec:
