@@ -24,6 +24,7 @@ import numpy as np
 from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.decide import Variant, variant_key
 from ktriage.measure.cells import Cell, CellKey, RunInfo
+from ktriage.schema.jsontypes import JSONObject
 
 
 def lognormal(rng: np.random.Generator, n: int, median: float, cv: float) -> list[float]:
@@ -86,7 +87,7 @@ def fake_sweep_run(
 
 
 # ----------------------------------------------------------------------------------- nightly runs (history)
-def _nightly_toolchain(version: str) -> dict[str, object]:
+def _nightly_toolchain(version: str) -> JSONObject:
     return {
         "id": f"triton-{version}",
         "spec": f"triton=={version}",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ktriage.bench.plan import RecordedPlan
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from ktriage.measure.timing import TimingOptions
@@ -69,7 +70,7 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     recorded = load_recorded_bundle(plan.bundle)
     entry = recorded.entry(int(payload["entry"]))
     keys = plan.keys(entry)
-    extra = {
+    extra: JSONObject = {
         "kernel": entry.kernel,
         "recorded_input": entry.input,
         "recorded_label": entry.recorded_label,

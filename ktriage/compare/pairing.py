@@ -20,6 +20,7 @@ import numpy as np
 
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
+from ktriage.schema.jsontypes import JSONValue
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
@@ -298,10 +299,15 @@ def pick_baseline(
 def _two_gpus(a: Cell, b: Cell) -> tuple[int, int] | None:
     """The GPU indices of two cells measured on different GPUs of a multi-GPU run (``extra["gpu"]``),
     else None (same GPU, or a cell that does not say: every run before ``--gpus``)."""
-    ga, gb = (c.extra.get("gpu") if isinstance(c.extra.get("gpu"), dict) else None for c in (a, b))
-    if ga is None or gb is None or ga.get("index") == gb.get("index"):
+    ga, gb = (c.extra.get("gpu") for c in (a, b))
+    if not isinstance(ga, Mapping) or not isinstance(gb, Mapping) or ga.get("index") == gb.get("index"):
         return None
-    return int(ga.get("index", -1)), int(gb.get("index", -1))
+    return _gpu_index(ga.get("index", -1)), _gpu_index(gb.get("index", -1))
+
+
+def _gpu_index(value: JSONValue) -> int:
+    """A cell's ``extra["gpu"]["index"]`` (an int; -1 when it is not a number)."""
+    return int(value) if isinstance(value, (int, float, str)) else -1
 
 
 def _pairs(

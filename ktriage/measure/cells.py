@@ -42,10 +42,10 @@ class Cell:
     status: CellStatus
     samples_ms: list[float] = field(default_factory=list)
     error: str | None = None  # reason for wrong/error/timeout
-    accuracy: dict[str, Any] = field(default_factory=dict)  # max_abs_err, rel_err, atol, rtol, passed
+    accuracy: JSONObject = field(default_factory=dict)  # max_abs_err, rel_err, atol, rtol, passed
     bytes_moved: int | None = None  # for gbps
     flops: int | None = None  # for tflops
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: JSONObject = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
         return asdict(self)
@@ -66,11 +66,11 @@ class RunInfo:
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     command: str = ""
     host: str = ""
-    gpu: dict[str, Any] = field(default_factory=dict)  # name, uuid, driver, cuda, sm_count, clocks/temp before+after
-    toolchains: list[dict[str, Any]] = field(default_factory=list)  # Toolchain.to_json() of each
+    gpu: JSONObject = field(default_factory=dict)  # name, uuid, driver, cuda, sm_count, clocks/temp before+after
+    toolchains: list[JSONObject] = field(default_factory=list)  # Toolchain.to_json() of each
     packages: dict[str, str] = field(default_factory=dict)  # host package versions: torch, triton, liger-kernel...
     workload_git_sha: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)  # timing mode, l2 flush, warmup, caps, seed...
+    settings: JSONObject = field(default_factory=dict)  # timing mode, l2 flush, warmup, caps, seed...
     status: str = "running"  # running | finished | interrupted | failed
 
     def to_json(self) -> JSONObject:

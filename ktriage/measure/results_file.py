@@ -15,7 +15,7 @@ from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
-from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.schema.results import (
     FIX,
     FIXES,
@@ -95,10 +95,10 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
                 status=c.status,
                 samples_ms=c.samples_ms,
                 error=c.error,
-                accuracy=c.accuracy,
+                accuracy=as_json_object(c.accuracy),
                 bytes_moved=c.bytes_moved,
                 flops=c.flops,
-                extra=c.extra,
+                extra=as_json_object(c.extra),
             )
         )
     return run, cells

@@ -33,6 +33,7 @@ from ktriage.compare.pairing import compare_toolchains
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
+from ktriage.schema.jsontypes import JSONValue
 from ktriage.stats.verdict import VerdictConfig
 
 DATASET_VERSION = 1
@@ -165,6 +166,13 @@ def write_cells(path: str | Path, cells: Iterable[CalibrationCell]) -> Path:
 # --------------------------------------------------------------------------- building from bench + explain
 
 
+def _recorded_input(value: JSONValue, default: int) -> int:
+    """A recorded cell's ``extra["recorded_input"]`` (the recorded input's id), else ``default``."""
+    if value is None:
+        return default
+    return int(value) if isinstance(value, (int, float, str)) else default
+
+
 def _spec_of_toolchain(run: RunInfo) -> dict[str, str]:
     """toolchain id -> its spec string, as the run wrote them."""
     return {str(t.get("id")): str(t.get("spec")) for t in run.toolchains if t.get("id")}
@@ -220,7 +228,7 @@ def cells_from_results(
                 kernel_json = recorded.get(
                     (
                         str(extra.get("kernel", pair.backend.split(":", 1)[0])),
-                        int(extra.get("recorded_input", pair.input_id)),
+                        _recorded_input(extra.get("recorded_input"), pair.input_id),
                     )
                 )
             if kernel_json is None:

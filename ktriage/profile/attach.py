@@ -24,6 +24,7 @@ from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import PROFILE_KEY, check_profile_section, read_results, write_results
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.results import PROFILE_FORMAT
 
 Say = Callable[[str], None]
@@ -86,9 +87,11 @@ def attach(cells: Sequence[Cell], doc: Mapping[str, Any], *, raw_dir: str = "") 
 def note_run(run: RunInfo, docs: Iterable[Mapping[str, Any]], notes: Iterable[str]) -> None:
     """The run's ``settings["profile"]``: the ncu version, what was profiled, and the notes (merged
     with any an earlier attach left)."""
-    info = dict(run.settings.get(PROFILE_KEY) or {})
-    old_notes = [str(n) for n in info.get("notes") or []]
-    profiled = list(info.get("profiled") or [])
+    section = run.settings.get(PROFILE_KEY)
+    info: JSONObject = dict(section) if isinstance(section, Mapping) else {}
+    earlier_notes, earlier_profiled = info.get("notes"), info.get("profiled")
+    old_notes = [str(n) for n in earlier_notes] if isinstance(earlier_notes, list) else []
+    profiled: list[JSONValue] = list(earlier_profiled) if isinstance(earlier_profiled, list) else []
     for doc in docs:
         info["ncu_version"] = doc.get("ncu_version")
         profiled.append({"input_id": doc["input_id"], "backend": doc["backend"], "reference": doc.get("reference")})

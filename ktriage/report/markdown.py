@@ -163,7 +163,7 @@ def _provenance(c: Comparison) -> list[str]:
         gpu = run.gpu.get("name", "?") if run.gpu else "?"
         drv = run.gpu.get("driver") if run.gpu else None
         lines.append(
-            f"- {side}: run {md_code(run.run_id)} ({_esc(run.created)}, {_esc(gpu)}{', driver ' + _esc(drv) if drv else ''}, status {_esc(run.status)})"
+            f"- {side}: run {md_code(run.run_id)} ({_esc(run.created)}, {_esc(str(gpu))}{', driver ' + _esc(str(drv)) if drv else ''}, status {_esc(run.status)})"
         )
     if c.ref_run and c.new_run and c.ref_run.run_id == c.new_run.run_id:
         lines = lines[:1]

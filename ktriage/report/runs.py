@@ -16,7 +16,7 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
-from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -132,13 +132,18 @@ def _tail_sections(info: RunInfo) -> list[tuple[str, JSONObject]]:
     return out
 
 
+def _options_text(options: JSONValue) -> str:
+    """A toolchain record's ``ptxas_options`` (a list of strings) as one line, "-" for none."""
+    return " ".join(str(o) for o in options) if isinstance(options, list) and options else "-"
+
+
 def _toolchain_rows(info: RunInfo) -> list[JSONObject]:
     return [
         {
             "id": tc.get("id", "?"),
             "triton": tc.get("triton_version", "?"),
             "ptxas": tc.get("ptxas_version", "?"),
-            "ptxas options": " ".join(tc.get("ptxas_options") or []) or "-",
+            "ptxas options": _options_text(tc.get("ptxas_options")),
         }
         for tc in info.toolchains
     ]

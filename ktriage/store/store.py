@@ -21,7 +21,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ktriage.errors import StoreError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
-from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
 from ktriage.store.liveness import this_host, writer_alive
@@ -251,7 +251,7 @@ class Recording:
     def __init__(self, store: Store, run: RunInfo) -> None:
         self.store = store
         self.run = run
-        self.gpu_after: JSONObject | None = None
+        self.gpu_after: JSONValue = None  # NVML's readings after the run (GpuRecorder), stored as run.gpu['after']
 
     @property
     def run_id(self) -> str:
@@ -355,9 +355,7 @@ class Store:
             )
         )
 
-    def finish_run(
-        self, run_id: str, status: str, gpu_after: JSONObject | None = None, error: str | None = None
-    ) -> None:
+    def finish_run(self, run_id: str, status: str, gpu_after: JSONValue = None, error: str | None = None) -> None:
         """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
         if status not in RUN_STATUSES:
             raise StoreError(f"unknown run status {status!r}", f"use one of {', '.join(RUN_STATUSES)}")
