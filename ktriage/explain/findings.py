@@ -15,7 +15,6 @@ are merged the same way and come last.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
@@ -25,6 +24,7 @@ from ktriage.explain.predicted import identical_toolchains, predicted_kind, pred
 from ktriage.explain.predicted import impact as predicted_impact
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 
 # Metrics worth a finding of their own, most important first.
@@ -90,7 +90,7 @@ class Finding:
             f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}."
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "toolchain": self.toolchain,
             "reference": self.reference,
@@ -188,7 +188,7 @@ class FailureFinding:
             text += "; no toolchain compiled it"
         return text + "."
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "toolchain": self.toolchain,
             "stage": self.stage,
@@ -236,7 +236,7 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
     return findings
 
 
-def failure_json(failure: CompileFailure) -> dict[str, Any]:
+def failure_json(failure: CompileFailure) -> JSONObject:
     """A failed cell for a kernel's ``failures`` list: one-line message; the full text stays in ``results``."""
     return {
         "toolchain": failure.toolchain.id,
@@ -480,7 +480,7 @@ class FindingGroup:
             f"; {predicted}." if predicted else "."
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         w = worst(self.predictions)
         return {
             "kind": self.kind,

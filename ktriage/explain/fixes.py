@@ -39,7 +39,8 @@ from ktriage.explain.engine import (
 )
 from ktriage.explain.findings import Finding
 from ktriage.home import home_subdir
-from ktriage.predict.model import pct, predict
+from ktriage.predict.model import Prediction, pct, predict
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.source import resolve_source_file, split_source
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain
@@ -47,6 +48,25 @@ from ktriage.toolchain.manager import Toolchain, ensure_toolchain
 DEFAULT_USAGE_LEVELS = (0, 10)
 _ATOMIC_NAMES = ("atomic_add",)
 _ORDERING_CALLS = ("atomic_cas", "atomic_xchg", "debug_barrier")
+
+
+@dataclass(frozen=True)
+class FixPrediction:
+    """The cost model on a fixed kernel: its ratio against the kernel as compiled (``vs_current``,
+    the gain) and against the reference toolchain's (``vs_reference``), and the sentence that says both."""
+
+    vs_current: Prediction
+    vs_reference: Prediction
+    text: str
+
+    @property
+    def gain(self) -> float:
+        """The predicted new/current ratio as the JSON report rounds it (the fixes' ranking key)."""
+        r = self.vs_current.ratio
+        return round(r, 4) if math.isfinite(r) else math.inf
+
+    def to_json(self) -> JSONObject:
+        return {"vs_current": self.vs_current.to_json(), "vs_reference": self.vs_reference.to_json(), "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -64,9 +84,9 @@ class Fix:
     change: dict[str, Any] = field(default_factory=dict)
     # the cost model on the fixed kernel: its ratio against the kernel as compiled (the gain) and
     # against the reference toolchain's (ktriage.predict); None where the fix has no compiled kernel
-    prediction: dict[str, Any] | None = None
+    prediction: FixPrediction | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "kind": self.kind,
             "kernel": self.kernel,
@@ -76,7 +96,7 @@ class Fix:
             "effect": self.effect,
             "caveats": list(self.caveats),
             "change": self.change,
-            "prediction": self.prediction,
+            "prediction": self.prediction.to_json() if self.prediction is not None else None,
         }
 
 
@@ -322,7 +342,7 @@ class FixFinder:
         return replace(
             fix,
             effect=f"{fix.effect}; {words}",
-            prediction={"vs_current": gain.to_json(), "vs_reference": vs_ref.to_json(), "text": words},
+            prediction=FixPrediction(gain, vs_ref, words),
         )
 
     def _fixes_of(self, kind: str, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
@@ -595,4 +615,4 @@ def suggest_fixes(
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
     the cost model's predicted gain (largest first); fixes it cannot price keep their order, after."""
     fixes = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
-    return sorted(fixes, key=lambda f: f.prediction["vs_current"]["ratio"] if f.prediction else math.inf)
+    return sorted(fixes, key=lambda f: f.prediction.gain if f.prediction else math.inf)

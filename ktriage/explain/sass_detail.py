@@ -17,12 +17,12 @@ the reference one). Those shares go through `attribution.attribute` like any met
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from ktriage.analyze.resources import Resources
 from ktriage.analyze.sass import INSTRUCTION_CLASSES
 from ktriage.analyze.sass_loops import SassLoop
 from ktriage.explain.attribution import Attribution, CrossCells, attribute
+from ktriage.schema.jsontypes import JSONObject
 
 CLASS_TITLES = {
     "global": "global memory",
@@ -75,7 +75,7 @@ class ClassChange:
             text += f" (+{len(self.delta) - limit} more)"
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "class": self.name,
             "attribution": self.attribution,
@@ -125,7 +125,7 @@ class LoopChange:
             text += f"; loops {self.ref_loops} -> {self.new_loops}"
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "ref": None if self.ref is None else self.ref.to_json(),
             "new": None if self.new is None else self.new.to_json(),
@@ -149,7 +149,7 @@ class SassDetail:
     classes: list[ClassChange] = field(default_factory=list)
     main_loop: LoopChange | None = None  # None when neither kernel has a loop
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "instruction_changes": [c.to_json() for c in self.classes],
             "main_loop": None if self.main_loop is None else self.main_loop.to_json(),

@@ -24,6 +24,7 @@ from ktriage.compile.compiler import SUPPORT_PACKAGES, Artifact, CompileFailure,
 from ktriage.errors import KtriageError
 from ktriage.fidelity.model import FidelityCase
 from ktriage.insitu.environment import compile_environment
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.packages import ensure_package
@@ -52,7 +53,7 @@ class Row:
     heuristics: tuple[str, ...] = ()
     autotuned: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "case": self.case,
             "triton_version": self.triton_version,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ktriage.errors import KtriageError
 from ktriage.stats.changepoints import (
@@ -90,7 +90,7 @@ class HistoryReport:
         return [(s, c) for s in self.series for c in s.changes if c.recent]
 
 
-def _version(tc: dict[str, Any], name: str) -> str | None:
+def _version(tc: Mapping[str, object], name: str) -> str | None:
     """A toolchain record's triton or ptxas version: its ``<name>_version``, else from its spec."""
     value = tc.get(f"{name}_version")
     if value:

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ktriage.ops.inputs import InputCase
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.launch import Launch
 from ktriage.spec.model import KernelSpec
 
@@ -48,7 +49,7 @@ class Knob:
     numel: int | None = None
     reduction: bool = False  # a reduction-loop block (RBLOCK): what RBLOCK scaling may shrink
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "name": self.name,
             "values": list(self.values),

@@ -53,6 +53,7 @@ from ktriage.predict.configs import (
     tile_estimate,
     warps_estimate,
 )
+from ktriage.schema.jsontypes import JSONObject
 
 # The estimates live in ktriage.predict.configs, the one model of `ktriage tune` and this hook; these
 # names stay importable from here (the documented API).
@@ -142,7 +143,7 @@ class Screened:
     grid: int | None = None  # CTAs the launch has for this config, when known (grid function or M/N)
     detail: str | None = None  # the estimate's inputs in words
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "config": self.label,
             "kept": self.kept,

@@ -25,6 +25,7 @@ from typing import Any
 from ktriage.errors import SpecError
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.tune.screen import ScreenResult
 from ktriage.workload.recorded.bundle import RECORDED_MODE
 
@@ -82,7 +83,7 @@ class TuneBundle:
             str(results),
         ]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "path": str(self.path),
             "op": self.op,
@@ -293,7 +294,7 @@ class Timed:
         default_factory=dict
     )  # compare-with toolchain spec / native backend -> median ms
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "medians_ms": self.medians_ms,
             "failed": self.failed,

@@ -27,6 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Compiler
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
@@ -160,7 +161,7 @@ class ScaleConfig(Protocol):
 
     def label(self) -> str: ...
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> JSONObject: ...
 
 
 C = TypeVar("C", bound=ScaleConfig)
@@ -178,7 +179,7 @@ class ScaleStep(Generic[C]):
     kept: bool
     sentence: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "config": self.config.to_json(),
             "registers": self.registers,
@@ -200,7 +201,7 @@ class ScaleResult(Generic[C]):
     def changed(self) -> bool:
         return self.final != self.start
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "start": self.start.to_json(),
             "final": self.final.to_json(),

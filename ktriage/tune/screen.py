@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from ktriage.analyze.artifact import analyze_artifact
 from ktriage.analyze.occupancy import Occupancy
@@ -23,6 +22,7 @@ from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig
@@ -47,7 +47,7 @@ class ScreenedConfig:
     def spill_store_bytes(self) -> int | None:
         return None if self.resources is None else self.resources.spill_store_bytes
 
-    def resources_summary(self) -> dict[str, Any] | None:
+    def resources_summary(self) -> JSONObject | None:
         r = self.resources
         if r is None:
             return None
@@ -62,7 +62,7 @@ class ScreenedConfig:
             "sass_instructions": r.sass_instructions,
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         occ = self.occupancy
         return {
             "config": self.config.to_json(),

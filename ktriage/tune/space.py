@@ -30,6 +30,7 @@ from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
 from ktriage.ops import registry
 from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
@@ -70,7 +71,7 @@ class TuneConfig:
         parts = [f"{k}={v}" for k, v in self.constexprs] + [f"warps={self.num_warps}", f"stages={self.num_stages}"]
         return ",".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"num_warps": self.num_warps, "num_stages": self.num_stages, "constexprs": self.blocks}
 
 
@@ -109,7 +110,7 @@ class ConfigSpace:
         """The spec launched with ``config``: options, constexprs and the grid it implies."""
         return apply_config(self.spec, config, self.knobs, self.grid_fn)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "knobs": [k.to_json() for k in self.knobs],
             "num_warps": list(self.warps),

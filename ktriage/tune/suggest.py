@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ktriage.compile.compiler import Compiler
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.screen import ScreenedConfig, screen
@@ -49,7 +50,7 @@ class Suggestion:
                 out[k] = (d.get(k), v)
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "config": self.config.to_json(),
             "default": self.default.to_json(),
