@@ -27,13 +27,25 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "api": "ktriage.api",
     "BenchReport": "ktriage.api",
+    "CompareReport": "ktriage.api",
+    "TriageReport": "ktriage.api",
     "BisectReport": "ktriage.api",
     "ExplainReport": "ktriage.api",
     "FidelityReport": "ktriage.api",
     "RecordReport": "ktriage.api",
 }
 
-__all__ = ["BenchReport", "BisectReport", "ExplainReport", "FidelityReport", "RecordReport", "__version__", "api"]
+__all__ = [
+    "BenchReport",
+    "BisectReport",
+    "CompareReport",
+    "TriageReport",
+    "ExplainReport",
+    "FidelityReport",
+    "RecordReport",
+    "__version__",
+    "api",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -30,9 +30,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
     from ktriage.api._bisect import BisectReport, bisect
+    from ktriage.api._compare import CompareReport, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._record import RecordReport, record
+    from ktriage.api._triage import TriageReport, triage
 
 # public name -> the private module of ktriage.api that defines it
 _LAZY: dict[str, str] = {
@@ -50,6 +52,10 @@ _LAZY: dict[str, str] = {
     "fidelity": "_fidelity",
     "FidelityReport": "_fidelity",
     "FidelityRow": "_fidelity",
+    "compare": "_compare",
+    "CompareReport": "_compare",
+    "triage": "_triage",
+    "TriageReport": "_triage",
     "record": "_record",
     "RecordReport": "_record",
 }
@@ -59,6 +65,8 @@ __all__ = [
     "BenchReport",
     "bisect",
     "BisectReport",
+    "compare",
+    "CompareReport",
     "DEFAULT_COMPILE_TIMEOUT_S",
     "DEFAULT_THRESHOLD",
     "explain",
@@ -71,6 +79,8 @@ __all__ = [
     "record",
     "RecordReport",
     "require_torch",
+    "triage",
+    "TriageReport",
 ]
 
 

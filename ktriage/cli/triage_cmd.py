@@ -146,8 +146,6 @@ def triage(
     host (--bundle, then --measured), the flagged cells are re-measured with both toolchains side by
     side, and each gets a measured verdict."""
     from ktriage.report.triage import print_table, to_html, to_json, to_markdown
-    from ktriage.triage import TriageOptions
-    from ktriage.triage import triage as run_triage
 
     check_format(fmt, FORMATS)
     # every output is checked before the work (a triage compiles and bisects: minutes)
@@ -198,51 +196,31 @@ def triage(
         )
     if workdir is not None:
         raise KtriageError("--workdir applies to --run only", "drop it, or give --run CMD")
-    if bundle is not None:
-        check_writable(bundle, "--bundle", folder=True)
+    from ktriage.api import triage as triage_api
+
     console = make_console(stderr=True)
-    options = TriageOptions(
-        old_toolchain=old_toolchain,
-        new_toolchain=new_toolchain,
-        threshold=threshold / 100.0,
-        arch=arch,
-        op=op,
-        mode=mode.value if mode else None,
-        bisect=not no_bisect,
-        fixes=not no_fixes,
-        jobs=jobs,
-        bundle=str(bundle) if bundle else None,
-        measure=measure,
-        measured=list(measured or []),
-        limit=limit,
-        max_time_s=max_time,
-        db=db,
-        workloads=list(workload or []),
-    )
-    from ktriage.compare.sides import LoadedSide, load_side
-
-    # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
-    sides = [
-        LoadedSide(s.run, s.cells, s.path.name if s.path else s.label, s.path)
-        for s in (load_side(ref, db, op=op, mode=options.mode) for ref in (old, new))
-    ]
-    same = old == new or (Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve())
-    split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
-    if split:
-        from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
-
-        halves = split_toolchains(sides[0].run, sides[0].cells, old_toolchain, new_toolchain)
-        sides = [LoadedSide(h.run, h.cells, f"{sides[0].label} ({h.label})") for h in halves]
-        options.old_toolchain, options.new_toolchain = (
-            old_toolchain or halves[0].label,
-            new_toolchain or halves[1].label,
-        )
     with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
-        report = run_triage(sides[0], sides[1], options, say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
-    if split and not options.measured and not options.measure:
-        from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
-
-        settle_side_by_side(report, sides[0].cells, sides[1].cells, old)
+        report = triage_api(
+            old=old,
+            new=new,
+            old_toolchain=old_toolchain,
+            new_toolchain=new_toolchain,
+            threshold=threshold / 100.0,
+            arch=arch,
+            op=op,
+            mode=mode.value if mode else None,
+            bisect=not no_bisect,
+            fixes=not no_fixes,
+            jobs=jobs,
+            bundle=bundle,
+            measure=measure,
+            measured=measured or (),
+            limit=limit,
+            max_time=max_time,
+            db=db,
+            workloads=workload or (),
+            say=lambda m: console.print(f"[dim]{escape(m)}[/]"),
+        )
     gpu = report.measured or {}
     if gpu.get("commands") and not gpu.get("results"):
         console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")

@@ -1,6 +1,7 @@
 """docs/api.md is a notebook-style script through the public API only: this runs its code blocks,
-section by section in one namespace, so the page cannot rot. The explain section compiles the
-layer_norm backward kernels with real Triton 3.3.1 and 3.4.0 wheels and real ptxas (no GPU)."""
+section by section (each section's blocks in one namespace, from the repository root), so the page
+cannot rot. The explain section compiles the layer_norm backward kernels with real Triton 3.3.1 and
+3.4.0 wheels and real ptxas (no GPU); compare and triage read committed results files."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_the_page_uses_the_public_api_only() -> None:
 
 
 @pytest.mark.parametrize("section", sorted(_sections()))
-def test_the_section_runs(section: str) -> None:
+def test_the_section_runs(section: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(DOC.parents[1])  # the page's paths are the repository's
     namespace: dict[str, object] = {}
     for i, block in enumerate(_sections()[section]):
         exec(compile(block, f"{DOC}:{section}:block {i + 1}", "exec"), namespace)

@@ -1,0 +1,98 @@
+"""``ktriage.api.triage(old=..., new=...) -> TriageReport``: triage a regression report: rank every
+cell past the gate, explain each flagged kernel compile-side with both toolchains, note a moved
+baseline, bisect compile-only, propose fixes, and, when asked, re-measure on a GPU (docs/triage.md).
+
+Why an entry point: the sides' loading (results files, TritonBench files, store runs; one run that
+timed both toolchains split into its two halves, then settled from its interleaved samples) and the
+checks on the arguments were the CLI's; a CI job triaging a nightly TritonBench pair now makes one
+call. ``ktriage triage --run`` (from a program to a report, on a GPU host) is the CLI's still.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ktriage.api.paths import check_writable
+from ktriage.compare.sides import LoadedSide, load_side
+from ktriage.triage.model import TriageOptions, TriageReport
+
+__all__ = ["TriageReport", "triage"]
+
+
+def triage(
+    *,
+    old: str | Path,
+    new: str | Path,
+    old_toolchain: str | None = None,
+    new_toolchain: str | None = None,
+    threshold: float = 0.05,
+    arch: str = "sm_90",
+    op: str | None = None,
+    mode: str | None = None,
+    bisect: bool = True,
+    fixes: bool = True,
+    jobs: int | None = None,
+    bundle: str | Path | None = None,
+    measure: bool = False,
+    measured: Sequence[str | Path] = (),
+    limit: int | None = None,
+    max_time: float = 5.0,
+    db: str | None = None,
+    workloads: Sequence[str | Path] = (),
+    say: Callable[[str], None] | None = None,
+) -> TriageReport:
+    """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, or run ids of the store
+    ``db``; the same file twice when one run timed both toolchains side by side). ``threshold``: the
+    gate as a fraction (0.05: cells that moved less than 5 % are not flagged). ``old_toolchain`` /
+    ``new_toolchain``: what each side ran (default: what the results say). ``bundle``/``measured``/
+    ``measure``: the GPU re-run (a bundle of the flagged cells, its results read back, or both here).
+    ``workloads``: recorded workloads whose kernels explain cells without catalog kernels.
+
+    Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
+    from ktriage.triage import triage as run_triage
+
+    if bundle is not None:
+        check_writable(Path(bundle), "--bundle", folder=True)
+    options = TriageOptions(
+        old_toolchain=old_toolchain,
+        new_toolchain=new_toolchain,
+        threshold=threshold,
+        arch=arch,
+        op=op,
+        mode=mode,
+        bisect=bisect,
+        fixes=fixes,
+        jobs=jobs,
+        bundle=str(bundle) if bundle else None,
+        measure=measure,
+        measured=[str(m) for m in measured],
+        limit=limit,
+        max_time_s=max_time,
+        db=db,
+        workloads=[str(w) for w in workloads],
+    )
+    # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
+    sides = [
+        LoadedSide(s.run, s.cells, s.path.name if s.path else s.label, s.path)
+        for s in (load_side(str(ref), db, op=op, mode=mode) for ref in (old, new))
+    ]
+    same = str(old) == str(new) or (
+        Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve()
+    )
+    split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
+    if split:
+        from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
+
+        halves = split_toolchains(sides[0].run, sides[0].cells, old_toolchain, new_toolchain)
+        sides = [LoadedSide(h.run, h.cells, f"{sides[0].label} ({h.label})") for h in halves]
+        options.old_toolchain, options.new_toolchain = (
+            old_toolchain or halves[0].label,
+            new_toolchain or halves[1].label,
+        )
+    report = run_triage(sides[0], sides[1], options, say=say)
+    if split and not options.measured and not options.measure:
+        from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
+
+        settle_side_by_side(report, sides[0].cells, sides[1].cells, str(old))
+    return report
