@@ -603,7 +603,7 @@ class PtxasRun(msgspec.Struct):
 
 
 class FrontendReply(msgspec.Struct):
-    """The compile worker's reply to a frontend request (insitu/worker.py), the fields read here."""
+    """The compile worker's reply to a frontend request (insitu/server.py), the fields read here."""
 
     triton_version: str
     metadata: dict[str, object]
