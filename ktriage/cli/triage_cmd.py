@@ -221,13 +221,11 @@ def triage(
             workloads=workload or (),
             say=lambda m: console.print(f"[dim]{escape(m)}[/]"),
         )
-    gpu = report.measured or {}
-    if gpu.get("commands") and not gpu.get("results"):
-        console.print(f"bundle for the GPU re-run: {escape(str(gpu['bundle']))}")
-        console.print(
-            f"on the GPU host: [bold]{escape(gpu['commands'][0])}[/]  (it runs: {escape('; '.join(gpu.get('bench', [])))})"
-        )
-        console.print(f"then here: the same triage with --measured {escape(str(gpu['bundle']))}")
+    gpu = report.measured
+    if gpu is not None and gpu.commands and not gpu.results:
+        console.print(f"bundle for the GPU re-run: {escape(str(gpu.bundle))}")
+        console.print(f"on the GPU host: [bold]{escape(gpu.commands[0])}[/]  (it runs: {escape('; '.join(gpu.bench))})")
+        console.print(f"then here: the same triage with --measured {escape(str(gpu.bundle))}")
     emit(
         fmt,
         {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n", ".html": lambda: to_html(report)},

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,7 +18,7 @@ from rich.table import Table
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
 from ktriage.report.svg import Series, line_chart
-from ktriage.triage.model import WORDS, CellTriage, TriageReport
+from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Regressions (compile-side, or measured side by side), worst first", ("regression", "measured_regression")),
@@ -46,13 +45,12 @@ def _pct(c: CellTriage) -> str:
 
 
 def _fix_text(c: CellTriage) -> str:
-    verified = [f for f in c.fixes if f.get("verified")]
+    verified = [f for f in c.fixes if f.verified]
     shown = verified or c.fixes
     if not shown:
         return ""
     return "; ".join(
-        f"{f.get('description')}{' (verified by compiling)' if f.get('verified') else ' (not verified)'}"
-        for f in shown[:3]
+        f"{f.description}{' (verified by compiling)' if f.verified else ' (not verified)'}" for f in shown[:3]
     )
 
 
@@ -78,7 +76,7 @@ def _counters_markdown(cells: list[CellTriage]) -> list[str]:
 
 
 def _is_measured(report: TriageReport) -> bool:
-    return bool(report.measured and report.measured.get("results"))
+    return report.measured is not None and report.measured.remeasured
 
 
 def _measured_text(c: CellTriage) -> str:
@@ -94,19 +92,19 @@ def _gpu_lines(report: TriageReport) -> list[str]:
     if not m:
         return []
     out = []
-    if m.get("note"):
-        out.append(str(m["note"]))
-    if m.get("results"):
+    if m.note:
+        out.append(m.note)
+    if m.results:
         out.append(
             "re-measured on the GPU, both toolchains side by side in one process: "
-            + ", ".join(Path(x).name for x in m["results"])
+            + ", ".join(Path(x).name for x in m.results)
         )
-    elif m.get("commands"):
+    elif m.commands:
         out.append(
-            f"bundle for the GPU re-run: {m.get('bundle')}; on the GPU host: {m['commands'][0]}; then this triage "
-            f"again with --measured {m.get('bundle')}"
+            f"bundle for the GPU re-run: {m.bundle}; on the GPU host: {m.commands[0]}; then this triage "
+            f"again with --measured {m.bundle}"
         )
-    out += [str(x) for x in m.get("baseline", [])]
+    out += m.baseline
     return out
 
 
@@ -188,8 +186,9 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     out += [f"{h}# What this triage could not decide without a GPU", ""]
     out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
     out.append("")
+    b = report.baseline
     out += [
-        f"Baseline check ({_esc(report.baseline.get('status', 'none'))}): {_esc(report.baseline.get('message', ''))}",
+        f"Baseline check ({_esc(b.status if b else 'none')}): {_esc(b.message if b else '')}",
         "",
     ]
     if report.failures:
@@ -205,7 +204,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     return "\n".join(out)
 
 
-def _row(c: CellTriage) -> dict[str, Any]:
+def _row(c: CellTriage) -> dict[str, str]:
     return {
         "label": c.label(),
         "old": f"{c.old_ms:.4f}",
@@ -240,15 +239,15 @@ COLOURS = {
 MAX_CHART_INPUTS = 2_000  # a sweep chart's inputs at most: more are not readable, and the SVG grows without bound
 
 
-def _thin(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+def _thin(rows: list[SweepRow]) -> tuple[list[SweepRow], str]:
     """A sweep's rows for its chart: all when few; else every flagged input and evenly spaced others,
     and the words that say so in the chart's title."""
-    ids = sorted({r["input_id"] for r in rows})
+    ids = sorted({r.input_id for r in rows})
     if len(ids) <= MAX_CHART_INPUTS:
         return rows, ""
     step = -(-len(ids) // MAX_CHART_INPUTS)
-    keep = set(ids[::step]) | {r["input_id"] for r in rows if r.get("verdict")}
-    return [r for r in rows if r["input_id"] in keep], f"; {len(keep)} of {len(ids)} inputs shown (every flagged one)"
+    keep = set(ids[::step]) | {r.input_id for r in rows if r.verdict}
+    return [r for r in rows if r.input_id in keep], f"; {len(keep)} of {len(ids)} inputs shown (every flagged one)"
 
 
 def sweep_charts(report: TriageReport) -> list[str]:
@@ -256,22 +255,22 @@ def sweep_charts(report: TriageReport) -> list[str]:
     each point coloured by its triage verdict (grey when not flagged)."""
     charts = []
     gate = 1.0 + report.options.threshold
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[SweepRow]] = {}
     for row in report.sweep:
-        if row.get("ratio"):
-            groups.setdefault((row["op"], row["mode"]), []).append(row)
+        if row.ratio:
+            groups.setdefault((row.op, row.mode), []).append(row)
     for (op, mode), rows in sorted(groups.items()):
         rows, thinned = _thin(rows)
-        xs = sorted({(r["input_id"], r["input"]) for r in rows})
+        xs = sorted({(r.input_id, r.input) for r in rows})
         pos = {i: k for k, (i, _) in enumerate(xs)}
         series = []
-        for backend in sorted({r["backend"] for r in rows}):
-            mine = sorted((r for r in rows if r["backend"] == backend), key=lambda r: r["input_id"])
-            s = Series(backend, [(pos[r["input_id"]], float(r["ratio"])) for r in mine])
+        for backend in sorted({r.backend for r in rows}):
+            mine = sorted((r for r in rows if r.backend == backend), key=lambda r: r.input_id)
+            s = Series(backend, [(pos[r.input_id], float(r.ratio or 0.0)) for r in mine])
             for r in mine:
-                s.point_colours[pos[r["input_id"]]] = COLOURS.get(r["verdict"] or "", "#999")
-                s.point_titles[pos[r["input_id"]]] = (
-                    f"{backend} {r['input']}: {r['ratio']:.3f}x ({WORDS.get(r['verdict'] or '', 'not flagged')})"
+                s.point_colours[pos[r.input_id]] = COLOURS.get(r.verdict or "", "#999")
+                s.point_titles[pos[r.input_id]] = (
+                    f"{backend} {r.input}: {r.ratio:.3f}x ({WORDS.get(r.verdict or '', 'not flagged')})"
                 )
             series.append(s)
         charts.append(

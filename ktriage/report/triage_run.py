@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,7 +15,7 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import triage as triage_report
-from ktriage.triage.program import ProgramReport
+from ktriage.triage.program import ProgramReport, RunCell, split_commands
 
 
 def to_json(report: ProgramReport) -> str:
@@ -35,28 +34,30 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def _predicted(row: dict[str, Any]) -> str:
-    p = row.get("predicted")
-    if not p:
+def _predicted(row: RunCell) -> str:
+    p = row.predicted
+    if p is None:
         return "-"
-    if p.get("identical"):
+    if p.identical:
         return "identical kernels"
-    interval = f" [{_pct(p.get('low'))}, {_pct(p.get('high'))}]" if p.get("low") is not None else ""
-    return f"{_pct(p.get('ratio'))}{interval} ({p.get('kind', '?')})"
+    # as the JSON rounds them (4 places; a kernel that cannot launch has no ratio)
+    low, high, ratio = (round(x, 4) if math.isfinite(x) else None for x in (p.low, p.high, p.ratio))
+    interval = f" [{_pct(low)}, {_pct(high)}]" if low is not None else ""
+    return f"{_pct(ratio)}{interval} ({p.kind})"
 
 
-def _compile_side(row: dict[str, Any]) -> str:
-    if row.get("compile_failed"):
-        return "compile failed: " + "; ".join(row["compile_failed"])
-    if row.get("compile_change") is None:
+def _compile_side(row: RunCell) -> str:
+    if row.compile_failed:
+        return "compile failed: " + "; ".join(row.compile_failed)
+    if row.compile_change is None:
         return "-"
-    return f"changed ({row.get('attribution') or '?'})" if row["compile_change"] else "no change"
+    return f"changed ({row.attribution or '?'})" if row.compile_change else "no change"
 
 
-def _measured(row: dict[str, Any]) -> str:
-    if row.get("measured_verdict") is None:
-        return f"not timed: {row.get('measured_problem') or '?'}"
-    return f"{_pct(row.get('measured_ratio'))} ({row['measured_verdict']})"
+def _measured(row: RunCell) -> str:
+    if row.measured_verdict is None:
+        return f"not timed: {row.measured_problem or '?'}"
+    return f"{_pct(row.measured_ratio)} ({row.measured_verdict})"
 
 
 @markdown_writer
@@ -64,8 +65,8 @@ def to_markdown(report: ProgramReport) -> str:
     out = [f"# ktriage triage --run: {md_code(report.command)}", "", f"**{md_text(report.headline())}**", ""]
     for t in report.toolchains:
         out.append(
-            f"- {md_text(t['side'])}: {md_code(t['spec'])}: Triton {md_text(t['triton'])}, ptxas "
-            f"{md_text(t['ptxas'])} ({md_code(t['id'])})"
+            f"- {md_text(t.side)}: {md_code(t.spec)}: Triton {md_text(t.triton)}, ptxas "
+            f"{md_text(t.ptxas)} ({md_code(t.id)})"
         )
     out += [
         "",
@@ -88,12 +89,12 @@ def to_markdown(report: ProgramReport) -> str:
         ]
         for r in report.cells:
             row = [
-                str(r["entry"]),
-                f"{r['kernel']}:{r['function']}",
-                str(r["input"]),
-                str(r["launches"]),
-                _ms(r["old_ms"]),
-                _ms(r["new_ms"]),
+                str(r.entry),
+                f"{r.kernel}:{r.function}",
+                str(r.input),
+                str(r.launches),
+                _ms(r.old_ms),
+                _ms(r.new_ms),
                 _measured(r),
                 _predicted(r),
                 _compile_side(r),
@@ -110,14 +111,14 @@ def to_markdown(report: ProgramReport) -> str:
 
 
 def _split(report: ProgramReport) -> list[dict[str, str]]:
-    return list(report.to_json()["split"])
+    return split_commands(report.command, report.old_toolchain, report.new_toolchain)
 
 
 def print_table(report: ProgramReport, console: Console) -> None:
     console.print(f"[bold]{escape(report.headline())}[/]")
     for t in report.toolchains:
         console.print(
-            f"{escape(t['side'])}: {escape(t['spec'])} (Triton {escape(t['triton'])}, ptxas {escape(t['ptxas'])}, {escape(t['id'])})"
+            f"{escape(t.side)}: {escape(t.spec)} (Triton {escape(t.triton)}, ptxas {escape(t.ptxas)}, {escape(t.id)})"
         )
     steps = Table(title="steps", title_justify="left")
     for col in ("step", "status", "wall s", "what"):
@@ -135,11 +136,11 @@ def print_table(report: ProgramReport, console: Console) -> None:
             cells.add_column(col)
         for r in report.cells:
             cells.add_row(
-                str(r["entry"]),
-                escape(f"{r['kernel']}:{r['function']}"),
-                escape(str(r["input"])),
-                _ms(r["old_ms"]),
-                _ms(r["new_ms"]),
+                str(r.entry),
+                escape(f"{r.kernel}:{r.function}"),
+                escape(str(r.input)),
+                _ms(r.old_ms),
+                _ms(r.new_ms),
                 escape(_measured(r)),
                 escape(_predicted(r)),
                 escape(_compile_side(r)),

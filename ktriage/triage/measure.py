@@ -48,7 +48,7 @@ from ktriage.triage.measure_plan import (
     plan_measurement,
 )
 from ktriage.triage.measure_read import apply_measured, describe, mark_not_measured, results_paths
-from ktriage.triage.model import TriageOptions, TriageReport
+from ktriage.triage.model import GpuStep, TriageOptions, TriageReport
 
 __all__ = [
     "MANIFEST",
@@ -98,14 +98,7 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     if not (options.bundle or options.measure or options.measured):
         return
     if not report.cells:
-        report.measured = {
-            "bundle": None,
-            "token": None,
-            "commands": [],
-            "results": [],
-            "baseline": [],
-            "note": "no flagged cell: nothing to re-measure",
-        }
+        report.measured = GpuStep("nothing", note="no flagged cell: nothing to re-measure")
         return
     if options.measure:  # a GPU host: cells of ops with no replay and no workload get a recording of their own
         unplanned = [i for i, c in enumerate(report.cells) if bench_target(c) is None and c.recorded is None]
@@ -126,17 +119,14 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     if not plan.bundles:  # nothing benchable: the report says why per cell, and nothing is written or read
         for i, why in plan.skipped.items():
             mark_not_measured(report.cells[i], why)
-        report.measured = {
-            "bundle": None,
-            "token": plan.token,
-            "commands": [],
-            "results": [],
-            "baseline": [],
-            "note": "no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
+        report.measured = GpuStep(
+            "nothing",
+            token=plan.token,
+            note="no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
             "cells have replays; the cells of any other TritonBench operator need their kernels "
             "from a recorded workload: --workload W.json, or --measure on a GPU host with "
             "TritonBench, which records the operator's run itself)",
-        }
+        )
         return
     if options.measured:
         apply_measured(report, plan, results_paths(options.measured), options)
@@ -149,14 +139,13 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     else:
         write_bundle(report, plan, out, options, say)
     commands = [f"bash {shlex.quote(str(out / SCRIPT))}"]
-    report.measured = {
-        "bundle": str(out),
-        "token": plan.token,
-        "commands": commands,
-        "results": [],
-        "bench": [g.bench_command(options.max_time_s) for g in plan.bundles],
-        "baseline": [],
-    }
+    report.measured = GpuStep(
+        "bundled",
+        token=plan.token,
+        bundle=str(out),
+        commands=commands,
+        bench=[g.bench_command(options.max_time_s) for g in plan.bundles],
+    )
     for i, t in plan.targets.items():
         report.cells[i].notes.append(f"bundled for the GPU re-run: {out / plan.group_of(t).dirname}")
     for i, m in plan.recorded_targets.items():
@@ -165,7 +154,8 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
     if options.measure:
         paths = run_measure(plan, out, options, say, report.failures)
         apply_measured(report, plan, paths, options)
-        report.measured.update(bundle=str(out), commands=commands)
+        assert report.measured is not None  # apply_measured sets it
+        report.measured.bundle, report.measured.commands = str(out), commands
         return
     report.gpu_needed.append(
         f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} there "
@@ -364,10 +354,10 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
         if (cell.op, cell.mode) != (op, mode):
             continue
         for fix in cell.fixes:
-            hit = by_name.get(str(fix.get("kernel")))
-            if not fix.get("verified") or hit is None:
+            hit = by_name.get(fix.kernel)
+            if not fix.verified or hit is None:
                 continue
-            change = dict(fix.get("change") or {})
+            change = dict(fix.change)
             # a config fixes the one kernel input explained; a source rewrite fixes the function,
             # so every bundled input of it (another shape's specialization) gets it too
             targets = (
@@ -381,10 +371,10 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
                 try:
                     spec = fixed_spec(original, change)
                 except (KtriageError, KeyError, TypeError, ValueError) as exc:
-                    say(f"bundle {path.name}: the fix {fix.get('description')!r} cannot be bundled: {exc}")
+                    say(f"bundle {path.name}: the fix {fix.description!r} cannot be bundled: {exc}")
                     continue
                 if spec is not None:
-                    fixed[key] = (spec, str(fix.get("description") or fix.get("kind")))
+                    fixed[key] = (spec, fix.description or fix.kind)
     if not fixed:
         return
     keys = list(fixed)

@@ -14,9 +14,10 @@ import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from ktriage.errors import KtriageError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.triage.model import CellTriage, RecordedMatch, TriageOptions, TriageReport
 
 MANIFEST = "triage-measure.json"
@@ -111,7 +112,7 @@ class BenchGroup:
             f"-o {shlex.quote(self.results_name)}"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "dir": self.dirname,
             "op": self.op,
@@ -148,7 +149,7 @@ class RecordedGroup:
             f"-o {shlex.quote(self.results_name)}"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "dir": self.dirname,
             "kind": "recorded",
@@ -193,7 +194,7 @@ def _token(old_tc: str, new_tc: str, targets: Sequence[BenchTarget], recorded: S
     ``--limit`` cut, so a read-back with another limit still matches); recorded kernels, when some
     cells have them, by workload name and entry."""
     keys = sorted({(t.op, t.mode, t.input_id, t.backend) for t in targets})
-    doc: dict[str, Any] = {"old": old_tc, "new": new_tc, "cells": keys}
+    doc: JSONObject = {"old": old_tc, "new": new_tc, "cells": keys}
     if recorded:
         doc["recorded"] = sorted({(m.name, k.entry, k.backend) for m in recorded for k in m.kernels})
     text = json.dumps(doc, sort_keys=True)

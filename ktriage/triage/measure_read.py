@@ -17,7 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage.errors import KtriageError
 from ktriage.triage.measure_plan import FIX_VARIANT, RESULTS, SCRIPT, MeasurePlan
-from ktriage.triage.model import CellTriage, Measured, RecordedMatch, TriageOptions, TriageReport
+from ktriage.triage.model import (
+    CellTriage,
+    FixSide,
+    GpuStep,
+    Measured,
+    MeasuredFix,
+    RecordedMatch,
+    TriageOptions,
+    TriageReport,
+)
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -104,7 +113,7 @@ def describe(m: Measured) -> str:
     conf = f" at {m.confidence:.0%}" if m.confidence else ""
     word = "noise (same)" if m.verdict == "same" else m.verdict
     what = " (the baseline: first vs second half of its samples)" if m.how == "baseline" else ""
-    fix = f"; {m.fix['text']}" if m.fix and m.fix.get("text") else ""
+    fix = f"; {m.fix.text}" if m.fix and m.fix.text else ""
     return f"{word} {m.ratio:.3f}x{ci}{conf}, {m.n_old}/{m.n_new} samples{what}{fix}"
 
 
@@ -132,7 +141,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         if name in wanted:
             loaded[name] = (run, cells, path.name)
     pairs: dict[tuple[str, str, int, str], tuple[Any, str]] = {}
-    fixes: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+    fixes: dict[tuple[str, str, int, str], MeasuredFix] = {}
     samples: dict[tuple[str, str, int, str], tuple[Cell, str]] = {}
     for run, cells, source in loaded.values():
         tcs = run_toolchains(run, cells)
@@ -173,24 +182,25 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             cell.measured = _artifact_measured(pairs.get(key), plan, loaded[group.dirname][2])
             if key in fixes:
                 cell.measured.fix = fixes[key]
-                cell.measured.text += "; " + str(fixes[key]["text"])
+                cell.measured.text += "; " + fixes[key].text
         else:
             cell.measured = _baseline_measured(cell, samples.get(key), config, report, loaded[group.dirname][2])
         _settle(cell)
-    report.measured = {
-        "token": plan.token,
-        "results": [str(p) for p in paths],
-        "bundles": [g.to_json() for g in plan.bundles],
-        "baseline": _baseline_notes(report),
-    }
+    report.measured = GpuStep(
+        "measured",
+        token=plan.token,
+        results=[str(p) for p in paths],
+        bundles=list(plan.bundles),
+        baseline=_baseline_notes(report),
+    )
     from ktriage.triage.model import ORDER
 
     rank = {v: k for k, v in enumerate(ORDER)}
     report.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
     flagged = {(c.op, c.mode, c.input_id, c.backend): c.verdict for c in report.cells}
     for row in report.sweep:
-        if row.get("verdict") is not None:
-            row["verdict"] = flagged.get((row["op"], row["mode"], row["input_id"], row["backend"]), row["verdict"])
+        if row.verdict is not None:
+            row.verdict = flagged.get((row.op, row.mode, row.input_id, row.backend), row.verdict)
     undecided = [c for c in report.cells if c.verdict in ("unsure_measured", "unsure_no_replay", "unsure_no_gpu")]
     report.gpu_needed = [
         x for x in report.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
@@ -203,7 +213,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
 
 
 def _fix_pairs(
-    out: dict[tuple[str, str, int, str], dict[str, Any]],
+    out: dict[tuple[str, str, int, str], MeasuredFix],
     cells: list[Cell],
     run: RunInfo,
     old: str,
@@ -217,7 +227,7 @@ def _fix_pairs(
     from ktriage.compare.pairing import compare_toolchains
 
     label = str(next((t.get("variant") for t in run.toolchains if t.get("id") == fix), "") or "the proposed fix")
-    found: dict[tuple[str, str, int, str], dict[str, Any]] = {}
+    found: dict[tuple[str, str, int, str], MeasuredFix] = {}
     for side, ref in (("vs_old", old), ("vs_new", new)):
         for comp in compare_toolchains(
             cells, run=run, toolchains=[ref, fix], config=config, default_baselines=baselines
@@ -226,20 +236,21 @@ def _fix_pairs(
                 if p.verdict is None:
                     continue
                 v = p.verdict
-                found.setdefault((p.op, p.mode, p.input_id, p.backend), {"description": label})[side] = {
-                    "verdict": v.verdict,
-                    "ratio": v.ratio if math.isfinite(v.ratio) else None,
-                    "ci_low": v.ci_low if math.isfinite(v.ci_low) else None,
-                    "ci_high": v.ci_high if math.isfinite(v.ci_high) else None,
-                }
+                entry = found.setdefault((p.op, p.mode, p.input_id, p.backend), MeasuredFix(label))
+                setattr(entry, side, FixSide(v.verdict, _finite(v.ratio), _finite(v.ci_low), _finite(v.ci_high)))
     for key, entry in found.items():
         parts = [
-            f"{side.replace('vs_', 'vs the ')} toolchain {entry[side]['ratio']:.3f}x ({entry[side]['verdict']})"
-            for side in ("vs_old", "vs_new")
-            if side in entry and entry[side]["ratio"] is not None
+            f"{name} toolchain {s.ratio:.3f}x ({s.verdict})"
+            for name, s in (("vs the old", entry.vs_old), ("vs the new", entry.vs_new))
+            if s is not None and s.ratio is not None
         ]
-        entry["text"] = f"with {label}: " + ", ".join(parts) if parts else f"with {label}: not compared"
+        entry.text = f"with {label}: " + ", ".join(parts) if parts else f"with {label}: not compared"
         out[key] = entry
+
+
+def _finite(x: float) -> float | None:
+    """JSON has no NaN or infinity: a ratio or bound that is not a number is written as null."""
+    return x if math.isfinite(x) else None
 
 
 def mark_not_measured(cell: CellTriage, why: str) -> None:
@@ -339,7 +350,7 @@ def _settle(cell: CellTriage) -> None:
         if cell.cause is not None:
             cell.notes.append(f"a compile-side change ({cell.cause.text}) that costs no measurable time here")
         elif cell.compile_change:  # a change the cost model predicts no regression of, and the GPU agrees
-            predicted = f": {cell.predicted['text']}" if cell.predicted and cell.predicted.get("text") else ""
+            predicted = f": {cell.predicted.text()}" if cell.predicted and cell.predicted.text() else ""
             cell.notes.append(
                 f"a compile-side change with no predicted regression{predicted}, that costs no measurable time here"
             )
@@ -353,12 +364,12 @@ def _settle(cell: CellTriage) -> None:
 def _baseline_notes(report: TriageReport) -> list[str]:
     """What the re-run says of each op's baseline next to what the original files said."""
     out: list[str] = []
-    status = report.baseline.get("status")
+    status = report.baseline.status if report.baseline is not None else None
     base = [c for c in report.cells if c.measured is not None and c.measured.how == "baseline"]
     if status == "moved" or base:
         moved = (
-            f"in the original files the baseline moved ({report.baseline.get('message', '')})"
-            if status == "moved"
+            f"in the original files the baseline moved ({report.baseline.message})"
+            if report.baseline is not None and status == "moved"
             else f"in the original files {len(base)} baseline cell(s) moved past the gate"
         )
         same = sum(1 for c in base if c.measured is not None and c.measured.verdict == "same")

@@ -9,12 +9,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ktriage.exit_status import ExitStatus, outcome
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
+    from ktriage.compare.pairing import BaselineCheck
+    from ktriage.explain.fixes import Fix
     from ktriage.measure.cells import Cell
+    from ktriage.predict.model import Prediction
 
 # The verdict of one flagged cell, in report order (see docs/triage.md):
 #   regression        slower, and the compiler changed the kernel for the worse (cause, culprit, fix)
@@ -101,7 +105,7 @@ class TriageOptions:
     # (``ktriage.triage.recorded_match``), explained compile-side and bundled like catalog kernels
     workloads: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return dict(self.__dict__)
 
 
@@ -119,7 +123,7 @@ class Cause:
     def text(self) -> str:
         return f"{self.kind}, {self.attribution}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "kind": self.kind,
             "attribution": self.attribution,
@@ -146,8 +150,40 @@ class Culprit:
     summary: str = ""
     error: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return dict(self.__dict__)
+
+
+@dataclass
+class FixSide:
+    """The proposed fix's kernels timed against one toolchain's (``vs_old``: does it recover the
+    regression? ``vs_new``: does it help at all?): the statistics' verdict and interval."""
+
+    verdict: str
+    ratio: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+    def to_json(self) -> JSONObject:
+        return {"verdict": self.verdict, "ratio": self.ratio, "ci_low": self.ci_low, "ci_high": self.ci_high}
+
+
+@dataclass
+class MeasuredFix:
+    """The proposed fix re-measured side by side (the ``<new toolchain>+fix`` variant of the bundle)."""
+
+    description: str
+    vs_old: FixSide | None = None
+    vs_new: FixSide | None = None
+    text: str = ""
+
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {"description": self.description}
+        for name, side in (("vs_old", self.vs_old), ("vs_new", self.vs_new)):
+            if side is not None:
+                out[name] = side.to_json()
+        out["text"] = self.text
+        return out
 
 
 @dataclass
@@ -173,12 +209,17 @@ class Measured:
     old_ms: float | None = None
     new_ms: float | None = None
     source: str | None = None  # the results file
-    # the proposed fix re-measured with them (the "<new toolchain>+fix" variant of the bundle):
-    # {"description", "vs_old": {verdict, ratio, ci_low, ci_high}, "vs_new": {...}, "text"}
-    fix: dict[str, Any] | None = None
+    # the proposed fix re-measured with them (the "<new toolchain>+fix" variant of the bundle)
+    fix: MeasuredFix | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}
+    def to_json(self) -> JSONObject:
+        out: JSONObject = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in self.__dict__.items()
+            if k != "fix"
+        }
+        out["fix"] = self.fix.to_json() if self.fix is not None else None
+        return out
 
 
 @dataclass
@@ -201,7 +242,7 @@ class RecordedKernel:
         """The recorded bench's cells' backend (``K7:_rms_norm_backward_kernel``)."""
         return f"{self.kernel}:{self.function}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return dict(self.__dict__)
 
 
@@ -215,7 +256,7 @@ class RecordedMatch:
     kernels: list[RecordedKernel]
     left_out: list[str] = field(default_factory=list)  # matched, but not the timed pass's (and why)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "workload": self.workload,
             "name": self.name,
@@ -244,7 +285,7 @@ class CellTriage:
     compile_change: bool | None = None  # None: not compiled (no kernels, or failed)
     cause: Cause | None = None
     culprit: Culprit | None = None
-    fixes: list[dict[str, Any]] = field(default_factory=list)
+    fixes: list[Fix] = field(default_factory=list)  # explain --fixes' proposals for its kernels
     baseline_moved: bool = False
     notes: list[str] = field(default_factory=list)
     # the Nsight Compute counters of this cell's two sides, quoted in one line next to the compile-side
@@ -253,7 +294,7 @@ class CellTriage:
     measured: Measured | None = None  # the GPU re-run (ktriage.triage.measure); None: not re-measured
     recorded: RecordedMatch | None = None  # its kernels from a recorded workload (--workload), when matched
     # the cost model's new/old ratio for its kernels (the worst of them: ktriage.predict), next to the measured one
-    predicted: dict[str, Any] | None = None
+    predicted: Prediction | None = None
 
     @property
     def change_pct(self) -> float:
@@ -262,7 +303,7 @@ class CellTriage:
     def label(self) -> str:
         return f"{self.op}.{self.mode}[{self.input_label}] {self.backend}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "op": self.op,
             "mode": self.mode,
@@ -281,13 +322,13 @@ class CellTriage:
             "compile_change": self.compile_change,
             "cause": self.cause.to_json() if self.cause else None,
             "culprit": self.culprit.to_json() if self.culprit else None,
-            "fixes": self.fixes,
+            "fixes": [f.to_json() for f in self.fixes],
             "baseline_moved": self.baseline_moved,
             "notes": self.notes,
             "counters": self.counters,
             "measured": self.measured.to_json() if self.measured else None,
             "recorded": self.recorded.to_json() if self.recorded else None,
-            "predicted": self.predicted,
+            "predicted": self.predicted.to_json() if self.predicted is not None else None,
         }
 
 
@@ -314,6 +355,94 @@ def attach_counters(cells: Sequence[CellTriage], old_cells: Sequence[Cell], new_
     return n
 
 
+@dataclass(slots=True)
+class SweepRow:
+    """One compared cell, flagged or not: the sweep the HTML plots (new/old ratio along the inputs).
+    Slots: a sweep can hold 200,000 rows."""
+
+    op: str
+    mode: str
+    input_id: int
+    input: str  # the input's label
+    backend: str
+    old_ms: float
+    new_ms: float
+    ratio: float | None  # None: not a finite ratio
+    stats_verdict: str  # compare's verdict on the samples
+    verdict: CellVerdict | None  # the triage verdict if flagged, else None
+
+    def to_json(self) -> JSONObject:
+        return {
+            "op": self.op,
+            "mode": self.mode,
+            "input_id": self.input_id,
+            "input": self.input,
+            "backend": self.backend,
+            "old_ms": self.old_ms,
+            "new_ms": self.new_ms,
+            "ratio": self.ratio,
+            "stats_verdict": self.stats_verdict,
+            "verdict": self.verdict,
+        }
+
+
+# What the GPU step did (``ktriage.triage.measure``), one JSON shape each:
+#   nothing       asked, but no flagged cell can be re-measured: ``note`` says why
+#   bundled       a bench bundle written for the GPU host: ``bundle``, the ``commands`` to run there, ``bench``
+#   measured      results read back (``--measured``) or benched here (``--measure``: ``bundle`` and ``commands`` too)
+#   side_by_side  ``triage --run``: the two sides are one run's interleaved samples (``results``, ``note``)
+class Bundled(Protocol):
+    """A bundle of the GPU step's plan (``ktriage.triage.measure_plan``: BenchGroup, RecordedGroup),
+    as the report names it; a protocol so that the report's model does not import the plan (no cycle)."""
+
+    def to_json(self) -> JSONObject: ...
+
+
+GpuStepKind = Literal["nothing", "bundled", "measured", "side_by_side"]
+
+
+@dataclass
+class GpuStep:
+    """The GPU step of a triage: the bundle for the GPU host, the results read back, and what the
+    re-run says of the baseline. ``results`` non-empty: the flagged cells were re-measured."""
+
+    kind: GpuStepKind
+    token: str | None = None  # the plan's token (its bundle names and results carry it)
+    bundle: str | None = None  # the bundle folder
+    commands: list[str] = field(default_factory=list)  # to run on the GPU host
+    results: list[str] = field(default_factory=list)  # the results files read
+    bench: list[str] = field(default_factory=list)  # the bench command of each bundle
+    bundles: list[Bundled] = field(default_factory=list)  # the bundles whose results were read
+    baseline: list[str] = field(default_factory=list)  # what the re-run says of the baseline
+    note: str | None = None
+
+    @property
+    def remeasured(self) -> bool:
+        return bool(self.results)
+
+    def to_json(self) -> JSONObject:
+        """The step's JSON, keys as each shape always wrote them (reports compare byte for byte)."""
+        if self.kind == "side_by_side":
+            return {"results": self.results, "note": self.note}
+        if self.kind == "measured":
+            out: JSONObject = {
+                "token": self.token,
+                "results": self.results,
+                "bundles": [g.to_json() for g in self.bundles],
+                "baseline": self.baseline,
+            }
+            if self.bundle is not None:  # benched here (--measure): the bundle it benched
+                out.update(bundle=self.bundle, commands=self.commands)
+            return out
+        out = {"bundle": self.bundle, "token": self.token, "commands": self.commands, "results": self.results}
+        if self.kind == "bundled":
+            out["bench"] = self.bench
+        out["baseline"] = self.baseline
+        if self.kind == "nothing":
+            out["note"] = self.note
+        return out
+
+
 @dataclass
 class TriageReport:
     """The whole triage: the flagged cells worst first within each verdict, what could not be
@@ -327,17 +456,12 @@ class TriageReport:
     cells: list[CellTriage]
     compared: int  # cells compared (both sides ok)
     not_compared: list[str] = field(default_factory=list)  # cells missing or failed on a side
-    baseline: dict[str, Any] = field(default_factory=dict)  # compare's baseline check
+    baseline: BaselineCheck | None = None  # compare's baseline check (None: none made)
     failures: list[str] = field(default_factory=list)  # what went wrong (explain, bisect, toolchains)
     notes: list[str] = field(default_factory=list)
     gpu_needed: list[str] = field(default_factory=list)  # what only a GPU re-run can decide
-    # every compared cell, flagged or not: {op, mode, input_id, input, backend, old_ms, new_ms, ratio,
-    # stats_verdict, verdict (the triage verdict if flagged, else None)}; the sweep the HTML plots
-    sweep: list[dict[str, Any]] = field(default_factory=list)
-    # the GPU step (ktriage.triage.measure): {"bundle": folder, "token", "commands" (to run on the
-    # GPU host), "results": [files read], "baseline": [what the re-run says of the baseline]}; None:
-    # no GPU step asked
-    measured: dict[str, Any] | None = None
+    sweep: list[SweepRow] = field(default_factory=list)  # every compared cell, flagged or not
+    measured: GpuStep | None = None  # the GPU step (ktriage.triage.measure); None: no GPU step asked
 
     def of(self, verdict: CellVerdict) -> list[CellTriage]:
         return [c for c in self.cells if c.verdict == verdict]
@@ -365,7 +489,7 @@ class TriageReport:
     def headline(self) -> str:
         n = self.counts()
         flagged = len(self.cells)
-        if self.measured is not None and self.measured.get("results"):
+        if self.measured is not None and self.measured.remeasured:
             m = [c.measured.verdict if c.measured else "not_measured" for c in self.cells]
             return (
                 f"{len(self.regressions)} regression(s) after the GPU re-run; {flagged} cell(s) of {self.compared} past the "
@@ -384,7 +508,8 @@ class TriageReport:
     def _not_compared_text(self) -> str:
         return f"; {len(self.not_compared)} cell(s) NOT compared (see the list)" if self.not_compared else ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
+        """The report's JSON: the one encoder of a triage (``ktriage.report.triage`` writes it)."""
         return {
             "old": self.old,
             "new": self.new,
@@ -399,10 +524,10 @@ class TriageReport:
             "exit_code": int(self.exit_code()),
             "cells": [c.to_json() for c in self.cells],
             "not_compared": self.not_compared,
-            "baseline": self.baseline,
+            "baseline": self.baseline.to_json() if self.baseline is not None else {},
             "failures": self.failures,
             "notes": self.notes,
             "gpu_needed": self.gpu_needed,
-            "sweep": self.sweep,
-            "measured": self.measured,
+            "sweep": [r.to_json() for r in self.sweep],
+            "measured": self.measured.to_json() if self.measured is not None else None,
         }

@@ -26,8 +26,9 @@ from __future__ import annotations
 import math
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ktriage.compare.pairing import Comparison, PairResult, compare_cells
 from ktriage.compare.sides import LoadedSide, Side, resolve_side
@@ -37,8 +38,20 @@ from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
 from ktriage.predict.model import pct
 from ktriage.stats.verdict import VerdictConfig
-from ktriage.triage.model import Cause, CellTriage, Culprit, TriageOptions, TriageReport, attach_counters
+from ktriage.triage.model import (
+    Cause,
+    CellTriage,
+    Culprit,
+    SweepRow,
+    TriageOptions,
+    TriageReport,
+    attach_counters,
+)
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
+
+if TYPE_CHECKING:
+    from ktriage.explain.fixes import Fix
+    from ktriage.predict.model import Prediction
 
 Say = Callable[[str], None]
 
@@ -220,9 +233,7 @@ class _Triage:
                 keys = {k.spec_key for k in (c.recorded.kernels if c.recorded else [])}
                 self._judge(c, [s for s in done[0].specs if s.spec.key() in keys], *done)
 
-    def _engine(
-        self, specs: list[Any], toolchains: list[Any], what: str
-    ) -> tuple[Any, list[Any], list[dict[str, Any]]] | None:
+    def _engine(self, specs: list[Any], toolchains: list[Any], what: str) -> tuple[Any, list[Any], list[Fix]] | None:
         """The explain engine over ``specs`` with both toolchains: the result, its finding groups and
         the fixes (``explain --fixes``) when asked; None (a failure noted) when it could not run."""
         from ktriage.explain.session import explain_specs
@@ -236,10 +247,10 @@ class _Triage:
         result = done.result
         if not result.complete:
             self.failures.append(f"{what}: {len(result.failures)} compile(s) failed")
-        return result, done.groups, [f.to_json() for f in done.fixes or []]
+        return result, done.groups, list(done.fixes or [])
 
     @staticmethod
-    def _judge(c: CellTriage, items: list[Any], result: Any, groups: list[Any], fix_json: list[dict[str, Any]]) -> None:
+    def _judge(c: CellTriage, items: list[Any], result: Any, groups: list[Any], fixes: list[Fix]) -> None:
         """A cell's compile-side verdict from its kernels' explained items: a regression finding
         group covering them is the cause; any other change is noted."""
         from ktriage.spec.model import input_label
@@ -254,7 +265,7 @@ class _Triage:
         if worse:
             c.cause = _cause(worse[0])
             names = {str(s.spec.name) for s in items}
-            c.fixes = [f for f in fix_json if str(f.get("kernel")) in names] or fix_json
+            c.fixes = [f for f in fixes if f.kernel in names] or fixes
         elif c.compile_change:
             # changes that make no finding (a few opcodes moved) belong to no group: say so, not an empty list
             covered = [g.summary() for g in groups if labels & set(g.inputs)]
@@ -359,7 +370,7 @@ def _match_recorded(
     results: Sequence[Cell],
     workloads: Sequence[Loaded],
     options: TriageOptions,
-    baselines: dict[str, Any],
+    baselines: Mapping[str, str | None],
 ) -> None:
     """Give each flagged cell without catalog kernels its recorded kernels (``recorded_match``), worst
     first; ``--limit N`` caps how many (each is compiled twice, so a long report stays cheap)."""
@@ -404,7 +415,7 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
     )
 
 
-def _predicted_note(c: CellTriage, predictions: list[Any], threshold: float) -> None:
+def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], threshold: float) -> None:
     """The cost model next to the measurement (docs/model.md): "the compile-side change predicts +X %
     [lo, hi] (measured +Y %)", or, for a slowdown the compiled kernels do not predict, where to look
     instead. The worst of the cell's kernels' predictions speaks for the cell."""
@@ -412,7 +423,7 @@ def _predicted_note(c: CellTriage, predictions: list[Any], threshold: float) -> 
     if not have:
         return
     worst = max(have, key=lambda p: p.impact)
-    c.predicted = worst.to_json()
+    c.predicted = worst
     measured = f"measured {c.change_pct:+.0f} %" if math.isfinite(c.ratio) else "no measured ratio"
     if worst.kind == "regression":
         c.notes.append(
@@ -450,18 +461,32 @@ def _classify(c: CellTriage, is_baseline: bool) -> None:
         c.verdict = "not_compile_side"
 
 
-def triage(
-    old: Side,
-    new: Side,
-    options: TriageOptions | None = None,
-    say: Say | None = None,
-    timings: dict[str, float] | None = None,
-) -> TriageReport:
-    """Diff, explain, check the baseline, bisect and fix; one report (docs/triage.md). ``timings``,
-    when given, gets the wall seconds of each step (compare, explain, fixes, bisect) that ran."""
-    options = options or TriageOptions()
-    started = time.perf_counter()
-    speak = say or (lambda _m: None)
+@dataclass
+class _Sides:
+    """The two result sets as triage compares them: each side's run, cells (the toolchain view) and
+    label, and the toolchain each was built with (the options', else what the file says; None: unknown)."""
+
+    old_run: RunInfo
+    old_cells: list[Cell]
+    old_label: str
+    new_run: RunInfo
+    new_cells: list[Cell]
+    new_label: str
+    old_tc: str | None
+    new_tc: str | None
+
+    @property
+    def all_cells(self) -> list[Cell]:
+        return [*self.old_cells, *self.new_cells]
+
+    @property
+    def same_toolchain(self) -> bool:
+        return self.old_tc is not None and self.old_tc == self.new_tc
+
+
+def _check(options: TriageOptions) -> None:
+    """Refuse bad options before anything is read or compiled: a triage can run for minutes, and an
+    error after the compiles would waste them."""
     if not 0 < options.threshold < 10:
         raise KtriageError(
             f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)"
@@ -469,36 +494,63 @@ def triage(
     from ktriage.triage import measure as gpu
 
     gpu.check_options(options)
-    workloads = load_workloads(options.workloads)  # a bad --workload file is refused before any compile
+
+
+def _load_sides(old: Side, new: Side, options: TriageOptions) -> _Sides:
+    """Step 1a: read both sides and name their toolchains, so every later step asks one object."""
     run_a, cells_a, label_a = _load(old, options)
     run_b, cells_b, label_b = _load(new, options)
-    old_tc = options.old_toolchain or side_toolchain(run_a, cells_a)
-    new_tc = options.new_toolchain or side_toolchain(run_b, cells_b)
-    config = VerdictConfig(threshold=options.threshold, confidence=options.confidence)
-    comparison: Comparison = compare_cells(
+    return _Sides(
+        run_a,
         cells_a,
+        label_a,
+        run_b,
         cells_b,
-        ref_label=label_a,
-        new_label=label_b,
-        ref_run=run_a,
-        new_run=run_b,
-        config=config,
+        label_b,
+        options.old_toolchain or side_toolchain(run_a, cells_a),
+        options.new_toolchain or side_toolchain(run_b, cells_b),
+    )
+
+
+def _compare(sides: _Sides, options: TriageOptions) -> Comparison:
+    """Step 1b: the statistics' comparison of the two sides at the triage's gate; two sides with no
+    cell in common are refused here (``check_shared``), not reported as "nothing past the gate"."""
+    comparison = compare_cells(
+        sides.old_cells,
+        sides.new_cells,
+        ref_label=sides.old_label,
+        new_label=sides.new_label,
+        ref_run=sides.old_run,
+        new_run=sides.new_run,
+        config=VerdictConfig(threshold=options.threshold, confidence=options.confidence),
         default_baselines=registry.default_baselines(),
         cliffs=False,
     )
-    check_shared(comparison, label_a, label_b)
-    singles = {
-        (c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in [*cells_a, *cells_b] if is_single_value(c)
-    }
+    check_shared(comparison, sides.old_label, sides.new_label)
+    return comparison
+
+
+CellKey = tuple[str, str, int, str]  # (op, mode, input_id, backend)
+
+
+def _single_values(sides: _Sides) -> set[CellKey]:
+    """Cells with one number a side (TritonBench): no interval, so only a GPU re-run can decide them."""
+    return {(c.key.op, c.key.mode, c.key.input_id, c.key.backend) for c in sides.all_cells if is_single_value(c)}
+
+
+def _flag(
+    comparison: Comparison, sides: _Sides, singles: set[CellKey], options: TriageOptions, workloads: bool
+) -> list[CellTriage]:
+    """Step 1c: every cell past the gate, with its catalog op (the kernels step 2 compiles) and the
+    notes that only the comparison can give: the baseline moved itself or as much, an input none of
+    the catalog's, a backend with no catalog kernels. ``workloads``: --workload was given (the
+    notes say where its kernels are looked for)."""
     # TritonBench rows whose x_val is none of ktriage's inputs: their ids are no catalog input's
     unmatched = {
-        (c.key.op, c.key.mode, c.key.input_id) for c in [*cells_a, *cells_b] if c.extra.get("x_val_matched") is False
+        (c.key.op, c.key.mode, c.key.input_id) for c in sides.all_cells if c.extra.get("x_val_matched") is False
     }
     baselines = comparison.baseline.per_op
-    base_dir: dict[tuple[str, str, int], int] = {}
-    for p in comparison.pairs:
-        if p.is_baseline:
-            base_dir[(p.op, p.mode, p.input_id)] = _flagged(p, options.threshold)
+    base_dir = {(p.op, p.mode, p.input_id): _flagged(p, options.threshold) for p in comparison.pairs if p.is_baseline}
     flagged: list[CellTriage] = []
     for p in comparison.pairs:
         direction = _flagged(p, options.threshold)
@@ -549,65 +601,72 @@ def triage(
                 )
             )
         flagged.append(cell)
-    attach_counters(flagged, cells_a, cells_b)  # Nsight Compute counters, where the results carry them
-    work = _Triage(options, speak)
-    work.timings["compare"] = time.perf_counter() - started
-    work.workloads = {w.path: w for w in workloads}
-    if workloads:
-        _match_recorded(flagged, cells_a + cells_b, workloads, options, baselines)
+    return flagged
+
+
+def _explain_and_bisect(work: _Triage, flagged: list[CellTriage], sides: _Sides) -> None:
+    """Steps 2 and 4: explain the flagged cells that have kernels (all of them when both sides name
+    one toolchain: the artifacts are then identical by construction), then bisect the compile-side
+    regressions. Nothing is compiled without both toolchains: an unknown one is a failure that says
+    how to name it."""
     slower = [c for c in flagged if c.ratio > 1 and (c.catalog or c.recorded)]
     faster = [c for c in flagged if c.ratio < 1 and (c.catalog or c.recorded)]
-    same_toolchain = old_tc is not None and old_tc == new_tc
-    if slower or faster or (flagged and same_toolchain):
-        if old_tc is None or new_tc is None:
-            which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
-            work.failures.append(
-                f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain"
-            )
-        else:
-            started = time.perf_counter()
-            work.explain(flagged if same_toolchain else slower + faster, old_tc, new_tc)
-            work.timings["explain"] += time.perf_counter() - started - work.timings["fixes"]
-            if options.bisect and any(c.cause for c in slower) and hasattr(work, "toolchains"):
-                started = time.perf_counter()
-                work.bisect([c for c in slower if c.cause])
-                work.timings["bisect"] += time.perf_counter() - started
+    if not (slower or faster or (flagged and sides.same_toolchain)):
+        return
+    old_tc, new_tc = sides.old_tc, sides.new_tc
+    if old_tc is None or new_tc is None:
+        which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
+        work.failures.append(
+            f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain"
+        )
+        return
+    started = time.perf_counter()
+    work.explain(flagged if sides.same_toolchain else slower + faster, old_tc, new_tc)
+    work.timings["explain"] += time.perf_counter() - started - work.timings["fixes"]
+    if work.options.bisect and any(c.cause for c in slower) and hasattr(work, "toolchains"):
+        started = time.perf_counter()
+        work.bisect([c for c in slower if c.cause])
+        work.timings["bisect"] += time.perf_counter() - started
+
+
+# the first triage's verdicts, in report order (the GPU step re-sorts by ORDER when it changes them)
+_FIRST_ORDER = {
+    v: i for i, v in enumerate(("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"))
+}
+
+
+def _decide(flagged: list[CellTriage], baselines: Mapping[str, str | None]) -> None:
+    """Step 3 and the verdicts: classify each cell (the op's baseline counts as evidence about the
+    environment) and sort worst first within each verdict."""
     for c in flagged:
         _classify(c, c.backend == baselines.get(c.op))
-    order = {
-        v: i for i, v in enumerate(("regression", "not_compile_side", "unsure_no_gpu", "unexplained", "improvement"))
-    }
-    flagged.sort(key=lambda c: (order[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
-    report = TriageReport(
-        label_a,
-        label_b,
-        old_tc,
-        new_tc,
-        options,
-        flagged,
-        compared=sum(1 for p in comparison.pairs if p.verdict is not None),
-        not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
-        baseline=comparison.baseline.to_json(),
-        failures=work.failures,
-        notes=work.notes,
-    )
+    flagged.sort(key=lambda c: (_FIRST_ORDER[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
+
+
+def _sweep(comparison: Comparison, flagged: Sequence[CellTriage]) -> list[SweepRow]:
+    """Every compared cell with its triage verdict (None: not flagged): what the HTML plots."""
     verdicts = {(c.op, c.mode, c.input_id, c.backend): c.verdict for c in flagged}
-    for p in comparison.pairs:
-        if p.verdict is not None:
-            report.sweep.append(
-                {
-                    "op": p.op,
-                    "mode": p.mode,
-                    "input_id": p.input_id,
-                    "input": p.input_label,
-                    "backend": p.backend,
-                    "old_ms": p.verdict.median_ref,
-                    "new_ms": p.verdict.median_new,
-                    "ratio": p.verdict.ratio if math.isfinite(p.verdict.ratio) else None,
-                    "stats_verdict": p.verdict.verdict,
-                    "verdict": verdicts.get((p.op, p.mode, p.input_id, p.backend)),
-                }
-            )
+    return [
+        SweepRow(
+            p.op,
+            p.mode,
+            p.input_id,
+            p.input_label,
+            p.backend,
+            p.verdict.median_ref,
+            p.verdict.median_new,
+            p.verdict.ratio if math.isfinite(p.verdict.ratio) else None,
+            p.verdict.verdict,
+            verdicts.get((p.op, p.mode, p.input_id, p.backend)),
+        )
+        for p in comparison.pairs
+        if p.verdict is not None
+    ]
+
+
+def _gpu_needed(report: TriageReport, singles: set[CellKey], sides: _Sides) -> None:
+    """What only a GPU re-run can decide, said in the report (the GPU step, when it runs, takes the
+    lines it settles back out), and the note that one toolchain on both sides is not the compiler."""
     if singles:
         report.gpu_needed.append(
             "TritonBench files give one number per cell: no confidence interval, so no "
@@ -619,8 +678,56 @@ def triage(
             "cells with no compile-side change are noise, the baseline or the environment; only "
             "re-measuring on the GPU tells which"
         )
-    if old_tc is not None and old_tc == new_tc:
-        report.notes.append(f"both sides name the same toolchain ({old_tc}): any difference is not the compiler's")
+    if sides.same_toolchain:
+        report.notes.append(
+            f"both sides name the same toolchain ({sides.old_tc}): any difference is not the compiler's"
+        )
+
+
+def triage(
+    old: Side,
+    new: Side,
+    options: TriageOptions | None = None,
+    say: Say | None = None,
+    timings: dict[str, float] | None = None,
+) -> TriageReport:
+    """Diff, explain, check the baseline, bisect and fix; one report (docs/triage.md). ``timings``,
+    when given, gets the wall seconds of each step (compare, explain, fixes, bisect) that ran."""
+    options = options or TriageOptions()
+    started = time.perf_counter()
+    speak = say or (lambda _m: None)
+    _check(options)
+    workloads = load_workloads(options.workloads)  # a bad --workload file is refused before any compile
+    sides = _load_sides(old, new, options)
+    comparison = _compare(sides, options)
+    singles = _single_values(sides)
+    baselines = comparison.baseline.per_op
+    flagged = _flag(comparison, sides, singles, options, bool(workloads))
+    attach_counters(flagged, sides.old_cells, sides.new_cells)  # Nsight Compute counters, where the results carry them
+    work = _Triage(options, speak)
+    work.timings["compare"] = time.perf_counter() - started
+    work.workloads = {w.path: w for w in workloads}
+    if workloads:
+        _match_recorded(flagged, sides.old_cells + sides.new_cells, workloads, options, baselines)
+    _explain_and_bisect(work, flagged, sides)
+    _decide(flagged, baselines)
+    report = TriageReport(
+        sides.old_label,
+        sides.new_label,
+        sides.old_tc,
+        sides.new_tc,
+        options,
+        flagged,
+        compared=sum(1 for p in comparison.pairs if p.verdict is not None),
+        not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
+        baseline=comparison.baseline,
+        failures=work.failures,
+        notes=work.notes,
+        sweep=_sweep(comparison, flagged),
+    )
+    _gpu_needed(report, singles, sides)
+    from ktriage.triage import measure as gpu
+
     gpu.gpu_step(report, options, speak)  # 7. the GPU step, when asked: bundle, bench, read back
     if timings is not None:
         timings.update(work.timings)

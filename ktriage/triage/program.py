@@ -27,7 +27,7 @@ import math
 import re
 import shlex
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,12 +36,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from ktriage.compare.sides import LoadedSide
 from ktriage.errors import KtriageError
 from ktriage.exit_status import ExitStatus, outcome
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
     from ktriage.measure.cells import Cell, RunInfo
+    from ktriage.predict.model import Prediction
     from ktriage.toolchain.manager import Toolchain
 
 Say = Callable[[str], None]
@@ -69,12 +71,74 @@ class Step:
     wall_s: float | None = None
     detail: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "name": self.name,
             "status": self.status,
             "wall_s": None if self.wall_s is None else round(self.wall_s, 3),
             "detail": self.detail,
+        }
+
+
+@dataclass
+class RunToolchain:
+    """One side's toolchain as the run built (or found) it."""
+
+    side: str  # old | new
+    spec: str
+    id: str
+    triton: str
+    ptxas: str
+    python: str  # its interpreter
+
+    def to_json(self) -> JSONObject:
+        return {
+            "side": self.side,
+            "spec": self.spec,
+            "id": self.id,
+            "triton": self.triton,
+            "ptxas": self.ptxas,
+            "python": self.python,
+        }
+
+
+@dataclass
+class RunCell:
+    """One benched (kernel, input) entry of the run: both toolchains' medians, the measured change
+    and its statistics verdict, the cost model's prediction and what changed compile-side."""
+
+    entry: int
+    kernel: str
+    function: str
+    input: str
+    launches: int
+    old_ms: float | None
+    new_ms: float | None
+    measured_ratio: float | None
+    measured_verdict: str | None
+    measured_problem: str | None  # why there is no measured verdict
+    predicted: Prediction | None
+    compile_change: bool | None
+    attribution: str | None
+    compile_failed: list[str]
+
+    def to_json(self) -> JSONObject:
+        return {
+            "entry": self.entry,
+            "kernel": self.kernel,
+            "function": self.function,
+            "input": self.input,
+            "launches": self.launches,
+            "old_ms": self.old_ms,
+            "new_ms": self.new_ms,
+            "measured_ratio": self.measured_ratio,
+            "measured_verdict": self.measured_verdict,
+            "measured_problem": self.measured_problem,
+            "predicted": self.predicted.to_json() if self.predicted is not None else None,
+            "predicted_text": self.predicted.text() if self.predicted is not None else None,
+            "compile_change": self.compile_change,
+            "attribution": self.attribution,
+            "compile_failed": self.compile_failed,
         }
 
 
@@ -105,8 +169,8 @@ class ProgramReport:
     workdir: str
     workload: str = "W.json"  # its file name in workdir (workload_file)
     steps: list[Step] = field(default_factory=list)
-    toolchains: list[dict[str, Any]] = field(default_factory=list)
-    cells: list[dict[str, Any]] = field(default_factory=list)
+    toolchains: list[RunToolchain] = field(default_factory=list)
+    cells: list[RunCell] = field(default_factory=list)
     triage: TriageReport | None = None
     failures: list[str] = field(default_factory=list)
 
@@ -141,21 +205,21 @@ class ProgramReport:
         root = Path(self.workdir)
         return {"workload": str(root / self.workload), "bundle": str(root / BUNDLE), "results": str(root / RESULTS)}
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "format": FORMAT,
             "kind": "triage-run",
             "command": self.command,
             "old_toolchain": self.old_toolchain,
             "new_toolchain": self.new_toolchain,
-            "toolchains": self.toolchains,
+            "toolchains": [t.to_json() for t in self.toolchains],
             "workdir": self.workdir,
             "files": self.files(),
             "headline": self.headline(),
             "complete": self.complete,
             "steps": [s.to_json() for s in self.steps],
             "total_s": round(self.total_s, 3),
-            "cells": self.cells,
+            "cells": [c.to_json() for c in self.cells],
             "failures": self.failures,
             "split": split_commands(self.command, self.old_toolchain, self.new_toolchain),
             "triage": self.triage.to_json() if self.triage is not None else None,
@@ -312,14 +376,7 @@ def _run(argv: list[str], options: ProgramOptions, report: ProgramReport, clock:
     with clock.step("toolchains", f"{options.old_toolchain} and {options.new_toolchain}") as step:
         tcs = ensure_toolchains([options.old_toolchain, options.new_toolchain])
         report.toolchains = [
-            {
-                "side": side,
-                "spec": str(t.spec),
-                "id": t.id,
-                "triton": t.triton_version,
-                "ptxas": t.ptxas_version,
-                "python": str(t.python),
-            }
+            RunToolchain(side, str(t.spec), t.id, t.triton_version, t.ptxas_version, str(t.python))
             for side, t in zip(("old", "new"), tcs)
         ]
         step.detail = "; ".join(f"{t.id} (Triton {t.triton_version}, ptxas {t.ptxas_version})" for t in tcs)
@@ -481,15 +538,15 @@ def _explain_all(
             result = Explainer(compiler).run(specs, list(tcs))
         by_key = {k: item for k, item in zip(keys, result.specs, strict=True)}
         report.cells = cell_rows(recorded.entries, by_key, cells, [t.id for t in tcs])
-        step.detail = f"{len(result.specs)} kernel input(s) explained, {sum(1 for r in report.cells if r.get('compile_change'))} changed compile-side"
+        step.detail = f"{len(result.specs)} kernel input(s) explained, {sum(1 for r in report.cells if r.compile_change)} changed compile-side"
         if not result.complete:
             step.status = "partial"
             step.detail += f"; {len(result.failures)} compile(s) failed"
 
 
 def cell_rows(
-    entries: Sequence[Any], explained: dict[str, Any], cells: Sequence[Cell], ids: Sequence[str]
-) -> list[dict[str, Any]]:
+    entries: Sequence[Any], explained: Mapping[str, Any], cells: Sequence[Cell], ids: Sequence[str]
+) -> list[RunCell]:
     """One row per benched entry: both toolchains' medians, the measured change and its stats verdict
     (``compare_toolchains`` on the side-by-side samples), the predicted change and what changed."""
     from ktriage.compare.pairing import compare_cells
@@ -516,26 +573,24 @@ def cell_rows(
         comp = item.comparisons[0] if item is not None and item.comparisons else None
         pred = comp.prediction if comp is not None else None
         rows.append(
-            {
-                "entry": e.id,
-                "kernel": e.kernel,
-                "function": e.function,
-                "input": e.label,
-                "launches": e.count,
-                "old_ms": v.median_ref if v else None,
-                "new_ms": v.median_new if v else None,
-                "measured_ratio": v.ratio if v and math.isfinite(v.ratio) else None,
-                "measured_verdict": v.verdict if v else None,
-                "measured_problem": (p.problem if p is not None and v is None else None)
-                or (None if p else "not timed"),
-                "predicted": pred.to_json() if pred is not None else None,
-                "predicted_text": pred.text() if pred is not None else None,
-                "compile_change": comp.changed if comp is not None else None,
-                "attribution": comp.attribution() if comp is not None and comp.changed else None,
-                "compile_failed": [f"{f.toolchain.id}: {f.message}"[:200] for f in item.failures]
+            RunCell(
+                entry=e.id,
+                kernel=e.kernel,
+                function=e.function,
+                input=e.label,
+                launches=e.count,
+                old_ms=v.median_ref if v else None,
+                new_ms=v.median_new if v else None,
+                measured_ratio=v.ratio if v and math.isfinite(v.ratio) else None,
+                measured_verdict=v.verdict if v else None,
+                measured_problem=(p.problem if p is not None and v is None else None) or (None if p else "not timed"),
+                predicted=pred,
+                compile_change=comp.changed if comp is not None else None,
+                attribution=comp.attribution() if comp is not None and comp.changed else None,
+                compile_failed=[f"{f.toolchain.id}: {f.message}"[:200] for f in item.failures]
                 if item is not None
                 else [],
-            }
+            )
         )
     return rows
 
@@ -653,7 +708,7 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
     from ktriage.compare.pairing import compare_cells
     from ktriage.stats.verdict import VerdictConfig
     from ktriage.triage.measure_read import _from_verdict, _settle
-    from ktriage.triage.model import ORDER
+    from ktriage.triage.model import ORDER, GpuStep
 
     config = VerdictConfig(threshold=result.options.threshold, confidence=result.options.confidence)
     comparison = compare_cells(old, new, config=config, same_run=True, default_baselines={}, cliffs=False)
@@ -666,7 +721,9 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
         _settle(c)
     rank = {v: k for k, v in enumerate(ORDER)}
     result.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
-    result.measured = {"results": [source], "note": "triage --run: the two sides are one run's side-by-side samples"}
+    result.measured = GpuStep(
+        "side_by_side", results=[source], note="triage --run: the two sides are one run's side-by-side samples"
+    )
     result.gpu_needed = [
         x for x in result.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
     ]

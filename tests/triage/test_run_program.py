@@ -151,10 +151,11 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
     assert bisect.status == "ok" and bisect.detail == "1 real regression(s) bisected, 1 culprit(s) found", bisect
     assert len(report.cells) == len(recorded.entries) == 12
     for row in report.cells:
-        assert row["measured_verdict"] is not None and row["old_ms"] and row["new_ms"]
-        assert row["predicted"] is not None and row["compile_change"] is not None
-    k11 = next(r for r in report.cells if r["kernel"] == "K11")
-    assert k11["measured_verdict"] == "regression" and k11["compile_change"] and k11["measured_ratio"] > 1.05
+        assert row.measured_verdict is not None and row.old_ms and row.new_ms
+        assert row.predicted is not None and row.compile_change is not None
+    k11 = next(r for r in report.cells if r.kernel == "K11")
+    assert k11.measured_verdict == "regression" and k11.compile_change
+    assert k11.measured_ratio is not None and k11.measured_ratio > 1.05
     assert report.triage is not None and report.triage.cells  # the flagged cells, explained
     # the sides are one run's interleaved samples: the flagged cells are measured side by side, no GPU re-run asked for
     assert all(c.measured is not None and c.measured.how == "side_by_side" for c in report.triage.cells)

@@ -318,6 +318,7 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(
     ``<new>+fix`` variant (its kernel compiled with the fixed config), and read back it is compared
     with both toolchains: here a FAKE 1.5x regression that the fix brings back to the old time."""
     from ktriage.compile.compiler import Compiler
+    from ktriage.explain.fixes import Fix
     from ktriage.toolchain.manager import ensure_toolchains
     from ktriage.triage.measure import _fix_variant
     from ktriage.triage.measure_plan import FIX_VARIANT
@@ -340,20 +341,24 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(
     ((key, spec),) = load_bundle(path).specs.items()
     cell = next(c for c in report.cells if (c.op, c.mode, c.backend) == ("layer_norm", "bwd", "liger_layer_norm"))
     cell.fixes = [
-        {
-            "kind": "spill-free-config",
-            "kernel": spec.name,
-            "verified": True,
-            "description": "num_warps 8",
-            "change": {"config": {"num_warps": 8, "num_stages": spec.num_stages, "constexprs": {}}},
-        },
-        {
-            "kind": "relaxed-atomic",
-            "kernel": spec.name,
-            "verified": True,
-            "description": "a source rewrite",
-            "change": {"source": "..."},
-        },
+        Fix(
+            kind="spill-free-config",
+            kernel=spec.name,
+            toolchain="triton==3.4.0",
+            description="num_warps 8",
+            verified=True,
+            effect="",
+            change={"config": {"num_warps": 8, "num_stages": spec.num_stages, "constexprs": {}}},
+        ),
+        Fix(
+            kind="relaxed-atomic",
+            kernel=spec.name,
+            toolchain="triton==3.4.0",
+            description="a source rewrite",
+            verified=True,
+            effect="",
+            change={"source": "..."},
+        ),
     ]  # not a change a bundle carries: left out
     (tc,) = ensure_toolchains(["triton==3.4.0"])
     said: list[str] = []
