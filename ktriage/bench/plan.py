@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktriage.measure.cells import CellKey
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from ktriage.workload.recorded.bundle import Entry
@@ -41,7 +42,7 @@ class BenchPlan:
     compile_mode: str = "max-autotune-no-cudagraphs"
     seed: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
 
     @classmethod
@@ -103,7 +104,7 @@ class RecordedPlan:
     confidence: float = 0.99
     seed: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return asdict(self)
 
     @classmethod

@@ -17,10 +17,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from ktriage.bench.plan import RecordedPlan
 from ktriage.measure.cells import Cell, RunInfo
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.workload.recorded.bundle import Entry
 
 WORKER = "ktriage.bench.recorded_worker:measure_entry"
@@ -32,7 +32,7 @@ def run_recorded(
     *,
     store_url: str | None,
     results_path: Path | None,
-    toolchains: list[dict[str, Any]],
+    toolchains: list[JSONObject],
     on_cell: Callable[[Cell], None] | None = None,
     on_entry_done: Callable[[Entry], None] | None = None,
     timeout_s: float = 120.0,

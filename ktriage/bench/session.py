@@ -32,6 +32,7 @@ from typing import Any
 from ktriage.bench.plan import BenchPlan
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.measure.isolate import IsolatedRunner, Job
+from ktriage.schema.jsontypes import JSONObject
 
 HOST_PACKAGES = ("torch", "triton", "liger-kernel", "cuda-bindings", "nvidia-ml-py", "ktriage")
 
@@ -70,7 +71,7 @@ def run_bench(
     *,
     store_url: str | None,
     results_path: Path | None,
-    toolchains: list[dict[str, Any]],
+    toolchains: list[JSONObject],
     on_cell: Callable[[Cell], None] | None = None,
     on_input_done: Callable[[int], None] | None = None,
     timeout_s: float = 60.0,
@@ -110,10 +111,10 @@ def run_jobs(
     handler: str | Callable[..., Any],
     jobs: Callable[[], Iterable[JobSpec]],
     *,
-    settings: dict[str, Any],
+    settings: JSONObject,
     store_url: str | None,
     results_path: Path | None,
-    toolchains: list[dict[str, Any]],
+    toolchains: list[JSONObject],
     init: Callable[[], Any] | None = None,
     on_cell: Callable[[Cell], None] | None = None,
     on_done: Callable[[Any], None] | None = None,
@@ -152,7 +153,7 @@ def run_jobs(
             runner.close()
 
 
-def _gpu_note(gpu: int) -> dict[str, Any]:
+def _gpu_note(gpu: int) -> JSONObject:
     """What a cell records of the GPU it was measured on: its index and, from NVML, its clocks and
     temperature when the job began (absent where NVML is not installed)."""
     from ktriage.measure.env import gpu_state
@@ -166,10 +167,10 @@ def _run(
     jobs: Callable[[], Iterable[JobSpec]],
     t0: float,
     *,
-    settings: dict[str, Any],
+    settings: JSONObject,
     store_url: str | None,
     results_path: Path | None,
-    toolchains: list[dict[str, Any]],
+    toolchains: list[JSONObject],
     on_cell: Callable[[Cell], None] | None,
     on_done: Callable[[Any], None] | None,
 ) -> tuple[RunInfo, list[Cell]]:
@@ -195,12 +196,13 @@ def _run(
     todo = list(jobs())
     cells: list[Cell] = []
     # Where the run's wall time goes (seconds since the run began), kept with the run's settings.
-    timeline: dict[str, Any] = {"parent_ready_s": round(time.perf_counter() - t0, 3)}
+    timeline: JSONObject = {"parent_ready_s": round(time.perf_counter() - t0, 3)}
     for _, runner in placed:
         runner.wait_started()  # a worker that cannot start (no GPU) fails before the run enters the store
     timeline["worker_ready_s"] = round(time.perf_counter() - t0, 3)
     run.settings["timeline"] = timeline
-    per_job: list[list[Any]] = timeline.setdefault("inputs", [])
+    per_job: list[list[Any]] = []
+    timeline["inputs"] = per_job
     lock = threading.Lock()  # the store, the results file and the callbacks, from one GPU's thread at a time
 
     def save_results() -> None:
@@ -209,7 +211,7 @@ def _run(
 
     with open_store(store_url) as store, store.recording(run) as rec:
 
-        def deliver(cell: Cell, gpu: dict[str, Any] | None = None) -> None:
+        def deliver(cell: Cell, gpu: JSONObject | None = None) -> None:
             with lock:
                 if gpu is not None:
                     cell.extra = {**cell.extra, "gpu": gpu}
