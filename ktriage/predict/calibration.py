@@ -31,6 +31,7 @@ from scipy.optimize import minimize
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.dataset import CalibrationCell
 from ktriage.predict.model import DEFAULT_THRESHOLD, Batch, Params, anchored, classify, estimate_many, profile, stack
+from ktriage.schema.jsontypes import JSONObject
 
 DEFAULT_LEVEL = 0.8  # coverage asked of the interval
 PRIOR_SIGMA = 1.0  # log-space width of the prior around the physical defaults
@@ -168,7 +169,7 @@ class Scores:
         n = sum(self.matrix[p][kind] for p in PREDICTED_KINDS)
         return None if n == 0 else self.matrix[pred][kind] / n
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         def r(v: float | None) -> float | None:
             return None if v is None else round(v, 4)
 
@@ -204,7 +205,7 @@ class CellResult:
     high: float
     kind: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         c = self.cell
         return {
             "operator": c.operator,
@@ -230,7 +231,7 @@ class Calibration:
     scores: Scores | None = None
     per_operator: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "format": 1,
             "params": self.params.to_json(),

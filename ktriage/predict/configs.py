@@ -52,6 +52,7 @@ from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch, throughput
 from ktriage.predict.facts import facts_from_resources
 from ktriage.predict.model import Params, breakdown, load_params, profile
+from ktriage.schema.jsontypes import JSONObject
 
 _GLOBAL_MEM = re.compile(r"^(LDG|STG|ATOMG|REDG)\b")
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b")
@@ -99,7 +100,7 @@ class Estimate:
     model: str = "cost model"  # "cost model" (estimate(): predict.model) or "mma" (the tile model, tile_estimate())
     detail: str = ""  # the tile model's inputs in words
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 

@@ -33,7 +33,7 @@ from ktriage.compare.pairing import compare_toolchains
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
-from ktriage.schema.jsontypes import JSONValue
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.verdict import VerdictConfig
 
 DATASET_VERSION = 1
@@ -52,7 +52,7 @@ class Measured:
     threshold: float = 0.05
     confidence: float = 0.99
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         def num(v: float | None) -> float | None:
             return None if v is None or not math.isfinite(v) else round(v, 6)
 
@@ -101,7 +101,7 @@ class CalibrationCell:
     def key(self) -> tuple[str, str, str, str, str]:
         return (self.operator, self.kernel, self.input, self.reference, self.toolchain)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "version": DATASET_VERSION,
             "operator": self.operator,

@@ -27,6 +27,7 @@ from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
 from ktriage.insitu.launch_hook import SMALL_INT_TENSOR
 from ktriage.ops import registry
+from ktriage.schema.jsontypes import JSONObject
 
 FACTS_VERSION = 1
 
@@ -40,7 +41,7 @@ class LoopFacts:
     depth: int = 1
     innermost: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "instructions": self.instructions,
             "opcodes": dict(sorted(self.opcodes.items())),
@@ -92,7 +93,7 @@ class KernelFacts:
     # scatters by those indices sends all its atomics to the same addresses (the model's serialization term)
     uniform_indices: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "version": FACTS_VERSION,
             "kernel": self.kernel,

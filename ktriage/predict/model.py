@@ -69,6 +69,7 @@ from typing import Any
 from ktriage.arch import parse_arch
 from ktriage.errors import FormatError, SpecError
 from ktriage.predict.facts import KernelFacts
+from ktriage.schema.jsontypes import JSONObject
 
 PARAMS_FILE = Path(__file__).with_name("params.json")
 MODEL_ENV = "KTRIAGE_MODEL"
@@ -171,7 +172,7 @@ class Params:
         "lambda_serial",
     )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
     @classmethod
@@ -512,7 +513,7 @@ class Contributor:
     def text(self) -> str:
         return f"{self.share * 100:+.0f} %: {self.evidence}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"aspect": self.aspect, "share": round(self.share, 4), "evidence": self.evidence, "text": self.text()}
 
 
@@ -544,7 +545,7 @@ class Prediction:
         parts = [c.text() for c in self.contributors[:limit] if abs(c.share) >= 0.005]
         return head + (": " + "; ".join(parts) if parts else "")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         def num(v: float) -> float | None:  # JSON has no inf: a kernel that cannot launch has no ratio
             return round(v, 4) if math.isfinite(v) else None
 
