@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ktriage.schema.jsontypes import JSONObject
+
 IDENTITY = (
     "ID",
     "Process ID",
@@ -46,7 +48,7 @@ class Launch:
         value = self.metrics.get(name)
         return value if isinstance(value, float) else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "id": self.id,
             "kernel_name": self.kernel_name,
@@ -158,7 +160,7 @@ def stalls(launch: Launch) -> dict[str, float]:
     return found
 
 
-def summarize(launch: Launch) -> dict[str, Any]:
+def summarize(launch: Launch) -> JSONObject:
     """The numbers ``ktriage profile`` diffs, for one launch (absent metrics are left out)."""
     out: dict[str, Any] = launch.to_json()
     for key, metric in SCALARS.items():
