@@ -26,6 +26,7 @@ from ktriage.analyze.lines import LineDelta, LineMap, LineStats, cubin_line_map,
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import CompileDiff, ExplainResult, KernelResult, toolchain_label
 from ktriage.explain.findings import DetailFinding, Finding, FindingGroup
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
 
 TOP_LINES = 4
@@ -89,7 +90,7 @@ class LineEvidence:
             )
         return f"{self.title}: {', '.join(parts)}{tail}"
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JSONObject:
         return {
             "measure": self.measure,
             "title": self.title,
@@ -111,7 +112,7 @@ class LineEvidence:
             ],
         }
 
-    def excerpt(self, d: LineDelta) -> dict[str, object] | None:
+    def excerpt(self, d: LineDelta) -> JSONObject | None:
         """The PTX and SASS instructions of a cited line on each side (``{"ref": {"ptx", "sass"}, "new":
         ...}``, as ``explain --lines`` selects them; a side without the line is None): what a JSON report
         carries so that it stands alone, instead of pointing into this machine's artifact cache."""

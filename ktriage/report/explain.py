@@ -14,7 +14,6 @@ import datetime as _dt
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -73,7 +72,7 @@ def report_title(target: str, specs: list[KernelSpec]) -> str:
     return f"ktriage explain {target}" + (f" ({mode})" if mode else "")
 
 
-def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
+def _kernel_json(result: KernelResult | CompileFailure) -> JSONObject:
     if isinstance(result, CompileFailure):
         return {"error": result.message, "stage": result.stage, "kind": result.kind}
     res, occ = result.resources, result.occupancy
@@ -103,7 +102,7 @@ def _kernel_json(result: KernelResult | CompileFailure) -> dict[str, Any]:
     return data
 
 
-def _comparison_json(comparison: CompileDiff) -> dict[str, Any]:
+def _comparison_json(comparison: CompileDiff) -> JSONObject:
     return {
         "reference": comparison.ref.toolchain.id,
         "toolchain": comparison.new.toolchain.id,
@@ -131,7 +130,7 @@ def assembler_label(toolchain: Toolchain, result: ExplainResult) -> str:
         )
 
 
-def to_json(result: ExplainResult, findings: list[Finding]) -> dict[str, Any]:
+def to_json(result: ExplainResult, findings: list[Finding]) -> JSONObject:
     return {
         "tool": "ktriage explain",
         "ktriage_version": ktriage.__version__,
