@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage.errors import KtriageError
+from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
@@ -27,7 +28,7 @@ class TimingRun:
     """One timing dict per input (``timed``, the bundle and bench command, the winner when timed) and
     the notes for the user: ``(level, text)`` with level ``warn`` or ``info``."""
 
-    timings: list[dict[str, Any]]
+    timings: list[JSONObject]
     notes: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -65,7 +66,7 @@ def time_candidates(
         return TimingRun([{"timed": False, "why": exc.problem} for _ in results], [("warn", note)])
     results_path = results_file or Path(out) / "tune-results.json"
     command = tbs[0].bench_command(budget * len(tbs), results_path)
-    infos: list[dict[str, Any]] = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
+    infos: list[JSONObject] = [{"bundle": tb.to_json(), "command": " ".join(command), "timed": False} for tb in tbs]
     if results_file is None and gpu_available():
         proc = subprocess.run([sys.executable, "-m", "ktriage", *command[1:]], check=False)
         if proc.returncode != 0:
