@@ -4,11 +4,16 @@ flagged cell gets its side-by-side measured verdict, the compile-side cause and 
 Compile-only bisects and fixes are left out here (--no-bisect --no-fixes: CPU time); the CPU machine only.
 
     .venv/bin/python benchmarks/corpus/triage_corpus.py [NAME...]   # writes h200/triage/NAME.{md,json}, summary.json
+
+KT_SRC=DIR runs the ktriage found in DIR (e.g. `git archive HEAD ktriage | tar -x -C DIR`: the commit, not a shared
+working tree with others' edits in flight), from a folder without ktriage/ in it, since `python -m ktriage` puts its
+working folder first on sys.path. Given NAMEs, summary.json keeps the other programs' rows.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -24,6 +29,9 @@ def main(names: list[str]) -> int:
     out.mkdir(exist_ok=True)
     results = sorted((DATA / "bench").glob("*.json"))
     rows = []
+    kt_src = os.environ.get("KT_SRC")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (kt_src, os.environ.get("PYTHONPATH")) if p))
+    cwd = out if kt_src else REPO  # not the repo root when running an export: its ktriage/ would come first
     for path in results:
         name = path.stem
         workload = DATA / "workloads" / f"{name}.workload.json.gz"
@@ -34,10 +42,10 @@ def main(names: list[str]) -> int:
             "-m",
             "ktriage",
             "triage",
-            str(path),
-            str(path),
+            str(path.resolve()),
+            str(path.resolve()),
             "--workload",
-            str(workload),
+            str(workload.resolve()),
             "--old-toolchain",
             "triton==3.3.1",
             "--new-toolchain",
@@ -45,12 +53,12 @@ def main(names: list[str]) -> int:
             "--no-bisect",
             "--no-fixes",
             "-o",
-            str(out / f"{name}.md"),
+            str((out / f"{name}.md").resolve()),
             "-o",
-            str(out / f"{name}.json"),
+            str((out / f"{name}.json").resolve()),
         ]
         t0 = time.time()
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
         report_path = out / f"{name}.json"
         report = json.loads(report_path.read_text()) if report_path.exists() else {}
         if report:
@@ -65,7 +73,12 @@ def main(names: list[str]) -> int:
         }
         rows.append(row)
         print(f"{name}: exit {proc.returncode} in {row['wall_s']} s | {row['headline']}", flush=True)
-    (out / "summary.json").write_text(json.dumps(rows, indent=1) + "\n")
+    summary = out / "summary.json"
+    if names and summary.exists():  # keep the rows of the programs not triaged this time
+        ran = {row["program"] for row in rows}
+        rows = [row for row in json.loads(summary.read_text()) if row["program"] not in ran] + rows
+        rows.sort(key=lambda row: str(row["program"]))
+    summary.write_text(json.dumps(rows, indent=1) + "\n")
     return 0
 
 
