@@ -366,6 +366,7 @@ def main() -> int:
         )
         later_empty = [o for o in others if not o["ok"] and newer(o["recording"], rec_name, name)]
         notes = [f"{o['recording']}: no kernel ({o['cause']})" for o in later_empty]
+        failures += [f"{name} ({o['recording']}): its re-recording holds no kernel: {o['cause']}" for o in later_empty]
         if rec["ok"]:
             notes += [rec["partial"]] if rec.get("partial") else []
             notes += [
