@@ -21,10 +21,14 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ktriage.atomic import write_atomic
 from ktriage.schema.jsontypes import JSONObject
+
+if TYPE_CHECKING:
+    from ktriage.insitu.worker import SpecJSON
+    from ktriage.spec.model import KernelSpec
 
 
 def _probe_environment() -> None:
@@ -177,6 +181,11 @@ _RUNNERS = {
 }
 
 
+def _worker_spec(spec: KernelSpec) -> SpecJSON:
+    """``KernelSpec.to_json()`` is the spec format the compile worker reads (its keys are SpecJSON's)."""
+    return cast("SpecJSON", spec.to_json())
+
+
 def _spec_view(spec: Any) -> JSONObject:
     return {
         "signature": spec.signature,
@@ -239,7 +248,7 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
             if len(kernels) != 1:
                 raise RuntimeError(f"expected 1 compiled {spec.source_function()} kernel, the JIT has {len(kernels)}")
             jit_ptx = kernels[0].asm["ptx"]
-            ours = compile_in_process(spec.to_json(), sys_path)
+            ours = compile_in_process(_worker_spec(spec), sys_path)
             kt_ptx = ours["ptx"]
             row["cubin_equal"] = kernels[0].asm["cubin"] == ours["cubin"]  # Triton's own cubin, both sides
             row["jit_cubin_sha256"] = hashlib.sha256(kernels[0].asm["cubin"]).hexdigest()
@@ -256,7 +265,9 @@ def probe(op: str, *, mode: str | None, inputs: list[str] | None, dtype: str | N
             # otherwise "equal" would prove nothing about the specialization.
             if spec.divisible_by_16:
                 plain = spec.replace(divisible_by_16=())
-                row["ptx_differs_without_divisibility"] = compile_in_process(plain.to_json(), sys_path)["ptx"] != kt_ptx
+                row["ptx_differs_without_divisibility"] = (
+                    compile_in_process(_worker_spec(plain), sys_path)["ptx"] != kt_ptx
+                )
             if jit_ptx != kt_ptx:
                 diff = difflib.unified_diff(
                     jit_ptx.splitlines(), kt_ptx.splitlines(), "jit", "ktriage", lineterm="", n=1

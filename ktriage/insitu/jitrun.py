@@ -33,7 +33,7 @@ import os
 import sys
 import tempfile
 import traceback
-from typing import Any
+from typing import Any, TypedDict
 
 if __package__:
     from ktriage.insitu import fakedriver, ptxas_capture, worker
@@ -115,14 +115,38 @@ def _tl_attribute(dtype: Any) -> str:
     return str(dtype.name)
 
 
+class Launch(TypedDict, total=False):
+    """One ``JITFunction.run`` the case made: the function, its arguments (encoded), the compiles it caused."""
+
+    function: str
+    module: str | None
+    file: str | None
+    args: list[list[object]]
+    options: dict[str, object]
+    compiles: list[int]
+    kernel_hash: str | None
+
+
+class Case(TypedDict, total=False):
+    """One case of the harness's input: a launchable by source and the launch's encoded values."""
+
+    id: str
+    source: str
+    sys_path: list[str]
+    args: list[list[Any]]  # [name, encoded value] pairs
+    autotune_pick: int
+    grid: list[int]
+    options: dict[str, object]
+
+
 class Recorder:
     """Wraps ``JITFunction.run`` and ``triton.compiler.compile`` for the duration of a case."""
 
     def __init__(self, out_dir: str) -> None:
         self.out_dir = out_dir
-        self.launches: list[dict[str, Any]] = []
-        self.compiles: list[dict[str, Any]] = []
-        self._current: dict[str, Any] | None = None
+        self.launches: list[Launch] = []
+        self.compiles: list[dict[str, object]] = []
+        self._current: Launch | None = None
 
     def install(self) -> None:
         import triton.compiler
@@ -135,13 +159,13 @@ class Recorder:
         def run(jit_self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             names = list(jit_self.arg_names)
             bound = dict(zip(names, args))
-            options = {}
+            options: dict[str, object] = {}
             for key, value in kwargs.items():
                 if key in names:
                     bound[key] = value
                 else:
                     options[key] = encode(value)
-            launch = {
+            launch: Launch = {
                 "function": jit_self.fn.__name__,
                 "module": getattr(jit_self.fn, "__module__", None),
                 "file": getattr(jit_self.fn.__code__, "co_filename", None),
@@ -168,7 +192,7 @@ class Recorder:
             with open(path, "wb") as fh:
                 fh.write(cubin)
             options = kwargs.get("options") or (args[1] if len(args) > 1 else {})
-            record = {
+            record: dict[str, object] = {
                 "index": index,
                 "ast_source": worker.ast_source_view(src),
                 "options": {str(k): worker._jsonable(v) for k, v in dict(options or {}).items()},
@@ -180,7 +204,7 @@ class Recorder:
             }
             recorder.compiles.append(record)
             if recorder._current is not None:
-                recorder._current["compiles"].append(index)
+                recorder._current.setdefault("compiles", []).append(index)
             return kernel
 
         JITFunction.run = run
@@ -189,13 +213,13 @@ class Recorder:
 
         compiler_module.compile = compile
 
-    def take(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def take(self) -> tuple[list[Launch], list[dict[str, object]]]:
         launches, compiles = self.launches, self.compiles
         self.launches, self.compiles = [], []
         return launches, compiles
 
 
-def _autotune_configs(launchable: Any) -> list[dict[str, Any]] | None:
+def _autotune_configs(launchable: Any) -> list[dict[str, object]] | None:
     """The config list of the launchable's ``@triton.autotune`` (subclasses too), None without one."""
     from triton.runtime.autotuner import Autotuner, Heuristics
 
@@ -207,11 +231,12 @@ def _autotune_configs(launchable: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def run_case(case: dict[str, Any], recorder: Recorder, bench: fakedriver.FakeBenchmarker) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": case["id"]}
+def run_case(case: Case, recorder: Recorder, bench: fakedriver.FakeBenchmarker) -> dict[str, object]:
+    out: dict[str, object] = {"id": case["id"]}
     try:
-        launchable = worker.load_launchable(case["source"], case.get("sys_path") or [])
-        worker.jit_function_of(launchable, case["source"])
+        source = case["source"]
+        launchable = worker.load_launchable(source, case.get("sys_path") or [])
+        worker.jit_function_of(launchable, source)
         out["autotune_configs"] = _autotune_configs(launchable)
         out["heuristics"] = sorted(worker.heuristics_of(launchable))
         kwargs = {name: decode(value) for name, value in case["args"]}

@@ -308,7 +308,7 @@ def _replace_defaults(
     return replaced
 
 
-def read_globals(text: str) -> dict[str, Any]:
+def read_globals(text: str) -> dict[str, object]:
     """The ``GLOBALS`` literal of a snapshot's :data:`GLOBALS_FILE` (module -> {"values", "defaults"}),
     or {} when the file is not one (read with ``ast.literal_eval``: nothing in it runs)."""
     try:

@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 JOURNAL_FORMAT = 1
@@ -146,6 +146,10 @@ _TL_DTYPES = (
 _NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_launch_hook", "ktriage"}
 
 
+_Pending = tuple[Any, list[str], dict[str, object], dict[str, object], Any, tuple[Any, ...], dict[str, object]]
+"""The last launch inside ``Autotuner.run``: (jit function, names, bound, options, grid, key, heuristics)."""
+
+
 class Journal:
     """Append-only JSON lines, each written by ONE ``write(2)`` on an ``O_APPEND`` descriptor: the
     processes a program starts (torchrun ranks, inductor's compile workers) inherit the hook and
@@ -156,7 +160,7 @@ class Journal:
         self._lock = threading.Lock()
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Mapping[str, object]) -> None:
         data = (json.dumps(record, default=_json_default) + "\n").encode()
         with self._lock:
             written = os.write(self._fd, data)
@@ -189,7 +193,7 @@ class Recorder:
         self.tuning = 0  # threads inside an outermost Autotuner.run now
         self.host_written = False
         self.tag = str(os.getpid())  # ids are unique across the processes sharing one journal
-        self.pending_views: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self.pending_views: dict[tuple[Any, ...], dict[str, object]] = {}
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=self._forked)
 
@@ -223,7 +227,7 @@ class Recorder:
         jit_fn: Any,
         args: tuple[Any, ...],
         grid: Any,
-        kwargs: dict[str, Any],
+        kwargs: dict[str, object],
         launch_key: tuple[Any, ...] | None = None,
     ) -> Any:
         """Record (or count) one JIT-level launch; its key, which the compile it may trigger is filed under."""
@@ -274,12 +278,12 @@ class Recorder:
         self,
         jit_fn: Any,
         names: list[str],
-        bound: dict[str, Any],
-        options: dict[str, Any],
+        bound: dict[str, object],
+        options: dict[str, object],
         grid: Any,
         key: tuple[Any, ...],
-        autotune: dict[str, Any] | None,
-        heuristics: dict[str, Any],
+        autotune: dict[str, object] | None,
+        heuristics: dict[str, object],
     ) -> None:
         with self._lock:
             if self._count_seen(key):
@@ -326,7 +330,7 @@ class Recorder:
         self._host()
         kernel_id = f"{self.tag}:K{len(self.kernels)}"
         fn = getattr(jit_fn, "fn", jit_fn)
-        record: dict[str, Any] = {"type": "kernel", "id": kernel_id, "kind": "jit", "function": fn.__name__}
+        record: dict[str, object] = {"type": "kernel", "id": kernel_id, "kind": "jit", "function": fn.__name__}
         try:
             record.update(snapshot_of(fn))
         except Exception as exc:
@@ -337,11 +341,11 @@ class Recorder:
         return kernel_id
 
     # ------------------------------------------------------------------ the autotuner
-    def autotune_run(self, tuner: Any, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def autotune_run(self, tuner: Any, original: Any, args: tuple[Any, ...], kwargs: dict[str, object]) -> Any:
         outer = getattr(self._local, "autotune", None)
         if outer is not None:  # nested tuners: the outermost decides what the program launched
             return original(tuner, *args, **kwargs)
-        state: dict[str, Any] = {}
+        state: dict[str, _Pending] = {}
         self._local.autotune = state
         with self._lock:
             self.tuning += 1
@@ -358,7 +362,7 @@ class Recorder:
         elif last is not None:
             try:
                 best = getattr(tuner, "best_config", None)
-                info = {
+                info: dict[str, object] = {
                     "configs": [_config_view(c) for c in getattr(tuner, "configs", [])],
                     "chosen": _config_view(best) if best is not None else None,
                     "key": [str(k) for k in getattr(tuner, "keys", None) or getattr(tuner, "key", None) or []],
@@ -369,7 +373,7 @@ class Recorder:
                 self._not_captured(type(tuner).__name__, f"autotuned launch: {type(exc).__name__}: {exc}")
         return result
 
-    def heuristics_run(self, heur: Any, original: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def heuristics_run(self, heur: Any, original: Any, args: tuple[Any, ...], kwargs: dict[str, object]) -> Any:
         """``@triton.heuristics``: the names it fills in, so the JIT-level launch records their values."""
         stack = getattr(self._local, "heuristics", None)
         names = list(getattr(heur, "values", None) or {})
@@ -381,7 +385,7 @@ class Recorder:
 
     # ------------------------------------------------------------------ inductor
     def inductor_launch(
-        self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, Any], configs: list[Any] | None = None
+        self, autotuner: Any, args: tuple[Any, ...], kwargs: dict[str, object], configs: list[Any] | None = None
     ) -> None:
         name: str = "?"
         try:
@@ -408,7 +412,7 @@ class Recorder:
                 if kernel_id is None:
                     self._host()
                     kernel_id = f"{self.tag}:K{len(self.kernels)}"
-                    record: dict[str, Any] = {
+                    record: dict[str, object] = {
                         "type": "kernel",
                         "id": kernel_id,
                         "kind": "inductor",
@@ -499,7 +503,7 @@ def inductor_function(autotuner: Any) -> Any:
 
 
 def _inductor_grid(
-    autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    autotuner: Any, config: Any, names: list[str], args: tuple[Any, ...], kwargs: Mapping[str, Any] | None = None
 ) -> tuple[list[int] | None, str | None]:
     """The grid inductor's launcher computes for this launch, and why not when it cannot be had.
 
@@ -527,7 +531,7 @@ def _inductor_grid(
             return None, "inductor chose no launcher config"
         if "grid_type" not in meta:
             return None, f"the kernel's inductor_meta has no grid_type (keys: {', '.join(sorted(meta)[:12])})"
-        scalars: dict[str, Any] = {}
+        scalars: dict[str, object] = {}
         constants = (getattr(autotuner, "triton_meta", None) or {}).get("constants") or {}
         scalars.update({str(k): v for k, v in constants.items() if isinstance(v, int) and not isinstance(v, bool)})
         scalars.update({n: a for n, a in zip(names, args) if isinstance(a, int) and not isinstance(a, bool)})
@@ -598,7 +602,7 @@ def _fast_key(value: Any) -> Any:
     return _cheap_key(value)
 
 
-def jit_key(jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+def jit_key(jit_fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, object]) -> tuple[Any, ...]:
     """A JIT-level launch's identity: the function, the grid, its arguments and option keywords, in
     ONE flat tuple (hashing nested tuples cost ~0.5 us a launch), tensors inlined (no call each).
     Every argument adds a fixed number of items (a tensor four, anything else one), and keywords
@@ -633,7 +637,7 @@ def _grid_key(grid: Any) -> Any:
         return repr(grid)[:100]
 
 
-def bind_defaults(jit_fn: Any, names: list[str], bound: dict[str, Any]) -> None:
+def bind_defaults(jit_fn: Any, names: list[str], bound: dict[str, object]) -> None:
     """Give each parameter the launch left out its default, as the JIT's binder does: the value
     Python evaluated when the ``def`` ran. A default written as a module-level expression
     (``FP8_MIN: tl.constexpr = float8_info.min``, a ``torch.finfo`` of the platform's fp8 type) is
@@ -656,7 +660,9 @@ def bind_defaults(jit_fn: Any, names: list[str], bound: dict[str, Any]) -> None:
             bound[name] = param.default
 
 
-def _grid_and_why(grid: Any, bound: dict[str, Any], options: dict[str, Any]) -> tuple[list[int] | None, str | None]:
+def _grid_and_why(
+    grid: Any, bound: dict[str, object], options: dict[str, object]
+) -> tuple[list[int] | None, str | None]:
     """A JIT launch's grid (a callable grid called with the launch's arguments), or why it cannot be read."""
     try:
         if callable(grid):
@@ -726,7 +732,7 @@ def describe(value: Any) -> Any:
     if hasattr(value, "data_ptr") and hasattr(value, "dtype"):
         torch_name = str(value.dtype).split(".")[-1]
         dtype = _TRITON_DTYPE.get(torch_name, torch_name)
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "tensor": dtype,
             "aligned": value.data_ptr() % 16 == 0,
             "shape": [int(s) for s in getattr(value, "shape", ())],
@@ -770,11 +776,11 @@ def describe(value: Any) -> Any:
     return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
 
 
-def compile_view(src: Any, options: Any) -> dict[str, Any]:
+def compile_view(src: Any, options: Any) -> dict[str, object]:
     """What the JIT passed to ``triton.compile``: the ASTSource's signature, constants, the indices
     it marked ``tt.divisibility`` (3.3+; 3.2's AttrsDescriptor as text), and the options."""
     signature = getattr(src, "signature", None) or {}
-    view: dict[str, Any] = {"signature": {str(k): str(v) for k, v in dict(signature).items()}}
+    view: dict[str, object] = {"signature": {str(k): str(v) for k, v in dict(signature).items()}}
     attrs = getattr(src, "attrs", None)
     if isinstance(attrs, dict):
         view["divisible"] = sorted(
@@ -800,9 +806,9 @@ def _capturing() -> bool:
         return False
 
 
-def _config_view(config: Any) -> dict[str, Any]:
+def _config_view(config: Any) -> dict[str, object]:
     """An autotune / inductor Config as JSON: its keywords and options."""
-    out: dict[str, Any] = {"kwargs": {k: describe(v) for k, v in (getattr(config, "kwargs", None) or {}).items()}}
+    out: dict[str, object] = {"kwargs": {k: describe(v) for k, v in (getattr(config, "kwargs", None) or {}).items()}}
     for opt in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
         value = getattr(config, opt, None)
         if value is not None:
@@ -810,9 +816,9 @@ def _config_view(config: Any) -> dict[str, Any]:
     return out
 
 
-def _inductor_meta(meta: dict[str, Any]) -> dict[str, Any]:
+def _inductor_meta(meta: Mapping[str, Any]) -> dict[str, object]:
     """inductor's triton_meta as JSON: signature, constants, and the divisibility of its configs."""
-    out: dict[str, Any] = {
+    out: dict[str, object] = {
         "signature": {str(k): str(v) for k, v in (meta.get("signature") or {}).items()},
         "constants": {str(k): describe(v) for k, v in (meta.get("constants") or {}).items()},
     }
@@ -832,7 +838,7 @@ def _inductor_meta(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- snapshots
-def snapshot_of(fn: Any) -> dict[str, Any]:
+def snapshot_of(fn: Any) -> dict[str, object]:
     """The source a kernel needs to compile elsewhere: its module's file, the modules of the same
     top-level package it imports (transitively), and the modules of @triton.jit helpers it calls
     from other packages. Files by path under a root that makes their module names importable;
@@ -888,7 +894,7 @@ def snapshot_of(fn: Any) -> dict[str, Any]:
             init = "/".join(parts[:i]) + "/__init__.py"
             files.setdefault(init, "")
     qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", ""))
-    recorded: dict[str, dict[str, Any]] = {}
+    recorded: dict[str, dict[str, object]] = {}
     try:  # never at the cost of the snapshot: without the file the module's statements run, as before
         recorded = recorded_globals(
             fn, {name: files.get(_place(name, getattr(sys.modules.get(name), "__file__", None))[1]) for name in seen}
@@ -926,7 +932,7 @@ GLOBALS_FORMAT = 1
 _JIT_TYPES = ("JITFunction", "JITCallable", "ConstexprFunction")
 
 
-def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[str, object]]:
     """The module-level values the snapshot's kernels read, as this program has them: per snapshotted
     module (by its name in the snapshot), ``values`` (global name -> encoded value) and ``defaults``
     (function -> parameter -> encoded default).
@@ -942,7 +948,7 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
     modules and importable functions), else the statement that computes it stays, as before. Every
     name bound to Triton or its parts is kept too, so that an import statement that binds several
     (``from vllm.triton_utils import tl, triton``) has a value for each."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, object]] = {}
     for name, text in sorted(modules.items()):
         module = sys.modules.get(name)
         if module is None or text is None:
@@ -955,7 +961,7 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
         if not functions:
             continue
         names: set[str] = set()
-        defaults: dict[str, dict[str, Any]] = {}
+        defaults: dict[str, dict[str, object]] = {}
         for function in functions:
             names |= _code_names(getattr(function, "__code__", None))
             own = _encoded_defaults(function)
@@ -965,7 +971,7 @@ def recorded_globals(fn: Any, modules: dict[str, str | None]) -> dict[str, dict[
         # Triton itself as the module binds it (``from vllm.triton_utils import tl, triton``): the
         # statement then has a value for each name it binds, even where no kernel reads one of them
         names |= {n for n, v in list(namespace.items()) if _from_triton(v)}
-        values: dict[str, Any] = {}
+        values: dict[str, object] = {}
         for global_name in sorted(names):
             if global_name in namespace and not global_name.startswith("__"):
                 encoded = encode_global(namespace[global_name], name)
@@ -1025,7 +1031,7 @@ def _decorator_and_default_names(text: str, qualnames: tuple[str, ...]) -> froze
     return frozenset(names)
 
 
-def _encoded_defaults(fn: Any) -> dict[str, Any]:
+def _encoded_defaults(fn: Any) -> dict[str, object]:
     """A function's parameter defaults as evaluated when its def ran, those :func:`encode_global` can say."""
     import inspect
 
@@ -1033,7 +1039,7 @@ def _encoded_defaults(fn: Any) -> dict[str, Any]:
         parameters = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return {}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name, param in parameters.items():
         if param.default is not param.empty:
             encoded = encode_global(param.default, getattr(fn, "__module__", None))
@@ -1082,7 +1088,7 @@ def encode_global(value: Any, module_name: str | None) -> Any:
     return _NOT_ENCODED
 
 
-def globals_file_text(recorded: dict[str, dict[str, Any]]) -> str:
+def globals_file_text(recorded: dict[str, dict[str, object]]) -> str:
     """The snapshot file of :func:`recorded_globals`: Python literals only (the worker reads it with
     ``ast.literal_eval``, never runs it)."""
     import pprint
@@ -1102,7 +1108,7 @@ def _nested_module(
     module_name: str,
     placed_as: str,
     notes: list[str],
-    recorded: dict[str, Any] | None = None,
+    recorded: dict[str, object] | None = None,
 ) -> str:
     """A kernel defined in a class or function body (TritonBench's softmax: a method's kernel) is no
     attribute of its module: its own source (``kernel_source.extract``: its def and the module-level
@@ -1378,9 +1384,9 @@ def _distribution(module_name: str) -> str | None:
     return result
 
 
-def host_versions() -> dict[str, Any]:
+def host_versions() -> dict[str, object]:
     """Triton, torch, CUDA, the GPU and its driver, as this process sees them."""
-    out: dict[str, Any] = {"python": sys.version.split()[0], "pid": os.getpid()}
+    out: dict[str, object] = {"python": sys.version.split()[0], "pid": os.getpid()}
     try:
         import triton
 
@@ -1457,7 +1463,7 @@ def patch_triton() -> None:
         return
     original_run = JITFunction.run
 
-    def first_launch(fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any], key: Any) -> Any:
+    def first_launch(fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, object], key: Any) -> Any:
         """A launch not counted: recorded, with its key filed for the compile it may trigger."""
         key = rec.jit_launch(fn, args, grid, kwargs, key)
         local = rec._local.__dict__
@@ -1556,7 +1562,7 @@ def patch_inductor() -> None:
 class _PostImport(importlib.abc.MetaPathFinder):
     """Runs a patch right after a watched module finished importing."""
 
-    def __init__(self, watched: dict[str, Any]) -> None:
+    def __init__(self, watched: dict[str, Callable[[], None]]) -> None:
         self.watched = watched
         self._busy: set[str] = set()
 

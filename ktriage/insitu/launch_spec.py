@@ -26,7 +26,7 @@ Runs inside a toolchain's interpreter: stdlib + that Triton only, never ``ktriag
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import Any, TypedDict
 
 if __package__:
     from ktriage.insitu import fakedriver, jitrun
@@ -37,11 +37,29 @@ else:
     import worker as _worker  # type: ignore[import-not-found,no-redef]
 
 
+class ResolveRequest(TypedDict):
+    """A launch by values (the host's ``ktriage.spec.values.resolve_request``)."""
+
+    source: str
+    args: list[list[Any]]  # [name, encoded value] pairs (jitrun's encoding)
+    options: dict[str, object]
+    grid: list[int]
+    autotune_config: int | None
+
+
+class ResolveMessage(TypedDict, total=False):
+    """The request line of a ``resolve`` (server.py's ``CompileRequest`` with ``resolve`` set)."""
+
+    resolve: ResolveRequest
+    target: str
+    sys_path: list[str]
+
+
 class _Captured(BaseException):
     """Raised from inside the JIT's call of ``compile``: the launch is decided, nothing is compiled.
     A BaseException, so that no ``except Exception`` of a library or of the autotuner swallows it."""
 
-    def __init__(self, src: Any, options: dict[str, Any], bound: dict[str, Any]) -> None:
+    def __init__(self, src: Any, options: dict[str, object], bound: dict[str, object]) -> None:
         super().__init__("captured")
         self.src, self.options, self.bound = src, options, bound
 
@@ -52,7 +70,7 @@ class _Capture:
 
     installed = False
     active = False
-    bound: dict[str, Any] = {}
+    bound: dict[str, object] = {}
 
     @classmethod
     def install(cls) -> None:
@@ -108,7 +126,7 @@ def _plain(value: Any) -> Any:
     raise ValueError(f"a constant ktriage cannot write in a spec: {type(value).__name__} {value!r}")
 
 
-def spec_fields(fn: Any, src: Any, options: dict[str, Any]) -> dict[str, Any]:
+def spec_fields(fn: Any, src: Any, options: dict[str, object]) -> _worker.SpecFields:
     """The spec fields that say what ``src`` (an ASTSource the JIT built for ``fn``) says.
 
     Two formats: Triton 3.2's (the signature lists the runtime parameters, ints equal to 1 typed i32;
@@ -118,7 +136,7 @@ def spec_fields(fn: Any, src: Any, options: dict[str, Any]) -> dict[str, Any]:
     names = list(fn.arg_names)
     declared = {p.name for p in fn.params if p.is_constexpr}
     signature: dict[str, str] = {}
-    constexprs: dict[str, Any] = {}
+    constexprs: dict[str, object] = {}
     divisible: list[str] = []
     equal_to_1: list[str] = []
     attrs = getattr(src, "attrs", None)
@@ -165,14 +183,19 @@ def spec_fields(fn: Any, src: Any, options: dict[str, Any]) -> dict[str, Any]:
         "constexprs": constexprs,
         "divisible_by_16": divisible,
         "equal_to_1": equal_to_1,
-        "num_warps": int(options.get("num_warps") or 4),
-        "num_stages": int(options.get("num_stages") or 3),
-        "num_ctas": int(options.get("num_ctas") or 1),
-        "maxnreg": int(maxnreg) if maxnreg else None,
+        "num_warps": _int(options.get("num_warps"), 4),
+        "num_stages": _int(options.get("num_stages"), 3),
+        "num_ctas": _int(options.get("num_ctas"), 1),
+        "maxnreg": _int(maxnreg, 0) or None,
     }
 
 
-def _normalized(view: dict[str, Any]) -> dict[str, Any]:
+def _int(value: object, default: int) -> int:
+    """A launch option as the JIT passed it (an int, or a number as text), ``default`` when unset or 0."""
+    return int(value) if isinstance(value, (int, float, str)) and value else default
+
+
+def _normalized(view: dict[str, object]) -> dict[str, object]:
     attrs = view.get("attrs") or {}
     if isinstance(attrs, dict) and "AttrsDescriptor" not in attrs:
         attrs = {k: v for k, v in attrs.items() if v not in ("[]", "()")}
@@ -186,7 +209,7 @@ def _ensure_fake_driver(cc: int) -> fakedriver.FakeBenchmarker:
     return current.benchmarker
 
 
-def resolve(request: dict[str, Any]) -> dict[str, Any]:
+def resolve(request: ResolveMessage) -> dict[str, object]:
     """Answer one ``resolve`` request (module docstring); failures are replies, never raised."""
     worker = _worker
     launch = request["resolve"]
@@ -220,7 +243,7 @@ def resolve(request: dict[str, Any]) -> dict[str, Any]:
         return {"ok": False, "kind": "launch", "error": "the launch compiled nothing (does the kernel launch at all?)"}
     try:
         fields = spec_fields(fn, captured.src, captured.options)
-        rebuilt = worker.build_source(fn, {**fields, "source": source}, worker.heuristics_of(launchable))
+        rebuilt = worker.build_source(fn, fields, worker.heuristics_of(launchable))
         theirs, ours = _normalized(worker.ast_source_view(captured.src)), _normalized(worker.ast_source_view(rebuilt))
         if theirs != ours:
             diff = {k: (theirs.get(k), ours.get(k)) for k in theirs if theirs.get(k) != ours.get(k)}

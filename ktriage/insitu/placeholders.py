@@ -141,7 +141,7 @@ class _FakeCuda(_Inert):
 
 _CUDA = _FakeCuda()
 _VERSION = types.SimpleNamespace(hip=None, cuda=None, git_version="placeholder", __version__="0.0.0")
-_FIXED_ATTRIBUTES: dict[str, dict[str, Any]] = {
+_FIXED_ATTRIBUTES: dict[str, dict[str, object]] = {
     "torch": {"version": _VERSION, "cuda": _CUDA},
     "torch.version": {"hip": None, "cuda": None, "git_version": "placeholder"},
     "torch.cuda": {

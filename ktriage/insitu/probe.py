@@ -19,7 +19,6 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Any
 
 if __package__:
     from ktriage.insitu import worker
@@ -27,8 +26,8 @@ else:
     import worker  # type: ignore[import-not-found,no-redef]
 
 
-def probe(cc: int) -> tuple[dict[str, Any], bool | None]:
-    spec = {
+def probe(cc: int) -> tuple[dict[str, object], bool | None]:
+    spec: worker.SpecJSON = {
         "source": f"{worker.PRIMING_KERNEL}:priming_kernel",
         "signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
         "constexprs": {"BLOCK": 128},
@@ -57,7 +56,7 @@ def probe(cc: int) -> tuple[dict[str, Any], bool | None]:
 def main(argv: list[str]) -> int:
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="ktriage-probe-"))
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"
-    archs: dict[str, Any] = {}
+    archs: dict[str, object] = {}
     order_sensitive: bool | None = None
     real_stdout = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)

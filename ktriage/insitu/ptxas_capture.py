@@ -17,9 +17,18 @@ from __future__ import annotations
 import os
 import subprocess
 import types
-from typing import Any
+from typing import Any, TypedDict
 
-_runs: list[dict[str, Any]] = []
+
+class PtxasRun(TypedDict, total=False):
+    """One ptxas run Triton made: its command line, exit status and ``-v`` log."""
+
+    argv: list[str]
+    returncode: int
+    log: str
+
+
+_runs: list[PtxasRun] = []
 
 
 class _RecordingSubprocess(types.ModuleType):
@@ -35,7 +44,7 @@ class _RecordingSubprocess(types.ModuleType):
         argv = [str(c) for c in cmd] if isinstance(cmd, (list, tuple)) else None
         if argv is None or "ptxas" not in os.path.basename(argv[0]):
             return subprocess.run(cmd, *args, **kwargs)
-        record: dict[str, Any] = {"argv": argv}
+        record: PtxasRun = {"argv": argv}
         try:
             result = subprocess.run(cmd, *args, **kwargs)
             record["returncode"] = result.returncode
@@ -68,7 +77,7 @@ def install() -> None:
         namespace["subprocess"] = _RecordingSubprocess()
 
 
-def take() -> list[dict[str, Any]]:
+def take() -> list[PtxasRun]:
     """The runs recorded since the last call, oldest first."""
     runs = list(_runs)
     _runs.clear()

@@ -26,7 +26,7 @@ import os
 import sys
 import tempfile
 import traceback
-from typing import Any
+from typing import Any, TypedDict
 
 if __package__:  # imported as ktriage.insitu.server (tests)
     from ktriage.insitu import launch_spec, worker
@@ -35,7 +35,18 @@ else:  # started as a script inside a toolchain's virtualenv: this folder is sys
     import worker  # type: ignore[import-not-found,no-redef]
 
 
-def handle(request: dict[str, Any]) -> dict[str, Any]:
+class CompileRequest(TypedDict, total=False):
+    """One request line: a spec to compile into ``out_dir``, or a launch to ``resolve`` (launch_spec.py)."""
+
+    id: str
+    out_dir: str
+    spec: worker.SpecJSON
+    sys_path: list[str]
+    target: str
+    resolve: launch_spec.ResolveRequest
+
+
+def handle(request: CompileRequest) -> dict[str, object]:
     """Compile one request and write its files into request['out_dir'] (a ``resolve`` request asks
     what this Triton's JIT compiles for a launch given by values instead: launch_spec.py)."""
     if request.get("resolve") is not None:

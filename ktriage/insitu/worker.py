@@ -24,7 +24,7 @@ import importlib.util
 import os
 import sys
 import tempfile
-from typing import Any
+from typing import Any, TypedDict
 
 if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
     from ktriage.insitu import fakedriver, kernel_source, placeholders, ptxas_capture
@@ -35,6 +35,43 @@ else:  # started as a script inside a toolchain's virtualenv: this folder is sys
     import ptxas_capture  # type: ignore[import-not-found,no-redef]
 
 PROTOCOL_VERSION = 2
+
+
+class SpecFields(TypedDict, total=False):
+    """The fields of a spec that say what the JIT compiles (``launch_spec.spec_fields`` gives them back)."""
+
+    signature: dict[str, str]
+    constexprs: dict[str, object]  # a constexpr's value is any JSON value (a dtype as "tl.float32")
+    equal_to_1: list[str]
+    divisible_by_16: list[str]
+    num_warps: int
+    num_stages: int
+    num_ctas: int
+    maxnreg: int | None
+
+
+class SpecJSON(SpecFields, total=False):
+    """What this worker reads of a spec (the host's ``KernelSpec.to_json()``; other keys are ignored)."""
+
+    source: str  # "path/to/file.py:fn" or "package.module:fn"
+    target: str  # "sm_90"
+
+
+class CompileResult(TypedDict, total=False):
+    """What :func:`compile_in_process` gives back (the host's frontend reply is this, with bytes as base64)."""
+
+    ttir: str
+    ttgir: str
+    llir: str
+    ptx: str
+    cubin: bytes
+    metadata: object  # Triton's metadata, made JSON-able (_jsonable)
+    triton_version: str
+    placeholder_imports: list[str]
+    ptxas_runs: list[ptxas_capture.PtxasRun]
+    ast_source: dict[str, object]
+
+
 PRIMING_KERNEL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "priming_kernel.py")
 
 
@@ -108,7 +145,7 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
             sys.meta_path.remove(finder)
 
 
-def _load(module_part: str, fn_name: str, recorded: dict[str, Any]) -> Any:
+def _load(module_part: str, fn_name: str, recorded: dict[str, object]) -> Any:
     import_error: BaseException | None = None
     try:
         module = _import_with_placeholders(module_part)
@@ -225,7 +262,7 @@ def _module_path(module_part: str) -> tuple[str, str | None]:
     raise _ExtractFailed(f"no file for module {module_part} on the compile worker's sys.path")
 
 
-def recorded_globals(module_part: str) -> dict[str, Any]:
+def recorded_globals(module_part: str) -> dict[str, object]:
     """The module-level values ``ktriage record`` kept in the snapshot that holds ``module_part``
     (kernel_source.GLOBALS_FILE beside its top package: module -> {"values", "defaults"}), or {} (a
     workload recorded before they were kept, a spec file: the module's own statements run, as before)."""
@@ -249,7 +286,7 @@ class _RecordedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     the module a kernel's module imports for its @triton.jit helpers needs no host helper either.
     The file on disk is the snapshot's own (Triton reads the kernel's source there; lines unchanged)."""
 
-    def __init__(self, recorded: dict[str, Any]) -> None:
+    def __init__(self, recorded: dict[str, object]) -> None:
         self.values = {str(name): kernel_source.recorded_sources(entry)[0] for name, entry in recorded.items()}
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
@@ -277,7 +314,7 @@ class _RecordedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         exec(compile(text, origin, "exec"), module.__dict__)
 
 
-def apply_recorded(recorded: dict[str, Any]) -> None:
+def apply_recorded(recorded: dict[str, object]) -> None:
     """Give each imported module of the snapshot the values the recorded program had: its host code
     ran here on another machine (no GPU, placeholders for missing modules) and may have computed
     others, which the kernel would then be compiled with. A module or function the kernel reads is
@@ -288,10 +325,11 @@ def apply_recorded(recorded: dict[str, Any]) -> None:
         if module is None:
             continue
         values, _ = kernel_source.recorded_sources(entry)
+        encoded = entry.get("values") if isinstance(entry, dict) else None
         for name, source in values.items():
             current = getattr(module, name, missing)
             if (
-                kernel_source.is_reference(entry["values"][name])
+                kernel_source.is_reference(encoded.get(name) if isinstance(encoded, dict) else None)
                 and current is not missing
                 and not placeholders.is_placeholder(current)
             ):
@@ -444,12 +482,12 @@ def jit_function_of(obj: Any, source: str) -> Any:
     return obj
 
 
-def heuristics_of(obj: Any) -> dict[str, Any]:
+def heuristics_of(obj: Any) -> dict[str, object]:
     """The ``@triton.heuristics`` rules of a launchable, by parameter name (outermost first)."""
     from triton.runtime.autotuner import Heuristics
     from triton.runtime.jit import JITFunction
 
-    found: dict[str, Any] = {}
+    found: dict[str, object] = {}
     while obj is not None and not isinstance(obj, JITFunction):
         values = getattr(obj, "values", None)
         if isinstance(obj, Heuristics) and isinstance(values, dict):
@@ -478,7 +516,7 @@ def _constexpr_value(value: Any) -> Any:
     return value
 
 
-def build_source(fn: Any, spec: dict[str, Any], heuristics: dict[str, Any] | None = None) -> Any:
+def build_source(fn: Any, spec: SpecFields, heuristics: dict[str, object] | None = None) -> Any:
     """Make the ASTSource the JIT would make for this launch (Triton 3.3+ conventions)."""
     heuristics = heuristics or {}
     from triton.compiler import ASTSource
@@ -490,7 +528,7 @@ def build_source(fn: Any, spec: dict[str, Any], heuristics: dict[str, Any] | Non
             "signature",
             f"the spec's signature lists {list(signature)} but {fn.__name__} takes {names}",
         )
-    constexprs: dict[str, Any] = dict(spec.get("constexprs") or {})
+    constexprs: dict[str, object] = dict(spec.get("constexprs") or {})
     for name in spec.get("equal_to_1") or ():
         signature[name] = "constexpr"
         constexprs[name] = 1
@@ -521,7 +559,7 @@ def build_source(fn: Any, spec: dict[str, Any], heuristics: dict[str, Any] | Non
 
 
 def _build_source_3_2(
-    fn: Any, spec: dict[str, Any], signature: dict[str, str], constexprs: dict[str, Any], divisible: set[str]
+    fn: Any, spec: SpecFields, signature: dict[str, str], constexprs: dict[str, object], divisible: set[str]
 ) -> Any:
     """Triton 3.2's JIT: the signature lists the non-constexpr parameters (ints equal to 1 included,
     typed i32), constants are keyed by name, and an AttrsDescriptor carries the divisibility and
@@ -590,7 +628,7 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def ast_source_view(src: Any) -> dict[str, Any]:
+def ast_source_view(src: Any) -> dict[str, object]:
     """What an ASTSource carries into the compile, as comparable JSON (signature, constants, attrs)."""
 
     def keyed(mapping: Any) -> dict[str, str]:
@@ -609,19 +647,20 @@ def ast_source_view(src: Any) -> dict[str, Any]:
     }
 
 
-def compile_options(spec: dict[str, Any]) -> dict[str, Any]:
+def compile_options(spec: SpecJSON) -> dict[str, int]:
     """The launch options a spec carries, as the JIT passes them to ``compile``."""
-    options: dict[str, Any] = {
+    options: dict[str, int] = {
         "num_warps": int(spec.get("num_warps", 4)),
         "num_stages": int(spec.get("num_stages", 3)),
         "num_ctas": int(spec.get("num_ctas", 1)),
     }
-    if spec.get("maxnreg"):
-        options["maxnreg"] = int(spec["maxnreg"])
+    maxnreg = spec.get("maxnreg")
+    if maxnreg:
+        options["maxnreg"] = int(maxnreg)
     return options
 
 
-def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) -> dict[str, Any]:
+def compile_in_process(spec: SpecJSON, sys_path: list[str] | None = None) -> CompileResult:
     """Compile one spec with this interpreter's Triton, cubin included, as the JIT would.
 
     Returns the IR texts, Triton's own cubin, its metadata, the ptxas run(s) Triton made (argv and
@@ -654,7 +693,10 @@ def compile_in_process(spec: dict[str, Any], sys_path: list[str] | None = None) 
             )
         raise WorkerError(kind, message) from exc
     asm = dict(kernel.asm)
-    result: dict[str, Any] = {k: asm[k] for k in ("ttir", "ttgir", "llir", "ptx") if k in asm}
+    result = CompileResult()
+    for k in ("ttir", "ttgir", "llir", "ptx"):
+        if k in asm:
+            result[k] = asm[k]
     result["cubin"] = asm.get("cubin", b"")
     result["metadata"] = _jsonable(kernel.metadata._asdict())
     result["triton_version"] = triton.__version__
@@ -676,7 +718,7 @@ def ensure_driver(cc: int) -> None:
 def prime() -> None:
     """Compile a tiny kernel once, so that every real compile of this process sees the LLVM options
     a previous compile leaves set (Triton 3.2/3.3 set ``nvptx-short-ptr`` only in their PTX step)."""
-    spec = {
+    spec: SpecJSON = {
         "source": f"{PRIMING_KERNEL}:priming_kernel",
         "signature": {"x_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
         "constexprs": {"BLOCK": 128},
