@@ -42,6 +42,7 @@ from ktriage import __version__
 from ktriage.errors import KtriageError
 from ktriage.insitu import launch_hook
 from ktriage.record.workload import Workload, compact, journal_path, read_journal, save_workload
+from ktriage.schema.jsontypes import JSONObject
 
 HOOK_FILE = Path(launch_hook.__file__).resolve()
 LOCK_SUFFIX = ".lock"
@@ -289,7 +290,7 @@ def _record_locked(
                     assert watchdog.stdin is not None
                     watchdog.stdin.close()
                     watchdog.wait()
-    recorded = {
+    recorded: JSONObject = {
         "command": list(command),
         "returncode": returncode,
         "started": started,

@@ -48,15 +48,17 @@ from ktriage.record.workload import (
     Input,
     Kernel,
     NotCaptured,
+    SnapshotFiles,
     Workload,
     jit_check,
     json_lines,
     launch_label,
     with_launch_facts,
 )
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.workload import MAX_SOURCE_LINE
-from ktriage.spec.launch import named_args, spec_options
-from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
+from ktriage.spec.launch import SpecOptions, named_args, spec_options
+from ktriage.spec.model import KNOWN_TARGETS, ConstexprValue, KernelSpec
 from ktriage.spec.packages import snapshot_dir
 from ktriage.spec.source import ParamInfo, read_params
 from ktriage.spec.specialize import specialize_launch
@@ -112,7 +114,7 @@ FULL_FILE_NOTE = (
 
 
 # ------------------------------------------------------------------------------------------ reading
-def read_trace(path: Path) -> list[dict[str, Any]]:
+def read_trace(path: Path) -> list[JSONObject]:
     """The events of one raw tritonparse trace file (plain NDJSON or concatenated gzip members).
 
     A damaged or foreign file is a FormatError naming it; a torn last line (the program killed while
@@ -144,7 +146,7 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path} is not a tritonparse trace (not UTF-8 text, nor gzip)", FIX) from exc
-    events: list[dict[str, Any]] = []
+    events: list[JSONObject] = []
     for number, item in json_lines(text.splitlines(), f"tritonparse trace {path}", FIX, torn_alone=False):
         if not isinstance(item, dict) or not isinstance(item.get("event_type"), str):
             raise FormatError(
@@ -181,7 +183,7 @@ class Compilation:
             )
         return f"sm_{arch}"
 
-    def options(self) -> dict[str, Any]:
+    def options(self) -> SpecOptions:
         """The spec's option fields: what the kernel was compiled with (not only what was passed)."""
         return spec_options({k: self.metadata.get(k) for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")})
 
@@ -215,7 +217,7 @@ class Compilation:
                 return [_triton_type(t) for t in _TTIR_ARG.findall(m.group(2))]
         return None
 
-    def view(self, params: Sequence[ParamInfo]) -> dict[str, Any] | None:
+    def view(self, params: Sequence[ParamInfo]) -> JSONObject | None:
         """What the JIT passed to ``triton.compile``, in the shape of the recorder's compile view
         (for :func:`ktriage.record.workload.jit_check`); None where the trace lacks the TTIR."""
         types = self.ttir_types()
@@ -276,7 +278,14 @@ class Snapshot:
     notes: list[str]
 
 
-def _snapshot(comp: Compilation, snapshots: dict[str, dict[str, Any]]) -> Snapshot:
+def _dim(value: JSONValue) -> int:
+    """A grid dimension of a launch event (a number)."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"grid dimension {value!r} is not a number")
+
+
+def _snapshot(comp: Compilation, snapshots: dict[str, SnapshotFiles]) -> Snapshot:
     """The kernel's source as the trace carries it, as a one-module snapshot (named by its content:
     two traced files with the same name must not shadow each other in one compile worker)."""
     code = comp.source.get("code")
@@ -365,7 +374,7 @@ def describe_arg(name: str, info: Any) -> Any:
                 f"argument {name}: the trace has no data_ptr, so its 16-byte alignment is unknown",
                 "trace with a tritonparse that records data_ptr (0.6 does)",
             )
-        out: dict[str, Any] = {
+        out: JSONObject = {
             "tensor": dtype,
             "aligned": int(ptr, 16) % 16 == 0,
             "shape": [int(s) for s in info.get("shape") or []],
@@ -426,7 +435,7 @@ def convert(paths: Sequence[Path]) -> Workload:
     """The workload of one or more raw tritonparse traces (the files of one run: ranks, processes)."""
     if not paths:
         raise KtriageError("no tritonparse trace given", "ktriage workload import TRACE.ndjson [...] -o W.json")
-    events: list[dict[str, Any]] = []
+    events: list[JSONObject] = []
     for path in paths:
         events.extend(read_trace(Path(path)))
     comps = _compilations(events)
@@ -437,7 +446,7 @@ def convert(paths: Sequence[Path]) -> Workload:
             f"the trace holds no compilation or launch event (only {', '.join(kinds)})",
             "give the raw trace of a program that compiled Triton kernels",
         )
-    snapshots: dict[str, dict[str, Any]] = {}
+    snapshots: dict[str, SnapshotFiles] = {}
     snaps: dict[str, Snapshot | str] = {}  # hash -> its snapshot, or why there is none
     not_captured: list[NotCaptured] = []
     members: dict[str, dict[str, _Member]] = {}
@@ -470,8 +479,8 @@ def convert(paths: Sequence[Path]) -> Workload:
     benchmarked: dict[str, int] = {}
     for n, ev in enumerate(launches):
         name = str(ev.get("name") or "?")
-        meta = ev.get("compilation_metadata") if isinstance(ev.get("compilation_metadata"), Mapping) else {}
-        comp = comps.get(str((meta or {}).get("hash") or ""))
+        meta = ev.get("compilation_metadata")
+        comp = comps.get(str(meta.get("hash") or "") if isinstance(meta, Mapping) else "")
         if is_benchmark_launch(ev):  # the autotuner timing a config: not the program's launch (as the recorder)
             benchmarked[name] = benchmarked.get(name, 0) + 1
             if comp is not None:
@@ -493,7 +502,8 @@ def convert(paths: Sequence[Path]) -> Workload:
             args = _launch_args(ev)
             params = read_params(module_file(snapshot_dir(requirement(snap.digest)), snap.module), comp.name)
             sp = specialize_launch(params, named_args(args))
-            grid = [int(g) for g in ev["grid"]] if isinstance(ev.get("grid"), list) else None
+            raw_grid = ev.get("grid")
+            grid = [_dim(g) for g in raw_grid] if isinstance(raw_grid, list) else None
             spec = KernelSpec(
                 name=comp.name,
                 source=f"{snap.module}:{comp.name}",
@@ -544,8 +554,8 @@ def convert(paths: Sequence[Path]) -> Workload:
         {str(c.metadata.get("triton_version")) for c in comps.values() if c.metadata.get("triton_version")}
     )
     targets = sorted({t for c in comps.values() for t in [_target_or_none(c)] if t})
-    host: dict[str, Any] = {"triton": ", ".join(versions) or None, "target": targets[0] if len(targets) == 1 else None}
-    recorded = {
+    host: JSONObject = {"triton": ", ".join(versions) or None, "target": targets[0] if len(targets) == 1 else None}
+    recorded: JSONObject = {
         "source": "tritonparse",
         "traces": [str(p) for p in paths],
         "events": {"compilation": sum(c.events for c in comps.values()), "launch": len(launches)},
@@ -584,7 +594,7 @@ def _compile_time_spec(
         )
     divisible = set(comp.divisible())
     signature: dict[str, str] = {}
-    constexprs: dict[str, Any] = {}
+    constexprs: dict[str, ConstexprValue] = {}
     args: list[list[Any]] = []
     equal_to_1: list[str] = []
     typed = dict(zip(runtime, types))

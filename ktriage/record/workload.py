@@ -28,13 +28,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.atomic import atomic_open
 from ktriage.errors import FormatError, KtriageError, SpecError, check_format_version
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.launch import named_args, spec_options
-from ktriage.spec.model import KNOWN_TARGETS, KernelSpec
+from ktriage.spec.model import KNOWN_TARGETS, ConstexprValue, KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
 
@@ -48,6 +49,13 @@ FIX = "record it again with this ktriage (ktriage record -o W.json -- COMMAND)"
 HARMLESS_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "stream", "grid", "warmup", "debug")
 
 
+class SnapshotFiles(TypedDict):
+    """One recorded source tree: its files (path -> text) and what the recorder noted about it."""
+
+    files: dict[str, str]
+    notes: list[str]
+
+
 @dataclass(frozen=True)
 class Input:
     """One distinct launch of a kernel: what it was called with, how often, and the spec."""
@@ -56,17 +64,17 @@ class Input:
     launch: str
     label: str
     args: list[list[Any]]
-    options: dict[str, Any]
+    options: JSONObject
     grid: list[int] | None
     count: int
     spec: KernelSpec
-    autotune_choice: dict[str, Any] | None = None
-    heuristics: dict[str, Any] = field(default_factory=dict)
+    autotune_choice: JSONObject | None = None
+    heuristics: JSONObject = field(default_factory=dict)
     # the spec against the JIT's own compile inputs (recorded where this process compiled it):
     # "same", "differs: ...", "unchecked: ..." or None (no compile seen: the JIT's cache served it)
     jit_check: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "id": self.id,
             "launch": self.launch,
@@ -95,14 +103,14 @@ class Kernel:
     package: str | None  # the distribution it came from on the recording host ("liger-kernel==0.5.10")
     snapshot: str
     inputs: list[Input]
-    autotune_configs: list[dict[str, Any]] | None = None
+    autotune_configs: list[JSONObject] | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def launches(self) -> int:
         return sum(i.count for i in self.inputs)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "id": self.id,
             "function": self.function,
@@ -125,7 +133,7 @@ class NotCaptured:
     why: str
     launches: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"function": self.function, "why": self.why, "launches": self.launches}
 
 
@@ -133,9 +141,9 @@ class NotCaptured:
 class Workload:
     kernels: list[Kernel]
     not_captured: list[NotCaptured]
-    host: dict[str, Any]
-    snapshots: dict[str, dict[str, Any]]
-    recorded: dict[str, Any] = field(default_factory=dict)
+    host: JSONObject
+    snapshots: dict[str, SnapshotFiles]
+    recorded: JSONObject = field(default_factory=dict)
     path: Path | None = None
 
     def specs(self) -> list[KernelSpec]:
@@ -167,7 +175,7 @@ class Workload:
         for digest, snap in self.snapshots.items():
             materialize(digest, snap["files"])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "format_version": WORKLOAD_FORMAT,
             "kind": WORKLOAD_KIND,
@@ -175,7 +183,7 @@ class Workload:
             "host": self.host,
             "kernels": [k.to_json() for k in self.kernels],
             "not_captured": [n.to_json() for n in self.not_captured],
-            "snapshots": self.snapshots,
+            "snapshots": {d: {"files": s["files"], "notes": s["notes"]} for d, s in self.snapshots.items()},
         }
 
 
@@ -200,13 +208,13 @@ def json_lines(lines: Sequence[str], what: str, fix: str, *, torn_alone: bool = 
     return out
 
 
-def read_journal(path: Path) -> list[dict[str, Any]]:
+def read_journal(path: Path) -> list[JSONObject]:
     """The journal's records; a torn last line (the program killed mid-write) is dropped."""
     from ktriage.schema.core import read_text, size_limit
     from ktriage.schema.workload import MAX_TRACE_MB
 
     lines = read_text(path, what="record journal", limit=size_limit(MAX_TRACE_MB), fix=FIX).splitlines()
-    records: list[dict[str, Any]] = []
+    records: list[JSONObject] = []
     for number, item in json_lines(lines, f"record journal {path}", FIX):
         if not isinstance(item, dict):
             raise FormatError(f"record journal {path} line {number} is not a JSON object", FIX)
@@ -219,12 +227,12 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
 def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any] | None = None) -> Workload:
     """The workload of a journal: specs derived, launches grouped into kernels, snapshots deduplicated."""
-    host: dict[str, Any] = {}
+    host: JSONObject = {}
     fn_records: dict[str, Mapping[str, Any]] = {}
     launches: list[Mapping[str, Any]] = []
     counts: dict[str, int] = {}
     not_captured: list[NotCaptured] = []
-    views: dict[str, dict[str, Any]] = {}
+    views: dict[str, JSONObject] = {}
     header: Mapping[str, Any] = records[0] if records else {}
     for rec in records:
         kind = rec.get("type")
@@ -241,7 +249,7 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
         elif kind == "not_captured":
             not_captured.append(NotCaptured(str(rec.get("function")), str(rec.get("why"))))
     target = str(host.get("target") or "sm_90")
-    snapshots: dict[str, dict[str, Any]] = {}
+    snapshots: dict[str, SnapshotFiles] = {}
     digests: dict[str, str] = {}
     failed: dict[str, str] = {}
     for fid, rec in fn_records.items():
@@ -415,7 +423,7 @@ def _inductor_spec(
     signature = {str(k): str(v) for k, v in dict(meta.get("signature") or {}).items()}
     names = list(signature)
     config = dict(launch.get("inductor_config") or {})
-    constexprs: dict[str, Any] = {}
+    constexprs: dict[str, ConstexprValue] = {}
     for name, value in {**dict(meta.get("constants") or {}), **dict(config.get("kwargs") or {})}.items():
         if name in signature:
             signature[name] = "constexpr"
@@ -604,7 +612,7 @@ def with_launch_facts(spec: KernelSpec, args: Sequence[Any], autotune_configs: A
 
 
 def _from_json(data: Mapping[str, Any]) -> Workload:
-    snapshots: dict[str, dict[str, Any]] = {}
+    snapshots: dict[str, SnapshotFiles] = {}
     for digest, snap in dict(data["snapshots"]).items():
         files = {str(k): str(v) for k, v in dict(snap["files"]).items()}
         materialize(str(digest), files)

@@ -99,9 +99,16 @@ def summary(workload: Workload) -> JSONObject:
         if k in workload.host
     }
     if rec.get("source") == "tritonparse":  # imported (ktriage workload import), not recorded by running a program
-        origin = {"source": f"tritonparse traces: {', '.join(str(t) for t in rec.get('traces') or [])}"}
+        traces = rec.get("traces")
+        origin = {
+            "source": f"tritonparse traces: {', '.join(str(t) for t in (traces if isinstance(traces, list) else []))}"
+        }
     else:
-        origin = {"command": " ".join(rec.get("command") or []), "program": _exit(rec.get("returncode"))}
+        command = rec.get("command")
+        origin = {
+            "command": " ".join(str(c) for c in (command if isinstance(command, list) else [])),
+            "program": _exit(rec.get("returncode")),
+        }
     return {
         "file": str(workload.path) if workload.path else None,
         **origin,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -118,7 +118,16 @@ def decode_value(value: object) -> LaunchValue:
     raise SpecError(f"unknown recorded launch value {value!r}", "record it again with this ktriage")
 
 
-def spec_options(options: Mapping[str, Any]) -> dict[str, Any]:
+class SpecOptions(TypedDict):
+    """The option fields of a :class:`KernelSpec` (keywords of its constructor)."""
+
+    num_warps: int
+    num_stages: int
+    num_ctas: int
+    maxnreg: int | None
+
+
+def spec_options(options: Mapping[str, Any]) -> SpecOptions:
     """The spec's option fields from a launch's option keywords (Triton's defaults where absent)."""
     return {
         "num_warps": int(options.get("num_warps") or TRITON_DEFAULT_WARPS),
