@@ -41,6 +41,7 @@ from ktriage.errors import KtriageError
 from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
+from ktriage.schema.jsontypes import JSONValue
 
 Say = Callable[[str], None]
 
@@ -112,6 +113,11 @@ class BisectReport:
 
 
 # --------------------------------------------------------------------------- setup
+
+
+def _num_warps(value: JSONValue) -> int:
+    """A bundle entry's ``launch["num_warps"]`` (an int; Triton's default 4 when it is not a number)."""
+    return int(value) if isinstance(value, (int, float)) else 4
 
 
 def _fingerprint(opts: BisectOptions) -> dict[str, Any]:
@@ -516,7 +522,7 @@ def _explain_from_bundle(opts: BisectOptions, report: BisectReport) -> None:
             occ = compute_occupancy(
                 bun.target,
                 int(res["registers"]),
-                int(art.launch.get("num_warps", 4)),
+                _num_warps(art.launch.get("num_warps", 4)),
                 int(res["shared_bytes"]),
                 barriers=res.get("barriers") or 1,
             )

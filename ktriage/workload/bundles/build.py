@@ -6,10 +6,11 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage import progress
 from ktriage.errors import SpecError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.bundles.format import FORMAT, artifact_entry, write_manifest
 from ktriage.workload.ops.replay import ROLES_BY_MODE
@@ -85,7 +86,7 @@ def build_bundle(
             list(specs.values()), list(toolchains), on_done=step.callback
         )  # (spec, toolchain) order
     pairs = [(key, tc) for key in specs for tc in toolchains]
-    artifacts: dict[str, dict[str, Any]] = {}
+    artifacts: dict[str, JSONObject] = {}
     for (key, tc), outcome in zip(pairs, outcomes, strict=True):
         if isinstance(outcome, Artifact):
             entry = artifact_entry(outcome, out_dir)

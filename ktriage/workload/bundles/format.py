@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from ktriage.catalog.inputs import InputCase
 from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
 from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
+from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.bundles.verify import CubinFacts, bundle_key, check_artifact, check_signature, read_cubin, sign
 from ktriage.workload.ops.replay import KernelRef, SpecSource
@@ -82,9 +84,9 @@ class BundleArtifact:
     cubin_path: Path
     cubin_sha256: str
     kernel_name: str
-    launch: dict[str, Any]  # shared, num_warps, num_ctas, cluster_dims, scratch sizes/aligns, ...
-    metadata: dict[str, Any]
-    abi: tuple[dict[str, Any], ...]  # AbiParam.to_json() each
+    launch: JSONObject  # shared, num_warps, num_ctas, cluster_dims, scratch sizes/aligns, ...
+    metadata: JSONObject
+    abi: tuple[JSONObject, ...]  # AbiParam.to_json() each
     resources: dict[str, Any] | None
     triton_version: str
     ptxas_version: str
@@ -116,11 +118,11 @@ class Bundle:
     sm_count: int
     backends: tuple[str, ...]
     inputs: list[dict[str, Any]]  # {"id", "facts", "x_val", "kernels": {backend: {role: spec_key}}}
-    toolchains: dict[str, dict[str, Any]]  # id -> Toolchain.to_json()
+    toolchains: dict[str, JSONObject]  # id -> Toolchain.to_json()
     specs: dict[str, KernelSpec]
     artifacts: dict[tuple[str, str], BundleArtifact | BundleFailure] = field(default_factory=dict)
     created: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)  # what the writer noted (e.g. skipped kernels)
+    extra: JSONObject = field(default_factory=dict)  # what the writer noted (e.g. skipped kernels)
 
     def input_cases(self) -> list[InputCase]:
         return [InputCase(int(i["id"]), {k: int(v) for k, v in i["facts"].items()}) for i in self.inputs]
@@ -160,13 +162,13 @@ class Bundle:
 
 
 # ----------------------------------------------------------------------------------- writing
-def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(out_dir: Path, manifest: Mapping[str, object]) -> None:
     """Replace a bundle's manifest atomically (a reader never sees half of one); signed when
     ``KTRIAGE_BUNDLE_KEY`` is set (``verify.sign``)."""
     write_atomic(Path(out_dir) / MANIFEST, json.dumps(sign(manifest), indent=1))
 
 
-def artifact_entry(art: Any, out_dir: Path) -> dict[str, Any]:
+def artifact_entry(art: Any, out_dir: Path) -> JSONObject:
     """The manifest entry of a compiled Artifact, its cubin copied into ``out_dir/cubins`` (once per hash)."""
     data = art.cubin.cubin_path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
@@ -189,7 +191,7 @@ def artifact_entry(art: Any, out_dir: Path) -> dict[str, Any]:
     }
 
 
-def _resources(art: Any) -> dict[str, Any] | None:
+def _resources(art: Any) -> JSONObject | None:
     """Registers, stack, spills, shared memory: for reports next to the timings (None if cuobjdump fails)."""
     from ktriage.analyze.artifact import cached_resources
 
@@ -245,10 +247,10 @@ def load_bundle(path: Path | str) -> Bundle:
         sm_count=doc.sm_count,
         backends=tuple(doc.backends),
         inputs=doc.inputs,
-        toolchains=doc.toolchains,
+        toolchains={tc_id: as_json_object(tc) for tc_id, tc in doc.toolchains.items()},
         specs=specs,
         created=doc.created,
-        extra=dict(doc.extra),
+        extra=as_json_object(dict(doc.extra)),
     )
     facts: dict[Path, tuple[str, CubinFacts]] = {}  # a cubin shared by entries is read once
     for key, per_tc in doc.artifacts.items():
@@ -292,9 +294,9 @@ def load_bundle(path: Path | str) -> Bundle:
                 cubin_path=cubin,
                 cubin_sha256=entry.cubin_sha256,
                 kernel_name=entry.kernel_name,
-                launch=entry.launch,
-                metadata=entry.metadata,
-                abi=tuple(entry.abi),
+                launch=as_json_object(entry.launch),
+                metadata=as_json_object(entry.metadata),
+                abi=tuple(as_json_object(p) for p in entry.abi),
                 resources=entry.resources,
                 triton_version=entry.triton_version,
                 ptxas_version=entry.ptxas_version,
@@ -321,7 +323,7 @@ def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
     )
 
 
-def _check_abi(spec: KernelSpec, abi: list[dict[str, Any]], *, where: str) -> None:
+def _check_abi(spec: KernelSpec, abi: Sequence[Mapping[str, object]], *, where: str) -> None:
     """The visible ABI must be the spec's runtime parameters in order (what the replays pass)."""
     visible = [p.get("name") for p in abi if not p.get("hidden")]
     runtime = [n for n, t in spec.signature.items() if t != "constexpr"]

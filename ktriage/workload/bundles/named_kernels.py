@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import FormatError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.bundles.format import (
     FORMAT,
@@ -30,9 +31,9 @@ def write_kernel_bundle(out_dir: Path, artifacts: Mapping[str, Any], *, extra: M
     reader. Same format as op bundles, so one loader (hashes and ABI checked) serves both."""
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
-    specs: dict[str, Any] = {}
-    toolchains: dict[str, Any] = {}
-    entries: dict[str, dict[str, Any]] = {}
+    specs: JSONObject = {}
+    toolchains: JSONObject = {}
+    entries: dict[str, JSONObject] = {}
     for name, art in artifacts.items():
         specs[name] = art.spec.to_json()
         toolchains.setdefault(art.toolchain.id, art.toolchain.to_json())
@@ -71,7 +72,7 @@ class NamedKernel:
         return tuple(self.spec.grid or ())
 
     @property
-    def info(self) -> dict[str, Any]:
+    def info(self) -> JSONObject:
         return {
             "spec": self.spec.name,
             "spec_meta": self.spec.meta,
@@ -81,11 +82,11 @@ class NamedKernel:
         }
 
     @property
-    def metadata(self) -> dict[str, Any]:
+    def metadata(self) -> JSONObject:
         return self.artifact.metadata
 
 
-def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], dict[str, Any]]:
+def read_kernel_bundle(path: Path | str) -> tuple[dict[str, NamedKernel], JSONObject]:
     """The kernels of a bundle written by :func:`write_kernel_bundle`, by name, and its ``extra``."""
     bundle = load_bundle(path)
     if bundle.op != KERNELS_OP:

@@ -37,6 +37,7 @@ import hmac
 import json
 import os
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -222,10 +223,10 @@ def check_artifact(
     kernel_name: str,
     target: str,
     ptxas_version: str,
-    abi: list[dict[str, Any]],
+    abi: Sequence[Mapping[str, object]],
     signature: dict[str, str],
-    launch: dict[str, Any],
-    resources: dict[str, Any] | None,
+    launch: Mapping[str, object],
+    resources: Mapping[str, object] | None,
 ) -> None:
     """Refuse (FormatError naming ``where``: the entry) a cubin that is not what its entry claims."""
     fix = (
@@ -293,17 +294,17 @@ def bundle_key() -> bytes | None:
     return value.encode("utf-8", "surrogateescape") if value else None
 
 
-def _canonical(manifest: dict[str, Any]) -> bytes:
+def _canonical(manifest: Mapping[str, object]) -> bytes:
     body = {k: v for k, v in manifest.items() if k != SIGNATURE}
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def signature_of(manifest: dict[str, Any], key: bytes) -> str:
+def signature_of(manifest: Mapping[str, object], key: bytes) -> str:
     """HMAC-SHA256 of the manifest's canonical JSON (every entry's cubin_sha256 is in it)."""
     return hmac.new(key, _canonical(manifest), hashlib.sha256).hexdigest()
 
 
-def sign(manifest: dict[str, Any]) -> dict[str, Any]:
+def sign(manifest: Mapping[str, object]) -> dict[str, object]:
     """The manifest with its signature when ``KTRIAGE_BUNDLE_KEY`` is set (without one otherwise)."""
     key = bundle_key()
     body = {k: v for k, v in manifest.items() if k != SIGNATURE}

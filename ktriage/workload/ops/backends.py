@@ -24,7 +24,10 @@ import abc
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 from ktriage.errors import MeasureError, SpecError
 from ktriage.measure.correctness import Accuracy
@@ -50,7 +53,7 @@ class OpInput:
     case: InputCase
     precision: str
     device: str
-    tensors: dict[str, Any] = field(default_factory=dict)
+    tensors: dict[str, Tensor] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)  # non-tensor arguments (eps, head counts)
 
     @property
@@ -122,7 +125,7 @@ class Backend(abc.ABC):
         """Build what TritonBench times for this input and mode (the forward of ``bwd`` runs here, once)."""
 
     @abc.abstractmethod
-    def outputs(self) -> dict[str, Any]:
+    def outputs(self) -> dict[str, Tensor | None]:
         """Run the prepared call once from a clean state (grads reset) and return its named results
         (fwd: ``y`` or ``q``/``k``; bwd: the gradients, e.g. ``dx``/``dw``/``db``)."""
 
@@ -151,13 +154,13 @@ class NativeBackend(Backend):
         """Run ``fwd`` once and return the timed backward of its output."""
 
     @abc.abstractmethod
-    def grad_leaves(self) -> dict[str, Any]:
+    def grad_leaves(self) -> dict[str, Tensor]:
         """Named tensors whose ``.grad`` the backward fills (e.g. dx: x, dw: weight)."""
 
-    def fwd_outputs(self, result: Any) -> dict[str, Any]:
+    def fwd_outputs(self, result: Any) -> dict[str, Tensor | None]:
         return {"y": result}
 
-    def bwd_outputs(self, result: Any) -> dict[str, Any]:
+    def bwd_outputs(self, result: Any) -> dict[str, Tensor | None]:
         return {name: t.grad for name, t in self.grad_leaves().items()}
 
     def prepare(self, inp: OpInput, mode: str) -> TimedCall:
@@ -176,7 +179,7 @@ class NativeBackend(Backend):
 
         return fwd_bwd
 
-    def outputs(self) -> dict[str, Any]:
+    def outputs(self) -> dict[str, Tensor | None]:
         if self._fwd is None:
             raise MeasureError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
         if self._mode == "fwd":
@@ -194,7 +197,7 @@ def _discard(fn: Callable[[], Any]) -> TimedCall:
     return call
 
 
-def _detached(outputs: Mapping[str, Any]) -> dict[str, Any]:
+def _detached(outputs: Mapping[str, Any]) -> dict[str, Tensor | None]:
     return {k: (v.detach().clone() if v is not None else None) for k, v in outputs.items()}
 
 

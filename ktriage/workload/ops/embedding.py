@@ -10,7 +10,10 @@ includes autograd's ``weight.grad += grad_weight`` (a V x D add) after the first
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 from ktriage.errors import KtriageError
 from ktriage.ops.tutorial_params import cdiv, next_power_of_2
@@ -59,7 +62,7 @@ class EmbeddingBackend(NativeBackend):
         dy = inp.tensors["dy"]
         return lambda: y.backward(dy, retain_graph=True)
 
-    def grad_leaves(self) -> dict[str, Any]:
+    def grad_leaves(self) -> dict[str, Tensor]:
         return {"dweight": self.module.weight}
 
 
@@ -207,7 +210,7 @@ class LigerEmbeddingReplay(ArtifactBackend):
         self.kernels["bwd"](self._grid, self.bwd_args(grad_weight))
         return grad_weight
 
-    def outputs(self) -> dict[str, Any]:
+    def outputs(self) -> dict[str, Tensor | None]:
         if self._inp is None:
             raise KtriageError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
         if self._mode == "fwd":

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 from ktriage.errors import KtriageError
 from ktriage.ops import liger
@@ -49,7 +52,7 @@ class LayerNormBackend(NativeBackend):
         assert self._inp is not None
         return [self._inp.tensors["x"]]
 
-    def grad_leaves(self) -> dict[str, Any]:
+    def grad_leaves(self) -> dict[str, Tensor]:
         assert self._inp is not None
         t = self._inp.tensors
         return {"dx": t["x"], "dw": t["weight"], "db": t["bias"]}
@@ -274,7 +277,7 @@ class LigerLayerNormReplay(ArtifactBackend):
 
         return call
 
-    def outputs(self) -> dict[str, Any]:
+    def outputs(self) -> dict[str, Tensor | None]:
         if self._inp is None:
             raise KtriageError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
         if self._mode == "fwd":
@@ -341,7 +344,7 @@ class TritonLayerNormReplay(ArtifactBackend):
         self.kernels["fwd"](grid, self.fwd_args(y, mean, rstd))
         return y
 
-    def outputs(self) -> dict[str, Any]:
+    def outputs(self) -> dict[str, Tensor | None]:
         if self._inp is None:
             raise KtriageError(f"{self.name}: outputs() before prepare()", "call prepare(input, mode) first")
         return {"y": self.run_fwd()}

@@ -13,7 +13,10 @@ The baseline ``apply_rotary_pos_emb`` is written here from the formula HF transf
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 from ktriage.ops.rope import NUM_KV_HEADS as ROPE_NUM_KV_HEADS
 from ktriage.ops.rope import NUM_Q_HEADS as ROPE_NUM_Q_HEADS
@@ -91,13 +94,13 @@ class RopeBackend(NativeBackend):
         assert self._inp is not None
         return [self._inp.tensors["q"], self._inp.tensors["k"]]
 
-    def grad_leaves(self) -> dict[str, Any]:
+    def grad_leaves(self) -> dict[str, Tensor]:
         return {}
 
-    def fwd_outputs(self, result: Any) -> dict[str, Any]:
+    def fwd_outputs(self, result: Any) -> dict[str, Tensor | None]:
         return {"q": result[0], "k": result[1]}
 
-    def bwd_outputs(self, result: Any) -> dict[str, Any]:
+    def bwd_outputs(self, result: Any) -> dict[str, Tensor | None]:
         return {"dq": result[0], "dk": result[1]}
 
 

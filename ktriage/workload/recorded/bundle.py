@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
@@ -59,7 +60,7 @@ class Entry:
             self.args, spec.signature, self.grid, where=f"{self.backend} input {self.input}", constexprs=spec.constexprs
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "id": self.id,
             "kernel": self.kernel,
@@ -188,7 +189,7 @@ def build_recorded_bundle(
         outcomes = compiler.compile_many(
             list(specs.values()), list(toolchains), on_done=step.callback
         )  # (spec, toolchain) order
-    artifacts: dict[str, dict[str, Any]] = {}
+    artifacts: dict[str, JSONObject] = {}
     for (key, tc), outcome in zip([(k, t) for k in specs for t in toolchains], outcomes, strict=True):
         if isinstance(outcome, Artifact):
             artifacts.setdefault(key, {})[tc.id] = artifact_entry(outcome, out_dir)

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.workload.recorded.args import FLOATS, ITEMSIZE
 
 
@@ -167,7 +168,7 @@ class ResultCheck:
             f"results differ from the reference ({self.reference_toolchain}): miscompile or non-determinism ({detail})"
         )
 
-    def to_cell(self) -> dict[str, Any]:
+    def to_cell(self) -> JSONObject:
         """What goes into ``Cell.accuracy``."""
         w = self.worst
         return {

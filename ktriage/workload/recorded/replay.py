@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktriage.errors import MeasureError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.workload.ops.artifacts import LaunchFn
 from ktriage.workload.recorded.args import FLOAT_SCALE, LaunchPlan, ScalarArg, TensorArg
 from ktriage.workload.recorded.check import ArgDiff, diff_arrays
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 TORCH_DTYPES = {
     "fp32": "float32",
@@ -54,8 +58,8 @@ def torch_dtype(name: str) -> Any:
 class Buffers:
     """The tensor arguments of one launch: flat storages and the views the kernel receives."""
 
-    storages: dict[str, Any]
-    views: dict[str, Any]
+    storages: dict[str, Tensor]
+    views: dict[str, Tensor]
 
     def clone(self) -> Buffers:
         storages = {n: s.clone() for n, s in self.storages.items()}
@@ -95,8 +99,8 @@ def allocate(plan: LaunchPlan, *, seed: int, device: str = "cuda") -> Buffers:
     """The pristine buffers of ``plan``: seeded per argument (same seed, same data on every run)."""
     import torch
 
-    storages: dict[str, Any] = {}
-    views: dict[str, Any] = {}
+    storages: dict[str, Tensor] = {}
+    views: dict[str, Tensor] = {}
     for index, arg in enumerate(plan.tensors):
         dtype = torch_dtype(arg.dtype)
         storage = torch.empty(arg.storage_elems, dtype=dtype, device=device)
@@ -161,7 +165,7 @@ class Outcome:
     """What the differential check made of one toolchain (see :func:`differential_check`)."""
 
     status: str  # "ok" (timed next), "wrong" or "error"
-    accuracy: dict[str, Any]
+    accuracy: JSONObject
     error: str | None = None
 
 
