@@ -23,6 +23,7 @@ from ktriage.api._toolchains import resolve_toolchains
 from ktriage.bench.plan import BenchPlan, native_variants
 from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
+from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.gpus import GPUS_HELP
 
@@ -70,6 +71,7 @@ class BenchReport:
 
         return to_csv(self._rows())
 
+    @markdown_writer
     def to_markdown(self) -> str:
         from ktriage.report.bench import to_markdown
 

@@ -17,6 +17,7 @@ from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.catalog.resolve import op_default_mode
 from ktriage.errors import KtriageError
+from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,6 +51,7 @@ class BisectReport:
 
         return json.dumps(self.to_json(), indent=1)
 
+    @markdown_writer
     def to_markdown(self) -> str:
         from ktriage.report.bisect import to_markdown
 

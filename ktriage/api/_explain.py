@@ -28,6 +28,7 @@ from ktriage.explain.findings import FailureFinding, Finding, FindingGroup, coll
 from ktriage.explain.fixes import Fix
 from ktriage.explain.predicted import fail_on_hit
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S, explain_specs
+from ktriage.mdsafe import markdown_writer
 from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 from ktriage.spec.model import KernelSpec, input_label
 
@@ -102,6 +103,7 @@ class ExplainReport:
 
         return json.dumps(self.to_json(), indent=1)
 
+    @markdown_writer
     def to_markdown(self) -> str:
         from ktriage.report.explain import fixes_markdown, to_markdown
 

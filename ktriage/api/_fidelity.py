@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ktriage.errors import KtriageError, SpecError
 from ktriage.fidelity.harness import Row
+from ktriage.mdsafe import markdown_writer
 from ktriage.spec.model import KernelSpec
 
 Say = Callable[[str], None]
@@ -35,6 +36,7 @@ class FidelityReport:
 
         return summary(self.rows)
 
+    @markdown_writer
     def to_markdown(self, *, command: str = "", machine: str = "", date: str = "") -> str:
         from ktriage.report.fidelity import to_markdown
 

@@ -51,9 +51,16 @@ def test_the_example_module_builds_the_registered_operator() -> None:
     real = registry.operator(doc_op.name)
     assert real is not None
     functions = ("sweep", "recipe")
+    metrics = ("largest_tensor",)  # functions too: compared by their values over the sweep below
     for f in dataclasses.fields(Operator):
-        if f.name not in functions and f.name != "kernels":
+        if f.name not in functions + metrics and f.name != "kernels":
             assert getattr(doc_op, f.name) == getattr(real, f.name), f.name
+    for case in real.inputs():
+        for name in metrics:
+            doc_m, real_m = getattr(doc_op, name), getattr(real, name)
+            assert (doc_m is None) == (real_m is None), name
+            if doc_m is not None and real_m is not None:
+                assert doc_m(case.facts, "fwd", 2) == real_m(case.facts, "fwd", 2), (name, case)
     assert len(doc_op.kernels) == len(real.kernels)
     for doc_k, real_k in zip(doc_op.kernels, real.kernels):
         for f in dataclasses.fields(Kernels):
