@@ -9,16 +9,24 @@ constants, divisibility and equal-to-1 attributes) and the cubin, byte for byte.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import SpecError
 from ktriage.fidelity.harness import Row, compare_artifact, first_line, run_jit
 from ktriage.fidelity.model import FidelityCase
+from ktriage.schema.jsontypes import JSONValue
 from ktriage.spec.launch import SPEC_OPTIONS, TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch, decode_value
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.values import resolve_request
 from ktriage.toolchain.manager import Toolchain
+
+
+def _option(options: Mapping[str, JSONValue], key: str, default: int) -> int:
+    """A launch option (an int) of a by-value spec's launch, ``default`` where it is not given."""
+    value = options.get(key, default)
+    return int(value) if isinstance(value, (int, float, str)) else default
 
 
 def case_of(spec: KernelSpec) -> FidelityCase:
@@ -36,10 +44,10 @@ def case_of(spec: KernelSpec) -> FidelityCase:
         args=args,
         target=spec.target,
         grid=tuple(spec.launch.get("grid") or (1,)),
-        num_warps=int(options.get("num_warps", TRITON_DEFAULT_WARPS)),
-        num_stages=int(options.get("num_stages", TRITON_DEFAULT_STAGES)),
-        num_ctas=int(options.get("num_ctas", 1)),
-        maxnreg=options.get("maxnreg"),
+        num_warps=_option(options, "num_warps", TRITON_DEFAULT_WARPS),
+        num_stages=_option(options, "num_stages", TRITON_DEFAULT_STAGES),
+        num_ctas=_option(options, "num_ctas", 1),
+        maxnreg=maxnreg if isinstance(maxnreg := options.get("maxnreg"), int) else None,
     )
     return FidelityCase(
         name=spec.name,

@@ -21,11 +21,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.arch import SPEC_TARGETS
 from ktriage.errors import SpecError
-from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 ConstexprValue = int | float | bool | str | None
 
@@ -75,6 +75,16 @@ def is_valid_type(ty: str) -> bool:
     return ty in SCALAR_TYPES
 
 
+class LaunchRecord(TypedDict, total=False):
+    """A spec written by values: the launch as the library makes it (spec/values.py)."""
+
+    args: list[list[JSONValue]]  # [name, encoded value] pairs
+    options: dict[str, int]  # num_warps, num_stages, num_ctas, maxnreg as the launch passes them
+    grid: list[int]
+    autotune_config: int | None
+    overrides: dict[str, JSONValue]  # what tune or a fix changed (launch_overrides)
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One launch of one Triton kernel, as the JIT sees it. See the module docstring for conventions."""
@@ -97,7 +107,7 @@ class KernelSpec:
     # encoded value]], "options": {...}, "grid": [...], "autotune_config": int | None}. Each toolchain's
     # own JIT then decides the fields above for its compile (spec/values.py, compile/compiler.py); the
     # fields here are the preview by ktriage's rules (spec/specialize.py), shown before any compile.
-    launch: dict[str, Any] | None = None
+    launch: LaunchRecord | None = None
 
     def __post_init__(self) -> None:
         # Normalize containers (JSON gives lists) and put equal_to_1 ints in the JIT's constexpr form.

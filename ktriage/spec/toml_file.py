@@ -255,8 +255,9 @@ def _launch_lines(spec: KernelSpec) -> list[str]:
     """A by-value spec's ``[kernel.args]`` (and options, meta) as :func:`load_spec_file` reads them."""
     launch = spec.launch or {}
     lines = []
-    if launch.get("autotune_config") is not None:
-        lines.append(f"autotune_config = {int(launch['autotune_config'])}")
+    config = launch.get("autotune_config")
+    if config is not None:
+        lines.append(f"autotune_config = {int(config)}")
     lines += ["", "[kernel.args]"]
     for name, value in launch.get("args") or []:
         if isinstance(value, dict) and "tensor" in value:

@@ -32,7 +32,7 @@ from typing import Any, TypedDict
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.launch import encode_value
-from ktriage.spec.model import KernelSpec, is_int_type
+from ktriage.spec.model import KernelSpec, LaunchRecord, is_int_type
 from ktriage.spec.source import ParamInfo, Unresolved
 from ktriage.spec.specialize import Constexpr, Ptr, canonical_dtype, specialize_args
 
@@ -169,7 +169,7 @@ def by_value_spec(
         do_not_specialize_on_alignment=[p.name for p in params if p.do_not_specialize_on_alignment],
         annotation_types={p.name: p.annotation_type for p in params if p.annotation_type},
     )
-    launch: JSONObject = {"args": encoded, "options": dict(options)}
+    launch: LaunchRecord = {"args": encoded, "options": dict(options)}
     if grid is not None:
         launch["grid"] = [int(g) for g in grid]
     if autotune_config is not None:
@@ -245,7 +245,8 @@ def resolve_request(spec: KernelSpec) -> ResolveRequest:
         raise SpecError(f"spec {spec.name!r} is not written by values", "only [kernel.args] specs are resolved")
     # A constexpr that tune or a fix changed, and that the launch passes, is passed changed: the
     # kernel's heuristics then see it as they would in the library.
-    changed = dict((spec.launch.get("overrides") or {}).get("constexprs") or {})
+    constexprs = (spec.launch.get("overrides") or {}).get("constexprs")
+    changed = dict(constexprs) if isinstance(constexprs, Mapping) else {}
     args = [[n, encode_value(changed[n]) if n in changed else v] for n, v in spec.launch.get("args") or []]
     return {
         "source": spec.source,
@@ -276,7 +277,7 @@ def resolved_spec(spec: KernelSpec, reply: Mapping[str, Any]) -> KernelSpec:
     overrides = dict((spec.launch or {}).get("overrides") or {})
     for name, value in overrides.items():
         if name == "constexprs":
-            fields["constexprs"] = {**dict(fields["constexprs"]), **dict(value)}
+            fields["constexprs"] = {**dict(fields["constexprs"]), **(dict(value) if isinstance(value, Mapping) else {})}
         else:
             fields[name] = value
     return spec.replace(
