@@ -20,6 +20,7 @@ names the later one's cause. Profiles and triage of an older recording of the pr
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import re
@@ -277,10 +278,29 @@ def root_cause(folder: Path, rec: str) -> str:
                     text = handle.read().decode(errors="replace") if handle else ""
                     errors = [ln for ln in text.splitlines() if re.match(r"^[\w.]+(Error|Exception): ", ln)]
                     if errors:
-                        return re.sub(r"^[\w.]*\.(\w+: )", r"\1", errors[-1].strip())[:240]
+                        return shorten(re.sub(r"^[\w.]*\.(\w+: )", r"\1", errors[-1].strip()))[:240]
         except (OSError, tarfile.TarError):
             continue
     return ""
+
+
+def shorten(message: str) -> str:
+    """A message that quotes two long argument lists, said by their difference (what one has that the other lacks)."""
+    match = re.search(r"^(.*?)(\[[^\]]*\]) differ from (.*?)(\[[^\]]*\])", message)
+    if not match:
+        return message
+    try:
+        first, second = ast.literal_eval(match.group(2)), ast.literal_eval(match.group(4))
+    except (ValueError, SyntaxError):
+        return message
+    only_second = [a for a in second if a not in first]
+    only_first = [a for a in first if a not in second]
+    parts = [f"{match.group(3).strip()} also include {', '.join(only_second)}"] if only_second else []
+    parts += [f"only the {match.group(1).split(':')[-1].strip()} include {', '.join(only_first)}"] if only_first else []
+    return (
+        f"{match.group(1).strip()} ({len(first)}) differ from {match.group(3).strip()} ({len(second)}): "
+        + "; ".join(parts)
+    )
 
 
 def cell(entry: dict[str, Any]) -> str:

@@ -29,8 +29,9 @@ tb fp8_attention fwd
 tb grouped_gemm fwd
 tb embedding bwd
 py serving_kernels benchmarks/corpus/programs/serving_kernels.py"}
-# profiled already: the five of the last round, and what round3_import.sh lists from call 1 (.carry/profiled.txt)
-PROFILED_SKIP=${PROFILED_SKIP:-"tb_softmax_fwd tb_int4_gemm_fwd tb_rms_norm_bwd tb_swiglu_bwd tb_geglu_bwd $(cat .carry/profiled.txt 2>/dev/null)"}
+# profiled already: the five of the last round, and what `round3_prep.sh import` lists from call 1 (.carry/profiled.txt,
+# one name a line: joined with spaces here, as the skip test below matches " NAME ")
+PROFILED_SKIP=${PROFILED_SKIP:-"tb_softmax_fwd tb_int4_gemm_fwd tb_rms_norm_bwd tb_swiglu_bwd tb_geglu_bwd $(tr "\n" " " < .carry/profiled.txt 2>/dev/null)"}
 step() { [[ $STEPS == *$1* ]]; }
 repo=$(pwd) start=$SECONDS
 left() { echo $(( END - (SECONDS - start) )); }
