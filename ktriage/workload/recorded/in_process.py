@@ -91,8 +91,8 @@ def launch_to_spec(
             f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
             "record the launch exactly as the library makes it",
         )
-    bound: dict[str, Any] = dict(zip(names, args, strict=False))
-    options: dict[str, Any] = dict(DEFAULT_OPTIONS)
+    bound: dict[str, object] = dict(zip(names, args, strict=False))
+    options: dict[str, object] = dict(DEFAULT_OPTIONS)
     for key, value in kwargs.items():
         if key in OPTION_KEYS:
             options[key] = value
@@ -115,14 +115,21 @@ def launch_to_spec(
         constexprs=sp.constexprs,
         divisible_by_16=sp.divisible_by_16,
         equal_to_1=sp.equal_to_1,
-        num_warps=int(options["num_warps"]),
-        num_stages=int(options["num_stages"]),
-        num_ctas=int(options["num_ctas"]),
-        maxnreg=options["maxnreg"],
+        num_warps=_number(options["num_warps"]),
+        num_stages=_number(options["num_stages"]),
+        num_ctas=_number(options["num_ctas"]),
+        maxnreg=None if options["maxnreg"] is None else _number(options["maxnreg"]),
         target=target,
         grid=grid_t,
         meta={"recorded": True, **dict(meta or {})},
     )
+
+
+def _number(value: object) -> int:
+    """A launch option the library passed (num_warps, ...): an int, as ``int()`` reads it."""
+    if isinstance(value, (int, float, str)):
+        return int(value)
+    raise TypeError(f"launch option {value!r} is not a number")
 
 
 # Triton dtype names (tl.dtype.name) -> the spelling specs use for dtype constexprs.
