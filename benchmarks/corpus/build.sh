@@ -4,7 +4,7 @@
 #                                                          Triton, the reference; 3.3.1; 3.4.0) + .carry/corpus-bundles.tgz
 #                                                          (BUNDLES=DIR TGZ=FILE: another folder and tarball, e.g.
 #                                                          a device call's new bundles alone)
-#   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json.gz,md}
+#   bash benchmarks/corpus/build.sh explain [NAME...]   -> benchmarks/corpus/h200/explain/NAME.{json.gz,md,log.gz}
 #                                                          (3.6.0 reference vs 3.3.1, 3.4.0, 3.5.1, 3.9.0, sm_90)
 # NAME: a workload of benchmarks/corpus/h200/workloads/ without .workload.json.gz (default: all with a kernel); the
 # workloads are committed gzipped, ktriage reads them as they are (a plain NAME.workload.json is taken too).
@@ -49,6 +49,7 @@ case "$step" in
         -t triton==3.9.0 --arch sm_90 --allow-failures -o "$out/$n.json" -o "$out/$n.md" > "$out/$n.log" 2>&1
       rc=$?
       [ -f "$out/$n.json" ] && gzip -9 -f "$out/$n.json"  # committed gzipped (12x smaller)
+      gzip -9 -n -f "$out/$n.log"  # its stderr, likewise (NAME.log.gz: zcat to read)
       echo "$n: exit $rc after $(( $(date +%s) - t0 )) s" | tee -a "$out/build.log"
     done ;;
   *) echo "error: unknown step '$step' (bundles or explain)" >&2; exit 2 ;;
