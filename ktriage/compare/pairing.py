@@ -14,13 +14,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
-from ktriage.schema.jsontypes import JSONValue
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.cliffs import DEFAULT_CLIFF_CONFIG, Cliff, CliffConfig, find_cliffs
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
@@ -63,7 +63,7 @@ class PairResult:
     def kind(self) -> str:
         return self.verdict.verdict if self.verdict else self.status
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "op": self.op,
             "mode": self.mode,
@@ -94,7 +94,7 @@ class BaselineCheck:
     def speedups_valid(self) -> bool:
         return self.status in ("unchanged", "shared")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "backend": self.backend,
             "status": self.status,
@@ -121,7 +121,7 @@ class CliffFinding:
     def describe(self) -> str:
         return f"{self.op}.{self.mode} {self.cliff.describe()} [{self.side}]"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "op": self.op,
             "mode": self.mode,
@@ -191,7 +191,7 @@ class Comparison:
                 notes += [n for n in run_profile_notes(run) if n not in notes]
         return notes
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "ref": self.ref_label,
             "new": self.new_label,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ktriage.measure.results_file import cell_profile
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 if TYPE_CHECKING:
     from ktriage.compare.pairing import Comparison, PairResult
@@ -37,6 +38,61 @@ _HASH = re.compile(r"\.[0-9a-f]{8}$")
 def short(toolchain: str | None) -> str:
     """A toolchain id without its content hash (``triton-3.4.0.ptxas-12.8.93``): enough in a sentence."""
     return _HASH.sub("", toolchain) if toolchain else "host"
+
+
+Pair = tuple[float | None, float | None]  # [reference, new], None where ncu gave none
+
+
+@dataclass(frozen=True)
+class TopStall:
+    """The stall reason whose share of stall cycles grew most (``top_stall``)."""
+
+    reason: str
+    points: float  # new share - reference share, in percentage points
+    share_pct: float  # its share of the new side's stall cycles
+
+    def to_json(self) -> JSONObject:
+        return {"reason": self.reason, "points": self.points, "share_pct": self.share_pct}
+
+
+@dataclass(frozen=True)
+class KernelNumbers:
+    """The quoted numbers of one launch pair, each a (reference, new) pair."""
+
+    kernel: str
+    registers_per_thread: Pair
+    local_share_of_l1_sectors_pct: Pair
+    dram_throughput_pct: Pair
+    dram_bytes: Pair
+    duration_ns: Pair
+    global_atom_requests: Pair
+    global_red_requests: Pair
+    top_stall: TopStall | None
+
+    def to_json(self) -> JSONObject:
+        """The JSON's keys in this order, each pair a [reference, new] list."""
+        return {
+            "kernel": self.kernel,
+            "registers_per_thread": list(self.registers_per_thread),
+            "local_share_of_l1_sectors_pct": list(self.local_share_of_l1_sectors_pct),
+            "dram_throughput_pct": list(self.dram_throughput_pct),
+            "dram_bytes": list(self.dram_bytes),
+            "duration_ns": list(self.duration_ns),
+            "global_atom_requests": list(self.global_atom_requests),
+            "global_red_requests": list(self.global_red_requests),
+            "top_stall": self.top_stall.to_json() if self.top_stall is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class CompileSides:
+    """Both sides' compile-side resources (the profile section's ``compile_side``, as written)."""
+
+    ref: JSONValue
+    new: JSONValue
+
+    def to_json(self) -> JSONObject:
+        return {"ref": self.ref, "new": self.new}
 
 
 @dataclass
@@ -54,8 +110,8 @@ class CounterQuote:
     ratio: float | None
     text: str
     available: bool  # both sides had counters
-    kernels: list[dict[str, Any]] = field(default_factory=list)
-    compile_side: dict[str, Any] = field(default_factory=dict)
+    kernels: list[KernelNumbers] = field(default_factory=list)
+    compile_side: CompileSides | None = None  # None where a side had no counters (JSON: {})
 
     def label(self) -> str:
         tcs = (
@@ -71,7 +127,7 @@ class CounterQuote:
             return self.verdict
         return f"{self.verdict} {(self.ratio - 1) * 100:+.1f}%"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "op": self.op,
             "mode": self.mode,
@@ -84,8 +140,8 @@ class CounterQuote:
             "ratio": self.ratio,
             "available": self.available,
             "text": self.text,
-            "kernels": self.kernels,
-            "compile_side": self.compile_side,
+            "kernels": [k.to_json() for k in self.kernels],
+            "compile_side": self.compile_side.to_json() if self.compile_side is not None else {},
         }
 
 
@@ -131,59 +187,63 @@ def top_stall(ref: Mapping[str, Any], new: Mapping[str, Any]) -> tuple[str, floa
     return reason, points[reason], float(shares.get(reason, 0.0))
 
 
-def kernel_numbers(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def kernel_numbers(ref: Mapping[str, Any], new: Mapping[str, Any]) -> KernelNumbers:
     """The quoted numbers of one launch pair, [reference, new] each (None where ncu gave none)."""
-    out: dict[str, Any] = {"kernel": str(new.get("kernel_name") or ref.get("kernel_name") or "")}
-    for key in (
-        "registers_per_thread",
-        "local_share_of_l1_sectors_pct",
-        "dram_throughput_pct",
-        "dram_bytes",
-        "duration_ns",
-        "global_atom_requests",
-        "global_red_requests",
-    ):
-        out[key] = [_num(ref.get(key)), _num(new.get(key))]
+
+    def pair(key: str) -> Pair:
+        return _num(ref.get(key)), _num(new.get(key))
+
     stall = top_stall(ref, new)
-    out["top_stall"] = {"reason": stall[0], "points": stall[1], "share_pct": stall[2]} if stall else None
-    return out
+    return KernelNumbers(
+        kernel=str(new.get("kernel_name") or ref.get("kernel_name") or ""),
+        registers_per_thread=pair("registers_per_thread"),
+        local_share_of_l1_sectors_pct=pair("local_share_of_l1_sectors_pct"),
+        dram_throughput_pct=pair("dram_throughput_pct"),
+        dram_bytes=pair("dram_bytes"),
+        duration_ns=pair("duration_ns"),
+        global_atom_requests=pair("global_atom_requests"),
+        global_red_requests=pair("global_red_requests"),
+        top_stall=TopStall(*stall) if stall else None,
+    )
 
 
-def kernel_sentence(numbers: Mapping[str, Any]) -> str:
+def _both(pair: Pair) -> tuple[float, float] | None:
+    """The pair when ncu gave both sides' number, else None."""
+    ref, new = pair
+    return None if ref is None or new is None else (ref, new)
+
+
+def kernel_sentence(numbers: KernelNumbers) -> str:
     """The counters of one launch pair, in the order the issue asks: registers, local-memory share,
     the stall that grew, DRAM throughput (and bytes), atomics when there are any, the duration."""
     said = []
-    regs = numbers["registers_per_thread"]
-    if None not in regs:
+    if regs := _both(numbers.registers_per_thread):
         said.append(f"{regs[0]:.0f} -> {regs[1]:.0f} registers/thread")
-    local = numbers["local_share_of_l1_sectors_pct"]
-    if None not in local and (local[0] or local[1]):
+    local = _both(numbers.local_share_of_l1_sectors_pct)
+    if local and (local[0] or local[1]):
         said.append(f"local-memory (spill) traffic is {local[1]:.0f}% of L1 sectors (ref {local[0]:.0f}%)")
-    stall = numbers.get("top_stall")
+    stall = numbers.top_stall
     if stall:
-        said.append(
-            f"stall '{stall['reason']}' {stall['points']:+.0f} points (now {stall['share_pct']:.0f}% of stall cycles)"
-        )
-    dram, dram_bytes = numbers["dram_throughput_pct"], numbers["dram_bytes"]
-    if None not in dram:
+        said.append(f"stall '{stall.reason}' {stall.points:+.0f} points (now {stall.share_pct:.0f}% of stall cycles)")
+    dram, dram_bytes = _both(numbers.dram_throughput_pct), _both(numbers.dram_bytes)
+    if dram:
         text = f"DRAM throughput {dram[0]:.0f}% -> {dram[1]:.0f}% of peak"
-        if None not in dram_bytes:
+        if dram_bytes:
             text += f" ({dram_bytes[0] / 1e6:.1f} -> {dram_bytes[1] / 1e6:.1f} MB)"
         said.append(text)
-    elif None not in dram_bytes:
+    elif dram_bytes:
         said.append(f"DRAM {dram_bytes[0] / 1e6:.1f} -> {dram_bytes[1] / 1e6:.1f} MB")
     atoms = [
-        (k, w)
-        for k, w in (("global_atom_requests", "atomic"), ("global_red_requests", "reduction"))
-        if None not in numbers[k] and (numbers[k][0] or numbers[k][1])
+        (both, w)
+        for pair, w in ((numbers.global_atom_requests, "atomic"), (numbers.global_red_requests, "reduction"))
+        if (both := _both(pair)) and (both[0] or both[1])
     ]
     if atoms:
-        said.append(", ".join(f"global {w} requests {numbers[k][0]:,.0f} -> {numbers[k][1]:,.0f}" for k, w in atoms))
-    duration = numbers["duration_ns"]
-    if None not in duration:
+        said.append(", ".join(f"global {w} requests {both[0]:,.0f} -> {both[1]:,.0f}" for both, w in atoms))
+    if duration := _both(numbers.duration_ns):
         said.append(f"kernel {duration[0] / 1e3:.1f} -> {duration[1] / 1e3:.1f} us")
     body = "; ".join(said) if said else "ncu reported none of the quoted counters"
-    return f"{numbers['kernel']}: {body}" if numbers["kernel"] else body
+    return f"{numbers.kernel}: {body}" if numbers.kernel else body
 
 
 def unavailable_line(side: str, toolchain: str | None, section: Mapping[str, Any] | None) -> str:
@@ -200,7 +260,7 @@ def quote_sections(
     *,
     ref_toolchain: str | None,
     new_toolchain: str | None,
-) -> tuple[str, bool, list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[str, bool, list[KernelNumbers], CompileSides | None]:
     """(text, available, per-kernel numbers, compile side) for the two sides' profile sections."""
     usable = [s is not None and s.get("status") == "ok" and bool(s.get("launches")) for s in (ref, new)]
     if not all(usable):
@@ -209,17 +269,17 @@ def quote_sections(
             for side, tc, s, ok in (("ref", ref_toolchain, ref, usable[0]), ("new", new_toolchain, new, usable[1]))
             if not ok
         ]
-        return "counters: " + "; ".join(lines), False, [], {}
+        return "counters: " + "; ".join(lines), False, [], None
     assert ref is not None and new is not None
     kernels = [kernel_numbers(a, b) for a, b in zip(ref["launches"], new["launches"])]
     side = compile_sentence(new_toolchain, new.get("compile_side"), ref.get("compile_side"))
     text = side + ". ncu, " + " | ".join(kernel_sentence(k) for k in kernels[:MAX_KERNELS])
     if len(kernels) > MAX_KERNELS:
         text += f" | and {len(kernels) - MAX_KERNELS} more launches"
-    return text, True, kernels, {"ref": ref.get("compile_side"), "new": new.get("compile_side")}
+    return text, True, kernels, CompileSides(ref=ref.get("compile_side"), new=new.get("compile_side"))
 
 
-def _index(cells: Iterable[Cell]) -> dict[tuple[str, str, int, str, str | None], dict[str, Any]]:
+def _index(cells: Iterable[Cell]) -> dict[tuple[str, str, int, str, str | None], JSONObject]:
     out = {}
     for c in cells:
         section = cell_profile(c)
@@ -274,7 +334,7 @@ def cell_quote(
     """The quote for one (op, mode, input, backend) across two result sets whatever the toolchains
     (triage pairs a side's artifact cell with the other side's): None when neither side has counters."""
 
-    def pick(cells: Sequence[Cell]) -> tuple[dict[str, Any] | None, str | None]:
+    def pick(cells: Sequence[Cell]) -> tuple[JSONObject | None, str | None]:
         found = [
             (cell_profile(c), c.key.toolchain)
             for c in cells

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from ktriage.compare.pairing import Comparison
 from ktriage.compare.quote import comparison_quotes
 from ktriage.exit_status import ExitStatus, outcome
+from ktriage.schema.jsontypes import JSONObject
 
 
 @dataclass
@@ -39,7 +39,7 @@ class CompareReport:
         """FINDING (1) when a regression was found, else OK (0): ``ktriage compare`` exits with it."""
         return outcome(finding=self.has_regressions)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         """The JSON document: per comparison its pairs, baseline check, cliffs, counters and notes."""
         return {
             "comparisons": [
