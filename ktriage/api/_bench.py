@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage import progress
 from ktriage.api._toolchains import resolve_toolchains
@@ -30,6 +30,8 @@ from ktriage.measure.gpus import GPUS_HELP
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from ktriage.ops.inputs import InputCase
+    from ktriage.schema.jsontypes import JSONObject
     from ktriage.workload.bundles.format import Bundle
 
 Say = Callable[[str], None]
@@ -53,17 +55,18 @@ class BenchReport:
     plan: BenchPlan | None  # None: compile_only (nothing measured)
     run: RunInfo | None = None
     cells: list[Cell] = field(default_factory=list)
-    toolchains: list[dict[str, Any]] = field(default_factory=list)  # the toolchains' records, as the bundle keeps them
+    # the toolchains' records (Toolchain.to_json), as the bundle keeps them
+    toolchains: list[JSONObject] = field(default_factory=list)
 
     @property
     def title(self) -> str:
         return f"{self.op} {self.mode} ({self.precision})"
 
-    def _rows(self) -> Any:
+    def _rows(self) -> list[dict[str, str]]:
         from ktriage.report.bench import results_table
         from ktriage.workload.ops.opdef import bench_op
 
-        labels = {t["id"]: str(t.get("spec") or t["id"]) for t in self.toolchains}
+        labels = {str(t["id"]): str(t.get("spec") or t["id"]) for t in self.toolchains}
         return results_table(self.cells, bench_op(self.op), self.baseline, self.metrics, labels)
 
     def to_csv(self) -> str:
@@ -179,7 +182,7 @@ def bench(
     if timing not in TIMINGS:
         raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
     native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)
-    records: list[dict[str, Any]] = []
+    records: list[JSONObject] = []
     if toolchains:
         loaded, records = _compile_bundle(
             op, mode_name, cases, toolchains, artifact, bundle, arch, sm_count, prec, jobs, compile_timeout, tell
@@ -213,7 +216,7 @@ def bench(
         baseline=base,
         precision=prec,
         bundle=str(loaded.path) if loaded else None,
-        toolchains=[t["id"] for t in records] if artifact else [],
+        toolchains=[str(t["id"]) for t in records] if artifact else [],
         timing={"mode": timing, "l2_flush": l2_flush},
         min_samples=min_samples,
         max_time_s=max_time,
@@ -241,7 +244,7 @@ def require_torch() -> None:
 def _compile_bundle(
     op: str,
     mode: str,
-    cases: Sequence[Any],
+    cases: Sequence[InputCase],
     toolchains: Sequence[str],
     artifact: list[str],
     bundle: str | Path | None,
@@ -251,7 +254,7 @@ def _compile_bundle(
     jobs: int | None,
     compile_timeout: float,
     say: Say,
-) -> tuple[Bundle, list[dict[str, Any]]]:
+) -> tuple[Bundle, list[JSONObject]]:
     """The bundle of ``cases`` x ``toolchains`` (the artifact backends' kernels), under the ktriage
     home unless ``bundle`` names the folder."""
     from ktriage.compile.compiler import Compiler
@@ -293,7 +296,7 @@ def _measure(
     plan: BenchPlan,
     db: str | None,
     results_path: Path | None,
-    toolchains: list[dict[str, Any]],
+    toolchains: list[JSONObject],
     gpus: list[int] | None,
     say: Say,
 ) -> tuple[RunInfo, list[Cell]]:

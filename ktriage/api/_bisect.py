@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
@@ -21,6 +21,8 @@ from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ktriage.schema.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class BisectReport:
         """The state file: rerun with ``resume=True`` to continue without re-testing."""
         return self.result.state_path
 
-    def to_json(self) -> Any:
+    def to_json(self) -> JSONObject:
         from ktriage.report.bisect import to_json
 
         return to_json(self.result)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
@@ -34,6 +34,8 @@ from ktriage.spec.model import KernelSpec, input_label
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from ktriage.schema.jsontypes import JSONObject
 
 FAIL_ON = ("regression", "any")
 __all__ = ["DEFAULT_COMPILE_TIMEOUT_S", "DEFAULT_THRESHOLD", "FAIL_ON", "ExplainReport", "explain"]
@@ -91,7 +93,7 @@ class ExplainReport:
         ``allow_failures`` (``ktriage.exit_status``)."""
         return outcome(finding=self.gate_hit, complete=self.complete, allow_failures=allow_failures)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         from ktriage.report.explain import to_json
 
         fixes = {"fixes": [f.to_json() for f in self.fixes]} if self.fixes is not None else {}
