@@ -7,10 +7,12 @@
 #                                                            that travels (must stay under 64 MiB)
 #   bash benchmarks/corpus/round3_prep.sh import DIR       call 1's files (DIR/round3.tgz, workloads.tgz,
 #                                                            record_logs.tgz, triage_run.tgz) unpacked into DIR/x,
-#                                                            the new workloads gzipped into
-#                                                            h200/workloads/ (NAME.workload.json.gz, replacing the old
-#                                                            recording), their logs into h200/rerecord_logs/, the
-#                                                            profiled names into .carry/profiled.txt
+#                                                            the new workloads gzipped into h200/workloads/ as
+#                                                            NAME_r3.workload.json.gz beside the older recording (whose
+#                                                            name committed bench results and calibration cells cite;
+#                                                            NAME.workload.json.gz for a program not recorded before),
+#                                                            their logs into h200/rerecord_logs_r3/, the profiled names
+#                                                            into .carry/profiled.txt
 #   bash benchmarks/corpus/round3_prep.sh call2 [NAME...]  the bundles of the workloads call 1 recorded ->
 #                                                            .carry/round3b-bundles.tgz (then on the device:
 #                                                            STEPS=bd R3_TGZ=.carry/round3b-bundles.tgz)
@@ -51,10 +53,12 @@ case "${1:-}" in
     for w in "$x"/workloads/wl/*.workload.json; do
       [ -f "$w" ] || continue
       n=$(basename "$w" .workload.json)
-      gzip -9 -n -c "$w" > "$WL/$n.workload.json.gz" && rm -f "$WL/$n.workload.json" && echo "workload $n"
+      to=$n  # beside an older recording of the program: NAME_r3 (coverage.py counts NAME_r3 over NAME)
+      [ -f "$WL/$n.workload.json.gz" ] && ! gzip -9 -n -c "$w" | cmp -s - "$WL/$n.workload.json.gz" && to=${n}_r3
+      gzip -9 -n -c "$w" > "$WL/$to.workload.json.gz" && echo "workload $to"
     done
-    mkdir -p benchmarks/corpus/h200/rerecord_logs
-    for f in "$x"/record_logs/log/*; do [ -f "$f" ] && cp "$f" benchmarks/corpus/h200/rerecord_logs/; done
+    mkdir -p benchmarks/corpus/h200/rerecord_logs_r3
+    for f in "$x"/record_logs/log/*; do [ -f "$f" ] && cp "$f" benchmarks/corpus/h200/rerecord_logs_r3/; done
     ls "$x"/round3/profile/*.json 2>/dev/null | xargs -r -n1 basename | sed 's/\.json$//' > .carry/profiled.txt
     echo "profiled in call 1: $(tr '\n' ' ' < .carry/profiled.txt)" ;;
   call2)
