@@ -18,7 +18,7 @@ import json
 import subprocess
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError
@@ -26,6 +26,9 @@ from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import PROFILE_KEY, check_profile_section, read_results, write_results
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.results import PROFILE_FORMAT
+
+if TYPE_CHECKING:
+    from ktriage.profile.diff import ProfileReport
 
 Say = Callable[[str], None]
 # compile-side resources kept in the section (the bundle has more; profile.json keeps them all)
@@ -43,9 +46,9 @@ COMPILE_KEYS = (
 )
 
 
-def sections(doc: Mapping[str, Any], *, raw_dir: str = "") -> dict[str, dict[str, Any]]:
+def sections(doc: ProfileReport, *, raw_dir: str = "") -> dict[str, JSONObject]:
     """The profile section of each toolchain of a profile document."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JSONObject] = {}
     for tc, info in doc["toolchains"].items():
         side = info.get("compile_side")
         out[tc] = {
@@ -66,7 +69,7 @@ def sections(doc: Mapping[str, Any], *, raw_dir: str = "") -> dict[str, dict[str
     return out
 
 
-def attach(cells: Sequence[Cell], doc: Mapping[str, Any], *, raw_dir: str = "") -> list[str]:
+def attach(cells: Sequence[Cell], doc: ProfileReport, *, raw_dir: str = "") -> list[str]:
     """Store each toolchain's section in its timed cell (in place); returns the notes: one line per
     toolchain ncu could not profile, and one per section whose cell was not timed."""
     notes = []
@@ -84,7 +87,7 @@ def attach(cells: Sequence[Cell], doc: Mapping[str, Any], *, raw_dir: str = "") 
     return notes
 
 
-def note_run(run: RunInfo, docs: Iterable[Mapping[str, Any]], notes: Iterable[str]) -> None:
+def note_run(run: RunInfo, docs: Iterable[ProfileReport], notes: Iterable[str]) -> None:
     """The run's ``settings["profile"]``: the ncu version, what was profiled, and the notes (merged
     with any an earlier attach left)."""
     section = run.settings.get(PROFILE_KEY)
@@ -102,7 +105,7 @@ def note_run(run: RunInfo, docs: Iterable[Mapping[str, Any]], notes: Iterable[st
 
 
 def attach_to_results_file(
-    path: Path, docs: Sequence[Mapping[str, Any]], *, raw_dirs: Sequence[str] = ()
+    path: Path, docs: Sequence[ProfileReport], *, raw_dirs: Sequence[str] = ()
 ) -> tuple[RunInfo, list[Cell], list[str]]:
     """Read the results file, attach every document's sections, write it back (atomically)."""
     run, cells = read_results(path)
@@ -142,7 +145,7 @@ def profile_measured(
     ncu: str | None = None,
     warmup: int = 3,
     say: Say | None = None,
-) -> list[dict[str, Any]]:
+) -> list[ProfileReport]:
     """``bench --profile``: after the timing, profile every (input, artifact backend) of the bundle
     with :func:`ktriage.profile.run.profile_bundle` and attach the counters to the run's cells (in
     place). One input or backend that cannot be profiled is a note; the others still run, and the
@@ -150,7 +153,8 @@ def profile_measured(
     from ktriage.profile.run import profile_bundle
 
     speak = say or (lambda _m: None)
-    docs, notes = [], []
+    docs: list[ProfileReport] = []
+    notes: list[str] = []
     for input_id in input_ids:
         for backend in backends:
             out_dir = Path(bundle) / f"profile-input{input_id}-{backend}"

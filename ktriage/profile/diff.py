@@ -13,12 +13,83 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.profile.ncu import summarize
+from ktriage.schema.jsontypes import JSONObject
+
+if TYPE_CHECKING:
+    from ktriage.profile.source import LaunchLines, LineStallRow, TopLine
 
 FORMAT = 1
+
+
+class SourceLines(TypedDict, total=False):
+    """One launch's per-line part of a toolchain's entry: its top lines, or why there are none."""
+
+    error: str | None
+    lines: list[TopLine]
+    unmapped_samples: int
+
+
+class _ToolchainSideBase(TypedDict):
+    status: str  # "ok", or "unavailable" (ncu could not profile it: error)
+    error: str | None
+    files: dict[str, str]  # the raw files ncu wrote, by kind
+    command: list[str]
+    compile_side: Mapping[str, Any] | None  # the bundle's resources of the kernel (free-form, as the bundle has them)
+    launches: list[JSONObject]  # ncu.summarize of each launch: the counters are data, not fixed keys
+
+
+class ToolchainSide(_ToolchainSideBase, total=False):
+    """One toolchain's part of the profile document."""
+
+    source_lines: list[SourceLines]  # when the source pages were read
+
+
+class LineDiff(TypedDict):
+    """The per-line part of a launch pair's diff: stall rows, the compile side's line diff, their sentence."""
+
+    stalls: list[LineStallRow]
+    compile: list[JSONObject]  # analyze.lines' LineDiff.to_json of each moved line
+    finding: str | None
+
+
+class _LaunchDiffBase(TypedDict):
+    kernel: str
+    launch: int
+    toolchain: str
+    reference: str
+    deltas: JSONObject  # per counter {reference, new, delta, ratio}; stall_share_points
+    finding: str
+
+
+class LaunchDiff(_LaunchDiffBase, total=False):
+    """One launch of a toolchain against the same launch of the reference."""
+
+    lines: LineDiff  # when both sides have per-line samples
+
+
+class ProfileReport(TypedDict):
+    """The profile document (``ktriage profile``'s profile.json, :func:`document`): its keys are fixed,
+    the counters inside (``launches``, ``deltas``) are data. A TypedDict, not a class, because the
+    document is the JSON as written: the file, the attach to a results file and the markdown all read it."""
+
+    format: int
+    kind: str
+    created: str
+    bundle: str
+    op: str
+    mode: str
+    input_id: int
+    backend: str
+    reference: str
+    ncu_version: str | None
+    toolchains: dict[str, ToolchainSide]
+    diffs: list[LaunchDiff]
+    findings: list[str]
+    notes: list[str]
 
 
 def _compile_side(resources: Mapping[str, Any] | None, reference: Mapping[str, Any] | None, toolchain: str) -> str:
@@ -45,9 +116,9 @@ def _mb(value: float) -> str:
     return f"{value / 1e6:.1f} MB"
 
 
-def compare_launches(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+def compare_launches(ref: Mapping[str, Any], new: Mapping[str, Any]) -> JSONObject:
     """Deltas of every number both summaries have, and stall-share deltas in points."""
-    out: dict[str, Any] = {}
+    out: JSONObject = {}
     for key, value in new.items():
         if isinstance(value, float) and isinstance(ref.get(key), float):
             base = ref[key]
@@ -59,8 +130,11 @@ def compare_launches(ref: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str
             }
     shares, ref_shares = new.get("stall_share_pct") or {}, ref.get("stall_share_pct") or {}
     if shares or ref_shares:
-        points = {r: shares.get(r, 0.0) - ref_shares.get(r, 0.0) for r in set(shares) | set(ref_shares)}
-        out["stall_share_points"] = dict(sorted(points.items(), key=lambda kv: -abs(kv[1])))
+        points: dict[str, float] = {
+            r: shares.get(r, 0.0) - ref_shares.get(r, 0.0) for r in set(shares) | set(ref_shares)
+        }
+        ranked: dict[str, float] = dict(sorted(points.items(), key=lambda kv: -abs(kv[1])))
+        out["stall_share_points"] = ranked
     return out
 
 
@@ -120,13 +194,13 @@ def document(
     compile_side: Mapping[str, Mapping[str, Any] | None],
     ncu_version: str | None,
     bundle: str = "",
-    lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-) -> dict[str, Any]:
+    lines_side: Mapping[str, Sequence[LaunchLines]] | None = None,
+) -> ProfileReport:
     """The profile document. ``profiles``: per toolchain {"toolchain", "launches": [Launch], "error", "files"};
     ``lines_side``: per toolchain, per launch, ``profile.source.toolchain_lines``' entries (the per-line
     stalls and the cubin's line map), when the source pages were read."""
-    per_tc: dict[str, Any] = {}
-    summaries: dict[str, list[dict[str, Any]]] = {}
+    per_tc: dict[str, ToolchainSide] = {}
+    summaries: dict[str, list[JSONObject]] = {}
     for p in profiles:
         tc = p["toolchain"]
         summaries[tc] = [summarize(launch) for launch in p.get("launches") or []]
@@ -138,7 +212,9 @@ def document(
             "compile_side": compile_side.get(tc),
             "launches": summaries[tc],
         }
-    diffs, findings, notes = [], [], []
+    diffs: list[LaunchDiff] = []
+    findings: list[str] = []
+    notes: list[str] = []
     for tc, info in per_tc.items():
         if info["error"]:
             notes.append(f"{tc}: {info['error']}")
@@ -164,7 +240,7 @@ def document(
             deltas = compare_launches(ref, new)
             side = _compile_side(compile_side.get(tc), compile_side.get(reference), tc)
             text = sentence(kernel, tc, reference, side, ref, new, deltas)
-            entry = {
+            entry: LaunchDiff = {
                 "kernel": kernel,
                 "launch": i,
                 "toolchain": tc,
@@ -196,8 +272,8 @@ def document(
 
 
 def _line_diff(
-    entry: dict[str, Any],
-    lines_side: Mapping[str, Sequence[Mapping[str, Any]]] | None,
+    entry: LaunchDiff,
+    lines_side: Mapping[str, Sequence[LaunchLines]] | None,
     reference: str,
     tc: str,
     i: int,
@@ -230,7 +306,7 @@ def profile_document(
     *,
     ncu_version: str | None,
     raw_dir: Path | None = None,
-) -> dict[str, Any]:
+) -> ProfileReport:
     """:func:`document` for a loaded bundle (``ktriage.workload.bundles.format.Bundle``) and run.ToolchainProfile's."""
     from ktriage.workload.bundles.format import BundleArtifact
 
@@ -261,14 +337,14 @@ def profile_document(
 
 def bundle_lines_side(
     bundle: Any, keys: Sequence[str], profiles: Sequence[Any], raw_dir: Path | None
-) -> dict[str, Any]:
+) -> dict[str, list[LaunchLines]]:
     """Per toolchain, the per-line samples of each launch: its source page (``<name>.source.csv`` in
     ``raw_dir``) on the bundle's cubins of this input (``profile.source.toolchain_lines``)."""
     from ktriage.profile.source import find_nvdisasm, toolchain_lines
     from ktriage.workload.bundles.format import BundleArtifact
 
     nvdisasm = find_nvdisasm()
-    out: dict[str, Any] = {}
+    out: dict[str, list[LaunchLines]] = {}
     for p in profiles:
         name = p.files.get("source_csv")
         path = raw_dir / name if raw_dir is not None and name else None
@@ -286,7 +362,7 @@ def bundle_lines_side(
 
 
 @markdown_writer
-def to_markdown(doc: Mapping[str, Any]) -> str:
+def to_markdown(doc: ProfileReport) -> str:
     """A short readable summary (the JSON has every number)."""
     lines = [
         f"# ktriage profile: {doc['op']} {doc['mode']} input {doc['input_id']} ({doc['backend']})",
@@ -331,7 +407,8 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
             cells = [("" if v is None else f"{v:,.1f}" if isinstance(v, float) else str(v)) for v in vals]
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
         for t in tcs:
-            top = list((doc["toolchains"][t]["launches"][0].get("stall_share_pct") or {}).items())[:5]
+            shares = doc["toolchains"][t]["launches"][0].get("stall_share_pct")
+            top = list(shares.items())[:5] if isinstance(shares, Mapping) else []
             if top:
                 lines.append("")
                 lines.append(f"Top stalls `{t}`: " + ", ".join(f"{r} {v:.0f}%" for r, v in top))
@@ -339,7 +416,13 @@ def to_markdown(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _lines_markdown(doc: Mapping[str, Any]) -> list[str]:
+def _delta(row: JSONObject) -> Mapping[str, Any]:
+    """A compile-side line row's per-count change (``delta``; empty when nothing moved)."""
+    delta = row.get("delta")
+    return delta if isinstance(delta, Mapping) else {}
+
+
+def _lines_markdown(doc: ProfileReport) -> list[str]:
     """Per launch pair with per-line samples: the lines whose share of the stall samples moved most,
     next to what the compiler did at each line (the two cubins' line diff)."""
     out: list[str] = []
@@ -347,7 +430,7 @@ def _lines_markdown(doc: Mapping[str, Any]) -> list[str]:
         info = d.get("lines")
         if not info or not info.get("stalls"):
             continue
-        compile_at = {(c["file"], c["line"]): c.get("delta") or {} for c in info.get("compile") or []}
+        compile_at = {(c["file"], c["line"]): _delta(c) for c in info.get("compile") or []}
         out += [
             "",
             f"## Per line: {d['kernel']} (`{d['toolchain']}` vs `{d['reference']}`)",
@@ -358,7 +441,7 @@ def _lines_markdown(doc: Mapping[str, Any]) -> list[str]:
             "|---|---|---|---|---|---|---|",
         ]
         for row in info["stalls"]:
-            ref, new = row.get("ref") or {}, row.get("new") or {}
+            ref, new = row["ref"], row["new"]
             reasons = ", ".join(f"{r} {p:+.1f}" for r, p in list((row.get("stall_points") or {}).items())[:3])
             delta = compile_at.get((row["file"], row["line"]), {})
             local = int(delta.get("local_loads", 0)) + int(delta.get("local_stores", 0))
@@ -372,7 +455,7 @@ def _lines_markdown(doc: Mapping[str, Any]) -> list[str]:
             )
             text = str(row.get("text") or "").replace("|", "\\|").replace("`", "'")
             out.append(
-                f"| {row['file']}:{row['line']} | `{text[:60]}` | {ref.get('share_pct', 0.0):.1f}% | "
-                f"{new.get('share_pct', 0.0):.1f}% | {row['points']:+.1f} | {reasons} | {side} |"
+                f"| {row['file']}:{row['line']} | `{text[:60]}` | {ref['share_pct'] if ref else 0.0:.1f}% | "
+                f"{new['share_pct'] if new else 0.0:.1f}% | {row['points']:+.1f} | {reasons} | {side} |"
             )
     return out

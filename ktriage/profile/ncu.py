@@ -13,7 +13,6 @@ import csv
 import io
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from ktriage.schema.jsontypes import JSONObject
 
@@ -162,11 +161,9 @@ def stalls(launch: Launch) -> dict[str, float]:
 
 def summarize(launch: Launch) -> JSONObject:
     """The numbers ``ktriage profile`` diffs, for one launch (absent metrics are left out)."""
-    out: dict[str, Any] = launch.to_json()
-    for key, metric in SCALARS.items():
-        value = launch.number(metric)
-        if value is not None:
-            out[key] = value
+    out = launch.to_json()
+    scalars = {key: value for key, metric in SCALARS.items() if (value := launch.number(metric)) is not None}
+    out.update(scalars)
     limits = {name: v for name, metric in OCCUPANCY_LIMITS.items() if (v := launch.number(metric)) is not None}
     if limits:
         out["occupancy_limits_ctas"] = limits
@@ -178,17 +175,19 @@ def summarize(launch: Launch) -> JSONObject:
             out["ctas_per_sm"] = ctas / sms
             if ctas / sms < low:
                 out["occupancy_limiter"] = f"grid ({ctas} CTAs on {sms:.0f} SMs; resources allow {low:.0f} per SM)"
-    local = sum(out.get(k, 0.0) for k in ("local_ld_sectors", "local_st_sectors"))
+    local = sum(scalars.get(k, 0.0) for k in ("local_ld_sectors", "local_st_sectors"))
     memory = local + sum(
-        out.get(k, 0.0) for k in ("global_ld_sectors", "global_st_sectors", "global_atom_sectors", "global_red_sectors")
+        scalars.get(k, 0.0)
+        for k in ("global_ld_sectors", "global_st_sectors", "global_atom_sectors", "global_red_sectors")
     )
     if memory:
         out["local_share_of_l1_sectors_pct"] = 100.0 * local / memory
-    if "dram_bytes_read" in out or "dram_bytes_write" in out:
-        out["dram_bytes"] = out.get("dram_bytes_read", 0.0) + out.get("dram_bytes_write", 0.0)
+    if "dram_bytes_read" in scalars or "dram_bytes_write" in scalars:
+        out["dram_bytes"] = scalars.get("dram_bytes_read", 0.0) + scalars.get("dram_bytes_write", 0.0)
     reasons = stalls(launch)
     total = sum(reasons.values())
     if total > 0:
-        out["stalls"] = dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
-        out["stall_share_pct"] = {r: 100.0 * v / total for r, v in out["stalls"].items()}
+        ranked = dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
+        out["stalls"] = ranked
+        out["stall_share_pct"] = {r: 100.0 * v / total for r, v in ranked.items()}
     return out

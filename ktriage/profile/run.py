@@ -20,9 +20,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktriage.profile.ncu import Launch, parse_raw_csv
+
+if TYPE_CHECKING:
+    from ktriage.profile.diff import ProfileReport
 
 SECTIONS = (
     "LaunchStats",
@@ -248,7 +251,7 @@ def profile_bundle(
     out_dir: Path,
     ncu: str | None = None,
     warmup: int = 3,
-) -> dict[str, Any]:
+) -> ProfileReport:
     """Profile every toolchain of a bundle on one input; returns the profile document (see diff.py)."""
     from ktriage.profile.diff import profile_document
     from ktriage.workload.bundles.format import load_bundle

@@ -32,7 +32,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.analyze.lines import (
     LineMap,
@@ -45,6 +45,7 @@ from ktriage.analyze.lines import (
     listing_line_stats,
     source_text,
 )
+from ktriage.schema.jsontypes import JSONObject
 
 _REASON_COLUMNS = (re.compile(r"^smsp__pcsamp_warps_issue_stalled_(\w+)$"), re.compile(r"^stall_(\w+)$", re.I))
 _SAMPLES = ("Warp Stall Sampling (All Samples)", "smsp__pcsamp_sample_count", "Warp Stall Sampling (All Cycles)")
@@ -111,6 +112,49 @@ def parse_source_csv(text: str) -> list[list[SassSamples]]:
 
 
 # ------------------------------------------------------------------------------------------- per line
+class LineShare(TypedDict):
+    """One side's samples at a line: the count, its share of the launch's samples, per stall reason."""
+
+    samples: float
+    share_pct: float
+    stalls: dict[str, float]
+
+
+class LineStallRow(TypedDict):
+    """One line of the per-line stall diff (:func:`diff_line_samples`), as the profile document writes it."""
+
+    file: str
+    line: int
+    text: str
+    ref: LineShare | None
+    new: LineShare | None
+    points: float  # the change of the line's share of the stall samples, in points
+    stall_points: dict[str, float]  # per reason, largest change first
+
+
+class TopLine(TypedDict):
+    """One of a launch's lines with the most stall samples (:func:`top_lines_json`)."""
+
+    file: str
+    line: int
+    text: str
+    samples: float
+    share_pct: float
+    stalls: dict[str, float]
+
+
+class _LaunchLinesBase(TypedDict):
+    error: str | None  # why this launch has no per-line samples; None when it has
+
+
+class LaunchLines(_LaunchLinesBase, total=False):
+    """One profiled launch's per-line samples (:func:`toolchain_lines`): in-memory, not written as is."""
+
+    lines: dict[tuple[str, str | int], LineSamples]
+    cubin: CubinLines
+    unmapped_samples: int
+
+
 @dataclass
 class LineSamples:
     """The samples of one source line of one launch."""
@@ -164,12 +208,12 @@ def _share(item: LineSamples | None, total: float, reason: str | None = None) ->
 
 def diff_line_samples(
     ref: Mapping[tuple[str, str | int], LineSamples], new: Mapping[tuple[str, str | int], LineSamples]
-) -> list[dict[str, Any]]:
+) -> list[LineStallRow]:
     """Per line: both sides' samples and shares, and the change in points (of all the launch's
     samples), per reason too; largest change first."""
     ref_total = sum(x.samples for x in ref.values())
     new_total = sum(x.samples for x in new.values())
-    rows: list[dict[str, Any]] = []
+    rows: list[LineStallRow] = []
     for key in set(ref) | set(new):
         a, b = ref.get(key), new.get(key)
         shown = b if b is not None else a
@@ -246,7 +290,7 @@ def cubin_lines(cubin: Path, kernel_name: str, nvdisasm: Path) -> CubinLines | s
     return CubinLines(line_map_of_listing(proc.stdout, fn), listing_line_stats(proc.stdout, fn, body))
 
 
-def _where(row: Mapping[str, Any]) -> str:
+def _where(row: LineStallRow) -> str:
     code = str(row.get("text") or "")
     code = code if len(code) <= 40 else code[:39] + "…"
     return f"{row['file']}:{row['line']}" + (f" (`{code}`)" if code else "")
@@ -256,12 +300,12 @@ def line_sentence(
     kernel: str,
     toolchain: str,
     reference: str,
-    stall_rows: Sequence[Mapping[str, Any]],
+    stall_rows: Sequence[LineStallRow],
     compile_rows: Sequence[Mapping[str, Any]],
 ) -> str | None:
     """``_layer_norm_backward_kernel (B vs A), per line: stall 'long_scoreboard' +41 points at
     layer_norm.py:126 (`dx = ...`), where the compiler added 283 LDL/STL (+276 instructions)``."""
-    best: tuple[float, str, Mapping[str, Any]] | None = None
+    best: tuple[float, str, LineStallRow] | None = None
     for row in stall_rows:
         for reason, points in (row.get("stall_points") or {}).items():
             if best is None or points > best[0]:
@@ -287,7 +331,7 @@ def line_sentence(
     return text + "."
 
 
-def compile_line_rows(ref: CubinLines | None, new: CubinLines | None) -> list[dict[str, Any]]:
+def compile_line_rows(ref: CubinLines | None, new: CubinLines | None) -> list[JSONObject]:
     """The compile-side line diff of the two profiled cubins (``analyze.lines.diff_lines``): every
     moved line, highest predicted impact first."""
     if ref is None or new is None:
@@ -297,13 +341,13 @@ def compile_line_rows(ref: CubinLines | None, new: CubinLines | None) -> list[di
 
 def toolchain_lines(
     source_csv: str | None, kernel_names: Sequence[str], cubin_of: Any, nvdisasm: Path | None
-) -> list[dict[str, Any]]:
+) -> list[LaunchLines]:
     """Per profiled launch of one toolchain (in order): its samples per line, the cubin's lines, or
     why there are none. ``cubin_of(kernel_name)`` gives the launched cubin's path (or None)."""
     if source_csv is None:
         return [{"error": "no ncu source page (SourceCounters) for this toolchain"} for _ in kernel_names]
     blocks = parse_source_csv(source_csv)
-    out: list[dict[str, Any]] = []
+    out: list[LaunchLines] = []
     for i, name in enumerate(kernel_names):
         if i >= len(blocks):
             out.append({"error": "the ncu source page has no block for this launch"})
@@ -329,7 +373,7 @@ def toolchain_lines(
     return out
 
 
-def top_lines_json(per_line: Mapping[tuple[str, str | int], LineSamples], top: int = TOP_LINES) -> list[dict[str, Any]]:
+def top_lines_json(per_line: Mapping[tuple[str, str | int], LineSamples], top: int = TOP_LINES) -> list[TopLine]:
     """A launch's lines with the most stall samples, for the per-toolchain part of the document."""
     total = sum(x.samples for x in per_line.values())
     ranked = sorted(per_line.values(), key=lambda x: (-x.samples, x.file, x.line))[:top]
