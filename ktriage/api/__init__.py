@@ -29,12 +29,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
+    from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded
     from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._compare import CompareReport, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._record import RecordReport, record
     from ktriage.api._triage import TriageReport, triage
+    from ktriage.api._tune import TuneReport, tune
 
 # public name -> the private module of ktriage.api that defines it
 _LAZY: dict[str, str] = {
@@ -47,6 +49,8 @@ _LAZY: dict[str, str] = {
     "is_recorded_bundle": "_bench",
     "GPUS_HELP": "_bench",
     "require_torch": "_bench",
+    "bench_recorded": "_bench_recorded",
+    "RecordedBenchReport": "_bench_recorded",
     "bisect": "_bisect",
     "BisectReport": "_bisect",
     "fidelity": "_fidelity",
@@ -58,10 +62,13 @@ _LAZY: dict[str, str] = {
     "TriageReport": "_triage",
     "record": "_record",
     "RecordReport": "_record",
+    "tune": "_tune",
+    "TuneReport": "_tune",
 }
 
 __all__ = [
     "bench",
+    "bench_recorded",
     "BenchReport",
     "bisect",
     "BisectReport",
@@ -77,10 +84,13 @@ __all__ = [
     "GPUS_HELP",
     "is_recorded_bundle",
     "record",
+    "RecordedBenchReport",
     "RecordReport",
     "require_torch",
     "triage",
     "TriageReport",
+    "tune",
+    "TuneReport",
 ]
 
 

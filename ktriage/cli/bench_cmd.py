@@ -90,7 +90,6 @@ def bench(
         )
         return bench_workload(
             workload,
-            loaded=None,
             bundle=bundle,
             toolchain=toolchain,
             kernels=kernel,

@@ -3,7 +3,7 @@
 whatever ``python`` is on PATH), and pick each input's winner from the results file. Without a GPU
 (or with ``--results`` from a run elsewhere) it says how to time the bundle on the GPU machine.
 
-The verb (``ktriage.cli.tune_cmd``) calls :func:`time_candidates` and prints its notes; nothing here
+The verb (``ktriage.api.tune``) calls :func:`time_candidates`, ``ktriage tune`` prints its notes; nothing here
 prints or exits."""
 
 from __future__ import annotations

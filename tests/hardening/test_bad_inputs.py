@@ -740,13 +740,13 @@ class _Refused(Exception):
 def no_toolchain_builds(monkeypatch: pytest.MonkeyPatch) -> None:
     """A bad input that got as far as building toolchains was accepted: make that an internal error."""
     import ktriage.api._explain
-    import ktriage.cli.tune_cmd
+    import ktriage.api._tune
 
     def refuse(*_a: object, **_k: object) -> None:
         raise _Refused("the bad input was accepted: toolchains would be built now")
 
     monkeypatch.setattr(ktriage.api._explain, "resolve_toolchains", refuse)
-    monkeypatch.setattr(ktriage.cli.tune_cmd, "resolve_toolchains", refuse)
+    monkeypatch.setattr(ktriage.api._tune, "resolve_toolchains", refuse)
     monkeypatch.delenv("KTRIAGE_DEBUG", raising=False)
     monkeypatch.delenv("KTRIAGE_DB", raising=False)
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -5,6 +5,7 @@ command: tests/cli/test_tune.py); the GPU winner is read from named fake cells (
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -144,13 +145,19 @@ def test_untimed_tune_says_why_with_or_without_a_fix(tmp_path, monkeypatch):
     from rich.console import Console
 
     import ktriage.tune.gpu
-    from ktriage.cli.tune_cmd import _time_on_gpu
+    from ktriage.cli.tune_cmd import print_notes
     from ktriage.tune.screen import ScreenResult
+    from ktriage.tune.timing_run import time_candidates
+
+    def time_on_gpu(console: Console) -> list[Any]:
+        run = time_candidates(results, None, bundle=tmp_path / "b", budget=1.0, results_file=None, sm_count=None)
+        print_notes(run.notes, console)
+        return list(run.timings)
 
     results = [ScreenResult(config_space(_red_spec()), None, [], 0, 1)]  # type: ignore[arg-type]
     out = io.StringIO()
     console = Console(file=out, width=400)
-    timings = _time_on_gpu(results, None, tmp_path / "b", 1.0, None, None, console)  # type: ignore[arg-type]
+    timings = time_on_gpu(console)
     assert timings == [{"timed": False, "why": "red has no bench workload, so its candidates cannot be timed on a GPU"}]
     assert out.getvalue().startswith("not timed: red has no bench workload") and "(use --compile-only" in out.getvalue()
 
@@ -160,7 +167,7 @@ def test_untimed_tune_says_why_with_or_without_a_fix(tmp_path, monkeypatch):
     monkeypatch.setattr(ktriage.tune.gpu, "write_tune_bundles", fails_without_fix)
     out.truncate(0)
     out.seek(0)
-    timings = _time_on_gpu(results, None, tmp_path / "b", 1.0, None, None, console)  # type: ignore[arg-type]
+    timings = time_on_gpu(console)
     assert timings == [{"timed": False, "why": "the bundle directory is not writable"}]
     assert out.getvalue() == "not timed: the bundle directory is not writable\n"
 

@@ -1,0 +1,259 @@
+"""``ktriage.api.bench_recorded(workload=..., toolchains=[...], ...) -> RecordedBenchReport``: a
+recorded workload's kernels (``ktriage record``), every toolchain side by side (docs/record.md).
+
+- ``toolchains`` given: compile every (kernel, input) with every toolchain into a bundle (no GPU);
+- ``bundle`` given without toolchains: measure that bundle (the GPU host);
+- both steps unless ``compile_only``.
+
+Why an entry point: the CLI built the compiler, the bundle and the measuring plan itself, so a GPU
+job script had no way to bench a recorded workload but the command line. ``ktriage bench W.json``
+parses its flags, calls :func:`bench_recorded` and renders the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ktriage import progress
+from ktriage.api._toolchains import resolve_toolchains
+from ktriage.errors import KtriageError
+from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
+from ktriage.mdsafe import markdown_writer
+from ktriage.measure.cells import Cell, RunInfo
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.workload.recorded.bundle import RecordedBundle
+
+Say = Callable[[str], None]
+__all__ = ["RecordedBenchReport", "bench_recorded"]
+
+
+@dataclass(frozen=True)
+class RecordedBenchReport:
+    """A recorded workload's bench: the bundle compiled or read, and, unless ``compile_only``, the
+    run and its cells (one per kernel input and toolchain, every sample kept). The renderers are
+    ``ktriage bench W.json``'s; :meth:`verdicts_markdown` compares the toolchains (more than one)."""
+
+    name: str
+    bundle: Path
+    toolchains: list[str]  # ids, the reference first
+    run: RunInfo | None = None  # None: compile_only (nothing measured)
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} (recorded workload)"
+
+    def _rows(self) -> list[dict[str, str]]:
+        from ktriage.bench.recorded import summary_rows
+
+        return summary_rows(self.cells, self.toolchains[0] if self.toolchains else None)
+
+    def to_csv(self) -> str:
+        from ktriage.report.bench import to_csv
+
+        return to_csv(self._rows())
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.bench import to_markdown
+
+        return to_markdown(self._rows(), self.title)
+
+    def json_text(self) -> str:
+        """The results file (``ktriage compare`` reads it): every cell with its raw samples."""
+        from ktriage.report.bench import to_json
+
+        if self.run is None:
+            raise KtriageError(
+                "a compile-only bench measured nothing", "measure the bundle: bench_recorded(bundle=...)"
+            )
+        return to_json(self.run, self.cells)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.bench import print_table
+
+        print_table(self._rows(), console, title=self.title)
+
+    @markdown_writer
+    def verdicts_markdown(self) -> str:
+        """Each toolchain against the reference, cell by cell (what ``compare`` says of the run)."""
+        from ktriage.compare.pairing import compare_toolchains
+        from ktriage.compare.report import CompareReport
+        from ktriage.report.markdown import to_markdown
+
+        if self.run is None:
+            return ""
+        comparisons = compare_toolchains(self.cells, run=self.run, baseline=None, default_baselines={})
+        return to_markdown(CompareReport(comparisons))
+
+
+def bench_recorded(
+    *,
+    workload: str | None = None,
+    bundle: Path | None = None,
+    toolchains: Sequence[str] = (),
+    kernels: Sequence[str] | None = None,
+    inputs: Sequence[str] | None = None,
+    compile_only: bool = False,
+    arch: str = "sm_90",
+    results_path: Path | None = None,
+    db: str | None = None,
+    timing: str = "auto",
+    l2_flush: bool = True,
+    max_time: float = 10.0,
+    min_samples: int = 10,
+    jobs: int | None = None,
+    compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
+    gpus: str | None = None,
+    say: Say | None = None,
+) -> RecordedBenchReport:
+    """Bench ``workload`` (W.json from ``ktriage record``, or its journal) with every toolchain, or
+    measure ``bundle`` (a recorded workload's bundle built elsewhere). ``kernels`` (K3 or a function
+    name) and ``inputs`` narrow it; ``results_path``: where the results file is written as cells come.
+    ``say``: the steps' messages (the bundle written, a failed cell).
+
+    Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for a bad argument, before any
+    toolchain is built."""
+    from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_name
+
+    tell: Say = say or (lambda _m: None)
+    if toolchains:
+        if workload is None:
+            raise KtriageError(
+                "-t/--toolchain with --bundle and no workload: nothing to compile",
+                "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR",
+            )
+        recorded = _compile(workload, toolchains, kernels, inputs, bundle, arch, jobs, compile_timeout, tell)
+        kernels = inputs = None  # the bundle holds the selection
+    elif bundle is not None:
+        recorded = load_recorded_bundle(bundle)
+        if workload is not None and workload_name(workload) != recorded.name:
+            raise KtriageError(
+                f"bundle {bundle} holds workload {recorded.name}, not {workload_name(workload)}",
+                f"give the bundle of {workload}, or build one: ktriage bench {workload} -t A -t B --compile-only --bundle DIR",
+            )
+    elif workload is None:
+        raise KtriageError(
+            "--kernel without a workload or a bundle", "give the workload: ktriage bench W.json -t A -t B --kernel K3"
+        )
+    else:
+        raise KtriageError(
+            f"nothing to measure {workload} with: no toolchain and no bundle",
+            f"compile it: ktriage bench {workload} -t A -t B (add --compile-only --bundle DIR on a CPU machine)",
+        )
+    tcs = list(recorded.bundle.toolchains)
+    if compile_only:
+        return RecordedBenchReport(recorded.name, recorded.bundle.path, tcs)
+    run, cells = _measure(
+        recorded, kernels, inputs, results_path, db, timing, l2_flush, max_time, min_samples, gpus, tell
+    )
+    return RecordedBenchReport(recorded.name, recorded.bundle.path, tcs, run, cells)
+
+
+def _compile(
+    workload: str,
+    toolchains: Sequence[str],
+    kernels: Sequence[str] | None,
+    inputs: Sequence[str] | None,
+    bundle: Path | None,
+    arch: str,
+    jobs: int | None,
+    compile_timeout: float,
+    say: Say,
+) -> RecordedBundle:
+    """Compile the workload's selected kernel inputs with every toolchain into a bundle."""
+    from ktriage.compile.compiler import Compiler
+    from ktriage.home import home_subdir
+    from ktriage.record.workload import is_workload_path, load_workload
+    from ktriage.workload.recorded.bundle import (
+        build_recorded_bundle,
+        load_recorded_bundle,
+        workload_entries,
+        workload_name,
+    )
+
+    if not is_workload_path(workload):
+        raise KtriageError(
+            f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
+            "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",
+        )
+    wl = load_workload(workload).require_kernels(workload)
+    targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
+    if targets and arch not in targets:
+        raise KtriageError(
+            f"--arch {arch} does not apply to {workload}: it was recorded on {', '.join(targets)}",
+            "drop --arch (the workload's kernels are compiled for the GPU they were recorded on)",
+        )
+    chosen_k, chosen_i = list(kernels) if kernels else None, list(inputs) if inputs else None
+    n = len(workload_entries(wl, chosen_k, chosen_i))
+    tcs = resolve_toolchains(toolchains)
+    name = workload_name(workload)
+    out = bundle or home_subdir("bundles") / f"wl-{name}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
+    with (
+        progress.task(f"compiling {n} kernel input(s) x {len(tcs)} toolchain(s)"),
+        Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
+    ):
+        path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=chosen_k, inputs=chosen_i)
+    recorded = load_recorded_bundle(path)
+    failures = [a for a in recorded.bundle.artifacts.values() if not hasattr(a, "cubin_path")]
+    say(
+        f"bundle: {path} ({len(recorded.entries)} kernel inputs, "
+        f"{len(recorded.bundle.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)"
+    )
+    say(f"measure it on the GPU machine: ktriage bench --bundle {path}")
+    return recorded
+
+
+def _measure(
+    recorded: RecordedBundle,
+    kernels: Sequence[str] | None,
+    inputs: Sequence[str] | None,
+    results_path: Path | None,
+    db: str | None,
+    timing: str,
+    l2_flush: bool,
+    max_time: float,
+    min_samples: int,
+    gpus: str | None,
+    say: Say,
+) -> tuple[RunInfo, list[Cell]]:
+    """Measure the selected entries of the bundle on this host's GPUs, one after another."""
+    from ktriage.api._bench import require_torch
+    from ktriage.bench.plan import RecordedPlan
+    from ktriage.bench.recorded import run_recorded
+    from ktriage.measure.gpus import host_gpus
+
+    entries = recorded.select(list(kernels) if kernels else None, list(inputs) if inputs else None)
+    require_torch()
+    placed = host_gpus(gpus)
+    plan = RecordedPlan(
+        bundle=str(recorded.bundle.path),
+        name=recorded.name,
+        entries=[e.id for e in entries],
+        toolchains=list(recorded.bundle.toolchains),
+        timing={"mode": timing, "l2_flush": l2_flush},
+        min_samples=min_samples,
+        max_time_s=max_time,
+    )
+
+    def on_cell(cell: Cell) -> None:
+        if cell.status != "ok":
+            say(f"{cell.status} {cell.key.label()}: {str(cell.error or '')[:200]}")
+
+    with progress.task(f"{recorded.name}: kernel inputs", total=len(entries)) as step:
+        return run_recorded(
+            plan,
+            entries,
+            store_url=db,
+            results_path=results_path,
+            toolchains=list(recorded.bundle.toolchains.values()),
+            on_cell=on_cell,
+            on_entry_done=step.callback,
+            gpus=placed,
+        )

@@ -1,0 +1,159 @@
+"""``ktriage.api.tune(target=..., toolchains=[...], ...) -> TuneReport``: spill- and occupancy-aware
+configs for one kernel launch (docs/tune.md).
+
+Why an entry point: the CLI checked the inputs, built the (cluster) compiler, screened, scaled and
+timed each input itself, so a notebook or a CI job had no way to tune but the command line. The
+sequence lives here once; ``ktriage tune`` parses its flags (``--warps 4,8`` as a list of ints),
+calls :func:`tune` and renders the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ktriage import progress
+from ktriage.api._toolchains import resolve_toolchains
+from ktriage.errors import KtriageError
+from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
+from ktriage.mdsafe import markdown_writer
+from ktriage.schema.jsontypes import JSONObject
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.tune.scaling import ScaleResult
+    from ktriage.tune.screen import ScreenResult
+
+__all__ = ["TuneReport", "tune"]
+
+
+@dataclass(frozen=True)
+class TuneReport:
+    """One screening per input (candidates, the kept ones ranked), the block scaling from each
+    input's own config, and the GPU timing of the kept candidates (None per input: compile-only).
+    ``notes``: what the timing step says to the user, ``(level, text)`` with level ``warn`` or
+    ``info`` (no GPU here: the command to run on one). The renderers are ``ktriage tune``'s."""
+
+    results: list[ScreenResult]
+    scalings: list[ScaleResult[Any]]
+    timings: list[JSONObject | None]
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+    def json_text(self) -> str:
+        from ktriage.report.tune import to_json_text
+
+        return to_json_text(self.results, self.scalings, self.timings)
+
+    @markdown_writer
+    def to_markdown(self, *, show_all: bool = False) -> str:
+        from ktriage.report.tune import to_markdown
+
+        return to_markdown(self.results, self.scalings, self.timings, show_all=show_all)
+
+    def print_table(self, console: Console, *, show_all: bool = False) -> None:
+        from ktriage.report.tune import print_report
+
+        print_report(self.results, self.scalings, self.timings, console, show_all=show_all)
+
+
+def tune(
+    *,
+    target: str,
+    toolchains: Sequence[str],
+    mode: str | None = None,
+    inputs: Sequence[str] | None = None,
+    input_id: int | None = None,
+    num_inputs: int | None = None,
+    arch: str | None = None,
+    precision: str | None = None,
+    sm_count: int | None = None,
+    compile_only: bool = False,
+    top_k: int = 5,
+    max_spill_bytes: int = 0,
+    budget: float = 10.0,
+    warps: Sequence[int] | None = None,
+    stages: Sequence[int] | None = None,
+    blocks: Mapping[str, Sequence[int]] | None = None,
+    bundle: Path | None = None,
+    results_file: Path | None = None,
+    jobs: int | None = None,
+    cluster: str | None = None,
+    compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
+) -> TuneReport:
+    """Enumerate num_warps, num_stages and the declared block sizes of each selected input of
+    ``target`` (a catalog op, a spec ``.toml`` or a recorded workload ``.json``), compile them all with
+    ``toolchains[0]``, screen by spills, occupancy and a roofline estimate, scale the blocks from the
+    kernel's own config, then (unless ``compile_only``) time the ``top_k`` kept on the GPU against the
+    library's config and the other ``toolchains`` (one bundle for all inputs, ``budget`` GPU seconds;
+    ``results_file``: a bench results file of that bundle, timed elsewhere).
+
+    ``warps``/``stages``/``blocks`` narrow the space. A catalog op with several inputs needs them
+    chosen (``inputs``, ``input_id`` or ``num_inputs``). Raises :class:`~ktriage.errors.KtriageError`
+    (naming the fix) for a bad argument, before any toolchain is built."""
+    from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
+    from ktriage.compile.remote import ClusterCompiler
+    from ktriage.execute.select import remote_executor
+    from ktriage.record.workload import is_workload_path
+    from ktriage.spec.model import input_label
+    from ktriage.tune.scaling import scale_blocks
+    from ktriage.tune.screen import screen
+    from ktriage.tune.space import config_space
+    from ktriage.tune.timing_run import time_candidates
+
+    if not toolchains:
+        raise KtriageError("no --toolchain given", "pass the toolchain to tune for, e.g. -t triton==3.4.0")
+    specs = resolve_specs(
+        target,
+        mode=mode,
+        inputs=list(inputs) if inputs else None,
+        target_arch=arch,
+        dtype=precision,
+        sm_count=sm_count,
+        sm_count_beyond_specs=True,
+    )
+    specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
+    if len(specs) > 1 and not inputs and input_id is None and num_inputs is None:
+        raise KtriageError(
+            f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
+            "pass --input for each, e.g. " + " ".join(f"--input {input_label(s.meta, s.name)}" for s in specs[:2]),
+        )
+    spaces = [config_space(spec, warps=warps, stages=stages, blocks=blocks) for spec in specs]
+    tc, *others = resolve_toolchains(toolchains)
+    timings: list[JSONObject | None] = [None] * len(spaces)
+    notes: list[tuple[str, str]] = []
+    with progress.task("compiling candidates") as step:
+        executor = remote_executor(cluster)
+        with ClusterCompiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
+            results = [
+                screen(
+                    space,
+                    tc,
+                    compiler,
+                    top_k=top_k,
+                    max_spill_bytes=max_spill_bytes,
+                    sm_count=sm_count,
+                    on_done=step.callback,
+                )
+                for space in spaces
+            ]
+            scalings: list[ScaleResult[Any]] = [
+                scale_blocks(space.spec, tc, compiler, space=space, sm_count=sm_count, max_spill_bytes=max_spill_bytes)
+                for space in spaces
+            ]
+            if not compile_only and any(r.kept for r in results):
+                recorded = Path(target) if is_workload_path(target) and Path(target).is_file() else None
+                run = time_candidates(
+                    results,
+                    compiler,
+                    bundle=bundle,
+                    budget=budget,
+                    results_file=results_file,
+                    sm_count=sm_count,
+                    others=others,
+                    workload=recorded,
+                )
+                timings, notes = list(run.timings), run.notes
+    return TuneReport(results, scalings, timings, notes)
