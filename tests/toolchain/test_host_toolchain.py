@@ -91,7 +91,9 @@ HOST_SCRIPT = textwrap.dedent(
             out[text] = {"id": tc.id, "again": again.id, "found": (find_toolchain(tc.id) or tc).id, "spec": str(tc.spec),
                          "python": str(tc.python), "triton_version": tc.triton_version, "ptxas": str(tc.ptxas),
                          "ptxas_version_text": tc.ptxas_version_text, "frontend_id": tc.frontend_id,
-                         "cubin": art.cubin.cubin_path.read_bytes().hex(), "log": art.cubin.ptxas_log}
+                         "cubin": art.cubin.cubin_path.read_bytes().hex(), "log": art.cubin.ptxas_log,
+                         "made_by": art.cubin.command[0], "made_by_version": art.cubin.ptxas_version,
+                         "native": art.cubin.native}
     print(json.dumps(out))
     """
 )
@@ -103,7 +105,8 @@ def test_host_toolchain_is_identified_and_compiles_the_releases_cubin(toolchain,
     exact version, its bundled ptxas's --version text, an id kept apart from the PyPI release's, and a
     kernel compiled in that interpreter (no venv built) to the same cubin the release toolchain makes."""
     release = toolchain("triton==3.6.0")
-    other_ptxas = toolchain("triton==3.4.0").bundled_ptxas  # a ptxas=PATH that is not the host Triton's own
+    # a ptxas=PATH that is not the host Triton's own, of another version (12.4.131; the host's bundles 12.8.93)
+    other_ptxas = toolchain("triton==3.4.0,ptxas==12.4.131").ptxas
     interpreter = release.python  # "the current interpreter": a real Python whose Triton is 3.6.0
     home = tmp_path / "home"
     env = {
@@ -140,3 +143,10 @@ def test_host_toolchain_is_identified_and_compiles_the_releases_cubin(toolchain,
     assert isinstance(art, Artifact)
     assert bytes.fromhex(host["cubin"]) == art.cubin.cubin_path.read_bytes()  # the host's Triton is that release
     assert "registers" in host_path["log"]
+    # ... and that ptxas, not the host Triton's bundled one, made the ptxas=PATH toolchain's cubin (the
+    # H200 triage --run of benchmarks/corpus/README.md compared host+ptxas=PATH with host: had the path
+    # been ignored, both sides would be Triton's own cubin)
+    assert host["native"] and host["made_by"] == str(release.bundled_ptxas)
+    assert not host_path["native"] and host_path["made_by"] == str(other_ptxas)
+    assert host_path["made_by_version"] == "12.4.131" and host["made_by_version"] == release.ptxas_version
+    assert host_path["cubin"] != host["cubin"]  # 12.4.131's cubin, not 12.8.93's
