@@ -35,6 +35,14 @@ if TYPE_CHECKING:
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._record import RecordReport, record
+    from ktriage.api._toolchain_admin import (
+        ToolchainList,
+        ToolchainShow,
+        toolchain_add,
+        toolchain_list,
+        toolchain_remove,
+        toolchain_show,
+    )
     from ktriage.api._triage import TriageReport, triage
     from ktriage.api._tune import TuneReport, tune
 
@@ -62,6 +70,12 @@ _LAZY: dict[str, str] = {
     "TriageReport": "_triage",
     "record": "_record",
     "RecordReport": "_record",
+    "toolchain_add": "_toolchain_admin",
+    "toolchain_list": "_toolchain_admin",
+    "toolchain_remove": "_toolchain_admin",
+    "toolchain_show": "_toolchain_admin",
+    "ToolchainList": "_toolchain_admin",
+    "ToolchainShow": "_toolchain_admin",
     "tune": "_tune",
     "TuneReport": "_tune",
 }
@@ -87,6 +101,12 @@ __all__ = [
     "RecordedBenchReport",
     "RecordReport",
     "require_torch",
+    "toolchain_add",
+    "toolchain_list",
+    "toolchain_remove",
+    "toolchain_show",
+    "ToolchainList",
+    "ToolchainShow",
     "triage",
     "TriageReport",
     "tune",

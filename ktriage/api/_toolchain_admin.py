@@ -1,0 +1,132 @@
+"""The toolchains kept under the ktriage home, as a library: ``toolchain_add(spec=...)``,
+``toolchain_list()``, ``toolchain_show(id_or_spec=...)``, ``toolchain_remove(id_or_spec=...)``
+(docs/toolchains.md).
+
+Why entry points: ``ktriage toolchain`` found, built, measured and removed toolchains itself, so a
+CI script that prepares or prunes its toolchains had only the command line; the CLI now parses,
+calls one of these and renders the report. (Building the toolchains a verb was given is
+``_toolchains.resolve_toolchains``, with progress lines.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ktriage.errors import KtriageError
+from ktriage.mdsafe import markdown_writer
+from ktriage.schema.jsontypes import JSONObject
+from ktriage.toolchain.manager import Toolchain
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "Toolchain",
+    "ToolchainList",
+    "ToolchainShow",
+    "toolchain_add",
+    "toolchain_list",
+    "toolchain_remove",
+    "toolchain_show",
+]
+
+
+@dataclass(frozen=True)
+class ToolchainList:
+    """The built toolchains and their sizes on disk (bytes), in the same order."""
+
+    toolchains: list[Toolchain]
+    sizes: list[int]
+
+    def json_text(self) -> str:
+        from ktriage.report.toolchain import list_json
+
+        return list_json(self.toolchains, self.sizes)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.toolchain import list_markdown
+
+        return list_markdown(self.toolchains, self.sizes)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.toolchain import print_list
+
+        print_list(self.toolchains, self.sizes, console)
+
+
+@dataclass(frozen=True)
+class ToolchainShow:
+    """Every field of one built toolchain, whether its Triton is order-sensitive, and how it
+    assembles for each probed arch (``assemblers``: ``sm_90`` -> the assembler's label, or why not)."""
+
+    id: str
+    data: JSONObject
+
+    def json_text(self) -> str:
+        from ktriage.report.toolchain import show_json
+
+        return show_json(self.data)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.toolchain import show_markdown
+
+        return show_markdown(self.id, self.data)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.toolchain import print_show
+
+        print_show(self.id, self.data, console)
+
+
+def toolchain_add(*, spec: str, say: Callable[[str], None] | None = None) -> Toolchain:
+    """Build the toolchain of ``spec`` (``triton==3.4.0``, ``triton==3.4.0,ptxas==12.8.93``...), or
+    reuse it if built; ``say``: the build's steps."""
+    from ktriage.toolchain.manager import ensure_toolchain
+
+    return ensure_toolchain(spec, progress=say)
+
+
+def toolchain_list() -> ToolchainList:
+    """The toolchains built under the ktriage home, with their sizes on disk."""
+    from ktriage.toolchain.manager import list_toolchains, toolchain_size
+
+    tcs = list_toolchains()
+    return ToolchainList(tcs, [toolchain_size(tc) for tc in tcs])
+
+
+def toolchain_show(*, id_or_spec: str) -> ToolchainShow:
+    """One built toolchain (an id, a unique prefix of one, or a spec), its facts probed."""
+    tc = _find(id_or_spec)
+    data = tc.to_json()
+    facts = tc.facts()
+    data["order_sensitive"] = facts.order_sensitive
+    data["assemblers"] = {
+        f"sm_{cc}": tc.assembler(cc).label() if not isinstance(arch, str) else f"cannot build: {arch}"
+        for cc, arch in sorted(facts.archs.items())
+    }
+    return ToolchainShow(tc.id, data)
+
+
+def toolchain_remove(*, id_or_spec: str) -> str:
+    """Remove a built toolchain (its venv and ptxas release too, once nothing else uses them); the id removed."""
+    from ktriage.toolchain.manager import remove_toolchain
+
+    tc = _find(id_or_spec)
+    remove_toolchain(tc.id)
+    return tc.id
+
+
+def _find(id_or_spec: str) -> Toolchain:
+    from ktriage.toolchain.manager import find_toolchain
+
+    tc = find_toolchain(id_or_spec)
+    if tc is None:
+        raise KtriageError(
+            f"no built toolchain matches {id_or_spec!r}",
+            "see `ktriage toolchain list`, or build it with `ktriage toolchain add SPEC`",
+        )
+    return tc
