@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
     from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded
     from ktriage.api._bisect import BisectReport, bisect
-    from ktriage.api._compare import CompareReport, compare
+    from ktriage.api._compare import CompareReport, CompareView, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._record import RecordReport, record
@@ -66,6 +66,7 @@ _LAZY: dict[str, str] = {
     "FidelityRow": "_fidelity",
     "compare": "_compare",
     "CompareReport": "_compare",
+    "CompareView": "_compare",
     "triage": "_triage",
     "TriageReport": "_triage",
     "record": "_record",
@@ -88,6 +89,7 @@ __all__ = [
     "BisectReport",
     "compare",
     "CompareReport",
+    "CompareView",
     "DEFAULT_COMPILE_TIMEOUT_S",
     "DEFAULT_THRESHOLD",
     "explain",

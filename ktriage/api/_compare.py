@@ -7,10 +7,53 @@ its entry point in the API's shape: keyword-only, like every verb here.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side
+from ktriage.mdsafe import markdown_writer
 
-__all__ = ["CompareReport", "compare"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["CompareReport", "CompareView", "compare"]
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """The renderers of a :class:`CompareReport`, the ones ``ktriage compare`` writes with. Apart
+    from the report because the report lives in ``ktriage.compare``, below the rendering layer
+    (``ktriage.report``), where triage and the cost model's dataset read it too."""
+
+    report: CompareReport
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.markdown import to_markdown
+
+        return to_markdown(self.report)
+
+    def json_text(self) -> str:
+        return self.report.json_text() + "\n"
+
+    def to_csv(self) -> str:
+        from ktriage.report.tabular import to_csv
+
+        return to_csv(self.report)
+
+    def to_html(self) -> str:
+        """Self-contained, with plots."""
+        from ktriage.report.html import to_html
+
+        return to_html(self.report)
+
+    def print_table(self, console: Console, *, show_same: bool = False) -> None:
+        """The pairs table (``show_same``: the 'same' pairs too) and the verdict counters."""
+        from ktriage.report.tabular import print_counters, print_table
+
+        print_table(console, self.report, show_same=show_same)
+        print_counters(console, self.report)
 
 
 def compare(

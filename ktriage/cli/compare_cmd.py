@@ -1,7 +1,7 @@
 """`ktriage compare`: regressions, improvements and cliffs between two runs (or a run's toolchains).
 
-Thin: options here; the compare itself is one call, ``ktriage.compare.run.compare`` (loading the sides,
-pairing them, the statistics), rendered by ktriage.report. Exit status for CI: 1 when regressions are found, 0 otherwise, 2 for bad input.
+Thin: options here; the compare itself is one call, :func:`ktriage.api.compare` (loading the sides,
+pairing them, the statistics), rendered by :class:`ktriage.api.CompareView`. Exit status for CI: 1 when regressions are found, 0 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from ktriage.cli.options import (
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
-    from ktriage.compare.report import CompareReport
+    from ktriage.api import CompareReport
 
 
 FORMATS = ("table", "markdown", "json", "csv")
@@ -82,15 +82,15 @@ def compare(
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
     interval and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along
     input sweeps. Exit 1 when regressions are found (for CI), 2 for bad input."""
-    from ktriage.compare.run import compare as run_compare
+    from ktriage.api import compare as compare_api
 
     try:
         check_format(fmt, FORMATS)
         outputs = merge_outputs(output, md=markdown, html=html)
         check_outputs(outputs, WRITERS)
-        report = run_compare(
-            a,
-            b,
+        report = compare_api(
+            old=a,
+            new=b,
             toolchains=toolchains,
             baseline=baseline,
             threshold=threshold,
@@ -109,25 +109,11 @@ def compare(
 def show_and_write(report: CompareReport, fmt: Format, outputs: list[Path], *, show_same: bool = False) -> None:
     """Print the report on stdout in ``fmt``, write each ``-o`` file by its suffix, and append the
     markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
-    from ktriage.report.html import to_html
-    from ktriage.report.markdown import to_markdown
-    from ktriage.report.tabular import print_counters, print_table, to_csv
+    from ktriage.api import CompareView
 
-    def table() -> None:
-        out = make_console()
-        print_table(out, report, show_same=show_same)
-        print_counters(out, report)
-
+    view = CompareView(report)
+    writers = {".md": view.to_markdown, ".json": view.json_text, ".csv": view.to_csv, ".html": view.to_html}
     emit(
-        fmt,
-        {
-            ".md": lambda: to_markdown(report),
-            ".json": lambda: report.json_text() + "\n",
-            ".csv": lambda: to_csv(report),
-            ".html": lambda: to_html(report),
-        },
-        table,
-        outputs,
-        make_console(stderr=True),
+        fmt, writers, lambda: view.print_table(make_console(), show_same=show_same), outputs, make_console(stderr=True)
     )
-    append_step_summary(os.environ.get("GITHUB_STEP_SUMMARY"), to_markdown(report))
+    append_step_summary(os.environ.get("GITHUB_STEP_SUMMARY"), view.to_markdown())
