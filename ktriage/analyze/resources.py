@@ -36,9 +36,9 @@ from ktriage.errors import CompileError, FormatError, SpecError
 from ktriage.ptx import parse_ptx
 from ktriage.schema.jsontypes import JSONObject
 
-# 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes. Cached resources of another schema are recomputed
-# (artifact.py).
-SCHEMA_VERSION = 4
+# 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes; 5: the loops' load_waits. Cached resources of
+# another schema are recomputed (artifact.py).
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,20 @@ the most memory and tensor-core instructions (classes global, atomic, shared, lo
 the lower address. Without any such instruction that is the largest innermost loop. This is a
 static guess at "the loop most iterations are spent in": a K loop of a matmul (LDGSTS/HGMMA), the
 row loop of a reduction (LDG), not a 2-instruction barrier spin loop or an outer tile loop.
+
+Load waits (`SassLoop.load_waits`): how many times one iteration of an innermost loop stops for its
+own global loads. Walking the body in address order, an instruction that reads a register a global
+load (`LDG`, generic `LD`) of the same iteration still writes is a wait: the warp's scoreboard holds it
+there until that load returns, so every load issued before it is one round trip to memory and the next
+loads start a new one. The count is the number of dependent round trips an iteration makes. Why it
+matters: in a latency-bound loop (few warps per SM) the time of an iteration is about round trips x
+the memory latency, and two toolchains can issue the same loads in a different order.
+TritonBench's `_layer_norm_bwd_dwdb` (16 `LDG.E.128` an iteration) waits 8 times with Triton 3.3.1
+and 13 times with 3.6.0, which measures 1.4x slower at grid 8..16 on an H200. Simplifications: a wait
+counts every outstanding load as returned (cuobjdump prints no scoreboard numbers, so the register
+dependences are what is known); predicated instructions count as executed; local loads (`LDL`, spill
+reloads) are not counted (the cost model prices each one's latency already); 0 for a loop without
+global loads and for outer loops (their bodies hold inner loops, whose iterations are not one round).
 """
 
 from __future__ import annotations
@@ -51,6 +65,9 @@ class SassLoop:
     innermost: bool
     main: bool = False  # the main loop (see the module docstring); listed first
     opcodes: dict[str, int] = field(default_factory=dict)  # base opcode -> count in the body
+    # waits of one iteration on its own global loads (module docstring); None: read from a report of
+    # a ktriage that did not count them
+    load_waits: int | None = None
     # the body's instruction addresses (for the per-line counts of analyze/lines.py); not saved
     body: frozenset[int] = field(default_factory=frozenset, compare=False, repr=False)
 
@@ -63,6 +80,7 @@ class SassLoop:
             "innermost": self.innermost,
             "main": self.main,
             "opcodes": dict(self.opcodes),
+            **({"load_waits": self.load_waits} if self.load_waits is not None else {}),
         }
 
     @classmethod
@@ -75,12 +93,58 @@ class SassLoop:
             innermost=bool(data["innermost"]),
             main=bool(data.get("main", False)),
             opcodes={str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()},
+            load_waits=None if data.get("load_waits") is None else int(data["load_waits"]),
         )
 
     @property
     def span(self) -> str:
         """`0x1300..0x18a0`, as the SASS listing writes addresses."""
         return f"{self.start:#x}..{self.end:#x}"
+
+
+# `R12`, `R12.64` in an operand (not `UR4`, `RZ`, `P0`): registers with the width a load writes
+_REGISTER = re.compile(r"\bR(\d+)\b")
+_VECTOR_REGISTER = re.compile(r"\bR(\d+)(?:\.(64|128))?\b")
+_GLOBAL_LOADS = frozenset({"LDG", "LD"})
+_WIDTH_REGS = {"64": 2, "128": 4}
+
+
+def _load_dest(inst: SassInstruction) -> set[int]:
+    """The registers a global load writes: its first operand, widened by the load's `.64`/`.128`."""
+    first = inst.operands.split(",", 1)[0]
+    m = _REGISTER.search(first)
+    if m is None:
+        return set()
+    mods = inst.opcode.split(".")[1:]
+    width = next((_WIDTH_REGS[w] for w in mods if w in _WIDTH_REGS), 1)
+    base = int(m.group(1))
+    return set(range(base, base + width))
+
+
+def _reads(inst: SassInstruction) -> set[int]:
+    """The registers an instruction reads: every operand after the first, all operands of a store,
+    a reduction or an atomic (their first operand is an address or data, not only a destination);
+    a vector operand `R4.64` reads R4 and R5."""
+    ops = inst.operands.split(",")
+    srcs = ",".join(ops if inst.base_opcode.startswith(("ST", "RED", "ATOM")) else ops[1:])
+    regs: set[int] = set()
+    for m in _VECTOR_REGISTER.finditer(srcs):
+        base = int(m.group(1))
+        regs.update(range(base, base + _WIDTH_REGS.get(m.group(2) or "", 1)))
+    return regs
+
+
+def load_waits(body: list[SassInstruction]) -> int:
+    """The waits of one iteration on its own global loads (module docstring), `body` in address order."""
+    waits = 0
+    pending: set[int] = set()
+    for inst in body:
+        if pending and _reads(inst) & pending:
+            waits += 1
+            pending = set()
+        if inst.base_opcode in _GLOBAL_LOADS:
+            pending |= _load_dest(inst)
+    return waits
 
 
 def _target(inst: SassInstruction, labels: Mapping[str, int]) -> int | None:
@@ -233,6 +297,7 @@ def find_loops(fn: SassFunction) -> list[SassLoop]:
             innermost=not inner[h],
             opcodes=dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
             body=frozenset(i.address for i in members),
+            load_waits=load_waits(sorted(members, key=lambda i: i.address)) if not inner[h] else 0,
         )
         own_size = sum(spans[b][1] - spans[b][0] for b in own)
         loops.append(((-work_count(own), 0 if loop.innermost else 1, -own_size, loop.start), loop))
