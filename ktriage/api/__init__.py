@@ -35,6 +35,16 @@ if TYPE_CHECKING:
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._record import RecordReport, record
+    from ktriage.api._runs import (
+        RunExport,
+        RunImported,
+        RunList,
+        RunShow,
+        runs_export,
+        runs_import,
+        runs_list,
+        runs_show,
+    )
     from ktriage.api._toolchain_admin import (
         ToolchainList,
         ToolchainShow,
@@ -71,6 +81,14 @@ _LAZY: dict[str, str] = {
     "TriageReport": "_triage",
     "record": "_record",
     "RecordReport": "_record",
+    "RunExport": "_runs",
+    "RunImported": "_runs",
+    "RunList": "_runs",
+    "RunShow": "_runs",
+    "runs_export": "_runs",
+    "runs_import": "_runs",
+    "runs_list": "_runs",
+    "runs_show": "_runs",
     "toolchain_add": "_toolchain_admin",
     "toolchain_list": "_toolchain_admin",
     "toolchain_remove": "_toolchain_admin",
@@ -103,6 +121,14 @@ __all__ = [
     "RecordedBenchReport",
     "RecordReport",
     "require_torch",
+    "RunExport",
+    "RunImported",
+    "RunList",
+    "RunShow",
+    "runs_export",
+    "runs_import",
+    "runs_list",
+    "runs_show",
     "toolchain_add",
     "toolchain_list",
     "toolchain_remove",

@@ -1,4 +1,5 @@
-"""`ktriage runs list|show|export|import`: read the results store (a thin shell over ktriage.store)."""
+"""`ktriage runs list|show|export|import`: the results store. Parses, calls one entry point of
+``ktriage.api`` (``runs_list``...) and renders its report."""
 
 from __future__ import annotations
 
@@ -8,11 +9,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ktriage.api import runs_export, runs_import, runs_list, runs_show
 from ktriage.cli.console import make_console
-from ktriage.cli.options import SUFFIX, Db, Format, format_option, output_option, write_outputs
-from ktriage.errors import KtriageError
-
-# the store imports SQLAlchemy: loaded when a runs command runs, not for its --help
+from ktriage.cli.options import Db, Format, emit, format_option, output_option, write_outputs
 
 app = typer.Typer(help="Stored measurement runs: list, show, export (the results store).", no_args_is_help=True)
 console = make_console()
@@ -45,22 +44,9 @@ def list_cmd(
     output: Annotated[list[Path] | None, output_option(LIST_WRITERS)] = None,
 ) -> None:
     """List stored runs: id, date, GPU, toolchains, cells ok/wrong/error, status."""
-    from ktriage.report.runs import list_csv, list_json, list_markdown, print_list
-    from ktriage.store import RunFilters, open_store
-
-    with open_store(db) as store:
-        summaries = store.summaries(limit, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
-        url = store.url
-    writers = {
-        ".md": lambda: list_markdown(summaries, url),
-        ".json": lambda: list_json(summaries),
-        ".csv": lambda: list_csv(summaries),
-    }
-    if fmt is Format.table:
-        print_list(summaries, url, console, filtered=any((status, gpu, op, toolchain)))
-    else:
-        typer.echo(writers[SUFFIX[fmt]](), nl=False)
-    write_outputs(output or [], writers, err_console)
+    report = runs_list(db=db, limit=limit, status=status, gpu=gpu, op=op, toolchain=toolchain)
+    writers = {".md": report.to_markdown, ".json": report.json_text, ".csv": report.to_csv}
+    emit(fmt, writers, lambda: report.print_table(console), output, err_console)
 
 
 @app.command("show")
@@ -73,18 +59,9 @@ def show_cmd(
     output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
 ) -> None:
     """Show a run: environment, toolchains, settings, and the median latency of every cell."""
-    from ktriage.report.runs import print_show, show_json, show_markdown
-    from ktriage.store import open_store
-
-    with open_store(db) as store:
-        summary = store.summary(run)
-        info, cells = store.load_run(summary.run.run_id)
-    writers = {".md": lambda: show_markdown(summary, info, cells), ".json": lambda: show_json(info, cells)}
-    if fmt is Format.table:
-        print_show(summary, info, cells, console)
-    else:
-        typer.echo(writers[SUFFIX[fmt]](), nl=False)
-    write_outputs(output or [], writers, err_console)
+    report = runs_show(run=run, db=db)
+    writers = {".md": report.to_markdown, ".json": report.json_text}
+    emit(fmt, writers, lambda: report.print_table(console), output, err_console)
 
 
 @app.command("export")
@@ -103,17 +80,13 @@ def export_cmd(
     db: Db = None,
 ) -> None:
     """Export a run as JSON (reads back with `runs import` or compare) or as a TritonBench-like CSV."""
-    from ktriage.store import open_store
-    from ktriage.store.export import export_csv, export_json
-
-    outputs = list(output or [])
-    with open_store(db) as store:
-        info, cells = store.load_run(run)
-
-    writers = {".json": lambda: export_json(info, cells), ".csv": lambda: export_csv(info, cells)}
-    if fmt is not None or not outputs:
-        typer.echo(writers[SUFFIX[fmt or Format.json]](), nl=False)
-    write_outputs(outputs, writers, err_console)
+    report = runs_export(run=run, db=db)
+    writers = {".json": report.json_text, ".csv": report.to_csv}
+    if fmt is not None or not output:  # no --format: json on stdout, or nothing there when -o is given
+        typer.echo(
+            writers[".csv" if fmt is Format.csv else ".json"](), nl=False
+        )  # the export's bytes, as written to -o
+    write_outputs(output or [], writers, err_console)
 
 
 @app.command("import")
@@ -122,13 +95,5 @@ def import_cmd(
     db: Db = None,
 ) -> None:
     """Import an exported run (e.g. measured on the GPU host) into this store."""
-    from ktriage.measure.results_file import read_results
-    from ktriage.store import open_store
-
-    if not path.is_file():
-        raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
-    info, cells = read_results(path)  # the schema layer: size, UTF-8, JSON and every field checked
-    with open_store(db) as store:
-        store.import_run(info, cells)
-        url = store.url
-    console.print(f"imported run {info.run_id} ({len(cells)} cells) into {escape(url)}")
+    done = runs_import(path=path, db=db)
+    console.print(f"imported run {done.run_id} ({done.cells} cells) into {escape(done.url)}")

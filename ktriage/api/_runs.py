@@ -1,0 +1,162 @@
+"""The results store as a library: ``runs_list(...)``, ``runs_show(run=...)``, ``runs_export(run=...)``
+and ``runs_import(path=...)`` (docs/store.md).
+
+Why entry points: ``ktriage runs`` opened the store, filtered, loaded and imported runs itself, so a
+dashboard script or a notebook had only the command line. Each returns a typed report with the
+renderers ``ktriage runs`` writes with; ``db``: the store's URL (None: the SQLite file under the
+ktriage home, or ``$KTRIAGE_DB``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ktriage.errors import KtriageError
+from ktriage.mdsafe import markdown_writer
+
+if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a function here runs, not for `ktriage runs --help`
+    from rich.console import Console
+
+    from ktriage.measure.cells import Cell, RunInfo
+    from ktriage.store.store import RunSummary
+
+__all__ = ["RunExport", "RunImported", "RunList", "RunShow", "runs_export", "runs_import", "runs_list", "runs_show"]
+
+
+@dataclass(frozen=True)
+class RunList:
+    """Stored runs, newest first, from the store at ``url``; ``filtered``: some filter was given."""
+
+    summaries: list[RunSummary]
+    url: str
+    filtered: bool = False
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.runs import list_markdown
+
+        return list_markdown(self.summaries, self.url)
+
+    def json_text(self) -> str:
+        from ktriage.report.runs import list_json
+
+        return list_json(self.summaries)
+
+    def to_csv(self) -> str:
+        from ktriage.report.runs import list_csv
+
+        return list_csv(self.summaries)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.runs import print_list
+
+        print_list(self.summaries, self.url, console, filtered=self.filtered)
+
+
+@dataclass(frozen=True)
+class RunShow:
+    """One run: its summary, environment and cells (with their raw samples)."""
+
+    summary: RunSummary
+    info: RunInfo
+    cells: list[Cell]
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.runs import show_markdown
+
+        return show_markdown(self.summary, self.info, self.cells)
+
+    def json_text(self) -> str:
+        """The run's export (raw samples; ``runs import`` and ``compare`` read it)."""
+        from ktriage.report.runs import show_json
+
+        return show_json(self.info, self.cells)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.runs import print_show
+
+        print_show(self.summary, self.info, self.cells, console)
+
+
+@dataclass(frozen=True)
+class RunExport:
+    """A run and its cells, as a results file (:meth:`json_text`) or a TritonBench-like CSV."""
+
+    info: RunInfo
+    cells: list[Cell]
+
+    def json_text(self) -> str:
+        from ktriage.store.export import export_json
+
+        return export_json(self.info, self.cells)
+
+    def to_csv(self) -> str:
+        from ktriage.store.export import export_csv
+
+        return export_csv(self.info, self.cells)
+
+
+@dataclass(frozen=True)
+class RunImported:
+    """What ``runs_import`` stored: the run id, its cell count and the store's URL."""
+
+    run_id: str
+    cells: int
+    url: str
+
+
+def runs_list(
+    *,
+    db: str | None = None,
+    limit: int = 20,
+    status: str | None = None,
+    gpu: str | None = None,
+    op: str | None = None,
+    toolchain: str | None = None,
+) -> RunList:
+    """At most ``limit`` stored runs, newest first; every filter given must match (``gpu``, ``op``,
+    ``toolchain``: case-insensitive substrings; ``status``: running, finished, interrupted, failed)."""
+    from ktriage.store import RunFilters, open_store
+
+    with open_store(db) as store:
+        summaries = store.summaries(limit, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
+        url = store.url
+    return RunList(summaries, url, filtered=any((status, gpu, op, toolchain)))
+
+
+def runs_show(*, run: str, db: str | None = None) -> RunShow:
+    """The run ``run`` (an id or a unique prefix of one)."""
+    from ktriage.store import open_store
+
+    with open_store(db) as store:
+        summary = store.summary(run)
+        info, cells = store.load_run(summary.run.run_id)
+    return RunShow(summary, info, cells)
+
+
+def runs_export(*, run: str, db: str | None = None) -> RunExport:
+    """The run ``run`` (an id or a unique prefix of one) and its cells, to export."""
+    from ktriage.store import open_store
+
+    with open_store(db) as store:
+        info, cells = store.load_run(run)
+    return RunExport(info, cells)
+
+
+def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
+    """Import an exported run (``runs_export(...).json_text()``, e.g. measured on the GPU host) into
+    the store, in one transaction; the file goes through the schema layer (every field checked)."""
+    from ktriage.measure.results_file import read_results
+    from ktriage.store import open_store
+
+    path = Path(path)
+    if not path.is_file():
+        raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
+    info, cells = read_results(path)
+    with open_store(db) as store:
+        store.import_run(info, cells)
+        url = store.url
+    return RunImported(info.run_id, len(cells), url)
