@@ -8,11 +8,11 @@ never sees how a predicate measures.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
-from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 Outcome = Literal["good", "bad", "skip", "unsure"]
 """One candidate's verdict.
@@ -39,14 +39,18 @@ class Candidate:
     index: int
     id: str
     label: str
-    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    meta: JSONObject = field(default_factory=dict, compare=False, hash=False)
 
     def to_json(self) -> JSONObject:
         return {"index": self.index, "id": self.id, "label": self.label, "meta": dict(self.meta)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Candidate:
-        return cls(int(data["index"]), str(data["id"]), str(data["label"]), dict(data.get("meta") or {}))
+    def from_json(cls, data: Mapping[str, JSONValue]) -> Candidate:
+        """A candidate as the state file keeps it (``to_json``)."""
+        index, meta = data["index"], data.get("meta")
+        if not isinstance(index, (int, str)):
+            raise ValueError(f"candidate index {index!r} is not a number")
+        return cls(int(index), str(data["id"]), str(data["label"]), dict(meta) if isinstance(meta, Mapping) else {})
 
 
 def empty_cost() -> dict[str, float]:
@@ -67,7 +71,7 @@ class Observation:
     candidate: Candidate
     outcome: Outcome
     reason: str
-    measurements: dict[str, Any] = field(default_factory=dict)
+    measurements: JSONObject = field(default_factory=dict)
     cost: dict[str, float] = field(default_factory=empty_cost)
     confidence: float | None = None
 
@@ -82,17 +86,24 @@ class Observation:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Observation:
-        outcome = data["outcome"]
-        if outcome not in OUTCOMES:
-            raise ValueError(f"unknown outcome {outcome!r}")
+    def from_json(cls, data: Mapping[str, JSONValue]) -> Observation:
+        """An observation as the state file keeps it (``to_json``); the numbers as they were written."""
+        outcome = next((o for o in OUTCOMES if o == data["outcome"]), None)
+        if outcome is None:
+            raise ValueError(f"unknown outcome {data['outcome']!r}")
+        candidate, measurements = data["candidate"], data.get("measurements")
+        if not isinstance(candidate, Mapping):
+            raise ValueError(f"observation's candidate {candidate!r} is not an object")
+        cost, confidence = data.get("cost"), data.get("confidence")
         return cls(
-            candidate=Candidate.from_json(data["candidate"]),
+            candidate=Candidate.from_json(candidate),
             outcome=outcome,
             reason=str(data.get("reason", "")),
-            measurements=dict(data.get("measurements") or {}),
-            cost=dict(data.get("cost") or empty_cost()),
-            confidence=data.get("confidence"),
+            measurements=dict(measurements) if isinstance(measurements, Mapping) else {},
+            cost={k: v for k, v in cost.items() if isinstance(v, (int, float))}
+            if isinstance(cost, Mapping) and cost
+            else empty_cost(),
+            confidence=confidence if isinstance(confidence, (int, float)) else None,
         )
 
 

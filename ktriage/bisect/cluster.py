@@ -22,14 +22,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.bisect.candidate import Candidate, Observation, empty_cost
+from ktriage.bisect.decide import MeasureFn
 from ktriage.bisect.predicates import BisectAbort, CommandPredicate, KernelMeasurer, KernelSource, MetricPredicate
 from ktriage.bisect.workspace import Workspace
 from ktriage.errors import KtriageError, MeasureError
 from ktriage.execute.base import Executor, Job, JobResult, PinnedWorker, Placement
 from ktriage.home import home_subdir
+from ktriage.schema.jsontypes import JSONObject
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,14 @@ def metric_job(cfg: NodeConfig, candidate: Candidate) -> tuple[Observation, dict
     return MetricPredicate(cfg.metric, measurer, node_workspace(cfg))._measure(candidate)
 
 
-def command_job(cfg: NodeConfig, candidate: Candidate) -> dict[str, Any]:
+class CommandJobResult(TypedDict, total=False):
+    """What a command job sends back: the observation, or the bisect's abort (problem, fix)."""
+
+    observation: Observation
+    abort: list[str | None]  # BisectAbort's problem and fix
+
+
+def command_job(cfg: NodeConfig, candidate: Candidate) -> CommandJobResult:
     """On a node: build one candidate and run the user's command in its checkout."""
     assert cfg.command is not None
     pred = CommandPredicate(
@@ -146,7 +155,7 @@ class ClusterCommandPredicate(CommandPredicate):
 
 # --------------------------------------------------------------------------- timing on the GPU node
 
-_MEASURES: dict[str, Any] = {}
+_MEASURES: dict[str, MeasureFn] = {}  # per process: the measure of each (factory, args), built once
 
 
 def timing_job(
@@ -192,14 +201,17 @@ class RemoteMeasure:
     _worker: PinnedWorker | None = None
 
     @property
-    def where(self) -> dict[str, Any]:
+    def where(self) -> JSONObject:
         """The GPU's host and node once the worker runs (observations record it): empty before."""
         w = self._worker.where if self._worker is not None else {}
-        return (
-            {"gpu_host": w["hostname"], "gpu_node": str(w["node_id"])[:12], "gpu_ids": w.get("gpu_ids", [])}
-            if w
-            else {}
-        )
+        if not w:
+            return {}
+        ids = w.get("gpu_ids", [])  # the worker's GPU ids, as strings (ray_backend)
+        return {
+            "gpu_host": str(w["hostname"]),
+            "gpu_node": str(w["node_id"])[:12],
+            "gpu_ids": [str(g) for g in ids] if isinstance(ids, list) else [],
+        }
 
     def __call__(self, variants: list[Any], n: int) -> dict[str, list[float]]:
         if self._worker is None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ktriage.bisect.candidate import Candidate
 from ktriage.bisect.decide import Variant, variant_key
 from ktriage.errors import FormatError, KtriageError, MeasureError
 
 if TYPE_CHECKING:
+    from torch import Tensor
+
     from ktriage.measure.timing import SamplerFactory, TimingOptions
     from ktriage.workload.bundles.format import Bundle
 
@@ -119,7 +121,7 @@ def bench_measure(
     inp = make_input(bun.op, case, precision=bun.precision)
     pick = toolchain_of or (lambda c: str(c.meta.get("toolchain_id", c.id)))
     loader = runner_loader()
-    reference: dict[str, Any] = {}
+    reference: dict[str, Tensor | None] = {}  # the first toolchain's outputs: the others are checked against them
 
     def prepare(v: Variant) -> Callable[[], None]:
         import torch

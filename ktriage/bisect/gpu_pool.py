@@ -12,17 +12,26 @@ own GPU; a fault in one GPU's worker costs that group's call, and the worker is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.measure.isolate import IsolatedRunner, Job
+
+
+class TimingPayload(TypedDict):
+    """One timing job for the worker: the measure's factory and arguments, the variants, the samples."""
+
+    factory: Callable[..., Any]
+    args: tuple[Any, ...]
+    variants: list[Any]  # Variant: a Candidate or a toolchain id
+    n: int
 
 
 def _key(variant_key: str) -> CellKey:
     return CellKey("bisect", "time", 0, "round", variant_key, None)
 
 
-def measure_job(payload: dict[str, Any], emit: Callable[[Cell], None]) -> None:
+def measure_job(payload: TimingPayload, emit: Callable[[Cell], None]) -> None:
     """Worker job handler: ``n`` samples of every variant, interleaved in this process, as one cell
     per variant (status ok with the samples, or error with the measure's reason)."""
     from ktriage.bisect.cluster import timing_job
@@ -47,7 +56,7 @@ class GpuWorkerMeasure:
         args: tuple[Any, ...],
         *,
         timeout_s: float = 600.0,
-        handler: Callable[[dict[str, Any], Callable[[Cell], None]], None] = measure_job,
+        handler: Callable[[TimingPayload, Callable[[Cell], None]], None] = measure_job,
     ) -> None:
         from ktriage.measure.gpus import worker_env
 
@@ -64,7 +73,7 @@ class GpuWorkerMeasure:
         cells = self.runner.run_job(
             Job(
                 [_key(k) for k in keys],
-                {"factory": self.factory, "args": self.args, "variants": list(variants), "n": n},
+                TimingPayload(factory=self.factory, args=self.args, variants=list(variants), n=n),
             )
         )
         out: dict[str, list[float]] = {}

@@ -15,11 +15,11 @@ a timeout makes that candidate ``skip``, not the bisect fail.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ktriage.bisect.candidate import Candidate, Observation, Outcome, empty_cost
 from ktriage.bisect.workspace import (
@@ -31,6 +31,7 @@ from ktriage.bisect.workspace import (
 )
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.errors import KtriageError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 
 if TYPE_CHECKING:
@@ -77,6 +78,15 @@ def metric_value(result: KernelResult, metric: str) -> float | None:
     if metric in ("local_loads", "local_stores", "sass_instructions"):
         return float(getattr(result.resources, metric))
     return result.metric(metric)
+
+
+def saved_values(obs: Observation) -> dict[str, float]:
+    """The metric values per kernel a stored observation measured (its ``values``; a state file's
+    numbers are checked by its schema, so anything else there is not a value)."""
+    values = obs.measurements.get("values")
+    if not isinstance(values, Mapping):
+        return {}
+    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float))}
 
 
 def decide_values(
@@ -257,14 +267,19 @@ class MetricPredicate:
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, cost, None), None
         cost["compiles"] = self.measurer.compiler.thread_compiles() - before
         values: dict[str, float] = {}
-        kernels: dict[str, dict[str, Any]] = {}
+        kernels: dict[str, JSONObject] = {}
         for key, result in results.items():
             v = metric_value(result, self.metric)
             if v is not None:
                 values[key] = v
             kernels[key] = {f: result.metric(f) for f in SUMMARY_FIELDS}
             kernels[key][self.metric] = v
-        meas = {"metric": self.metric, "values": values, "kernels": kernels, "toolchain": prepared.toolchain}
+        meas: JSONObject = {
+            "metric": self.metric,
+            "values": values,
+            "kernels": kernels,
+            "toolchain": prepared.toolchain,
+        }
         return Observation(candidate, "unsure", "measured", meas, cost, None), values
 
     def _measure_many(self, candidates: list[Candidate]) -> list[tuple[Observation, dict[str, float] | None]]:
@@ -294,8 +309,7 @@ class MetricPredicate:
 
     def restore(self, good: Observation, bad: Observation) -> None:
         """Restore the endpoint values from a saved state (``--resume``) without re-measuring."""
-        self.good_values = {k: float(v) for k, v in good.measurements.get("values", {}).items()}
-        self.bad_values = {k: float(v) for k, v in bad.measurements.get("values", {}).items()}
+        self.good_values, self.bad_values = saved_values(good), saved_values(bad)
 
     def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
         if not self.good_values:
@@ -364,7 +378,7 @@ class CommandPredicate:
         except CandidateFailed as exc:
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, empty_cost(), None)
         result = run_shell(self.command, cwd=prepared.checkout or self.cwd, env=env, timeout_s=self.timeout_s)
-        meas: dict[str, Any] = {
+        meas: JSONObject = {
             "exit": result.returncode,
             "seconds": round(result.seconds, 3),
             "output": tail(result.output, 8),

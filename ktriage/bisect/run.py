@@ -41,7 +41,7 @@ from ktriage.errors import KtriageError
 from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
-from ktriage.schema.jsontypes import JSONValue
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 
 Say = Callable[[str], None]
 
@@ -120,7 +120,7 @@ def _num_warps(value: JSONValue) -> int:
     return int(value) if isinstance(value, (int, float)) else 4
 
 
-def _fingerprint(opts: BisectOptions) -> dict[str, Any]:
+def _fingerprint(opts: BisectOptions) -> JSONObject:
     return {
         "source": opts.source,
         "good": opts.good,

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from ktriage import progress
 from ktriage.atomic import write_atomic
@@ -117,6 +117,35 @@ class StageResult:
 MAX_STATE_MB = 256  # KTRIAGE_MAX_INPUT_MB sets it
 
 
+class SearchRecord(TypedDict, total=False):
+    """What :func:`run_search` saves of one search: the endpoints' and each round's observations
+    (``Observation.to_json``), then its result (status, lo, hi)."""
+
+    preflight: list[JSONObject] | None
+    rounds: list[list[JSONObject]]
+    result: JSONObject | None
+
+
+class StageRecord(SearchRecord):
+    """One stage in the state file: its name and candidates (``Candidate.to_json``), and its search."""
+
+    name: str
+    candidates: list[JSONObject]
+
+
+class _StateBase(TypedDict):
+    format_version: int
+    fingerprint: JSONObject  # the question (run.py's _fingerprint): its keys are the options
+    stages: list[StageRecord]
+    result: JSONObject | None  # the bisect's outcome (found, stage, culprit), once it ended
+
+
+class StateData(_StateBase, total=False):
+    """The state file's document (its schema, checked on resume: ``ktriage.schema.bisect_state``)."""
+
+    updated: str  # when it was last written (UTC, ISO 8601)
+
+
 class StateFile:
     """The bisect state as JSON, rewritten atomically after every step (a kill loses one round).
 
@@ -124,10 +153,10 @@ class StateFile:
     a state made for another question rather than mixing answers.
     """
 
-    def __init__(self, path: Path, fingerprint: dict[str, Any]) -> None:
+    def __init__(self, path: Path, fingerprint: JSONObject) -> None:
         self.path = path
         self.fingerprint = fingerprint
-        self.data: dict[str, Any] = {
+        self.data: StateData = {
             "format_version": STATE_VERSION,
             "fingerprint": fingerprint,
             "stages": [],
@@ -135,7 +164,7 @@ class StateFile:
         }
 
     @classmethod
-    def resume(cls, path: Path, fingerprint: dict[str, Any]) -> StateFile:
+    def resume(cls, path: Path, fingerprint: JSONObject) -> StateFile:
         state = cls(path, fingerprint)
         if not path.exists():
             raise FormatError(
@@ -166,9 +195,9 @@ class StateFile:
         state.data = data
         return state
 
-    def stage(self, number: int, name: str, candidates: Sequence[Candidate]) -> dict[str, Any]:
+    def stage(self, number: int, name: str, candidates: Sequence[Candidate]) -> StageRecord:
         """The saved record of stage ``number``, created (or checked) for these candidates."""
-        stages: list[dict[str, Any]] = self.data["stages"]
+        stages = self.data["stages"]
         ids = [c.id for c in candidates]
         if number < len(stages):
             record = stages[number]
@@ -206,7 +235,7 @@ def run_search(
     predicate: Predicate,
     *,
     workers: int = 1,
-    record: dict[str, Any] | None = None,
+    record: SearchRecord | None = None,
     save: Callable[[], None] | None = None,
     on_round: RoundHook | None = None,
     max_rounds: int = 10_000,
@@ -225,8 +254,8 @@ def run_search(
     k = max(1, workers)
 
     with progress.task(f"bisect {n} candidates") as step:  # a round compiles (or builds) its candidates: minutes
-        if record.get("preflight"):
-            pre = [Observation.from_json(o) for o in record["preflight"]]
+        if saved_preflight := record.get("preflight"):
+            pre = [Observation.from_json(o) for o in saved_preflight]
             restore = getattr(predicate, "restore", None)  # optional: re-arm from the saved endpoints
             if callable(restore):
                 restore(pre[0], pre[1])

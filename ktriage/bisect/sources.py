@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,6 +23,7 @@ from packaging.version import InvalidVersion, Version
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate
 from ktriage.errors import KtriageError
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.toolchain.releases import nvcc_package
 from ktriage.toolchain.spec import parse_toolchain
 
@@ -228,14 +230,14 @@ def _major(version: str) -> int:
 
 
 def git_candidates(
-    repo: Path, good: str, bad: str, *, first_parent: bool = False, extra_meta: dict[str, object] | None = None
+    repo: Path, good: str, bad: str, *, first_parent: bool = False, extra_meta: Mapping[str, JSONValue] | None = None
 ) -> list[Candidate]:
     """Commits good .. bad of a local repository (``good`` first), labelled ``<sha12> <subject>``."""
     shas = gitrepo.commit_range(repo, good, bad, first_parent=first_parent)
     subj = gitrepo.subjects(repo, shas)
     out = []
     for i, sha in enumerate(shas):
-        meta: dict[str, object] = {"kind": "git", "repo": str(repo), "commit": sha}
+        meta: JSONObject = {"kind": "git", "repo": str(repo), "commit": sha}
         meta.update(extra_meta or {})
         out.append(Candidate(i, sha, f"{sha[:12]} {subj.get(sha, '')}".rstrip(), meta))
     return out

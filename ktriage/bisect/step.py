@@ -16,7 +16,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate
@@ -89,12 +89,27 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     return {k: float(v) for k, v in values.items() if v is not None}
 
 
+class BaselineSide(TypedDict):
+    """One endpoint of a baseline file: the metric values per kernel and the commit they were measured at."""
+
+    values: dict[str, float]
+    commit: str
+
+
+class BaselineFile(TypedDict, total=False):
+    """``bisect-step --record-baseline FILE``: the options (``StepConfig.to_json``) and each endpoint."""
+
+    config: JSONObject
+    good: BaselineSide
+    bad: BaselineSide
+
+
 def record_baseline(
     path: Path, cfg: StepConfig, role: Literal["good", "bad"], *, cwd: Path | None = None, cache_dir: Path | None = None
-) -> dict[str, Any]:
+) -> BaselineFile:
     """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values)."""
     here = cwd or Path(os.getcwd())
-    data: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    data: BaselineFile = json.loads(path.read_text()) if path.exists() else {}
     if data and data.get("config") != cfg.to_json():
         if role == "good":
             data = {}  # a new baseline for another question

@@ -40,7 +40,8 @@ import numpy as np
 
 from ktriage.bisect.candidate import Candidate, Observation, Outcome
 from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
-from ktriage.errors import KtriageError, MeasureError
+from ktriage.errors import FormatError, KtriageError, MeasureError
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
     Verdict,
@@ -76,19 +77,19 @@ class _Endpoints:
     config: VerdictConfig  # the candidates' verdict config (gate relative to the endpoints)
 
 
-def _gpu(measure: MeasureFn, position: int | None) -> dict[str, Any]:
+def _gpu(measure: MeasureFn, position: int | None) -> JSONObject:
     """The GPU an observation was timed on: with several GPUs its measure's ``gpu`` (else the
     measure's position), and where the measure says it runs (a cluster's pinned worker: host,
     node, GPU ids); nothing for a one-GPU bisect on this host."""
     index = getattr(measure, "gpu", None)
-    out: dict[str, Any] = {} if position is None else {"gpu": position if index is None else index}
+    out: JSONObject = {} if position is None else {"gpu": position if index is None else index}
     where = getattr(measure, "where", None)
     if isinstance(where, Mapping):
         out.update(where)
     return out
 
 
-def _summary(samples: Sequence[float]) -> dict[str, Any]:
+def _summary(samples: Sequence[float]) -> JSONObject:
     arr = np.asarray(samples, dtype=float)
     if arr.size == 0:
         return {"n": 0}
@@ -226,7 +227,7 @@ class TimePredicate:
             gate = math.expm1(self.relative_gate * _near_distance(direction, lo, hi))
             cand_config = replace(self.config, threshold=max(self.config.threshold, gate))
         self.endpoints = _Endpoints(good, bad, direction, verdict, cand_config)
-        common = {
+        common: JSONObject = {
             "metric": self.metric,
             "direction": direction,
             "endpoints": verdict.to_json(),
@@ -236,7 +237,7 @@ class TimePredicate:
         }
         out = []
         for c, outcome in ((good, "good"), (bad, "bad")):
-            meas = {**common, **_summary(samples[c.id])}
+            meas: JSONObject = {**common, **_summary(samples[c.id])}
             if self.keep_samples:
                 meas["samples_ms"] = samples[c.id]
             n_c = len(samples[c.id])
@@ -255,13 +256,23 @@ class TimePredicate:
     def restore(self, good: Observation, bad: Observation) -> None:
         """Re-arm after ``--resume`` from the two stored preflight observations (no re-measuring)."""
         m = good.measurements
-        verdict = Verdict.from_json(m["endpoints"])
+        endpoints, direction, threshold = m.get("endpoints"), m.get("direction"), m.get("candidate_threshold")
+        if (
+            not isinstance(endpoints, Mapping)
+            or direction not in ("regression", "improvement")
+            or not isinstance(threshold, (int, float))
+        ):
+            raise FormatError(
+                f"the bisect state's good endpoint {good.candidate.label} has no timing verdict to resume from "
+                "(endpoints, direction, candidate_threshold)",
+                "start again without --resume",
+            )
         self.endpoints = _Endpoints(
             good.candidate,
             bad.candidate,
-            m["direction"],
-            verdict,
-            replace(self.config, threshold=float(m["candidate_threshold"])),
+            "regression" if direction == "regression" else "improvement",
+            Verdict.from_json(endpoints),
+            replace(self.config, threshold=float(threshold)),
         )
 
     # ------------------------------------------------------------------------------ test
@@ -384,7 +395,7 @@ class TimePredicate:
             if d.outcome
             else f"undecided after {len(samples[c.id])} samples (cap {self.max_samples}): {d.reason}"
         )
-        meas: dict[str, Any] = {
+        meas: JSONObject = {
             "metric": self.metric,
             "direction": ep.direction,
             "threshold": ep.config.threshold,

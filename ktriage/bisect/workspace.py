@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from filelock import FileLock
 
@@ -121,7 +121,10 @@ class Workspace:
         if kind in ("pypi", "ptxas"):
             tc = str(meta["toolchain"])
             env["KTRIAGE_TOOLCHAIN"] = tc
-            return Prepared(candidate, toolchain=tc, package=meta.get("requirement"), env=env)
+            requirement = meta.get("requirement")
+            return Prepared(
+                candidate, toolchain=tc, package=requirement if isinstance(requirement, str) else None, env=env
+            )
         if kind == "git":
             return self._prepare_git(candidate, env)
         raise KtriageError(
@@ -204,16 +207,32 @@ def _build_stamp(commit: str, command: str, pin: object) -> str:
     return hashlib.sha256(f"{commit}\0{command}\0{pin or ''}".encode()).hexdigest()[:24]
 
 
-def _read_marker(marker: Path, stamp: str) -> dict[str, Any] | None:
+class BuildMarker(TypedDict):
+    """The build marker's content (:data:`BUILD_MARKER`)."""
+
+    stamp: str  # _build_stamp: the commit, build command and pin it was built for
+    log: str
+    seconds: float
+
+
+def _read_marker(marker: Path, stamp: str) -> BuildMarker | None:
     try:
         data = json.loads(marker.read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("stamp") == stamp else None
+    if not isinstance(data, dict) or data.get("stamp") != stamp:
+        return None
+    seconds = data.get("seconds")
+    return {
+        "stamp": stamp,
+        "log": str(data.get("log", "")),
+        "seconds": seconds if isinstance(seconds, (int, float)) else 0.0,
+    }
 
 
 def _write_marker(marker: Path, stamp: str, log: str, seconds: float) -> None:
-    write_atomic(marker, json.dumps({"stamp": stamp, "log": log, "seconds": round(seconds, 3)}))
+    data: BuildMarker = {"stamp": stamp, "log": log, "seconds": round(seconds, 3)}
+    write_atomic(marker, json.dumps(data))
 
 
 def _rewrite_pin(path: Path, old: str, new: str) -> None:

@@ -280,8 +280,9 @@ def bisect_step(
                 )
             cfg = StepConfig(metric, tc, spec, op, pass_ or op_default_mode(op) or "bwd", tuple(input or ()), arch)
             data = record(record_baseline, cfg, role)  # type: ignore[arg-type]
+            recorded = data["good"] if role == "good" else data["bad"]
             console.print(
-                f"{role} baseline: {escape(json.dumps(data[role]['values']))} -> {escape(str(record_baseline))}"
+                f"{role} baseline: {escape(json.dumps(recorded['values']))} -> {escape(str(record_baseline))}"
             )
             raise typer.Exit(0)
         assert baseline is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Mapping
 
 from rich.console import Console
 from rich.markup import escape
@@ -26,16 +27,15 @@ from ktriage.schema.jsontypes import JSONObject
 def measurement_text(obs: Observation) -> str:
     """One short line of the evidence behind a decision."""
     m = obs.measurements
-    if "values" in m:
-        vals = m["values"]
+    if isinstance(vals := m.get("values"), Mapping):
         shown = ", ".join(f"{k}={_num(v)}" for k, v in list(vals.items())[:4])
         more = f" (+{len(vals) - 4} kernels)" if len(vals) > 4 else ""
         return f"{m.get('metric', '')}: {shown}{more}"
     if "exit" in m:
         return f"exit {m['exit']}" if m["exit"] is not None else "timed out"
     if "median_ms" in m:
-        vg = m.get("vs_good") or {}
-        ratio = vg.get("ratio")
+        vg = m.get("vs_good")
+        ratio = vg.get("ratio") if isinstance(vg, Mapping) else None
         rtxt = f", x{ratio:.3f} vs good" if isinstance(ratio, (int, float)) and math.isfinite(ratio) else ""
         return f"median {m['median_ms']:.4g} ms (n={m.get('n')}){rtxt}"
     return ""
