@@ -93,6 +93,22 @@ class BenchReport:
 
         print_table(self._rows(), console, title=self.title)
 
+    @markdown_writer
+    def verdicts_markdown(self) -> str:
+        """Each toolchain against the reference, cell by cell (what ``compare --toolchains`` says of
+        the run); "" when nothing was measured."""
+        from ktriage.compare.pairing import compare_toolchains
+        from ktriage.compare.report import CompareReport
+        from ktriage.ops.registry import default_baselines
+        from ktriage.report.markdown import to_markdown
+
+        if self.run is None:
+            return ""
+        comparisons = compare_toolchains(
+            self.cells, run=self.run, baseline=self.baseline, default_baselines=default_baselines()
+        )
+        return to_markdown(CompareReport(comparisons))
+
     def write_tritonbench_json(self, path: str | Path) -> list[Path]:
         """The run as TritonBench's JSON (what its dashboards read), one file per toolchain."""
         from ktriage.measure.tritonbench_format import write_tritonbench_json

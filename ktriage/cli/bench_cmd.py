@@ -11,9 +11,6 @@ process next to the native backends. `--compile-only` stops after the bundle (a 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from rich.console import Console
 from rich.markup import escape
 
 from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle
@@ -22,9 +19,6 @@ from ktriage.cli import bench_options as o
 from ktriage.cli import options as opt
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
-
-if TYPE_CHECKING:
-    from ktriage.measure.cells import Cell, RunInfo
 
 
 def bench(
@@ -147,15 +141,5 @@ def bench(
     for path in report.write_tritonbench_json(tritonbench_json) if tritonbench_json is not None else []:
         console.print(f"wrote {escape(str(path))} (TritonBench JSON)")
     if report.plan is not None and len(report.plan.toolchains) > 1:
-        _print_toolchain_verdicts(report.run, report.cells, report.baseline, console)
+        console.print(report.verdicts_markdown(), markup=False, highlight=False)
     console.print(f"run {escape(report.run.run_id)} stored; `ktriage runs show {report.run.run_id}`")
-
-
-def _print_toolchain_verdicts(run: RunInfo, cells: list[Cell], baseline: str, console: Console) -> None:
-    from ktriage.compare.pairing import compare_toolchains
-    from ktriage.compare.report import CompareReport
-    from ktriage.ops.registry import default_baselines
-    from ktriage.report.markdown import to_markdown
-
-    comparisons = compare_toolchains(cells, run=run, baseline=baseline, default_baselines=default_baselines())
-    console.print(to_markdown(CompareReport(comparisons)), markup=False, highlight=False)
