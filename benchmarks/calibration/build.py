@@ -15,6 +15,13 @@ seconds). The pairing rules and the cell format: ktriage/predict/dataset.py.
 recorded workload: its run names the workload) is paired with ``<name>.workload.json`` (or ``.workload.json.gz``) under WL_DIR,
 the operator being the workload's name; the sources of ``--sources`` come too unless
 ``--no-sources``. Set KTRIAGE_HOME to a home whose toolchains match the runs' (e.g. the test home).
+
+Load waits (``SassLoop.load_waits``, the model's round trips per loop iteration): reports written
+by a ktriage that did not count them (the committed corpus reports, histograms only) get them here
+from their cubins, read where the report says each one is (``results[tc].artifact.cubin``, the
+compile cache) with ``cuobjdump -sass`` and ``ktriage.analyze.sass_loops``, loop by loop (matched by
+address). A cell whose cubin is not there keeps loops without the count (the model: one round trip
+an iteration); the builder prints how many and which operators (``--no-load-waits``: none filled).
 """
 
 from __future__ import annotations
@@ -22,8 +29,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import subprocess
 import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,6 +87,62 @@ def explain_report(source: dict, specs: list[str], work: Path, run=None, results
     print("+", " ".join(cmd), file=sys.stderr)
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
+
+
+def _cuobjdump() -> Path | None:
+    """A cuobjdump of the toolchain environments of the ktriage home (``KTRIAGE_HOME`` or ~/.cache/ktriage):
+    any will do, SASS listings do not depend on its version (checked on the corpus's cubins)."""
+    home = Path(os.environ.get("KTRIAGE_HOME") or Path.home() / ".cache/ktriage")
+    found = sorted(home.glob("toolchains/envs/*/lib/python*/site-packages/triton/backends/nvidia/bin/cuobjdump"))
+    return found[-1] if found else None
+
+
+def _cubin_loops(cuobjdump: Path, cubin: str) -> dict[str, dict[tuple[int, int], int | None]] | None:
+    """Per function of ``cubin``, each loop's (start, end) -> load_waits; None if it cannot be read."""
+    from ktriage.analyze.sass import parse_sass
+    from ktriage.analyze.sass_loops import find_loops
+
+    if not Path(cubin).is_file():
+        return None
+    proc = subprocess.run([str(cuobjdump), "-sass", cubin], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return None
+    return {
+        name: {(loop.start, loop.end): loop.load_waits for loop in find_loops(fn)}
+        for name, fn in parse_sass(proc.stdout).items()
+    }
+
+
+def add_load_waits(report: dict, operator: str, counts: Counter) -> None:
+    """Fill ``load_waits`` into every loop of ``report``'s results that has none, from the cubin
+    (module docstring). ``counts``: results filled / already counted / without a cubin, per operator."""
+    cuobjdump = _cuobjdump()
+    todo = []
+    for kernel in report.get("kernels", ()):
+        for result in (kernel.get("results") or {}).values():
+            loops = result.get("sass_loops") or []
+            if not loops:  # nothing to count
+                continue
+            if all("load_waits" in loop for loop in loops):
+                counts["counted", operator] += 1
+                continue
+            todo.append(result)
+    cubins = sorted({str((r.get("artifact") or {}).get("cubin") or "") for r in todo} - {""})
+    if cuobjdump is None:
+        listings: dict[str, dict | None] = dict.fromkeys(cubins)
+    else:
+        with ThreadPoolExecutor(2) as pool:
+            listings = dict(zip(cubins, pool.map(lambda c: _cubin_loops(cuobjdump, c), cubins)))
+    for result in todo:
+        functions = listings.get(str((result.get("artifact") or {}).get("cubin") or ""))
+        waits = (functions or {}).get(str(result.get("kernel_name")))
+        loops = result["sass_loops"]
+        if waits is None or any((int(x["start"]), int(x["end"])) not in waits for x in loops):
+            counts["no cubin", operator] += 1
+            continue
+        for loop in loops:
+            loop["load_waits"] = waits[int(loop["start"]), int(loop["end"])]
+        counts["filled", operator] += 1
 
 
 def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None) -> list[dict]:
@@ -147,10 +213,12 @@ def main() -> int:
     )
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
+    ap.add_argument("--no-load-waits", action="store_true", help="do not read cubins for the loops' load waits")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cells = []
+    waits: Counter = Counter()
     sources = [] if args.no_sources else json.loads(Path(args.sources).read_text())["sources"]
     if args.scan:
         sources += scan(args.scan, args.workloads or args.scan, args.explain_dir)
@@ -169,6 +237,8 @@ def main() -> int:
         except Exception as exc:  # one source that cannot be explained never loses the others
             print(f"note: {source['operator']}: not explained ({type(exc).__name__}: {exc})", file=sys.stderr)
             continue
+        if not args.no_load_waits:
+            add_load_waits(report, source["operator"], waits)
         made, notes = cells_from_results(
             run, results, report, operator=source["operator"], backend=source.get("backend"), source=source["results"]
         )
@@ -176,6 +246,13 @@ def main() -> int:
             print(f"note: {note}", file=sys.stderr)
         print(f"{source['operator']}: {len(made)} cells", file=sys.stderr)
         cells += made
+    for kind in ("filled", "counted", "no cubin"):
+        total = sum(n for (k, _), n in waits.items() if k == kind)
+        ops = sorted({op for (k, op), n in waits.items() if k == kind and n})
+        print(f"load waits {kind}: {total} kernel results ({len(ops)} operators)", file=sys.stderr)
+        if kind == "no cubin":
+            for op in ops:
+                print(f"  {op}: {waits[kind, op]} without a cubin", file=sys.stderr)
     path = write_cells(args.out, cells)
     print(f"{len(cells)} cells -> {path}", file=sys.stderr)
     return 0

@@ -34,12 +34,16 @@ FACTS_VERSION = 1
 
 @dataclass(frozen=True)
 class LoopFacts:
-    """One loop's static body: instruction count, base-opcode histogram and nesting."""
+    """One loop's static body: instruction count, base-opcode histogram, nesting, and how many times
+    an iteration waits on its own global loads (``analyze.sass_loops.SassLoop.load_waits``: its dependent
+    round trips to memory; None when the source did not count them, e.g. an explain report of an older
+    ktriage: the model then assumes one round trip an iteration)."""
 
     instructions: int
     opcodes: dict[str, int]
     depth: int = 1
     innermost: bool = True
+    load_waits: int | None = None
 
     def to_json(self) -> JSONObject:
         return {
@@ -47,6 +51,8 @@ class LoopFacts:
             "opcodes": dict(sorted(self.opcodes.items())),
             "depth": self.depth,
             "innermost": self.innermost,
+            # only when counted: facts (and digests) built from older reports stay as they were
+            **({"load_waits": self.load_waits} if self.load_waits is not None else {}),
         }
 
     @classmethod
@@ -56,6 +62,7 @@ class LoopFacts:
             {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()},
             int(data.get("depth", 1)),
             bool(data.get("innermost", True)),
+            None if data.get("load_waits") is None else int(data["load_waits"]),
         )
 
 

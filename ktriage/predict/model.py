@@ -15,8 +15,11 @@ count outside it and ``trips`` the trip count: for a streaming kernel whose laun
 CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted constant. Per SM:
 
 - issue: ``the SM's warps over the launch / 4 schedulers x sum(n x issue cost)``;
-- latency: one warp's critical path: its own issue plus ``lambda_global`` per round of global loads
-  (one per loop iteration, the loads of one iteration overlap), ``lambda_local`` per local load
+- latency: one warp's critical path: its own issue plus ``lambda_global`` per round trip of global
+  loads: one for the loads outside the loops, and per loop iteration as many as the iteration waits on
+  its own loads (``LoopFacts.load_waits``, summed over the innermost loops that load, at least one
+  each; one when the facts do not carry the count): loads issued before a wait overlap, a wait ends a
+  round trip. ``lambda_local`` per local load
   (spill reload: an L1 hit while the spill footprint, stack x resident threads, fits in L1, an L2
   round trip for the share that does not), ``lambda_atomic`` per returning atomic (ATOMG: the warp
   waits for the old value; REDG does not), ``lambda_cctl`` per cache invalidation (CCTL.IVALL:
@@ -251,6 +254,20 @@ class Profile:
     anchor_loop_bytes: float | None = None
     anchor_num_warps: int | None = None  # a CTA moves the data: a fix with more warps moves less a thread
     uniform_indices: bool = False  # every index the launch reads is one value (KernelFacts.uniform_indices)
+    # dependent round trips of global loads a loop iteration makes (``load_rounds``); 1: not counted
+    load_rounds: float = 1.0
+
+
+def load_rounds(f: KernelFacts) -> float:
+    """Round trips of global loads per iteration: over the innermost loops that load, the waits an
+    iteration makes on its own loads (``LoopFacts.load_waits``), at least one per loop (a loop whose
+    loads are consumed only by the next iteration still waits once). 1.0 when any of those loops was
+    not counted (facts from an older report: the model's former assumption, one round an iteration)."""
+    loops = [x for x in ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops) if x.innermost]
+    loading = [x for x in loops if any(_CATEGORY_OF.get(op) == "ldg" for op in x.opcodes)]
+    if not loading or any(x.load_waits is None for x in loading):
+        return 1.0
+    return float(sum(max(1, x.load_waits or 0) for x in loading))
 
 
 def _load_bytes(p: Profile) -> tuple[float, float]:
@@ -303,6 +320,7 @@ def profile(f: KernelFacts) -> Profile:
         f.sm_count,
         f.target,
         uniform_indices=f.uniform_indices,
+        load_rounds=load_rounds(f),
     )
 
 
@@ -379,7 +397,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     l1 = xp.maximum(16 * 1024.0, L1_BYTES_PER_SM - c["shared"] * resident)
     out = xp.where(footprint > l1, (footprint - l1) / xp.maximum(footprint, 1.0), 0.0)
     lam_local = params.lambda_local_l1 + out * (params.lambda_local_l2 - params.lambda_local_l1)
-    rounds = xp.where(c["rest_ldg"] > 0, 1.0, 0.0) + xp.where(c["loop_ldg"] > 0, trips, 0.0)
+    rounds = xp.where(c["rest_ldg"] > 0, 1.0, 0.0) + xp.where(c["loop_ldg"] > 0, trips * c["load_rounds"], 0.0)
     latency = (
         issue
         + params.lambda_global * rounds
@@ -427,6 +445,7 @@ def _columns(p: Profile) -> dict[str, float]:
         "sms": float(p.sm_count),
         "bw": _throughput(p.target)[0],
         "uniform": 1.0 if p.uniform_indices else 0.0,
+        "load_rounds": p.load_rounds,
     }
     own_rest, own_loop = _load_bytes(p)
     cols["anchor_rest_bytes"] = own_rest if p.anchor_rest_bytes is None else p.anchor_rest_bytes
@@ -641,6 +660,12 @@ def _counterfactuals(pr: Profile, pn: Profile) -> list[tuple[str, Profile, str]]
         if pr.stack_bytes != pn.stack_bytes:
             words += f", stack {pr.stack_bytes} -> {pn.stack_bytes} B (spill footprint in L1)"
         out.append(("occupancy", replace(pn, ctas_per_sm=pr.ctas_per_sm, stack_bytes=pr.stack_bytes), words))
+    if pr.load_rounds != pn.load_rounds:
+        words = (
+            f"an iteration waits on its global loads {pr.load_rounds:.0f} -> {pn.load_rounds:.0f} times"
+            " (dependent round trips to memory)"
+        )
+        out.append(("load_rounds", replace(pn, load_rounds=pr.load_rounds), words))
     for aspect, (cats, title) in ASPECTS.items():
         if all(
             pr.rest[c] == pn.rest[c] and pr.loop[c] == pn.loop[c] and pr.width.get(c) == pn.width.get(c) for c in cats

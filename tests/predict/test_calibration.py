@@ -55,15 +55,15 @@ def test_held_out_operators_keep_their_verdicts(fitted) -> None:
 
 
 def test_held_out_precision_and_recall_floors(fitted) -> None:
-    """What the model reaches held out by operator on the 852 committed cells (issue 24 asks >= 80 %
-    precision AND recall for both kinds: recall NOT met; regression 97 %/73 %, improvement 100 %/8 %
-    (2 of 2 predicted improvements right, 2 of 26 found), see benchmarks/calibration/README.md). Floors a
-    few points under the reached values (the improvement precision at the issue's 80 %: one false
-    improvement of 3 would be 67 %), so a change that loses ground fails here."""
+    """What the model reaches held out by operator on the 971 committed cells (issue 24 asks >= 80 %
+    precision AND recall for both kinds: recall NOT met; regression 97 %/69 % (111 of 162 found),
+    improvement 80 %/46 % (16 of 20 predicted improvements right, 16 of 35 found), see
+    benchmarks/calibration/README.md). Floors a few points under the reached values (one more false
+    improvement would be 76 %), so a change that loses ground fails here."""
     scores = fitted.scores
     assert scores is not None
-    assert scores.precision("regression") >= 0.93 and scores.recall("regression") >= 0.70
-    assert scores.precision("improvement") >= 0.80 and scores.recall("improvement") >= 0.06
+    assert scores.precision("regression") >= 0.93 and scores.recall("regression") >= 0.66
+    assert scores.precision("improvement") >= 0.75 and scores.recall("improvement") >= 0.42
 
 
 def test_identical_kernels_are_exactly_neutral() -> None:
