@@ -8,14 +8,48 @@ plan, so a faulting kernel costs one cell, never the run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ktriage.measure.cells import CellKey
+from ktriage.schema.core import convert
 from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
     from ktriage.workload.recorded.bundle import Entry
+
+
+_PLAN_FIX = "a bench plan is made by ktriage for its worker: report this as a bug"
+
+
+class TimingFields(TypedDict, total=False):
+    """The ``TimingOptions`` fields a plan sets (the others keep their defaults)."""
+
+    l2_flush: bool
+    flush_bytes: int
+    warmup_ms: float
+    min_warmup_calls: int
+    calls_per_round: int
+    graph_calls: int
+    device: int
+
+
+class TimingSettings(TimingFields, total=False):
+    """A plan's timing: ``mode`` (auto: a protocol per variant, ``ktriage.measure.timing.choose_protocol``,
+    or one of events | graph | queued for every variant), and any ``TimingOptions`` field to set."""
+
+    mode: str
+
+
+def timing_fields(settings: TimingSettings) -> TimingFields:
+    """The settings less ``mode``: what the worker passes to ``TimingOptions`` (the protocol is chosen
+    per variant)."""
+    out = TimingFields()
+    for key in ("l2_flush", "flush_bytes", "warmup_ms", "min_warmup_calls", "calls_per_round", "graph_calls", "device"):
+        if key in settings:
+            out[key] = settings[key]
+    return out
 
 
 @dataclass
@@ -31,7 +65,7 @@ class BenchPlan:
     toolchains: list[str] = field(default_factory=list)  # toolchain ids of the bundle, reference first
     # TimingOptions fields; "mode": auto (a protocol per variant, ktriage.measure.timing.choose_protocol)
     # or one of events | graph | queued for every variant
-    timing: dict[str, Any] = field(default_factory=dict)
+    timing: TimingSettings = field(default_factory=lambda: TimingSettings())
     graph_below_ms: float = 0.01  # auto (ktriage.measure.timing.GRAPH_BELOW_MS): single-launch kernels faster than this are timed as graph replays
     min_samples: int = 10  # the statistics' floor (VerdictConfig.min_samples): decided cells stop there
     max_samples: int = 400
@@ -46,8 +80,9 @@ class BenchPlan:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> BenchPlan:
-        return cls(**data)
+    def from_json(cls, data: Mapping[str, object]) -> BenchPlan:
+        """The plan as ``to_json`` wrote it (the worker gets it so), its fields' types checked."""
+        return convert(data, cls, origin="the bench plan", fix=_PLAN_FIX)
 
     def variant_keys(self, input_id: int, input_label: str) -> list[CellKey]:
         """Every cell of one input, native backends first, then each artifact backend per toolchain."""
@@ -96,7 +131,7 @@ class RecordedPlan:
     name: str  # the workload's name: the cells' op
     entries: list[int]
     toolchains: list[str]  # reference first
-    timing: dict[str, Any] = field(default_factory=dict)  # TimingOptions fields
+    timing: TimingSettings = field(default_factory=lambda: TimingSettings())
     min_samples: int = 20
     max_samples: int = 400
     max_time_s: float = 10.0  # per entry (all toolchains together)
@@ -108,8 +143,9 @@ class RecordedPlan:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RecordedPlan:
-        return cls(**data)
+    def from_json(cls, data: Mapping[str, object]) -> RecordedPlan:
+        """The plan as ``to_json`` wrote it (the worker gets it so), its fields' types checked."""
+        return convert(data, cls, origin="the recorded bench plan", fix=_PLAN_FIX)
 
     def keys(self, entry: Entry) -> list[CellKey]:
         """The cells of one entry, one per toolchain, the reference first."""

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ktriage.bench.plan import RecordedPlan
+from ktriage.bench.plan import RecordedPlan, timing_fields
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.schema.jsontypes import JSONObject
@@ -48,14 +49,21 @@ def _reason(exc: BaseException) -> str:
     return exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
 
 
-def prepare_recorded_worker(plan_json: dict[str, Any]) -> None:
+class EntryJob(TypedDict):
+    """One job of the recorded bench worker: the plan and the recorded entry to measure."""
+
+    plan: JSONObject  # RecordedPlan.to_json()
+    entry: int
+
+
+def prepare_recorded_worker(plan_json: JSONObject) -> None:
     """The worker's init (runs while the parent prepares the run): the GPU ready, as for an op bench."""
     from ktriage.bench.worker import ready_gpu
 
     ready_gpu(l2_flush=bool(RecordedPlan.from_json(plan_json).timing.get("l2_flush", True)))
 
 
-def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
+def measure_entry(payload: EntryJob, emit: Emit) -> None:
     """Worker job handler (``ktriage.measure.isolate``): payload = {"plan": ..., "entry": id}."""
     import torch
 
@@ -120,7 +128,7 @@ def measure_entry(payload: dict[str, Any], emit: Emit) -> None:
     ref_tc = str(check.reference)
     config = VerdictConfig(threshold=plan.threshold, confidence=plan.confidence, min_samples=plan.min_samples)
     pairs = [(str(ref_tc), t) for t in variants if t != str(ref_tc) and str(ref_tc) in variants]
-    options = TimingOptions(**{k: v for k, v in plan.timing.items() if k != "mode"})
+    options = replace(TimingOptions(), **timing_fields(plan.timing))
     try:
         protocol, why = recorded_protocol(str(plan.timing.get("mode", "auto")), variants, options, check.idempotent)
     except Exception as exc:

@@ -18,11 +18,18 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from ktriage.bench.plan import BenchPlan, comparison_pairs, variant_name
+from ktriage.bench.plan import BenchPlan, comparison_pairs, timing_fields, variant_name
 from ktriage.errors import DeviceError, KtriageError
 from ktriage.measure.cells import Cell, CellKey
+from ktriage.schema.jsontypes import JSONObject
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from ktriage.workload.bundles.format import Bundle
 
 Emit = Callable[[Cell], None]
 
@@ -37,7 +44,7 @@ BENCH_WARMUP_CALLS = 1
 PROBE_CALLS = 2
 
 # Process-wide caches of the worker (one worker measures every input of a run).
-_BUNDLES: dict[str, Any] = {}
+_BUNDLES: dict[str, Bundle] = {}
 _LAUNCHERS: dict[tuple[str, str], Any] = {}
 
 
@@ -96,7 +103,14 @@ def ready_gpu(*, l2_flush: bool) -> None:
     shared_spinner()
 
 
-def prepare_worker(plan_json: dict[str, Any]) -> None:
+class InputJob(TypedDict):
+    """One job of the op bench worker (the session sends one per input): the plan and the input."""
+
+    plan: JSONObject  # BenchPlan.to_json()
+    input_id: int
+
+
+def prepare_worker(plan_json: JSONObject) -> None:
     """The op bench worker's init: the GPU ready (:func:`ready_gpu`), the op modules imported, the bundle read."""
     from ktriage.workload.ops.backends import get_backend  # noqa: F401 - the op modules' imports
 
@@ -149,7 +163,7 @@ def plan_protocols(
     return out
 
 
-def measure_input(payload: dict[str, Any], emit: Emit) -> None:
+def measure_input(payload: InputJob, emit: Emit) -> None:
     """Worker job handler (see ktriage.measure.isolate): payload = {"plan": ..., "input_id": ...}."""
     import time
 
@@ -174,8 +188,8 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
         bytes_moved(plan.op, case, plan.mode, inp.precision),
         flops(plan.op, case, plan.mode, inp.precision),
     )
-    timing = {k: v for k, v in plan.timing.items() if k != "mode"}
-    options = TimingOptions(**{"warmup_ms": BENCH_WARMUP_MS, "min_warmup_calls": BENCH_WARMUP_CALLS, **timing})
+    defaults = TimingOptions(warmup_ms=BENCH_WARMUP_MS, min_warmup_calls=BENCH_WARMUP_CALLS)
+    options = replace(defaults, **timing_fields(plan.timing))
     flush = shared_flusher(options.flush_bytes, options.device).flush if options.l2_flush else None
 
     def cell(key: CellKey, status: str, **kw: Any) -> Cell:
@@ -185,8 +199,8 @@ def measure_input(payload: dict[str, Any], emit: Emit) -> None:
     variants: dict[str, _Timed] = {}
     kinds: dict[str, tuple[bool, bool]] = {}  # name -> (native, single launch)
     est_ms: dict[str, float | None] = {}
-    accuracy: dict[str, dict[str, Any]] = {}
-    reference: dict[str, Any] | None = None
+    accuracy: dict[str, JSONObject] = {}
+    reference: dict[str, Tensor | None] | None = None  # the baseline's outputs
     ordered = sorted(keys, key=lambda k: variant_name(k) != plan.baseline)
     for key in ordered:
         name = variant_name(key)
