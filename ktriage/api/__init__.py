@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
     from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded
     from ktriage.api._bisect import BisectReport, bisect
+    from ktriage.api._calibrate import DEFAULT_LEVEL, CalibrateReport, calibrate
     from ktriage.api._compare import CompareReport, CompareView, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
@@ -74,6 +75,9 @@ _LAZY: dict[str, str] = {
     "fidelity": "_fidelity",
     "FidelityReport": "_fidelity",
     "FidelityRow": "_fidelity",
+    "calibrate": "_calibrate",
+    "CalibrateReport": "_calibrate",
+    "DEFAULT_LEVEL": "_calibrate",
     "compare": "_compare",
     "CompareReport": "_compare",
     "CompareView": "_compare",
@@ -105,10 +109,13 @@ __all__ = [
     "BenchReport",
     "bisect",
     "BisectReport",
+    "calibrate",
+    "CalibrateReport",
     "compare",
     "CompareReport",
     "CompareView",
     "DEFAULT_COMPILE_TIMEOUT_S",
+    "DEFAULT_LEVEL",
     "DEFAULT_THRESHOLD",
     "explain",
     "ExplainReport",

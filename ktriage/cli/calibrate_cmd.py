@@ -9,40 +9,16 @@ parameters file it writes is what ``explain --model FILE`` (or ``KTRIAGE_MODEL=F
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ktriage.api import DEFAULT_LEVEL, DEFAULT_THRESHOLD
+from ktriage.api import calibrate as calibrate_api
 from ktriage.atomic import write_atomic
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Db
-from ktriage.errors import FormatError, KtriageError
-from ktriage.predict.calibration import DEFAULT_LEVEL
-from ktriage.predict.calibration import calibrate as fit_cells
-from ktriage.predict.dataset import CalibrationCell, cells_from_results, read_cells, write_cells
-from ktriage.predict.model import DEFAULT_THRESHOLD
-
-
-def _explain_report(path: Path) -> dict[str, object]:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise KtriageError(
-            f"cannot read the explain report {path}: {exc.strerror}",
-            "write it with `ktriage explain TARGET -t ... --format json -o FILE`",
-        ) from exc
-    except ValueError as exc:
-        raise FormatError(
-            f"{path} is not JSON ({exc})", "pass the JSON report of `ktriage explain -o FILE.json`"
-        ) from exc
-    if not isinstance(data, dict) or data.get("tool") != "ktriage explain":
-        raise FormatError(
-            f'{path} is not an explain report (no "tool": "ktriage explain")',
-            "pass the JSON report of `ktriage explain -o FILE.json`",
-        )
-    return data
 
 
 def calibrate(
@@ -111,66 +87,22 @@ def calibrate(
     (docs/model.md). Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
     not what it should be)."""
     console = make_console(stderr=True)
-    cells: list[CalibrationCell] = []
-    for path in from_cells or []:
-        cells += read_cells(path)
-    sources: list[tuple[str, object]] = [(str(p), p) for p in results or []] + [(f"run {r}", r) for r in run or []]
-    reports = list(explain or [])
-    if len(reports) != len(sources):
-        raise KtriageError(
-            f"{len(sources)} results/runs but {len(reports)} --explain reports",
-            "pass one --explain REPORT.json per --results/--run, in the same order",
-        )
-    if operator and len(operator) != len(sources):
-        raise KtriageError(
-            f"{len(operator)} --operator names for {len(sources)} results/runs",
-            "pass one --operator per --results/--run, or none",
-        )
-    if backend and len(backend) not in (1, len(sources)):
-        raise KtriageError(
-            f"{len(backend)} --backend names for {len(sources)} results/runs", "pass one, or one per source"
-        )
-    if run and db is None:
-        raise KtriageError("--run needs a store", "pass --db URL (or set KTRIAGE_DB)")
-    store = None
-    for i, ((label, src), report_path) in enumerate(zip(sources, reports)):
-        if isinstance(src, Path):
-            from ktriage.measure.results_file import read_results
-
-            info, measured = read_results(src)
-        else:
-            from ktriage.store.store import open_store
-
-            store = store or open_store(db)
-            info, measured = store.load_run(str(src))
-        name = operator[i] if operator else (measured[0].key.op if measured else label)
-        be = (backend[i] if len(backend) > 1 else backend[0]) if backend else None
-        made, notes = cells_from_results(
-            info, measured, _explain_report(report_path), operator=name, backend=be, source=label
-        )
-        for note in dict.fromkeys(notes):
-            console.print(f"note: {note}")
-        console.print(f"{label}: {len(made)} cells ({name})")
-        cells += made
-    if not cells:
-        raise KtriageError("no calibration cells", "pass --from cells.jsonl, or --results R.json --explain E.json")
-    if cells_out is not None:
-        write_cells(cells_out, cells)
-        console.print(f"dataset: {cells_out}")
-    cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=not no_cv)
-    if cal.scores is not None:
-        typer.echo(
-            f"leave-one-operator-out over {len({c.operator for c in cells})} operators, {len(cal.cv_cells)} cells "
-            f"(gate +-{threshold:.0%}):\n"
-        )
-        typer.echo(cal.scores.markdown())
-    typer.echo(
-        "\nparameters: "
-        + json.dumps(
-            {k: round(v, 4) if isinstance(v, float) else v for k, v in cal.params.to_json().items() if k != "cv"}
-        )
+    report = calibrate_api(
+        from_cells=from_cells or (),
+        results=results or (),
+        runs=run or (),
+        explain=explain or (),
+        operators=operator or (),
+        backends=backend or (),
+        db=db,
+        cells_out=cells_out,
+        threshold=threshold,
+        level=level,
+        cross_validate=not no_cv,
+        say=lambda m: console.print(m),
     )
+    typer.echo(report.summary_text(), nl=False)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(output, json.dumps(cal.to_json(), indent=1) + "\n")
+        write_atomic(output, report.model_json())
         console.print(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})")

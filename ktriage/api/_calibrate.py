@@ -1,0 +1,170 @@
+"""``ktriage.api.calibrate(...) -> CalibrateReport``: refit the cost model on GPU measurements
+(docs/model.md).
+
+The GPU verdicts of toolchains timed side by side (a calibration dataset, bench results files, or
+runs in a store) are paired with the explain report of the same kernels and toolchains, the model's
+free parameters are fitted, and the fit is scored holding out one operator at a time.
+
+Why an entry point: the CLI checked the pairing of sources and reports, read them, built the
+dataset and fitted it itself; a team's nightly job that refits the model now makes one call. The
+cost model itself is ``ktriage.predict``; this only gathers its input and calls its fit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ktriage.errors import FormatError, KtriageError
+from ktriage.predict.calibration import DEFAULT_LEVEL
+from ktriage.predict.model import DEFAULT_THRESHOLD
+
+if TYPE_CHECKING:
+    from ktriage.measure.cells import Cell, RunInfo
+    from ktriage.predict.calibration import Calibration
+    from ktriage.predict.dataset import CalibrationCell
+
+Say = Callable[[str], None]
+__all__ = ["DEFAULT_LEVEL", "CalibrateReport", "calibrate"]
+
+
+@dataclass(frozen=True)
+class CalibrateReport:
+    """The cells fitted on, the fit (parameters, and unless skipped its leave-one-operator-out
+    scores) and the gate the scores were counted at."""
+
+    cells: list[CalibrationCell]
+    calibration: Calibration
+    threshold: float
+
+    def summary_text(self) -> str:
+        """What ``ktriage calibrate`` prints: the cross-validation's confusion matrix (when run) and
+        the fitted parameters, rounded."""
+        cal, lines = self.calibration, []
+        if cal.scores is not None:
+            operators = len({c.operator for c in self.cells})
+            lines.append(
+                f"leave-one-operator-out over {operators} operators, {len(cal.cv_cells)} cells "
+                f"(gate +-{self.threshold:.0%}):\n\n"
+            )
+            lines.append(cal.scores.markdown() + "\n")
+        params = {k: round(v, 4) if isinstance(v, float) else v for k, v in cal.params.to_json().items() if k != "cv"}
+        lines.append("\nparameters: " + json.dumps(params) + "\n")
+        return "".join(lines)
+
+    def model_json(self) -> str:
+        """The parameters file (``explain --model FILE`` or ``KTRIAGE_MODEL=FILE`` reads it)."""
+        return json.dumps(self.calibration.to_json(), indent=1) + "\n"
+
+
+def calibrate(
+    *,
+    from_cells: Sequence[str | Path] = (),
+    results: Sequence[str | Path] = (),
+    runs: Sequence[str] = (),
+    explain: Sequence[str | Path] = (),
+    operators: Sequence[str] = (),
+    backends: Sequence[str] = (),
+    db: str | None = None,
+    cells_out: str | Path | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    level: float = DEFAULT_LEVEL,
+    cross_validate: bool = True,
+    say: Say | None = None,
+) -> CalibrateReport:
+    """Fit the cost model on the cells of ``from_cells`` (cells.jsonl datasets) plus those made from
+    each of ``results`` (results files) and ``runs`` (run ids in the store ``db``), paired in that
+    order with one ``explain`` JSON report each. ``operators``: one per results/run (default: the
+    run's op); ``backends``: the artifact backend a catalog op's report compiled, one or one per
+    source. ``cells_out``: write the dataset used there. ``level``: the coverage asked of the
+    prediction interval. ``say``: each source's notes and cell count.
+
+    Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for unpaired sources and reports,
+    and :class:`~ktriage.errors.FormatError` for a file that is not what it should be."""
+    from ktriage.predict.calibration import calibrate as fit_cells
+    from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
+
+    tell: Say = say or (lambda _m: None)
+    cells: list[CalibrationCell] = []
+    for path in from_cells:
+        cells += read_cells(path)
+    sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
+    _check_pairing(len(sources), len(explain), len(operators), len(backends))
+    if runs and db is None:
+        raise KtriageError("--run needs a store", "pass --db URL (or set KTRIAGE_DB)")
+    loaded = _Sources(db)
+    for i, ((label, src), report_path) in enumerate(zip(sources, explain, strict=True)):
+        info, measured = loaded.read(src)
+        name = operators[i] if operators else (measured[0].key.op if measured else label)
+        be = (backends[i] if len(backends) > 1 else backends[0]) if backends else None
+        made, notes = cells_from_results(
+            info, measured, _explain_report(Path(report_path)), operator=name, backend=be, source=label
+        )
+        for note in dict.fromkeys(notes):
+            tell(f"note: {note}")
+        tell(f"{label}: {len(made)} cells ({name})")
+        cells += made
+    if not cells:
+        raise KtriageError("no calibration cells", "pass --from cells.jsonl, or --results R.json --explain E.json")
+    if cells_out is not None:
+        write_cells(cells_out, cells)
+        tell(f"dataset: {cells_out}")
+    cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=cross_validate)
+    return CalibrateReport(cells, cal, threshold)
+
+
+def _check_pairing(sources: int, reports: int, operators: int, backends: int) -> None:
+    if reports != sources:
+        raise KtriageError(
+            f"{sources} results/runs but {reports} --explain reports",
+            "pass one --explain REPORT.json per --results/--run, in the same order",
+        )
+    if operators and operators != sources:
+        raise KtriageError(
+            f"{operators} --operator names for {sources} results/runs",
+            "pass one --operator per --results/--run, or none",
+        )
+    if backends and backends not in (1, sources):
+        raise KtriageError(f"{backends} --backend names for {sources} results/runs", "pass one, or one per source")
+
+
+class _Sources:
+    """Reads a results file, or a run of the store (opened once, on the first run asked)."""
+
+    def __init__(self, db: str | None) -> None:
+        self._db = db
+        self._store: object = None
+
+    def read(self, src: Path | str) -> tuple[RunInfo, list[Cell]]:
+        if isinstance(src, Path):
+            from ktriage.measure.results_file import read_results
+
+            return read_results(src)
+        from ktriage.store.store import Store, open_store
+
+        if not isinstance(self._store, Store):
+            self._store = open_store(self._db)
+        return self._store.load_run(src)
+
+
+def _explain_report(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise KtriageError(
+            f"cannot read the explain report {path}: {exc.strerror}",
+            "write it with `ktriage explain TARGET -t ... --format json -o FILE`",
+        ) from exc
+    except ValueError as exc:
+        raise FormatError(
+            f"{path} is not JSON ({exc})", "pass the JSON report of `ktriage explain -o FILE.json`"
+        ) from exc
+    if not isinstance(data, dict) or data.get("tool") != "ktriage explain":
+        raise FormatError(
+            f'{path} is not an explain report (no "tool": "ktriage explain")',
+            "pass the JSON report of `ktriage explain -o FILE.json`",
+        )
+    return data
