@@ -89,18 +89,24 @@ def explain_report(source: dict, specs: list[str], work: Path, run=None, results
     return json.loads(out.read_text())
 
 
+def _home() -> Path:
+    return Path(os.environ.get("KTRIAGE_HOME") or Path.home() / ".cache/ktriage")
+
+
 def _cuobjdump() -> Path | None:
     """A cuobjdump of the toolchain environments of the ktriage home (``KTRIAGE_HOME`` or ~/.cache/ktriage):
     any will do, SASS listings do not depend on its version (checked on the corpus's cubins)."""
-    home = Path(os.environ.get("KTRIAGE_HOME") or Path.home() / ".cache/ktriage")
-    found = sorted(home.glob("toolchains/envs/*/lib/python*/site-packages/triton/backends/nvidia/bin/cuobjdump"))
+    found = sorted(_home().glob("toolchains/envs/*/lib/python*/site-packages/triton/backends/nvidia/bin/cuobjdump"))
     return found[-1] if found else None
 
 
 def _cubin_loops(cuobjdump: Path, cubin: str) -> dict[str, dict[tuple[int, int], int | None]] | None:
-    """Per function of ``cubin``, each loop's (start, end) -> load_waits; None if it cannot be read."""
+    """Per function of ``cubin``, each loop's (start, end) -> load_waits; None if it cannot be read.
+    A report names its cubins under ``$KTRIAGE_HOME`` (newer reports) or by absolute path."""
     from ktriage.analyze.sass import parse_sass
     from ktriage.analyze.sass_loops import find_loops
+
+    cubin = cubin.replace("$KTRIAGE_HOME", str(_home()))
 
     if not Path(cubin).is_file():
         return None
