@@ -24,10 +24,16 @@ driver (benchmarks/gpu/occupancy_vs_cuda.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TypeAlias
 
 from ktriage.arch import Arch, parse_arch
 from ktriage.errors import SpecError
-from ktriage.schema.jsontypes import JSONObject
+
+#: What :meth:`Occupancy.to_json` returns, spelled here rather than as
+#: ``ktriage.schema.jsontypes.JSONObject``: this module imports only the standard library and
+#: ktriage.arch/errors (see the module docstring). Every value is a JSON value, so the dict can be
+#: stored wherever a ``JSONObject`` value goes.
+OccupancyJSON: TypeAlias = dict[str, str | int | float | dict[str, int]]
 
 #: Limiter names, in the order used to pick one when several resources allow the same count and
 #: the count is > 0. Hardware caps come first: when they bind, lowering a kernel resource can't help.
@@ -76,7 +82,7 @@ class Occupancy:
             f"limited by {self.limiter.replace('_', ' ')}"
         )
 
-    def to_json(self) -> JSONObject:
+    def to_json(self) -> OccupancyJSON:
         """Plain JSON-able dict (stable keys; what ``ktriage occupancy --format json`` prints)."""
         return {
             "arch": self.arch,
