@@ -67,9 +67,9 @@ def test_a_cluster_is_asked_for_all_or_a_count_of_its_gpus() -> None:
 def test_bisect_leaves_a_clusters_gpus_to_the_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bisect --cluster H:P --gpus 2`` does not resolve the 2 against this host's GPUs (it may have
     none): the run counts the cluster's (BisectOptions.cluster_gpus)."""
-    from ktriage.cli.bisect_cmd import _bisect_gpus
+    from ktriage.api._bisect import _host_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    assert _bisect_gpus("2", "latency", "127.0.0.1:6379") == []
+    assert _host_gpus("2", "latency", "127.0.0.1:6379") == []
     with pytest.raises(KtriageError, match="only 1 GPU"):
-        _bisect_gpus("2", "latency", None)
+        _host_gpus("2", "latency", None)
