@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
     from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded
     from ktriage.api._bisect import BisectReport, bisect
+    from ktriage.api._bisect_step import EXIT_ABORT, StepResult, bisect_step
     from ktriage.api._calibrate import DEFAULT_LEVEL, CalibrateReport, calibrate
     from ktriage.api._compare import CompareReport, CompareView, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
@@ -72,6 +73,9 @@ _LAZY: dict[str, str] = {
     "RecordedBenchReport": "_bench_recorded",
     "bisect": "_bisect",
     "BisectReport": "_bisect",
+    "bisect_step": "_bisect_step",
+    "StepResult": "_bisect_step",
+    "EXIT_ABORT": "_bisect_step",
     "fidelity": "_fidelity",
     "FidelityReport": "_fidelity",
     "FidelityRow": "_fidelity",
@@ -109,6 +113,8 @@ __all__ = [
     "BenchReport",
     "bisect",
     "BisectReport",
+    "bisect_step",
+    "EXIT_ABORT",
     "calibrate",
     "CalibrateReport",
     "compare",
@@ -132,6 +138,7 @@ __all__ = [
     "RunImported",
     "RunList",
     "RunShow",
+    "StepResult",
     "runs_export",
     "runs_import",
     "runs_list",

@@ -1,0 +1,86 @@
+"""``ktriage.api.bisect_step(...) -> StepResult``: one ``git bisect run`` step, the checked-out
+kernels compiled and a metric compared with a stored baseline (docs/bisect.md).
+
+Why an entry point: the CLI checked the step's options, built its config, measured and judged it;
+a script driving its own bisect now makes one call and gets the git-bisect exit code and the line
+``ktriage bisect-step`` prints. Errors stay :class:`~ktriage.errors.KtriageError`: the command turns
+them into exit 128 (:data:`EXIT_ABORT`), so that git aborts instead of marking the commit bad.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktriage.bisect.step import EXIT_ABORT
+from ktriage.errors import KtriageError
+
+__all__ = ["EXIT_ABORT", "StepResult", "bisect_step"]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """``code``: git bisect's (0 good, 1 bad, 125 skip; 0 after recording a baseline); ``message``:
+    the verdict, its reason and the values measured (or the baseline recorded)."""
+
+    code: int
+    message: str
+
+
+def bisect_step(
+    *,
+    baseline: Path | None = None,
+    record_baseline: Path | None = None,
+    role: str = "good",
+    spec: str | None = None,
+    op: str | None = None,
+    mode: str | None = None,
+    inputs: Sequence[str] = (),
+    metric: str | None = None,
+    toolchain: str | None = None,
+    arch: str = "sm_90",
+) -> StepResult:
+    """Judge the current checkout against ``baseline`` (the options given override the baseline's),
+    or measure it and store the values as the ``role`` (good or bad) endpoint of ``record_baseline``
+    (which needs ``metric``, ``toolchain`` and ``spec`` or ``op``)."""
+    from ktriage.bisect.step import StepConfig, decide_step, load_baseline, measure_here
+    from ktriage.bisect.step import record_baseline as record
+    from ktriage.bisect.workspace import CandidateFailed
+    from ktriage.catalog.resolve import op_default_mode
+
+    if (baseline is None) == (record_baseline is None):
+        raise KtriageError(
+            "give exactly one of --baseline and --record-baseline",
+            "record at a good commit, then judge with --baseline",
+        )
+    if role not in ("good", "bad"):
+        raise KtriageError(f"--as {role!r}", "use --as good or --as bad")
+    if record_baseline is not None:
+        if not (metric and toolchain and (spec or op)):
+            raise KtriageError(
+                "--record-baseline needs --metric, --toolchain and --spec or --op",
+                "e.g. --spec spec.toml --metric spill_store_bytes -t triton==3.4.0",
+            )
+        cfg = StepConfig(metric, toolchain, spec, op, mode or op_default_mode(op) or "bwd", tuple(inputs), arch)
+        data = record(record_baseline, cfg, "good" if role == "good" else "bad")
+        recorded = data["good"] if role == "good" else data["bad"]
+        return StepResult(0, f"{role} baseline: {json.dumps(recorded['values'])} -> {record_baseline}")
+    assert baseline is not None
+    cfg, good, bad = load_baseline(baseline)
+    cfg = StepConfig(
+        metric or cfg.metric,
+        toolchain or cfg.toolchain,
+        spec or cfg.spec,
+        op or cfg.op,
+        mode or cfg.mode,
+        tuple(inputs or cfg.inputs),
+        arch if arch != "sm_90" else cfg.arch,
+    )
+    try:
+        values = measure_here(cfg)
+    except CandidateFailed as exc:
+        return StepResult(125, f"skip: {exc.reason}")
+    code, reason = decide_step(values, good, bad)
+    return StepResult(code, f"{ {0: 'good', 1: 'bad', 125: 'skip'}[code] }: {reason} ({json.dumps(values)})")

@@ -1,0 +1,144 @@
+"""The options of ``ktriage bisect`` and ``ktriage bisect-step``, declared once (their help is the
+user documentation: docs/cli.md is generated from it). Kept apart so the command module stays what
+it does: parse, call the entry point, render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ktriage.api import GPUS_HELP
+from ktriage.cli.options import Format, arch_option, format_option, jobs_option, output_option, toolchain_option
+
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json")
+
+Source = Annotated[
+    str,
+    typer.Option(
+        "--source",
+        help="pypi:triton, pypi:<package> (e.g. liger-kernel; toolchain fixed), ptxas (frontend fixed by --toolchain), or git:PATH.",
+    ),
+]
+Good = Annotated[str, typer.Option("--good", help="The last known good version / ptxas release / commit.")]
+Bad = Annotated[str, typer.Option("--bad", help="The first known bad version / ptxas release / commit.")]
+Metric = Annotated[
+    str | None,
+    typer.Option(
+        "--metric",
+        help="Compile-only: spill_store_bytes, spill_load_bytes, stack_bytes, registers, shared_bytes, ctas_per_sm, warps_per_sm, local_loads, local_stores, sass:OPCODE; or latency (GPU time from --bundle).",
+    ),
+]
+Command = Annotated[
+    str | None,
+    typer.Option(
+        "--command", help="A script judged like `git bisect run`: exit 0 good, 125 skip, 1-127 bad, >=128 abort."
+    ),
+]
+Op = Annotated[str | None, typer.Option("--op", help="A catalog op, e.g. liger.layer_norm.")]
+Spec = Annotated[
+    str | None,
+    typer.Option("--spec", help="A spec TOML; with --source git a path inside the repository, read at each commit."),
+]
+Toolchain = Annotated[
+    list[str] | None,
+    toolchain_option(
+        "Given once here: the fixed toolchain (ptxas and git sources, pypi:<package>); may use {checkout}, e.g. triton={checkout}/dist/*.whl."
+    ),
+]
+Build = Annotated[
+    str | None,
+    typer.Option(
+        "--build",
+        help="git sources: a shell command run in each commit's checkout ('none': nothing to build). A failure skips the commit.",
+    ),
+]
+FirstParent = Annotated[
+    bool,
+    typer.Option(
+        "--first-parent",
+        help="git sources: follow only the first parent (merge commits are candidates, merged branches are not).",
+    ),
+]
+PinFile = Annotated[
+    str | None,
+    typer.Option(
+        "--pin-file",
+        help="A file that pins another repository's commit (e.g. cmake/llvm-hash.txt): if the culprit moves it, bisect inside that repository.",
+    ),
+]
+PinRepo = Annotated[Path | None, typer.Option("--pin-repo", help="The local checkout of the pinned repository.")]
+Workers = Annotated[int, typer.Option("--workers", help="Candidates tested per round, in parallel (k-ary search).")]
+Timeout = Annotated[
+    float | None, typer.Option("--timeout", help="Seconds per command run; a timeout skips that candidate.")
+]
+BuildTimeout = Annotated[
+    float, typer.Option("--build-timeout", help="Seconds per build; a timeout skips that candidate.")
+]
+State = Annotated[
+    Path | None,
+    typer.Option("--state", help="The state file (default: under the ktriage home, named after the options)."),
+]
+Resume = Annotated[
+    bool, typer.Option("--resume", help="Continue from the state file without re-testing what it holds.")
+]
+Pre = Annotated[bool, typer.Option("--pre", help="Include pre-releases in pypi/ptxas ranges.")]
+Jobs = Annotated[int | None, jobs_option("Parallel compile workers (default: --workers).")]
+Bundle = Annotated[
+    Path | None,
+    typer.Option("--bundle", help="--metric latency: the compile-here bundle of the candidate toolchains (GPU host)."),
+]
+Backend = Annotated[
+    str | None, typer.Option("--backend", help="--metric latency: the artifact backend to time (e.g. liger).")
+]
+ArtifactTiming = Annotated[
+    str,
+    typer.Option(
+        "--artifact-timing",
+        help="--metric latency: what is timed: kernel (launches only, the default for toolchain comparisons), tritonbench or library.",
+    ),
+]
+MaxSamples = Annotated[
+    int,
+    typer.Option("--max-samples", help="--metric latency: samples per variant before a candidate is called unsure."),
+]
+Threshold = Annotated[
+    float, typer.Option("--threshold", help="--metric latency: the smallest relative change counted (0.05 = 5%).")
+]
+Gpus = Annotated[str | None, typer.Option("--gpus", help="--metric latency: " + GPUS_HELP)]
+Fmt = Annotated[Format, format_option(FORMATS)]
+Output = Annotated[list[Path] | None, output_option(WRITERS)]
+Markdown = Annotated[Path | None, typer.Option("--markdown", help="Older spelling of -o PATH.md.")]
+JsonPath = Annotated[Path | None, typer.Option("--json", help="Older spelling of -o PATH.json.")]
+NoExplain = Annotated[bool, typer.Option("--no-explain", help="Skip the explain of culprit vs predecessor.")]
+KeepCheckouts = Annotated[
+    bool,
+    typer.Option(
+        "--keep-checkouts",
+        help="git sources: keep every commit's checkout (default: only the culprit's and its predecessor's).",
+    ),
+]
+StepBaseline = Annotated[
+    Path | None,
+    typer.Option(
+        "--baseline",
+        help="Judge the current checkout against this baseline (exit 0 good, 1 bad, 125 skip, 128 abort).",
+    ),
+]
+StepRecordBaseline = Annotated[
+    Path | None,
+    typer.Option(
+        "--record-baseline",
+        help="Measure the current checkout and store it as the baseline's good (or --as bad) values.",
+    ),
+]
+StepRole = Annotated[str, typer.Option("--as", help="With --record-baseline: good (default) or bad.")]
+StepSpec = Annotated[str | None, typer.Option("--spec", help="A spec TOML, relative to the checkout.")]
+StepOp = Annotated[str | None, typer.Option("--op", help="A catalog op.")]
+StepMetric = Annotated[str | None, typer.Option("--metric", help="A compile metric (see ktriage bisect --help).")]
+StepToolchain = Annotated[
+    list[str] | None, toolchain_option("Given once here: the toolchain that compiles the checkout.")
+]
+StepArch = Annotated[str, arch_option("Default: the baseline's.")]
