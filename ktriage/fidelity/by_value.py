@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ktriage.compile.compiler import CompileFailure, Compiler
 from ktriage.errors import SpecError
-from ktriage.fidelity.harness import Row, compare_artifact, first_line, run_jit
+from ktriage.fidelity.harness import Row, RowCommon, compare_artifact, first_line, run_jit
 from ktriage.fidelity.model import FidelityCase
 from ktriage.schema.jsontypes import JSONValue
 from ktriage.spec.launch import SPEC_OPTIONS, TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch, decode_value
@@ -77,7 +77,7 @@ def check_spec(spec: KernelSpec, toolchain: Toolchain, compiler: Compiler, work:
     outcome = compiler.compile(spec, toolchain)
     if isinstance(outcome, CompileFailure):
         return Row(case.name, version, "error", f"ktriage compile ({outcome.stage}): {first_line(outcome.message)}")
-    common = {
+    common: RowCommon = {
         "kernel": str(record.get("name", "")),
         "heuristics": tuple(jit.get("heuristics") or ()),
         "autotuned": jit.get("autotune_configs") is not None,

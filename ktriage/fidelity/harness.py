@@ -17,14 +17,14 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import SUPPORT_PACKAGES, Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.fidelity.model import FidelityCase
 from ktriage.insitu.environment import compile_environment
-from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.packages import ensure_package
@@ -34,6 +34,51 @@ from ktriage.toolchain.manager import Toolchain
 
 JITRUN_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "jitrun.py"
 JIT_TIMEOUT_S = 1800.0
+
+
+class JitCompile(TypedDict, total=False):
+    """One compile the JIT made (insitu/jitrun.py's record): what is compared with ktriage's."""
+
+    index: int
+    ast_source: JSONObject  # the compile inputs' view (insitu.worker.ast_source_view)
+    options: JSONObject
+    cubin: str  # path of the cubin the JIT wrote
+    cubin_sha256: str
+    ptx_sha256: str
+    name: str
+    ptxas_runs: list[JSONObject]
+
+
+class JitLaunch(TypedDict, total=False):
+    """One ``JITFunction.run`` of a case (insitu/jitrun.py's ``Launch``, as read back)."""
+
+    function: str
+    module: str | None
+    file: str | None
+    args: list[list[JSONValue]]  # [name, encoded value] pairs
+    options: JSONObject
+    compiles: list[int]  # indexes into the case's compiles
+    kernel_hash: str | None
+
+
+class JitResult(TypedDict, total=False):
+    """One case's result in the JIT harness's result.json (insitu/jitrun.py), or why it has none."""
+
+    id: str
+    error: str
+    launches: list[JitLaunch]
+    compiles: list[JitCompile]
+    heuristics: list[str]
+    autotune_configs: list[JSONObject] | None
+
+
+class RowCommon(TypedDict, total=False):
+    """The fields of a Row known from the JIT side, whatever the outcome of ktriage's side."""
+
+    kernel: str
+    heuristics: tuple[str, ...]
+    autotuned: bool
+    jit_options: JSONObject
 
 
 @dataclass(frozen=True)
@@ -49,7 +94,7 @@ class Row:
     detail: str = ""
     kernel: str = ""
     cubin_bytes: int = 0
-    jit_options: dict[str, Any] = field(default_factory=dict)
+    jit_options: JSONObject = field(default_factory=dict)
     heuristics: tuple[str, ...] = ()
     autotuned: bool = False
 
@@ -67,14 +112,14 @@ class Row:
         }
 
 
-def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, work: Path) -> dict[str, dict[str, Any]]:
+def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, work: Path) -> dict[str, JitResult]:
     """The JIT side: every case launched through this toolchain's Triton; results by case name."""
     cc = parse_arch(target).cc
     prime = toolchain.facts().order_sensitive
     groups: dict[str | None, list[FidelityCase]] = {}
     for case in cases:
         groups.setdefault(case.launch.package, []).append(case)
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, JitResult] = {}
     for index, (package, members) in enumerate(groups.items()):
         sys_path = (
             [str(ensure_package(package)), *(str(ensure_package(r)) for r in SUPPORT_PACKAGES)] if package else []
@@ -111,7 +156,7 @@ def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, wo
             )
         except subprocess.TimeoutExpired:
             proc = None
-        done = json.loads(res_path.read_text())["cases"] if res_path.exists() else []
+        done: list[JitResult] = json.loads(res_path.read_text())["cases"] if res_path.exists() else []
         for item in done:
             results[item["id"]] = item
         for case in members:  # a case that killed the process (or never ran) is its own error
@@ -121,7 +166,7 @@ def run_jit(toolchain: Toolchain, cases: Sequence[FidelityCase], target: str, wo
     return results
 
 
-def spec_from_jit_launch(case: FidelityCase, launch: dict[str, Any], target: str) -> KernelSpec:
+def spec_from_jit_launch(case: FidelityCase, launch: JitLaunch, target: str) -> KernelSpec:
     """ktriage's spec for what the JIT-level launch received (after the decorators), by ktriage's rules."""
     source_file = resolve_source_file(case.launch.source, case.launch.package)
     params = read_params(source_file, split_source(case.launch.source)[1])
@@ -142,7 +187,7 @@ def spec_from_jit_launch(case: FidelityCase, launch: dict[str, Any], target: str
     )
 
 
-def normalized_ast(view: dict[str, Any]) -> dict[str, Any]:
+def normalized_ast(view: JSONObject) -> JSONObject:
     """Compile inputs with empty attribute lists dropped (an empty list and no entry mean the same)."""
     attrs = view.get("attrs") or {}
     if isinstance(attrs, dict) and "AttrsDescriptor" not in attrs:
@@ -150,7 +195,7 @@ def normalized_ast(view: dict[str, Any]) -> dict[str, Any]:
     return {**view, "attrs": attrs}
 
 
-def check_case(case: FidelityCase, jit: dict[str, Any], toolchain: Toolchain, compiler: Compiler, target: str) -> Row:
+def check_case(case: FidelityCase, jit: JitResult, toolchain: Toolchain, compiler: Compiler, target: str) -> Row:
     """Compare one case's JIT compile with ktriage's compile of the spec derived from the same launch."""
     version = toolchain.triton_version
     if jit.get("error"):
@@ -160,7 +205,7 @@ def check_case(case: FidelityCase, jit: dict[str, Any], toolchain: Toolchain, co
     if not compiles or launch is None:
         return Row(case.name, version, "error", "the JIT compiled nothing for this launch")
     record = compiles[launch["compiles"][-1]] if len(compiles) > launch["compiles"][-1] else compiles[-1]
-    common: dict[str, Any] = {
+    common: RowCommon = {
         "kernel": str(record.get("name", "")),
         "heuristics": tuple(jit.get("heuristics") or ()),
         "autotuned": jit.get("autotune_configs") is not None,
@@ -187,7 +232,7 @@ def check_case(case: FidelityCase, jit: dict[str, Any], toolchain: Toolchain, co
     return compare_artifact(case.name, outcome, record, common)
 
 
-def compare_artifact(name: str, artifact: Artifact, record: dict[str, Any], common: dict[str, Any]) -> Row:
+def compare_artifact(name: str, artifact: Artifact, record: JitCompile, common: RowCommon) -> Row:
     version = artifact.toolchain.triton_version
     ours, theirs = normalized_ast(artifact.frontend.ast_source), normalized_ast(record["ast_source"])
     if ours != theirs:

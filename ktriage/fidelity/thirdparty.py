@@ -27,7 +27,7 @@ Cases:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage.fidelity.kernels import KERNELS_DIR
 from ktriage.fidelity.model import FidelityCase
@@ -222,6 +222,15 @@ def liger_rms_norm_bf16_cases(version: str, target: str) -> list[FidelityCase]:
     return cases
 
 
+class VersionBounds(TypedDict, total=False):
+    """The Triton versions a case's package version supports (FidelityCase's bounds), with why."""
+
+    min_triton: str
+    min_reason: str
+    max_triton: str
+    max_reason: str
+
+
 def fla_cases(version: str, target: str) -> list[FidelityCase]:
     """fla-core's chunk_gated_delta_rule forward kernels that carry heuristics and autotune.
 
@@ -241,7 +250,7 @@ def fla_cases(version: str, target: str) -> list[FidelityCase]:
     shape = f"B={FLA_B},T={FLA_T},H={FLA_H},K={FLA_K},V={FLA_V}"
     note = "fla-core 0.6.0 imports gluon.language.extra, which 3.4.0 lacks; 0.4.2 covers 3.2-3.4"
     old_note = "fla-core 0.4.2 uses tl.make_block_ptr, which Triton 3.9 removed; 0.6.0 covers 3.5-3.9"
-    kw: dict[str, Any] = (
+    kw: VersionBounds = (
         {"min_triton": "3.5.0", "min_reason": note} if new else {"max_triton": "3.8.0", "max_reason": old_note}
     )
     cases = []
