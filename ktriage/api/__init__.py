@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ktriage.api._compare import CompareReport, CompareView, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
+    from ktriage.api._occupancy import OccupancyReport, occupancy
     from ktriage.api._record import RecordReport, record
     from ktriage.api._runs import (
         RunExport,
@@ -87,6 +88,8 @@ _LAZY: dict[str, str] = {
     "CompareView": "_compare",
     "triage": "_triage",
     "TriageReport": "_triage",
+    "occupancy": "_occupancy",
+    "OccupancyReport": "_occupancy",
     "record": "_record",
     "RecordReport": "_record",
     "RunExport": "_runs",
@@ -130,6 +133,8 @@ __all__ = [
     "FidelityRow",
     "GPUS_HELP",
     "is_recorded_bundle",
+    "occupancy",
+    "OccupancyReport",
     "record",
     "RecordedBenchReport",
     "RecordReport",

@@ -1,4 +1,4 @@
-"""`ktriage occupancy`: the CUDA occupancy calculator on the command line (logic in ktriage.analyze.occupancy)."""
+"""`ktriage occupancy`: the CUDA occupancy calculator on the command line (:func:`ktriage.api.occupancy`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from typing import Annotated
 
 import typer
 
-from ktriage.analyze.occupancy import compute_occupancy
-from ktriage.arch import parse_arch
+from ktriage.api import occupancy as occupancy_api
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Arch, Format, format_option, output_option, write_outputs
+from ktriage.cli.options import Arch, Format, emit, format_option, output_option
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json")
@@ -32,19 +31,6 @@ def occupancy(
     Follows the CUDA occupancy rules (cuda_occupancy.h): registers allocated per warp in units of
     256, 4 sub-partitions, warp / CTA caps, shared memory with the driver's 1 KB reserved per block.
     """
-    from ktriage.report.occupancy import print_table, to_json, to_markdown
-
-    outputs = list(output or [])
-    a = parse_arch(arch)
-    result = compute_occupancy(a, registers, warps, shared, barriers=barriers)
-    if fmt is Format.json:
-        typer.echo(to_json(result), nl=False)
-    elif fmt is Format.markdown:
-        typer.echo(to_markdown(result, a, barriers), nl=False)
-    else:
-        print_table(result, a, make_console(), barriers)
-    write_outputs(
-        outputs,
-        {".json": lambda: to_json(result), ".md": lambda: to_markdown(result, a, barriers)},
-        make_console(stderr=True),
-    )
+    report = occupancy_api(arch=arch, registers=registers, warps=warps, shared=shared, barriers=barriers)
+    writers = {".json": report.json_text, ".md": report.to_markdown}
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))

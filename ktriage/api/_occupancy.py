@@ -1,0 +1,60 @@
+"""``ktriage.api.occupancy(arch=..., registers=..., warps=...) -> OccupancyReport``: resident CTAs and
+warps per SM for a kernel's resources, the limiting one, and what would lift it (the CUDA occupancy
+rules, ``ktriage.analyze.occupancy``).
+
+Why an entry point: ``ktriage occupancy`` parsed the arch and computed the occupancy itself; a
+notebook asking "how many registers can this kernel use at 2 CTAs per SM" now makes one call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ktriage.mdsafe import markdown_writer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.analyze.occupancy import Occupancy
+    from ktriage.arch import Arch
+
+__all__ = ["OccupancyReport", "occupancy"]
+
+
+@dataclass(frozen=True)
+class OccupancyReport:
+    """The occupancy (``result``) of one kernel's resources on ``arch``, with the renderers
+    ``ktriage occupancy`` writes with."""
+
+    result: Occupancy
+    arch: Arch
+    barriers: int = 1
+
+    def json_text(self) -> str:
+        from ktriage.report.occupancy import to_json
+
+        return to_json(self.result)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.occupancy import to_markdown
+
+        return to_markdown(self.result, self.arch, self.barriers)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.occupancy import print_table
+
+        print_table(self.result, self.arch, console, self.barriers)
+
+
+def occupancy(
+    *, arch: str = "sm_90", registers: int, warps: int, shared: int = 0, barriers: int = 1
+) -> OccupancyReport:
+    """Occupancy on ``arch`` (``sm_90``, ``90``...) of a kernel using ``registers`` per thread,
+    ``warps`` per CTA, ``shared`` bytes of shared memory per CTA and ``barriers`` named barriers."""
+    from ktriage.analyze.occupancy import compute_occupancy
+    from ktriage.arch import parse_arch
+
+    a = parse_arch(arch)
+    return OccupancyReport(compute_occupancy(a, registers, warps, shared, barriers=barriers), a, barriers)
