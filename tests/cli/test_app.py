@@ -98,9 +98,9 @@ def broken_compute_occupancy(*_args: object, **_kwargs: object) -> None:
 
 @pytest.fixture()
 def broken_occupancy(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ktriage.cli.occupancy_cmd
+    import ktriage.analyze.occupancy
 
-    monkeypatch.setattr(ktriage.cli.occupancy_cmd, "compute_occupancy", broken_compute_occupancy)
+    monkeypatch.setattr(ktriage.analyze.occupancy, "compute_occupancy", broken_compute_occupancy)
     monkeypatch.delenv("KTRIAGE_DEBUG", raising=False)
 
 
