@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from ktriage.analyze.artifact import analyze_cubin
 from ktriage.analyze.lines import LineDelta, diff_lines
@@ -29,6 +28,7 @@ from ktriage.explain.failures import fallback_reason
 from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
 from ktriage.predict.facts import KernelFacts, facts_from_resources, launch_inputs
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
+from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 
@@ -85,7 +85,7 @@ class Change:
     cells: CrossCells
     sentence: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "metric": self.metric,
             "ref": self.ref,

@@ -24,7 +24,7 @@ import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from ktriage import progress
 from ktriage.analyze.occupancy import registers_for_ctas
@@ -67,6 +67,13 @@ class FixPrediction:
 
     def to_json(self) -> JSONObject:
         return {"vs_current": self.vs_current.to_json(), "vs_reference": self.vs_reference.to_json(), "text": self.text}
+
+
+class FixTarget(TypedDict):
+    """The kernel and toolchain a fix is for (every Fix of one kernel's suggestions shares them)."""
+
+    kernel: str
+    toolchain: str
 
 
 @dataclass(frozen=True)
@@ -366,7 +373,7 @@ class FixFinder:
         path = resolve_source_file(spec.source, spec.package)
         _, function = split_source(spec.source)
         relaxed, plan = relaxed_atomic_spec(spec)
-        base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(tc)}
+        base: FixTarget = {"kernel": spec.name, "toolchain": toolchain_label(tc)}
         if relaxed is None:
             why = "no tl.atomic_add with an unused result and no sem= in the kernel function"
             return [
@@ -432,7 +439,7 @@ class FixFinder:
 
     def spill_free_config(self, spec: KernelSpec, new: KernelResult) -> list[Fix]:
         """The nearest config without spills, found by the tuner (ktriage.tune.suggest)."""
-        base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
+        base: FixTarget = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
         # explain sits above tune and uses its search; tune never imports explain
         # (docs/architecture.md). Imported here: only a spilling kernel needs the tuner.
         from ktriage.tune.suggest import nearest_spill_free
@@ -451,7 +458,7 @@ class FixFinder:
         return [self._from_suggestion(suggestion, new, base)]
 
     @staticmethod
-    def _from_suggestion(suggestion: Any, new: KernelResult, base: dict[str, Any]) -> Fix:
+    def _from_suggestion(suggestion: Any, new: KernelResult, base: FixTarget) -> Fix:
         """Turn the tuner's Suggestion (ktriage.tune.suggest) into a Fix; its numbers are compiled ones."""
         after = int(suggestion.spill_store_bytes_after)
         effect = (
@@ -541,7 +548,7 @@ class FixFinder:
         if regs is None or regs >= new.resources.registers:
             return []
         res = self._result(spec.replace(maxnreg=regs), new.toolchain)
-        base: dict[str, Any] = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
+        base: FixTarget = {"kernel": spec.name, "toolchain": toolchain_label(new.toolchain)}
         if isinstance(res, str):
             return [
                 Fix("maxnreg", description=f"maxnreg={regs}", verified=False, effect=f"did not compile: {res}", **base)
