@@ -50,12 +50,12 @@ def test_no_details_is_two_lines() -> None:
 def test_main_prints_the_details_of_a_user_error(monkeypatch: pytest.MonkeyPatch, run_cli: RunCli) -> None:
     """A KtriageError with details raised inside a verb (here occupancy's library call, faked): exit 2,
     and stderr has the error, the fix, then the details, indented, in that order."""
-    import ktriage.cli.occupancy_cmd
+    import ktriage.analyze.occupancy
 
     def fails(*_args: object, **_kwargs: object) -> None:
         raise DeviceError("cuModuleLoadData failed", "recompile for this GPU", DETAILS)
 
-    monkeypatch.setattr(ktriage.cli.occupancy_cmd, "compute_occupancy", fails)
+    monkeypatch.setattr(ktriage.analyze.occupancy, "compute_occupancy", fails)
     result = run_cli(["occupancy", "--registers", "128", "--warps", "8"])
     assert result.exit_code == exit_codes.USAGE, result.output
     assert result.stderr.splitlines() == [
