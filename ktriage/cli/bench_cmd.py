@@ -1,33 +1,35 @@
 """`ktriage bench`: TritonBench-compatible operator benchmarks, every toolchain side by side.
 
-Same op names, input sweeps, backend names and flags as TritonBench (`--op`, `--only`, `--baseline`,
-`--metrics`, `--bwd`, `--input-id`, `--num-inputs`, `--precision`, `--csv`, `--output`,
-`--output-json`), plus `--toolchain` (repeatable): the Triton kernels of a backend are compiled by
-each toolchain on this machine (no GPU needed) into a bundle, and timed from that bundle in ONE GPU
-process next to the native backends. `--compile-only` stops after the bundle (a CPU machine);
-`--bundle DIR` measures a bundle made elsewhere (the GPU machine). A recorded workload
-(`bench W.json -t A -t B`) goes to ``ktriage.cli.bench_recorded``.
+Same op names, input sweeps, backend names and flags as TritonBench (`--op`, `--only`, `--baseline`, `--metrics`,
+`--bwd`, `--input-id`, `--num-inputs`, `--precision`, `--csv`, `--output`, `--output-json`), plus `--toolchain`
+(repeatable): the Triton kernels of a backend are compiled by each toolchain on this machine (no GPU needed) into a
+bundle, and timed from that bundle in ONE GPU process next to the native backends. `--compile-only` stops after the
+bundle (a CPU machine); `--bundle DIR` measures a bundle made elsewhere (the GPU machine). A recorded workload
+(`bench W.json -t A -t B`) goes to ``ktriage.cli.bench_recorded``, whose ``render`` both benches share.
 """
 
 from __future__ import annotations
 
+import typer
 from rich.markup import escape
 
 from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle
 from ktriage.api import bench as bench_api
 from ktriage.cli import bench_options as o
 from ktriage.cli import options as opt
+from ktriage.cli.bench_recorded import bench_workload, refuse_op_options, render
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
 
 
 def bench(
+    ctx: typer.Context,
     workload: o.Workload = None,
     kernel: o.Kernel = None,
     op: o.Op = None,
     only: o.Only = None,
     baseline: o.Baseline = None,
-    metrics: o.Metrics = "latency,speedup,accuracy",
+    metrics: o.Metrics = o.METRICS,
     mode: o.PassMode = None,
     bwd: opt.Bwd = False,
     fwd: opt.Fwd = False,
@@ -51,8 +53,8 @@ def bench(
     no_l2_flush: o.NoL2Flush = False,
     max_time: o.MaxTime = 10.0,
     min_samples: o.MinSamples = 10,
-    artifact_timing: o.ArtifactTiming = "tritonbench",
-    compile_mode: o.CompileMode = "max-autotune-no-cudagraphs",
+    artifact_timing: o.ArtifactTiming = o.ARTIFACT_TIMING,
+    compile_mode: o.CompileMode = o.COMPILE_MODE,
     artifacts_only: o.ArtifactsOnly = False,
     host_artifacts: o.HostArtifacts = False,
     jobs: o.Jobs = None,
@@ -61,27 +63,21 @@ def bench(
     profile: o.Profile = False,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
-    fmt = Format.csv if csv_out else fmt
-    opt.check_format(fmt, o.FORMATS)
-    outputs = opt.merge_outputs(output, json=output_json)
-    opt.check_outputs(outputs, o.WRITERS)
+    fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json)
     console = make_console(stderr=fmt != Format.table)
+    measuring = o.Measuring(
+        db=db,
+        timing=timing,
+        l2_flush=not no_l2_flush,
+        max_time=max_time,
+        min_samples=min_samples,
+        jobs=jobs,
+        compile_timeout=compile_timeout,
+        gpus=gpus,
+    )
     asked_mode = opt.pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
     if workload is not None or kernel or (bundle is not None and not toolchain and is_recorded_bundle(bundle)):
-        from ktriage.cli.bench_recorded import bench_workload, refuse_op_options
-
-        op_options = {"--op": op, "--only": only, "--baseline": baseline, "--fwd/--bwd/--mode": asked_mode}
-        refuse_op_options(
-            op_options
-            | {"--precision": precision, "--sm-count": sm_count, "--input-id": input_id, "--num-inputs": num_inputs}
-            | {"--tritonbench-json": tritonbench_json, "--artifacts-only": artifacts_only}
-            | {
-                "--metrics": metrics != "latency,speedup,accuracy",
-                "--artifact-timing": artifact_timing != "tritonbench",
-            }
-            | {"--compile-mode": compile_mode != "max-autotune-no-cudagraphs"},
-            "a recorded workload",
-        )
+        refuse_op_options(o.op_only_options(ctx.params, asked_mode), "a recorded workload")
         return bench_workload(
             workload,
             bundle=bundle,
@@ -92,17 +88,9 @@ def bench(
             arch=arch,
             fmt=fmt,
             outputs=outputs,
-            db=db,
-            timing=timing,
-            no_l2_flush=no_l2_flush,
-            max_time=max_time,
-            min_samples=min_samples,
-            jobs=jobs,
             console=console,
-            compile_timeout=compile_timeout,
-            gpus=gpus,
+            measuring=measuring,
         )
-    json_outputs = [p for p in outputs if opt.output_suffix(p) == ".json"]
     with make_progress(console):
         report = bench_api(
             op=op,
@@ -119,27 +107,13 @@ def bench(
             bundle=bundle,
             arch=arch,
             sm_count=sm_count,
-            results_path=json_outputs[0] if json_outputs else None,
-            db=db,
-            timing=timing,
-            l2_flush=not no_l2_flush,
-            max_time=max_time,
-            min_samples=min_samples,
+            results_path=next((p for p in outputs if opt.output_suffix(p) == ".json"), None),
             artifact_timing=artifact_timing,
             compile_mode=compile_mode,
             host_artifacts=host_artifacts and not artifacts_only,
-            jobs=jobs,
-            compile_timeout=compile_timeout,
-            gpus=gpus,
             profile=profile,
+            **measuring,
             say=lambda m: console.print(escape(m)),
         )
-    if report.run is None:  # compile-only: the bundle is the result
-        return
-    writers = {".csv": report.to_csv, ".md": report.to_markdown, ".json": report.json_text}
-    opt.emit(fmt, writers, lambda: report.print_table(console), outputs, console)
-    for path in report.write_tritonbench_json(tritonbench_json) if tritonbench_json is not None else []:
-        console.print(f"wrote {escape(str(path))} (TritonBench JSON)")
-    if report.plan is not None and len(report.plan.toolchains) > 1:
-        console.print(report.verdicts_markdown(), markup=False, highlight=False)
-    console.print(f"run {escape(report.run.run_id)} stored; `ktriage runs show {report.run.run_id}`")
+    many = report.plan is not None and len(report.plan.toolchains) > 1  # the toolchains' verdicts
+    render(report, fmt, outputs, console, verdicts=many, tritonbench_json=tritonbench_json)

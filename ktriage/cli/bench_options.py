@@ -5,12 +5,14 @@ kept so its command lines run unchanged."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypedDict
 
 import typer
 
 from ktriage.api import GPUS_HELP
+from ktriage.cli import options as opt
 from ktriage.cli.options import (
     Format,
     Mode,
@@ -159,3 +161,52 @@ Profile = Annotated[
         help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).",
     ),
 ]
+
+
+METRICS = "latency,speedup,accuracy"
+ARTIFACT_TIMING = "tritonbench"
+COMPILE_MODE = "max-autotune-no-cudagraphs"
+
+
+def format_and_outputs(
+    fmt: Format, csv_out: bool, output: list[Path] | None, output_json: Path | None
+) -> tuple[Format, list[Path]]:
+    """The format (``--csv`` is TritonBench's ``-f csv``) and every -o/--output-json path, checked before anything runs."""
+    fmt = Format.csv if csv_out else fmt
+    opt.check_format(fmt, FORMATS)
+    outputs = opt.merge_outputs(output, json=output_json)
+    opt.check_outputs(outputs, WRITERS)
+    return fmt, outputs
+
+
+def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, object]:
+    """The op benches' options as given (``params``: the command's parsed values), by flag, in the
+    order a refusal names them: a recorded workload refuses each one that is set (or off its default)."""
+    return {
+        "--op": params["op"],
+        "--only": params["only"],
+        "--baseline": params["baseline"],
+        "--fwd/--bwd/--mode": mode,
+        "--precision": params["precision"],
+        "--sm-count": params["sm_count"],
+        "--input-id": params["input_id"],
+        "--num-inputs": params["num_inputs"],
+        "--tritonbench-json": params["tritonbench_json"],
+        "--artifacts-only": params["artifacts_only"],
+        "--metrics": params["metrics"] != METRICS,
+        "--artifact-timing": params["artifact_timing"] != ARTIFACT_TIMING,
+        "--compile-mode": params["compile_mode"] != COMPILE_MODE,
+    }
+
+
+class Measuring(TypedDict):
+    """How both benches compile and time (the keywords ``ktriage.api.bench`` and ``bench_recorded`` share)."""
+
+    db: str | None
+    timing: str
+    l2_flush: bool
+    max_time: float
+    min_samples: int
+    jobs: int | None
+    compile_timeout: float
+    gpus: str | None

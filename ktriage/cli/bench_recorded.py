@@ -19,7 +19,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, bench_recorded
+from ktriage.api import BenchReport, RecordedBenchReport, bench_recorded
+from ktriage.cli.bench_options import Measuring
 from ktriage.cli.console import make_progress
 from ktriage.cli.options import Format, emit, output_suffix
 from ktriage.errors import KtriageError
@@ -46,15 +47,8 @@ def bench_workload(
     arch: str,
     fmt: Format,
     outputs: list[Path],
-    db: str | None,
-    timing: str,
-    no_l2_flush: bool,
-    max_time: float,
-    min_samples: int,
-    jobs: int | None,
     console: Console,
-    compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
-    gpus: str | None = None,
+    measuring: Measuring,
 ) -> None:
     json_outputs = [p for p in outputs if output_suffix(p) == ".json"]
     with make_progress(console):
@@ -67,20 +61,30 @@ def bench_workload(
             compile_only=compile_only,
             arch=arch,
             results_path=json_outputs[0] if json_outputs else None,
-            db=db,
-            timing=timing,
-            l2_flush=not no_l2_flush,
-            max_time=max_time,
-            min_samples=min_samples,
-            jobs=jobs,
-            compile_timeout=compile_timeout,
-            gpus=gpus,
+            **measuring,
             say=lambda m: console.print(escape(m)),
         )
+    render(report, fmt, outputs, console, verdicts=len(report.toolchains) > 1)
+
+
+def render(
+    report: BenchReport | RecordedBenchReport,
+    fmt: Format,
+    outputs: list[Path],
+    console: Console,
+    *,
+    verdicts: bool,
+    tritonbench_json: Path | None = None,
+) -> None:
+    """Both benches' rendering: the results through emit(), the TritonBench JSON (an operator bench's),
+    the toolchains' verdicts when more than one was timed, and the stored run. Nothing for compile-only."""
     if report.run is None:  # compile-only: the bundle is the result
         return
     writers = {".csv": report.to_csv, ".md": report.to_markdown, ".json": report.json_text}
     emit(fmt, writers, lambda: report.print_table(console), outputs, console)
-    if len(report.toolchains) > 1:
+    if tritonbench_json is not None and isinstance(report, BenchReport):
+        for path in report.write_tritonbench_json(tritonbench_json):
+            console.print(f"wrote {escape(str(path))} (TritonBench JSON)")
+    if verdicts:
         console.print(report.verdicts_markdown(), markup=False, highlight=False)
     console.print(f"run {escape(report.run.run_id)} stored; `ktriage runs show {report.run.run_id}`")
