@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
     from ktriage.api._occupancy import OccupancyReport, occupancy
+    from ktriage.api._profile import ProfiledBundle, profile, profile_attach
     from ktriage.api._record import RecordReport, record
     from ktriage.api._runs import (
         RunExport,
@@ -66,6 +67,9 @@ _LAZY: dict[str, str] = {
     "DEFAULT_THRESHOLD": "_explain",
     "DEFAULT_COMPILE_TIMEOUT_S": "_explain",
     "bench": "_bench",
+    "profile": "_profile",
+    "ProfiledBundle": "_profile",
+    "profile_attach": "_profile",
     "BenchReport": "_bench",
     "is_recorded_bundle": "_bench",
     "GPUS_HELP": "_bench",
@@ -112,6 +116,9 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "bench",
+    "profile",
+    "ProfiledBundle",
+    "profile_attach",
     "bench_recorded",
     "BenchReport",
     "bisect",

@@ -1,18 +1,18 @@
 """`ktriage profile`: Nsight Compute counters of each toolchain's kernels from a bundle (GPU host).
 
-The logic is in ktriage.profile (run: ncu per toolchain; ncu: the CSV parser; diff: deltas and
-the sentence tying each to the compile side); this module parses options and prints."""
+The sequence is ktriage.api.profile (the checks, ncu per toolchain through ktriage.profile) and
+ktriage.api.profile_attach (--results); this module parses options and prints."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Db, Format, format_option, output_option, write_outputs
+from ktriage.cli.options import Db, Format, check_outputs, format_option, output_option, write_outputs
 
 FORMATS = ("markdown", "json")
 WRITERS = (".md", ".json")
@@ -77,67 +77,34 @@ def profile(
     the reasons are printed and no profile.json is written); 2 usage errors (an unknown --backend or
     --input-id, an --ncu that is no program, a --raw-dir or -o that cannot be written: all checked
     before ncu runs)."""
-    import shutil
-
+    from ktriage.api import profile as profile_api
+    from ktriage.api import profile_attach
     from ktriage.cli import exit_codes
-    from ktriage.cli.options import check_outputs, check_writable
-    from ktriage.errors import KtriageError
-    from ktriage.profile.diff import to_markdown
-    from ktriage.profile.run import default_input, input_backends, profile_bundle
-    from ktriage.workload.bundles.format import load_bundle
 
     check_outputs(list(output or []), WRITERS)
-    if db is not None and results is None:
-        raise KtriageError(
-            "--db is where --results' run is updated, and no --results was given",
-            "add --results R.json (the bundle's timing), or leave --db out",
-        )
-    if raw_dir is not None:
-        check_writable(raw_dir, "--raw-dir", folder=True)
-    if ncu is not None and shutil.which(ncu) is None:
-        raise KtriageError(
-            f"--ncu {ncu}: no such program (or not executable)",
-            "give the path of Nsight Compute's ncu, e.g. /usr/local/cuda/bin/ncu, or put ncu on PATH",
-        )
-    loaded = load_bundle(bundle)
-    if results is not None:  # a bad results file is refused before ncu runs, not after
-        from ktriage.measure.results_file import read_results
-
-        read_results(results)
-    case_id = input_id if input_id is not None else default_input(loaded)
-    names = input_backends(loaded, case_id)  # an unknown --input-id is refused here
-    if backend is not None and backend not in names:
-        raise KtriageError(
-            f"--backend {backend!r}: input {case_id} of bundle {bundle} has no such backend",
-            f"give one of: {', '.join(names)}",
-        )
-    folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
-    if raw_dir is None:
-        check_writable(folder, "the raw folder (--raw-dir)", folder=True)
-    doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
-    if not any(info.get("launches") for info in (doc.get("toolchains") or {}).values()):
-        from rich.markup import escape
-
-        console = make_console(stderr=True)
-        console.print("[bold red]incomplete:[/] no counters were collected for any toolchain; nothing written")
-        for note in doc.get("notes") or ["ncu gave no launch of the profiled kernels"]:
-            console.print(f"  {escape(str(note))}", soft_wrap=True, highlight=False)
-        raise typer.Exit(exit_codes.INCOMPLETE)
-    text = json.dumps(doc, indent=1)
-    outputs = list(output or []) or [folder / "profile.json"]
-    if fmt is Format.json:
-        typer.echo(text)
-    else:
-        typer.echo(to_markdown(doc), nl=False)
+    report = profile_api(
+        bundle=bundle,
+        input_id=input_id,
+        backend=backend,
+        raw_dir=raw_dir,
+        ncu=ncu,
+        warmup=warmup,
+        results=results,
+        db=db,
+    )
     console = make_console(stderr=True)
-    write_outputs(outputs, {".json": lambda: text + "\n", ".md": lambda: to_markdown(doc)}, console)
+    if not report.complete:
+        console.print("[bold red]incomplete:[/] no counters were collected for any toolchain; nothing written")
+        for note in report.notes:
+            console.print(f"  {escape(note)}", soft_wrap=True, highlight=False)
+        raise typer.Exit(exit_codes.INCOMPLETE)
+    text = report.json_text()
+    typer.echo(text) if fmt is Format.json else typer.echo(report.to_markdown(), nl=False)
+    outputs = list(output or []) or [report.folder / "profile.json"]
+    write_outputs(outputs, {".json": lambda: text + "\n", ".md": report.to_markdown}, console)
     if results is not None:
-        from rich.markup import escape
-
-        from ktriage.profile.attach import attach_to_results_file, attach_to_store
-
-        run, cells, notes = attach_to_results_file(results, [doc], raw_dirs=[str(folder)])
-        for note in notes:
+        report = profile_attach(report, results, db)
+        for note in report.attach_notes:
             console.print(f"[yellow]note:[/] {escape(note)}")
         console.print(f"counters written into {escape(str(results))}")
-        console.print(escape(attach_to_store(db, run, cells)))
+        console.print(escape(report.stored or ""))

@@ -1,0 +1,113 @@
+"""``ktriage.api.profile(bundle=..., input_id=..., ...) -> ProfiledBundle``: Nsight Compute counters of
+each toolchain's kernels of one bundle input (GPU host), diffed against the reference toolchain, and
+with ``results`` attached to that results file and the store's copy of its run (docs/profile.md).
+
+Why an entry point: ``ktriage profile`` loaded the bundle, chose the input and the raw folder, ran
+ncu and attached the counters itself, so a GPU job script had only the command line to call. Every
+usage error (an unknown backend or input, no such ncu, a folder that cannot be written, a bad
+results file) is refused before ncu runs.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ktriage.api.paths import check_writable
+from ktriage.errors import KtriageError
+
+if TYPE_CHECKING:
+    from ktriage.profile.diff import ProfileReport
+
+__all__ = ["ProfiledBundle", "profile", "profile_attach"]
+
+
+@dataclass(frozen=True)
+class ProfiledBundle:
+    """The profile document of one bundle input (``doc``), the folder ncu's raw files went to, and,
+    when counters were attached to a results file, the notes of that and the store's answer."""
+
+    doc: ProfileReport
+    folder: Path
+    attach_notes: list[str] = field(default_factory=list)
+    stored: str | None = None  # the store's answer when attached (None: no results file given)
+
+    @property
+    def complete(self) -> bool:
+        """False when no toolchain's counters were collected (then nothing is written or attached)."""
+        return any(info.get("launches") for info in (self.doc.get("toolchains") or {}).values())
+
+    @property
+    def notes(self) -> list[str]:
+        return [str(note) for note in self.doc.get("notes") or ["ncu gave no launch of the profiled kernels"]]
+
+    def json_text(self) -> str:
+        import json
+
+        return json.dumps(self.doc, indent=1)
+
+    def to_markdown(self) -> str:
+        from ktriage.profile.diff import to_markdown
+
+        return to_markdown(self.doc)
+
+
+def profile(
+    *,
+    bundle: Path,
+    input_id: int | None = None,
+    backend: str | None = None,
+    raw_dir: Path | None = None,
+    ncu: str | None = None,
+    warmup: int = 3,
+    results: Path | None = None,
+    db: str | None = None,
+) -> ProfiledBundle:
+    """Run ncu (--clock-control none) on each toolchain's kernels of input ``input_id`` (default: the
+    bundle's first) of ``bundle``, one call after ``warmup``; with ``results``, attach the counters to
+    that results file and the store (``db``). Raises KtriageError for usage errors, before ncu runs."""
+    from ktriage.profile.run import default_input, input_backends, profile_bundle
+    from ktriage.workload.bundles.format import load_bundle
+
+    if db is not None and results is None:
+        raise KtriageError(
+            "--db is where --results' run is updated, and no --results was given",
+            "add --results R.json (the bundle's timing), or leave --db out",
+        )
+    if raw_dir is not None:
+        check_writable(raw_dir, "--raw-dir", folder=True)
+    if ncu is not None and shutil.which(ncu) is None:
+        raise KtriageError(
+            f"--ncu {ncu}: no such program (or not executable)",
+            "give the path of Nsight Compute's ncu, e.g. /usr/local/cuda/bin/ncu, or put ncu on PATH",
+        )
+    loaded = load_bundle(bundle)
+    if results is not None:  # a bad results file is refused before ncu runs, not after
+        from ktriage.measure.results_file import read_results
+
+        read_results(results)
+    case_id = input_id if input_id is not None else default_input(loaded)
+    names = input_backends(loaded, case_id)  # an unknown input_id is refused here
+    if backend is not None and backend not in names:
+        raise KtriageError(
+            f"--backend {backend!r}: input {case_id} of bundle {bundle} has no such backend",
+            f"give one of: {', '.join(names)}",
+        )
+    folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
+    if raw_dir is None:
+        check_writable(folder, "the raw folder (--raw-dir)", folder=True)
+    doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
+    return ProfiledBundle(doc=doc, folder=folder)
+
+
+def profile_attach(report: ProfiledBundle, results: Path, db: str | None = None) -> ProfiledBundle:
+    """Write ``report``'s counters into the results file ``results`` (each toolchain's cell) and the
+    store's copy of its run; the notes and the store's answer come back on a copy of the report."""
+    from dataclasses import replace
+
+    from ktriage.profile.attach import attach_to_results_file, attach_to_store
+
+    run, cells, notes = attach_to_results_file(results, [report.doc], raw_dirs=[str(report.folder)])
+    return replace(report, attach_notes=list(notes), stored=attach_to_store(db, run, cells))
