@@ -16,37 +16,24 @@ from ktriage.api import EXIT_ABORT
 from ktriage.api import bisect as bisect_api
 from ktriage.api import bisect_step as step_api
 from ktriage.cli import bisect_options as o
+from ktriage.cli import options as opt
 from ktriage.cli.console import make_console, print_error
-from ktriage.cli.options import (
-    Arch,
-    Bwd,
-    Cluster,
-    Format,
-    Fwd,
-    Inputs,
-    ModeOpt,
-    Precision,
-    check_format,
-    check_outputs,
-    emit,
-    merge_outputs,
-    one_toolchain,
-    pick_mode,
-)
+from ktriage.cli.options import Format
 from ktriage.errors import KtriageError
 
 
 def bisect(
+    ctx: typer.Context,
     source: o.Source,
     good: o.Good,
     bad: o.Bad,
     metric: o.Metric = None,
     command: o.Command = None,
     op: o.Op = None,
-    mode: ModeOpt = None,
-    bwd: Bwd = False,
-    fwd: Fwd = False,
-    input: Inputs = None,
+    mode: opt.ModeOpt = None,
+    bwd: opt.Bwd = False,
+    fwd: opt.Fwd = False,
+    input: opt.Inputs = None,
     spec: o.Spec = None,
     toolchain: o.Toolchain = None,
     build: o.Build = None,
@@ -59,8 +46,8 @@ def bisect(
     state: o.State = None,
     resume: o.Resume = False,
     pre: o.Pre = False,
-    arch: Arch = "sm_90",
-    dtype: Precision = None,
+    arch: opt.Arch = "sm_90",
+    dtype: opt.Precision = None,
     jobs: o.Jobs = None,
     bundle: o.Bundle = None,
     backend: o.Backend = None,
@@ -74,51 +61,17 @@ def bisect(
     json_path: o.JsonPath = None,
     no_explain: o.NoExplain = False,
     keep_checkouts: o.KeepCheckouts = False,
-    cluster: Cluster = None,
+    cluster: opt.Cluster = None,
 ) -> None:
     """Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints,
     then explain it against its predecessor."""
     console = make_console(stderr=True)
-    check_format(fmt, o.FORMATS)
-    outputs = merge_outputs(output, md=markdown, json=json_path)
-    check_outputs(outputs, o.WRITERS)
-    report = bisect_api(
-        source=source,
-        good=good,
-        bad=bad,
-        metric=metric,
-        command=command,
-        op=op,
-        mode=pick_mode(mode, fwd=fwd, bwd=bwd),
-        inputs=input or (),
-        spec=spec,
-        toolchain=one_toolchain(toolchain, "bisect"),
-        build=build,
-        first_parent=first_parent,
-        pin_file=pin_file,
-        pin_repo=pin_repo,
-        workers=workers,
-        timeout=timeout,
-        build_timeout=build_timeout,
-        state=state,
-        resume=resume,
-        pre=pre,
-        arch=arch,
-        dtype=dtype,
-        jobs=jobs,
-        explain=not no_explain,
-        keep_checkouts=keep_checkouts,
-        cluster=cluster,
-        bundle=bundle,
-        backend=backend,
-        artifact_timing=artifact_timing,
-        max_samples=max_samples,
-        threshold=threshold,
-        gpus=gpus,
-        say=lambda m: console.print(escape(m), highlight=False),
-    )
+    opt.check_format(fmt, o.FORMATS)
+    outputs = opt.merge_outputs(output, md=markdown, json=json_path)
+    opt.check_outputs(outputs, o.WRITERS)
+    report = bisect_api(**o.bisect_args(ctx.params), say=lambda m: console.print(escape(m), highlight=False))
     writers = {".md": report.to_markdown, ".json": report.json_text}
-    emit(fmt, writers, lambda: report.print_table(make_console()), outputs)
+    opt.emit(fmt, writers, lambda: report.print_table(make_console()), outputs)
     console.print(f"state: {escape(str(report.state_path))}")
     raise typer.Exit(0 if report.found else 1)
 
@@ -129,10 +82,10 @@ def bisect_step(
     role: o.StepRole = "good",
     spec: o.StepSpec = None,
     op: o.StepOp = None,
-    mode: ModeOpt = None,
-    fwd: Fwd = False,
-    bwd: Bwd = False,
-    input: Inputs = None,
+    mode: opt.ModeOpt = None,
+    fwd: opt.Fwd = False,
+    bwd: opt.Bwd = False,
+    input: opt.Inputs = None,
     metric: o.StepMetric = None,
     toolchain: o.StepToolchain = None,
     arch: o.StepArch = "sm_90",
@@ -147,10 +100,10 @@ def bisect_step(
             role=role,
             spec=spec,
             op=op,
-            mode=pick_mode(mode, fwd=fwd, bwd=bwd),
+            mode=opt.pick_mode(mode, fwd=fwd, bwd=bwd),
             inputs=input or (),
             metric=metric,
-            toolchain=one_toolchain(toolchain, "bisect-step"),
+            toolchain=opt.one_toolchain(toolchain, "bisect-step"),
             arch=arch,
         )
     except KtriageError as exc:  # printed here, not by main(): git bisect needs 128 (abort), not 2

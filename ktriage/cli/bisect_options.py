@@ -4,13 +4,23 @@ it does: parse, call the entry point, render."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypedDict
 
 import typer
 
 from ktriage.api import GPUS_HELP
-from ktriage.cli.options import Format, arch_option, format_option, jobs_option, output_option, toolchain_option
+from ktriage.cli.options import (
+    Format,
+    arch_option,
+    format_option,
+    jobs_option,
+    one_toolchain,
+    output_option,
+    pick_mode,
+    toolchain_option,
+)
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json")
@@ -142,3 +152,80 @@ StepToolchain = Annotated[
     list[str] | None, toolchain_option("Given once here: the toolchain that compiles the checkout.")
 ]
 StepArch = Annotated[str, arch_option("Default: the baseline's.")]
+
+
+class BisectArgs(TypedDict):
+    """The keywords of ``ktriage.api.bisect`` a ``ktriage bisect`` command line gives (all but ``say``)."""
+
+    source: str
+    good: str
+    bad: str
+    metric: str | None
+    command: str | None
+    op: str | None
+    mode: str | None
+    inputs: list[str]
+    spec: str | None
+    toolchain: str | None
+    build: str | None
+    first_parent: bool
+    pin_file: str | None
+    pin_repo: Path | None
+    workers: int
+    timeout: float | None
+    build_timeout: float
+    state: Path | None
+    resume: bool
+    pre: bool
+    arch: str
+    dtype: str | None
+    jobs: int | None
+    explain: bool
+    keep_checkouts: bool
+    cluster: str | None
+    bundle: Path | None
+    backend: str | None
+    artifact_timing: str
+    max_samples: int
+    threshold: float
+    gpus: str | None
+
+
+def bisect_args(params: Mapping[str, Any]) -> BisectArgs:
+    """The entry point's keywords from the command's parsed values (typer has checked their types):
+    the pass from --mode/--fwd/--bwd, the one toolchain, --no-explain turned around."""
+    p = params
+    return BisectArgs(
+        source=p["source"],
+        good=p["good"],
+        bad=p["bad"],
+        metric=p["metric"],
+        command=p["command"],
+        op=p["op"],
+        mode=pick_mode(p["mode"], fwd=p["fwd"], bwd=p["bwd"]),
+        inputs=p["input"] or [],
+        spec=p["spec"],
+        toolchain=one_toolchain(p["toolchain"], "bisect"),
+        build=p["build"],
+        first_parent=p["first_parent"],
+        pin_file=p["pin_file"],
+        pin_repo=p["pin_repo"],
+        workers=p["workers"],
+        timeout=p["timeout"],
+        build_timeout=p["build_timeout"],
+        state=p["state"],
+        resume=p["resume"],
+        pre=p["pre"],
+        arch=p["arch"],
+        dtype=p["dtype"],
+        jobs=p["jobs"],
+        explain=not p["no_explain"],
+        keep_checkouts=p["keep_checkouts"],
+        cluster=p["cluster"],
+        bundle=p["bundle"],
+        backend=p["backend"],
+        artifact_timing=p["artifact_timing"],
+        max_samples=p["max_samples"],
+        threshold=p["threshold"],
+        gpus=p["gpus"],
+    )
