@@ -1,0 +1,107 @@
+"""The options of ``ktriage triage``, declared once (their help is the user documentation: docs/cli.md
+is generated from it). Kept apart so the command module stays what it does: parse, call
+``ktriage.api.triage`` (or ``--run``), render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ktriage.cli.options import Format, format_option, output_option
+
+FORMATS = ("table", "markdown", "json")
+WRITERS = (".md", ".json", ".html")
+
+Old = Annotated[
+    str | None,
+    typer.Argument(
+        help="The old side: a TritonBench CSV (run.py --csv --output F), a TritonBench JSON (--output-json), a ktriage results file, or a run id in the store (--db). The same results file as OLD and NEW: its two toolchains timed side by side are the two sides.",
+        show_default=False,
+    ),
+]
+New = Annotated[str | None, typer.Argument(help="The new side, in any of the same formats.", show_default=False)]
+OldToolchain = Annotated[
+    str | None,
+    typer.Option(
+        "--old-toolchain",
+        help="Toolchain spec of the old side, e.g. triton==3.3.1 (default: from the file, when it says).",
+    ),
+]
+NewToolchain = Annotated[
+    str | None,
+    typer.Option(
+        "--new-toolchain",
+        help="Toolchain spec of the new side, e.g. triton==3.4.0 (default: from the file, when it says).",
+    ),
+]
+Threshold = Annotated[
+    float, typer.Option("--threshold", help="The gate in percent: cells that moved less are not flagged.")
+]
+Op = Annotated[
+    str | None,
+    typer.Option(
+        "--op", help="The operator of a TritonBench CSV whose file name does not say it (layer_norm_bwd.csv does)."
+    ),
+]
+NoBisect = Annotated[bool, typer.Option("--no-bisect", help="Skip the compile-only bisect of the regressions.")]
+NoFixes = Annotated[bool, typer.Option("--no-fixes", help="Skip `explain --fixes` for the regressions.")]
+Jobs = Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")]
+Fmt = Annotated[Format, format_option(FORMATS)]
+Output = Annotated[
+    list[Path] | None,
+    output_option(WRITERS, "The markdown is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained."),
+]
+AllowFailures = Annotated[
+    bool, typer.Option("--allow-failures", help="Exit 0/1 even when a step failed (default: 4, 'incomplete').")
+]
+Bundle = Annotated[
+    Path | None,
+    typer.Option(
+        "--bundle",
+        help="Write a bench bundle of the flagged cells here (both toolchains compiled; no GPU needed) and print the one command that re-measures them side by side on the GPU host.",
+    ),
+]
+Measured = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--measured",
+        help="Read the GPU re-run back: the results files of the bundle's bench, or the bundle folder (its results/); repeatable. Each flagged cell gets a measured verdict.",
+    ),
+]
+Measure = Annotated[
+    bool,
+    typer.Option(
+        "--measure",
+        help="On a GPU host: bundle the flagged cells and re-measure them side by side in this process (--bundle DIR keeps the bundle there).",
+    ),
+]
+Limit = Annotated[
+    int | None,
+    typer.Option(
+        "--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all)."
+    ),
+]
+MaxTime = Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")]
+Run = Annotated[
+    str | None,
+    typer.Option(
+        "--run",
+        help='On a GPU host, from a program to the report in one command: record CMD (one string, e.g. "python train.py --steps 3"), compile it with --old-toolchain and --new-toolchain, bench both side by side, compare, explain, bisect (releases), fix; each step timed in the report. No OLD/NEW then.',
+    ),
+]
+Workdir = Annotated[
+    Path | None,
+    typer.Option(
+        "--workdir",
+        help="--run: the folder for the workload (PROGRAM.workload.json), the bundle, results.json, report.md and report.json (default: ktriage-run-DATE-TIME here).",
+    ),
+]
+Workload = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--workload",
+        help="A recorded workload (W.json from `ktriage record` of the TritonBench run): flagged cells whose backend has no catalog kernels get their kernels from it, matched by shape, explained compile-side and bundled; repeatable.",
+    ),
+]
