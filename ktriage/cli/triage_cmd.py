@@ -5,9 +5,6 @@ Thin: parses options and calls ``ktriage.triage.triage``; rendering is ``ktriage
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import typer
 from rich.markup import escape
 
@@ -22,13 +19,13 @@ from ktriage.cli.options import (
     append_step_summary,
     check_format,
     check_outputs,
-    check_writable,
     emit,
 )
 from ktriage.errors import KtriageError
 
 
 def triage(
+    ctx: typer.Context,
     old: o.Old = None,
     new: o.New = None,
     old_toolchain: o.OldToolchain = None,
@@ -66,14 +63,7 @@ def triage(
     check_format(fmt, o.FORMATS)
     # every output is checked before the work (a triage compiles and bisects: minutes)
     check_outputs(output or [], o.WRITERS)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        check_writable(Path(summary), "$GITHUB_STEP_SUMMARY")
-        if not Path(summary).parent.is_dir():  # appended to, never created with its folders
-            raise KtriageError(
-                f"$GITHUB_STEP_SUMMARY {summary}: the folder {Path(summary).parent} does not exist",
-                "point GITHUB_STEP_SUMMARY at a file in an existing folder, or unset it",
-            )
+    summary = o.step_summary()
     if run is not None:
         from ktriage.cli.triage_run import triage_run
 
@@ -82,17 +72,7 @@ def triage(
             old_toolchain,
             new_toolchain,
             workdir=workdir,
-            given={
-                "OLD/NEW": old or new,
-                "--op": op,
-                "--mode": mode,
-                "--bundle": bundle,
-                "--measure": measure,
-                "--measured": measured,
-                "--workload": workload,
-                "--limit": limit,
-                "--arch": arch if arch != "sm_90" else None,
-            },
+            given=o.run_refusals(ctx.params),
             threshold=threshold,
             jobs=jobs,
             no_bisect=no_bisect,
