@@ -96,27 +96,7 @@ def triage(
 
     console = make_console(stderr=True)
     with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
-        report = triage_api(
-            old=old,
-            new=new,
-            old_toolchain=old_toolchain,
-            new_toolchain=new_toolchain,
-            threshold=threshold / 100.0,
-            arch=arch,
-            op=op,
-            mode=mode.value if mode else None,
-            bisect=not no_bisect,
-            fixes=not no_fixes,
-            jobs=jobs,
-            bundle=bundle,
-            measure=measure,
-            measured=measured or (),
-            limit=limit,
-            max_time=max_time,
-            db=db,
-            workloads=workload or (),
-            say=lambda m: console.print(f"[dim]{escape(m)}[/]"),
-        )
+        report = triage_api(**o.triage_args(ctx.params), say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     gpu = report.measured
     if gpu is not None and gpu.commands and not gpu.results:
         console.print(f"bundle for the GPU re-run: {escape(str(gpu.bundle))}")

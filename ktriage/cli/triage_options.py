@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import typer
 
@@ -137,3 +137,52 @@ def run_refusals(params: Mapping[str, Any]) -> dict[str, object]:
         "--limit": p["limit"],
         "--arch": p["arch"] if p["arch"] != "sm_90" else None,
     }
+
+
+class TriageArgs(TypedDict):
+    """The keywords of ``ktriage.api.triage`` a two-sides command line gives (all but ``say``)."""
+
+    old: str
+    new: str
+    old_toolchain: str | None
+    new_toolchain: str | None
+    threshold: float
+    arch: str
+    op: str | None
+    mode: str | None
+    bisect: bool
+    fixes: bool
+    jobs: int | None
+    bundle: Path | None
+    measure: bool
+    measured: list[Path]
+    limit: int | None
+    max_time: float
+    db: str | None
+    workloads: list[Path]
+
+
+def triage_args(params: Mapping[str, Any]) -> TriageArgs:
+    """The entry point's keywords from the command's parsed values: --threshold from percent to a
+    fraction, the pass's name, --no-bisect and --no-fixes turned around."""
+    p = params
+    return TriageArgs(
+        old=p["old"],
+        new=p["new"],
+        old_toolchain=p["old_toolchain"],
+        new_toolchain=p["new_toolchain"],
+        threshold=p["threshold"] / 100.0,
+        arch=p["arch"],
+        op=p["op"],
+        mode=p["mode"].value if p["mode"] else None,
+        bisect=not p["no_bisect"],
+        fixes=not p["no_fixes"],
+        jobs=p["jobs"],
+        bundle=p["bundle"],
+        measure=p["measure"],
+        measured=list(p["measured"] or ()),
+        limit=p["limit"],
+        max_time=p["max_time"],
+        db=p["db"],
+        workloads=list(p["workload"] or ()),
+    )
