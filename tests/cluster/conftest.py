@@ -50,7 +50,7 @@ def ray_cluster() -> Iterator[Cluster]:
         "RAY_health_check_initial_delay_ms": "1000",
     }
     env.pop("KTRIAGE_CLUSTER", None)
-    port, nm, om, lo, mm, ra, da, dg = _free_ports(8)
+    port, nm, om, lo, mm, ra, da, dg = _free_ports(8, worker_range_at=3)
     cluster = Cluster(f"127.0.0.1:{port}", tmp, env)
     try:
         _run_ray(

@@ -17,16 +17,26 @@ REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 
 
-def _free_ports(n: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
+def _free_ports(n: int, worker_range_at: int | None = None, width: int = 40) -> list[int]:
+    """``n`` free ports; if ``worker_range_at`` is given, that port starts Ray's worker port range
+    (``--min-worker-port``, ``--max-worker-port`` = it + ``width``), and no other chosen port falls inside
+    that range: Ray refuses to start a node whose worker ports overlap its other ports ("trying to use a port
+    number ... that is used by other components"), which a random draw does about once in a hundred starts."""
+    while True:
+        socks, ports = [], []
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+        for s in socks:
+            s.close()
+        if worker_range_at is None:
+            return ports
+        lo = ports[worker_range_at]
+        others = ports[:worker_range_at] + ports[worker_range_at + 1 :]
+        if all(not lo <= p <= lo + width for p in others):
+            return ports
 
 
 def _pids_with(text: str) -> list[int]:
@@ -82,7 +92,7 @@ class Cluster:
     worker_args: dict[str, list[str]] = field(default_factory=dict)
 
     def start_worker(self, name: str, *extra: str) -> None:
-        nm, om, lo, mm, ra, da, dg = _free_ports(7)
+        nm, om, lo, mm, ra, da, dg = _free_ports(7, worker_range_at=2)
         args = [
             "start",
             "--address",
