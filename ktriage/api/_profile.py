@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
+from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
     from ktriage.profile.diff import ProfileReport
@@ -48,6 +49,7 @@ class ProfiledBundle:
 
         return json.dumps(self.doc, indent=1)
 
+    @markdown_writer
     def to_markdown(self) -> str:
         from ktriage.profile.diff import to_markdown
 
