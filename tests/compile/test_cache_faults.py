@@ -127,12 +127,16 @@ def test_damage_is_detected_quarantined_and_recompiled(
     root = tmp_path / "artifacts"
     tc = toolchain(spec)
     first, _ = facts(root, tc)
-    assert first == baseline[spec]
+    # The undisturbed run of this test is the reference. Against the module's baseline (another fresh root,
+    # compiled earlier in the same worker) (3.4.0, ptxas 12.4.131) differed in 2 of 3 fresh-clone suite runs on
+    # 2026-12-03 (cubin and resources, never alone): a nondeterminism between compiles, open, not this test's
+    # subject (damage detected, quarantined, recompiled to what was there).
+    assert first["kernel"] == baseline[spec]["kernel"]
     damage, reported = SCENARIOS[scenario]
     damage(root, spec)
     with caplog.at_level("WARNING", logger="ktriage.cache"):
         again, compiler = facts(root, tc)
-    assert again == baseline[spec]
+    assert again == first
     warnings = [r.message for r in caplog.records if r.name == "ktriage.cache"]
     if reported:
         assert len(warnings) == 1 and "damaged entry" in warnings[0], warnings
@@ -142,7 +146,7 @@ def test_damage_is_detected_quarantined_and_recompiled(
     # nothing damaged is left to be served, and a third run is a clean hit
     assert [s.problem for s in cache.verify_all(root) if s.problem] == []
     third, compiler = facts(root, tc)
-    assert third == baseline[spec] and compiler.frontend_compiles == 0 and compiler.cache_repairs == []
+    assert third == first and compiler.frontend_compiles == 0 and compiler.cache_repairs == []
 
 
 def test_a_kernel_shared_by_many_inputs_compiles_once(toolchain, tmp_path: Path) -> None:
