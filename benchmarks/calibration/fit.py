@@ -93,6 +93,7 @@ def main() -> int:
     cells = read_cells(args.cells)
     cal = calibrate(cells, threshold=args.threshold, level=args.level)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "fit.json").write_text(json.dumps(cal.to_json(), indent=1) + "\n")
     (out / "cv_cells.jsonl").write_text("".join(json.dumps(r.to_json()) + "\n" for r in cal.cv_cells))
     before = Scores.of([sign_rules(r.cell) for r in cal.cv_cells], [r.cell.measured.verdict for r in cal.cv_cells])
