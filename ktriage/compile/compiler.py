@@ -152,6 +152,24 @@ def _insitu_fingerprint() -> str:
 INSITU_FINGERPRINT = _insitu_fingerprint()
 
 
+def source_location(spec: KernelSpec) -> str:
+    """Where the compile worker reads ``spec``'s kernel from, as Triton's line info names it: Triton
+    writes the file's path into the PTX's ``.file`` table and the cubin's line table, so the same kernel
+    text at two paths (two clones sharing a home, a moved project) compiles to two artifacts, each
+    naming its own file, as the JIT at that path would. The path is absolute and not resolved (Triton
+    names the file as it was imported, links kept); one under the ktriage home (a kernel package, a
+    recorded workload's snapshot) is named relative to the home, as the toolchain's own files in that
+    table are: every node of a cluster computes the key the driver does."""
+    from ktriage.home import HOME_VAR, ktriage_home
+    from ktriage.spec.source import resolve_source_file
+
+    path = Path(os.path.abspath(resolve_source_file(spec.source, spec.package)))
+    home = ktriage_home()
+    if path.is_relative_to(home):
+        return f"{HOME_VAR}/{path.relative_to(home).as_posix()}"
+    return str(path)
+
+
 def _frontend_identity(toolchain: Toolchain) -> str:
     """What makes two toolchains produce the same PTX: the Triton build, not the ptxas."""
     identity = getattr(toolchain, "frontend_id", None)
@@ -252,13 +270,16 @@ class Compiler:
         return [str(ensure_package(req)) for req in wanted]
 
     def frontend_key(self, spec: KernelSpec, toolchain: Toolchain) -> str:
-        """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build."""
+        """The frontend cache key of a (spec, toolchain): the same on every node with that Triton build.
+        The kernel's text and fields (``spec.key()``) and its file's path (:func:`source_location`: the
+        PTX and cubin name it)."""
         return _sha(
             "frontend",
             str(PROTOCOL_VERSION),
             INSITU_FINGERPRINT,
             f"cache={CACHE_FORMAT}",
             spec.key(),
+            source_location(spec),
             _frontend_identity(toolchain),
         )
 
@@ -279,7 +300,8 @@ class Compiler:
         from ktriage.spec.values import resolve_request, resolved_spec
 
         try:
-            key = _sha("resolve", INSITU_FINGERPRINT, spec.key(), _frontend_identity(toolchain))
+            # the path too: the memo's spec is the one compiled next, and its source names the file
+            key = _sha("resolve", INSITU_FINGERPRINT, spec.key(), source_location(spec), _frontend_identity(toolchain))
             sys_path = self.kernel_sys_path(spec, toolchain)
             prime = toolchain.facts().order_sensitive  # the worker goes on to compile: primed as for those
         except KtriageError as exc:
