@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -23,10 +24,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ktriage.predict.calibration import Scores, calibrate
+from ktriage.predict.calibration import Calibration, Scores, calibrate
 from ktriage.predict.dataset import CalibrationCell, read_cells
 from ktriage.predict.facts import KernelFacts
-from ktriage.predict.model import PARAMS_FILE
+from ktriage.predict.model import PARAMS_FILE, classify
 
 # explain's sign rules before the model (ktriage/explain/findings.py at 0ac3bbe): a cell is a
 # "regression" when any headline metric or notable opcode moved the worse way, an "improvement"
@@ -79,6 +80,24 @@ def sign_rules(c: CalibrationCell) -> str:
     return "regression" if "regression" in kinds else "improvement" if "improvement" in kinds else "neutral"
 
 
+def ceiling(cal: Calibration, threshold: float) -> list[str]:
+    """What the gate allows at all: each cell's measured ratio taken as its prediction, with the
+    interval the model gave that cell. A measured change inside the interval's half-width of the gate
+    (e.g. 0.93 when the gate is 0.952 and the half-width 3.6 %) is neutral even to a perfect model, so
+    recall cannot pass this without a narrower interval, i.e. smaller held-out residuals."""
+    out = ["### The ceiling: a perfect point prediction with the model's intervals", ""]
+    for kind in ("regression", "improvement"):
+        cells = [r for r in cal.cv_cells if r.cell.measured.verdict == kind]
+        reach = 0
+        for r in cells:
+            half = 0.0 if r.high <= r.predicted_ratio else math.log(r.high / r.predicted_ratio)
+            m = r.cell.measured.ratio
+            reach += classify(m * math.exp(-half), m * math.exp(half), threshold) == kind
+        share = f"{reach / len(cells):.0%}" if cells else "n/a"
+        out.append(f"- {kind}: at most {reach} of {len(cells)} measured ({share}) can be called")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cells", default=str(HERE / "cells.jsonl"))
@@ -108,6 +127,8 @@ def main() -> int:
         "## After: the cost model (ktriage/predict)",
         "",
         cal.scores.markdown(),
+        "",
+        *ceiling(cal, args.threshold),
         "",
         "## Before: explain's per-metric sign rules (registers up = bad, ...)",
         "",
