@@ -18,7 +18,6 @@ import functools
 import json
 import os
 import platform
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,23 +32,15 @@ sys.path.insert(0, str(REPO / "tests" / "cluster"))
 RAY = Path(sys.executable).with_name("ray")
 
 
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 class Head:
     """A one-node Ray cluster with ``cpus`` worker slots, in a private temp dir; stopped by pid."""
 
     def __init__(self, cpus: int) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="ktr-bench-"))
-        port, nm, om, lo, mm, ra, da, dg = free_ports(8)
-        self.address = f"127.0.0.1:{port}"
+        from ray_test_cluster import node_ports  # the tests' port draw: none inside the worker port range
+
+        ports = node_ports(head=True)
+        self.address = f"127.0.0.1:{ports.gcs}"
         env = {**os.environ, "RAY_TMPDIR": str(self.tmp), "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0"}
         t0 = time.monotonic()
         subprocess.run(
@@ -59,8 +50,6 @@ class Head:
                 "--head",
                 "--node-ip-address",
                 "127.0.0.1",
-                "--port",
-                str(port),
                 "--num-cpus",
                 str(cpus),
                 "--temp-dir",
@@ -68,22 +57,7 @@ class Head:
                 "--include-dashboard",
                 "false",
                 "--disable-usage-stats",
-                "--node-manager-port",
-                str(nm),
-                "--object-manager-port",
-                str(om),
-                "--min-worker-port",
-                str(lo),
-                "--max-worker-port",
-                str(lo + 40),
-                "--metrics-export-port",
-                str(mm),
-                "--runtime-env-agent-port",
-                str(ra),
-                "--dashboard-agent-listen-port",
-                str(da),
-                "--dashboard-agent-grpc-port",
-                str(dg),
+                *ports.args,
             ],
             env=env,
             check=True,

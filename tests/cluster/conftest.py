@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ray_test_cluster import REPO, Cluster, _free_ports, _kill, _pids_with, _run_ray
+from ray_test_cluster import REPO, Cluster, _kill, _pids_with, _run_ray, node_ports
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -50,8 +50,8 @@ def ray_cluster() -> Iterator[Cluster]:
         "RAY_health_check_initial_delay_ms": "1000",
     }
     env.pop("KTRIAGE_CLUSTER", None)
-    port, nm, om, lo, mm, ra, da, dg = _free_ports(8, worker_range_at=3)
-    cluster = Cluster(f"127.0.0.1:{port}", tmp, env)
+    ports = node_ports(head=True)
+    cluster = Cluster(f"127.0.0.1:{ports.gcs}", tmp, env)
     try:
         _run_ray(
             [
@@ -59,8 +59,6 @@ def ray_cluster() -> Iterator[Cluster]:
                 "--head",
                 "--node-ip-address",
                 "127.0.0.1",
-                "--port",
-                str(port),
                 "--num-cpus",
                 "1",
                 "--temp-dir",
@@ -68,22 +66,7 @@ def ray_cluster() -> Iterator[Cluster]:
                 "--include-dashboard",
                 "false",
                 "--disable-usage-stats",
-                "--node-manager-port",
-                str(nm),
-                "--object-manager-port",
-                str(om),
-                "--min-worker-port",
-                str(lo),
-                "--max-worker-port",
-                str(lo + 40),
-                "--metrics-export-port",
-                str(mm),
-                "--runtime-env-agent-port",
-                str(ra),
-                "--dashboard-agent-listen-port",
-                str(da),
-                "--dashboard-agent-grpc-port",
-                str(dg),
+                *ports.args,
             ],
             env,
         )

@@ -17,7 +17,21 @@ REPO = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")
 
 
-def _free_ports(n: int, worker_range_at: int | None = None, width: int = 40) -> list[int]:
+WORKER_PORTS = 40
+"""How many ports past ``--min-worker-port`` a test node's Ray workers may use (``--max-worker-port``)."""
+
+# The ports ``ray start`` opens besides the GCS (``--port``, the head only) and the worker range.
+_NODE_PORT_OPTIONS = (
+    "--node-manager-port",
+    "--object-manager-port",
+    "--metrics-export-port",
+    "--runtime-env-agent-port",
+    "--dashboard-agent-listen-port",
+    "--dashboard-agent-grpc-port",
+)
+
+
+def _free_ports(n: int, worker_range_at: int | None = None, width: int = WORKER_PORTS) -> list[int]:
     """``n`` free ports; if ``worker_range_at`` is given, that port starts Ray's worker port range
     (``--min-worker-port``, ``--max-worker-port`` = it + ``width``), and no other chosen port falls inside
     that range: Ray refuses to start a node whose worker ports overlap its other ports ("trying to use a port
@@ -37,6 +51,27 @@ def _free_ports(n: int, worker_range_at: int | None = None, width: int = 40) -> 
         others = ports[:worker_range_at] + ports[worker_range_at + 1 :]
         if all(not lo <= p <= lo + width for p in others):
             return ports
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """The ports of one Ray node on 127.0.0.1, drawn free, none inside its worker port range."""
+
+    args: tuple[str, ...]
+    """The port options of ``ray start`` (``--port`` for a head, each component's, the worker range)."""
+    node_manager: int
+    gcs: int | None = None
+    """A head's GCS port (``--port``): the cluster's address is ``127.0.0.1:<gcs>``."""
+
+
+def node_ports(*, head: bool = False) -> NodePorts:
+    """Free ports for one ``ray start`` (the tests' nodes and benchmarks/cluster's head use this one draw)."""
+    options = (("--port",) if head else ()) + _NODE_PORT_OPTIONS
+    *ports, lo = _free_ports(len(options) + 1, worker_range_at=len(options))
+    named = dict(zip(options, ports))
+    args = [w for option, port in named.items() for w in (option, str(port))]
+    args += ["--min-worker-port", str(lo), "--max-worker-port", str(lo + WORKER_PORTS)]
+    return NodePorts(tuple(args), named["--node-manager-port"], named.get("--port"))
 
 
 def _pids_with(text: str) -> list[int]:
@@ -92,34 +127,10 @@ class Cluster:
     worker_args: dict[str, list[str]] = field(default_factory=dict)
 
     def start_worker(self, name: str, *extra: str) -> None:
-        nm, om, lo, mm, ra, da, dg = _free_ports(7, worker_range_at=2)
-        args = [
-            "start",
-            "--address",
-            self.address,
-            "--num-cpus",
-            "1",
-            "--node-manager-port",
-            str(nm),
-            "--object-manager-port",
-            str(om),
-            "--min-worker-port",
-            str(lo),
-            "--max-worker-port",
-            str(lo + 40),
-            "--metrics-export-port",
-            str(mm),
-            "--runtime-env-agent-port",
-            str(ra),
-            "--dashboard-agent-listen-port",
-            str(da),
-            "--dashboard-agent-grpc-port",
-            str(dg),
-            "--disable-usage-stats",
-            *extra,
-        ]
+        ports = node_ports()
+        args = ["start", "--address", self.address, "--num-cpus", "1", *ports.args, "--disable-usage-stats", *extra]
         _run_ray(args, self.env)
-        self.workers[name] = nm
+        self.workers[name] = ports.node_manager
         self.worker_args[name] = list(extra)
 
     def raylet_pid(self, name: str) -> int:
