@@ -32,10 +32,21 @@ if TYPE_CHECKING:
     from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded
     from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._bisect_step import EXIT_ABORT, StepResult, bisect_step
+    from ktriage.api._cache import (
+        CacheGcReport,
+        CacheInfoReport,
+        CacheVerifyReport,
+        cache_gc,
+        cache_info,
+        cache_verify,
+    )
     from ktriage.api._calibrate import DEFAULT_LEVEL, CalibrateReport, calibrate
+    from ktriage.api._catalog import CatalogList, CatalogShow, catalog_list, catalog_show
+    from ktriage.api._checks import check_environment, normalize_arch
     from ktriage.api._compare import CompareReport, CompareView, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
+    from ktriage.api._history import HistoryReport, history
     from ktriage.api._occupancy import OccupancyReport, occupancy
     from ktriage.api._profile import ProfiledBundle, profile, profile_attach
     from ktriage.api._record import RecordReport, record
@@ -58,7 +69,9 @@ if TYPE_CHECKING:
         toolchain_show,
     )
     from ktriage.api._triage import TriageReport, triage
+    from ktriage.api._triage_run import TriageRunReport, triage_run
     from ktriage.api._tune import TuneReport, tune
+    from ktriage.api._workload import WorkloadImported, WorkloadShow, workload_import, workload_show
 
 # public name -> the private module of ktriage.api that defines it
 _LAZY: dict[str, str] = {
@@ -112,6 +125,26 @@ _LAZY: dict[str, str] = {
     "ToolchainShow": "_toolchain_admin",
     "tune": "_tune",
     "TuneReport": "_tune",
+    "cache_info": "_cache",
+    "cache_verify": "_cache",
+    "cache_gc": "_cache",
+    "CacheInfoReport": "_cache",
+    "CacheVerifyReport": "_cache",
+    "CacheGcReport": "_cache",
+    "catalog_list": "_catalog",
+    "catalog_show": "_catalog",
+    "CatalogList": "_catalog",
+    "CatalogShow": "_catalog",
+    "check_environment": "_checks",
+    "normalize_arch": "_checks",
+    "history": "_history",
+    "HistoryReport": "_history",
+    "triage_run": "_triage_run",
+    "TriageRunReport": "_triage_run",
+    "workload_show": "_workload",
+    "workload_import": "_workload",
+    "WorkloadShow": "_workload",
+    "WorkloadImported": "_workload",
 }
 
 __all__ = [
@@ -125,8 +158,19 @@ __all__ = [
     "BisectReport",
     "bisect_step",
     "EXIT_ABORT",
+    "cache_gc",
+    "cache_info",
+    "cache_verify",
+    "CacheGcReport",
+    "CacheInfoReport",
+    "CacheVerifyReport",
     "calibrate",
     "CalibrateReport",
+    "catalog_list",
+    "catalog_show",
+    "CatalogList",
+    "CatalogShow",
+    "check_environment",
     "compare",
     "CompareReport",
     "CompareView",
@@ -139,7 +183,10 @@ __all__ = [
     "FidelityReport",
     "FidelityRow",
     "GPUS_HELP",
+    "history",
+    "HistoryReport",
     "is_recorded_bundle",
+    "normalize_arch",
     "occupancy",
     "OccupancyReport",
     "record",
@@ -163,8 +210,14 @@ __all__ = [
     "ToolchainShow",
     "triage",
     "TriageReport",
+    "triage_run",
+    "TriageRunReport",
     "tune",
     "TuneReport",
+    "workload_import",
+    "workload_show",
+    "WorkloadImported",
+    "WorkloadShow",
 ]
 
 

@@ -5,19 +5,63 @@ baseline, bisect compile-only, propose fixes, and, when asked, re-measure on a G
 Why an entry point: the sides' loading (results files, TritonBench files, store runs; one run that
 timed both toolchains split into its two halves, then settled from its interleaved samples) and the
 checks on the arguments were the CLI's; a CI job triaging a nightly TritonBench pair now makes one
-call. ``ktriage triage --run`` (from a program to a report, on a GPU host) is the CLI's still.
+call. ``ktriage triage --run`` (from a program to a report, on a GPU host) is ``triage_run``.
+
+The report is triage's own (``ktriage.triage.model.TriageReport``: cells, verdicts, exit code) with
+the renderers ``ktriage triage`` writes with (:meth:`TriageReport.to_markdown`...), so a caller
+renders it as the command does without reaching into ``ktriage.report``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ktriage.api.paths import check_writable
 from ktriage.compare.sides import LoadedSide, load_side
-from ktriage.triage.model import TriageOptions, TriageReport
+from ktriage.mdsafe import markdown_writer
+from ktriage.triage.model import TriageOptions
+from ktriage.triage.model import TriageReport as _Triaged
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["TriageReport", "triage"]
+
+
+class TriageReport(_Triaged):
+    """The whole triage (``ktriage.triage.model.TriageReport``: the flagged cells worst first within
+    each verdict, what only a GPU can decide, what failed, the exit code) and its renderers."""
+
+    @classmethod
+    def of_triage(cls, report: _Triaged) -> TriageReport:
+        """``report`` (as ``ktriage.triage`` returns it) with the renderers."""
+        return report if isinstance(report, cls) else cls(**{f.name: getattr(report, f.name) for f in fields(report)})
+
+    def json_text(self) -> str:
+        """The report as JSON (``to_json()``'s document; the command adds a final newline)."""
+        from ktriage.report.triage import to_json
+
+        return to_json(self)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.triage import to_markdown
+
+        return to_markdown(self)
+
+    def to_html(self) -> str:
+        """One self-contained page: the tables of the markdown and the sweep's charts."""
+        from ktriage.report.triage import to_html
+
+        return to_html(self)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.triage import print_table
+
+        print_table(self, console)
 
 
 def triage(
@@ -95,4 +139,4 @@ def triage(
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 
         settle_side_by_side(report, sides[0].cells, sides[1].cells, str(old))
-    return report
+    return TriageReport.of_triage(report)

@@ -1,4 +1,5 @@
-"""`ktriage catalog list|show`: browse the built-in ops and the exact specs they expand to."""
+"""`ktriage catalog list|show`: browse the built-in ops and the exact specs they expand to. Parses,
+calls one entry point of ``ktriage.api`` (``catalog_list``, ``catalog_show``) and renders its report."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from ktriage.catalog import expand_op, list_ops
+from ktriage.api import catalog_list, catalog_show
 from ktriage.cli.console import make_console
 from ktriage.cli.options import (
     SUFFIX,
@@ -37,12 +38,10 @@ def list_cmd(
     output: Annotated[list[Path] | None, output_option(LIST_WRITERS)] = None,
 ) -> None:
     """List catalog ops with their modes, number of inputs and the package that provides the kernel."""
-    from ktriage.report.catalog import list_csv, list_json, list_markdown, print_list
-
-    ops = list_ops()
-    writers = {".md": lambda: list_markdown(ops), ".json": lambda: list_json(ops), ".csv": lambda: list_csv(ops)}
+    report = catalog_list()
+    writers = {".md": report.to_markdown, ".json": report.json_text, ".csv": report.to_csv}
     if fmt is Format.table:
-        print_list(ops, console)
+        report.print_table(console)
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))
@@ -62,18 +61,12 @@ def show_cmd(
     output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
 ) -> None:
     """Expand an op into kernel specs: launch parameters and specialization as the library launches them."""
-    from ktriage.report.catalog import print_show, show_json, show_markdown, show_toml
-
-    specs = expand_op(
-        op, mode=mode.value if mode else None, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count
+    report = catalog_show(
+        op=op, mode=mode.value if mode else None, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count
     )
-    writers = {
-        ".md": lambda: show_markdown(op, target, specs),
-        ".json": lambda: show_json(specs),
-        ".toml": lambda: show_toml(specs),
-    }
+    writers = {".md": report.to_markdown, ".json": report.json_text, ".toml": report.to_toml}
     if fmt is Format.table:
-        print_show(op, target, specs, console)
+        report.print_table(console)
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))

@@ -125,24 +125,26 @@ def degrade_encoding() -> None:
             pass
 
 
+LIBRARY_ENVIRONMENT = ("KTRIAGE_MAX_INPUT_MB", "KTRIAGE_IMPORT_TIMEOUT_S")
+"""The library's variables that ``ktriage.api.check_environment`` checks (docs/environment.md)."""
+
+
 def check_environment() -> None:
     """Refuse ``KTRIAGE_*`` values that are no value of theirs before a verb starts (a raw
     ``int('abc')`` traceback used to end ``KTRIAGE_COLUMNS=abc``): each checked only when set, by the
-    module that reads it (their one home)."""
+    module that reads it (their one home): the CLI's own here, the library's through ``ktriage.api``."""
     pipe_width()
     if os.environ.get("KTRIAGE_PROGRESS", "").strip() not in ("", "0", "1"):
         raise KtriageError(
             f"KTRIAGE_PROGRESS={os.environ['KTRIAGE_PROGRESS'][:40]!r} is neither 0 nor 1",
             "KTRIAGE_PROGRESS=1 shows progress bars, 0 hides them; unset: on a terminal only",
         )
-    if os.environ.get("KTRIAGE_MAX_INPUT_MB", "").strip():
-        from ktriage.schema.core import size_limit
+    # the library's own variables, checked by their readers through ktriage.api; only when one is set,
+    # so that `ktriage --help` imports no entry point
+    if any(os.environ.get(name, "").strip() for name in LIBRARY_ENVIRONMENT):
+        from ktriage.api import check_environment as check_library_environment
 
-        size_limit(1)
-    if os.environ.get("KTRIAGE_IMPORT_TIMEOUT_S", "").strip():
-        from ktriage.compile.pool import import_timeout_s
-
-        import_timeout_s()
+        check_library_environment()
 
 
 def print_error(exc: KtriageError, console: Console | None = None) -> None:

@@ -1,6 +1,6 @@
 """`ktriage history`: a cell's latency across stored runs, with its change points (Apache Otava).
 
-Thin: options -> ``ktriage.history.analysis.analyze_history`` -> ``ktriage.report.history``. Exit 1
+Thin: parses, calls ``ktriage.api.history`` and renders its report. Exit 1
 (FINDING) when ``--fail-on-recent N`` is given and a change point lies in a series' latest N runs,
 so that a nightly can gate on it; 0 otherwise.
 """
@@ -81,32 +81,24 @@ def history(
     (E-divisive, t-test significance); each names the runs before and after it, the step and the
     ktriage bisect between their toolchains. Exit 1 with --fail-on-recent N when a change point is in
     the latest N runs."""
-    from ktriage.errors import KtriageError
-    from ktriage.history.analysis import Detection, analyze_history
-    from ktriage.report.history import print_report, to_html, to_json, to_markdown
-    from ktriage.store import open_store
-    from ktriage.store.history import HistoryQuery
+    from ktriage.api import history as run_history  # the analysis (scipy, SQLAlchemy) only when it runs
 
-    if not 0 < max_pvalue <= 1:  # also refuses nan
-        raise KtriageError(
-            f"--max-pvalue {max_pvalue} is not a significance level", "give a p-value in (0, 1], e.g. 0.001"
-        )
-    if not 0 <= min_step < float("inf"):
-        raise KtriageError(f"--min-step {min_step} is not a step in percent", "give a finite percent >= 0, e.g. 5")
-    query = HistoryQuery(
+    report = run_history(
         op=op,
         backend=backend,
         inputs=tuple(input or ()),
         mode=mode.value if mode else None,
         toolchain=toolchain,
         gpu=gpu,
+        db=db,
+        fail_on_recent=fail_on_recent,
+        max_pvalue=max_pvalue,
+        min_step=min_step,
+        min_segment=min_segment,
     )
-    detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
-    with open_store(db) as store:
-        report = analyze_history(store, query, detection, fail_on_recent=fail_on_recent)
-    writers = {".md": lambda: to_markdown(report), ".json": lambda: to_json(report), ".html": lambda: to_html(report)}
+    writers = {".md": report.to_markdown, ".json": report.json_text, ".html": report.to_html}
     if fmt is Format.table:
-        print_report(report, make_console())
+        report.print_table(make_console())
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))

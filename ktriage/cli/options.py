@@ -4,7 +4,7 @@ A verb declares a shared option by its alias here (``toolchains: Toolchains``) o
 must say what the option means *for that verb*, through the factory with one extra sentence
 (``toolchain_option("The first is the reference.")``). Names, short flags, environment variables,
 parsing and the base help are fixed here, so ``-t`` is a toolchain spec in every verb, ``--arch``
-accepts every spelling :func:`ktriage.arch.parse_arch` reads, and ``-o`` writes a file whose suffix
+accepts every spelling :func:`ktriage.api.normalize_arch` reads, and ``-o`` writes a file whose suffix
 picks the writer.
 
 | option | meaning |
@@ -59,12 +59,9 @@ def _parse_arch(value: str | None) -> str | None:
     an unknown target is a user error with the fix (the supported spellings and targets)."""
     if value is None:
         return None
-    from ktriage.arch import parse_arch
+    from ktriage.api import normalize_arch  # sm_90a / sm_100a keep their "a": a different compile target
 
-    name = parse_arch(value).name
-    text = value.strip().lower()
-    # sm_90a / sm_100a: the arch-specific feature set is a different compile target; keep it
-    return f"{name}a" if text.endswith("a") and text.startswith(("sm_", "compute_")) else name
+    return normalize_arch(value)
 
 
 ARCH_HELP = "GPU target: sm_90, sm_90a, 90, 9.0 or cuda:90 (an unsupported one is refused with the list)."
@@ -223,7 +220,7 @@ CompileTimeout = Annotated[
         help=COMPILE_TIMEOUT_HELP,
     ),
 ]
-DEFAULT_COMPILE_TIMEOUT_S = 600.0
+# its default is ktriage.api.DEFAULT_COMPILE_TIMEOUT_S (defined once, in ktriage.explain.session)
 
 # ------------------------------------------------------------------------------------------ store
 DB_HELP = (

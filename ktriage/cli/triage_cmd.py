@@ -1,6 +1,6 @@
 """`ktriage triage OLD NEW`: diff two result sets, explain the flagged cells compile-side, bisect, fix, report.
 
-Thin: parses options and calls ``ktriage.triage.triage``; rendering is ``ktriage.report.triage``.
+Thin: parses options, calls ``ktriage.api.triage`` (``ktriage.api.triage_run`` with --run) and renders its report.
 """
 
 from __future__ import annotations
@@ -58,8 +58,6 @@ def triage(
     Without a GPU it does all but the re-measurement. With a GPU (--measure) or a bundle for the GPU
     host (--bundle, then --measured), the flagged cells are re-measured with both toolchains side by
     side, and each gets a measured verdict."""
-    from ktriage.report.triage import print_table, to_html, to_json, to_markdown
-
     check_format(fmt, o.FORMATS)
     # every output is checked before the work (a triage compiles and bisects: minutes)
     check_outputs(output or [], o.WRITERS)
@@ -102,14 +100,9 @@ def triage(
         console.print(f"bundle for the GPU re-run: {escape(str(gpu.bundle))}")
         console.print(f"on the GPU host: [bold]{escape(gpu.commands[0])}[/]  (it runs: {escape('; '.join(gpu.bench))})")
         console.print(f"then here: the same triage with --measured {escape(str(gpu.bundle))}")
-    emit(
-        fmt,
-        {".md": lambda: to_markdown(report), ".json": lambda: to_json(report) + "\n", ".html": lambda: to_html(report)},
-        lambda: print_table(report, make_console()),
-        output,
-        console,
-    )
-    append_step_summary(summary, to_markdown(report))
+    writers = {".md": report.to_markdown, ".json": lambda: report.json_text() + "\n", ".html": report.to_html}
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, console)
+    append_step_summary(summary, report.to_markdown())
     code = report.exit_code(allow_failures)
     if code != exit_codes.OK:
         raise typer.Exit(code)

@@ -3,6 +3,7 @@
 
 Why `import` is here and not `record --from-tritonparse`: `record` runs a program (`-- COMMAND`, exit 4
 when it fails); importing runs nothing, it reads files and writes a workload, beside `show` that reads one.
+Each parses, calls one entry point of ``ktriage.api`` (``workload_show``, ``workload_import``) and renders.
 """
 
 from __future__ import annotations
@@ -12,13 +13,12 @@ from typing import Annotated
 
 import typer
 
+from ktriage.api import workload_import, workload_show
 from ktriage.cli.console import make_console
 from ktriage.cli.options import (
     SUFFIX,
     Format,
     check_outputs,
-    check_replaceable,
-    check_writable,
     format_option,
     output_option,
     write_outputs,
@@ -43,14 +43,11 @@ def show_cmd(
 ) -> None:
     """Show a recorded workload: its kernels (function + specialization + options), their inputs with
     grids, launch counts and autotune choices, what was not captured and why, the host's versions."""
-    from ktriage.record.workload import load_workload
-    from ktriage.report.workload import print_show, show_json, show_markdown
-
     check_outputs(output or [], SHOW_WRITERS)
-    loaded = load_workload(workload)
-    writers = {".md": lambda: show_markdown(loaded), ".json": lambda: show_json(loaded)}
+    report = workload_show(path=workload)
+    writers = {".md": report.to_markdown, ".json": report.json_text}
     if fmt is Format.table:
-        print_show(loaded, make_console())
+        report.print_table(make_console())
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))
@@ -74,26 +71,11 @@ def import_cmd(
     A damaged or foreign trace exits 2."""
     from rich.markup import escape
 
-    from ktriage.errors import KtriageError
-    from ktriage.record.tritonparse import convert
-    from ktriage.record.workload import WORKLOAD_KIND, check_workload, save_workload
-
-    if output.suffix != ".json":
-        raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
-    check_writable(output, "-o")
-    check_replaceable(output, "-o", WORKLOAD_KIND.encode(), "a ktriage workload")
-    w = convert(traces)
-    check_workload(w.to_json(), f"the workload of {', '.join(map(str, traces))}")
-    try:
-        save_workload(w, output)
-    except OSError as exc:
-        raise KtriageError(
-            f"cannot write the workload {output}: {exc.strerror or exc}", "choose a writable -o path"
-        ) from exc
+    done = workload_import(traces=traces, output=output)
     console = make_console(stderr=True)
     console.print(
-        f"imported {len(w.kernels)} kernels, {sum(len(k.inputs) for k in w.kernels)} inputs, "
-        f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> {escape(str(output))}"
+        f"imported {done.kernels} kernels, {done.inputs} inputs, {done.launches} launches; "
+        f"{len(done.not_captured)} not captured -> {escape(str(output))}"
     )
-    for missed in w.not_captured:
+    for missed in done.not_captured:
         console.print(f"[yellow]not captured[/] {escape(missed.function)}: {escape(missed.why)}")

@@ -1,0 +1,143 @@
+"""The artifact cache under the ktriage home, as a library: ``cache_info()``, ``cache_verify(fix=...)``
+and ``cache_gc(older_than_days=..., dry_run=...)`` (docs/cache.md).
+
+Why entry points: ``ktriage cache`` found the cache's folder, checked, repaired and cleaned it
+itself, so a CI job that checks its cache before a nightly had only the command line. Each returns
+a typed report with the renderers ``ktriage cache`` writes with; the cache format's home stays
+``ktriage.compile.cache``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ktriage.mdsafe import markdown_writer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ktriage.compile.cache import CacheInfo, EntryState, GcItem
+
+__all__ = ["CacheGcReport", "CacheInfoReport", "CacheVerifyReport", "cache_gc", "cache_info", "cache_verify"]
+
+
+@dataclass(frozen=True)
+class CacheInfoReport:
+    """Where the cache is, its entries per kind, and its size on disk (``info``)."""
+
+    info: CacheInfo
+
+    def json_text(self) -> str:
+        from ktriage.report.cache import info_json
+
+        return info_json(self.info)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.cache import info_markdown
+
+        return info_markdown(self.info)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.cache import print_info
+
+        print_info(self.info, console)
+
+
+@dataclass(frozen=True)
+class CacheVerifyReport:
+    """Every entry of the cache at ``root`` checked against its manifest (``states``); ``fixed``: the
+    damaged ones were to be quarantined (each state says whether it was)."""
+
+    root: Path
+    states: Sequence[EntryState]
+    fixed: bool
+
+    @property
+    def damaged(self) -> bool:
+        """Some entry did not verify (before any fix)."""
+        return any(s.problem is not None for s in self.states)
+
+    @property
+    def ok(self) -> bool:
+        """Every entry verifies, or the fix moved every damaged one aside."""
+        return not self.damaged or (self.fixed and not any(s.quarantined is False for s in self.states))
+
+    def json_text(self) -> str:
+        from ktriage.report.cache import verify_json
+
+        return verify_json(self.root, self.states, self.fixed)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.cache import verify_markdown
+
+        return verify_markdown(self.root, self.states, self.fixed)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.cache import print_verify
+
+        print_verify(self.root, self.states, self.fixed, console)
+
+
+@dataclass(frozen=True)
+class CacheGcReport:
+    """What gc removed (or, with ``dry_run``, would remove) and the bytes freed."""
+
+    items: Sequence[GcItem]
+    freed: int
+    dry_run: bool
+
+    def json_text(self) -> str:
+        from ktriage.report.cache import gc_json
+
+        return gc_json(self.items, self.freed, self.dry_run)
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        from ktriage.report.cache import gc_markdown
+
+        return gc_markdown(self.items, self.freed, self.dry_run)
+
+    def print_table(self, console: Console) -> None:
+        from ktriage.report.cache import print_gc
+
+        print_gc(self.items, self.freed, self.dry_run, console)
+
+
+def _root() -> Path:
+    from ktriage.home import home_subdir
+
+    return home_subdir("artifacts")
+
+
+def cache_info() -> CacheInfoReport:
+    """The artifact cache of the ktriage home: where it is, how many entries it holds, its size."""
+    from ktriage.compile.cache import cache_info as info
+
+    return CacheInfoReport(info(_root()))
+
+
+def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
+    """Check every cache entry against its manifest (sha256 of each file); with ``fix``, quarantine
+    the damaged ones (moved aside, compiled again when next needed). ``report.ok`` is False when an
+    entry is damaged (with ``fix``: when one could not be moved aside, e.g. a read-only cache)."""
+    from ktriage.compile.cache import fix_damaged, verify_all
+
+    root = _root()
+    states = verify_all(root)
+    if fix and any(s.problem is not None for s in states):
+        states = fix_damaged(root, states)
+    return CacheVerifyReport(root, states, fix)
+
+
+def cache_gc(*, older_than_days: float | None = None, dry_run: bool = False) -> CacheGcReport:
+    """Remove quarantined entries and stale temp folders (with ``older_than_days``, entries not used
+    for that long too); ``dry_run``: list them, remove nothing."""
+    from ktriage.compile.cache import gc
+
+    items, freed = gc(_root(), older_than_days=older_than_days, dry_run=dry_run)
+    return CacheGcReport(items, freed, dry_run)

@@ -1,0 +1,39 @@
+"""The checks a front end runs on values the library reads, before any verb starts:
+``normalize_arch(value)`` (a GPU target in any spelling ``ktriage.arch.parse_arch`` reads) and
+``check_environment()`` (the library's ``KTRIAGE_*`` variables).
+
+Why here: ``ktriage.cli`` checks ``--arch`` while parsing and refuses a bad ``KTRIAGE_*`` value up
+front (a raw ``float('abc')`` traceback deep in a compile used to end a run), but it calls nothing
+below ``ktriage.api``; each value keeps its one reader (``ktriage.arch``, ``ktriage.schema.core``,
+``ktriage.compile.pool``), and this module only asks it.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["check_environment", "normalize_arch"]
+
+
+def normalize_arch(value: str) -> str:
+    """A GPU target written as ``sm_90``, ``sm_90a``, ``90``, ``9.0`` or ``cuda:90``, as its name
+    (``sm_90``; an arch-specific ``sm_90a`` / ``sm_100a`` keeps its ``a``: a different compile target).
+    An unknown or unsupported target raises a KtriageError naming the supported ones."""
+    from ktriage.arch import parse_arch
+
+    name = parse_arch(value).name
+    text = value.strip().lower()
+    return f"{name}a" if text.endswith("a") and text.startswith(("sm_", "compute_")) else name
+
+
+def check_environment() -> None:
+    """Refuse a library ``KTRIAGE_*`` value that is no value of its (each checked only when set, by
+    the module that reads it): ``KTRIAGE_MAX_INPUT_MB``, ``KTRIAGE_IMPORT_TIMEOUT_S``."""
+    if os.environ.get("KTRIAGE_MAX_INPUT_MB", "").strip():
+        from ktriage.schema.core import size_limit
+
+        size_limit(1)
+    if os.environ.get("KTRIAGE_IMPORT_TIMEOUT_S", "").strip():
+        from ktriage.compile.pool import import_timeout_s
+
+        import_timeout_s()
