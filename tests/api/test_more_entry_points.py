@@ -1,0 +1,68 @@
+"""The entry points the last CLI verbs moved onto (issue 26): each checks its arguments before any
+work, as the command did, and its report renders as the command prints it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ktriage.api as kt
+from ktriage.errors import KtriageError
+
+
+@pytest.mark.parametrize(
+    "value, name", [("sm_90", "sm_90"), ("9.0", "sm_90"), ("90", "sm_90"), ("cuda:90", "sm_90"), ("sm_90a", "sm_90a")]
+)
+def test_normalize_arch_reads_every_spelling(value: str, name: str) -> None:
+    assert kt.normalize_arch(value) == name
+
+
+def test_normalize_arch_refuses_an_unknown_target() -> None:
+    with pytest.raises(KtriageError, match="unsupported GPU target 'sm_12'"):
+        kt.normalize_arch("sm_12")
+
+
+def test_check_environment_refuses_a_bad_library_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KTRIAGE_MAX_INPUT_MB", "abc")
+    with pytest.raises(KtriageError, match="KTRIAGE_MAX_INPUT_MB"):
+        kt.check_environment()
+    monkeypatch.delenv("KTRIAGE_MAX_INPUT_MB")
+    monkeypatch.setenv("KTRIAGE_IMPORT_TIMEOUT_S", "-3")
+    with pytest.raises(KtriageError, match="KTRIAGE_IMPORT_TIMEOUT_S"):
+        kt.check_environment()
+
+
+@pytest.mark.parametrize("kw, problem", [({"max_pvalue": 2.0}, "--max-pvalue"), ({"min_step": -1.0}, "--min-step")])
+def test_history_refuses_bad_settings_before_opening_the_store(kw: dict[str, float], problem: str) -> None:
+    with pytest.raises(KtriageError, match=problem):
+        kt.history(op="layer_norm", backend="liger_layer_norm", db="postgresql+psycopg://nowhere:1/none", **kw)
+
+
+def test_triage_run_needs_both_toolchains(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError, match="--run needs --old-toolchain and --new-toolchain"):
+        kt.triage_run(command="true", old_toolchain="triton==3.4.0", new_toolchain=None, workdir=tmp_path / "w")
+    assert not (tmp_path / "w").exists()
+
+
+def test_workload_import_checks_the_output_before_reading_a_trace(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError, match="a workload file ends in .json"):
+        kt.workload_import(traces=[tmp_path / "missing.ndjson"], output=tmp_path / "W.txt")
+
+
+def test_catalog_reports_render(tmp_path: Path) -> None:
+    listed = kt.catalog_list()
+    assert "liger.layer_norm" in {row["op"] for row in json.loads(listed.json_text())}
+    assert listed.to_csv().splitlines()[0].startswith("op,")
+    shown = kt.catalog_show(op="liger.layer_norm", mode="bwd", inputs=["7"])
+    assert len(shown.specs) == 1 and "liger.layer_norm" in shown.to_markdown()
+
+
+def test_cache_reports_of_an_empty_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path / "home"))
+    info = json.loads(kt.cache_info().json_text())
+    assert info["path"] == str(tmp_path / "home" / "artifacts") and info["size_bytes"] == 0
+    verified = kt.cache_verify()
+    assert verified.ok and not verified.damaged
+    assert kt.cache_gc(dry_run=True).items == []
