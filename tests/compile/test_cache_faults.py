@@ -7,6 +7,7 @@ reported once, the entry is quarantined and recompiled, and the result equals th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -70,6 +71,29 @@ def baseline(toolchain, tmp_path_factory) -> dict[str, dict[str, Any]]:
     """The undisturbed run of each toolchain."""
     root = tmp_path_factory.mktemp("undisturbed") / "artifacts"
     return {spec: facts(root, toolchain(spec))[0] for spec in (NATIVE, OTHER_PTXAS)}
+
+
+def _differences(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """What differs between two runs' facts, for the failure message (the cubins by digest and size,
+    the resources field by field): enough to tell a line-table change from a code change."""
+    out = []
+    for key in sorted(set(a) | set(b)):
+        x, y = a.get(key), b.get(key)
+        if x == y:
+            continue
+        if isinstance(x, bytes) and isinstance(y, bytes):
+            out.append(
+                f"{key}: {hashlib.sha256(x).hexdigest()[:12]} ({len(x)} B) != {hashlib.sha256(y).hexdigest()[:12]} ({len(y)} B)"
+            )
+        elif hasattr(x, "__dataclass_fields__") and hasattr(y, "__dataclass_fields__"):
+            fields = [f for f in x.__dataclass_fields__ if getattr(x, f) != getattr(y, f)]
+            out.append(
+                f"{key}: fields {fields}: "
+                + "; ".join(f"{f}={getattr(x, f)!r:.200} != {getattr(y, f)!r:.200}" for f in fields)
+            )
+        else:
+            out.append(f"{key}: {x!r:.200} != {y!r:.200}")
+    return "\n".join(out)
 
 
 def _entry(root: Path, kind: str) -> Path:
@@ -136,7 +160,7 @@ def test_damage_is_detected_quarantined_and_recompiled(
     damage(root, spec)
     with caplog.at_level("WARNING", logger="ktriage.cache"):
         again, compiler = facts(root, tc)
-    assert again == first
+    assert again == first, _differences(first, again)
     warnings = [r.message for r in caplog.records if r.name == "ktriage.cache"]
     if reported:
         assert len(warnings) == 1 and "damaged entry" in warnings[0], warnings
