@@ -213,7 +213,7 @@ class Compiler:
         self._front_memo: dict[str, FrontendResult | CompileFailure] = {}
         self._cubin_memo: dict[str, AssembledCubin | KtriageError] = {}
         self._abi_memo: dict[str, tuple[AbiParam, ...]] = {}
-        self._resolve_memo: dict[str, KernelSpec | CompileFailure] = {}
+        self._resolve_memo: dict[str, JSONObject | CompileFailure] = {}  # the JIT's reply per launch
         self.timeout_s = timeout_s
         self.import_timeout_s = import_timeout_s()
         self._pool = WorkerPool(self.jobs)
@@ -327,10 +327,14 @@ class Compiler:
                         f"the launch by values in Triton {toolchain.triton_version}: {reply.error}",
                     )
                     if not reply.ok
-                    else resolved_spec(spec, reply.data)
+                    else reply.data
                 )
                 self._resolve_memo[key] = memo
-        return replace(memo, spec=spec, toolchain=toolchain) if isinstance(memo, CompileFailure) else memo
+        if isinstance(memo, CompileFailure):
+            return replace(memo, spec=spec, toolchain=toolchain)
+        # the JIT's decision is shared; the name, labels and meta are this spec's own (two inputs with one
+        # launch, e.g. a sweep whose sizes round to the same specialization, keep their own labels)
+        return resolved_spec(spec, memo)
 
     def frontend(self, spec: KernelSpec, toolchain: Toolchain) -> FrontendResult | CompileFailure:
         resolved = self.resolve(spec, toolchain)

@@ -104,3 +104,18 @@ def test_source_location_names_a_file_under_the_home_relative_to_it(tmp_path: Pa
     assert source_location(red_spec(snapshot / "k.py")) == f"{HOME_VAR}/snapshots/0123abcd/k.py"
     shutil.copy(TESTS / "kernels_for_tests.py", tmp_path / "k.py")
     assert source_location(red_spec(tmp_path / "k.py")) == str(tmp_path / "k.py")
+
+
+def test_two_specs_by_values_with_one_launch_keep_their_own_names_and_labels(toolchain, tmp_path: Path) -> None:
+    """The JIT's decision for a launch is memoized per compiler; the name and meta of the spec it is
+    handed back for are that spec's own (the memo once returned the first spec with its labels)."""
+    tc = toolchain("triton==3.4.0")
+    ((spec,),) = (load_spec_file(EXAMPLES / "scaled_rows.toml"),)
+    first = spec.replace(name="first", meta={**spec.meta, "input_label": "x=1"})
+    second = spec.replace(name="second", meta={**spec.meta, "input_label": "x=2"})
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        art_1, art_2 = compiler.compile(first, tc), compiler.compile(second, tc)
+        assert compiler.frontend_compiles == 1  # one launch: one JIT decision, one compile
+    assert isinstance(art_1, Artifact) and isinstance(art_2, Artifact)
+    assert (art_1.spec.name, art_1.spec.meta["input_label"]) == ("first", "x=1")
+    assert (art_2.spec.name, art_2.spec.meta["input_label"]) == ("second", "x=2")
