@@ -2,8 +2,10 @@
 
 Re-runs the explain commands of benchmarks/explain/README.md into a temporary directory and compares
 with the committed files: each markdown report byte for byte, each JSON report after dropping what
-legitimately differs between runs and machines (the ``created`` timestamp and the artifact cache
-paths, which name the machine's KTRIAGE_HOME). No GPU; needs the toolchains (built on first use).
+legitimately differs between runs and machines: the ``created`` timestamp and the artifact cache
+paths, which name the machine's KTRIAGE_HOME or, as ``$KTRIAGE_HOME/artifacts/<key>``, a key that
+changes with the cache's key recipe (the kernel file's path joined it) while the artifact does not.
+No GPU; needs the toolchains (built on first use).
 
     python3 benchmarks/reproduce.py                # prints one line per report, exit 1 if any differs
     python3 benchmarks/reproduce.py --keep DIR     # keep the regenerated reports in DIR
@@ -65,7 +67,11 @@ def normalize(value: Any) -> Any:
     """The JSON without run-dependent fields: timestamps and absolute artifact paths."""
     if isinstance(value, dict):
         return {
-            k: ("<path>" if k in PATH_KEYS and isinstance(v, str) and v.startswith("/") else normalize(v))
+            k: (
+                "<path>"
+                if k in PATH_KEYS and isinstance(v, str) and v.startswith(("/", "$KTRIAGE_HOME"))
+                else normalize(v)
+            )
             for k, v in value.items()
             if k not in VOLATILE_KEYS
         }
