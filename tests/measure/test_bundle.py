@@ -12,8 +12,11 @@ from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.errors import KtriageError
 from ktriage.measure.driver import STICKY_ERRORS, CudaError
 from ktriage.measure.env import GpuRecorder, gpu_state
+from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
 from ktriage.workload.bundles.named_kernels import read_kernel_bundle, write_kernel_bundle
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_bundle_round_trip_of_a_real_artifact(tmp_path: Path, compiler: Compiler) -> None:
@@ -32,6 +35,26 @@ def test_bundle_round_trip_of_a_real_artifact(tmp_path: Path, compiler: Compiler
     assert extra == {"versions": ["3.4.0"]}
     with pytest.raises(KtriageError, match="not a bundle of named kernels"):
         read_kernel_bundle(_op_bundle(tmp_path, compiler))
+
+
+def test_a_kernel_with_16_bit_scalars_passes_the_bundle_check(tmp_path: Path, compiler: Compiler) -> None:
+    """PTX declares an fp16/bf16 scalar as ``.param .align 2 .b8 p[2]`` and the ABI keeps ``b8``: the
+    check of the cubin's parameter sizes against the manifest must size it by its Triton type (2 bytes),
+    not refuse the bundle (it refused the GPU runner's scalars kernel: "[8, 4, 2, 2, ...] bytes, the
+    manifest's ABI says [8, 4, 1, 1, ...]")."""
+    spec = KernelSpec(
+        name="scalars",
+        source=f"{REPO / 'benchmarks' / 'gpu' / 'runner_kernels.py'}:scalars_kernel",
+        signature={"out_ptr": "*fp32", "a": "fp32", "b": "fp16", "c": "bf16", "d": "i64", "e": "u32", "f": "i1"},
+        num_warps=1,
+        grid=(1,),
+    )
+    art = compiler.compile(spec, ensure_toolchain("triton==3.4.0"))
+    assert isinstance(art, Artifact), art
+    assert [p.ptx_type for p in art.abi][2:4] == ["b8", "b8"]  # what made the check misread the sizes
+    write_kernel_bundle(tmp_path / "b", {"scalars@3.4.0": art})
+    entries, _ = read_kernel_bundle(tmp_path / "b")
+    assert entries["scalars@3.4.0"].artifact.kernel_name == "scalars_kernel"
 
 
 def _op_bundle(tmp_path: Path, compiler: Compiler) -> Path:

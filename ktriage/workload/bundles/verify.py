@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ktriage.errors import FormatError
+from ktriage.measure.params import SCALAR_SIZES
 
 KEY_ENV = "KTRIAGE_BUNDLE_KEY"
 SIGNATURE = "signature"  # the manifest's key for {"alg": "hmac-sha256", "value": hex}
@@ -72,6 +73,17 @@ PTX_SIZES = {
     "s8": 1,
     "b8": 1,
 }
+
+
+def abi_param_bytes(param: Mapping[str, object]) -> int | None:
+    """Bytes the manifest's ABI entry claims in the kernel's parameter buffer: its PTX type's size, but
+    for a 16-bit float, which PTX declares as ``.param .align 2 .b8 p[2]`` (the ABI keeps the element
+    type, ``b8``) and the runner passes as its Triton type's 2 bytes (``measure.params.param_size``).
+    None: a type not known."""
+    ptx = str(param.get("ptx_type", "")).lstrip(".")
+    if ptx == "b8" and SCALAR_SIZES.get(str(param.get("triton_type", ""))) == 2:
+        return 2
+    return PTX_SIZES.get(ptx)
 
 
 @dataclass
@@ -249,7 +261,7 @@ def check_artifact(
             f"the cubin's ELF ABI version is {facts.abi_version}, which ptxas {ptxas_version} does not write "
             f"for sm_{facts.sm} (it writes {' or '.join(map(str, sorted(abis)))}): the cubin comes from another assembler"
         )
-    sizes = [PTX_SIZES.get(str(p.get("ptx_type", "")).lstrip(".")) for p in abi]
+    sizes = [abi_param_bytes(p) for p in abi]
     if kernel.param_sizes:
         found = [kernel.param_sizes.get(i) for i in range(max(kernel.param_sizes) + 1)]
         if len(found) != len(sizes) or any(s is not None and f != s for s, f in zip(sizes, found, strict=False)):
