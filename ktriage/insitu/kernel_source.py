@@ -161,8 +161,18 @@ def extract(
     defines = {id(s): defined_names(s) for s in units}
     root_start, root_end = _start(fn), fn.end_lineno or fn.lineno
     skip = {id(n) for d in replaced for n in ast.walk(d)}
+    # the kernel's own names (its parameters and what it assigns) are no module names: a top-level
+    # `for n in sizes: x, y, o = xs[n]; add[grid](x, y, o, n)` binds the kernel's parameter names too,
+    # and keeping it ran the recorded program's own loop when the kernel was compiled
+    declared_global = {g for n in ast.walk(fn) if isinstance(n, ast.Global) for g in n.names}
+    local = (
+        {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)}
+        | {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    ) - declared_global
     needed: set[str] = {
-        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip
+        n.id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in skip and n.id not in local
     } | set(extra_needs)
     kept: set[int] = {id(fn)} if top_level else set()
     done: set[str] = set()
@@ -181,9 +191,6 @@ def extract(
             kept.add(id(stmt))
             needed |= loaded_names(stmt)
     defined = set().union(*defines.values()) if defines else set()
-    local = {a.arg for a in ast.walk(fn) if isinstance(a, ast.arg)} | {
-        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
     if needed - defined - local - _BUILTINS:  # a name no statement binds may come from a star import: keep those
         for stmt in units:
             if isinstance(stmt, ast.ImportFrom) and any(a.name == "*" for a in stmt.names):

@@ -186,6 +186,38 @@ def test_extract_keeps_what_the_kernel_needs_at_its_lines() -> None:
     assert kept == ["triton", "tl", "SCALE", "twice", "method_kernel"]
 
 
+# A script whose top-level loop launches the kernel with variables named as the kernel's parameters
+# (benchmarks/record/h200/many_launches.workload.json.gz, recorded from such a script).
+SCRIPT_LOOP = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x, y, o, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(o + i, tl.load(x + i, mask=m) + tl.load(y + i, mask=m), mask=m)
+
+
+sizes = [4096, 8192]
+xs = {n: (torch.randn(n, device="cuda"), torch.randn(n, device="cuda"), torch.empty(n, device="cuda")) for n in sizes}
+for n in sizes:
+    x, y, o = xs[n]
+    add[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
+"""
+
+
+def test_extract_leaves_out_statements_that_bind_only_the_kernels_own_names() -> None:
+    """The kernel's parameters and locals are its own: a top-level loop that binds ``x, y, o, n`` (and
+    calls the kernel) is not something the kernel needs. Kept, it ran the recorded program's loop
+    at compile time, and the many_launches recording compiled with neither Triton 3.3.1 nor 3.6.0."""
+    text, kept = extract(SCRIPT_LOOP, "add", package=None)
+    assert kept == ["triton", "tl", "add"], kept
+    assert "torch" not in text and "for n in sizes" not in text
+
+
 def test_extract_keeps_a_star_import_only_for_a_name_nothing_else_binds() -> None:
     text = "import triton\nfrom helpers import *\nfrom other import *\n\n@triton.jit\ndef k(x):\n    y = x\n    return twice(y)\n"
     kept, _ = extract(text, "k", package=None)
