@@ -3,6 +3,7 @@
 # Bundles: .bundles/gpu-test-{layer_norm,embedding}-bwd (tests/gpu/test_workload_gpu.py docstring) and
 # .gpu-artifacts/runner (benchmarks/gpu/make_runner_fixtures.py), compiled on the CPU machine.
 # The JIT-equivalence tests also need the catalog's Liger packages: carry .ktriage-home/packages and set JIT=1.
+# .whl: ktriage's dependencies the image lacks, typer's pydantic among them (results/2026-12-04/README.md lists them).
 set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD || exit 1
 export KTRIAGE_HOME=/tmp/kth PYTHONUNBUFFERED=1 KTRIAGE_GPU_OUT=$OUT
