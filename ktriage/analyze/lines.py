@@ -94,10 +94,10 @@ def parse_line_table(text: str) -> dict[str, dict[int, SourceLoc]]:
         if current is None:
             continue
         if m := _LOC.match(raw):
-            path = _unescape(m.group(1))
+            path = original_path(_unescape(m.group(1)))
             if path in _PSEUDO_FILES:
                 continue
-            chain = tuple((_unescape(p), int(n)) for p, n in _INLINED.findall(m.group(3)))
+            chain = tuple((original_path(_unescape(p)), int(n)) for p, n in _INLINED.findall(m.group(3)))
             block.append((path, int(m.group(2)), chain))
             continue
         if m := _INSTR.match(raw):
@@ -107,6 +107,19 @@ def parse_line_table(text: str) -> dict[str, dict[int, SourceLoc]]:
             if loc is not None:
                 current[int(m.group(1), 16)] = loc
     return result
+
+
+# a kernel compiled from its own source cut out of its module (insitu/worker.py, _load_extracted) is a file
+# <temp>/ktriage-extracted-<uid>/<digest>/<the original's absolute path>, with the original's line numbers
+_EXTRACTED = re.compile(r"^.*/ktriage-extracted-\d+/[0-9a-f]{16}(?=/)")
+
+
+def original_path(path: str) -> str:
+    """The user's file for a path in a line table: an extracted kernel's file names the original,
+    whose lines it keeps (so its text is read from there, and a report names the user's file, not a
+    temporary one); any other path as it is."""
+    m = _EXTRACTED.match(path)
+    return path[m.end() :] if m else path
 
 
 def _unescape(path: str) -> str:

@@ -359,13 +359,16 @@ def _load_extracted(module_part: str, qualname: str, recorded: Any = None) -> An
         )
     except (OSError, UnicodeDecodeError, kernel_source.ExtractError) as exc:
         raise _ExtractFailed(str(exc)) from exc
-    digest = hashlib.sha256(f"{os.path.abspath(path)}\0{qualname}\0{extracted}".encode()).hexdigest()[:16]
+    original = os.path.abspath(path)
+    digest = hashlib.sha256(f"{original}\0{qualname}\0{extracted}".encode()).hexdigest()[:16]
     name = f"ktriage_extracted_{digest}"
     module = sys.modules.get(name)
     if module is None:
-        folder = os.path.join(tempfile.gettempdir(), f"ktriage-extracted-{os.getuid()}")
-        os.makedirs(folder, exist_ok=True)
-        file = os.path.join(folder, name + ".py")
+        # <temp>/ktriage-extracted-<uid>/<digest>/<the original's absolute path>: the extracted text keeps the
+        # original's line numbers, so the line table Triton writes (this file's path) maps back to the
+        # user's file by dropping the prefix (ktriage.analyze.lines.original_path: the same layout)
+        file = os.path.join(tempfile.gettempdir(), f"ktriage-extracted-{os.getuid()}", digest, original.lstrip(os.sep))
+        os.makedirs(os.path.dirname(file), exist_ok=True)
         if not os.path.isfile(file):
             write_atomic(file, extracted)
         spec = importlib.util.spec_from_file_location(name, file)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.analyze.artifact import analyze_artifact
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.compile.messages import one_line
 from ktriage.explain.failures import describe
@@ -153,6 +154,14 @@ def test_a_script_that_runs_at_import_compiles_from_the_kernels_own_source(
     )
     out = compiler.compile(spec, tc)
     assert isinstance(out, Artifact), describe(out)
+    # its line evidence names the script and reads its lines (the extracted copy keeps the line numbers),
+    # not the temporary file the kernel was compiled from
+    resources, _ = analyze_artifact(out)
+    kernel_lines = [s for s in resources.source_lines if s.line and not s.file.startswith("triton/")]
+    assert kernel_lines and {s.path for s in kernel_lines} == {str(path)}, [s.path for s in resources.source_lines]
+    store = next(s for s in kernel_lines if "tl.store" in s.text)
+    assert SCRIPT.splitlines()[store.line - 1].strip() == store.text
+    assert not any("ktriage-extracted" in s.path or "ktriage-extracted" in s.file for s in resources.source_lines)
 
 
 def test_a_callee_error_keeps_its_root_cause(toolchain, compiler: Compiler, tmp_path: Path) -> None:
