@@ -207,6 +207,12 @@ def _home(tmp_path: Path, ktriage_home: Path, name: str = "home") -> Path:
     """A ktriage home that shares the test home's toolchains and packages but has an empty artifact cache."""
     home = tmp_path / name
     home.mkdir()
+    # what a toolchain record points into must be the test home's own: a folder missing there when this
+    # runs (a fresh home where no ptxas release was installed yet) would not be linked, and the explain
+    # subprocess would install the release into this temporary home and record that path in the shared
+    # toolchains folder (a record pointing into a tmp_path, and another ptxas path in the cubin key)
+    for shared in ("toolchains", "ptxas", "packages", "snapshots"):
+        (ktriage_home / shared).mkdir(parents=True, exist_ok=True)
     for child in ktriage_home.iterdir():
         if child.name not in ("artifacts", "bisect", "fixes"):
             (home / child.name).symlink_to(child)
