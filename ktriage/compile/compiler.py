@@ -300,7 +300,8 @@ class Compiler:
         from ktriage.spec.values import resolve_request, resolved_spec
 
         try:
-            # the path too: the memo's spec is the one compiled next, and its source names the file
+            # per file, not only per text: the JIT decides in the module at that path (its decorators and
+            # heuristics run there); each spec keeps its own source, name and meta (resolved_spec below)
             key = _sha("resolve", INSITU_FINGERPRINT, spec.key(), source_location(spec), _frontend_identity(toolchain))
             sys_path = self.kernel_sys_path(spec, toolchain)
             prime = toolchain.facts().order_sensitive  # the worker goes on to compile: primed as for those
