@@ -15,6 +15,7 @@ from ktriage.compile.compiler import Artifact, Compiler, source_location
 from ktriage.home import HOME_VAR, ktriage_home
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import load_spec_file
+from tests.triton_compile_for_tests import RED_SIGNATURE
 
 pytestmark = pytest.mark.slow
 TESTS = Path(__file__).resolve().parents[1]
@@ -29,14 +30,7 @@ def red_spec(path: Path) -> KernelSpec:
     return KernelSpec(
         name="red",
         source=f"{path}:red_kernel",
-        signature={
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
+        signature=dict(RED_SIGNATURE),
         constexprs={"XBLOCK": 64, "RBLOCK": 64},
         divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
     )
