@@ -154,7 +154,7 @@ class Params:
     lambda_barrier: float = 20.0  # a CTA barrier
     lambda_serial: float = 4.0  # GPU cycles per warp atomic when all of a launch's atomics hit the same addresses
     kappa_l2: float = 3.0  # L2 bandwidth for spill traffic, in multiples of the DRAM share
-    softmax_p: float = 4.0
+    softmax_p: float = 4.0  # how sharply the launch's time follows its largest term (fitted: how much the terms overlap)
     interval_a: float = 0.02  # log half-width of the interval at a tiny effect
     interval_b: float = 0.5  # ... growing with |log ratio|
     fitted_on: str = "defaults (not fitted)"
@@ -173,6 +173,7 @@ class Params:
         "lambda_barrier",
         "kappa_l2",
         "lambda_serial",
+        "softmax_p",
     )
 
     def to_json(self) -> JSONObject:
