@@ -23,7 +23,9 @@ CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted 
   (spill reload: an L1 hit while the spill footprint, stack x resident threads, fits in L1, an L2
   round trip for the share that does not), ``lambda_atomic`` per returning atomic (ATOMG: the warp
   waits for the old value; REDG does not), ``lambda_cctl`` per cache invalidation (CCTL.IVALL:
-  the next loads miss L1), ``lambda_fence`` per memory fence, ``lambda_barrier`` per barrier;
+  the next loads miss L1), ``lambda_fence`` per memory fence, ``lambda_barrier`` per barrier,
+  ``lambda_mma_wait`` per wait of a warpgroup for its tensor-core ops (``WARPGROUP.DEPBAR``: Triton
+  3.3.1's flex attention waits after each of the 12 HGMMAs of its loop, 3.6.0 twice an iteration);
 - bandwidth: the global bytes (widths from the opcodes' modifiers: ``LDG.E.128`` is 16 B a thread)
   at the SM's share of DRAM bandwidth (``kappa_l2`` times that for a tensor-core kernel, whose
   operand tiles are re-read from L2), and the local-memory bytes that leave L1 at ``kappa_l2`` times
@@ -38,7 +40,7 @@ CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted 
 The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` waves (occupancy from
 ``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
 latency path is paid once per wave (more resident CTAs hide it: fewer waves). The launch takes the
-soft maximum of the terms (``(a^p + b^p + c^p + d^p)^(1/p)``). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
+soft maximum of the terms (``(a^p + b^p + c^p + d^p)^(1/p)``, ``p`` fitted: how much they overlap). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
 
 **The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
 identical get exactly 1 with a zero-width interval. Otherwise the interval is
@@ -49,7 +51,7 @@ A change is a regression only where the whole interval lies above ``1 + threshol
 improvement only where it lies below ``1 / (1 + threshold)``; anything else is predicted neutral.
 
 **Contributors**: for each aspect (``ASPECTS``: main-loop instructions, local memory, atomics and
-fences, global memory widths, occupancy, shared memory/tensor cores, barriers) the new kernel's
+fences, global memory widths, occupancy, shared memory/tensor cores, barriers, waits for the tensor cores) the new kernel's
 time is recomputed with that aspect's inputs taken from the reference; the share of the change
 each aspect accounts for is reported with its evidence ("+38 %: 830 more LDL/STL in the main loop").
 
@@ -94,6 +96,8 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "sts": ("STS", "STSM"),
     "mma": ("HMMA", "IMMA", "DMMA", "HGMMA", "IGMMA", "QGMMA", "UTCHMMA", "UTCIMMA", "UTCQMMA", "UTCOMMA", "UTCMMA"),
     "bar": ("BAR", "SYNCS", "WARPGROUP"),  # CTA barriers and mbarrier waits (DEPBAR is a scoreboard wait: issue only)
+    # a warpgroup's wait for its own wgmma ops (WARPGROUP.DEPBAR); ``profile`` sorts it out of "bar" by modifier
+    "mmawait": ("WARPGROUP.DEPBAR",),
     "sfu": ("MUFU",),
     "fp64": ("DFMA", "DADD", "DMUL"),
 }
@@ -130,6 +134,7 @@ ASPECTS: dict[str, tuple[tuple[str, ...], str]] = {
     "global": (("ldg", "stg"), "global memory instructions"),
     "shared": (("lds", "ldsm", "sts", "mma"), "shared memory / tensor cores"),
     "barriers": (("bar",), "barriers"),
+    "mma_waits": (("mmawait",), "waits for the tensor cores"),
 }
 
 
@@ -152,9 +157,10 @@ class Params:
     lambda_cctl: float = 300.0  # an L1 invalidation (CCTL.IVALL)
     lambda_fence: float = 50.0  # a memory fence (MEMBAR)
     lambda_barrier: float = 20.0  # a CTA barrier
+    lambda_mma_wait: float = 100.0  # a warpgroup's wait for its wgmma ops (WARPGROUP.DEPBAR): about one HGMMA's latency
     lambda_serial: float = 4.0  # GPU cycles per warp atomic when all of a launch's atomics hit the same addresses
     kappa_l2: float = 3.0  # L2 bandwidth for spill traffic, in multiples of the DRAM share
-    softmax_p: float = 4.0  # how sharply the launch's time follows its largest term (fitted: how much the terms overlap)
+    softmax_p: float = 4.0  # the soft maximum's exponent (fitted: how much the terms overlap)
     interval_a: float = 0.02  # log half-width of the interval at a tiny effect
     interval_b: float = 0.5  # ... growing with |log ratio|
     fitted_on: str = "defaults (not fitted)"
@@ -174,6 +180,7 @@ class Params:
         "kappa_l2",
         "lambda_serial",
         "softmax_p",
+        "lambda_mma_wait",
     )
 
     def to_json(self) -> JSONObject:
@@ -293,9 +300,15 @@ def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
 def profile(f: KernelFacts) -> Profile:
     total: dict[str, float] = dict.fromkeys(ALL_CATEGORIES, 0.0)
     wsum: dict[str, float] = {}
+    warpgroup_ops = waits = 0.0
     for op, n in f.opcodes.items():
         base = op.split(".", 1)[0]
         cat = _CATEGORY_OF.get(base, "alu")
+        if base == "WARPGROUP":
+            warpgroup_ops += n
+            if op.startswith("WARPGROUP.DEPBAR"):
+                cat = "mmawait"
+                waits += n
         total[cat] += n
         if cat in ("ldg", "stg", "ldl", "stl", "atom", "red", "lds", "sts"):
             wsum[cat] = wsum.get(cat, 0.0) + n * _width(op)
@@ -306,7 +319,12 @@ def profile(f: KernelFacts) -> Profile:
     loops = ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops)
     for body in (x for x in loops if x.innermost):
         for op, n in body.opcodes.items():
-            loop[_CATEGORY_OF.get(op, "alu")] += n
+            if op == "WARPGROUP" and warpgroup_ops:
+                # a loop's opcodes carry no modifiers: its WARPGROUP ops are waits in the kernel's proportion
+                loop["mmawait"] += n * waits / warpgroup_ops
+                loop["bar"] += n * (1.0 - waits / warpgroup_ops)
+            else:
+                loop[_CATEGORY_OF.get(op, "alu")] += n
     rest = {c: max(0.0, total[c] - loop[c]) for c in ALL_CATEGORIES}
     return Profile(
         rest,
@@ -408,6 +426,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
         + params.lambda_cctl * n["cctl"]
         + params.lambda_fence * n["fence"]
         + params.lambda_barrier * n["bar"]
+        + params.lambda_mma_wait * n["mmawait"]
     )
     global_bytes = 32.0 * sum(n[cat] * c[f"width_{cat}"] for cat in _MEMORY_CATS)
     local_bytes = 32.0 * (n["ldl"] * c["width_ldl"] + n["stl"] * c["width_stl"]) * out
