@@ -20,6 +20,7 @@ __all__ = ["MAX_LINE", "ROOT_CAUSE", "describe", "fallback_reason", "fix_for", "
 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
+_INDUCTOR_RUNTIME_IMPORT = re.compile(r"`(?:from torch\._inductor\.runtime\b|import torch\._inductor\.runtime\b)")
 
 
 def fix_for(failure: CompileFailure) -> str | None:
@@ -45,6 +46,14 @@ def fix_for(failure: CompileFailure) -> str | None:
             f"the kernel itself needs '{dep}' (the statements of {module} it reads import it), and ktriage "
             f"installs kernel packages without their dependencies: give the spec a `package` that provides "
             f"'{dep}', or pass the value the kernel reads from it as a tl.constexpr"
+        )
+    if imported and _INDUCTOR_RUNTIME_IMPORT.search(failure.message):
+        # inductor's host-side runtime (triton_heuristics, hints) imports torch for real; a recording by
+        # a ktriage from before it wrote inert stubs for them carried their source instead
+        return (
+            f"{module} imports inductor's host-side runtime (torch._inductor.runtime: triton_heuristics, "
+            f"hints), which does not import without torch; a workload recorded by an older ktriage carries "
+            f"those modules, and `ktriage record` now replaces them by inert stubs: record the program again"
         )
     if imported:
         return (

@@ -1,0 +1,35 @@
+"""The fix line of a failed compile names the cause a user can act on (pure logic on real messages)."""
+
+from __future__ import annotations
+
+from ktriage.compile.compiler import CompileFailure
+from ktriage.explain.failures import fix_for
+from ktriage.spec.model import KernelSpec
+
+# what Triton 3.6.0 said for benchmarks/record/h200b/compiled_model.workload.json.gz, a torch.compile
+# recording made before `ktriage record` wrote stubs for inductor's host-side runtime
+OLD_INDUCTOR_RECORDING = (
+    "importing ktr_c7awykgdqe25n7jkwxsfdq5ecnsl25hblxhdy3qfipwbc3lhhrok_e3bf0b9b failed: TypeError: The last "
+    "parameter to Concatenate should be a ParamSpec variable or ellipsis.; compiling "
+    "triton_per_fused_add_mul_native_layer_norm_rsqrt_sub_var_mean_0 from its own source failed too: line 5 "
+    "`from torch._inductor.runtime import triton_helpers, triton_heuristics`: TypeError: The last parameter to "
+    "Concatenate should be a ParamSpec variable or ellipsis."
+)
+
+
+def _failure(message: str) -> CompileFailure:
+    spec = KernelSpec("k", "m:k", {"x": "*fp32"}, {})
+    return CompileFailure(spec, None, "frontend", "import", message)  # type: ignore[arg-type]
+
+
+def test_an_old_inductor_recording_is_told_to_record_again() -> None:
+    fix = fix_for(_failure(OLD_INDUCTOR_RECORDING))
+    assert fix is not None and "record the program again" in fix and "torch._inductor.runtime" in fix
+
+
+def test_other_import_failures_keep_the_general_fix() -> None:
+    message = (
+        "importing mymod failed: RuntimeError: no GPU; compiling k from its own source failed too: line 3 `x = f()`"
+    )
+    fix = fix_for(_failure(message))
+    assert fix is not None and "fails to import in a compile worker" in fix and "record the program again" not in fix
