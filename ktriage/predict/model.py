@@ -125,6 +125,9 @@ _WIDTH = re.compile(r"\.(8|16|32|64|128)\b|(?:F|BF|U|S)?(8|16|32|64)x(\d+)")
 # for both kernels of a comparison (sizing it by either kernel's occupancy would make occupancy change
 # the work), and enough waves that occupancy still changes the latency exposed.
 UNKNOWN_GRID_PER_SM = 64
+# The fewest iterations the non-anchor kernel's loops are priced at (``_cycles``): a loop's share of one
+# pass, not a whole pass, so that both kernels of a comparison move the anchor's bytes
+MIN_TRIPS_OF_THE_OTHER = 1.0 / 64
 L1_BYTES_PER_SM = 256 * 1024  # unified L1/shared per SM on sm_80..sm_100 (the part shared memory does not take)
 
 #: aspect -> (the categories it swaps, words). Occupancy and the main loop's length are handled apart.
@@ -287,7 +290,9 @@ def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
     """The pair with one anchor for the trip counts: the kernel without a loop that loads, if one of
     them has none (its loads are the whole work, exactly), else the reference. The other kernel's
     loop then runs as often as moving the same bytes takes: a loop unrolled 2x by one toolchain
-    runs half as often, and a loop against a fully unrolled kernel runs as many times as it needs."""
+    runs half as often (less than once, where its static loads exceed one pass of the anchor's: the
+    extra copies are predicated off), and a loop against a fully unrolled kernel runs as many times as it
+    needs."""
     r_rest, r_loop = _load_bytes(ref)
     n_rest, n_loop = _load_bytes(new)
     rest, loop, warps = (n_rest, n_loop, new.num_warps) if (n_loop <= 0 < r_loop) else (r_rest, r_loop, ref.num_warps)
@@ -402,12 +407,17 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
         (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
     )
     anchor_trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
-    # the bytes the anchor loads a thread, and this kernel's loop runs as often as loading them takes
+    # the bytes the anchor loads a thread, and this kernel's loop runs as often as loading them takes, even
+    # less than once: where its loops' static loads exceed what the anchor moves in one pass (Triton 3.3.1's
+    # layer_norm fwd unrolls its variance loop 4x further than 3.6.0 at N=1024..2048, where each of the three
+    # loops runs once), the extra copies are predicated off; a floor of 1 priced them as +49 %
     moved = (c["anchor_rest_bytes"] + anchor_trips * c["anchor_loop_bytes"]) * c["anchor_num_warps"] / c["num_warps"]
     own_loop = c["loop_ldg"] * c["width_ldg"]
     own_rest = c["rest_ldg"] * c["width_ldg"]
     trips = xp.where(
-        own_loop > 0, xp.minimum(xp.maximum((moved - own_rest) / xp.maximum(own_loop, 1e-9), 1.0), 4096.0), params.trips
+        own_loop > 0,
+        xp.minimum(xp.maximum((moved - own_rest) / xp.maximum(own_loop, 1e-9), MIN_TRIPS_OF_THE_OTHER), 4096.0),
+        params.trips,
     )
     n = {cat: c[f"rest_{cat}"] + trips * c[f"loop_{cat}"] for cat in ALL_CATEGORIES}
     issue = sum(n[cat] * ISSUE_COST.get(cat, 1.0) for cat in ALL_CATEGORIES)
