@@ -20,8 +20,12 @@ Load waits (``SassLoop.load_waits``, the model's round trips per loop iteration)
 by a ktriage that did not count them (the committed corpus reports, histograms only) get them here
 from their cubins, read where the report says each one is (``results[tc].artifact.cubin``, the
 compile cache) with ``cuobjdump -sass`` and ``ktriage.analyze.sass_loops``, loop by loop (matched by
-address). A cell whose cubin is not there keeps loops without the count (the model: one round trip
-an iteration); the builder prints how many and which operators (``--no-load-waits``: none filled).
+address). The counts read that way are committed next to this script (``load_waits.json.gz``: per cubin,
+named by its path under the cache's ``artifacts/`` folder, per function, each loop's start, end and
+waits; ``--save-load-waits`` rewrites it), and the build reads them from there first, so cells.jsonl
+rebuilds from committed files on any machine. A cell whose cubin is in neither keeps loops without the
+count (the model: one round trip an iteration); the builder prints how many and which operators
+(``--no-load-waits``: none filled).
 """
 
 from __future__ import annotations
@@ -119,9 +123,43 @@ def _cubin_loops(cuobjdump: Path, cubin: str) -> dict[str, dict[tuple[int, int],
     }
 
 
-def add_load_waits(report: dict, operator: str, counts: Counter) -> None:
-    """Fill ``load_waits`` into every loop of ``report``'s results that has none, from the cubin
-    (module docstring). ``counts``: results filled / already counted / without a cubin, per operator."""
+LOAD_WAITS = Path(__file__).with_name("load_waits.json.gz")
+Listing = dict[str, dict[tuple[int, int], "int | None"]]  # function -> (loop start, end) -> load waits
+
+
+def cubin_key(cubin: str) -> str:
+    """A cubin's name on any machine: its path under the compile cache's ``artifacts/`` folder (reports
+    name it under ``$KTRIAGE_HOME`` or by the absolute path of the machine that wrote them)."""
+    _, found, tail = cubin.partition("/artifacts/")
+    return tail if found else cubin
+
+
+def read_saved_waits(path: Path) -> dict[str, Listing]:
+    """The committed counts (module docstring); empty when the file is absent."""
+    if not path.is_file():
+        return {}
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    return {
+        key: {fn: {(int(a), int(b)): w for a, b, w in loops} for fn, loops in functions.items()}
+        for key, functions in data["cubins"].items()
+    }
+
+
+def write_saved_waits(path: Path, saved: dict[str, Listing]) -> None:
+    data = {
+        "comment": "Load waits per loop of the cubins the calibration cells read (benchmarks/calibration/build.py)",
+        "cubins": {
+            key: {fn: sorted([a, b, w] for (a, b), w in loops.items()) for fn, loops in sorted(functions.items())}
+            for key, functions in sorted(saved.items())
+        },
+    }
+    path.write_bytes(gzip.compress(json.dumps(data, sort_keys=True).encode(), mtime=0))
+
+
+def add_load_waits(report: dict, operator: str, counts: Counter, saved: dict[str, Listing]) -> None:
+    """Fill ``load_waits`` into every loop of ``report``'s results that has none, from the committed
+    counts or else the cubin (module docstring); what a cubin gave is added to ``saved``. ``counts``:
+    results filled / already counted / without a cubin, per operator."""
     cuobjdump = _cuobjdump()
     todo = []
     for kernel in report.get("kernels", ()):
@@ -133,14 +171,18 @@ def add_load_waits(report: dict, operator: str, counts: Counter) -> None:
                 counts["counted", operator] += 1
                 continue
             todo.append(result)
-    cubins = sorted({str((r.get("artifact") or {}).get("cubin") or "") for r in todo} - {""})
+    named = {str((r.get("artifact") or {}).get("cubin") or "") for r in todo} - {""}
+    cubins = sorted(c for c in named if cubin_key(c) not in saved)
     if cuobjdump is None:
         listings: dict[str, dict | None] = dict.fromkeys(cubins)
     else:
         with ThreadPoolExecutor(2) as pool:
             listings = dict(zip(cubins, pool.map(lambda c: _cubin_loops(cuobjdump, c), cubins)))
+    for cubin, functions in listings.items():
+        if functions is not None:
+            saved[cubin_key(cubin)] = functions
     for result in todo:
-        functions = listings.get(str((result.get("artifact") or {}).get("cubin") or ""))
+        functions = saved.get(cubin_key(str((result.get("artifact") or {}).get("cubin") or "")))
         waits = (functions or {}).get(str(result.get("kernel_name")))
         loops = result["sass_loops"]
         if waits is None or any((int(x["start"]), int(x["end"])) not in waits for x in loops):
@@ -219,12 +261,18 @@ def main() -> int:
     )
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
-    ap.add_argument("--no-load-waits", action="store_true", help="do not read cubins for the loops' load waits")
+    ap.add_argument("--no-load-waits", action="store_true", help="do not fill the loops' load waits")
+    ap.add_argument(
+        "--save-load-waits",
+        action="store_true",
+        help=f"write the counts read from cubins (and those already committed) to {LOAD_WAITS.name}",
+    )
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     cells = []
     waits: Counter = Counter()
+    saved = read_saved_waits(LOAD_WAITS)
     sources = [] if args.no_sources else json.loads(Path(args.sources).read_text())["sources"]
     if args.scan:
         sources += scan(args.scan, args.workloads or args.scan, args.explain_dir)
@@ -244,7 +292,7 @@ def main() -> int:
             print(f"note: {source['operator']}: not explained ({type(exc).__name__}: {exc})", file=sys.stderr)
             continue
         if not args.no_load_waits:
-            add_load_waits(report, source["operator"], waits)
+            add_load_waits(report, source["operator"], waits, saved)
         made, notes = cells_from_results(
             run, results, report, operator=source["operator"], backend=source.get("backend"), source=source["results"]
         )
@@ -259,6 +307,9 @@ def main() -> int:
         if kind == "no cubin":
             for op in ops:
                 print(f"  {op}: {waits[kind, op]} without a cubin", file=sys.stderr)
+    if args.save_load_waits:
+        write_saved_waits(LOAD_WAITS, saved)
+        print(f"load waits of {len(saved)} cubins -> {LOAD_WAITS}", file=sys.stderr)
     path = write_cells(args.out, cells)
     print(f"{len(cells)} cells -> {path}", file=sys.stderr)
     return 0
