@@ -26,14 +26,27 @@ def normalize_arch(value: str) -> str:
     return f"{name}a" if text.endswith("a") and text.startswith(("sm_", "compute_")) else name
 
 
+def _check_max_input() -> None:
+    from ktriage.schema.core import size_limit
+
+    size_limit(1)
+
+
+def _check_import_timeout() -> None:
+    from ktriage.compile.pool import import_timeout_s
+
+    import_timeout_s()
+
+
+# variable -> its reader's check. ``ktriage.cli.console.LIBRARY_ENVIRONMENT`` names the same variables
+# so that ``ktriage --help`` imports no entry point (tests/cli/test_app.py keeps the two in step)
+_CHECKS = {"KTRIAGE_MAX_INPUT_MB": _check_max_input, "KTRIAGE_IMPORT_TIMEOUT_S": _check_import_timeout}
+CHECKED_VARIABLES = tuple(_CHECKS)
+
+
 def check_environment() -> None:
     """Refuse a library ``KTRIAGE_*`` value that is no value of its (each checked only when set, by
     the module that reads it): ``KTRIAGE_MAX_INPUT_MB``, ``KTRIAGE_IMPORT_TIMEOUT_S``."""
-    if os.environ.get("KTRIAGE_MAX_INPUT_MB", "").strip():
-        from ktriage.schema.core import size_limit
-
-        size_limit(1)
-    if os.environ.get("KTRIAGE_IMPORT_TIMEOUT_S", "").strip():
-        from ktriage.compile.pool import import_timeout_s
-
-        import_timeout_s()
+    for name, check in _CHECKS.items():
+        if os.environ.get(name, "").strip():
+            check()

@@ -185,3 +185,13 @@ def test_a_typer_that_drops_callback_values_is_refused_with_the_fix(
     assert main(["occupancy", "--registers", "128", "--warps", "8", "--format", "json"]) == exit_codes.USAGE
     err = capsys.readouterr().err
     assert "typer 0.27.2 is too old" in err and "typer>=0.29" in err
+
+
+def test_the_cli_names_the_variables_the_library_checks() -> None:
+    """``ktriage --help`` must not import ``ktriage.api``, so the CLI keeps its own list of the library's
+    variables (it calls the library's check only when one is set): a variable added to one list and not
+    the other would go unchecked before a verb starts."""
+    from ktriage.api._checks import CHECKED_VARIABLES
+    from ktriage.cli.console import LIBRARY_ENVIRONMENT
+
+    assert set(LIBRARY_ENVIRONMENT) == set(CHECKED_VARIABLES)
