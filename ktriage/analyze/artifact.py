@@ -7,6 +7,9 @@ occupancy"; they get them here, from the same cache and the same occupancy rules
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.analyze.occupancy import Occupancy, compute_occupancy
@@ -15,6 +18,7 @@ from ktriage.arch import parse_arch
 from ktriage.compile.cache import SIDECAR_PREFIX, read_sidecar, write_sidecar
 
 if TYPE_CHECKING:
+    from ktriage.analyze.lines import LineMap
     from ktriage.compile.compiler import Artifact, AssembledCubin
     from ktriage.toolchain.manager import Toolchain
 
@@ -54,6 +58,56 @@ def cached_resources(
     )
     write_sidecar(cubin.dir, name, resources.to_json())
     return resources
+
+
+def cached_line_map(cubin: AssembledCubin, toolchain: Toolchain, kernel_name: str) -> LineMap:
+    """Each SASS instruction of ``kernel_name`` at its source line, disassembled once per cubin and
+    process (``--lines`` and the HTML view cite several lines of one kernel; a cached cubin never changes)."""
+    return _line_map(cubin.cubin_path, toolchain.cuobjdump, toolchain.nvdisasm, kernel_name)
+
+
+@lru_cache(maxsize=32)
+def _line_map(cubin: Path, cuobjdump: Path, nvdisasm: Path | None, kernel_name: str) -> LineMap:
+    from ktriage.analyze.lines import cubin_line_map
+
+    return cubin_line_map(cubin, kernel_name, cuobjdump=cuobjdump, nvdisasm=nvdisasm)
+
+
+EXCERPT_SCHEMA = 1
+
+
+def cached_line_excerpt(
+    cubin: AssembledCubin, toolchain: Toolchain, kernel_name: str, ptx: Callable[[], str], file: str, line: int
+) -> dict[str, str | None]:
+    """The PTX and SASS instructions of one source line (``{"ptx", "sass"}``, None where a side cannot be
+    read), as a JSON report's line evidence quotes them. Computing the SASS side disassembles the cubin
+    (nvdisasm, ~0.2 s), which made a warm explain 4x slower than one without the excerpts, so the
+    excerpts of a cubin are kept next to it: one cache sidecar per cubin and disassembler (self-hashed,
+    quarantined when damaged), the cited lines' instructions as text, grown as lines are cited."""
+    from ktriage.analyze.lines import ptx_excerpt, sass_excerpt
+    from ktriage.errors import KtriageError
+
+    ident = "\0".join([str(toolchain.cuobjdump), str(toolchain.nvdisasm), kernel_name, f"schema={EXCERPT_SCHEMA}"])
+    name = f"{SIDECAR_PREFIX}excerpts-{hashlib.sha256(ident.encode()).hexdigest()[:16]}.json"
+    key = f"{file}\0{line}"
+    data = read_sidecar(cubin.dir, name)
+    known = data if isinstance(data, dict) else {}
+    hit = known.get(key)
+    if isinstance(hit, dict) and set(hit) == {"ptx", "sass"}:
+        return {k: None if v is None else str(v) for k, v in hit.items()}
+    out: dict[str, str | None] = {"ptx": None, "sass": None}
+    complete = True
+    try:
+        out["ptx"] = ptx_excerpt(ptx(), file, line, line)
+    except OSError:  # the artifact is gone from the cache: the report is still written, without it
+        complete = False
+    try:
+        out["sass"] = sass_excerpt(cached_line_map(cubin, toolchain, kernel_name), file, line, line)
+    except (KtriageError, OSError):
+        complete = False
+    if complete:  # a side that could not be read is tried again next time, never stored as empty
+        write_sidecar(cubin.dir, name, {**known, key: out})
+    return out
 
 
 def analyze_cubin(artifact: Artifact, cubin: AssembledCubin, toolchain: Toolchain) -> tuple[Resources, Occupancy]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import subprocess
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,11 +112,41 @@ def run_cuobjdump(cuobjdump: Path, cubin: Path, *args: str) -> str:
     return proc.stdout
 
 
+# Listings this process made, newest last, up to _LISTING_BYTES of text: analysis disassembles every
+# cubin, and the line excerpts of a report (analyze.artifact.cached_line_excerpt) need the same listing
+# again moments later; a second nvdisasm run per cited cubin was most of what they added to a cold explain.
+_LISTINGS: OrderedDict[tuple[str, str, str, int, int], str] = OrderedDict()
+_LISTING_BYTES = 64 << 20
+_LISTINGS_LOCK = threading.Lock()
+
+
 def disassemble(cubin: Path, *, cuobjdump: Path, nvdisasm: Path | None = None) -> str:
     """The cubin's SASS listing: ``nvdisasm -c -ndf -gi`` (no dataflow pass: what every parser here needs,
     at two thirds of the time; ``-gi`` adds the line table's ``//## File ..., line N inlined at ...``
     comments that ``analyze/lines.py`` reads, at no measurable cost) where the toolchain has
-    nvdisasm, else ``cuobjdump -sass`` (no line info)."""
+    nvdisasm, else ``cuobjdump -sass`` (no line info). A cubin disassembled before in this process (the
+    same file, size and modification time, the same tools) is answered from memory."""
+    try:
+        st = cubin.stat()
+    except OSError:
+        return _disassemble(cubin, cuobjdump=cuobjdump, nvdisasm=nvdisasm)  # its own error names the file
+    key = (str(cubin), str(cuobjdump), str(nvdisasm), st.st_size, st.st_mtime_ns)
+    with _LISTINGS_LOCK:
+        listing = _LISTINGS.get(key)
+        if listing is not None:
+            _LISTINGS.move_to_end(key)
+            return listing
+    listing = _disassemble(cubin, cuobjdump=cuobjdump, nvdisasm=nvdisasm)
+    with _LISTINGS_LOCK:
+        _LISTINGS[key] = listing
+        total = sum(len(v) for v in _LISTINGS.values())
+        while total > _LISTING_BYTES and len(_LISTINGS) > 1:
+            _, dropped = _LISTINGS.popitem(last=False)
+            total -= len(dropped)
+    return listing
+
+
+def _disassemble(cubin: Path, *, cuobjdump: Path, nvdisasm: Path | None) -> str:
     if nvdisasm is None:
         return run_cuobjdump(cuobjdump, cubin, "-sass")
     cmd = [str(nvdisasm), "-c", "-ndf", "-gi", str(cubin)]

@@ -565,11 +565,18 @@ def ptx_excerpt(ptx: str, file: str, first: int, last: int) -> str:
     """The PTX instructions of those source lines (``.loc`` says which line each comes from; an
     ``inlined_at`` caller in range counts too), as a listing ``diff.normalize_ptx`` reads: for a
     bug report's reproducer-sized diff."""
+    return "\n".join(raw for loc, raw in _ptx_instructions(ptx) if in_lines(loc, file, first, last))
+
+
+@lru_cache(maxsize=16)
+def _ptx_instructions(ptx: str) -> tuple[tuple[SourceLoc | None, str], ...]:
+    """Each PTX instruction line with the ``.loc`` before it, parsed once per text: a report cites
+    several lines of the same kernel."""
     files: dict[str, str] = {}
     for raw in ptx.splitlines():
         if m := _PTX_FILE.match(raw):
             files[m.group(1)] = _unescape(m.group(2))
-    kept: list[str] = []
+    out: list[tuple[SourceLoc | None, str]] = []
     loc: SourceLoc | None = None
     for raw in ptx.splitlines():
         if m := _PTX_LOC.match(raw):
@@ -579,9 +586,8 @@ def ptx_excerpt(ptx: str, file: str, first: int, last: int) -> str:
         text = raw.strip()
         if not text or text.startswith((".", "//", "{", "}", "$")) or not text.endswith(";"):
             continue
-        if in_lines(loc, file, first, last):
-            kept.append(raw)
-    return "\n".join(kept)
+        out.append((loc, raw))
+    return tuple(out)
 
 
 def sass_excerpt(line_map: LineMap, file: str, first: int, last: int) -> str:

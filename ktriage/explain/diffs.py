@@ -33,8 +33,9 @@ def parse_line_ranges(specs: Sequence[str] | None) -> list[tuple[str, int, int]]
 
 def _line_diffs(result: ExplainResult, ptx: bool, sass: bool, ranges: list[tuple[str, int, int]]) -> str:
     """The diffs restricted to the instructions of ``ranges`` (``--lines``)."""
+    from ktriage.analyze.artifact import cached_line_map
     from ktriage.analyze.diff import aligned_diff, diff_summary
-    from ktriage.analyze.lines import cubin_line_map, known_files, matches_file, ptx_excerpt, sass_excerpt
+    from ktriage.analyze.lines import known_files, matches_file, ptx_excerpt, sass_excerpt
 
     item = result.specs[0]
     if not item.comparisons:
@@ -60,15 +61,7 @@ def _line_diffs(result: ExplainResult, ptx: bool, sass: bool, ranges: list[tuple
     for comparison in item.comparisons:
         a, b = comparison.ref, comparison.new
         title = f"{a.toolchain.spec} -> {b.toolchain.spec}"
-        maps = [
-            cubin_line_map(
-                r.artifact.cubin.cubin_path,
-                r.artifact.kernel_name,
-                cuobjdump=r.toolchain.cuobjdump,
-                nvdisasm=r.toolchain.nvdisasm,
-            )
-            for r in (a, b)
-        ]
+        maps = [cached_line_map(r.artifact.cubin, r.toolchain, r.artifact.kernel_name) for r in (a, b)]
         for file, first, last in ranges:
             where = f"{file}:{first}" + (f"-{last}" if last != first else "")
             if sass:

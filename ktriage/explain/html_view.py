@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ktriage.analyze.artifact import cached_line_map
 from ktriage.analyze.lines import (
     COUNTS,
     LineMap,
     LineStats,
-    cubin_line_map,
     instruction_text,
     line_key,
     loc_key,
@@ -256,14 +256,7 @@ def _source_view(c: CompileDiff, anchor: str) -> tuple[list[SourceLineView], str
     maps: list[LineMap | None] = []
     for result in (c.ref, c.new):
         try:
-            maps.append(
-                cubin_line_map(
-                    result.artifact.cubin.cubin_path,
-                    result.artifact.kernel_name,
-                    cuobjdump=result.toolchain.cuobjdump,
-                    nvdisasm=result.toolchain.nvdisasm,
-                )
-            )
+            maps.append(cached_line_map(result.artifact.cubin, result.toolchain, result.artifact.kernel_name))
         except (KtriageError, OSError):
             maps.append(None)
     pairs = pair_lines(ref_lines, new_lines)

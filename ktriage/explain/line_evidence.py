@@ -17,13 +17,11 @@ occupancy have no line: no evidence for them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from ktriage.analyze.lines import LineDelta, LineMap, LineStats, cubin_line_map, ptx_excerpt, sass_excerpt
-from ktriage.errors import KtriageError
+from ktriage.analyze.artifact import cached_line_excerpt
+from ktriage.analyze.lines import LineDelta, LineStats
 from ktriage.explain.engine import CompileDiff, ExplainResult, KernelResult, toolchain_label
 from ktriage.explain.findings import DetailFinding, Finding, FindingGroup
 from ktriage.schema.jsontypes import JSONObject
@@ -127,26 +125,15 @@ class LineEvidence:
 def _side_excerpt(result: KernelResult, stats: LineStats | None) -> dict[str, str | None] | None:
     if stats is None:
         return None
-    name = stats.path or stats.file
     art = result.artifact
-    try:
-        ptx: str | None = ptx_excerpt(art.frontend.text("ptx"), name, stats.line, stats.line)
-    except OSError:  # the artifact is gone from the cache: the report is still written, without it
-        ptx = None
-    try:
-        listing = _line_map(
-            art.cubin.cubin_path, art.kernel_name, result.toolchain.cuobjdump, result.toolchain.nvdisasm
-        )
-        sass: str | None = sass_excerpt(listing, name, stats.line, stats.line)
-    except (KtriageError, OSError):
-        sass = None
-    return {"ptx": ptx, "sass": sass}
-
-
-@functools.lru_cache(maxsize=32)
-def _line_map(cubin: Path, kernel: str, cuobjdump: Path, nvdisasm: Path | None) -> LineMap:
-    """One disassembly per cubin for all the lines a report cites (a cubin in the cache never changes)."""
-    return cubin_line_map(cubin, kernel, cuobjdump=cuobjdump, nvdisasm=nvdisasm)
+    return cached_line_excerpt(
+        art.cubin,
+        result.toolchain,
+        art.kernel_name,
+        lambda: art.frontend.text("ptx"),
+        stats.path or stats.file,
+        stats.line,
+    )
 
 
 def _delta(d: LineDelta, measure: str) -> int:
