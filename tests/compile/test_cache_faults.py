@@ -369,3 +369,22 @@ def test_a_read_only_cache_is_a_clear_error_in_process(toolchain, tmp_path: Path
     with Compiler(jobs=1, cache_dir=blocker / "artifacts") as compiler, pytest.raises(CompileError) as info:
         compiler.compile(red_spec(), toolchain(NATIVE))
     assert "is not writable" in info.value.problem and "KTRIAGE_HOME" in (info.value.fix or "")
+
+
+def test_stale_parts_inside_entries_are_looked_for_once_an_hour(tmp_path: Path) -> None:
+    """Opening the cache lists every entry for stale ``*.tmp`` parts (a sidecar write cut short) only
+    when the last such listing is an hour old: a part is stale only after that hour anyway, and the
+    listing cost every command tens of milliseconds in a large cache. ``cache gc`` still finds it."""
+    root = tmp_path / "artifacts"
+    entry = root / "frontend" / "abc"
+    entry.mkdir(parents=True)
+    now = time.time()
+    cache.clean_stale_temps(root, now=now)  # the first open: lists, and marks when
+    part = entry / "resources-x.json.tmp"
+    part.write_text("{")
+    os.utime(part, (now - 2 * cache.STALE_TMP_S, now - 2 * cache.STALE_TMP_S))
+    cache.clean_stale_temps(root, now=now + 60)  # a minute later: not looked for
+    assert part.exists()
+    assert part in list(cache.stale_temps(root, now=now + 60))  # what `cache gc` lists
+    cache.clean_stale_temps(root, now=now + cache.STALE_TMP_S + 1)  # an hour later: removed
+    assert not part.exists()
