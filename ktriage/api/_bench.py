@@ -304,6 +304,8 @@ def _compile_bundle(
     loaded = load_bundle(path)
     failures = [a for a in loaded.artifacts.values() if not hasattr(a, "cubin_path")]
     say(f"bundle: {path} ({len(loaded.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)")
+    for line in loaded.failure_lines():
+        say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path} --op {op} --{mode.replace('_', '-')}")
     return loaded, [t.to_json() for t in tcs]
 

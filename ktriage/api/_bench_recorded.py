@@ -206,6 +206,8 @@ def _compile(
         f"bundle: {path} ({len(recorded.entries)} kernel inputs, "
         f"{len(recorded.bundle.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)"
     )
+    for line in recorded.bundle.failure_lines():
+        say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path}")
     return recorded
 

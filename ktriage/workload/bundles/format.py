@@ -127,6 +127,21 @@ class Bundle:
     def input_cases(self) -> list[InputCase]:
         return [InputCase(int(i["id"]), {k: int(v) for k, v in i["facts"].items()}) for i in self.inputs]
 
+    def failure_lines(self) -> list[str]:
+        """One line per (kernel, toolchain) that did not compile, with the reason: what the person who
+        built the bundle reads before carrying it to the GPU (those cells will not be timed)."""
+        from ktriage.compile.messages import one_line
+
+        out: list[str] = []
+        for (key, tc), art in self.artifacts.items():
+            if isinstance(art, BundleFailure):
+                spec = self.specs.get(key)
+                toolchain = self.toolchains.get(tc, {}).get("spec", tc)
+                out.append(
+                    f"{toolchain} could not compile {spec.name if spec else key}: {one_line(art.message, art.kind)}"
+                )
+        return out
+
     def toolchain_ids(self) -> list[str]:
         return list(self.toolchains)
 
