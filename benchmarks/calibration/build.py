@@ -214,16 +214,23 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
             continue
         report = _report_path(explain_dir, name) if explain_dir else None
         if report is not None and _is_report(report):
-            out.append({"operator": name, "results": str(path.resolve()), "explain_json": str(report.resolve())})
+            out.append({"operator": name, "results": _in_repo(path), "explain_json": str(report.resolve())})
         else:
             out.append(
                 {
                     "operator": name,
-                    "results": str(path.resolve()),
+                    "results": _in_repo(path),
                     "explain": {"target": str(workloads[name].resolve())},
                 }
             )
     return out
+
+
+def _in_repo(path: Path) -> str:
+    """A results file as the cells name it (``source``): relative to the repository when it is inside it,
+    so that cells.jsonl is the same whichever folder the checkout is in."""
+    full = path.resolve()
+    return str(full.relative_to(ROOT)) if full.is_relative_to(ROOT) else str(full)
 
 
 def _report_path(explain_dir: Path, name: str) -> Path | None:
