@@ -302,9 +302,9 @@ def _compile_bundle(
             backends=artifact,
         )
     loaded = load_bundle(path)
-    failures = [a for a in loaded.artifacts.values() if not hasattr(a, "cubin_path")]
+    failures = loaded.failure_lines()
     say(f"bundle: {path} ({len(loaded.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)")
-    for line in loaded.failure_lines():
+    for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path} --op {op} --{mode.replace('_', '-')}")
     return loaded, [t.to_json() for t in tcs]

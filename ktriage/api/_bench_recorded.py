@@ -201,12 +201,12 @@ def _compile(
     ):
         path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=chosen_k, inputs=chosen_i)
     recorded = load_recorded_bundle(path)
-    failures = [a for a in recorded.bundle.artifacts.values() if not hasattr(a, "cubin_path")]
+    failures = recorded.bundle.failure_lines()
     say(
         f"bundle: {path} ({len(recorded.entries)} kernel inputs, "
         f"{len(recorded.bundle.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)"
     )
-    for line in recorded.bundle.failure_lines():
+    for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path}")
     return recorded

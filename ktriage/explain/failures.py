@@ -20,7 +20,7 @@ __all__ = ["MAX_LINE", "ROOT_CAUSE", "describe", "fallback_reason", "fix_for", "
 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
-_INDUCTOR_RUNTIME_IMPORT = re.compile(r"`(?:from torch\._inductor\.runtime\b|import torch\._inductor\.runtime\b)")
+_INDUCTOR_RUNTIME_IMPORT = re.compile(r"`(?:from|import) torch\._inductor\.runtime\b")
 
 
 def fix_for(failure: CompileFailure) -> str | None:
