@@ -61,6 +61,7 @@ def compare(
     old: Side,
     new: Side | None = None,
     toolchains: bool = False,
+    reference: str | None = None,
     baseline: str | None = None,
     threshold: float = 0.05,
     confidence: float = 0.99,
@@ -70,7 +71,8 @@ def compare(
 ) -> CompareReport:
     """``old`` against ``new``: results files (ktriage's JSON, TritonBench's CSV or JSON), run ids
     of the store ``db``, or loaded sides; with ``toolchains=True`` the toolchains of the one run
-    ``old``. ``threshold``: changes smaller than this fraction are "same"; ``confidence``: of the
+    ``old``, each against the first or against ``reference`` (a toolchain id of the run, or a unique
+    part of one: ``"triton==3.4.0"``). ``threshold``: changes smaller than this fraction are "same"; ``confidence``: of the
     intervals and the U test; ``baseline``: the baseline backend (default: the run's, else the
     operator's). Raises :class:`~ktriage.errors.KtriageError` for bad input, naming the fix."""
     from ktriage.compare.run import compare as run_compare
@@ -79,6 +81,7 @@ def compare(
         old,
         new,
         toolchains=toolchains,
+        reference=reference,
         baseline=baseline,
         threshold=threshold,
         confidence=confidence,

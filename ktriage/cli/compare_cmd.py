@@ -51,6 +51,14 @@ def compare(
         bool,
         typer.Option("--toolchains", help="Compare the toolchains within run A, the first one being the reference."),
     ] = False,
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference",
+            help="With --toolchains: the reference toolchain (its id as compare prints it, or a unique part"
+            " of one, e.g. triton==3.4.0) instead of the first.",
+        ),
+    ] = None,
     threshold: Annotated[
         float,
         typer.Option("--threshold", help="Magnitude gate: changes smaller than this fraction are 'same' (0.05 = 5%)."),
@@ -92,6 +100,7 @@ def compare(
             old=a,
             new=b,
             toolchains=toolchains,
+            reference=reference,
             baseline=baseline,
             threshold=threshold,
             confidence=confidence,

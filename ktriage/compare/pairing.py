@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -49,6 +50,7 @@ class PairResult:
     verdict: Verdict | None = None
     problem: str | None = None  # for error/missing: which side, its status and reason
     is_baseline: bool = False
+    failed_side: str | None = None  # for error: "ref", "new" or "both" (``Comparison.reference_failed``)
 
     @property
     def backend_label(self) -> str:
@@ -168,6 +170,13 @@ class Comparison:
     def same(self) -> list[PairResult]:
         return self._with("same")
 
+    def reference_failed(self) -> bool:
+        """Every toolchain cell failed on the reference side alone (a toolchain that cannot compile
+        the kernel, e.g. Triton 3.3.1 and a bf16 ``atomic_add``): the comparison says nothing of
+        the new side, and another reference would (``compare(..., reference=)``)."""
+        built = [p for p in self.pairs if p.ref_toolchain is not None and not p.is_baseline]
+        return bool(built) and all(p.status == "error" and p.failed_side == "ref" for p in built)
+
     def problems(self) -> list[PairResult]:
         """Pairs not compared: a side errored, was wrong, timed out, or is missing."""
         return [p for p in self.pairs if p.status != "compared"]
@@ -204,6 +213,7 @@ class Comparison:
                 "max_noise": self.config.max_noise,
             },
             "counts": self.counts(),
+            "reference_failed": self.reference_failed(),
             "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],
             "cliffs": [c.to_json() for c in self.cliffs],
@@ -351,6 +361,7 @@ def _pairs(
                 pr.problem = "; ".join(
                     _describe_failure(s, c) for s, c in (("ref", rc), ("new", nc)) if c.status != "ok"
                 )
+                pr.failed_side = "new" if rc.status == "ok" else "ref" if nc.status == "ok" else "both"
             elif (gpus := _two_gpus(rc, nc)) is not None:
                 pr.status = "error"
                 pr.problem = (
@@ -556,18 +567,45 @@ def run_toolchains(run: RunInfo | None, cells: Sequence[Cell]) -> list[str]:
     return ordered + [t for t in present if t not in ordered]
 
 
+def pick_reference(toolchains: Sequence[str], wanted: str) -> str:
+    """The run's toolchain id that ``wanted`` names: the id itself, or a unique one it is part of,
+    spelled as given or as a spec (``triton==3.4.0`` names ``triton-3.4.0.ptxas-12.8.93.da4345e0``).
+    Anything else is a ``KtriageError`` listing the run's toolchains."""
+    if wanted in toolchains:
+        return wanted
+    spelled = {wanted, wanted.replace("==", "-"), wanted.replace("==", "-").replace(",", ".")}
+    found = [t for t in toolchains if any(s and s in t for s in spelled)]
+    if len(found) == 1:
+        return found[0]
+    listed = ", ".join(toolchains) or "none"
+    if found:
+        raise KtriageError(
+            f"--reference {wanted!r} names {len(found)} toolchains of the run: {', '.join(found)}",
+            "give more of the toolchain id, e.g. the whole id as compare prints it",
+        )
+    raise KtriageError(
+        f"--reference {wanted!r} is not a toolchain of the run (it has: {listed})",
+        "give one of those ids, or a unique part of one (e.g. triton==3.4.0)",
+    )
+
+
 def compare_toolchains(
     cells: Sequence[Cell],
     *,
     run: RunInfo | None = None,
     toolchains: Sequence[str] | None = None,
+    reference: str | None = None,
     baseline: str | None = None,
     config: VerdictConfig = DEFAULT_CONFIG,
     cliff_config: CliffConfig = DEFAULT_CLIFF_CONFIG,
     default_baselines: Mapping[str, str] | None = None,
 ) -> list[Comparison]:
-    """The toolchains within one run, each against the first (the reference)."""
+    """The toolchains within one run, each against the reference: ``reference`` (a toolchain id of
+    the run, ``pick_reference``), else the first."""
     tcs = list(toolchains) if toolchains else run_toolchains(run, cells)
+    if reference is not None:
+        first = pick_reference(tcs, reference)
+        tcs = [first] + [t for t in tcs if t != first]
     # Native cells are shared by both sides (the baseline, other libraries); the host's own copy of
     # a backend that also runs as per-toolchain artifacts is left out, or it would pair with them.
     artifact_backends = {c.key.backend for c in cells if c.key.toolchain is not None}

@@ -18,6 +18,7 @@ def compare(
     new: Side | None = None,
     *,
     toolchains: bool = False,
+    reference: str | None = None,
     baseline: str | None = None,
     threshold: float = 0.05,
     confidence: float = 0.99,
@@ -27,7 +28,8 @@ def compare(
 ) -> CompareReport:
     """``old`` against ``new`` (results files, TritonBench files, run ids in the store ``db``, or
     sides already loaded), or, with ``toolchains=True``, the toolchains of the one run ``old``
-    against its first. ``threshold``: changes smaller than this fraction are "same";
+    against its first, or against ``reference`` (a toolchain id of the run, or a unique part of one:
+    ``triton==3.4.0``). ``threshold``: changes smaller than this fraction are "same";
     ``confidence``: of the intervals and the U test; ``baseline``: the baseline backend (default:
     the run's, else the operator's); ``op``/``mode``: for a TritonBench CSV whose name does not say
     them. Bad input is a ``KtriageError`` naming the fix."""
@@ -40,6 +42,11 @@ def compare(
     if not 0.5 <= confidence < 1:
         raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
     config = VerdictConfig(threshold=threshold, confidence=confidence)
+    if reference is not None and not toolchains:
+        raise KtriageError(
+            "--reference picks the reference among the toolchains of one run, but --toolchains was not given",
+            "add --toolchains (ktriage compare RUN --toolchains --reference TOOLCHAIN)",
+        )
     if toolchains:
         if new is not None:
             raise KtriageError(
@@ -56,7 +63,13 @@ def compare(
             )
         return CompareReport(
             compare_toolchains(
-                side.cells, run=side.run, baseline=baseline, config=config, default_baselines=default_baselines()
+                side.cells,
+                run=side.run,
+                toolchains=tcs,
+                reference=reference,
+                baseline=baseline,
+                config=config,
+                default_baselines=default_baselines(),
             )
         )
     if new is None:

@@ -45,6 +45,11 @@ def headline(c: Comparison) -> str:
     ]
     if n["error"] or n["missing"]:
         parts.append(f"{n['error'] + n['missing']} not compared (errors/missing)")
+    if c.reference_failed():
+        parts.append(
+            f"the reference {c.ref_label} failed every kernel here: compare against one that ran"
+            " (--reference TOOLCHAIN with --toolchains; reference= in the API)"
+        )
     return ", ".join(parts)
 
 

@@ -148,3 +148,45 @@ def test_run_ids_from_a_real_sqlite_store(files: dict[str, Path], tmp_path: Path
     assert c["ref_run_id"] == ids[0] and c["new_run_id"] == ids[1] and c["counts"]["regression"] == 10
     r = invoke("nosuchrun", ids[1], "--db", url)
     assert r.exit_code == exit_codes.USAGE and "no run 'nosuchrun'" in r.problem
+
+
+# Real H200 results (benchmarks/calibration/fresh): Liger's embedding bwd in bf16, Triton 3.3.1, 3.4.0
+# and 3.6.0 in one run. Triton 3.3.1 cannot compile a bf16 atomic_add, so against the first toolchain
+# nothing is compared; --reference picks one that ran.
+BF16_EMBEDDING = Path(__file__).parents[2] / "benchmarks/calibration/fresh/h200/embedding_bwd_bf16.json"
+
+
+def test_toolchains_reference_that_failed_everything_says_so(invoke) -> None:
+    r = invoke(str(BF16_EMBEDDING), "--toolchains", "--format", "markdown")
+    assert r.exit_code == exit_codes.OK, r.output
+    assert r.stdout.count("failed every kernel here") == 2 and "--reference TOOLCHAIN" in r.stdout
+    assert "0 same" in r.stdout and "16 not compared" in r.stdout
+    r = invoke(str(BF16_EMBEDDING), "--toolchains", "--format", "json")
+    assert [c["reference_failed"] for c in json.loads(r.stdout)["comparisons"]] == [True, True]
+
+
+def test_toolchains_reference_picks_the_reference(invoke) -> None:
+    r = invoke(str(BF16_EMBEDDING), "--toolchains", "--reference", "triton==3.4.0", "--format", "json")
+    assert r.exit_code == exit_codes.OK, r.output
+    comparisons = json.loads(r.stdout)["comparisons"]
+    assert [(c["ref"].split(".ptxas")[0], c["new"].split(".ptxas")[0]) for c in comparisons] == [
+        ("triton-3.4.0", "triton-3.3.1"),
+        ("triton-3.4.0", "triton-3.6.0"),
+    ]
+    against_36 = comparisons[1]["counts"]
+    assert against_36["error"] == 0 and against_36["same"] + against_36["unsure"] == 16
+    # 3.3.1 failing as the NEW side is an error per cell, not a failed reference
+    assert [c["reference_failed"] for c in comparisons] == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (["--toolchains", "--reference", "triton==3.9.0"], "is not a toolchain of the run (it has: triton-3.3.1"),
+        (["--toolchains", "--reference", "ptxas-12.8.93"], "names 2 toolchains of the run"),
+        (["--reference", "triton==3.4.0"], "--toolchains was not given"),
+    ],
+)
+def test_toolchains_reference_bad_input(invoke, args: list[str], problem: str) -> None:
+    r = invoke(str(BF16_EMBEDDING), *args)
+    assert r.exit_code == exit_codes.USAGE and problem in r.output and "Traceback" not in r.output
