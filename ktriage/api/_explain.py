@@ -101,9 +101,9 @@ class ExplainReport:
 
     def json_text(self) -> str:
         """The JSON report as ``explain --format json`` prints it and ``-o X.json`` writes it."""
-        import json
+        from ktriage.schema.jsontypes import report_text
 
-        return json.dumps(self.to_json(), indent=1)
+        return report_text(self.to_json())
 
     @markdown_writer
     def to_markdown(self) -> str:
