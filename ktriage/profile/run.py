@@ -15,6 +15,7 @@ toolchain's entry says why in one line and the others are still tried.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage.profile.ncu import Launch, parse_raw_csv
+from ktriage.profile.target import TARGET_ERROR
 
 if TYPE_CHECKING:
     from ktriage.profile.diff import ProfileReport
@@ -57,6 +59,7 @@ METRICS = (
     "gpu__time_duration.sum",
 )
 PERMISSION = ("ERR_NVGPUCTRPERM", "permission to access NVIDIA GPU Performance Counters")
+_RAISED = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b")
 
 
 @dataclass
@@ -91,8 +94,22 @@ def ncu_version(ncu: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if "==ERROR==" in ln or "==WARNING==" in ln]
-    return (lines[0] if lines else (text.strip().splitlines() or ["no output"])[-1])[:300]
+    """The reason in ncu's output, on one line: the profiled program's own error (``TARGET_ERROR``),
+    else ncu's error (not its "the application returned an error code", which says nothing), else the
+    exception a traceback ended with, else the last line that is not one of ncu's notes. A warning
+    such as "Running with unmodified GPU clocks" is never the reason."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    own = [ln[len(TARGET_ERROR) :] for ln in lines if ln.startswith(TARGET_ERROR)]
+    if own:
+        return own[-1][:300]
+    errors = [ln for ln in lines if ln.startswith("==ERROR==") and "returned an error code" not in ln]
+    if errors:
+        return errors[0][:300]
+    raised = [ln for ln in lines if _RAISED.match(ln)]
+    if raised:
+        return raised[-1][:300]
+    rest = [ln for ln in lines if not ln.startswith(("==WARNING==", "==PROF==", "=="))]
+    return (rest or lines or ["no output"])[-1][:300]
 
 
 def profile_toolchain(
@@ -156,6 +173,9 @@ def profile_toolchain(
             break
         if proc.returncode == 0 and rep.exists():
             result.error = None
+            break
+        if TARGET_ERROR in output:  # the program failed, not ncu's sections: fewer of them would not help
+            result.error = f"the profiled program failed: {_one_line(output)}"
             break
         result.error = f"ncu failed (exit {proc.returncode}): {_one_line(output)}"
     log = out_dir / f"{name}.log"
@@ -243,6 +263,18 @@ def input_backends(bundle: Any, input_id: int) -> list[str]:
     return list(row["kernels"])
 
 
+def input_spec_keys(bundle: Any, input_id: int, backend: str) -> list[str]:
+    """The kernels (spec keys) one toolchain runs for this input and backend: a recorded entry's one
+    kernel, or an op input's kernels of that backend (one per role)."""
+    from ktriage.workload.recorded.bundle import is_recorded_bundle, recorded_view
+
+    if is_recorded_bundle(bundle):
+        return [recorded_view(bundle).entry(input_id).spec_key]
+    row = next((i for i in bundle.inputs if int(i["id"]) == input_id), None)
+    kernels = (row or {}).get("kernels", {}).get(backend, {})
+    return [str(k) for k in kernels.values()]
+
+
 def profile_bundle(
     bundle_path: Path,
     *,
@@ -264,9 +296,14 @@ def profile_bundle(
     exe = find_ncu(ncu)
     profiles: list[ToolchainProfile] = []
     version = ncu_version(exe) if exe else None
+    kernels = input_spec_keys(bundle, case_id, chosen)
     for tc in bundle.toolchain_ids():
         if exe is None:
             profiles.append(ToolchainProfile(tc, error="ncu (Nsight Compute) is not on PATH: nothing profiled"))
+            continue
+        unbuilt = bundle.failure_of(kernels, tc)
+        if unbuilt is not None:  # known from the bundle: no ncu start (three, with its retries) to find out
+            profiles.append(ToolchainProfile(tc, error=f"not run: {unbuilt}"))
             continue
         profiles.append(profile_toolchain(exe, Path(bundle.path), tc, case_id, chosen, out_dir, warmup=warmup))
     return profile_document(bundle, case_id, chosen, profiles, ncu_version=version, raw_dir=out_dir)

@@ -4,18 +4,31 @@
 the bench does, prepares the backend's replay with kernel-only timing (the launches alone, on
 buffers allocated at prepare), calls it WARMUP times, then once between ``cudaProfilerStart`` and
 ``cudaProfilerStop`` (ncu runs with ``--profile-from-start off``, so only that call is profiled).
-Prints one line ``ktriage-profile: N launches`` for the log.
+Prints one line ``ktriage-profile: N launches`` for the log; a ``KtriageError`` (a kernel this
+toolchain could not compile, an input the bundle lacks) is one line ``TARGET_ERROR`` + its problem and
+exit 3, which ``profile.run`` reads as the reason instead of ncu's notes.
 """
 
 from __future__ import annotations
 
 import sys
 
+TARGET_ERROR = "ktriage-profile-error: "
 # The seed of a recorded entry's buffers (plus the entry id), as the recorded bench's default --seed.
 RECORDED_SEED = 0
 
 
 def main(argv: list[str]) -> int:
+    from ktriage.errors import KtriageError
+
+    try:
+        return _profiled_call(argv)
+    except KtriageError as exc:
+        print(f"{TARGET_ERROR}{exc.problem}", flush=True)
+        return 3
+
+
+def _profiled_call(argv: list[str]) -> int:
     import torch
 
     from ktriage.measure.loader import runner_loader

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -130,17 +130,28 @@ class Bundle:
     def failure_lines(self) -> list[str]:
         """One line per (kernel, toolchain) that did not compile, with the reason: what the person who
         built the bundle reads before carrying it to the GPU (those cells will not be timed)."""
+        return [
+            self._failure_text(key, tc, art)
+            for (key, tc), art in self.artifacts.items()
+            if isinstance(art, BundleFailure)
+        ]
+
+    def failure_of(self, spec_keys: Iterable[str], toolchain_id: str) -> str | None:
+        """Why ``toolchain_id`` cannot run these kernels (the first that did not compile, in the words
+        of ``failure_lines``), or None when all compiled: what ``profile`` says instead of starting
+        ncu on a program that can only fail."""
+        for key in spec_keys:
+            art = self.artifacts.get((key, toolchain_id))
+            if isinstance(art, BundleFailure):
+                return self._failure_text(key, toolchain_id, art)
+        return None
+
+    def _failure_text(self, key: str, toolchain_id: str, art: BundleFailure) -> str:
         from ktriage.compile.messages import one_line
 
-        out: list[str] = []
-        for (key, tc), art in self.artifacts.items():
-            if isinstance(art, BundleFailure):
-                spec = self.specs.get(key)
-                toolchain = self.toolchains.get(tc, {}).get("spec", tc)
-                out.append(
-                    f"{toolchain} could not compile {spec.name if spec else key}: {one_line(art.message, art.kind)}"
-                )
-        return out
+        spec = self.specs.get(key)
+        toolchain = self.toolchains.get(toolchain_id, {}).get("spec", toolchain_id)
+        return f"{toolchain} could not compile {spec.name if spec else key}: {one_line(art.message, art.kind)}"
 
     def toolchain_ids(self) -> list[str]:
         return list(self.toolchains)
