@@ -163,6 +163,9 @@ def sentence(
     ]
     if atoms:
         said.append(", ".join(f"global {label} requests {ref.get(k, 0.0):,.0f} -> {new[k]:,.0f}" for k, label in atoms))
+    shared = _shared_memory_clause(ref, new)
+    if shared:
+        said.append(shared)
     if "dram_bytes" in new and "dram_bytes" in ref:
         said.append(f"DRAM {_mb(ref['dram_bytes'])} -> {_mb(new['dram_bytes'])}")
     points = deltas.get("stall_share_points") or {}
@@ -181,6 +184,39 @@ def sentence(
         said.append(f"duration {ref['duration_ns'] / 1e3:.1f} -> {new['duration_ns'] / 1e3:.1f} us ({pct:+.0f}%)")
     counters = "; ".join(said) if said else "ncu reported none of the compared counters"
     return f"{kernel} ({toolchain} vs {reference}): {compile_side}: {counters}."
+
+
+# a shared-memory change is named when the bank passes moved by this factor either way: a layout
+# conversion through shared memory that became 8-way conflicted (Triton 3.3.1's inductor mul_sum
+# reduction on the H200: 4.3M store wavefronts against 0.5M, +14 % time) is the cause there
+SHARED_CHANGE = 1.5
+
+
+def _shared_memory_clause(ref: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """``shared-memory wavefronts 1.1M -> 5.3M (bank conflicts 19k -> 4.2M)``, when they moved by
+    ``SHARED_CHANGE`` or more, else "" (a few percent of bank traffic explains nothing)."""
+
+    def total(side: Mapping[str, Any], kind: str) -> float | None:
+        parts = [side.get(f"shared_{op}_{kind}") for op in ("ld", "st")]
+        return None if all(p is None for p in parts) else float(sum(p or 0.0 for p in parts))
+
+    waves, ref_waves = total(new, "wavefronts"), total(ref, "wavefronts")
+    if waves is None or ref_waves is None or min(waves, ref_waves) <= 0:
+        return ""
+    if max(waves, ref_waves) / min(waves, ref_waves) < SHARED_CHANGE:
+        return ""
+    text = f"shared-memory wavefronts {_count(ref_waves)} -> {_count(waves)}"
+    conflicts, ref_conflicts = total(new, "bank_conflicts"), total(ref, "bank_conflicts")
+    if conflicts is not None and ref_conflicts is not None:
+        text += f" (bank conflicts {_count(ref_conflicts)} -> {_count(conflicts)})"
+    return text
+
+
+def _count(value: float) -> str:
+    for unit, size in (("M", 1e6), ("k", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f}{unit}"
+    return f"{value:.0f}"
 
 
 def document(
@@ -386,6 +422,10 @@ def to_markdown(doc: ProfileReport) -> str:
         "local_share_of_l1_sectors_pct",
         "global_atom_requests",
         "global_red_requests",
+        "shared_ld_wavefronts",
+        "shared_st_wavefronts",
+        "shared_ld_bank_conflicts",
+        "shared_st_bank_conflicts",
         "dram_bytes",
         "dram_throughput_pct",
         "l2_throughput_pct",

@@ -129,6 +129,12 @@ SCALARS = {
     "global_red_sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
     "l2_atom_sectors": "lts__t_sectors_op_atom.sum",
     "l2_red_sectors": "lts__t_sectors_op_red.sum",
+    # shared memory (MemoryWorkloadAnalysis_Tables): a wavefront is one pass through the banks; a request
+    # whose 32 lanes hit one bank at several addresses takes several (the bank conflicts counted here)
+    "shared_ld_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "shared_st_wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "shared_ld_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "shared_st_bank_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
 }
 
 
