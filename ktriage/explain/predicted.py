@@ -73,7 +73,9 @@ def prediction_text(predictions: Sequence[Prediction | None]) -> str:
     if kind == "change":
         if all(p.identical for p in have):
             return "identical kernels: change predicted neutral"
-        return f"change predicted neutral ({w.text(limit=1).removeprefix('predicted ')}; within the {gate})"
+        core = w.text(limit=1, blind_spot=False).removeprefix("predicted ")
+        spot = next((p.blind_spot for p in have if p.blind_spot), None)
+        return f"change predicted neutral ({core}; within the {gate})" + (f"; blind spot: {spot}" if spot else "")
     beyond = sum(1 for p in have if p.kind == kind)
     share = f" ({beyond} of {len(have)} inputs beyond the {gate})" if len(have) > 1 and beyond < len(have) else ""
     return w.text() + share

@@ -30,7 +30,17 @@ from scipy.optimize import minimize
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.dataset import CalibrationCell
-from ktriage.predict.model import DEFAULT_THRESHOLD, Batch, Params, anchored, classify, estimate_many, profile, stack
+from ktriage.predict.model import (
+    DEFAULT_THRESHOLD,
+    Batch,
+    Params,
+    anchored,
+    classify,
+    estimate_many,
+    profile,
+    shared_memory_changed,
+    stack,
+)
 from ktriage.schema.jsontypes import JSONObject
 
 DEFAULT_LEVEL = 0.8  # coverage asked of the interval
@@ -240,6 +250,23 @@ class Calibration:
         }
 
 
+def _blind_spot_counts(results: Sequence[CellResult]) -> dict[str, dict[str, int]]:
+    """Among the held-out predictions called neutral (identical kernels left out), those whose pair's
+    shared-memory accesses changed (``model.shared_memory_changed``) and the others: how many, and how
+    many measured a regression / an improvement. What explain quotes next to such a prediction: the
+    model's known blind spot, with its rate against the rest's."""
+    out = {k: {"neutral": 0, "measured_regression": 0, "measured_improvement": 0} for k in ("shared_memory", "other")}
+    for r in results:
+        if r.kind != "neutral" or r.cell.ref.digest() == r.cell.new.digest():
+            continue
+        changed = shared_memory_changed(*anchored(profile(r.cell.ref), profile(r.cell.new)))
+        group = out["shared_memory" if changed else "other"]
+        group["neutral"] += 1
+        if r.cell.measured.verdict in ("regression", "improvement"):
+            group[f"measured_{r.cell.measured.verdict}"] += 1
+    return out
+
+
 def calibrate(
     cells: Sequence[CalibrationCell],
     *,
@@ -280,6 +307,7 @@ def calibrate(
         low, high = ratio * math.exp(-half), ratio * math.exp(half)
         results.append(CellResult(c, ratio, low, high, classify(low, high, threshold)))
     scores = Scores.of([r.kind for r in results], [r.cell.measured.verdict for r in results])
+    blind_spots = _blind_spot_counts(results)
     per_op: dict[str, dict[str, Any]] = {}
     for op in operators:
         mine = [r for r in results if r.cell.operator == op]
@@ -292,7 +320,7 @@ def calibrate(
             "interval_a": a,
             "interval_b": b,
             "fitted_on": f"{len(data.cells)} cells of {len(operators)} operators",
-            "cv": {"level": level, "threshold": threshold, **scores.to_json()},
+            "cv": {"level": level, "threshold": threshold, **scores.to_json(), "blind_spots": blind_spots},
         }
     )
     return Calibration(fitted, results, scores, per_op)

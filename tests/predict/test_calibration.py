@@ -26,6 +26,7 @@ def test_the_fit_reproduces_from_the_committed_data(fitted) -> None:
     for name in Params.FREE + ("interval_a", "interval_b"):
         assert math.isclose(getattr(fitted.params, name), committed["params"][name], rel_tol=1e-3), name
     assert fitted.scores is not None and fitted.scores.to_json()["matrix"] == committed["cross_validation"]["matrix"]
+    assert fitted.params.cv["blind_spots"] == committed["params"]["cv"]["blind_spots"]
     shipped = json.loads(PARAMS_FILE.read_text())["params"]  # the model's default is this fit
     assert all(math.isclose(shipped[k], committed["params"][k], rel_tol=1e-9) for k in Params.FREE)
 
@@ -100,6 +101,32 @@ def test_a_loop_unrolled_further_is_not_priced_as_more_passes() -> None:
     )
     p = predict(cell.ref, cell.new)
     assert p.kind == "neutral" and 0.9 < p.ratio < 1.05, p.text()
+
+
+def test_a_neutral_prediction_says_when_shared_memory_accesses_changed(fitted) -> None:
+    """TritonBench's inductor mul_sum reduction with 3.3.1 (a real committed cell): 129 LDS became 32
+    LDS.128, measured +14 %, predicted -0.1 %. The H200 shows why (benchmarks/calibration/misses: 8-way
+    bank conflicts, which the SASS cannot show), so the neutral prediction names its blind spot with the
+    calibration's held-out rate; a neutral prediction whose shared-memory accesses did not change does not."""
+    cells = read_cells(CALIBRATION / "cells.jsonl")
+    mul_sum = next(
+        c
+        for c in cells
+        if c.operator == "tb_rms_norm_bwd" and c.kernel == "triton_red_fused_mul_sum_0" and c.measured.ratio > 1.1
+    )
+    p = predict(mul_sum.ref, mul_sum.new)
+    seen = fitted.params.cv["blind_spots"]["shared_memory"]
+    assert p.kind == "neutral" and p.blind_spot is not None
+    assert (
+        f"{seen['measured_regression']} of {seen['neutral']} such neutral predictions measured slower" in p.blind_spot
+    )
+    assert "blind spot: shared-memory accesses changed" in p.text() and p.to_json()["blind_spot"] == p.blind_spot
+    # the rate is the model's blind spot: such pairs are where its neutral calls miss
+    other = fitted.params.cv["blind_spots"]["other"]
+    assert seen["measured_regression"] / seen["neutral"] > 5 * other["measured_regression"] / other["neutral"]
+    welford = next(c for c in cells if c.kernel == "triton_red_fused_native_layer_norm_no_welford")
+    q = predict(welford.ref, welford.new)
+    assert q.kind == "neutral" and q.blind_spot is None, q.text()
 
 
 def test_identical_kernels_are_exactly_neutral() -> None:
