@@ -435,6 +435,14 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
             if all(p.identical for p in have)
             else f"predicted {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}], within the +-{threshold:.0%} gate"
         )
+        spot = next((p.blind_spot for p in have if p.blind_spot), None)
+        if spot is not None:  # the model's known blind spot is in play: the kernel stays the suspect
+            c.notes.append(
+                f"the compile-side change predicts no slowdown ({measured}; {why}), but the kernels' "
+                f"shared-memory accesses changed, which the model cannot price ({spot}): profile the kernels "
+                "(ktriage profile) before looking elsewhere; bisect by timing (ktriage bisect --metric latency)"
+            )
+            return
         c.notes.append(
             f"no compile-side change predicts the measured slowdown ({measured}; {why}): "
             "look at the host side, the baseline, the environment; a compile-only bisect would find "

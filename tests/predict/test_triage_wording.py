@@ -40,3 +40,33 @@ def test_triage_states_the_prediction_next_to_the_measurement(tmp_path: Path) ->
     note = next(n for n in drift.notes if n.startswith("no compile-side change predicts the measured slowdown"))
     assert "measured +50 %" in note and "the host side, the baseline, the environment" in note
     assert report.to_json()["cells"][0]["predicted"] is not None
+
+
+def test_a_slowdown_in_the_models_blind_spot_keeps_the_kernel_the_suspect() -> None:
+    """A measured slowdown whose kernels' prediction is neutral but whose shared-memory accesses changed
+    (the committed cell of TritonBench's inductor mul_sum with 3.3.1: +14 % measured, bank conflicts on
+    the H200) is sent to ``ktriage profile``, not to "the host side"; one without that change is not."""
+    import json
+
+    from ktriage.predict.facts import KernelFacts
+    from ktriage.predict.model import predict
+    from ktriage.triage.model import CellTriage
+    from ktriage.triage.pipeline import _predicted_note
+
+    cells = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration" / "cells.jsonl"
+    rows = [json.loads(line) for line in cells.read_text().splitlines()]
+
+    def prediction(kernel: str) -> object:
+        row = next(r for r in rows if r["kernel"] == kernel and r["toolchain"] == "triton==3.3.1")
+        return predict(KernelFacts.from_json(row["ref_facts"]), KernelFacts.from_json(row["new_facts"]))
+
+    def note(kernel: str) -> str:
+        c = CellTriage("op", "bwd", 0, "x", "inductor", 1.0, 1.14, 1.14, "unsure", "regression", False)
+        _predicted_note(c, [prediction(kernel)], 0.05)  # type: ignore[list-item]
+        return c.notes[-1]
+
+    spot = note("triton_red_fused_mul_sum_0")
+    assert spot.startswith("the compile-side change predicts no slowdown (measured +14 %")
+    assert "bank conflicts are not in the SASS" in spot and "ktriage profile" in spot and "host side" not in spot
+    other = note("triton_red_fused_native_layer_norm_no_welford")
+    assert other.startswith("no compile-side change predicts the measured slowdown") and "host side" in other
