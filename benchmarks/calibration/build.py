@@ -193,6 +193,65 @@ def add_load_waits(report: dict, operator: str, counts: Counter, saved: dict[str
         counts["filled", operator] += 1
 
 
+SHARED_BANKS = Path(__file__).with_name("shared_banks.json.gz")
+Banks = dict[str, dict[str, float]]  # function -> analyze.shared_banks.bank_summary
+
+
+def _cubin_banks(cuobjdump: Path, cubin: str) -> Banks | None:
+    """Per function of ``cubin``, its shared-memory bank summary; None if it cannot be read."""
+    from ktriage.analyze.sass import parse_sass
+    from ktriage.analyze.shared_banks import bank_summary, shared_accesses
+
+    cubin = cubin.replace("$KTRIAGE_HOME", str(_home()))
+    if not Path(cubin).is_file():
+        return None
+    proc = subprocess.run([str(cuobjdump), "-sass", cubin], capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        return None
+    return {name: bank_summary(shared_accesses(fn)) for name, fn in parse_sass(proc.stdout).items()}
+
+
+def read_saved_banks(path: Path) -> dict[str, Banks]:
+    """The committed bank summaries per cubin (``cubin_key``); empty when the file is absent."""
+    return json.loads(gzip.decompress(path.read_bytes()))["cubins"] if path.is_file() else {}
+
+
+def write_saved_banks(path: Path, saved: dict[str, Banks]) -> None:
+    data = {
+        "comment": "Shared-memory bank conflicts per function of the cubins the calibration cells read "
+        "(analyze/shared_banks.py; benchmarks/calibration/build.py)",
+        "cubins": {key: saved[key] for key in sorted(saved)},
+    }
+    path.write_bytes(gzip.compress(json.dumps(data, sort_keys=True).encode(), mtime=0))
+
+
+def add_shared_banks(report: dict, operator: str, counts: Counter, saved: dict[str, Banks]) -> None:
+    """Fill ``shared_wavefronts`` into every result of ``report`` that has none (reports written before
+    the bank analysis), from the committed summaries or else the cubin, as ``add_load_waits`` does."""
+    cuobjdump = _cuobjdump()
+    todo = [
+        r
+        for kernel in report.get("kernels", ())
+        for r in (kernel.get("results") or {}).values()
+        if "kernel_name" in r and "shared_wavefronts" not in r
+    ]
+    named = {str((r.get("artifact") or {}).get("cubin") or "") for r in todo} - {""}
+    cubins = sorted(c for c in named if cubin_key(c) not in saved)
+    if cuobjdump is not None:
+        with ThreadPoolExecutor(2) as pool:
+            for cubin, banks in zip(cubins, pool.map(lambda c: _cubin_banks(cuobjdump, c), cubins)):
+                if banks is not None:
+                    saved[cubin_key(cubin)] = banks
+    for result in todo:
+        banks = saved.get(cubin_key(str((result.get("artifact") or {}).get("cubin") or ""))) or {}
+        found = banks.get(str(result.get("kernel_name")))
+        if found is None:
+            counts["banks: no cubin", operator] += 1
+            continue
+        result["shared_wavefronts"] = found
+        counts["banks: filled", operator] += 1
+
+
 def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None) -> list[dict]:
     """Sources for every recorded-bench results file under ``results_dir`` whose workload is found;
     an explain report ``<explain_dir>/<name>.json`` (or ``.json.gz``) of the workload (with the run's toolchains among
@@ -268,11 +327,14 @@ def main() -> int:
     )
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
-    ap.add_argument("--no-load-waits", action="store_true", help="do not fill the loops' load waits")
+    ap.add_argument(
+        "--no-load-waits", action="store_true", help="do not fill the loops' load waits nor the bank conflicts"
+    )
     ap.add_argument(
         "--save-load-waits",
         action="store_true",
-        help=f"write the counts read from cubins (and those already committed) to {LOAD_WAITS.name}",
+        help=f"write the counts read from cubins (and those already committed) to {LOAD_WAITS.name} and "
+        f"{SHARED_BANKS.name}",
     )
     args = ap.parse_args()
     work = Path(args.work)
@@ -280,6 +342,7 @@ def main() -> int:
     cells = []
     waits: Counter = Counter()
     saved = read_saved_waits(LOAD_WAITS)
+    saved_banks = read_saved_banks(SHARED_BANKS)
     sources = [] if args.no_sources else json.loads(Path(args.sources).read_text())["sources"]
     if args.scan:
         sources += scan(args.scan, args.workloads or args.scan, args.explain_dir)
@@ -300,6 +363,7 @@ def main() -> int:
             continue
         if not args.no_load_waits:
             add_load_waits(report, source["operator"], waits, saved)
+            add_shared_banks(report, source["operator"], waits, saved_banks)
         made, notes = cells_from_results(
             run, results, report, operator=source["operator"], backend=source.get("backend"), source=source["results"]
         )
@@ -307,16 +371,19 @@ def main() -> int:
             print(f"note: {note}", file=sys.stderr)
         print(f"{source['operator']}: {len(made)} cells", file=sys.stderr)
         cells += made
-    for kind in ("filled", "counted", "no cubin"):
+    for kind in ("filled", "counted", "no cubin", "banks: filled", "banks: no cubin"):
         total = sum(n for (k, _), n in waits.items() if k == kind)
         ops = sorted({op for (k, op), n in waits.items() if k == kind and n})
-        print(f"load waits {kind}: {total} kernel results ({len(ops)} operators)", file=sys.stderr)
+        label = kind.replace("banks:", "bank conflicts") if kind.startswith("banks") else f"load waits {kind}"
+        print(f"{label}: {total} kernel results ({len(ops)} operators)", file=sys.stderr)
         if kind == "no cubin":
             for op in ops:
                 print(f"  {op}: {waits[kind, op]} without a cubin", file=sys.stderr)
     if args.save_load_waits:
         write_saved_waits(LOAD_WAITS, saved)
+        write_saved_banks(SHARED_BANKS, saved_banks)
         print(f"load waits of {len(saved)} cubins -> {LOAD_WAITS}", file=sys.stderr)
+        print(f"bank conflicts of {len(saved_banks)} cubins -> {SHARED_BANKS}", file=sys.stderr)
     path = write_cells(args.out, cells)
     print(f"{len(cells)} cells -> {path}", file=sys.stderr)
     return 0

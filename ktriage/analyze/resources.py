@@ -31,6 +31,7 @@ from ktriage.analyze.lines import LineStats, listing_line_stats
 from ktriage.analyze.ptxas_log import PtxasFunctionInfo, parse_ptxas_log
 from ktriage.analyze.sass import parse_sass
 from ktriage.analyze.sass_loops import SassLoop, find_loops
+from ktriage.analyze.shared_banks import bank_summary, shared_accesses
 from ktriage.arch import parse_arch
 from ktriage.errors import CompileError, FormatError, SpecError
 from ktriage.ptx import parse_ptx
@@ -38,7 +39,7 @@ from ktriage.schema.jsontypes import JSONObject
 
 # 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes; 5: the loops' load_waits. Cached resources of
 # another schema are recomputed (artifact.py).
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: shared_wavefronts
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class Resources:
     # per source line: instructions, LDL/STL, memory classes, main-loop share (analyze/lines.py);
     # empty when the listing had no line info (cuobjdump -sass)
     source_lines: tuple[LineStats, ...] = ()
+    # shared-memory bank conflicts read from the SASS addresses (analyze/shared_banks.py): per LDS/STS
+    # the mean wavefronts over ideal, and how many accesses could not be rated
+    shared_wavefronts: dict[str, float] = field(default_factory=dict)
 
     @property
     def main_loop(self) -> SassLoop | None:
@@ -95,13 +99,14 @@ class Resources:
         """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
         # what dataclasses.asdict gives, without its per-value deepcopy (a third of a warm explain
         # went into asdict for the 60 cells' reports); the fields are plain values and dicts of them
-        data = {
-            f.name: _plain_copy(getattr(self, f.name))
-            for f in fields(self)
-            if f.name not in ("sass_loops", "source_lines")
-        }
-        data["sass_loops"] = [loop.to_json() for loop in self.sass_loops]
-        data["source_lines"] = [line.to_json() for line in self.source_lines]
+        data: dict[str, Any] = {}
+        for f in fields(self):  # in field order, as asdict has them
+            if f.name == "sass_loops":
+                data[f.name] = [loop.to_json() for loop in self.sass_loops]
+            elif f.name == "source_lines":
+                data[f.name] = [line.to_json() for line in self.source_lines]
+            else:
+                data[f.name] = _plain_copy(getattr(self, f.name))
         return {"schema": SCHEMA_VERSION, **data}
 
     @classmethod
@@ -213,4 +218,5 @@ def analyze(
         sass_classes=sass_fn.class_histogram(),
         sass_loops=loops,
         source_lines=listing_line_stats(listing, sass_fn, main.body if main is not None else frozenset()),
+        shared_wavefronts=bank_summary(shared_accesses(sass_fn)),
     )

@@ -37,8 +37,8 @@ from ktriage.predict.model import (
     anchored,
     classify,
     estimate_many,
+    in_blind_spot,
     profile,
-    shared_memory_changed,
     stack,
 )
 from ktriage.schema.jsontypes import JSONObject
@@ -252,14 +252,14 @@ class Calibration:
 
 def _blind_spot_counts(results: Sequence[CellResult]) -> dict[str, dict[str, int]]:
     """Among the held-out predictions called neutral (identical kernels left out), those whose pair's
-    shared-memory accesses changed (``model.shared_memory_changed``) and the others: how many, and how
+    shared-memory accesses changed unread (``model.in_blind_spot``) and the others: how many, and how
     many measured a regression / an improvement. What explain quotes next to such a prediction: the
     model's known blind spot, with its rate against the rest's."""
     out = {k: {"neutral": 0, "measured_regression": 0, "measured_improvement": 0} for k in ("shared_memory", "other")}
     for r in results:
         if r.kind != "neutral" or r.cell.ref.digest() == r.cell.new.digest():
             continue
-        changed = shared_memory_changed(*anchored(profile(r.cell.ref), profile(r.cell.new)))
+        changed = in_blind_spot(*anchored(profile(r.cell.ref), profile(r.cell.new)))
         group = out["shared_memory" if changed else "other"]
         group["neutral"] += 1
         if r.cell.measured.verdict in ("regression", "improvement"):

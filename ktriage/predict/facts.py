@@ -99,6 +99,9 @@ class KernelFacts:
     # SMALL_INT_TENSOR elements is replayed as zeros (ktriage.workload.recorded.args), so a kernel that
     # scatters by those indices sends all its atomics to the same addresses (the model's serialization term)
     uniform_indices: bool = False
+    # shared-memory bank conflicts from the SASS addresses (``analyze.shared_banks.bank_summary``): per
+    # LDS/STS the mean wavefronts over ideal, and ``unrated`` accesses; empty: not read (older reports)
+    shared_wavefronts: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
         return {
@@ -123,6 +126,7 @@ class KernelFacts:
             "data_bytes": self.data_bytes,
             # only when set: the facts (and digests) of every other launch stay as they were
             **({"uniform_indices": True} if self.uniform_indices else {}),
+            **({"shared_wavefronts": dict(sorted(self.shared_wavefronts.items()))} if self.shared_wavefronts else {}),
         }
 
     @classmethod
@@ -148,6 +152,7 @@ class KernelFacts:
             constexprs=dict(data.get("constexprs", {})),
             data_bytes=None if data.get("data_bytes") is None else int(data["data_bytes"]),
             uniform_indices=bool(data.get("uniform_indices", False)),
+            shared_wavefronts=_wavefronts(data.get("shared_wavefronts")),
         )
 
     def digest(self) -> str:
@@ -155,6 +160,10 @@ class KernelFacts:
         data = self.to_json()
         data.pop("constexprs")
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _wavefronts(data: object) -> dict[str, float]:
+    return {str(k): float(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
 
 
 def _sm_count(target: str, meta: Mapping[str, Any]) -> int:
@@ -319,6 +328,7 @@ def facts_from_resources(
         constexprs=dict(constexprs or {}),
         data_bytes=data_bytes(signature or {}, meta or {}),
         uniform_indices=uniform_indices(signature or {}, meta or {}),
+        shared_wavefronts=dict(resources.shared_wavefronts),
     )
 
 
@@ -348,4 +358,5 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         constexprs=dict(spec.get("constexprs") or {}),
         data_bytes=data_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
         uniform_indices=uniform_indices(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
+        shared_wavefronts=_wavefronts(result.get("shared_wavefronts")),
     )

@@ -36,11 +36,16 @@ CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted 
   and the L2 executes them one after another, ``lambda_serial`` GPU cycles per warp atomic, returning
   or not: the term that makes REDG -> ATOMG+CCTL cost +40..80 % with random indices (the returning
   atomic's wait) and nothing with one index (the queue at the L2 dominates both).
+- bank conflicts: the SM's shared-memory pipe serves one 128-byte wavefront a cycle; a request that
+  ``analyze.shared_banks`` finds f-fold conflicted in the SASS addresses (``KernelFacts.shared_wavefronts``)
+  costs (f - 1) x its conflict-free wavefronts more, all the SM's warps together (Triton 3.3.1's 8-way
+  conflicted layout conversion in TritonBench's inductor ``mul_sum``: +14..18 % on the H200). The
+  conflict-free part is priced with the instruction (issue), as the fit always had it.
 
 The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` waves (occupancy from
 ``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
 latency path is paid once per wave (more resident CTAs hide it: fewer waves). The launch takes the
-soft maximum of the terms (``(a^p + b^p + c^p + d^p)^(1/p)``, ``p`` fitted: how much they overlap). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
+soft maximum of the terms (``(a^p + b^p + c^p + d^p + e^p)^(1/p)``, ``p`` fitted: how much they overlap). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
 
 **The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
 identical get exactly 1 with a zero-width interval. Otherwise the interval is
@@ -267,6 +272,11 @@ class Profile:
     uniform_indices: bool = False  # every index the launch reads is one value (KernelFacts.uniform_indices)
     # dependent round trips of global loads a loop iteration makes (``load_rounds``); 1: not counted
     load_rounds: float = 1.0
+    # shared-memory bank conflicts (``KernelFacts.shared_wavefronts``): mean wavefronts over ideal of the
+    # LDS and STS requests (1.0: conflict-free, or not read), and whether every access was rated
+    conflict_lds: float = 1.0
+    conflict_sts: float = 1.0
+    banks_read: bool = False
 
 
 def load_rounds(f: KernelFacts) -> float:
@@ -345,6 +355,9 @@ def profile(f: KernelFacts) -> Profile:
         f.target,
         uniform_indices=f.uniform_indices,
         load_rounds=load_rounds(f),
+        conflict_lds=f.shared_wavefronts.get("LDS", 1.0),
+        conflict_sts=f.shared_wavefronts.get("STS", 1.0),
+        banks_read=bool(f.shared_wavefronts) and not f.shared_wavefronts.get("unrated", 0.0),
     )
 
 
@@ -449,14 +462,23 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     # same-address atomics (a scatter whose indices are all one value): the L2 executes them one after
     # another, GPU-wide, returning (ATOMG) or not (REDG) alike, so their latency difference is hidden
     serial = c["uniform"] * c["grid"] * c["num_warps"] * (n["atom"] + n["red"]) * params.lambda_serial
+    # bank conflicts: the SM's shared-memory pipe serves one 128-byte wavefront a cycle; a conflict-free
+    # request of w bytes a lane takes w/4 of them (priced with the instruction, as the fit has it), a
+    # request conflicted f-fold (f - 1) times that more, which only this term prices
+    # (a broadcast can take fewer wavefronts than conflict-free: no excess then, never a negative one)
+    excess_lds = xp.maximum(c["conflict_lds"] - 1.0, 0.0) * xp.maximum(c["width_lds"] / 4.0, 1.0)
+    excess_sts = xp.maximum(c["conflict_sts"] - 1.0, 0.0) * xp.maximum(c["width_sts"] / 4.0, 1.0)
+    excess_waves = n["lds"] * excess_lds + n["sts"] * excess_sts
+    shared_sm = all_warps * excess_waves
     q = params.softmax_p
-    total = (issue_sm**q + latency_sm**q + bandwidth**q + serial**q) ** (1.0 / q)
+    total = (issue_sm**q + latency_sm**q + bandwidth**q + serial**q + shared_sm**q) ** (1.0 / q)
     return {
         "total": total,
         "issue": issue_sm,
         "latency": latency_sm,
         "bandwidth": bandwidth,
         "serial": serial,
+        "shared": shared_sm,
         "waves": waves,
         "resident_ctas": resident,
         "spill_out_of_l1": out,
@@ -476,6 +498,8 @@ def _columns(p: Profile) -> dict[str, float]:
         "bw": _throughput(p.target)[0],
         "uniform": 1.0 if p.uniform_indices else 0.0,
         "load_rounds": p.load_rounds,
+        "conflict_lds": p.conflict_lds,
+        "conflict_sts": p.conflict_sts,
     }
     own_rest, own_loop = _load_bytes(p)
     cols["anchor_rest_bytes"] = own_rest if p.anchor_rest_bytes is None else p.anchor_rest_bytes
@@ -541,6 +565,7 @@ def breakdown(p: Profile, params: Params) -> dict[str, float]:
             "latency": math.inf,
             "bandwidth": math.inf,
             "serial": 0.0,
+            "shared": 0.0,
             "waves": 0.0,
             "resident_ctas": 0.0,
             "spill_out_of_l1": 0.0,
@@ -662,7 +687,7 @@ def predict(
         parts.append(Contributor(aspect, t_new / float(t) - 1.0 if t > 0 and math.isfinite(t) else 0.0, words))
     parts.sort(key=lambda c: -abs(c.share))
     kind = classify(low, high, threshold)
-    blind = blind_spot_text(params) if kind == "neutral" and shared_memory_changed(pr, pn) else None
+    blind = blind_spot_text(params) if kind == "neutral" and in_blind_spot(pr, pn) else None
     return Prediction(ratio, low, high, kind, False, threshold, tuple(parts), blind)
 
 
@@ -671,21 +696,27 @@ SHARED_MEMORY_CATEGORIES = ("lds", "ldsm", "sts")
 
 def shared_memory_changed(pr: Profile, pn: Profile) -> bool:
     """Whether the pair's shared-memory accesses differ (LDS/LDSM/STS/STSM counts, in or out of the
-    loops, or widths). The model prices their instructions but cannot see their bank conflicts, which
-    depend on the addresses: on the H200, Triton 3.3.1's layout conversions through shared memory are
-    4-8-way conflicted where 3.6.0's are not (+14..47 %, ``benchmarks/calibration/misses``), and most
-    of the calibration's missed regressions are pairs like these."""
+    loops, or widths). Their bank conflicts depend on the addresses: on the H200, Triton 3.3.1's layout
+    conversions through shared memory are 4-8-way conflicted where 3.6.0's are not (+14..47 %,
+    ``benchmarks/calibration/misses``); the model prices them where ``analyze.shared_banks`` read every
+    address (``in_blind_spot`` otherwise)."""
     return any(
         pr.rest[c] != pn.rest[c] or pr.loop[c] != pn.loop[c] or pr.width.get(c) != pn.width.get(c)
         for c in SHARED_MEMORY_CATEGORIES
     )
 
 
+def in_blind_spot(pr: Profile, pn: Profile) -> bool:
+    """The pair's shared-memory accesses changed and the bank analysis could not read every address of
+    both kernels (or the facts predate it): their conflicts are then unpriced (``blind_spot``)."""
+    return shared_memory_changed(pr, pn) and not (pr.banks_read and pn.banks_read)
+
+
 def blind_spot_text(params: Params) -> str:
     """What a neutral prediction with changed shared-memory accesses says, with the calibration's
     held-out rate of such cells that measured a regression when the fit recorded it
     (``Params.cv["blind_spots"]``)."""
-    words = "shared-memory accesses changed: their bank conflicts are not in the SASS"
+    words = "shared-memory accesses changed and not all their addresses could be read: bank conflicts unpriced"
     spots = params.cv.get("blind_spots") or {}
     seen, other = spots.get("shared_memory") or {}, spots.get("other") or {}
     if seen.get("neutral"):
@@ -705,7 +736,10 @@ def _swap(p: Profile, q: Profile, cats: tuple[str, ...]) -> Profile:
             width[c] = q.width[c]
         else:
             width.pop(c, None)
-    return replace(p, rest=rest, loop=loop, width=width)
+    swapped = replace(p, rest=rest, loop=loop, width=width)
+    if "lds" in cats:  # the shared-memory aspect takes the reference's bank conflicts too
+        swapped = replace(swapped, conflict_lds=q.conflict_lds, conflict_sts=q.conflict_sts)
+    return swapped
 
 
 def _count_words(cats: tuple[str, ...], pr: Profile, pn: Profile) -> str:
@@ -735,11 +769,17 @@ def _counterfactuals(pr: Profile, pn: Profile) -> list[tuple[str, Profile, str]]
         )
         out.append(("load_rounds", replace(pn, load_rounds=pr.load_rounds), words))
     for aspect, (cats, title) in ASPECTS.items():
-        if all(
+        banks_moved = "lds" in cats and (pr.conflict_lds, pr.conflict_sts) != (pn.conflict_lds, pn.conflict_sts)
+        if not banks_moved and all(
             pr.rest[c] == pn.rest[c] and pr.loop[c] == pn.loop[c] and pr.width.get(c) == pn.width.get(c) for c in cats
         ):
             continue
         moved = _count_words(cats, pr, pn)
+        if banks_moved:
+            moved += (
+                f", bank conflicts LDS x{pr.conflict_lds:.1f} -> x{pn.conflict_lds:.1f}, "
+                f"STS x{pr.conflict_sts:.1f} -> x{pn.conflict_sts:.1f} (wavefronts a request over conflict-free)"
+            )
         if aspect == "global" and any(pr.width.get(c) != pn.width.get(c) for c in ("ldg", "stg")):
             moved += f" (bytes per load {pr.width.get('ldg', 0):.0f} -> {pn.width.get('ldg', 0):.0f})"
         if aspect == "atomics":

@@ -103,27 +103,48 @@ def test_a_loop_unrolled_further_is_not_priced_as_more_passes() -> None:
     assert p.kind == "neutral" and 0.9 < p.ratio < 1.05, p.text()
 
 
-def test_a_neutral_prediction_says_when_shared_memory_accesses_changed(fitted) -> None:
+def test_bank_conflicts_read_from_the_sass_are_priced() -> None:
     """TritonBench's inductor mul_sum reduction with 3.3.1 (a real committed cell): 129 LDS became 32
-    LDS.128, measured +14 %, predicted -0.1 %. The H200 shows why (benchmarks/calibration/misses: 8-way
-    bank conflicts, which the SASS cannot show), so the neutral prediction names its blind spot with the
-    calibration's held-out rate; a neutral prediction whose shared-memory accesses did not change does not."""
+    LDS.128 and the stores of its layout conversion 8-way bank-conflicted (ncu on the H200: 4.25M store
+    wavefronts against 0.55M, benchmarks/calibration/misses), measured +14 %. Read from the SASS
+    addresses, the conflicts are priced, and named among the contributors."""
+    cell = next(
+        c
+        for c in read_cells(CALIBRATION / "cells.jsonl")
+        if c.operator == "tb_rms_norm_bwd"
+        and c.kernel == "triton_red_fused_mul_sum_0"
+        and c.toolchain == "triton==3.3.1"
+        and c.measured.ratio > 1.1
+    )
+    assert cell.new.shared_wavefronts["STS"] > 7 and cell.ref.shared_wavefronts["STS"] == 1.0
+    p = predict(cell.ref, cell.new)
+    assert p.kind == "regression" and p.blind_spot is None, p.text()
+    assert "bank conflicts" in p.text() and "STS x1.0 -> x7.9" in p.text()
+
+
+def test_a_neutral_prediction_says_when_shared_memory_addresses_could_not_be_read(fitted) -> None:
+    """vLLM's unified attention with 3.4.0 (a real committed cell, measured +50 %): its shared-memory
+    accesses changed and some of their addresses are not computed from the thread index alone, so the
+    bank analysis cannot rate them: the neutral prediction names that blind spot with the calibration's
+    held-out rate; a neutral prediction whose shared-memory accesses did not change does not."""
     cells = read_cells(CALIBRATION / "cells.jsonl")
-    mul_sum = next(
+    attention = next(
         c
         for c in cells
-        if c.operator == "tb_rms_norm_bwd" and c.kernel == "triton_red_fused_mul_sum_0" and c.measured.ratio > 1.1
+        if c.operator == "serving_kernels_rerecorded"
+        and c.kernel == "kernel_unified_attention"
+        and c.measured.ratio > 1.4
     )
-    p = predict(mul_sum.ref, mul_sum.new)
+    p = predict(attention.ref, attention.new)
     seen = fitted.params.cv["blind_spots"]["shared_memory"]
     assert p.kind == "neutral" and p.blind_spot is not None
     assert (
         f"{seen['measured_regression']} of {seen['neutral']} such neutral predictions measured slower" in p.blind_spot
     )
     assert "blind spot: shared-memory accesses changed" in p.text() and p.to_json()["blind_spot"] == p.blind_spot
-    # the rate is the model's blind spot: such pairs are where its neutral calls miss
+    # the rate is the model's blind spot: such pairs are where its neutral calls miss most
     other = fitted.params.cv["blind_spots"]["other"]
-    assert seen["measured_regression"] / seen["neutral"] > 5 * other["measured_regression"] / other["neutral"]
+    assert seen["measured_regression"] / seen["neutral"] > 3 * other["measured_regression"] / other["neutral"]
     welford = next(c for c in cells if c.kernel == "triton_red_fused_native_layer_norm_no_welford")
     q = predict(welford.ref, welford.new)
     assert q.kind == "neutral" and q.blind_spot is None, q.text()
