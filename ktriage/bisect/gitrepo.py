@@ -125,7 +125,9 @@ def add_worktree(repo: Path, sha: str, where: Path) -> Path:
         remove_worktree(repo, where)
     where.parent.mkdir(parents=True, exist_ok=True)
     with _WORKTREE_LOCK:
-        git(repo, "worktree", "add", "--detach", "--force", str(where), sha)
+        # --force twice: a driver killed while git was adding this checkout leaves it "missing but
+        # locked" (git locks a worktree while it creates it), which one --force does not override
+        git(repo, "worktree", "add", "--detach", "--force", "--force", str(where), sha)
     return where
 
 
