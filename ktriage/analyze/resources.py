@@ -39,7 +39,7 @@ from ktriage.schema.jsontypes import JSONObject
 
 # 2: sass_classes and sass_loops; 3: source_lines; 4: their opcodes; 5: the loops' load_waits. Cached resources of
 # another schema are recomputed (artifact.py).
-SCHEMA_VERSION = 6  # 6: shared_wavefronts
+SCHEMA_VERSION = 7  # 6: shared_wavefronts; 7: their predicated accesses rated
 
 
 @dataclass(frozen=True)

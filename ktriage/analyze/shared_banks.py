@@ -14,7 +14,9 @@ lanes (``S2R SR_CTAID.*``, constants from ``c[...]``, uniform registers, loaded 
 which shifts every lane's address alike and so leaves the banks' pattern as it is. Integer arithmetic
 (``IMAD``, ``IADD3``, ``LEA``, ``SHF``, ``LOP3.LUT``, ``SGXT``, ``MOV``, ...) is evaluated; any other
 instruction makes its destination unknown, and an access through an unknown address is not rated.
-A predicated instruction is taken as executed.
+A predicated write makes its destination unknown (the lanes that skip it keep their old value); a
+predicated access uses the predicate's lanes when ``ISETP`` computed it from known values, and else is
+rated only if it is conflict-free with every lane on (then it is for any subset).
 
 Rating, per request: 32-bit accesses are served a warp at a time, 64-bit a half-warp, 128-bit a
 quarter-warp; in each phase, the wavefronts are the most distinct 4-byte words any one bank holds
@@ -323,8 +325,13 @@ def shared_accesses(fn: SassFunction) -> list[SharedAccess]:
             ideal = max(1, LANES * width // 128)
             lanes = _address(where, state)
             active = state.predicate(inst.predicate) if inst.predicate else (True,) * LANES
-            if lanes is None or active is None:
+            if lanes is None:
                 out.append(SharedAccess(inst.address, inst.opcode, None, ideal))
+            elif active is None:
+                # an unknown predicate: with every lane on, a conflict-free request is conflict-free for any
+                # subset of lanes too; a conflicted one may not be (a lane-0-only store), so it stays unrated
+                waves, ideal = wavefronts(lanes, width)
+                out.append(SharedAccess(inst.address, inst.opcode, waves if waves <= ideal else None, ideal))
             else:
                 waves, ideal = wavefronts(lanes, width, active)
                 out.append(SharedAccess(inst.address, inst.opcode, waves, ideal))

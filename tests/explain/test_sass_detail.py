@@ -148,7 +148,7 @@ def test_reduction_main_loop_holds_the_loads(compiled: dict[str, CompiledForTest
     assert "LDL" not in small.main_loop.opcodes  # type: ignore[union-attr]
     assert big.main_loop.opcodes["LDL"] > 0 and big.main_loop.opcodes["STL"] > 0  # type: ignore[union-attr]
     data = big.to_json()
-    assert data["schema"] == SCHEMA_VERSION == 6 and data["sass_loops"][0]["main"] is True
+    assert data["schema"] == SCHEMA_VERSION == 7 and data["sass_loops"][0]["main"] is True
     assert Resources.from_json(json.dumps(data)) == big
 
 

@@ -144,7 +144,7 @@ def test_a_neutral_prediction_says_when_shared_memory_addresses_could_not_be_rea
     assert "blind spot: shared-memory accesses changed" in p.text() and p.to_json()["blind_spot"] == p.blind_spot
     # the rate is the model's blind spot: such pairs are where its neutral calls miss most
     other = fitted.params.cv["blind_spots"]["other"]
-    assert seen["measured_regression"] / seen["neutral"] > 3 * other["measured_regression"] / other["neutral"]
+    assert seen["measured_regression"] / seen["neutral"] > 2 * other["measured_regression"] / other["neutral"]
     welford = next(c for c in cells if c.kernel == "triton_red_fused_native_layer_norm_no_welford")
     q = predict(welford.ref, welford.new)
     assert q.kind == "neutral" and q.blind_spot is None, q.text()
