@@ -123,18 +123,19 @@ def test_bank_conflicts_read_from_the_sass_are_priced() -> None:
 
 
 def test_a_neutral_prediction_says_when_shared_memory_addresses_could_not_be_read(fitted) -> None:
-    """vLLM's unified attention with 3.4.0 (a real committed cell, measured +50 %): its shared-memory
-    accesses changed and some of their addresses are not computed from the thread index alone, so the
-    bank analysis cannot rate them: the neutral prediction names that blind spot with the calibration's
-    held-out rate; a neutral prediction whose shared-memory accesses did not change does not."""
+    """FLA's gated delta rule ``h`` kernel with 3.3.1 (a real committed cell, measured +32 %): its
+    shared-memory accesses changed, and its cubins were not at hand when the cells were built, so no bank
+    analysis rated them: the neutral prediction names that blind spot with the calibration's held-out
+    rate; a neutral prediction whose shared-memory accesses did not change does not."""
     cells = read_cells(CALIBRATION / "cells.jsonl")
     attention = next(
         c
         for c in cells
-        if c.operator == "serving_kernels_rerecorded"
-        and c.kernel == "kernel_unified_attention"
-        and c.measured.ratio > 1.4
+        if c.operator == "fla_gated_delta"
+        and c.kernel.startswith("chunk_gated_delta_rule_fwd_kernel_h")
+        and c.measured.ratio > 1.3
     )
+    assert not attention.ref.shared_wavefronts and not attention.new.shared_wavefronts
     p = predict(attention.ref, attention.new)
     seen = fitted.params.cv["blind_spots"]["shared_memory"]
     assert p.kind == "neutral" and p.blind_spot is not None

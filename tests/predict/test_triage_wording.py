@@ -44,9 +44,9 @@ def test_triage_states_the_prediction_next_to_the_measurement(tmp_path: Path) ->
 
 def test_a_slowdown_in_the_models_blind_spot_keeps_the_kernel_the_suspect() -> None:
     """A measured slowdown whose kernels' prediction is neutral but whose shared-memory accesses changed
-    where the bank analysis could not read every address (the committed cell of vLLM's unified attention
-    with 3.4.0: +50 % measured) is sent to ``ktriage profile``, not to "the host side"; one without that
-    change is not."""
+    where the bank analysis could not read every address (the committed cell of FLA's gated delta rule
+    ``h`` kernel with 3.3.1, whose cubins were not at hand: +32 % measured) is sent to ``ktriage profile``,
+    not to "the host side"; one without that change is not."""
     import json
 
     from ktriage.predict.facts import KernelFacts
@@ -61,17 +61,17 @@ def test_a_slowdown_in_the_models_blind_spot_keeps_the_kernel_the_suspect() -> N
         row = next(
             r
             for r in rows
-            if r["kernel"] == kernel and (kernel != "kernel_unified_attention" or r["measured"]["ratio"] > 1.4)
+            if r["kernel"] == kernel or (r["kernel"].startswith(kernel) and r["measured"]["ratio"] > 1.3)
         )
         return predict(KernelFacts.from_json(row["ref_facts"]), KernelFacts.from_json(row["new_facts"]))
 
     def note(kernel: str) -> str:
-        c = CellTriage("op", "fwd", 0, "x", "kernel", 1.0, 1.5, 1.5, "unsure", "regression", False)
+        c = CellTriage("op", "fwd", 0, "x", "kernel", 1.0, 1.32, 1.32, "unsure", "regression", False)
         _predicted_note(c, [prediction(kernel)], 0.05)  # type: ignore[list-item]
         return c.notes[-1]
 
-    spot = note("kernel_unified_attention")
-    assert spot.startswith("the compile-side change predicts no slowdown (measured +50 %")
+    spot = note("chunk_gated_delta_rule_fwd_kernel_h")
+    assert spot.startswith("the compile-side change predicts no slowdown (measured +32 %")
     assert "bank conflicts unpriced" in spot and "ktriage profile" in spot and "host side" not in spot
     other = note("triton_red_fused_native_layer_norm_no_welford")
     assert other.startswith("no compile-side change predicts the measured slowdown") and "host side" in other
