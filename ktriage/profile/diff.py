@@ -109,7 +109,25 @@ def _compile_side(resources: Mapping[str, Any] | None, reference: Mapping[str, A
     if changed:
         what = ", ".join(f"{k} {int(ref_ops.get(k, 0))}->{int(ops.get(k, 0))}" for k in changed)
         parts.append(f"SASS {what}" if parts else f"{toolchain} SASS {what}")
+    banks = _bank_change(resources.get("shared_wavefronts"), (reference or {}).get("shared_wavefronts"))
+    if banks:
+        parts.append(banks if parts else f"{toolchain} {banks}")
     return "; ".join(parts) if parts else f"{toolchain}: the same resources as the reference"
+
+
+def _bank_change(new: object, ref: object) -> str:
+    """``bank conflicts read from the SASS: STS x1.0 -> x7.9`` when a factor moved by ``SHARED_CHANGE``
+    either way (``analyze.shared_banks``, in the bundle's resources since schema 6), else "": the
+    compile-side prediction next to the wavefronts ncu counts in the same sentence."""
+    if not isinstance(new, Mapping) or not isinstance(ref, Mapping):
+        return ""
+    moved = []
+    for kind in ("LDS", "STS"):
+        a, b = ref.get(kind), new.get(kind)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and min(a, b) > 0:
+            if max(a, b) / min(a, b) >= SHARED_CHANGE:
+                moved.append(f"{kind} x{a:.1f} -> x{b:.1f}")
+    return f"bank conflicts read from the SASS: {', '.join(moved)}" if moved else ""
 
 
 def _mb(value: float) -> str:

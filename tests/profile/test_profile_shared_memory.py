@@ -42,3 +42,21 @@ def test_load_bank_conflicts_of_gather_gemv_are_named() -> None:
 def test_a_small_shared_memory_change_is_not_a_finding() -> None:
     """The same kernel at a smaller input: 1.5x fewer passes does not cross the gate (and the time is -3 %)."""
     assert "shared-memory" not in finding("tb_rms_norm_bwd-3")
+
+
+def test_the_compile_side_half_of_the_sentence_names_the_conflicts_read_from_the_sass() -> None:
+    """The bundle's resources carry the bank analysis (analyze.shared_banks): the profile's sentence
+    sets the compile-side conflict factors next to the wavefronts ncu counted."""
+    from ktriage.profile.diff import _compile_side
+
+    ref = {"sass_opcodes": {"LDS": 129, "STS": 32}, "shared_wavefronts": {"LDS": 1.0, "STS": 1.0, "unrated": 0.0}}
+    new = {
+        "sass_opcodes": {"LDS": 33, "STS": 32},
+        "shared_wavefronts": {"LDS": 1.97, "STS": 7.95, "unrated": 0.0},
+    }
+    text = _compile_side(new, ref, "triton-3.3.1")
+    assert (
+        text == "triton-3.3.1 SASS LDS 129->33; bank conflicts read from the SASS: LDS x1.0 -> x2.0, STS x1.0 -> x8.0"
+    )
+    assert "bank conflicts" not in _compile_side(ref, ref, "triton-3.6.0")
+    assert "bank conflicts" not in _compile_side({"sass_opcodes": {}}, ref, "old bundle")  # resources before schema 6
