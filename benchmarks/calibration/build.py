@@ -38,11 +38,13 @@ import subprocess
 import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from ktriage.analyze.sass import SassFunction
 from ktriage.measure.results_file import read_results
 from ktriage.predict.dataset import cells_from_results, write_cells
 
@@ -104,22 +106,31 @@ def _cuobjdump() -> Path | None:
     return found[-1] if found else None
 
 
-def _cubin_loops(cuobjdump: Path, cubin: str) -> dict[str, dict[tuple[int, int], int | None]] | None:
-    """Per function of ``cubin``, each loop's (start, end) -> load_waits; None if it cannot be read.
-    A report names its cubins under ``$KTRIAGE_HOME`` (newer reports) or by absolute path."""
+@lru_cache(maxsize=128)
+def _cubin_functions(cuobjdump: Path, cubin: str) -> dict[str, SassFunction] | None:
+    """The SASS functions of ``cubin`` (one ``cuobjdump -sass`` a cubin and build: the load waits and the
+    bank conflicts both read them); None if it cannot be read. A report names its cubins under
+    ``$KTRIAGE_HOME`` (newer reports) or by absolute path."""
     from ktriage.analyze.sass import parse_sass
-    from ktriage.analyze.sass_loops import find_loops
 
     cubin = cubin.replace("$KTRIAGE_HOME", str(_home()))
-
     if not Path(cubin).is_file():
         return None
     proc = subprocess.run([str(cuobjdump), "-sass", cubin], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         return None
+    return parse_sass(proc.stdout)
+
+
+def _cubin_loops(cuobjdump: Path, cubin: str) -> dict[str, dict[tuple[int, int], int | None]] | None:
+    """Per function of ``cubin``, each loop's (start, end) -> load_waits; None if it cannot be read."""
+    from ktriage.analyze.sass_loops import find_loops
+
+    functions = _cubin_functions(cuobjdump, cubin)
+    if functions is None:
+        return None
     return {
-        name: {(loop.start, loop.end): loop.load_waits for loop in find_loops(fn)}
-        for name, fn in parse_sass(proc.stdout).items()
+        name: {(loop.start, loop.end): loop.load_waits for loop in find_loops(fn)} for name, fn in functions.items()
     }
 
 
@@ -199,16 +210,12 @@ Banks = dict[str, dict[str, float]]  # function -> analyze.shared_banks.bank_sum
 
 def _cubin_banks(cuobjdump: Path, cubin: str) -> Banks | None:
     """Per function of ``cubin``, its shared-memory bank summary; None if it cannot be read."""
-    from ktriage.analyze.sass import parse_sass
     from ktriage.analyze.shared_banks import bank_summary, shared_accesses
 
-    cubin = cubin.replace("$KTRIAGE_HOME", str(_home()))
-    if not Path(cubin).is_file():
+    functions = _cubin_functions(cuobjdump, cubin)
+    if functions is None:
         return None
-    proc = subprocess.run([str(cuobjdump), "-sass", cubin], capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        return None
-    return {name: bank_summary(shared_accesses(fn)) for name, fn in parse_sass(proc.stdout).items()}
+    return {name: bank_summary(shared_accesses(fn)) for name, fn in functions.items()}
 
 
 def read_saved_banks(path: Path) -> dict[str, Banks]:
