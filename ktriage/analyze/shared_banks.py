@@ -137,8 +137,8 @@ def _map(fn: Callable[..., int], *args: Lanes) -> Lanes:
 
 
 def _evaluate(inst: SassInstruction, state: _Lanes) -> tuple[str, Lanes | None] | None:
-    """(destination, its lane values) of an integer instruction; None for instructions that write no
-    general register this pass tracks (their destination, if any, is cleared by the caller)."""
+    """(first operand, its lane values: None when not an integer instruction this pass evaluates) of an
+    instruction; None when it has no operand. ``state.set`` ignores a first operand that is no register."""
     ops = [o.strip() for o in inst.operands.split(",")]
     if not ops or not ops[0]:
         return None
@@ -347,13 +347,8 @@ def shared_accesses(fn: SassFunction) -> list[SharedAccess]:
         result = _evaluate(inst, state)
         if result is not None:
             dest, value = result
+            _clear(dest, _registers_written(inst), state)  # a .64/.128 destination spans the next registers too
             state.set(dest, value)
-            count = _registers_written(inst)
-            if count > 1:
-                m2 = _REG.match(dest)
-                if m2 and m2.group(1) != "Z":
-                    for k in range(1, count):
-                        state.set(f"R{int(m2.group(1)) + k}", None)
     return out
 
 
