@@ -66,6 +66,14 @@ class TimingOptions:
     warmup_ms: float = 25.0  # do_bench's default warmup, in milliseconds of wall time
     min_warmup_calls: int = 3
     calls_per_round: int = 10  # events: timed calls per variant per round; graph: replays per round
+    # Rounds before the stop rule may end sampling: each variant timed in this many separate turns.
+    # One turn is 10 calls back to back (about a millisecond), and on the H200 a whole turn can run
+    # slow: the same cubin loaded twice in one process timed 16.35 and 17.63 us (minima 16.00 and
+    # 16.77), and with 10 samples from one turn each, compare called identical code +7.7 % (1 process
+    # in 8, TorchInductor's 16 us triton_poi_fused_add_addmm_1; the corpus's replicate flipped that
+    # kernel from 0.91x to 1.10x: benchmarks/calibration/replicate/process_effect/). Over three turns
+    # in shuffled order a slow turn is a third of a variant's samples, which its median and interval see.
+    min_rounds: int = 3
     graph_calls: int = 20  # graph mode: calls captured in one graph
     device: int = 0
 
@@ -476,7 +484,7 @@ def measure_interleaved(
 
     Each round visits the variants in a new shuffled order (``seed`` makes it reproducible) and
     takes ``options.calls_per_round`` samples of each. After each round, once every variant has at
-    least ``min_samples``, ``stop(samples)`` may end sampling; ``max_time_s`` (wall time, warmup
+    least ``min_samples`` from at least ``options.min_rounds`` turns, ``stop(samples)`` may end sampling; ``max_time_s`` (wall time, warmup
     included) and ``rounds`` cap it. A variant that raises is dropped and its error kept, unless
     the error is a sticky CUDA error, which is re-raised (the context is gone; the isolation layer
     restarts the worker).
@@ -533,7 +541,13 @@ def measure_interleaved(
                 result.samples[name].extend(got)
         result.rounds += 1
         live = {n: result.samples[n] for n in active}
-        if live and all(len(s) >= min_samples for s in live.values()) and stop is not None and stop(live):
+        if (
+            live
+            and result.rounds >= options.min_rounds
+            and all(len(s) >= min_samples for s in live.values())
+            and stop is not None
+            and stop(live)
+        ):
             result.stopped_by = "stop"
             break
         if clock() - t0 >= max_time_s:

@@ -117,6 +117,21 @@ def test_stop_is_asked_only_once_min_samples_are_there() -> None:
     assert res.stopped_by == "stop" and res.rounds == 3
 
 
+def test_stop_waits_for_three_turns_of_every_variant_even_when_one_turn_gives_enough_samples() -> None:
+    """On the H200 a whole turn (10 calls back to back) can run slow; one turn per variant called identical
+    code +7.7 %. So the stop rule is asked only once every variant was timed in min_rounds separate turns."""
+    asked: list[int] = []
+
+    def stop(samples: dict[str, list[float]]) -> bool:
+        asked.append(min(len(s) for s in samples.values()))
+        return True
+
+    res, _, _ = run(min_samples=10, stop=stop, calls=10, max_time_s=1e9)
+    assert TimingOptions().min_rounds == 3
+    assert asked == [30] and res.stopped_by == "stop" and res.rounds == 3  # not after round 1's 10 samples
+    assert res.settings["min_rounds"] == 3  # recorded with the run's settings
+
+
 def test_the_time_cap_ends_sampling() -> None:
     # Each round costs 5 * (1 + 2 + 0.5 + 1.5) ms = 25 ms of fake GPU time; warmup 4 * 25 ms.
     res, _, clock = run(max_time_s=0.5, stop=lambda s: False, rounds=10_000)
