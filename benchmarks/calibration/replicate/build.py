@@ -3,6 +3,8 @@ and the same pairing as run 1's ``../cells.jsonl``. CPU only, no compile for the
 committed); the two catalog sweeps compile here once, cached under ``--work``:
 
     KTRIAGE_HOME=~/.cache/ktriage .venv/bin/python benchmarks/calibration/replicate/build.py
+    KTRIAGE_HOME=~/.cache/ktriage .venv/bin/python benchmarks/calibration/replicate/build.py \
+        --results benchmarks/calibration/replicate/h200_run3 --out benchmarks/calibration/replicate/cells_run3.jsonl.gz
 
 The results are committed gzipped; they are unpacked into ``--work`` and ``../build.py`` runs on them with a
 sources file that names run 2's results where ``../sources.json`` names run 1's."""
@@ -24,12 +26,15 @@ RUN2_OF = {"ln_bwd": "rep-ln-bwd", "emb_bwd": "rep-emb-bwd"}  # run 1's results 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/ktriage-replicate", help="unpacked results and compiled reports")
-    ap.add_argument("--out", default=str(HERE / "cells.jsonl.gz"), help="run 2's cells, gzipped")
+    ap.add_argument("--results", default=str(HERE / "h200"), help="a run's results: corpus/ and other/, gzipped")
+    ap.add_argument("--out", default=str(HERE / "cells.jsonl.gz"), help="that run's cells, gzipped")
     args = ap.parse_args()
     work = Path(args.work)
     for sub in ("corpus", "other"):
         (work / sub).mkdir(parents=True, exist_ok=True)
-        for gz in sorted((HERE / "h200" / sub).glob("*.json.gz")):
+        for old in (work / sub).glob("*.json"):  # a work folder used for another run
+            old.unlink()
+        for gz in sorted((Path(args.results) / sub).glob("*.json.gz")):
             (work / sub / gz.name.removesuffix(".gz")).write_bytes(gzip.decompress(gz.read_bytes()))
     sources = []
     for source in json.loads((HERE.parent / "sources.json").read_text())["sources"]:

@@ -6,7 +6,7 @@
 # -> $OUT/replicate.tgz: NAME.json (results), NAME.txt (console), walls.txt, env.txt. Bundles run in the
 # tarball's list order (list.txt: NAME and its bench options); none starts after DEADLINE seconds, and the
 # tarball is re-packed after each bundle, so what ran always comes back. SKIP_FILE: names (one a line) an
-# earlier call already benched.
+# earlier call already benched. LIST: another list (names and options) to run, in its order.
 set -uo pipefail
 OUT=${OUT:?set OUT} TGZ=${TGZ:?set TGZ to the bundle tarball} DEADLINE=${DEADLINE:-500}
 start=$SECONDS work=/tmp/replicate
@@ -14,7 +14,7 @@ rm -rf "$work" /tmp/rb && mkdir -p "$work" /tmp/rb
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > "$work/pip.log" 2>&1
 export PYTHONPATH="/tmp/site:$PWD" KTRIAGE_HOME=/tmp/kth PYTHONUNBUFFERED=1
 tar xzf "$TGZ" -C /tmp/rb
-{ date -u +%FT%TZ; git log -1 --format='ktriage %H' 2>/dev/null || echo "ktriage (no git)"
+{ date -u +%FT%TZ  # (the device's copy of the tree carries no current git metadata: README.md names the commit)
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
   python3 -c "import sys, torch, triton; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
 } > "$work/env.txt" 2>&1
@@ -29,6 +29,6 @@ while read -r name opts; do
   timeout -k 5 150 python3 -m ktriage bench --bundle "/tmp/rb/$name" $opts -o "$work/$name.json" > "$work/$name.txt" 2>&1
   echo "$name exit=$? wall_s=$((SECONDS - t0)) at_s=$((SECONDS - start))" | tee -a "$work/walls.txt"
   pack
-done < /tmp/rb/list.txt
+done < "${LIST:-/tmp/rb/list.txt}"
 echo "total_s=$((SECONDS - start))" >> "$work/walls.txt"
 pack; ls -la "$OUT"
