@@ -51,6 +51,7 @@ class PairResult:
     problem: str | None = None  # for error/missing: which side, its status and reason
     is_baseline: bool = False
     failed_side: str | None = None  # for error: "ref", "new" or "both" (``Comparison.reference_failed``)
+    one_turn: bool = False  # both sides' samples came from one turn of back-to-back calls (``one_turn_verdicts``)
 
     @property
     def backend_label(self) -> str:
@@ -78,6 +79,7 @@ class PairResult:
             "is_baseline": self.is_baseline,
             "problem": self.problem,
             "verdict": self.verdict.to_json() if self.verdict else None,
+            "one_turn": self.one_turn,
         }
 
 
@@ -177,6 +179,13 @@ class Comparison:
         built = [p for p in self.pairs if p.ref_toolchain is not None and not p.is_baseline]
         return bool(built) and all(p.status == "error" and p.failed_side == "ref" for p in built)
 
+    def one_turn_verdicts(self) -> list[PairResult]:
+        """Regressions and improvements whose two sides were each timed in a single turn (10 calls back
+        to back): results written before ktriage's bench waited for three turns of every variant
+        (``TimingOptions.min_rounds``). A whole turn can run slow on the GPU, and one such turn made the
+        same cubin read +7.7 %, so these verdicts deserve a re-measurement before anyone acts on them."""
+        return [p for p in self.regressions() + self.improvements() if p.one_turn]
+
     def problems(self) -> list[PairResult]:
         """Pairs not compared: a side errored, was wrong, timed out, or is missing."""
         return [p for p in self.pairs if p.status != "compared"]
@@ -214,6 +223,7 @@ class Comparison:
             },
             "counts": self.counts(),
             "reference_failed": self.reference_failed(),
+            "one_turn_verdicts": len(self.one_turn_verdicts()),
             "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],
             "cliffs": [c.to_json() for c in self.cliffs],
@@ -369,12 +379,19 @@ def _pairs(
                     "of two GPUs; compare runs of one GPU (the GPU-to-GPU spread is an A/A across GPUs)"
                 )
             else:
+                pr.one_turn = _rounds(rc) == 1 and _rounds(nc) == 1
                 todo.append((pr, rc, nc))
             out.append(pr)
     verdicts = compare_samples_many([(rc.samples_ms, nc.samples_ms) for _, rc, nc in todo], config, cache)
     for (pr, _, _), v in zip(todo, verdicts, strict=True):
         pr.verdict = v
     return out
+
+
+def _rounds(c: Cell) -> int | None:
+    """How many interleaved rounds (turns per variant) timed ``c``; None where the run did not say."""
+    value = c.extra.get("rounds")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _baseline_check(pairs: list[PairResult], baselines: dict[str, str | None], shared: bool) -> BaselineCheck:

@@ -50,6 +50,12 @@ def headline(c: Comparison) -> str:
             f"the reference {c.ref_label} failed every kernel here: compare against one that ran"
             " (--reference TOOLCHAIN with --toolchains; reference= in the API)"
         )
+    if one_turn := len(c.one_turn_verdicts()):
+        parts.append(
+            f"{one_turn} {'verdict rests' if one_turn == 1 else 'verdicts rest'} on one turn of 10 calls per side"
+            " (results of a ktriage before 3 turns per variant): a whole turn can run slow, so re-measure with"
+            " ktriage bench before acting on it"
+        )
     return ", ".join(parts)
 
 

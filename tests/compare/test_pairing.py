@@ -131,3 +131,20 @@ def test_markdown_csv_json() -> None:
     (cj,) = doc["comparisons"]
     assert cj["counts"]["regression"] == 22 and cj["baseline"]["status"] == "shared"
     assert cj["cliffs"] and cj["pairs"][0]["verdict"]["ci_low"] > 0
+
+
+def test_verdicts_timed_in_one_turn_per_side_are_named_for_re_measurement() -> None:
+    """Results of a bench that let one turn of 10 back-to-back calls per variant decide (a whole turn can
+    run slow: the same cubin once read +7.7 %) say so in the headline and the JSON; three turns do not."""
+    run, cells = fake_sweep_run(
+        seed=2, n_inputs=6, toolchains=TCS, speed=lambda tc, i: 1.0 if tc == TCS[0] or i < 3 else 1.3
+    )
+    for rounds, flagged in ((1, True), (3, False)):
+        for cell in cells:
+            cell.extra["rounds"] = rounds
+        (c,) = compare_toolchains(cells, run=run)
+        assert len(c.regressions()) == 3  # inputs 3..5
+        assert len(c.one_turn_verdicts()) == (3 if flagged else 0)
+        assert c.to_json()["one_turn_verdicts"] == (3 if flagged else 0)
+        text = to_markdown(CompareReport([c]))
+        assert ("3 verdicts rest on one turn of 10 calls per side" in text) is flagged
