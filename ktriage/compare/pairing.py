@@ -182,8 +182,9 @@ class Comparison:
     def one_turn_verdicts(self) -> list[PairResult]:
         """Regressions and improvements whose two sides were each timed in a single turn (10 calls back
         to back): results written before ktriage's bench waited for three turns of every variant
-        (``TimingOptions.min_rounds``). A whole turn can run slow on the GPU, and one such turn made the
-        same cubin read +7.7 %, so these verdicts deserve a re-measurement before anyone acts on them."""
+        (``TimingOptions.min_rounds``), or where ``--max-time`` ended sampling after one. A whole turn
+        can run slow on the GPU, and one such turn made the same cubin read +7.7 %, so these verdicts
+        deserve a re-measurement before anyone acts on them."""
         return [p for p in self.regressions() + self.improvements() if p.one_turn]
 
     def problems(self) -> list[PairResult]:

@@ -52,9 +52,9 @@ def headline(c: Comparison) -> str:
         )
     if one_turn := len(c.one_turn_verdicts()):
         parts.append(
-            f"{one_turn} {'verdict rests' if one_turn == 1 else 'verdicts rest'} on one turn of 10 calls per side"
-            " (results of a ktriage before 3 turns per variant): a whole turn can run slow, so re-measure with"
-            " ktriage bench before acting on it"
+            f"{one_turn} {'verdict rests' if one_turn == 1 else 'verdicts rest'} on a single turn of back-to-back"
+            " calls per side (a ktriage before 3 turns per variant, or --max-time ended sampling): a whole turn"
+            " can run slow, so re-measure with ktriage bench before acting on it"
         )
     return ", ".join(parts)
 

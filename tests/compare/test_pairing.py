@@ -147,4 +147,4 @@ def test_verdicts_timed_in_one_turn_per_side_are_named_for_re_measurement() -> N
         assert len(c.one_turn_verdicts()) == (3 if flagged else 0)
         assert c.to_json()["one_turn_verdicts"] == (3 if flagged else 0)
         text = to_markdown(CompareReport([c]))
-        assert ("3 verdicts rest on one turn of 10 calls per side" in text) is flagged
+        assert ("3 verdicts rest on a single turn of back-to-back calls per side" in text) is flagged
