@@ -1,17 +1,19 @@
 """How often the GPU's verdicts reproduce, and what that means for the model's scores. CPU only:
 
     .venv/bin/python benchmarks/calibration/replicate/agreement.py    # writes replicate/agreement.md
+    .venv/bin/python benchmarks/calibration/replicate/agreement.py --second cells_run3.jsonl.gz --name "run 3" \
+        --about "..." --out agreement_run3.md                         # README.md: the exact arguments
 
-Run 1 is the calibration's cells (``../cells.jsonl``); run 2 the same bundles benched again on the H200
-in new processes on another day (``cells.jsonl`` here, built by ``build.py`` from ``h200/`` with the same
-explain reports: README.md). A cell of run 1 is matched to run 2 by its results file (``ln_bwd`` is
-``rep-ln-bwd``, ``emb_bwd`` ``rep-emb-bwd``, others by name), kernel, input and toolchains.
+Run 1 is the calibration's cells (``../cells.jsonl``); the second run is another bench of the same bundles on
+the H200 (``--second``: run 2, ``cells.jsonl.gz``, the same bench on another day; run 3, ``cells_run3.jsonl.gz``,
+the bench fixed to time every variant in three turns), built by ``build.py`` with the same explain reports.
+A cell of run 1 is matched to the other run's by its results file (``ln_bwd`` is ``rep-ln-bwd``, ``emb_bwd``
+``rep-emb-bwd``, others by name), kernel, input, toolchains, backend and recorded input.
 
-Why: the model is scored against run 1's verdicts as if they were the truth. A verdict at +5..8 % is a
-coin toss between "regression" and "same" when the bench's own run-to-run spread is a few percent; run 2
-against run 1 is the score a perfect predictor of one GPU run would get on another, the ceiling the
-issue's 80 % is measured under. The model's held-out predictions (``../cv_cells.jsonl``) are also scored
-on the cells where both runs give the same verdict (a label two runs agree on)."""
+Why: the model is scored against run 1's verdicts as if they were the truth. A verdict at +5..8 % can be
+"regression" in one run and "unsure" in the next; the other run against run 1 is the score a perfect predictor
+of one GPU run would get on another. The model's held-out predictions (``../cv_cells.jsonl``) are scored
+against each run's labels and on the labels both runs agree on."""
 
 from __future__ import annotations
 

@@ -1,13 +1,14 @@
-"""Run 2's cells (``cells.jsonl.gz`` here) from the committed results (``h200/``), with the same explain reports
-and the same pairing as run 1's ``../cells.jsonl``. CPU only, no compile for the corpus (its reports are
-committed); the two catalog sweeps compile here once, cached under ``--work``:
+"""A second run's cells (``cells.jsonl.gz``: run 2 from ``h200/``; ``--results h200_run3`` for run 3) from the
+committed results, with the same explain reports and the same pairing as run 1's ``../cells.jsonl``. CPU only,
+no compile for the corpus (its reports are committed); the two catalog sweeps compile here once, cached under
+``--work``:
 
     KTRIAGE_HOME=~/.cache/ktriage .venv/bin/python benchmarks/calibration/replicate/build.py
     KTRIAGE_HOME=~/.cache/ktriage .venv/bin/python benchmarks/calibration/replicate/build.py \
         --results benchmarks/calibration/replicate/h200_run3 --out benchmarks/calibration/replicate/cells_run3.jsonl.gz
 
 The results are committed gzipped; they are unpacked into ``--work`` and ``../build.py`` runs on them with a
-sources file that names run 2's results where ``../sources.json`` names run 1's."""
+sources file that names that run's results where ``../sources.json`` names run 1's."""
 
 from __future__ import annotations
 
