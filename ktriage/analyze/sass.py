@@ -104,6 +104,10 @@ _CLASS_OF = {op: name for name, ops in INSTRUCTION_CLASSES.items() for op in ops
 WORK_CLASSES = frozenset({"global", "atomic", "shared", "local", "tensor"})
 
 
+# registers a `.64`/`.128` modifier spans, on an opcode (`LDG.E.128`) or an operand (`R4.64`); `.WIDE` on an opcode
+VECTOR_REGISTERS = {"64": 2, "128": 4, "WIDE": 2}
+
+
 def instruction_class(base_opcode: str) -> str | None:
     """The class (`global`, `atomic`, `shared`, `local`, `tensor`, `sync`) of a base opcode, or None."""
     return _CLASS_OF.get(base_opcode)
@@ -122,6 +126,13 @@ class SassInstruction:
     def base_opcode(self) -> str:
         """The opcode without modifiers: `ATOMG.E.ADD.F32` -> `ATOMG`."""
         return self.opcode.split(".", 1)[0]
+
+    @property
+    def destination_registers(self) -> int:
+        """Consecutive registers the destination spans, from the opcode's modifiers: 2 for ``.64`` and
+        ``.WIDE`` (``IMAD.WIDE``), 4 for ``.128`` (``LDG.E.128``, ``LDS.128``), else 1."""
+        mods = self.opcode.split(".")[1:]
+        return next((VECTOR_REGISTERS[m] for m in mods if m in VECTOR_REGISTERS), 1)
 
     @property
     def text(self) -> str:

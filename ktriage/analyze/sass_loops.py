@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ktriage.analyze.sass import WORK_CLASSES, SassFunction, SassInstruction, instruction_class
+from ktriage.analyze.sass import VECTOR_REGISTERS, WORK_CLASSES, SassFunction, SassInstruction, instruction_class
 from ktriage.schema.jsontypes import JSONObject
 
 # `0x400` (cuobjdump), `` `(.L_x_3) `` or `` `($__internal_0_$...) `` (nvdisasm labels)
@@ -106,7 +106,6 @@ class SassLoop:
 _REGISTER = re.compile(r"\bR(\d+)\b")
 _VECTOR_REGISTER = re.compile(r"\bR(\d+)(?:\.(64|128))?\b")
 _GLOBAL_LOADS = frozenset({"LDG", "LD"})
-_WIDTH_REGS = {"64": 2, "128": 4}
 
 
 def _load_dest(inst: SassInstruction) -> set[int]:
@@ -115,10 +114,8 @@ def _load_dest(inst: SassInstruction) -> set[int]:
     m = _REGISTER.search(first)
     if m is None:
         return set()
-    mods = inst.opcode.split(".")[1:]
-    width = next((_WIDTH_REGS[w] for w in mods if w in _WIDTH_REGS), 1)
     base = int(m.group(1))
-    return set(range(base, base + width))
+    return set(range(base, base + inst.destination_registers))
 
 
 def _reads(inst: SassInstruction) -> set[int]:
@@ -130,7 +127,7 @@ def _reads(inst: SassInstruction) -> set[int]:
     regs: set[int] = set()
     for m in _VECTOR_REGISTER.finditer(srcs):
         base = int(m.group(1))
-        regs.update(range(base, base + _WIDTH_REGS.get(m.group(2) or "", 1)))
+        regs.update(range(base, base + VECTOR_REGISTERS.get(m.group(2) or "", 1)))
     return regs
 
 

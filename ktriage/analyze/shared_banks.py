@@ -43,7 +43,6 @@ _PRED_REG = re.compile(r"^(!)?P(\d|T)$")
 _UREG = re.compile(r"^U(?:R\d+|RZ)$")
 _IMM = re.compile(r"^-?0x[0-9a-fA-F]+$|^-?\d+$")
 _ADDR = re.compile(r"^\[(.*)\]$")
-_WIDTH = re.compile(r"\.(64|128)\b")
 
 
 @dataclass(frozen=True)
@@ -295,15 +294,6 @@ def wavefronts(addresses: Sequence[int], width: int, active: Sequence[bool] | No
     return max(total, 1), LANES // per_phase
 
 
-def _registers_written(inst: SassInstruction) -> int:
-    """How many consecutive registers the destination spans: 2 for ``.64``/``.WIDE``, 4 for ``.128``."""
-    if ".128" in inst.opcode:
-        return 4
-    if ".64" in inst.opcode or "WIDE" in inst.opcode:
-        return 2
-    return 1
-
-
 def _clear(dest: str, count: int, state: _Lanes) -> None:
     m = _REG.match(dest)
     if m and m.group(1) != "Z":
@@ -320,8 +310,7 @@ def shared_accesses(fn: SassFunction) -> list[SharedAccess]:
         ops = [o.strip() for o in inst.operands.split(",")]
         if base in ("LDS", "STS"):
             where = ops[1] if base == "LDS" and len(ops) > 1 else ops[0]
-            m = _WIDTH.search(inst.opcode)
-            width = int(m.group(1)) // 8 if m else 4
+            width = 4 * inst.destination_registers  # bytes a lane moves: 4, 8 (.64) or 16 (.128)
             ideal = max(1, LANES * width // 128)
             lanes = _address(where, state)
             active = state.predicate(inst.predicate) if inst.predicate else (True,) * LANES
@@ -336,18 +325,18 @@ def shared_accesses(fn: SassFunction) -> list[SharedAccess]:
                 waves, ideal = wavefronts(lanes, width, active)
                 out.append(SharedAccess(inst.address, inst.opcode, waves, ideal))
             if base == "LDS" and ops:
-                _clear(ops[0], _registers_written(inst), state)
+                _clear(ops[0], inst.destination_registers, state)
             continue
         if _set_predicate(inst, state):
             continue
         if inst.predicate:  # a conditional write: the lanes that skip it keep their old value
             if ops and _REG.match(ops[0]):
-                _clear(ops[0], _registers_written(inst), state)
+                _clear(ops[0], inst.destination_registers, state)
             continue
         result = _evaluate(inst, state)
         if result is not None:
             dest, value = result
-            _clear(dest, _registers_written(inst), state)  # a .64/.128 destination spans the next registers too
+            _clear(dest, inst.destination_registers, state)  # a .64/.128 destination spans the next registers too
             state.set(dest, value)
     return out
 
