@@ -1,10 +1,12 @@
 """The corpus's calibration cells rebuild from committed files alone: the explain reports under
 benchmarks/corpus/h200/explain carry no load waits (written before ktriage counted them), and the
 counts read from their cubins are committed in benchmarks/calibration/load_waits.json.gz, so a machine
-without those cubins (this test's empty home) builds the same cells, byte for byte."""
+without those cubins (this test's empty home) builds the same cells, byte for byte: run 1's (the corpus's
+first bench) and the calibration's own (the fixed bench's labels, replicate/h200_run3 and h200_run4)."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "benchmarks" / "corpus" / "h200"
+REPLICATE = ROOT / "benchmarks" / "calibration" / "replicate"
 
 
 def test_the_corpus_cells_rebuild_without_the_cubins(tmp_path: Path) -> None:
@@ -36,6 +39,35 @@ def test_the_corpus_cells_rebuild_without_the_cubins(tmp_path: Path) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "load waits no cubin: 0 kernel results" in proc.stderr, proc.stderr[-3000:]
-    committed = set((ROOT / "benchmarks" / "calibration" / "cells.jsonl").read_text().splitlines())
+    committed = set(gzip.decompress((REPLICATE / "cells_run1.jsonl.gz").read_bytes()).decode().splitlines())
     rebuilt = out.read_text().splitlines()
     assert len(rebuilt) == 693 and not [line for line in rebuilt if line not in committed]
+
+
+def test_the_calibration_cells_rebuild_from_the_fixed_bench_results(tmp_path: Path) -> None:
+    """The cells the shipped model is fitted on: the same facts, the fixed bench's measurements, each naming
+    the committed results file it came from (Triton 3.9.0's 3 softmax cells were not benched again)."""
+    out = tmp_path / "cells.jsonl"
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(REPLICATE / "build.py"),
+            "--results", str(REPLICATE / "h200_run3"),
+            "--results", str(REPLICATE / "h200_run4"),
+            "--corpus-only",
+            "--out", str(out),
+            "--work", str(tmp_path / "work"),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KTRIAGE_HOME": str(home)},
+        timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "load waits no cubin: 0 kernel results" in proc.stderr, proc.stderr[-3000:]
+    committed = set((ROOT / "benchmarks" / "calibration" / "cells.jsonl").read_text().splitlines())
+    rebuilt = out.read_text().splitlines()
+    assert len(rebuilt) == 690 and not [line for line in rebuilt if line not in committed]
+    assert all('"source": "benchmarks/calibration/replicate/h200_run' in line for line in rebuilt)

@@ -1,10 +1,11 @@
-"""The calibration dataset: cells built from a committed bench results file and the committed explain
-report of the same kernels equal the committed cells.jsonl lines (the pairing, the verdicts and the
+"""The calibration dataset: cells built from a committed bench results file (the fixed bench's, gzipped) and
+the committed explain report of the same kernels equal the committed cells.jsonl lines (the pairing, the verdicts and the
 facts reproduce without a compile), and `ktriage calibrate` fits from a dataset or from a results
 file with its report, and refuses unpaired input naming the fix."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -16,20 +17,19 @@ REPO = Path(__file__).resolve().parents[2]
 CELLS = REPO / "benchmarks" / "calibration" / "cells.jsonl"
 RESULTS = REPO / "benchmarks" / "record" / "h200d" / "bench" / "wl-tb_rms_norm_bwd.json"
 REPORT = REPO / "benchmarks" / "record" / "h200" / "explain_rms_norm_bwd.json"
+FIXED = "benchmarks/calibration/replicate/h200_run3/other/wl-tb_rms_norm_bwd.json.gz"  # the same bundle, fixed bench
 
 
-def test_cells_rebuild_from_committed_results_and_report() -> None:
-    run, cells = read_results(RESULTS)
+def test_cells_rebuild_from_committed_results_and_report(tmp_path: Path) -> None:
+    results = tmp_path / "wl-tb_rms_norm_bwd.json"
+    results.write_bytes(gzip.decompress((REPO / FIXED).read_bytes()))
+    run, cells = read_results(results)
     made, notes = cells_from_results(
-        run,
-        cells,
-        json.loads(REPORT.read_text()),
-        operator="tb_rms_norm_bwd",
-        source="benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json",
+        run, cells, json.loads(REPORT.read_text()), operator="tb_rms_norm_bwd", source=FIXED
     )
     assert not notes and len(made) == 24  # 12 kernel inputs x (3.3.1, 3.4.0) against 3.6.0
     # (the corpus benched the same operator again: its cells share the operator, not the source)
-    committed = [c for c in read_cells(CELLS) if c.source == "benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json"]
+    committed = [c for c in read_cells(CELLS) if c.source == FIXED]
     assert [c.to_json() for c in made] == [c.to_json() for c in committed]
     faster = [c for c in made if c.measured.verdict == "improvement"]
     assert len(faster) == 3 and all(c.reference == "triton==3.6.0" and c.measured.ci_high < 1 for c in faster)

@@ -44,3 +44,23 @@ def test_the_fixed_bench_run_reproduces_and_the_model_is_scored_on_its_labels(tm
     # against the labels of the bench that times every variant in three turns, regression recall passes 80 %
     run3 = text.split("### run 3's verdicts")[1].split("###")[0]
     assert "- regression: precision 99%, recall 82%" in run3
+
+
+FIXED_ABOUT = (
+    "run 3 (the 26 results files holding most of run 1's labels, 574 cells) and run 4 (the other 37, 394 cells) "
+    "together, the calibration's labels since 2026-12-04: benched on the H200 on 2026-12-04 by the fixed bench "
+    "(every variant timed in at least 3 turns, process_effect/)"
+)
+
+
+def test_the_fixed_bench_labels_against_run_1_reproduce_from_the_committed_data(tmp_path: Path) -> None:
+    """The calibration's cells (../cells.jsonl) carry the fixed bench's labels: every cell but Triton 3.9.0's
+    three measured again, and no regression became an improvement or back."""
+    out = tmp_path / "agreement_fixed.md"
+    cells = REPLICATE.parent / "cells.jsonl"
+    cmd = [sys.executable, str(REPLICATE / "agreement.py"), "--second", str(cells), "--name", "the fixed bench"]
+    subprocess.run([*cmd, "--about", FIXED_ABOUT, "--out", str(out)], check=True, capture_output=True)
+    text = out.read_text()
+    assert text == (REPLICATE / "agreement_fixed.md").read_text()
+    assert "968 of run 1's 971 cells" in text and "an improvement in the other): 0." in text
+    assert "| regression | 152 | 0 | 0 | 10 | 94% (152 of 162) |" in text
