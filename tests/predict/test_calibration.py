@@ -211,14 +211,14 @@ def test_a_model_file_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
 
 def test_the_shipped_model_on_fresh_cells_it_was_not_fitted_on() -> None:
     """270 GPU cells measured after the model shipped and kept out of every fit
-    (benchmarks/calibration/fresh/: Liger layer_norm and embedding in bf16 and fp16 on the H200): what the
-    shipped parameters score there (regression precision 100 %, recall 80 %, no false alarm) must hold
-    for a new fit too."""
+    (benchmarks/calibration/fresh/: Liger layer_norm and embedding in bf16 and fp16 on the H200, labeled by
+    the fixed bench): what the shipped parameters score there (regression precision 100 %, recall 82 %, no
+    false alarm) must hold for a new fit too."""
     from ktriage.predict.calibration import Scores
 
     cells = read_cells(CALIBRATION / "fresh" / "cells.jsonl")
     assert len(cells) == 270
     params = load_params()
     scores = Scores.of([predict(c.ref, c.new, params).kind for c in cells], [c.measured.verdict for c in cells])
-    assert scores.precision("regression") == 1.0 and (scores.recall("regression") or 0) >= 0.79
+    assert scores.precision("regression") == 1.0 and (scores.recall("regression") or 0) >= 0.8
     assert sum(scores.matrix["regression"].values()) + sum(scores.matrix["improvement"].values()) == 47
