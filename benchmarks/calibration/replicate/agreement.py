@@ -12,7 +12,8 @@ reports.
 A cell of run 1 is matched to the other run's by its results file (``ln_bwd`` is ``rep-ln-bwd``, ``emb_bwd``
 ``rep-emb-bwd``, others by name), kernel, input, toolchains, backend and recorded input.
 
-Why: the model is scored against run 1's verdicts as if they were the truth. A verdict at +5..8 % can be
+Why: the model was scored against run 1's verdicts as if they were the truth (until 2026-12-04, when the fixed
+bench's replaced them). A verdict at +5..8 % can be
 "regression" in one run and "unsure" in the next; the other run against run 1 is the score a perfect predictor
 of one GPU run would get on another. A model's held-out predictions (``--cv``: ``cv_run1.jsonl.gz``, the model
 fitted on run 1's labels; ``../cv_cells.jsonl``, the shipped one, fitted on the fixed bench's) are scored against
