@@ -10,7 +10,7 @@ set -u
 B=${BUNDLES:-.bundles}
 STEPS=${STEPS:-123456}
 step() { [[ $STEPS == *$1* ]]; }
-site=$(mktemp -d); python3 -m pip install -q --no-index --no-deps --target $site .whl/*.whl .whl/msgspec/*cp312*.whl; export PYTHONPATH=$site:$PWD KTRIAGE_HOME=$PWD/.carry/home
+site=$(mktemp -d); python3 -m pip install -q --no-index --no-deps --target $site .whl/*.whl $(ls .whl/msgspec/*cp312*.whl 2>/dev/null); export PYTHONPATH=$site:$PWD KTRIAGE_HOME=$PWD/.carry/home
 export PYTHONUNBUFFERED=1
 LIGER=$PWD/.carry/home/packages/liger-kernel-0.5.10   # the Liger release the replays follow
 R=/tmp/perf; rm -rf $R; mkdir -p $R
