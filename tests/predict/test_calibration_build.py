@@ -17,57 +17,51 @@ CORPUS = ROOT / "benchmarks" / "corpus" / "h200"
 REPLICATE = ROOT / "benchmarks" / "calibration" / "replicate"
 
 
-def test_the_corpus_cells_rebuild_without_the_cubins(tmp_path: Path) -> None:
+def _rebuild_in_an_empty_home(script: Path, args: list[str], tmp_path: Path) -> list[str]:
+    """Run a cells build with no artifacts and no toolchains (no cubin can be read): its cells' lines, once it
+    exited 0 and every loop's load waits came from the committed counts."""
     out = tmp_path / "cells.jsonl"
-    home = tmp_path / "home"  # no artifacts, no toolchains: no cubin can be read
+    home = tmp_path / "home"
     home.mkdir()
     proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "calibration" / "build.py"),
-            "--scan", str(CORPUS / "bench"),
-            "--workloads", str(CORPUS / "workloads"),
-            "--explain-dir", str(CORPUS / "explain"),
-            "--no-sources", "--no-compile",
-            "--out", str(out),
-            "--work", str(tmp_path / "work"),
-        ],
+        [sys.executable, str(script), *args, "--out", str(out), "--work", str(tmp_path / "work")],
         capture_output=True,
         text=True,
         env={**os.environ, "KTRIAGE_HOME": str(home)},
         timeout=600,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "load waits no cubin: 0 kernel results" in proc.stderr, proc.stderr[-3000:]
+    return out.read_text().splitlines()
+
+
+def test_the_corpus_cells_rebuild_without_the_cubins(tmp_path: Path) -> None:
+    rebuilt = _rebuild_in_an_empty_home(
+        ROOT / "benchmarks" / "calibration" / "build.py",
+        [
+            "--scan", str(CORPUS / "bench"),
+            "--workloads", str(CORPUS / "workloads"),
+            "--explain-dir", str(CORPUS / "explain"),
+            "--no-sources", "--no-compile",
+        ],
+        tmp_path,
+    )  # fmt: skip
     committed = set(gzip.decompress((REPLICATE / "cells_run1.jsonl.gz").read_bytes()).decode().splitlines())
-    rebuilt = out.read_text().splitlines()
     assert len(rebuilt) == 693 and not [line for line in rebuilt if line not in committed]
 
 
 def test_the_calibration_cells_rebuild_from_the_fixed_bench_results(tmp_path: Path) -> None:
     """The cells the shipped model is fitted on: the same facts, the fixed bench's measurements, each naming
     the committed results file it came from (Triton 3.9.0's 3 softmax cells were not benched again)."""
-    out = tmp_path / "cells.jsonl"
-    home = tmp_path / "home"
-    home.mkdir()
-    proc = subprocess.run(
+    rebuilt = _rebuild_in_an_empty_home(
+        REPLICATE / "build.py",
         [
-            sys.executable,
-            str(REPLICATE / "build.py"),
             "--results", str(REPLICATE / "h200_run3"),
             "--results", str(REPLICATE / "h200_run4"),
             "--corpus-only",
-            "--out", str(out),
-            "--work", str(tmp_path / "work"),
         ],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "KTRIAGE_HOME": str(home)},
-        timeout=600,
+        tmp_path,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "load waits no cubin: 0 kernel results" in proc.stderr, proc.stderr[-3000:]
     committed = set((ROOT / "benchmarks" / "calibration" / "cells.jsonl").read_text().splitlines())
-    rebuilt = out.read_text().splitlines()
     assert len(rebuilt) == 690 and not [line for line in rebuilt if line not in committed]
     assert all('"source": "benchmarks/calibration/replicate/h200_run' in line for line in rebuilt)
