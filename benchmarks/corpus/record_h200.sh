@@ -27,7 +27,7 @@ export PYTHONPATH="$site:$kt_src" KTRIAGE_HOME="$work/home" PYTHONUNBUFFERED=1 S
   git -C "$repo" log --oneline -1 2>/dev/null
 } > "$work/log/env.txt" 2>&1
 
-job() {  # one line of ops.txt: KIND NAME ARG [TritonBench flags...]
+job() {  # one line of ops.txt: KIND NAME ARG [TritonBench flags, or the program's arguments...]
   kind=$1 name=$2 arg=$3
   shift 3
   if [ "$kind" = tb ]; then
@@ -36,7 +36,7 @@ job() {  # one line of ops.txt: KIND NAME ARG [TritonBench flags...]
     cd "$repo/.carry/tritonbench" || return
   else
     id="$name"
-    cmd=(python3 "$repo/$arg")
+    cmd=(python3 "$repo/$arg" "$@")  # a program's own arguments follow its script
     cd "$work" || return
   fi
   t0=$(date +%s.%N)
