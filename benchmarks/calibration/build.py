@@ -259,8 +259,8 @@ def add_shared_banks(report: dict, operator: str, counts: Counter, saved: dict[s
         counts["banks: filled", operator] += 1
 
 
-def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None) -> list[dict]:
-    """Sources for every recorded-bench results file under ``results_dir`` whose workload is found;
+def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None, match: str = "*.json") -> list[dict]:
+    """Sources for every recorded-bench results file under ``results_dir`` (named like ``match``) whose workload is found;
     an explain report ``<explain_dir>/<name>.json`` (or ``.json.gz``) of the workload (with the run's toolchains among
     its own) is used as it is, else the workload is explained here."""
     workloads = {
@@ -269,7 +269,7 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
         for p in workloads_dir.rglob(pattern)
     }
     out = []
-    for path in sorted(results_dir.rglob("*.json")):
+    for path in sorted(results_dir.rglob(match)):
         try:
             data = json.loads(path.read_text())
             name = data["run"]["settings"]["recorded_plan"]["name"]
@@ -332,6 +332,11 @@ def main() -> int:
         type=Path,
         help="with --scan: explain reports NAME.json or NAME.json.gz of the workloads (no compile)",
     )
+    ap.add_argument(
+        "--match",
+        default="*.json",
+        help="with --scan: only the results files named like this (e.g. 'liger_*.json': fresh_ops/README.md)",
+    )
     ap.add_argument("--no-sources", action="store_true", help="with --scan: leave out the sources of --sources")
     ap.add_argument("--no-compile", action="store_true", help="skip the sources that have no explain report yet")
     ap.add_argument(
@@ -352,7 +357,7 @@ def main() -> int:
     saved_banks = read_saved_banks(SHARED_BANKS)
     sources = [] if args.no_sources else json.loads(Path(args.sources).read_text())["sources"]
     if args.scan:
-        sources += scan(args.scan, args.workloads or args.scan, args.explain_dir)
+        sources += scan(args.scan, args.workloads or args.scan, args.explain_dir, args.match)
     for source in sources:
         if (
             args.no_compile
