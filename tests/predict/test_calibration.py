@@ -57,13 +57,13 @@ def test_held_out_operators_keep_their_verdicts(fitted) -> None:
 
 def test_held_out_precision_and_recall_floors(fitted) -> None:
     """What the model reaches held out by operator on the 968 committed cells, labeled by the fixed bench
-    (issue 24 asks >= 80 % precision AND recall for both kinds: recall NOT met; regression 99 %/79 % (122 of
-    155 found), improvement 94 %/50 % (16 of the 17 predicted improvements that measured a verdict right, 16
-    of 32 found), see benchmarks/calibration/README.md). Floors a few points under the reached values, so a
-    change that loses ground fails here."""
+    (issue 24 asks >= 80 % precision AND recall for both kinds: improvement recall NOT met; regression
+    99 %/82 % (127 of 155 found), improvement 94 %/50 % (16 of the 17 predicted improvements that measured a
+    verdict right, 16 of 32 found), see benchmarks/calibration/README.md). Floors at or a few points under the
+    reached values (regression recall at the issue's 80 %), so a change that loses ground fails here."""
     scores = fitted.scores
     assert scores is not None
-    assert scores.precision("regression") >= 0.95 and scores.recall("regression") >= 0.75
+    assert scores.precision("regression") >= 0.95 and scores.recall("regression") >= 0.8
     assert scores.precision("improvement") >= 0.88 and scores.recall("improvement") >= 0.45
 
 
@@ -84,6 +84,28 @@ def test_waits_for_the_tensor_cores_are_priced_apart_from_barriers() -> None:
     assert waits.share > 0.005 and "more WARPGROUP.DEPBAR in the main loop" in waits.text(), p.text()
     free = predict(cell.ref, cell.new, Params.from_json({**load_params().to_json(), "lambda_mma_wait": 0.0}))
     assert free.ratio < p.ratio  # the waits cost something: without their price the change is smaller
+
+
+def test_a_small_launch_shows_its_latency_path() -> None:
+    """TritonBench's inductor cross-entropy reduction runs 2 CTAs (one on each of 2 SMs); Triton 3.3.1 loops
+    where 3.6.0 unrolls, with 3 waits an iteration on its loads (real committed cells, measured +8..9 % on the
+    H200; ncu: DRAM at 0.1 % of peak, a latency chain). With a wave's fixed cost (``lambda_wave``) on the
+    latency path, the launch's latency reaches its bandwidth share and the waits show: a regression. Priced
+    without it, the bandwidth share hides them (+6 %, within the interval)."""
+    cells = [
+        c
+        for c in read_cells(CALIBRATION / "cells.jsonl")
+        if c.operator == "tb_cross_entropy_fwd"
+        and c.kernel.startswith("triton_red_fused__log_softmax_nll_loss")
+        and c.toolchain == "triton==3.3.1"
+    ]
+    assert len(cells) == 3 and all(c.measured.verdict == "regression" for c in cells)
+    params = load_params()
+    assert params.lambda_wave > 1000.0
+    no_wave_cost = Params.from_json({**params.to_json(), "lambda_wave": 0.0})
+    for c in cells:
+        assert predict(c.ref, c.new, params).kind == "regression"
+        assert predict(c.ref, c.new, no_wave_cost).kind == "neutral"
 
 
 def test_a_loop_unrolled_further_is_not_priced_as_more_passes() -> None:
