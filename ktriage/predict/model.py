@@ -46,7 +46,9 @@ The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` wa
 ``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
 latency path is paid once per wave (more resident CTAs hide it: fewer waves), with ``lambda_wave`` a wave's
 fixed cost (a CTA's launch, its first round trip to memory, its drain: fitted 3.5k cycles, about 1.8 us at
-1.98 GHz). Without it a launch of 2 CTAs whose loop waits 3 times an iteration (TritonBench's inductor
+1.98 GHz, 4x the 0.41..0.46 us a wave of small CTAs measures on the H200, where waves streaming from DRAM cost
+only their bytes: ``benchmarks/calibration/wave_cost/``; the fitted value stands in for the latency a small
+launch exposes and the 1/132 share of DRAM bandwidth leaves out). Without it a launch of 2 CTAs whose loop waits 3 times an iteration (TritonBench's inductor
 cross-entropy, Triton 3.3.1) was priced by its bandwidth share and the waits barely showed (+5 % predicted,
 +8..9 % measured; ncu: 0.1 % of DRAM peak). The launch takes the
 soft maximum of the terms (``(a^p + b^p + c^p + d^p + e^p)^(1/p)``, ``p`` fitted: how much they overlap). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
