@@ -239,7 +239,16 @@ def _load(path: str) -> Params:
         raise FormatError(
             f"{p} has no 'params' object: not a ktriage model file", "regenerate it with `ktriage calibrate -o FILE`"
         )
-    return Params.from_json(data["params"])
+    return Params.from_json(_as_fitted(data["params"]))
+
+
+def _as_fitted(params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A fitted model file (``fitted_on``) is read as it was fitted: a term the fit did not have prices nothing.
+    ``ktriage calibrate`` wrote files without ``lambda_wave`` before the term existed; the default (1000 cycles, the
+    fit's prior) would move their predictions, 0 keeps them. A hand-written file gets the defaults."""
+    if "fitted_on" in params and "lambda_wave" not in params:
+        return {**params, "lambda_wave": 0.0}
+    return params
 
 
 # --------------------------------------------------------------------------------------- profile

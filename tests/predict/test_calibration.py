@@ -231,6 +231,20 @@ def test_a_model_file_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
         load_params(bad)
 
 
+def test_a_model_fitted_before_a_term_existed_is_read_without_it(tmp_path: Path) -> None:
+    """A file ``ktriage calibrate`` wrote before ``lambda_wave`` existed was fitted without it: read back, it
+    prices no wave cost (its predictions stay the ones it was fitted to give); a hand-written file gets the
+    default."""
+    shipped = load_params().to_json()
+    older = {k: v for k, v in shipped.items() if k != "lambda_wave"}
+    fitted = tmp_path / "fitted.json"
+    fitted.write_text(json.dumps({"format": 1, "params": older}))
+    assert load_params(fitted).lambda_wave == 0.0
+    hand = tmp_path / "hand.json"
+    hand.write_text(json.dumps({"format": 1, "params": {"trips": 3.0}}))
+    assert load_params(hand).lambda_wave == Params().lambda_wave > 0
+
+
 def test_the_shipped_model_on_fresh_cells_it_was_not_fitted_on() -> None:
     """270 GPU cells measured after the model shipped and kept out of every fit
     (benchmarks/calibration/fresh/: Liger layer_norm and embedding in bf16 and fp16 on the H200, labeled by
