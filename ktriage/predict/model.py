@@ -48,10 +48,10 @@ latency path is paid once per wave (more resident CTAs hide it: fewer waves), wi
 fixed cost (a CTA's launch, its first round trip to memory, its drain: fitted 3.5k cycles, about 1.8 us at
 1.98 GHz, 4x the 0.41..0.46 us a wave of small CTAs measures on the H200, where waves streaming from DRAM cost
 only their bytes: ``benchmarks/calibration/wave_cost/``; the fitted value stands in for the latency a small
-launch exposes and the 1/132 share of DRAM bandwidth leaves out). Without it a launch of 2 CTAs whose loop waits 3 times an iteration (TritonBench's inductor
-cross-entropy, Triton 3.3.1) was priced by its bandwidth share and the waits barely showed (+5 % predicted,
-+8..9 % measured; ncu: 0.1 % of DRAM peak). The launch takes the
-soft maximum of the terms (``(a^p + b^p + c^p + d^p + e^p)^(1/p)``, ``p`` fitted: how much they overlap). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
+launch exposes and the 1/132 share of DRAM bandwidth leaves out). Without it a launch of 2 CTAs whose loop
+waits 3 times an iteration (TritonBench's inductor cross-entropy, Triton 3.3.1) was priced by its bandwidth
+share and the waits barely showed (+5 % predicted, +8..9 % measured; ncu: 0.1 % of DRAM peak). The launch
+takes the soft maximum of the terms (``(a^p + b^p + c^p + d^p + e^p)^(1/p)``, ``p`` fitted: how much they overlap). GPU facts (clock, bandwidth, SM count, L1 size) come from ``ktriage.arch``.
 
 **The ratio** (``predict``) is ``t(new) / t(ref)`` for the same launch. Kernels whose facts are
 identical get exactly 1 with a zero-width interval. Otherwise the interval is
@@ -475,7 +475,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     global_bw = c["bw"] * xp.where((c["rest_mma"] + c["loop_mma"]) > 0, params.kappa_l2, 1.0)
     bandwidth = all_warps * (global_bytes / global_bw + local_bytes / (c["bw"] * params.kappa_l2))
     issue_sm = all_warps / 4.0 * issue
-    latency_sm = waves * (latency + params.lambda_wave)  # each wave of resident CTAs waits its critical path once
+    latency_sm = waves * (latency + params.lambda_wave)  # each wave of resident CTAs: its fixed cost, its critical path
     # same-address atomics (a scatter whose indices are all one value): the L2 executes them one after
     # another, GPU-wide, returning (ATOMG) or not (REDG) alike, so their latency difference is hidden
     serial = c["uniform"] * c["grid"] * c["num_warps"] * (n["atom"] + n["red"]) * params.lambda_serial
