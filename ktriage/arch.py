@@ -80,10 +80,12 @@ SUPPORTED: tuple[str, ...] = tuple(f"sm_{ma}{mi}" for ma, mi in _TABLE)
 
 @dataclass(frozen=True)
 class Throughput:
-    """Speeds of a CC's usual datacenter part, for ranking configs of one kernel (ktriage/predict/configs.py).
+    """Speeds of a CC's usual datacenter part, for ranking configs of one kernel (ktriage/predict/configs.py)
+    and as the cost model's rates (ktriage/predict/model.py: DRAM bytes at ``dram_bytes_per_s``' share of an
+    SM, bytes re-read from L2 at ``l2_bytes_per_clk``).
 
-    Crude public figures, not measurements of the user's part: only the order of configs of one
-    kernel is derived from them, never a time that is reported as a prediction.
+    Crude public figures, not measurements of the user's part: the model predicts ratios of two kernels on
+    one part, and its fitted parameters (calibrated on the H200) absorb what the figures get wrong.
 
     - ``dram_bytes_per_s``, ``sm_clock_hz``: the part's HBM/GDDR bandwidth and boost clock (H200 SXM
       4.8 TB/s at 1.98 GHz; H100 SXM has 3.35 TB/s);

@@ -99,6 +99,10 @@ class KernelFacts:
     # SMALL_INT_TENSOR elements is replayed as zeros (ktriage.workload.recorded.args), so a kernel that
     # scatters by those indices sends all its atomics to the same addresses (the model's serialization term)
     uniform_indices: bool = False
+    # bytes of all the launch's tensor arguments (a recorded launch names their shapes): what it can move to and
+    # from DRAM at most; a CTA's static loads beyond its share re-read (masked lanes, a second pass over a row, a
+    # weight row every CTA reads) and are served by L2 (None: unknown, a catalog launch)
+    tensor_bytes: int | None = None
     # shared-memory bank conflicts from the SASS addresses (``analyze.shared_banks.bank_summary``): per
     # LDS/STS the mean wavefronts over ideal, and ``unrated`` accesses; empty: not read (older reports)
     shared_wavefronts: dict[str, float] = field(default_factory=dict)
@@ -126,6 +130,7 @@ class KernelFacts:
             "data_bytes": self.data_bytes,
             # only when set: the facts (and digests) of every other launch stay as they were
             **({"uniform_indices": True} if self.uniform_indices else {}),
+            **({"tensor_bytes": self.tensor_bytes} if self.tensor_bytes is not None else {}),
             **({"shared_wavefronts": dict(sorted(self.shared_wavefronts.items()))} if self.shared_wavefronts else {}),
         }
 
@@ -152,6 +157,7 @@ class KernelFacts:
             constexprs=dict(data.get("constexprs", {})),
             data_bytes=None if data.get("data_bytes") is None else int(data["data_bytes"]),
             uniform_indices=bool(data.get("uniform_indices", False)),
+            tensor_bytes=None if data.get("tensor_bytes") is None else int(data["tensor_bytes"]),
             shared_wavefronts=_wavefronts(data.get("shared_wavefronts")),
         )
 
@@ -213,7 +219,22 @@ def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | N
     label = meta.get("input_label")
     if not isinstance(label, str) or not meta.get("recorded"):
         return _catalog_data_bytes(meta)
-    best = 0
+    return max(_tensor_sizes(signature, label), default=0) or None
+
+
+def tensor_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | None:
+    """All tensor arguments' bytes of a recorded launch, from its label and the signature's element types
+    (a tensor passed twice counts twice: an upper bound of its DRAM traffic). None for a catalog launch:
+    its operators name their largest tensor only."""
+    label = meta.get("input_label")
+    if not isinstance(label, str) or not meta.get("recorded"):
+        return None
+    return sum(_tensor_sizes(signature, label)) or None
+
+
+def _tensor_sizes(signature: Mapping[str, str], label: str) -> list[int]:
+    """Bytes of each pointer argument the label gives a shape (``X_ptr=16384x4096,...``)."""
+    sizes = []
     for part in label.split(","):
         name, _, dims = part.partition("=")
         ty = str(signature.get(name.strip(), ""))
@@ -223,8 +244,8 @@ def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | N
             count = math.prod(int(d) for d in dims.split("x"))
         except ValueError:
             continue
-        best = max(best, count * _elt_bytes(ty[1:]))
-    return best or None
+        sizes.append(count * _elt_bytes(ty[1:]))
+    return sizes
 
 
 def _elt_bytes(dtype: str) -> int:
@@ -275,11 +296,11 @@ def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bo
     return False
 
 
-def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> tuple[int | None, bool]:
+def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> tuple[int | None, bool, int | None]:
     """What the model reads from a launch besides its grid and warps: the data size and whether every
     index is one value. Two inputs of a sweep that share a cubin and a grid still differ here (layer_norm
     N=4608 and N=5120 run one kernel on different rows), so a cache of predictions keys on it."""
-    return data_bytes(signature, meta), uniform_indices(signature, meta)
+    return data_bytes(signature, meta), uniform_indices(signature, meta), tensor_bytes(signature, meta)
 
 
 def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
@@ -328,6 +349,7 @@ def facts_from_resources(
         constexprs=dict(constexprs or {}),
         data_bytes=data_bytes(signature or {}, meta or {}),
         uniform_indices=uniform_indices(signature or {}, meta or {}),
+        tensor_bytes=tensor_bytes(signature or {}, meta or {}),
         shared_wavefronts=dict(resources.shared_wavefronts),
     )
 
@@ -358,5 +380,6 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         constexprs=dict(spec.get("constexprs") or {}),
         data_bytes=data_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
         uniform_indices=uniform_indices(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
+        tensor_bytes=tensor_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
         shared_wavefronts=_wavefronts(result.get("shared_wavefronts")),
     )

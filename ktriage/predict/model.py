@@ -12,7 +12,9 @@ special-function and fp64, the rest). A warp executes each category ``n = rest +
 times, where ``loop`` is the count in the main loop's body (``analyze.sass_loops``), ``rest`` the
 count outside it and ``trips`` the trip count: for a streaming kernel whose launch names its shapes
 (a recorded launch), ``trip_scale x`` its largest tensor's bytes over the grid and over the bytes a
-CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted constant. Per SM:
+CTA loads an iteration, times its passes (the innermost loops that load: a multi-pass reduction's mean,
+variance and normalize loops each stream the row); otherwise (a tensor-core kernel, or no shapes) a
+fitted constant. Per SM:
 
 - issue: ``the SM's warps over the launch / 4 schedulers x sum(n x issue cost)``;
 - latency: one warp's critical path: its own issue plus ``lambda_global`` per round trip of global
@@ -29,7 +31,13 @@ CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted 
 - bandwidth: the global bytes (widths from the opcodes' modifiers: ``LDG.E.128`` is 16 B a thread)
   at the SM's share of DRAM bandwidth (``kappa_l2`` times that for a tensor-core kernel, whose
   operand tiles are re-read from L2), and the local-memory bytes that leave L1 at ``kappa_l2`` times
-  the DRAM share.
+  the DRAM share. DRAM moves each of the launch's tensors once: where their bytes are known
+  (``KernelFacts.tensor_bytes``, a recorded launch), a CTA's global traffic beyond its share of them
+  (masked lanes the static loads count, a second pass over a row, a weight row every CTA reads) is
+  served at L2's rate to one SM (``arch.Throughput.l2_bytes_per_clk``, no fitted parameter); where they
+  are not, the later passes of a multi-pass loop are. Without it TritonBench's inductor layer_norm
+  reduction (three passes over each row, issue-bound on the H200: DRAM at 37 % of peak) was priced
+  DRAM-bound and Triton 3.3.1's 12 % fewer instructions showed as -2 % (measured -5..-9 %).
 
 - serialization (only where every index the launch reads is one value: a recorded replay's large
   integer tensors are zeros, ``KernelFacts.uniform_indices``): all its atomics hit the same addresses
@@ -45,8 +53,8 @@ CTA loads an iteration; otherwise (a tensor-core kernel, or no shapes) a fitted 
 The busiest SM runs ``ceil(grid / SMs)`` CTAs in ``ceil(that / CTAs per SM)`` waves (occupancy from
 ``analyze.occupancy``, the grid from the launch): issue and bandwidth count all its warps, the
 latency path is paid once per wave (more resident CTAs hide it: fewer waves), with ``lambda_wave`` a wave's
-fixed cost (a CTA's launch, its first round trip to memory, its drain: fitted 3.5k cycles, about 1.8 us at
-1.98 GHz, 4x the 0.41..0.46 us a wave of small CTAs measures on the H200, where waves streaming from DRAM cost
+fixed cost (a CTA's launch, its first round trip to memory, its drain: fitted 4.0k cycles, about 2.0 us at
+1.98 GHz, 4.5x the 0.41..0.46 us a wave of small CTAs measures on the H200, where waves streaming from DRAM cost
 only their bytes: ``benchmarks/calibration/wave_cost/``; the fitted value stands in for the latency a small
 launch exposes and the 1/132 share of DRAM bandwidth leaves out). Without it a launch of 2 CTAs whose loop
 waits 3 times an iteration (TritonBench's inductor cross-entropy, Triton 3.3.1) was priced by its bandwidth
@@ -161,7 +169,7 @@ class Params:
 
     trips: float = 8.0  # effective iterations of the main loop per warp (when the data size is unknown)
     trip_scale: float = (
-        1.0  # with the data size: trips = trip_scale x data bytes / (grid x bytes a CTA loads per iteration)
+        1.0  # with the data size: trips = trip_scale x passes x data bytes / (grid x bytes a CTA loads an iteration)
     )
     lambda_global: float = 1000.0  # a round of global loads
     lambda_local_l1: float = 30.0  # a local load that hits L1
@@ -286,6 +294,9 @@ class Profile:
     anchor_rest_bytes: float | None = None
     anchor_loop_bytes: float | None = None
     anchor_num_warps: int | None = None  # a CTA moves the data: a fix with more warps moves less a thread
+    tensor_bytes: float = 0.0  # all tensor arguments' bytes (0: unknown)
+    passes: float = 1.0  # innermost loops that load: each streams the data (a two-pass reduction reads it twice)
+    anchor_passes: float | None = None
     uniform_indices: bool = False  # every index the launch reads is one value (KernelFacts.uniform_indices)
     # dependent round trips of global loads a loop iteration makes (``load_rounds``); 1: not counted
     load_rounds: float = 1.0
@@ -308,6 +319,11 @@ def load_rounds(f: KernelFacts) -> float:
     return float(sum(max(1, x.load_waits or 0) for x in loading))
 
 
+def _loading_loops(f: KernelFacts) -> int:
+    loops = [x for x in ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops) if x.innermost]
+    return sum(1 for x in loops if any(_CATEGORY_OF.get(op) == "ldg" for op in x.opcodes))
+
+
 def _load_bytes(p: Profile) -> tuple[float, float]:
     w = p.width.get("ldg", 4.0)
     return p.rest["ldg"] * w, p.loop["ldg"] * w
@@ -322,10 +338,14 @@ def anchored(ref: Profile, new: Profile) -> tuple[Profile, Profile]:
     needs."""
     r_rest, r_loop = _load_bytes(ref)
     n_rest, n_loop = _load_bytes(new)
-    rest, loop, warps = (n_rest, n_loop, new.num_warps) if (n_loop <= 0 < r_loop) else (r_rest, r_loop, ref.num_warps)
+    rest, loop, warps, passes = (
+        (n_rest, n_loop, new.num_warps, new.passes)
+        if (n_loop <= 0 < r_loop)
+        else (r_rest, r_loop, ref.num_warps, ref.passes)
+    )
     return (
-        replace(ref, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps),
-        replace(new, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps),
+        replace(ref, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps, anchor_passes=passes),
+        replace(new, anchor_rest_bytes=rest, anchor_loop_bytes=loop, anchor_num_warps=warps, anchor_passes=passes),
     )
 
 
@@ -371,6 +391,8 @@ def profile(f: KernelFacts) -> Profile:
         f.sm_count,
         f.target,
         uniform_indices=f.uniform_indices,
+        passes=float(max(1, _loading_loops(f))),
+        tensor_bytes=float(f.tensor_bytes or 0),
         load_rounds=load_rounds(f),
         conflict_lds=f.shared_wavefronts.get("LDS", 1.0),
         conflict_sts=f.shared_wavefronts.get("STS", 1.0),
@@ -382,15 +404,16 @@ def profile(f: KernelFacts) -> Profile:
 
 
 @lru_cache(maxsize=32)
-def _throughput(target: str) -> tuple[float, float]:
-    """(DRAM bytes per SM cycle per SM, SM count default) of the target's usual part."""
+def _throughput(target: str) -> tuple[float, float, float]:
+    """(DRAM bytes per SM cycle per SM, SM count default, L2 bytes per SM cycle to one SM) of the target's usual
+    part (``arch.Throughput``)."""
     try:
         arch = parse_arch(target)
     except SpecError:
         arch = parse_arch("sm_90")
     t = arch.throughput
     sms = arch.default_sm_count or 132
-    return t.dram_bytes_per_s / (t.sm_clock_hz * sms), float(sms)
+    return t.dram_bytes_per_s / (t.sm_clock_hz * sms), float(sms), t.l2_bytes_per_clk
 
 
 _MEMORY_CATS = ("ldg", "stg", "atom", "red")
@@ -431,7 +454,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     # trips: the data the main loop streams through, shared by the grid, over what a CTA loads an
     # iteration (bytes, so a change of load width keeps the count); the fitted constant without a size
     cta_loop_bytes = 32.0 * c["anchor_num_warps"] * c["anchor_loop_bytes"]
-    streamed = params.trip_scale * c["data"] / (c["grid"] * xp.maximum(cta_loop_bytes, 1.0))
+    streamed = params.trip_scale * c["anchor_passes"] * c["data"] / (c["grid"] * xp.maximum(cta_loop_bytes, 1.0))
     # (a tensor-core kernel re-reads its tiles, so its data size says nothing of its K loop: the constant)
     streams = (
         (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
@@ -473,7 +496,19 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     all_warps = per_sm * c["num_warps"]  # the SM's warps over the whole launch
     # a tensor-core kernel re-reads its operand tiles: its loads are served by L2 (kappa_l2 x the DRAM share)
     global_bw = c["bw"] * xp.where((c["rest_mma"] + c["loop_mma"]) > 0, params.kappa_l2, 1.0)
-    bandwidth = all_warps * (global_bytes / global_bw + local_bytes / (c["bw"] * params.kappa_l2))
+    # DRAM moves each of the launch's tensors once: where their bytes are known (a recorded launch), a CTA's global
+    # traffic beyond its share of them re-reads what is already on chip (masked lanes the static loads count, a
+    # second and third pass over a row, a row of weights every CTA reads) and is served at L2's rate; where they
+    # are not, the later passes of a multi-pass streaming loop (``passes``) are
+    unique = c["tensor_bytes"] / (c["grid"] * c["num_warps"])
+    known = (c["tensor_bytes"] > 0) & (c["grid_known"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
+    passes_reread = (
+        xp.where(streams, 1.0 - 1.0 / xp.maximum(c["anchor_passes"], 1.0), 0.0) * 32.0 * n["ldg"] * c["width_ldg"]
+    )
+    reread = xp.where(known, xp.maximum(global_bytes - unique, 0.0), passes_reread)
+    bandwidth = all_warps * (
+        (global_bytes - reread) / global_bw + reread / c["l2_bw"] + local_bytes / (c["bw"] * params.kappa_l2)
+    )
     issue_sm = all_warps / 4.0 * issue
     latency_sm = waves * (latency + params.lambda_wave)  # each wave of resident CTAs: its fixed cost, its critical path
     # same-address atomics (a scatter whose indices are all one value): the L2 executes them one after
@@ -513,8 +548,11 @@ def _columns(p: Profile) -> dict[str, float]:
         "grid": float(p.grid_ctas or UNKNOWN_GRID_PER_SM * p.sm_count),
         "sms": float(p.sm_count),
         "bw": _throughput(p.target)[0],
+        "l2_bw": _throughput(p.target)[2],
         "uniform": 1.0 if p.uniform_indices else 0.0,
         "load_rounds": p.load_rounds,
+        "tensor_bytes": p.tensor_bytes,
+        "anchor_passes": p.passes if p.anchor_passes is None else p.anchor_passes,
         "conflict_lds": p.conflict_lds,
         "conflict_sts": p.conflict_sts,
     }
