@@ -297,8 +297,8 @@ def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bo
 
 
 def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> tuple[int | None, bool, int | None]:
-    """What the model reads from a launch besides its grid and warps: the data size and whether every
-    index is one value. Two inputs of a sweep that share a cubin and a grid still differ here (layer_norm
+    """What the model reads from a launch besides its grid and warps: the data size, whether every
+    index is one value, and all its tensors' bytes. Two inputs of a sweep that share a cubin and a grid still differ here (layer_norm
     N=4608 and N=5120 run one kernel on different rows), so a cache of predictions keys on it."""
     return data_bytes(signature, meta), uniform_indices(signature, meta), tensor_bytes(signature, meta)
 

@@ -92,7 +92,7 @@ from typing import Any
 
 from ktriage.arch import parse_arch
 from ktriage.errors import FormatError, SpecError
-from ktriage.predict.facts import KernelFacts
+from ktriage.predict.facts import KernelFacts, LoopFacts
 from ktriage.schema.jsontypes import JSONObject
 
 PARAMS_FILE = Path(__file__).with_name("params.json")
@@ -312,16 +312,16 @@ def load_rounds(f: KernelFacts) -> float:
     iteration makes on its own loads (``LoopFacts.load_waits``), at least one per loop (a loop whose
     loads are consumed only by the next iteration still waits once). 1.0 when any of those loops was
     not counted (facts from an older report: the model's former assumption, one round an iteration)."""
-    loops = [x for x in ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops) if x.innermost]
-    loading = [x for x in loops if any(_CATEGORY_OF.get(op) == "ldg" for op in x.opcodes)]
+    loading = _loading_loops(f)
     if not loading or any(x.load_waits is None for x in loading):
         return 1.0
     return float(sum(max(1, x.load_waits or 0) for x in loading))
 
 
-def _loading_loops(f: KernelFacts) -> int:
+def _loading_loops(f: KernelFacts) -> list[LoopFacts]:
+    """The innermost loops that load from global memory: each is a pass over the data, with its own waits."""
     loops = [x for x in ([f.main_loop] if f.main_loop is not None else []) + list(f.other_loops) if x.innermost]
-    return sum(1 for x in loops if any(_CATEGORY_OF.get(op) == "ldg" for op in x.opcodes))
+    return [x for x in loops if any(_CATEGORY_OF.get(op) == "ldg" for op in x.opcodes)]
 
 
 def _load_bytes(p: Profile) -> tuple[float, float]:
@@ -391,7 +391,7 @@ def profile(f: KernelFacts) -> Profile:
         f.sm_count,
         f.target,
         uniform_indices=f.uniform_indices,
-        passes=float(max(1, _loading_loops(f))),
+        passes=float(max(1, len(_loading_loops(f)))),
         tensor_bytes=float(f.tensor_bytes or 0),
         load_rounds=load_rounds(f),
         conflict_lds=f.shared_wavefronts.get("LDS", 1.0),
@@ -456,9 +456,8 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     cta_loop_bytes = 32.0 * c["anchor_num_warps"] * c["anchor_loop_bytes"]
     streamed = params.trip_scale * c["anchor_passes"] * c["data"] / (c["grid"] * xp.maximum(cta_loop_bytes, 1.0))
     # (a tensor-core kernel re-reads its tiles, so its data size says nothing of its K loop: the constant)
-    streams = (
-        (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
-    )
+    no_tensor_core = (c["rest_mma"] + c["loop_mma"]) <= 0
+    streams = (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & no_tensor_core
     anchor_trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
     # the bytes the anchor loads a thread, and this kernel's loop runs as often as loading them takes, even
     # less than once: where its loops' static loads exceed what the anchor moves in one pass (Triton 3.3.1's
@@ -495,13 +494,13 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     local_bytes = 32.0 * (n["ldl"] * c["width_ldl"] + n["stl"] * c["width_stl"]) * out
     all_warps = per_sm * c["num_warps"]  # the SM's warps over the whole launch
     # a tensor-core kernel re-reads its operand tiles: its loads are served by L2 (kappa_l2 x the DRAM share)
-    global_bw = c["bw"] * xp.where((c["rest_mma"] + c["loop_mma"]) > 0, params.kappa_l2, 1.0)
+    global_bw = c["bw"] * xp.where(no_tensor_core, 1.0, params.kappa_l2)
     # DRAM moves each of the launch's tensors once: where their bytes are known (a recorded launch), a CTA's global
     # traffic beyond its share of them re-reads what is already on chip (masked lanes the static loads count, a
     # second and third pass over a row, a row of weights every CTA reads) and is served at L2's rate; where they
     # are not, the later passes of a multi-pass streaming loop (``passes``) are
     unique = c["tensor_bytes"] / (c["grid"] * c["num_warps"])
-    known = (c["tensor_bytes"] > 0) & (c["grid_known"] > 0) & ((c["rest_mma"] + c["loop_mma"]) <= 0)
+    known = (c["tensor_bytes"] > 0) & (c["grid_known"] > 0) & no_tensor_core
     passes_reread = (
         xp.where(streams, 1.0 - 1.0 / xp.maximum(c["anchor_passes"], 1.0), 0.0) * 32.0 * n["ldg"] * c["width_ldg"]
     )
@@ -538,6 +537,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
 
 
 def _columns(p: Profile) -> dict[str, float]:
+    bw, _, l2_bw = _throughput(p.target)
     cols = {
         "data": float(p.data_bytes),
         "grid_known": 1.0 if p.grid_ctas else 0.0,
@@ -547,8 +547,8 @@ def _columns(p: Profile) -> dict[str, float]:
         "num_warps": float(p.num_warps),
         "grid": float(p.grid_ctas or UNKNOWN_GRID_PER_SM * p.sm_count),
         "sms": float(p.sm_count),
-        "bw": _throughput(p.target)[0],
-        "l2_bw": _throughput(p.target)[2],
+        "bw": bw,
+        "l2_bw": l2_bw,
         "uniform": 1.0 if p.uniform_indices else 0.0,
         "load_rounds": p.load_rounds,
         "tensor_bytes": p.tensor_bytes,

@@ -6,16 +6,31 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
 
 from ktriage.predict.calibration import calibrate
-from ktriage.predict.dataset import read_cells
+from ktriage.predict.dataset import CalibrationCell, read_cells
 from ktriage.predict.facts import data_bytes, tensor_bytes
 from ktriage.predict.model import PARAMS_FILE, Params, load_params, predict
 
 CALIBRATION = Path(__file__).resolve().parents[2] / "benchmarks" / "calibration"
+
+
+@lru_cache(maxsize=1)
+def _committed() -> tuple[CalibrationCell, ...]:
+    return tuple(read_cells(CALIBRATION / "cells.jsonl"))
+
+
+def _cells(operator: str, kernel_prefix: str, toolchain: str) -> list[CalibrationCell]:
+    """The committed cells of one kernel and toolchain (the calibration's real GPU measurements)."""
+    return [
+        c
+        for c in _committed()
+        if c.operator == operator and c.kernel.startswith(kernel_prefix) and c.toolchain == toolchain
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +89,7 @@ def test_waits_for_the_tensor_cores_are_priced_apart_from_barriers() -> None:
     (24 WARPGROUP ops an iteration, half of them WARPGROUP.DEPBAR), 3.6.0 twice: a real committed cell
     (measured +8..15 % on the H200). The waits are their own aspect, named in the SASS's words, and
     priced at the fitted ``lambda_mma_wait``, not as barriers."""
-    cell = next(
-        c
-        for c in read_cells(CALIBRATION / "cells.jsonl")
-        if c.operator == "tb_flex_attention_bwd"
-        and c.kernel.startswith("triton_tem_fused_flex_attention")
-        and c.toolchain == "triton==3.3.1"
-    )
+    cell = _cells("tb_flex_attention_bwd", "triton_tem_fused_flex_attention", "triton==3.3.1")[0]
     p = predict(cell.ref, cell.new)
     waits = next(c for c in p.contributors if c.aspect == "mma_waits")
     assert waits.share > 0.005 and "more WARPGROUP.DEPBAR in the main loop" in waits.text(), p.text()
@@ -94,13 +103,7 @@ def test_a_small_launch_shows_its_latency_path() -> None:
     H200; ncu: DRAM at 0.1 % of peak, a latency chain). With a wave's fixed cost (``lambda_wave``) on the
     latency path, the launch's latency reaches its bandwidth share and the waits show: a regression. Priced
     without it, the bandwidth share hides them (+6 %, within the interval)."""
-    cells = [
-        c
-        for c in read_cells(CALIBRATION / "cells.jsonl")
-        if c.operator == "tb_cross_entropy_fwd"
-        and c.kernel.startswith("triton_red_fused__log_softmax_nll_loss")
-        and c.toolchain == "triton==3.3.1"
-    ]
+    cells = _cells("tb_cross_entropy_fwd", "triton_red_fused__log_softmax_nll_loss", "triton==3.3.1")
     assert len(cells) == 3 and all(c.measured.verdict == "regression" for c in cells)
     params = load_params()
     assert params.lambda_wave > 1000.0
@@ -135,13 +138,7 @@ def test_a_multi_pass_reduction_rereads_from_l2_and_is_priced_by_its_instruction
     With the launch's tensor bytes (``KernelFacts.tensor_bytes``) DRAM moves each tensor once and the rest is
     served at L2's rate (``arch``'s ``l2_bytes_per_clk``), so the instructions show: within 1.5 % of each
     measurement. Without the tensor bytes (the passes alone) the prediction stays 2+ % short."""
-    cells = [
-        c
-        for c in read_cells(CALIBRATION / "cells.jsonl")
-        if c.operator == "tb_welford_fwd"
-        and c.kernel.startswith("triton_red_fused_native_layer_norm_no_welford")
-        and c.toolchain == "triton==3.3.1"
-    ]
+    cells = _cells("tb_welford_fwd", "triton_red_fused_native_layer_norm_no_welford", "triton==3.3.1")
     assert len(cells) == 3 and all(c.measured.verdict == "improvement" for c in cells)
     for c in cells:
         assert c.ref.tensor_bytes and c.ref.data_bytes and c.ref.tensor_bytes > 2 * c.ref.data_bytes  # in, out, weights
