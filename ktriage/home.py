@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 import platformdirs
 
 from ktriage.errors import KtriageError
 
+_made: set[Path] = set()
+
 
 def _make(path: Path) -> None:
-    """Create a folder of the home; a read-only or impossible home is a user error with the fix."""
+    """Create a folder of the home; a read-only or impossible home is a user error with the fix.
+    A folder this process saw is not asked for again while it is there (every cache lookup names the
+    home: a warm explain asked ~600 times)."""
+    if path in _made and path.is_dir():
+        return
     try:
         path.mkdir(parents=True, exist_ok=True)
+        _made.add(path)
     except OSError as exc:
         raise KtriageError(
             f"cannot create {path} in the ktriage home: {exc.strerror or exc}",
@@ -30,7 +38,7 @@ def ktriage_home() -> Path:
 
 def _home_path() -> Path:
     env = os.environ.get("KTRIAGE_HOME")
-    return Path(env).expanduser().resolve() if env else Path(platformdirs.user_cache_dir("ktriage"))
+    return _resolved(os.path.expanduser(env)) if env else Path(platformdirs.user_cache_dir("ktriage"))
 
 
 HOME_VAR = "$KTRIAGE_HOME"
@@ -46,9 +54,9 @@ def portable_path(path: str | os.PathLike[str]) -> str:
     ``$KTRIAGE_HOME/artifacts/...`` names the same entry in any home (:func:`expand_portable`)."""
     given = Path(path)
     try:
-        resolved = given.resolve()
-        home = _home_path().resolve()
-        cwd = Path.cwd().resolve()
+        resolved = _resolved(str(given))
+        home = _resolved(str(_home_path()))
+        cwd = _resolved(os.getcwd())
     except (OSError, RuntimeError):
         return str(given)
     if resolved.is_relative_to(home):
@@ -56,6 +64,14 @@ def portable_path(path: str | os.PathLike[str]) -> str:
     if resolved.is_relative_to(cwd):
         return resolved.relative_to(cwd).as_posix() or "."
     return str(given)
+
+
+@lru_cache(maxsize=1024)
+def _resolved(path: str) -> Path:
+    """``Path(path).resolve()``, once per process and path string: a report names ~120 files, and
+    resolving each with the home and the current folder (a stat per path component) was a tenth of
+    a warm explain. A link created or changed later in the same process is not seen."""
+    return Path(path).resolve()
 
 
 def expand_portable(text: str) -> Path:

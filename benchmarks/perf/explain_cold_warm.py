@@ -12,7 +12,10 @@ The machine is shared, so it reports the minimum (and every run) and the load av
 and end. ``--breakdown`` adds one more cold run with timers around the stages (worker start,
 frontend requests, ptxas, cuobjdump, analysis, report) and prints where its time went. ``--bytecode`` also times warm runs with Python's bytecode cache on (in a scratch
 PYTHONPYCACHEPREFIX): an environment that sets PYTHONDONTWRITEBYTECODE recompiles every ktriage
-module on each start, which is most of a warm run.
+module on each start, which is most of a warm run. ``--against OTHER_CHECKOUT`` then times warm runs of
+both trees taking turns on one warm home (``--against-runs`` each, default 10): this machine's speed
+drifts by 10-20 % within minutes, and trees timed one after the other compared the drift as much as
+the trees.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,6 +180,21 @@ def print_breakdown(data: dict[str, Any]) -> None:
         print(f"{label:42} {int(n):5d} {total:7.2f} {first:7.2f} {last:7.2f}")
 
 
+def interleaved_warm(python: str, trees: list[Path], home: Path, work: Path, runs: int) -> dict[str, Any]:
+    """Warm runs with the bytecode cache, the trees taking turns on one warm home: on a shared machine
+    whose speed drifts by 10-20 % within minutes, trees timed one after the other compare the drift."""
+    out: dict[str, list[dict[str, Any]]] = {str(t): [] for t in trees}
+    drop = ("PYTHONDONTWRITEBYTECODE",)
+    envs = {t: {"PYTHONPYCACHEPREFIX": str(work / f"pycache-{i}")} for i, t in enumerate(trees)}
+    for tree in trees:  # each tree's bytecode cache, and its cache entries if its keys differ
+        timed_run(python, tree, home, home / "report.json", env_extra=envs[tree], drop=drop)
+    for i in range(runs):
+        for tree in trees:
+            out[str(tree)].append(timed_run(python, tree, home, home / "report.json", env_extra=envs[tree], drop=drop))
+        print(f"interleaved {i + 1}: " + ", ".join(f"{v[-1]['wall_s']}" for v in out.values()), file=sys.stderr)
+    return out
+
+
 def normalized_report(path: Path) -> Any:
     data = json.loads(path.read_text())
     data.pop("created", None)
@@ -197,6 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         default=REPO,
         help="the ktriage source tree to time (default: this one; another checkout for a before/after)",
     )
+    ap.add_argument(
+        "--against",
+        type=Path,
+        help="another checkout: after the runs above, warm runs with the bytecode cache alternate between "
+        "--tree and this one on the same warm home (--against-runs each), so that a shared machine's drift "
+        "hits both",
+    )
+    ap.add_argument("--against-runs", type=int, default=10)
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--bytecode", action="store_true", help="also time warm runs with the bytecode cache on")
     ap.add_argument("--breakdown", action="store_true", help="one more cold run with timers around the stages")
@@ -249,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 )
                 print(f"warm+bytecode {i + 1}: {result['warm_bytecode'][-1]}", file=sys.stderr)
+        if args.against:
+            result["interleaved"] = interleaved_warm(
+                args.python, [args.tree, args.against], home, work, args.against_runs
+            )
         if args.breakdown:
             home = scratch_home(args.home, work)
             spans = work / "spans.json"
@@ -280,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         f"load average: start {result['loadavg_start']}, end {result['loadavg_end']}; "
         f"reports identical: {result['reports_identical']}"
     )
+    for tree, runs in result.get("interleaved", {}).items():
+        walls = [r["wall_s"] for r in runs]
+        print(f"interleaved warm+bytecode {tree}: min {min(walls):.3f} median {statistics.median(walls):.3f}  {walls}")
     if "breakdown" in result:
         print_breakdown(result["breakdown"])
     if args.output:

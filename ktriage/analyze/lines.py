@@ -36,7 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -230,7 +230,7 @@ class LineStats:
         return head + (f" (inlined at {' <- '.join(self.inlined_at)})" if self.inlined_at else "")
 
     def to_json(self) -> JSONObject:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {name: getattr(self, name) for name in _LINE_STATS_FIELDS}
         data["inlined_at"] = list(self.inlined_at)
         data["opcodes"] = dict(self.opcodes)
         return data
@@ -243,6 +243,8 @@ class LineStats:
         obj["opcodes"] = {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()}
         return cls(**obj)
 
+
+_LINE_STATS_FIELDS = tuple(f.name for f in fields(LineStats))  # dataclasses.fields rebuilds it at every call
 
 COUNTS = (
     "instructions",
@@ -331,6 +333,16 @@ class LineDelta:
 
     def opcode_delta(self, cls: str | None = None) -> list[tuple[str, int]]:
         """Per full opcode (of class ``cls``, or of any class), the non-zero changes, largest first."""
+        if cls is None:
+            return list(self._all_opcode_delta)
+        return self._opcode_delta(cls)
+
+    @cached_property
+    def _all_opcode_delta(self) -> tuple[tuple[str, int], ...]:
+        """Every class's: asked for by the ranking (``impact``) and the report of every line."""
+        return tuple(self._opcode_delta(None))
+
+    def _opcode_delta(self, cls: str | None) -> list[tuple[str, int]]:
         a = self.ref.opcodes if self.ref is not None else {}
         b = self.new.opcodes if self.new is not None else {}
         out = [
@@ -349,7 +361,7 @@ class LineDelta:
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
 
-    @property
+    @cached_property
     def impact(self) -> float:
         """Predicted cost, for ranking (highest first): local-memory traffic inside the main loop
         (per iteration) weighs most, then local memory anywhere, other memory instructions and the
@@ -364,15 +376,18 @@ class LineDelta:
         )
 
     def to_json(self) -> JSONObject:
+        # each side's counts read once (a sweep's report has ~650 line deltas of 9 counts each)
+        ref = {k: self.count(k, "ref") for k in COUNTS}
+        new = {k: self.count(k, "new") for k in COUNTS}
         return {
             "file": self.file,
             "line": self.line,
             "text": self.text,
             "inlined_at": list(self.inlined_at),
             "impact": round(self.impact, 2),
-            "ref": {k: self.count(k, "ref") for k in COUNTS} if self.ref is not None else None,
-            "new": {k: self.count(k, "new") for k in COUNTS} if self.new is not None else None,
-            "delta": {k: self.delta(k) for k in COUNTS if self.delta(k)},
+            "ref": ref if self.ref is not None else None,
+            "new": new if self.new is not None else None,
+            "delta": {k: new[k] - ref[k] for k in COUNTS if new[k] != ref[k]},
             "opcode_delta": {op: d for op, d in self.opcode_delta()},
         }
 

@@ -95,18 +95,21 @@ class Resources:
         """What Triton's `CompiledKernel.n_spills` reports: stack bytes / 4 (not a spill count)."""
         return self.stack_bytes // 4
 
-    def to_json(self) -> JSONObject:
-        """A JSON-ready dict (stable keys, `schema` for forward compatibility)."""
+    def to_json(self, *, source_lines: bool = True) -> JSONObject:
+        """A JSON-ready dict (stable keys, `schema` for forward compatibility). ``source_lines=False``
+        leaves the per-line map out: explain's report carries it per comparison, as the line diff, and
+        building the 60 kernels' whole maps only to drop them was a tenth of a warm explain."""
         # what dataclasses.asdict gives, without its per-value deepcopy (a third of a warm explain
         # went into asdict for the 60 cells' reports); the fields are plain values and dicts of them
         data: dict[str, Any] = {}
-        for f in fields(self):  # in field order, as asdict has them
-            if f.name == "sass_loops":
-                data[f.name] = [loop.to_json() for loop in self.sass_loops]
-            elif f.name == "source_lines":
-                data[f.name] = [line.to_json() for line in self.source_lines]
+        for name in _RESOURCES_FIELDS:  # in field order, as asdict has them
+            if name == "sass_loops":
+                data[name] = [loop.to_json() for loop in self.sass_loops]
+            elif name == "source_lines":
+                if source_lines:
+                    data[name] = [line.to_json() for line in self.source_lines]
             else:
-                data[f.name] = _plain_copy(getattr(self, f.name))
+                data[name] = _plain_copy(getattr(self, name))
         return {"schema": SCHEMA_VERSION, **data}
 
     @classmethod
@@ -123,6 +126,9 @@ class Resources:
         obj["sass_loops"] = tuple(SassLoop.from_json(loop) for loop in obj.get("sass_loops", ()))
         obj["source_lines"] = tuple(LineStats.from_json(line) for line in obj.get("source_lines", ()))
         return cls(**{k: v for k, v in obj.items() if k in known})
+
+
+_RESOURCES_FIELDS = tuple(f.name for f in fields(Resources))  # dataclasses.fields rebuilds it at every call
 
 
 def _plain_copy(value: Any) -> Any:

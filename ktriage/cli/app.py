@@ -14,10 +14,12 @@ exception used to exit 1, which is also "regressions found". ``main`` maps every
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -185,6 +187,8 @@ def load_verb(verb: Verb) -> _click.Command:
 
 def _build_verb(verb: Verb) -> _click.Command:
     target = getattr(importlib.import_module(verb.module), verb.attribute)
+    if _gc_policy.active:
+        gc.freeze()  # the verb's modules live as long as the command: full collections need not scan them
     if isinstance(target, typer.Typer):
         command: _click.Command = typer.main.get_group(target)
         command.name = verb.name
@@ -323,6 +327,38 @@ def _typer_too_old() -> str | None:
     return version if (major, minor) < (0, 29) else None
 
 
+@dataclass
+class _GcPolicy:
+    active: bool = False
+
+
+_gc_policy = _GcPolicy()
+COMMAND_GC_THRESHOLDS = (10_000, 10, 10)
+"""The cyclic collector's thresholds while a command runs (Python's default: 700, 10, 10)."""
+
+
+@contextmanager
+def command_gc() -> Iterator[None]:
+    """The cyclic garbage collector's settings for one command, restored after it.
+
+    Why: a command is one short process that allocates a few hundred thousand objects that live until
+    it ends (imported modules, parsed cache entries, report rows) and almost no reference cycles. At
+    Python's default thresholds the collector ran every 700 allocations and rescanned every one of
+    them, ~80 ms of a warm ``explain`` of the main job's sweep (``benchmarks/calibration/
+    explain_timing.md``). Collections stay on (a long bench or bisect still frees its cycles), rarer,
+    and the verb's imported modules are moved out of their reach (``gc.freeze``) once imported."""
+    old = gc.get_threshold()
+    gc.set_threshold(*COMMAND_GC_THRESHOLDS)
+    gc.freeze()  # the CLI's own modules (typer, rich) too
+    _gc_policy.active = True
+    try:
+        yield
+    finally:
+        _gc_policy.active = False
+        gc.unfreeze()
+        gc.set_threshold(*old)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ktriage`` on ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
 
@@ -357,7 +393,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exit_codes.USAGE
     command = typer.main.get_command(app)
     try:
-        code: Any = command.main(args=args, prog_name="ktriage", standalone_mode=False, obj=state)
+        with command_gc():
+            code: Any = command.main(args=args, prog_name="ktriage", standalone_mode=False, obj=state)
     except _click.exceptions.ClickException as exc:
         _show_click_error(exc)
         return exit_codes.USAGE

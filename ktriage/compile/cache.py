@@ -38,6 +38,7 @@ import stat
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,19 +173,24 @@ def entry_problem(entry: Path) -> str | None:
 
 
 def sidecar_problem(path: Path) -> str | None:
+    return _load_sidecar(path)[1]
+
+
+def _load_sidecar(path: Path) -> tuple[Any, str | None]:
+    """A sidecar's data and None, or None and what is wrong with it (read and parsed once)."""
     try:
         wrapper = json.loads(path.read_text())
     except FileNotFoundError:
-        return "missing"
+        return None, "missing"
     except RecursionError:
-        return "nests lists/objects too deep"
+        return None, "nests lists/objects too deep"
     except (OSError, ValueError) as exc:
-        return f"not valid JSON ({exc})"
+        return None, f"not valid JSON ({exc})"
     if not isinstance(wrapper, dict) or "data" not in wrapper or "sha256" not in wrapper:
-        return "not a sidecar of this cache format (no data and sha256)"
+        return None, "not a sidecar of this cache format (no data and sha256)"
     if hashlib.sha256(_canonical(wrapper["data"])).hexdigest() != wrapper["sha256"]:
-        return "its data does not match its sha256 (edited or corrupted)"
-    return None
+        return None, "its data does not match its sha256 (edited or corrupted)"
+    return wrapper["data"], None
 
 
 @dataclass(frozen=True)
@@ -366,19 +372,47 @@ def _touch(path: Path) -> None:
 # -- sidecars ----------------------------------------------------------------------------------
 
 
+_SIDECAR_MEMO_SIZE = 256
+_sidecar_memo: OrderedDict[str, tuple[tuple[int, int, int], Any]] = OrderedDict()
+_sidecar_memo_lock = threading.Lock()
+
+
 def read_sidecar(entry: Path, name: str) -> Any | None:
-    """A sidecar's data, or None when absent or damaged (a damaged one is quarantined and reported)."""
+    """A sidecar's data, or None when absent or damaged (a damaged one is quarantined and reported).
+
+    A sidecar this process has verified is served from memory while its file keeps the same inode,
+    size and modification time (every write replaces the file: a new inode): a report quoting 40 of a
+    cubin's lines read and re-hashed the same excerpt file 40 times, a tenth of a warm explain. The
+    data is shared between callers, who only read it. An edit that keeps all three (a write in place
+    that restores the mtime) is seen by the next process, which verifies the hash again."""
     path = entry / name
-    if not path.exists():
+    try:
+        info = path.stat()
+    except FileNotFoundError:
         return None
-    problem = sidecar_problem(path)
+    except OSError:
+        info = None
+    stamp = (info.st_ino, info.st_size, info.st_mtime_ns) if info is not None else None
+    with _sidecar_memo_lock:
+        hit = _sidecar_memo.get(str(path))
+        if hit is not None and hit[0] == stamp:
+            _sidecar_memo.move_to_end(str(path))
+            return hit[1]
+    data, problem = _load_sidecar(path)
     if problem is not None:
+        if problem == "missing":  # removed since the stat (cache gc)
+            return None
         root = entry.parent.parent
         moved = quarantine(root, path, problem)
         repair = Repair(path, problem, moved)
         log.warning(repair.line())
         return None
-    return json.loads(path.read_text())["data"]
+    if stamp is not None:
+        with _sidecar_memo_lock:
+            _sidecar_memo[str(path)] = (stamp, data)
+            while len(_sidecar_memo) > _SIDECAR_MEMO_SIZE:
+                _sidecar_memo.popitem(last=False)
+    return data
 
 
 def write_sidecar(entry: Path, name: str, data: Any) -> None:

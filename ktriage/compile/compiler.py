@@ -214,6 +214,10 @@ class Compiler:
         self._cubin_memo: dict[str, AssembledCubin | KtriageError] = {}
         self._abi_memo: dict[str, tuple[AbiParam, ...]] = {}
         self._resolve_memo: dict[str, JSONObject | CompileFailure] = {}  # the JIT's reply per launch
+        # The frontend keys compile_many computed to order its pairs, for their compiles: a key reads the
+        # kernel's file and finds its package (a third of a warm compile). Only for the call's duration:
+        # a later call may see an edited kernel. Held with the (spec, toolchain) it was computed for.
+        self._ordered_keys: dict[tuple[int, int], tuple[KernelSpec, Toolchain, str]] = {}
         self.timeout_s = timeout_s
         self.import_timeout_s = import_timeout_s()
         self._pool = WorkerPool(self.jobs)
@@ -287,9 +291,12 @@ class Compiler:
         """The frontend key for ordering only: a spec whose key cannot be computed (its package or
         source is missing) counts as unique here; its compile reports the problem."""
         try:
-            return self.frontend_key(spec, toolchain)
+            key = self.frontend_key(spec, toolchain)
         except (KtriageError, OSError):
             return f"unkeyed-{id(spec)}-{id(toolchain)}"
+        if spec.launch is None:  # compiled as it is (a spec by values is keyed once the JIT resolved it)
+            self._ordered_keys[(id(spec), id(toolchain))] = (spec, toolchain, key)
+        return key
 
     def resolve(self, spec: KernelSpec, toolchain: Toolchain) -> KernelSpec | CompileFailure:
         """A spec written by values as this toolchain's own JIT specializes it (its decorators, binder
@@ -342,7 +349,10 @@ class Compiler:
         if isinstance(resolved, CompileFailure):
             return resolved
         spec = resolved
-        key = self.frontend_key(spec, toolchain)
+        known = self._ordered_keys.get((id(spec), id(toolchain)))
+        key = known[2] if known is not None and known[0] is spec and known[1] is toolchain else None
+        if key is None:
+            key = self.frontend_key(spec, toolchain)
         with self._inflight.hold(key):  # a kernel shared by several inputs compiles once
             memo = self._front_memo.get(key)
             if memo is None:
@@ -530,6 +540,18 @@ class Compiler:
             return outcome
 
         pending = unique_first(pairs, self._order_key)
+        try:
+            return self._compile_pending(pairs, pending, run)
+        finally:
+            self._ordered_keys.clear()
+
+    def _compile_pending(
+        self,
+        pairs: Sequence[tuple[KernelSpec, Toolchain]],
+        pending: list[int],
+        run: Callable[[int], CompileOutcome],
+    ) -> list[CompileOutcome]:
+        """Compile ``pairs`` in ``pending``'s order, ``jobs`` threads sharing each toolchain's workers."""
         lanes = [str(t.python) for _s, t in pairs]
         share = max(1, self.jobs // max(1, len(set(lanes))))
         busy: dict[str, int] = {}

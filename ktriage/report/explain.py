@@ -76,8 +76,9 @@ def _kernel_json(result: KernelResult | CompileFailure) -> JSONObject:
     if isinstance(result, CompileFailure):
         return {"error": result.message, "stage": result.stage, "kind": result.kind}
     res, occ = result.resources, result.occupancy
-    data = res.to_json()
-    del data["source_lines"]  # per comparison, as the line diff (`lines`); a kernel's whole map is too long here
+    data = res.to_json(
+        source_lines=False
+    )  # per comparison, as the line diff (`lines`); a kernel's whole map is too long here
     data["occupancy"] = occ.to_json()
     artifact: JSONObject = {
         "ptx": portable_path(result.artifact.frontend.ptx_path),

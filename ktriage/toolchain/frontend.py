@@ -304,13 +304,13 @@ def _probe_host(python: Path) -> JSONObject:
 
 
 def _load(root: Path) -> Frontend | None:
-    raw = read_json(root / MARKER)
-    if raw is None:
-        return None
     try:
-        data = msgspec.convert(raw, FrontendMarker)
-    except msgspec.ValidationError:
-        return None  # damaged: treat as not built
+        st = (root / MARKER).stat()
+    except OSError:
+        return None
+    data = _parse_marker(str(root), st.st_mtime_ns, st.st_size)
+    if data is None:
+        return None
     host = data.kind == "host"
     tools = root / data.tools_dir  # absolute for a host frontend (the join keeps it)
     python = Path(data.python) if host and data.python is not None else root / "bin" / "python"
@@ -330,6 +330,19 @@ def _load(root: Path) -> Frontend | None:
         nvdisasm=nvdisasm if nvdisasm.is_file() else None,
         host_sha256=data.host_sha256 if host else None,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_marker(root_text: str, _mtime: int, _size: int) -> FrontendMarker | None:
+    """A venv's marker, parsed once per file state, as its facts are (every compile and analysis
+    asks for the toolchain's assembler: 60 reads of the same file in a warm explain)."""
+    raw = read_json(Path(root_text) / MARKER)
+    if raw is None:
+        return None
+    try:
+        return msgspec.convert(raw, FrontendMarker)
+    except msgspec.ValidationError:
+        return None  # damaged: treat as not built
 
 
 def _installed_triton_version(python: Path) -> str:

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,6 +128,36 @@ def test_verb_exit_codes_pass_through(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(OCCUPANCY) == exit_codes.OK
     assert main(["bisect-step"]) == 128
     assert "exactly one of --baseline and --record-baseline" in capsys.readouterr().err
+
+
+def test_a_command_runs_with_rarer_collections_and_restores_the_collector(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While a verb runs, the collector's thresholds are the command's and the imported verb is frozen out
+    of collections (ktriage.cli.app.command_gc); afterwards, also after a crash, both are as they were."""
+    import gc
+
+    import ktriage.analyze.occupancy
+    from ktriage.cli.app import COMMAND_GC_THRESHOLDS
+
+    real = ktriage.analyze.occupancy.compute_occupancy
+    seen: list[tuple[tuple[int, int, int], int]] = []
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ktriage.analyze.occupancy, "compute_occupancy", watched)
+    before = gc.get_threshold()
+    assert before != COMMAND_GC_THRESHOLDS and gc.get_freeze_count() == 0
+    assert main(OCCUPANCY) == exit_codes.OK
+    assert seen and seen[0][0] == COMMAND_GC_THRESHOLDS and seen[0][1] > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    monkeypatch.setattr(ktriage.analyze.occupancy, "compute_occupancy", broken_compute_occupancy)
+    monkeypatch.delenv("KTRIAGE_DEBUG", raising=False)
+    assert main(OCCUPANCY) == exit_codes.INTERNAL
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    capsys.readouterr()
 
 
 def test_python_m_ktriage_exits_with_mains_code() -> None:

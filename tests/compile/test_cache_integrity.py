@@ -110,6 +110,29 @@ def test_sidecars_carry_their_own_hash(tmp_path: Path, caplog: pytest.LogCapture
     assert entry_problem(entry) is None  # the sidecar alone went to quarantine; the entry is intact
 
 
+def test_a_verified_sidecar_is_served_from_memory_until_its_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = _publish(tmp_path)
+    write_sidecar(entry, "resources-memo.json", {"registers": 40})
+    assert read_sidecar(entry, "resources-memo.json") == {"registers": 40}
+    loads: list[Path] = []
+    real_load = cache._load_sidecar
+    monkeypatch.setattr(cache, "_load_sidecar", lambda path: loads.append(path) or real_load(path))
+    assert read_sidecar(entry, "resources-memo.json") == {"registers": 40}
+    assert loads == []  # the same file: neither read nor hashed again
+    write_sidecar(entry, "resources-memo.json", {"registers": 41})  # a new file (written aside, renamed)
+    assert read_sidecar(entry, "resources-memo.json") == {"registers": 41}
+    assert len(loads) == 1
+    path = entry / "resources-memo.json"
+    stamp = path.stat().st_mtime_ns
+    path.write_text(path.read_text().replace('"registers": 41', '"registers": 42'))  # same inode and size
+    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
+    with caplog.at_level("WARNING", logger="ktriage.cache"):
+        assert read_sidecar(entry, "resources-memo.json") is None  # its hash is checked again: damaged
+    assert not path.exists() and len(caplog.records) == 1
+
+
 def test_stale_temp_folders_are_cleaned(tmp_path: Path) -> None:
     folder = tmp_path / "frontend"
     folder.mkdir(parents=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,6 +96,26 @@ def test_cache_hit_needs_no_worker(toolchain, tmp_path: Path) -> None:
         again = second.compile(red_spec(), tc)
     assert isinstance(again, Artifact)
     assert again.frontend.dir == art.frontend.dir and again.cubin.dir == art.cubin.dir
+
+
+def test_compile_many_keys_each_pair_once_and_sees_a_kernel_edited_between_calls(
+    toolchain, compiler: Compiler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The frontend key that orders a call's pairs is the key they compile under (computed once a pair:
+    it reads the kernel's file), and only for that call: a later compile keys the file as it is then."""
+    tc = toolchain("triton==3.4.0")
+    kernels = tmp_path / "kernels.py"
+    kernels.write_text(KERNELS.read_text())
+    spec = replace(red_spec(), source=f"{kernels}:red_kernel")
+    keyed: list[str] = []
+    real_key = Compiler.frontend_key
+    monkeypatch.setattr(Compiler, "frontend_key", lambda self, s, t: keyed.append(s.name) or real_key(self, s, t))
+    (first,) = compiler.compile_many([spec], [tc])
+    assert isinstance(first, Artifact) and keyed == [spec.name]
+    kernels.write_text(kernels.read_text().replace("def red_kernel(", "def red_kernel(  # edited\n    "))
+    second = compiler.compile(spec, tc)
+    assert isinstance(second, Artifact) and len(keyed) == 2
+    assert second.frontend.dir != first.frontend.dir and compiler.frontend_compiles == 2
 
 
 def test_a_failing_spec_does_not_stop_the_others(toolchain, compiler: Compiler) -> None:
