@@ -66,11 +66,15 @@ def portable_path(path: str | os.PathLike[str]) -> str:
     return str(given)
 
 
-@lru_cache(maxsize=1024)
 def _resolved(path: str) -> Path:
-    """``Path(path).resolve()``, once per process and path string: a report names ~120 files, and
+    """``Path(path).resolve()``, once per process and absolute path: a report names ~120 files, and
     resolving each with the home and the current folder (a stat per path component) was a tenth of
     a warm explain. A link created or changed later in the same process is not seen."""
+    return _resolved_absolute(os.path.join(os.getcwd(), path))  # a relative one: from the current folder
+
+
+@lru_cache(maxsize=1024)
+def _resolved_absolute(path: str) -> Path:
     return Path(path).resolve()
 
 

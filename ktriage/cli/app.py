@@ -342,11 +342,12 @@ def command_gc() -> Iterator[None]:
     """The cyclic garbage collector's settings for one command, restored after it.
 
     Why: a command is one short process that allocates a few hundred thousand objects that live until
-    it ends (imported modules, parsed cache entries, report rows) and almost no reference cycles. At
-    Python's default thresholds the collector ran every 700 allocations and rescanned every one of
-    them, ~80 ms of a warm ``explain`` of the main job's sweep (``benchmarks/calibration/
-    explain_timing.md``). Collections stay on (a long bench or bisect still frees its cycles), rarer,
-    and the verb's imported modules are moved out of their reach (``gc.freeze``) once imported."""
+    it ends (imported modules, parsed cache entries, report rows) and makes few reference cycles. At
+    Python's default thresholds the collector ran a young collection every 700 allocations and, every
+    hundred of those, a full one that walks every tracked object, the modules included: ~80 ms of a warm
+    ``explain`` of the main job's sweep (``benchmarks/calibration/explain_timing.md``). Collections
+    stay on (a long bench or bisect still frees its cycles), rarer, and the modules imported so far
+    are moved out of their reach (``gc.freeze``), again once the verb's are."""
     old = gc.get_threshold()
     gc.set_threshold(*COMMAND_GC_THRESHOLDS)
     gc.freeze()  # the CLI's own modules (typer, rich) too
