@@ -372,9 +372,39 @@ def _touch(path: Path) -> None:
 # -- sidecars ----------------------------------------------------------------------------------
 
 
-_SIDECAR_MEMO_SIZE = 256
-_sidecar_memo: OrderedDict[str, tuple[tuple[int, int, int], Any]] = OrderedDict()
-_sidecar_memo_lock = threading.Lock()
+class _SidecarMemo:
+    """The sidecars this process verified, by path, with the (inode, size, mtime) they were read at;
+    at most ``limit`` file bytes of them, the least recently read dropped first, none over ``largest``."""
+
+    def __init__(self, limit: int, largest: int) -> None:
+        self.limit = limit
+        self.largest = largest
+        self._items: OrderedDict[str, tuple[tuple[int, int, int], Any]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, path: str, stamp: tuple[int, int, int]) -> tuple[bool, Any]:
+        with self._lock:
+            hit = self._items.get(path)
+            if hit is None or hit[0] != stamp:
+                return False, None
+            self._items.move_to_end(path)
+            return True, hit[1]
+
+    def put(self, path: str, stamp: tuple[int, int, int], data: Any) -> None:
+        size = stamp[1]
+        if size > self.largest:
+            return
+        with self._lock:
+            old = self._items.pop(path, None)
+            self._bytes += size - (old[0][1] if old is not None else 0)
+            self._items[path] = (stamp, data)
+            while self._bytes > self.limit:
+                _path, (old_stamp, _data) = self._items.popitem(last=False)
+                self._bytes -= old_stamp[1]
+
+
+_sidecar_memo = _SidecarMemo(limit=32 << 20, largest=4 << 20)  # a typical sidecar is ~10 kB; the largest seen 2 MB
 
 
 def read_sidecar(entry: Path, name: str) -> Any | None:
@@ -393,11 +423,10 @@ def read_sidecar(entry: Path, name: str) -> Any | None:
     except OSError:
         info = None
     stamp = (info.st_ino, info.st_size, info.st_mtime_ns) if info is not None else None
-    with _sidecar_memo_lock:
-        hit = _sidecar_memo.get(str(path))
-        if hit is not None and hit[0] == stamp:
-            _sidecar_memo.move_to_end(str(path))
-            return hit[1]
+    if stamp is not None:
+        found, data = _sidecar_memo.get(str(path), stamp)
+        if found:
+            return data
     data, problem = _load_sidecar(path)
     if problem is not None:
         if problem == "missing":  # removed since the stat (cache gc)
@@ -408,10 +437,7 @@ def read_sidecar(entry: Path, name: str) -> Any | None:
         log.warning(repair.line())
         return None
     if stamp is not None:
-        with _sidecar_memo_lock:
-            _sidecar_memo[str(path)] = (stamp, data)
-            while len(_sidecar_memo) > _SIDECAR_MEMO_SIZE:
-                _sidecar_memo.popitem(last=False)
+        _sidecar_memo.put(str(path), stamp, data)
     return data
 
 

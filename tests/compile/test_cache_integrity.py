@@ -133,6 +133,20 @@ def test_a_verified_sidecar_is_served_from_memory_until_its_file_changes(
     assert not path.exists() and len(caplog.records) == 1
 
 
+def test_the_sidecar_memo_keeps_at_most_its_byte_budget_the_least_recently_read_dropped() -> None:
+    """Pure bookkeeping: a long bisect reads thousands of sidecars; memory must not grow with them."""
+    memo = cache._SidecarMemo(limit=800, largest=300)
+    for name, size in (("a", 300), ("b", 300), ("c", 100)):
+        memo.put(name, (1, size, 1), name.upper())
+    assert memo.get("a", (1, 300, 1)) == (True, "A")  # read again: now the most recent
+    memo.put("d", (1, 300, 1), "D")  # 1000 bytes: b, the least recently read, goes
+    assert memo.get("b", (1, 300, 1)) == (False, None)
+    assert [memo.get(k, (1, n, 1))[0] for k, n in (("a", 300), ("c", 100), ("d", 300))] == [True, True, True]
+    assert memo.get("a", (2, 300, 1)) == (False, None)  # another inode: another file
+    memo.put("e", (1, 301, 1), "E")  # larger than the largest kept: never kept
+    assert memo.get("e", (1, 301, 1)) == (False, None)
+
+
 def test_stale_temp_folders_are_cleaned(tmp_path: Path) -> None:
     folder = tmp_path / "frontend"
     folder.mkdir(parents=True)
