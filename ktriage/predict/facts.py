@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
@@ -296,11 +296,21 @@ def uniform_indices(signature: Mapping[str, str], meta: Mapping[str, Any]) -> bo
     return False
 
 
-def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> tuple[int | None, bool, int | None]:
+class LaunchInputs(NamedTuple):
+    """What the model reads from a launch besides its grid and warps (:func:`launch_inputs`): the
+    ``KernelFacts`` fields of the same names."""
+
+    data_bytes: int | None
+    uniform_indices: bool
+    tensor_bytes: int | None
+
+
+def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> LaunchInputs:
     """What the model reads from a launch besides its grid and warps: the data size, whether every
-    index is one value, and all its tensors' bytes. Two inputs of a sweep that share a cubin and a grid still differ here (layer_norm
-    N=4608 and N=5120 run one kernel on different rows), so a cache of predictions keys on it."""
-    return data_bytes(signature, meta), uniform_indices(signature, meta), tensor_bytes(signature, meta)
+    index is one value, and all its tensors' bytes. Two inputs of a sweep that share a cubin and a grid
+    still differ here (layer_norm N=4608 and N=5120 run one kernel on different rows), so a cache of
+    predictions keys on it."""
+    return LaunchInputs(data_bytes(signature, meta), uniform_indices(signature, meta), tensor_bytes(signature, meta))
 
 
 def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
@@ -347,9 +357,7 @@ def facts_from_resources(
         main_loop=main,
         other_loops=others,
         constexprs=dict(constexprs or {}),
-        data_bytes=data_bytes(signature or {}, meta or {}),
-        uniform_indices=uniform_indices(signature or {}, meta or {}),
-        tensor_bytes=tensor_bytes(signature or {}, meta or {}),
+        **launch_inputs(signature or {}, meta or {})._asdict(),
         shared_wavefronts=dict(resources.shared_wavefronts),
     )
 
@@ -378,8 +386,6 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         main_loop=main,
         other_loops=others,
         constexprs=dict(spec.get("constexprs") or {}),
-        data_bytes=data_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
-        uniform_indices=uniform_indices(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
-        tensor_bytes=tensor_bytes(dict(spec.get("signature") or {}), dict(spec.get("meta") or {})),
+        **launch_inputs(dict(spec.get("signature") or {}), dict(spec.get("meta") or {}))._asdict(),
         shared_wavefronts=_wavefronts(result.get("shared_wavefronts")),
     )
