@@ -7,7 +7,7 @@
 # - first (the run of 2026-12-04, 181 s), .bundles/prof-miss:
 #     BUNDLES=.bundles/prof-miss bash benchmarks/corpus/build.sh bundles tb_rms_norm_bwd tb_layer_norm_bwd \
 #       tb_gather_gemv_fwd serving_kernels_rerecorded tb_cross_entropy_fwd tb_welford_fwd
-# - second (the misses left after step 16; prepared, not run yet; ~4-5 minutes), .bundles/prof-miss2 (5.3 MB,
+# - second (the misses left after step 16; prepared, not run yet; ~5 minutes), .bundles/prof-miss2 (5.3 MB,
 #   ~1 min from a warm compile cache); it first measures the re-read rate (benchmarks/calibration/reread):
 #     TC="-t triton==3.6.0 -t triton==3.3.1 -t triton==3.4.0"
 #     .venv/bin/ktriage bench benchmarks/record/h200c/fla_gated_delta.workload.json.gz $TC --compile-only \
@@ -50,6 +50,9 @@ else
   one tb_cross_entropy_bwd 1 & one tb_rms_norm_bwd 11 & wait
   # TritonBench layer_norm fwd at N=1536 (+7 % / +6 %) and N=1024 (-5 % / -4 %), predicted ~0 both
   one tb_layer_norm_fwd 3 & one tb_layer_norm_fwd 0 & wait
+  # inductor's layer_norm reduction at N=1536 (16 waves of one 16-warp CTA an SM): -7.5 % with 3.3.1 (20 % fewer
+  # loop instructions), predicted -3 %: is it issue-bound, and what does a wave cost?
+  one tb_layer_norm_fwd 5
   # int4 gemm: input 0 faster with both (-10 % / -15 %), input 2 slower with 3.3.1 (+6.5 %), faster with 3.4.0
   # (-4 %): the same cubins, the same facts in the model
   one tb_int4_gemm_fwd 0 & one tb_int4_gemm_fwd 2 & wait
