@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ktriage.predict.model import Prediction
+from ktriage.predict.model import Prediction, lean_text
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import ExplainResult
@@ -62,8 +62,10 @@ def impact(predictions: Sequence[Prediction | None]) -> float:
 
 def prediction_text(predictions: Sequence[Prediction | None]) -> str:
     """The words a bullet ends with: "predicted +450 % [+300 %, +600 %]: +400 %: 698 more LDL in the
-    main loop (local memory (spills))", or "change predicted neutral (+1 % [-3 %, +5 %] within the
-    +-5 % gate)"."""
+    main loop (local memory (spills))", "change predicted neutral (+1 % [-3 %, +5 %]; within the
+    +-5 % gate)", or, where the point is beyond the gate and the interval is not, "change predicted neutral
+    (-8 % [-11 %, -5 %]; leans faster: the point is beyond the +-5% gate, the interval reaches inside it; 4 of 21
+    such held-out leans measured faster in the calibration)"."""
     w = worst(predictions)
     if w is None:
         return ""
@@ -75,7 +77,8 @@ def prediction_text(predictions: Sequence[Prediction | None]) -> str:
             return "identical kernels: change predicted neutral"
         core = w.text(limit=1, blind_spot=False).removeprefix("predicted ")
         spot = next((p.blind_spot for p in have if p.blind_spot), None)
-        return f"change predicted neutral ({core}; within the {gate})" + (f"; blind spot: {spot}" if spot else "")
+        where = (w.lean_note or lean_text(w.lean, w.threshold)) if w.lean else f"within the {gate}"
+        return f"change predicted neutral ({core}; {where})" + (f"; blind spot: {spot}" if spot else "")
     beyond = sum(1 for p in have if p.kind == kind)
     share = f" ({beyond} of {len(have)} inputs beyond the {gate})" if len(have) > 1 and beyond < len(have) else ""
     return w.text() + share

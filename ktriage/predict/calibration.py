@@ -267,6 +267,25 @@ def _blind_spot_counts(results: Sequence[CellResult]) -> dict[str, dict[str, int
     return out
 
 
+def _lean_counts(results: Sequence[CellResult], threshold: float) -> dict[str, dict[str, int]]:
+    """Among the held-out predictions called neutral whose point lies beyond the gate (``Prediction.lean``),
+    per side: how many, and how many measured that side or the same. What explain quotes next to such a
+    lean, so that a user weighs it by how often it held."""
+    gate = 1.0 + threshold
+    out = {k: {"neutral": 0, f"measured_{k}": 0, "measured_same": 0} for k in ("regression", "improvement")}
+    for r in results:
+        if r.kind != "neutral" or r.low == r.high:
+            continue
+        side = "regression" if r.predicted_ratio > gate else "improvement" if r.predicted_ratio < 1.0 / gate else None
+        if side is None:
+            continue
+        out[side]["neutral"] += 1
+        verdict = r.cell.measured.verdict
+        if verdict in (side, "same"):
+            out[side][f"measured_{verdict}"] += 1
+    return out
+
+
 def calibrate(
     cells: Sequence[CalibrationCell],
     *,
@@ -320,7 +339,13 @@ def calibrate(
             "interval_a": a,
             "interval_b": b,
             "fitted_on": f"{len(data.cells)} cells of {len(operators)} operators",
-            "cv": {"level": level, "threshold": threshold, **scores.to_json(), "blind_spots": blind_spots},
+            "cv": {
+                "level": level,
+                "threshold": threshold,
+                **scores.to_json(),
+                "blind_spots": blind_spots,
+                "leans": _lean_counts(results, threshold),
+            },
         }
     )
     return Calibration(fitted, results, scores, per_op)

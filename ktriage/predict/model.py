@@ -660,11 +660,28 @@ class Prediction:
     # what the model cannot see in this pair, said where it matters: a change predicted neutral
     # whose shared-memory accesses changed (``blind_spot``)
     blind_spot: str | None = None
+    # a neutral prediction whose point is beyond the gate: which way, and how often such leans held (``lean_text``)
+    lean_note: str | None = None
 
     @property
     def impact(self) -> float:
         """|log ratio|: how much the change is predicted to matter, for ranking."""
         return abs(math.log(self.ratio)) if self.ratio > 0 and math.isfinite(self.ratio) else math.inf
+
+    @property
+    def lean(self) -> str | None:
+        """For a change predicted neutral whose point lies beyond the gate but whose interval reaches
+        inside it: the side the point is on ("regression" or "improvement"), else None. A user reads
+        "-8 % [-11 %, -5 %], neutral" differently from "+0.2 % [-3 %, +3 %], neutral": the first is
+        likely faster, only not certainly beyond the gate."""
+        if self.kind != "neutral" or self.identical or not math.isfinite(self.ratio):
+            return None
+        gate = 1.0 + self.threshold
+        if self.ratio > gate:
+            return "regression"
+        if self.ratio < 1.0 / gate:
+            return "improvement"
+        return None
 
     def percent(self) -> str:
         return pct(self.ratio)
@@ -687,10 +704,12 @@ class Prediction:
             "low": num(self.low),
             "high": num(self.high),
             "kind": self.kind,
+            "lean": self.lean,
             "identical": self.identical,
             "threshold": self.threshold,
             "contributors": [c.to_json() for c in self.contributors],
             "blind_spot": self.blind_spot,
+            "lean_note": self.lean_note,
             "text": self.text(),
         }
 
@@ -743,7 +762,25 @@ def predict(
     parts.sort(key=lambda c: -abs(c.share))
     kind = classify(low, high, threshold)
     blind = blind_spot_text(params) if kind == "neutral" and in_blind_spot(pr, pn) else None
-    return Prediction(ratio, low, high, kind, False, threshold, tuple(parts), blind)
+    prediction = Prediction(ratio, low, high, kind, False, threshold, tuple(parts), blind)
+    return (
+        replace(prediction, lean_note=lean_text(prediction.lean, threshold, params)) if prediction.lean else prediction
+    )
+
+
+def lean_text(lean: str, threshold: float, params: Params | None = None) -> str:
+    """What a neutral prediction leaning one way says: the side, and, at the threshold the calibration used,
+    how many of its held-out leans that side measured so (``Params.cv["leans"]``): a lean is weak evidence
+    (held out, most of the leans to faster were Liger's layer_norm bwd at N >= 8704, which measure the same)."""
+    side = "slower" if lean == "regression" else "faster"
+    words = f"leans {side}: the point is beyond the +-{threshold:.0%} gate, the interval reaches inside it"
+    counts = ((params.cv.get("leans") or {}).get(lean) or {}) if params else {}
+    if counts.get("neutral") and params and params.cv.get("threshold") == threshold:
+        words += (
+            f"; {counts.get(f'measured_{lean}', 0)} of {counts['neutral']} such held-out leans measured {side}"
+            " in the calibration"
+        )
+    return words
 
 
 SHARED_MEMORY_CATEGORIES = ("lds", "ldsm", "sts")

@@ -1,0 +1,42 @@
+"""How a change predicted neutral is worded: within the gate, or leaning to one side of it."""
+
+from __future__ import annotations
+
+from ktriage.explain.predicted import prediction_text
+from ktriage.predict.model import Params, Prediction, lean_text, load_params
+
+
+def _neutral(ratio: float, low: float, high: float) -> Prediction:
+    return Prediction(ratio, low, high, "neutral", False, 0.05)
+
+
+def test_a_neutral_point_inside_the_gate_reads_within_it() -> None:
+    p = _neutral(1.002, 0.97, 1.035)
+    assert p.lean is None and p.to_json()["lean"] is None
+    assert prediction_text([p]) == "change predicted neutral (+0.2 % [-3 %, +3 %]; within the +-5% gate)"
+
+
+def test_a_neutral_point_beyond_the_gate_says_which_side_it_leans() -> None:
+    faster = _neutral(0.924, 0.894, 0.955)  # tb_welford_fwd held out: measured 0.915
+    assert faster.lean == "improvement" and faster.to_json()["lean"] == "improvement"
+    words = "leans faster: the point is beyond the +-5% gate, the interval reaches inside it"
+    assert words in prediction_text([faster])
+    slower = _neutral(1.084, 1.045, 1.125)
+    assert slower.lean == "regression"
+    assert "leans slower" in prediction_text([slower, _neutral(1.0, 0.97, 1.03)])
+
+
+def test_a_lean_quotes_how_often_the_calibrations_leans_held() -> None:
+    """The shipped fit records its held-out leans; a lean quotes them (at the fit's threshold only)."""
+    params = load_params()
+    counts = params.cv["leans"]["improvement"]
+    assert counts["neutral"] > 0
+    words = lean_text("improvement", 0.05, params)
+    assert f"{counts['measured_improvement']} of {counts['neutral']} such held-out leans measured faster" in words
+    assert "held-out leans" not in lean_text("improvement", 0.10, params)
+    assert "held-out leans" not in lean_text("improvement", 0.05, Params())
+
+
+def test_called_and_identical_predictions_do_not_lean() -> None:
+    assert Prediction(1.3, 1.2, 1.4, "regression", False, 0.05).lean is None
+    assert Prediction(1.0, 1.0, 1.0, "neutral", True, 0.05).lean is None
