@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
@@ -42,6 +42,9 @@ from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
 from ktriage.schema.jsontypes import JSONObject, JSONValue
+
+if TYPE_CHECKING:
+    from ktriage.predict.model import Prediction
 
 Say = Callable[[str], None]
 
@@ -620,9 +623,26 @@ def _explain(run: _Run, report: BisectReport) -> None:
             )
         )
     report.explain = out
-    kinds = {e.prediction.kind for e in out if e.prediction is not None}
-    if kinds and kinds <= {"neutral"}:  # the cost model (docs/model.md): the change found may not be the slowdown
-        report.notes.append(
-            "the culprit's compile-side change is predicted neutral (within the +-5% gate): if the "
-            "slowdown is real, it is not this change; bisect by timing (--metric latency --bundle ...)"
-        )
+    note = neutral_culprit_note([e.prediction for e in out if e.prediction is not None])
+    if note:
+        report.notes.append(note)
+
+
+def neutral_culprit_note(predictions: Sequence[Prediction]) -> str | None:
+    """The note a compile-only bisect adds when the cost model predicts every change of its culprit neutral
+    (docs/model.md): the change found may not be the slowdown. Where a point leans slower (beyond the gate,
+    its interval not), it says so: weaker than a call, stronger than "within the gate"."""
+    if not predictions or any(p.kind != "neutral" for p in predictions):
+        return None
+    gate = f"+-{predictions[0].threshold:.0%} gate"
+    leaning = [p for p in predictions if p.lean == "regression"]
+    where = (
+        f"its point leans slower, {max(leaning, key=lambda p: p.ratio).percent()}, but the interval reaches "
+        f"inside the {gate}"
+        if leaning
+        else f"within the {gate}"
+    )
+    return (
+        f"the culprit's compile-side change is predicted neutral ({where}): if the slowdown is real, it may not "
+        "be this change; bisect by timing (--metric latency --bundle ...)"
+    )
