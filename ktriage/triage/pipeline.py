@@ -417,8 +417,9 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
 
 def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], threshold: float) -> None:
     """The cost model next to the measurement (docs/model.md): "the compile-side change predicts +X %
-    [lo, hi] (measured +Y %)", or, for a slowdown the compiled kernels do not predict, where to look
-    instead. The worst of the cell's kernels' predictions speaks for the cell."""
+    [lo, hi] (measured +Y %)", "... leans toward the slowdown" (a neutral prediction whose point is beyond the
+    gate), or, for a slowdown the compiled kernels do not predict, where to look instead. The worst of the
+    cell's kernels' predictions speaks for the cell."""
     have = [p for p in predictions if p is not None]
     if not have:
         return
@@ -435,6 +436,15 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
             if all(p.identical for p in have)
             else f"predicted {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}], within the +-{threshold:.0%} gate"
         )
+        leaning = max((p for p in have if p.lean == "regression"), key=lambda p: p.ratio, default=None)
+        if leaning is not None:  # its point says slower, its interval is not sure: the kernel stays a suspect
+            c.notes.append(
+                f"the compile-side change leans toward the slowdown ({measured}; predicted {leaning.percent()} "
+                f"[{pct(leaning.low)}, {pct(leaning.high)}]: its point beyond the +-{threshold:.0%} gate, its "
+                "interval reaching inside it): profile the kernels (ktriage profile); bisect by timing "
+                "(ktriage bisect --metric latency)"
+            )
+            return
         spot = next((p.blind_spot for p in have if p.blind_spot), None)
         if spot is not None:  # the model's known blind spot is in play: the kernel stays the suspect
             c.notes.append(
