@@ -35,6 +35,7 @@ from ktriage.predict.model import (
     Batch,
     Params,
     anchored,
+    beyond_gate,
     classify,
     estimate_many,
     in_blind_spot,
@@ -271,12 +272,11 @@ def _lean_counts(results: Sequence[CellResult], threshold: float) -> dict[str, d
     """Among the held-out predictions called neutral whose point lies beyond the gate (``Prediction.lean``),
     per side: how many, and how many measured that side or the same. What explain quotes next to such a
     lean, so that a user weighs it by how often it held."""
-    gate = 1.0 + threshold
     out = {k: {"neutral": 0, f"measured_{k}": 0, "measured_same": 0} for k in ("regression", "improvement")}
     for r in results:
         if r.kind != "neutral" or r.low == r.high:
             continue
-        side = "regression" if r.predicted_ratio > gate else "improvement" if r.predicted_ratio < 1.0 / gate else None
+        side = beyond_gate(r.predicted_ratio, threshold)
         if side is None:
             continue
         out[side]["neutral"] += 1

@@ -674,14 +674,9 @@ class Prediction:
         inside it: the side the point is on ("regression" or "improvement"), else None. A user reads
         "-8 % [-11 %, -5 %], neutral" differently from "+0.2 % [-3 %, +3 %], neutral": the first is
         likely faster, only not certainly beyond the gate."""
-        if self.kind != "neutral" or self.identical or not math.isfinite(self.ratio):
+        if self.kind != "neutral" or self.identical:
             return None
-        gate = 1.0 + self.threshold
-        if self.ratio > gate:
-            return "regression"
-        if self.ratio < 1.0 / gate:
-            return "improvement"
-        return None
+        return beyond_gate(self.ratio, self.threshold)
 
     def percent(self) -> str:
         return pct(self.ratio)
@@ -718,6 +713,19 @@ def pct(r: float) -> str:
     if not math.isfinite(r):
         return "n/a"
     return f"{(r - 1) * 100:+.0f} %" if abs(r - 1) >= 0.01 else f"{(r - 1) * 100:+.1f} %"
+
+
+def beyond_gate(ratio: float, threshold: float) -> str | None:
+    """The side of the gate a ratio lies beyond ("regression" above ``1+threshold``, "improvement" below
+    its inverse), or None inside it or where there is no finite ratio."""
+    if not math.isfinite(ratio):
+        return None
+    gate = 1.0 + threshold
+    if ratio > gate:
+        return "regression"
+    if ratio < 1.0 / gate:
+        return "improvement"
+    return None
 
 
 def classify(low: float, high: float, threshold: float) -> str:
