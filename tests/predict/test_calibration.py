@@ -178,10 +178,12 @@ def test_bank_conflicts_read_from_the_sass_are_priced() -> None:
 
 
 def test_a_neutral_prediction_says_when_shared_memory_addresses_could_not_be_read(fitted) -> None:
-    """FLA's gated delta rule ``h`` kernel with 3.3.1 (a real committed cell, measured +32 %): its
-    shared-memory accesses changed, and its cubins were not at hand when the cells were built, so no bank
-    analysis rated them: the neutral prediction names that blind spot with the calibration's held-out
-    rate; a neutral prediction whose shared-memory accesses did not change does not."""
+    """FLA's gated delta rule ``h`` kernel with 3.3.1 (a real committed cell, measured +31 %): its
+    shared-memory accesses changed, and the bank analysis could not read 32 of the reference's addresses
+    (its 3.3.1 side it did read: x2.6 on LDS; ncu counts 9x the reference's conflicts,
+    ``benchmarks/calibration/misses/``), so the conflicts are not priced: the neutral prediction names that
+    blind spot with the calibration's held-out rate; a neutral prediction whose shared-memory accesses did
+    not change does not."""
     cells = read_cells(CALIBRATION / "cells.jsonl")
     attention = next(
         c
@@ -190,7 +192,7 @@ def test_a_neutral_prediction_says_when_shared_memory_addresses_could_not_be_rea
         and c.kernel.startswith("chunk_gated_delta_rule_fwd_kernel_h")
         and c.measured.ratio > 1.3
     )
-    assert not attention.ref.shared_wavefronts and not attention.new.shared_wavefronts
+    assert attention.ref.shared_wavefronts["unrated"] > 0 and not attention.new.shared_wavefronts["unrated"]
     p = predict(attention.ref, attention.new)
     seen = fitted.params.cv["blind_spots"]["shared_memory"]
     assert p.kind == "neutral" and p.blind_spot is not None
