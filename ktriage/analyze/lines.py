@@ -180,9 +180,17 @@ def _file_lines(path: str, mtime_ns: int) -> tuple[str, ...] | None:
         return None
 
 
-def source_text(path: str, line: int) -> str:
-    """The source line, stripped and cut to ``TEXT_LIMIT`` characters; "" when the file is not readable
-    here (compiled on another machine, a snapshot not unpacked)."""
+#: Source lines a bundle carries for its cubins (path as compiled -> line -> text, ``text_of_lines``): the GPU
+#: host that profiles a bundle has neither the recorded program's snapshot nor the compiling Triton's files.
+CarriedText = Mapping[str, Mapping[int, str]]
+
+
+def source_text(path: str, line: int, carried: CarriedText | None = None) -> str:
+    """The source line, stripped and cut to ``TEXT_LIMIT`` characters: the text ``carried`` with the cubin
+    (what was compiled) first, else the file's; "" when neither has it (compiled on another machine, a
+    snapshot not unpacked)."""
+    if carried is not None and (text := carried.get(path, {}).get(line)):
+        return text
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError:
@@ -259,9 +267,14 @@ COUNTS = (
 
 
 def line_stats(
-    located: Iterable[LineInstruction], main_loop_body: frozenset[int] = frozenset(), *, read_source: bool = True
+    located: Iterable[LineInstruction],
+    main_loop_body: frozenset[int] = frozenset(),
+    *,
+    read_source: bool = True,
+    carried: CarriedText | None = None,
 ) -> tuple[LineStats, ...]:
-    """Aggregate located instructions per location, in source order (file, line, chain)."""
+    """Aggregate located instructions per location, in source order (file, line, chain); each line's text
+    from ``carried`` or its file (:func:`source_text`)."""
     acc: dict[tuple[str, int, tuple[tuple[str, int], ...]], dict[str, int]] = {}
     ops: dict[tuple[str, int, tuple[tuple[str, int], ...]], Counter[str]] = {}
     for item in located:
@@ -287,7 +300,7 @@ def line_stats(
     out = []
     for (path, line, chain), counts in acc.items():
         display = path if path == NO_LINE[0] else display_path(path)
-        text = source_text(path, line) if read_source and line else ""
+        text = source_text(path, line, carried) if read_source and line else ""
         out.append(
             LineStats(
                 display,
@@ -303,13 +316,23 @@ def line_stats(
 
 
 def listing_line_stats(
-    listing: str, fn: SassFunction, main_loop_body: frozenset[int] = frozenset()
+    listing: str, fn: SassFunction, main_loop_body: frozenset[int] = frozenset(), carried: CarriedText | None = None
 ) -> tuple[LineStats, ...]:
     """:func:`line_stats` of ``fn`` from the listing it was parsed from (empty without line info)."""
     table = parse_line_table(listing).get(fn.name, {})
     if not table:
         return ()
-    return line_stats(located_instructions(fn, table), main_loop_body)
+    return line_stats(located_instructions(fn, table), main_loop_body, carried=carried)
+
+
+def text_of_lines(stats: Iterable[LineStats]) -> dict[str, dict[int, str]]:
+    """The source text of every line of ``stats`` that has one, by the path the cubin names it by: what a
+    bundle carries so that a host without those files (the GPU host) still shows and matches the lines."""
+    out: dict[str, dict[int, str]] = {}
+    for s in stats:
+        if s.text and s.line:
+            out.setdefault(s.path, {})[s.line] = s.text
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- diff

@@ -394,6 +394,7 @@ def bundle_lines_side(
 ) -> dict[str, list[LaunchLines]]:
     """Per toolchain, the per-line samples of each launch: its source page (``<name>.source.csv`` in
     ``raw_dir``) on the bundle's cubins of this input (``profile.source.toolchain_lines``)."""
+    from ktriage.analyze.lines import CarriedText
     from ktriage.profile.source import find_nvdisasm, toolchain_lines
     from ktriage.workload.bundles.format import BundleArtifact
 
@@ -404,14 +405,23 @@ def bundle_lines_side(
         path = raw_dir / name if raw_dir is not None and name else None
         text = path.read_text() if path is not None and path.is_file() else None
 
-        def cubin_of(kernel: str, tc: str = p.toolchain) -> Path | None:
+        def artifact_of(kernel: str, tc: str = p.toolchain) -> BundleArtifact | None:
             for key in keys:
                 art = bundle.artifacts.get((key, tc))
                 if isinstance(art, BundleArtifact) and art.kernel_name == kernel:
-                    return Path(art.cubin_path)
+                    return art
             return None
 
-        out[p.toolchain] = toolchain_lines(text, [launch.kernel_name for launch in p.launches], cubin_of, nvdisasm)
+        def cubin_of(kernel: str) -> Path | None:
+            art = artifact_of(kernel)
+            return Path(art.cubin_path) if art is not None else None
+
+        def carried_of(kernel: str) -> CarriedText | None:
+            art = artifact_of(kernel)
+            return art.source_text if art is not None else None
+
+        kernels = [launch.kernel_name for launch in p.launches]
+        out[p.toolchain] = toolchain_lines(text, kernels, cubin_of, nvdisasm, carried_of)
     return out
 
 

@@ -29,12 +29,13 @@ import io
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
 from ktriage.analyze.lines import (
+    CarriedText,
     LineMap,
     LineStats,
     SourceLoc,
@@ -167,18 +168,19 @@ class LineSamples:
     unmapped: bool = False  # offsets the line map did not know (another cubin than the profiled one?)
 
 
-def _key(loc: SourceLoc | None) -> tuple[str, str | int]:
+def _key(loc: SourceLoc | None, carried: CarriedText | None = None) -> tuple[str, str | int]:
     if loc is None:
         return ("(no line)", 0)
     display = display_path(loc.path)
-    text = source_text(loc.path, loc.line)
+    text = source_text(loc.path, loc.line, carried)
     return (display, text) if is_library(display) and text else (display, loc.line)
 
 
 def line_samples(
-    rows: Sequence[SassSamples], line_map: LineMap
+    rows: Sequence[SassSamples], line_map: LineMap, carried: CarriedText | None = None
 ) -> tuple[dict[tuple[str, str | int], LineSamples], int]:
-    """Samples per source line (keyed as lines match across toolchains) and how many sampled
+    """Samples per source line (keyed as lines match across toolchains: a line of Triton's library by its
+    text, so its text must be known, from the file or what the bundle ``carried``) and how many sampled
     instructions had no known offset."""
     where = line_map.by_address()
     out: dict[tuple[str, str | int], LineSamples] = {}
@@ -188,11 +190,12 @@ def line_samples(
             missing += row.samples > 0
             continue
         loc = where[row.offset]
-        key = _key(loc)
+        key = _key(loc, carried)
         item = out.get(key)
         if item is None:
             line = loc.line if loc is not None else 0
-            item = out[key] = LineSamples(key[0], line, source_text(loc.path, line) if loc is not None else "")
+            text = source_text(loc.path, line, carried) if loc is not None else ""
+            item = out[key] = LineSamples(key[0], line, text)
         item.samples += row.samples
         for reason, n in row.stalls.items():
             item.stalls[reason] = item.stalls.get(reason, 0.0) + n
@@ -266,8 +269,9 @@ class CubinLines:
     stats: tuple[LineStats, ...]
 
 
-def cubin_lines(cubin: Path, kernel_name: str, nvdisasm: Path) -> CubinLines | str:
-    """Disassemble ``cubin`` with ``nvdisasm -c -ndf -gi`` (as explain does); a failure is returned as text."""
+def cubin_lines(cubin: Path, kernel_name: str, nvdisasm: Path, carried: CarriedText | None = None) -> CubinLines | str:
+    """Disassemble ``cubin`` with ``nvdisasm -c -ndf -gi`` (as explain does), its lines' text from ``carried``
+    or the files; a failure is returned as text."""
     import subprocess
 
     from ktriage.analyze.sass import parse_sass
@@ -287,7 +291,7 @@ def cubin_lines(cubin: Path, kernel_name: str, nvdisasm: Path) -> CubinLines | s
         return f"{cubin.name} has no function {kernel_name!r}"
     loops = find_loops(fn)
     body = loops[0].body if loops and loops[0].main else frozenset()
-    return CubinLines(line_map_of_listing(proc.stdout, fn), listing_line_stats(proc.stdout, fn, body))
+    return CubinLines(line_map_of_listing(proc.stdout, fn), listing_line_stats(proc.stdout, fn, body, carried))
 
 
 def _where(row: LineStallRow) -> str:
@@ -340,10 +344,15 @@ def compile_line_rows(ref: CubinLines | None, new: CubinLines | None) -> list[JS
 
 
 def toolchain_lines(
-    source_csv: str | None, kernel_names: Sequence[str], cubin_of: Any, nvdisasm: Path | None
+    source_csv: str | None,
+    kernel_names: Sequence[str],
+    cubin_of: Any,
+    nvdisasm: Path | None,
+    carried_of: Callable[[str], CarriedText | None] | None = None,
 ) -> list[LaunchLines]:
     """Per profiled launch of one toolchain (in order): its samples per line, the cubin's lines, or
-    why there are none. ``cubin_of(kernel_name)`` gives the launched cubin's path (or None)."""
+    why there are none. ``cubin_of(kernel_name)`` gives the launched cubin's path (or None),
+    ``carried_of(kernel_name)`` the source text its bundle carries (``analyze.lines.CarriedText``)."""
     if source_csv is None:
         return [{"error": "no ncu source page (SourceCounters) for this toolchain"} for _ in kernel_names]
     blocks = parse_source_csv(source_csv)
@@ -364,11 +373,12 @@ def toolchain_lines(
                 }
             )
             continue
-        lines = cubin_lines(Path(cubin), name, nvdisasm)
+        carried = carried_of(name) if carried_of is not None else None
+        lines = cubin_lines(Path(cubin), name, nvdisasm, carried)
         if isinstance(lines, str):
             out.append({"error": lines})
             continue
-        per_line, missing = line_samples(blocks[i], lines.line_map)
+        per_line, missing = line_samples(blocks[i], lines.line_map, carried)
         out.append({"lines": per_line, "cubin": lines, "unmapped_samples": missing, "error": None})
     return out
 

@@ -44,6 +44,9 @@ class ArtifactOkSchema(msgspec.Struct, tag="ok", tag_field="status", forbid_unkn
     metadata: dict[str, object]
     abi: list[dict[str, object]]
     resources: dict[str, object] | None = None
+    # the cubin's source lines as compiled (path in its line table -> line number -> text): profile shows and
+    # matches lines on a GPU host that has neither the recorded program's files nor the compiling Triton's
+    source_text: dict[str, dict[str, str]] = {}
 
 
 class ArtifactFailedSchema(msgspec.Struct, tag="failed", tag_field="status", forbid_unknown_fields=True):

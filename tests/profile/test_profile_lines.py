@@ -174,3 +174,54 @@ def test_without_a_source_page_or_nvdisasm_the_reason_is_said(tmp_path: Path) ->
     assert toolchain_lines(None, ["k"], lambda _k: None, None)[0]["error"].startswith("no ncu source page")
     (entry,) = toolchain_lines(FAKE_PAGE, ["_layer_norm_backward_kernel"], lambda _k: tmp_path / "k.cubin", None)
     assert "no nvdisasm on this host" in entry["error"]
+
+
+def _listing(triton: str, library_line: int) -> str:
+    """A two-instruction nvdisasm listing (a fake of its ``-gi`` layout) compiled on another machine: a line
+    of Triton's ``standard.py`` (its number moves between releases) inlined into the kernel's line 12."""
+    env = f"/build-host/envs/triton-{triton}/lib/python3.11/site-packages/triton/language/standard.py"
+    kernel = "/build-host/snapshots/0123456789abcdef0123/kernel.py"
+    return "\n".join(
+        [
+            '\t.section\t.text.k,"ax",@progbits',
+            f'        //## File "{env}", line {library_line} inlined at "{kernel}", line 12',
+            f'        //## File "{kernel}", line 12',
+            "        /*0000*/                   FADD R3, R3, R4 ;",
+            f'        //## File "{kernel}", line 14',
+            "        /*0010*/                   LDG.E R2, desc[UR4][R2.64] ;",
+        ]
+    )
+
+
+def test_a_bundles_carried_source_text_names_and_matches_lines_the_gpu_host_cannot_read() -> None:
+    """The GPU host profiles a bundle without the recorded program's files or the compiling Triton's: the
+    lines' text comes from the bundle (``BundleArtifact.source_text``), so a line of Triton's library is
+    matched by its text across releases (3.3.1's line 163 is 3.6.0's line 170). Without it the per-line diff
+    showed one line twice, -24 points at one number and +21 at the other (the H200's Liger cross-entropy)."""
+    from ktriage.analyze.lines import line_map_of_listing
+    from ktriage.analyze.sass import parse_sass
+    from ktriage.profile.source import SassSamples, diff_line_samples, line_samples
+
+    code = "return core.reduce(input, axis, _sum_combine, keep_dims=keep_dims)"
+    sides = {}
+    for triton, number, samples in (("3.6.0", 170, 30.0), ("3.3.1", 163, 10.0)):
+        listing = _listing(triton, number)
+        fn = parse_sass(listing)["k"]
+        rows = [SassSamples(0, "FADD", samples, {"long_scoreboard": samples}), SassSamples(16, "LDG", 5.0)]
+        library = next(
+            li.loc.path for li in line_map_of_listing(listing, fn).instructions if li.loc and li.loc.line > 100
+        )
+        carried = {
+            library: {number: code},
+            "/build-host/snapshots/0123456789abcdef0123/kernel.py": {14: "x = tl.load(p)"},
+        }
+        with_text, _ = line_samples(rows, line_map_of_listing(listing, fn), carried)
+        without, _ = line_samples(rows, line_map_of_listing(listing, fn))
+        assert {s.text for s in with_text.values()} == {code, "x = tl.load(p)"}
+        assert {s.text for s in without.values()} == {""}  # not readable here, nothing carried
+        sides[triton] = (with_text, without)
+    matched = diff_line_samples(sides["3.6.0"][0], sides["3.3.1"][0])
+    library_rows = [r for r in matched if r["file"] == "triton/language/standard.py"]
+    assert len(library_rows) == 1 and library_rows[0]["text"] == code  # one line, compared with itself
+    unmatched = diff_line_samples(sides["3.6.0"][1], sides["3.3.1"][1])
+    assert len([r for r in unmatched if r["file"] == "triton/language/standard.py"]) == 2

@@ -62,6 +62,24 @@ def test_bundle_holds_every_kernel_for_every_toolchain(ln_bundle: Path, toolchai
     assert sum(f.stat().st_size for f in files) < 2_000_000
 
 
+def test_each_artifact_carries_its_lines_source_text_for_the_gpu_host(ln_bundle: Path) -> None:
+    """The GPU host that profiles a bundle cannot read the kernel's file nor the compiling Triton's
+    ``standard.py``: each artifact carries the text of the lines its cubin's line table names, as compiled
+    (``ktriage profile`` shows and matches lines by it)."""
+    from ktriage.analyze.lines import display_path
+
+    b = load_bundle(ln_bundle)
+    for art in b.artifacts.values():
+        assert isinstance(art, BundleArtifact)
+        files = {display_path(path): path for path in art.source_text}
+        assert set(files) >= {"liger_kernel/ops/layer_norm.py", "triton/language/standard.py"}, files
+        for path, lines in art.source_text.items():
+            text = Path(path).read_text().splitlines()  # readable here, where it was compiled
+            assert lines and all(text[n - 1].strip().startswith(t) for n, t in lines.items())
+        kernel = art.source_text[files["liger_kernel/ops/layer_norm.py"]]
+        assert any("tl.load" in t for t in kernel.values())  # the kernel's loads, by line number
+
+
 def test_load_bundle_needs_neither_torch_nor_triton(ln_bundle: Path) -> None:
     code = (
         "import sys; from ktriage.workload.bundles.format import load_bundle; b = load_bundle(sys.argv[1]); "

@@ -90,6 +90,8 @@ class BundleArtifact:
     resources: dict[str, Any] | None
     triton_version: str
     ptxas_version: str
+    # path in the cubin's line table -> line -> text, as compiled (``analyze.lines.CarriedText``)
+    source_text: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
 
     def cubin_bytes(self) -> bytes:
         return self.cubin_path.read_bytes()
@@ -203,6 +205,7 @@ def artifact_entry(art: Any, out_dir: Path) -> JSONObject:
     if not dest.exists():
         dest.write_bytes(data)
     metadata = {k: v for k, v in art.frontend.metadata.items() if k != "extern_libs"}
+    resources, source_text = _resources(art)
     return {
         "status": "ok",
         "cubin": rel,
@@ -213,13 +216,16 @@ def artifact_entry(art: Any, out_dir: Path) -> JSONObject:
         "launch": {k: metadata.get(k) for k in LAUNCH_KEYS if k in metadata},
         "metadata": metadata,
         "abi": [p.to_json() for p in art.abi],
-        "resources": _resources(art),
+        "resources": resources,
+        "source_text": source_text,
     }
 
 
-def _resources(art: Any) -> JSONObject | None:
-    """Registers, stack, spills, shared memory: for reports next to the timings (None if cuobjdump fails)."""
+def _resources(art: Any) -> tuple[JSONObject, dict[str, dict[str, str]]]:
+    """Registers, stack, spills, shared memory: for reports next to the timings (an error if cuobjdump fails);
+    and the source text of the cubin's lines, which the GPU host cannot read (``analyze.lines.text_of_lines``)."""
     from ktriage.analyze.artifact import cached_resources
+    from ktriage.analyze.lines import text_of_lines
 
     try:
         res = cached_resources(
@@ -230,9 +236,12 @@ def _resources(art: Any) -> JSONObject | None:
             int(art.frontend.metadata.get("shared", 0)),
         )
     except (KtriageError, OSError) as exc:
-        return {"error": str(exc)}
+        return {"error": str(exc)}, {}
     data = res.to_json()
-    return {k: data.get(k) for k in RESOURCE_KEYS}
+    texts = text_of_lines(res.source_lines)
+    return {k: data.get(k) for k in RESOURCE_KEYS}, {
+        path: {str(n): t for n, t in lines.items()} for path, lines in texts.items()
+    }
 
 
 # ----------------------------------------------------------------------------------- loading
@@ -326,8 +335,14 @@ def load_bundle(path: Path | str) -> Bundle:
                 resources=entry.resources,
                 triton_version=entry.triton_version,
                 ptxas_version=entry.ptxas_version,
+                source_text=_carried(entry.source_text),
             )
     return bundle
+
+
+def _carried(texts: Mapping[str, Mapping[str, str]]) -> dict[str, dict[int, str]]:
+    """The manifest's source text (JSON keys are strings) by line number; a key that is no number is dropped."""
+    return {path: {int(n): t for n, t in lines.items() if n.isdigit()} for path, lines in texts.items()}
 
 
 def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
