@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ktriage.predict.calibration import Calibration, Scores, calibrate
+from ktriage.predict.calibration import Calibration, RecallBySize, Scores, calibrate
 from ktriage.predict.dataset import CalibrationCell, read_cells
 from ktriage.predict.facts import KernelFacts
 from ktriage.predict.model import PARAMS_FILE, classify
@@ -129,6 +129,10 @@ def main() -> int:
         cal.scores.markdown(),
         "",
         *ceiling(cal, args.threshold),
+        "",
+        "### Recall by the size of the measured change (how often a change that large is called)",
+        "",
+        RecallBySize.of(cal.cv_cells, args.threshold).markdown(),
         "",
         "## Before: explain's per-metric sign rules (registers up = bad, ...)",
         "",

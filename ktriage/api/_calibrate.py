@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.errors import FormatError, KtriageError
-from ktriage.predict.calibration import DEFAULT_LEVEL
+from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize
 from ktriage.predict.model import DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ class CalibrateReport:
                 f"(gate +-{self.threshold:.0%}):\n\n"
             )
             lines.append(cal.scores.markdown() + "\n")
+            by_size = RecallBySize.of(cal.cv_cells, self.threshold)
+            lines.append("\nrecall by the size of the measured change:\n\n" + by_size.markdown() + "\n")
         params = {k: round(v, 4) if isinstance(v, float) else v for k, v in cal.params.to_json().items() if k != "cv"}
         lines.append("\nparameters: " + json.dumps(params) + "\n")
         return "".join(lines)

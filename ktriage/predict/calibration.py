@@ -208,6 +208,68 @@ class Scores:
         return "\n".join(out)
 
 
+#: upper edges of the size bands of ``RecallBySize`` (a measured change of x1.08 is 8 %): the gate's first
+#: few percent, where the interval alone decides, then medium changes, then large ones
+SIZE_BANDS = (1.08, 1.15)
+
+
+@dataclass(frozen=True)
+class RecallBySize:
+    """Recall of each kind by how large the measured change is (``max(ratio, 1/ratio)``): how often a
+    change of that size is called. Why: a kind's recall over the corpus depends on how its sizes are
+    spread. On the committed corpus regressions are mostly large spill cliffs and improvements mostly
+    small, so "regression recall 83 %, improvement 50 %" reads as a model that sees one direction
+    better, where per band it calls both alike (0 of the 5..8 % changes, half the 8..15 %, ~95 % above)."""
+
+    threshold: float
+    bands: tuple[float, ...]
+    # kind -> one (called, measured) pair per band, the last band open-ended
+    counts: dict[str, list[tuple[int, int]]]
+
+    @classmethod
+    def of(
+        cls, results: Sequence[CellResult], threshold: float = DEFAULT_THRESHOLD, bands: tuple[float, ...] = SIZE_BANDS
+    ) -> RecallBySize:
+        edges = [e for e in bands if e > 1.0 + threshold]
+        counts: dict[str, list[tuple[int, int]]] = {}
+        for kind in ("regression", "improvement"):
+            per = [[0, 0] for _ in range(len(edges) + 1)]
+            for r in results:
+                if r.cell.measured.verdict != kind:
+                    continue
+                m = r.cell.measured.ratio
+                size = max(m, 1.0 / m)
+                band = next((i for i, e in enumerate(edges) if size < e), len(edges))
+                per[band][1] += 1
+                per[band][0] += r.kind == kind
+            counts[kind] = [(a, b) for a, b in per]
+        return cls(threshold, tuple(edges), counts)
+
+    def labels(self) -> list[str]:
+        lows = [self.threshold, *(e - 1.0 for e in self.bands)]
+        highs = [e - 1.0 for e in self.bands]
+        return [f"{lo:.0%}..{hi:.0%}" for lo, hi in zip(lows, highs)] + [f"{lows[-1]:.0%} and more"]
+
+    def to_json(self) -> JSONObject:
+        return {
+            kind: [{"band": label, "called": a, "measured": b} for label, (a, b) in zip(self.labels(), pairs)]
+            for kind, pairs in self.counts.items()
+        }
+
+    @markdown_writer
+    def markdown(self) -> str:
+        def cell(a: int, b: int) -> str:
+            return f"{a} of {b} ({a / b:.0%})" if b else "-"
+
+        out = [
+            "| measured change | " + " | ".join(self.labels()) + " |",
+            "|---" * (len(self.bands) + 2) + "|",
+        ]
+        for kind, pairs in self.counts.items():
+            out.append(f"| {kind} | " + " | ".join(cell(a, b) for a, b in pairs) + " |")
+        return "\n".join(out)
+
+
 @dataclass
 class CellResult:
     cell: CalibrationCell

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ktriage.predict.calibration import calibrate
+from ktriage.predict.calibration import CellResult, RecallBySize, calibrate
 from ktriage.predict.dataset import CalibrationCell, read_cells
 from ktriage.predict.facts import data_bytes, tensor_bytes
 from ktriage.predict.model import PARAMS_FILE, Params, load_params, predict
@@ -82,6 +82,39 @@ def test_held_out_precision_and_recall_floors(fitted) -> None:
     assert scores is not None
     assert scores.precision("regression") >= 0.95 and scores.recall("regression") >= 0.8
     assert scores.precision("improvement") >= 0.88 and scores.recall("improvement") >= 0.45
+
+
+def test_recall_by_size_partitions_each_kind_by_its_measured_change(fitted) -> None:
+    """Every measured regression and improvement falls in exactly one size band, the called ones are
+    the matrix's, and on the committed corpus both kinds are called alike per band: nothing inside 8 %,
+    most above 15 % (the README's reading of the improvement recall)."""
+    by_size = RecallBySize.of(fitted.cv_cells, 0.05)
+    matrix = fitted.scores.matrix
+    for kind in ("regression", "improvement"):
+        pairs = by_size.counts[kind]
+        assert len(pairs) == 3 and sum(b for _, b in pairs) == sum(matrix[p][kind] for p in matrix)
+        assert sum(a for a, _ in pairs) == matrix[kind][kind]
+        (small, _), (large, n_large) = pairs[0], pairs[-1]
+        assert small == 0 and large >= 0.85 * n_large, pairs
+    assert by_size.labels() == ["5%..8%", "8%..15%", "15% and more"]
+    assert "| improvement | 0 of 8 (0%) |" in by_size.markdown()
+
+
+def test_recall_by_size_bands_a_change_by_its_factor_either_way() -> None:
+    """A 0.87 improvement is a x1.149 change (8..15 %), a 1.20 regression x1.20 (15 % and more): the band
+    is the factor, not the ratio's distance from 1 (pure logic on a committed cell with its measurement
+    replaced)."""
+    base = _committed()[0]
+
+    def result(ratio: float, verdict: str, called: str) -> CellResult:
+        cell = replace(base, measured=replace(base.measured, ratio=ratio, verdict=verdict))
+        return CellResult(cell, ratio, ratio, ratio, called)
+
+    rows = [result(0.87, "improvement", "improvement"), result(1.20, "regression", "neutral")]
+    rows.append(result(1.06, "regression", "neutral"))
+    by_size = RecallBySize.of(rows, 0.05)
+    assert by_size.counts["improvement"] == [(0, 0), (1, 1), (0, 0)]
+    assert by_size.counts["regression"] == [(0, 1), (0, 0), (0, 1)]
 
 
 def test_waits_for_the_tensor_cores_are_priced_apart_from_barriers() -> None:
