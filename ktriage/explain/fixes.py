@@ -39,7 +39,7 @@ from ktriage.explain.engine import (
 )
 from ktriage.explain.findings import Finding
 from ktriage.home import home_subdir
-from ktriage.predict.model import Prediction, pct, predict
+from ktriage.predict.model import Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.source import resolve_source_file, split_source
@@ -343,7 +343,7 @@ class FixFinder:
         gain = predict(new.facts(), fixed.facts(), self.explainer.params)
         vs_ref = predict(ref.facts(), fixed.facts(), self.explainer.params)
         words = (
-            f"predicted {gain.percent()} [{pct(gain.low)}, {pct(gain.high)}] against the kernel as compiled "
+            f"predicted {gain.percent()} {gain.interval_text()} against the kernel as compiled "
             f"with {toolchain_label(new.toolchain)}, {vs_ref.percent()} against {toolchain_label(ref.toolchain)}"
         )
         return replace(

@@ -64,7 +64,7 @@ def prediction_text(predictions: Sequence[Prediction | None]) -> str:
     """The words a bullet ends with: "predicted +450 % [+300 %, +600 %]: +400 %: 698 more LDL in the
     main loop (local memory (spills))", "change predicted neutral (+1 % [-3 %, +5 %]; within the
     +-5 % gate)", or, where the point is beyond the gate and the interval is not, "change predicted neutral
-    (-8 % [-11 %, -5 %]; leans faster: the point is beyond the +-5% gate, the interval reaches inside it; 4 of 21
+    (-8 % [-11 %, -4.6 %]; leans faster: the point is beyond the +-5% gate, the interval reaches inside it; 4 of 21
     such held-out leans measured faster in the calibration)"."""
     w = worst(predictions)
     if w is None:

@@ -672,7 +672,7 @@ class Prediction:
     def lean(self) -> str | None:
         """For a change predicted neutral whose point lies beyond the gate but whose interval reaches
         inside it: the side the point is on ("regression" or "improvement"), else None. A user reads
-        "-8 % [-11 %, -5 %], neutral" differently from "+0.2 % [-3 %, +3 %], neutral": the first is
+        "-8 % [-11 %, -4.6 %], neutral" differently from "+0.2 % [-3 %, +3 %], neutral": the first is
         likely faster, only not certainly beyond the gate."""
         if self.kind != "neutral" or self.identical:
             return None
@@ -681,11 +681,15 @@ class Prediction:
     def percent(self) -> str:
         return pct(self.ratio)
 
+    def interval_text(self) -> str:
+        """``[-11 %, -4.6 %]`` (``interval_text``: one decimal within a point of the gate, rounded outward)."""
+        return interval_text(self.low, self.high, self.threshold)
+
     def text(self, limit: int = 3, *, blind_spot: bool = True) -> str:
         """``predicted +38 % [+25 %, +52 %]: +30 %: 830 more LDL/STL in the main loop; ...``"""
         if self.identical:
             return "identical kernels: no change predicted"
-        head = f"predicted {pct(self.ratio)} [{pct(self.low)}, {pct(self.high)}]"
+        head = f"predicted {pct(self.ratio)} {self.interval_text()}"
         parts = [c.text() for c in self.contributors[:limit] if abs(c.share) >= 0.005]
         spot = f"; blind spot: {self.blind_spot}" if blind_spot and self.blind_spot else ""
         return head + (": " + "; ".join(parts) if parts else "") + spot
@@ -713,6 +717,26 @@ def pct(r: float) -> str:
     if not math.isfinite(r):
         return "n/a"
     return f"{(r - 1) * 100:+.0f} %" if abs(r - 1) >= 0.01 else f"{(r - 1) * 100:+.1f} %"
+
+
+def pct_bound(r: float, *, upper: bool, threshold: float = DEFAULT_THRESHOLD) -> str:
+    """One end of an interval as ``pct`` writes it, except within a point of the gate (``+threshold``
+    above, ``1/(1+threshold) - 1`` below): there with one decimal, rounded outward (the low end down, the
+    high end up). Why: rounded to the nearest percent, a neutral prediction's interval 0.893..0.953 read
+    "[-11 %, -5 %]", wholly beyond a -5 % gate, next to words that say it reaches inside it."""
+    if not math.isfinite(r):
+        return "n/a"
+    x = (r - 1.0) * 100.0
+    gates = (threshold * 100.0, (1.0 / (1.0 + threshold) - 1.0) * 100.0)
+    if not any(abs(x - g) < 1.0 for g in gates):
+        return pct(r)
+    tenths = math.ceil(x * 10.0 - 1e-9) if upper else math.floor(x * 10.0 + 1e-9)
+    return f"{tenths / 10.0:+.1f} %"
+
+
+def interval_text(low: float, high: float, threshold: float = DEFAULT_THRESHOLD) -> str:
+    """``[-11 %, -4.6 %]``: a predicted interval, each end as ``pct_bound`` writes it."""
+    return f"[{pct_bound(low, upper=False, threshold=threshold)}, {pct_bound(high, upper=True, threshold=threshold)}]"
 
 
 def beyond_gate(ratio: float, threshold: float) -> str | None:

@@ -36,7 +36,6 @@ from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
-from ktriage.predict.model import pct
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
     Cause,
@@ -427,20 +426,18 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
     c.predicted = worst
     measured = f"measured {c.change_pct:+.0f} %" if math.isfinite(c.ratio) else "no measured ratio"
     if worst.kind == "regression":
-        c.notes.append(
-            f"the compile-side change predicts {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}] ({measured})"
-        )
+        c.notes.append(f"the compile-side change predicts {worst.percent()} {worst.interval_text()} ({measured})")
     elif math.isfinite(c.ratio) and c.ratio > 1.0 + threshold:
         why = (
             "the kernels are identical"
             if all(p.identical for p in have)
-            else f"predicted {worst.percent()} [{pct(worst.low)}, {pct(worst.high)}], within the +-{threshold:.0%} gate"
+            else f"predicted {worst.percent()} {worst.interval_text()}, within the +-{threshold:.0%} gate"
         )
         leaning = max((p for p in have if p.lean == "regression"), key=lambda p: p.ratio, default=None)
         if leaning is not None:  # its point says slower, its interval is not sure: the kernel stays a suspect
             c.notes.append(
                 f"the compile-side change leans toward the slowdown ({measured}; predicted {leaning.percent()} "
-                f"[{pct(leaning.low)}, {pct(leaning.high)}]: its point beyond the +-{threshold:.0%} gate, its "
+                f"{leaning.interval_text()}: its point beyond the +-{threshold:.0%} gate, its "
                 "interval reaching inside it): profile the kernels (ktriage profile); bisect by timing "
                 "(ktriage bisect --metric latency)"
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ktriage.explain.predicted import prediction_text
-from ktriage.predict.model import Params, Prediction, lean_text, load_params
+from ktriage.predict.model import Params, Prediction, interval_text, lean_text, load_params
 
 
 def _neutral(ratio: float, low: float, high: float) -> Prediction:
@@ -40,3 +40,15 @@ def test_a_lean_quotes_how_often_the_calibrations_leans_held() -> None:
 def test_called_and_identical_predictions_do_not_lean() -> None:
     assert Prediction(1.3, 1.2, 1.4, "regression", False, 0.05).lean is None
     assert Prediction(1.0, 1.0, 1.0, "neutral", True, 0.05).lean is None
+
+
+def test_an_interval_near_the_gate_is_written_on_its_side_of_the_gate() -> None:
+    """Rounded to the nearest percent, tb_welford_fwd's held-out interval 0.893..0.953 read "[-11 %, -5 %]",
+    wholly beyond the -5 % gate, next to "the interval reaches inside it". Within a point of the gate an end
+    is written with one decimal, rounded outward; elsewhere as before."""
+    welford = _neutral(0.923, 0.8935, 0.9534)
+    assert welford.interval_text() == "[-11 %, -4.6 %]"
+    assert "-8 % [-11 %, -4.6 %]" in prediction_text([welford])
+    assert interval_text(1.0497, 1.12) == "[+4.9 %, +12 %]"  # just inside the +5 % gate: still inside it
+    assert interval_text(0.9516, 1.01) == "[-4.9 %, +1 %]"  # just beyond 1/1.05 (-4.76 %), not rounded into it
+    assert interval_text(0.97, 1.035) == "[-3 %, +3 %]"  # far from the gate: as pct writes it
