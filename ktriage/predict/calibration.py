@@ -242,19 +242,13 @@ class RecallBySize:
                 band = next((i for i, e in enumerate(edges) if size < e), len(edges))
                 per[band][1] += 1
                 per[band][0] += r.kind == kind
-            counts[kind] = [(a, b) for a, b in per]
+            counts[kind] = [(called, measured) for called, measured in per]
         return cls(threshold, tuple(edges), counts)
 
     def labels(self) -> list[str]:
         lows = [self.threshold, *(e - 1.0 for e in self.bands)]
         highs = [e - 1.0 for e in self.bands]
         return [f"{lo:.0%}..{hi:.0%}" for lo, hi in zip(lows, highs)] + [f"{lows[-1]:.0%} and more"]
-
-    def to_json(self) -> JSONObject:
-        return {
-            kind: [{"band": label, "called": a, "measured": b} for label, (a, b) in zip(self.labels(), pairs)]
-            for kind, pairs in self.counts.items()
-        }
 
     @markdown_writer
     def markdown(self) -> str:
