@@ -14,11 +14,12 @@ are merged the same way and come last.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
 
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
-from ktriage.explain.engine import Change, CompileDiff, ExplainResult, toolchain_label
+from ktriage.explain.engine import Change, CompileDiff, ExplainResult, opcode_delta_text, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
 from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
 from ktriage.explain.predicted import impact as predicted_impact
@@ -523,3 +524,101 @@ def group_findings(findings: list[Finding]) -> list[FindingGroup]:
     order = list(groups.values())
     kind_rank = {"regression": 0, "improvement": 1, "change": 2}
     return sorted(order, key=lambda g: (kind_rank[g.kind], -g.impact))  # stable: sweep order among equals
+
+
+# ------------------------------------------------------------------ what no finding covers
+NO_CHANGES = "No resource changes between the toolchains."
+# the section of the toolchains whose inputs no finding names, where silence would mislead (uncovered_lines)
+WITHOUT_FINDING = "Without a finding"
+
+
+def no_change_line(result: ExplainResult) -> str:
+    """What to say when no change finding was made: "no change" only if nothing is missing."""
+    if result.complete:
+        return NO_CHANGES
+    cells = len(result.specs) * len(result.toolchains)
+    return (
+        f"No resource changes among the toolchains that compiled; {len(result.failures)} of {cells} "
+        f"cells failed (listed below)."
+    )
+
+
+def uncovered(result: ExplainResult, findings: Sequence[Finding]) -> dict[str, list[tuple[str, CompileDiff]]]:
+    """toolchain id -> its (input, comparison) pairs that no finding names, for toolchains not reported
+    identical. Why: a finding needs a headline metric, a notable opcode or a detail class to move; a
+    toolchain whose kernels changed below those bars (a few address instructions, only the PTX) would
+    otherwise vanish from the report, and the user who asked "does 3.6.0 change anything?" gets no answer."""
+    same = identical_toolchains(result)
+    named = {(f.toolchain, i) for f in findings for i in f.inputs}
+    out: dict[str, list[tuple[str, CompileDiff]]] = {}
+    for toolchain in result.toolchains:
+        if toolchain.id in same:
+            continue
+        name = toolchain_label(toolchain)
+        for item in result.specs:
+            label = input_label(item.spec.meta, item.spec.name)
+            for c in item.comparisons:
+                if c.new.toolchain.id == toolchain.id and (name, label) not in named:
+                    out.setdefault(toolchain.id, []).append((label, c))
+    return out
+
+
+def uncovered_lines(result: ExplainResult, findings: Sequence[Finding]) -> list[str]:
+    """One line per toolchain that ``uncovered`` leaves without a word: a toolchain with no finding at all
+    (what it changed and what that is predicted to cost, or that the model sees the same kernels), and a
+    toolchain whose uncovered inputs carry a prediction beyond the gate (which no finding may hide). A
+    toolchain with findings whose other inputs are predicted neutral gets no line: that would be noise."""
+    lines: list[str] = []
+    with_findings = {f.toolchain for f in findings}
+    names = {t.id: toolchain_label(t) for t in result.toolchains}
+    for tc_id, pairs in uncovered(result, findings).items():
+        name = names[tc_id]
+        refs = sorted({toolchain_label(c.ref.toolchain) for _, c in pairs})
+        vs = f"vs {', '.join(refs)}"
+        predictions = [c.prediction for _, c in pairs]
+        beyond = [p for p in predictions if p is not None and p.kind != "neutral"]
+        if name in with_findings and not beyond:
+            continue
+        moved = [(label, c) for label, c in pairs if not (c.prediction is not None and c.prediction.identical)]
+        if not moved:
+            lines.append(
+                f"{name} {vs}: the same registers, occupancy and SASS instruction counts on every input "
+                f"({_unpriced_difference(pairs)}): no change predicted."
+            )
+            continue
+        labels = [label for label, _ in moved]
+        where = ", ".join(labels) if len(labels) <= 3 else f"{len(labels)} of {len(pairs)} inputs"
+        worst_pair = max(moved, key=lambda lc: lc[1].prediction.impact if lc[1].prediction is not None else 0.0)
+        delta = opcode_delta_text(worst_pair[1], limit=4)
+        what = f"SASS {delta}" if delta else "no resource or opcode change"
+        verdict = prediction_text([c.prediction for _, c in moved])
+        lines.append(f"{name} {vs}, {where}: below what a finding reports ({what}); {verdict or 'no prediction'}.")
+    return lines
+
+
+# Resources fields the cost model does not price, in words (``_unpriced_difference``)
+_UNPRICED_WORDS = {
+    "ptx_registers": "the PTX",
+    "ptx_registers_total": "the PTX",
+    "ptx_instructions": "the PTX",
+    "source_lines": "the source lines of some instructions",
+}
+
+
+def _unpriced_difference(pairs: Sequence[tuple[str, CompileDiff]]) -> str:
+    """What differs between kernels the cost model sees as the same, in words: "only the PTX differs" for
+    a newer frontend whose PTX ptxas assembles to the same instruction counts; other fields by name."""
+    differ = {
+        f.name
+        for _, c in pairs
+        for f in fields(c.ref.resources)
+        if f.name != "kernel_name" and getattr(c.ref.resources, f.name) != getattr(c.new.resources, f.name)
+    }
+    if not differ:
+        return "nothing explain measures differs"
+    words = list(dict.fromkeys(_UNPRICED_WORDS.get(name, name) for name in sorted(differ, key=_field_order)))
+    return "only " + " and ".join(words) + (" differs" if len(words) == 1 else " differ")
+
+
+def _field_order(name: str) -> tuple[int, str]:
+    return (0 if name.startswith("ptx") else 1, name)

@@ -37,7 +37,14 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.errors import KtriageError
 from ktriage.explain.engine import CompileDiff, ExplainResult, KernelResult, SpecExplain, toolchain_label
 from ktriage.explain.failures import describe
-from ktriage.explain.findings import Finding, FindingGroup, collect_failure_findings, group_findings
+from ktriage.explain.findings import (
+    Finding,
+    FindingGroup,
+    collect_failure_findings,
+    group_findings,
+    no_change_line,
+    uncovered_lines,
+)
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
 
@@ -163,6 +170,7 @@ class ExplainView:
     kernels: list[KernelView]
     per_input: list[tuple[str, list[str], str]]  # input, per toolchain cell, anchor or ""
     omitted: int = 0  # inputs with changes but no diff section
+    no_change: str = ""  # the no-change line, where no change finding was made (findings.no_change_line)
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -453,6 +461,7 @@ def build_view(
                 )
             fv.lines.append(ev.text())
         views.append(fv)
+    views += [FindingView("change", line) for line in uncovered_lines(result, findings)]
     views += [FindingView("failed", ff.summary()) for ff in collect_failure_findings(result)]
     per_input = [
         (
@@ -469,4 +478,5 @@ def build_view(
         [kernels[i] for i in sorted(kernels)],
         per_input,
         omitted=len(set(changed) - set(kernels)),
+        no_change="" if groups else no_change_line(result),
     )

@@ -33,11 +33,14 @@ from ktriage.explain.engine import (
 )
 from ktriage.explain.failures import describe
 from ktriage.explain.findings import (
+    WITHOUT_FINDING,
     FailureFinding,
     Finding,
     collect_failure_findings,
     failure_json,
     group_findings,
+    no_change_line,
+    uncovered_lines,
 )
 from ktriage.explain.fixes import Fix
 from ktriage.explain.line_evidence import group_evidence
@@ -47,8 +50,6 @@ from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.toolchain.manager import Toolchain
-
-NO_CHANGES = "No resource changes between the toolchains."
 
 
 def compiled_pass(specs: list[KernelSpec]) -> str | None:
@@ -174,17 +175,6 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> JSONObject:
     }
 
 
-def no_change_line(result: ExplainResult) -> str:
-    """What to say when no change finding was made: "no change" only if nothing is missing."""
-    if result.complete:
-        return NO_CHANGES
-    cells = len(result.specs) * len(result.toolchains)
-    return (
-        f"No resource changes among the toolchains that compiled; {len(result.failures)} of {cells} "
-        f"cells failed (listed below)."
-    )
-
-
 SECTIONS = (
     ("regression", "Regressions, most likely impact first"),
     ("improvement", "Improvements"),
@@ -209,7 +199,13 @@ def finding_sections(
     no-change line when there is nothing; and the failure findings, apart."""
     groups = group_findings(findings)
     sections = [(title, [g.summary() for g in groups if g.kind == kind]) for kind, title in SECTIONS]
-    sections = [(title, lines) for title, lines in sections if lines] or [("", [no_change_line(result)])]
+    quiet = uncovered_lines(result, findings)
+    sections = [(title, lines) for title, lines in sections if lines]
+    sections = (
+        (sections + [(WITHOUT_FINDING, quiet)] if quiet else sections)
+        if sections
+        else [("", [no_change_line(result), *quiet])]
+    )
     if identical_lines(result):
         sections.append(("Identical results (reported once)", identical_lines(result)))
     return sections, collect_failure_findings(result)
@@ -225,7 +221,13 @@ def finding_sections_with_lines(
         (title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
         for kind, title in SECTIONS
     ]
-    sections = [(title, items) for title, items in sections if items] or [("", [(no_change_line(result), [])])]
+    quiet: list[tuple[str, list[str]]] = [(line, []) for line in uncovered_lines(result, findings)]
+    sections = [(title, items) for title, items in sections if items]
+    sections = (
+        (sections + [(WITHOUT_FINDING, quiet)] if quiet else sections)
+        if sections
+        else [("", [(no_change_line(result), []), *quiet])]
+    )
     if identical_lines(result):
         sections.append(("Identical results (reported once)", [(line, []) for line in identical_lines(result)]))
     return sections, collect_failure_findings(result)

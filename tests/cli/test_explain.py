@@ -310,3 +310,33 @@ def test_import_failure_is_one_line_with_the_fix(tmp_path: Path, toolchain: Any,
     assert data["kernels"][0]["reference"] is None
     assert data["kernels"][0]["reference_fallback"].endswith("; no toolchain compiled it, nothing is compared")
     assert "not compared: no toolchain compiled it" in out.output
+
+
+# ----------------------------------------------------------------------------- toolchains without a finding
+
+SCALED_ROWS = Path(__file__).resolve().parents[2] / "examples" / "specs" / "scaled_rows.toml"
+
+
+@pytest.mark.slow
+def test_a_toolchain_without_a_finding_is_still_answered(tmp_path: Path, run_cli: RunCli) -> None:
+    """The example spec: Triton 3.4.0's PTX differs from 3.3.1's but ptxas assembles the same instruction counts;
+    3.6.0 moves a few address instructions. Neither makes a finding, and before this both vanished from the
+    report behind "No resource changes": the user who asked "does 3.6.0 change anything?" got no answer."""
+    report = tmp_path / "r.md"
+    argv = ["explain", str(SCALED_ROWS), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "-t", "triton==3.6.0"]
+    out = run_cli([*argv, "-o", str(report)])
+    assert out.exit_code == exit_codes.OK, out.output
+    same = (
+        "triton==3.4.0 vs triton==3.3.1: the same registers, occupancy and SASS instruction counts on every input "
+        "(only the PTX and the source lines of some instructions differ): no change predicted."
+    )
+    moved = "triton==3.6.0 vs triton==3.3.1, M=N=4096,bf16: below what a finding reports (SASS "
+    neutral = "change predicted neutral (+0.0 % ["
+    md = report.read_text()
+    assert "- No resource changes between the toolchains.\n- " + same in md
+    assert moved in md and neutral in md.split(moved)[1].splitlines()[0]
+    html = tmp_path / "r.html"
+    assert run_cli([*argv, "-o", str(html)]).exit_code == exit_codes.OK
+    page = html.read_text()
+    assert '<p class="ok">No resource changes between the toolchains.</p>' in page
+    assert page.count('<li class="finding change">') == 2 and "no change predicted." in page
