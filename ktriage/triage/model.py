@@ -24,10 +24,10 @@ if TYPE_CHECKING:
 #   regression        slower, and the compiler changed the kernel for the worse (cause, culprit, fix)
 #   not_compile_side  slower in repeated samples, but the artifacts show no compile-side change:
 #                     noise, the baseline or the environment
-#   unsure_no_gpu     slower by one number a side (TritonBench), no compile-side change: only a
-#                     side-by-side GPU re-run can decide
+#   unsure_no_gpu     slower or faster by one number a side (TritonBench), and no compile-side change
+#                     predicts it: only a side-by-side GPU re-run can decide
 #   unexplained       slower, and ktriage cannot compile this backend's kernels (torch, inductor...)
-#   improvement       faster
+#   improvement       faster, with a compile-side change (with one value a side: one predicted an improvement)
 # After a side-by-side GPU re-run (``--measure`` / ``--measured``, ktriage.triage.measure):
 #   measured_regression  slower when both toolchains are timed side by side, no compile-side cause found
 #   noise                measured side by side: no difference, the original gap was noise or the environment
@@ -61,7 +61,7 @@ REGRESSIONS: tuple[CellVerdict, ...] = ("regression", "measured_regression")
 WORDS: dict[str, str] = {
     "regression": "regression (compile-side change)",
     "not_compile_side": "no compile-side change: noise, the baseline, or the environment",
-    "unsure_no_gpu": "unsure without a GPU re-run (no compile-side change; one value per side)",
+    "unsure_no_gpu": "unsure without a GPU re-run (no compile-side change predicts it; one value per side)",
     "unexplained": "not explained: ktriage has no Triton kernels of this backend to compile",
     "improvement": "improvement",
     "measured_regression": "regression (measured side by side on the GPU; no compile-side cause found)",

@@ -68,7 +68,12 @@ def test_the_aa_rms_norm_cell_is_explained_through_its_recorded_kernels(capsys: 
         "2048x8192" in n and "registers 125 -> 117" in n and "the frontend" in n and "change predicted neutral" in n
         for n in cell["notes"]
     )
-    assert cell["verdict"] == "improvement"  # faster in the files, with a compile-side change
+    # faster in these A/A files by one value a side, and the change is predicted neutral: as unsure as the mirror
+    # slowdown (it was an "improvement" before, in files where nothing but the machine changed)
+    assert cell["verdict"] == "unsure_no_gpu"
+    assert any(
+        n.startswith("no compile-side change predicts the measured speedup (measured -59 %") for n in cell["notes"]
+    )
     others = [c for c in report["cells"] if not c["recorded"]]
     liger = [c for c in others if c["backend"] == "liger_rms"]
     assert liger and all(
