@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The wheels a GPU device run carries in .whl/: ktriage's dependencies that the device image lacks, for its
 # Python (cp312, manylinux x86_64), with their own dependencies. The image has torch, Triton, numpy and scipy,
-# and nothing installs there from a registry, so a missing one fails the whole call at import: typer 0.29 began
-# to need pydantic, and a device call that carried the older list died on "No module named 'pydantic'".
+# and nothing installs there from a registry, so a missing one fails the whole call at import (typer 0.29 began
+# to need pydantic, and a device call that carried the older list died on "No module named 'pydantic'"; ktriage
+# now keeps typer below 0.29, pyproject.toml says why).
 # The benchmarks' device scripts install them with: pip install --no-index --no-deps --target DIR .whl/*.whl
 #   bash scripts/device_wheels.sh            # -> .whl/ (about 10 MB; git-ignored), then carry ".whl"
 # PYVER (default 3.12) picks another image Python; OUT another folder.

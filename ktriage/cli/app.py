@@ -317,14 +317,14 @@ def _env_debug() -> bool:
 
 
 def _typer_too_old() -> str | None:
-    """typer's version when it is older than 0.29 (measured: 0.20 to 0.28 replace an option's value by
-    None when it has a callback, e.g. GPU images with typer 0.27), else None."""
+    """typer's version when it is older than 0.27, else None: ktriage imports the click typer vendors
+    (``typer._click``, since 0.26) and is tested with 0.27 and 0.28 (pyproject.toml says why not 0.29)."""
     version = getattr(typer, "__version__", "0")
     try:
         major, minor = (int(part) for part in version.split(".")[:2])
     except ValueError:
         return None
-    return version if (major, minor) < (0, 29) else None
+    return version if (major, minor) < (0, 27) else None
 
 
 @dataclass
@@ -385,9 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if old_typer:
         print_error(
             KtriageError(
-                f"typer {old_typer} is too old for ktriage: before 0.29 typer drops the value an option callback "
-                "returns, so --format and -o would be silently ignored",
-                "install typer>=0.29 (pip install -U 'typer>=0.29'; on a host you cannot install into, put its "
+                f"typer {old_typer} is too old for ktriage, which needs 0.27 or 0.28",
+                "install typer 0.28 (pip install 'typer>=0.27,<0.29'; on a host you cannot install into, put its "
                 "pure-Python wheel on PYTHONPATH)",
             )
         )

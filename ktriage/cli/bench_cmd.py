@@ -10,7 +10,6 @@ bundle (a CPU machine); `--bundle DIR` measures a bundle made elsewhere (the GPU
 
 from __future__ import annotations
 
-import typer
 from rich.markup import escape
 
 from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle
@@ -23,7 +22,6 @@ from ktriage.cli.options import Format
 
 
 def bench(
-    ctx: typer.Context,
     workload: o.Workload = None,
     kernel: o.Kernel = None,
     op: o.Op = None,
@@ -63,6 +61,7 @@ def bench(
     profile: o.Profile = False,
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
+    given = opt.arguments(locals())
     fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json)
     console = make_console(stderr=fmt != Format.table)
     measuring = o.Measuring(
@@ -77,7 +76,7 @@ def bench(
     )
     asked_mode = opt.pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
     if workload is not None or kernel or (bundle is not None and not toolchain and is_recorded_bundle(bundle)):
-        refuse_op_options(o.op_only_options(ctx.params, asked_mode), "a recorded workload")
+        refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
         return bench_workload(
             workload,
             bundle=bundle,

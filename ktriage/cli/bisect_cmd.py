@@ -23,7 +23,6 @@ from ktriage.errors import KtriageError
 
 
 def bisect(
-    ctx: typer.Context,
     source: o.Source,
     good: o.Good,
     bad: o.Bad,
@@ -65,11 +64,12 @@ def bisect(
 ) -> None:
     """Find the first bad candidate (release, ptxas, commit) by comparison with the measured endpoints,
     then explain it against its predecessor."""
+    given = opt.arguments(locals())
     console = make_console(stderr=True)
     opt.check_format(fmt, o.FORMATS)
     outputs = opt.merge_outputs(output, md=markdown, json=json_path)
     opt.check_outputs(outputs, o.WRITERS)
-    report = bisect_api(**o.bisect_args(ctx.params), say=lambda m: console.print(escape(m), highlight=False))
+    report = bisect_api(**o.bisect_args(given), say=lambda m: console.print(escape(m), highlight=False))
     writers = {".md": report.to_markdown, ".json": report.json_text}
     opt.emit(fmt, writers, lambda: report.print_table(make_console()), outputs)
     console.print(f"state: {escape(str(report.state_path))}")

@@ -78,20 +78,31 @@ def _base(annotation: Any) -> Any:
         return annotation
 
 
+# click's type names (typer 0.27-0.28) in the words typer 0.29's annotations gave the committed table
+_CLICK_NAMES = {"str": "TEXT", "text": "TEXT", "int": "INTEGER", "integer": "INTEGER", "float": "FLOAT"} | {
+    "bool": "",
+    "boolean": "",
+}
+
+
 def _value(param: Any) -> str:
     if getattr(param, "is_flag", False):
         return ""
     if param.metavar:
         return _cell(str(param.metavar))
-    kind = _base(param.type_descriptor.annotation)
+    descriptor = getattr(param, "type_descriptor", None)  # typer 0.29 keeps the annotation; 0.27-0.28 a click type
+    kind = _base(descriptor.annotation) if descriptor is not None else param.type
     if isinstance(kind, type) and issubclass(kind, Enum):
         text = "\\|".join(str(m.value) for m in kind)
-    elif kind is Path:
+    elif isinstance(getattr(kind, "choices", None), (list, tuple)):  # click's Choice: an enum's values
+        text = "\\|".join(str(getattr(c, "value", c)) for c in kind.choices)
+    elif kind is Path or getattr(kind, "name", None) == "path":
         text = "PATH"
+    elif isinstance(kind, type):
+        text = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: ""}.get(kind, kind.__name__.upper())
     else:
-        text = {str: "TEXT", int: "INTEGER", float: "FLOAT", bool: ""}.get(
-            kind, getattr(kind, "__name__", str(kind)).upper()
-        )
+        name = str(getattr(kind, "name", kind)).lower().removesuffix(" range")  # click's IntRange is "int range"
+        text = _CLICK_NAMES.get(name, name.upper())
     return text + (" ..." if param.multiple else "")
 
 

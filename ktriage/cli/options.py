@@ -113,6 +113,13 @@ def precision_option(role: str = "Default: the op's (ktriage catalog list).") ->
 Precision = Annotated[str | None, precision_option()]
 
 
+def arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:
+    """A command's arguments as typer converted them, from its ``locals()`` taken first thing (the context
+    left out). Why not ``ctx.params``: typer 0.27-0.28 leave click's raw values there (``"bwd"`` for
+    ``Mode.bwd``, ``str`` for a ``Path``) and convert only what it passes to the function."""
+    return {name: value for name, value in local_names.items() if not isinstance(value, typer.Context)}
+
+
 # ------------------------------------------------------------------------------------------ mode
 class Mode(str, Enum):
     fwd = "fwd"
@@ -249,6 +256,13 @@ class Format(str, Enum):
     json = "json"
     csv = "csv"
     toml = "toml"  # catalog show only: the spec file the op expands to
+
+    def __str__(self) -> str:
+        """The value, as ``StrEnum`` has it (3.11+; ktriage runs on 3.10). Why: typer 0.27-0.28 pass an enum
+        option's callback result through their converter again, which looks up ``str(value)``; the mixin's
+        default ``Format.json`` found nothing and --format became None (a table printed, ``workload show -f
+        json`` crashed on the H200 image's typer 0.27.2)."""
+        return str(self.value)
 
 
 # the file suffix whose writer renders a stdout format: one renderer for both (``writers[SUFFIX[fmt]]``)

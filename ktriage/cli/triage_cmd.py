@@ -17,6 +17,7 @@ from ktriage.cli.options import (
     Format,
     ModeOpt,
     append_step_summary,
+    arguments,
     check_format,
     check_outputs,
     emit,
@@ -25,7 +26,6 @@ from ktriage.errors import KtriageError
 
 
 def triage(
-    ctx: typer.Context,
     old: o.Old = None,
     new: o.New = None,
     old_toolchain: o.OldToolchain = None,
@@ -58,6 +58,7 @@ def triage(
     Without a GPU it does all but the re-measurement. With a GPU (--measure) or a bundle for the GPU
     host (--bundle, then --measured), the flagged cells are re-measured with both toolchains side by
     side, and each gets a measured verdict."""
+    given = arguments(locals())
     check_format(fmt, o.FORMATS)
     # every output is checked before the work (a triage compiles and bisects: minutes)
     check_outputs(output or [], o.WRITERS)
@@ -70,7 +71,7 @@ def triage(
             old_toolchain,
             new_toolchain,
             workdir=workdir,
-            given=o.run_refusals(ctx.params),
+            given=o.run_refusals(given),
             threshold=threshold,
             jobs=jobs,
             no_bisect=no_bisect,
@@ -94,7 +95,7 @@ def triage(
 
     console = make_console(stderr=True)
     with make_progress(console):  # the library's long steps (compiles, bisect rounds, fixes tried) show there
-        report = triage_api(**o.triage_args(ctx.params), say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
+        report = triage_api(**o.triage_args(given), say=lambda m: console.print(f"[dim]{escape(m)}[/]"))
     gpu = report.measured
     if gpu is not None and gpu.commands and not gpu.results:
         console.print(f"bundle for the GPU re-run: {escape(str(gpu.bundle))}")

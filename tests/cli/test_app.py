@@ -204,18 +204,25 @@ def test_help_imports_no_heavy_library_and_no_other_verb(argv: list[str], verb_m
         assert {m for m in modules if m.startswith("ktriage")} == HELP_MODULES
 
 
-def test_a_typer_that_drops_callback_values_is_refused_with_the_fix(
+def test_a_typer_without_its_vendored_click_is_refused_with_the_fix(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """typer 0.20-0.28 replace an option's value by None when the option has a callback (seen on the
-    H200 image's typer 0.27.2: --format json printed a table, `workload show -f json` crashed). ktriage
-    says so up front instead of ignoring --format and -o."""
+    """typer before 0.26 has no ``typer._click`` and 0.26 is untested: ktriage says so up front instead of
+    failing somewhere in the CLI."""
     import typer
 
-    monkeypatch.setattr(typer, "__version__", "0.27.2")
+    monkeypatch.setattr(typer, "__version__", "0.26.8")
     assert main(["occupancy", "--registers", "128", "--warps", "8", "--format", "json"]) == exit_codes.USAGE
     err = capsys.readouterr().err
-    assert "typer 0.27.2 is too old" in err and "typer>=0.29" in err
+    assert "typer 0.26.8 is too old" in err and "typer>=0.27,<0.29" in err
+
+
+def test_format_survives_typer_0_27s_enum_converter() -> None:
+    """typer 0.27-0.28 look an enum option's callback result up again by ``str(value)``: the format must
+    stringify to its value, or --format json silently became None (a table) on the H200 image's typer 0.27.2."""
+    from ktriage.cli.options import Format
+
+    assert [str(f) for f in Format] == [f.value for f in Format]
 
 
 def test_the_cli_names_the_variables_the_library_checks() -> None:
