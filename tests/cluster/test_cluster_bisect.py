@@ -83,18 +83,21 @@ def test_workers_3_on_the_cluster_names_the_local_culprit_in_fewer_rounds(
     assert len(built) == len(set(built))  # each commit built once in the cluster
 
 
-def _in_flight_on(cluster, name: str, timeout: float = 120.0) -> bool:  # type: ignore[no-untyped-def]
-    """Wait until a build (its ``sleep``) runs under worker node ``name``."""
+def _building_node(cluster, names: tuple[str, ...], timeout: float = 120.0) -> str | None:  # type: ignore[no-untyped-def]
+    """The first of worker nodes ``names`` found running a build (its ``sleep``), waiting up to ``timeout``.
+    Why any of them: each node offers one CPU, and Ray places the three concurrent builds on the head and
+    two of the three workers at random, so a test waiting for one named worker failed whenever Ray left it out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for pid in _descendants(cluster.raylet_pid(name)):
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep"):
-                    return True
-            except OSError:
-                pass
+        for name in names:
+            for pid in _descendants(cluster.raylet_pid(name)):
+                try:
+                    if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep"):
+                        return name
+                except OSError:
+                    pass
         time.sleep(0.2)
-    return False
+    return None
 
 
 def test_a_worker_node_killed_mid_build_changes_nothing(ray_cluster, repo, local_run, tmp_path: Path) -> None:
@@ -102,13 +105,16 @@ def test_a_worker_node_killed_mid_build_changes_nothing(ray_cluster, repo, local
     opts = _opts(repo, tmp_path, cluster=ray_cluster.address, workers=3, build=_build(tmp_path / "builds.log", 5))
     thread = threading.Thread(target=lambda: done.setdefault("report", run_bisect(opts)), daemon=True)
     thread.start()
+    victim = None
     try:
-        assert _in_flight_on(ray_cluster, "cpu"), "no build ever ran on the worker node to kill"
-        ray_cluster.kill_worker("cpu")  # SIGKILL: its raylet, its Ray workers and the build under them
+        victim = _building_node(ray_cluster, ("cpu", "gpu", "gpu2"))
+        assert victim is not None, "no build ever ran on a worker node to kill"
+        ray_cluster.kill_worker(victim)  # SIGKILL: its raylet, its Ray workers and the build under them
         thread.join(timeout=480)
         assert not thread.is_alive(), "the bisect did not finish after the node died"
     finally:
-        ray_cluster.start_worker("cpu")  # give the later tests their cluster back
+        if victim is not None:  # give the later tests their cluster back
+            ray_cluster.start_worker(victim, *ray_cluster.worker_args.get(victim, []))
     report = done["report"]
     assert report.final.culprit is not None and report.final.culprit.id == repo.culprit
     obs = report.final.observations
