@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.errors import FormatError, KtriageError
-from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize
+from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
 
 if TYPE_CHECKING:
@@ -53,6 +53,11 @@ class CalibrateReport:
             lines.append(cal.scores.markdown() + "\n")
             by_size = RecallBySize.of(cal.cv_cells, self.threshold)
             lines.append("\nrecall by the size of the measured change:\n\n" + by_size.markdown() + "\n")
+            ceiling = WidthCeiling.of(
+                [r.cell for r in cal.cv_cells], cal.params.interval_a, cal.params.interval_b, self.threshold
+            )
+            if ceiling.text():
+                lines.append("\nwhat the interval's width alone allows:\n" + ceiling.text() + "\n")
         params = {k: round(v, 4) if isinstance(v, float) else v for k, v in cal.params.to_json().items() if k != "cv"}
         lines.append("\nparameters: " + json.dumps(params) + "\n")
         return "".join(lines)

@@ -264,6 +264,59 @@ class RecallBySize:
         return "\n".join(out)
 
 
+@dataclass(frozen=True)
+class WidthCeiling:
+    """What the interval's width alone costs recall. A change is called only where the whole interval is
+    beyond the gate, so even an oracle, whose point is each cell's measured ratio, misses every cell nearer
+    the gate than the half-width. Why: it splits a model's misses into those its points cause and those its
+    width causes whatever the points. On the committed corpus the oracle at the model's 3.25 % calls 22 of
+    the 32 improvements, so 10 of the model's 16 misses are the width's, and 80 % needs a half-width under
+    1.56 %, where two GPU runs differ by 1.1 % (benchmarks/calibration/replicate/ceiling.md)."""
+
+    width_a: float  # the interval's log half-width: a + b * |log ratio|, as ``Params`` has it
+    width_b: float
+    threshold: float
+    share: float  # the recall asked for the ``widest`` column
+    # kind -> (measured cells the oracle calls at this width, measured cells of that kind)
+    called: dict[str, tuple[int, int]]
+    # kind -> the largest a (b as given) at which the oracle still calls ``share`` of them; None: no cells
+    widest: dict[str, float | None]
+
+    @classmethod
+    def of(
+        cls,
+        cells: Sequence[CalibrationCell],
+        width_a: float,
+        width_b: float = 0.0,
+        threshold: float = DEFAULT_THRESHOLD,
+        share: float = 0.8,
+    ) -> WidthCeiling:
+        gate = math.log1p(threshold)
+        called: dict[str, tuple[int, int]] = {}
+        widest: dict[str, float | None] = {}
+        for kind in ("regression", "improvement"):
+            logs = [math.log(c.measured.ratio) for c in cells if c.measured.verdict == kind]
+            # how far beyond the gate each measured change lies, less its own b * |log ratio| share of the width
+            room = sorted(((x if kind == "regression" else -x) - gate - width_b * abs(x) for x in logs), reverse=True)
+            called[kind] = (sum(1 for m in room if m > width_a), len(room))
+            widest[kind] = room[math.ceil(share * len(room)) - 1] if room else None
+        return cls(width_a, width_b, threshold, share, called, widest)
+
+    def text(self) -> str:
+        """One line per kind: what the oracle calls at this width, and the width the asked recall needs."""
+        out = []
+        for kind, (n, total) in self.called.items():
+            if not total:
+                continue
+            need = self.widest[kind]
+            need_text = f"under {need:.2%}" if need is not None and need > 0 else "no width at all"
+            out.append(
+                f"{kind}: at this interval (half-width {self.width_a:.2%}) a predictor knowing each cell's measured "
+                f"ratio would call {n} of {total} ({n / total:.0%}); {self.share:.0%} needs a half-width {need_text}"
+            )
+        return "\n".join(out)
+
+
 @dataclass
 class CellResult:
     cell: CalibrationCell

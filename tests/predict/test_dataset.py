@@ -72,6 +72,7 @@ def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None
     assert r.exit_code == 0, r.stderr
     assert len(read_cells(tmp_path / "c.jsonl")) == 24 and "| regression |" in r.stdout
     assert "recall by the size of the measured change" in r.stdout and "| 15% and more |" in r.stdout
+    assert "what the interval's width alone allows" in r.stdout and "a predictor knowing each cell's" in r.stdout
 
 
 def test_calibrate_refuses_unpaired_input(run_cli) -> None:

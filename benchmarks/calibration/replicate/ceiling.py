@@ -12,7 +12,8 @@ fixed bench's labels), and sets that against two spreads:
   ``agreement.key``), the quantile at the interval's coverage, each operator weighted as the interval weights it;
 - the model's: the shipped interval's half-width (``ktriage/predict/params.json``, held out by operator).
 
-Why: the improvement recall target (80 %) has stayed out of reach while regressions pass it, and "the model is
+The oracle's counts come from ``ktriage.predict.calibration.WidthCeiling`` (what ``ktriage calibrate`` prints for
+any data). Why: the improvement recall target (80 %) has stayed out of reach while regressions pass it, and "the model is
 not good enough" does not say by how much. This says what held-out error the target needs, in the GPU's own
 units."""
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from agreement import key, read_any
 
-from ktriage.predict.calibration import DEFAULT_LEVEL
+from ktriage.predict.calibration import DEFAULT_LEVEL, WidthCeiling
 from ktriage.predict.dataset import CalibrationCell
 from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 
@@ -49,21 +50,6 @@ TARGET = 0.8
 def cells_of(path: Path) -> dict[tuple[str, ...], CalibrationCell]:
     cells = [CalibrationCell.from_json(json.loads(line)) for line in read_any(path) if line.strip()]
     return {key(c): c for c in cells}
-
-
-def oracle_calls(ratios: list[float], kind: str, w: float, gate: float) -> int:
-    """How many of these measured ratios an interval of half-width w around the measured point calls."""
-    if kind == "regression":
-        return sum(r * math.exp(-w) > gate for r in ratios)
-    return sum(r * math.exp(w) < 1.0 / gate for r in ratios)
-
-
-def widest_for(ratios: list[float], kind: str, gate: float, share: float) -> float:
-    """The largest half-width at which the oracle still calls ``share`` of the cells."""
-    margins = sorted(
-        (math.log(r / gate) if kind == "regression" else math.log(1.0 / gate / r) for r in ratios), reverse=True
-    )
-    return margins[math.ceil(share * len(margins)) - 1]
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
@@ -98,13 +84,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=HERE / "ceiling.md")
     args = ap.parse_args()
-    gate = 1.0 + DEFAULT_THRESHOLD
     runs = {name: cells_of(path) for name, path in RUNS.items()}
-    labels = runs["the fixed bench"]
-    measured = {
-        kind: [c.measured.ratio for c in labels.values() if c.measured.verdict == kind]
-        for kind in ("regression", "improvement")
-    }
+    labels = list(runs["the fixed bench"].values())
+    total = {kind: sum(1 for c in labels if c.measured.verdict == kind) for kind in ("regression", "improvement")}
     params = load_params()
     model_w = params.interval_a
     cv = params.cv
@@ -122,16 +104,17 @@ def main() -> int:
         "|---|---|---|",
     ]
     for w in sorted({*WIDTHS, model_w}):
+        at_w = WidthCeiling.of(labels, w, threshold=DEFAULT_THRESHOLD, share=TARGET)
         row = [pct(w) + (" (the model's)" if w == model_w else "")]
-        for kind in ("regression", "improvement"):
-            row.append(share(oracle_calls(measured[kind], kind, w, gate), len(measured[kind])))
+        row += [share(*at_w.called[kind]) for kind in ("regression", "improvement")]
         out.append("| " + " | ".join(row) + " |")
-    need = {kind: widest_for(measured[kind], kind, gate, TARGET) for kind in measured}
+    at_model = WidthCeiling.of(labels, model_w, threshold=DEFAULT_THRESHOLD, share=TARGET)
+    need = {kind: float(at_model.widest[kind] or 0.0) for kind in total}
     out += [
         "",
         f"For {round(TARGET * 100)} % recall the oracle's half-width must stay under **{pct(need['regression'])}** "
         f"for regressions and **{pct(need['improvement'])}** for improvements: most of the "
-        f"{len(measured['improvement'])} improvements lie near the gate, most of the {len(measured['regression'])} "
+        f"{total['improvement']} improvements lie near the gate, most of the {total['regression']} "
         "regressions (spill cliffs, atomics) far beyond it.",
         "",
         "## The GPU's own spread, and the model's",
@@ -151,16 +134,16 @@ def main() -> int:
             out.append(f"| {a} / {b} | {s['cells']} | {pct(s['median'])} | {pct(s['coverage'])} | {pct(s['p90'])} |")
     gpu = max(spreads)
     matrix = cv.get("matrix") or {}
-    model_calls = {kind: (matrix.get(kind) or {}).get(kind) for kind in measured}
-    at_model = {kind: oracle_calls(measured[kind], kind, model_w, gate) for kind in measured}
+    model_calls = {kind: (matrix.get(kind) or {}).get(kind) for kind in total}
     lines = []
     for kind in ("regression", "improvement"):
-        called, total = model_calls[kind], len(measured[kind])
+        called, n = model_calls[kind], total[kind]
+        oracle = at_model.called[kind][0]
         if isinstance(called, int):
             lines.append(
-                f"- {kind[0].upper() + kind[1:]}s: the model calls {share(called, total)}; at its width an oracle "
-                f"calls {share(at_model[kind], total)}. Of its {total - called} misses, {total - at_model[kind]} "
-                f"are lost to the width alone and {at_model[kind] - called} to its points."
+                f"- {kind[0].upper() + kind[1:]}s: the model calls {share(called, n)}; at its width an oracle "
+                f"calls {share(oracle, n)}. Of its {n - called} misses, {n - oracle} "
+                f"are lost to the width alone and {oracle - called} to its points."
             )
     out += [
         "",
