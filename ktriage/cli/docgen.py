@@ -79,10 +79,7 @@ def _base(annotation: Any) -> Any:
 
 
 # click's type names (typer 0.27-0.28) in the words typer 0.29's annotations gave the committed table
-_CLICK_NAMES = {"str": "TEXT", "text": "TEXT", "int": "INTEGER", "integer": "INTEGER", "float": "FLOAT"} | {
-    "bool": "",
-    "boolean": "",
-}
+_CLICK_NAMES = {"str": "TEXT", "text": "TEXT", "int": "INTEGER", "integer": "INTEGER", "float": "FLOAT", "boolean": ""}
 
 
 def _value(param: Any) -> str:

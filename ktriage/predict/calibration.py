@@ -131,7 +131,8 @@ def _fit(data: _Data, start: Params, prior: Params) -> Params:
     return start.with_free(dict(zip(names, np.exp(res.x))))
 
 
-def _weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
+    """The smallest value whose cumulative weight reaches ``level`` (the interval's quantile of residuals)."""
     order = np.argsort(values)
     v, w = values[order], weights[order]
     cum = np.cumsum(w) / w.sum()
@@ -149,7 +150,7 @@ def interval_from_residuals(
     if not len(residual):
         return 0.02, 0.0
     w = np.ones_like(residual) if weight is None else weight
-    return round(_weighted_quantile(np.abs(residual), w, level), 4), 0.0
+    return round(weighted_quantile(np.abs(residual), w, level), 4), 0.0
 
 
 @dataclass

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -175,6 +176,8 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> JSONObject:
     }
 
 
+T = TypeVar("T")  # a bullet: its words, or its words with their line evidence
+
 SECTIONS = (
     ("regression", "Regressions, most likely impact first"),
     ("improvement", "Improvements"),
@@ -191,6 +194,24 @@ def identical_lines(result: ExplainResult) -> list[str]:
     ]
 
 
+def _arranged(
+    sections: list[tuple[str, list[T]]], result: ExplainResult, findings: list[Finding], item: Callable[[str], T]
+) -> list[tuple[str, list[T]]]:
+    """The finding sections that have bullets, then the toolchains no finding names (``uncovered_lines``),
+    then the identical ones; with no bullet at all, the no-change line heads the toolchains' lines. ``item``
+    makes a plain line into the caller's bullet (a string, or a string with its line evidence)."""
+    quiet = [item(line) for line in uncovered_lines(result, findings)]
+    kept = [(title, items) for title, items in sections if items]
+    if not kept:
+        out = [("", [item(no_change_line(result)), *quiet])]
+    else:
+        out = kept + ([(WITHOUT_FINDING, quiet)] if quiet else [])
+    identical = identical_lines(result)
+    if identical:
+        out.append(("Identical results (reported once)", [item(line) for line in identical]))
+    return out
+
+
 def finding_sections(
     result: ExplainResult, findings: list[Finding]
 ) -> tuple[list[tuple[str, list[str]]], list[FailureFinding]]:
@@ -199,16 +220,7 @@ def finding_sections(
     no-change line when there is nothing; and the failure findings, apart."""
     groups = group_findings(findings)
     sections = [(title, [g.summary() for g in groups if g.kind == kind]) for kind, title in SECTIONS]
-    quiet = uncovered_lines(result, findings)
-    sections = [(title, lines) for title, lines in sections if lines]
-    sections = (
-        (sections + [(WITHOUT_FINDING, quiet)] if quiet else sections)
-        if sections
-        else [("", [no_change_line(result), *quiet])]
-    )
-    if identical_lines(result):
-        sections.append(("Identical results (reported once)", identical_lines(result)))
-    return sections, collect_failure_findings(result)
+    return _arranged(sections, result, findings, lambda line: line), collect_failure_findings(result)
 
 
 def finding_sections_with_lines(
@@ -221,16 +233,7 @@ def finding_sections_with_lines(
         (title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
         for kind, title in SECTIONS
     ]
-    quiet: list[tuple[str, list[str]]] = [(line, []) for line in uncovered_lines(result, findings)]
-    sections = [(title, items) for title, items in sections if items]
-    sections = (
-        (sections + [(WITHOUT_FINDING, quiet)] if quiet else sections)
-        if sections
-        else [("", [(no_change_line(result), []), *quiet])]
-    )
-    if identical_lines(result):
-        sections.append(("Identical results (reported once)", [(line, []) for line in identical_lines(result)]))
-    return sections, collect_failure_findings(result)
+    return _arranged(sections, result, findings, lambda line: (line, [])), collect_failure_findings(result)
 
 
 def finding_lines(result: ExplainResult, findings: list[Finding]) -> tuple[list[str], list[FailureFinding]]:

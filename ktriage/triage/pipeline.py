@@ -428,11 +428,7 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
     if worst.kind == "regression":
         c.notes.append(f"the compile-side change predicts {worst.percent()} {worst.interval_text()} ({measured})")
     elif math.isfinite(c.ratio) and c.ratio > 1.0 + threshold:
-        why = (
-            "the kernels are identical"
-            if all(p.identical for p in have)
-            else f"predicted {worst.percent()} {worst.interval_text()}, within the +-{threshold:.0%} gate"
-        )
+        why = _why_neutral(have, worst, threshold)
         leaning = max((p for p in have if p.lean == "regression"), key=lambda p: p.ratio, default=None)
         if leaning is not None:  # its point says slower, its interval is not sure: the kernel stays a suspect
             c.notes.append(
@@ -458,11 +454,7 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
     elif math.isfinite(c.ratio) and c.ratio < 1.0 / (1.0 + threshold) and worst.kind != "improvement":
         # the mirror of the slowdown above: a speedup no compile-side change predicts is no more the compiler's
         # than such a slowdown (an A/A pair of TritonBench files shows -59 % "improvements" on changed kernels)
-        why = (
-            "the kernels are identical"
-            if all(p.identical for p in have)
-            else f"predicted {worst.percent()} {worst.interval_text()}, within the +-{threshold:.0%} gate"
-        )
+        why = _why_neutral(have, worst, threshold)
         lean = " (its point leans that way)" if any(p.lean == "improvement" for p in have) else ""
         c.notes.append(
             f"no compile-side change predicts the measured speedup ({measured}; {why}{lean}): noise, the baseline "
@@ -471,6 +463,14 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
         )
     else:
         c.notes.append(f"the compile-side change predicts {worst.percent()} ({worst.kind}; {measured})")
+
+
+def _why_neutral(have: Sequence[Prediction], worst: Prediction, threshold: float) -> str:
+    """Why a measured change past the gate is not the compile-side change's: identical kernels, or the worst
+    prediction and its interval within the gate."""
+    if all(p.identical for p in have):
+        return "the kernels are identical"
+    return f"predicted {worst.percent()} {worst.interval_text()}, within the +-{threshold:.0%} gate"
 
 
 def _improvement_recall() -> str:

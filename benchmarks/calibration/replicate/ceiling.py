@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from agreement import key, read_any
 
-from ktriage.predict.calibration import DEFAULT_LEVEL, WidthCeiling
+from ktriage.predict.calibration import DEFAULT_LEVEL, WidthCeiling, weighted_quantile
 from ktriage.predict.dataset import CalibrationCell
 from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 
@@ -50,12 +50,6 @@ TARGET = 0.8
 def cells_of(path: Path) -> dict[tuple[str, ...], CalibrationCell]:
     cells = [CalibrationCell.from_json(json.loads(line)) for line in read_any(path) if line.strip()]
     return {key(c): c for c in cells}
-
-
-def weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
-    order = np.argsort(values)
-    cum = np.cumsum(weights[order]) / weights.sum()
-    return float(values[order][min(int(np.searchsorted(cum, level)), len(values) - 1)])
 
 
 def spread(a: dict[tuple[str, ...], CalibrationCell], b: dict[tuple[str, ...], CalibrationCell]) -> dict[str, float]:
