@@ -18,6 +18,7 @@ from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.catalog.resolve import op_default_mode
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
+from ktriage.stats.gate import check_gate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -112,6 +113,7 @@ def bisect(
     from ktriage.bisect.run import run_bisect
     from ktriage.execute.select import cluster_address
 
+    check_gate(threshold)
     opts = BisectOptions(
         source=source,
         good=good,

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ktriage.errors import FormatError, KtriageError
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
+from ktriage.stats.gate import check_gate
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -44,8 +45,14 @@ class CalibrateReport:
         """What ``ktriage calibrate`` prints: the cross-validation's confusion matrix (when run) and
         the fitted parameters, rounded."""
         cal, lines = self.calibration, []
-        if cal.scores is not None:
-            operators = len({c.operator for c in self.cells})
+        operators = len({c.operator for c in self.cells})
+        if cal.scores is not None and not cal.held_out:
+            why = "one operator leaves none to hold out" if operators < 2 else "--no-cv"
+            lines.append(
+                f"in sample, not held out ({why}): how well the model fits these {len(cal.cv_cells)} cells, "
+                f"not how well it predicts others (gate +-{self.threshold:.0%}):\n\n" + cal.scores.markdown() + "\n"
+            )
+        elif cal.scores is not None:
             lines.append(
                 f"leave-one-operator-out over {operators} operators, {len(cal.cv_cells)} cells "
                 f"(gate +-{self.threshold:.0%}):\n\n"
@@ -92,8 +99,10 @@ def calibrate(
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for unpaired sources and reports,
     and :class:`~ktriage.errors.FormatError` for a file that is not what it should be."""
     from ktriage.predict.calibration import calibrate as fit_cells
+    from ktriage.predict.calibration import usable
     from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
 
+    check_gate(threshold)
     tell: Say = say or (lambda _m: None)
     cells: list[CalibrationCell] = []
     for path in from_cells:
@@ -119,6 +128,11 @@ def calibrate(
     if cells_out is not None:
         write_cells(cells_out, cells)
         tell(f"dataset: {cells_out}")
+    if not usable(cells):
+        raise KtriageError(
+            f"none of the {len(cells)} calibration cells has a measured ratio to fit (a finite ratio above 0)",
+            "pass cells whose bench measured both toolchains (a failed or missing side has no ratio)",
+        )
     cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=cross_validate)
     return CalibrateReport(cells, cal, threshold)
 

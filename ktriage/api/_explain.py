@@ -31,6 +31,7 @@ from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S, explain_specs
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.stats.gate import check_gate
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -170,8 +171,7 @@ def explain(
             f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
             "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)",
         )
-    if not 0 <= threshold < 10:
-        raise KtriageError(f"--threshold {threshold} is not a relative gate", "pass e.g. --threshold 0.05 for +-5 %")
+    check_gate(threshold, allow_zero=True)
     params = load_params(model)
     if len(toolchains) < 1:
         raise KtriageError("no --toolchain given", "pass two or more, e.g. -t triton==3.3.1 -t triton==3.4.0")

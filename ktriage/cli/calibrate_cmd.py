@@ -72,7 +72,7 @@ def calibrate(
         Path | None, typer.Option("--cells-out", help="Write the dataset used (cells.jsonl) here.")
     ] = None,
     threshold: Annotated[
-        float, typer.Option("--threshold", help="The gate of the confusion matrix.")
+        float, typer.Option("--threshold", help="The gate of the confusion matrix, a fraction (0.05 = 5%).")
     ] = DEFAULT_THRESHOLD,
     level: Annotated[float, typer.Option("--level", help="Coverage asked of the prediction interval.")] = DEFAULT_LEVEL,
     no_cv: Annotated[

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side, check_baseline, resolve_side
 from ktriage.errors import KtriageError
+from ktriage.stats.gate import check_gate
 
 
 def compare(
@@ -37,8 +38,7 @@ def compare(
     from ktriage.ops.registry import default_baselines
     from ktriage.stats.verdict import VerdictConfig
 
-    if not 0 < threshold < 10:
-        raise KtriageError(f"--threshold {threshold} is not a fraction", "give e.g. 0.05 for a 5% gate")
+    check_gate(threshold)
     if not 0.5 <= confidence < 1:
         raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
     config = VerdictConfig(threshold=threshold, confidence=confidence)

@@ -351,12 +351,17 @@ class Calibration:
     cv_cells: list[CellResult] = field(default_factory=list)
     scores: Scores | None = None
     per_operator: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # False: the cells were predicted by the fit that saw them (``cross_validate=False``, or a single
+    # operator, which leaves none to hold out): their scores say how well the model fits, not how well
+    # it predicts, and are never reported as a cross-validation
+    held_out: bool = True
 
     def to_json(self) -> JSONObject:
         return {
             "format": 1,
             "params": self.params.to_json(),
-            "cross_validation": self.scores.to_json() if self.scores else None,
+            "cross_validation": self.scores.to_json() if self.scores and self.held_out else None,
+            "in_sample": self.scores.to_json() if self.scores and not self.held_out else None,
             "per_operator": self.per_operator,
         }
 
@@ -413,7 +418,8 @@ def calibrate(
     operators = sorted({c.operator for c in data.cells})
     ops = np.array([c.operator for c in data.cells])
     cv_log = predicted_log_ratio(data, full)
-    if cross_validate and len(operators) > 1:
+    held_out = cross_validate and len(operators) > 1
+    if held_out:
         for op in operators:
             train = data.subset(ops != op)
             held = ops == op
@@ -426,7 +432,7 @@ def calibrate(
     )
     results: list[CellResult] = []
     for i, c in enumerate(data.cells):
-        if cross_validate and len(operators) > 1:  # the interval held out too: from the other operators
+        if held_out:  # the interval held out too: from the other operators
             others = (ops != c.operator) & ~data.identical
             ai, bi = interval_from_residuals(cv_log[others], residual[others], level, op_weight[others])
         else:
@@ -449,13 +455,18 @@ def calibrate(
             "interval_a": a,
             "interval_b": b,
             "fitted_on": f"{len(data.cells)} cells of {len(operators)} operators",
-            "cv": {
-                "level": level,
-                "threshold": threshold,
-                **scores.to_json(),
-                "blind_spots": blind_spots,
-                "leans": _lean_counts(results, threshold),
-            },
+            # what explain and triage quote as the model's held-out record: nothing, when nothing was held out
+            "cv": (
+                {
+                    "level": level,
+                    "threshold": threshold,
+                    **scores.to_json(),
+                    "blind_spots": blind_spots,
+                    "leans": _lean_counts(results, threshold),
+                }
+                if held_out
+                else {"held_out": False, "level": level, "threshold": threshold}
+            ),
         }
     )
-    return Calibration(fitted, results, scores, per_op)
+    return Calibration(fitted, results, scores, per_op, held_out)

@@ -30,7 +30,7 @@ from typing import Any
 
 from ktriage.atomic import write_atomic
 from ktriage.compare.pairing import compare_toolchains
-from ktriage.errors import FormatError
+from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -147,7 +147,18 @@ def read_cells(path: str | Path) -> list[CalibrationCell]:
         if not line.strip():
             continue
         try:
-            out.append(CalibrationCell.from_json(json.loads(line)))
+            data = json.loads(line)
+            check_format_version(
+                data,
+                DATASET_VERSION,
+                what=f"{p}:{n} (a calibration cell)",
+                fix="upgrade ktriage, or rebuild the cells with this one (`ktriage calibrate --from` the results)",
+                legacy_keys=("version",),
+                missing_means=DATASET_VERSION,
+            )
+            if not all(isinstance(data.get(k), dict) for k in ("measured", "ref_facts", "new_facts")):
+                raise TypeError("measured, ref_facts and new_facts must each be a JSON object")
+            out.append(CalibrationCell.from_json(data))
         except (ValueError, KeyError, TypeError) as exc:
             raise FormatError(
                 f"{p}:{n} is not a calibration cell ({type(exc).__name__}: {exc})",

@@ -36,6 +36,7 @@ from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
+from ktriage.stats.gate import check_gate
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
     Cause,
@@ -533,10 +534,7 @@ class _Sides:
 def _check(options: TriageOptions) -> None:
     """Refuse bad options before anything is read or compiled: a triage can run for minutes, and an
     error after the compiles would waste them."""
-    if not 0 < options.threshold < 10:
-        raise KtriageError(
-            f"threshold {options.threshold} is not a fraction", "give e.g. 0.10 for a 10% gate (--threshold 10)"
-        )
+    check_gate(options.threshold, percent=True)
     from ktriage.triage import measure as gpu
 
     gpu.check_options(options)

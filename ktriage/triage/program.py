@@ -37,6 +37,7 @@ from ktriage.compare.sides import LoadedSide
 from ktriage.errors import KtriageError
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.stats.gate import check_gate
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
 
@@ -289,10 +290,7 @@ def preflight(options: ProgramOptions) -> list[str]:
             f"--workdir {options.workdir} already holds a run ({workload_file(argv)})",
             "give a new folder, or remove that one",
         )
-    if not 0 < options.threshold < 10:
-        raise KtriageError(
-            f"threshold {options.threshold} is not a fraction", "give e.g. --threshold 10 for a 10% gate"
-        )
+    check_gate(options.threshold, percent=True)
     if not (math.isfinite(options.max_time_s) and options.max_time_s > 0):
         raise KtriageError(
             f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"

@@ -63,14 +63,21 @@ def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None
             str(RESULTS),
             "--explain",
             str(REPORT),
+            "--results",
+            str(RESULTS),
+            "--explain",
+            str(REPORT),
             "--operator",
             "rms",
+            "--operator",
+            "rms_again",  # two operators: one to hold out, one to fit on
             "--cells-out",
             str(tmp_path / "c.jsonl"),
         ]
     )
     assert r.exit_code == 0, r.stderr
-    assert len(read_cells(tmp_path / "c.jsonl")) == 24 and "| regression |" in r.stdout
+    assert len(read_cells(tmp_path / "c.jsonl")) == 48 and "| regression |" in r.stdout
+    assert "leave-one-operator-out over 2 operators" in r.stdout
     assert "recall by the size of the measured change" in r.stdout and "| 15% and more |" in r.stdout
     assert "what the interval's width alone allows" in r.stdout and "a predictor knowing each cell's" in r.stdout
 
@@ -80,3 +87,33 @@ def test_calibrate_refuses_unpaired_input(run_cli) -> None:
     assert r.exit_code == 2 and "--explain" in r.stderr and "fix:" in r.stderr
     r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(RESULTS)])
     assert r.exit_code == 2 and "not an explain report" in r.stderr
+
+
+def test_calibrate_on_one_operator_says_its_scores_are_in_sample(run_cli, tmp_path: Path) -> None:
+    """One operator leaves none to hold out: its scores are the fit's own, never a cross-validation,
+    and the model file carries no held-out record for explain and triage to quote."""
+    out = tmp_path / "model.json"
+    r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert "in sample, not held out (one operator leaves none to hold out)" in r.stdout
+    assert "leave-one-operator-out" not in r.stdout
+    model = json.loads(out.read_text())
+    assert model["cross_validation"] is None and model["in_sample"]["matrix"]
+    assert load_params(out).cv == {"held_out": False, "level": 0.8, "threshold": 0.05}
+
+
+def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
+    line = json.loads(CELLS.read_text().splitlines()[0])
+    null_facts = tmp_path / "null.jsonl"
+    null_facts.write_text(json.dumps({**line, "new_facts": None}) + "\n")
+    r = run_cli(["calibrate", "--from", str(null_facts)])
+    assert r.exit_code == 2 and f"{null_facts}:1 is not a calibration cell" in r.stderr and "fix:" in r.stderr
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text(json.dumps({**line, "version": 999}) + "\n")
+    r = run_cli(["calibrate", "--from", str(newer)])
+    assert r.exit_code == 2 and "999" in r.stderr and "upgrade ktriage" in r.stderr
+    no_ratio = tmp_path / "no_ratio.jsonl"
+    no_ratio.write_text(json.dumps({**line, "measured": {**line["measured"], "ratio": -1.0}}) + "\n")
+    r = run_cli(["calibrate", "--from", str(no_ratio), "-o", str(tmp_path / "m.json")])
+    assert r.exit_code == 2 and "none of the 1 calibration cells has a measured ratio" in r.stderr
+    assert not (tmp_path / "m.json").exists()

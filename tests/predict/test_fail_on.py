@@ -37,6 +37,13 @@ def test_fail_on_rejects_other_values(run_cli) -> None:
     assert r.exit_code == 2 and "fix:" in r.stderr and "--fail-on regression" in r.stderr
 
 
+def test_a_gate_written_in_percent_is_refused_not_read_as_500_percent(run_cli) -> None:
+    """--threshold 5 (meant as 5 %) would gate at +500 % and pass the +461 % spill cliff: refused."""
+    r = run_cli(BASE + ["--input", "N=4608", "--fail-on", "regression", "--threshold", "5"])
+    assert r.exit_code == 2 and "is a fraction here: a 500% gate" in r.stderr
+    assert "pass --threshold 0.05" in r.stderr
+
+
 def test_fixes_carry_the_predicted_gain(run_cli) -> None:
     """--fixes on the spill cliff: the verified num_warps 4 -> 8 config is predicted much faster than the
     kernel as compiled with 3.4.0, about as fast as 3.3.1's, and listed first (ranked by predicted gain)."""

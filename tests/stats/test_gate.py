@@ -1,0 +1,40 @@
+"""The magnitude gate's one check: each verb refuses the other verbs' spelling of it instead of
+reading 5 (meant as 5 %) as a 500 % gate, or triage's 0.05 (meant as 5 %) as a 0.05 % one."""
+
+from __future__ import annotations
+
+import pytest
+
+from ktriage.errors import KtriageError
+from ktriage.stats.gate import check_gate
+
+
+@pytest.mark.parametrize("threshold", [0.05, 0.5, 0.999])
+def test_a_fraction_is_a_gate(threshold: float) -> None:
+    check_gate(threshold)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "percent", "problem", "fix"),
+    [
+        (5.0, False, "--threshold 5 is a fraction here: a 500% gate", "pass --threshold 0.05"),
+        (1.0, False, "a 100% gate", "pass --threshold 0.01"),
+        (0.0, False, "--threshold 0 is not a gate", "--threshold 0.05"),
+        (-0.05, False, "is not a gate", "positive"),
+        (float("nan"), False, "is not a gate", "positive"),
+        (0.0005, True, "--threshold 0.05 is in percent: a 0.05 % gate", "pass --threshold 5"),
+        (1.5, True, "--threshold 150 would be a 150 % gate", "--threshold 10"),
+        (-0.05, True, "--threshold -5 is not a gate", "--threshold 5 for a 5 % gate"),
+    ],
+)
+def test_a_gate_no_one_means_is_refused_with_the_likely_spelling(
+    threshold: float, percent: bool, problem: str, fix: str
+) -> None:
+    with pytest.raises(KtriageError) as err:
+        check_gate(threshold, percent=percent)
+    assert problem in err.value.problem and err.value.fix and fix in err.value.fix
+
+
+def test_explain_may_gate_at_zero_and_triage_at_one_percent() -> None:
+    check_gate(0.0, allow_zero=True)
+    check_gate(0.01, percent=True)
