@@ -647,3 +647,48 @@ def compare_toolchains(
         )
         for t in tcs[1:]
     ]
+
+
+def check_shared(comparison: Comparison, old: str, new: str) -> None:
+    """Two sides with no (op, pass, input, backend) in common compare nothing: refused (exit 2)
+    rather than a report of "0 regressions" that a CI job would pass (compare and triage alike).
+    The usual causes are two operators, fwd against bwd, a file name that does not say the op, or
+    the same operator measured at other inputs; the error names what each side has."""
+    if any(p.status != "missing" for p in comparison.pairs):
+        return
+
+    def listed(names: set[str]) -> str:
+        shown = sorted(names)
+        return ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "") or "nothing"
+
+    def groups(cells: Sequence[Cell]) -> set[str]:
+        return {f"{c.key.op}.{c.key.mode}" for c in cells}
+
+    old_groups, new_groups = groups(comparison.ref_cells), groups(comparison.new_cells)
+    both = old_groups & new_groups
+    if both:
+
+        def inputs(cells: Sequence[Cell]) -> set[str]:
+            return {c.key.input_label for c in cells if f"{c.key.op}.{c.key.mode}" in both}
+
+        old_inputs, new_inputs = inputs(comparison.ref_cells), inputs(comparison.new_cells)
+        if not old_inputs & new_inputs:
+            raise KtriageError(
+                f"{old} and {new} share no input: both measured {listed(both)}, the old side at "
+                f"{listed(old_inputs)}, the new side at {listed(new_inputs)}; nothing can be compared",
+                "measure both sides at the same inputs (the same --input / --num-inputs, or TritonBench's same x_vals)",
+            )
+        old_backends = {c.key.backend for c in comparison.ref_cells}
+        new_backends = {c.key.backend for c in comparison.new_cells}
+        if not old_backends & new_backends:
+            raise KtriageError(
+                f"{old} and {new} share no backend: the old side ran {listed(old_backends)}, the new side "
+                f"{listed(new_backends)}; nothing can be compared",
+                "measure both sides with the same backends (bench --only)",
+            )
+    raise KtriageError(
+        f"{old} and {new} share no cell: the old side has {listed(old_groups)}, the new side "
+        f"{listed(new_groups)}; nothing can be compared",
+        "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
+        "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd",
+    )

@@ -34,7 +34,7 @@ def compare(
     ``confidence``: of the intervals and the U test; ``baseline``: the baseline backend (default:
     the run's, else the operator's); ``op``/``mode``: for a TritonBench CSV whose name does not say
     them. Bad input is a ``KtriageError`` naming the fix."""
-    from ktriage.compare.pairing import compare_cells, compare_toolchains, run_toolchains
+    from ktriage.compare.pairing import check_shared, compare_cells, compare_toolchains, run_toolchains
     from ktriage.ops.registry import default_baselines
     from ktriage.stats.verdict import VerdictConfig
 
@@ -82,18 +82,16 @@ def compare(
     label_a, label_b = a.label, b.label
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
-    return CompareReport(
-        [
-            compare_cells(
-                a.cells,
-                b.cells,
-                ref_label=label_a,
-                new_label=label_b,
-                ref_run=a.run,
-                new_run=b.run,
-                baseline=baseline,
-                config=config,
-                default_baselines=default_baselines(),
-            )
-        ]
+    comparison = compare_cells(
+        a.cells,
+        b.cells,
+        ref_label=label_a,
+        new_label=label_b,
+        ref_run=a.run,
+        new_run=b.run,
+        baseline=baseline,
+        config=config,
+        default_baselines=default_baselines(),
     )
+    check_shared(comparison, label_a, label_b)
+    return CompareReport([comparison])

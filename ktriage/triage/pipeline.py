@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ktriage.compare.pairing import Comparison, PairResult, compare_cells
+from ktriage.compare.pairing import Comparison, PairResult, check_shared, compare_cells
 from ktriage.compare.sides import LoadedSide, Side, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
@@ -393,26 +393,6 @@ def _match_recorded(
             c.recorded = match
             c.notes.append(describe(match))
             c.notes += [f"left out: {why}" for why in match.left_out]
-
-
-def check_shared(comparison: Comparison, old: str, new: str) -> None:
-    """Two sides with no (op, pass, input, backend) in common compare nothing: refused (exit 2)
-    rather than a report of "0 cells past the gate" that a CI job would pass. Two operators, fwd
-    against bwd, or a file name that does not say the op are the usual causes; the error names
-    what each side has."""
-    if any(p.status != "missing" for p in comparison.pairs):
-        return
-
-    def has(cells: Sequence[Cell]) -> str:
-        groups = sorted({f"{c.key.op}.{c.key.mode}" for c in cells})
-        return ", ".join(groups[:5]) + (f" and {len(groups) - 5} more" if len(groups) > 5 else "") or "nothing"
-
-    raise KtriageError(
-        f"{old} and {new} share no cell: the old side has {has(comparison.ref_cells)}, the new side "
-        f"{has(comparison.new_cells)}; nothing can be compared",
-        "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
-        "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd",
-    )
 
 
 def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], threshold: float) -> None:

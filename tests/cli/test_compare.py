@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,20 @@ def test_no_regression_exit_0(files: dict[str, Path], invoke) -> None:
     r = invoke(str(files["old"]), str(files["same"]))
     assert r.exit_code == exit_codes.OK, r.output
     assert "0 regressions" in r.output
+
+
+def test_two_runs_that_share_no_input_are_refused_not_passed(files: dict[str, Path], tmp_path: Path, invoke) -> None:
+    """Halves of one sweep (inputs 0..14 against 15..29) compare nothing: exit 2 naming both sides'
+    inputs, never "0 regressions" with exit 0 for a CI job to pass."""
+    run, cells = read_results(files["old"])
+    low = write_results(tmp_path / "low.json", run, [c for c in cells if c.key.input_id < 15])
+    high = write_results(tmp_path / "high.json", run, [c for c in cells if c.key.input_id >= 15])
+    r = invoke(str(low), str(high))
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert "share no input: both measured layer_norm.bwd" in r.stderr and "fix:" in r.stderr
+    other_op = write_results(tmp_path / "rms.json", run, [replace(c, key=replace(c.key, op="rms_norm")) for c in cells])
+    r = invoke(str(files["old"]), str(other_op))
+    assert r.exit_code == exit_codes.USAGE and "share no cell" in r.stderr and "rms_norm.bwd" in r.stderr
 
 
 def test_toolchains_mode_json(files: dict[str, Path], invoke) -> None:
