@@ -528,12 +528,19 @@ def group_findings(findings: list[Finding]) -> list[FindingGroup]:
 
 # ------------------------------------------------------------------ what no finding covers
 NO_CHANGES = "No resource changes between the toolchains."
+ONE_TOOLCHAIN = (
+    "One toolchain: nothing to compare (its resources are above). To see what changed, give the reference "
+    "first and the others after it, e.g. -t triton==3.3.1 -t triton==3.4.0."
+)
 # the section of the toolchains whose inputs no finding names, where silence would mislead (uncovered_lines)
 WITHOUT_FINDING = "Without a finding"
 
 
 def no_change_line(result: ExplainResult) -> str:
-    """What to say when no change finding was made: "no change" only if nothing is missing."""
+    """What to say when no change finding was made: "no change" only if nothing is missing, and
+    never for one toolchain, which has nothing to change against."""
+    if len(result.toolchains) < 2:
+        return ONE_TOOLCHAIN
     if result.complete:
         return NO_CHANGES
     cells = len(result.specs) * len(result.toolchains)

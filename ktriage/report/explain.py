@@ -274,7 +274,7 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
         return "\n".join(lines)
     failed = len(item.failures)
     if not failed:
-        return "no change"
+        return "no change" if item.comparisons else "nothing to compare"
     if item.reference is None:
         return "not compared: no toolchain compiled it"
     if not item.comparisons:

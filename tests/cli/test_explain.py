@@ -340,3 +340,17 @@ def test_a_toolchain_without_a_finding_is_still_answered(tmp_path: Path, run_cli
     page = html.read_text()
     assert '<p class="ok">No resource changes between the toolchains.</p>' in page
     assert page.count('<li class="finding change">') == 2 and "no change predicted." in page
+
+
+def test_one_toolchain_is_not_reported_as_no_change(tmp_path: Path, run_cli: RunCli) -> None:
+    """One -t has nothing to compare against: its resources are shown, and the report says how to compare
+    instead of "No resource changes between the toolchains", which reads as an answer."""
+    report = tmp_path / "r.md"
+    out = run_cli(
+        ["explain", str(SCALED_ROWS), "-t", "triton==3.4.0", "-o", str(report)], env={"KTRIAGE_COLUMNS": "600"}
+    )
+    assert out.exit_code == exit_codes.OK, out.output
+    for text in (out.output, report.read_text()):
+        assert "One toolchain: nothing to compare" in text and "-t triton==3.3.1 -t triton==3.4.0" in text
+        assert "No resource changes" not in text
+    assert "nothing to compare" in out.output.split("Findings")[0]  # the table's changes column
