@@ -12,6 +12,7 @@ computed" (the answer is partial: a failed compile must never pass as "no change
 | 3 | INTERNAL | internal error: an uncaught exception, i.e. a bug in ktriage, printed as one ``internal error:`` line (``--debug`` or ``KTRIAGE_DEBUG=1`` re-raises it with the traceback) |
 | 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout); see ``--allow-failures`` |
 | 130 | INTERRUPTED | interrupted (Ctrl-C), as shells report SIGINT |
+| 141 | BROKEN_PIPE | the reader of the output went away (a verb piped to ``head``): the output was cut and the result is unknown, as shells report SIGPIPE (it was 1, "regressions found") |
 
 Who decides what: a report decides OK, FINDING and INCOMPLETE from its own content (e.g.
 ``TriageReport.exit_code``, ``CompareReport.exit_status``, ``ExplainReport.exit_status``, all through
@@ -37,6 +38,7 @@ class ExitStatus(enum.IntEnum):
     INTERNAL = 3
     INCOMPLETE = 4
     INTERRUPTED = 130
+    BROKEN_PIPE = 141
 
 
 def with_failures(status: ExitStatus, complete: bool, allow_failures: bool) -> ExitStatus:

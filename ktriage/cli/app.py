@@ -29,11 +29,13 @@ from typer.core import TyperCommand, TyperGroup
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import (
+    OutputClosed,
     check_environment,
     degrade_encoding,
     install_warning_lines,
     print_error,
     print_internal_error,
+    silence_stdout,
 )
 from ktriage.errors import KtriageError
 
@@ -368,7 +370,9 @@ def main(argv: Sequence[str] | None = None) -> int:
       and for click's usage errors (unknown option, missing argument), printed as click prints them;
     - :data:`~exit_codes.INTERNAL` (3) for any other exception, as one ``internal error: ...`` line,
       so that CI never reads a crash as a finding;
-    - :data:`~exit_codes.INTERRUPTED` (130) for Ctrl-C, as shells report SIGINT.
+    - :data:`~exit_codes.INTERRUPTED` (130) for Ctrl-C, as shells report SIGINT;
+    - :data:`~exit_codes.BROKEN_PIPE` (141) when the reader of stdout went away (``| head``), as shells report
+      SIGPIPE.
 
     With ``--debug`` (or ``KTRIAGE_DEBUG=1``) KtriageError and internal errors are re-raised with
     their traceback instead. ``SystemExit`` raised by a verb passes through untouched."""
@@ -408,6 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print_error(exc)
         return exit_codes.USAGE
+    except (OutputClosed, BrokenPipeError):  # the reader went away (`| head`): not a finding, not a crash
+        silence_stdout()
+        return exit_codes.BROKEN_PIPE
     except Exception as exc:
         if state.debug:
             raise

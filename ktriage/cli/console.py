@@ -49,11 +49,32 @@ def pipe_width(*, strict: bool = True) -> int:
     )
 
 
+class OutputClosed(Exception):
+    """The reader of stdout went away (``ktriage compare A B | head``). Not an OSError on purpose: click
+    turns a broken pipe into exit 1 and rich into SystemExit(1), which a CI job reads as "regressions
+    found"; ``app.main`` turns this into its own status (BROKEN_PIPE, 141)."""
+
+
+class PipeAwareConsole(Console):
+    """rich's Console, raising :class:`OutputClosed` where rich would exit with 1 on a broken pipe."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise OutputClosed
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null once its reader has gone, so that the interpreter's last flush at exit
+    does not fail a second time (and print "Exception ignored ... BrokenPipeError")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def make_console(*, stderr: bool = False, strict: bool = True) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     is_tty = hasattr(stream, "isatty") and stream.isatty()
     width = None if is_tty else pipe_width(strict=strict)
-    return Console(stderr=stderr, width=width)
+    return PipeAwareConsole(stderr=stderr, width=width)
 
 
 # Characters ktriage prints, as ASCII, for a terminal or log whose encoding cannot show them (a C or

@@ -2,7 +2,8 @@
 which the library's reports carry; this module only lets the verbs write ``exit_codes.FINDING``.
 
 How the CLI maps them, in one place: ``ktriage.cli.app.main`` turns a KtriageError into USAGE (2), any
-other exception into INTERNAL (3), Ctrl-C into INTERRUPTED (130), and exits with the status a verb
+other exception into INTERNAL (3), Ctrl-C into INTERRUPTED (130), a closed output pipe into BROKEN_PIPE
+(141), and exits with the status a verb
 returns (``typer.Exit(report.exit_status)``: an ``IntEnum``, its value is the process exit code).
 """
 
@@ -18,5 +19,17 @@ USAGE: Final = ExitStatus.USAGE
 INTERNAL: Final = ExitStatus.INTERNAL
 INCOMPLETE: Final = ExitStatus.INCOMPLETE
 INTERRUPTED: Final = ExitStatus.INTERRUPTED
+BROKEN_PIPE: Final = ExitStatus.BROKEN_PIPE
 
-__all__ = ["FINDING", "INCOMPLETE", "INTERNAL", "INTERRUPTED", "OK", "USAGE", "ExitStatus", "outcome", "with_failures"]
+__all__ = [
+    "BROKEN_PIPE",
+    "FINDING",
+    "INCOMPLETE",
+    "INTERNAL",
+    "INTERRUPTED",
+    "OK",
+    "USAGE",
+    "ExitStatus",
+    "outcome",
+    "with_failures",
+]

@@ -19,14 +19,15 @@ from typer.core import TyperGroup, TyperOption
 def print_listing(group: TyperGroup, ctx: _click.Context, verbs: Sequence[tuple[str, str]]) -> None:
     """Print the usage line, the group's help, its options and ``verbs`` (name, one-line help)."""
     from rich import box
-    from rich.console import Console
     from rich.padding import Padding
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
+    from ktriage.cli.console import PipeAwareConsole
+
     width = os.environ.get("TERMINAL_WIDTH")
-    console = Console(width=int(width) if width and width.isdigit() else None)
+    console = PipeAwareConsole(width=int(width) if width and width.isdigit() else None)
     console.print(Padding(Text(group.get_usage(ctx), style="bold"), 1))
     if group.help:
         console.print(Padding(Text(group.help.strip()), (0, 1, 1, 1)))

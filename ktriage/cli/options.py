@@ -36,6 +36,7 @@ import typer
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
+from ktriage.cli.console import OutputClosed
 from ktriage.errors import KtriageError
 
 if TYPE_CHECKING:
@@ -413,7 +414,10 @@ def emit(
         table()
     else:
         text = writers[suffix]()
-        typer.echo(text, nl=not text.endswith("\n"))  # a file's text, and the prompt on a line of its own
+        try:
+            typer.echo(text, nl=not text.endswith("\n"))  # a file's text, and the prompt on a line of its own
+        except BrokenPipeError as exc:  # click would exit 1, "regressions found"
+            raise OutputClosed from exc
     write_outputs(list(outputs or []), writers, console)
 
 

@@ -233,3 +233,29 @@ def test_the_cli_names_the_variables_the_library_checks() -> None:
     from ktriage.cli.console import LIBRARY_ENVIRONMENT
 
     assert set(LIBRARY_ENVIRONMENT) == set(CHECKED_VARIABLES)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["catalog", "list"],  # rich's table
+        ["compare", "benchmarks/perf/h200/ln_bwd.json", "--toolchains", "--format", "json"],  # click's echo
+        ["--help"],
+    ],
+)
+def test_a_reader_that_went_away_is_its_own_status_not_a_finding(argv: list[str]) -> None:
+    """`ktriage compare A B | head`: rich and click both exit 1 on a broken pipe, which a CI job reads as
+    "regressions found" (ln_bwd.json has regressions, so its own status would be 1 too). It is 141, as a
+    shell reports SIGPIPE, with nothing on stderr."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "ktriage", *argv], stdout=write, stderr=subprocess.PIPE, cwd=REPO, check=False
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == exit_codes.BROKEN_PIPE == 141, proc.stderr
+    assert proc.stderr == b""
