@@ -195,6 +195,10 @@ def bench(
     if base not in chosen:
         chosen.insert(0, base)
     artifact = [b for b in chosen if b in opdef.artifact_backends] if (toolchains or loaded) else []
+    if not only:  # the default set: a forward-only replay has nothing to build or time in another pass
+        from ktriage.workload.ops.replay import REPLAYS
+
+        artifact = [b for b in artifact if not (REPLAYS[b].fwd_only and mode_name != "fwd")]
     if timing not in TIMINGS:
         raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
     native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)

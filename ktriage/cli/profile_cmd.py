@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from typer import _click
 
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Db, Format, check_outputs, format_option, output_option, write_outputs
@@ -19,6 +20,7 @@ WRITERS = (".md", ".json")
 
 
 def profile(
+    ctx: typer.Context,
     bundle: Annotated[
         Path,
         typer.Option(
@@ -82,6 +84,8 @@ def profile(
     from ktriage.cli import exit_codes
 
     check_outputs(list(output or []), WRITERS)
+    if results is None and ctx.get_parameter_source("db") is not _click.core.ParameterSource.COMMANDLINE:
+        db = None  # KTRIAGE_DB set for the nightly's other verbs: nothing here to store without --results
     report = profile_api(
         bundle=bundle,
         input_id=input_id,

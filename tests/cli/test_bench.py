@@ -66,3 +66,25 @@ def test_compile_only_writes_a_bundle_the_gpu_host_can_read(tmp_path: Path, run_
     tc34 = next(t for t in loaded.toolchains if t.startswith("triton-3.4.0"))
     art = loaded.artifact(key, tc34)
     assert art.resources["spill_store_bytes"] > 1000 and art.cubin_bytes()[:4] == b"\x7fELF"
+
+
+def test_the_default_backends_of_a_backward_bundle_leave_out_forward_only_replays(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Without --only, layer_norm's default set holds triton_layer_norm, whose replay is forward only: a bwd
+    bundle builds the others (it failed with "fix: bundle it with --fwd", though bwd was asked)."""
+    from ktriage.workload.bundles.format import load_bundle
+
+    bundle = tmp_path / "b"
+    argv = ["bench", "--op", "layer_norm", "--bwd", "-i", "0", "-t", "triton==3.4.0", "--compile-only"]
+    out = run_cli([*argv, "--bundle", str(bundle)])
+    assert out.exit_code == exit_codes.OK, out.output
+    backends = {b for item in load_bundle(bundle).inputs for b in item["kernels"]}
+    assert "liger_layer_norm" in backends and "triton_layer_norm" not in backends
+
+
+def test_a_bundle_that_is_not_there_names_the_path_given(tmp_path: Path, run_cli: RunCli) -> None:
+    missing = tmp_path / "nowhere"
+    out = run_cli(["bench", "--bundle", str(missing), "--op", "layer_norm", "--bwd"])
+    assert out.exit_code == exit_codes.USAGE
+    assert f"no bundle at {missing}: {missing} does not exist" in out.err_text and "--compile-only" in out.err_text

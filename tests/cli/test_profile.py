@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ktriage.cli import exit_codes
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.measure.results_file import cell_profile, read_results, run_profile_notes, write_results
 from ktriage.testing import lognormal
+from tests.conftest import RunCli
 
 H200 = Path(__file__).resolve().parents[2] / "benchmarks" / "profile" / "h200" / "layer_norm_bwd_N4608"
 
@@ -159,3 +161,14 @@ def test_bench_profile_flow_after_the_timing(run_cli, tmp_path: Path) -> None:  
     status = {c.key.toolchain: (cell_profile(c) or {}).get("status") for c in stored}
     assert status == {None: None, tcs[0]: "unavailable", tcs[1]: "ok"}
     assert len(run_profile_notes(stored_run)) == 1 and all(c.samples_ms for c in stored)
+
+
+def test_a_store_set_in_the_environment_is_not_an_error_without_results(tmp_path: Path, run_cli: RunCli) -> None:
+    """docs/ci.md has the nightly export KTRIAGE_DB for every verb: profile without --results then has nothing to
+    store and goes on (here to the missing bundle); an explicit --db without --results is still refused."""
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    bundle = str(tmp_path / "nowhere")
+    out = run_cli(["profile", "--bundle", bundle], env={"KTRIAGE_DB": db})
+    assert out.exit_code == exit_codes.USAGE and f"no bundle at {bundle}" in out.err_text, out.output
+    out = run_cli(["profile", "--bundle", bundle, "--db", db])
+    assert out.exit_code == exit_codes.USAGE and "no --results was given" in out.err_text

@@ -152,8 +152,12 @@ def test_tampered_or_foreign_bundles_are_refused(ln_bundle: Path, tmp_path: Path
     (copy / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(KtriageError, match="format_version 99"):
         load_bundle(copy)
-    with pytest.raises(KtriageError, match="manifest.json missing"):
+    with pytest.raises(KtriageError, match="nothing does not exist") as err:
         load_bundle(tmp_path / "nothing")
+    assert f"no bundle at {tmp_path / 'nothing'}" in err.value.problem and "--compile-only" in (err.value.fix or "")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(KtriageError, match="empty has no manifest.json"):
+        load_bundle(tmp_path / "empty")
 
 
 def test_variant_adds_kernels_to_a_toolchain_and_marks_the_rest_absent(

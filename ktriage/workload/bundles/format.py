@@ -249,12 +249,15 @@ def load_bundle(path: Path | str) -> Bundle:
     """Read a bundle on the GPU host: no toolchain, no Triton; checks the signature (when
     ``KTRIAGE_BUNDLE_KEY`` is set), every cubin's hash, and each cubin against its entry (kernel
     symbol, target, assembler, ABI, launch, registers: ``verify``)."""
-    root = Path(path)
-    manifest_path = root / MANIFEST if root.is_dir() else root
+    given = Path(path)
+    manifest_path = given / MANIFEST if given.is_dir() else given
     root = manifest_path.parent
     if not manifest_path.exists():
+        what = f"{given} has no {MANIFEST}" if given.is_dir() else f"{given} does not exist"
         raise FormatError(
-            f"no bundle at {root} ({MANIFEST} missing)", "build one with build_bundle / `ktriage bench --compile-only`"
+            f"no bundle at {given}: {what}",
+            "build one on a machine with the toolchains: ktriage bench OP|WORKLOAD -t OLD -t NEW --compile-only "
+            f"--bundle {given}",
         )
     origin = f"bundle manifest {manifest_path}"
     text = read_text(manifest_path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB))
