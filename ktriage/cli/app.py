@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -430,6 +431,19 @@ def _show_click_error(exc: _click.exceptions.ClickException) -> None:
     ``fix:`` line that points at the command's help."""
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "ktriage"
+    param = getattr(exc, "param", None)
+    if ctx is not None and "--format" in getattr(param, "opts", ()):
+        from ktriage.cli.options import output_grammar
+
+        formats = output_grammar(ctx.command)[0]
+        given = re.search(r"'([^']*)' is not one of", exc.format_message())
+        if formats and given:  # click lists every format ktriage knows, not the ones this verb has
+            print_error(
+                KtriageError(
+                    f"--format {given.group(1)} is not a format of {where}", f"use --format {' | '.join(formats)}"
+                )
+            )
+            return
     print_error(
         KtriageError(" ".join(exc.format_message().split()), f"see `{where} --help` for the options and their values")
     )

@@ -83,6 +83,9 @@ def test_every_verb_with_output_has_json_and_a_writer_for_each_stdout_document()
         (["occupancy", "-r", "128", "-w", "8", "-o", "occ.txt"], "name the file with one of: .md, .json"),
         (["occupancy", "-r", "128", "-w", "8", "-o", "occ"], "no writer for 'a name without a suffix'"),
         (["occupancy", "-r", "128", "-w", "8", "-f", "csv"], "use --format table | markdown | json"),
+        # a format no verb has: the verb's own formats, not every one ktriage knows
+        (["occupancy", "-r", "128", "-w", "8", "-f", "xml"], "use --format table | markdown | json"),
+        (["runs", "export", "feed", "-f", "xml"], "xml is not a format of ktriage runs export"),
         (
             ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", "-o", "t.html"],
             "name the file with one of: .md, .json",
