@@ -19,7 +19,9 @@ from ktriage.errors import KtriageError
 from ktriage.schema.jsontypes import JSONObject
 
 if TYPE_CHECKING:
+    from ktriage.measure.cells import Cell
     from ktriage.toolchain.manager import Toolchain
+    from ktriage.tune.gpu import TuneBundle
     from ktriage.tune.screen import ScreenResult
 
 
@@ -73,6 +75,11 @@ def time_candidates(
             raise KtriageError(
                 f"the GPU timing run failed (exit {proc.returncode})", f"run it by hand: {' '.join(command)}"
             )
+    if results_file is not None and not results_file.is_file():
+        raise KtriageError(
+            f"--results {results_file} does not exist",
+            f"time the kept candidates on the GPU machine first (it writes that file): {' '.join(command)}",
+        )
     if not results_path.exists():
         return TimingRun(
             infos,
@@ -83,6 +90,23 @@ def time_candidates(
             ],
         )
     _run, cells = read_results(results_path)
+    _check_results_of(tbs, cells, results_path, command)
     for tb, info in zip(tbs, infos, strict=True):
         info.update({"timed": True, **pick_winner(cells, tb).to_json()})
     return TimingRun(infos)
+
+
+def _check_results_of(tbs: Sequence[TuneBundle], cells: Sequence[Cell], path: Path, command: Sequence[str]) -> None:
+    """Refuse a results file that holds none of the bundle's candidate configs: a bench of the same toolchain
+    alone (another run, another bundle) also has the library's config, and would read as "default wins, 1.00x"."""
+    from ktriage.tune.gpu import DEFAULT_VARIANT
+
+    for tb in tbs:
+        candidates = {tc for tc, label in tb.variants.items() if label != DEFAULT_VARIANT}
+        timed = {c.key.toolchain for c in cells if c.key.backend == tb.backend and c.key.input_id == tb.input_id}
+        if candidates and not candidates & timed:
+            raise KtriageError(
+                f"--results {path} holds none of the {len(candidates)} candidate configs of this tune's bundle "
+                f"({tb.backend}, input {tb.input_id}): it is the timing of another run",
+                f"time this bundle and pass what it writes: {' '.join(command)}",
+            )

@@ -94,6 +94,22 @@ def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, too
     assert "GPU winner" in res.output and "N=8192" in res.output
 
 
+def test_tune_refuses_results_that_are_not_this_bundles_timing(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """--results that does not exist, or a bench of the same toolchain that holds none of the candidates
+    (it has the library's config, so it read as "GPU winner: default, 1.00x"), is refused with the command
+    that times this bundle."""
+    toolchain("triton==3.4.0")
+    argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--bundle", str(tmp_path / "b")]
+    missing = tmp_path / "nowhere.json"
+    res = run_cli([*argv, "--results", str(missing)])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert f"--results {missing} does not exist" in res.err_text and "ktriage bench --bundle" in res.err_text
+    other = REPO / "benchmarks" / "perf" / "h200" / "ln_bwd.json"  # Liger layer_norm bwd, 3.3.1/3.4.0/3.5.1
+    res = run_cli([*argv, "--results", str(other)])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert "holds none of the" in res.err_text and "candidate configs" in res.err_text
+
+
 def test_tune_needs_inputs_chosen_for_a_catalog_op(run_cli: RunCli) -> None:
     res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "--compile-only"])
     assert res.exit_code == exit_codes.USAGE, res.output
