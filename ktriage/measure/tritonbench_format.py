@@ -222,6 +222,22 @@ def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str) -> 
     return run
 
 
+def _check_not_contradicted(
+    op: str | None, mode: str | None, named_op: str | None, named_mode: str | None, origin: str
+) -> None:
+    """--op/--mode are for a CSV whose name does not say them: where the name says a known operator
+    (and its pass) otherwise, one of the two is wrong, and taking --op silently would compare or
+    triage the cells as another operator's."""
+    if named_op not in {o.name for o in registry.OPERATORS}:
+        return
+    for flag, given, named in (("--op", op, named_op), ("--mode", mode, named_mode)):
+        if given and named and given != named:
+            raise FormatError(
+                f"{flag} {given} contradicts the file name {Path(origin).name}, which says {named}",
+                f"drop {flag} (the name says it), or rename the file if the name is wrong",
+            )
+
+
 def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
     if not op or not mode:
         missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
@@ -238,6 +254,7 @@ def parse_csv(
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
     named_op, named_mode = op_mode_from_name(Path(origin).stem)
+    _check_not_contradicted(op, mode, named_op, named_mode, origin)
     op, mode = _need(op or named_op, mode or named_mode, origin)
     reader = csv.reader(io.StringIO(text), delimiter=";")
     rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)

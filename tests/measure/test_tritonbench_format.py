@@ -83,6 +83,14 @@ def test_op_and_mode_from_the_name_or_the_flags(tmp_path: Path) -> None:
     assert "--op" in (info.value.fix or "")
     _run, cells = parse_csv(text, op="layer_norm", mode="bwd", origin=str(tmp_path / "out.csv"))
     assert len(cells) == 60
+    # flags that repeat the name are fine; flags that contradict a known operator's name are refused
+    assert len(parse_csv(text, op="layer_norm", mode="bwd", origin="layer_norm_bwd_run1.csv")[1]) == 60
+    with pytest.raises(FormatError, match="--op nosuch contradicts the file name layer_norm_bwd_run1.csv"):
+        parse_csv(text, op="nosuch", origin="layer_norm_bwd_run1.csv")
+    with pytest.raises(FormatError, match="--mode fwd contradicts"):
+        parse_csv(text, mode="fwd", origin="layer_norm_bwd_run1.csv")
+    # a name that says no known operator leaves --op the say
+    assert len(parse_csv(text, op="layer_norm", mode="bwd", origin="nightly_fwd.csv")[1]) == 60
 
 
 def test_error_and_empty_cells_are_not_numbers(tmp_path: Path) -> None:
