@@ -172,6 +172,11 @@ def explain(
             "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)",
         )
     check_gate(threshold, allow_zero=True)
+    if fix_toolchains and not fixes:
+        raise KtriageError(
+            "--fix-toolchain names toolchains to try as fixes, but --fixes was not given",
+            "add --fixes (explain --fixes --fix-toolchain triton==3.5.1), or drop --fix-toolchain",
+        )
     params = load_params(model)
     if len(toolchains) < 1:
         raise KtriageError("no --toolchain given", "pass two or more, e.g. -t triton==3.3.1 -t triton==3.4.0")

@@ -515,6 +515,10 @@ def _check(options: TriageOptions) -> None:
     """Refuse bad options before anything is read or compiled: a triage can run for minutes, and an
     error after the compiles would waste them."""
     check_gate(options.threshold, percent=True)
+    if options.limit is not None and options.limit < 1:
+        raise KtriageError(
+            f"--limit {options.limit} bundles no cell", "give the number of flagged cells to re-measure, e.g. --limit 5"
+        )
     from ktriage.triage import measure as gpu
 
     gpu.check_options(options)

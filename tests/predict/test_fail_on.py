@@ -44,6 +44,11 @@ def test_a_gate_written_in_percent_is_refused_not_read_as_500_percent(run_cli) -
     assert "pass --threshold 0.05" in r.stderr
 
 
+def test_a_fix_toolchain_without_fixes_is_refused_not_ignored(run_cli) -> None:
+    r = run_cli(BASE + ["--input", "N=4608", "--fix-toolchain", "triton==3.5.1"])
+    assert r.exit_code == 2 and "--fixes was not given" in r.stderr and "add --fixes" in r.stderr
+
+
 def test_fixes_carry_the_predicted_gain(run_cli) -> None:
     """--fixes on the spill cliff: the verified num_warps 4 -> 8 config is predicted much faster than the
     kernel as compiled with 3.4.0, about as fast as 3.3.1's, and listed first (ranked by predicted gain)."""

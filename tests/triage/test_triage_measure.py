@@ -241,6 +241,8 @@ def test_bad_gpu_step_options_are_refused_before_compiling(tmp_path: Path, capsy
         main(["triage", str(RUN1), str(RUN2), *AA, "--measured", str(real)]) == 2
     )  # a real H200 bench run, not of a triage
     assert "the results of bundle ln-bwd-all, which no triage wrote" in capsys.readouterr().err
+    assert main(["triage", str(RUN1), str(RUN2), *AA, "--limit", "0"]) == 2
+    assert "--limit 0 bundles no cell" in capsys.readouterr().err
 
 
 def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
