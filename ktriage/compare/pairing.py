@@ -179,6 +179,12 @@ class Comparison:
         built = [p for p in self.pairs if p.ref_toolchain is not None and not p.is_baseline]
         return bool(built) and all(p.status == "error" and p.failed_side == "ref" for p in built)
 
+    def new_failed(self) -> bool:
+        """Every toolchain cell failed on the new side alone: nothing measured it, so "0 regressions" would
+        read as a pass; the errors (a toolchain that cannot compile the kernel) are the finding."""
+        built = [p for p in self.pairs if p.new_toolchain is not None and not p.is_baseline]
+        return bool(built) and all(p.status == "error" and p.failed_side == "new" for p in built)
+
     def one_turn_verdicts(self) -> list[PairResult]:
         """Regressions and improvements whose two sides were each timed in a single turn (10 calls back
         to back): results written before ktriage's bench waited for three turns of every variant
@@ -224,6 +230,7 @@ class Comparison:
             },
             "counts": self.counts(),
             "reference_failed": self.reference_failed(),
+            "new_failed": self.new_failed(),
             "one_turn_verdicts": len(self.one_turn_verdicts()),
             "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],

@@ -50,6 +50,8 @@ def headline(c: Comparison) -> str:
             f"the reference {c.ref_label} failed every kernel here: compare against one that ran"
             " (--reference TOOLCHAIN with --toolchains; reference= in the API)"
         )
+    elif c.new_failed():
+        parts.append(f"{c.new_label} failed every kernel here: nothing of it was measured (its errors are below)")
     if one_turn := len(c.one_turn_verdicts()):
         parts.append(
             f"{one_turn} {'verdict rests' if one_turn == 1 else 'verdicts rest'} on a single turn of back-to-back"

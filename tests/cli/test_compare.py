@@ -193,6 +193,10 @@ def test_toolchains_reference_picks_the_reference(invoke) -> None:
     assert against_36["error"] == 0 and against_36["same"] + against_36["unsure"] == 16
     # 3.3.1 failing as the NEW side is an error per cell, not a failed reference
     assert [c["reference_failed"] for c in comparisons] == [False, False]
+    # ...and the headline says that the new side failed every kernel, not just "16 not compared"
+    assert [c["new_failed"] for c in comparisons] == [True, False]
+    r = invoke(str(BF16_EMBEDDING), "--toolchains", "--reference", "triton==3.4.0", "--format", "markdown")
+    assert "triton-3.3.1" in r.stdout.split("failed every kernel here: nothing of it was measured")[0].splitlines()[-1]
 
 
 @pytest.mark.parametrize(
