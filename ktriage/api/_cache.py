@@ -115,10 +115,12 @@ def _root() -> Path:
 
 
 def cache_info() -> CacheInfoReport:
-    """The artifact cache of the ktriage home: where it is, how many entries it holds, its size."""
+    """The artifact cache of the ktriage home: where it is, how many entries it holds, its size. A
+    report: a home or cache that does not exist yet is reported so (``info.exists``), not created."""
     from ktriage.compile.cache import cache_info as info
+    from ktriage.home import home_path
 
-    return CacheInfoReport(info(_root()))
+    return CacheInfoReport(info(home_path() / "artifacts"))
 
 
 def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
