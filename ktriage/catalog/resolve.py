@@ -59,6 +59,7 @@ def resolve_specs(
         if target_arch is not None:
             specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
         return specs
+    _refuse_other_path(target)
     from ktriage.catalog.registry import expand_op
 
     return expand_op(
@@ -69,6 +70,25 @@ def resolve_specs(
         inputs=list(inputs) if inputs else None,
         sm_count=sm_count,
     )
+
+
+def _refuse_other_path(target: str) -> None:
+    """A target that names an existing file or folder which is neither a spec file nor a workload: say
+    so, rather than "unknown catalog op" (the path was meant, not an op)."""
+    from pathlib import Path
+
+    from ktriage.ops.registry import catalog_entry
+
+    try:
+        kind = "folder" if Path(target).is_dir() else "file" if Path(target).exists() else None
+    except OSError:
+        return
+    if kind is not None and catalog_entry(target) is None:
+        raise SpecError(
+            f"{target} is a {kind}, not a spec file (.toml) or a recorded workload (.json from `ktriage record`)",
+            "give a spec file named *.toml (docs/specs.md), a workload from `ktriage record`, "
+            "or a catalog op (`ktriage catalog list`)",
+        )
 
 
 def select_workload_specs(specs: Sequence[KernelSpec], inputs: Sequence[str] | None, target: str) -> list[KernelSpec]:
