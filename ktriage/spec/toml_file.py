@@ -122,7 +122,10 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
     spec = spec.validate(check_source=True)
     from ktriage.spec.values import typed_int_warnings, warn
 
-    warn(typed_int_warnings(spec, params, f"kernel {spec.name}"))
+    if isinstance(table.specialize.divisible_by_16, UnsetType):
+        # Only a kernel that leaves divisibility to the default is warned: a [kernel.specialize] with
+        # divisible_by_16 states what the JIT decided (a catalog export writes it), so nothing is assumed.
+        warn(typed_int_warnings(spec, params, f"kernel {spec.name}"))
     return spec
 
 
