@@ -165,6 +165,9 @@ class Arch:
     sub_partitions: int = field(default=4, init=False, repr=False)
     max_threads_per_block: int = field(default=1024, init=False, repr=False)
     shared_per_block: int = field(default=48 * KB, init=False, repr=False)  # without opt-in
+    # Named barriers a CTA can use: PTX ISA, "bar/barrier": the barrier operand is "a logical barrier
+    # resource ... with value 0 through 15", so 16 per CTA on every CC (ptxas's "used N barriers" <= 16).
+    max_barriers_per_cta: int = field(default=16, init=False, repr=False)
     # Per CC, from _TABLE.
     max_warps_per_sm: int = field(default=0, init=False, repr=False)
     max_ctas_per_sm: int = field(default=0, init=False, repr=False)

@@ -90,6 +90,12 @@ def check_format_version(
         if missing_means is None:
             raise FormatError(f"{what} has no format_version", fix)
         version = missing_means
+    if isinstance(version, int) and not isinstance(version, bool) and version > supported:
+        # written by a newer ktriage: upgrading is the fix that reads it (the caller's fix still applies)
+        raise FormatError(
+            f"{what} has format_version {version}, newer than this ktriage reads (up to {supported})",
+            f"upgrade ktriage (pip install -U ktriage), or {fix}",
+        )
     if version != supported or isinstance(version, bool):
         raise FormatError(f"{what} has format_version {version!r}; this ktriage reads {supported}", fix)
     return supported

@@ -31,12 +31,14 @@ def _make(path: Path) -> None:
 
 def ktriage_home() -> Path:
     """The root of everything ktriage stores; created on first use."""
-    root = _home_path()
+    root = home_path()
     _make(root)
     return root
 
 
-def _home_path() -> Path:
+def home_path() -> Path:
+    """Where the home is, without creating it: for a read-only report (``cache info``, a read of the
+    default store) that must not leave a home behind where there was none."""
     env = os.environ.get("KTRIAGE_HOME")
     return _resolved(os.path.expanduser(env)) if env else Path(platformdirs.user_cache_dir("ktriage"))
 
@@ -55,7 +57,7 @@ def portable_path(path: str | os.PathLike[str]) -> str:
     given = Path(path)
     try:
         resolved = _resolved(str(given))
-        home = _resolved(str(_home_path()))
+        home = _resolved(str(home_path()))
         cwd = _resolved(os.getcwd())
     except (OSError, RuntimeError):
         return str(given)

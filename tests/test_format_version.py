@@ -23,9 +23,27 @@ def test_results_files_carry_their_version_and_old_ones_still_read() -> None:
     again_run, again = parse_results(json.dumps(doc))
     assert again_run == run and len(again) == len(cells)
     doc["format_version"] = 7
-    with pytest.raises(KtriageError, match="format_version 7; this ktriage reads 1") as info:
+    with pytest.raises(KtriageError, match=r"format_version 7, newer than this ktriage reads \(up to 1\)") as info:
         parse_results(json.dumps(doc), origin="x.json")
-    assert info.value.fix is not None
+    assert info.value.fix is not None and info.value.fix.startswith("upgrade ktriage")
+    doc["format_version"] = 0
+    with pytest.raises(KtriageError, match="format_version 0; this ktriage reads 1"):
+        parse_results(json.dumps(doc), origin="x.json")
+
+
+def test_a_newer_version_is_named_before_the_fields_it_may_have_changed() -> None:
+    """`{"format_version": 999}`: upgrade ktriage, not "missing key 'run'"."""
+    with pytest.raises(KtriageError) as info:
+        parse_results(json.dumps({"format_version": 999}), origin="x.json")
+    assert info.value.problem == "x.json has format_version 999, newer than this ktriage reads (up to 1)"
+    assert info.value.fix is not None and info.value.fix.startswith("upgrade ktriage")
+
+
+def test_a_json_object_that_is_no_results_file_gets_the_fix_of_what_one_is() -> None:
+    with pytest.raises(KtriageError) as info:
+        parse_results("{}", origin="x.json")
+    assert info.value.problem == "x.json is not a ktriage results file: it has no 'run' and no 'cells'"
+    assert info.value.fix is not None and "ktriage bench --output-json" in info.value.fix
 
 
 def test_recordings_carry_their_version(tmp_path: Path) -> None:

@@ -253,8 +253,11 @@ def compute_occupancy(
             f"carveout preference must be 0..{a.shared_per_sm} bytes on {a.name}, got {carveout!r}",
             "omit it to let the driver use the largest carveout",
         )
-    if not isinstance(barriers, int) or barriers < 0:
-        raise SpecError(f"barrier count must be >= 0, got {barriers!r}", "pass ptxas's 'used N barriers'")
+    if not isinstance(barriers, int) or not 0 <= barriers <= a.max_barriers_per_cta:
+        raise SpecError(
+            f"barrier count must be 0..{a.max_barriers_per_cta} (the named barriers a CTA can have), got {barriers!r}",
+            "pass ptxas's 'used N barriers'",
+        )
     return _compute(a, registers, num_warps, shared_bytes, reserved, carveout, barriers, with_lift=True)
 
 

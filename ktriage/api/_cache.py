@@ -115,10 +115,30 @@ def _root() -> Path:
 
 
 def cache_info() -> CacheInfoReport:
-    """The artifact cache of the ktriage home: where it is, how many entries it holds, its size."""
+    """The artifact cache of the ktriage home: where it is, how many entries it holds, its size. A
+    report: a home or cache that does not exist yet is reported so (``info.exists``), not created."""
     from ktriage.compile.cache import cache_info as info
+    from ktriage.home import home_path
 
-    return CacheInfoReport(info(_root()))
+    return CacheInfoReport(info(_unmade_root(home_path() / "artifacts")))
+
+
+def _unmade_root(root: Path) -> Path:
+    """``root``, not created; a path that could never be the cache's folder (a file on the way, a
+    name too long) is the KtriageError a creating verb gives. (Whether a missing folder could be
+    created, in a read-only or pseudo file system, is not known without creating it.)"""
+    from ktriage.errors import KtriageError
+
+    try:
+        on_the_way = next((p for p in (root, *root.parents) if p.exists()), None)
+        if on_the_way is not None and not on_the_way.is_dir():
+            raise NotADirectoryError(20, "Not a directory")
+    except OSError as exc:
+        raise KtriageError(
+            f"cannot use {root} as the cache of the ktriage home: {exc.strerror or exc}",
+            "set KTRIAGE_HOME to a writable folder (docs/environment.md)",
+        ) from exc
+    return root
 
 
 def cache_verify(*, fix: bool = False) -> CacheVerifyReport:

@@ -82,6 +82,6 @@ def history(
         raise KtriageError(f"--min-step {min_step} is not a step in percent", "give a finite percent >= 0, e.g. 5")
     query = HistoryQuery(op=op, backend=backend, inputs=tuple(inputs), mode=mode, toolchain=toolchain, gpu=gpu)
     detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
-    with open_store(db) as store:
+    with open_store(db, must_exist=True) as store:
         analysed = analyze_history(store, query, detection, fail_on_recent=fail_on_recent)
     return HistoryReport(**{f.name: getattr(analysed, f.name) for f in fields(analysed)})

@@ -1,10 +1,11 @@
-"""The results store as a library: ``runs_list(...)``, ``runs_show(run=...)``, ``runs_export(run=...)``
-and ``runs_import(path=...)`` (docs/store.md).
+"""The results store as a library: ``runs_list(...)``, ``runs_show(run=...)``, ``runs_export(run=...)``,
+``runs_import(path=...)`` and ``runs_delete(run=...)`` (docs/store.md).
 
 Why entry points: ``ktriage runs`` opened the store, filtered, loaded and imported runs itself, so a
 dashboard script or a notebook had only the command line. Each returns a typed report with the
 renderers ``ktriage runs`` writes with; ``db``: the store's URL (None: the SQLite file under the
-ktriage home, or ``$KTRIAGE_DB``).
+ktriage home, or ``$KTRIAGE_DB``). The reading ones open the store read-only: a SQLite path that is not
+a store already is refused, never created or converted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,18 @@ if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a function here r
     from ktriage.measure.cells import Cell, RunInfo
     from ktriage.store.store import RunSummary
 
-__all__ = ["RunExport", "RunImported", "RunList", "RunShow", "runs_export", "runs_import", "runs_list", "runs_show"]
+__all__ = [
+    "RunDeleted",
+    "RunExport",
+    "RunImported",
+    "RunList",
+    "RunShow",
+    "runs_delete",
+    "runs_export",
+    "runs_import",
+    "runs_list",
+    "runs_show",
+]
 
 
 @dataclass(frozen=True)
@@ -108,6 +120,18 @@ class RunImported:
     url: str
 
 
+@dataclass(frozen=True)
+class RunDeleted:
+    """What ``runs_delete`` removed: the run (its summary, cell counts included) and the store's URL."""
+
+    summary: RunSummary
+    url: str
+
+    @property
+    def cells(self) -> int:
+        return sum(self.summary.counts.values())
+
+
 def runs_list(
     *,
     db: str | None = None,
@@ -118,10 +142,19 @@ def runs_list(
     toolchain: str | None = None,
 ) -> RunList:
     """At most ``limit`` stored runs, newest first; every filter given must match (``gpu``, ``op``,
-    ``toolchain``: case-insensitive substrings; ``status``: running, finished, interrupted, failed)."""
+    ``toolchain``: case-insensitive substrings; ``status``: running, finished, interrupted, failed).
+    A ``limit`` below 1 or another status is refused (a filter that can match nothing is a typo)."""
     from ktriage.store import RunFilters, open_store
+    from ktriage.store.store import RUN_STATUSES
 
-    with open_store(db) as store:
+    if limit < 1:
+        raise KtriageError(f"--limit {limit} lists no run", "give --limit 1 or more (default 20)")
+    if status is not None and status not in RUN_STATUSES:
+        raise KtriageError(
+            f"--status {status!r} is not a run status",
+            f"give one of: {', '.join(RUN_STATUSES)} (a run whose writer is gone is stored as running)",
+        )
+    with open_store(db, must_exist=True) as store:
         summaries = store.summaries(limit, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
         url = store.url
     return RunList(summaries, url, filtered=any((status, gpu, op, toolchain)))
@@ -131,7 +164,7 @@ def runs_show(*, run: str, db: str | None = None) -> RunShow:
     """The run ``run`` (an id or a unique prefix of one)."""
     from ktriage.store import open_store
 
-    with open_store(db) as store:
+    with open_store(db, must_exist=True) as store:
         summary = store.summary(run)
         info, cells = store.load_run(summary.run.run_id)
     return RunShow(summary, info, cells)
@@ -141,7 +174,7 @@ def runs_export(*, run: str, db: str | None = None) -> RunExport:
     """The run ``run`` (an id or a unique prefix of one) and its cells, to export."""
     from ktriage.store import open_store
 
-    with open_store(db) as store:
+    with open_store(db, must_exist=True) as store:
         info, cells = store.load_run(run)
     return RunExport(info, cells)
 
@@ -160,3 +193,16 @@ def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
         store.import_run(info, cells)
         url = store.url
     return RunImported(info.run_id, len(cells), url)
+
+
+def runs_delete(*, run: str, db: str | None = None) -> RunDeleted:
+    """Delete the run ``run`` (its whole id, or a prefix of exactly one id) and its cells from the
+    store, in one transaction; what was deleted comes back. A run still being written on this host is
+    refused. The way to replace a run before importing it again (``runs import`` refuses an id the
+    store has)."""
+    from ktriage.store import open_store
+
+    with open_store(db, must_exist=True) as store:  # deleting from a store that is not there creates none
+        summary = store.delete_run(run)
+        url = store.url
+    return RunDeleted(summary, url)

@@ -117,23 +117,24 @@ def versions_between(
         g, b = Version(good), Version(bad)
     except InvalidVersion as exc:
         raise KtriageError(f"{exc}", "give versions like 3.3.1 (--good) and 3.4.0 (--bad)") from None
-    if g >= b:
-        raise KtriageError(
-            f"--good {good} is not older than --bad {bad}",
-            "the good version must come first; swap them if they are reversed",
-        )
     parsed: dict[Version, str] = {}
     for v in versions:
         try:
             parsed[Version(v)] = v
         except InvalidVersion:
             continue
+    # Existence before order: a --good that is no release (9.9.9) is that, not "newer than --bad".
     for end, flag in ((g, "--good"), (b, "--bad")):
         if end not in parsed:
             near = ", ".join(str(v) for v in sorted(parsed)[-12:])
             raise KtriageError(
                 f"{flag} {end} is not a release of the {what} on the index", f"pick one that exists: {near}"
             )
+    if g >= b:
+        raise KtriageError(
+            f"--good {good} is not older than --bad {bad}",
+            "the good version must come first; swap them if they are reversed",
+        )
     keep = [
         v for v in sorted(parsed) if g <= v <= b and (pre or not (v.is_prerelease or v.is_devrelease) or v in (g, b))
     ]

@@ -77,7 +77,10 @@ def _resolve(name: str) -> CatalogEntry:
             f"no recipe for {base} at version {version!r}",
             f"use one of: {', '.join(f'{base}@{v}' for v in versions)} (plain {base} is {default})",
         )
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    # A prefix ("liger", "tutorial.") means one of the ops it starts, all of them listed (difflib's
+    # close matches would pick some by spelling); anything else gets the close spellings.
+    prefixed = [n for n in CATALOG if n.startswith(name) and "@" not in n] if name else []
+    close = prefixed or difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"did you mean {' or '.join(close)}? " if close else ""
     raise KtriageError(
         f"unknown catalog op {name!r}", f"{hint}valid ops: {', '.join(CATALOG)} (see `ktriage catalog list`)"

@@ -59,6 +59,7 @@ def resolve_specs(
         if target_arch is not None:
             specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
         return specs
+    _refuse_other_path(target)
     from ktriage.catalog.registry import expand_op
 
     return expand_op(
@@ -69,6 +70,25 @@ def resolve_specs(
         inputs=list(inputs) if inputs else None,
         sm_count=sm_count,
     )
+
+
+def _refuse_other_path(target: str) -> None:
+    """A target that names an existing file or folder which is neither a spec file nor a workload: say
+    so, rather than "unknown catalog op" (the path was meant, not an op)."""
+    from pathlib import Path
+
+    from ktriage.ops.registry import catalog_entry
+
+    try:
+        kind = "folder" if Path(target).is_dir() else "file" if Path(target).exists() else None
+    except OSError:
+        return
+    if kind is not None and catalog_entry(target) is None:
+        raise SpecError(
+            f"{target} is a {kind}, not a spec file (.toml) or a recorded workload (.json from `ktriage record`)",
+            "give a spec file named *.toml (docs/specs.md), a workload from `ktriage record`, "
+            "or a catalog op (`ktriage catalog list`)",
+        )
 
 
 def select_workload_specs(specs: Sequence[KernelSpec], inputs: Sequence[str] | None, target: str) -> list[KernelSpec]:
@@ -90,12 +110,41 @@ def select_input_range(
     stop = start + num_inputs if num_inputs is not None else None
     chosen = [x for x in items if (i := id_of(x)) is not None and i >= start and (stop is None or i < stop)]
     if not chosen:
-        ids = sorted(i for x in items if (i := id_of(x)) is not None)
+        ids = sorted({i for x in items if (i := id_of(x)) is not None})
         raise KtriageError(
             f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") + " selects no input",
-            f"input ids: {ids[0]}..{ids[-1]}" if ids else "this target has no input ids",
+            _input_ids_fix(items, ids),
         )
     return chosen
+
+
+def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
+    """The ids to pick from. When ``--input`` already narrowed a catalog op's inputs, both the ids it
+    kept and the op's own are named: listing only the kept ones (``0..0``) would read as the op's."""
+    if not ids:
+        return "this target has no input ids"
+    op = getattr(items[0], "meta", {}).get("op") if items else None
+    whole: list[int] | None = None
+    if isinstance(op, str):
+        from ktriage.catalog.registry import op_inputs
+
+        try:
+            whole = sorted({case.id for case in op_inputs(op)})
+        except KtriageError:
+            whole = None
+    if whole is None or whole == ids:
+        return f"input ids: {_id_span(ids)}"
+    return (
+        f"--input already chose input {'id' if len(ids) == 1 else 'ids'} {_id_span(ids)} of {op}'s {_id_span(whole)}, "
+        "and --input-id/--num-inputs pick among those: drop --input, or give an --input-id within them"
+    )
+
+
+def _id_span(ids: list[int]) -> str:
+    """``0..29`` for consecutive ids, else the ids themselves."""
+    if ids == list(range(ids[0], ids[-1] + 1)):
+        return f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
+    return ", ".join(map(str, ids))
 
 
 def spec_input_id(spec: Any) -> int | None:

@@ -1,4 +1,4 @@
-"""`ktriage runs list|show|export|import`: the results store. Parses, calls one entry point of
+"""`ktriage runs list|show|export|import|delete`: the results store. Parses, calls one entry point of
 ``ktriage.api`` (``runs_list``...) and renders its report."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ktriage.api import runs_export, runs_import, runs_list, runs_show
+from ktriage.api import runs_delete, runs_export, runs_import, runs_list, runs_show
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Db, Format, emit, format_option, output_option, write_outputs
 
+# The help stays the one ktriage.cli.app's listing shows (tests/cli/test_app.py): import and delete are listed below it.
 app = typer.Typer(help="Stored measurement runs: list, show, export (the results store).", no_args_is_help=True)
 console = make_console()
 err_console = make_console(stderr=True)
@@ -97,3 +98,18 @@ def import_cmd(
     """Import an exported run (e.g. measured on the GPU host) into this store."""
     done = runs_import(path=path, db=db)
     console.print(f"imported run {done.run_id} ({done.cells} cells) into {escape(done.url)}")
+
+
+@app.command("delete")
+def delete_cmd(
+    run: str = typer.Argument(..., help="Run id or a unique prefix of it (see `ktriage runs list`)."),
+    db: Db = None,
+) -> None:
+    """Delete a run and its cells from the store (e.g. to import it again); prints what was deleted."""
+    done = runs_delete(run=run, db=db)
+    s = done.summary
+    gpu = s.run.gpu.get("name", "?") if isinstance(s.run.gpu, dict) else "?"
+    console.print(
+        f"deleted run {s.run.run_id} ({escape(s.run.created)}, {escape(str(gpu))}, {s.run.status}, "
+        f"{done.cells} cells) from {escape(done.url)}"
+    )

@@ -619,10 +619,13 @@ class CacheInfo:
     quarantined: int
     temps: int
     size_bytes: int
+    exists: bool = True
+    """False: the cache's folder (or the whole ktriage home) was not made yet; ``cache info`` does not make it."""
 
     def to_json(self) -> JSONObject:
         return {
             "path": str(self.root),
+            "exists": self.exists,
             "entries": self.entries,
             "legacy_entries": self.legacy_entries,
             "quarantined": self.quarantined,
@@ -645,7 +648,8 @@ def cache_info(root: Path) -> CacheInfo:
     temps = sum(
         1 for kind in KINDS if (root / kind).is_dir() for p in (root / kind).iterdir() if p.name.startswith(TMP_PREFIX)
     )
-    return CacheInfo(root, counts, legacy, quarantined, temps, tree_size(root) if root.exists() else 0)
+    exists = root.is_dir()
+    return CacheInfo(root, counts, legacy, quarantined, temps, tree_size(root) if exists else 0, exists)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -63,16 +64,14 @@ def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
 def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, list[Cell]]:
     """Parse a results document (a bench ``--output-json`` file or a ``runs export`` JSON) through
     its schema (``ktriage.schema.results``): every problem is a FormatError naming the field."""
-    doc = decode_json(
-        text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file"
-    )
-    check_format_version(
-        {} if doc.format_version is msgspec.UNSET else {"format_version": doc.format_version},
-        FORMAT_VERSION,
-        what=origin,
-        missing_means=1,
-        fix="read it with the ktriage version that wrote it, or write it again with this one",
-    )
+    try:
+        doc = decode_json(
+            text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file"
+        )
+    except FormatError:
+        _refuse_envelope(text, origin)  # a newer format_version, or no results file at all, says so
+        raise
+    _check_version(doc.format_version, origin)
     run = RunInfo(**msgspec.structs.asdict(doc.run))
     convert(
         {"run": {"settings": run.settings, "toolchains": run.toolchains}},
@@ -102,6 +101,38 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
             )
         )
     return run, cells
+
+
+def _check_version(version: object, origin: str) -> None:
+    check_format_version(
+        {} if version is msgspec.UNSET else {"format_version": version},
+        FORMAT_VERSION,
+        what=origin,
+        missing_means=1,
+        fix="read it with the ktriage version that wrote it, or write it again with this one",
+    )
+
+
+class _Envelope(msgspec.Struct):
+    """The top level of a results file alone: what a document that failed the schema was meant to be."""
+
+    format_version: Any = msgspec.UNSET
+    run: Any = msgspec.UNSET
+    cells: Any = msgspec.UNSET
+
+
+def _refuse_envelope(text: str, origin: str) -> None:
+    """Raise the better error for a document the schema refused, when there is one: a format_version
+    this ktriage does not read comes before its fields (a newer file's fields may differ: "upgrade"
+    is the fix, not a missing key), and a JSON object with neither ``run`` nor ``cells`` is no results
+    file at all (the fix says what one is, not what its ``run`` holds). Otherwise nothing is raised."""
+    try:
+        top = msgspec.json.decode(text, type=_Envelope)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return  # not a JSON object: the schema's own error says so
+    _check_version(top.format_version, origin)
+    if top.run is msgspec.UNSET and top.cells is msgspec.UNSET:
+        raise FormatError(f"{origin} is not a ktriage results file: it has no 'run' and no 'cells'", FIX)
 
 
 def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:

@@ -24,7 +24,7 @@ GC_COLUMNS = ("why", "path", "size")
 
 def info_fields(info: CacheInfo) -> JSONObject:
     return {
-        "path": str(info.root),
+        "path": str(info.root) if info.exists else f"{info.root} (does not exist yet: made by the first compile)",
         "format": info.to_json()["format"],
         "entries": ", ".join(f"{k}: {n}" for k, n in info.entries.items()),
         "old-format entries": info.legacy_entries,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.mdsafe import markdown_writer
@@ -108,9 +109,27 @@ def show_json(specs: Sequence[KernelSpec]) -> str:
 
 
 def show_toml(specs: Sequence[KernelSpec]) -> str:
+    """The spec file of the specs, portable: a kernel of ktriage's own catalog is named by its module
+    (``ktriage.catalog.kernels.matmul:matmul_kernel``, found on ``sys.path`` where ktriage is
+    installed; docs/specs.md), not by this installation's absolute path."""
     from ktriage.spec.toml_file import dump_specs_toml
 
-    return dump_specs_toml(list(specs))
+    return dump_specs_toml([_portable_source(s) for s in specs])
+
+
+def _portable_source(spec: KernelSpec) -> KernelSpec:
+    import ktriage
+    from ktriage.spec.source import split_source
+
+    where, function = split_source(spec.source)
+    if spec.package or not where.endswith(".py"):
+        return spec
+    root = Path(ktriage.__file__).resolve().parent
+    path = Path(where).resolve()
+    if not path.is_relative_to(root):
+        return spec
+    module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+    return spec.replace(source=f"{module}:{function}")
 
 
 @markdown_writer

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec import UNSET, UnsetType
 
@@ -31,6 +31,9 @@ from ktriage.schema.spec_toml import (
     label,
 )
 from ktriage.spec.model import ConstexprValue, KernelSpec, is_int_type, is_pointer_type
+
+if TYPE_CHECKING:
+    from ktriage.spec.source import ParamInfo
 
 # Spec files are written by hand: anything over this is not one (KTRIAGE_MAX_INPUT_MB raises it).
 MAX_SPEC_MB = 4
@@ -119,7 +122,10 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
     spec = spec.validate(check_source=True)
     from ktriage.spec.values import typed_int_warnings, warn
 
-    warn(typed_int_warnings(spec, params, f"kernel {spec.name}"))
+    if isinstance(table.specialize.divisible_by_16, UnsetType):
+        # Only a kernel that leaves divisibility to the default is warned: a [kernel.specialize] with
+        # divisible_by_16 states what the JIT decided (a catalog export writes it), so nothing is assumed.
+        warn(typed_int_warnings(spec, params, f"kernel {spec.name}"))
     return spec
 
 
@@ -153,6 +159,7 @@ def _by_values(table: KernelSchema, values: Mapping[str, ArgValue], source: str,
             args[name] = None
         else:
             args[name] = value
+    _check_toml_values(args, params)
     options = {k: v for k in OPTION_KEYS if (v := getattr(table.options, k)) is not UNSET}
     grid = None if isinstance(table.grid, UnsetType) else [table.grid] if isinstance(table.grid, int) else table.grid
     spec = by_value_spec(
@@ -169,6 +176,22 @@ def _by_values(table: KernelSchema, values: Mapping[str, ArgValue], source: str,
         meta=dict(table.meta),
     )
     return spec.validate(check_source=True)
+
+
+def _check_toml_values(args: Mapping[str, object], params: Sequence[ParamInfo]) -> None:
+    """A runtime argument's value must be one the JIT specializes, said in TOML: the specialization's
+    own error names the Python API's forms (``Ptr(...)``, ``Constexpr(...)``), which a spec file cannot
+    write. (A ``tl.constexpr`` parameter takes any value, a string such as "tl.float32" included.)"""
+    constexpr = {p.name for p in params if p.is_constexpr}
+    for name, value in args.items():
+        if name in constexpr or value is None or isinstance(value, (bool, int, float, dict)):
+            continue
+        raise SpecError(
+            f"[kernel.args] {name} = {value!r} is not a value Triton specializes a runtime argument on",
+            f"write a number ({name} = 4096 or 0.5), a bool ({name} = true), {name} = {{ none = true }}, or a "
+            f'tensor {name} = {{ dtype = "fp16", shape = [4096], strides = [1] }} (docs/specs.md); a string '
+            '("tl.float32") only for a tl.constexpr parameter',
+        )
 
 
 # --------------------------------------------------------------------------- writing

@@ -13,6 +13,7 @@ SQLite needs care to honour the store's promises:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -25,7 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from ktriage.errors import StoreError
-from ktriage.home import home_subdir
+from ktriage.home import home_path
 from ktriage.store import jsoncodec
 
 BUSY_TIMEOUT_MS = 60_000
@@ -41,13 +42,22 @@ WRITE_OPTION = "ktriage_write"  # execution option that asks for BEGIN IMMEDIATE
 _JSON_CODEC: dict[str, Callable[..., Any]] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
 
 
+SCHEMA_TABLE = "ktriage_schema"  # the table that makes a database a store (schema.py's schema_table)
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file (sqlite.org/fileformat.html)
+
+
 def default_url() -> str:
-    """The SQLite file under the ktriage home: every run lands there unless ``--db`` says otherwise."""
-    return f"sqlite:///{home_subdir('store') / 'ktriage.db'}"
+    """The SQLite file under the ktriage home: every run lands there unless ``--db`` says otherwise.
+    (Not created here: a writer's open makes its folders, a reader's refuses a missing file.)"""
+    return f"sqlite:///{home_path() / 'store' / 'ktriage.db'}"
 
 
-def make_store_engine(url: str | None) -> Engine:
-    """An engine for ``url`` (None: the default SQLite file), with the SQLite settings described above."""
+def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
+    """An engine for ``url`` (None: the default SQLite file), with the SQLite settings described above.
+
+    ``must_exist``: a read-only verb's open (runs list/show/export, history). A SQLite path must then
+    already be a SQLite database: SQLite would make a missing file, or an empty one, into a database,
+    and the schema's first use would then create the store's tables in any file given to a read."""
     if url is not None and not url.strip():
         raise StoreError(
             'the database URL is empty (--db "" or KTRIAGE_DB="")',
@@ -62,7 +72,7 @@ def make_store_engine(url: str | None) -> Engine:
             "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db",
         ) from exc
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(parsed)
+        return _sqlite_engine(parsed, must_exist=must_exist, default=url is None)
     connect_args: dict[str, object] = {}
     if parsed.get_backend_name() == "postgresql" and "connect_timeout" not in parsed.query:
         connect_args["connect_timeout"] = CONNECT_TIMEOUT_S
@@ -129,7 +139,7 @@ def first_query_guard(engine: Engine, seconds: float = FIRST_QUERY_TIMEOUT_S) ->
         opened.clear()
 
 
-def _sqlite_engine(url: Any) -> Engine:
+def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False) -> Engine:
     database = url.database
     if not database or database == ":memory:":
         raise StoreError(
@@ -139,6 +149,8 @@ def _sqlite_engine(url: Any) -> Engine:
     # The SQLite file's missing folders are created (documented in --db's help and docs/environment.md);
     # a path that cannot be a folder or a file is refused here, not as a driver traceback.
     path = Path(database).expanduser()
+    if must_exist:
+        _check_existing_sqlite(path, default=default)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         exists = path.exists()
@@ -171,6 +183,59 @@ def _sqlite_engine(url: Any) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def _check_existing_sqlite(path: Path, *, default: bool) -> None:
+    """A read-only verb's SQLite path: an existing SQLite database (by its header), else a StoreError
+    with the fix; nothing is created or written."""
+    made_by = "a store is made by `ktriage bench` (or `ktriage runs import FILE`)"
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a name too long, a component that is a file...
+        raise StoreError(
+            f"cannot use the store path {str(path)[:200]}: {exc.strerror or exc}",
+            "give --db a sqlite:/// path of an existing store (names up to 255 bytes)",
+        ) from exc
+    if not exists:
+        if default:
+            raise StoreError(
+                f"there is no results store yet ({path} does not exist)",
+                f"{made_by}; pass --db URL to read another store",
+            )
+        raise StoreError(
+            f"no store at {path}: the file does not exist",
+            f"check the --db path (reading a store never creates one); {made_by}",
+        )
+    if not path.is_file():
+        raise StoreError(
+            f"the store path {path} is not a file",
+            "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db",
+        )
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise StoreError(
+            f"cannot read the store {path}: {exc.strerror or exc}", "check the file's permissions"
+        ) from exc
+    if head != SQLITE_MAGIC:
+        raise StoreError(
+            f"{path} is not a SQLite database" + (" (the file is empty)" if not head else ""),
+            f"point --db at a ktriage store (reading never converts a file into one); {made_by}",
+        )
+    # Asked on a read-only connection without the engine's hooks: they would switch another database to WAL.
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SCHEMA_TABLE,)
+            ).fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the store {path}: {exc}", f"point --db at a ktriage store; {made_by}") from exc
+    if found is None:
+        raise StoreError(
+            f"{path} is a SQLite database but not a ktriage store (it has no {SCHEMA_TABLE} table)",
+            f"point --db at a ktriage store (reading never adds the store's tables to a database); {made_by}",
+        )
 
 
 def display_url(engine: Engine) -> str:

@@ -36,13 +36,14 @@ from sqlalchemy import (
 )
 
 from ktriage.errors import StoreError
+from ktriage.store.engine import SCHEMA_TABLE
 
 SCHEMA_VERSION = 1
 
 metadata = MetaData()
 
 schema_table = Table(
-    "ktriage_schema",
+    SCHEMA_TABLE,
     metadata,
     Column("id", Integer, primary_key=True),  # always 1: one row
     Column("version", Integer, nullable=False),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, Engine, RowMapping, func, insert, select, update
+from sqlalchemy import Connection, Engine, RowMapping, delete, func, insert, select, update
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
 from ktriage.errors import StoreError
@@ -69,11 +69,16 @@ class RunSummary:
         return "running"
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open (and on first use create) the store at ``url``; None: the SQLite file under the ktriage home."""
+def open_store(url: str | None = None, *, must_exist: bool = False) -> Store:
+    """Open (and on first use create) the store at ``url``; None: the SQLite file under the ktriage home.
+
+    ``must_exist``: for the verbs that only read (runs list/show/export, history) or delete (runs
+    delete). A SQLite store must then exist: a missing file, a file that is not a SQLite database (an empty one included) or a
+    SQLite database without the store's tables is refused with the fix, never created or converted.
+    (A database server's store is still created on first use: there is no file to mistake for it.)"""
     from ktriage.store.engine import FIRST_QUERY_TIMEOUT_S, first_query_guard
 
-    engine = make_store_engine(url)
+    engine = make_store_engine(url, must_exist=must_exist)
     fired = [False]
     try:
         if engine.dialect.name == "sqlite":
@@ -157,8 +162,8 @@ def _key_where(run_id: str, key: CellKey) -> list[Any]:
 
 
 DAMAGED_FIX = (
-    "the store was edited or damaged: re-import the run from its export (`ktriage runs import R.json`) "
-    "after deleting it, or point --db at another store"
+    "the store was edited or damaged: delete the run (`ktriage runs delete RUN`) and re-import it from its "
+    "export (`ktriage runs import R.json`), or point --db at another store"
 )
 
 
@@ -443,9 +448,29 @@ class Store:
         except IntegrityError as exc:
             raise StoreError(
                 f"run {run.run_id} is already in the store {self.url}",
-                "nothing was imported; to replace it, delete it first, or import into another --db",
+                f"nothing was imported; to replace it, delete it first (`ktriage runs delete {run.run_id}`, "
+                "with the same --db), or import into another --db",
             ) from exc
         return run.run_id
+
+    def delete_run(self, ref: str) -> RunSummary:
+        """Delete the run ``ref`` names (its whole id, or a prefix of exactly one id) and its cells, in
+        one transaction; returns what was deleted. A run still being written by a live process on this
+        host is refused: its writer would fail on its next cell."""
+        summary = self.summary(ref)
+        run_id = summary.run.run_id
+        if summary.writer_alive:
+            raise StoreError(
+                f"run {run_id} is being written by process {summary.writer_pid} on this host",
+                "wait until it ends (or stop that process), then delete the run",
+            )
+        with self._write() as conn:
+            # the cells first: no reliance on ON DELETE CASCADE, which SQLite honours only with foreign_keys=ON
+            conn.execute(delete(cells_t).where(cells_t.c.run_id == run_id))
+            gone = conn.execute(delete(runs_t).where(runs_t.c.run_id == run_id)).rowcount
+        if not gone:  # deleted by another process between the lookup and the write
+            raise StoreError(f"no run {run_id!r} in the store {self.url}", self._recent_runs_hint())
+        return summary
 
     # --- reading -------------------------------------------------------------------------------
 

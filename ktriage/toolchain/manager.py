@@ -287,6 +287,7 @@ def ensure_toolchains(
     ``progress(text)`` opens the report of one toolchain's build: a context whose value is that
     build's message hook (the CLI shows one line per toolchain and removes it once built)."""
     toolchains: list[Toolchain] = []
+    given: list[str] = []
     for spec in texts:
         text = str(spec)
         if progress is None:
@@ -294,10 +295,24 @@ def ensure_toolchains(
         else:
             with progress(text) as say:
                 toolchain = ensure_toolchain(spec, progress=say)
-        if any(t.id == toolchain.id for t in toolchains):
-            raise ToolchainError(f"toolchain {text} is given twice", "give each toolchain once")
+        for earlier, other in zip(given, toolchains):
+            if other.id == toolchain.id:
+                raise _given_twice(earlier, text, toolchain.id)
         toolchains.append(toolchain)
+        given.append(text)
     return toolchains
+
+
+def _given_twice(earlier: str, later: str, tc_id: str) -> ToolchainError:
+    """Two specs of one toolchain: the same text, or two spellings of it (``triton==3.4`` is the
+    release 3.4.0 to pip, so it builds ``triton==3.4.0``'s toolchain); both are named, so the user
+    sees why two different texts are one toolchain."""
+    if earlier == later:
+        return ToolchainError(f"toolchain {later} is given twice", "give each toolchain once")
+    return ToolchainError(
+        f"toolchains {earlier} and {later} resolve to the same toolchain, {tc_id}",
+        "give it once; toolchains to compare must differ (another triton== release, ptxas== or ptxas-options=)",
+    )
 
 
 def toolchain_id(
@@ -345,7 +360,13 @@ def list_toolchains() -> list[Toolchain]:
 
 
 def find_toolchain(id_or_spec: str) -> Toolchain | None:
-    """A built toolchain by id (or unique id prefix) or by spec string; never builds anything."""
+    """A built toolchain by id (or unique id prefix) or by spec string, None when none is built; never
+    builds anything.
+
+    Raises a ToolchainError for an id prefix that several built ids start with (listing them: a
+    longer prefix picks one) and for a spec (a text with ``=``) that does not parse (an unknown key...),
+    so that the user is not told to build, with ``toolchain add``, what would fail the same way there.
+    """
     text = id_or_spec.strip()
     all_tcs = list_toolchains()
     for tc in all_tcs:
@@ -354,10 +375,14 @@ def find_toolchain(id_or_spec: str) -> Toolchain | None:
     by_prefix = [tc for tc in all_tcs if tc.id.startswith(text)]
     if len(by_prefix) == 1:
         return by_prefix[0]
-    try:
-        canonical = str(parse_toolchain(text, check_files=False))
-    except KtriageError:
+    if "=" not in text:
+        if by_prefix:
+            raise ToolchainError(
+                f"{text!r} is the start of {len(by_prefix)} built toolchain ids: {', '.join(t.id for t in by_prefix)}",
+                "give a longer prefix that only one of them starts with, or the whole id (see `ktriage toolchain list`)",
+            )
         return None
+    canonical = str(parse_toolchain(text, check_files=False))
     matches = [tc for tc in all_tcs if str(tc.spec) == canonical]
     return matches[-1] if matches else None
 

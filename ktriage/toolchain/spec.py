@@ -178,13 +178,30 @@ def _parse_ptxas(op: str, value: str, *, check_files: bool) -> tuple[str | None,
             f"use ptxas=={value} for an nvidia-cuda-nvcc release, or give the path of a ptxas binary",
         )
     if check_files:
-        if not path.is_file():
-            raise ToolchainError(
-                f"ptxas binary {path} does not exist", "check the path, e.g. ptxas=/usr/local/cuda/bin/ptxas"
-            )
-        if not os.access(path, os.X_OK):
-            raise ToolchainError(f"ptxas binary {path} is not executable", f"chmod +x {path}")
+        _check_ptxas_binary(path)
     return None, path
+
+
+_PTXAS_EXAMPLE = "e.g. ptxas=/usr/local/cuda/bin/ptxas, or ptxas==12.8.93 for an nvidia-cuda-nvcc release"
+
+
+def _check_ptxas_binary(path: Path) -> None:
+    """``ptxas=PATH`` must name the ptxas executable itself. A folder gets the binary inside it
+    suggested; a file that cannot be executed is called not a ptxas (``chmod +x`` is advised only for a
+    file named ptxas: making an arbitrary file executable is never the fix)."""
+    if path.is_dir():
+        inside = next((p for p in (path / "bin" / "ptxas", path / "ptxas") if p.is_file()), None)
+        hint = f"give the binary: ptxas={inside}" if inside else f"give the ptxas binary itself, {_PTXAS_EXAMPLE}"
+        raise ToolchainError(f"ptxas={path} is a directory, not a ptxas binary", hint)
+    if not path.is_file():
+        raise ToolchainError(f"ptxas binary {path} does not exist", f"check the path, {_PTXAS_EXAMPLE}")
+    if not os.access(path, os.X_OK):
+        if path.name.startswith("ptxas"):
+            raise ToolchainError(f"ptxas binary {path} is not executable", f"chmod +x {path}")
+        raise ToolchainError(
+            f"ptxas={path} is not an executable ptxas",
+            f"give the path of NVIDIA's ptxas assembler (CUDA's bin/ptxas), {_PTXAS_EXAMPLE}",
+        )
 
 
 def _parse_options(op: str, value: str) -> tuple[str, ...]:

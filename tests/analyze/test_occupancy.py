@@ -251,12 +251,21 @@ def test_named_barriers_limit_on_hopper_only() -> None:
         (("sm_90", 32, 4, 0), {"reserved_shared": -5}),
         (("sm_90", 32, 4, 0), {"carveout": 300 * 1024}),
         (("sm_90", 32, 4, 0), {"barriers": -1}),
+        (("sm_90", 32, 4, 0), {"barriers": 17}),  # a CTA has 16 named barriers (PTX: barrier 0..15)
+        (("sm_80", 32, 4, 0), {"barriers": 99}),
     ],
 )
 def test_bad_input_raises_ktriage_error(args: tuple, kwargs: dict) -> None:
     with pytest.raises(KtriageError) as info:
         compute_occupancy(*args, **kwargs)
     assert info.value.fix
+
+
+def test_sixteen_barriers_is_the_most_a_cta_has() -> None:
+    occ = compute_occupancy("sm_90", 32, 4, 0, barriers=16)
+    assert occ.limits["barriers"] == 4  # 2 * 32 barriers per SM / 16
+    with pytest.raises(KtriageError, match=r"barrier count must be 0\.\.16 .* got 99"):
+        compute_occupancy("sm_90", 32, 4, 0, barriers=99)
 
 
 def test_to_json_is_plain_and_complete() -> None:

@@ -70,6 +70,9 @@ def test_version_range_rules() -> None:
     assert versions_between(listed, "3.0.0", "3.2.0", pre=True) == ["3.0.0", "3.1.0rc1", "3.1.0", "3.2.0"]
     with pytest.raises(KtriageError, match="not older"):
         versions_between(listed, "3.2.0", "3.0.0")
+    # a --good that is no release is reported as such, not as "newer than --bad: swap them"
+    with pytest.raises(KtriageError, match="--good 9.9.9 is not a release of the package on the index"):
+        versions_between(listed, "9.9.9", "3.2.0")
 
 
 def test_git_candidates_and_pins(tmp_path: Path) -> None:

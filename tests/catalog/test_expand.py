@@ -100,6 +100,10 @@ def test_unknown_op_version_mode_and_input_messages() -> None:
         expand_op("liger.layernorm")
     assert "unknown catalog op 'liger.layernorm'" in info.value.problem
     assert "did you mean liger.layer_norm" in info.value.fix and "tutorial.matmul" in info.value.fix
+    with pytest.raises(KtriageError) as info:
+        expand_op("liger")  # a prefix: every op it starts, not the two closest spellings
+    assert info.value.fix is not None
+    assert info.value.fix.startswith("did you mean liger.layer_norm or liger.rms_norm or liger.embedding? ")
     with pytest.raises(KtriageError, match="no recipe for liger.layer_norm at version '0.6.0'") as info:
         expand_op("liger.layer_norm@0.6.0")
     assert "liger.layer_norm@0.8.5" in info.value.fix and "liger.layer_norm@latest" in info.value.fix

@@ -37,6 +37,12 @@ def test_info_of_an_empty_cache(home: Path, capsys: pytest.CaptureFixture[str]) 
     data = json.loads(capsys.readouterr().out)
     assert data["path"] == str(home / "artifacts")
     assert data["entries"] == {"frontend": 0, "cubin": 0} and data["size_bytes"] == 0
+    assert data["exists"] is False and not home.exists()  # a report: the home is not made by reading it
+    assert main(["cache", "info"]) == exit_codes.OK
+    assert "does not exist yet" in " ".join(capsys.readouterr().out.split()) and not home.exists()
+    (home / "artifacts").mkdir(parents=True)
+    assert main(["cache", "info", "--format", "json"]) == exit_codes.OK
+    assert json.loads(capsys.readouterr().out)["exists"] is True
 
 
 def test_verify_exits_1_on_damage_and_fix_quarantines(

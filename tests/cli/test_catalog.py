@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
-from ktriage.catalog.registry import catalog_op
+import pytest
+
+from ktriage.catalog.registry import catalog_op, expand_op
 from ktriage.cli import exit_codes
 from ktriage.spec.model import KernelSpec
-from tests.conftest import RunCli
+from tests.conftest import REPO, RunCli
 
 
 def test_list_shows_every_op(run_cli: RunCli) -> None:
@@ -41,6 +43,27 @@ def test_show_toml_loads_back(tmp_path, run_cli: RunCli) -> None:
     path.write_text(result.stdout)
     specs = load_spec_file(path)
     assert len(specs) == 4 and all(s.target == "sm_80" for s in specs)
+
+
+def test_show_toml_is_portable_and_reads_back_without_warnings(
+    tmp_path, run_cli: RunCli, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The export names ktriage's kernel by module (no absolute path of this installation), and its
+    [kernel.specialize] states the divisibility, so loading it warns of no int "given without a value"."""
+    from ktriage.spec.toml_file import load_spec_file
+
+    result = run_cli(["catalog", "show", "tutorial.matmul", "--input", "1", "--format", "toml"])
+    assert result.exit_code == exit_codes.OK, result.output
+    assert 'source = "ktriage.catalog.kernels.matmul:matmul_kernel"' in result.stdout
+    assert str(REPO) not in result.stdout
+    (tmp_path / "elsewhere").mkdir()
+    path = tmp_path / "elsewhere" / "mm.toml"
+    path.write_text(result.stdout)
+    with caplog.at_level("WARNING", logger="ktriage"):
+        (spec,) = load_spec_file(path)
+    assert not [m for m in caplog.messages if "given without a value" in m], caplog.messages
+    (original,) = expand_op("tutorial.matmul", inputs=["1"])
+    assert spec.replace(source=original.source) == original
 
 
 def test_show_errors_are_user_errors(run_cli: RunCli) -> None:

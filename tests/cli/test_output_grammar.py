@@ -42,6 +42,7 @@ MATRIX: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "runs show": (TMD, MJ),
     "runs export": (("json", "csv"), (".json", ".csv")),
     "runs import": ((), ()),
+    "runs delete": ((), ()),
     "history": (TMD, (".md", ".json", ".html")),
     "cache info": (TMD, MJ),
     "cache verify": (TMD, MJ),

@@ -1,4 +1,4 @@
-"""`ktriage runs list|show|export|import` through the real ``main(argv)``, on SQLite and PostgreSQL stores."""
+"""`ktriage runs list|show|export|import|delete` through the real ``main(argv)``, on SQLite and PostgreSQL stores."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def fill(url: str) -> tuple[str, str]:
 
 
 def test_list(store_url: str, run_cli: RunCli) -> None:
+    open_store(store_url).close()  # an empty store (a read does not create one: test_reads_never_create_a_store)
     empty = run_cli(["runs", "list", "--db", store_url])
     assert empty.exit_code == exit_codes.OK and "no runs in" in empty.output
     fill(store_url)
@@ -41,6 +42,18 @@ def test_list(store_url: str, run_cli: RunCli) -> None:
     assert lines.index(done) < lines.index(failed_line)  # newest first
     only_failed = run_cli(["runs", "list", "--db", store_url, "--status", "failed"])
     assert "cafe00000002" in only_failed.output and "feedbeef0001" not in only_failed.output
+
+
+def test_list_refuses_a_limit_below_1_and_an_unknown_status(store_url: str, run_cli: RunCli) -> None:
+    fill(store_url)
+    for limit in ("0", "-5"):
+        res = run_cli(["runs", "list", "--db", store_url, "--limit", limit])
+        assert res.exit_code == exit_codes.USAGE, res.output
+        assert res.problem == f"--limit {limit} lists no run" and "feedbeef0001" not in res.output
+    res = run_cli(["runs", "list", "--db", store_url, "--status", "bogus"])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert res.problem == "--status 'bogus' is not a run status"
+    assert res.fix is not None and "running, finished, interrupted, failed" in res.fix
 
 
 def test_show_by_prefix(store_url: str, run_cli: RunCli) -> None:
@@ -110,3 +123,62 @@ def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_c
         a, b = src.load_run(run_id), dst.load_run(run_id)
     assert a[0] == b[0] and b[0].status == "finished"
     assert_cells_equal(b[1], a[1])
+
+
+def test_delete_then_import_again(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """`runs import` of an id the store has says to delete it first: `runs delete` does, by a unique prefix."""
+    run_id, other = fill(store_url)
+    export = tmp_path / "run.json"
+    assert run_cli(["runs", "export", run_id, "--db", store_url, "-o", str(export)]).exit_code == exit_codes.OK
+    again = run_cli(["runs", "import", str(export), "--db", store_url])
+    assert again.exit_code == exit_codes.USAGE and f"ktriage runs delete {run_id}" in (again.fix or "")
+    ambiguous = run_cli(["runs", "delete", "", "--db", store_url])
+    assert ambiguous.exit_code == exit_codes.USAGE, ambiguous.output  # an empty ref names no run
+    gone = run_cli(["runs", "delete", run_id[:6], "--db", store_url])
+    assert gone.exit_code == exit_codes.OK, gone.output
+    assert f"deleted run {run_id} (" in gone.stdout and "5 cells" in gone.stdout
+    with open_store(store_url) as store:
+        assert [r.run_id for r in store.list_runs()] == [other]  # the other run and its cells stay
+    missing = run_cli(["runs", "delete", run_id, "--db", store_url])
+    assert missing.exit_code == exit_codes.USAGE and f"no run {run_id!r}" in missing.problem
+    back = run_cli(["runs", "import", str(export), "--db", store_url])
+    assert back.exit_code == exit_codes.OK, back.output
+    with open_store(store_url) as store:
+        assert len(store.load_run(run_id)[1]) == 5
+
+
+def test_reads_never_create_or_convert_a_store(tmp_path: Path, run_cli: RunCli) -> None:
+    """runs list/show/export, history and delete refuse a SQLite path that is not a store, and leave it as it was."""
+    missing = tmp_path / "none" / "ktriage.db"
+    empty = tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n")
+    other = tmp_path / "other.db"
+    import sqlite3
+
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE t (x INTEGER)")
+    other_bytes = other.read_bytes()
+    cases = [
+        (missing, "the file does not exist"),
+        (empty, "is not a SQLite database (the file is empty)"),
+        (text, "is not a SQLite database"),
+        (other, "is a SQLite database but not a ktriage store"),
+    ]
+    for path, problem in cases:
+        url = f"sqlite:///{path}"
+        for argv in (
+            ["runs", "list", "--db", url],
+            ["runs", "show", "feed", "--db", url],
+            ["runs", "export", "feed", "--db", url],
+            ["runs", "delete", "feed", "--db", url],
+            ["history", "--op", "layer_norm", "--backend", "liger_layer_norm", "--db", url],
+        ):
+            res = run_cli(argv)
+            assert res.exit_code == exit_codes.USAGE, (argv, res.output)
+            assert problem in res.problem, (argv, res.problem)
+            assert res.fix is not None and "ktriage bench" in res.fix
+    assert not missing.parent.exists()
+    assert empty.read_bytes() == b"" and text.read_text() == "not a database\n" and other.read_bytes() == other_bytes
+    assert not any(p.name.endswith(("-wal", "-shm")) for p in tmp_path.iterdir())

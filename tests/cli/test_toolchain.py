@@ -45,6 +45,28 @@ def test_show_unknown_is_a_user_error(ktriage_home: Path, run_cli: RunCli) -> No
     assert res.fix is not None and "ktriage toolchain add" in res.fix
 
 
+def test_show_an_ambiguous_prefix_lists_the_ids_it_starts(toolchain, run_cli: RunCli) -> None:
+    ids = {toolchain(spec).id for spec in ("triton==3.4.0", "triton==3.4.0,ptxas==12.4.131")}
+    res = run_cli(["toolchain", "show", "triton-3.4"])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert "'triton-3.4' is the start of" in res.problem and all(i in res.problem for i in ids)
+    assert res.fix is not None and "longer prefix" in res.fix
+
+
+def test_show_a_spec_with_an_unknown_key_says_so(ktriage_home: Path, run_cli: RunCli) -> None:
+    res = run_cli(["toolchain", "show", "triton==3.4.0,foo=bar"])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert "unknown toolchain spec key 'foo'" in res.problem  # not "build it with toolchain add"
+    assert res.fix is not None and "known keys" in res.fix
+
+
+def test_two_spellings_of_one_toolchain_are_named_both(toolchain, run_cli: RunCli) -> None:
+    tc = toolchain("triton==3.4.0")
+    res = run_cli(["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-t", "triton==3.4"])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert res.problem == f"toolchains triton==3.4.0 and triton==3.4 resolve to the same toolchain, {tc.id}"
+
+
 @pytest.mark.network  # asks the package index
 def test_cli_prints_errors_without_traceback(ktriage_home: Path, run_cli: RunCli) -> None:
     """Through the real entry point: one error line plus the fix, exit 2, no traceback."""

@@ -181,6 +181,10 @@ def test_an_ascii_terminal_gets_ascii_not_a_crash(
     PYTHONIOENCODING=ascii): every character ktriage prints degrades to ASCII (an arrow to ``->``)."""
     monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path / "home"))
     _workload(tmp_path)
+    if name == "runs-list":
+        from ktriage.store import open_store
+
+        open_store().close()  # an empty default store: reading one never creates it
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
     out = io.TextIOWrapper(out_bytes, encoding="ascii", errors="strict", write_through=True)
     err = io.TextIOWrapper(err_bytes, encoding="ascii", errors="strict", write_through=True)

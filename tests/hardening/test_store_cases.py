@@ -118,7 +118,7 @@ def url_cases() -> list[Case]:
                 _files(),
                 env=(("KTRIAGE_DB", url),),
                 setup=_read_only_store,
-                check=_works if name == "empty" else None,
+                check=_default_store if name == "empty" else None,
             )
         )  # empty: not set
     return cases
@@ -216,6 +216,11 @@ HARMLESS_FOR = {
 
 def _works(code: int, out: str, err: str, d: Path) -> None:
     assert code in (0, 1) and "error:" not in err, err
+
+
+def _default_store(code: int, out: str, err: str, d: Path) -> None:
+    """KTRIAGE_DB="" is unset: the default store is read, and a fresh home has none (a read makes none)."""
+    assert code == 2 and "there is no results store yet" in err and "store/ktriage.db does not exist" in err, err
 
 
 def _shows_or_refuses(code: int, out: str, err: str, d: Path) -> None:

@@ -87,6 +87,12 @@ def test_dump_reads_back_to_the_same_spec(tmp_path: Path) -> None:
         ),
         ("", ARGS.replace('dtype = "bf16"', 'dtype = "bf17"', 1), "unknown element dtype", "use one of"),
         ("autotune_config = 1\n", ARGS, "has no @triton.autotune", "remove autotune_config"),
+        (  # the fix is TOML (the specialization's own names Ptr(...)/Constexpr(...), the Python API)
+            "",
+            ARGS.replace("M = 64", 'M = "abc"'),
+            "[kernel.args] M = 'abc' is not a value Triton specializes a runtime argument on",
+            'M = { dtype = "fp16"',
+        ),
     ],
 )
 def test_errors_name_the_problem_and_the_fix(body: str, args: str, problem: str, fix: str) -> None:

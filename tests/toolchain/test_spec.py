@@ -90,6 +90,30 @@ def test_non_executable_ptxas_is_refused(tmp_path: Path) -> None:
     assert info.value.fix == f"chmod +x {ptxas}"
 
 
+def test_ptxas_directory_is_called_a_directory_and_the_binary_inside_suggested(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as info:
+        parse_toolchain(f"triton==3.4.0,ptxas={tmp_path}")
+    assert info.value.problem == f"ptxas={tmp_path} is a directory, not a ptxas binary"
+    assert info.value.fix is not None and "ptxas=/usr/local/cuda/bin/ptxas" in info.value.fix
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ptxas").write_text("")
+    with pytest.raises(KtriageError) as info:
+        parse_toolchain(f"triton==3.4.0,ptxas={tmp_path}")
+    assert info.value.fix == f"give the binary: ptxas={tmp_path / 'bin' / 'ptxas'}"
+
+
+def test_a_file_that_is_not_a_ptxas_gets_no_chmod_advice(tmp_path: Path) -> None:
+    passwd = tmp_path / "passwd"
+    passwd.write_text("root:x:0:0::/root:/bin/sh\n")
+    passwd.chmod(0o644)
+    if os.access(passwd, os.X_OK):
+        pytest.skip("file is executable for this user")
+    with pytest.raises(KtriageError) as info:
+        parse_toolchain(f"triton==3.4.0,ptxas={passwd}")
+    assert info.value.problem == f"ptxas={passwd} is not an executable ptxas"
+    assert info.value.fix is not None and "chmod" not in info.value.fix and "bin/ptxas" in info.value.fix
+
+
 def test_check_files_false_reloads_a_spec_whose_wheel_is_gone() -> None:
     spec = parse_toolchain("triton=/gone/triton-3.4.0-cp311-cp311-linux_x86_64.whl", check_files=False)
     assert spec.triton_wheel == Path("/gone/triton-3.4.0-cp311-cp311-linux_x86_64.whl")

@@ -1,0 +1,44 @@
+"""Turning what the user typed into specs (ktriage.catalog.resolve): the input-range selection's errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
+from ktriage.errors import KtriageError
+
+
+def test_an_empty_input_range_names_the_ops_ids() -> None:
+    specs = resolve_specs("tutorial.matmul")
+    with pytest.raises(KtriageError, match="--input-id 99 selects no input") as info:
+        select_input_range(specs, 99, None, spec_input_id)
+    assert info.value.fix == "input ids: 0..3"
+
+
+def test_an_input_range_after_input_says_input_already_narrowed() -> None:
+    """`-i 0 --input-id 99`: the ids named are the op's (0..3), with the one -i kept, not "input ids: 0..0"."""
+    specs = resolve_specs("tutorial.matmul", inputs=["0"])
+    with pytest.raises(KtriageError, match="--input-id 99 selects no input") as info:
+        select_input_range(specs, 99, None, spec_input_id)
+    assert info.value.fix is not None
+    assert info.value.fix.startswith("--input already chose input id 0 of tutorial.matmul's 0..3")
+    specs = resolve_specs("tutorial.matmul", inputs=["0", "2"])
+    with pytest.raises(KtriageError) as info:
+        select_input_range(specs, 3, None, spec_input_id)
+    assert info.value.fix is not None and "input ids 0, 2 of tutorial.matmul's 0..3" in info.value.fix
+
+
+def test_an_existing_path_that_is_no_spec_file_is_not_called_an_unknown_op(tmp_path: Path) -> None:
+    notes = tmp_path / "notoml.txt"
+    notes.write_text("x\n")
+    for target, kind in ((notes, "file"), (tmp_path, "folder")):
+        with pytest.raises(KtriageError) as info:
+            resolve_specs(str(target))
+        assert info.value.problem == f"{target} is a {kind}, not a spec file (.toml) or a recorded workload " + (
+            "(.json from `ktriage record`)"
+        )
+        assert info.value.fix is not None and "*.toml" in info.value.fix
+    with pytest.raises(KtriageError, match="unknown catalog op 'no.such.op'"):
+        resolve_specs("no.such.op")
