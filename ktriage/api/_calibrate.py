@@ -167,7 +167,7 @@ class _Sources:
         from ktriage.store.store import Store, open_store
 
         if not isinstance(self._store, Store):
-            self._store = open_store(self._db)
+            self._store = open_store(self._db, must_exist=True)
         return self._store.load_run(src)
 
 

@@ -52,7 +52,7 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
             f"{ref!r} is not a results file, and the results store is not available ({exc})",
             "pass result JSON files written by `ktriage bench --output-json`",
         ) from exc
-    store = open_store(db)
+    store = open_store(db, must_exist=True)  # reading a run never creates or converts a store
     try:
         run, cells = store.load_run(str(ref))
     finally:

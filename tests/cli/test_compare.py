@@ -210,3 +210,17 @@ def test_toolchains_reference_picks_the_reference(invoke) -> None:
 def test_toolchains_reference_bad_input(invoke, args: list[str], problem: str) -> None:
     r = invoke(str(BF16_EMBEDDING), *args)
     assert r.exit_code == exit_codes.USAGE and problem in r.output and "Traceback" not in r.output
+
+
+def test_reading_runs_from_a_store_that_is_not_there_creates_none(tmp_path: Path, invoke) -> None:
+    """compare RUN_A RUN_B reads the store: a --db path with no store is refused and left as it was, never
+    made into an empty store (nor an empty file into a SQLite database)."""
+    missing = tmp_path / "none.db"
+    r = invoke("abc123", "def456", "--db", f"sqlite:///{missing}")
+    assert r.exit_code == exit_codes.USAGE and "the file does not exist" in r.stderr
+    assert not missing.exists()
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    r = invoke("abc123", "def456", "--db", f"sqlite:///{empty}")
+    assert r.exit_code == exit_codes.USAGE and "is not a SQLite database" in r.stderr
+    assert empty.read_bytes() == b""
