@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     )
     from ktriage.api._calibrate import DEFAULT_LEVEL, CalibrateReport, calibrate
     from ktriage.api._catalog import CatalogList, CatalogShow, catalog_list, catalog_show
-    from ktriage.api._checks import check_environment, normalize_arch
+    from ktriage.api._checks import check_environment, check_percent_gate, normalize_arch
     from ktriage.api._compare import CompareReport, CompareView, compare
     from ktriage.api._explain import DEFAULT_COMPILE_TIMEOUT_S, DEFAULT_THRESHOLD, ExplainReport, explain
     from ktriage.api._fidelity import FidelityReport, FidelityRow, fidelity
@@ -140,6 +140,7 @@ _LAZY: dict[str, str] = {
     "CatalogList": "_catalog",
     "CatalogShow": "_catalog",
     "check_environment": "_checks",
+    "check_percent_gate": "_checks",
     "normalize_arch": "_checks",
     "history": "_history",
     "HistoryReport": "_history",
@@ -175,6 +176,7 @@ __all__ = [
     "CatalogList",
     "CatalogShow",
     "check_environment",
+    "check_percent_gate",
     "compare",
     "CompareReport",
     "CompareView",

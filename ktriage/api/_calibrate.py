@@ -109,8 +109,6 @@ def calibrate(
         cells += read_cells(path)
     sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
     _check_pairing(len(sources), len(explain), len(operators), len(backends))
-    if runs and db is None:
-        raise KtriageError("--run needs a store", "pass --db URL (or set KTRIAGE_DB)")
     loaded = _Sources(db)
     for i, ((label, src), report_path) in enumerate(zip(sources, explain, strict=True)):
         info, measured = loaded.read(src)

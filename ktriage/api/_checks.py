@@ -1,6 +1,7 @@
 """The checks a front end runs on values the library reads, before any verb starts:
-``normalize_arch(value)`` (a GPU target in any spelling ``ktriage.arch.parse_arch`` reads) and
-``check_environment()`` (the library's ``KTRIAGE_*`` variables).
+``normalize_arch(value)`` (a GPU target in any spelling ``ktriage.arch.parse_arch`` reads),
+``check_percent_gate(percent)`` (triage's ``--threshold``, in percent) and ``check_environment()``
+(the library's ``KTRIAGE_*`` variables).
 
 Why here: ``ktriage.cli`` checks ``--arch`` while parsing and refuses a bad ``KTRIAGE_*`` value up
 front (a raw ``float('abc')`` traceback deep in a compile used to end a run), but it calls nothing
@@ -12,7 +13,18 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["check_environment", "normalize_arch"]
+__all__ = ["check_environment", "check_percent_gate", "normalize_arch"]
+
+
+def check_percent_gate(percent: float) -> float:
+    """A gate written in percent (``ktriage triage --threshold 10``) as the fraction the library takes,
+    refused with the spelling the user probably meant: under 1 (0.05 meant as 5 %) or 100 and more. Why
+    here: the library's ``triage(threshold=)`` is a fraction like every other verb's, so only the command
+    line, which spells it in percent, can word the refusal in percent."""
+    from ktriage.stats.gate import check_gate
+
+    check_gate(percent / 100.0, percent=True)
+    return percent / 100.0
 
 
 def normalize_arch(value: str) -> str:

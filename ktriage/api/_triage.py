@@ -19,8 +19,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
 from ktriage.compare.sides import LoadedSide, load_side
+from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.model import TriageOptions
 from ktriage.triage.model import TriageReport as _Triaged
@@ -66,11 +68,11 @@ class TriageReport(_Triaged):
 
 def triage(
     *,
-    old: str | Path,
-    new: str | Path,
+    old: str | Path | LoadedSide,
+    new: str | Path | LoadedSide,
     old_toolchain: str | None = None,
     new_toolchain: str | None = None,
-    threshold: float = 0.05,
+    threshold: float = 0.10,
     arch: str = "sm_90",
     op: str | None = None,
     mode: str | None = None,
@@ -86,9 +88,10 @@ def triage(
     workloads: Sequence[str | Path] = (),
     say: Callable[[str], None] | None = None,
 ) -> TriageReport:
-    """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, or run ids of the store
-    ``db``; the same file twice when one run timed both toolchains side by side). ``threshold``: the
-    gate as a fraction (0.05: cells that moved less than 5 % are not flagged). ``old_toolchain`` /
+    """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, run ids of the store
+    ``db``, or sides already loaded: ``ktriage.compare.sides.load_side``; the same file twice when one
+    run timed both toolchains side by side). ``threshold``: the gate as a fraction (0.10, the command's
+    ``--threshold 10``: cells that moved less than 10 % are not flagged). ``old_toolchain`` /
     ``new_toolchain``: what each side ran (default: what the results say). ``bundle``/``measured``/
     ``measure``: the GPU re-run (a bundle of the flagged cells, its results read back, or both here).
     ``workloads``: recorded workloads whose kernels explain cells without catalog kernels.
@@ -102,7 +105,7 @@ def triage(
         old_toolchain=old_toolchain,
         new_toolchain=new_toolchain,
         threshold=threshold,
-        arch=arch,
+        arch=normalize_arch(arch),  # 90, 9.0, cuda:90 as the command line takes them
         op=op,
         mode=mode,
         bisect=bisect,
@@ -117,13 +120,9 @@ def triage(
         workloads=[str(w) for w in workloads],
     )
     # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
-    sides = [
-        LoadedSide(s.run, s.cells, s.path.name if s.path else s.label, s.path)
-        for s in (load_side(str(ref), db, op=op, mode=mode) for ref in (old, new))
-    ]
-    same = str(old) == str(new) or (
-        Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve()
-    )
+    sides = [_loaded(ref, db, op, mode) for ref in (old, new)]
+    same = _same_file(old, new)
+    shown = str(old) if not isinstance(old, LoadedSide) else old.label
     split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
     if split:
         from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
@@ -138,5 +137,27 @@ def triage(
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 
-        settle_side_by_side(report, sides[0].cells, sides[1].cells, str(old))
+        settle_side_by_side(report, sides[0].cells, sides[1].cells, shown)
     return TriageReport.of_triage(report)
+
+
+def _loaded(ref: str | Path | LoadedSide, db: str | None, op: str | None, mode: str | None) -> LoadedSide:
+    """``ref`` loaded and named by its file name (a run by its id), or as given when it already is a side."""
+    if isinstance(ref, LoadedSide):
+        return ref
+    if not isinstance(ref, (str, Path)):
+        raise KtriageError(
+            f"a triage side is a results file, a TritonBench file, a run id or a loaded side, not a {type(ref).__name__}",
+            "pass a path or run id, or ktriage.compare.sides.load_side(path) for a side already in memory",
+        )
+    s = load_side(str(ref), db, op=op, mode=mode)
+    return LoadedSide(s.run, s.cells, s.path.name if s.path else s.label, s.path)
+
+
+def _same_file(old: str | Path | LoadedSide, new: str | Path | LoadedSide) -> bool:
+    """One run given twice (it timed both toolchains side by side): the same text or the same file."""
+    if isinstance(old, LoadedSide) or isinstance(new, LoadedSide):
+        return old is new
+    return str(old) == str(new) or (
+        Path(old).exists() and Path(new).exists() and Path(old).resolve() == Path(new).resolve()
+    )

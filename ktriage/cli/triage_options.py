@@ -165,13 +165,15 @@ class TriageArgs(TypedDict):
 def triage_args(params: Mapping[str, Any]) -> TriageArgs:
     """The entry point's keywords from the command's parsed values: --threshold from percent to a
     fraction, the pass's name, --no-bisect and --no-fixes turned around."""
+    from ktriage.api import check_percent_gate
+
     p = params
     return TriageArgs(
         old=p["old"],
         new=p["new"],
         old_toolchain=p["old_toolchain"],
         new_toolchain=p["new_toolchain"],
-        threshold=p["threshold"] / 100.0,
+        threshold=check_percent_gate(p["threshold"]),
         arch=p["arch"],
         op=p["op"],
         mode=p["mode"].value if p["mode"] else None,

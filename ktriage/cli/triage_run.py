@@ -37,6 +37,7 @@ def triage_run(
     allow_failures: bool,
     summary: str | None,
 ) -> None:
+    from ktriage.api import check_percent_gate
     from ktriage.api import triage_run as run_api  # the program's triage (compiler, bench) only when it runs
 
     used = [name for name, value in given.items() if value not in (None, False, [], "")]
@@ -55,7 +56,7 @@ def triage_run(
             old_toolchain=old_toolchain,
             new_toolchain=new_toolchain,
             workdir=workdir,
-            threshold=threshold / 100.0,
+            threshold=check_percent_gate(threshold),
             jobs=jobs,
             bisect=not no_bisect,
             fixes=not no_fixes,

@@ -38,6 +38,7 @@ CONNECT_TIMEOUT_S = 10
 # proxy that lost its backend) must not either: opening the store (the dialect's first queries and the
 # schema check) is bounded by this, then the connection's socket is shut down (first_query_guard).
 FIRST_QUERY_TIMEOUT_S = 12
+DB_ENV = "KTRIAGE_DB"  # the store URL of every verb and library call that is given none (docs/environment.md)
 WRITE_OPTION = "ktriage_write"  # execution option that asks for BEGIN IMMEDIATE on SQLite
 _JSON_CODEC: dict[str, Callable[..., Any]] = {"json_serializer": jsoncodec.dumps, "json_deserializer": jsoncodec.loads}
 
@@ -52,12 +53,24 @@ def default_url() -> str:
     return f"sqlite:///{home_path() / 'store' / 'ktriage.db'}"
 
 
+def store_url(url: str | None) -> str | None:
+    """The store a caller means: ``url``, else ``$KTRIAGE_DB``, else None (the default SQLite file under the
+    ktriage home). Why here and not in the CLI only: a library call with ``db=None`` read the home's store
+    while ``ktriage runs list`` read ``$KTRIAGE_DB``, so the two disagreed on the same machine. An empty
+    ``KTRIAGE_DB`` is unset, as the command line reads it."""
+    if url is not None:
+        return url
+    return os.environ.get(DB_ENV, "").strip() or None
+
+
 def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
-    """An engine for ``url`` (None: the default SQLite file), with the SQLite settings described above.
+    """An engine for ``url`` (None: ``$KTRIAGE_DB``, else the default SQLite file), with the SQLite settings
+    described above.
 
     ``must_exist``: a read-only verb's open (runs list/show/export, history). A SQLite path must then
     already be a SQLite database: SQLite would make a missing file, or an empty one, into a database,
     and the schema's first use would then create the store's tables in any file given to a read."""
+    url = store_url(url)
     if url is not None and not url.strip():
         raise StoreError(
             'the database URL is empty (--db "" or KTRIAGE_DB="")',

@@ -514,13 +514,19 @@ class _Sides:
 def _check(options: TriageOptions) -> None:
     """Refuse bad options before anything is read or compiled: a triage can run for minutes, and an
     error after the compiles would waste them."""
-    check_gate(options.threshold, percent=True)
+    check_gate(options.threshold)
     if options.limit is not None and options.limit < 1:
         raise KtriageError(
             f"--limit {options.limit} bundles no cell", "give the number of flagged cells to re-measure, e.g. --limit 5"
         )
+    from ktriage.arch import parse_arch
+    from ktriage.toolchain.spec import parse_toolchain
     from ktriage.triage import measure as gpu
 
+    parse_arch(options.arch)  # a typo in the target or a toolchain is the user's (exit 2), not a failed step (4)
+    for text in (options.old_toolchain, options.new_toolchain):
+        if text and "=" in text:  # a spec (an id or its prefix names a toolchain of one run: checked there)
+            parse_toolchain(text, check_files=False)
     gpu.check_options(options)
 
 

@@ -50,8 +50,12 @@ def test_run_ids_in_the_store_triage_like_the_files(tmp_path: Path) -> None:
 
 
 def test_an_unknown_run_id_is_a_named_error(tmp_path: Path) -> None:
-    pytest.importorskip("ktriage.store", reason="the results store module is not in this checkout")
+    store_mod = pytest.importorskip("ktriage.store", reason="the results store module is not in this checkout")
     url = f"sqlite:///{tmp_path / 'store.db'}"
+    with pytest.raises(KtriageError) as err:  # no store there: said so, and none is made by reading
+        triage("nosuchrun", CSVS[1], _options(url))
+    assert "no store at" in err.value.problem and not (tmp_path / "store.db").exists()
+    store_mod.open_store(url).close()  # an empty store
     with pytest.raises(KtriageError) as err:
         triage("nosuchrun", CSVS[1], _options(url))
     assert "no run 'nosuchrun'" in err.value.problem
