@@ -476,7 +476,7 @@ class FindingGroup:
         word = "worst" if self.kind == "regression" else "largest"
         tail = f" ({word} at {next(iter(spots))})" if many and not per_item else ""
         blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
-        predicted = prediction_text(self.predictions)
+        predicted = prediction_text(self.predictions, self.inputs)
         return f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}" + (
             f"; {predicted}." if predicted else "."
         )

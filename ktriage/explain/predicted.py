@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ktriage.predict.model import Prediction, lean_text
+from ktriage.predict.model import Prediction, lean_text, pct
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import ExplainResult
@@ -60,12 +60,14 @@ def impact(predictions: Sequence[Prediction | None]) -> float:
     return 0.0 if w is None else min(w.impact, 50.0)
 
 
-def prediction_text(predictions: Sequence[Prediction | None]) -> str:
+def prediction_text(predictions: Sequence[Prediction | None], inputs: Sequence[str] = ()) -> str:
     """The words a bullet ends with: "predicted +450 % [+300 %, +600 %]: +400 %: 698 more LDL in the
     main loop (local memory (spills))", "change predicted neutral (+1 % [-3 %, +5 %]; within the
     +-5 % gate)", or, where the point is beyond the gate and the interval is not, "change predicted neutral
     (-8 % [-11 %, -4.6 %]; leans faster: the point is beyond the +-5% gate, the interval reaches inside it; 4 of 21
-    such held-out leans measured faster in the calibration)"."""
+    such held-out leans measured faster in the calibration)". ``inputs``: the predictions' input labels; where
+    the inputs' predictions differ, the bullet's (the largest) names its input: a sweep's bullet also names the
+    input of its worst resource change, which need not be the same one."""
     w = worst(predictions)
     if w is None:
         return ""
@@ -81,7 +83,10 @@ def prediction_text(predictions: Sequence[Prediction | None]) -> str:
         return f"change predicted neutral ({core}; {where})" + (f"; blind spot: {spot}" if spot else "")
     beyond = sum(1 for p in have if p.kind == kind)
     share = f" ({beyond} of {len(have)} inputs beyond the {gate})" if len(have) > 1 and beyond < len(have) else ""
-    return w.text() + share
+    at = ""
+    if len(inputs) == len(predictions) and len({pct(p.ratio) for p in have}) > 1:
+        at = f"at {inputs[list(predictions).index(w)]}, the largest of {len(have)} inputs"
+    return w.text(at=at) + share
 
 
 def identical_toolchains(result: ExplainResult) -> dict[str, str]:

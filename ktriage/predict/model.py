@@ -685,11 +685,12 @@ class Prediction:
         """``[-11 %, -4.6 %]`` (``interval_text``: one decimal within a point of the gate, rounded outward)."""
         return interval_text(self.low, self.high, self.threshold)
 
-    def text(self, limit: int = 3, *, blind_spot: bool = True) -> str:
-        """``predicted +38 % [+25 %, +52 %]: +30 %: 830 more LDL/STL in the main loop; ...``"""
+    def text(self, limit: int = 3, *, blind_spot: bool = True, at: str = "") -> str:
+        """``predicted +38 % [+25 %, +52 %]: +30 %: 830 more LDL/STL in the main loop; ...``; ``at``: which
+        input of several this is (``at N=8192, the largest of 8 inputs``)."""
         if self.identical:
             return "identical kernels: no change predicted"
-        head = f"predicted {pct(self.ratio)} {self.interval_text()}"
+        head = f"predicted {pct(self.ratio)} {self.interval_text()}" + (f" {at}" if at else "")
         parts = [c.text() for c in self.contributors[:limit] if abs(c.share) >= 0.005]
         spot = f"; blind spot: {self.blind_spot}" if blind_spot and self.blind_spot else ""
         return head + (": " + "; ".join(parts) if parts else "") + spot

@@ -52,3 +52,14 @@ def test_an_interval_near_the_gate_is_written_on_its_side_of_the_gate() -> None:
     assert interval_text(1.0497, 1.12) == "[+4.9 %, +12 %]"  # just inside the +5 % gate: still inside it
     assert interval_text(0.9516, 1.01) == "[-4.9 %, +1 %]"  # just beyond 1/1.05 (-4.76 %), not rounded into it
     assert interval_text(0.97, 1.035) == "[-3 %, +3 %]"  # far from the gate: as pct writes it
+
+
+def test_a_sweep_bullet_names_the_input_its_prediction_is_of() -> None:
+    """A bullet quotes its largest prediction; where its inputs are predicted differently it says which input
+    that is (the bullet's "worst at" names the input of the largest resource change, another one)."""
+    spill = Prediction(5.61, 5.43, 5.79, "regression", False, 0.05)
+    less = Prediction(5.56, 5.38, 5.74, "regression", False, 0.05)
+    text = prediction_text([less, spill], ["N=4608", "N=8192"])
+    assert text.startswith("predicted +461 % [") and " at N=8192, the largest of 2 inputs" in text
+    assert " at " not in prediction_text([spill, spill], ["N=4608", "N=8192"])  # all alike: no input to name
+    assert " at " not in prediction_text([less, spill])  # no labels given
