@@ -157,8 +157,11 @@ def screen(
     if configs is not None:
         cfgs = list(configs)
     elif staged and not space.listed:  # a listed space (the autotuner's own configs) is searched as it is
-        # num_stages only changes kernels with pipelined loops: vary it for the front-runners only.
-        cfgs = [c for c in space.configs() if c.num_stages == space.default.num_stages]
+        # num_stages only changes kernels with pipelined loops: vary it for the front-runners only, starting
+        # from the default's num_stages, or the asked one nearest it (--stages 2 leaves the default's 3 out:
+        # the first pass then held no config but the default, and nothing was searched)
+        first = min(space.stages, key=lambda st: (abs(st - space.default.num_stages), st))
+        cfgs = [c for c in space.configs() if c.num_stages == first]
     else:
         cfgs = space.configs()
     if space.default not in cfgs:

@@ -52,6 +52,18 @@ def test_tune_command_compile_only_json(tmp_path: Path, toolchain, run_cli: RunC
     assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
 
 
+def test_stages_that_leave_out_the_defaults_are_still_searched(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """--stages 2 without the default's 3: the first pass compiled only configs at the default's stages, so
+    nothing but the default was screened and tune recommended nothing."""
+    toolchain("triton==3.4.0")
+    out = tmp_path / "tune.json"
+    argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only"]
+    res = run_cli([*argv, "--warps", "4,8", "--stages", "2", "-o", str(out)])
+    assert res.exit_code == exit_codes.OK, res.output
+    data = json.loads(out.read_text())
+    assert data["recommended"]["config"] == {"num_warps": 8, "num_stages": 2, "constexprs": {"BLOCK_SIZE": 8192}}
+
+
 @pytest.mark.slow
 def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
