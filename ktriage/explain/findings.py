@@ -162,7 +162,8 @@ class FailureFinding:
     """One toolchain failing on a run of consecutive inputs with the same one-line error.
 
     ``fallback`` is the toolchain compared against instead when this toolchain was the requested
-    reference (``""`` when nothing compiled, None when it was not the reference)."""
+    reference (``""`` when nothing compiled, None when it was not the reference); ``alone``: that
+    toolchain was the only one that compiled, so nothing was compared against it either."""
 
     toolchain: str
     stage: str
@@ -171,6 +172,7 @@ class FailureFinding:
     fix: str | None
     fallback: str | None
     inputs: list[str] = field(default_factory=list)
+    alone: bool = False
 
     @property
     def range(self) -> str:
@@ -183,7 +185,9 @@ class FailureFinding:
         text = f"{self.toolchain} {verb} {self.range}: {self.message}"
         if self.fix:
             text += f" — fix: {self.fix}"
-        if self.fallback:
+        if self.fallback and self.alone:
+            text += f"; only {self.fallback} compiled it: nothing is compared"
+        elif self.fallback:
             text += f"; compared against {self.fallback} instead"
         elif self.fallback == "":
             text += "; no toolchain compiled it"
@@ -219,9 +223,11 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
                 run = None
                 continue
             fallback: str | None = None
+            alone = False
             if toolchain.id == first:
                 ref = next((t for t in result.toolchains if t.id == item.reference), None)
                 fallback = toolchain_label(ref) if ref is not None else ""
+                alone = ref is not None and not item.comparisons
             message = one_line(failure.message, failure.kind)
             fix = fix_for(failure)
             if (
@@ -230,8 +236,11 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
                 or run.message != message
                 or run.fix != fix
                 or run.fallback != fallback
+                or run.alone != alone
             ):
-                run = FailureFinding(toolchain_label(toolchain), failure.stage, failure.kind, message, fix, fallback)
+                run = FailureFinding(
+                    toolchain_label(toolchain), failure.stage, failure.kind, message, fix, fallback, alone=alone
+                )
                 findings.append(run)
             run.inputs.append(input_label(item.spec.meta, item.spec.name))
     return findings

@@ -219,6 +219,21 @@ def test_reference_that_cannot_compile_falls_back_to_the_next(tmp_path: Path, to
 
 
 @pytest.mark.slow
+def test_a_reference_that_cannot_compile_with_nothing_else_says_nothing_is_compared(
+    tmp_path: Path, toolchain: Any, run_cli: RunCli
+) -> None:
+    """Two toolchains and the first cannot compile: the second is the only one that did, so the failure
+    line says nothing is compared (it said "compared against triton==3.4.0 instead" next to a row that
+    said "not compared")."""
+    _ids(toolchain, "triton==3.3.1", "triton==3.4.0")
+    spec = _spec_file(tmp_path, f"{KERNELS}:tensor_descriptor_kernel")
+    out, data, _md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0")
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    assert f"{NO_TMA}; only triton==3.4.0 compiled it: nothing is compared." in out.output
+    assert "instead" not in out.output and "not compared: only triton==3.4.0 compiled it" in out.output
+
+
+@pytest.mark.slow
 def test_no_change_among_the_rest_is_not_called_no_change(tmp_path: Path, toolchain: Any, run_cli: RunCli) -> None:
     """The issue's case: the reference failed and the others agree. Neither the rows nor the findings
     may say "no change" as if every toolchain had been compared."""
