@@ -289,7 +289,19 @@ def check(
     work: Path | None = None,
     on_row: Callable[[Row], None] | None = None,
 ) -> list[Row]:
-    """Every case with every toolchain's Triton; one Row each (skips for cases a version cannot have)."""
+    """Every case with every toolchain's Triton; one Row each (skips for cases a version cannot have).
+
+    Refuses a toolchain with its own ptxas or ptxas options: the JIT side is Triton's own launch path,
+    which assembles with the ptxas its wheel bundles, so every such cubin would read "differs" for a
+    reason that is no drift of ktriage's (``explain`` is where ptxas releases are compared)."""
+    for tc in toolchains:
+        if not tc.ptxas_is_bundled or tc.ptxas_options:
+            what = "its own ptxas" if not tc.ptxas_is_bundled else "ptxas options"
+            raise KtriageError(
+                f"fidelity compares ktriage's compile with Triton's own JIT, which assembles with the ptxas its "
+                f"wheel bundles: {tc.spec} sets {what}, which the JIT cannot match",
+                f"give the Triton release alone (-t triton=={tc.triton_version}); compare ptxas releases with explain",
+            )
     rows: list[Row] = []
     with tempfile.TemporaryDirectory(prefix="ktriage-fidelity-") as tmp:
         base = work or Path(tmp)

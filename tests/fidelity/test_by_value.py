@@ -234,3 +234,12 @@ def test_sglang_fused_moe_by_values_is_the_jit_kernel_and_does_not_spill(toolcha
     types = parse_ptxas_log(by_types.cubin.ptxas_log).function(by_types.kernel_name)
     assert values.spill_store_bytes == 0 and (types.spill_store_bytes or 0) > 0
     assert (values.registers or 0) < (types.registers or 0) == 255
+
+
+def test_a_toolchain_with_its_own_ptxas_is_refused_before_the_jit_runs(toolchain, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """Triton's JIT assembles with its bundled ptxas: a toolchain with another ptxas would read "cubin bytes
+    differ" on every case, for no drift of ktriage's. Refused with the release alone as the fix."""
+    toolchain("triton==3.4.0,ptxas==12.4.131")
+    res = run_cli(["fidelity", "--case", "vector_add", "-t", "triton==3.4.0,ptxas==12.4.131"])
+    assert res.exit_code == 2, res.output
+    assert "which the JIT cannot match" in res.err_text and "-t triton==3.4.0" in res.err_text
