@@ -40,10 +40,13 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
     for a CSV whose name does not say them), else a run id (or unique prefix) in the store."""
     path = Path(ref)
     if path.suffix in (".json", ".csv") or path.exists():
-        from ktriage.measure.tritonbench_format import read_run_file
+        from ktriage.measure.tritonbench_format import MODES, read_run_file
 
+        if mode is not None and mode not in MODES:
+            raise KtriageError(f"--mode {mode!r} is not a pass", f"use one of: {', '.join(sorted(MODES))}")
         run, cells = read_run_file(path, op=op, mode=mode)
         _check_cells(cells, str(path))
+        _check_named(cells, op, mode, str(path))
         return LoadedSide(run, cells, path.stem, path)
     try:
         from ktriage.store import open_store
@@ -64,6 +67,20 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
 def resolve_side(side: Side, db: str | None = None, *, op: str | None = None, mode: str | None = None) -> LoadedSide:
     """``side`` loaded (``load_side``), or returned as it is when it already is."""
     return side if isinstance(side, LoadedSide) else load_side(side, db, op=op, mode=mode)
+
+
+def _check_named(cells: list[Cell], op: str | None, mode: str | None, what: str) -> None:
+    """--op/--mode name what a TritonBench file does not say; a file that says it (ktriage's results, a
+    TritonBench JSON) and says otherwise is refused rather than compared as what it holds."""
+    for flag, given, held in (
+        ("--op", op, {c.key.op for c in cells}),
+        ("--mode", mode, {c.key.mode for c in cells}),
+    ):
+        if given is not None and given not in held:
+            raise KtriageError(
+                f"{flag} {given} does not match {what}, which holds {', '.join(sorted(held))}",
+                f"drop {flag} (it is for a TritonBench CSV whose name does not say it)",
+            )
 
 
 def _check_cells(cells: list[Cell], what: str) -> None:

@@ -224,3 +224,12 @@ def test_reading_runs_from_a_store_that_is_not_there_creates_none(tmp_path: Path
     r = invoke("abc123", "def456", "--db", f"sqlite:///{empty}")
     assert r.exit_code == exit_codes.USAGE and "is not a SQLite database" in r.stderr
     assert empty.read_bytes() == b""
+
+
+def test_op_and_mode_that_a_results_file_contradicts_are_refused(files: dict[str, Path], invoke) -> None:
+    """--op/--mode are for a TritonBench CSV whose name does not say them; on ktriage's results they were
+    ignored (--op softmax compared the layer_norm cells as they were)."""
+    r = invoke(str(files["old"]), str(files["new"]), "--op", "softmax")
+    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.stderr and "layer_norm" in r.stderr
+    r = invoke(str(files["old"]), str(files["new"]), "--op", "layer_norm", "--mode", "bwd")
+    assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
