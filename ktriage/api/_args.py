@@ -68,7 +68,11 @@ def label(name: str, flag: str | None = None) -> str:
 
 
 def _kind(value: object) -> str:
-    return "None" if value is None else f"a {type(value).__name__}"
+    """``None``, ``a str``, ``an int``: what was given instead."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def _many(value: object, name: str, flag: str | None, what: str) -> Iterable[object]:
@@ -156,16 +160,17 @@ def arch(value: object, name: str = "arch", flag: str | None = "--arch") -> str:
     return normalize_arch(text(value, name, flag, example="sm_90"))
 
 
-def _number(value: object, name: str, flag: str | None, whole: bool) -> float:
-    """``value`` if it is a finite number (an int where ``whole``); bool, str and nan are refused."""
+def _number(value: object, name: str, flag: str | None, whole: bool, wanted: str) -> float:
+    """``value`` if it is a finite number (an int where ``whole``); bool, str and nan are refused.
+    ``wanted``: the range, for the fix."""
     kind = "an int" if whole else "a number"
     if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
         spelled = f" ({name}={value.strip()})" if isinstance(value, str) and value.strip() else ""
         raise KtriageError(
-            f"{label(name, flag)} {value!r} is {_kind(value)}, not {kind}", f"pass {kind}, not its text{spelled}"
+            f"{label(name, flag)} {value!r} is {_kind(value)}, not {kind}", f"pass {wanted}, not its text{spelled}"
         )
     if not math.isfinite(value):
-        raise KtriageError(f"{label(name, flag)} {value!r} is not a finite number", f"pass {kind}")
+        raise KtriageError(f"{label(name, flag)} {value!r} is not a finite number", f"give {wanted}")
     return value
 
 
@@ -178,6 +183,7 @@ class Whole:
     low: int | None = None
     high: int | None = None
     example: int | None = None
+    below: str = "is out of range"  # what a value below ``low`` does ("lists no run")
 
     def range_text(self) -> str:
         if self.low is not None and self.high is not None:
@@ -187,11 +193,13 @@ class Whole:
         return f"an int <= {self.high}" if self.high is not None else "an int"
 
     def __call__(self, value: object) -> int:
-        number = int(_number(value, self.name, self.flag, whole=True))
-        if (self.low is not None and number < self.low) or (self.high is not None and number > self.high):
+        number = int(_number(value, self.name, self.flag, True, self.range_text()))
+        below = self.low is not None and number < self.low
+        if below or (self.high is not None and number > self.high):
             example = f", e.g. {self.name}={self.example}" if self.example is not None else ""
             raise KtriageError(
-                f"{label(self.name, self.flag)} {number} is out of range", f"give {self.range_text()}{example}"
+                f"{label(self.name, self.flag)} {number} {self.below if below else 'is out of range'}",
+                f"give {self.range_text()}{example}",
             )
         return number
 
@@ -222,7 +230,7 @@ class Real:
         return f"a number {lo or hi}" if (lo or hi) else "a finite number"
 
     def __call__(self, value: object) -> float:
-        number = _number(value, self.name, self.flag, whole=False)
+        number = _number(value, self.name, self.flag, False, self.range_text())
         below = self.low is not None and (number <= self.low if self.open_low else number < self.low)
         above = self.high is not None and (number >= self.high if self.open_high else number > self.high)
         if below or above:
@@ -250,7 +258,7 @@ def wholes(value: object, check: Whole) -> tuple[int, ...] | None:
 # ------------------------------------------------------------------------------------------ the ranges
 # One constant per range; ktriage.cli's typer min=/max= say the same (tests/api/test_arguments.py).
 INPUT_ID = Whole("input_id", "--input-id", low=0, example=7)
-NUM_INPUTS = Whole("num_inputs", "--num-inputs", low=1, example=1)
+NUM_INPUTS = Whole("num_inputs", "--num-inputs", low=1, example=1, below="selects no input")
 JOBS = Whole("jobs", "--jobs", low=1, high=1024, example=8)
 COMPILE_TIMEOUT = Real("compile_timeout", "--compile-timeout", low=1.0, high=86400.0, example=300)
 # 0 days: every entry not used in the last instant; negative ages would list the whole cache
@@ -263,7 +271,7 @@ MAX_TIME = Real("max_time", "--max-time", low=0.0, open_low=True, example=10)
 MIN_SAMPLES = Whole("min_samples", "--min-samples", low=1, example=10)
 # a coverage: 0 would be a zero-width interval, 1 an infinite one, 80 (a percent) a meaningless one
 LEVEL = Real("level", "--level", low=0.0, high=1.0, open_low=True, open_high=True, example=0.8)
-LIMIT = Whole("limit", "--limit", low=1, example=20)
+LIMIT = Whole("limit", "--limit", low=1, example=20, below="lists no run")
 WARMUP = Whole("warmup", "--warmup", low=0, high=10_000, example=3)
 # ranges checked by their own module (ktriage.stats.gate, ktriage.compare.run): the type here
 THRESHOLD = Real("threshold", "--threshold")
