@@ -183,6 +183,17 @@ def test_catalog_show_takes_every_arch_spelling(spelling: object) -> None:
     assert shown.target == "sm_90" and shown.specs[0].target == "sm_90"
 
 
+def test_normalize_arch_and_a_specs_target_name_the_same_targets() -> None:
+    from ktriage.arch import SPEC_TARGETS
+
+    assert kt.normalize_arch(90) == "sm_90"
+    with pytest.raises(KtriageError) as refused:
+        kt.normalize_arch("sm_12")
+    assert refused.value.fix is not None and refused.value.fix.endswith(", ".join(SPEC_TARGETS))
+    with pytest.raises(KtriageError, match="sm_80 has no arch-specific"):
+        kt.normalize_arch("sm_80a")  # was 'sm_80a', then "unknown target" deep in a verb
+
+
 # ------------------------------------------------------------------------------------------ types
 @pytest.mark.parametrize(
     "call, kwargs, problem",
