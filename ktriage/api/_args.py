@@ -160,6 +160,11 @@ def arch(value: object, name: str = "arch", flag: str | None = "--arch") -> str:
     return normalize_arch(text(value, name, flag, example="sm_90"))
 
 
+def _example(name: str, flag: str | None, value: str) -> str:
+    """``level=0.8 (--level 0.8)``: the fix in the caller's spelling and the command's."""
+    return f"{name}={value}" + (f" ({flag} {value})" if flag else "")
+
+
 def _number(value: object, name: str, flag: str | None, whole: bool, wanted: str) -> float:
     """``value`` if it is a finite number (an int where ``whole``); bool, str and nan are refused.
     ``wanted``: the range, for the fix."""
@@ -196,7 +201,7 @@ class Whole:
         number = int(_number(value, self.name, self.flag, True, self.range_text()))
         below = self.low is not None and number < self.low
         if below or (self.high is not None and number > self.high):
-            example = f", e.g. {self.name}={self.example}" if self.example is not None else ""
+            example = f", e.g. {_example(self.name, self.flag, f'{self.example}')}" if self.example is not None else ""
             raise KtriageError(
                 f"{label(self.name, self.flag)} {number} {self.below if below else 'is out of range'}",
                 f"give {self.range_text()}{example}",
@@ -234,7 +239,9 @@ class Real:
         below = self.low is not None and (number <= self.low if self.open_low else number < self.low)
         above = self.high is not None and (number >= self.high if self.open_high else number > self.high)
         if below or above:
-            example = f", e.g. {self.name}={self.example:g}" if self.example is not None else ""
+            example = (
+                f", e.g. {_example(self.name, self.flag, f'{self.example:g}')}" if self.example is not None else ""
+            )
             raise KtriageError(
                 f"{label(self.name, self.flag)} {number:g} is out of range", f"give {self.range_text()}{example}"
             )
