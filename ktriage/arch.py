@@ -141,7 +141,7 @@ _TARGET_RE = re.compile(
 def _unsupported(target: object) -> SpecError:
     return SpecError(
         f"unknown or unsupported GPU target {target!r}",
-        "write the target as sm_90, sm_90a, 90, 9.0 or cuda:90; supported: " + ", ".join(SUPPORTED),
+        "write the target as sm_90, sm_90a, 90, 9.0 or cuda:90; supported: " + ", ".join(SPEC_TARGETS),
     )
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage import progress
+from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
+from ktriage.api.paths import check_writable
 from ktriage.bench.plan import BenchPlan, native_variants
 from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
@@ -163,8 +165,24 @@ def bench(
     ``say``: the steps' messages (the bundle written, a failed cell, the profile).
 
     Raises :class:`~ktriage.errors.KtriageError` for a bad argument before anything is compiled or
-    measured, and when measuring is asked on a machine without torch."""
+    measured, and when measuring is asked on a machine without torch.
+
+    A lone str where a list goes is one item (``inputs="7"``, ``toolchains="triton==3.4.0"``), except
+    ``only``: a str is split on commas, as ``--only liger_layer_norm,torch_layer_norm`` is. ``arch``
+    takes every spelling ``--arch`` does (``9.0``, ``90``, ``cuda:90``)."""
     from ktriage.report.bench import METRICS
+
+    if isinstance(only, str):
+        only = [b for b in only.split(",") if b.strip()]
+    only = args.texts(only, "only", "--only") or None
+    inputs = args.texts(inputs, "inputs", "--input", numbers=True)
+    toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
+    input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
+    jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
+    max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    arch = args.arch(arch)
+    if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
+        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     from ktriage.workload.ops.opdef import bench_op, check_mode, resolve_precision, select_op_inputs
 
     tell: Say = say or (lambda _m: None)

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage import progress
+from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
+from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -95,14 +97,14 @@ class RecordedBenchReport:
 
 def bench_recorded(
     *,
-    workload: str | None = None,
-    bundle: Path | None = None,
+    workload: str | Path | None = None,
+    bundle: str | Path | None = None,
     toolchains: Sequence[str] = (),
     kernels: Sequence[str] | None = None,
     inputs: Sequence[str] | None = None,
     compile_only: bool = False,
     arch: str = "sm_90",
-    results_path: Path | None = None,
+    results_path: str | Path | None = None,
     db: str | None = None,
     timing: str = "auto",
     l2_flush: bool = True,
@@ -119,15 +121,29 @@ def bench_recorded(
     ``say``: the steps' messages (the bundle written, a failed cell).
 
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for a bad argument, before any
-    toolchain is built."""
+    toolchain is built. A lone str where a list goes is one item (``kernels="K3"``); ``arch`` takes
+    every spelling ``--arch`` does."""
     from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_name
 
+    workload = args.path_or_name(workload, "workload", "W.json") if workload is not None else None
+    toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
+    kernels = args.texts(kernels, "kernels", "--kernel") or None
+    inputs = args.texts(inputs, "inputs", "--input", numbers=True) or None
+    jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
+    max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    arch = args.arch(arch)
+    bundle = Path(bundle) if bundle is not None else None
+    if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
+        check_writable(bundle, "bundle (--bundle)", folder=True)
+    results_path = Path(results_path) if results_path is not None else None
     tell: Say = say or (lambda _m: None)
     if toolchains:
         if workload is None:
+            given = "--bundle and no workload" if bundle is not None else "no workload"
             raise KtriageError(
-                "-t/--toolchain with --bundle and no workload: nothing to compile",
-                "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR",
+                f"-t/--toolchain (toolchains) with {given}: nothing to compile",
+                "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR "
+                "(bench_recorded(workload='W.json', toolchains=[...]))",
             )
         recorded = _compile(workload, toolchains, kernels, inputs, bundle, arch, jobs, compile_timeout, tell)
         kernels = inputs = None  # the bundle holds the selection
@@ -140,7 +156,8 @@ def bench_recorded(
             )
     elif workload is None:
         raise KtriageError(
-            "--kernel without a workload or a bundle", "give the workload: ktriage bench W.json -t A -t B --kernel K3"
+            ("--kernel (kernels) without" if kernels else "neither") + " a workload nor a bundle",
+            "give the workload: ktriage bench W.json -t A -t B (bench_recorded(workload='W.json', toolchains=[...]))",
         )
     else:
         raise KtriageError(

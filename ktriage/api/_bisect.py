@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.catalog.resolve import op_default_mode
@@ -106,13 +107,19 @@ def bisect(
     ``good`` and ``bad`` on a compile ``metric`` (``spill_store_bytes``...; ``latency`` times a
     ``bundle`` on this GPU host) or a ``command`` judged like ``git bisect run``. ``mode``: the
     pass (default: the op's own, else bwd). ``gpus``: a timed bisect's GPUs ("0,1", "all").
-    ``say``: the progress messages (default: none).
+    ``say``: the progress messages (default: none). A lone str is one input (``inputs="7"``);
+    ``arch`` takes every spelling ``--arch`` does (``9.0``, ``90``, ``cuda:90``).
 
     Raises :class:`~ktriage.errors.KtriageError` for bad arguments; an unsure or ambiguous range is
     not an error: :attr:`BisectReport.found` is False."""
     from ktriage.bisect.run import run_bisect
     from ktriage.execute.select import cluster_address
 
+    source = args.text(source, "source", example="pypi:triton")
+    good, bad = args.text(good, "good", example="3.3.1"), args.text(bad, "bad", example="3.4.0")
+    inputs = args.texts(inputs, "inputs", "--input", numbers=True)
+    arch, jobs = args.arch(arch), args.JOBS.optional(jobs)
+    threshold = args.THRESHOLD(threshold)
     check_gate(threshold)
     opts = BisectOptions(
         source=source,

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktriage.api import _args as args
 from ktriage.bisect.step import EXIT_ABORT
 from ktriage.errors import KtriageError
 
@@ -31,8 +32,8 @@ class StepResult:
 
 def bisect_step(
     *,
-    baseline: Path | None = None,
-    record_baseline: Path | None = None,
+    baseline: str | Path | None = None,
+    record_baseline: str | Path | None = None,
     role: str = "good",
     spec: str | None = None,
     op: str | None = None,
@@ -44,12 +45,17 @@ def bisect_step(
 ) -> StepResult:
     """Judge the current checkout against ``baseline`` (the options given override the baseline's),
     or measure it and store the values as the ``role`` (good or bad) endpoint of ``record_baseline``
-    (which needs ``metric``, ``toolchain`` and ``spec`` or ``op``)."""
+    (which needs ``metric``, ``toolchain`` and ``spec`` or ``op``). The files may be given as str or
+    Path; ``arch`` takes every spelling ``--arch`` does."""
     from ktriage.bisect.step import StepConfig, decide_step, load_baseline, measure_here
     from ktriage.bisect.step import record_baseline as record
     from ktriage.bisect.workspace import CandidateFailed
     from ktriage.catalog.resolve import op_default_mode
 
+    baseline = Path(args.path_or_name(baseline, "baseline", "--baseline")) if baseline is not None else None
+    if record_baseline is not None:
+        record_baseline = Path(args.path_or_name(record_baseline, "record_baseline", "--record-baseline"))
+    inputs, arch = args.texts(inputs, "inputs", "--input", numbers=True), args.arch(arch)
     if (baseline is None) == (record_baseline is None):
         raise KtriageError(
             "give exactly one of --baseline and --record-baseline",

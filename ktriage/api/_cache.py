@@ -156,8 +156,11 @@ def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
 
 def cache_gc(*, older_than_days: float | None = None, dry_run: bool = False) -> CacheGcReport:
     """Remove quarantined entries and stale temp folders (with ``older_than_days``, entries not used
-    for that long too); ``dry_run``: list them, remove nothing."""
+    for that long too: a finite number of days >= 0, checked first, since a negative age would take
+    the whole cache); ``dry_run``: list them, remove nothing."""
+    from ktriage.api._args import OLDER_THAN_DAYS
     from ktriage.compile.cache import gc
 
-    items, freed = gc(_root(), older_than_days=older_than_days, dry_run=dry_run)
+    days = OLDER_THAN_DAYS.optional(older_than_days)
+    items, freed = gc(_root(), older_than_days=days, dry_run=bool(dry_run))
     return CacheGcReport(items, freed, dry_run)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.errors import FormatError, KtriageError
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
@@ -94,7 +95,8 @@ def calibrate(
     order with one ``explain`` JSON report each. ``operators``: one per results/run (default: the
     run's op); ``backends``: the artifact backend a catalog op's report compiled, one or one per
     source. ``cells_out``: write the dataset used there. ``level``: the coverage asked of the
-    prediction interval. ``say``: each source's notes and cell count.
+    prediction interval, a fraction in (0, 1) (0.8, not 80). ``say``: each source's notes and cell
+    count. A lone str or Path where a list goes is one item (``from_cells="cells.jsonl"``).
 
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for unpaired sources and reports,
     and :class:`~ktriage.errors.FormatError` for a file that is not what it should be."""
@@ -102,6 +104,11 @@ def calibrate(
     from ktriage.predict.calibration import usable
     from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
 
+    from_cells, results = args.paths(from_cells, "from_cells", "--from"), args.paths(results, "results", "--results")
+    explain = args.paths(explain, "explain", "--explain")
+    runs, operators = args.texts(runs, "runs", "--run"), args.texts(operators, "operators", "--operator")
+    backends = args.texts(backends, "backends", "--backend")
+    threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
     tell: Say = say or (lambda _m: None)
     cells: list[CalibrationCell] = []

@@ -102,8 +102,12 @@ def catalog_show(
 ) -> CatalogShow:
     """Expand ``op`` (``liger.layer_norm``, ``liger.layer_norm@latest``...) into kernel specs for
     ``target``; ``mode``/``dtype`` default to the op's, ``inputs`` selects inputs (ids or shape facts),
-    ``sm_count`` defaults to the target's usual part. An unknown op is a KtriageError with the fix."""
+    ``sm_count`` defaults to the target's usual part. An unknown op is a KtriageError with the fix.
+    ``target`` takes every spelling ``--arch`` does (``9.0``, ``90``); a lone str is one input."""
+    from ktriage.api import _args as args
     from ktriage.catalog import expand_op
 
-    specs = expand_op(op, mode=mode, target=target, dtype=dtype, inputs=inputs, sm_count=sm_count)
+    op, target = args.text(op, "op", example="liger.layer_norm"), args.arch(target, "target", "--arch/--target")
+    chosen = args.texts(inputs, "inputs", "--input", numbers=True)
+    specs = expand_op(op, mode=mode, target=target, dtype=dtype, inputs=list(chosen) or None, sm_count=sm_count)
     return CatalogShow(op, target, specs)

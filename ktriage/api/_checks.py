@@ -27,15 +27,25 @@ def check_percent_gate(percent: float) -> float:
     return percent / 100.0
 
 
-def normalize_arch(value: str) -> str:
-    """A GPU target written as ``sm_90``, ``sm_90a``, ``90``, ``9.0`` or ``cuda:90``, as its name
-    (``sm_90``; an arch-specific ``sm_90a`` / ``sm_100a`` keeps its ``a``: a different compile target).
-    An unknown or unsupported target raises a KtriageError naming the supported ones."""
-    from ktriage.arch import parse_arch
+def normalize_arch(value: str | int) -> str:
+    """A GPU target written as ``sm_90``, ``sm_90a``, ``90``, ``9.0`` or ``cuda:90`` (or the int 90), as
+    its name (``sm_90``; an arch-specific ``sm_90a`` / ``sm_100a`` keeps its ``a``: a different compile
+    target). An unknown or unsupported target (``sm_80a`` too: no arch-specific target there) raises a
+    KtriageError naming the supported ones, the same list a kernel spec's ``target`` is checked against."""
+    from ktriage.arch import SPEC_TARGETS, parse_arch
 
-    name = parse_arch(value).name
-    text = value.strip().lower()
-    return f"{name}a" if text.endswith("a") and text.startswith(("sm_", "compute_")) else name
+    name = parse_arch(value).name  # an int CC is read as one; any other type is refused there
+    text = str(value).strip().lower()
+    if not (text.endswith("a") and text.startswith(("sm_", "compute_"))):
+        return name
+    if f"{name}a" not in SPEC_TARGETS:
+        from ktriage.errors import SpecError
+
+        raise SpecError(
+            f"unknown or unsupported GPU target {value!r}: {name} has no arch-specific ('a') target",
+            f"write {name}, or one of the supported targets: {', '.join(SPEC_TARGETS)}",
+        )
+    return f"{name}a"
 
 
 def _check_max_input() -> None:

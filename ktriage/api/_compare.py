@@ -8,10 +8,13 @@ its entry point in the API's shape: keyword-only, like every verb here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side
+from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -78,14 +81,28 @@ def compare(
     from ktriage.compare.run import compare as run_compare
 
     return run_compare(
-        old,
-        new,
+        _side(old, "old", "A"),
+        _side(new, "new", "B") if new is not None else None,
         toolchains=toolchains,
         reference=reference,
         baseline=baseline,
-        threshold=threshold,
-        confidence=confidence,
+        threshold=args.THRESHOLD(threshold),
+        confidence=args.CONFIDENCE(confidence),
         db=db,
         op=op,
         mode=mode,
+    )
+
+
+def _side(value: object, name: str, metavar: str) -> Side:
+    """One side as given: a results file (str or Path), a run id, or a side already loaded; a list or
+    None is refused naming the argument (compare takes ONE run per side)."""
+    from ktriage.compare.sides import LoadedSide
+
+    if isinstance(value, LoadedSide | Path | str):
+        return value
+    raise KtriageError(
+        f"{name} ({metavar}) is {'None' if value is None else 'a ' + type(value).__name__}: "
+        "compare takes one results file or run id per side",
+        f"pass {name} as a path or a run id, e.g. compare(old='old.json', new='new.json')",
     )

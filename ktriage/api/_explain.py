@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
 from ktriage.errors import KtriageError
@@ -133,7 +134,7 @@ class ExplainReport:
 
 def explain(
     *,
-    target: str,
+    target: str | Path,
     toolchains: Sequence[str],
     mode: str | None = None,
     inputs: Sequence[str] | None = None,
@@ -165,7 +166,24 @@ def explain(
     diffs of the one selected kernel. ``fail_on``: what :attr:`ExplainReport.gate_hit` checks.
 
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for a bad argument, before any
-    toolchain is built. Compile failures do not raise: see :attr:`ExplainReport.complete`."""
+    toolchain is built. Compile failures do not raise: see :attr:`ExplainReport.complete`.
+
+    A lone str where a list goes is one item (``inputs="7"``, ``toolchains="triton==3.4.0"``); ``arch``
+    takes every spelling ``--arch`` does (``9.0``, ``90``, ``cuda:90``)."""
+    target = args.path_or_name(target, "target", example="liger.layer_norm")
+    if toolchains is None:
+        raise KtriageError(
+            "toolchains (-t/--toolchain) is None",
+            "pass one or more, e.g. toolchains=['triton==3.3.1', 'triton==3.4.0']",
+        )
+    toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
+    fix_toolchains = args.texts(fix_toolchains, "fix_toolchains", "--fix-toolchain")
+    inputs = args.texts(inputs, "inputs", "--input", numbers=True)
+    lines = args.texts(lines, "lines", "--lines")
+    input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
+    jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
+    threshold = args.THRESHOLD(threshold)
+    arch = args.arch(arch) if arch is not None else None
     if fail_on is not None and fail_on not in FAIL_ON:
         raise KtriageError(
             f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
@@ -179,7 +197,10 @@ def explain(
         )
     params = load_params(model)
     if len(toolchains) < 1:
-        raise KtriageError("no --toolchain given", "pass two or more, e.g. -t triton==3.3.1 -t triton==3.4.0")
+        raise KtriageError(
+            "no toolchain given (toolchains, -t/--toolchain)",
+            "pass one or more (two or more to compare), e.g. -t triton==3.3.1 -t triton==3.4.0",
+        )
     specs = resolve_specs(
         target, mode=mode, inputs=list(inputs) if inputs else None, target_arch=arch, dtype=precision, sm_count=sm_count
     )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ktriage.api import _args as args
 from ktriage.errors import KtriageError, SpecError
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
@@ -62,13 +63,17 @@ def fidelity(
     compile the spec derived from it through ktriage and compare compile inputs and cubin bytes.
     ``toolchains``: default every supported Triton release; ``cases``: substrings of the case names
     (or, with ``spec``, of the spec file's kernels, each written by values). ``on_row``: each row as
-    it is checked; ``say``: the toolchain builds' messages."""
+    it is checked; ``say``: the toolchain builds' messages. A lone str where a list goes is one item
+    (``cases="vector_add"``)."""
     from ktriage.arch import parse_arch
     from ktriage.compile.compiler import Compiler
     from ktriage.toolchain.manager import ensure_toolchain
     from ktriage.toolchain.supported import SUPPORTED_TRITON
 
-    target = parse_arch(arch).name
+    toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
+    cases = args.texts(cases, "cases", "--case")
+    jobs = args.JOBS(jobs)
+    target = parse_arch(args.arch(arch)).name
     specs = list(toolchains) or [f"triton=={v}" for v in SUPPORTED_TRITON]
     show = on_row or (lambda _r: None)
     if spec is not None:

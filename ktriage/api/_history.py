@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
-from ktriage.errors import KtriageError
+from ktriage.api import _args as args
 from ktriage.history.analysis import HistoryReport as _Analysed
 from ktriage.mdsafe import markdown_writer
 
@@ -69,17 +69,16 @@ def history(
     ``toolchain``/``gpu``: substrings the cells' toolchain id and the runs' GPU must contain. A change
     point needs p <= ``max_pvalue``, a step of at least ``min_step`` percent and ``min_segment`` runs
     on each side; with ``fail_on_recent`` N, those in a series' latest N runs are ``recent_changes``.
-    Raises KtriageError for bad settings and for a query the store holds no cell of."""
+    Raises KtriageError for bad settings and for a query the store holds no cell of. A lone str is
+    one input (``inputs="12"``)."""
     from ktriage.history.analysis import Detection, analyze_history
     from ktriage.store import open_store
     from ktriage.store.history import HistoryQuery
 
-    if not 0 < max_pvalue <= 1:  # also refuses nan
-        raise KtriageError(
-            f"--max-pvalue {max_pvalue} is not a significance level", "give a p-value in (0, 1], e.g. 0.001"
-        )
-    if not 0 <= min_step < float("inf"):
-        raise KtriageError(f"--min-step {min_step} is not a step in percent", "give a finite percent >= 0, e.g. 5")
+    op, backend = args.text(op, "op", "--op", example="layer_norm"), args.text(backend, "backend", "--backend")
+    inputs = args.texts(inputs, "inputs", "--input", numbers=True)
+    max_pvalue, min_step = args.MAX_PVALUE(max_pvalue), args.MIN_STEP(min_step)
+    min_segment, fail_on_recent = args.MIN_SEGMENT(min_segment), args.FAIL_ON_RECENT.optional(fail_on_recent)
     query = HistoryQuery(op=op, backend=backend, inputs=tuple(inputs), mode=mode, toolchain=toolchain, gpu=gpu)
     detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
     with open_store(db, must_exist=True) as store:

@@ -70,9 +70,11 @@ def profile(
     """Run ncu (--clock-control none) on each toolchain's kernels of input ``input_id`` (default: the
     bundle's first) of ``bundle``, one call after ``warmup``; with ``results``, attach the counters to
     that results file and the store (``db``). Raises KtriageError for usage errors, before ncu runs."""
+    from ktriage.api._args import INPUT_ID, WARMUP
     from ktriage.profile.run import default_input, input_backends, profile_bundle
     from ktriage.workload.bundles.format import load_bundle
 
+    input_id, warmup = INPUT_ID.optional(input_id), WARMUP(warmup)
     if db is not None and results is None:
         raise KtriageError(
             "--db is where --results' run is updated, and no --results was given",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 
@@ -147,8 +148,7 @@ def runs_list(
     from ktriage.store import RunFilters, open_store
     from ktriage.store.store import RUN_STATUSES
 
-    if limit < 1:
-        raise KtriageError(f"--limit {limit} lists no run", "give --limit 1 or more (default 20)")
+    limit = args.LIMIT(limit)
     if status is not None and status not in RUN_STATUSES:
         raise KtriageError(
             f"--status {status!r} is not a run status",
@@ -164,6 +164,7 @@ def runs_show(*, run: str, db: str | None = None) -> RunShow:
     """The run ``run`` (an id or a unique prefix of one)."""
     from ktriage.store import open_store
 
+    run = args.text(run, "run", example="a1b2c3")
     with open_store(db, must_exist=True) as store:
         summary = store.summary(run)
         info, cells = store.load_run(summary.run.run_id)
@@ -174,6 +175,7 @@ def runs_export(*, run: str, db: str | None = None) -> RunExport:
     """The run ``run`` (an id or a unique prefix of one) and its cells, to export."""
     from ktriage.store import open_store
 
+    run = args.text(run, "run", example="a1b2c3")
     with open_store(db, must_exist=True) as store:
         info, cells = store.load_run(run)
     return RunExport(info, cells)
@@ -185,7 +187,7 @@ def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     from ktriage.measure.results_file import read_results
     from ktriage.store import open_store
 
-    path = Path(path)
+    path = Path(args.path_or_name(path, "path", example="run.json"))
     if not path.is_file():
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
     info, cells = read_results(path)
@@ -202,6 +204,7 @@ def runs_delete(*, run: str, db: str | None = None) -> RunDeleted:
     store has)."""
     from ktriage.store import open_store
 
+    run = args.text(run, "run", example="a1b2c3")
     with open_store(db, must_exist=True) as store:  # deleting from a store that is not there creates none
         summary = store.delete_run(run)
         url = store.url

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
@@ -87,7 +88,7 @@ def toolchain_add(*, spec: str, say: Callable[[str], None] | None = None) -> Too
     reuse it if built; ``say``: the build's steps."""
     from ktriage.toolchain.manager import ensure_toolchain
 
-    return ensure_toolchain(spec, progress=say)
+    return ensure_toolchain(args.text(spec, "spec", example="triton==3.4.0"), progress=say)
 
 
 def toolchain_list() -> ToolchainList:
@@ -123,6 +124,7 @@ def toolchain_remove(*, id_or_spec: str) -> str:
 def _find(id_or_spec: str) -> Toolchain:
     from ktriage.toolchain.manager import find_toolchain
 
+    id_or_spec = args.text(id_or_spec, "id_or_spec", example="triton==3.4.0")
     tc = find_toolchain(id_or_spec)
     if tc is None:
         raise KtriageError(

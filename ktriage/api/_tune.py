@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ktriage import progress
+from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
@@ -61,7 +62,7 @@ class TuneReport:
 
 def tune(
     *,
-    target: str,
+    target: str | Path,
     toolchains: Sequence[str],
     mode: str | None = None,
     inputs: Sequence[str] | None = None,
@@ -92,7 +93,9 @@ def tune(
 
     ``warps``/``stages``/``blocks`` narrow the space. A catalog op with several inputs needs them
     chosen (``inputs``, ``input_id`` or ``num_inputs``). Raises :class:`~ktriage.errors.KtriageError`
-    (naming the fix) for a bad argument, before any toolchain is built."""
+    (naming the fix) for a bad argument, before any toolchain is built. A lone value where a list goes
+    is one item (``warps=4``, ``inputs="7"``, ``toolchains="triton==3.4.0"``); ``arch`` takes every
+    spelling ``--arch`` does."""
     from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
     from ktriage.compile.remote import ClusterCompiler
     from ktriage.execute.select import remote_executor
@@ -103,8 +106,28 @@ def tune(
     from ktriage.tune.space import config_space
     from ktriage.tune.timing_run import time_candidates
 
+    target = args.path_or_name(target, "target", example="liger.layer_norm")
+    toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
+    inputs = args.texts(inputs, "inputs", "--input", numbers=True)
+    input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
+    jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
+    arch = args.arch(arch) if arch is not None else None
+    warps = args.wholes(warps, args.Whole("warps", "--warps", low=1, example=4))
+    stages = args.wholes(stages, args.Whole("stages", "--stages", low=0, example=3))
+    if blocks is not None:
+        if not isinstance(blocks, Mapping):
+            raise KtriageError(
+                f"blocks (--block) is a {type(blocks).__name__}, not a mapping",
+                "pass e.g. blocks={'BLOCK_SIZE': [8192]}",
+            )
+        blocks = {
+            str(k): args.wholes(v, args.Whole(f"blocks[{k!r}]", "--block", low=1, example=8192)) or ()
+            for k, v in blocks.items()
+        }
     if not toolchains:
-        raise KtriageError("no --toolchain given", "pass the toolchain to tune for, e.g. -t triton==3.4.0")
+        raise KtriageError(
+            "no toolchain given (toolchains, -t/--toolchain)", "pass the toolchain to tune for, e.g. -t triton==3.4.0"
+        )
     specs = resolve_specs(
         target,
         mode=mode,

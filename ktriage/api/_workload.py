@@ -79,20 +79,24 @@ class WorkloadImported:
 def workload_show(*, path: str | Path) -> WorkloadShow:
     """The workload file ``path`` (``ktriage record -o W.json``, gzipped or its ``.journal``), read
     through the schema layer."""
+    from ktriage.api._args import path_or_name
     from ktriage.record.workload import load_workload
 
-    return WorkloadShow(load_workload(path))
+    return WorkloadShow(load_workload(path_or_name(path, "path", example="W.json")))
 
 
 def workload_import(*, traces: Sequence[str | Path], output: str | Path) -> WorkloadImported:
     """Convert tritonparse's raw traces (``.ndjson``, gzip ``.bin.ndjson`` / ``.ndjson.gz``, all of one
     run) into a workload and write it to ``output`` (``.json``; an existing file is replaced only when
-    it is a ktriage workload). A damaged or foreign trace is a KtriageError."""
+    it is a ktriage workload). A damaged or foreign trace is a KtriageError. A lone str or Path is one
+    trace."""
+    from ktriage.api._args import path_or_name
+    from ktriage.api._args import paths as path_list
     from ktriage.record.tritonparse import convert
     from ktriage.record.workload import WORKLOAD_KIND, check_workload, save_workload
 
-    output = Path(output)
-    paths = [Path(t) for t in traces]
+    output = Path(path_or_name(output, "output", "-o", example="W.json"))
+    paths = list(path_list(traces, "traces", "TRACE"))
     if output.suffix != ".json":
         raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
     check_writable(output, "-o")

@@ -93,7 +93,7 @@ def bench(
     with make_progress(console):
         report = bench_api(
             op=op,
-            only=only.split(",") if only else None,
+            only=only or None,  # a comma-separated str: ktriage.api.bench splits it
             baseline=baseline,
             metrics=metrics,
             mode=asked_mode,

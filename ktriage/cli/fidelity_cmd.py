@@ -40,7 +40,9 @@ def fidelity(
     arch: Annotated[str, arch_option("The target the fake driver reports.")] = "sm_90",
     fmt: Annotated[Format, format_option(FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(WRITERS, "The table of every case.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel compiles on the ktriage side.")] = 2,
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, max=1024, help="Parallel compiles on the ktriage side.")
+    ] = 2,
     spec: Annotated[
         Path | None,
         typer.Option(

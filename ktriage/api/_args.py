@@ -1,0 +1,285 @@
+"""An entry point's arguments checked as the command checks its flags, in one place.
+
+Why: typer gives the command's verbs what they expect (a repeated ``--input`` is a list, ``-j 0`` is
+refused, ``--input-id abc`` is no int), while a Python caller's values reach the lower layers as
+they are: ``inputs="12"`` was iterated as the inputs ``1`` and ``2``, ``toolchains="triton==3.4.0"``
+as the toolchain ``t``, ``cache_gc(older_than_days=-1)`` listed the whole cache for removal and
+``threshold="0.05"`` ended in a bare ``ValueError``. Every entry point of ``ktriage.api`` passes its
+arguments through these helpers before it starts, and the command (which calls the entry points)
+gets the same checks.
+
+- :func:`texts` / :func:`paths`: a sequence of strings or paths; a lone ``str`` (or ``Path``) is ONE
+  item (``inputs="7"`` is ``["7"]``), as ``bisect(inputs=...)`` always read it;
+- :func:`text` / :func:`path_or_name`: one required string (a ``Path`` too where a path or a name is
+  taken);
+- :class:`Whole` / :class:`Real`: a number and its range; each range is one constant here
+  (:data:`JOBS`, :data:`INPUT_ID`...), the command's typer ``min=``/``max=`` mirror them
+  (tests/api/test_arguments.py keeps them in step);
+- :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``).
+
+The messages name the keyword and the flag (``num_inputs (--num-inputs) 0 ...``): the same error
+reaches a Python caller and a command-line user. Numbers are not converted from strings: a ``"7"``
+is refused with the fix, as a caller passing text where a number goes has usually mixed up
+arguments.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ktriage.errors import KtriageError
+
+__all__ = [
+    "COMPILE_TIMEOUT",
+    "CONFIDENCE",
+    "FAIL_ON_RECENT",
+    "INPUT_ID",
+    "JOBS",
+    "LEVEL",
+    "LIMIT",
+    "MAX_PVALUE",
+    "MAX_TIME",
+    "MIN_SAMPLES",
+    "MIN_SEGMENT",
+    "MIN_STEP",
+    "NUM_INPUTS",
+    "OLDER_THAN_DAYS",
+    "THRESHOLD",
+    "WARMUP",
+    "Real",
+    "Whole",
+    "arch",
+    "label",
+    "path_or_name",
+    "paths",
+    "text",
+    "texts",
+    "wholes",
+]
+
+
+def label(name: str, flag: str | None = None) -> str:
+    """``num_inputs (--num-inputs)``: the keyword a Python caller passed and the flag of the command."""
+    return f"{name} ({flag})" if flag else name
+
+
+def _kind(value: object) -> str:
+    """``None``, ``a str``, ``an int``: what was given instead."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
+
+
+def _many(value: object, name: str, flag: str | None, what: str) -> Iterable[object]:
+    """``value`` as the items it holds: a sequence, set or generator is many; a mapping or bytes is no
+    sequence of items a verb reads (its keys would be iterated)."""
+    if isinstance(value, bytes | bytearray | Mapping) or not isinstance(value, Iterable):
+        raise KtriageError(
+            f"{label(name, flag)} is {_kind(value)}, not a list of {what}",
+            f"pass a list ({name}=[...]), or one {what[:-1]} as a str",
+        )
+    return value
+
+
+def texts(value: object, name: str, flag: str | None = None, *, numbers: bool = False) -> tuple[str, ...]:
+    """A sequence of strings (``toolchains``, ``inputs``, ``kernels``...): None is none, a lone ``str``
+    is one item (never its characters). ``numbers``: an int is the text of it (``inputs=[7]``, an
+    input id; ``inputs=7``)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if numbers and isinstance(value, int) and not isinstance(value, bool):
+        return (str(value),)
+    out: list[str] = []
+    for item in _many(value, name, flag, "strings"):
+        if isinstance(item, str):
+            out.append(item)
+        elif numbers and isinstance(item, int) and not isinstance(item, bool):
+            out.append(str(item))
+        else:
+            raise KtriageError(
+                f"{label(name, flag)}: the item {item!r} is {_kind(item)}, not a str",
+                f"pass {name} as a list of strings" + (" (input ids may be ints)" if numbers else ""),
+            )
+    return tuple(out)
+
+
+def paths(value: object, name: str, flag: str | None = None) -> tuple[Path, ...]:
+    """A sequence of files (``traces``, ``from_cells``, ``results``...): None is none, a lone ``str`` or
+    ``Path`` is one file."""
+    if value is None:
+        return ()
+    if isinstance(value, str | os.PathLike):
+        return (Path(value),)
+    out: list[Path] = []
+    for item in _many(value, name, flag, "paths"):
+        if not isinstance(item, str | os.PathLike):
+            raise KtriageError(
+                f"{label(name, flag)}: the item {item!r} is {_kind(item)}, not a path",
+                f"pass {name} as a list of paths (str or pathlib.Path)",
+            )
+        out.append(Path(item))
+    return tuple(out)
+
+
+def text(value: object, name: str, flag: str | None = None, *, example: str = "") -> str:
+    """One required string (an op, a run id, a toolchain spec): None or another type is refused,
+    naming the argument."""
+    if isinstance(value, str):
+        return value
+    hint = f", e.g. {name}={example!r}" if example else ""
+    raise KtriageError(f"{label(name, flag)} is {_kind(value)}, not a str", f"pass {name} as one string{hint}")
+
+
+def path_or_name(value: object, name: str, flag: str | None = None, *, example: str = "") -> str:
+    """A target taken as a path or a name (``liger.layer_norm``, ``spec.toml``, ``W.json``): a ``Path``
+    is its text; None or another type is refused, naming the argument."""
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, str):
+        return value
+    hint = f", e.g. {name}={example!r}" if example else ""
+    raise KtriageError(
+        f"{label(name, flag)} is {_kind(value)}, not a str or a path", f"pass {name} as a str or a pathlib.Path{hint}"
+    )
+
+
+def arch(value: object, name: str = "arch", flag: str | None = "--arch") -> str:
+    """A GPU target in any spelling ``--arch`` takes, as its name (``9.0`` -> ``sm_90``; ``sm_90a``
+    keeps its ``a``): the lower layers (the catalog, a spec's ``target``) read only names."""
+    from ktriage.api._checks import normalize_arch
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    return normalize_arch(text(value, name, flag, example="sm_90"))
+
+
+def _example(name: str, flag: str | None, value: str) -> str:
+    """``level=0.8 (--level 0.8)``: the fix in the caller's spelling and the command's."""
+    return f"{name}={value}" + (f" ({flag} {value})" if flag else "")
+
+
+def _number(value: object, name: str, flag: str | None, whole: bool, wanted: str) -> float:
+    """``value`` if it is a finite number (an int where ``whole``); bool, str and nan are refused.
+    ``wanted``: the range, for the fix."""
+    kind = "an int" if whole else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
+        spelled = f" ({name}={value.strip()})" if isinstance(value, str) and value.strip() else ""
+        raise KtriageError(
+            f"{label(name, flag)} {value!r} is {_kind(value)}, not {kind}", f"pass {wanted}, not its text{spelled}"
+        )
+    if not math.isfinite(value):
+        raise KtriageError(f"{label(name, flag)} {value!r} is not a finite number", f"give {wanted}")
+    return value
+
+
+@dataclass(frozen=True)
+class Whole:
+    """An int argument and its range (``low``/``high`` included; None: unbounded)."""
+
+    name: str
+    flag: str | None
+    low: int | None = None
+    high: int | None = None
+    example: int | None = None
+    below: str = "is out of range"  # what a value below ``low`` does ("lists no run")
+
+    def range_text(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"an int from {self.low} to {self.high}"
+        if self.low is not None:
+            return f"an int >= {self.low}"
+        return f"an int <= {self.high}" if self.high is not None else "an int"
+
+    def __call__(self, value: object) -> int:
+        number = int(_number(value, self.name, self.flag, True, self.range_text()))
+        below = self.low is not None and number < self.low
+        if below or (self.high is not None and number > self.high):
+            example = f", e.g. {_example(self.name, self.flag, f'{self.example}')}" if self.example is not None else ""
+            raise KtriageError(
+                f"{label(self.name, self.flag)} {number} {self.below if below else 'is out of range'}",
+                f"give {self.range_text()}{example}",
+            )
+        return number
+
+    def optional(self, value: object) -> int | None:
+        """None (not given) or a checked value."""
+        return None if value is None else self(value)
+
+
+@dataclass(frozen=True)
+class Real:
+    """A float argument (an int is one too) and its range; ``open_low``/``open_high``: that end is
+    excluded. nan and the infinities are refused whatever the range."""
+
+    name: str
+    flag: str | None
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    example: float | None = None
+
+    def range_text(self) -> str:
+        lo = None if self.low is None else f"{'>' if self.open_low else '>='} {self.low:g}"
+        hi = None if self.high is None else f"{'<' if self.open_high else '<='} {self.high:g}"
+        if lo and hi:
+            left, right = "(" if self.open_low else "[", ")" if self.open_high else "]"
+            return f"a number in {left}{self.low:g}, {self.high:g}{right}"
+        return f"a number {lo or hi}" if (lo or hi) else "a finite number"
+
+    def __call__(self, value: object) -> float:
+        number = _number(value, self.name, self.flag, False, self.range_text())
+        below = self.low is not None and (number <= self.low if self.open_low else number < self.low)
+        above = self.high is not None and (number >= self.high if self.open_high else number > self.high)
+        if below or above:
+            example = (
+                f", e.g. {_example(self.name, self.flag, f'{self.example:g}')}" if self.example is not None else ""
+            )
+            raise KtriageError(
+                f"{label(self.name, self.flag)} {number:g} is out of range", f"give {self.range_text()}{example}"
+            )
+        return float(number)
+
+    def optional(self, value: object) -> float | None:
+        """None (not given) or a checked value."""
+        return None if value is None else self(value)
+
+
+def wholes(value: object, check: Whole) -> tuple[int, ...] | None:
+    """A sequence of ints (``tune(warps=[4, 8])``), each checked by ``check``; a lone int is one item,
+    None is none given."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (check(value),)
+    return tuple(check(item) for item in _many(value, check.name, check.flag, "ints"))
+
+
+# ------------------------------------------------------------------------------------------ the ranges
+# One constant per range; ktriage.cli's typer min=/max= say the same (tests/api/test_arguments.py).
+INPUT_ID = Whole("input_id", "--input-id", low=0, example=7)
+NUM_INPUTS = Whole("num_inputs", "--num-inputs", low=1, example=1, below="selects no input")
+JOBS = Whole("jobs", "--jobs", low=1, high=1024, example=8)
+COMPILE_TIMEOUT = Real("compile_timeout", "--compile-timeout", low=1.0, high=86400.0, example=300)
+# 0 days: every entry not used in the last instant; negative ages would list the whole cache
+OLDER_THAN_DAYS = Real("older_than_days", "--older-than", low=0.0, example=30)
+MIN_SEGMENT = Whole("min_segment", "--min-segment", low=1, example=2)
+FAIL_ON_RECENT = Whole("fail_on_recent", "--fail-on-recent", low=1, example=3)
+MAX_PVALUE = Real("max_pvalue", "--max-pvalue", low=0.0, high=1.0, open_low=True, example=0.001)
+MIN_STEP = Real("min_step", "--min-step", low=0.0, example=5)
+MAX_TIME = Real("max_time", "--max-time", low=0.0, open_low=True, example=10)
+MIN_SAMPLES = Whole("min_samples", "--min-samples", low=1, example=10)
+# a coverage: 0 would be a zero-width interval, 1 an infinite one, 80 (a percent) a meaningless one
+LEVEL = Real("level", "--level", low=0.0, high=1.0, open_low=True, open_high=True, example=0.8)
+LIMIT = Whole("limit", "--limit", low=1, example=20, below="lists no run")
+WARMUP = Whole("warmup", "--warmup", low=0, high=10_000, example=3)
+# ranges checked by their own module (ktriage.stats.gate, ktriage.compare.run): the type here
+THRESHOLD = Real("threshold", "--threshold")
+CONFIDENCE = Real("confidence", "--confidence")

@@ -1,0 +1,270 @@
+"""Every entry point checks its arguments as the command checks its flags (ktriage/api/_args.py):
+a lone str where a list goes is one item, a number out of the flag's range or of the wrong type is a
+KtriageError naming the keyword and the flag, a GPU target is read in every spelling ``--arch`` takes.
+
+Each case runs the real entry point; those that would compile or measure are refused before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import ktriage.api as kt
+from ktriage.compile.cache import ArtifactCache
+from ktriage.errors import KtriageError
+
+
+def _cache_entry(home: Path) -> Path:
+    store = ArtifactCache(home / "artifacts")
+    tmp = store.temp_dir("frontend", "k1")
+    (tmp / "kernel.ptx").write_text("// ptx\n")
+    (tmp / "result.json").write_text(json.dumps({"kernel_name": "k"}))
+    return store.publish("frontend", "k1", tmp)
+
+
+@pytest.mark.parametrize("days", [-1, -0.5, float("nan"), float("inf"), "30", True])
+def test_cache_gc_refuses_an_age_that_is_no_age_and_removes_nothing(
+    days: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A negative age listed every entry as unused (and without dry_run removed the whole cache), nan
+    listed none, "30" was a TypeError."""
+    monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path))
+    entry = _cache_entry(tmp_path)
+    with pytest.raises(KtriageError, match=r"older_than_days \(--older-than\)"):
+        kt.cache_gc(older_than_days=days)  # type: ignore[arg-type]
+    assert entry.is_dir()
+    assert kt.cache_gc(older_than_days=0.5).items == []  # a fresh entry is kept
+    assert entry.is_dir()
+
+
+# ------------------------------------------------------------------------------------------ ranges
+NOWHERE_DB = "postgresql+psycopg://nowhere:1/none"  # never opened: the arguments are refused first
+OP = {"target": "liger.layer_norm", "toolchains": ["triton==3.4.0"]}
+
+
+@pytest.mark.parametrize(
+    "call, kwargs, problem",
+    [
+        (kt.explain, {**OP, "input_id": -1}, r"input_id \(--input-id\) -1 is out of range"),
+        (kt.explain, {**OP, "input_id": 0, "num_inputs": 0}, r"num_inputs \(--num-inputs\) 0 selects no input"),
+        (kt.explain, {**OP, "jobs": 0}, r"jobs \(--jobs\) 0 is out of range"),
+        (kt.explain, {**OP, "jobs": -1}, r"jobs \(--jobs\) -1 is out of range"),
+        (kt.explain, {**OP, "compile_timeout": 0}, r"compile_timeout \(--compile-timeout\) 0 is out of range"),
+        (kt.explain, {**OP, "compile_timeout": float("nan")}, r"compile_timeout .* is not a finite number"),
+        (kt.explain, {**OP, "threshold": "0.05"}, r"threshold \(--threshold\) '0.05' is a str, not a number"),
+        (kt.explain, {**OP, "input_id": "7"}, r"input_id \(--input-id\) '7' is a str, not an int"),
+        (kt.explain, {**OP, "input_id": 7.0}, r"input_id \(--input-id\) 7.0 is a float, not an int"),
+        (kt.bench, {"op": "layer_norm", "input_id": 7, "num_inputs": 0, "compile_only": True}, r"num_inputs"),
+        (kt.bench, {"op": "layer_norm", "max_time": -1, "compile_only": True}, r"max_time \(--max-time\) -1"),
+        (kt.bench, {"op": "layer_norm", "min_samples": 0, "compile_only": True}, r"min_samples \(--min-samples\) 0"),
+        (kt.bench_recorded, {"workload": "W.json", "min_samples": 0}, r"min_samples \(--min-samples\) 0"),
+        (kt.fidelity, {"cases": ["vector_add"], "jobs": 0}, r"jobs \(--jobs\) 0 is out of range"),
+        (kt.tune, {**OP, "input_id": 7, "jobs": 2000}, r"jobs \(--jobs\) 2000 is out of range"),
+        (kt.tune, {**OP, "input_id": 7, "warps": [4, 0]}, r"warps \(--warps\) 0 is out of range"),
+        (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "min_segment": 0}, r"min_segment"),
+        (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "min_segment": -2}, r"min_segment"),
+        (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "fail_on_recent": 0}, r"fail_on_recent"),
+        (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "max_pvalue": "0.01"}, r"max_pvalue"),
+        (kt.calibrate, {"from_cells": ["c.jsonl"], "level": 80}, r"level \(--level\) 80 is out of range"),
+        (kt.calibrate, {"from_cells": ["c.jsonl"], "level": 0}, r"level \(--level\) 0 is out of range"),
+        (kt.calibrate, {"from_cells": ["c.jsonl"], "level": -1}, r"level \(--level\) -1 is out of range"),
+        (kt.calibrate, {"from_cells": ["c.jsonl"], "level": 1}, r"level \(--level\) 1 is out of range"),
+        (kt.runs_list, {"db": NOWHERE_DB, "limit": "5"}, r"limit \(--limit\) '5' is a str, not an int"),
+        (kt.runs_list, {"db": NOWHERE_DB, "limit": 0}, r"limit \(--limit\) 0 lists no run"),
+        (kt.compare, {"old": "a.json", "new": "b.json", "confidence": "0.99"}, r"confidence \(--confidence\) '0.99'"),
+        (kt.compare, {"old": "a.json", "new": "b.json", "threshold": float("inf")}, r"threshold .* not a finite"),
+        (kt.profile, {"bundle": Path("b"), "warmup": -1}, r"warmup \(--warmup\) -1 is out of range"),
+        (kt.profile, {"bundle": Path("b"), "input_id": -1}, r"input_id \(--input-id\) -1 is out of range"),
+    ],
+)
+def test_a_number_out_of_its_flags_range_or_of_another_type_is_refused_before_any_work(
+    call: object, kwargs: dict[str, object], problem: str
+) -> None:
+    """-1 as input_id selected every input, num_inputs=0 with input_id bundled all 30, jobs=-1 was a
+    bare ValueError of concurrent.futures, level=80 gave a +-41 % interval: each is refused as the
+    command refuses its flag, naming the keyword and the flag."""
+    with pytest.raises(KtriageError, match=problem):
+        call(**kwargs)  # type: ignore[operator]
+
+
+def _cli_ranges() -> dict[str, tuple[float | None, float | None]]:
+    """Every typer min=/max= of the command's options: flag -> (min, max)."""
+    from typer import _click
+
+    from ktriage.cli.docgen import _commands
+
+    found: dict[str, tuple[float | None, float | None]] = {}
+    for _name, command in _commands():
+        for param in command.params:
+            if isinstance(param.type, _click.types.IntRange | _click.types.FloatRange):
+                for flag in param.opts:
+                    if flag.startswith("--"):
+                        found.setdefault(flag, (param.type.min, param.type.max))
+                        assert found[flag] == (param.type.min, param.type.max), f"{flag}: two ranges"
+    return found
+
+
+def test_the_commands_ranges_are_the_apis() -> None:
+    """Each range is a constant of ktriage/api/_args.py; the typer min=/max= of a flag of the same
+    name (kept for typer's own messages) must say the same, or the command and the library differ."""
+    from ktriage.api import _args
+
+    constants = {
+        c.flag: (c.low, c.high)
+        for c in vars(_args).values()
+        if isinstance(c, _args.Whole | _args.Real) and c.flag and (c.low is not None or c.high is not None)
+    }
+    cli = _cli_ranges()
+    assert cli, "no typer range found"
+    for flag, bounds in cli.items():
+        assert flag in constants, f"{flag} has a range in the CLI only: add it to ktriage/api/_args.py"
+        assert constants[flag] == bounds, f"{flag}: CLI {bounds}, API {constants[flag]}"
+
+
+# ------------------------------------------------------------------------------------------ a str is one item
+def test_a_lone_str_is_one_input_not_its_characters() -> None:
+    """inputs="12" expanded inputs 1 and 2 (the characters of the str)."""
+    shown = kt.catalog_show(op="liger.layer_norm", mode="bwd", inputs="12")
+    assert [s.meta.get("input_id") for s in shown.specs] == [12]
+    assert [s.meta.get("input_id") for s in kt.catalog_show(op="liger.layer_norm", mode="bwd", inputs=12).specs] == [12]
+
+
+def test_bench_only_reads_the_commands_comma_spelling() -> None:
+    """only="a,b" was the backends 'a', ',', 'b'... (the characters); the command's --only is split
+    on commas."""
+    report = kt.bench(op="layer_norm", only="liger_layer_norm,torch_layer_norm", compile_only=True)
+    assert report.op == "layer_norm"
+    with pytest.raises(KtriageError, match=r"no backend\(s\) \['nope'\]"):
+        kt.bench(op="layer_norm", only="nope", compile_only=True)
+
+
+@pytest.mark.parametrize(
+    "call, kwargs, named",
+    [
+        (kt.calibrate, {"from_cells": "no-such-cells.jsonl"}, "no-such-cells.jsonl"),
+        (kt.calibrate, {"results": "no-such.json", "explain": "e.json"}, "no-such.json"),
+        (kt.workload_import, {"traces": "no-such.ndjson", "output": "W-never.json"}, "no-such.ndjson"),
+        (kt.fidelity, {"cases": "QX"}, r"\['QX'\]"),
+    ],
+)
+def test_a_lone_str_where_a_list_goes_is_one_item(
+    call: object, kwargs: dict[str, object], named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(KtriageError, match=named):
+        call(**kwargs)  # type: ignore[operator]
+
+
+def test_a_command_given_as_one_str_is_split_as_a_shell_splits_it(tmp_path: Path) -> None:
+    """record(command="python -c ...") ran the program 'p' (the first character)."""
+    import sys
+
+    report = kt.record(command=f"{sys.executable} -c 'import sys; sys.exit(3)'", output=tmp_path / "W.json")
+    assert report.result.returncode == 3 and not report.complete
+    with pytest.raises(KtriageError, match="cannot be split into words"):
+        kt.record(command="python -c 'unclosed", output=tmp_path / "W.json")
+    with pytest.raises(KtriageError, match="command is empty"):
+        kt.record(command=[], output=tmp_path / "W.json")
+
+
+def test_explain_reads_a_lone_toolchain_a_lone_input_and_every_arch_spelling() -> None:
+    """toolchains="triton==3.4.0" was "toolchain spec item 't' ...", arch="9.0" "unknown target '9.0'"."""
+    report = kt.explain(target="liger.layer_norm", mode="bwd", toolchains="triton==3.4.0", inputs="12", arch="9.0")
+    assert [s.meta.get("input_id") for s in report.specs] == [12]
+    assert report.specs[0].target == "sm_90" and len(report.result.toolchains) == 1
+
+
+# ------------------------------------------------------------------------------------------ arch
+@pytest.mark.parametrize("spelling", ["9.0", "90", "cuda:90", 90])
+def test_catalog_show_takes_every_arch_spelling(spelling: object) -> None:
+    shown = kt.catalog_show(op="liger.layer_norm", mode="bwd", inputs=["7"], target=spelling)  # type: ignore[arg-type]
+    assert shown.target == "sm_90" and shown.specs[0].target == "sm_90"
+
+
+def test_normalize_arch_and_a_specs_target_name_the_same_targets() -> None:
+    from ktriage.arch import SPEC_TARGETS
+
+    assert kt.normalize_arch(90) == "sm_90"
+    with pytest.raises(KtriageError) as refused:
+        kt.normalize_arch("sm_12")
+    assert refused.value.fix is not None and refused.value.fix.endswith(", ".join(SPEC_TARGETS))
+    with pytest.raises(KtriageError, match="sm_80 has no arch-specific"):
+        kt.normalize_arch("sm_80a")  # was 'sm_80a', then "unknown target" deep in a verb
+
+
+# ------------------------------------------------------------------------------------------ types
+@pytest.mark.parametrize(
+    "call, kwargs, problem",
+    [
+        (kt.explain, {"target": "liger.layer_norm", "toolchains": None}, r"toolchains \(-t/--toolchain\) is None"),
+        (kt.explain, {"target": None, "toolchains": ["triton==3.4.0"]}, r"target is None"),
+        (kt.compare, {"old": None}, r"old \(A\) is None"),
+        (kt.compare, {"old": ["a.json"], "new": "b.json"}, r"old \(A\) is a list"),
+        (kt.workload_show, {"path": None}, r"path is None"),
+        (kt.runs_show, {"run": None, "db": NOWHERE_DB}, r"run is None"),
+        (kt.runs_export, {"run": 7, "db": NOWHERE_DB}, r"run is an int"),
+        (kt.toolchain_show, {"id_or_spec": None}, r"id_or_spec is None"),
+        (kt.toolchain_remove, {"id_or_spec": None}, r"id_or_spec is None"),
+        (kt.toolchain_add, {"spec": ["triton==3.4.0"]}, r"spec is a list, not a str"),
+        (kt.catalog_show, {"op": None}, r"op is None"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "target": None}, r"target \(--arch/--target\) is None"),
+        (kt.record, {"command": ["true"], "output": "W.json", "env": "A=1"}, r"env is a str, not a mapping"),
+        (kt.record, {"command": ["true"], "output": "W.json", "env": {"A": 1}}, r"env\['A'\] = 1"),
+        (kt.record, {"command": ["true", 1], "output": "W.json"}, r"command .*the item 1 is an int"),
+        (kt.explain, {**OP, "inputs": [b"7"]}, r"inputs \(--input\): the item b'7' is a bytes"),
+        (kt.explain, {**OP, "inputs": {"7": 1}}, r"inputs \(--input\) is a dict, not a list"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_the_argument(
+    call: object, kwargs: dict[str, object], problem: str
+) -> None:
+    """These were AttributeError/TypeError/ValueError from deep inside (None has no 'partition'...)."""
+    with pytest.raises(KtriageError, match=problem):
+        call(**kwargs)  # type: ignore[operator]
+
+
+def test_a_path_is_taken_wherever_a_path_or_a_name_is(tmp_path: Path) -> None:
+    """target=Path(...) and workload=Path(...) were AttributeError ('PosixPath' has no 'endswith'),
+    bisect_step(baseline="bl.json") "'str' object has no attribute 'read_text'"."""
+    with pytest.raises(KtriageError, match="does not exist"):
+        kt.explain(target=tmp_path / "missing.toml", toolchains=["triton==3.4.0"])
+    workload = Path("benchmarks/corpus/h200/workloads/fla_ops.workload.json.gz").resolve()
+    with pytest.raises(KtriageError, match="no kernel 'K999'"):
+        kt.bench_recorded(workload=workload, toolchains=["triton==3.4.0"], kernels="K999", compile_only=True)
+    with pytest.raises(KtriageError, match="cannot read baseline"):
+        kt.bisect_step(baseline=str(tmp_path / "bl.json"))
+
+
+def test_tune_takes_a_lone_int_as_one_warps_value() -> None:
+    from ktriage.api import _args
+
+    assert _args.wholes(4, _args.Whole("warps", "--warps", low=1)) == (4,)
+    with pytest.raises(KtriageError, match=r"warps \(--warps\) '4' is a str"):
+        kt.tune(target="liger.layer_norm", toolchains="triton==3.4.0", input_id=7, num_inputs=1, warps="4")
+
+
+def test_bench_refuses_a_file_as_the_bundle_folder_before_compiling(tmp_path: Path) -> None:
+    """An existing file as --bundle was a NotADirectoryError after every compile."""
+    file = tmp_path / "h.py"
+    file.write_text("")
+    with pytest.raises(KtriageError, match=r"bundle \(--bundle\) .*h.py is a file, not a folder"):
+        kt.bench(op="layer_norm", toolchains=["triton==3.4.0"], compile_only=True, bundle=file, input_id=7)
+    with pytest.raises(KtriageError, match=r"bundle \(--bundle\) .*h.py is a file, not a folder"):
+        kt.bench_recorded(workload="W.json", toolchains=["triton==3.4.0"], bundle=file)
+
+
+# ------------------------------------------------------------------------------------------ the cause named
+def test_the_message_names_what_is_wrong(tmp_path: Path) -> None:
+    import sys
+
+    with pytest.raises(KtriageError, match="cwd .*nonexistent is missing") as missing:
+        kt.record(command=[sys.executable, "-c", "pass"], output=tmp_path / "W.json", cwd=tmp_path / "nonexistent")
+    assert "not found" not in str(missing.value)  # was "cannot run .../python: not found"
+    with pytest.raises(KtriageError) as no_bundle:
+        kt.bench_recorded(toolchains=["triton==3.4.0"])
+    assert "--bundle" not in no_bundle.value.problem and "no workload" in no_bundle.value.problem
+    with pytest.raises(KtriageError) as none:
+        kt.explain(target="liger.layer_norm", toolchains=[])
+    assert none.value.fix is not None and "one or more (two or more to compare)" in none.value.fix
