@@ -19,6 +19,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
 from ktriage.compare.sides import LoadedSide, load_side
@@ -101,6 +102,8 @@ def triage(
 
     if bundle is not None:
         check_writable(Path(bundle), "--bundle", folder=True)
+    jobs = JOBS.optional(jobs)
+    max_time = MAX_TIME(max_time)
     options = TriageOptions(
         old_toolchain=old_toolchain,
         new_toolchain=new_toolchain,

@@ -50,7 +50,9 @@ Op = Annotated[
 ]
 NoBisect = Annotated[bool, typer.Option("--no-bisect", help="Skip the compile-only bisect of the regressions.")]
 NoFixes = Annotated[bool, typer.Option("--no-fixes", help="Skip `explain --fixes` for the regressions.")]
-Jobs = Annotated[int | None, typer.Option("--jobs", "-j", help="Parallel compiles (default: CPU count).")]
+Jobs = Annotated[
+    int | None, typer.Option("--jobs", "-j", min=1, max=1024, help="Parallel compiles (default: CPU count).")
+]
 Fmt = Annotated[Format, format_option(FORMATS)]
 Output = Annotated[
     list[Path] | None,

@@ -94,7 +94,8 @@ def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
     except (NoSuchModuleError, ModuleNotFoundError) as exc:
         raise StoreError(
             f"no database driver for {parsed.drivername!r}: {exc}",
-            "install the driver, e.g. pip install 'psycopg[binary]' for postgresql+psycopg:// URLs",
+            "the store runs on SQLite (sqlite:////path/ktriage.db) and PostgreSQL (postgresql+psycopg://user@host/db, "
+            "with pip install 'psycopg[binary]')",
         ) from exc
     _track_connections(engine)
     return engine

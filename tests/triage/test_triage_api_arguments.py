@@ -36,6 +36,8 @@ def test_the_default_gate_is_the_commands_and_a_loaded_side_is_taken() -> None:
         ({"old_toolchain": "tritn==3.3.1"}, "unknown toolchain spec key 'tritn'"),
         ({"arch": "sm_1"}, "unknown or unsupported GPU target 'sm_1'"),
         ({"old": 42}, "not a int"),
+        ({"jobs": 0}, r"jobs \(--jobs\) 0 is out of range"),
+        ({"max_time": float("nan")}, "max_time"),
     ],
 )
 def test_a_typo_is_refused_before_anything_runs(given: dict[str, object], problem: str) -> None:
