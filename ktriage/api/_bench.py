@@ -238,7 +238,9 @@ def bench(
             raise KtriageError(
                 f"no selected input is in bundle {bundle}", f"inputs in the bundle: {sorted(bundle_ids)}"
             )
-    done = BenchReport(op, mode_name, prec, base, wanted_metrics, loaded.path if loaded else None, None)
+    done = BenchReport(
+        op, mode_name, prec, base, wanted_metrics, loaded.path if loaded else None, None, toolchains=list(records)
+    )
     if compile_only:
         return done
     require_torch()

@@ -88,3 +88,20 @@ def test_a_bundle_that_is_not_there_names_the_path_given(tmp_path: Path, run_cli
     out = run_cli(["bench", "--bundle", str(missing), "--op", "layer_norm", "--bwd"])
     assert out.exit_code == exit_codes.USAGE
     assert f"no bundle at {missing}: {missing} does not exist" in out.err_text and "--compile-only" in out.err_text
+
+
+def test_a_compile_only_report_names_the_toolchains_of_its_bundle(tmp_path: Path) -> None:
+    """A compile-only BenchReport measured nothing, but its toolchains are the bundle's records (the field
+    said so and was empty)."""
+    import ktriage.api as kt
+
+    report = kt.bench(
+        op="layer_norm",
+        mode="bwd",
+        inputs=["0"],
+        toolchains=["triton==3.4.0"],
+        compile_only=True,
+        bundle=tmp_path / "b",
+    )
+    assert report.plan is None and report.bundle is not None
+    assert [t["spec"] for t in report.toolchains] == ["triton==3.4.0"]
