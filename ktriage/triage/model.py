@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 #                     noise, the baseline or the environment
 #   unsure_no_gpu     slower or faster by one number a side (TritonBench), and no compile-side change
 #                     predicts it: only a side-by-side GPU re-run can decide
-#   unexplained       slower, and ktriage cannot compile this backend's kernels (torch, inductor...)
+#   unexplained       past the gate, and nothing was compiled for it: a backend without Triton kernels in
+#                     ktriage's catalog or the workloads (torch, inductor...), or toolchains the files do not name
 #   improvement       faster, with a compile-side change (with one value a side: one predicted an improvement)
 # After a side-by-side GPU re-run (``--measure`` / ``--measured``, ktriage.triage.measure):
 #   measured_regression  slower when both toolchains are timed side by side, no compile-side cause found
@@ -62,7 +63,7 @@ WORDS: dict[str, str] = {
     "regression": "regression (compile-side change)",
     "not_compile_side": "no compile-side change: noise, the baseline, or the environment",
     "unsure_no_gpu": "unsure without a GPU re-run (no compile-side change predicts it; one value per side)",
-    "unexplained": "not explained: ktriage has no Triton kernels of this backend to compile",
+    "unexplained": "not explained: nothing was compiled for it (its notes say why)",
     "improvement": "improvement",
     "measured_regression": "regression (measured side by side on the GPU; no compile-side cause found)",
     "noise": "measured side by side: no difference, the original gap was noise or the environment",

@@ -650,9 +650,12 @@ def _explain_and_bisect(work: _Triage, flagged: list[CellTriage], sides: _Sides)
     old_tc, new_tc = sides.old_tc, sides.new_tc
     if old_tc is None or new_tc is None:
         which = " and ".join(n for n, t in (("old", old_tc), ("new", new_tc)) if t is None)
-        work.failures.append(
-            f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain"
-        )
+        fix = f"the {which} side's toolchain is unknown (the files do not say): pass --old-toolchain/--new-toolchain"
+        work.failures.append(fix)
+        # the cells that have kernels say so themselves: their verdict ("not explained") is this, not a
+        # backend without kernels
+        for c in [*slower, *faster]:
+            c.notes.append(f"not compiled: {fix}")
         return
     started = time.perf_counter()
     work.explain(flagged if sides.same_toolchain else slower + faster, old_tc, new_tc)
