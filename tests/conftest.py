@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -28,6 +29,14 @@ from typing import NamedTuple
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A suite started in the background of a non-interactive shell (`nohup bash scripts/test.sh &`) inherits
+# SIGINT ignored, and so would every process it starts (an ignored signal survives exec): the tests that
+# interrupt ktriage with SIGINT (tests/store/test_crash.py, tests/compile/test_cache_faults.py,
+# tests/record/test_record_process.py) would then test nothing and fail. With Python's handler installed,
+# the children start with SIGINT at its default, as from a terminal. (Each xdist worker imports this too.)
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # A persistent home so that toolchain virtualenvs and artifacts survive between test runs (CI builds
 # them once per run). Override with KTRIAGE_TEST_HOME.
