@@ -199,7 +199,37 @@ def check_options(opts: BisectOptions) -> Source:
             "--metric latency measures on the GPU from a compile-here bundle",
             "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME",
         )
+    if opts.metric == "latency":
+        _check_timed(opts)
     return source
+
+
+def _check_timed(opts: BisectOptions) -> None:
+    """A timed bisect's backend, input and timing target, checked here on the CPU: on the GPU host a
+    wrong one surfaced only when the good endpoint was prepared, after the GPU worker had started."""
+    from ktriage.ops.registry import replays
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.ops.artifacts import TIMINGS
+
+    assert opts.bundle is not None
+    bundle = load_bundle(opts.bundle)
+    held = [b for b in bundle.backends if b in replays()]
+    example = held[0] if held else "liger_layer_norm"
+    if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
+        raise KtriageError(
+            "--metric latency needs one --backend and one numeric --input id", f"e.g. --backend {example} --input 7"
+        )
+    if opts.backend not in held:
+        raise KtriageError(
+            f"--backend {opts.backend} is not an artifact backend of bundle {opts.bundle} ({bundle.op})",
+            f"use one it holds: {', '.join(held)}"
+            if held
+            else f"build a bundle of an op with a replayed backend ({', '.join(replays())})",
+        )
+    if opts.artifact_timing not in TIMINGS:
+        raise KtriageError(
+            f"--artifact-timing {opts.artifact_timing} is not a timing target", f"use one of: {', '.join(TIMINGS)}"
+        )
 
 
 def list_candidates(opts: BisectOptions, source: Source) -> list[Candidate]:
@@ -353,10 +383,7 @@ class _Run:
         from ktriage.bisect.time_predicate import TimePredicate
 
         opts = self.opts
-        if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
-            raise KtriageError(
-                "--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7"
-            )
+        assert opts.backend is not None  # check_options: one --backend of the bundle, one numeric --input
         from ktriage.bisect.cluster import bench_measure_job
         from ktriage.stats.verdict import DEFAULT_CONFIG
 

@@ -101,7 +101,11 @@ Bundle = Annotated[
     typer.Option("--bundle", help="--metric latency: the compile-here bundle of the candidate toolchains (GPU host)."),
 ]
 Backend = Annotated[
-    str | None, typer.Option("--backend", help="--metric latency: the artifact backend to time (e.g. liger).")
+    str | None,
+    typer.Option(
+        "--backend",
+        help="--metric latency: the artifact backend of the bundle to time (e.g. liger_layer_norm, liger_embedding).",
+    ),
 ]
 ArtifactTiming = Annotated[
     str,
