@@ -263,7 +263,9 @@ def _bundle_candidates(opts: BisectOptions, key: str) -> list[Candidate]:
             continue
         version = str(tc["triton_version"] if key == "triton" else tc["ptxas_version"])
         by_version[version] = (tc_id, str(tc["spec"]))
-    chosen = versions_between(list(by_version), opts.good, opts.bad, pre=True, what=f"{key} in bundle {opts.bundle}")
+    chosen = versions_between(
+        list(by_version), opts.good, opts.bad, pre=True, what=key, where=f"in bundle {opts.bundle}"
+    )
     chosen.sort(key=Version)
     return [
         Candidate(

@@ -74,6 +74,14 @@ def test_version_range_rules() -> None:
     # a --good that is no release is reported as such, not as "newer than --bad: swap them"
     with pytest.raises(KtriageError, match="--good 9.9.9 is not a release of the package on the index"):
         versions_between(listed, "9.9.9", "3.2.0")
+    # a word where a version goes names its flag and the versions to pick from (it was packaging's bare
+    # "Invalid version: 'latest'"); a list that is no index (a timed bisect's bundle) is named as such
+    with pytest.raises(KtriageError, match="--bad 'latest' is not a version number") as info:
+        versions_between(listed, "3.0.0", "latest", what="triton")
+    assert info.value.fix == "give a release of the triton on the index: 3.0.0, 3.1.0rc1, 3.1.0, 3.2.0, 3.3.0.dev1"
+    with pytest.raises(KtriageError) as info:
+        versions_between(listed, "2.9.0", "3.2.0", what="triton", where="in bundle b")
+    assert info.value.problem == "--good 2.9.0 is not a release of the triton in bundle b"
 
 
 def test_git_candidates_and_pins(tmp_path: Path) -> None:
