@@ -34,6 +34,7 @@ from ktriage.bisect.sources import (
     pin_change,
     ptxas_candidates,
     pypi_candidates,
+    read_pin,
 )
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
@@ -201,7 +202,28 @@ def check_options(opts: BisectOptions) -> Source:
         )
     if opts.metric == "latency":
         _check_timed(opts)
+    if source.kind == "git" and opts.pin_file and opts.pin_repo:
+        assert source.repo is not None
+        _check_pin(source.repo, opts.bad, opts.pin_file, opts.pin_repo)
     return source
+
+
+def _check_pin(repo: Path, bad: str, pin_file: str, pin_repo: Path) -> None:
+    """The nested bisect's pin file and repository, checked before anything is built: both were read
+    only when the culprit was found, so a misspelt --pin-file (or one holding no hash) ended the bisect
+    at the parent's culprit without a word, and a --pin-repo that is no repository was never looked at."""
+    try:
+        gitrepo.repo_root(pin_repo)
+    except KtriageError as exc:
+        raise KtriageError(
+            f"--pin-repo: {exc.problem}",
+            "give the local checkout of the pinned repository, e.g. --pin-repo ../llvm-project",
+        ) from None
+    if read_pin(gitrepo.file_at(repo, gitrepo.resolve_commit(repo, bad), pin_file)) is None:
+        raise KtriageError(
+            f"--pin-file {pin_file} holds no commit hash at --bad {bad} in {repo} (no such file, or no 7-40 digit hex word)",
+            "name the file that pins the other repository's commit, relative to the repository's top, e.g. cmake/llvm-hash.txt",
+        )
 
 
 def _check_timed(opts: BisectOptions) -> None:

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from ktriage.cli import exit_codes
-from tests.bisect.repos import GIT_ENV, KTRIAGE, check_script, command_runs, git, make_kernel_repo
+from tests.bisect.repos import (
+    GIT_ENV,
+    KTRIAGE,
+    check_script,
+    command_runs,
+    git,
+    make_kernel_repo,
+    make_nested_repos,
+)
 from tests.conftest import RunCli
 
 TOOLCHAIN = "triton==3.4.0"
@@ -180,6 +188,34 @@ def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, 
         ]
     )
     assert r.exit_code == exit_codes.USAGE and "endpoints do not differ" in r.err_text, r.output
+
+
+def test_a_pin_file_or_pin_repo_that_cannot_serve_is_refused_before_anything_runs(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Both were read only once the culprit was found: a misspelt --pin-file ended the bisect at the
+    parent's culprit without a word (no nested stage, no note), a --pin-repo that is no repository was
+    never looked at. Now: exit 2 before any checkout or compile, each naming its flag."""
+    repos = make_nested_repos(tmp_path / "repos", n_parent=3, bump_at=2, n_child=2, child_culprit=1)
+    base = ["bisect", "--source", f"git:{repos.parent.path}", "--good", repos.parent.good, "--bad", "main"]
+    base += [
+        "--spec",
+        "spec.toml",
+        "-t",
+        TOOLCHAIN,
+        "--metric",
+        "spill_store_bytes",
+        "--state",
+        str(tmp_path / "s.json"),
+    ]
+    r = run_cli([*base, "--pin-file", "cmake/llvm-hash.txt", "--pin-repo", str(repos.child.path)])
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem.startswith("--pin-file cmake/llvm-hash.txt holds no commit hash at --bad main"), r.output
+    r = run_cli([*base, "--pin-file", "spec.toml", "--pin-repo", str(repos.child.path)])  # a file without a hash
+    assert r.exit_code == exit_codes.USAGE and "--pin-file spec.toml holds no commit hash" in r.problem, r.output
+    r = run_cli([*base, "--pin-file", "pin.txt", "--pin-repo", str(tmp_path / "no-such-checkout")])
+    assert r.exit_code == exit_codes.USAGE and r.problem.startswith("--pin-repo: repository "), r.output
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "s.work").exists()  # nothing ran
 
 
 # ----------------------------------------------------------------------------- --command, --resume, bisect-step
