@@ -332,6 +332,28 @@ def test_bisect_step_under_a_real_git_bisect_run(tmp_path: Path, toolchain) -> N
     git(repo.path, "bisect", "reset")
 
 
+def test_bisect_step_refuses_a_metric_toolchain_or_arch_other_than_the_baselines(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """``--baseline b.json --metric registers`` on a spill-bytes baseline compiled the checkout and
+    judged its 255 registers "closer to the bad endpoint" of 0 and 48 bytes (exit 1: git marked the
+    commit bad); ``--as bad`` next to --baseline was ignored, ``--as worse`` said only "--as 'worse'".
+    Each is a ktriage error now, 128: git aborts instead of recording a meaningless verdict."""
+    baseline = tmp_path / "b.json"
+    config = {"metric": "spill_store_bytes", "toolchain": "triton==3.4.0", "spec": "spec.toml", "arch": "sm_90"}
+    baseline.write_text(json.dumps({"config": config, "good": {"values": {"red": 0}}, "bad": {"values": {"red": 48}}}))
+    step = ["bisect-step", "--baseline", str(baseline)]
+    for extra, problem in (
+        (["--metric", "registers"], "--metric registers differs from the baseline's (spill_store_bytes"),
+        (["-t", "triton==3.3.1"], "--toolchain triton==3.3.1 differs from the baseline's (triton==3.4.0"),
+        (["--arch", "sm_80"], "--arch sm_80 differs from the baseline's (sm_90"),
+        (["--as", "bad"], "--as bad goes with --record-baseline"),
+        (["--as", "worse"], "--as 'worse' is not an endpoint of a baseline"),
+    ):
+        r = run_cli([*step, *extra])
+        assert r.exit_code == 128 and r.problem.startswith(problem), r.output
+
+
 def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunCli) -> None:
     repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
     baseline = tmp_path / "b.json"
