@@ -124,6 +124,12 @@ def tune(
             str(k): args.wholes(v, args.Whole(f"blocks[{k!r}]", "--block", low=1, example=8192)) or ()
             for k, v in blocks.items()
         }
+        for k, v in blocks.items():  # an empty knob screened no config: "no config stays within 0 spill store bytes"
+            if not k.strip() or not v:
+                raise KtriageError(
+                    f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
+                    "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
+                )
     if not toolchains:
         raise KtriageError(
             "no toolchain given (toolchains, -t/--toolchain)", "pass the toolchain to tune for, e.g. -t triton==3.4.0"

@@ -65,6 +65,7 @@ BISECT = {"source": "git:/no-such-repo", "good": "v1", "bad": "v2", "command": "
         (kt.fidelity, {"cases": ["vector_add"], "jobs": 0}, r"jobs \(--jobs\) 0 is out of range"),
         (kt.tune, {**OP, "input_id": 7, "jobs": 2000}, r"jobs \(--jobs\) 2000 is out of range"),
         (kt.tune, {**OP, "input_id": 7, "warps": [4, 0]}, r"warps \(--warps\) 0 is out of range"),
+        (kt.tune, {**OP, "input_id": 7, "blocks": {"BLOCK_SIZE": []}}, r"'BLOCK_SIZE': no values given"),
         (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "min_segment": 0}, r"min_segment"),
         (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "min_segment": -2}, r"min_segment"),
         (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "fail_on_recent": 0}, r"fail_on_recent"),
