@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.api.paths import check_writable
 from ktriage.bisect.step import EXIT_ABORT
 from ktriage.errors import KtriageError
 
@@ -61,6 +62,8 @@ def bisect_step(
     baseline = Path(args.path_or_name(baseline, "baseline", "--baseline")) if baseline is not None else None
     if record_baseline is not None:
         record_baseline = Path(args.path_or_name(record_baseline, "record_baseline", "--record-baseline"))
+        # a folder here failed only after the compile: "internal error: IsADirectoryError"
+        check_writable(record_baseline, "record_baseline (--record-baseline)", example="baseline.json")
     inputs, arch = args.texts(inputs, "inputs", "--input", numbers=True), args.arch(arch)
     if (baseline is None) == (record_baseline is None):
         raise KtriageError(

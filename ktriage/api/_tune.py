@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ktriage import progress
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
+from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -130,6 +131,8 @@ def tune(
                     f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
                     "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
                 )
+    if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
+        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     if not toolchains:
         raise KtriageError(
             "no toolchain given (toolchains, -t/--toolchain)", "pass the toolchain to tune for, e.g. -t triton==3.4.0"

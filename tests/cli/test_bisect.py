@@ -218,6 +218,22 @@ def test_a_pin_file_or_pin_repo_that_cannot_serve_is_refused_before_anything_run
     assert not (tmp_path / "s.json").exists() and not (tmp_path / "s.work").exists()  # nothing ran
 
 
+def test_a_state_path_that_is_a_folder_is_refused_before_anything_runs(tmp_path: Path, run_cli: RunCli) -> None:
+    """--state DIR ran the preflight and then failed at the first save with "internal error:
+    IsADirectoryError ... this is a bug in ktriage" (exit 3)."""
+    repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
+    script, runs = check_script(tmp_path)
+    folder = tmp_path / "states"
+    folder.mkdir()
+    r = run_cli(
+        ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
+        + ["--command", f"sh {script}", "--state", str(folder)]
+    )
+    assert r.exit_code == exit_codes.USAGE and r.problem == f"state (--state) {folder} is a folder", r.output
+    assert r.fix == f"give a file name, e.g. {folder / 'bisect-state.json'}"
+    assert command_runs(runs) == [] and not list(folder.iterdir())  # not one commit tested
+
+
 # ----------------------------------------------------------------------------- --command, --resume, bisect-step
 
 
@@ -352,6 +368,18 @@ def test_bisect_step_refuses_a_metric_toolchain_or_arch_other_than_the_baselines
     ):
         r = run_cli([*step, *extra])
         assert r.exit_code == 128 and r.problem.startswith(problem), r.output
+
+
+def test_bisect_step_refuses_a_baseline_path_that_is_a_folder_before_compiling(tmp_path: Path, run_cli: RunCli) -> None:
+    """--record-baseline DIR compiled the checkout, then failed with "internal error: IsADirectoryError"."""
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    r = run_cli(
+        ["bisect-step", "--record-baseline", str(folder), "--spec", "spec.toml", "--metric", "registers"]
+        + ["-t", "triton==3.4.0"]
+    )
+    assert r.exit_code == 128 and r.problem == f"record_baseline (--record-baseline) {folder} is a folder", r.output
+    assert r.fix == f"give a file name, e.g. {folder / 'baseline.json'}"
 
 
 def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunCli) -> None:

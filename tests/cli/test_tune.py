@@ -158,3 +158,13 @@ def test_a_repeated_block_knob_adds_its_values() -> None:
         "BLOCK_SIZE": [8192, 16384],
         "XBLOCK": [64],
     }
+
+
+def test_a_bundle_path_that_is_a_file_is_refused_before_compiling(tmp_path: Path, run_cli: RunCli) -> None:
+    """--bundle FILE compiled and screened every config, then failed with "internal error:
+    NotADirectoryError: ... /cubins"."""
+    taken = tmp_path / "taken"
+    taken.write_text("not a bundle\n")
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--bundle", str(taken)])
+    assert res.exit_code == exit_codes.USAGE and res.problem == f"bundle (--bundle) {taken} is a file, not a folder"
+    assert taken.read_text() == "not a bundle\n"
