@@ -131,6 +131,11 @@ def tune(
                     f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
                     "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
                 )
+    if compile_only and results_file is not None:  # the timing step reads it, and compile_only skips that step
+        raise KtriageError(
+            "--results reports the GPU winner from a timing of the tune bundle, but --compile-only stops before timing",
+            "drop --compile-only to read the results, or drop --results to screen only",
+        )
     if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     if not toolchains:

@@ -168,3 +168,14 @@ def test_a_bundle_path_that_is_a_file_is_refused_before_compiling(tmp_path: Path
     res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--bundle", str(taken)])
     assert res.exit_code == exit_codes.USAGE and res.problem == f"bundle (--bundle) {taken} is a file, not a folder"
     assert taken.read_text() == "not a bundle\n"
+
+
+def test_results_with_compile_only_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    """--compile-only --results FILE screened and printed the compile-only table: the results file (the
+    GPU timing to report the winner from) was ignored without a word."""
+    timing = REPO / "benchmarks" / "perf" / "h200" / "ln_bwd.json"
+    res = run_cli(
+        ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only"]
+        + ["--results", str(timing)]
+    )
+    assert res.exit_code == exit_codes.USAGE and "--compile-only stops before timing" in res.problem, res.output
