@@ -38,7 +38,7 @@ Metric = Annotated[
     str | None,
     typer.Option(
         "--metric",
-        help="Compile-only: spill_store_bytes, spill_load_bytes, stack_bytes, registers, shared_bytes, ctas_per_sm, warps_per_sm, local_loads, local_stores, sass:OPCODE; or latency (GPU time from --bundle).",
+        help="Compile-only: spill_store_bytes, spill_load_bytes, stack_bytes, registers, shared_bytes, ctas_per_sm, warps_per_sm, local_loads, local_stores, sass_instructions, sass:OPCODE; or latency (GPU time from --bundle).",
     ),
 ]
 Command = Annotated[
