@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -202,10 +202,34 @@ def check_options(opts: BisectOptions) -> Source:
         )
     if opts.metric == "latency":
         _check_timed(opts)
+    else:
+        _check_untimed(opts)
     if source.kind == "git" and opts.pin_file and opts.pin_repo:
         assert source.repo is not None
         _check_pin(source.repo, opts.bad, opts.pin_file, opts.pin_repo)
     return source
+
+
+def _check_untimed(opts: BisectOptions) -> None:
+    """The timed bisect's own options, given to a compile-only or command bisect, are refused as --gpus
+    is: they were ignored without a word (--threshold 0.2 on --metric spill_store_bytes changed nothing)."""
+    default = {f.name: f.default for f in fields(BisectOptions)}
+    given = [
+        flag
+        for flag, name in (
+            ("--backend", "backend"),
+            ("--artifact-timing", "artifact_timing"),
+            ("--max-samples", "max_samples"),
+            ("--threshold", "threshold"),
+        )
+        if getattr(opts, name) != default[name]
+    ]
+    if given:
+        what = f"--metric {opts.metric}" if opts.metric else "--command"
+        raise KtriageError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a timed bisect (--metric latency), not to {what}",
+            f"drop {', '.join(given)}: the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
+        )
 
 
 def _check_pin(repo: Path, bad: str, pin_file: str, pin_repo: Path) -> None:

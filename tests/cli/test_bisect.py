@@ -79,6 +79,25 @@ def test_source_and_option_errors_exit_2(run_cli: RunCli) -> None:
     assert r.exit_code == exit_codes.USAGE and "--bundle" in r.err_text, r.output
 
 
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--threshold", "0.2"], "--threshold applies"),
+        (["--max-samples", "50", "--backend", "liger_embedding"], "--backend, --max-samples apply"),
+        (["--artifact-timing", "library"], "--artifact-timing applies"),
+    ],
+)
+def test_a_timed_bisects_options_are_refused_on_a_compile_metric(flags: list[str], named: str, run_cli: RunCli) -> None:
+    """--threshold 0.2 (or --max-samples, --backend, --artifact-timing) next to a compile metric was
+    ignored without a word; refused as --gpus is, before the index is asked or anything compiles."""
+    r = run_cli(
+        ["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding"]
+        + ["--metric", "sass:ATOMG", *flags]
+    )
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem == f"{named} to a timed bisect (--metric latency), not to --metric sass:ATOMG"
+
+
 # ----------------------------------------------------------------------------- commits of a git repository
 
 
