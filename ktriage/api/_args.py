@@ -34,6 +34,7 @@ from pathlib import Path
 from ktriage.errors import KtriageError
 
 __all__ = [
+    "BUILD_TIMEOUT",
     "COMPILE_TIMEOUT",
     "CONFIDENCE",
     "FAIL_ON_RECENT",
@@ -49,6 +50,7 @@ __all__ = [
     "NUM_INPUTS",
     "OLDER_THAN_DAYS",
     "THRESHOLD",
+    "TIMEOUT",
     "WARMUP",
     "Real",
     "Whole",
@@ -276,6 +278,9 @@ MAX_PVALUE = Real("max_pvalue", "--max-pvalue", low=0.0, high=1.0, open_low=True
 MIN_STEP = Real("min_step", "--min-step", low=0.0, example=5)
 MAX_TIME = Real("max_time", "--max-time", low=0.0, open_low=True, example=10)
 MIN_SAMPLES = Whole("min_samples", "--min-samples", low=1, example=10)
+# bisect: a limit of 0 or less killed every build or command at once, each candidate a skip ("timed out after -1 s")
+TIMEOUT = Real("timeout", "--timeout", low=0.0, open_low=True, example=300)
+BUILD_TIMEOUT = Real("build_timeout", "--build-timeout", low=0.0, open_low=True, example=3600)
 # a coverage: 0 would be a zero-width interval, 1 an infinite one, 80 (a percent) a meaningless one
 LEVEL = Real("level", "--level", low=0.0, high=1.0, open_low=True, open_high=True, example=0.8)
 LIMIT = Whole("limit", "--limit", low=1, example=20, below="lists no run")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.api.paths import check_writable
 from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.catalog.resolve import op_default_mode
@@ -119,8 +120,11 @@ def bisect(
     good, bad = args.text(good, "good", example="3.3.1"), args.text(bad, "bad", example="3.4.0")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     arch, jobs = args.arch(arch), args.JOBS.optional(jobs)
+    timeout, build_timeout = args.TIMEOUT.optional(timeout), args.BUILD_TIMEOUT(build_timeout)
     threshold = args.THRESHOLD(threshold)
     check_gate(threshold)
+    if state is not None:  # a folder here failed only at the first save, after the preflight had run
+        check_writable(Path(state), "state (--state)", example="bisect-state.json")
     opts = BisectOptions(
         source=source,
         good=good,

@@ -13,10 +13,15 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.api.paths import check_writable
 from ktriage.bisect.step import EXIT_ABORT
 from ktriage.errors import KtriageError
+
+if TYPE_CHECKING:
+    from ktriage.bisect.step import StepConfig
 
 __all__ = ["EXIT_ABORT", "StepResult", "bisect_step"]
 
@@ -43,7 +48,9 @@ def bisect_step(
     toolchain: str | None = None,
     arch: str = "sm_90",
 ) -> StepResult:
-    """Judge the current checkout against ``baseline`` (the options given override the baseline's),
+    """Judge the current checkout against ``baseline`` (kernels named here replace the baseline's; a
+    ``metric``, ``toolchain`` or ``arch`` other than the baseline's is refused: its values would not
+    be comparable),
     or measure it and store the values as the ``role`` (good or bad) endpoint of ``record_baseline``
     (which needs ``metric``, ``toolchain`` and ``spec`` or ``op``). The files may be given as str or
     Path; ``arch`` takes every spelling ``--arch`` does."""
@@ -55,6 +62,8 @@ def bisect_step(
     baseline = Path(args.path_or_name(baseline, "baseline", "--baseline")) if baseline is not None else None
     if record_baseline is not None:
         record_baseline = Path(args.path_or_name(record_baseline, "record_baseline", "--record-baseline"))
+        # a folder here failed only after the compile: "internal error: IsADirectoryError"
+        check_writable(record_baseline, "record_baseline (--record-baseline)", example="baseline.json")
     inputs, arch = args.texts(inputs, "inputs", "--input", numbers=True), args.arch(arch)
     if (baseline is None) == (record_baseline is None):
         raise KtriageError(
@@ -62,7 +71,12 @@ def bisect_step(
             "record at a good commit, then judge with --baseline",
         )
     if role not in ("good", "bad"):
-        raise KtriageError(f"--as {role!r}", "use --as good or --as bad")
+        raise KtriageError(f"--as {role!r} is not an endpoint of a baseline", "use --as good or --as bad")
+    if baseline is not None and role == "bad":
+        raise KtriageError(
+            "--as bad goes with --record-baseline (it names the endpoint recorded); --baseline judges this checkout",
+            "drop --as, or record the bad endpoint: --record-baseline FILE --as bad",
+        )
     if record_baseline is not None:
         if not (metric and toolchain and (spec or op)):
             raise KtriageError(
@@ -75,6 +89,7 @@ def bisect_step(
         return StepResult(0, f"{role} baseline: {json.dumps(recorded['values'])} -> {record_baseline}")
     assert baseline is not None
     cfg, good, bad = load_baseline(baseline)
+    _check_same_question(baseline, cfg, metric=metric, toolchain=toolchain, arch=arch)
     cfg = StepConfig(
         metric or cfg.metric,
         toolchain or cfg.toolchain,
@@ -90,3 +105,26 @@ def bisect_step(
         return StepResult(125, f"skip: {exc.reason}")
     code, reason = decide_step(values, good, bad)
     return StepResult(code, f"{ {0: 'good', 1: 'bad', 125: 'skip'}[code] }: {reason} ({json.dumps(values)})")
+
+
+def _check_same_question(
+    baseline: Path, cfg: StepConfig, *, metric: str | None, toolchain: str | None, arch: str
+) -> None:
+    """A --metric, --toolchain or --arch other than the baseline's is refused: the values measured here
+    would be compared with the baseline's values of another quantity or compiler (``--metric registers``
+    against recorded spill bytes judged 255 registers "closer to the bad endpoint" of 0 and 48 bytes).
+    The kernels (--spec, --op, --input) may still be named anew: a spec file can move in the history."""
+    from ktriage.toolchain.spec import parse_toolchain
+
+    given = {
+        "--metric": (metric, cfg.metric),
+        "--toolchain": (str(parse_toolchain(toolchain)) if toolchain else None, str(parse_toolchain(cfg.toolchain))),
+        "--arch": (arch if arch != "sm_90" else None, cfg.arch),  # sm_90 is the flag's default: not given
+    }
+    for flag, (here, recorded) in given.items():
+        if here is not None and here != recorded:
+            raise KtriageError(
+                f"{flag} {here} differs from the baseline's ({recorded}, in {baseline}): its values would be compared "
+                "with another question's",
+                f"drop {flag} (the baseline's is used), or record a baseline with it: --record-baseline FILE {flag} {here}",
+            )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ktriage import progress
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
+from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
@@ -124,6 +125,19 @@ def tune(
             str(k): args.wholes(v, args.Whole(f"blocks[{k!r}]", "--block", low=1, example=8192)) or ()
             for k, v in blocks.items()
         }
+        for k, v in blocks.items():  # an empty knob screened no config: "no config stays within 0 spill store bytes"
+            if not k.strip() or not v:
+                raise KtriageError(
+                    f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
+                    "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
+                )
+    if compile_only and results_file is not None:  # the timing step reads it, and compile_only skips that step
+        raise KtriageError(
+            "--results reports the GPU winner from a timing of the tune bundle, but --compile-only stops before timing",
+            "drop --compile-only to read the results, or drop --results to screen only",
+        )
+    if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
+        check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     if not toolchains:
         raise KtriageError(
             "no toolchain given (toolchains, -t/--toolchain)", "pass the toolchain to tune for, e.g. -t triton==3.4.0"

@@ -18,12 +18,12 @@ NAME_MAX = 255  # bytes of one path component (Linux, macOS)
 PATH_MAX = 4096  # bytes of a whole path (Linux)
 
 
-def check_writable(path: Path, option: str = "--output", *, folder: bool = False) -> None:
+def check_writable(path: Path, option: str = "--output", *, folder: bool = False, example: str = "report.md") -> None:
     """Refuse an output path that cannot be written, before any work: a folder (or, with ``folder``, a
     file), a path under a file, a name too long for the file system, or one whose nearest existing
     folder cannot be written in (tried with a probe file, so that it holds for root too; the missing
     folders below it are created when the output is written). ``option`` names the option in the
-    error (``-o``, ``--raw-dir``)."""
+    error (``-o``, ``--raw-dir``); ``example`` is the file name the fix suggests for a folder given."""
     import tempfile
 
     fix = f"choose a writable {option} path"
@@ -41,7 +41,7 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
         if folder and path.exists() and not path.is_dir():
             raise KtriageError(f"{option} {path} is a file, not a folder", "give a folder (it is created if missing)")
         if not folder and path.is_dir():
-            raise KtriageError(f"{option} {path} is a folder", "give a file name, e.g. report.md")
+            raise KtriageError(f"{option} {path} is a folder", f"give a file name, e.g. {path / example}")
         where = path if folder else path.parent
         while not where.exists() and where != where.parent:
             where = where.parent

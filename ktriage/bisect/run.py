@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from ktriage.bisect.sources import (
     pin_change,
     ptxas_candidates,
     pypi_candidates,
+    read_pin,
 )
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
@@ -199,7 +200,82 @@ def check_options(opts: BisectOptions) -> Source:
             "--metric latency measures on the GPU from a compile-here bundle",
             "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME",
         )
+    if opts.metric == "latency":
+        _check_timed(opts)
+    else:
+        _check_untimed(opts)
+    if source.kind == "git" and opts.pin_file and opts.pin_repo:
+        assert source.repo is not None
+        _check_pin(source.repo, opts.bad, opts.pin_file, opts.pin_repo)
     return source
+
+
+def _check_untimed(opts: BisectOptions) -> None:
+    """The timed bisect's own options, given to a compile-only or command bisect, are refused as --gpus
+    is: they were ignored without a word (--threshold 0.2 on --metric spill_store_bytes changed nothing)."""
+    default = {f.name: f.default for f in fields(BisectOptions)}
+    given = [
+        flag
+        for flag, name in (
+            ("--backend", "backend"),
+            ("--artifact-timing", "artifact_timing"),
+            ("--max-samples", "max_samples"),
+            ("--threshold", "threshold"),
+        )
+        if getattr(opts, name) != default[name]
+    ]
+    if given:
+        what = f"--metric {opts.metric}" if opts.metric else "--command"
+        raise KtriageError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a timed bisect (--metric latency), not to {what}",
+            f"drop {', '.join(given)}: the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
+        )
+
+
+def _check_pin(repo: Path, bad: str, pin_file: str, pin_repo: Path) -> None:
+    """The nested bisect's pin file and repository, checked before anything is built: both were read
+    only when the culprit was found, so a misspelt --pin-file (or one holding no hash) ended the bisect
+    at the parent's culprit without a word, and a --pin-repo that is no repository was never looked at."""
+    try:
+        gitrepo.repo_root(pin_repo)
+    except KtriageError as exc:
+        raise KtriageError(
+            f"--pin-repo: {exc.problem}",
+            "give the local checkout of the pinned repository, e.g. --pin-repo ../llvm-project",
+        ) from None
+    if read_pin(gitrepo.file_at(repo, gitrepo.resolve_commit(repo, bad), pin_file)) is None:
+        raise KtriageError(
+            f"--pin-file {pin_file} holds no commit hash at --bad {bad} in {repo} (no such file, or no 7-40 digit hex word)",
+            "name the file that pins the other repository's commit, relative to the repository's top, e.g. cmake/llvm-hash.txt",
+        )
+
+
+def _check_timed(opts: BisectOptions) -> None:
+    """A timed bisect's backend, input and timing target, checked here on the CPU: on the GPU host a
+    wrong one surfaced only when the good endpoint was prepared, after the GPU worker had started."""
+    from ktriage.ops.registry import replays
+    from ktriage.workload.bundles.format import load_bundle
+    from ktriage.workload.ops.artifacts import TIMINGS
+
+    assert opts.bundle is not None
+    bundle = load_bundle(opts.bundle)
+    held = [b for b in bundle.backends if b in replays()]
+    example = held[0] if held else "liger_layer_norm"
+    if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
+        raise KtriageError(
+            "--metric latency needs one --backend and one numeric --input id", f"e.g. --backend {example} --input 7"
+        )
+    if opts.backend not in held:
+        raise KtriageError(
+            f"--backend {opts.backend} is not an artifact backend of bundle {opts.bundle} ({bundle.op})",
+            f"use one it holds: {', '.join(held)}"
+            if held
+            else f"build a bundle of an op with a replayed backend ({', '.join(replays())})",
+        )
+    if opts.artifact_timing not in TIMINGS:
+        raise KtriageError(
+            f"--artifact-timing {opts.artifact_timing} is not a timing target", f"use one of: {', '.join(TIMINGS)}"
+        )
 
 
 def list_candidates(opts: BisectOptions, source: Source) -> list[Candidate]:
@@ -233,7 +309,9 @@ def _bundle_candidates(opts: BisectOptions, key: str) -> list[Candidate]:
             continue
         version = str(tc["triton_version"] if key == "triton" else tc["ptxas_version"])
         by_version[version] = (tc_id, str(tc["spec"]))
-    chosen = versions_between(list(by_version), opts.good, opts.bad, pre=True, what=f"{key} in bundle {opts.bundle}")
+    chosen = versions_between(
+        list(by_version), opts.good, opts.bad, pre=True, what=key, where=f"in bundle {opts.bundle}"
+    )
     chosen.sort(key=Version)
     return [
         Candidate(
@@ -353,10 +431,7 @@ class _Run:
         from ktriage.bisect.time_predicate import TimePredicate
 
         opts = self.opts
-        if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
-            raise KtriageError(
-                "--metric latency needs one --backend and one numeric --input id", "e.g. --backend liger --input 7"
-            )
+        assert opts.backend is not None  # check_options: one --backend of the bundle, one numeric --input
         from ktriage.bisect.cluster import bench_measure_job
         from ktriage.stats.verdict import DEFAULT_CONFIG
 

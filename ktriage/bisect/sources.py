@@ -106,30 +106,41 @@ def list_pypi_versions(package: str, *, pre: bool = False) -> list[str]:
 
 
 def versions_between(
-    versions: list[str], good: str, bad: str, *, pre: bool = False, what: str = "package"
+    versions: list[str],
+    good: str,
+    bad: str,
+    *,
+    pre: bool = False,
+    what: str = "package",
+    where: str = "on the index",
 ) -> list[str]:
     """The versions from ``good`` to ``bad`` inclusive, ascending by PEP 440 order.
 
     Pre-releases are left out unless ``pre`` (or unless they are an endpoint). Both endpoints must be
-    in the list: a bisect over a range whose ends do not exist would test something else.
+    in the list: a bisect over a range whose ends do not exist would test something else. ``where``
+    names the list in the messages (a timed bisect's comes from its bundle, not from the index).
     """
-    try:
-        g, b = Version(good), Version(bad)
-    except InvalidVersion as exc:
-        raise KtriageError(f"{exc}", "give versions like 3.3.1 (--good) and 3.4.0 (--bad)") from None
     parsed: dict[Version, str] = {}
     for v in versions:
         try:
             parsed[Version(v)] = v
         except InvalidVersion:
             continue
+    near = ", ".join(str(v) for v in sorted(parsed)[-12:])
+    ends: list[Version] = []
+    for text, flag in ((good, "--good"), (bad, "--bad")):
+        try:
+            ends.append(Version(text))
+        except InvalidVersion:
+            # packaging's own words ("Invalid version: 'latest'") named neither the flag nor a version to give
+            raise KtriageError(
+                f"{flag} {text!r} is not a version number", f"give a release of the {what} {where}: {near}"
+            ) from None
+    g, b = ends
     # Existence before order: a --good that is no release (9.9.9) is that, not "newer than --bad".
     for end, flag in ((g, "--good"), (b, "--bad")):
         if end not in parsed:
-            near = ", ".join(str(v) for v in sorted(parsed)[-12:])
-            raise KtriageError(
-                f"{flag} {end} is not a release of the {what} on the index", f"pick one that exists: {near}"
-            )
+            raise KtriageError(f"{flag} {end} is not a release of the {what} {where}", f"pick one that exists: {near}")
     if g >= b:
         raise KtriageError(
             f"--good {good} is not older than --bad {bad}",

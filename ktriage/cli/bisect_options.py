@@ -38,7 +38,7 @@ Metric = Annotated[
     str | None,
     typer.Option(
         "--metric",
-        help="Compile-only: spill_store_bytes, spill_load_bytes, stack_bytes, registers, shared_bytes, ctas_per_sm, warps_per_sm, local_loads, local_stores, sass:OPCODE; or latency (GPU time from --bundle).",
+        help="Compile-only: spill_store_bytes, spill_load_bytes, stack_bytes, registers, shared_bytes, ctas_per_sm, warps_per_sm, local_loads, local_stores, sass_instructions, sass:OPCODE; or latency (GPU time from --bundle).",
     ),
 ]
 Command = Annotated[
@@ -101,7 +101,11 @@ Bundle = Annotated[
     typer.Option("--bundle", help="--metric latency: the compile-here bundle of the candidate toolchains (GPU host)."),
 ]
 Backend = Annotated[
-    str | None, typer.Option("--backend", help="--metric latency: the artifact backend to time (e.g. liger).")
+    str | None,
+    typer.Option(
+        "--backend",
+        help="--metric latency: the artifact backend of the bundle to time (e.g. liger_layer_norm, liger_embedding).",
+    ),
 ]
 ArtifactTiming = Annotated[
     str,

@@ -55,7 +55,11 @@ def tune(
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
     then time the best few on the GPU against the library's own config."""
     console = make_console(stderr=fmt != Format.table)
-    warp_list, stage_list, block_lists = o.ints(warps, "--warps"), o.ints(stages, "--stages"), o.blocks(block)
+    warp_list, stage_list, block_lists = (
+        o.ints(warps, "--warps"),
+        o.ints(stages, "--stages", example="1,3"),
+        o.blocks(block),
+    )
     with make_progress(console):
         report = tune_api(
             target=target,

@@ -46,7 +46,10 @@ Warps = Annotated[str | None, typer.Option("--warps", help="Only these num_warps
 Stages = Annotated[str | None, typer.Option("--stages", help="Only these num_stages, e.g. 1,3.")]
 Block = Annotated[
     list[str] | None,
-    typer.Option("--block", help="Only these values of a block knob, e.g. BLOCK_SIZE=8192. Repeatable."),
+    typer.Option(
+        "--block",
+        help="Only these values of a block knob, e.g. BLOCK_SIZE=8192,16384. Repeatable (another knob, or more values of the same one).",
+    ),
 ]
 BundleDir = Annotated[
     Path | None,
@@ -65,26 +68,40 @@ ResultsFile = Annotated[
 AllRows = Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")]
 
 
-def ints(text: str | None, what: str) -> list[int] | None:
-    """``"4,8,16"`` -> ``[4, 8, 16]`` (None when not given)."""
-    if not text:
+def ints(text: str | None, what: str, example: str = "4,8,16") -> list[int] | None:
+    """``"4,8,16"`` -> ``[4, 8, 16]`` (None when not given). A list without a number (``--warps ,``)
+    is refused: it searched the whole space as if the flag had not been given."""
+    if text is None:
         return None
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError as exc:
-        raise KtriageError(
-            f"{what} {text!r} is not a comma-separated list of integers", f"write e.g. {what} 4,8,16"
-        ) from exc
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = None
+    if not values:
+        raise KtriageError(f"{what} {text!r} is not a comma-separated list of integers", f"write e.g. {what} {example}")
+    return values
 
 
 def blocks(items: list[str] | None) -> dict[str, list[int]] | None:
-    """``["BLOCK_SIZE=8192,16384"]`` -> ``{"BLOCK_SIZE": [8192, 16384]}`` (None when not given)."""
+    """``["BLOCK_SIZE=8192,16384"]`` -> ``{"BLOCK_SIZE": [8192, 16384]}`` (None when not given).
+    A knob repeated adds its values (``--block BLOCK_SIZE=8192 --block BLOCK_SIZE=16384`` is both:
+    the second replaced the first, and tune searched 16384 alone)."""
     if not items:
         return None
     out: dict[str, list[int]] = {}
     for item in items:
         name, sep, vals = item.partition("=")
-        if not sep:
-            raise KtriageError(f"--block {item!r} has no '='", "write e.g. --block BLOCK_SIZE=8192,16384")
-        out[name.strip()] = ints(vals, "--block") or []
+        if not sep or not name.strip():
+            raise KtriageError(
+                f"--block {item!r} names no knob and its values", "write e.g. --block BLOCK_SIZE=8192,16384"
+            )
+        try:
+            values = ints(vals, "--block") or []
+        except KtriageError:
+            raise KtriageError(
+                f"--block {item!r} is not a knob and comma-separated integers",
+                f"write e.g. --block {name.strip()}=8192,16384",
+            ) from None
+        known = out.setdefault(name.strip(), [])
+        known += [v for v in values if v not in known]
     return out

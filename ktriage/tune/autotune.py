@@ -356,13 +356,18 @@ class SpillAwarePrune:
         verbose: bool = False,
         num_sms: int | None = None,
     ) -> None:
-        if max_spill_bytes < 0 or keep < 1:
-            raise KtriageError(
-                f"max_spill_bytes={max_spill_bytes}, keep={keep}", "use max_spill_bytes >= 0 and keep >= 1"
-            )
+        if max_spill_bytes < 0:
+            raise KtriageError(f"max_spill_bytes={max_spill_bytes} is negative", "use 0 (no spills) or a byte count")
+        if keep < 1:
+            raise KtriageError(f"keep={keep} keeps no config", "use keep >= 1, e.g. keep=3")
+        for name, value in (("saturation_warps", saturation_warps), ("num_sms", num_sms)):
+            if value is not None and value < 1:  # 0: a ZeroDivisionError out of triton.autotune (warps-only estimate)
+                raise KtriageError(f"{name}={value} must be >= 1", f"leave {name} out for the default")
         self.max_spill_bytes = max_spill_bytes
         self.keep = keep
-        self.target = target
+        # Read now, in every spelling --arch takes: an unknown target ('sm_91') reached Triton's LLVM at
+        # tuning time, which aborted the whole process ("LLVM ERROR: Cannot select").
+        self.target = target if target is None or hasattr(target, "arch") else parse_arch(target).cc
         self.kernel = kernel
         self.saturation_warps = saturation_warps
         self.verbose = verbose

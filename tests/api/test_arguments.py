@@ -42,6 +42,8 @@ def test_cache_gc_refuses_an_age_that_is_no_age_and_removes_nothing(
 # ------------------------------------------------------------------------------------------ ranges
 NOWHERE_DB = "postgresql+psycopg://nowhere:1/none"  # never opened: the arguments are refused first
 OP = {"target": "liger.layer_norm", "toolchains": ["triton==3.4.0"]}
+# a bisect's timeouts killed every build or command at once ("timed out after -1 s" at both endpoints)
+BISECT = {"source": "git:/no-such-repo", "good": "v1", "bad": "v2", "command": "true"}  # never reached
 
 
 @pytest.mark.parametrize(
@@ -63,6 +65,7 @@ OP = {"target": "liger.layer_norm", "toolchains": ["triton==3.4.0"]}
         (kt.fidelity, {"cases": ["vector_add"], "jobs": 0}, r"jobs \(--jobs\) 0 is out of range"),
         (kt.tune, {**OP, "input_id": 7, "jobs": 2000}, r"jobs \(--jobs\) 2000 is out of range"),
         (kt.tune, {**OP, "input_id": 7, "warps": [4, 0]}, r"warps \(--warps\) 0 is out of range"),
+        (kt.tune, {**OP, "input_id": 7, "blocks": {"BLOCK_SIZE": []}}, r"'BLOCK_SIZE': no values given"),
         (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "min_segment": 0}, r"min_segment"),
         (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "min_segment": -2}, r"min_segment"),
         (kt.history, {"op": "layer_norm", "backend": "b", "db": NOWHERE_DB, "fail_on_recent": 0}, r"fail_on_recent"),
@@ -77,6 +80,9 @@ OP = {"target": "liger.layer_norm", "toolchains": ["triton==3.4.0"]}
         (kt.compare, {"old": "a.json", "new": "b.json", "threshold": float("inf")}, r"threshold .* not a finite"),
         (kt.profile, {"bundle": Path("b"), "warmup": -1}, r"warmup \(--warmup\) -1 is out of range"),
         (kt.profile, {"bundle": Path("b"), "input_id": -1}, r"input_id \(--input-id\) -1 is out of range"),
+        (kt.bisect, {**BISECT, "timeout": -1}, r"timeout \(--timeout\) -1 is out of range"),
+        (kt.bisect, {**BISECT, "timeout": 0}, r"timeout \(--timeout\) 0 is out of range"),
+        (kt.bisect, {**BISECT, "build_timeout": 0}, r"build_timeout \(--build-timeout\) 0 is out of range"),
     ],
 )
 def test_a_number_out_of_its_flags_range_or_of_another_type_is_refused_before_any_work(

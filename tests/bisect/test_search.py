@@ -137,6 +137,16 @@ def test_metric_names_are_checked() -> None:
     assert check_metric("ctas_per_sm") == "ctas_per_sm"
     with pytest.raises(KtriageError, match="unknown metric"):
         check_metric("spills")
+    detailed = "sass:REDG.E.ADD.F32x4.FTZ.RN.STRONG.GPU"  # as explain prints it: modifiers may hold lower case
+    assert check_metric(detailed) == detailed
+    # SASS opcodes are upper case: sass:atomg counted 0 at every candidate and the bisect stopped at
+    # "endpoints do not differ ... =0", which named no typo
+    with pytest.raises(KtriageError, match="SASS opcodes are written in upper case") as lower:
+        check_metric("sass:atomg")
+    assert lower.value.fix == "write --metric sass:ATOMG"
+    with pytest.raises(KtriageError, match="upper case") as lower:
+        check_metric("sass:redg.E.ADD.F32x4")
+    assert lower.value.fix == "write --metric sass:REDG.E.ADD.F32x4"
 
 
 def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from ktriage.bisect.sources import (
 )
 from ktriage.errors import KtriageError
 from tests.bisect.repos import make_kernel_repo
+from tests.conftest import RunCli
 
 
 @pytest.mark.network  # pip index versions: the real package index
@@ -73,6 +74,14 @@ def test_version_range_rules() -> None:
     # a --good that is no release is reported as such, not as "newer than --bad: swap them"
     with pytest.raises(KtriageError, match="--good 9.9.9 is not a release of the package on the index"):
         versions_between(listed, "9.9.9", "3.2.0")
+    # a word where a version goes names its flag and the versions to pick from (it was packaging's bare
+    # "Invalid version: 'latest'"); a list that is no index (a timed bisect's bundle) is named as such
+    with pytest.raises(KtriageError, match="--bad 'latest' is not a version number") as info:
+        versions_between(listed, "3.0.0", "latest", what="triton")
+    assert info.value.fix == "give a release of the triton on the index: 3.0.0, 3.1.0rc1, 3.1.0, 3.2.0, 3.3.0.dev1"
+    with pytest.raises(KtriageError) as info:
+        versions_between(listed, "2.9.0", "3.2.0", what="triton", where="in bundle b")
+    assert info.value.problem == "--good 2.9.0 is not a release of the triton in bundle b"
 
 
 def test_git_candidates_and_pins(tmp_path: Path) -> None:
@@ -121,3 +130,29 @@ def test_latency_candidates_come_from_the_bundle_toolchains(
     if not has_gpu:
         with pytest.raises(KtriageError, match="cannot measure here|GPU"):
             run._time_predicate()
+
+
+@pytest.mark.slow
+def test_a_timed_bisect_checks_backend_input_and_timing_before_measuring(
+    tmp_path: Path, toolchain, shared_compiler, run_cli: RunCli
+) -> None:
+    """``--backend liger`` (the name the option's help and the hint gave) is no artifact backend: it
+    failed only on the GPU host, when the good endpoint was prepared. Refused here, exit 2, with the
+    backends the bundle holds; so are a backend of another op and an unknown --artifact-timing."""
+    from ktriage.workload.bundles.build import build_bundle
+
+    tcs = [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")]
+    out = build_bundle(
+        "layer_norm", "bwd", ["7"], tcs, tmp_path / "bundle", compiler=shared_compiler, backends=["liger_layer_norm"]
+    )
+    base = ["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--metric", "latency"]
+    base += ["--bundle", str(out), "--state", str(tmp_path / "s.json")]
+    for backend in ("liger", "liger_embedding"):
+        r = run_cli([*base, "--backend", backend, "--input", "7"])
+        assert r.exit_code == 2 and f"--backend {backend} is not an artifact backend of bundle" in r.problem, r.output
+        assert r.fix == "use one it holds: liger_layer_norm"
+    r = run_cli([*base, "--input", "7"])
+    assert r.exit_code == 2 and r.fix == "e.g. --backend liger_layer_norm --input 7", r.output
+    r = run_cli([*base, "--backend", "liger_layer_norm", "--input", "7", "--artifact-timing", "kernels"])
+    assert r.exit_code == 2 and "--artifact-timing kernels is not a timing target" in r.problem, r.output
+    assert not (tmp_path / "s.json").exists()  # refused before the preflight: nothing was measured

@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from ktriage.cli import exit_codes
-from tests.bisect.repos import GIT_ENV, KTRIAGE, check_script, command_runs, git, make_kernel_repo
+from tests.bisect.repos import (
+    GIT_ENV,
+    KTRIAGE,
+    check_script,
+    command_runs,
+    git,
+    make_kernel_repo,
+    make_nested_repos,
+)
 from tests.conftest import RunCli
 
 TOOLCHAIN = "triton==3.4.0"
@@ -69,6 +77,25 @@ def test_source_and_option_errors_exit_2(run_cli: RunCli) -> None:
         ]
     )
     assert r.exit_code == exit_codes.USAGE and "--bundle" in r.err_text, r.output
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--threshold", "0.2"], "--threshold applies"),
+        (["--max-samples", "50", "--backend", "liger_embedding"], "--backend, --max-samples apply"),
+        (["--artifact-timing", "library"], "--artifact-timing applies"),
+    ],
+)
+def test_a_timed_bisects_options_are_refused_on_a_compile_metric(flags: list[str], named: str, run_cli: RunCli) -> None:
+    """--threshold 0.2 (or --max-samples, --backend, --artifact-timing) next to a compile metric was
+    ignored without a word; refused as --gpus is, before the index is asked or anything compiles."""
+    r = run_cli(
+        ["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--op", "liger.embedding"]
+        + ["--metric", "sass:ATOMG", *flags]
+    )
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem == f"{named} to a timed bisect (--metric latency), not to --metric sass:ATOMG"
 
 
 # ----------------------------------------------------------------------------- commits of a git repository
@@ -180,6 +207,50 @@ def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, 
         ]
     )
     assert r.exit_code == exit_codes.USAGE and "endpoints do not differ" in r.err_text, r.output
+
+
+def test_a_pin_file_or_pin_repo_that_cannot_serve_is_refused_before_anything_runs(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """Both were read only once the culprit was found: a misspelt --pin-file ended the bisect at the
+    parent's culprit without a word (no nested stage, no note), a --pin-repo that is no repository was
+    never looked at. Now: exit 2 before any checkout or compile, each naming its flag."""
+    repos = make_nested_repos(tmp_path / "repos", n_parent=3, bump_at=2, n_child=2, child_culprit=1)
+    base = ["bisect", "--source", f"git:{repos.parent.path}", "--good", repos.parent.good, "--bad", "main"]
+    base += [
+        "--spec",
+        "spec.toml",
+        "-t",
+        TOOLCHAIN,
+        "--metric",
+        "spill_store_bytes",
+        "--state",
+        str(tmp_path / "s.json"),
+    ]
+    r = run_cli([*base, "--pin-file", "cmake/llvm-hash.txt", "--pin-repo", str(repos.child.path)])
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem.startswith("--pin-file cmake/llvm-hash.txt holds no commit hash at --bad main"), r.output
+    r = run_cli([*base, "--pin-file", "spec.toml", "--pin-repo", str(repos.child.path)])  # a file without a hash
+    assert r.exit_code == exit_codes.USAGE and "--pin-file spec.toml holds no commit hash" in r.problem, r.output
+    r = run_cli([*base, "--pin-file", "pin.txt", "--pin-repo", str(tmp_path / "no-such-checkout")])
+    assert r.exit_code == exit_codes.USAGE and r.problem.startswith("--pin-repo: repository "), r.output
+    assert not (tmp_path / "s.json").exists() and not (tmp_path / "s.work").exists()  # nothing ran
+
+
+def test_a_state_path_that_is_a_folder_is_refused_before_anything_runs(tmp_path: Path, run_cli: RunCli) -> None:
+    """--state DIR ran the preflight and then failed at the first save with "internal error:
+    IsADirectoryError ... this is a bug in ktriage" (exit 3)."""
+    repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
+    script, runs = check_script(tmp_path)
+    folder = tmp_path / "states"
+    folder.mkdir()
+    r = run_cli(
+        ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
+        + ["--command", f"sh {script}", "--state", str(folder)]
+    )
+    assert r.exit_code == exit_codes.USAGE and r.problem == f"state (--state) {folder} is a folder", r.output
+    assert r.fix == f"give a file name, e.g. {folder / 'bisect-state.json'}"
+    assert command_runs(runs) == [] and not list(folder.iterdir())  # not one commit tested
 
 
 # ----------------------------------------------------------------------------- --command, --resume, bisect-step
@@ -294,6 +365,40 @@ def test_bisect_step_under_a_real_git_bisect_run(tmp_path: Path, toolchain) -> N
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"{repo.culprit} is the first bad commit" in run.stdout
     git(repo.path, "bisect", "reset")
+
+
+def test_bisect_step_refuses_a_metric_toolchain_or_arch_other_than_the_baselines(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """``--baseline b.json --metric registers`` on a spill-bytes baseline compiled the checkout and
+    judged its 255 registers "closer to the bad endpoint" of 0 and 48 bytes (exit 1: git marked the
+    commit bad); ``--as bad`` next to --baseline was ignored, ``--as worse`` said only "--as 'worse'".
+    Each is a ktriage error now, 128: git aborts instead of recording a meaningless verdict."""
+    baseline = tmp_path / "b.json"
+    config = {"metric": "spill_store_bytes", "toolchain": "triton==3.4.0", "spec": "spec.toml", "arch": "sm_90"}
+    baseline.write_text(json.dumps({"config": config, "good": {"values": {"red": 0}}, "bad": {"values": {"red": 48}}}))
+    step = ["bisect-step", "--baseline", str(baseline)]
+    for extra, problem in (
+        (["--metric", "registers"], "--metric registers differs from the baseline's (spill_store_bytes"),
+        (["-t", "triton==3.3.1"], "--toolchain triton==3.3.1 differs from the baseline's (triton==3.4.0"),
+        (["--arch", "sm_80"], "--arch sm_80 differs from the baseline's (sm_90"),
+        (["--as", "bad"], "--as bad goes with --record-baseline"),
+        (["--as", "worse"], "--as 'worse' is not an endpoint of a baseline"),
+    ):
+        r = run_cli([*step, *extra])
+        assert r.exit_code == 128 and r.problem.startswith(problem), r.output
+
+
+def test_bisect_step_refuses_a_baseline_path_that_is_a_folder_before_compiling(tmp_path: Path, run_cli: RunCli) -> None:
+    """--record-baseline DIR compiled the checkout, then failed with "internal error: IsADirectoryError"."""
+    folder = tmp_path / "baselines"
+    folder.mkdir()
+    r = run_cli(
+        ["bisect-step", "--record-baseline", str(folder), "--spec", "spec.toml", "--metric", "registers"]
+        + ["-t", "triton==3.4.0"]
+    )
+    assert r.exit_code == 128 and r.problem == f"record_baseline (--record-baseline) {folder} is a folder", r.output
+    assert r.fix == f"give a file name, e.g. {folder / 'baseline.json'}"
 
 
 def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunCli) -> None:

@@ -126,3 +126,56 @@ def test_tune_needs_inputs_chosen_for_a_catalog_op(run_cli: RunCli) -> None:
     res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "--compile-only"])
     assert res.exit_code == exit_codes.USAGE, res.output
     assert "pass --input for each" in res.err_text
+
+
+@pytest.mark.parametrize(
+    "flags, problem, fix",
+    [
+        (["--block", "BLOCK_SIZE="], "--block 'BLOCK_SIZE=' is not a knob", "--block BLOCK_SIZE=8192,16384"),
+        (["--block", "=8192"], "--block '=8192' names no knob", "--block BLOCK_SIZE=8192,16384"),
+        (["--block", "BLOCK_SIZE=abc"], "--block 'BLOCK_SIZE=abc' is not a knob", "--block BLOCK_SIZE=8192,16384"),
+        (["--warps", ","], "--warps ',' is not a comma-separated list", "--warps 4,8,16"),
+        (["--stages", "x"], "--stages 'x' is not a comma-separated list", "--stages 1,3"),
+    ],
+)
+def test_a_space_flag_without_values_is_refused_with_its_own_example(
+    flags: list[str], problem: str, fix: str, run_cli: RunCli
+) -> None:
+    """``--block BLOCK_SIZE=`` searched no config and ended at "no config stays within 0 spill store
+    bytes: raise --max-spill-bytes", ``--warps ,`` searched every num_warps as if not given, and a
+    bad --block value was told "write e.g. --block 4,8,16" (no knob). Refused before any compile."""
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", *flags])
+    assert res.exit_code == exit_codes.USAGE and res.problem.startswith(problem), res.output
+    assert res.fix is not None and res.fix.endswith(fix), res.output
+
+
+def test_a_repeated_block_knob_adds_its_values() -> None:
+    """``--block BLOCK_SIZE=8192 --block BLOCK_SIZE=16384`` kept 16384 alone (the second replaced the
+    first), so tune searched only spilling configs and recommended nothing."""
+    from ktriage.cli.tune_options import blocks
+
+    assert blocks(["BLOCK_SIZE=8192", "BLOCK_SIZE=16384,8192", "XBLOCK=64"]) == {
+        "BLOCK_SIZE": [8192, 16384],
+        "XBLOCK": [64],
+    }
+
+
+def test_a_bundle_path_that_is_a_file_is_refused_before_compiling(tmp_path: Path, run_cli: RunCli) -> None:
+    """--bundle FILE compiled and screened every config, then failed with "internal error:
+    NotADirectoryError: ... /cubins"."""
+    taken = tmp_path / "taken"
+    taken.write_text("not a bundle\n")
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--bundle", str(taken)])
+    assert res.exit_code == exit_codes.USAGE and res.problem == f"bundle (--bundle) {taken} is a file, not a folder"
+    assert taken.read_text() == "not a bundle\n"
+
+
+def test_results_with_compile_only_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    """--compile-only --results FILE screened and printed the compile-only table: the results file (the
+    GPU timing to report the winner from) was ignored without a word."""
+    timing = REPO / "benchmarks" / "perf" / "h200" / "ln_bwd.json"
+    res = run_cli(
+        ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only"]
+        + ["--results", str(timing)]
+    )
+    assert res.exit_code == exit_codes.USAGE and "--compile-only stops before timing" in res.problem, res.output

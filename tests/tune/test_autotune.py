@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ktriage.analyze.occupancy import compute_occupancy
-from ktriage.tune.autotune import Screened, SpillAwarePrune, estimate
+from ktriage.errors import KtriageError
+from ktriage.tune.autotune import Screened, SpillAwarePrune, estimate, ktriage_prune
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,6 +133,33 @@ def test_estimate_rewards_occupancy_up_to_saturation_and_penalizes_spills() -> N
     assert estimate(low, 0) == 2.0
     assert estimate(mid, 0) == estimate(high, 0) == 1.0
     assert estimate(mid, 1024) == 2.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"target": "sm_91"}, "unknown or unsupported GPU target 'sm_91'"),
+        ({"target": "foo"}, "unknown or unsupported GPU target 'foo'"),
+        ({"max_spill_bytes": -1}, "max_spill_bytes=-1 is negative"),
+        ({"keep": 0}, "keep=0 keeps no config"),
+        ({"saturation_warps": 0}, "saturation_warps=0 must be >= 1"),
+        ({"num_sms": 0}, "num_sms=0 must be >= 1"),
+    ],
+)
+def test_the_hook_refuses_what_it_cannot_screen_with_when_made(kwargs: dict[str, object], problem: str) -> None:
+    """An unknown target was read only inside triton.autotune: 'sm_91' aborted the tuning process
+    (LLVM ERROR: Cannot select, Triton 3.4.0), '9.0' raised 'unknown compile target' although every
+    ktriage verb takes it; saturation_warps=0 divided by zero in the warps-only estimate (a
+    ZeroDivisionError out of triton.autotune). All are refused where the hook is made, with the fix;
+    no Triton needed."""
+    with pytest.raises(KtriageError) as refused:
+        ktriage_prune(**kwargs)  # type: ignore[arg-type]
+    assert refused.value.problem.startswith(problem) and refused.value.fix
+
+
+@pytest.mark.parametrize("spelling", ["sm_90", "sm_90a", "9.0", "cuda:90", 90])
+def test_the_hook_takes_every_arch_spelling(spelling: object) -> None:
+    assert SpillAwarePrune(target=spelling).target == 90
 
 
 def test_rank_keeps_best_then_unscreened_fake_configs() -> None:
