@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
-    from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded
+    from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded, is_workload_path
     from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._bisect_step import EXIT_ABORT, StepResult, bisect_step
     from ktriage.api._cache import (
@@ -91,6 +91,7 @@ _LAZY: dict[str, str] = {
     "require_torch": "_bench",
     "bench_recorded": "_bench_recorded",
     "RecordedBenchReport": "_bench_recorded",
+    "is_workload_path": "_bench_recorded",
     "bisect": "_bisect",
     "BisectReport": "_bisect",
     "bisect_step": "_bisect_step",
@@ -192,6 +193,7 @@ __all__ = [
     "history",
     "HistoryReport",
     "is_recorded_bundle",
+    "is_workload_path",
     "normalize_arch",
     "occupancy",
     "OccupancyReport",

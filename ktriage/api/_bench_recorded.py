@@ -126,6 +126,8 @@ def bench_recorded(
     from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_name
 
     workload = args.path_or_name(workload, "workload", "W.json") if workload is not None else None
+    if workload is not None:
+        require_workload_path(workload)
     toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
     kernels = args.texts(kernels, "kernels", "--kernel") or None
     inputs = args.texts(inputs, "inputs", "--input", numbers=True) or None
@@ -187,7 +189,7 @@ def _compile(
     """Compile the workload's selected kernel inputs with every toolchain into a bundle."""
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
-    from ktriage.record.workload import is_workload_path, load_workload
+    from ktriage.record.workload import load_workload
     from ktriage.workload.recorded.bundle import (
         build_recorded_bundle,
         load_recorded_bundle,
@@ -195,11 +197,6 @@ def _compile(
         workload_name,
     )
 
-    if not is_workload_path(workload):
-        raise KtriageError(
-            f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
-            "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",
-        )
     wl = load_workload(workload).require_kernels(workload)
     targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
     if targets and arch not in targets:
@@ -276,3 +273,31 @@ def _measure(
             on_entry_done=step.callback,
             gpus=placed,
         )
+
+
+def require_workload_path(workload: str) -> None:
+    """Refuse a positional argument of ``bench`` that is no recorded workload, before anything else is
+    checked: an operator's name there (``ktriage bench layer_norm --bwd``) is told to use ``--op``, not that
+    ``--bwd`` does not apply to a recorded workload."""
+    from ktriage.ops import registry
+
+    if is_workload_path(workload):
+        return
+    operator = registry.operator(workload)
+    if operator is not None:
+        raise KtriageError(
+            f"{workload} is an operator, not a recorded workload: bench takes an operator with --op",
+            f"ktriage bench --op {operator.name} ...",
+        )
+    raise KtriageError(
+        f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
+        "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",
+    )
+
+
+def is_workload_path(target: str) -> bool:
+    """Whether ``target`` names a recorded workload (W.json, W.json.gz or its journal) rather than an operator:
+    what ``bench``, ``explain``, ``tune`` and ``bisect`` read a positional argument as."""
+    from ktriage.record.workload import is_workload_path as named_like_a_workload
+
+    return named_like_a_workload(target)

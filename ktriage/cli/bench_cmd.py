@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle
+from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle, is_workload_path
 from ktriage.api import bench as bench_api
 from ktriage.cli import bench_options as o
 from ktriage.cli import options as opt
@@ -76,7 +76,8 @@ def bench(
     )
     asked_mode = opt.pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
     if workload is not None or kernel or (bundle is not None and not toolchain and is_recorded_bundle(bundle)):
-        refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
+        if workload is None or is_workload_path(workload):  # else bench_recorded names what it is (an op: --op)
+            refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
         return bench_workload(
             workload,
             bundle=bundle,

@@ -21,6 +21,9 @@ from tests.conftest import RunCli
         (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
         (["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"], "artifact backend"),
         (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "--compile-only"),  # no GPU here
+        # an operator given where the recorded workload goes is told --op, not that --bwd does not apply
+        (["layer_norm", "--bwd", "-t", "triton==3.4.0"], "bench --op layer_norm"),
+        (["nosuch", "--bwd"], "is not a recorded workload"),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
