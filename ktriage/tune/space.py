@@ -353,7 +353,10 @@ def config_space(
         )
     s = tuple(sorted(set(stages))) if stages else STAGE_CHOICES
     if any(x < 1 for x in s):
-        raise SpecError(f"num_stages {list(s)} must be >= 1", "use 1..4")
+        raise SpecError(
+            f"num_stages {list(s)} must be >= 1",
+            f"use 1 or more (the default search is {', '.join(map(str, STAGE_CHOICES))})",
+        )
     if not knobs:
         notes.append(
             "no block-size constexpr is declared tunable: only num_warps and num_stages are searched "

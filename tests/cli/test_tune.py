@@ -136,6 +136,8 @@ def test_tune_needs_inputs_chosen_for_a_catalog_op(run_cli: RunCli) -> None:
         (["--block", "BLOCK_SIZE=abc"], "--block 'BLOCK_SIZE=abc' is not a knob", "--block BLOCK_SIZE=8192,16384"),
         (["--warps", ","], "--warps ',' is not a comma-separated list", "--warps 4,8,16"),
         (["--stages", "x"], "--stages 'x' is not a comma-separated list", "--stages 1,3"),
+        # the fix said "use 1..4" while 5 and more are searched when asked
+        (["--stages", "0"], "num_stages [0] must be >= 1", "use 1 or more (the default search is 1, 2, 3, 4)"),
     ],
 )
 def test_a_space_flag_without_values_is_refused_with_its_own_example(
