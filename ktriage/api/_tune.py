@@ -136,6 +136,12 @@ def tune(
             "--results reports the GPU winner from a timing of the tune bundle, but --compile-only stops before timing",
             "drop --compile-only to read the results, or drop --results to screen only",
         )
+    if compile_only and len(toolchains) > 1:  # the others are timed on the GPU only: compile_only dropped them unsaid
+        raise KtriageError(
+            f"-t {' -t '.join(toolchains[1:])}: a further toolchain is timed on the GPU with the library's config, "
+            "and --compile-only stops before timing",
+            f"screen with one toolchain (-t {toolchains[0]}), or drop --compile-only to time the others too",
+        )
     if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     if not toolchains:

@@ -181,3 +181,13 @@ def test_results_with_compile_only_is_refused(tmp_path: Path, run_cli: RunCli) -
         + ["--results", str(timing)]
     )
     assert res.exit_code == exit_codes.USAGE and "--compile-only stops before timing" in res.problem, res.output
+
+
+def test_further_toolchains_with_compile_only_are_refused(run_cli: RunCli) -> None:
+    """``-t A -t B --compile-only`` screened A alone: B, timed with the library's config on the GPU only, was
+    dropped without a word."""
+    res = run_cli(
+        ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-t", "triton==3.3.1", "-i", "N=4608", "--compile-only"]
+    )
+    assert res.exit_code == exit_codes.USAGE and res.problem.startswith("-t triton==3.3.1: a further"), res.output
+    assert res.fix is not None and "-t triton==3.4.0" in res.fix, res.output
