@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -88,6 +89,26 @@ def test_a_bundle_that_is_not_there_names_the_path_given(tmp_path: Path, run_cli
     out = run_cli(["bench", "--bundle", str(missing), "--op", "layer_norm", "--bwd"])
     assert out.exit_code == exit_codes.USAGE
     assert f"no bundle at {missing}: {missing} does not exist" in out.err_text and "--compile-only" in out.err_text
+
+
+WORKLOAD = Path(__file__).parents[1] / "data" / "workloads" / "liger_step.workload.json"
+
+
+def test_a_workload_given_as_the_bundle_is_named_as_one(tmp_path: Path, run_cli: RunCli) -> None:
+    """`bench --bundle W.json` (plain or gzipped, as the corpus commits them) read the workload as a
+    damaged manifest ("missing key 'op'", "not UTF-8") and said to copy the bundle folder again; it
+    says what the file is and the command that makes a bundle of it."""
+    packed = tmp_path / "W.json.gz"
+    packed.write_bytes(gzip.compress(WORKLOAD.read_bytes()))
+    for given in (WORKLOAD, packed):
+        out = run_cli(["bench", "--bundle", str(given)])
+        assert out.exit_code == exit_codes.USAGE, out.output
+        assert out.problem == f"{given} is a recorded workload (`ktriage record`), not a bundle"
+        assert f"ktriage bench {given} -t OLD -t NEW --compile-only --bundle DIR" in (out.fix or "")
+    deep = tmp_path / "deep.json"  # what is read to tell a workload must not fail on its own
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    out = run_cli(["bench", "--bundle", str(deep)])
+    assert out.exit_code == exit_codes.USAGE and "expected object, got array" in out.problem, out.output
 
 
 def test_a_compile_only_report_names_the_toolchains_of_its_bundle(tmp_path: Path) -> None:
