@@ -66,7 +66,10 @@ Toolchain = Annotated[list[str] | None, toolchain_option("Compiles the Triton ba
 
 CompileOnly = Annotated[
     bool,
-    typer.Option("--compile-only", help="Only compile the bundle (no GPU needed); measure it later with --bundle."),
+    typer.Option(
+        "--compile-only",
+        help="Only compile the bundle with the -t toolchains (no GPU needed); measure it later with --bundle.",
+    ),
 ]
 
 Bundle = Annotated[

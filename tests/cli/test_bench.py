@@ -22,6 +22,8 @@ from tests.conftest import RunCli
         (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
         (["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"], "artifact backend"),
         (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "--compile-only"),  # no GPU here
+        # --compile-only with no toolchain compiled nothing and exited 0 without a word
+        (["--op", "layer_norm", "--compile-only"], "--compile-only with no -t/--toolchain: nothing to compile"),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
