@@ -171,6 +171,20 @@ def test_a_damaged_or_foreign_file_is_a_clear_error(
     assert "error:" in err and "Traceback" not in err
 
 
+def test_options_a_workload_refuses_name_a_fix_for_a_workload(
+    workload_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--precision, --mode and --sm-count are refused for a workload as for a spec file, and the fix
+    said "edit the spec file": a recording is not edited, so the fix is to drop the option."""
+    for option in (["--precision", "bf16"], ["--mode", "bwd"], ["--sm-count", "100"]):
+        assert main(["explain", str(workload_file), "-t", "triton==3.4.0", *option]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert (
+            f"does not apply to the recorded workload {workload_file}: its signature, pass and grid are recorded" in err
+        )
+        assert "edit the spec file" not in err and "fix: drop the option: the workload's kernels are compiled" in err
+
+
 def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["workload", "show", str(workload_file), "-f", "json", "-o", str(tmp_path / "s.md")]) == 0
     shown = json.loads(capsys.readouterr().out)
