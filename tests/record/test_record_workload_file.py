@@ -194,6 +194,21 @@ def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], t
     assert "not captured" in capsys.readouterr().out
 
 
+def test_the_json_of_workload_show_is_named_when_given_as_the_workload(
+    workload_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`workload show -o s.json` keeps "kind": "ktriage-workload" but lists the snapshots' file names
+    only; given back to explain it was "damaged: snapshots[...].files: expected object ... record it
+    again". The error says what the file is and which one to give."""
+    shown = tmp_path / "s.json"
+    assert main(["workload", "show", str(workload_file), "-o", str(shown)]) == 0
+    capsys.readouterr()
+    for argv in (["explain", str(shown), "-t", "triton==3.4.0"], ["workload", "show", str(shown)]):
+        assert main(argv) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"error: {shown} is the JSON of `ktriage workload show`" in err and "record it again" not in err
+
+
 def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["record", "-o", str(tmp_path / "W.json")]) == 2  # no command
     assert main(["record", "-o", str(tmp_path / "W.json"), "--", str(tmp_path / "no-such-program")]) == 2
