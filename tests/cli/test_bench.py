@@ -113,6 +113,14 @@ def test_a_workload_given_as_the_bundle_is_named_as_one(tmp_path: Path, run_cli:
     assert out.exit_code == exit_codes.USAGE and "expected object, got array" in out.problem, out.output
 
 
+def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:
+    """`bench --bundle DIR -t T` (meaning to measure DIR) said "no --op given, e.g. --op layer_norm", a
+    command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""
+    out = run_cli(["bench", "--bundle", str(tmp_path / "b"), "-t", "triton==3.4.0"])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert out.problem == "no --op given" and "to measure that bundle, drop -t" in (out.fix or "")
+
+
 def test_a_compile_only_report_names_the_toolchains_of_its_bundle(tmp_path: Path) -> None:
     """A compile-only BenchReport measured nothing, but its toolchains are the bundle's records (the field
     said so and was empty)."""
