@@ -63,7 +63,7 @@ def bench(
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     given = opt.arguments(locals())
-    fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json)
+    fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json, workload)
     console = make_console(stderr=fmt != Format.table)
     measuring = o.Measuring(
         db=db,
