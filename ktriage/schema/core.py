@@ -64,6 +64,8 @@ def read_bytes(
     path = Path(path)
     try:
         size = path.stat().st_size
+        if path.is_dir():  # the caller's fix ("record it again", "check the path") cannot help here
+            raise error(f"{what} {path} is a folder, not a file", "give the path of the file itself")
         if not path.is_file():
             raise error(f"{what} {path} is not a file", fix)
         if size > limit:

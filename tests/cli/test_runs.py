@@ -143,6 +143,21 @@ def test_import_of_a_gzipped_export_says_so(store_url: str, tmp_path: Path, run_
         assert store.list_runs() == []  # nothing imported
 
 
+def test_import_of_a_folder_says_it_is_a_folder(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """`runs import DIR` said "no such file: DIR", of a folder that is there; a workload file that is a
+    folder was "not a file ... record it again". Both say it is a folder and to give the file."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    result = run_cli(["runs", "import", str(folder), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem == f"results file {folder} is a folder, not a file"
+    assert result.fix == "give the path of the file itself"
+    (tmp_path / "W.json").mkdir()
+    shown = run_cli(["workload", "show", str(tmp_path / "W.json")])
+    assert shown.exit_code == exit_codes.USAGE and shown.problem.endswith("W.json is a folder, not a file")
+    assert "record it again" not in (shown.fix or "")
+
+
 def test_delete_then_import_again(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """`runs import` of an id the store has says to delete it first: `runs delete` does, by a unique prefix."""
     run_id, other = fill(store_url)
