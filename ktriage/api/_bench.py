@@ -197,7 +197,13 @@ def bench(
         loaded = load_bundle(Path(bundle))
         op = op or loaded.op
     if op is None:
-        raise KtriageError("no --op given", "e.g. --op layer_norm (ops: layer_norm, embedding, rope)")
+        fix = "e.g. --op layer_norm (ops: layer_norm, embedding, rope)"
+        if bundle is not None and toolchains:  # -t makes --bundle the folder to compile into, not one to measure
+            fix = (
+                f"-t compiles into --bundle {bundle}: to measure that bundle, drop -t; to compile, give what: "
+                f"{fix}, or a recorded workload (ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR)"
+            )
+        raise KtriageError("no --op given", fix)
     opdef = bench_op(op)
     mode_name = check_mode(opdef, mode or (loaded.mode if loaded is not None else "fwd"))
     prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))

@@ -108,27 +108,24 @@ class CacheGcReport:
         print_gc(self.items, self.freed, self.dry_run, console)
 
 
-def _root() -> Path:
-    from ktriage.home import home_subdir
-
-    return home_subdir("artifacts")
-
-
 def cache_info() -> CacheInfoReport:
     """The artifact cache of the ktriage home: where it is, how many entries it holds, its size. A
     report: a home or cache that does not exist yet is reported so (``info.exists``), not created."""
     from ktriage.compile.cache import cache_info as info
+
+    return CacheInfoReport(info(_unmade_root()))
+
+
+def _unmade_root() -> Path:
+    """The artifact cache's folder, not created: ``info``, ``verify`` and ``gc`` read it, and a
+    mistyped ``KTRIAGE_HOME`` must not become a new home by a check (verify and gc made one). A path
+    that could never be the cache's folder (a file on the way, a name too long) is the KtriageError a
+    creating verb gives. (Whether a missing folder could be created, in a read-only or pseudo file
+    system, is not known without creating it.)"""
+    from ktriage.errors import KtriageError
     from ktriage.home import home_path
 
-    return CacheInfoReport(info(_unmade_root(home_path() / "artifacts")))
-
-
-def _unmade_root(root: Path) -> Path:
-    """``root``, not created; a path that could never be the cache's folder (a file on the way, a
-    name too long) is the KtriageError a creating verb gives. (Whether a missing folder could be
-    created, in a read-only or pseudo file system, is not known without creating it.)"""
-    from ktriage.errors import KtriageError
-
+    root = home_path() / "artifacts"
     try:
         on_the_way = next((p for p in (root, *root.parents) if p.exists()), None)
         if on_the_way is not None and not on_the_way.is_dir():
@@ -147,7 +144,7 @@ def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
     entry is damaged (with ``fix``: when one could not be moved aside, e.g. a read-only cache)."""
     from ktriage.compile.cache import fix_damaged, verify_all
 
-    root = _root()
+    root = _unmade_root()
     states = verify_all(root)
     if fix and any(s.problem is not None for s in states):
         states = fix_damaged(root, states)
@@ -162,5 +159,5 @@ def cache_gc(*, older_than_days: float | None = None, dry_run: bool = False) -> 
     from ktriage.compile.cache import gc
 
     days = OLDER_THAN_DAYS.optional(older_than_days)
-    items, freed = gc(_root(), older_than_days=days, dry_run=bool(dry_run))
+    items, freed = gc(_unmade_root(), older_than_days=days, dry_run=bool(dry_run))
     return CacheGcReport(items, freed, dry_run)

@@ -45,11 +45,17 @@ def resolve_specs(
         given = [f"--{name} {value}" for name, value in (("precision", dtype), ("mode", mode)) if value is not None]
         if sm_count is not None and not sm_count_beyond_specs:
             given.append(f"--sm-count {sm_count}")
-        if given:
+        if given:  # a workload is recorded, not written: "edit the spec file" cannot be its fix
             raise SpecError(
                 f"{', '.join(given)} does not apply to {what} {target}: its signature, pass and grid are "
-                "written in the file",
-                "drop the option, or edit the spec file (a catalog op takes these options)",
+                + ("recorded in it" if workload else "written in the file"),
+                "drop the option"
+                + (
+                    ": the workload's kernels are compiled as the program launched them"
+                    if workload
+                    else ", or edit the spec file"
+                )
+                + " (a catalog op takes these options)",
             )
         specs = (
             select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target)

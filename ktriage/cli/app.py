@@ -162,7 +162,12 @@ VERBS: tuple[Verb, ...] = (
         "app",
         "Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels.",
     ),
-    Verb("runs", "ktriage.cli.runs_cmd", "app", "Stored measurement runs: list, show, export (the results store)."),
+    Verb(
+        "runs",
+        "ktriage.cli.runs_cmd",
+        "app",
+        "Stored measurement runs: list, show, export, import, delete (the results store).",
+    ),
     Verb(
         "history",
         "ktriage.cli.history_cmd",

@@ -66,7 +66,10 @@ Toolchain = Annotated[list[str] | None, toolchain_option("Compiles the Triton ba
 
 CompileOnly = Annotated[
     bool,
-    typer.Option("--compile-only", help="Only compile the bundle (no GPU needed); measure it later with --bundle."),
+    typer.Option(
+        "--compile-only",
+        help="Only compile the bundle with the -t toolchains (no GPU needed); measure it later with --bundle.",
+    ),
 ]
 
 Bundle = Annotated[
@@ -169,13 +172,14 @@ COMPILE_MODE = "max-autotune-no-cudagraphs"
 
 
 def format_and_outputs(
-    fmt: Format, csv_out: bool, output: list[Path] | None, output_json: Path | None
+    fmt: Format, csv_out: bool, output: list[Path] | None, output_json: Path | None, workload: str | None = None
 ) -> tuple[Format, list[Path]]:
-    """The format (``--csv`` is TritonBench's ``-f csv``) and every -o/--output-json path, checked before anything runs."""
+    """The format (``--csv`` is TritonBench's ``-f csv``) and every -o/--output-json path, checked before
+    anything runs (none may be the ``workload`` read)."""
     fmt = Format.csv if csv_out else fmt
     opt.check_format(fmt, FORMATS)
     outputs = opt.merge_outputs(output, json=output_json)
-    opt.check_outputs(outputs, WRITERS)
+    opt.check_outputs(outputs, WRITERS, inputs=[workload])
     return fmt, outputs
 
 

@@ -68,7 +68,7 @@ def bisect(
     console = make_console(stderr=True)
     opt.check_format(fmt, o.FORMATS)
     outputs = opt.merge_outputs(output, md=markdown, json=json_path)
-    opt.check_outputs(outputs, o.WRITERS)
+    opt.check_outputs(outputs, o.WRITERS, inputs=[spec])
     report = bisect_api(**o.bisect_args(given), say=lambda m: console.print(escape(m), highlight=False))
     writers = {".md": report.to_markdown, ".json": report.json_text}
     opt.emit(fmt, writers, lambda: report.print_table(make_console()), outputs)

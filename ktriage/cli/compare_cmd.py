@@ -95,7 +95,7 @@ def compare(
     try:
         check_format(fmt, FORMATS)
         outputs = merge_outputs(output, md=markdown, html=html)
-        check_outputs(outputs, WRITERS)
+        check_outputs(outputs, WRITERS, inputs=[a, b])
         report = compare_api(
             old=a,
             new=b,

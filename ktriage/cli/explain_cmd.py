@@ -60,7 +60,7 @@ def explain(
     (some cells failed; --allow-failures gives the code of the complete part then)."""
     opt.check_format(fmt, o.FORMATS)
     outputs = opt.merge_outputs(output, [report, report.with_suffix(".json")] if report is not None else None)
-    opt.check_outputs(outputs, o.WRITERS)
+    opt.check_outputs(outputs, o.WRITERS, inputs=[target])
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
     console = make_console(stderr=fmt != Format.table)
     with make_progress(console):

@@ -367,14 +367,22 @@ def output_suffix(path: Path) -> str:
     return getattr(path, "writer_suffix", None) or path.suffix.lower()
 
 
-def check_outputs(paths: Sequence[Path], writers: Iterable[str]) -> None:
-    """Refuse an output whose suffix has no writer before any work is done."""
+def check_outputs(paths: Sequence[Path], writers: Iterable[str], *, inputs: Iterable[str | Path | None] = ()) -> None:
+    """Refuse, before any work is done, an output whose suffix has no writer, and one that is a file
+    the command reads (``inputs``): ``explain W.json -o W.json`` replaced the recording (which only a
+    GPU host can make again) with the report, ``compare run.json --toolchains -o run.json`` the results."""
     known = tuple(writers)
+    read = {Path(i).resolve() for i in inputs if i is not None and Path(i).is_file()}
     for path in paths:
         if output_suffix(path) not in known:
             raise KtriageError(
                 f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
                 f"name the file with one of: {', '.join(known)}",
+            )
+        if path.resolve() in read:
+            raise KtriageError(
+                f"--output {path} is a file this command reads: the report would replace it",
+                f"write the report to another file, e.g. -o {path.with_name(path.stem + '-report' + path.suffix)}",
             )
         check_writable(path)
 

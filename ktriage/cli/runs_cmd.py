@@ -14,7 +14,9 @@ from ktriage.cli.console import make_console
 from ktriage.cli.options import Db, Format, emit, format_option, output_option, write_outputs
 
 # The help stays the one ktriage.cli.app's listing shows (tests/cli/test_app.py): import and delete are listed below it.
-app = typer.Typer(help="Stored measurement runs: list, show, export (the results store).", no_args_is_help=True)
+app = typer.Typer(
+    help="Stored measurement runs: list, show, export, import, delete (the results store).", no_args_is_help=True
+)
 console = make_console()
 err_console = make_console(stderr=True)
 

@@ -61,7 +61,7 @@ def triage(
     given = arguments(locals())
     check_format(fmt, o.FORMATS)
     # every output is checked before the work (a triage compiles and bisects: minutes)
-    check_outputs(output or [], o.WRITERS)
+    check_outputs(output or [], o.WRITERS, inputs=[old, new])
     summary = o.step_summary()
     if run is not None:
         from ktriage.cli.triage_run import triage_run

@@ -54,6 +54,7 @@ def tune(
     """Find a config that does not spill and fits the grid: enumerate num_warps, num_stages and the
     declared block sizes, compile all on the CPU, screen by spills, occupancy and a roofline estimate,
     then time the best few on the GPU against the library's own config."""
+    opt.check_outputs(output or [], o.WRITERS, inputs=[target])
     console = make_console(stderr=fmt != Format.table)
     warp_list, stage_list, block_lists = (
         o.ints(warps, "--warps"),

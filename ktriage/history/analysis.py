@@ -175,9 +175,36 @@ def _nothing_found(store: Store, q: HistoryQuery) -> KtriageError:
     listed = ", ".join(f"{b} ({m})" for b, m in cells)
     given = (("mode", q.mode), *(("input", i) for i in q.inputs), ("toolchain", q.toolchain), ("gpu", q.gpu))
     filters = " ".join(f"--{n} {v}" for n, v in given if v)
-    return KtriageError(
-        f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else ""),
-        f"backends (modes) of {q.op} in the store: {listed}",
+    problem = f"no stored cell of {q.op} {q.backend}" + (f" with {filters}" if filters else "")
+    stored = cell_history(store, HistoryQuery(q.op, q.backend, mode=q.mode))
+    if stored:  # the cell is there: --input, --toolchain or --gpu took none of it, so say what they can take
+        return KtriageError(problem, _stored_values(store, q, stored))
+    return KtriageError(problem, f"backends (modes) of {q.op} in the store: {listed}")
+
+
+def _stored_values(store: Store, q: HistoryQuery, stored: Mapping[SeriesKey, list[HistoryPoint]]) -> str:
+    """The fix when the op and backend are stored and the filters took none of their cells: what each
+    filter that matches nothing on its own can take (the backends it listed before were the ones given)."""
+    points = [p for series in stored.values() for p in series]
+    values = {
+        "input": [f"{k.input_id} ({k.input_label})" for k in sorted(stored, key=lambda k: k.input_id)],
+        "toolchain": sorted({p.toolchain or "host" for p in points}),
+        "gpu": sorted({p.gpu for p in points if p.gpu}),
+    }
+    alone = {
+        "input": HistoryQuery(q.op, q.backend, inputs=q.inputs, mode=q.mode),
+        "toolchain": HistoryQuery(q.op, q.backend, mode=q.mode, toolchain=q.toolchain),
+        "gpu": HistoryQuery(q.op, q.backend, mode=q.mode, gpu=q.gpu),
+    }
+    used = [name for name, value in (("input", q.inputs), ("toolchain", q.toolchain), ("gpu", q.gpu)) if value]
+    missing = [name for name in used if not cell_history(store, alone[name])]
+    what = {
+        "input": "--input: stored inputs",
+        "toolchain": "--toolchain (a part of one): stored toolchains",
+        "gpu": "--gpu: stored GPUs",
+    }
+    return "; ".join(f"{what[name]}: {', '.join(dict.fromkeys(values[name]))}" for name in missing or used) + (
+        "" if missing else " (each filter matches some cells, none of them together)"
     )
 
 

@@ -45,6 +45,8 @@ from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.insitu.fakedriver import TORCH_DTYPE
 from ktriage.record.snapshot import materialize, module_file, requirement, snapshot_digest
 from ktriage.record.workload import (
+    JOURNAL_KIND,
+    WORKLOAD_KIND,
     Input,
     Kernel,
     NotCaptured,
@@ -147,16 +149,42 @@ def read_trace(path: Path) -> list[JSONObject]:
     except UnicodeDecodeError as exc:
         raise FormatError(f"{path} is not a tritonparse trace (not UTF-8 text, nor gzip)", FIX) from exc
     events: list[JSONObject] = []
-    for number, item in json_lines(text.splitlines(), f"tritonparse trace {path}", FIX, torn_alone=False):
-        if not isinstance(item, dict) or not isinstance(item.get("event_type"), str):
-            raise FormatError(
-                f'{path} line {number} is no tritonparse event (no "event_type")',
-                "give a raw trace tritonparse's structured_logging wrote",
-            )
-        events.append(item)
+    try:
+        for number, item in json_lines(text.splitlines(), f"tritonparse trace {path}", FIX, torn_alone=False):
+            if not isinstance(item, dict) or not isinstance(item.get("event_type"), str):
+                raise FormatError(
+                    f'{path} line {number} is no tritonparse event (no "event_type")',
+                    "give a raw trace tritonparse's structured_logging wrote",
+                )
+            events.append(item)
+    except FormatError:
+        _refuse_document(path, text)
+        raise
     if not events:
         raise FormatError(f"tritonparse trace {path} holds no event", FIX)
     return events
+
+
+def _refuse_document(path: Path, text: str) -> None:
+    """A whole JSON document given as a trace (a ktriage workload, a results file) was "line 1 is not
+    JSON ... give the raw trace, undamaged", as if it were a damaged trace: say what it is. Only on the
+    failure path, so a trace is parsed once."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):  # not one document, or one nested too deep to be either
+        return
+    if not isinstance(doc, dict):
+        return
+    if doc.get("kind") in (WORKLOAD_KIND, JOURNAL_KIND):
+        raise FormatError(
+            f"{path} is already a ktriage workload: there is nothing to import",
+            f"use it as it is: ktriage workload show {path}; ktriage explain {path} -t OLD -t NEW",
+        )
+    raise FormatError(
+        f"{path} is one JSON document, not a tritonparse trace (one JSON event a line, from "
+        "tritonparse's structured_logging)",
+        "give the raw trace files of the run (its trace folder's .ndjson or .bin.ndjson files)",
+    )
 
 
 # ------------------------------------------------------------------------------------------ events

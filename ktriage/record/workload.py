@@ -552,6 +552,12 @@ def load_workload(path: Path | str) -> Workload:
             f'{path} is not a ktriage workload (no "kind": "{WORKLOAD_KIND}")',
             "give a file written by `ktriage record -o W.json`",
         )
+    if "cannot_bench" in data:  # only `workload show` writes it: read as a workload, it was "damaged, record it again"
+        raise FormatError(
+            f"{path} is the JSON of `ktriage workload show` (a summary: its snapshots name their files "
+            "only), not the workload",
+            "give the workload file itself: the one `ktriage record -o W.json` wrote and `workload show` read",
+        )
     check_format_version(data, WORKLOAD_FORMAT, what=what, fix=FIX)
     check_workload(data, what)
     try:

@@ -110,8 +110,9 @@ def show_json(specs: Sequence[KernelSpec]) -> str:
 
 def show_toml(specs: Sequence[KernelSpec]) -> str:
     """The spec file of the specs, portable: a kernel of ktriage's own catalog is named by its module
-    (``ktriage.catalog.kernels.matmul:matmul_kernel``, found on ``sys.path`` where ktriage is
-    installed; docs/specs.md), not by this installation's absolute path."""
+    (``ktriage.catalog.kernels.matmul:matmul_kernel``), not by this installation's absolute path;
+    loading the file turns the module back into the kernel file of the ktriage that reads it
+    (``ktriage.spec.toml_file``), which is what a toolchain's compile worker can import."""
     from ktriage.spec.toml_file import dump_specs_toml
 
     return dump_specs_toml([_portable_source(s) for s in specs])

@@ -64,6 +64,8 @@ def read_bytes(
     path = Path(path)
     try:
         size = path.stat().st_size
+        if path.is_dir():  # the caller's fix ("record it again", "check the path") cannot help here
+            raise error(f"{what} {path} is a folder, not a file", "give the path of the file itself")
         if not path.is_file():
             raise error(f"{what} {path} is not a file", fix)
         if size > limit:
@@ -82,11 +84,21 @@ def read_bytes(
     return data
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+
+
 def decode_utf8(data: bytes, *, origin: str, error: ErrorType = FormatError) -> str:
-    """The text of ``data``; not UTF-8 is ``error`` with the offset of the first bad byte."""
+    """The text of ``data``; not UTF-8 is ``error`` with the offset of the first bad byte. Gzip data
+    is named as such: "save it as UTF-8" cannot help a ``run.json.gz`` given to a reader of plain text
+    (a results file, a bundle manifest, a spec), nor a recorded ``W.json.gz`` given in its place."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if data.startswith(GZIP_MAGIC):
+            raise error(
+                f"{origin} is gzip-compressed, and this file is read as plain text",
+                "decompress it first (gunzip -k FILE.gz), or check that it is the right file",
+            ) from None
         raise error(
             f"{origin} is not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r})",
             "save it as UTF-8 (a binary file or another encoding cannot be read)",
@@ -100,9 +112,6 @@ def read_text(
     return decode_utf8(
         read_bytes(path, what=what, limit=limit, error=error, fix=fix), origin=f"{what} {path}", error=error
     )
-
-
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def gunzip(data: bytes, limit: int) -> bytes | None:

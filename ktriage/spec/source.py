@@ -83,6 +83,9 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
         roots = [ensure_package(package)]
     else:
         roots = [Path(p) for p in sys.path if p and Path(p).is_dir()]
+        if where.split(".")[0] == "ktriage":  # ktriage's own kernels (catalog show --format toml names them
+            # by module) are where this ktriage is: an editable install (scripts/setup.sh) is on no sys.path root
+            roots.append(Path(__file__).resolve().parents[2])
     found = find_module_file(where, roots)
     if found is None:
         hint = (

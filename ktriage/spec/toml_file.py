@@ -73,6 +73,10 @@ def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:
     where, fn = split_source(source)
     if where.endswith(".py") and not Path(where).is_absolute():
         source = f"{(base_dir / where).resolve()}:{fn}"
+    elif where.split(".")[0] == "ktriage" and not isinstance(table.package, str):
+        # ktriage's own kernel, named by module in a portable file (catalog show --format toml): this
+        # installation's file, as the catalog names it; the toolchain's worker has no ktriage to import
+        source = f"{resolve_source_file(source).resolve()}:{fn}"
     if not isinstance(table.args, UnsetType):
         return _by_values(table, table.args, source, fn)
     if isinstance(table.signature, UnsetType):

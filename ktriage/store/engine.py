@@ -63,6 +63,15 @@ def store_url(url: str | None) -> str | None:
     return os.environ.get(DB_ENV, "").strip() or None
 
 
+def _url_fix(text: str) -> str:
+    """The fix for a --db that is no URL. A file path (``--db run/store.db``, the natural first try) gets
+    its own URL, with the four slashes of an absolute path spelled out, not only the general example."""
+    example = "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db"
+    if "://" in text or not (os.sep in text or text.endswith((".db", ".sqlite", ".sqlite3"))):
+        return example
+    return f"a SQLite file is given as a URL: --db sqlite:///{Path(text).expanduser().absolute()} (or in KTRIAGE_DB)"
+
+
 def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
     """An engine for ``url`` (None: ``$KTRIAGE_DB``, else the default SQLite file), with the SQLite settings
     described above.
@@ -80,10 +89,7 @@ def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
     try:
         parsed = make_url(text)
     except ArgumentError as exc:
-        raise StoreError(
-            f"not a database URL: {text!r} ({exc})",
-            "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db",
-        ) from exc
+        raise StoreError(f"not a database URL: {text!r} ({exc})", _url_fix(text)) from exc
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(parsed, must_exist=must_exist, default=url is None)
     connect_args: dict[str, object] = {}

@@ -72,6 +72,19 @@ def test_listing_table_matches_the_real_commands(verb) -> None:  # type: ignore[
     assert " ".join(first.split()) == verb.help
 
 
+def test_a_verb_that_lists_its_sub_commands_lists_them_all() -> None:
+    """`runs` read "list, show, export" and has import and delete too: a summary that names its
+    sub-commands after a colon names every one."""
+    checked = []
+    for verb in VERBS:
+        subs = list(getattr(load_verb(verb), "commands", {}))  # a group (typer's vendored click)
+        words = verb.help.split(": ", 1)[-1].replace(",", " ").split()
+        if any(name in words for name in subs):
+            checked.append(verb.name)
+            assert all(name in words for name in subs), (verb.name, subs, verb.help)
+    assert "runs" in checked
+
+
 def test_user_error_exits_2_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["catalog", "show", "liger.layernorm"]) == exit_codes.USAGE
     err = capsys.readouterr().err

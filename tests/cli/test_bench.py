@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ from tests.conftest import RunCli
         # an operator given where the recorded workload goes is told --op, not that --bwd does not apply
         (["layer_norm", "--bwd", "-t", "triton==3.4.0"], "bench --op layer_norm"),
         (["nosuch", "--bwd"], "is not a recorded workload"),
+        # --compile-only with no toolchain compiled nothing and exited 0 without a word
+        (["--op", "layer_norm", "--compile-only"], "--compile-only with no -t/--toolchain: nothing to compile"),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
@@ -91,6 +94,34 @@ def test_a_bundle_that_is_not_there_names_the_path_given(tmp_path: Path, run_cli
     out = run_cli(["bench", "--bundle", str(missing), "--op", "layer_norm", "--bwd"])
     assert out.exit_code == exit_codes.USAGE
     assert f"no bundle at {missing}: {missing} does not exist" in out.err_text and "--compile-only" in out.err_text
+
+
+WORKLOAD = Path(__file__).parents[1] / "data" / "workloads" / "liger_step.workload.json"
+
+
+def test_a_workload_given_as_the_bundle_is_named_as_one(tmp_path: Path, run_cli: RunCli) -> None:
+    """`bench --bundle W.json` (plain or gzipped, as the corpus commits them) read the workload as a
+    damaged manifest ("missing key 'op'", "not UTF-8") and said to copy the bundle folder again; it
+    says what the file is and the command that makes a bundle of it."""
+    packed = tmp_path / "W.json.gz"
+    packed.write_bytes(gzip.compress(WORKLOAD.read_bytes()))
+    for given in (WORKLOAD, packed):
+        out = run_cli(["bench", "--bundle", str(given)])
+        assert out.exit_code == exit_codes.USAGE, out.output
+        assert out.problem == f"{given} is a recorded workload (`ktriage record`), not a bundle"
+        assert f"ktriage bench {given} -t OLD -t NEW --compile-only --bundle DIR" in (out.fix or "")
+    deep = tmp_path / "deep.json"  # what is read to tell a workload must not fail on its own
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    out = run_cli(["bench", "--bundle", str(deep)])
+    assert out.exit_code == exit_codes.USAGE and "expected object, got array" in out.problem, out.output
+
+
+def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:
+    """`bench --bundle DIR -t T` (meaning to measure DIR) said "no --op given, e.g. --op layer_norm", a
+    command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""
+    out = run_cli(["bench", "--bundle", str(tmp_path / "b"), "-t", "triton==3.4.0"])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert out.problem == "no --op given" and "to measure that bundle, drop -t" in (out.fix or "")
 
 
 def test_a_compile_only_report_names_the_toolchains_of_its_bundle(tmp_path: Path) -> None:

@@ -45,6 +45,15 @@ def test_info_of_an_empty_cache(home: Path, capsys: pytest.CaptureFixture[str]) 
     assert json.loads(capsys.readouterr().out)["exists"] is True
 
 
+def test_verify_and_gc_do_not_make_a_missing_home(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As info: a check of a home that does not exist (a mistyped KTRIAGE_HOME) reports an empty cache
+    and leaves no folder behind (verify and gc --dry-run made $KTRIAGE_HOME/artifacts)."""
+    for argv in (["cache", "verify"], ["cache", "verify", "--fix"], ["cache", "gc", "--dry-run"], ["cache", "gc"]):
+        assert main(argv) == exit_codes.OK, argv
+        assert not home.exists(), argv
+    assert "0 entries" in capsys.readouterr().out
+
+
 def test_verify_exits_1_on_damage_and_fix_quarantines(
     home: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

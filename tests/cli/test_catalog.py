@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -64,6 +67,26 @@ def test_show_toml_is_portable_and_reads_back_without_warnings(
     assert not [m for m in caplog.messages if "given without a value" in m], caplog.messages
     (original,) = expand_op("tutorial.matmul", inputs=["1"])
     assert spec.replace(source=original.source) == original
+
+
+def test_show_toml_loads_to_the_catalogs_own_kernel_file_in_any_process(tmp_path, run_cli: RunCli) -> None:
+    """`explain mm.toml` of the export failed: in a process whose sys.path has no folder holding ktriage
+    (the editable install of scripts/setup.sh, the `ktriage` command run anywhere) "cannot find module
+    'ktriage.catalog.kernels.matmul'"; and a spec that kept the module name does not compile, since a
+    toolchain's worker has no ktriage to import ("not a @triton.jit function (found _Inert)"). The file
+    loads to the catalog's spec itself: this installation's kernel file."""
+    result = run_cli(["catalog", "show", "tutorial.matmul", "--input", "1", "--format", "toml"])
+    assert result.exit_code == exit_codes.OK, result.output
+    path = tmp_path / "mm.toml"
+    path.write_text(result.stdout)
+    code = "import sys; from ktriage.spec.toml_file import load_spec_file; print(load_spec_file(sys.argv[1])[0].source)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(path)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    (original,) = expand_op("tutorial.matmul", inputs=["1"])
+    assert loaded.stdout.strip() == original.source
 
 
 def test_show_errors_are_user_errors(run_cli: RunCli) -> None:

@@ -118,6 +118,24 @@ def test_unknown_cell_is_a_usage_error(
     assert code == 2 and "liger_layer_norm (bwd)" in err
 
 
+def test_filters_that_match_nothing_name_what_is_stored(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A --toolchain (or --input, --gpu) that matches none of a stored cell's runs listed the op's
+    backends, the one the user had given right: the fix names what the filter can take."""
+    fill(store_url, n_runs=5)
+    code = main([*BASE, "--toolchain", "9.9", "--db", store_url])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "no stored cell of layer_norm liger_layer_norm with --toolchain 9.9" in err
+    assert "stored toolchains: triton-3.3.0" in err and "backends (modes)" not in err
+    code = main([*BASE, "--input", "N=1", "--gpu", "H200", "--db", store_url])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "stored inputs: 7 (" in err and "stored GPUs" not in err  # --gpu H200 matches alone
+    code = main([*BASE, "--gpu", "A100", "--db", store_url])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "stored GPUs: NVIDIA H200" in err
+
+
 def test_input_by_shape_facts_and_toolchain_filter(
     store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -292,3 +292,29 @@ def test_compare_all_lists_the_same_pairs_in_the_table(tmp_path: Path, capsys: p
     main(["compare", str(old), str(new), "--all"])
     full = capsys.readouterr().out
     assert len(full.splitlines()) > len(short.splitlines())
+
+
+def test_an_output_that_is_a_file_the_command_reads_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`explain W.json -o W.json` replaced the recording with the report (only a GPU host can record it
+    again), `compare run.json --toolchains -o run.json` the results, `bench W.json -o W.json` the
+    workload: refused before any work, and the file is left as it was."""
+    workload = tmp_path / "W.json"
+    workload.write_bytes(
+        (Path(__file__).resolve().parents[1] / "data" / "workloads" / "liger_step.workload.json").read_bytes()
+    )
+    run, cells = fake_sweep_run(seed=1, toolchains=("triton-3.3.1", "triton-3.4.0"))
+    results = write_results(tmp_path / "run.json", run, cells)
+    before = {p: p.read_bytes() for p in (workload, results)}
+    for argv, path in (
+        (["explain", str(workload), "-t", "triton==3.4.0", "-o", str(workload)], workload),
+        (["explain", str(workload), "-t", "triton==3.4.0", "--report", str(tmp_path / "W.md")], workload),
+        (["compare", str(results), "--toolchains", "-o", str(results)], results),
+        (["bench", str(workload), "-t", "triton==3.4.0", "--compile-only", "-o", str(workload)], workload),
+        (["tune", str(workload), "-t", "triton==3.4.0", "--compile-only", "-o", str(workload)], workload),
+    ):
+        assert main(argv) == exit_codes.USAGE, argv
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"error: --output {path} is a file this command reads" in err, err
+        assert all(p.read_bytes() == data for p, data in before.items())

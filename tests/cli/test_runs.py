@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 from pathlib import Path
@@ -123,6 +124,38 @@ def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_c
         a, b = src.load_run(run_id), dst.load_run(run_id)
     assert a[0] == b[0] and b[0].status == "finished"
     assert_cells_equal(b[1], a[1])
+
+
+def test_import_of_a_gzipped_export_says_so(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A results file kept gzipped (run.json.gz) was "not UTF-8 text (byte 1: b'\\x8b')" with the fix
+    "save it as UTF-8", which cannot help: the error says it is gzip-compressed and to decompress it."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    run_id, _ = fill(gpu_host)
+    export = tmp_path / "run.json"
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    packed = tmp_path / "run.json.gz"
+    packed.write_bytes(gzip.compress(export.read_bytes()))
+    result = run_cli(["runs", "import", str(packed), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem == f"results file {packed} is gzip-compressed, and this file is read as plain text"
+    assert "gunzip" in (result.fix or "") and "UTF-8" not in result.err_text
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
+def test_import_of_a_folder_says_it_is_a_folder(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """`runs import DIR` said "no such file: DIR", of a folder that is there; a workload file that is a
+    folder was "not a file ... record it again". Both say it is a folder and to give the file."""
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    result = run_cli(["runs", "import", str(folder), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem == f"results file {folder} is a folder, not a file"
+    assert result.fix == "give the path of the file itself"
+    (tmp_path / "W.json").mkdir()
+    shown = run_cli(["workload", "show", str(tmp_path / "W.json")])
+    assert shown.exit_code == exit_codes.USAGE and shown.problem.endswith("W.json is a folder, not a file")
+    assert "record it again" not in (shown.fix or "")
 
 
 def test_delete_then_import_again(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:

@@ -171,6 +171,20 @@ def test_a_damaged_or_foreign_file_is_a_clear_error(
     assert "error:" in err and "Traceback" not in err
 
 
+def test_options_a_workload_refuses_name_a_fix_for_a_workload(
+    workload_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--precision, --mode and --sm-count are refused for a workload as for a spec file, and the fix
+    said "edit the spec file": a recording is not edited, so the fix is to drop the option."""
+    for option in (["--precision", "bf16"], ["--mode", "bwd"], ["--sm-count", "100"]):
+        assert main(["explain", str(workload_file), "-t", "triton==3.4.0", *option]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert (
+            f"does not apply to the recorded workload {workload_file}: its signature, pass and grid are recorded" in err
+        )
+        assert "edit the spec file" not in err and "fix: drop the option: the workload's kernels are compiled" in err
+
+
 def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["workload", "show", str(workload_file), "-f", "json", "-o", str(tmp_path / "s.md")]) == 0
     shown = json.loads(capsys.readouterr().out)
@@ -178,6 +192,21 @@ def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], t
     assert "| K0 |" in (tmp_path / "s.md").read_text()
     assert main(["workload", "show", str(workload_file)]) == 0
     assert "not captured" in capsys.readouterr().out
+
+
+def test_the_json_of_workload_show_is_named_when_given_as_the_workload(
+    workload_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`workload show -o s.json` keeps "kind": "ktriage-workload" but lists the snapshots' file names
+    only; given back to explain it was "damaged: snapshots[...].files: expected object ... record it
+    again". The error says what the file is and which one to give."""
+    shown = tmp_path / "s.json"
+    assert main(["workload", "show", str(workload_file), "-o", str(shown)]) == 0
+    capsys.readouterr()
+    for argv in (["explain", str(shown), "-t", "triton==3.4.0"], ["workload", "show", str(shown)]):
+        assert main(argv) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"error: {shown} is the JSON of `ktriage workload show`" in err and "record it again" not in err
 
 
 def test_record_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

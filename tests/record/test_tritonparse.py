@@ -183,6 +183,24 @@ def test_a_damaged_or_foreign_trace_is_one_error_line(
     assert str(bad) in err and "Traceback" not in err and not (tmp_path / "W.json").exists()
 
 
+def test_a_workload_or_a_results_file_given_as_a_trace_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A workload `ktriage record` wrote (indented JSON) given to `workload import` was "line 1 is not
+    JSON ... give the raw trace, undamaged", as if it were a damaged trace: it is named for what it is."""
+    workload = Path(__file__).resolve().parents[1] / "data" / "workloads" / "liger_step.workload.json"
+    results = tmp_path / "run.json"
+    results.write_text(json.dumps({"format_version": 1, "run": {}, "cells": []}, indent=1))
+    out = tmp_path / "W.json"
+    for given, said in (
+        (workload, "is already a ktriage workload: there is nothing to import"),
+        (results, "is one JSON document, not a tritonparse trace"),
+    ):
+        assert main(["workload", "import", str(given), "-o", str(out)]) == 2
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"error: {given} {said}" in err and "undamaged" not in err and not out.exists()
+
+
 def test_a_torn_last_line_is_dropped(tmp_path: Path) -> None:
     """A program killed while tritonparse wrote its last event: the events before it convert."""
     text = gzip.decompress(LAUNCHES.read_bytes()).decode()

@@ -314,6 +314,11 @@ def test_default_store_is_a_wal_sqlite_file_under_the_home(tmp_path, monkeypatch
 def test_bad_urls_are_user_errors(tmp_path) -> None:
     with pytest.raises(KtriageError, match="not a database URL"):
         open_store("just some words")
+    # a file path (the natural first try) gets its own URL in the fix, not only the general example
+    with pytest.raises(KtriageError, match="not a database URL") as exc:
+        open_store(str(tmp_path / "team.db"))
+    assert exc.value.fix == f"a SQLite file is given as a URL: --db sqlite:///{tmp_path / 'team.db'} (or in KTRIAGE_DB)"
+    assert not (tmp_path / "team.db").exists()
     with pytest.raises(KtriageError, match="in-memory"):
         open_store("sqlite://")
     with pytest.raises(KtriageError, match="no database driver"):

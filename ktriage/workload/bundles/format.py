@@ -260,8 +260,13 @@ def load_bundle(path: Path | str) -> Bundle:
             f"--bundle {given}",
         )
     origin = f"bundle manifest {manifest_path}"
-    text = read_text(manifest_path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB))
-    doc = decode_json(text, BundleSchema, origin=origin, fix=FIX, fixes=FIXES)
+    try:
+        text = read_text(manifest_path, what="bundle manifest", limit=size_limit(MAX_MANIFEST_MB))
+        doc = decode_json(text, BundleSchema, origin=origin, fix=FIX, fixes=FIXES)
+    except FormatError:
+        if not given.is_dir():
+            _refuse_workload(given)
+        raise
     if bundle_key() is not None:
         check_signature(json.loads(text), origin)
     version = {
@@ -346,6 +351,29 @@ def load_bundle(path: Path | str) -> Bundle:
 def _carried(texts: Mapping[str, Mapping[str, str]]) -> dict[str, dict[int, str]]:
     """The manifest's source text (JSON keys are strings) by line number; a key that is no number is dropped."""
     return {path: {int(n): t for n, t in lines.items() if n.isdigit()} for path, lines in texts.items()}
+
+
+def _refuse_workload(given: Path) -> None:
+    """A recorded workload given where its bundle goes (``bench --bundle W.json.gz``) is named as one.
+    Read as a manifest it was "not UTF-8" or "missing key 'op'", whose fix (copy the whole bundle
+    folder again) cannot help. Only on the failure path: a good manifest is not read twice."""
+    from ktriage.record.workload import JOURNAL_KIND, WORKLOAD_KIND
+    from ktriage.schema.core import read_text_gz
+
+    try:
+        text = read_text_gz(given, what="file", limit=size_limit(MAX_MANIFEST_MB))
+        try:
+            doc = json.loads(text)
+        except ValueError:  # a journal: one JSON record a line, its header first
+            doc = json.loads(text.split("\n", 1)[0])
+    except (KtriageError, ValueError, RecursionError):  # nested too deep for json: no workload either
+        return
+    if isinstance(doc, dict) and doc.get("kind") in (WORKLOAD_KIND, JOURNAL_KIND):
+        raise FormatError(
+            f"{given} is a recorded workload (`ktriage record`), not a bundle",
+            f"compile it into a bundle on a machine with the toolchains: ktriage bench {given} -t OLD -t NEW "
+            "--compile-only --bundle DIR; then measure that: ktriage bench --bundle DIR",
+        )
 
 
 def _spec_from_schema(s: KernelSpecSchema) -> KernelSpec:
