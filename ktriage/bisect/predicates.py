@@ -307,9 +307,14 @@ class MetricPredicate:
         differing = [k for k in g_vals if k in b_vals and g_vals[k] != b_vals[k]]
         if not differing:
             shown = ", ".join(f"{k}={g_vals[k]:g}" for k in list(g_vals)[:4])
+            absent = ""
+            if self.metric.startswith("sass:") and not any([*g_vals.values(), *b_vals.values()]):
+                # an opcode neither endpoint issues is more often a misspelling than a real non-change
+                absent = f"; neither endpoint's SASS has {self.metric[5:]} in any kernel"
             raise KtriageError(
-                f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown})",
-                "check --good/--bad, pick another --metric (e.g. registers, stack_bytes, sass:STL) or other kernels",
+                f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown}){absent}",
+                ("check the opcode's spelling (the SASS opcodes explain lists), " if absent else "")
+                + "check --good/--bad, pick another --metric (e.g. registers, stack_bytes, sass:STL) or other kernels",
             )
         g_obs.outcome, g_obs.reason, g_obs.confidence = "good", "good endpoint (measured)", 1.0
         b_obs.outcome, b_obs.reason, b_obs.confidence = "bad", "bad endpoint (measured)", 1.0

@@ -182,7 +182,17 @@ def test_a_skip_next_to_the_culprit_gives_the_exact_range(tmp_path: Path, toolch
 
 
 @pytest.mark.slow
-def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("metric", "words"),
+    [
+        ("spill_store_bytes", "endpoints do not differ"),
+        # an opcode no kernel issues at either endpoint is named, as a misspelling most often is
+        ("sass:ATOMGX", "neither endpoint's SASS has ATOMGX in any kernel"),
+    ],
+)
+def test_endpoints_that_do_not_differ_stop_with_a_clear_message(  # type: ignore[no-untyped-def]
+    metric: str, words: str, tmp_path: Path, toolchain, run_cli: RunCli
+) -> None:
     toolchain(TOOLCHAIN)
     repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=4)
     r = run_cli(
@@ -197,7 +207,7 @@ def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, 
             "--spec",
             "spec.toml",
             "--metric",
-            "spill_store_bytes",
+            metric,
             "-t",
             TOOLCHAIN,
             "--build",
@@ -206,7 +216,7 @@ def test_endpoints_that_do_not_differ_stop_with_a_clear_message(tmp_path: Path, 
             str(tmp_path / "s.json"),
         ]
     )
-    assert r.exit_code == exit_codes.USAGE and "endpoints do not differ" in r.err_text, r.output
+    assert r.exit_code == exit_codes.USAGE and words in r.err_text, r.output
 
 
 def test_a_pin_file_or_pin_repo_that_cannot_serve_is_refused_before_anything_runs(
