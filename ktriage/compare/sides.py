@@ -61,6 +61,7 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
     finally:
         store.close()
     _check_cells(cells, f"run {run.run_id}")
+    _check_named(cells, op, mode, f"run {run.run_id}")
     return LoadedSide(run, cells, run.run_id)
 
 
@@ -70,8 +71,8 @@ def resolve_side(side: Side, db: str | None = None, *, op: str | None = None, mo
 
 
 def _check_named(cells: list[Cell], op: str | None, mode: str | None, what: str) -> None:
-    """--op/--mode name what a TritonBench file does not say; a file that says it (ktriage's results, a
-    TritonBench JSON) and says otherwise is refused rather than compared as what it holds."""
+    """--op/--mode name what a TritonBench file does not say; a side that says it (ktriage's results, a
+    TritonBench JSON, a run in the store) and says otherwise is refused rather than compared as what it holds."""
     for flag, given, held in (
         ("--op", op, {c.key.op for c in cells}),
         ("--mode", mode, {c.key.mode for c in cells}),
