@@ -222,8 +222,12 @@ def cells_from_results(
         if ref_spec is None or new_spec is None:
             notes.append(f"toolchain {comparison.ref_label} or {comparison.new_label} has no spec in the run")
             continue
-        if ref_spec not in explain_tc or new_spec not in explain_tc:
-            notes.append(f"the explain report lacks {ref_spec} or {new_spec}: {operator} {new_spec} skipped")
+        missing = [s for s in (ref_spec, new_spec) if s not in explain_tc]
+        if missing:  # named, with what the report has: "lacks A or B" left the reader to find which
+            notes.append(
+                f"the explain report lacks {' and '.join(missing)} (it has {', '.join(explain_tc) or 'none'}): "
+                f"{operator} {new_spec} against {ref_spec} skipped"
+            )
             continue
         for pair in comparison.pairs:
             if pair.is_baseline or pair.verdict is None or (backend is not None and pair.backend != backend):

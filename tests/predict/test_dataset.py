@@ -51,6 +51,22 @@ def test_cells_rebuild_from_committed_results_and_report(tmp_path: Path) -> None
     assert len(faster) == 3 and all(c.reference == "triton==3.6.0" and c.measured.ci_high < 1 for c in faster)
 
 
+def test_a_toolchain_the_report_lacks_is_named(tmp_path: Path) -> None:
+    """A run toolchain the explain report did not compile is skipped with a note that names it and what the report
+    has: it said "lacks triton==3.6.0 or triton==3.3.1", which of the two being for the reader to find."""
+    results = tmp_path / "wl-tb_rms_norm_bwd.json"
+    results.write_bytes(gzip.decompress((REPO / FIXED).read_bytes()))
+    run, cells = read_results(results)
+    report = _with_committed_counts(json.loads(REPORT.read_text()))
+    report["toolchains"] = [t for t in report["toolchains"] if t["spec"] != "triton==3.3.1"]
+    made, notes = cells_from_results(run, cells, report, operator="tb_rms_norm_bwd", source=FIXED)
+    assert len(made) == 12  # 3.4.0 against 3.6.0 only
+    assert notes == [
+        "the explain report lacks triton==3.3.1 (it has triton==3.4.0, triton==3.6.0, triton==3.9.0): "
+        "tb_rms_norm_bwd triton==3.3.1 against triton==3.6.0 skipped"
+    ], notes
+
+
 def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None:
     out = tmp_path / "model.json"
     r = run_cli(["calibrate", "--from", str(CELLS), "-o", str(out), "--no-cv"])
