@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ktriage.api import DEFAULT_LEVEL, DEFAULT_THRESHOLD
 from ktriage.api import calibrate as calibrate_api
@@ -99,10 +100,12 @@ def calibrate(
         threshold=threshold,
         level=level,
         cross_validate=not no_cv,
-        say=lambda m: console.print(m),
+        say=lambda m: console.print(escape(m), highlight=False),  # a path or kernel name may hold [brackets]
     )
     typer.echo(report.summary_text(), nl=False)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(output, report.model_json())
-        console.print(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})")
+        console.print(
+            escape(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})"), highlight=False
+        )

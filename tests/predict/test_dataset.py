@@ -98,6 +98,19 @@ def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None
     assert "what the interval's width alone allows" in r.stdout and "a predictor knowing each cell's" in r.stdout
 
 
+def test_calibrate_prints_paths_and_names_with_brackets_as_they_are(run_cli, tmp_path: Path) -> None:
+    """calibrate printed its notes and the model's path as rich markup: a folder named [nightly] vanished from
+    "…/[nightly]/r.json: 24 cells" and from "model: …" (the path the user then types)."""
+    folder = tmp_path / "[nightly]"
+    folder.mkdir()
+    results = folder / "r.json"
+    results.write_bytes(RESULTS.read_bytes())
+    out = folder / "model.json"
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(REPORT), "--no-cv", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert f"{results}: 24 cells" in r.err_text and f"model: {out} (use it with explain --model {out}" in r.err_text
+
+
 def test_calibrate_refuses_unpaired_input(run_cli) -> None:
     r = run_cli(["calibrate", "--results", str(RESULTS)])
     assert r.exit_code == 2 and "--explain" in r.stderr and "fix:" in r.stderr
