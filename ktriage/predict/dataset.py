@@ -30,7 +30,7 @@ from typing import Any
 
 from ktriage.atomic import write_atomic
 from ktriage.compare.pairing import compare_toolchains
-from ktriage.errors import FormatError, check_format_version
+from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -216,6 +216,14 @@ def cells_from_results(
             recorded[(str(meta["workload_kernel"]), int(meta.get("input_id", 0)))] = k
         elif meta.get("input_id") is not None:
             catalog[int(meta["input_id"])] = k
+    if backend is None and catalog and not recorded:  # matched by input id only under a named backend
+        artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
+        raise KtriageError(
+            f"{source or 'the results'}: the explain report is of a catalog op (its kernels are matched by input id), "
+            "and no --backend says which of the run's backends it compiled",
+            f"add --backend {artifact[0] if len(artifact) == 1 else 'NAME'}"
+            + (f" (the run's artifact backends: {', '.join(artifact)})" if len(artifact) > 1 else ""),
+        )
     out: list[CalibrationCell] = []
     for comparison in compare_toolchains(cells, run=run, config=config or VerdictConfig()):
         ref_spec, new_spec = tc_spec.get(comparison.ref_label), tc_spec.get(comparison.new_label)

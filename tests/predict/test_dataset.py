@@ -67,6 +67,19 @@ def test_a_toolchain_the_report_lacks_is_named(tmp_path: Path) -> None:
     ], notes
 
 
+def test_a_catalog_report_without_backend_is_refused_naming_it(run_cli) -> None:
+    """A catalog op's results with its explain report but no --backend matched nothing: 30 notes "no kernel of the
+    explain report matches", then "no calibration cells; fix: pass --from cells.jsonl, or --results R.json --explain
+    E.json", which is what was passed. Refused naming the missing --backend and the run's artifact backend."""
+    results = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
+    report = REPO / "benchmarks" / "explain" / "layer_norm_bwd_triton_3.3.1_vs_3.4.0.json"
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"])
+    assert r.exit_code == 2 and "no --backend says which of the run's backends" in r.err_text, r.stderr
+    assert "fix: add --backend liger_layer_norm" in r.err_text
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_layer_norm"])
+    assert r.exit_code == 0 and "30 cells" in r.err_text, r.stderr  # named, the same files pair
+
+
 def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None:
     out = tmp_path / "model.json"
     r = run_cli(["calibrate", "--from", str(CELLS), "-o", str(out), "--no-cv"])
