@@ -216,8 +216,13 @@ def cells_from_results(
             recorded[(str(meta["workload_kernel"]), int(meta.get("input_id", 0)))] = k
         elif meta.get("input_id") is not None:
             catalog[int(meta["input_id"])] = k
+    artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
+    if backend is not None and backend not in artifact:  # every pair would be skipped without a word
+        raise KtriageError(
+            f"{source or 'the results'}: --backend {backend} is no artifact backend of the run",
+            f"use one of: {', '.join(artifact) or 'none (the run timed no toolchain)'}",
+        )
     if backend is None and catalog and not recorded:  # matched by input id only under a named backend
-        artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
         raise KtriageError(
             f"{source or 'the results'}: the explain report is of a catalog op (its kernels are matched by input id), "
             "and no --backend says which of the run's backends it compiled",

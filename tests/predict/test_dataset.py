@@ -76,6 +76,9 @@ def test_a_catalog_report_without_backend_is_refused_naming_it(run_cli) -> None:
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"])
     assert r.exit_code == 2 and "no --backend says which of the run's backends" in r.err_text, r.stderr
     assert "fix: add --backend liger_layer_norm" in r.err_text
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_rms_norm"])
+    assert r.exit_code == 2 and "--backend liger_rms_norm is no artifact backend of the run" in r.err_text, r.stderr
+    assert "use one of: liger_layer_norm" in r.err_text  # a wrong name skipped every pair the same way
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_layer_norm"])
     assert r.exit_code == 0 and "30 cells" in r.err_text, r.stderr  # named, the same files pair
 
