@@ -94,11 +94,22 @@ def _check_cells(cells: list[Cell], what: str) -> None:
 
 
 def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
-    """``--baseline`` must name a backend of the results: an unknown one would silently check nothing."""
+    """``--baseline`` must name a backend of the results (an unknown one would silently check nothing) that no
+    toolchain compiled (the baseline's pairs are kept apart from the counts, so a compiled one hid its regressions)."""
     if baseline is None:
         return
     backends = sorted({c.key.backend for cells in sides for c in cells})
     if baseline not in backends:
         raise KtriageError(
             f"--baseline {baseline!r} is not a backend of these results", f"use one of: {', '.join(backends)}"
+        )
+    compiled = {c.key.backend for cells in sides for c in cells if c.key.toolchain is not None}
+    if baseline in compiled:  # its pairs are the baseline's, kept apart: "0 regressions", exit 0, on a regression
+        native = [b for b in backends if b not in compiled]
+        raise KtriageError(
+            f"--baseline {baseline!r} is compiled by the toolchains being compared: as the baseline its changes "
+            "would be set apart, and none of them counted as a regression",
+            f"name a backend that runs without a toolchain: {', '.join(native)}"
+            if native
+            else "drop --baseline (these results have no backend that runs without a toolchain)",
         )

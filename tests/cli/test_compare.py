@@ -255,3 +255,19 @@ def test_op_and_mode_that_one_run_contradicts_are_refused_with_toolchains(
     store.close()
     r = invoke(run_id, "--toolchains", "--db", url, "--op", "softmax")
     assert r.exit_code == exit_codes.USAGE and "--op softmax does not match run" in r.stderr, r.output
+
+
+# The real H200 run of Liger's layer_norm bwd (Triton 3.3.1, 3.4.0, 3.5.1 side by side, torch as the baseline).
+LN_BWD = Path(__file__).parents[2] / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"
+
+
+def test_a_baseline_the_toolchains_compiled_is_refused(invoke) -> None:
+    """--baseline names the backend that does not change with the compiler; the baseline's pairs are kept apart
+    from the counts. --baseline liger_layer_norm (the backend the toolchains compiled) turned this run's 8 + 23
+    regressions into "0 regressions, 0 improvements, 0 same" and exit 0."""
+    r = invoke(str(LN_BWD), "--toolchains", "--baseline", "liger_layer_norm")
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert "--baseline 'liger_layer_norm' is compiled by the toolchains being compared" in r.err_text
+    assert "name a backend that runs without a toolchain: torch_layer_norm" in r.err_text
+    r = invoke(str(LN_BWD), "--toolchains", "--baseline", "torch_layer_norm")
+    assert r.exit_code == exit_codes.FINDING and "8 regressions" in r.stdout, r.output
