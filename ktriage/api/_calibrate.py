@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.errors import FormatError, KtriageError
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
@@ -110,6 +111,9 @@ def calibrate(
     backends = args.texts(backends, "backends", "--backend")
     threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
+    if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
+        check_writable(Path(cells_out), "--cells-out", example="cells.jsonl")
+        check_replaceable(Path(cells_out), "--cells-out", b'"measured": {', "a calibration dataset (cells.jsonl)")
     tell: Say = say or (lambda _m: None)
     sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
     _check_pairing(len(sources), len(explain), len(operators), len(backends))

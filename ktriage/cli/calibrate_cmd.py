@@ -17,6 +17,7 @@ from rich.markup import escape
 
 from ktriage.api import DEFAULT_LEVEL, DEFAULT_THRESHOLD
 from ktriage.api import calibrate as calibrate_api
+from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.atomic import write_atomic
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Db
@@ -87,6 +88,9 @@ def calibrate(
     Prints the confusion matrix of predicted regression/neutral/improvement against the GPU verdicts
     (docs/model.md). Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
     not what it should be)."""
+    if output is not None:  # before the fit: -o over the results or the report replaced a GPU run with the model
+        check_writable(output, "-o", example="model.json")
+        check_replaceable(output, "-o", b'"params"', "a ktriage model file")
     console = make_console(stderr=True)
     report = calibrate_api(
         from_cells=from_cells or (),

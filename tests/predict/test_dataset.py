@@ -127,6 +127,27 @@ def test_calibrate_prints_paths_and_names_with_brackets_as_they_are(run_cli, tmp
     assert f"{results}: 24 cells" in r.err_text and f"model: {out} (use it with explain --model {out}" in r.err_text
 
 
+def test_calibrate_never_writes_over_the_files_it_reads(run_cli, tmp_path: Path) -> None:
+    """`calibrate --results r.json ... -o r.json` replaced the GPU results file (which only a GPU can make again)
+    with the fitted model, and --cells-out over the explain report replaced the report with cells. Both are
+    refused before the fit, naming the file; a model or a dataset written before is rewritten as asked."""
+    results, report = tmp_path / "r.json", tmp_path / "e.json"
+    results.write_bytes(RESULTS.read_bytes())
+    report.write_bytes(REPORT.read_bytes())
+    before = results.read_bytes(), report.read_bytes()
+    base = ["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"]
+    r = run_cli([*base, "-o", str(results)])
+    assert r.exit_code == 2 and f"-o {results} exists and is not a ktriage model file" in r.err_text, r.stderr
+    r = run_cli([*base, "--cells-out", str(report)])
+    assert r.exit_code == 2 and f"--cells-out {report} exists and is not a calibration dataset" in r.err_text
+    assert (results.read_bytes(), report.read_bytes()) == before
+    model, cells = tmp_path / "m.json", tmp_path / "c.jsonl"
+    for _ in range(2):  # the second time over its own outputs
+        r = run_cli([*base, "-o", str(model), "--cells-out", str(cells)])
+        assert r.exit_code == 0, r.stderr
+    assert load_params(model).fitted_on.startswith("24 cells") and len(read_cells(cells)) == 24
+
+
 def test_calibrate_refuses_unpaired_input(run_cli) -> None:
     r = run_cli(["calibrate", "--results", str(RESULTS)])
     assert r.exit_code == 2 and "--explain" in r.stderr and "fix:" in r.stderr
