@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
+from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.errors import FormatError, KtriageError
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
@@ -110,12 +111,15 @@ def calibrate(
     backends = args.texts(backends, "backends", "--backend")
     threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
+    if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
+        check_writable(Path(cells_out), "--cells-out", example="cells.jsonl")
+        check_replaceable(Path(cells_out), "--cells-out", b'"measured": {', "a calibration dataset (cells.jsonl)")
     tell: Say = say or (lambda _m: None)
+    sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
+    _check_pairing(len(sources), len(explain), len(operators), len(backends))
     cells: list[CalibrationCell] = []
     for path in from_cells:
         cells += read_cells(path)
-    sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
-    _check_pairing(len(sources), len(explain), len(operators), len(backends))
     loaded = _Sources(db)
     for i, ((label, src), report_path) in enumerate(zip(sources, explain, strict=True)):
         info, measured = loaded.read(src)
@@ -152,6 +156,11 @@ def _check_pairing(sources: int, reports: int, operators: int, backends: int) ->
         raise KtriageError(
             f"{operators} --operator names for {sources} results/runs",
             "pass one --operator per --results/--run, or none",
+        )
+    if backends and not sources:  # a dataset's cells carry their backends: --backend would change nothing
+        raise KtriageError(
+            "--backend names the artifact backend of a --results/--run, and none was given",
+            "drop --backend (the cells of --from carry theirs), or add --results R.json --explain E.json",
         )
     if backends and backends not in (1, sources):
         raise KtriageError(f"{backends} --backend names for {sources} results/runs", "pass one, or one per source")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -190,7 +191,20 @@ def load_verb(verb: Verb) -> _click.Command:
 
     command = _build_verb(verb)
     accept_pass_flags(command)
+    _reflow_help(command)
     return command
+
+
+def _reflow_help(command: _click.Command) -> None:
+    """Typer's rich help keeps the docstring's line breaks after the first paragraph, so at 80 columns each
+    source line became a line of its own ("... (docs/model.md); a" / "finding is a ..."). Each paragraph
+    is made one line, to be wrapped at the terminal's width; a paragraph that starts with click's
+    "keep these lines" marker (a backspace) is kept as written. Applied to a group's commands too."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(p if p.startswith("\b") else " ".join(p.split()) for p in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _reflow_help(sub)
 
 
 def _build_verb(verb: Verb) -> _click.Command:

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from ktriage.api import DEFAULT_LEVEL, DEFAULT_THRESHOLD
 from ktriage.api import calibrate as calibrate_api
+from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.atomic import write_atomic
 from ktriage.cli.console import make_console
 from ktriage.cli.options import Db
@@ -86,6 +88,9 @@ def calibrate(
     Prints the confusion matrix of predicted regression/neutral/improvement against the GPU verdicts
     (docs/model.md). Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
     not what it should be)."""
+    if output is not None:  # before the fit: -o over the results or the report replaced a GPU run with the model
+        check_writable(output, "-o", example="model.json")
+        check_replaceable(output, "-o", b'"params"', "a ktriage model file")
     console = make_console(stderr=True)
     report = calibrate_api(
         from_cells=from_cells or (),
@@ -99,10 +104,12 @@ def calibrate(
         threshold=threshold,
         level=level,
         cross_validate=not no_cv,
-        say=lambda m: console.print(m),
+        say=lambda m: console.print(escape(m), highlight=False),  # a path or kernel name may hold [brackets]
     )
     typer.echo(report.summary_text(), nl=False)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(output, report.model_json())
-        console.print(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})")
+        console.print(
+            escape(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})"), highlight=False
+        )

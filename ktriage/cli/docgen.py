@@ -64,7 +64,9 @@ def _commands() -> Iterator[tuple[str, Any]]:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell of help text: rich's markup escape (``\\[`` keeps ``[cluster]`` from reading as a
+    style tag in --help) is undone, as --help shows it."""
+    return " ".join(text.split()).replace("\\[", "[").replace("|", "\\|")
 
 
 def _base(annotation: Any) -> Any:

@@ -48,7 +48,7 @@ def fidelity(
         typer.Option(
             "--spec",
             help="Check this spec file's kernels written by values "
-            "([kernel.args], docs/specs.md) instead of the built-in cases.",
+            "(\\[kernel.args], docs/specs.md) instead of the built-in cases.",
         ),
     ] = None,
 ) -> None:

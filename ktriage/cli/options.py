@@ -241,8 +241,8 @@ Db = Annotated[str | None, typer.Option("--db", envvar="KTRIAGE_DB", show_envvar
 CLUSTER_HELP = (
     "Where compile and build jobs run (docs/cluster.md): local (this machine's process pool, the "
     "default), auto (the Ray cluster this machine joined), HOST:PORT (a Ray head's GCS port) or "
-    "ray://HOST:PORT (Ray Client). Needs pip install 'ktriage[cluster]'."
-)
+    "ray://HOST:PORT (Ray Client). Needs pip install 'ktriage\\[cluster]'."
+)  # \[ because --help reads the text as rich markup, where [cluster] is a style tag and vanished
 Cluster = Annotated[
     str | None, typer.Option("--cluster", envvar="KTRIAGE_CLUSTER", show_envvar=True, help=CLUSTER_HELP)
 ]

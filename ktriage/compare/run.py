@@ -53,7 +53,7 @@ def compare(
                 "--toolchains compares the toolchains of ONE run, but two were given",
                 "drop the second argument or --toolchains",
             )
-        side = resolve_side(old, db)
+        side = resolve_side(old, db, op=op, mode=mode)
         check_baseline(baseline, side.cells)
         tcs = run_toolchains(side.run, side.cells)
         if len(tcs) < 2:

@@ -61,6 +61,7 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
     finally:
         store.close()
     _check_cells(cells, f"run {run.run_id}")
+    _check_named(cells, op, mode, f"run {run.run_id}")
     return LoadedSide(run, cells, run.run_id)
 
 
@@ -70,8 +71,8 @@ def resolve_side(side: Side, db: str | None = None, *, op: str | None = None, mo
 
 
 def _check_named(cells: list[Cell], op: str | None, mode: str | None, what: str) -> None:
-    """--op/--mode name what a TritonBench file does not say; a file that says it (ktriage's results, a
-    TritonBench JSON) and says otherwise is refused rather than compared as what it holds."""
+    """--op/--mode name what a TritonBench file does not say; a side that says it (ktriage's results, a
+    TritonBench JSON, a run in the store) and says otherwise is refused rather than compared as what it holds."""
     for flag, given, held in (
         ("--op", op, {c.key.op for c in cells}),
         ("--mode", mode, {c.key.mode for c in cells}),
@@ -93,11 +94,22 @@ def _check_cells(cells: list[Cell], what: str) -> None:
 
 
 def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
-    """``--baseline`` must name a backend of the results: an unknown one would silently check nothing."""
+    """``--baseline`` must name a backend of the results (an unknown one would silently check nothing) that no
+    toolchain compiled (the baseline's pairs are kept apart from the counts, so a compiled one hid its regressions)."""
     if baseline is None:
         return
     backends = sorted({c.key.backend for cells in sides for c in cells})
     if baseline not in backends:
         raise KtriageError(
             f"--baseline {baseline!r} is not a backend of these results", f"use one of: {', '.join(backends)}"
+        )
+    compiled = {c.key.backend for cells in sides for c in cells if c.key.toolchain is not None}
+    if baseline in compiled:  # its pairs are the baseline's, kept apart: "0 regressions", exit 0, on a regression
+        native = [b for b in backends if b not in compiled]
+        raise KtriageError(
+            f"--baseline {baseline!r} is compiled by the toolchains being compared: as the baseline its changes "
+            "would be set apart, and none of them counted as a regression",
+            f"name a backend that runs without a toolchain: {', '.join(native)}"
+            if native
+            else "drop --baseline (these results have no backend that runs without a toolchain)",
         )

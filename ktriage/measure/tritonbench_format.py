@@ -248,11 +248,26 @@ def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
     return op, mode
 
 
+def _refuse_comma_table(text: str, origin: str) -> None:
+    """TritonBench's layout comma-separated is ktriage bench's own table (``-o F.csv``): medians, no samples.
+    It was refused as "not a TritonBench CSV" with the fix to run TritonBench; this names it and the file to use."""
+    semi = next(csv.reader(io.StringIO(text), delimiter=";"), [])
+    comma = next(csv.reader(io.StringIO(text)), [])
+    if len(semi) < 2 and len(comma) >= 2 and "-" not in comma[0] and all("-" in h for h in comma[1:]):
+        raise FormatError(
+            f"{origin} is a comma-separated results table (ktriage bench -o F.csv writes one), not TritonBench's "
+            "';'-separated CSV: it holds one median per cell, not the samples a verdict needs",
+            "compare the results files of the same runs (ktriage bench -o R.json: every cell's samples), or give "
+            "the file of `python run.py ... --csv --output F`",
+        )
+
+
 def parse_csv(
     text: str, *, op: str | None = None, mode: str | None = None, origin: str = "the CSV"
 ) -> tuple[RunInfo, list[Cell]]:
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
+    _refuse_comma_table(text, origin)
     named_op, named_mode = op_mode_from_name(Path(origin).stem)
     _check_not_contradicted(op, mode, named_op, named_mode, origin)
     op, mode = _need(op or named_op, mode or named_mode, origin)

@@ -30,7 +30,7 @@ from typing import Any
 
 from ktriage.atomic import write_atomic
 from ktriage.compare.pairing import compare_toolchains
-from ktriage.errors import FormatError, check_format_version
+from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -216,14 +216,31 @@ def cells_from_results(
             recorded[(str(meta["workload_kernel"]), int(meta.get("input_id", 0)))] = k
         elif meta.get("input_id") is not None:
             catalog[int(meta["input_id"])] = k
+    artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
+    if backend is not None and backend not in artifact:  # every pair would be skipped without a word
+        raise KtriageError(
+            f"{source or 'the results'}: --backend {backend} is no artifact backend of the run",
+            f"use one of: {', '.join(artifact) or 'none (the run timed no toolchain)'}",
+        )
+    if backend is None and catalog and not recorded:  # matched by input id only under a named backend
+        raise KtriageError(
+            f"{source or 'the results'}: the explain report is of a catalog op (its kernels are matched by input id), "
+            "and no --backend says which of the run's backends it compiled",
+            f"add --backend {artifact[0] if len(artifact) == 1 else 'NAME'}"
+            + (f" (the run's artifact backends: {', '.join(artifact)})" if len(artifact) > 1 else ""),
+        )
     out: list[CalibrationCell] = []
     for comparison in compare_toolchains(cells, run=run, config=config or VerdictConfig()):
         ref_spec, new_spec = tc_spec.get(comparison.ref_label), tc_spec.get(comparison.new_label)
         if ref_spec is None or new_spec is None:
             notes.append(f"toolchain {comparison.ref_label} or {comparison.new_label} has no spec in the run")
             continue
-        if ref_spec not in explain_tc or new_spec not in explain_tc:
-            notes.append(f"the explain report lacks {ref_spec} or {new_spec}: {operator} {new_spec} skipped")
+        missing = [s for s in (ref_spec, new_spec) if s not in explain_tc]
+        if missing:  # named, with what the report has: "lacks A or B" left the reader to find which
+            notes.append(
+                f"the explain report lacks {' and '.join(missing)} (it has {', '.join(explain_tc) or 'none'}): "
+                f"{operator} {new_spec} against {ref_spec} skipped"
+            )
             continue
         for pair in comparison.pairs:
             if pair.is_baseline or pair.verdict is None or (backend is not None and pair.backend != backend):

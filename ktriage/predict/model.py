@@ -247,7 +247,38 @@ def _load(path: str) -> Params:
         raise FormatError(
             f"{p} has no 'params' object: not a ktriage model file", "regenerate it with `ktriage calibrate -o FILE`"
         )
-    return Params.from_json(_as_fitted(data["params"]))
+    return Params.from_json(_as_fitted(_checked(p, data["params"])))
+
+
+def _checked(p: Path, params: Any) -> Mapping[str, Any]:
+    """A model file's parameters as the model can use them: ``from_json`` drops a name it does not know (a
+    misspelt ``lamda_wave`` left the default in place without a word) and the model divides by ``softmax_p``
+    and ``kappa_l2``, so a name that is no parameter, or a value that is no finite non-negative number (or
+    zero where the model divides), is refused here, naming the file, the parameter and the fix."""
+    fix = "regenerate it with `ktriage calibrate -o FILE`, or correct the file (docs/model.md lists the parameters)"
+    if not isinstance(params, dict):
+        raise FormatError(f"{p}: 'params' is not an object of parameter values", fix)
+    unknown = sorted(set(params) - set(Params.__dataclass_fields__))
+    if unknown:
+        raise FormatError(
+            f"{p}: {', '.join(repr(k) for k in unknown)} is no parameter of the cost model, and would be ignored",
+            f"name the parameters as ktriage does: {', '.join((*Params.FREE, 'interval_a', 'interval_b'))}",
+        )
+    for name in (*Params.FREE, "interval_a", "interval_b"):
+        if name not in params:
+            continue
+        value = params[name]
+        positive = name in ("softmax_p", "kappa_l2")  # the model divides by them
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value < 0
+            or (positive and value == 0)
+        ):
+            need = "a positive number" if positive else "a finite number, 0 or more"
+            raise FormatError(f"{p}: {name} is {json.dumps(value)}, not {need}", fix)
+    return params
 
 
 def _as_fitted(params: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -177,7 +177,10 @@ def profile_toolchain(
         if TARGET_ERROR in output:  # the program failed, not ncu's sections: fewer of them would not help
             result.error = f"the profiled program failed: {_one_line(output)}"
             break
-        result.error = f"ncu failed (exit {proc.returncode}): {_one_line(output)}"
+        if proc.returncode == 0:  # ncu ran and profiled nothing (no launch in the range): not "failed (exit 0)"
+            result.error = f"ncu exited 0 but wrote no report: {_one_line(output)}"
+        else:
+            result.error = f"ncu failed (exit {proc.returncode}): {_one_line(output)}"
     log = out_dir / f"{name}.log"
     log.write_text("".join(log_parts))
     result.files["log"] = log.name

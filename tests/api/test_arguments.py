@@ -95,6 +95,22 @@ def test_a_number_out_of_its_flags_range_or_of_another_type_is_refused_before_an
         call(**kwargs)  # type: ignore[operator]
 
 
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"from_cells": ["c.jsonl"], "backends": ["liger_layer_norm"]}, r"--backend names the artifact backend of a"),
+        ({"from_cells": ["c.jsonl"], "operators": ["layer_norm"]}, r"1 --operator names for 0 results/runs"),
+    ],
+)
+def test_calibrate_backend_or_operator_without_results_is_refused(kwargs: dict[str, object], problem: str) -> None:
+    """--backend and --operator are for --results/--run: with only --from (a dataset, whose cells carry their
+    operator and backend) --backend was ignored without a word (``calibrate --from cells.jsonl --backend x`` fitted
+    as without it). Refused, as --operator was, and before the dataset is read."""
+    with pytest.raises(KtriageError, match=problem) as info:
+        kt.calibrate(**kwargs)  # type: ignore[arg-type]
+    assert info.value.fix
+
+
 def _cli_ranges() -> dict[str, tuple[float | None, float | None]]:
     """Every typer min=/max= of the command's options: flag -> (min, max)."""
     from typer import _click

@@ -15,6 +15,7 @@ import pytest
 
 from ktriage.cli import exit_codes
 from ktriage.cli.app import VERBS, load_verb, main
+from tests.conftest import RunCli
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_VERBS = {
@@ -272,3 +273,18 @@ def test_a_reader_that_went_away_is_its_own_status_not_a_finding(argv: list[str]
         os.close(write)
     assert proc.returncode == exit_codes.BROKEN_PIPE == 141, proc.stderr
     assert proc.stderr == b""
+
+
+def test_help_paragraphs_are_wrapped_at_the_terminal_not_at_the_docstrings_lines(run_cli: RunCli) -> None:
+    """Typer's rich help kept the docstring's line breaks after the first paragraph: at 80 columns `explain --help`
+    read "... its interval" / "(docs/model.md); a" / "finding is a regression ...", a ragged line wherever the
+    source broke. On a terminal wide enough, every paragraph of every command's help is one line."""
+    from ktriage.cli.docgen import _commands
+
+    for name, command in _commands():
+        r = run_cli([*name.split(), "--help"], env={"COLUMNS": "2000"})
+        assert r.exit_code == exit_codes.OK, r.output
+        lines = [" ".join(line.strip(" │").split()) for line in r.stdout.splitlines()]
+        for paragraph in inspect.cleandoc(command.help or "").split("\n\n"):
+            text = " ".join(paragraph.split())
+            assert any(text in line for line in lines), (name, text, r.stdout[:3000])

@@ -233,3 +233,41 @@ def test_op_and_mode_that_a_results_file_contradicts_are_refused(files: dict[str
     assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.stderr and "layer_norm" in r.stderr
     r = invoke(str(files["old"]), str(files["new"]), "--op", "layer_norm", "--mode", "bwd")
     assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
+
+
+def test_op_and_mode_that_one_run_contradicts_are_refused_with_toolchains(
+    files: dict[str, Path], tmp_path: Path, invoke
+) -> None:
+    """With --toolchains (one side) --op/--mode were never checked: --op softmax on a layer_norm run, or --mode
+    fwd on a bwd one, compared the run as it was and said nothing; so did a run id from the store."""
+    r = invoke(str(files["both"]), "--toolchains", "--op", "softmax")
+    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.stderr, r.output
+    r = invoke(str(files["both"]), "--toolchains", "--mode", "fwd")
+    assert r.exit_code == exit_codes.USAGE and "--mode fwd does not match" in r.stderr, r.output
+    r = invoke(str(files["both"]), "--toolchains", "--op", "layer_norm", "--mode", "bwd")
+    assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
+    store_mod = pytest.importorskip("ktriage.store", reason="the results store module is not in this checkout")
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = store_mod.open_store(url)
+    run, cells = read_results(files["both"])
+    run.status = "finished"
+    run_id = store.import_run(run, cells)
+    store.close()
+    r = invoke(run_id, "--toolchains", "--db", url, "--op", "softmax")
+    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match run" in r.stderr, r.output
+
+
+# The real H200 run of Liger's layer_norm bwd (Triton 3.3.1, 3.4.0, 3.5.1 side by side, torch as the baseline).
+LN_BWD = Path(__file__).parents[2] / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"
+
+
+def test_a_baseline_the_toolchains_compiled_is_refused(invoke) -> None:
+    """--baseline names the backend that does not change with the compiler; the baseline's pairs are kept apart
+    from the counts. --baseline liger_layer_norm (the backend the toolchains compiled) turned this run's 8 + 23
+    regressions into "0 regressions, 0 improvements, 0 same" and exit 0."""
+    r = invoke(str(LN_BWD), "--toolchains", "--baseline", "liger_layer_norm")
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert "--baseline 'liger_layer_norm' is compiled by the toolchains being compared" in r.err_text
+    assert "name a backend that runs without a toolchain: torch_layer_norm" in r.err_text
+    r = invoke(str(LN_BWD), "--toolchains", "--baseline", "torch_layer_norm")
+    assert r.exit_code == exit_codes.FINDING and "8 regressions" in r.stdout, r.output

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ktriage.cli.app import VERBS
 from ktriage.cli.docgen import render
+from tests.conftest import RunCli
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
@@ -25,3 +26,30 @@ def test_short_w_means_one_thing() -> None:
     """-w is occupancy's --warps and no other option's."""
     rows = [line for line in render().splitlines() if line.startswith("|") and "`-w`" in line]
     assert rows and all(row.startswith("| `--warps`, `-w`") for row in rows)
+
+
+def test_help_shows_every_bracket_of_the_help_text(run_cli: RunCli) -> None:
+    """--help renders each help text as rich markup, where ``[cluster]`` or ``[kernel.args]`` is a style tag and
+    vanished: explain --help said "Needs pip install 'ktriage'", fidelity --help "written by values (,
+    docs/specs.md)". No help text may hold such a tag unescaped; the two that did show their brackets."""
+    from rich.markup import RE_TAGS
+
+    from ktriage.cli.docgen import _commands
+
+    texts = [
+        (f"{name} {where}", text or "")
+        for name, command in _commands()
+        for where, text in [("", command.help)] + [(p.opts[0], getattr(p, "help", None)) for p in command.params]
+    ]
+    tags = [
+        f"{where}: {m.group(0)}"
+        for where, text in texts
+        for m in RE_TAGS.finditer(text)
+        if not m.group(2)  # escaped (\[...]) is shown as written
+    ]
+    assert not tags, tags
+    shown = " ".join(run_cli(["explain", "--help"]).stdout.replace("│", " ").split())
+    assert "Needs pip install 'ktriage[cluster]'" in shown, shown
+    shown = " ".join(run_cli(["fidelity", "--help"]).stdout.replace("│", " ").split())
+    assert "written by values ([kernel.args], docs/specs.md)" in shown, shown
+    assert "'ktriage[cluster]'" in render() and "\\[" not in render()  # docs/cli.md shows what --help shows

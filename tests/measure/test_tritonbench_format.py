@@ -175,3 +175,20 @@ def test_compare_takes_tritonbench_files_and_says_one_value_gives_no_confidence(
         "too few samples (1 ref, 1 new" in p["verdict"]["reason"] and "single_value" in p["verdict"]["flags"]
         for p in pairs
     )
+
+
+def test_ktriage_bench_csv_table_is_named_as_such_not_sent_to_tritonbench(tmp_path: Path) -> None:
+    """ktriage bench -o F.csv writes TritonBench's layout comma-separated (the committed H200 run's ln_bwd.csv).
+    Given to compare (or triage) it was "not a TritonBench CSV ... give the file of `python run.py ... --csv`", or,
+    named results.csv, "the operator and pass of this TritonBench CSV is not in its name": the file is named for
+    what it is, and the fix is the results JSON of the same run."""
+    table = RESULTS.with_suffix(".csv")
+    assert table.read_text().startswith("x_val,liger_layer_norm-latency,")
+    renamed = tmp_path / "results.csv"
+    renamed.write_bytes(table.read_bytes())
+    for path in (table, renamed):
+        with pytest.raises(FormatError, match="is a comma-separated results table") as info:
+            read_run_file(path)
+        assert "ktriage bench -o R.json" in (info.value.fix or "")
+    _run, cells = parse_csv(table.read_text().replace(",", ";"), origin=str(tmp_path / "layer_norm_bwd.csv"))
+    assert len(cells) > 0  # the same table ';'-separated is TritonBench's and reads

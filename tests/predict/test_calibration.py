@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -328,6 +329,37 @@ def test_a_model_file_is_read_and_a_bad_one_named(tmp_path: Path) -> None:
     bad.write_text("{}")
     with pytest.raises(FormatError, match="no 'params'"):
         load_params(bad)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"lamda_wave": 0.0}, "'lamda_wave' is no parameter of the cost model"),  # was dropped: the default priced
+        ({"softmax_p": 0}, "softmax_p is 0, not a positive number"),  # was ZeroDivisionError, an internal error
+        ({"kappa_l2": 0.0}, "kappa_l2 is 0.0, not a positive number"),
+        ({"lambda_global": None}, "lambda_global is null"),  # was TypeError, an internal error
+        ({"lambda_global": -1000}, "lambda_global is -1000, not a finite number, 0 or more"),  # was read as it was
+        ({"trips": "8"}, 'trips is "8"'),
+        ({"interval_a": True}, "interval_a is true"),
+        (5, "'params' is not an object"),  # was TypeError
+    ],
+)
+def test_a_hand_written_model_file_with_a_wrong_parameter_is_refused(
+    tmp_path: Path, params: object, message: str
+) -> None:
+    """docs/model.md: a hand-written file gets the defaults for what it leaves out; a name that is no parameter, or
+    a value the model cannot price with, is refused naming the file and the parameter (exit 2), not ignored nor
+    an internal error at the first prediction."""
+    from ktriage.errors import FormatError
+
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps({"format": 1, "params": params}))
+    with pytest.raises(FormatError, match=re.escape(message)) as info:
+        load_params(path)
+    assert str(path) in info.value.problem and info.value.fix
+    fitted = tmp_path / "fitted.json"  # what calibrate writes (every parameter, fitted_on, cv) is read
+    fitted.write_text(json.dumps({"format": 1, "params": load_params().to_json()}))
+    assert load_params(fitted) == load_params()
 
 
 def test_a_model_fitted_before_a_term_existed_is_read_without_it(tmp_path: Path) -> None:

@@ -51,6 +51,38 @@ def test_cells_rebuild_from_committed_results_and_report(tmp_path: Path) -> None
     assert len(faster) == 3 and all(c.reference == "triton==3.6.0" and c.measured.ci_high < 1 for c in faster)
 
 
+def test_a_toolchain_the_report_lacks_is_named(tmp_path: Path) -> None:
+    """A run toolchain the explain report did not compile is skipped with a note that names it and what the report
+    has: it said "lacks triton==3.6.0 or triton==3.3.1", which of the two being for the reader to find."""
+    results = tmp_path / "wl-tb_rms_norm_bwd.json"
+    results.write_bytes(gzip.decompress((REPO / FIXED).read_bytes()))
+    run, cells = read_results(results)
+    report = _with_committed_counts(json.loads(REPORT.read_text()))
+    report["toolchains"] = [t for t in report["toolchains"] if t["spec"] != "triton==3.3.1"]
+    made, notes = cells_from_results(run, cells, report, operator="tb_rms_norm_bwd", source=FIXED)
+    assert len(made) == 12  # 3.4.0 against 3.6.0 only
+    assert notes == [
+        "the explain report lacks triton==3.3.1 (it has triton==3.4.0, triton==3.6.0, triton==3.9.0): "
+        "tb_rms_norm_bwd triton==3.3.1 against triton==3.6.0 skipped"
+    ], notes
+
+
+def test_a_catalog_report_without_backend_is_refused_naming_it(run_cli) -> None:
+    """A catalog op's results with its explain report but no --backend matched nothing: 30 notes "no kernel of the
+    explain report matches", then "no calibration cells; fix: pass --from cells.jsonl, or --results R.json --explain
+    E.json", which is what was passed. Refused naming the missing --backend and the run's artifact backend."""
+    results = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
+    report = REPO / "benchmarks" / "explain" / "layer_norm_bwd_triton_3.3.1_vs_3.4.0.json"
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"])
+    assert r.exit_code == 2 and "no --backend says which of the run's backends" in r.err_text, r.stderr
+    assert "fix: add --backend liger_layer_norm" in r.err_text
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_rms_norm"])
+    assert r.exit_code == 2 and "--backend liger_rms_norm is no artifact backend of the run" in r.err_text, r.stderr
+    assert "use one of: liger_layer_norm" in r.err_text  # a wrong name skipped every pair the same way
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_layer_norm"])
+    assert r.exit_code == 0 and "30 cells" in r.err_text, r.stderr  # named, the same files pair
+
+
 def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None:
     out = tmp_path / "model.json"
     r = run_cli(["calibrate", "--from", str(CELLS), "-o", str(out), "--no-cv"])
@@ -80,6 +112,40 @@ def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None
     assert "leave-one-operator-out over 2 operators" in r.stdout
     assert "recall by the size of the measured change" in r.stdout and "| 15% and more |" in r.stdout
     assert "what the interval's width alone allows" in r.stdout and "a predictor knowing each cell's" in r.stdout
+
+
+def test_calibrate_prints_paths_and_names_with_brackets_as_they_are(run_cli, tmp_path: Path) -> None:
+    """calibrate printed its notes and the model's path as rich markup: a folder named [nightly] vanished from
+    "…/[nightly]/r.json: 24 cells" and from "model: …" (the path the user then types)."""
+    folder = tmp_path / "[nightly]"
+    folder.mkdir()
+    results = folder / "r.json"
+    results.write_bytes(RESULTS.read_bytes())
+    out = folder / "model.json"
+    r = run_cli(["calibrate", "--results", str(results), "--explain", str(REPORT), "--no-cv", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert f"{results}: 24 cells" in r.err_text and f"model: {out} (use it with explain --model {out}" in r.err_text
+
+
+def test_calibrate_never_writes_over_the_files_it_reads(run_cli, tmp_path: Path) -> None:
+    """`calibrate --results r.json ... -o r.json` replaced the GPU results file (which only a GPU can make again)
+    with the fitted model, and --cells-out over the explain report replaced the report with cells. Both are
+    refused before the fit, naming the file; a model or a dataset written before is rewritten as asked."""
+    results, report = tmp_path / "r.json", tmp_path / "e.json"
+    results.write_bytes(RESULTS.read_bytes())
+    report.write_bytes(REPORT.read_bytes())
+    before = results.read_bytes(), report.read_bytes()
+    base = ["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"]
+    r = run_cli([*base, "-o", str(results)])
+    assert r.exit_code == 2 and f"-o {results} exists and is not a ktriage model file" in r.err_text, r.stderr
+    r = run_cli([*base, "--cells-out", str(report)])
+    assert r.exit_code == 2 and f"--cells-out {report} exists and is not a calibration dataset" in r.err_text
+    assert (results.read_bytes(), report.read_bytes()) == before
+    model, cells = tmp_path / "m.json", tmp_path / "c.jsonl"
+    for _ in range(2):  # the second time over its own outputs
+        r = run_cli([*base, "-o", str(model), "--cells-out", str(cells)])
+        assert r.exit_code == 0, r.stderr
+    assert load_params(model).fitted_on.startswith("24 cells") and len(read_cells(cells)) == 24
 
 
 def test_calibrate_refuses_unpaired_input(run_cli) -> None:

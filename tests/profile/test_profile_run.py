@@ -66,3 +66,12 @@ def test_no_permission_is_one_line_and_no_retry(tmp_path: Path) -> None:
         and "\n" not in result.error
     )
     assert len((tmp_path / "calls").read_text().splitlines()) == 1 and not result.launches
+
+
+def test_ncu_that_exits_0_without_a_report_is_not_called_failed_with_exit_0(tmp_path: Path) -> None:
+    """ncu exits 0 and writes no report when the profiled call launched nothing in the range; the reason read
+    "ncu failed (exit 0): ==WARNING== No kernels were profiled.", a failure with a success code."""
+    ncu = fake_ncu(tmp_path, profile_part='echo "==WARNING== No kernels were profiled."; exit 0')
+    result = profile_toolchain(ncu, Path("bundle"), TC, 7, "liger_layer_norm", tmp_path)
+    assert result.error == "ncu exited 0 but wrote no report: ==WARNING== No kernels were profiled.", result.error
+    assert not result.launches
