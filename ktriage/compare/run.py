@@ -11,6 +11,7 @@ from __future__ import annotations
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side, check_baseline, resolve_side
 from ktriage.errors import KtriageError
+from ktriage.measure.cells import Cell
 from ktriage.stats.gate import check_gate
 
 
@@ -78,6 +79,11 @@ def compare(
             "e.g. ktriage compare old.json new.json",
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
+    if a.run.run_id == b.run.run_id and _measured(a.cells) == _measured(b.cells):  # 'all same' says nothing here
+        raise KtriageError(
+            f"both sides are run {a.run.run_id} ({old} and {new}): every cell would be compared with itself",
+            f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains",
+        )
     check_baseline(baseline, a.cells, b.cells)
     label_a, label_b = a.label, b.label
     if label_a == label_b:
@@ -95,3 +101,9 @@ def compare(
     )
     check_shared(comparison, label_a, label_b)
     return CompareReport([comparison])
+
+
+def _measured(cells: list[Cell]) -> list[tuple[str, list[float]]]:
+    """What a side measured, in a comparable order: two sides equal here are one run read twice (two halves
+    of one run share its id and differ here)."""
+    return sorted((repr(c.key), c.samples_ms) for c in cells)

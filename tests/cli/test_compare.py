@@ -271,3 +271,11 @@ def test_a_baseline_the_toolchains_compiled_is_refused(invoke) -> None:
     assert "name a backend that runs without a toolchain: torch_layer_norm" in r.err_text
     r = invoke(str(LN_BWD), "--toolchains", "--baseline", "torch_layer_norm")
     assert r.exit_code == exit_codes.FINDING and "8 regressions" in r.stdout, r.output
+
+
+def test_a_run_compared_with_itself_is_refused(files: dict[str, Path], invoke) -> None:  # type: ignore[no-untyped-def]
+    """``compare F F`` (or a run id twice) compared every cell with itself and reported 'all same', exit 0: a
+    wrong path read as a clean comparison."""
+    r = invoke(str(files["both"]), str(files["both"]))
+    assert r.exit_code == exit_codes.USAGE and "every cell would be compared with itself" in r.stderr, r.output
+    assert "--toolchains" in r.stderr, r.output
