@@ -25,6 +25,7 @@ from ktriage.errors import KtriageError
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
+from ktriage.record.workload import is_workload_path as is_workload_path  # ktriage.api.is_workload_path
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -293,11 +294,3 @@ def require_workload_path(workload: str) -> None:
         f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
         "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",
     )
-
-
-def is_workload_path(target: str) -> bool:
-    """Whether ``target`` names a recorded workload (W.json, W.json.gz or its journal) rather than an operator:
-    what ``bench``, ``explain``, ``tune`` and ``bisect`` read a positional argument as."""
-    from ktriage.record.workload import is_workload_path as named_like_a_workload
-
-    return named_like_a_workload(target)

@@ -61,9 +61,8 @@ def check_metric(metric: str) -> str:
     """Validate a compile metric name; a typo is a KtriageError listing the known ones."""
     if metric.startswith("sass:") and len(metric) > 5 and metric[5:].replace(".", "").replace("_", "").isalnum():
         base, dot, modifiers = metric[5:].partition(".")
-        if (
-            base != base.upper()
-        ):  # opcodes are upper case: sass:atomg counted 0 everywhere (modifiers may not be: F32x4)
+        # opcodes are upper case: sass:atomg counted 0 everywhere (modifiers may not be: F32x4)
+        if base != base.upper():
             raise KtriageError(
                 f"metric {metric!r}: SASS opcodes are written in upper case",
                 f"write --metric sass:{base.upper()}{dot}{modifiers}",

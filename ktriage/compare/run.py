@@ -8,11 +8,15 @@ typed report; printing and exit codes stay with the caller.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side, check_baseline, resolve_side
 from ktriage.errors import KtriageError
-from ktriage.measure.cells import Cell
 from ktriage.stats.gate import check_gate
+
+if TYPE_CHECKING:
+    from ktriage.measure.cells import Cell
 
 
 def compare(
