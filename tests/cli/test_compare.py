@@ -74,10 +74,10 @@ def test_two_runs_that_share_no_input_are_refused_not_passed(files: dict[str, Pa
     high = write_results(tmp_path / "high.json", run, [c for c in cells if c.key.input_id >= 15])
     r = invoke(str(low), str(high))
     assert r.exit_code == exit_codes.USAGE, r.output
-    assert "share no input: both measured layer_norm.bwd" in r.stderr and "fix:" in r.stderr
+    assert "share no input: both measured layer_norm.bwd" in r.err_text and "fix:" in r.err_text
     other_op = write_results(tmp_path / "rms.json", run, [replace(c, key=replace(c.key, op="rms_norm")) for c in cells])
     r = invoke(str(files["old"]), str(other_op))
-    assert r.exit_code == exit_codes.USAGE and "share no cell" in r.stderr and "rms_norm.bwd" in r.stderr
+    assert r.exit_code == exit_codes.USAGE and "share no cell" in r.err_text and "rms_norm.bwd" in r.err_text
 
 
 def test_toolchains_mode_json(files: dict[str, Path], invoke) -> None:
@@ -217,12 +217,12 @@ def test_reading_runs_from_a_store_that_is_not_there_creates_none(tmp_path: Path
     made into an empty store (nor an empty file into a SQLite database)."""
     missing = tmp_path / "none.db"
     r = invoke("abc123", "def456", "--db", f"sqlite:///{missing}")
-    assert r.exit_code == exit_codes.USAGE and "the file does not exist" in r.stderr
+    assert r.exit_code == exit_codes.USAGE and "the file does not exist" in r.err_text
     assert not missing.exists()
     empty = tmp_path / "empty.db"
     empty.write_bytes(b"")
     r = invoke("abc123", "def456", "--db", f"sqlite:///{empty}")
-    assert r.exit_code == exit_codes.USAGE and "is not a SQLite database" in r.stderr
+    assert r.exit_code == exit_codes.USAGE and "is not a SQLite database" in r.err_text
     assert empty.read_bytes() == b""
 
 
@@ -230,7 +230,7 @@ def test_op_and_mode_that_a_results_file_contradicts_are_refused(files: dict[str
     """--op/--mode are for a TritonBench CSV whose name does not say them; on ktriage's results they were
     ignored (--op softmax compared the layer_norm cells as they were)."""
     r = invoke(str(files["old"]), str(files["new"]), "--op", "softmax")
-    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.stderr and "layer_norm" in r.stderr
+    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.err_text and "layer_norm" in r.err_text
     r = invoke(str(files["old"]), str(files["new"]), "--op", "layer_norm", "--mode", "bwd")
     assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
 
@@ -241,9 +241,9 @@ def test_op_and_mode_that_one_run_contradicts_are_refused_with_toolchains(
     """With --toolchains (one side) --op/--mode were never checked: --op softmax on a layer_norm run, or --mode
     fwd on a bwd one, compared the run as it was and said nothing; so did a run id from the store."""
     r = invoke(str(files["both"]), "--toolchains", "--op", "softmax")
-    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.stderr, r.output
+    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.err_text, r.output
     r = invoke(str(files["both"]), "--toolchains", "--mode", "fwd")
-    assert r.exit_code == exit_codes.USAGE and "--mode fwd does not match" in r.stderr, r.output
+    assert r.exit_code == exit_codes.USAGE and "--mode fwd does not match" in r.err_text, r.output
     r = invoke(str(files["both"]), "--toolchains", "--op", "layer_norm", "--mode", "bwd")
     assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
     store_mod = pytest.importorskip("ktriage.store", reason="the results store module is not in this checkout")
@@ -254,7 +254,7 @@ def test_op_and_mode_that_one_run_contradicts_are_refused_with_toolchains(
     run_id = store.import_run(run, cells)
     store.close()
     r = invoke(run_id, "--toolchains", "--db", url, "--op", "softmax")
-    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match run" in r.stderr, r.output
+    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match run" in r.err_text, r.output
 
 
 # The real H200 run of Liger's layer_norm bwd (Triton 3.3.1, 3.4.0, 3.5.1 side by side, torch as the baseline).
@@ -277,5 +277,5 @@ def test_a_run_compared_with_itself_is_refused(files: dict[str, Path], invoke) -
     """``compare F F`` (or a run id twice) compared every cell with itself and reported 'all same', exit 0: a
     wrong path read as a clean comparison."""
     r = invoke(str(files["both"]), str(files["both"]))
-    assert r.exit_code == exit_codes.USAGE and "every cell would be compared with itself" in r.stderr, r.output
-    assert "--toolchains" in r.stderr, r.output
+    assert r.exit_code == exit_codes.USAGE and "every cell would be compared with itself" in r.err_text, r.output
+    assert "--toolchains" in r.err_text, r.output

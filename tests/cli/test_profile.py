@@ -90,7 +90,7 @@ def test_profile_results_then_compare(run_cli, tmp_path: Path) -> None:  # type:
         ["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "--results", str(results), "--db", db]
     )
     assert res.exit_code == 0, res.stderr
-    assert "counters written into" in res.stderr and "is not in the store" in res.stderr
+    assert "counters written into" in res.err_text and "is not in the store" in res.err_text
     _, cells = read_results(results)
     new = cell_profile(next(c for c in cells if c.key.toolchain == tcs[1]))
     assert new is not None and new["status"] == "ok" and new["launches"][0]["registers_per_thread"] == 32.0

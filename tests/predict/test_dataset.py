@@ -150,9 +150,9 @@ def test_calibrate_never_writes_over_the_files_it_reads(run_cli, tmp_path: Path)
 
 def test_calibrate_refuses_unpaired_input(run_cli) -> None:
     r = run_cli(["calibrate", "--results", str(RESULTS)])
-    assert r.exit_code == 2 and "--explain" in r.stderr and "fix:" in r.stderr
+    assert r.exit_code == 2 and "--explain" in r.err_text and "fix:" in r.err_text
     r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(RESULTS)])
-    assert r.exit_code == 2 and "not an explain report" in r.stderr
+    assert r.exit_code == 2 and "not an explain report" in r.err_text
 
 
 def test_calibrate_on_one_operator_says_its_scores_are_in_sample(run_cli, tmp_path: Path) -> None:
@@ -173,13 +173,13 @@ def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
     null_facts = tmp_path / "null.jsonl"
     null_facts.write_text(json.dumps({**line, "new_facts": None}) + "\n")
     r = run_cli(["calibrate", "--from", str(null_facts)])
-    assert r.exit_code == 2 and f"{null_facts}:1 is not a calibration cell" in r.stderr and "fix:" in r.stderr
+    assert r.exit_code == 2 and f"{null_facts}:1 is not a calibration cell" in r.err_text and "fix:" in r.err_text
     newer = tmp_path / "newer.jsonl"
     newer.write_text(json.dumps({**line, "version": 999}) + "\n")
     r = run_cli(["calibrate", "--from", str(newer)])
-    assert r.exit_code == 2 and "999" in r.stderr and "upgrade ktriage" in r.stderr
+    assert r.exit_code == 2 and "999" in r.err_text and "upgrade ktriage" in r.err_text
     no_ratio = tmp_path / "no_ratio.jsonl"
     no_ratio.write_text(json.dumps({**line, "measured": {**line["measured"], "ratio": -1.0}}) + "\n")
     r = run_cli(["calibrate", "--from", str(no_ratio), "-o", str(tmp_path / "m.json")])
-    assert r.exit_code == 2 and "none of the 1 calibration cells has a measured ratio" in r.stderr
+    assert r.exit_code == 2 and "none of the 1 calibration cells has a measured ratio" in r.err_text
     assert not (tmp_path / "m.json").exists()

@@ -34,19 +34,19 @@ def test_fail_on_regression_passes_a_neutral_change_and_any_does_not(run_cli) ->
 
 def test_fail_on_rejects_other_values(run_cli) -> None:
     r = run_cli(BASE + ["--input", "N=2560", "--fail-on", "slower"])
-    assert r.exit_code == 2 and "fix:" in r.stderr and "--fail-on regression" in r.stderr
+    assert r.exit_code == 2 and "fix:" in r.err_text and "--fail-on regression" in r.err_text
 
 
 def test_a_gate_written_in_percent_is_refused_not_read_as_500_percent(run_cli) -> None:
     """--threshold 5 (meant as 5 %) would gate at +500 % and pass the +461 % spill cliff: refused."""
     r = run_cli(BASE + ["--input", "N=4608", "--fail-on", "regression", "--threshold", "5"])
-    assert r.exit_code == 2 and "is a fraction here: a 500% gate" in r.stderr
-    assert "pass --threshold 0.05" in r.stderr
+    assert r.exit_code == 2 and "is a fraction here: a 500% gate" in r.err_text
+    assert "pass --threshold 0.05" in r.err_text
 
 
 def test_a_fix_toolchain_without_fixes_is_refused_not_ignored(run_cli) -> None:
     r = run_cli(BASE + ["--input", "N=4608", "--fix-toolchain", "triton==3.5.1"])
-    assert r.exit_code == 2 and "--fixes was not given" in r.stderr and "add --fixes" in r.stderr
+    assert r.exit_code == 2 and "--fixes was not given" in r.err_text and "add --fixes" in r.err_text
 
 
 def test_fixes_carry_the_predicted_gain(run_cli) -> None:

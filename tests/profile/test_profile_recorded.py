@@ -53,4 +53,4 @@ def test_profile_of_a_recorded_bundle(run_cli, tmp_path: Path) -> None:  # type:
     assert "ktriage.profile.target" in target and str(first) in target and backend in target
     # a name that is no entry is an error naming the entries, not a traceback
     res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "--input-id", "999"])
-    assert res.exit_code == 2 and "no recorded entry 999" in res.stderr
+    assert res.exit_code == 2 and "no recorded entry 999" in res.err_text
