@@ -230,7 +230,9 @@ def test_op_and_mode_that_a_results_file_contradicts_are_refused(files: dict[str
     """--op/--mode are for a TritonBench CSV whose name does not say them; on ktriage's results they were
     ignored (--op softmax compared the layer_norm cells as they were)."""
     r = invoke(str(files["old"]), str(files["new"]), "--op", "softmax")
-    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.err_text and "layer_norm" in r.err_text
+    assert (
+        r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.err_text and "layer_norm" in r.err_text
+    )
     r = invoke(str(files["old"]), str(files["new"]), "--op", "layer_norm", "--mode", "bwd")
     assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
 
