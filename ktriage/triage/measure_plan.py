@@ -107,7 +107,7 @@ class BenchGroup:
         """``ktriage bench`` over this bundle, exactly as :func:`run_measure` plans it."""
         only = ",".join([self.baseline, *self.backends])
         return (
-            f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --only {only} --artifacts-only "
+            f"{ktriage} bench --bundle {shlex.quote(self.dirname)} --only {only} "
             f"--precision {self.precision} --min-samples {MIN_SAMPLES} --max-time {max_time_s:g} "
             f"-o {shlex.quote(self.results_name)}"
         )

@@ -74,7 +74,6 @@ class TuneBundle:
             f"--{self.mode.replace('_', '-')}",
             "--only",
             only,
-            "--artifacts-only",
             "--artifact-timing",
             "kernel",
             "--max-time",

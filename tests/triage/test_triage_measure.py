@@ -113,7 +113,7 @@ def test_bundle_of_the_flagged_cells_and_the_command(tmp_path: Path, capsys: pyt
     assert [t["spec"] for t in bundle.toolchains.values()] == ["triton==3.3.1", "triton==3.4.0"]
     assert all(hasattr(a, "cubin_path") for a in bundle.artifacts.values()), "every kernel compiled"
     script = (out / SCRIPT).read_text()
-    assert f"bench --bundle {entry['dir']} --only torch_layer_norm,liger_layer_norm --artifacts-only" in script
+    assert f"bench --bundle {entry['dir']} --only torch_layer_norm,liger_layer_norm --precision" in script
     assert f"on the GPU host: bash {out / SCRIPT}" in captured.err.replace("\n", "")
     assert report["measured"]["commands"] == [f"bash {out / SCRIPT}"]
     # --measure on this CPU machine: the bundle is reused (same triage, no compile), the bench refused with the way out

@@ -226,3 +226,4 @@ def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
     assert timed["winner_vs_baselines"]["torch_layer_norm"] == pytest.approx(0.154 / 0.12, rel=1e-3)
     cmd = tb.bench_command(5, Path("r.json"))
     assert "liger_layer_norm,torch_layer_norm" in cmd and cmd[cmd.index("--artifact-timing") + 1] == "kernel"
+    assert "--artifacts-only" not in cmd  # a no-op since the host copy is off by default: printed, it misleads
