@@ -60,6 +60,7 @@ def profile(
     *,
     bundle: Path,
     input_id: int | None = None,
+    input: str | None = None,
     backend: str | None = None,
     raw_dir: Path | None = None,
     ncu: str | None = None,
@@ -67,14 +68,20 @@ def profile(
     results: Path | None = None,
     db: str | None = None,
 ) -> ProfiledBundle:
-    """Run ncu (--clock-control none) on each toolchain's kernels of input ``input_id`` (default: the
-    bundle's first) of ``bundle``, one call after ``warmup``; with ``results``, attach the counters to
+    """Run ncu (--clock-control none) on each toolchain's kernels of one input of ``bundle``: ``input_id``,
+    or ``input`` (an id "7" or shape facts "N=4608", as ``--input`` of the other verbs; default: the
+    bundle's first), one call after ``warmup``; with ``results``, attach the counters to
     that results file and the store (``db``). Raises KtriageError for usage errors, before ncu runs."""
     from ktriage.api._args import INPUT_ID, WARMUP
-    from ktriage.profile.run import default_input, input_backends, profile_bundle
+    from ktriage.profile.run import default_input, input_backends, profile_bundle, select_input
     from ktriage.workload.bundles.format import load_bundle
 
     input_id, warmup = INPUT_ID.optional(input_id), WARMUP(warmup)
+    if input is not None and input_id is not None:
+        raise KtriageError(
+            f"both --input {input!r} and --input-id {input_id} name the input to profile",
+            "give one of them (--input takes an id too: --input 7)",
+        )
     if db is not None and results is None:
         raise KtriageError(
             "--db is where --results' run is updated, and no --results was given",
@@ -92,6 +99,8 @@ def profile(
         from ktriage.measure.results_file import read_results
 
         read_results(results)
+    if input is not None:
+        input_id = select_input(loaded, input)
     case_id = input_id if input_id is not None else default_input(loaded)
     names = input_backends(loaded, case_id)  # an unknown input_id is refused here
     if backend is not None and backend not in names:

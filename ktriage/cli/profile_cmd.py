@@ -30,13 +30,20 @@ def profile(
             ),
         ),
     ],
+    input_: Annotated[
+        str | None,
+        typer.Option(
+            "--input",
+            "-i",
+            help=(
+                "The bundle input to profile: its input id (7) or shape facts (N=4608), as the other verbs' --input. "
+                "Default: the bundle's first."
+            ),
+        ),
+    ] = None,
     input_id: Annotated[
         int | None,
-        typer.Option(
-            "--input-id",
-            "-i",
-            help=("The bundle input to profile (its TritonBench input id). Default: the bundle's first."),
-        ),
+        typer.Option("--input-id", min=0, help="The bundle input to profile, by its TritonBench input id."),
     ] = None,
     backend: Annotated[
         str | None,
@@ -76,8 +83,8 @@ def profile(
     the timings (docs/profile.md).
 
     Exit codes: 0 counters collected; 4 none could be collected (no ncu, ncu failed, no permission:
-    the reasons are printed and no profile.json is written); 2 usage errors (an unknown --backend or
-    --input-id, an --ncu that is no program, a --raw-dir or -o that cannot be written: all checked
+    the reasons are printed and no profile.json is written); 2 usage errors (an unknown --backend,
+    --input or --input-id, an --ncu that is no program, a --raw-dir or -o that cannot be written: all checked
     before ncu runs)."""
     from ktriage.api import profile as profile_api
     from ktriage.api import profile_attach
@@ -89,6 +96,7 @@ def profile(
     report = profile_api(
         bundle=bundle,
         input_id=input_id,
+        input=input_,
         backend=backend,
         raw_dir=raw_dir,
         ncu=ncu,

@@ -245,6 +245,38 @@ def default_input(bundle: Any) -> int:
     return ids[0]
 
 
+def select_input(bundle: Any, selector: str) -> int:
+    """The one input of ``bundle`` that ``selector`` names: an input id ("7") or, for an op bundle, shape facts
+    ("N=4608", "M=4096,N=4608") as every other verb's ``--input`` takes them. Profile runs ncu on one input,
+    so facts that match several are refused with their ids rather than silently taking the first."""
+    from ktriage.errors import KtriageError
+    from ktriage.ops.inputs import InputCase, select_inputs
+    from ktriage.workload.recorded.bundle import is_recorded_bundle, recorded_view
+
+    text = str(selector).strip()
+    if text.isdigit():
+        return int(text)
+    if is_recorded_bundle(bundle):
+        entries = recorded_view(bundle).entries
+        raise KtriageError(
+            f"--input {text!r}: a recorded bundle's inputs are chosen by entry id, not by shape facts",
+            f"give one entry id: {', '.join(f'{e.id} ({e.backend} {e.label})' for e in entries[:20])}",
+        )
+    cases = [InputCase(int(i["id"]), {k: int(v) for k, v in (i.get("facts") or {}).items()}) for i in bundle.inputs]
+    if not cases or not cases[0].facts:
+        raise KtriageError(
+            f"--input {text!r}: bundle {bundle.path} records no shape facts for its inputs",
+            f"give an input id: {input_ids(bundle)}",
+        )
+    chosen = select_inputs(str(getattr(bundle, "op", "") or "the bundle"), cases, [text])
+    if len(chosen) > 1:
+        raise KtriageError(
+            f"--input {text!r} matches {len(chosen)} inputs of bundle {bundle.path}: profile runs one",
+            "add a fact or give one id: " + "; ".join(f"{c.id} ({c.label()})" for c in chosen[:12]),
+        )
+    return chosen[0].id
+
+
 def input_backends(bundle: Any, input_id: int) -> list[str]:
     """The backends of one bundle input: an op bundle's artifact backends, or a recorded entry's
     ``K3:function`` (the backend its bench cells have)."""

@@ -172,3 +172,19 @@ def test_a_store_set_in_the_environment_is_not_an_error_without_results(tmp_path
     assert out.exit_code == exit_codes.USAGE and f"no bundle at {bundle}" in out.err_text, out.output
     out = run_cli(["profile", "--bundle", bundle, "--db", db])
     assert out.exit_code == exit_codes.USAGE and "no --results was given" in out.err_text
+
+
+def test_the_input_is_chosen_by_id_or_shape_facts(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``-i`` is every other verb's ``--input`` (an id or shape facts); profile's took only an int, so
+    ``profile -i N=4608`` (as bench and explain write it) stopped with "'N=4608' is not a valid int"."""
+    bundle, _, _ = bundle_and_results(run_cli, tmp_path)
+    (input_id,) = [i["id"] for i in json.loads((bundle / "manifest.json").read_text())["inputs"]]
+    for selector in ("N=4608", "M=4096,N=4608", str(input_id)):
+        res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-i", selector, "-f", "json"])
+        assert res.exit_code == 0, res.stderr
+        assert json.loads(res.stdout)["input_id"] == input_id
+    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-i", "N=1024"])
+    assert res.exit_code == exit_codes.USAGE and "no input of layer_norm matches 'N=1024'" in res.err_text, res.output
+    assert "N in {4608}" in res.err_text  # the fix names what the bundle has
+    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-i", "N=4608", "--input-id", "7"])
+    assert res.exit_code == exit_codes.USAGE and "give one of them" in res.err_text, res.output
