@@ -59,7 +59,12 @@ def explain(
     Exit codes: 0 done, 1 with --fail-on when its condition holds, 2 usage or user error, 4 incomplete
     (some cells failed; --allow-failures gives the code of the complete part then)."""
     opt.check_format(fmt, o.FORMATS)
-    outputs = opt.merge_outputs(output, [report, report.with_suffix(".json")] if report is not None else None)
+    # --report PATH is the markdown report at PATH (a name without a suffix included: it was refused as
+    # "--output r: no writer"), the JSON next to it.
+    legacy = (
+        [opt.as_format(report, ".md") if not report.suffix else report, report.with_suffix(".json")] if report else None
+    )
+    outputs = opt.merge_outputs(output, legacy)
     opt.check_outputs(outputs, o.WRITERS, inputs=[target])
     # Reports printed into CI logs are not terminals: give them room instead of 80 wrapped columns.
     console = make_console(stderr=fmt != Format.table)

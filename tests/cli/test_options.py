@@ -52,6 +52,10 @@ def test_explain_writes_every_output_by_its_suffix(
     # --report keeps its old meaning (markdown here, the JSON next to it), as scripts/main.sh uses it
     assert main([*VECTOR_ADD, "--report", "r/report.md"]) == exit_codes.OK
     assert (in_tmp / "r" / "report.md").exists() and (in_tmp / "r" / "report.json").exists()
+    capsys.readouterr()
+    # a --report name without a suffix is the markdown report (it was refused as "--output r: no writer")
+    assert main([*VECTOR_ADD, "--report", "plain"]) == exit_codes.OK
+    assert (in_tmp / "plain").read_text().startswith("# ktriage explain") and (in_tmp / "plain.json").exists()
 
 
 @pytest.mark.parametrize(
