@@ -717,5 +717,6 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
         f"{old} and {new} share no cell: the old side has {listed(old_groups)}, the new side "
         f"{listed(new_groups)}; nothing can be compared",
         "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
-        "layer_norm_fwd_new.csv), or name them with --op NAME --mode fwd|bwd|fwd_bwd",
+        "layer_norm_fwd_new.csv); --op NAME --mode fwd|bwd|fwd_bwd only names TritonBench CSVs whose file names "
+        "do not say them (a results file carries its own)",
     )

@@ -78,6 +78,7 @@ def test_two_runs_that_share_no_input_are_refused_not_passed(files: dict[str, Pa
     other_op = write_results(tmp_path / "rms.json", run, [replace(c, key=replace(c.key, op="rms_norm")) for c in cells])
     r = invoke(str(files["old"]), str(other_op))
     assert r.exit_code == exit_codes.USAGE and "share no cell" in r.err_text and "rms_norm.bwd" in r.err_text
+    assert "a results file carries its own" in r.err_text  # --op cannot rename a results file's operator
 
 
 def test_toolchains_mode_json(files: dict[str, Path], invoke) -> None:
