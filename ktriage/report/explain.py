@@ -293,6 +293,11 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})"
         for t in tcs
     ]
+    # The GPU the cubins are for: a recorded workload explained with --arch is a what-if for another GPU,
+    # and the registers, occupancy and predictions above are that GPU's, not the recording's.
+    targets = sorted({item.spec.target for item in result.specs})
+    if targets:
+        out += ["", "Compiled for: " + ", ".join(md_code(t) for t in targets)]
     sections, failed = finding_sections_with_lines(result, findings)
     out += ["", "## Findings", ""]
     for title, items in sections:

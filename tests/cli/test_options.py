@@ -56,6 +56,10 @@ def test_explain_writes_every_output_by_its_suffix(
     # a --report name without a suffix is the markdown report (it was refused as "--output r: no writer")
     assert main([*VECTOR_ADD, "--report", "plain"]) == exit_codes.OK
     assert (in_tmp / "plain").read_text().startswith("# ktriage explain") and (in_tmp / "plain.json").exists()
+    capsys.readouterr()
+    # the report names the GPU its cubins are for (an --arch what-if reads as another GPU's numbers)
+    assert main([*VECTOR_ADD, "--arch", "80", "-o", "a80.md"]) == exit_codes.OK
+    assert "Compiled for: `sm_80`" in (in_tmp / "a80.md").read_text()
 
 
 @pytest.mark.parametrize(
