@@ -171,6 +171,7 @@ class ExplainView:
     per_input: list[tuple[str, list[str], str]]  # input, per toolchain cell, anchor or ""
     omitted: int = 0  # inputs with changes but no diff section
     no_change: str = ""  # the no-change line, where no change finding was made (findings.no_change_line)
+    targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -479,4 +480,5 @@ def build_view(
         per_input,
         omitted=len(set(changed) - set(kernels)),
         no_change="" if groups else no_change_line(result),
+        targets=sorted({item.spec.target for item in result.specs}),
     )

@@ -51,6 +51,7 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
     findings = re.findall(r'<li class="finding (\w+)">', dom)
     assert findings and findings[0] == "regression"
     assert "spill stores 632 B -&gt; 3712 B" in dom and "the frontend (Triton/LLVM PTX) is responsible" in dom
+    assert "Compiled for: <code>sm_90</code>" in dom  # the GPU the numbers are for
     # the side-by-side SASS diff: spills marked on the 3.4.0 side, the main loop marked, unchanged runs collapsed
     assert re.search(r'<td class="code b spill[^"]*">/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL', dom)
     assert "main-loop" in dom and "unchanged lines" in dom
