@@ -64,6 +64,7 @@ def bench(
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     given = opt.arguments(locals())
     fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json, workload)
+    existed = [p for p in outputs if p.is_file()]  # the results file is written while measuring
     console = make_console(stderr=fmt != Format.table)
     measuring = o.Measuring(
         db=db,
@@ -96,6 +97,7 @@ def bench(
             arch=arch,
             fmt=fmt,
             outputs=outputs,
+            existed=existed,
             console=console,
             measuring=measuring,
         )
@@ -124,4 +126,4 @@ def bench(
             say=lambda m: console.print(escape(m)),
         )
     many = report.plan is not None and len(report.plan.toolchains) > 1  # the toolchains' verdicts
-    render(report, fmt, outputs, console, verdicts=many, tritonbench_json=tritonbench_json)
+    render(report, fmt, outputs, console, verdicts=many, tritonbench_json=tritonbench_json, existed=existed)
