@@ -190,6 +190,8 @@ def bench(
     unknown = [m for m in wanted_metrics if m not in METRICS]
     if unknown:
         raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
+    if compile_only and not toolchains and bundle is not None:  # a bundle built elsewhere: not read, refused
+        refuse_nothing_to_compile("ktriage bench --op OP -t OLD -t NEW --compile-only --bundle DIR")
     loaded: Bundle | None = None
     if bundle is not None and not toolchains:
         from ktriage.workload.bundles.format import load_bundle
@@ -226,6 +228,8 @@ def bench(
     if timing not in TIMINGS:
         raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
     native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)
+    if compile_only and not toolchains:  # after every other check: a typo'd op or backend is named first
+        refuse_nothing_to_compile(f"ktriage bench --op {op} -t OLD -t NEW --compile-only --bundle DIR")
     records: list[JSONObject] = []
     if toolchains:
         loaded, records = _compile_bundle(
@@ -273,6 +277,17 @@ def bench(
     if profile:
         _profile(run, cells, plan, db, tell)
     return BenchReport(op, mode_name, prec, base, wanted_metrics, done.bundle, plan, run, cells, records)
+
+
+def refuse_nothing_to_compile(example: str) -> None:
+    """``compile_only`` with no toolchain compiled nothing and returned an empty report (the command
+    exited 0 without a word; with a bundle it said 'no bundle at DIR'). Why here and not in the command:
+    a library call is the same request, and returned a report that looked like a finished compile."""
+    raise KtriageError(
+        "--compile-only (compile_only) with no -t/--toolchain (toolchains): nothing to compile",
+        f"name the toolchains: {example} (toolchains=[...] in the library); a bundle built elsewhere is "
+        "measured without --compile-only: ktriage bench --bundle DIR",
+    )
 
 
 def require_torch() -> None:

@@ -140,6 +140,10 @@ def bench_recorded(
         check_writable(bundle, "bundle (--bundle)", folder=True)
     results_path = Path(results_path) if results_path is not None else None
     tell: Say = say or (lambda _m: None)
+    if compile_only and not toolchains:
+        from ktriage.api._bench import refuse_nothing_to_compile
+
+        refuse_nothing_to_compile("ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR")
     if toolchains:
         if workload is None:
             given = "--bundle and no workload" if bundle is not None else "no workload"

@@ -10,6 +10,7 @@ Why in the api layer: these are the verbs' argument checks (the CLI's ``-o`` and
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ktriage.errors import KtriageError
@@ -67,4 +68,51 @@ def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None
         raise KtriageError(
             f"{option} {path} exists and is not {what}: it would be overwritten",
             f"give a new file name, or remove {path} first",
+        )
+
+
+# The ktriage files that only a GPU host, a recorded program or hours of bisecting make: an output of
+# another kind must not replace one. Matched on the layout ktriage writes them in (the first keys of
+# the document), so a report that merely mentions a run or a workload is not taken for one.
+RESULTS_FILE = "a ktriage results file (measured cells)"
+WORKLOAD = "a ktriage workload"
+_DATA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (RESULTS_FILE, re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"run":\s*\{')),
+    (WORKLOAD, re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"kind":\s*"ktriage-workload"')),
+    ("a bisect state file", re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"fingerprint":\s*\{')),
+    ("a ktriage model file", re.compile(r'\A\s*\{\s*"format":\s*\d+,\s*"params":\s*\{')),
+)
+BINARY = "a binary file"
+
+
+def data_kind(head: bytes) -> str | None:
+    """Which ktriage data file (or binary file: a gzipped workload, a database) these first bytes of
+    a file begin; None for anything else, a report included."""
+    if head.startswith(b"\x1f\x8b") or b"\0" in head:
+        return BINARY
+    text = head.decode("utf-8", errors="replace")
+    return next((kind for kind, pattern in _DATA_KINDS if pattern.match(text)), None)
+
+
+def existing_data_kind(path: Path) -> str | None:
+    """:func:`data_kind` of the file at ``path``; None when there is no readable file there."""
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            return data_kind(fh.read(4096))
+    except OSError:
+        return None  # check_writable says what is wrong with the path
+
+
+def check_not_data(path: Path, option: str, *, writes: str | None = None) -> None:
+    """Refuse to replace ``path`` when it holds ktriage data (:func:`data_kind`) of another kind than
+    ``writes`` (the kind of the text about to be written; None: a report). Why: ``-o`` replaced
+    whatever it named without a word, so ``triage ... -o run.json`` destroyed a results file measured
+    on a GPU. Reports are replaced, as a nightly rewriting ``reports/triage.md`` must."""
+    kind = existing_data_kind(path)
+    if kind is not None and kind != writes:
+        raise KtriageError(
+            f"{option} {path} exists and is {kind}: the report would replace it",
+            f"write the report to another file, e.g. {option} {path.with_name(path.stem + '-report' + path.suffix)}",
         )

@@ -19,7 +19,6 @@ from ktriage.cli import options as opt
 from ktriage.cli.bench_recorded import bench_workload, refuse_op_options, render
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
-from ktriage.errors import KtriageError
 
 
 def bench(
@@ -64,6 +63,7 @@ def bench(
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     given = opt.arguments(locals())
     fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json, workload)
+    existed = [p for p in outputs if p.is_file()]  # the results file is written while measuring
     console = make_console(stderr=fmt != Format.table)
     measuring = o.Measuring(
         db=db,
@@ -76,13 +76,6 @@ def bench(
         gpus=gpus,
     )
     asked_mode = opt.pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
-    if compile_only and not toolchain:  # it stopped before measuring, having compiled nothing: exit 0, no output
-        raise KtriageError(
-            "--compile-only with no -t/--toolchain: nothing to compile",
-            "name the toolchains: ktriage bench --op OP -t OLD -t NEW --compile-only --bundle DIR (a recorded "
-            "workload: bench W.json -t OLD -t NEW ...); a bundle built elsewhere is measured without "
-            "--compile-only: ktriage bench --bundle DIR",
-        )
     if workload is not None or kernel or (bundle is not None and not toolchain and is_recorded_bundle(bundle)):
         if workload is None or is_workload_path(workload):  # else bench_recorded names what it is (an op: --op)
             refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
@@ -96,6 +89,7 @@ def bench(
             arch=arch,
             fmt=fmt,
             outputs=outputs,
+            existed=existed,
             console=console,
             measuring=measuring,
         )
@@ -124,4 +118,4 @@ def bench(
             say=lambda m: console.print(escape(m)),
         )
     many = report.plan is not None and len(report.plan.toolchains) > 1  # the toolchains' verdicts
-    render(report, fmt, outputs, console, verdicts=many, tritonbench_json=tritonbench_json)
+    render(report, fmt, outputs, console, verdicts=many, tritonbench_json=tritonbench_json, existed=existed)

@@ -14,6 +14,7 @@ import typer
 from ktriage.api import GPUS_HELP
 from ktriage.cli import options as opt
 from ktriage.cli.options import (
+    RESULTS_FILE,
     Format,
     Mode,
     arch_option,
@@ -92,6 +93,7 @@ Output = Annotated[
     output_option(
         WRITERS,
         ".csv/.md: the results table (TritonBench's --output is the .csv); .json: every cell with raw samples (the results file `ktriage compare` reads; rewritten after each input while measuring; --format json prints the same document).",
+        writes=[RESULTS_FILE],
     ),
 ]
 
@@ -179,7 +181,7 @@ def format_and_outputs(
     fmt = Format.csv if csv_out else fmt
     opt.check_format(fmt, FORMATS)
     outputs = opt.merge_outputs(output, json=output_json)
-    opt.check_outputs(outputs, WRITERS, inputs=[workload])
+    opt.check_outputs(outputs, WRITERS, inputs=[workload], writes=[opt.RESULTS_FILE])
     return fmt, outputs
 
 

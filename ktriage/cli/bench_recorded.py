@@ -12,7 +12,7 @@ the rest, compiles and measures) and renders its report:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +49,7 @@ def bench_workload(
     outputs: list[Path],
     console: Console,
     measuring: Measuring,
+    existed: Collection[Path] = (),
 ) -> None:
     json_outputs = [p for p in outputs if output_suffix(p) == ".json"]
     with make_progress(console):
@@ -64,7 +65,7 @@ def bench_workload(
             **measuring,
             say=lambda m: console.print(escape(m)),
         )
-    render(report, fmt, outputs, console, verdicts=len(report.toolchains) > 1)
+    render(report, fmt, outputs, console, verdicts=len(report.toolchains) > 1, existed=existed)
 
 
 def render(
@@ -75,13 +76,14 @@ def render(
     *,
     verdicts: bool,
     tritonbench_json: Path | None = None,
+    existed: Collection[Path] = (),
 ) -> None:
     """Both benches' rendering: the results through emit(), the TritonBench JSON (an operator bench's),
     the toolchains' verdicts when more than one was timed, and the stored run. Nothing for compile-only."""
     if report.run is None:  # compile-only: the bundle is the result
         return
     writers = {".csv": report.to_csv, ".md": report.to_markdown, ".json": report.json_text}
-    emit(fmt, writers, lambda: report.print_table(console), outputs, console)
+    emit(fmt, writers, lambda: report.print_table(console), outputs, console, existed=existed)
     if tritonbench_json is not None and isinstance(report, BenchReport):
         for path in report.write_tritonbench_json(tritonbench_json):
             console.print(f"wrote {escape(str(path))} (TritonBench JSON)")

@@ -47,6 +47,12 @@ A format or suffix a verb has no writer for is refused before any work, with the
 (`error: --format csv is not available here` / `fix: use --format table | markdown | json`).
 `--format json` prints the same document as `-o PATH.json` writes (for bench: the results file
 `ktriage compare` reads).
+
+`-o` replaces an existing file, as `cp` does, and says so (`overwrote PATH`, not `wrote PATH`), with
+two exceptions, refused before any work (exit 2, the file left as it was, `fix:` names another file): a file the command reads (`explain W.json -o W.json`), and ktriage data of another kind than the output,
+which only a GPU host, a recorded program or hours of bisecting make again: a results file, a
+workload, a bisect state or a model file (`runs list -o run.json` over an exported run; `runs export
+-o run.json` over an earlier export is replaced).
 """
 
 

@@ -26,13 +26,16 @@ This module is on the path of every verb's ``--help``: it imports typer and the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ktriage.api.paths import RESULTS_FILE as RESULTS_FILE
+from ktriage.api.paths import WORKLOAD as WORKLOAD
+from ktriage.api.paths import check_not_data, data_kind, existing_data_kind
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
@@ -286,12 +289,15 @@ def _formats_callback(formats: tuple[str, ...]) -> Callable[[Format | None], For
     return callback
 
 
-def _suffixes_callback(suffixes: tuple[str, ...]) -> Callable[[list[Path] | None], list[Path] | None]:
-    """The ``--output`` callback: refuses a suffix without a writer (while parsing) and carries the
-    verb's suffixes for the generated support matrix (docgen)."""
+def _suffixes_callback(
+    suffixes: tuple[str, ...], writes: tuple[str, ...] = ()
+) -> Callable[[list[Path] | None], list[Path] | None]:
+    """The ``--output`` callback: refuses a suffix without a writer and a ktriage data file the verb
+    does not write (while parsing) and carries the verb's suffixes for the generated support matrix
+    (docgen)."""
 
     def callback(value: list[Path] | None) -> list[Path] | None:
-        check_outputs(value or [], suffixes)
+        check_outputs(value or [], suffixes, writes=writes)
         return value
 
     setattr(callback, _SUFFIXES_ATTR, suffixes)
@@ -315,12 +321,14 @@ def check_format(fmt: Format, supported: Iterable[str]) -> None:
         raise KtriageError(f"--format {fmt.value} is not available here", f"use --format {' | '.join(allowed)}")
 
 
-def output_option(suffixes: Iterable[str] = (".md", ".json"), role: str = "") -> Any:
+def output_option(suffixes: Iterable[str] = (".md", ".json"), role: str = "", *, writes: Iterable[str] = ()) -> Any:
+    """``-o``; ``writes``: the ktriage data kinds (``ktriage.api.paths.data_kind``) its writers make,
+    which it may replace (``runs export -o run.json`` over an earlier export)."""
     known = tuple(suffixes)
     return typer.Option(
         "--output",
         "-o",
-        callback=_suffixes_callback(known),
+        callback=_suffixes_callback(known, tuple(writes)),
         help=(
             f"Write the result to this file; the suffix picks the writer ({', '.join(known)}). Repeatable. {role}"
         ).strip(),
@@ -367,10 +375,18 @@ def output_suffix(path: Path) -> str:
     return getattr(path, "writer_suffix", None) or path.suffix.lower()
 
 
-def check_outputs(paths: Sequence[Path], writers: Iterable[str], *, inputs: Iterable[str | Path | None] = ()) -> None:
-    """Refuse, before any work is done, an output whose suffix has no writer, and one that is a file
+def check_outputs(
+    paths: Sequence[Path],
+    writers: Iterable[str],
+    *,
+    inputs: Iterable[str | Path | None] = (),
+    writes: Collection[str] | None = (),
+) -> None:
+    """Refuse, before any work is done, an output whose suffix has no writer, one that is a file
     the command reads (``inputs``): ``explain W.json -o W.json`` replaced the recording (which only a
-    GPU host can make again) with the report, ``compare run.json --toolchains -o run.json`` the results."""
+    GPU host can make again) with the report, ``compare run.json --toolchains -o run.json`` the results,
+    and an existing ktriage data file (a results file, a workload, a bisect state, a model file) of a
+    kind not in ``writes`` (None: not checked here; :func:`write_outputs` checks the rendered text)."""
     known = tuple(writers)
     read = {Path(i).resolve() for i in inputs if i is not None and Path(i).is_file()}
     for path in paths:
@@ -385,16 +401,32 @@ def check_outputs(paths: Sequence[Path], writers: Iterable[str], *, inputs: Iter
                 f"write the report to another file, e.g. -o {path.with_name(path.stem + '-report' + path.suffix)}",
             )
         check_writable(path)
+        if writes is not None and existing_data_kind(path) not in (None, *writes):
+            check_not_data(path, "--output")
 
 
-def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console: Console | None = None) -> None:
-    """Write each path with the writer of its suffix (each rendered once), creating parent folders."""
-    check_outputs(paths, writers)
+def write_outputs(
+    paths: Sequence[Path],
+    writers: Mapping[str, Writer],
+    console: Console | None = None,
+    *,
+    existed: Collection[Path] | None = None,
+) -> None:
+    """Write each path with the writer of its suffix (each rendered once), creating parent folders.
+    An existing ktriage data file is replaced only by a document of its kind (checked for every path
+    before any is written); replacing any other file says ``overwrote PATH``, not ``wrote PATH``.
+    ``existed``: the paths that were files before the command ran (bench rewrites its results file
+    while measuring); None: those that are files now."""
+    check_outputs(paths, writers, writes=None)
     rendered: dict[str, str] = {}
     for path in paths:
         suffix = output_suffix(path)
         if suffix not in rendered:
             rendered[suffix] = writers[suffix]()
+        check_not_data(path, "--output", writes=data_kind(rendered[suffix][:4096].encode()))
+    for path in paths:
+        suffix = output_suffix(path)
+        verb = "overwrote" if (path in existed if existed is not None else path.is_file()) else "wrote"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(path, rendered[suffix])
@@ -405,7 +437,7 @@ def write_outputs(paths: Sequence[Path], writers: Mapping[str, Writer], console:
         if console is not None:
             from rich.markup import escape
 
-            console.print(f"wrote {escape(str(path))}")
+            console.print(f"{verb} {escape(str(path))}")
 
 
 def emit(
@@ -414,9 +446,12 @@ def emit(
     table: Callable[[], None],
     outputs: Sequence[Path] | None,
     console: Console | None = None,
+    *,
+    existed: Collection[Path] | None = None,
 ) -> None:
     """The output grammar in one call: stdout in ``--format`` (json, markdown or csv from the same
-    writer as ``-o`` of that suffix; ``table`` prints the table), then every ``-o`` file by suffix."""
+    writer as ``-o`` of that suffix; ``table`` prints the table), then every ``-o`` file by suffix
+    (``existed``: as for :func:`write_outputs`)."""
     suffix = {Format.json: ".json", Format.markdown: ".md", Format.csv: ".csv"}.get(fmt)
     if suffix is None:
         table()
@@ -426,7 +461,7 @@ def emit(
             typer.echo(text, nl=not text.endswith("\n"))  # a file's text, and the prompt on a line of its own
         except BrokenPipeError as exc:  # click would exit 1, "regressions found"
             raise OutputClosed from exc
-    write_outputs(list(outputs or []), writers, console)
+    write_outputs(list(outputs or []), writers, console, existed=existed)
 
 
 def append_step_summary(summary: str | None, markdown: str) -> None:

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from ktriage.api import runs_delete, runs_export, runs_import, runs_list, runs_show
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Db, Format, emit, format_option, output_option, write_outputs
+from ktriage.cli.options import RESULTS_FILE, Db, Format, emit, format_option, output_option, write_outputs
 
 # The help stays the one ktriage.cli.app's listing shows (tests/cli/test_app.py): import and delete are listed below it.
 app = typer.Typer(
@@ -59,7 +59,7 @@ def show_cmd(
     fmt: Annotated[
         Format, format_option(SHOW_FORMATS, "json: the run's export (raw samples; `runs import` and compare read it).")
     ] = Format.table,
-    output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
+    output: Annotated[list[Path] | None, output_option(SHOW_WRITERS, writes=[RESULTS_FILE])] = None,
 ) -> None:
     """Show a run: environment, toolchains, settings, and the median latency of every cell."""
     report = runs_show(run=run, db=db)
@@ -78,7 +78,8 @@ def export_cmd(
         ),
     ] = None,
     output: Annotated[
-        list[Path] | None, output_option(EXPORT_WRITERS, "Without --format, nothing goes to stdout then.")
+        list[Path] | None,
+        output_option(EXPORT_WRITERS, "Without --format, nothing goes to stdout then.", writes=[RESULTS_FILE]),
     ] = None,
     db: Db = None,
 ) -> None:

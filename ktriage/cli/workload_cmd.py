@@ -17,6 +17,7 @@ from ktriage.api import workload_import, workload_show
 from ktriage.cli.console import make_console
 from ktriage.cli.options import (
     SUFFIX,
+    WORKLOAD,
     Format,
     check_outputs,
     format_option,
@@ -39,11 +40,11 @@ def show_cmd(
         Path, typer.Argument(help="A workload file written by `ktriage record -o W.json` (or its .journal).")
     ],
     fmt: Annotated[Format, format_option(SHOW_FORMATS)] = Format.table,
-    output: Annotated[list[Path] | None, output_option(SHOW_WRITERS)] = None,
+    output: Annotated[list[Path] | None, output_option(SHOW_WRITERS, writes=[WORKLOAD])] = None,
 ) -> None:
     """Show a recorded workload: its kernels (function + specialization + options), their inputs with
     grids, launch counts and autotune choices, what was not captured and why, the host's versions."""
-    check_outputs(output or [], SHOW_WRITERS)
+    check_outputs(output or [], SHOW_WRITERS, writes=[WORKLOAD])
     report = workload_show(path=workload)
     writers = {".md": report.to_markdown, ".json": report.json_text}
     if fmt is Format.table:

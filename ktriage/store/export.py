@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Literal
 
 from ktriage.errors import StoreError
 from ktriage.measure.cells import Cell, RunInfo
-from ktriage.measure.results_file import parse_results, results_to_json
+from ktriage.measure.results_file import parse_results, results_text
 from ktriage.store.samples import summarize
 
 ExportFormat = Literal["json", "csv"]
@@ -43,8 +42,10 @@ CSV_COLUMNS = (
 
 def export_json(run: RunInfo, cells: list[Cell]) -> str:
     """The whole run, raw samples included, in the results-file format (one home:
-    ktriage.measure.results_file); ``read_json_export`` reads it back exactly."""
-    return json.dumps(results_to_json(run, cells), indent=1)
+    ktriage.measure.results_file); ``read_json_export`` reads it back exactly. The text of a results
+    file, final newline included: ``runs export`` printed it without one, so the shell prompt landed
+    on the closing brace and ``cat a.json b.json`` or ``wc -l`` miscounted."""
+    return results_text(run, cells)
 
 
 def read_json_export(text: str) -> tuple[RunInfo, list[Cell]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,10 +157,30 @@ def test_a_lone_str_is_one_input_not_its_characters() -> None:
 def test_bench_only_reads_the_commands_comma_spelling() -> None:
     """only="a,b" was the backends 'a', ',', 'b'... (the characters); the command's --only is split
     on commas."""
-    report = kt.bench(op="layer_norm", only="liger_layer_norm,torch_layer_norm", compile_only=True)
-    assert report.op == "layer_norm"
+    # accepted: the call goes on to its last check (compile_only with no toolchain compiles nothing)
+    with pytest.raises(KtriageError, match=r"with no -t/--toolchain \(toolchains\): nothing to compile"):
+        kt.bench(op="layer_norm", only="liger_layer_norm,torch_layer_norm", compile_only=True)
     with pytest.raises(KtriageError, match=r"no backend\(s\) \['nope'\]"):
         kt.bench(op="layer_norm", only="nope", compile_only=True)
+
+
+@pytest.mark.parametrize(
+    "call, kwargs",
+    [
+        (kt.bench, {"op": "layer_norm"}),
+        (kt.bench, {"op": "layer_norm", "bundle": "built-elsewhere"}),
+        (kt.bench, {"bundle": "built-elsewhere"}),
+        (kt.bench_recorded, {"workload": "tests/data/workloads/liger_step.workload.json"}),
+        (kt.bench_recorded, {"bundle": "built-elsewhere"}),
+    ],
+)
+def test_compile_only_without_a_toolchain_is_refused_by_the_library_too(call: Any, kwargs: dict[str, Any]) -> None:
+    """The command refused `bench --compile-only` with no -t, but kt.bench(compile_only=True) returned an
+    empty report that read as a finished compile (bundle None), and with a bundle said 'no bundle at
+    DIR'; kt.bench_recorded(bundle=..., compile_only=True) loaded the bundle and did nothing."""
+    with pytest.raises(KtriageError, match=r"nothing to compile") as raised:
+        call(**kwargs, compile_only=True)
+    assert "name the toolchains" in str(raised.value.fix)
 
 
 @pytest.mark.parametrize(

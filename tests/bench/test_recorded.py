@@ -34,7 +34,10 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         ([str(REPO / "pyproject.toml"), *TOOLCHAINS], "not a recorded workload"),
         ([str(MANY), "--arch", "sm_80", *TOOLCHAINS, "--compile-only"], "recorded on sm_90"),
         # without a toolchain: "no bundle at DIR: DIR does not exist", as if the bundle were to be read
-        ([str(MANY), "--compile-only", "--bundle", "new-dir"], "--compile-only with no -t/--toolchain"),
+        (
+            [str(MANY), "--compile-only", "--bundle", "new-dir"],
+            "--compile-only (compile_only) with no -t/--toolchain (toolchains)",
+        ),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]

@@ -26,7 +26,7 @@ from tests.conftest import RunCli
         (["layer_norm", "--bwd", "-t", "triton==3.4.0"], "bench --op layer_norm"),
         (["nosuch", "--bwd"], "is not a recorded workload"),
         # --compile-only with no toolchain compiled nothing and exited 0 without a word
-        (["--op", "layer_norm", "--compile-only"], "--compile-only with no -t/--toolchain: nothing to compile"),
+        (["--op", "layer_norm", "--compile-only"], "--compile-only (compile_only) with no -t/--toolchain (toolchains)"),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]

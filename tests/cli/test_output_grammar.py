@@ -316,5 +316,72 @@ def test_an_output_that_is_a_file_the_command_reads_is_refused(
     ):
         assert main(argv) == exit_codes.USAGE, argv
         err = " ".join(capsys.readouterr().err.split())
-        assert f"error: --output {path} is a file this command reads" in err, err
+        # a workload or a results file is also ktriage data the report may not replace: either refusal
+        assert f"error: --output {path} is a file this command reads" in err or (
+            f"error: --output {path} exists and is a ktriage" in err
+        ), err
         assert all(p.read_bytes() == data for p, data in before.items())
+
+
+def test_an_output_never_replaces_ktriage_data_of_another_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`-o` replaced whatever it named without a word: `runs list -o run.json` destroyed a results file
+    measured on a GPU, `occupancy -o W.json` a recorded workload. An existing results file, workload,
+    bisect state or model file is refused (exit 2, the file left as it was), before any work for the
+    `-o` of every verb, after rendering for a format-named alias (`--json`)."""
+    from ktriage.store import open_store
+
+    run, cells = fake_sweep_run(seed=1, toolchains=("triton-3.4.0",))
+    results = write_results(tmp_path / "run.json", run, cells)
+    workload = tmp_path / "W.json"
+    workload.write_bytes(
+        (Path(__file__).resolve().parents[1] / "data" / "workloads" / "liger_step.workload.json").read_bytes()
+    )
+    state = tmp_path / "state.json"
+    state.write_text('{\n "format_version": 1,\n "fingerprint": {"source": "pypi:triton"},\n "stages": []\n}\n')
+    db = tmp_path / "k.db"
+    with open_store(f"sqlite:///{db}") as store:
+        store.import_run(run, cells)
+    before = {p: p.read_bytes() for p in (results, workload, state)}
+    occ = ["occupancy", "--arch", "sm_90", "--registers", "64", "--warps", "4", "--shared", "0"]
+    for argv, path, kind in (
+        (["runs", "list", "--db", f"sqlite:///{db}", "-o", str(results)], results, "a ktriage results file"),
+        ([*occ, "-o", str(workload)], workload, "a ktriage workload"),
+        ([*occ, "--format", "json", "-o", str(state)], state, "a bisect state file"),
+        (["runs", "show", run.run_id, "--db", f"sqlite:///{db}", "-o", str(workload)], workload, "a ktriage workload"),
+        (["runs", "export", run.run_id, "--db", f"sqlite:///{db}", "-o", str(state)], state, "a bisect state file"),
+        (
+            ["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--json", str(results)],
+            results,
+            "a ktriage results file",
+        ),
+    ):
+        assert main(argv) == exit_codes.USAGE, argv
+        err = " ".join(capsys.readouterr().err.split())
+        assert f"error: --output {path} exists and is {kind}" in err, err
+        assert (
+            f"fix: write the report to another file, e.g. --output {path.with_name(path.stem + '-report.json')}" in err
+        )
+        assert all(p.read_bytes() == data for p, data in before.items())
+
+
+def test_an_output_replaces_its_own_kind_and_says_overwrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A nightly rewrites its reports, and `runs export -o run.json` an earlier export: replaced, and
+    the message says `overwrote` where it said `wrote` for a file that was not there."""
+    from ktriage.store import open_store
+
+    run, cells = fake_sweep_run(seed=1, toolchains=("triton-3.4.0",))
+    db = tmp_path / "k.db"
+    with open_store(f"sqlite:///{db}") as store:
+        store.import_run(run, cells)
+    export, notes = tmp_path / "run.json", tmp_path / "notes.md"
+    argv = ["runs", "export", run.run_id, "--db", f"sqlite:///{db}", "-o", str(export)]
+    assert main(argv) == exit_codes.OK
+    assert f"wrote {export}" in capsys.readouterr().err
+    assert main(argv) == exit_codes.OK
+    assert f"overwrote {export}" in " ".join(capsys.readouterr().err.split())
+    notes.write_text("my notes\n")
+    assert main(["runs", "show", run.run_id, "--db", f"sqlite:///{db}", "-o", str(notes)]) == exit_codes.OK
+    assert f"overwrote {notes}" in " ".join(capsys.readouterr().err.split())
+    assert notes.read_text().startswith(f"# run {run.run_id}")

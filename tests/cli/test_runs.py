@@ -215,3 +215,15 @@ def test_reads_never_create_or_convert_a_store(tmp_path: Path, run_cli: RunCli) 
     assert not missing.parent.exists()
     assert empty.read_bytes() == b"" and text.read_text() == "not a database\n" and other.read_bytes() == other_bytes
     assert not any(p.name.endswith(("-wal", "-shm")) for p in tmp_path.iterdir())
+
+
+def test_export_ends_with_a_newline_on_stdout_and_in_files(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A text file (and a shell's next prompt) needs its final newline: the JSON export had none."""
+    run_id, _ = fill(store_url)
+    shown = run_cli(["runs", "export", run_id, "--db", store_url])
+    assert shown.exit_code == exit_codes.OK and shown.stdout.endswith("}\n") and not shown.stdout.endswith("\n\n")
+    out = tmp_path / "run.json"
+    assert run_cli(["runs", "export", run_id, "--db", store_url, "-o", str(out)]).exit_code == exit_codes.OK
+    assert out.read_text() == shown.stdout  # the file holds the bytes stdout showed
+    as_shown = run_cli(["runs", "show", run_id, "--db", store_url, "--format", "json"])
+    assert as_shown.stdout == shown.stdout  # `runs show --format json` is the run's export (docs/store.md)
