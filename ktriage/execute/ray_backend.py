@@ -154,6 +154,19 @@ class RayExecutor:
             ) from None
         self._ray = ray
 
+    @property
+    def label(self) -> str:
+        """Which cluster the jobs go to, for progress lines: ``auto`` joins whatever cluster Ray finds on
+        this machine, so the address Ray resolved (and its size) is what tells the user where they run."""
+        info = getattr(self._ctx, "address_info", None)
+        gcs = info.get("gcs_address") if isinstance(info, dict) else None
+        try:
+            nodes = len(self.nodes())
+        except Exception:  # a label must never fail the run it describes
+            nodes = 0
+        where = f"the Ray cluster at {gcs or self.address}"
+        return f"{where} ({nodes} node{'s' if nodes != 1 else ''})" if nodes else where
+
     # -- capacity -------------------------------------------------------------------------------
 
     def resources(self) -> dict[str, float]:

@@ -45,6 +45,12 @@ class Explained:
         return group_findings(self.findings)
 
 
+def compiling_label(executor: Executor | None) -> str:
+    """The compile step's progress line: where the compiles go when they leave this machine."""
+    where = getattr(executor, "label", None) if executor is not None and executor.remote else None
+    return f"compiling on {where}" if where else "compiling"
+
+
 def explain_specs(
     specs: Sequence[KernelSpec],
     toolchains: Sequence[Toolchain],
@@ -63,7 +69,7 @@ def explain_specs(
     it. ``params``/``threshold``: the cost model and its gate (None: $KTRIAGE_MODEL or the shipped fit).
     Compile failures do not raise: they are in ``result.failures`` (``result.complete`` is False)."""
     with (
-        progress.task("compiling", total=len(specs) * len(toolchains)) as compiling,
+        progress.task(compiling_label(executor), total=len(specs) * len(toolchains)) as compiling,
         progress.task("analyzing", total=len(specs)) as analyzing,
         ClusterCompiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
     ):

@@ -40,6 +40,20 @@ def test_jobs_with_one_key_run_once_and_failures_come_back_as_results(ray_cluste
     assert not bad.ok and not bad.lost and "ValueError" in bad.error
 
 
+def test_the_executor_names_the_cluster_ray_joined(ray_cluster) -> None:
+    """``--cluster auto`` joins whatever cluster Ray finds on the machine; the compile step's progress line
+    says which one (the address Ray resolved) and how many nodes it has."""
+    from ktriage.explain.session import compiling_label
+
+    with RayExecutor(ray_cluster.address) as ex:
+        label = compiling_label(ex)
+        nodes = len(ex.nodes())
+    port = ray_cluster.address.rsplit(":", 1)[1]
+    assert label.startswith("compiling on the Ray cluster at ") and port in label, label
+    assert f"({nodes} nodes)" in label and nodes >= 2
+    assert compiling_label(None) == "compiling"
+
+
 def test_a_timing_job_without_a_gpu_node_is_refused_with_the_fix(ray_cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     from ktriage.errors import KtriageError
 
