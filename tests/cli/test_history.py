@@ -28,6 +28,7 @@ def fill(url: str, **kw: object) -> list[str]:
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
     monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setenv("KTRIAGE_COLUMNS", "1000")  # the headline names the store URL (the tmp path): no wrap
     code = main(args)
     return code, capsys.readouterr().out
 
