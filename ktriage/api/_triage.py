@@ -102,6 +102,13 @@ def triage(
 
     if bundle is not None:
         check_writable(Path(bundle), "--bundle", folder=True)
+    if limit is not None and limit >= 1 and not (bundle or measure or measured or workloads):
+        # it caps the GPU re-run's cells and the recorded workloads' search: with neither it capped nothing
+        raise KtriageError(
+            f"--limit {limit} applies to the GPU re-run (--bundle, --measure, --measured) and to the "
+            "recorded workloads' search (--workload); none is given, so it would cap nothing",
+            "add --bundle DIR (or --measure on a GPU host) to re-measure the worst cells, or drop --limit",
+        )
     jobs = JOBS.optional(jobs)
     max_time = MAX_TIME(max_time)
     options = TriageOptions(

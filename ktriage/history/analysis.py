@@ -215,8 +215,12 @@ def analyze_series(
     out = SeriesHistory(key, points)
     measured = [(k, p) for k, p in enumerate(points) if p.median_ms is not None]
     values = [p.median_ms for _, p in measured]
-    if len(values) < 4:
-        out.note = f"{len(values)} measured run(s): change points need at least 4"
+    # a level holds at least --min-segment runs on each side: a shorter series can have no change point,
+    # and "no change point" would read as a flat history (a nightly's gate that can never fire)
+    need = max(4, 2 * detection.min_segment)
+    if len(values) < need:
+        why = f" ({detection.min_segment} on each side of a change, --min-segment)" if need > 4 else ""
+        out.note = f"{len(values)} measured run(s): change points need at least {need}{why}; nothing was detected"
         return out
     changes = detect_change_points(
         [float(v) for v in values if v is not None],

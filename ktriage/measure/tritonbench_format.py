@@ -403,6 +403,8 @@ def looks_like_tritonbench_json(data: Any) -> bool:
     """A TritonBench JSON (flat or nightly) rather than a ktriage results file."""
     if not isinstance(data, dict) or "cells" in data:
         return False
+    if isinstance(data.get("metrics"), dict) and "run" not in data:
+        return True  # the nightly's wrapper, even with no metric in it: not "a ktriage file without 'run'"
     metrics: JSONObject = data["metrics"] if isinstance(data.get("metrics"), dict) else data
     return any(str(k).startswith("tritonbench_") for k in metrics)
 

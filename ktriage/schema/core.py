@@ -196,7 +196,9 @@ def parse_toml(text: str, *, origin: str, error: ErrorType = FormatError) -> dic
 
 
 _AT = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
-_INDEX = re.compile(r"\[\d+\]")
+# a list index (``[3]``) or msgspec's mark for a value of a dict (``[...]``: ``kernel.args[...]``), removed
+# so that the field's own fix (``kernel.args``) is found, not its parent's
+_INDEX = re.compile(r"\[(?:\d+|\.\.\.)\]")
 
 
 def field_path(message: str) -> tuple[str, str]:

@@ -52,26 +52,49 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
             f"argument {name}: unknown tensor key(s) {extra}", f"a tensor has {', '.join(sorted(TENSOR_KEYS))}"
         )
     dtype = canonical_dtype(str(table["dtype"]))
-    align = int(table.get("align", DEFAULT_ALIGN))
-    if align < 1:
+    align = table.get("align", DEFAULT_ALIGN)
+    if not _is_int(align) or align < 1:
         raise SpecError(
-            f"argument {name}: align = {align} is not a positive number of bytes",
+            f"argument {name}: align = {align!r} is not a positive number of bytes",
             "give the data pointer's alignment in bytes, e.g. align = 16 (torch allocations: 512)",
         )
-    shape = [int(s) for s in table.get("shape") or []]
-    strides = [int(s) for s in table.get("strides") or []]
+    shape = _dims(name, "shape", table.get("shape", []))
+    strides = _dims(name, "strides", table.get("strides", []))
+    const = table.get("const", False)
+    if not isinstance(const, bool):
+        raise SpecError(
+            f"argument {name}: const = {const!r} is not true or false",
+            "write const = true for a read-only (const) pointer, or leave it out",
+        )
     if strides and len(strides) != len(shape):
         raise SpecError(
             f"argument {name}: {len(strides)} strides for {len(shape)} dimensions",
             "give one stride per dimension (in elements, as tensor.stride() reports them)",
         )
-    ptr = Ptr(dtype, aligned=align % 16 == 0, const=bool(table.get("const", False)))
+    ptr = Ptr(dtype, aligned=align % 16 == 0, const=const)
     encoded: JSONObject = {"tensor": dtype, "aligned": ptr.aligned}
     if shape:
         encoded["shape"] = shape
     if strides:
         encoded["strides"] = strides
     return ptr, encoded
+
+
+def _is_int(value: object) -> bool:
+    """An int as TOML or JSON gives it (a bool is no size)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _dims(name: str, key: str, value: object) -> list[int]:
+    """A tensor's ``shape`` or ``strides``: a list of non-negative ints. Checked here because the
+    schema types ``[kernel.args]`` values as free tables: ``shape = 4096`` was a TypeError (an
+    internal error, exit 3), ``shape = [-1, 64]`` or ``[1.5]`` a stand-in tensor no launch has."""
+    if not isinstance(value, (list, tuple)) or not all(_is_int(v) and v >= 0 for v in value):
+        raise SpecError(
+            f"argument {name}: {key} = {value!r} is not a list of non-negative integers",
+            f"write the tensor's {key} in elements as a list, e.g. shape = [4096, 128], strides = [128, 1]",
+        )
+    return [int(v) for v in value]
 
 
 def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:

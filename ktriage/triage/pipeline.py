@@ -27,10 +27,10 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ktriage.compare.pairing import Comparison, PairResult, check_shared, compare_cells
+from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult, check_shared, compare_cells
 from ktriage.compare.sides import LoadedSide, Side, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
@@ -511,6 +511,24 @@ class _Sides:
         return self.old_tc is not None and self.old_tc == self.new_tc
 
 
+def _baseline_for_triage(check: BaselineCheck, defaults: Mapping[str, str]) -> BaselineCheck:
+    """compare's baseline check, in triage's words where they differ: with no baseline backend in
+    either side, compare's fix is "pass --baseline", an option triage does not have (it takes each
+    op's own baseline, TritonBench's); the fix is to keep that backend in the runs."""
+    if check.status != "none":
+        return check
+    wanted = [f"{op}'s {defaults[op]}" for op in sorted(check.per_op) if op in defaults]
+    message = (
+        f"no baseline backend in either side ({', '.join(wanted)} not measured): whether the machine or "
+        "the environment changed between the runs cannot be checked; keep the op's baseline in the "
+        "runs (TritonBench and ktriage bench run it unless --only leaves it out)"
+        if wanted
+        else "no baseline backend known for these ops: whether the machine or the environment changed "
+        "between the runs cannot be checked"
+    )
+    return replace(check, message=message)
+
+
 def _check(options: TriageOptions) -> None:
     """Refuse bad options before anything is read or compiled: a triage can run for minutes, and an
     error after the compiles would waste them."""
@@ -757,7 +775,7 @@ def triage(
         flagged,
         compared=sum(1 for p in comparison.pairs if p.verdict is not None),
         not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
-        baseline=comparison.baseline,
+        baseline=_baseline_for_triage(comparison.baseline, registry.default_baselines()),
         failures=work.failures,
         notes=work.notes,
         sweep=_sweep(comparison, flagged),

@@ -29,7 +29,7 @@ import shlex
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -720,8 +720,14 @@ def settle_side_by_side(result: TriageReport, old: Sequence[Cell], new: Sequence
     rank = {v: k for k, v in enumerate(ORDER)}
     result.cells.sort(key=lambda c: (rank[c.verdict], -c.ratio if c.ratio >= 1 else c.ratio))
     result.measured = GpuStep(
-        "side_by_side", results=[source], note="triage --run: the two sides are one run's side-by-side samples"
+        "side_by_side",
+        results=[source],
+        note="one results file as both sides (or triage --run): its two toolchains' samples, interleaved in one "
+        "GPU process, are the side-by-side measurement",
     )
+    # the run timed the op's baseline once, for both toolchains (its host cells are in neither half): the
+    # check is "shared", not compare's "none: pass --baseline" (an option triage does not have)
+    result.baseline = replace(comparison.baseline, per_op=dict(result.baseline.per_op) if result.baseline else {})
     result.gpu_needed = [
         x for x in result.gpu_needed if not x.startswith(("TritonBench files give", "cells with no compile-side"))
     ]

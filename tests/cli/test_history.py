@@ -28,6 +28,7 @@ def fill(url: str, **kw: object) -> list[str]:
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
     monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setenv("KTRIAGE_COLUMNS", "1000")  # the headline names the store URL (the tmp path): no wrap
     code = main(args)
     return code, capsys.readouterr().out
 
@@ -107,6 +108,20 @@ def test_flat_history_passes_the_gate(
     code, out = run_cli([*BASE, "--db", store_url, "--fail-on-recent", "30"], capsys, monkeypatch)
     assert code == 0, out
     assert "2 series, 0 change point(s)" in out
+
+
+def test_min_segment_longer_than_the_series_says_nothing_can_be_detected(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--min-segment 20 on 30 runs: no level of 20 runs fits on both sides, so the planted step cannot
+    be found. The series said "no change point", as a flat history does (and the gate passed)."""
+    fill(store_url)
+    code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--min-segment", "20"], capsys, monkeypatch)
+    assert code == 0, out
+    assert "no change point" not in out
+    assert "30 measured run(s): change points need at least 40 (20 on each side of a change, --min-segment)" in out
+    code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--min-segment", "10"], capsys, monkeypatch)
+    assert "1 change point(s)" in out  # 10 a side fits the 18 and 12 runs around the step: found
 
 
 def test_unknown_cell_is_a_usage_error(

@@ -14,7 +14,7 @@ from types import ModuleType
 import pytest
 
 from ktriage.cli.app import main
-from ktriage.errors import FormatError
+from ktriage.errors import FormatError, KtriageError
 from ktriage.measure.results_file import read_results
 from ktriage.measure.tritonbench_format import (
     op_mode_from_name,
@@ -192,3 +192,16 @@ def test_ktriage_bench_csv_table_is_named_as_such_not_sent_to_tritonbench(tmp_pa
         assert "ktriage bench -o R.json" in (info.value.fix or "")
     _run, cells = parse_csv(table.read_text().replace(",", ";"), origin=str(tmp_path / "layer_norm_bwd.csv"))
     assert len(cells) > 0  # the same table ';'-separated is TritonBench's and reads
+
+
+def test_a_nightly_json_without_metrics_is_named_as_tritonbenchs(tmp_path: Path) -> None:
+    """The nightly's {"name", "env", "metrics"} whose metrics hold no tritonbench_ key (an empty run) was
+    told "not a ktriage results file: it has no 'run' and no 'cells'", with the fix to give a file of
+    `ktriage bench`: it is TritonBench's file, and the error says what it lacks."""
+    path = tmp_path / "result.json"
+    for metrics in ({}, {"foo": 1}):
+        path.write_text(json.dumps({"name": "nightly", "env": {"device": "H200"}, "metrics": metrics}))
+        with pytest.raises(KtriageError) as info:
+            read_run_file(path)
+        assert "has no tritonbench_<op>_<mode>[x_<input>-<backend>]_<metric> keys" in info.value.problem
+        assert "ktriage results file" not in info.value.problem and "--output-json" in (info.value.fix or "")

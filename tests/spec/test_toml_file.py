@@ -115,6 +115,11 @@ def test_several_kernels(spec_dir: Path) -> None:
             '["x_ptr", "n"]',
         ),
         (lambda t: t.replace("[kernel]", "[kernal]"), "top level: unknown key 'kernal'", "under [kernel]"),
+        (  # a value of a table of names (msgspec's path constexprs[...]): its table's fix, not [kernel]'s
+            lambda t: t.replace("BLOCK = 1024", "BLOCK = 99999999999999999999"),
+            "constexprs[...]: expected int <= 9223372036854775807",
+            "write [kernel.constexprs] with a number",
+        ),
         (lambda t: "x = 1\n", "no [kernel] table", "[[kernel]]"),
         (lambda t: t.replace("BLOCK = 1024", "BLOCK = "), "not valid TOML", "TOML syntax"),
     ],

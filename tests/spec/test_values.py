@@ -86,6 +86,33 @@ def test_dump_reads_back_to_the_same_spec(tmp_path: Path) -> None:
             "one stride per dimension",
         ),
         ("", ARGS.replace('dtype = "bf16"', 'dtype = "bf17"', 1), "unknown element dtype", "use one of"),
+        # a tensor's fields are free values to the schema: each was an internal error (TypeError,
+        # ValueError) or a stand-in tensor no launch has (shape -1, 1.5 taken as 1, const = "no" as true)
+        (
+            "",
+            ARGS.replace("shape = [64, 64], strides = [64, 1] }", "shape = 64 }", 1),
+            "shape = 64 is not a list of non-negative integers",
+            "shape = [4096, 128]",
+        ),
+        (
+            "",
+            ARGS.replace("shape = [64, 64]", "shape = [-1, 64]", 1),
+            "shape = [-1, 64] is not a list of non-negative integers",
+            "in elements as a list",
+        ),
+        (
+            "",
+            ARGS.replace("strides = [64, 1] }", 'strides = [64, "1"] }', 1),
+            "strides = [64, '1'] is not a list of non-negative integers",
+            "strides = [128, 1]",
+        ),
+        ("", ARGS.replace("align = 4 }", 'align = "16" }', 1), "align = '16' is not a positive number", "align = 16"),
+        (
+            "",
+            ARGS.replace("align = 4 }", 'align = 4, const = "no" }', 1),
+            "const = 'no' is not true or false",
+            "const = true",
+        ),
         ("autotune_config = 1\n", ARGS, "has no @triton.autotune", "remove autotune_config"),
         (  # the fix is TOML (the specialization's own names Ptr(...)/Constexpr(...), the Python API)
             "",

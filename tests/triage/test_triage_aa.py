@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ktriage.cli.app import main
+from tests.conftest import RunCli
 
 DATA = (
     Path(__file__).resolve().parents[1] / "data" / "tritonbench"
@@ -97,3 +98,19 @@ def test_unknown_toolchains_make_the_triage_incomplete(capsys: pytest.CaptureFix
     assert liger and all(c["verdict"] == "unexplained" for c in liger)
     assert all(any("not compiled: " in n and "--old-toolchain" in n for n in c["notes"]) for c in liger)
     assert all("no Triton kernels" not in c["verdict_text"] for c in liger)
+
+
+def test_sides_without_the_baseline_say_how_to_get_it_not_compares_option(tmp_path: Path, run_cli: RunCli) -> None:
+    """The A/A pair without its torch_layer_norm column: the baseline check's fix was compare's "pass
+    --baseline", an option triage refuses; it names the op's baseline and how the runs keep it."""
+    for name, src in (("old", "layer_norm_bwd_run1.csv"), ("new", "layer_norm_bwd_run2.csv")):
+        rows = [line.split(";") for line in (DATA / src).read_text().splitlines()]
+        (tmp_path / f"layer_norm_bwd_{name}.csv").write_text("".join(f"{r[0]};{r[2]}\n" for r in rows))
+    same = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]
+    files = [str(tmp_path / "layer_norm_bwd_old.csv"), str(tmp_path / "layer_norm_bwd_new.csv")]
+    r = run_cli(["triage", *files, *same, "--format", "json"])
+    assert r.exit_code == 0, r.stderr
+    baseline = json.loads(r.stdout)["baseline"]
+    assert baseline["status"] == "none" and "--baseline" not in baseline["message"]
+    assert "layer_norm's torch_layer_norm not measured" in baseline["message"]
+    assert "unless --only leaves it out" in baseline["message"]

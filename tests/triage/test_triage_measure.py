@@ -21,6 +21,7 @@ from ktriage.testing import lognormal
 from ktriage.triage import TriageOptions, triage
 from ktriage.triage.measure import MANIFEST, SCRIPT, plan_measurement
 from ktriage.workload.bundles.format import load_bundle
+from tests.conftest import RunCli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"
 RUN1, RUN2 = DATA / "layer_norm_bwd_run1.csv", DATA / "layer_norm_bwd_run2.csv"
@@ -243,6 +244,15 @@ def test_bad_gpu_step_options_are_refused_before_compiling(tmp_path: Path, capsy
     assert "the results of bundle ln-bwd-all, which no triage wrote" in capsys.readouterr().err
     assert main(["triage", str(RUN1), str(RUN2), *AA, "--limit", "0"]) == 2
     assert "--limit 0 bundles no cell" in capsys.readouterr().err
+
+
+def test_limit_without_a_gpu_step_or_workload_is_refused(run_cli: RunCli) -> None:
+    """--limit caps the GPU re-run's cells and the recorded workloads' search; with neither it was
+    dropped without a word (a full triage, exit 0)."""
+    r = run_cli(["triage", str(RUN1), str(RUN2), *AA, "--limit", "3"])
+    assert r.exit_code == 2
+    assert "--limit 3 applies to the GPU re-run (--bundle, --measure, --measured)" in r.problem
+    assert r.fix is not None and "add --bundle DIR" in r.fix and "drop --limit" in r.fix
 
 
 def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -169,3 +169,15 @@ def test_ktriage_results_files_with_samples_give_statistical_regressions(
     )
     assert {c["cause"]["text"] for c in regressions} == {"spills, frontend"}
     assert not report["gpu_needed"]
+
+
+def test_one_results_file_as_both_sides_reports_its_own_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`ktriage triage F F` on the H200 run: its 3.3.1 and 3.4.0 halves are one process's interleaved
+    samples. The report said "triage --run: ..." (no --run was given) and its baseline check "none: pass
+    --baseline" (an option triage does not have), though the run timed its torch baseline once for both."""
+    code = main(["triage", str(RESULTS), str(RESULTS), "--no-bisect", "--no-fixes", "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and (report["old_toolchain"], report["new_toolchain"]) == ("triton==3.3.1", "triton==3.4.0")
+    assert report["measured"]["note"].startswith("one results file as both sides")
+    assert report["baseline"]["status"] == "shared" and "--baseline" not in report["baseline"]["message"]
+    assert "measured once, in the same process, for both sides" in report["baseline"]["message"]
