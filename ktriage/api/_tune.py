@@ -169,6 +169,8 @@ def tune(
     notes: list[tuple[str, str]] = []
     with progress.task("compiling candidates") as step:
         executor = remote_executor(cluster)
+        if executor is not None and executor.remote:
+            step.say(f"on {getattr(executor, 'label', executor.name)}")
         with ClusterCompiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             results = [
                 screen(
