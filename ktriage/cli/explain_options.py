@@ -28,7 +28,11 @@ SmCount = Annotated[
 Report = Annotated[
     Path | None,
     typer.Option(
-        "--report", help="Older spelling: -o PATH -o PATH.json (the markdown report here, the JSON next to it)."
+        "--report",
+        help=(
+            "Older spelling of two -o: the report at PATH (written as -o writes it; markdown for a PATH without a"
+            " suffix) and the JSON next to it, PATH with its suffix replaced by .json (r.md: r.md and r.json)."
+        ),
     ),
 ]
 NoReport = Annotated[
