@@ -47,3 +47,10 @@ def test_cli_bad_input_is_a_ktriage_error(argv: list[str], run_cli: RunCli) -> N
     # a KtriageError (not click's usage error): printed as print_error's error/fix lines, exit 2
     assert result.exit_code == exit_codes.USAGE, result.output
     assert result.problem and "Traceback" not in result.stderr
+
+
+def test_one_cta_is_singular(run_cli: RunCli) -> None:
+    """The verdict read "1 CTAs/SM"; the lift line already said "1 CTA/SM"."""
+    for fmt in ("table", "markdown"):
+        result = run_cli(["occupancy", "--arch", "sm_90", "--registers", "255", "--warps", "8", "--format", fmt])
+        assert result.exit_code == exit_codes.OK and "1 CTA/SM, 8/64 warps" in result.stdout, result.output
