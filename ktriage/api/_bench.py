@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ktriage import progress
 from ktriage.api import _args as args
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ktriage.ops.inputs import InputCase
     from ktriage.schema.jsontypes import JSONObject
     from ktriage.workload.bundles.format import Bundle
+    from ktriage.workload.ops.opdef import OpDef
 
 Say = Callable[[str], None]
 TIMINGS = ("auto", "events", "graph", "queued")
@@ -230,6 +231,8 @@ def bench(
     native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)
     if compile_only and not toolchains:  # after every other check: a typo'd op or backend is named first
         refuse_nothing_to_compile(f"ktriage bench --op {op} -t OLD -t NEW --compile-only --bundle DIR")
+    if toolchains and not artifact:
+        _refuse_no_artifact_backend(opdef, mode_name)
     records: list[JSONObject] = []
     if toolchains:
         loaded, records = _compile_bundle(
@@ -302,6 +305,27 @@ def require_torch() -> None:
         )
 
 
+def _refuse_no_artifact_backend(opdef: OpDef, mode: str) -> NoReturn:
+    """-t with no chosen backend that a toolchain compiles: the fix names this op's own artifact backends
+    (it used to say liger_layer_norm for every op), or, for an op without any (rope), to drop -t."""
+    from ktriage.ops.registry import bench_operators
+    from ktriage.workload.ops.replay import REPLAYS
+
+    own = [b for b in opdef.artifact_backends if not (REPLAYS[b].fwd_only and mode != "fwd")]
+    problem = "--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain"
+    if own:
+        raise KtriageError(
+            problem, f"add {' or '.join(own)} to --only (the {opdef.name} backends a toolchain compiles)"
+        )
+    others = ", ".join(
+        f"{op.name} ({', '.join(op.artifact_backends)})" for op in bench_operators() if op.artifact_backends
+    )
+    raise KtriageError(
+        f"{problem}: {opdef.name} {mode} has none (its backends run the host's own torch and Triton)",
+        f"drop -t/--toolchain and measure {opdef.name} on the GPU host; ops with toolchain backends: {others}",
+    )
+
+
 def _compile_bundle(
     op: str,
     mode: str,
@@ -323,11 +347,6 @@ def _compile_bundle(
     from ktriage.workload.bundles.build import build_bundle
     from ktriage.workload.bundles.format import load_bundle
 
-    if not artifact:
-        raise KtriageError(
-            "--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain",
-            "add an artifact backend to --only, e.g. liger_layer_norm",
-        )
     tcs = resolve_toolchains(toolchains)
     out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
     with (

@@ -209,7 +209,9 @@ def mann_whitney_p(ref: Sequence[float] | np.ndarray, new: Sequence[float] | np.
     if a.size == 0 or b.size == 0:
         return math.nan
     if np.all(a == a[0]) and np.all(b == b[0]):
-        return 1.0 if a[0] == b[0] else 0.0
+        # Two constant sets (quantised timers, or TritonBench's one value a side) that differ are completely
+        # separated: the exact p of that is 2 / C(n+m, n), which is 1 for one value a side, never 0.
+        return 1.0 if a[0] == b[0] else min_achievable_p(a.size, b.size)
     return float(_sps.mannwhitneyu(b, a, alternative="two-sided").pvalue)
 
 
@@ -588,7 +590,7 @@ def _pair_stats(
         ):  # one value a side (TritonBench's p50): what the two functions give, without scipy per pair
             for i in members:
                 a0, b0 = float(pairs[i][0][0]), float(pairs[i][1][0])
-                out[i] = (math.exp(math.log(b0) - math.log(a0)), 0.0, math.inf, 1.0 if a0 == b0 else 0.0)
+                out[i] = (math.exp(math.log(b0) - math.log(a0)), 0.0, math.inf, 1.0)  # 1 vs 1 can give no other p
             continue
         if n == 0 or m == 0 or n * m > _MAX_PAIRS or min(n, m) <= 8:  # empty, thinned, or exact U test: one by one
             for i in members:
@@ -609,7 +611,7 @@ def _pair_stats(
             const = np.all(a == a[:, :1], axis=1) & np.all(b == b[:, :1], axis=1)
             p = np.asarray(_sps.mannwhitneyu(b, a, alternative="two-sided", axis=1).pvalue, dtype=float)
             for r, i in enumerate(chunk):
-                pr = float(p[r]) if not const[r] else (1.0 if a[r, 0] == b[r, 0] else 0.0)
+                pr = float(p[r]) if not const[r] else (1.0 if a[r, 0] == b[r, 0] else min_achievable_p(n, m))
                 if k < 1:
                     out[i] = (math.exp(float(shift[r])), 0.0, math.inf, pr)
                 else:

@@ -11,6 +11,7 @@ from ktriage.stats.verdict import (
     Verdict,
     VerdictConfig,
     compare_samples,
+    compare_samples_many,
     detect_modes,
     hodges_lehmann_ratio,
     needs_more_samples,
@@ -229,3 +230,23 @@ def test_a_clear_5x_or_a_clear_same_stops_at_the_first_check() -> None:
     ref = lognormal(r, 10, 1.0, 0.01)
     assert stop_when_sure({"a": ref, "b": lognormal(r, 10, 5.0, 0.01)}, [("a", "b")])
     assert stop_when_sure({"a": ref, "b": lognormal(r, 10, 1.0, 0.005)}, [("a", "b")])
+
+
+def test_a_single_value_a_side_is_no_evidence_and_says_p_1() -> None:
+    """TritonBench's p50 on each side (one value) cannot be significant: the exact U test of 1 vs 1 gives p=1.
+    It used to say "U-test p=0" (and p_value 0.0 in the JSON and CSV) next to "gives no confidence"."""
+    v = compare_samples([0.314], [0.3793])
+    assert v.verdict == "unsure" and v.p_value == 1.0, v.reason
+    assert "U-test p=1)" in v.reason, v.reason
+    assert compare_samples_many([([0.314], [0.3793]), ([0.5], [0.5])])[0].p_value == 1.0
+
+
+@pytest.mark.parametrize("n", [3, 10, 12])
+def test_constant_sides_that_differ_get_the_exact_p_of_complete_separation(n: int) -> None:
+    """Quantised timers can give n identical values a side: the exact two-sided p of two separated sets is
+    2 / C(2n, n) (never 0), stacked or one pair at a time."""
+    expected = min(1.0, 2.0 / math.comb(2 * n, n))
+    assert compare_samples([1.0] * n, [2.0] * n).p_value == pytest.approx(expected)
+    many = compare_samples_many([([1.0] * n, [2.0] * n)] * 3)
+    assert all(v.p_value == pytest.approx(expected) for v in many)
+    assert compare_samples([1.0] * n, [1.0] * n).p_value == 1.0
