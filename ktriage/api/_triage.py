@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
-from ktriage.compare.sides import LoadedSide, load_side
+from ktriage.compare.sides import LoadedSide, check_precision, load_side
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.model import TriageOptions
@@ -132,6 +132,7 @@ def triage(
     # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
     sides = [_loaded(ref, db, op, mode) for ref in (old, new)]
     same = _same_file(old, new)
+    check_precision(sides[0], sides[1])  # a bf16 run against an fp16 one: the dtype's difference
     shown = str(old) if not isinstance(old, LoadedSide) else old.label
     split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
     if split:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ktriage.compare.report import CompareReport
-from ktriage.compare.sides import Side, check_baseline, resolve_side
+from ktriage.compare.sides import Side, check_baseline, check_precision, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.stats.gate import check_gate
 
@@ -89,6 +89,7 @@ def compare(
             f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains",
         )
     check_baseline(baseline, a.cells, b.cells)
+    check_precision(a, b)
     label_a, label_b = a.label, b.label
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"

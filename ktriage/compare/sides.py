@@ -113,3 +113,24 @@ def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
             if native
             else "drop --baseline (these results have no backend that runs without a toolchain)",
         )
+
+
+def run_precision(run: RunInfo) -> str | None:
+    """The dtype a ktriage bench run timed (its plan's ``precision``); None where the run does not say
+    (TritonBench's CSV and JSON, older results)."""
+    plan = run.settings.get("plan") if isinstance(run.settings, dict) else None
+    value = plan.get("precision") if isinstance(plan, dict) else None
+    return str(value) if value else None
+
+
+def check_precision(old: LoadedSide, new: LoadedSide) -> None:
+    """Two runs of one operator in two dtypes share every cell key (cells are keyed by op, pass, input and
+    backend), so a bf16 run against an fp16 run read as 72 improvements: the dtype's difference, not the
+    compiler's. Refused where both runs say their precision and they differ."""
+    a, b = run_precision(old.run), run_precision(new.run)
+    if a is not None and b is not None and a != b:
+        raise KtriageError(
+            f"{old.label} was measured in {a} and {new.label} in {b}: their difference is the dtype's, "
+            "not the compiler's",
+            f"compare two runs of one precision (ktriage bench --precision {a} for both sides)",
+        )

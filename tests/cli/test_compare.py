@@ -282,3 +282,19 @@ def test_a_run_compared_with_itself_is_refused(files: dict[str, Path], invoke) -
     r = invoke(str(files["both"]), str(files["both"]))
     assert r.exit_code == exit_codes.USAGE and "every cell would be compared with itself" in r.err_text, r.output
     assert "--toolchains" in r.err_text, r.output
+
+
+FRESH = Path(__file__).parents[2] / "benchmarks/calibration/fresh/h200"
+
+
+def test_two_precisions_are_refused_by_compare_and_triage(invoke, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """Cells are keyed by op, pass, input and backend, not dtype: the H200's bf16 and fp16 runs of Liger's
+    layer_norm bwd compared as "72 improvements", the dtype's difference read as the compiler's."""
+    bf16, fp16 = FRESH / "layer_norm_bwd_bf16.json", FRESH / "layer_norm_bwd_fp16.json"
+    r = invoke(str(bf16), str(fp16))
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert "layer_norm_bwd_bf16 was measured in bf16 and layer_norm_bwd_fp16 in fp16" in r.err_text
+    assert "ktriage bench --precision bf16 for both sides" in r.err_text
+    t = run_cli(["triage", str(bf16), str(fp16)])
+    assert t.exit_code == exit_codes.USAGE and "the dtype's, not the compiler's" in t.err_text, t.output
+    assert invoke(str(bf16), "--toolchains").exit_code != exit_codes.USAGE  # one run: one precision
