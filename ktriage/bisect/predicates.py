@@ -310,10 +310,11 @@ class MetricPredicate:
             if self.metric.startswith("sass:") and not any([*g_vals.values(), *b_vals.values()]):
                 # an opcode neither endpoint issues is more often a misspelling than a real non-change
                 absent = f"; neither endpoint's SASS has {self.metric[5:]} in any kernel"
+            others = ", ".join([m for m in ("registers", "stack_bytes", "sass:STL") if m != self.metric][:2])
             raise KtriageError(
                 f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown}){absent}",
                 ("check the opcode's spelling (the SASS opcodes explain lists), " if absent else "")
-                + "check --good/--bad, pick another --metric (e.g. registers, stack_bytes, sass:STL) or other kernels",
+                + f"check --good/--bad, pick another --metric (e.g. {others}) or other kernels",
             )
         g_obs.outcome, g_obs.reason, g_obs.confidence = "good", "good endpoint (measured)", 1.0
         b_obs.outcome, b_obs.reason, b_obs.confidence = "bad", "bad endpoint (measured)", 1.0
