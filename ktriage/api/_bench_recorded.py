@@ -26,6 +26,7 @@ from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.record.workload import is_workload_path as is_workload_path  # ktriage.api.is_workload_path
+from ktriage.record.workload import refuse_trace_name
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -294,6 +295,7 @@ def require_workload_path(workload: str) -> None:
             f"{workload} is an operator, not a recorded workload: bench takes an operator with --op",
             f"ktriage bench --op {operator.name} ...",
         )
+    refuse_trace_name(workload)
     raise KtriageError(
         f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
         "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",

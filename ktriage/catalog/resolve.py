@@ -89,6 +89,10 @@ def _refuse_other_path(target: str) -> None:
         kind = "folder" if Path(target).is_dir() else "file" if Path(target).exists() else None
     except OSError:
         return
+    if kind == "file":
+        from ktriage.record.workload import refuse_trace_name
+
+        refuse_trace_name(target)
     if kind is not None and catalog_entry(target) is None:
         raise SpecError(
             f"{target} is a {kind}, not a spec file (.toml) or a recorded workload (.json from `ktriage record`)",

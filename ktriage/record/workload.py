@@ -545,9 +545,14 @@ def load_workload(path: Path | str) -> Workload:
         raise FormatError(f"workload file {path} does not exist", "check the path (ktriage record -o writes it)")
     what = f"workload file {path}"
     text = read_text_gz(path, what="workload file", limit=size_limit(MAX_WORKLOAD_MB), fix=FIX)
-    data = parse_json(text, origin=what, fix=FIX)
+    try:
+        data = parse_json(text, origin=what, fix=FIX)
+    except FormatError:
+        refuse_trace(path, text)
+        raise
     check_depth(data, origin=what)
     if not isinstance(data, dict) or data.get("kind") != WORKLOAD_KIND:
+        refuse_trace(path, text)
         raise FormatError(
             f'{path} is not a ktriage workload (no "kind": "{WORKLOAD_KIND}")',
             "give a file written by `ktriage record -o W.json`",
@@ -567,6 +572,41 @@ def load_workload(path: Path | str) -> Workload:
     except (KtriageError, KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = exc.problem if isinstance(exc, KtriageError) else f"{type(exc).__name__}: {exc}"
         raise FormatError(f"{what} is damaged: {detail}", FIX) from exc
+
+
+def refuse_trace(path: Path, text: str) -> None:
+    """A tritonparse trace given where a workload goes (``workload show``, ``explain``, ``bench``) was
+    "not valid JSON: Extra data ... record it again", as if the workload were damaged: name it for
+    what it is and give the import that makes a workload of it. Only on the failure path, and only
+    the first line is read (a trace is one JSON event a line, each with its ``event_type``)."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        event = json.loads(first)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(event, dict) and isinstance(event.get("event_type"), str):
+        raise FormatError(f"{path} is a tritonparse trace, not a ktriage workload", _import_fix(path))
+
+
+TRACE_SUFFIXES = (".ndjson", ".ndjson.gz")  # tritonparse's raw traces: .ndjson, .bin.ndjson (gzip)
+
+
+def refuse_trace_name(target: str) -> None:
+    """A path named as tritonparse names its traces, given where a spec file or a workload goes
+    (``explain``, ``bench``): it was "a file, not a spec file or a workload", which does not say that
+    one command makes a workload of it. Decided by the name: a trace may be hundreds of MB."""
+    if target.endswith(TRACE_SUFFIXES):
+        raise FormatError(
+            f"{target} is a tritonparse trace (.ndjson), not a spec file or a recorded workload",
+            _import_fix(target),
+        )
+
+
+def _import_fix(path: Path | str) -> str:
+    return (
+        f"import it into a workload first: ktriage workload import {path} -o W.json (with the run's other "
+        "trace files), then give W.json"
+    )
 
 
 def check_workload(data: Any, what: str) -> None:

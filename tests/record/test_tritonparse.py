@@ -301,3 +301,24 @@ def test_workload_show_says_where_an_imported_workload_came_from(
     assert main(["workload", "show", str(out), "-f", "markdown"]) == 0
     shown = capsys.readouterr().out
     assert "tritonparse traces" in shown and "add_scale.launches.ndjson.gz" in shown and "unknown" not in shown
+
+
+def test_a_trace_given_where_a_workload_goes_is_named_with_its_import(tmp_path: Path, run_cli) -> None:
+    """The converse of the test above: a raw trace given to `workload show` was "not valid JSON: Extra
+    data ... record it again", and to `explain`/`bench` "a file, not a spec file or a workload"; each
+    now says it is a tritonparse trace and gives the `workload import` that makes a workload of it.
+    Also when the trace was renamed like a workload (``W.json.gz``): then its content tells."""
+    renamed = tmp_path / "trace.json.gz"
+    shutil.copy(LAUNCHES, renamed)
+    one_event = tmp_path / "one.json"  # a trace of one event is one JSON document, but no workload
+    one_event.write_text(gzip.decompress(LAUNCHES.read_bytes()).decode().splitlines()[0] + "\n")
+    for trace in (LAUNCHES, COMPILE_ONLY, renamed, one_event):
+        for argv in (
+            ["workload", "show", str(trace)],
+            ["explain", str(trace), "-t", "triton==3.6.0", "-t", "triton==3.5.1"],
+            ["bench", str(trace), "-t", "triton==3.6.0", "--compile-only", "--bundle", str(tmp_path / "b")],
+        ):
+            r = run_cli(argv)
+            assert r.exit_code == 2, (argv, r.output)
+            assert r.problem.startswith(f"{trace} is a tritonparse trace"), (argv, r.err_text)
+            assert r.fix is not None and f"ktriage workload import {trace} -o W.json" in r.fix, (argv, r.err_text)
