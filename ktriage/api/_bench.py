@@ -245,6 +245,7 @@ def bench(
                 f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode_name}",
                 "pass the op and pass of the bundle, or build a new one with --toolchain",
             )
+        _refuse_other_build(loaded, prec if precision is not None else None, sm_count)
         bundle_ids = {c.id for c in loaded.input_cases()}
         cases = [c for c in cases if c.id in bundle_ids]
         if not cases:
@@ -280,6 +281,31 @@ def bench(
     if profile:
         _profile(run, cells, plan, db, tell)
     return BenchReport(op, mode_name, prec, base, wanted_metrics, done.bundle, plan, run, cells, records)
+
+
+def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | None) -> None:
+    """A bundle is measured as it was compiled: its kernels' pointer types are the precision's and its
+    grids the SM count's. ``--precision`` other than the bundle's was taken: the replay's tensors then
+    do not match the kernels' specs, which the GPU worker finds only at each kernel's first launch
+    (``check_args``); ``--sm-count`` was dropped without a word. Refused here, on any machine, before
+    a worker starts."""
+    given = [
+        (flag, value, built)
+        for flag, value, built in (
+            ("--precision", precision, loaded.precision),
+            ("--sm-count", sm_count, loaded.sm_count),
+        )
+        if value is not None and value != built
+    ]
+    if given:
+        asked = ", ".join(f"{flag} {value}" for flag, value, _ in given)
+        holds = ", ".join(f"{flag} {built}" for flag, _, built in given)
+        raise KtriageError(
+            f"bundle {loaded.path} was compiled with {holds}, not {asked}",
+            f"drop {' and '.join(flag for flag, _, _ in given)} (the bundle's own is used), or build another bundle "
+            f"with {asked}: ktriage bench --op {loaded.op} --{loaded.mode.replace('_', '-')} {asked} -t OLD -t NEW "
+            "--compile-only --bundle DIR",
+        )
 
 
 def refuse_nothing_to_compile(example: str) -> None:
