@@ -15,9 +15,10 @@ from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import load_spec_file
 
 
-def load_selected_specs(target: str, inputs: Sequence[str] | None = None) -> list[KernelSpec]:
+def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> list[KernelSpec]:
     """The kernels of the spec file ``target`` (a path as typed), only those matching one of
-    ``inputs`` when given (none matching is an error)."""
+    ``inputs`` when given (none matching is an error). ``flag``: the option the selectors came from,
+    as errors name it (``fidelity --spec`` takes them as ``-k/--case``, and has no ``--input``)."""
     path = Path(target)
     if not path.exists():
         raise SpecError(
@@ -27,7 +28,7 @@ def load_selected_specs(target: str, inputs: Sequence[str] | None = None) -> lis
     if inputs:
         chosen: set[int] = set()
         for sel in inputs:
-            chosen |= {i for i, s in enumerate(specs) if s in select_specs(specs, sel, target)}
+            chosen |= {i for i, s in enumerate(specs) if s in select_specs(specs, sel, target, flag=flag)}
         specs = [s for i, s in enumerate(specs) if i in chosen]
     return specs
 
@@ -48,7 +49,9 @@ def matches_selector(spec: KernelSpec, selector: str) -> bool:
     return selector in _names(spec)
 
 
-def select_specs(specs: Sequence[KernelSpec], selector: str, target: str = "the spec file") -> list[KernelSpec]:
+def select_specs(
+    specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = "--input"
+) -> list[KernelSpec]:
     """The specs ``selector`` names exactly; else the ONE spec whose name contains it. A selector
     that is only part of several names is an error that lists what it matched (a prefix such as
     ``N=46`` never silently picks several kernels), and one that matches nothing lists the names."""
@@ -60,13 +63,13 @@ def select_specs(specs: Sequence[KernelSpec], selector: str, target: str = "the 
         return partial
     if partial:
         raise SpecError(
-            f"--input {selector!r} is part of {len(partial)} kernel names in {target}: "
+            f"{flag} {selector!r} is part of {len(partial)} kernel names in {target}: "
             + ", ".join(s.name for s in partial[:8])
             + (", ..." if len(partial) > 8 else ""),
             "select one by its exact name or input label",
         )
     known = sorted({n for s in specs for n in _names(s)})
     raise SpecError(
-        f"no kernel in {target} matches --input {selector!r}",
+        f"no kernel in {target} matches {flag} {selector!r}",
         "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
     )

@@ -243,3 +243,20 @@ def test_a_toolchain_with_its_own_ptxas_is_refused_before_the_jit_runs(toolchain
     res = run_cli(["fidelity", "--case", "vector_add", "-t", "triton==3.4.0,ptxas==12.4.131"])
     assert res.exit_code == 2, res.output
     assert "which the JIT cannot match" in res.err_text and "-t triton==3.4.0" in res.err_text
+
+
+def test_a_case_selector_that_matches_nothing_names_the_flag_and_the_cases(run_cli) -> None:  # type: ignore[no-untyped-def]
+    """``fidelity -k`` that matches nothing: with ``--spec`` the error named ``--input``, an option
+    fidelity does not have; without, its fix pointed at benchmarks/fidelity/README.md, a file of the
+    repository an installed ktriage does not have. Both are refused before any toolchain is built, the
+    flag named as typed and the names to choose from listed."""
+    by_spec = run_cli(["fidelity", "--spec", str(EXAMPLE), "-k", "nomatch", "-t", "triton==3.4.0"])
+    assert by_spec.exit_code == 2, by_spec.output
+    assert by_spec.problem == f"no kernel in {EXAMPLE} matches -k/--case 'nomatch'", by_spec.err_text
+    assert by_spec.fix is not None and "scaled_rows[M=N=4096,bf16]" in by_spec.fix, by_spec.err_text
+    built_in = run_cli(["fidelity", "-k", "nomatch", "--case", "zzz", "-t", "triton==3.4.0"])
+    assert built_in.exit_code == 2, built_in.output
+    assert built_in.problem == "no fidelity case name contains 'nomatch' or 'zzz'", built_in.err_text
+    assert built_in.fix is not None and "README" not in built_in.fix, built_in.err_text
+    for family in ("liger.layer_norm.bwd", "tutorial.vector_add.fwd", "ktriage.descriptor_matmul"):
+        assert family in built_in.fix, built_in.err_text
