@@ -11,7 +11,7 @@ calls one of these and renders the report. (Building the toolchains a verb was g
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
@@ -36,26 +36,28 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ToolchainList:
-    """The built toolchains and their sizes on disk (bytes), in the same order."""
+    """The built toolchains and their sizes on disk (bytes), in the same order; ``problems``: per
+    toolchain None, or why it cannot be used as built (its virtualenv incomplete or damaged)."""
 
     toolchains: list[Toolchain]
     sizes: list[int]
+    problems: list[str | None] = field(default_factory=list)
 
     def json_text(self) -> str:
         from ktriage.report.toolchain import list_json
 
-        return list_json(self.toolchains, self.sizes)
+        return list_json(self.toolchains, self.sizes, self.problems)
 
     @markdown_writer
     def to_markdown(self) -> str:
         from ktriage.report.toolchain import list_markdown
 
-        return list_markdown(self.toolchains, self.sizes)
+        return list_markdown(self.toolchains, self.sizes, self.problems)
 
     def print_table(self, console: Console) -> None:
         from ktriage.report.toolchain import print_list
 
-        print_list(self.toolchains, self.sizes, console)
+        print_list(self.toolchains, self.sizes, console, self.problems)
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def toolchain_list() -> ToolchainList:
     from ktriage.toolchain.manager import list_toolchains, toolchain_size
 
     tcs = list_toolchains()
-    return ToolchainList(tcs, [toolchain_size(tc) for tc in tcs])
+    return ToolchainList(tcs, [toolchain_size(tc) for tc in tcs], [tc.frontend_problem() for tc in tcs])
 
 
 def toolchain_show(*, id_or_spec: str) -> ToolchainShow:

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
+
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.schema.jsontypes import JSONObject
@@ -29,8 +31,22 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def list_json(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> str:
-    return records.to_json([tc.to_json() | {"size_bytes": n} for tc, n in zip(tcs, sizes, strict=True)])
+def list_json(tcs: Sequence[Toolchain], sizes: Sequence[int], problems: Sequence[str | None] = ()) -> str:
+    """Each toolchain's record, its size and ``problem``: null, or why it cannot be used as built."""
+    said = list(problems) or [None] * len(tcs)
+    return records.to_json(
+        [tc.to_json() | {"size_bytes": n, "problem": p} for tc, n, p in zip(tcs, sizes, said, strict=True)]
+    )
+
+
+def problem_lines(tcs: Sequence[Toolchain], problems: Sequence[str | None]) -> list[str]:
+    """One line per toolchain that is listed but cannot be used as built, with the command that
+    builds it again: its record is there, its virtualenv is not whole."""
+    return [
+        f"{tc.id}: {p}; ktriage toolchain add '{tc.spec}' builds it again"
+        for tc, p in zip(tcs, problems, strict=True)
+        if p is not None
+    ]
 
 
 def list_rows(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> list[JSONObject]:
@@ -51,15 +67,23 @@ EMPTY = "no toolchains yet: ktriage toolchain add triton==3.4.0"
 
 
 @markdown_writer
-def list_markdown(tcs: Sequence[Toolchain], sizes: Sequence[int]) -> str:
-    return records.to_markdown("toolchains", LIST_COLUMNS, list_rows(tcs, sizes))
+def list_markdown(tcs: Sequence[Toolchain], sizes: Sequence[int], problems: Sequence[str | None] = ()) -> str:
+    from ktriage.mdsafe import md_text
+
+    text = records.to_markdown("toolchains", LIST_COLUMNS, list_rows(tcs, sizes))
+    notes = problem_lines(tcs, problems) if problems else []
+    return text + "".join(f"\n**not usable:** {md_text(line)}\n" for line in notes)
 
 
-def print_list(tcs: Sequence[Toolchain], sizes: Sequence[int], console: Console) -> None:
+def print_list(
+    tcs: Sequence[Toolchain], sizes: Sequence[int], console: Console, problems: Sequence[str | None] = ()
+) -> None:
     if not tcs:
         console.print(f"no toolchains yet: [bold]{EMPTY.split(': ', 1)[1]}[/]")
         return
     records.print_rows(console, "toolchains", LIST_COLUMNS, list_rows(tcs, sizes), styles={"id": "bold"})
+    for line in problem_lines(tcs, problems) if problems else []:
+        console.print(f"[yellow]not usable:[/] {escape(line)}")
 
 
 def _fields(data: JSONObject) -> JSONObject:

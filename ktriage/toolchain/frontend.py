@@ -112,6 +112,30 @@ def load_frontend(root: Path) -> Frontend | None:
     return _load(root)
 
 
+def frontend_problem(root: Path) -> str | None:
+    """What keeps the frontend at ``root`` from loading, as the end of a sentence about it, or None
+    when it loads. Why: a toolchain whose virtualenv is there but incomplete (a build killed before
+    its ``frontend.json``, files removed) was reported as "gone", and listed as if it worked."""
+    if _load(root) is not None:
+        return None
+    if not root.is_dir():
+        return "is gone"
+    marker = root / MARKER
+    if not marker.is_file():
+        return f"is incomplete: it has no {MARKER} (its build was interrupted)"
+    raw = read_json(marker)
+    try:
+        data = msgspec.convert(raw, FrontendMarker) if raw is not None else None
+    except msgspec.ValidationError:
+        data = None
+    if data is None:
+        return f"is damaged: its {MARKER} cannot be read"
+    python = Path(data.python) if data.kind == "host" and data.python is not None else root / "bin" / "python"
+    if not python.exists():
+        return f"is damaged: its interpreter {python} is missing"
+    return f"is damaged: its Triton's bundled ptxas {root / data.tools_dir / 'ptxas'} is missing"
+
+
 def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress: Progress) -> Frontend:
     wipe(root)  # leftovers of a killed build
     label = f"triton=={spec.triton_version}" if spec.triton_wheel is None else str(spec.triton_wheel)

@@ -41,6 +41,7 @@ from ktriage.toolchain.frontend import (
     ensure_frontend,
     envs_dir,
     frontend_facts,
+    frontend_problem,
     load_frontend,
 )
 from ktriage.toolchain.installer import (
@@ -126,10 +127,19 @@ class Toolchain:
         frontend = load_frontend(self.env_root) if self.env_root is not None else None
         if frontend is None:
             raise ToolchainError(
-                f"toolchain {self.id}: its frontend virtualenv {self.env_root} is gone",
-                f"add it again: ktriage toolchain add '{self.spec}'",
+                f"toolchain {self.id}: {self.frontend_problem() or 'has no frontend virtualenv'}",
+                f"build it again: ktriage toolchain add '{self.spec}' (an incomplete or damaged virtualenv "
+                "is removed first)",
             )
         return frontend_facts(frontend, ccs)
+
+    def frontend_problem(self) -> str | None:
+        """Why this toolchain's frontend virtualenv cannot be used (``its frontend virtualenv DIR is
+        incomplete: ...``), None when it can: what ``toolchain list`` and ``show`` say of it."""
+        if self.env_root is None:
+            return None
+        problem = frontend_problem(self.env_root)
+        return None if problem is None else f"its frontend virtualenv {self.env_root} {problem}"
 
     def assembler(self, cc: int) -> Assembler:
         """The ptxas (and options) that assemble this toolchain's cubins for compute capability ``cc``."""
