@@ -90,6 +90,12 @@ def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: 
     assert [e.id for e in rec.select(["K2"], None)] == [2]
     with pytest.raises(Exception, match="choose --kernel from: K0"):
         rec.select(["K5"], None)
+    # an input the bundle lacks: its fix lists the bundle's own inputs (it said "see `ktriage workload
+    # show`", which needs the workload file, not what a GPU host measuring the bundle has)
+    missing = run_cli(["bench", "--bundle", str(bundle), "--input", "7"])
+    assert missing.exit_code == exit_codes.USAGE, missing.output
+    assert missing.fix is not None and "workload show" not in missing.fix, missing.err_text
+    assert f"K0 input 0 ({rec.entries[0].label}), K2 input 0 ({rec.entries[1].label})" in missing.fix
 
 
 @pytest.mark.slow

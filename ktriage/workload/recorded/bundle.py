@@ -264,11 +264,15 @@ class RecordedBundle:
                 )
             chosen = [e for e in chosen if any(s in (e.kernel, e.function) for s in kernels)]
         if inputs:
+            among = chosen
             chosen = [e for e in chosen if any(s in (str(e.input), e.label, e.recorded_label) for s in inputs)]
             if not chosen:
+                # the bundle's own inputs: "see `ktriage workload show`" needed the workload file, which
+                # the GPU host measuring a bundle often does not have
+                listed = ", ".join(f"{e.kernel} input {e.input} ({e.label})" for e in among[:12])
                 raise SpecError(
                     f"no entry of bundle {self.bundle.path} matches --input {list(inputs)}",
-                    "give a recorded input id (see `ktriage workload show`)",
+                    f"give a recorded input id or label of the bundle: {listed}" + (", ..." if len(among) > 12 else ""),
                 )
         return chosen
 
