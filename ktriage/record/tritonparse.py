@@ -459,10 +459,27 @@ class _Member:
     traced_launch: bool
 
 
+def _refuse_repeats(paths: Sequence[Path]) -> None:
+    """One file given twice (the same path, or two names of one file: a symlink, a shell glob that
+    overlaps another) was read twice, so every launch it holds was counted twice in the workload."""
+    seen: dict[tuple[int, int], Path] = {}
+    for path in paths:
+        try:
+            st = path.stat()
+        except OSError:
+            continue  # read_trace names a missing or unreadable file
+        first = seen.get((st.st_dev, st.st_ino))
+        seen.setdefault((st.st_dev, st.st_ino), path)
+        if first is not None:
+            same = f"{path} is given twice" if str(first) == str(path) else f"{first} and {path} are the same file"
+            raise KtriageError(f"{same}: its launches would be counted twice", "give each trace file of the run once")
+
+
 def convert(paths: Sequence[Path]) -> Workload:
     """The workload of one or more raw tritonparse traces (the files of one run: ranks, processes)."""
     if not paths:
         raise KtriageError("no tritonparse trace given", "ktriage workload import TRACE.ndjson [...] -o W.json")
+    _refuse_repeats([Path(p) for p in paths])
     events: list[JSONObject] = []
     for path in paths:
         events.extend(read_trace(Path(path)))

@@ -322,3 +322,18 @@ def test_a_trace_given_where_a_workload_goes_is_named_with_its_import(tmp_path: 
             assert r.exit_code == 2, (argv, r.output)
             assert r.problem.startswith(f"{trace} is a tritonparse trace"), (argv, r.err_text)
             assert r.fix is not None and f"ktriage workload import {trace} -o W.json" in r.fix, (argv, r.err_text)
+
+
+def test_a_trace_file_given_twice_is_refused(tmp_path: Path, run_cli) -> None:
+    """The same file twice (as typed, or under a second name: a link, an overlapping glob) was read
+    twice, and the workload counted each of its launches twice (12 launches for the trace's 6)."""
+    link = tmp_path / "again.ndjson.gz"
+    link.symlink_to(LAUNCHES)
+    out = tmp_path / "W.json"
+    for second, said in ((LAUNCHES, f"{LAUNCHES} is given twice"), (link, f"{LAUNCHES} and {link} are the same file")):
+        r = run_cli(["workload", "import", str(LAUNCHES), str(second), "-o", str(out)])
+        assert r.exit_code == 2, r.output
+        assert r.problem == f"{said}: its launches would be counted twice", r.err_text
+        assert r.fix == "give each trace file of the run once" and not out.exists()
+    once = run_cli(["workload", "import", str(LAUNCHES), "-o", str(out)])
+    assert once.exit_code == 0 and "6 launches" in once.output, once.output
