@@ -223,6 +223,10 @@ def _parse_options(op: str, value: str) -> tuple[str, ...]:
 
 
 def _exact_version(value: str, what: str) -> str:
+    """The release as one spelling: PEP 440's normal form, its release padded to three numbers
+    (``3.6`` is ``3.6.0`` to pip, and every Triton release has three). Why: ``triton==3.6`` built a
+    second virtualenv (``envs/triton-3.6``, hundreds of MB) for the toolchain of ``triton==3.6.0``,
+    whose one record then pointed at whichever venv was used last."""
     try:
         version = Version(value)
     except InvalidVersion:
@@ -230,7 +234,12 @@ def _exact_version(value: str, what: str) -> str:
             f"{what}=={value} is not a version",
             f"give one exact release, e.g. {what}==3.4.0 (see `pip index versions {what}`)",
         ) from None
-    return str(version)
+    text = str(version)
+    if len(version.release) < 3:
+        release = ".".join(str(n) for n in version.release)
+        padded = ".".join(str(n) for n in (*version.release, 0, 0)[:3])
+        text = text.replace(release, padded, 1)  # the release is where the normal form starts (after an epoch)
+    return text
 
 
 def _looks_like_version(value: str) -> bool:

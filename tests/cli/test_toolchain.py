@@ -65,6 +65,9 @@ def test_two_spellings_of_one_toolchain_are_named_both(toolchain, run_cli: RunCl
     res = run_cli(["explain", "tutorial.vector_add", "-t", "triton==3.4.0", "-t", "triton==3.4"])
     assert res.exit_code == exit_codes.USAGE, res.output
     assert res.problem == f"toolchains triton==3.4.0 and triton==3.4 resolve to the same toolchain, {tc.id}"
+    from ktriage.toolchain.manager import ensure_toolchain
+
+    assert ensure_toolchain("triton==3.4").env_root == tc.env_root  # the same virtualenv, not a second one
 
 
 @pytest.mark.network  # asks the package index

@@ -52,6 +52,22 @@ def test_versions_are_normalized() -> None:
     assert parse_toolchain("triton==3.5.0RC1").triton_version == "3.5.0rc1"
 
 
+def test_a_release_written_short_is_its_three_number_release() -> None:
+    """``triton==3.6`` is ``3.6.0`` to pip; it was kept as ``3.6`` and built a second virtualenv
+    (``envs/triton-3.6``) for the toolchain of ``triton==3.6.0``, whose record then followed
+    whichever spelling ran last. One release, one spelling, one frontend folder."""
+    from ktriage.toolchain.frontend import frontend_key
+
+    full = parse_toolchain("triton==3.6.0")
+    for short in ("triton==3.6", "triton==03.6", "triton==3.6.0"):
+        spec = parse_toolchain(short)
+        assert (spec.triton_version, str(spec)) == ("3.6.0", "triton==3.6.0")
+        assert frontend_key(spec) == frontend_key(full) == ("triton-3.6.0", None)
+    # only the release is padded; what follows it is kept
+    assert parse_toolchain("triton==3.6rc1").triton_version == "3.6.0rc1"
+    assert parse_toolchain("triton==3.6.post1").triton_version == "3.6.0.post1"
+
+
 @pytest.mark.parametrize(
     ("text", "problem", "fix"),
     [
