@@ -9,7 +9,8 @@ built-in cases, or a spec file's kernels written by values) were the CLI's, each
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def fidelity(
     (``cases="vector_add"``)."""
     from ktriage.arch import parse_arch
     from ktriage.compile.compiler import Compiler
-    from ktriage.toolchain.manager import ensure_toolchain
+    from ktriage.toolchain.manager import ensure_toolchains
     from ktriage.toolchain.supported import SUPPORTED_TRITON
 
     toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
@@ -78,7 +79,7 @@ def fidelity(
     show = on_row or (lambda _r: None)
     if spec is not None:
         kernels = _by_value_kernels(Path(spec), cases, target)
-        built = [ensure_toolchain(s, progress=say) for s in specs]
+        built = ensure_toolchains(specs, progress=_messages(say))
         from ktriage.fidelity.by_value import check_spec
 
         rows: list[Row] = []
@@ -101,9 +102,20 @@ def fidelity(
             f"no fidelity case name contains {' or '.join(repr(k) for k in cases)}",
             f"-k/--case takes a part of a case name; the cases are (each over one or more inputs): {', '.join(families)}",
         )
-    built = [ensure_toolchain(s, progress=say) for s in specs]
+    built = ensure_toolchains(specs, progress=_messages(say))
     with Compiler(jobs=jobs) as compiler:
         return FidelityReport(check(built, selected, target=target, compiler=compiler, on_row=show), target)
+
+
+def _messages(say: Say | None) -> Callable[[str], AbstractContextManager[Say]]:
+    """``say`` as each toolchain build's message hook, for ``ensure_toolchains``: the one build that
+    also refuses a toolchain given twice (each was checked twice, and counted twice in the summary)."""
+
+    @contextmanager
+    def build(_text: str) -> Iterator[Say]:
+        yield say or (lambda _m: None)
+
+    return build
 
 
 def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[KernelSpec]:

@@ -260,3 +260,13 @@ def test_a_case_selector_that_matches_nothing_names_the_flag_and_the_cases(run_c
     assert built_in.fix is not None and "README" not in built_in.fix, built_in.err_text
     for family in ("liger.layer_norm.bwd", "tutorial.vector_add.fwd", "ktriage.descriptor_matmul"):
         assert family in built_in.fix, built_in.err_text
+
+
+def test_a_toolchain_given_twice_is_refused(toolchain, run_cli) -> None:  # type: ignore[no-untyped-def]
+    """fidelity built each -t on its own: a toolchain given twice was checked twice and its rows
+    counted twice ("2 identical" for one case); it is refused as every other verb refuses it."""
+    toolchain("triton==3.4.0")
+    for argv in (["-k", "vector_add"], ["--spec", str(EXAMPLE)]):
+        r = run_cli(["fidelity", "-t", "triton==3.4.0", "-t", "triton==3.4.0", *argv])
+        assert r.exit_code == 2, r.output
+        assert r.problem == "toolchain triton==3.4.0 is given twice" and r.fix == "give each toolchain once"
