@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from ktriage.ops import liger, tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.operator import Kernels, Knob, Operator
+from ktriage.ops.operator import Kernels, Knob, Operator, row_activation_bytes
 from ktriage.ops.recipe import TL_DTYPE, launch_from_values
 from ktriage.ops.tutorial_params import layer_norm_launch, next_power_of_2
 from ktriage.spec.launch import Launch
@@ -197,11 +197,6 @@ def flops(f: Mapping[str, int], mode: str, e: int) -> int:
     return {"fwd": 7 * n, "bwd": 13 * n, "fwd_bwd": 20 * n}[mode]
 
 
-def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
-    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
-    return f["M"] * f["N"] * e
-
-
 OP = Operator(
     name="layer_norm",
     sweep=inputs,
@@ -245,5 +240,5 @@ OP = Operator(
     module="ktriage.workload.ops.layer_norm",
     bytes_moved=bytes_moved,
     flops=flops,
-    largest_tensor=largest_tensor,
+    largest_tensor=row_activation_bytes,
 )

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.operator import Kernels, Operator
+from ktriage.ops.operator import Kernels, Operator, row_activation_bytes
 from ktriage.ops.recipe import launch_from_values
 from ktriage.ops.tutorial_params import softmax_launch
 from ktriage.spec.launch import Launch
@@ -45,11 +43,6 @@ def recipe(
     )
 
 
-def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
-    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
-    return f["M"] * f["N"] * e
-
-
 OP = Operator(
     name="softmax",
     sweep=inputs,
@@ -65,5 +58,5 @@ OP = Operator(
             default_dtype="fp32",
         ),
     ),
-    largest_tensor=largest_tensor,
+    largest_tensor=row_activation_bytes,
 )
