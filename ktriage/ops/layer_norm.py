@@ -171,15 +171,15 @@ def tutorial_recipe(
         ("eps", 1e-5),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
     ]
-    return launch_from_values(
+    return tutorial.row_launch(
+        op=op,
         name=f"{op}.fwd[M={m},N={n}]",
         source=tutorial.source("layer_norm.py", "layer_norm_fwd_kernel"),
-        package=None,
+        case=case,
+        dtype=dtype,
         args=args,
         target=target,
-        grid=p["grid"],
-        num_warps=p["num_warps"],
-        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+        params=p,
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
 from ktriage.ops.operator import Kernels, Operator, row_activation_bytes
-from ktriage.ops.recipe import launch_from_values
 from ktriage.ops.tutorial_params import softmax_launch
 from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
@@ -31,15 +30,15 @@ def recipe(
         ("n_cols", n),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
     ]
-    return launch_from_values(
+    return tutorial.row_launch(
+        op=op,
         name=f"{op}.fwd[M={m},N={n}]",
         source=SOURCE,
-        package=None,
+        case=case,
+        dtype=dtype,
         args=args,
         target=target,
-        grid=p["grid"],
-        num_warps=p["num_warps"],
-        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+        params=p,
     )
 
 
