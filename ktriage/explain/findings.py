@@ -14,8 +14,9 @@ are merged the same way and come last.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
+from typing import TypeVar
 
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
@@ -27,6 +28,7 @@ from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.toolchain.manager import Toolchain
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
@@ -80,6 +82,13 @@ class Finding:
     def range(self) -> str:
         return input_range(self.inputs)
 
+    def add(self, label: str, change: Change, prediction: Prediction | None, text: str) -> None:
+        """One more input of the run: its label, its change and the cost model's prediction (``text``:
+        what changed in words, kept by :class:`DetailFinding` only)."""
+        self.inputs.append(label)
+        self.examples.append(change)
+        self.predictions.append(prediction)
+
     def summary(self) -> str:
         worst = max(self.examples, key=lambda c: abs(c.new - c.ref))
         verb = "rises" if self.direction == "up" else "falls"
@@ -105,17 +114,44 @@ class Finding:
 
 
 def collect_findings(result: ExplainResult) -> list[Finding]:
-    findings: list[Finding] = []
     if len(result.toolchains) < 2:
-        return findings
+        return []
+    findings: list[Finding] = _merged_runs(result, result.toolchains[1:], Finding, _headline_changes)
+    findings += _detail_findings(result)
+    order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
+    findings.sort(key=lambda f: (f.toolchain, order.get(f.metric, 99)))
+    return findings
+
+
+def _headline_changes(comparison: CompileDiff) -> list[tuple[Change, str, str]]:
+    """(change, direction, text) for the headline metrics and notable opcodes (text unused)."""
+    changes = [c for c in comparison.changes if c.metric in HEADLINE_METRICS] + [
+        c for c in comparison.opcode_changes if c.metric in NOTABLE_OPCODES
+    ]
+    return [(c, "up" if c.new > c.ref else "down", "") for c in changes]
+
+
+_F = TypeVar("_F", bound="Finding")
+
+
+def _merged_runs(
+    result: ExplainResult,
+    toolchains: Sequence[Toolchain],
+    kind: type[_F],
+    changes_of: Callable[[CompileDiff], list[tuple[Change, str, str]]],
+) -> list[_F]:
+    """The one merge of change and detail findings: per toolchain, consecutive inputs of one sweep with
+    the same metric changing in the same direction, with the same attribution, reference and
+    predicted kind, form one finding (``kind``) of the ``changes_of`` each comparison."""
+    findings: list[_F] = []
     # A run of inputs holds one reference: where the first toolchain could not compile a spec and
     # another served as reference, a finding of its own starts (and names that reference).
     same = identical_toolchains(result)  # reported once, as "identical to ..." (predicted.py)
-    for toolchain in result.toolchains[1:]:
+    for toolchain in toolchains:
         if toolchain.id in same:
             continue
         name = toolchain_label(toolchain)
-        open_runs: dict[str, Finding] = {}
+        open_runs: dict[str, _F] = {}
         sweep: tuple[str, ...] | None = None
         for item in result.specs:
             if sweep_key(item.spec) != sweep:  # another kernel: no run crosses into it
@@ -124,15 +160,9 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
             comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
             label = input_label(item.spec.meta, item.spec.name)
             seen: set[str] = set()
-            changes = (
-                []
-                if comparison is None
-                else [c for c in comparison.changes if c.metric in HEADLINE_METRICS]
-                + [c for c in comparison.opcode_changes if c.metric in NOTABLE_OPCODES]
-            )
+            # the reference of this comparison (not the first toolchain where that one could not compile)
             ref_name = "" if comparison is None else toolchain_label(comparison.ref.toolchain)
-            for change in changes:
-                direction = "up" if change.new > change.ref else "down"
+            for change, direction, text in [] if comparison is None else changes_of(comparison):
                 run = open_runs.get(change.metric)
                 if (
                     run is None
@@ -141,19 +171,14 @@ def collect_findings(result: ExplainResult) -> list[Finding]:
                     or run.reference != ref_name
                     or not same_predicted_kind(run.predictions, comparison)
                 ):
-                    run = Finding(name, ref_name, change.metric, direction, change.attribution)
+                    run = kind(name, ref_name, change.metric, direction, change.attribution)
                     findings.append(run)
                     open_runs[change.metric] = run
-                run.inputs.append(label)
-                run.examples.append(change)
-                run.predictions.append(None if comparison is None else comparison.prediction)
+                run.add(label, change, None if comparison is None else comparison.prediction, text)
                 seen.add(change.metric)
             for metric in list(open_runs):
                 if metric not in seen:
                     del open_runs[metric]
-    findings += _detail_findings(result)
-    order = {m: i for i, m in enumerate(HEADLINE_METRICS + NOTABLE_OPCODES)}
-    findings.sort(key=lambda f: (f.toolchain, order.get(f.metric, 99)))
     return findings
 
 
@@ -269,6 +294,10 @@ class DetailFinding(Finding):
 
     texts: list[str] = field(default_factory=list)
 
+    def add(self, label: str, change: Change, prediction: Prediction | None, text: str) -> None:
+        super().add(label, change, prediction, text)
+        self.texts.append(text)
+
     def summary(self) -> str:
         worst = max(range(len(self.examples)), key=lambda i: abs(self.examples[i].new - self.examples[i].ref))
         word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
@@ -308,46 +337,9 @@ def _detail_changes(comparison: CompileDiff) -> list[tuple[Change, str, str]]:
 
 def _detail_findings(result: ExplainResult) -> list[Finding]:
     """Detail findings, consecutive inputs with the same metric, direction and attribution merged."""
-    findings: list[Finding] = []
     if len(result.toolchains) < 2:
-        return findings
-    same = identical_toolchains(result)
-    for toolchain in result.toolchains:
-        if toolchain.id in same:
-            continue
-        name = toolchain_label(toolchain)
-        open_runs: dict[str, DetailFinding] = {}
-        sweep: tuple[str, ...] | None = None
-        for item in result.specs:
-            if sweep_key(item.spec) != sweep:
-                open_runs.clear()
-                sweep = sweep_key(item.spec)
-            comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
-            label = input_label(item.spec.meta, item.spec.name)
-            seen: set[str] = set()
-            # the reference of this comparison (not the first toolchain where that one could not compile)
-            ref_name = toolchain_label(comparison.ref.toolchain) if comparison is not None else ""
-            for change, direction, text in [] if comparison is None else _detail_changes(comparison):
-                run = open_runs.get(change.metric)
-                if (
-                    run is None
-                    or run.direction != direction
-                    or run.attribution != change.attribution
-                    or run.reference != ref_name
-                    or not same_predicted_kind(run.predictions, comparison)
-                ):
-                    run = DetailFinding(name, ref_name, change.metric, direction, change.attribution)
-                    findings.append(run)
-                    open_runs[change.metric] = run
-                run.inputs.append(label)
-                run.examples.append(change)
-                run.predictions.append(None if comparison is None else comparison.prediction)
-                run.texts.append(text)
-                seen.add(change.metric)
-            for metric in list(open_runs):
-                if metric not in seen:
-                    del open_runs[metric]
-    return findings
+        return []
+    return list(_merged_runs(result, result.toolchains, DetailFinding, _detail_changes))
 
 
 # ------------------------------------------------------------------ one bullet per regression, ranked

@@ -32,6 +32,7 @@ from typing import Any, TypedDict
 from ktriage.fidelity.kernels import KERNELS_DIR
 from ktriage.fidelity.model import FidelityCase
 from ktriage.ops import liger
+from ktriage.ops.recipe import launch_from_values
 from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch
 from ktriage.spec.specialize import Constexpr as C
@@ -82,11 +83,13 @@ def _launch(
     num_stages: int = TRITON_DEFAULT_STAGES,
     **meta: Any,
 ) -> Launch:
-    return Launch(
+    """:func:`ktriage.ops.recipe.launch_from_values` (the one way a launch is built from its values, the
+    catalog recipes' too) in the cases' short form: positional, the meta as keywords."""
+    return launch_from_values(
         name=name,
         source=source,
         package=package,
-        args=tuple(args),
+        args=args,
         target=target,
         grid=grid,
         num_warps=num_warps,

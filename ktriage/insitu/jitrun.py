@@ -36,9 +36,10 @@ import traceback
 from typing import Any, TypedDict
 
 if __package__:
-    from ktriage.insitu import fakedriver, ptxas_capture, worker
+    from ktriage.insitu import fakedriver, launch_hook, ptxas_capture, worker
 else:
     import fakedriver  # type: ignore[import-not-found,no-redef]
+    import launch_hook  # type: ignore[import-not-found,no-redef]
     import ptxas_capture  # type: ignore[import-not-found,no-redef]
     import worker  # type: ignore[import-not-found,no-redef]
 
@@ -85,34 +86,8 @@ def encode(value: Any) -> Any:
         return encode(getattr(value, "value", None))
     dtype_name = getattr(value, "name", None)
     if type(value).__module__.startswith("triton.language") and isinstance(dtype_name, str):
-        return {"tl": _tl_attribute(value)}
+        return {"tl": launch_hook.tl_attribute(value)}
     return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
-
-
-def _tl_attribute(dtype: Any) -> str:
-    """The ``triton.language`` attribute name of a dtype object (``tl.float32`` -> "float32")."""
-    import triton.language as tl
-
-    for attr in (
-        "float32",
-        "float16",
-        "bfloat16",
-        "float64",
-        "int1",
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float8e4nv",
-        "float8e5",
-    ):
-        if getattr(tl, attr, None) == dtype:
-            return attr
-    return str(dtype.name)
 
 
 class Launch(TypedDict, total=False):

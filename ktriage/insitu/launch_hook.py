@@ -142,6 +142,20 @@ _TL_DTYPES = (
     "float8e4nv",
     "float8e5",
 )
+
+
+def tl_attribute(dtype: Any) -> str:
+    """The ``triton.language`` attribute name of a Triton dtype object (``tl.float32`` -> "float32"), its
+    ``.name`` when none matches: how a recorded launch writes a dtype value (``{"tl": name}``), here and
+    in jitrun.py / launch_spec.py, which import it (this module imports no sibling, see the module doc)."""
+    import triton.language as tl
+
+    for attr in _TL_DTYPES:
+        if getattr(tl, attr, None) == dtype:
+            return attr
+    return str(dtype.name)
+
+
 # Top-level packages whose modules are never snapshotted (the toolchain provides them, or no kernel lives there).
 _NOT_SNAPSHOTTED = {"triton", "torch", "numpy", "builtins", "_ktriage_launch_hook", "ktriage"}
 
@@ -767,12 +781,7 @@ def describe(value: Any) -> Any:
     if type(value).__name__ == "constexpr":
         return describe(getattr(value, "value", None))
     if type(value).__module__.startswith("triton.language") and isinstance(getattr(value, "name", None), str):
-        import triton.language as tl
-
-        for attr in _TL_DTYPES:
-            if getattr(tl, attr, None) == value:
-                return {"tl": attr}
-        return {"tl": str(value.name)}
+        return {"tl": tl_attribute(value)}
     return {"unsupported": f"{type(value).__name__}: {value!r}"[:200]}
 
 

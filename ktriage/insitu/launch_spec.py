@@ -29,11 +29,12 @@ import traceback
 from typing import Any, TypedDict
 
 if __package__:
-    from ktriage.insitu import fakedriver, jitrun
+    from ktriage.insitu import fakedriver, jitrun, launch_hook
     from ktriage.insitu import worker as _worker
 else:
     import fakedriver  # type: ignore[import-not-found,no-redef]
     import jitrun  # type: ignore[import-not-found,no-redef]
+    import launch_hook  # type: ignore[import-not-found,no-redef]
     import worker as _worker  # type: ignore[import-not-found,no-redef]
 
 
@@ -122,7 +123,7 @@ def _plain(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if type(value).__module__.startswith("triton.language") and isinstance(getattr(value, "name", None), str):
-        return "tl." + jitrun._tl_attribute(value)
+        return "tl." + launch_hook.tl_attribute(value)
     raise ValueError(f"a constant ktriage cannot write in a spec: {type(value).__name__} {value!r}")
 
 

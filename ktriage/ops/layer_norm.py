@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from ktriage.ops import liger, tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.operator import Kernels, Knob, Operator
+from ktriage.ops.operator import Kernels, Knob, Operator, row_activation_bytes
 from ktriage.ops.recipe import TL_DTYPE, launch_from_values
 from ktriage.ops.tutorial_params import layer_norm_launch, next_power_of_2
 from ktriage.spec.launch import Launch
@@ -171,15 +171,15 @@ def tutorial_recipe(
         ("eps", 1e-5),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
     ]
-    return launch_from_values(
+    return tutorial.row_launch(
+        op=op,
         name=f"{op}.fwd[M={m},N={n}]",
         source=tutorial.source("layer_norm.py", "layer_norm_fwd_kernel"),
-        package=None,
+        case=case,
+        dtype=dtype,
         args=args,
         target=target,
-        grid=p["grid"],
-        num_warps=p["num_warps"],
-        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+        params=p,
     )
 
 
@@ -195,11 +195,6 @@ def flops(f: Mapping[str, int], mode: str, e: int) -> int:
     w*dy 1, the two row sums 3, dx 4, dw and db accumulation 3)."""
     n = f["M"] * f["N"]
     return {"fwd": 7 * n, "bwd": 13 * n, "fwd_bwd": 20 * n}[mode]
-
-
-def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
-    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
-    return f["M"] * f["N"] * e
 
 
 OP = Operator(
@@ -245,5 +240,5 @@ OP = Operator(
     module="ktriage.workload.ops.layer_norm",
     bytes_moved=bytes_moved,
     flops=flops,
-    largest_tensor=largest_tensor,
+    largest_tensor=row_activation_bytes,
 )

@@ -33,6 +33,12 @@ Metric = Callable[[Mapping[str, int], str, int], int]
 """(input facts, mode, element bytes) -> bytes moved, flops or the largest tensor's bytes of one call."""
 
 
+def row_activation_bytes(f: Mapping[str, int], mode: str, e: int) -> int:
+    """``largest_tensor`` of the row-wise ops over an (M, N) activation (layer_norm, rms_norm, softmax):
+    x, dy, dx and y have that one shape, so M*N*e in every mode. One function, so the ops cannot drift."""
+    return f["M"] * f["N"] * e
+
+
 @dataclass(frozen=True)
 class Knob:
     """One tunable block-size constexpr: its allowed values and why they are the allowed ones.

@@ -18,11 +18,10 @@ run only for N <= 256 with M >= 32768).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 from ktriage.ops import liger
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.operator import Kernels, Operator
+from ktriage.ops.operator import Kernels, Operator, row_activation_bytes
 from ktriage.ops.recipe import TL_DTYPE, launch_from_values
 from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
@@ -120,11 +119,6 @@ def liger_recipe(
     )
 
 
-def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
-    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
-    return f["M"] * f["N"] * e
-
-
 OP = Operator(
     name="rms_norm",
     sweep=inputs,
@@ -144,5 +138,5 @@ OP = Operator(
             default_dtype="fp32",
         ),
     ),
-    largest_tensor=largest_tensor,
+    largest_tensor=row_activation_bytes,
 )

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
-from ktriage.ops.operator import Kernels, Operator
-from ktriage.ops.recipe import launch_from_values
+from ktriage.ops.operator import Kernels, Operator, row_activation_bytes
 from ktriage.ops.tutorial_params import softmax_launch
 from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
@@ -33,21 +30,16 @@ def recipe(
         ("n_cols", n),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
     ]
-    return launch_from_values(
+    return tutorial.row_launch(
+        op=op,
         name=f"{op}.fwd[M={m},N={n}]",
         source=SOURCE,
-        package=None,
+        case=case,
+        dtype=dtype,
         args=args,
         target=target,
-        grid=p["grid"],
-        num_warps=p["num_warps"],
-        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+        params=p,
     )
-
-
-def largest_tensor(f: Mapping[str, int], mode: str, e: int) -> int:
-    """The (M, N) activation (x, dy, dx, y alike): M*N*e."""
-    return f["M"] * f["N"] * e
 
 
 OP = Operator(
@@ -65,5 +57,5 @@ OP = Operator(
             default_dtype="fp32",
         ),
     ),
-    largest_tensor=largest_tensor,
+    largest_tensor=row_activation_bytes,
 )

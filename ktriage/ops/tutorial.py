@@ -7,9 +7,14 @@ The recipes are with their operators (``vector_add.py``, ``softmax.py``, ``layer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ktriage.ops.inputs import InputCase
+from ktriage.ops.recipe import launch_from_values
+from ktriage.ops.tutorial_params import RowLaunch
+from ktriage.spec.launch import Launch
 
 # The kernel files stay in ktriage/catalog/kernels/ (their bytes are hashed into spec keys, and their
 # wrappers import ktriage.catalog.kernels._params); recipes only name them by path, never import them.
@@ -24,6 +29,32 @@ def source(file: str, fn: str) -> str:
 
 def meta(op: str, case: InputCase, dtype: str, **extra: object) -> dict[str, object]:
     return {"op": op, "mode": "fwd", "input_id": case.id, "shape": dict(case.facts), "dtype": dtype, **extra}
+
+
+def row_launch(
+    *,
+    op: str,
+    name: str,
+    source: str,
+    case: InputCase,
+    dtype: str,
+    args: Sequence[tuple[str, Any]],
+    target: str,
+    params: RowLaunch,
+) -> Launch:
+    """The launch of a one-tile-per-program tutorial kernel (vector_add, softmax, layer_norm): its grid,
+    warps and BLOCK_SIZE are ``params`` (tutorial_params, as the kernel's own wrapper launches it), it
+    has no package, and its meta records the tile. One function, so the recipes launch alike."""
+    return launch_from_values(
+        name=name,
+        source=source,
+        package=None,
+        args=args,
+        target=target,
+        grid=params["grid"],
+        num_warps=params["num_warps"],
+        meta=meta(op, case, dtype, BLOCK_SIZE=params["BLOCK_SIZE"]),
+    )
 
 
 def description(what: str) -> str:

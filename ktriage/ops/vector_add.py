@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from ktriage.ops import tutorial
 from ktriage.ops.inputs import InputCase
 from ktriage.ops.operator import Kernels, Operator
-from ktriage.ops.recipe import launch_from_values
 from ktriage.ops.tutorial_params import vector_add_launch
 from ktriage.spec.launch import Launch
 from ktriage.spec.specialize import Constexpr as C
@@ -36,15 +35,15 @@ def recipe(
         ("n_elements", n),
         ("BLOCK_SIZE", C(p["BLOCK_SIZE"])),
     ]
-    return launch_from_values(
+    return tutorial.row_launch(
+        op=op,
         name=f"{op}.fwd[N={n}]",
         source=SOURCE,
-        package=None,
+        case=case,
+        dtype=dtype,
         args=args,
         target=target,
-        grid=p["grid"],
-        num_warps=p["num_warps"],
-        meta=tutorial.meta(op, case, dtype, BLOCK_SIZE=p["BLOCK_SIZE"]),
+        params=p,
     )
 
 

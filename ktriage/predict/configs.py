@@ -50,7 +50,7 @@ from typing import Any
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch, throughput
-from ktriage.predict.facts import facts_from_resources
+from ktriage.predict.facts import element_bytes, facts_from_resources
 from ktriage.predict.model import Params, breakdown, load_params, profile
 from ktriage.schema.jsontypes import JSONObject
 
@@ -64,23 +64,6 @@ SPILL_COST_BYTES = 1024
 # Bytes of loads in flight per SM that hide DRAM latency on Hopper (Little's law: ~4.8 TB/s x ~700 ns
 # / 132 SMs is ~25 KB; rounded up). Used when the tile size is known from BLOCK constexprs.
 DEFAULT_SATURATION_BYTES = 32 * 1024
-_DTYPE_BYTES = {
-    "fp64": 8,
-    "i64": 8,
-    "u64": 8,
-    "fp32": 4,
-    "i32": 4,
-    "u32": 4,
-    "tf32": 4,
-    "fp16": 2,
-    "bf16": 2,
-    "i16": 2,
-    "u16": 2,
-    "i8": 1,
-    "u8": 1,
-    "fp8": 1,
-    "i1": 1,
-}
 _BLOCK_NAME = {axis: re.compile(rf"^(BLOCK_SIZE_|BLOCK_|TILE_|B){axis}$") for axis in "MNK"}
 
 
@@ -386,7 +369,4 @@ def dtype_bytes(dtype: str) -> int:
     name = dtype.lower().lstrip("*").removeprefix("torch.").replace("bfloat", "bf").replace("float", "fp")
     name = name.replace("int", "i")
     name = {"half": "fp16", "double": "fp64", "long": "i64", "bool": "i1"}.get(name, name)
-    for prefix, size in _DTYPE_BYTES.items():
-        if name.startswith(prefix):
-            return size
-    return 4
+    return element_bytes(name)

@@ -244,11 +244,13 @@ def _tensor_sizes(signature: Mapping[str, str], label: str) -> list[int]:
             count = math.prod(int(d) for d in dims.split("x"))
         except ValueError:
             continue
-        sizes.append(count * _elt_bytes(ty[1:]))
+        sizes.append(count * element_bytes(ty[1:]))
     return sizes
 
 
-def _elt_bytes(dtype: str) -> int:
+def element_bytes(dtype: str) -> int:
+    """Bytes per element of a Triton dtype name (``fp16``, ``fp8e4nv``, ``i32``), by prefix; 4 when unknown.
+    The one table of the cost model (configs.dtype_bytes reads torch names through it too)."""
     return next((size for prefix, size in _ELT_BYTES.items() if dtype.startswith(prefix)), 4)
 
 
@@ -262,7 +264,7 @@ def _catalog_data_bytes(meta: Mapping[str, Any]) -> int | None:
     if operator is None or operator.largest_tensor is None:
         return None
     try:
-        size = operator.largest_tensor({str(k): int(v) for k, v in shape.items()}, mode, _elt_bytes(str(dtype)))
+        size = operator.largest_tensor({str(k): int(v) for k, v in shape.items()}, mode, element_bytes(str(dtype)))
     except (KeyError, TypeError, ValueError):
         return None
     return size if size > 0 else None
