@@ -28,10 +28,9 @@ from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.gpus import GPUS_HELP
+from ktriage.report.bench import BenchRenders
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ktriage.ops.inputs import InputCase
     from ktriage.schema.jsontypes import JSONObject
     from ktriage.workload.bundles.format import Bundle
@@ -44,7 +43,7 @@ DEFAULT_METRICS = "latency,speedup,accuracy"
 
 
 @dataclass(frozen=True)
-class BenchReport:
+class BenchReport(BenchRenders):
     """An operator bench: what was asked (op, pass, precision, baseline, metrics), the bundle built
     or read, and, unless ``compile_only``, the run and its cells (every sample kept). The renderers
     are the ones ``ktriage bench`` writes with (the .csv/.md table, the .json results file)."""
@@ -60,41 +59,18 @@ class BenchReport:
     cells: list[Cell] = field(default_factory=list)
     # the toolchains' records (Toolchain.to_json), as the bundle keeps them
     toolchains: list[JSONObject] = field(default_factory=list)
+    measure_hint = "measure the bundle: bench(bundle=..., op=...)"
 
     @property
     def title(self) -> str:
         return f"{self.op} {self.mode} ({self.precision})"
 
-    def _rows(self) -> list[dict[str, str]]:
+    def table_rows(self) -> list[dict[str, str]]:
         from ktriage.report.bench import results_table
         from ktriage.workload.ops.opdef import bench_op
 
         labels = {str(t["id"]): str(t.get("spec") or t["id"]) for t in self.toolchains}
         return results_table(self.cells, bench_op(self.op), self.baseline, self.metrics, labels)
-
-    def to_csv(self) -> str:
-        from ktriage.report.bench import to_csv
-
-        return to_csv(self._rows())
-
-    @markdown_writer
-    def to_markdown(self) -> str:
-        from ktriage.report.bench import to_markdown
-
-        return to_markdown(self._rows(), self.title)
-
-    def json_text(self) -> str:
-        """The results file (``ktriage compare`` reads it): every cell with its raw samples."""
-        from ktriage.report.bench import to_json
-
-        if self.run is None:
-            raise KtriageError("a compile-only bench measured nothing", "measure the bundle: bench(bundle=..., op=...)")
-        return to_json(self.run, self.cells)
-
-    def print_table(self, console: Console) -> None:
-        from ktriage.report.bench import print_table
-
-        print_table(self._rows(), console, title=self.title)
 
     @markdown_writer
     def verdicts_markdown(self) -> str:

@@ -27,10 +27,9 @@ from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.record.workload import is_workload_path as is_workload_path  # ktriage.api.is_workload_path
 from ktriage.record.workload import refuse_trace_name
+from ktriage.report.bench import BenchRenders
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ktriage.workload.recorded.bundle import RecordedBundle
 
 Say = Callable[[str], None]
@@ -38,7 +37,7 @@ __all__ = ["RecordedBenchReport", "bench_recorded"]
 
 
 @dataclass(frozen=True)
-class RecordedBenchReport:
+class RecordedBenchReport(BenchRenders):
     """A recorded workload's bench: the bundle compiled or read, and, unless ``compile_only``, the
     run and its cells (one per kernel input and toolchain, every sample kept). The renderers are
     ``ktriage bench W.json``'s; :meth:`verdicts_markdown` compares the toolchains (more than one)."""
@@ -48,41 +47,16 @@ class RecordedBenchReport:
     toolchains: list[str]  # ids, the reference first
     run: RunInfo | None = None  # None: compile_only (nothing measured)
     cells: list[Cell] = field(default_factory=list)
+    measure_hint = "measure the bundle: bench_recorded(bundle=...)"
 
     @property
     def title(self) -> str:
         return f"{self.name} (recorded workload)"
 
-    def _rows(self) -> list[dict[str, str]]:
+    def table_rows(self) -> list[dict[str, str]]:
         from ktriage.bench.recorded import summary_rows
 
         return summary_rows(self.cells, self.toolchains[0] if self.toolchains else None)
-
-    def to_csv(self) -> str:
-        from ktriage.report.bench import to_csv
-
-        return to_csv(self._rows())
-
-    @markdown_writer
-    def to_markdown(self) -> str:
-        from ktriage.report.bench import to_markdown
-
-        return to_markdown(self._rows(), self.title)
-
-    def json_text(self) -> str:
-        """The results file (``ktriage compare`` reads it): every cell with its raw samples."""
-        from ktriage.report.bench import to_json
-
-        if self.run is None:
-            raise KtriageError(
-                "a compile-only bench measured nothing", "measure the bundle: bench_recorded(bundle=...)"
-            )
-        return to_json(self.run, self.cells)
-
-    def print_table(self, console: Console) -> None:
-        from ktriage.report.bench import print_table
-
-        print_table(self._rows(), console, title=self.title)
 
     @markdown_writer
     def verdicts_markdown(self) -> str:

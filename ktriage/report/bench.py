@@ -112,3 +112,39 @@ def print_table(rows: list[dict[str, str]], console: Console, title: str) -> Non
     for r in rows:
         table.add_row(*(escape(r.get(c, "-")) for c in columns))
     console.print(table)
+
+
+class BenchRenders:
+    """The writers every bench report shares: the results table printed, as CSV and as markdown, and the
+    results file. One home, so ``ktriage bench --op`` and ``ktriage bench W.json`` cannot drift in what
+    ``-o r.csv``, ``-o r.md`` and ``-o r.json`` write. A report (a dataclass) has the run and cells, and
+    supplies its rows, title and the call that measures it (for the compile-only refusal)."""
+
+    run: RunInfo | None
+    cells: list[Cell]
+    measure_hint = "measure the bundle"
+
+    @property
+    def title(self) -> str:
+        raise NotImplementedError
+
+    def table_rows(self) -> list[dict[str, str]]:
+        raise NotImplementedError
+
+    def print_table(self, console: Console) -> None:
+        print_table(self.table_rows(), console, title=self.title)
+
+    def to_csv(self) -> str:
+        return to_csv(self.table_rows())
+
+    @markdown_writer
+    def to_markdown(self) -> str:
+        return to_markdown(self.table_rows(), self.title)
+
+    def json_text(self) -> str:
+        """The results file (``ktriage compare`` reads it): every cell with its raw samples."""
+        from ktriage.errors import KtriageError
+
+        if self.run is None:
+            raise KtriageError("a compile-only bench measured nothing", self.measure_hint)
+        return to_json(self.run, self.cells)
