@@ -126,12 +126,23 @@ class Cluster:
     workers: dict[str, int] = field(default_factory=dict)  # name -> node manager port
     worker_args: dict[str, list[str]] = field(default_factory=dict)
 
-    def start_worker(self, name: str, *extra: str) -> None:
-        ports = node_ports()
-        args = ["start", "--address", self.address, "--num-cpus", "1", *ports.args, "--disable-usage-stats", *extra]
-        _run_ray(args, self.env)
-        self.workers[name] = ports.node_manager
-        self.worker_args[name] = list(extra)
+    def start_worker(self, name: str, *extra: str, attempts: int = 3) -> None:
+        """``ray start`` a worker node. Ray gives a starting raylet a fixed 30 s to register with the GCS; on a
+        2-core CI machine whose other test worker is compiling, one start missed it ("The current node timed
+        out during startup") and every cluster test errored at setup. A missed start's processes are killed
+        (they could register later as a node nobody counts) and the node starts again on fresh ports."""
+        failures = []
+        for _ in range(attempts):
+            ports = node_ports()
+            args = ["start", "--address", self.address, "--num-cpus", "1", *ports.args, "--disable-usage-stats", *extra]
+            proc = _ray(args, self.env)
+            if proc.returncode == 0:
+                self.workers[name] = ports.node_manager
+                self.worker_args[name] = list(extra)
+                return
+            failures.append(_failure(args, proc))
+            _kill([d for pid in _pids_with(f"--node_manager_port={ports.node_manager}") for d in _descendants(pid)])
+        raise AssertionError(f"worker {name}: {attempts} starts failed; the last:\n{failures[-1]}")
 
     def raylet_pid(self, name: str) -> int:
         port = self.workers[name]
@@ -161,9 +172,17 @@ class Cluster:
         return out
 
 
+def _ray(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(RAY), *args], env=env, capture_output=True, text=True, timeout=180)
+
+
+def _failure(args: list[str], proc: subprocess.CompletedProcess[str]) -> str:
+    return f"ray {' '.join(args[:3])} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+
+
 def _run_ray(args: list[str], env: dict[str, str]) -> None:
-    proc = subprocess.run([str(RAY), *args], env=env, capture_output=True, text=True, timeout=180)
-    assert proc.returncode == 0, f"ray {' '.join(args[:3])} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    proc = _ray(args, env)
+    assert proc.returncode == 0, _failure(args, proc)
 
 
 def load_bisect_fixtures():  # type: ignore[no-untyped-def]
