@@ -119,7 +119,7 @@ def bench(
     toolchains: Sequence[str] = (),
     compile_only: bool = False,
     bundle: str | Path | None = None,
-    arch: str = "sm_90",
+    arch: str | None = None,
     sm_count: int | None = None,
     results_path: str | Path | None = None,
     db: str | None = None,
@@ -157,7 +157,7 @@ def bench(
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
-    arch = args.arch(arch)
+    arch = args.arch(arch) if arch is not None else None  # None: sm_90 to compile, a bundle's own to measure
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     from ktriage.workload.ops.opdef import bench_op, check_mode, resolve_precision, select_op_inputs
@@ -212,7 +212,18 @@ def bench(
     records: list[JSONObject] = []
     if toolchains:
         loaded, records = _compile_bundle(
-            op, mode_name, cases, toolchains, artifact, bundle, arch, sm_count, prec, jobs, compile_timeout, tell
+            op,
+            mode_name,
+            cases,
+            toolchains,
+            artifact,
+            bundle,
+            arch or "sm_90",
+            sm_count,
+            prec,
+            jobs,
+            compile_timeout,
+            tell,
         )
     elif loaded is not None:
         records = list(loaded.toolchains.values())
@@ -221,7 +232,7 @@ def bench(
                 f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode_name}",
                 "pass the op and pass of the bundle, or build a new one with --toolchain",
             )
-        _refuse_other_build(loaded, prec if precision is not None else None, sm_count)
+        _refuse_other_build(loaded, prec if precision is not None else None, sm_count, arch)
         bundle_ids = {c.id for c in loaded.input_cases()}
         cases = [c for c in cases if c.id in bundle_ids]
         if not cases:
@@ -259,17 +270,18 @@ def bench(
     return BenchReport(op, mode_name, prec, base, wanted_metrics, done.bundle, plan, run, cells, records)
 
 
-def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | None) -> None:
+def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | None, arch: str | None = None) -> None:
     """A bundle is measured as it was compiled: its kernels' pointer types are the precision's and its
     grids the SM count's. ``--precision`` other than the bundle's was taken: the replay's tensors then
     do not match the kernels' specs, which the GPU worker finds only at each kernel's first launch
-    (``check_args``); ``--sm-count`` was dropped without a word. Refused here, on any machine, before
-    a worker starts."""
+    (``check_args``); ``--sm-count`` and ``--arch`` were dropped without a word (the cubins are the
+    bundle's target's). Refused here, on any machine, before a worker starts."""
     given = [
         (flag, value, built)
         for flag, value, built in (
             ("--precision", precision, loaded.precision),
             ("--sm-count", sm_count, loaded.sm_count),
+            ("--arch", arch, loaded.target),
         )
         if value is not None and value != built
     ]

@@ -79,7 +79,7 @@ def bench_recorded(
     kernels: Sequence[str] | None = None,
     inputs: Sequence[str] | None = None,
     compile_only: bool = False,
-    arch: str = "sm_90",
+    arch: str | None = None,
     results_path: str | Path | None = None,
     db: str | None = None,
     timing: str = "auto",
@@ -109,7 +109,7 @@ def bench_recorded(
     inputs = args.texts(inputs, "inputs", "--input", numbers=True) or None
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
-    arch = args.arch(arch)
+    arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
     bundle = Path(bundle) if bundle is not None else None
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(bundle, "bundle (--bundle)", folder=True)
@@ -161,7 +161,7 @@ def _compile(
     kernels: Sequence[str] | None,
     inputs: Sequence[str] | None,
     bundle: Path | None,
-    arch: str,
+    arch: str | None,
     jobs: int | None,
     compile_timeout: float,
     say: Say,
@@ -179,7 +179,7 @@ def _compile(
 
     wl = load_workload(workload).require_kernels(workload)
     targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
-    if targets and arch not in targets:
+    if arch is not None and targets and arch not in targets:
         raise KtriageError(
             f"--arch {arch} does not apply to {workload}: it was recorded on {', '.join(targets)}",
             "drop --arch (the workload's kernels are compiled for the GPU they were recorded on)",

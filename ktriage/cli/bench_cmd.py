@@ -39,7 +39,7 @@ def bench(
     toolchain: o.Toolchain = None,
     compile_only: o.CompileOnly = False,
     bundle: o.Bundle = None,
-    arch: o.Arch = "sm_90",
+    arch: o.Arch = None,
     sm_count: o.SmCount = None,
     fmt: o.Fmt = Format.table,
     csv_out: o.CsvOut = False,

@@ -78,7 +78,13 @@ Bundle = Annotated[
     typer.Option("--bundle", help="Bundle directory: written by --compile-only, read on the GPU machine."),
 ]
 
-Arch = Annotated[str, arch_option("Target of the compiled kernels (the GPU machine's).")]
+Arch = Annotated[
+    str | None,
+    arch_option(
+        "Target of the compiled kernels (the GPU machine's). Default: sm_90 for an op, the recorded GPU's for a "
+        "workload; measuring a bundle, the bundle's own (another is refused)."
+    ),
+]
 
 SmCount = Annotated[
     int | None, typer.Option("--sm-count", help="SM count the library would see (default: the arch's usual GPU).")

@@ -44,7 +44,7 @@ def bench_workload(
     kernels: list[str] | None,
     inputs: list[str] | None,
     compile_only: bool,
-    arch: str,
+    arch: str | None,
     fmt: Format,
     outputs: list[Path],
     console: Console,

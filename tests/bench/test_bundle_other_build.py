@@ -26,6 +26,8 @@ def test_a_precision_or_sm_count_other_than_the_bundles_is_refused(run_cli: RunC
     for given, holds in (
         (["--precision", "bf16"], "--precision fp32, not --precision bf16"),
         (["--sm-count", "114"], "--sm-count 132, not --sm-count 114"),
+        # --arch was dropped too: the bundle's cubins are sm_90's whatever --arch says
+        (["--arch", "sm_80"], "--arch sm_90, not --arch sm_80"),
         (
             ["--precision", "bf16", "--sm-count", "114"],
             "--precision fp32, --sm-count 132, not --precision bf16, --sm-count 114",
@@ -36,5 +38,19 @@ def test_a_precision_or_sm_count_other_than_the_bundles_is_refused(run_cli: RunC
         assert r.problem == f"bundle {bundle} was compiled with {holds}", r.err_text
         assert r.fix is not None and "--compile-only --bundle DIR" in r.fix, r.err_text
     # the bundle's own values are no mismatch: the run gets past the check (to the GPU, or its absence)
-    same = run_cli(["bench", "--bundle", str(bundle), "--precision", "fp32", "--sm-count", "132", "--max-time", "1"])
+    same = run_cli(
+        [
+            "bench",
+            "--bundle",
+            str(bundle),
+            "--precision",
+            "fp32",
+            "--sm-count",
+            "132",
+            "--arch",
+            "90",
+            "--max-time",
+            "1",
+        ]
+    )
     assert "was compiled with" not in same.err_text, same.err_text
