@@ -99,6 +99,7 @@ def tune(
     spelling ``--arch`` does."""
     from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
     from ktriage.compile.remote import ClusterCompiler
+    from ktriage.execute.base import remote_label
     from ktriage.execute.select import remote_executor
     from ktriage.record.workload import is_workload_path
     from ktriage.spec.model import input_label
@@ -169,8 +170,9 @@ def tune(
     notes: list[tuple[str, str]] = []
     with progress.task("compiling candidates") as step:
         executor = remote_executor(cluster)
-        if executor is not None and executor.remote:
-            step.say(f"on {getattr(executor, 'label', executor.name)}")
+        where = remote_label(executor)
+        if where:
+            step.say(f"on {where}")
         with ClusterCompiler(jobs=jobs, timeout_s=compile_timeout, executor=executor) as compiler:
             results = [
                 screen(

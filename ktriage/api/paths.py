@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from ktriage.errors import KtriageError
@@ -54,17 +55,23 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
         raise KtriageError(f"{option} {path}: cannot write in {where}: {exc.strerror or exc}", fix) from None
 
 
+def _file_head(path: Path) -> bytes | None:
+    """The first 4 KB of the file at ``path`` (what tells a file's kind); None when there is no readable
+    file there (check_writable says what is wrong with the path)."""
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            return fh.read(4096)
+    except OSError:
+        return None
+
+
 def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None:
     """Refuse to overwrite an existing file that is not ``what`` (its first 4 KB lack ``marker``): a
     mistyped ``-o results.json`` must not destroy a results file with a workload."""
-    try:
-        if not path.is_file():
-            return
-        with path.open("rb") as fh:
-            head = fh.read(4096)
-    except OSError:
-        return  # check_writable says what is wrong with the path
-    if marker not in head:
+    head = _file_head(path)
+    if head is not None and marker not in head:
         raise KtriageError(
             f"{option} {path} exists and is not {what}: it would be overwritten",
             f"give a new file name, or remove {path} first",
@@ -94,24 +101,14 @@ def data_kind(head: bytes) -> str | None:
     return next((kind for kind, pattern in _DATA_KINDS if pattern.match(text)), None)
 
 
-def existing_data_kind(path: Path) -> str | None:
-    """:func:`data_kind` of the file at ``path``; None when there is no readable file there."""
-    try:
-        if not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            return data_kind(fh.read(4096))
-    except OSError:
-        return None  # check_writable says what is wrong with the path
-
-
-def check_not_data(path: Path, option: str, *, writes: str | None = None) -> None:
-    """Refuse to replace ``path`` when it holds ktriage data (:func:`data_kind`) of another kind than
-    ``writes`` (the kind of the text about to be written; None: a report). Why: ``-o`` replaced
-    whatever it named without a word, so ``triage ... -o run.json`` destroyed a results file measured
-    on a GPU. Reports are replaced, as a nightly rewriting ``reports/triage.md`` must."""
-    kind = existing_data_kind(path)
-    if kind is not None and kind != writes:
+def check_not_data(path: Path, option: str, *, allowed: Collection[str | None] = ()) -> None:
+    """Refuse to replace ``path`` when it holds ktriage data (:func:`data_kind`) of a kind not in
+    ``allowed`` (the kinds the command writes there). Why: ``-o`` replaced whatever it named without a
+    word, so ``triage ... -o run.json`` destroyed a results file measured on a GPU. Reports are replaced,
+    as a nightly rewriting ``reports/triage.md`` must."""
+    head = _file_head(path)
+    kind = data_kind(head) if head is not None else None
+    if kind is not None and kind not in allowed:
         raise KtriageError(
             f"{option} {path} exists and is {kind}: the report would replace it",
             f"write the report to another file, e.g. {option} {path.with_name(path.stem + '-report' + path.suffix)}",

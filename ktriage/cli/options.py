@@ -35,7 +35,7 @@ import typer
 
 from ktriage.api.paths import RESULTS_FILE as RESULTS_FILE
 from ktriage.api.paths import WORKLOAD as WORKLOAD
-from ktriage.api.paths import check_not_data, data_kind, existing_data_kind
+from ktriage.api.paths import check_not_data, data_kind
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
@@ -401,8 +401,8 @@ def check_outputs(
                 f"write the report to another file, e.g. -o {path.with_name(path.stem + '-report' + path.suffix)}",
             )
         check_writable(path)
-        if writes is not None and existing_data_kind(path) not in (None, *writes):
-            check_not_data(path, "--output")
+        if writes is not None:
+            check_not_data(path, "--output", allowed=writes)
 
 
 def write_outputs(
@@ -423,7 +423,7 @@ def write_outputs(
         suffix = output_suffix(path)
         if suffix not in rendered:
             rendered[suffix] = writers[suffix]()
-        check_not_data(path, "--output", writes=data_kind(rendered[suffix][:4096].encode()))
+        check_not_data(path, "--output", allowed=(data_kind(rendered[suffix][:4096].encode()),))
     for path in paths:
         suffix = output_suffix(path)
         verb = "overwrote" if (path in existed if existed is not None else path.is_file()) else "wrote"

@@ -159,3 +159,12 @@ class LocalExecutor:
 def _error_text(exc: BaseException) -> str:
     last = traceback.format_exception_only(type(exc), exc)
     return "".join(last).strip()
+
+
+def remote_label(executor: Executor | None) -> str | None:
+    """Where jobs go when they leave this machine, for progress lines (a cluster executor's ``label``,
+    e.g. the Ray cluster ``--cluster auto`` joined); None for this machine's own pool."""
+    if executor is None or not executor.remote:
+        return None
+    label = getattr(executor, "label", None)
+    return str(label) if label else executor.name

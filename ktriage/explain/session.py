@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ktriage import progress
 from ktriage.compile.remote import ClusterCompiler
-from ktriage.execute.base import Executor
+from ktriage.execute.base import Executor, remote_label
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import Finding, FindingGroup, collect_findings, group_findings
 from ktriage.explain.fixes import Fix, suggest_fixes
@@ -47,7 +47,7 @@ class Explained:
 
 def compiling_label(executor: Executor | None) -> str:
     """The compile step's progress line: where the compiles go when they leave this machine."""
-    where = getattr(executor, "label", None) if executor is not None and executor.remote else None
+    where = remote_label(executor)
     return f"compiling on {where}" if where else "compiling"
 
 

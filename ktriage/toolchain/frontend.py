@@ -116,24 +116,8 @@ def frontend_problem(root: Path) -> str | None:
     """What keeps the frontend at ``root`` from loading, as the end of a sentence about it, or None
     when it loads. Why: a toolchain whose virtualenv is there but incomplete (a build killed before
     its ``frontend.json``, files removed) was reported as "gone", and listed as if it worked."""
-    if _load(root) is not None:
-        return None
-    if not root.is_dir():
-        return "is gone"
-    marker = root / MARKER
-    if not marker.is_file():
-        return f"is incomplete: it has no {MARKER} (its build was interrupted)"
-    raw = read_json(marker)
-    try:
-        data = msgspec.convert(raw, FrontendMarker) if raw is not None else None
-    except msgspec.ValidationError:
-        data = None
-    if data is None:
-        return f"is damaged: its {MARKER} cannot be read"
-    python = Path(data.python) if data.kind == "host" and data.python is not None else root / "bin" / "python"
-    if not python.exists():
-        return f"is damaged: its interpreter {python} is missing"
-    return f"is damaged: its Triton's bundled ptxas {root / data.tools_dir / 'ptxas'} is missing"
+    found = _inspect(root)
+    return found if isinstance(found, str) else None
 
 
 def _build(spec: ToolchainSpec, key: str, sha: str | None, root: Path, progress: Progress) -> Frontend:
@@ -328,18 +312,27 @@ def _probe_host(python: Path) -> JSONObject:
 
 
 def _load(root: Path) -> Frontend | None:
+    found = _inspect(root)
+    return found if isinstance(found, Frontend) else None  # damaged or incomplete: treat as not built
+
+
+def _inspect(root: Path) -> Frontend | str:
+    """The frontend at ``root``, or what keeps it from loading (:func:`frontend_problem`): one chain of
+    checks for loading and for saying why not."""
     try:
         st = (root / MARKER).stat()
     except OSError:
-        return None
+        return "is gone" if not root.is_dir() else f"is incomplete: it has no {MARKER} (its build was interrupted)"
     data = _parse_marker(str(root), st.st_mtime_ns, st.st_size)
     if data is None:
-        return None
+        return f"is damaged: its {MARKER} cannot be read"
     host = data.kind == "host"
     tools = root / data.tools_dir  # absolute for a host frontend (the join keeps it)
     python = Path(data.python) if host and data.python is not None else root / "bin" / "python"
-    if not python.exists() or not (tools / "ptxas").is_file():
-        return None  # damaged: treat as not built
+    if not python.exists():
+        return f"is damaged: its interpreter {python} is missing"
+    if not (tools / "ptxas").is_file():
+        return f"is damaged: its Triton's bundled ptxas {tools / 'ptxas'} is missing"
     blackwell = tools / "ptxas-blackwell"
     nvdisasm = tools / "nvdisasm"
     return Frontend(
