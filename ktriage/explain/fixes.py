@@ -37,7 +37,7 @@ from ktriage.explain.engine import (
     SpecExplain,
     toolchain_label,
 )
-from ktriage.explain.findings import Finding, group_findings
+from ktriage.explain.findings import Finding, group_findings, kernel_name
 from ktriage.home import home_subdir
 from ktriage.predict.model import Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
@@ -299,6 +299,8 @@ class FixFinder:
         label = finding.inputs[finding.examples.index(worst)]
         for item in result.specs:
             if input_label(item.spec.meta, item.spec.name) != label:
+                continue
+            if finding.kernel and kernel_name(item.spec) != finding.kernel:  # the label of another kernel's input
                 continue
             for comparison in item.comparisons:
                 if toolchain_label(comparison.new.toolchain) == finding.toolchain:
