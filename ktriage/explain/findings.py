@@ -42,14 +42,25 @@ _BLAME = {
 }
 
 
+def kernel_name(spec: KernelSpec) -> str:
+    """The kernel a spec is an input of, as its name says it before the ``[...]`` of the input: a
+    recorded workload's ``_layer_norm_backward_kernel.K7``, a catalog op's ``liger.layer_norm.bwd``."""
+    return spec.name.split("[", 1)[0] if spec.name.endswith("]") else spec.name
+
+
 def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
     """What makes specs inputs of ONE sweep: the same kernel source, op and pass, and the same shape
     keys. Findings merge consecutive inputs only within one sweep (two kernels of a spec file, or
     a matmul next to a softmax, are never one input range)."""
     shape = spec.meta.get("shape")
     keys = ",".join(sorted(shape)) if isinstance(shape, dict) else ""
-    name = spec.name.split("[", 1)[0] if spec.name.endswith("]") else spec.name
-    return (spec.source, str(spec.meta.get("op", name)), str(spec.meta.get("mode", "")), keys)
+    return (spec.source, str(spec.meta.get("op", kernel_name(spec))), str(spec.meta.get("mode", "")), keys)
+
+
+def input_place(kernel: str, inputs: list[str]) -> str:
+    """Where a finding is: its input range, inside its kernel's name (``kernel[range]``, as the fixes
+    and bisect name a spec) where the report holds several kernels; else the range alone."""
+    return f"{kernel}[{input_range(inputs)}]" if kernel else input_range(inputs)
 
 
 def input_range(inputs: list[str]) -> str:
@@ -77,6 +88,9 @@ class Finding:
     predictions: list[Prediction | None] = field(
         default_factory=list, kw_only=True
     )  # per input: the cost model's (predicted.py)
+    # the kernel's name where the report holds several (a workload's), else "": its inputs' labels
+    # (a recorded launch's arguments) do not say which kernel they are of
+    kernel: str = field(default="", kw_only=True)
 
     @property
     def range(self) -> str:
@@ -96,7 +110,7 @@ class Finding:
         blame = _BLAME.get(self.attribution, self.attribution)
         word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
         return (
-            f"{self.range}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
+            f"{input_place(self.kernel, self.inputs)}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
             f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}."
         )
 
@@ -107,6 +121,7 @@ class Finding:
             "metric": self.metric,
             "direction": self.direction,
             "attribution": self.attribution,
+            "kernel": self.kernel,
             "range": self.range,
             "inputs": self.inputs,
             "summary": self.summary(),
@@ -147,6 +162,7 @@ def _merged_runs(
     # A run of inputs holds one reference: where the first toolchain could not compile a spec and
     # another served as reference, a finding of its own starts (and names that reference).
     same = identical_toolchains(result)  # reported once, as "identical to ..." (predicted.py)
+    several = len({kernel_name(item.spec) for item in result.specs}) > 1
     for toolchain in toolchains:
         if toolchain.id in same:
             continue
@@ -171,7 +187,8 @@ def _merged_runs(
                     or run.reference != ref_name
                     or not same_predicted_kind(run.predictions, comparison)
                 ):
-                    run = kind(name, ref_name, change.metric, direction, change.attribution)
+                    kernel = kernel_name(item.spec) if several else ""
+                    run = kind(name, ref_name, change.metric, direction, change.attribution, kernel=kernel)
                     findings.append(run)
                     open_runs[change.metric] = run
                 run.add(label, change, None if comparison is None else comparison.prediction, text)
@@ -303,7 +320,7 @@ class DetailFinding(Finding):
         word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
         where = f" ({word} at {self.inputs[worst]})" if len(self.inputs) > 1 else ""
         blame = _BLAME.get(self.attribution, self.attribution)
-        return f"{self.range}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
+        return f"{input_place(self.kernel, self.inputs)}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
 
 
 def _detail_changes(comparison: CompileDiff) -> list[tuple[Change, str, str]]:
@@ -418,6 +435,7 @@ class FindingGroup:
     reference: str
     inputs: list[str]
     findings: list[Finding] = field(default_factory=list)
+    kernel: str = ""  # as Finding.kernel
 
     @property
     def range(self) -> str:
@@ -473,7 +491,7 @@ class FindingGroup:
             if len(blames) > 1:
                 text += f" ({_SHORT_BLAME.get(f.attribution, f.attribution)})"
             parts.append(text)
-        head = f"{self.range}" + (f" ({len(self.inputs)} inputs)" if many else "")
+        head = input_place(self.kernel, self.inputs) + (f" ({len(self.inputs)} inputs)" if many else "")
         word = "worst" if self.kind == "regression" else "largest"
         tail = f" ({word} at {next(iter(spots))})" if many and not per_item else ""
         blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
@@ -490,6 +508,7 @@ class FindingGroup:
             "impact": round(self.impact, 2),
             "toolchain": self.toolchain,
             "reference": self.reference,
+            "kernel": self.kernel,
             "range": self.range,
             "inputs": self.inputs,
             "metrics": [f.metric for f in sorted(self.findings, key=_evidence_order)],
@@ -513,14 +532,14 @@ def _evidence_order(f: Finding) -> tuple[int, int]:
 
 
 def group_findings(findings: list[Finding]) -> list[FindingGroup]:
-    """The findings as bullets: one per (toolchain, reference, inputs); regressions first, by
+    """The findings as bullets: one per (toolchain, reference, kernel, inputs); regressions first, by
     impact (highest first), then improvements, then other changes, each in sweep order."""
-    groups: dict[tuple[str, str, tuple[str, ...]], FindingGroup] = {}
+    groups: dict[tuple[str, str, str, tuple[str, ...]], FindingGroup] = {}
     for f in findings:
-        key = (f.toolchain, f.reference, tuple(f.inputs))
+        key = (f.toolchain, f.reference, f.kernel, tuple(f.inputs))
         group = groups.get(key)
         if group is None:
-            group = groups[key] = FindingGroup(f.toolchain, f.reference, list(f.inputs))
+            group = groups[key] = FindingGroup(f.toolchain, f.reference, list(f.inputs), kernel=f.kernel)
         group.findings.append(f)
     order = list(groups.values())
     kind_rank = {"regression": 0, "improvement": 1, "change": 2}

@@ -37,7 +37,7 @@ from ktriage.explain.engine import (
     SpecExplain,
     toolchain_label,
 )
-from ktriage.explain.findings import Finding
+from ktriage.explain.findings import Finding, group_findings, kernel_name
 from ktriage.home import home_subdir
 from ktriage.predict.model import Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
@@ -299,6 +299,8 @@ class FixFinder:
         label = finding.inputs[finding.examples.index(worst)]
         for item in result.specs:
             if input_label(item.spec.meta, item.spec.name) != label:
+                continue
+            if finding.kernel and kernel_name(item.spec) != finding.kernel:  # the label of another kernel's input
                 continue
             for comparison in item.comparisons:
                 if toolchain_label(comparison.new.toolchain) == finding.toolchain:
@@ -620,6 +622,12 @@ def suggest_fixes(
     usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
 ) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
-    the cost model's predicted gain (largest first); fixes it cannot price keep their order, after."""
-    fixes = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, findings)
+    the cost model's predicted gain (largest first); fixes it cannot price keep their order, after.
+
+    A regression is what the report calls one: a bullet the cost model predicts slower past the gate
+    (``FindingGroup.kind``), not any metric that rose. Why: registers 39 -> 40 on a kernel predicted
+    neutral, or registers up on one predicted 14 % faster, would otherwise get maxnreg and ptxas-option
+    "fixes" (each compiled, minutes on a workload) for a change the report says needs none."""
+    regressing = [f for g in group_findings(list(findings)) if g.kind == "regression" for f in g.findings]
+    fixes = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, regressing)
     return sorted(fixes, key=lambda f: f.prediction.gain if f.prediction else math.inf)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ktriage.predict.model import Prediction, lean_text, pct
@@ -92,7 +93,11 @@ def prediction_text(predictions: Sequence[Prediction | None], inputs: Sequence[s
 def identical_toolchains(result: ExplainResult) -> dict[str, str]:
     """toolchain id -> the id of an earlier toolchain whose results equal it on every kernel (the
     same resources, occupancy and SASS: the same compiled code as far as ktriage measures it).
-    A toolchain that failed where the other compiled, or the other way round, is not identical."""
+    A toolchain that failed where the other compiled, or the other way round, is not identical.
+
+    The per-line map is left out: it says where the code came from, not what it is, and its paths into
+    Triton's own library (``tl.sum``'s ``standard.py``) lie in each release's environment, so two
+    Triton releases that emit the same cubin (3.5.0 and 3.5.1 on Liger's layer_norm bwd) never matched."""
     from ktriage.explain.engine import KernelResult
 
     same: dict[str, str] = {}
@@ -107,7 +112,7 @@ def identical_toolchains(result: ExplainResult) -> dict[str, str]:
                 if not (
                     isinstance(a, KernelResult)
                     and isinstance(b, KernelResult)
-                    and a.resources == b.resources
+                    and replace(a.resources, source_lines=()) == replace(b.resources, source_lines=())
                     and a.occupancy == b.occupancy
                 ):
                     ok = False

@@ -131,3 +131,30 @@ def test_reports_are_named_after_what_was_compiled() -> None:
     assert report_name("liger.layer_norm", bwd) == "explain-liger.layer_norm-bwd.md"
     assert report_name("tutorial.matmul", [_spec("m", mode="fwd")]) == "explain-tutorial.matmul-fwd.md"
     assert Path(report_name("a b/c.toml", fwd)).name == "explain-c.md"
+
+
+LN_BWD_4608 = "X_ptr=4096x4608,W_ptr=4608,Mean_ptr=4096,RSTD_ptr=4096,DX_ptr=4096x4608,DW_ptr=132x4608,stride_x=4608,stride_dx=4608"
+LN_FWD_1024 = (
+    "Y_ptr=4096x1024,Y_row_stride=1024,X_ptr=4096x1024,X_row_stride=1024,W_ptr=1024,W_row_stride=1,"
+    "B_row_stride=1,Mean_row_stride=1"
+)
+
+
+@pytest.mark.slow
+def test_a_workload_of_several_kernels_names_the_kernel_of_each_bullet(toolchain) -> None:
+    """The recorded TritonBench layer_norm (forward and backward kernels): an input's label is its
+    launch's arguments, which do not say which kernel it is of, so each bullet names it as the fixes
+    and bisect name a spec (``_layer_norm_backward_kernel.K7[...]``); a catalog op's stay ``N=4608..``."""
+    import ktriage.api as kt
+
+    workload = Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz"
+    toolchain("triton==3.3.1"), toolchain("triton==3.4.0")
+    report = kt.explain(
+        target=str(workload), toolchains=["triton==3.3.1", "triton==3.4.0"], inputs=[LN_FWD_1024, LN_BWD_4608]
+    )
+    spilled = report.regressions[0]
+    assert spilled.summary().startswith(f"_layer_norm_backward_kernel.K7[{LN_BWD_4608}], triton==3.4.0 vs")
+    assert spilled.to_json()["kernel"] == "_layer_norm_backward_kernel.K7" and spilled.range == LN_BWD_4608
+    assert all(
+        g.summary().startswith(("_layer_norm_backward_kernel.K", "_layer_norm_forward_kernel.K")) for g in report.groups
+    )

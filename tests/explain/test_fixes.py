@@ -109,3 +109,15 @@ def test_layer_norm_backward_spills_get_config_and_ptxas_option_fixes(toolchain,
         assert not config[0].verified and "not available" in config[0].effect
     else:
         assert config[0].verified and "-> 0 B" in config[0].effect
+
+
+@pytest.mark.slow
+def test_fixes_only_for_bullets_the_model_predicts_regressions(toolchain, shared_compiler) -> None:
+    """Liger layer_norm bwd 3.3.1 -> 3.4.0 at N=2560 (registers 200 -> 232, predicted neutral) and
+    N=4608 (spills, predicted +400 %): only the regression gets fixes. Registers rising on a kernel the
+    report calls neutral got maxnreg and ptxas-option "fixes" before (on a recorded layer_norm workload,
+    5 of 6 kernels fixed were neutral or predicted faster)."""
+    specs = expand_op("liger.layer_norm", mode="bwd", target="sm_90", inputs=["N=2560", "N=4608"])
+    result = Explainer(shared_compiler).run(specs, [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")])
+    fixes = suggest_fixes(result, collect_findings(result), shared_compiler)
+    assert fixes and {f.kernel for f in fixes} == {"liger.layer_norm.bwd[N=4608]"}

@@ -63,3 +63,40 @@ def test_a_sweep_bullet_names_the_input_its_prediction_is_of() -> None:
     assert text.startswith("predicted +461 % [") and " at N=8192, the largest of 2 inputs" in text
     assert " at " not in prediction_text([spill, spill], ["N=4608", "N=8192"])  # all alike: no input to name
     assert " at " not in prediction_text([less, spill])  # no labels given
+
+
+def test_two_releases_emitting_the_same_cubin_are_identical_whatever_their_line_paths() -> None:
+    """Triton 3.5.0 and 3.5.1 emit the same cubin for Liger's layer_norm bwd; only the line table's
+    path of the inlined ``tl.sum`` differs (each release's own environment). They are one toolchain
+    reported once, not two bullets with the same words (3.6.0, with other registers, stays apart)."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from ktriage.analyze.lines import LineStats
+    from ktriage.analyze.resources import Resources
+    from ktriage.explain.engine import ExplainResult, KernelResult, SpecExplain
+    from ktriage.explain.predicted import identical_toolchains
+
+    def lines(env: str) -> tuple[LineStats, ...]:
+        return (
+            LineStats(
+                "triton/language/standard.py", 263, f"/home/envs/{env}/triton/language/standard.py", instructions=4
+            ),
+        )
+
+    base = Resources("k", "sm_90", 32, 0, 0, 0, 0, 0, None, 0, 0, sass_opcodes={"FADD": 4}, source_lines=lines("a"))
+    occupancy = object()
+    tcs = [cast(Any, SimpleNamespace(id=i)) for i in ("ref", "t350", "t351", "t360")]
+
+    def result(tc: Any, resources: Resources) -> KernelResult:
+        return KernelResult(tc, cast(Any, None), resources, cast(Any, occupancy))
+
+    results = {
+        "ref": result(tcs[0], replace(base, registers=40)),
+        "t350": result(tcs[1], replace(base, source_lines=lines("triton-3.5.0"))),
+        "t351": result(tcs[2], replace(base, source_lines=lines("triton-3.5.1"))),
+        "t360": result(tcs[3], replace(base, registers=33, source_lines=lines("triton-3.5.1"))),
+    }
+    explained = ExplainResult(tcs, [SpecExplain(cast(Any, None), cast(Any, results))])
+    assert identical_toolchains(explained) == {"t351": "t350"}
