@@ -45,7 +45,7 @@ def triage(
     measured: o.Measured = None,
     measure: o.Measure = False,
     limit: o.Limit = None,
-    max_time: o.MaxTime = 5.0,
+    max_time: o.MaxTime = None,
     run: o.Run = None,
     workdir: o.Workdir = None,
     workload: o.Workload = None,

@@ -88,7 +88,14 @@ Limit = Annotated[
         "--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all)."
     ),
 ]
-MaxTime = Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")]
+MaxTime = Annotated[
+    float | None,
+    typer.Option(
+        "--max-time",
+        help="The GPU re-run (--bundle, --measure, --run): seconds of sampling per input at most (default: 5).",
+        show_default=False,
+    ),
+]
 Run = Annotated[
     str | None,
     typer.Option(
@@ -159,7 +166,7 @@ class TriageArgs(TypedDict):
     measure: bool
     measured: list[Path]
     limit: int | None
-    max_time: float
+    max_time: float | None
     db: str | None
     workloads: list[Path]
 
