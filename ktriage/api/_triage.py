@@ -87,6 +87,7 @@ def triage(
     max_time: float | None = None,
     db: str | None = None,
     workloads: Sequence[str | Path] = (),
+    allow_precision_mismatch: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> TriageReport:
     """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, run ids of the store
@@ -97,6 +98,8 @@ def triage(
     ``measure``: the GPU re-run (a bundle of the flagged cells, its results read back, or both here);
     ``max_time``: its seconds of sampling per input (None: 5), refused without ``bundle`` or ``measure``.
     ``workloads``: recorded workloads whose kernels explain cells without catalog kernels.
+    ``allow_precision_mismatch``: triage runs of two dtypes (bf16 against fp16) on purpose, refused
+    otherwise; the report's notes then say that cells of different dtypes are compared.
 
     Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
     from ktriage.triage import triage as run_triage
@@ -143,7 +146,8 @@ def triage(
     # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
     sides = [_loaded(ref, db, op, mode) for ref in (old, new)]
     same = _same_file(old, new)
-    check_precision(sides[0], sides[1])  # a bf16 run against an fp16 one: the dtype's difference
+    # a bf16 run against an fp16 one: the dtype's difference (refused, unless asked for on purpose)
+    warning = check_precision(sides[0], sides[1], allow=allow_precision_mismatch)
     shown = str(old) if not isinstance(old, LoadedSide) else old.label
     split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
     if split:
@@ -156,6 +160,7 @@ def triage(
             new_toolchain or halves[1].label,
         )
     report = run_triage(sides[0], sides[1], options, say=say)
+    report.notes += [f"WARNING: {warning}"] if warning else []
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 

@@ -145,6 +145,7 @@ def run_refusals(params: Mapping[str, Any]) -> dict[str, object]:
         "--workload": p["workload"] or None,
         "--limit": p["limit"],
         "--arch": p["arch"] if p["arch"] != "sm_90" else None,
+        "--allow-precision-mismatch": p["allow_precision_mismatch"],
     }
 
 
@@ -169,6 +170,7 @@ class TriageArgs(TypedDict):
     max_time: float | None
     db: str | None
     workloads: list[Path]
+    allow_precision_mismatch: bool
 
 
 def triage_args(params: Mapping[str, Any]) -> TriageArgs:
@@ -196,4 +198,5 @@ def triage_args(params: Mapping[str, Any]) -> TriageArgs:
         max_time=p["max_time"],
         db=p["db"],
         workloads=list(p["workload"] or ()),
+        allow_precision_mismatch=p["allow_precision_mismatch"],
     )
