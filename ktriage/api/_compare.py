@@ -71,13 +71,16 @@ def compare(
     db: str | None = None,
     op: str | None = None,
     mode: str | None = None,
+    allow_precision_mismatch: bool = False,
 ) -> CompareReport:
     """``old`` against ``new``: results files (ktriage's JSON, TritonBench's CSV or JSON), run ids
     of the store ``db``, or loaded sides; with ``toolchains=True`` the toolchains of the one run
     ``old``, each against the first or against ``reference`` (a toolchain id of the run, or a unique
     part of one: ``"triton==3.4.0"``). ``threshold``: changes smaller than this fraction are "same"; ``confidence``: of the
     intervals and the U test; ``baseline``: the baseline backend (default: the run's, else the
-    operator's). Raises :class:`~ktriage.errors.KtriageError` for bad input, naming the fix."""
+    operator's); ``allow_precision_mismatch``: compare runs of two dtypes (bf16 against fp16) on
+    purpose, refused otherwise; each comparison's ``warnings`` then says so. Raises
+    :class:`~ktriage.errors.KtriageError` for bad input, naming the fix."""
     from ktriage.compare.run import compare as run_compare
 
     return run_compare(
@@ -91,6 +94,7 @@ def compare(
         db=db,
         op=op,
         mode=mode,
+        allow_precision_mismatch=allow_precision_mismatch,
     )
 
 

@@ -84,9 +84,10 @@ def triage(
     measure: bool = False,
     measured: Sequence[str | Path] = (),
     limit: int | None = None,
-    max_time: float = 5.0,
+    max_time: float | None = None,
     db: str | None = None,
     workloads: Sequence[str | Path] = (),
+    allow_precision_mismatch: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> TriageReport:
     """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, run ids of the store
@@ -94,8 +95,11 @@ def triage(
     run timed both toolchains side by side). ``threshold``: the gate as a fraction (0.10, the command's
     ``--threshold 10``: cells that moved less than 10 % are not flagged). ``old_toolchain`` /
     ``new_toolchain``: what each side ran (default: what the results say). ``bundle``/``measured``/
-    ``measure``: the GPU re-run (a bundle of the flagged cells, its results read back, or both here).
+    ``measure``: the GPU re-run (a bundle of the flagged cells, its results read back, or both here);
+    ``max_time``: its seconds of sampling per input (None: 5), refused without ``bundle`` or ``measure``.
     ``workloads``: recorded workloads whose kernels explain cells without catalog kernels.
+    ``allow_precision_mismatch``: triage runs of two dtypes (bf16 against fp16) on purpose, refused
+    otherwise; the report's notes then say that cells of different dtypes are compared.
 
     Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
     from ktriage.triage import triage as run_triage
@@ -110,7 +114,17 @@ def triage(
             "add --bundle DIR (or --measure on a GPU host) to re-measure the worst cells, or drop --limit",
         )
     jobs = JOBS.optional(jobs)
-    max_time = MAX_TIME(max_time)
+    max_time = MAX_TIME.optional(max_time)
+    if max_time is not None and not (bundle or measure):
+        # it is written into the bundle's bench commands or given to the bench here: with neither it was
+        # dropped without a word, and the user believed the sampling was capped
+        done = "--measured reads results sampled on the GPU host already" if measured else "no GPU step is asked"
+        raise KtriageError(
+            f"--max-time {max_time:g} sets the sampling of the GPU re-run (--bundle, --measure); {done}, "
+            "so it would change nothing",
+            "drop --max-time, or add --bundle DIR (the GPU host's bench then samples each input at most that "
+            "long) or --measure on a GPU host",
+        )
     options = TriageOptions(
         old_toolchain=old_toolchain,
         new_toolchain=new_toolchain,
@@ -125,14 +139,15 @@ def triage(
         measure=measure,
         measured=[str(m) for m in measured],
         limit=limit,
-        max_time_s=max_time,
+        max_time_s=TriageOptions.max_time_s if max_time is None else max_time,
         db=db,
         workloads=[str(w) for w in workloads],
     )
     # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
     sides = [_loaded(ref, db, op, mode) for ref in (old, new)]
     same = _same_file(old, new)
-    check_precision(sides[0], sides[1])  # a bf16 run against an fp16 one: the dtype's difference
+    # a bf16 run against an fp16 one: the dtype's difference (refused, unless asked for on purpose)
+    warning = check_precision(sides[0], sides[1], allow=allow_precision_mismatch)
     shown = str(old) if not isinstance(old, LoadedSide) else old.label
     split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
     if split:
@@ -145,6 +160,7 @@ def triage(
             new_toolchain or halves[1].label,
         )
     report = run_triage(sides[0], sides[1], options, say=say)
+    report.notes += [f"WARNING: {warning}"] if warning else []
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 

@@ -63,16 +63,17 @@ def triage_run(
     jobs: int | None = None,
     bisect: bool = True,
     fixes: bool = True,
-    max_time: float = 5.0,
+    max_time: float | None = None,
     db: str | None = None,
     say: Callable[[str], None] | None = None,
 ) -> TriageRunReport:
     """Run ``command`` (a shell command line) under the recorder, then triage what it launched between
     ``old_toolchain`` and ``new_toolchain`` (both needed). ``workdir``: where W.json, the bundle, the
     results and report.md/report.json go (default: ``ktriage-run-<time>`` here). ``threshold``: the
-    gate as a fraction (0.10: cells that moved less than 10 % are not flagged). Raises KtriageError
-    (before anything runs) for bad input or a host without a GPU; a step that fails later ends the
-    run with a report that says which step and why."""
+    gate as a fraction (0.10: cells that moved less than 10 % are not flagged); ``max_time``: the
+    bench's seconds of sampling per input (None: 5). Raises KtriageError (before anything runs) for
+    bad input or a host without a GPU; a step that fails later ends the run with a report that says
+    which step and why."""
     from ktriage.report.triage_run import to_json, to_markdown
     from ktriage.triage.program import ProgramOptions, run_program
 
@@ -92,7 +93,7 @@ def triage_run(
         jobs=jobs,
         bisect=bisect,
         fixes=fixes,
-        max_time_s=max_time,
+        max_time_s=ProgramOptions.max_time_s if max_time is None else max_time,
         db=db,
     )
     files = (folder / "report.md", folder / "report.json")

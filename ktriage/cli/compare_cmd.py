@@ -15,6 +15,7 @@ import typer
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import (
+    AllowPrecisionMismatch,
     Db,
     Format,
     Mode,
@@ -86,6 +87,7 @@ def compare(
     ] = None,
     mode: Annotated[Mode | None, mode_option("For a TritonBench CSV whose file name does not say it.")] = None,
     show_same: Annotated[bool, typer.Option("--all", help="Table: list 'same' pairs too.")] = False,
+    allow_precision_mismatch: AllowPrecisionMismatch = False,
 ) -> None:
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
     interval and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along
@@ -107,6 +109,7 @@ def compare(
             db=db,
             op=op,
             mode=mode.value if mode else None,
+            allow_precision_mismatch=allow_precision_mismatch,
         )
         show_and_write(report, fmt, outputs, show_same=show_same)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()

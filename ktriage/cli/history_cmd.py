@@ -54,7 +54,7 @@ def history(
         typer.Option(
             "--fail-on-recent",
             min=1,
-            help="Exit 1 when a change point's first run at the new level is among a series' latest N runs (a nightly's gate). Default: off, exit 0.",
+            help="Exit 1 when a change point's first run at the new level is among a series' latest N runs (a nightly's gate; N below the series' number of runs). Default: off, exit 0.",
         ),
     ] = None,
     max_pvalue: Annotated[

@@ -115,6 +115,15 @@ def precision_option(role: str = "Default: the op's (ktriage catalog list).") ->
 
 
 Precision = Annotated[str | None, precision_option()]
+# compare and triage: two runs of different precisions are refused (ktriage.compare.sides.check_precision),
+# this lets a user who compares the dtypes on purpose through, the report warning of it
+AllowPrecisionMismatch = Annotated[
+    bool,
+    typer.Option(
+        "--allow-precision-mismatch",
+        help="Compare two runs of different precisions (bf16 against fp16) on purpose; refused without it. The report then warns that cells of different dtypes are compared.",
+    ),
+]
 
 
 def arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:

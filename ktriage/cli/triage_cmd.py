@@ -12,6 +12,7 @@ from ktriage.cli import exit_codes
 from ktriage.cli import triage_options as o
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    AllowPrecisionMismatch,
     Arch,
     Db,
     Format,
@@ -45,10 +46,11 @@ def triage(
     measured: o.Measured = None,
     measure: o.Measure = False,
     limit: o.Limit = None,
-    max_time: o.MaxTime = 5.0,
+    max_time: o.MaxTime = None,
     run: o.Run = None,
     workdir: o.Workdir = None,
     workload: o.Workload = None,
+    allow_precision_mismatch: AllowPrecisionMismatch = False,
 ) -> None:
     """Triage a regression report: rank every cell past the gate, explain each flagged kernel
     compile-side with both toolchains, note a moved baseline, bisect compile-only, propose fixes,

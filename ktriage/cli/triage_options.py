@@ -88,7 +88,14 @@ Limit = Annotated[
         "--limit", help="Bundle at most this many flagged cells for the GPU re-run, worst first (default: all)."
     ),
 ]
-MaxTime = Annotated[float, typer.Option("--max-time", help="GPU re-run: seconds of sampling per input at most.")]
+MaxTime = Annotated[
+    float | None,
+    typer.Option(
+        "--max-time",
+        help="The GPU re-run (--bundle, --measure, --run): seconds of sampling per input at most (default: 5).",
+        show_default=False,
+    ),
+]
 Run = Annotated[
     str | None,
     typer.Option(
@@ -138,6 +145,7 @@ def run_refusals(params: Mapping[str, Any]) -> dict[str, object]:
         "--workload": p["workload"] or None,
         "--limit": p["limit"],
         "--arch": p["arch"] if p["arch"] != "sm_90" else None,
+        "--allow-precision-mismatch": p["allow_precision_mismatch"],
     }
 
 
@@ -159,9 +167,10 @@ class TriageArgs(TypedDict):
     measure: bool
     measured: list[Path]
     limit: int | None
-    max_time: float
+    max_time: float | None
     db: str | None
     workloads: list[Path]
+    allow_precision_mismatch: bool
 
 
 def triage_args(params: Mapping[str, Any]) -> TriageArgs:
@@ -189,4 +198,5 @@ def triage_args(params: Mapping[str, Any]) -> TriageArgs:
         max_time=p["max_time"],
         db=p["db"],
         workloads=list(p["workload"] or ()),
+        allow_precision_mismatch=p["allow_precision_mismatch"],
     )

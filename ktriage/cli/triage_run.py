@@ -30,7 +30,7 @@ def triage_run(
     jobs: int | None,
     no_bisect: bool,
     no_fixes: bool,
-    max_time: float,
+    max_time: float | None,
     db: str | None,
     fmt: Format,
     output: list[Path],

@@ -154,6 +154,9 @@ class Comparison:
     new_run: RunInfo | None = None
     ref_cells: list[Cell] = field(default_factory=list, repr=False)
     new_cells: list[Cell] = field(default_factory=list, repr=False)
+    # what a reader must know before taking any verdict of it for the compiler's (two dtypes compared on
+    # purpose: ktriage.compare.sides.check_precision); the headline and the JSON carry each
+    warnings: list[str] = field(default_factory=list)
 
     def _with(self, kind: str, *, include_baseline: bool = False) -> list[PairResult]:
         return [p for p in self.pairs if p.kind == kind and (include_baseline or not p.is_baseline)]
@@ -232,6 +235,7 @@ class Comparison:
             "reference_failed": self.reference_failed(),
             "new_failed": self.new_failed(),
             "one_turn_verdicts": len(self.one_turn_verdicts()),
+            "warnings": self.warnings,
             "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],
             "cliffs": [c.to_json() for c in self.cliffs],

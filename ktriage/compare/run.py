@@ -31,6 +31,7 @@ def compare(
     db: str | None = None,
     op: str | None = None,
     mode: str | None = None,
+    allow_precision_mismatch: bool = False,
 ) -> CompareReport:
     """``old`` against ``new`` (results files, TritonBench files, run ids in the store ``db``, or
     sides already loaded), or, with ``toolchains=True``, the toolchains of the one run ``old``
@@ -38,7 +39,8 @@ def compare(
     ``triton==3.4.0``). ``threshold``: changes smaller than this fraction are "same";
     ``confidence``: of the intervals and the U test; ``baseline``: the baseline backend (default:
     the run's, else the operator's); ``op``/``mode``: for a TritonBench CSV whose name does not say
-    them. Bad input is a ``KtriageError`` naming the fix."""
+    them; ``allow_precision_mismatch``: compare two runs of different dtypes on purpose (refused
+    otherwise), the comparison then warning of it. Bad input is a ``KtriageError`` naming the fix."""
     from ktriage.compare.pairing import check_shared, compare_cells, compare_toolchains, run_toolchains
     from ktriage.ops.registry import default_baselines
     from ktriage.stats.verdict import VerdictConfig
@@ -89,7 +91,7 @@ def compare(
             f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains",
         )
     check_baseline(baseline, a.cells, b.cells)
-    check_precision(a, b)
+    warning = check_precision(a, b, allow=allow_precision_mismatch)
     label_a, label_b = a.label, b.label
     if label_a == label_b:
         label_a, label_b = f"{label_a} (A)", f"{label_b} (B)"
@@ -105,6 +107,7 @@ def compare(
         default_baselines=default_baselines(),
     )
     check_shared(comparison, label_a, label_b)
+    comparison.warnings += [warning] if warning else []
     return CompareReport([comparison])
 
 

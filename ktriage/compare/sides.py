@@ -123,14 +123,25 @@ def run_precision(run: RunInfo) -> str | None:
     return str(value) if value else None
 
 
-def check_precision(old: LoadedSide, new: LoadedSide) -> None:
+ALLOW_PRECISION_MISMATCH = "--allow-precision-mismatch"
+
+
+def check_precision(old: LoadedSide, new: LoadedSide, *, allow: bool = False) -> str | None:
     """Two runs of one operator in two dtypes share every cell key (cells are keyed by op, pass, input and
     backend), so a bf16 run against an fp16 run read as 72 improvements: the dtype's difference, not the
-    compiler's. Refused where both runs say their precision and they differ."""
+    compiler's. Refused where both runs say their precision and they differ, unless ``allow`` (the user
+    compares the two dtypes on purpose: --allow-precision-mismatch); then the warning the report must
+    carry is returned, so no reader takes its verdicts for the compiler's. None: nothing to warn of."""
     a, b = run_precision(old.run), run_precision(new.run)
-    if a is not None and b is not None and a != b:
-        raise KtriageError(
-            f"{old.label} was measured in {a} and {new.label} in {b}: their difference is the dtype's, "
-            "not the compiler's",
-            f"compare two runs of one precision (ktriage bench --precision {a} for both sides)",
+    if a is None or b is None or a == b:
+        return None
+    if allow:
+        return (
+            f"cells of different dtypes are compared: {old.label} was measured in {a} and {new.label} in {b} "
+            f"({ALLOW_PRECISION_MISMATCH}), so every ratio is the dtype's difference as well as the compiler's"
         )
+    raise KtriageError(
+        f"{old.label} was measured in {a} and {new.label} in {b}: their difference is the dtype's, not the compiler's",
+        f"compare two runs of one precision (ktriage bench --precision {a} for both sides), or add "
+        f"{ALLOW_PRECISION_MISMATCH} to compare the two dtypes on purpose",
+    )

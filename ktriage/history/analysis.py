@@ -222,6 +222,17 @@ def analyze_series(
         why = f" ({detection.min_segment} on each side of a change, --min-segment)" if need > 4 else ""
         out.note = f"{len(values)} measured run(s): change points need at least {need}{why}; nothing was detected"
         return out
+    # the gate tells a fresh change from an old one by the window; one that holds the whole series fired on
+    # every change point it ever had (--fail-on-recent 40 on 30 nightlies: last month's step, every night).
+    # Refused, as the short series above is not: it cannot be detected and cannot fire
+    if fail_on_recent is not None and fail_on_recent >= len(points):
+        raise KtriageError(
+            f"--fail-on-recent {fail_on_recent} holds the whole series {key.label} ({len(points)} runs): every "
+            "change point in it would count as recent, old ones too, so the gate could not tell a fresh change "
+            "from an old one",
+            f"give --fail-on-recent below {len(points)}, e.g. 3 (the latest runs a nightly watches), or leave it "
+            "out to list the change points without a gate",
+        )
     changes = detect_change_points(
         [float(v) for v in values if v is not None],
         max_pvalue=detection.max_pvalue,

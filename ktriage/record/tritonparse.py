@@ -475,6 +475,30 @@ def _refuse_repeats(paths: Sequence[Path]) -> None:
             raise KtriageError(f"{same}: its launches would be counted twice", "give each trace file of the run once")
 
 
+def _refuse_mixed_runs(path: Path, events: Sequence[Mapping[str, Any]]) -> None:
+    """Launches of several processes in one file: tritonparse's handler writes one file per process
+    (its ``pid`` on every event), so such a file is traces of several runs concatenated (``cat`` of two
+    recordings), and their launches were merged into one workload, counts summed, without a word.
+    Only launches count: a process forked by the run (a compile worker) inherits the open file and
+    writes its compilation events there under its own pid, but launches are the program's. Several
+    files (ranks, processes of one run) stay one run: nothing in a trace tells their run apart."""
+    launches: dict[str, int] = {}
+    for ev in events:
+        if ev.get("event_type") == "launch":
+            pid = str(ev.get("pid"))
+            launches[pid] = launches.get(pid, 0) + 1
+    if len(launches) < 2:
+        return
+    counts = ", ".join(f"pid {pid}: {n}" for pid, n in launches.items())
+    first = next(iter(launches))
+    raise FormatError(
+        f"{path} holds the launches of {len(launches)} processes ({counts}): tritonparse writes one file per "
+        "process, so this is several runs' traces in one file, and their launches would be merged into one workload",
+        f"import each run on its own: keep one process's events (e.g. zcat -f {path} | jq -c 'select(.pid == {first})' "
+        "> run.ndjson), or give the trace files tritonparse wrote (one per process; the files of one run's ranks go together)",
+    )
+
+
 def convert(paths: Sequence[Path]) -> Workload:
     """The workload of one or more raw tritonparse traces (the files of one run: ranks, processes)."""
     if not paths:
@@ -482,7 +506,9 @@ def convert(paths: Sequence[Path]) -> Workload:
     _refuse_repeats([Path(p) for p in paths])
     events: list[JSONObject] = []
     for path in paths:
-        events.extend(read_trace(Path(path)))
+        read = read_trace(Path(path))
+        _refuse_mixed_runs(Path(path), read)
+        events.extend(read)
     comps = _compilations(events)
     launches = [ev for ev in events if ev.get("event_type") == "launch"]
     if not comps and not launches:

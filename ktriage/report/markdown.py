@@ -58,6 +58,7 @@ def headline(c: Comparison) -> str:
             " calls per side (a ktriage before 3 turns per variant, or --max-time ended sampling): a whole turn"
             " can run slow, so re-measure with ktriage bench before acting on it"
         )
+    parts += [f"WARNING: {w}" for w in c.warnings]
     return ", ".join(parts)
 
 

@@ -356,6 +356,8 @@ def print_table(report: TriageReport, console: Console) -> None:
         console.print(f"[cyan]GPU re-run:[/] {escape(x)}")
     for x in report.gpu_needed:
         console.print(f"[yellow]needs a GPU:[/] {escape(x)}")
+    for x in report.notes:  # e.g. two dtypes compared on purpose (--allow-precision-mismatch)
+        console.print(f"[yellow]note:[/] {escape(x)}")
     for x in report.failures:
         console.print(f"[red]failed:[/] {escape(x)}")
     for x in report.not_compared[:20]:

@@ -298,3 +298,30 @@ def test_two_precisions_are_refused_by_compare_and_triage(invoke, run_cli: RunCl
     t = run_cli(["triage", str(bf16), str(fp16)])
     assert t.exit_code == exit_codes.USAGE and "the dtype's, not the compiler's" in t.err_text, t.output
     assert invoke(str(bf16), "--toolchains").exit_code != exit_codes.USAGE  # one run: one precision
+
+
+def test_two_precisions_compared_on_purpose_with_the_flag(invoke, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """A user comparing bf16 against fp16 on purpose had no way through the refusal above. The refusal
+    names --allow-precision-mismatch; with it every output says that cells of different dtypes are
+    compared (the table's and the markdown's headline, the JSON's "warnings", triage's notes)."""
+    bf16, fp16 = FRESH / "layer_norm_bwd_bf16.json", FRESH / "layer_norm_bwd_fp16.json"
+    refused = invoke(str(bf16), str(fp16))
+    assert refused.fix is not None and "or add --allow-precision-mismatch" in refused.fix, refused.err_text
+    warning = (
+        "WARNING: cells of different dtypes are compared: layer_norm_bwd_bf16 was measured in bf16 and "
+        "layer_norm_bwd_fp16 in fp16 (--allow-precision-mismatch)"
+    )
+    r = invoke(str(bf16), str(fp16), "--allow-precision-mismatch")
+    assert r.exit_code in (exit_codes.OK, exit_codes.FINDING), r.output
+    assert warning in " ".join(r.stdout.split()), r.stdout
+    doc = json.loads(invoke(str(bf16), str(fp16), "--allow-precision-mismatch", "--format", "json").stdout)
+    (comparison,) = doc["comparisons"]
+    assert len(comparison["warnings"]) == 1 and warning.removeprefix("WARNING: ") in comparison["warnings"][0]
+    quick = ["--allow-precision-mismatch", "--no-bisect", "--no-fixes"]
+    t = run_cli(["triage", str(bf16), str(fp16), *quick, "-f", "json"])
+    assert t.exit_code in (exit_codes.OK, exit_codes.FINDING, exit_codes.INCOMPLETE), t.err_text
+    (note,) = json.loads(t.stdout)["notes"]
+    assert note.startswith(
+        "WARNING: cells of different dtypes are compared: layer_norm_bwd_bf16.json was measured in bf16"
+    )
+    assert "note: WARNING: cells of different dtypes" in run_cli(["triage", str(bf16), str(fp16), *quick]).stdout

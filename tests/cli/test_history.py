@@ -13,6 +13,7 @@ import pytest
 from ktriage.cli.app import main
 from ktriage.store import open_store
 from ktriage.testing import fake_nightly_runs
+from tests.conftest import RunCli
 from tests.store.fixtures import store_url  # noqa: F401 - the fixture: SQLite, and PostgreSQL when configured
 
 BASE = ["history", "--op", "layer_norm", "--backend", "liger_layer_norm"]
@@ -105,7 +106,7 @@ def test_flat_history_passes_the_gate(
     store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fill(store_url, step_at=None)
-    code, out = run_cli([*BASE, "--db", store_url, "--fail-on-recent", "30"], capsys, monkeypatch)
+    code, out = run_cli([*BASE, "--db", store_url, "--fail-on-recent", "29"], capsys, monkeypatch)
     assert code == 0, out
     assert "2 series, 0 change point(s)" in out
 
@@ -122,6 +123,30 @@ def test_min_segment_longer_than_the_series_says_nothing_can_be_detected(
     assert "30 measured run(s): change points need at least 40 (20 on each side of a change, --min-segment)" in out
     code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--min-segment", "10"], capsys, monkeypatch)
     assert "1 change point(s)" in out  # 10 a side fits the 18 and 12 runs around the step: found
+
+
+def test_fail_on_recent_holding_the_whole_series_is_refused(store_url: str, run_cli: RunCli) -> None:
+    """--fail-on-recent 40 on 30 nightlies: the window holds every run, so the step planted at run 18
+    (12 nights old) failed the gate every night, as a fresh one would. Refused with the series' length;
+    a series too short to detect anything (5 runs here, and its own note) is not."""
+    fill(store_url)
+    r = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "40"])
+    assert r.exit_code == 2, r.output
+    assert r.problem == (
+        "--fail-on-recent 40 holds the whole series layer_norm bwd liger_layer_norm input 7 (N=4608) (30 runs): "
+        "every change point in it would count as recent, old ones too, so the gate could not tell a fresh change "
+        "from an old one"
+    )
+    assert r.fix is not None and r.fix.startswith("give --fail-on-recent below 30, e.g. 3")
+    assert run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "30"]).exit_code == 2
+    assert run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "12"]).exit_code == 1  # run 18 is 12 back
+
+
+def test_fail_on_recent_on_a_series_too_short_to_detect_is_not_refused(store_url: str, run_cli: RunCli) -> None:
+    fill(store_url, n_runs=3, step_at=None, toolchain_at=((0, "3.3.0"),))
+    r = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "3"])
+    assert r.exit_code == 0, r.output
+    assert "change points need at least 4" in r.stdout
 
 
 def test_unknown_cell_is_a_usage_error(

@@ -337,3 +337,25 @@ def test_a_trace_file_given_twice_is_refused(tmp_path: Path, run_cli) -> None:
         assert r.fix == "give each trace file of the run once" and not out.exists()
     once = run_cli(["workload", "import", str(LAUNCHES), "-o", str(out)])
     assert once.exit_code == 0 and "6 launches" in once.output, once.output
+
+
+def test_one_file_with_the_launches_of_two_runs_is_refused(tmp_path: Path, run_cli) -> None:
+    """tritonparse writes one file per process; two recordings concatenated into one file (here the
+    trace and a second run of the program, pid 40000) were merged into one workload without a word:
+    12 launches for each run's 6. Compilation events of another pid (a forked compile worker writes
+    into the file it inherited) stay one run."""
+    events = _events()
+    pid = events[0]["pid"]
+    two_runs = _write(tmp_path / "two_runs.ndjson", events + [{**e, "pid": 40000} for e in events])
+    out = tmp_path / "W.json"
+    r = run_cli(["workload", "import", str(two_runs), "-o", str(out)])
+    assert r.exit_code == 2, r.output
+    assert r.problem.startswith(
+        f"{two_runs} holds the launches of 2 processes (pid {pid}: 7, pid 40000: 7): tritonparse writes one file per process"
+    ), r.err_text
+    assert r.fix is not None and "import each run on its own" in r.fix, r.err_text
+    assert f"jq -c 'select(.pid == {pid})'" in r.fix and not out.exists()
+    worker = [{**e, "pid": 40000} for e in events if e["event_type"] == "compilation"]
+    one_run = _write(tmp_path / "one_run.ndjson", worker + events)
+    r = run_cli(["workload", "import", str(one_run), "-o", str(out)])
+    assert r.exit_code == 0 and "6 launches" in r.output, r.output

@@ -255,6 +255,27 @@ def test_limit_without_a_gpu_step_or_workload_is_refused(run_cli: RunCli) -> Non
     assert r.fix is not None and "add --bundle DIR" in r.fix and "drop --limit" in r.fix
 
 
+def test_max_time_without_a_gpu_run_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    """--max-time caps the sampling of the GPU re-run (written into the bundle's bench commands, or
+    given to the bench under --measure); without either it was dropped without a word (a full triage,
+    exit 0), and with --measured the results were sampled already."""
+    r = run_cli(["triage", str(RUN1), str(RUN2), *CROSS, "--max-time", "3"])
+    assert r.exit_code == 2
+    assert r.problem == (
+        "--max-time 3 sets the sampling of the GPU re-run (--bundle, --measure); no GPU step is asked, "
+        "so it would change nothing"
+    )
+    assert r.fix is not None and "drop --max-time, or add --bundle DIR" in r.fix
+    r = run_cli(["triage", str(RUN1), str(RUN2), *CROSS, "--measured", str(RUN1), "--max-time", "3"])
+    assert r.exit_code == 2 and "--measured reads results sampled on the GPU host already" in r.problem
+    # given with the bundle it is the bench's: written into measure.sh
+    out = tmp_path / "tri"
+    args = [*AA, "--no-bisect", "--no-fixes", "--limit", "1", "--bundle", str(out), "--max-time", "3"]
+    r = run_cli(["triage", str(RUN1), str(RUN2), *args])
+    assert r.exit_code in (0, 1), r.err_text
+    assert "--max-time 3 -o results/" in (out / SCRIPT).read_text()
+
+
 def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rms = [tmp_path / "rms_norm_bwd_run1.csv", tmp_path / "rms_norm_bwd_run2.csv"]
     for p, slow in zip(rms, (1.0, 1.5), strict=True):
