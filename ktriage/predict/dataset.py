@@ -33,10 +33,12 @@ from ktriage.compare.pairing import compare_toolchains
 from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
+from ktriage.schema.core import read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.verdict import VerdictConfig
 
 DATASET_VERSION = 1
+MAX_CELLS_MB = 512  # a cell is about 2 KB: millions of cells; KTRIAGE_MAX_INPUT_MB sets it
 VERDICTS = ("regression", "improvement", "same", "unsure")
 
 
@@ -136,13 +138,13 @@ def read_cells(path: str | Path) -> list[CalibrationCell]:
     """cells.jsonl -> cells; a malformed line is a FormatError naming the file and line."""
     out: list[CalibrationCell] = []
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise FormatError(
-            f"cannot read the calibration cells {p}: {exc.strerror}",
-            "pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py",
-        ) from exc
+    # through the schema layer: a file that was not UTF-8 (a .gz) was an internal error (UnicodeDecodeError)
+    text = read_text(
+        p,
+        what="calibration cells",
+        limit=size_limit(MAX_CELLS_MB),
+        fix="pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py",
+    )
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
