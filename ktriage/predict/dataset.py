@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.atomic import write_atomic
-from ktriage.compare.pairing import compare_toolchains
+from ktriage.compare.pairing import compare_toolchains, run_toolchains
 from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
@@ -218,6 +218,15 @@ def cells_from_results(
             recorded[(str(meta["workload_kernel"]), int(meta.get("input_id", 0)))] = k
         elif meta.get("input_id") is not None:
             catalog[int(meta["input_id"])] = k
+    timed = run_toolchains(run, cells)
+    if len(timed) < 2:  # no pair to compare: "no calibration cells", with no note, said the sources were wrong
+        raise KtriageError(
+            f"{source or 'the results'}: the run timed {len(timed)} toolchain(s)"
+            + (f" ({', '.join(timed)})" if timed else "")
+            + ", and a calibration cell is a toolchain measured against another in the same run",
+            "pass the results of a bench that timed two or more toolchains side by side "
+            "(ktriage bench ... -t OLD -t NEW), or a dataset with --from",
+        )
     artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
     if backend is not None and backend not in artifact:  # every pair would be skipped without a word
         raise KtriageError(
