@@ -113,6 +113,7 @@ def tune(
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
+    budget = args.BUDGET(budget)
     arch = args.arch(arch) if arch is not None else None
     warps = args.wholes(warps, args.Whole("warps", "--warps", low=1, example=4))
     stages = args.wholes(stages, args.Whole("stages", "--stages", low=0, example=3))
