@@ -34,6 +34,7 @@ from pathlib import Path
 from ktriage.errors import KtriageError
 
 __all__ = [
+    "BUDGET",
     "BUILD_TIMEOUT",
     "COMPILE_TIMEOUT",
     "CONFIDENCE",
@@ -278,6 +279,8 @@ MAX_PVALUE = Real("max_pvalue", "--max-pvalue", low=0.0, high=1.0, open_low=True
 MIN_STEP = Real("min_step", "--min-step", low=0.0, example=5)
 MAX_TIME = Real("max_time", "--max-time", low=0.0, open_low=True, example=10)
 MIN_SAMPLES = Whole("min_samples", "--min-samples", low=1, example=10)
+# tune: checked in the timing step only, after every candidate had compiled (minutes) for nothing
+BUDGET = Real("budget", "--budget", low=0.0, open_low=True, example=10)
 # bisect: a limit of 0 or less killed every build or command at once, each candidate a skip ("timed out after -1 s")
 TIMEOUT = Real("timeout", "--timeout", low=0.0, open_low=True, example=300)
 BUILD_TIMEOUT = Real("build_timeout", "--build-timeout", low=0.0, open_low=True, example=3600)

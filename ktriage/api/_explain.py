@@ -201,6 +201,13 @@ def explain(
             "no toolchain given (toolchains, -t/--toolchain)",
             "pass one or more (two or more to compare), e.g. -t triton==3.3.1 -t triton==3.4.0",
         )
+    judged = [flag for flag, on in (("--fail-on", fail_on is not None), ("--fixes", fixes)) if on]
+    if len(toolchains) == 1 and judged:  # "--fail-on any: passed" and "no fix to propose" on a spilling kernel
+        raise KtriageError(
+            f"{' and '.join(judged)} need(s) a toolchain judged against a reference, and {toolchains[0]} is the only "
+            f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
+            f"give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t {toolchains[0]}",
+        )
     specs = resolve_specs(
         target, mode=mode, inputs=list(inputs) if inputs else None, target_arch=arch, dtype=precision, sm_count=sm_count
     )

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
-from ktriage.compare.sides import LoadedSide, check_precision, load_side
+from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, load_side
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.model import TriageOptions
@@ -149,7 +149,18 @@ def triage(
     # a bf16 run against an fp16 one: the dtype's difference (refused, unless asked for on purpose)
     warning = check_precision(sides[0], sides[1], allow=allow_precision_mismatch)
     shown = str(old) if not isinstance(old, LoadedSide) else old.label
-    split = same and len({c.key.toolchain for c in sides[0].cells if c.key.toolchain}) >= 2
+    timed = {c.key.toolchain for c in sides[0].cells if c.key.toolchain}
+    split = same and len(timed) >= 2
+    if not split:  # a run of one toolchain given twice: every cell "same", and triage said "no regression"
+        check_not_one_run(
+            sides[0],
+            sides[1],
+            (shown, new if not isinstance(new, LoadedSide) else new.label),
+            f"give the two runs to triage; one run is split into its toolchains only when it timed two or more "
+            f"side by side (this one timed {len(timed)})"
+            if len(timed) < 2
+            else f"give its file as both OLD and NEW to triage its {len(timed)} toolchains side by side",
+        )
     if split:
         from ktriage.triage.program import split_toolchains  # one run that timed both toolchains side by side
 

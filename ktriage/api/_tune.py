@@ -113,6 +113,7 @@ def tune(
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
+    budget = args.BUDGET(budget)
     arch = args.arch(arch) if arch is not None else None
     warps = args.wholes(warps, args.Whole("warps", "--warps", low=1, example=4))
     stages = args.wholes(stages, args.Whole("stages", "--stages", low=0, example=3))
@@ -137,6 +138,10 @@ def tune(
             "--results reports the GPU winner from a timing of the tune bundle, but --compile-only stops before timing",
             "drop --compile-only to read the results, or drop --results to screen only",
         )
+    if results_file is not None and Path(results_file).exists():  # a folder, a report: refused after every compile
+        from ktriage.measure.results_file import read_results
+
+        read_results(Path(results_file))  # missing is no error yet: the timing step prints the command that writes it
     if compile_only and len(toolchains) > 1:  # the others are timed on the GPU only: compile_only dropped them unsaid
         raise KtriageError(
             f"-t {' -t '.join(toolchains[1:])}: a further toolchain is timed on the GPU with the library's config, "

@@ -80,11 +80,13 @@ def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None
 
 # The ktriage files that only a GPU host, a recorded program or hours of bisecting make: an output of
 # another kind must not replace one. Matched on the layout ktriage writes them in (the first keys of
-# the document), so a report that merely mentions a run or a workload is not taken for one.
+# the document), so a report that merely mentions a run or a workload is not taken for one. A results
+# file written before format_version (``{"run": {...``, still read by read_results) is one too: `explain
+# -o run.json` replaced such a file without a word.
 RESULTS_FILE = "a ktriage results file (measured cells)"
 WORKLOAD = "a ktriage workload"
 _DATA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (RESULTS_FILE, re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"run":\s*\{')),
+    (RESULTS_FILE, re.compile(r'\A\s*\{\s*(?:"format_version":\s*\d+,\s*)?"run":\s*\{')),
     (WORKLOAD, re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"kind":\s*"ktriage-workload"')),
     ("a bisect state file", re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"fingerprint":\s*\{')),
     ("a ktriage model file", re.compile(r'\A\s*\{\s*"format":\s*\d+,\s*"params":\s*\{')),

@@ -30,9 +30,12 @@ from ktriage.bisect.predicates import (
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
 from ktriage.errors import CompileError, FormatError, KtriageError
+from ktriage.schema.bisect_state import BASELINE_FIX, BaselineSchema
+from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
+MAX_BASELINE_MB = 64  # a value per kernel: kilobytes in practice; KTRIAGE_MAX_INPUT_MB sets it
 
 
 @dataclass
@@ -109,7 +112,16 @@ def record_baseline(
 ) -> BaselineFile:
     """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values)."""
     here = cwd or Path(os.getcwd())
-    data: BaselineFile = json.loads(path.read_text()) if path.exists() else {}
+    data: BaselineFile = {}
+    if path.is_file() and path.stat().st_size:  # an empty file (mktemp's) holds nothing to keep
+        try:
+            data, _ = read_baseline(path)
+        except FormatError as exc:  # it replaced a results file measured on a GPU without a word
+            raise FormatError(
+                f"--record-baseline {path} exists and is not a bisect-step baseline ({exc.problem}): "
+                "recording would replace it",
+                f"give a new file name, or remove {path} first",
+            ) from None
     if data and data.get("config") != cfg.to_json():
         if role == "good":
             data = {}  # a new baseline for another question
@@ -131,31 +143,28 @@ def record_baseline(
     return data
 
 
+def read_baseline(path: Path) -> tuple[BaselineFile, BaselineSchema]:
+    """The baseline at ``path`` as written (to keep whole when an endpoint is added) and its fields
+    checked (:class:`~ktriage.schema.bisect_state.BaselineSchema`): not UTF-8, not JSON, or another file
+    (a results file) is a FormatError naming the field, never a UnicodeDecodeError or KeyError that
+    ``git bisect run`` would get as exit 3."""
+    origin = f"baseline {path}"
+    text = read_text(path, what="baseline", limit=size_limit(MAX_BASELINE_MB), fix=BASELINE_FIX)
+    data: BaselineFile = parse_json(text, origin=origin, fix=BASELINE_FIX)
+    check_depth(data, origin=origin)
+    return data, convert(data, BaselineSchema, origin=origin, fix=BASELINE_FIX)
+
+
 def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, float] | None]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FormatError(
-            f"cannot read baseline {path}: {exc}",
-            "record one with `ktriage bisect-step --record-baseline FILE` at a good commit",
-        ) from None
-    if "good" not in data:
+    _, data = read_baseline(path)
+    if data.good is None:
         raise FormatError(
             f"baseline {path} has no good values",
             "record them with `ktriage bisect-step --record-baseline FILE` at a good commit",
         )
-    c = data["config"]
-    cfg = StepConfig(
-        c["metric"],
-        c["toolchain"],
-        c.get("spec"),
-        c.get("op"),
-        c.get("mode", "bwd"),
-        tuple(c.get("inputs", ())),
-        c.get("arch", "sm_90"),
-    )
-    bad = data.get("bad", {}).get("values")
-    return cfg, data["good"]["values"], bad
+    c = data.config
+    cfg = StepConfig(c.metric, c.toolchain, c.spec, c.op, c.mode, tuple(c.inputs), c.arch)
+    return cfg, data.good.values, data.bad.values if data.bad else None
 
 
 def decide_step(values: dict[str, float], good: dict[str, float], bad: dict[str, float] | None) -> tuple[int, str]:

@@ -63,6 +63,7 @@ def bench(
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     given = opt.arguments(locals())
     fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json, workload)
+    o.refuse_outputs_of_compile_only(compile_only, fmt, outputs, tritonbench_json)
     existed = [p for p in outputs if p.is_file()]  # the results file is written while measuring
     console = make_console(stderr=fmt != Format.table)
     measuring = o.Measuring(

@@ -25,6 +25,7 @@ from ktriage.cli.options import (
     precision_option,
     toolchain_option,
 )
+from ktriage.errors import KtriageError
 
 FORMATS = ("table", "markdown", "json", "csv")
 WRITERS = (".csv", ".md", ".json")
@@ -189,6 +190,25 @@ def format_and_outputs(
     outputs = opt.merge_outputs(output, json=output_json)
     opt.check_outputs(outputs, WRITERS, inputs=[workload], writes=[opt.RESULTS_FILE])
     return fmt, outputs
+
+
+def refuse_outputs_of_compile_only(
+    compile_only: bool, fmt: Format, outputs: list[Path], tritonbench_json: Path | None
+) -> None:
+    """--compile-only measures nothing: its -o, --format json/csv and --tritonbench-json wrote and printed
+    nothing, exit 0 (a CI step's ``-o results.json`` left no file, ``--format json > r.json`` an empty one).
+    Refused before the compile, naming the run that writes them."""
+    if not compile_only:
+        return
+    given = [f"-o {p}" for p in outputs] + ([f"--format {fmt.value}"] if fmt != Format.table else [])
+    given += [f"--tritonbench-json {tritonbench_json}"] if tritonbench_json is not None else []
+    if given:
+        raise KtriageError(
+            f"{', '.join(given)}: --compile-only measures nothing, so there are no results to write (the bundle "
+            "is its result)",
+            "drop it here, and give it to the run that measures the bundle on the GPU machine: "
+            "ktriage bench --bundle DIR -o results.json",
+        )
 
 
 def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, object]:

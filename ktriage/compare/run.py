@@ -8,15 +8,10 @@ typed report; printing and exit codes stay with the caller.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ktriage.compare.report import CompareReport
-from ktriage.compare.sides import Side, check_baseline, check_precision, resolve_side
+from ktriage.compare.sides import Side, check_baseline, check_not_one_run, check_precision, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.stats.gate import check_gate
-
-if TYPE_CHECKING:
-    from ktriage.measure.cells import Cell
 
 
 def compare(
@@ -85,11 +80,12 @@ def compare(
             "e.g. ktriage compare old.json new.json",
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
-    if a.run.run_id == b.run.run_id and _measured(a.cells) == _measured(b.cells):  # 'all same' says nothing here
-        raise KtriageError(
-            f"both sides are run {a.run.run_id} ({old} and {new}): every cell would be compared with itself",
-            f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains",
-        )
+    check_not_one_run(
+        a,
+        b,
+        (old, new),
+        f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains",
+    )
     check_baseline(baseline, a.cells, b.cells)
     warning = check_precision(a, b, allow=allow_precision_mismatch)
     label_a, label_b = a.label, b.label
@@ -109,9 +105,3 @@ def compare(
     check_shared(comparison, label_a, label_b)
     comparison.warnings += [warning] if warning else []
     return CompareReport([comparison])
-
-
-def _measured(cells: list[Cell]) -> list[tuple[str, list[float]]]:
-    """What a side measured, in a comparable order: two sides equal here are one run read twice (two halves
-    of one run share its id and differ here)."""
-    return sorted((repr(c.key), c.samples_ms) for c in cells)

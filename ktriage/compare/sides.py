@@ -123,6 +123,24 @@ def run_precision(run: RunInfo) -> str | None:
     return str(value) if value else None
 
 
+def check_not_one_run(old: LoadedSide, new: LoadedSide, names: tuple[object, object], fix: str) -> None:
+    """Refuse one run given as both sides: every cell compared with itself is "same", a verdict of "no
+    change" that says nothing (two halves of one run share its id and differ in their cells). ``names``:
+    the sides as the caller gave them; ``fix``: what that verb does instead. A TritonBench file gets a new
+    run id each time it is read, so one file twice is told by its path."""
+    same_file = old.path is not None and new.path is not None and old.path.resolve() == new.path.resolve()
+    if (same_file or old.run.run_id == new.run.run_id) and _measured(old.cells) == _measured(new.cells):
+        what = "one file" if same_file else f"run {old.run.run_id}"
+        raise KtriageError(
+            f"both sides are {what} ({names[0]} and {names[1]}): every cell would be compared with itself", fix
+        )
+
+
+def _measured(cells: list[Cell]) -> list[tuple[str, list[float]]]:
+    """What a side measured, in a comparable order: two sides equal here are one run read twice."""
+    return sorted((repr(c.key), c.samples_ms) for c in cells)
+
+
 ALLOW_PRECISION_MISMATCH = "--allow-precision-mismatch"
 
 

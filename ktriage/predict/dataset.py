@@ -29,14 +29,16 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.atomic import write_atomic
-from ktriage.compare.pairing import compare_toolchains
+from ktriage.compare.pairing import compare_toolchains, run_toolchains
 from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.predict.facts import KernelFacts, facts_from_explain_json
+from ktriage.schema.core import read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.verdict import VerdictConfig
 
 DATASET_VERSION = 1
+MAX_CELLS_MB = 512  # a cell is about 2 KB: millions of cells; KTRIAGE_MAX_INPUT_MB sets it
 VERDICTS = ("regression", "improvement", "same", "unsure")
 
 
@@ -136,13 +138,13 @@ def read_cells(path: str | Path) -> list[CalibrationCell]:
     """cells.jsonl -> cells; a malformed line is a FormatError naming the file and line."""
     out: list[CalibrationCell] = []
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise FormatError(
-            f"cannot read the calibration cells {p}: {exc.strerror}",
-            "pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py",
-        ) from exc
+    # through the schema layer: a file that was not UTF-8 (a .gz) was an internal error (UnicodeDecodeError)
+    text = read_text(
+        p,
+        what="calibration cells",
+        limit=size_limit(MAX_CELLS_MB),
+        fix="pass a cells.jsonl written by `ktriage calibrate` or benchmarks/calibration/build.py",
+    )
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -216,6 +218,15 @@ def cells_from_results(
             recorded[(str(meta["workload_kernel"]), int(meta.get("input_id", 0)))] = k
         elif meta.get("input_id") is not None:
             catalog[int(meta["input_id"])] = k
+    timed = run_toolchains(run, cells)
+    if len(timed) < 2:  # no pair to compare: "no calibration cells", with no note, said the sources were wrong
+        raise KtriageError(
+            f"{source or 'the results'}: the run timed {len(timed)} toolchain(s)"
+            + (f" ({', '.join(timed)})" if timed else "")
+            + ", and a calibration cell is a toolchain measured against another in the same run",
+            "pass the results of a bench that timed two or more toolchains side by side "
+            "(ktriage bench ... -t OLD -t NEW), or a dataset with --from",
+        )
     artifact = sorted({c.key.backend for c in cells if c.key.toolchain is not None})
     if backend is not None and backend not in artifact:  # every pair would be skipped without a word
         raise KtriageError(

@@ -33,3 +33,34 @@ class BisectStateSchema(msgspec.Struct):
 
 
 FIX = "delete it and start again without --resume"
+
+
+# ------------------------------------------------------------------------------------------ bisect-step baselines
+class BaselineConfigSchema(msgspec.Struct):
+    """``StepConfig.to_json``: what a step measures (``ktriage.bisect.step``)."""
+
+    metric: str
+    toolchain: str
+    spec: str | None = None
+    op: str | None = None
+    mode: str = "bwd"
+    inputs: list[str] = []
+    arch: str = "sm_90"
+
+
+class BaselineSideSchema(msgspec.Struct):
+    values: dict[str, float]
+    commit: str = ""
+
+
+class BaselineSchema(msgspec.Struct):
+    """``bisect-step --record-baseline FILE``. Checked before a step reads it, so a results file or a
+    hand-edited baseline given as ``--baseline`` is refused with its field, not a KeyError (internal
+    error, and ``git bisect run`` would have aborted on exit 3 without saying why)."""
+
+    config: BaselineConfigSchema
+    good: BaselineSideSchema | None = None
+    bad: BaselineSideSchema | None = None
+
+
+BASELINE_FIX = "record one with `ktriage bisect-step --record-baseline FILE` at a good commit"

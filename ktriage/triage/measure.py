@@ -88,8 +88,11 @@ def check_options(options: TriageOptions) -> None:
         raise KtriageError(
             f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"
         )
-    if options.measured:
-        results_paths(options.measured)  # missing files are refused now, not after the compile-side steps
+    if options.measured:  # refused now, not after the compile-side steps; read, or with no flagged cell an
+        from ktriage.compare.sides import load_side  # explain report given as --measured passed without a word
+
+        for path in results_paths(options.measured):
+            load_side(path)
 
 
 def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:

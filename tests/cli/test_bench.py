@@ -30,6 +30,15 @@ from tests.conftest import RunCli
         (["nosuch", "--bwd"], "is not a recorded workload"),
         # --compile-only with no toolchain compiled nothing and exited 0 without a word
         (["--op", "layer_norm", "--compile-only"], "--compile-only (compile_only) with no -t/--toolchain (toolchains)"),
+        # --compile-only measures nothing: -o and --format json wrote and printed nothing, exit 0
+        (
+            ["--op", "layer_norm", "-t", "triton==3.4.0", "-i", "0", "--compile-only", "-o", "r.json"],
+            "error: -o r.json: --compile-only measures nothing, so there are no results to write",
+        ),
+        (
+            ["--op", "layer_norm", "-t", "triton==3.4.0", "-i", "0", "--compile-only", "--format", "json"],
+            "error: --format json: --compile-only measures nothing",
+        ),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]

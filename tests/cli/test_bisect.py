@@ -413,6 +413,32 @@ def test_bisect_step_refuses_a_baseline_path_that_is_a_folder_before_compiling(t
     assert r.fix == f"give a file name, e.g. {folder / 'baseline.json'}"
 
 
+def test_bisect_step_refuses_a_baseline_that_is_another_file(tmp_path: Path, run_cli: RunCli) -> None:
+    """``--record-baseline results.json`` replaced a bench results file (GPU measurements) with a
+    baseline without a word, and a ``--baseline`` or ``--record-baseline`` file that was not UTF-8 (a
+    ``W.json.gz``) or lacked ``config`` was an internal error (UnicodeDecodeError, KeyError), so
+    ``git bisect run`` aborted on exit 3 without a reason. Each is a user error naming the file now
+    (exit 128), and the results file is left as it was, before anything compiles."""
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"format_version": 1, "run": {"run_id": "a"}, "cells": []}))
+    before = results.read_bytes()
+    r = run_cli(
+        ["bisect-step", "--record-baseline", str(results), "--op", "liger.layer_norm", "--metric", "registers"]
+        + ["-t", TOOLCHAIN, "-i", "0"]
+    )
+    assert r.exit_code == 128 and r.problem.startswith(
+        f"--record-baseline {results} exists and is not a bisect-step baseline"
+    ), r.output
+    assert r.fix == f"give a new file name, or remove {results} first" and results.read_bytes() == before
+    gz = tmp_path / "w.json.gz"
+    gz.write_bytes(b"\x1f\x8b\x08\x00" + b"\xff" * 20)
+    r = run_cli(["bisect-step", "--baseline", str(gz)])
+    assert r.exit_code == 128 and r.problem == f"baseline {gz} is gzip-compressed, and this file is read as plain text"
+    r = run_cli(["bisect-step", "--baseline", str(results)])
+    assert r.exit_code == 128 and r.problem == f"baseline {results}: top level: missing key 'config'", r.output
+    assert "record one with `ktriage bisect-step --record-baseline FILE`" in (r.fix or "")
+
+
 def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunCli) -> None:
     repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
     baseline = tmp_path / "b.json"

@@ -366,6 +366,25 @@ def test_an_output_never_replaces_ktriage_data_of_another_kind(
         assert all(p.read_bytes() == data for p, data in before.items())
 
 
+def test_an_output_never_replaces_a_results_file_of_the_older_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A results file written before format_version (``{"run": {...``: the committed H200 A/A runs) is
+    still read as one, but -o took it for a report: `explain ... -o aa_1.json` replaced the GPU measurements
+    without a word. Refused as a results file now."""
+    committed = (
+        Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "aa_1.json"
+    )
+    older = tmp_path / "aa_1.json"
+    older.write_bytes(committed.read_bytes())
+    assert older.read_text().lstrip().startswith('{\n "run": {')  # no format_version
+    occ = ["occupancy", "--arch", "sm_90", "--registers", "64", "--warps", "4", "--format", "json", "-o", str(older)]
+    assert main(occ) == exit_codes.USAGE
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"error: --output {older} exists and is a ktriage results file (measured cells)" in err, err
+    assert older.read_bytes() == committed.read_bytes()
+
+
 def test_an_output_replaces_its_own_kind_and_says_overwrote(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A nightly rewrites its reports, and `runs export -o run.json` an earlier export: replaced, and
     the message says `overwrote` where it said `wrote` for a file that was not there."""

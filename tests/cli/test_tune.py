@@ -191,3 +191,41 @@ def test_further_toolchains_with_compile_only_are_refused(run_cli: RunCli) -> No
     )
     assert res.exit_code == exit_codes.USAGE and res.problem.startswith("-t triton==3.3.1: a further"), res.output
     assert res.fix is not None and "-t triton==3.4.0" in res.fix, res.output
+
+
+@pytest.mark.parametrize("budget", ["0", "-3"])
+def test_a_budget_that_leaves_no_gpu_time_is_refused_before_compiling(
+    budget: str, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--budget 0 (or -3) was checked by the timing step only: every candidate compiled first (minutes),
+    then "--budget 0 leaves no GPU time". It is an argument range now, checked with the others."""
+
+    def compiled(*_a: object, **_k: object) -> None:
+        raise AssertionError("tune built its toolchains before checking --budget")
+
+    monkeypatch.setattr("ktriage.api._tune.resolve_toolchains", compiled)
+    res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--budget", budget])
+    assert res.exit_code == exit_codes.USAGE and res.problem == f"budget (--budget) {budget} is out of range", (
+        res.output
+    )
+    assert res.fix == "give a number > 0, e.g. budget=10 (--budget 10)"
+
+
+def test_results_that_are_not_a_results_file_are_refused_before_compiling(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--results with an explain report (or a folder) compiled and screened every config, then said the
+    file was not a results file: read now, before the compile (a --results that does not exist yet still
+    compiles, to print the command that writes it)."""
+
+    def compiled(*_a: object, **_k: object) -> None:
+        raise AssertionError("tune built its toolchains before reading --results")
+
+    monkeypatch.setattr("ktriage.api._tune.resolve_toolchains", compiled)
+    report = tmp_path / "explain.json"
+    report.write_text(json.dumps({"tool": "ktriage explain", "findings": []}))
+    argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--results"]
+    res = run_cli([*argv, str(report)])
+    assert res.exit_code == exit_codes.USAGE and "is not a ktriage results file" in res.problem, res.output
+    res = run_cli([*argv, str(tmp_path)])
+    assert res.exit_code == exit_codes.USAGE and res.problem == f"results file {tmp_path} is a folder, not a file"

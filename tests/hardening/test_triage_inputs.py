@@ -160,6 +160,30 @@ def test_inputs_that_share_nothing_are_a_user_error(
     assert any(line.startswith("fix:") for line in err.splitlines())
 
 
+def test_one_file_as_both_sides_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A TritonBench CSV (or a results file of one toolchain) as OLD and NEW compared every cell with itself:
+    "0 cell(s) of N past the gate", exit 0, a typo read as "no regression". compare refused a results file
+    twice but not a CSV, which gets a new run id each time it is read."""
+    csv = tmp_path / "layer_norm_bwd.csv"
+    csv.write_text(GOOD)
+    for verb in (["triage", *SAME], ["compare"]):
+        code = main([verb[0], str(csv), str(csv), *verb[1:]])
+        out, err = capsys.readouterr()
+        assert code == exit_codes.USAGE, out + err
+        problem = " ".join(err.split())
+        assert f"error: both sides are one file ({csv} and {csv}): every cell would be compared with itself" in problem
+    from ktriage.measure.results_file import results_to_json
+    from ktriage.testing import fake_sweep_run
+
+    run, cells = fake_sweep_run(seed=1, n_inputs=2, samples=5, toolchains=("triton-3.4.0",))
+    results = tmp_path / "one.json"
+    results.write_text(json.dumps(results_to_json(run, cells)))
+    code = main(["triage", str(results), str(results)])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == exit_codes.USAGE and "every cell would be compared with itself" in err, err
+    assert "split into its toolchains only when it timed two or more side by side (this one timed 1)" in err
+
+
 # ---------------------------------------------------------------------------------- duplicates
 DUPLICATES = {
     "csv-row-twice": HEAD + "1024;0.05;0.119\n1024;0.05;9.9\naverage;;\n",

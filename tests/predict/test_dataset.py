@@ -183,3 +183,30 @@ def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
     r = run_cli(["calibrate", "--from", str(no_ratio), "-o", str(tmp_path / "m.json")])
     assert r.exit_code == 2 and "none of the 1 calibration cells has a measured ratio" in r.err_text
     assert not (tmp_path / "m.json").exists()
+
+
+def test_calibrate_refuses_cells_that_are_not_utf8_text(run_cli, tmp_path: Path) -> None:
+    """``--from cells.jsonl.gz`` (or any file not UTF-8) was an internal error, UnicodeDecodeError: read
+    through the schema layer, it is a user error naming the file."""
+    packed = tmp_path / "cells.jsonl.gz"
+    packed.write_bytes(gzip.compress(CELLS.read_bytes()[:4000]))
+    r = run_cli(["calibrate", "--from", str(packed)])
+    assert (
+        r.exit_code == 2
+        and r.problem == f"calibration cells {packed} is gzip-compressed, and this file is read as plain text"
+    )
+    assert r.fix is not None and r.fix.startswith("decompress it first (gunzip -k FILE.gz)")
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b"caf\xe9\n")
+    r = run_cli(["calibrate", "--from", str(latin)])
+    assert r.exit_code == 2 and r.problem == f"calibration cells {latin} is not UTF-8 text (byte 3: b'\\xe9')", r.stderr
+
+
+def test_calibrate_names_a_run_of_one_toolchain(run_cli) -> None:
+    """A results file of one toolchain (an A/A run) has no pair to fit: calibrate said only "no
+    calibration cells; fix: pass --from cells.jsonl, or --results R.json --explain E.json", which is what
+    was passed. It names the file and the toolchain count now."""
+    one = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "aa_1.json"
+    r = run_cli(["calibrate", "--results", str(one), "--explain", str(REPORT)])
+    assert r.exit_code == 2 and r.problem.startswith(f"{one}: the run timed 1 toolchain(s) (triton-3.3.1"), r.stderr
+    assert "two or more toolchains side by side" in (r.fix or "")

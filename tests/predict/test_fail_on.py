@@ -62,3 +62,19 @@ def test_fixes_carry_the_predicted_gain(run_cli) -> None:
     assert "predicted -" in fixes[0]["effect"] and "against triton==3.3.1" in fixes[0]["effect"]
     ratios = [f["prediction"]["vs_current"]["ratio"] for f in priced]
     assert ratios == sorted(ratios)
+
+
+def test_a_gate_or_fixes_with_one_toolchain_is_refused(run_cli) -> None:
+    """One toolchain has nothing to compare: `-t triton==3.4.0 --fail-on any` on the kernel that spills 3712 B
+    printed "--fail-on any: passed" (exit 0), and --fixes "no fix to propose". Refused before any compile."""
+    one = ["explain", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "--input", "N=4608"]
+    r = run_cli([*one, "--fail-on", "any"])
+    assert r.exit_code == 2 and r.problem == (
+        "--fail-on need(s) a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
+        "the gate could never fire"
+    ), r.output
+    assert (
+        r.fix == "give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t triton==3.4.0"
+    )
+    r = run_cli([*one, "--fixes"])
+    assert r.exit_code == 2 and r.problem.endswith("is the only one given: there is no finding to fix"), r.output

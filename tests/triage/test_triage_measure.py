@@ -461,3 +461,21 @@ def test_a_relaxed_atomic_fix_is_bundled_from_its_rewritten_source() -> None:
         before, after = compiler.compile_many([spec, relaxed], [tc])
     assert isinstance(before, Artifact) and isinstance(after, Artifact)
     assert after.cubin != before.cubin  # its own kernel: the rewritten atomic, not a copy
+
+
+def test_measured_that_is_no_results_file_is_refused_with_nothing_flagged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the path of --measured was checked up front and its files were read for flagged cells only: an
+    A/A pair with none past the gate (--threshold 20), given an explain report (or an empty file) as --measured, said "no
+    flagged cell: nothing to re-measure", exit 0, the wrong file never named. Each file is read first now."""
+    aa = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa"
+    report = tmp_path / "explain.json"
+    report.write_text(json.dumps({"tool": "ktriage explain", "findings": []}))
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    for given, problem in ((report, "is not a ktriage results file"), (empty, "is not valid JSON")):
+        argv = ["triage", str(aa / "aa_1.json"), str(aa / "aa_2.json"), "--threshold", "20"]
+        code = main([*argv, "--measured", str(given)])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 2 and f"error: {given} {problem}" in err and "fix:" in err, err
