@@ -47,10 +47,10 @@ def bench(
     output_json: o.OutputJson = None,
     tritonbench_json: o.TritonbenchJson = None,
     db: opt.Db = None,
-    timing: o.Timing = "auto",
+    timing: o.Timing = o.TIMING,
     no_l2_flush: o.NoL2Flush = False,
-    max_time: o.MaxTime = 10.0,
-    min_samples: o.MinSamples = 10,
+    max_time: o.MaxTime = o.MAX_TIME,
+    min_samples: o.MinSamples = o.MIN_SAMPLES,
     artifact_timing: o.ArtifactTiming = o.ARTIFACT_TIMING,
     compile_mode: o.CompileMode = o.COMPILE_MODE,
     artifacts_only: o.ArtifactsOnly = False,
@@ -63,7 +63,6 @@ def bench(
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     given = opt.arguments(locals())
     fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json, workload)
-    o.refuse_outputs_of_compile_only(compile_only, fmt, outputs, tritonbench_json)
     existed = [p for p in outputs if p.is_file()]  # the results file is written while measuring
     console = make_console(stderr=fmt != Format.table)
     measuring = o.Measuring(
@@ -77,9 +76,11 @@ def bench(
         gpus=gpus,
     )
     asked_mode = opt.pick_mode(mode, fwd=fwd, bwd=bwd, fwd_bwd=fwd_bwd)
-    if workload is not None or kernel or (bundle is not None and not toolchain and is_recorded_bundle(bundle)):
-        if workload is None or is_workload_path(workload):  # else bench_recorded names what it is (an op: --op)
-            refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
+    recorded = bool(workload is not None or kernel or (bundle and not toolchain and is_recorded_bundle(bundle)))
+    if recorded and (workload is None or is_workload_path(workload)):  # else bench_recorded names it (an op: --op)
+        refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
+    o.refuse_what_compile_only_ignores(compile_only, given, fmt, outputs)  # after: its fix names what applies
+    if recorded:
         return bench_workload(
             workload,
             bundle=bundle,

@@ -5,6 +5,7 @@ kept so its command lines run unchanged."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
@@ -176,6 +177,9 @@ Profile = Annotated[
 
 
 METRICS = "latency,speedup,accuracy"
+TIMING = "auto"
+MAX_TIME = 10.0
+MIN_SAMPLES = 10
 ARTIFACT_TIMING = "tritonbench"
 COMPILE_MODE = "max-autotune-no-cudagraphs"
 
@@ -192,23 +196,51 @@ def format_and_outputs(
     return fmt, outputs
 
 
-def refuse_outputs_of_compile_only(
-    compile_only: bool, fmt: Format, outputs: list[Path], tritonbench_json: Path | None
+def refuse_what_compile_only_ignores(
+    compile_only: bool, params: Mapping[str, Any], fmt: Format, outputs: list[Path]
 ) -> None:
-    """--compile-only measures nothing: its -o, --format json/csv and --tritonbench-json wrote and printed
-    nothing, exit 0 (a CI step's ``-o results.json`` left no file, ``--format json > r.json`` an empty one).
-    Refused before the compile, naming the run that writes them."""
+    """--compile-only measures nothing, so the options of measuring had no effect, exit 0: -o, --format
+    json/csv and --tritonbench-json wrote and printed nothing (a CI step's ``-o results.json`` left no file),
+    and ``--max-time 5 --timing graph --gpus 1 --profile`` were dropped without a word (the bundle keeps none
+    of them). Refused before the compile (``params``: the command's parsed values), the fix spelling out the
+    measuring run with the same options. Why not carry them into the printed ``bench --bundle`` command
+    instead: that line comes after the compile, read by whoever runs the GPU machine; exit 0 with the options
+    "accepted" reads as if they were baked into the bundle, where a refusal costs nothing and says so."""
     if not compile_only:
         return
-    given = [f"-o {p}" for p in outputs] + ([f"--format {fmt.value}"] if fmt != Format.table else [])
-    given += [f"--tritonbench-json {tritonbench_json}"] if tritonbench_json is not None else []
+    given = [("-o", str(p)) for p in outputs] + ([("--format", fmt.value)] if fmt != Format.table else [])
+    given += [
+        (flag, None if value is True else f"{value:g}" if isinstance(value, float) else str(value))
+        for flag, value in measuring_options(params).items()
+    ]
     if given:
+        spelled = [flag if value is None else f"{flag} {shlex.quote(value)}" for flag, value in given]
         raise KtriageError(
-            f"{', '.join(given)}: --compile-only measures nothing, so there are no results to write (the bundle "
-            "is its result)",
-            "drop it here, and give it to the run that measures the bundle on the GPU machine: "
-            "ktriage bench --bundle DIR -o results.json",
+            f"{', '.join(spelled)}: --compile-only measures nothing, so there are no results to write and "
+            "nothing to time (the bundle is its result)",
+            "drop them here, and give them to the run that measures the bundle on the GPU machine: "
+            f"ktriage bench --bundle DIR {' '.join(spelled)}",
         )
+
+
+def measuring_options(params: Mapping[str, Any]) -> dict[str, object]:
+    """The options that only the GPU run reads (how it times, where, what it writes and shows), by flag,
+    each one set or off its default: what --compile-only refuses. Not --db (``$KTRIAGE_DB`` sets it for
+    every verb), nor --baseline/--only (they choose the backends the bundle compiles)."""
+    given: dict[str, object] = {
+        "--tritonbench-json": params["tritonbench_json"],
+        "--timing": params["timing"] if params["timing"] != TIMING else None,
+        "--no-l2-flush": params["no_l2_flush"],
+        "--max-time": params["max_time"] if params["max_time"] != MAX_TIME else None,
+        "--min-samples": params["min_samples"] if params["min_samples"] != MIN_SAMPLES else None,
+        "--artifact-timing": params["artifact_timing"] if params["artifact_timing"] != ARTIFACT_TIMING else None,
+        "--compile-mode": params["compile_mode"] if params["compile_mode"] != COMPILE_MODE else None,
+        "--host-artifacts": params["host_artifacts"],
+        "--gpus": params["gpus"],
+        "--profile": params["profile"],
+        "--metrics": params["metrics"] if params["metrics"] != METRICS else None,
+    }
+    return {flag: value for flag, value in given.items() if value not in (None, False)}
 
 
 def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, object]:

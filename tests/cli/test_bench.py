@@ -39,6 +39,23 @@ from tests.conftest import RunCli
             ["--op", "layer_norm", "-t", "triton==3.4.0", "-i", "0", "--compile-only", "--format", "json"],
             "error: --format json: --compile-only measures nothing",
         ),
+        # the options of measuring were dropped without a word, exit 0 (the bundle keeps none of them)
+        (
+            ["--op", "layer_norm", "-t", "triton==3.4.0", "-i", "0", "--compile-only", "--max-time", "5"],
+            "error: --max-time 5: --compile-only measures nothing",
+        ),
+        (
+            ["--op", "layer_norm", "-t", "triton==3.4.0", "--compile-only", "--timing", "graph", "--profile"],
+            "error: --timing graph, --profile: --compile-only measures nothing",
+        ),
+        (
+            ["--op", "layer_norm", "-t", "triton==3.4.0", "--compile-only", "--gpus", "1", "--min-samples", "20"],
+            "ktriage bench --bundle DIR --min-samples 20 --gpus 1",  # the fix: the measuring run, as given
+        ),
+        (
+            ["--op", "layer_norm", "-t", "triton==3.4.0", "--compile-only", "--artifact-timing", "kernel"],
+            "error: --artifact-timing kernel: --compile-only measures nothing",
+        ),
     ],
 )
 def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
