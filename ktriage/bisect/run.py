@@ -187,10 +187,7 @@ def check_options(opts: BisectOptions) -> Source:
             "compiling commits needs a toolchain",
             "add --toolchain triton==3.4.0 (or triton={checkout}/dist/*.whl after a wheel build)",
         )
-    if source.kind != "git" and (opts.build or opts.pin_file or opts.first_parent):
-        raise KtriageError(
-            "--build, --pin-file and --first-parent apply to --source git:PATH only", "drop them for pypi/ptxas sources"
-        )
+    _check_git_only(opts, source)
     if bool(opts.pin_file) != bool(opts.pin_repo):
         raise KtriageError(
             "--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project"
@@ -208,6 +205,30 @@ def check_options(opts: BisectOptions) -> Source:
         assert source.repo is not None
         _check_pin(source.repo, opts.bad, opts.pin_file, opts.pin_repo)
     return source
+
+
+def _check_git_only(opts: BisectOptions, source: Source) -> None:
+    """The options of commit bisects build, check out and walk a repository: a pypi or ptxas source has
+    none, so each one given is refused by name (--keep-checkouts on pypi:triton was accepted and kept
+    nothing: a release is installed, never checked out)."""
+    if source.kind == "git":
+        return
+    given = [
+        flag
+        for flag, value in (
+            ("--build", opts.build),
+            ("--pin-file", opts.pin_file),
+            ("--first-parent", opts.first_parent),
+            ("--keep-checkouts", opts.keep_checkouts),
+        )
+        if value
+    ]
+    if given:
+        raise KtriageError(
+            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --source git:PATH only (commits "
+            f"built in checkouts), not to --source {opts.source}",
+            f"drop {', '.join(given)}: a {source.kind} candidate is a release, installed, never checked out or built",
+        )
 
 
 def _check_untimed(opts: BisectOptions) -> None:

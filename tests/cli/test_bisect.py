@@ -98,6 +98,23 @@ def test_a_timed_bisects_options_are_refused_on_a_compile_metric(flags: list[str
     assert r.problem == f"{named} to a timed bisect (--metric latency), not to --metric sass:ATOMG"
 
 
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--keep-checkouts"], "--keep-checkouts applies"),
+        (["--first-parent", "--keep-checkouts"], "--first-parent, --keep-checkouts apply"),
+        (["--build", "make"], "--build applies"),
+    ],
+)
+def test_a_git_sources_options_are_refused_on_a_release_source(flags: list[str], named: str, run_cli: RunCli) -> None:
+    """--keep-checkouts on pypi:triton was accepted and kept nothing (a release is never checked out);
+    each git-only option given is named, before the index is asked."""
+    r = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--command", "true", *flags])
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem == f"{named} to --source git:PATH only (commits built in checkouts), not to --source pypi:triton"
+    assert "never checked out" in r.err_text
+
+
 # ----------------------------------------------------------------------------- commits of a git repository
 
 
