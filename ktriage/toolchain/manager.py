@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -285,6 +286,42 @@ def ensure_toolchain(spec: str | ToolchainSpec, *, progress: Progress | None = N
         write_json_atomic(root / MARKER, toolchain.to_json())
         say(f"toolchain {tc_id} ready")
         return toolchain
+
+
+def check_releases_exist(spec: ToolchainSpec, flag: str) -> None:
+    """Refuse (exit 2) a spec whose release is not on the package index, without building anything.
+
+    Why: a verb that builds a toolchain only when it needs one (``triage`` compiles flagged cells only)
+    took ``--old-toolchain triton==9.9`` and exited 0 whenever nothing was flagged, the report naming a
+    toolchain that cannot exist; with a flagged cell the same spec failed the compile step (exit 4). A
+    release ktriage supports (``SUPPORTED_TRITON``) or one already built here needs no question; any other
+    is looked up with ``pip index versions`` (the versions installable on this interpreter and platform,
+    what the build's ``uv pip install`` resolves against; nothing is downloaded). Pre-releases, and an
+    index that does not answer (offline), are let through: only a known "no" is refused."""
+    from packaging.version import Version
+
+    from ktriage.toolchain import installer
+    from ktriage.toolchain.releases import nvcc_package, release_ptxas
+    from ktriage.toolchain.supported import SUPPORTED_TRITON
+
+    wanted: list[tuple[str, str, str]] = []  # (spec key, version, package on the index)
+    v = spec.triton_version
+    if spec.frontend_kind == "pypi" and v is not None and v not in SUPPORTED_TRITON:
+        if load_frontend(envs_dir() / f"triton-{v}") is None:
+            wanted.append(("triton", v, "triton"))
+    p = spec.ptxas_version
+    if p is not None and release_ptxas(p) is None:
+        wanted.append(("ptxas", p, nvcc_package(p)))
+    for key, version, package in wanted:
+        if Version(version).is_prerelease:
+            continue
+        listed = installer.available_versions(package, limit=1000)
+        if listed and version not in listed:
+            raise ToolchainError(
+                f"{flag} {spec}: {key}=={version} is not on the package index ({package} has no such release "
+                f"for Python {sys.version_info.major}.{sys.version_info.minor} on this platform)",
+                f"pick one that exists: {key}=={listed[0]}, or one of {', '.join(listed[1:12])}",
+            )
 
 
 def ensure_toolchains(

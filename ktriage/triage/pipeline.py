@@ -538,13 +538,15 @@ def _check(options: TriageOptions) -> None:
             f"--limit {options.limit} bundles no cell", "give the number of flagged cells to re-measure, e.g. --limit 5"
         )
     from ktriage.arch import parse_arch
+    from ktriage.toolchain.manager import check_releases_exist
     from ktriage.toolchain.spec import parse_toolchain
     from ktriage.triage import measure as gpu
 
     parse_arch(options.arch)  # a typo in the target or a toolchain is the user's (exit 2), not a failed step (4)
-    for text in (options.old_toolchain, options.new_toolchain):
+    for flag, text in (("--old-toolchain", options.old_toolchain), ("--new-toolchain", options.new_toolchain)):
         if text and "=" in text:  # a spec (an id or its prefix names a toolchain of one run: checked there)
-            parse_toolchain(text, check_files=False)
+            # a release that does not exist is refused now, not only once a flagged cell compiles with it
+            check_releases_exist(parse_toolchain(text, check_files=False), flag)
     gpu.check_options(options)
 
 

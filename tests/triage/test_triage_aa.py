@@ -114,3 +114,33 @@ def test_sides_without_the_baseline_say_how_to_get_it_not_compares_option(tmp_pa
     assert baseline["status"] == "none" and "--baseline" not in baseline["message"]
     assert "layer_norm's torch_layer_norm not measured" in baseline["message"]
     assert "unless --only leaves it out" in baseline["message"]
+
+
+def test_a_release_the_index_does_not_have_is_refused_even_when_nothing_is_flagged(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--old-toolchain triton==9.9 exited 0 when no cell passed the gate (the toolchain was only built for a
+    flagged cell), the report naming a toolchain that cannot exist. The index is asked (here: a stand-in for
+    ``pip index versions``); a supported release needs no question, and an index that does not answer lets it
+    through (only a known "no" is refused)."""
+    from ktriage.toolchain import installer
+
+    asked: list[str] = []
+
+    def index(package: str, limit: int = 25) -> list[str]:
+        asked.append(package)
+        return ["3.6.0", "3.5.1", "3.4.0"] if package == "triton" else []
+
+    monkeypatch.setattr(installer, "available_versions", index)
+    copy = tmp_path / "copy.csv"  # the same numbers on both sides: nothing passes the gate
+    copy.write_text((DATA / "layer_norm_bwd_run1.csv").read_text())
+    argv = ["triage", str(DATA / "layer_norm_bwd_run1.csv"), str(copy), "--op", "layer_norm", "--mode", "bwd"]
+    r = run_cli([*argv, "--old-toolchain", "triton==9.9", "--new-toolchain", "triton==3.4.0"])
+    assert r.exit_code == 2, r.output
+    assert r.problem.startswith("--old-toolchain triton==9.9.0: triton==9.9.0 is not on the package index")
+    assert "pick one that exists: triton==3.6.0" in (r.fix or "")
+    asked.clear()
+    r = run_cli([*argv, "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"])
+    assert r.exit_code == 0 and asked == [], r.output  # supported: no question to the index
+    r = run_cli([*argv, "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0,ptxas==12.99.1"])
+    assert r.exit_code == 0 and asked == ["nvidia-cuda-nvcc-cu12"], r.output  # no answer: let through
