@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ktriage.api import _args as args
 from ktriage.errors import KtriageError
@@ -191,10 +191,26 @@ def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     if not path.exists():  # a folder is named by read_results, through the schema layer
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
     info, cells = read_results(path)
+    if not cells:
+        _refuse_empty_import(path, info.run_id, info.status)
     with open_store(db) as store:
         store.import_run(info, cells)
         url = store.url
     return RunImported(info.run_id, len(cells), url)
+
+
+def _refuse_empty_import(path: Path, run_id: str, status: str) -> NoReturn:
+    """A run without cells was imported ("imported run X (0 cells)", exit 0), and then every reader refused
+    it: compare and triage ("has no cells: there is nothing to compare"), history (no point). Refused here,
+    before the store is written, rather than kept with a warning: no verb reads anything from it, and its
+    id, once in the store, blocks the import of a measured file of that run until `runs delete`. A failed
+    run's record stays in the GPU host's store (``runs list --status failed`` there)."""
+    raise KtriageError(
+        f"{path} holds run {run_id} with no cells (status {status}): nothing measured, so nothing to import "
+        "(compare, triage and history read cells)",
+        "export a run that measured something (`ktriage runs show RUN` on the GPU host lists its cells), or "
+        "measure again there: ktriage bench ... -o results.json",
+    )
 
 
 def runs_delete(*, run: str, db: str | None = None) -> RunDeleted:

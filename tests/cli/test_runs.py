@@ -158,6 +158,21 @@ def test_import_of_a_folder_says_it_is_a_folder(store_url: str, tmp_path: Path, 
     assert "record it again" not in (shown.fix or "")
 
 
+def test_import_of_a_run_without_cells_is_refused(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A run without cells was "imported run X (0 cells)", exit 0, then refused by compare and triage (and its
+    id blocked a later import of the measured file): refused before the store is written."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    _, failed = fill(gpu_host)  # the failed run measured nothing
+    export = tmp_path / "run.json"
+    assert run_cli(["runs", "export", failed, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    result = run_cli(["runs", "import", str(export), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem.startswith(f"{export} holds run {failed} with no cells (status failed): nothing measured")
+    assert "export a run that measured something" in (result.fix or "")
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
 def test_delete_then_import_again(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """`runs import` of an id the store has says to delete it first: `runs delete` does, by a unique prefix."""
     run_id, other = fill(store_url)
