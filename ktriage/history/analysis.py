@@ -256,6 +256,16 @@ def analyze_history(
         raise KtriageError(
             f"--fail-on-recent {fail_on_recent} is below 1", "give the number of latest runs to watch, e.g. 3"
         )
+    if fail_on_recent is not None and fail_on_recent < detection.min_segment:
+        # a change point has --min-segment runs at its new level (detect_change_points), so its first run is at
+        # least that far from the end: a window of fewer latest runs never holds one, and the gate never fires
+        m = detection.min_segment
+        raise KtriageError(
+            f"--fail-on-recent {fail_on_recent} can never fire with --min-segment {m}: a change is reported once "
+            f"{m} runs hold the new level, so its first run is never among the latest {fail_on_recent}",
+            f"give --fail-on-recent {m} or more (e.g. {max(3, m)}), or lower --min-segment to {fail_on_recent} "
+            "(a shorter level is easier to mistake for one outlying run)",
+        )
     found = cell_history(store, query)
     if not found:
         raise _nothing_found(store, query)

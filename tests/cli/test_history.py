@@ -142,6 +142,26 @@ def test_fail_on_recent_holding_the_whole_series_is_refused(store_url: str, run_
     assert run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "12"]).exit_code == 1  # run 18 is 12 back
 
 
+def test_fail_on_recent_below_min_segment_is_refused(store_url: str, run_cli: RunCli) -> None:
+    """--fail-on-recent 1 with the default --min-segment 2 passed every night: a change is reported once two
+    runs hold the new level, so its first run is never the latest one. Refused before the store is read,
+    naming both ways out; with --min-segment 1 the window of one run can hold a change, and is taken."""
+    fill(store_url, step_at=28)  # the step's runs: the last two
+    r = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "1"])
+    assert r.exit_code == 2, r.output
+    assert r.problem == (
+        "--fail-on-recent 1 can never fire with --min-segment 2: a change is reported once 2 runs hold the new "
+        "level, so its first run is never among the latest 1"
+    )
+    assert r.fix is not None and r.fix.startswith(
+        "give --fail-on-recent 2 or more (e.g. 3), or lower --min-segment to 1"
+    )
+    assert run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "2"]).exit_code == 1  # it fires
+    assert run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "3", "--min-segment", "4"]).exit_code == 2
+    ok = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "1", "--min-segment", "1"])
+    assert ok.exit_code in (0, 1), ok.output  # taken: the gate can fire
+
+
 def test_fail_on_recent_on_a_series_too_short_to_detect_is_not_refused(store_url: str, run_cli: RunCli) -> None:
     fill(store_url, n_runs=3, step_at=None, toolchain_at=((0, "3.3.0"),))
     r = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "3"])
