@@ -13,7 +13,6 @@ from ktriage.cli import triage_options as o
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
     AllowPrecisionMismatch,
-    Arch,
     Db,
     Format,
     ModeOpt,
@@ -32,7 +31,7 @@ def triage(
     old_toolchain: o.OldToolchain = None,
     new_toolchain: o.NewToolchain = None,
     threshold: o.Threshold = 10.0,
-    arch: Arch = "sm_90",
+    arch: o.Arch = None,
     op: o.Op = None,
     mode: ModeOpt = None,
     db: Db = None,

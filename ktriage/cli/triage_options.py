@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypedDict
 
 import typer
 
-from ktriage.cli.options import Format, check_writable, format_option, output_option
+from ktriage.cli.options import Format, arch_option, check_writable, format_option, output_option
 from ktriage.errors import KtriageError
 
 FORMATS = ("table", "markdown", "json")
@@ -39,6 +39,13 @@ NewToolchain = Annotated[
         help="Toolchain spec of the new side, e.g. triton==3.4.0 (default: from the file, when it says).",
     ),
 ]
+ARCH = "sm_90"
+Arch = Annotated[
+    str | None,
+    arch_option("Default: sm_90. Not with --run, which benches what the program launched on this GPU."),
+]
+"""None when not given: --run refuses any --arch, sm_90 spelt out too (only another value was refused)."""
+
 Threshold = Annotated[
     float, typer.Option("--threshold", help="The gate in percent: cells that moved less are not flagged.")
 ]
@@ -144,7 +151,7 @@ def run_refusals(params: Mapping[str, Any]) -> dict[str, object]:
         "--measured": p["measured"] or None,
         "--workload": p["workload"] or None,
         "--limit": p["limit"],
-        "--arch": p["arch"] if p["arch"] != "sm_90" else None,
+        "--arch": p["arch"],
         "--allow-precision-mismatch": p["allow_precision_mismatch"],
     }
 
@@ -185,7 +192,7 @@ def triage_args(params: Mapping[str, Any]) -> TriageArgs:
         old_toolchain=p["old_toolchain"],
         new_toolchain=p["new_toolchain"],
         threshold=check_percent_gate(p["threshold"]),
-        arch=p["arch"],
+        arch=p["arch"] or ARCH,
         op=p["op"],
         mode=p["mode"].value if p["mode"] else None,
         bisect=not p["no_bisect"],

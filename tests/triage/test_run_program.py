@@ -64,6 +64,9 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
             "unknown toolchain spec key",
         ),
         ([*RUN, "--measure"], "--measure do(es) not apply to --run"),
+        # --arch sm_90 (the two-sides default) spelt out was taken, any other target refused
+        ([*RUN, "--arch", "sm_90"], "--arch do(es) not apply to --run"),
+        ([*RUN, "--arch", "9.0"], "--arch do(es) not apply to --run"),
         ([*RUN, "-o", "report.html"], "not HTML"),
         (["triage"], "triage needs OLD and NEW"),
         ([*RUN, "--threshold", "0.05"], "--threshold 0.05 is in percent: a 0.05 % gate"),
