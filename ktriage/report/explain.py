@@ -44,6 +44,7 @@ from ktriage.explain.findings import (
     uncovered_lines,
 )
 from ktriage.explain.fixes import Fix
+from ktriage.explain.labels import short_labels
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.predicted import identical_toolchains
 from ktriage.home import portable_path
@@ -318,11 +319,15 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
             for item, r in failures
         ]
     out += ["", "## Per input", ""]
-    header = ["input"] + [md_code(t.spec) for t in tcs] + ["changes [attribution]"]
+    shorts = short_labels([item.spec for item in result.specs])
+    fulls = [input_label(item.spec.meta, item.spec.name) for item in result.specs]
+    shortened = shorts != fulls  # the findings name inputs by their short labels: the full ones beside them
+    header = ["input"] + (["arguments"] if shortened else []) + [md_code(t.spec) for t in tcs]
+    header.append("changes [attribution]")
     out.append("| " + " | ".join(header) + " |")
     out.append("|" + "---|" * len(header))
-    for item in result.specs:
-        row = [md_text(input_label(item.spec.meta, item.spec.name))]
+    for item, short, full in zip(result.specs, shorts, fulls, strict=True):
+        row = [md_text(short)] + ([md_text(full)] if shortened else [])
         row += [md_text(_cell(item.results.get(t.id))) for t in tcs]  # an error may quote `a | b`, or anything
         row.append("<br>".join(md_text(part) for part in _changes_text(item, len(tcs) > 2).split("\n")))
         out.append("| " + " | ".join(row) + " |")
@@ -348,8 +353,9 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     for i, t in enumerate(result.toolchains):
         table.add_column(toolchain_label(t) + (" (ref)" if i == 0 else ""))
     table.add_column("changes [attribution]")
-    for item in result.specs:
-        row = [input_label(item.spec.meta, item.spec.name)]
+    # the inputs as the findings name them (explain/labels.py); the full labels: markdown, HTML, JSON
+    for item, short in zip(result.specs, short_labels([item.spec for item in result.specs]), strict=True):
+        row = [short]
         cells = [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
         changes = escape(_changes_text(item, len(result.toolchains) > 2))
         row = [escape(cell) for cell in row] + [
