@@ -202,6 +202,8 @@ class FailureFinding:
     fallback: str | None
     inputs: list[str] = field(default_factory=list)
     alone: bool = False
+    kernel: str = ""  # as Finding.kernel: where the report holds several kernels, the one that failed
+    names: dict[str, str] = field(default_factory=dict)  # as Finding.names
 
     @property
     def range(self) -> str:
@@ -211,7 +213,8 @@ class FailureFinding:
         verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
             self.stage, "cannot compile"
         )
-        text = f"{self.toolchain} {verb} {self.range}: {self.message}"
+        place = input_place(self.kernel, [self.names.get(i, i) for i in self.inputs])
+        text = f"{self.toolchain} {verb} {place}: {self.message}"
         if self.fix:
             text += f" — fix: {self.fix}"
         if self.fallback and self.alone:
@@ -230,6 +233,7 @@ class FailureFinding:
             "message": self.message,
             "fix": self.fix,
             "reference_fallback": self.fallback,
+            "kernel": self.kernel,
             "range": self.range,
             "inputs": self.inputs,
             "summary": self.summary(),
@@ -241,10 +245,11 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
     same stage, error line and fallback form one finding; the toolchains in the order given."""
     findings: list[FailureFinding] = []
     first = result.toolchains[0].id if result.toolchains else None
+    names = input_names([item.spec for item in result.specs])
     for toolchain in result.toolchains:
         run: FailureFinding | None = None
         sweep: tuple[str, ...] | None = None
-        for item in result.specs:
+        for item, (kernel, short) in zip(result.specs, names, strict=True):
             failure = item.results.get(toolchain.id)
             if sweep_key(item.spec) != sweep:
                 run, sweep = None, sweep_key(item.spec)
@@ -268,10 +273,19 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
                 or run.alone != alone
             ):
                 run = FailureFinding(
-                    toolchain_label(toolchain), failure.stage, failure.kind, message, fix, fallback, alone=alone
+                    toolchain_label(toolchain),
+                    failure.stage,
+                    failure.kind,
+                    message,
+                    fix,
+                    fallback,
+                    alone=alone,
+                    kernel=kernel,
                 )
                 findings.append(run)
-            run.inputs.append(input_label(item.spec.meta, item.spec.name))
+            label = input_label(item.spec.meta, item.spec.name)
+            run.inputs.append(label)
+            run.names[label] = short
     return findings
 
 
@@ -566,22 +580,23 @@ def no_change_line(result: ExplainResult) -> str:
 
 
 def uncovered(result: ExplainResult, findings: Sequence[Finding]) -> dict[str, list[tuple[str, CompileDiff]]]:
-    """toolchain id -> its (input, comparison) pairs that no finding names, for toolchains not reported
+    """toolchain id -> its (input as the report names it, comparison) pairs that no finding names, for toolchains not reported
     identical. Why: a finding needs a headline metric, a notable opcode or a detail class to move; a
     toolchain whose kernels changed below those bars (a few address instructions, only the PTX) would
     otherwise vanish from the report, and the user who asked "does 3.6.0 change anything?" gets no answer."""
     same = identical_toolchains(result)
-    named = {(f.toolchain, i) for f in findings for i in f.inputs}
+    named = {(f.toolchain, f.kernel, i) for f in findings for i in f.inputs}
+    names = input_names([item.spec for item in result.specs])
     out: dict[str, list[tuple[str, CompileDiff]]] = {}
     for toolchain in result.toolchains:
         if toolchain.id in same:
             continue
         name = toolchain_label(toolchain)
-        for item in result.specs:
+        for item, (kernel, short) in zip(result.specs, names, strict=True):
             label = input_label(item.spec.meta, item.spec.name)
             for c in item.comparisons:
-                if c.new.toolchain.id == toolchain.id and (name, label) not in named:
-                    out.setdefault(toolchain.id, []).append((label, c))
+                if c.new.toolchain.id == toolchain.id and (name, kernel, label) not in named:
+                    out.setdefault(toolchain.id, []).append((input_place(kernel, [short]), c))
     return out
 
 

@@ -45,7 +45,7 @@ from ktriage.explain.findings import (
     no_change_line,
     uncovered_lines,
 )
-from ktriage.explain.labels import short_labels
+from ktriage.explain.labels import input_names, input_place
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
 
@@ -401,7 +401,9 @@ def build_view(
 ) -> ExplainView:
     groups: list[FindingGroup] = group_findings(findings)
     labels = {input_label(item.spec.meta, item.spec.name): i for i, item in enumerate(result.specs)}
-    shorts = short_labels([item.spec for item in result.specs])  # how the findings name them
+    # how the findings name them: the short label, inside the kernel's name where the report holds several
+    names = input_names([item.spec for item in result.specs])
+    shorts = [input_place(kernel, [short]) for kernel, short in names]
     changed = [i for i, item in enumerate(result.specs) if any(c.changed for c in item.comparisons)]
     if len(result.specs) <= max_kernels:  # a few kernels: all of them, changed or not
         chosen = [i for i, item in enumerate(result.specs) if item.comparisons]
@@ -471,7 +473,7 @@ def build_view(
         (
             shorts[i],
             ""
-            if shorts[i] == input_label(item.spec.meta, item.spec.name)
+            if names[i][1] == input_label(item.spec.meta, item.spec.name)
             else input_label(item.spec.meta, item.spec.name),
             [_short(item.results.get(t.id)) for t in result.toolchains],
             kernels[i].anchor if i in kernels else "",

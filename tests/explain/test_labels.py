@@ -61,4 +61,4 @@ def test_the_recorded_layer_norm_bullets_name_the_arguments_that_vary(toolchain,
     assert all("Mean_ptr" not in g.summary() for g in report.groups)
     assert report.regressions[0].inputs[0] == _bwd(4608)  # the full label: the JSON's, and what -i selects
     md = report.to_markdown()
-    assert "| input | arguments |" in md and f"| X_ptr=4096x4608 | {_bwd(4608)} |" in md
+    assert "| input | arguments |" in md and f"X_ptr=4096x4608] | {_bwd(4608)} |" in md
