@@ -381,7 +381,7 @@ def _compile_bundle(
         )
     loaded = load_bundle(path)
     failures = loaded.failure_lines()
-    say(f"bundle: {path} ({len(loaded.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)")
+    say(f"bundle: {path} ({loaded.compiled_text()})")
     for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path} --op {op} --{mode.replace('_', '-')}")

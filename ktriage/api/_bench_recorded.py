@@ -196,10 +196,7 @@ def _compile(
         path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=chosen_k, inputs=chosen_i)
     recorded = load_recorded_bundle(path)
     failures = recorded.bundle.failure_lines()
-    say(
-        f"bundle: {path} ({len(recorded.entries)} kernel inputs, "
-        f"{len(recorded.bundle.artifacts) - len(failures)} kernels, {len(failures)} failed compiles)"
-    )
+    say(f"bundle: {path} ({len(recorded.entries)} kernel inputs; {recorded.bundle.compiled_text()})")
     for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path}")

@@ -22,6 +22,7 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, CompileDiff, ExplainResult, opcode_delta_text, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
+from ktriage.explain.labels import input_names, input_place, input_range, kernel_name
 from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
 from ktriage.explain.predicted import impact as predicted_impact
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
@@ -42,12 +43,6 @@ _BLAME = {
 }
 
 
-def kernel_name(spec: KernelSpec) -> str:
-    """The kernel a spec is an input of, as its name says it before the ``[...]`` of the input: a
-    recorded workload's ``_layer_norm_backward_kernel.K7``, a catalog op's ``liger.layer_norm.bwd``."""
-    return spec.name.split("[", 1)[0] if spec.name.endswith("]") else spec.name
-
-
 def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
     """What makes specs inputs of ONE sweep: the same kernel source, op and pass, and the same shape
     keys. Findings merge consecutive inputs only within one sweep (two kernels of a spec file, or
@@ -55,25 +50,6 @@ def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
     shape = spec.meta.get("shape")
     keys = ",".join(sorted(shape)) if isinstance(shape, dict) else ""
     return (spec.source, str(spec.meta.get("op", kernel_name(spec))), str(spec.meta.get("mode", "")), keys)
-
-
-def input_place(kernel: str, inputs: list[str]) -> str:
-    """Where a finding is: its input range, inside its kernel's name (``kernel[range]``, as the fixes
-    and bisect name a spec) where the report holds several kernels; else the range alone."""
-    return f"{kernel}[{input_range(inputs)}]" if kernel else input_range(inputs)
-
-
-def input_range(inputs: list[str]) -> str:
-    """``N=4608..8192`` for consecutive inputs of one shape key, ``a .. b`` otherwise (the callers
-    only merge inputs of one sweep, see :func:`sweep_key`)."""
-    if len(inputs) == 1:
-        return inputs[0]
-    first, last = inputs[0], inputs[-1]
-    key_a, _, val_a = first.partition("=")
-    key_b, _, val_b = last.partition("=")
-    if val_a and key_a == key_b and "," not in first:
-        return f"{key_a}={val_a}..{val_b}"
-    return f"{first} .. {last}"
 
 
 @dataclass
@@ -91,10 +67,21 @@ class Finding:
     # the kernel's name where the report holds several (a workload's), else "": its inputs' labels
     # (a recorded launch's arguments) do not say which kernel they are of
     kernel: str = field(default="", kw_only=True)
+    # full label -> the short one the reports show (explain/labels.py); the full ones stay in ``inputs``
+    names: dict[str, str] = field(default_factory=dict, kw_only=True)
 
     @property
     def range(self) -> str:
         return input_range(self.inputs)
+
+    def shown(self, label: str) -> str:
+        """An input as the reports name it: its short label (explain/labels.py)."""
+        return self.names.get(label, label)
+
+    @property
+    def place(self) -> str:
+        """Where the finding is, as its summary says it: ``kernel[X_ptr=4096x{4608..8192}]``."""
+        return input_place(self.kernel, [self.shown(i) for i in self.inputs])
 
     def add(self, label: str, change: Change, prediction: Prediction | None, text: str) -> None:
         """One more input of the run: its label, its change and the cost model's prediction (``text``:
@@ -110,8 +97,8 @@ class Finding:
         blame = _BLAME.get(self.attribution, self.attribution)
         word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
         return (
-            f"{input_place(self.kernel, self.inputs)}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
-            f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.inputs[self.examples.index(worst)]}); {blame}."
+            f"{self.place}: {self.metric} {verb} with {self.toolchain} vs {self.reference} "
+            f"({word} {worst.ref:g}{unit} -> {worst.new:g}{unit} at {self.shown(self.inputs[self.examples.index(worst)])}); {blame}."
         )
 
     def to_json(self) -> JSONObject:
@@ -162,14 +149,14 @@ def _merged_runs(
     # A run of inputs holds one reference: where the first toolchain could not compile a spec and
     # another served as reference, a finding of its own starts (and names that reference).
     same = identical_toolchains(result)  # reported once, as "identical to ..." (predicted.py)
-    several = len({kernel_name(item.spec) for item in result.specs}) > 1
+    names = input_names([item.spec for item in result.specs])
     for toolchain in toolchains:
         if toolchain.id in same:
             continue
         name = toolchain_label(toolchain)
         open_runs: dict[str, _F] = {}
         sweep: tuple[str, ...] | None = None
-        for item in result.specs:
+        for item, (kernel, short) in zip(result.specs, names, strict=True):
             if sweep_key(item.spec) != sweep:  # another kernel: no run crosses into it
                 open_runs.clear()
                 sweep = sweep_key(item.spec)
@@ -187,11 +174,11 @@ def _merged_runs(
                     or run.reference != ref_name
                     or not same_predicted_kind(run.predictions, comparison)
                 ):
-                    kernel = kernel_name(item.spec) if several else ""
                     run = kind(name, ref_name, change.metric, direction, change.attribution, kernel=kernel)
                     findings.append(run)
                     open_runs[change.metric] = run
                 run.add(label, change, None if comparison is None else comparison.prediction, text)
+                run.names[label] = short
                 seen.add(change.metric)
             for metric in list(open_runs):
                 if metric not in seen:
@@ -215,6 +202,8 @@ class FailureFinding:
     fallback: str | None
     inputs: list[str] = field(default_factory=list)
     alone: bool = False
+    kernel: str = ""  # as Finding.kernel: where the report holds several kernels, the one that failed
+    names: dict[str, str] = field(default_factory=dict)  # as Finding.names
 
     @property
     def range(self) -> str:
@@ -224,7 +213,8 @@ class FailureFinding:
         verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
             self.stage, "cannot compile"
         )
-        text = f"{self.toolchain} {verb} {self.range}: {self.message}"
+        place = input_place(self.kernel, [self.names.get(i, i) for i in self.inputs])
+        text = f"{self.toolchain} {verb} {place}: {self.message}"
         if self.fix:
             text += f" — fix: {self.fix}"
         if self.fallback and self.alone:
@@ -243,6 +233,7 @@ class FailureFinding:
             "message": self.message,
             "fix": self.fix,
             "reference_fallback": self.fallback,
+            "kernel": self.kernel,
             "range": self.range,
             "inputs": self.inputs,
             "summary": self.summary(),
@@ -254,10 +245,11 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
     same stage, error line and fallback form one finding; the toolchains in the order given."""
     findings: list[FailureFinding] = []
     first = result.toolchains[0].id if result.toolchains else None
+    names = input_names([item.spec for item in result.specs])
     for toolchain in result.toolchains:
         run: FailureFinding | None = None
         sweep: tuple[str, ...] | None = None
-        for item in result.specs:
+        for item, (kernel, short) in zip(result.specs, names, strict=True):
             failure = item.results.get(toolchain.id)
             if sweep_key(item.spec) != sweep:
                 run, sweep = None, sweep_key(item.spec)
@@ -281,10 +273,19 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
                 or run.alone != alone
             ):
                 run = FailureFinding(
-                    toolchain_label(toolchain), failure.stage, failure.kind, message, fix, fallback, alone=alone
+                    toolchain_label(toolchain),
+                    failure.stage,
+                    failure.kind,
+                    message,
+                    fix,
+                    fallback,
+                    alone=alone,
+                    kernel=kernel,
                 )
                 findings.append(run)
-            run.inputs.append(input_label(item.spec.meta, item.spec.name))
+            label = input_label(item.spec.meta, item.spec.name)
+            run.inputs.append(label)
+            run.names[label] = short
     return findings
 
 
@@ -318,9 +319,9 @@ class DetailFinding(Finding):
     def summary(self) -> str:
         worst = max(range(len(self.examples)), key=lambda i: abs(self.examples[i].new - self.examples[i].ref))
         word = "worst" if element_kind(self.metric, self.direction) == "regression" else "largest"
-        where = f" ({word} at {self.inputs[worst]})" if len(self.inputs) > 1 else ""
+        where = f" ({word} at {self.shown(self.inputs[worst])})" if len(self.inputs) > 1 else ""
         blame = _BLAME.get(self.attribution, self.attribution)
-        return f"{input_place(self.kernel, self.inputs)}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
+        return f"{self.place}: with {self.toolchain} vs {self.reference}, {self.texts[worst]}{where}; {blame}."
 
 
 def _detail_changes(comparison: CompileDiff) -> list[tuple[Change, str, str]]:
@@ -436,10 +437,14 @@ class FindingGroup:
     inputs: list[str]
     findings: list[Finding] = field(default_factory=list)
     kernel: str = ""  # as Finding.kernel
+    names: dict[str, str] = field(default_factory=dict)  # as Finding.names
 
     @property
     def range(self) -> str:
         return input_range(self.inputs)
+
+    def shown(self, label: str) -> str:
+        return self.names.get(label, label)
 
     @property
     def predictions(self) -> list[Prediction | None]:
@@ -468,10 +473,10 @@ class FindingGroup:
     def _evidence(self, f: Finding, where: bool) -> str:
         if isinstance(f, DetailFinding):
             i = max(range(len(f.examples)), key=lambda j: abs(f.examples[j].new - f.examples[j].ref))
-            return f.texts[i] + (f" at {f.inputs[i]}" if where else "")
+            return f.texts[i] + (f" at {self.shown(f.inputs[i])}" if where else "")
         worst = max(f.examples, key=lambda c: abs(c.new - c.ref))
         unit = " B" if f.metric.endswith("bytes") else ""
-        at = f" at {f.inputs[f.examples.index(worst)]}" if where else ""
+        at = f" at {self.shown(f.inputs[f.examples.index(worst)])}" if where else ""
         return f"{_METRIC_WORDS.get(f.metric, f.metric)} {worst.ref:g}{unit} -> {worst.new:g}{unit}{at}"
 
     def _worst_input(self, f: Finding) -> str:
@@ -491,11 +496,13 @@ class FindingGroup:
             if len(blames) > 1:
                 text += f" ({_SHORT_BLAME.get(f.attribution, f.attribution)})"
             parts.append(text)
-        head = input_place(self.kernel, self.inputs) + (f" ({len(self.inputs)} inputs)" if many else "")
+        head = input_place(self.kernel, [self.shown(i) for i in self.inputs]) + (
+            f" ({len(self.inputs)} inputs)" if many else ""
+        )
         word = "worst" if self.kind == "regression" else "largest"
-        tail = f" ({word} at {next(iter(spots))})" if many and not per_item else ""
+        tail = f" ({word} at {self.shown(next(iter(spots)))})" if many and not per_item else ""
         blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
-        predicted = prediction_text(self.predictions, self.inputs)
+        predicted = prediction_text(self.predictions, [self.shown(i) for i in self.inputs])
         return f"{head}, {self.toolchain} vs {self.reference}: {'; '.join(parts)}{tail}; {blame}" + (
             f"; {predicted}." if predicted else "."
         )
@@ -539,7 +546,9 @@ def group_findings(findings: list[Finding]) -> list[FindingGroup]:
         key = (f.toolchain, f.reference, f.kernel, tuple(f.inputs))
         group = groups.get(key)
         if group is None:
-            group = groups[key] = FindingGroup(f.toolchain, f.reference, list(f.inputs), kernel=f.kernel)
+            group = groups[key] = FindingGroup(
+                f.toolchain, f.reference, list(f.inputs), kernel=f.kernel, names=dict(f.names)
+            )
         group.findings.append(f)
     order = list(groups.values())
     kind_rank = {"regression": 0, "improvement": 1, "change": 2}
@@ -571,22 +580,23 @@ def no_change_line(result: ExplainResult) -> str:
 
 
 def uncovered(result: ExplainResult, findings: Sequence[Finding]) -> dict[str, list[tuple[str, CompileDiff]]]:
-    """toolchain id -> its (input, comparison) pairs that no finding names, for toolchains not reported
+    """toolchain id -> its (input as the report names it, comparison) pairs that no finding names, for toolchains not reported
     identical. Why: a finding needs a headline metric, a notable opcode or a detail class to move; a
     toolchain whose kernels changed below those bars (a few address instructions, only the PTX) would
     otherwise vanish from the report, and the user who asked "does 3.6.0 change anything?" gets no answer."""
     same = identical_toolchains(result)
-    named = {(f.toolchain, i) for f in findings for i in f.inputs}
+    named = {(f.toolchain, f.kernel, i) for f in findings for i in f.inputs}
+    names = input_names([item.spec for item in result.specs])
     out: dict[str, list[tuple[str, CompileDiff]]] = {}
     for toolchain in result.toolchains:
         if toolchain.id in same:
             continue
         name = toolchain_label(toolchain)
-        for item in result.specs:
+        for item, (kernel, short) in zip(result.specs, names, strict=True):
             label = input_label(item.spec.meta, item.spec.name)
             for c in item.comparisons:
-                if c.new.toolchain.id == toolchain.id and (name, label) not in named:
-                    out.setdefault(toolchain.id, []).append((label, c))
+                if c.new.toolchain.id == toolchain.id and (name, kernel, label) not in named:
+                    out.setdefault(toolchain.id, []).append((input_place(kernel, [short]), c))
     return out
 
 

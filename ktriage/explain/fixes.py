@@ -37,7 +37,8 @@ from ktriage.explain.engine import (
     SpecExplain,
     toolchain_label,
 )
-from ktriage.explain.findings import Finding, group_findings, kernel_name
+from ktriage.explain.findings import Finding, group_findings
+from ktriage.explain.labels import kernel_name
 from ktriage.home import home_subdir
 from ktriage.predict.model import Prediction, predict
 from ktriage.schema.jsontypes import JSONObject

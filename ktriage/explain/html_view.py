@@ -45,6 +45,7 @@ from ktriage.explain.findings import (
     no_change_line,
     uncovered_lines,
 )
+from ktriage.explain.labels import input_names, input_place
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
 
@@ -168,7 +169,8 @@ class ExplainView:
     toolchains: list[str]
     findings: list[FindingView]
     kernels: list[KernelView]
-    per_input: list[tuple[str, list[str], str]]  # input, per toolchain cell, anchor or ""
+    # input as the findings name it, its full label where that is longer ("" else), per toolchain cell, anchor or ""
+    per_input: list[tuple[str, str, list[str], str]]
     omitted: int = 0  # inputs with changes but no diff section
     no_change: str = ""  # the no-change line, where no change finding was made (findings.no_change_line)
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
@@ -399,6 +401,9 @@ def build_view(
 ) -> ExplainView:
     groups: list[FindingGroup] = group_findings(findings)
     labels = {input_label(item.spec.meta, item.spec.name): i for i, item in enumerate(result.specs)}
+    # how the findings name them: the short label, inside the kernel's name where the report holds several
+    names = input_names([item.spec for item in result.specs])
+    shorts = [input_place(kernel, [short]) for kernel, short in names]
     changed = [i for i, item in enumerate(result.specs) if any(c.changed for c in item.comparisons)]
     if len(result.specs) <= max_kernels:  # a few kernels: all of them, changed or not
         chosen = [i for i, item in enumerate(result.specs) if item.comparisons]
@@ -424,7 +429,7 @@ def build_view(
         ]
         kernels[i] = KernelView(
             anchor,
-            input_label(item.spec.meta, item.spec.name),
+            shorts[i],
             item.spec.name,
             ref.artifact.kernel_name if ref else item.spec.name,
             cells,
@@ -456,9 +461,9 @@ def build_view(
             cv = next((c for c in kv.comparisons if c.new == ev.toolchain), None) if kv is not None else None
             top = ev.lines[0] if ev.lines else None
             target = cv.line_anchors.get((top.file, top.line)) if cv is not None and top is not None else None
-            if target is not None and top is not None:
+            if target is not None and top is not None and kv is not None:
                 fv.links.append(
-                    Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {ev.input}", f"#{target}-sass")
+                    Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {kv.input}", f"#{target}-sass")
                 )
             fv.lines.append(ev.text())
         views.append(fv)
@@ -466,7 +471,10 @@ def build_view(
     views += [FindingView("failed", ff.summary()) for ff in collect_failure_findings(result)]
     per_input = [
         (
-            input_label(item.spec.meta, item.spec.name),
+            shorts[i],
+            ""
+            if names[i][1] == input_label(item.spec.meta, item.spec.name)
+            else input_label(item.spec.meta, item.spec.name),
             [_short(item.results.get(t.id)) for t in result.toolchains],
             kernels[i].anchor if i in kernels else "",
         )

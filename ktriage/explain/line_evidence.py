@@ -81,12 +81,24 @@ class LineEvidence:
         if self.measure.startswith("class:"):
             tail = f" ({len(self.lines)} of {self.moved} lines)" if self.moved > len(self.lines) else ""
         else:
-            tail = (
-                f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
-                if self.moved > len(self.lines)
-                else ""
-            )
+            tail = self._tail()
         return f"{self.title}: {', '.join(parts)}{tail}"
+
+    def _tail(self) -> str:
+        """How much of the change the lines shown carry: ``(4 of 13 lines: +871 of +1161)`` where they all
+        move the way the total does; else gross and net apart, ``(4 of 5 lines shown: +7 and -2, net +5; all 5
+        lines: net +4)``, since "+5 of +4" read as more than all of it."""
+        if self.moved <= len(self.lines):
+            return ""
+        deltas = [self.delta(d) for d in self.lines]
+        if all(x * self.total > 0 for x in deltas):
+            return f" ({len(self.lines)} of {self.moved} lines: {self.shown:+d} of {self.total:+d})"
+        up, down = sum(x for x in deltas if x > 0), sum(x for x in deltas if x < 0)
+        gross = " and ".join(f"{x:+d}" for x in (up, down) if x)
+        return (
+            f" ({len(self.lines)} of {self.moved} lines shown: {gross}, net {self.shown:+d};"
+            f" all {self.moved} lines: net {self.total:+d})"
+        )
 
     def to_json(self) -> JSONObject:
         return {

@@ -357,6 +357,38 @@ def test_a_toolchain_without_a_finding_is_still_answered(tmp_path: Path, run_cli
     assert page.count('<li class="finding change">') == 2 and "no change predicted." in page
 
 
+@pytest.mark.slow
+def test_every_line_of_a_report_of_several_kernels_names_the_kernel(tmp_path: Path, run_cli: RunCli) -> None:
+    """A spec file of two kernels (the example's scaled_rows, and one whose module cannot be imported): the
+    failures, the line of a toolchain without a finding and the per-input tables name each input inside its
+    kernel's name, as the bullets do; before, they said ``BN=64`` and ``M=N=4096,bf16`` alone, which in a
+    recorded workload (inputs named by their launch's arguments) do not say which kernel failed."""
+    broken = tmp_path / "broken.py"
+    broken.write_text(
+        "import triton\nimport triton.language as tl\n"
+        "SCALE = tl.constexpr(float(open('/nonexistent/ktriage-scale').read()))\n\n"
+        "@triton.jit\ndef k(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):\n"
+        "    tl.store(x_ptr + tl.arange(0, BN), tl.zeros([BN], tl.float32) + SCALE)\n"
+    )
+    example = SCALED_ROWS.read_text().replace("[kernel]\n", "[[kernel]]\n", 1)
+    example = example.replace('source = "scaled_rows.py:', f'source = "{SCALED_ROWS.parent / "scaled_rows.py"}:')
+    spec = tmp_path / "two.toml"
+    spec.write_text(
+        example
+        + f'\n[[kernel]]\nname = "broken[BN=64]"\nsource = "{broken}:k"\n{SIGNATURE}'
+        + "[kernel.constexprs]\nBM = 64\nBN = 64\n"
+    )
+    out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.6.0")
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    moved = "triton==3.6.0 vs triton==3.3.1, scaled_rows[M=N=4096,bf16]: below what a finding reports (SASS "
+    assert moved in md and in_output(moved, out.output)
+    failed = "triton==3.3.1 cannot compile broken[BN=64]: importing "
+    assert failed in md and in_output(failed, out.output)
+    assert [f["kernel"] for f in data["failures"]] == ["broken", "broken"]
+    assert "| scaled_rows[M=N=4096,bf16] | " in md and "| broken[BN=64] | " in md
+    assert in_output("│ scaled_rows[M=N=4096,bf16] │", out.output)
+
+
 def test_one_toolchain_is_not_reported_as_no_change(tmp_path: Path, run_cli: RunCli) -> None:
     """One -t has nothing to compare against: its resources are shown, and the report says how to compare
     instead of "No resource changes between the toolchains", which reads as an answer."""

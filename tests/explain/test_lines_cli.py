@@ -100,3 +100,18 @@ def test_bad_lines_are_errors_with_a_fix(run_cli) -> None:
     out = run_cli([*ARGS, "--lines", "layer_norm.py:3-5"])
     assert out.exit_code == 2 and "no instruction comes from those lines" in out.stderr and "122-127" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.slow
+def test_a_tail_of_lines_moving_both_ways_says_gross_and_net(toolchain) -> None:  # type: ignore[no-untyped-def]
+    """The recorded TritonBench layer_norm backward K1, 3.3.1 -> 3.6.0: the main loop's four lines shown
+    move +6, -1, -1, +1 of five lines that move +4 in all; the tail said "(4 of 5 lines: +5 of +4)", more
+    than all of it. It now says the gross moves and the nets apart; one-way tails keep their words."""
+    import ktriage.api as kt
+
+    workload = Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz"
+    toolchain("triton==3.3.1"), toolchain("triton==3.6.0")
+    report = kt.explain(target=str(workload), toolchains=["triton==3.3.1", "triton==3.6.0"])
+    md = report.to_markdown()
+    assert "(4 of 5 lines shown: +7 and -2, net +5; all 5 lines: net +4)" in md
+    assert "(4 of 13 lines: +871 of +1161)" in md and "+5 of +4" not in md

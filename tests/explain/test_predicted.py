@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from ktriage.explain.predicted import prediction_text
 from ktriage.predict.model import Params, Prediction, interval_text, lean_text, load_params
 
@@ -100,3 +104,21 @@ def test_two_releases_emitting_the_same_cubin_are_identical_whatever_their_line_
     }
     explained = ExplainResult(tcs, [SpecExplain(cast(Any, None), cast(Any, results))])
     assert identical_toolchains(explained) == {"t351": "t350"}
+
+
+@pytest.mark.slow
+def test_the_instructions_contributor_counts_what_it_prices(toolchain) -> None:  # type: ignore[no-untyped-def]
+    """The H200 recording of Liger's fused-linear cross entropy forward (three innermost loops), 3.3.1 ->
+    3.6.0: the evidence says "main loop 824 -> 782 instructions (-42)" with LDL/STL -2, and the
+    contributor said "main loop -41 instructions (arithmetic and control)": it counted every category
+    over all three loops under the main loop's name. It now counts the arithmetic and control
+    instructions it prices (the main loop's -40 and another loop's +1), and says over which loops."""
+    import ktriage.api as kt
+
+    workload = Path(__file__).resolve().parents[2] / "benchmarks/record/h200c/tb_flce_fwd.workload.json.gz"
+    toolchain("triton==3.3.1"), toolchain("triton==3.6.0")
+    report = kt.explain(target=str(workload), toolchains=["triton==3.3.1", "triton==3.6.0"])
+    (bullet,) = [g.summary() for g in report.groups]
+    assert "main loop 824 -> 782 instructions (-42)" in bullet and "LDL.LU -1, STL -1" in bullet
+    assert "-39 arithmetic and control instructions in the innermost loops" in bullet
+    assert "main loop -41" not in bullet

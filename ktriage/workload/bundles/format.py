@@ -129,6 +129,19 @@ class Bundle:
     def input_cases(self) -> list[InputCase]:
         return [InputCase(int(i["id"]), {k: int(v) for k, v in i["facts"].items()}) for i in self.inputs]
 
+    def compiled_text(self) -> str:
+        """What the bundle holds, counted so that no count reads as another: ``10 kernels x 2 toolchains:
+        20 cubins, 0 failed compiles``. Why: "20 kernels" counted one kernel once per toolchain, while
+        ``workload show`` said 10 kernels of the same workload."""
+        kernels = len({key for key, _ in self.artifacts})
+        toolchains = len({tc for _, tc in self.artifacts})
+        total, failed = len(self.artifacts), len(self.failure_lines())
+        cubins = f"{total - failed} of {total} cubins" if failed else f"{total} cubin{'s' if total != 1 else ''}"
+        return (
+            f"{kernels} kernel{'s' if kernels != 1 else ''} x {toolchains} toolchain{'s' if toolchains != 1 else ''}:"
+            f" {cubins}, {failed} failed compile{'s' if failed != 1 else ''}"
+        )
+
     def failure_lines(self) -> list[str]:
         """One line per (kernel, toolchain) that did not compile, with the reason: what the person who
         built the bundle reads before carrying it to the GPU (those cells will not be timed)."""
