@@ -33,7 +33,7 @@ from ktriage.report.bench import BenchRenders
 if TYPE_CHECKING:
     from ktriage.ops.inputs import InputCase
     from ktriage.schema.jsontypes import JSONObject
-    from ktriage.workload.bundles.format import Bundle
+    from ktriage.workload.bundles.format import Bundle, Selection
     from ktriage.workload.ops.opdef import OpDef
 
 Say = Callable[[str], None]
@@ -175,6 +175,9 @@ def bench(
 
         loaded = load_bundle(Path(bundle))
         op = op or loaded.op
+        if loaded.selection is not None:  # the backends its compile chose, unless this run chooses its own
+            only = only or (list(loaded.selection.only) if loaded.selection.only else None)
+            baseline = baseline or loaded.selection.baseline
     if op is None:
         fix = "e.g. --op layer_norm (ops: layer_norm, embedding, rope)"
         if bundle is not None and toolchains:  # -t makes --bundle the folder to compile into, not one to measure
@@ -211,6 +214,9 @@ def bench(
         _refuse_no_artifact_backend(opdef, mode_name)
     records: list[JSONObject] = []
     if toolchains:
+        from ktriage.workload.bundles.format import Selection
+
+        selection = Selection(tuple(b.strip() for b in only) if only else None, baseline) if only or baseline else None
         loaded, records = _compile_bundle(
             op,
             mode_name,
@@ -224,6 +230,7 @@ def bench(
             jobs,
             compile_timeout,
             tell,
+            selection,
         )
     elif loaded is not None:
         records = list(loaded.toolchains.values())
@@ -353,9 +360,11 @@ def _compile_bundle(
     jobs: int | None,
     compile_timeout: float,
     say: Say,
+    selection: Selection | None = None,
 ) -> tuple[Bundle, list[JSONObject]]:
     """The bundle of ``cases`` x ``toolchains`` (the artifact backends' kernels), under the ktriage
-    home unless ``bundle`` names the folder."""
+    home unless ``bundle`` names the folder; ``selection`` (--only/--baseline) is kept in it, so the
+    printed measuring command, which does not repeat them, times the backends chosen here."""
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
     from ktriage.workload.bundles.build import build_bundle
@@ -378,6 +387,7 @@ def _compile_bundle(
             compiler=compiler,
             precision=prec,
             backends=artifact,
+            selection=selection,
         )
     loaded = load_bundle(path)
     failures = loaded.failure_lines()
@@ -385,6 +395,8 @@ def _compile_bundle(
     for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path} --op {op} --{mode.replace('_', '-')}")
+    if selection is not None:
+        say(f"  (the bundle keeps {selection.flags()}: that run times the same backends)")
     return loaded, [t.to_json() for t in tcs]
 
 

@@ -118,6 +118,56 @@ def test_the_default_backends_of_a_backward_bundle_leave_out_forward_only_replay
     assert "liger_layer_norm" in backends and "triton_layer_norm" not in backends
 
 
+def test_a_bundle_measures_the_backends_its_compile_chose(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--only liger_layer_norm --compile-only` printed `ktriage bench --bundle DIR --op layer_norm --bwd`,
+    and that run timed every native backend of the op (torch_compile, triton...): the bundle did not keep the
+    choice. It keeps it now (its manifest's selection), and `bench --bundle` measures it unless given its own
+    --only; a bundle written before (no selection) still measures the op's default set. The GPU session is
+    faked: what is checked is the plan it is handed."""
+    import json
+
+    import ktriage.api._bench
+    import ktriage.bench.session
+    from ktriage.errors import KtriageError
+    from ktriage.workload.bundles.format import Selection, load_bundle
+
+    plans: list[object] = []
+
+    def fake_run_bench(plan: object, **_: object) -> tuple[object, list[object]]:
+        plans.append(plan)
+        raise KtriageError("stopped before the GPU session", "none: the test checks the plan")
+
+    monkeypatch.setattr(ktriage.api._bench, "require_torch", lambda: None)
+    monkeypatch.setattr(ktriage.bench.session, "run_bench", fake_run_bench)
+    bundle = tmp_path / "b"
+    argv = ["bench", "--op", "layer_norm", "--bwd", "--only", "liger_layer_norm", "-i", "0", "-t", "triton==3.4.0"]
+    built = run_cli([*argv, "--compile-only", "--bundle", str(bundle)])
+    assert built.exit_code == exit_codes.OK, built.output
+    assert load_bundle(bundle).selection == Selection(("liger_layer_norm",), None)
+    assert "the bundle keeps --only liger_layer_norm" in built.output
+    db = ["--db", f"sqlite:///{tmp_path / 'k.db'}"]
+
+    def measured(*given: str) -> tuple[list[str], list[str]]:
+        plans.clear()
+        run_cli(["bench", "--bundle", str(bundle), *db, *given])
+        (plan,) = plans
+        return plan.native_backends, plan.artifact_backends  # type: ignore[attr-defined]
+
+    # the baseline (the op's, torch_layer_norm) is timed natively, as in the compile's choice; nothing else
+    assert measured() == (["torch_layer_norm"], ["liger_layer_norm"])
+    assert measured("--only", "liger_layer_norm,torch_compile_layer_norm") == (
+        ["torch_layer_norm", "torch_compile_layer_norm"],
+        ["liger_layer_norm"],
+    )
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    del manifest["selection"]  # a bundle written before the selection was kept
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    native, _ = measured()
+    assert native == ["torch_layer_norm", "triton_layer_norm", "torch_compile_layer_norm"]
+
+
 def test_a_bundle_that_is_not_there_names_the_path_given(tmp_path: Path, run_cli: RunCli) -> None:
     missing = tmp_path / "nowhere"
     out = run_cli(["bench", "--bundle", str(missing), "--op", "layer_norm", "--bwd"])
