@@ -13,7 +13,8 @@ A recorded workload (``ktriage bench W.json``) is not an operator bench: see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -38,8 +39,96 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 TIMINGS = ("auto", "events", "graph", "queued")
-__all__ = ["DEFAULT_METRICS", "GPUS_HELP", "TIMINGS", "BenchReport", "bench", "is_recorded_bundle", "require_torch"]
-DEFAULT_METRICS = "latency,speedup,accuracy"
+__all__ = [
+    "BENCH_DEFAULTS",
+    "DEFAULT_METRICS",
+    "GPUS_HELP",
+    "TIMINGS",
+    "BenchDefaults",
+    "BenchReport",
+    "bench",
+    "is_recorded_bundle",
+    "refuse_what_compile_only_ignores",
+    "require_torch",
+]
+
+
+@dataclass(frozen=True)
+class BenchDefaults:
+    """The defaults of the options only a measuring run reads, in one place: ``bench`` and
+    ``bench_recorded`` take them as their keywords' defaults, ``ktriage bench`` as its flags', and
+    :func:`refuse_what_compile_only_ignores` tells a value given from them (so the command and the
+    library cannot disagree on what "given" means)."""
+
+    metrics: str = "latency,speedup,accuracy"
+    timing: str = "auto"
+    max_time: float = 10.0
+    min_samples: int = 10
+    artifact_timing: str = "tritonbench"
+    compile_mode: str = "max-autotune-no-cudagraphs"
+
+
+BENCH_DEFAULTS = BenchDefaults()
+DEFAULT_METRICS = BENCH_DEFAULTS.metrics
+# keyword -> (flag, default): what only a measuring run reads (how it times, where, what it writes), in the
+# order a refusal names them. Not db (``$KTRIAGE_DB`` sets it for every verb), nor only/baseline (they choose
+# the backends the bundle compiles, and the bundle keeps them).
+_MEASURING: dict[str, tuple[str, object]] = {
+    "results_path": ("-o", None),
+    "timing": ("--timing", BENCH_DEFAULTS.timing),
+    "l2_flush": ("--no-l2-flush", True),
+    "max_time": ("--max-time", BENCH_DEFAULTS.max_time),
+    "min_samples": ("--min-samples", BENCH_DEFAULTS.min_samples),
+    "artifact_timing": ("--artifact-timing", BENCH_DEFAULTS.artifact_timing),
+    "compile_mode": ("--compile-mode", BENCH_DEFAULTS.compile_mode),
+    "host_artifacts": ("--host-artifacts", False),
+    "gpus": ("--gpus", None),
+    "profile": ("--profile", False),
+    "metrics": ("--metrics", BENCH_DEFAULTS.metrics),
+}
+
+
+def refuse_what_compile_only_ignores(
+    compile_only: bool,
+    measuring: Mapping[str, object],
+    *,
+    given: Sequence[tuple[str, str | None]] = (),
+    entry: str = "bench",
+) -> None:
+    """``compile_only`` measures nothing, so the options of measuring had no effect, exit 0: a results
+    file (-o) was never written (a CI step's ``-o results.json`` left no file), and ``--max-time 5
+    --timing graph --gpus 1 --profile`` were dropped without a word (the bundle keeps none of them).
+    ``measuring``: the keywords of ``entry`` (``bench`` or ``bench_recorded``) as passed, each refused
+    when off its default; ``given``: a front end's own options of measuring as (flag, value), named
+    first (the command's -o .csv/.md, ``--format json``, ``--tritonbench-json``, which the library never
+    sees). Refused before the compile, the fix spelling out the measuring run with the same options.
+
+    Why here: the library's ``bench(compile_only=True, max_time=5)`` is the same request as the command
+    line's and ignored them the same way; the command calls this with its parsed flags (so one rule and
+    one message, worded with the flags both read: how ``refuse_nothing_to_compile`` and
+    ``_refuse_other_build`` word theirs). Why not carry them into the printed ``bench --bundle`` command
+    instead: that line comes after the compile, read by whoever runs the GPU machine; exit 0 with the
+    options "accepted" reads as if they were baked into the bundle, where a refusal costs nothing and says so."""
+    if not compile_only:
+        return
+    spelled = [flag if value is None else f"{flag} {shlex.quote(value)}" for flag, value in given]
+    keywords = []
+    for keyword, (flag, default) in _MEASURING.items():
+        value = measuring.get(keyword, default)
+        if value is None or value == default:  # l2_flush=False is --no-l2-flush: off its default True
+            continue
+        shown = None if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+        spelled.append(flag if shown is None else f"{flag} {shlex.quote(shown)}")
+        keywords.append(keyword)
+    if spelled:
+        goes = "goes" if len(keywords) == 1 else "go"
+        library = f"; in the library, {', '.join(keywords)} {goes} to {entry}(bundle=DIR)" if keywords else ""
+        raise KtriageError(
+            f"{', '.join(spelled)}: --compile-only measures nothing, so there are no results to write and "
+            "nothing to time (the bundle is its result)",
+            "drop them here, and give them to the run that measures the bundle on the GPU machine: "
+            f"ktriage bench --bundle DIR {' '.join(spelled)}{library}",
+        )
 
 
 @dataclass(frozen=True)
@@ -123,12 +212,12 @@ def bench(
     sm_count: int | None = None,
     results_path: str | Path | None = None,
     db: str | None = None,
-    timing: str = "auto",
+    timing: str = BENCH_DEFAULTS.timing,
     l2_flush: bool = True,
-    max_time: float = 10.0,
-    min_samples: int = 10,
-    artifact_timing: str = "tritonbench",
-    compile_mode: str = "max-autotune-no-cudagraphs",
+    max_time: float = BENCH_DEFAULTS.max_time,
+    min_samples: int = BENCH_DEFAULTS.min_samples,
+    artifact_timing: str = BENCH_DEFAULTS.artifact_timing,
+    compile_mode: str = BENCH_DEFAULTS.compile_mode,
     host_artifacts: bool = False,
     jobs: int | None = None,
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
@@ -157,6 +246,22 @@ def bench(
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    refuse_what_compile_only_ignores(
+        compile_only,
+        {
+            "results_path": results_path,
+            "timing": timing,
+            "l2_flush": l2_flush,
+            "max_time": max_time,
+            "min_samples": min_samples,
+            "artifact_timing": artifact_timing,
+            "compile_mode": compile_mode,
+            "host_artifacts": host_artifacts,
+            "gpus": gpus,
+            "profile": profile,
+            "metrics": metrics,
+        },
+    )
     arch = args.arch(arch) if arch is not None else None  # None: sm_90 to compile, a bundle's own to measure
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)

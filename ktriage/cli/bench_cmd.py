@@ -79,7 +79,9 @@ def bench(
     recorded = bool(workload is not None or kernel or (bundle and not toolchain and is_recorded_bundle(bundle)))
     if recorded and (workload is None or is_workload_path(workload)):  # else bench_recorded names it (an op: --op)
         refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
-    o.refuse_what_compile_only_ignores(compile_only, given, fmt, outputs)  # after: its fix names what applies
+    o.refuse_what_compile_only_ignores(
+        compile_only, given, fmt, outputs, recorded=recorded
+    )  # after: its fix names what applies
     if recorded:
         return bench_workload(
             workload,
