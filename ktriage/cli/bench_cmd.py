@@ -16,7 +16,7 @@ from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle, is_worklo
 from ktriage.api import bench as bench_api
 from ktriage.cli import bench_options as o
 from ktriage.cli import options as opt
-from ktriage.cli.bench_recorded import bench_workload, refuse_op_options, render
+from ktriage.cli.bench_recorded import bench_workload, refuse_op_options, refuse_profile, render
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
 
@@ -79,6 +79,7 @@ def bench(
     recorded = bool(workload is not None or kernel or (bundle and not toolchain and is_recorded_bundle(bundle)))
     if recorded and (workload is None or is_workload_path(workload)):  # else bench_recorded names it (an op: --op)
         refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
+        refuse_profile(profile)
     o.refuse_what_compile_only_ignores(
         compile_only, given, fmt, outputs, recorded=recorded
     )  # after: its fix names what applies

@@ -170,7 +170,7 @@ Profile = Annotated[
     bool,
     typer.Option(
         "--profile",
-        help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).",
+        help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md). An op bench's: a recorded workload's bundle is profiled by `ktriage profile --bundle DIR`.",
     ),
 ]
 

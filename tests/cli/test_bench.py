@@ -195,6 +195,16 @@ def test_a_workload_given_as_the_bundle_is_named_as_one(tmp_path: Path, run_cli:
     assert out.exit_code == exit_codes.USAGE and "expected object, got array" in out.problem, out.output
 
 
+@pytest.mark.parametrize("more", [[], ["--compile-only", "--bundle", "DIR"]])
+def test_a_recorded_workload_refuses_profile_and_names_ktriage_profile(more: list[str], run_cli: RunCli) -> None:
+    """`bench W.json -t A -t B --profile` timed and exited 0 with no counters (the recorded bench has no
+    profiling step); with --compile-only its fix said `bench --bundle DIR --profile`, refused there again."""
+    out = run_cli(["bench", str(WORKLOAD), "-t", "triton==3.4.0", "--profile", *more])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert "--profile does not apply to a recorded workload's bench" in out.err_text, out.err_text
+    assert "ktriage profile --bundle DIR" in out.err_text and "bench --bundle DIR --profile" not in out.err_text
+
+
 def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:
     """`bench --bundle DIR -t T` (meaning to measure DIR) said "no --op given, e.g. --op layer_norm", a
     command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""
