@@ -48,6 +48,7 @@ __all__ = [
     "BenchReport",
     "bench",
     "is_recorded_bundle",
+    "refuse_compiling_options",
     "refuse_what_compile_only_ignores",
     "require_torch",
 ]
@@ -262,6 +263,15 @@ def bench(
             "metrics": metrics,
         },
     )
+    if not toolchains and not compile_only:  # compile_only without toolchains: refuse_nothing_to_compile says it
+        refuse_compiling_options(
+            jobs,
+            compile_timeout,
+            why=f"when measuring bundle {bundle} (it was compiled where it was built)"
+            if bundle is not None
+            else "without -t/--toolchain (toolchains): the native backends run the host's own torch and Triton",
+            example="ktriage bench --op OP -t OLD -t NEW --compile-only --bundle DIR",
+        )
     arch = args.arch(arch) if arch is not None else None  # None: sm_90 to compile, a bundle's own to measure
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)
@@ -405,6 +415,30 @@ def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | N
             f"drop {' and '.join(flag for flag, _, _ in given)} (the bundle's own is used), or build another bundle "
             f"with {asked}: ktriage bench --op {loaded.op} --{loaded.mode.replace('_', '-')} {asked} -t OLD -t NEW "
             "--compile-only --bundle DIR",
+        )
+
+
+def refuse_compiling_options(jobs: int | None, compile_timeout: float, *, why: str, example: str) -> None:
+    """``jobs`` and ``compile_timeout`` set how the toolchains compile; a bench that compiles nothing
+    (a bundle measured as built, or no toolchain at all) took ``bench --bundle DIR -j 8 --compile-timeout 60``
+    and dropped both without a word, exit 0. Refused, each one given named (``why``: why nothing is compiled;
+    ``example``: the compiling run they belong to). ``$KTRIAGE_COMPILE_TIMEOUT`` is no request to one run:
+    the command passes the default when the flag did not come from its command line."""
+    given = [
+        (flag, keyword)
+        for flag, keyword, on in (
+            (f"-j/--jobs {jobs}", "jobs", jobs is not None),
+            (f"--compile-timeout {compile_timeout:g}", "compile_timeout", compile_timeout != DEFAULT_COMPILE_TIMEOUT_S),
+        )
+        if on
+    ]
+    if given:
+        flags, keywords = ", ".join(f for f, _ in given), ", ".join(k for _, k in given)
+        them = "them" if len(given) > 1 else "it"
+        raise KtriageError(
+            f"{flags} ({keywords}): nothing is compiled {why}",
+            f"drop {them}, and give {them} to the run that compiles the bundle: {example} "
+            + " ".join(f.removeprefix("-j/") for f, _ in given),
         )
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ktriage import progress
 from ktriage.api import _args as args
-from ktriage.api._bench import BENCH_DEFAULTS, refuse_what_compile_only_ignores
+from ktriage.api._bench import BENCH_DEFAULTS, refuse_compiling_options, refuse_what_compile_only_ignores
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
@@ -122,6 +122,13 @@ def bench_recorded(
         },
         entry="bench_recorded",
     )
+    if bundle is not None and not toolchains and not compile_only:
+        refuse_compiling_options(
+            jobs,
+            compile_timeout,
+            why=f"when measuring bundle {bundle} (it was compiled where it was built)",
+            example="ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR",
+        )
     arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
     bundle = Path(bundle) if bundle is not None else None
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)

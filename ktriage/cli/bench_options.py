@@ -162,7 +162,7 @@ HostArtifacts = Annotated[
     ),
 ]
 
-Jobs = Annotated[int | None, jobs_option("Parallel compiles.")]
+Jobs = Annotated[int | None, jobs_option("Parallel compiles (with -t: measuring a bundle compiles nothing).")]
 
 Gpus = Annotated[str | None, typer.Option("--gpus", help=GPUS_HELP)]
 

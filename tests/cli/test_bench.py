@@ -205,6 +205,43 @@ def test_a_recorded_workload_refuses_profile_and_names_ktriage_profile(more: lis
     assert "ktriage profile --bundle DIR" in out.err_text and "bench --bundle DIR --profile" not in out.err_text
 
 
+def test_measuring_a_bundle_refuses_the_options_of_compiling(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench --bundle DIR -j 8 --compile-timeout 60` compiles nothing (the bundle is measured as built): both
+    were dropped without a word, for an op's bundle and a recorded one. $KTRIAGE_COMPILE_TIMEOUT, set for every
+    verb, is no request to this run: not refused."""
+    import ktriage.api._bench
+    import ktriage.bench.session
+    from ktriage.errors import KtriageError
+
+    def no_gpu_session(*_: object, **__: object) -> None:
+        raise KtriageError("stopped before the GPU session", "none: the test checks what comes before")
+
+    monkeypatch.setattr(ktriage.api._bench, "require_torch", lambda: None)
+    monkeypatch.setattr(ktriage.bench.session, "run_bench", no_gpu_session)
+    op_bundle, recorded = tmp_path / "op", tmp_path / "rec"
+    for source, bundle in ((["--op", "layer_norm", "-i", "0"], op_bundle), ([str(WORKLOAD)], recorded)):
+        built = run_cli(["bench", *source, "-t", "triton==3.4.0", "--compile-only", "--bundle", str(bundle)])
+        assert built.exit_code == exit_codes.OK, built.output
+        for given, problem in (
+            (["-j", "8"], "-j/--jobs 8 (jobs)"),
+            (["--compile-timeout", "60", "--jobs", "2"], "-j/--jobs 2, --compile-timeout 60 (jobs, compile_timeout)"),
+        ):
+            out = run_cli(["bench", "--bundle", str(bundle), *given])
+            assert out.exit_code == exit_codes.USAGE, out.output
+            assert (
+                out.problem
+                == f"{problem}: nothing is compiled when measuring bundle {bundle} (it was compiled where it was built)"
+            ), out.err_text
+            assert "--compile-only --bundle DIR --jobs" in (out.fix or ""), out.err_text
+    out = run_cli(
+        ["bench", "--bundle", str(op_bundle), "--db", f"sqlite:///{tmp_path / 'k.db'}"],
+        env={"KTRIAGE_COMPILE_TIMEOUT": "60"},
+    )
+    assert out.problem == "stopped before the GPU session", out.err_text
+
+
 def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:
     """`bench --bundle DIR -t T` (meaning to measure DIR) said "no --op given, e.g. --op layer_norm", a
     command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""
