@@ -241,6 +241,7 @@ def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, ob
         "--num-inputs": params["num_inputs"],
         "--tritonbench-json": params["tritonbench_json"],
         "--artifacts-only": params["artifacts_only"],
+        "--host-artifacts": params["host_artifacts"],  # an op's artifact backends; a workload has none
         "--metrics": params["metrics"] != METRICS,
         "--artifact-timing": params["artifact_timing"] != ARTIFACT_TIMING,
         "--compile-mode": params["compile_mode"] != COMPILE_MODE,

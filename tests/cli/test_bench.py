@@ -196,6 +196,18 @@ def test_a_workload_given_as_the_bundle_is_named_as_one(tmp_path: Path, run_cli:
 
 
 @pytest.mark.parametrize("more", [[], ["--compile-only", "--bundle", "DIR"]])
+def test_a_recorded_workload_refuses_host_artifacts_as_an_op_option(more: list[str], run_cli: RunCli) -> None:
+    """--host-artifacts times the host's copy of an op's artifact backends; a workload has none, so it was
+    ignored (and with --compile-only, its fix named a measuring run that ignored it too)."""
+    out = run_cli(["bench", str(WORKLOAD), "-t", "triton==3.4.0", "--host-artifacts", *more])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert (
+        out.problem
+        == "--host-artifacts do(es) not apply to a recorded workload: its kernels, inputs, dtypes and grids are recorded"
+    ), out.err_text
+
+
+@pytest.mark.parametrize("more", [[], ["--compile-only", "--bundle", "DIR"]])
 def test_a_recorded_workload_refuses_profile_and_names_ktriage_profile(more: list[str], run_cli: RunCli) -> None:
     """`bench W.json -t A -t B --profile` timed and exited 0 with no counters (the recorded bench has no
     profiling step); with --compile-only its fix said `bench --bundle DIR --profile`, refused there again."""
