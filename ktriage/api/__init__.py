@@ -28,7 +28,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ktriage.api._bench import GPUS_HELP, BenchReport, bench, is_recorded_bundle, require_torch
+    from ktriage.api._bench import (
+        BENCH_DEFAULTS,
+        GPUS_HELP,
+        BenchReport,
+        bench,
+        is_recorded_bundle,
+        refuse_what_compile_only_ignores,
+        require_torch,
+    )
     from ktriage.api._bench_recorded import RecordedBenchReport, bench_recorded, is_workload_path
     from ktriage.api._bisect import BisectReport, bisect
     from ktriage.api._bisect_step import EXIT_ABORT, StepResult, bisect_step
@@ -89,6 +97,8 @@ _LAZY: dict[str, str] = {
     "is_recorded_bundle": "_bench",
     "GPUS_HELP": "_bench",
     "require_torch": "_bench",
+    "BENCH_DEFAULTS": "_bench",
+    "refuse_what_compile_only_ignores": "_bench",
     "bench_recorded": "_bench_recorded",
     "RecordedBenchReport": "_bench_recorded",
     "is_workload_path": "_bench_recorded",
@@ -189,6 +199,7 @@ __all__ = [
     "fidelity",
     "FidelityReport",
     "FidelityRow",
+    "BENCH_DEFAULTS",
     "GPUS_HELP",
     "history",
     "HistoryReport",
@@ -200,6 +211,7 @@ __all__ = [
     "record",
     "RecordedBenchReport",
     "RecordReport",
+    "refuse_what_compile_only_ignores",
     "require_torch",
     "RunDeleted",
     "RunExport",

@@ -13,7 +13,8 @@ A recorded workload (``ktriage bench W.json``) is not an operator bench: see
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -33,13 +34,102 @@ from ktriage.report.bench import BenchRenders
 if TYPE_CHECKING:
     from ktriage.ops.inputs import InputCase
     from ktriage.schema.jsontypes import JSONObject
-    from ktriage.workload.bundles.format import Bundle
+    from ktriage.workload.bundles.format import Bundle, Selection
     from ktriage.workload.ops.opdef import OpDef
 
 Say = Callable[[str], None]
 TIMINGS = ("auto", "events", "graph", "queued")
-__all__ = ["DEFAULT_METRICS", "GPUS_HELP", "TIMINGS", "BenchReport", "bench", "is_recorded_bundle", "require_torch"]
-DEFAULT_METRICS = "latency,speedup,accuracy"
+__all__ = [
+    "BENCH_DEFAULTS",
+    "DEFAULT_METRICS",
+    "GPUS_HELP",
+    "TIMINGS",
+    "BenchDefaults",
+    "BenchReport",
+    "bench",
+    "is_recorded_bundle",
+    "refuse_compiling_options",
+    "refuse_what_compile_only_ignores",
+    "require_torch",
+]
+
+
+@dataclass(frozen=True)
+class BenchDefaults:
+    """The defaults of the options only a measuring run reads, in one place: ``bench`` and
+    ``bench_recorded`` take them as their keywords' defaults, ``ktriage bench`` as its flags', and
+    :func:`refuse_what_compile_only_ignores` tells a value given from them (so the command and the
+    library cannot disagree on what "given" means)."""
+
+    metrics: str = "latency,speedup,accuracy"
+    timing: str = "auto"
+    max_time: float = 10.0
+    min_samples: int = 10
+    artifact_timing: str = "tritonbench"
+    compile_mode: str = "max-autotune-no-cudagraphs"
+
+
+BENCH_DEFAULTS = BenchDefaults()
+DEFAULT_METRICS = BENCH_DEFAULTS.metrics
+# keyword -> (flag, default): what only a measuring run reads (how it times, where, what it writes), in the
+# order a refusal names them. Not db (``$KTRIAGE_DB`` sets it for every verb), nor only/baseline (they choose
+# the backends the bundle compiles, and the bundle keeps them).
+_MEASURING: dict[str, tuple[str, object]] = {
+    "results_path": ("-o", None),
+    "timing": ("--timing", BENCH_DEFAULTS.timing),
+    "l2_flush": ("--no-l2-flush", True),
+    "max_time": ("--max-time", BENCH_DEFAULTS.max_time),
+    "min_samples": ("--min-samples", BENCH_DEFAULTS.min_samples),
+    "artifact_timing": ("--artifact-timing", BENCH_DEFAULTS.artifact_timing),
+    "compile_mode": ("--compile-mode", BENCH_DEFAULTS.compile_mode),
+    "host_artifacts": ("--host-artifacts", False),
+    "gpus": ("--gpus", None),
+    "profile": ("--profile", False),
+    "metrics": ("--metrics", BENCH_DEFAULTS.metrics),
+}
+
+
+def refuse_what_compile_only_ignores(
+    compile_only: bool,
+    measuring: Mapping[str, object],
+    *,
+    given: Sequence[tuple[str, str | None]] = (),
+    entry: str = "bench",
+) -> None:
+    """``compile_only`` measures nothing, so the options of measuring had no effect, exit 0: a results
+    file (-o) was never written (a CI step's ``-o results.json`` left no file), and ``--max-time 5
+    --timing graph --gpus 1 --profile`` were dropped without a word (the bundle keeps none of them).
+    ``measuring``: the keywords of ``entry`` (``bench`` or ``bench_recorded``) as passed, each refused
+    when off its default; ``given``: a front end's own options of measuring as (flag, value), named
+    first (the command's -o .csv/.md, ``--format json``, ``--tritonbench-json``, which the library never
+    sees). Refused before the compile, the fix spelling out the measuring run with the same options.
+
+    Why here: the library's ``bench(compile_only=True, max_time=5)`` is the same request as the command
+    line's and ignored them the same way; the command calls this with its parsed flags (so one rule and
+    one message, worded with the flags both read: how ``refuse_nothing_to_compile`` and
+    ``_refuse_other_build`` word theirs). Why not carry them into the printed ``bench --bundle`` command
+    instead: that line comes after the compile, read by whoever runs the GPU machine; exit 0 with the
+    options "accepted" reads as if they were baked into the bundle, where a refusal costs nothing and says so."""
+    if not compile_only:
+        return
+    spelled = [flag if value is None else f"{flag} {shlex.quote(value)}" for flag, value in given]
+    keywords = []
+    for keyword, (flag, default) in _MEASURING.items():
+        value = measuring.get(keyword, default)
+        if value is None or value == default:  # l2_flush=False is --no-l2-flush: off its default True
+            continue
+        shown = None if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+        spelled.append(flag if shown is None else f"{flag} {shlex.quote(shown)}")
+        keywords.append(keyword)
+    if spelled:
+        goes = "goes" if len(keywords) == 1 else "go"
+        library = f"; in the library, {', '.join(keywords)} {goes} to {entry}(bundle=DIR)" if keywords else ""
+        raise KtriageError(
+            f"{', '.join(spelled)}: --compile-only measures nothing, so there are no results to write and "
+            "nothing to time (the bundle is its result)",
+            "drop them here, and give them to the run that measures the bundle on the GPU machine: "
+            f"ktriage bench --bundle DIR {' '.join(spelled)}{library}",
+        )
 
 
 @dataclass(frozen=True)
@@ -123,12 +213,12 @@ def bench(
     sm_count: int | None = None,
     results_path: str | Path | None = None,
     db: str | None = None,
-    timing: str = "auto",
+    timing: str = BENCH_DEFAULTS.timing,
     l2_flush: bool = True,
-    max_time: float = 10.0,
-    min_samples: int = 10,
-    artifact_timing: str = "tritonbench",
-    compile_mode: str = "max-autotune-no-cudagraphs",
+    max_time: float = BENCH_DEFAULTS.max_time,
+    min_samples: int = BENCH_DEFAULTS.min_samples,
+    artifact_timing: str = BENCH_DEFAULTS.artifact_timing,
+    compile_mode: str = BENCH_DEFAULTS.compile_mode,
     host_artifacts: bool = False,
     jobs: int | None = None,
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
@@ -157,6 +247,31 @@ def bench(
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    refuse_what_compile_only_ignores(
+        compile_only,
+        {
+            "results_path": results_path,
+            "timing": timing,
+            "l2_flush": l2_flush,
+            "max_time": max_time,
+            "min_samples": min_samples,
+            "artifact_timing": artifact_timing,
+            "compile_mode": compile_mode,
+            "host_artifacts": host_artifacts,
+            "gpus": gpus,
+            "profile": profile,
+            "metrics": metrics,
+        },
+    )
+    if not toolchains and not compile_only:  # compile_only without toolchains: refuse_nothing_to_compile says it
+        refuse_compiling_options(
+            jobs,
+            compile_timeout,
+            why=f"when measuring bundle {bundle} (it was compiled where it was built)"
+            if bundle is not None
+            else "without -t/--toolchain (toolchains): the native backends run the host's own torch and Triton",
+            example="ktriage bench --op OP -t OLD -t NEW --compile-only --bundle DIR",
+        )
     arch = args.arch(arch) if arch is not None else None  # None: sm_90 to compile, a bundle's own to measure
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)
@@ -175,6 +290,9 @@ def bench(
 
         loaded = load_bundle(Path(bundle))
         op = op or loaded.op
+        if loaded.selection is not None:  # the backends its compile chose, unless this run chooses its own
+            only = only or (list(loaded.selection.only) if loaded.selection.only else None)
+            baseline = baseline or loaded.selection.baseline
     if op is None:
         fix = "e.g. --op layer_norm (ops: layer_norm, embedding, rope)"
         if bundle is not None and toolchains:  # -t makes --bundle the folder to compile into, not one to measure
@@ -211,6 +329,9 @@ def bench(
         _refuse_no_artifact_backend(opdef, mode_name)
     records: list[JSONObject] = []
     if toolchains:
+        from ktriage.workload.bundles.format import Selection
+
+        selection = Selection(tuple(b.strip() for b in only) if only else None, baseline) if only or baseline else None
         loaded, records = _compile_bundle(
             op,
             mode_name,
@@ -224,6 +345,7 @@ def bench(
             jobs,
             compile_timeout,
             tell,
+            selection,
         )
     elif loaded is not None:
         records = list(loaded.toolchains.values())
@@ -296,6 +418,30 @@ def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | N
         )
 
 
+def refuse_compiling_options(jobs: int | None, compile_timeout: float, *, why: str, example: str) -> None:
+    """``jobs`` and ``compile_timeout`` set how the toolchains compile; a bench that compiles nothing
+    (a bundle measured as built, or no toolchain at all) took ``bench --bundle DIR -j 8 --compile-timeout 60``
+    and dropped both without a word, exit 0. Refused, each one given named (``why``: why nothing is compiled;
+    ``example``: the compiling run they belong to). ``$KTRIAGE_COMPILE_TIMEOUT`` is no request to one run:
+    the command passes the default when the flag did not come from its command line."""
+    given = [
+        (flag, keyword)
+        for flag, keyword, on in (
+            (f"-j/--jobs {jobs}", "jobs", jobs is not None),
+            (f"--compile-timeout {compile_timeout:g}", "compile_timeout", compile_timeout != DEFAULT_COMPILE_TIMEOUT_S),
+        )
+        if on
+    ]
+    if given:
+        flags, keywords = ", ".join(f for f, _ in given), ", ".join(k for _, k in given)
+        them = "them" if len(given) > 1 else "it"
+        raise KtriageError(
+            f"{flags} ({keywords}): nothing is compiled {why}",
+            f"drop {them}, and give {them} to the run that compiles the bundle: {example} "
+            + " ".join(f.removeprefix("-j/") for f, _ in given),
+        )
+
+
 def refuse_nothing_to_compile(example: str) -> None:
     """``compile_only`` with no toolchain compiled nothing and returned an empty report (the command
     exited 0 without a word; with a bundle it said 'no bundle at DIR'). Why here and not in the command:
@@ -353,9 +499,11 @@ def _compile_bundle(
     jobs: int | None,
     compile_timeout: float,
     say: Say,
+    selection: Selection | None = None,
 ) -> tuple[Bundle, list[JSONObject]]:
     """The bundle of ``cases`` x ``toolchains`` (the artifact backends' kernels), under the ktriage
-    home unless ``bundle`` names the folder."""
+    home unless ``bundle`` names the folder; ``selection`` (--only/--baseline) is kept in it, so the
+    printed measuring command, which does not repeat them, times the backends chosen here."""
     from ktriage.compile.compiler import Compiler
     from ktriage.home import home_subdir
     from ktriage.workload.bundles.build import build_bundle
@@ -378,6 +526,7 @@ def _compile_bundle(
             compiler=compiler,
             precision=prec,
             backends=artifact,
+            selection=selection,
         )
     loaded = load_bundle(path)
     failures = loaded.failure_lines()
@@ -385,6 +534,8 @@ def _compile_bundle(
     for line in failures:
         say(f"  {line}")
     say(f"measure it on the GPU machine: ktriage bench --bundle {path} --op {op} --{mode.replace('_', '-')}")
+    if selection is not None:
+        say(f"  (the bundle keeps {selection.flags()}: that run times the same backends)")
     return loaded, [t.to_json() for t in tcs]
 
 

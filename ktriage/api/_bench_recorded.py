@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from ktriage import progress
 from ktriage.api import _args as args
+from ktriage.api._bench import BENCH_DEFAULTS, refuse_compiling_options, refuse_what_compile_only_ignores
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
@@ -82,10 +83,10 @@ def bench_recorded(
     arch: str | None = None,
     results_path: str | Path | None = None,
     db: str | None = None,
-    timing: str = "auto",
+    timing: str = BENCH_DEFAULTS.timing,
     l2_flush: bool = True,
-    max_time: float = 10.0,
-    min_samples: int = 10,
+    max_time: float = BENCH_DEFAULTS.max_time,
+    min_samples: int = BENCH_DEFAULTS.min_samples,
     jobs: int | None = None,
     compile_timeout: float = DEFAULT_COMPILE_TIMEOUT_S,
     gpus: str | None = None,
@@ -109,6 +110,25 @@ def bench_recorded(
     inputs = args.texts(inputs, "inputs", "--input", numbers=True) or None
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    refuse_what_compile_only_ignores(
+        compile_only,
+        {
+            "results_path": results_path,
+            "timing": timing,
+            "l2_flush": l2_flush,
+            "max_time": max_time,
+            "min_samples": min_samples,
+            "gpus": gpus,
+        },
+        entry="bench_recorded",
+    )
+    if bundle is not None and not toolchains and not compile_only:
+        refuse_compiling_options(
+            jobs,
+            compile_timeout,
+            why=f"when measuring bundle {bundle} (it was compiled where it was built)",
+            example="ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR",
+        )
     arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
     bundle = Path(bundle) if bundle is not None else None
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)

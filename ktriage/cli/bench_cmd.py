@@ -10,18 +10,21 @@ bundle (a CPU machine); `--bundle DIR` measures a bundle made elsewhere (the GPU
 
 from __future__ import annotations
 
+import typer
 from rich.markup import escape
+from typer import _click
 
 from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle, is_workload_path
 from ktriage.api import bench as bench_api
 from ktriage.cli import bench_options as o
 from ktriage.cli import options as opt
-from ktriage.cli.bench_recorded import bench_workload, refuse_op_options, render
+from ktriage.cli.bench_recorded import bench_workload, refuse_op_options, refuse_profile, render
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
 
 
 def bench(
+    ctx: typer.Context,
     workload: o.Workload = None,
     kernel: o.Kernel = None,
     op: o.Op = None,
@@ -62,6 +65,9 @@ def bench(
 ) -> None:
     """Benchmark an operator like TritonBench, with every toolchain's kernels timed side by side in one GPU process."""
     given = opt.arguments(locals())
+    if not toolchain and ctx.get_parameter_source("compile_timeout") is not _click.core.ParameterSource.COMMANDLINE:
+        # $KTRIAGE_COMPILE_TIMEOUT is set for every verb, no request to a run that compiles nothing (refused if given)
+        compile_timeout = DEFAULT_COMPILE_TIMEOUT_S
     fmt, outputs = o.format_and_outputs(fmt, csv_out, output, output_json, workload)
     existed = [p for p in outputs if p.is_file()]  # the results file is written while measuring
     console = make_console(stderr=fmt != Format.table)
@@ -79,7 +85,10 @@ def bench(
     recorded = bool(workload is not None or kernel or (bundle and not toolchain and is_recorded_bundle(bundle)))
     if recorded and (workload is None or is_workload_path(workload)):  # else bench_recorded names it (an op: --op)
         refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
-    o.refuse_what_compile_only_ignores(compile_only, given, fmt, outputs)  # after: its fix names what applies
+        refuse_profile(profile)
+    o.refuse_what_compile_only_ignores(
+        compile_only, given, fmt, outputs, recorded=recorded
+    )  # after: its fix names what applies
     if recorded:
         return bench_workload(
             workload,

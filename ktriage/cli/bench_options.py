@@ -5,14 +5,14 @@ kept so its command lines run unchanged."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import typer
 
-from ktriage.api import GPUS_HELP
+from ktriage import api
+from ktriage.api import BENCH_DEFAULTS, GPUS_HELP
 from ktriage.cli import options as opt
 from ktriage.cli.options import (
     RESULTS_FILE,
@@ -26,7 +26,6 @@ from ktriage.cli.options import (
     precision_option,
     toolchain_option,
 )
-from ktriage.errors import KtriageError
 
 FORMATS = ("table", "markdown", "json", "csv")
 WRITERS = (".csv", ".md", ".json")
@@ -163,7 +162,7 @@ HostArtifacts = Annotated[
     ),
 ]
 
-Jobs = Annotated[int | None, jobs_option("Parallel compiles.")]
+Jobs = Annotated[int | None, jobs_option("Parallel compiles (with -t: measuring a bundle compiles nothing).")]
 
 Gpus = Annotated[str | None, typer.Option("--gpus", help=GPUS_HELP)]
 
@@ -171,17 +170,18 @@ Profile = Annotated[
     bool,
     typer.Option(
         "--profile",
-        help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md).",
+        help="After the timing, run Nsight Compute (ncu) on each measured input and artifact backend of the bundle, every toolchain; the counters go into the results file and the store next to the timings (docs/profile.md). An op bench's: a recorded workload's bundle is profiled by `ktriage profile --bundle DIR`.",
     ),
 ]
 
 
-METRICS = "latency,speedup,accuracy"
-TIMING = "auto"
-MAX_TIME = 10.0
-MIN_SAMPLES = 10
-ARTIFACT_TIMING = "tritonbench"
-COMPILE_MODE = "max-autotune-no-cudagraphs"
+# the library's defaults (one home: ktriage.api.BENCH_DEFAULTS), as the flags' defaults
+METRICS = BENCH_DEFAULTS.metrics
+TIMING = BENCH_DEFAULTS.timing
+MAX_TIME = BENCH_DEFAULTS.max_time
+MIN_SAMPLES = BENCH_DEFAULTS.min_samples
+ARTIFACT_TIMING = BENCH_DEFAULTS.artifact_timing
+COMPILE_MODE = BENCH_DEFAULTS.compile_mode
 
 
 def format_and_outputs(
@@ -197,50 +197,34 @@ def format_and_outputs(
 
 
 def refuse_what_compile_only_ignores(
-    compile_only: bool, params: Mapping[str, Any], fmt: Format, outputs: list[Path]
+    compile_only: bool, params: Mapping[str, Any], fmt: Format, outputs: list[Path], *, recorded: bool
 ) -> None:
-    """--compile-only measures nothing, so the options of measuring had no effect, exit 0: -o, --format
-    json/csv and --tritonbench-json wrote and printed nothing (a CI step's ``-o results.json`` left no file),
-    and ``--max-time 5 --timing graph --gpus 1 --profile`` were dropped without a word (the bundle keeps none
-    of them). Refused before the compile (``params``: the command's parsed values), the fix spelling out the
-    measuring run with the same options. Why not carry them into the printed ``bench --bundle`` command
-    instead: that line comes after the compile, read by whoever runs the GPU machine; exit 0 with the options
-    "accepted" reads as if they were baked into the bundle, where a refusal costs nothing and says so."""
-    if not compile_only:
-        return
-    given = [("-o", str(p)) for p in outputs] + ([("--format", fmt.value)] if fmt != Format.table else [])
-    given += [
-        (flag, None if value is True else f"{value:g}" if isinstance(value, float) else str(value))
-        for flag, value in measuring_options(params).items()
-    ]
-    if given:
-        spelled = [flag if value is None else f"{flag} {shlex.quote(value)}" for flag, value in given]
-        raise KtriageError(
-            f"{', '.join(spelled)}: --compile-only measures nothing, so there are no results to write and "
-            "nothing to time (the bundle is its result)",
-            "drop them here, and give them to the run that measures the bundle on the GPU machine: "
-            f"ktriage bench --bundle DIR {' '.join(spelled)}",
-        )
-
-
-def measuring_options(params: Mapping[str, Any]) -> dict[str, object]:
-    """The options that only the GPU run reads (how it times, where, what it writes and shows), by flag,
-    each one set or off its default: what --compile-only refuses. Not --db (``$KTRIAGE_DB`` sets it for
-    every verb), nor --baseline/--only (they choose the backends the bundle compiles)."""
-    given: dict[str, object] = {
-        "--tritonbench-json": params["tritonbench_json"],
-        "--timing": params["timing"] if params["timing"] != TIMING else None,
-        "--no-l2-flush": params["no_l2_flush"],
-        "--max-time": params["max_time"] if params["max_time"] != MAX_TIME else None,
-        "--min-samples": params["min_samples"] if params["min_samples"] != MIN_SAMPLES else None,
-        "--artifact-timing": params["artifact_timing"] if params["artifact_timing"] != ARTIFACT_TIMING else None,
-        "--compile-mode": params["compile_mode"] if params["compile_mode"] != COMPILE_MODE else None,
-        "--host-artifacts": params["host_artifacts"],
-        "--gpus": params["gpus"],
-        "--profile": params["profile"],
-        "--metrics": params["metrics"] if params["metrics"] != METRICS else None,
-    }
-    return {flag: value for flag, value in given.items() if value not in (None, False)}
+    """The library's rule (``ktriage.api.refuse_what_compile_only_ignores``: --compile-only measures
+    nothing, so an option of measuring is refused, not ignored) on the command's parsed values
+    (``params``), with the command's own options of measuring named first: every -o (the library sees
+    only the .json), --format json/csv and --tritonbench-json. Called before the routing, so a recorded
+    workload's compile is refused in the same words as an op's (``recorded``: its fix names
+    ``bench_recorded``, the library's entry point for it)."""
+    given: list[tuple[str, str | None]] = [("-o", str(p)) for p in outputs]
+    given += [("--format", fmt.value)] if fmt != Format.table else []
+    given += [("--tritonbench-json", str(params["tritonbench_json"]))] if params["tritonbench_json"] else []
+    api.refuse_what_compile_only_ignores(
+        compile_only,
+        {
+            "timing": params["timing"],
+            "l2_flush": not params["no_l2_flush"],
+            "max_time": params["max_time"],
+            "min_samples": params["min_samples"],
+            "artifact_timing": params["artifact_timing"],
+            "compile_mode": params["compile_mode"],
+            "host_artifacts": params["host_artifacts"],
+            "gpus": params["gpus"],
+            "profile": params["profile"],
+            "metrics": params["metrics"],
+        },
+        given=given,
+        entry="bench_recorded" if recorded else "bench",
+    )
 
 
 def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, object]:
@@ -257,6 +241,7 @@ def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, ob
         "--num-inputs": params["num_inputs"],
         "--tritonbench-json": params["tritonbench_json"],
         "--artifacts-only": params["artifacts_only"],
+        "--host-artifacts": params["host_artifacts"],  # an op's artifact backends; a workload has none
         "--metrics": params["metrics"] != METRICS,
         "--artifact-timing": params["artifact_timing"] != ARTIFACT_TIMING,
         "--compile-mode": params["compile_mode"] != COMPILE_MODE,

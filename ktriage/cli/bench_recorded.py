@@ -36,6 +36,22 @@ def refuse_op_options(given: Mapping[str, Any], what: str) -> None:
         )
 
 
+def refuse_profile(profile: bool) -> None:
+    """``--profile`` runs Nsight Compute over an op bench's artifact backends after the timing; a recorded
+    workload's bench has no such step (``bench_recorded`` takes no profile), so ``bench W.json -t A -t B
+    --profile`` timed and exited 0 with no counters. Refused before anything runs (before the compile-only
+    check too, whose fix would say ``bench --bundle DIR --profile``: refused again there), pointing at
+    ``ktriage profile``, which profiles a recorded bundle entry by entry."""
+    if profile:
+        raise KtriageError(
+            "--profile does not apply to a recorded workload's bench: it has no profiling step, so nothing "
+            "would be profiled",
+            "drop --profile, and run Nsight Compute over the recorded bundle on the GPU host: ktriage profile "
+            "--bundle DIR (-i picks the entry; the bundle: ktriage bench W.json -t OLD -t NEW --compile-only "
+            "--bundle DIR)",
+        )
+
+
 def bench_workload(
     workload: str | None,
     *,

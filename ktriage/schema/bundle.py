@@ -58,6 +58,14 @@ class ArtifactFailedSchema(msgspec.Struct, tag="failed", tag_field="status", for
 ArtifactEntry = ArtifactOkSchema | ArtifactFailedSchema
 
 
+class SelectionSchema(msgspec.Struct):
+    """The backends an op bench's compile chose (``--only``, ``--baseline``; absent: the op's defaults), which
+    ``bench --bundle`` measures unless told otherwise. Unknown keys are tolerated (a newer writer's)."""
+
+    only: list[Name] | None = None
+    baseline: Name | None = None
+
+
 class BundleSchema(msgspec.Struct):
     op: str  # a bundle of specs (not of an op) may leave op, mode and precision empty
     mode: str
@@ -71,6 +79,9 @@ class BundleSchema(msgspec.Struct):
     artifacts: dict[str, dict[str, ArtifactEntry]]
     created: str = ""
     extra: dict[str, object] = {}
+    # absent in bundles written before it existed, and in bundles not compiled by `bench --op` with a selection:
+    # their measuring run times the op's default backends, as it always did (so no format_version bump)
+    selection: SelectionSchema | None = None
     format_version: Any = msgspec.UNSET
     format: Any = msgspec.UNSET  # the older spelling of format_version
 

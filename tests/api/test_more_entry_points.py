@@ -66,3 +66,44 @@ def test_cache_reports_of_an_empty_home(tmp_path: Path, monkeypatch: pytest.Monk
     verified = kt.cache_verify()
     assert verified.ok and not verified.damaged
     assert kt.cache_gc(dry_run=True).items == []
+
+
+WORKLOAD = Path(__file__).parents[1] / "data" / "workloads" / "liger_step.workload.json"
+
+
+@pytest.mark.parametrize(
+    "kw, problem",
+    [
+        ({"max_time": 5.0}, "--max-time 5: --compile-only measures nothing"),
+        ({"timing": "graph", "profile": True}, "--timing graph, --profile: --compile-only measures nothing"),
+        ({"l2_flush": False, "gpus": "1"}, "--no-l2-flush, --gpus 1: --compile-only measures nothing"),
+        ({"results_path": "r.json"}, "-o r.json: --compile-only measures nothing"),
+    ],
+)
+def test_a_compile_only_bench_refuses_what_only_measuring_reads(
+    kw: dict[str, object], problem: str, tmp_path: Path
+) -> None:
+    """The command refused these with --compile-only (they were dropped, exit 0); the library took them and
+    compiled: the rule is the library's now, worded with the flags, the keywords in the fix."""
+    with pytest.raises(KtriageError) as caught:
+        kt.bench(
+            op="layer_norm", inputs=["0"], toolchains=["triton==3.4.0"], compile_only=True, bundle=tmp_path / "b", **kw
+        )
+    assert caught.value.problem.startswith(problem), caught.value
+    goes = "goes" if len(kw) == 1 else "go"
+    assert f"in the library, {', '.join(kw)} {goes} to bench(bundle=DIR)" in (caught.value.fix or "")
+    assert not (tmp_path / "b").exists()  # refused before the compile
+
+
+def test_a_compile_only_recorded_bench_refuses_what_only_measuring_reads(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError, match="--max-time 5, --gpus 0: --compile-only measures nothing") as caught:
+        kt.bench_recorded(
+            workload=WORKLOAD,
+            toolchains=["triton==3.4.0"],
+            compile_only=True,
+            bundle=tmp_path / "r",
+            max_time=5.0,
+            gpus="0",
+        )
+    assert "max_time, gpus go to bench_recorded(bundle=DIR)" in (caught.value.fix or "")
+    assert not (tmp_path / "r").exists()

@@ -118,6 +118,56 @@ def test_the_default_backends_of_a_backward_bundle_leave_out_forward_only_replay
     assert "liger_layer_norm" in backends and "triton_layer_norm" not in backends
 
 
+def test_a_bundle_measures_the_backends_its_compile_chose(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--only liger_layer_norm --compile-only` printed `ktriage bench --bundle DIR --op layer_norm --bwd`,
+    and that run timed every native backend of the op (torch_compile, triton...): the bundle did not keep the
+    choice. It keeps it now (its manifest's selection), and `bench --bundle` measures it unless given its own
+    --only; a bundle written before (no selection) still measures the op's default set. The GPU session is
+    faked: what is checked is the plan it is handed."""
+    import json
+
+    import ktriage.api._bench
+    import ktriage.bench.session
+    from ktriage.errors import KtriageError
+    from ktriage.workload.bundles.format import Selection, load_bundle
+
+    plans: list[object] = []
+
+    def fake_run_bench(plan: object, **_: object) -> tuple[object, list[object]]:
+        plans.append(plan)
+        raise KtriageError("stopped before the GPU session", "none: the test checks the plan")
+
+    monkeypatch.setattr(ktriage.api._bench, "require_torch", lambda: None)
+    monkeypatch.setattr(ktriage.bench.session, "run_bench", fake_run_bench)
+    bundle = tmp_path / "b"
+    argv = ["bench", "--op", "layer_norm", "--bwd", "--only", "liger_layer_norm", "-i", "0", "-t", "triton==3.4.0"]
+    built = run_cli([*argv, "--compile-only", "--bundle", str(bundle)])
+    assert built.exit_code == exit_codes.OK, built.output
+    assert load_bundle(bundle).selection == Selection(("liger_layer_norm",), None)
+    assert "the bundle keeps --only liger_layer_norm" in built.output
+    db = ["--db", f"sqlite:///{tmp_path / 'k.db'}"]
+
+    def measured(*given: str) -> tuple[list[str], list[str]]:
+        plans.clear()
+        run_cli(["bench", "--bundle", str(bundle), *db, *given])
+        (plan,) = plans
+        return plan.native_backends, plan.artifact_backends  # type: ignore[attr-defined]
+
+    # the baseline (the op's, torch_layer_norm) is timed natively, as in the compile's choice; nothing else
+    assert measured() == (["torch_layer_norm"], ["liger_layer_norm"])
+    assert measured("--only", "liger_layer_norm,torch_compile_layer_norm") == (
+        ["torch_layer_norm", "torch_compile_layer_norm"],
+        ["liger_layer_norm"],
+    )
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    del manifest["selection"]  # a bundle written before the selection was kept
+    (bundle / "manifest.json").write_text(json.dumps(manifest))
+    native, _ = measured()
+    assert native == ["torch_layer_norm", "triton_layer_norm", "torch_compile_layer_norm"]
+
+
 def test_a_bundle_that_is_not_there_names_the_path_given(tmp_path: Path, run_cli: RunCli) -> None:
     missing = tmp_path / "nowhere"
     out = run_cli(["bench", "--bundle", str(missing), "--op", "layer_norm", "--bwd"])
@@ -143,6 +193,65 @@ def test_a_workload_given_as_the_bundle_is_named_as_one(tmp_path: Path, run_cli:
     deep.write_text("[" * 100_000 + "]" * 100_000)
     out = run_cli(["bench", "--bundle", str(deep)])
     assert out.exit_code == exit_codes.USAGE and "expected object, got array" in out.problem, out.output
+
+
+@pytest.mark.parametrize("more", [[], ["--compile-only", "--bundle", "DIR"]])
+def test_a_recorded_workload_refuses_host_artifacts_as_an_op_option(more: list[str], run_cli: RunCli) -> None:
+    """--host-artifacts times the host's copy of an op's artifact backends; a workload has none, so it was
+    ignored (and with --compile-only, its fix named a measuring run that ignored it too)."""
+    out = run_cli(["bench", str(WORKLOAD), "-t", "triton==3.4.0", "--host-artifacts", *more])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert (
+        out.problem
+        == "--host-artifacts do(es) not apply to a recorded workload: its kernels, inputs, dtypes and grids are recorded"
+    ), out.err_text
+
+
+@pytest.mark.parametrize("more", [[], ["--compile-only", "--bundle", "DIR"]])
+def test_a_recorded_workload_refuses_profile_and_names_ktriage_profile(more: list[str], run_cli: RunCli) -> None:
+    """`bench W.json -t A -t B --profile` timed and exited 0 with no counters (the recorded bench has no
+    profiling step); with --compile-only its fix said `bench --bundle DIR --profile`, refused there again."""
+    out = run_cli(["bench", str(WORKLOAD), "-t", "triton==3.4.0", "--profile", *more])
+    assert out.exit_code == exit_codes.USAGE, out.output
+    assert "--profile does not apply to a recorded workload's bench" in out.err_text, out.err_text
+    assert "ktriage profile --bundle DIR" in out.err_text and "bench --bundle DIR --profile" not in out.err_text
+
+
+def test_measuring_a_bundle_refuses_the_options_of_compiling(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bench --bundle DIR -j 8 --compile-timeout 60` compiles nothing (the bundle is measured as built): both
+    were dropped without a word, for an op's bundle and a recorded one. $KTRIAGE_COMPILE_TIMEOUT, set for every
+    verb, is no request to this run: not refused."""
+    import ktriage.api._bench
+    import ktriage.bench.session
+    from ktriage.errors import KtriageError
+
+    def no_gpu_session(*_: object, **__: object) -> None:
+        raise KtriageError("stopped before the GPU session", "none: the test checks what comes before")
+
+    monkeypatch.setattr(ktriage.api._bench, "require_torch", lambda: None)
+    monkeypatch.setattr(ktriage.bench.session, "run_bench", no_gpu_session)
+    op_bundle, recorded = tmp_path / "op", tmp_path / "rec"
+    for source, bundle in ((["--op", "layer_norm", "-i", "0"], op_bundle), ([str(WORKLOAD)], recorded)):
+        built = run_cli(["bench", *source, "-t", "triton==3.4.0", "--compile-only", "--bundle", str(bundle)])
+        assert built.exit_code == exit_codes.OK, built.output
+        for given, problem in (
+            (["-j", "8"], "-j/--jobs 8 (jobs)"),
+            (["--compile-timeout", "60", "--jobs", "2"], "-j/--jobs 2, --compile-timeout 60 (jobs, compile_timeout)"),
+        ):
+            out = run_cli(["bench", "--bundle", str(bundle), *given])
+            assert out.exit_code == exit_codes.USAGE, out.output
+            assert (
+                out.problem
+                == f"{problem}: nothing is compiled when measuring bundle {bundle} (it was compiled where it was built)"
+            ), out.err_text
+            assert "--compile-only --bundle DIR --jobs" in (out.fix or ""), out.err_text
+    out = run_cli(
+        ["bench", "--bundle", str(op_bundle), "--db", f"sqlite:///{tmp_path / 'k.db'}"],
+        env={"KTRIAGE_COMPILE_TIMEOUT": "60"},
+    )
+    assert out.problem == "stopped before the GPU session", out.err_text
 
 
 def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:

@@ -12,7 +12,7 @@ from ktriage import progress
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.workload.bundles.format import FORMAT, artifact_entry, write_manifest
+from ktriage.workload.bundles.format import FORMAT, Selection, artifact_entry, write_manifest
 from ktriage.workload.ops.replay import ROLES_BY_MODE
 
 if TYPE_CHECKING:
@@ -32,9 +32,11 @@ def build_bundle(
     compiler: Compiler,
     precision: str | None = None,
     backends: Sequence[str] | None = None,
+    selection: Selection | None = None,
 ) -> Path:
     """Compile every kernel of ``op``'s artifact backends for ``inputs`` (ids or selectors; None: all)
-    with every toolchain and write the bundle to ``out_dir``; returns ``out_dir``."""
+    with every toolchain and write the bundle to ``out_dir``; returns ``out_dir``. ``selection``: the
+    bench's ``--only``/``--baseline``, kept for the run that measures the bundle (``Selection``)."""
     from ktriage.catalog.targets import default_sm_count
     from ktriage.compile.compiler import Artifact
     from ktriage.workload.ops.opdef import (
@@ -108,5 +110,7 @@ def build_bundle(
         "specs": {k: s.to_json() for k, s in specs.items()},
         "artifacts": artifacts,
     }
+    if selection is not None:
+        manifest["selection"] = selection.to_json()
     write_manifest(out_dir, manifest)
     return out_dir

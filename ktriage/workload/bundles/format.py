@@ -35,7 +35,14 @@ import msgspec
 from ktriage.atomic import write_atomic
 from ktriage.catalog.inputs import InputCase
 from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
-from ktriage.schema.bundle import FIX, FIXES, ArtifactFailedSchema, BundleSchema, KernelSpecSchema
+from ktriage.schema.bundle import (
+    FIX,
+    FIXES,
+    ArtifactFailedSchema,
+    BundleSchema,
+    KernelSpecSchema,
+    SelectionSchema,
+)
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.spec.model import KernelSpec
@@ -108,6 +115,26 @@ class BundleFailure:
     message: str
 
 
+@dataclass(frozen=True)
+class Selection:
+    """The backends an op bench's compile was asked for: ``--only`` (None: the op's default set) and
+    ``--baseline`` (None: the op's). Why in the bundle: the compile and the measuring run are two commands on
+    two machines, and the measuring run chose every backend of the op again (``--only liger_layer_norm``
+    compiled one backend, then the GPU timed torch_compile and triton too); the bundle carries the choice, as
+    it carries the op, pass and precision, and ``bench --bundle`` measures it unless given its own."""
+
+    only: tuple[str, ...] | None = None
+    baseline: str | None = None
+
+    def to_json(self) -> JSONObject:
+        return {"only": list(self.only) if self.only is not None else None, "baseline": self.baseline}
+
+    def flags(self) -> str:
+        """The selection as the command line spells it (``--only a,b --baseline c``)."""
+        only = f"--only {','.join(self.only)}" if self.only else ""
+        return " ".join(f for f in (only, f"--baseline {self.baseline}" if self.baseline else "") if f)
+
+
 @dataclass
 class Bundle:
     """A loaded bundle (see the module docstring)."""
@@ -125,6 +152,7 @@ class Bundle:
     artifacts: dict[tuple[str, str], BundleArtifact | BundleFailure] = field(default_factory=dict)
     created: str = ""
     extra: JSONObject = field(default_factory=dict)  # what the writer noted (e.g. skipped kernels)
+    selection: Selection | None = None  # None: the op's default backends (and bundles written before it)
 
     def input_cases(self) -> list[InputCase]:
         return [InputCase(int(i["id"]), {k: int(v) for k, v in i["facts"].items()}) for i in self.inputs]
@@ -307,6 +335,7 @@ def load_bundle(path: Path | str) -> Bundle:
         specs=specs,
         created=doc.created,
         extra=as_json_object(dict(doc.extra)),
+        selection=_selection(doc.selection),
     )
     facts: dict[Path, tuple[str, CubinFacts]] = {}  # a cubin shared by entries is read once
     for key, per_tc in doc.artifacts.items():
@@ -359,6 +388,13 @@ def load_bundle(path: Path | str) -> Bundle:
                 source_text=_carried(entry.source_text),
             )
     return bundle
+
+
+def _selection(doc: SelectionSchema | None) -> Selection | None:
+    """The manifest's selection (names checked against the op's backends by the bench that reads it)."""
+    if doc is None:
+        return None
+    return Selection(tuple(doc.only) if doc.only is not None else None, doc.baseline)
 
 
 def _carried(texts: Mapping[str, Mapping[str, str]]) -> dict[str, dict[int, str]]:
