@@ -39,6 +39,7 @@ from ktriage.cli.console import (
     print_internal_error,
     silence_stdout,
 )
+from ktriage.cli.dependencies import missing_dependency
 from ktriage.errors import KtriageError
 
 
@@ -438,6 +439,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if state.debug:
             raise
+        # a dependency's wheel left behind (a GPU host run from PYTHONPATH) is the environment's, not a bug
+        missing = missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else None
+        if missing is not None:
+            print_error(missing)
+            return exit_codes.USAGE
         print_internal_error(exc)
         return exit_codes.INTERNAL
     # click returns the Exit code (typer.Exit, --help) or the callback's return value (None)
