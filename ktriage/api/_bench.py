@@ -100,9 +100,9 @@ def refuse_what_compile_only_ignores(
     file (-o) was never written (a CI step's ``-o results.json`` left no file), and ``--max-time 5
     --timing graph --gpus 1 --profile`` were dropped without a word (the bundle keeps none of them).
     ``measuring``: the keywords of ``entry`` (``bench`` or ``bench_recorded``) as passed, each refused
-    when off its default; ``given``: a front end's own options of measuring as (flag, value), named
-    first (the command's -o .csv/.md, ``--format json``, ``--tritonbench-json``, which the library never
-    sees). Refused before the compile, the fix spelling out the measuring run with the same options.
+    when off its default (other keys are not read); ``given``: a front end's own options of measuring as
+    (flag, value), named first (the command's -o .csv/.md, ``--format json``, ``--tritonbench-json``,
+    which the library never sees). Refused before the compile, the fix spelling out the measuring run with the same options.
 
     Why here: the library's ``bench(compile_only=True, max_time=5)`` is the same request as the command
     line's and ignored them the same way; the command calls this with its parsed flags (so one rule and
