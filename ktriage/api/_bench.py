@@ -41,7 +41,6 @@ Say = Callable[[str], None]
 TIMINGS = ("auto", "events", "graph", "queued")
 __all__ = [
     "BENCH_DEFAULTS",
-    "DEFAULT_METRICS",
     "GPUS_HELP",
     "TIMINGS",
     "BenchDefaults",
@@ -70,7 +69,6 @@ class BenchDefaults:
 
 
 BENCH_DEFAULTS = BenchDefaults()
-DEFAULT_METRICS = BENCH_DEFAULTS.metrics
 # keyword -> (flag, default): what only a measuring run reads (how it times, where, what it writes), in the
 # order a refusal names them. Not db (``$KTRIAGE_DB`` sets it for every verb), nor only/baseline (they choose
 # the backends the bundle compiles, and the bundle keeps them).
@@ -200,7 +198,7 @@ def bench(
     op: str | None = None,
     only: Sequence[str] | None = None,
     baseline: str | None = None,
-    metrics: str = DEFAULT_METRICS,
+    metrics: str = BENCH_DEFAULTS.metrics,
     mode: str | None = None,
     inputs: Sequence[str] | None = None,
     input_id: int | None = None,

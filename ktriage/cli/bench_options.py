@@ -175,15 +175,6 @@ Profile = Annotated[
 ]
 
 
-# the library's defaults (one home: ktriage.api.BENCH_DEFAULTS), as the flags' defaults
-METRICS = BENCH_DEFAULTS.metrics
-TIMING = BENCH_DEFAULTS.timing
-MAX_TIME = BENCH_DEFAULTS.max_time
-MIN_SAMPLES = BENCH_DEFAULTS.min_samples
-ARTIFACT_TIMING = BENCH_DEFAULTS.artifact_timing
-COMPILE_MODE = BENCH_DEFAULTS.compile_mode
-
-
 def format_and_outputs(
     fmt: Format, csv_out: bool, output: list[Path] | None, output_json: Path | None, workload: str | None = None
 ) -> tuple[Format, list[Path]]:
@@ -235,9 +226,9 @@ def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, ob
         "--tritonbench-json": params["tritonbench_json"],
         "--artifacts-only": params["artifacts_only"],
         "--host-artifacts": params["host_artifacts"],  # an op's artifact backends; a workload has none
-        "--metrics": params["metrics"] != METRICS,
-        "--artifact-timing": params["artifact_timing"] != ARTIFACT_TIMING,
-        "--compile-mode": params["compile_mode"] != COMPILE_MODE,
+        "--metrics": params["metrics"] != BENCH_DEFAULTS.metrics,
+        "--artifact-timing": params["artifact_timing"] != BENCH_DEFAULTS.artifact_timing,
+        "--compile-mode": params["compile_mode"] != BENCH_DEFAULTS.compile_mode,
     }
 
 
