@@ -41,7 +41,6 @@ Say = Callable[[str], None]
 TIMINGS = ("auto", "events", "graph", "queued")
 __all__ = [
     "BENCH_DEFAULTS",
-    "DEFAULT_METRICS",
     "GPUS_HELP",
     "TIMINGS",
     "BenchDefaults",
@@ -70,7 +69,6 @@ class BenchDefaults:
 
 
 BENCH_DEFAULTS = BenchDefaults()
-DEFAULT_METRICS = BENCH_DEFAULTS.metrics
 # keyword -> (flag, default): what only a measuring run reads (how it times, where, what it writes), in the
 # order a refusal names them. Not db (``$KTRIAGE_DB`` sets it for every verb), nor only/baseline (they choose
 # the backends the bundle compiles, and the bundle keeps them).
@@ -100,9 +98,9 @@ def refuse_what_compile_only_ignores(
     file (-o) was never written (a CI step's ``-o results.json`` left no file), and ``--max-time 5
     --timing graph --gpus 1 --profile`` were dropped without a word (the bundle keeps none of them).
     ``measuring``: the keywords of ``entry`` (``bench`` or ``bench_recorded``) as passed, each refused
-    when off its default; ``given``: a front end's own options of measuring as (flag, value), named
-    first (the command's -o .csv/.md, ``--format json``, ``--tritonbench-json``, which the library never
-    sees). Refused before the compile, the fix spelling out the measuring run with the same options.
+    when off its default (other keys are not read); ``given``: a front end's own options of measuring as
+    (flag, value), named first (the command's -o .csv/.md, ``--format json``, ``--tritonbench-json``,
+    which the library never sees). Refused before the compile, the fix spelling out the measuring run with the same options.
 
     Why here: the library's ``bench(compile_only=True, max_time=5)`` is the same request as the command
     line's and ignored them the same way; the command calls this with its parsed flags (so one rule and
@@ -200,7 +198,7 @@ def bench(
     op: str | None = None,
     only: Sequence[str] | None = None,
     baseline: str | None = None,
-    metrics: str = DEFAULT_METRICS,
+    metrics: str = BENCH_DEFAULTS.metrics,
     mode: str | None = None,
     inputs: Sequence[str] | None = None,
     input_id: int | None = None,

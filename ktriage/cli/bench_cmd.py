@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from typer import _click
 
-from ktriage.api import DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle, is_workload_path
+from ktriage.api import BENCH_DEFAULTS, DEFAULT_COMPILE_TIMEOUT_S, is_recorded_bundle, is_workload_path
 from ktriage.api import bench as bench_api
 from ktriage.cli import bench_options as o
 from ktriage.cli import options as opt
@@ -30,7 +30,7 @@ def bench(
     op: o.Op = None,
     only: o.Only = None,
     baseline: o.Baseline = None,
-    metrics: o.Metrics = o.METRICS,
+    metrics: o.Metrics = BENCH_DEFAULTS.metrics,
     mode: o.PassMode = None,
     bwd: opt.Bwd = False,
     fwd: opt.Fwd = False,
@@ -50,12 +50,12 @@ def bench(
     output_json: o.OutputJson = None,
     tritonbench_json: o.TritonbenchJson = None,
     db: opt.Db = None,
-    timing: o.Timing = o.TIMING,
+    timing: o.Timing = BENCH_DEFAULTS.timing,
     no_l2_flush: o.NoL2Flush = False,
-    max_time: o.MaxTime = o.MAX_TIME,
-    min_samples: o.MinSamples = o.MIN_SAMPLES,
-    artifact_timing: o.ArtifactTiming = o.ARTIFACT_TIMING,
-    compile_mode: o.CompileMode = o.COMPILE_MODE,
+    max_time: o.MaxTime = BENCH_DEFAULTS.max_time,
+    min_samples: o.MinSamples = BENCH_DEFAULTS.min_samples,
+    artifact_timing: o.ArtifactTiming = BENCH_DEFAULTS.artifact_timing,
+    compile_mode: o.CompileMode = BENCH_DEFAULTS.compile_mode,
     artifacts_only: o.ArtifactsOnly = False,
     host_artifacts: o.HostArtifacts = False,
     jobs: o.Jobs = None,

@@ -175,15 +175,6 @@ Profile = Annotated[
 ]
 
 
-# the library's defaults (one home: ktriage.api.BENCH_DEFAULTS), as the flags' defaults
-METRICS = BENCH_DEFAULTS.metrics
-TIMING = BENCH_DEFAULTS.timing
-MAX_TIME = BENCH_DEFAULTS.max_time
-MIN_SAMPLES = BENCH_DEFAULTS.min_samples
-ARTIFACT_TIMING = BENCH_DEFAULTS.artifact_timing
-COMPILE_MODE = BENCH_DEFAULTS.compile_mode
-
-
 def format_and_outputs(
     fmt: Format, csv_out: bool, output: list[Path] | None, output_json: Path | None, workload: str | None = None
 ) -> tuple[Format, list[Path]]:
@@ -204,24 +195,17 @@ def refuse_what_compile_only_ignores(
     (``params``), with the command's own options of measuring named first: every -o (the library sees
     only the .json), --format json/csv and --tritonbench-json. Called before the routing, so a recorded
     workload's compile is refused in the same words as an op's (``recorded``: its fix names
-    ``bench_recorded``, the library's entry point for it)."""
+    ``bench_recorded``, the library's entry point for it).
+
+    ``params`` goes to the library whole: it reads the keywords of its own list of measuring options
+    (one list, so an option added there is refused here too), which the command's parameters are named
+    after, all but ``--no-l2-flush`` (``l2_flush``, inverted)."""
     given: list[tuple[str, str | None]] = [("-o", str(p)) for p in outputs]
     given += [("--format", fmt.value)] if fmt != Format.table else []
     given += [("--tritonbench-json", str(params["tritonbench_json"]))] if params["tritonbench_json"] else []
     api.refuse_what_compile_only_ignores(
         compile_only,
-        {
-            "timing": params["timing"],
-            "l2_flush": not params["no_l2_flush"],
-            "max_time": params["max_time"],
-            "min_samples": params["min_samples"],
-            "artifact_timing": params["artifact_timing"],
-            "compile_mode": params["compile_mode"],
-            "host_artifacts": params["host_artifacts"],
-            "gpus": params["gpus"],
-            "profile": params["profile"],
-            "metrics": params["metrics"],
-        },
+        {**params, "l2_flush": not params["no_l2_flush"]},
         given=given,
         entry="bench_recorded" if recorded else "bench",
     )
@@ -242,9 +226,9 @@ def op_only_options(params: Mapping[str, Any], mode: str | None) -> dict[str, ob
         "--tritonbench-json": params["tritonbench_json"],
         "--artifacts-only": params["artifacts_only"],
         "--host-artifacts": params["host_artifacts"],  # an op's artifact backends; a workload has none
-        "--metrics": params["metrics"] != METRICS,
-        "--artifact-timing": params["artifact_timing"] != ARTIFACT_TIMING,
-        "--compile-mode": params["compile_mode"] != COMPILE_MODE,
+        "--metrics": params["metrics"] != BENCH_DEFAULTS.metrics,
+        "--artifact-timing": params["artifact_timing"] != BENCH_DEFAULTS.artifact_timing,
+        "--compile-mode": params["compile_mode"] != BENCH_DEFAULTS.compile_mode,
     }
 
 

@@ -22,18 +22,17 @@ from rich.markup import escape
 from ktriage.api import BenchReport, RecordedBenchReport, bench_recorded
 from ktriage.cli.bench_options import Measuring
 from ktriage.cli.console import make_progress
-from ktriage.cli.options import Format, emit, output_suffix
+from ktriage.cli.options import Format, emit, output_suffix, refuse_inapplicable
 from ktriage.errors import KtriageError
 
 
 def refuse_op_options(given: Mapping[str, Any], what: str) -> None:
     """Options of op benches have no meaning for a recorded workload: refused, never ignored."""
-    used = [name for name, value in given.items() if value not in (None, False, [], "")]
-    if used:
-        raise KtriageError(
-            f"{', '.join(used)} do(es) not apply to {what}: its kernels, inputs, dtypes and grids are recorded",
-            "drop the option(s); choose kernels with --kernel K3 and inputs with --input ID",
-        )
+    refuse_inapplicable(
+        given,
+        f"{what}: its kernels, inputs, dtypes and grids are recorded",
+        "drop the option(s); choose kernels with --kernel K3 and inputs with --input ID",
+    )
 
 
 def refuse_profile(profile: bool) -> None:

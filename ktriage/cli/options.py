@@ -133,6 +133,16 @@ def arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in local_names.items() if not isinstance(value, typer.Context)}
 
 
+def refuse_inapplicable(given: Mapping[str, Any], where: str, fix: str) -> None:
+    """Options that mean nothing ``where`` (a recorded workload's bench, ``triage --run``) are refused,
+    never ignored. ``given``: flag -> its parsed value, or whether it is off its default; each one set
+    (not None, False, 0, [] or "") is named, in the map's order. One rule and one wording for every
+    command that routes to a mode taking fewer options."""
+    used = [flag for flag, value in given.items() if value not in (None, False, [], "")]
+    if used:
+        raise KtriageError(f"{', '.join(used)} do(es) not apply to {where}", fix)
+
+
 # ------------------------------------------------------------------------------------------ mode
 class Mode(str, Enum):
     fwd = "fwd"

@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, make_progress
-from ktriage.cli.options import Format, append_step_summary, emit, write_outputs
+from ktriage.cli.options import Format, append_step_summary, emit, refuse_inapplicable, write_outputs
 from ktriage.errors import KtriageError
 
 
@@ -40,13 +40,12 @@ def triage_run(
     from ktriage.api import check_percent_gate
     from ktriage.api import triage_run as run_api  # the program's triage (compiler, bench) only when it runs
 
-    used = [name for name, value in given.items() if value not in (None, False, [], "")]
-    if used:
-        raise KtriageError(
-            f"{', '.join(used)} do(es) not apply to --run: it records the program and benches what it launched",
-            "drop them; --run takes --old-toolchain, --new-toolchain, --workdir, --threshold, --no-bisect, "
-            "--no-fixes, --max-time, --jobs, --db, -o",
-        )
+    refuse_inapplicable(
+        given,
+        "--run: it records the program and benches what it launched",
+        "drop them; --run takes --old-toolchain, --new-toolchain, --workdir, --threshold, --no-bisect, "
+        "--no-fixes, --max-time, --jobs, --db, -o",
+    )
     if any(p.suffix.lower() == ".html" for p in output):
         raise KtriageError("--run writes markdown and JSON reports, not HTML", "give -o report.md or -o report.json")
     console = make_console(stderr=True)

@@ -3,7 +3,9 @@
 A path is a results file (ktriage's own results file, or TritonBench's CSV/JSON:
 ``ktriage.measure.tritonbench_format``); anything else a run id (or unique prefix) in the store.
 ``compare`` and ``triage`` both load their sides here, so both read the same things: a run id
-works wherever a results file does.
+works wherever a results file does. The checks of a pair of sides live here too, for the same reason
+(both verbs refuse the same pairs in the same words): ``check_baseline``, ``check_not_one_run`` (one
+run given as both sides) and ``check_precision`` (two dtypes, unless --allow-precision-mismatch).
 """
 
 from __future__ import annotations
@@ -115,14 +117,7 @@ def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
         )
 
 
-def run_precision(run: RunInfo) -> str | None:
-    """The dtype a ktriage bench run timed (its plan's ``precision``); None where the run does not say
-    (TritonBench's CSV and JSON, older results)."""
-    plan = run.settings.get("plan") if isinstance(run.settings, dict) else None
-    value = plan.get("precision") if isinstance(plan, dict) else None
-    return str(value) if value else None
-
-
+# ------------------------------------------------------------------------------------------ one run twice
 def check_not_one_run(old: LoadedSide, new: LoadedSide, names: tuple[object, object], fix: str) -> None:
     """Refuse one run given as both sides: every cell compared with itself is "same", a verdict of "no
     change" that says nothing (two halves of one run share its id and differ in their cells). ``names``:
@@ -141,7 +136,16 @@ def _measured(cells: list[Cell]) -> list[tuple[str, list[float]]]:
     return sorted((repr(c.key), c.samples_ms) for c in cells)
 
 
-ALLOW_PRECISION_MISMATCH = "--allow-precision-mismatch"
+# ------------------------------------------------------------------------------------------ precision
+ALLOW_PRECISION_MISMATCH = "--allow-precision-mismatch"  # the flag check_precision's refusal and warning name
+
+
+def run_precision(run: RunInfo) -> str | None:
+    """The dtype a ktriage bench run timed (its plan's ``precision``); None where the run does not say
+    (TritonBench's CSV and JSON, older results)."""
+    plan = run.settings.get("plan") if isinstance(run.settings, dict) else None
+    value = plan.get("precision") if isinstance(plan, dict) else None
+    return str(value) if value else None
 
 
 def check_precision(old: LoadedSide, new: LoadedSide, *, allow: bool = False) -> str | None:

@@ -22,7 +22,7 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change, CompileDiff, ExplainResult, opcode_delta_text, toolchain_label
 from ktriage.explain.failures import fix_for, one_line
-from ktriage.explain.labels import input_names, input_place, input_range, kernel_name
+from ktriage.explain.labels import input_names, input_place, input_places, input_range, kernel_name
 from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
 from ktriage.explain.predicted import impact as predicted_impact
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
@@ -52,8 +52,33 @@ def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
     return (spec.source, str(spec.meta.get("op", kernel_name(spec))), str(spec.meta.get("mode", "")), keys)
 
 
+class _NamedInputs:
+    """What a finding, a failure finding and a bullet share: their ``inputs`` (full labels, as the JSON
+    keeps them), the ``kernel`` they are of (where the report holds several, else ""), and ``names``
+    (full label -> the short one the reports show, explain/labels.py). One home for how they are shown,
+    so a summary, a failure line and a bullet cannot name one input two ways."""
+
+    inputs: list[str]
+    kernel: str
+    names: dict[str, str]
+
+    @property
+    def range(self) -> str:
+        """The inputs' range by their full labels, as the JSON's ``range`` says it."""
+        return input_range(self.inputs)
+
+    def shown(self, label: str) -> str:
+        """An input as the reports name it: its short label (explain/labels.py)."""
+        return self.names.get(label, label)
+
+    @property
+    def place(self) -> str:
+        """Where the inputs are, as a summary says it: ``kernel[X_ptr=4096x{4608..8192}]``."""
+        return input_place(self.kernel, [self.shown(i) for i in self.inputs])
+
+
 @dataclass
-class Finding:
+class Finding(_NamedInputs):
     toolchain: str
     reference: str
     metric: str
@@ -69,19 +94,6 @@ class Finding:
     kernel: str = field(default="", kw_only=True)
     # full label -> the short one the reports show (explain/labels.py); the full ones stay in ``inputs``
     names: dict[str, str] = field(default_factory=dict, kw_only=True)
-
-    @property
-    def range(self) -> str:
-        return input_range(self.inputs)
-
-    def shown(self, label: str) -> str:
-        """An input as the reports name it: its short label (explain/labels.py)."""
-        return self.names.get(label, label)
-
-    @property
-    def place(self) -> str:
-        """Where the finding is, as its summary says it: ``kernel[X_ptr=4096x{4608..8192}]``."""
-        return input_place(self.kernel, [self.shown(i) for i in self.inputs])
 
     def add(self, label: str, change: Change, prediction: Prediction | None, text: str) -> None:
         """One more input of the run: its label, its change and the cost model's prediction (``text``:
@@ -187,7 +199,7 @@ def _merged_runs(
 
 
 @dataclass
-class FailureFinding:
+class FailureFinding(_NamedInputs):
     """One toolchain failing on a run of consecutive inputs with the same one-line error.
 
     ``fallback`` is the toolchain compared against instead when this toolchain was the requested
@@ -205,16 +217,11 @@ class FailureFinding:
     kernel: str = ""  # as Finding.kernel: where the report holds several kernels, the one that failed
     names: dict[str, str] = field(default_factory=dict)  # as Finding.names
 
-    @property
-    def range(self) -> str:
-        return input_range(self.inputs)
-
     def summary(self) -> str:
         verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
             self.stage, "cannot compile"
         )
-        place = input_place(self.kernel, [self.names.get(i, i) for i in self.inputs])
-        text = f"{self.toolchain} {verb} {place}: {self.message}"
+        text = f"{self.toolchain} {verb} {self.place}: {self.message}"
         if self.fix:
             text += f" — fix: {self.fix}"
         if self.fallback and self.alone:
@@ -425,7 +432,7 @@ def _impact(f: Finding) -> float:
 
 
 @dataclass
-class FindingGroup:
+class FindingGroup(_NamedInputs):
     """One bullet: every finding of one toolchain vs one reference over the same inputs (the
     evidence of one regression: registers, spills, stack, CTAs/SM, opcode and SASS-detail deltas).
 
@@ -438,13 +445,6 @@ class FindingGroup:
     findings: list[Finding] = field(default_factory=list)
     kernel: str = ""  # as Finding.kernel
     names: dict[str, str] = field(default_factory=dict)  # as Finding.names
-
-    @property
-    def range(self) -> str:
-        return input_range(self.inputs)
-
-    def shown(self, label: str) -> str:
-        return self.names.get(label, label)
 
     @property
     def predictions(self) -> list[Prediction | None]:
@@ -496,9 +496,7 @@ class FindingGroup:
             if len(blames) > 1:
                 text += f" ({_SHORT_BLAME.get(f.attribution, f.attribution)})"
             parts.append(text)
-        head = input_place(self.kernel, [self.shown(i) for i in self.inputs]) + (
-            f" ({len(self.inputs)} inputs)" if many else ""
-        )
+        head = self.place + (f" ({len(self.inputs)} inputs)" if many else "")
         word = "worst" if self.kind == "regression" else "largest"
         tail = f" ({word} at {self.shown(next(iter(spots)))})" if many and not per_item else ""
         blame = _BLAME.get(next(iter(blames)), next(iter(blames))) if len(blames) == 1 else "attribution per item"
@@ -586,17 +584,18 @@ def uncovered(result: ExplainResult, findings: Sequence[Finding]) -> dict[str, l
     otherwise vanish from the report, and the user who asked "does 3.6.0 change anything?" gets no answer."""
     same = identical_toolchains(result)
     named = {(f.toolchain, f.kernel, i) for f in findings for i in f.inputs}
-    names = input_names([item.spec for item in result.specs])
+    specs = [item.spec for item in result.specs]
+    names, places = input_names(specs), input_places(specs)
     out: dict[str, list[tuple[str, CompileDiff]]] = {}
     for toolchain in result.toolchains:
         if toolchain.id in same:
             continue
         name = toolchain_label(toolchain)
-        for item, (kernel, short) in zip(result.specs, names, strict=True):
+        for item, (kernel, _), place in zip(result.specs, names, places, strict=True):
             label = input_label(item.spec.meta, item.spec.name)
             for c in item.comparisons:
                 if c.new.toolchain.id == toolchain.id and (name, kernel, label) not in named:
-                    out.setdefault(toolchain.id, []).append((input_place(kernel, [short]), c))
+                    out.setdefault(toolchain.id, []).append((place, c))
     return out
 
 

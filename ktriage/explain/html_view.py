@@ -45,7 +45,7 @@ from ktriage.explain.findings import (
     no_change_line,
     uncovered_lines,
 )
-from ktriage.explain.labels import input_names, input_place
+from ktriage.explain.labels import input_names, input_places
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
 
@@ -403,7 +403,7 @@ def build_view(
     labels = {input_label(item.spec.meta, item.spec.name): i for i, item in enumerate(result.specs)}
     # how the findings name them: the short label, inside the kernel's name where the report holds several
     names = input_names([item.spec for item in result.specs])
-    shorts = [input_place(kernel, [short]) for kernel, short in names]
+    places = input_places([item.spec for item in result.specs])
     changed = [i for i, item in enumerate(result.specs) if any(c.changed for c in item.comparisons)]
     if len(result.specs) <= max_kernels:  # a few kernels: all of them, changed or not
         chosen = [i for i, item in enumerate(result.specs) if item.comparisons]
@@ -429,7 +429,7 @@ def build_view(
         ]
         kernels[i] = KernelView(
             anchor,
-            shorts[i],
+            places[i],
             item.spec.name,
             ref.artifact.kernel_name if ref else item.spec.name,
             cells,
@@ -471,7 +471,7 @@ def build_view(
     views += [FindingView("failed", ff.summary()) for ff in collect_failure_findings(result)]
     per_input = [
         (
-            shorts[i],
+            places[i],
             ""
             if names[i][1] == input_label(item.spec.meta, item.spec.name)
             else input_label(item.spec.meta, item.spec.name),

@@ -47,6 +47,13 @@ def input_names(specs: Sequence[KernelSpec]) -> list[tuple[str, str]]:
     return [(kernel_name(s) if several else "", short) for s, short in zip(specs, short_labels(specs), strict=True)]
 
 
+def input_places(specs: Sequence[KernelSpec]) -> list[str]:
+    """Per spec, in order, how a listing of single inputs names it (the per-input tables, the lines of
+    toolchains without a finding): as a finding names a range (:func:`input_place`), its short label
+    inside its kernel's name where the report holds several."""
+    return [input_place(kernel, [short]) for kernel, short in input_names(specs)]
+
+
 def _parts(label: str) -> list[tuple[str, str]] | None:
     """``[(name, value), ...]`` of a ``name=value,...`` label; None for a label of another form."""
     out: list[tuple[str, str]] = []

@@ -44,7 +44,7 @@ from ktriage.explain.findings import (
     uncovered_lines,
 )
 from ktriage.explain.fixes import Fix
-from ktriage.explain.labels import input_names, input_place, short_labels
+from ktriage.explain.labels import input_places, short_labels
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.predicted import identical_toolchains
 from ktriage.home import portable_path
@@ -285,13 +285,6 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
-def _places(result: ExplainResult) -> list[str]:
-    """Per input, how the per-input tables name it: as the findings do, inside its kernel's name where
-    the report holds several (``_layer_norm_backward_kernel.K7[X_ptr=4096x4608]``), since a recorded
-    input's label does not say which kernel it is of."""
-    return [input_place(kernel, [short]) for kernel, short in input_names([item.spec for item in result.specs])]
-
-
 @markdown_writer
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
@@ -329,7 +322,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     shorts = short_labels([item.spec for item in result.specs])
     fulls = [input_label(item.spec.meta, item.spec.name) for item in result.specs]
     shortened = shorts != fulls  # the findings name inputs by their short labels: the full ones beside them
-    places = _places(result)
+    places = input_places([item.spec for item in result.specs])
     header = ["input"] + (["arguments"] if shortened else []) + [md_code(t.spec) for t in tcs]
     header.append("changes [attribution]")
     out.append("| " + " | ".join(header) + " |")
@@ -362,7 +355,8 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         table.add_column(toolchain_label(t) + (" (ref)" if i == 0 else ""))
     table.add_column("changes [attribution]")
     # the inputs as the findings name them (explain/labels.py); the full labels: markdown, HTML, JSON
-    for item, place in zip(result.specs, _places(result), strict=True):
+    places = input_places([item.spec for item in result.specs])
+    for item, place in zip(result.specs, places, strict=True):
         row = [place]
         cells = [_cell(item.results.get(t.id), compact=True) for t in result.toolchains]
         changes = escape(_changes_text(item, len(result.toolchains) > 2))

@@ -155,7 +155,7 @@ class ProgramOptions:
     jobs: int | None = None
     bisect: bool = True
     fixes: bool = True
-    max_time_s: float = 5.0
+    max_time_s: float = TriageOptions.max_time_s  # one default for the GPU re-run's sampling, --run or not
     db: str | None = None
 
 
