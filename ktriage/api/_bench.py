@@ -225,12 +225,15 @@ def bench(
     say: Say | None = None,
 ) -> BenchReport:
     """Bench TritonBench operator ``op`` (``layer_norm``...; default: the bundle's) with the
-    backends ``only`` (default: all), ``toolchains`` compiling the Triton backends (the first is the
-    reference). ``results_path``: the results file, rewritten after each input while measuring.
-    ``say``: the steps' messages (the bundle written, a failed cell, the profile).
+    backends ``only`` (default: all; measuring a ``bundle``, the ``only`` and ``baseline`` its compile
+    kept), ``toolchains`` compiling the Triton backends (the first is the reference).
+    ``results_path``: the results file, rewritten after each input while measuring. ``say``: the
+    steps' messages (the bundle written, a failed cell, the profile).
 
     Raises :class:`~ktriage.errors.KtriageError` for a bad argument before anything is compiled or
-    measured, and when measuring is asked on a machine without torch.
+    measured (with ``compile_only``, a keyword only measuring reads that is off its default, see
+    :func:`refuse_what_compile_only_ignores`; without toolchains, ``jobs`` or ``compile_timeout``), and
+    when measuring is asked on a machine without torch.
 
     A lone str where a list goes is one item (``inputs="7"``, ``toolchains="triton==3.4.0"``), except
     ``only``: a str is split on commas, as ``--only liger_layer_norm,torch_layer_norm`` is. ``arch``

@@ -98,7 +98,8 @@ def bench_recorded(
     ``say``: the steps' messages (the bundle written, a failed cell).
 
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for a bad argument, before any
-    toolchain is built. A lone str where a list goes is one item (``kernels="K3"``); ``arch`` takes
+    toolchain is built: with ``compile_only``, ``results_path``, ``timing``, ``l2_flush``, ``max_time``,
+    ``min_samples`` or ``gpus`` off its default; measuring a ``bundle``, ``jobs`` or ``compile_timeout``. A lone str where a list goes is one item (``kernels="K3"``); ``arch`` takes
     every spelling ``--arch`` does."""
     from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_name
 

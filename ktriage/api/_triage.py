@@ -171,7 +171,7 @@ def triage(
             new_toolchain or halves[1].label,
         )
     report = run_triage(sides[0], sides[1], options, say=say)
-    report.notes += [f"WARNING: {warning}"] if warning else []
+    report.notes[:0] = [f"WARNING: {warning}"] if warning else []  # first: every verdict below is read through it
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 

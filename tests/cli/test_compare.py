@@ -325,3 +325,17 @@ def test_two_precisions_compared_on_purpose_with_the_flag(invoke, run_cli: RunCl
         "WARNING: cells of different dtypes are compared: layer_norm_bwd_bf16.json was measured in bf16"
     )
     assert "note: WARNING: cells of different dtypes" in run_cli(["triage", str(bf16), str(fp16), *quick]).stdout
+
+
+def test_the_precision_warning_comes_first_among_triage_notes(run_cli: RunCli) -> None:
+    """docs/triage.md: the report's notes start with the warning. It was appended after the notes triage
+    had already made (here "both sides name the same toolchain"), so it came last, below them."""
+    bf16, fp16 = FRESH / "layer_norm_bwd_bf16.json", FRESH / "layer_norm_bwd_fp16.json"
+    same = ["--old-toolchain", "triton==3.6.0", "--new-toolchain", "triton==3.6.0"]
+    t = run_cli(
+        ["triage", str(bf16), str(fp16), *same, "--allow-precision-mismatch", "--no-bisect", "--no-fixes", "-f", "json"]
+    )
+    assert t.exit_code in (exit_codes.OK, exit_codes.FINDING, exit_codes.INCOMPLETE), t.err_text
+    notes = json.loads(t.stdout)["notes"]
+    assert len(notes) == 2 and "both sides name the same toolchain" in notes[1], notes
+    assert notes[0].startswith("WARNING: cells of different dtypes are compared"), notes

@@ -37,3 +37,13 @@ def test_the_section_runs(section: str, monkeypatch: pytest.MonkeyPatch) -> None
     namespace: dict[str, object] = {}
     for i, block in enumerate(_sections()[section]):
         exec(compile(block, f"{DOC}:{section}:block {i + 1}", "exec"), namespace)
+
+
+def test_every_public_name_is_on_the_page() -> None:
+    """Each name ``ktriage.api`` exports is named on the page as ``kt.NAME``: nine of them (the defaults,
+    ``EXIT_ABORT``, ``require_torch``...) were exported and nowhere documented."""
+    import ktriage.api as kt
+
+    text = DOC.read_text()
+    missing = [name for name in kt.__all__ if not re.search(rf"`kt\.{re.escape(name)}\b", text)]
+    assert not missing, f"document in docs/api.md: {missing}"
