@@ -39,7 +39,6 @@ from ktriage.cli.console import (
     print_internal_error,
     silence_stdout,
 )
-from ktriage.cli.dependencies import missing_dependency
 from ktriage.errors import KtriageError
 
 
@@ -439,7 +438,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if state.debug:
             raise
-        # a dependency's wheel left behind (a GPU host run from PYTHONPATH) is the environment's, not a bug
+        # a dependency's wheel left behind (a GPU host run from PYTHONPATH) is the environment's, not a bug;
+        # imported here, so that --help and every command that succeeds load nothing more
+        from ktriage.cli.dependencies import missing_dependency
+
         missing = missing_dependency(exc) if isinstance(exc, ModuleNotFoundError) else None
         if missing is not None:
             print_error(missing)
