@@ -86,9 +86,8 @@ def bench(
     if recorded and (workload is None or is_workload_path(workload)):  # else bench_recorded names it (an op: --op)
         refuse_op_options(o.op_only_options(given, asked_mode), "a recorded workload")
         refuse_profile(profile)
-    o.refuse_what_compile_only_ignores(
-        compile_only, given, fmt, outputs, recorded=recorded
-    )  # after: its fix names what applies
+    # after the refusals above: its fix spells out the measuring run, which must name only options that apply
+    o.refuse_what_compile_only_ignores(compile_only, given, fmt, outputs, recorded=recorded)
     if recorded:
         return bench_workload(
             workload,
