@@ -271,7 +271,7 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
     out = []
     for path in sorted(results_dir.rglob(match)):
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(_unpacked(path).read_text())
             name = data["run"]["settings"]["recorded_plan"]["name"]
         except (ValueError, KeyError, TypeError, OSError):
             continue
@@ -290,6 +290,18 @@ def scan(results_dir: Path, workloads_dir: Path, explain_dir: Path | None = None
                 }
             )
     return out
+
+
+def _unpacked(path: Path) -> Path:
+    """A results file as it is, or a gzipped one (``NAME.json.gz``, as the H100's are committed: h100/results/)
+    unpacked once into the temp folder; the cells still name the committed file."""
+    if path.suffix != ".gz":
+        return path
+    plain = Path(os.environ.get("TMPDIR", "/tmp")) / "ktriage-calibration-unpacked" / path.parent.name / path.stem
+    if not plain.exists():
+        plain.parent.mkdir(parents=True, exist_ok=True)
+        plain.write_bytes(gzip.decompress(path.read_bytes()))
+    return plain
 
 
 def _in_repo(path: Path) -> str:
@@ -366,7 +378,7 @@ def main() -> int:
         ):
             print(f"note: {source['operator']}: no explain report yet (--no-compile): skipped", file=sys.stderr)
             continue
-        run, results = read_results(ROOT / source["results"])
+        run, results = read_results(_unpacked(ROOT / source["results"]))
         specs = [str(t["spec"]) for t in run.toolchains]
         try:
             report = explain_report(source, specs, work, run, results)

@@ -14,7 +14,8 @@ work=/tmp/corpus-bench; rm -rf "$work"; mkdir -p "$work"
 site=$(mktemp -d)
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$site" .whl/*.whl > "$work/pip.log" 2>&1
 export PYTHONPATH="$site:${KT_SRC:-$repo/.carry/kt}" KTRIAGE_HOME="$work/home" PYTHONUNBUFFERED=1
-mkdir -p /tmp/cb && tar xzf .carry/corpus-bundles.tgz -C /tmp/cb
+rm -rf /tmp/cb; mkdir -p /tmp/cb && tar xzf .carry/corpus-bundles.tgz -C /tmp/cb
+# (emptied first: a warm machine keeps /tmp between calls, and an earlier call's bundles would run again)
 { date -u +%FT%TZ; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv,noheader
   python3 -c "import sys, torch, triton; print(sys.version.split()[0], 'torch', torch.__version__, 'triton', triton.__version__)"
 } > "$work/env.txt" 2>&1

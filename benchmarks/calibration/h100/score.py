@@ -1,19 +1,28 @@
 """Score the cost model fitted on the H200 on the same corpus benched on an H100: data it was never fitted on.
 
-    # the H100's cells: its results files (results/, from bench_h100.sh) with the corpus's committed explain reports
-    KTRIAGE_HOME=~/.cache/ktriage .venv/bin/python benchmarks/calibration/build.py --no-sources \\
-        --scan benchmarks/calibration/h100/results --workloads benchmarks/corpus/h200/workloads \\
-        --explain-dir benchmarks/corpus/h200/explain --out /tmp/h100_cells.jsonl
-    gzip -9nc /tmp/h100_cells.jsonl > benchmarks/calibration/h100/cells.jsonl.gz
+    # the H100's cells: its results files (results/corpus: all 51 bundles; results/corpus_half1: 26 of them benched
+    # once more, the GPU's run-to-run check), gzipped, with the corpus's committed explain reports
+    for run in corpus corpus_half1; do
+      KTRIAGE_HOME=~/.cache/ktriage .venv/bin/python benchmarks/calibration/build.py --no-sources \\
+          --scan benchmarks/calibration/h100/results/$run --match '*.json.gz' \\
+          --workloads benchmarks/corpus/h200/workloads --explain-dir benchmarks/corpus/h200/explain --out /tmp/h100_$run.jsonl
+    done
+    gzip -9nc /tmp/h100_corpus.jsonl > benchmarks/calibration/h100/cells.jsonl.gz
+    gzip -9nc /tmp/h100_corpus_half1.jsonl > benchmarks/calibration/h100/cells_half1.jsonl.gz
     .venv/bin/python benchmarks/calibration/h100/score.py     # -> score.md next to this file (CPU, seconds)
 
-Three views, each a confusion matrix against the H100's measured verdicts (ktriage compare's statistics):
-1. the shipped model (``ktriage/predict/params.json``: every H200 operator in its fit), as explain predicts for a
-   user with an H100 (``--arch sm_90``: the model has one part per arch, its rates are the H200's);
-2. the H200's held-out predictions (``../cv_cells.jsonl``: each operator predicted by a fit without it) for the cells
-   both GPUs measured;
-3. the H200's own measured verdicts (``../cells.jsonl``) as a predictor of the H100's: how far the two GPUs agree.
-"""
+Five views, each a confusion matrix (ktriage compare's statistics for the measured verdicts):
+1. the shipped model (``ktriage/predict/params.json``: every H200 operator in its fit) against the H100's verdicts,
+   as explain predicts for a user with an H100 (``--arch sm_90``: the model has one part per arch, its rates are
+   the H200's);
+2. the H200's held-out predictions (``../cv_cells.jsonl``: each operator predicted by a fit without it) against the
+   H100's verdicts, for the cells both GPUs measured;
+3. the same held-out predictions against the H200's own verdicts on those cells: what view 2 compares with (the
+   H200's record on this corpus alone, without the catalog sweeps that most of ``../cells.jsonl``'s regressions
+   come from);
+4. the H200's measured verdicts as a predictor of the H100's: how far the two GPUs agree;
+5. the H100's second bench of 26 bundles (``cells_half1.jsonl.gz``) as a predictor of its first: how far the H100
+   agrees with itself, so that view 4's disagreements can be told from noise."""
 
 from __future__ import annotations
 
@@ -54,7 +63,7 @@ def _as_kind(verdict: str) -> str:
     return verdict if verdict in ("regression", "improvement") else "neutral"
 
 
-def main(cells_path: Path, out_path: Path, gpu: str = "H100") -> int:
+def main(cells_path: Path, out_path: Path, gpu: str = "H100", replicate_path: Path | None = None) -> int:
     cells = _cells(cells_path)
     params = load_params()
     shipped = [predict(c.ref, c.new, params, threshold=GATE, contributors=False) for c in cells]
@@ -74,11 +83,30 @@ def main(cells_path: Path, out_path: Path, gpu: str = "H100") -> int:
             len(both),
         ),
         (
+            "the same held-out predictions against the H200's own verdicts (what view 2 compares with)",
+            Scores.of(
+                [cv[cells[i].key]["predicted"] for i in both], [h200[cells[i].key].measured.verdict for i in both]
+            ),
+            len(both),
+        ),
+        (
             "the H200's measured verdicts as the prediction (how far the GPUs agree)",
             Scores.of([_as_kind(h200[cells[i].key].measured.verdict) for i in both], [measured[i] for i in both]),
             len(both),
         ),
     ]
+    if replicate_path is not None and replicate_path.exists():
+        again = {c.key: c for c in _cells(replicate_path)}
+        twice = [i for i, c in enumerate(cells) if c.key in again]
+        views.append(
+            (
+                f"the {gpu}'s second bench as the prediction of its first (how far the {gpu} agrees with itself)",
+                Scores.of(
+                    [_as_kind(again[cells[i].key].measured.verdict) for i in twice], [measured[i] for i in twice]
+                ),
+                len(twice),
+            )
+        )
     ops = Counter(c.operator for c in cells)
     log_err = sorted(abs(math.log(c.measured.ratio) - math.log(p.ratio)) for c, p in zip(cells, shipped))
     cross = sorted(abs(math.log(cells[i].measured.ratio) - math.log(h200[cells[i].key].measured.ratio)) for i in both)
@@ -105,7 +133,10 @@ def main(cells_path: Path, out_path: Path, gpu: str = "H100") -> int:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=Path, default=HERE / "cells.jsonl.gz", help="the second GPU's cells")
+    ap.add_argument(
+        "--replicate", type=Path, default=HERE / "cells_half1.jsonl.gz", help="the same GPU's second bench (view 5)"
+    )
     ap.add_argument("--out", type=Path, default=HERE / "score.md")
     ap.add_argument("--gpu", default="H100", help="the GPU the cells were benched on, for the text")
     args = ap.parse_args()
-    sys.exit(main(args.cells, args.out, args.gpu))
+    sys.exit(main(args.cells, args.out, args.gpu, args.replicate))
