@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.select import label_parts
 
 
 def kernel_name(spec: KernelSpec) -> str:
@@ -54,17 +55,6 @@ def input_places(specs: Sequence[KernelSpec]) -> list[str]:
     return [input_place(kernel, [short]) for kernel, short in input_names(specs)]
 
 
-def _parts(label: str) -> list[tuple[str, str]] | None:
-    """``[(name, value), ...]`` of a ``name=value,...`` label; None for a label of another form."""
-    out: list[tuple[str, str]] = []
-    for part in label.split(","):
-        name, eq, value = part.partition("=")
-        if not eq or not name:
-            return None
-        out.append((name, value))
-    return out
-
-
 def short_labels(specs: Sequence[KernelSpec]) -> list[str]:
     """Per spec, in order, the label its reports show (the module's rule): only the arguments that tell
     a recorded input apart from the other inputs of its kernel function."""
@@ -76,7 +66,7 @@ def short_labels(specs: Sequence[KernelSpec]) -> list[str]:
             groups.setdefault(str(spec.meta.get("function") or kernel_name(spec)), []).append(i)
     for members in groups.values():
         distinct = list(dict.fromkeys(labels[i] for i in members))
-        parsed = [_parts(label) for label in distinct]
+        parsed = [label_parts(label) for label in distinct]
         keys = {tuple(name for name, _ in p) if p is not None else None for p in parsed}
         if len(distinct) < 2 or len(keys) != 1 or None in keys:
             continue

@@ -52,15 +52,29 @@ def matches_selector(spec: KernelSpec, selector: str) -> bool:
 def select_specs(
     specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = "--input"
 ) -> list[KernelSpec]:
-    """The specs ``selector`` names exactly; else the ONE spec whose name contains it. A selector
-    that is only part of several names is an error that lists what it matched (a prefix such as
-    ``N=46`` never silently picks several kernels), and one that matches nothing lists the names."""
+    """The specs ``selector`` names exactly; else the ONE spec whose name contains it; else the ONE
+    recorded input it is a short label of, as explain prints it (``X_ptr=4096x4608``,
+    ``_layer_norm_backward_kernel.K7[X_ptr=4096x4608]``: :func:`names_short_label`). A selector that is
+    only part of several names, or the short label of several recorded inputs, is an error that lists
+    what it matched (a prefix such as ``N=46`` never silently picks several kernels), and one that
+    matches nothing lists the names."""
     exact = [s for s in specs if matches_selector(s, selector)]
     if exact:
         return exact
     partial = [s for s in specs if selector in s.name]
     if len(partial) == 1:
         return partial
+    # a recorded input's short label, as explain's reports print it (explain/labels.py)
+    short = [
+        s
+        for s in specs
+        if s.meta.get("recorded")
+        and names_short_label(selector, recorded_kernel_names(s), str(s.meta.get("input_label", "")))
+    ]
+    if len(short) == 1:
+        return short
+    if short:
+        raise ambiguous_short_label(selector, flag, target, [(s.name.split("[", 1)[0], s.name) for s in short])
     if partial:
         raise SpecError(
             f"{flag} {selector!r} is part of {len(partial)} kernel names in {target}: "
@@ -72,4 +86,66 @@ def select_specs(
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}",
         "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
+    )
+
+
+# ------------------------------------------------------------------------------------------ short labels
+# explain's reports name a recorded input by the arguments that tell it apart from its kernel's other
+# inputs (``X_ptr=4096x4608``; ``_layer_norm_backward_kernel.K7[X_ptr=4096x4608]`` where the report holds
+# several kernels: ``ktriage.explain.labels``), and its full label (every argument) is what the
+# selectors above match. A short label selects the one recorded input whose label has each of its
+# arguments; one that several inputs have (of one kernel or of several) is refused, never one picked.
+
+
+def label_parts(label: str) -> list[tuple[str, str]] | None:
+    """``[(name, value), ...]`` of a ``name=value,...`` label; None for a label of another form."""
+    out: list[tuple[str, str]] = []
+    for part in label.split(","):
+        name, eq, value = part.partition("=")
+        if not eq or not name:
+            return None
+        out.append((name, value))
+    return out
+
+
+def recorded_kernel_names(spec: KernelSpec) -> set[str]:
+    """What may stand before a short label's ``[...]`` to name a recorded input's kernel: its name as
+    the reports print it (``_layer_norm_backward_kernel.K7``), its workload kernel id (``K7``) and its
+    function (``_layer_norm_backward_kernel``)."""
+    names = {spec.name.split("[", 1)[0]}
+    names |= {str(spec.meta[key]) for key in ("workload_kernel", "function") if spec.meta.get(key)}
+    return names
+
+
+def names_short_label(selector: str, kernel_names: set[str], label: str) -> bool:
+    """Whether ``selector`` is a short label of the recorded input of full ``label`` (of the kernel that
+    ``kernel_names`` name): each of its ``name=value`` arguments is one of the label's, and a kernel
+    before its ``[...]`` (``K7[X_ptr=4096x4608]``) is the input's."""
+    short = selector
+    if selector.endswith("]") and "[" in selector:
+        kernel, short = selector[:-1].split("[", 1)
+        if kernel not in kernel_names:
+            return False
+    want, have = label_parts(short), label_parts(label)
+    return bool(want) and have is not None and set(want or ()) <= set(have)
+
+
+def ambiguous_short_label(
+    selector: str, flag: str, where: str, matches: Sequence[tuple[str, str]], *, kernel_option: str = ""
+) -> SpecError:
+    """The refusal of a short label that several recorded inputs have; ``matches``: (each one's kernel
+    as the reports name it, its full name ``kernel[full label]``). The fix names each with its kernel
+    where that tells them apart, else lists their full labels; ``kernel_option``: the verb's option
+    that narrows to one kernel (bench's ``--kernel``), named too."""
+    short = selector[:-1].split("[", 1)[1] if selector.endswith("]") and "[" in selector else selector
+    kernels = list(dict.fromkeys(k for k, _ in matches))
+    listed = ", ".join(name for _, name in matches[:6]) + (", ..." if len(matches) > 6 else "")
+    if len(kernels) == len(matches):
+        fix = "name its kernel with it: " + " or ".join(f"{k}[{short}]" for k in kernels[:6])
+        fix += ", ..." if len(kernels) > 6 else ""
+        fix += f" (or narrow with {kernel_option})" if kernel_option else ""
+    else:
+        fix = f"give one's full label: {listed}"
+    return SpecError(
+        f"{flag} {selector!r} is the short label of {len(matches)} recorded inputs in {where}, not of one", fix
     )

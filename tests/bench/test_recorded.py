@@ -16,6 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 RECORDINGS = REPO / "benchmarks" / "record" / "h200"
 MANY = RECORDINGS / "many_launches.workload.json.gz"
 RMS_FWD = RECORDINGS / "tb_rms_norm_fwd.workload.json.gz"
+LN_BWD = RECORDINGS / "tb_layer_norm_bwd.workload.json.gz"
 TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
 
 
@@ -26,6 +27,13 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         (
             [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
             "recorded input ids per kernel: K0: 0",
+        ),
+        # explain's short label of K7's input is an argument of K6's (forward) input too: refused, not one picked
+        (
+            [str(LN_BWD), "-i", "X_ptr=4096x4608", *TOOLCHAINS, "--compile-only"],
+            "is the short label of 2 recorded inputs in the workload, not of one fix: name its kernel with it: "
+            "_layer_norm_forward_kernel.K6[X_ptr=4096x4608] or _layer_norm_backward_kernel.K7[X_ptr=4096x4608] "
+            "(or narrow with --kernel K6 or K7)",
         ),
         ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
         ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
@@ -44,6 +52,42 @@ def test_bad_input_names_the_fix(args, words, run_cli: RunCli) -> None:  # type:
     out = run_cli(["bench", *args])
     assert out.exit_code == exit_codes.USAGE, out.output
     assert words in out.err_text
+
+
+def test_the_short_labels_explain_prints_select_recorded_inputs_to_bench() -> None:
+    """``bench W.json -i`` (and ``bench --bundle -i``) take what explain printed for an input: its
+    short label, inside its kernel's name (or after --kernel); one that several inputs have is refused."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from ktriage.catalog.resolve import resolve_specs
+    from ktriage.errors import SpecError
+    from ktriage.explain.labels import input_places
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.bundle import Entry, RecordedBundle, select_kernels
+
+    places = input_places(resolve_specs(str(LN_BWD)))
+    assert places[22] == "_layer_norm_backward_kernel.K7[X_ptr=4096x4608]"
+    workload = load_workload(LN_BWD)
+    picked = [(k.id, ids) for k, ids in select_kernels(workload, None, [places[22]])]
+    assert picked == [("K7", [0])]
+    assert [(k.id, ids) for k, ids in select_kernels(workload, ["K7"], ["X_ptr=4096x5120"])] == [("K7", [1])]
+    with pytest.raises(SpecError, match="short label of 2 recorded inputs"):
+        select_kernels(workload, None, ["X_ptr=4096x4608"])
+    # as before: an input id selects that input of every kernel, a full label its input
+    assert len(select_kernels(workload, None, ["0"])) == 10
+    full = workload.kernels[7].inputs[0].label
+    assert [(k.id, ids) for k, ids in select_kernels(workload, None, [full])] == [("K7", [0])]
+    # a bundle's entries, as the GPU host selects them
+    entries = [
+        Entry(n, k.id, k.function, i.id, f"short {n}", i.label, 1, "spec", [], None)
+        for n, (k, i) in enumerate((k, i) for k in workload.kernels for i in k.inputs)
+    ]
+    bundle = RecordedBundle(cast(Any, SimpleNamespace(path=Path("b"))), entries)
+    assert [(e.kernel, e.input) for e in bundle.select(None, [places[22]])] == [("K7", 0)]
+    assert [e.id for e in bundle.select(None, ["short 3"])] == [3]  # the bench report's own label, as before
+    with pytest.raises(SpecError, match="short label of 2 recorded inputs in bundle b"):
+        bundle.select(None, ["X_ptr=4096x4608"])
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.cli import exit_codes
 from ktriage.errors import KtriageError
 from ktriage.explain.attribution import CrossCells
 from ktriage.explain.engine import Change
@@ -16,6 +17,7 @@ from ktriage.explain.findings import DetailFinding, Finding, group_findings, swe
 from ktriage.report.explain import report_name, report_title
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import select_specs
+from tests.conftest import RunCli
 
 
 def _f(
@@ -158,3 +160,43 @@ def test_a_workload_of_several_kernels_names_the_kernel_of_each_bullet(toolchain
     assert all(
         g.summary().startswith(("_layer_norm_backward_kernel.K", "_layer_norm_forward_kernel.K")) for g in report.groups
     )
+
+
+LN_WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz"
+
+
+def test_a_short_label_the_report_prints_selects_its_recorded_input() -> None:
+    """What explain prints for a recorded input (``input_places``/``short_labels``: the arguments that
+    tell it apart, inside its kernel's name where the report holds several kernels), copied into
+    ``-i``, selects that input and no other (it was "no kernel matches" before)."""
+    from ktriage.catalog.resolve import resolve_specs
+    from ktriage.explain.labels import input_places, short_labels
+
+    specs = resolve_specs(str(LN_WORKLOAD))
+    places = input_places(specs)
+    assert "_layer_norm_backward_kernel.K7[X_ptr=4096x4608]" in places
+    for spec, place in zip(specs, places, strict=True):
+        assert [s.name for s in resolve_specs(str(LN_WORKLOAD), inputs=[place])] == [spec.name], place
+    # a report of one kernel prints the bare short label; its kernel id alone before it is understood too
+    k7 = [s for s in specs if s.meta["workload_kernel"] == "K7"]
+    assert short_labels(k7)[1] == "X_ptr=4096x5120"
+    assert [s.name for s in resolve_specs(str(LN_WORKLOAD), inputs=["K7[X_ptr=4096x5120]"])] == [k7[1].name]
+    # the existing spellings as before: the full label, an input id (one per kernel), part of one name
+    assert [s.name for s in resolve_specs(str(LN_WORKLOAD), inputs=[LN_BWD_4608])] == [k7[0].name]
+    assert len(resolve_specs(str(LN_WORKLOAD), inputs=["0"])) == 10
+    assert [s.meta["workload_kernel"] for s in resolve_specs(str(LN_WORKLOAD), inputs=["Y_ptr=4096x4608"])] == ["K6"]
+
+
+def test_a_short_label_of_several_recorded_inputs_is_refused(run_cli: RunCli) -> None:
+    """``X_ptr=4096x4608`` is K7's short label and an argument of K6's (forward) input too: refused with
+    the kernel-qualified labels that pick one (exit 2, no traceback), never one of them picked."""
+    from ktriage.catalog.resolve import resolve_specs
+
+    r = run_cli(["explain", str(LN_WORKLOAD), "-i", "X_ptr=4096x4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0"])
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert "Traceback" not in r.output
+    assert "--input 'X_ptr=4096x4608' is the short label of 2 recorded inputs" in r.err_text
+    picks = ["_layer_norm_forward_kernel.K6[X_ptr=4096x4608]", "_layer_norm_backward_kernel.K7[X_ptr=4096x4608]"]
+    assert r.fix is not None and " or ".join(picks) in r.fix
+    for pick, kid in zip(picks, ("K6", "K7"), strict=True):  # what the fix offers selects one each
+        assert [s.meta["workload_kernel"] for s in resolve_specs(str(LN_WORKLOAD), inputs=[pick])] == [kid]

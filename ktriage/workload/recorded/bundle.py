@@ -24,6 +24,7 @@ from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.select import ambiguous_short_label, names_short_label
 from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
@@ -103,7 +104,9 @@ def select_kernels(
     workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None
 ) -> list[tuple[Kernel, list[int]]]:
     """The kernels ``--kernel`` names (an id such as K3 or a function name) and of each the inputs
-    ``--input`` names (a recorded input id, or its label); an unknown name is an error listing the choices."""
+    ``--input`` names (a recorded input id, its label, or the short label explain prints when one input
+    of the chosen kernels has it: ``ktriage.spec.select.names_short_label``); an unknown name is an
+    error listing the choices, a short label that several inputs have is refused."""
     chosen = list(workload.kernels)
     if kernels:
         picked = []
@@ -116,11 +119,33 @@ def select_kernels(
                 raise SpecError(f"the workload has no kernel {sel!r}", f"choose --kernel from: {choices}")
             picked += [k for k in found if k not in picked]
         chosen = [k for k in workload.kernels if k in picked]
+    # a selector that is no input's id or label: a short label as explain prints it (one input, else refused)
+    by_short: set[tuple[str, int]] = set()
+    for sel in inputs or ():
+        if any(sel in (str(i.id), i.label) for k in chosen for i in k.inputs):
+            continue
+        hits = [
+            (k, i)
+            for k in chosen
+            for i in k.inputs
+            if names_short_label(sel, {k.id, k.function, f"{k.function}.{k.id}"}, i.label)
+        ]
+        if len(hits) > 1:
+            raise ambiguous_short_label(
+                sel,
+                "--input",
+                "the workload" + (f" (--kernel {' '.join(kernels)})" if kernels else ""),
+                [(f"{k.function}.{k.id}", f"{k.function}.{k.id}[{i.label}]") for k, i in hits],
+                kernel_option="--kernel " + " or ".join(dict.fromkeys(k.id for k, _ in hits)),
+            )
+        by_short |= {(k.id, i.id) for k, i in hits}
     out: list[tuple[Kernel, list[int]]] = []
     for k in chosen:
         ids = [i.id for i in k.inputs]
         if inputs:
-            ids = [i.id for i in k.inputs if any(sel in (str(i.id), i.label) for sel in inputs)]
+            ids = [
+                i.id for i in k.inputs if any(sel in (str(i.id), i.label) for sel in inputs) or (k.id, i.id) in by_short
+            ]
         if ids:
             out.append((k, ids))
     if not out:
@@ -249,7 +274,8 @@ class RecordedBundle:
         )
 
     def select(self, kernels: Sequence[str] | None, inputs: Sequence[str] | None) -> list[Entry]:
-        """Entries of the kernels ``--kernel`` names and the inputs ``--input`` names (as when building)."""
+        """Entries of the kernels ``--kernel`` names and the inputs ``--input`` names (as when building;
+        also the entry's own short label, the bench report's)."""
         chosen = self.entries
         if kernels:
             known = sorted(
@@ -265,7 +291,29 @@ class RecordedBundle:
             chosen = [e for e in chosen if any(s in (e.kernel, e.function) for s in kernels)]
         if inputs:
             among = chosen
-            chosen = [e for e in chosen if any(s in (str(e.input), e.label, e.recorded_label) for s in inputs)]
+            by_short: set[int] = set()  # a selector no entry has: a short label as explain prints it
+            for sel in inputs:
+                if any(sel in (str(e.input), e.label, e.recorded_label) for e in among):
+                    continue
+                found = [
+                    e
+                    for e in among
+                    if names_short_label(sel, {e.kernel, e.function, f"{e.function}.{e.kernel}"}, e.recorded_label)
+                ]
+                if len(found) > 1:
+                    raise ambiguous_short_label(
+                        sel,
+                        "--input",
+                        f"bundle {self.bundle.path}",
+                        [(f"{e.function}.{e.kernel}", f"{e.function}.{e.kernel}[{e.recorded_label}]") for e in found],
+                        kernel_option="--kernel " + " or ".join(dict.fromkeys(e.kernel for e in found)),
+                    )
+                by_short |= {e.id for e in found}
+            chosen = [
+                e
+                for e in chosen
+                if any(s in (str(e.input), e.label, e.recorded_label) for s in inputs) or e.id in by_short
+            ]
             if not chosen:
                 # the bundle's own inputs: "see `ktriage workload show`" needed the workload file, which
                 # the GPU host measuring a bundle often does not have
