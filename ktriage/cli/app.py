@@ -38,6 +38,7 @@ from ktriage.cli.console import (
     print_error,
     print_internal_error,
     silence_stdout,
+    typer_help_width,
 )
 from ktriage.errors import KtriageError
 
@@ -192,7 +193,25 @@ def load_verb(verb: Verb) -> _click.Command:
     command = _build_verb(verb)
     accept_pass_flags(command)
     _reflow_help(command)
+    _help_at_ktriage_width(command)
     return command
+
+
+class _HelpWidthContext(_click.Context):
+    """A verb's context: its help page (``--help``, or a group's when no subcommand is given) is drawn at
+    ``KTRIAGE_COLUMNS`` where that is set and stdout is no terminal (``console.help_width``), as the
+    verb's output is; Typer's renderer alone reads only ``TERMINAL_WIDTH`` and ``COLUMNS``."""
+
+    def get_help(self) -> str:
+        with typer_help_width():
+            return super().get_help()
+
+
+def _help_at_ktriage_width(command: _click.Command) -> None:
+    """Give the command, and a group's commands, :class:`_HelpWidthContext`."""
+    command.context_class = _HelpWidthContext
+    for sub in getattr(command, "commands", {}).values():
+        _help_at_ktriage_width(sub)
 
 
 def _reflow_help(command: _click.Command) -> None:

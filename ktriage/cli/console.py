@@ -2,6 +2,7 @@
 
 Output that is not a terminal (CI logs, pipes, test runners) gets a wide fixed width instead of
 rich's 80-column fallback (KTRIAGE_COLUMNS overrides it), so tables are not wrapped or elided into unreadable columns.
+``--help`` pages keep Typer's width (COLUMNS, else 80) unless KTRIAGE_COLUMNS is set (:func:`help_width`).
 
 Errors and progress bars have one definition each so that every verb reports a user error with the
 same lines (``error:``, ``fix:``, then any details, indented) and shows the same bar: a CI log or a
@@ -14,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -49,6 +52,39 @@ def pipe_width(*, strict: bool = True) -> int:
     )
 
 
+def _is_terminal(stream: Any) -> bool:
+    return hasattr(stream, "isatty") and bool(stream.isatty())
+
+
+def help_width() -> int | None:
+    """The width of a ``--help`` page: ``KTRIAGE_COLUMNS`` where it is set and stdout is not a terminal
+    (a KtriageError where it is no width, as everywhere), else None: Typer's own (``TERMINAL_WIDTH``, else
+    rich's: the terminal, ``COLUMNS``, 80). Unset, help keeps that width (80 in a pipe without ``COLUMNS``),
+    not :data:`PIPE_WIDTH`, as it always had; set, it wins over ``COLUMNS`` and ``TERMINAL_WIDTH``."""
+    if _is_terminal(sys.stdout) or not os.environ.get(COLUMNS_ENV, "").strip():
+        return None
+    return pipe_width()
+
+
+@contextmanager
+def typer_help_width() -> Iterator[None]:
+    """Typer draws a verb's ``--help`` on a console of its own, whose width is ``typer.rich_utils.MAX_WIDTH``
+    (read from ``TERMINAL_WIDTH`` once, when Typer imports the module): set it to :func:`help_width`
+    while the page is drawn. Nothing is imported when that is None."""
+    width = help_width()
+    if width is None:
+        yield
+        return
+    from typer import rich_utils
+
+    old = rich_utils.MAX_WIDTH
+    rich_utils.MAX_WIDTH = width
+    try:
+        yield
+    finally:
+        rich_utils.MAX_WIDTH = old
+
+
 class OutputClosed(Exception):
     """The reader of stdout went away (``ktriage compare A B | head``). Not an OSError on purpose: click
     turns a broken pipe into exit 1 and rich into SystemExit(1), which a CI job reads as "regressions
@@ -72,8 +108,7 @@ def silence_stdout() -> None:
 
 def make_console(*, stderr: bool = False, strict: bool = True) -> Console:
     stream = sys.stderr if stderr else sys.stdout
-    is_tty = hasattr(stream, "isatty") and stream.isatty()
-    width = None if is_tty else pipe_width(strict=strict)
+    width = None if _is_terminal(stream) else pipe_width(strict=strict)
     return PipeAwareConsole(stderr=stderr, width=width)
 
 

@@ -24,10 +24,13 @@ def print_listing(group: TyperGroup, ctx: _click.Context, verbs: Sequence[tuple[
     from rich.table import Table
     from rich.text import Text
 
-    from ktriage.cli.console import PipeAwareConsole
+    from ktriage.cli.console import PipeAwareConsole, help_width
 
-    width = os.environ.get("TERMINAL_WIDTH")
-    console = PipeAwareConsole(width=int(width) if width and width.isdigit() else None)
+    width = help_width()  # KTRIAGE_COLUMNS in a pipe; else Typer's TERMINAL_WIDTH, else rich's own
+    if width is None:
+        terminal_width = os.environ.get("TERMINAL_WIDTH")
+        width = int(terminal_width) if terminal_width and terminal_width.isdigit() else None
+    console = PipeAwareConsole(width=width)
     console.print(Padding(Text(group.get_usage(ctx), style="bold"), 1))
     if group.help:
         console.print(Padding(Text(group.help.strip()), (0, 1, 1, 1)))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -282,9 +283,80 @@ def test_help_paragraphs_are_wrapped_at_the_terminal_not_at_the_docstrings_lines
     from ktriage.cli.docgen import _commands
 
     for name, command in _commands():
-        r = run_cli([*name.split(), "--help"], env={"COLUMNS": "2000"})
+        r = run_cli([*name.split(), "--help"], env={"COLUMNS": "2000", "KTRIAGE_COLUMNS": "2000"})
         assert r.exit_code == exit_codes.OK, r.output
         lines = [" ".join(line.strip(" │").split()) for line in r.stdout.splitlines()]
         for paragraph in inspect.cleandoc(command.help or "").split("\n\n"):
             text = " ".join(paragraph.split())
             assert any(text in line for line in lines), (name, text, r.stdout[:3000])
+
+
+def _help_in_a_pipe(argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    """``ktriage ARGV`` in a fresh interpreter, stdout a pipe, with no width variable but ``env``'s."""
+    widths = ("COLUMNS", "LINES", "TERMINAL_WIDTH", "KTRIAGE_COLUMNS", "KTRIAGE_DEBUG")
+    environ = {k: v for k, v in os.environ.items() if k not in widths} | env
+    return subprocess.run(
+        [sys.executable, "-m", "ktriage", *argv], capture_output=True, text=True, cwd=REPO, env=environ, check=False
+    )
+
+
+def _widest(text: str) -> int:
+    return max(len(line) for line in text.splitlines())
+
+
+@pytest.mark.parametrize(
+    "argv, code",
+    [
+        (["--help"], exit_codes.OK),  # the listing (cli/listing.py)
+        (["explain", "--help"], exit_codes.OK),  # Typer's renderer
+        (["runs", "list", "--help"], exit_codes.OK),  # a group's subcommand
+        (["runs"], exit_codes.USAGE),  # a group without its subcommand shows its help
+    ],
+)
+def test_help_in_a_pipe_is_as_wide_as_ktriage_columns(argv: list[str], code: int) -> None:
+    """KTRIAGE_COLUMNS=200, set for wide tables in a CI log, used to leave help pages at Typer's 80 columns
+    (it read only COLUMNS): in a pipe the help is now as wide as every other output, and KTRIAGE_COLUMNS
+    decides over COLUMNS, as it does there. Unset, the width is Typer's as before (COLUMNS, else 80)."""
+    wide = _help_in_a_pipe(argv, KTRIAGE_COLUMNS="200")
+    assert wide.returncode == code, wide.stderr
+    assert "Usage: ktriage" in wide.stdout and _widest(wide.stdout) == 200  # the panels span the width
+    assert _widest(_help_in_a_pipe(argv, KTRIAGE_COLUMNS="120", COLUMNS="60").stdout) == 120
+    assert _widest(_help_in_a_pipe(argv).stdout) == 80
+    assert _widest(_help_in_a_pipe(argv, COLUMNS="100").stdout) == 100
+
+
+def test_a_long_option_help_is_one_line_at_ktriage_columns() -> None:
+    """explain's --sm-count help (95 characters) wrapped at 80 columns in a pipe whatever KTRIAGE_COLUMNS said."""
+    explain = load_verb(next(v for v in VERBS if v.name == "explain"))
+    sm_count = next(p for p in explain.params if "--sm-count" in p.opts)
+    text = " ".join(str(getattr(sm_count, "help", "")).split())
+    assert len(text) > 80
+    proc = _help_in_a_pipe(["explain", "--help"], KTRIAGE_COLUMNS="200")
+    assert proc.returncode == exit_codes.OK, proc.stderr
+    assert any(text in line for line in proc.stdout.splitlines()), proc.stdout
+    narrow = _help_in_a_pipe(["explain", "--help"])
+    assert not any(text in line for line in narrow.stdout.splitlines())  # unset: Typer's 80, wrapped
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["explain", "--help"], ["runs", "list", "--help"], ["runs"]])
+def test_help_refuses_a_ktriage_columns_that_is_no_width(argv: list[str]) -> None:
+    """An invalid KTRIAGE_COLUMNS gets the error every verb gives it (exit 2, error and fix lines, no
+    traceback, no help page), not a help page at some other width."""
+    proc = _help_in_a_pipe(argv, KTRIAGE_COLUMNS="wide")
+    assert proc.returncode == exit_codes.USAGE
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "error: KTRIAGE_COLUMNS='wide' is not a width in columns",
+        "fix: give a whole number from 20 to 100000 (e.g. KTRIAGE_COLUMNS=160), or unset it",
+    ]
+
+
+def test_a_verbs_help_drawn_outside_main_refuses_an_invalid_ktriage_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The help page checks KTRIAGE_COLUMNS itself (``console.help_width``), so a caller that draws a verb's
+    help through click, not ``main`` (which checks the environment first), gets the same KtriageError."""
+    from ktriage.errors import KtriageError
+
+    monkeypatch.setenv("KTRIAGE_COLUMNS", "0")
+    command = load_verb(next(v for v in VERBS if v.name == "occupancy"))
+    with pytest.raises(KtriageError, match="KTRIAGE_COLUMNS='0' is not a width"):
+        command.main(["--help"], prog_name="ktriage occupancy", standalone_mode=False)

@@ -4,12 +4,13 @@ them, on a real rich Console and through the real ``main(argv)``."""
 from __future__ import annotations
 
 import io
+import sys
 
 import pytest
 from rich.console import Console
 
 from ktriage.cli import exit_codes
-from ktriage.cli.console import print_error
+from ktriage.cli.console import help_width, print_error
 from ktriage.errors import DeviceError, KtriageError
 from tests.conftest import RunCli
 
@@ -66,3 +67,42 @@ def test_main_prints_the_details_of_a_user_error(monkeypatch: pytest.MonkeyPatch
         "  last line",
     ]
     assert "Traceback" not in result.stderr and result.stdout == ""
+
+
+class _Stdout(io.StringIO):
+    def __init__(self, terminal: bool) -> None:
+        super().__init__()
+        self.terminal = terminal
+
+    def isatty(self) -> bool:
+        return self.terminal
+
+
+@pytest.mark.parametrize(
+    "value, terminal, width",
+    [
+        (None, False, None),  # unset: Typer's own width (COLUMNS, else 80), as before
+        ("", False, None),
+        ("200", False, 200),
+        (" 120 ", False, 120),
+        ("200", True, None),  # a terminal is drawn at its own width, as every output is
+    ],
+)
+def test_help_width_is_ktriage_columns_in_a_pipe(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, terminal: bool, width: int | None
+) -> None:
+    if value is None:
+        monkeypatch.delenv("KTRIAGE_COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("KTRIAGE_COLUMNS", value)
+    monkeypatch.setattr(sys, "stdout", _Stdout(terminal))
+    assert help_width() == width
+
+
+@pytest.mark.parametrize("value", ["abc", "19", "100001"])
+def test_help_width_refuses_what_pipe_width_refuses(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("KTRIAGE_COLUMNS", value)
+    monkeypatch.setattr(sys, "stdout", _Stdout(False))
+    with pytest.raises(KtriageError, match="is not a width in columns") as caught:
+        help_width()
+    assert caught.value.fix is not None and "KTRIAGE_COLUMNS=160" in caught.value.fix
