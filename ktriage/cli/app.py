@@ -477,6 +477,12 @@ def _show_click_error(exc: _click.exceptions.ClickException) -> None:
     ``fix:`` line that points at the command's help."""
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "ktriage"
+    if isinstance(exc, _click.exceptions.NoArgsIsHelpError):
+        # a group run without its subcommand (`ktriage runs`): Typer has drawn the group's help already, and
+        # click's message is that help, which left an empty "error:" line under it
+        names = ", ".join(getattr(ctx.command, "commands", {})) if ctx is not None else ""
+        print_error(KtriageError(f"{where} needs a subcommand", f"run `{where} COMMAND`, COMMAND one of: {names}"))
+        return
     param = getattr(exc, "param", None)
     if ctx is not None and "--format" in getattr(param, "opts", ()):
         from ktriage.cli.options import output_grammar

@@ -325,6 +325,18 @@ def test_help_in_a_pipe_is_as_wide_as_ktriage_columns(argv: list[str], code: int
     assert _widest(_help_in_a_pipe(argv, COLUMNS="100").stdout) == 100
 
 
+def test_a_group_without_its_subcommand_says_which_it_needs() -> None:
+    """`ktriage runs` drew the group's help, then an empty "error:" line (click's message is the help, which
+    Typer had printed already): the error now names what is missing and the fix lists the subcommands."""
+    proc = _help_in_a_pipe(["runs"])
+    assert proc.returncode == exit_codes.USAGE
+    assert "Usage: ktriage runs" in proc.stdout
+    assert proc.stderr.splitlines()[:2] == [
+        "error: ktriage runs needs a subcommand",
+        "fix: run `ktriage runs COMMAND`, COMMAND one of: list, show, export, import, delete",
+    ]
+
+
 def test_a_long_option_help_is_one_line_at_ktriage_columns() -> None:
     """explain's --sm-count help (95 characters) wrapped at 80 columns in a pipe whatever KTRIAGE_COLUMNS said."""
     explain = load_verb(next(v for v in VERBS if v.name == "explain"))
