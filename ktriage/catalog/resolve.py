@@ -65,6 +65,7 @@ def resolve_specs(
         if target_arch is not None:
             specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
         return specs
+    _refuse_kernel_source(target)
     _refuse_other_path(target)
     from ktriage.catalog.registry import expand_op
 
@@ -75,6 +76,43 @@ def resolve_specs(
         dtype=dtype,
         inputs=list(inputs) if inputs else None,
         sm_count=sm_count,
+    )
+
+
+def _refuse_kernel_source(target: str) -> None:
+    """A kernel named as a spec's ``source`` names it (``pkg/ops/k.py:fn``, ``pkg.ops.k:fn``) or a
+    kernel's ``.py`` file: a kernel alone is no launch (its argument values decide what the JIT
+    compiles), so say how to write the spec file for it, rather than "unknown catalog op"."""
+    from pathlib import Path
+
+    from ktriage.ops.registry import catalog_entry
+
+    where, sep, fn = target.rpartition(":")
+    is_source = (
+        bool(sep)
+        and fn.isidentifier()
+        and (where.endswith(".py") or all(part.isidentifier() for part in where.split(".")))
+    )
+    if not (is_source or target.endswith(".py")) or catalog_entry(target) is not None:
+        return
+    from ktriage.spec.source import read_params, resolve_source_file
+
+    source = target if is_source else f"{target}:<function>"
+    args = "its launch's argument values"
+    try:
+        if is_source:
+            names = [p.name for p in read_params(resolve_source_file(target), fn)]
+            args = f"the launch's values of {', '.join(names)}"
+    except (KtriageError, OSError):
+        pass
+    what = "a kernel's source file" if not is_source else "a kernel function"
+    if not is_source and not Path(target).is_file():
+        return
+    raise SpecError(
+        f"{target} names {what}; explain compiles a launch of a kernel, written in a spec file "
+        "(or a catalog op, or a workload recorded by `ktriage record`)",
+        f'write a spec file (docs/specs.md), e.g. k.toml in this folder: [kernel] source = "{source}" and '
+        f"grid = [...], and under [kernel.args] {args}; then `ktriage explain k.toml -t ...`",
     )
 
 

@@ -210,6 +210,19 @@ def _ensure_fake_driver(cc: int) -> fakedriver.FakeBenchmarker:
     return current.benchmarker
 
 
+def _forget_tuned(launchable: Any) -> None:
+    """Empty the autotuner's memo of the config it chose per key: another ``autotune_config`` for the
+    same kernel and key, in this worker, is benched (picked) again, not served the first one's."""
+    obj = launchable
+    for _ in range(8):
+        cache = getattr(obj, "cache", None)
+        if isinstance(cache, dict) and hasattr(obj, "configs"):
+            cache.clear()
+        obj = getattr(obj, "fn", None)
+        if obj is None:
+            return
+
+
 def resolve(request: ResolveMessage) -> dict[str, object]:
     """Answer one ``resolve`` request (module docstring); failures are replies, never raised."""
     worker = _worker
@@ -224,6 +237,7 @@ def resolve(request: ResolveMessage) -> dict[str, object]:
         kwargs = {str(name): _decode(value) for name, value in launch.get("args") or []}
         bench.pick = int(launch.get("autotune_config") or 0)
         bench.reset()
+        _forget_tuned(launchable)
         grid = tuple(launch.get("grid") or (1,))
         _Capture.active, _Capture.bound = True, {}
         try:
@@ -232,12 +246,22 @@ def resolve(request: ResolveMessage) -> dict[str, object]:
             _Capture.active = False
     except _Captured as done:
         captured = done
+        if bench.pick and bench.pick >= bench.calls:  # the autotuner never reached the config asked for
+            configs = jitrun._autotune_configs(launchable) or []
+            count = bench.calls or len(configs)
+            return {
+                "ok": False,
+                "kind": "spec",
+                "error": f"autotune_config = {bench.pick} but the @triton.autotune of {source.rpartition(':')[2]} tries "
+                f"{count} config{'s' if count != 1 else ''} for this launch\nfix: autotune_config is an index "
+                f"into its configs, from 0 to {max(count - 1, 0)}",
+            }
     except Exception as exc:  # the launch itself failed in this Triton: its message is the answer
         kind = getattr(exc, "kind", "launch")
         return {
             "ok": False,
             "kind": str(kind),
-            "error": f"{type(exc).__name__}: {exc}",
+            "error": str(exc) if isinstance(exc, worker.WorkerError) else f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc()[-3000:],
         }
     else:

@@ -225,9 +225,45 @@ def _installed(top: str) -> bool:
         return False
 
 
+def file_module(path: str) -> tuple[str, str | None]:
+    """The folder a ``.py`` file is imported from, as Python would, and its module name: for a file in
+    a package (its folder has ``__init__.py``), the folder above the top package and the dotted name
+    (``root/pkg/ops/norm.py`` -> ``(root, "pkg.ops.norm")``), so that its relative imports resolve;
+    for any other file, its own folder (``python file.py`` puts it on sys.path: sibling imports) and
+    None. Mirrored on the host by ``ktriage.spec.source.local_module_files`` (the spec's key)."""
+    directory, file = os.path.split(os.path.abspath(path))
+    parts = [os.path.splitext(file)[0]]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    if len(parts) == 1 or not all(p.isidentifier() for p in parts):
+        return os.path.dirname(os.path.abspath(path)), None
+    return directory, ".".join(parts)
+
+
+def _relative_imports(path: str) -> bool:
+    """Whether the file has a relative import (``from .helpers import x``) anywhere."""
+    import ast
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), filename=path)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
+
+
 def _import(module_part: str) -> Any:
     if not module_part.endswith(".py"):
         return importlib.import_module(module_part)
+    root, dotted = file_module(module_part)
+    if root not in sys.path:  # its package's other modules, or the files beside it, import as they do in the program
+        sys.path.insert(0, root)
+    if dotted is not None and _relative_imports(module_part):  # as its package's module: `from .x import` resolves
+        package_module = importlib.import_module(dotted)
+        if os.path.abspath(getattr(package_module, "__file__", "") or "") == os.path.abspath(module_part):
+            return package_module
+        # another module of that name came first on sys.path: this file, by its path (as before)
     module_name = "ktriage_src_" + str(abs(hash(os.path.abspath(module_part))))
     module = sys.modules.get(module_name)
     if module is None:
@@ -251,7 +287,9 @@ class _ExtractFailed(Exception):
 def _module_path(module_part: str) -> tuple[str, str | None]:
     """The file of ``module_part`` (found on sys.path without importing its packages) and its package."""
     if module_part.endswith(".py"):
-        return module_part, None
+        root, dotted = file_module(module_part)
+        package = dotted.rpartition(".")[0] if dotted else None
+        return module_part, (package if os.path.basename(module_part) != "__init__.py" else dotted)
     rel = module_part.replace(".", os.sep)
     for entry in sys.path:
         base = os.path.join(entry or ".", rel)
@@ -480,7 +518,11 @@ def jit_function_of(obj: Any, source: str) -> Any:
     while not isinstance(obj, JITFunction):
         inner = getattr(obj, "fn", None)
         if inner is None or seen > 8:
-            raise WorkerError("import", f"{source} is not a @triton.jit function (found {type(obj).__name__})")
+            raise WorkerError(
+                "import",
+                f"{source} is not a @triton.jit function (found {type(obj).__name__})\nfix: name the "
+                "@triton.jit function (or the @triton.autotune/@triton.heuristics that wraps it) in `source`",
+            )
         obj, seen = inner, seen + 1
     return obj
 

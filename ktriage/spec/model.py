@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -181,7 +182,7 @@ class KernelSpec:
         from ktriage.spec.source import resolve_source_file
 
         path = resolve_source_file(self.source, self.package)
-        payload = {
+        payload: dict[str, object] = {
             "source_text_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
             "function": self.source_function(),
             "module": self.source.rpartition(":")[0] if not _is_file_source(self.source) else None,
@@ -196,6 +197,15 @@ class KernelSpec:
             "maxnreg": self.maxnreg,
             "target": self.target,
         }
+        if not self.package:  # a project's own helpers (a pinned package's are covered by its version)
+            from ktriage.spec.source import local_module_files
+
+            helpers = local_module_files(path)
+            if helpers:
+                root = path.resolve().parent
+                payload["local_modules"] = [
+                    [os.path.relpath(f, root), hashlib.sha256(f.read_bytes()).hexdigest()] for f in helpers
+                ]
         if self.launch is not None:  # by values: each toolchain's JIT decides from them
             payload["launch"] = json.dumps(self.launch, sort_keys=True)
         blob = json.dumps(payload, sort_keys=True).encode()

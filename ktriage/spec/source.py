@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,10 +92,86 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
         hint = (
             f"check the module path inside {package}"
             if package
-            else 'give the pip requirement that provides it as package (e.g. package = "liger-kernel==0.5.10")'
+            else 'give the pip requirement that provides it as package (e.g. package = "liger-kernel==0.5.10"); '
+            f'for a module of your own project, name its file: source = "path/to/{where.rpartition(".")[2]}.py:'
+            f"{source.rpartition(':')[2]}\" (relative to the spec file; its package's relative imports work), "
+            "or put the folder that holds its top package on PYTHONPATH"
         )
         raise SpecError(f"cannot find module {where!r} of kernel source {source!r}", hint)
     return found
+
+
+def local_module_files(path: Path, limit: int = 256) -> list[Path]:
+    """The files of the project's own modules that the kernel's file imports, transitively: its relative
+    imports and the imports of its top package (for a file outside a package: of the modules beside
+    it). The compile worker imports them from that folder (``insitu/worker.file_module``), so a
+    @triton.jit helper there is compiled into the kernel: its text is part of the spec's key
+    (``KernelSpec.key``), or an edited helper would be served the artifact of the old one."""
+    start = path.resolve()
+    directory, parts = start.parent, [start.stem]
+    while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    top = parts[0] if len(parts) > 1 else None
+    if top is None and directory.name.endswith("-packages"):
+        return []  # an installed flat module: what it imports is installed too
+    seen, found, todo = {start}, list[Path](), [start]
+    while todo and len(found) < limit:
+        for name in _imported_modules(*_stat(todo.pop()), directory):
+            if top is not None and name[0] != top:
+                continue
+            file = _module_file(directory, name)
+            if file is not None and file not in seen:
+                seen.add(file)
+                found.append(file)
+                todo.append(file)
+    return sorted(found)
+
+
+def _stat(path: Path) -> tuple[Path, int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return path, -1, -1
+    return path, st.st_mtime_ns, st.st_size
+
+
+@functools.lru_cache(maxsize=1024)
+def _imported_modules(path: Path, mtime_ns: int, size: int, root: Path) -> tuple[tuple[str, ...], ...]:
+    """Every module name ``path`` imports, as parts (``from .a import b``: ``pkg.a`` and ``pkg.a.b``)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        package = list(path.relative_to(root).parts[:-1])
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError):
+        return ()
+    return tuple(dict.fromkeys(_names(tree, package)))
+
+
+def _names(tree: ast.Module, package: list[str]) -> Iterator[tuple[str, ...]]:
+    """The module-level imports (an import in a function body is host code run at a call)."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            todo.extend(ast.iter_child_nodes(node))
+        if isinstance(node, ast.Import):
+            yield from (tuple(alias.name.split(".")) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level and node.level - 1 > len(package):
+                continue
+            base = package[: len(package) - (node.level - 1)] if node.level else []
+            module = (*base, *(node.module.split(".") if node.module else []))
+            if module:
+                yield module
+            yield from ((*module, alias.name) for alias in node.names if alias.name != "*")
+
+
+def _module_file(root: Path, name: tuple[str, ...]) -> Path | None:
+    base = root.joinpath(*name)
+    for file in (base.with_name(base.name + ".py"), base / "__init__.py"):
+        if file.is_file():
+            return file.resolve()
+    return None
 
 
 def _jit_options(fn: ast.FunctionDef) -> dict[str, list[Any]]:

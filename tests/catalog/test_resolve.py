@@ -42,3 +42,23 @@ def test_an_existing_path_that_is_no_spec_file_is_not_called_an_unknown_op(tmp_p
         assert info.value.fix is not None and "*.toml" in info.value.fix
     with pytest.raises(KtriageError, match="unknown catalog op 'no.such.op'"):
         resolve_specs("no.such.op")
+
+
+def test_a_kernel_named_as_its_source_says_how_to_write_its_spec_file(tmp_path: Path) -> None:
+    """`explain pkg/k.py:fn` (or `pkg.k:fn`, or `pkg/k.py`) was "unknown catalog op ... did you mean
+    liger.rms_norm?": a kernel alone is no launch; the fix is a spec file naming it, with its arguments."""
+    kernel = tmp_path / "k.py"
+    kernel.write_text("import triton\n\n\n@triton.jit\ndef my_kernel(x_ptr, n, BLOCK):\n    pass\n")
+    with pytest.raises(KtriageError) as info:
+        resolve_specs(f"{kernel}:my_kernel")
+    assert info.value.problem.startswith(f"{kernel}:my_kernel names a kernel function; explain compiles a launch")
+    assert info.value.fix is not None
+    assert f'source = "{kernel}:my_kernel"' in info.value.fix
+    assert "the launch's values of x_ptr, n, BLOCK" in info.value.fix
+    for target in (str(kernel), "mypkg.ops.norm:rms_norm_fwd"):
+        with pytest.raises(KtriageError) as info:
+            resolve_specs(target)
+        assert "names a kernel" in info.value.problem and "unknown catalog op" not in info.value.problem
+        assert info.value.fix is not None and "write a spec file (docs/specs.md)" in info.value.fix
+    with pytest.raises(KtriageError, match="unknown catalog op"):  # not a source: still the catalog's message
+        resolve_specs("liger.rms_nrom")
