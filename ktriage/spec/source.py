@@ -101,6 +101,9 @@ def resolve_source_file(source: str, package: str | None = None) -> Path:
     return found
 
 
+_KTRIAGE_DIR = Path(__file__).resolve().parents[1]
+
+
 def local_module_files(path: Path, limit: int = 256) -> list[Path]:
     """The files of the project's own modules that the kernel's file imports, transitively: its relative
     imports and the imports of its top package (for a file outside a package: of the modules beside
@@ -115,6 +118,10 @@ def local_module_files(path: Path, limit: int = 256) -> list[Path]:
     top = parts[0] if len(parts) > 1 else None
     if top is None and directory.name.endswith("-packages"):
         return []  # an installed flat module: what it imports is installed too
+    if start.is_relative_to(_KTRIAGE_DIR):
+        # ktriage's own kernels (the catalog's, the workload bundles'): their modules import much of ktriage,
+        # and every edit of ktriage would otherwise change their keys and compile them again
+        return []
     seen, found, todo = {start}, list[Path](), [start]
     while todo and len(found) < limit:
         for name in _imported_modules(*_stat(todo.pop()), directory):

@@ -52,3 +52,11 @@ def test_a_kernel_without_project_imports_keeps_its_key(tmp_path: Path) -> None:
     kernel = tmp_path / "alone.py"
     kernel.write_text(KERNEL.format(imp="triton.language", pkg="").replace("_square(", "tl.abs("))
     assert local_module_files(kernel) == []  # nothing added to the key: existing artifacts keep theirs
+
+
+def test_ktriages_own_kernels_keep_their_keys_when_ktriage_changes() -> None:
+    """The workload bundles' kernels (``workload/bundles/named_kernels.py``) import some 35 ktriage modules at
+    module level: with their text in the key, every edit of ktriage would compile those kernels again."""
+    import ktriage.workload.bundles.named_kernels as named
+
+    assert local_module_files(Path(named.__file__)) == []
