@@ -248,6 +248,9 @@ def bench(
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    sm_count = args.SM_COUNT.optional(sm_count)
+    # a list is the metrics, as the command's comma-separated --metrics (["latency"] was shown as its repr)
+    metrics = ",".join(args.texts(metrics, "metrics", "--metrics"))
     refuse_what_compile_only_ignores(
         compile_only,
         {

@@ -112,6 +112,7 @@ def calibrate(
     threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
     if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
+        cells_out = Path(args.path_or_name(cells_out, "cells_out", "--cells-out", example="cells.jsonl"))
         check_writable(Path(cells_out), "--cells-out", example="cells.jsonl")
         check_replaceable(Path(cells_out), "--cells-out", b'"measured": {', "a calibration dataset (cells.jsonl)")
     tell: Say = say or (lambda _m: None)
