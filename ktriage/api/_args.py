@@ -32,8 +32,11 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ktriage.errors import KtriageError
+
+_F = TypeVar("_F")
 
 __all__ = [
     "BUDGET",
@@ -62,6 +65,7 @@ __all__ = [
     "Real",
     "Whole",
     "arch",
+    "callback",
     "label",
     "optional_text",
     "path_or_name",
@@ -163,6 +167,18 @@ def switch(value: object, name: str, flag: str | None = None) -> bool:
     raise KtriageError(
         f"{label(name, flag)} is {_kind(value)} ({value!r}), not True or False",
         f"pass {name}=True or {name}=False",
+    )
+
+
+def callback(value: _F, name: str = "say") -> _F:
+    """A function the verb calls with its progress (``say``: each message; ``on_row``: each row), or None.
+    Why: ``say=True`` (meant as "verbose") ran the whole verb and then failed with ``'bool' object is not
+    callable`` at its first message."""
+    if value is None or callable(value):
+        return value
+    raise KtriageError(
+        f"{name} is {_kind(value)} ({value!r}), not a function: the verb calls it with each message",
+        f"pass {name}=print (or any function of one str), or leave {name} out for none",
     )
 
 

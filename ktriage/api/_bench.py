@@ -240,6 +240,8 @@ def bench(
     takes every spelling ``--arch`` does (``9.0``, ``90``, ``cuda:90``)."""
     from ktriage.report.bench import METRICS
 
+    say = args.callback(say, "say")
+
     if isinstance(only, str):
         only = [b for b in only.split(",") if b.strip()]
     only = args.texts(only, "only", "--only") or None

@@ -105,6 +105,8 @@ def calibrate(
     from ktriage.predict.calibration import usable
     from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
 
+    say = args.callback(say, "say")
+
     from_cells, results = args.paths(from_cells, "from_cells", "--from"), args.paths(results, "results", "--results")
     explain = args.paths(explain, "explain", "--explain")
     runs, operators = args.texts(runs, "runs", "--run"), args.texts(operators, "operators", "--operator")

@@ -105,6 +105,8 @@ def triage(
     Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
     from ktriage.triage import triage as run_triage
 
+    say = args.callback(say, "say")
+
     old_toolchain = args.optional_text(old_toolchain, "old_toolchain", "--old-toolchain", example="triton==3.5.1")
     new_toolchain = args.optional_text(new_toolchain, "new_toolchain", "--new-toolchain", example="triton==3.6.0")
     op, mode = args.optional_text(op, "op", "--op", example="layer_norm"), args.optional_text(mode, "mode", "--mode")

@@ -386,3 +386,24 @@ def test_is_workload_path_reads_a_path_by_its_name() -> None:
     """is_workload_path(Path("W.json")) was AttributeError: 'PosixPath' object has no attribute 'endswith'."""
     assert kt.is_workload_path(Path("W.json")) and kt.is_workload_path(Path("w/W.json.gz"))
     assert not kt.is_workload_path(Path("spec.toml")) and kt.is_workload_path("W.json")
+
+
+@pytest.mark.parametrize(
+    "call, kwargs",
+    [
+        (kt.calibrate, {"from_cells": "benchmarks/calibration/cells.jsonl", "say": True}),
+        (kt.bench, {"op": "layer_norm", "compile_only": True, "say": "verbose"}),
+        (kt.bench_recorded, {"workload": "W.json", "compile_only": True, "say": 1}),
+        (kt.fidelity, {"cases": "vector_add", "on_row": []}),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "say": True}),
+        (kt.triage_run, {"command": "true", "old_toolchain": None, "new_toolchain": None, "say": True}),
+        (kt.toolchain_add, {"spec": "triton==3.4.0", "say": True}),
+        (kt.bisect, {**BISECT, "say": True}),
+    ],
+)
+def test_a_progress_hook_that_is_no_function_is_refused_first(call: object, kwargs: dict[str, object]) -> None:
+    """say=True (meant as "verbose") fitted the whole model and then failed at the first message with
+    TypeError: 'bool' object is not callable."""
+    with pytest.raises(KtriageError, match=r"(say|on_row) is .*not a function") as refused:
+        call(**kwargs)  # type: ignore[operator]
+    assert "print" in str(refused.value.fix)
