@@ -407,3 +407,18 @@ def test_a_progress_hook_that_is_no_function_is_refused_first(call: object, kwar
     with pytest.raises(KtriageError, match=r"(say|on_row) is .*not a function") as refused:
         call(**kwargs)  # type: ignore[operator]
     assert "print" in str(refused.value.fix)
+
+
+@pytest.mark.parametrize(
+    "given, kind, goes",
+    [
+        (AA_PAIR + "1.json", "a results file", "results="),
+        ("benchmarks/explain/layer_norm_bwd_triton_3.3.1_vs_3.4.0.json", "an explain report", "explain="),
+    ],
+)
+def test_calibrate_names_a_results_file_or_a_report_given_as_the_cells(given: str, kind: str, goes: str) -> None:
+    """from_cells=R.json said "R.json:1 is not a calibration cell (JSONDecodeError: Expecting property name...)"
+    with the fix "regenerate the file with `ktriage calibrate`": the file was right, its keyword was not."""
+    with pytest.raises(KtriageError, match=rf"is {kind}, not a calibration dataset") as refused:
+        kt.calibrate(from_cells=given)
+    assert goes in str(refused.value.fix)
