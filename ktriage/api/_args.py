@@ -15,6 +15,8 @@ gets the same checks.
 - :class:`Whole` / :class:`Real`: a number and its range; each range is one constant here
   (:data:`JOBS`, :data:`INPUT_ID`...), the command's typer ``min=``/``max=`` mirror them
   (tests/api/test_arguments.py keeps them in step);
+- :func:`optional_text`: a string that may be left out (None); :func:`switch`: True or False only (``fix="no"``
+  was read for its truth);
 - :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``).
 
 The messages name the keyword and the flag (``num_inputs (--num-inputs) 0 ...``): the same error
@@ -30,8 +32,11 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ktriage.errors import KtriageError
+
+_F = TypeVar("_F")
 
 __all__ = [
     "BUDGET",
@@ -44,21 +49,28 @@ __all__ = [
     "LEVEL",
     "LIMIT",
     "MAX_PVALUE",
+    "MAX_SPILL_BYTES",
     "MAX_TIME",
     "MIN_SAMPLES",
     "MIN_SEGMENT",
     "MIN_STEP",
     "NUM_INPUTS",
     "OLDER_THAN_DAYS",
+    "SM_COUNT",
     "THRESHOLD",
     "TIMEOUT",
+    "TOP_K",
+    "TRIAGE_LIMIT",
     "WARMUP",
     "Real",
     "Whole",
     "arch",
+    "callback",
     "label",
+    "optional_text",
     "path_or_name",
     "paths",
+    "switch",
     "text",
     "texts",
     "wholes",
@@ -138,6 +150,36 @@ def text(value: object, name: str, flag: str | None = None, *, example: str = ""
         return value
     hint = f", e.g. {name}={example!r}" if example else ""
     raise KtriageError(f"{label(name, flag)} is {_kind(value)}, not a str", f"pass {name} as one string{hint}")
+
+
+def optional_text(value: object, name: str, flag: str | None = None, *, example: str = "") -> str | None:
+    """One string that may be left out (``op``, ``mode``, ``reference``...): None is not given; another
+    type is refused naming the argument (``op=["layer_norm"]`` was ``unhashable type: 'list'``)."""
+    return None if value is None else text(value, name, flag, example=example)
+
+
+def switch(value: object, name: str, flag: str | None = None) -> bool:
+    """A switch (``toolchains`` in compare, ``fix``, ``dry_run``): True or False only. Why: any other value
+    was read for its truth, so ``cache_verify(fix="no")`` fixed the cache and ``compare(toolchains=[...])``
+    compared every toolchain of the run against its first, whichever were named."""
+    if isinstance(value, bool):
+        return value
+    raise KtriageError(
+        f"{label(name, flag)} is {_kind(value)} ({value!r}), not True or False",
+        f"pass {name}=True or {name}=False",
+    )
+
+
+def callback(value: _F, name: str = "say") -> _F:
+    """A function the verb calls with its progress (``say``: each message; ``on_row``: each row), or None.
+    Why: ``say=True`` (meant as "verbose") ran the whole verb and then failed with ``'bool' object is not
+    callable`` at its first message."""
+    if value is None or callable(value):
+        return value
+    raise KtriageError(
+        f"{name} is {_kind(value)} ({value!r}), not a function: the verb calls it with each message",
+        f"pass {name}=print (or any function of one str), or leave {name} out for none",
+    )
 
 
 def path_or_name(value: object, name: str, flag: str | None = None, *, example: str = "") -> str:
@@ -288,6 +330,10 @@ BUILD_TIMEOUT = Real("build_timeout", "--build-timeout", low=0.0, open_low=True,
 LEVEL = Real("level", "--level", low=0.0, high=1.0, open_low=True, open_high=True, example=0.8)
 LIMIT = Whole("limit", "--limit", low=1, example=20, below="lists no run")
 WARMUP = Whole("warmup", "--warmup", low=0, high=10_000, example=3)
+SM_COUNT = Whole("sm_count", "--sm-count", low=1, example=132)
+TOP_K = Whole("top_k", "--top-k", low=1, example=5, below="keeps nothing")
+MAX_SPILL_BYTES = Whole("max_spill_bytes", "--max-spill-bytes", low=0, example=0)
 # ranges checked by their own module (ktriage.stats.gate, ktriage.compare.run): the type here
 THRESHOLD = Real("threshold", "--threshold")
 CONFIDENCE = Real("confidence", "--confidence")
+TRIAGE_LIMIT = Whole("limit", "--limit")  # triage's: the flagged cells its GPU re-run bundles (ktriage.triage.pipeline)

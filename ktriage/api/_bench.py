@@ -240,6 +240,8 @@ def bench(
     takes every spelling ``--arch`` does (``9.0``, ``90``, ``cuda:90``)."""
     from ktriage.report.bench import METRICS
 
+    say = args.callback(say, "say")
+
     if isinstance(only, str):
         only = [b for b in only.split(",") if b.strip()]
     only = args.texts(only, "only", "--only") or None
@@ -248,6 +250,9 @@ def bench(
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
+    sm_count = args.SM_COUNT.optional(sm_count)
+    # a list is the metrics, as the command's comma-separated --metrics (["latency"] was shown as its repr)
+    metrics = ",".join(args.texts(metrics, "metrics", "--metrics"))
     refuse_what_compile_only_ignores(
         compile_only,
         {

@@ -103,6 +103,8 @@ def bench_recorded(
     every spelling ``--arch`` does."""
     from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_name
 
+    say = args.callback(say, "say")
+
     workload = args.path_or_name(workload, "workload", "W.json") if workload is not None else None
     if workload is not None:
         require_workload_path(workload)

@@ -116,6 +116,8 @@ def bisect(
     from ktriage.bisect.run import run_bisect
     from ktriage.execute.select import cluster_address
 
+    say = args.callback(say, "say")
+
     source = args.text(source, "source", example="pypi:triton")
     good, bad = args.text(good, "good", example="3.3.1"), args.text(bad, "bad", example="3.4.0")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)

@@ -142,8 +142,10 @@ def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
     """Check every cache entry against its manifest (sha256 of each file); with ``fix``, quarantine
     the damaged ones (moved aside, compiled again when next needed). ``report.ok`` is False when an
     entry is damaged (with ``fix``: when one could not be moved aside, e.g. a read-only cache)."""
+    from ktriage.api._args import switch
     from ktriage.compile.cache import fix_damaged, verify_all
 
+    fix = switch(fix, "fix", "--fix")  # fix="no" was read for its truth: the damaged entries were moved aside
     root = _unmade_root()
     states = verify_all(root)
     if fix and any(s.problem is not None for s in states):
@@ -155,9 +157,9 @@ def cache_gc(*, older_than_days: float | None = None, dry_run: bool = False) -> 
     """Remove quarantined entries and stale temp folders (with ``older_than_days``, entries not used
     for that long too: a finite number of days >= 0, checked first, since a negative age would take
     the whole cache); ``dry_run``: list them, remove nothing."""
-    from ktriage.api._args import OLDER_THAN_DAYS
+    from ktriage.api._args import OLDER_THAN_DAYS, switch
     from ktriage.compile.cache import gc
 
-    days = OLDER_THAN_DAYS.optional(older_than_days)
-    items, freed = gc(_unmade_root(), older_than_days=days, dry_run=bool(dry_run))
+    days, dry_run = OLDER_THAN_DAYS.optional(older_than_days), switch(dry_run, "dry_run", "--dry-run")
+    items, freed = gc(_unmade_root(), older_than_days=days, dry_run=dry_run)
     return CacheGcReport(items, freed, dry_run)

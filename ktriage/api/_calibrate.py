@@ -105,6 +105,8 @@ def calibrate(
     from ktriage.predict.calibration import usable
     from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
 
+    say = args.callback(say, "say")
+
     from_cells, results = args.paths(from_cells, "from_cells", "--from"), args.paths(results, "results", "--results")
     explain = args.paths(explain, "explain", "--explain")
     runs, operators = args.texts(runs, "runs", "--run"), args.texts(operators, "operators", "--operator")
@@ -112,6 +114,7 @@ def calibrate(
     threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
     if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
+        cells_out = Path(args.path_or_name(cells_out, "cells_out", "--cells-out", example="cells.jsonl"))
         check_writable(Path(cells_out), "--cells-out", example="cells.jsonl")
         check_replaceable(Path(cells_out), "--cells-out", b'"measured": {', "a calibration dataset (cells.jsonl)")
     tell: Say = say or (lambda _m: None)

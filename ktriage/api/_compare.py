@@ -83,18 +83,29 @@ def compare(
     :class:`~ktriage.errors.KtriageError` for bad input, naming the fix."""
     from ktriage.compare.run import compare as run_compare
 
+    if not isinstance(toolchains, bool) and isinstance(toolchains, str | list | tuple):
+        # every other verb's toolchains= is a list of specs: here it is a switch, and ["triton==3.3.1",
+        # "triton==3.4.0"] was read as True (the run's first toolchain against each other, whichever were named)
+        raise KtriageError(
+            f"toolchains (--toolchains) is {'a str' if isinstance(toolchains, str) else 'a list'} ({toolchains!r}): "
+            "in compare it is a switch, True to compare the toolchains of the one run old",
+            "pass toolchains=True, and reference='triton==3.3.1' (a toolchain of the run) to choose the one the "
+            "others are compared against",
+        )
     return run_compare(
         _side(old, "old", "A"),
         _side(new, "new", "B") if new is not None else None,
-        toolchains=toolchains,
-        reference=reference,
-        baseline=baseline,
+        toolchains=args.switch(toolchains, "toolchains", "--toolchains"),
+        reference=args.optional_text(reference, "reference", "--reference", example="triton==3.4.0"),
+        baseline=args.optional_text(baseline, "baseline", "--baseline", example="torch_layer_norm"),
         threshold=args.THRESHOLD(threshold),
         confidence=args.CONFIDENCE(confidence),
         db=db,
-        op=op,
-        mode=mode,
-        allow_precision_mismatch=allow_precision_mismatch,
+        op=args.optional_text(op, "op", "--op", example="layer_norm"),
+        mode=args.optional_text(mode, "mode", "--mode", example="bwd"),
+        allow_precision_mismatch=args.switch(
+            allow_precision_mismatch, "allow_precision_mismatch", "--allow-precision-mismatch"
+        ),
     )
 
 

@@ -182,7 +182,7 @@ def explain(
     lines = args.texts(lines, "lines", "--lines")
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
-    threshold = args.THRESHOLD(threshold)
+    threshold, sm_count = args.THRESHOLD(threshold), args.SM_COUNT.optional(sm_count)
     arch = args.arch(arch) if arch is not None else None
     if fail_on is not None and fail_on not in FAIL_ON:
         raise KtriageError(

@@ -71,6 +71,9 @@ def fidelity(
     from ktriage.toolchain.manager import ensure_toolchains
     from ktriage.toolchain.supported import SUPPORTED_TRITON
 
+    say = args.callback(say, "say")
+    on_row = args.callback(on_row, "on_row")
+
     toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
     cases = args.texts(cases, "cases", "--case")
     jobs = args.JOBS(jobs)

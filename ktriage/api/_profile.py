@@ -72,11 +72,16 @@ def profile(
     or ``input`` (an id "7" or shape facts "N=4608", as ``--input`` of the other verbs; default: the
     bundle's first), one call after ``warmup``; with ``results``, attach the counters to
     that results file and the store (``db``). Raises KtriageError for usage errors, before ncu runs."""
-    from ktriage.api._args import INPUT_ID, WARMUP
+    from ktriage.api._args import INPUT_ID, WARMUP, path_or_name
     from ktriage.profile.run import default_input, input_backends, profile_bundle, select_input
     from ktriage.workload.bundles.format import load_bundle
 
     input_id, warmup = INPUT_ID.optional(input_id), WARMUP(warmup)
+    bundle = Path(path_or_name(bundle, "bundle", "--bundle", example=".bundles/ln-bwd"))
+    if results is not None:
+        results = Path(path_or_name(results, "results", "--results", example="results.json"))
+    if raw_dir is not None:
+        raw_dir = Path(path_or_name(raw_dir, "raw_dir", "--raw-dir", example="ncu-raw"))
     if input is not None and input_id is not None:
         raise KtriageError(
             f"both --input {input!r} and --input-id {input_id} name the input to profile",

@@ -90,6 +90,8 @@ def toolchain_add(*, spec: str, say: Callable[[str], None] | None = None) -> Too
     reuse it if built; ``say``: the build's steps."""
     from ktriage.toolchain.manager import ensure_toolchain
 
+    say = args.callback(say, "say")
+
     return ensure_toolchain(args.text(spec, "spec", example="triton==3.4.0"), progress=say)
 
 

@@ -19,6 +19,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
@@ -104,6 +105,17 @@ def triage(
     Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
     from ktriage.triage import triage as run_triage
 
+    say = args.callback(say, "say")
+
+    old_toolchain = args.optional_text(old_toolchain, "old_toolchain", "--old-toolchain", example="triton==3.5.1")
+    new_toolchain = args.optional_text(new_toolchain, "new_toolchain", "--new-toolchain", example="triton==3.6.0")
+    op, mode = args.optional_text(op, "op", "--op", example="layer_norm"), args.optional_text(mode, "mode", "--mode")
+    threshold, limit = args.THRESHOLD(threshold), args.TRIAGE_LIMIT.optional(limit)
+    # a lone str is one file (workloads="W.json" was read as the files 'W', '.', 'j'...)
+    measured, workloads = (
+        args.paths(measured, "measured", "--measured"),
+        args.paths(workloads, "workloads", "--workload"),
+    )
     if bundle is not None:
         check_writable(Path(bundle), "--bundle", folder=True)
     if limit is not None and limit >= 1 and not (bundle or measure or measured or workloads):

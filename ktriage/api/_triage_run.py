@@ -74,8 +74,11 @@ def triage_run(
     bench's seconds of sampling per input (None: 5). Raises KtriageError (before anything runs) for
     bad input or a host without a GPU; a step that fails later ends the run with a report that says
     which step and why."""
+    from ktriage.api._args import callback
     from ktriage.report.triage_run import to_json, to_markdown
     from ktriage.triage.program import ProgramOptions, run_program
+
+    say = callback(say, "say")
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(

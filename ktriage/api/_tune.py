@@ -113,7 +113,8 @@ def tune(
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
-    budget = args.BUDGET(budget)
+    budget, sm_count = args.BUDGET(budget), args.SM_COUNT.optional(sm_count)
+    top_k, max_spill_bytes = args.TOP_K(top_k), args.MAX_SPILL_BYTES(max_spill_bytes)
     arch = args.arch(arch) if arch is not None else None
     warps = args.wholes(warps, args.Whole("warps", "--warps", low=1, example=4))
     stages = args.wholes(stages, args.Whole("stages", "--stages", low=0, example=3))

@@ -134,6 +134,24 @@ class CalibrationCell:
         )
 
 
+def _refuse_other_document(path: Path, text: str) -> None:
+    """A results file or an explain report given where a cells.jsonl goes (``calibrate(from_cells=R.json)``):
+    named, with where it goes, rather than "line 1 is not a calibration cell ... regenerate the file"."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return
+    if not isinstance(data, dict):
+        return
+    if data.get("tool") == "ktriage explain":
+        kind, fix = "an explain report", "pass it as explain= (--explain), one per results= (--results)"
+    elif "run" in data and "cells" in data:
+        kind, fix = "a results file", "pass it as results= (--results) with its explain report as explain= (--explain)"
+    else:
+        return
+    raise FormatError(f"{path} is {kind}, not a calibration dataset (cells.jsonl, one cell per line)", fix)
+
+
 def read_cells(path: str | Path) -> list[CalibrationCell]:
     """cells.jsonl -> cells; a malformed line is a FormatError naming the file and line."""
     out: list[CalibrationCell] = []
@@ -162,6 +180,7 @@ def read_cells(path: str | Path) -> list[CalibrationCell]:
                 raise TypeError("measured, ref_facts and new_facts must each be a JSON object")
             out.append(CalibrationCell.from_json(data))
         except (ValueError, KeyError, TypeError) as exc:
+            _refuse_other_document(p, text)
             raise FormatError(
                 f"{p}:{n} is not a calibration cell ({type(exc).__name__}: {exc})",
                 "regenerate the file with `ktriage calibrate` or benchmarks/calibration/build.py",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -522,10 +523,11 @@ def save_workload(workload: Workload, path: Path) -> Path:
     return path
 
 
-def is_workload_path(target: str) -> bool:
+def is_workload_path(target: str | os.PathLike[str]) -> bool:
     """What ``explain``/``tune``/``bisect`` take as a recorded workload: a .json file (or one gzipped,
-    ``W.json.gz``: how the corpus commits them) or a journal."""
-    return target.endswith((".json", ".json.gz", JOURNAL_SUFFIX))
+    ``W.json.gz``: how the corpus commits them) or a journal. A ``Path`` is read by its name, as a str
+    (``ktriage.api.is_workload_path(Path("W.json"))`` was an AttributeError)."""
+    return os.fspath(target).endswith((".json", ".json.gz", JOURNAL_SUFFIX))
 
 
 def load_workload(path: Path | str) -> Workload:

@@ -311,3 +311,114 @@ def test_the_message_names_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(KtriageError) as none:
         kt.explain(target="liger.layer_norm", toolchains=[])
     assert none.value.fix is not None and "one or more (two or more to compare)" in none.value.fix
+
+
+# ------------------------------------------------------------------------------------------ a new user's pass (s17d)
+AA = "benchmarks/triage/tritonbench_aa/layer_norm_bwd_run"
+AA_PAIR = "benchmarks/gpu/issue3/run2_layer_norm_aa/aa_"
+
+
+@pytest.mark.parametrize(
+    "call, kwargs, problem",
+    [
+        (kt.explain, {**OP, "sm_count": "132"}, r"sm_count \(--sm-count\) '132' is a str, not an int"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "sm_count": "132"}, r"sm_count \(--sm-count\) '132' is a str"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "sm_count": 0}, r"sm_count \(--sm-count\) 0 is out of range"),
+        (kt.bench, {"op": "layer_norm", "sm_count": "132", "compile_only": True}, r"sm_count \(--sm-count\) '132'"),
+        (kt.tune, {**OP, "input_id": 7, "top_k": "3"}, r"top_k \(--top-k\) '3' is a str, not an int"),
+        (kt.tune, {**OP, "input_id": 7, "top_k": 0}, r"top_k \(--top-k\) 0 keeps nothing"),
+        (kt.tune, {**OP, "input_id": 7, "max_spill_bytes": "0"}, r"max_spill_bytes \(--max-spill-bytes\) '0'"),
+        (kt.tune, {**OP, "input_id": 7, "sm_count": "132"}, r"sm_count \(--sm-count\) '132' is a str"),
+        (kt.compare, {"old": "a.json", "new": "b.json", "reference": 3}, r"reference \(--reference\) is an int"),
+        (kt.compare, {"old": "a.json", "new": "b.json", "op": ["layer_norm"]}, r"op \(--op\) is a list, not a str"),
+        (kt.compare, {"old": "a.json", "new": "b.json", "mode": 1}, r"mode \(--mode\) is an int, not a str"),
+        (kt.compare, {"old": "a.json", "new": "b.json", "baseline": ["x"]}, r"baseline \(--baseline\) is a list"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "old_toolchain": ["triton==3.6.0"]}, r"old_toolchain .* a list"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "new_toolchain": 3.6}, r"new_toolchain .* is a float"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "threshold": "0.1"}, r"threshold \(--threshold\) '0.1' is a str"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "limit": "5"}, r"limit \(--limit\) '5' is a str, not an int"),
+        (kt.calibrate, {"from_cells": "c.jsonl", "cells_out": 3}, r"cells_out \(--cells-out\) is an int"),
+        (kt.profile, {"bundle": None}, r"bundle \(--bundle\) is None, not a str or a path"),
+        (kt.cache_verify, {"fix": "no"}, r"fix \(--fix\) is a str \('no'\), not True or False"),
+        (kt.cache_gc, {"dry_run": "yes"}, r"dry_run \(--dry-run\) is a str"),
+        (kt.check_percent_gate, {"percent": "10"}, r"percent \(--threshold\) '10' is a str, not a number"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_it_not_a_typeerror_from_inside(
+    call: object, kwargs: dict[str, object], problem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each was a TypeError or AttributeError from deep inside ('<' not supported between 'str' and 'int' in
+    the catalog, 'int' object has no attribute 'replace' in compare's pairing, unhashable type: 'list', 'list'
+    object has no attribute 'triton_host', expected str, bytes or os.PathLike object, not NoneType), or, for
+    fix="no", read for its truth: the damaged cache entries were moved aside."""
+    monkeypatch.setenv("KTRIAGE_HOME", str(tmp_path))  # cache_verify/cache_gc: a private, empty cache
+    with pytest.raises(KtriageError, match=problem) as refused:
+        call(**kwargs)  # type: ignore[operator]
+    assert refused.value.fix
+
+
+@pytest.mark.parametrize("given", [["triton==3.3.1", "triton==3.4.0"], "triton==3.4.0"])
+def test_compare_refuses_toolchain_names_where_it_takes_a_switch(given: object) -> None:
+    """Every other verb's toolchains= is a list of specs; compare's is --toolchains, a switch. A list (or a
+    str) was read for its truth: the run's toolchains were compared against its first, whichever were named."""
+    with pytest.raises(KtriageError, match=r"toolchains \(--toolchains\) is a .*in compare it is a switch") as refused:
+        kt.compare(old=AA_PAIR + "1.json", toolchains=given)  # type: ignore[arg-type]
+    assert "reference=" in str(refused.value.fix)
+    assert kt.compare(old=AA_PAIR + "1.json", new=AA_PAIR + "2.json", toolchains=False).regression_count == 0
+
+
+def test_triage_reads_a_lone_workload_as_one_file_not_its_characters() -> None:
+    """workloads="W.json" was the workload files 'W', '.', 'j'... ("workload file n does not exist")."""
+    with pytest.raises(KtriageError, match=r"no-such\.workload\.json does not exist"):
+        kt.triage(old=AA + "1.csv", new=AA + "2.csv", workloads="no-such.workload.json", limit=1)
+
+
+def test_bench_takes_metrics_as_a_list_too() -> None:
+    """metrics=["latency"] reached the compile-only refusal as its repr, shell-quoted: --metrics '['"'"'...'."""
+    with pytest.raises(KtriageError, match=r"--metrics latency,speedup:") as refused:
+        kt.bench(op="layer_norm", metrics=["latency", "speedup"], compile_only=True, toolchains=["triton==3.4.0"])
+    assert "[" not in refused.value.problem
+    with pytest.raises(KtriageError, match=r"metrics \(--metrics\): the item 1 is an int"):
+        kt.bench(op="layer_norm", metrics=["latency", 1], compile_only=True)
+
+
+def test_is_workload_path_reads_a_path_by_its_name() -> None:
+    """is_workload_path(Path("W.json")) was AttributeError: 'PosixPath' object has no attribute 'endswith'."""
+    assert kt.is_workload_path(Path("W.json")) and kt.is_workload_path(Path("w/W.json.gz"))
+    assert not kt.is_workload_path(Path("spec.toml")) and kt.is_workload_path("W.json")
+
+
+@pytest.mark.parametrize(
+    "call, kwargs",
+    [
+        (kt.calibrate, {"from_cells": "benchmarks/calibration/cells.jsonl", "say": True}),
+        (kt.bench, {"op": "layer_norm", "compile_only": True, "say": "verbose"}),
+        (kt.bench_recorded, {"workload": "W.json", "compile_only": True, "say": 1}),
+        (kt.fidelity, {"cases": "vector_add", "on_row": []}),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "say": True}),
+        (kt.triage_run, {"command": "true", "old_toolchain": None, "new_toolchain": None, "say": True}),
+        (kt.toolchain_add, {"spec": "triton==3.4.0", "say": True}),
+        (kt.bisect, {**BISECT, "say": True}),
+    ],
+)
+def test_a_progress_hook_that_is_no_function_is_refused_first(call: object, kwargs: dict[str, object]) -> None:
+    """say=True (meant as "verbose") fitted the whole model and then failed at the first message with
+    TypeError: 'bool' object is not callable."""
+    with pytest.raises(KtriageError, match=r"(say|on_row) is .*not a function") as refused:
+        call(**kwargs)  # type: ignore[operator]
+    assert "print" in str(refused.value.fix)
+
+
+@pytest.mark.parametrize(
+    "given, kind, goes",
+    [
+        (AA_PAIR + "1.json", "a results file", "results="),
+        ("benchmarks/explain/layer_norm_bwd_triton_3.3.1_vs_3.4.0.json", "an explain report", "explain="),
+    ],
+)
+def test_calibrate_names_a_results_file_or_a_report_given_as_the_cells(given: str, kind: str, goes: str) -> None:
+    """from_cells=R.json said "R.json:1 is not a calibration cell (JSONDecodeError: Expecting property name...)"
+    with the fix "regenerate the file with `ktriage calibrate`": the file was right, its keyword was not."""
+    with pytest.raises(KtriageError, match=rf"is {kind}, not a calibration dataset") as refused:
+        kt.calibrate(from_cells=given)
+    assert goes in str(refused.value.fix)
