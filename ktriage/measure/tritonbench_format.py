@@ -302,10 +302,18 @@ def parse_csv(
     inputs = InputIndex(op)
     seen: dict[str, int] = {}  # x_val -> its line
     ids: dict[int, str] = {}  # input id -> the x_val that took it
-    for line, row in rows[1:]:
+    # TritonBench's csv.writer writes every row whole and ends it with a newline: a row with fewer
+    # columns than the header, or a last row without its newline, is where the file was cut (a copy or
+    # a run that died mid-write). Its last value may be a cut number ("0.1" of "0.1552..."), so none of
+    # its values is a latency; the rows before it keep theirs.
+    last = len(rows) - 1 if not text.endswith(("\n", "\r")) else -1
+    for i, (line, row) in enumerate(rows[1:], start=1):
         x_val = row[0].strip()
         if x_val == "average" or x_val == "hashes":
             continue
+        cut = len(row) < len(header) or i == last
+        if cut and len(row) < 2:
+            continue  # cut in its x_val: which input it was is unknown
         if x_val in seen:
             raise _duplicate(origin, f"x_val {x_val[:60]!r}", f"line {seen[x_val]}", f"line {line}")
         seen[x_val] = line
@@ -321,6 +329,12 @@ def parse_csv(
             value: Any = row[col] if col < n else ""
             if _number(value) is None and first < n and row[first].strip() and _number(row[first]) is None:
                 value = row[first]
+            if cut:
+                value = (
+                    f"line {line} of {origin} is cut short ({n} of {len(header)} columns"
+                    f"{'' if n < len(header) else ', no end of line'}): the file looks truncated, so its "
+                    "values are not latencies"
+                )
             cells.append(
                 _cell(
                     op,

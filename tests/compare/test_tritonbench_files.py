@@ -1,0 +1,42 @@
+"""`ktriage compare` fed with real TritonBench output (the H200 A/A pair in tests/data/tritonbench) and
+the mistakes a user makes with it: a file cut short, a file name with a prefix, a file of another operator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import RunCli
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair
+
+
+def _pairs(stdout: str) -> dict[tuple[str, str], dict[str, object]]:
+    (comparison,) = json.loads(stdout)["comparisons"]
+    return {(p["input_label"], p["backend"]): p for p in comparison["pairs"]}
+
+
+def test_a_csv_cut_mid_row_makes_that_rows_cells_errors_and_keeps_the_others(tmp_path: Path, run_cli: RunCli) -> None:
+    """A copy cut in the middle of a number ("4096;0.1" of "4096;0.15529599785804749;0.458...") read
+    0.1 as torch's latency and the missing liger value as "no latency in the file": a cut number taken
+    for a measurement, and no word of the truncation."""
+    text = (DATA / "layer_norm_bwd_run2.csv").read_text()
+    cut = tmp_path / "layer_norm_bwd_cut.csv"
+    cut.write_text(text[: text.index("\n4096;") + len("\n4096;0.1")])
+    r = run_cli(["compare", str(DATA / "layer_norm_bwd_run1.csv"), str(cut), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    pairs = _pairs(r.stdout)
+    for backend in ("torch_layer_norm", "liger_layer_norm"):
+        p = pairs[("(4096, 4096)", backend)]
+        assert p["status"] != "compared" and "line 8 of" in str(p["problem"]), p
+        assert "cut short (2 of 3 columns)" in str(p["problem"]) and "truncated" in str(p["problem"])
+    # the six whole rows before the cut keep their verdicts
+    before = [p for (label, _), p in pairs.items() if p["status"] == "compared"]
+    assert len(before) == 12 and all(p["verdict"]["n_new"] == 1 for p in before)  # type: ignore[index]
+
+    # a last row that lost its end of line (and the average row after it) is cut too
+    nonl = tmp_path / "layer_norm_bwd_nonl.csv"
+    nonl.write_text(text[: text.index("\n4608;")])
+    pairs = _pairs(run_cli(["compare", str(DATA / "layer_norm_bwd_run1.csv"), str(nonl), "--format", "json"]).stdout)
+    assert "no end of line" in str(pairs[("(4096, 4096)", "liger_layer_norm")]["problem"])
+    assert pairs[("(4096, 3584)", "liger_layer_norm")]["status"] == "compared"
