@@ -238,6 +238,28 @@ def _check_not_contradicted(
             )
 
 
+def _check_backends(op: str, mode: str, backends: Sequence[str], origin: str, flagged: bool) -> None:
+    """A CSV whose backends are all another known operator's (``torch_layer_norm``, ``liger_layer_norm``
+    in ``my_layer_norm_bwd.csv`` or ``embedding_bwd.csv``) was read as the operator its name (or --op)
+    says: an unknown op, whose cells no catalog explains ("liger_layer_norm has no kernels in ktriage's
+    catalog"), or the wrong one. ``flagged``: the op came from --op, not from the file name."""
+    owners = registry.backend_operators()
+    theirs = {owners[b] for b in backends if b in owners}
+    if len(theirs) != 1 or op in theirs:
+        return
+    (other,) = theirs
+    said = f"--op {op}" if flagged else f"the file name says operator {op}"
+    rename = f"name the file after the operator it measured (e.g. {other}_{mode}_old.csv)"
+    fix = (
+        f"pass --op {other}"
+        if flagged
+        else rename
+        if registry.operator(op) is not None
+        else f"{rename} or pass --op {other}"
+    )
+    raise FormatError(f"{origin}: {said}, but its backends ({', '.join(sorted(backends))}) are {other}'s", fix)
+
+
 def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
     if not op or not mode:
         missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
@@ -270,6 +292,7 @@ def parse_csv(
     _refuse_comma_table(text, origin)
     named_op, named_mode = op_mode_from_name(Path(origin).stem)
     _check_not_contradicted(op, mode, named_op, named_mode, origin)
+    flagged = op is not None
     op, mode = _need(op or named_op, mode or named_mode, origin)
     reader = csv.reader(io.StringIO(text), delimiter=";")
     rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)
@@ -297,6 +320,7 @@ def parse_csv(
         for backend, metrics in columns.items()
         if METRIC in metrics
     ]
+    _check_backends(op, mode, [b for b, *_ in latency], origin, flagged)
     cells: list[Cell] = []
     index = 0
     inputs = InputIndex(op)

@@ -40,3 +40,50 @@ def test_a_csv_cut_mid_row_makes_that_rows_cells_errors_and_keeps_the_others(tmp
     pairs = _pairs(run_cli(["compare", str(DATA / "layer_norm_bwd_run1.csv"), str(nonl), "--format", "json"]).stdout)
     assert "no end of line" in str(pairs[("(4096, 4096)", "liger_layer_norm")]["problem"])
     assert pairs[("(4096, 3584)", "liger_layer_norm")]["status"] == "compared"
+
+
+def test_a_csv_named_after_another_operator_than_its_backends_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    """The real layer_norm CSVs under other names: ``old_layer_norm_bwd.csv`` read as an operator
+    ``old_layer_norm`` (triage: "liger_layer_norm has no kernels in ktriage's catalog", exit 0), and
+    ``embedding_bwd_*.csv`` compared layer_norm's cells as embedding's (60 unsure, "no baseline backend")."""
+    text = [(DATA / f"layer_norm_bwd_run{i}.csv").read_text() for i in (1, 2)]
+    for names, said, fix in (
+        (
+            ("my_layer_norm_bwd_old.csv", "my_layer_norm_bwd_new.csv"),
+            "the file name says operator my_layer_norm",
+            "name the file after the operator it measured (e.g. layer_norm_bwd_old.csv) or pass --op layer_norm",
+        ),
+        (
+            ("embedding_bwd_old.csv", "embedding_bwd_new.csv"),
+            "the file name says operator embedding",
+            "name the file after the operator it measured (e.g. layer_norm_bwd_old.csv)",
+        ),
+    ):
+        paths = [tmp_path / n for n in names]
+        for path, t in zip(paths, text, strict=True):
+            path.write_text(t)
+        for verb in (["compare"], ["triage", "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]):
+            r = run_cli([verb[0], *map(str, paths), *verb[1:]])
+            assert r.exit_code == 2, r.output
+            assert (
+                r.problem
+                == f"{paths[0]}: {said}, but its backends (liger_layer_norm, torch_layer_norm) are layer_norm's"
+            )
+            assert r.fix == fix and "Traceback" not in r.output
+    # --op names an operator these backends are not
+    plain = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for path, t in zip(plain, text, strict=True):
+        path.write_text(t)
+    r = run_cli(["compare", *map(str, plain), "--op", "embedding", "--mode", "bwd"])
+    assert r.exit_code == 2 and "--op embedding, but its backends" in r.problem and r.fix == "pass --op layer_norm"
+    # the fix works: --op layer_norm on the prefixed names compares the 60 cells
+    r = run_cli(
+        [
+            "compare",
+            str(tmp_path / "my_layer_norm_bwd_old.csv"),
+            str(tmp_path / "my_layer_norm_bwd_new.csv"),
+            "--op",
+            "layer_norm",
+        ]
+    )
+    assert r.exit_code == 0 and "30 unsure" in r.stdout, r.output
