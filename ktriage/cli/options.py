@@ -409,6 +409,8 @@ def check_outputs(
     known = tuple(writers)
     read = {Path(i).resolve() for i in inputs if i is not None and Path(i).is_file()}
     for path in paths:
+        if path.is_dir() and not path.suffix:  # -o reports/: a folder, not "a name without a suffix"
+            check_writable(path, example=f"report{known[0]}" if known else "report.md")
         if output_suffix(path) not in known:
             raise KtriageError(
                 f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",

@@ -98,3 +98,17 @@ def test_one_tritonbench_file_twice_is_not_sent_to_toolchains(run_cli: RunCli) -
     assert r.fix is not None and f"ktriage compare {csv} --toolchains" not in r.fix
     assert "give two different runs" in r.fix and "this one timed 0 toolchain(s)" in r.fix
     assert run_cli(["compare", csv, "--toolchains"]).exit_code == 2  # what the old fix said to run
+
+
+def test_an_output_folder_is_named_a_folder(tmp_path: Path, run_cli: RunCli) -> None:
+    """``-o reports`` (a folder that exists) was refused as "no writer for 'a name without a suffix'"
+    with the fix to add a suffix (reports.md: a file beside the folder the user meant to write in)."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    sides = [str(DATA / f"layer_norm_bwd_run{i}.csv") for i in (1, 2)]
+    same = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]
+    for argv in (["compare", *sides], ["triage", *sides, *same]):
+        r = run_cli([*argv, "-o", str(folder)])
+        assert r.exit_code == 2, r.output
+        assert r.problem == f"--output {folder} is a folder" and r.fix == f"give a file name, e.g. {folder}/report.md"
+    assert list(folder.iterdir()) == []
