@@ -290,19 +290,20 @@ def parse_csv(
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
     _refuse_comma_table(text, origin)
-    named_op, named_mode = op_mode_from_name(Path(origin).stem)
-    _check_not_contradicted(op, mode, named_op, named_mode, origin)
-    flagged = op is not None
-    op, mode = _need(op or named_op, mode or named_mode, origin)
     reader = csv.reader(io.StringIO(text), delimiter=";")
     rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)
     # The first column names the input: ``x_val``, or the op's input tuple (``(M, H)`` for rms_norm,
     # ``(B, T, V)`` for cross_entropy: TritonBench's x_val label); the others are <backend>-<metric>.
+    # Checked before the name: a file that is no TritonBench CSV is told so, not to rename it.
     if not rows or len(rows[0][1]) < 2 or "-" in rows[0][1][0]:
         raise FormatError(
             f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
             "give the file of `python run.py ... --csv --output F` (';'-separated)",
         )
+    named_op, named_mode = op_mode_from_name(Path(origin).stem)
+    _check_not_contradicted(op, mode, named_op, named_mode, origin)
+    flagged = op is not None
+    op, mode = _need(op or named_op, mode or named_mode, origin)
     header = [h.strip() for h in rows[0][1]]
     columns: dict[str, dict[str, int]] = {}  # backend -> metric -> column
     for i, name in enumerate(header[1:], start=1):
@@ -483,7 +484,14 @@ def _read(path: Path) -> str:
     """The file's text through the schema layer's reader: size limit, UTF-8, a clear error otherwise."""
     from ktriage.measure.results_file import MAX_RESULTS_MB
 
-    return read_text(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+    text = read_text(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+    if not text.strip():  # not "not valid JSON: Expecting value" or "not a TritonBench CSV"
+        raise FormatError(
+            f"results file {path} is empty",
+            "give the file the run wrote (`python run.py ... --csv --output F`, --output-json F, or "
+            "ktriage bench -o R.json); a run that died before writing leaves an empty file",
+        )
+    return text
 
 
 def is_single_value(cell: Cell) -> bool:

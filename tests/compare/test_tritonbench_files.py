@@ -112,3 +112,22 @@ def test_an_output_folder_is_named_a_folder(tmp_path: Path, run_cli: RunCli) -> 
         assert r.exit_code == 2, r.output
         assert r.problem == f"--output {folder} is a folder" and r.fix == f"give a file name, e.g. {folder}/report.md"
     assert list(folder.iterdir()) == []
+
+
+def test_an_empty_file_or_one_that_is_no_tritonbench_csv_says_so(tmp_path: Path, run_cli: RunCli) -> None:
+    """An empty CSV was "not a TritonBench CSV", an empty JSON "not valid JSON: Expecting value: line 1
+    column 1"; a CSV that is no TritonBench output (notes.csv) was told to rename itself: "the operator
+    and pass of this TritonBench CSV is not in its name"."""
+    good = str(DATA / "layer_norm_bwd_run1.csv")
+    same = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]
+    for name, text in (("layer_norm_bwd_new.csv", ""), ("new.json", ""), ("new.json", " \n\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        for argv in (["compare", good, str(path)], ["triage", good, str(path), *same]):
+            r = run_cli(argv)
+            assert r.exit_code == 2 and r.problem == f"results file {path} is empty", r.output
+            assert r.fix is not None and "python run.py ... --csv --output F" in r.fix
+    notes = tmp_path / "notes.csv"
+    notes.write_text("name,owner\nlayer norm,alice\n")
+    r = run_cli(["compare", good, str(notes)])
+    assert r.exit_code == 2 and r.problem.startswith(f"{notes} is not a TritonBench CSV"), r.output
