@@ -394,6 +394,14 @@ def output_suffix(path: Path) -> str:
     return getattr(path, "writer_suffix", None) or path.suffix.lower()
 
 
+def _is_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder; False where the system cannot say (a name too long: check_writable says so)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def check_outputs(
     paths: Sequence[Path],
     writers: Iterable[str],
@@ -409,6 +417,8 @@ def check_outputs(
     known = tuple(writers)
     read = {Path(i).resolve() for i in inputs if i is not None and Path(i).is_file()}
     for path in paths:
+        if not path.suffix and _is_folder(path):  # -o reports/: a folder, not "a name without a suffix"
+            check_writable(path, example=f"report{known[0]}" if known else "report.md")
         if output_suffix(path) not in known:
             raise KtriageError(
                 f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",

@@ -80,11 +80,15 @@ def compare(
             "e.g. ktriage compare old.json new.json",
         )
     a, b = (resolve_side(s, db, op=op, mode=mode) for s in (old, new))
+    timed = len(run_toolchains(a.run, a.cells))  # --toolchains is a way out only for a run that timed two or more
     check_not_one_run(
         a,
         b,
         (old, new),
-        f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains",
+        f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains"
+        if timed >= 2
+        else f"give two different runs (e.g. the old and the new toolchain's TritonBench files); this one timed "
+        f"{timed} toolchain(s), so there is none inside it to compare with --toolchains",
     )
     check_baseline(baseline, a.cells, b.cells)
     warning = check_precision(a, b, allow=allow_precision_mismatch)

@@ -238,6 +238,28 @@ def _check_not_contradicted(
             )
 
 
+def _check_backends(op: str, mode: str, backends: Sequence[str], origin: str, flagged: bool) -> None:
+    """A CSV whose backends are all another known operator's (``torch_layer_norm``, ``liger_layer_norm``
+    in ``my_layer_norm_bwd.csv`` or ``embedding_bwd.csv``) was read as the operator its name (or --op)
+    says: an unknown op, whose cells no catalog explains ("liger_layer_norm has no kernels in ktriage's
+    catalog"), or the wrong one. ``flagged``: the op came from --op, not from the file name."""
+    owners = registry.backend_operators()
+    theirs = {owners[b] for b in backends if b in owners}
+    if len(theirs) != 1 or op in theirs:
+        return
+    (other,) = theirs
+    said = f"--op {op}" if flagged else f"the file name says operator {op}"
+    rename = f"name the file after the operator it measured (e.g. {other}_{mode}_old.csv)"
+    fix = (
+        f"pass --op {other}"
+        if flagged
+        else rename
+        if registry.operator(op) is not None
+        else f"{rename} or pass --op {other}"
+    )
+    raise FormatError(f"{origin}: {said}, but its backends ({', '.join(sorted(backends))}) are {other}'s", fix)
+
+
 def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
     if not op or not mode:
         missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
@@ -268,18 +290,20 @@ def parse_csv(
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
     _refuse_comma_table(text, origin)
-    named_op, named_mode = op_mode_from_name(Path(origin).stem)
-    _check_not_contradicted(op, mode, named_op, named_mode, origin)
-    op, mode = _need(op or named_op, mode or named_mode, origin)
     reader = csv.reader(io.StringIO(text), delimiter=";")
     rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)
     # The first column names the input: ``x_val``, or the op's input tuple (``(M, H)`` for rms_norm,
     # ``(B, T, V)`` for cross_entropy: TritonBench's x_val label); the others are <backend>-<metric>.
+    # Checked before the name: a file that is no TritonBench CSV is told so, not to rename it.
     if not rows or len(rows[0][1]) < 2 or "-" in rows[0][1][0]:
         raise FormatError(
             f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
             "give the file of `python run.py ... --csv --output F` (';'-separated)",
         )
+    named_op, named_mode = op_mode_from_name(Path(origin).stem)
+    _check_not_contradicted(op, mode, named_op, named_mode, origin)
+    flagged = op is not None
+    op, mode = _need(op or named_op, mode or named_mode, origin)
     header = [h.strip() for h in rows[0][1]]
     columns: dict[str, dict[str, int]] = {}  # backend -> metric -> column
     for i, name in enumerate(header[1:], start=1):
@@ -297,15 +321,24 @@ def parse_csv(
         for backend, metrics in columns.items()
         if METRIC in metrics
     ]
+    _check_backends(op, mode, [b for b, *_ in latency], origin, flagged)
     cells: list[Cell] = []
     index = 0
     inputs = InputIndex(op)
     seen: dict[str, int] = {}  # x_val -> its line
     ids: dict[int, str] = {}  # input id -> the x_val that took it
-    for line, row in rows[1:]:
+    # TritonBench's csv.writer writes every row whole and ends it with a newline: a row with fewer
+    # columns than the header, or a last row without its newline, is where the file was cut (a copy or
+    # a run that died mid-write). Its last value may be a cut number ("0.1" of "0.1552..."), so none of
+    # its values is a latency; the rows before it keep theirs.
+    last = len(rows) - 1 if not text.endswith(("\n", "\r")) else -1
+    for i, (line, row) in enumerate(rows[1:], start=1):
         x_val = row[0].strip()
         if x_val == "average" or x_val == "hashes":
             continue
+        cut = len(row) < len(header) or i == last
+        if cut and len(row) < 2:
+            continue  # cut in its x_val: which input it was is unknown
         if x_val in seen:
             raise _duplicate(origin, f"x_val {x_val[:60]!r}", f"line {seen[x_val]}", f"line {line}")
         seen[x_val] = line
@@ -321,6 +354,12 @@ def parse_csv(
             value: Any = row[col] if col < n else ""
             if _number(value) is None and first < n and row[first].strip() and _number(row[first]) is None:
                 value = row[first]
+            if cut:
+                value = (
+                    f"line {line} of {origin} is cut short ({n} of {len(header)} columns"
+                    f"{'' if n < len(header) else ', no end of line'}): the file looks truncated, so its "
+                    "values are not latencies"
+                )
             cells.append(
                 _cell(
                     op,
@@ -445,7 +484,14 @@ def _read(path: Path) -> str:
     """The file's text through the schema layer's reader: size limit, UTF-8, a clear error otherwise."""
     from ktriage.measure.results_file import MAX_RESULTS_MB
 
-    return read_text(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+    text = read_text(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+    if not text.strip():  # not "not valid JSON: Expecting value" or "not a TritonBench CSV"
+        raise FormatError(
+            f"results file {path} is empty",
+            "give the file the run wrote (`python run.py ... --csv --output F`, --output-json F, or "
+            "ktriage bench -o R.json); a run that died before writing leaves an empty file",
+        )
+    return text
 
 
 def is_single_value(cell: Cell) -> bool:

@@ -118,6 +118,17 @@ def default_baselines() -> dict[str, str]:
     return {**TRITONBENCH_BASELINES, **{op.name: op.baseline for op in OPERATORS if op.baseline}}
 
 
+def backend_operators() -> dict[str, str]:
+    """backend -> the operator it times, for every backend ktriage knows by name: the bench operators'
+    native and artifact backends and TritonBench's registered baselines (a TritonBench file's columns
+    say which operator they measured even where its name says another)."""
+    out = {backend: op for op, backend in default_baselines().items()}
+    for op in OPERATORS:
+        for backend in (*op.backends, *(k.backend for k in op.kernels if k.backend)):
+            out[backend] = op.name
+    return out
+
+
 def by_backend(backend: str) -> tuple[Operator, Kernels] | None:
     """The operator and catalog kernels of an artifact backend (``liger_layer_norm``), None if none."""
     for op in OPERATORS:

@@ -1,0 +1,133 @@
+"""`ktriage compare` fed with real TritonBench output (the H200 A/A pair in tests/data/tritonbench) and
+the mistakes a user makes with it: a file cut short, a file name with a prefix, a file of another operator."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import RunCli
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair
+
+
+def _pairs(stdout: str) -> dict[tuple[str, str], dict[str, object]]:
+    (comparison,) = json.loads(stdout)["comparisons"]
+    return {(p["input_label"], p["backend"]): p for p in comparison["pairs"]}
+
+
+def test_a_csv_cut_mid_row_makes_that_rows_cells_errors_and_keeps_the_others(tmp_path: Path, run_cli: RunCli) -> None:
+    """A copy cut in the middle of a number ("4096;0.1" of "4096;0.15529599785804749;0.458...") read
+    0.1 as torch's latency and the missing liger value as "no latency in the file": a cut number taken
+    for a measurement, and no word of the truncation."""
+    text = (DATA / "layer_norm_bwd_run2.csv").read_text()
+    cut = tmp_path / "layer_norm_bwd_cut.csv"
+    cut.write_text(text[: text.index("\n4096;") + len("\n4096;0.1")])
+    r = run_cli(["compare", str(DATA / "layer_norm_bwd_run1.csv"), str(cut), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    pairs = _pairs(r.stdout)
+    for backend in ("torch_layer_norm", "liger_layer_norm"):
+        p = pairs[("(4096, 4096)", backend)]
+        assert p["status"] != "compared" and "line 8 of" in str(p["problem"]), p
+        assert "cut short (2 of 3 columns)" in str(p["problem"]) and "truncated" in str(p["problem"])
+    # the six whole rows before the cut keep their verdicts
+    before = [p for (label, _), p in pairs.items() if p["status"] == "compared"]
+    assert len(before) == 12 and all(p["verdict"]["n_new"] == 1 for p in before)  # type: ignore[index]
+
+    # a last row that lost its end of line (and the average row after it) is cut too
+    nonl = tmp_path / "layer_norm_bwd_nonl.csv"
+    nonl.write_text(text[: text.index("\n4608;")])
+    pairs = _pairs(run_cli(["compare", str(DATA / "layer_norm_bwd_run1.csv"), str(nonl), "--format", "json"]).stdout)
+    assert "no end of line" in str(pairs[("(4096, 4096)", "liger_layer_norm")]["problem"])
+    assert pairs[("(4096, 3584)", "liger_layer_norm")]["status"] == "compared"
+
+
+def test_a_csv_named_after_another_operator_than_its_backends_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    """The real layer_norm CSVs under other names: ``old_layer_norm_bwd.csv`` read as an operator
+    ``old_layer_norm`` (triage: "liger_layer_norm has no kernels in ktriage's catalog", exit 0), and
+    ``embedding_bwd_*.csv`` compared layer_norm's cells as embedding's (60 unsure, "no baseline backend")."""
+    text = [(DATA / f"layer_norm_bwd_run{i}.csv").read_text() for i in (1, 2)]
+    for names, said, fix in (
+        (
+            ("my_layer_norm_bwd_old.csv", "my_layer_norm_bwd_new.csv"),
+            "the file name says operator my_layer_norm",
+            "name the file after the operator it measured (e.g. layer_norm_bwd_old.csv) or pass --op layer_norm",
+        ),
+        (
+            ("embedding_bwd_old.csv", "embedding_bwd_new.csv"),
+            "the file name says operator embedding",
+            "name the file after the operator it measured (e.g. layer_norm_bwd_old.csv)",
+        ),
+    ):
+        paths = [tmp_path / n for n in names]
+        for path, t in zip(paths, text, strict=True):
+            path.write_text(t)
+        for verb in (["compare"], ["triage", "--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]):
+            r = run_cli([verb[0], *map(str, paths), *verb[1:]])
+            assert r.exit_code == 2, r.output
+            assert (
+                r.problem
+                == f"{paths[0]}: {said}, but its backends (liger_layer_norm, torch_layer_norm) are layer_norm's"
+            )
+            assert r.fix == fix and "Traceback" not in r.output
+    # --op names an operator these backends are not
+    plain = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for path, t in zip(plain, text, strict=True):
+        path.write_text(t)
+    r = run_cli(["compare", *map(str, plain), "--op", "embedding", "--mode", "bwd"])
+    assert r.exit_code == 2 and "--op embedding, but its backends" in r.problem and r.fix == "pass --op layer_norm"
+    # the fix works: --op layer_norm on the prefixed names compares the 60 cells
+    r = run_cli(
+        [
+            "compare",
+            str(tmp_path / "my_layer_norm_bwd_old.csv"),
+            str(tmp_path / "my_layer_norm_bwd_new.csv"),
+            "--op",
+            "layer_norm",
+        ]
+    )
+    assert r.exit_code == 0 and "30 unsure" in r.stdout, r.output
+
+
+def test_one_tritonbench_file_twice_is_not_sent_to_toolchains(run_cli: RunCli) -> None:
+    """``compare F.csv F.csv`` was refused with the fix ``ktriage compare F.csv --toolchains``, which a
+    TritonBench file (no toolchain timed side by side) refuses in turn: "0 toolchain(s) with cells"."""
+    csv = str(DATA / "layer_norm_bwd_run1.csv")
+    r = run_cli(["compare", csv, csv])
+    assert r.exit_code == 2 and "every cell would be compared with itself" in r.problem, r.output
+    assert r.fix is not None and f"ktriage compare {csv} --toolchains" not in r.fix
+    assert "give two different runs" in r.fix and "this one timed 0 toolchain(s)" in r.fix
+    assert run_cli(["compare", csv, "--toolchains"]).exit_code == 2  # what the old fix said to run
+
+
+def test_an_output_folder_is_named_a_folder(tmp_path: Path, run_cli: RunCli) -> None:
+    """``-o reports`` (a folder that exists) was refused as "no writer for 'a name without a suffix'"
+    with the fix to add a suffix (reports.md: a file beside the folder the user meant to write in)."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    sides = [str(DATA / f"layer_norm_bwd_run{i}.csv") for i in (1, 2)]
+    same = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]
+    for argv in (["compare", *sides], ["triage", *sides, *same]):
+        r = run_cli([*argv, "-o", str(folder)])
+        assert r.exit_code == 2, r.output
+        assert r.problem == f"--output {folder} is a folder" and r.fix == f"give a file name, e.g. {folder}/report.md"
+    assert list(folder.iterdir()) == []
+
+
+def test_an_empty_file_or_one_that_is_no_tritonbench_csv_says_so(tmp_path: Path, run_cli: RunCli) -> None:
+    """An empty CSV was "not a TritonBench CSV", an empty JSON "not valid JSON: Expecting value: line 1
+    column 1"; a CSV that is no TritonBench output (notes.csv) was told to rename itself: "the operator
+    and pass of this TritonBench CSV is not in its name"."""
+    good = str(DATA / "layer_norm_bwd_run1.csv")
+    same = ["--old-toolchain", "triton==3.4.0", "--new-toolchain", "triton==3.4.0"]
+    for name, text in (("layer_norm_bwd_new.csv", ""), ("new.json", ""), ("new.json", " \n\n")):
+        path = tmp_path / name
+        path.write_text(text)
+        for argv in (["compare", good, str(path)], ["triage", good, str(path), *same]):
+            r = run_cli(argv)
+            assert r.exit_code == 2 and r.problem == f"results file {path} is empty", r.output
+            assert r.fix is not None and "python run.py ... --csv --output F" in r.fix
+    notes = tmp_path / "notes.csv"
+    notes.write_text("name,owner\nlayer norm,alice\n")
+    r = run_cli(["compare", good, str(notes)])
+    assert r.exit_code == 2 and r.problem.startswith(f"{notes} is not a TritonBench CSV"), r.output
