@@ -595,6 +595,15 @@ def run_bisect(opts: BisectOptions, say: Say | None = None) -> BisectReport:
             "culprit": report.final.culprit.to_json() if report.final.culprit else None,
         }
         run.state.save()
+    except KeyboardInterrupt:
+        # Ctrl-C ended the bisect with exit 130 and not a word: nothing said that the rounds done are
+        # kept, nor that only --resume reads them (the same command without it starts over)
+        if run.state_path.exists():
+            speak(
+                f"interrupted: the rounds done are kept in {run.state_path}; "
+                "run the same command with --resume to continue from them"
+            )
+        raise
     finally:
         run.close(report)
     return report

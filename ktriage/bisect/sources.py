@@ -141,7 +141,13 @@ def versions_between(
     for end, flag in ((g, "--good"), (b, "--bad")):
         if end not in parsed:
             raise KtriageError(f"{flag} {end} is not a release of the {what} {where}", f"pick one that exists: {near}")
-    if g >= b:
+    if g == b:
+        # "not older than --bad ... swap them" sent the user to swap two equal ends
+        raise KtriageError(
+            f"--good {good} and --bad {bad} are the same release: there is nothing between them to bisect",
+            "give the last release known good as --good and the first known bad as --bad",
+        )
+    if g > b:
         raise KtriageError(
             f"--good {good} is not older than --bad {bad}",
             "the good version must come first; swap them if they are reversed",

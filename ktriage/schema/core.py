@@ -291,6 +291,14 @@ def decode_json(
     except RecursionError:
         raise _too_deep(origin, error) from None
     except msgspec.ValidationError as exc:
+        # msgspec stops at the first value of the wrong type before it has read the rest: a TOML file
+        # (`[build-system]`) was "top level: expected object, got array". Text that is no JSON says so.
+        try:
+            json.loads(text)
+        except ValueError as bad:
+            raise error(f"{origin} is not valid JSON: {bad}", fix) from None
+        except RecursionError:
+            pass  # nested too deep to read through: the type error stands
         raise validation_error(exc, origin=origin, fix=fix, fixes=fixes, error=error, headline=headline) from None
     except msgspec.DecodeError:
         pass

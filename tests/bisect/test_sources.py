@@ -71,6 +71,13 @@ def test_version_range_rules() -> None:
     assert versions_between(listed, "3.0.0", "3.2.0", pre=True) == ["3.0.0", "3.1.0rc1", "3.1.0", "3.2.0"]
     with pytest.raises(KtriageError, match="not older"):
         versions_between(listed, "3.2.0", "3.0.0")
+    # equal ends (3.2 is 3.2.0) are not a reversed range: swapping them would change nothing
+    with pytest.raises(KtriageError) as info:
+        versions_between(listed, "3.2", "3.2.0")
+    assert (
+        info.value.problem == "--good 3.2 and --bad 3.2.0 are the same release: there is nothing between them to bisect"
+    )
+    assert "swap" not in (info.value.fix or "")
     # a --good that is no release is reported as such, not as "newer than --bad: swap them"
     with pytest.raises(KtriageError, match="--good 9.9.9 is not a release of the package on the index"):
         versions_between(listed, "9.9.9", "3.2.0")

@@ -345,6 +345,45 @@ def test_resume_after_sigkill_does_not_retest(tmp_path: Path, run_cli: RunCli) -
     assert after  # it did go on, from where it stopped
 
 
+def test_ctrl_c_says_the_rounds_are_kept_and_resume_continues(tmp_path: Path, run_cli: RunCli) -> None:
+    """Ctrl-C ended a bisect with exit 130 and nothing on stderr: not a word that the rounds done were
+    kept, nor that only --resume reads them (the same command without it starts over)."""
+    repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
+    go_on = tmp_path / "go-on"
+    pidfile = tmp_path / "hung.pid"
+    # The 4th run (preflight 2 + round 1 done) waits until the test has pressed Ctrl-C.
+    extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
+    script, log = check_script(tmp_path, extra)
+    state = tmp_path / "state.json"
+    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
+    args += ["--command", f"sh {script}", "--state", str(state)]
+    proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not pidfile.exists() or not pidfile.read_text().strip():
+            assert proc.poll() is None, "the bisect ended before the Ctrl-C"
+            assert time.monotonic() < deadline, "the 4th command run never started"
+            time.sleep(0.1)
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if pidfile.exists() and pidfile.read_text().strip():
+            try:
+                os.killpg(int(pidfile.read_text().strip()), signal.SIGKILL)  # the hung script's own group
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == exit_codes.INTERRUPTED, err
+    said = " ".join(err.split())
+    assert f"interrupted: the rounds done are kept in {state}; run the same command with --resume" in said, err
+    assert "Traceback" not in err
+    go_on.write_text("")
+    r = run_cli([*args, "--resume"])
+    assert r.exit_code == exit_codes.OK, r.output
+    assert json.loads(state.read_text())["result"]["culprit"]["id"] == repo.culprit
+
+
 def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCli) -> None:
     repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=3)
     script, _ = check_script(tmp_path)

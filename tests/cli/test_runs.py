@@ -158,6 +158,19 @@ def test_import_of_a_folder_says_it_is_a_folder(store_url: str, tmp_path: Path, 
     assert "record it again" not in (shown.fix or "")
 
 
+def test_import_of_a_file_that_is_not_json_says_so(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A TOML file (its first line `[build-system]`) was "not a ktriage results file: top level: expected
+    object, got array": msgspec stopped at the `[` before reading on. It is said to be no JSON."""
+    toml = tmp_path / "pyproject.toml"
+    toml.write_text('[build-system]\nrequires = ["setuptools>=68"]\n')
+    result = run_cli(["runs", "import", str(toml), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem.startswith(f"results file {toml} is not valid JSON"), result.err_text
+    assert "array" not in result.err_text and "Traceback" not in result.output
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
 def test_import_of_a_run_without_cells_is_refused(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """A run without cells was "imported run X (0 cells)", exit 0, then refused by compare and triage (and its
     id blocked a later import of the measured file): refused before the store is written."""
