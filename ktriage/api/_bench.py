@@ -334,6 +334,8 @@ def bench(
     if toolchains and not artifact:
         _refuse_no_artifact_backend(opdef, mode_name)
     records: list[JSONObject] = []
+    if toolchains and not compile_only:  # before the compile: no GPU here is said now, not after it
+        require_gpu_before_compiling()
     if toolchains:
         from ktriage.workload.bundles.format import Selection
 
@@ -469,6 +471,25 @@ def require_torch() -> None:
             "measuring needs torch and an NVIDIA GPU on this machine",
             "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine",
         )
+
+
+COMPILE_THEN_MEASURE_FIX = (
+    "add --compile-only --bundle DIR to compile here (no GPU needed), then measure the bundle on the GPU "
+    "machine: ktriage bench --bundle DIR"
+)
+
+
+def require_gpu_before_compiling() -> None:
+    """A bench with toolchains compiles every kernel (minutes when the cache is cold) before its
+    worker would find that there is no GPU here: asked first (the CUDA driver, in a child process,
+    as ``ktriage record`` asks it; bounded), so a CPU machine is told at once, with the compile-only
+    way, instead of after the compile."""
+    from ktriage.record.run import gpu_problem
+
+    require_torch()
+    problem = gpu_problem()
+    if problem:
+        raise KtriageError(f"measuring needs an NVIDIA GPU on this machine: {problem}", COMPILE_THEN_MEASURE_FIX)
 
 
 def _refuse_no_artifact_backend(opdef: OpDef, mode: str) -> NoReturn:

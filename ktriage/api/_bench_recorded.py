@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING
 
 from ktriage import progress
 from ktriage.api import _args as args
-from ktriage.api._bench import BENCH_DEFAULTS, refuse_compiling_options, refuse_what_compile_only_ignores
+from ktriage.api._bench import (
+    BENCH_DEFAULTS,
+    refuse_compiling_options,
+    refuse_what_compile_only_ignores,
+    require_gpu_before_compiling,
+)
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError
@@ -150,6 +155,8 @@ def bench_recorded(
                 "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR "
                 "(bench_recorded(workload='W.json', toolchains=[...]))",
             )
+        if not compile_only:  # before the compile: no GPU here is said now, not after it
+            require_gpu_before_compiling()
         recorded = _compile(workload, toolchains, kernels, inputs, bundle, arch, jobs, compile_timeout, tell)
         kernels = inputs = None  # the bundle holds the selection
     elif bundle is not None:

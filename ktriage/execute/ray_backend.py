@@ -18,6 +18,7 @@ Ray is imported here only, and only when a cluster is asked for: ``pip install '
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -86,6 +87,19 @@ def import_ray() -> Any:
     return ray
 
 
+def require_ray_client(address: str) -> None:
+    """A ``ray://`` address goes through Ray Client, which needs grpcio (``ray[client]``); plain ``pip install
+    ray`` has none, and ``ray.init`` said so only after the reachability probe, under the fix "start one with
+    `ray start --head`" (a running head changed nothing). Checked first, with the install or the GCS port."""
+    if address.startswith("ray://") and importlib.util.find_spec("grpc") is None:
+        raise KtriageError(
+            f"--cluster {address}: a ray:// address goes through Ray Client, which needs the package ray[client] "
+            "(grpcio), not installed here",
+            "pip install 'ray[client]', or give the head's GCS port without ray:// (--cluster HOST:PORT, the port of "
+            "`ray start --head --port PORT`; docs/cluster.md)",
+        )
+
+
 CONNECT_TIMEOUT_S = 5.0
 _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # + empty SETTINGS
 
@@ -134,6 +148,7 @@ class RayExecutor:
     remote = True
 
     def __init__(self, address: str, *, max_retries: int = DEFAULT_RETRIES) -> None:
+        require_ray_client(address)
         check_reachable(address)
         ray = import_ray()
         self.address = address

@@ -88,6 +88,16 @@ def check_options(options: TriageOptions) -> None:
         raise KtriageError(
             f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"
         )
+    if options.measure:  # the GPU is asked now: the explain, bisect and bundle steps before it take minutes
+        import importlib.util
+
+        from ktriage.record.run import gpu_problem
+
+        problem = (
+            "torch is not installed in this Python" if importlib.util.find_spec("torch") is None else gpu_problem()
+        )
+        if problem:
+            raise KtriageError(f"--measure needs an NVIDIA GPU on this machine: {problem}", NO_GPU_FIX)
     if options.measured:  # refused now, not after the compile-side steps; read, or with no flagged cell an
         from ktriage.compare.sides import load_side  # explain report given as --measured passed without a word
 
@@ -501,8 +511,11 @@ def _run_recorded(
     return results
 
 
+NO_GPU_FIX = "on a CPU machine use --bundle DIR, run the printed command on the GPU host, then --measured DIR/results"
+
+
 def _require_gpu() -> None:
-    fix = "on a CPU machine use --bundle DIR, run the printed command on the GPU host, then --measured DIR/results"
+    fix = NO_GPU_FIX
     try:
         import torch
     except ImportError as exc:

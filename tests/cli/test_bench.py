@@ -254,6 +254,22 @@ def test_measuring_a_bundle_refuses_the_options_of_compiling(
     assert out.problem == "stopped before the GPU session", out.err_text
 
 
+def test_measuring_with_toolchains_and_no_gpu_is_refused_before_the_compile(tmp_path: Path, run_cli: RunCli) -> None:
+    """`bench --op layer_norm -t T` (no --compile-only) on a machine without a GPU compiled every kernel into a
+    bundle (minutes with a cold cache), then the worker found no GPU. The CUDA driver is asked first now: exit 2
+    at once with the compile-only way, nothing compiled, no bundle. (No GPU is simulated with
+    CUDA_VISIBLE_DEVICES="", so the test means the same on the GPU host.)"""
+    bundle = tmp_path / "b"
+    for source in (["--op", "layer_norm", "-i", "0"], [str(WORKLOAD)]):
+        out = run_cli(
+            ["bench", *source, "-t", "triton==3.4.0", "--bundle", str(bundle)], env={"CUDA_VISIBLE_DEVICES": ""}
+        )
+        assert out.exit_code == exit_codes.USAGE, out.output
+        assert out.problem.startswith("measuring needs "), out.err_text
+        assert "GPU" in out.problem and "--compile-only --bundle DIR" in (out.fix or ""), out.err_text
+        assert "bundle:" not in out.output and not bundle.exists()  # refused before the compile
+
+
 def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:
     """`bench --bundle DIR -t T` (meaning to measure DIR) said "no --op given, e.g. --op layer_norm", a
     command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""

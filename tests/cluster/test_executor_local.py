@@ -39,3 +39,16 @@ def test_cluster_values(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(KtriageError, match="not a cluster address"):
         cluster_address("nowhere")
     assert isinstance(open_executor("local", workers=3), LocalExecutor)
+
+
+def test_a_ray_client_address_without_ray_client_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--cluster ray://HOST:PORT` with plain `pip install ray` (no grpcio): Ray's "requires pip package
+    `ray[client]`" came under the fix "start one with `ray start --head`". Refused first now, naming the
+    package and the GCS port that needs none (the port here listens to nothing: no probe is reached)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # grpcio not importable, as without ray[client]
+    with pytest.raises(KtriageError) as refused:
+        open_executor("ray://127.0.0.1:1", workers=1)
+    assert "Ray Client" in refused.value.problem and "ray[client]" in refused.value.problem
+    assert "pip install 'ray[client]'" in refused.value.fix and "HOST:PORT" in refused.value.fix

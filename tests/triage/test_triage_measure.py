@@ -95,7 +95,9 @@ def _fake_results(
     return write_results(path, run, cells)
 
 
-def test_bundle_of_the_flagged_cells_and_the_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bundle_of_the_flagged_cells_and_the_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "tri"
     code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out), "--format", "json"])
     captured = capsys.readouterr()
@@ -117,10 +119,13 @@ def test_bundle_of_the_flagged_cells_and_the_command(tmp_path: Path, capsys: pyt
     assert f"bench --bundle {entry['dir']} --only torch_layer_norm,liger_layer_norm --precision" in script
     assert f"on the GPU host: bash {out / SCRIPT}" in captured.err.replace("\n", "")
     assert report["measured"]["commands"] == [f"bash {out / SCRIPT}"]
-    # --measure on this CPU machine: the bundle is reused (same triage, no compile), the bench refused with the way out
+    # --measure on a machine without a GPU (CUDA_VISIBLE_DEVICES="": the same on the GPU host): refused with the way
+    # out before the explain, bisect and bundle steps (minutes with a cold cache), no longer after them
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--measure", "--bundle", str(out)])
-    err = capsys.readouterr().err
-    assert code == 2 and "reusing the bundle" in err and "--measure" in err and "--bundle DIR" in err
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "error: --measure needs an NVIDIA GPU on this machine" in err and "--bundle DIR" in err, err
+    assert "reusing the bundle" not in err and "explain " not in err
 
 
 def test_the_aa_pair_measured_side_by_side_is_noise(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
