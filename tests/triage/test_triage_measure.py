@@ -479,8 +479,9 @@ def test_measured_that_is_no_results_file_is_refused_with_nothing_flagged(
     report.write_text(json.dumps({"tool": "ktriage explain", "findings": []}))
     empty = tmp_path / "empty.json"
     empty.write_text("")
-    for given, problem in ((report, "is not a ktriage results file"), (empty, "is not valid JSON")):
+    # (an empty file is named as one since the seventeenth session: "results file F is empty")
+    for given, said in ((report, f"{report} is not a ktriage results file"), (empty, f"results file {empty} is empty")):
         argv = ["triage", str(aa / "aa_1.json"), str(aa / "aa_2.json"), "--threshold", "20"]
         code = main([*argv, "--measured", str(given)])
         err = " ".join(capsys.readouterr().err.split())
-        assert code == 2 and f"error: {given} {problem}" in err and "fix:" in err, err
+        assert code == 2 and f"error: {said}" in err and "fix:" in err, err
