@@ -310,6 +310,19 @@ def input_spec_keys(bundle: Any, input_id: int, backend: str) -> list[str]:
     return [str(k) for k in kernels.values()]
 
 
+def _no_ncu_reason() -> str:
+    """Why nothing was profiled when ncu is not on PATH. On a machine with no GPU either (the one a bundle
+    was compiled on), installing ncu would not help: that is said too (the CUDA driver is asked in a
+    child process, as ``ktriage record`` asks it; a probe that cannot tell says nothing more)."""
+    from ktriage.record.run import gpu_problem
+
+    reason = "ncu (Nsight Compute) is not on PATH: nothing profiled"
+    problem = gpu_problem()
+    if problem:
+        reason += f"; this machine cannot run kernels either ({problem}): profile the bundle on the GPU machine"
+    return reason
+
+
 def profile_bundle(
     bundle_path: Path,
     *,
@@ -332,9 +345,10 @@ def profile_bundle(
     profiles: list[ToolchainProfile] = []
     version = ncu_version(exe) if exe else None
     kernels = input_spec_keys(bundle, case_id, chosen)
+    no_ncu = _no_ncu_reason() if exe is None else ""
     for tc in bundle.toolchain_ids():
         if exe is None:
-            profiles.append(ToolchainProfile(tc, error="ncu (Nsight Compute) is not on PATH: nothing profiled"))
+            profiles.append(ToolchainProfile(tc, error=no_ncu))
             continue
         unbuilt = bundle.failure_of(kernels, tc)
         if unbuilt is not None:  # known from the bundle: no ncu start (three, with its retries) to find out

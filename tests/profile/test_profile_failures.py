@@ -70,3 +70,15 @@ def test_a_toolchain_the_bundle_could_not_compile_is_not_run(run_cli, tmp_path: 
     assert doc["toolchains"][new]["launches"]  # the other toolchain is profiled
     profiled = [ln for ln in calls.read_text().splitlines() if not ln.startswith(("--version", "--import"))]
     assert profiled and not any("triton-3.3.1" in ln for ln in profiled)  # ncu never started for 3.3.1
+
+
+def test_no_ncu_on_a_machine_without_a_gpu_says_to_profile_on_the_gpu_machine(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`ktriage profile` on the machine a bundle was compiled on said only "ncu (Nsight Compute) is not on
+    PATH": installing ncu there would not help. The CUDA driver is asked for real (CUDA_VISIBLE_DEVICES=""
+    hides any GPU, so the answer is the same on the GPU host)."""
+    from ktriage.profile.run import _no_ncu_reason
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    reason = _no_ncu_reason()
+    assert reason.startswith("ncu (Nsight Compute) is not on PATH: nothing profiled; this machine cannot run kernels")
+    assert reason.endswith("profile the bundle on the GPU machine")
