@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -17,6 +18,7 @@ from ktriage.cli import exit_codes
 from tests.bisect.repos import (
     GIT_ENV,
     KTRIAGE,
+    KernelRepo,
     check_script,
     command_runs,
     git,
@@ -285,46 +287,57 @@ def test_a_state_path_that_is_a_folder_is_refused_before_anything_runs(tmp_path:
 # ----------------------------------------------------------------------------- --command, --resume, bisect-step
 
 
+class _HungBisect(NamedTuple):
+    """A --command bisect whose 4th command run (preflight 2 + round 1 done) waits, its pid in ``pidfile``,
+    until ``go_on`` exists."""
+
+    repo: KernelRepo
+    go_on: Path
+    pidfile: Path
+    log: Path
+    state: Path
+    args: list[str]
+
+    @classmethod
+    def make(cls, tmp_path: Path) -> _HungBisect:
+        repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
+        go_on, pidfile = tmp_path / "go-on", tmp_path / "hung.pid"
+        extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
+        script, log = check_script(tmp_path, extra)
+        state = tmp_path / "state.json"
+        args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
+        return cls(repo, go_on, pidfile, log, state, [*args, "--command", f"sh {script}", "--state", str(state)])
+
+    def wait_for_the_4th_run(self, proc: subprocess.Popen[Any], before: str) -> None:
+        deadline = time.monotonic() + 120
+        while not self.pidfile.exists() or not self.pidfile.read_text().strip():
+            assert proc.poll() is None, f"the bisect ended before the {before}"
+            assert time.monotonic() < deadline, "the 4th command run never started"
+            time.sleep(0.1)
+
+    def kill_the_4th_run(self) -> None:
+        if self.pidfile.exists() and self.pidfile.read_text().strip():
+            try:
+                os.killpg(int(self.pidfile.read_text().strip()), signal.SIGKILL)  # the hung script's own group
+            except ProcessLookupError:
+                pass
+
+
 def test_resume_after_sigkill_does_not_retest(tmp_path: Path, run_cli: RunCli) -> None:
-    repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
-    go_on = tmp_path / "go-on"
-    pidfile = tmp_path / "hung.pid"
-    # The 4th run (preflight 2 + round 1 done) hangs until the test kills everything.
-    extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
-    script, log = check_script(tmp_path, extra)
-    state = tmp_path / "state.json"
-    args = [
-        "bisect",
-        "--source",
-        f"git:{repo.path}",
-        "--good",
-        repo.good,
-        "--bad",
-        repo.bad,
-        "--command",
-        f"sh {script}",
-        "--state",
-        str(state),
-    ]
+    # The 4th run hangs until the test kills everything.
+    hung = _HungBisect.make(tmp_path)
+    repo, go_on, log, state, args = hung.repo, hung.go_on, hung.log, hung.state, hung.args
     proc = subprocess.Popen(
         [*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
     try:
-        deadline = time.monotonic() + 120
-        while not pidfile.exists() or not pidfile.read_text().strip():
-            assert proc.poll() is None, "the bisect ended before the kill"
-            assert time.monotonic() < deadline, "the 4th command run never started"
-            time.sleep(0.1)
+        hung.wait_for_the_4th_run(proc, "kill")
         os.kill(proc.pid, signal.SIGKILL)  # a real crash: no cleanup, no final save
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        if pidfile.exists() and pidfile.read_text().strip():
-            try:
-                os.killpg(int(pidfile.read_text().strip()), signal.SIGKILL)  # the hung script's own group
-            except ProcessLookupError:
-                pass
+        hung.kill_the_4th_run()
     assert proc.returncode == -signal.SIGKILL
     saved = json.loads(state.read_text())
     stage = saved["stages"][0]
@@ -348,32 +361,18 @@ def test_resume_after_sigkill_does_not_retest(tmp_path: Path, run_cli: RunCli) -
 def test_ctrl_c_says_the_rounds_are_kept_and_resume_continues(tmp_path: Path, run_cli: RunCli) -> None:
     """Ctrl-C ended a bisect with exit 130 and nothing on stderr: not a word that the rounds done were
     kept, nor that only --resume reads them (the same command without it starts over)."""
-    repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
-    go_on = tmp_path / "go-on"
-    pidfile = tmp_path / "hung.pid"
-    # The 4th run (preflight 2 + round 1 done) waits until the test has pressed Ctrl-C.
-    extra = f'if [ ! -f {go_on} ] && [ "$(wc -l < {tmp_path / "runs.log"})" -ge 4 ]; then echo $$ > {pidfile}; sleep 600; fi'
-    script, log = check_script(tmp_path, extra)
-    state = tmp_path / "state.json"
-    args = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad]
-    args += ["--command", f"sh {script}", "--state", str(state)]
+    # The 4th run waits until the test has pressed Ctrl-C.
+    hung = _HungBisect.make(tmp_path)
+    repo, go_on, state, args = hung.repo, hung.go_on, hung.state, hung.args
     proc = subprocess.Popen([*KTRIAGE, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        while not pidfile.exists() or not pidfile.read_text().strip():
-            assert proc.poll() is None, "the bisect ended before the Ctrl-C"
-            assert time.monotonic() < deadline, "the 4th command run never started"
-            time.sleep(0.1)
+        hung.wait_for_the_4th_run(proc, "Ctrl-C")
         os.kill(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-        if pidfile.exists() and pidfile.read_text().strip():
-            try:
-                os.killpg(int(pidfile.read_text().strip()), signal.SIGKILL)  # the hung script's own group
-            except ProcessLookupError:
-                pass
+        hung.kill_the_4th_run()
     assert proc.returncode == exit_codes.INTERRUPTED, err
     said = " ".join(err.split())
     assert f"interrupted: the rounds done are kept in {state}; run the same command with --resume" in said, err
