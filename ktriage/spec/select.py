@@ -130,6 +130,26 @@ def names_short_label(selector: str, kernel_names: set[str], label: str) -> bool
     return bool(want) and have is not None and set(want or ()) <= set(have)
 
 
+def recorded_short_label_match(selector: str, inputs: Sequence[tuple[str, str, str]], where: str) -> list[int]:
+    """Which of a workload's recorded inputs, each (its kernel's id, its function, its full label),
+    ``selector`` is the short label of (``K7[X_ptr=4096x4608]``, ``_layer_norm_backward_kernel.K7[...]`` or
+    the bare label): no index, or the one; a short label several inputs have is refused, the fix naming
+    ``--kernel`` (bench W.json and bench --bundle select this way)."""
+    hits = [
+        n for n, (kid, fn, label) in enumerate(inputs) if names_short_label(selector, {kid, fn, f"{fn}.{kid}"}, label)
+    ]
+    if len(hits) > 1:
+        named = [(f"{inputs[n][1]}.{inputs[n][0]}", inputs[n][2]) for n in hits]
+        raise ambiguous_short_label(
+            selector,
+            "--input",
+            where,
+            [(kernel, f"{kernel}[{label}]") for kernel, label in named],
+            kernel_option="--kernel " + " or ".join(dict.fromkeys(inputs[n][0] for n in hits)),
+        )
+    return hits
+
+
 def ambiguous_short_label(
     selector: str, flag: str, where: str, matches: Sequence[tuple[str, str]], *, kernel_option: str = ""
 ) -> SpecError:

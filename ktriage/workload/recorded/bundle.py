@@ -24,7 +24,7 @@ from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.select import ambiguous_short_label, names_short_label
+from ktriage.spec.select import recorded_short_label_match
 from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
@@ -105,7 +105,7 @@ def select_kernels(
 ) -> list[tuple[Kernel, list[int]]]:
     """The kernels ``--kernel`` names (an id such as K3 or a function name) and of each the inputs
     ``--input`` names (a recorded input id, its label, or the short label explain prints when one input
-    of the chosen kernels has it: ``ktriage.spec.select.names_short_label``); an unknown name is an
+    of the chosen kernels has it: ``ktriage.spec.select.recorded_short_label_match``); an unknown name is an
     error listing the choices, a short label that several inputs have is refused."""
     chosen = list(workload.kernels)
     if kernels:
@@ -121,24 +121,16 @@ def select_kernels(
         chosen = [k for k in workload.kernels if k in picked]
     # a selector that is no input's id or label: a short label as explain prints it (one input, else refused)
     by_short: set[tuple[str, int]] = set()
+    pairs = [(k, i) for k in chosen for i in k.inputs]
     for sel in inputs or ():
-        if any(sel in (str(i.id), i.label) for k in chosen for i in k.inputs):
+        if any(sel in (str(i.id), i.label) for _, i in pairs):
             continue
-        hits = [
-            (k, i)
-            for k in chosen
-            for i in k.inputs
-            if names_short_label(sel, {k.id, k.function, f"{k.function}.{k.id}"}, i.label)
-        ]
-        if len(hits) > 1:
-            raise ambiguous_short_label(
-                sel,
-                "--input",
-                "the workload" + (f" (--kernel {' '.join(kernels)})" if kernels else ""),
-                [(f"{k.function}.{k.id}", f"{k.function}.{k.id}[{i.label}]") for k, i in hits],
-                kernel_option="--kernel " + " or ".join(dict.fromkeys(k.id for k, _ in hits)),
-            )
-        by_short |= {(k.id, i.id) for k, i in hits}
+        hits = recorded_short_label_match(
+            sel,
+            [(k.id, k.function, i.label) for k, i in pairs],
+            "the workload" + (f" (--kernel {' '.join(kernels)})" if kernels else ""),
+        )
+        by_short |= {(pairs[n][0].id, pairs[n][1].id) for n in hits}
     out: list[tuple[Kernel, list[int]]] = []
     for k in chosen:
         ids = [i.id for i in k.inputs]
@@ -295,20 +287,10 @@ class RecordedBundle:
             for sel in inputs:
                 if any(sel in (str(e.input), e.label, e.recorded_label) for e in among):
                     continue
-                found = [
-                    e
-                    for e in among
-                    if names_short_label(sel, {e.kernel, e.function, f"{e.function}.{e.kernel}"}, e.recorded_label)
-                ]
-                if len(found) > 1:
-                    raise ambiguous_short_label(
-                        sel,
-                        "--input",
-                        f"bundle {self.bundle.path}",
-                        [(f"{e.function}.{e.kernel}", f"{e.function}.{e.kernel}[{e.recorded_label}]") for e in found],
-                        kernel_option="--kernel " + " or ".join(dict.fromkeys(e.kernel for e in found)),
-                    )
-                by_short |= {e.id for e in found}
+                hits = recorded_short_label_match(
+                    sel, [(e.kernel, e.function, e.recorded_label) for e in among], f"bundle {self.bundle.path}"
+                )
+                by_short |= {among[n].id for n in hits}
             chosen = [
                 e
                 for e in chosen
