@@ -200,6 +200,12 @@ class Comparison:
         """Pairs not compared: a side errored, was wrong, timed out, or is missing."""
         return [p for p in self.pairs if p.status != "compared"]
 
+    def not_compared(self) -> list[str]:
+        """Each pair not compared as one line, ``<cell>: <why>`` (an input, backend or operator on one side
+        only, a failed or wrong cell, a value that is no latency), the baseline backend's included: what
+        compare and triage list, so a user sees which cells no verdict covers (a count alone hid them)."""
+        return [f"{p.label()}: {p.problem or p.status}" for p in self.problems()]
+
     def counts(self) -> dict[str, int]:
         out = {k: 0 for k in ("regression", "improvement", "same", "unsure", "error", "missing")}
         for p in self.pairs:
@@ -235,6 +241,8 @@ class Comparison:
             "reference_failed": self.reference_failed(),
             "new_failed": self.new_failed(),
             "one_turn_verdicts": len(self.one_turn_verdicts()),
+            "not_compared_count": len(self.problems()),
+            "not_compared": self.not_compared(),
             "warnings": self.warnings,
             "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],
@@ -377,7 +385,9 @@ def _pairs(
                 is_baseline=(be == baselines.get(op)),
             )
             if rc is None or nc is None:
-                pr.status, pr.problem = "missing", "no reference cell" if rc is None else "no new cell"
+                # an input, backend or operator one side has and the other does not
+                pr.status = "missing"
+                pr.problem = f"on the {'new' if rc is None else 'reference'} side only (the other has no such cell)"
             elif rc.status != "ok" or nc.status != "ok":
                 pr.status = "error"
                 pr.problem = "; ".join(

@@ -30,6 +30,11 @@ def fmt_ci(p: PairResult) -> str:
     return f"[{fmt_pct(v.ci_low)}, {fmt_pct(v.ci_high)}]"
 
 
+# The most "not compared" cells a markdown report lists (then a count of the rest): a side that lacks a
+# whole operator can leave thousands, and a CI job summary has room for a few; the JSON lists every one.
+MAX_LISTED = 200
+
+
 def _esc(text: str) -> str:
     """Text from the input (labels, names, error messages): inert markdown (``mdsafe.md_text``)."""
     return md_text(text)
@@ -43,8 +48,8 @@ def headline(c: Comparison) -> str:
         f"{n['same']} same",
         f"{n['unsure']} unsure",
     ]
-    if n["error"] or n["missing"]:
-        parts.append(f"{n['error'] + n['missing']} not compared (errors/missing)")
+    if not_compared := len(c.problems()):  # the baseline's too: the count of the list every output gives
+        parts.append(f"{not_compared} not compared (errors/missing)")
     if c.reference_failed():
         parts.append(
             f"the reference {c.ref_label} failed every kernel here: compare against one that ran"
@@ -118,8 +123,10 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         ]
         out += [
             f"| {_esc(p.op + '.' + p.mode)} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |"
-            for p in probs
+            for p in probs[:MAX_LISTED]
         ]
+        if len(probs) > MAX_LISTED:
+            out += ["", f"... and {len(probs) - MAX_LISTED} more (the JSON report lists every one)"]
         out.append("")
     imps = c.improvements()
     if imps:

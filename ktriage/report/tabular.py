@@ -45,8 +45,6 @@ _STYLE = {
     "improvement": "green",
     "same": "dim",
     "unsure": "yellow",
-    "error": "magenta",
-    "missing": "magenta",
 }
 
 
@@ -96,20 +94,9 @@ def to_csv(report: CompareReport) -> str:
 
 def _row(p: PairResult) -> list[str]:
     v = p.verdict
+    assert v is not None  # the pairs not compared are listed under the table, not in it
     style = _STYLE.get(p.kind, "")
     kind = f"[{style}]{p.kind}[/]" if style else p.kind
-    if v is None:
-        return [
-            escape(f"{p.op}.{p.mode}"),
-            escape(p.input_label),
-            escape(p.backend_label),
-            "-",
-            "-",
-            "-",
-            "-",
-            kind,
-            escape(p.problem or ""),
-        ]
     return [
         escape(f"{p.op}.{p.mode}"),
         escape(p.input_label),
@@ -131,8 +118,9 @@ MAX_TABLE_ROWS = 500
 def print_table(
     console: Console, report: CompareReport, show_same: bool = False, max_rows: int = MAX_TABLE_ROWS
 ) -> None:
-    """Regressions first (worst first), then improvements, unsure and problems; 'same' on request.
-    At most ``max_rows`` rows per comparison, then a line saying how many more there are."""
+    """Regressions first (worst first), then improvements and unsure; 'same' on request. At most
+    ``max_rows`` rows per comparison, then a line saying how many more there are; under the table the
+    cells not compared, each with why (:func:`print_not_compared`)."""
     for c in report.comparisons:
         console.print(f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))}")
         style = (
@@ -154,7 +142,7 @@ def print_table(
             "why",
         ):
             t.add_column(col, overflow="fold")
-        rows = [*c.regressions(), *c.improvements(), *c.unsure(), *c.problems(), *(c.same() if show_same else [])]
+        rows = [*c.regressions(), *c.improvements(), *c.unsure(), *(c.same() if show_same else [])]
         for p in rows[:max_rows]:
             t.add_row(*_row(p))
         if rows:
@@ -163,9 +151,26 @@ def print_table(
             console.print(
                 f"[dim]... and {len(rows) - max_rows} more rows, not shown: --format csv or json, or -o FILE.csv, lists them all[/]"
             )
+        print_not_compared(console, c.not_compared())
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         console.print()
+
+
+# The most "not compared" cells the terminal lists (then a count of the rest): a side without a whole
+# operator leaves hundreds, which would bury the verdicts; --format json lists every one.
+MAX_NOT_COMPARED_SHOWN = 20
+
+
+def print_not_compared(console: Console, lines: list[str]) -> None:
+    """The cells no verdict covers, ``<cell>: <why>`` (``Comparison.not_compared``), the first
+    :data:`MAX_NOT_COMPARED_SHOWN` and a count of the rest: compare's table and triage's alike."""
+    for x in lines[:MAX_NOT_COMPARED_SHOWN]:
+        console.print(f"[red]not compared:[/] {escape(x)}", soft_wrap=True)
+    if len(lines) > MAX_NOT_COMPARED_SHOWN:
+        console.print(
+            f"[red]not compared:[/] and {len(lines) - MAX_NOT_COMPARED_SHOWN} more (--format json lists every one)"
+        )
 
 
 def print_counters(console: Console, report: CompareReport) -> None:

@@ -17,7 +17,9 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
+from ktriage.report.markdown import MAX_LISTED
 from ktriage.report.svg import Series, line_chart
+from ktriage.report.tabular import print_not_compared
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -34,10 +36,6 @@ REGRESSION_KINDS = SECTIONS[0][1]
 def _esc(text: str) -> str:
     """Text from the input (labels, notes, error messages): inert in a table cell or list item."""
     return md_text(text)
-
-
-# the markdown lists this many cells not compared (a CI summary must stay readable); the JSON has all
-MAX_LISTED = 200
 
 
 def _pct(c: CellTriage) -> str:
@@ -360,7 +358,4 @@ def print_table(report: TriageReport, console: Console) -> None:
         console.print(f"[yellow]note:[/] {escape(x)}")
     for x in report.failures:
         console.print(f"[red]failed:[/] {escape(x)}")
-    for x in report.not_compared[:20]:
-        console.print(f"[red]not compared:[/] {escape(x)}")
-    if len(report.not_compared) > 20:
-        console.print(f"[red]not compared:[/] and {len(report.not_compared) - 20} more (--format json lists every one)")
+    print_not_compared(console, report.not_compared)

@@ -776,7 +776,7 @@ def triage(
         options,
         flagged,
         compared=sum(1 for p in comparison.pairs if p.verdict is not None),
-        not_compared=[f"{p.label()}: {p.problem}" for p in comparison.problems()],
+        not_compared=comparison.not_compared(),
         baseline=_baseline_for_triage(comparison.baseline, registry.default_baselines()),
         failures=work.failures,
         notes=work.notes,

@@ -131,3 +131,29 @@ def test_an_empty_file_or_one_that_is_no_tritonbench_csv_says_so(tmp_path: Path,
     notes.write_text("name,owner\nlayer norm,alice\n")
     r = run_cli(["compare", good, str(notes)])
     assert r.exit_code == 2 and r.problem.startswith(f"{notes} is not a TritonBench CSV"), r.output
+
+
+def test_cells_on_one_side_only_are_listed_with_why_in_the_table_and_the_json(tmp_path: Path, run_cli: RunCli) -> None:
+    """Inputs one file has and the other lacks were table rows after every verdict (cut off past 500 rows)
+    with "no new cell", the headline counting those of the baseline backend out, and the JSON had no list
+    of them: now every output lists them as triage does, ``<cell>: <why>``, 20 in the terminal, all in
+    the JSON."""
+    run1 = (DATA / "layer_norm_bwd_run1.csv").read_text().splitlines(keepends=True)
+    run2 = (DATA / "layer_norm_bwd_run2.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old, new = tmp_path / "old" / "layer_norm_bwd.csv", tmp_path / "new" / "layer_norm_bwd.csv"
+    old.write_text("".join(run1[:21]))  # header, inputs N=1024..10752 (20)
+    new.write_text("".join(run2[:1] + run2[4:31]))  # header, N=2560..15872 (27): 3 inputs fewer, 10 more
+    r = run_cli(["compare", str(old), str(new)])
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.stdout.split())
+    assert "17 unsure, 26 not compared" in out  # 13 inputs x 2 backends, the baseline's included
+    assert "not compared: layer_norm.bwd[(4096, 1024)] liger_layer_norm: on the reference side only" in out
+    assert "not compared: layer_norm.bwd[(4096, 11264)] liger_layer_norm: on the new side only" in out
+    assert r.stdout.count("not compared: layer_norm.bwd") == 20 and "and 6 more (--format json lists every one)" in out
+    (comparison,) = json.loads(run_cli(["compare", str(old), str(new), "--format", "json"]).stdout)["comparisons"]
+    assert comparison["not_compared_count"] == 26 and len(comparison["not_compared"]) == 26
+    assert "layer_norm.bwd[(4096, 15872)] torch_layer_norm: on the new side only" in " ".join(
+        comparison["not_compared"]
+    )
