@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Collection
 from pathlib import Path
 
@@ -20,11 +21,22 @@ NAME_MAX = 255  # bytes of one path component (Linux, macOS)
 PATH_MAX = 4096  # bytes of a whole path (Linux)
 
 
+def is_char_device(path: Path) -> bool:
+    """Whether ``path`` is a character device (``/dev/null``, a terminal such as ``/dev/tty``): the usual
+    way to discard an output or show it, written in place (``ktriage.atomic``), never replaced or
+    given a file beside it. Block devices are not: a report written over a disk would destroy it."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def check_writable(path: Path, option: str = "--output", *, folder: bool = False, example: str = "report.md") -> None:
     """Refuse an output path that cannot be written, before any work: a folder (or, with ``folder``, a
     file), a path under a file, a name too long for the file system, or one whose nearest existing
     folder cannot be written in (tried with a probe file, so that it holds for root too; the missing
-    folders below it are created when the output is written). ``option`` names the option in the
+    folders below it are created when the output is written). A character device (``-o /dev/null``)
+    needs only to be writable itself: it is written in place, so no probe goes into its folder. ``option`` names the option in the
     error (``-o``, ``--raw-dir``); ``example`` is the file name the fix suggests for a folder given."""
     import tempfile
 
@@ -38,6 +50,10 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
         )
     if len(os.fsencode(str(path.absolute()))) >= PATH_MAX:
         raise KtriageError(f"{option} {str(path)[:80]}...: the path is over {PATH_MAX} bytes", f"{fix}, shorter")
+    if not folder and is_char_device(path):  # -o /dev/null: opened for writing, nothing made in /dev
+        if not os.access(path, os.W_OK):
+            raise KtriageError(f"{option} {path}: the device cannot be written (permission denied)", fix)
+        return
     where = path
     try:
         if folder and path.exists() and not path.is_dir():

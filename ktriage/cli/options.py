@@ -35,7 +35,7 @@ import typer
 
 from ktriage.api.paths import RESULTS_FILE as RESULTS_FILE
 from ktriage.api.paths import WORKLOAD as WORKLOAD
-from ktriage.api.paths import check_not_data, data_kind
+from ktriage.api.paths import check_not_data, data_kind, is_char_device
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
@@ -394,6 +394,16 @@ def output_suffix(path: Path) -> str:
     return getattr(path, "writer_suffix", None) or path.suffix.lower()
 
 
+def _writer_of(path: Path, known: Sequence[str]) -> str | None:
+    """The writer (a suffix of ``known``) ``path`` is written with: its format or suffix
+    (:func:`output_suffix`), else, for a character device such as ``/dev/null`` (a name without a
+    suffix, written to discard or show the output), the verb's first writer; None: no writer."""
+    suffix = output_suffix(path)
+    if suffix in known:
+        return suffix
+    return known[0] if known and is_char_device(path) else None
+
+
 def _is_folder(path: Path) -> bool:
     """Whether ``path`` is a folder; False where the system cannot say (a name too long: check_writable says so)."""
     try:
@@ -419,7 +429,7 @@ def check_outputs(
     for path in paths:
         if not path.suffix and _is_folder(path):  # -o reports/: a folder, not "a name without a suffix"
             check_writable(path, example=f"report{known[0]}" if known else "report.md")
-        if output_suffix(path) not in known:
+        if _writer_of(path, known) is None:
             raise KtriageError(
                 f"--output {path}: no writer for {path.suffix or 'a name without a suffix'!r}",
                 f"name the file with one of: {', '.join(known)}",
@@ -441,20 +451,21 @@ def write_outputs(
     *,
     existed: Collection[Path] | None = None,
 ) -> None:
-    """Write each path with the writer of its suffix (each rendered once), creating parent folders.
+    """Write each path with the writer of its suffix (a character device such as /dev/null: the first
+    writer), each rendered once, creating parent folders.
     An existing ktriage data file is replaced only by a document of its kind (checked for every path
     before any is written); replacing any other file says ``overwrote PATH``, not ``wrote PATH``.
     ``existed``: the paths that were files before the command ran (bench rewrites its results file
     while measuring); None: those that are files now."""
-    check_outputs(paths, writers, writes=None)
+    check_outputs(paths, writers, writes=None)  # so every path has a writer
+    known = tuple(writers)
+    chosen = [(path, _writer_of(path, known) or "") for path in paths]
     rendered: dict[str, str] = {}
-    for path in paths:
-        suffix = output_suffix(path)
+    for path, suffix in chosen:
         if suffix not in rendered:
             rendered[suffix] = writers[suffix]()
         check_not_data(path, "--output", allowed=(data_kind(rendered[suffix][:4096].encode()),))
-    for path in paths:
-        suffix = output_suffix(path)
+    for path, suffix in chosen:
         verb = "overwrote" if (path in existed if existed is not None else path.is_file()) else "wrote"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

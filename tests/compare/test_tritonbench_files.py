@@ -4,6 +4,8 @@ the mistakes a user makes with it: a file cut short, a file name with a prefix, 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from tests.conftest import RunCli
@@ -112,6 +114,19 @@ def test_an_output_folder_is_named_a_folder(tmp_path: Path, run_cli: RunCli) -> 
         assert r.exit_code == 2, r.output
         assert r.problem == f"--output {folder} is a folder" and r.fix == f"give a file name, e.g. {folder}/report.md"
     assert list(folder.iterdir()) == []
+
+
+def test_output_to_dev_null_is_written_in_place(tmp_path: Path, run_cli: RunCli) -> None:
+    """``-o /dev/null`` (to discard a report) was refused: "no writer for 'a name without a suffix'".
+    A character device takes the verb's first writer and is written in place: it stays a device. A
+    name without a suffix that is no device is still refused."""
+    sides = [str(DATA / f"layer_norm_bwd_run{i}.csv") for i in (1, 2)]
+    r = run_cli(["compare", *sides, "-o", os.devnull, "-o", str(tmp_path / "r.json")])
+    assert r.exit_code == 0, r.output
+    assert f"wrote {os.devnull}" in r.stderr and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert json.loads((tmp_path / "r.json").read_text())["comparisons"]
+    r = run_cli(["compare", *sides, "-o", str(tmp_path / "plain")])
+    assert r.exit_code == 2 and "no writer for 'a name without a suffix'" in r.problem, r.output
 
 
 def test_an_empty_file_or_one_that_is_no_tritonbench_csv_says_so(tmp_path: Path, run_cli: RunCli) -> None:
