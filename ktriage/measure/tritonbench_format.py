@@ -126,6 +126,18 @@ class InputIndex:
         return self.first_free + index, x_val.strip(), False
 
 
+def _no_latency(origin: str, what: str, metrics: Sequence[str]) -> FormatError:
+    """A TritonBench file without the metric ktriage compares (latency: the p50 in ms), naming the
+    metrics it does have, so the user sees whether latency was left out of ``--metrics`` or the file
+    holds something else (it was "has no <backend>-latency column", or for a JSON "has no cells")."""
+    held = sorted(set(metrics))
+    has = f"the metrics it has: {', '.join(held)}" if held else "it has no metric"
+    return FormatError(
+        f"{origin} has no {METRIC} metric (no {what}), which ktriage compares (TritonBench's p50 in ms); {has}",
+        f"run TritonBench again with {METRIC} among --metrics (e.g. --metrics {','.join([METRIC, *held[:2]])})",
+    )
+
+
 def _duplicate(origin: str, what: str, first: str, again: str) -> FormatError:
     return FormatError(
         f"{origin}: {what} appears twice ({first} and {again}): one input has two latencies, and "
@@ -311,9 +323,7 @@ def parse_csv(
         if metric:
             columns.setdefault(backend, {})[metric] = i
     if not any(METRIC in m for m in columns.values()):
-        raise FormatError(
-            f"{origin} has no <backend>-latency column", "run TritonBench with --metrics latency (and others)"
-        )
+        raise _no_latency(origin, f"<backend>-{METRIC} column", [m for ms in columns.values() for m in ms])
     # per backend with a latency: its latency column, its first column (where TritonBench writes a
     # backend's error message) and its other metrics' columns, worked out once for all rows
     latency = [
@@ -402,6 +412,12 @@ def parse_json(
         raise FormatError(
             f"{origin} has no tritonbench_<op>_<mode>[x_<input>-<backend>]_<metric> keys",
             "give the file of `run.py --output-json F` (or the nightly's result.json)",
+        )
+    if not any(METRIC in values for values in per_key.values()):
+        raise _no_latency(
+            origin,
+            f"tritonbench_<op>_<mode>[x_<input>-<backend>]_{METRIC} key",
+            [m for values in per_key.values() for m in values],
         )
     cells: list[Cell] = []
     order: dict[tuple[str, str], list[str]] = {}

@@ -205,3 +205,24 @@ def test_a_nightly_json_without_metrics_is_named_as_tritonbenchs(tmp_path: Path)
             read_run_file(path)
         assert "has no tritonbench_<op>_<mode>[x_<input>-<backend>]_<metric> keys" in info.value.problem
         assert "ktriage results file" not in info.value.problem and "--output-json" in (info.value.fix or "")
+
+
+def test_a_file_without_latency_names_the_metrics_it_has(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A TritonBench run with ``--metrics speedup,accuracy`` has no latency: the CSV was told only "has no
+    <backend>-latency column", and the JSON read as "has no cells: there is nothing to compare". Each now
+    names the metrics the file has, and the fix the --metrics that gives latency too."""
+    csv_file = tmp_path / "layer_norm_bwd.csv"
+    csv_file.write_text(
+        "x_val;torch_layer_norm-speedup;liger_layer_norm-speedup;liger_layer_norm-accuracy\n1024;1.0;2.1;1\n"
+    )
+    json_file = tmp_path / "layer_norm_bwd.json"
+    key = "tritonbench_layer_norm_bwd[x_1024-liger_layer_norm]_"
+    json_file.write_text(json.dumps({key + "speedup": 2.1, key + "gbps": 310.0}))
+    for path, held in ((csv_file, "accuracy, speedup"), (json_file, "gbps, speedup")):
+        with pytest.raises(FormatError) as info:
+            read_run_file(path)
+        assert info.value.problem.startswith(f"{path} has no latency metric"), info.value.problem
+        assert info.value.problem.endswith(f"the metrics it has: {held}")
+        assert f"--metrics latency,{held.replace(', ', ',')}" in (info.value.fix or "")
+        assert main(["compare", str(path), str(DATA / "layer_norm_bwd_run1.csv")]) == 2  # the user's error
+        assert f"the metrics it has: {held}" in " ".join(capsys.readouterr().err.split())
