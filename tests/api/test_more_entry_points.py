@@ -107,3 +107,17 @@ def test_a_compile_only_recorded_bench_refuses_what_only_measuring_reads(tmp_pat
         )
     assert "max_time, gpus go to bench_recorded(bundle=DIR)" in (caught.value.fix or "")
     assert not (tmp_path / "r").exists()
+
+
+def test_the_precision_refusal_and_warning_name_the_keyword_a_library_caller_passes() -> None:
+    """kt.compare of a bf16 run against an fp16 run told a Python caller to add --allow-precision-mismatch, and
+    its warning named the flag: a caller passes allow_precision_mismatch=True. The one message names both."""
+    fresh = Path(__file__).parents[2] / "benchmarks/calibration/fresh/h200"
+    bf16, fp16 = fresh / "layer_norm_bwd_bf16.json", fresh / "layer_norm_bwd_fp16.json"
+    spelled = "allow_precision_mismatch=True (--allow-precision-mismatch)"
+    with pytest.raises(KtriageError) as info:
+        kt.compare(old=bf16, new=fp16)
+    assert info.value.fix is not None and f"or pass {spelled} to compare" in info.value.fix
+    (comparison,) = kt.compare(old=bf16, new=fp16, allow_precision_mismatch=True).comparisons
+    (warning,) = comparison.warnings
+    assert f"in fp16 (on purpose: {spelled}), so every ratio" in warning

@@ -306,10 +306,10 @@ def test_two_precisions_compared_on_purpose_with_the_flag(invoke, run_cli: RunCl
     compared (the table's and the markdown's headline, the JSON's "warnings", triage's notes)."""
     bf16, fp16 = FRESH / "layer_norm_bwd_bf16.json", FRESH / "layer_norm_bwd_fp16.json"
     refused = invoke(str(bf16), str(fp16))
-    assert refused.fix is not None and "or add --allow-precision-mismatch" in refused.fix, refused.err_text
+    assert refused.fix is not None and "(--allow-precision-mismatch) to compare" in refused.fix, refused.err_text
     warning = (
         "WARNING: cells of different dtypes are compared: layer_norm_bwd_bf16 was measured in bf16 and "
-        "layer_norm_bwd_fp16 in fp16 (--allow-precision-mismatch)"
+        "layer_norm_bwd_fp16 in fp16 (on purpose: allow_precision_mismatch=True (--allow-precision-mismatch))"
     )
     r = invoke(str(bf16), str(fp16), "--allow-precision-mismatch")
     assert r.exit_code in (exit_codes.OK, exit_codes.FINDING), r.output
