@@ -200,7 +200,7 @@ def test_a_lone_str_where_a_list_goes_is_one_item(
         call(**kwargs)  # type: ignore[operator]
 
 
-def test_a_command_given_as_one_str_is_split_as_a_shell_splits_it(tmp_path: Path) -> None:
+def test_a_command_given_as_one_str_is_split_as_a_shell_splits_it(tmp_path: Path, probe_sees_a_gpu: None) -> None:
     """record(command="python -c ...") ran the program 'p' (the first character)."""
     import sys
 
