@@ -469,7 +469,8 @@ def require_torch() -> None:
     if importlib.util.find_spec("torch") is None:
         raise KtriageError(
             "measuring needs torch and an NVIDIA GPU on this machine",
-            "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine",
+            "measure on the GPU machine (`ktriage bench --bundle DIR` there measures a bundle); with -t, "
+            "add --compile-only --bundle DIR to build the bundle here",
         )
 
 
