@@ -83,6 +83,8 @@ def _command(command: object) -> list[str]:
     """The program's argv: a sequence of str, or one str split as a shell splits words."""
     import shlex
 
+    if command is None:  # not "empty": say what was given
+        raise KtriageError("command is None: there is no program to run", "pass e.g. command=['python', 'train.py']")
     if isinstance(command, str):
         try:
             argv = shlex.split(command)
