@@ -139,6 +139,20 @@ def has_gpu() -> bool:
     return gpu_present()
 
 
+@pytest.fixture()
+def probe_sees_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fake of the CUDA driver probe (``ktriage.record.run.gpu_problem``) that answers as on a GPU
+    host: for the tests of what ``ktriage record`` does with a program that launched no kernel where
+    one could have run (its exit codes, the empty workload it writes). On this CPU machine the real
+    probe makes record refuse such a recording instead; that refusal is tested with the real probe
+    (tests/record/test_record_process.py, CUDA_VISIBLE_DEVICES="" hiding any GPU)."""
+
+    def fake_probe_of_a_gpu_host(env: Mapping[str, str] | None = None) -> str | None:
+        return None
+
+    monkeypatch.setattr("ktriage.record.run.gpu_problem", fake_probe_of_a_gpu_host)
+
+
 # ----------------------------------------------------------------------------- the CLI
 
 

@@ -241,6 +241,10 @@ def bench(
     from ktriage.report.bench import METRICS
 
     say = args.callback(say, "say")
+    compile_only = args.switch(compile_only, "compile_only", "--compile-only")
+    l2_flush = args.switch(l2_flush, "l2_flush", "--no-l2-flush")
+    host_artifacts = args.switch(host_artifacts, "host_artifacts", "--host-artifacts")
+    profile = args.switch(profile, "profile", "--profile")
 
     if isinstance(only, str):
         only = [b for b in only.split(",") if b.strip()]
@@ -469,7 +473,8 @@ def require_torch() -> None:
     if importlib.util.find_spec("torch") is None:
         raise KtriageError(
             "measuring needs torch and an NVIDIA GPU on this machine",
-            "compile here with --compile-only --bundle DIR, then run `ktriage bench --bundle DIR` on the GPU machine",
+            "measure on the GPU machine (`ktriage bench --bundle DIR` there measures a bundle); with -t, "
+            "add --compile-only --bundle DIR to build the bundle here",
         )
 
 

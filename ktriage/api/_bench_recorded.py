@@ -109,6 +109,8 @@ def bench_recorded(
     from ktriage.workload.recorded.bundle import load_recorded_bundle, workload_name
 
     say = args.callback(say, "say")
+    compile_only = args.switch(compile_only, "compile_only", "--compile-only")
+    l2_flush = args.switch(l2_flush, "l2_flush", "--no-l2-flush")
 
     workload = args.path_or_name(workload, "workload", "W.json") if workload is not None else None
     if workload is not None:

@@ -117,6 +117,10 @@ def bisect(
     from ktriage.execute.select import cluster_address
 
     say = args.callback(say, "say")
+    first_parent = args.switch(first_parent, "first_parent", "--first-parent")
+    resume, pre = args.switch(resume, "resume", "--resume"), args.switch(pre, "pre", "--pre")
+    explain = args.switch(explain, "explain", "--no-explain")
+    keep_checkouts = args.switch(keep_checkouts, "keep_checkouts", "--keep-checkouts")
 
     source = args.text(source, "source", example="pypi:triton")
     good, bad = args.text(good, "good", example="3.3.1"), args.text(bad, "bad", example="3.4.0")

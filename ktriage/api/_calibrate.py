@@ -106,6 +106,7 @@ def calibrate(
     from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
 
     say = args.callback(say, "say")
+    cross_validate = args.switch(cross_validate, "cross_validate", "--no-cv")
 
     from_cells, results = args.paths(from_cells, "from_cells", "--from"), args.paths(results, "results", "--results")
     explain = args.paths(explain, "explain", "--explain")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -57,4 +58,10 @@ def occupancy(
     from ktriage.arch import parse_arch
 
     a = parse_arch(arch)
+    if isinstance(shared, int) and shared > a.shared_per_block_optin:  # else 0 CTAs/SM, read as a result
+        raise KtriageError(
+            f"shared (--shared) {shared} bytes per CTA is more than {a.name} allows one block: at most "
+            f"{a.shared_per_block_optin} bytes (with the opt-in; 48 KB without), so no CTA of it could launch",
+            f"pass the kernel's shared memory per CTA (Triton's metadata.shared), at most {a.shared_per_block_optin}",
+        )
     return OccupancyReport(compute_occupancy(a, registers, warps, shared, barriers=barriers), a, barriers)

@@ -125,7 +125,15 @@ def profile_attach(report: ProfiledBundle, results: Path, db: str | None = None)
     store's copy of its run; the notes and the store's answer come back on a copy of the report."""
     from dataclasses import replace
 
+    from ktriage.api._args import optional_text, path_or_name
     from ktriage.profile.attach import attach_to_results_file, attach_to_store
 
+    if not isinstance(report, ProfiledBundle):  # a str or a dict failed with "has no attribute 'doc'"
+        raise KtriageError(
+            f"report is a {type(report).__name__}, not a ProfiledBundle: it is the profile to attach",
+            "pass what ktriage.api.profile(...) returned",
+        )
+    results = Path(path_or_name(results, "results", "--results", example="results.json"))
+    db = optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
     run, cells, notes = attach_to_results_file(results, [report.doc], raw_dirs=[str(report.folder)])
     return replace(report, attach_notes=list(notes), stored=attach_to_store(db, run, cells))

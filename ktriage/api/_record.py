@@ -57,8 +57,9 @@ def record(
     folder it runs in (default: this process's), which must exist.
 
     Raises :class:`~ktriage.errors.KtriageError` for a bad argument or output before the program
-    starts. The program failing is not an error: see :attr:`RecordReport.complete` (what it launched
-    is written)."""
+    starts, and after it when it launched nothing on a host without a usable CUDA GPU (no workload is
+    written: an empty one would read as a recording). The program failing is not an error: see
+    :attr:`RecordReport.complete` (what it launched is written)."""
     from ktriage.record.run import record as run_record
 
     argv = _command(command)
@@ -82,6 +83,8 @@ def _command(command: object) -> list[str]:
     """The program's argv: a sequence of str, or one str split as a shell splits words."""
     import shlex
 
+    if command is None:  # not "empty": say what was given
+        raise KtriageError("command is None: there is no program to run", "pass e.g. command=['python', 'train.py']")
     if isinstance(command, str):
         try:
             argv = shlex.split(command)

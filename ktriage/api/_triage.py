@@ -106,6 +106,11 @@ def triage(
     from ktriage.triage import triage as run_triage
 
     say = args.callback(say, "say")
+    bisect, fixes = args.switch(bisect, "bisect", "--no-bisect"), args.switch(fixes, "fixes", "--no-fixes")
+    measure = args.switch(measure, "measure", "--measure")
+    allow_precision_mismatch = args.switch(
+        allow_precision_mismatch, "allow_precision_mismatch", "--allow-precision-mismatch"
+    )
 
     old_toolchain = args.optional_text(old_toolchain, "old_toolchain", "--old-toolchain", example="triton==3.5.1")
     new_toolchain = args.optional_text(new_toolchain, "new_toolchain", "--new-toolchain", example="triton==3.6.0")

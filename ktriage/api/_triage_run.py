@@ -74,11 +74,16 @@ def triage_run(
     bench's seconds of sampling per input (None: 5). Raises KtriageError (before anything runs) for
     bad input or a host without a GPU; a step that fails later ends the run with a report that says
     which step and why."""
-    from ktriage.api._args import callback
+    from ktriage.api import _args as args
     from ktriage.report.triage_run import to_json, to_markdown
     from ktriage.triage.program import ProgramOptions, run_program
 
-    say = callback(say, "say")
+    say = args.callback(say, "say")
+    bisect, fixes = args.switch(bisect, "bisect", "--no-bisect"), args.switch(fixes, "fixes", "--no-fixes")
+    command = args.text(command, "command", "--run", example="python train.py --steps 3")  # None: not "empty"
+    old_toolchain = args.optional_text(old_toolchain, "old_toolchain", "--old-toolchain", example="triton==3.5.1")
+    new_toolchain = args.optional_text(new_toolchain, "new_toolchain", "--new-toolchain", example="triton==3.6.0")
+    workdir = args.path_or_name(workdir, "workdir", "--workdir", example="run1") if workdir is not None else None
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(

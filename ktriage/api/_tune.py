@@ -109,6 +109,7 @@ def tune(
     from ktriage.tune.timing_run import time_candidates
 
     target = args.path_or_name(target, "target", example="liger.layer_norm")
+    compile_only = args.switch(compile_only, "compile_only", "--compile-only")
     toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     input_id, num_inputs = args.INPUT_ID.optional(input_id), args.NUM_INPUTS.optional(num_inputs)

@@ -58,9 +58,14 @@ class EntryJob(TypedDict):
 
 def prepare_recorded_worker(plan_json: JSONObject) -> None:
     """The worker's init (runs while the parent prepares the run): the GPU ready, as for an op bench."""
-    from ktriage.bench.worker import ready_gpu
+    from ktriage.bench.worker import no_gpu_fix, ready_gpu
 
-    ready_gpu(l2_flush=bool(RecordedPlan.from_json(plan_json).timing.get("l2_flush", True)))
+    plan = RecordedPlan.from_json(plan_json)
+    explain = (
+        f"`ktriage explain {plan.name}.json -t OLD -t NEW` (the workload the bundle was built from, its toolchains)"
+    )
+    fix = no_gpu_fix(plan.bundle, explain)
+    ready_gpu(l2_flush=bool(plan.timing.get("l2_flush", True)), fix=fix)
 
 
 def measure_entry(payload: EntryJob, emit: Emit) -> None:

@@ -81,16 +81,29 @@ def _launcher(bundle: Any, path: str, toolchain: str) -> Any:
     return _LAUNCHERS[key]
 
 
-def ready_gpu(*, l2_flush: bool) -> None:
+def no_gpu_fix(bundle: str | None, explain: str) -> str:
+    """The fix when a bench that measures finds no GPU. Only a bench without ``-t`` gets this far
+    (with ``-t`` the driver is asked before the compile, whose fix is ``--compile-only``), so
+    ``--compile-only`` is never the fix here: a bundle is compiled already (``--compile-only`` builds
+    one, it cannot measure one), and native backends compile nothing. ``explain``: the command that
+    explains these kernels offline (the recorded workload's, or the op's catalog kernels)."""
+    if bundle is None:
+        return "run it on the GPU machine (the native backends need no compile here)"
+    return (
+        f"measure the bundle on the GPU machine: copy {bundle} there and run `ktriage bench --bundle {bundle}` "
+        "(it is compiled already: --compile-only builds a bundle, it does not measure one); here, explain its "
+        f"kernels offline: {explain}"
+    )
+
+
+def ready_gpu(*, l2_flush: bool, fix: str) -> None:
     """What every bench worker does before its first job (while the parent prepares the run): torch
-    and CUDA up, the statistics imported, the flush buffer allocated and the GPU's clocks raised."""
+    and CUDA up, the statistics imported, the flush buffer allocated and the GPU's clocks raised.
+    ``fix``: what to do when no GPU is visible (:func:`no_gpu_fix`)."""
     import torch
 
     if not torch.cuda.is_available():
-        raise DeviceError(
-            "no CUDA GPU is visible to the measurement worker",
-            "run on the GPU machine; compile here with --compile-only --bundle DIR",
-        )
+        raise DeviceError("no CUDA GPU is visible to the measurement worker", fix)
     torch.zeros(1, device="cuda")
     import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input
     from ktriage.measure.timing import shared_flusher, shared_spinner
@@ -115,7 +128,12 @@ def prepare_worker(plan_json: JSONObject) -> None:
     from ktriage.workload.ops.backends import get_backend  # noqa: F401 - the op modules' imports
 
     plan = BenchPlan.from_json(plan_json)
-    ready_gpu(l2_flush=bool(plan.timing.get("l2_flush", True)))
+    bundle = plan.bundle if plan.artifact_backends else None
+    explain = (
+        f"`ktriage explain OP -t OLD -t NEW` with the catalog op of {plan.op} (`ktriage catalog list`) and the "
+        "toolchains the bundle was built with"
+    )
+    ready_gpu(l2_flush=bool(plan.timing.get("l2_flush", True)), fix=no_gpu_fix(bundle, explain))
     if plan.bundle and plan.artifact_backends:
         _bundle(plan.bundle)
 

@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
+from ktriage.errors import KtriageError
 
 
 def record(
@@ -36,7 +37,8 @@ def record(
 
     Exit codes: 0 the program exited 0; 4 it failed or was killed (what it launched before is in the
     workload); 130 interrupted (Ctrl-C, SIGTERM; the workload is written); 2 usage errors, an output
-    that cannot be written (checked before the program runs), another record writing the same -o."""
+    that cannot be written (checked before the program runs), another record writing the same -o, no
+    CUDA GPU here and nothing launched (no workload is written: record on the GPU machine)."""
     from ktriage.api import record as record_api
 
     console = make_console(stderr=True)
@@ -55,6 +57,12 @@ def record(
             f"[yellow]cannot bench[/] {escape(blocked.kernel)} {escape(blocked.function)} input "
             f"{blocked.input}: {escape(blocked.why)}"
         )
+    if not w.kernels and not w.not_captured and not result.gpu_problem:  # a GPU host: the program launched none
+        try:
+            w.require_kernels(str(result.path))
+        except KtriageError as exc:  # the one wording of an empty workload, as explain and bench refuse it
+            fix = f" (fix: {escape(exc.fix)})" if exc.fix else ""
+            console.print(f"[yellow]nothing to explain:[/] {escape(exc.problem)}{fix}")
     if result.gpu_problem:
         console.print(
             f"[yellow]no GPU:[/] {escape(result.gpu_problem)}: no kernel could run here "

@@ -9,11 +9,18 @@ group of candidates with both endpoints, on its own GPU: :func:`split_round`).
 Indices are the host's GPU indices in PCI bus order (``nvidia-smi``'s, NVML's): each measurement
 worker is started with ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` set to its GPU,
 so inside it the GPU is ``cuda:0`` and its index means the same in the parent's NVML readings.
-Pure, except :func:`visible_gpus` (reads the environment and NVML).
+Pure, except :func:`visible_gpus` and :func:`host_gpus` (read the environment and NVML).
+
+When NVML cannot be read (nvidia-ml-py missing, no driver) and ``CUDA_VISIBLE_DEVICES`` is unset,
+the host's GPUs are not counted: a run takes GPU 0, as without ``--gpus``. A ``--gpus`` that asks
+for another GPU is then refused rather than assumed: a worker pinned to a GPU that is not there
+would fail its whole share of the inputs (or candidates); ``--gpus all`` (as many as there are) takes
+GPU 0 with a warning that says so.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from typing import TypeVar
@@ -21,6 +28,7 @@ from typing import TypeVar
 from ktriage.errors import KtriageError
 
 T = TypeVar("T")
+log = logging.getLogger("ktriage.gpus")
 
 GPUS_HELP = (
     "GPUs to spread the work over: all, a count N (the first N), or indices 0,2,5 (nvidia-smi's; one GPU: 3,). "
@@ -31,7 +39,12 @@ GPUS_HELP = (
 
 def visible_gpus() -> list[int]:
     """The GPU indices this process may use: ``CUDA_VISIBLE_DEVICES`` when set (indices only),
-    else every GPU NVML counts, else ``[0]`` (NVML missing: a single-GPU host is assumed)."""
+    else every GPU NVML counts, else ``[0]`` (NVML not readable: see :func:`counted_gpus`)."""
+    return counted_gpus()[0]
+
+
+def counted_gpus() -> tuple[list[int], str | None]:
+    """:func:`visible_gpus`, and why they were not counted (NVML not readable; then ``[0]``), or None."""
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is not None:
         parts = [p.strip() for p in env.split(",") if p.strip()]
@@ -40,25 +53,34 @@ def visible_gpus() -> list[int]:
                 f"CUDA_VISIBLE_DEVICES={env!r} names GPUs by UUID or MIG id",
                 "set it to GPU indices (e.g. 0,1) or unset it and pass --gpus 0,1",
             )
-        return [int(p) for p in parts]
+        return [int(p) for p in parts], None
     try:
         import pynvml  # nvidia-ml-py
-
+    except ImportError:
+        return [0], "nvidia-ml-py (pynvml) is not installed in this Python"
+    try:
         pynvml.nvmlInit()
-        return list(range(int(pynvml.nvmlDeviceGetCount())))
-    except Exception:
-        return [0]
+        return list(range(int(pynvml.nvmlDeviceGetCount()))), None
+    except Exception as exc:  # no driver, a driver/library mismatch: NVML's own words
+        return [0], f"NVML: {str(exc) or type(exc).__name__}"
 
 
-def select_gpus(spec: str | None, visible: Sequence[int]) -> list[int] | None:
+def select_gpus(spec: str | None, visible: Sequence[int], uncounted: str | None = None) -> list[int] | None:
     """The GPUs ``--gpus spec`` names among ``visible`` (None: no --gpus, one GPU as before).
 
-    ``all``: every visible GPU; ``N``: the first N; ``0,2,5``: exactly those, each visible."""
+    ``all``: every visible GPU; ``N``: the first N; ``0,2,5``: exactly those, each visible.
+    ``uncounted``: why the host's GPUs were not counted (``visible`` is then the assumed ``[0]``):
+    ``all`` takes GPU 0 with a warning, and asking for any other GPU is refused (it cannot be checked)."""
     if spec is None:
         return None
     text = spec.strip().lower()
     if not visible:
         raise KtriageError("--gpus: no GPU is visible on this host", "run on a GPU host (or leave --gpus out)")
+    if uncounted is not None:
+        if text == "all":
+            log.warning(f"--gpus all: could not count this host's GPUs ({uncounted}); using GPU 0 only")
+            return [0]
+        _refuse_uncounted(spec, text, uncounted)
     if text == "all":
         return list(visible)
     if text.isdigit():  # a count (one GPU by index: "2,")
@@ -94,7 +116,27 @@ def select_gpus(spec: str | None, visible: Sequence[int]) -> list[int] | None:
 
 def host_gpus(spec: str | None) -> list[int] | None:
     """``--gpus spec`` resolved against this host's visible GPUs (None: no --gpus; NVML not read)."""
-    return None if spec is None else select_gpus(spec, visible_gpus())
+    if spec is None:
+        return None
+    visible, uncounted = counted_gpus()
+    return select_gpus(spec, visible, uncounted)
+
+
+def _refuse_uncounted(spec: str, text: str, uncounted: str) -> None:
+    """Refuse a ``--gpus`` count above 1, or an index other than 0, on a host whose GPUs were not
+    counted; a malformed one is left to :func:`select_gpus`, which names its own problem."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts or not all(p.isdigit() for p in parts):
+        return
+    beyond = int(text) > 1 if text.isdigit() else any(int(p) != 0 for p in parts)
+    if beyond:
+        raise KtriageError(
+            f"--gpus {spec} asks for GPUs beyond GPU 0, but this host's GPUs could not be counted ({uncounted}); "
+            "a worker pinned to a GPU that is not there would fail its whole share of the work",
+            "install nvidia-ml-py in this Python (pip install nvidia-ml-py) so that ktriage counts them, or name "
+            "them with CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1 with --gpus all); or leave --gpus out "
+            "(one GPU)",
+        )
 
 
 def select_gpu_count(spec: str | None, available: int) -> int:

@@ -21,7 +21,11 @@ Process control (why each piece):
   watchdog terminates the program's group, so no orphan keeps a GPU busy. The journal stays beside
   ``W.json`` and every reader takes it in its place.
 - **the GPU probe**: a program that launched no kernel on a host without a CUDA driver or GPU
-  usually died on that; the result says so (:func:`gpu_problem`) instead of a bare "0 kernels".
+  could not have launched one (it often died on that): record refuses (:func:`refuse_no_gpu`) and
+  writes no workload, since an empty W.json would read as "this program launches nothing". Asked
+  after the program ran, not before: a program that launched kernels through a faked driver (the
+  CPU tests' ``fakedriver``) is recorded as usual, and the refusal can name how the program ended.
+  An interrupted run (Ctrl-C) still writes what ran, marked interrupted, with the probe's answer.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import NoReturn
 
 from ktriage import __version__
 from ktriage.errors import KtriageError
@@ -103,17 +108,24 @@ class RecordResult:
     path: Path
     returncode: int
     interrupted: int | None = None  # the signal record received and forwarded (SIGINT, SIGTERM), if any
-    gpu_problem: str | None = None  # why no kernel could run here (no driver, no GPU), when none was recorded
+    # why no kernel could run here (no driver, no GPU), when none was recorded and the run was
+    # interrupted or some launches were not captured (else record refuses instead: refuse_no_gpu)
+    gpu_problem: str | None = None
 
     @property
     def exit_note(self) -> str:
         """How the program ended, in words ("exited 0", "killed by SIGKILL")."""
-        if self.returncode < 0:
-            try:
-                return f"killed by {signal.Signals(-self.returncode).name}"
-            except ValueError:
-                return f"killed by signal {-self.returncode}"
-        return f"exited {self.returncode}"
+        return ending(self.returncode)
+
+
+def ending(returncode: int) -> str:
+    """How a program with this return code ended, in words ("exited 0", "killed by SIGKILL")."""
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited {returncode}"
 
 
 def hook_environment(journal: Path, shim_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
@@ -303,6 +315,12 @@ def _record_locked(
         workload = compact(read_journal(journal), recorded=recorded)
     else:  # the program never started Python (or exited before the hook installed)
         workload = Workload([], [], {}, {}, recorded)
+    problem = gpu_problem(environ) if not workload.kernels else None
+    # nothing launched, and nothing could have been. An interrupted run keeps record's promise (the
+    # workload of what ran until Ctrl-C, exit 130), its empty workload marked interrupted.
+    if problem and not workload.not_captured and forwarder.received is None:
+        journal.unlink(missing_ok=True)
+        refuse_no_gpu(problem, command, output, returncode)
     try:
         save_workload(workload, output)
     except OSError as exc:  # a full disk: the journal stays, and every reader of W.json takes it
@@ -312,5 +330,20 @@ def _record_locked(
             "`workload show` read it in place of W.json)",
         ) from exc
     journal.unlink(missing_ok=True)
-    problem = gpu_problem(environ) if not workload.kernels else None
     return RecordResult(workload, output, returncode, forwarder.received, problem)
+
+
+def refuse_no_gpu(problem: str, command: Sequence[str], output: Path, returncode: int) -> NoReturn:
+    """The refusal of a recording that holds no launch on a host without a usable GPU: the program
+    could not have launched a Triton kernel here, so an empty workload would be no result, only a
+    file that reads as "this program launches nothing". ``output`` is left as it was (a workload
+    recorded earlier there is kept)."""
+    import shlex
+
+    kept = f"{output} is left as it was" if output.exists() else f"{output} was not created"
+    raise KtriageError(
+        f"no CUDA GPU here, so the program launched no Triton kernel (it {ending(returncode)}); {problem}; "
+        f"nothing was recorded and no workload was written ({kept})",
+        f"record on the GPU machine (ktriage record -o {output.name} -- {shlex.join(command)}), then copy "
+        f"{output.name} here and explain it offline (ktriage explain {output.name} -t OLD -t NEW)",
+    )

@@ -200,7 +200,7 @@ def test_a_lone_str_where_a_list_goes_is_one_item(
         call(**kwargs)  # type: ignore[operator]
 
 
-def test_a_command_given_as_one_str_is_split_as_a_shell_splits_it(tmp_path: Path) -> None:
+def test_a_command_given_as_one_str_is_split_as_a_shell_splits_it(tmp_path: Path, probe_sees_a_gpu: None) -> None:
     """record(command="python -c ...") ran the program 'p' (the first character)."""
     import sys
 
@@ -422,3 +422,91 @@ def test_calibrate_names_a_results_file_or_a_report_given_as_the_cells(given: st
     with pytest.raises(KtriageError, match=rf"is {kind}, not a calibration dataset") as refused:
         kt.calibrate(from_cells=given)
     assert goes in str(refused.value.fix)
+
+
+TC = {"old_toolchain": "triton==3.5.1", "new_toolchain": "triton==3.6.0"}
+
+
+@pytest.mark.parametrize(
+    "call, kwargs, problem",
+    [
+        (kt.bench, {"op": "layer_norm", "compile_only": "no"}, r"compile_only \(--compile-only\) is a str \('no'\)"),
+        (kt.bench, {"op": "layer_norm", "l2_flush": 0}, r"l2_flush \(--no-l2-flush\) is an int \(0\)"),
+        (kt.bench, {"op": "layer_norm", "host_artifacts": "yes"}, r"host_artifacts \(--host-artifacts\) is a str"),
+        (kt.bench, {"op": "layer_norm", "profile": 1}, r"profile \(--profile\) is an int"),
+        (kt.bench_recorded, {"workload": "W.json", "compile_only": "no"}, r"compile_only \(--compile-only\) is a str"),
+        (kt.bench_recorded, {"workload": "W.json", "l2_flush": None}, r"l2_flush \(--no-l2-flush\) is None"),
+        (kt.bisect, {"source": "pypi:triton", "good": "3.3.1", "bad": "3.4.0", "resume": "no"}, r"resume \(--resume\)"),
+        (kt.bisect, {"source": "pypi:triton", "good": "3.3.1", "bad": "3.4.0", "pre": 1}, r"pre \(--pre\) is an int"),
+        (
+            kt.bisect,
+            {"source": "pypi:triton", "good": "3.3.1", "bad": "3.4.0", "explain": "no"},
+            r"explain \(--no-explain\)",
+        ),
+        (kt.bisect, {"source": "s", "good": "a", "bad": "b", "first_parent": "no"}, r"first_parent \(--first-parent\)"),
+        (
+            kt.bisect,
+            {"source": "s", "good": "a", "bad": "b", "keep_checkouts": "no"},
+            r"keep_checkouts \(--keep-checkouts\)",
+        ),
+        (kt.calibrate, {"from_cells": "c.jsonl", "cross_validate": "no"}, r"cross_validate \(--no-cv\) is a str"),
+        (kt.explain, {**OP, "fixes": "no"}, r"fixes \(--fixes\) is a str \('no'\), not True or False"),
+        (kt.explain, {**OP, "ptx_diff": "no"}, r"ptx_diff \(--ptx-diff\) is a str"),
+        (kt.explain, {**OP, "sass_diff": 1}, r"sass_diff \(--sass-diff\) is an int"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "fixes": "no"}, r"fixes \(--no-fixes\) is a str \('no'\)"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "bisect": "no"}, r"bisect \(--no-bisect\) is a str"),
+        (kt.triage, {"old": "a.csv", "new": "b.csv", "measure": "yes"}, r"measure \(--measure\) is a str"),
+        (kt.triage, {"old": "a", "new": "b", "allow_precision_mismatch": 1}, r"allow_precision_mismatch .* is an int"),
+        (kt.triage_run, {"command": "python x.py", **TC, "fixes": "no"}, r"fixes \(--no-fixes\) is a str \('no'\)"),
+        (kt.triage_run, {"command": "python x.py", **TC, "bisect": "no"}, r"bisect \(--no-bisect\) is a str"),
+        (kt.tune, {**OP, "compile_only": "no"}, r"compile_only \(--compile-only\) is a str \('no'\)"),
+    ],
+)
+def test_a_switch_given_anything_but_true_or_false_is_refused_naming_it(
+    call: object, kwargs: dict[str, object], problem: str
+) -> None:
+    """Every switch of the library was read for its truth: fixes="no" proposed and compiled fixes,
+    compile_only="no" compiled only. Now each is checked (``_args.switch``) before any work."""
+    with pytest.raises(KtriageError, match=problem) as refused:
+        call(**kwargs)  # type: ignore[operator]
+    assert "not True or False" in refused.value.problem and refused.value.fix
+
+
+@pytest.mark.parametrize("arch, limit", [("sm_90", 232448), ("sm_80", 166912), ("sm_75", 65536)])
+def test_occupancy_refuses_more_shared_memory_than_a_block_may_have(arch: str, limit: int) -> None:
+    """shared=10**9 gave a report of 0 CTAs per SM, read as a result; the limit is the arch's opt-in
+    maximum per block (ktriage.arch), and the limit itself still has one CTA."""
+    from ktriage.arch import parse_arch
+
+    assert parse_arch(arch).shared_per_block_optin == limit
+    assert kt.occupancy(arch=arch, registers=32, warps=4, shared=limit).result.ctas_per_sm >= 1
+    for shared in (limit + 1, 10**9):
+        with pytest.raises(KtriageError, match=rf"shared \(--shared\) {shared} bytes .* at most {limit} bytes") as no:
+            kt.occupancy(arch=arch, registers=32, warps=4, shared=shared)
+        assert str(limit) in (no.value.fix or "")
+
+
+def test_profile_attach_checks_its_arguments(tmp_path: Path) -> None:
+    """profile_attach(report="x") failed with "'str' object has no attribute 'doc'"; results and db were
+    not checked at all."""
+    with pytest.raises(KtriageError, match=r"report is a str, not a ProfiledBundle"):
+        kt.profile_attach("profile.json", tmp_path / "results.json")  # type: ignore[arg-type]
+    report = kt.ProfiledBundle.__new__(kt.ProfiledBundle)  # never used: the arguments are refused first
+    with pytest.raises(KtriageError, match=r"results \(--results\) is an int, not a str or a path"):
+        kt.profile_attach(report, 3)  # type: ignore[arg-type]
+    with pytest.raises(KtriageError, match=r"db \(--db\) is an int, not a str"):
+        kt.profile_attach(report, tmp_path / "results.json", db=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "call, kwargs, problem",
+    [
+        (kt.record, {"command": None, "output": "W.json"}, r"command is None: there is no program to run"),
+        (kt.triage_run, {"command": None, **TC}, r"command \(--run\) is None, not a str"),
+    ],
+)
+def test_none_is_named_as_none_not_as_empty(call: object, kwargs: dict[str, object], problem: str) -> None:
+    """command=None read "command is empty" (record) and "--run is empty" (triage_run)."""
+    with pytest.raises(KtriageError, match=problem) as refused:
+        call(**kwargs)  # type: ignore[operator]
+    assert "empty" not in refused.value.problem

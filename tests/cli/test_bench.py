@@ -270,6 +270,26 @@ def test_measuring_with_toolchains_and_no_gpu_is_refused_before_the_compile(tmp_
         assert "bundle:" not in out.output and not bundle.exists()  # refused before the compile
 
 
+def test_measuring_a_bundle_with_no_gpu_says_to_measure_it_on_the_gpu_machine(tmp_path: Path, run_cli: RunCli) -> None:
+    """`bench --bundle B` on a machine without a GPU said "compile here with --compile-only --bundle DIR":
+    B is compiled already, and --compile-only with no -t is refused. The fix now names the bundle's own
+    command on the GPU machine and the offline explain. (No GPU is simulated with CUDA_VISIBLE_DEVICES="",
+    so the test means the same on the GPU host.)"""
+    sources = {"op": (["--op", "layer_norm", "-i", "0"], "catalog op of layer_norm"), "recorded": ([str(WORKLOAD)], "")}
+    for name, (source, explained) in sources.items():
+        bundle = tmp_path / name
+        built = run_cli(["bench", *source, "-t", "triton==3.4.0", "--compile-only", "--bundle", str(bundle)])
+        assert built.exit_code == exit_codes.OK, built.output
+        out = run_cli(["bench", "--bundle", str(bundle)], env={"CUDA_VISIBLE_DEVICES": ""})
+        assert out.exit_code == exit_codes.USAGE, out.output
+        assert "no CUDA GPU is visible" in out.problem, out.err_text
+        fix = out.fix or ""
+        assert f"run `ktriage bench --bundle {bundle}`" in fix and "on the GPU machine" in fix, fix
+        assert "compile here" not in fix and "add --compile-only" not in fix, fix
+        assert f"ktriage explain {'OP' if name == 'op' else 'liger_step.json'} -t OLD -t NEW" in fix, fix
+        assert explained in fix, fix
+
+
 def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tmp_path: Path, run_cli: RunCli) -> None:
     """`bench --bundle DIR -t T` (meaning to measure DIR) said "no --op given, e.g. --op layer_norm", a
     command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""

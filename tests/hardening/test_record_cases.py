@@ -206,8 +206,15 @@ CASES = distinct(record_cases())
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_record_input_is_handled(
-    case: Case, tmp_path: Path, clean_env: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    case: Case,
+    tmp_path: Path,
+    clean_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    probe_sees_a_gpu: None,
 ) -> None:
+    """As on a GPU host (the driver probe faked): these programs launch no kernel, and on a host
+    without a GPU record refuses every one of them alike (tests/record/test_record_process.py)."""
     try:
         run_case(case, tmp_path, monkeypatch, capsys)
     finally:

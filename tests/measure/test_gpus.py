@@ -73,3 +73,45 @@ def test_bisect_leaves_a_clusters_gpus_to_the_cluster(monkeypatch: pytest.Monkey
     assert _host_gpus("2", "latency", "127.0.0.1:6379") == []
     with pytest.raises(KtriageError, match="only 1 GPU"):
         _host_gpus("2", "latency", None)
+
+
+UNCOUNTED = "nvidia-ml-py (pynvml) is not installed in this Python"
+
+
+@pytest.mark.parametrize("spec", ["2", "0,1", "3,", "1"])
+def test_gpus_beyond_gpu_0_are_refused_when_the_host_could_not_count_them(spec: str) -> None:
+    """NVML not readable: the host was assumed to have one GPU, silently. ``--gpus 2`` then read "only 1
+    GPU(s) visible" (it was never counted) and ``--gpus 0,1`` "GPU 1 is not visible"; now the refusal
+    says the GPUs could not be counted, why, and how to let ktriage count or name them."""
+    if spec == "1":  # one GPU is what a run without --gpus uses: nothing to check
+        assert select_gpus(spec, [0], UNCOUNTED) == [0] and select_gpus("0,", [0], UNCOUNTED) == [0]
+        return
+    with pytest.raises(KtriageError, match="could not be counted") as info:
+        select_gpus(spec, [0], UNCOUNTED)
+    assert UNCOUNTED in info.value.problem and "nvidia-ml-py" in (info.value.fix or "")
+    assert "CUDA_VISIBLE_DEVICES" in (info.value.fix or "")
+
+
+def test_gpus_all_on_a_host_that_could_not_count_them_warns_and_uses_gpu_0(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="ktriage.gpus"):
+        assert select_gpus("all", [0], UNCOUNTED) == [0]
+    assert "could not count this host's GPUs" in caplog.text and "using GPU 0 only" in caplog.text
+    with pytest.raises(KtriageError, match="not all, a count or a list"):  # a typo is still named as one
+        select_gpus("fast", [0], UNCOUNTED)
+    with pytest.raises(KtriageError, match="a count of no GPUs"):
+        select_gpus("0", [0], UNCOUNTED)
+
+
+def test_this_hosts_uncounted_gpus_are_not_assumed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real NVML reading of this host (on a machine where it cannot be read, as the CPU machines)."""
+    from ktriage.measure.gpus import counted_gpus, host_gpus
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    visible, uncounted = counted_gpus()
+    if uncounted is None:
+        pytest.skip(f"NVML counts this host's GPUs ({visible})")
+    assert visible == [0]
+    with pytest.raises(KtriageError, match="could not be counted"):
+        host_gpus("2")

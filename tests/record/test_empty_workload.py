@@ -12,8 +12,9 @@ from ktriage.cli.app import main
 
 
 def test_explaining_and_benching_a_workload_of_no_kernel_is_an_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], probe_sees_a_gpu: None
 ) -> None:
+    """The empty workload of a GPU host (where record writes one; here the driver probe is faked)."""
     out = tmp_path / "W.json"
     assert record_cli(out, [sys.executable, "-c", "print('no kernel here')"]) == 0
     capsys.readouterr()

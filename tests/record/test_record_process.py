@@ -97,7 +97,9 @@ def test_sigkill_of_record_leaves_no_orphan_and_a_readable_workload(tmp_path: Pa
         _reap(pids)
 
 
-def test_a_second_record_of_the_same_output_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_record_of_the_same_output_refuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], probe_sees_a_gpu: None
+) -> None:
     proc, output, pids = _start_record(tmp_path)
     marker = tmp_path / "second-ran"
     try:
@@ -115,26 +117,42 @@ def test_a_second_record_of_the_same_output_refuses(tmp_path: Path, capsys: pyte
     assert marker.exists() is False and load_workload(output).recorded["returncode"] == 0
 
 
-def test_no_gpu_is_named_when_no_kernel_came(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A program that dies on a host without a CUDA driver or GPU: record says so (probed through the
-    driver, as the program saw it), not only "0 kernels"."""
-    from ktriage.record.run import gpu_problem
+def test_no_gpu_and_nothing_launched_is_refused_and_writes_no_workload(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that launched no kernel on a host without a usable GPU: record refuses, naming the
+    problem (no GPU, so no Triton kernel) and the fix (record on the GPU machine, explain here), and
+    leaves no empty W.json that would read as a recording (it used to write one and exit 0 or 4).
+    The CUDA driver is asked for real: CUDA_VISIBLE_DEVICES="" hides any GPU, so the answer is the
+    same on a GPU host."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    output = tmp_path / "W.json"
+    code = main(["record", "-o", str(output), "--", sys.executable, "-c", "raise SystemExit(3)"])
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert code == exit_codes.USAGE, err
+    assert "no CUDA GPU here, so the program launched no Triton kernel (it exited 3)" in err
+    assert "no CUDA driver" in err or "no usable GPU" in err or "finds no GPU" in err  # the driver's answer
+    assert "fix: record on the GPU machine" in err and "explain W.json -t OLD -t NEW" in err
+    assert not output.exists() and not (tmp_path / "W.json.journal").exists()
+    assert not (tmp_path / "W.json.lock").exists()
+    # a workload recorded there before is kept, not replaced by an empty one
+    output.write_text('{"format_version": 1, "kind": "ktriage-workload", "kernels": []}')
+    before = output.read_bytes()
+    assert main(["record", "-o", str(output), "--", sys.executable, "-c", "pass"]) == exit_codes.USAGE
+    err = " ".join(capsys.readouterr().err.split())
+    assert "(it exited 0)" in err and "W.json is left as it was" in err
+    assert output.read_bytes() == before
 
-    problem = gpu_problem()
-    code = main(
-        [
-            "record",
-            "-o",
-            str(tmp_path / "W.json"),
-            "--",
-            sys.executable,
-            "-c",
-            "raise SystemExit('RuntimeError: 0 active drivers ([]). There should only be one.')",
-        ]
-    )
+
+def test_a_program_that_launched_nothing_on_a_gpu_host_is_told_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], probe_sees_a_gpu: None
+) -> None:
+    """On a GPU host (the driver probe faked to answer as there) a program that launched no Triton
+    kernel gets its empty workload, and record says why it is empty (explain's wording) instead of
+    only "recorded 0 kernels"."""
+    output = tmp_path / "W.json"
+    assert main(["record", "-o", str(output), "--", sys.executable, "-c", "print('no kernel here')"]) == exit_codes.OK
     err = capsys.readouterr().err
-    assert code == exit_codes.INCOMPLETE and "recorded 0 kernels" in err
-    if problem is None:  # a GPU host: nothing to say about the GPU
-        assert "no GPU:" not in err
-    else:
-        assert "no GPU:" in err and ("no CUDA driver" in err or "no usable GPU" in err or "finds no GPU" in err)
+    assert "recorded 0 kernels" in err and "nothing to explain:" in err and "launched no Triton kernel" in err
+    assert "no GPU" not in err
+    assert load_workload(output).kernels == []
