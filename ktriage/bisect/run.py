@@ -396,7 +396,12 @@ class _Run:
         self.kernels = kernel_source(opts, self.source)
         self.state_path = opts.state or default_state_path(opts)
         fp = _fingerprint(opts)
-        self.state = StateFile.resume(self.state_path, fp) if opts.resume else StateFile(self.state_path, fp)
+        if opts.resume:
+            self.state = StateFile.resume(self.state_path, fp)
+        elif opts.state is not None:  # a path the user named may hold another bisect's rounds: not replaced
+            self.state = StateFile.start(self.state_path, fp)
+        else:  # the default path is named after the question: only this bisect's state, started over
+            self.state = StateFile(self.state_path, fp)
         work = self.state_path.with_suffix("")
         self.workspace = Workspace(
             work_dir=Path(str(work) + ".work"),

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, cast
 
 from ktriage import progress
 from ktriage.atomic import write_atomic
@@ -170,30 +170,42 @@ class StateFile:
             raise FormatError(
                 f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)"
             )
-        origin = f"bisect state {path}"
-        text = read_text(path, what="bisect state", limit=size_limit(MAX_STATE_MB), fix=STATE_FIX)
-        data = parse_json(text, origin=origin, fix=STATE_FIX)
-        check_depth(data, origin=origin)
-        convert(data, BisectStateSchema, origin=origin, fix=STATE_FIX)  # types checked; the document is kept whole
-        check_format_version(
-            data,
-            STATE_VERSION,
-            what=f"bisect state {path}",
-            legacy_keys=("version",),
-            fix="start again without --resume",
-        )
+        data = _read_state(path)
         if data.get("fingerprint") != fingerprint:
-            diff = sorted(
-                k
-                for k in set(fingerprint) | set(data.get("fingerprint", {}))
-                if fingerprint.get(k) != data.get("fingerprint", {}).get(k)
-            )
+            stored = data.get("fingerprint", {})
+            diff = sorted(k for k in set(fingerprint) | set(stored) if fingerprint.get(k) != stored.get(k))
             raise FormatError(
-                f"bisect state {path} was made for another bisect (differs in: {', '.join(diff)})",
-                "resume with the same options, or start a new bisect without --resume",
+                f"bisect state {path} was made for another bisect: {_describe_bisect(stored)}, "
+                f"{_recorded(data)} (differs in: {', '.join(diff)})",
+                "resume it with its own options; to start this bisect, give another --state path "
+                f"(or delete {path} to discard that one)",
             )
         state.data = data
         return state
+
+    @classmethod
+    def start(cls, path: Path, fingerprint: JSONObject) -> StateFile:
+        """A new state at ``path`` (a ``--state`` the user named), refused where ``path`` already holds a
+        bisect's measurements: starting over there threw away rounds that cost builds, compiles or GPU
+        time, of this bisect or of another one, without a word. A missing or empty file, or one that
+        holds no measurement yet, is started over as before; so is one that is no readable state (it
+        could not be resumed either)."""
+        try:
+            data = _read_state(path) if path.is_file() and path.stat().st_size > 0 else None
+        except KtriageError:
+            data = None
+        if data is not None and _tested(data) > 0:
+            stored = data.get("fingerprint", {})
+            same = stored == fingerprint
+            which = "this bisect" if same else "another bisect"
+            raise KtriageError(
+                f"--state {path} already holds {which}: {_describe_bisect(stored)}, {_recorded(data)}; "
+                "starting over would discard them",
+                ("add --resume to continue it; " if same else "")
+                + f"to start over, give another --state path or delete {path}"
+                + ("" if same else " (--resume continues that bisect only with its own options)"),
+            )
+        return cls(path, fingerprint)
 
     def stage(self, number: int, name: str, candidates: Sequence[Candidate]) -> StageRecord:
         """The saved record of stage ``number``, created (or checked) for these candidates."""
@@ -204,7 +216,7 @@ class StateFile:
             if [c["id"] for c in record["candidates"]] != ids:
                 raise FormatError(
                     f"bisect state {self.path}: stage {name} lists other candidates than now",
-                    "the history or the index changed; start again without --resume",
+                    f"the history or the index changed; start again with another --state path (or delete {self.path})",
                 )
             return record
         del stages[number:]
@@ -223,6 +235,65 @@ class StateFile:
         self.data["updated"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(self.data, indent=1))
+
+
+def _read_state(path: Path) -> StateData:
+    """The state document at ``path``, its types and format version checked (FormatError naming the fix)."""
+    origin = f"bisect state {path}"
+    text = read_text(path, what="bisect state", limit=size_limit(MAX_STATE_MB), fix=STATE_FIX)
+    data = parse_json(text, origin=origin, fix=STATE_FIX)
+    check_depth(data, origin=origin)
+    convert(data, BisectStateSchema, origin=origin, fix=STATE_FIX)  # types checked; the document is kept whole
+    check_format_version(
+        data,
+        STATE_VERSION,
+        what=f"bisect state {path}",
+        legacy_keys=("version",),
+        fix="start again without --resume",
+    )
+    return cast(StateData, data)  # its types checked by the schema above
+
+
+def _tested(data: StateData) -> int:
+    """How many candidates a state holds results of (the endpoints' and every round's)."""
+    return sum(
+        len(stage.get("preflight") or []) + sum(len(r) for r in stage.get("rounds", [])) for stage in data["stages"]
+    )
+
+
+def _recorded(data: StateData) -> str:
+    """What a state holds, for a message: its rounds and measured candidates, and whether it ended."""
+    rounds = sum(len(stage.get("rounds", [])) for stage in data["stages"])
+    tested = _tested(data)
+    ended = "finished" if data.get("result") else "not finished"
+    return (
+        f"{rounds} round{'s' if rounds != 1 else ''} recorded "
+        f"({tested} candidate{'s' if tested != 1 else ''} tested, endpoints included; {ended})"
+    )
+
+
+def _describe_bisect(fingerprint: JSONObject) -> str:
+    """A bisect's question as its options spell it (source, ends, predicate, kernels), from the
+    fingerprint a state file keeps: which bisect a state belongs to, in a message."""
+
+    def get(key: str) -> str:
+        value = fingerprint.get(key)
+        return "" if value is None or value is False else str(value)
+
+    words = [f"{get('source') or '?'} {get('good') or '?'}..{get('bad') or '?'}"]
+    if get("metric"):
+        words.append(f"--metric {get('metric')}")
+    if get("command"):
+        words.append(f"--command {get('command')!r}")
+    if get("op"):
+        words.append(f"--op {get('op')}" + (f" --{get('mode')}" if get("mode") else ""))
+    inputs = fingerprint.get("inputs")
+    if isinstance(inputs, list) and inputs:
+        words.append("--input " + " ".join(str(i) for i in inputs))
+    for key in ("spec", "backend", "toolchain"):
+        if get(key):
+            words.append(f"--{key} {get(key)}")
+    return " ".join(words)
 
 
 # --------------------------------------------------------------------------- the search

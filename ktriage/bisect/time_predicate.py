@@ -265,7 +265,7 @@ class TimePredicate:
             raise FormatError(
                 f"the bisect state's good endpoint {good.candidate.label} has no timing verdict to resume from "
                 "(endpoints, direction, candidate_threshold)",
-                "start again without --resume",
+                "delete the state file (or give another --state path) and start again without --resume",
             )
         self.endpoints = _Endpoints(
             good.candidate,

@@ -89,7 +89,11 @@ BuildTimeout = Annotated[
 ]
 State = Annotated[
     Path | None,
-    typer.Option("--state", help="The state file (default: under the ktriage home, named after the options)."),
+    typer.Option(
+        "--state",
+        help="The state file (default: under the ktriage home, named after the options). "
+        "One given here that holds rounds is continued with --resume, never started over.",
+    ),
 ]
 Resume = Annotated[
     bool, typer.Option("--resume", help="Continue from the state file without re-testing what it holds.")

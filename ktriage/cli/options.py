@@ -84,7 +84,7 @@ SpecArch = Annotated[
 ]
 
 # ------------------------------------------------------------------------------------------ inputs
-INPUT_HELP = "Only these inputs: a TritonBench input id (7) or shape facts (N=4608). Repeatable."
+INPUT_HELP = "Only these inputs: a TritonBench input id (7), shape facts (N=4608) or a range as explain prints it (N=4608..8192). Repeatable."
 
 
 def input_option(role: str = "") -> Any:

@@ -1,7 +1,8 @@
 """Inputs of an operator's sweep, numbered like TritonBench's ``--input-id``, and ``--input`` selectors.
 
 Each operator module defines its own sweep (``ktriage/ops/<op>.py``); this module holds what every
-sweep shares: the case type and the selector grammar ("7", "N=4608", "D=4096,V=1024").
+sweep shares: the case type and the selector grammar ("7", "N=4608", "D=4096,V=1024", and the ranges explain
+prints, "N=4608..8192": ``ktriage.spec.select.range_ends``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.errors import KtriageError
+from ktriage.spec.select import RANGE_HINT, range_ends, select_range
 
 
 @dataclass(frozen=True)
@@ -32,31 +34,54 @@ def select_inputs(op: str, cases: list[InputCase], selectors: Sequence[str] | No
     if not selectors:
         return list(cases)
     chosen: dict[int, InputCase] = {}
+    ordered = sorted(cases, key=lambda c: c.id)
+    position = {c.id: n for n, c in enumerate(ordered)}
     for sel in selectors:
         sel = str(sel).strip()
-        if sel.isdigit():
-            match = [c for c in cases if c.id == int(sel)]
+        ends = range_ends(sel) if not _is_facts(sel) else None
+        if ends:  # a range as explain prints it (N=4608..8192): the inputs from its first to its last
+            picked = select_range(
+                sel,
+                ends,
+                lambda end: [position[c.id] for c in _match(op, cases, end)],
+                flag="--input",
+                where=op,
+            )
+            match = [ordered[n] for n in picked]
         else:
-            facts = {}
-            for part in sel.split(","):
-                m = _FACT.match(part)
-                if not m:
-                    raise KtriageError(
-                        f"input selector {sel!r} of {op} is neither an id nor K=V facts",
-                        f"write an input id (0..{len(cases) - 1}) or facts like {cases[0].label()}",
-                    )
-                facts[m.group(1)] = int(m.group(2))
-            unknown = sorted(set(facts) - set(cases[0].facts))
-            if unknown:
-                raise KtriageError(
-                    f"{op} inputs have no fact {unknown}", f"facts of {op} inputs: {', '.join(cases[0].facts)}"
-                )
-            match = [c for c in cases if all(c.facts.get(k) == v for k, v in facts.items())]
-        if not match:
-            raise KtriageError(f"no input of {op} matches {sel!r}", f"valid inputs: {_describe(cases)}")
+            match = _match(op, cases, sel)
         for c in match:
             chosen[c.id] = c
     return [chosen[i] for i in sorted(chosen)]
+
+
+def _is_facts(sel: str) -> bool:
+    return all(_FACT.match(part) for part in sel.split(","))
+
+
+def _match(op: str, cases: list[InputCase], sel: str) -> list[InputCase]:
+    """The cases one selector (an id or facts, not a range) names; none is an error listing them."""
+    if sel.isdigit():
+        match = [c for c in cases if c.id == int(sel)]
+    else:
+        facts = {}
+        for part in sel.split(","):
+            m = _FACT.match(part)
+            if not m:
+                raise KtriageError(
+                    f"input selector {sel!r} of {op} is neither an id nor K=V facts",
+                    f"write an input id (0..{len(cases) - 1}) or facts like {cases[0].label()}; {RANGE_HINT}",
+                )
+            facts[m.group(1)] = int(m.group(2))
+        unknown = sorted(set(facts) - set(cases[0].facts))
+        if unknown:
+            raise KtriageError(
+                f"{op} inputs have no fact {unknown}", f"facts of {op} inputs: {', '.join(cases[0].facts)}"
+            )
+        match = [c for c in cases if all(c.facts.get(k) == v for k, v in facts.items())]
+    if not match:
+        raise KtriageError(f"no input of {op} matches {sel!r}", f"valid inputs: {_describe(cases)}")
+    return match
 
 
 def _describe(cases: list[InputCase]) -> str:

@@ -7,10 +7,12 @@ package, so this package cannot import the catalog: docs/architecture.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.errors import SpecError
+from ktriage.errors import KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import load_spec_file
 
@@ -44,6 +46,11 @@ def _names(spec: KernelSpec) -> set[str]:
     return names
 
 
+def _positions(specs: Sequence[KernelSpec], chosen: Sequence[KernelSpec]) -> list[int]:
+    """Where each of ``chosen`` is in ``specs`` (by identity: two inputs may have equal specs)."""
+    return [n for n, s in enumerate(specs) if any(s is c for c in chosen)]
+
+
 def matches_selector(spec: KernelSpec, selector: str) -> bool:
     """A selector names a spec exactly: its input label, input id, whole name or ``[...]`` part."""
     return selector in _names(spec)
@@ -52,7 +59,8 @@ def matches_selector(spec: KernelSpec, selector: str) -> bool:
 def select_specs(
     specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = "--input"
 ) -> list[KernelSpec]:
-    """The specs ``selector`` names exactly; else the ONE spec whose name contains it; else the ONE
+    """The specs ``selector`` names exactly; else, for a range as explain prints it (:func:`range_ends`),
+    the specs from its first to its last; else the ONE spec whose name contains it; else the ONE
     recorded input it is a short label of, as explain prints it (``X_ptr=4096x4608``,
     ``_layer_norm_backward_kernel.K7[X_ptr=4096x4608]``: :func:`names_short_label`). A selector that is
     only part of several names, or the short label of several recorded inputs, is an error that lists
@@ -61,6 +69,15 @@ def select_specs(
     exact = [s for s in specs if matches_selector(s, selector)]
     if exact:
         return exact
+    if ends := range_ends(selector):  # a range as explain prints it: the specs from its first to its last
+        picked = select_range(
+            selector,
+            ends,
+            lambda end: _positions(specs, select_specs(specs, end, target, flag=flag)),
+            flag=flag,
+            where=target,
+        )
+        return [specs[n] for n in picked]
     partial = [s for s in specs if selector in s.name]
     if len(partial) == 1:
         return partial
@@ -85,8 +102,75 @@ def select_specs(
     known = sorted({n for s in specs for n in _names(s)})
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}",
-        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else ""),
+        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}",
     )
+
+
+# ------------------------------------------------------------------------------------------ printed ranges
+# explain's reports name a run of consecutive inputs as a range (explain/labels.input_range: ``N=4608..8192``,
+# ``X_ptr=4096x{4608..8192}``, ``a .. b``; inside its kernel's name where the report holds several). Copied
+# into ``--input`` it selects those inputs: every input from the one its start names to the one its end
+# names, in the order the inputs are listed (explain's order, so the run it printed).
+
+RANGE_HINT = "or a range as explain prints it, from its first input to its last (e.g. N=4608..8192)"
+_BRACED = re.compile(r"([^{}]*)\{([^{}]+?)\.\.([^{}]+)\}([^{}]*)")
+_VALUE_RANGE = re.compile(r"([^=,.\s]+)=([^=,]+?)\.\.([^=,]+)")
+
+
+def range_ends(selector: str) -> tuple[str, str] | None:
+    """The two selectors naming the first and last input of ``selector``, a range as explain prints it
+    (the inverse of ``explain/labels.input_place``); None for a selector of another form."""
+    kernel, inner = "", selector
+    if selector.endswith("]") and "[" in selector:
+        kernel, inner = selector[:-1].split("[", 1)
+    if " .. " in inner:
+        first, last = (part.strip() for part in inner.split(" .. ", 1))
+    elif braced := _BRACED.fullmatch(inner):
+        before, a, b, after = braced.groups()
+        first, last = before + a + after, before + b + after
+    elif ranged := _VALUE_RANGE.fullmatch(inner):
+        key, a, b = ranged.groups()
+        first, last = f"{key}={a}", f"{key}={b}"
+    else:
+        return None
+    if not first or not last:
+        return None
+    return (f"{kernel}[{first}]", f"{kernel}[{last}]") if kernel else (first, last)
+
+
+def select_range(
+    selector: str,
+    ends: tuple[str, str],
+    resolve: Callable[[str], Sequence[int]],
+    *,
+    flag: str,
+    where: str,
+    group: Callable[[int], object] | None = None,
+) -> list[int]:
+    """The positions ``first .. last`` (inclusive) of a printed range, ``ends`` its start and end as
+    selectors, each resolved to positions by ``resolve`` (which refuses one that names nothing) and
+    required to name one input; ``group``: what both ends must share (a workload's kernel), since a
+    printed range never crosses from one kernel into another."""
+    picked: list[int] = []
+    for which, end in zip(("start", "end"), ends, strict=True):
+        try:
+            hits = sorted(set(resolve(end)))
+        except KtriageError as exc:  # the end's own refusal (names nothing, several), said of the range
+            raise SpecError(f"{flag} {selector!r}, its {which}: {exc.problem}", exc.fix) from None
+        if len(hits) != 1:
+            raise SpecError(
+                f"{flag} {selector!r}: its {which} {end!r} names {len(hits)} inputs of {where}, and a range "
+                "runs from one input to one input",
+                "name each end by one input: its full label, or inside its kernel's name (kernel[label])",
+            )
+        picked.append(hits[0])
+    first, last = picked
+    if last < first or (group is not None and group(first) != group(last)):
+        raise SpecError(
+            f"{flag} {selector!r}: {ends[1]!r} is not after {ends[0]!r} in the same kernel's inputs of {where}",
+            f"give the range from its first input to its last, as explain prints it, or select each input with {flag}",
+        )
+    return list(range(first, last + 1))
 
 
 # ------------------------------------------------------------------------------------------ short labels
@@ -130,22 +214,82 @@ def names_short_label(selector: str, kernel_names: set[str], label: str) -> bool
     return bool(want) and have is not None and set(want or ()) <= set(have)
 
 
-def recorded_short_label_match(selector: str, inputs: Sequence[tuple[str, str, str]], where: str) -> list[int]:
-    """Which of a workload's recorded inputs, each (its kernel's id, its function, its full label),
-    ``selector`` is the short label of (``K7[X_ptr=4096x4608]``, ``_layer_norm_backward_kernel.K7[...]`` or
-    the bare label): no index, or the one; a short label several inputs have is refused, the fix naming
-    ``--kernel`` (bench W.json and bench --bundle select this way)."""
+@dataclass(frozen=True)
+class RecordedInput:
+    """One recorded input as ``--input`` may name it (a workload's input, a recorded bundle's entry):
+    its kernel's id and function, its id within the kernel, its full label (every argument) and
+    ``shapes``, the short label bench's and compare's reports print for it (its bundle entry's label,
+    ``args.short_label``; ``SHAPES #ID`` where two inputs of one kernel share it)."""
+
+    kernel: str
+    function: str
+    input: int
+    label: str
+    shapes: str
+
+    def names(self, selector: str) -> bool:
+        """Whether ``selector`` names this input exactly: its id, its full label, or its report label
+        (with or without the ``#ID`` that tells it from an input of the same shapes)."""
+        return selector in (str(self.input), self.label, self.shapes, f"{self.shapes} #{self.input}")
+
+
+def select_recorded(selectors: Sequence[str], inputs: Sequence[RecordedInput], where: str) -> list[int]:
+    """The positions of the recorded ``inputs`` any of ``selectors`` names (``bench W.json -i`` and
+    ``bench --bundle -i`` select this way). Per selector: the inputs it names exactly
+    (:meth:`RecordedInput.names`), else the one it is a short label of as explain prints it
+    (:func:`recorded_short_label_match`), else the run a printed range names (:func:`range_ends`).
+    A selector that names nothing is refused by name with the inputs' labels: with several selectors, a
+    typo in one dropped that input without a word."""
+    chosen: set[int] = set()
+    for sel in selectors:
+        hits = _recorded_hits(sel, inputs, where)
+        if not hits:
+            listed = ", ".join(f"{i.kernel} input {i.input} ({i.shapes})" for i in inputs[:12])
+            raise SpecError(
+                f"no input of {where} matches --input {sel!r}",
+                f"give a recorded input id or label: {listed or 'none'}"
+                + (", ..." if len(inputs) > 12 else "")
+                + f"; {RANGE_HINT}",
+            )
+        chosen |= set(hits)
+    return sorted(chosen)
+
+
+def _recorded_hits(sel: str, inputs: Sequence[RecordedInput], where: str) -> list[int]:
+    exact = [n for n, i in enumerate(inputs) if i.names(sel)]
+    if exact:
+        return exact
+    hits = recorded_short_label_match(sel, inputs, where)
+    if hits or not (ends := range_ends(sel)):
+        return hits
+
+    return select_range(
+        sel,
+        ends,
+        lambda end: _recorded_hits(end, inputs, where),
+        flag="--input",
+        where=where,
+        group=lambda n: inputs[n].kernel,
+    )
+
+
+def recorded_short_label_match(selector: str, inputs: Sequence[RecordedInput], where: str) -> list[int]:
+    """Which of a workload's recorded inputs ``selector`` is the short label of, as explain prints it
+    (``K7[X_ptr=4096x4608]``, ``_layer_norm_backward_kernel.K7[...]`` or the bare label): no index, or
+    the one; a short label several inputs have is refused, the fix naming ``--kernel``."""
     hits = [
-        n for n, (kid, fn, label) in enumerate(inputs) if names_short_label(selector, {kid, fn, f"{fn}.{kid}"}, label)
+        n
+        for n, i in enumerate(inputs)
+        if names_short_label(selector, {i.kernel, i.function, f"{i.function}.{i.kernel}"}, i.label)
     ]
     if len(hits) > 1:
-        named = [(f"{inputs[n][1]}.{inputs[n][0]}", inputs[n][2]) for n in hits]
+        named = [(f"{inputs[n].function}.{inputs[n].kernel}", inputs[n].label) for n in hits]
         raise ambiguous_short_label(
             selector,
             "--input",
             where,
             [(kernel, f"{kernel}[{label}]") for kernel, label in named],
-            kernel_option="--kernel " + " or ".join(dict.fromkeys(inputs[n][0] for n in hits)),
+            kernel_option="--kernel " + " or ".join(dict.fromkeys(inputs[n].kernel for n in hits)),
         )
     return hits
 

@@ -26,7 +26,8 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
         (
             [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
-            "recorded input ids per kernel: K0: 0",
+            "no input of the workload (--kernel K0) matches --input '7' fix: give a recorded input id or label: "
+            "K0 input 0 (2048x1024,1024,2048 n_cols=1024); or a range as explain prints it",
         ),
         # explain's short label of K7's input is an argument of K6's (forward) input too: refused, not one picked
         (
@@ -34,6 +35,12 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
             "is the short label of 2 recorded inputs in the workload, not of one fix: name its kernel with it: "
             "_layer_norm_forward_kernel.K6[X_ptr=4096x4608] or _layer_norm_backward_kernel.K7[X_ptr=4096x4608] "
             "(or narrow with --kernel K6 or K7)",
+        ),
+        # a typo next to a selector that matches: refused by name (it was dropped, input 0 compiled alone)
+        (
+            [str(LN_BWD), "--kernel", "K7", "-i", "0", "-i", "X_ptr=4096x4609", *TOOLCHAINS, "--compile-only"],
+            "no input of the workload (--kernel K7) matches --input 'X_ptr=4096x4609' fix: give a recorded input "
+            "id or label: K7 input 0 (4096x4608,4608,4096,132x4608 n_rows=4096 n_cols=4608), K7 input 1 (",
         ),
         ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
         ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
@@ -88,6 +95,60 @@ def test_the_short_labels_explain_prints_select_recorded_inputs_to_bench() -> No
     assert [e.id for e in bundle.select(None, ["short 3"])] == [3]  # the bench report's own label, as before
     with pytest.raises(SpecError, match="short label of 2 recorded inputs in bundle b"):
         bundle.select(None, ["X_ptr=4096x4608"])
+
+
+def test_each_selector_names_an_input_and_the_reports_labels_and_explains_ranges_select() -> None:
+    """``bench W.json -i 0 -i TYPO`` (and ``bench --bundle``) measured input 0 and dropped the typo without
+    a word; the label bench's and compare's reports print for an input (its bundle entry's) and a range
+    as explain prints it (``_layer_norm_backward_kernel.K7[X_ptr=4096x{4608..6144}]``) were refused
+    by ``bench W.json``. One rule now, for a workload's inputs and a bundle's entries:
+    ``ktriage.spec.select.select_recorded``."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from ktriage.catalog.resolve import resolve_specs
+    from ktriage.errors import SpecError
+    from ktriage.explain.labels import input_names, input_place
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.args import short_label
+    from ktriage.workload.recorded.bundle import Entry, RecordedBundle, select_kernels
+
+    workload = load_workload(LN_BWD)
+    k7 = workload.kernels[7]
+    shapes = [short_label(i.args, i.spec.signature) for i in k7.inputs]
+    entries = [
+        Entry(n, k.id, k.function, i.id, short_label(i.args, i.spec.signature), i.label, 1, "spec", [], None)
+        for n, (k, i) in enumerate((k, i) for k in workload.kernels for i in k.inputs)
+    ]
+    bundle = RecordedBundle(cast(Any, SimpleNamespace(path=Path("b"))), entries)
+    for typo in ("X_ptr=4096x4609", "no-such-input"):
+        with pytest.raises(SpecError, match=f"no input of the workload matches --input '{typo}'"):
+            select_kernels(workload, None, ["0", typo])
+        with pytest.raises(SpecError, match=f"no input of bundle b matches --input '{typo}'") as err:
+            bundle.select(None, ["0", typo])
+        assert "give a recorded input id or label: K0 input 0 (" in str(err.value.fix)
+    # the label the bench and compare reports print (the bundle entry's), as the bundle already took it
+    assert [(k.id, ids) for k, ids in select_kernels(workload, None, [shapes[2]])] == [("K7", [2])]
+    assert [(e.kernel, e.input) for e in bundle.select(None, [shapes[2]])] == [("K7", 2)]
+    # a range as explain prints it: the inputs from its first to its last
+    names = input_names(resolve_specs(str(LN_BWD)))
+    kernel = names[22][0]
+    printed = input_place(kernel, [short for k, short in names if k == kernel][:4])
+    assert printed == "_layer_norm_backward_kernel.K7[X_ptr=4096x{4608..6144}]"
+    assert [(k.id, ids) for k, ids in select_kernels(workload, None, [printed])] == [("K7", [0, 1, 2, 3])]
+    assert [(e.kernel, e.input) for e in bundle.select(None, [printed])] == [("K7", n) for n in range(4)]
+    with pytest.raises(SpecError, match="its start: --input 'X_ptr=4096x4608' is the short label of 2"):
+        select_kernels(workload, None, ["X_ptr=4096x{4608..6144}"])
+
+
+def test_a_report_label_selects_with_or_without_its_id() -> None:
+    """Where two inputs of a kernel have the same shapes, the bench report adds ``#ID`` to the label of
+    the second it bundled (which depends on what was bundled): either spelling names the input."""
+    from ktriage.spec.select import RecordedInput
+
+    twin = RecordedInput("K0", "f", 3, "a=1", "2048x1024")
+    assert twin.names("2048x1024 #3") and twin.names("2048x1024") and twin.names("3") and twin.names("a=1")
+    assert not twin.names("2048x1024 #2")
 
 
 @pytest.mark.slow

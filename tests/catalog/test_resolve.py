@@ -62,3 +62,31 @@ def test_a_kernel_named_as_its_source_says_how_to_write_its_spec_file(tmp_path: 
         assert info.value.fix is not None and "write a spec file (docs/specs.md)" in info.value.fix
     with pytest.raises(KtriageError, match="unknown catalog op"):  # not a source: still the catalog's message
         resolve_specs("liger.rms_nrom")
+
+
+def test_a_range_as_explain_prints_it_selects_its_inputs() -> None:
+    """explain names a run of inputs ``N=4608..8192`` (a catalog op, the main job's layer_norm) or
+    ``kernel[X_ptr=4096x{4608..6144}]`` (a recorded workload); copied into ``-i`` it was refused ("neither
+    an id nor K=V facts", "no kernel ... matches"). It selects the inputs from its first to its last now,
+    for every verb that resolves specs (explain, tune, bisect)."""
+    from ktriage.explain.labels import input_names, input_place
+    from ktriage.spec.model import input_label
+
+    specs = resolve_specs("liger.layer_norm", mode="bwd", inputs=["N=4608..8192"])
+    assert [input_label(s.meta, s.name) for s in specs] == [f"N={n}" for n in range(4608, 8193, 512)]
+    embedding = resolve_specs("liger.embedding", mode="bwd")
+    printed = input_place("", [input_label(s.meta, s.name) for s in (embedding[0], embedding[-1])])
+    assert printed == "B=32,T=512,D=768,V=1024 .. B=8,T=2048,D=4096,V=131072"
+    assert len(resolve_specs("liger.embedding", mode="bwd", inputs=[printed])) == len(embedding)
+    with pytest.raises(KtriageError, match="'N=4608' is not after 'N=8192'"):
+        resolve_specs("liger.layer_norm", mode="bwd", inputs=["N=8192..4608"])
+    with pytest.raises(KtriageError, match="its end: no input of liger.layer_norm matches 'N=8193'"):
+        resolve_specs("liger.layer_norm", mode="bwd", inputs=["N=4608..8193"])
+    workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
+    names = input_names(resolve_specs(workload))
+    kernel = names[22][0]
+    printed = input_place(kernel, [short for k, short in names if k == kernel][1:5])
+    assert printed == "_layer_norm_backward_kernel.K7[X_ptr=4096x{5120..6656}]"
+    assert [s.name for s in resolve_specs(workload, inputs=[printed])] == [
+        s.name for s in resolve_specs(workload) if s.meta.get("workload_kernel") == "K7"
+    ][1:5]

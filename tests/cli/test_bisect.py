@@ -384,6 +384,8 @@ def test_ctrl_c_says_the_rounds_are_kept_and_resume_continues(tmp_path: Path, ru
 
 
 def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCli) -> None:
+    """The refusal names the bisect the state holds and how to start this one (another --state path:
+    the same path without --resume is refused too now)."""
     repo = make_kernel_repo(tmp_path / "repo", n=6, culprit_at=3)
     script, _ = check_script(tmp_path)
     state = tmp_path / "s.json"
@@ -401,6 +403,51 @@ def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCl
     assert run_cli([*base, "--good", repo.good]).exit_code == exit_codes.OK
     r = run_cli([*base, "--good", repo.commits[1], "--resume"])
     assert r.exit_code == exit_codes.USAGE and "another bisect" in r.err_text, r.output
+    assert f"git:{repo.path} {repo.good}..{repo.bad} --command 'sh {script}'" in r.problem, r.output
+    assert "(differs in: good)" in r.problem
+    assert (
+        r.fix
+        == f"resume it with its own options; to start this bisect, give another --state path (or delete {state} to discard that one)"
+    )
+
+
+def test_a_state_holding_rounds_is_not_started_over_without_resume(tmp_path: Path, run_cli: RunCli) -> None:
+    """``--state F`` without --resume replaced F even when it held the rounds of an earlier bisect, of
+    this one or of another (other ends): work that cost builds or GPU time, gone without a word. Now
+    refused before anything is tested, naming what F holds and both ways on; an empty F starts."""
+    repo = make_kernel_repo(tmp_path / "repo", n=24, culprit_at=13)
+    script, log = check_script(tmp_path)
+    state = tmp_path / "s.json"
+    base = ["bisect", "--source", f"git:{repo.path}", "--bad", repo.bad, "--command", f"sh {script}"]
+    base += ["--state", str(state)]
+    assert run_cli([*base, "--good", repo.good]).exit_code == exit_codes.OK
+    kept, runs = state.read_bytes(), command_runs(log)
+    rounds = len(json.loads(kept)["stages"][0]["rounds"])
+    held = f"{rounds} rounds recorded ({len(runs)} candidates tested, endpoints included; finished)"
+
+    r = run_cli([*base, "--good", repo.good])  # the same bisect again
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem == (
+        f"--state {state} already holds this bisect: git:{repo.path} {repo.good}..{repo.bad} "
+        f"--command 'sh {script}', {held}; starting over would discard them"
+    ), r.output
+    assert r.fix == f"add --resume to continue it; to start over, give another --state path or delete {state}"
+
+    r = run_cli([*base, "--good", repo.commits[2]])  # another bisect (other good end) into the same file
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert r.problem.startswith(f"--state {state} already holds another bisect: git:{repo.path} {repo.good}..")
+    assert r.fix == (
+        f"to start over, give another --state path or delete {state} "
+        "(--resume continues that bisect only with its own options)"
+    )
+    assert state.read_bytes() == kept and command_runs(log) == runs  # nothing tested, nothing replaced
+
+    r = run_cli([*base, "--good", repo.good, "--resume"])  # the first fix: nothing tested again
+    assert r.exit_code == exit_codes.OK and command_runs(log) == runs, r.output
+    state.write_text("")  # an empty file starts as before
+    r = run_cli([*base, "--good", repo.commits[2]])
+    assert r.exit_code == exit_codes.OK, r.output
+    assert json.loads(state.read_text())["fingerprint"]["good"] == repo.commits[2]
 
 
 @pytest.mark.slow

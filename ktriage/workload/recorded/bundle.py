@@ -24,7 +24,7 @@ from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.select import recorded_short_label_match
+from ktriage.spec.select import RecordedInput, select_recorded
 from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
@@ -104,9 +104,9 @@ def select_kernels(
     workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None
 ) -> list[tuple[Kernel, list[int]]]:
     """The kernels ``--kernel`` names (an id such as K3 or a function name) and of each the inputs
-    ``--input`` names (a recorded input id, its label, or the short label explain prints when one input
-    of the chosen kernels has it: ``ktriage.spec.select.recorded_short_label_match``); an unknown name is an
-    error listing the choices, a short label that several inputs have is refused."""
+    ``--input`` names (one rule: ``ktriage.spec.select.select_recorded``: a recorded input id, its label,
+    the label bench's and compare's reports print, the short label or range explain prints); an unknown
+    name is an error listing the choices, a short label that several inputs have is refused."""
     chosen = list(workload.kernels)
     if kernels:
         picked = []
@@ -119,34 +119,19 @@ def select_kernels(
                 raise SpecError(f"the workload has no kernel {sel!r}", f"choose --kernel from: {choices}")
             picked += [k for k in found if k not in picked]
         chosen = [k for k in workload.kernels if k in picked]
-    # a selector that is no input's id or label: a short label as explain prints it (one input, else refused)
-    by_short: set[tuple[str, int]] = set()
     pairs = [(k, i) for k in chosen for i in k.inputs]
-    for sel in inputs or ():
-        if any(sel in (str(i.id), i.label) for _, i in pairs):
-            continue
-        hits = recorded_short_label_match(
-            sel,
-            [(k.id, k.function, i.label) for k, i in pairs],
-            "the workload" + (f" (--kernel {' '.join(kernels)})" if kernels else ""),
-        )
-        by_short |= {(pairs[n][0].id, pairs[n][1].id) for n in hits}
-    out: list[tuple[Kernel, list[int]]] = []
-    for k in chosen:
-        ids = [i.id for i in k.inputs]
-        if inputs:
-            ids = [
-                i.id for i in k.inputs if any(sel in (str(i.id), i.label) for sel in inputs) or (k.id, i.id) in by_short
-            ]
-        if ids:
-            out.append((k, ids))
-    if not out:
-        have = "; ".join(f"{k.id}: " + ", ".join(str(i.id) for i in k.inputs) for k in chosen)
-        raise SpecError(
-            f"no input of the chosen kernels matches --input {list(inputs or [])}",
-            f"recorded input ids per kernel: {have or 'none'}",
-        )
-    return out
+    if not inputs:
+        out = [(k, [i.id for i in k.inputs]) for k in chosen if k.inputs]
+        if not out:
+            raise SpecError(
+                "the chosen kernels have no recorded input", "choose --kernel among the kernels `workload show` lists"
+            )
+        return out
+    recorded = [RecordedInput(k.id, k.function, i.id, i.label, short_label(i.args, i.spec.signature)) for k, i in pairs]
+    where = "the workload" + (f" (--kernel {' '.join(kernels)})" if kernels else "")
+    named = {(pairs[n][0].id, pairs[n][1].id) for n in select_recorded(inputs, recorded, where)}
+    out = [(k, [i.id for i in k.inputs if (k.id, i.id) in named]) for k in chosen]
+    return [(k, ids) for k, ids in out if ids]
 
 
 def workload_entries(
@@ -266,8 +251,8 @@ class RecordedBundle:
         )
 
     def select(self, kernels: Sequence[str] | None, inputs: Sequence[str] | None) -> list[Entry]:
-        """Entries of the kernels ``--kernel`` names and the inputs ``--input`` names (as when building;
-        also the entry's own short label, the bench report's)."""
+        """Entries of the kernels ``--kernel`` names and the inputs ``--input`` names (as when building:
+        ``ktriage.spec.select.select_recorded``)."""
         chosen = self.entries
         if kernels:
             known = sorted(
@@ -282,28 +267,13 @@ class RecordedBundle:
                 )
             chosen = [e for e in chosen if any(s in (e.kernel, e.function) for s in kernels)]
         if inputs:
-            among = chosen
-            by_short: set[int] = set()  # a selector no entry has: a short label as explain prints it
-            for sel in inputs:
-                if any(sel in (str(e.input), e.label, e.recorded_label) for e in among):
-                    continue
-                hits = recorded_short_label_match(
-                    sel, [(e.kernel, e.function, e.recorded_label) for e in among], f"bundle {self.bundle.path}"
-                )
-                by_short |= {among[n].id for n in hits}
-            chosen = [
-                e
+            recorded = [
+                RecordedInput(e.kernel, e.function, e.input, e.recorded_label, e.label.removesuffix(f" #{e.input}"))
                 for e in chosen
-                if any(s in (str(e.input), e.label, e.recorded_label) for s in inputs) or e.id in by_short
             ]
-            if not chosen:
-                # the bundle's own inputs: "see `ktriage workload show`" needed the workload file, which
-                # the GPU host measuring a bundle often does not have
-                listed = ", ".join(f"{e.kernel} input {e.input} ({e.label})" for e in among[:12])
-                raise SpecError(
-                    f"no entry of bundle {self.bundle.path} matches --input {list(inputs)}",
-                    f"give a recorded input id or label of the bundle: {listed}" + (", ..." if len(among) > 12 else ""),
-                )
+            # the bundle's own inputs are listed when one names nothing: the GPU host measuring a bundle
+            # often does not have the workload file
+            chosen = [chosen[n] for n in select_recorded(inputs, recorded, f"bundle {self.bundle.path}")]
         return chosen
 
 
