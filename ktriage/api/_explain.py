@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
-from ktriage.catalog.resolve import resolve_specs, select_input_range, spec_input_id
+from ktriage.catalog.resolve import resolve_kernels, select_input_range, spec_input_id
 from ktriage.errors import KtriageError
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
@@ -210,16 +210,16 @@ def explain(
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
             f"give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t {toolchains[0]}",
         )
-    specs = resolve_specs(
+    specs, unloaded = resolve_kernels(
         target, mode=mode, inputs=list(inputs) if inputs else None, target_arch=arch, dtype=precision, sm_count=sm_count
-    )
+    )  # a spec file's kernels that do not load are reported as failed kernels; the others are explained
     specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
     line_ranges = parse_line_ranges(lines)
     if line_ranges and not (ptx_diff or sass_diff):
         ptx_diff = sass_diff = True
-    if (ptx_diff or sass_diff) and len(specs) != 1:
+    if (ptx_diff or sass_diff) and len(specs) + len(unloaded) != 1:
         raise KtriageError(
-            f"--ptx-diff/--sass-diff show one kernel, but {len(specs)} were selected",
+            f"--ptx-diff/--sass-diff show one kernel, but {len(specs) + len(unloaded)} were selected",
             f"select one input, e.g. --input {input_label(specs[0].meta, specs[0].name)}",
         )
     built = resolve_toolchains(toolchains)
@@ -237,6 +237,7 @@ def explain(
             threshold=threshold,
             fixes=fixes,
             fix_neighbours=resolve_toolchains(fix_toolchains) if fixes else (),
+            unloaded=unloaded,
         )
     finally:
         if executor is not None:

@@ -9,11 +9,13 @@ catalog ops and the catalog sits above the spec model (docs/architecture.md); th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from ktriage.errors import KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.select import load_selected_specs, select_specs
+from ktriage.spec.select import select_spec_file, select_specs
+from ktriage.spec.toml_file import UnloadedKernel
 
 T = TypeVar("T")
 
@@ -28,6 +30,33 @@ def resolve_specs(
     sm_count: int | None = None,
     sm_count_beyond_specs: bool = False,
 ) -> list[KernelSpec]:
+    """:func:`resolve_kernels`, where a selected kernel of a spec file that does not load refuses the
+    target (its error, naming the fix): the verbs that cannot report one kernel's failure beside the
+    others' results (tune, bisect, triage)."""
+    specs, unloaded = resolve_kernels(
+        target,
+        mode=mode,
+        inputs=inputs,
+        target_arch=target_arch,
+        dtype=dtype,
+        sm_count=sm_count,
+        sm_count_beyond_specs=sm_count_beyond_specs,
+    )
+    if unloaded:
+        raise unloaded[0].error
+    return specs
+
+
+def resolve_kernels(
+    target: str,
+    *,
+    mode: str | None = None,
+    inputs: Sequence[str] | None = None,
+    target_arch: str | None = None,
+    dtype: str | None = None,
+    sm_count: int | None = None,
+    sm_count_beyond_specs: bool = False,
+) -> tuple[list[KernelSpec], list[UnloadedKernel]]:
     """A spec file (``.toml``, narrowed by ``inputs``), a recorded workload (``.json`` from ``ktriage
     record``, or its journal: every input of every kernel, narrowed by ``inputs``) or a catalog op
     expanded over its inputs;
@@ -36,7 +65,10 @@ def resolve_specs(
     Every option applies or is refused (issue 11): for a spec file ``target_arch`` replaces each
     kernel's ``target``; ``dtype`` and ``mode`` are refused (the signature fixes the types, a spec
     file is one pass), and so is ``sm_count`` unless the verb uses it beyond building specs
-    (``sm_count_beyond_specs``: tune's waves), since a spec file's grid is written in the file."""
+    (``sm_count_beyond_specs``: tune's waves), since a spec file's grid is written in the file.
+
+    Returns the specs and the selected kernels of a spec file that do not load (explain reports each
+    as that kernel's failure; a target none of whose selected kernels loads is refused)."""
     from ktriage.record.workload import is_workload_path, load_workload
 
     workload = is_workload_path(target)
@@ -57,14 +89,16 @@ def resolve_specs(
                 )
                 + " (a catalog op takes these options)",
             )
-        specs = (
-            select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target)
-            if workload
-            else load_selected_specs(target, inputs)
-        )
+        unloaded: list[UnloadedKernel] = []
+        if workload:
+            specs = select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target)
+        else:
+            selected = select_spec_file(target, inputs)
+            specs, unloaded = selected.specs, selected.unloaded
         if target_arch is not None:
             specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
-        return specs
+            unloaded = [replace(u, spec=u.spec.replace(target=target_arch)) for u in unloaded]
+        return specs, unloaded
     _refuse_kernel_source(target)
     _refuse_other_path(target)
     from ktriage.catalog.registry import expand_op
@@ -76,7 +110,7 @@ def resolve_specs(
         dtype=dtype,
         inputs=list(inputs) if inputs else None,
         sm_count=sm_count,
-    )
+    ), []
 
 
 def _refuse_kernel_source(target: str) -> None:

@@ -30,6 +30,7 @@ from ktriage.predict.facts import KernelFacts, facts_from_resources, launch_inpu
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.toml_file import UnloadedKernel
 from ktriage.toolchain.manager import Toolchain
 
 # (metric, unit, where it comes from). Exact comparison: these are counts the compiler decides.
@@ -149,7 +150,8 @@ class SpecExplain:
 
     @property
     def failures(self) -> list[CompileFailure]:
-        """The cells of this spec that produced no resources (compile, assemble, analyze, import, timeout)."""
+        """The cells of this spec that produced no resources (compile, assemble, analyze, import, timeout;
+        stage ``spec``: a spec file's kernel that did not load)."""
         return [r for r in self.results.values() if isinstance(r, CompileFailure)]
 
 
@@ -390,7 +392,10 @@ class Explainer:
         *,
         on_compiled: Callable[[object], None] | None = None,
         on_explained: Callable[[SpecExplain], None] | None = None,
+        unloaded: Sequence[UnloadedKernel] = (),
     ) -> ExplainResult:
+        """Explain every spec with every toolchain; ``unloaded``: the kernels of a spec file that did not
+        load, each listed after the specs as a kernel no toolchain compiled (:func:`unloaded_explain`)."""
         outcomes = self.compiler.compile_many(specs, toolchains, on_done=on_compiled)
         n = len(toolchains)
         per_spec = [outcomes[i * n : (i + 1) * n] for i in range(len(specs))]
@@ -428,4 +433,17 @@ class Explainer:
 
         with ThreadPoolExecutor(max_workers=self.compiler.jobs) as executor:
             explained = list(executor.map(explain_one, range(len(specs))))
+        explained += [unloaded_explain(kernel, toolchains) for kernel in unloaded]
         return ExplainResult(list(toolchains), explained, self.threshold)
+
+
+def unloaded_explain(kernel: UnloadedKernel, toolchains: Sequence[Toolchain]) -> SpecExplain:
+    """A kernel of a spec file that did not load, as explain shows a kernel that no toolchain compiled:
+    a failed cell per toolchain (stage ``spec``) with its load error and fix, nothing compared. Why
+    cells and not a line of its own: every report (table, findings, markdown, HTML, JSON) and the exit
+    status (INCOMPLETE) already say what a failed cell means, and the other kernels' results stand."""
+    message = str(kernel.error)  # the problem, then "fix: ..." (failures.fix_for reads it)
+    failed = [CompileFailure(kernel.spec, t, "spec", "spec", message) for t in toolchains]
+    return SpecExplain(
+        kernel.spec, {f.toolchain.id: f for f in failed}, reference_fallback=fallback_reason(failed, None)
+    )

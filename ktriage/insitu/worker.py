@@ -18,12 +18,14 @@ Environment: ``KTRIAGE_TARGET_CC`` sets the fake driver's arch (default 90); the
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.abc
 import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from typing import Any, TypedDict
 
 if __package__:  # imported as ktriage.insitu.worker (GPU host, tests, the harness)
@@ -134,15 +136,88 @@ def load_launchable(source: str, sys_path: list[str]) -> Any:
     if ":" not in source:
         raise WorkerError("import", f"kernel source {source!r} must look like 'module:function' or 'file.py:function'")
     module_part, _, fn_name = source.rpartition(":")
+    _PROJECT.enter(file_module(module_part)[0] if module_part.endswith(".py") else None)
     recorded = recorded_globals(module_part)
     finder = _RecordedModules(recorded) if recorded else None
     if finder is not None:
         sys.meta_path.insert(0, finder)
     try:
-        return _load(module_part, fn_name, recorded)
+        with _PROJECT.loading():
+            return _load(module_part, fn_name, recorded)
     finally:
         if finder is not None:
             sys.meta_path.remove(finder)
+
+
+class _ProjectFolder:
+    """The folder the current kernel's file imports its project's modules from (:func:`file_module`: its
+    own folder, or the one above its top package), put on ``sys.path`` for the kernel's load, and the
+    modules its loads imported from there.
+
+    Why: one worker serves many kernels, and Python caches a module by its name. Two projects, each with
+    its own ``helpers.py`` beside its kernel, would otherwise share the first one's ``helpers`` for as
+    long as the worker lives: the first project's folder stayed on ``sys.path`` and its ``helpers`` in
+    ``sys.modules``, and the second kernel compiled with the first one's BLOCK, silently. Importing
+    under unique names cannot help: the kernel's own ``from helpers import BLOCK`` names the module (the
+    kernel's file itself is imported under a name unique to its path, ``_import``). So when a kernel of
+    another folder (or a ``package.module`` kernel) comes, the previous folder leaves ``sys.path`` and
+    the modules its loads imported from it leave ``sys.modules``; the next kernel imports its own. A
+    module already imported keeps the modules it holds, so a loaded kernel is unaffected.
+
+    They leave when the next kernel of another folder comes, not right after a load: the kernel's host
+    code (its heuristics, the launch by values) runs after the load and may import from its folder, and
+    consecutive kernels of one project (a sweep's inputs) import it once. Only a folder this worker put
+    on ``sys.path`` is managed, and only modules whose file is that folder's file of their name (never
+    an installed module, nor one that was imported before the load)."""
+
+    def __init__(self) -> None:
+        self.root: str | None = None
+        self.added = False  # this worker put root on sys.path (a folder on it already is left alone)
+        self.modules: set[str] = set()
+
+    def enter(self, root: str | None) -> None:
+        """Make ``root`` the current project folder (None: a kernel named by module, no folder)."""
+        if root == self.root:
+            return
+        self.leave()
+        self.root, self.added = root, root is not None and root not in sys.path
+        if root is not None and self.added:
+            sys.path.insert(0, root)
+
+    def leave(self) -> None:
+        """Forget the current folder: off ``sys.path``, and its modules out of ``sys.modules``."""
+        root, modules = self.root, self.modules
+        if root is not None and self.added:
+            for name in modules:
+                module = sys.modules.get(name)
+                if module is not None and _imported_from(root, name, module):
+                    del sys.modules[name]
+            sys.path[:] = [entry for entry in sys.path if entry != root]
+        self.root, self.added, self.modules = None, False, set()
+
+    @contextlib.contextmanager
+    def loading(self) -> Iterator[None]:
+        """Note the modules a load imports (those of the project folder leave with it)."""
+        before = set(sys.modules)
+        try:
+            yield
+        finally:
+            self.modules |= set(sys.modules) - before
+
+
+def _imported_from(root: str, name: str, module: Any) -> bool:
+    """Whether ``module`` is ``root``'s module ``name``: ``root/a/b.py`` or ``root/a/b/__init__.py`` for
+    ``a.b`` (a namespace package: its only folder ``root/a/b``)."""
+    base = os.path.join(root, *name.split("."))
+    file = getattr(module, "__file__", None)
+    if isinstance(file, str):
+        file = os.path.abspath(file)
+        return file == base + ".py" or file == os.path.join(base, "__init__.py")
+    paths = [os.path.abspath(str(p)) for p in getattr(module, "__path__", None) or []]
+    return paths == [base]
+
+
+_PROJECT = _ProjectFolder()
 
 
 def _load(module_part: str, fn_name: str, recorded: dict[str, object]) -> Any:
@@ -256,9 +331,9 @@ def _relative_imports(path: str) -> bool:
 def _import(module_part: str) -> Any:
     if not module_part.endswith(".py"):
         return importlib.import_module(module_part)
-    root, dotted = file_module(module_part)
-    if root not in sys.path:  # its package's other modules, or the files beside it, import as they do in the program
-        sys.path.insert(0, root)
+    # its folder is on sys.path (_PROJECT): its package's other modules, or the files beside it, import as
+    # they do in the program
+    _, dotted = file_module(module_part)
     if dotted is not None and _relative_imports(module_part):  # as its package's module: `from .x import` resolves
         package_module = importlib.import_module(dotted)
         if os.path.abspath(getattr(package_module, "__file__", "") or "") == os.path.abspath(module_part):

@@ -69,6 +69,13 @@ class SpecFileSchema(msgspec.Struct, forbid_unknown_fields=True):
     kernel: KernelSchema | Annotated[list[KernelSchema], msgspec.Meta(min_length=1, max_length=10_000)]
 
 
+class SpecFileShape(msgspec.Struct, forbid_unknown_fields=True):
+    """The file's shape only (``kernel`` a table or a non-empty array of tables): the loader takes each
+    table through ``KernelSchema`` on its own, so that one bad table does not refuse the others."""
+
+    kernel: dict[str, object] | Annotated[list[dict[str, object]], msgspec.Meta(min_length=1, max_length=10_000)]
+
+
 KERNEL_KEYS = tuple(KernelSchema.__struct_fields__)
 OPTION_KEYS = tuple(OptionsSchema.__struct_fields__)
 SPECIALIZE_KEYS = tuple(SpecializeSchema.__struct_fields__)

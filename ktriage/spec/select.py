@@ -14,25 +14,36 @@ from pathlib import Path
 
 from ktriage.errors import KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.toml_file import load_spec_file
+from ktriage.spec.toml_file import SpecFile, read_spec_file, require_loaded
 
 
 def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> list[KernelSpec]:
     """The kernels of the spec file ``target`` (a path as typed), only those matching one of
     ``inputs`` when given (none matching is an error). ``flag``: the option the selectors came from,
-    as errors name it (``fidelity --spec`` takes them as ``-k/--case``, and has no ``--input``)."""
+    as errors name it (``fidelity --spec`` takes them as ``-k/--case``, and has no ``--input``). A
+    selected kernel that does not load refuses them (:func:`select_spec_file` keeps the others)."""
+    return select_spec_file(target, inputs, flag=flag).strict()
+
+
+def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> SpecFile:
+    """:func:`load_selected_specs`, each selected kernel loaded or not (``UnloadedKernel``: explain
+    reports it as that kernel's failure and compiles the others). Selectors match a kernel that does
+    not load by its name as written, so that selecting only good kernels never meets a bad one; a
+    selection none of which loads is refused with the first one's error."""
     path = Path(target)
     if not path.exists():
         raise SpecError(
             f"spec file {target} does not exist", "check the path, or name a catalog op (ktriage catalog list)"
         )
-    specs = load_spec_file(path)
+    kernels = read_spec_file(path).kernels
     if inputs:
+        named = [k if isinstance(k, KernelSpec) else k.spec for k in kernels]
         chosen: set[int] = set()
         for sel in inputs:
-            chosen |= {i for i, s in enumerate(specs) if s in select_specs(specs, sel, target, flag=flag)}
-        specs = [s for i, s in enumerate(specs) if i in chosen]
-    return specs
+            chosen |= {i for i, s in enumerate(named) if s in select_specs(named, sel, target, flag=flag)}
+        kernels = [k for i, k in enumerate(kernels) if i in chosen]
+        require_loaded(kernels)
+    return SpecFile(kernels)
 
 
 def _names(spec: KernelSpec) -> set[str]:

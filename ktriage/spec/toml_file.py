@@ -11,6 +11,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from ktriage.schema.spec_toml import (
     KernelSchema,
     NoneValue,
     SpecFileSchema,
+    SpecFileShape,
     SpecializeSchema,
     label,
 )
@@ -39,31 +41,139 @@ if TYPE_CHECKING:
 MAX_SPEC_MB = 4
 
 
+@dataclass(frozen=True)
+class UnloadedKernel:
+    """A kernel of a spec file that does not load: its source file, module or function is missing, its
+    signature or values do not fit the function, a field is of the wrong type. ``error`` says which and
+    the fix; ``spec`` is a stand-in that names the kernel in reports (its name, source, target and meta
+    as the table writes them), never compiled.
+
+    Why a kernel and not the file fails: a spec file names several kernels, and one typo must not lose
+    the others' results (explain compiles them and reports this one as a failed kernel, exit 4)."""
+
+    spec: KernelSpec
+    error: KtriageError
+
+
+Loaded = KernelSpec | UnloadedKernel
+
+
+@dataclass(frozen=True)
+class SpecFile:
+    """A spec file's kernels in the file's order, each loaded or not (:class:`UnloadedKernel`)."""
+
+    kernels: list[Loaded]
+
+    @property
+    def specs(self) -> list[KernelSpec]:
+        return [k for k in self.kernels if isinstance(k, KernelSpec)]
+
+    @property
+    def unloaded(self) -> list[UnloadedKernel]:
+        return [k for k in self.kernels if isinstance(k, UnloadedKernel)]
+
+    def strict(self) -> list[KernelSpec]:
+        """The kernels, or the error of the first that does not load (a caller that cannot report a
+        kernel's failure beside the others' results refuses it, as the whole file was before)."""
+        if self.unloaded:
+            raise self.unloaded[0].error
+        return self.specs
+
+
+def require_loaded(kernels: Sequence[Loaded]) -> None:
+    """Refuse kernels none of which loads (a file, or the selection from it): nothing to compile, so the
+    first one's error, the others' in its details."""
+    if not kernels or any(isinstance(k, KernelSpec) for k in kernels):
+        return
+    first, *others = [k for k in kernels if isinstance(k, UnloadedKernel)]
+    if not others:
+        raise first.error
+    also = "; ".join(f"{k.error.problem} (fix: {k.error.fix})" if k.error.fix else k.error.problem for k in others)
+    raise SpecError(
+        first.error.problem,
+        first.error.fix,
+        f"the other {len(others)} kernel{'s' if len(others) > 1 else ''} do{'es' if len(others) == 1 else ''} "
+        f"not load either: {also}",
+    )
+
+
 def load_spec_file(path: str | Path) -> list[KernelSpec]:
-    """All kernels of a spec file (``[kernel]`` or several ``[[kernel]]``), validated against their source."""
+    """All kernels of a spec file (``[kernel]`` or several ``[[kernel]]``), validated against their
+    source; a kernel that does not load refuses the file (:func:`read_spec_file` keeps the others)."""
+    return read_spec_file(path).strict()
+
+
+def read_spec_file(path: str | Path) -> SpecFile:
+    """A spec file's kernels, each loaded or not. Raises for what concerns the whole file: not TOML, no
+    kernel table, no kernel that loads."""
     path = Path(path)
     text = read_text(path, what="spec file", limit=size_limit(MAX_SPEC_MB), error=SpecError)
-    return loads_spec(text, base_dir=path.resolve().parent, origin=str(path))
+    return reads_spec(text, base_dir=path.resolve().parent, origin=str(path))
 
 
 def loads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> list[KernelSpec]:
     """Parse spec TOML text through its schema (``ktriage.schema.spec_toml``); relative ``.py``
-    sources are taken from ``base_dir``."""
+    sources are taken from ``base_dir``. A kernel that does not load refuses the text."""
+    return reads_spec(text, base_dir=base_dir, origin=origin).strict()
+
+
+def reads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> SpecFile:
+    """:func:`loads_spec`, each kernel loaded or not: the file's shape is checked first (``kernel`` a
+    table or a non-empty array of tables), then each table through its schema and against its source
+    on its own, so that one bad table leaves the others loaded."""
     doc = parse_toml(text, origin=origin)
     if "kernel" not in doc:
         raise SpecError(f"{origin}: no [kernel] table", "start the file with [kernel] (or [[kernel]] for several)")
-    schema = convert(doc, SpecFileSchema, origin=origin, fix=FIX, fixes=FIXES, error=SpecError, label=label)
-    tables = schema.kernel if isinstance(schema.kernel, list) else [schema.kernel]
-    specs = []
+    raw = convert(doc, SpecFileShape, origin=origin, fix=FIX, fixes=FIXES, error=SpecError, label=label).kernel
+    tables = raw if isinstance(raw, list) else [raw]
+    kernels: list[Loaded] = []
     for i, table in enumerate(tables):
         where = f"{origin}: [kernel]" if len(tables) == 1 else f"{origin}: [[kernel]] #{i + 1}"
         try:
-            specs.append(_spec_from_table(table, base_dir))
+            kernels.append(_spec_from_table(_kernel_schema(table, i, isinstance(raw, list), origin), base_dir))
         except KtriageError as exc:
-            if exc.problem.startswith(origin):
-                raise
-            raise SpecError(f"{where}: {exc.problem}", exc.fix) from exc
-    return specs
+            error = (
+                exc if exc.problem.startswith(origin) else SpecError(f"{where}: {exc.problem}", exc.fix, exc.details)
+            )
+            kernels.append(UnloadedKernel(_stand_in(table, i, base_dir), error))
+    require_loaded(kernels)
+    return SpecFile(kernels)
+
+
+def _kernel_schema(table: dict[str, object], index: int, array: bool, origin: str) -> KernelSchema:
+    """One kernel table through its schema, the error naming it as in the whole file (``[[kernel]] #2
+    options.num_warps``)."""
+
+    def named(path: str) -> str:
+        return label(re.sub(r"^kernel\[0\]", f"kernel[{index}]", path))
+
+    doc = {"kernel": [table] if array else table}
+    schema = convert(doc, SpecFileSchema, origin=origin, fix=FIX, fixes=FIXES, error=SpecError, label=named)
+    return schema.kernel[0] if isinstance(schema.kernel, list) else schema.kernel
+
+
+def _stand_in(table: dict[str, object], index: int, base_dir: Path) -> KernelSpec:
+    """The spec that names a kernel that did not load: its name (else its function, else its table),
+    its source as written (a relative file taken from ``base_dir``), target and meta; nothing else."""
+    source = table.get("source")
+    source = source if isinstance(source, str) else ""
+    where, _, fn = source.rpartition(":")
+    if where.endswith(".py") and not Path(where).is_absolute():
+        try:
+            source = f"{(base_dir / where).resolve()}:{fn}"
+        except (OSError, ValueError, RuntimeError):
+            pass
+    name = table.get("name")
+    if not isinstance(name, str) or not name:
+        name = fn if fn.isidentifier() else f"[[kernel]] #{index + 1}"
+    target, meta = table.get("target"), table.get("meta")
+    return KernelSpec(
+        name=name,
+        source=source,
+        signature={},
+        target=target if isinstance(target, str) else "sm_90",
+        meta=dict(meta) if isinstance(meta, dict) else {},
+    )
 
 
 def _spec_from_table(table: KernelSchema, base_dir: Path) -> KernelSpec:

@@ -389,6 +389,35 @@ def test_every_line_of_a_report_of_several_kernels_names_the_kernel(tmp_path: Pa
     assert in_output("│ scaled_rows[M=N=4096,bf16] │", out.output)
 
 
+@pytest.mark.slow
+def test_a_kernel_that_does_not_load_leaves_the_others_explained(tmp_path: Path, run_cli: RunCli) -> None:
+    """A spec file of two kernels, the second with a typo in its function's name: the first is explained
+    as usual, the second is a failed kernel named with the problem and the fix (table, findings, markdown,
+    JSON) and the exit is INCOMPLETE. Before, the typo refused the whole file (exit 2, no result at all)."""
+    example = SCALED_ROWS.read_text().replace("[kernel]\n", "[[kernel]]\n", 1)
+    example = example.replace('source = "scaled_rows.py:', f'source = "{SCALED_ROWS.parent / "scaled_rows.py"}:')
+    table = example[example.index("[[kernel]]") :]
+    typo = table.replace('name = "scaled_rows[M=N=4096,bf16]"', 'name = "typo"').replace(
+        ":scaled_rows_kernel", ":scaled_row_kernel"
+    )
+    spec = tmp_path / "two.toml"
+    spec.write_text(example + "\n" + typo)
+    out, data, md = _explain(run_cli, tmp_path, spec, "triton==3.3.1", "triton==3.4.0")
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    good, bad = data["kernels"]
+    assert good["name"] == "scaled_rows[M=N=4096,bf16]" and not good["failures"]
+    assert all("registers" in r for r in good["results"].values())
+    problem = f"{spec}: [[kernel]] #2: {SCALED_ROWS.parent / 'scaled_rows.py'} defines no function 'scaled_row_kernel'"
+    assert bad["name"] == "typo" and [f["stage"] for f in bad["failures"]] == ["spec", "spec"]
+    assert {(f["message"], f["fix"]) for f in data["failures"]} == {(problem, "did you mean scaled_rows_kernel?")}
+    assert data["complete"] is False
+    failed = f"triton==3.3.1 cannot compile typo[typo]: {problem} — fix: did you mean scaled_rows_kernel?"
+    assert failed in md and in_output(failed, out.output)
+    assert in_output("│ scaled_rows[M=N=4096,bf16] │", out.output)
+    allowed = run_cli(["explain", str(spec), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--allow-failures"])
+    assert allowed.exit_code == exit_codes.OK, allowed.output
+
+
 def test_one_toolchain_is_not_reported_as_no_change(tmp_path: Path, run_cli: RunCli) -> None:
     """One -t has nothing to compare against: its resources are shown, and the report says how to compare
     instead of "No resource changes between the toolchains", which reads as an answer."""

@@ -66,3 +66,34 @@ def test_relative_and_sibling_imports_and_the_autotune_index(toolchain, compiler
     assert isinstance(past, CompileFailure)
     assert "autotune_config = 5 but the @triton.autotune of tuned tries 2 configs" in past.message
     assert "fix: autotune_config is an index into its configs, from 0 to 1" in past.message
+
+
+@pytest.mark.parametrize("layout", ["flat", "package"])
+def test_two_projects_each_see_their_own_sibling_module(toolchain, tmp_path: Path, layout: str) -> None:
+    """Two projects, each a ``kern.py`` beside its own ``helpers.py`` (BLOCK 1234 and 5678; flat, or in a
+    package ``pkg`` with ``from .helpers import``), compiled by one worker one after the other: each kernel
+    stores its own project's BLOCK. Before, the worker kept the first project's folder on sys.path and its
+    ``helpers`` (``pkg``) in sys.modules, and the second kernel compiled with 1234, silently."""
+    from ktriage.compile.compiler import Compiler
+
+    tc = toolchain("triton==3.4.0")
+    imp = "helpers" if layout == "flat" else ".helpers"
+    kernel = f"import triton\nimport triton.language as tl\n\nfrom {imp} import BLOCK\n\n\n@triton.jit\ndef k(x_ptr):\n"
+    kernel += "    tl.store(x_ptr, BLOCK)\n"
+    paths = []
+    for project, block in (("a", 1234), ("b", 5678)):
+        folder = tmp_path / project / ("pkg" if layout == "package" else "")
+        folder.mkdir(parents=True)
+        if layout == "package":
+            (folder / "__init__.py").write_text("")
+        (folder / "helpers.py").write_text(f"import triton.language as tl\n\nBLOCK = tl.constexpr({block})\n")
+        (folder / "kern.py").write_text(kernel)
+        paths.append(folder / "kern.py")
+    args = '[kernel.args]\nx_ptr = { dtype = "i32", shape = [1] }\n'
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as one_worker:
+        arts = [one_worker.compile(_spec(path, "k", args=args), tc) for path in paths]
+    stored = []
+    for art in arts:
+        assert isinstance(art, Artifact), getattr(art, "message", art)
+        stored.append({n for n in ("1234", "5678") if f", {n};" in art.frontend.text("ptx")})  # mov.b32 %r1, 1234;
+    assert stored == [{"1234"}, {"5678"}], "the second project compiled with the first one's helpers"

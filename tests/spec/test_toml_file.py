@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,64 @@ def test_errors_name_file_key_and_fix(spec_dir: Path, edit, problem, fix) -> Non
     assert str(path) in info.value.problem
     assert problem in info.value.problem
     assert fix in (info.value.fix or "")
+
+
+# ------------------------------------------------------------------ one bad kernel among several
+
+
+def _several(edit_second: Callable[[str], str] = lambda t: t) -> str:
+    """The issue example as two ``[[kernel]]`` tables, the second named "second" and edited."""
+    table = ISSUE_EXAMPLE.replace("[kernel]", "[[kernel]]")
+    return table + "\n" + edit_second(table.replace("[[kernel]]", '[[kernel]]\nname = "second"', 1))
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem", "fix"),
+    [
+        (lambda t: t.replace(":my_kernel", ":my_kernle"), "defines no function 'my_kernle'", "did you mean my_kernel"),
+        (lambda t: t.replace("k.py:", "gone.py:"), "gone.py does not exist", "fix the path"),
+        (lambda t: t.replace('n = "i32"\n', ""), "signature lists 4 arguments", "add `n` (type i32)"),
+        (lambda t: t.replace("num_warps = 4", "num_warps = 64"), "options.num_warps: expected int <= 32", "1 to 32"),
+        (lambda t: t.replace('target = "sm_90"', 'targte = "sm_90"'), "unknown key 'targte'", "valid keys are"),
+    ],
+)
+def test_a_bad_kernel_leaves_the_others_loaded(spec_dir: Path, edit, problem, fix) -> None:
+    """One kernel that does not load (a typo in its function, its file, its signature or a field) is that
+    kernel's failure: the others load, and it is named with its table, the problem and the fix. Before,
+    it refused the whole file and the good kernels had no result."""
+    from ktriage.spec.toml_file import read_spec_file
+
+    path = _write(spec_dir, _several(edit))
+    loaded = read_spec_file(path)
+    assert [s.name for s in loaded.specs] == ["my_kernel"]
+    (bad,) = loaded.unloaded
+    assert bad.spec.name == "second" and [type(k).__name__ for k in loaded.kernels] == ["KernelSpec", "UnloadedKernel"]
+    assert bad.error.problem.startswith(f"{path}: [[kernel]] #2")
+    assert problem in bad.error.problem and fix in (bad.error.fix or "")
+    with pytest.raises(KtriageError) as info:  # the strict reader (tune, bisect) still refuses it, as before
+        load_spec_file(path)
+    assert info.value.problem == bad.error.problem
+
+
+def test_a_file_none_of_whose_kernels_loads_is_refused(spec_dir: Path) -> None:
+    """Every kernel bad is the file's error, as before (the first one's), the others' named in its details."""
+    from ktriage.spec.toml_file import read_spec_file
+
+    path = _write(spec_dir, _several().replace(":my_kernel", ":my_kernle"))
+    with pytest.raises(KtriageError) as info:
+        read_spec_file(path)
+    assert info.value.problem.startswith(f"{path}: [[kernel]] #1") and "did you mean my_kernel" in (
+        info.value.fix or ""
+    )
+    assert f"{path}: [[kernel]] #2" in (info.value.details or "")
+
+
+def test_selecting_good_kernels_never_meets_a_bad_one(spec_dir: Path) -> None:
+    """``--input`` names kernels of the file: selecting the good one loads it (tune, which tunes one kernel,
+    was refused by a typo in another); selecting only the bad one gives its error."""
+    from ktriage.spec.select import load_selected_specs
+
+    path = _write(spec_dir, _several(lambda t: t.replace(":my_kernel", ":my_kernle")))
+    assert [s.name for s in load_selected_specs(str(path), ["my_kernel"])] == ["my_kernel"]
+    with pytest.raises(KtriageError, match="defines no function 'my_kernle'"):
+        load_selected_specs(str(path), ["second"])
