@@ -23,7 +23,7 @@ from ktriage.api import _args as args
 from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
-from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, load_side
+from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, file_warnings, load_side
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.model import TriageOptions
@@ -168,6 +168,8 @@ def triage(
     same = _same_file(old, new)
     # a bf16 run against an fp16 one: the dtype's difference (refused, unless asked for on purpose)
     warning = check_precision(sides[0], sides[1], allow=allow_precision_mismatch)
+    # a TritonBench backend with no latency, left out of the triage (read before a split replaces the sides)
+    warned = [w for w in (warning, *file_warnings(*sides)) if w]
     shown = str(old) if not isinstance(old, LoadedSide) else old.label
     timed = {c.key.toolchain for c in sides[0].cells if c.key.toolchain}
     split = same and len(timed) >= 2
@@ -191,7 +193,7 @@ def triage(
             new_toolchain or halves[1].label,
         )
     report = run_triage(sides[0], sides[1], options, say=say)
-    report.notes[:0] = [f"WARNING: {warning}"] if warning else []  # first: every verdict below is read through it
+    report.notes[:0] = [f"WARNING: {w}" for w in warned]  # first: every verdict below is read through them
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 

@@ -136,6 +136,19 @@ def _measured(cells: list[Cell]) -> list[tuple[str, list[float]]]:
     return sorted((repr(c.key), c.samples_ms) for c in cells)
 
 
+def file_warnings(*sides: LoadedSide) -> list[str]:
+    """What the files of ``sides`` say a reader must know before taking the comparison for one of all
+    they hold (a TritonBench backend with no latency, left out: ``tritonbench_format.WARNINGS``). Why
+    read here: compare and triage put them with the precision warning, where a report's reader looks."""
+    from ktriage.measure.tritonbench_format import WARNINGS
+
+    out: list[str] = []
+    for side in sides:
+        said = side.run.settings.get(WARNINGS) if isinstance(side.run.settings, dict) else None
+        out += [str(w) for w in said] if isinstance(said, list) else []
+    return out
+
+
 # ------------------------------------------------------------------------------------------ precision
 # What check_precision's refusal and warning name: the keyword of kt.compare and kt.triage and the flag of
 # the commands, both, since the same message reaches a Python caller and a command-line user (the rule of
