@@ -37,6 +37,24 @@ class KtriageError(Exception):
         return text if not self.details else f"{text}\n  details: {self.details}"
 
 
+def option(name: str, flag: str | None = None, value: object = None) -> str:
+    """How a message names an option: the library's keyword and the command's flag, both
+    (``limit (--limit)``; with a value, ``limit=20 (--limit 20)``, ``precision='bf16' (--precision bf16)``;
+    a switch, ``measure=True (--measure)``; no flag, the keyword alone).
+
+    Why: the same :class:`KtriageError` reaches a Python caller of ``ktriage.api`` and a command-line
+    user, and a message naming only ``--limit`` tells the caller of ``kt.triage(...)`` of an option it
+    cannot pass. Why here and not in ``ktriage.api``: the layers below the api (compare, triage) word
+    messages that reach ``kt.*`` callers too, and may not import the api."""
+    if value is None:
+        return f"{name} ({flag})" if flag else name
+    if isinstance(value, bool):  # a switch: its flag says the value (--measure, --no-l2-flush)
+        return f"{name}={value}" + (f" ({flag})" if flag else "")
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    keyword = repr(value) if isinstance(value, str) else text
+    return f"{name}={keyword}" + (f" ({flag} {text})" if flag else "")
+
+
 class SpecError(KtriageError):
     """A kernel spec, spec file, catalog op, input selector or input value that cannot be used."""
 

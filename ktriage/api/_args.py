@@ -20,7 +20,8 @@ gets the same checks.
 - :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``).
 
 The messages name the keyword and the flag (``num_inputs (--num-inputs) 0 ...``): the same error
-reaches a Python caller and a command-line user. Numbers are not converted from strings: a ``"7"``
+reaches a Python caller and a command-line user. :func:`ktriage.errors.option` spells them (every
+message of the api and of the layers below it that names an option: ``limit=20 (--limit 20)``). Numbers are not converted from strings: a ``"7"``
 is refused with the fix, as a caller passing text where a number goes has usually mixed up
 arguments.
 """
@@ -34,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 
 _F = TypeVar("_F")
 
@@ -66,7 +67,7 @@ __all__ = [
     "Whole",
     "arch",
     "callback",
-    "label",
+    "option",
     "optional_text",
     "path_or_name",
     "paths",
@@ -75,11 +76,6 @@ __all__ = [
     "texts",
     "wholes",
 ]
-
-
-def label(name: str, flag: str | None = None) -> str:
-    """``num_inputs (--num-inputs)``: the keyword a Python caller passed and the flag of the command."""
-    return f"{name} ({flag})" if flag else name
 
 
 def _kind(value: object) -> str:
@@ -95,7 +91,7 @@ def _many(value: object, name: str, flag: str | None, what: str) -> Iterable[obj
     sequence of items a verb reads (its keys would be iterated)."""
     if isinstance(value, bytes | bytearray | Mapping) or not isinstance(value, Iterable):
         raise KtriageError(
-            f"{label(name, flag)} is {_kind(value)}, not a list of {what}",
+            f"{option(name, flag)} is {_kind(value)}, not a list of {what}",
             f"pass a list ({name}=[...]), or one {what[:-1]} as a str",
         )
     return value
@@ -119,7 +115,7 @@ def texts(value: object, name: str, flag: str | None = None, *, numbers: bool = 
             out.append(str(item))
         else:
             raise KtriageError(
-                f"{label(name, flag)}: the item {item!r} is {_kind(item)}, not a str",
+                f"{option(name, flag)}: the item {item!r} is {_kind(item)}, not a str",
                 f"pass {name} as a list of strings" + (" (input ids may be ints)" if numbers else ""),
             )
     return tuple(out)
@@ -136,7 +132,7 @@ def paths(value: object, name: str, flag: str | None = None) -> tuple[Path, ...]
     for item in _many(value, name, flag, "paths"):
         if not isinstance(item, str | os.PathLike):
             raise KtriageError(
-                f"{label(name, flag)}: the item {item!r} is {_kind(item)}, not a path",
+                f"{option(name, flag)}: the item {item!r} is {_kind(item)}, not a path",
                 f"pass {name} as a list of paths (str or pathlib.Path)",
             )
         out.append(Path(item))
@@ -149,7 +145,7 @@ def text(value: object, name: str, flag: str | None = None, *, example: str = ""
     if isinstance(value, str):
         return value
     hint = f", e.g. {name}={example!r}" if example else ""
-    raise KtriageError(f"{label(name, flag)} is {_kind(value)}, not a str", f"pass {name} as one string{hint}")
+    raise KtriageError(f"{option(name, flag)} is {_kind(value)}, not a str", f"pass {name} as one string{hint}")
 
 
 def optional_text(value: object, name: str, flag: str | None = None, *, example: str = "") -> str | None:
@@ -165,7 +161,7 @@ def switch(value: object, name: str, flag: str | None = None) -> bool:
     if isinstance(value, bool):
         return value
     raise KtriageError(
-        f"{label(name, flag)} is {_kind(value)} ({value!r}), not True or False",
+        f"{option(name, flag)} is {_kind(value)} ({value!r}), not True or False",
         f"pass {name}=True or {name}=False",
     )
 
@@ -191,7 +187,7 @@ def path_or_name(value: object, name: str, flag: str | None = None, *, example: 
         return value
     hint = f", e.g. {name}={example!r}" if example else ""
     raise KtriageError(
-        f"{label(name, flag)} is {_kind(value)}, not a str or a path", f"pass {name} as a str or a pathlib.Path{hint}"
+        f"{option(name, flag)} is {_kind(value)}, not a str or a path", f"pass {name} as a str or a pathlib.Path{hint}"
     )
 
 
@@ -205,11 +201,6 @@ def arch(value: object, name: str = "arch", flag: str | None = "--arch") -> str:
     return normalize_arch(text(value, name, flag, example="sm_90"))
 
 
-def _example(name: str, flag: str | None, value: str) -> str:
-    """``level=0.8 (--level 0.8)``: the fix in the caller's spelling and the command's."""
-    return f"{name}={value}" + (f" ({flag} {value})" if flag else "")
-
-
 def _number(value: object, name: str, flag: str | None, whole: bool, wanted: str) -> float:
     """``value`` if it is a finite number (an int where ``whole``); bool, str and nan are refused.
     ``wanted``: the range, for the fix."""
@@ -217,10 +208,10 @@ def _number(value: object, name: str, flag: str | None, whole: bool, wanted: str
     if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
         spelled = f" ({name}={value.strip()})" if isinstance(value, str) and value.strip() else ""
         raise KtriageError(
-            f"{label(name, flag)} {value!r} is {_kind(value)}, not {kind}", f"pass {wanted}, not its text{spelled}"
+            f"{option(name, flag)} {value!r} is {_kind(value)}, not {kind}", f"pass {wanted}, not its text{spelled}"
         )
     if not math.isfinite(value):
-        raise KtriageError(f"{label(name, flag)} {value!r} is not a finite number", f"give {wanted}")
+        raise KtriageError(f"{option(name, flag)} {value!r} is not a finite number", f"give {wanted}")
     return value
 
 
@@ -246,9 +237,9 @@ class Whole:
         number = int(_number(value, self.name, self.flag, True, self.range_text()))
         below = self.low is not None and number < self.low
         if below or (self.high is not None and number > self.high):
-            example = f", e.g. {_example(self.name, self.flag, f'{self.example}')}" if self.example is not None else ""
+            example = f", e.g. {option(self.name, self.flag, self.example)}" if self.example is not None else ""
             raise KtriageError(
-                f"{label(self.name, self.flag)} {number} {self.below if below else 'is out of range'}",
+                f"{option(self.name, self.flag)} {number} {self.below if below else 'is out of range'}",
                 f"give {self.range_text()}{example}",
             )
         return number
@@ -284,11 +275,9 @@ class Real:
         below = self.low is not None and (number <= self.low if self.open_low else number < self.low)
         above = self.high is not None and (number >= self.high if self.open_high else number > self.high)
         if below or above:
-            example = (
-                f", e.g. {_example(self.name, self.flag, f'{self.example:g}')}" if self.example is not None else ""
-            )
+            example = f", e.g. {option(self.name, self.flag, self.example)}" if self.example is not None else ""
             raise KtriageError(
-                f"{label(self.name, self.flag)} {number:g} is out of range", f"give {self.range_text()}{example}"
+                f"{option(self.name, self.flag)} {number:g} is out of range", f"give {self.range_text()}{example}"
             )
         return float(number)
 

@@ -24,7 +24,7 @@ from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
 from ktriage.bench.plan import BenchPlan, native_variants
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -304,13 +304,15 @@ def bench(
             only = only or (list(loaded.selection.only) if loaded.selection.only else None)
             baseline = baseline or loaded.selection.baseline
     if op is None:
-        fix = "e.g. --op layer_norm (ops: layer_norm, embedding, rope)"
+        fix = f"e.g. {option('op', '--op', 'layer_norm')}; ops: layer_norm, embedding, rope"
         if bundle is not None and toolchains:  # -t makes --bundle the folder to compile into, not one to measure
+            tcs = option("toolchains", "-t")
             fix = (
-                f"-t compiles into --bundle {bundle}: to measure that bundle, drop -t; to compile, give what: "
-                f"{fix}, or a recorded workload (ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR)"
+                f"{tcs} compile into {option('bundle', '--bundle', str(bundle))}: to measure that bundle, drop "
+                f"{tcs}; to compile, give what: {fix}; or a recorded workload "
+                "(ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR)"
             )
-        raise KtriageError("no --op given", fix)
+        raise KtriageError(f"no {option('op', '--op')} given", fix)
     opdef = bench_op(op)
     mode_name = check_mode(opdef, mode or (loaded.mode if loaded is not None else "fwd"))
     prec = resolve_precision(opdef, precision if precision is not None else (loaded.precision if loaded else None))
@@ -331,7 +333,10 @@ def bench(
 
         artifact = [b for b in artifact if not (REPLAYS[b].fwd_only and mode_name != "fwd")]
     if timing not in TIMINGS:
-        raise KtriageError(f"unknown --timing {timing!r}", "use auto, events, graph or queued")
+        raise KtriageError(
+            f"unknown {option('timing', '--timing', timing)}",
+            f"use auto, events, graph or queued, e.g. {option('timing', '--timing', 'auto')}",
+        )
     native = native_variants(chosen, set(opdef.backends), artifact, host_artifacts=host_artifacts)
     if compile_only and not toolchains:  # after every other check: a typo'd op or backend is named first
         refuse_nothing_to_compile(f"ktriage bench --op {op} -t OLD -t NEW --compile-only --bundle DIR")
@@ -411,22 +416,23 @@ def _refuse_other_build(loaded: Bundle, precision: str | None, sm_count: int | N
     (``check_args``); ``--sm-count`` and ``--arch`` were dropped without a word (the cubins are the
     bundle's target's). Refused here, on any machine, before a worker starts."""
     given = [
-        (flag, value, built)
-        for flag, value, built in (
-            ("--precision", precision, loaded.precision),
-            ("--sm-count", sm_count, loaded.sm_count),
-            ("--arch", arch, loaded.target),
+        (name, flag, value, built)
+        for name, flag, value, built in (
+            ("precision", "--precision", precision, loaded.precision),
+            ("sm_count", "--sm-count", sm_count, loaded.sm_count),
+            ("arch", "--arch", arch, loaded.target),
         )
         if value is not None and value != built
     ]
     if given:
-        asked = ", ".join(f"{flag} {value}" for flag, value, _ in given)
-        holds = ", ".join(f"{flag} {built}" for flag, _, built in given)
+        asked = ", ".join(option(name, flag, value) for name, flag, value, _ in given)
+        holds = ", ".join(option(name, flag, built) for name, flag, _, built in given)
+        flags = " ".join(f"{flag} {value}" for _, flag, value, _ in given)
         raise KtriageError(
             f"bundle {loaded.path} was compiled with {holds}, not {asked}",
-            f"drop {' and '.join(flag for flag, _, _ in given)} (the bundle's own is used), or build another bundle "
-            f"with {asked}: ktriage bench --op {loaded.op} --{loaded.mode.replace('_', '-')} {asked} -t OLD -t NEW "
-            "--compile-only --bundle DIR",
+            f"drop {' and '.join(option(name, flag) for name, flag, _, _ in given)} (the bundle's own is used), or "
+            f"build another bundle with {asked}: ktriage bench --op {loaded.op} --{loaded.mode.replace('_', '-')} "
+            f"{flags} -t OLD -t NEW --compile-only --bundle DIR",
         )
 
 
@@ -504,17 +510,19 @@ def _refuse_no_artifact_backend(opdef: OpDef, mode: str) -> NoReturn:
     from ktriage.workload.ops.replay import REPLAYS
 
     own = [b for b in opdef.artifact_backends if not (REPLAYS[b].fwd_only and mode != "fwd")]
-    problem = "--toolchain given, but none of the chosen backends runs Triton kernels from a toolchain"
+    tcs = option("toolchains", "-t/--toolchain")
+    problem = f"{tcs} given, but none of the chosen backends runs Triton kernels from a toolchain"
     if own:
         raise KtriageError(
-            problem, f"add {' or '.join(own)} to --only (the {opdef.name} backends a toolchain compiles)"
+            problem,
+            f"add {' or '.join(own)} to {option('only', '--only')} (the {opdef.name} backends a toolchain compiles)",
         )
     others = ", ".join(
         f"{op.name} ({', '.join(op.artifact_backends)})" for op in bench_operators() if op.artifact_backends
     )
     raise KtriageError(
         f"{problem}: {opdef.name} {mode} has none (its backends run the host's own torch and Triton)",
-        f"drop -t/--toolchain and measure {opdef.name} on the GPU host; ops with toolchain backends: {others}",
+        f"drop {tcs} and measure {opdef.name} on the GPU host; ops with toolchain backends: {others}",
     )
 
 
@@ -603,7 +611,7 @@ def _profile(run: RunInfo, cells: list[Cell], plan: BenchPlan, db: str | None, s
     from ktriage.profile.attach import attach_to_store, profile_measured
 
     if plan.bundle is None or not plan.artifact_backends:
-        say("--profile: no bundle with artifact backends in this bench: nothing profiled")
+        say(f"{option('profile', '--profile', True)}: no bundle with artifact backends in this bench: nothing profiled")
         return
     profile_measured(run, cells, Path(plan.bundle), backends=plan.artifact_backends, input_ids=plan.input_ids, say=say)
     say(attach_to_store(db, run, cells))

@@ -27,7 +27,7 @@ from ktriage.api._bench import (
 )
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
@@ -213,8 +213,8 @@ def _compile(
     targets = sorted({i.spec.target for k in wl.kernels for i in k.inputs})
     if arch is not None and targets and arch not in targets:
         raise KtriageError(
-            f"--arch {arch} does not apply to {workload}: it was recorded on {', '.join(targets)}",
-            "drop --arch (the workload's kernels are compiled for the GPU they were recorded on)",
+            f"{option('arch', '--arch', arch)} does not apply to {workload}: it was recorded on {', '.join(targets)}",
+            f"drop {option('arch', '--arch')} (the workload's kernels are compiled for the GPU they were recorded on)",
         )
     chosen_k, chosen_i = list(kernels) if kernels else None, list(inputs) if inputs else None
     n = len(workload_entries(wl, chosen_k, chosen_i))

@@ -18,7 +18,7 @@ from ktriage.api.paths import check_writable
 from ktriage.bisect.run import BisectOptions
 from ktriage.bisect.run import BisectReport as BisectResult
 from ktriage.catalog.resolve import op_default_mode
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 from ktriage.stats.gate import check_gate
 
@@ -178,8 +178,10 @@ def _host_gpus(spec: str | None, metric: str | None, cluster: str | None) -> lis
         return []
     if metric != "latency":
         raise KtriageError(
-            f"--gpus applies to a timed bisect (--metric latency), not --metric {metric}",
-            "leave --gpus out: a compile-only bisect uses no GPU (--workers parallelizes it)",
+            f"{option('gpus', '--gpus')} applies to a timed bisect ({option('metric', '--metric', 'latency')}), "
+            f"not {option('metric', '--metric', metric)}",
+            f"leave {option('gpus', '--gpus')} out: a compile-only bisect uses no GPU "
+            f"({option('workers', '--workers')} parallelizes it)",
         )
     if cluster_address(cluster) is not None:
         return []

@@ -23,8 +23,8 @@ from ktriage.api import _args as args
 from ktriage.api._args import JOBS, MAX_TIME
 from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
-from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, load_side
-from ktriage.errors import KtriageError
+from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, file_warnings, load_side
+from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.model import TriageOptions
 from ktriage.triage.model import TriageReport as _Triaged
@@ -122,25 +122,33 @@ def triage(
         args.paths(workloads, "workloads", "--workload"),
     )
     if bundle is not None:
-        check_writable(Path(bundle), "--bundle", folder=True)
+        check_writable(Path(bundle), option("bundle", "--bundle"), folder=True)
+    # the GPU re-run's options, named as a Python caller passes them and as the command's flags
+    gpu_rerun = f"{option('bundle', '--bundle')}, {option('measure', '--measure')}"
+    add_rerun = f"add {option('bundle', '--bundle', 'DIR')}, or {option('measure', '--measure', True)} on a GPU host"
     if limit is not None and limit >= 1 and not (bundle or measure or measured or workloads):
         # it caps the GPU re-run's cells and the recorded workloads' search: with neither it capped nothing
         raise KtriageError(
-            f"--limit {limit} applies to the GPU re-run (--bundle, --measure, --measured) and to the "
-            "recorded workloads' search (--workload); none is given, so it would cap nothing",
-            "add --bundle DIR (or --measure on a GPU host) to re-measure the worst cells, or drop --limit",
+            f"{option('limit', '--limit', limit)} applies to the GPU re-run ({gpu_rerun}, "
+            f"{option('measured', '--measured')}) and to the recorded workloads' search "
+            f"({option('workloads', '--workload')}); none is given, so it would cap nothing",
+            f"{add_rerun}, to re-measure the worst cells; or drop {option('limit', '--limit')}",
         )
     jobs = JOBS.optional(jobs)
     max_time = MAX_TIME.optional(max_time)
     if max_time is not None and not (bundle or measure):
         # it is written into the bundle's bench commands or given to the bench here: with neither it was
         # dropped without a word, and the user believed the sampling was capped
-        done = "--measured reads results sampled on the GPU host already" if measured else "no GPU step is asked"
+        done = (
+            f"{option('measured', '--measured')} reads results sampled on the GPU host already"
+            if measured
+            else "no GPU step is asked"
+        )
         raise KtriageError(
-            f"--max-time {max_time:g} sets the sampling of the GPU re-run (--bundle, --measure); {done}, "
-            "so it would change nothing",
-            "drop --max-time, or add --bundle DIR (the GPU host's bench then samples each input at most that "
-            "long) or --measure on a GPU host",
+            f"{option('max_time', '--max-time', max_time)} sets the sampling of the GPU re-run ({gpu_rerun}); "
+            f"{done}, so it would change nothing",
+            f"drop {option('max_time', '--max-time')}; or {add_rerun} (the GPU re-run then samples each input "
+            "at most that long)",
         )
     options = TriageOptions(
         old_toolchain=old_toolchain,
@@ -165,6 +173,8 @@ def triage(
     same = _same_file(old, new)
     # a bf16 run against an fp16 one: the dtype's difference (refused, unless asked for on purpose)
     warning = check_precision(sides[0], sides[1], allow=allow_precision_mismatch)
+    # a TritonBench backend with no latency, left out of the triage (read before a split replaces the sides)
+    warned = [w for w in (warning, *file_warnings(*sides)) if w]
     shown = str(old) if not isinstance(old, LoadedSide) else old.label
     timed = {c.key.toolchain for c in sides[0].cells if c.key.toolchain}
     split = same and len(timed) >= 2
@@ -188,7 +198,7 @@ def triage(
             new_toolchain or halves[1].label,
         )
     report = run_triage(sides[0], sides[1], options, say=say)
-    report.notes[:0] = [f"WARNING: {warning}"] if warning else []  # first: every verdict below is read through it
+    report.notes[:0] = [f"WARNING: {w}" for w in warned]  # first: every verdict below is read through them
     if split and not options.measured and not options.measure:
         from ktriage.triage.program import settle_side_by_side  # the two sides are one run's interleaved samples
 

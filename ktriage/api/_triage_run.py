@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.atomic import write_atomic
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 from ktriage.triage.program import ProgramReport
 
@@ -87,9 +87,12 @@ def triage_run(
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(
-            "--run needs --old-toolchain and --new-toolchain",
-            "e.g. --old-toolchain triton==3.5.1 --new-toolchain triton==3.6.0 (on a host without network: "
-            "--old-toolchain triton=host,ptxas=/usr/local/cuda/bin/ptxas --new-toolchain triton=host)",
+            f"{option('command', '--run')} needs {option('old_toolchain', '--old-toolchain')} and "
+            f"{option('new_toolchain', '--new-toolchain')}",
+            f"e.g. {option('old_toolchain', '--old-toolchain', 'triton==3.5.1')} and "
+            f"{option('new_toolchain', '--new-toolchain', 'triton==3.6.0')}; on a host without network: "
+            f"{option('old_toolchain', '--old-toolchain', 'triton=host,ptxas=/usr/local/cuda/bin/ptxas')} and "
+            f"{option('new_toolchain', '--new-toolchain', 'triton=host')}",
         )
     folder = Path(workdir) if workdir is not None else Path(f"ktriage-run-{_dt.datetime.now():%Y%m%d-%H%M%S}")
     options = ProgramOptions(

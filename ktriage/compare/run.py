@@ -9,7 +9,7 @@ typed report; printing and exit codes stay with the caller.
 from __future__ import annotations
 
 from ktriage.compare.report import CompareReport
-from ktriage.compare.sides import Side, check_baseline, check_not_one_run, check_precision, resolve_side
+from ktriage.compare.sides import Side, check_baseline, check_not_one_run, check_precision, file_warnings, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.stats.gate import check_gate
 
@@ -107,5 +107,5 @@ def compare(
         default_baselines=default_baselines(),
     )
     check_shared(comparison, label_a, label_b)
-    comparison.warnings += [warning] if warning else []
+    comparison.warnings += ([warning] if warning else []) + file_warnings(a, b)
     return CompareReport([comparison])

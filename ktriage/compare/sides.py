@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 
 if TYPE_CHECKING:  # the cells' module is light, but keep `compare --help` from loading anything
     from ktriage.measure.cells import Cell, RunInfo
@@ -136,11 +136,24 @@ def _measured(cells: list[Cell]) -> list[tuple[str, list[float]]]:
     return sorted((repr(c.key), c.samples_ms) for c in cells)
 
 
+def file_warnings(*sides: LoadedSide) -> list[str]:
+    """What the files of ``sides`` say a reader must know before taking the comparison for one of all
+    they hold (a TritonBench backend with no latency, left out: ``tritonbench_format.WARNINGS``). Why
+    read here: compare and triage put them with the precision warning, where a report's reader looks."""
+    from ktriage.measure.tritonbench_format import WARNINGS
+
+    out: list[str] = []
+    for side in sides:
+        said = side.run.settings.get(WARNINGS) if isinstance(side.run.settings, dict) else None
+        out += [str(w) for w in said] if isinstance(said, list) else []
+    return out
+
+
 # ------------------------------------------------------------------------------------------ precision
 # What check_precision's refusal and warning name: the keyword of kt.compare and kt.triage and the flag of
 # the commands, both, since the same message reaches a Python caller and a command-line user (the rule of
-# ktriage.api._args: "num_inputs (--num-inputs)"); a library caller was told only of the flag.
-ALLOW_PRECISION_MISMATCH = "allow_precision_mismatch=True (--allow-precision-mismatch)"
+# ktriage.errors.option); a library caller was told only of the flag.
+ALLOW_PRECISION_MISMATCH = option("allow_precision_mismatch", "--allow-precision-mismatch", True)
 
 
 def run_precision(run: RunInfo) -> str | None:
@@ -168,6 +181,6 @@ def check_precision(old: LoadedSide, new: LoadedSide, *, allow: bool = False) ->
         )
     raise KtriageError(
         f"{old.label} was measured in {a} and {new.label} in {b}: their difference is the dtype's, not the compiler's",
-        f"compare two runs of one precision (ktriage bench --precision {a} for both sides), or "
+        f"compare two runs of one precision: bench both sides with {option('precision', '--precision', a)}; or "
         f"pass {ALLOW_PRECISION_MISMATCH} to compare the two dtypes on purpose",
     )

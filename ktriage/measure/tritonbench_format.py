@@ -50,6 +50,8 @@ SOURCE = "tritonbench"
 # TritonBench's Mode values (utils/triton_op.py), the longest first: "x_fwd_bwd" must not read as "bwd".
 MODES = ("fwd_no_grad", "fwd_bwd", "fwd", "bwd")
 METRIC = "latency"
+# the run's settings key of what a reader of the file must know (a backend left out: _backends_without_latency)
+WARNINGS = "warnings"
 _KEY = re.compile(r"^tritonbench_(?P<bench>.+?)\[x_(?P<x>.*)-(?P<backend>[0-9A-Za-z_]+)\]_(?P<metric>.+)$")
 # get_run_env's keys: what a dashboard expects in "env" (unknown when ktriage does not know them)
 ENV_KEYS = (
@@ -138,6 +140,23 @@ def _no_latency(origin: str, what: str, metrics: Sequence[str]) -> FormatError:
     )
 
 
+def _backends_without_latency(origin: str, metrics_of: dict[str, list[str]]) -> list[str]:
+    """One warning per backend that has other metrics but no latency in a file where other backends have
+    latency (``run.py --metrics latency,speedup`` where one backend reported only its speedup or
+    accuracy): such a backend has no cell to compare, and was dropped without a word, so a reader took
+    the comparison for one of every backend the file holds. The warnings travel in the run's
+    ``settings["warnings"]`` (:data:`WARNINGS`) to the comparison that reads the file. ``metrics_of``:
+    backend -> the metrics it has (none of them latency)."""
+    out = []
+    for backend, metrics in sorted(metrics_of.items()):
+        held = sorted(set(metrics))
+        out.append(
+            f"{origin}: backend {backend} has no {METRIC} (only {', '.join(held)}), so it is not compared; "
+            f"run TritonBench again with {METRIC} among --metrics (e.g. --metrics {','.join([METRIC, *held[:2]])})"
+        )
+    return out
+
+
 def _duplicate(origin: str, what: str, first: str, again: str) -> FormatError:
     return FormatError(
         f"{origin}: {what} appears twice ({first} and {again}): one input has two latencies, and "
@@ -203,7 +222,7 @@ def _not_a_latency(value: Any) -> str:
     return value.strip()
 
 
-def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str) -> RunInfo:
+def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str, warnings: Sequence[str] = ()) -> RunInfo:
     env = dict(env or {})
     run = RunInfo(command=f"tritonbench {kind} {origin}", host=str(env.get("device", "")), status="finished")
     run.created = str(env.get("benchmark_date") or run.created)
@@ -217,6 +236,8 @@ def _run(origin: str, op: str, mode: str, env: JSONObject | None, kind: str) -> 
         "single_value": True,
         "env": env,
     }
+    if warnings:
+        run.settings[WARNINGS] = list(warnings)
     for package in ("triton", "torch", "pytorch"):
         if env.get(f"{package}_version"):
             run.packages[package] = str(env[f"{package}_version"])
@@ -332,6 +353,7 @@ def parse_csv(
         if METRIC in metrics
     ]
     _check_backends(op, mode, [b for b, *_ in latency], origin, flagged)
+    left_out = _backends_without_latency(origin, {b: list(ms) for b, ms in columns.items() if METRIC not in ms})
     cells: list[Cell] = []
     index = 0
     inputs = InputIndex(op)
@@ -384,7 +406,7 @@ def parse_csv(
                     matched,
                 )
             )
-    return _run(origin, op, mode, None, "csv"), cells
+    return _run(origin, op, mode, None, "csv", left_out), cells
 
 
 def parse_json(
@@ -419,6 +441,17 @@ def parse_json(
             f"tritonbench_<op>_<mode>[x_<input>-<backend>]_{METRIC} key",
             [m for values in per_key.values() for m in values],
         )
+    # (op, mode, backend) -> its metrics, of the backends with no latency at any input
+    held: dict[tuple[str, str, str], set[str]] = {}
+    timed = {(k_op, k_mode, b) for (k_op, k_mode, _x, b), values in per_key.items() if METRIC in values}
+    for (k_op, k_mode, _x, backend), values in per_key.items():
+        if (k_op, k_mode, backend) not in timed:
+            held.setdefault((k_op, k_mode, backend), set()).update(values)
+    benches = {(k_op, k_mode) for k_op, k_mode, _x, _b in per_key}
+    left_out = _backends_without_latency(
+        origin,
+        {(b if len(benches) == 1 else f"{b} of {o}_{m}"): sorted(ms) for (o, m, b), ms in held.items()},
+    )
     cells: list[Cell] = []
     order: dict[tuple[str, str], list[str]] = {}
     for k_op, k_mode, x, _b in per_key:
@@ -451,7 +484,7 @@ def parse_json(
         )
     ops = sorted({c.key.op for c in cells})
     modes = sorted({c.key.mode for c in cells})
-    return _run(origin, ",".join(ops), ",".join(modes), env, "json"), cells
+    return _run(origin, ",".join(ops), ",".join(modes), env, "json", left_out), cells
 
 
 def looks_like_tritonbench_json(data: Any) -> bool:

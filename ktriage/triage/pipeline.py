@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult, check_shared, compare_cells
 from ktriage.compare.sides import LoadedSide, Side, resolve_side
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
@@ -535,7 +535,8 @@ def _check(options: TriageOptions) -> None:
     check_gate(options.threshold)
     if options.limit is not None and options.limit < 1:
         raise KtriageError(
-            f"--limit {options.limit} bundles no cell", "give the number of flagged cells to re-measure, e.g. --limit 5"
+            f"{option('limit', '--limit', options.limit)} bundles no cell",
+            f"give the number of flagged cells to re-measure, e.g. {option('limit', '--limit', 5)}",
         )
     from ktriage.arch import parse_arch
     from ktriage.toolchain.manager import check_releases_exist

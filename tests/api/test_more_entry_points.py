@@ -4,6 +4,7 @@ work, as the command did, and its report renders as the command prints it."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,10 @@ def test_history_refuses_bad_settings_before_opening_the_store(kw: dict[str, flo
 
 
 def test_triage_run_needs_both_toolchains(tmp_path: Path) -> None:
-    with pytest.raises(KtriageError, match="--run needs --old-toolchain and --new-toolchain"):
+    with pytest.raises(
+        KtriageError,
+        match=re.escape("command (--run) needs old_toolchain (--old-toolchain) and new_toolchain (--new-toolchain)"),
+    ):
         kt.triage_run(command="true", old_toolchain="triton==3.4.0", new_toolchain=None, workdir=tmp_path / "w")
     assert not (tmp_path / "w").exists()
 
@@ -118,6 +122,7 @@ def test_the_precision_refusal_and_warning_name_the_keyword_a_library_caller_pas
     with pytest.raises(KtriageError) as info:
         kt.compare(old=bf16, new=fp16)
     assert info.value.fix is not None and f"or pass {spelled} to compare" in info.value.fix
+    assert "bench both sides with precision='bf16' (--precision bf16)" in info.value.fix  # was: bench --precision
     (comparison,) = kt.compare(old=bf16, new=fp16, allow_precision_mismatch=True).comparisons
     (warning,) = comparison.warnings
     assert f"in fp16 (on purpose: {spelled}), so every ratio" in warning

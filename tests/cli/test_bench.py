@@ -22,7 +22,7 @@ from tests.conftest import RunCli
         (["--op", "layer_norm", "--bwd", "--fwd"], "choose one"),
         (
             ["--op", "layer_norm", "--only", "torch_layer_norm", "-t", "triton==3.4.0"],
-            "add liger_layer_norm or triton_layer_norm to --only",
+            "add liger_layer_norm or triton_layer_norm to only (--only)",
         ),
         (["--op", "layer_norm", "--bwd", "--only", "torch_layer_norm"], "--compile-only"),  # no GPU here
         # an operator given where the recorded workload goes is told --op, not that --bwd does not apply
@@ -295,17 +295,17 @@ def test_a_bundle_given_with_a_toolchain_and_no_op_says_to_drop_the_toolchain(tm
     command that compiles into DIR over the bundle: the fix says -t makes DIR the output, and to drop it."""
     out = run_cli(["bench", "--bundle", str(tmp_path / "b"), "-t", "triton==3.4.0"])
     assert out.exit_code == exit_codes.USAGE, out.output
-    assert out.problem == "no --op given" and "to measure that bundle, drop -t" in (out.fix or "")
+    assert out.problem == "no op (--op) given" and "to measure that bundle, drop toolchains (-t)" in (out.fix or "")
 
 
 @pytest.mark.parametrize(
     "args, fix",
     [
         # the fix named liger_layer_norm whatever the op: an embedding bench is told its own artifact backend
-        (["--op", "embedding", "--bwd", "--only", "torch_embedding"], "add liger_embedding to --only"),
+        (["--op", "embedding", "--bwd", "--only", "torch_embedding"], "add liger_embedding to only (--only)"),
         # rope has no backend that a toolchain compiles: there is nothing to add to --only, so drop -t
-        (["--op", "rope", "--only", "apply_rotary_pos_emb,liger_rotary_pos_emb"], "drop -t/--toolchain"),
-        (["--op", "rope"], "drop -t/--toolchain"),
+        (["--op", "rope", "--only", "apply_rotary_pos_emb,liger_rotary_pos_emb"], "drop toolchains (-t/--toolchain)"),
+        (["--op", "rope"], "drop toolchains (-t/--toolchain)"),
     ],
 )
 def test_toolchains_without_an_artifact_backend_name_the_ops_own_fix(args, fix, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]

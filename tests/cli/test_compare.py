@@ -294,7 +294,7 @@ def test_two_precisions_are_refused_by_compare_and_triage(invoke, run_cli: RunCl
     r = invoke(str(bf16), str(fp16))
     assert r.exit_code == exit_codes.USAGE, r.output
     assert "layer_norm_bwd_bf16 was measured in bf16 and layer_norm_bwd_fp16 in fp16" in r.err_text
-    assert "ktriage bench --precision bf16 for both sides" in r.err_text
+    assert "bench both sides with precision='bf16' (--precision bf16)" in r.err_text
     t = run_cli(["triage", str(bf16), str(fp16)])
     assert t.exit_code == exit_codes.USAGE and "the dtype's, not the compiler's" in t.err_text, t.output
     assert invoke(str(bf16), "--toolchains").exit_code != exit_codes.USAGE  # one run: one precision

@@ -226,3 +226,38 @@ def test_a_file_without_latency_names_the_metrics_it_has(tmp_path: Path, capsys:
         assert f"--metrics latency,{held.replace(', ', ',')}" in (info.value.fix or "")
         assert main(["compare", str(path), str(DATA / "layer_norm_bwd_run1.csv")]) == 2  # the user's error
         assert f"the metrics it has: {held}" in " ".join(capsys.readouterr().err.split())
+
+
+def test_a_backend_without_latency_is_named_in_the_comparisons_warnings(tmp_path: Path) -> None:
+    """A file where one backend has only other metrics (speedup, accuracy) while the others have latency:
+    that backend had no cell and was dropped without a word, so the comparison read as one of every
+    backend in the file. The comparison's warnings now name it, the metrics it has, and the fix."""
+    import ktriage.api as kt
+
+    old_csv, new_csv = tmp_path / "layer_norm_bwd_old.csv", tmp_path / "layer_norm_bwd_new.csv"
+    head = "x_val;torch_layer_norm-latency;liger_layer_norm-latency"
+    old_csv.write_text(f"{head};triton_layer_norm-latency\n1024;0.05;0.19;0.07\n1536;0.07;0.24;0.09\n")
+    new_csv.write_text(
+        f"{head};triton_layer_norm-speedup;triton_layer_norm-accuracy\n1024;0.05;0.18;0.7;1\n1536;0.07;0.25;0.8;1\n"
+    )
+    old_json, new_json = tmp_path / "layer_norm_bwd_old.json", tmp_path / "layer_norm_bwd_new.json"
+    key = "tritonbench_layer_norm_bwd[x_1024-{}]_{}"
+    old_json.write_text(json.dumps({key.format("liger_layer_norm", "latency"): "0.19"}))
+    new_json.write_text(
+        json.dumps(
+            {
+                key.format("liger_layer_norm", "latency"): "0.18",
+                key.format("triton_layer_norm", "speedup"): 0.7,
+                key.format("triton_layer_norm", "gbps"): 310.0,
+            }
+        )
+    )
+    for old, new, held in ((old_csv, new_csv, "accuracy, speedup"), (old_json, new_json, "gbps, speedup")):
+        report = kt.compare(old=old, new=new)
+        (comparison,) = report.comparisons
+        assert comparison.warnings == [
+            f"{new}: backend triton_layer_norm has no latency (only {held}), so it is not compared; run TritonBench "
+            f"again with latency among --metrics (e.g. --metrics latency,{held.replace(', ', ',')})"
+        ], comparison.warnings
+        shown = kt.CompareView(report).to_markdown().replace("\\", "")  # as `ktriage compare` writes it
+        assert "WARNING: " in shown and "triton_layer_norm has no latency" in shown

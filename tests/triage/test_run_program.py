@@ -52,7 +52,7 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
         ([*RUN, "old.csv"], "OLD/NEW do(es) not apply to --run"),
         (
             ["triage", "--run", "python train.py", "--old-toolchain", OLD],
-            "--run needs --old-toolchain and --new-toolchain",
+            "command (--run) needs old_toolchain (--old-toolchain) and new_toolchain (--new-toolchain)",
         ),
         (["triage", "--run", "", "--old-toolchain", OLD, "--new-toolchain", NEW], "--run is empty"),
         (
