@@ -84,6 +84,11 @@ def triage_run(
     old_toolchain = args.optional_text(old_toolchain, "old_toolchain", "--old-toolchain", example="triton==3.5.1")
     new_toolchain = args.optional_text(new_toolchain, "new_toolchain", "--new-toolchain", example="triton==3.6.0")
     workdir = args.path_or_name(workdir, "workdir", "--workdir", example="run1") if workdir is not None else None
+    # as triage and bench check theirs: threshold="0.05" was a TypeError from inside the preflight, jobs=0
+    # was not looked at until the compile step (after the recording), db=1 not until the store
+    threshold = args.THRESHOLD(threshold)  # its range: the preflight's check_gate (ktriage.stats.gate)
+    jobs, max_time = args.JOBS.optional(jobs), args.MAX_TIME.optional(max_time)
+    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ktriage.bench.plan import BenchPlan, comparison_pairs, timing_fields, variant_name
@@ -96,14 +96,62 @@ def no_gpu_fix(bundle: str | None, explain: str) -> str:
     )
 
 
+@dataclass(frozen=True)
+class TorchBuild:
+    """The facts of the worker's torch that its refusal names: ``version`` (``torch.__version__``) and
+    ``cuda`` (``torch.version.cuda``: the CUDA it was built for, None for a CPU-only build)."""
+
+    version: str
+    cuda: str | None
+
+
+def no_gpu_refusal(build: TorchBuild, driver_problem: str | None, fix: str, python: str) -> DeviceError:
+    """The worker's refusal when torch sees no GPU, the one home of its wording. Why the build and the
+    driver's answer: "no CUDA GPU is visible" with the fix "measure on the GPU machine" was wrong on the
+    GPU machine itself when torch there is a CPU-only build (``pip install torch`` on some hosts), or
+    one for a CUDA newer than the driver: the GPU is there, this torch cannot use it.
+
+    ``driver_problem``: why the CUDA driver finds no GPU (``ktriage.record.run.gpu_problem``), None when
+    it sees one; ``fix``: the way out when there is no GPU (:func:`no_gpu_fix`); ``python``: the
+    interpreter the worker runs (``sys.executable``), where torch is to be installed."""
+    check = f"""check it with {python} -c 'import torch; print(torch.version.cuda, torch.cuda.is_available())'"""
+    if build.cuda is None and driver_problem is None:
+        return DeviceError(
+            f"torch {build.version} is a CPU-only build (torch.version.cuda is None): the measurement worker "
+            "cannot use the GPU the CUDA driver sees",
+            f"install a CUDA build of torch in this Python ({python}), for a CUDA the driver supports (nvidia-smi "
+            f"shows it; https://pytorch.org/get-started/locally/ gives the pip command); {check}",
+        )
+    if driver_problem is None:
+        return DeviceError(
+            f"torch {build.version} (built for CUDA {build.cuda}) sees no GPU, though the CUDA driver sees one: "
+            f"the driver may be older than CUDA {build.cuda} needs",
+            f"install a torch built for a CUDA the driver supports (nvidia-smi shows it) in this Python "
+            f"({python}), or update the driver; {check}",
+        )
+    if build.cuda is None:
+        return DeviceError(
+            f"no CUDA GPU is visible to the measurement worker: {driver_problem}; torch {build.version} here "
+            "is a CPU-only build as well",
+            fix,
+        )
+    return DeviceError(f"no CUDA GPU is visible to the measurement worker: {driver_problem}", fix)
+
+
 def ready_gpu(*, l2_flush: bool, fix: str) -> None:
     """What every bench worker does before its first job (while the parent prepares the run): torch
     and CUDA up, the statistics imported, the flush buffer allocated and the GPU's clocks raised.
-    ``fix``: what to do when no GPU is visible (:func:`no_gpu_fix`)."""
+    ``fix``: what to do when no GPU is visible (:func:`no_gpu_fix`); the refusal itself is
+    :func:`no_gpu_refusal`'s (the CUDA driver is asked only then, in a bounded child process)."""
+    import sys
+
     import torch
 
     if not torch.cuda.is_available():
-        raise DeviceError("no CUDA GPU is visible to the measurement worker", fix)
+        from ktriage.record.run import gpu_problem
+
+        build = TorchBuild(str(torch.__version__), torch.version.cuda)
+        raise no_gpu_refusal(build, gpu_problem(), fix, sys.executable)
     torch.zeros(1, device="cuda")
     import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input
     from ktriage.measure.timing import shared_flusher, shared_spinner

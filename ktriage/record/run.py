@@ -7,6 +7,9 @@ chains to a sitecustomize the environment already had.
 
 Process control (why each piece):
 
+- **the folders of -o**: the missing ones are made before the program runs (the lock and the
+  journal live beside ``W.json``), and removed again, while empty, when the recording is refused or
+  fails (:func:`output_folder`), so a refusal leaves nothing behind.
 - **one writer per output**: a lock file next to ``-o`` (``W.json.lock``, an advisory ``flock``
   that dies with its holder) makes a second ``record -o W.json`` refuse at once; without it two
   programs' launches would be mixed into one file.
@@ -255,14 +258,49 @@ def record(
     if not command:
         raise KtriageError("no command to record", "give it after --: ktriage record -o W.json -- python train.py")
     output = Path(output)
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise KtriageError(
-            f"cannot create the folder of -o {output}: {exc.strerror or exc}", "choose a writable -o path"
-        ) from None
-    with output_lock(output):
+    with output_folder(output), output_lock(output):
         return _record_locked(command, output, env=env, cwd=cwd)
+
+
+@contextmanager
+def output_folder(output: Path) -> Iterator[None]:
+    """Create the missing folders of ``output`` for the recording (the lock and the journal live
+    beside it while the program runs, so they are needed before it starts); when the recording
+    fails or is refused (no GPU, a command that cannot run), remove again those this call created,
+    deepest first, while they are empty, so that a refusal leaves nothing behind. A folder that
+    existed before is never removed, nor one that now holds anything (a journal kept after a
+    failed write, another recording's files)."""
+    missing: list[Path] = []
+    folder = output.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    made: list[Path] = []  # deepest first; only those this call's mkdir created (not a racing writer's)
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            _remove_empty(made)
+            raise KtriageError(
+                f"cannot create the folder of -o {output}: {exc.strerror or exc}", "choose a writable -o path"
+            ) from None
+        made.insert(0, path)
+    try:
+        yield
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty; stop at the first that is not."""
+    for path in folders:
+        try:
+            path.rmdir()  # only an empty folder: nothing written is lost
+        except OSError:
+            break
 
 
 def _record_locked(

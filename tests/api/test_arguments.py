@@ -510,3 +510,27 @@ def test_none_is_named_as_none_not_as_empty(call: object, kwargs: dict[str, obje
     with pytest.raises(KtriageError, match=problem) as refused:
         call(**kwargs)  # type: ignore[operator]
     assert "empty" not in refused.value.problem
+
+
+@pytest.mark.parametrize(
+    "kwargs, problem",
+    [
+        ({"threshold": "0.05"}, r"threshold \(--threshold\) '0.05' is a str, not a number"),
+        ({"jobs": 0}, r"jobs \(--jobs\) 0 is out of range"),
+        ({"jobs": "8"}, r"jobs \(--jobs\) '8' is a str, not an int"),
+        ({"max_time": "5"}, r"max_time \(--max-time\) '5' is a str, not a number"),
+        ({"db": 1}, r"db \(--db\) is an int, not a str"),
+        ({"db": Path("k.db")}, r"db \(--db\) is a \w*Path, not a str"),
+    ],
+    ids=["threshold-str", "jobs-0", "jobs-str", "max_time-str", "db-int", "db-path"],
+)
+def test_triage_run_checks_its_numbers_and_db_as_triage_and_bench_do(
+    kwargs: dict[str, object], problem: str, tmp_path: Path
+) -> None:
+    """triage_run took threshold, jobs, max_time and db unchecked: threshold="0.05" (a ValueError) and
+    max_time="5" (a TypeError) failed inside its preflight, and jobs=0 or db=1 were not looked at before
+    the program ran (on a CPU host the refusal was "no GPU", on a GPU host the run went on). Each is
+    refused first, naming the keyword and the flag, with the fix."""
+    with pytest.raises(KtriageError, match=problem) as refused:
+        kt.triage_run(command="python x.py", **TC, workdir=tmp_path / "run", **kwargs)  # type: ignore[arg-type]
+    assert refused.value.fix and not (tmp_path / "run").exists()

@@ -156,3 +156,34 @@ def test_a_program_that_launched_nothing_on_a_gpu_host_is_told_so(
     assert "recorded 0 kernels" in err and "nothing to explain:" in err and "launched no Triton kernel" in err
     assert "no GPU" not in err
     assert load_workload(output).kernels == []
+
+
+def test_a_refused_recording_removes_the_folders_it_created_and_no_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`record -o new/dir/W.json` creates the folders of -o before the program runs (its lock and
+    journal live there); a refused recording (no GPU, a command that cannot run) removes those it
+    created, so it leaves nothing behind (an empty new/dir used to stay). A folder that was there
+    before stays, even when empty."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # the real driver probe answers "no GPU" (as above)
+    output = tmp_path / "new" / "dir" / "W.json"
+    code = main(["record", "-o", str(output), "--", sys.executable, "-c", "pass"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == exit_codes.USAGE and "no CUDA GPU here" in err, err
+    assert not (tmp_path / "new").exists()
+    assert main(["record", "-o", str(output), "--", str(tmp_path / "no-such-program")]) == exit_codes.USAGE
+    assert "not found" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    # a folder that existed before (empty) is kept; only the one record made below it goes
+    (tmp_path / "new").mkdir()
+    assert main(["record", "-o", str(output), "--", sys.executable, "-c", "pass"]) == exit_codes.USAGE
+    assert (tmp_path / "new").is_dir() and not (tmp_path / "new" / "dir").exists()
+    assert sorted(tmp_path.iterdir()) == [tmp_path / "new"]
+
+
+def test_a_recording_written_keeps_the_folders_it_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], probe_sees_a_gpu: None
+) -> None:
+    output = tmp_path / "new" / "dir" / "W.json"
+    assert main(["record", "-o", str(output), "--", sys.executable, "-c", "pass"]) == exit_codes.OK
+    assert load_workload(output).kernels == []
