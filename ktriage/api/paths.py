@@ -4,18 +4,24 @@ existing file of another kind that would be overwritten, is a :class:`KtriageErr
 
 Why in the api layer: these are the verbs' argument checks (the CLI's ``-o`` and the library's
 ``output=`` are the same argument), and the CLI reaches them through here (``cli/options``).
-``option`` names the argument in the message as the command spells it.
+``option`` names the argument in the message as the command spells it. Which kind of ktriage data a
+file holds, and the refusal to replace it (``data_kind``, ``check_not_data``), live in
+``ktriage.schema.kinds`` (the bisect's ``--state`` checks them too, below this layer); they are
+re-exported here for the CLI.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
-from collections.abc import Collection
 from pathlib import Path
 
 from ktriage.errors import KtriageError
+from ktriage.schema.kinds import RESULTS_FILE as RESULTS_FILE
+from ktriage.schema.kinds import WORKLOAD as WORKLOAD
+from ktriage.schema.kinds import check_not_data as check_not_data
+from ktriage.schema.kinds import data_kind as data_kind
+from ktriage.schema.kinds import file_head
 
 NAME_MAX = 255  # bytes of one path component (Linux, macOS)
 PATH_MAX = 4096  # bytes of a whole path (Linux)
@@ -71,63 +77,12 @@ def check_writable(path: Path, option: str = "--output", *, folder: bool = False
         raise KtriageError(f"{option} {path}: cannot write in {where}: {exc.strerror or exc}", fix) from None
 
 
-def _file_head(path: Path) -> bytes | None:
-    """The first 4 KB of the file at ``path`` (what tells a file's kind); None when there is no readable
-    file there (check_writable says what is wrong with the path)."""
-    try:
-        if not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            return fh.read(4096)
-    except OSError:
-        return None
-
-
 def check_replaceable(path: Path, option: str, marker: bytes, what: str) -> None:
     """Refuse to overwrite an existing file that is not ``what`` (its first 4 KB lack ``marker``): a
     mistyped ``-o results.json`` must not destroy a results file with a workload."""
-    head = _file_head(path)
+    head = file_head(path)
     if head is not None and marker not in head:
         raise KtriageError(
             f"{option} {path} exists and is not {what}: it would be overwritten",
             f"give a new file name, or remove {path} first",
-        )
-
-
-# The ktriage files that only a GPU host, a recorded program or hours of bisecting make: an output of
-# another kind must not replace one. Matched on the layout ktriage writes them in (the first keys of
-# the document), so a report that merely mentions a run or a workload is not taken for one. A results
-# file written before format_version (``{"run": {...``, still read by read_results) is one too: `explain
-# -o run.json` replaced such a file without a word.
-RESULTS_FILE = "a ktriage results file (measured cells)"
-WORKLOAD = "a ktriage workload"
-_DATA_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (RESULTS_FILE, re.compile(r'\A\s*\{\s*(?:"format_version":\s*\d+,\s*)?"run":\s*\{')),
-    (WORKLOAD, re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"kind":\s*"ktriage-workload"')),
-    ("a bisect state file", re.compile(r'\A\s*\{\s*"format_version":\s*\d+,\s*"fingerprint":\s*\{')),
-    ("a ktriage model file", re.compile(r'\A\s*\{\s*"format":\s*\d+,\s*"params":\s*\{')),
-)
-BINARY = "a binary file"
-
-
-def data_kind(head: bytes) -> str | None:
-    """Which ktriage data file (or binary file: a gzipped workload, a database) these first bytes of
-    a file begin; None for anything else, a report included."""
-    if head.startswith(b"\x1f\x8b") or b"\0" in head:
-        return BINARY
-    text = head.decode("utf-8", errors="replace")
-    return next((kind for kind, pattern in _DATA_KINDS if pattern.match(text)), None)
-
-
-def check_not_data(path: Path, option: str, *, allowed: Collection[str | None] = ()) -> None:
-    """Refuse to replace ``path`` when it holds ktriage data (:func:`data_kind`) of a kind not in
-    ``allowed`` (the kinds the command writes there). Why: ``-o`` replaced whatever it named without a
-    word, so ``triage ... -o run.json`` destroyed a results file measured on a GPU. Reports are replaced,
-    as a nightly rewriting ``reports/triage.md`` must."""
-    head = _file_head(path)
-    kind = data_kind(head) if head is not None else None
-    if kind is not None and kind not in allowed:
-        raise KtriageError(
-            f"{option} {path} exists and is {kind}: the report would replace it",
-            f"write the report to another file, e.g. {option} {path.with_name(path.stem + '-report' + path.suffix)}",
         )

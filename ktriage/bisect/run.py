@@ -393,7 +393,6 @@ class _Run:
         self.opts = opts
         self.say = say
         self.source = check_options(opts)
-        self.kernels = kernel_source(opts, self.source)
         self.state_path = opts.state or default_state_path(opts)
         fp = _fingerprint(opts)
         if opts.resume:
@@ -402,6 +401,7 @@ class _Run:
             self.state = StateFile.start(self.state_path, fp)
         else:  # the default path is named after the question: only this bisect's state, started over
             self.state = StateFile(self.state_path, fp)
+        self.kernels = kernel_source(opts, self.source)  # after the state's checks: it may resolve a catalog op
         work = self.state_path.with_suffix("")
         self.workspace = Workspace(
             work_dir=Path(str(work) + ".work"),

@@ -26,6 +26,7 @@ from ktriage.schema.bisect_state import FIX as STATE_FIX
 from ktriage.schema.bisect_state import BisectStateSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.schema.kinds import BISECT_STATE, check_not_data, data_kind, file_head
 
 STATE_VERSION = 1
 Status = Literal["culprit", "ambiguous"]
@@ -170,7 +171,11 @@ class StateFile:
             raise FormatError(
                 f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)"
             )
-        data = _read_state(path)
+        data = _existing_state(path, resume=True)
+        if data is None:
+            raise FormatError(
+                f"bisect state {path} is empty: there is nothing to resume", "run without --resume to start over there"
+            )
         if data.get("fingerprint") != fingerprint:
             stored = data.get("fingerprint", {})
             diff = sorted(k for k in set(fingerprint) | set(stored) if fingerprint.get(k) != stored.get(k))
@@ -187,13 +192,10 @@ class StateFile:
     def start(cls, path: Path, fingerprint: JSONObject) -> StateFile:
         """A new state at ``path`` (a ``--state`` the user named), refused where ``path`` already holds a
         bisect's measurements: starting over there threw away rounds that cost builds, compiles or GPU
-        time, of this bisect or of another one, without a word. A missing or empty file, or one that
-        holds no measurement yet, is started over as before; so is one that is no readable state (it
-        could not be resumed either)."""
-        try:
-            data = _read_state(path) if path.is_file() and path.stat().st_size > 0 else None
-        except KtriageError:
-            data = None
+        time, of this bisect or of another one, without a word. A missing or empty file, or a state that
+        holds no measurement yet, is started over as before; a file that holds anything else, or a state
+        that cannot be read, is refused too (:func:`_existing_state`)."""
+        data = _existing_state(path, resume=False)
         if data is not None and _tested(data) > 0:
             stored = data.get("fingerprint", {})
             same = stored == fingerprint
@@ -237,6 +239,45 @@ class StateFile:
         write_atomic(self.path, json.dumps(self.data, indent=1))
 
 
+def _existing_state(path: Path, *, resume: bool) -> StateData | None:
+    """The bisect state ``--state`` names, None where there is none (no file, an empty one). A file
+    that holds something else (a bench results file, a workload, a report: ``schema.kinds``) is
+    refused naming what it holds, and a state that cannot be read (cut short, hand-edited, of another
+    format) naming why: starting a bisect there replaced either without a word, and ``--resume`` said
+    to delete a results file. Checked before anything is built or measured."""
+    head = file_head(path)
+    if not head:
+        return None
+    kind = data_kind(head)
+    other = f"give another --state path, e.g. --state {path.with_name(path.stem + '-bisect.json')}"
+    if kind is not None and kind != BISECT_STATE:
+        if resume:
+            raise FormatError(
+                f"--state {path} is {kind}, not a bisect state: there is nothing to resume",
+                "give the --state path the bisect was started with",
+            )
+        check_not_data(path, "--state", allowed=(BISECT_STATE, None), written="the bisect state", fix=other)
+    try:
+        return _read_state(path)
+    except KtriageError as exc:
+        if kind == BISECT_STATE or b'"fingerprint"' in head:  # a state, cut short or of another format
+            if resume:
+                raise
+            raise KtriageError(
+                f"--state {path} holds a bisect state that cannot be read ({exc.problem}): "
+                "starting over would replace it",
+                f"give another --state path, or delete {path} to start over there",
+            ) from None
+        first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
+        what = f"is no bisect state (it begins {first[:60]!r})"
+        if resume:
+            raise FormatError(
+                f"--state {path} {what}: there is nothing to resume",
+                "give the --state path the bisect was started with",
+            ) from None
+        raise KtriageError(f"--state {path} exists and {what}: the bisect state would replace it", other) from None
+
+
 def _read_state(path: Path) -> StateData:
     """The state document at ``path``, its types and format version checked (FormatError naming the fix)."""
     origin = f"bisect state {path}"
@@ -249,7 +290,7 @@ def _read_state(path: Path) -> StateData:
         STATE_VERSION,
         what=f"bisect state {path}",
         legacy_keys=("version",),
-        fix="start again without --resume",
+        fix=STATE_FIX,
     )
     return cast(StateData, data)  # its types checked by the schema above
 

@@ -39,7 +39,10 @@ Workload = Annotated[
 
 Kernel = Annotated[
     list[str] | None,
-    typer.Option("--kernel", help="With a workload: only this kernel (K3 or its function name); repeatable."),
+    typer.Option(
+        "--kernel",
+        help="With a workload: only this kernel (K3, its function name, or K3:function as the reports print it); repeatable.",
+    ),
 ]
 
 Op = Annotated[str | None, typer.Option("--op", help="TritonBench operator: layer_norm, embedding, rope.")]

@@ -92,7 +92,7 @@ State = Annotated[
     typer.Option(
         "--state",
         help="The state file (default: under the ktriage home, named after the options). "
-        "One given here that holds rounds is continued with --resume, never started over.",
+        "One given here that holds rounds is continued with --resume, never started over; one that holds another file is refused.",
     ),
 ]
 Resume = Annotated[

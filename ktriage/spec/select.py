@@ -225,6 +225,39 @@ def names_short_label(selector: str, kernel_names: set[str], label: str) -> bool
     return bool(want) and have is not None and set(want or ()) <= set(have)
 
 
+def select_recorded_kernels(selectors: Sequence[str], kernels: Sequence[tuple[str, str]], where: str) -> list[int]:
+    """The positions of the recorded ``kernels`` (``(id, function)``, each once) any of ``selectors``
+    names: ``--kernel`` of ``bench W.json`` and ``bench --bundle``, one rule for both. A selector is a
+    kernel's id (``K3``), its function (every kernel of that function), or both as the kernel column
+    of bench's and compare's reports prints them (``K3:_rms_norm_forward_kernel``, ``Entry.backend``),
+    which a user copies from the report: that form was 'no kernel'. Its id must be the kernel's and its
+    function that kernel's; a mismatch is refused naming both, never read as either half. A selector
+    that names nothing is refused with the kernels and the forms they may be given in."""
+    picked: set[int] = set()
+    for sel in selectors:
+        kernel, colon, function = sel.partition(":")  # a function name (a Python identifier) has no ':'
+        if colon:
+            same_id = [n for n, (k, _) in enumerate(kernels) if k == kernel]
+            found = [n for n in same_id if kernels[n][1] == function]
+            if same_id and not found:
+                actual = kernels[same_id[0]][1]
+                raise SpecError(
+                    f"--kernel {sel!r}: {kernel} in {where} is the function {actual}, not {function}",
+                    f"copy the kernel as the report prints it: --kernel {kernel}:{actual} (or give {kernel} alone)",
+                )
+        else:
+            found = [n for n, (k, f) in enumerate(kernels) if sel in (k, f)]
+        if not found:
+            choices = ", ".join(f"{k} ({f})" for k, f in kernels) or "none: it has no kernels"
+            forms = ""
+            if kernels:
+                k, f = kernels[0]
+                forms = f"; give each as its id ({k}), its function ({f}) or both as the reports print them ({k}:{f})"
+            raise SpecError(f"{where} has no kernel {sel!r}", f"choose --kernel from: {choices}{forms}")
+        picked.update(found)
+    return sorted(picked)
+
+
 @dataclass(frozen=True)
 class RecordedInput:
     """One recorded input as ``--input`` may name it (a workload's input, a recorded bundle's entry):

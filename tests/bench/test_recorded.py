@@ -203,6 +203,58 @@ def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: 
     assert f"K0 input 0 ({rec.entries[0].label}), K2 input 0 ({rec.entries[1].label})" in missing.fix
 
 
+def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli, has_gpu: bool) -> None:
+    """The kernel column of bench's and compare's reports prints ``K0:_rms_norm_forward_kernel``; copied
+    into ``--kernel`` it was 'the workload has no kernel' (bench W.json) and 'bundle has no kernel'
+    (bench --bundle). It selects that kernel now; an id whose function is another kernel's is refused
+    naming both, and the no-match fix says which forms are taken."""
+    from ktriage.workload.recorded.bundle import load_recorded_bundle
+
+    bundle = tmp_path / "rms"
+    printed = "K0:_rms_norm_forward_kernel"
+    out = run_cli(["bench", str(RMS_FWD), "--kernel", printed, *TOOLCHAINS, "--compile-only", "--bundle", str(bundle)])
+    assert out.exit_code == exit_codes.OK, out.output
+    rec = load_recorded_bundle(bundle)
+    assert [(e.id, e.backend) for e in rec.entries] == [(0, printed)]  # the report's kernel column, K0 alone
+
+    # K7 is the backward kernel; _layer_norm_forward_kernel is K6's function: neither half is guessed
+    wrong = run_cli(["bench", str(LN_BWD), "--kernel", "K7:_layer_norm_forward_kernel", *TOOLCHAINS, "--compile-only"])
+    assert wrong.exit_code == exit_codes.USAGE, wrong.output
+    assert wrong.problem == (
+        "--kernel 'K7:_layer_norm_forward_kernel': K7 in the workload is the function "
+        "_layer_norm_backward_kernel, not _layer_norm_forward_kernel"
+    ), wrong.output
+    assert wrong.fix == (
+        "copy the kernel as the report prints it: --kernel K7:_layer_norm_backward_kernel (or give K7 alone)"
+    )
+    missing = run_cli(["bench", str(LN_BWD), "--kernel", "K99", *TOOLCHAINS, "--compile-only"])
+    assert missing.exit_code == exit_codes.USAGE and missing.problem == "the workload has no kernel 'K99'", (
+        missing.output
+    )
+    assert missing.fix is not None and missing.fix.endswith(
+        "; give each as its id (K0), its function (_layer_norm_forward_kernel) or both as the reports print them "
+        "(K0:_layer_norm_forward_kernel)"
+    ), missing.fix
+
+    # the GPU host, from the bundle alone: the same rule
+    wrong = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K0:_layer_norm_forward_kernel"])
+    assert wrong.exit_code == exit_codes.USAGE, wrong.output
+    assert wrong.problem == (
+        f"--kernel 'K0:_layer_norm_forward_kernel': K0 in bundle {bundle} is the function "
+        "_rms_norm_forward_kernel, not _layer_norm_forward_kernel"
+    ), wrong.output
+    missing = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K5:_rms_norm_forward_kernel"])
+    assert missing.exit_code == exit_codes.USAGE, missing.output
+    assert missing.problem == f"bundle {bundle} has no kernel 'K5:_rms_norm_forward_kernel'"
+    assert missing.fix == (
+        "choose --kernel from: K0 (_rms_norm_forward_kernel); give each as its id (K0), its function "
+        f"(_rms_norm_forward_kernel) or both as the reports print them ({printed})"
+    )
+    if not has_gpu:  # selected, then stopped where a CPU machine stops: at the measuring
+        chosen = run_cli(["bench", "--bundle", str(bundle), "--kernel", printed])
+        assert "kernel" not in (chosen.problem or "") and "GPU" in chosen.err_text, chosen.output
+
+
 @pytest.mark.slow
 def test_a_kernel_that_cannot_compile_is_recorded_in_the_bundle_not_fatal(tmp_path: Path, run_cli: RunCli) -> None:
     """many_launches.py is a script: its snapshot runs the program at import, which a compile worker

@@ -450,6 +450,80 @@ def test_a_state_holding_rounds_is_not_started_over_without_resume(tmp_path: Pat
     assert json.loads(state.read_text())["fingerprint"]["good"] == repo.commits[2]
 
 
+def test_a_state_path_holding_another_file_or_an_unreadable_state_is_refused(tmp_path: Path, run_cli: RunCli) -> None:
+    """``--state F`` replaced F whatever it held: a bench results file, a workload, a report, or a
+    bisect state it could not read (cut short, an older format) was overwritten by the new state.
+    Now refused before anything is tested, naming what F holds, with the fix; F is left as it was.
+    ``--resume`` on a results file said to delete it; it names the file's kind now."""
+    repo = make_kernel_repo(tmp_path / "repo", n=3, culprit_at=2)
+    script, log = check_script(tmp_path)
+    base = [
+        "bisect",
+        "--source",
+        f"git:{repo.path}",
+        "--good",
+        repo.good,
+        "--bad",
+        repo.bad,
+        "--command",
+        f"sh {script}",
+    ]
+    files = {
+        "results.json": json.dumps({"format_version": 1, "run": {"run_id": "a"}, "cells": []}),
+        "W.json": json.dumps({"format_version": 1, "kind": "ktriage-workload", "kernels": []}),
+        "report.md": "# ktriage bench: liger.rms_norm\n\n| kernel | input |\n",
+        "cut.json": '{"format_version": 1, "fingerprint": {"source": "git:',
+        "old.json": json.dumps({"format_version": 0, "fingerprint": {}, "stages": [], "result": None}),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    for name, problem, fix in (
+        (
+            "results.json",
+            "exists and is a ktriage results file (measured cells): the bisect state would replace it",
+            "give another --state path, e.g. --state {dir}/results-bisect.json",
+        ),
+        (
+            "W.json",
+            "exists and is a ktriage workload: the bisect state would replace it",
+            "give another --state path, e.g. --state {dir}/W-bisect.json",
+        ),
+        (
+            "report.md",
+            "exists and is no bisect state (it begins '# ktriage bench: liger.rms_norm'): the bisect state would replace it",
+            "give another --state path, e.g. --state {dir}/report-bisect.json",
+        ),
+        (
+            "cut.json",
+            "holds a bisect state that cannot be read (bisect state {path} is not valid JSON: ",
+            "give another --state path, or delete {path} to start over there",
+        ),
+        (
+            "old.json",
+            "holds a bisect state that cannot be read (bisect state {path} has format_version 0; "
+            "this ktriage reads 1): starting over would replace it",
+            "give another --state path, or delete {path} to start over there",
+        ),
+    ):
+        path = tmp_path / name
+        r = run_cli([*base, "--state", str(path)])
+        assert r.exit_code == exit_codes.USAGE, r.output
+        assert r.problem.startswith(f"--state {path} " + problem.format(path=path)), r.output
+        assert r.fix == fix.format(dir=tmp_path, path=path), r.output
+        assert path.read_text() == files[name], name  # not replaced
+    assert command_runs(log) == [] and not list(tmp_path.glob("*.work"))  # not one commit tested
+
+    results = tmp_path / "results.json"
+    r = run_cli([*base, "--state", str(results), "--resume"])
+    assert r.exit_code == exit_codes.USAGE, r.output
+    assert (
+        r.problem
+        == f"--state {results} is a ktriage results file (measured cells), not a bisect state: there is nothing to resume"
+    )
+    assert r.fix == "give the --state path the bisect was started with"
+    assert results.read_text() == files["results.json"]
+
+
 @pytest.mark.slow
 def test_bisect_step_under_a_real_git_bisect_run(tmp_path: Path, toolchain) -> None:
     toolchain("triton==3.4.0")

@@ -24,7 +24,7 @@ from ktriage import progress
 from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.select import RecordedInput, select_recorded
+from ktriage.spec.select import RecordedInput, select_recorded, select_recorded_kernels
 from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
@@ -103,22 +103,15 @@ def workload_name(path: Path | str) -> str:
 def select_kernels(
     workload: Workload, kernels: Sequence[str] | None, inputs: Sequence[str] | None
 ) -> list[tuple[Kernel, list[int]]]:
-    """The kernels ``--kernel`` names (an id such as K3 or a function name) and of each the inputs
+    """The kernels ``--kernel`` names (an id such as K3, a function name, or K3:function as the reports
+    print it: ``ktriage.spec.select.select_recorded_kernels``) and of each the inputs
     ``--input`` names (one rule: ``ktriage.spec.select.select_recorded``: a recorded input id, its label,
     the label bench's and compare's reports print, the short label or range explain prints); an unknown
     name is an error listing the choices, a short label that several inputs have is refused."""
     chosen = list(workload.kernels)
     if kernels:
-        picked = []
-        for sel in kernels:
-            found = [k for k in workload.kernels if sel in (k.id, k.function)]
-            if not found:
-                choices = (
-                    ", ".join(f"{k.id} ({k.function})" for k in workload.kernels) or "none: the workload has no kernels"
-                )
-                raise SpecError(f"the workload has no kernel {sel!r}", f"choose --kernel from: {choices}")
-            picked += [k for k in found if k not in picked]
-        chosen = [k for k in workload.kernels if k in picked]
+        positions = select_recorded_kernels(kernels, [(k.id, k.function) for k in chosen], "the workload")
+        chosen = [chosen[n] for n in positions]
     pairs = [(k, i) for k in chosen for i in k.inputs]
     if not inputs:
         out = [(k, [i.id for i in k.inputs]) for k in chosen if k.inputs]
@@ -259,13 +252,8 @@ class RecordedBundle:
                 {(e.kernel, e.function) for e in self.entries},
                 key=lambda kf: int(kf[0][1:]) if kf[0][1:].isdigit() else 0,
             )
-            bad = [s for s in kernels if not any(s in (e.kernel, e.function) for e in self.entries)]
-            if bad:
-                raise SpecError(
-                    f"bundle {self.bundle.path} has no kernel {bad[0]!r}",
-                    "choose --kernel from: " + ", ".join(f"{k} ({f})" for k, f in known),
-                )
-            chosen = [e for e in chosen if any(s in (e.kernel, e.function) for s in kernels)]
+            named = {known[n] for n in select_recorded_kernels(kernels, known, f"bundle {self.bundle.path}")}
+            chosen = [e for e in chosen if (e.kernel, e.function) in named]
         if inputs:
             recorded = [
                 RecordedInput(e.kernel, e.function, e.input, e.recorded_label, e.label.removesuffix(f" #{e.input}"))
