@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api.paths import check_writable
 from ktriage.bisect.step import EXIT_ABORT
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 
 if TYPE_CHECKING:
     from ktriage.bisect.step import StepConfig
@@ -63,25 +63,32 @@ def bisect_step(
     if record_baseline is not None:
         record_baseline = Path(args.path_or_name(record_baseline, "record_baseline", "--record-baseline"))
         # a folder here failed only after the compile: "internal error: IsADirectoryError"
-        check_writable(record_baseline, "record_baseline (--record-baseline)", example="baseline.json")
+        check_writable(record_baseline, option("record_baseline", "--record-baseline"), example="baseline.json")
     inputs, arch = args.texts(inputs, "inputs", "--input", numbers=True), args.arch(arch)
+    judge, record_as = option("baseline", "--baseline"), option("record_baseline", "--record-baseline")
     if (baseline is None) == (record_baseline is None):
         raise KtriageError(
-            "give exactly one of --baseline and --record-baseline",
-            "record at a good commit, then judge with --baseline",
+            f"give exactly one of {judge} and {record_as}", f"record at a good commit, then judge with {judge}"
         )
     if role not in ("good", "bad"):
-        raise KtriageError(f"--as {role!r} is not an endpoint of a baseline", "use --as good or --as bad")
+        raise KtriageError(
+            f"{option('role', '--as', role)} is not an endpoint of a baseline",
+            f"use {option('role', '--as', 'good')} or {option('role', '--as', 'bad')}",
+        )
     if baseline is not None and role == "bad":
         raise KtriageError(
-            "--as bad goes with --record-baseline (it names the endpoint recorded); --baseline judges this checkout",
-            "drop --as, or record the bad endpoint: --record-baseline FILE --as bad",
+            f"{option('role', '--as', 'bad')} goes with {record_as} (it names the endpoint recorded); "
+            f"{judge} judges this checkout",
+            f"drop {option('role', '--as')}, or record the bad endpoint: "
+            f"{option('record_baseline', '--record-baseline', 'FILE')} with {option('role', '--as', 'bad')}",
         )
     if record_baseline is not None:
         if not (metric and toolchain and (spec or op)):
             raise KtriageError(
-                "--record-baseline needs --metric, --toolchain and --spec or --op",
-                "e.g. --spec spec.toml --metric spill_store_bytes -t triton==3.4.0",
+                f"{record_as} needs {option('metric', '--metric')}, {option('toolchain', '--toolchain')} and "
+                f"{option('spec', '--spec')} or {option('op', '--op')}",
+                f"e.g. {option('spec', '--spec', 'spec.toml')}, {option('metric', '--metric', 'spill_store_bytes')}, "
+                f"{option('toolchain', '-t', 'triton==3.4.0')}",
             )
         cfg = StepConfig(metric, toolchain, spec, op, mode or op_default_mode(op) or "bwd", tuple(inputs), arch)
         data = record(record_baseline, cfg, "good" if role == "good" else "bad")
@@ -117,14 +124,18 @@ def _check_same_question(
     from ktriage.toolchain.spec import parse_toolchain
 
     given = {
-        "--metric": (metric, cfg.metric),
-        "--toolchain": (str(parse_toolchain(toolchain)) if toolchain else None, str(parse_toolchain(cfg.toolchain))),
-        "--arch": (arch if arch != "sm_90" else None, cfg.arch),  # sm_90 is the flag's default: not given
+        ("metric", "--metric"): (metric, cfg.metric),
+        ("toolchain", "--toolchain"): (
+            str(parse_toolchain(toolchain)) if toolchain else None,
+            str(parse_toolchain(cfg.toolchain)),
+        ),
+        ("arch", "--arch"): (arch if arch != "sm_90" else None, cfg.arch),  # sm_90 is the flag's default: not given
     }
-    for flag, (here, recorded) in given.items():
+    for (name, flag), (here, recorded) in given.items():
         if here is not None and here != recorded:
             raise KtriageError(
-                f"{flag} {here} differs from the baseline's ({recorded}, in {baseline}): its values would be compared "
-                "with another question's",
-                f"drop {flag} (the baseline's is used), or record a baseline with it: --record-baseline FILE {flag} {here}",
+                f"{option(name, flag, here)} differs from the baseline's ({recorded}, in {baseline}): its values "
+                "would be compared with another question's",
+                f"drop {option(name, flag)} (the baseline's is used), or record a baseline with it: "
+                f"{option('record_baseline', '--record-baseline', 'FILE')} with {option(name, flag, here)}",
             )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
 from ktriage.api.paths import check_replaceable, check_writable
-from ktriage.errors import FormatError, KtriageError
+from ktriage.errors import FormatError, KtriageError, option
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.stats.gate import check_gate
@@ -116,8 +116,9 @@ def calibrate(
     check_gate(threshold)
     if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
         cells_out = Path(args.path_or_name(cells_out, "cells_out", "--cells-out", example="cells.jsonl"))
-        check_writable(Path(cells_out), "--cells-out", example="cells.jsonl")
-        check_replaceable(Path(cells_out), "--cells-out", b'"measured": {', "a calibration dataset (cells.jsonl)")
+        named = option("cells_out", "--cells-out")
+        check_writable(Path(cells_out), named, example="cells.jsonl")
+        check_replaceable(Path(cells_out), named, b'"measured": {', "a calibration dataset (cells.jsonl)")
     tell: Say = say or (lambda _m: None)
     sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
     _check_pairing(len(sources), len(explain), len(operators), len(backends))
@@ -137,7 +138,10 @@ def calibrate(
         tell(f"{label}: {len(made)} cells ({name})")
         cells += made
     if not cells:
-        raise KtriageError("no calibration cells", "pass --from cells.jsonl, or --results R.json --explain E.json")
+        raise KtriageError(
+            "no calibration cells",
+            f"pass {option('from_cells', '--from', 'cells.jsonl')}, or {_RESULTS_WITH_REPORT}",
+        )
     if cells_out is not None:
         write_cells(cells_out, cells)
         tell(f"dataset: {cells_out}")
@@ -150,24 +154,36 @@ def calibrate(
     return CalibrateReport(cells, cal, threshold)
 
 
+# How calibrate's messages name its sources, each option by its keyword and its flag (errors.option): the
+# results files or runs that explain reports, operators and backends pair with, and one paired example.
+_SOURCE = f"{option('results', '--results')} or {option('runs', '--run')}"
+_RESULTS_WITH_REPORT = f"{option('results', '--results', 'R.json')} with {option('explain', '--explain', 'E.json')}"
+
+
 def _check_pairing(sources: int, reports: int, operators: int, backends: int) -> None:
+    """Each explain report, operator and backend goes with one results file or run, in order; a count
+    that does not match is refused naming the keyword and the flag of each side."""
     if reports != sources:
         raise KtriageError(
-            f"{sources} results/runs but {reports} --explain reports",
-            "pass one --explain REPORT.json per --results/--run, in the same order",
+            f"{sources} results/runs but {reports} reports in {option('explain', '--explain')}",
+            f"pass one explain report per item of {_SOURCE}, in the same order",
         )
     if operators and operators != sources:
         raise KtriageError(
-            f"{operators} --operator names for {sources} results/runs",
-            "pass one --operator per --results/--run, or none",
+            f"{operators} names in {option('operators', '--operator')} for {sources} results/runs",
+            f"pass one per item of {_SOURCE}, or none",
         )
-    if backends and not sources:  # a dataset's cells carry their backends: --backend would change nothing
+    if backends and not sources:  # a dataset's cells carry their backends: backends would change nothing
         raise KtriageError(
-            "--backend names the artifact backend of a --results/--run, and none was given",
-            "drop --backend (the cells of --from carry theirs), or add --results R.json --explain E.json",
+            f"{option('backends', '--backend')} names the artifact backend of {_SOURCE}, and none was given",
+            f"drop {option('backends', '--backend')} (the cells of {option('from_cells', '--from')} carry theirs), "
+            f"or add {_RESULTS_WITH_REPORT}",
         )
     if backends and backends not in (1, sources):
-        raise KtriageError(f"{backends} --backend names for {sources} results/runs", "pass one, or one per source")
+        raise KtriageError(
+            f"{backends} names in {option('backends', '--backend')} for {sources} results/runs",
+            "pass one, or one per source",
+        )
 
 
 class _Sources:

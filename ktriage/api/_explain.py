@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.catalog.resolve import resolve_kernels, select_input_range, spec_input_id
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
 from ktriage.explain.engine import ExplainResult
@@ -188,14 +188,16 @@ def explain(
     arch = args.arch(arch) if arch is not None else None
     if fail_on is not None and fail_on not in FAIL_ON:
         raise KtriageError(
-            f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}",
-            "pass --fail-on regression (predicted regressions) or --fail-on any (any compile-side change)",
+            f"{option('fail_on', '--fail-on', fail_on)} is not one of {', '.join(FAIL_ON)}",
+            f"pass {option('fail_on', '--fail-on', 'regression')} for predicted regressions, or "
+            f"{option('fail_on', '--fail-on', 'any')} for any compile-side change",
         )
     check_gate(threshold, allow_zero=True)
     if fix_toolchains and not fixes:
         raise KtriageError(
-            "--fix-toolchain names toolchains to try as fixes, but --fixes was not given",
-            "add --fixes (explain --fixes --fix-toolchain triton==3.5.1), or drop --fix-toolchain",
+            f"{option('fix_toolchains', '--fix-toolchain')} names toolchains to try as fixes, but "
+            f"{option('fixes', '--fixes', True)} was not given",
+            f"add {option('fixes', '--fixes', True)}, or drop {option('fix_toolchains', '--fix-toolchain')}",
         )
     params = load_params(model)
     if len(toolchains) < 1:
@@ -203,7 +205,8 @@ def explain(
             "no toolchain given (toolchains, -t/--toolchain)",
             "pass one or more (two or more to compare), e.g. -t triton==3.3.1 -t triton==3.4.0",
         )
-    judged = [flag for flag, on in (("--fail-on", fail_on is not None), ("--fixes", fixes)) if on]
+    asked = (("fail_on", "--fail-on", fail_on is not None), ("fixes", "--fixes", fixes))
+    judged = [option(name, flag) for name, flag, on in asked if on]
     if len(toolchains) == 1 and judged:  # "--fail-on any: passed" and "no fix to propose" on a spilling kernel
         raise KtriageError(
             f"{' and '.join(judged)} need(s) a toolchain judged against a reference, and {toolchains[0]} is the only "
@@ -219,8 +222,9 @@ def explain(
         ptx_diff = sass_diff = True
     if (ptx_diff or sass_diff) and len(specs) + len(unloaded) != 1:
         raise KtriageError(
-            f"--ptx-diff/--sass-diff show one kernel, but {len(specs) + len(unloaded)} were selected",
-            f"select one input, e.g. --input {input_label(specs[0].meta, specs[0].name)}",
+            f"{option('ptx_diff', '--ptx-diff')} and {option('sass_diff', '--sass-diff')} show one kernel, but "
+            f"{len(specs) + len(unloaded)} were selected",
+            f"select one input, e.g. {option('inputs', '--input', input_label(specs[0].meta, specs[0].name))}",
         )
     built = resolve_toolchains(toolchains)
     from ktriage.execute.select import remote_executor

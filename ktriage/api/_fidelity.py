@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktriage.api import _args as args
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import KtriageError, SpecError, option
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
 from ktriage.spec.model import KernelSpec
@@ -103,7 +103,8 @@ def fidelity(
         families = sorted({c.name.split("[", 1)[0] for c in known})
         raise KtriageError(
             f"no fidelity case name contains {' or '.join(repr(k) for k in cases)}",
-            f"-k/--case takes a part of a case name; the cases are (each over one or more inputs): {', '.join(families)}",
+            f"{option('cases', '-k/--case')} takes a part of a case name; the cases are (each over one or more "
+            f"inputs): {', '.join(families)}",
         )
     built = ensure_toolchains(specs, progress=_messages(say))
     with Compiler(jobs=jobs) as compiler:
@@ -125,7 +126,7 @@ def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[Ker
     """``spec``: the file's kernels (narrowed by ``cases``), each written by values (fidelity/by_value.py)."""
     from ktriage.spec.select import load_selected_specs
 
-    kernels = load_selected_specs(str(path), list(cases) or None, flag="-k/--case")
+    kernels = load_selected_specs(str(path), list(cases) or None, flag=option("cases", "-k/--case"))
     typed = [k.name for k in kernels if k.launch is None]
     if typed:
         raise SpecError(

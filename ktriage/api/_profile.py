@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api.paths import check_writable
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -84,19 +84,22 @@ def profile(
         raw_dir = Path(path_or_name(raw_dir, "raw_dir", "--raw-dir", example="ncu-raw"))
     if input is not None and input_id is not None:
         raise KtriageError(
-            f"both --input {input!r} and --input-id {input_id} name the input to profile",
-            "give one of them (--input takes an id too: --input 7)",
+            f"both {option('input', '--input', input)} and {option('input_id', '--input-id', input_id)} name the "
+            "input to profile",
+            f"give one of them ({option('input', '--input')} takes an id too: {option('input', '--input', '7')})",
         )
+    results_option, raw_option = option("results", "--results"), option("raw_dir", "--raw-dir")
     if db is not None and results is None:
         raise KtriageError(
-            "--db is where --results' run is updated, and no --results was given",
-            "add --results R.json (the bundle's timing), or leave --db out",
+            f"{option('db', '--db')} is the store where the run of {results_option} is updated, and no "
+            f"{results_option} was given",
+            f"add {option('results', '--results', 'R.json')} (the bundle's timing), or leave {option('db', '--db')} out",
         )
     if raw_dir is not None:
-        check_writable(raw_dir, "--raw-dir", folder=True)
+        check_writable(raw_dir, raw_option, folder=True)
     if ncu is not None and shutil.which(ncu) is None:
         raise KtriageError(
-            f"--ncu {ncu}: no such program (or not executable)",
+            f"{option('ncu', '--ncu', ncu)}: no such program (or not executable)",
             "give the path of Nsight Compute's ncu, e.g. /usr/local/cuda/bin/ncu, or put ncu on PATH",
         )
     loaded = load_bundle(bundle)
@@ -110,12 +113,12 @@ def profile(
     names = input_backends(loaded, case_id)  # an unknown input_id is refused here
     if backend is not None and backend not in names:
         raise KtriageError(
-            f"--backend {backend!r}: input {case_id} of bundle {bundle} has no such backend",
+            f"{option('backend', '--backend', backend)}: input {case_id} of bundle {bundle} has no such backend",
             f"give one of: {', '.join(names)}",
         )
     folder = raw_dir or Path(loaded.path) / f"profile-input{case_id}"
     if raw_dir is None:
-        check_writable(folder, "the raw folder (--raw-dir)", folder=True)
+        check_writable(folder, f"the raw folder ({raw_option})", folder=True)
     doc = profile_bundle(bundle, input_id=case_id, backend=backend, out_dir=folder, ncu=ncu, warmup=warmup)
     return ProfiledBundle(doc=doc, folder=folder)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from ktriage.api import _args as args
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:  # the store imports SQLAlchemy: loaded when a function here runs, not for `ktriage runs --help`
@@ -151,7 +151,7 @@ def runs_list(
     limit = args.LIMIT(limit)
     if status is not None and status not in RUN_STATUSES:
         raise KtriageError(
-            f"--status {status!r} is not a run status",
+            f"{option('status', '--status', status)} is not a run status",
             f"give one of: {', '.join(RUN_STATUSES)} (a run whose writer is gone is stored as running)",
         )
     with open_store(db, must_exist=True) as store:

@@ -18,7 +18,7 @@ from ktriage import progress
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
 from ktriage.api.paths import check_writable
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S
 from ktriage.mdsafe import markdown_writer
 from ktriage.schema.jsontypes import JSONObject
@@ -135,10 +135,12 @@ def tune(
                     f"blocks (--block) {k!r}: {'no knob named' if not k.strip() else 'no values given'}",
                     "pass e.g. blocks={'BLOCK_SIZE': [8192, 16384]} (--block BLOCK_SIZE=8192,16384)",
                 )
+    screen_only, results_option = option("compile_only", "--compile-only"), option("results_file", "--results")
     if compile_only and results_file is not None:  # the timing step reads it, and compile_only skips that step
         raise KtriageError(
-            "--results reports the GPU winner from a timing of the tune bundle, but --compile-only stops before timing",
-            "drop --compile-only to read the results, or drop --results to screen only",
+            f"{results_option} reports the GPU winner from a timing of the tune bundle, but "
+            f"{option('compile_only', '--compile-only', True)} stops before timing",
+            f"drop {screen_only} to read the results, or drop {results_option} to screen only",
         )
     if results_file is not None and Path(results_file).exists():  # a folder, a report: refused after every compile
         from ktriage.measure.results_file import read_results
@@ -146,9 +148,11 @@ def tune(
         read_results(Path(results_file))  # missing is no error yet: the timing step prints the command that writes it
     if compile_only and len(toolchains) > 1:  # the others are timed on the GPU only: compile_only dropped them unsaid
         raise KtriageError(
-            f"-t {' -t '.join(toolchains[1:])}: a further toolchain is timed on the GPU with the library's config, "
-            "and --compile-only stops before timing",
-            f"screen with one toolchain (-t {toolchains[0]}), or drop --compile-only to time the others too",
+            f"{', '.join(toolchains[1:])} after the first of {option('toolchains', '-t/--toolchain')}: a further "
+            "toolchain is timed on the GPU with the library's config, "
+            f"and {option('compile_only', '--compile-only', True)} stops before timing",
+            f"screen with one toolchain ({option('toolchains', '-t', toolchains[0])}), or drop {screen_only} to time "
+            "the others too",
         )
     if bundle is not None and not compile_only:  # a file here failed after every compile: NotADirectoryError
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)

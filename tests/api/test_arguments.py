@@ -99,8 +99,14 @@ def test_a_number_out_of_its_flags_range_or_of_another_type_is_refused_before_an
 @pytest.mark.parametrize(
     "kwargs, problem",
     [
-        ({"from_cells": ["c.jsonl"], "backends": ["liger_layer_norm"]}, r"--backend names the artifact backend of a"),
-        ({"from_cells": ["c.jsonl"], "operators": ["layer_norm"]}, r"1 --operator names for 0 results/runs"),
+        (
+            {"from_cells": ["c.jsonl"], "backends": ["liger_layer_norm"]},
+            r"backends \(--backend\) names the artifact backend of",
+        ),
+        (
+            {"from_cells": ["c.jsonl"], "operators": ["layer_norm"]},
+            r"1 names in operators \(--operator\) for 0 results/runs",
+        ),
     ],
 )
 def test_calibrate_backend_or_operator_without_results_is_refused(kwargs: dict[str, object], problem: str) -> None:

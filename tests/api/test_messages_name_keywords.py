@@ -59,3 +59,113 @@ def test_bench_names_op_and_timing_as_keywords() -> None:
     with pytest.raises(KtriageError) as timing:
         kt.bench(op="layer_norm", timing="nope")
     assert timing.value.problem == "unknown timing='nope' (--timing nope)"
+
+
+def test_bisect_step_names_baseline_role_and_metric_as_keywords(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as neither:
+        kt.bisect_step()
+    assert neither.value.problem == "give exactly one of baseline (--baseline) and record_baseline (--record-baseline)"
+    baseline = tmp_path / "baseline.json"
+    with pytest.raises(KtriageError) as role:
+        kt.bisect_step(record_baseline=baseline, role="worse")
+    assert role.value.problem == "role='worse' (--as worse) is not an endpoint of a baseline"
+    assert role.value.fix == "use role='good' (--as good) or role='bad' (--as bad)"
+    with pytest.raises(KtriageError) as needs:
+        kt.bisect_step(record_baseline=baseline, op="liger.layer_norm")
+    assert needs.value.problem == (
+        "record_baseline (--record-baseline) needs metric (--metric), toolchain (--toolchain) and spec (--spec) "
+        "or op (--op)"
+    )
+    assert not baseline.exists()
+
+
+def test_explain_names_fail_on_fixes_and_fix_toolchains_as_keywords() -> None:
+    with pytest.raises(KtriageError) as fail_on:
+        kt.explain(target="liger.layer_norm", toolchains=["triton==3.3.1", "triton==3.4.0"], fail_on="nope")
+    assert fail_on.value.problem == "fail_on='nope' (--fail-on nope) is not one of regression, any"
+    assert "fail_on='any' (--fail-on any) for any compile-side change" in (fail_on.value.fix or "")
+    with pytest.raises(KtriageError) as fixes:
+        kt.explain(target="liger.layer_norm", toolchains=["triton==3.4.0"], fix_toolchains=["triton==3.5.1"])
+    assert fixes.value.problem == (
+        "fix_toolchains (--fix-toolchain) names toolchains to try as fixes, but fixes=True (--fixes) was not given"
+    )
+    with pytest.raises(KtriageError) as judged:
+        kt.explain(target="liger.layer_norm", toolchains=["triton==3.4.0"], fixes=True)
+    assert judged.value.problem.startswith("fixes (--fixes) need(s) a toolchain judged against a reference")
+    with pytest.raises(KtriageError) as diff:
+        kt.explain(target="liger.layer_norm", toolchains=["triton==3.3.1", "triton==3.4.0"], ptx_diff=True)
+    assert diff.value.problem.startswith("ptx_diff (--ptx-diff) and sass_diff (--sass-diff) show one kernel, but ")
+    assert (diff.value.fix or "").startswith("select one input, e.g. inputs='")
+
+
+def test_profile_names_input_db_and_ncu_as_keywords(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as both:
+        kt.profile(bundle=tmp_path, input="7", input_id=7)
+    assert both.value.problem == "both input='7' (--input 7) and input_id=7 (--input-id 7) name the input to profile"
+    with pytest.raises(KtriageError) as db:
+        kt.profile(bundle=tmp_path, db="sqlite:///k.db")
+    assert db.value.problem == (
+        "db (--db) is the store where the run of results (--results) is updated, and no results (--results) was given"
+    )
+    with pytest.raises(KtriageError) as ncu:
+        kt.profile(bundle=tmp_path, ncu=str(tmp_path / "no-ncu"))
+    assert (
+        ncu.value.problem
+        == f"ncu='{tmp_path / 'no-ncu'}' (--ncu {tmp_path / 'no-ncu'}): no such program (or not executable)"
+    )
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(KtriageError) as raw:
+        kt.profile(bundle=tmp_path, raw_dir=tmp_path / "afile")
+    assert raw.value.problem == f"raw_dir (--raw-dir) {tmp_path / 'afile'} is a file, not a folder"
+
+
+def test_tune_names_results_file_and_compile_only_as_keywords(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as refused:
+        kt.tune(
+            target="liger.layer_norm",
+            toolchains=["triton==3.4.0"],
+            inputs="N=4608",
+            compile_only=True,
+            results_file=tmp_path / "r.json",
+        )
+    assert refused.value.problem == (
+        "results_file (--results) reports the GPU winner from a timing of the tune bundle, "
+        "but compile_only=True (--compile-only) stops before timing"
+    )
+    assert refused.value.fix == (
+        "drop compile_only (--compile-only) to read the results, or drop results_file (--results) to screen only"
+    )
+
+
+def test_calibrate_names_from_cells_results_explain_and_backends_as_keywords(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as nothing:
+        kt.calibrate()
+    assert nothing.value.fix == (
+        "pass from_cells='cells.jsonl' (--from cells.jsonl), "
+        "or results='R.json' (--results R.json) with explain='E.json' (--explain E.json)"
+    )
+    with pytest.raises(KtriageError) as backend:
+        kt.calibrate(from_cells=tmp_path / "c.jsonl", backends="liger_layer_norm")
+    assert backend.value.problem == (
+        "backends (--backend) names the artifact backend of results (--results) or runs (--run), and none was given"
+    )
+    with pytest.raises(KtriageError) as unpaired:
+        kt.calibrate(results=[tmp_path / "r.json"])
+    assert unpaired.value.problem == "1 results/runs but 0 reports in explain (--explain)"
+    report = tmp_path / "report.md"
+    report.write_text("# a report\n")
+    with pytest.raises(KtriageError) as cells_out:
+        kt.calibrate(from_cells=tmp_path / "c.jsonl", cells_out=report)
+    assert cells_out.value.problem.startswith(f"cells_out (--cells-out) {report} exists and is not a calibration")
+
+
+def test_runs_list_names_status_as_a_keyword() -> None:
+    with pytest.raises(KtriageError) as refused:
+        kt.runs_list(status="bogus")
+    assert refused.value.problem == "status='bogus' (--status bogus) is not a run status"
+
+
+def test_fidelity_names_cases_as_a_keyword() -> None:
+    with pytest.raises(KtriageError) as refused:
+        kt.fidelity(cases="nomatch")
+    assert (refused.value.fix or "").startswith("cases (-k/--case) takes a part of a case name; ")

@@ -567,11 +567,14 @@ def test_bisect_step_refuses_a_metric_toolchain_or_arch_other_than_the_baselines
     baseline.write_text(json.dumps({"config": config, "good": {"values": {"red": 0}}, "bad": {"values": {"red": 48}}}))
     step = ["bisect-step", "--baseline", str(baseline)]
     for extra, problem in (
-        (["--metric", "registers"], "--metric registers differs from the baseline's (spill_store_bytes"),
-        (["-t", "triton==3.3.1"], "--toolchain triton==3.3.1 differs from the baseline's (triton==3.4.0"),
-        (["--arch", "sm_80"], "--arch sm_80 differs from the baseline's (sm_90"),
-        (["--as", "bad"], "--as bad goes with --record-baseline"),
-        (["--as", "worse"], "--as 'worse' is not an endpoint of a baseline"),
+        (
+            ["--metric", "registers"],
+            "metric='registers' (--metric registers) differs from the baseline's (spill_store_",
+        ),
+        (["-t", "triton==3.3.1"], "toolchain='triton==3.3.1' (--toolchain triton==3.3.1) differs from the baseline's"),
+        (["--arch", "sm_80"], "arch='sm_80' (--arch sm_80) differs from the baseline's (sm_90"),
+        (["--as", "bad"], "role='bad' (--as bad) goes with record_baseline (--record-baseline)"),
+        (["--as", "worse"], "role='worse' (--as worse) is not an endpoint of a baseline"),
     ):
         r = run_cli([*step, *extra])
         assert r.exit_code == 128 and r.problem.startswith(problem), r.output

@@ -180,7 +180,9 @@ def test_results_with_compile_only_is_refused(tmp_path: Path, run_cli: RunCli) -
         ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only"]
         + ["--results", str(timing)]
     )
-    assert res.exit_code == exit_codes.USAGE and "--compile-only stops before timing" in res.problem, res.output
+    assert (
+        res.exit_code == exit_codes.USAGE and "compile_only=True (--compile-only) stops before timing" in res.problem
+    ), res.output
 
 
 def test_further_toolchains_with_compile_only_are_refused(run_cli: RunCli) -> None:
@@ -189,8 +191,10 @@ def test_further_toolchains_with_compile_only_are_refused(run_cli: RunCli) -> No
     res = run_cli(
         ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-t", "triton==3.3.1", "-i", "N=4608", "--compile-only"]
     )
-    assert res.exit_code == exit_codes.USAGE and res.problem.startswith("-t triton==3.3.1: a further"), res.output
-    assert res.fix is not None and "-t triton==3.4.0" in res.fix, res.output
+    assert res.exit_code == exit_codes.USAGE and res.problem.startswith(
+        "triton==3.3.1 after the first of toolchains (-t/--toolchain): a further"
+    ), res.output
+    assert res.fix is not None and "toolchains='triton==3.4.0' (-t triton==3.4.0)" in res.fix, res.output
 
 
 @pytest.mark.parametrize("budget", ["0", "-3"])

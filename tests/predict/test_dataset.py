@@ -139,7 +139,9 @@ def test_calibrate_never_writes_over_the_files_it_reads(run_cli, tmp_path: Path)
     r = run_cli([*base, "-o", str(results)])
     assert r.exit_code == 2 and f"-o {results} exists and is not a ktriage model file" in r.err_text, r.stderr
     r = run_cli([*base, "--cells-out", str(report)])
-    assert r.exit_code == 2 and f"--cells-out {report} exists and is not a calibration dataset" in r.err_text
+    assert (
+        r.exit_code == 2 and f"cells_out (--cells-out) {report} exists and is not a calibration dataset" in r.err_text
+    )
     assert (results.read_bytes(), report.read_bytes()) == before
     model, cells = tmp_path / "m.json", tmp_path / "c.jsonl"
     for _ in range(2):  # the second time over its own outputs

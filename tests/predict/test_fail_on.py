@@ -46,7 +46,11 @@ def test_a_gate_written_in_percent_is_refused_not_read_as_500_percent(run_cli) -
 
 def test_a_fix_toolchain_without_fixes_is_refused_not_ignored(run_cli) -> None:
     r = run_cli(BASE + ["--input", "N=4608", "--fix-toolchain", "triton==3.5.1"])
-    assert r.exit_code == 2 and "--fixes was not given" in r.err_text and "add --fixes" in r.err_text
+    assert (
+        r.exit_code == 2
+        and "fixes=True (--fixes) was not given" in r.err_text
+        and "add fixes=True (--fixes)" in r.err_text
+    )
 
 
 def test_fixes_carry_the_predicted_gain(run_cli) -> None:
@@ -70,7 +74,7 @@ def test_a_gate_or_fixes_with_one_toolchain_is_refused(run_cli) -> None:
     one = ["explain", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "--input", "N=4608"]
     r = run_cli([*one, "--fail-on", "any"])
     assert r.exit_code == 2 and r.problem == (
-        "--fail-on need(s) a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
+        "fail_on (--fail-on) need(s) a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
         "the gate could never fire"
     ), r.output
     assert (
