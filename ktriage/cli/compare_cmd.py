@@ -46,7 +46,10 @@ def compare(
         ),
     ],
     b: Annotated[
-        str | None, typer.Argument(help="New: a results JSON file or a run id. Omit with --toolchains.")
+        str | None,
+        typer.Argument(
+            help="New: as the reference (a results JSON file, a TritonBench CSV or JSON, or a run id). Omit with --toolchains."
+        ),
     ] = None,
     toolchains: Annotated[
         bool,

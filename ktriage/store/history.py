@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 from sqlalchemy import select
 
+from ktriage.errors import KtriageError
+from ktriage.ops.operator import MODES
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.schema import cells as cells_t
 from ktriage.store.schema import runs as runs_t
@@ -70,9 +72,35 @@ def _facts(text: str) -> set[str]:
     return {part.replace(" ", "") for part in text.replace(";", ",").split(",") if "=" in part}
 
 
-def _input_matches(selectors: tuple[str, ...], input_id: int, label: str) -> bool:
-    """An input id, the label itself, or shape facts that all appear in the label (N=4608 in "M=4096, N=4608")."""
-    if not selectors:
+def catalog_input_ids(op: str, selectors: tuple[str, ...]) -> frozenset[int]:
+    """The input ids ``selectors`` name in ``op``'s sweep (``ktriage.ops.inputs.select_inputs``: ids, shape
+    facts, explain's ranges), as every verb's ``--input`` reads them; empty for an op ktriage has no sweep
+    of. ``ktriage bench`` stores a catalog op's input under its catalog id with TritonBench's x_val as the
+    label ("(4096, 4608)"), so shape facts (N=4608) can only be read through the sweep, never in the label.
+    A selector the sweep refuses names no catalog input here: the store may still hold it by its label
+    (a TritonBench file's x_val past the catalog), and a query that matches nothing lists what is stored."""
+    from ktriage.ops import registry
+    from ktriage.ops.inputs import select_inputs
+
+    operator = registry.operator(op)
+    if operator is None or not selectors:
+        return frozenset()
+    cases = operator.inputs()
+    ids: set[int] = set()
+    for sel in selectors:
+        try:
+            ids.update(c.id for c in select_inputs(op, cases, [sel]))
+        except KtriageError:
+            continue
+    return frozenset(ids)
+
+
+def _input_matches(
+    selectors: tuple[str, ...], input_id: int, label: str, catalog_ids: frozenset[int] = frozenset()
+) -> bool:
+    """An input id, the label itself, shape facts that all appear in the label (N=4608 in "M=4096, N=4608"),
+    or a catalog input the selectors name (``catalog_input_ids``: N=4608 is layer_norm's input 7)."""
+    if not selectors or input_id in catalog_ids:
         return True
     for sel in selectors:
         text = sel.strip()
@@ -164,10 +192,12 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
     if query.mode:
         stmt = stmt.where(c.mode == query.mode)
     out: dict[SeriesKey, list[HistoryPoint]] = {}
+    catalog_ids = catalog_input_ids(query.op, query.inputs)
     with store.engine.connect() as conn:
         for row in conn.execute(stmt).mappings():
             _checked_row(row)
-            if not _input_matches(query.inputs, row["input_id"], row["input_label"]):
+            swept = catalog_ids if row["mode"] in MODES else frozenset()  # a recorded bench's ids are its entries
+            if not _input_matches(query.inputs, row["input_id"], row["input_label"], swept):
                 continue
             if not _toolchain_matches(query.toolchain, row["toolchain"]):
                 continue

@@ -205,3 +205,18 @@ def test_input_by_shape_facts_and_toolchain_filter(
     code, out = run_cli([*BASE, "--toolchain", "3.3.0", "--db", store_url, "--format", "json"], capsys, monkeypatch)
     doc = json.loads(out)
     assert {p["toolchain"] for s in doc["series"] for p in s["points"]} == {"triton-3.3.0"}
+
+
+def test_input_by_shape_facts_and_range_on_the_labels_bench_stores(
+    store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ktriage bench` stores layer_norm's inputs as TritonBench's x_val, "(4096, 4608)", not as facts:
+    `--input N=4608` (docs/history.md, the --input help) matched only the synthetic "N=4608" labels and
+    refused a real store's cells. A catalog op's selectors go through the op's sweep, as in every verb."""
+    fill(store_url, n_runs=8, step_at=None, inputs=((7, "(4096, 4608)", 0.412), (8, "(4096, 5120)", 0.455)))
+    for selector, ids in (("N=4608", [7]), ("N=4608..5120", [7, 8]), ("8", [8]), ("(4096, 5120)", [8])):
+        code, out = run_cli([*BASE, "--input", selector, "--db", store_url, "--format", "json"], capsys, monkeypatch)
+        assert code == 0 and [s["input_id"] for s in json.loads(out)["series"]] == ids, selector
+    code = main([*BASE, "--input", "N=1024", "--db", store_url])  # a catalog input this store has not measured
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "stored inputs: 7 ((4096, 4608)), 8 ((4096, 5120))" in err
