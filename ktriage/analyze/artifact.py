@@ -31,7 +31,9 @@ def cached_resources(
     `Resources` schema: a new schema recomputes from the cubin (old files stay for an older ktriage
     sharing the home), and a file whose schema does not match is recomputed too. The file is a cache
     sidecar (ktriage/compile/cache.py): it carries its own sha256, and an edited or truncated one is
-    quarantined and recomputed, never served."""
+    quarantined and recomputed, never served. The key's ``lines=`` part: a file from before the source
+    lines kept their callers' paths as the line table has them (``LineStats.inlined_frames``) named them
+    relative to the directory of the run that wrote it, so it is recomputed too."""
     key = hashlib.sha256(
         "\0".join(
             [
@@ -40,6 +42,7 @@ def cached_resources(
                 kernel_name,
                 str(triton_shared),
                 f"schema={SCHEMA_VERSION}",
+                "lines=frames",
             ]
         ).encode()
     ).hexdigest()[:16]

@@ -210,6 +210,7 @@ class LineStats:
     line: int
     path: str = ""  # as in the line table
     inlined_at: tuple[str, ...] = ()  # "file:line" of each caller, innermost first
+    inlined_frames: tuple[tuple[str, int], ...] = ()  # those callers as in the line table (path, line)
     text: str = ""  # the source line ("" when unreadable here)
     instructions: int = 0
     local_loads: int = 0  # LDL
@@ -240,14 +241,28 @@ class LineStats:
     def to_json(self) -> JSONObject:
         data = {name: getattr(self, name) for name in _LINE_STATS_FIELDS}
         data["inlined_at"] = list(self.inlined_at)
+        data["inlined_frames"] = [[p, n] for p, n in self.inlined_frames]
         data["opcodes"] = dict(self.opcodes)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> LineStats:
+        """Inverse of `to_json`, with the display names made again from the paths of the line table.
+
+        Why: a display name can be relative to the working directory (:func:`display_path`), and the
+        stats are cached next to the cubin (``analyze/artifact.py``) for every later run, from any
+        directory: a name kept from the run that cached them would name another file, or the same file
+        two ways, so that the line diff of two cubins matched none of its lines."""
         known = {f.name for f in fields(cls)}
         obj = {k: v for k, v in data.items() if k in known}
+        frames = tuple((str(p), int(n)) for p, n in data.get("inlined_frames", ()))
+        obj["inlined_frames"] = frames
         obj["inlined_at"] = tuple(str(x) for x in data.get("inlined_at", ()))
+        if frames:
+            obj["inlined_at"] = tuple(f"{display_path(p)}:{n}" for p, n in frames)
+        path = str(data.get("path", ""))
+        if path and path != NO_LINE[0]:
+            obj["file"] = display_path(path)
         obj["opcodes"] = {str(k): int(v) for k, v in dict(data.get("opcodes", {})).items()}
         return cls(**obj)
 
@@ -307,6 +322,7 @@ def line_stats(
                 line,
                 path,
                 tuple(f"{display_path(p)}:{n}" for p, n in chain),
+                chain,
                 text,
                 **counts,
                 opcodes=dict(sorted(ops[(path, line, chain)].items())),
@@ -431,7 +447,16 @@ def _merge(items: Sequence[LineStats]) -> LineStats:
     opcodes: Counter[str] = Counter()
     for s in items:
         opcodes.update(s.opcodes)
-    return LineStats(first.file, first.line, first.path, first.inlined_at, first.text, **sums, opcodes=dict(opcodes))
+    return LineStats(
+        first.file,
+        first.line,
+        first.path,
+        first.inlined_at,
+        first.inlined_frames,
+        first.text,
+        **sums,
+        opcodes=dict(opcodes),
+    )
 
 
 def pair_lines(ref: Sequence[LineStats], new: Sequence[LineStats]) -> list[tuple[LineStats | None, LineStats | None]]:

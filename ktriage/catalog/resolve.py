@@ -129,19 +129,26 @@ def _refuse_kernel_source(target: str) -> None:
     )
     if not (is_source or target.endswith(".py")) or catalog_entry(target) is not None:
         return
-    from ktriage.spec.source import read_params, resolve_source_file
+    from ktriage.spec.source import jit_functions, read_params, resolve_source_file
 
-    source = target if is_source else f"{target}:<function>"
-    args = "its launch's argument values"
-    try:
-        if is_source:
-            names = [p.name for p in read_params(resolve_source_file(target), fn)]
-            args = f"the launch's values of {', '.join(names)}"
-    except (KtriageError, OSError):
-        pass
     what = "a kernel's source file" if not is_source else "a kernel function"
     if not is_source and not Path(target).is_file():
         return
+    source = target if is_source else f"{target}:<function>"
+    args = "its launch's argument values"
+    try:
+        if not is_source:  # the file's one kernel is the function to name; of several, the user picks
+            kernels = jit_functions(Path(target))
+            if len(kernels) == 1:
+                where, fn, is_source = target, kernels[0], True
+                source = f"{target}:{fn}"
+            elif kernels:
+                source = f"{target}:<function: {' or '.join(kernels)}>"
+        if is_source:
+            names = [p.name for p in read_params(resolve_source_file(f"{where}:{fn}"), fn)]
+            args = f"the launch's values of {', '.join(names)}"
+    except (KtriageError, OSError):
+        pass
     raise SpecError(
         f"{target} names {what}; explain compiles a launch of a kernel, written in a spec file "
         "(or a catalog op, or a workload recorded by `ktriage record`)",

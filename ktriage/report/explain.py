@@ -11,9 +11,7 @@ only said when every cell has resources (otherwise: among those that compiled, w
 from __future__ import annotations
 
 import datetime as _dt
-import re
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 from rich.console import Console
@@ -59,15 +57,6 @@ def compiled_pass(specs: list[KernelSpec]) -> str | None:
     when they do not say (a spec file's kernels) or are of several passes."""
     modes = {str(s.meta["mode"]) for s in specs if s.meta.get("mode")}
     return modes.pop() if len(modes) == 1 and all(s.meta.get("mode") for s in specs) else None
-
-
-def report_name(target: str, specs: list[KernelSpec]) -> str:
-    """The report's file name after what was compiled: ``explain-liger.layer_norm-bwd.md`` for a
-    catalog op's backward kernels, ``explain-kernels.md`` for a spec file ``kernels.toml``."""
-    stem = Path(target).stem if target.endswith(".toml") else target
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", stem)
-    mode = compiled_pass(specs)
-    return f"explain-{slug}-{mode}.md" if mode else f"explain-{slug}.md"
 
 
 def report_title(target: str, specs: list[KernelSpec]) -> str:

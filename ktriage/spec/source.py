@@ -205,20 +205,35 @@ def _default(node: ast.expr) -> Any:
         return Unresolved(text)
 
 
-def read_params(path: Path, function: str) -> list[ParamInfo]:
-    """Parameters of the top-level function ``function`` in ``path``, in order."""
+def _parse(path: Path) -> ast.Module:
     from ktriage.schema.core import read_text
 
     text = read_text(path, what="kernel file", limit=16 << 20, error=SpecError)
     try:
-        tree = ast.parse(text, filename=str(path))
+        return ast.parse(text, filename=str(path))
     except (SyntaxError, ValueError) as exc:  # ValueError: a NUL byte
         raise SpecError(f"cannot parse {path}: {exc}", "fix the syntax error in the kernel file") from exc
     except RecursionError:
         raise SpecError(
             f"cannot parse {path}: nested too deeply for Python's parser", "simplify the kernel file"
         ) from None
-    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+
+def jit_functions(path: Path) -> list[str]:
+    """The top-level functions of ``path`` decorated with a ``jit`` (``@triton.jit``, ``@triton.jit(...)``,
+    ``@jit``), in file order: the kernels a spec's ``source`` can name in it, for a fix that names them."""
+    out = []
+    for node in _parse(path).body:
+        if isinstance(node, ast.FunctionDef):
+            decorators = (d.func if isinstance(d, ast.Call) else d for d in node.decorator_list)
+            if any(ast.unparse(d).split(".")[-1] == "jit" for d in decorators):
+                out.append(node.name)
+    return out
+
+
+def read_params(path: Path, function: str) -> list[ParamInfo]:
+    """Parameters of the top-level function ``function`` in ``path``, in order."""
+    funcs = {n.name: n for n in _parse(path).body if isinstance(n, ast.FunctionDef)}
     fn = funcs.get(function)
     if fn is None:
         close = difflib.get_close_matches(function, list(funcs), n=3)

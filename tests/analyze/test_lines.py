@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from ktriage.analyze.lines import (
+    LineStats,
     compress_ranges,
     diff_lines,
     display_path,
@@ -73,6 +74,29 @@ def test_a_synthetic_listing_maps_each_instruction_and_its_inlining_chain() -> N
     assert stats[("liger_kernel/ops/layer_norm.py", 100, ())].local_stores == 1
     # a cuobjdump -sass listing has no line table: no lines, never a guess
     assert parse_line_table("\tFunction : kern\n        /*0000*/  EXIT ;\n") == {"kern": {}}
+
+
+def test_cached_line_stats_name_their_files_for_the_directory_that_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's kernel file is named relative to the working directory; the stats are cached next to the
+    cubin and read by later runs from other directories. Read back from another directory, they name the
+    file as compiled, as the other cubin of the comparison does: the names of the run that cached them
+    would name the same file two ways, and the line diff would match none of its lines."""
+    kernel = tmp_path / "proj" / "tests" / "k.py"
+    listing = SYNTHETIC.replace("/h/packages/liger-kernel-0.5.10/liger_kernel/ops/layer_norm.py", str(kernel))
+    table = parse_line_table(listing)["kern"]
+    fn = parse_sass(listing)["kern"]
+    kernel.parent.mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "proj")  # the run that analyzed the cubin and cached its lines
+    cached = [s.to_json() for s in line_stats(located_instructions(fn, table), read_source=False)]
+    assert {s["file"] for s in cached} == {"tests/k.py", "triton/language/standard.py"}
+    monkeypatch.chdir(tmp_path / "other")  # a later run, elsewhere
+    read = [LineStats.from_json(s) for s in cached]
+    assert {s.file for s in read} == {str(kernel), "triton/language/standard.py"}
+    assert {c for s in read for c in s.inlined_at} == {f"{kernel}:122"}
+    assert read == list(line_stats(located_instructions(fn, table), read_source=False))  # as analyzed here
 
 
 def test_lines_diff_by_position_and_library_lines_by_text() -> None:

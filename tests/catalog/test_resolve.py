@@ -64,6 +64,28 @@ def test_a_kernel_named_as_its_source_says_how_to_write_its_spec_file(tmp_path: 
         resolve_specs("liger.rms_nrom")
 
 
+def test_a_kernels_file_alone_gets_the_spec_file_of_its_kernel(tmp_path: Path) -> None:
+    """`explain k.py`: the fix said `source = "k.py:<function>"` with "its launch's argument values", though
+    the file names its kernel: one @triton.jit function is named, with its arguments; of several, each is
+    offered; a helper that is no kernel is not."""
+    one = tmp_path / "one.py"
+    one.write_text(
+        "import triton\nimport triton.language as tl\n\n\ndef helper(x):\n    return x\n\n\n"
+        "@triton.jit(do_not_specialize=['n'])\ndef my_kernel(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n"
+    )
+    with pytest.raises(KtriageError) as info:
+        resolve_specs(str(one))
+    assert info.value.problem.startswith(f"{one} names a kernel's source file")
+    assert info.value.fix is not None
+    assert f'source = "{one}:my_kernel"' in info.value.fix
+    assert "the launch's values of x_ptr, n, BLOCK" in info.value.fix
+    two = tmp_path / "two.py"
+    two.write_text("from triton import jit\n\n\n@jit\ndef a(x):\n    pass\n\n\n@jit\ndef b(y):\n    pass\n")
+    with pytest.raises(KtriageError) as info:
+        resolve_specs(str(two))
+    assert info.value.fix is not None and f'source = "{two}:<function: a or b>"' in info.value.fix
+
+
 def test_a_range_as_explain_prints_it_selects_its_inputs() -> None:
     """explain names a run of inputs ``N=4608..8192`` (a catalog op, the main job's layer_norm) or
     ``kernel[X_ptr=4096x{4608..6144}]`` (a recorded workload); copied into ``-i`` it was refused ("neither
