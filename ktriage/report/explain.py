@@ -32,7 +32,7 @@ from ktriage.explain.engine import (
     opcode_delta_text,
     toolchain_label,
 )
-from ktriage.explain.failures import describe
+from ktriage.explain.failures import describe, not_loaded
 from ktriage.explain.findings import (
     WITHOUT_FINDING,
     FailureFinding,
@@ -314,10 +314,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     failures = [(item, r) for item in result.specs for r in item.failures]
     if failures:
         out += ["", f"## Failures (incomplete: {len(failures)} of {len(result.specs) * len(tcs)} cells)", ""]
-        out += [
-            f"- {md_text(item.spec.name)} with {md_code(r.toolchain.spec)}: {md_text(describe(r))}"
-            for item, r in failures
-        ]
+        out += [_failure_line(item, r) for item, r in failures if not not_loaded(r) or r is item.failures[0]]
     out += ["", "## Per input", ""]
     shorts = short_labels([item.spec for item in result.specs])
     fulls = [input_label(item.spec.meta, item.spec.name) for item in result.specs]
@@ -346,6 +343,14 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         out += [f"- {md_text(s)}" for s in sentences[:9]]
     out.append("")
     return "\n".join(out)
+
+
+def _failure_line(item: SpecExplain, failure: CompileFailure) -> str:
+    """One bullet of the markdown's Failures: a failed cell with its toolchain, or a kernel that did not
+    load once (its error is the spec file's, the same with every toolchain: explain/failures.NOT_LOADED)."""
+    if not_loaded(failure):
+        return f"- {md_text(item.spec.name)}: not loaded: {md_text(describe(failure, stage=False))}"
+    return f"- {md_text(item.spec.name)} with {md_code(failure.toolchain.spec)}: {md_text(describe(failure))}"
 
 
 def print_table(result: ExplainResult, console: Console, findings: list[Finding]) -> None:

@@ -58,6 +58,12 @@ class UnloadedKernel:
 Loaded = KernelSpec | UnloadedKernel
 
 
+def named_spec(kernel: Loaded) -> KernelSpec:
+    """The spec that names ``kernel`` (the kernel itself, or an unloaded one's stand-in): what
+    selectors, labels and reports read, so that a kernel that did not load keeps its place and name."""
+    return kernel if isinstance(kernel, KernelSpec) else kernel.spec
+
+
 @dataclass(frozen=True)
 class SpecFile:
     """A spec file's kernels in the file's order, each loaded or not (:class:`UnloadedKernel`)."""
