@@ -69,11 +69,9 @@ def fix_for(failure: CompileFailure) -> str | None:
     return None
 
 
-def describe(failure: CompileFailure, *, fix: bool = True, stage: bool = True) -> str:
-    """``stage: one-line error`` plus `` — fix: ...`` where one is known: how a failed cell is listed
-    (``stage=False``: without the stage, where the line says it in words)."""
-    text = one_line(failure.message, failure.kind)
-    text = f"{failure.stage}: {text}" if stage else text
+def describe(failure: CompileFailure, *, fix: bool = True) -> str:
+    """``stage: one-line error`` plus `` — fix: ...`` where one is known: how a failed cell is listed."""
+    text = f"{failure.stage}: {one_line(failure.message, failure.kind)}"
     hint = fix_for(failure) if fix else None
     return f"{text} — fix: {hint}" if hint else text
 

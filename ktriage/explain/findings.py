@@ -36,6 +36,7 @@ from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
 
 # Metrics worth a finding of their own, most important first.
@@ -228,7 +229,7 @@ class FailureFinding(_NamedInputs):
 
     def summary(self) -> str:
         if self.toolchain is None:
-            return f"{self.place}: not loaded: {self.message}" + (f" — fix: {self.fix}" if self.fix else "") + "."
+            return f"{self.place}: {not_loaded_line(self.message, self.fix)}."
         verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
             self.stage, "cannot compile"
         )

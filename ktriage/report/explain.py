@@ -32,7 +32,7 @@ from ktriage.explain.engine import (
     opcode_delta_text,
     toolchain_label,
 )
-from ktriage.explain.failures import describe, not_loaded
+from ktriage.explain.failures import describe, fix_for, not_loaded, one_line
 from ktriage.explain.findings import (
     WITHOUT_FINDING,
     FailureFinding,
@@ -51,6 +51,7 @@ from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
 
 
@@ -349,7 +350,7 @@ def _failure_line(item: SpecExplain, failure: CompileFailure) -> str:
     """One bullet of the markdown's Failures: a failed cell with its toolchain, or a kernel that did not
     load once (its error is the spec file's, the same with every toolchain: explain/failures.NOT_LOADED)."""
     if not_loaded(failure):
-        return f"- {md_text(item.spec.name)}: not loaded: {md_text(describe(failure, stage=False))}"
+        return f"- {md_text(item.spec.name)}: {md_text(not_loaded_line(one_line(failure.message, failure.kind), fix_for(failure)))}"
     return f"- {md_text(item.spec.name)} with {md_code(failure.toolchain.spec)}: {md_text(describe(failure))}"
 
 

@@ -54,6 +54,16 @@ class UnloadedKernel:
     spec: KernelSpec
     error: KtriageError
 
+    def line(self) -> str:
+        """Its error said as a report's one line: ``not loaded: <problem> — fix: <fix>``."""
+        return not_loaded_line(self.error.problem, self.error.fix)
+
+
+def not_loaded_line(problem: str, fix: str | None) -> str:
+    """How every report says that a kernel did not load (explain's Failures, fidelity's rows): once,
+    with the fix, and without a toolchain, since the error is the spec file's."""
+    return f"not loaded: {problem}" + (f" — fix: {fix}" if fix else "")
+
 
 Loaded = KernelSpec | UnloadedKernel
 
