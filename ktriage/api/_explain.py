@@ -32,6 +32,7 @@ from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S, explain_specs
 from ktriage.mdsafe import markdown_writer
 from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.toml_file import named_spec
 from ktriage.stats.gate import check_gate
 
 if TYPE_CHECKING:
@@ -213,17 +214,18 @@ def explain(
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
             f"give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t {toolchains[0]}",
         )
-    specs, unloaded = resolve_kernels(
+    kernels = resolve_kernels(
         target, mode=mode, inputs=list(inputs) if inputs else None, target_arch=arch, dtype=precision, sm_count=sm_count
-    )  # a spec file's kernels that do not load are reported as failed kernels; the others are explained
-    specs = select_input_range(specs, input_id, num_inputs, spec_input_id)
+    )  # a spec file's kernels that do not load are reported as failed kernels, in their place; the others are explained
+    kernels = select_input_range(kernels, input_id, num_inputs, lambda k: spec_input_id(named_spec(k)))
+    specs = [k for k in kernels if isinstance(k, KernelSpec)]
     line_ranges = parse_line_ranges(lines)
     if line_ranges and not (ptx_diff or sass_diff):
         ptx_diff = sass_diff = True
-    if (ptx_diff or sass_diff) and len(specs) + len(unloaded) != 1:
+    if (ptx_diff or sass_diff) and len(kernels) != 1:
         raise KtriageError(
             f"{option('ptx_diff', '--ptx-diff')} and {option('sass_diff', '--sass-diff')} show one kernel, but "
-            f"{len(specs) + len(unloaded)} were selected",
+            f"{len(kernels)} were selected",
             f"select one input, e.g. {option('inputs', '--input', input_label(specs[0].meta, specs[0].name))}",
         )
     built = resolve_toolchains(toolchains)
@@ -232,7 +234,7 @@ def explain(
     executor = remote_executor(cluster)
     try:
         done = explain_specs(
-            specs,
+            kernels,
             built,
             jobs=jobs,
             timeout_s=compile_timeout,
@@ -241,7 +243,6 @@ def explain(
             threshold=threshold,
             fixes=fixes,
             fix_neighbours=resolve_toolchains(fix_toolchains) if fixes else (),
-            unloaded=unloaded,
         )
     finally:
         if executor is not None:

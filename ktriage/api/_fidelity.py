@@ -19,6 +19,7 @@ from ktriage.errors import KtriageError, SpecError, option
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.toml_file import Loaded, UnloadedKernel
 
 Say = Callable[[str], None]
 FidelityRow = Row  # one (case, Triton version) outcome
@@ -89,7 +90,10 @@ def fidelity(
         with Compiler(jobs=jobs) as compiler, tempfile.TemporaryDirectory(prefix="ktriage-fidelity-") as tmp:
             for tc in built:
                 for i, kernel in enumerate(kernels):
-                    rows.append(check_spec(kernel, tc, compiler, Path(tmp) / tc.id / str(i)))
+                    if isinstance(kernel, UnloadedKernel):  # an error row, as explain's failed kernel
+                        rows.append(Row(kernel.spec.name, tc.triton_version, "error", kernel.line()))
+                    else:
+                        rows.append(check_spec(kernel, tc, compiler, Path(tmp) / tc.id / str(i)))
                     show(rows[-1])
         return FidelityReport(rows, target)
     from ktriage.fidelity.cases import all_cases
@@ -122,15 +126,18 @@ def _messages(say: Say | None) -> Callable[[str], AbstractContextManager[Say]]:
     return build
 
 
-def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[KernelSpec]:
-    """``spec``: the file's kernels (narrowed by ``cases``), each written by values (fidelity/by_value.py)."""
-    from ktriage.spec.select import load_selected_specs
+def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[Loaded]:
+    """``spec``: the file's kernels (narrowed by ``cases``), each written by values (fidelity/by_value.py),
+    in the file's order. A kernel that does not load stays in its place as an :class:`UnloadedKernel`
+    (an error row for each toolchain, its error and fix; the others are checked): one typo must not
+    lose the other kernels' rows. A file none of whose selected kernels loads is refused."""
+    from ktriage.spec.select import select_spec_file
 
-    kernels = load_selected_specs(str(path), list(cases) or None, flag=option("cases", "-k/--case"))
-    typed = [k.name for k in kernels if k.launch is None]
+    kernels = select_spec_file(str(path), list(cases) or None, flag=option("cases", "-k/--case")).kernels
+    typed = [k.name for k in kernels if isinstance(k, KernelSpec) and k.launch is None]
     if typed:
         raise SpecError(
             f"{path}: {', '.join(typed[:4])} written by types: the check compares a launch's values",
             "write the kernel by values under [kernel.args] (docs/specs.md)",
         )
-    return [k.replace(target=target) for k in kernels] if target != "sm_90" else list(kernels)
+    return [k.replace(target=target) if isinstance(k, KernelSpec) and target != "sm_90" else k for k in kernels]

@@ -166,18 +166,7 @@ class KernelSource:
             path = prepared.checkout / self.repo_spec
             if not path.exists():
                 raise CandidateFailed(f"{self.repo_spec} does not exist at this commit")
-            from ktriage.spec.toml_file import load_spec_file
-
-            try:
-                specs = load_spec_file(path)
-            except KtriageError as exc:
-                raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
-            if self.inputs:
-                specs = [
-                    s
-                    for s in specs
-                    if any(sel == s.name or sel in s.name or sel == str(s.meta.get("input_id")) for sel in self.inputs)
-                ]
+            specs = self._checkout_specs(path)
         else:
             specs = list(self.specs or [])
         if prepared.package:
@@ -185,6 +174,30 @@ class KernelSource:
         if not specs:
             raise CandidateFailed("no kernel selected")
         return specs
+
+    def _checkout_specs(self, path: Path) -> list[KernelSpec]:
+        """The kernels of the spec file at this commit that the bisect judges: those ``inputs`` selects
+        (every one without ``inputs``). Why not the whole file: a kernel of the file that does not load
+        at this commit (another kernel's typo, since fixed) says nothing of the bisected one, so the
+        candidate is judged on the kernels that load; only a *selected* kernel that does not load fails
+        it (with ``inputs``; without, one left out has no value, and the rule skips the candidate only
+        where that kernel differs between the endpoints). No kernel that loads fails it too."""
+        from ktriage.spec.toml_file import UnloadedKernel, named_spec, read_spec_file
+
+        try:
+            kernels = read_spec_file(path).kernels
+        except KtriageError as exc:
+            raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
+        if self.inputs:
+            kernels = [k for k in kernels if self._selects(named_spec(k))]
+            bad = [k for k in kernels if isinstance(k, UnloadedKernel)]
+            if bad:
+                raise CandidateFailed(f"selected kernel {bad[0].spec.name} does not load: {bad[0].error.problem}")
+        return [k for k in kernels if isinstance(k, KernelSpec)]
+
+    def _selects(self, spec: KernelSpec) -> bool:
+        """One of ``inputs`` names ``spec``: its name, a part of it, or its input id."""
+        return any(sel == spec.name or sel in spec.name or sel == str(spec.meta.get("input_id")) for sel in self.inputs)
 
 
 def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:

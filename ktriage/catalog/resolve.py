@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from ktriage.errors import KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import select_spec_file, select_specs
-from ktriage.spec.toml_file import UnloadedKernel
+from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel
 
 T = TypeVar("T")
 
@@ -33,7 +33,7 @@ def resolve_specs(
     """:func:`resolve_kernels`, where a selected kernel of a spec file that does not load refuses the
     target (its error, naming the fix): the verbs that cannot report one kernel's failure beside the
     others' results (tune, bisect, triage)."""
-    specs, unloaded = resolve_kernels(
+    kernels = resolve_kernels(
         target,
         mode=mode,
         inputs=inputs,
@@ -42,9 +42,7 @@ def resolve_specs(
         sm_count=sm_count,
         sm_count_beyond_specs=sm_count_beyond_specs,
     )
-    if unloaded:
-        raise unloaded[0].error
-    return specs
+    return SpecFile(kernels).strict()
 
 
 def resolve_kernels(
@@ -56,7 +54,7 @@ def resolve_kernels(
     dtype: str | None = None,
     sm_count: int | None = None,
     sm_count_beyond_specs: bool = False,
-) -> tuple[list[KernelSpec], list[UnloadedKernel]]:
+) -> list[Loaded]:
     """A spec file (``.toml``, narrowed by ``inputs``), a recorded workload (``.json`` from ``ktriage
     record``, or its journal: every input of every kernel, narrowed by ``inputs``) or a catalog op
     expanded over its inputs;
@@ -67,8 +65,9 @@ def resolve_kernels(
     file is one pass), and so is ``sm_count`` unless the verb uses it beyond building specs
     (``sm_count_beyond_specs``: tune's waves), since a spec file's grid is written in the file.
 
-    Returns the specs and the selected kernels of a spec file that do not load (explain reports each
-    as that kernel's failure; a target none of whose selected kernels loads is refused)."""
+    Returns the kernels in the file's order, a selected kernel of a spec file that does not load as an
+    :class:`UnloadedKernel` in its place (explain reports it as that kernel's failure, where the file
+    lists it; a target none of whose selected kernels loads is refused)."""
     from ktriage.record.workload import is_workload_path, load_workload
 
     workload = is_workload_path(target)
@@ -89,28 +88,35 @@ def resolve_kernels(
                 )
                 + " (a catalog op takes these options)",
             )
-        unloaded: list[UnloadedKernel] = []
-        if workload:
-            specs = select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target)
-        else:
-            selected = select_spec_file(target, inputs)
-            specs, unloaded = selected.specs, selected.unloaded
+        kernels: list[Loaded] = (
+            list(select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target))
+            if workload
+            else select_spec_file(target, inputs).kernels
+        )
         if target_arch is not None:
-            specs = [s.replace(target=target_arch).validate(check_source=False) for s in specs]
-            unloaded = [replace(u, spec=u.spec.replace(target=target_arch)) for u in unloaded]
-        return specs, unloaded
+            kernels = [_retarget(k, target_arch) for k in kernels]
+        return kernels
     _refuse_kernel_source(target)
     _refuse_other_path(target)
     from ktriage.catalog.registry import expand_op
 
-    return expand_op(
-        target,
-        mode=mode,
-        target=target_arch or "sm_90",
-        dtype=dtype,
-        inputs=list(inputs) if inputs else None,
-        sm_count=sm_count,
-    ), []
+    return list(
+        expand_op(
+            target,
+            mode=mode,
+            target=target_arch or "sm_90",
+            dtype=dtype,
+            inputs=list(inputs) if inputs else None,
+            sm_count=sm_count,
+        )
+    )
+
+
+def _retarget(kernel: Loaded, target_arch: str) -> Loaded:
+    """``kernel`` for ``--arch``: a loaded spec validated for it, an unloaded one's stand-in retargeted."""
+    if isinstance(kernel, UnloadedKernel):
+        return replace(kernel, spec=kernel.spec.replace(target=target_arch))
+    return kernel.replace(target=target_arch).validate(check_source=False)
 
 
 def _refuse_kernel_source(target: str) -> None:

@@ -24,13 +24,13 @@ from ktriage.compile.compiler import Artifact, AssembledCubin, CompileFailure, C
 from ktriage.compile.pool import InFlight
 from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
-from ktriage.explain.failures import fallback_reason
+from ktriage.explain.failures import NOT_LOADED, fallback_reason
 from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
 from ktriage.predict.facts import KernelFacts, facts_from_resources, launch_inputs
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.toml_file import UnloadedKernel
+from ktriage.spec.toml_file import Loaded, UnloadedKernel
 from ktriage.toolchain.manager import Toolchain
 
 # (metric, unit, where it comes from). Exact comparison: these are counts the compiler decides.
@@ -387,22 +387,23 @@ class Explainer:
 
     def run(
         self,
-        specs: Sequence[KernelSpec],
+        specs: Sequence[Loaded],
         toolchains: Sequence[Toolchain],
         *,
         on_compiled: Callable[[object], None] | None = None,
         on_explained: Callable[[SpecExplain], None] | None = None,
-        unloaded: Sequence[UnloadedKernel] = (),
     ) -> ExplainResult:
-        """Explain every spec with every toolchain; ``unloaded``: the kernels of a spec file that did not
-        load, each listed after the specs as a kernel no toolchain compiled (:func:`unloaded_explain`)."""
-        outcomes = self.compiler.compile_many(specs, toolchains, on_done=on_compiled)
+        """Explain every spec with every toolchain, in the order given. A kernel of a spec file that did
+        not load (:class:`UnloadedKernel`) keeps its place, as a kernel no toolchain compiled
+        (:func:`unloaded_explain`): the reports list the kernels as the file does."""
+        loaded = [s for s in specs if isinstance(s, KernelSpec)]
+        outcomes = self.compiler.compile_many(loaded, toolchains, on_done=on_compiled)
         n = len(toolchains)
-        per_spec = [outcomes[i * n : (i + 1) * n] for i in range(len(specs))]
+        per_spec = [outcomes[i * n : (i + 1) * n] for i in range(len(loaded))]
         self._prefetch(per_spec)
 
         def explain_one(index: int) -> SpecExplain:
-            spec = specs[index]
+            spec = loaded[index]
             results: dict[str, KernelResult | CompileFailure] = {}
             for toolchain, outcome in zip(toolchains, per_spec[index]):
                 if isinstance(outcome, CompileFailure):
@@ -432,18 +433,25 @@ class Explainer:
             return item
 
         with ThreadPoolExecutor(max_workers=self.compiler.jobs) as executor:
-            explained = list(executor.map(explain_one, range(len(specs))))
-        explained += [unloaded_explain(kernel, toolchains) for kernel in unloaded]
-        return ExplainResult(list(toolchains), explained, self.threshold)
+            explained = iter(list(executor.map(explain_one, range(len(loaded)))))
+        return ExplainResult(
+            list(toolchains),
+            [next(explained) if isinstance(s, KernelSpec) else unloaded_explain(s, toolchains) for s in specs],
+            self.threshold,
+        )
 
 
 def unloaded_explain(kernel: UnloadedKernel, toolchains: Sequence[Toolchain]) -> SpecExplain:
     """A kernel of a spec file that did not load, as explain shows a kernel that no toolchain compiled:
-    a failed cell per toolchain (stage ``spec``) with its load error and fix, nothing compared. Why
-    cells and not a line of its own: every report (table, findings, markdown, HTML, JSON) and the exit
-    status (INCOMPLETE) already say what a failed cell means, and the other kernels' results stand."""
+    a failed cell per toolchain (stage ``spec``, :data:`~ktriage.explain.failures.NOT_LOADED`) with its
+    load error and fix, nothing compared. Why cells and not a line of its own: every report (table,
+    findings, markdown, HTML, JSON) and the exit status (INCOMPLETE) already say what a failed cell
+    means, and the other kernels' results stand; the Failures say the error once, as the file's."""
     message = str(kernel.error)  # the problem, then "fix: ..." (failures.fix_for reads it)
-    failed = [CompileFailure(kernel.spec, t, "spec", "spec", message) for t in toolchains]
+    failed = [CompileFailure(kernel.spec, t, NOT_LOADED, NOT_LOADED, message) for t in toolchains]
     return SpecExplain(
-        kernel.spec, {f.toolchain.id: f for f in failed}, reference_fallback=fallback_reason(failed, None)
+        kernel.spec,
+        {f.toolchain.id: f for f in failed},
+        # said once (the error is the file's, not a toolchain's): the Failures name it with its fix
+        reference_fallback="not loaded from its spec file: no toolchain compiled it, nothing is compared",
     )

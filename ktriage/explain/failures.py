@@ -16,7 +16,12 @@ from ktriage.compile.compiler import CompileFailure
 from ktriage.compile.messages import MAX_LINE, ROOT_CAUSE, one_line, squash
 from ktriage.toolchain.manager import Toolchain
 
-__all__ = ["MAX_LINE", "ROOT_CAUSE", "describe", "fallback_reason", "fix_for", "one_line"]
+__all__ = ["MAX_LINE", "NOT_LOADED", "ROOT_CAUSE", "describe", "fallback_reason", "fix_for", "not_loaded", "one_line"]
+
+NOT_LOADED = "spec"
+"""The stage (and kind) of the cells of a spec file's kernel that did not load (engine.unloaded_explain).
+Its error is the file's, the same for every toolchain: the Failures say it once per kernel
+(:func:`not_loaded`), not once per toolchain as a compile failure is said."""
 
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
 _IMPORTING = re.compile(r"importing (\S+) failed: (.*)")
@@ -69,6 +74,12 @@ def describe(failure: CompileFailure, *, fix: bool = True) -> str:
     text = f"{failure.stage}: {one_line(failure.message, failure.kind)}"
     hint = fix_for(failure) if fix else None
     return f"{text} — fix: {hint}" if hint else text
+
+
+def not_loaded(failure: CompileFailure) -> bool:
+    """The cell is of a kernel that did not load from its spec file (:data:`NOT_LOADED`): no toolchain
+    was asked, so no toolchain is to blame."""
+    return failure.stage == NOT_LOADED
 
 
 def fallback_reason(failed: Sequence[CompileFailure], reference: Toolchain | None) -> str:

@@ -20,8 +20,15 @@ from typing import TypeVar
 
 from ktriage.compile.compiler import CompileFailure
 from ktriage.explain.attribution import CrossCells
-from ktriage.explain.engine import Change, CompileDiff, ExplainResult, opcode_delta_text, toolchain_label
-from ktriage.explain.failures import fix_for, one_line
+from ktriage.explain.engine import (
+    Change,
+    CompileDiff,
+    ExplainResult,
+    SpecExplain,
+    opcode_delta_text,
+    toolchain_label,
+)
+from ktriage.explain.failures import fix_for, not_loaded, one_line
 from ktriage.explain.labels import input_names, input_place, input_places, input_range, kernel_name
 from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
 from ktriage.explain.predicted import impact as predicted_impact
@@ -29,6 +36,7 @@ from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
 
 # Metrics worth a finding of their own, most important first.
@@ -200,13 +208,15 @@ def _merged_runs(
 
 @dataclass
 class FailureFinding(_NamedInputs):
-    """One toolchain failing on a run of consecutive inputs with the same one-line error.
+    """One toolchain failing on a run of consecutive inputs with the same one-line error, or a kernel
+    of a spec file that did not load (``toolchain`` None, stage :data:`~ktriage.explain.failures.NOT_LOADED`:
+    the error is the file's, said once however many toolchains there are).
 
     ``fallback`` is the toolchain compared against instead when this toolchain was the requested
     reference (``""`` when nothing compiled, None when it was not the reference); ``alone``: that
     toolchain was the only one that compiled, so nothing was compared against it either."""
 
-    toolchain: str
+    toolchain: str | None
     stage: str
     kind: str
     message: str  # the one-line error (no fix)
@@ -218,6 +228,8 @@ class FailureFinding(_NamedInputs):
     names: dict[str, str] = field(default_factory=dict)  # as Finding.names
 
     def summary(self) -> str:
+        if self.toolchain is None:
+            return f"{self.place}: {not_loaded_line(self.message, self.fix)}."
         verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
             self.stage, "cannot compile"
         )
@@ -248,11 +260,17 @@ class FailureFinding(_NamedInputs):
 
 
 def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
-    """The failed cells grouped like the change findings: per toolchain, consecutive inputs with the
-    same stage, error line and fallback form one finding; the toolchains in the order given."""
-    findings: list[FailureFinding] = []
-    first = result.toolchains[0].id if result.toolchains else None
+    """The failed cells grouped like the change findings: first each kernel of a spec file that did not
+    load, once (its error is the file's, the same for every toolchain), in the file's order; then per
+    toolchain, consecutive inputs with the same stage, error line and fallback form one finding; the
+    toolchains in the order given."""
     names = input_names([item.spec for item in result.specs])
+    findings = [
+        _not_loaded_finding(item, kernel, short)
+        for item, (kernel, short) in zip(result.specs, names, strict=True)
+        if item.failures and all(not_loaded(f) for f in item.failures)
+    ]
+    first = result.toolchains[0].id if result.toolchains else None
     for toolchain in result.toolchains:
         run: FailureFinding | None = None
         sweep: tuple[str, ...] | None = None
@@ -260,7 +278,7 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
             failure = item.results.get(toolchain.id)
             if sweep_key(item.spec) != sweep:
                 run, sweep = None, sweep_key(item.spec)
-            if not isinstance(failure, CompileFailure):
+            if not isinstance(failure, CompileFailure) or not_loaded(failure):
                 run = None
                 continue
             fallback: str | None = None
@@ -294,6 +312,17 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
             run.inputs.append(label)
             run.names[label] = short
     return findings
+
+
+def _not_loaded_finding(item: SpecExplain, kernel: str, short: str) -> FailureFinding:
+    """The one failure finding of a kernel that did not load: its error and fix, no toolchain."""
+    failure = item.failures[0]
+    label = input_label(item.spec.meta, item.spec.name)
+    message = one_line(failure.message, failure.kind)
+    finding = FailureFinding(None, failure.stage, failure.kind, message, fix_for(failure), None, kernel=kernel)
+    finding.inputs.append(label)
+    finding.names[label] = short
+    return finding
 
 
 def failure_json(failure: CompileFailure) -> JSONObject:

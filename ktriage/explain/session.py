@@ -24,7 +24,7 @@ from ktriage.explain.findings import Finding, FindingGroup, collect_findings, gr
 from ktriage.explain.fixes import Fix, suggest_fixes
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.toml_file import UnloadedKernel
+from ktriage.spec.toml_file import Loaded
 from ktriage.toolchain.manager import Toolchain
 
 DEFAULT_COMPILE_TIMEOUT_S = 600.0
@@ -53,7 +53,7 @@ def compiling_label(executor: Executor | None) -> str:
 
 
 def explain_specs(
-    specs: Sequence[KernelSpec],
+    specs: Sequence[Loaded],
     toolchains: Sequence[Toolchain],
     *,
     jobs: int | None = None,
@@ -63,21 +63,22 @@ def explain_specs(
     threshold: float = DEFAULT_THRESHOLD,
     fixes: bool = False,
     fix_neighbours: Sequence[Toolchain] = (),
-    unloaded: Sequence[UnloadedKernel] = (),
 ) -> Explained:
     """Run the sequence over ``specs`` x ``toolchains`` (the first toolchain is the reference).
 
     ``executor``: where compiles run (None: this machine's worker pool); the caller owns and closes
     it. ``params``/``threshold``: the cost model and its gate (None: $KTRIAGE_MODEL or the shipped fit).
     Compile failures do not raise: they are in ``result.failures`` (``result.complete`` is False), as
-    are the ``unloaded`` kernels of a spec file (listed after the specs, each failed with every toolchain)."""
+    are the kernels of a spec file that did not load (``UnloadedKernel``, kept in their place, each
+    failed with every toolchain)."""
+    loaded = sum(isinstance(s, KernelSpec) for s in specs)  # the others are neither compiled nor analyzed
     with (
-        progress.task(compiling_label(executor), total=len(specs) * len(toolchains)) as compiling,
-        progress.task("analyzing", total=len(specs)) as analyzing,
+        progress.task(compiling_label(executor), total=loaded * len(toolchains)) as compiling,
+        progress.task("analyzing", total=loaded) as analyzing,
         ClusterCompiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
     ):
         result = Explainer(compiler, params=params, threshold=threshold).run(
-            specs, toolchains, on_compiled=compiling.callback, on_explained=analyzing.callback, unloaded=unloaded
+            specs, toolchains, on_compiled=compiling.callback, on_explained=analyzing.callback
         )
         findings = collect_findings(result)
         started = time.perf_counter()

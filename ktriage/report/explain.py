@@ -30,7 +30,7 @@ from ktriage.explain.engine import (
     opcode_delta_text,
     toolchain_label,
 )
-from ktriage.explain.failures import describe
+from ktriage.explain.failures import describe, fix_for, not_loaded, one_line
 from ktriage.explain.findings import (
     WITHOUT_FINDING,
     FailureFinding,
@@ -49,6 +49,7 @@ from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
 
 
@@ -303,10 +304,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     failures = [(item, r) for item in result.specs for r in item.failures]
     if failures:
         out += ["", f"## Failures (incomplete: {len(failures)} of {len(result.specs) * len(tcs)} cells)", ""]
-        out += [
-            f"- {md_text(item.spec.name)} with {md_code(r.toolchain.spec)}: {md_text(describe(r))}"
-            for item, r in failures
-        ]
+        out += [_failure_line(item, r) for item, r in failures if not not_loaded(r) or r is item.failures[0]]
     out += ["", "## Per input", ""]
     shorts = short_labels([item.spec for item in result.specs])
     fulls = [input_label(item.spec.meta, item.spec.name) for item in result.specs]
@@ -335,6 +333,14 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         out += [f"- {md_text(s)}" for s in sentences[:9]]
     out.append("")
     return "\n".join(out)
+
+
+def _failure_line(item: SpecExplain, failure: CompileFailure) -> str:
+    """One bullet of the markdown's Failures: a failed cell with its toolchain, or a kernel that did not
+    load once (its error is the spec file's, the same with every toolchain: explain/failures.NOT_LOADED)."""
+    if not_loaded(failure):
+        return f"- {md_text(item.spec.name)}: {md_text(not_loaded_line(one_line(failure.message, failure.kind), fix_for(failure)))}"
+    return f"- {md_text(item.spec.name)} with {md_code(failure.toolchain.spec)}: {md_text(describe(failure))}"
 
 
 def print_table(result: ExplainResult, console: Console, findings: list[Finding]) -> None:

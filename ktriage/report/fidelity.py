@@ -22,7 +22,8 @@ def summary(rows: Sequence[Row]) -> dict[str, int]:
 @markdown_writer
 def to_markdown(rows: Sequence[Row], *, command: str = "", machine: str = "", date: str = "") -> str:
     """The table (``=`` byte-identical cubin and compile inputs, ``-`` not applicable), then every
-    non-identical row with its detail."""
+    non-identical row with its detail, once for the versions it is the same on (a spec file's kernel
+    that did not load has one error, whatever the version)."""
     versions = list(dict.fromkeys(r.triton_version for r in rows))
     cases = list(dict.fromkeys(r.case for r in rows))
     cell = {(r.case, r.triton_version): r for r in rows}
@@ -53,10 +54,16 @@ def to_markdown(rows: Sequence[Row], *, command: str = "", machine: str = "", da
             + " | ".join(_MARK.get(cell[(case, v)].status, "?") if (case, v) in cell else "" for v in versions)
             + " |"
         )
-    problems = [r for r in rows if r.status in ("differs", "error")]
+    problems: dict[tuple[str, str, str], list[str]] = {}  # the same outcome on several versions: one line
+    for r in rows:
+        if r.status in ("differs", "error"):
+            problems.setdefault((r.case, r.status, r.detail), []).append(r.triton_version)
     if problems:
         lines += ["", "## Not identical", ""]
-        lines += [f"- `{r.case}` on {r.triton_version}: {r.status}: {r.detail}" for r in problems]
+        lines += [
+            f"- `{case}` on {', '.join(versions)}: {status}: {detail}"
+            for (case, status, detail), versions in problems.items()
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ktriage.errors import KtriageError, SpecError
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.toml_file import SpecFile, read_spec_file, require_loaded
+from ktriage.spec.toml_file import SpecFile, named_spec, read_spec_file, require_loaded
 
 
 def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> list[KernelSpec]:
@@ -37,7 +37,7 @@ def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: 
         )
     kernels = read_spec_file(path).kernels
     if inputs:
-        named = [k if isinstance(k, KernelSpec) else k.spec for k in kernels]
+        named = [named_spec(k) for k in kernels]
         chosen: set[int] = set()
         for sel in inputs:
             chosen |= {i for i, s in enumerate(named) if s in select_specs(named, sel, target, flag=flag)}

@@ -54,8 +54,24 @@ class UnloadedKernel:
     spec: KernelSpec
     error: KtriageError
 
+    def line(self) -> str:
+        """Its error said as a report's one line: ``not loaded: <problem> — fix: <fix>``."""
+        return not_loaded_line(self.error.problem, self.error.fix)
+
+
+def not_loaded_line(problem: str, fix: str | None) -> str:
+    """How every report says that a kernel did not load (explain's Failures, fidelity's rows): once,
+    with the fix, and without a toolchain, since the error is the spec file's."""
+    return f"not loaded: {problem}" + (f" — fix: {fix}" if fix else "")
+
 
 Loaded = KernelSpec | UnloadedKernel
+
+
+def named_spec(kernel: Loaded) -> KernelSpec:
+    """The spec that names ``kernel`` (the kernel itself, or an unloaded one's stand-in): what
+    selectors, labels and reports read, so that a kernel that did not load keeps its place and name."""
+    return kernel if isinstance(kernel, KernelSpec) else kernel.spec
 
 
 @dataclass(frozen=True)

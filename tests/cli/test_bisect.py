@@ -17,7 +17,9 @@ import pytest
 from ktriage.cli import exit_codes
 from tests.bisect.repos import (
     GIT_ENV,
+    KERNEL,
     KTRIAGE,
+    SPEC,
     KernelRepo,
     check_script,
     command_runs,
@@ -161,6 +163,67 @@ def test_cli_reports_terminal_markdown_json_and_exit_status(tmp_path: Path, tool
     assert data["explain"][0]["culprit"]["spill_store_bytes"] > 0
     text = md.read_text()
     assert "| decision |" in text and repo.culprit[:12] in text and "## explain" in text
+
+
+def _repo_with_a_typo_beside_the_culprit(path: Path) -> KernelRepo:
+    """Six commits; commit 3 raises RBLOCK (the culprit). Commits 2 and 3 (each side of the culprit) also
+    add a second kernel, "other", whose source names a function kernels/red.py does not define (a typo
+    fixed at commit 4): a kernel unrelated to "red", which loads fine at every commit."""
+    other = SPEC.format(rblock=64).replace("[kernel]\n", "[[kernel]]\n", 1)
+    other = other.replace('name = "red"', 'name = "other"').replace(":red_kernel", ":red_kernle")
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "kernels").mkdir()
+    (path / "kernels" / "red.py").write_text(KERNEL.format(rev=0, salt=""))
+    commits = []
+    for i in range(6):
+        red = SPEC.format(rblock=256 if i >= 3 else 64).replace("[kernel]\n", "[[kernel]]\n", 1)
+        (path / "spec.toml").write_text(red + ("\n" + other if i in (2, 3) else ""))
+        (path / "README.md").write_text(f"notes {i}\n")
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "raise RBLOCK to 256" if i == 3 else f"change {i}")
+        commits.append(git(path, "rev-parse", "HEAD"))
+    return KernelRepo(path, commits, commits[3])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("select", [["-i", "red"], []], ids=["selected", "the-only-one"])
+def test_a_commit_where_another_kernel_of_the_spec_does_not_load_is_judged_on_the_bisected_one(
+    select: list[str], tmp_path: Path, toolchain: Any, run_cli: RunCli
+) -> None:
+    """``bisect --spec`` read from each checkout: at the commits where another kernel of the file has a
+    typo, the bisected kernel ("red", selected by -i or the only one of the endpoints) loads and compiles,
+    so those commits are judged on it and the culprit is found exactly. Before, the file's other kernel
+    failed them ("spec file does not load"): both neighbours of the culprit were skipped, and the bisect
+    ended with an ambiguous range (exit 1)."""
+    toolchain(TOOLCHAIN)
+    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo")
+    js = tmp_path / "r.json"
+    argv = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad, "--spec", "spec.toml"]
+    argv += ["--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", "none", "--state", str(tmp_path / "s.json")]
+    r = run_cli([*argv, *select, "--json", str(js)])
+    assert r.exit_code == exit_codes.OK, r.output
+    data = json.loads(js.read_text())
+    assert data["found"] is True and data["culprit"]["id"] == repo.culprit
+    observed = {o["candidate"]["id"]: o for stage in data["stages"] for o in stage["observations"]}
+    assert observed[repo.commits[2]]["outcome"] == "good" and observed[repo.culprit]["outcome"] == "bad"
+
+
+def test_a_selected_kernel_that_does_not_load_still_fails_the_candidate(tmp_path: Path) -> None:
+    """Only the kernel the bisect judges may fail a commit: selected by -i, a kernel with a typo makes the
+    candidate untestable, with its error; the file's other kernel is not measured in its place."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.predicates import KernelSource
+    from ktriage.bisect.workspace import CandidateFailed, Prepared
+
+    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo")
+    git(repo.path, "checkout", "-q", repo.commits[2])
+    prepared = Prepared(Candidate(2, repo.commits[2], "change 2"), toolchain=TOOLCHAIN, checkout=repo.path)
+    with pytest.raises(
+        CandidateFailed, match="selected kernel other does not load: .*defines no function 'red_kernle'"
+    ):
+        KernelSource(repo_spec="spec.toml", inputs=("other",)).specs_for(prepared)
+    assert [s.name for s in KernelSource(repo_spec="spec.toml", inputs=("red",)).specs_for(prepared)] == ["red"]
 
 
 @pytest.mark.slow

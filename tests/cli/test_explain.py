@@ -12,6 +12,7 @@ does not have: with 3.3.1 as the reference, explain must say so and compare the 
 from __future__ import annotations
 
 import json
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -411,11 +412,59 @@ def test_a_kernel_that_does_not_load_leaves_the_others_explained(tmp_path: Path,
     assert bad["name"] == "typo" and [f["stage"] for f in bad["failures"]] == ["spec", "spec"]
     assert {(f["message"], f["fix"]) for f in data["failures"]} == {(problem, "did you mean scaled_rows_kernel?")}
     assert data["complete"] is False
-    failed = f"triton==3.3.1 cannot compile typo[typo]: {problem} — fix: did you mean scaled_rows_kernel?"
+    failed = f"typo[typo]: not loaded: {problem} — fix: did you mean scaled_rows_kernel?"
     assert failed in md and in_output(failed, out.output)
     assert in_output("│ scaled_rows[M=N=4096,bf16] │", out.output)
     allowed = run_cli(["explain", str(spec), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--allow-failures"])
     assert allowed.exit_code == exit_codes.OK, allowed.output
+
+
+def _typo_first(tmp_path: Path) -> tuple[Path, str]:
+    """The scaled_rows example as a file of two kernels, the FIRST ("typo") with a typo in its function's
+    name, and the problem its loader names."""
+    example = SCALED_ROWS.read_text().replace("[kernel]\n", "[[kernel]]\n", 1)
+    example = example.replace('source = "scaled_rows.py:', f'source = "{SCALED_ROWS.parent / "scaled_rows.py"}:')
+    table = example[example.index("[[kernel]]") :]
+    typo = table.replace('name = "scaled_rows[M=N=4096,bf16]"', 'name = "typo"').replace(
+        ":scaled_rows_kernel", ":scaled_row_kernel"
+    )
+    spec = tmp_path / "typo_first.toml"
+    spec.write_text(typo + "\n" + example)
+    return (
+        spec,
+        f"{spec}: [[kernel]] #1: {SCALED_ROWS.parent / 'scaled_rows.py'} defines no function 'scaled_row_kernel'",
+    )
+
+
+@pytest.mark.slow
+def test_a_kernel_that_does_not_load_keeps_its_place_and_its_error_is_said_once(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """A bad kernel first in its file, three toolchains: the table, markdown, HTML and JSON list it first,
+    as the file does, and every Failures section says its error once, not as a toolchain's failure
+    ("typo[typo]: not loaded: ... — fix: ..."). Before, it was listed after the good kernel and the
+    Failures said "<toolchain> cannot compile typo[typo]: ..." three times, one line per toolchain. Each
+    of its cells still says the error (JSON kernels[].failures: one per toolchain, as its results)."""
+    spec, problem = _typo_first(tmp_path)
+    toolchains = ("triton==3.3.1", "triton==3.4.0", "triton==3.4.0,ptxas==12.4.131")
+    html = tmp_path / "report.html"
+    out, data, md = _explain(run_cli, tmp_path, spec, *toolchains, extra=("-o", str(html)))
+    assert out.exit_code == exit_codes.INCOMPLETE, out.output
+    assert [k["name"] for k in data["kernels"]] == ["typo", "scaled_rows[M=N=4096,bf16]"]
+    bad = data["kernels"][0]
+    assert [f["stage"] for f in bad["failures"]] == ["spec"] * 3 and bad["reference"] is None
+    said = f"typo[typo]: not loaded: {problem} — fix: did you mean scaled_rows_kernel?."
+    (failure,) = data["failures"]
+    assert failure["toolchain"] is None and failure["stage"] == "spec" and failure["summary"] == said
+    assert (failure["message"], failure["fix"]) == (problem, "did you mean scaled_rows_kernel?")
+    assert "cannot compile typo" not in md + out.output + html.read_text()
+    assert md.count(said) == 1 and "".join(out.output.split()).count("".join(said.split())) == 1
+    failures = md[md.index("## Failures") : md.index("## Per input")]
+    assert failures.count("defines no function") == 1 and "- typo: not loaded: " in failures
+    rows = md[md.index("## Per input") :]
+    assert rows.index("| typo[typo] |") < rows.index("| scaled_rows[M=N=4096,bf16] |")
+    assert out.output.index("│ typo[typo]") < out.output.index("│ scaled_rows[M=N=4096,bf16] │")
+    assert unescape(html.read_text()).count(said) == 1
 
 
 def test_one_toolchain_is_not_reported_as_no_change(tmp_path: Path, run_cli: RunCli) -> None:

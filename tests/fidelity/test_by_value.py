@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from ktriage.fidelity.by_value import case_of, check_spec
 from ktriage.fidelity.harness import compare_artifact, run_jit
 from ktriage.spec.toml_file import load_spec_file, loads_spec
 from ktriage.toolchain.supported import SUPPORTED_TRITON
+from tests.conftest import RunCli
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "specs" / "scaled_rows.toml"
@@ -270,3 +272,42 @@ def test_a_toolchain_given_twice_is_refused(toolchain, run_cli) -> None:  # type
         r = run_cli(["fidelity", "-t", "triton==3.4.0", "-t", "triton==3.4.0", *argv])
         assert r.exit_code == 2, r.output
         assert r.problem == "toolchain triton==3.4.0 is given twice" and r.fix == "give each toolchain once"
+
+
+def test_a_kernel_that_does_not_load_is_an_error_row_and_the_others_are_checked(
+    toolchain: Any, run_cli: RunCli, tmp_path: Path
+) -> None:
+    """``fidelity --spec`` with a file of two kernels, the first ("typo") naming a function its file does
+    not define: before, the typo refused the whole file (exit 2, no row at all); now it is an error row
+    per release, in the file's order, with its error and fix (as explain shows a kernel that did not
+    load), the other kernel is checked as usual, and the exit is INCOMPLETE. The markdown says the
+    error once for both releases."""
+    from ktriage.cli import exit_codes
+
+    for release in ("triton==3.3.1", "triton==3.4.0"):
+        toolchain(release)
+    good = EXAMPLE.read_text().replace("[kernel]\n", "[[kernel]]\n", 1)
+    good = good.replace('source = "scaled_rows.py:', f'source = "{EXAMPLE.parent / "scaled_rows.py"}:')
+    table = good[good.index("[[kernel]]") :]
+    typo = table.replace('name = "scaled_rows[M=N=4096,bf16]"', 'name = "typo"').replace(
+        ":scaled_rows_kernel", ":scaled_row_kernel"
+    )
+    spec = tmp_path / "typo_first.toml"
+    spec.write_text(typo + "\n" + good)
+    md = tmp_path / "fidelity.md"
+    argv = ["fidelity", "--spec", str(spec), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--format", "json"]
+    result = run_cli([*argv, "-o", str(md)])
+    assert result.exit_code == exit_codes.INCOMPLETE, result.output
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["case"], r["triton_version"], r["status"]) for r in rows] == [
+        ("typo", "3.3.1", "error"),
+        ("scaled_rows[M=N=4096,bf16]", "3.3.1", "identical"),
+        ("typo", "3.4.0", "error"),
+        ("scaled_rows[M=N=4096,bf16]", "3.4.0", "identical"),
+    ]
+    said = (
+        f"not loaded: {spec}: [[kernel]] #1: {EXAMPLE.parent / 'scaled_rows.py'} defines no function "
+        "'scaled_row_kernel' — fix: did you mean scaled_rows_kernel?"
+    )
+    assert rows[0]["detail"] == rows[2]["detail"] == said
+    assert md.read_text().count(said) == 1 and f"- `typo` on 3.3.1, 3.4.0: error: {said}" in md.read_text()
