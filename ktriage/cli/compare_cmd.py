@@ -6,7 +6,6 @@ pairing them, the statistics), rendered by :class:`ktriage.api.CompareView`. Exi
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -27,6 +26,7 @@ from ktriage.cli.options import (
     merge_outputs,
     mode_option,
     output_option,
+    step_summary,
 )
 from ktriage.errors import KtriageError
 
@@ -101,6 +101,7 @@ def compare(
         check_format(fmt, FORMATS)
         outputs = merge_outputs(output, md=markdown, html=html)
         check_outputs(outputs, WRITERS, inputs=[a, b])
+        summary = step_summary()  # before the work: a summary it cannot append to would turn exit 1 into 2
         report = compare_api(
             old=a,
             new=b,
@@ -114,16 +115,18 @@ def compare(
             mode=mode.value if mode else None,
             allow_precision_mismatch=allow_precision_mismatch,
         )
-        show_and_write(report, fmt, outputs, show_same=show_same)
+        show_and_write(report, fmt, outputs, summary, show_same=show_same)
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)
         raise typer.Exit(exit_codes.USAGE) from exc
     raise typer.Exit(report.exit_status)
 
 
-def show_and_write(report: CompareReport, fmt: Format, outputs: list[Path], *, show_same: bool = False) -> None:
+def show_and_write(
+    report: CompareReport, fmt: Format, outputs: list[Path], summary: str | None, *, show_same: bool = False
+) -> None:
     """Print the report on stdout in ``fmt``, write each ``-o`` file by its suffix, and append the
-    markdown summary to ``$GITHUB_STEP_SUMMARY`` when it is set."""
+    markdown summary to ``summary`` (``$GITHUB_STEP_SUMMARY``, checked before the work) when it is set."""
     from ktriage.api import CompareView
 
     view = CompareView(report)
@@ -131,4 +134,4 @@ def show_and_write(report: CompareReport, fmt: Format, outputs: list[Path], *, s
     emit(
         fmt, writers, lambda: view.print_table(make_console(), show_same=show_same), outputs, make_console(stderr=True)
     )
-    append_step_summary(os.environ.get("GITHUB_STEP_SUMMARY"), view.to_markdown())
+    append_step_summary(summary, view.to_markdown())

@@ -26,6 +26,7 @@ This module is on the path of every verb's ``--help``: it imports typer and the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from enum import Enum
 from pathlib import Path
@@ -504,9 +505,27 @@ def emit(
     write_outputs(list(outputs or []), writers, console, existed=existed)
 
 
+def step_summary() -> str | None:
+    """``$GITHUB_STEP_SUMMARY`` if set, checked before the work: the verbs that gate a pipeline (compare,
+    triage, triage --run) append their markdown to it last, and a place that cannot be appended to
+    found then turns the verb's exit status into 2 after its report was printed (a compare that found
+    regressions, exit 1 for CI, exited 2), and a triage's minutes of compiling and bisecting are lost.
+    Pass what it returns to ``append_step_summary``."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        check_writable(Path(summary), "$GITHUB_STEP_SUMMARY")
+        if not Path(summary).parent.is_dir():  # appended to, never created with its folders
+            raise KtriageError(
+                f"$GITHUB_STEP_SUMMARY {summary}: the folder {Path(summary).parent} does not exist",
+                "point GITHUB_STEP_SUMMARY at a file in an existing folder, or unset it",
+            )
+    return summary
+
+
 def append_step_summary(summary: str | None, markdown: str) -> None:
-    """Append a report's markdown to ``$GITHUB_STEP_SUMMARY`` (the path given), if any: the CI summary
-    the verbs that gate a pipeline (triage, triage --run) write besides their own outputs."""
+    """Append a report's markdown to ``$GITHUB_STEP_SUMMARY`` (the path ``step_summary`` checked), if
+    any: the CI summary the verbs that gate a pipeline (compare, triage, triage --run) write besides
+    their own outputs."""
     if not summary:
         return
     try:

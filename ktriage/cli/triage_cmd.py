@@ -21,6 +21,7 @@ from ktriage.cli.options import (
     check_format,
     check_outputs,
     emit,
+    step_summary,
 )
 from ktriage.errors import KtriageError
 
@@ -63,7 +64,7 @@ def triage(
     check_format(fmt, o.FORMATS)
     # every output is checked before the work (a triage compiles and bisects: minutes)
     check_outputs(output or [], o.WRITERS, inputs=[old, new])
-    summary = o.step_summary()
+    summary = step_summary()
     if run is not None:
         from ktriage.cli.triage_run import triage_run
 

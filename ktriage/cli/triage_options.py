@@ -4,15 +4,13 @@ is generated from it). Kept apart so the command module stays what it does: pars
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import typer
 
-from ktriage.cli.options import Format, arch_option, check_writable, format_option, output_option
-from ktriage.errors import KtriageError
+from ktriage.cli.options import Format, arch_option, format_option, output_option
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json", ".html")
@@ -124,19 +122,6 @@ Workload = Annotated[
         help="A recorded workload (W.json from `ktriage record` of the TritonBench run): flagged cells whose backend has no catalog kernels get their kernels from it, matched by shape, explained compile-side and bundled; repeatable.",
     ),
 ]
-
-
-def step_summary() -> str | None:
-    """$GITHUB_STEP_SUMMARY, checked before the work (a triage compiles and bisects: minutes)."""
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        check_writable(Path(summary), "$GITHUB_STEP_SUMMARY")
-        if not Path(summary).parent.is_dir():  # appended to, never created with its folders
-            raise KtriageError(
-                f"$GITHUB_STEP_SUMMARY {summary}: the folder {Path(summary).parent} does not exist",
-                "point GITHUB_STEP_SUMMARY at a file in an existing folder, or unset it",
-            )
-    return summary
 
 
 def run_refusals(params: Mapping[str, Any]) -> dict[str, object]:

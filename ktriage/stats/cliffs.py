@@ -21,13 +21,21 @@ constant L1 fit) and Otava/Hunter (split, then merge weak change points) do:
 Noise is estimated from first differences (1.4826 MAD / sqrt 2), which ignores both the jumps and
 slow trends. Limitation: a jump at the very last (or first) input has one point on its far side
 and is indistinguishable from one noisy point; it is not reported.
+
+A cliff is between neighbours of one *sweep* (``sweeps``): an op's inputs often hold several
+families (embedding's (B, T, D) = (32, 512, 768) then (8, 2048, 4096), each over V), and the step
+from the last input of one family to the first of the next changes every dimension: a level change
+there says the families differ, not where along a sweep a kernel starts to change. So the series is
+cut where the inputs stop varying in one dimension, and each piece is segmented on its own.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -187,19 +195,89 @@ def _check(y: np.ndarray, bounds: list[int], b_pos: int, cfg: CliffConfig, sigma
     return ok, abs(level)
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _dimensions(label: str) -> tuple[str, list[Fraction]]:
+    """A label's numbers (its dimensions, in order) and the text around them (its form, ``#`` for each)."""
+    return _NUMBER.sub("#", label), [Fraction(m) for m in _NUMBER.findall(label)]
+
+
+def _step(before: tuple[str, list[Fraction]], after: tuple[str, list[Fraction]]) -> frozenset[int] | None:
+    """The positions of the numbers that change from one input to the next, if they change as one
+    quantity; None when they do not (another form of label, or numbers changing independently).
+
+    One quantity: every changed number changes by the same factor. A label may write a dimension
+    more than once, or numbers derived from it (a recorded kernel's ``4096x4608 n_cols=4608``; its
+    ``n_non_ignore`` = 32 x rows; a square matmul's M=N=K): those move together and are one sweep.
+    Numbers changing by different factors are different dimensions changing at once: another family.
+    """
+    (form_b, nums_b), (form_a, nums_a) = before, after
+    if form_b != form_a:
+        return None
+    changed = [k for k, (b, a) in enumerate(zip(nums_b, nums_a, strict=True)) if b != a]
+    factors = {(nums_a[k] / nums_b[k]) if nums_b[k] else (None, nums_a[k]) for k in changed}
+    return frozenset(changed) if len(factors) <= 1 else None
+
+
+def sweeps(xs: Sequence[str]) -> list[range]:
+    """The sweeps of an ordered series of input labels: maximal runs of neighbours in which one
+    quantity varies, at the same positions of the label, and everything else stays.
+
+    A step that changes another quantity (or several, or the label's form) ends the sweep. Where
+    the next step changes one quantity but another one than the sweep's (a grid turning from N to
+    M, rope's T sweep at H=8192 then its H sweep at T=2048 when they share an input), the input at
+    the turn ends one sweep and starts the next: it is the neighbour of both. Labels without
+    numbers are one sweep only while they repeat.
+    """
+    if not xs:
+        return []
+    dims = [_dimensions(str(x)) for x in xs]
+    out: list[range] = []
+    start, moving = 0, frozenset[int]()
+    for k in range(1, len(xs)):
+        step = _step(dims[k - 1], dims[k])
+        if step is None:
+            out.append(range(start, k))
+            start, moving = k, frozenset()
+        elif step and moving and step != moving:
+            out.append(range(start, k))
+            start, moving = k - 1, step
+        elif step:
+            moving = step
+    out.append(range(start, len(xs)))
+    return out
+
+
 def find_cliffs(
     xs: Sequence[str],
     values: Sequence[float | None],
     config: CliffConfig = DEFAULT_CLIFF_CONFIG,
     series: str = "",
 ) -> list[Cliff]:
-    """Cliffs of a positive series (ratios or latencies) over ordered inputs ``xs``.
+    """Cliffs of a positive series (ratios or latencies) over ordered inputs ``xs``, within each of
+    their sweeps (``sweeps``): never between the last input of one family and the first of the next.
 
     Missing points (None, nan, <= 0: an error or wrong cell) are skipped; a cliff across a gap is
-    reported between the nearest measured inputs.
+    reported between the nearest measured inputs of the sweep.
     """
     if len(xs) != len(values):
         raise ValueError(f"{len(xs)} x values but {len(values)} values")
+    out: list[Cliff] = []
+    for run in sweeps(xs):
+        for cl in _series_cliffs([xs[i] for i in run], [values[i] for i in run], config, series):
+            cl.index += run.start
+            out.append(cl)
+    return out
+
+
+def _series_cliffs(
+    xs: Sequence[str],
+    values: Sequence[float | None],
+    config: CliffConfig,
+    series: str,
+) -> list[Cliff]:
+    """Cliffs of one sweep: segment (split), then merge the boundaries that fail (module docstring)."""
     idx = [i for i, v in enumerate(values) if v is not None and math.isfinite(v) and v > 0]
     if len(idx) < 2 * config.min_size:
         return []

@@ -115,6 +115,28 @@ def test_csv_and_markdown_and_threshold(files: dict[str, Path], tmp_path: Path, 
     assert text.startswith("previous step\n") and "### Regressions, worst first" in text  # appended, not overwritten
 
 
+SUMMARIES = {
+    "missing-folder": "{d}/no/such/summary.md",
+    "a-folder": "{d}",
+    "under-a-file": "{d}/afile/summary.md",
+}
+
+
+@pytest.mark.parametrize("name", list(SUMMARIES))
+def test_a_step_summary_that_cannot_be_appended_to_is_refused_before_the_work(
+    name: str, files: dict[str, Path], tmp_path: Path, invoke
+) -> None:
+    """As triage: refused up front (exit 2, nothing printed), where it was found after the report was
+    printed, so that a CI compare with regressions exited 2 (bad input) where it means 1 (a finding)."""
+    (tmp_path / "afile").write_text("a file")
+    summary = SUMMARIES[name].format(d=tmp_path)
+    r = invoke(str(files["old"]), str(files["new"]), env={"GITHUB_STEP_SUMMARY": summary})
+    assert r.exit_code == exit_codes.USAGE, r.stderr
+    assert r.stdout == "", "the report was printed before the summary was checked"
+    assert "error: $GITHUB_STEP_SUMMARY " in r.stderr and "\nfix: " in r.stderr  # the problem and the fix
+    assert invoke(str(files["old"]), str(files["new"]), env={"GITHUB_STEP_SUMMARY": ""}).exit_code == exit_codes.FINDING
+
+
 def test_html_written(files: dict[str, Path], tmp_path: Path, invoke) -> None:
     html = tmp_path / "r.html"
     r = invoke(str(files["both"]), "--toolchains", "--html", str(html))

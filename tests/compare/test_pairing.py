@@ -9,11 +9,13 @@ import json
 
 from ktriage.compare.pairing import compare_cells, compare_toolchains
 from ktriage.compare.report import CompareReport
+from ktriage.compare.sides import load_side
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.ops.registry import default_baselines
 from ktriage.report.markdown import to_markdown
 from ktriage.report.tabular import CSV_COLUMNS, to_csv
 from ktriage.testing import fake_sweep_run
+from tests.conftest import REPO
 
 TCS = ("triton-3.3.1", "triton-3.4.0")
 
@@ -45,6 +47,16 @@ def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
     assert any(f.kind == "new_vs_ref" and f.cliff.x_after == "N=4608" for f in c.cliffs)
     assert not any(f.backend == "liger_layer_norm" and f.toolchain == TCS[0] for f in c.cliffs)  # 3.3.1 is flat
     assert CompareReport([c]).exit_status == 1
+
+
+def test_no_cliff_between_the_embedding_sweeps_input_families() -> None:
+    """The committed H200 run: liger_embedding's ratio to torch is ~0.155 over V at (B, T, D) = (32, 512, 768)
+    and ~0.199 over V at (8, 2048, 4096); the step from one family to the other was reported as a cliff."""
+    side = load_side(REPO / "benchmarks/calibration/fresh/h200_fixed/embedding_bwd_bf16.json")
+    comparisons = compare_toolchains(side.cells, run=side.run, default_baselines=default_baselines())
+    assert len(comparisons) == 2
+    for c in comparisons:
+        assert [f.describe() for f in c.cliffs if "(32, 512, 768, 131072)" in f.cliff.x_before] == []
 
 
 def test_regressions_are_ranked_worst_first() -> None:

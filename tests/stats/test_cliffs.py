@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ktriage.stats.cliffs import CliffConfig, find_cliffs, segment
+from ktriage.stats.cliffs import CliffConfig, find_cliffs, segment, sweeps
 
 XS = [f"N={1024 + 512 * i}" for i in range(30)]
 
@@ -84,3 +84,41 @@ def test_segment_is_exact_on_clean_steps() -> None:
 def test_mismatched_lengths_raise() -> None:
     with pytest.raises(ValueError):
         find_cliffs(["a", "b"], [1.0])
+
+
+# TritonBench's embedding sweep: two (B, T, D) families, each over V = 2**10..2**17.
+EMBEDDING = [f"({b}, {t}, {d}, {2**e})" for b, t, d in [(32, 512, 768), (8, 2048, 4096)] for e in range(10, 18)]
+
+
+def test_no_cliff_between_two_input_families() -> None:
+    # Flat within each family, a level apart between them (as liger_embedding's ratio to torch is):
+    # the step from (32, 512, 768, 131072) to (8, 2048, 4096, 1024) changes every dimension.
+    ys = noisy([0.155] * 8 + [0.199] * 8, 0.01, 7)
+    assert find_cliffs(EMBEDDING, ys) == []
+    assert len(find_cliffs([f"V={2**e}" for e in range(16)], ys)) == 1  # the same values along one sweep: a cliff
+
+
+def test_cliff_inside_the_second_family_keeps_its_index() -> None:
+    ys = noisy([0.155] * 8 + [0.2] * 4 + [0.4] * 4, 0.01, 8)
+    (cliff,) = find_cliffs(EMBEDDING, ys)
+    assert (cliff.x_before, cliff.x_after, cliff.index) == ("(8, 2048, 4096, 8192)", "(8, 2048, 4096, 16384)", 12)
+
+
+def test_sweeps_split_where_another_dimension_changes() -> None:
+    assert sweeps(EMBEDDING) == [range(0, 8), range(8, 16)]
+    assert sweeps(XS) == [range(0, 30)]  # layer_norm: N varies, M fixed
+    # rope: T at H=8192, then H at T=2048; (8192, 2048) is on both sweeps, so it ends one and starts the next
+    rope = [f"H={h},T={t}" for h, t in [(8192, 1024), (8192, 2048), (2048, 2048), (512, 2048)]]
+    assert sweeps(rope) == [range(0, 2), range(1, 4)]
+    # one quantity written more than once, or scaled, is one dimension: a square matmul, a recorded kernel
+    assert sweeps([f"M={n},N={n},K={n}" for n in (512, 1000, 2048)]) == [range(0, 3)]
+    flce = [f"{r}x128256,{r} n_cols=128256 n_non_ignore={32 * r}" for r in (128, 256, 512, 1024)]
+    assert sweeps(flce) == [range(0, 4)]
+    # another form of label (another kernel of a recorded workload) is another sweep; so is a name
+    assert sweeps(["4096x4096 n_cols=4096", "4096x4096", "a", "b", "b"]) == [
+        range(0, 1),
+        range(1, 2),
+        range(2, 3),
+        range(3, 5),
+    ]
+    assert sweeps([]) == []
