@@ -2,7 +2,7 @@
 
 Each operator module defines its own sweep (``ktriage/ops/<op>.py``); this module holds what every
 sweep shares: the case type and the selector grammar ("7", "N=4608", "D=4096,V=1024", and the ranges explain
-prints, "N=4608..8192": ``ktriage.spec.select.range_ends``).
+prints, "N=4608..8192": ``ktriage.spec.ranges.range_ends``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.errors import KtriageError
-from ktriage.spec.select import RANGE_HINT, range_ends, select_range
+from ktriage.spec.ranges import RANGE_HINT, range_ends, select_range
 
 
 @dataclass(frozen=True)

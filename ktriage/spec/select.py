@@ -7,13 +7,13 @@ package, so this package cannot import the catalog: docs/architecture.md).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.ranges import RANGE_HINT, range_ends, select_range
 from ktriage.spec.toml_file import SpecFile, named_spec, read_spec_file, require_loaded
 
 
@@ -115,73 +115,6 @@ def select_specs(
         f"no kernel in {target} matches {flag} {selector!r}",
         "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}",
     )
-
-
-# ------------------------------------------------------------------------------------------ printed ranges
-# explain's reports name a run of consecutive inputs as a range (explain/labels.input_range: ``N=4608..8192``,
-# ``X_ptr=4096x{4608..8192}``, ``a .. b``; inside its kernel's name where the report holds several). Copied
-# into ``--input`` it selects those inputs: every input from the one its start names to the one its end
-# names, in the order the inputs are listed (explain's order, so the run it printed).
-
-RANGE_HINT = "or a range as explain prints it, from its first input to its last (e.g. N=4608..8192)"
-_BRACED = re.compile(r"([^{}]*)\{([^{}]+?)\.\.([^{}]+)\}([^{}]*)")
-_VALUE_RANGE = re.compile(r"([^=,.\s]+)=([^=,]+?)\.\.([^=,]+)")
-
-
-def range_ends(selector: str) -> tuple[str, str] | None:
-    """The two selectors naming the first and last input of ``selector``, a range as explain prints it
-    (the inverse of ``explain/labels.input_place``); None for a selector of another form."""
-    kernel, inner = "", selector
-    if selector.endswith("]") and "[" in selector:
-        kernel, inner = selector[:-1].split("[", 1)
-    if " .. " in inner:
-        first, last = (part.strip() for part in inner.split(" .. ", 1))
-    elif braced := _BRACED.fullmatch(inner):
-        before, a, b, after = braced.groups()
-        first, last = before + a + after, before + b + after
-    elif ranged := _VALUE_RANGE.fullmatch(inner):
-        key, a, b = ranged.groups()
-        first, last = f"{key}={a}", f"{key}={b}"
-    else:
-        return None
-    if not first or not last:
-        return None
-    return (f"{kernel}[{first}]", f"{kernel}[{last}]") if kernel else (first, last)
-
-
-def select_range(
-    selector: str,
-    ends: tuple[str, str],
-    resolve: Callable[[str], Sequence[int]],
-    *,
-    flag: str,
-    where: str,
-    group: Callable[[int], object] | None = None,
-) -> list[int]:
-    """The positions ``first .. last`` (inclusive) of a printed range, ``ends`` its start and end as
-    selectors, each resolved to positions by ``resolve`` (which refuses one that names nothing) and
-    required to name one input; ``group``: what both ends must share (a workload's kernel), since a
-    printed range never crosses from one kernel into another."""
-    picked: list[int] = []
-    for which, end in zip(("start", "end"), ends, strict=True):
-        try:
-            hits = sorted(set(resolve(end)))
-        except KtriageError as exc:  # the end's own refusal (names nothing, several), said of the range
-            raise SpecError(f"{flag} {selector!r}, its {which}: {exc.problem}", exc.fix) from None
-        if len(hits) != 1:
-            raise SpecError(
-                f"{flag} {selector!r}: its {which} {end!r} names {len(hits)} inputs of {where}, and a range "
-                "runs from one input to one input",
-                "name each end by one input: its full label, or inside its kernel's name (kernel[label])",
-            )
-        picked.append(hits[0])
-    first, last = picked
-    if last < first or (group is not None and group(first) != group(last)):
-        raise SpecError(
-            f"{flag} {selector!r}: {ends[1]!r} is not after {ends[0]!r} in the same kernel's inputs of {where}",
-            f"give the range from its first input to its last, as explain prints it, or select each input with {flag}",
-        )
-    return list(range(first, last + 1))
 
 
 # ------------------------------------------------------------------------------------------ short labels

@@ -167,6 +167,11 @@ def _run(argv: list[str], cwd: Path) -> str | None:
     if proc.returncode == 0:
         return None
     lines = [ln.strip() for ln in (proc.stdout + "\n" + proc.stderr).splitlines() if ln.strip()]
+    # record refused (no GPU here, a bad -o): its error, after the program's own last words, which may say why
+    refused = next((i for i, ln in enumerate(lines) if ln.startswith("error: ")), None)
+    if refused is not None:
+        before = f"{lines[refused - 1]}; " if refused > 0 else ""
+        return f"exit {proc.returncode}: {before}{lines[refused].removeprefix('error: ')}"
     # record's summary ("recorded N kernels ... (the program exited 1)") follows the program's own last words
     summary = next((i for i, ln in enumerate(lines) if ln.startswith("recorded ") and " kernels" in ln), None)
     last = lines[summary - 1] if summary else (lines[-1] if lines else "no output")

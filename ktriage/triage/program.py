@@ -395,7 +395,13 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
 
     path = options.workdir / workload_file(argv)
     with clock.step("record", shlex.join(argv)) as step:
-        result = record(argv, path)
+        try:
+            result = record(argv, path)
+        except KtriageError as exc:  # refused (no GPU here, so nothing launched): a failed step, not a crash
+            step.status, step.detail = "failed", exc.problem
+            report.failures.append(f"{exc.problem} (fix: {exc.fix})")
+            clock.skip_rest("not run: nothing was recorded")
+            return None
         w = result.workload
         inputs = sum(len(k.inputs) for k in w.kernels)
         step.detail = (

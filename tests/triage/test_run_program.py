@@ -259,9 +259,10 @@ def test_the_bisect_step_says_why_it_is_skipped(tmp_path: Path) -> None:
     assert "none with a compile-side cause" in (bisect_skip_reason(True, releases, [no_cause]) or "")
 
 
-def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path) -> None:
-    """The record step for real (the hook injected, the program run): nothing launched, so the run ends
-    there with exit 4, the reason in the step, and every later step skipped with why."""
+def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path, probe_sees_a_gpu: None) -> None:
+    """The record step for real (the hook injected, the program run) on a host whose CUDA driver sees a
+    GPU (the driver probe faked: ``probe_sees_a_gpu``): nothing launched, so the run ends there with
+    exit 4, the reason in the step, and every later step skipped with why."""
     import sys
 
     from ktriage.report.triage_run import to_markdown
@@ -285,3 +286,29 @@ def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path
     assert seen[0] == ["toolchains:ok"] and seen[-1][:3] == ["toolchains:ok", "record:failed", "compile:skipped"]
     assert len(seen[-1]) == len(STEPS)
     assert "| compile | skipped | - | not run: nothing was recorded |" in to_markdown(report)
+
+
+def test_a_run_on_a_host_without_a_gpu_ends_at_record_as_a_failed_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no GPU (the real driver probe; CUDA_VISIBLE_DEVICES="" hides any), record refuses the
+    recording: that is the record step failing with record's reason and fix, the later steps skipped
+    and the report kept (exit 4), not an exception out of the run."""
+    import sys
+
+    from ktriage.triage.program import STEPS, ProgramOptions, ProgramReport, _Clock, _record, workload_file
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    argv = [sys.executable, "-c", "print('no kernels here')"]
+    options = ProgramOptions(command=" ".join(argv), old_toolchain=OLD, new_toolchain=NEW, workdir=tmp_path)
+    report = ProgramReport(options.command, OLD, NEW, str(tmp_path), workload_file(argv))
+    clock = _Clock(report, lambda _m: None)
+    clock.timed("toolchains", 0.0, "as the run's first step would")
+    assert _record(argv, options, report, clock) is None
+    record = report.step("record")
+    assert record is not None and record.status == "failed" and record.wall_s is not None
+    assert "no CUDA GPU here, so the program launched no Triton kernel" in record.detail
+    assert report.failures and "record on the GPU machine" in report.failures[0]
+    assert [s.name for s in report.steps] == list(STEPS)
+    assert all(s.status == "skipped" and s.detail == "not run: nothing was recorded" for s in report.steps[2:])
+    assert report.exit_code() == 4 and not (tmp_path / workload_file(argv)).exists()
