@@ -7,7 +7,7 @@ computed" (the answer is partial: a failed compile must never pass as "no change
 | code | name | meaning |
 |---|---|---|
 | 0 | OK | done, nothing to report (or findings that the command does not gate on) |
-| 1 | FINDING | regressions or a culprit found (``compare``, ``triage``, ``explain --fail-on``, ``fidelity``; ``bisect``: no single culprit; ``history --fail-on-recent N``: a change point in the latest N runs) |
+| 1 | FINDING | the result holds what the command gates on: regressions (``compare``, ``triage``), a predicted regression or any change (``explain --fail-on``), cubins that differ (``fidelity``), a change point in the latest N runs (``history --fail-on-recent N``), damaged entries (``cache verify``); ``bisect`` reads the other way: 1 is *no* single culprit, a culprit found is 0 (no other verb has a culprit) |
 | 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (printed with its fix) |
 | 3 | INTERNAL | internal error: an uncaught exception, i.e. a bug in ktriage, printed as one ``internal error:`` line (``--debug`` or ``KTRIAGE_DEBUG=1`` re-raises it with the traceback) |
 | 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout, a spec file's kernel that does not load); see ``--allow-failures`` |

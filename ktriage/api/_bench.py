@@ -32,6 +32,7 @@ from ktriage.measure.gpus import GPUS_HELP
 from ktriage.report.bench import BenchRenders
 
 if TYPE_CHECKING:
+    from ktriage.bench.torch_build import TorchBuild
     from ktriage.ops.inputs import InputCase
     from ktriage.schema.jsontypes import JSONObject
     from ktriage.workload.bundles.format import Bundle, Selection
@@ -492,15 +493,37 @@ COMPILE_THEN_MEASURE_FIX = (
 
 def require_gpu_before_compiling() -> None:
     """A bench with toolchains compiles every kernel (minutes when the cache is cold) before its
-    worker would find that there is no GPU here: asked first (the CUDA driver, in a child process,
-    as ``ktriage record`` asks it; bounded), so a CPU machine is told at once, with the compile-only
-    way, instead of after the compile."""
+    worker would find that there is no GPU here, or that its torch cannot use one: both asked first
+    (the CUDA driver, in a child process, as ``ktriage record`` asks it; bounded; torch's build read
+    from its files, not imported: ``ktriage.bench.torch_build``), so a CPU machine, or a GPU machine
+    whose torch is a CPU-only build, is told at once instead of after the compile."""
+    import sys
+
+    from ktriage.bench.torch_build import installed_torch_build
     from ktriage.record.run import gpu_problem
 
     require_torch()
-    problem = gpu_problem()
-    if problem:
-        raise KtriageError(f"measuring needs an NVIDIA GPU on this machine: {problem}", COMPILE_THEN_MEASURE_FIX)
+    refusal = refusal_before_compiling(gpu_problem(), installed_torch_build(), sys.executable)
+    if refusal is not None:
+        raise refusal
+
+
+def refusal_before_compiling(driver_problem: str | None, build: TorchBuild | None, python: str) -> KtriageError | None:
+    """What :func:`require_gpu_before_compiling` refuses, from the facts it read (pure, so each case is
+    testable on any host): ``driver_problem`` (``gpu_problem()``: why the CUDA driver sees no GPU, None
+    when it sees one or cannot tell), ``build`` (this Python's torch, None when it cannot be told) and
+    ``python`` (the interpreter the measuring worker will run). No GPU: measure elsewhere, compile here.
+    A GPU with a CPU-only torch: the worker's own refusal (``no_gpu_refusal``, the one home of its
+    wording: install a CUDA torch in this Python). Whatever cannot be told lets the bench through."""
+    from ktriage.bench.worker import no_gpu_refusal
+
+    if driver_problem:
+        return KtriageError(
+            f"measuring needs an NVIDIA GPU on this machine: {driver_problem}", COMPILE_THEN_MEASURE_FIX
+        )
+    if build is not None and build.cuda is None:
+        return no_gpu_refusal(build, None, COMPILE_THEN_MEASURE_FIX, python)
+    return None
 
 
 def _refuse_no_artifact_backend(opdef: OpDef, mode: str) -> NoReturn:

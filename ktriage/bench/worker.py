@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from ktriage.bench.plan import BenchPlan, comparison_pairs, timing_fields, variant_name
+from ktriage.bench.torch_build import TorchBuild
 from ktriage.errors import DeviceError, KtriageError
 from ktriage.measure.cells import Cell, CellKey
 from ktriage.schema.jsontypes import JSONObject
@@ -94,15 +95,6 @@ def no_gpu_fix(bundle: str | None, explain: str) -> str:
         "(it is compiled already: --compile-only builds a bundle, it does not measure one); here, explain its "
         f"kernels offline: {explain}"
     )
-
-
-@dataclass(frozen=True)
-class TorchBuild:
-    """The facts of the worker's torch that its refusal names: ``version`` (``torch.__version__``) and
-    ``cuda`` (``torch.version.cuda``: the CUDA it was built for, None for a CPU-only build)."""
-
-    version: str
-    cuda: str | None
 
 
 def no_gpu_refusal(build: TorchBuild, driver_problem: str | None, fix: str, python: str) -> DeviceError:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import ast
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TypedDict
 
 from ktriage import progress
@@ -189,6 +190,33 @@ def plan_relaxed_atomics(source_text: str, function: str) -> RelaxPlan:
             )
     sites.sort(key=lambda s: s.line)
     return RelaxPlan(tuple(sites), tuple(dict.fromkeys(hazards)))
+
+
+def site_words(site: AtomicSite, compiled_at: Collection[int]) -> str:
+    """A call's line for the fix's text: its first line, where ``sem=`` is added. Why more for a call
+    over several lines: the line evidence cites the line the cubin's line table gives the atomic
+    (``compiled_at``, :func:`atomic_lines`), and Triton may put a call's instructions at one of its
+    arguments (3.2 to 3.5 at the last one visited: Liger's embedding bwd call opens at line 69, its
+    REDG/ATOMG are at :71, ``grad_output,``). Both are right; the text says why they differ, so the
+    fix and the evidence are read as one call."""
+    first, last = site.line, site.end[0]
+    if first == last:
+        return str(first)
+    elsewhere = sorted(line for line in set(compiled_at) if first < line <= last)
+    if not elsewhere:
+        return f"{first} (the call on lines {first}-{last})"
+    cited = ", ".join(f":{line}" for line in elsewhere)
+    return f"{first} (the call on lines {first}-{last}; the line table puts its atomics at {cited}, an argument's line, as the line evidence says)"
+
+
+def atomic_lines(result: KernelResult, file_name: str) -> set[int]:
+    """The lines of the kernel file ``file_name`` (the line table's path, compared by name) that the cubin's
+    line table gives atomic instructions, not counting those of inlined callees."""
+    return {
+        stats.line
+        for stats in result.resources.source_lines
+        if stats.atomic and not stats.inlined_at and Path(stats.path or stats.file).name == file_name
+    }
 
 
 def relax_source(source_text: str, plan: RelaxPlan) -> str:
@@ -390,7 +418,8 @@ class FixFinder:
                 )
             ]
         fixed = self._result(relaxed, tc)
-        lines = ", ".join(str(s.line) for s in plan.rewritable)
+        compiled_at = atomic_lines(new, path.name)
+        lines = ", ".join(site_words(s, compiled_at) for s in plan.rewritable)
         description = f'add sem="relaxed" to tl.atomic_add at {path.name} line {lines} (result unused)'
         safe_when = (
             "safe when the atomics only accumulate values read after the kernel ends (no other thread "

@@ -66,8 +66,54 @@ def list_csv(ops: Sequence[OpInfo]) -> str:
     return records.to_csv(LIST_COLUMNS, list_rows(ops))
 
 
+#: The description's least width beside the other columns; below it the description goes under the names.
+DESCRIPTION_MIN_WIDTH = 30
+
+
 def print_list(ops: Sequence[OpInfo], console: Console) -> None:
-    records.print_rows(console, "ktriage catalog", LIST_COLUMNS, list_rows(ops))
+    """The terminal's table, laid out for 80 to 120 columns. Why not the rows of the other formats: its
+    seven columns left the description about ten columns at 120 (a line per word) and broke names where
+    they cannot break (``liger.layer_norm@0`` / ``.8.5``). Here each op is one block of lines: the name
+    over its aliases, modes over dtypes, so those columns are as narrow as their longest token and
+    never wrap (the package stays one pip spec); the description, without the package it repeats,
+    takes the rest and wraps at words, or, where fewer than :data:`DESCRIPTION_MIN_WIDTH` columns would
+    be left (100, 80), goes under the op's names. Markdown, CSV and JSON keep every field in its own column."""
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    cells = [
+        (
+            "\n".join((op.name, *op.aliases)),
+            f"{row['modes']}\n{row['dtypes']}",
+            str(op.num_inputs),
+            op.package or "(ktriage)",
+            op.description.removesuffix(f", {op.package.replace('==', ' ')}" if op.package else ""),
+        )
+        for op, row in zip(ops, list_rows(ops), strict=True)
+    ]
+    headers = ("op / aliases", "modes / dtypes", "inputs", "package")
+    widths = [
+        max(len(line) for text in (h, *(c[i] for c in cells)) for line in text.split("\n"))
+        for i, h in enumerate(headers)
+    ]
+    beside = console.width >= sum(widths) + 2 * len(widths) + DESCRIPTION_MIN_WIDTH  # 2: a gap per column
+    table = Table(title="ktriage catalog", box=box.SIMPLE_HEAD, pad_edge=False, show_lines=True, collapse_padding=True)
+    if beside:
+        table.add_column(headers[0], no_wrap=True)
+    else:
+        table.add_column("op / aliases / description", ratio=1, overflow="fold")
+    table.add_column(headers[1], no_wrap=True)
+    table.add_column(headers[2], no_wrap=True, justify="right")
+    table.add_column(headers[3], no_wrap=True)
+    if beside:
+        table.add_column("description", ratio=1, overflow="fold")
+    for names, modes, inputs, package, description in cells:
+        if beside:
+            table.add_row(escape(names), escape(modes), inputs, escape(package), escape(description))
+        else:
+            table.add_row(f"{escape(names)}\n[dim]{escape(description)}[/dim]", escape(modes), inputs, escape(package))
+    console.print(table)
     console.print(LIST_NOTE)
 
 

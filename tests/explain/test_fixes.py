@@ -12,8 +12,10 @@ from ktriage.catalog import expand_op
 from ktriage.explain.engine import Explainer
 from ktriage.explain.findings import collect_findings
 from ktriage.explain.fixes import (
+    atomic_lines,
     plan_relaxed_atomics,
     relax_source,
+    site_words,
     suggest_fixes,
 )
 from ktriage.report.explain import fixes_markdown
@@ -51,6 +53,20 @@ def test_plan_and_rewrite_only_unused_results_without_sem() -> None:
     assert "old = tl.atomic_add(out_ptr, 1.0)\n" in new and 'sem="release")' in new
 
 
+def test_a_multi_line_call_names_its_span_and_the_line_its_atomics_are_compiled_at() -> None:
+    """The fix names the call's first line (where sem= goes); a call over several lines also names its
+    span and, where the line table puts its atomics on another of its lines (FAKE_... lines: the real
+    ones need a compile, tested below), that line, which the line evidence cites."""
+    multi, single = plan_relaxed_atomics(KERNEL, "k").rewritable
+    assert (multi.line, multi.end[0], single.line, single.end[0]) == (6, 10, 11, 11)
+    fake_compiled_at_argument = {8}
+    assert site_words(multi, fake_compiled_at_argument) == (
+        "6 (the call on lines 6-10; the line table puts its atomics at :8, an argument's line, as the line evidence says)"
+    )
+    assert site_words(multi, {6, 42}) == "6 (the call on lines 6-10)"  # at its first line, or outside the call
+    assert site_words(single, {11}) == "11"
+
+
 def test_ordering_hazards_are_named() -> None:
     src = textwrap.dedent("""
         @triton.jit
@@ -80,6 +96,12 @@ def test_embedding_backward_relaxed_atomic_brings_redg_back(toolchain, shared_co
     assert len(relaxed) == 1 and relaxed[0].verified
     assert relaxed[0].effect.startswith(f"REDG returns: ATOMG {atomg} -> 0, REDG 0 -> {atomg}")
     assert relaxed[0].change["argument"] == 'sem="relaxed"' and relaxed[0].caveats
+    # The fix edits the call where it opens (line 69); the line evidence cites where the line table puts
+    # the atomics (:71, the argument `grad_output,`): the fix's text names both, so they read as one call.
+    assert relaxed[0].change["lines"] == [69]
+    evidence = atomic_lines(new, "embedding.py")
+    assert evidence == {71}, evidence
+    assert "line 69 (the call on lines 69-73; the line table puts its atomics at :71" in relaxed[0].description
     neighbour = [f for f in fixes if f.kind == "toolchain"]
     assert neighbour and neighbour[0].change["toolchain"] == "triton==3.3.1"
     assert "relaxed-atomic" in fixes_markdown(fixes)
