@@ -206,15 +206,27 @@ class KernelSource:
         at this commit (another kernel's typo, since fixed) says nothing of the bisected one, so the
         candidate is judged on the kernels that load; only a *selected* kernel that does not load fails
         it (with ``inputs``; without, one left out has no value, and the rule skips the candidate only
-        where that kernel differs between the endpoints). No kernel that loads fails it too."""
-        from ktriage.spec.toml_file import UnloadedKernel, named_spec, read_spec_file
+        where that kernel differs between the endpoints). No kernel that loads fails it too.
+
+        ``inputs`` select as ``--input`` does on any spec file (``spec.select.select_kernels``: exact
+        names first, a part only where it names one kernel, short labels, ranges), but per commit: a
+        selector that names nothing here (its kernel not yet added, or renamed), or that is a part of
+        several names here, fails this candidate (a skip; at an endpoint the bisect stops, since an
+        endpoint must be measured) with the selector's error and fix, rather than refusing the whole
+        bisect. A commit where a selected kernel is missing cannot be judged on it, as one where it
+        does not load; the same selector may name it at the next commit."""
+        from ktriage.spec.select import select_kernels
+        from ktriage.spec.toml_file import UnloadedKernel, read_spec_file
 
         try:
             kernels = read_spec_file(path).kernels
         except KtriageError as exc:
             raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
         if self.inputs:
-            kernels = [k for k in kernels if self._selects(named_spec(k))]
+            try:
+                kernels = select_kernels(kernels, self.inputs, f"{self.repo_spec} at this commit")
+            except KtriageError as exc:
+                raise CandidateFailed(f"{exc.problem} — fix: {exc.fix}" if exc.fix else exc.problem) from None
             bad = [k for k in kernels if isinstance(k, UnloadedKernel)]
             if bad:
                 raise CandidateFailed(f"selected kernel {bad[0].spec.name} does not load: {bad[0].error.problem}")
@@ -229,10 +241,6 @@ class KernelSource:
         (the compile-only rule); another kernel that does not compile at a commit (as one that does not
         load) says nothing of them, so it only has no value there."""
         return self.repo_spec is None or bool(self.inputs)
-
-    def _selects(self, spec: KernelSpec) -> bool:
-        """One of ``inputs`` names ``spec``: its name, a part of it, or its input id."""
-        return any(sel == spec.name or sel in spec.name or sel == str(spec.meta.get("input_id")) for sel in self.inputs)
 
 
 def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:

@@ -258,6 +258,41 @@ def test_a_selected_kernel_that_does_not_load_still_fails_the_candidate(tmp_path
     assert [s.name for s in KernelSource(repo_spec="spec.toml", inputs=("red",)).specs_for(prepared)] == ["red"]
 
 
+def test_input_selects_a_checkouts_kernels_as_it_does_elsewhere(tmp_path: Path) -> None:
+    """``-i`` on a spec file read from each checkout follows ``--input``'s one rule (spec.select): an exact
+    name first ("red" is not also "red_wide"), a part only where it names one kernel; a part of several
+    names, or a selector naming nothing at this commit, fails the candidate saying so and the fix.
+    Before, any part of a name matched: "red" and "re" silently took both kernels, and a selector naming
+    nothing gave only "no kernel selected"."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.predicates import KernelSource
+    from ktriage.bisect.workspace import CandidateFailed, Prepared
+
+    checkout = tmp_path / "checkout"
+    (checkout / "kernels").mkdir(parents=True)
+    (checkout / "kernels" / "red.py").write_text(KERNEL.format(rev=0, salt=""))
+    red = SPEC.format(rblock=64).replace("[kernel]\n", "[[kernel]]\n", 1)
+    (checkout / "spec.toml").write_text(red + "\n" + red.replace('name = "red"', 'name = "red_wide"'))
+    prepared = Prepared(Candidate(0, "c0", "c0"), toolchain=TOOLCHAIN, checkout=checkout)
+
+    def selected(*inputs: str) -> list[str]:
+        return [s.name for s in KernelSource(repo_spec="spec.toml", inputs=inputs).specs_for(prepared)]
+
+    assert selected("red") == ["red"]
+    assert selected("wide") == ["red_wide"]
+    assert selected("red", "red_wide") == ["red", "red_wide"]
+    with pytest.raises(
+        CandidateFailed,
+        match=r"--input 're' is part of 2 kernel names in spec.toml at this commit.*fix: select one by its exact name",
+    ):
+        selected("re")
+    with pytest.raises(
+        CandidateFailed,
+        match=r"no kernel in spec.toml at this commit matches --input 'blue'.*fix: use one of: red, red_wide",
+    ):
+        selected("red", "blue")
+
+
 @pytest.mark.slow
 def test_a_skip_next_to_the_culprit_gives_the_exact_range(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     toolchain(TOOLCHAIN)
