@@ -19,7 +19,7 @@ from ktriage.errors import KtriageError, SpecError, option
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.toml_file import Loaded, UnloadedKernel
+from ktriage.spec.toml_file import UnloadedKernel
 
 Say = Callable[[str], None]
 FidelityRow = Row  # one (case, Triton version) outcome
@@ -64,7 +64,8 @@ def fidelity(
     """Replay each case's launch through Triton's real launch path with only the GPU driver faked,
     compile the spec derived from it through ktriage and compare compile inputs and cubin bytes.
     ``toolchains``: default every supported Triton release; ``cases``: substrings of the case names
-    (or, with ``spec``, of the spec file's kernels, each written by values). ``on_row``: each row as
+    (or, with ``spec``, selectors of the spec file's kernels; one written by types, or that does not
+    load, is an error row for each release). ``on_row``: each row as
     it is checked; ``say``: the toolchain builds' messages. A lone str where a list goes is one item
     (``cases="vector_add"``)."""
     from ktriage.arch import parse_arch
@@ -90,8 +91,8 @@ def fidelity(
         with Compiler(jobs=jobs) as compiler, tempfile.TemporaryDirectory(prefix="ktriage-fidelity-") as tmp:
             for tc in built:
                 for i, kernel in enumerate(kernels):
-                    if isinstance(kernel, UnloadedKernel):  # an error row, as explain's failed kernel
-                        rows.append(Row(kernel.spec.name, tc.triton_version, "error", kernel.line()))
+                    if isinstance(kernel, Unchecked):  # an error row, as explain's failed kernel
+                        rows.append(Row(kernel.name, tc.triton_version, "error", kernel.detail))
                     else:
                         rows.append(check_spec(kernel, tc, compiler, Path(tmp) / tc.id / str(i)))
                     show(rows[-1])
@@ -126,18 +127,43 @@ def _messages(say: Say | None) -> Callable[[str], AbstractContextManager[Say]]:
     return build
 
 
-def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[Loaded]:
-    """``spec``: the file's kernels (narrowed by ``cases``), each written by values (fidelity/by_value.py),
-    in the file's order. A kernel that does not load stays in its place as an :class:`UnloadedKernel`
-    (an error row for each toolchain, its error and fix; the others are checked): one typo must not
-    lose the other kernels' rows. A file none of whose selected kernels loads is refused."""
+@dataclass(frozen=True)
+class Unchecked:
+    """A selected kernel of the spec file that the check cannot take: it does not load, or it is written
+    by types (no launch's values to replay). ``detail``: its error row's, the same for every release,
+    since the reason is the file's, not a toolchain's."""
+
+    name: str
+    detail: str
+
+
+TYPED = "written by types: the check compares a launch's values"
+TYPED_FIX = "write it by values under [kernel.args] (docs/specs.md)"
+
+
+def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[KernelSpec | Unchecked]:
+    """``spec``: the file's kernels (narrowed by ``cases``), in the file's order, each written by values
+    (fidelity/by_value.py) or :class:`Unchecked`: one that does not load, or one written by types, stays
+    in its place as an error row for each toolchain, with its error and fix, and the others are checked:
+    one such kernel must not lose the other kernels' rows. Refused only when no selected kernel can be
+    checked (none loads, or every one that loads is written by types), with the first one's error."""
     from ktriage.spec.select import select_spec_file
 
     kernels = select_spec_file(str(path), list(cases) or None, flag=option("cases", "-k/--case")).kernels
-    typed = [k.name for k in kernels if isinstance(k, KernelSpec) and k.launch is None]
-    if typed:
+    out: list[KernelSpec | Unchecked] = []
+    for k in kernels:
+        if isinstance(k, UnloadedKernel):
+            out.append(Unchecked(k.spec.name, k.line()))
+        elif k.launch is None:
+            out.append(Unchecked(k.name, f"{TYPED} — fix: {TYPED_FIX}"))
+        else:
+            out.append(k.replace(target=target) if target != "sm_90" else k)
+    if not any(isinstance(k, KernelSpec) for k in out):
+        typed = [k.name for k in kernels if isinstance(k, KernelSpec)]
+        others = [k.line() for k in kernels if isinstance(k, UnloadedKernel)]
         raise SpecError(
-            f"{path}: {', '.join(typed[:4])} written by types: the check compares a launch's values",
-            "write the kernel by values under [kernel.args] (docs/specs.md)",
+            f"{path}: {', '.join(typed[:4])}{', ...' if len(typed) > 4 else ''} {TYPED}",
+            TYPED_FIX,
+            f"no selected kernel can be checked: the others do not load: {'; '.join(others)}" if others else None,
         )
-    return [k.replace(target=target) if isinstance(k, KernelSpec) and target != "sm_90" else k for k in kernels]
+    return out

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ktriage.bisect.candidate import Candidate, Observation, Outcome, empty_cost
 from ktriage.bisect.workspace import (
@@ -35,7 +35,8 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 
 if TYPE_CHECKING:
-    from ktriage.explain.engine import KernelResult
+    from ktriage.explain.engine import Explainer, KernelResult
+    from ktriage.toolchain.manager import Toolchain
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -96,13 +97,37 @@ def saved_values(obs: Observation) -> dict[str, float]:
     return {k: float(v) for k, v in values.items() if isinstance(v, (int, float))}
 
 
+def saved_failures(obs: Observation) -> dict[str, str]:
+    """Why each kernel that did not compile at the observation's candidate has no value (its ``failed``)."""
+    failed = obs.measurements.get("failed")
+    return {k: str(v) for k, v in failed.items()} if isinstance(failed, Mapping) else {}
+
+
+def not_compiled(failed: Mapping[str, str]) -> str:
+    """The kernels of ``failed`` as a decision's reason names them."""
+    return ", ".join(failed) + " did not compile here"
+
+
 def decide_values(
-    values: dict[str, float], good: dict[str, float], bad: dict[str, float]
+    values: dict[str, float], good: dict[str, float], bad: dict[str, float], failed: Mapping[str, str] | None = None
 ) -> tuple[Outcome, str, float]:
     """The compile-only rule (module docstring) for several kernels: (outcome, reason, confidence).
 
     Confidence for one kernel is ``max(dg, db) / (dg + db)``: 1.0 at an endpoint, 0.5 half-way.
+    ``failed``: why a kernel has no value here (it did not compile): the reason of a skip it causes,
+    and said after the decision it does not take part in (it is the same at both endpoints), so that
+    a commit judged without it still shows it failed.
     """
+    failed = failed or {}
+    outcome, reason, conf = _decide(values, good, bad, failed)
+    if outcome != "skip" and failed:
+        reason += f"; {not_compiled(failed)} (not bisected: it does not differ between the endpoints)"
+    return outcome, reason, conf
+
+
+def _decide(
+    values: dict[str, float], good: dict[str, float], bad: dict[str, float], failed: Mapping[str, str]
+) -> tuple[Outcome, str, float]:
     votes: list[tuple[str, Outcome, float]] = []
     for kernel, g in good.items():
         b = bad.get(kernel)
@@ -110,7 +135,7 @@ def decide_values(
             continue
         v = values.get(kernel)
         if v is None:
-            return "skip", f"kernel {kernel} has no value", 0.0
+            return "skip", failed.get(kernel) or f"kernel {kernel} has no value", 0.0
         dg, db = abs(v - g), abs(v - b)
         if v == g:
             votes.append((kernel, "good", 1.0))
@@ -181,23 +206,41 @@ class KernelSource:
         at this commit (another kernel's typo, since fixed) says nothing of the bisected one, so the
         candidate is judged on the kernels that load; only a *selected* kernel that does not load fails
         it (with ``inputs``; without, one left out has no value, and the rule skips the candidate only
-        where that kernel differs between the endpoints). No kernel that loads fails it too."""
-        from ktriage.spec.toml_file import UnloadedKernel, named_spec, read_spec_file
+        where that kernel differs between the endpoints). No kernel that loads fails it too.
+
+        ``inputs`` select as ``--input`` does on any spec file (``spec.select.select_kernels``: exact
+        names first, a part only where it names one kernel, short labels, ranges), but per commit: a
+        selector that names nothing here (its kernel not yet added, or renamed), or that is a part of
+        several names here, fails this candidate (a skip; at an endpoint the bisect stops, since an
+        endpoint must be measured) with the selector's error and fix, rather than refusing the whole
+        bisect. A commit where a selected kernel is missing cannot be judged on it, as one where it
+        does not load; the same selector may name it at the next commit."""
+        from ktriage.spec.select import select_kernels
+        from ktriage.spec.toml_file import UnloadedKernel, read_spec_file
 
         try:
             kernels = read_spec_file(path).kernels
         except KtriageError as exc:
             raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
         if self.inputs:
-            kernels = [k for k in kernels if self._selects(named_spec(k))]
+            try:
+                kernels = select_kernels(kernels, self.inputs, f"{self.repo_spec} at this commit")
+            except KtriageError as exc:
+                raise CandidateFailed(f"{exc.problem} — fix: {exc.fix}" if exc.fix else exc.problem) from None
             bad = [k for k in kernels if isinstance(k, UnloadedKernel)]
             if bad:
                 raise CandidateFailed(f"selected kernel {bad[0].spec.name} does not load: {bad[0].error.problem}")
         return [k for k in kernels if isinstance(k, KernelSpec)]
 
-    def _selects(self, spec: KernelSpec) -> bool:
-        """One of ``inputs`` names ``spec``: its name, a part of it, or its input id."""
-        return any(sel == spec.name or sel in spec.name or sel == str(spec.meta.get("input_id")) for sel in self.inputs)
+    @property
+    def each_kernel_bisected(self) -> bool:
+        """Whether every kernel :meth:`specs_for` gives is one the bisect judges, so that one that does
+        not compile fails the candidate: fixed specs (chosen once, the same at every candidate) and
+        the kernels ``inputs`` selects in the repository's spec file. Without ``inputs`` the repository's
+        file gives all its kernels, and the bisected ones are those that differ between the endpoints
+        (the compile-only rule); another kernel that does not compile at a commit (as one that does not
+        load) says nothing of them, so it only has no value there."""
+        return self.repo_spec is None or bool(self.inputs)
 
 
 def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:
@@ -208,6 +251,16 @@ def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:
         seen[s.name] = seen.get(s.name, 0) + 1
         keys.append(s.name if seen[s.name] == 1 else f"{s.name}#{seen[s.name]}")
     return keys
+
+
+class Measured(NamedTuple):
+    """A candidate's kernels as :meth:`KernelMeasurer.measure` found them: the analysis of each that
+    compiled, why each of the others did not (only where that does not fail the candidate:
+    :attr:`KernelSource.each_kernel_bisected`), and the frontend compiles it ran."""
+
+    results: dict[str, KernelResult]
+    failed: dict[str, str]
+    compiles: int
 
 
 class KernelMeasurer:
@@ -222,8 +275,9 @@ class KernelMeasurer:
         self.compiler = compiler
         self.results: dict[str, dict[str, KernelResult]] = {}
 
-    def measure(self, prepared: Prepared) -> tuple[dict[str, KernelResult], int]:
-        """{kernel: KernelResult} and the frontend compiles it ran; CandidateFailed to skip."""
+    def measure(self, prepared: Prepared) -> Measured:
+        """The candidate's kernels compiled and analyzed; CandidateFailed to skip it: a kernel the bisect
+        judges does not compile (or none does)."""
         from ktriage.explain.engine import Explainer
         from ktriage.toolchain.manager import ensure_toolchain
 
@@ -239,17 +293,29 @@ class KernelMeasurer:
         specs = self.kernels.specs_for(prepared)
         explainer = Explainer(self.compiler)
         results: dict[str, KernelResult] = {}
+        failed: dict[str, str] = {}
         for key, spec in zip(kernel_keys(specs), specs):
-            outcome = self.compiler.compile(spec, toolchain)
-            if not isinstance(outcome, Artifact):
-                first = (outcome.message.strip().splitlines() or [outcome.kind])[-1]
-                raise CandidateFailed(f"{key}: {outcome.stage} failed: {first}")
             try:
-                results[key] = explainer.result_for(outcome)
-            except KtriageError as exc:
-                raise CandidateFailed(f"{key}: analysis failed: {exc.problem}") from None
+                results[key] = self._analyzed(key, spec, toolchain, explainer)
+            except CandidateFailed as exc:
+                if self.kernels.each_kernel_bisected:
+                    raise
+                failed[key] = exc.reason
+        if not results:
+            raise CandidateFailed("no kernel compiled: " + "; ".join(failed.values()))
         self.results[prepared.candidate.id] = results
-        return results, self.compiler.thread_compiles() - before
+        return Measured(results, failed, self.compiler.thread_compiles() - before)
+
+    def _analyzed(self, key: str, spec: KernelSpec, toolchain: Toolchain, explainer: Explainer) -> KernelResult:
+        """One kernel compiled and analyzed; CandidateFailed (named by ``key``) when it cannot be."""
+        outcome = self.compiler.compile(spec, toolchain)
+        if not isinstance(outcome, Artifact):
+            first = (outcome.message.strip().splitlines() or [outcome.kind])[-1]
+            raise CandidateFailed(f"{key}: {outcome.stage} failed: {first}")
+        try:
+            return explainer.result_for(outcome)
+        except KtriageError as exc:
+            raise CandidateFailed(f"{key}: analysis failed: {exc.problem}") from None
 
 
 # --------------------------------------------------------------------------- compile-only predicate
@@ -281,7 +347,7 @@ class MetricPredicate:
         before = self.measurer.compiler.thread_compiles()
         try:
             prepared = self.workspace.prepare(candidate)
-            results, _ = self.measurer.measure(prepared)
+            results, failed, _ = self.measurer.measure(prepared)
         except CandidateFailed as exc:
             cost["compiles"] = self.measurer.compiler.thread_compiles() - before
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, cost, None), None
@@ -300,6 +366,8 @@ class MetricPredicate:
             "kernels": kernels,
             "toolchain": prepared.toolchain,
         }
+        if failed:
+            meas["failed"] = dict(failed)
         return Observation(candidate, "unsure", "measured", meas, cost, None), values
 
     def _measure_many(self, candidates: list[Candidate]) -> list[tuple[Observation, dict[str, float] | None]]:
@@ -317,6 +385,7 @@ class MetricPredicate:
         assert g_vals is not None and b_vals is not None
         self.good_values, self.bad_values = g_vals, b_vals
         differing = [k for k in g_vals if k in b_vals and g_vals[k] != b_vals[k]]
+        failed = {**saved_failures(g_obs), **saved_failures(b_obs)}
         if not differing:
             shown = ", ".join(f"{k}={g_vals[k]:g}" for k in list(g_vals)[:4])
             absent = ""
@@ -324,13 +393,18 @@ class MetricPredicate:
                 # an opcode neither endpoint issues is more often a misspelling than a real non-change
                 absent = f"; neither endpoint's SASS has {self.metric[5:]} in any kernel"
             others = ", ".join([m for m in ("registers", "stack_bytes", "sass:STL") if m != self.metric][:2])
+            if failed:  # a kernel that did not compile at an endpoint may be the one that changed
+                absent += f"; not compared: {'; '.join(failed.values())}"
             raise KtriageError(
                 f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown}){absent}",
                 ("check the opcode's spelling (the SASS opcodes explain lists), " if absent else "")
                 + f"check --good/--bad, pick another --metric (e.g. {others}) or other kernels",
             )
-        g_obs.outcome, g_obs.reason, g_obs.confidence = "good", "good endpoint (measured)", 1.0
-        b_obs.outcome, b_obs.reason, b_obs.confidence = "bad", "bad endpoint (measured)", 1.0
+        for obs, which in ((g_obs, "good"), (b_obs, "bad")):
+            here = saved_failures(obs)
+            obs.reason = f"{which} endpoint (measured)" + (f"; {not_compiled(here)} (not bisected)" if here else "")
+        g_obs.outcome, g_obs.confidence = "good", 1.0
+        b_obs.outcome, b_obs.confidence = "bad", 1.0
         return [g_obs, b_obs]
 
     def restore(self, good: Observation, bad: Observation) -> None:
@@ -343,7 +417,9 @@ class MetricPredicate:
         out = []
         for obs, values in self._measure_many(list(candidates)):
             if values is not None:
-                obs.outcome, obs.reason, obs.confidence = decide_values(values, self.good_values, self.bad_values)
+                obs.outcome, obs.reason, obs.confidence = decide_values(
+                    values, self.good_values, self.bad_values, saved_failures(obs)
+                )
             out.append(obs)
         return out
 

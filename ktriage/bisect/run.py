@@ -700,7 +700,7 @@ def _explain(run: _Run, report: BisectReport) -> None:
         for cand in (final.predecessor, final.culprit):
             got = run.measurer.results.get(cand.id)
             if got is None:
-                got, _ = run.measurer.measure(run.workspace.prepare(cand))
+                got = run.measurer.measure(run.workspace.prepare(cand)).results
             results.append(got)
     except Exception as exc:
         report.explain_note = (

@@ -68,7 +68,9 @@ def _head(cwd: Path) -> str:
 
 
 def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> dict[str, float]:
-    """The metric of every selected kernel in the current checkout (CandidateFailed if it does not compile)."""
+    """The metric of every selected kernel in the current checkout: CandidateFailed if one does not
+    compile; without ``inputs``, a kernel of the checkout's spec file that does not compile has no value
+    (:attr:`KernelSource.each_kernel_bisected`), as one that does not load."""
     here = cwd or Path(os.getcwd())
     check_metric(cfg.metric)
     if cfg.op:
@@ -85,7 +87,7 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
     compiler = Compiler(jobs=1, cache_dir=cache_dir)
     try:
-        results, _ = KernelMeasurer(source, compiler).measure(prepared)
+        results = KernelMeasurer(source, compiler).measure(prepared).results
     finally:
         compiler.close()
     values = {k: metric_value(r, cfg.metric) for k, r in results.items()}

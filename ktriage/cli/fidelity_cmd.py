@@ -48,7 +48,8 @@ def fidelity(
         typer.Option(
             "--spec",
             help="Check this spec file's kernels written by values "
-            "(\\[kernel.args], docs/specs.md) instead of the built-in cases.",
+            "(\\[kernel.args], docs/specs.md) instead of the built-in cases; one written by types, "
+            "or that does not load, is an error row (exit 4).",
         ),
     ] = None,
 ) -> None:

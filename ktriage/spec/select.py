@@ -14,7 +14,7 @@ from pathlib import Path
 from ktriage.errors import SpecError
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.ranges import RANGE_HINT, range_ends, select_range
-from ktriage.spec.toml_file import SpecFile, named_spec, read_spec_file, require_loaded
+from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
 
 
 def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> list[KernelSpec]:
@@ -37,13 +37,23 @@ def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: 
         )
     kernels = read_spec_file(path).kernels
     if inputs:
-        named = [named_spec(k) for k in kernels]
-        chosen: set[int] = set()
-        for sel in inputs:
-            chosen |= {i for i, s in enumerate(named) if s in select_specs(named, sel, target, flag=flag)}
-        kernels = [k for i, k in enumerate(kernels) if i in chosen]
+        kernels = select_kernels(kernels, inputs, target, flag=flag)
         require_loaded(kernels)
     return SpecFile(kernels)
+
+
+def select_kernels(
+    kernels: Sequence[Loaded], inputs: Sequence[str], target: str, *, flag: str = "--input"
+) -> list[Loaded]:
+    """The ``kernels`` of a spec file (each loaded or not) that any of ``inputs`` names, each selector
+    by :func:`select_specs` (which refuses one that names nothing or is a part of several names), in
+    the file's order. ``target``: the file as errors name it. The one home of ``--input`` on a spec
+    file's kernels: explain, fidelity (``-k``) and bisect's file read from each checkout."""
+    named = [named_spec(k) for k in kernels]
+    chosen: set[int] = set()
+    for sel in inputs:
+        chosen |= set(_positions(named, select_specs(named, sel, target, flag=flag)))
+    return [k for i, k in enumerate(kernels) if i in chosen]
 
 
 def _names(spec: KernelSpec) -> set[str]:

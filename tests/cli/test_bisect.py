@@ -165,12 +165,16 @@ def test_cli_reports_terminal_markdown_json_and_exit_status(tmp_path: Path, tool
     assert "| decision |" in text and repo.culprit[:12] in text and "## explain" in text
 
 
-def _repo_with_a_typo_beside_the_culprit(path: Path) -> KernelRepo:
+def _repo_with_a_typo_beside_the_culprit(path: Path, fault: str = "load") -> KernelRepo:
     """Six commits; commit 3 raises RBLOCK (the culprit). Commits 2 and 3 (each side of the culprit) also
-    add a second kernel, "other", whose source names a function kernels/red.py does not define (a typo
-    fixed at commit 4): a kernel unrelated to "red", which loads fine at every commit."""
-    other = SPEC.format(rblock=64).replace("[kernel]\n", "[[kernel]]\n", 1)
-    other = other.replace('name = "red"', 'name = "other"').replace(":red_kernel", ":red_kernle")
+    add a second kernel, "other", that fails there (fixed at commit 4): with ``fault="load"`` its source
+    names a function kernels/red.py does not define (a typo: the kernel does not load); with
+    ``fault="compile"`` it loads but its RBLOCK = 48 is no power of 2, so Triton's frontend refuses
+    ``tl.arange(0, RBLOCK)``. A kernel unrelated to "red", which loads and compiles at every commit."""
+    other = SPEC.format(rblock=48 if fault == "compile" else 64).replace("[kernel]\n", "[[kernel]]\n", 1)
+    other = other.replace('name = "red"', 'name = "other"')
+    if fault == "load":
+        other = other.replace(":red_kernel", ":red_kernle")
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
     (path / "kernels").mkdir()
@@ -187,17 +191,19 @@ def _repo_with_a_typo_beside_the_culprit(path: Path) -> KernelRepo:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fault", ["load", "compile"])
 @pytest.mark.parametrize("select", [["-i", "red"], []], ids=["selected", "the-only-one"])
-def test_a_commit_where_another_kernel_of_the_spec_does_not_load_is_judged_on_the_bisected_one(
-    select: list[str], tmp_path: Path, toolchain: Any, run_cli: RunCli
+def test_a_commit_where_another_kernel_of_the_spec_fails_is_judged_on_the_bisected_one(
+    select: list[str], fault: str, tmp_path: Path, toolchain: Any, run_cli: RunCli
 ) -> None:
-    """``bisect --spec`` read from each checkout: at the commits where another kernel of the file has a
-    typo, the bisected kernel ("red", selected by -i or the only one of the endpoints) loads and compiles,
-    so those commits are judged on it and the culprit is found exactly. Before, the file's other kernel
-    failed them ("spec file does not load"): both neighbours of the culprit were skipped, and the bisect
-    ended with an ambiguous range (exit 1)."""
+    """``bisect --spec`` read from each checkout: at the commits where another kernel of the file does not
+    load (a typo) or does not compile, the bisected kernel ("red", selected by -i or the only one of the
+    endpoints) loads and compiles, so those commits are judged on it and the culprit is found exactly;
+    the other kernel's compile failure is said in the observation. Before, the file's other kernel
+    failed them ("spec file does not load", "other: frontend failed"): both neighbours of the culprit
+    were skipped, and the bisect ended with an ambiguous range (exit 1)."""
     toolchain(TOOLCHAIN)
-    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo")
+    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo", fault)
     js = tmp_path / "r.json"
     argv = ["bisect", "--source", f"git:{repo.path}", "--good", repo.good, "--bad", repo.bad, "--spec", "spec.toml"]
     argv += ["--metric", "spill_store_bytes", "-t", TOOLCHAIN, "--build", "none", "--state", str(tmp_path / "s.json")]
@@ -207,6 +213,32 @@ def test_a_commit_where_another_kernel_of_the_spec_does_not_load_is_judged_on_th
     assert data["found"] is True and data["culprit"]["id"] == repo.culprit
     observed = {o["candidate"]["id"]: o for stage in data["stages"] for o in stage["observations"]}
     assert observed[repo.commits[2]]["outcome"] == "good" and observed[repo.culprit]["outcome"] == "bad"
+    if fault == "compile" and not select:  # measured, and the failure said (with -i, "other" is not compiled)
+        for sha in (repo.commits[2], repo.culprit):
+            assert "other" in observed[sha]["measurements"]["failed"], observed[sha]
+            assert "other" in observed[sha]["reason"] and "did not compile" in observed[sha]["reason"]
+
+
+@pytest.mark.slow
+def test_a_selected_kernel_that_does_not_compile_still_fails_the_candidate(tmp_path: Path, toolchain: Any) -> None:
+    """The compile half of the rule: selected by -i, a kernel that does not compile makes the candidate
+    untestable, with its error; without -i, the commit is measured on the kernels that compile and the
+    failure is kept by kernel (the compile-only rule then skips it only if that kernel is bisected)."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.predicates import KernelMeasurer, KernelSource
+    from ktriage.bisect.workspace import CandidateFailed, Prepared
+    from ktriage.compile.compiler import Compiler
+
+    toolchain(TOOLCHAIN)
+    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo", "compile")
+    git(repo.path, "checkout", "-q", repo.commits[2])
+    prepared = Prepared(Candidate(2, repo.commits[2], "change 2"), toolchain=TOOLCHAIN, checkout=repo.path)
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        with pytest.raises(CandidateFailed, match="other: frontend failed"):
+            KernelMeasurer(KernelSource(repo_spec="spec.toml", inputs=("other",)), compiler).measure(prepared)
+        measured = KernelMeasurer(KernelSource(repo_spec="spec.toml"), compiler).measure(prepared)
+    assert list(measured.results) == ["red"] and list(measured.failed) == ["other"]
+    assert "frontend failed" in measured.failed["other"]
 
 
 def test_a_selected_kernel_that_does_not_load_still_fails_the_candidate(tmp_path: Path) -> None:
@@ -224,6 +256,41 @@ def test_a_selected_kernel_that_does_not_load_still_fails_the_candidate(tmp_path
     ):
         KernelSource(repo_spec="spec.toml", inputs=("other",)).specs_for(prepared)
     assert [s.name for s in KernelSource(repo_spec="spec.toml", inputs=("red",)).specs_for(prepared)] == ["red"]
+
+
+def test_input_selects_a_checkouts_kernels_as_it_does_elsewhere(tmp_path: Path) -> None:
+    """``-i`` on a spec file read from each checkout follows ``--input``'s one rule (spec.select): an exact
+    name first ("red" is not also "red_wide"), a part only where it names one kernel; a part of several
+    names, or a selector naming nothing at this commit, fails the candidate saying so and the fix.
+    Before, any part of a name matched: "red" and "re" silently took both kernels, and a selector naming
+    nothing gave only "no kernel selected"."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.predicates import KernelSource
+    from ktriage.bisect.workspace import CandidateFailed, Prepared
+
+    checkout = tmp_path / "checkout"
+    (checkout / "kernels").mkdir(parents=True)
+    (checkout / "kernels" / "red.py").write_text(KERNEL.format(rev=0, salt=""))
+    red = SPEC.format(rblock=64).replace("[kernel]\n", "[[kernel]]\n", 1)
+    (checkout / "spec.toml").write_text(red + "\n" + red.replace('name = "red"', 'name = "red_wide"'))
+    prepared = Prepared(Candidate(0, "c0", "c0"), toolchain=TOOLCHAIN, checkout=checkout)
+
+    def selected(*inputs: str) -> list[str]:
+        return [s.name for s in KernelSource(repo_spec="spec.toml", inputs=inputs).specs_for(prepared)]
+
+    assert selected("red") == ["red"]
+    assert selected("wide") == ["red_wide"]
+    assert selected("red", "red_wide") == ["red", "red_wide"]
+    with pytest.raises(
+        CandidateFailed,
+        match=r"--input 're' is part of 2 kernel names in spec.toml at this commit.*fix: select one by its exact name",
+    ):
+        selected("re")
+    with pytest.raises(
+        CandidateFailed,
+        match=r"no kernel in spec.toml at this commit matches --input 'blue'.*fix: use one of: red, red_wide",
+    ):
+        selected("red", "blue")
 
 
 @pytest.mark.slow

@@ -311,3 +311,45 @@ def test_a_kernel_that_does_not_load_is_an_error_row_and_the_others_are_checked(
     )
     assert rows[0]["detail"] == rows[2]["detail"] == said
     assert md.read_text().count(said) == 1 and f"- `typo` on 3.3.1, 3.4.0: error: {said}" in md.read_text()
+
+
+TYPED_ROW = (
+    "written by types: the check compares a launch's values — fix: write it by values under [kernel.args] "
+    "(docs/specs.md)"
+)
+
+
+def test_a_kernel_written_by_types_is_an_error_row_and_the_others_are_checked(
+    toolchain: Any, run_cli: RunCli, tmp_path: Path
+) -> None:
+    """``fidelity --spec`` with a file of two kernels, the first ("typed") written by types: before, it
+    refused the whole file (exit 2, no row for the kernel written by values); now it is an error row per
+    release, in the file's order, saying why and the fix, the other kernel is checked, and the exit is
+    INCOMPLETE. A selection (-k) of only the typed kernel, which leaves nothing to check, is refused."""
+    from ktriage.cli import exit_codes
+
+    toolchain("triton==3.4.0")
+    good = EXAMPLE.read_text().replace("[kernel]\n", "[[kernel]]\n", 1)
+    good = good.replace('source = "scaled_rows.py:', f'source = "{EXAMPLE.parent / "scaled_rows.py"}:')
+    typed = (
+        f'[[kernel]]\nname = "typed"\nsource = "{EXAMPLE.parent / "scaled_rows.py"}:scaled_rows_kernel"\n'
+        '[kernel.signature]\nx_ptr = "*bf16"\ny_ptr = "*bf16"\nM = "i32"\nN = "i32"\nstride_xm = "i32"\n'
+        'stride_xn = "i32"\nstride_ym = "i32"\nstride_yn = "i32"\nscale = "fp32"\nseed = "i32"\n'
+        'BLOCK_N = "constexpr"\nEVEN_N = "constexpr"\n[kernel.constexprs]\nBLOCK_N = 64\nEVEN_N = true\n'
+    )
+    spec = tmp_path / "typed_first.toml"
+    spec.write_text(typed + "\n" + good[good.index("[[kernel]]") :])
+    md = tmp_path / "fidelity.md"
+    result = run_cli(["fidelity", "--spec", str(spec), "-t", "triton==3.4.0", "--format", "json", "-o", str(md)])
+    assert result.exit_code == exit_codes.INCOMPLETE, result.output
+    rows = json.loads(result.stdout)["rows"]
+    assert [(r["case"], r["triton_version"], r["status"]) for r in rows] == [
+        ("typed", "3.4.0", "error"),
+        ("scaled_rows[M=N=4096,bf16]", "3.4.0", "identical"),
+    ]
+    assert rows[0]["detail"] == TYPED_ROW
+    assert f"- `typed` on 3.4.0: error: {TYPED_ROW}" in md.read_text()
+    refused = run_cli(["fidelity", "--spec", str(spec), "-k", "typed", "-t", "triton==3.4.0"])
+    assert refused.exit_code == exit_codes.USAGE, refused.output
+    assert refused.problem == f"{spec}: typed written by types: the check compares a launch's values"
+    assert refused.fix == "write it by values under [kernel.args] (docs/specs.md)"
