@@ -36,6 +36,7 @@ from ktriage.predict.facts import KernelFacts, facts_from_explain_json
 from ktriage.schema.core import read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.verdict import VerdictConfig
+from ktriage.wording import plural
 
 DATASET_VERSION = 1
 MAX_CELLS_MB = 512  # a cell is about 2 KB: millions of cells; KTRIAGE_MAX_INPUT_MB sets it
@@ -240,7 +241,7 @@ def cells_from_results(
     timed = run_toolchains(run, cells)
     if len(timed) < 2:  # no pair to compare: "no calibration cells", with no note, said the sources were wrong
         raise KtriageError(
-            f"{source or 'the results'}: the run timed {len(timed)} toolchain(s)"
+            f"{source or 'the results'}: the run timed {plural(len(timed), 'toolchain')}"
             + (f" ({', '.join(timed)})" if timed else "")
             + ", and a calibration cell is a toolchain measured against another in the same run",
             "pass the results of a bench that timed two or more toolchains side by side "

@@ -163,11 +163,30 @@ def test_calibrate_on_one_operator_says_its_scores_are_in_sample(run_cli, tmp_pa
     out = tmp_path / "model.json"
     r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms", "-o", str(out)])
     assert r.exit_code == 0, r.stderr
-    assert "in sample, not held out (one operator leaves none to hold out)" in r.stdout
+    assert "in sample, not held out (a fit on one operator cannot be held out by operator" in r.stdout
     assert "leave-one-operator-out" not in r.stdout
     model = json.loads(out.read_text())
     assert model["cross_validation"] is None and model["in_sample"]["matrix"]
     assert load_params(out).cv == {"held_out": False, "level": 0.8, "threshold": 0.05}
+
+
+def test_a_fit_on_one_operator_counts_in_the_singular_and_says_what_its_parameters_mean(
+    run_cli, tmp_path: Path
+) -> None:
+    """A user's small fit (one results file, one operator) printed "fitted_on": "8 cells of 1 operators", and its
+    parameters with no word on what they are worth: most of them were the defaults, untouched by the cells, and the
+    interval came from the fit's own residuals. The count is worded once (ktriage.wording), and the summary says
+    both, with what a held-out record needs."""
+    out = tmp_path / "model.json"
+    r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert load_params(out).fitted_on == "24 cells of 1 operator" and "1 operators" not in r.stdout
+    assert "how well the model fits the 24 cells it was fitted on" in r.stdout
+    assert "parameters kept their defaults (nothing in these cells moves them): " in r.stdout
+    kept = r.stdout.split("moves them): ", 1)[1].splitlines()[0].split(", ")
+    assert "lambda_atomic" in kept and "lambda_global" not in kept  # rms_norm has no atomics; it has loads
+    assert "comes from the residuals of the cells it was fitted on, so it is narrower than a held-out one" in r.stdout
+    assert "calibrate on two or more operators, with cross-validation" in r.stdout
 
 
 def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
@@ -183,7 +202,7 @@ def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
     no_ratio = tmp_path / "no_ratio.jsonl"
     no_ratio.write_text(json.dumps({**line, "measured": {**line["measured"], "ratio": -1.0}}) + "\n")
     r = run_cli(["calibrate", "--from", str(no_ratio), "-o", str(tmp_path / "m.json")])
-    assert r.exit_code == 2 and "none of the 1 calibration cells has a measured ratio" in r.err_text
+    assert r.exit_code == 2 and "the one calibration cell has no measured ratio to fit" in r.err_text
     assert not (tmp_path / "m.json").exists()
 
 
@@ -210,5 +229,5 @@ def test_calibrate_names_a_run_of_one_toolchain(run_cli) -> None:
     was passed. It names the file and the toolchain count now."""
     one = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "aa_1.json"
     r = run_cli(["calibrate", "--results", str(one), "--explain", str(REPORT)])
-    assert r.exit_code == 2 and r.problem.startswith(f"{one}: the run timed 1 toolchain(s) (triton-3.3.1"), r.stderr
+    assert r.exit_code == 2 and r.problem.startswith(f"{one}: the run timed 1 toolchain (triton-3.3.1"), r.stderr
     assert "two or more toolchains side by side" in (r.fix or "")
