@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +30,7 @@ from ktriage.wording import plural
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
     from ktriage.predict.calibration import Calibration
-    from ktriage.predict.dataset import CalibrationCell
+    from ktriage.predict.dataset import CalibrationCell, Skipped
 
 Say = Callable[[str], None]
 __all__ = ["DEFAULT_LEVEL", "CalibrateReport", "calibrate"]
@@ -39,11 +39,13 @@ __all__ = ["DEFAULT_LEVEL", "CalibrateReport", "calibrate"]
 @dataclass(frozen=True)
 class CalibrateReport:
     """The cells fitted on, the fit (parameters, and unless skipped its leave-one-operator-out
-    scores) and the gate the scores were counted at."""
+    scores), the gate the scores were counted at, and every measured pair of the results that made no
+    cell (``skipped``: ``say`` heard them grouped by kind, the model file keeps each)."""
 
     cells: list[CalibrationCell]
     calibration: Calibration
     threshold: float
+    skipped: list[Skipped] = field(default_factory=list)
 
     def summary_text(self) -> str:
         """What ``ktriage calibrate`` prints: the cross-validation's confusion matrix (when run) and
@@ -82,8 +84,10 @@ class CalibrateReport:
         return "".join(lines)
 
     def model_json(self) -> str:
-        """The parameters file (``explain --model FILE`` or ``KTRIAGE_MODEL=FILE`` reads it)."""
-        return json.dumps(self.calibration.to_json(), indent=1) + "\n"
+        """The parameters file (``explain --model FILE`` or ``KTRIAGE_MODEL=FILE`` reads it), with what the
+        results had that the fit left out (``"skipped"``, every one: the printed notes group them)."""
+        data = {**self.calibration.to_json(), "skipped": [s.to_json() for s in self.skipped]}
+        return json.dumps(data, indent=1) + "\n"
 
 
 def _what_the_parameters_mean(cal: Calibration) -> list[str]:
@@ -130,14 +134,15 @@ def calibrate(
     order with one ``explain`` JSON report each. ``operators``: one per results/run (default: the
     run's op); ``backends``: the artifact backend a catalog op's report compiled, one or one per
     source. ``cells_out``: write the dataset used there. ``level``: the coverage asked of the
-    prediction interval, a fraction in (0, 1) (0.8, not 80). ``say``: each source's notes and cell
-    count. A lone str or Path where a list goes is one item (``from_cells="cells.jsonl"``).
+    prediction interval, a fraction in (0, 1) (0.8, not 80). ``say``: each source's notes (what it
+    skipped, one line per kind) and cell count. A lone str or Path where a list goes is one item
+    (``from_cells="cells.jsonl"``).
 
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for unpaired sources and reports,
     and :class:`~ktriage.errors.FormatError` for a file that is not what it should be."""
     from ktriage.predict.calibration import calibrate as fit_cells
     from ktriage.predict.calibration import usable
-    from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
+    from ktriage.predict.dataset import cells_from_results, read_cells, skipped_summary, write_cells
 
     say = args.callback(say, "say")
     cross_validate = args.switch(cross_validate, "cross_validate", "--no-cv")
@@ -157,6 +162,7 @@ def calibrate(
     sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
     _check_pairing(len(sources), len(explain), len(operators), len(backends))
     cells: list[CalibrationCell] = []
+    skipped: list[Skipped] = []
     for path in from_cells:
         cells += read_cells(path)
     loaded = _Sources(db)
@@ -167,8 +173,9 @@ def calibrate(
         made, notes = cells_from_results(
             info, measured, _explain_report(Path(report_path)), operator=name, backend=be, source=label
         )
-        for note in dict.fromkeys(notes):
-            tell(f"note: {note}")
+        for line in skipped_summary(notes):  # one line per kind of mismatch: every one is in the report
+            tell(f"note: {line}")
+        skipped += notes
         tell(f"{label}: {plural(len(made), 'cell')} ({name})")
         cells += made
     if not cells:
@@ -190,7 +197,7 @@ def calibrate(
             "pass cells whose bench measured both toolchains (a failed or missing side has no ratio)",
         )
     cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=cross_validate)
-    return CalibrateReport(cells, cal, threshold)
+    return CalibrateReport(cells, cal, threshold, skipped)
 
 
 # How calibrate's messages name its sources, each option by its keyword and its flag (errors.option): the
