@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 
 from ktriage.analyze.sass import SassFunction
 from ktriage.measure.results_file import read_results
-from ktriage.predict.dataset import cells_from_results, write_cells
+from ktriage.predict.dataset import cells_from_results, skipped_summary, write_cells
 
 
 def _recorded_report(target: Path, run, results, specs: list[str]) -> dict:
@@ -391,8 +391,8 @@ def main() -> int:
         made, notes = cells_from_results(
             run, results, report, operator=source["operator"], backend=source.get("backend"), source=source["results"]
         )
-        for note in dict.fromkeys(notes):
-            print(f"note: {note}", file=sys.stderr)
+        for line in skipped_summary(notes):
+            print(f"note: {line}", file=sys.stderr)
         print(f"{source['operator']}: {len(made)} cells", file=sys.stderr)
         cells += made
     for kind in ("filled", "counted", "no cubin", "banks: filled", "banks: no cubin"):

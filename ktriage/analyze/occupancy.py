@@ -28,10 +28,11 @@ from typing import TypeAlias
 
 from ktriage.arch import Arch, parse_arch
 from ktriage.errors import SpecError
+from ktriage.wording import plural
 
 #: What :meth:`Occupancy.to_json` returns, spelled here rather than as
 #: ``ktriage.schema.jsontypes.JSONObject``: this module imports only the standard library and
-#: ktriage.arch/errors (see the module docstring). Every value is a JSON value, so the dict can be
+#: ktriage.arch/errors/wording (see the module docstring). Every value is a JSON value, so the dict can be
 #: stored wherever a ``JSONObject`` value goes.
 OccupancyJSON: TypeAlias = dict[str, str | int | float | dict[str, int]]
 
@@ -339,10 +340,6 @@ def shared_for_ctas(arch: Arch | str | int, ctas: int, *, reserved_shared: int |
 # --------------------------------------------------------------------------- the "lift" sentence
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _lift(a: Arch, occ: Occupancy, reserved: int, carveout: int | None, barriers: int) -> str:
     """Plain sentence: the smallest change that raises resident warps, found by searching the next
     threshold of each binding resource (not a heuristic: every number is recomputed by the rules)."""
@@ -378,8 +375,8 @@ def _lift(a: Arch, occ: Occupancy, reserved: int, carveout: int | None, barriers
         phrases.append(f"≤ {new_barriers} named barriers")
     better = _compute(a, new_regs, occ.num_warps, new_shared, reserved, carveout, new_barriers, with_lift=False)
     return (
-        f"{' and '.join(phrases)} would allow {_plural(better.ctas_per_sm, 'CTA')}/SM "
-        f"({_plural(better.warps_per_sm, 'warp')})"
+        f"{' and '.join(phrases)} would allow {plural(better.ctas_per_sm, 'CTA')}/SM "
+        f"({plural(better.warps_per_sm, 'warp')})"
     )
 
 
@@ -403,6 +400,6 @@ def _lift_by_warps(a: Arch, occ: Occupancy, reserved: int, carveout: int | None,
     if best is None:
         return f"{bound}; no other num_warps does better with these registers and shared memory"
     return (
-        f"num_warps={best.num_warps} would allow {_plural(best.ctas_per_sm, 'CTA')}/SM "
-        f"({_plural(best.warps_per_sm, 'warp')}); {bound}"
+        f"num_warps={best.num_warps} would allow {plural(best.ctas_per_sm, 'CTA')}/SM "
+        f"({plural(best.warps_per_sm, 'warp')}); {bound}"
     )

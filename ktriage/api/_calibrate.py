@@ -13,8 +13,9 @@ cost model itself is ``ktriage.predict``; this only gathers its input and calls 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,11 +25,12 @@ from ktriage.errors import FormatError, KtriageError, option
 from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
 from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.stats.gate import check_gate
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
     from ktriage.predict.calibration import Calibration
-    from ktriage.predict.dataset import CalibrationCell
+    from ktriage.predict.dataset import CalibrationCell, Skipped
 
 Say = Callable[[str], None]
 __all__ = ["DEFAULT_LEVEL", "CalibrateReport", "calibrate"]
@@ -37,26 +39,33 @@ __all__ = ["DEFAULT_LEVEL", "CalibrateReport", "calibrate"]
 @dataclass(frozen=True)
 class CalibrateReport:
     """The cells fitted on, the fit (parameters, and unless skipped its leave-one-operator-out
-    scores) and the gate the scores were counted at."""
+    scores), the gate the scores were counted at, and every measured pair of the results that made no
+    cell (``skipped``: ``say`` heard them grouped by kind, the model file keeps each)."""
 
     cells: list[CalibrationCell]
     calibration: Calibration
     threshold: float
+    skipped: list[Skipped] = field(default_factory=list)
 
     def summary_text(self) -> str:
         """What ``ktriage calibrate`` prints: the cross-validation's confusion matrix (when run) and
-        the fitted parameters, rounded."""
+        the fitted parameters, rounded, with what they mean when nothing was held out."""
         cal, lines = self.calibration, []
         operators = len({c.operator for c in self.cells})
+        cells = plural(len(cal.cv_cells), "cell")
         if cal.scores is not None and not cal.held_out:
-            why = "one operator leaves none to hold out" if operators < 2 else "--no-cv"
+            why = (
+                "a fit on one operator cannot be held out by operator: none is left to fit on"
+                if operators < 2
+                else "--no-cv"
+            )
             lines.append(
-                f"in sample, not held out ({why}): how well the model fits these {len(cal.cv_cells)} cells, "
+                f"in sample, not held out ({why}): how well the model fits the {cells} it was fitted on, "
                 f"not how well it predicts others (gate +-{self.threshold:.0%}):\n\n" + cal.scores.markdown() + "\n"
             )
         elif cal.scores is not None:
             lines.append(
-                f"leave-one-operator-out over {operators} operators, {len(cal.cv_cells)} cells "
+                f"leave-one-operator-out over {plural(operators, 'operator')}, {cells} "
                 f"(gate +-{self.threshold:.0%}):\n\n"
             )
             lines.append(cal.scores.markdown() + "\n")
@@ -67,13 +76,42 @@ class CalibrateReport:
             )
             if ceiling.text():
                 lines.append("\nwhat the interval's width alone allows:\n" + ceiling.text() + "\n")
+        if cal.scores is not None and "n/a" in cal.scores.markdown():
+            lines.append("(n/a: no cell was predicted that kind, for a precision, or measured it, for a recall)\n")
         params = {k: round(v, 4) if isinstance(v, float) else v for k, v in cal.params.to_json().items() if k != "cv"}
         lines.append("\nparameters: " + json.dumps(params) + "\n")
+        lines += [line + "\n" for line in _what_the_parameters_mean(cal)]
         return "".join(lines)
 
     def model_json(self) -> str:
-        """The parameters file (``explain --model FILE`` or ``KTRIAGE_MODEL=FILE`` reads it)."""
-        return json.dumps(self.calibration.to_json(), indent=1) + "\n"
+        """The parameters file (``explain --model FILE`` or ``KTRIAGE_MODEL=FILE`` reads it), with what the
+        results had that the fit left out (``"skipped"``, every one: the printed notes group them)."""
+        data = {**self.calibration.to_json(), "skipped": [s.to_json() for s in self.skipped]}
+        return json.dumps(data, indent=1) + "\n"
+
+
+def _what_the_parameters_mean(cal: Calibration) -> list[str]:
+    """The sentences a small fit needs next to its parameters: those its cells gave no reason to move (still the
+    defaults: a model file from this fit prices those mechanisms as the defaults do, not as measured), and, with
+    nothing held out, that the interval is the fit's own residuals' (narrower than a held-out one) and that the
+    model file carries no held-out record for explain and triage to quote."""
+    from ktriage.predict.model import Params
+
+    default = Params()  # within 1e-6: the optimizer's finite differences nudge an unused parameter by ~1e-8
+    kept = [k for k in Params.FREE if math.isclose(getattr(cal.params, k), getattr(default, k), rel_tol=1e-6)]
+    out = []
+    if kept:
+        out.append(
+            f"{len(kept)} of the {len(Params.FREE)} parameters kept their defaults (nothing in these cells moves them): "
+            + ", ".join(kept)
+        )
+    if not cal.held_out:
+        out.append(
+            "the interval (interval_a, interval_b) comes from the residuals of the cells it was fitted on, "
+            "so it is narrower than a held-out one; the model file has no held-out scores for explain and triage "
+            "to quote (calibrate on two or more operators, with cross-validation, for those)"
+        )
+    return out
 
 
 def calibrate(
@@ -96,14 +134,15 @@ def calibrate(
     order with one ``explain`` JSON report each. ``operators``: one per results/run (default: the
     run's op); ``backends``: the artifact backend a catalog op's report compiled, one or one per
     source. ``cells_out``: write the dataset used there. ``level``: the coverage asked of the
-    prediction interval, a fraction in (0, 1) (0.8, not 80). ``say``: each source's notes and cell
-    count. A lone str or Path where a list goes is one item (``from_cells="cells.jsonl"``).
+    prediction interval, a fraction in (0, 1) (0.8, not 80). ``say``: each source's notes (what it
+    skipped, one line per kind) and cell count. A lone str or Path where a list goes is one item
+    (``from_cells="cells.jsonl"``).
 
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for unpaired sources and reports,
     and :class:`~ktriage.errors.FormatError` for a file that is not what it should be."""
     from ktriage.predict.calibration import calibrate as fit_cells
     from ktriage.predict.calibration import usable
-    from ktriage.predict.dataset import cells_from_results, read_cells, write_cells
+    from ktriage.predict.dataset import cells_from_results, read_cells, skipped_summary, write_cells
 
     say = args.callback(say, "say")
     cross_validate = args.switch(cross_validate, "cross_validate", "--no-cv")
@@ -123,6 +162,7 @@ def calibrate(
     sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
     _check_pairing(len(sources), len(explain), len(operators), len(backends))
     cells: list[CalibrationCell] = []
+    skipped: list[Skipped] = []
     for path in from_cells:
         cells += read_cells(path)
     loaded = _Sources(db)
@@ -133,9 +173,10 @@ def calibrate(
         made, notes = cells_from_results(
             info, measured, _explain_report(Path(report_path)), operator=name, backend=be, source=label
         )
-        for note in dict.fromkeys(notes):
-            tell(f"note: {note}")
-        tell(f"{label}: {len(made)} cells ({name})")
+        for line in skipped_summary(notes):  # one line per kind of mismatch: every one is in the report
+            tell(f"note: {line}")
+        skipped += notes
+        tell(f"{label}: {plural(len(made), 'cell')} ({name})")
         cells += made
     if not cells:
         raise KtriageError(
@@ -146,12 +187,17 @@ def calibrate(
         write_cells(cells_out, cells)
         tell(f"dataset: {cells_out}")
     if not usable(cells):
+        which = (
+            "the one calibration cell has no"
+            if len(cells) == 1
+            else f"none of the {len(cells)} calibration cells has a"
+        )
         raise KtriageError(
-            f"none of the {len(cells)} calibration cells has a measured ratio to fit (a finite ratio above 0)",
+            f"{which} measured ratio to fit (a finite ratio above 0)",
             "pass cells whose bench measured both toolchains (a failed or missing side has no ratio)",
         )
     cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=cross_validate)
-    return CalibrateReport(cells, cal, threshold)
+    return CalibrateReport(cells, cal, threshold, skipped)
 
 
 # How calibrate's messages name its sources, each option by its keyword and its flag (errors.option): the
@@ -160,17 +206,22 @@ _SOURCE = f"{option('results', '--results')} or {option('runs', '--run')}"
 _RESULTS_WITH_REPORT = f"{option('results', '--results', 'R.json')} with {option('explain', '--explain', 'E.json')}"
 
 
+def _sources(n: int) -> str:
+    """How many results files and runs: "1 results file or run", "0 results files or runs"."""
+    return plural(n, "results file or run", "results files or runs")
+
+
 def _check_pairing(sources: int, reports: int, operators: int, backends: int) -> None:
     """Each explain report, operator and backend goes with one results file or run, in order; a count
     that does not match is refused naming the keyword and the flag of each side."""
     if reports != sources:
         raise KtriageError(
-            f"{sources} results/runs but {reports} reports in {option('explain', '--explain')}",
+            f"{_sources(sources)} but {plural(reports, 'report')} in {option('explain', '--explain')}",
             f"pass one explain report per item of {_SOURCE}, in the same order",
         )
     if operators and operators != sources:
         raise KtriageError(
-            f"{operators} names in {option('operators', '--operator')} for {sources} results/runs",
+            f"{plural(operators, 'name')} in {option('operators', '--operator')} for {_sources(sources)}",
             f"pass one per item of {_SOURCE}, or none",
         )
     if backends and not sources:  # a dataset's cells carry their backends: backends would change nothing
@@ -181,7 +232,7 @@ def _check_pairing(sources: int, reports: int, operators: int, backends: int) ->
         )
     if backends and backends not in (1, sources):
         raise KtriageError(
-            f"{backends} names in {option('backends', '--backend')} for {sources} results/runs",
+            f"{plural(backends, 'name')} in {option('backends', '--backend')} for {_sources(sources)}",
             "pass one, or one per source",
         )
 

@@ -43,6 +43,7 @@ from ktriage.predict.model import (
     stack,
 )
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 DEFAULT_LEVEL = 0.8  # coverage asked of the interval
 PRIOR_SIGMA = 1.0  # log-space width of the prior around the physical defaults
@@ -454,7 +455,7 @@ def calibrate(
             **full.to_json(),
             "interval_a": a,
             "interval_b": b,
-            "fitted_on": f"{len(data.cells)} cells of {len(operators)} operators",
+            "fitted_on": f"{plural(len(data.cells), 'cell')} of {plural(len(operators), 'operator')}",
             # what explain and triage quote as the model's held-out record: nothing, when nothing was held out
             "cv": (
                 {

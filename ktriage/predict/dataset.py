@@ -36,6 +36,7 @@ from ktriage.predict.facts import KernelFacts, facts_from_explain_json
 from ktriage.schema.core import read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.stats.verdict import VerdictConfig
+from ktriage.wording import plural
 
 DATASET_VERSION = 1
 MAX_CELLS_MB = 512  # a cell is about 2 KB: millions of cells; KTRIAGE_MAX_INPUT_MB sets it
@@ -195,6 +196,68 @@ def write_cells(path: str | Path, cells: Iterable[CalibrationCell]) -> Path:
     return p
 
 
+# --------------------------------------------------------------------------- what the pairing skipped
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A measured pair (or a whole comparison) of a results file that made no calibration cell, and why.
+
+    Why a type, not a line of text: an explain report of fewer inputs than the results skips one input
+    after another for the same reason, and 26 notes of one line each buried the one thing to know. The
+    pairing records each (``reason``: one phrase per kind of mismatch, what ``skipped_summary`` groups
+    by); calibrate prints the groups and keeps every record (``CalibrateReport.skipped``, the model
+    file's ``"skipped"``)."""
+
+    operator: str
+    reason: str  # the kind of mismatch: "no kernel of the explain report matches"
+    noun: str  # what one record is, to count them: "input", "comparison", "kernel"
+    label: str  # which one: "(4096, 3072)", "triton==3.4.0 against triton==3.3.1"
+    where: str = ""  # what the label is of, when the noun alone does not say: the backend "liger_layer_norm"
+    detail: str = ""  # what the reason does not say: what the report has
+    fix: str = ""  # how to make these pairs cells
+    source: str = ""  # the results file or run
+
+    def text(self) -> str:
+        """The record as one line: "layer_norm liger_layer_norm input (4096, 3072): no kernel of ... matches"."""
+        subject = " ".join(x for x in (self.operator, self.where, self.noun, self.label) if x)
+        return f"{subject}: {self.reason}" + (f" ({self.detail})" if self.detail else "")
+
+    def to_json(self) -> JSONObject:
+        return {
+            "source": self.source,
+            "operator": self.operator,
+            "reason": self.reason,
+            "noun": self.noun,
+            "label": self.label,
+            "where": self.where,
+            "detail": self.detail,
+            "fix": self.fix,
+        }
+
+
+def skipped_summary(skipped: Sequence[Skipped], shown: int = 3) -> list[str]:
+    """One line per kind of mismatch (an operator's ``where``, ``noun`` and ``reason``), in the order first
+    met: how many, the first ``shown`` labels, and the fix. A label met twice (one input of two comparisons)
+    counts once; a detail all of a kind share is said once."""
+    groups: dict[tuple[str, str, str, str], list[Skipped]] = {}
+    for s in skipped:
+        groups.setdefault((s.operator, s.where, s.noun, s.reason), []).append(s)
+    out = []
+    for (operator, where, noun, reason), members in groups.items():
+        labels = list(dict.fromkeys(m.label for m in members))
+        head = f"{plural(len(labels), noun)} of {' '.join(x for x in (operator, where) if x)} skipped ({reason})"
+        listed = ", ".join(labels[:shown]) + (f" and {len(labels) - shown} more" if len(labels) > shown else "")
+        details = {m.detail for m in members}
+        line = f"{head}: {listed}"
+        if len(details) == 1 and members[0].detail:
+            line += f" ({members[0].detail})"
+        if members[0].fix:
+            line += f"; {members[0].fix}"
+        out.append(line)
+    return out
+
+
 # --------------------------------------------------------------------------- building from bench + explain
 
 
@@ -219,13 +282,14 @@ def cells_from_results(
     backend: str | None = None,
     source: str = "",
     config: VerdictConfig | None = None,
-) -> tuple[list[CalibrationCell], list[str]]:
+) -> tuple[list[CalibrationCell], list[Skipped]]:
     """Calibration cells of one results file paired with one explain report of the same kernels.
 
     ``backend``: for a catalog op, the artifact backend whose kernels the report compiled (None:
     a recorded bundle, matched by kernel and recorded input). Every toolchain of the run is
-    compared against the run's first (its reference). Returns (cells, notes on what was skipped)."""
-    notes: list[str] = []
+    compared against the run's first (its reference). Returns (cells, what was skipped: each distinct
+    mismatch once, in the order met)."""
+    notes: list[Skipped] = []
     tc_spec = _spec_of_toolchain(run)
     explain_tc = {str(t["spec"]): str(t["id"]) for t in explain.get("toolchains", ())}
     by_key = {(c.key.op, c.key.mode, c.key.input_id, c.key.backend, c.key.toolchain): c for c in cells}
@@ -240,7 +304,7 @@ def cells_from_results(
     timed = run_toolchains(run, cells)
     if len(timed) < 2:  # no pair to compare: "no calibration cells", with no note, said the sources were wrong
         raise KtriageError(
-            f"{source or 'the results'}: the run timed {len(timed)} toolchain(s)"
+            f"{source or 'the results'}: the run timed {plural(len(timed), 'toolchain')}"
             + (f" ({', '.join(timed)})" if timed else "")
             + ", and a calibration cell is a toolchain measured against another in the same run",
             "pass the results of a bench that timed two or more toolchains side by side "
@@ -263,13 +327,29 @@ def cells_from_results(
     for comparison in compare_toolchains(cells, run=run, config=config or VerdictConfig()):
         ref_spec, new_spec = tc_spec.get(comparison.ref_label), tc_spec.get(comparison.new_label)
         if ref_spec is None or new_spec is None:
-            notes.append(f"toolchain {comparison.ref_label} or {comparison.new_label} has no spec in the run")
+            notes.append(
+                Skipped(
+                    operator,
+                    "a toolchain has no spec in the run",
+                    "comparison",
+                    f"{comparison.new_label} against {comparison.ref_label}",
+                    fix="bench again with this ktriage (its results files name each toolchain's spec)",
+                    source=source,
+                )
+            )
             continue
         missing = [s for s in (ref_spec, new_spec) if s not in explain_tc]
         if missing:  # named, with what the report has: "lacks A or B" left the reader to find which
             notes.append(
-                f"the explain report lacks {' and '.join(missing)} (it has {', '.join(explain_tc) or 'none'}): "
-                f"{operator} {new_spec} against {ref_spec} skipped"
+                Skipped(
+                    operator,
+                    f"the explain report lacks {' and '.join(missing)}",
+                    "comparison",
+                    f"{new_spec} against {ref_spec}",
+                    detail=f"it has {', '.join(explain_tc) or 'none'}",
+                    fix="explain with every toolchain of the run (-t)",
+                    source=source,
+                )
             )
             continue
         for pair in comparison.pairs:
@@ -291,7 +371,15 @@ def cells_from_results(
                 )
             if kernel_json is None:
                 notes.append(
-                    f"{operator} {pair.backend} input {pair.input_label}: no kernel of the explain report matches"
+                    Skipped(
+                        operator,
+                        "no kernel of the explain report matches",
+                        "input",
+                        pair.input_label,
+                        where=pair.backend,
+                        fix="to fit on them, explain them too (explain -i covers only the inputs it names)",
+                        source=source,
+                    )
                 )
                 continue
             results = kernel_json.get("results", {})
@@ -302,13 +390,29 @@ def cells_from_results(
                 or "error" in ref_res
                 or "error" in new_res
             ):
-                notes.append(f"{operator} {kernel_json.get('name')}: a side failed to compile in the explain report")
+                notes.append(
+                    Skipped(
+                        operator,
+                        "a side failed to compile in the explain report",
+                        "kernel",
+                        str(kernel_json.get("name")),
+                        fix="the explain report names the compile error",
+                        source=source,
+                    )
+                )
                 continue
             function = pair.backend.split(":", 1)[1] if backend is None and ":" in pair.backend else None
             if function is not None and function != str(ref_res.get("kernel_name")):
                 notes.append(
-                    f"{operator} {pair.backend}: the explain report's kernel there is "
-                    f"{ref_res.get('kernel_name')} (another recording of the workload?): skipped"
+                    Skipped(
+                        operator,
+                        "the explain report's kernel there is another function",
+                        "kernel",
+                        pair.backend,
+                        detail=f"the report has {ref_res.get('kernel_name')}",
+                        fix="explain the workload the run benched (another recording of it?)",
+                        source=source,
+                    )
                 )
                 continue
             spec = kernel_json.get("spec", {})
@@ -335,4 +439,4 @@ def cells_from_results(
                     },
                 )
             )
-    return out, notes
+    return out, list(dict.fromkeys(notes))

@@ -105,7 +105,7 @@ def test_a_number_out_of_its_flags_range_or_of_another_type_is_refused_before_an
         ),
         (
             {"from_cells": ["c.jsonl"], "operators": ["layer_norm"]},
-            r"1 names in operators \(--operator\) for 0 results/runs",
+            r"1 name in operators \(--operator\) for 0 results files or runs",
         ),
     ],
 )

@@ -151,7 +151,7 @@ def test_calibrate_names_from_cells_results_explain_and_backends_as_keywords(tmp
     )
     with pytest.raises(KtriageError) as unpaired:
         kt.calibrate(results=[tmp_path / "r.json"])
-    assert unpaired.value.problem == "1 results/runs but 0 reports in explain (--explain)"
+    assert unpaired.value.problem == "1 results file or run but 0 reports in explain (--explain)"
     report = tmp_path / "report.md"
     report.write_text("# a report\n")
     with pytest.raises(KtriageError) as cells_out:

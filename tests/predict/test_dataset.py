@@ -61,9 +61,9 @@ def test_a_toolchain_the_report_lacks_is_named(tmp_path: Path) -> None:
     report["toolchains"] = [t for t in report["toolchains"] if t["spec"] != "triton==3.3.1"]
     made, notes = cells_from_results(run, cells, report, operator="tb_rms_norm_bwd", source=FIXED)
     assert len(made) == 12  # 3.4.0 against 3.6.0 only
-    assert notes == [
-        "the explain report lacks triton==3.3.1 (it has triton==3.4.0, triton==3.6.0, triton==3.9.0): "
-        "tb_rms_norm_bwd triton==3.3.1 against triton==3.6.0 skipped"
+    assert [n.text() for n in notes] == [
+        "tb_rms_norm_bwd comparison triton==3.3.1 against triton==3.6.0: the explain report lacks triton==3.3.1 "
+        "(it has triton==3.4.0, triton==3.6.0, triton==3.9.0)"
     ], notes
 
 
@@ -81,6 +81,35 @@ def test_a_catalog_report_without_backend_is_refused_naming_it(run_cli) -> None:
     assert "use one of: liger_layer_norm" in r.err_text  # a wrong name skipped every pair the same way
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_layer_norm"])
     assert r.exit_code == 0 and "30 cells" in r.err_text, r.stderr  # named, the same files pair
+
+
+def test_a_partial_explain_report_is_one_note_and_every_input_it_lacks_is_kept(run_cli, tmp_path: Path) -> None:
+    """A user explained 4 of the 30 inputs their results file timed: calibrate printed one note per input the
+    report lacks (26 lines, each "no kernel of the explain report matches") before the one line that mattered.
+    One note per kind of mismatch now, with the count, the first labels and the fix; the model file (-o) and
+    the API's report keep every one."""
+    results = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
+    whole = json.loads((REPO / "benchmarks" / "explain" / "layer_norm_bwd_triton_3.3.1_vs_3.4.0.json").read_text())
+    partial = tmp_path / "partial.json"  # the report of 4 inputs, as `explain -i 0 -i 1 -i 2 -i 3` writes it
+    partial.write_text(json.dumps({**whole, "kernels": whole["kernels"][:4]}))
+    out = tmp_path / "model.json"
+    base = ["calibrate", "--results", str(results), "--explain", str(partial), "--backend", "liger_layer_norm"]
+    r = run_cli([*base, "--no-cv", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if line.startswith("note:")]
+    assert notes == [
+        "note: 26 inputs of layer_norm liger_layer_norm skipped (no kernel of the explain report matches): "
+        "(4096, 3072), (4096, 3584), (4096, 4096) and 23 more; "
+        "to fit on them, explain them too (explain -i covers only the inputs it names)",
+        # the run also timed 3.5.1, which this report never compiled: another kind, its own line
+        "note: 1 comparison of layer_norm skipped (the explain report lacks triton==3.5.1): triton==3.5.1 against "
+        "triton==3.3.1 (it has triton==3.3.1, triton==3.4.0); explain with every toolchain of the run (-t)",
+    ], r.stderr
+    assert f"{results}: 4 cells (layer_norm)" in r.err_text
+    skipped = json.loads(out.read_text())["skipped"]
+    inputs = [s["label"] for s in skipped if s["reason"] == "no kernel of the explain report matches"]
+    assert len(skipped) == 27 and len(inputs) == 26 and inputs[-1] == "(4096, 15872)"
+    assert {s["source"] for s in skipped} == {str(results)}
 
 
 def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None:
@@ -163,11 +192,30 @@ def test_calibrate_on_one_operator_says_its_scores_are_in_sample(run_cli, tmp_pa
     out = tmp_path / "model.json"
     r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms", "-o", str(out)])
     assert r.exit_code == 0, r.stderr
-    assert "in sample, not held out (one operator leaves none to hold out)" in r.stdout
+    assert "in sample, not held out (a fit on one operator cannot be held out by operator" in r.stdout
     assert "leave-one-operator-out" not in r.stdout
     model = json.loads(out.read_text())
     assert model["cross_validation"] is None and model["in_sample"]["matrix"]
     assert load_params(out).cv == {"held_out": False, "level": 0.8, "threshold": 0.05}
+
+
+def test_a_fit_on_one_operator_counts_in_the_singular_and_says_what_its_parameters_mean(
+    run_cli, tmp_path: Path
+) -> None:
+    """A user's small fit (one results file, one operator) printed "fitted_on": "8 cells of 1 operators", and its
+    parameters with no word on what they are worth: most of them were the defaults, untouched by the cells, and the
+    interval came from the fit's own residuals. The count is worded once (ktriage.wording), and the summary says
+    both, with what a held-out record needs."""
+    out = tmp_path / "model.json"
+    r = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(REPORT), "--operator", "rms", "-o", str(out)])
+    assert r.exit_code == 0, r.stderr
+    assert load_params(out).fitted_on == "24 cells of 1 operator" and "1 operators" not in r.stdout
+    assert "how well the model fits the 24 cells it was fitted on" in r.stdout
+    assert "parameters kept their defaults (nothing in these cells moves them): " in r.stdout
+    kept = r.stdout.split("moves them): ", 1)[1].splitlines()[0].split(", ")
+    assert "lambda_atomic" in kept and "lambda_global" not in kept  # rms_norm has no atomics; it has loads
+    assert "comes from the residuals of the cells it was fitted on, so it is narrower than a held-out one" in r.stdout
+    assert "calibrate on two or more operators, with cross-validation" in r.stdout
 
 
 def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
@@ -183,7 +231,7 @@ def test_calibrate_refuses_cells_it_cannot_fit(run_cli, tmp_path: Path) -> None:
     no_ratio = tmp_path / "no_ratio.jsonl"
     no_ratio.write_text(json.dumps({**line, "measured": {**line["measured"], "ratio": -1.0}}) + "\n")
     r = run_cli(["calibrate", "--from", str(no_ratio), "-o", str(tmp_path / "m.json")])
-    assert r.exit_code == 2 and "none of the 1 calibration cells has a measured ratio" in r.err_text
+    assert r.exit_code == 2 and "the one calibration cell has no measured ratio to fit" in r.err_text
     assert not (tmp_path / "m.json").exists()
 
 
@@ -210,5 +258,5 @@ def test_calibrate_names_a_run_of_one_toolchain(run_cli) -> None:
     was passed. It names the file and the toolchain count now."""
     one = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "aa_1.json"
     r = run_cli(["calibrate", "--results", str(one), "--explain", str(REPORT)])
-    assert r.exit_code == 2 and r.problem.startswith(f"{one}: the run timed 1 toolchain(s) (triton-3.3.1"), r.stderr
+    assert r.exit_code == 2 and r.problem.startswith(f"{one}: the run timed 1 toolchain (triton-3.3.1"), r.stderr
     assert "two or more toolchains side by side" in (r.fix or "")

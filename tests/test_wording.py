@@ -1,0 +1,11 @@
+"""ktriage.wording.plural: the one home of a counted noun (calibrate said "8 cells of 1 operators")."""
+
+from __future__ import annotations
+
+from ktriage.wording import plural
+
+
+def test_a_count_of_one_is_singular_and_any_other_plural() -> None:
+    assert [plural(n, "operator") for n in (0, 1, 2)] == ["0 operators", "1 operator", "2 operators"]
+    assert plural(1, "results file or run", "results files or runs") == "1 results file or run"
+    assert plural(3, "results file or run", "results files or runs") == "3 results files or runs"
