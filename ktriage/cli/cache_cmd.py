@@ -14,7 +14,6 @@ from ktriage.cli.console import make_console
 from ktriage.cli.options import Format, emit, format_option, output_option
 
 app = typer.Typer(help="The artifact cache: its size, a check of every entry, cleanup.", no_args_is_help=True)
-console = make_console()
 
 FORMATS = ("table", "markdown", "json")
 WRITERS = (".md", ".json")
@@ -28,7 +27,7 @@ def info(
     """Where the artifact cache is, how many entries it holds and its size on disk."""
     report = cache_info()
     writers = {".json": report.json_text, ".md": report.to_markdown}
-    emit(fmt, writers, lambda: report.print_table(console), output, make_console(stderr=True))
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
 
 
 @app.command("verify")
@@ -49,7 +48,7 @@ def verify(
     damaged (with --fix: some could not be moved aside, e.g. a read-only cache; each says why)."""
     report = cache_verify(fix=fix)
     writers = {".json": report.json_text, ".md": report.to_markdown}
-    emit(fmt, writers, lambda: report.print_table(console), output, make_console(stderr=True))
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
     if not report.ok:
         raise typer.Exit(exit_codes.FINDING)
 
@@ -72,4 +71,4 @@ def gc(
     """Remove quarantined entries and stale temp folders (with --older-than, unused entries too) and report the bytes freed."""
     report = cache_gc(older_than_days=older_than, dry_run=dry_run)
     writers = {".json": report.json_text, ".md": report.to_markdown}
-    emit(fmt, writers, lambda: report.print_table(console), output, make_console(stderr=True))
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))

@@ -23,7 +23,6 @@ from ktriage.cli.options import (
 )
 
 app = typer.Typer(help="Built-in kernels: Liger-Kernel recipes and ktriage's tutorial kernels.", no_args_is_help=True)
-console = make_console()
 
 
 LIST_FORMATS = ("table", "markdown", "json", "csv")
@@ -41,7 +40,7 @@ def list_cmd(
     report = catalog_list()
     writers = {".md": report.to_markdown, ".json": report.json_text, ".csv": report.to_csv}
     if fmt is Format.table:
-        report.print_table(console)
+        report.print_table(make_console())
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))
@@ -66,7 +65,7 @@ def show_cmd(
     )
     writers = {".md": report.to_markdown, ".json": report.json_text, ".toml": report.to_toml}
     if fmt is Format.table:
-        report.print_table(console)
+        report.print_table(make_console())
     else:
         typer.echo(writers[SUFFIX[fmt]](), nl=False)
     write_outputs(output or [], writers, make_console(stderr=True))

@@ -17,8 +17,6 @@ from ktriage.cli.options import RESULTS_FILE, Db, Format, emit, format_option, o
 app = typer.Typer(
     help="Stored measurement runs: list, show, export, import, delete (the results store).", no_args_is_help=True
 )
-console = make_console()
-err_console = make_console(stderr=True)
 
 
 LIST_FORMATS = ("table", "markdown", "json", "csv")
@@ -49,7 +47,7 @@ def list_cmd(
     """List stored runs: id, date, GPU, toolchains, cells ok/wrong/error, status."""
     report = runs_list(db=db, limit=limit, status=status, gpu=gpu, op=op, toolchain=toolchain)
     writers = {".md": report.to_markdown, ".json": report.json_text, ".csv": report.to_csv}
-    emit(fmt, writers, lambda: report.print_table(console), output, err_console)
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
 
 
 @app.command("show")
@@ -64,7 +62,7 @@ def show_cmd(
     """Show a run: environment, toolchains, settings, and the median latency of every cell."""
     report = runs_show(run=run, db=db)
     writers = {".md": report.to_markdown, ".json": report.json_text}
-    emit(fmt, writers, lambda: report.print_table(console), output, err_console)
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
 
 
 @app.command("export")
@@ -90,7 +88,7 @@ def export_cmd(
         typer.echo(
             writers[".csv" if fmt is Format.csv else ".json"](), nl=False
         )  # the export's bytes, as written to -o
-    write_outputs(output or [], writers, err_console)
+    write_outputs(output or [], writers, make_console(stderr=True))
 
 
 @app.command("import")
@@ -100,7 +98,7 @@ def import_cmd(
 ) -> None:
     """Import an exported run (e.g. measured on the GPU host) into this store."""
     done = runs_import(path=path, db=db)
-    console.print(f"imported run {done.run_id} ({done.cells} cells) into {escape(done.url)}")
+    make_console().print(f"imported run {done.run_id} ({done.cells} cells) into {escape(done.url)}")
 
 
 @app.command("delete")
@@ -112,7 +110,7 @@ def delete_cmd(
     done = runs_delete(run=run, db=db)
     s = done.summary
     gpu = s.run.gpu.get("name", "?") if isinstance(s.run.gpu, dict) else "?"
-    console.print(
+    make_console().print(
         f"deleted run {s.run.run_id} ({escape(s.run.created)}, {escape(str(gpu))}, {s.run.status}, "
         f"{done.cells} cells) from {escape(done.url)}"
     )

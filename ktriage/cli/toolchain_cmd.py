@@ -13,7 +13,6 @@ from ktriage.cli.console import make_console
 from ktriage.cli.options import Format, emit, format_option, output_option
 
 app = typer.Typer(help="Manage compiler toolchains (Triton + ptxas).", no_args_is_help=True)
-console = make_console()
 
 SPEC_HELP = (
     "A toolchain spec: triton==3.4.0 | triton==3.3.1,ptxas==12.8.93 | triton==3.4.0,ptxas-options=--register-usage-level=4 "
@@ -28,6 +27,7 @@ WRITERS = (".md", ".json")
 @app.command("add")
 def add(specs: list[str] = typer.Argument(..., help=SPEC_HELP, metavar="SPEC")) -> None:
     """Build toolchains (a virtualenv per Triton, ptxas releases on demand); reuse them if built."""
+    console = make_console()
     for spec in specs:
         with console.status(f"[bold]{spec}[/]: starting") as status:
 
@@ -50,7 +50,7 @@ def list_(
     """List built toolchains: id, versions, options, size on disk."""
     report = toolchain_list()
     writers = {".json": report.json_text, ".md": report.to_markdown}
-    emit(fmt, writers, lambda: report.print_table(console), output, make_console(stderr=True))
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
 
 
 @app.command("show")
@@ -62,10 +62,10 @@ def show(
     """Show every field of a built toolchain, and how its Triton assembles for each probed arch."""
     report = toolchain_show(id_or_spec=id_or_spec)
     writers = {".json": report.json_text, ".md": report.to_markdown}
-    emit(fmt, writers, lambda: report.print_table(console), output, make_console(stderr=True))
+    emit(fmt, writers, lambda: report.print_table(make_console()), output, make_console(stderr=True))
 
 
 @app.command("remove")
 def remove(id_or_spec: str = typer.Argument(..., help=ID_HELP, metavar="ID|SPEC")) -> None:
     """Remove a toolchain (its venv and ptxas release too, once nothing else uses them)."""
-    console.print(f"removed {toolchain_remove(id_or_spec=id_or_spec)}")
+    make_console().print(f"removed {toolchain_remove(id_or_spec=id_or_spec)}")

@@ -24,33 +24,27 @@ def test_list_shows_every_op(run_cli: RunCli) -> None:
 
 
 @pytest.mark.parametrize("columns", [80, 100, 120])
-def test_list_table_reads_at_80_to_120_columns(columns: int) -> None:
+def test_list_table_reads_at_80_to_120_columns(columns: int, run_cli: RunCli) -> None:
     """At 120 columns the seven-column table left the description a word per line and broke names
     (``liger.layer_norm@0`` over ``.8.5``). Now: no line wider than the terminal, every name, alias,
-    package and description word whole, and each op a block of at most 5 lines (blank between ops).
-    Drawn on a real rich console of that width, as the CLI's (``catalog_cmd`` makes its console once, at
-    import: ``KTRIAGE_COLUMNS`` set in one test would not reach it)."""
-    import io
-
-    from rich.console import Console
-
-    from ktriage.api import catalog_list
+    package and description word whole, and each op a block of at most 5 lines (blank between ops)."""
     from ktriage.catalog import list_ops
 
-    out = io.StringIO()
-    catalog_list().print_table(Console(file=out, width=columns, color_system=None, force_terminal=False))
-    lines = out.getvalue().splitlines()
-    assert all(len(line.rstrip()) <= columns for line in lines), out.getvalue()
+    result = run_cli(["catalog", "list"], env={"KTRIAGE_COLUMNS": str(columns)})
+    assert result.exit_code == exit_codes.OK, result.output
+    text = result.stdout
+    lines = text.splitlines()
+    assert all(len(line.rstrip()) <= columns for line in lines), text
     tokens = {token for line in lines for token in line.split()}
     for op in list_ops():
         package = op.package or "(ktriage)"
         shown = op.description.removesuffix(f", {package.replace('==', ' ')}")
         whole = {op.name, *op.aliases, package, *shown.split()}
-        assert whole <= tokens, (whole - tokens, out.getvalue())
+        assert whole <= tokens, (whole - tokens, text)
     rule = next(i for i, line in enumerate(lines) if line.lstrip().startswith("─"))
     body = "\n".join(line if line.strip() else "" for line in lines[rule + 1 :])
     blocks = [block for block in body.split("\n\n") if block.strip()]
-    assert len(blocks) >= len(list_ops()) and max(len(b.splitlines()) for b in blocks) <= 5, out.getvalue()
+    assert len(blocks) >= len(list_ops()) and max(len(b.splitlines()) for b in blocks) <= 5, text
 
 
 def test_show_table_and_json(run_cli: RunCli) -> None:

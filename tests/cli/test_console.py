@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -12,6 +13,7 @@ from rich.console import Console
 from ktriage.cli import exit_codes
 from ktriage.cli.console import help_width, print_error
 from ktriage.errors import DeviceError, KtriageError
+from ktriage.store import open_store
 from tests.conftest import RunCli
 
 DETAILS = "ptxas fatal   : Unresolved extern function 'vprintf'\n[kernel] line 2 \\\nlast line\n"
@@ -106,3 +108,23 @@ def test_help_width_refuses_what_pipe_width_refuses(monkeypatch: pytest.MonkeyPa
     with pytest.raises(KtriageError, match="is not a width in columns") as caught:
         help_width()
     assert caught.value.fix is not None and "KTRIAGE_COLUMNS=160" in caught.value.fix
+
+
+@pytest.mark.parametrize(
+    "argv", [["catalog", "list"], ["cache", "info"], ["toolchain", "list"], ["runs", "list"]], ids=" ".join
+)
+def test_a_verb_draws_at_the_width_set_after_import(argv: list[str], tmp_path: Path, run_cli: RunCli) -> None:
+    """``catalog``, ``cache``, ``toolchain`` and ``runs`` made their console when first imported, so a
+    ``KTRIAGE_COLUMNS`` set later in the same process (a library user driving the CLI, these tests'
+    ``run_cli``) was ignored and the second run below was drawn 250 columns wide. Each draws at the width
+    of the moment it runs."""
+    if argv[0] == "runs":
+        url = f"sqlite:///{tmp_path / 'store' / 'ktriage.db'}"
+        open_store(url).close()  # an empty store: "no runs in <url>", wider than 40 columns
+        argv = [*argv, "--db", url]
+    wide = run_cli(argv)  # imports the verb's module at 250 columns
+    assert wide.exit_code == exit_codes.OK, wide.output
+    assert max(len(line) for line in wide.stdout.splitlines()) > 40, wide.stdout  # else 40 would prove nothing
+    narrow = run_cli(argv, env={"KTRIAGE_COLUMNS": "40"})
+    assert narrow.exit_code == exit_codes.OK, narrow.output
+    assert all(len(line.rstrip()) <= 40 for line in narrow.stdout.splitlines()), narrow.stdout
