@@ -1,8 +1,9 @@
 """`ktriage bisect` and `ktriage bisect-step`: find the first bad release, ptxas or commit.
 
 Thin: the options (declared in ``bisect_options``) -> :func:`ktriage.api.bisect` or
-:func:`ktriage.api.bisect_step` -> the report. Exit status for
-CI: 0 a culprit was found, 1 no single culprit (ambiguous or unsure range), 2 bad input.
+:func:`ktriage.api.bisect_step` -> the report. Exit status for CI (``ktriage.exit_status``'s table):
+OK (0) a culprit was found, FINDING (1) no single culprit (ambiguous or unsure range), USAGE (2) bad
+input. ``bisect-step`` speaks ``git bisect run``'s codes instead, because git reads them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ktriage.api import EXIT_ABORT
 from ktriage.api import bisect as bisect_api
 from ktriage.api import bisect_step as step_api
 from ktriage.cli import bisect_options as o
+from ktriage.cli import exit_codes
 from ktriage.cli import options as opt
 from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import Format
@@ -73,7 +75,9 @@ def bisect(
     writers = {".md": report.to_markdown, ".json": report.json_text}
     opt.emit(fmt, writers, lambda: report.print_table(make_console()), outputs)
     console.print(f"state: {escape(str(report.state_path))}")
-    raise typer.Exit(0 if report.found else 1)
+    # the other way round from the verbs that gate on findings: a culprit is the answer sought (OK),
+    # no single culprit is what the job must act on (FINDING)
+    raise typer.Exit(exit_codes.OK if report.found else exit_codes.FINDING)
 
 
 def bisect_step(
