@@ -17,11 +17,20 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class TorchBuild:
-    """The facts of the worker's torch that its refusal names: ``version`` (``torch.__version__``) and
-    ``cuda`` (``torch.version.cuda``: the CUDA it was built for, None for a CPU-only build)."""
+    """The facts of the worker's torch that its refusal names: ``version`` (``torch.__version__``),
+    ``cuda`` (``torch.version.cuda``: the CUDA it was built for, None for a CPU-only or a ROCm build) and
+    ``hip`` (``torch.version.hip``: the HIP of a ROCm build, else None). Why ``hip``: ``cuda`` alone
+    cannot tell a ROCm build from a CPU-only one, and calling a ROCm torch "CPU-only" sends its user
+    looking for the wrong problem."""
 
     version: str
     cuda: str | None
+    hip: str | None = None
+
+    @property
+    def rocm(self) -> bool:
+        """A ROCm build: torch for AMD GPUs, which cannot drive the CUDA GPUs ktriage measures on."""
+        return self.cuda is None and self.hip is not None
 
 
 def parse_torch_version_py(text: str) -> TorchBuild | None:

@@ -100,19 +100,29 @@ def no_gpu_fix(bundle: str | None, explain: str) -> str:
 def no_gpu_refusal(build: TorchBuild, driver_problem: str | None, fix: str, python: str) -> DeviceError:
     """The worker's refusal when torch sees no GPU, the one home of its wording. Why the build and the
     driver's answer: "no CUDA GPU is visible" with the fix "measure on the GPU machine" was wrong on the
-    GPU machine itself when torch there is a CPU-only build (``pip install torch`` on some hosts), or
-    one for a CUDA newer than the driver: the GPU is there, this torch cannot use it.
+    GPU machine itself when torch there is a CPU-only build (``pip install torch`` on some hosts), a ROCm
+    build (for AMD GPUs: named as such, not as CPU-only), or one for a CUDA newer than the driver: the GPU
+    is there, this torch cannot use it.
 
     ``driver_problem``: why the CUDA driver finds no GPU (``ktriage.record.run.gpu_problem``), None when
     it sees one; ``fix``: the way out when there is no GPU (:func:`no_gpu_fix`); ``python``: the
     interpreter the worker runs (``sys.executable``), where torch is to be installed."""
     check = f"""check it with {python} -c 'import torch; print(torch.version.cuda, torch.cuda.is_available())'"""
+    install_cuda_torch = (
+        f"install a CUDA build of torch in this Python ({python}), for a CUDA the driver supports (nvidia-smi "
+        f"shows it; https://pytorch.org/get-started/locally/ gives the pip command); {check}"
+    )
+    if build.rocm and driver_problem is None:
+        return DeviceError(
+            f"torch {build.version} is a ROCm build (torch.version.hip is {build.hip}, torch.version.cuda is None): "
+            "ktriage measures on CUDA GPUs, and this torch cannot use the GPU the CUDA driver sees",
+            install_cuda_torch,
+        )
     if build.cuda is None and driver_problem is None:
         return DeviceError(
             f"torch {build.version} is a CPU-only build (torch.version.cuda is None): the measurement worker "
             "cannot use the GPU the CUDA driver sees",
-            f"install a CUDA build of torch in this Python ({python}), for a CUDA the driver supports (nvidia-smi "
-            f"shows it; https://pytorch.org/get-started/locally/ gives the pip command); {check}",
+            install_cuda_torch,
         )
     if driver_problem is None:
         return DeviceError(
@@ -120,6 +130,12 @@ def no_gpu_refusal(build: TorchBuild, driver_problem: str | None, fix: str, pyth
             f"the driver may be older than CUDA {build.cuda} needs",
             f"install a torch built for a CUDA the driver supports (nvidia-smi shows it) in this Python "
             f"({python}), or update the driver; {check}",
+        )
+    if build.rocm:
+        return DeviceError(
+            f"no CUDA GPU is visible to the measurement worker: {driver_problem}; torch {build.version} here "
+            "is a ROCm build as well (ktriage measures on CUDA GPUs, with a CUDA build of torch)",
+            fix,
         )
     if build.cuda is None:
         return DeviceError(
@@ -142,7 +158,7 @@ def ready_gpu(*, l2_flush: bool, fix: str) -> None:
     if not torch.cuda.is_available():
         from ktriage.record.run import gpu_problem
 
-        build = TorchBuild(str(torch.__version__), torch.version.cuda)
+        build = TorchBuild(str(torch.__version__), torch.version.cuda, torch.version.hip)
         raise no_gpu_refusal(build, gpu_problem(), fix, sys.executable)
     torch.zeros(1, device="cuda")
     import ktriage.stats.verdict  # noqa: F401 - numpy/scipy now, not inside the first input

@@ -16,6 +16,7 @@ from ktriage.errors import DeviceError
 
 FAKE_CPU_ONLY_TORCH = TorchBuild("2.5.1+cpu", None)
 FAKE_CUDA_TORCH = TorchBuild("2.8.0+cu128", "12.8")
+FAKE_ROCM_TORCH = TorchBuild("2.5.1+rocm6.2", None, "6.2.41133")
 FAKE_DRIVER_SEES_A_GPU = None  # gpu_problem()'s answer where the driver sees a GPU
 FAKE_NO_DRIVER = "no CUDA driver on this host (libcuda.so.1 cannot be loaded: ...)"
 PYTHON = "/opt/venv/bin/python"
@@ -29,6 +30,23 @@ def test_a_cpu_only_torch_on_a_gpu_host_is_named_with_the_torch_to_install() -> 
     assert f"install a CUDA build of torch in this Python ({PYTHON})" in fix, fix
     assert f"{PYTHON} -c 'import torch; print(torch.version.cuda, torch.cuda.is_available())'" in fix, fix
     assert "GPU machine" not in fix, fix  # this is the GPU machine
+
+
+def test_a_rocm_torch_on_a_gpu_host_is_named_rocm_not_cpu_only() -> None:
+    """A ROCm build has ``torch.version.cuda`` None too: it was called "CPU-only", which it is not."""
+    refusal = no_gpu_refusal(FAKE_ROCM_TORCH, FAKE_DRIVER_SEES_A_GPU, NO_GPU_FIX, PYTHON)
+    assert "torch 2.5.1+rocm6.2 is a ROCm build (torch.version.hip is 6.2.41133" in refusal.problem
+    assert "ktriage measures on CUDA GPUs" in refusal.problem and "CPU-only" not in refusal.problem
+    fix = refusal.fix or ""
+    assert f"install a CUDA build of torch in this Python ({PYTHON})" in fix, fix
+    assert "GPU machine" not in fix, fix
+
+
+def test_a_rocm_torch_without_a_gpu_is_named_rocm_with_the_no_gpu_fix() -> None:
+    refusal = no_gpu_refusal(FAKE_ROCM_TORCH, FAKE_NO_DRIVER, NO_GPU_FIX, PYTHON)
+    assert refusal.problem.startswith(f"no CUDA GPU is visible to the measurement worker: {FAKE_NO_DRIVER}")
+    assert "torch 2.5.1+rocm6.2 here is a ROCm build" in refusal.problem and "CPU-only" not in refusal.problem
+    assert "a CUDA build of torch" in refusal.problem and refusal.fix == NO_GPU_FIX
 
 
 def test_a_cuda_torch_the_driver_cannot_serve_is_named() -> None:
