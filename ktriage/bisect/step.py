@@ -16,7 +16,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate
@@ -26,6 +26,8 @@ from ktriage.bisect.predicates import (
     check_metric,
     decide_values,
     metric_value,
+    no_value,
+    not_compiled,
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
@@ -67,10 +69,19 @@ def _head(cwd: Path) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "working-tree"
 
 
-def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> dict[str, float]:
+class Here(NamedTuple):
+    """The checkout's metric values by kernel, and why each kernel left out has none (``failed``:
+    :class:`~ktriage.bisect.predicates.Measured`'s, one line naming the kernel), so that a skip or a
+    baseline says which error cost a kernel instead of only that it is missing."""
+
+    values: dict[str, float]
+    failed: dict[str, str]
+
+
+def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> Here:
     """The metric of every selected kernel in the current checkout: CandidateFailed if one does not
-    compile; without ``inputs``, a kernel of the checkout's spec file that does not compile has no value
-    (:attr:`KernelSource.each_kernel_bisected`), as one that does not load."""
+    compile; without ``inputs``, a kernel of the checkout's spec file that does not load or compile has
+    no value (:attr:`KernelSource.each_kernel_bisected`) and its error is in ``failed``."""
     here = cwd or Path(os.getcwd())
     check_metric(cfg.metric)
     if cfg.op:
@@ -87,11 +98,11 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
     compiler = Compiler(jobs=1, cache_dir=cache_dir)
     try:
-        results = KernelMeasurer(source, compiler).measure(prepared).results
+        results, failed, _ = KernelMeasurer(source, compiler).measure(prepared)
     finally:
         compiler.close()
     values = {k: metric_value(r, cfg.metric) for k, r in results.items()}
-    return {k: float(v) for k, v in values.items() if v is not None}
+    return Here({k: float(v) for k, v in values.items() if v is not None}, failed)
 
 
 class BaselineSide(TypedDict):
@@ -133,7 +144,7 @@ def record_baseline(
                 "record the bad value with the same --spec/--op/--metric/--toolchain as the good one",
             )
     try:
-        values = measure_here(cfg, cwd=here, cache_dir=cache_dir)
+        values, _ = measure_here(cfg, cwd=here, cache_dir=cache_dir)
     except CandidateFailed as exc:
         raise CompileError(
             f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
@@ -169,18 +180,28 @@ def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, f
     return cfg, data.good.values, data.bad.values if data.bad else None
 
 
-def decide_step(values: dict[str, float], good: dict[str, float], bad: dict[str, float] | None) -> tuple[int, str]:
-    """(git-bisect exit code, reason) for measured values against the baseline."""
+def decide_step(
+    values: dict[str, float],
+    good: dict[str, float],
+    bad: dict[str, float] | None,
+    failed: dict[str, str] | None = None,
+) -> tuple[int, str]:
+    """(git-bisect exit code, reason) for measured values against the baseline. ``failed`` (from
+    :func:`measure_here`): why a kernel has no value here; a skip it causes gives its error, as
+    ``bisect``'s observation does (:func:`~ktriage.bisect.predicates.no_value`), and a verdict taken
+    without it says it failed (:func:`~ktriage.bisect.predicates.decide_values`)."""
+    failed = failed or {}
     if bad is None:
         changed = [k for k, g in good.items() if k in values and values[k] != g]
         missing = [k for k in good if k not in values]
         if missing:
-            return EXIT_SKIP, f"kernels missing here: {', '.join(missing)}"
+            return EXIT_SKIP, "; ".join(no_value(k, failed) for k in missing)
+        note = f"; {not_compiled(failed)} (not judged: the good baseline has no value for it)" if failed else ""
         if changed:
             return EXIT_BAD, "changed from the good baseline: " + ", ".join(
                 f"{k} {good[k]:g} -> {values[k]:g}" for k in changed
-            )
-        return EXIT_GOOD, "equal to the good baseline"
-    outcome, reason, _ = decide_values(values, good, bad)
+            ) + note
+        return EXIT_GOOD, "equal to the good baseline" + note
+    outcome, reason, _ = decide_values(values, good, bad, failed)
     code = {"good": EXIT_GOOD, "bad": EXIT_BAD}.get(outcome, EXIT_SKIP)
     return code, reason
