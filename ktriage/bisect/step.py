@@ -12,6 +12,7 @@ recorded, any change from the good value is bad.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from dataclasses import dataclass
@@ -31,13 +32,14 @@ from ktriage.bisect.predicates import (
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import CompileError, FormatError, KtriageError
+from ktriage.errors import CompileError, FormatError, KtriageError, option
 from ktriage.schema.bisect_state import BASELINE_FIX, BaselineSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
 MAX_BASELINE_MB = 64  # a value per kernel: kilobytes in practice; KTRIAGE_MAX_INPUT_MB sets it
+log = logging.getLogger("ktriage.bisect")
 
 
 @dataclass
@@ -105,11 +107,17 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     return Here({k: float(v) for k, v in values.items() if v is not None}, failed)
 
 
-class BaselineSide(TypedDict):
-    """One endpoint of a baseline file: the metric values per kernel and the commit they were measured at."""
-
+class _Measured(TypedDict):
     values: dict[str, float]
     commit: str
+
+
+class BaselineSide(_Measured, total=False):
+    """One endpoint of a baseline file: the metric values per kernel and the commit they were measured at;
+    ``left_out``: the kernels of the spec file with no value there and why (written only when some are;
+    a base class because ``NotRequired`` needs Python 3.11)."""
+
+    left_out: dict[str, str]
 
 
 class BaselineFile(TypedDict, total=False):
@@ -123,7 +131,16 @@ class BaselineFile(TypedDict, total=False):
 def record_baseline(
     path: Path, cfg: StepConfig, role: Literal["good", "bad"], *, cwd: Path | None = None, cache_dir: Path | None = None
 ) -> BaselineFile:
-    """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values)."""
+    """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values).
+
+    A kernel of the spec file (without ``inputs``) that does not load or compile here has no value, so
+    later commits are not judged on it. It is recorded anyway, with a warning naming each such kernel and
+    its error and the endpoint's ``left_out`` in the file, rather than refused. Why: ``bisect`` judges a
+    commit on the kernels that differ between its endpoints and notes, without stopping, a kernel that
+    fails at an endpoint; a step follows the same rule. And refusing could not be fixed where it is met:
+    the baseline is a past good commit, whose kernel cannot be fixed without recording another commit.
+    Why not silently: the user would believe every kernel of the file is judged. With ``inputs`` a
+    kernel that fails refuses the recording (CompileError): it was chosen by name."""
     here = cwd or Path(os.getcwd())
     data: BaselineFile = {}
     if path.is_file() and path.stat().st_size:  # an empty file (mktemp's) holds nothing to keep
@@ -144,13 +161,22 @@ def record_baseline(
                 "record the bad value with the same --spec/--op/--metric/--toolchain as the good one",
             )
     try:
-        values, _ = measure_here(cfg, cwd=here, cache_dir=cache_dir)
+        values, failed = measure_here(cfg, cwd=here, cache_dir=cache_dir)
     except CandidateFailed as exc:
         raise CompileError(
             f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
         ) from None
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
+    if failed:
+        data[role]["left_out"] = dict(failed)
+        them, they = ("them", "they load and compile") if len(failed) > 1 else ("it", "it loads and compiles")
+        log.warning(
+            f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
+            f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
+            f"the {role} baseline at a commit where {they}; to judge chosen kernels only, name them with "
+            f"{option('inputs', '--input')}"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1))
     return data
