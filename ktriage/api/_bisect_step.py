@@ -107,10 +107,10 @@ def bisect_step(
         arch if arch != "sm_90" else cfg.arch,
     )
     try:
-        values = measure_here(cfg)
+        values, failed = measure_here(cfg)
     except CandidateFailed as exc:
         return StepResult(125, f"skip: {exc.reason}")
-    code, reason = decide_step(values, good, bad)
+    code, reason = decide_step(values, good, bad, failed)
     return StepResult(code, f"{ {0: 'good', 1: 'bad', 125: 'skip'}[code] }: {reason} ({json.dumps(values)})")
 
 

@@ -108,6 +108,14 @@ def not_compiled(failed: Mapping[str, str]) -> str:
     return ", ".join(failed) + " did not compile here"
 
 
+def no_value(kernel: str, failed: Mapping[str, str]) -> str:
+    """Why ``kernel`` has no value here, as a skip's reason says it: its error from ``failed`` (one
+    line that names the kernel: ``K: frontend failed: ...``, ``K does not load: ...``), so that the
+    skip shows what to fix; without one (the kernel is not in this commit's spec file, or its metric
+    has no value) the kernel is named alone. ``bisect`` and ``bisect-step`` both word it here."""
+    return failed.get(kernel) or f"kernel {kernel} has no value"
+
+
 def decide_values(
     values: dict[str, float], good: dict[str, float], bad: dict[str, float], failed: Mapping[str, str] | None = None
 ) -> tuple[Outcome, str, float]:
@@ -135,7 +143,7 @@ def _decide(
             continue
         v = values.get(kernel)
         if v is None:
-            return "skip", failed.get(kernel) or f"kernel {kernel} has no value", 0.0
+            return "skip", no_value(kernel, failed), 0.0
         dg, db = abs(v - g), abs(v - b)
         if v == g:
             votes.append((kernel, "good", 1.0))
@@ -182,6 +190,14 @@ class KernelSource:
     inputs: tuple[str, ...] = ()
 
     def specs_for(self, prepared: Prepared) -> list[KernelSpec]:
+        """The candidate's kernels that load (:meth:`loaded_for` without the others' errors)."""
+        return self.loaded_for(prepared)[0]
+
+    def loaded_for(self, prepared: Prepared) -> tuple[list[KernelSpec], dict[str, str]]:
+        """The candidate's kernels that load, and the error of each kernel of the checkout's spec file
+        left out because it does not load (by name: ``K does not load: ...``), so that a commit judged
+        without it still says why it has no value (:class:`Measured`'s ``failed``)."""
+        unloaded: dict[str, str] = {}
         if self.repo_spec is not None:
             if prepared.checkout is None:
                 raise KtriageError(
@@ -191,16 +207,16 @@ class KernelSource:
             path = prepared.checkout / self.repo_spec
             if not path.exists():
                 raise CandidateFailed(f"{self.repo_spec} does not exist at this commit")
-            specs = self._checkout_specs(path)
+            specs, unloaded = self._checkout_specs(path)
         else:
             specs = list(self.specs or [])
         if prepared.package:
             specs = [s.replace(package=prepared.package) for s in specs]
         if not specs:
-            raise CandidateFailed("no kernel selected")
-        return specs
+            raise CandidateFailed("no kernel selected" + "".join(f"; {why}" for why in unloaded.values()))
+        return specs, unloaded
 
-    def _checkout_specs(self, path: Path) -> list[KernelSpec]:
+    def _checkout_specs(self, path: Path) -> tuple[list[KernelSpec], dict[str, str]]:
         """The kernels of the spec file at this commit that the bisect judges: those ``inputs`` selects
         (every one without ``inputs``). Why not the whole file: a kernel of the file that does not load
         at this commit (another kernel's typo, since fixed) says nothing of the bisected one, so the
@@ -214,7 +230,9 @@ class KernelSource:
         several names here, fails this candidate (a skip; at an endpoint the bisect stops, since an
         endpoint must be measured) with the selector's error and fix, rather than refusing the whole
         bisect. A commit where a selected kernel is missing cannot be judged on it, as one where it
-        does not load; the same selector may name it at the next commit."""
+        does not load; the same selector may name it at the next commit.
+
+        Also returned: the error of each kernel left out because it does not load, by name."""
         from ktriage.spec.select import select_kernels
         from ktriage.spec.toml_file import UnloadedKernel, read_spec_file
 
@@ -230,7 +248,15 @@ class KernelSource:
             bad = [k for k in kernels if isinstance(k, UnloadedKernel)]
             if bad:
                 raise CandidateFailed(f"selected kernel {bad[0].spec.name} does not load: {bad[0].error.problem}")
-        return [k for k in kernels if isinstance(k, KernelSpec)]
+        loaded = [k for k in kernels if isinstance(k, KernelSpec)]
+        keys = set(kernel_keys(loaded))
+        unloaded: dict[str, str] = {}
+        for k in kernels:
+            if isinstance(k, UnloadedKernel):
+                key = k.spec.name if k.spec.name not in keys | set(unloaded) else f"{k.spec.name} (unloaded)"
+                first = (k.error.problem.strip().splitlines() or ["(no message)"])[0]
+                unloaded[key] = f"{key} does not load: {first}"
+        return loaded, unloaded
 
     @property
     def each_kernel_bisected(self) -> bool:
@@ -255,8 +281,9 @@ def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:
 
 class Measured(NamedTuple):
     """A candidate's kernels as :meth:`KernelMeasurer.measure` found them: the analysis of each that
-    compiled, why each of the others did not (only where that does not fail the candidate:
-    :attr:`KernelSource.each_kernel_bisected`), and the frontend compiles it ran."""
+    compiled, why each of the others did not load or compile, by name (only where that does not fail
+    the candidate: :attr:`KernelSource.each_kernel_bisected`; one line each, naming the kernel, as a
+    skip's reason says it: :func:`no_value`), and the frontend compiles it ran."""
 
     results: dict[str, KernelResult]
     failed: dict[str, str]
@@ -290,10 +317,10 @@ class KernelMeasurer:
             toolchain = ensure_toolchain(prepared.toolchain)
         except KtriageError as exc:
             raise CandidateFailed(f"toolchain {prepared.toolchain} is not available: {exc.problem}") from None
-        specs = self.kernels.specs_for(prepared)
+        specs, unloaded = self.kernels.loaded_for(prepared)
         explainer = Explainer(self.compiler)
         results: dict[str, KernelResult] = {}
-        failed: dict[str, str] = {}
+        failed: dict[str, str] = dict(unloaded)
         for key, spec in zip(kernel_keys(specs), specs):
             try:
                 results[key] = self._analyzed(key, spec, toolchain, explainer)

@@ -12,11 +12,12 @@ recorded, any change from the good value is bad.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, NamedTuple, TypedDict
 
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate
@@ -26,16 +27,19 @@ from ktriage.bisect.predicates import (
     check_metric,
     decide_values,
     metric_value,
+    no_value,
+    not_compiled,
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import CompileError, FormatError, KtriageError
+from ktriage.errors import CompileError, FormatError, KtriageError, option
 from ktriage.schema.bisect_state import BASELINE_FIX, BaselineSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
 MAX_BASELINE_MB = 64  # a value per kernel: kilobytes in practice; KTRIAGE_MAX_INPUT_MB sets it
+log = logging.getLogger("ktriage.bisect")
 
 
 @dataclass
@@ -67,10 +71,19 @@ def _head(cwd: Path) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else "working-tree"
 
 
-def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> dict[str, float]:
+class Here(NamedTuple):
+    """The checkout's metric values by kernel, and why each kernel left out has none (``failed``:
+    :class:`~ktriage.bisect.predicates.Measured`'s, one line naming the kernel), so that a skip or a
+    baseline says which error cost a kernel instead of only that it is missing."""
+
+    values: dict[str, float]
+    failed: dict[str, str]
+
+
+def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> Here:
     """The metric of every selected kernel in the current checkout: CandidateFailed if one does not
-    compile; without ``inputs``, a kernel of the checkout's spec file that does not compile has no value
-    (:attr:`KernelSource.each_kernel_bisected`), as one that does not load."""
+    compile; without ``inputs``, a kernel of the checkout's spec file that does not load or compile has
+    no value (:attr:`KernelSource.each_kernel_bisected`) and its error is in ``failed``."""
     here = cwd or Path(os.getcwd())
     check_metric(cfg.metric)
     if cfg.op:
@@ -87,18 +100,24 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
     compiler = Compiler(jobs=1, cache_dir=cache_dir)
     try:
-        results = KernelMeasurer(source, compiler).measure(prepared).results
+        results, failed, _ = KernelMeasurer(source, compiler).measure(prepared)
     finally:
         compiler.close()
     values = {k: metric_value(r, cfg.metric) for k, r in results.items()}
-    return {k: float(v) for k, v in values.items() if v is not None}
+    return Here({k: float(v) for k, v in values.items() if v is not None}, failed)
 
 
-class BaselineSide(TypedDict):
-    """One endpoint of a baseline file: the metric values per kernel and the commit they were measured at."""
-
+class _Measured(TypedDict):
     values: dict[str, float]
     commit: str
+
+
+class BaselineSide(_Measured, total=False):
+    """One endpoint of a baseline file: the metric values per kernel and the commit they were measured at;
+    ``left_out``: the kernels of the spec file with no value there and why (written only when some are;
+    a base class because ``NotRequired`` needs Python 3.11)."""
+
+    left_out: dict[str, str]
 
 
 class BaselineFile(TypedDict, total=False):
@@ -112,7 +131,16 @@ class BaselineFile(TypedDict, total=False):
 def record_baseline(
     path: Path, cfg: StepConfig, role: Literal["good", "bad"], *, cwd: Path | None = None, cache_dir: Path | None = None
 ) -> BaselineFile:
-    """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values)."""
+    """Measure here and store the values as the ``role`` endpoint (keeps the other endpoint's values).
+
+    A kernel of the spec file (without ``inputs``) that does not load or compile here has no value, so
+    later commits are not judged on it. It is recorded anyway, with a warning naming each such kernel and
+    its error and the endpoint's ``left_out`` in the file, rather than refused. Why: ``bisect`` judges a
+    commit on the kernels that differ between its endpoints and notes, without stopping, a kernel that
+    fails at an endpoint; a step follows the same rule. And refusing could not be fixed where it is met:
+    the baseline is a past good commit, whose kernel cannot be fixed without recording another commit.
+    Why not silently: the user would believe every kernel of the file is judged. With ``inputs`` a
+    kernel that fails refuses the recording (CompileError): it was chosen by name."""
     here = cwd or Path(os.getcwd())
     data: BaselineFile = {}
     if path.is_file() and path.stat().st_size:  # an empty file (mktemp's) holds nothing to keep
@@ -133,13 +161,22 @@ def record_baseline(
                 "record the bad value with the same --spec/--op/--metric/--toolchain as the good one",
             )
     try:
-        values = measure_here(cfg, cwd=here, cache_dir=cache_dir)
+        values, failed = measure_here(cfg, cwd=here, cache_dir=cache_dir)
     except CandidateFailed as exc:
         raise CompileError(
             f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
         ) from None
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
+    if failed:
+        data[role]["left_out"] = dict(failed)
+        them, they = ("them", "they load and compile") if len(failed) > 1 else ("it", "it loads and compiles")
+        log.warning(
+            f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
+            f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
+            f"the {role} baseline at a commit where {they}; to judge chosen kernels only, name them with "
+            f"{option('inputs', '--input')}"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1))
     return data
@@ -169,18 +206,28 @@ def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, f
     return cfg, data.good.values, data.bad.values if data.bad else None
 
 
-def decide_step(values: dict[str, float], good: dict[str, float], bad: dict[str, float] | None) -> tuple[int, str]:
-    """(git-bisect exit code, reason) for measured values against the baseline."""
+def decide_step(
+    values: dict[str, float],
+    good: dict[str, float],
+    bad: dict[str, float] | None,
+    failed: dict[str, str] | None = None,
+) -> tuple[int, str]:
+    """(git-bisect exit code, reason) for measured values against the baseline. ``failed`` (from
+    :func:`measure_here`): why a kernel has no value here; a skip it causes gives its error, as
+    ``bisect``'s observation does (:func:`~ktriage.bisect.predicates.no_value`), and a verdict taken
+    without it says it failed (:func:`~ktriage.bisect.predicates.decide_values`)."""
+    failed = failed or {}
     if bad is None:
         changed = [k for k, g in good.items() if k in values and values[k] != g]
         missing = [k for k in good if k not in values]
         if missing:
-            return EXIT_SKIP, f"kernels missing here: {', '.join(missing)}"
+            return EXIT_SKIP, "; ".join(no_value(k, failed) for k in missing)
+        note = f"; {not_compiled(failed)} (not judged: the good baseline has no value for it)" if failed else ""
         if changed:
             return EXIT_BAD, "changed from the good baseline: " + ", ".join(
                 f"{k} {good[k]:g} -> {values[k]:g}" for k in changed
-            )
-        return EXIT_GOOD, "equal to the good baseline"
-    outcome, reason, _ = decide_values(values, good, bad)
+            ) + note
+        return EXIT_GOOD, "equal to the good baseline" + note
+    outcome, reason, _ = decide_values(values, good, bad, failed)
     code = {"good": EXIT_GOOD, "bad": EXIT_BAD}.get(outcome, EXIT_SKIP)
     return code, reason

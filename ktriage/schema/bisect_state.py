@@ -51,6 +51,7 @@ class BaselineConfigSchema(msgspec.Struct):
 class BaselineSideSchema(msgspec.Struct):
     values: dict[str, float]
     commit: str = ""
+    left_out: dict[str, str] = {}  # kernels with no value at that commit, and why (step.record_baseline)
 
 
 class BaselineSchema(msgspec.Struct):

@@ -771,3 +771,64 @@ def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunC
         )  # a ktriage error aborts git bisect run, never "bad"
     finally:
         os.chdir(cwd)
+
+
+_OTHER_FAILS = {"compile": "other: frontend failed: ", "load": "other does not load: "}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["load", "compile"])
+@pytest.mark.parametrize("bad", [None, {"red": 0, "other": 8}], ids=["good-only", "good-and-bad"])
+def test_bisect_step_skip_says_the_error_that_left_a_kernel_without_a_value(
+    bad: dict[str, float] | None, fault: str, tmp_path: Path, toolchain: Any, run_cli: RunCli, monkeypatch: Any
+) -> None:
+    """At a commit where a kernel of the baseline does not load or compile, the step skips (125), and its
+    reason is that kernel's error (one line, named), as ``bisect``'s observation says it. Before, the
+    reason was "kernels missing here: other" (no bad endpoint) or "kernel other has no value" (with
+    one): the user had to rerun by hand to learn why."""
+    toolchain(TOOLCHAIN)
+    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo", fault)
+    git(repo.path, "checkout", "-q", repo.commits[2])
+    baseline = tmp_path / "b.json"
+    config = {"metric": "spill_store_bytes", "toolchain": TOOLCHAIN, "spec": "spec.toml"}
+    sides: dict[str, Any] = {"good": {"values": {"red": 0, "other": 0}}} | ({"bad": {"values": bad}} if bad else {})
+    baseline.write_text(json.dumps({"config": config, **sides}))
+    monkeypatch.chdir(repo.path)
+    r = run_cli(["bisect-step", "--baseline", str(baseline)])
+    assert r.exit_code == 125, r.output
+    assert f"skip: {_OTHER_FAILS[fault]}" in r.err_text, r.output
+    if fault == "load":
+        assert "red_kernle" in r.err_text, r.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["load", "compile"])
+def test_bisect_step_record_baseline_says_which_kernels_it_leaves_out(
+    fault: str, tmp_path: Path, toolchain: Any, run_cli: RunCli, monkeypatch: Any
+) -> None:
+    """Without -i, a kernel of the spec file that does not load or compile at the baseline's commit has
+    no value there, so later commits are not judged on it. The baseline is recorded (as ``bisect``
+    judges on the others), with a warning naming the kernel, its error and the fixes, and the kernel
+    and its error are kept in the file (``left_out``). Before, it was left out without a word. With -i
+    naming it, the recording is refused (exit 128) with its error."""
+    toolchain(TOOLCHAIN)
+    repo = _repo_with_a_typo_beside_the_culprit(tmp_path / "repo", fault)
+    git(repo.path, "checkout", "-q", repo.commits[2])
+    baseline = tmp_path / "b.json"
+    monkeypatch.chdir(repo.path)
+    argv = ["bisect-step", "--record-baseline", str(baseline), "--spec", "spec.toml"]
+    argv += ["--metric", "spill_store_bytes", "-t", TOOLCHAIN]
+    r = run_cli(argv)
+    assert r.exit_code == 0, r.output
+    assert (
+        f"warning: the good baseline in {baseline} leaves out other: no value at this commit "
+        f"({_OTHER_FAILS[fault]}" in r.err_text
+    ), r.output
+    assert "record the good baseline at a commit where it loads and compiles" in r.err_text, r.output
+    assert "inputs (--input)" in r.err_text, r.output
+    good = json.loads(baseline.read_text())["good"]
+    assert list(good["values"]) == ["red"] and list(good["left_out"]) == ["other"], good
+    assert good["left_out"]["other"].startswith(_OTHER_FAILS[fault]), good
+
+    r = run_cli([*argv, "-i", "other"])
+    assert r.exit_code == 128 and "cannot record the good baseline here" in r.err_text, r.output
