@@ -207,28 +207,32 @@ def _step(before: tuple[str, list[Fraction]], after: tuple[str, list[Fraction]])
     """The positions of the numbers that change from one input to the next, if they change as one
     quantity; None when they do not (another form of label, or numbers changing independently).
 
-    One quantity: every changed number changes by the same factor. A label may write a dimension
-    more than once, or numbers derived from it (a recorded kernel's ``4096x4608 n_cols=4608``; its
-    ``n_non_ignore`` = 32 x rows; a square matmul's M=N=K): those move together and are one sweep.
-    Numbers changing by different factors are different dimensions changing at once: another family.
+    One quantity: every changed number moves the same way (all up, or all down). A label may write a
+    dimension more than once, or numbers derived from it (a recorded kernel's ``4096x4608
+    n_cols=4608``; its ``n_non_ignore`` = 32 x rows; a square matmul's M=N=K; a ``BLOCK_SIZE`` that is
+    the next power of two of ``n_cols``, which moves by another factor, and only at some steps, often
+    the very step a cliff is at): those move together and are one sweep. Numbers moving in opposite
+    ways are different dimensions changing at once (embedding's (32, 512, 768, 131072) then (8, 2048,
+    4096, 1024)): another family.
     """
     (form_b, nums_b), (form_a, nums_a) = before, after
     if form_b != form_a:
         return None
     changed = [k for k, (b, a) in enumerate(zip(nums_b, nums_a, strict=True)) if b != a]
-    factors = {(nums_a[k] / nums_b[k]) if nums_b[k] else (None, nums_a[k]) for k in changed}
-    return frozenset(changed) if len(factors) <= 1 else None
+    directions = {nums_a[k] > nums_b[k] for k in changed}
+    return frozenset(changed) if len(directions) <= 1 else None
 
 
 def sweeps(xs: Sequence[str]) -> list[range]:
     """The sweeps of an ordered series of input labels: maximal runs of neighbours in which one
     quantity varies, at the same positions of the label, and everything else stays.
 
-    A step that changes another quantity (or several, or the label's form) ends the sweep. Where
-    the next step changes one quantity but another one than the sweep's (a grid turning from N to
-    M, rope's T sweep at H=8192 then its H sweep at T=2048 when they share an input), the input at
-    the turn ends one sweep and starts the next: it is the neighbour of both. Labels without
-    numbers are one sweep only while they repeat.
+    A step that changes several quantities (or the label's form) ends the sweep. Where the next
+    step changes one quantity but none of the positions the sweep has moved so far (a grid turning
+    from N to M, rope's T sweep at H=8192 then its H sweep at T=2048 when they share an input), the
+    input at the turn ends one sweep and starts the next: it is the neighbour of both. A step that
+    moves some of the sweep's positions and others with them (``BLOCK_SIZE`` stepping with
+    ``n_cols``) goes on with the sweep. Labels without numbers are one sweep only while they repeat.
     """
     if not xs:
         return []
@@ -240,11 +244,11 @@ def sweeps(xs: Sequence[str]) -> list[range]:
         if step is None:
             out.append(range(start, k))
             start, moving = k, frozenset()
-        elif step and moving and step != moving:
+        elif step and moving and not step & moving:
             out.append(range(start, k))
             start, moving = k - 1, step
         elif step:
-            moving = step
+            moving = moving | step
     out.append(range(start, len(xs)))
     return out
 

@@ -114,6 +114,10 @@ def test_sweeps_split_where_another_dimension_changes() -> None:
     assert sweeps([f"M={n},N={n},K={n}" for n in (512, 1000, 2048)]) == [range(0, 3)]
     flce = [f"{r}x128256,{r} n_cols=128256 n_non_ignore={32 * r}" for r in (128, 256, 512, 1024)]
     assert sweeps(flce) == [range(0, 4)]
+    # a constexpr derived from the swept size (the next power of two) steps with it by another factor,
+    # at the very steps its cliffs are at: still one sweep (cut there, the cliff had no neighbours)
+    pow2 = [f"x_ptr=4096x{n},n_cols={n},BLOCK_SIZE={1 << (n - 1).bit_length()}" for n in range(1024, 8193, 512)]
+    assert sweeps(pow2) == [range(0, len(pow2))]
     # another form of label (another kernel of a recorded workload) is another sweep; so is a name
     assert sweeps(["4096x4096 n_cols=4096", "4096x4096", "a", "b", "b"]) == [
         range(0, 1),
@@ -122,3 +126,13 @@ def test_sweeps_split_where_another_dimension_changes() -> None:
         range(3, 5),
     ]
     assert sweeps([]) == []
+
+
+def test_a_cliff_where_a_derived_block_size_steps_is_found() -> None:
+    """A recorded kernel's label carries BLOCK_SIZE, the next power of two of n_cols: it doubles between
+    n_cols=4096 and 4608, where Liger's layer_norm bwd starts spilling. The cliff there is reported."""
+    cols = [1024 + 512 * i for i in range(30)]
+    xs = [f"X_ptr=4096x{n},n_cols={n},BLOCK_SIZE={1 << (n - 1).bit_length()}" for n in cols]
+    ys = noisy([1.0 if n <= 4096 else 3.0 for n in cols], 0.01, 7)
+    cliffs = find_cliffs(xs, ys)
+    assert len(cliffs) == 1 and xs[cliffs[0].index].startswith("X_ptr=4096x4608,"), cliffs
