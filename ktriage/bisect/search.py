@@ -27,6 +27,7 @@ from ktriage.schema.bisect_state import BisectStateSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.schema.kinds import BISECT_STATE, check_not_data, data_kind, file_head
+from ktriage.wording import plural
 
 STATE_VERSION = 1
 Status = Literal["culprit", "ambiguous"]
@@ -307,10 +308,7 @@ def _recorded(data: StateData) -> str:
     rounds = sum(len(stage.get("rounds", [])) for stage in data["stages"])
     tested = _tested(data)
     ended = "finished" if data.get("result") else "not finished"
-    return (
-        f"{rounds} round{'s' if rounds != 1 else ''} recorded "
-        f"({tested} candidate{'s' if tested != 1 else ''} tested, endpoints included; {ended})"
-    )
+    return f"{plural(rounds, 'round')} recorded ({plural(tested, 'candidate')} tested, endpoints included; {ended})"
 
 
 def _describe_bisect(fingerprint: JSONObject) -> str:

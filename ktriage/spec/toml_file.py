@@ -33,6 +33,7 @@ from ktriage.schema.spec_toml import (
     label,
 )
 from ktriage.spec.model import ConstexprValue, KernelSpec, is_int_type, is_pointer_type
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.spec.source import ParamInfo
@@ -108,8 +109,7 @@ def require_loaded(kernels: Sequence[Loaded]) -> None:
     raise SpecError(
         first.error.problem,
         first.error.fix,
-        f"the other {len(others)} kernel{'s' if len(others) > 1 else ''} do{'es' if len(others) == 1 else ''} "
-        f"not load either: {also}",
+        f"the other {plural(len(others), 'kernel')} {'does' if len(others) == 1 else 'do'} not load either: {also}",
     )
 
 
