@@ -24,7 +24,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ktriage.predict.calibration import Calibration, RecallBySize, Scores, calibrate
+from ktriage.predict.calibration import Calibration, RecallBySize, Scores, calibrate, held_out_groups
 from ktriage.predict.dataset import CalibrationCell, read_cells
 from ktriage.predict.facts import KernelFacts
 from ktriage.predict.model import PARAMS_FILE, classify
@@ -118,11 +118,19 @@ def main() -> int:
     before = Scores.of([sign_rules(r.cell) for r in cal.cv_cells], [r.cell.measured.verdict for r in cal.cv_cells])
     assert cal.scores is not None
     ops = sorted(cal.per_operator)
+    groups = held_out_groups([r.cell for r in cal.cv_cells])
+    members: dict[str, list[str]] = {}
+    for op, g in groups.items():
+        members.setdefault(g, []).append(op)
+    together = [m for m in members.values() if len(m) > 1]
     text = [
         f"# Calibration: {len(cal.cv_cells)} GPU-measured cells of {len(ops)} operators",
         "",
         f"Gate +-{args.threshold:.0%}; measured verdicts from ktriage compare (99 % CI); model predictions "
-        "leave-one-operator-out (fit and interval never saw the operator they predict).",
+        "leave-one-operator-out (fit and interval never saw the operator they predict); operators that launch a "
+        f"kernel of the same name are held out together ({len(set(groups.values()))} groups), these:",
+        "",
+        *(f"- {' + '.join(g)}" for g in together),
         "",
         "## After: the cost model (ktriage/predict)",
         "",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ktriage.api import _args as args
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.errors import FormatError, KtriageError, option
-from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling
+from ktriage.predict.calibration import DEFAULT_LEVEL, RecallBySize, WidthCeiling, held_out_groups
 from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.stats.gate import check_gate
 from ktriage.wording import plural
@@ -52,13 +52,18 @@ class CalibrateReport:
         the fitted parameters, rounded, with what they mean when nothing was held out."""
         cal, lines = self.calibration, []
         operators = len({c.operator for c in self.cells})
+        groups = len(set(held_out_groups(self.cells).values()))
         cells = plural(len(cal.cv_cells), "cell")
         if cal.scores is not None and not cal.held_out:
-            why = (
-                "a fit on one operator cannot be held out by operator: none is left to fit on"
-                if operators < 2
-                else "--no-cv"
-            )
+            if operators < 2:
+                why = "a fit on one operator cannot be held out by operator: none is left to fit on"
+            elif groups < 2:
+                why = (
+                    f"its {operators} operators launch kernels of the same names, so they are held out together: "
+                    "none is left to fit on"
+                )
+            else:
+                why = "--no-cv"
             lines.append(
                 f"in sample, not held out ({why}): how well the model fits the {cells} it was fitted on, "
                 f"not how well it predicts others (gate +-{self.threshold:.0%}):\n\n" + cal.scores.markdown() + "\n"
@@ -66,7 +71,8 @@ class CalibrateReport:
         elif cal.scores is not None:
             lines.append(
                 f"leave-one-operator-out over {plural(operators, 'operator')}, {cells} "
-                f"(gate +-{self.threshold:.0%}):\n\n"
+                f"(gate +-{self.threshold:.0%}; operators that launch a kernel of the same name are held out "
+                f"together: {plural(groups, 'group')}):\n\n"
             )
             lines.append(cal.scores.markdown() + "\n")
             by_size = RecallBySize.of(cal.cv_cells, self.threshold)

@@ -11,7 +11,10 @@ that never saw the operator they predict (leave-one-operator-out, LOOO):
    mechanism no other operator shows still meets GPU facts, not an arbitrary value);
 2. ``cross_validate``: per operator, a fit on the others predicts it; the interval's width
    come from the other operators' out-of-fold residuals (quantile ``level``), so the interval is
-   held out too;
+   held out too. Operators that launch a kernel of the same name are held out together
+   (``held_out_groups``): a program is often recorded under several names (an operator's fwd and
+   bwd modes, a second recording, the catalog's copy of a recorded kernel), and holding out one
+   name while its copy stays in the fit would score the model on the kernel it was fitted on;
 3. the confusion matrix of the predicted kind (regression/neutral/improvement at the gate) against
    the GPU verdict (regression/same/improvement; ``unsure`` cells are counted apart), with precision
    and recall of "regression" and "improvement".
@@ -130,6 +133,28 @@ def _fit(data: _Data, start: Params, prior: Params) -> Params:
     bounds = [(m - 3 * PRIOR_SIGMA, m + 3 * PRIOR_SIGMA) for m in mu]
     res = minimize(loss, x0, method="L-BFGS-B", bounds=bounds, options={"maxiter": 200})
     return start.with_free(dict(zip(names, np.exp(res.x))))
+
+
+def held_out_groups(cells: Sequence[CalibrationCell]) -> dict[str, str]:
+    """Each operator's cross-validation group: operators linked, directly or through others, by a
+    kernel of the same function name (TritonBench's ``jsd`` fwd and bwd both measure
+    ``triton_red_fused_exp_lerp_log_mul_sub_sum_0``; Liger's ``embedding_backward_kernel`` is in the
+    catalog and in three recordings). A name is the strict link: two different kernels that happen to
+    share one (``matmul_kernel``) are held out together too, which can only make the scores harder, never
+    let a copy of the held-out kernel into its fit. A group is named by its first operator, sorted."""
+    parent: dict[str, str] = {}
+
+    def root(op: str) -> str:
+        while parent.setdefault(op, op) != op:
+            op = parent[op]
+        return op
+
+    by_kernel: dict[str, str] = {}
+    for c in cells:
+        first = by_kernel.setdefault(c.kernel, c.operator)
+        a, b = sorted((root(first), root(c.operator)))
+        parent[b] = a
+    return {op: root(op) for op in sorted({c.operator for c in cells})}
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, level: float) -> float:
@@ -418,13 +443,14 @@ def calibrate(
     full = _fit(data, prior, prior)
     operators = sorted({c.operator for c in data.cells})
     ops = np.array([c.operator for c in data.cells])
+    group_of = held_out_groups(data.cells)
+    groups = np.array([group_of[c.operator] for c in data.cells])
     cv_log = predicted_log_ratio(data, full)
-    held_out = cross_validate and len(operators) > 1
+    held_out = cross_validate and len(set(group_of.values())) > 1
     if held_out:
-        for op in operators:
-            train = data.subset(ops != op)
-            held = ops == op
-            params = _fit(train, full, prior)
+        for group in sorted(set(group_of.values())):
+            held = groups == group
+            params = _fit(data.subset(~held), full, prior)
             cv_log[held] = predicted_log_ratio(data.subset(held), params)
     residual = data.log_measured - cv_log
     op_weight = np.array([1.0 / sum(1 for c in data.cells if c.operator == o) for o in ops])
@@ -433,8 +459,8 @@ def calibrate(
     )
     results: list[CellResult] = []
     for i, c in enumerate(data.cells):
-        if held_out:  # the interval held out too: from the other operators
-            others = (ops != c.operator) & ~data.identical
+        if held_out:  # the interval held out too: from the other groups' operators
+            others = (groups != group_of[c.operator]) & ~data.identical
             ai, bi = interval_from_residuals(cv_log[others], residual[others], level, op_weight[others])
         else:
             ai, bi = a, b
@@ -449,7 +475,12 @@ def calibrate(
         mine = [r for r in results if r.cell.operator == op]
         s = Scores.of([r.kind for r in mine], [r.cell.measured.verdict for r in mine])
         err = [abs(math.log(r.cell.measured.ratio) - math.log(r.predicted_ratio)) for r in mine]
-        per_op[op] = {"cells": len(mine), "median_abs_log_error": round(float(np.median(err)), 4), **s.to_json()}
+        per_op[op] = {
+            "cells": len(mine),
+            "held_out_with": group_of[op],
+            "median_abs_log_error": round(float(np.median(err)), 4),
+            **s.to_json(),
+        }
     fitted = Params.from_json(
         {
             **full.to_json(),
@@ -461,6 +492,7 @@ def calibrate(
                 {
                     "level": level,
                     "threshold": threshold,
+                    "groups": len(set(group_of.values())),
                     **scores.to_json(),
                     "blind_spots": blind_spots,
                     "leans": _lean_counts(results, threshold),

@@ -131,14 +131,23 @@ def test_calibrate_writes_a_model_explain_reads(run_cli, tmp_path: Path) -> None
             "--operator",
             "rms",
             "--operator",
-            "rms_again",  # two operators: one to hold out, one to fit on
+            "rms_again",  # the same kernels under a second name: nothing to hold out that the fit did not see
             "--cells-out",
             str(tmp_path / "c.jsonl"),
         ]
     )
     assert r.exit_code == 0, r.stderr
     assert len(read_cells(tmp_path / "c.jsonl")) == 48 and "| regression |" in r.stdout
-    assert "leave-one-operator-out over 2 operators" in r.stdout
+    # held out one name at a time, each name's cells were predicted by a fit on their copy
+    assert "in sample, not held out (its 2 operators launch kernels of the same names" in r.stdout, r.stdout
+    two = tmp_path / "two.jsonl"  # two operators that share no kernel: one to hold out, one to fit on
+    two.write_text(
+        "".join(line for line in CELLS.read_text().splitlines(True) if '"operator": "tb_rms_norm_bwd"' in line)
+        + "".join(line for line in CELLS.read_text().splitlines(True) if '"operator": "tb_sum_fwd"' in line)
+    )
+    r = run_cli(["calibrate", "--from", str(two)])
+    assert r.exit_code == 0, r.stderr
+    assert "leave-one-operator-out over 2 operators" in r.stdout and "2 groups" in r.stdout, r.stdout
     assert "recall by the size of the measured change" in r.stdout and "| 15% and more |" in r.stdout
     assert "what the interval's width alone allows" in r.stdout and "a predictor knowing each cell's" in r.stdout
 
