@@ -10,7 +10,7 @@ computed" (the answer is partial: a failed compile must never pass as "no change
 | 1 | FINDING | the result holds what the command gates on: regressions (``compare``, ``triage``), a predicted regression or any change (``explain --fail-on``), cubins that differ (``fidelity``), a change point in the latest N runs (``history --fail-on-recent N``), damaged entries (``cache verify``); ``bisect`` reads the other way: 1 is *no* single culprit, a culprit found is 0 (no other verb has a culprit) |
 | 2 | USAGE | usage or user error: bad option, bad input, a KtriageError (printed with its fix) |
 | 3 | INTERNAL | internal error: an uncaught exception, i.e. a bug in ktriage, printed as one ``internal error:`` line (``--debug`` or ``KTRIAGE_DEBUG=1`` re-raises it with the traceback) |
-| 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout, a spec file's kernel that does not load); see ``--allow-failures`` |
+| 4 | INCOMPLETE | some cells failed (compile, assemble, analyze, import, timeout, a spec file's kernel that does not load), or were not compared (``compare``, ``triage``: a cell on one side only, failed, wrong, no latency); wins over FINDING; see ``--allow-failures`` |
 | 130 | INTERRUPTED | interrupted (Ctrl-C), as shells report SIGINT |
 | 141 | BROKEN_PIPE | the reader of the output went away (a verb piped to ``head``): the output was cut and the result is unknown, as shells report SIGPIPE (it was 1, "regressions found") |
 

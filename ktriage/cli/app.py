@@ -78,7 +78,8 @@ VERBS: tuple[Verb, ...] = (
         "compare",
         "Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence interval "
         "and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along input sweeps. "
-        "Exit 1 when regressions are found (for CI), 2 for bad input.",
+        "Exit 1 when regressions are found (for CI), 4 when some cells were not compared (before 1; "
+        "--allow-failures gives 0/1 then), 2 for bad input.",
     ),
     Verb(
         "bisect",

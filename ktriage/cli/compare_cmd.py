@@ -1,7 +1,10 @@
 """`ktriage compare`: regressions, improvements and cliffs between two runs (or a run's toolchains).
 
 Thin: options here; the compare itself is one call, :func:`ktriage.api.compare` (loading the sides,
-pairing them, the statistics), rendered by :class:`ktriage.api.CompareView`. Exit status for CI: 1 when regressions are found, 0 otherwise, 2 for bad input.
+pairing them, the statistics), rendered by :class:`ktriage.api.CompareView`. Exit status for CI
+(``ktriage.exit_status``): 4 when a cell was not compared (a partial result, as triage and explain
+exit; ``--allow-failures`` gives the status of the rest), else 1 when regressions are found, 0 otherwise,
+2 for bad input.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ktriage.cli.options import (
     step_summary,
 )
 from ktriage.errors import KtriageError
+from ktriage.wording import plural
 
 if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not for `ktriage compare --help`
     from ktriage.api import CompareReport
@@ -36,6 +40,15 @@ if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not 
 
 FORMATS = ("table", "markdown", "json", "csv")
 WRITERS = (".md", ".json", ".html", ".csv")
+
+AllowFailures = Annotated[
+    bool,
+    typer.Option(
+        "--allow-failures",
+        help="Exit 0/1 (regressions) even when some cells were not compared: missing on a side, failed,"
+        " wrong or timed out (default: exit 4, 'incomplete').",
+    ),
+]
 
 
 def compare(
@@ -91,10 +104,12 @@ def compare(
     mode: Annotated[Mode | None, mode_option("For a TritonBench CSV whose file name does not say it.")] = None,
     show_same: Annotated[bool, typer.Option("--all", help="Table: list 'same' pairs too.")] = False,
     allow_precision_mismatch: AllowPrecisionMismatch = False,
+    allow_failures: AllowFailures = False,
 ) -> None:
     """Compare two runs (or the toolchains of one): per input and backend a ratio with a confidence
     interval and a verdict (regression, improvement, same, unsure), the baseline check, cliffs along
-    input sweeps. Exit 1 when regressions are found (for CI), 2 for bad input."""
+    input sweeps. Exit 1 when regressions are found (for CI), 4 when some cells were not compared
+    (before 1; --allow-failures gives 0/1 then), 2 for bad input."""
     from ktriage.api import compare as compare_api
 
     try:
@@ -119,7 +134,26 @@ def compare(
     except KtriageError as exc:  # as main() would; kept so that compare exits 2 when driven without main()
         print_error(exc)
         raise typer.Exit(exit_codes.USAGE) from exc
-    raise typer.Exit(report.exit_status)
+    say_incomplete(report, fmt, allow_failures=allow_failures)
+    raise typer.Exit(report.exit_code(allow_failures))
+
+
+def say_incomplete(report: CompareReport, fmt: Format, *, allow_failures: bool) -> None:
+    """The last line, after every output is written: why the exit status is 4 (or, allowed, is not),
+    and which status the regressions alone give, so a CI log says what the number means.
+    On stderr unless the table is printed, so that json, csv and markdown on stdout stay whole."""
+    if report.complete:
+        return
+    found = f"{plural(report.regression_count, 'regression')} found"
+    rest = exit_codes.outcome(finding=report.has_regressions)
+    if allow_failures:
+        then = f"exit code {rest.value} ({found}; --allow-failures)"
+    else:
+        then = f"exit code {exit_codes.INCOMPLETE.value} (pass --allow-failures for {rest.value}: {found})"
+    make_console(stderr=fmt != Format.table).print(
+        f"[red]incomplete:[/] {plural(report.not_compared_count, 'cell')} not compared (each is listed with its reason:"
+        f" every one in --format json's not_compared); the other verdicts are complete; {then}."
+    )
 
 
 def show_and_write(

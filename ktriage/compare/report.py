@@ -35,9 +35,27 @@ class CompareReport:
         return any(c.has_regressions for c in self.comparisons)
 
     @property
+    def not_compared_count(self) -> int:
+        """Cells no verdict covers, over all comparisons (the baseline backend's included, as listed)."""
+        return sum(len(c.problems()) for c in self.comparisons)
+
+    @property
+    def complete(self) -> bool:
+        """Every cell was compared. A cell one side lacks, or that failed, was timed out or is no latency,
+        has no verdict: "0 regressions" would then pass a CI job on cells nobody compared, so the
+        result is partial, as ``ktriage triage`` and ``explain`` call one whose cells failed."""
+        return self.not_compared_count == 0
+
+    def exit_code(self, allow_failures: bool = False) -> ExitStatus:
+        """INCOMPLETE (4) when a cell was not compared, whatever else was found (unless
+        ``allow_failures``), else FINDING (1) when a regression was found, else OK (0): the status
+        ``ktriage compare`` exits with (``ktriage.exit_status``)."""
+        return outcome(finding=self.has_regressions, complete=self.complete, allow_failures=allow_failures)
+
+    @property
     def exit_status(self) -> ExitStatus:
-        """FINDING (1) when a regression was found, else OK (0): ``ktriage compare`` exits with it."""
-        return outcome(finding=self.has_regressions)
+        """``exit_code()`` with failures not allowed: what ``ktriage compare`` exits with by default."""
+        return self.exit_code()
 
     def to_json(self) -> JSONObject:
         """The JSON document: per comparison its pairs, baseline check, cliffs, counters and notes."""
@@ -51,6 +69,8 @@ class CompareReport:
                 for c in self.comparisons
             ],
             "regressions": self.regression_count,
+            "not_compared_count": self.not_compared_count,
+            "complete": self.complete,
         }
 
     def json_text(self) -> str:

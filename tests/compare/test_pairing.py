@@ -46,7 +46,9 @@ def test_toolchains_of_one_run_regressions_cliff_and_wrong_cell() -> None:
     ), texts
     assert any(f.kind == "new_vs_ref" and f.cliff.x_after == "N=4608" for f in c.cliffs)
     assert not any(f.backend == "liger_layer_norm" and f.toolchain == TCS[0] for f in c.cliffs)  # 3.3.1 is flat
-    assert CompareReport([c]).exit_status == 1
+    # partial (two cells not compared) wins over the regressions; allowed, the regressions decide
+    report = CompareReport([c])
+    assert report.exit_status == 4 and report.exit_code(allow_failures=True) == 1 and not report.complete
 
 
 def test_no_cliff_between_the_embedding_sweeps_input_families() -> None:

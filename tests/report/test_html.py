@@ -4,13 +4,16 @@ rendered DOM, and a screenshot must come out. Skips only when no Chromium binary
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ktriage.compare.pairing import compare_cells, compare_toolchains
 from ktriage.compare.report import CompareReport
+from ktriage.compare.run import compare
 from ktriage.report.html import write_html
 from ktriage.testing import fake_sweep_run
 from tests.browser import needs_chromium, run_chromium
@@ -63,3 +66,52 @@ def test_baseline_moved_warning_renders(tmp_path: Path) -> None:
         r'class="warn baseline-check">Baseline check \(moved\): baseline torch_layer_norm itself moved', dom
     )
     assert dom.count("<svg") == 3
+
+
+# A real H200 run (Liger's layer_norm bwd, Triton 3.3.1, 3.4.0, 3.5.1 side by side), edited into a partial one.
+LN_BWD = Path(__file__).parents[2] / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"
+
+
+def _partial_ln_bwd(tmp_path: Path, error: Callable[[int], str]) -> Path:
+    """ln_bwd.json with every Triton 3.4.0 cell failed (``error(input_id)``) and 3.5.1's even inputs gone."""
+    doc = json.loads(LN_BWD.read_text())
+    cells = []
+    for c in doc["cells"]:
+        tc, i = c["key"]["toolchain"] or "", c["key"]["input_id"]
+        if tc.startswith("triton-3.4.0"):
+            c.update(status="error", samples_ms=[], error=error(i))
+        if not (tc.startswith("triton-3.5.1") and i % 2 == 0):
+            cells.append(c)
+    path = tmp_path / "ln_bwd_partial.json"
+    path.write_text(json.dumps({**doc, "cells": cells}))
+    return path
+
+
+@needs_chromium
+def test_cells_not_compared_are_counted_per_reason_and_listed_in_full_folded(tmp_path: Path) -> None:
+    """Every cell not compared was one row of one table, before the charts: hundreds of them (a side
+    without a whole operator) buried the report. Now a count per reason with the first 5 cells, the
+    whole list in a closed <details>, and the page's headline says the result is incomplete."""
+    side = _partial_ln_bwd(tmp_path, lambda i: "CompilationError: atomic_add does not support bf16")
+    path = write_html(tmp_path / "partial.html", compare(str(side), toolchains=True))
+    dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
+    assert "12 regressions in 2 comparisons; incomplete: 45 cells not compared" in dom
+    assert "Errors and missing cells (not compared): 30" in dom and "(not compared): 15" in dom
+    reasons = re.findall(r'<table class="not-compared-reasons">(.*?)</table>', dom, re.S)
+    assert len(reasons) == 2
+    assert re.search(r'<td class="num">30</td><td>new error: CompilationError: atomic_add', reasons[0])
+    assert reasons[0].count("<li>layer_norm.bwd[") == 5 and 'class="more">and 25 more</li>' in reasons[0]
+    assert "on the reference side only" in reasons[1] and 'class="more">and 10 more</li>' in reasons[1]
+    folded = re.findall(r'<details class="not-compared-all">(.*?)</details>', dom, re.S)
+    assert [f.count("<tr><td>layer_norm.bwd[") for f in folded] == [30, 15]  # every cell, kept
+    assert "<details open" not in dom  # folded until opened; no script needed to open it
+
+
+@needs_chromium
+def test_past_20_reasons_the_rest_are_counted_and_left_to_the_full_list(tmp_path: Path) -> None:
+    side = _partial_ln_bwd(tmp_path, lambda i: f"wrong: max_abs_err {i + 1}.5 > atol 0.02")
+    path = write_html(tmp_path / "partial.html", compare(str(side), toolchains=True))
+    dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
+    first = re.findall(r'<table class="not-compared-reasons">(.*?)</table>', dom, re.S)[0]
+    assert first.count('<tr><td class="num">1</td>') == 20 and "and 10 other reasons, in the full list below" in dom
+    assert re.findall(r'<details class="not-compared-all">(.*?)</details>', dom, re.S)[0].count("max_abs_err") == 30
