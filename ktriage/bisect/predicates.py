@@ -260,13 +260,16 @@ class KernelSource:
 
     @property
     def each_kernel_bisected(self) -> bool:
-        """Whether every kernel :meth:`specs_for` gives is one the bisect judges, so that one that does
-        not compile fails the candidate: fixed specs (chosen once, the same at every candidate) and
-        the kernels ``inputs`` selects in the repository's spec file. Without ``inputs`` the repository's
-        file gives all its kernels, and the bisected ones are those that differ between the endpoints
-        (the compile-only rule); another kernel that does not compile at a commit (as one that does not
-        load) says nothing of them, so it only has no value there."""
-        return self.repo_spec is None or bool(self.inputs)
+        """Whether one kernel that does not compile fails the candidate: only for the kernels ``inputs``
+        selects in the repository's spec file (each was chosen by name in a file that changes with the
+        history, as one that does not load). Otherwise the kernels are measured one by one, and one
+        that does not compile only has no value there: without ``inputs`` the repository's file gives
+        all its kernels, and fixed specs (a catalog op, a spec file outside the repository) are the
+        same kernels at every candidate, where one that a release cannot compile (an API it lacks, a
+        bug it has) says nothing of the others. The compile-only rule (:func:`decide_values`) then
+        skips the candidate only where that kernel differs between the endpoints, and judges it on the
+        others where not; a candidate where none compiles is a skip."""
+        return self.repo_spec is not None and bool(self.inputs)
 
 
 def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:
@@ -328,8 +331,10 @@ class KernelMeasurer:
                 if self.kernels.each_kernel_bisected:
                     raise
                 failed[key] = exc.reason
-        if not results:
-            raise CandidateFailed("no kernel compiled: " + "; ".join(failed.values()))
+        if not results:  # one kernel's error alone is already the reason, as a bisected kernel's is
+            raise CandidateFailed(
+                next(iter(failed.values())) if len(failed) == 1 else "no kernel compiled: " + "; ".join(failed.values())
+            )
         self.results[prepared.candidate.id] = results
         return Measured(results, failed, self.compiler.thread_compiles() - before)
 

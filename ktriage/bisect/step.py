@@ -81,9 +81,10 @@ class Here(NamedTuple):
 
 
 def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> Here:
-    """The metric of every selected kernel in the current checkout: CandidateFailed if one does not
-    compile; without ``inputs``, a kernel of the checkout's spec file that does not load or compile has
-    no value (:attr:`KernelSource.each_kernel_bisected`) and its error is in ``failed``."""
+    """The metric of every selected kernel in the current checkout. A kernel that does not load or
+    compile has no value, and its error is in ``failed`` (:attr:`KernelSource.each_kernel_bisected`);
+    CandidateFailed if none compiles, or if one that ``inputs`` selects in the checkout's spec file
+    does not."""
     here = cwd or Path(os.getcwd())
     check_metric(cfg.metric)
     if cfg.op:
@@ -166,6 +167,11 @@ def record_baseline(
         raise CompileError(
             f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
         ) from None
+    if failed and cfg.inputs:  # a kernel of the catalog op chosen by --input (the spec file's: measure_here)
+        raise CompileError(
+            f"cannot record the {role} baseline here: {'; '.join(failed.values())}",
+            "record it at a commit that compiles",
+        )
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
     if failed:
