@@ -88,6 +88,22 @@ def metric_value(result: KernelResult, metric: str) -> float | None:
     return result.metric(metric)
 
 
+def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dict[str, float], dict[str, str]]:
+    """Each kernel's ``metric`` (:func:`metric_value`), and why each kernel whose analysis gives none
+    has no value (one line naming the kernel and the metric, as :class:`Measured`'s ``failed``), so
+    that a baseline leaving it out says so (``left_out`` and a warning) instead of dropping it without
+    a word: e.g. spill bytes come only from ptxas's ``-v`` log."""
+    values: dict[str, float] = {}
+    missing: dict[str, str] = {}
+    for key, result in results.items():
+        v = metric_value(result, metric)
+        if v is None:
+            missing[key] = f"{key} has no {metric} value: its analysis does not give one"
+        else:
+            values[key] = v
+    return values, missing
+
+
 def saved_values(obs: Observation) -> dict[str, float]:
     """The metric values per kernel a stored observation measured (its ``values``; a state file's
     numbers are checked by its schema, so anything else there is not a value)."""

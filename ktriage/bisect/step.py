@@ -27,7 +27,7 @@ from ktriage.bisect.predicates import (
     KernelSource,
     check_metric,
     decide_values,
-    metric_value,
+    metric_values,
     no_value,
     not_compiled,
 )
@@ -84,7 +84,7 @@ class Here(NamedTuple):
 
 def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> Here:
     """The metric of every selected kernel in the current checkout. A kernel that does not load or
-    compile has no value, and its error is in ``failed`` (:attr:`KernelSource.each_kernel_bisected`);
+    compile, or whose analysis gives no value for the metric, has none, and why is in ``failed`` (:attr:`KernelSource.each_kernel_bisected`);
     CandidateFailed if none compiles, or if one that ``inputs`` selects in the checkout's spec file
     does not."""
     here = cwd or Path(os.getcwd())
@@ -106,8 +106,8 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
         results, failed, _ = KernelMeasurer(source, compiler).measure(prepared)
     finally:
         compiler.close()
-    values = {k: metric_value(r, cfg.metric) for k, r in results.items()}
-    return Here({k: float(v) for k, v in values.items() if v is not None}, failed)
+    values, no_metric = metric_values(results, cfg.metric)
+    return Here(values, {**failed, **no_metric})
 
 
 class _Measured(TypedDict):
@@ -172,7 +172,7 @@ def record_baseline(
     if failed and cfg.inputs:  # a kernel of the catalog op chosen by --input (the spec file's: measure_here)
         raise CompileError(
             f"cannot record the {role} baseline here: {'; '.join(failed.values())}",
-            "record it at a commit that compiles",
+            f"record it at a commit where it compiles, or use another {option('metric', '--metric')} if it has no value",
         )
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
@@ -182,8 +182,8 @@ def record_baseline(
         log.warning(
             f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
             f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
-            f"the {role} baseline at a commit where {they}; to judge chosen kernels only, name them with "
-            f"{option('inputs', '--input')}"
+            f"the {role} baseline at a commit where {they} (one with no {cfg.metric} value: another "
+            f"{option('metric', '--metric')}); to judge chosen kernels only, name them with {option('inputs', '--input')}"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1))
