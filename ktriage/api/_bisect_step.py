@@ -95,7 +95,7 @@ def bisect_step(
         recorded = data["good"] if role == "good" else data["bad"]
         return StepResult(0, f"{role} baseline: {json.dumps(recorded['values'])} -> {record_baseline}")
     assert baseline is not None
-    cfg, good, bad = load_baseline(baseline)
+    cfg, good, bad, left_out = load_baseline(baseline)
     _check_same_question(baseline, cfg, metric=metric, toolchain=toolchain, arch=arch)
     cfg = StepConfig(
         metric or cfg.metric,
@@ -110,8 +110,9 @@ def bisect_step(
         values, failed = measure_here(cfg)
     except CandidateFailed as exc:
         return StepResult(125, f"skip: {exc.reason}")
-    code, reason = decide_step(values, good, bad, failed)
-    return StepResult(code, f"{ {0: 'good', 1: 'bad', 125: 'skip'}[code] }: {reason} ({json.dumps(values)})")
+    code, reason = decide_step(values, good, bad, failed, left_out)
+    judged = {k: v for k, v in values.items() if k not in left_out}  # the others' values the reason names
+    return StepResult(code, f"{ {0: 'good', 1: 'bad', 125: 'skip'}[code] }: {reason} ({json.dumps(judged)})")
 
 
 def _check_same_question(

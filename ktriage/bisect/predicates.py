@@ -88,6 +88,22 @@ def metric_value(result: KernelResult, metric: str) -> float | None:
     return result.metric(metric)
 
 
+def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dict[str, float], dict[str, str]]:
+    """Each kernel's ``metric`` (:func:`metric_value`), and why each kernel whose analysis gives none
+    has no value (one line naming the kernel and the metric, as :class:`Measured`'s ``failed``), so
+    that a baseline leaving it out says so (``left_out`` and a warning) instead of dropping it without
+    a word: e.g. spill bytes come only from ptxas's ``-v`` log."""
+    values: dict[str, float] = {}
+    missing: dict[str, str] = {}
+    for key, result in results.items():
+        v = metric_value(result, metric)
+        if v is None:
+            missing[key] = f"{key} has no {metric} value: its analysis does not give one"
+        else:
+            values[key] = v
+    return values, missing
+
+
 def saved_values(obs: Observation) -> dict[str, float]:
     """The metric values per kernel a stored observation measured (its ``values``; a state file's
     numbers are checked by its schema, so anything else there is not a value)."""
@@ -260,13 +276,16 @@ class KernelSource:
 
     @property
     def each_kernel_bisected(self) -> bool:
-        """Whether every kernel :meth:`specs_for` gives is one the bisect judges, so that one that does
-        not compile fails the candidate: fixed specs (chosen once, the same at every candidate) and
-        the kernels ``inputs`` selects in the repository's spec file. Without ``inputs`` the repository's
-        file gives all its kernels, and the bisected ones are those that differ between the endpoints
-        (the compile-only rule); another kernel that does not compile at a commit (as one that does not
-        load) says nothing of them, so it only has no value there."""
-        return self.repo_spec is None or bool(self.inputs)
+        """Whether one kernel that does not compile fails the candidate: only for the kernels ``inputs``
+        selects in the repository's spec file (each was chosen by name in a file that changes with the
+        history, as one that does not load). Otherwise the kernels are measured one by one, and one
+        that does not compile only has no value there: without ``inputs`` the repository's file gives
+        all its kernels, and fixed specs (a catalog op, a spec file outside the repository) are the
+        same kernels at every candidate, where one that a release cannot compile (an API it lacks, a
+        bug it has) says nothing of the others. The compile-only rule (:func:`decide_values`) then
+        skips the candidate only where that kernel differs between the endpoints, and judges it on the
+        others where not; a candidate where none compiles is a skip."""
+        return self.repo_spec is not None and bool(self.inputs)
 
 
 def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:
@@ -328,8 +347,10 @@ class KernelMeasurer:
                 if self.kernels.each_kernel_bisected:
                     raise
                 failed[key] = exc.reason
-        if not results:
-            raise CandidateFailed("no kernel compiled: " + "; ".join(failed.values()))
+        if not results:  # one kernel's error alone is already the reason, as a bisected kernel's is
+            raise CandidateFailed(
+                next(iter(failed.values())) if len(failed) == 1 else "no kernel compiled: " + "; ".join(failed.values())
+            )
         self.results[prepared.candidate.id] = results
         return Measured(results, failed, self.compiler.thread_compiles() - before)
 

@@ -15,9 +15,10 @@ import json
 import logging
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple, TypedDict
+from typing import Literal, NamedTuple, TypedDict, TypeVar
 
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate
@@ -26,7 +27,7 @@ from ktriage.bisect.predicates import (
     KernelSource,
     check_metric,
     decide_values,
-    metric_value,
+    metric_values,
     no_value,
     not_compiled,
 )
@@ -40,6 +41,7 @@ from ktriage.schema.jsontypes import JSONObject
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
 MAX_BASELINE_MB = 64  # a value per kernel: kilobytes in practice; KTRIAGE_MAX_INPUT_MB sets it
 log = logging.getLogger("ktriage.bisect")
+T = TypeVar("T")
 
 
 @dataclass
@@ -81,9 +83,10 @@ class Here(NamedTuple):
 
 
 def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | None = None) -> Here:
-    """The metric of every selected kernel in the current checkout: CandidateFailed if one does not
-    compile; without ``inputs``, a kernel of the checkout's spec file that does not load or compile has
-    no value (:attr:`KernelSource.each_kernel_bisected`) and its error is in ``failed``."""
+    """The metric of every selected kernel in the current checkout. A kernel that does not load or
+    compile, or whose analysis gives no value for the metric, has none, and why is in ``failed`` (:attr:`KernelSource.each_kernel_bisected`);
+    CandidateFailed if none compiles, or if one that ``inputs`` selects in the checkout's spec file
+    does not."""
     here = cwd or Path(os.getcwd())
     check_metric(cfg.metric)
     if cfg.op:
@@ -103,8 +106,8 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
         results, failed, _ = KernelMeasurer(source, compiler).measure(prepared)
     finally:
         compiler.close()
-    values = {k: metric_value(r, cfg.metric) for k, r in results.items()}
-    return Here({k: float(v) for k, v in values.items() if v is not None}, failed)
+    values, no_metric = metric_values(results, cfg.metric)
+    return Here(values, {**failed, **no_metric})
 
 
 class _Measured(TypedDict):
@@ -166,6 +169,11 @@ def record_baseline(
         raise CompileError(
             f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
         ) from None
+    if failed and cfg.inputs:  # a kernel of the catalog op chosen by --input (the spec file's: measure_here)
+        raise CompileError(
+            f"cannot record the {role} baseline here: {'; '.join(failed.values())}",
+            f"record it at a commit where it compiles, or use another {option('metric', '--metric')} if it has no value",
+        )
     data["config"] = cfg.to_json()
     data[role] = {"values": values, "commit": _head(here)}
     if failed:
@@ -174,8 +182,8 @@ def record_baseline(
         log.warning(
             f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
             f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
-            f"the {role} baseline at a commit where {they}; to judge chosen kernels only, name them with "
-            f"{option('inputs', '--input')}"
+            f"the {role} baseline at a commit where {they} (one with no {cfg.metric} value: another "
+            f"{option('metric', '--metric')}); to judge chosen kernels only, name them with {option('inputs', '--input')}"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(data, indent=1))
@@ -194,7 +202,18 @@ def read_baseline(path: Path) -> tuple[BaselineFile, BaselineSchema]:
     return data, convert(data, BaselineSchema, origin=origin, fix=BASELINE_FIX)
 
 
-def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, float] | None]:
+class Baseline(NamedTuple):
+    """A baseline file as a step judges with it: the options, each endpoint's values (``bad`` None when
+    only the good one was recorded), and ``left_out``: each kernel either endpoint recorded without a
+    value, and why (the good endpoint's error first), so that a step does not judge it and says so."""
+
+    config: StepConfig
+    good: dict[str, float]
+    bad: dict[str, float] | None
+    left_out: dict[str, str]
+
+
+def load_baseline(path: Path) -> Baseline:
     _, data = read_baseline(path)
     if data.good is None:
         raise FormatError(
@@ -203,7 +222,8 @@ def load_baseline(path: Path) -> tuple[StepConfig, dict[str, float], dict[str, f
         )
     c = data.config
     cfg = StepConfig(c.metric, c.toolchain, c.spec, c.op, c.mode, tuple(c.inputs), c.arch)
-    return cfg, data.good.values, data.bad.values if data.bad else None
+    left_out = {**(data.bad.left_out if data.bad else {}), **data.good.left_out}
+    return Baseline(cfg, data.good.values, data.bad.values if data.bad else None, left_out)
 
 
 def decide_step(
@@ -211,12 +231,35 @@ def decide_step(
     good: dict[str, float],
     bad: dict[str, float] | None,
     failed: dict[str, str] | None = None,
+    left_out: Mapping[str, str] | None = None,
 ) -> tuple[int, str]:
     """(git-bisect exit code, reason) for measured values against the baseline. ``failed`` (from
     :func:`measure_here`): why a kernel has no value here; a skip it causes gives its error, as
     ``bisect``'s observation does (:func:`~ktriage.bisect.predicates.no_value`), and a verdict taken
-    without it says it failed (:func:`~ktriage.bisect.predicates.decide_values`)."""
-    failed = failed or {}
+    without it says it failed (:func:`~ktriage.bisect.predicates.decide_values`). ``left_out``
+    (:attr:`Baseline.left_out`): kernels the baseline has no value for; they are not judged, whether
+    they compile here or not, and the reason says so once, with the error recorded for each (not
+    "did not compile here", which would name the wrong cause)."""
+    left_out = left_out or {}
+    if left_out:
+        values, good, failed = _without(values, left_out), _without(good, left_out), _without(failed or {}, left_out)
+        bad = _without(bad, left_out) if bad is not None else None
+    code, reason = _decide_step(values, good, bad, failed or {})
+    if left_out:
+        them = "it" if len(left_out) == 1 else "them"
+        reason += (
+            f"; {', '.join(left_out)} not judged: the baseline has no value for {them} ({'; '.join(left_out.values())})"
+        )
+    return code, reason
+
+
+def _without(values: Mapping[str, T], kernels: Mapping[str, str]) -> dict[str, T]:
+    return {k: v for k, v in values.items() if k not in kernels}
+
+
+def _decide_step(
+    values: dict[str, float], good: dict[str, float], bad: dict[str, float] | None, failed: dict[str, str]
+) -> tuple[int, str]:
     if bad is None:
         changed = [k for k, g in good.items() if k in values and values[k] != g]
         missing = [k for k in good if k not in values]

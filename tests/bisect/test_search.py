@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -165,3 +166,26 @@ def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path
     result = run_search(cands, TimePredicate(fake), workers=3, record=resumed.stage(0, "t", cands), save=resumed.save)
     assert result.status == "culprit" and result.hi == 23
     assert result.rounds >= 2 and result.confidence is not None
+
+
+class FakeResult:
+    """A FAKE analysis result for the pure split of values (only ``metric`` is read): ``None`` is a
+    metric the analysis does not give (spill bytes without ptxas's -v log)."""
+
+    def __init__(self, value: float | None) -> None:
+        self.value = value
+
+    def metric(self, name: str) -> float | None:
+        return self.value
+
+
+def test_a_kernel_without_a_value_for_the_metric_is_named_with_the_metric() -> None:
+    """A kernel whose analysis gives no value for the metric was dropped from the values without a
+    word, so ``bisect-step --record-baseline`` left it out of the baseline silently. Now it is named,
+    with the metric, as a kernel that fails is (``failed``, the baseline's ``left_out`` and warning)."""
+    from ktriage.bisect.predicates import metric_values
+
+    results: dict[str, Any] = {"red": FakeResult(48.0), "blue": FakeResult(None)}
+    values, missing = metric_values(results, "spill_store_bytes")
+    assert values == {"red": 48.0}
+    assert missing == {"blue": "blue has no spill_store_bytes value: its analysis does not give one"}

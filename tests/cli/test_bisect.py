@@ -832,3 +832,53 @@ def test_bisect_step_record_baseline_says_which_kernels_it_leaves_out(
 
     r = run_cli([*argv, "-i", "other"])
     assert r.exit_code == 128 and "cannot record the good baseline here" in r.err_text, r.output
+
+
+def _repo_where_other_compiles_between(path: Path) -> KernelRepo:
+    """Three commits: "red" spills from commit 2 on (RBLOCK 256); "other" fails to compile at commits 0
+    and 2 (RBLOCK = 48, which Triton's arange refuses) and compiles at commit 1 (RBLOCK = 64)."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "kernels").mkdir()
+    (path / "kernels" / "red.py").write_text(KERNEL.format(rev=0, salt=""))
+    commits = []
+    for i, (red, other) in enumerate(((64, 48), (64, 64), (256, 48))):
+        first = SPEC.format(rblock=red).replace("[kernel]\n", "[[kernel]]\n", 1)
+        second = SPEC.format(rblock=other).replace("[kernel]\n", "[[kernel]]\n", 1).replace('"red"', '"other"')
+        (path / "spec.toml").write_text(first + "\n" + second)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"change {i}")
+        commits.append(git(path, "rev-parse", "HEAD"))
+    return KernelRepo(path, commits, commits[2])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_bad", [False, True], ids=["good-only", "good-and-bad"])
+def test_bisect_step_does_not_judge_a_kernel_the_baseline_left_out(
+    with_bad: bool, tmp_path: Path, toolchain: Any, run_cli: RunCli, monkeypatch: Any
+) -> None:
+    """A kernel recorded in the baseline's ``left_out`` (it did not compile at the baseline's commit)
+    has no baseline value, so a step does not judge it, and says so once, with the error recorded
+    for it, whether it compiles at the step or not. Before, the baseline's ``left_out`` was not read:
+    where the kernel compiled the verdict did not mention it, and where it failed again the reason
+    said "other did not compile here (not bisected: it does not differ between the endpoints)", which
+    is not why it was not judged."""
+    toolchain(TOOLCHAIN)
+    repo = _repo_where_other_compiles_between(tmp_path / "repo")
+    baseline = tmp_path / "b.json"
+    monkeypatch.chdir(repo.path)
+    record = ["bisect-step", "--record-baseline", str(baseline), "--spec", "spec.toml"]
+    record += ["--metric", "spill_store_bytes", "-t", TOOLCHAIN]
+    git(repo.path, "checkout", "-q", repo.commits[0])
+    assert run_cli(record).exit_code == 0
+    if with_bad:
+        git(repo.path, "checkout", "-q", repo.commits[2])
+        assert run_cli([*record, "--as", "bad"]).exit_code == 0
+    left_out = json.loads(baseline.read_text())["good"]["left_out"]["other"]
+    note = f"other not judged: the baseline has no value for it ({left_out})"
+
+    for commit, code in ((repo.commits[1], 0), (repo.commits[2], 1)):
+        git(repo.path, "checkout", "-q", commit)
+        r = run_cli(["bisect-step", "--baseline", str(baseline)])
+        assert r.exit_code == code, r.output
+        assert r.output.count(note) == 1 and r.output.count("other") == 2, r.output  # the note and its error
