@@ -60,6 +60,23 @@ def sweep_key(spec: KernelSpec) -> tuple[str, ...]:
     return (spec.source, str(spec.meta.get("op", kernel_name(spec))), str(spec.meta.get("mode", "")), keys)
 
 
+def continues(before: KernelSpec | None, spec: KernelSpec) -> bool:
+    """Whether a finding's run of inputs may go on from ``before`` to ``spec``: inputs of one sweep, with
+    no input of the target between them that explain did not see. A printed range is read back by
+    ``--input`` as every input from its first to its last in the target's listing
+    (``spec.ranges``); merged across an input that ``--input`` or ``--input-id`` left out, the
+    report's ``N=4608..8192`` claimed, and selected when copied, an input never compiled. Specs with
+    input ids (a catalog op's TritonBench ids, a workload kernel's inputs) follow each other when the
+    ids are equal (two kernels of one input) or consecutive; a spec file's kernels carry none and are
+    taken as listed."""
+    if before is None or sweep_key(before) != sweep_key(spec):
+        return False
+    a, b = before.meta.get("input_id"), spec.meta.get("input_id")
+    if isinstance(a, int) and isinstance(b, int):
+        return b in (a, a + 1)
+    return True
+
+
 class _NamedInputs:
     """What a finding, a failure finding and a bullet share: their ``inputs`` (full labels, as the JSON
     keeps them), the ``kernel`` they are of (where the report holds several, else ""), and ``names``
@@ -175,11 +192,11 @@ def _merged_runs(
             continue
         name = toolchain_label(toolchain)
         open_runs: dict[str, _F] = {}
-        sweep: tuple[str, ...] | None = None
+        before: KernelSpec | None = None
         for item, (kernel, short) in zip(result.specs, names, strict=True):
-            if sweep_key(item.spec) != sweep:  # another kernel: no run crosses into it
+            if not continues(before, item.spec):  # another kernel, or an input left out: no run crosses it
                 open_runs.clear()
-                sweep = sweep_key(item.spec)
+            before = item.spec
             comparison = next((c for c in item.comparisons if c.new.toolchain.id == toolchain.id), None)
             label = input_label(item.spec.meta, item.spec.name)
             seen: set[str] = set()
@@ -273,11 +290,12 @@ def collect_failure_findings(result: ExplainResult) -> list[FailureFinding]:
     first = result.toolchains[0].id if result.toolchains else None
     for toolchain in result.toolchains:
         run: FailureFinding | None = None
-        sweep: tuple[str, ...] | None = None
+        before: KernelSpec | None = None
         for item, (kernel, short) in zip(result.specs, names, strict=True):
             failure = item.results.get(toolchain.id)
-            if sweep_key(item.spec) != sweep:
-                run, sweep = None, sweep_key(item.spec)
+            if not continues(before, item.spec):
+                run = None
+            before = item.spec
             if not isinstance(failure, CompileFailure) or not_loaded(failure):
                 run = None
                 continue

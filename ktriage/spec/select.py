@@ -67,6 +67,16 @@ def _names(spec: KernelSpec) -> set[str]:
     return names
 
 
+def _whole_kernels(specs: Sequence[KernelSpec], selector: str, target: str, flag: str) -> list[KernelSpec]:
+    """Every input of the recorded kernels ``selector`` names as the reports print a kernel
+    (:func:`kernel_forms`: ``K7``, ``K7:_layer_norm_backward_kernel``, ...); none for another selector."""
+    of = [(str(s.meta.get("workload_kernel")), str(s.meta.get("function"))) for s in specs]
+    recorded = [n for n, s in enumerate(specs) if s.meta.get("workload_kernel") and s.meta.get("function")]
+    kernels = list(dict.fromkeys(of[n] for n in recorded))
+    named = {kernels[n] for n in recorded_kernel_hits(selector, kernels, target, flag=flag)}
+    return [specs[n] for n in recorded if of[n] in named]
+
+
 def _positions(specs: Sequence[KernelSpec], chosen: Sequence[KernelSpec]) -> list[int]:
     """Where each of ``chosen`` is in ``specs`` (by identity: two inputs may have equal specs)."""
     return [n for n, s in enumerate(specs) if any(s is c for c in chosen)]
@@ -90,6 +100,8 @@ def select_specs(
     exact = [s for s in specs if matches_selector(s, selector)]
     if exact:
         return exact
+    if whole := _whole_kernels(specs, selector, target, flag):
+        return whole
     if ends := range_ends(selector):  # a range as explain prints it: the specs from its first to its last
         picked = select_range(
             selector,
@@ -121,9 +133,16 @@ def select_specs(
             "select one by its exact name or input label",
         )
     known = sorted({n for s in specs for n in _names(s)})
+    recorded = next((s.meta for s in specs if s.meta.get("workload_kernel") and s.meta.get("function")), None)
+    kernel_hint = (
+        f"; or a kernel as the reports print it, for all its inputs ({recorded['workload_kernel']}, "
+        f"{recorded['workload_kernel']}:{recorded['function']})"
+        if recorded
+        else ""
+    )
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}",
-        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}",
+        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}{kernel_hint}",
     )
 
 
@@ -151,8 +170,39 @@ def recorded_kernel_names(spec: KernelSpec) -> set[str]:
     the reports print it (``_layer_norm_backward_kernel.K7``), its workload kernel id (``K7``) and its
     function (``_layer_norm_backward_kernel``)."""
     names = {spec.name.split("[", 1)[0]}
-    names |= {str(spec.meta[key]) for key in ("workload_kernel", "function") if spec.meta.get(key)}
+    kernel, function = spec.meta.get("workload_kernel"), spec.meta.get("function")
+    if kernel and function:
+        names |= kernel_forms(str(kernel), str(function))
+    names |= {str(v) for v in (kernel, function) if v}
     return names
+
+
+def kernel_forms(kernel: str, function: str) -> set[str]:
+    """Every way the reports print a recorded kernel, so that any of them copied into a selector names
+    it: its id (``K7``), its function (``_layer_norm_backward_kernel``), explain's name for it
+    (``_layer_norm_backward_kernel.K7``) and bench's, compare's and triage's kernel column
+    (``K7:_layer_norm_backward_kernel``). One home: ``--kernel``, ``--input`` and the kernel before a
+    short label's ``[...]`` all take these."""
+    return {kernel, function, f"{function}.{kernel}", f"{kernel}:{function}"}
+
+
+def recorded_kernel_hits(
+    selector: str, kernels: Sequence[tuple[str, str]], where: str, *, flag: str = "--kernel"
+) -> list[int]:
+    """The positions of the recorded ``kernels`` (``(id, function)``) that ``selector`` names as a whole
+    kernel, in one of :func:`kernel_forms` (a function: every kernel of it); none when it names none.
+    ``K3:fn`` whose id is a kernel of another function is refused naming both, never read as either half
+    (``flag``: the option it came from, as the error names it)."""
+    kernel, colon, function = selector.partition(":")  # a function name (a Python identifier) has no ':'
+    found = [n for n, (k, f) in enumerate(kernels) if selector in kernel_forms(k, f)]
+    if colon and function.isidentifier() and not found:  # not K7:fn[label]: a short label's kernel
+        actual = next((f for k, f in kernels if k == kernel), None)
+        if actual is not None:
+            raise SpecError(
+                f"{flag} {selector!r}: {kernel} in {where} is the function {actual}, not {function}",
+                f"copy the kernel as the report prints it: {flag} {kernel}:{actual} (or give {kernel} alone)",
+            )
+    return found
 
 
 def names_short_label(selector: str, kernel_names: set[str], label: str) -> bool:
@@ -178,18 +228,7 @@ def select_recorded_kernels(selectors: Sequence[str], kernels: Sequence[tuple[st
     that names nothing is refused with the kernels and the forms they may be given in."""
     picked: set[int] = set()
     for sel in selectors:
-        kernel, colon, function = sel.partition(":")  # a function name (a Python identifier) has no ':'
-        if colon:
-            same_id = [n for n, (k, _) in enumerate(kernels) if k == kernel]
-            found = [n for n in same_id if kernels[n][1] == function]
-            if same_id and not found:
-                actual = kernels[same_id[0]][1]
-                raise SpecError(
-                    f"--kernel {sel!r}: {kernel} in {where} is the function {actual}, not {function}",
-                    f"copy the kernel as the report prints it: --kernel {kernel}:{actual} (or give {kernel} alone)",
-                )
-        else:
-            found = [n for n, (k, f) in enumerate(kernels) if sel in (k, f)]
+        found = recorded_kernel_hits(sel, kernels, where)
         if not found:
             choices = ", ".join(f"{k} ({f})" for k, f in kernels) or "none: it has no kernels"
             forms = ""
@@ -236,7 +275,12 @@ def select_recorded(selectors: Sequence[str], inputs: Sequence[RecordedInput], w
                 f"no input of {where} matches --input {sel!r}",
                 f"give a recorded input id or label: {listed or 'none'}"
                 + (", ..." if len(inputs) > 12 else "")
-                + f"; {RANGE_HINT}",
+                + f"; {RANGE_HINT}"
+                + (
+                    f"; or a kernel as the reports print it, for all its inputs ({inputs[0].kernel}:{inputs[0].function})"
+                    if inputs
+                    else ""
+                ),
             )
         chosen |= set(hits)
     return sorted(chosen)
@@ -246,6 +290,9 @@ def _recorded_hits(sel: str, inputs: Sequence[RecordedInput], where: str) -> lis
     exact = [n for n, i in enumerate(inputs) if i.names(sel)]
     if exact:
         return exact
+    kernels = list(dict.fromkeys((i.kernel, i.function) for i in inputs))
+    if named := {kernels[n] for n in recorded_kernel_hits(sel, kernels, where, flag="--input")}:
+        return [n for n, i in enumerate(inputs) if (i.kernel, i.function) in named]
     hits = recorded_short_label_match(sel, inputs, where)
     if hits or not (ends := range_ends(sel)):
         return hits
@@ -264,11 +311,7 @@ def recorded_short_label_match(selector: str, inputs: Sequence[RecordedInput], w
     """Which of a workload's recorded inputs ``selector`` is the short label of, as explain prints it
     (``K7[X_ptr=4096x4608]``, ``_layer_norm_backward_kernel.K7[...]`` or the bare label): no index, or
     the one; a short label several inputs have is refused, the fix naming ``--kernel``."""
-    hits = [
-        n
-        for n, i in enumerate(inputs)
-        if names_short_label(selector, {i.kernel, i.function, f"{i.function}.{i.kernel}"}, i.label)
-    ]
+    hits = [n for n, i in enumerate(inputs) if names_short_label(selector, kernel_forms(i.kernel, i.function), i.label)]
     if len(hits) > 1:
         named = [(f"{inputs[n].function}.{inputs[n].kernel}", inputs[n].label) for n in hits]
         raise ambiguous_short_label(

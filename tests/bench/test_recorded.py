@@ -357,3 +357,16 @@ def test_compare_reads_recorded_cells_from_the_real_results_writer(tmp_path: Pat
         ("K1", "triton-3.4.0", "wrong", "-"),
     ]
     assert rows[1]["vs_ref"].startswith("1.5")
+
+
+def test_a_kernel_as_the_reports_print_it_selects_its_inputs_for_bench() -> None:
+    """``bench W.json -i K7:_layer_norm_backward_kernel``: the kernel column bench's own report prints,
+    copied into ``--input``, was 'no input matches'; it selects that kernel's inputs now, as explain's."""
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.bundle import select_kernels
+
+    workload = load_workload(LN_BWD)
+    k7 = [i.id for i in workload.kernels[7].inputs]
+    for form in ("K7:_layer_norm_backward_kernel", "K7", "K7:_layer_norm_backward_kernel[X_ptr=4096x4608]"):
+        want = k7 if "[" not in form else [0]
+        assert [(k.id, ids) for k, ids in select_kernels(workload, None, [form])] == [("K7", want)], form

@@ -112,3 +112,25 @@ def test_a_range_as_explain_prints_it_selects_its_inputs() -> None:
     assert [s.name for s in resolve_specs(workload, inputs=[printed])] == [
         s.name for s in resolve_specs(workload) if s.meta.get("workload_kernel") == "K7"
     ][1:5]
+
+
+def test_a_kernel_as_the_reports_print_it_selects_its_inputs() -> None:
+    """``explain W.json -i K7:_layer_norm_backward_kernel`` (the kernel column of bench's, compare's and
+    triage's reports, which ``--kernel`` takes) was refused as 'no kernel matches', and ``-i K1`` of a
+    workload of ten kernels picked K1 only because no other name held 'K1' (with K10 it would have been
+    'part of 2 kernel names'). A kernel in any form the reports print selects all its inputs; before a
+    short label's ``[...]`` too; an id with another kernel's function is refused naming both."""
+    workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
+    specs = resolve_specs(workload)
+    k7 = [s.name for s in specs if s.meta.get("workload_kernel") == "K7"]
+    for form in ("K7", "K7:_layer_norm_backward_kernel", "_layer_norm_backward_kernel.K7"):
+        assert [s.name for s in resolve_specs(workload, inputs=[form])] == k7, form
+    backward = [s.name for s in specs if s.meta.get("function") == "_layer_norm_backward_kernel"]
+    assert [s.name for s in resolve_specs(workload, inputs=["_layer_norm_backward_kernel"])] == backward
+    picked = resolve_specs(workload, inputs=["K7:_layer_norm_backward_kernel[X_ptr=4096x{4608..5120}]"])
+    assert [s.name for s in picked] == k7[:2]
+    with pytest.raises(
+        KtriageError, match="K7 in .* is the function _layer_norm_backward_kernel, not _layer_norm_f"
+    ) as e:
+        resolve_specs(workload, inputs=["K7:_layer_norm_forward_kernel"])
+    assert e.value.fix is not None and "--input K7:_layer_norm_backward_kernel" in e.value.fix

@@ -197,3 +197,19 @@ def test_a_short_label_of_several_recorded_inputs_is_refused(run_cli: RunCli) ->
     assert r.fix is not None and " or ".join(picks) in r.fix
     for pick, kid in zip(picks, ("K6", "K7"), strict=True):  # what the fix offers selects one each
         assert [s.meta["workload_kernel"] for s in resolve_specs(str(LN_WORKLOAD), inputs=[pick])] == [kid]
+
+
+def test_a_run_never_crosses_an_input_explain_did_not_see() -> None:
+    """``explain liger.layer_norm -i N=4608 -i N=5632``: the two inputs were merged into one finding
+    printed ``N=4608..5632``, which ``--input`` reads back as every input from the first to the last
+    (N=5120 too, never compiled). A run goes on only between inputs with equal or consecutive ids
+    (a catalog op's, a workload kernel's); a spec file's kernels carry none and go on as listed."""
+    from ktriage.explain.findings import continues
+
+    def ln(input_id: int, n: int) -> KernelSpec:
+        return _spec(f"liger.layer_norm.bwd[N={n}]", "ln.py:k", op="liger.layer_norm", mode="bwd", input_id=input_id)
+
+    assert continues(ln(7, 4608), ln(8, 5120)) and continues(ln(7, 4608), ln(7, 4608))
+    assert not continues(ln(7, 4608), ln(9, 5632))  # N=5120 (id 8) left out by -i
+    assert not continues(ln(8, 5120), ln(7, 4608)) and not continues(None, ln(7, 4608))
+    assert continues(_spec("k[a=1]"), _spec("k[a=2]"))  # a spec file's, as listed
