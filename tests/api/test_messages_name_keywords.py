@@ -91,7 +91,7 @@ def test_explain_names_fail_on_fixes_and_fix_toolchains_as_keywords() -> None:
     )
     with pytest.raises(KtriageError) as judged:
         kt.explain(target="liger.layer_norm", toolchains=["triton==3.4.0"], fixes=True)
-    assert judged.value.problem.startswith("fixes (--fixes) need(s) a toolchain judged against a reference")
+    assert judged.value.problem.startswith("fixes (--fixes) needs a toolchain judged against a reference")
     with pytest.raises(KtriageError) as diff:
         kt.explain(target="liger.layer_norm", toolchains=["triton==3.3.1", "triton==3.4.0"], ptx_diff=True)
     assert diff.value.problem.startswith("ptx_diff (--ptx-diff) and sass_diff (--sass-diff) show one kernel, but ")
