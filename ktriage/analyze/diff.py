@@ -15,6 +15,7 @@ from typing import Literal
 
 from ktriage.analyze.resources import Resources
 from ktriage.analyze.sass import parse_sass
+from ktriage.wording import plural
 
 Kind = Literal["ptx", "sass"]
 
@@ -159,7 +160,7 @@ class DiffSummary:
             return f"{self.kind.upper()} identical after normalization ({self.a_lines} lines)"
         return (
             f"{self.kind.upper()}: {self.removed} of {self.a_lines} lines removed, {self.added} of "
-            f"{self.b_lines} added, in {self.hunks} place{'s' if self.hunks != 1 else ''}"
+            f"{self.b_lines} added, in {plural(self.hunks, 'place')}"
         )
 
 

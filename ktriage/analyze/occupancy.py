@@ -78,7 +78,7 @@ class Occupancy:
     def describe(self) -> str:
         """One line for tables: ``2 CTAs/SM, 8/64 warps (12.5%), limited by registers``."""
         return (
-            f"{self.ctas_per_sm} CTA{'s' if self.ctas_per_sm != 1 else ''}/SM, "
+            f"{plural(self.ctas_per_sm, 'CTA')}/SM, "
             f"{self.warps_per_sm}/{self.max_warps_per_sm} warps ({self.occupancy:.1%}), "
             f"limited by {self.limiter.replace('_', ' ')}"
         )

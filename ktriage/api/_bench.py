@@ -30,6 +30,7 @@ from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.gpus import GPUS_HELP
 from ktriage.report.bench import BenchRenders
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.bench.torch_build import TorchBuild
@@ -292,7 +293,7 @@ def bench(
     wanted_metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     unknown = [m for m in wanted_metrics if m not in METRICS]
     if unknown:
-        raise KtriageError(f"unknown metric(s) {unknown}", f"use any of: {', '.join(METRICS)}")
+        raise KtriageError(f"{plural(len(unknown), 'unknown metric')} {unknown}", f"use any of: {', '.join(METRICS)}")
     if compile_only and not toolchains and bundle is not None:  # a bundle built elsewhere: not read, refused
         refuse_nothing_to_compile("ktriage bench --op OP -t OLD -t NEW --compile-only --bundle DIR")
     loaded: Bundle | None = None
@@ -324,7 +325,8 @@ def bench(
     bad = [b for b in chosen + [base] if b not in known]
     if bad:
         raise KtriageError(
-            f"{op} has no backend(s) {bad}", f"TritonBench's backends of {op}: {', '.join(sorted(known))}"
+            f"{op} has {plural(len(bad), 'unknown backend')} {bad}",
+            f"TritonBench's backends of {op}: {', '.join(sorted(known))}",
         )
     if base not in chosen:
         chosen.insert(0, base)
@@ -575,7 +577,7 @@ def _compile_bundle(
     tcs = resolve_toolchains(toolchains)
     out = bundle or home_subdir("bundles") / f"{op}-{mode}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
     with (
-        progress.task(f"compiling {len(cases)} input(s) x {len(tcs)} toolchain(s)"),
+        progress.task(f"compiling {plural(len(cases), 'input')} x {plural(len(tcs), 'toolchain')}"),
         Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
     ):
         path = build_bundle(

@@ -34,6 +34,7 @@ from ktriage.measure.cells import Cell, RunInfo
 from ktriage.record.workload import is_workload_path as is_workload_path  # ktriage.api.is_workload_path
 from ktriage.record.workload import refuse_trace_name
 from ktriage.report.bench import BenchRenders
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.workload.recorded.bundle import RecordedBundle
@@ -222,7 +223,7 @@ def _compile(
     name = workload_name(workload)
     out = bundle or home_subdir("bundles") / f"wl-{name}-{'-'.join(t.id.split('.')[0] + t.id[-8:] for t in tcs)}"
     with (
-        progress.task(f"compiling {n} kernel input(s) x {len(tcs)} toolchain(s)"),
+        progress.task(f"compiling {plural(n, 'kernel input')} x {plural(len(tcs), 'toolchain')}"),
         Compiler(jobs=jobs, timeout_s=compile_timeout) as compiler,
     ):
         path = build_recorded_bundle(wl, tcs, Path(out), compiler=compiler, kernels=chosen_k, inputs=chosen_i)

@@ -210,7 +210,7 @@ def explain(
     judged = [option(name, flag) for name, flag, on in asked if on]
     if len(toolchains) == 1 and judged:  # "--fail-on any: passed" and "no fix to propose" on a spilling kernel
         raise KtriageError(
-            f"{' and '.join(judged)} need(s) a toolchain judged against a reference, and {toolchains[0]} is the only "
+            f"{' and '.join(judged)} {'needs' if len(judged) == 1 else 'need'} a toolchain judged against a reference, and {toolchains[0]} is the only "
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
             f"give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t {toolchains[0]}",
         )

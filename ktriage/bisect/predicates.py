@@ -33,6 +33,7 @@ from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.errors import KtriageError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import Explainer, KernelResult
@@ -178,7 +179,7 @@ def _decide(
         if outcome == "unsure":
             return "unsure", "half-way between the endpoints", conf
         where = "the bad" if outcome == "bad" else "the good"
-        return outcome, f"closer to {where} endpoint ({len(votes)} kernel{'s' if len(votes) > 1 else ''})", conf
+        return outcome, f"closer to {where} endpoint ({plural(len(votes), 'kernel')})", conf
     detail = ", ".join(f"{k}: {o}" for k, o, _ in votes)
     return "unsure", f"kernels disagree ({detail})", 0.0
 

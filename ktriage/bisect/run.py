@@ -43,6 +43,7 @@ from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
 from ktriage.schema.jsontypes import JSONObject, JSONValue
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.predict.model import Prediction
@@ -497,7 +498,7 @@ class _Run:
 
     def run_stage(self, number: int, name: str, candidates: list[Candidate]) -> StageResult:
         record = self.state.stage(number, name, candidates)
-        self.say(f"{name}: {len(candidates)} candidates, {candidates[0].label} .. {candidates[-1].label}")
+        self.say(f"{name}: {plural(len(candidates), 'candidate')}, {candidates[0].label} .. {candidates[-1].label}")
 
         def on_round(r: int, batch: list[Observation]) -> None:
             for o in batch:

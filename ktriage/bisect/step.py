@@ -97,7 +97,9 @@ def measure_here(cfg: StepConfig, *, cwd: Path | None = None, cache_dir: Path | 
         source = KernelSource(repo_spec=cfg.spec, inputs=cfg.inputs)
     else:
         raise KtriageError(
-            "bisect-step needs kernels", "give --spec path/in/repo.toml or --op NAME (or a baseline that records them)"
+            "bisect-step needs kernels",
+            f"give {option('spec', '--spec', 'path/in/repo.toml')} or {option('op', '--op', 'NAME')} "
+            "(or a baseline that records them)",
         )
     sha = _head(here)
     prepared = Prepared(Candidate(0, sha, sha[:12]), toolchain=cfg.toolchain, checkout=here)
@@ -151,7 +153,8 @@ def record_baseline(
             data, _ = read_baseline(path)
         except FormatError as exc:  # it replaced a results file measured on a GPU without a word
             raise FormatError(
-                f"--record-baseline {path} exists and is not a bisect-step baseline ({exc.problem}): "
+                f"{option('record_baseline', '--record-baseline')} {path} exists and is not a bisect-step baseline "
+                f"({exc.problem}): "
                 "recording would replace it",
                 f"give a new file name, or remove {path} first",
             ) from None
@@ -161,7 +164,8 @@ def record_baseline(
         else:
             raise FormatError(
                 f"baseline {path} was recorded for other options ({data.get('config')})",
-                "record the bad value with the same --spec/--op/--metric/--toolchain as the good one",
+                f"record the bad value with the same {option('spec', '--spec')}, {option('op', '--op')}, "
+                f"{option('metric', '--metric')} and {option('toolchain', '--toolchain')} as the good one",
             )
     try:
         values, failed = measure_here(cfg, cwd=here, cache_dir=cache_dir)
@@ -218,7 +222,7 @@ def load_baseline(path: Path) -> Baseline:
     if data.good is None:
         raise FormatError(
             f"baseline {path} has no good values",
-            "record them with `ktriage bisect-step --record-baseline FILE` at a good commit",
+            f"record them with {option('record_baseline', '--record-baseline', 'FILE')} at a good commit",
         )
     c = data.config
     cfg = StepConfig(c.metric, c.toolchain, c.spec, c.op, c.mode, tuple(c.inputs), c.arch)

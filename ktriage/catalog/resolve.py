@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import KtriageError, SpecError, option
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import select_spec_file, select_specs
 from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel
@@ -73,14 +73,18 @@ def resolve_kernels(
     workload = is_workload_path(target)
     if target.endswith(".toml") or workload:
         what = "the recorded workload" if workload else "the spec file"
-        given = [f"--{name} {value}" for name, value in (("precision", dtype), ("mode", mode)) if value is not None]
+        given = [
+            option(name, f"--{name}", value)
+            for name, value in (("precision", dtype), ("mode", mode))
+            if value is not None
+        ]
         if sm_count is not None and not sm_count_beyond_specs:
-            given.append(f"--sm-count {sm_count}")
+            given.append(option("sm_count", "--sm-count", sm_count))
         if given:  # a workload is recorded, not written: "edit the spec file" cannot be its fix
             raise SpecError(
-                f"{', '.join(given)} does not apply to {what} {target}: its signature, pass and grid are "
+                f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {what} {target}: its signature, pass and grid are "
                 + ("recorded in it" if workload else "written in the file"),
-                "drop the option"
+                ("drop it" if len(given) == 1 else "drop them")
                 + (
                     ": the workload's kernels are compiled as the program launched them"
                     if workload
@@ -207,7 +211,9 @@ def select_input_range(
     if not chosen:
         ids = sorted({i for x in items if (i := id_of(x)) is not None})
         raise KtriageError(
-            f"--input-id {start}" + (f" --num-inputs {num_inputs}" if num_inputs else "") + " selects no input",
+            option("input_id", "--input-id", start)
+            + (f" and {option('num_inputs', '--num-inputs', num_inputs)}" if num_inputs else "")
+            + " selects no input",
             _input_ids_fix(items, ids),
         )
     return chosen
@@ -230,8 +236,9 @@ def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
     if whole is None or whole == ids:
         return f"input ids: {_id_span(ids)}"
     return (
-        f"--input already chose input {'id' if len(ids) == 1 else 'ids'} {_id_span(ids)} of {op}'s {_id_span(whole)}, "
-        "and --input-id/--num-inputs pick among those: drop --input, or give an --input-id within them"
+        f"{option('inputs', '--input')} already chose input {'id' if len(ids) == 1 else 'ids'} {_id_span(ids)} of {op}'s "
+        f"{_id_span(whole)}, and {option('input_id', '--input-id')} and {option('num_inputs', '--num-inputs')} pick "
+        f"among those: drop {option('inputs', '--input')}, or give an {option('input_id', '--input-id')} within them"
     )
 
 

@@ -31,7 +31,7 @@ def refuse_op_options(given: Mapping[str, Any], what: str) -> None:
     refuse_inapplicable(
         given,
         f"{what}: its kernels, inputs, dtypes and grids are recorded",
-        "drop the option(s); choose kernels with --kernel K3 and inputs with --input ID",
+        "leave out every option named; choose kernels with --kernel K3 and inputs with --input ID",
     )
 
 

@@ -19,6 +19,7 @@ from ktriage.cli import explain_options as o
 from ktriage.cli import options as opt
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
+from ktriage.wording import plural
 
 
 def explain(
@@ -116,5 +117,5 @@ def _report_failures(result: ExplainReport, console: Console, *, listed: bool, a
         console.print(f"[red]incomplete:[/] {failed}; the other results are complete; {then}.")
     if result.fail_on is not None:
         kinds = [g.kind for g in result.groups]
-        n = f"{kinds.count('regression')} predicted regression(s), {len(kinds)} finding(s)"
+        n = f"{plural(kinds.count('regression'), 'predicted regression')}, {plural(len(kinds), 'finding')}"
         console.print(f"--fail-on {result.fail_on}: " + (f"exit code 1 ({n})" if result.gate_hit else "passed"))

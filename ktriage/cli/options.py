@@ -141,7 +141,7 @@ def refuse_inapplicable(given: Mapping[str, Any], where: str, fix: str) -> None:
     command that routes to a mode taking fewer options."""
     used = [flag for flag, value in given.items() if value not in (None, False, [], "")]
     if used:
-        raise KtriageError(f"{', '.join(used)} do(es) not apply to {where}", fix)
+        raise KtriageError(f"{', '.join(used)} {'does' if len(used) == 1 else 'do'} not apply to {where}", fix)
 
 
 # ------------------------------------------------------------------------------------------ mode

@@ -11,6 +11,7 @@ from rich.markup import escape
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console
 from ktriage.errors import KtriageError
+from ktriage.wording import plural
 
 
 def record(
@@ -46,8 +47,8 @@ def record(
     w, result = report.workload, report.result
     inputs = sum(len(k.inputs) for k in w.kernels)
     console.print(
-        f"recorded {len(w.kernels)} kernels, {inputs} inputs, "
-        f"{sum(k.launches for k in w.kernels)} launches; {len(w.not_captured)} not captured -> "
+        f"recorded {plural(len(w.kernels), 'kernel')}, {plural(inputs, 'input')}, "
+        f"{plural(sum(k.launches for k in w.kernels), 'launch', 'launches')}; {len(w.not_captured)} not captured -> "
         f"{escape(str(result.path))} (the program {result.exit_note})"
     )
     for missed in w.not_captured:

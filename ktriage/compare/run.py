@@ -12,6 +12,7 @@ from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side, check_baseline, check_not_one_run, check_precision, file_warnings, resolve_side
 from ktriage.errors import KtriageError
 from ktriage.stats.gate import check_gate
+from ktriage.wording import plural
 
 
 def compare(
@@ -60,7 +61,7 @@ def compare(
         tcs = run_toolchains(side.run, side.cells)
         if len(tcs) < 2:
             raise KtriageError(
-                f"run {side.run.run_id} has {len(tcs)} toolchain(s) with cells; --toolchains needs two or more",
+                f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; --toolchains needs two or more",
                 "measure with several --toolchain options, or compare two runs: ktriage compare A B",
             )
         return CompareReport(
@@ -88,7 +89,7 @@ def compare(
         f"give two different runs, or compare the toolchains inside this one: ktriage compare {old} --toolchains"
         if timed >= 2
         else f"give two different runs (e.g. the old and the new toolchain's TritonBench files); this one timed "
-        f"{timed} toolchain(s), so there is none inside it to compare with --toolchains",
+        f"{plural(timed, 'toolchain')}, so there is none inside it to compare with --toolchains",
     )
     check_baseline(baseline, a.cells, b.cells)
     warning = check_precision(a, b, allow=allow_precision_mismatch)

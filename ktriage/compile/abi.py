@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from ktriage.errors import CompileError
 from ktriage.ptx import parse_ptx
 from ktriage.schema.jsontypes import JSONObject, JSONValue
+from ktriage.wording import plural
 
 HIDDEN_PARAMS = ("global_scratch", "profile_scratch")
 
@@ -69,7 +70,7 @@ def launch_abi(
     extra = len(ptx_types) - len(visible)
     if extra < 0 or extra > len(HIDDEN_PARAMS):
         raise CompileError(
-            f"the PTX entry takes {len(ptx_types)} parameters but the signature has {len(visible)} runtime arguments",
+            f"the PTX entry takes {plural(len(ptx_types), 'parameter')} but the signature has {plural(len(visible), 'runtime argument')}",
             "this Triton version appends hidden parameters ktriage does not know; please report it",
         )
     params = [AbiParam(n, t, ptx_types[i]) for i, (n, t) in enumerate(visible)]

@@ -26,6 +26,7 @@ from typing import Any, TypedDict, TypeVar
 
 from ktriage.errors import KtriageError
 from ktriage.execute.base import Job, JobKind, JobResult, OnDone, Placement, call_job
+from ktriage.wording import plural
 
 R = TypeVar("R")
 GPU_RESOURCE = "gpu_slot"
@@ -180,7 +181,7 @@ class RayExecutor:
         except Exception:  # a label must never fail the run it describes
             nodes = 0
         where = f"the Ray cluster at {gcs or self.address}"
-        return f"{where} ({nodes} node{'s' if nodes != 1 else ''})" if nodes else where
+        return f"{where} ({plural(nodes, 'node')})" if nodes else where
 
     # -- capacity -------------------------------------------------------------------------------
 

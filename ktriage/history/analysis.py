@@ -24,6 +24,7 @@ from ktriage.stats.changepoints import (
 )
 from ktriage.store.history import HistoryPoint, HistoryQuery, SeriesKey, cell_history, known_cells, known_ops
 from ktriage.store.store import Store
+from ktriage.wording import plural
 
 
 @dataclass(frozen=True)
@@ -220,7 +221,9 @@ def analyze_series(
     need = max(4, 2 * detection.min_segment)
     if len(values) < need:
         why = f" ({detection.min_segment} on each side of a change, --min-segment)" if need > 4 else ""
-        out.note = f"{len(values)} measured run(s): change points need at least {need}{why}; nothing was detected"
+        out.note = (
+            f"{plural(len(values), 'measured run')}: change points need at least {need}{why}; nothing was detected"
+        )
         return out
     # the gate tells a fresh change from an old one by the window; one that holds the whole series fired on
     # every change point it ever had (--fail-on-recent 40 on 30 nightlies: last month's step, every night).

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from ktriage.errors import KtriageError
+from ktriage.wording import plural
 
 T = TypeVar("T")
 log = logging.getLogger("ktriage.gpus")
@@ -91,7 +92,7 @@ def select_gpus(spec: str | None, visible: Sequence[int], uncounted: str | None 
             )
         if n > len(visible):
             raise KtriageError(
-                f"--gpus {n}: only {len(visible)} GPU(s) visible ({_names(visible)})",
+                f"--gpus {n}: only {plural(len(visible), 'GPU')} visible ({_names(visible)})",
                 f"give at most --gpus {len(visible)}, or --gpus all",
             )
         return list(visible[:n])
@@ -159,7 +160,7 @@ def select_gpu_count(spec: str | None, available: int) -> int:
         raise KtriageError("--gpus 0 is a count of no GPUs", "give a count of 1 or more, or --gpus all")
     if n > available:
         raise KtriageError(
-            f"--gpus {n}: the cluster has {available} GPU(s) for timing",
+            f"--gpus {n}: the cluster has {plural(available, 'GPU')} for timing",
             f"give at most --gpus {available}, or --gpus all (ray status lists the GPUs)",
         )
     return n

@@ -26,6 +26,7 @@ from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import PROFILE_KEY, check_profile_section, read_results, write_results
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.results import PROFILE_FORMAT
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.profile.diff import ProfileReport
@@ -132,7 +133,7 @@ def attach_to_store(db: str | None, run: RunInfo, cells: Sequence[Cell]) -> str:
                 "(`ktriage runs import FILE` stores them with the timings)"
             )
         n = store.attach_profiles(run.run_id, list(cells), settings=run.settings)
-        return f"counters of {n} cell(s) stored with run {run.run_id} in {store.url}"
+        return f"counters of {plural(n, 'cell')} stored with run {run.run_id} in {store.url}"
 
 
 def profile_measured(

@@ -39,6 +39,7 @@ from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KNOWN_TARGETS, ConstexprValue, KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
+from ktriage.wording import plural
 
 WORKLOAD_FORMAT = 1
 WORKLOAD_KIND = "ktriage-workload"
@@ -161,7 +162,8 @@ class Workload:
             whys = "; ".join(f"{n.function}: {n.why}" for n in self.not_captured[:5])
             more = f" (and {len(self.not_captured) - 5} more)" if len(self.not_captured) > 5 else ""
             raise SpecError(
-                f"workload {origin} has no kernel to compile: {len(self.not_captured)} launch(es) were "
+                f"workload {origin} has no kernel to compile: {plural(len(self.not_captured), 'launch', 'launches')} "
+                f"{'was' if len(self.not_captured) == 1 else 'were'} "
                 f"not captured: {whys}{more}",
                 f"see `ktriage workload show {origin}`; fix what the reasons name and record again",
             )

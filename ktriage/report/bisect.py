@@ -22,6 +22,7 @@ from ktriage.bisect.search import StageResult
 from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 
 def measurement_text(obs: Observation) -> str:
@@ -100,8 +101,8 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
             f"## {name}",
             "",
             (
-                f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
-                f"{int(cost.get('compiles', 0))} frontend compiles, {int(cost.get('samples', 0))} samples"
+                f"{plural(len(stage.candidates), 'candidate')}, {plural(stage.rounds, 'round')}, {stage.tested} tested after the endpoints, "
+                f"{plural(int(cost.get('compiles', 0)), 'frontend compile')}, {plural(int(cost.get('samples', 0)), 'sample')}"
             ),
             "",
             "| # | candidate | decision | confidence | measurements | reason |",
@@ -172,8 +173,8 @@ def print_report(report: BisectReport, console: Console) -> None:
         console.print(table)
         cost = stage.cost()
         console.print(
-            f"{len(stage.candidates)} candidates, {stage.rounds} rounds, {stage.tested} tested after the endpoints, "
-            f"{int(cost.get('compiles', 0))} frontend compiles"
+            f"{plural(len(stage.candidates), 'candidate')}, {plural(stage.rounds, 'round')}, {stage.tested} tested after the endpoints, "
+            f"{plural(int(cost.get('compiles', 0)), 'frontend compile')}"
         )
         if stage.non_monotonic:
             console.print(

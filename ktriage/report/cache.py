@@ -10,6 +10,7 @@ from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.report.toolchain import human_size
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -76,7 +77,7 @@ def verify_summary(root: Path, states: Sequence[EntryState], fixed: bool) -> str
     damaged = sum(1 for s in states if s.problem is not None)
     legacy = sum(1 for s in states if s.legacy)
     ok = len(states) - damaged - legacy
-    text = f"{len(states)} entries in {root}: {ok} ok, {damaged} damaged"
+    text = f"{plural(len(states), 'entry', 'entries')} in {root}: {ok} ok, {damaged} damaged"
     if legacy:
         text += f", {legacy} of the old format (not read; `ktriage cache gc --older-than DAYS` removes them)"
     stuck = sum(1 for s in states if s.quarantined is False)
@@ -127,7 +128,7 @@ def gc_rows(items: Sequence[GcItem]) -> list[JSONObject]:
 
 def gc_summary(items: Sequence[GcItem], freed: int, dry_run: bool) -> str:
     verb = "would free" if dry_run else "freed"
-    return f"{len(items)} item(s) {'to remove' if dry_run else 'removed'}; {verb} {human_size(freed)} ({freed} bytes)"
+    return f"{plural(len(items), 'item')} {'to remove' if dry_run else 'removed'}; {verb} {human_size(freed)} ({freed} bytes)"
 
 
 def gc_json(items: Sequence[GcItem], freed: int, dry_run: bool) -> str:

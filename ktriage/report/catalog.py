@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -141,7 +142,7 @@ def show_rows(specs: Sequence[KernelSpec]) -> list[JSONObject]:
 
 
 def _show_title(op: str, target: str, specs: Sequence[KernelSpec]) -> str:
-    return f"{op}: {len(specs)} spec(s) for {target}"
+    return f"{op}: {plural(len(specs), 'spec')} for {target}"
 
 
 def _source(specs: Sequence[KernelSpec]) -> str:

@@ -16,6 +16,7 @@ from ktriage.report.svg import Marker, Series, line_chart
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.store.history import HistoryPoint
 from ktriage.store.samples import format_ms
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,9 +75,9 @@ def change_lines(c: RunChange) -> list[str]:
 
 def _headline(r: HistoryReport) -> str:
     n = sum(len(s.changes) for s in r.series)
-    text = f"{len(r.series)} series, {n} change point(s)"
+    text = f"{len(r.series)} series, {plural(n, 'change point')}"
     if r.fail_on_recent is not None:
-        text += f"; {len(r.recent_changes)} in the latest {r.fail_on_recent} run(s)"
+        text += f"; {len(r.recent_changes)} in the latest {plural(r.fail_on_recent, 'run')}"
     return text
 
 

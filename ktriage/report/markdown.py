@@ -11,6 +11,7 @@ from ktriage.compare.pairing import Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.wording import plural
 
 
 def fmt_ms(v: float) -> str:
@@ -43,8 +44,8 @@ def _esc(text: str) -> str:
 def headline(c: Comparison) -> str:
     n = c.counts()
     parts = [
-        f"{n['regression']} regression{'s' if n['regression'] != 1 else ''}",
-        f"{n['improvement']} improvement{'s' if n['improvement'] != 1 else ''}",
+        plural(n["regression"], "regression"),
+        plural(n["improvement"], "improvement"),
         f"{n['same']} same",
         f"{n['unsure']} unsure",
     ]
@@ -198,5 +199,5 @@ def to_markdown(report: CompareReport) -> str:
     if len(comparisons) == 1:
         return comparison_markdown(comparisons[0])
     total = report.regression_count
-    head = [f"# ktriage compare: {len(comparisons)} comparisons, {total} regression{'s' if total != 1 else ''}", ""]
+    head = [f"# ktriage compare: {len(comparisons)} comparisons, {plural(total, 'regression')}", ""]
     return "\n".join(head) + "\n" + "\n".join(comparison_markdown(c, level=2) for c in comparisons)

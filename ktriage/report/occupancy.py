@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -43,7 +44,7 @@ def _title(a: Arch) -> str:
 
 def _verdict(result: Occupancy) -> str:
     return (
-        f"{result.ctas_per_sm} CTA{'' if result.ctas_per_sm == 1 else 's'}/SM, {result.warps_per_sm}/{result.max_warps_per_sm} warps "
+        f"{plural(result.ctas_per_sm, 'CTA')}/SM, {result.warps_per_sm}/{result.max_warps_per_sm} warps "
         f"({result.occupancy:.1%} occupancy), limited by {result.limiter.replace('_', ' ')}"
     )
 
@@ -74,7 +75,7 @@ def print_table(result: Occupancy, a: Arch, console: Console, barriers: int = 1)
         table.add_row(f"[{style}]{name}[/]" if style else name, str(allowed), escape(details.get(name, "")))
     console.print(table)
     console.print(
-        f"[bold]{result.ctas_per_sm}[/] CTA{'' if result.ctas_per_sm == 1 else 's'}/SM, [bold]{result.warps_per_sm}[/]/{result.max_warps_per_sm} warps "
+        f"[bold]{plural(result.ctas_per_sm, 'CTA')}[/]/SM, [bold]{result.warps_per_sm}[/]/{result.max_warps_per_sm} warps "
         f"([bold]{result.occupancy:.1%}[/] occupancy), limited by [bold red]{result.limiter.replace('_', ' ')}[/]"
     )
     if result.ctas_per_sm:

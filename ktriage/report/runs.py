@@ -17,6 +17,7 @@ from rich.table import Table
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
 from ktriage.schema.jsontypes import JSONObject, JSONValue
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -193,7 +194,7 @@ def show_markdown(summary: RunSummary, info: RunInfo, cells: list[Cell]) -> str:
         ]
     for title, data in _tail_sections(info):
         lines += [*records.kv_markdown(title, data), ""]
-    lines += [f"## {len(cells)} cell(s)", "", *records.markdown_table(CELL_COLUMNS, _cell_rows(cells))]
+    lines += [f"## {plural(len(cells), 'cell')}", "", *records.markdown_table(CELL_COLUMNS, _cell_rows(cells))]
     return "\n".join(lines) + "\n"
 
 
@@ -204,7 +205,7 @@ def print_show(summary: RunSummary, info: RunInfo, cells: list[Cell], console: C
         records.print_rows(console, "toolchains", ("id", "triton", "ptxas", "ptxas options"), _toolchain_rows(info))
     for title, data in _tail_sections(info):
         console.print(records.kv_table(title, data))
-    ct = Table(title=f"{len(cells)} cell(s)", box=box.SIMPLE_HEAD, pad_edge=False)
+    ct = Table(title=plural(len(cells), "cell"), box=box.SIMPLE_HEAD, pad_edge=False)
     for col in CELL_COLUMNS:
         ct.add_column(col, overflow="fold", justify="right" if col in ("n", "median ms") else "left")
     for row in _cell_rows(cells):

@@ -21,6 +21,7 @@ from ktriage.report.markdown import MAX_LISTED
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_not_compared
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
+from ktriage.wording import plural
 
 SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Regressions (compile-side, or measured side by side), worst first", ("regression", "measured_regression")),
@@ -195,7 +196,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         out += [f"- {_esc(x)}" for x in report.notes] + [""]
     if report.not_compared:
         n = len(report.not_compared)
-        out += [f"{h}# Not compared: {n} cell(s) (the report is incomplete)", ""]
+        out += [f"{h}# Not compared: {plural(n, 'cell')} (the report is incomplete)", ""]
         out += [f"- {_esc(x)}" for x in report.not_compared[:MAX_LISTED]]
         out += [f"- and {n - MAX_LISTED} more (the JSON report lists every one)"] if n > MAX_LISTED else []
         out.append("")

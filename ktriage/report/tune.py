@@ -15,6 +15,7 @@ from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.tune.scaling import ScaleResult
@@ -157,7 +158,7 @@ def to_markdown(
         return "\n".join(_one_markdown(results[0], scalings[0], timings[0], show_all, 2)).rstrip() + "\n"
     first = results[0]
     lines = [
-        f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {len(results)} inputs",
+        f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {plural(len(results), 'input')}",
         "",
         "| " + " | ".join(_SUMMARY_COLUMNS) + " |",
         "|" + "|".join("---" for _ in _SUMMARY_COLUMNS) + "|",
@@ -213,7 +214,7 @@ def print_summary(results: Sequence[ScreenResult], timings: Sequence[JSONObject 
     """One row per tuned input: the compile-side recommendation and, once timed, the GPU winner."""
     table = Table(
         title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
-        f"{len(results)} inputs"
+        f"{plural(len(results), 'input')}"
     )
     for col in _SUMMARY_COLUMNS:
         table.add_column(col, overflow="fold")

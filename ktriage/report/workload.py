@@ -12,6 +12,7 @@ from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.record.workload import Kernel, Workload
 from ktriage.report.records import kv_markdown, markdown_table, print_rows, to_json
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -53,7 +54,7 @@ def kernel_rows(workload: Workload) -> list[JSONObject]:
             "launches": k.launches,
             "warps": k.inputs[0].spec.num_warps,
             "stages": k.inputs[0].spec.num_stages,
-            "autotune": f"{len(k.autotune_configs)} configs" if k.autotune_configs else "-",
+            "autotune": plural(len(k.autotune_configs), "config") if k.autotune_configs else "-",
             "package": k.package,
         }
         for k in workload.kernels

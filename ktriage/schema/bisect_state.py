@@ -11,6 +11,8 @@ from typing import Any
 
 import msgspec
 
+from ktriage.errors import option
+
 
 class CandidateRef(msgspec.Struct):
     id: str
@@ -64,4 +66,4 @@ class BaselineSchema(msgspec.Struct):
     bad: BaselineSideSchema | None = None
 
 
-BASELINE_FIX = "record one with `ktriage bisect-step --record-baseline FILE` at a good commit"
+BASELINE_FIX = f"record one with {option('record_baseline', '--record-baseline', 'FILE')} at a good commit"

@@ -27,6 +27,7 @@ from typing import Any, TypedDict
 from ktriage.arch import SPEC_TARGETS
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject, JSONValue
+from ktriage.wording import plural
 
 ConstexprValue = int | float | bool | str | None
 
@@ -147,7 +148,7 @@ class KernelSpec:
         unknown = sorted(set(obj) - known)
         if unknown:
             raise SpecError(
-                f"kernel spec JSON has unknown field(s) {unknown}",
+                f"kernel spec JSON has {plural(len(unknown), 'unknown field')} {unknown}",
                 f"use only {sorted(known)}",
             )
         for required in ("name", "source", "signature"):

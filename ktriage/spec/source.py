@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.errors import SpecError
+from ktriage.wording import plural
 
 _INT_ANNOTATIONS = {
     "int1": "i1",
@@ -305,7 +306,7 @@ def check_signature(
         if not missing and not extra:
             parts.append(f"list them in source order: {', '.join(names)}")
         raise SpecError(
-            f"{where}: signature lists {len(given)} argument{'s' if len(given) != 1 else ''} "
+            f"{where}: signature lists {plural(len(given), 'argument')} "
             f"but {function} takes {len(names)}" + ("" if missing or extra else " in another order"),
             "; ".join(parts),
         )

@@ -35,6 +35,7 @@ from ktriage.spec.launch import encode_value
 from ktriage.spec.model import KernelSpec, LaunchRecord, is_int_type
 from ktriage.spec.source import ParamInfo, Unresolved
 from ktriage.spec.specialize import Constexpr, Ptr, canonical_dtype, specialize_args
+from ktriage.wording import plural
 
 log = logging.getLogger("ktriage.spec")
 
@@ -49,7 +50,8 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
     extra = sorted(set(table) - TENSOR_KEYS)
     if extra:
         raise SpecError(
-            f"argument {name}: unknown tensor key(s) {extra}", f"a tensor has {', '.join(sorted(TENSOR_KEYS))}"
+            f"argument {name}: {plural(len(extra), 'unknown tensor key')} {extra}",
+            f"a tensor has {', '.join(sorted(TENSOR_KEYS))}",
         )
     dtype = canonical_dtype(str(table["dtype"]))
     align = table.get("align", DEFAULT_ALIGN)
@@ -68,7 +70,7 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
         )
     if strides and len(strides) != len(shape):
         raise SpecError(
-            f"argument {name}: {len(strides)} strides for {len(shape)} dimensions",
+            f"argument {name}: {plural(len(strides), 'stride')} for {plural(len(shape), 'dimension')}",
             "give one stride per dimension (in elements, as tensor.stride() reports them)",
         )
     ptr = Ptr(dtype, aligned=align % 16 == 0, const=const)

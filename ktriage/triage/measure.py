@@ -49,6 +49,7 @@ from ktriage.triage.measure_plan import (
 )
 from ktriage.triage.measure_read import apply_measured, describe, mark_not_measured, results_paths
 from ktriage.triage.model import GpuStep, TriageOptions, TriageReport
+from ktriage.wording import plural
 
 __all__ = [
     "MANIFEST",
@@ -293,7 +294,7 @@ def write_bundle(report: TriageReport, plan: MeasurePlan, out_dir: Path, options
     write_atomic(out_dir / MANIFEST, json.dumps(manifest, indent=1) + "\n")
     lines = [
         "#!/usr/bin/env bash",
-        f"# ktriage triage --bundle: re-measure {len(plan.targets) + len(plan.recorded_targets)} flagged cell(s) of "
+        f"# ktriage triage --bundle: re-measure {plural(len(plan.targets) + len(plan.recorded_targets), 'flagged cell')} of "
         f"{report.old} -> {report.new}",
         f"# ({plan.old_toolchain} vs {plan.new_toolchain}) side by side on the GPU host. Run it from anywhere;",
         "# KTRIAGE (default: python3 -m ktriage) is the ktriage command. Writes results/<bundle>.json here.",
@@ -394,7 +395,7 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
     outcomes = compiler.compile_many([fixed[k][0] for k in keys], [tc])
     artifacts = {k: a for k, a in zip(keys, outcomes, strict=True) if isinstance(a, Artifact)}
     label = "proposed fix: " + "; ".join(sorted({d for _, d in fixed.values()}))
-    say(f"bundle {path.name}: + {tc.id}{FIX_VARIANT} ({len(artifacts)} kernel(s) with the {label})")
+    say(f"bundle {path.name}: + {tc.id}{FIX_VARIANT} ({plural(len(artifacts), 'kernel')} with the {label})")
     add_variant(
         path,
         tc.id,
@@ -456,7 +457,9 @@ def run_measure(plan: MeasurePlan, out_dir: Path, options: TriageOptions, say: S
         )
         results = Path(out_dir) / g.results_name
         results.parent.mkdir(parents=True, exist_ok=True)
-        say(f"bench {g.dirname}: {len(g.input_ids)} input(s), {len(records)} toolchain variant(s) side by side")
+        say(
+            f"bench {g.dirname}: {plural(len(g.input_ids), 'input')}, {plural(len(records), 'toolchain variant')} side by side"
+        )
         try:
             with progress.task(f"bench {g.dirname}: inputs", total=len(g.input_ids)) as step:
                 run_bench(
@@ -492,7 +495,7 @@ def _run_recorded(
     results = out_dir / r.results_name
     results.parent.mkdir(parents=True, exist_ok=True)
     say(
-        f"bench {r.dirname}: {len(entries)} recorded kernel input(s), {len(bench.toolchains)} toolchain variant(s) side by side"
+        f"bench {r.dirname}: {plural(len(entries), 'recorded kernel input')}, {plural(len(bench.toolchains), 'toolchain variant')} side by side"
     )
     try:
         with progress.task(f"bench {r.dirname}: kernel inputs", total=len(entries)) as step:

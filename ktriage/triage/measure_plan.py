@@ -19,6 +19,7 @@ from typing import Literal
 from ktriage.errors import KtriageError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.triage.model import CellTriage, RecordedMatch, TriageOptions, TriageReport
+from ktriage.wording import plural
 
 MANIFEST = "triage-measure.json"
 SCRIPT = "measure.sh"
@@ -77,7 +78,7 @@ def no_target_reason(cell: CellTriage) -> str:
             "or run this triage with --measure on a GPU host with TritonBench: it records the run itself"
         )
     if cell.mode not in op.modes:
-        return f"no replay for {cell.op} {cell.mode}: ktriage benches its {', '.join(op.modes)} pass(es)"
+        return f"no replay for {cell.op} {cell.mode}: ktriage benches {plural(len(op.modes), 'pass', 'passes')}: {', '.join(op.modes)}"
     if cell.backend in op.artifact_backends:
         return f"no replay for {cell.backend} {cell.mode}: its replay times the forward pass only"
     return (

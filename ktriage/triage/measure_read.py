@@ -27,6 +27,7 @@ from ktriage.triage.model import (
     TriageOptions,
     TriageReport,
 )
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -53,7 +54,7 @@ def results_paths(given: Sequence[str]) -> list[Path]:
         else:
             raise KtriageError(
                 f"--measured {p}: no such file or folder",
-                "give the results file(s) `ktriage bench --bundle` wrote, or the bundle folder",
+                "give each results file `ktriage bench --bundle` wrote, or the bundle folder",
             )
     return out
 
@@ -207,7 +208,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     ]
     if undecided:
         report.gpu_needed.append(
-            f"{len(undecided)} flagged cell(s) are still unsure after the GPU re-run (no replay, failed, "
+            f"{plural(len(undecided), 'flagged cell')} {'is' if len(undecided) == 1 else 'are'} still unsure after the GPU re-run (no replay, failed, "
             "not bundled, or an interval across the gate): see their measured column"
         )
 
@@ -370,12 +371,12 @@ def _baseline_notes(report: TriageReport) -> list[str]:
         moved = (
             f"in the original files the baseline moved ({report.baseline.message})"
             if report.baseline is not None and status == "moved"
-            else f"in the original files {len(base)} baseline cell(s) moved past the gate"
+            else f"in the original files {plural(len(base), 'baseline cell')} moved past the gate"
         )
         same = sum(1 for c in base if c.measured is not None and c.measured.verdict == "same")
         out.append(
             f"{moved}; measured side by side it is one host copy for both toolchains (the same by construction), "
-            f"stable within the re-run at {same} of {len(base)} flagged input(s): the move was the machine or the "
+            f"stable within the re-run at {same} of {plural(len(base), 'flagged input')}: the move was the machine or the "
             "environment between the original runs"
         )
     return out

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.compare.pairing import BaselineCheck
@@ -493,21 +494,21 @@ class TriageReport:
         if self.measured is not None and self.measured.remeasured:
             m = [c.measured.verdict if c.measured else "not_measured" for c in self.cells]
             return (
-                f"{len(self.regressions)} regression(s) after the GPU re-run; {flagged} cell(s) of {self.compared} past the "
+                f"{plural(len(self.regressions), 'regression')} after the GPU re-run; {plural(flagged, 'cell')} of {self.compared} past the "
                 f"{self.options.threshold * 100:g}% gate, measured side by side: {m.count('regression')} slower, "
                 f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
                 f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
                 f"compile-side cause" + self._not_compared_text()
             )
         return (
-            f"{n['regression']} compile-side regression(s); {flagged} cell(s) of {self.compared} past the "
+            f"{plural(n['regression'], 'compile-side regression')}; {plural(flagged, 'cell')} of {self.compared} past the "
             f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
             f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
-            f"{n['improvement']} improvement(s)" + self._not_compared_text()
+            f"{plural(n['improvement'], 'improvement')}" + self._not_compared_text()
         )
 
     def _not_compared_text(self) -> str:
-        return f"; {len(self.not_compared)} cell(s) NOT compared (see the list)" if self.not_compared else ""
+        return f"; {plural(len(self.not_compared), 'cell')} NOT compared (see the list)" if self.not_compared else ""
 
     def to_json(self) -> JSONObject:
         """The report's JSON: the one encoder of a triage (``ktriage.report.triage`` writes it)."""

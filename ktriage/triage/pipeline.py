@@ -48,6 +48,7 @@ from ktriage.triage.model import (
     attach_counters,
 )
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.explain.fixes import Fix
@@ -224,7 +225,7 @@ class _Triage:
             loaded = self.workloads[path]
             specs = [i.spec for k in loaded.workload.kernels for i in k.inputs if i.spec.key() in specs_by_key]
             self.say(
-                f"explain recorded {loaded.name}: {len(specs)} kernel input(s) of {len(group)} cell(s): {old} vs {new}"
+                f"explain recorded {loaded.name}: {plural(len(specs), 'kernel input')} of {plural(len(group), 'cell')}: {old} vs {new}"
             )
             done = self._engine(specs, toolchains, f"explain recorded workload {path}")
             if done is None:
@@ -246,7 +247,7 @@ class _Triage:
         self.timings["fixes"] += done.fixes_s
         result = done.result
         if not result.complete:
-            self.failures.append(f"{what}: {len(result.failures)} compile(s) failed")
+            self.failures.append(f"{what}: {plural(len(result.failures), 'compile')} failed")
         return result, done.groups, list(done.fixes or [])
 
     @staticmethod
@@ -278,7 +279,7 @@ class _Triage:
                 )
             )
         elif c.recorded is not None:
-            c.notes.append(f"no compile-side change in its {len(items)} recorded kernel input(s)")
+            c.notes.append(f"no compile-side change in its {plural(len(items), 'recorded kernel input')}")
 
     # ------------------------------------------------------------------ step (d): bisect
     def bisect(self, cells: list[CellTriage]) -> None:

@@ -40,6 +40,7 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.gate import check_gate
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
@@ -405,7 +406,8 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
         w = result.workload
         inputs = sum(len(k.inputs) for k in w.kernels)
         step.detail = (
-            f"{len(w.kernels)} kernel(s), {inputs} input(s), {sum(k.launches for k in w.kernels)} launch(es); "
+            f"{plural(len(w.kernels), 'kernel')}, {plural(inputs, 'input')}, "
+            f"{plural(sum(k.launches for k in w.kernels), 'launch', 'launches')}; "
             f"the program {result.exit_note}"
         )
         if w.not_captured:
@@ -417,7 +419,7 @@ def _record(argv: list[str], options: ProgramOptions, report: ProgramReport, clo
         blocked = bench_blockers(w) if w.kernels else []
         if blocked:
             step.detail += (
-                f"; {len(blocked)} input(s) cannot be benched ("
+                f"; {plural(len(blocked), 'input')} cannot be benched ("
                 + "; ".join(f"{b.kernel} {b.function} input {b.input}: {b.why}" for b in blocked[:3])
                 + ")"
             )
@@ -451,7 +453,9 @@ def _compile(workload: Any, tcs: Sequence[Toolchain], options: ProgramOptions, c
         recorded = load_recorded_bundle(path)
         failed = [a for a in recorded.bundle.artifacts.values() if isinstance(a, BundleFailure)]
         n = len(recorded.bundle.artifacts)
-        step.detail = f"{len(recorded.entries)} kernel input(s), {n - len(failed)} of {n} compiles ok -> {path}"
+        step.detail = (
+            f"{plural(len(recorded.entries), 'kernel input')}, {n - len(failed)} of {plural(n, 'compile')} ok -> {path}"
+        )
         if failed:
             step.status = "partial"
             step.detail += "; failed: " + "; ".join(f"{f.toolchain_id}: {f.message}"[:200] for f in failed[:3])
@@ -490,7 +494,8 @@ def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> t
     entries = list(recorded.entries)
     toolchains = list(recorded.bundle.toolchains)
     with clock.step(
-        "bench", f"{len(entries)} kernel input(s), {len(toolchains)} toolchains side by side in one GPU process"
+        "bench",
+        f"{plural(len(entries), 'kernel input')}, {plural(len(toolchains), 'toolchain')} side by side in one GPU process",
     ) as step:
         plan = RecordedPlan(
             bundle=str(recorded.bundle.path),
@@ -511,9 +516,7 @@ def _bench(recorded: Any, options: ProgramOptions, clock: _Clock, say: Say) -> t
                 on_entry_done=lambda _e: task.callback(None),
             )
         bad = [c for c in cells if c.status != "ok"]
-        step.detail = (
-            f"{len(cells) - len(bad)} of {len(cells)} cell(s) timed (run {run.run_id}) -> {options.workdir / RESULTS}"
-        )
+        step.detail = f"{len(cells) - len(bad)} of {plural(len(cells), 'cell')} timed (run {run.run_id}) -> {options.workdir / RESULTS}"
         if bad:
             step.status = "partial"
             step.detail += "; " + "; ".join(f"{c.key.label()}: {c.status} {str(c.error or '')[:120]}" for c in bad[:3])
@@ -535,17 +538,17 @@ def _explain_all(
 
     keys = list(dict.fromkeys(e.spec_key for e in recorded.entries))
     with clock.step(
-        "explain", f"{len(keys)} kernel input(s) compile-side with both toolchains, the cost model per cell"
+        "explain", f"{plural(len(keys), 'kernel input')} compile-side with both toolchains, the cost model per cell"
     ) as step:
         specs = [recorded.bundle.specs[k] for k in keys]
         with Compiler(jobs=options.jobs) as compiler:
             result = Explainer(compiler).run(specs, list(tcs))
         by_key = {k: item for k, item in zip(keys, result.specs, strict=True)}
         report.cells = cell_rows(recorded.entries, by_key, cells, [t.id for t in tcs])
-        step.detail = f"{len(result.specs)} kernel input(s) explained, {sum(1 for r in report.cells if r.compile_change)} changed compile-side"
+        step.detail = f"{plural(len(result.specs), 'kernel input')} explained, {sum(1 for r in report.cells if r.compile_change)} changed compile-side"
         if not result.complete:
             step.status = "partial"
-            step.detail += f"; {len(result.failures)} compile(s) failed"
+            step.detail += f"; {plural(len(result.failures), 'compile')} failed"
 
 
 def cell_rows(
@@ -638,13 +641,13 @@ def _triage(
     clock.timed(
         "compare",
         timings.get("compare"),
-        f"{result.compared} cell(s) compared, {flagged} past the "
+        f"{plural(result.compared, 'cell')} compared, {flagged} past the "
         f"±{options.threshold * 100:g}% gate (both sides from one GPU process)",
     )
     explain = report.step("explain")
     if explain is not None and "explain" in timings:
         explain.wall_s = (explain.wall_s or 0.0) + timings["explain"]
-        explain.detail += f"; causes of the {flagged} flagged cell(s)"
+        explain.detail += f"; causes of the {plural(flagged, 'flagged cell')}"
     if not options.fixes:
         clock.timed("fixes", None, "not asked (--no-fixes)", "skipped")
     elif "fixes" in timings:
@@ -652,7 +655,7 @@ def _triage(
         clock.timed(
             "fixes",
             timings["fixes"],
-            f"{proposed} fix(es) proposed and verified by compiling"
+            f"{plural(proposed, 'fix', 'fixes')} proposed and verified by compiling"
             if proposed
             else "no fix proposed: no flagged cell changed for the worse compile-side (what explain --fixes works from)",
         )
@@ -673,7 +676,7 @@ def _triage(
     clock.timed(
         "bisect",
         time.perf_counter() - started,
-        f"{len(real)} real regression(s) bisected, {len(found)} culprit(s) found",
+        f"{plural(len(real), 'real regression')} bisected, {plural(len(found), 'culprit')} found",
         "partial" if work.failures else "ok",
     )
 
@@ -700,7 +703,7 @@ def bisect_skip_reason(asked: bool, specs: Sequence[ToolchainSpec], cells: Seque
     if not slower:
         return "no real regression: no cell is slower in the side-by-side samples"
     return (
-        f"{len(slower)} cell(s) slower side by side, none with a compile-side cause: a compile-only bisect would find "
+        f"{plural(len(slower), 'cell')} slower side by side, none with a compile-side cause: a compile-only bisect would find "
         "nothing (bisect by timing on the GPU host: ktriage bisect --metric latency)"
     )
 
@@ -749,7 +752,7 @@ def split_toolchains(
     ids = [str(t["id"]) for t in records]
     if len(ids) < 2:
         raise KtriageError(
-            f"run {run.run_id} timed {len(ids)} toolchain(s): one results file is two sides only when it "
+            f"run {run.run_id} timed {plural(len(ids), 'toolchain')}: one results file is two sides only when it "
             "timed two toolchains side by side",
             "give two results files (OLD NEW), or bench both toolchains in one run: ktriage bench --bundle B",
         )

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.triage.model import CellTriage, RecordedKernel, RecordedMatch
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.record.workload import Input, Kernel, Workload
@@ -294,7 +295,5 @@ def _recorded_kernel(k: Kernel, i: Input, entry: int) -> RecordedKernel:
 
 def describe(match: RecordedMatch) -> str:
     """One note line: which recorded kernels stand for the cell."""
-    names = "; ".join(
-        f"{k.kernel} {k.function} ({k.launches} launch{'es' if k.launches != 1 else ''})" for k in match.kernels
-    )
+    names = "; ".join(f"{k.kernel} {k.function} ({plural(k.launches, 'launch', 'launches')})" for k in match.kernels)
     return f"its kernels from the recorded workload {match.name}: {names}; {match.rule}"

@@ -31,6 +31,7 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
+from ktriage.wording import plural
 
 INDUCTOR_SPILL_THRESHOLD = 16  # torch/_inductor/config.py triton.spill_threshold (CUDA)
 INDUCTOR_MIN_RBLOCK_PRODUCT = 64  # configs with prod(R*_BLOCK) <= 64 are never scaled
@@ -140,12 +141,12 @@ def exact_rule(
         why = f"it spills {spill_store_bytes} B per thread at {occ.registers} registers"
     elif capped:
         why = (
-            f"{lim} cap it at {occ.ctas_per_sm} CTA(s)/SM while the grid of {grid_ctas} CTAs on {sm_count} SMs "
+            f"{lim} cap it at {plural(occ.ctas_per_sm, 'CTA')}/SM while the grid of {plural(grid_ctas, 'CTA')} on {plural(sm_count, 'SM')} "
             f"needs {need}"
         )
     else:
         why = (
-            f"no spills and {occ.ctas_per_sm} CTA(s)/SM ({lim}) for a grid needing {need}: nothing to gain "
+            f"no spills and {plural(occ.ctas_per_sm, 'CTA')}/SM ({lim}) for a grid needing {need}: nothing to gain "
             "from smaller blocks"
         )
     return ExactDecision(spills or capped, occ.ctas_per_sm, need, occ.limiter, spills, why)
@@ -277,7 +278,7 @@ def scale_loop(
             raises = p.occ.ctas_per_sm > cur.occ.ctas_per_sm or p.occ.warps_per_sm > cur.occ.warps_per_sm
             ok = (removes or raises or fewer) and (p.spills or 0) <= max(cur.spills or 0, max_spill_bytes)
             what = (
-                f"{p.registers} registers, {p.spills or 0} B spills, {p.occ.ctas_per_sm} CTA(s)/SM "
+                f"{p.registers} registers, {p.spills or 0} B spills, {plural(p.occ.ctas_per_sm, 'CTA')}/SM "
                 f"({p.occ.warps_per_sm} warps)"
             )
             if ok:

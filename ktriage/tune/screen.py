@@ -26,6 +26,7 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig
+from ktriage.wording import plural
 
 
 @dataclass
@@ -313,8 +314,8 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
         assert c.occupancy is not None and c.estimate is not None and c.resources is not None
         facts = (
             f"{c.resources.registers} registers, {c.resources.spill_store_bytes or 0} B spills, "
-            f"{c.occupancy.ctas_per_sm} CTA(s)/SM ({c.occupancy.occupancy:.0%}, {c.occupancy.limiter}), "
-            f"{c.estimate.waves} wave(s), estimate {c.estimate.estimate_us:.1f} us"
+            f"{plural(c.occupancy.ctas_per_sm, 'CTA')}/SM ({c.occupancy.occupancy:.0%}, {c.occupancy.limiter}), "
+            f"{plural(c.estimate.waves, 'wave')}, estimate {c.estimate.estimate_us:.1f} us"
             + (f" ({c.estimate.detail})" if c.estimate.detail else "")
         )
         c.rank = i + 1

@@ -32,6 +32,7 @@ from ktriage.ops import registry
 from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.wording import plural
 
 WARP_CHOICES = (1, 2, 4, 8, 16, 32)
 STAGE_CHOICES = (1, 2, 3, 4)
@@ -303,7 +304,7 @@ def config_space(
     if listed:
         knobs = [found[n] for n in spec.signature if n in listed_knobs]
         notes.append(
-            f"the space is the kernel's own @triton.autotune list ({len(listed)} configs, recorded); "
+            f"the space is the kernel's own @triton.autotune list ({plural(len(listed), 'config')}, recorded); "
             "--warps/--stages/--block search a product instead"
         )
         default = TuneConfig.of(

@@ -19,6 +19,7 @@ from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.screen import ScreenedConfig, screen
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
+from ktriage.wording import plural
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def nearest_spill_free(
         sentence = (
             f"{changed} removes the spills: {before.spill_store_bytes} B -> 0 B spill stores per thread, "
             f"{before.registers} -> {after.registers} registers, {base.occupancy.ctas_per_sm} -> "
-            f"{best.occupancy.ctas_per_sm} CTA(s)/SM (compiled with {toolchain.spec})."
+            f"{plural(best.occupancy.ctas_per_sm, 'CTA')}/SM (compiled with {toolchain.spec})."
         )
         return Suggestion(
             best.spec,

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell
@@ -77,7 +78,7 @@ def time_candidates(
             )
     if results_file is not None and not results_file.is_file():
         raise KtriageError(
-            f"--results {results_file} does not exist",
+            f"{option('results_file', '--results')} {results_file} does not exist",
             f"time the kept candidates on the GPU machine first (it writes that file): {' '.join(command)}",
         )
     if not results_path.exists():
@@ -86,7 +87,7 @@ def time_candidates(
             [
                 ("warn", "no GPU here: the kept candidates are in a bench bundle; time them on the GPU machine with"),
                 ("info", f"  {' '.join(command)}"),
-                ("info", f"then report the winner here with: --results {results_path}"),
+                ("info", f"then report the winner here with: {option('results_file', '--results', str(results_path))}"),
             ],
         )
     _run, cells = read_results(results_path)
@@ -106,7 +107,7 @@ def _check_results_of(tbs: Sequence[TuneBundle], cells: Sequence[Cell], path: Pa
         timed = {c.key.toolchain for c in cells if c.key.backend == tb.backend and c.key.input_id == tb.input_id}
         if candidates and not candidates & timed:
             raise KtriageError(
-                f"--results {path} holds none of the {len(candidates)} candidate configs of this tune's bundle "
+                f"{option('results_file', '--results')} {path} holds none of the {plural(len(candidates), 'candidate config')} of this tune's bundle "
                 f"({tb.backend}, input {tb.input_id}): it is the timing of another run",
                 f"time this bundle and pass what it writes: {' '.join(command)}",
             )

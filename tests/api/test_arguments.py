@@ -166,7 +166,7 @@ def test_bench_only_reads_the_commands_comma_spelling() -> None:
     # accepted: the call goes on to its last check (compile_only with no toolchain compiles nothing)
     with pytest.raises(KtriageError, match=r"with no -t/--toolchain \(toolchains\): nothing to compile"):
         kt.bench(op="layer_norm", only="liger_layer_norm,torch_layer_norm", compile_only=True)
-    with pytest.raises(KtriageError, match=r"no backend\(s\) \['nope'\]"):
+    with pytest.raises(KtriageError, match=r"layer_norm has 1 unknown backend \['nope'\]"):
         kt.bench(op="layer_norm", only="nope", compile_only=True)
 
 

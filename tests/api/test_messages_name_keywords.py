@@ -91,7 +91,7 @@ def test_explain_names_fail_on_fixes_and_fix_toolchains_as_keywords() -> None:
     )
     with pytest.raises(KtriageError) as judged:
         kt.explain(target="liger.layer_norm", toolchains=["triton==3.4.0"], fixes=True)
-    assert judged.value.problem.startswith("fixes (--fixes) need(s) a toolchain judged against a reference")
+    assert judged.value.problem.startswith("fixes (--fixes) needs a toolchain judged against a reference")
     with pytest.raises(KtriageError) as diff:
         kt.explain(target="liger.layer_norm", toolchains=["triton==3.3.1", "triton==3.4.0"], ptx_diff=True)
     assert diff.value.problem.startswith("ptx_diff (--ptx-diff) and sass_diff (--sass-diff) show one kernel, but ")
@@ -169,3 +169,61 @@ def test_fidelity_names_cases_as_a_keyword() -> None:
     with pytest.raises(KtriageError) as refused:
         kt.fidelity(cases="nomatch")
     assert (refused.value.fix or "").startswith("cases (-k/--case) takes a part of a case name; ")
+
+
+def test_bisect_step_baseline_files_name_record_baseline_as_a_keyword(tmp_path: Path) -> None:
+    """bisect.step's refusals of a baseline file named only ``--record-baseline``."""
+    garbage = tmp_path / "garbage.json"
+    garbage.write_text("not json")
+    with pytest.raises(KtriageError) as unreadable:
+        kt.bisect_step(baseline=garbage)
+    assert "record_baseline='FILE' (--record-baseline FILE) at a good commit" in (unreadable.value.fix or "")
+    results = tmp_path / "results.json"
+    results.write_text('{"format_version": 1, "cells": []}')
+    with pytest.raises(KtriageError) as replaced:
+        kt.bisect_step(record_baseline=results, metric="registers", toolchain="triton==3.4.0", op="liger.layer_norm")
+    assert replaced.value.problem.startswith(f"record_baseline (--record-baseline) {results} exists and is not a ")
+
+
+def test_catalog_input_selection_names_input_id_and_precision_as_keywords() -> None:
+    """catalog.resolve's refusals named only ``--input-id`` and ``--precision``."""
+    with pytest.raises(KtriageError) as none:
+        kt.tune(target="liger.layer_norm", toolchains="triton==3.4.0", input_id=999, num_inputs=2)
+    assert none.value.problem == "input_id=999 (--input-id 999) and num_inputs=2 (--num-inputs 2) selects no input"
+    spec_file = ROOT / "examples/specs/scaled_rows.toml"
+    with pytest.raises(KtriageError) as precision:
+        kt.explain(target=spec_file, toolchains=["triton==3.4.0"], precision="bf16", mode="fwd")
+    assert precision.value.problem.startswith(
+        f"precision='bf16' (--precision bf16), mode='fwd' (--mode fwd) do not apply to the spec file {spec_file}"
+    )
+    assert (precision.value.fix or "").startswith("drop them, or edit the spec file")
+
+
+def test_calibrate_names_backends_as_a_keyword_for_a_results_file(tmp_path: Path) -> None:
+    """predict.dataset's refusals of a backend named only ``--backend``."""
+    results = ROOT / "benchmarks/perf/h200/ln_bwd.json"
+    report = tmp_path / "explain.json"
+    report.write_text('{"tool": "ktriage explain", "kernels": [{"spec": {"meta": {"input_id": 0}}}]}')
+    with pytest.raises(KtriageError) as unknown:
+        kt.calibrate(results=results, explain=report, backends="nope")
+    assert unknown.value.problem == f"{results}: backends='nope' (--backend nope) is no artifact backend of the run"
+    with pytest.raises(KtriageError) as unnamed:
+        kt.calibrate(results=results, explain=report)
+    assert "and no backends (--backend) says which of the run's backends it compiled" in unnamed.value.problem
+    assert (unnamed.value.fix or "").startswith("add backends=")
+
+
+def test_tune_names_results_file_as_a_keyword_after_the_compile(tmp_path: Path, toolchain) -> None:  # type: ignore[no-untyped-def]
+    """tune.timing_run's refusal of a missing results file named only ``--results`` (it is met after the
+    candidates compile, so the toolchain comes from the test home)."""
+    toolchain("triton==3.4.0")
+    missing = tmp_path / "nowhere.json"
+    with pytest.raises(KtriageError) as refused:
+        kt.tune(
+            target="liger.layer_norm",
+            toolchains="triton==3.4.0",
+            inputs="N=4608",
+            bundle=tmp_path / "b",
+            results_file=missing,
+        )
+    assert refused.value.problem == f"results_file (--results) {missing} does not exist"

@@ -12,7 +12,7 @@ from ktriage.errors import KtriageError
 
 def test_an_empty_input_range_names_the_ops_ids() -> None:
     specs = resolve_specs("tutorial.matmul")
-    with pytest.raises(KtriageError, match="--input-id 99 selects no input") as info:
+    with pytest.raises(KtriageError, match=r"input_id=99 \(--input-id 99\) selects no input") as info:
         select_input_range(specs, 99, None, spec_input_id)
     assert info.value.fix == "input ids: 0..3"
 
@@ -20,10 +20,10 @@ def test_an_empty_input_range_names_the_ops_ids() -> None:
 def test_an_input_range_after_input_says_input_already_narrowed() -> None:
     """`-i 0 --input-id 99`: the ids named are the op's (0..3), with the one -i kept, not "input ids: 0..0"."""
     specs = resolve_specs("tutorial.matmul", inputs=["0"])
-    with pytest.raises(KtriageError, match="--input-id 99 selects no input") as info:
+    with pytest.raises(KtriageError, match=r"input_id=99 \(--input-id 99\) selects no input") as info:
         select_input_range(specs, 99, None, spec_input_id)
     assert info.value.fix is not None
-    assert info.value.fix.startswith("--input already chose input id 0 of tutorial.matmul's 0..3")
+    assert info.value.fix.startswith("inputs (--input) already chose input id 0 of tutorial.matmul's 0..3")
     specs = resolve_specs("tutorial.matmul", inputs=["0", "2"])
     with pytest.raises(KtriageError) as info:
         select_input_range(specs, 3, None, spec_input_id)

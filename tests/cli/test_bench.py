@@ -204,7 +204,7 @@ def test_a_recorded_workload_refuses_host_artifacts_as_an_op_option(more: list[s
     assert out.exit_code == exit_codes.USAGE, out.output
     assert (
         out.problem
-        == "--host-artifacts do(es) not apply to a recorded workload: its kernels, inputs, dtypes and grids are recorded"
+        == "--host-artifacts does not apply to a recorded workload: its kernels, inputs, dtypes and grids are recorded"
     ), out.err_text
 
 

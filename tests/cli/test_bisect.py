@@ -736,7 +736,7 @@ def test_bisect_step_refuses_a_baseline_that_is_another_file(tmp_path: Path, run
         + ["-t", TOOLCHAIN, "-i", "0"]
     )
     assert r.exit_code == 128 and r.problem.startswith(
-        f"--record-baseline {results} exists and is not a bisect-step baseline"
+        f"record_baseline (--record-baseline) {results} exists and is not a bisect-step baseline"
     ), r.output
     assert r.fix == f"give a new file name, or remove {results} first" and results.read_bytes() == before
     gz = tmp_path / "w.json.gz"
@@ -745,7 +745,7 @@ def test_bisect_step_refuses_a_baseline_that_is_another_file(tmp_path: Path, run
     assert r.exit_code == 128 and r.problem == f"baseline {gz} is gzip-compressed, and this file is read as plain text"
     r = run_cli(["bisect-step", "--baseline", str(results)])
     assert r.exit_code == 128 and r.problem == f"baseline {results}: top level: missing key 'config'", r.output
-    assert "record one with `ktriage bisect-step --record-baseline FILE`" in (r.fix or "")
+    assert "record one with record_baseline='FILE' (--record-baseline FILE)" in (r.fix or "")
 
 
 def test_bisect_step_exit_codes_for_skip_and_abort(tmp_path: Path, run_cli: RunCli) -> None:

@@ -94,7 +94,7 @@ def test_gc_reports_bytes_freed_and_dry_run_removes_nothing(home: Path, capsys: 
     assert "freed" in out and f"({plan['freed_bytes']} bytes)" in out
     assert not old.exists() and not stale.exists() and keep.exists()
     assert main(["cache", "gc"]) == exit_codes.OK
-    assert "0 item(s) removed" in capsys.readouterr().out
+    assert "0 items removed" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -40,7 +40,7 @@ def test_table_shows_the_planted_step(
     ids = fill(store_url)
     code, out = run_cli([*BASE, "--input", "7", "--db", store_url], capsys, monkeypatch)
     assert code == 0, out  # no --fail-on-recent: informative only
-    assert "1 series, 1 change point(s)" in out
+    assert "1 series, 1 change point" in out
     row = next(line for line in out.splitlines() if ids[18] in line and "triton-3.4.0" in line)
     assert "slower" in row and "+1" in row  # +1x.x%
     assert f"last run before: {ids[17]}" in out and f"first run after: {ids[18]}" in out
@@ -97,7 +97,7 @@ def test_fail_on_recent_gates(
     fill(store_url, step_at=26)  # the step is in the last 4 runs
     code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "5"], capsys, monkeypatch)
     assert code == 1, out
-    assert "1 in the latest 5 run(s)" in " ".join(out.split())  # rich wraps the line holding the store's long URL
+    assert "1 in the latest 5 runs" in " ".join(out.split())  # rich wraps the line holding the store's long URL
     code, _ = run_cli([*BASE, "-i", "7", "--db", store_url, "--fail-on-recent", "2"], capsys, monkeypatch)
     assert code == 0  # the step began 4 runs ago: not in the latest 2
 
@@ -108,7 +108,7 @@ def test_flat_history_passes_the_gate(
     fill(store_url, step_at=None)
     code, out = run_cli([*BASE, "--db", store_url, "--fail-on-recent", "29"], capsys, monkeypatch)
     assert code == 0, out
-    assert "2 series, 0 change point(s)" in out
+    assert "2 series, 0 change points" in out
 
 
 def test_min_segment_longer_than_the_series_says_nothing_can_be_detected(
@@ -120,9 +120,9 @@ def test_min_segment_longer_than_the_series_says_nothing_can_be_detected(
     code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--min-segment", "20"], capsys, monkeypatch)
     assert code == 0, out
     assert "no change point" not in out
-    assert "30 measured run(s): change points need at least 40 (20 on each side of a change, --min-segment)" in out
+    assert "30 measured runs: change points need at least 40 (20 on each side of a change, --min-segment)" in out
     code, out = run_cli([*BASE, "-i", "7", "--db", store_url, "--min-segment", "10"], capsys, monkeypatch)
-    assert "1 change point(s)" in out  # 10 a side fits the 18 and 12 runs around the step: found
+    assert "1 change point" in out  # 10 a side fits the 18 and 12 runs around the step: found
 
 
 def test_fail_on_recent_holding_the_whole_series_is_refused(store_url: str, run_cli: RunCli) -> None:

@@ -273,7 +273,7 @@ def test_runs_list_and_show_formats(tmp_path: Path, capsys: pytest.CaptureFixtur
     shown = tmp_path / "run.json"
     assert main(["runs", "show", run_id, "--db", url, "-f", "markdown", "-o", str(shown)]) == exit_codes.OK
     md = capsys.readouterr().out
-    assert md.startswith(f"# run {run_id}") and "## 6 cell(s)" in md and "| layer_norm | bwd |" in md
+    assert md.startswith(f"# run {run_id}") and "## 6 cells" in md and "| layer_norm | bwd |" in md
     assert read_results(shown)[0].run_id == run_id
     exported = tmp_path / "export.csv"
     assert main(["runs", "export", run_id, "--db", url, "-o", str(exported)]) == exit_codes.OK

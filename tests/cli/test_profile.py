@@ -155,7 +155,7 @@ def test_bench_profile_flow_after_the_timing(run_cli, tmp_path: Path) -> None:  
         len(docs) == 1 and (bundle / f"profile-input{cells[0].key.input_id}-liger_layer_norm" / "profile.json").exists()
     )
     assert any("ERR_NVGPUCTRPERM" in s for s in said)
-    assert "counters of 2 cell(s) stored" in attach_to_store(db, run, cells)
+    assert "counters of 2 cells stored" in attach_to_store(db, run, cells)
     with open_store(db) as store:
         stored_run, stored = store.load_run(run.run_id)
     status = {c.key.toolchain: (cell_profile(c) or {}).get("status") for c in stored}

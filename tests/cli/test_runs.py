@@ -72,7 +72,7 @@ def test_show_by_prefix(store_url: str, run_cli: RunCli) -> None:
         "0.5.10",
         "l2_flush",
         "6eb029e",
-        "5 cell(s)",
+        "5 cells",
     ):
         assert text in out, text
     with open_store(store_url) as store:

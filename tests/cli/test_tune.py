@@ -115,7 +115,10 @@ def test_tune_refuses_results_that_are_not_this_bundles_timing(tmp_path: Path, t
     missing = tmp_path / "nowhere.json"
     res = run_cli([*argv, "--results", str(missing)])
     assert res.exit_code == exit_codes.USAGE, res.output
-    assert f"--results {missing} does not exist" in res.err_text and "ktriage bench --bundle" in res.err_text
+    assert (
+        f"results_file (--results) {missing} does not exist" in res.err_text
+        and "ktriage bench --bundle" in res.err_text
+    )
     other = REPO / "benchmarks" / "perf" / "h200" / "ln_bwd.json"  # Liger layer_norm bwd, 3.3.1/3.4.0/3.5.1
     res = run_cli([*argv, "--results", str(other)])
     assert res.exit_code == exit_codes.USAGE, res.output

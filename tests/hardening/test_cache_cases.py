@@ -199,7 +199,7 @@ def _not_made_yet(code: int, out: str, err: str, d: Path) -> None:
 
 
 def _found_nothing(code: int, out: str, err: str, d: Path) -> None:
-    assert code == 0 and ("0 entries in" in out or "0 item(s)" in out), out + err
+    assert code == 0 and ("0 entries in" in out or "0 items" in out), out + err
 
 
 def cache_cases() -> list[Case]:

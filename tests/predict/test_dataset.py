@@ -74,10 +74,13 @@ def test_a_catalog_report_without_backend_is_refused_naming_it(run_cli) -> None:
     results = REPO / "benchmarks" / "gpu" / "issue3" / "run2_layer_norm_aa" / "ln_bwd.json"
     report = REPO / "benchmarks" / "explain" / "layer_norm_bwd_triton_3.3.1_vs_3.4.0.json"
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--no-cv"])
-    assert r.exit_code == 2 and "no --backend says which of the run's backends" in r.err_text, r.stderr
-    assert "fix: add --backend liger_layer_norm" in r.err_text
+    assert r.exit_code == 2 and "no backends (--backend) says which of the run's backends" in r.err_text, r.stderr
+    assert "fix: add backends='liger_layer_norm' (--backend liger_layer_norm)" in r.err_text
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_rms_norm"])
-    assert r.exit_code == 2 and "--backend liger_rms_norm is no artifact backend of the run" in r.err_text, r.stderr
+    assert (
+        r.exit_code == 2
+        and "backends='liger_rms_norm' (--backend liger_rms_norm) is no artifact backend of the run" in r.err_text
+    ), r.stderr
     assert "use one of: liger_layer_norm" in r.err_text  # a wrong name skipped every pair the same way
     r = run_cli(["calibrate", "--results", str(results), "--explain", str(report), "--backend", "liger_layer_norm"])
     assert r.exit_code == 0 and "30 cells" in r.err_text, r.stderr  # named, the same files pair

@@ -74,7 +74,7 @@ def test_a_gate_or_fixes_with_one_toolchain_is_refused(run_cli) -> None:
     one = ["explain", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "--input", "N=4608"]
     r = run_cli([*one, "--fail-on", "any"])
     assert r.exit_code == 2 and r.problem == (
-        "fail_on (--fail-on) need(s) a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
+        "fail_on (--fail-on) needs a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
         "the gate could never fire"
     ), r.output
     assert (

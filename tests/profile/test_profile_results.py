@@ -148,7 +148,7 @@ def test_store_round_trip_keeps_the_counters(profiled: tuple[Path, RunInfo, list
         c.extra = {k: v for k, v in c.extra.items() if k != "profile"}
     with open_store(db) as store:  # the run as bench stored it: timings, no counters yet
         store.import_run(RunInfo(**{**run.to_json(), "settings": {"plan": {"op": "layer_norm"}}}), timed_only)
-    assert "counters of 2 cell(s) stored" in attach_to_store(db, run, cells)
+    assert "counters of 2 cells stored" in attach_to_store(db, run, cells)
     with open_store(db) as store:
         stored_run, stored = store.load_run(run.run_id)
         exported = store.export(run.run_id)

@@ -182,7 +182,7 @@ def test_options_a_workload_refuses_name_a_fix_for_a_workload(
         assert (
             f"does not apply to the recorded workload {workload_file}: its signature, pass and grid are recorded" in err
         )
-        assert "edit the spec file" not in err and "fix: drop the option: the workload's kernels are compiled" in err
+        assert "edit the spec file" not in err and "fix: drop it: the workload's kernels are compiled" in err
 
 
 def test_show_formats(workload_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

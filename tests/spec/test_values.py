@@ -76,13 +76,13 @@ def test_dump_reads_back_to_the_same_spec(tmp_path: Path) -> None:
         (
             "",
             ARGS.replace("strides = [64, 1] }", "stride = [64, 1] }", 1),
-            "unknown tensor key(s) ['stride']",
+            "1 unknown tensor key ['stride']",
             "a tensor has",
         ),
         (
             "",
             ARGS.replace("strides = [64, 1] }", "strides = [1] }", 1),
-            "1 strides for 2 dimensions",
+            "1 stride for 2 dimensions",
             "one stride per dimension",
         ),
         ("", ARGS.replace('dtype = "bf16"', 'dtype = "bf17"', 1), "unknown element dtype", "use one of"),

@@ -193,7 +193,7 @@ def test_reader_watches_a_running_run(tmp_path: Path, run_cli: RunCli) -> None:
         read_commits(proc, 5)
         result = run_cli(["runs", "show", "watched", "--db", url])
         assert result.exit_code == exit_codes.OK, result.output
-        assert "5 cell(s)" in result.output and "running" in result.output and "writer gone" not in result.output
+        assert "5 cells" in result.output and "running" in result.output and "writer gone" not in result.output
         with open_store(url) as store, store.engine.connect() as conn:
             assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     finally:

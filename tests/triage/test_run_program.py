@@ -49,7 +49,7 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
 @pytest.mark.parametrize(
     ("argv", "problem"),
     [
-        ([*RUN, "old.csv"], "OLD/NEW do(es) not apply to --run"),
+        ([*RUN, "old.csv"], "OLD/NEW does not apply to --run"),
         (
             ["triage", "--run", "python train.py", "--old-toolchain", OLD],
             "command (--run) needs old_toolchain (--old-toolchain) and new_toolchain (--new-toolchain)",
@@ -63,10 +63,11 @@ def test_without_a_gpu_it_stops_before_any_work_naming_the_split_workflow(run_cl
             ["triage", "--run", "python train.py", "--old-toolchain", OLD, "--new-toolchain", "tritn==3.6.0"],
             "unknown toolchain spec key",
         ),
-        ([*RUN, "--measure"], "--measure do(es) not apply to --run"),
+        ([*RUN, "--measure"], "--measure does not apply to --run"),
+        ([*RUN, "--measure", "--arch", "9.0"], "--measure, --arch do not apply to --run"),  # two: the verb agrees
         # --arch sm_90 (the two-sides default) spelt out was taken, any other target refused
-        ([*RUN, "--arch", "sm_90"], "--arch do(es) not apply to --run"),
-        ([*RUN, "--arch", "9.0"], "--arch do(es) not apply to --run"),
+        ([*RUN, "--arch", "sm_90"], "--arch does not apply to --run"),
+        ([*RUN, "--arch", "9.0"], "--arch does not apply to --run"),
         ([*RUN, "-o", "report.html"], "not HTML"),
         (["triage"], "triage needs OLD and NEW"),
         ([*RUN, "--threshold", "0.05"], "--threshold 0.05 is in percent: a 0.05 % gate"),
@@ -148,12 +149,12 @@ def test_the_report_is_assembled_from_the_pipelines_steps(toolchain, tmp_path: P
             assert s.wall_s is not None and s.wall_s >= 0, s
         assert s.detail, s
     assert report.step("compile").status == "ok" and "24 of 24 compiles ok" in report.step("compile").detail
-    assert report.step("compare").status == "ok" and report.step("compare").detail.startswith("12 cell(s) compared")
+    assert report.step("compare").status == "ok" and report.step("compare").detail.startswith("12 cells compared")
     bisect = report.step("bisect")
     # both are releases, K9/K11 are slower side by side, and K11's compile-side change (spills 660 -> 816 B, stack
     # 480 -> 544 B) is predicted a regression by the cost model (+17 % [+10 %, +23 %], measured +11 %): its cause is
     # bisected compile-only; K9's change is predicted neutral, so it is no cause and not bisected
-    assert bisect.status == "ok" and bisect.detail == "1 real regression(s) bisected, 1 culprit(s) found", bisect
+    assert bisect.status == "ok" and bisect.detail == "1 real regression bisected, 1 culprit found", bisect
     assert len(report.cells) == len(recorded.entries) == 12
     for row in report.cells:
         assert row.measured_verdict is not None and row.old_ms and row.new_ms
@@ -277,7 +278,7 @@ def test_a_program_that_launches_no_kernel_ends_the_run_at_record(tmp_path: Path
     assert _record(argv, options, report, clock) is None
     record = report.step("record")
     assert record is not None and record.status == "failed" and record.wall_s is not None
-    assert "0 kernel(s)" in record.detail and "the program exited 0" in record.detail
+    assert "0 kernels" in record.detail and "the program exited 0" in record.detail
     assert "has no kernel to compile" in record.detail and report.failures
     assert [s.name for s in report.steps] == list(STEPS)
     assert all(s.status == "skipped" and s.detail == "not run: nothing was recorded" for s in report.steps[2:])

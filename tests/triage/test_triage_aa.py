@@ -55,7 +55,7 @@ def test_the_aa_pair_has_no_regression_of_the_software(tmp_path: Path, capsys: p
     )
     assert any("one number per cell" in x for x in report["gpu_needed"])
     md = outs[0].read_text()
-    assert "**0 compile-side regression(s)" in md and "unsure without a GPU re-run" in md and "Regressions" not in md
+    assert "**0 compile-side regressions" in md and "unsure without a GPU re-run" in md and "Regressions" not in md
     html = outs[2].read_text()
     assert html.startswith("<!DOCTYPE html>") and "<script" not in html and "src=" not in html and "<link" not in html
 

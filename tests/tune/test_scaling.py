@@ -147,3 +147,11 @@ def test_scale_blocks_on_inductor_style_reduction(toolchain, shared_compiler):
     assert result.changed and result.final.blocks["RBLOCK"] < 256
     assert all(s.sentence.endswith(".") for s in result.steps)
     assert result.steps[-1].sentence.split(": ")[1].startswith("stop")
+
+
+def test_exact_rule_words_one_cta_per_sm_in_the_singular() -> None:
+    """The reason counted by hand as "1 CTA(s)/SM"; ktriage.wording.plural says "1 CTA/SM", "2 CTAs/SM"."""
+    one = exact_rule(compute_occupancy("sm_80", 255, 8, 0), grid_ctas=1000, sm_count=A100_SMS, spill_store_bytes=0)
+    two = exact_rule(compute_occupancy("sm_80", 255, 4, 0), grid_ctas=1000, sm_count=A100_SMS, spill_store_bytes=0)
+    assert one.reason.startswith("registers cap it at 1 CTA/SM while the grid of 1000 CTAs on 108 SMs"), one.reason
+    assert two.reason.startswith("registers cap it at 2 CTAs/SM while"), two.reason

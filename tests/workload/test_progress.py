@@ -59,7 +59,7 @@ def test_a_bundles_compiles_report_done_of_total(toolchain, tmp_path: Path) -> N
     with progress.showing(display), Compiler(jobs=1, cache_dir=tmp_path / "art") as compiler:
         build_recorded_bundle(load_workload(WORKLOAD), [tc], tmp_path / "b", compiler=compiler, kernels=["K0"])
     (task,) = display.tasks.values()
-    assert task["description"].startswith("compiling 1 recorded kernel input(s) x 1 toolchain(s)")
+    assert task["description"].startswith("compiling 1 recorded kernel input x 1 toolchain")
     assert (task["total"], task["done"], task["removed"]) == (1, 1, True)
 
 

@@ -12,6 +12,7 @@ from ktriage import progress
 from ktriage.errors import SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.wording import plural
 from ktriage.workload.bundles.format import FORMAT, Selection, artifact_entry, write_manifest
 from ktriage.workload.ops.replay import ROLES_BY_MODE
 
@@ -82,7 +83,8 @@ def build_bundle(
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     with progress.task(
-        f"compiling {len(specs)} kernel(s) x {len(toolchains)} toolchain(s)", total=len(specs) * len(toolchains)
+        f"compiling {plural(len(specs), 'kernel')} x {plural(len(toolchains), 'toolchain')}",
+        total=len(specs) * len(toolchains),
     ) as step:
         outcomes = compiler.compile_many(
             list(specs.values()), list(toolchains), on_done=step.callback

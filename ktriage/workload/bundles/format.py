@@ -46,6 +46,7 @@ from ktriage.schema.bundle import (
 from ktriage.schema.core import check_depth, decode_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.spec.model import KernelSpec
+from ktriage.wording import plural
 from ktriage.workload.bundles.verify import CubinFacts, bundle_key, check_artifact, check_signature, read_cubin, sign
 from ktriage.workload.ops.replay import KernelRef, SpecSource
 
@@ -164,10 +165,10 @@ class Bundle:
         kernels = len({key for key, _ in self.artifacts})
         toolchains = len({tc for _, tc in self.artifacts})
         total, failed = len(self.artifacts), len(self.failure_lines())
-        cubins = f"{total - failed} of {total} cubins" if failed else f"{total} cubin{'s' if total != 1 else ''}"
+        cubins = f"{total - failed} of {total} cubins" if failed else plural(total, "cubin")
         return (
-            f"{kernels} kernel{'s' if kernels != 1 else ''} x {toolchains} toolchain{'s' if toolchains != 1 else ''}:"
-            f" {cubins}, {failed} failed compile{'s' if failed != 1 else ''}"
+            f"{plural(kernels, 'kernel')} x {plural(toolchains, 'toolchain')}:"
+            f" {cubins}, {plural(failed, 'failed compile')}"
         )
 
     def failure_lines(self) -> list[str]:

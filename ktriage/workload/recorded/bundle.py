@@ -25,6 +25,7 @@ from ktriage.errors import FormatError, KtriageError, SpecError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.select import RecordedInput, select_recorded, select_recorded_kernels
+from ktriage.wording import plural
 from ktriage.workload.bundles.format import FORMAT, Bundle, artifact_entry, load_bundle, write_manifest
 from ktriage.workload.recorded.args import LaunchPlan, plan_launch, short_label
 
@@ -178,7 +179,7 @@ def build_recorded_bundle(
     out_dir = Path(out_dir)
     (out_dir / "cubins").mkdir(parents=True, exist_ok=True)
     with progress.task(
-        f"compiling {len(specs)} recorded kernel input(s) x {len(toolchains)} toolchain(s)",
+        f"compiling {plural(len(specs), 'recorded kernel input')} x {plural(len(toolchains), 'toolchain')}",
         total=len(specs) * len(toolchains),
     ) as step:
         outcomes = compiler.compile_many(

@@ -29,6 +29,7 @@ from ktriage.schema.core import check_depth, convert, parse_json, read_text, siz
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
+from ktriage.wording import plural
 from ktriage.workload.ops.replay import spec_value
 
 # Keyword arguments of a launch that are compile options, not kernel parameters.
@@ -88,7 +89,7 @@ def launch_to_spec(
     names = [p.name for p in params]
     if len(args) > len(names):
         raise SpecError(
-            f"{src.function} got {len(args)} positional arguments for {len(names)} parameters",
+            f"{src.function} got {plural(len(args), 'positional argument')} for {plural(len(names), 'parameter')}",
             "record the launch exactly as the library makes it",
         )
     bound: dict[str, object] = dict(zip(names, args, strict=False))
