@@ -80,7 +80,8 @@ def test_bench_a_recorded_bundle_gives_a_cell_per_entry_and_toolchain(name: str,
             assert c.accuracy["deterministic"] in (True, False)
         else:
             assert c.accuracy["agreement"] in ("bitwise equal", "within tolerance")
-    assert main(["compare", str(results), "--toolchains"]) in (exit_codes.OK, exit_codes.FINDING)
+    # cells that did not compile are not compared (exit 4 without --allow-failures): the run's verdicts still stand
+    assert main(["compare", str(results), "--toolchains", "--allow-failures"]) in (exit_codes.OK, exit_codes.FINDING)
 
 
 def test_the_replayed_rms_norm_forward_computes_rms_norm() -> None:
