@@ -6,6 +6,7 @@ answers, 2026-12) so the test needs no index; the judging under test is the real
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +24,24 @@ RELEASES = ["3.3.1", "3.4.0", "3.5.0", "3.5.1"]
 # "atomic": ptxas 12.4 (Triton 3.3.1's) emits REDG for an unused atomic_add, 12.8 (3.4.0 on) ATOMG, so
 # sass:ATOMG changes at 3.4.0. "copy": the same at every release, except that its tile is 48 wide (no
 # power of 2: tl.arange refuses it) in the 3.4 releases: a kernel one release in the range cannot compile.
-KERNELS = """import triton
+
+
+def _test_kernel(name: str) -> str:
+    """A kernel of tests/kernels_for_tests.py as source text (read, not imported: this environment has no
+    Triton; the toolchain's worker compiles the file written below)."""
+    text = (Path(__file__).resolve().parents[1] / "kernels_for_tests.py").read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    lines = text.splitlines()
+    return "\n".join(lines[node.decorator_list[0].lineno - 1 : node.end_lineno]) + "\n"
+
+
+KERNELS = f"""import triton
 import triton.language as tl
 
 ROW = tl.constexpr(48 if triton.__version__.startswith("3.4.") else 64)
 
 
-@triton.jit
-def atomic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    v = tl.load(x_ptr + offs, m)
-    tl.atomic_add(out_ptr + (offs % 16), v, m)
-
+{_test_kernel("atomic_kernel")}
 
 @triton.jit
 def copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
