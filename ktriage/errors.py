@@ -40,7 +40,9 @@ class KtriageError(Exception):
 def option(name: str, flag: str | None = None, value: object = None) -> str:
     """How a message names an option: the library's keyword and the command's flag, both
     (``limit (--limit)``; with a value, ``limit=20 (--limit 20)``, ``precision='bf16' (--precision bf16)``;
-    a switch, ``measure=True (--measure)``; no flag, the keyword alone).
+    a switch, ``measure=True (--measure)``; a list, its flag once per item,
+    ``toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)``; no flag, the
+    keyword alone).
 
     Why: the same :class:`KtriageError` reaches a Python caller of ``ktriage.api`` and a command-line
     user, and a message naming only ``--limit`` tells the caller of ``kt.triage(...)`` of an option it
@@ -50,6 +52,9 @@ def option(name: str, flag: str | None = None, value: object = None) -> str:
         return f"{name} ({flag})" if flag else name
     if isinstance(value, bool):  # a switch: its flag says the value (--measure, --no-l2-flush)
         return f"{name}={value}" + (f" ({flag})" if flag else "")
+    if isinstance(value, list | tuple):  # a flag given once per item (-t A -t B, --input 7 --input 8)
+        items = [str(v) for v in value]
+        return f"{name}={items!r}" + (f" ({' '.join(f'{flag} {v}' for v in items)})" if flag else "")
     text = f"{value:g}" if isinstance(value, float) else str(value)
     keyword = repr(value) if isinstance(value, str) else text
     return f"{name}={keyword}" + (f" ({flag} {text})" if flag else "")

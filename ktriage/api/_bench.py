@@ -372,7 +372,7 @@ def bench(
         if loaded.mode != mode_name or loaded.op != op:
             raise KtriageError(
                 f"bundle {bundle} holds {loaded.op} {loaded.mode}, not {op} {mode_name}",
-                "pass the op and pass of the bundle, or build a new one with --toolchain",
+                f"pass the op and pass of the bundle, or build a new one with {option('toolchains', '-t/--toolchain')}",
             )
         _refuse_other_build(loaded, prec if precision is not None else None, sm_count, arch)
         bundle_ids = {c.id for c in loaded.input_cases()}
@@ -482,14 +482,17 @@ def require_torch() -> None:
     if importlib.util.find_spec("torch") is None:
         raise KtriageError(
             "measuring needs torch and an NVIDIA GPU on this machine",
-            "measure on the GPU machine (`ktriage bench --bundle DIR` there measures a bundle); with -t, "
-            "add --compile-only --bundle DIR to build the bundle here",
+            f"measure on the GPU machine ({_MEASURE_BUNDLE} there measures a bundle); with "
+            f"{option('toolchains', '-t')}, {_COMPILE_HERE} to build the bundle here",
         )
 
 
+# Compile here, measure there, each step named both ways (errors.option): a Python caller of kt.bench was
+# told only the flags.
+_COMPILE_HERE = f"add {option('compile_only', '--compile-only', True)} and {option('bundle', '--bundle', 'DIR')}"
+_MEASURE_BUNDLE = "kt.bench(bundle='DIR') (`ktriage bench --bundle DIR`)"
 COMPILE_THEN_MEASURE_FIX = (
-    "add --compile-only --bundle DIR to compile here (no GPU needed), then measure the bundle on the GPU "
-    "machine: ktriage bench --bundle DIR"
+    f"{_COMPILE_HERE} to compile here (no GPU needed), then measure the bundle on the GPU machine: {_MEASURE_BUNDLE}"
 )
 
 

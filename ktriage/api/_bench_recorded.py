@@ -152,9 +152,9 @@ def bench_recorded(
         refuse_nothing_to_compile("ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR")
     if toolchains:
         if workload is None:
-            given = "--bundle and no workload" if bundle is not None else "no workload"
+            given = f"{option('bundle', '--bundle')} and no workload" if bundle is not None else "no workload"
             raise KtriageError(
-                f"-t/--toolchain (toolchains) with {given}: nothing to compile",
+                f"{option('toolchains', '-t/--toolchain')} with {given}: nothing to compile",
                 "give the workload file: ktriage bench W.json -t A -t B --compile-only --bundle DIR "
                 "(bench_recorded(workload='W.json', toolchains=[...]))",
             )
@@ -171,7 +171,7 @@ def bench_recorded(
             )
     elif workload is None:
         raise KtriageError(
-            ("--kernel (kernels) without" if kernels else "neither") + " a workload nor a bundle",
+            (f"{option('kernels', '--kernel')} without" if kernels else "neither") + " a workload nor a bundle",
             "give the workload: ktriage bench W.json -t A -t B (bench_recorded(workload='W.json', toolchains=[...]))",
         )
     else:
@@ -296,11 +296,12 @@ def require_workload_path(workload: str) -> None:
     operator = registry.operator(workload)
     if operator is not None:
         raise KtriageError(
-            f"{workload} is an operator, not a recorded workload: bench takes an operator with --op",
-            f"ktriage bench --op {operator.name} ...",
+            f"{workload} is an operator, not a recorded workload: bench takes an operator as {option('op', '--op')}",
+            f"kt.bench(op={operator.name!r}, ...) (ktriage bench --op {operator.name} ...)",
         )
     refuse_trace_name(workload)
     raise KtriageError(
         f"{workload} is not a recorded workload (a .json file from `ktriage record`, or its journal)",
-        "give W.json written by `ktriage record -o W.json -- COMMAND`, or bench an op with --op",
+        "give W.json written by kt.record(command=..., output='W.json') (`ktriage record -o W.json -- COMMAND`), "
+        "or bench an op with kt.bench(op=...) (`ktriage bench --op OP`)",
     )

@@ -262,21 +262,28 @@ class _Sources:
         return self._store.load_run(src)
 
 
+# How an explain report for calibrate is written, both ways: a Python caller of kt.calibrate was told
+# only the command, and the library writes the same JSON (ExplainReport.json_text).
+_WRITE_EXPLAIN_REPORT = (
+    "Path('E.json').write_text(kt.explain(target=..., toolchains=[...]).json_text()) in Python, "
+    "or `ktriage explain TARGET -t ... --format json -o E.json`"
+)
+
+
 def _explain_report(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text())
     except OSError as exc:
         raise KtriageError(
-            f"cannot read the explain report {path}: {exc.strerror}",
-            "write it with `ktriage explain TARGET -t ... --format json -o FILE`",
+            f"cannot read the explain report {path}: {exc.strerror}", f"write it with {_WRITE_EXPLAIN_REPORT}"
         ) from exc
     except ValueError as exc:
         raise FormatError(
-            f"{path} is not JSON ({exc})", "pass the JSON report of `ktriage explain -o FILE.json`"
+            f"{path} is not JSON ({exc})", f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}"
         ) from exc
     if not isinstance(data, dict) or data.get("tool") != "ktriage explain":
         raise FormatError(
             f'{path} is not an explain report (no "tool": "ktriage explain")',
-            "pass the JSON report of `ktriage explain -o FILE.json`",
+            f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}",
         )
     return data

@@ -203,8 +203,9 @@ def explain(
     params = load_params(model)
     if len(toolchains) < 1:
         raise KtriageError(
-            "no toolchain given (toolchains, -t/--toolchain)",
-            "pass one or more (two or more to compare), e.g. -t triton==3.3.1 -t triton==3.4.0",
+            f"no {option('toolchains', '-t/--toolchain')} given",
+            "pass one or more (two or more to compare), e.g. "
+            f"{option('toolchains', '-t', ['triton==3.3.1', 'triton==3.4.0'])}",
         )
     asked = (("fail_on", "--fail-on", fail_on is not None), ("fixes", "--fixes", fixes))
     judged = [option(name, flag) for name, flag, on in asked if on]
@@ -212,7 +213,8 @@ def explain(
         raise KtriageError(
             f"{' and '.join(judged)} {'needs' if len(judged) == 1 else 'need'} a toolchain judged against a reference, and {toolchains[0]} is the only "
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
-            f"give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t {toolchains[0]}",
+            "give the reference first and the toolchain to judge after it, e.g. "
+            + option("toolchains", "-t", ["triton==3.3.1", toolchains[0]]),
         )
     kernels = resolve_kernels(
         target, mode=mode, inputs=list(inputs) if inputs else None, target_arch=arch, dtype=precision, sm_count=sm_count

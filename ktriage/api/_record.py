@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ktriage.api._args import path_or_name, texts
 from ktriage.api.paths import check_replaceable, check_writable
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.record.run import RecordResult
 from ktriage.record.workload import WORKLOAD_KIND, Workload
 from ktriage.workload.recorded.bundle import BenchBlocker, bench_blockers
@@ -72,9 +72,12 @@ def record(
         )
     path = Path(path_or_name(output, "output", "-o", example="W.json"))
     if path.suffix.lower() != ".json":
-        raise KtriageError(f"-o {path}: a workload file ends in .json", "write it as -o W.json")
-    check_writable(path, "-o")
-    check_replaceable(path, "-o", WORKLOAD_KIND.encode(), "a ktriage workload")
+        raise KtriageError(
+            f"{option('output', '-o', str(path))}: a workload file ends in .json",
+            f"write it as {option('output', '-o', 'W.json')}",
+        )
+    check_writable(path, option("output", "-o"))
+    check_replaceable(path, option("output", "-o"), WORKLOAD_KIND.encode(), "a ktriage workload")
     result = run_record(argv, path, env=env, cwd=folder)
     return RecordReport(result=result, blockers=bench_blockers(result.workload))
 

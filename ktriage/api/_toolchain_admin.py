@@ -133,6 +133,7 @@ def _find(id_or_spec: str) -> Toolchain:
     if tc is None:
         raise KtriageError(
             f"no built toolchain matches {id_or_spec!r}",
-            "see `ktriage toolchain list`, or build it with `ktriage toolchain add SPEC`",
+            "see kt.toolchain_list() (`ktriage toolchain list`), or build it with kt.toolchain_add(spec='SPEC') "
+            "(`ktriage toolchain add SPEC`)",
         )
     return tc

@@ -158,7 +158,8 @@ def tune(
         check_writable(Path(bundle), "bundle (--bundle)", folder=True)
     if not toolchains:
         raise KtriageError(
-            "no toolchain given (toolchains, -t/--toolchain)", "pass the toolchain to tune for, e.g. -t triton==3.4.0"
+            f"no {option('toolchains', '-t/--toolchain')} given",
+            f"pass the toolchain to tune for, e.g. {option('toolchains', '-t', ['triton==3.4.0'])}",
         )
     specs = resolve_specs(
         target,
@@ -173,7 +174,8 @@ def tune(
     if len(specs) > 1 and not inputs and input_id is None and num_inputs is None:
         raise KtriageError(
             f"{target} has {len(specs)} inputs and tune tunes each one: choose them",
-            "pass --input for each, e.g. " + " ".join(f"--input {input_label(s.meta, s.name)}" for s in specs[:2]),
+            f"pass the inputs to tune as {option('inputs', '--input')}, e.g. "
+            + option("inputs", "--input", [input_label(s.meta, s.name) for s in specs[:2]]),
         )
     spaces = [config_space(spec, warps=warps, stages=stages, blocks=blocks) for spec in specs]
     tc, *others = resolve_toolchains(toolchains)

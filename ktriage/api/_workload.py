@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage.api.paths import check_replaceable, check_writable
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -98,15 +98,19 @@ def workload_import(*, traces: Sequence[str | Path], output: str | Path) -> Work
     output = Path(path_or_name(output, "output", "-o", example="W.json"))
     paths = list(path_list(traces, "traces", "TRACE"))
     if output.suffix != ".json":
-        raise KtriageError(f"-o {output}: a workload file ends in .json", "write it as -o W.json")
-    check_writable(output, "-o")
-    check_replaceable(output, "-o", WORKLOAD_KIND.encode(), "a ktriage workload")
+        raise KtriageError(
+            f"{option('output', '-o', str(output))}: a workload file ends in .json",
+            f"write it as {option('output', '-o', 'W.json')}",
+        )
+    check_writable(output, option("output", "-o"))
+    check_replaceable(output, option("output", "-o"), WORKLOAD_KIND.encode(), "a ktriage workload")
     w = convert(paths)
     check_workload(w.to_json(), f"the workload of {', '.join(map(str, paths))}")
     try:
         save_workload(w, output)
     except OSError as exc:
         raise KtriageError(
-            f"cannot write the workload {output}: {exc.strerror or exc}", "choose a writable -o path"
+            f"cannot write the workload {output}: {exc.strerror or exc}",
+            f"choose a writable {option('output', '-o')} path",
         ) from exc
     return WorkloadImported(w, output)

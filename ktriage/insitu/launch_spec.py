@@ -252,9 +252,10 @@ def resolve(request: ResolveMessage) -> dict[str, object]:
             return {
                 "ok": False,
                 "kind": "spec",
-                "error": f"autotune_config = {bench.pick} but the @triton.autotune of {source.rpartition(':')[2]} tries "
-                f"{count} config{'s' if count != 1 else ''} for this launch\nfix: autotune_config is an index "
-                f"into its configs, from 0 to {max(count - 1, 0)}",
+                # "configs tried: N", no plural to word: this folder may not import ktriage.wording
+                "error": f"autotune_config = {bench.pick} is past the @triton.autotune of "
+                f"{source.rpartition(':')[2]} (configs tried for this launch: {count})\nfix: autotune_config is "
+                f"an index into its configs, from 0 to {max(count - 1, 0)}",
             }
     except Exception as exc:  # the launch itself failed in this Triton: its message is the answer
         kind = getattr(exc, "kind", "launch")

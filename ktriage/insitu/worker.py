@@ -655,15 +655,16 @@ def build_source(fn: Any, spec: SpecFields, heuristics: dict[str, object] | None
     missing = [n for n, t in signature.items() if t == "constexpr" and n not in constexprs]
     if missing:
         decided = [n for n in missing if n in heuristics]
+        # Worded as lists, not counts: this folder may not import ktriage.wording (the module doc).
         hint = (
             (
-                f"; {decided} are computed by the kernel's @triton.heuristics from the launch's arguments: "
-                "record the launch (ktriage's JIT harness or `record`) or give their values"
+                f"; computed by the kernel's @triton.heuristics from the launch's arguments: {', '.join(decided)} "
+                "(record the launch with ktriage's JIT harness or `record`, or give the values)"
             )
             if decided
             else ""
         )
-        raise WorkerError("signature", f"no value given for constexpr parameter(s) {missing}{hint}")
+        raise WorkerError("signature", f"constexpr parameters without a value: {', '.join(missing)}{hint}")
     divisible = set(spec.get("divisible_by_16") or ())
     if _triton_version() < (3, 2):
         raise WorkerError("version", "ktriage compiles with Triton 3.2 and newer")

@@ -227,3 +227,102 @@ def test_tune_names_results_file_as_a_keyword_after_the_compile(tmp_path: Path, 
             results_file=missing,
         )
     assert refused.value.problem == f"results_file (--results) {missing} does not exist"
+
+
+def test_option_spells_a_list_as_its_flag_repeated() -> None:
+    """Pure wording: a flag given once per item (-t A -t B) next to the keyword's list."""
+    assert option("toolchains", "-t", ["triton==3.3.1", "triton==3.4.0"]) == (
+        "toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)"
+    )
+    assert option("inputs", "--input", ("7",)) == "inputs=['7'] (--input 7)"
+
+
+def test_tune_and_explain_name_toolchains_and_inputs_as_keywords() -> None:
+    """The api layer's own examples were flags alone: "e.g. -t triton==3.4.0", "pass --input for each"."""
+    with pytest.raises(KtriageError) as no_tc:
+        kt.tune(target="liger.layer_norm", toolchains=[])
+    assert no_tc.value.problem == "no toolchains (-t/--toolchain) given"
+    assert no_tc.value.fix == "pass the toolchain to tune for, e.g. toolchains=['triton==3.4.0'] (-t triton==3.4.0)"
+    with pytest.raises(KtriageError) as each:
+        kt.tune(target="liger.layer_norm", toolchains="triton==3.4.0")
+    assert (each.value.fix or "").startswith("pass the inputs to tune as inputs (--input), e.g. inputs=['N=")
+    assert "(--input N=" in (each.value.fix or "")
+    with pytest.raises(KtriageError) as none:
+        kt.explain(target="liger.layer_norm", toolchains=[])
+    assert none.value.problem == "no toolchains (-t/--toolchain) given"
+    assert (none.value.fix or "").endswith(
+        "e.g. toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)"
+    )
+    with pytest.raises(KtriageError) as alone:
+        kt.explain(target="liger.layer_norm", toolchains=["triton==3.4.0"], fail_on="any")
+    assert (alone.value.fix or "").endswith(
+        "e.g. toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)"
+    )
+
+
+def test_calibrate_tells_how_to_write_an_explain_report_from_python(tmp_path: Path) -> None:
+    """_explain_report's fixes named only `ktriage explain ... -o FILE`."""
+    results = ROOT / "benchmarks/perf/h200/ln_bwd.json"
+    written = "Path('E.json').write_text(kt.explain(target=..., toolchains=[...]).json_text()) in Python"
+    for content, expected in ((None, "write it with "), ("not json", "pass the JSON explain report, written with ")):
+        report = tmp_path / "explain.json"
+        if content is not None:
+            report.write_text(content)
+        with pytest.raises(KtriageError) as refused:
+            kt.calibrate(results=results, explain=report)
+        assert (refused.value.fix or "").startswith(expected + written)
+        assert "`ktriage explain TARGET -t ... --format json -o E.json`" in (refused.value.fix or "")
+    report.write_text('{"tool": "ktriage bench"}')
+    with pytest.raises(KtriageError) as other:
+        kt.calibrate(results=results, explain=report)
+    assert (other.value.fix or "").startswith("pass the JSON explain report, written with " + written)
+
+
+def test_bench_names_compile_only_and_bundle_as_keywords_when_there_is_no_gpu() -> None:
+    """The no-GPU refusal's fix said only "add --compile-only --bundle DIR ... ktriage bench --bundle DIR"
+    (refusal_before_compiling is pure: the driver's answer is given, as require_gpu_before_compiling reads it)."""
+    from ktriage.api._bench import refusal_before_compiling
+
+    refused = refusal_before_compiling("no CUDA driver", None, "python")
+    assert refused is not None
+    assert refused.fix == (
+        "add compile_only=True (--compile-only) and bundle='DIR' (--bundle DIR) to compile here (no GPU needed), "
+        "then measure the bundle on the GPU machine: kt.bench(bundle='DIR') (`ktriage bench --bundle DIR`)"
+    )
+
+
+def test_bench_recorded_names_op_toolchains_and_kernels_as_keywords(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as operator:
+        kt.bench_recorded(workload="layer_norm")
+    assert operator.value.problem.endswith("bench takes an operator as op (--op)")
+    assert (operator.value.fix or "").startswith("kt.bench(op='layer_norm', ...) (ktriage bench --op layer_norm")
+    with pytest.raises(KtriageError) as no_workload:
+        kt.bench_recorded(toolchains="triton==3.4.0", bundle=tmp_path / "b", compile_only=True)
+    assert no_workload.value.problem == (
+        "toolchains (-t/--toolchain) with bundle (--bundle) and no workload: nothing to compile"
+    )
+    with pytest.raises(KtriageError) as kernels:
+        kt.bench_recorded(kernels=["K0"])
+    assert kernels.value.problem == "kernels (--kernel) without a workload nor a bundle"
+
+
+def test_record_and_workload_import_name_output_as_a_keyword(tmp_path: Path) -> None:
+    with pytest.raises(KtriageError) as record:
+        kt.record(command="true", output=tmp_path / "W.txt")
+    assert (
+        record.value.problem
+        == f"output='{tmp_path / 'W.txt'}' (-o {tmp_path / 'W.txt'}): a workload file ends in .json"
+    )
+    assert record.value.fix == "write it as output='W.json' (-o W.json)"
+    with pytest.raises(KtriageError) as imported:
+        kt.workload_import(traces=[tmp_path / "t.ndjson"], output=tmp_path / "W.txt")
+    assert imported.value.fix == "write it as output='W.json' (-o W.json)"
+
+
+def test_toolchain_show_names_the_library_calls() -> None:
+    with pytest.raises(KtriageError) as unknown:
+        kt.toolchain_show(id_or_spec="triton==0.0.1")
+    assert unknown.value.fix == (
+        "see kt.toolchain_list() (`ktriage toolchain list`), or build it with kt.toolchain_add(spec='SPEC') "
+        "(`ktriage toolchain add SPEC`)"
+    )

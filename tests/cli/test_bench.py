@@ -267,7 +267,9 @@ def test_measuring_with_toolchains_and_no_gpu_is_refused_before_the_compile(tmp_
         )
         assert out.exit_code == exit_codes.USAGE, out.output
         assert out.problem.startswith("measuring needs "), out.err_text
-        assert "GPU" in out.problem and "--compile-only --bundle DIR" in (out.fix or ""), out.err_text
+        assert "GPU" in out.problem and "(--compile-only) and bundle='DIR' (--bundle DIR)" in (out.fix or ""), (
+            out.err_text
+        )
         assert "bundle:" not in out.output and not bundle.exists()  # refused before the compile
 
 

@@ -6,6 +6,7 @@ test runs on SQLite and, with KTRIAGE_TEST_PG_URL set (CI), on PostgreSQL."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,8 @@ def test_table_shows_the_planted_step(
     ids = fill(store_url)
     code, out = run_cli([*BASE, "--input", "7", "--db", store_url], capsys, monkeypatch)
     assert code == 0, out  # no --fail-on-recent: informative only
-    assert "1 series, 1 change point" in out
+    # the headline's end, pinned: "1 change point" is also the start of "1 change points"
+    assert re.search(r": 1 series, 1 change point$", out, re.MULTILINE), out
     row = next(line for line in out.splitlines() if ids[18] in line and "triton-3.4.0" in line)
     assert "slower" in row and "+1" in row  # +1x.x%
     assert f"last run before: {ids[17]}" in out and f"first run after: {ids[18]}" in out

@@ -128,7 +128,7 @@ def test_tune_refuses_results_that_are_not_this_bundles_timing(tmp_path: Path, t
 def test_tune_needs_inputs_chosen_for_a_catalog_op(run_cli: RunCli) -> None:
     res = run_cli(["tune", "liger.layer_norm", "-t", "triton==3.4.0", "--compile-only"])
     assert res.exit_code == exit_codes.USAGE, res.output
-    assert "pass --input for each" in res.err_text
+    assert "pass the inputs to tune as inputs (--input), e.g. " in res.err_text
 
 
 @pytest.mark.parametrize(

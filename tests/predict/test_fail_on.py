@@ -77,8 +77,9 @@ def test_a_gate_or_fixes_with_one_toolchain_is_refused(run_cli) -> None:
         "fail_on (--fail-on) needs a toolchain judged against a reference, and triton==3.4.0 is the only one given: "
         "the gate could never fire"
     ), r.output
-    assert (
-        r.fix == "give the reference first and the toolchain to judge after it, e.g. -t triton==3.3.1 -t triton==3.4.0"
+    assert r.fix == (
+        "give the reference first and the toolchain to judge after it, "
+        "e.g. toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)"
     )
     r = run_cli([*one, "--fixes"])
     assert r.exit_code == 2 and r.problem.endswith("is the only one given: there is no finding to fix"), r.output
