@@ -17,6 +17,7 @@ import typer
 from ktriage.cli import exit_codes
 from ktriage.cli.console import make_console, print_error
 from ktriage.cli.options import (
+    AllowFailures,
     AllowPrecisionMismatch,
     Db,
     Format,
@@ -40,15 +41,6 @@ if TYPE_CHECKING:  # the statistics import scipy: loaded when compare runs, not 
 
 FORMATS = ("table", "markdown", "json", "csv")
 WRITERS = (".md", ".json", ".html", ".csv")
-
-AllowFailures = Annotated[
-    bool,
-    typer.Option(
-        "--allow-failures",
-        help="Exit 0/1 (regressions) even when some cells were not compared: missing on a side, failed,"
-        " wrong or timed out (default: exit 4, 'incomplete').",
-    ),
-]
 
 
 def compare(

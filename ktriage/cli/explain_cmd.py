@@ -45,7 +45,7 @@ def explain(
     compile_timeout: opt.CompileTimeout = DEFAULT_COMPILE_TIMEOUT_S,
     fixes: o.Fixes = False,
     fix_toolchain: o.FixToolchain = None,
-    allow_failures: o.AllowFailures = False,
+    allow_failures: opt.AllowFailures = False,
     cluster: opt.Cluster = None,
     threshold: o.Threshold = DEFAULT_THRESHOLD,
     fail_on: o.FailOn = None,

@@ -62,13 +62,6 @@ FixToolchain = Annotated[
     list[str] | None,
     typer.Option("--fix-toolchain", help="With --fixes: a neighbouring toolchain to try as a fix, repeatable."),
 ]
-AllowFailures = Annotated[
-    bool,
-    typer.Option(
-        "--allow-failures",
-        help="Exit 0 even when some cells failed to compile, assemble or analyze (default: exit 4, 'incomplete').",
-    ),
-]
 Threshold = Annotated[
     float,
     typer.Option(

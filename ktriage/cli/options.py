@@ -18,6 +18,7 @@ picks the writer.
 | ``--cluster`` / ``KTRIAGE_CLUSTER`` | where compile/build jobs run: local, auto, HOST:PORT, ray://HOST:PORT |
 | ``--format/-f`` | what goes to stdout: table, markdown, json, csv (csv only where the result is a table; toml: catalog show's spec file) |
 | ``--output/-o PATH`` | repeatable; the suffix picks the writer: .md, .json, .html, .csv (.toml: catalog show); checked while parsing |
+| ``--allow-failures`` | explain, triage, compare: exit 0/1 (the status of the work done) instead of 4 when some of the work failed |
 
 ``-w`` is ``--warps`` (occupancy) and nothing else.
 
@@ -125,6 +126,17 @@ AllowPrecisionMismatch = Annotated[
         help="Compare two runs of different precisions (bf16 against fp16) on purpose; refused without it. The report then warns that cells of different dtypes are compared.",
     ),
 ]
+
+# explain, triage and compare: a partial result exits 4 (ktriage.exit_status INCOMPLETE, which wins over
+# a finding) so that a failed compile or a cell nobody compared never passes CI as "no change"; this lets
+# a job that accepts a partial answer gate on the part that was done. One definition: three help texts
+# had drifted apart (one said "exit 0" where the verb also exits 1).
+ALLOW_FAILURES_HELP = (
+    "Exit 0, or 1 on a finding (a regression; explain: --fail-on), instead of 4 ('incomplete') when some of"
+    " the work failed: cells that did not compile, assemble or analyze, steps that failed, cells not compared."
+    " The failures are still reported."
+)
+AllowFailures = Annotated[bool, typer.Option("--allow-failures", help=ALLOW_FAILURES_HELP)]
 
 
 def arguments(local_names: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from ktriage.cli import exit_codes
 from ktriage.cli import triage_options as o
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import (
+    AllowFailures,
     AllowPrecisionMismatch,
     Db,
     Format,
@@ -41,7 +42,7 @@ def triage(
     jobs: o.Jobs = None,
     fmt: o.Fmt = Format.table,
     output: o.Output = None,
-    allow_failures: o.AllowFailures = False,
+    allow_failures: AllowFailures = False,
     bundle: o.Bundle = None,
     measured: o.Measured = None,
     measure: o.Measure = False,

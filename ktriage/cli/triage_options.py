@@ -63,9 +63,6 @@ Output = Annotated[
     list[Path] | None,
     output_option(WRITERS, "The markdown is also appended to $GITHUB_STEP_SUMMARY when set; .html is self-contained."),
 ]
-AllowFailures = Annotated[
-    bool, typer.Option("--allow-failures", help="Exit 0/1 even when a step failed (default: 4, 'incomplete').")
-]
 Bundle = Annotated[
     Path | None,
     typer.Option(

@@ -52,12 +52,21 @@ class PairResult:
     is_baseline: bool = False
     failed_side: str | None = None  # for error: "ref", "new" or "both" (``Comparison.reference_failed``)
     one_turn: bool = False  # both sides' samples came from one turn of back-to-back calls (``one_turn_verdicts``)
+    # For a backend one side has no cell of at all (its toolchain is then None): the toolchain that side
+    # lacks. Without it a missing side read as the host's ("K0@triton-3.6.0->host").
+    ref_absent: str | None = None
+    new_absent: str | None = None
 
     @property
     def backend_label(self) -> str:
-        if self.ref_toolchain == self.new_toolchain:
+        """The backend and its toolchain on each side: ``K0@triton-3.4.0`` when both sides ran one,
+        ``K0@A->B`` across two, ``host`` for a backend run without a toolchain, and ``(no A cell)`` for a
+        side that has no cell of the backend (so no side reads as a host run it never was)."""
+        if self.ref_absent is None and self.new_absent is None and self.ref_toolchain == self.new_toolchain:
             return self.backend + (f"@{self.ref_toolchain}" if self.ref_toolchain else "")
-        return f"{self.backend}@{self.ref_toolchain or 'host'}->{self.new_toolchain or 'host'}"
+        return (
+            f"{self.backend}@{_side(self.ref_toolchain, self.ref_absent)}->{_side(self.new_toolchain, self.new_absent)}"
+        )
 
     def label(self) -> str:
         return f"{self.op}.{self.mode}[{self.input_label}] {self.backend_label}"
@@ -81,6 +90,13 @@ class PairResult:
             "verdict": self.verdict.to_json() if self.verdict else None,
             "one_turn": self.one_turn,
         }
+
+
+def _side(toolchain: str | None, absent: str | None) -> str:
+    """One side of a ``PairResult.backend_label``."""
+    if absent is not None:
+        return f"(no {absent} cell)"
+    return toolchain or "host"
 
 
 @dataclass
@@ -254,6 +270,7 @@ class Comparison:
 # --- pairing ------------------------------------------------------------------------------------
 
 GroupKey = tuple[str, str, str]  # op, mode, backend
+_ABSENT = "\0missing"  # a side's toolchain in ``_toolchain_map`` where the side has no cell of the backend
 MergeKey = tuple[str, str, int, str, str | None]  # op, mode, input id, backend, toolchain
 
 
@@ -305,8 +322,8 @@ def _toolchain_map(
         else:
             both = r & n
             out += [(g, t, t) for t in sorted(both, key=str)]
-            out += [(g, t, "\0missing") for t in sorted(r - both, key=str)]
-            out += [(g, "\0missing", t) for t in sorted(n - both, key=str)]
+            out += [(g, t, _ABSENT) for t in sorted(r - both, key=str)]
+            out += [(g, _ABSENT, t) for t in sorted(n - both, key=str)]
     return out
 
 
@@ -357,7 +374,10 @@ def _pairs(
     baselines: dict[str, str | None],
     skip_native: bool,
     cache: SetStatsCache | None = None,
+    side_toolchains: tuple[str | None, str | None] = (None, None),
 ) -> list[PairResult]:
+    """Every pair of the two sides. ``side_toolchains``: the toolchain each side stands for, when each is
+    one toolchain (``compare_toolchains``): it names what a side without a backend's cell lacks."""
     ref, new = _merge(ref_cells), _merge(new_cells)
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     inputs: dict[tuple[str, str], set[int]] = defaultdict(set)
@@ -369,8 +389,8 @@ def _pairs(
         if skip_native and t_ref is None and t_new is None:
             continue
         for i in sorted(inputs[(op, mode)]):
-            rc = ref.get((op, mode, i, be, t_ref)) if t_ref != "\0missing" else None
-            nc = new.get((op, mode, i, be, t_new)) if t_new != "\0missing" else None
+            rc = ref.get((op, mode, i, be, t_ref)) if t_ref != _ABSENT else None
+            nc = new.get((op, mode, i, be, t_new)) if t_new != _ABSENT else None
             if rc is None and nc is None:
                 continue
             pr = PairResult(
@@ -379,11 +399,15 @@ def _pairs(
                 i,
                 labels[(op, mode, i)],
                 be,
-                t_ref if t_ref != "\0missing" else None,
-                t_new if t_new != "\0missing" else None,
+                t_ref if t_ref != _ABSENT else None,
+                t_new if t_new != _ABSENT else None,
                 "compared",
                 is_baseline=(be == baselines.get(op)),
             )
+            if t_ref == _ABSENT:  # the reference has no cell of this backend: which toolchain it lacks
+                pr.ref_absent = side_toolchains[0] or t_new or "host"
+            if t_new == _ABSENT:
+                pr.new_absent = side_toolchains[1] or t_ref or "host"
             if rc is None or nc is None:
                 # an input, backend or operator one side has and the other does not
                 pr.status = "missing"
@@ -559,19 +583,29 @@ def compare_cells(
     default_baselines: Mapping[str, str] | None = None,
     stats_cache: SetStatsCache | None = None,
     cliffs: bool = True,
+    side_toolchains: tuple[str | None, str | None] = (None, None),
 ) -> Comparison:
     """Compare two result sets. ``same_run``: both sides come from one process (toolchains of a run):
     native cells are shared, so they are not paired and the baseline check is "shared".
     ``default_baselines``: op -> baseline backend used when neither ``baseline`` nor the run names one.
     ``stats_cache``: per-sample-set statistics shared between comparisons of the same cells
     (``compare_toolchains`` passes one). ``cliffs``: False for a caller that shows none (triage):
-    the sweep segmentation is quadratic in a sweep's length."""
+    the sweep segmentation is quadratic in a sweep's length. ``side_toolchains``: the toolchain each side
+    is, when each is one (``compare_toolchains``), named where a side has no cell of a backend."""
     ops = {c.key.op for c in [*ref_cells, *new_cells]}
     baselines = {
         op: pick_baseline([*ref_cells, *new_cells], new_run or ref_run, op, baseline, default_baselines)
         for op in sorted(ops)
     }
-    pairs = _pairs(ref_cells, new_cells, config, baselines, skip_native=same_run, cache=stats_cache)
+    pairs = _pairs(
+        ref_cells,
+        new_cells,
+        config,
+        baselines,
+        skip_native=same_run,
+        cache=stats_cache,
+        side_toolchains=side_toolchains,
+    )
     labels = {(c.key.op, c.key.mode, c.key.input_id): c.key.input_label for c in [*ref_cells, *new_cells]}
     found = (
         _cliffs(pairs, ref_cells, new_cells, ref_label, new_label, baselines, cliff_config, labels, same_run)
@@ -685,6 +719,7 @@ def compare_toolchains(
             same_run=True,
             default_baselines=default_baselines,
             stats_cache=cache,
+            side_toolchains=(tcs[0], t),
         )
         for t in tcs[1:]
     ]

@@ -4,8 +4,8 @@ Per (op, mode) three charts: latency vs input for every backend/toolchain on bot
 ratio per backend with its confidence-interval whiskers, the gate as a band and verdict colours;
 each backend's ratio to the baseline along the sweep with the cliffs marked. Tables repeat the
 ranked regressions, cliffs and errors so the page reads without the charts too. The cells not compared
-are summarised, a count per reason with the first few cells, and listed in full in a folded
-``<details>`` (no script needed to open it).
+are summarised, a count per reason with the first few cells (``ktriage.compare.not_compared``, as the
+table and the markdown group them), and listed in full in a folded ``<details>`` (no script needed to open it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from ktriage.atomic import write_atomic
+from ktriage.compare.not_compared import group_not_compared
 from ktriage.compare.pairing import Comparison, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
@@ -181,37 +182,6 @@ def _runs(c: Comparison) -> list[tuple[str, object]]:
     return [(side, r) for side, r in (("ref", c.ref_run), ("new", c.new_run)) if r is not None]
 
 
-# Cells of one reason named before "and N more", and reasons summarised before "N other reasons": a side
-# without a whole operator (or a toolchain that fails every kernel) leaves hundreds of cells not compared,
-# and one table row each buried the verdicts. Every cell stays in the folded full list (and the JSON).
-MAX_LABELS_PER_REASON = 5
-MAX_REASONS_SHOWN = 20
-
-
-def _not_compared(c: Comparison) -> dict[str, Any]:
-    """The cells no verdict covers: a count per reason (most cells first) with the first few labels,
-    and every cell with its reason for the folded list."""
-    groups: dict[str, list[str]] = {}
-    every = [(p.label(), p.problem or p.status) for p in c.problems()]
-    for label, why in every:
-        groups.setdefault(why, []).append(label)
-    ranked = sorted(groups.items(), key=lambda g: -len(g[1]))  # stable: ties keep the order first seen
-    return {
-        "count": len(every),
-        "reasons": [
-            {
-                "reason": why,
-                "count": len(labels),
-                "labels": labels[:MAX_LABELS_PER_REASON],
-                "more": max(0, len(labels) - MAX_LABELS_PER_REASON),
-            }
-            for why, labels in ranked[:MAX_REASONS_SHOWN]
-        ],
-        "other_reasons": max(0, len(ranked) - MAX_REASONS_SHOWN),
-        "every": [{"label": label, "problem": why} for label, why in every],
-    }
-
-
 def _section(c: Comparison) -> dict[str, Any]:
     cells = [*c.ref_cells, *c.new_cells]
     sweeps = sorted({(x.key.op, x.key.mode) for x in cells})
@@ -234,7 +204,7 @@ def _section(c: Comparison) -> dict[str, Any]:
         "improvements": [_row(p) for p in c.improvements()],
         "unsure": [_row(p) for p in c.unsure()],
         "cliffs": [f.describe() for f in c.cliffs],
-        "not_compared": _not_compared(c),
+        "not_compared": group_not_compared(c),
         "charts": charts,
         "runs": _runs(c),
         "counters": [{"head": q.head(), "label": q.label(), "text": q.text, "kind": q.verdict} for q in quotes],

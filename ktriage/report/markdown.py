@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
 from ktriage.compare.pairing import Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
@@ -31,8 +32,9 @@ def fmt_ci(p: PairResult) -> str:
     return f"[{fmt_pct(v.ci_low)}, {fmt_pct(v.ci_high)}]"
 
 
-# The most "not compared" cells a markdown report lists (then a count of the rest): a side that lacks a
+# The most "not compared" cells triage's markdown lists (then a count of the rest): a side that lacks a
 # whole operator can leave thousands, and a CI job summary has room for a few; the JSON lists every one.
+# (compare's markdown groups them by reason: ``ktriage.compare.not_compared``.)
 MAX_LISTED = 200
 
 
@@ -114,21 +116,7 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         out += [f"{h}# Cliffs along input sweeps", ""]
         out += [f"- {_esc(f.describe())}" for f in c.cliffs]
         out.append("")
-    probs = c.problems()
-    if probs:
-        out += [
-            f"{h}# Errors and missing cells (not compared)",
-            "",
-            "| op | input | backend | problem |",
-            "|---|---|---|---|",
-        ]
-        out += [
-            f"| {_esc(p.op + '.' + p.mode)} | {_esc(p.input_label)} | {_esc(p.backend_label)} | {_esc(p.problem or p.status)} |"
-            for p in probs[:MAX_LISTED]
-        ]
-        if len(probs) > MAX_LISTED:
-            out += ["", f"... and {len(probs) - MAX_LISTED} more (the JSON report lists every one)"]
-        out.append("")
+    out += _not_compared_markdown(group_not_compared(c), h)
     imps = c.improvements()
     if imps:
         out += [
@@ -156,6 +144,33 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         ]
     out += _provenance(c)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _not_compared_markdown(groups: NotComparedGroups, h: str) -> list[str]:
+    """The cells no verdict covers, a row per reason (most cells first): its count, the reason, its first
+    cells and "and N more", as the table and the HTML group them. One row per cell, cut at 200, filled a
+    CI summary when a side lacked a whole operator; the JSON lists every cell."""
+    if not groups.count:
+        return []
+    out = [
+        f"{h}# Errors and missing cells (not compared): {groups.count}",
+        "",
+        "| cells | why | which |",
+        "|---|---|---|",
+    ]
+    for g in groups.reasons:
+        which = [_esc(label) for label in g.labels] + ([f"and {g.more} more"] if g.more else [])
+        out.append(f"| {g.count} | {_esc(g.reason)} | {'<br>'.join(which)} |")
+    out.append("")
+    if groups.other_reasons:
+        out += [
+            f"... and {plural(groups.other_cells, 'cell')} for {plural(groups.other_reasons, 'other reason')}"
+            " (the JSON report lists every cell with its reason)",
+            "",
+        ]
+    elif any(g.more for g in groups.reasons):
+        out += ["(the JSON report lists every cell not compared, with its reason)", ""]
+    return out
 
 
 def counters_markdown(c: Comparison, h: str = "##") -> list[str]:

@@ -12,10 +12,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
 from ktriage.compare.pairing import PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
+from ktriage.wording import plural
 
 CSV_COLUMNS = (
     "ref",
@@ -120,7 +122,7 @@ def print_table(
 ) -> None:
     """Regressions first (worst first), then improvements and unsure; 'same' on request. At most
     ``max_rows`` rows per comparison, then a line saying how many more there are; under the table the
-    cells not compared, each with why (:func:`print_not_compared`)."""
+    cells not compared, counted per reason (:func:`print_not_compared_groups`)."""
     for c in report.comparisons:
         console.print(f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))}")
         style = (
@@ -151,20 +153,38 @@ def print_table(
             console.print(
                 f"[dim]... and {len(rows) - max_rows} more rows, not shown: --format csv or json, or -o FILE.csv, lists them all[/]"
             )
-        print_not_compared(console, c.not_compared())
+        print_not_compared_groups(console, group_not_compared(c))
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         console.print()
 
 
-# The most "not compared" cells the terminal lists (then a count of the rest): a side without a whole
-# operator leaves hundreds, which would bury the verdicts; --format json lists every one.
+def print_not_compared_groups(console: Console, groups: NotComparedGroups) -> None:
+    """The cells no verdict covers, under compare's table: per reason (most cells first) its count, its
+    first cells and "and N more", as the markdown and the HTML group them (``group_not_compared``). One
+    line per cell buried the verdicts under hundreds when a side lacked a whole operator."""
+    for g in groups.reasons:
+        console.print(f"[red]not compared:[/] {escape(plural(g.count, 'cell'))}: {escape(g.reason)}", soft_wrap=True)
+        for label in g.labels:
+            console.print(f"    {escape(label)}", soft_wrap=True)
+        if g.more:
+            console.print(f"    and {g.more} more")
+    if groups.other_reasons:
+        console.print(
+            f"[red]not compared:[/] {plural(groups.other_cells, 'cell')} for {plural(groups.other_reasons, 'other reason')}"
+            " (--format json lists every cell with its reason)"
+        )
+    elif any(g.more for g in groups.reasons):
+        console.print("[dim](--format json lists every cell not compared, with its reason)[/]")
+
+
+# The most "not compared" cells triage's table lists (then a count of the rest); --format json lists every one.
 MAX_NOT_COMPARED_SHOWN = 20
 
 
 def print_not_compared(console: Console, lines: list[str]) -> None:
-    """The cells no verdict covers, ``<cell>: <why>`` (``Comparison.not_compared``), the first
-    :data:`MAX_NOT_COMPARED_SHOWN` and a count of the rest: compare's table and triage's alike."""
+    """Triage's cells no verdict covers, ``<cell>: <why>`` (``Comparison.not_compared``), the first
+    :data:`MAX_NOT_COMPARED_SHOWN` and a count of the rest."""
     for x in lines[:MAX_NOT_COMPARED_SHOWN]:
         console.print(f"[red]not compared:[/] {escape(x)}", soft_wrap=True)
     if len(lines) > MAX_NOT_COMPARED_SHOWN:

@@ -221,7 +221,8 @@ def test_a_variant_without_samples_is_a_partial_result_exit_4_after_every_output
     out = tmp_path / "out.json"
     r = invoke(str(partial), "--toolchains", "-o", str(out))
     assert r.exit_code == exit_codes.INCOMPLETE, r.output
-    assert "0 regressions" in r.stdout and "not compared: liger_dyt.recorded" in r.stdout
+    assert "0 regressions" in r.stdout and "not compared: 1 cell: on the reference side only" in r.stdout
+    assert "\n    liger_dyt.recorded[" in r.stdout  # the cell, under its reason
     assert "incomplete: 1 cell not compared" in " ".join(r.stdout.split())
     assert "pass --allow-failures for 0" in " ".join(r.stdout.split())
     written = json.loads(out.read_text())
@@ -233,6 +234,31 @@ def test_a_variant_without_samples_is_a_partial_result_exit_4_after_every_output
     r = invoke(str(LIGER_DYT), "--toolchains", "--format", "json")  # the run as measured: every cell compared
     assert r.exit_code == exit_codes.OK and json.loads(r.stdout)["complete"] is True, r.output
     assert "incomplete" not in r.output
+
+
+def test_a_kernel_one_toolchain_lacks_is_labelled_missing_not_host(tmp_path: Path, invoke) -> None:
+    """A kernel Triton 3.4.0 has no cell of was labelled ``K1@triton-3.6.0...->host``, as if the other
+    side were a host run; the missing side is now named as missing, in every output, either way round."""
+    doc = json.loads(LIGER_DYT.read_text())
+    doc["cells"] = [
+        c
+        for c in doc["cells"]
+        if not (c["key"]["toolchain"].startswith("triton-3.4.0") and c["key"]["backend"] == "K1:_dyt_bwd_kernel")
+    ]
+    partial = tmp_path / "liger_dyt_no_k1.json"
+    partial.write_text(json.dumps(doc))
+    tc340, tc360 = "triton-3.4.0.ptxas-12.8.93.da4345e0", "triton-3.6.0.ptxas-12.8.93.682629b2"
+    label = f"K1:_dyt_bwd_kernel@{tc360}->(no {tc340} cell)"
+    table = invoke(str(partial), "--toolchains", "--allow-failures")
+    markdown = invoke(str(partial), "--toolchains", "--allow-failures", "--format", "markdown")
+    (_, partial_json) = json.loads(invoke(str(partial), "--toolchains", "--format", "json").stdout)["comparisons"]
+    for text in (table.stdout, markdown.stdout, " ".join(partial_json["not_compared"])):
+        assert label in text and "->host" not in text, text
+    html = tmp_path / "report.html"
+    invoke(str(partial), "--toolchains", "--allow-failures", "-o", str(html))
+    assert label.replace("->", "-&gt;") in html.read_text() and "-&gt;host" not in html.read_text()
+    reverse = invoke(str(partial), "--toolchains", "--reference", "triton==3.4.0", "--allow-failures").stdout
+    assert f"K1:_dyt_bwd_kernel@(no {tc340} cell)->{tc360}" in reverse and "host->" not in reverse
 
 
 def test_regressions_and_cells_not_compared_exit_4_and_1_with_allow_failures(files: dict[str, Path], invoke) -> None:

@@ -148,11 +148,14 @@ def test_an_empty_file_or_one_that_is_no_tritonbench_csv_says_so(tmp_path: Path,
     assert r.exit_code == 2 and r.problem.startswith(f"{notes} is not a TritonBench CSV"), r.output
 
 
-def test_cells_on_one_side_only_are_listed_with_why_in_the_table_and_the_json(tmp_path: Path, run_cli: RunCli) -> None:
+def test_cells_on_one_side_only_are_grouped_by_why_in_the_table_and_markdown_listed_in_the_json(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
     """Inputs one file has and the other lacks were table rows after every verdict (cut off past 500 rows)
     with "no new cell", the headline counting those of the baseline backend out, and the JSON had no list
-    of them: now every output lists them as triage does, ``<cell>: <why>``, 20 in the terminal, all in
-    the JSON."""
+    of them; then one line per cell, 20 in the terminal and 200 in the markdown, buried the verdicts when
+    a side lacked a whole operator. Now the table and the markdown count them per reason (most cells
+    first) with the first 5 cells and "and N more", as the HTML does; the JSON lists every one."""
     run1 = (DATA / "layer_norm_bwd_run1.csv").read_text().splitlines(keepends=True)
     run2 = (DATA / "layer_norm_bwd_run2.csv").read_text().splitlines(keepends=True)
     (tmp_path / "old").mkdir()
@@ -164,9 +167,22 @@ def test_cells_on_one_side_only_are_listed_with_why_in_the_table_and_the_json(tm
     assert r.exit_code == 4, r.output  # cells nobody compared: a partial result, as triage exits
     out = " ".join(r.stdout.split())
     assert "17 unsure, 26 not compared" in out  # 13 inputs x 2 backends, the baseline's included
-    assert "not compared: layer_norm.bwd[(4096, 1024)] liger_layer_norm: on the reference side only" in out
-    assert "not compared: layer_norm.bwd[(4096, 11264)] liger_layer_norm: on the new side only" in out
-    assert r.stdout.count("not compared: layer_norm.bwd") == 20 and "and 6 more (--format json lists every one)" in out
+    new_only = "not compared: 20 cells: on the new side only (the other has no such cell)"
+    ref_only = "not compared: 6 cells: on the reference side only (the other has no such cell)"
+    assert r.stdout.count("not compared:") == 2 and out.index(new_only) < out.index(ref_only)
+    cells = [line.strip() for line in r.stdout.splitlines() if line.startswith("    layer_norm.bwd[")]
+    assert cells[0] == "layer_norm.bwd[(4096, 11264)] liger_layer_norm"  # in the order of the pairs
+    assert len(cells) == 10 and "layer_norm.bwd[(4096, 1024)] liger_layer_norm" in cells
+    assert "and 15 more" in out and "and 1 more" in out
+    assert "--format json lists every cell not compared" in out
+    md = run_cli(["compare", str(old), str(new), "--format", "markdown"]).stdout
+    assert "### Errors and missing cells (not compared): 26" in md and "| cells | why | which |" in md
+    (row_new,) = [line for line in md.splitlines() if line.startswith("| 20 | on the new side only")]
+    assert row_new.count("<br>") == 5 and row_new.endswith("<br>and 15 more |")
+    (row_ref,) = [line for line in md.splitlines() if line.startswith("| 6 | on the reference side only")]
+    assert "layer_norm.bwd[(4096, 1024)] liger_layer_norm" in row_ref and row_ref.endswith("<br>and 1 more |")
+    section = md[md.index("(not compared): 26") : md.index("Unsure (17)")]
+    assert section.count("layer_norm.bwd[(4096, ") == 10  # the first 5 of each reason; the JSON has all 26
     (comparison,) = json.loads(run_cli(["compare", str(old), str(new), "--format", "json"]).stdout)["comparisons"]
     assert comparison["not_compared_count"] == 26 and len(comparison["not_compared"]) == 26
     assert "layer_norm.bwd[(4096, 15872)] torch_layer_norm: on the new side only" in " ".join(

@@ -1,0 +1,44 @@
+"""The cells not compared, grouped by reason in the table and the markdown as in the HTML
+(``ktriage.compare.not_compared``): past 20 reasons, one line counts the others and their cells, so
+no cell goes unaccounted for while the verdicts stay in view."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ktriage.compare.not_compared import group_not_compared
+from ktriage.compare.run import compare
+from tests.conftest import RunCli
+
+# A real H200 run (Liger's layer_norm bwd, Triton 3.3.1, 3.4.0, 3.5.1 side by side)
+LN_BWD = Path(__file__).parents[2] / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"
+
+
+def _wrong_everywhere(tmp_path: Path) -> Path:
+    """ln_bwd.json with every Triton 3.4.0 cell wrong, each by another error: 30 reasons of one cell."""
+    doc = json.loads(LN_BWD.read_text())
+    for c in doc["cells"]:
+        if (c["key"]["toolchain"] or "").startswith("triton-3.4.0"):
+            c.update(
+                status="error", samples_ms=[], error=f"wrong: max_abs_err {c['key']['input_id'] + 1}.5 > atol 0.02"
+            )
+    path = tmp_path / "ln_bwd_wrong.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_past_20_reasons_the_table_and_markdown_count_the_rest(tmp_path: Path, run_cli: RunCli) -> None:
+    side = _wrong_everywhere(tmp_path)
+    groups = group_not_compared(compare(str(side), toolchains=True).comparisons[0])
+    assert groups.count == 30 and len(groups.reasons) == 20 and (groups.other_reasons, groups.other_cells) == (10, 10)
+    assert len(groups.every) == 30  # every cell kept, with its reason
+
+    r = run_cli(["compare", str(side), "--toolchains"])
+    first = r.stdout[: r.stdout.index("\n\n")]  # the first comparison (3.3.1 -> 3.4.0)
+    assert first.count("not compared: 1 cell: new error: wrong: max_abs_err") == 20
+    assert "not compared: 10 cells for 10 other reasons (--format json lists every cell with its reason)" in first
+
+    md = run_cli(["compare", str(side), "--toolchains", "--format", "markdown"]).stdout
+    assert md.count("| 1 | new error: wrong: max_abs_err") == 20
+    assert "... and 10 cells for 10 other reasons (the JSON report lists every cell with its reason)" in md
