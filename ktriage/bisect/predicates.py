@@ -125,6 +125,11 @@ def not_compiled(failed: Mapping[str, str]) -> str:
     return ", ".join(failed) + " did not compile here"
 
 
+def _it_does(n: int) -> str:
+    """The subject for ``n`` kernels named just before: "it does" for one, "they do" for several."""
+    return "it does" if n == 1 else "they do"
+
+
 def no_value(kernel: str, failed: Mapping[str, str]) -> str:
     """Why ``kernel`` has no value here, as a skip's reason says it: its error from ``failed`` (one
     line that names the kernel: ``K: frontend failed: ...``, ``K does not load: ...``), so that the
@@ -146,7 +151,7 @@ def decide_values(
     failed = failed or {}
     outcome, reason, conf = _decide(values, good, bad, failed)
     if outcome != "skip" and failed:
-        reason += f"; {not_compiled(failed)} (not bisected: it does not differ between the endpoints)"
+        reason += f"; {not_compiled(failed)} (not bisected: {_it_does(len(failed))} not differ between the endpoints)"
     return outcome, reason, conf
 
 

@@ -168,6 +168,23 @@ def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path
     assert result.rounds >= 2 and result.confidence is not None
 
 
+def test_the_note_for_kernels_that_failed_reads_right_for_one_and_for_several() -> None:
+    """A candidate judged without kernels that failed says why they are not bisected, in words that
+    fit their number (before: "a, b did not compile here (not bisected: it does not differ ...)")."""
+    good, bad = {"k": 0.0, "a": 1.0, "b": 2.0}, {"k": 32.0, "a": 1.0, "b": 2.0}
+    one = decide_values({"k": 32.0, "b": 2.0}, good, bad, {"a": "a: frontend failed: x"})[1]
+    assert one.endswith("; a did not compile here (not bisected: it does not differ between the endpoints)"), one
+    two = decide_values({"k": 32.0}, good, bad, {"a": "a: frontend failed: x", "b": "b: frontend failed: y"})[1]
+    assert two.endswith("; a, b did not compile here (not bisected: they do not differ between the endpoints)"), two
+    from ktriage.bisect.step import decide_step
+
+    code, step = decide_step({"k": 0.0}, {"k": 0.0}, None, {"a": "a: frontend failed: x", "b": "b: frontend failed: y"})
+    assert (
+        step
+        == "equal to the good baseline; a, b did not compile here (not judged: the good baseline has no value for them)"
+    )
+
+
 class FakeResult:
     """A FAKE analysis result for the pure split of values (only ``metric`` is read): ``None`` is a
     metric the analysis does not give (spill bytes without ptxas's -v log)."""
