@@ -89,6 +89,17 @@ def metric_value(result: KernelResult, metric: str) -> float | None:
     return result.metric(metric)
 
 
+NO_METRIC_VALUE = "its analysis does not give one"
+"""The end of :func:`no_metric_value`'s line: how a note tells a kernel with no value for the metric
+from one that failed, in ``failed`` as measured or as read back from a state or baseline file."""
+
+
+def no_metric_value(kernel: str, metric: str) -> str:
+    """Why ``kernel`` has no value though it compiled: one line naming it and the metric (``failed``'s
+    form, as :func:`no_value` and a baseline's ``left_out`` show it)."""
+    return f"{kernel} has no {metric} value: {NO_METRIC_VALUE}"
+
+
 def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dict[str, float], dict[str, str]]:
     """Each kernel's ``metric`` (:func:`metric_value`), and why each kernel whose analysis gives none
     has no value (one line naming the kernel and the metric, as :class:`Measured`'s ``failed``), so
@@ -99,7 +110,7 @@ def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dic
     for key, result in results.items():
         v = metric_value(result, metric)
         if v is None:
-            missing[key] = f"{key} has no {metric} value: its analysis does not give one"
+            missing[key] = no_metric_value(key, metric)
         else:
             values[key] = v
     return values, missing
@@ -120,9 +131,17 @@ def saved_failures(obs: Observation) -> dict[str, str]:
     return {k: str(v) for k, v in failed.items()} if isinstance(failed, Mapping) else {}
 
 
-def not_compiled(failed: Mapping[str, str]) -> str:
-    """The kernels of ``failed`` as a decision's reason names them."""
-    return ", ".join(failed) + " did not compile here"
+def left_out_here(failed: Mapping[str, str]) -> str:
+    """The kernels of ``failed`` as a decision's reason names them, by what happened here: "a, b did not
+    compile here" (they did not load or compile: their errors are in ``failed``), "c has no M value
+    here" (it compiled, but its analysis gives no value for the metric M: :func:`no_metric_value`).
+    Why not "did not compile" for all: it sends the user to fix a kernel that compiles, when the fix
+    is another metric."""
+    lacking = {k: e for k, e in failed.items() if e.startswith(f"{k} has no ") and e.endswith(f": {NO_METRIC_VALUE}")}
+    broken = [k for k in failed if k not in lacking]
+    parts = [", ".join(broken) + " did not compile here"] if broken else []
+    parts += [e.removesuffix(f": {NO_METRIC_VALUE}") + " here" for e in lacking.values()]
+    return " and ".join(parts)
 
 
 def _it_does(n: int) -> str:
@@ -151,7 +170,7 @@ def decide_values(
     failed = failed or {}
     outcome, reason, conf = _decide(values, good, bad, failed)
     if outcome != "skip" and failed:
-        reason += f"; {not_compiled(failed)} (not bisected: {_it_does(len(failed))} not differ between the endpoints)"
+        reason += f"; {left_out_here(failed)} (not bisected: {_it_does(len(failed))} not differ between the endpoints)"
     return outcome, reason, conf
 
 
@@ -456,7 +475,7 @@ class MetricPredicate:
             )
         for obs, which in ((g_obs, "good"), (b_obs, "bad")):
             here = saved_failures(obs)
-            obs.reason = f"{which} endpoint (measured)" + (f"; {not_compiled(here)} (not bisected)" if here else "")
+            obs.reason = f"{which} endpoint (measured)" + (f"; {left_out_here(here)} (not bisected)" if here else "")
         g_obs.outcome, g_obs.confidence = "good", 1.0
         b_obs.outcome, b_obs.confidence = "bad", 1.0
         return [g_obs, b_obs]

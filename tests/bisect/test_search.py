@@ -206,3 +206,21 @@ def test_a_kernel_without_a_value_for_the_metric_is_named_with_the_metric() -> N
     values, missing = metric_values(results, "spill_store_bytes")
     assert values == {"red": 48.0}
     assert missing == {"blue": "blue has no spill_store_bytes value: its analysis does not give one"}
+
+
+def test_a_step_names_a_kernel_without_a_value_by_what_happened() -> None:
+    """bisect-step at a commit where a kernel the baseline does not hold compiled but has no value for the
+    metric: the verdict's note said "blue did not compile here", the wrong reason (the fix is another
+    metric, not the kernel); it now says what the ``left_out`` entry says: no value for the metric."""
+    from ktriage.bisect.predicates import metric_values
+    from ktriage.bisect.step import EXIT_GOOD, decide_step
+
+    results: dict[str, Any] = {"red": FakeResult(48.0), "blue": FakeResult(None)}
+    values, missing = metric_values(results, "spill_store_bytes")
+    failed = {**missing, "green": "green: frontend failed: boom"}
+    code, reason = decide_step(values, {"red": 48.0}, None, failed)
+    assert code == EXIT_GOOD
+    assert reason == (
+        "equal to the good baseline; green did not compile here and blue has no spill_store_bytes value here "
+        "(not judged: the good baseline has no value for them)"
+    ), reason
