@@ -158,20 +158,59 @@ def no_value(kernel: str, failed: Mapping[str, str]) -> str:
 
 
 def decide_values(
-    values: dict[str, float], good: dict[str, float], bad: dict[str, float], failed: Mapping[str, str] | None = None
+    values: dict[str, float],
+    good: dict[str, float],
+    bad: dict[str, float],
+    failed: Mapping[str, str] | None = None,
+    *,
+    good_failed: Mapping[str, str] | None = None,
+    bad_failed: Mapping[str, str] | None = None,
 ) -> tuple[Outcome, str, float]:
     """The compile-only rule (module docstring) for several kernels: (outcome, reason, confidence).
 
     Confidence for one kernel is ``max(dg, db) / (dg + db)``: 1.0 at an endpoint, 0.5 half-way.
     ``failed``: why a kernel has no value here (it did not compile): the reason of a skip it causes,
-    and said after the decision it does not take part in (it is the same at both endpoints), so that
-    a commit judged without it still shows it failed.
+    and said after the decision it does not take part in, with why it takes none
+    (:func:`_not_bisected`), so that a commit judged without it still shows it failed.
+    ``good_failed``/``bad_failed``: why a kernel has no value at that endpoint (the endpoint's
+    ``failed``), the cause given for a kernel that failed there.
     """
     failed = failed or {}
     outcome, reason, conf = _decide(values, good, bad, failed)
     if outcome != "skip" and failed:
-        reason += f"; {left_out_here(failed)} (not bisected: {_it_does(len(failed))} not differ between the endpoints)"
+        reason += "; " + _not_bisected(failed, good, bad, good_failed or {}, bad_failed or {})
     return outcome, reason, conf
+
+
+def _not_bisected(
+    failed: Mapping[str, str],
+    good: Mapping[str, float],
+    bad: Mapping[str, float],
+    good_failed: Mapping[str, str],
+    bad_failed: Mapping[str, str],
+) -> str:
+    """Why each kernel of ``failed`` (no value here, and the decision was taken) is not bisected: it
+    has a value at both endpoints, the same one (else the candidate is a skip), or it has none at an
+    endpoint, whose error is given (it failed there too) or, with none recorded, the endpoint is
+    named. Why not "it does not differ between the endpoints" for all: a kernel that failed at an
+    endpoint was never compared, and that note sent the user looking for a change that is not there."""
+    same = {k: e for k, e in failed.items() if k in good and k in bad}
+    notes = (
+        [f"{left_out_here(same)} (not bisected: {_it_does(len(same))} not differ between the endpoints)"]
+        if same
+        else []
+    )
+    for kernel, error in failed.items():
+        if kernel in same:
+            continue
+        which, errors = ("good", good_failed) if kernel not in good else ("bad", bad_failed)
+        why = (
+            f"it failed at the {which} endpoint: {errors[kernel]}"
+            if kernel in errors
+            else f"the {which} endpoint has no value for it"
+        )
+        notes.append(f"{left_out_here({kernel: error})} (not bisected: {why})")
+    return "; ".join(notes)
 
 
 def _decide(
@@ -413,6 +452,8 @@ class MetricPredicate:
         self.workers = max(1, workers)
         self.good_values: dict[str, float] = {}
         self.bad_values: dict[str, float] = {}
+        self.good_failed: dict[str, str] = {}  # why a kernel has no value at that endpoint (its ``failed``)
+        self.bad_failed: dict[str, str] = {}
         self._say = on_event or (lambda _m: None)
 
     def _measure(self, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
@@ -457,6 +498,7 @@ class MetricPredicate:
                 )
         assert g_vals is not None and b_vals is not None
         self.good_values, self.bad_values = g_vals, b_vals
+        self.good_failed, self.bad_failed = saved_failures(g_obs), saved_failures(b_obs)
         differing = [k for k in g_vals if k in b_vals and g_vals[k] != b_vals[k]]
         failed = {**saved_failures(g_obs), **saved_failures(b_obs)}
         if not differing:
@@ -483,6 +525,7 @@ class MetricPredicate:
     def restore(self, good: Observation, bad: Observation) -> None:
         """Restore the endpoint values from a saved state (``--resume``) without re-measuring."""
         self.good_values, self.bad_values = saved_values(good), saved_values(bad)
+        self.good_failed, self.bad_failed = saved_failures(good), saved_failures(bad)
 
     def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
         if not self.good_values:
@@ -491,7 +534,12 @@ class MetricPredicate:
         for obs, values in self._measure_many(list(candidates)):
             if values is not None:
                 obs.outcome, obs.reason, obs.confidence = decide_values(
-                    values, self.good_values, self.bad_values, saved_failures(obs)
+                    values,
+                    self.good_values,
+                    self.bad_values,
+                    saved_failures(obs),
+                    good_failed=self.good_failed,
+                    bad_failed=self.bad_failed,
                 )
             out.append(obs)
         return out

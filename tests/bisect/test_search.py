@@ -224,3 +224,19 @@ def test_a_step_names_a_kernel_without_a_value_by_what_happened() -> None:
         "equal to the good baseline; green did not compile here and blue has no spill_store_bytes value here "
         "(not judged: the good baseline has no value for them)"
     ), reason
+
+
+def test_a_kernel_with_no_value_at_an_endpoint_is_not_said_to_be_the_same_at_both() -> None:
+    """A kernel that fails here and has no value at an endpoint was never compared: the note gives the
+    endpoint's error when one was recorded, else names the endpoint (a kernel a ``bisect-step`` baseline
+    does not hold). Before, both said "(not bisected: it does not differ between the endpoints)"."""
+    good, bad = {"k": 0.0}, {"k": 32.0, "new": 1.0}
+    failed = {"new": "new: frontend failed: boom"}
+    reason = decide_values({"k": 32.0}, good, bad, failed, good_failed={"new": "new does not load: typo"})[1]
+    assert reason.endswith(
+        "; new did not compile here (not bisected: it failed at the good endpoint: new does not load: typo)"
+    ), reason
+    reason = decide_values({"k": 32.0}, good, {"k": 32.0}, failed)[1]
+    assert reason.endswith("; new did not compile here (not bisected: the good endpoint has no value for it)"), reason
+    reason = decide_values({"k": 32.0}, {"k": 0.0, "new": 1.0}, {"k": 32.0}, failed, bad_failed={"new": "x"})[1]
+    assert reason.endswith("(not bisected: it failed at the bad endpoint: x)"), reason
