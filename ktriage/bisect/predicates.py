@@ -14,6 +14,7 @@ a timeout makes that candidate ``skip``, not the bisect fail.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
 
 T = TypeVar("T")
+log = logging.getLogger("ktriage.bisect")
 R = TypeVar("R")
 
 RESOURCE_METRICS = (
@@ -131,13 +133,18 @@ def saved_failures(obs: Observation) -> dict[str, str]:
     return {k: str(v) for k, v in failed.items()} if isinstance(failed, Mapping) else {}
 
 
+def _lacks_metric(kernel: str, error: str) -> bool:
+    """Whether ``error`` is :func:`no_metric_value`'s line for ``kernel`` (it compiled; no value)."""
+    return error.startswith(f"{kernel} has no ") and error.endswith(f": {NO_METRIC_VALUE}")
+
+
 def left_out_here(failed: Mapping[str, str]) -> str:
     """The kernels of ``failed`` as a decision's reason names them, by what happened here: "a, b did not
     compile here" (they did not load or compile: their errors are in ``failed``), "c has no M value
     here" (it compiled, but its analysis gives no value for the metric M: :func:`no_metric_value`).
     Why not "did not compile" for all: it sends the user to fix a kernel that compiles, when the fix
     is another metric."""
-    lacking = {k: e for k, e in failed.items() if e.startswith(f"{k} has no ") and e.endswith(f": {NO_METRIC_VALUE}")}
+    lacking = {k: e for k, e in failed.items() if _lacks_metric(k, e)}
     broken = [k for k in failed if k not in lacking]
     parts = [", ".join(broken) + " did not compile here"] if broken else []
     parts += [e.removesuffix(f": {NO_METRIC_VALUE}") + " here" for e in lacking.values()]
@@ -204,11 +211,12 @@ def _not_bisected(
         if kernel in same:
             continue
         which, errors = ("good", good_failed) if kernel not in good else ("bad", bad_failed)
-        why = (
-            f"it failed at the {which} endpoint: {errors[kernel]}"
-            if kernel in errors
-            else f"the {which} endpoint has no value for it"
-        )
+        if kernel not in errors:
+            why = f"the {which} endpoint has no value for it"
+        elif _lacks_metric(kernel, errors[kernel]):  # it compiled there too: "failed" would be wrong
+            why = f"the {which} endpoint has no value for it either"
+        else:
+            why = f"it failed at the {which} endpoint: {errors[kernel]}"
         notes.append(f"{left_out_here({kernel: error})} (not bisected: {why})")
     return "; ".join(notes)
 
@@ -455,6 +463,7 @@ class MetricPredicate:
         self.good_failed: dict[str, str] = {}  # why a kernel has no value at that endpoint (its ``failed``)
         self.bad_failed: dict[str, str] = {}
         self._say = on_event or (lambda _m: None)
+        self._warned: set[str] = set()  # kernels already warned of having no value for the metric
 
     def _measure(self, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
         cost = empty_cost()
@@ -466,14 +475,12 @@ class MetricPredicate:
             cost["compiles"] = self.measurer.compiler.thread_compiles() - before
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, cost, None), None
         cost["compiles"] = self.measurer.compiler.thread_compiles() - before
-        values: dict[str, float] = {}
+        values, no_metric = metric_values(results, self.metric)
+        failed = {**failed, **no_metric}  # left out with why, as bisect-step's measure_here does
         kernels: dict[str, JSONObject] = {}
         for key, result in results.items():
-            v = metric_value(result, self.metric)
-            if v is not None:
-                values[key] = v
             kernels[key] = {f: result.metric(f) for f in SUMMARY_FIELDS}
-            kernels[key][self.metric] = v
+            kernels[key][self.metric] = values.get(key)
         meas: JSONObject = {
             "metric": self.metric,
             "values": values,
@@ -488,8 +495,26 @@ class MetricPredicate:
         """Measure a round's candidates, ``workers`` at a time here (``bisect.cluster`` sends them out)."""
         return map_parallel(self._measure, candidates, self.workers)
 
+    def _warn_no_value(self, observations: Sequence[Observation]) -> None:
+        """Warn once per kernel the first time its analysis gives no value for the metric: it is left
+        out wherever it has none (the observation's ``measurements.failed`` and reason say so each
+        time), and the user believes every kernel is judged unless told. Once, because a kernel that
+        gives none at one candidate mostly gives none at every one (the value comes from a log that
+        is not there), and a line per candidate would bury the rounds. In the caller's thread: the
+        measurements may run on worker threads or a cluster."""
+        for obs in observations:
+            for kernel, error in saved_failures(obs).items():
+                if _lacks_metric(kernel, error) and kernel not in self._warned:
+                    self._warned.add(kernel)
+                    log.warning(
+                        f"{error} (at {obs.candidate.label}): the bisect leaves {kernel} out wherever it has none "
+                        "(each observation's measurements.failed names it); to judge it, "
+                        f"pick another --metric (e.g. {'registers' if self.metric != 'registers' else 'stack_bytes'})"
+                    )
+
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
         (g_obs, g_vals), (b_obs, b_vals) = self._measure_many([good, bad])
+        self._warn_no_value([g_obs, b_obs])
         for obs, vals, which in ((g_obs, g_vals, "good"), (b_obs, b_vals, "bad")):
             if vals is None:
                 raise KtriageError(
@@ -531,7 +556,9 @@ class MetricPredicate:
         if not self.good_values:
             raise RuntimeError("MetricPredicate.test before preflight")
         out = []
-        for obs, values in self._measure_many(list(candidates)):
+        measured = self._measure_many(list(candidates))
+        self._warn_no_value([obs for obs, _ in measured])
+        for obs, values in measured:
             if values is not None:
                 obs.outcome, obs.reason, obs.confidence = decide_values(
                     values,
