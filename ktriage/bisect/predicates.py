@@ -14,6 +14,7 @@ a timeout makes that candidate ``skip``, not the bisect fail.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from ktriage.toolchain.manager import Toolchain
 
 T = TypeVar("T")
+log = logging.getLogger("ktriage.bisect")
 R = TypeVar("R")
 
 RESOURCE_METRICS = (
@@ -89,6 +91,17 @@ def metric_value(result: KernelResult, metric: str) -> float | None:
     return result.metric(metric)
 
 
+NO_METRIC_VALUE = "its analysis does not give one"
+"""The end of :func:`no_metric_value`'s line: how a note tells a kernel with no value for the metric
+from one that failed, in ``failed`` as measured or as read back from a state or baseline file."""
+
+
+def no_metric_value(kernel: str, metric: str) -> str:
+    """Why ``kernel`` has no value though it compiled: one line naming it and the metric (``failed``'s
+    form, as :func:`no_value` and a baseline's ``left_out`` show it)."""
+    return f"{kernel} has no {metric} value: {NO_METRIC_VALUE}"
+
+
 def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dict[str, float], dict[str, str]]:
     """Each kernel's ``metric`` (:func:`metric_value`), and why each kernel whose analysis gives none
     has no value (one line naming the kernel and the metric, as :class:`Measured`'s ``failed``), so
@@ -99,7 +112,7 @@ def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dic
     for key, result in results.items():
         v = metric_value(result, metric)
         if v is None:
-            missing[key] = f"{key} has no {metric} value: its analysis does not give one"
+            missing[key] = no_metric_value(key, metric)
         else:
             values[key] = v
     return values, missing
@@ -120,9 +133,27 @@ def saved_failures(obs: Observation) -> dict[str, str]:
     return {k: str(v) for k, v in failed.items()} if isinstance(failed, Mapping) else {}
 
 
-def not_compiled(failed: Mapping[str, str]) -> str:
-    """The kernels of ``failed`` as a decision's reason names them."""
-    return ", ".join(failed) + " did not compile here"
+def _lacks_metric(kernel: str, error: str) -> bool:
+    """Whether ``error`` is :func:`no_metric_value`'s line for ``kernel`` (it compiled; no value)."""
+    return error.startswith(f"{kernel} has no ") and error.endswith(f": {NO_METRIC_VALUE}")
+
+
+def left_out_here(failed: Mapping[str, str]) -> str:
+    """The kernels of ``failed`` as a decision's reason names them, by what happened here: "a, b did not
+    compile here" (they did not load or compile: their errors are in ``failed``), "c has no M value
+    here" (it compiled, but its analysis gives no value for the metric M: :func:`no_metric_value`).
+    Why not "did not compile" for all: it sends the user to fix a kernel that compiles, when the fix
+    is another metric."""
+    lacking = {k: e for k, e in failed.items() if _lacks_metric(k, e)}
+    broken = [k for k in failed if k not in lacking]
+    parts = [", ".join(broken) + " did not compile here"] if broken else []
+    parts += [e.removesuffix(f": {NO_METRIC_VALUE}") + " here" for e in lacking.values()]
+    return " and ".join(parts)
+
+
+def _it_does(n: int) -> str:
+    """The subject for ``n`` kernels named just before: "it does" for one, "they do" for several."""
+    return "it does" if n == 1 else "they do"
 
 
 def no_value(kernel: str, failed: Mapping[str, str]) -> str:
@@ -134,20 +165,60 @@ def no_value(kernel: str, failed: Mapping[str, str]) -> str:
 
 
 def decide_values(
-    values: dict[str, float], good: dict[str, float], bad: dict[str, float], failed: Mapping[str, str] | None = None
+    values: dict[str, float],
+    good: dict[str, float],
+    bad: dict[str, float],
+    failed: Mapping[str, str] | None = None,
+    *,
+    good_failed: Mapping[str, str] | None = None,
+    bad_failed: Mapping[str, str] | None = None,
 ) -> tuple[Outcome, str, float]:
     """The compile-only rule (module docstring) for several kernels: (outcome, reason, confidence).
 
     Confidence for one kernel is ``max(dg, db) / (dg + db)``: 1.0 at an endpoint, 0.5 half-way.
     ``failed``: why a kernel has no value here (it did not compile): the reason of a skip it causes,
-    and said after the decision it does not take part in (it is the same at both endpoints), so that
-    a commit judged without it still shows it failed.
+    and said after the decision it does not take part in, with why it takes none
+    (:func:`_not_bisected`), so that a commit judged without it still shows it failed.
+    ``good_failed``/``bad_failed``: why a kernel has no value at that endpoint (the endpoint's
+    ``failed``), the cause given for a kernel that failed there.
     """
     failed = failed or {}
     outcome, reason, conf = _decide(values, good, bad, failed)
     if outcome != "skip" and failed:
-        reason += f"; {not_compiled(failed)} (not bisected: it does not differ between the endpoints)"
+        reason += "; " + _not_bisected(failed, good, bad, good_failed or {}, bad_failed or {})
     return outcome, reason, conf
+
+
+def _not_bisected(
+    failed: Mapping[str, str],
+    good: Mapping[str, float],
+    bad: Mapping[str, float],
+    good_failed: Mapping[str, str],
+    bad_failed: Mapping[str, str],
+) -> str:
+    """Why each kernel of ``failed`` (no value here, and the decision was taken) is not bisected: it
+    has a value at both endpoints, the same one (else the candidate is a skip), or it has none at an
+    endpoint, whose error is given (it failed there too) or, with none recorded, the endpoint is
+    named. Why not "it does not differ between the endpoints" for all: a kernel that failed at an
+    endpoint was never compared, and that note sent the user looking for a change that is not there."""
+    same = {k: e for k, e in failed.items() if k in good and k in bad}
+    notes = (
+        [f"{left_out_here(same)} (not bisected: {_it_does(len(same))} not differ between the endpoints)"]
+        if same
+        else []
+    )
+    for kernel, error in failed.items():
+        if kernel in same:
+            continue
+        which, errors = ("good", good_failed) if kernel not in good else ("bad", bad_failed)
+        if kernel not in errors:
+            why = f"the {which} endpoint has no value for it"
+        elif _lacks_metric(kernel, errors[kernel]):  # it compiled there too: "failed" would be wrong
+            why = f"the {which} endpoint has no value for it either"
+        else:
+            why = f"it failed at the {which} endpoint: {errors[kernel]}"
+        notes.append(f"{left_out_here({kernel: error})} (not bisected: {why})")
+    return "; ".join(notes)
 
 
 def _decide(
@@ -389,7 +460,10 @@ class MetricPredicate:
         self.workers = max(1, workers)
         self.good_values: dict[str, float] = {}
         self.bad_values: dict[str, float] = {}
+        self.good_failed: dict[str, str] = {}  # why a kernel has no value at that endpoint (its ``failed``)
+        self.bad_failed: dict[str, str] = {}
         self._say = on_event or (lambda _m: None)
+        self._warned: set[str] = set()  # kernels already warned of having no value for the metric
 
     def _measure(self, candidate: Candidate) -> tuple[Observation, dict[str, float] | None]:
         cost = empty_cost()
@@ -401,14 +475,12 @@ class MetricPredicate:
             cost["compiles"] = self.measurer.compiler.thread_compiles() - before
             return Observation(candidate, "skip", exc.reason, {"log": exc.log} if exc.log else {}, cost, None), None
         cost["compiles"] = self.measurer.compiler.thread_compiles() - before
-        values: dict[str, float] = {}
+        values, no_metric = metric_values(results, self.metric)
+        failed = {**failed, **no_metric}  # left out with why, as bisect-step's measure_here does
         kernels: dict[str, JSONObject] = {}
         for key, result in results.items():
-            v = metric_value(result, self.metric)
-            if v is not None:
-                values[key] = v
             kernels[key] = {f: result.metric(f) for f in SUMMARY_FIELDS}
-            kernels[key][self.metric] = v
+            kernels[key][self.metric] = values.get(key)
         meas: JSONObject = {
             "metric": self.metric,
             "values": values,
@@ -423,8 +495,26 @@ class MetricPredicate:
         """Measure a round's candidates, ``workers`` at a time here (``bisect.cluster`` sends them out)."""
         return map_parallel(self._measure, candidates, self.workers)
 
+    def _warn_no_value(self, observations: Sequence[Observation]) -> None:
+        """Warn once per kernel the first time its analysis gives no value for the metric: it is left
+        out wherever it has none (the observation's ``measurements.failed`` and reason say so each
+        time), and the user believes every kernel is judged unless told. Once, because a kernel that
+        gives none at one candidate mostly gives none at every one (the value comes from a log that
+        is not there), and a line per candidate would bury the rounds. In the caller's thread: the
+        measurements may run on worker threads or a cluster."""
+        for obs in observations:
+            for kernel, error in saved_failures(obs).items():
+                if _lacks_metric(kernel, error) and kernel not in self._warned:
+                    self._warned.add(kernel)
+                    log.warning(
+                        f"{error} (at {obs.candidate.label}): the bisect leaves {kernel} out wherever it has none "
+                        "(each observation's measurements.failed names it); to judge it, "
+                        f"pick another --metric (e.g. {'registers' if self.metric != 'registers' else 'stack_bytes'})"
+                    )
+
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
         (g_obs, g_vals), (b_obs, b_vals) = self._measure_many([good, bad])
+        self._warn_no_value([g_obs, b_obs])
         for obs, vals, which in ((g_obs, g_vals, "good"), (b_obs, b_vals, "bad")):
             if vals is None:
                 raise KtriageError(
@@ -433,6 +523,7 @@ class MetricPredicate:
                 )
         assert g_vals is not None and b_vals is not None
         self.good_values, self.bad_values = g_vals, b_vals
+        self.good_failed, self.bad_failed = saved_failures(g_obs), saved_failures(b_obs)
         differing = [k for k in g_vals if k in b_vals and g_vals[k] != b_vals[k]]
         failed = {**saved_failures(g_obs), **saved_failures(b_obs)}
         if not differing:
@@ -451,7 +542,7 @@ class MetricPredicate:
             )
         for obs, which in ((g_obs, "good"), (b_obs, "bad")):
             here = saved_failures(obs)
-            obs.reason = f"{which} endpoint (measured)" + (f"; {not_compiled(here)} (not bisected)" if here else "")
+            obs.reason = f"{which} endpoint (measured)" + (f"; {left_out_here(here)} (not bisected)" if here else "")
         g_obs.outcome, g_obs.confidence = "good", 1.0
         b_obs.outcome, b_obs.confidence = "bad", 1.0
         return [g_obs, b_obs]
@@ -459,15 +550,23 @@ class MetricPredicate:
     def restore(self, good: Observation, bad: Observation) -> None:
         """Restore the endpoint values from a saved state (``--resume``) without re-measuring."""
         self.good_values, self.bad_values = saved_values(good), saved_values(bad)
+        self.good_failed, self.bad_failed = saved_failures(good), saved_failures(bad)
 
     def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
         if not self.good_values:
             raise RuntimeError("MetricPredicate.test before preflight")
         out = []
-        for obs, values in self._measure_many(list(candidates)):
+        measured = self._measure_many(list(candidates))
+        self._warn_no_value([obs for obs, _ in measured])
+        for obs, values in measured:
             if values is not None:
                 obs.outcome, obs.reason, obs.confidence = decide_values(
-                    values, self.good_values, self.bad_values, saved_failures(obs)
+                    values,
+                    self.good_values,
+                    self.bad_values,
+                    saved_failures(obs),
+                    good_failed=self.good_failed,
+                    bad_failed=self.bad_failed,
                 )
             out.append(obs)
         return out

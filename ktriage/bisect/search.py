@@ -400,7 +400,7 @@ def run_search(
             batch = predicate.test([cands[i] for i in picks])
             if len(batch) != len(picks):
                 raise RuntimeError(
-                    f"predicate {predicate.name} returned {len(batch)} observations for {len(picks)} candidates"
+                    f"predicate {predicate.name} returned {plural(len(batch), 'observation')} for {plural(len(picks), 'candidate')}"
                 )
             rounds += 1
             for o in batch:

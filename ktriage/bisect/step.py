@@ -27,9 +27,9 @@ from ktriage.bisect.predicates import (
     KernelSource,
     check_metric,
     decide_values,
+    left_out_here,
     metric_values,
     no_value,
-    not_compiled,
 )
 from ktriage.bisect.workspace import CandidateFailed, Prepared
 from ktriage.compile.compiler import Compiler
@@ -269,7 +269,8 @@ def _decide_step(
         missing = [k for k in good if k not in values]
         if missing:
             return EXIT_SKIP, "; ".join(no_value(k, failed) for k in missing)
-        note = f"; {not_compiled(failed)} (not judged: the good baseline has no value for it)" if failed else ""
+        them = "it" if len(failed) == 1 else "them"
+        note = f"; {left_out_here(failed)} (not judged: the good baseline has no value for {them})" if failed else ""
         if changed:
             return EXIT_BAD, "changed from the good baseline: " + ", ".join(
                 f"{k} {good[k]:g} -> {values[k]:g}" for k in changed

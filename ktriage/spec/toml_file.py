@@ -109,8 +109,14 @@ def require_loaded(kernels: Sequence[Loaded]) -> None:
     raise SpecError(
         first.error.problem,
         first.error.fix,
-        f"the other {plural(len(others), 'kernel')} {'does' if len(others) == 1 else 'do'} not load either: {also}",
+        f"{_the_others(len(others))} not load either: {also}",
     )
+
+
+def _the_others(n: int) -> str:
+    """The subject of "... not load either", read right for one and for many: "the other kernel does",
+    "the other 2 kernels do" ("the other 1 kernel does" counted a kernel that needs no count)."""
+    return "the other kernel does" if n == 1 else f"the other {plural(n, 'kernel')} do"
 
 
 def load_spec_file(path: str | Path) -> list[KernelSpec]:

@@ -62,9 +62,9 @@ BLOCK = 1024
 """
 
 
-def _spec_file(folder: Path, *names: str) -> Path:
+def _spec_file(folder: Path, *names: str, kernels: str = KERNELS) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "kernels.py").write_text(KERNELS)
+    (folder / "kernels.py").write_text(kernels)
     outs = {"atomic": "out_ptr", "copy": "y_ptr"}
     path = folder / "spec.toml"
     path.write_text("".join(SPEC.format(name=n, out=outs[n]) for n in names))
@@ -101,3 +101,30 @@ def test_a_release_where_one_fixed_kernel_does_not_compile_is_judged_on_the_othe
         only_copy = KernelSource(specs=resolve_specs(str(_spec_file(tmp_path / "copy", "copy"))))
         with pytest.raises(CandidateFailed, match="^copy: frontend failed: .*power of 2"):
             KernelMeasurer(only_copy, compiler).measure(Workspace(tmp_path / "work").prepare(candidates[1]))
+
+
+@pytest.mark.slow
+def test_a_kernel_that_failed_at_an_endpoint_is_not_said_to_be_the_same_at_both(tmp_path: Path, toolchain: Any) -> None:
+    """ "copy" cannot compile at the good endpoint (3.3.1) nor at 3.4.0: 3.4.0 is judged on "atomic", and
+    the reason gives why copy is not bisected: it failed at the good endpoint, with that error. Before,
+    it said "(not bisected: it does not differ between the endpoints)", which was never compared. The
+    same after a resume (the endpoints' failures restored from their saved observations)."""
+    for v in RELEASES:
+        toolchain(f"triton=={v}")
+    kernels = KERNELS.replace('startswith("3.4.")', 'startswith(("3.3.", "3.4."))')
+    specs = resolve_specs(str(_spec_file(tmp_path / "kernels", "atomic", "copy", kernels=kernels)))
+    candidates = pypi_candidates("triton", "3.3.1", "3.5.1", versions=RELEASES)
+    expected = "copy did not compile here (not bisected: it failed at the good endpoint: copy: frontend failed: "
+    with Compiler(jobs=1, cache_dir=tmp_path / "artifacts") as compiler:
+        measurer = KernelMeasurer(KernelSource(specs=specs), compiler)
+        predicate = MetricPredicate("sass:ATOMG", measurer, Workspace(tmp_path / "work"))
+        result = run_search(candidates, predicate)
+        assert result.status == "culprit" and result.culprit is not None and result.culprit.id == "3.4.0", result
+        seen = {o.candidate.id: o for o in result.observations}
+        assert seen["3.4.0"].outcome == "bad" and expected in seen["3.4.0"].reason, seen["3.4.0"].reason
+        assert "does not differ" not in seen["3.4.0"].reason
+
+        resumed = MetricPredicate("sass:ATOMG", measurer, Workspace(tmp_path / "work"))
+        resumed.restore(seen["3.3.1"], seen["3.5.1"])
+        (again,) = resumed.test([candidates[1]])
+        assert again.reason == seen["3.4.0"].reason

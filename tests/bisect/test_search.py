@@ -168,6 +168,23 @@ def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path
     assert result.rounds >= 2 and result.confidence is not None
 
 
+def test_the_note_for_kernels_that_failed_reads_right_for_one_and_for_several() -> None:
+    """A candidate judged without kernels that failed says why they are not bisected, in words that
+    fit their number (before: "a, b did not compile here (not bisected: it does not differ ...)")."""
+    good, bad = {"k": 0.0, "a": 1.0, "b": 2.0}, {"k": 32.0, "a": 1.0, "b": 2.0}
+    one = decide_values({"k": 32.0, "b": 2.0}, good, bad, {"a": "a: frontend failed: x"})[1]
+    assert one.endswith("; a did not compile here (not bisected: it does not differ between the endpoints)"), one
+    two = decide_values({"k": 32.0}, good, bad, {"a": "a: frontend failed: x", "b": "b: frontend failed: y"})[1]
+    assert two.endswith("; a, b did not compile here (not bisected: they do not differ between the endpoints)"), two
+    from ktriage.bisect.step import decide_step
+
+    code, step = decide_step({"k": 0.0}, {"k": 0.0}, None, {"a": "a: frontend failed: x", "b": "b: frontend failed: y"})
+    assert (
+        step
+        == "equal to the good baseline; a, b did not compile here (not judged: the good baseline has no value for them)"
+    )
+
+
 class FakeResult:
     """A FAKE analysis result for the pure split of values (only ``metric`` is read): ``None`` is a
     metric the analysis does not give (spill bytes without ptxas's -v log)."""
@@ -189,3 +206,98 @@ def test_a_kernel_without_a_value_for_the_metric_is_named_with_the_metric() -> N
     values, missing = metric_values(results, "spill_store_bytes")
     assert values == {"red": 48.0}
     assert missing == {"blue": "blue has no spill_store_bytes value: its analysis does not give one"}
+
+
+def test_a_step_names_a_kernel_without_a_value_by_what_happened() -> None:
+    """bisect-step at a commit where a kernel the baseline does not hold compiled but has no value for the
+    metric: the verdict's note said "blue did not compile here", the wrong reason (the fix is another
+    metric, not the kernel); it now says what the ``left_out`` entry says: no value for the metric."""
+    from ktriage.bisect.predicates import metric_values
+    from ktriage.bisect.step import EXIT_GOOD, decide_step
+
+    results: dict[str, Any] = {"red": FakeResult(48.0), "blue": FakeResult(None)}
+    values, missing = metric_values(results, "spill_store_bytes")
+    failed = {**missing, "green": "green: frontend failed: boom"}
+    code, reason = decide_step(values, {"red": 48.0}, None, failed)
+    assert code == EXIT_GOOD
+    assert reason == (
+        "equal to the good baseline; green did not compile here and blue has no spill_store_bytes value here "
+        "(not judged: the good baseline has no value for them)"
+    ), reason
+
+
+def test_a_kernel_with_no_value_at_an_endpoint_is_not_said_to_be_the_same_at_both() -> None:
+    """A kernel that fails here and has no value at an endpoint was never compared: the note gives the
+    endpoint's error when one was recorded, else names the endpoint (a kernel a ``bisect-step`` baseline
+    does not hold). Before, both said "(not bisected: it does not differ between the endpoints)"."""
+    good, bad = {"k": 0.0}, {"k": 32.0, "new": 1.0}
+    failed = {"new": "new: frontend failed: boom"}
+    reason = decide_values({"k": 32.0}, good, bad, failed, good_failed={"new": "new does not load: typo"})[1]
+    assert reason.endswith(
+        "; new did not compile here (not bisected: it failed at the good endpoint: new does not load: typo)"
+    ), reason
+    reason = decide_values({"k": 32.0}, good, {"k": 32.0}, failed)[1]
+    assert reason.endswith("; new did not compile here (not bisected: the good endpoint has no value for it)"), reason
+    reason = decide_values({"k": 32.0}, {"k": 0.0, "new": 1.0}, {"k": 32.0}, failed, bad_failed={"new": "x"})[1]
+    assert reason.endswith("(not bisected: it failed at the bad endpoint: x)"), reason
+    no_spill = "new has no spill_store_bytes value: its analysis does not give one"
+    reason = decide_values({"k": 32.0}, good, {"k": 32.0}, {"new": no_spill}, good_failed={"new": no_spill})[1]
+    assert reason.endswith(
+        "; new has no spill_store_bytes value here (not bisected: the good endpoint has no value for it either)"
+    ), reason
+
+
+class FakeCompiler:
+    """A FAKE compiler for :class:`FakeMeasurer`: nothing compiles, so the count stays 0."""
+
+    def thread_compiles(self) -> int:
+        return 0
+
+
+class FakeMeasurer:
+    """A FAKE ``KernelMeasurer`` for the predicate's bookkeeping: each release's analysis results, given
+    (``FakeResult``; ``None`` where the analysis gives no value for the metric); nothing compiles."""
+
+    def __init__(self, table: dict[str, dict[str, float | None]]) -> None:
+        self.table = table
+        self.compiler = FakeCompiler()
+
+    def measure(self, prepared: Any) -> Any:
+        from ktriage.bisect.predicates import Measured
+
+        row = self.table[prepared.candidate.id]
+        return Measured({k: FakeResult(v) for k, v in row.items()}, {}, 0)
+
+
+def test_bisect_keeps_a_kernel_without_a_value_as_left_out_and_warns_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``bisect``'s predicate dropped a kernel whose analysis gives no value for the metric from its values
+    without a word, and where that kernel differs between the endpoints the skip said only "kernel blue
+    has no value". Now (as bisect-step's measure_here, through the same metric_values) it is kept in the
+    observation's ``measurements.failed`` with why, the skip names the kernel and the metric, and one
+    warning says so however many candidates lack it."""
+    from ktriage.bisect.predicates import MetricPredicate
+    from ktriage.bisect.sources import pypi_candidates
+    from ktriage.bisect.workspace import Workspace
+
+    table: dict[str, dict[str, float | None]] = {
+        "3.3.1": {"red": 0.0, "blue": 8.0},
+        "3.4.0": {"red": 48.0, "blue": None},
+        "3.5.0": {"red": 48.0, "blue": None},
+        "3.5.1": {"red": 48.0, "blue": 16.0},
+    }
+    candidates = pypi_candidates("triton", "3.3.1", "3.5.1", versions=list(table))
+    measurer: Any = FakeMeasurer(table)
+    predicate = MetricPredicate("spill_store_bytes", measurer, Workspace(tmp_path / "work"))
+    with caplog.at_level("WARNING", logger="ktriage.bisect"):
+        result = run_search(candidates, predicate)
+    line = "blue has no spill_store_bytes value: its analysis does not give one"
+    lacking = [o for o in result.observations if o.candidate.id in ("3.4.0", "3.5.0")]
+    assert len(lacking) == 2 and result.status == "ambiguous", result
+    for obs in lacking:
+        assert obs.outcome == "skip" and obs.reason == line, obs
+        assert obs.measurements["failed"] == {"blue": line}, obs.measurements
+    warnings = [r.getMessage() for r in caplog.records if "blue" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].startswith(line), warnings
+    assert "another --metric" in warnings[0]

@@ -184,6 +184,22 @@ def test_a_file_none_of_whose_kernels_loads_is_refused(spec_dir: Path) -> None:
     assert f"{path}: [[kernel]] #2" in (info.value.details or "")
 
 
+@pytest.mark.parametrize(
+    ("tables", "others"),
+    [(2, "the other kernel does not load either: "), (3, "the other 2 kernels do not load either: ")],
+)
+def test_none_loads_counts_the_others_in_words(spec_dir: Path, tables: int, others: str) -> None:
+    """The details of a file none of whose kernels loads read right for one other kernel and for
+    several: before, two bad kernels gave "the other 1 kernel does not load either"."""
+    from ktriage.spec.toml_file import read_spec_file
+
+    table = ISSUE_EXAMPLE.replace("[kernel]", "[[kernel]]").replace(":my_kernel", ":my_kernle")
+    text = "\n".join(table.replace("[[kernel]]", f'[[kernel]]\nname = "k{i}"', 1) for i in range(tables))
+    with pytest.raises(KtriageError) as info:
+        read_spec_file(_write(spec_dir, text))
+    assert (info.value.details or "").startswith(others), info.value.details
+
+
 def test_selecting_good_kernels_never_meets_a_bad_one(spec_dir: Path) -> None:
     """``--input`` names kernels of the file: selecting the good one loads it (tune, which tunes one kernel,
     was refused by a typo in another); selecting only the bad one gives its error."""
