@@ -191,16 +191,24 @@ def recorded_kernel_hits(
 ) -> list[int]:
     """The positions of the recorded ``kernels`` (``(id, function)``) that ``selector`` names as a whole
     kernel, in one of :func:`kernel_forms` (a function: every kernel of it); none when it names none.
-    ``K3:fn`` whose id is a kernel of another function is refused naming both, never read as either half
-    (``flag``: the option it came from, as the error names it)."""
-    kernel, colon, function = selector.partition(":")  # a function name (a Python identifier) has no ':'
+    ``K3:fn`` whose id is a kernel of another function is refused naming both, never read as either half,
+    alone or before a short label's ``[...]`` (``K3:fn[X_ptr=4096]``: one error for both forms; ``flag``:
+    the option it came from, as the error names it)."""
     found = [n for n, (k, f) in enumerate(kernels) if selector in kernel_forms(k, f)]
-    if colon and function.isidentifier() and not found:  # not K7:fn[label]: a short label's kernel
+    # the kernel before a short label's [...] (K7:fn[X_ptr=4096x4608]) is checked the same way: a
+    # mismatch there matched no input and was refused as naming nothing, not naming both halves
+    head, label = selector, ""
+    if selector.endswith("]") and "[" in selector:
+        head, bracket, rest = selector.partition("[")
+        label = bracket + rest
+    kernel, colon, function = head.partition(":")  # a function name (a Python identifier) has no ':'
+    if colon and function.isidentifier() and not any(head in kernel_forms(k, f) for k, f in kernels):
         actual = next((f for k, f in kernels if k == kernel), None)
         if actual is not None:
             raise SpecError(
                 f"{flag} {selector!r}: {kernel} in {where} is the function {actual}, not {function}",
-                f"copy the kernel as the report prints it: {flag} {kernel}:{actual} (or give {kernel} alone)",
+                f"copy the kernel as the report prints it: {flag} {kernel}:{actual}{label} "
+                f"(or give {kernel}{label} alone)",
             )
     return found
 

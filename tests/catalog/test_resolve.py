@@ -134,3 +134,25 @@ def test_a_kernel_as_the_reports_print_it_selects_its_inputs() -> None:
     ) as e:
         resolve_specs(workload, inputs=["K7:_layer_norm_forward_kernel"])
     assert e.value.fix is not None and "--input K7:_layer_norm_backward_kernel" in e.value.fix
+
+
+def test_a_kernel_of_another_function_before_a_short_label_is_refused_naming_both() -> None:
+    """``-i K6:_layer_norm_backward_kernel[X_ptr=4096x4608]`` (K6 is the forward kernel) was refused as
+    'no kernel matches', while the bare ``K6:_layer_norm_backward_kernel`` named both halves: one error
+    for both forms, explain's and bench's, its fix keeping the label and selecting what it names."""
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.bundle import select_kernels
+
+    workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
+    problem = "K6 in .* is the function _layer_norm_forward_kernel, not _layer_norm_backward_kernel"
+    for selector in ("K6:_layer_norm_backward_kernel[X_ptr=4096x4608]", "K6:_layer_norm_backward_kernel"):
+        label = selector.partition("[")[1] + selector.partition("[")[2]
+        with pytest.raises(KtriageError, match=problem) as explain:
+            resolve_specs(workload, inputs=[selector])
+        with pytest.raises(KtriageError, match=problem) as bench:
+            select_kernels(load_workload(workload), None, [selector])
+        fix = f"--input K6:_layer_norm_forward_kernel{label} (or give K6{label} alone)"
+        assert explain.value.fix is not None and fix in explain.value.fix
+        assert bench.value.fix is not None and fix in bench.value.fix
+    picked = resolve_specs(workload, inputs=["K6:_layer_norm_forward_kernel[X_ptr=4096x4608]"])
+    assert [(s.meta["workload_kernel"], s.meta["input_id"]) for s in picked] == [("K6", 0)]
