@@ -67,13 +67,16 @@ def continues(before: KernelSpec | None, spec: KernelSpec) -> bool:
     (``spec.ranges``); merged across an input that ``--input`` or ``--input-id`` left out, the
     report's ``N=4608..8192`` claimed, and selected when copied, an input never compiled. Specs with
     input ids (a catalog op's TritonBench ids, a workload kernel's inputs) follow each other when the
-    ids are equal (two kernels of one input) or consecutive; a spec file's kernels carry none and are
-    taken as listed."""
+    ids are equal (two kernels of one input) or consecutive; a spec file's kernels, which carry none,
+    when the file lists them one after the other (``KernelSpec.file_position``: ``-i`` of its 1st and
+    3rd kernel is two runs, not one that pasted back selects the 2nd too)."""
     if before is None or sweep_key(before) != sweep_key(spec):
         return False
     a, b = before.meta.get("input_id"), spec.meta.get("input_id")
     if isinstance(a, int) and isinstance(b, int):
         return b in (a, a + 1)
+    if before.file_position is not None and spec.file_position is not None:
+        return spec.file_position == before.file_position + 1
     return True
 
 

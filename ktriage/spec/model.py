@@ -110,6 +110,12 @@ class KernelSpec:
     # own JIT then decides the fields above for its compile (spec/values.py, compile/compiler.py); the
     # fields here are the preview by ktriage's rules (spec/specialize.py), shown before any compile.
     launch: LaunchRecord | None = None
+    # Where a spec file listed this kernel (0 = its first [[kernel]]), None for a spec not read from a
+    # file. Why: explain merges a finding's inputs into a printed range only over kernels that follow each
+    # other in the file (explain/findings.continues), and a file narrowed by --input skips some; a spec
+    # file's kernels have no input id to tell that. Read-side only: neither in to_json (reports, bundles,
+    # the compile worker) nor in meta (which a spec file's [kernel.meta] writes), nor in equality or key().
+    file_position: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         # Normalize containers (JSON gives lists) and put equal_to_1 ints in the JIT's constexpr form.
@@ -138,13 +144,14 @@ class KernelSpec:
         data["grid"] = list(self.grid) if self.grid is not None else None
         if self.launch is None:  # a spec by types: the JSON of before by-value specs existed
             del data["launch"]
+        del data["file_position"]  # where a file listed it is the reader's, not the spec's
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | str) -> KernelSpec:
         """Inverse of :meth:`to_json`; also accepts the JSON text."""
         obj = json.loads(data) if isinstance(data, str) else dict(data)
-        known = set(cls.__dataclass_fields__)
+        known = set(cls.__dataclass_fields__) - {"file_position"}
         unknown = sorted(set(obj) - known)
         if unknown:
             raise SpecError(

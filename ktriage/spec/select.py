@@ -132,17 +132,18 @@ def select_specs(
             + (", ..." if len(partial) > 8 else ""),
             "select one by its exact name or input label",
         )
+    recorded = [
+        RecordedInput(str(s.meta["workload_kernel"]), str(s.meta["function"]), s.meta["input_id"], label, "")
+        for s in specs
+        if s.meta.get("workload_kernel") and s.meta.get("function") and isinstance(s.meta.get("input_id"), int)
+        for label in [str(s.meta.get("input_label", ""))]
+    ]
+    if recorded:  # a workload's inputs: ids count within each kernel, so listed per kernel
+        raise SpecError(f"no input of {target} matches {flag} {selector!r}", recorded_choices(recorded))
     known = sorted({n for s in specs for n in _names(s)})
-    recorded = next((s.meta for s in specs if s.meta.get("workload_kernel") and s.meta.get("function")), None)
-    kernel_hint = (
-        f"; or a kernel as the reports print it, for all its inputs ({recorded['workload_kernel']}, "
-        f"{recorded['workload_kernel']}:{recorded['function']})"
-        if recorded
-        else ""
-    )
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}",
-        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}{kernel_hint}",
+        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}",
     )
 
 
@@ -191,16 +192,24 @@ def recorded_kernel_hits(
 ) -> list[int]:
     """The positions of the recorded ``kernels`` (``(id, function)``) that ``selector`` names as a whole
     kernel, in one of :func:`kernel_forms` (a function: every kernel of it); none when it names none.
-    ``K3:fn`` whose id is a kernel of another function is refused naming both, never read as either half
-    (``flag``: the option it came from, as the error names it)."""
-    kernel, colon, function = selector.partition(":")  # a function name (a Python identifier) has no ':'
+    ``K3:fn`` whose id is a kernel of another function is refused naming both, never read as either half,
+    alone or before a short label's ``[...]`` (``K3:fn[X_ptr=4096]``: one error for both forms; ``flag``:
+    the option it came from, as the error names it)."""
     found = [n for n, (k, f) in enumerate(kernels) if selector in kernel_forms(k, f)]
-    if colon and function.isidentifier() and not found:  # not K7:fn[label]: a short label's kernel
+    # the kernel before a short label's [...] (K7:fn[X_ptr=4096x4608]) is checked the same way: a
+    # mismatch there matched no input and was refused as naming nothing, not naming both halves
+    head, label = selector, ""
+    if selector.endswith("]") and "[" in selector:
+        head, bracket, rest = selector.partition("[")
+        label = bracket + rest
+    kernel, colon, function = head.partition(":")  # a function name (a Python identifier) has no ':'
+    if colon and function.isidentifier() and not any(head in kernel_forms(k, f) for k, f in kernels):
         actual = next((f for k, f in kernels if k == kernel), None)
         if actual is not None:
             raise SpecError(
                 f"{flag} {selector!r}: {kernel} in {where} is the function {actual}, not {function}",
-                f"copy the kernel as the report prints it: {flag} {kernel}:{actual} (or give {kernel} alone)",
+                f"copy the kernel as the report prints it: {flag} {kernel}:{actual}{label} "
+                f"(or give {kernel}{label} alone)",
             )
     return found
 
@@ -259,31 +268,82 @@ class RecordedInput:
         return selector in (str(self.input), self.label, self.shapes, f"{self.shapes} #{self.input}")
 
 
-def select_recorded(selectors: Sequence[str], inputs: Sequence[RecordedInput], where: str) -> list[int]:
+def select_recorded(
+    selectors: Sequence[str], inputs: Sequence[RecordedInput], where: str, *, bundle: bool = False
+) -> list[int]:
     """The positions of the recorded ``inputs`` any of ``selectors`` names (``bench W.json -i`` and
     ``bench --bundle -i`` select this way). Per selector: the inputs it names exactly
     (:meth:`RecordedInput.names`), else the one it is a short label of as explain prints it
     (:func:`recorded_short_label_match`), else the run a printed range names (:func:`range_ends`).
     A selector that names nothing is refused by name with the inputs' labels: with several selectors, a
-    typo in one dropped that input without a word."""
+    typo in one dropped that input without a word (``bundle``: the inputs are a bundle's, whose GPU host
+    may not have the workload file that ``workload show`` reads, so its fix does not send there)."""
     chosen: set[int] = set()
     for sel in selectors:
         hits = _recorded_hits(sel, inputs, where)
         if not hits:
-            listed = ", ".join(f"{i.kernel} input {i.input} ({i.shapes})" for i in inputs[:12])
             raise SpecError(
                 f"no input of {where} matches --input {sel!r}",
-                f"give a recorded input id or label: {listed or 'none'}"
-                + (", ..." if len(inputs) > 12 else "")
-                + f"; {RANGE_HINT}"
-                + (
-                    f"; or a kernel as the reports print it, for all its inputs ({inputs[0].kernel}:{inputs[0].function})"
-                    if inputs
-                    else ""
-                ),
+                recorded_choices(inputs, report_labels=True, bundle=bundle),
             )
         chosen |= set(hits)
     return sorted(chosen)
+
+
+def recorded_choices(inputs: Sequence[RecordedInput], *, report_labels: bool = False, bundle: bool = False) -> str:
+    """The fix of a selector that names no recorded input: what ``--input`` takes, with what the
+    workload has. An input id counts within its kernel (every kernel's first input is 0) and selects
+    that input of every kernel that has it (``bench W.json --input 0 --input 3``: the first and fourth
+    input of each), so the ids are listed per kernel, never as one flat list in which ``0`` reads as one
+    input. ``report_labels``: list the labels bench's and compare's reports print too (bench takes them);
+    ``bundle``: the inputs are a bundle's (see :func:`select_recorded`)."""
+    if not inputs:
+        return "the workload has no recorded input: record the program again (docs/record.md)"
+    ids: dict[str, list[int]] = {}
+    for i in inputs:
+        ids.setdefault(i.kernel, []).append(i.input)
+    shown = list(ids.items())[:12]
+    listed = ", ".join(f"{k}: {_id_runs(v)}" for k, v in shown) + (", ..." if len(ids) > 12 else "")
+    first = inputs[0]
+    parts = [
+        f"an input id of {first.kernel} ({_id_runs(ids[first.kernel])})"
+        if len(ids) == 1
+        else f"an input id, which selects that input of every kernel that has it ({listed})",
+        f"an input's label as {'recorded' if bundle else '`workload show` prints it'}, or some of its arguments, "
+        f"alone or inside its kernel's name (e.g. {first.kernel}[{_telling_part(first, inputs)}])",
+    ]
+    if report_labels:
+        parts.append(
+            "its label as bench's and compare's reports print it ("
+            + "; ".join(f"{i.kernel} input {i.input}: {i.shapes}" for i in inputs[:6])
+            + ("; ..." if len(inputs) > 6 else "")
+            + ")"
+        )
+    parts.append(
+        f"a kernel as the reports print it, for all its inputs ({first.kernel}, {first.kernel}:{first.function})"
+    )
+    return "give " + "; ".join(parts) + f"; {RANGE_HINT}"
+
+
+def _id_runs(ids: Sequence[int]) -> str:
+    """``0..3, 5``: input ids with each run of consecutive ones as a range."""
+    runs: list[list[int]] = []
+    for n in sorted(set(ids)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs)
+
+
+def _telling_part(one: RecordedInput, inputs: Sequence[RecordedInput]) -> str:
+    """An argument of ``one``'s label that no other input of its kernel has (so ``K7[X_ptr=4096x4608]``,
+    the example a fix gives, selects it), else its whole label."""
+    others = [set(label_parts(i.label) or ()) for i in inputs if i.kernel == one.kernel and i is not one]
+    for part in label_parts(one.label) or ():
+        if not any(part in o for o in others):
+            return "=".join(part)
+    return one.label
 
 
 def _recorded_hits(sel: str, inputs: Sequence[RecordedInput], where: str) -> list[int]:

@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import replace as dataclass_replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,7 +160,16 @@ def reads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> SpecFi
             )
             kernels.append(UnloadedKernel(_stand_in(table, i, base_dir), error))
     require_loaded(kernels)
-    return SpecFile(kernels)
+    return SpecFile([_at_position(k, i) for i, k in enumerate(kernels)])
+
+
+def _at_position(kernel: Loaded, position: int) -> Loaded:
+    """``kernel`` knowing where the file listed it (``KernelSpec.file_position``: explain's ranges never
+    cross a kernel that ``--input`` left out), a stand-in of one that did not load too."""
+    if isinstance(kernel, UnloadedKernel):
+        return UnloadedKernel(dataclass_replace(kernel.spec, file_position=position), kernel.error)
+    # dataclasses.replace, not KernelSpec.replace: the position is no change of what is compiled
+    return dataclass_replace(kernel, file_position=position)
 
 
 def _kernel_schema(table: dict[str, object], index: int, array: bool, origin: str) -> KernelSchema:

@@ -26,8 +26,7 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
         (
             [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload (--kernel K0) matches --input '7' fix: give a recorded input id or label: "
-            "K0 input 0 (2048x1024,1024,2048 n_cols=1024); or a range as explain prints it",
+            "no input of the workload (--kernel K0) matches --input '7' fix: give an input id of K0 (0); ",
         ),
         # explain's short label of K7's input is an argument of K6's (forward) input too: refused, not one picked
         (
@@ -39,8 +38,10 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         # a typo next to a selector that matches: refused by name (it was dropped, input 0 compiled alone)
         (
             [str(LN_BWD), "--kernel", "K7", "-i", "0", "-i", "X_ptr=4096x4609", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload (--kernel K7) matches --input 'X_ptr=4096x4609' fix: give a recorded input "
-            "id or label: K7 input 0 (4096x4608,4608,4096,132x4608 n_rows=4096 n_cols=4608), K7 input 1 (",
+            "no input of the workload (--kernel K7) matches --input 'X_ptr=4096x4609' fix: give an input id of K7 "
+            "(0..7); an input's label as `workload show` prints it, or some of its arguments, alone or inside its "
+            "kernel's name (e.g. K7[X_ptr=4096x4608]); its label as bench's and compare's reports print it (K7 input "
+            "0: 4096x4608,4608,4096,132x4608 n_rows=4096 n_cols=4608; K7 input 1: ",
         ),
         ([str(MANY), "--op", "layer_norm", *TOOLCHAINS], "--op"),
         ([str(MANY), "--bwd", "--precision", "bf16", *TOOLCHAINS], "--precision"),
@@ -126,7 +127,7 @@ def test_each_selector_names_an_input_and_the_reports_labels_and_explains_ranges
             select_kernels(workload, None, ["0", typo])
         with pytest.raises(SpecError, match=f"no input of bundle b matches --input '{typo}'") as err:
             bundle.select(None, ["0", typo])
-        assert "give a recorded input id or label: K0 input 0 (" in str(err.value.fix)
+        assert "bench's and compare's reports print it (K0 input 0: " in str(err.value.fix)
     # the label the bench and compare reports print (the bundle entry's), as the bundle already took it
     assert [(k.id, ids) for k, ids in select_kernels(workload, None, [shapes[2]])] == [("K7", [2])]
     assert [(e.kernel, e.input) for e in bundle.select(None, [shapes[2]])] == [("K7", 2)]
@@ -200,7 +201,8 @@ def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: 
     missing = run_cli(["bench", "--bundle", str(bundle), "--input", "7"])
     assert missing.exit_code == exit_codes.USAGE, missing.output
     assert missing.fix is not None and "workload show" not in missing.fix, missing.err_text
-    assert f"K0 input 0 ({rec.entries[0].label}), K2 input 0 ({rec.entries[1].label})" in missing.fix
+    assert f"(K0 input 0: {rec.entries[0].label}; K2 input 0: {rec.entries[1].label})" in missing.fix
+    assert "K0: 0, K2: 0" in missing.fix  # each kernel's ids: an id selects that input of each
 
 
 def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli, has_gpu: bool) -> None:

@@ -134,3 +134,48 @@ def test_a_kernel_as_the_reports_print_it_selects_its_inputs() -> None:
     ) as e:
         resolve_specs(workload, inputs=["K7:_layer_norm_forward_kernel"])
     assert e.value.fix is not None and "--input K7:_layer_norm_backward_kernel" in e.value.fix
+
+
+def test_a_kernel_of_another_function_before_a_short_label_is_refused_naming_both() -> None:
+    """``-i K6:_layer_norm_backward_kernel[X_ptr=4096x4608]`` (K6 is the forward kernel) was refused as
+    'no kernel matches', while the bare ``K6:_layer_norm_backward_kernel`` named both halves: one error
+    for both forms, explain's and bench's, its fix keeping the label and selecting what it names."""
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.bundle import select_kernels
+
+    workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
+    problem = "K6 in .* is the function _layer_norm_forward_kernel, not _layer_norm_backward_kernel"
+    for selector in ("K6:_layer_norm_backward_kernel[X_ptr=4096x4608]", "K6:_layer_norm_backward_kernel"):
+        label = selector.partition("[")[1] + selector.partition("[")[2]
+        with pytest.raises(KtriageError, match=problem) as explain:
+            resolve_specs(workload, inputs=[selector])
+        with pytest.raises(KtriageError, match=problem) as bench:
+            select_kernels(load_workload(workload), None, [selector])
+        fix = f"--input K6:_layer_norm_forward_kernel{label} (or give K6{label} alone)"
+        assert explain.value.fix is not None and fix in explain.value.fix
+        assert bench.value.fix is not None and fix in bench.value.fix
+    picked = resolve_specs(workload, inputs=["K6:_layer_norm_forward_kernel[X_ptr=4096x4608]"])
+    assert [(s.meta["workload_kernel"], s.meta["input_id"]) for s in picked] == [("K6", 0)]
+
+
+def test_a_selector_naming_no_recorded_input_lists_the_ids_per_kernel() -> None:
+    """The fix of ``explain W.json -i TYPO`` listed ``0, 1, 10, 11, ..., 2, 3`` among the names: every
+    kernel's input ids pooled and sorted as text, so ``0`` read as one input, while ``-i 0`` selects input
+    0 of every kernel (``bench_workloads_h200.sh``'s ``--input 0 --input 3`` relies on it: kept). The fix
+    lists the ids per kernel and says what an id selects, for explain and bench alike; its example of a
+    label inside its kernel's name selects one input."""
+    from ktriage.record.workload import load_workload
+    from ktriage.workload.recorded.bundle import select_kernels
+
+    workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
+    ids = "an input id, which selects that input of every kernel that has it (K0: 0, K1: 0, K2: 0..1, K3: 0..1, "
+    with pytest.raises(KtriageError, match=r"no input of .*tb_layer_norm_bwd.* matches --input 'typo'") as explain:
+        resolve_specs(workload, inputs=["typo"])
+    with pytest.raises(KtriageError, match="no input of the workload matches --input 'typo'") as bench:
+        select_kernels(load_workload(workload), None, ["typo"])
+    for fix in (explain.value.fix or "", bench.value.fix or ""):
+        assert ids in fix and "K8: 0..14, K9: 0..14)" in fix, fix
+        assert "0, 1, 10" not in fix
+        assert "(e.g. K0[Y_ptr=4096x1024])" in fix
+    assert [s.meta["workload_kernel"] for s in resolve_specs(workload, inputs=["K0[Y_ptr=4096x1024]"])] == ["K0"]
+    assert len(resolve_specs(workload, inputs=["0"])) == 10  # input 0 of each of the ten kernels, as documented

@@ -213,3 +213,31 @@ def test_a_run_never_crosses_an_input_explain_did_not_see() -> None:
     assert not continues(ln(7, 4608), ln(9, 5632))  # N=5120 (id 8) left out by -i
     assert not continues(ln(8, 5120), ln(7, 4608)) and not continues(None, ln(7, 4608))
     assert continues(_spec("k[a=1]"), _spec("k[a=2]"))  # a spec file's, as listed
+
+
+def test_a_run_never_crosses_a_spec_file_kernel_that_input_left_out(tmp_path: Path) -> None:
+    """A spec file's kernels carry no input id, so ``continues`` took them as listed: ``-i`` of a file's
+    1st and 3rd kernel let a finding merge the two into one range, which ``--input`` pasted back reads as
+    the 2nd too (never compiled). Each kernel read from a file knows its position in it
+    (``KernelSpec.file_position``, neither in its JSON nor its meta), and a run goes on only between
+    kernels the file lists one after the other."""
+    from ktriage.catalog.resolve import resolve_specs
+    from ktriage.explain.findings import continues
+
+    specs = Path(__file__).resolve().parents[2] / "examples" / "specs"
+    example = (specs / "scaled_rows.toml").read_text()
+    table = example[example.index("[kernel]\n") :].replace("[kernel]\n", "[[kernel]]\n", 1)
+    table = table.replace('"scaled_rows.py:', f'"{specs / "scaled_rows.py"}:')
+    text = "\n".join(
+        table.replace("[M=N=4096,bf16]", f"[BLOCK_N={b}]").replace("BLOCK_N = 1024", f"BLOCK_N = {b}")
+        for b in (256, 512, 1024)
+    )
+    path = tmp_path / "three.toml"
+    path.write_text(text)
+    every = resolve_specs(str(path))
+    assert [s.name for s in every] == [f"scaled_rows[BLOCK_N={b}]" for b in (256, 512, 1024)]
+    assert continues(every[0], every[1]) and continues(every[1], every[2])  # as listed: one sweep
+    first, third = resolve_specs(str(path), inputs=["scaled_rows[BLOCK_N=256]", "scaled_rows[BLOCK_N=1024]"])
+    assert (first.file_position, third.file_position) == (0, 2)
+    assert not continues(first, third)  # the 2nd, left out, lies between them
+    assert "file_position" not in first.to_json() and "file_position" not in first.meta

@@ -262,7 +262,7 @@ class RecordedBundle:
             ]
             # the bundle's own inputs are listed when one names nothing: the GPU host measuring a bundle
             # often does not have the workload file
-            chosen = [chosen[n] for n in select_recorded(inputs, recorded, f"bundle {self.bundle.path}")]
+            chosen = [chosen[n] for n in select_recorded(inputs, recorded, f"bundle {self.bundle.path}", bundle=True)]
         return chosen
 
 
