@@ -1,23 +1,43 @@
-"""The cells of a comparison that no verdict covers, grouped by reason: the one grouping that the
-terminal table, the markdown summary and the HTML report all show.
+"""The cells of a comparison that no verdict covers, grouped by reason: the one grouping that compare's
+and triage's terminal table, markdown summary and HTML report all show.
 
 Why grouped: a side without a whole operator, or a toolchain that fails every kernel, leaves hundreds
 of cells not compared for one or two reasons. One line each buried the verdicts (and a CI summary cut
 the list at 200); a count per reason with its first few cells says the same in a few lines. Nothing is
 dropped: every cell keeps its reason in ``every`` (the HTML's folded full list), and the JSON lists
-them all (``Comparison.not_compared``).
+them all (``Comparison.not_compared``, triage's ``not_compared`` and ``not_compared_cells``).
+
+Why a cell is a (label, reason) pair rather than one "<cell>: <why>" line: grouping by reason needs the
+reason apart, and a line cannot be split back (a reason holds ": " too, as labels may).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from ktriage.compare.pairing import Comparison
+from ktriage.schema.jsontypes import JSONObject
 
 # Cells of one reason named before "and N more", and reasons shown before "N other reasons": enough to
 # say which cells (a pattern of inputs or backends shows in five), few enough to keep the verdicts in view.
 MAX_LABELS_PER_REASON = 5
 MAX_REASONS_SHOWN = 20
+
+
+class NotComparedCell(NamedTuple):
+    """One cell no verdict covers: its label (``PairResult.label()``) and why it got none."""
+
+    label: str
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """The cell as one line, ``<cell>: <why>``: the JSON's ``not_compared`` entries."""
+        return f"{self.label}: {self.reason}"
+
+    def to_json(self) -> JSONObject:
+        return {"cell": self.label, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -42,7 +62,7 @@ class NotComparedGroups:
     reasons: tuple[ReasonGroup, ...]
     other_reasons: int  # reasons past the ones shown
     other_cells: int  # the cells of those reasons
-    every: tuple[tuple[str, str], ...]
+    every: tuple[NotComparedCell, ...]
 
     @property
     def count(self) -> int:
@@ -50,11 +70,12 @@ class NotComparedGroups:
 
 
 def group_not_compared(
-    c: Comparison, max_labels: int = MAX_LABELS_PER_REASON, max_reasons: int = MAX_REASONS_SHOWN
+    cells: Sequence[NotComparedCell], max_labels: int = MAX_LABELS_PER_REASON, max_reasons: int = MAX_REASONS_SHOWN
 ) -> NotComparedGroups:
-    """The cells of ``c`` no verdict covers (the baseline backend's included, as ``not_compared`` lists
-    them), grouped by reason; ties between reasons keep the order the cells come in."""
-    every = tuple((p.label(), p.problem or p.status) for p in c.problems())
+    """``cells`` (a comparison's ``Comparison.not_compared_cells()``, the baseline backend's included, or
+    a triage's ``TriageReport.not_compared``) grouped by reason; ties between reasons keep the order the
+    cells come in."""
+    every = tuple(cells)
     groups: dict[str, list[str]] = {}
     for label, why in every:
         groups.setdefault(why, []).append(label)

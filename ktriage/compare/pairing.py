@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from ktriage.compare.not_compared import NotComparedCell
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
@@ -216,11 +217,16 @@ class Comparison:
         """Pairs not compared: a side errored, was wrong, timed out, or is missing."""
         return [p for p in self.pairs if p.status != "compared"]
 
+    def not_compared_cells(self) -> list[NotComparedCell]:
+        """Each pair not compared, its label and why (an input, backend or operator on one side only, a
+        failed or wrong cell, a value that is no latency), the baseline backend's included: what compare
+        and triage list (grouped by reason: ``ktriage.compare.not_compared``), so a user sees which cells
+        no verdict covers (a count alone hid them)."""
+        return [NotComparedCell(p.label(), p.problem or p.status) for p in self.problems()]
+
     def not_compared(self) -> list[str]:
-        """Each pair not compared as one line, ``<cell>: <why>`` (an input, backend or operator on one side
-        only, a failed or wrong cell, a value that is no latency), the baseline backend's included: what
-        compare and triage list, so a user sees which cells no verdict covers (a count alone hid them)."""
-        return [f"{p.label()}: {p.problem or p.status}" for p in self.problems()]
+        """``not_compared_cells`` as the JSON lists them, one ``<cell>: <why>`` line each."""
+        return [x.text for x in self.not_compared_cells()]
 
     def counts(self) -> dict[str, int]:
         out = {k: 0 for k in ("regression", "improvement", "same", "unsure", "error", "missing")}

@@ -204,7 +204,7 @@ def _section(c: Comparison) -> dict[str, Any]:
         "improvements": [_row(p) for p in c.improvements()],
         "unsure": [_row(p) for p in c.unsure()],
         "cliffs": [f.describe() for f in c.cliffs],
-        "not_compared": group_not_compared(c),
+        "not_compared": group_not_compared(c.not_compared_cells()),
         "charts": charts,
         "runs": _runs(c),
         "counters": [{"head": q.head(), "label": q.label(), "text": q.text, "kind": q.verdict} for q in quotes],

@@ -32,12 +32,6 @@ def fmt_ci(p: PairResult) -> str:
     return f"[{fmt_pct(v.ci_low)}, {fmt_pct(v.ci_high)}]"
 
 
-# The most "not compared" cells triage's markdown lists (then a count of the rest): a side that lacks a
-# whole operator can leave thousands, and a CI job summary has room for a few; the JSON lists every one.
-# (compare's markdown groups them by reason: ``ktriage.compare.not_compared``.)
-MAX_LISTED = 200
-
-
 def _esc(text: str) -> str:
     """Text from the input (labels, names, error messages): inert markdown (``mdsafe.md_text``)."""
     return md_text(text)
@@ -116,7 +110,7 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         out += [f"{h}# Cliffs along input sweeps", ""]
         out += [f"- {_esc(f.describe())}" for f in c.cliffs]
         out.append("")
-    out += _not_compared_markdown(group_not_compared(c), h)
+    out += _not_compared_markdown(group_not_compared(c.not_compared_cells()), h)
     imps = c.improvements()
     if imps:
         out += [
@@ -147,17 +141,20 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
 
 
 def _not_compared_markdown(groups: NotComparedGroups, h: str) -> list[str]:
-    """The cells no verdict covers, a row per reason (most cells first): its count, the reason, its first
-    cells and "and N more", as the table and the HTML group them. One row per cell, cut at 200, filled a
-    CI summary when a side lacked a whole operator; the JSON lists every cell."""
+    """Compare's section of the cells no verdict covers: its heading and :func:`not_compared_rows`."""
     if not groups.count:
         return []
-    out = [
-        f"{h}# Errors and missing cells (not compared): {groups.count}",
-        "",
-        "| cells | why | which |",
-        "|---|---|---|",
-    ]
+    return [f"{h}# Errors and missing cells (not compared): {groups.count}", "", *not_compared_rows(groups)]
+
+
+def not_compared_rows(groups: NotComparedGroups) -> list[str]:
+    """The cells no verdict covers, a row per reason (most cells first): its count, the reason, its first
+    cells and "and N more", as the table and the HTML group them; compare's and triage's markdown both.
+    One row per cell, cut at 200, filled a CI summary when a side lacked a whole operator; the JSON lists
+    every cell."""
+    if not groups.count:
+        return []
+    out = ["| cells | why | which |", "|---|---|---|"]
     for g in groups.reasons:
         which = [_esc(label) for label in g.labels] + ([f"and {g.more} more"] if g.more else [])
         out.append(f"| {g.count} | {_esc(g.reason)} | {'<br>'.join(which)} |")

@@ -153,14 +153,14 @@ def print_table(
             console.print(
                 f"[dim]... and {len(rows) - max_rows} more rows, not shown: --format csv or json, or -o FILE.csv, lists them all[/]"
             )
-        print_not_compared_groups(console, group_not_compared(c))
+        print_not_compared_groups(console, group_not_compared(c.not_compared_cells()))
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         console.print()
 
 
 def print_not_compared_groups(console: Console, groups: NotComparedGroups) -> None:
-    """The cells no verdict covers, under compare's table: per reason (most cells first) its count, its
+    """The cells no verdict covers, under compare's and triage's table: per reason (most cells first) its count, its
     first cells and "and N more", as the markdown and the HTML group them (``group_not_compared``). One
     line per cell buried the verdicts under hundreds when a side lacked a whole operator."""
     for g in groups.reasons:
@@ -176,21 +176,6 @@ def print_not_compared_groups(console: Console, groups: NotComparedGroups) -> No
         )
     elif any(g.more for g in groups.reasons):
         console.print("[dim](--format json lists every cell not compared, with its reason)[/]")
-
-
-# The most "not compared" cells triage's table lists (then a count of the rest); --format json lists every one.
-MAX_NOT_COMPARED_SHOWN = 20
-
-
-def print_not_compared(console: Console, lines: list[str]) -> None:
-    """Triage's cells no verdict covers, ``<cell>: <why>`` (``Comparison.not_compared``), the first
-    :data:`MAX_NOT_COMPARED_SHOWN` and a count of the rest."""
-    for x in lines[:MAX_NOT_COMPARED_SHOWN]:
-        console.print(f"[red]not compared:[/] {escape(x)}", soft_wrap=True)
-    if len(lines) > MAX_NOT_COMPARED_SHOWN:
-        console.print(
-            f"[red]not compared:[/] and {len(lines) - MAX_NOT_COMPARED_SHOWN} more (--format json lists every one)"
-        )
 
 
 def print_counters(console: Console, report: CompareReport) -> None:

@@ -15,11 +15,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.compare.not_compared import group_not_compared
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
-from ktriage.report.markdown import MAX_LISTED
+from ktriage.report.markdown import not_compared_rows
 from ktriage.report.svg import Series, line_chart
-from ktriage.report.tabular import print_not_compared
+from ktriage.report.tabular import print_not_compared_groups
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
 from ktriage.wording import plural
 
@@ -197,9 +198,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     if report.not_compared:
         n = len(report.not_compared)
         out += [f"{h}# Not compared: {plural(n, 'cell')} (the report is incomplete)", ""]
-        out += [f"- {_esc(x)}" for x in report.not_compared[:MAX_LISTED]]
-        out += [f"- and {n - MAX_LISTED} more (the JSON report lists every one)"] if n > MAX_LISTED else []
-        out.append("")
+        out += not_compared_rows(group_not_compared(report.not_compared))
     return "\n".join(out)
 
 
@@ -310,6 +309,7 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
             gpu_lines=_gpu_lines(report),
             decided=_decided(report),
             charts=[Markup(svg) for svg in sweep_charts(report)],
+            not_compared=group_not_compared(report.not_compared),
         )
     )  # line_chart escapes its texts
 
@@ -359,4 +359,4 @@ def print_table(report: TriageReport, console: Console) -> None:
         console.print(f"[yellow]note:[/] {escape(x)}")
     for x in report.failures:
         console.print(f"[red]failed:[/] {escape(x)}")
-    print_not_compared(console, report.not_compared)
+    print_not_compared_groups(console, group_not_compared(report.not_compared))

@@ -16,6 +16,7 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
+    from ktriage.compare.not_compared import NotComparedCell
     from ktriage.compare.pairing import BaselineCheck
     from ktriage.explain.fixes import Fix
     from ktriage.measure.cells import Cell
@@ -457,7 +458,9 @@ class TriageReport:
     options: TriageOptions
     cells: list[CellTriage]
     compared: int  # cells compared (both sides ok)
-    not_compared: list[str] = field(default_factory=list)  # cells missing or failed on a side
+    # cells missing or failed on a side, each with why (``Comparison.not_compared_cells``): every output
+    # groups them by reason (``ktriage.compare.not_compared``), the JSON lists every one
+    not_compared: list[NotComparedCell] = field(default_factory=list)
     baseline: BaselineCheck | None = None  # compare's baseline check (None: none made)
     failures: list[str] = field(default_factory=list)  # what went wrong (explain, bisect, toolchains)
     notes: list[str] = field(default_factory=list)
@@ -525,7 +528,8 @@ class TriageReport:
             "complete": self.complete,
             "exit_code": int(self.exit_code()),
             "cells": [c.to_json() for c in self.cells],
-            "not_compared": self.not_compared,
+            "not_compared": [x.text for x in self.not_compared],  # "<cell>: <why>", as compare's JSON
+            "not_compared_cells": [x.to_json() for x in self.not_compared],  # the same, cell and reason apart
             "baseline": self.baseline.to_json() if self.baseline is not None else {},
             "failures": self.failures,
             "notes": self.notes,

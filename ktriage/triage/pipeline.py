@@ -778,7 +778,7 @@ def triage(
         options,
         flagged,
         compared=sum(1 for p in comparison.pairs if p.verdict is not None),
-        not_compared=comparison.not_compared(),
+        not_compared=comparison.not_compared_cells(),
         baseline=_baseline_for_triage(comparison.baseline, registry.default_baselines()),
         failures=work.failures,
         notes=work.notes,
