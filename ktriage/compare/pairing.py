@@ -57,6 +57,14 @@ class PairResult:
     # lacks. Without it a missing side read as the host's ("K0@triton-3.6.0->host").
     ref_absent: str | None = None
     new_absent: str | None = None
+    missing_side: Literal["ref", "new"] | None = None  # for missing: the side without the cell
+
+    @property
+    def missing_toolchain(self) -> str | None:
+        """The toolchain the missing side has no cell of (``"host"``: a backend run without one), where
+        that side has no cell of the backend at all and its ``*_toolchain`` is therefore None; None
+        elsewhere (a side that lacks only an input still names its toolchain in ``*_toolchain``)."""
+        return self.ref_absent or self.new_absent
 
     @property
     def backend_label(self) -> str:
@@ -90,6 +98,9 @@ class PairResult:
             "problem": self.problem,
             "verdict": self.verdict.to_json() if self.verdict else None,
             "one_turn": self.one_turn,
+            # added after the fields above, whose meaning is unchanged (a side with no cell: null toolchain)
+            "missing_side": self.missing_side,
+            "missing_toolchain": self.missing_toolchain,
         }
 
 
@@ -417,6 +428,7 @@ def _pairs(
             if rc is None or nc is None:
                 # an input, backend or operator one side has and the other does not
                 pr.status = "missing"
+                pr.missing_side = "ref" if rc is None else "new"
                 pr.problem = f"on the {'new' if rc is None else 'reference'} side only (the other has no such cell)"
             elif rc.status != "ok" or nc.status != "ok":
                 pr.status = "error"

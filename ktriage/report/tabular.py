@@ -40,6 +40,9 @@ CSV_COLUMNS = (
     "n_ref",
     "n_new",
     "reason",
+    # last, so a reader of the columns above by position reads what it did (docs/compare.md#outputs)
+    "missing_side",
+    "missing_toolchain",
 )
 
 _STYLE = {
@@ -89,6 +92,8 @@ def to_csv(report: CompareReport) -> str:
                         if v
                         else ("", "", "", "", "", "", "", "", p.problem or "")
                     ),
+                    p.missing_side or "",
+                    p.missing_toolchain or "",
                 ]
             )
     return out.getvalue()

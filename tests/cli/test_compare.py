@@ -261,6 +261,40 @@ def test_a_kernel_one_toolchain_lacks_is_labelled_missing_not_host(tmp_path: Pat
     assert f"K1:_dyt_bwd_kernel@(no {tc340} cell)->{tc360}" in reverse and "host->" not in reverse
 
 
+def test_the_json_and_csv_name_the_toolchain_a_one_sided_cell_lacks(tmp_path: Path, invoke) -> None:
+    """A kernel Triton 3.4.0 has no cell of: the pair's ``new_toolchain`` is null (empty in the CSV), as it
+    was, and only the label said which toolchain was missing; a JSON or CSV reader had to parse it. Now
+    ``missing_side`` and ``missing_toolchain`` say it, either way round; the existing fields keep their
+    meaning, and every other pair has both null (empty)."""
+    doc = json.loads(LIGER_DYT.read_text())
+    doc["cells"] = [
+        c
+        for c in doc["cells"]
+        if not (c["key"]["toolchain"].startswith("triton-3.4.0") and c["key"]["backend"] == "K1:_dyt_bwd_kernel")
+    ]
+    partial = tmp_path / "liger_dyt_no_k1.json"
+    partial.write_text(json.dumps(doc))
+    tc340 = "triton-3.4.0.ptxas-12.8.93.da4345e0"
+    for reference, side, one_sided in (
+        ([], "new", 1),  # 3.6.0 (the run's first) against 3.3.1, and against 3.4.0, which lacks K1
+        (["--reference", "triton==3.4.0"], "ref", 2),  # 3.4.0, which lacks K1, against 3.6.0 and 3.3.1
+    ):
+        r = invoke(str(partial), "--toolchains", *reference, "--format", "json")
+        pairs = [p for c in json.loads(r.stdout)["comparisons"] for p in c["pairs"]]
+        missing = [p for p in pairs if p["status"] == "missing"]
+        assert len(missing) == one_sided and all(p["backend"] == "K1:_dyt_bwd_kernel" for p in missing)
+        for p in missing:  # the missing side's toolchain is null, as before; the other side's is named
+            assert p[f"{side}_toolchain"] is None and p["ref_toolchain" if side == "new" else "new_toolchain"]
+            assert (p["missing_side"], p["missing_toolchain"]) == (side, tc340)
+        assert all(p["missing_side"] is None and p["missing_toolchain"] is None for p in pairs if p not in missing)
+        out = invoke(str(partial), "--toolchains", *reference, "--format", "csv").stdout
+        rows = list(csv.DictReader(io.StringIO(out)))
+        lacking = [x for x in rows if x["verdict"] == "missing"]
+        assert len(lacking) == one_sided and all(x[f"{side}_toolchain"] == "" for x in lacking)
+        assert {(x["missing_side"], x["missing_toolchain"]) for x in lacking} == {(side, tc340)}
+        assert {(x["missing_side"], x["missing_toolchain"]) for x in rows if x not in lacking} == {("", "")}
+
+
 def test_regressions_and_cells_not_compared_exit_4_and_1_with_allow_failures(files: dict[str, Path], invoke) -> None:
     """Both hold (22 regressions, one wrong cell): the partial result wins, as in triage and explain;
     --allow-failures gives 1, the regressions' status."""

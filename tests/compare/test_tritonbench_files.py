@@ -188,3 +188,27 @@ def test_cells_on_one_side_only_are_grouped_by_why_in_the_table_and_markdown_lis
     assert "layer_norm.bwd[(4096, 15872)] torch_layer_norm: on the new side only" in " ".join(
         comparison["not_compared"]
     )
+    # each pair says which side lacks its input; no side lacks a whole backend, so no toolchain is missing
+    missing = [(p["missing_side"], p["missing_toolchain"]) for p in comparison["pairs"] if p["status"] == "missing"]
+    assert sorted(missing, key=str) == [("new", None)] * 6 + [("ref", None)] * 20
+
+
+def test_a_backend_one_file_lacks_names_its_side_where_both_toolchains_are_null(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """A backend run without a toolchain (torch) in the old file only: both sides' toolchains are null (the
+    old side's: host; the new side's: no cell), so only ``missing_side`` says which side lacks it, and
+    ``missing_toolchain`` that it lacks the host run (the label's "(no host cell)")."""
+    run1 = (DATA / "layer_norm_bwd_run1.csv").read_text().splitlines(keepends=True)
+    run2 = (DATA / "layer_norm_bwd_run2.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old, new = tmp_path / "old" / "layer_norm_bwd.csv", tmp_path / "new" / "layer_norm_bwd.csv"
+    old.write_text("".join(run1[:4]))  # header (x_val, torch, liger), 3 inputs
+    new.write_text("".join(";".join(line.split(";")[::2]) for line in run2[:4]))  # x_val and liger only
+    (comparison,) = json.loads(run_cli(["compare", str(old), str(new), "--format", "json"]).stdout)["comparisons"]
+    missing = [p for p in comparison["pairs"] if p["status"] == "missing"]
+    assert len(missing) == 3 and {p["backend"] for p in missing} == {"torch_layer_norm"}
+    assert {(p["ref_toolchain"], p["new_toolchain"], p["missing_side"], p["missing_toolchain"]) for p in missing} == {
+        (None, None, "new", "host")
+    }
