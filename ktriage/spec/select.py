@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktriage.errors import SpecError
-from ktriage.spec.model import KernelSpec
-from ktriage.spec.ranges import RANGE_HINT, range_ends, select_range
+from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.ranges import range_ends, range_hint, select_range
 from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
 
 
@@ -143,8 +143,22 @@ def select_specs(
     known = sorted({n for s in specs for n in _names(s)})
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}",
-        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}",
+        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + _spec_range_hint(specs),
     )
+
+
+def _spec_range_hint(specs: Sequence[KernelSpec]) -> str:
+    """``; or a range ...`` for a spec file, its example a run of its first kernel that has several
+    inputs (``k[a .. b]``, ``N=1024..4608`` where the file holds one kernel), as explain prints it;
+    "" where every kernel has one input, since explain prints no range of such a file."""
+    kernels: dict[str, list[KernelSpec]] = {}
+    for s in specs:
+        kernels.setdefault(s.name.split("[", 1)[0] if s.name.endswith("]") else s.name, []).append(s)
+    for kernel, mine in kernels.items():
+        if len(mine) > 1:
+            first, last = (input_label(s.meta, s.name) for s in (mine[0], mine[len(mine) // 2]))
+            return "; " + range_hint(first, last, kernel if len(kernels) > 1 else "")
+    return ""
 
 
 # ------------------------------------------------------------------------------------------ short labels
@@ -322,7 +336,26 @@ def recorded_choices(inputs: Sequence[RecordedInput], *, report_labels: bool = F
     parts.append(
         f"a kernel as the reports print it, for all its inputs ({first.kernel}, {first.kernel}:{first.function})"
     )
-    return "give " + "; ".join(parts) + f"; {RANGE_HINT}"
+    return "give " + "; ".join(parts) + _recorded_range_hint(inputs)
+
+
+def _recorded_range_hint(inputs: Sequence[RecordedInput]) -> str:
+    """``; or a range ...`` for a workload, its example a run of its first kernel that has several
+    inputs as explain prints one (``K7[X_ptr=4096x{4608..6144}]``: each end by one argument that tells
+    it apart within its kernel, else by its full label); "" where every kernel has one input."""
+    kernels: dict[str, list[RecordedInput]] = {}
+    for i in inputs:
+        kernels.setdefault(i.kernel, []).append(i)
+    for kernel, mine in kernels.items():
+        if len(mine) > 1:
+            first, last = mine[0], mine[len(mine) // 2]
+            parts = [set(label_parts(i.label) or ()) for i in mine]
+            for name, value in label_parts(first.label) or ():
+                other = dict(label_parts(last.label) or ()).get(name)
+                if other is not None and all(sum(p in ps for ps in parts) == 1 for p in ((name, value), (name, other))):
+                    return "; " + range_hint(f"{name}={value}", f"{name}={other}", kernel)
+            return "; " + range_hint(first.label, last.label, kernel)
+    return ""
 
 
 def _id_runs(ids: Sequence[int]) -> str:
