@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.errors import KtriageError
-from ktriage.spec.ranges import range_ends, range_hint, select_range
+from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def _match(op: str, cases: list[InputCase], sel: str) -> list[InputCase]:
             if not m:
                 raise KtriageError(
                     f"input selector {sel!r} of {op} is neither an id nor K=V facts",
-                    f"write an input id (0..{len(cases) - 1}) or facts like {cases[0].label()}{_range_hint(cases)}",
+                    f"write an input id ({id_runs(c.id for c in cases)}) or facts like {cases[0].label()}{_range_hint(cases)}",
                 )
             facts[m.group(1)] = int(m.group(2))
         unknown = sorted(set(facts) - set(cases[0].facts))
@@ -101,7 +101,7 @@ def _range_hint(cases: Sequence[InputCase]) -> str:
 
 
 def _describe(cases: list[InputCase]) -> str:
-    parts = [f"ids 0..{len(cases) - 1}"]
+    parts = [f"ids {id_runs(c.id for c in cases)}"]
     for key in cases[0].facts:
         values = sorted({c.facts[key] for c in cases})
         shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")

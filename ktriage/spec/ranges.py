@@ -16,7 +16,7 @@ and they are imported by the autotune hook inside a user's Triton environment, w
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ktriage.errors import KtriageError, SpecError
 
@@ -53,6 +53,19 @@ def _value_range(a: str, b: str) -> str:
             k = differ[0]
             return "x".join([*dims_a[:k], f"{{{dims_a[k]}..{dims_b[k]}}}", *dims_a[k + 1 :]])
     return f"{a}..{b}"
+
+
+def id_runs(ids: Iterable[int]) -> str:
+    """``0..3, 5, 10..11``: input ids in numeric order, each run of consecutive ones as a range. The one
+    way every refusal lists ids (a catalog op's, a spec file's, a workload kernel's): sorted as text
+    they read ``0, 1, 10, 11, 2``, and a list of thirty ids hid every other choice."""
+    runs: list[list[int]] = []
+    for n in sorted(set(ids)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs)
 
 
 def range_hint(first: str, last: str, kernel: str = "") -> str:

@@ -206,3 +206,26 @@ def test_the_range_hint_shows_a_range_of_the_targets_own_inputs(tmp_path: Path) 
         example = re.search(r"from its first input to its last \(e\.g\. (.+)\)$", refused.value.fix or "")
         assert example and re.fullmatch(form, example.group(1)), (target, refused.value.fix)
         assert len(resolve_specs(target, inputs=[example.group(1)], **options)) > 1, example.group(1)
+
+
+def test_a_refusal_lists_input_ids_in_numeric_order_with_runs_collapsed(tmp_path: Path) -> None:
+    """A spec file's "use one of" list pooled ids, labels and names sorted as text: ``0, 1, 10, 11, 12,
+    ...`` filled all twelve places and read 10 before 2. Its ids are now one numeric list with runs
+    collapsed, as a workload's are (``spec.ranges.id_runs``), then each kernel by its label in file order.
+    A catalog op's refusals said ``ids 0..N-1`` from the count of its inputs, wrong for inputs that are
+    not those ids (a bundle of inputs 7 and 9 read ``0..1``); they list the ids the inputs have."""
+    from ktriage.api import catalog_show
+    from ktriage.ops.inputs import InputCase, select_inputs
+
+    spec_file = tmp_path / "layer_norm.toml"
+    chosen = ["0", "1", "2", "5", "10", "11", "12"]
+    spec_file.write_text(catalog_show(op="liger.layer_norm", mode="bwd", target="sm_90", inputs=chosen).to_toml())
+    with pytest.raises(KtriageError, match="no kernel in .* matches --input 'typo'") as refused:
+        resolve_specs(str(spec_file), inputs=["typo"])
+    fix = refused.value.fix or ""
+    assert fix.startswith("use an input id (0..2, 5, 10..12) or one of: N=1024, N=1536, N=2048, N=3584, "), fix
+    cases = [InputCase(7, {"N": 4096}), InputCase(9, {"N": 8192})]
+    for typo, said in (("typo", "write an input id (7, 9)"), ("N=1", "valid inputs: ids 7, 9;")):
+        with pytest.raises(KtriageError) as refused:
+            select_inputs("op", cases, [typo])
+        assert said in (refused.value.fix or ""), refused.value.fix
