@@ -38,6 +38,7 @@ from ktriage.wording import plural
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import Explainer, KernelResult
+    from ktriage.spec.toml_file import UnloadedKernel
     from ktriage.toolchain.manager import Toolchain
 
 T = TypeVar("T")
@@ -300,8 +301,8 @@ class KernelSource:
             specs = list(self.specs or [])
         if prepared.package:
             specs = [s.replace(package=prepared.package) for s in specs]
-        if not specs:
-            raise CandidateFailed("no kernel selected" + "".join(f"; {why}" for why in unloaded.values()))
+        if not specs:  # a spec file none of whose kernels loads failed in _checkout_specs, naming each
+            raise CandidateFailed("no kernel selected")
         return specs, unloaded
 
     def _checkout_specs(self, path: Path) -> tuple[list[KernelSpec], dict[str, str]]:
@@ -322,10 +323,13 @@ class KernelSource:
 
         Also returned: the error of each kernel left out because it does not load, by name."""
         from ktriage.spec.select import select_kernels
-        from ktriage.spec.toml_file import UnloadedKernel, read_spec_file
+        from ktriage.spec.toml_file import Loaded, NothingLoads, UnloadedKernel, read_spec_file
 
+        kernels: list[Loaded]
         try:
-            kernels = read_spec_file(path).kernels
+            kernels = list(read_spec_file(path).kernels)
+        except NothingLoads as exc:  # each kernel's error is said below, not only the first one's
+            kernels = list(exc.unloaded)
         except KtriageError as exc:
             raise CandidateFailed(f"spec file does not load: {exc.problem}") from None
         if self.inputs:
@@ -334,16 +338,21 @@ class KernelSource:
             except KtriageError as exc:
                 raise CandidateFailed(f"{exc.problem} — fix: {exc.fix}" if exc.fix else exc.problem) from None
             bad = [k for k in kernels if isinstance(k, UnloadedKernel)]
+            if len(bad) == 1:
+                raise CandidateFailed(
+                    f"selected kernel {bad[0].spec.name} does not load: {bad[0].error.problem}", _errors_log(bad)
+                )
             if bad:
-                raise CandidateFailed(f"selected kernel {bad[0].spec.name} does not load: {bad[0].error.problem}")
+                raise CandidateFailed(
+                    "selected kernels do not load: " + "; ".join(_unloaded_lines(bad).values()), _errors_log(bad)
+                )
         loaded = [k for k in kernels if isinstance(k, KernelSpec)]
-        keys = set(kernel_keys(loaded))
-        unloaded: dict[str, str] = {}
-        for k in kernels:
-            if isinstance(k, UnloadedKernel):
-                key = k.spec.name if k.spec.name not in keys | set(unloaded) else f"{k.spec.name} (unloaded)"
-                first = (k.error.problem.strip().splitlines() or ["(no message)"])[0]
-                unloaded[key] = f"{key} does not load: {first}"
+        unloaded = _unloaded_lines([k for k in kernels if isinstance(k, UnloadedKernel)], kernel_keys(loaded))
+        if not loaded:
+            raise CandidateFailed(
+                f"no kernel of {self.repo_spec} loads: " + "; ".join(unloaded.values()),
+                _errors_log([k for k in kernels if isinstance(k, UnloadedKernel)]),
+            )
         return loaded, unloaded
 
     @property
@@ -358,6 +367,23 @@ class KernelSource:
         skips the candidate only where that kernel differs between the endpoints, and judges it on the
         others where not; a candidate where none compiles is a skip."""
         return self.repo_spec is not None and bool(self.inputs)
+
+
+def _unloaded_lines(kernels: Sequence[UnloadedKernel], taken: Sequence[str] = ()) -> dict[str, str]:
+    """Each kernel that does not load by name (``(unloaded)`` added where a kernel that loads, or one
+    before it, has the name), with one line of its error naming it: ``K does not load: <first line>``."""
+    lines: dict[str, str] = {}
+    for k in kernels:
+        key = k.spec.name if k.spec.name not in {*taken, *lines} else f"{k.spec.name} (unloaded)"
+        first = (k.error.problem.strip().splitlines() or ["(no message)"])[0]
+        lines[key] = f"{key} does not load: {first}"
+    return lines
+
+
+def _errors_log(kernels: Sequence[UnloadedKernel]) -> str:
+    """The failure record of kernels that do not load: each one's whole error with its fix, one after
+    another (the reason gives one line of each)."""
+    return "\n".join(f"{k.spec.name}: {k.error}" for k in kernels)
 
 
 def kernel_keys(specs: Sequence[KernelSpec]) -> list[str]:

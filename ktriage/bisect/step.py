@@ -169,9 +169,11 @@ def record_baseline(
             )
     try:
         values, failed = measure_here(cfg, cwd=here, cache_dir=cache_dir)
-    except CandidateFailed as exc:
+    except CandidateFailed as exc:  # its log (each kernel's whole error and fix) as the details
         raise CompileError(
-            f"cannot record the {role} baseline here: {exc.reason}", "record it at a commit that compiles"
+            f"cannot record the {role} baseline here: {exc.reason}",
+            "record it at a commit that compiles",
+            exc.log or None,
         ) from None
     if failed and cfg.inputs:  # a kernel of the catalog op chosen by --input (the spec file's: measure_here)
         raise CompileError(

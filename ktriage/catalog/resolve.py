@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from ktriage.errors import KtriageError, SpecError, option
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.ranges import id_runs
 from ktriage.spec.select import select_spec_file, select_specs
 from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel
 
@@ -234,19 +235,12 @@ def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
         except KtriageError:
             whole = None
     if whole is None or whole == ids:
-        return f"input ids: {_id_span(ids)}"
+        return f"input ids: {id_runs(ids)}"
     return (
-        f"{option('inputs', '--input')} already chose input {'id' if len(ids) == 1 else 'ids'} {_id_span(ids)} of {op}'s "
-        f"{_id_span(whole)}, and {option('input_id', '--input-id')} and {option('num_inputs', '--num-inputs')} pick "
+        f"{option('inputs', '--input')} already chose input {'id' if len(ids) == 1 else 'ids'} {id_runs(ids)} of {op}'s "
+        f"{id_runs(whole)}, and {option('input_id', '--input-id')} and {option('num_inputs', '--num-inputs')} pick "
         f"among those: drop {option('inputs', '--input')}, or give an {option('input_id', '--input-id')} within them"
     )
-
-
-def _id_span(ids: list[int]) -> str:
-    """``0..29`` for consecutive ids, else the ids themselves."""
-    if ids == list(range(ids[0], ids[-1] + 1)):
-        return f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
-    return ", ".join(map(str, ids))
 
 
 def spec_input_id(spec: Any) -> int | None:

@@ -12,8 +12,8 @@ from ktriage.api import catalog_list, catalog_show
 from ktriage.cli.console import make_console
 from ktriage.cli.options import (
     SUFFIX,
+    CatalogInputs,
     Format,
-    Inputs,
     ModeOpt,
     Precision,
     arch_option,
@@ -50,7 +50,7 @@ def list_cmd(
 def show_cmd(
     op: str = typer.Argument(..., help="Op name, e.g. liger.layer_norm or liger.layer_norm@latest."),
     mode: ModeOpt = None,
-    inputs: Inputs = None,
+    inputs: CatalogInputs = None,
     target: Annotated[str, arch_option("--target is an older spelling.", "--target")] = "sm_90",
     dtype: Precision = None,
     sm_count: int | None = typer.Option(None, "--sm-count", help="SMs of the GPU (default: the target's usual part)."),

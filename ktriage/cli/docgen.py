@@ -34,7 +34,7 @@ The shared options have one definition each (`ktriage/cli/options.py`) and one m
 |---|---|
 | `--toolchain/-t` | a toolchain spec ([toolchains.md](toolchains.md)), repeatable; where a verb holds one toolchain fixed (bisect, bisect-step) it is given once |
 | `--arch` | a GPU target in any spelling `parse_arch` reads: sm_90, sm_90a, 90, 9.0, cuda:90 |
-| `--input/-i` | an input selector: a TritonBench input id (7) or shape facts (N=4608), repeatable; `--input-id K` / `--num-inputs N` are TritonBench's spellings (ids K..K+N-1) |
+| `--input/-i` | an input selector, repeatable: of a catalog op, a TritonBench input id (7) or shape facts (N=4608); of a workload ([record.md](record.md)), a kernel as the reports print it (K7, K7:fn, fn.K7, fn: all its inputs), an input id (0: that input of each kernel) or an input's label or some of its arguments (K7[X_ptr=4096x4608]); of a spec file, a kernel's name or input label ([specs.md](specs.md)); of any, a range as explain prints it (N=4608..8192, K7[X_ptr=4096x{4608..6144}]). `--input-id K` / `--num-inputs N` are TritonBench's spellings (ids K..K+N-1); `catalog show` and `history` read a catalog op's inputs only |
 | `--precision` (`--dtype`) | the element type of an op's tensors; default: the op's |
 | `--mode` (`--fwd`, `--bwd`, `--fwd-bwd`) | the pass; default: the op's own (`ktriage catalog list` marks it; bench: TritonBench's fwd) |
 | `--db` / `KTRIAGE_DB` | the results store URL |

@@ -38,7 +38,9 @@ def history(
             "--backend", help="The backend as stored (e.g. liger_layer_norm; `ktriage runs show RUN` lists them)."
         ),
     ],
-    input: Annotated[list[str] | None, input_option("Default: every stored input, one series each.")] = None,
+    input: Annotated[
+        list[str] | None, input_option("Default: every stored input, one series each.", catalog_only=True)
+    ] = None,
     mode: Annotated[Mode | None, mode_option("Default: every stored pass, one series each.")] = None,
     toolchain: Annotated[
         str | None,

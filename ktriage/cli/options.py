@@ -86,14 +86,35 @@ SpecArch = Annotated[
 ]
 
 # ------------------------------------------------------------------------------------------ inputs
-INPUT_HELP = "Only these inputs: a TritonBench input id (7), shape facts (N=4608) or a range as explain prints it (N=4608..8192). Repeatable."
+# One home for what -i/--input takes, so that no verb's help drifts from the selectors
+# (ktriage.ops.inputs for a catalog op, ktriage.spec.select for a spec file or workload: docs/specs.md,
+# docs/record.md). The verbs that read a workload too say its forms, which otherwise went unmentioned;
+# catalog show and history read only a catalog op, so they say only its forms.
+_CATALOG_INPUTS = "a catalog op's TritonBench input id (7) or shape facts (N=4608)"
+_WORKLOAD_INPUTS = (
+    "a workload's kernel as the reports print it, for all its inputs (K7, K7:fn, fn.K7, fn), an input id"
+    " (0: that input of each kernel), or an input's label or some of its arguments, alone or inside its"
+    " kernel's name (K7[X_ptr=4096x4608])"
+)
+_SPEC_INPUTS = "a spec file's kernel by its name or input label"
+INPUT_HELP = (
+    f"Only these inputs: {_CATALOG_INPUTS}; {_WORKLOAD_INPUTS}; {_SPEC_INPUTS}; or a range as explain prints"
+    " it (N=4608..8192, K7[X_ptr=4096x{4608..6144}]). Repeatable."
+)
+CATALOG_INPUT_HELP = (
+    "Only these inputs: the op's TritonBench input id (7), shape facts (N=4608) or a range as explain prints"
+    " it (N=4608..8192). Repeatable."
+)
 
 
-def input_option(role: str = "") -> Any:
-    return typer.Option("--input", "-i", help=f"{INPUT_HELP} {role}".strip())
+def input_option(role: str = "", *, catalog_only: bool = False) -> Any:
+    """``-i/--input``; ``catalog_only``: the verb reads only a catalog op (catalog show, history)."""
+    text = CATALOG_INPUT_HELP if catalog_only else INPUT_HELP
+    return typer.Option("--input", "-i", help=f"{text} {role}".strip())
 
 
 Inputs = Annotated[list[str] | None, input_option()]
+CatalogInputs = Annotated[list[str] | None, input_option(catalog_only=True)]
 InputId = Annotated[
     int | None,
     typer.Option(

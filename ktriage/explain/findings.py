@@ -29,13 +29,14 @@ from ktriage.explain.engine import (
     toolchain_label,
 )
 from ktriage.explain.failures import fix_for, not_loaded, one_line
-from ktriage.explain.labels import input_names, input_place, input_places, input_range, kernel_name
+from ktriage.explain.labels import input_names, input_places, kernel_name
 from ktriage.explain.predicted import identical_toolchains, predicted_kind, prediction_text, same_predicted_kind, worst
 from ktriage.explain.predicted import impact as predicted_impact
 from ktriage.explain.sass_detail import CLASS_TITLES, OPCODE_MIN_CLASS_DELTA
 from ktriage.predict.model import Prediction
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.ranges import input_place, input_range
 from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
 

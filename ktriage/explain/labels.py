@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.ranges import input_place
 from ktriage.spec.select import label_parts
 
 
@@ -84,34 +85,3 @@ def short_labels(specs: Sequence[KernelSpec]) -> list[str]:
         for i in members:
             out[i] = short[labels[i]]
     return out
-
-
-def input_place(kernel: str, inputs: Sequence[str]) -> str:
-    """Where a finding is: its input range, inside its kernel's name (``kernel[range]``, as the fixes
-    and bisect name a spec) where the report holds several kernels; else the range alone."""
-    return f"{kernel}[{input_range(inputs)}]" if kernel else input_range(inputs)
-
-
-def input_range(inputs: Sequence[str]) -> str:
-    """``N=4608..8192`` for consecutive inputs of one shape key (``X_ptr=4096x{4608..8192}`` where two
-    shapes differ in one dimension), ``a .. b`` otherwise (the callers only merge inputs of one sweep,
-    see ``findings.sweep_key``)."""
-    if len(inputs) == 1:
-        return inputs[0]
-    first, last = inputs[0], inputs[-1]
-    key_a, _, val_a = first.partition("=")
-    key_b, _, val_b = last.partition("=")
-    if val_a and key_a == key_b and "," not in first and "," not in last:
-        return f"{key_a}={_value_range(val_a, val_b)}"
-    return f"{first} .. {last}"
-
-
-def _value_range(a: str, b: str) -> str:
-    """``4608..8192``; two shapes of one rank that differ in one dimension: ``4096x{4608..8192}``."""
-    dims_a, dims_b = a.split("x"), b.split("x")
-    if len(dims_a) > 1 and len(dims_a) == len(dims_b):
-        differ = [k for k, (x, y) in enumerate(zip(dims_a, dims_b)) if x != y]
-        if len(differ) == 1:
-            k = differ[0]
-            return "x".join([*dims_a[:k], f"{{{dims_a[k]}..{dims_b[k]}}}", *dims_a[k + 1 :]])
-    return f"{a}..{b}"

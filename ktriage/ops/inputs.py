@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.errors import KtriageError
-from ktriage.spec.ranges import RANGE_HINT, range_ends, select_range
+from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def _match(op: str, cases: list[InputCase], sel: str) -> list[InputCase]:
             if not m:
                 raise KtriageError(
                     f"input selector {sel!r} of {op} is neither an id nor K=V facts",
-                    f"write an input id (0..{len(cases) - 1}) or facts like {cases[0].label()}; {RANGE_HINT}",
+                    f"write an input id ({id_runs(c.id for c in cases)}) or facts like {cases[0].label()}{_range_hint(cases)}",
                 )
             facts[m.group(1)] = int(m.group(2))
         unknown = sorted(set(facts) - set(cases[0].facts))
@@ -84,8 +84,24 @@ def _match(op: str, cases: list[InputCase], sel: str) -> list[InputCase]:
     return match
 
 
+def _range_hint(cases: Sequence[InputCase]) -> str:
+    """``; or a range ... (e.g. N=1024..8192)``, the example a run of this op's own inputs (from its
+    first to its middle one), each end as short as still names one input (the one fact that varies
+    over the sweep, else every fact) so that it reads like the op's printed ranges; "" for a sweep of
+    one input, where a range has nothing to span."""
+    ordered = sorted(cases, key=lambda c: c.id)
+    if len(ordered) < 2:
+        return ""
+    first, last = ordered[0], ordered[len(ordered) // 2]
+    varying = [k for k in first.facts if len({c.facts.get(k) for c in ordered}) > 1]
+    if len(varying) == 1 and len({c.facts.get(varying[0]) for c in ordered}) == len(ordered):
+        key = varying[0]
+        return "; " + range_hint(f"{key}={first.facts[key]}", f"{key}={last.facts[key]}")
+    return "; " + range_hint(first.label(), last.label())
+
+
 def _describe(cases: list[InputCase]) -> str:
-    parts = [f"ids 0..{len(cases) - 1}"]
+    parts = [f"ids {id_runs(c.id for c in cases)}"]
     for key in cases[0].facts:
         values = sorted({c.facts[key] for c in cases})
         shown = ", ".join(map(str, values[:12])) + (", ..." if len(values) > 12 else "")

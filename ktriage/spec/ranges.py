@@ -1,9 +1,12 @@
 """Printed input ranges: explain names a run of consecutive inputs as a range (``N=4608..8192``).
 
-explain's reports name a run of consecutive inputs as a range (explain/labels.input_range: ``N=4608..8192``,
-``X_ptr=4096x{4608..8192}``, ``a .. b``; inside its kernel's name where the report holds several). Copied
-into ``--input`` it selects those inputs: every input from the one its start names to the one its end
-names, in the order the inputs are listed (explain's order, so the run it printed).
+explain's reports name a run of consecutive inputs as a range (:func:`input_range`: ``N=4608..8192``,
+``X_ptr=4096x{4608..8192}``, ``a .. b``; inside its kernel's name where the report holds several:
+:func:`input_place`). Copied into ``--input`` it selects those inputs: every input from the one its start
+names to the one its end names, in the order the inputs are listed (explain's order, so the run it
+printed). The printer and the reader live here together, so that what is printed is what is read, and
+the hint of a refused selector (:func:`range_hint`) shows a range of the very form the target's reports
+print (``N=1024..4608`` for a catalog op, ``K7[X_ptr=4096x{4608..6144}]`` for a workload).
 
 A module of its own, with no import beyond ``ktriage.errors``: the catalog's inputs (``ktriage.ops``) use it,
 and they are imported by the autotune hook inside a user's Triton environment, which has no msgspec (what
@@ -13,18 +16,71 @@ and they are imported by the autotune hook inside a user's Triton environment, w
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ktriage.errors import KtriageError, SpecError
 
-RANGE_HINT = "or a range as explain prints it, from its first input to its last (e.g. N=4608..8192)"
 _BRACED = re.compile(r"([^{}]*)\{([^{}]+?)\.\.([^{}]+)\}([^{}]*)")
 _VALUE_RANGE = re.compile(r"([^=,.\s]+)=([^=,]+?)\.\.([^=,]+)")
 
 
+def input_place(kernel: str, inputs: Sequence[str]) -> str:
+    """Where a finding is: its input range, inside its kernel's name (``kernel[range]``, as the fixes
+    and bisect name a spec) where the report holds several kernels; else the range alone."""
+    return f"{kernel}[{input_range(inputs)}]" if kernel else input_range(inputs)
+
+
+def input_range(inputs: Sequence[str]) -> str:
+    """``N=4608..8192`` for consecutive inputs of one shape key (``X_ptr=4096x{4608..8192}`` where two
+    shapes differ in one dimension), ``a .. b`` otherwise (the callers only merge inputs of one sweep,
+    see ``explain/findings.sweep_key``)."""
+    if len(inputs) == 1:
+        return inputs[0]
+    first, last = inputs[0], inputs[-1]
+    key_a, _, val_a = first.partition("=")
+    key_b, _, val_b = last.partition("=")
+    if val_a and key_a == key_b and "," not in first and "," not in last:
+        return f"{key_a}={_value_range(val_a, val_b)}"
+    return f"{first} .. {last}"
+
+
+def _value_range(a: str, b: str) -> str:
+    """``4608..8192``; two shapes of one rank that differ in one dimension: ``4096x{4608..8192}``."""
+    dims_a, dims_b = a.split("x"), b.split("x")
+    if len(dims_a) > 1 and len(dims_a) == len(dims_b):
+        differ = [k for k, (x, y) in enumerate(zip(dims_a, dims_b)) if x != y]
+        if len(differ) == 1:
+            k = differ[0]
+            return "x".join([*dims_a[:k], f"{{{dims_a[k]}..{dims_b[k]}}}", *dims_a[k + 1 :]])
+    return f"{a}..{b}"
+
+
+def id_runs(ids: Iterable[int]) -> str:
+    """``0..3, 5, 10..11``: input ids in numeric order, each run of consecutive ones as a range. The one
+    way every refusal lists ids (a catalog op's, a spec file's, a workload kernel's): sorted as text
+    they read ``0, 1, 10, 11, 2``, and a list of thirty ids hid every other choice."""
+    runs: list[list[int]] = []
+    for n in sorted(set(ids)):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs)
+
+
+def range_hint(first: str, last: str, kernel: str = "") -> str:
+    """The part of a refused selector's fix that says ranges are taken, its example the range explain
+    prints from the input labelled ``first`` to the one labelled ``last`` (labels as the reports print
+    them, ``kernel`` as they name the inputs' kernel, ``""`` where they name none): one fixed example
+    (``N=4608..8192``) read as a catalog op's range on a workload, whose ranges look like
+    ``K7[X_ptr=4096x{4608..6144}]``, and named inputs the target may not have."""
+    example = input_place(kernel, [first, last])
+    return f"or a range as explain prints it, from its first input to its last (e.g. {example})"
+
+
 def range_ends(selector: str) -> tuple[str, str] | None:
     """The two selectors naming the first and last input of ``selector``, a range as explain prints it
-    (the inverse of ``explain/labels.input_place``); None for a selector of another form."""
+    (the inverse of :func:`input_place`); None for a selector of another form."""
     kernel, inner = "", selector
     if selector.endswith("]") and "[" in selector:
         kernel, inner = selector[:-1].split("[", 1)

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktriage.errors import SpecError
-from ktriage.spec.model import KernelSpec
-from ktriage.spec.ranges import RANGE_HINT, range_ends, select_range
+from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
 from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
 
 
@@ -140,11 +140,33 @@ def select_specs(
     ]
     if recorded:  # a workload's inputs: ids count within each kernel, so listed per kernel
         raise SpecError(f"no input of {target} matches {flag} {selector!r}", recorded_choices(recorded))
-    known = sorted({n for s in specs for n in _names(s)})
     raise SpecError(
-        f"no kernel in {target} matches {flag} {selector!r}",
-        "use one of: " + ", ".join(known[:12]) + (", ..." if len(known) > 12 else "") + f"; {RANGE_HINT}",
+        f"no kernel in {target} matches {flag} {selector!r}", _spec_choices(specs) + _spec_range_hint(specs)
     )
+
+
+def _spec_choices(specs: Sequence[KernelSpec]) -> str:
+    """The fix of a selector that names no kernel of a spec file: its input ids in numeric order, runs
+    collapsed (:func:`id_runs`: as text they read ``0, 1, 10, 11, ...`` and took every place in the list),
+    then each kernel by its shortest name in the file's order (its input label where it has one)."""
+    ids = [int(n) for s in specs for n in _names(s) if n.isdigit()]
+    names = list(dict.fromkeys(min((n for n in _names(s) if not n.isdigit()), key=len, default=s.name) for s in specs))
+    listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+    return f"use an input id ({id_runs(ids)}) or one of: {listed}" if ids else f"use one of: {listed}"
+
+
+def _spec_range_hint(specs: Sequence[KernelSpec]) -> str:
+    """``; or a range ...`` for a spec file, its example a run of its first kernel that has several
+    inputs (``k[a .. b]``, ``N=1024..4608`` where the file holds one kernel), as explain prints it;
+    "" where every kernel has one input, since explain prints no range of such a file."""
+    kernels: dict[str, list[KernelSpec]] = {}
+    for s in specs:
+        kernels.setdefault(s.name.split("[", 1)[0] if s.name.endswith("]") else s.name, []).append(s)
+    for kernel, mine in kernels.items():
+        if len(mine) > 1:
+            first, last = (input_label(s.meta, s.name) for s in (mine[0], mine[len(mine) // 2]))
+            return "; " + range_hint(first, last, kernel if len(kernels) > 1 else "")
+    return ""
 
 
 # ------------------------------------------------------------------------------------------ short labels
@@ -303,10 +325,10 @@ def recorded_choices(inputs: Sequence[RecordedInput], *, report_labels: bool = F
     for i in inputs:
         ids.setdefault(i.kernel, []).append(i.input)
     shown = list(ids.items())[:12]
-    listed = ", ".join(f"{k}: {_id_runs(v)}" for k, v in shown) + (", ..." if len(ids) > 12 else "")
+    listed = ", ".join(f"{k}: {id_runs(v)}" for k, v in shown) + (", ..." if len(ids) > 12 else "")
     first = inputs[0]
     parts = [
-        f"an input id of {first.kernel} ({_id_runs(ids[first.kernel])})"
+        f"an input id of {first.kernel} ({id_runs(ids[first.kernel])})"
         if len(ids) == 1
         else f"an input id, which selects that input of every kernel that has it ({listed})",
         f"an input's label as {'recorded' if bundle else '`workload show` prints it'}, or some of its arguments, "
@@ -322,18 +344,26 @@ def recorded_choices(inputs: Sequence[RecordedInput], *, report_labels: bool = F
     parts.append(
         f"a kernel as the reports print it, for all its inputs ({first.kernel}, {first.kernel}:{first.function})"
     )
-    return "give " + "; ".join(parts) + f"; {RANGE_HINT}"
+    return "give " + "; ".join(parts) + _recorded_range_hint(inputs)
 
 
-def _id_runs(ids: Sequence[int]) -> str:
-    """``0..3, 5``: input ids with each run of consecutive ones as a range."""
-    runs: list[list[int]] = []
-    for n in sorted(set(ids)):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}..{r[-1]}" for r in runs)
+def _recorded_range_hint(inputs: Sequence[RecordedInput]) -> str:
+    """``; or a range ...`` for a workload, its example a run of its first kernel that has several
+    inputs as explain prints one (``K7[X_ptr=4096x{4608..6144}]``: each end by one argument that tells
+    it apart within its kernel, else by its full label); "" where every kernel has one input."""
+    kernels: dict[str, list[RecordedInput]] = {}
+    for i in inputs:
+        kernels.setdefault(i.kernel, []).append(i)
+    for kernel, mine in kernels.items():
+        if len(mine) > 1:
+            first, last = mine[0], mine[len(mine) // 2]
+            parts = [set(label_parts(i.label) or ()) for i in mine]
+            for name, value in label_parts(first.label) or ():
+                other = dict(label_parts(last.label) or ()).get(name)
+                if other is not None and all(sum(p in ps for ps in parts) == 1 for p in ((name, value), (name, other))):
+                    return "; " + range_hint(f"{name}={value}", f"{name}={other}", kernel)
+            return "; " + range_hint(first.label, last.label, kernel)
+    return ""
 
 
 def _telling_part(one: RecordedInput, inputs: Sequence[RecordedInput]) -> str:

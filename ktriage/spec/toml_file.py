@@ -98,20 +98,27 @@ class SpecFile:
         return self.specs
 
 
+class NothingLoads(SpecError):
+    """A spec file (or the selection from it) none of whose kernels loads: the first one's error, the
+    others' in its details, and every kernel (``unloaded``) for a caller that reports each one's error on
+    its own (bisect's candidate, ``bisect-step --record-baseline``), which the text alone cannot give
+    back without parsing it."""
+
+    def __init__(self, unloaded: Sequence[UnloadedKernel], fix: str | None, details: str | None) -> None:
+        super().__init__(unloaded[0].error.problem, fix, details)
+        self.unloaded = list(unloaded)
+
+
 def require_loaded(kernels: Sequence[Loaded]) -> None:
     """Refuse kernels none of which loads (a file, or the selection from it): nothing to compile, so the
-    first one's error, the others' in its details."""
+    first one's error, the others' in its details (:class:`NothingLoads`)."""
     if not kernels or any(isinstance(k, KernelSpec) for k in kernels):
         return
-    first, *others = [k for k in kernels if isinstance(k, UnloadedKernel)]
-    if not others:
-        raise first.error
+    unloaded = [k for k in kernels if isinstance(k, UnloadedKernel)]
+    first, *others = unloaded
     also = "; ".join(f"{k.error.problem} (fix: {k.error.fix})" if k.error.fix else k.error.problem for k in others)
-    raise SpecError(
-        first.error.problem,
-        first.error.fix,
-        f"{_the_others(len(others))} not load either: {also}",
-    )
+    details = f"{_the_others(len(others))} not load either: {also}" if others else first.error.details
+    raise NothingLoads(unloaded, first.error.fix, details)
 
 
 def _the_others(n: int) -> str:

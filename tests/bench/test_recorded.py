@@ -109,8 +109,9 @@ def test_each_selector_names_an_input_and_the_reports_labels_and_explains_ranges
 
     from ktriage.catalog.resolve import resolve_specs
     from ktriage.errors import SpecError
-    from ktriage.explain.labels import input_names, input_place
+    from ktriage.explain.labels import input_names
     from ktriage.record.workload import load_workload
+    from ktriage.spec.ranges import input_place
     from ktriage.workload.recorded.args import short_label
     from ktriage.workload.recorded.bundle import Entry, RecordedBundle, select_kernels
 

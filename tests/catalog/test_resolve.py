@@ -91,8 +91,9 @@ def test_a_range_as_explain_prints_it_selects_its_inputs() -> None:
     ``kernel[X_ptr=4096x{4608..6144}]`` (a recorded workload); copied into ``-i`` it was refused ("neither
     an id nor K=V facts", "no kernel ... matches"). It selects the inputs from its first to its last now,
     for every verb that resolves specs (explain, tune, bisect)."""
-    from ktriage.explain.labels import input_names, input_place
+    from ktriage.explain.labels import input_names
     from ktriage.spec.model import input_label
+    from ktriage.spec.ranges import input_place
 
     specs = resolve_specs("liger.layer_norm", mode="bwd", inputs=["N=4608..8192"])
     assert [input_label(s.meta, s.name) for s in specs] == [f"N={n}" for n in range(4608, 8193, 512)]
@@ -179,3 +180,52 @@ def test_a_selector_naming_no_recorded_input_lists_the_ids_per_kernel() -> None:
         assert "(e.g. K0[Y_ptr=4096x1024])" in fix
     assert [s.meta["workload_kernel"] for s in resolve_specs(workload, inputs=["K0[Y_ptr=4096x1024]"])] == ["K0"]
     assert len(resolve_specs(workload, inputs=["0"])) == 10  # input 0 of each of the ten kernels, as documented
+
+
+def test_the_range_hint_shows_a_range_of_the_targets_own_inputs(tmp_path: Path) -> None:
+    """The fix of a refused selector always gave the example ``N=4608..8192``, a catalog op's range: on a
+    workload, whose ranges read ``K7[X_ptr=4096x{4608..6144}]``, on an op with no fact N (liger.embedding)
+    and on a spec file it named inputs the target does not have. Its example is now a range of the
+    target's own inputs as its reports print them, and copied back into ``-i`` it selects a run of them."""
+    import re
+
+    from ktriage.api import catalog_show
+
+    spec_file = tmp_path / "layer_norm.toml"
+    spec_file.write_text(catalog_show(op="liger.layer_norm", mode="bwd", target="sm_90").to_toml())
+    workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
+    targets = {
+        "liger.layer_norm": (r"N=1024\.\.\d+", {"mode": "bwd"}),
+        "liger.embedding": (r"B=\d+,T=\d+,D=\d+,V=\d+ \.\. B=\d+,T=\d+,D=\d+,V=\d+", {"mode": "bwd"}),
+        str(spec_file): (r"N=1024\.\.\d+", {}),
+        workload: (r"K\d+\[Y_ptr=4096x\{\d+\.\.\d+\}\]", {}),
+    }
+    for target, (form, options) in targets.items():
+        with pytest.raises(KtriageError) as refused:
+            resolve_specs(target, inputs=["typo typo"], **options)
+        example = re.search(r"from its first input to its last \(e\.g\. (.+)\)$", refused.value.fix or "")
+        assert example and re.fullmatch(form, example.group(1)), (target, refused.value.fix)
+        assert len(resolve_specs(target, inputs=[example.group(1)], **options)) > 1, example.group(1)
+
+
+def test_a_refusal_lists_input_ids_in_numeric_order_with_runs_collapsed(tmp_path: Path) -> None:
+    """A spec file's "use one of" list pooled ids, labels and names sorted as text: ``0, 1, 10, 11, 12,
+    ...`` filled all twelve places and read 10 before 2. Its ids are now one numeric list with runs
+    collapsed, as a workload's are (``spec.ranges.id_runs``), then each kernel by its label in file order.
+    A catalog op's refusals said ``ids 0..N-1`` from the count of its inputs, wrong for inputs that are
+    not those ids (a bundle of inputs 7 and 9 read ``0..1``); they list the ids the inputs have."""
+    from ktriage.api import catalog_show
+    from ktriage.ops.inputs import InputCase, select_inputs
+
+    spec_file = tmp_path / "layer_norm.toml"
+    chosen = ["0", "1", "2", "5", "10", "11", "12"]
+    spec_file.write_text(catalog_show(op="liger.layer_norm", mode="bwd", target="sm_90", inputs=chosen).to_toml())
+    with pytest.raises(KtriageError, match="no kernel in .* matches --input 'typo'") as refused:
+        resolve_specs(str(spec_file), inputs=["typo"])
+    fix = refused.value.fix or ""
+    assert fix.startswith("use an input id (0..2, 5, 10..12) or one of: N=1024, N=1536, N=2048, N=3584, "), fix
+    cases = [InputCase(7, {"N": 4096}), InputCase(9, {"N": 8192})]
+    for typo, said in (("typo", "write an input id (7, 9)"), ("N=1", "valid inputs: ids 7, 9;")):
+        with pytest.raises(KtriageError) as refused:
+            select_inputs("op", cases, [typo])
+        assert said in (refused.value.fix or ""), refused.value.fix

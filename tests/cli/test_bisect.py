@@ -882,3 +882,39 @@ def test_bisect_step_does_not_judge_a_kernel_the_baseline_left_out(
         r = run_cli(["bisect-step", "--baseline", str(baseline)])
         assert r.exit_code == code, r.output
         assert r.output.count(note) == 1 and r.output.count("other") == 2, r.output  # the note and its error
+
+
+def test_record_baseline_where_no_kernel_loads_keeps_every_kernels_error(
+    tmp_path: Path, toolchain: Any, run_cli: RunCli, monkeypatch: Any
+) -> None:
+    """``bisect-step --record-baseline`` at a commit where no kernel of the spec file loads said only the
+    first kernel's error ("spec file does not load: ... red_kernle"): the file reader's refusal kept the
+    others in its details, and the step dropped them. Every kernel's error is in the message now (a line
+    each, named), with each one's whole error and fix in the details, and in the candidate's failure
+    record (``CandidateFailed.log``, which ``bisect`` stores as the skipped commit's log)."""
+    from ktriage.bisect.candidate import Candidate
+    from ktriage.bisect.predicates import KernelSource
+    from ktriage.bisect.workspace import CandidateFailed, Prepared
+
+    toolchain(TOOLCHAIN)
+    checkout = tmp_path / "checkout"
+    (checkout / "kernels").mkdir(parents=True)
+    (checkout / "kernels" / "red.py").write_text(KERNEL.format(rev=0, salt=""))
+    red = SPEC.format(rblock=64).replace("[kernel]\n", "[[kernel]]\n", 1).replace(":red_kernel", ":red_kernle")
+    blue = red.replace('name = "red"', 'name = "blue"').replace("kernels/red.py:red_kernle", "kernels/blue.py:blue")
+    (checkout / "spec.toml").write_text(red + "\n" + blue)
+    baseline = tmp_path / "b.json"
+    monkeypatch.chdir(checkout)
+    argv = ["bisect-step", "--record-baseline", str(baseline), "--spec", "spec.toml", "--metric", "registers"]
+    for select in ([], ["-i", "red", "-i", "blue"]):
+        r = run_cli([*argv, "-t", TOOLCHAIN, *select])
+        assert r.exit_code == 128 and not baseline.exists(), r.output
+        assert r.problem.startswith("cannot record the good baseline here: "), r.output
+        assert "red does not load: " in r.problem and "defines no function 'red_kernle'" in r.problem, r.output
+        assert "; blue does not load: " in r.problem and "blue.py does not exist" in r.problem, r.output
+        assert "fix: fix the path" in r.err_text and "fix: did you mean red_kernel?" in r.err_text, r.output
+
+    prepared = Prepared(Candidate(0, "c0", "c0"), toolchain=TOOLCHAIN, checkout=checkout)
+    with pytest.raises(CandidateFailed, match="no kernel of spec.toml loads: red does not load: .*; blue") as failed:
+        KernelSource(repo_spec="spec.toml").specs_for(prepared)
+    assert "red_kernle" in failed.value.log and "blue.py does not exist" in failed.value.log, failed.value.log

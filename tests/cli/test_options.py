@@ -14,6 +14,7 @@ from ktriage.cli import exit_codes
 from ktriage.cli.app import main
 from ktriage.measure.results_file import read_results, write_results
 from ktriage.testing import fake_sweep_run
+from tests.conftest import RunCli
 
 VECTOR_ADD = ["explain", "tutorial.vector_add", "-t", "triton==3.4.0"]
 
@@ -138,3 +139,29 @@ def test_compare_outputs_by_suffix(tmp_path: Path, capsys: pytest.CaptureFixture
     assert capsys.readouterr().out.startswith("ref,new,op,")
     assert "Regressions" in paths[0].read_text() and json.loads(paths[1].read_text())["regressions"] > 0
     assert paths[2].read_text().startswith("ref,new,op,") and "<svg" in paths[3].read_text()
+
+
+@pytest.mark.parametrize(
+    "verb, workload",
+    [
+        (["explain"], True),
+        (["bench"], True),
+        (["tune"], True),
+        (["bisect"], True),
+        (["bisect-step"], True),
+        (["catalog", "show"], False),
+        (["history"], False),
+    ],
+)
+def test_input_help_names_the_workload_forms_where_the_verb_reads_a_workload(
+    verb: list[str], workload: bool, run_cli: RunCli
+) -> None:
+    """``-i`` was described only as "a TritonBench input id (7), shape facts (N=4608)" in every verb, so a
+    workload's selectors (``K7``, ``K7:fn``, ``K7[label]``, ``K7[X_ptr=4096x{4608..6144}]``) appeared in no
+    help; catalog show and history read only a catalog op, and keep its forms alone."""
+    r = run_cli([*verb, "--help"], env={"COLUMNS": "2000", "KTRIAGE_COLUMNS": "2000"})
+    assert r.exit_code == exit_codes.OK, r.output
+    line = next(" ".join(x.strip(" │").split()) for x in r.stdout.splitlines() if "--input" in x and " -i " in x)
+    assert "input id (7)" in line and "N=4608..8192" in line
+    forms = ("K7:fn", "fn.K7", "K7[X_ptr=4096x4608]", "K7[X_ptr=4096x{4608..6144}]")
+    assert all(f in line for f in forms) if workload else not any(f in line for f in forms), line

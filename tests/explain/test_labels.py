@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ktriage.explain.labels import input_place, input_range, short_labels
+from ktriage.explain.labels import short_labels
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.ranges import input_place, input_range
 
 WORKLOAD = Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz"
 
