@@ -356,6 +356,9 @@ class FixFinder:
         target: tuple[KernelSpec, Toolchain] | None = None
         if fix.kind == "spill-free-config" and "spec" in fix.change:
             target = (KernelSpec.from_json(fix.change["spec"]), new.toolchain)
+        elif fix.kind == "relaxed-atomic" and "argument" in fix.change:
+            relaxed, _ = relaxed_atomic_spec(spec)  # the rewrite the fix compiled (content-addressed copy)
+            target = (relaxed, new.toolchain) if relaxed is not None else None
         elif fix.kind == "maxnreg" and "maxnreg" in fix.change:
             target = (spec.replace(maxnreg=int(fix.change["maxnreg"])), new.toolchain)
         elif fix.kind == "toolchain":
