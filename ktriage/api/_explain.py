@@ -26,7 +26,7 @@ from ktriage.exit_status import ExitStatus, outcome
 from ktriage.explain.diffs import kernel_diffs, parse_line_ranges
 from ktriage.explain.engine import ExplainResult
 from ktriage.explain.findings import FailureFinding, Finding, FindingGroup, collect_failure_findings, group_findings
-from ktriage.explain.fixes import Fix
+from ktriage.explain.fixes import Fix, check_fix_toolchains
 from ktriage.explain.predicted import fail_on_hit
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S, explain_specs
 from ktriage.mdsafe import markdown_writer
@@ -231,6 +231,8 @@ def explain(
             f"select one input, e.g. {option('inputs', '--input', input_label(specs[0].meta, specs[0].name))}",
         )
     built = resolve_toolchains(toolchains)
+    neighbours = resolve_toolchains(fix_toolchains) if fixes else []
+    check_fix_toolchains(built, neighbours, fix_toolchains)
     from ktriage.execute.select import remote_executor
 
     executor = remote_executor(cluster)
@@ -244,7 +246,7 @@ def explain(
             params=params,
             threshold=threshold,
             fixes=fixes,
-            fix_neighbours=resolve_toolchains(fix_toolchains) if fixes else (),
+            fix_neighbours=neighbours,
         )
     finally:
         if executor is not None:

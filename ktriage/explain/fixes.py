@@ -30,7 +30,7 @@ from typing import Any, TypedDict
 from ktriage import progress
 from ktriage.analyze.occupancy import registers_for_ctas
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError, SpecError
+from ktriage.errors import KtriageError, SpecError, option
 from ktriage.explain.engine import (
     Explainer,
     ExplainResult,
@@ -356,6 +356,9 @@ class FixFinder:
         target: tuple[KernelSpec, Toolchain] | None = None
         if fix.kind == "spill-free-config" and "spec" in fix.change:
             target = (KernelSpec.from_json(fix.change["spec"]), new.toolchain)
+        elif fix.kind == "relaxed-atomic" and "argument" in fix.change:
+            relaxed, _ = relaxed_atomic_spec(spec)  # the rewrite the fix compiled (content-addressed copy)
+            target = (relaxed, new.toolchain) if relaxed is not None else None
         elif fix.kind == "maxnreg" and "maxnreg" in fix.change:
             target = (spec.replace(maxnreg=int(fix.change["maxnreg"])), new.toolchain)
         elif fix.kind == "toolchain":
@@ -641,6 +644,29 @@ class FixFinder:
                 )
             )
         return fixes
+
+
+def check_fix_toolchains(
+    toolchains: Sequence[Toolchain], neighbours: Sequence[Toolchain], texts: Sequence[str]
+) -> None:
+    """Refuse a ``--fix-toolchain`` that :meth:`FixFinder.toolchains` would never try: the reference
+    (``toolchains[0]``, what every finding compares with) or the one toolchain judged. Why refuse:
+    such a neighbour is skipped for every finding, so the report said nothing of a fix that was asked
+    for. One judged among several is kept: it is tried for the others' findings."""
+    if len(toolchains) < 2:
+        return
+    reference, judged = toolchains[0], {t.id for t in toolchains[1:]}
+    for text, tc in zip(texts, neighbours, strict=True):
+        if tc.id == reference.id:
+            role = f"the reference toolchain (the first -t, {reference.spec}): the findings are measured against it"
+        elif judged == {tc.id}:
+            role = f"the toolchain judged (-t {toolchains[1].spec}): its regressions are what the fixes are for"
+        else:
+            continue
+        raise KtriageError(
+            f"{option('fix_toolchains', '--fix-toolchain', [text])} is {role}, so it is never tried as a fix",
+            "drop it, or name a toolchain that is neither (another triton== release, ptxas== or ptxas-options=)",
+        )
 
 
 def suggest_fixes(

@@ -339,8 +339,10 @@ def _evaluate(
     return ScalePoint(cfg, res.registers, res.spill_store_bytes, occ, _grid_ctas(spec, sm_count, occ))
 
 
-def _proposals(space: ConfigSpace, cfg: TuneConfig) -> list[tuple[TuneConfig, str]]:
-    """The next smaller reduction block (largest R knob first) and twice the warps."""
+def scale_proposals(space: ConfigSpace, cfg: TuneConfig) -> list[tuple[TuneConfig, str]]:
+    """The next smaller reduction block (largest R knob first) and the next larger num_warps of the
+    space (twice the warps in the full space). Why the space's: ``--warps 4,8`` narrows it, and a
+    step to 32 warps would recommend a config the user ruled out and the screening never compiled."""
     out: list[tuple[TuneConfig, str]] = []
     blocks = cfg.blocks
     reductions = sorted((k for k in space.knobs if k.reduction and k.name in blocks), key=lambda k: -blocks[k.name])
@@ -357,11 +359,12 @@ def _proposals(space: ConfigSpace, cfg: TuneConfig) -> list[tuple[TuneConfig, st
             )
             break
     arch = parse_arch(space.spec.target)
-    if cfg.num_warps * 2 * arch.warp_size <= arch.max_threads_per_block:
+    more = [w for w in space.warps if w > cfg.num_warps and w * arch.warp_size <= arch.max_threads_per_block]
+    if more:
         out.append(
             (
-                TuneConfig(cfg.num_warps * 2, cfg.num_stages, cfg.constexprs),
-                f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}",
+                TuneConfig(min(more), cfg.num_stages, cfg.constexprs),
+                f"num_warps {cfg.num_warps} -> {min(more)}",
             )
         )
     return out
@@ -388,7 +391,7 @@ def scale_blocks(
     return scale_loop(
         sp.default,
         lambda cfg: _evaluate(sp, cfg, toolchain, compiler, sms),
-        lambda cfg: _proposals(sp, cfg),
+        lambda cfg: scale_proposals(sp, cfg),
         sm_count=sms,
         max_spill_bytes=max_spill_bytes,
         max_steps=max_steps,

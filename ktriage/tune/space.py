@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -201,9 +201,12 @@ def _matmul_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, .
     return lambda consts: (math.ceil(m / int(consts["BLOCK_M"])) * math.ceil(n / int(consts["BLOCK_N"])),)
 
 
-def recipe_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
+def recipe_grid(
+    spec: KernelSpec, blocks: Collection[str] = ()
+) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
     """The launch's grid function of a catalog recipe whose blocks tile one axis together (the matmul),
-    or of a recorded launch whose 1-D grid is exactly ``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)``."""
+    of a recorded launch whose 1-D grid is exactly ``cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)``, or of a
+    recorded launch with an axis that is ``cdiv(S, B)`` for one of ``blocks`` (:func:`_recorded_axes`)."""
     if spec.source_function() == "matmul_kernel" and {"BLOCK_M", "BLOCK_N"} <= set(recipe_knobs(spec)):
         return _matmul_grid(spec)
     shape = spec.meta.get("shape") or {}
@@ -217,7 +220,35 @@ def recipe_grid(spec: KernelSpec) -> Callable[[Mapping[str, Any]], tuple[int, ..
         grid = _matmul_grid(spec)
         if grid(spec.constexprs) == tuple(spec.grid):
             return grid
-    return None
+    return _recorded_axes(spec, blocks) if spec.meta.get("recorded") and blocks else None
+
+
+def _recorded_axes(spec: KernelSpec, blocks: Collection[str]) -> Callable[[Mapping[str, Any]], tuple[int, ...]] | None:
+    """The grid of a recorded launch whose axes are ``cdiv(S, B)`` of a block ``B`` among ``blocks``
+    and a size ``S`` of the launch (``meta.shape``, an int constexpr), the others fixed: Liger's dyt
+    bwd launches ``(cdiv(N, BLOCK_N), NUM_SMS)``, recorded as (4, 132) at BLOCK_N=1024. Why: kept
+    as recorded, BLOCK_N=2048 was estimated on 4 column blocks of 2048 (twice the work of the
+    launch it stands for) and ranked below 1024 for it. An axis of 1, or one that two blocks or two
+    sizes explain differently, stays as recorded: a coincidence must not move the grid."""
+    if spec.grid is None:
+        return None
+    current = {b: spec.constexprs[b] for b in blocks if _is_int(spec.constexprs.get(b))}
+    shape = spec.meta.get("shape") or {}
+    sizes = {k: v for k, v in {**spec.constexprs, **shape}.items() if k not in current and _is_int(v) and v > 1}
+    rules: list[tuple[str, int] | None] = []
+    for n in spec.grid:
+        fits = {(b, s) for b, bv in current.items() for s in sizes.values() if n > 1 and math.ceil(s / bv) == n}
+        rules.append(fits.pop() if len(fits) == 1 else None)
+    if not any(rules):
+        return None
+    fixed = tuple(spec.grid)
+    return lambda consts: tuple(
+        n if r is None else max(1, math.ceil(r[1] / int(consts[r[0]]))) for n, r in zip(fixed, rules, strict=True)
+    )
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _listed(spec: KernelSpec) -> tuple[dict[str, Knob], tuple[TuneConfig, ...]]:
@@ -319,7 +350,7 @@ def config_space(
             tuple(sorted({c.num_stages for c in listed})),
             default,
             tuple(notes),
-            recipe_grid(spec),
+            recipe_grid(spec, tuple(listed_knobs)),
             listed=tuple(
                 TuneConfig.of(c.num_warps, c.num_stages, {k: v for k, v in c.constexprs if k in listed_knobs})
                 for c in listed

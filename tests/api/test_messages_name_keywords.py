@@ -326,3 +326,24 @@ def test_toolchain_show_names_the_library_calls() -> None:
         "see kt.toolchain_list() (`ktriage toolchain list`), or build it with kt.toolchain_add(spec='SPEC') "
         "(`ktriage toolchain add SPEC`)"
     )
+
+
+def test_explain_refuses_a_fix_toolchain_it_would_never_try() -> None:
+    """`--fix-toolchain` equal to the reference (or to the one toolchain judged) was skipped for every
+    finding without a word: the report had no fix of it and never said why. Refused before compiling."""
+    ref, new = "triton==3.4.0,ptxas==12.4.131", "triton==3.4.0"
+    for neighbour, role in ((ref, "the reference toolchain"), (new, "the toolchain judged")):
+        with pytest.raises(KtriageError) as refused:
+            kt.explain(
+                target="liger.embedding",
+                mode="bwd",
+                inputs=["0"],
+                toolchains=[ref, new],
+                fixes=True,
+                fix_toolchains=[neighbour],
+            )
+        assert refused.value.problem.startswith(
+            f"fix_toolchains=['{neighbour}'] (--fix-toolchain {neighbour}) is {role}"
+        )
+        assert refused.value.problem.endswith("so it is never tried as a fix"), refused.value.problem
+        assert (refused.value.fix or "").startswith("drop it, or name a toolchain that is neither")

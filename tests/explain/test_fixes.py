@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,9 @@ from ktriage.explain.fixes import (
     suggest_fixes,
 )
 from ktriage.report.explain import fixes_markdown
+from ktriage.spec.model import KernelSpec
 
+KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 KERNEL = textwrap.dedent("""
     @triton.jit
     def k(x_ptr, out_ptr, lock_ptr, n, BLOCK: tl.constexpr):
@@ -143,3 +146,25 @@ def test_fixes_only_for_bullets_the_model_predicts_regressions(toolchain, shared
     result = Explainer(shared_compiler).run(specs, [toolchain("triton==3.3.1"), toolchain("triton==3.4.0")])
     fixes = suggest_fixes(result, collect_findings(result), shared_compiler)
     assert fixes and {f.kernel for f in fixes} == {"liger.layer_norm.bwd[N=4608]"}
+
+
+def test_relaxed_atomic_fix_is_priced_and_ranked_with_the_others(toolchain, shared_compiler) -> None:
+    """The relaxed-atomic fix compiles a kernel (the rewritten copy) but had no cost-model prediction,
+    so a list ranked "by predicted gain, largest first" put the one fix that edits the kernel after
+    every priced one (after "use triton==3.3.1" on Liger's embedding and on a scatter-add of ours)."""
+    spec = KernelSpec(
+        "atomic",
+        f"{KERNELS}:atomic_kernel",
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        divisible_by_16=("x_ptr", "out_ptr", "n"),
+        grid=(1024,),
+    )
+    tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
+    result = Explainer(shared_compiler).run([spec], tcs)
+    fixes = suggest_fixes(result, collect_findings(result), shared_compiler, neighbours=[toolchain("triton==3.3.1")])
+    relaxed = next(f for f in fixes if f.kind == "relaxed-atomic")
+    assert relaxed.verified and relaxed.prediction is not None, relaxed
+    assert relaxed.prediction.gain < 1 and "predicted -" in relaxed.effect, relaxed.effect
+    gains = [f.prediction.gain for f in fixes if f.prediction is not None]
+    assert gains == sorted(gains) and fixes.index(relaxed) < len(gains), [(f.kind, f.effect) for f in fixes]

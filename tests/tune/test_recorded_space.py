@@ -46,6 +46,38 @@ def test_narrowing_options_search_a_product_instead() -> None:
     assert not space.listed and {c.num_warps for c in space.configs()} == {4, 8}
 
 
+DYT = (
+    Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "h200" / "workloads" / "liger_dyt.workload.json.gz"
+)
+
+
+def test_a_recorded_grid_axis_that_is_cdiv_of_a_size_by_a_block_follows_the_block() -> None:
+    """Liger 0.8.5's dyt bwd launches ``(cdiv(N, BLOCK_N), NUM_SMS)``, recorded on the H200 as (4, 132)
+    at BLOCK_N=1024. The space kept (4, 132) for every config of the autotune list, so BLOCK_N=2048
+    and 4096 were estimated on 2x and 4x the work of the launch they stand for and ranked far below
+    1024 (13.8 and 28.5 us against 7.3). The first axis now follows BLOCK_N; the SM axis stays."""
+    spec = next(
+        i.spec for k in load_workload(DYT).kernels for i in k.inputs if i.spec.meta["function"] == "_dyt_bwd_kernel"
+    )
+    assert spec.grid == (4, 132) and spec.constexprs["N"] == 4096 and spec.constexprs["BLOCK_N"] == 1024
+    space = config_space(spec)
+    assert space.listed
+    grids = {c.blocks["BLOCK_N"]: space.apply(c).grid for c in space.configs()}
+    assert grids == {1024: (4, 132), 2048: (2, 132), 4096: (1, 132)}
+
+
+def test_a_recorded_grid_axis_explained_two_ways_stays_as_recorded() -> None:
+    """An axis that two sizes of the launch explain (4 = cdiv(4096, 1024) = cdiv(3500, 1024); at
+    BLOCK_N=512 they part, 8 against 7) follows neither: a coincidence must not move the grid."""
+    spec = next(
+        i.spec for k in load_workload(DYT).kernels for i in k.inputs if i.spec.meta["function"] == "_dyt_bwd_kernel"
+    )
+    meta = dict(spec.meta)
+    meta["shape"] = {**meta["shape"], "S": 3500}
+    space = config_space(spec.replace(meta=meta))
+    assert {space.apply(c).grid for c in space.configs()} == {(4, 132)}
+
+
 @pytest.mark.slow
 def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(
     tmp_path: Path, run_cli: Any, toolchain: Any

@@ -10,11 +10,15 @@ import pytest
 from ktriage.analyze.occupancy import compute_occupancy
 from ktriage.spec.model import KernelSpec
 from ktriage.tune.scaling import (
+    ScalePoint,
     exact_rule,
     inductor_rule,
     inductor_skips_for_spills,
     scale_blocks,
+    scale_loop,
+    scale_proposals,
 )
+from ktriage.tune.space import TuneConfig, config_space
 
 A100_SMS = 108
 KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
@@ -155,3 +159,50 @@ def test_exact_rule_words_one_cta_per_sm_in_the_singular() -> None:
     two = exact_rule(compute_occupancy("sm_80", 255, 4, 0), grid_ctas=1000, sm_count=A100_SMS, spill_store_bytes=0)
     assert one.reason.startswith("registers cap it at 1 CTA/SM while the grid of 1000 CTAs on 108 SMs"), one.reason
     assert two.reason.startswith("registers cap it at 2 CTAs/SM while"), two.reason
+
+
+# --------------------------------------------------------------------- the space bounds the steps
+def _red_spec_for_scaling() -> KernelSpec:
+    return KernelSpec(
+        "red",
+        f"{KERNELS}:red_kernel",
+        {
+            "in_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "xnumel": "i32",
+            "rnumel": "i32",
+            "XBLOCK": "constexpr",
+            "RBLOCK": "constexpr",
+        },
+        {"XBLOCK": 64, "RBLOCK": 256},
+        grid=(1024,),
+    )
+
+
+def _fake_register_bound_evaluate(cfg: TuneConfig) -> ScalePoint[TuneConfig]:
+    """A fake compile (pure logic): the registers halve as the warps double (255 at 4 warps), so more
+    warps always raise occupancy, and registers always cap CTAs/SM below what the 4096-CTA grid
+    needs: the exact rule always says scale."""
+    regs = min(255, 1020 // cfg.num_warps)
+    return ScalePoint(cfg, regs, 0, compute_occupancy("sm_90", regs, cfg.num_warps, 0), grid_ctas=4096)
+
+
+def test_scaling_steps_stay_within_the_narrowed_warps() -> None:
+    """`ktriage tune --warps 4,8` printed `num_warps 8 -> 16` and `16 -> 32` scaling steps: the
+    proposals doubled up to the arch's 1024 threads whatever the space, so the scaling recommended
+    a config the user had ruled out and the screening never compiled."""
+    space = config_space(_red_spec_for_scaling(), warps=[4, 8], blocks={"RBLOCK": [256]})
+    result = scale_loop(
+        space.default,
+        _fake_register_bound_evaluate,
+        lambda cfg: scale_proposals(space, cfg),
+        sm_count=132,
+    )
+    tried = {s.config.num_warps for s in result.steps}
+    assert tried <= {4, 8}, [s.sentence for s in result.steps]
+    assert result.final.num_warps == 8 and "num_warps 4 -> 8" in result.steps[0].sentence
+    assert "no proposal helps" in result.steps[-1].sentence
+    # the full space still doubles up to 32 warps (1024 threads)
+    full = config_space(_red_spec_for_scaling())
+    assert [c.num_warps for c, _ in scale_proposals(full, TuneConfig.of(16, 3, {"XBLOCK": 64, "RBLOCK": 64}))] == [32]
+    assert [c.num_warps for c, _ in scale_proposals(full, TuneConfig.of(32, 3, {"XBLOCK": 64, "RBLOCK": 64}))] == []
