@@ -161,6 +161,23 @@ def _key_where(run_id: str, key: CellKey) -> list[Any]:
     ]
 
 
+def _refuse_repeated_cells(run_id: str, cells: list[Cell]) -> None:
+    """A results file with one cell twice (the cells of two files pasted into one) imported "N cells" while
+    the store kept N-1: a cell's key is unique in the store and a re-added cell replaces the old one (the
+    bench runner's re-sampling). An import has no such second measurement to prefer, so it says which two."""
+    seen: dict[tuple[str, str, int, str, str], int] = {}
+    for i, cell in enumerate(cells):
+        k = cell.key
+        first = seen.setdefault((k.op, k.mode, k.input_id, k.backend, k.toolchain or ""), i)
+        if first != i:
+            raise StoreError(
+                f"run {run_id} has cell {k.label()} twice (cells[{first}] and cells[{i}]): the store keeps one "
+                "cell per (op, mode, input, backend, toolchain), so one of the two measurements would be dropped",
+                "nothing was imported; keep one of the two cells in the file (or merge their samples_ms into one "
+                "cell), then import it again",
+            )
+
+
 DAMAGED_FIX = (
     "the store was edited or damaged: delete the run (`ktriage runs delete RUN`) and re-import it from its "
     "export (`ktriage runs import R.json`), or point --db at another store"
@@ -432,7 +449,9 @@ class Store:
     def import_run(self, run: RunInfo, cells: list[Cell]) -> str:
         """Copy a run read from an export (e.g. measured on the GPU host) into this store, in ONE
         transaction: an import that fails part way leaves no run behind (and so does not block
-        importing the good file with the same run id)."""
+        importing the good file with the same run id). A file that holds a cell twice is refused first:
+        the second would replace the first, one measurement dropped without a word."""
+        _refuse_repeated_cells(run.run_id, cells)
         now = time.time()
         values = run.to_json() | {
             "started": _started_epoch(run.created),

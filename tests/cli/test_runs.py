@@ -186,6 +186,31 @@ def test_import_of_a_run_without_cells_is_refused(store_url: str, tmp_path: Path
         assert store.list_runs() == []  # nothing imported
 
 
+def test_import_of_a_file_that_repeats_a_cell_is_refused(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A results file holding one cell twice (two files' cells pasted into one) was "imported run X (6 cells)",
+    exit 0, while the store kept 5: the second replaced the first, one measurement gone without a word. The
+    store holds one cell per key, so the import is refused before the store is written, naming both cells."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    run_id, _ = fill(gpu_host)
+    export = tmp_path / "run.json"
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    doc = json.loads(export.read_text())
+    again = json.loads(json.dumps(doc["cells"][1]))
+    again["samples_ms"] = [v * 1.5 for v in again["samples_ms"]]  # a second measurement of the same cell
+    doc["cells"].append(again)
+    export.write_text(json.dumps(doc))
+    result = run_cli(["runs", "import", str(export), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    label = "layer_norm.bwd[N=4608] liger_layer_norm@triton-3.3.1"
+    assert result.problem == (
+        f"run {run_id} has cell {label} twice (cells[1] and cells[5]): the store keeps one cell per "
+        "(op, mode, input, backend, toolchain), so one of the two measurements would be dropped"
+    ), result.err_text
+    assert "nothing was imported" in (result.fix or "") and "samples_ms" in (result.fix or "")
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
 def test_delete_then_import_again(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """`runs import` of an id the store has says to delete it first: `runs delete` does, by a unique prefix."""
     run_id, other = fill(store_url)
