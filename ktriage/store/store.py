@@ -161,6 +161,40 @@ def _key_where(run_id: str, key: CellKey) -> list[Any]:
     ]
 
 
+def _cell_key_values(run_id: str, ordinal: int, key: CellKey) -> dict[str, object]:
+    """A cell row's identity columns: its run, its place in the run, its key ("" for a native toolchain)."""
+    return {
+        "run_id": run_id,
+        "ordinal": ordinal,
+        "op": key.op,
+        "mode": key.mode,
+        "input_id": key.input_id,
+        "backend": key.backend,
+        "toolchain": key.toolchain or "",
+    }
+
+
+def _cell_values(cell: Cell, now: float) -> dict[str, object]:
+    """A cell row's measured columns: the raw samples and, beside them, their summary (queryable in SQL)."""
+    s = summarize(cell.samples_ms)
+    return {
+        "input_label": cell.key.input_label,
+        "status": cell.status,
+        "error": cell.error,
+        "accuracy": cell.accuracy,
+        "bytes_moved": cell.bytes_moved,
+        "flops": cell.flops,
+        "extra": cell.extra,
+        "samples_ms": [float(v) for v in cell.samples_ms],
+        "n_samples": s.n,
+        "median_ms": s.median_ms,
+        "min_ms": s.min_ms,
+        "p20_ms": s.p20_ms,
+        "p80_ms": s.p80_ms,
+        "recorded": now,
+    }
+
+
 def _refuse_repeated_cells(run_id: str, cells: list[Cell]) -> None:
     """A results file with one cell twice (the cells of two files pasted into one) imported "N cells" while
     the store kept N-1: a cell's key is unique in the store and a re-added cell replaces the old one (the
@@ -337,25 +371,9 @@ class Store:
             self._add_cell(conn, run_id, cell)
 
     def _add_cell(self, conn: Connection, run_id: str, cell: Cell) -> None:
-        s = summarize(cell.samples_ms)
         k = cell.key
         now = time.time()
-        values: dict[str, object] = {
-            "input_label": k.input_label,
-            "status": cell.status,
-            "error": cell.error,
-            "accuracy": cell.accuracy,
-            "bytes_moved": cell.bytes_moved,
-            "flops": cell.flops,
-            "extra": cell.extra,
-            "samples_ms": [float(v) for v in cell.samples_ms],
-            "n_samples": s.n,
-            "median_ms": s.median_ms,
-            "min_ms": s.min_ms,
-            "p20_ms": s.p20_ms,
-            "p80_ms": s.p80_ms,
-            "recorded": now,
-        }
+        values = _cell_values(cell, now)
         found = conn.execute(update(runs_t).where(runs_t.c.run_id == run_id).values(updated=now)).rowcount
         if not found:
             raise StoreError(f"no run {run_id} in the store {self.url}", "call Store.start_run(run) first")
@@ -364,18 +382,7 @@ class Store:
             conn.execute(update(cells_t).where(cells_t.c.id == existing).values(**values))
             return
         last = conn.execute(select(func.max(cells_t.c.ordinal)).where(cells_t.c.run_id == run_id)).scalar()
-        conn.execute(
-            insert(cells_t).values(
-                run_id=run_id,
-                ordinal=0 if last is None else last + 1,
-                op=k.op,
-                mode=k.mode,
-                input_id=k.input_id,
-                backend=k.backend,
-                toolchain=k.toolchain or "",
-                **values,
-            )
-        )
+        conn.execute(insert(cells_t).values(**_cell_key_values(run_id, 0 if last is None else last + 1, k), **values))
 
     def finish_run(self, run_id: str, status: str, gpu_after: JSONValue = None, error: str | None = None) -> None:
         """Set the final status (finished/interrupted/failed); ``gpu_after`` lands in ``run.gpu["after"]``."""
@@ -459,11 +466,14 @@ class Store:
             "writer_pid": os.getpid(),
             "updated": now,
         }
+        # a new run with unique keys (checked above): no lookups, one multi-row INSERT (executemany). Cell by cell
+        # (``_add_cell``: four statements each) an 18,000-cell run took 50 s to import on SQLite.
+        rows = [_cell_key_values(run.run_id, i, c.key) | _cell_values(c, now) for i, c in enumerate(cells)]
         try:
             with self._write() as conn:
                 conn.execute(insert(runs_t).values(**values))
-                for cell in cells:
-                    self._add_cell(conn, run.run_id, cell)
+                if rows:
+                    conn.execute(insert(cells_t), rows)
         except IntegrityError as exc:
             raise StoreError(
                 f"run {run.run_id} is already in the store {self.url}",
