@@ -80,16 +80,24 @@ def list_json(summaries: Sequence[RunSummary]) -> str:
     )
 
 
+def more_note(shown: int) -> str:
+    """Under a list cut by ``--limit``: without it the table read as every stored run."""
+    return f"newest {plural(shown, 'run')} shown: the store has more (--limit N lists up to N)"
+
+
 @markdown_writer
-def list_markdown(summaries: Sequence[RunSummary], url: str) -> str:
-    return records.to_markdown(list_title(url), LIST_COLUMNS, list_rows(summaries))
+def list_markdown(summaries: Sequence[RunSummary], url: str, *, more: bool = False) -> str:
+    notes = [more_note(len(summaries))] if more else []
+    return records.to_markdown(list_title(url), LIST_COLUMNS, list_rows(summaries), notes=notes)
 
 
 def list_csv(summaries: Sequence[RunSummary]) -> str:
     return records.to_csv(LIST_COLUMNS, list_rows(summaries))
 
 
-def print_list(summaries: Sequence[RunSummary], url: str, console: Console, *, filtered: bool) -> None:
+def print_list(
+    summaries: Sequence[RunSummary], url: str, console: Console, *, filtered: bool, more: bool = False
+) -> None:
     if not summaries:
         console.print(f"no runs in {escape(url)}" + (" matching the filters" if filtered else ""))
         return
@@ -101,6 +109,8 @@ def print_list(summaries: Sequence[RunSummary], url: str, console: Console, *, f
         *head, status = (escape(str(row[c])) for c in LIST_COLUMNS)
         table.add_row(*head, f"[{style}]{status}[/]")
     console.print(table)
+    if more:
+        console.print(escape(more_note(len(summaries))))
 
 
 def _sections(summary: RunSummary, info: RunInfo) -> list[tuple[str, JSONObject]]:

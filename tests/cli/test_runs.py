@@ -45,6 +45,23 @@ def test_list(store_url: str, run_cli: RunCli) -> None:
     assert "cafe00000002" in only_failed.output and "feedbeef0001" not in only_failed.output
 
 
+def test_list_says_when_the_limit_hides_runs(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """97 runs imported, `runs list` showed 20 rows and nothing else: the default --limit 20 hid 77 runs
+    without a word. The table and the Markdown say that more runs are stored and how to list them."""
+    fill(store_url)
+    note = "newest 1 run shown: the store has more (--limit N lists up to N)"
+    cut = run_cli(["runs", "list", "--db", store_url, "--limit", "1"])
+    assert cut.exit_code == exit_codes.OK, cut.output
+    assert "feedbeef0001" in cut.stdout and "cafe00000002" not in cut.stdout and note in cut.stdout
+    md = tmp_path / "runs.md"
+    assert run_cli(["runs", "list", "--db", store_url, "--limit", "1", "-o", str(md)]).exit_code == exit_codes.OK
+    assert note in md.read_text()
+    whole = run_cli(["runs", "list", "--db", store_url, "--limit", "2"])
+    assert "cafe00000002" in whole.stdout and "the store has more" not in whole.output
+    filtered = run_cli(["runs", "list", "--db", store_url, "--limit", "1", "--status", "failed"])
+    assert "cafe00000002" in filtered.stdout and "the store has more" not in filtered.output  # one run matches
+
+
 def test_list_refuses_a_limit_below_1_and_an_unknown_status(store_url: str, run_cli: RunCli) -> None:
     fill(store_url)
     for limit in ("0", "-5"):
