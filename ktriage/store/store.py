@@ -56,6 +56,7 @@ class RunSummary:
     finished: float | None = None
     error: str | None = None
     writer_alive: bool | None = None  # None: written from another host, cannot tell
+    ops: list[str] = field(default_factory=list)  # the ops its cells measured, sorted: which run is which
 
     @property
     def display_status(self) -> str:
@@ -591,6 +592,14 @@ class Store:
                 by_id = {s.run.run_id: s for s in out}
                 for run_id, status, n in counts:
                     by_id[run_id].counts[status] = n
+                ops = conn.execute(
+                    select(cells_t.c.run_id, cells_t.c.op)
+                    .where(cells_t.c.run_id.in_(ids))
+                    .group_by(cells_t.c.run_id, cells_t.c.op)
+                    .order_by(cells_t.c.op)
+                )
+                for run_id, op in ops:
+                    by_id[run_id].ops.append(op)
         return out
 
     def summary(self, ref: str) -> RunSummary:
@@ -602,10 +611,22 @@ class Store:
                 select(cells_t.c.status, func.count()).where(cells_t.c.run_id == run_id).group_by(cells_t.c.status)
             )
             counts_d = {status: n for status, n in counts}
+            ops = conn.execute(
+                select(cells_t.c.op).where(cells_t.c.run_id == run_id).group_by(cells_t.c.op).order_by(cells_t.c.op)
+            ).scalars()
+            ops_l = list(ops)
         run = _run_from_row(row)
         alive = writer_alive(row["writer_host"], row["writer_pid"]) if run.status == "running" else None
         return RunSummary(
-            run, counts_d, row["writer_host"], row["writer_pid"], row["updated"], row["finished"], row["error"], alive
+            run,
+            counts_d,
+            row["writer_host"],
+            row["writer_pid"],
+            row["updated"],
+            row["finished"],
+            row["error"],
+            alive,
+            ops_l,
         )
 
     def list_runs(self, limit: int = 20, filters: RunFilters | None = None) -> list[RunInfo]:

@@ -62,6 +62,24 @@ def test_list_says_when_the_limit_hides_runs(store_url: str, tmp_path: Path, run
     assert "cafe00000002" in filtered.stdout and "the store has more" not in filtered.output  # one run matches
 
 
+def test_list_names_the_ops_of_each_run(store_url: str, run_cli: RunCli) -> None:
+    """97 imported runs listed as id, date, GPU, toolchains and counts, all "NVIDIA H200" with the same three
+    toolchains: which run measured what took a `runs show` per id. Each row names the ops it measured."""
+    done, failed = fill(store_url)
+    table = run_cli(["runs", "list", "--db", store_url])
+    row = next(line for line in table.stdout.splitlines() if done in line)
+    assert "layer_norm" in row
+    rows = {
+        r["id"]: r
+        for r in csv.DictReader(io.StringIO(run_cli(["runs", "list", "--db", store_url, "--format", "csv"]).stdout))
+    }
+    assert rows[done]["ops"] == "layer_norm" and rows[failed]["ops"] == "-"  # the failed run measured nothing
+    listed = {r["id"]: r for r in json.loads(run_cli(["runs", "list", "--db", store_url, "--format", "json"]).stdout)}
+    assert listed[done]["ops"] == ["layer_norm"] and listed[failed]["ops"] == []
+    with open_store(store_url) as store:  # the library's one-run summary says the same
+        assert store.summary(done[:6]).ops == ["layer_norm"] and store.summary(failed).ops == []
+
+
 def test_list_refuses_a_limit_below_1_and_an_unknown_status(store_url: str, run_cli: RunCli) -> None:
     fill(store_url)
     for limit in ("0", "-5"):
