@@ -40,17 +40,19 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RunList:
-    """Stored runs, newest first, from the store at ``url``; ``filtered``: some filter was given."""
+    """Stored runs, newest first, from the store at ``url``; ``filtered``: some filter was given;
+    ``more``: the store has more runs that match than the ``limit`` shown."""
 
     summaries: list[RunSummary]
     url: str
     filtered: bool = False
+    more: bool = False
 
     @markdown_writer
     def to_markdown(self) -> str:
         from ktriage.report.runs import list_markdown
 
-        return list_markdown(self.summaries, self.url)
+        return list_markdown(self.summaries, self.url, more=self.more)
 
     def json_text(self) -> str:
         from ktriage.report.runs import list_json
@@ -65,7 +67,7 @@ class RunList:
     def print_table(self, console: Console) -> None:
         from ktriage.report.runs import print_list
 
-        print_list(self.summaries, self.url, console, filtered=self.filtered)
+        print_list(self.summaries, self.url, console, filtered=self.filtered, more=self.more)
 
 
 @dataclass(frozen=True)
@@ -155,9 +157,11 @@ def runs_list(
             f"give one of: {', '.join(RUN_STATUSES)} (a run whose writer is gone is stored as running)",
         )
     with open_store(db, must_exist=True) as store:
-        summaries = store.summaries(limit, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
+        # one run past the limit tells whether the limit hid some (97 runs listed as 20 rows, without a word)
+        summaries = store.summaries(limit + 1, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))
         url = store.url
-    return RunList(summaries, url, filtered=any((status, gpu, op, toolchain)))
+    filtered = any((status, gpu, op, toolchain))
+    return RunList(summaries[:limit], url, filtered=filtered, more=len(summaries) > limit)
 
 
 def runs_show(*, run: str, db: str | None = None) -> RunShow:

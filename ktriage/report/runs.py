@@ -25,13 +25,20 @@ if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
     from ktriage.store import RunSummary
 
-LIST_COLUMNS = ("id", "created", "GPU", "toolchains", "cells ok/wrong/error", "status")
+LIST_COLUMNS = ("id", "created", "ops", "GPU", "toolchains", "cells ok/wrong/error", "status")
+MAX_OPS_SHOWN = 3  # a workload run may hold many ops: the first ones tell the run apart, the rest are counted
 CELL_COLUMNS = ("op", "mode", "input", "backend", "toolchain", "status", "n", "median ms", "p20-p80 ms", "note")
 
 
 def _toolchain_names(summary: RunSummary) -> str:
     names = [str(tc.get("id") or tc.get("spec") or "?") for tc in summary.run.toolchains]
     return ", ".join(names) or "(host only)"
+
+
+def _ops_text(ops: Sequence[str]) -> str:
+    """The ops a run measured, e.g. "layer_norm" or "a, b, c +2 more"; "-" for a run without cells."""
+    shown = ", ".join(ops[:MAX_OPS_SHOWN]) or "-"
+    return shown + (f" +{len(ops) - MAX_OPS_SHOWN} more" if len(ops) > MAX_OPS_SHOWN else "")
 
 
 def _cells_text(counts: dict[str, int]) -> str:
@@ -50,6 +57,7 @@ def list_rows(summaries: Sequence[RunSummary]) -> list[JSONObject]:
         {
             "id": s.run.run_id,
             "created": s.run.created,
+            "ops": _ops_text(s.ops),
             "GPU": str(s.run.gpu.get("name", "?")),
             "toolchains": _toolchain_names(s),
             "cells ok/wrong/error": _cells_text(s.counts),
@@ -69,6 +77,7 @@ def list_json(summaries: Sequence[RunSummary]) -> str:
             {
                 "id": s.run.run_id,
                 "created": s.run.created,
+                "ops": list(s.ops),
                 "gpu": s.run.gpu.get("name"),
                 "toolchains": [str(tc.get("id") or tc.get("spec") or "?") for tc in s.run.toolchains],
                 "cells": dict(s.counts),
@@ -80,16 +89,24 @@ def list_json(summaries: Sequence[RunSummary]) -> str:
     )
 
 
+def more_note(shown: int) -> str:
+    """Under a list cut by ``--limit``: without it the table read as every stored run."""
+    return f"newest {plural(shown, 'run')} shown: the store has more (--limit N lists up to N)"
+
+
 @markdown_writer
-def list_markdown(summaries: Sequence[RunSummary], url: str) -> str:
-    return records.to_markdown(list_title(url), LIST_COLUMNS, list_rows(summaries))
+def list_markdown(summaries: Sequence[RunSummary], url: str, *, more: bool = False) -> str:
+    notes = [more_note(len(summaries))] if more else []
+    return records.to_markdown(list_title(url), LIST_COLUMNS, list_rows(summaries), notes=notes)
 
 
 def list_csv(summaries: Sequence[RunSummary]) -> str:
     return records.to_csv(LIST_COLUMNS, list_rows(summaries))
 
 
-def print_list(summaries: Sequence[RunSummary], url: str, console: Console, *, filtered: bool) -> None:
+def print_list(
+    summaries: Sequence[RunSummary], url: str, console: Console, *, filtered: bool, more: bool = False
+) -> None:
     if not summaries:
         console.print(f"no runs in {escape(url)}" + (" matching the filters" if filtered else ""))
         return
@@ -101,6 +118,8 @@ def print_list(summaries: Sequence[RunSummary], url: str, console: Console, *, f
         *head, status = (escape(str(row[c])) for c in LIST_COLUMNS)
         table.add_row(*head, f"[{style}]{status}[/]")
     console.print(table)
+    if more:
+        console.print(escape(more_note(len(summaries))))
 
 
 def _sections(summary: RunSummary, info: RunInfo) -> list[tuple[str, JSONObject]]:

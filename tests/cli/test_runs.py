@@ -45,6 +45,41 @@ def test_list(store_url: str, run_cli: RunCli) -> None:
     assert "cafe00000002" in only_failed.output and "feedbeef0001" not in only_failed.output
 
 
+def test_list_says_when_the_limit_hides_runs(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """97 runs imported, `runs list` showed 20 rows and nothing else: the default --limit 20 hid 77 runs
+    without a word. The table and the Markdown say that more runs are stored and how to list them."""
+    fill(store_url)
+    note = "newest 1 run shown: the store has more (--limit N lists up to N)"
+    cut = run_cli(["runs", "list", "--db", store_url, "--limit", "1"])
+    assert cut.exit_code == exit_codes.OK, cut.output
+    assert "feedbeef0001" in cut.stdout and "cafe00000002" not in cut.stdout and note in cut.stdout
+    md = tmp_path / "runs.md"
+    assert run_cli(["runs", "list", "--db", store_url, "--limit", "1", "-o", str(md)]).exit_code == exit_codes.OK
+    assert note in md.read_text()
+    whole = run_cli(["runs", "list", "--db", store_url, "--limit", "2"])
+    assert "cafe00000002" in whole.stdout and "the store has more" not in whole.output
+    filtered = run_cli(["runs", "list", "--db", store_url, "--limit", "1", "--status", "failed"])
+    assert "cafe00000002" in filtered.stdout and "the store has more" not in filtered.output  # one run matches
+
+
+def test_list_names_the_ops_of_each_run(store_url: str, run_cli: RunCli) -> None:
+    """97 imported runs listed as id, date, GPU, toolchains and counts, all "NVIDIA H200" with the same three
+    toolchains: which run measured what took a `runs show` per id. Each row names the ops it measured."""
+    done, failed = fill(store_url)
+    table = run_cli(["runs", "list", "--db", store_url])
+    row = next(line for line in table.stdout.splitlines() if done in line)
+    assert "layer_norm" in row
+    rows = {
+        r["id"]: r
+        for r in csv.DictReader(io.StringIO(run_cli(["runs", "list", "--db", store_url, "--format", "csv"]).stdout))
+    }
+    assert rows[done]["ops"] == "layer_norm" and rows[failed]["ops"] == "-"  # the failed run measured nothing
+    listed = {r["id"]: r for r in json.loads(run_cli(["runs", "list", "--db", store_url, "--format", "json"]).stdout)}
+    assert listed[done]["ops"] == ["layer_norm"] and listed[failed]["ops"] == []
+    with open_store(store_url) as store:  # the library's one-run summary says the same
+        assert store.summary(done[:6]).ops == ["layer_norm"] and store.summary(failed).ops == []
+
+
 def test_list_refuses_a_limit_below_1_and_an_unknown_status(store_url: str, run_cli: RunCli) -> None:
     fill(store_url)
     for limit in ("0", "-5"):
@@ -182,6 +217,31 @@ def test_import_of_a_run_without_cells_is_refused(store_url: str, tmp_path: Path
     assert result.exit_code == exit_codes.USAGE, result.output
     assert result.problem.startswith(f"{export} holds run {failed} with no cells (status failed): nothing measured")
     assert "export a run that measured something" in (result.fix or "")
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
+def test_import_of_a_file_that_repeats_a_cell_is_refused(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A results file holding one cell twice (two files' cells pasted into one) was "imported run X (6 cells)",
+    exit 0, while the store kept 5: the second replaced the first, one measurement gone without a word. The
+    store holds one cell per key, so the import is refused before the store is written, naming both cells."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    run_id, _ = fill(gpu_host)
+    export = tmp_path / "run.json"
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    doc = json.loads(export.read_text())
+    again = json.loads(json.dumps(doc["cells"][1]))
+    again["samples_ms"] = [v * 1.5 for v in again["samples_ms"]]  # a second measurement of the same cell
+    doc["cells"].append(again)
+    export.write_text(json.dumps(doc))
+    result = run_cli(["runs", "import", str(export), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    label = "layer_norm.bwd[N=4608] liger_layer_norm@triton-3.3.1"
+    assert result.problem == (
+        f"run {run_id} has cell {label} twice (cells[1] and cells[5]): the store keeps one cell per "
+        "(op, mode, input, backend, toolchain), so one of the two measurements would be dropped"
+    ), result.err_text
+    assert "nothing was imported" in (result.fix or "") and "samples_ms" in (result.fix or "")
     with open_store(store_url) as store:
         assert store.list_runs() == []  # nothing imported
 
