@@ -13,6 +13,7 @@ from ktriage.cli import exit_codes
 from ktriage.cli.app import main
 from ktriage.compile import cache
 from ktriage.compile.cache import ArtifactCache
+from tests.triton_compile_for_tests import RED_SIGNATURE
 
 KERNELS = Path(__file__).resolve().parent.parent / "kernels_for_tests.py"
 
@@ -106,14 +107,7 @@ def test_verify_a_real_compile(home: Path, toolchain, capsys: pytest.CaptureFixt
     spec = KernelSpec(
         name="red",
         source=f"{KERNELS}:red_kernel",
-        signature={
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
+        signature=dict(RED_SIGNATURE),
         constexprs={"XBLOCK": 64, "RBLOCK": 64},
     )
     with Compiler(jobs=1, cache_dir=home / "artifacts") as compiler:

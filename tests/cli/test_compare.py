@@ -236,9 +236,8 @@ def test_a_variant_without_samples_is_a_partial_result_exit_4_after_every_output
     assert "incomplete" not in r.output
 
 
-def test_a_kernel_one_toolchain_lacks_is_labelled_missing_not_host(tmp_path: Path, invoke) -> None:
-    """A kernel Triton 3.4.0 has no cell of was labelled ``K1@triton-3.6.0...->host``, as if the other
-    side were a host run; the missing side is now named as missing, in every output, either way round."""
+def _liger_dyt_without_k1_at_340(tmp_path: Path) -> Path:
+    """The real Liger DyT run without Triton 3.4.0's cells of kernel K1: a kernel one toolchain has no cell of."""
     doc = json.loads(LIGER_DYT.read_text())
     doc["cells"] = [
         c
@@ -247,6 +246,13 @@ def test_a_kernel_one_toolchain_lacks_is_labelled_missing_not_host(tmp_path: Pat
     ]
     partial = tmp_path / "liger_dyt_no_k1.json"
     partial.write_text(json.dumps(doc))
+    return partial
+
+
+def test_a_kernel_one_toolchain_lacks_is_labelled_missing_not_host(tmp_path: Path, invoke) -> None:
+    """A kernel Triton 3.4.0 has no cell of was labelled ``K1@triton-3.6.0...->host``, as if the other
+    side were a host run; the missing side is now named as missing, in every output, either way round."""
+    partial = _liger_dyt_without_k1_at_340(tmp_path)
     tc340, tc360 = "triton-3.4.0.ptxas-12.8.93.da4345e0", "triton-3.6.0.ptxas-12.8.93.682629b2"
     label = f"K1:_dyt_bwd_kernel@{tc360}->(no {tc340} cell)"
     table = invoke(str(partial), "--toolchains", "--allow-failures")
@@ -266,14 +272,7 @@ def test_the_json_and_csv_name_the_toolchain_a_one_sided_cell_lacks(tmp_path: Pa
     was, and only the label said which toolchain was missing; a JSON or CSV reader had to parse it. Now
     ``missing_side`` and ``missing_toolchain`` say it, either way round; the existing fields keep their
     meaning, and every other pair has both null (empty)."""
-    doc = json.loads(LIGER_DYT.read_text())
-    doc["cells"] = [
-        c
-        for c in doc["cells"]
-        if not (c["key"]["toolchain"].startswith("triton-3.4.0") and c["key"]["backend"] == "K1:_dyt_bwd_kernel")
-    ]
-    partial = tmp_path / "liger_dyt_no_k1.json"
-    partial.write_text(json.dumps(doc))
+    partial = _liger_dyt_without_k1_at_340(tmp_path)
     tc340 = "triton-3.4.0.ptxas-12.8.93.da4345e0"
     for reference, side, one_sided in (
         ([], "new", 1),  # 3.6.0 (the run's first) against 3.3.1, and against 3.4.0, which lacks K1

@@ -24,6 +24,7 @@ from ktriage.analyze.artifact import analyze_artifact
 from ktriage.compile import cache
 from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.spec.model import KernelSpec
+from tests.triton_compile_for_tests import RED_SIGNATURE
 
 pytestmark = pytest.mark.slow
 KERNELS = Path(__file__).resolve().parent.parent / "kernels_for_tests.py"
@@ -36,14 +37,7 @@ def red_spec(xblock: int = 64, rblock: int = 64, label: str = "R=64") -> KernelS
     return KernelSpec(
         name=f"red[{xblock}x{rblock}]",
         source=f"{KERNELS}:red_kernel",
-        signature={
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
+        signature=dict(RED_SIGNATURE),
         constexprs={"XBLOCK": xblock, "RBLOCK": rblock},
         divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
         meta={"input_label": label},

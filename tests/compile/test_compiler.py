@@ -12,6 +12,7 @@ from ktriage.analyze.resources import analyze
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.compile.pool import WorkerPool
 from ktriage.spec.model import KernelSpec
+from tests.triton_compile_for_tests import RED_SIGNATURE
 
 pytestmark = pytest.mark.slow
 KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
@@ -21,14 +22,7 @@ def red_spec(xblock: int = 64, rblock: int = 64, name: str = "red") -> KernelSpe
     return KernelSpec(
         name=f"{name}[{xblock}x{rblock}]",
         source=f"{KERNELS}:red_kernel",
-        signature={
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
+        signature=dict(RED_SIGNATURE),
         constexprs={"XBLOCK": xblock, "RBLOCK": rblock},
         divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
         meta={"input_label": f"R={rblock}"},

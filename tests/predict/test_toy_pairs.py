@@ -12,17 +12,11 @@ import pytest
 from ktriage.explain.engine import Explainer, KernelResult
 from ktriage.predict.model import predict
 from ktriage.spec.model import KernelSpec
+from tests.triton_compile_for_tests import RED_SIGNATURE
 
 pytestmark = pytest.mark.slow
 KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
-SIGNATURE = {
-    "in_ptr": "*fp32",
-    "out_ptr": "*fp32",
-    "xnumel": "i32",
-    "rnumel": "i32",
-    "XBLOCK": "constexpr",
-    "RBLOCK": "constexpr",
-}
+SIGNATURE = RED_SIGNATURE
 
 
 def _red(**changes: object) -> KernelSpec:

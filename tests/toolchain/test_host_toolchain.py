@@ -23,6 +23,7 @@ from ktriage.spec.model import KernelSpec
 from ktriage.toolchain.manager import ensure_toolchain
 from ktriage.toolchain.ptxas import ptxas_version
 from ktriage.toolchain.spec import parse_toolchain
+from tests.triton_compile_for_tests import RED_SIGNATURE
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "tests" / "kernels_for_tests.py"
@@ -32,14 +33,7 @@ def red_spec() -> KernelSpec:
     return KernelSpec(
         name="red[64x64]",
         source=f"{KERNELS}:red_kernel",
-        signature={
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
+        signature=dict(RED_SIGNATURE),
         constexprs={"XBLOCK": 64, "RBLOCK": 64},
         divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
         meta={"input_label": "R=64"},

@@ -3,12 +3,9 @@ and the exact rule acting on a real inductor-style reduction compiled with Trito
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ktriage.analyze.occupancy import compute_occupancy
-from ktriage.spec.model import KernelSpec
 from ktriage.tune.scaling import (
     ScalePoint,
     exact_rule,
@@ -19,9 +16,9 @@ from ktriage.tune.scaling import (
     scale_proposals,
 )
 from ktriage.tune.space import TuneConfig, config_space
+from tests.red_spec import red_spec
 
 A100_SMS = 108
-KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 
 
 def _both(n_regs: int, num_warps: int, grid: int, arch: str = "sm_80", sms: int = A100_SMS):
@@ -128,21 +125,7 @@ def test_exact_rule_scales_on_true_spills():
 # --------------------------------------------------------------------- real compiles
 @pytest.mark.slow
 def test_scale_blocks_on_inductor_style_reduction(toolchain, shared_compiler):
-    spec = KernelSpec(
-        "red[64x256]",
-        f"{KERNELS}:red_kernel",
-        {
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
-        {"XBLOCK": 64, "RBLOCK": 256},
-        divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"),
-        grid=(1024,),
-    )
+    spec = red_spec("red[64x256]", divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"))
     result = scale_blocks(spec, toolchain("triton==3.4.0"), shared_compiler)
     first = result.steps[0]
     # The library config spills (255 registers); halving RBLOCK removes the spills and is chosen.
@@ -162,23 +145,6 @@ def test_exact_rule_words_one_cta_per_sm_in_the_singular() -> None:
 
 
 # --------------------------------------------------------------------- the space bounds the steps
-def _red_spec_for_scaling() -> KernelSpec:
-    return KernelSpec(
-        "red",
-        f"{KERNELS}:red_kernel",
-        {
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
-        {"XBLOCK": 64, "RBLOCK": 256},
-        grid=(1024,),
-    )
-
-
 def _fake_register_bound_evaluate(cfg: TuneConfig) -> ScalePoint[TuneConfig]:
     """A fake compile (pure logic): the registers halve as the warps double (255 at 4 warps), so more
     warps always raise occupancy, and registers always cap CTAs/SM below what the 4096-CTA grid
@@ -191,7 +157,7 @@ def test_scaling_steps_stay_within_the_narrowed_warps() -> None:
     """`ktriage tune --warps 4,8` printed `num_warps 8 -> 16` and `16 -> 32` scaling steps: the
     proposals doubled up to the arch's 1024 threads whatever the space, so the scaling recommended
     a config the user had ruled out and the screening never compiled."""
-    space = config_space(_red_spec_for_scaling(), warps=[4, 8], blocks={"RBLOCK": [256]})
+    space = config_space(red_spec(), warps=[4, 8], blocks={"RBLOCK": [256]})
     result = scale_loop(
         space.default,
         _fake_register_bound_evaluate,
@@ -203,6 +169,6 @@ def test_scaling_steps_stay_within_the_narrowed_warps() -> None:
     assert result.final.num_warps == 8 and "num_warps 4 -> 8" in result.steps[0].sentence
     assert "no proposal helps" in result.steps[-1].sentence
     # the full space still doubles up to 32 warps (1024 threads)
-    full = config_space(_red_spec_for_scaling())
+    full = config_space(red_spec())
     assert [c.num_warps for c, _ in scale_proposals(full, TuneConfig.of(16, 3, {"XBLOCK": 64, "RBLOCK": 64}))] == [32]
     assert [c.num_warps for c, _ in scale_proposals(full, TuneConfig.of(32, 3, {"XBLOCK": 64, "RBLOCK": 64}))] == []

@@ -17,30 +17,12 @@ from ktriage.tune.gpu import DEFAULT_VARIANT, TuneBundle, pick_winner, write_tun
 from ktriage.tune.screen import screen
 from ktriage.tune.space import TuneConfig, apply_config, config_space
 from ktriage.tune.suggest import distance, nearest_spill_free
-
-KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
+from tests.red_spec import red_spec as _red_spec
 
 
 @pytest.fixture(scope="module")
 def ln_spec() -> KernelSpec:
     return expand_op("liger.layer_norm", mode="bwd", inputs=["N=4608"])[0]
-
-
-def _red_spec(**consts: int) -> KernelSpec:
-    return KernelSpec(
-        "red",
-        f"{KERNELS}:red_kernel",
-        {
-            "in_ptr": "*fp32",
-            "out_ptr": "*fp32",
-            "xnumel": "i32",
-            "rnumel": "i32",
-            "XBLOCK": "constexpr",
-            "RBLOCK": "constexpr",
-        },
-        {"XBLOCK": 64, "RBLOCK": 256, **consts},
-        grid=(1024,),
-    )
 
 
 # --------------------------------------------------------------------- space (pure)
