@@ -476,12 +476,23 @@ class Store:
                 if rows:
                     conn.execute(insert(cells_t), rows)
         except IntegrityError as exc:
+            if self._has_run(run.run_id):
+                raise StoreError(
+                    f"run {run.run_id} is already in the store {self.url}",
+                    f"nothing was imported; to replace it, delete it first (`ktriage runs delete {run.run_id}`, "
+                    "with the same --db), or import into another --db",
+                ) from exc
+            # the run was new: the database refused a cell (a constraint or trigger of its own), and the whole
+            # transaction, the run's row with it, was rolled back
             raise StoreError(
-                f"run {run.run_id} is already in the store {self.url}",
-                f"nothing was imported; to replace it, delete it first (`ktriage runs delete {run.run_id}`, "
-                "with the same --db), or import into another --db",
+                f"the store {self.url} refused a cell of run {run.run_id}: {exc.orig}",
+                "nothing was imported; fix what the database refused and import the file again",
             ) from exc
         return run.run_id
+
+    def _has_run(self, run_id: str) -> bool:
+        with self.engine.connect() as conn:
+            return conn.execute(select(runs_t.c.run_id).where(runs_t.c.run_id == run_id)).first() is not None
 
     def delete_run(self, ref: str) -> RunSummary:
         """Delete the run ``ref`` names (its whole id, or a prefix of exactly one id) and its cells, in

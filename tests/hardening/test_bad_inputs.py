@@ -779,30 +779,30 @@ def test_bad_input_is_a_user_error(
     _assert_user_error(code, captured.out, captured.err, case)
 
 
-def test_failed_import_leaves_no_run(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_failed_import_leaves_no_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`runs import` is one transaction: a file that fails part way leaves no run, so the good file
-    with the same run id imports afterwards."""
-    import ktriage.store.store as store_mod
-
+    with the same run id imports afterwards. The failure is the database's own: a trigger that refuses
+    the run's second cell (the import writes the run's row, then its cells, in one transaction)."""
     url = f"sqlite:///{tmp_path / 'k.db'}"
     good = tmp_path / "good.json"
     good.write_text(json.dumps(GOOD))
-    real = store_mod.Store._add_cell
-    calls = {"n": 0}
-
-    def failing(self: Any, conn: Any, run_id: str, cell: Any) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise store_mod.StoreError("disk full (simulated) on the second cell", "free some space")
-        real(self, conn, run_id, cell)
-
-    monkeypatch.setattr(store_mod.Store, "_add_cell", failing)
+    other = tmp_path / "other.json"  # another run first: the store and its tables exist before the trigger
+    other.write_text(json.dumps({**GOOD, "run": {**GOOD["run"], "run_id": "0ther0run0id"}}))
+    assert main(["runs", "import", str(other), "--db", url]) == exit_codes.OK
+    with sqlite3.connect(tmp_path / "k.db") as con:
+        con.execute(
+            "CREATE TRIGGER refuse_second_cell BEFORE INSERT ON ktriage_cells WHEN NEW.ordinal = 1 "
+            "BEGIN SELECT RAISE(ABORT, 'disk full (simulated) on the second cell'); END"
+        )
+    capsys.readouterr()
     assert main(["runs", "import", str(good), "--db", url]) == exit_codes.USAGE
-    monkeypatch.setattr(store_mod.Store, "_add_cell", real)
+    err = capsys.readouterr().err
+    # not "already in the store": the run was new, the database refused one of its cells
+    assert "refused a cell" in err and "disk full (simulated)" in err and "already" not in err, err
+    with sqlite3.connect(tmp_path / "k.db") as con:
+        con.execute("DROP TRIGGER refuse_second_cell")
     con = sqlite3.connect(tmp_path / "k.db")
-    assert con.execute("select count(*) from ktriage_runs").fetchone() == (0,)
+    assert con.execute("select count(*) from ktriage_runs").fetchone() == (1,)  # the other run only
     con.close()
     capsys.readouterr()
     assert main(["runs", "import", str(good), "--db", url]) == exit_codes.OK
