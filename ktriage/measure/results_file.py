@@ -6,6 +6,7 @@ same document as the store's JSON export, so either can be handed to ``ktriage c
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import msgspec
 from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
-from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
+from ktriage.schema.core import GZIP_MAGIC, check_depth, convert, decode_json, read_text_gz, size_limit
 from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.schema.results import (
     FIX,
@@ -34,8 +35,34 @@ PROFILE_KEY = "profile"
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1
 # Files larger than this are refused before they are read (KTRIAGE_MAX_INPUT_MB raises it): 20,000
-# cells of 200 samples are about 50 MB.
+# cells of 200 samples are about 50 MB. The limit is of the decompressed text for a gzipped file.
 MAX_RESULTS_MB = 512
+GZ_SUFFIX = ".gz"
+
+
+def results_name(path: str | Path) -> Path:
+    """``path`` without a trailing ``.gz``: what names a results file's kind (``.json``, ``.csv``) and its
+    label (``tb_sum_fwd`` of ``tb_sum_fwd.json.gz``). Why: results files are kept gzipped (the calibration
+    results under benchmarks/ are), and a gzipped one reads as the plain one (:func:`read_results_text`)."""
+    path = Path(path)
+    return path.with_suffix("") if path.suffix.lower() == GZ_SUFFIX else path
+
+
+def read_results_text(path: str | Path) -> str:
+    """The text of a results file (ktriage's JSON, TritonBench's CSV or JSON), plain or gzip-compressed
+    (told by its first bytes, not its name), under the size limit once decompressed: every reader of a
+    results file reads it here, so a ``run.json.gz`` reads wherever a ``run.json`` does."""
+    return read_text_gz(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+
+
+def is_gzipped(path: str | Path) -> bool:
+    """Whether the file at ``path`` is gzip data (its first bytes): a writer that rewrites a results file
+    in place (``profile --results``) keeps it compressed."""
+    try:
+        with Path(path).open("rb") as fh:
+            return fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def results_to_json(run: RunInfo, cells: list[Cell]) -> JSONObject:
@@ -48,12 +75,14 @@ def results_text(run: RunInfo, cells: list[Cell]) -> str:
     return json.dumps(results_to_json(run, cells), indent=1) + "\n"
 
 
-def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
-    """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
+def write_results(path: str | Path, run: RunInfo, cells: list[Cell], *, compress: bool = False) -> Path:
+    """Write atomically (temp file + rename): a crash never leaves a half-written results file.
+    ``compress``: gzip it (a results file read gzipped and written back in place stays gzipped)."""
     path = Path(path)
+    text = results_text(run, cells)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, results_text(run, cells))
+        write_atomic(path, gzip.compress(text.encode("utf-8"), mtime=0) if compress else text)
     except OSError as exc:
         raise FormatError(
             f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file"
@@ -136,9 +165,9 @@ def _refuse_envelope(text: str, origin: str) -> None:
 
 
 def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
-    """Read a results file; a missing, too large, non-UTF-8 or malformed one is a FormatError naming the fix."""
-    data = read_bytes(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
-    return parse_results(decode_utf8(data, origin=f"results file {path}"), origin=f"results file {path}")
+    """Read a results file, plain or gzipped; a missing, too large, non-UTF-8 or malformed one is a
+    FormatError naming the fix."""
+    return parse_results(read_results_text(path), origin=f"results file {path}")
 
 
 def check_profile_section(section: object, *, origin: str) -> ProfileSectionSchema:
