@@ -6,7 +6,9 @@ same document as the store's JSON export, so either can be handed to ``ktriage c
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,44 @@ FORMAT_VERSION = 1
 # cells of 200 samples are about 50 MB. The limit is of the decompressed text for a gzipped file.
 MAX_RESULTS_MB = 512
 GZ_SUFFIX = ".gz"
+
+
+# The columns of a run's CSV export (``ktriage runs export RUN --format csv``: ktriage.store.export writes it).
+# Here, below the store, so that a reader of results files knows that table when it is given one to import.
+EXPORT_CSV_COLUMNS = (
+    "op",
+    "mode",
+    "input_id",
+    "x_val",
+    "backend",
+    "toolchain",
+    "status",
+    "latency_median_ms",
+    "latency_min_ms",
+    "latency_p20_ms",
+    "latency_p80_ms",
+    "samples",
+    "gbps",
+    "tflops",
+    "accuracy",
+    "error",
+    "run_id",
+)
+# the columns that tell the export apart (a later version may add columns after them)
+_EXPORT_CSV_HEAD = list(EXPORT_CSV_COLUMNS[:8])
+
+
+def refuse_csv_export(text: str, origin: str) -> None:
+    """A run's CSV export given where a results file is read (``runs import``, ``compare``) was "not valid
+    JSON" (or "not a TritonBench CSV"): it is named, and so is the JSON export that carries the samples."""
+    first = next(csv.reader(io.StringIO(text[:4096].lstrip("\ufeff"))), [])
+    if [h.strip() for h in first[: len(_EXPORT_CSV_HEAD)]] == _EXPORT_CSV_HEAD:
+        raise FormatError(
+            f"{origin} is a run's CSV export (`ktriage runs export RUN --format csv`), a table of medians for "
+            "people and spreadsheets: it holds no samples and cannot be imported or compared",
+            "export the run as JSON where it is stored (`ktriage runs export RUN -o run.json`, or `--format json`) "
+            "and give that file",
+        )
 
 
 def results_name(path: str | Path) -> Path:
@@ -98,6 +138,7 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
             text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file"
         )
     except FormatError:
+        refuse_csv_export(text, origin)  # the run's other export: named, with the JSON export as the fix
         _refuse_envelope(text, origin)  # a newer format_version, or no results file at all, says so
         raise
     _check_version(doc.format_version, origin)

@@ -322,6 +322,9 @@ def parse_csv(
 ) -> tuple[RunInfo, list[Cell]]:
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
+    from ktriage.measure.results_file import refuse_csv_export, results_name
+
+    refuse_csv_export(text, origin)
     _refuse_comma_table(text, origin)
     reader = csv.reader(io.StringIO(text), delimiter=";")
     rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)
@@ -333,8 +336,6 @@ def parse_csv(
             f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
             "give the file of `python run.py ... --csv --output F` (';'-separated)",
         )
-    from ktriage.measure.results_file import results_name
-
     named_op, named_mode = op_mode_from_name(results_name(origin).stem)
     _check_not_contradicted(op, mode, named_op, named_mode, origin)
     flagged = op is not None

@@ -210,6 +210,27 @@ def test_import_of_a_file_that_is_not_json_says_so(store_url: str, tmp_path: Pat
         assert store.list_runs() == []  # nothing imported
 
 
+def test_import_of_a_csv_export_names_it_and_the_json_export(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """`runs export RUN -o run.csv` then `runs import run.csv` said only "not valid JSON: Expecting value"
+    (and compare, "not a TritonBench CSV"): the file is named as the run's CSV export, which cannot be
+    imported, and the fix is the JSON export of the same run."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    run_id, _ = fill(gpu_host)
+    table = tmp_path / "run.csv"
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(table)]).exit_code == exit_codes.OK
+    result = run_cli(["runs", "import", str(table), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem.startswith(
+        f"results file {table} is a run's CSV export (`ktriage runs export RUN --format csv`)"
+    )
+    assert "cannot be imported" in result.problem and "not valid JSON" not in result.err_text
+    assert "ktriage runs export RUN -o run.json" in (result.fix or "")
+    compared = run_cli(["compare", str(table), str(table)])
+    assert compared.exit_code == exit_codes.USAGE and compared.problem.startswith(f"{table} is a run's CSV export")
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
 def test_import_of_a_run_without_cells_is_refused(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """A run without cells was "imported run X (0 cells)", exit 0, then refused by compare and triage (and its
     id blocked a later import of the measured file): refused before the store is written."""
