@@ -66,7 +66,8 @@ def history(
 ) -> HistoryReport:
     """The series of ``op``/``backend`` in the store ``db`` (None: the home's SQLite file, or
     ``$KTRIAGE_DB``), one per input and pass unless ``inputs`` (ids or shape facts) and ``mode`` pick;
-    ``toolchain``/``gpu``: substrings the cells' toolchain id and the runs' GPU must contain. A change
+    ``toolchain``: the cells' toolchain by its parts (``ktriage.toolchain.select``: ``3.4``, ``triton==3.4.0``,
+    an id, ``host`` for a native backend); ``gpu``: a substring the runs' GPU must contain. A change
     point needs p <= ``max_pvalue``, a step of at least ``min_step`` percent and ``min_segment`` runs
     on each side; with ``fail_on_recent`` N, those in a series' latest N runs are ``recent_changes``.
     Raises KtriageError for bad settings and for a query the store holds no cell of. A lone str is
@@ -79,6 +80,10 @@ def history(
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     max_pvalue, min_step = args.MAX_PVALUE(max_pvalue), args.MIN_STEP(min_step)
     min_segment, fail_on_recent = args.MIN_SEGMENT(min_segment), args.FAIL_ON_RECENT.optional(fail_on_recent)
+    if toolchain is not None:  # a selector that names no part of a toolchain would match no cell
+        from ktriage.toolchain.select import check_selector
+
+        check_selector(toolchain)
     query = HistoryQuery(op=op, backend=backend, inputs=tuple(inputs), mode=mode, toolchain=toolchain, gpu=gpu)
     detection = Detection(max_pvalue=max_pvalue, min_step_pct=min_step, min_segment=min_segment)
     with open_store(db, must_exist=True) as store:

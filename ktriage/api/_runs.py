@@ -144,8 +144,9 @@ def runs_list(
     op: str | None = None,
     toolchain: str | None = None,
 ) -> RunList:
-    """At most ``limit`` stored runs, newest first; every filter given must match (``gpu``, ``op``,
-    ``toolchain``: case-insensitive substrings; ``status``: running, finished, interrupted, failed).
+    """At most ``limit`` stored runs, newest first; every filter given must match (``gpu``, ``op``:
+    case-insensitive substrings; ``toolchain``: a toolchain of the run by its parts, ``ktriage.toolchain.select``:
+    ``3.4``, ``triton==3.4.0``, an id; ``status``: running, finished, interrupted, failed).
     A ``limit`` below 1 or another status is refused (a filter that can match nothing is a typo)."""
     from ktriage.store import RunFilters, open_store
     from ktriage.store.store import RUN_STATUSES
@@ -156,6 +157,10 @@ def runs_list(
             f"{option('status', '--status', status)} is not a run status",
             f"give one of: {', '.join(RUN_STATUSES)} (a run whose writer is gone is stored as running)",
         )
+    if toolchain is not None:  # a selector that names no part of a toolchain would list nothing, silently
+        from ktriage.toolchain.select import check_selector
+
+        check_selector(toolchain)
     with open_store(db, must_exist=True) as store:
         # one run past the limit tells whether the limit hid some (97 runs listed as 20 rows, without a word)
         summaries = store.summaries(limit + 1, RunFilters(status=status, gpu=gpu, toolchain=toolchain, op=op))

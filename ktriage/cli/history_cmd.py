@@ -46,7 +46,7 @@ def history(
         str | None,
         typer.Option(
             "--toolchain",
-            help="Only cells whose toolchain id contains this ('host' for a native backend); needed when a run measured the backend with several toolchains.",
+            help="Only cells of this toolchain: a Triton version or its prefix (3.4: not ptxas 13.4), a spec (triton==3.4.0), an id, whole or cut at a dot, or 'host' for a native backend (docs/store.md); needed when a run measured the backend with several toolchains.",
         ),
     ] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Only runs on a GPU whose name contains this.")] = None,

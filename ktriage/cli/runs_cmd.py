@@ -39,7 +39,7 @@ def list_cmd(
     toolchain: str | None = typer.Option(
         None,
         "--toolchain",
-        help="Only runs with this toolchain: a toolchain spec or id (docs/toolchains.md), or a part of one.",
+        help="Only runs with this toolchain: a Triton version or its prefix (3.4: not ptxas 13.4), a spec (triton==3.4.0), or an id, whole or cut at a dot (docs/store.md).",
     ),
     fmt: Annotated[Format, format_option(LIST_FORMATS)] = Format.table,
     output: Annotated[list[Path] | None, output_option(LIST_WRITERS)] = None,

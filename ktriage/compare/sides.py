@@ -1,7 +1,7 @@
 """The two sides of a compare: a results file or a store run, loaded into cells.
 
 A path is a results file (ktriage's own results file, or TritonBench's CSV/JSON:
-``ktriage.measure.tritonbench_format``); anything else a run id (or unique prefix) in the store.
+``ktriage.measure.tritonbench_format``; any of them may be gzipped, ``run.json.gz``); anything else a run id (or unique prefix) in the store.
 ``compare`` and ``triage`` both load their sides here, so both read the same things: a run id
 works wherever a results file does. The checks of a pair of sides live here too, for the same reason
 (both verbs refuse the same pairs in the same words): ``check_baseline``, ``check_not_one_run`` (one
@@ -40,8 +40,10 @@ Side = str | Path | LoadedSide  # what a caller may pass: a path, a run id, or a
 def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, mode: str | None = None) -> LoadedSide:
     """A results file if ``ref`` is a path (ktriage's JSON, or TritonBench's CSV or JSON: ``op``/``mode``
     for a CSV whose name does not say them), else a run id (or unique prefix) in the store."""
+    from ktriage.measure.results_file import results_name
+
     path = Path(ref)
-    if path.suffix in (".json", ".csv") or path.exists():
+    if results_name(path).suffix in (".json", ".csv") or path.exists():
         from ktriage.measure.tritonbench_format import MODES, read_run_file
 
         if mode is not None and mode not in MODES:
@@ -49,7 +51,7 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
         run, cells = read_run_file(path, op=op, mode=mode)
         _check_cells(cells, str(path))
         _check_named(cells, op, mode, str(path))
-        return LoadedSide(run, cells, path.stem, path)
+        return LoadedSide(run, cells, results_name(path).stem, path)
     try:
         from ktriage.store import open_store
     except ImportError as exc:  # the store is optional for file comparisons

@@ -201,7 +201,7 @@ def _stored_values(store: Store, q: HistoryQuery, stored: Mapping[SeriesKey, lis
     missing = [name for name in used if not cell_history(store, alone[name])]
     what = {
         "input": "--input: stored inputs",
-        "toolchain": "--toolchain (a part of one): stored toolchains",
+        "toolchain": "--toolchain (a Triton version such as 3.4, a spec or an id): stored toolchains",
         "gpu": "--gpu: stored GPUs",
     }
     return "; ".join(f"{what[name]}: {', '.join(dict.fromkeys(values[name]))}" for name in missing or used) + (

@@ -6,6 +6,9 @@ same document as the store's JSON export, so either can be handed to ``ktriage c
 
 from __future__ import annotations
 
+import csv
+import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import msgspec
 from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError, check_format_version
 from ktriage.measure.cells import Cell, CellKey, RunInfo
-from ktriage.schema.core import check_depth, convert, decode_json, decode_utf8, read_bytes, size_limit
+from ktriage.schema.core import GZIP_MAGIC, check_depth, convert, decode_json, read_text_gz, size_limit
 from ktriage.schema.jsontypes import JSONObject, as_json_object
 from ktriage.schema.results import (
     FIX,
@@ -34,8 +37,72 @@ PROFILE_KEY = "profile"
 # Files written before the key existed (e.g. benchmarks/gpu/issue3) are version 1.
 FORMAT_VERSION = 1
 # Files larger than this are refused before they are read (KTRIAGE_MAX_INPUT_MB raises it): 20,000
-# cells of 200 samples are about 50 MB.
+# cells of 200 samples are about 50 MB. The limit is of the decompressed text for a gzipped file.
 MAX_RESULTS_MB = 512
+GZ_SUFFIX = ".gz"
+
+
+# The columns of a run's CSV export (``ktriage runs export RUN --format csv``: ktriage.store.export writes it).
+# Here, below the store, so that a reader of results files knows that table when it is given one to import.
+EXPORT_CSV_COLUMNS = (
+    "op",
+    "mode",
+    "input_id",
+    "x_val",
+    "backend",
+    "toolchain",
+    "status",
+    "latency_median_ms",
+    "latency_min_ms",
+    "latency_p20_ms",
+    "latency_p80_ms",
+    "samples",
+    "gbps",
+    "tflops",
+    "accuracy",
+    "error",
+    "run_id",
+)
+# the columns that tell the export apart (a later version may add columns after them)
+_EXPORT_CSV_HEAD = list(EXPORT_CSV_COLUMNS[:8])
+
+
+def refuse_csv_export(text: str, origin: str) -> None:
+    """A run's CSV export given where a results file is read (``runs import``, ``compare``) was "not valid
+    JSON" (or "not a TritonBench CSV"): it is named, and so is the JSON export that carries the samples."""
+    first = next(csv.reader(io.StringIO(text[:4096].lstrip("\ufeff"))), [])
+    if [h.strip() for h in first[: len(_EXPORT_CSV_HEAD)]] == _EXPORT_CSV_HEAD:
+        raise FormatError(
+            f"{origin} is a run's CSV export (`ktriage runs export RUN --format csv`), a table of medians for "
+            "people and spreadsheets: it holds no samples and cannot be imported or compared",
+            "export the run as JSON where it is stored (`ktriage runs export RUN -o run.json`, or `--format json`) "
+            "and give that file",
+        )
+
+
+def results_name(path: str | Path) -> Path:
+    """``path`` without a trailing ``.gz``: what names a results file's kind (``.json``, ``.csv``) and its
+    label (``tb_sum_fwd`` of ``tb_sum_fwd.json.gz``). Why: results files are kept gzipped (the calibration
+    results under benchmarks/ are), and a gzipped one reads as the plain one (:func:`read_results_text`)."""
+    path = Path(path)
+    return path.with_suffix("") if path.suffix.lower() == GZ_SUFFIX else path
+
+
+def read_results_text(path: str | Path) -> str:
+    """The text of a results file (ktriage's JSON, TritonBench's CSV or JSON), plain or gzip-compressed
+    (told by its first bytes, not its name), under the size limit once decompressed: every reader of a
+    results file reads it here, so a ``run.json.gz`` reads wherever a ``run.json`` does."""
+    return read_text_gz(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+
+
+def is_gzipped(path: str | Path) -> bool:
+    """Whether the file at ``path`` is gzip data (its first bytes): a writer that rewrites a results file
+    in place (``profile --results``) keeps it compressed."""
+    try:
+        with Path(path).open("rb") as fh:
+            return fh.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+    except OSError:
+        return False
 
 
 def results_to_json(run: RunInfo, cells: list[Cell]) -> JSONObject:
@@ -48,12 +115,14 @@ def results_text(run: RunInfo, cells: list[Cell]) -> str:
     return json.dumps(results_to_json(run, cells), indent=1) + "\n"
 
 
-def write_results(path: str | Path, run: RunInfo, cells: list[Cell]) -> Path:
-    """Write atomically (temp file + rename): a crash never leaves a half-written results file."""
+def write_results(path: str | Path, run: RunInfo, cells: list[Cell], *, compress: bool = False) -> Path:
+    """Write atomically (temp file + rename): a crash never leaves a half-written results file.
+    ``compress``: gzip it (a results file read gzipped and written back in place stays gzipped)."""
     path = Path(path)
+    text = results_text(run, cells)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, results_text(run, cells))
+        write_atomic(path, gzip.compress(text.encode("utf-8"), mtime=0) if compress else text)
     except OSError as exc:
         raise FormatError(
             f"cannot write results file {path}: {exc.strerror or exc}", "choose a writable path for the results file"
@@ -69,6 +138,7 @@ def parse_results(text: str, *, origin: str = "the results") -> tuple[RunInfo, l
             text, ResultsSchema, origin=origin, fix=FIX, fixes=FIXES, headline=" is not a ktriage results file"
         )
     except FormatError:
+        refuse_csv_export(text, origin)  # the run's other export: named, with the JSON export as the fix
         _refuse_envelope(text, origin)  # a newer format_version, or no results file at all, says so
         raise
     _check_version(doc.format_version, origin)
@@ -136,9 +206,9 @@ def _refuse_envelope(text: str, origin: str) -> None:
 
 
 def read_results(path: str | Path) -> tuple[RunInfo, list[Cell]]:
-    """Read a results file; a missing, too large, non-UTF-8 or malformed one is a FormatError naming the fix."""
-    data = read_bytes(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
-    return parse_results(decode_utf8(data, origin=f"results file {path}"), origin=f"results file {path}")
+    """Read a results file, plain or gzipped; a missing, too large, non-UTF-8 or malformed one is a
+    FormatError naming the fix."""
+    return parse_results(read_results_text(path), origin=f"results file {path}")
 
 
 def check_profile_section(section: object, *, origin: str) -> ProfileSectionSchema:

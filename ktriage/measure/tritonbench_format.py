@@ -42,7 +42,7 @@ from ktriage.atomic import write_atomic
 from ktriage.errors import FormatError
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
-from ktriage.schema.core import check_depth, read_text, size_limit
+from ktriage.schema.core import check_depth
 from ktriage.schema.core import parse_json as parse_json_text
 from ktriage.schema.jsontypes import JSONObject
 
@@ -322,6 +322,9 @@ def parse_csv(
 ) -> tuple[RunInfo, list[Cell]]:
     """The cells of ``run.py --csv --output F``: one per (row, backend) with a latency column; the
     ``average`` row is TritonBench's summary, not an input, and is dropped."""
+    from ktriage.measure.results_file import refuse_csv_export, results_name
+
+    refuse_csv_export(text, origin)
     _refuse_comma_table(text, origin)
     reader = csv.reader(io.StringIO(text), delimiter=";")
     rows = [(reader.line_num, r) for r in reader if r]  # (the line the row ends on, the row)
@@ -333,7 +336,7 @@ def parse_csv(
             f"{origin} is not a TritonBench CSV (an input column, then <backend>-<metric> columns)",
             "give the file of `python run.py ... --csv --output F` (';'-separated)",
         )
-    named_op, named_mode = op_mode_from_name(Path(origin).stem)
+    named_op, named_mode = op_mode_from_name(results_name(origin).stem)
     _check_not_contradicted(op, mode, named_op, named_mode, origin)
     flagged = op is not None
     op, mode = _need(op or named_op, mode or named_mode, origin)
@@ -498,10 +501,10 @@ def looks_like_tritonbench_json(data: Any) -> bool:
 
 
 def read_tritonbench(path: str | Path, *, op: str | None = None, mode: str | None = None) -> tuple[RunInfo, list[Cell]]:
-    """A TritonBench CSV (``.csv``) or JSON file as a run and its cells."""
+    """A TritonBench CSV (``.csv``) or JSON file, either of them plain or gzipped, as a run and its cells."""
     path = Path(path)
     text = _read(path)
-    if path.suffix.lower() == ".csv":
+    if _is_csv(path):
         return parse_csv(text, op=op, mode=mode, origin=str(path))
     data = _parse_json(text, str(path), "give a TritonBench --output-json file")
     check_depth(data, origin=str(path))
@@ -529,11 +532,18 @@ def _parse_json(text: str, origin: str, fix: str) -> Any:
         return parse_json_text(text, origin=origin, fix=fix)
 
 
-def _read(path: Path) -> str:
-    """The file's text through the schema layer's reader: size limit, UTF-8, a clear error otherwise."""
-    from ktriage.measure.results_file import MAX_RESULTS_MB
+def _is_csv(path: Path) -> bool:
+    """A CSV by its name, a ``.gz`` after it left out (``layer_norm_bwd_run1.csv.gz``)."""
+    from ktriage.measure.results_file import results_name
 
-    text = read_text(path, what="results file", limit=size_limit(MAX_RESULTS_MB))
+    return results_name(path).suffix.lower() == ".csv"
+
+
+def _read(path: Path) -> str:
+    """The file's text through the results file's one reader (size limit, gzip, UTF-8, a clear error)."""
+    from ktriage.measure.results_file import read_results_text
+
+    text = read_results_text(path)
     if not text.strip():  # not "not valid JSON: Expecting value" or "not a TritonBench CSV"
         raise FormatError(
             f"results file {path} is empty",
@@ -675,7 +685,7 @@ def read_run_file(path: str | Path, *, op: str | None = None, mode: str | None =
     from ktriage.measure.results_file import parse_results
 
     path = Path(path)
-    if path.suffix.lower() == ".csv":
+    if _is_csv(path):
         return read_tritonbench(path, op=op, mode=mode)
     text = _read(path)
     if _KTRIAGE_RESULTS.match(text):  # ktriage's own file: straight to its schema (one parse of a large file)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
-from ktriage.measure.results_file import PROFILE_KEY, check_profile_section, read_results, write_results
+from ktriage.measure.results_file import PROFILE_KEY, check_profile_section, is_gzipped, read_results, write_results
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.schema.results import PROFILE_FORMAT
 from ktriage.wording import plural
@@ -108,13 +108,15 @@ def note_run(run: RunInfo, docs: Iterable[ProfileReport], notes: Iterable[str]) 
 def attach_to_results_file(
     path: Path, docs: Sequence[ProfileReport], *, raw_dirs: Sequence[str] = ()
 ) -> tuple[RunInfo, list[Cell], list[str]]:
-    """Read the results file, attach every document's sections, write it back (atomically)."""
+    """Read the results file, attach every document's sections, write it back (atomically; a gzipped
+    file stays gzipped, so its name still says what it holds)."""
+    compress = is_gzipped(path)
     run, cells = read_results(path)
     notes: list[str] = []
     for i, doc in enumerate(docs):
         notes += attach(cells, doc, raw_dir=raw_dirs[i] if i < len(raw_dirs) else "")
     note_run(run, docs, notes)
-    write_results(path, run, cells)
+    write_results(path, run, cells, compress=compress)
     return run, cells, notes
 
 

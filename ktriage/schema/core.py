@@ -89,8 +89,8 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def decode_utf8(data: bytes, *, origin: str, error: ErrorType = FormatError) -> str:
     """The text of ``data``; not UTF-8 is ``error`` with the offset of the first bad byte. Gzip data
-    is named as such: "save it as UTF-8" cannot help a ``run.json.gz`` given to a reader of plain text
-    (a results file, a bundle manifest, a spec), nor a recorded ``W.json.gz`` given in its place."""
+    is named as such: "save it as UTF-8" cannot help a ``.gz`` given to a reader of plain text (a bundle
+    manifest, a spec, calibration cells), nor a recorded ``W.json.gz`` given in its place."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -134,8 +134,8 @@ def read_text_gz(
     path: str | Path, *, what: str, limit: int, error: ErrorType = FormatError, fix: str = "check the path"
 ) -> str:
     """A UTF-8 text file, plain or gzip-compressed (told by its first bytes, not its name), under
-    ``limit`` bytes once decompressed. Why: recorded workloads are committed gzipped (``W.json.gz``,
-    10-20x smaller) and read the same as the plain file."""
+    ``limit`` bytes once decompressed. Why: recorded workloads and results files are committed gzipped
+    (``W.json.gz``, ``R.json.gz``: 10-20x smaller) and read the same as the plain file."""
     data = read_bytes(path, what=what, limit=limit, error=error, fix=fix)
     if data.startswith(GZIP_MAGIC):
         try:

@@ -14,30 +14,11 @@ from typing import Literal
 
 from ktriage.errors import StoreError
 from ktriage.measure.cells import Cell, RunInfo
+from ktriage.measure.results_file import EXPORT_CSV_COLUMNS as CSV_COLUMNS
 from ktriage.measure.results_file import parse_results, results_text
 from ktriage.store.samples import summarize
 
 ExportFormat = Literal["json", "csv"]
-
-CSV_COLUMNS = (
-    "op",
-    "mode",
-    "input_id",
-    "x_val",
-    "backend",
-    "toolchain",
-    "status",
-    "latency_median_ms",
-    "latency_min_ms",
-    "latency_p20_ms",
-    "latency_p80_ms",
-    "samples",
-    "gbps",
-    "tflops",
-    "accuracy",
-    "error",
-    "run_id",
-)
 
 
 def export_json(run: RunInfo, cells: list[Cell]) -> str:

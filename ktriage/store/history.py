@@ -27,13 +27,13 @@ from ktriage.store.store import Store
 
 @dataclass(frozen=True)
 class HistoryQuery:
-    """Which cells ``cell_history`` returns; None: any. Substring matches are case-insensitive."""
+    """Which cells ``cell_history`` returns; None: any. Matches are case-insensitive."""
 
     op: str
     backend: str
     inputs: tuple[str, ...] = ()  # input ids ("7") or shape facts of the label ("N=4608"); any matches
     mode: str | None = None
-    toolchain: str | None = None  # substring of the cell's toolchain id ("host" matches native backends)
+    toolchain: str | None = None  # the cell's toolchain (ktriage.toolchain.select; "host": a native backend)
     gpu: str | None = None  # substring of the run's GPU name
 
 
@@ -112,11 +112,10 @@ def _input_matches(
     return False
 
 
-def _toolchain_matches(selector: str | None, toolchain: str) -> bool:
-    if selector is None:
-        return True
-    needle = selector.strip().lower()
-    return needle in (toolchain or "host").lower()
+def _toolchain_matches(selector: str | None, toolchain: str, spec: str) -> bool:
+    from ktriage.toolchain.select import toolchain_matches
+
+    return selector is None or toolchain_matches(selector, toolchain, spec)
 
 
 def _toolchain_record(toolchains: Sequence[Mapping[str, JSONValue]] | None, tc_id: str) -> JSONObject:
@@ -199,7 +198,9 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
             swept = catalog_ids if row["mode"] in MODES else frozenset()  # a recorded bench's ids are its entries
             if not _input_matches(query.inputs, row["input_id"], row["input_label"], swept):
                 continue
-            if not _toolchain_matches(query.toolchain, row["toolchain"]):
+            tc_id = row["toolchain"] or ""
+            record = _toolchain_record(row["toolchains"], tc_id)
+            if not _toolchain_matches(query.toolchain, tc_id, str(record.get("spec") or "")):
                 continue
             gpu = str((row["gpu"] or {}).get("name", ""))
             if query.gpu and query.gpu.lower() not in gpu.lower():
@@ -213,8 +214,8 @@ def cell_history(store: Store, query: HistoryQuery) -> dict[SeriesKey, list[Hist
                     started=float(row["started"]),
                     run_status=row["run_status"],
                     gpu=gpu,
-                    toolchain=row["toolchain"] or "",
-                    toolchain_info=_toolchain_record(row["toolchains"], row["toolchain"] or ""),
+                    toolchain=tc_id,
+                    toolchain_info=record,
                     status=row["status"],
                     median_ms=float(row["median_ms"]) if ok else None,
                     p20_ms=row["p20_ms"] if ok else None,

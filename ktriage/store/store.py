@@ -35,11 +35,11 @@ RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 
 @dataclass
 class RunFilters:
-    """What ``list_runs`` keeps; every given field must match (substrings are case-insensitive)."""
+    """What ``list_runs`` keeps; every given field must match (substrings and selectors are case-insensitive)."""
 
     status: str | None = None
     gpu: str | None = None  # substring of the GPU name
-    toolchain: str | None = None  # substring of a toolchain id or spec
+    toolchain: str | None = None  # a toolchain of the run (ktriage.toolchain.select: its parts, not a substring)
     op: str | None = None  # runs with at least one cell of this op
     host: str | None = None  # substring of the host name
 
@@ -657,8 +657,12 @@ def _matches(run: RunInfo, f: RunFilters) -> bool:
     if f.host and f.host.lower() not in run.host.lower():
         return False
     if f.toolchain:
-        needle = f.toolchain.lower()
-        names = [str(tc.get("id", "")) + " " + str(tc.get("spec", "")) for tc in run.toolchains]
-        if not any(needle in n.lower() for n in names):
+        from ktriage.toolchain.select import toolchain_matches
+
+        selector = f.toolchain
+        if not any(
+            toolchain_matches(selector, str(tc.get("id") or tc.get("spec") or ""), str(tc.get("spec") or ""))
+            for tc in run.toolchains
+        ):
             return False
     return True

@@ -209,6 +209,26 @@ def test_input_by_shape_facts_and_toolchain_filter(
     assert {p["toolchain"] for s in doc["series"] for p in s["points"]} == {"triton-3.3.0"}
 
 
+def test_toolchain_filter_names_the_triton_version_not_a_ptxas_one(store_url: str, run_cli: RunCli) -> None:
+    """``--toolchain 3.4`` matched any id holding "3.4": a cell of Triton 3.3.1 with ptxas 13.4.59 joined
+    the 3.4.0 series. It names the Triton version now; an id without "3.4" in its Triton part is left out,
+    and a selector that names no part of a toolchain is refused with the forms it may take."""
+    from ktriage.measure.cells import Cell, CellKey, RunInfo
+
+    ids = {"a": "triton-3.3.1.ptxas-13.4.59.0c9a828e", "b": "triton-3.4.0.ptxas-12.8.93.da4345e0"}
+    with open_store(store_url) as store:
+        for i, (run_id, tc) in enumerate(ids.items()):
+            run = RunInfo(run_id=f"run_{run_id}", created=f"2025-01-0{i + 1}T00:00:00+00:00", status="finished")
+            run.toolchains = [{"id": tc, "spec": f"triton=={tc.split('-')[1].split('.ptxas')[0]}"}]
+            cell = Cell(CellKey("layer_norm", "bwd", 7, "(4096, 4608)", "liger_layer_norm", tc), "ok", [0.1] * 10)
+            store.import_run(run, [cell])
+    r = run_cli([*BASE, "--toolchain", "3.4", "--db", store_url, "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert [p["toolchain"] for s in json.loads(r.stdout)["series"] for p in s["points"]] == [ids["b"]]
+    r = run_cli([*BASE, "--toolchain", "ptxas", "--db", store_url])
+    assert r.exit_code == 2 and r.problem == "--toolchain 'ptxas' names no part of a toolchain", r.output
+
+
 def test_input_by_shape_facts_and_range_on_the_labels_bench_stores(
     store_url: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -161,9 +161,9 @@ def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_c
     assert_cells_equal(b[1], a[1])
 
 
-def test_import_of_a_gzipped_export_says_so(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
-    """A results file kept gzipped (run.json.gz) was "not UTF-8 text (byte 1: b'\\x8b')" with the fix
-    "save it as UTF-8", which cannot help: the error says it is gzip-compressed and to decompress it."""
+def test_import_of_a_gzipped_export_reads_it_as_the_plain_one(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """A results file kept gzipped (run.json.gz, as benchmarks/calibration commits them) was refused
+    ("gzip-compressed ... gunzip -k"), while workload files read gzipped: it imports as the plain file does."""
     gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
     run_id, _ = fill(gpu_host)
     export = tmp_path / "run.json"
@@ -171,11 +171,15 @@ def test_import_of_a_gzipped_export_says_so(store_url: str, tmp_path: Path, run_
     packed = tmp_path / "run.json.gz"
     packed.write_bytes(gzip.compress(export.read_bytes()))
     result = run_cli(["runs", "import", str(packed), "--db", store_url])
+    assert result.exit_code == exit_codes.OK, result.output
+    with open_store(gpu_host) as src, open_store(store_url) as dst:
+        a, b = src.load_run(run_id), dst.load_run(run_id)
+    assert_cells_equal(b[1], a[1])
+    cut = tmp_path / "cut.json.gz"  # a damaged one names the file and the damage, and imports nothing
+    cut.write_bytes(packed.read_bytes()[:-12])
+    result = run_cli(["runs", "import", str(cut), "--db", f"sqlite:///{tmp_path / 'other.db'}"])
     assert result.exit_code == exit_codes.USAGE, result.output
-    assert result.problem == f"results file {packed} is gzip-compressed, and this file is read as plain text"
-    assert "gunzip" in (result.fix or "") and "UTF-8" not in result.err_text
-    with open_store(store_url) as store:
-        assert store.list_runs() == []  # nothing imported
+    assert result.problem.startswith(f"results file {cut} is damaged: its gzip data is cut or corrupt")
 
 
 def test_import_of_a_folder_says_it_is_a_folder(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
@@ -202,6 +206,27 @@ def test_import_of_a_file_that_is_not_json_says_so(store_url: str, tmp_path: Pat
     assert result.exit_code == exit_codes.USAGE, result.output
     assert result.problem.startswith(f"results file {toml} is not valid JSON"), result.err_text
     assert "array" not in result.err_text and "Traceback" not in result.output
+    with open_store(store_url) as store:
+        assert store.list_runs() == []  # nothing imported
+
+
+def test_import_of_a_csv_export_names_it_and_the_json_export(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """`runs export RUN -o run.csv` then `runs import run.csv` said only "not valid JSON: Expecting value"
+    (and compare, "not a TritonBench CSV"): the file is named as the run's CSV export, which cannot be
+    imported, and the fix is the JSON export of the same run."""
+    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
+    run_id, _ = fill(gpu_host)
+    table = tmp_path / "run.csv"
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(table)]).exit_code == exit_codes.OK
+    result = run_cli(["runs", "import", str(table), "--db", store_url])
+    assert result.exit_code == exit_codes.USAGE, result.output
+    assert result.problem.startswith(
+        f"results file {table} is a run's CSV export (`ktriage runs export RUN --format csv`)"
+    )
+    assert "cannot be imported" in result.problem and "not valid JSON" not in result.err_text
+    assert "ktriage runs export RUN -o run.json" in (result.fix or "")
+    compared = run_cli(["compare", str(table), str(table)])
+    assert compared.exit_code == exit_codes.USAGE and compared.problem.startswith(f"{table} is a run's CSV export")
     with open_store(store_url) as store:
         assert store.list_runs() == []  # nothing imported
 

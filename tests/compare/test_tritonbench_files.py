@@ -3,6 +3,7 @@ the mistakes a user makes with it: a file cut short, a file name with a prefix, 
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import stat
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from tests.conftest import RunCli
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "tritonbench"  # the real A/A pair
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "data" / "tritonbench"  # the real A/A pair
 
 
 def _pairs(stdout: str) -> dict[tuple[str, str], dict[str, object]]:
@@ -212,3 +214,30 @@ def test_a_backend_one_file_lacks_names_its_side_where_both_toolchains_are_null(
     assert {(p["ref_toolchain"], p["new_toolchain"], p["missing_side"], p["missing_toolchain"]) for p in missing} == {
         (None, None, "new", "host")
     }
+
+
+def test_gzipped_results_files_compare_as_the_plain_ones(tmp_path: Path, run_cli: RunCli) -> None:
+    """``compare`` refused a ``.json.gz`` results file ("gzip-compressed ... gunzip -k"), and a missing
+    ``old.json.gz`` was looked up as a run id. A gzipped TritonBench CSV (its op and pass read from the
+    name before ``.csv.gz``) and a gzipped ktriage results file compare as the plain files do."""
+    plain = [DATA / f"layer_norm_bwd_run{i}.csv" for i in (1, 2)]
+    packed = []
+    for p in plain:
+        packed.append(tmp_path / f"{p.name}.gz")
+        packed[-1].write_bytes(gzip.compress(p.read_bytes()))
+    want = _pairs(run_cli(["compare", *map(str, plain), "--format", "json"]).stdout)
+    r = run_cli(["compare", *map(str, packed), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert _pairs(r.stdout) == want
+    (comparison,) = json.loads(r.stdout)["comparisons"]
+    assert (comparison["ref"], comparison["new"]) == ("layer_norm_bwd_run1", "layer_norm_bwd_run2")
+
+    bench = REPO / "benchmarks" / "calibration" / "replicate" / "h200_run3" / "corpus" / "tb_sum_fwd.json.gz"
+    unpacked = tmp_path / "tb_sum_fwd.json"
+    unpacked.write_bytes(gzip.decompress(bench.read_bytes()))
+    got, want_tc = (run_cli(["compare", str(p), "--toolchains", "--format", "json"]) for p in (bench, unpacked))
+    assert got.exit_code == want_tc.exit_code and got.exit_code in (0, 1), got.output
+    assert json.loads(got.stdout)["comparisons"] == json.loads(want_tc.stdout)["comparisons"]
+    missing = run_cli(["compare", str(tmp_path / "old.json.gz"), str(bench)])
+    assert missing.exit_code == 2, missing.output
+    assert missing.problem == f"cannot read results file {tmp_path / 'old.json.gz'}: No such file or directory"

@@ -8,6 +8,7 @@ N=4608, triton 3.3.1 vs 3.4.0), through the real parser (``parse_raw_csv``), the
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,20 @@ def test_results_file_carries_the_counters(profiled: tuple[Path, RunInfo, list[C
     assert "spills 3712 B/thread" in new["findings"][0]
     assert by_tc[NEW].samples_ms and by_tc[NEW].extra["stopped_by"] == "stop"  # the timings are untouched
     assert run.settings["profile"]["ncu_version"] == "2025.3.1.0" and run.settings["plan"] == {"op": "layer_norm"}
+
+
+def test_counters_attached_to_a_gzipped_results_file_keep_it_gzipped(tmp_path: Path) -> None:
+    """A gzipped results file (``R.json.gz``) was refused; read as the plain one now, it is written back
+    gzipped, so its name still says what it holds, and it reads back with the counters."""
+    doc = ln_document()
+    run, cells = timed_run(doc["input_id"])
+    path = tmp_path / "results.json.gz"
+    path.write_bytes(gzip.compress(write_results(tmp_path / "plain.json", run, cells).read_bytes()))
+    attach_to_results_file(path, [doc], raw_dirs=[str(LN)])
+    text = gzip.decompress(path.read_bytes()).decode()  # raises if it was written back plain
+    assert json.loads(text)["run"]["settings"]["profile"]["ncu_version"] == "2025.3.1.0"
+    _, back = read_results(path)
+    assert cell_profile(next(c for c in back if c.key.toolchain == NEW)) is not None
 
 
 def _compare(path_or_cells: Any, tmp_path: Path, other: Path | None = None) -> tuple[str, dict[str, Any], str]:

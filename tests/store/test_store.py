@@ -234,6 +234,26 @@ def test_list_runs_order_limit_filters(store_url: str) -> None:
         assert counts == {"run_c": {"ok": 1}, "run_b": {}, "run_a": {"ok": 1}}
 
 
+def test_list_runs_toolchain_filter_names_parts_not_substrings(store_url: str) -> None:
+    """``--toolchain 3.4`` was a substring of the ids and specs, so it listed a run of Triton 3.3.1 with
+    ptxas 13.4.59 next to the 3.4.0 one. It names the Triton version now; ptxas==, specs and ids still work."""
+    old = make_run("old_ptxas_13_4", created="2025-01-01T10:00:00+00:00")
+    old.toolchains = [{"id": "triton-3.3.1.ptxas-13.4.59.0c9a828e", "spec": "triton==3.3.1,ptxas==13.4.59"}]
+    new = make_run("new_triton_3_4", created="2025-01-02T10:00:00+00:00")
+    new.toolchains = [{"id": "triton-3.4.0.ptxas-12.8.93.da4345e0", "spec": "triton==3.4.0"}]
+    with open_store(store_url) as store:
+        for r in (old, new):
+            store.start_run(r)
+
+        def ids(toolchain: str) -> list[str]:
+            return [r.run_id for r in store.list_runs(filters=RunFilters(toolchain=toolchain))]
+
+        assert ids("3.4") == ids("triton==3.4.0") == ["new_triton_3_4"]
+        assert ids("triton-3.4.0.ptxas-12.8.93.da4345e0") == ids("triton-3.4.0.ptxas-12.8.93") == ["new_triton_3_4"]
+        assert ids("ptxas==13.4") == ids("3.3") == ["old_ptxas_13_4"]
+        assert ids("3") == ["new_triton_3_4", "old_ptxas_13_4"]
+
+
 def test_recording_marks_how_the_run_ended(store_url: str) -> None:
     cells = make_cells()
     with open_store(store_url) as store:
