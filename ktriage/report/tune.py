@@ -36,7 +36,40 @@ def _summary(c: ScreenedConfig) -> JSONObject:
     }
 
 
-def to_json(result: ScreenResult, *, scaling: JSONObject | None = None, timing: JSONObject | None = None) -> JSONObject:
+def scaling_note(result: ScreenResult, scaling: ScaleResult[Any]) -> str | None:
+    """One sentence when the scaling walk ends on another config than the screening recommends:
+    which of the two the report recommends, and why. None when they agree or nothing is recommended.
+
+    Why say it: the report printed both without a word (Liger embedding bwd: scaling ends on
+    128x128 with 32 warps, the screening recommends 32x32 with 1 warp), so a reader could not tell
+    which to take. The screening's is the recommendation because it compiled and priced the whole
+    space; the scaling walks from the library's config one step at a time, judged by spills and
+    occupancy, and never compares the configs it does not pass through."""
+    rec = result.recommended
+    if rec is None or rec.estimate is None or scaling.final == rec.config:
+        return None
+    final = next((c for c in result.candidates if c.config == scaling.final), None)
+    if final is None:
+        where = "not among the screened configs"
+    elif final.rank is not None and final.estimate is not None:
+        where = f"the screening's rank {final.rank}, estimate {final.estimate.estimate_us:.1f} us"
+    else:
+        where = f"{final.status} in the screening: {final.reason}"
+    return (
+        f"scaling ended on {scaling.final.label()} ({where}), not on the recommended {rec.config.label()} "
+        f"(rank 1, estimate {rec.estimate.estimate_us:.1f} us): the report recommends the screening's, which "
+        "compiled and priced the whole space, while the scaling is a greedy walk from the library's config "
+        "(a smaller reduction block or more warps per step, judged by spills and occupancy only)."
+    )
+
+
+def to_json(
+    result: ScreenResult,
+    *,
+    scaling: JSONObject | None = None,
+    timing: JSONObject | None = None,
+    scaling_note: str | None = None,
+) -> JSONObject:
     """Everything tune decided, with the reason for each candidate."""
     rec = result.recommended
     return {
@@ -51,6 +84,7 @@ def to_json(result: ScreenResult, *, scaling: JSONObject | None = None, timing: 
         "default": _summary(result.default),
         "candidates": [c.to_json() for c in result.candidates],
         "scaling": scaling,
+        "scaling_note": scaling_note,
         "timing": timing,
         "notes": list(result.notes),
     }
@@ -61,7 +95,10 @@ def report_json(
 ) -> JSONObject:
     """The document of stdout's ``--format json`` and ``-o PATH.json``: one input's report, or
     ``{"schema", "inputs": [...]}`` for several."""
-    reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
+    reports = [
+        to_json(r, scaling=sc.to_json(), timing=t, scaling_note=scaling_note(r, sc))
+        for r, sc, t in zip(results, scalings, timings, strict=True)
+    ]
     return reports[0] if len(reports) == 1 else {"schema": SCHEMA, "inputs": reports}
 
 
@@ -137,6 +174,9 @@ def _one_markdown(
     lines.append("")
     lines += [f"- note: {_md(n)}" for n in result.notes]
     lines += [f"- scaling: {_md(step.sentence)}" for step in scaling.steps]
+    note = scaling_note(result, scaling)
+    if note:
+        lines.append(f"- {_md(note)}")
     timed = _timing_lines(timing)
     if timed:
         lines.append(f"- {_md(timed[0])}")
@@ -187,6 +227,9 @@ def print_report(
             print_table(r, console, show_all=show_all)
             for step in sc.steps:
                 console.print(f"scaling: {escape(step.sentence)}")
+            note = scaling_note(r, sc)
+            if note:
+                console.print(f"[yellow]note[/] {escape(note)}")
             for i, line in enumerate(_timing_lines(t)):
                 console.print(("  " if i else "") + escape(line))
     if len(results) > 1:
