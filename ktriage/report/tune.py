@@ -109,8 +109,22 @@ def to_json_text(
 
 
 def _rows(result: ScreenResult, show_all: bool) -> list[ScreenedConfig]:
+    """The ranked rows by rank, then the unranked (dropped for spills, duplicates, failed) by their
+    estimate, those without one last. Why: ``--all`` listed the unranked in compile order, so the
+    near misses (a config spilling a few bytes) were lost among the hopeless ones."""
     rows = result.candidates if show_all else [c for c in result.candidates if c.status == "kept" or c.is_default]
-    return sorted(rows, key=lambda c: (c.rank is None, c.rank or 0))
+    return sorted(
+        rows,
+        key=lambda c: (c.rank is None, c.rank or 0, c.estimate is None, c.estimate.estimate_us if c.estimate else 0.0),
+    )
+
+
+ROWS_LEGEND = (
+    "kept: the top --top-k by estimate, which a GPU run times; dropped: not timed, the reason says why "
+    "(spills over --max-spill-bytes, outside the top k, the same cubin as a better row, cannot launch); "
+    "failed: did not compile or could not be analyzed. Ranked rows first, then the others by estimate."
+)
+"""What the table's status column means, under the table whenever a row is not kept."""
 
 
 _COLUMNS = ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us", "reason")
@@ -163,8 +177,11 @@ def _one_markdown(
         )
         + "|",
     ]
-    lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in _rows(result, show_all)]
+    rows = _rows(result, show_all)
+    lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in rows]
     lines.append("")
+    if any(c.status != "kept" for c in rows):
+        lines += [f"_{_md(ROWS_LEGEND)}_", ""]
     rec = result.recommended
     lines.append(
         f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}"
@@ -238,10 +255,13 @@ def print_report(
 
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
     """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
-    table = Table(title=escape(_title(result)))
+    rows = _rows(result, show_all)
+    table = Table(
+        title=escape(_title(result)), caption=escape(ROWS_LEGEND) if any(c.status != "kept" for c in rows) else None
+    )
     for col in _COLUMNS:
         table.add_column(col, overflow="fold")
-    for c in _rows(result, show_all):
+    for c in rows:
         table.add_row(*(escape(x) for x in _cells(c)))
     console.print(table)
     rec = result.recommended

@@ -74,6 +74,24 @@ def test_when_scaling_and_screening_disagree_the_report_says_which_it_recommends
     assert "greedy walk" in note and note in md.read_text().replace("\\", "")
 
 
+def test_all_lists_the_dropped_rows_by_estimate_and_says_what_dropped_means(  # type: ignore[no-untyped-def]
+    tmp_path: Path, toolchain, run_cli: RunCli
+) -> None:
+    """`--all` listed the unranked (dropped) rows in compile order: the default (177.6 us), then 1 warp
+    (659.3), then BLOCK_SIZE=16384 with 1 warp (9002.1) before 2 warps (352.6)."""
+    toolchain("triton==3.4.0")
+    md = tmp_path / "tune.md"
+    argv = ["tune", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only"]
+    res = run_cli([*argv, "--warps", "1,2,4,8", "--stages", "3", "--top-k", "1", "--all", "-o", str(md)])
+    assert res.exit_code == exit_codes.OK, res.output
+    text = md.read_text()
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| BLOCK")]
+    assert [r[1] for r in rows] == ["kept"] + ["dropped"] * 7, rows
+    estimates = [float(r[7]) for r in rows[1:]]
+    assert estimates == sorted(estimates), estimates
+    assert "dropped: not timed, the reason says why" in text
+
+
 def test_stages_that_leave_out_the_defaults_are_still_searched(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     """--stages 2 without the default's 3: the first pass compiled only configs at the default's stages, so
     nothing but the default was screened and tune recommended nothing."""
