@@ -247,6 +247,7 @@ def explain(
             threshold=threshold,
             fixes=fixes,
             fix_neighbours=neighbours,
+            sm_count=sm_count,
         )
     finally:
         if executor is not None:

@@ -65,7 +65,13 @@ ResultsFile = Annotated[
         help="A `ktriage bench --output-json` file of this tune bundle: report the winner (per input) from it.",
     ),
 ]
-AllRows = Annotated[bool, typer.Option("--all", help="Show every candidate in the table, not only the kept ones.")]
+AllRows = Annotated[
+    bool,
+    typer.Option(
+        "--all",
+        help="Show every candidate in the table, not only the kept ones: the ranked by rank, then the others by estimate.",
+    ),
+]
 
 
 def ints(text: str | None, what: str, example: str = "4,8,16") -> list[int] | None:

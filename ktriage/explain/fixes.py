@@ -283,8 +283,12 @@ class FixFinder:
         *,
         neighbours: Sequence[Toolchain] = (),
         usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
+        sm_count: int | None = None,
     ) -> None:
+        """``sm_count``: explain's ``--sm-count``, the SMs the spill-free config search prices waves
+        for (None: the spec's own ``meta.sm_count``, else the target's usual part)."""
         self.compiler = compiler
+        self.sm_count = sm_count
         self.explainer = Explainer(compiler)
         self.neighbours = list(neighbours)
         self.usage_levels = tuple(usage_levels)
@@ -479,7 +483,9 @@ class FixFinder:
         # (docs/architecture.md). Imported here: only a spilling kernel needs the tuner.
         from ktriage.tune.suggest import nearest_spill_free
 
-        suggestion = nearest_spill_free(spec, new.toolchain, self.compiler)
+        given = spec.meta.get("sm_count")
+        sm_count = self.sm_count or (given if isinstance(given, int) and not isinstance(given, bool) else None)
+        suggestion = nearest_spill_free(spec, new.toolchain, self.compiler, sm_count=sm_count)
         if suggestion is None:
             return [
                 Fix(
@@ -676,6 +682,7 @@ def suggest_fixes(
     *,
     neighbours: Sequence[Toolchain] = (),
     usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
+    sm_count: int | None = None,
 ) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
     the cost model's predicted gain (largest first); fixes it cannot price keep their order, after.
@@ -685,5 +692,6 @@ def suggest_fixes(
     neutral, or registers up on one predicted 14 % faster, would otherwise get maxnreg and ptxas-option
     "fixes" (each compiled, minutes on a workload) for a change the report says needs none."""
     regressing = [f for g in group_findings(list(findings)) if g.kind == "regression" for f in g.findings]
-    fixes = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels).for_findings(result, regressing)
+    finder = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels, sm_count=sm_count)
+    fixes = finder.for_findings(result, regressing)
     return sorted(fixes, key=lambda f: f.prediction.gain if f.prediction else math.inf)

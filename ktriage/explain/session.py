@@ -63,6 +63,7 @@ def explain_specs(
     threshold: float = DEFAULT_THRESHOLD,
     fixes: bool = False,
     fix_neighbours: Sequence[Toolchain] = (),
+    sm_count: int | None = None,
 ) -> Explained:
     """Run the sequence over ``specs`` x ``toolchains`` (the first toolchain is the reference).
 
@@ -70,7 +71,8 @@ def explain_specs(
     it. ``params``/``threshold``: the cost model and its gate (None: $KTRIAGE_MODEL or the shipped fit).
     Compile failures do not raise: they are in ``result.failures`` (``result.complete`` is False), as
     are the kernels of a spec file that did not load (``UnloadedKernel``, kept in their place, each
-    failed with every toolchain)."""
+    failed with every toolchain). ``sm_count``: ``--sm-count``, passed to the fixes' spill-free
+    config search so that its ranking prices waves for the GPU asked about."""
     loaded = sum(isinstance(s, KernelSpec) for s in specs)  # the others are neither compiled nor analyzed
     with (
         progress.task(compiling_label(executor), total=loaded * len(toolchains)) as compiling,
@@ -82,6 +84,8 @@ def explain_specs(
         )
         findings = collect_findings(result)
         started = time.perf_counter()
-        fix_list = suggest_fixes(result, findings, compiler, neighbours=fix_neighbours) if fixes else None
+        fix_list = (
+            suggest_fixes(result, findings, compiler, neighbours=fix_neighbours, sm_count=sm_count) if fixes else None
+        )
         fixes_s = time.perf_counter() - started
     return Explained(result, findings, fix_list, fixes_s)

@@ -36,7 +36,40 @@ def _summary(c: ScreenedConfig) -> JSONObject:
     }
 
 
-def to_json(result: ScreenResult, *, scaling: JSONObject | None = None, timing: JSONObject | None = None) -> JSONObject:
+def scaling_note(result: ScreenResult, scaling: ScaleResult[Any]) -> str | None:
+    """One sentence when the scaling walk ends on another config than the screening recommends:
+    which of the two the report recommends, and why. None when they agree or nothing is recommended.
+
+    Why say it: the report printed both without a word (Liger embedding bwd: scaling ends on
+    128x128 with 32 warps, the screening recommends 32x32 with 1 warp), so a reader could not tell
+    which to take. The screening's is the recommendation because it compiled and priced the whole
+    space; the scaling walks from the library's config one step at a time, judged by spills and
+    occupancy, and never compares the configs it does not pass through."""
+    rec = result.recommended
+    if rec is None or rec.estimate is None or scaling.final == rec.config:
+        return None
+    final = next((c for c in result.candidates if c.config == scaling.final), None)
+    if final is None:
+        where = "not among the screened configs"
+    elif final.rank is not None and final.estimate is not None:
+        where = f"the screening's rank {final.rank}, estimate {final.estimate.estimate_us:.1f} us"
+    else:
+        where = f"{final.status} in the screening: {final.reason}"
+    return (
+        f"scaling ended on {scaling.final.label()} ({where}), not on the recommended {rec.config.label()} "
+        f"(rank 1, estimate {rec.estimate.estimate_us:.1f} us): the report recommends the screening's, which "
+        "compiled and priced the whole space, while the scaling is a greedy walk from the library's config "
+        "(a smaller reduction block or more warps per step, judged by spills and occupancy only)."
+    )
+
+
+def to_json(
+    result: ScreenResult,
+    *,
+    scaling: JSONObject | None = None,
+    timing: JSONObject | None = None,
+    scaling_note: str | None = None,
+) -> JSONObject:
     """Everything tune decided, with the reason for each candidate."""
     rec = result.recommended
     return {
@@ -51,6 +84,7 @@ def to_json(result: ScreenResult, *, scaling: JSONObject | None = None, timing: 
         "default": _summary(result.default),
         "candidates": [c.to_json() for c in result.candidates],
         "scaling": scaling,
+        "scaling_note": scaling_note,
         "timing": timing,
         "notes": list(result.notes),
     }
@@ -61,7 +95,10 @@ def report_json(
 ) -> JSONObject:
     """The document of stdout's ``--format json`` and ``-o PATH.json``: one input's report, or
     ``{"schema", "inputs": [...]}`` for several."""
-    reports = [to_json(r, scaling=sc.to_json(), timing=t) for r, sc, t in zip(results, scalings, timings, strict=True)]
+    reports = [
+        to_json(r, scaling=sc.to_json(), timing=t, scaling_note=scaling_note(r, sc))
+        for r, sc, t in zip(results, scalings, timings, strict=True)
+    ]
     return reports[0] if len(reports) == 1 else {"schema": SCHEMA, "inputs": reports}
 
 
@@ -72,8 +109,22 @@ def to_json_text(
 
 
 def _rows(result: ScreenResult, show_all: bool) -> list[ScreenedConfig]:
+    """The ranked rows by rank, then the unranked (dropped for spills, duplicates, failed) by their
+    estimate, those without one last. Why: ``--all`` listed the unranked in compile order, so the
+    near misses (a config spilling a few bytes) were lost among the hopeless ones."""
     rows = result.candidates if show_all else [c for c in result.candidates if c.status == "kept" or c.is_default]
-    return sorted(rows, key=lambda c: (c.rank is None, c.rank or 0))
+    return sorted(
+        rows,
+        key=lambda c: (c.rank is None, c.rank or 0, c.estimate is None, c.estimate.estimate_us if c.estimate else 0.0),
+    )
+
+
+ROWS_LEGEND = (
+    "kept: the top --top-k by estimate, which a GPU run times; dropped: not timed, the reason says why "
+    "(spills over --max-spill-bytes, outside the top k, the same cubin as a better row, cannot launch); "
+    "failed: did not compile or could not be analyzed. Ranked rows first, then the others by estimate."
+)
+"""What the table's status column means, under the table whenever a row is not kept."""
 
 
 _COLUMNS = ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us", "reason")
@@ -126,8 +177,11 @@ def _one_markdown(
         )
         + "|",
     ]
-    lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in _rows(result, show_all)]
+    rows = _rows(result, show_all)
+    lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in rows]
     lines.append("")
+    if any(c.status != "kept" for c in rows):
+        lines += [f"_{_md(ROWS_LEGEND)}_", ""]
     rec = result.recommended
     lines.append(
         f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}"
@@ -137,6 +191,9 @@ def _one_markdown(
     lines.append("")
     lines += [f"- note: {_md(n)}" for n in result.notes]
     lines += [f"- scaling: {_md(step.sentence)}" for step in scaling.steps]
+    note = scaling_note(result, scaling)
+    if note:
+        lines.append(f"- {_md(note)}")
     timed = _timing_lines(timing)
     if timed:
         lines.append(f"- {_md(timed[0])}")
@@ -187,6 +244,9 @@ def print_report(
             print_table(r, console, show_all=show_all)
             for step in sc.steps:
                 console.print(f"scaling: {escape(step.sentence)}")
+            note = scaling_note(r, sc)
+            if note:
+                console.print(f"[yellow]note[/] {escape(note)}")
             for i, line in enumerate(_timing_lines(t)):
                 console.print(("  " if i else "") + escape(line))
     if len(results) > 1:
@@ -195,10 +255,13 @@ def print_report(
 
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
     """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
-    table = Table(title=escape(_title(result)))
+    rows = _rows(result, show_all)
+    table = Table(
+        title=escape(_title(result)), caption=escape(ROWS_LEGEND) if any(c.status != "kept" for c in rows) else None
+    )
     for col in _COLUMNS:
         table.add_column(col, overflow="fold")
-    for c in _rows(result, show_all):
+    for c in rows:
         table.add_row(*(escape(x) for x in _cells(c)))
     console.print(table)
     rec = result.recommended

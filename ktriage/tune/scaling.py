@@ -282,7 +282,13 @@ def scale_loop(
                 f"({p.occ.warps_per_sm} warps)"
             )
             if ok:
-                gain = "removes the spills" if removes else "cuts the spills" if fewer else "raises occupancy"
+                gain = (
+                    "removes the spills"
+                    if removes
+                    else "cuts the spills"
+                    if fewer
+                    else occupancy_gain(cur.occ, p.occ, decision.ctas_needed)
+                )
                 sentence = f"{change} because {decision.reason}: {what}, which {gain}."
             else:
                 sentence = (
@@ -313,6 +319,26 @@ def scale_loop(
         cur = best
         result.final = cur.config
     return result
+
+
+def occupancy_gain(before: Occupancy, after: Occupancy, ctas_needed: int) -> str:
+    """What a kept step raised, by the numbers: CTAs/SM, or only the warps per SM at the same CTAs/SM.
+
+    Why not "raises occupancy" for both: a step taken because CTAs/SM fall short of the grid's need
+    that only adds warps per CTA leaves that shortfall as it was, and the sentence has to say so."""
+    if after.ctas_per_sm > before.ctas_per_sm:
+        return (
+            f"raises CTAs/SM from {before.ctas_per_sm} to {after.ctas_per_sm} "
+            f"({before.warps_per_sm} -> {after.warps_per_sm} warps/SM)"
+        )
+    words = f"raises warps per SM from {before.warps_per_sm} to {after.warps_per_sm} " + (
+        f"at the same {plural(after.ctas_per_sm, 'CTA')}/SM"
+        if after.ctas_per_sm == before.ctas_per_sm
+        else f"while CTAs/SM fall from {before.ctas_per_sm} to {after.ctas_per_sm}"
+    )
+    if after.ctas_per_sm < ctas_needed:
+        words += f", still short of the {ctas_needed} the grid needs"
+    return words
 
 
 def _better(a: ScalePoint[Any], b: ScalePoint[Any]) -> bool:

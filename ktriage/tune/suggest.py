@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Compiler
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
@@ -37,6 +38,7 @@ class Suggestion:
     ctas_per_sm_after: int
     distance: int
     sentence: str
+    sm_count: int = 0  # the SMs the ranking priced waves for (explain's --sm-count, else the target's usual part)
 
     def changes(self) -> dict[str, tuple[Any, Any]]:
         """Each knob that differs from the default: name -> (default, suggested)."""
@@ -61,6 +63,7 @@ class Suggestion:
             "ctas_per_sm": [self.ctas_per_sm_before, self.ctas_per_sm_after],
             "distance": self.distance,
             "sentence": self.sentence,
+            "sm_count": self.sm_count,
         }
 
 
@@ -93,6 +96,7 @@ def nearest_spill_free(
     is spill-free. Among equally near spill-free configs the screening's ranking decides.
     """
     space = space or config_space(spec)
+    sm_count = sm_count or parse_arch(spec.target).default_sm_count or None
     default = space.default
     base = screen(
         space, toolchain, compiler, configs=[default], top_k=1, max_spill_bytes=0, sm_count=sm_count, staged=False
@@ -130,6 +134,7 @@ def nearest_spill_free(
             best.occupancy.ctas_per_sm,
             d,
             sentence,
+            sm_count or 0,
         )
     return None
 

@@ -50,6 +50,46 @@ def test_tune_command_compile_only_json(tmp_path: Path, toolchain, run_cli: RunC
         c["reason"] for c in data["candidates"]
     )
     assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
+    assert data["scaling_note"] is None  # scaling and screening agree: nothing to explain
+
+
+def test_when_scaling_and_screening_disagree_the_report_says_which_it_recommends(  # type: ignore[no-untyped-def]
+    tmp_path: Path, toolchain, run_cli: RunCli
+) -> None:
+    """Liger embedding bwd: scaling walks the library's 128x128 from 4 to 32 warps while the screening
+    recommends 32x32 with 1 warp; the report printed both without saying which to take."""
+    toolchain("triton==3.4.0")
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
+    argv = ["tune", "liger.embedding", "--bwd", "-t", "triton==3.4.0", "-i", "0", "--compile-only", "--stages", "3"]
+    space = ["--warps", "1,4,32", "--block", "BLOCK_SIZE_M=32,128", "--block", "BLOCK_SIZE_N=32,128"]
+    res = run_cli([*argv, *space, "-o", str(out), "-o", str(md)])
+    assert res.exit_code == exit_codes.OK, res.output
+    data = json.loads(out.read_text())
+    final, rec = data["scaling"]["final"], data["recommended"]["config"]
+    assert final["num_warps"] == 32 and final != rec, (final, rec)
+    note = data["scaling_note"]
+    assert note.startswith("scaling ended on BLOCK_SIZE_M=128,BLOCK_SIZE_N=128,warps=32,stages=3 (the screening's rank")
+    assert f"not on the recommended {data['recommended']['label']} (rank 1" in note
+    assert "the report recommends the screening's, which compiled and priced the whole space" in note
+    assert "greedy walk" in note and note in md.read_text().replace("\\", "")
+
+
+def test_all_lists_the_dropped_rows_by_estimate_and_says_what_dropped_means(  # type: ignore[no-untyped-def]
+    tmp_path: Path, toolchain, run_cli: RunCli
+) -> None:
+    """`--all` listed the unranked (dropped) rows in compile order: the default (177.6 us), then 1 warp
+    (659.3), then BLOCK_SIZE=16384 with 1 warp (9002.1) before 2 warps (352.6)."""
+    toolchain("triton==3.4.0")
+    md = tmp_path / "tune.md"
+    argv = ["tune", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only"]
+    res = run_cli([*argv, "--warps", "1,2,4,8", "--stages", "3", "--top-k", "1", "--all", "-o", str(md)])
+    assert res.exit_code == exit_codes.OK, res.output
+    text = md.read_text()
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| BLOCK")]
+    assert [r[1] for r in rows] == ["kept"] + ["dropped"] * 7, rows
+    estimates = [float(r[7]) for r in rows[1:]]
+    assert estimates == sorted(estimates), estimates
+    assert "dropped: not timed, the reason says why" in text
 
 
 def test_stages_that_leave_out_the_defaults_are_still_searched(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]

@@ -168,3 +168,25 @@ def test_relaxed_atomic_fix_is_priced_and_ranked_with_the_others(toolchain, shar
     assert relaxed.prediction.gain < 1 and "predicted -" in relaxed.effect, relaxed.effect
     gains = [f.prediction.gain for f in fixes if f.prediction is not None]
     assert gains == sorted(gains) and fixes.index(relaxed) < len(gains), [(f.kind, f.effect) for f in fixes]
+
+
+@pytest.mark.slow
+def test_spill_free_config_search_prices_waves_for_the_sm_count_given(toolchain, shared_compiler) -> None:
+    """`explain --fixes --sm-count 8` ran the nearest spill-free config search for the target's
+    default 132 SMs: FixFinder never passed the SM count on. The suggestion now records the SM count
+    its ranking used, and is the search's own answer at that count."""
+    from ktriage.explain.fixes import FixFinder
+    from ktriage.tune.suggest import nearest_spill_free
+    from tests.red_spec import red_spec
+
+    spec = red_spec("red[64x256]", divisible_by_16=("in_ptr", "out_ptr", "xnumel", "rnumel"))  # spills at 4 warps
+    tc = toolchain("triton==3.4.0")
+    finder = FixFinder(shared_compiler, sm_count=8)
+    new = finder._result(spec, tc)
+    assert not isinstance(new, str), new
+    [fix] = finder.spill_free_config(spec, new)
+    expected = nearest_spill_free(spec, tc, shared_compiler, sm_count=8)
+    assert expected is not None and fix.verified
+    assert fix.change["suggestion"]["sm_count"] == 8
+    assert fix.change["suggestion"] == expected.to_json()
+    assert nearest_spill_free(spec, tc, shared_compiler).sm_count == 132  # type: ignore[union-attr]

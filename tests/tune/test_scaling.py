@@ -172,3 +172,48 @@ def test_scaling_steps_stay_within_the_narrowed_warps() -> None:
     full = config_space(red_spec())
     assert [c.num_warps for c, _ in scale_proposals(full, TuneConfig.of(16, 3, {"XBLOCK": 64, "RBLOCK": 64}))] == [32]
     assert [c.num_warps for c, _ in scale_proposals(full, TuneConfig.of(32, 3, {"XBLOCK": 64, "RBLOCK": 64}))] == []
+
+
+def test_scaling_step_that_only_adds_warps_says_so() -> None:
+    """`num_warps 4 -> 8 because registers cap it at 2 CTAs/SM while ... needs 6: ..., 2 CTAs/SM
+    (16 warps), which raises occupancy`: the step was taken for a CTAs/SM shortfall and left it as
+    it was; the sentence now says what changed (warps per SM, at the same CTAs/SM) and that the
+    shortfall remains. The fake compile keeps registers capping CTAs/SM at 2 as the warps double."""
+    result = scale_loop(
+        TuneConfig.of(4, 3, {"XBLOCK": 64, "RBLOCK": 256}),
+        _fake_register_bound_evaluate,
+        lambda cfg: (
+            [(TuneConfig(cfg.num_warps * 2, 3, cfg.constexprs), f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}")]
+            if cfg.num_warps < 8
+            else []
+        ),
+        sm_count=132,
+    )
+    step = result.steps[0]
+    assert step.kept and step.ctas_per_sm == 2, step.sentence
+    assert "raises occupancy" not in step.sentence
+    assert step.sentence.endswith(
+        "which raises warps per SM from 8 to 16 at the same 2 CTAs/SM, still short of the 32 the grid needs."
+    ), step.sentence
+
+
+def test_scaling_step_that_adds_ctas_per_sm_names_them() -> None:
+    """A step that lifts CTAs/SM says so with both counts (fake compile: 64 registers whatever the warps)."""
+
+    def fake_evaluate(cfg: TuneConfig) -> ScalePoint[TuneConfig]:
+        regs = 255 if cfg.blocks["RBLOCK"] == 256 else 64
+        return ScalePoint(cfg, regs, 0, compute_occupancy("sm_90", regs, cfg.num_warps, 0), grid_ctas=4096)
+
+    result = scale_loop(
+        TuneConfig.of(4, 3, {"XBLOCK": 64, "RBLOCK": 256}),
+        fake_evaluate,
+        lambda cfg: (
+            [(TuneConfig.of(4, 3, {"XBLOCK": 64, "RBLOCK": 128}), "RBLOCK 256 -> 128")]
+            if cfg.blocks["RBLOCK"] == 256
+            else []
+        ),
+        sm_count=132,
+    )
+    assert result.steps[0].sentence.endswith("which raises CTAs/SM from 2 to 8 (8 -> 32 warps/SM)."), result.steps[
+        0
+    ].sentence
