@@ -69,8 +69,9 @@ def profile(
     db: str | None = None,
 ) -> ProfiledBundle:
     """Run ncu (--clock-control none) on each toolchain's kernels of one input of ``bundle``: ``input_id``,
-    or ``input`` (an id "7" or shape facts "N=4608", as ``--input`` of the other verbs; default: the
-    bundle's first), one call after ``warmup``; with ``results``, attach the counters to
+    or ``input`` (an op bundle's id "7", shape facts "N=4608", as bench's ``--input``; a recorded
+    bundle's entry number "3", or its input as ``bench --bundle -i`` names it: ``profile.run.select_input``;
+    default: the bundle's first), one call after ``warmup``; with ``results``, attach the counters to
     that results file and the store (``db``). Raises KtriageError for usage errors, before ncu runs."""
     from ktriage.api._args import INPUT_ID, WARMUP, path_or_name
     from ktriage.profile.run import default_input, input_backends, profile_bundle, select_input

@@ -142,7 +142,7 @@ def expand_launches(
         sm_count = default_sm_count(target)
     if sm_count < 1:
         raise KtriageError(f"sm_count {sm_count} must be positive", "pass the GPU's multiprocessor count, e.g. 132")
-    cases = select_inputs(info.name, entry.inputs(), inputs)
+    cases = select_inputs(info.name, entry.inputs(), inputs, mode=mode)
     return [
         entry.kernels.recipe(
             c, op=info.name, mode=mode, dtype=dtype, target=target, sm_count=sm_count, version=entry.version

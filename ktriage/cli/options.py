@@ -90,7 +90,10 @@ SpecArch = Annotated[
 # (ktriage.ops.inputs for a catalog op, ktriage.spec.select for a spec file or workload: docs/specs.md,
 # docs/record.md). The verbs that read a workload too say its forms, which otherwise went unmentioned;
 # catalog show and history read only a catalog op, so they say only its forms.
-_CATALOG_INPUTS = "a catalog op's TritonBench input id (7) or shape facts (N=4608)"
+_CATALOG_INPUTS = (
+    "a catalog op's TritonBench input id (7) or shape facts (N=4608), alone or inside its kernel's name as the"
+    " reports print it (liger.layer_norm.bwd[N=4608]; that name alone: all its inputs)"
+)
 _WORKLOAD_INPUTS = (
     "a workload's kernel as the reports print it, for all its inputs (K7, K7:fn, fn.K7, fn), an input id"
     " (0: that input of each kernel), or an input's label or some of its arguments, alone or inside its"
@@ -103,7 +106,8 @@ INPUT_HELP = (
 )
 CATALOG_INPUT_HELP = (
     "Only these inputs: the op's TritonBench input id (7), shape facts (N=4608) or a range as explain prints"
-    " it (N=4608..8192). Repeatable."
+    " it (N=4608..8192), alone or inside the op's kernel name as the reports print it"
+    " (liger.layer_norm.bwd[N=4608..8192]; that name alone: all its inputs). Repeatable."
 )
 
 

@@ -36,14 +36,20 @@ def profile(
             "--input",
             "-i",
             help=(
-                "The bundle input to profile: its input id (7) or shape facts (N=4608), as the other verbs' --input. "
-                "Default: the bundle's first."
+                "The one bundle input to profile. An op bundle's: its input id (7) or shape facts (N=4608), "
+                "as bench's --input. A recorded bundle's: its entry number (3, as --input-id), or its input as "
+                "bench --bundle -i names it (K3 or K3:fn, its label as bench's report prints it, some of its "
+                "arguments inside its kernel's name: K3[X_ptr=2048x8192]). Default: the bundle's first."
             ),
         ),
     ] = None,
     input_id: Annotated[
         int | None,
-        typer.Option("--input-id", min=0, help="The bundle input to profile, by its TritonBench input id."),
+        typer.Option(
+            "--input-id",
+            min=0,
+            help="The bundle input to profile, by its TritonBench input id (a recorded bundle's: its entry number).",
+        ),
     ] = None,
     backend: Annotated[
         str | None,

@@ -2,7 +2,8 @@
 
 Each operator module defines its own sweep (``ktriage/ops/<op>.py``); this module holds what every
 sweep shares: the case type and the selector grammar ("7", "N=4608", "D=4096,V=1024", and the ranges explain
-prints, "N=4608..8192": ``ktriage.spec.ranges.range_ends``).
+prints, "N=4608..8192": ``ktriage.spec.ranges.range_ends``; each of them also inside the op's kernel name as
+the reports print a spec, "liger.layer_norm.bwd[N=4608]", or that name alone for every input).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass, field
 
 from ktriage.errors import KtriageError
 from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
+
+MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bwd); a catalog kernel's name ends in one
 
 
 @dataclass(frozen=True)
@@ -29,19 +32,30 @@ class InputCase:
 _FACT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(-?\d+)\s*$")
 
 
-def select_inputs(op: str, cases: list[InputCase], selectors: Sequence[str] | None) -> list[InputCase]:
-    """Cases matching any selector: an input id ("7") or shape facts ("N=4608", "D=4096,V=1024")."""
+def select_inputs(
+    op: str, cases: list[InputCase], selectors: Sequence[str] | None, *, mode: str | None = None
+) -> list[InputCase]:
+    """Cases matching any selector: an input id ("7"), shape facts ("N=4608", "D=4096,V=1024") or a range
+    as explain prints it ("N=4608..8192"); each of these also inside the op's kernel name, as explain's
+    JSON, its fixes, ``catalog show`` and bisect name a spec and as a report of several kernels names a
+    range ("liger.layer_norm.bwd[N=4608..8192]"), and that kernel name alone for every input: what the
+    reports print must select back, as a workload's ``K7[...]`` does. ``mode``: the pass whose kernel
+    the caller compiles; a kernel name of another pass is refused (it names other launches), where None
+    any pass of ``op`` is taken (the input ids are the same in every pass)."""
     if not selectors:
         return list(cases)
     chosen: dict[int, InputCase] = {}
     ordered = sorted(cases, key=lambda c: c.id)
     position = {c.id: n for n, c in enumerate(ordered)}
-    for sel in selectors:
-        sel = str(sel).strip()
-        ends = range_ends(sel) if not _is_facts(sel) else None
-        if ends:  # a range as explain prints it (N=4608..8192): the inputs from its first to its last
+    for typed in selectors:
+        typed = str(typed).strip()
+        sel = _unwrap_kernel(op, typed, mode)
+        if sel is None:  # the kernel's name alone: every input
+            match = list(cases)
+        elif (ends := range_ends(sel) if not _is_facts(sel) else None) is not None:
+            # a range as explain prints it (N=4608..8192): the inputs from its first to its last
             picked = select_range(
-                sel,
+                typed,
                 ends,
                 lambda end: [position[c.id] for c in _match(op, cases, end)],
                 flag="--input",
@@ -53,6 +67,34 @@ def select_inputs(op: str, cases: list[InputCase], selectors: Sequence[str] | No
         for c in match:
             chosen[c.id] = c
     return [chosen[i] for i in sorted(chosen)]
+
+
+def _unwrap_kernel(op: str, sel: str, mode: str | None) -> str | None:
+    """``sel`` without the op's kernel name around it (``liger.layer_norm.bwd[N=4608]``: ``N=4608``); None
+    for the kernel name alone; ``sel`` itself where it names no kernel. A ``name[...]`` whose name is not
+    this op's kernel, or is the kernel of another pass than ``mode``, is refused: it names other launches."""
+    bracket = sel.endswith("]") and "[" in sel
+    head, inner = sel[:-1].split("[", 1) if bracket else (sel, "")
+    prefix, dot, kernel_pass = head.rpartition(".")
+    expected = f"{op}.{mode or '<' + '|'.join(MODES) + '>'}"
+    if not (dot and prefix == op and kernel_pass in MODES):
+        if bracket:
+            raise KtriageError(
+                f"input selector {sel!r} names the kernel {head!r}, which is not {op}'s ({expected})",
+                f"give the input alone ({inner}) or inside {op}'s kernel name as the reports print it ({expected}[{inner}])",
+            )
+        return sel
+    if mode is not None and kernel_pass != mode:
+        alone = (
+            f"the input alone ({inner}) or inside this pass's kernel name ({expected}[{inner}])"
+            if inner
+            else f"this pass's kernel name ({expected})"
+        )
+        raise KtriageError(
+            f"input selector {sel!r} names {op}'s {kernel_pass} kernel, and the {mode} kernel's inputs are being selected",
+            f"select the {kernel_pass} kernel's inputs with --mode {kernel_pass}, or give {alone}",
+        )
+    return inner if bracket else None
 
 
 def _is_facts(sel: str) -> bool:

@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ktriage.ops.inputs import MODES as MODES  # its home: the selectors read a catalog kernel's name by it
 from ktriage.ops.inputs import InputCase
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.launch import Launch
 from ktriage.spec.model import KernelSpec
-
-MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bwd)
 
 Recipe = Callable[..., Launch]
 """(case, *, op, mode, dtype, target, sm_count, version) -> the launch the library makes for ``case``."""

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -246,22 +247,20 @@ def default_input(bundle: Any) -> int:
 
 
 def select_input(bundle: Any, selector: str) -> int:
-    """The one input of ``bundle`` that ``selector`` names: an input id ("7") or, for an op bundle, shape facts
-    ("N=4608", "M=4096,N=4608") as every other verb's ``--input`` takes them. Profile runs ncu on one input,
-    so facts that match several are refused with their ids rather than silently taking the first."""
+    """The one input of ``bundle`` that ``selector`` names. An op bundle's: an input id ("7"), shape facts
+    ("N=4608", "M=4096,N=4608"), as bench's ``--input`` (``ops.inputs.select_inputs``).
+    A recorded bundle's: an entry's number ("3", as ``--input-id`` and the bundle's ``inputs[].id``), else
+    what ``bench --bundle -i`` takes (:func:`_recorded_entry`). Profile runs ncu on one input, so a selector
+    that matches several is refused with their ids rather than silently taking the first."""
     from ktriage.errors import KtriageError
     from ktriage.ops.inputs import InputCase, select_inputs
-    from ktriage.workload.recorded.bundle import is_recorded_bundle, recorded_view
+    from ktriage.workload.recorded.bundle import is_recorded_bundle
 
     text = str(selector).strip()
     if text.isdigit():
         return int(text)
     if is_recorded_bundle(bundle):
-        entries = recorded_view(bundle).entries
-        raise KtriageError(
-            f"--input {text!r}: a recorded bundle's inputs are chosen by entry id, not by shape facts",
-            f"give one entry id: {', '.join(f'{e.id} ({e.backend} {e.label})' for e in entries[:20])}",
-        )
+        return _recorded_entry(bundle, text)
     cases = [InputCase(int(i["id"]), {k: int(v) for k, v in (i.get("facts") or {}).items()}) for i in bundle.inputs]
     if not cases or not cases[0].facts:
         raise KtriageError(
@@ -275,6 +274,47 @@ def select_input(bundle: Any, selector: str) -> int:
             "add a fact or give one id: " + "; ".join(f"{c.id} ({c.label()})" for c in chosen[:12]),
         )
     return chosen[0].id
+
+
+def _recorded_entry(bundle: Any, text: str) -> int:
+    """The entry of a recorded bundle that ``text`` names as ``bench --bundle -i`` names its inputs
+    (``RecordedBundle.select``: a recorded kernel as the reports print it, ``K3`` or ``K3:fn``; an
+    input's label, its report label, or a short label alone or inside its kernel's name; a range), so that
+    what bench's and explain's reports print selects here too; it was "chosen by entry id, not by shape
+    facts" for every one of them. A digit is the entry's number (:func:`select_input`), not bench's input
+    id within each kernel. The refusals keep the selector's own problem and give profile's fix: it has no
+    ``--kernel`` to narrow with, and its numbers are the entries'."""
+    from ktriage.errors import KtriageError
+    from ktriage.workload.recorded.bundle import recorded_view
+
+    view = recorded_view(bundle)
+    entries = view.entries
+    try:
+        chosen = view.select(None, [text])
+    except KtriageError as exc:
+        raise KtriageError(exc.problem, _entry_fix(entries, entries)) from None
+    if len(chosen) != 1:
+        raise KtriageError(
+            f"--input {text!r} names {len(chosen)} entries of bundle {bundle.path}, and profile runs one",
+            _entry_fix(chosen, entries),
+        )
+    return chosen[0].id
+
+
+def _entry_fix(shown: Sequence[Any], entries: Sequence[Any]) -> str:
+    """What a recorded bundle's ``--input`` takes, each form with an example from the bundle's own
+    entries, and ``shown``'s entries as the choices (all of them, or those a selector of several named)."""
+    if not entries:
+        return "the bundle has no entry: build it again with at least one recorded input"
+    first = entries[0]
+    forms = [f"its entry number (--input {first.id} or --input-id {first.id})"]
+    alone = next((e for e in entries if sum(o.kernel == e.kernel for o in entries) == 1), None)
+    if alone is not None:  # a kernel names one entry only where it has one input
+        forms.append(f"its kernel where that has one input ({alone.kernel} or {alone.backend})")
+    forms.append(f"its label as bench's report prints it ({first.label})")
+    forms.append(f"some of its arguments inside its kernel's name, as explain prints it ({first.kernel}[name=value])")
+    listed = "; ".join(f"{e.id}: {e.backend} {e.label}" for e in shown[:12]) + ("; ..." if len(shown) > 12 else "")
+    return "give one entry: " + ", ".join(forms[:-1]) + f" or {forms[-1]}; the entries: {listed}"
 
 
 def input_backends(bundle: Any, input_id: int) -> list[str]:

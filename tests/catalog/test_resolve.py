@@ -115,6 +115,19 @@ def test_a_range_as_explain_prints_it_selects_its_inputs() -> None:
     ][1:5]
 
 
+def test_a_catalog_kernels_name_alone_selects_its_inputs_and_another_kernels_is_refused() -> None:
+    """A catalog op's kernel as a report of several kernels names it (``liger.layer_norm.bwd``, the
+    findings' ``kernel``) selects every input, as a workload's ``K7`` does; a name before ``[...]`` that is
+    not the op's kernel was "neither an id nor K=V facts", and now says which names the op's inputs."""
+    every = resolve_specs("liger.layer_norm", mode="bwd")
+    assert [s.name for s in resolve_specs("liger.layer_norm", mode="bwd", inputs=["liger.layer_norm.bwd"])] == [
+        s.name for s in every
+    ]
+    with pytest.raises(KtriageError, match=r"names the kernel 'K7', which is not liger.layer_norm's") as info:
+        resolve_specs("liger.layer_norm", mode="bwd", inputs=["K7[N=4608]"])
+    assert info.value.fix is not None and "liger.layer_norm.bwd[N=4608]" in info.value.fix
+
+
 def test_a_kernel_as_the_reports_print_it_selects_its_inputs() -> None:
     """``explain W.json -i K7:_layer_norm_backward_kernel`` (the kernel column of bench's, compare's and
     triage's reports, which ``--kernel`` takes) was refused as 'no kernel matches', and ``-i K1`` of a

@@ -84,6 +84,38 @@ def test_cli_bad_input_names_the_fix(run_cli: RunCli) -> None:
 
 
 @pytest.mark.slow
+def test_what_explain_prints_for_a_catalog_op_selects_its_inputs_back(tmp_path: Path, run_cli: RunCli) -> None:
+    """explain's JSON names each input of a catalog op as its spec (``liger.layer_norm.bwd[N=4608]``, as its
+    fixes, ``catalog show`` and bisect do), and a report of several kernels puts a range inside that kernel's
+    name (``liger.layer_norm.bwd[N=4608..5632]``). Copied into ``-i`` both were refused ("neither an id nor
+    K=V facts"), where a workload's ``K7[...]`` selects back; now they select what the report named, and a
+    kernel of the other pass is refused naming ``--mode``. Real compiles, toolchains of the test home."""
+    from ktriage.spec.ranges import input_place
+
+    def explain(selector: str, name: str) -> dict[str, Any]:
+        report = tmp_path / f"{name}.md"
+        toolchains = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
+        out = run_cli(["explain", "liger.layer_norm", "--bwd", "-i", selector, *toolchains, "--report", str(report)])
+        assert out.exit_code == exit_codes.OK, out.output
+        data: dict[str, Any] = json.loads(report.with_suffix(".json").read_text())
+        return data
+
+    first = explain("N=4608..5632", "first")
+    names = [k["name"] for k in first["kernels"]]
+    assert names == [f"liger.layer_norm.bwd[N={n}]" for n in (4608, 5120, 5632)]
+    assert [k["name"] for k in explain(names[1], "one")["kernels"]] == names[1:2]
+    finding = first["findings"][0]
+    kernel = names[0].split("[", 1)[0]
+    printed = input_place(kernel, finding["inputs"])  # how a report of several kernels names the finding
+    assert printed == f"{kernel}[{finding['range']}]" == "liger.layer_norm.bwd[N=4608..5632]"
+    assert [k["name"] for k in explain(printed, "range")["kernels"]] == names
+    refused = run_cli(["explain", "liger.layer_norm", "--fwd", "-i", names[0], "-t", "triton==3.4.0"])
+    assert refused.exit_code == exit_codes.USAGE, refused.output
+    assert "names liger.layer_norm's bwd kernel" in refused.err_text
+    assert refused.fix is not None and "--mode bwd" in refused.fix and "liger.layer_norm.fwd[N=4608]" in refused.fix
+
+
+@pytest.mark.slow
 def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path, run_cli: RunCli) -> None:
     """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages."""
     out = run_cli(

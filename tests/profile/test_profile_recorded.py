@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
 from test_profile import fake_ncu
@@ -54,3 +56,31 @@ def test_profile_of_a_recorded_bundle(run_cli, tmp_path: Path) -> None:  # type:
     # a name that is no entry is an error naming the entries, not a traceback
     res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "--input-id", "999"])
     assert res.exit_code == 2 and "no recorded entry 999" in res.err_text
+
+
+def test_a_recorded_bundles_input_is_chosen_as_bench_chooses_it(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``profile -i`` on a recorded bundle took an entry number only: every other selector, ``K1`` and
+    ``K1:_rms_norm_forward_kernel`` as the reports print a kernel, the label bench's report prints, a short
+    label inside its kernel's name as explain prints it, was refused as "chosen by entry id, not by shape
+    facts", though ``bench --bundle -i`` takes them all. They select the one entry now (a number is still
+    the entry's); one that names several entries is refused naming them, with profile's own fix."""
+    from ktriage.errors import KtriageError
+    from ktriage.profile.run import select_input
+
+    bundle = tmp_path / "rms"
+    args = ["bench", str(WORKLOAD), "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--kernel", "K0", "--kernel", "K1"]
+    res = run_cli([*args, "--compile-only", "--bundle", str(bundle)])
+    assert res.exit_code == 0, res.stderr
+    loaded = load_bundle(bundle)
+    (k1,) = [i for i in json.loads((bundle / "manifest.json").read_text())["inputs"] if i["kernel"] == "K1"]
+    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-i", "K1", "-f", "json"])
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["input_id"] == k1["id"]
+    for selector in ("K1:_rms_norm_forward_kernel", k1["label"], "K1[n_cols=2048]", str(k1["id"])):
+        assert select_input(loaded, selector) == k1["id"], selector
+    with pytest.raises(KtriageError, match="'_rms_norm_forward_kernel' names 2 entries of bundle") as info:
+        select_input(loaded, "_rms_norm_forward_kernel")
+    assert info.value.fix is not None and "--input-id" in info.value.fix and "--kernel" not in info.value.fix
+    res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-i", "typo"])
+    assert res.exit_code == 2 and "no input of bundle" in res.err_text and "matches --input 'typo'" in res.err_text
+    assert res.fix is not None and f"1: K1:_rms_norm_forward_kernel {k1['label']}" in res.fix
