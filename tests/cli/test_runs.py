@@ -147,12 +147,19 @@ def test_bad_run_id_lists_recent_runs(store_url: str, run_cli: RunCli) -> None:
     assert bad_format.exit_code == exit_codes.USAGE and "xlsx" in bad_format.output
 
 
-def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
-    """Measure there (a SQLite file on the GPU host), export, import here (any store), compare exactly."""
+def _exported(tmp_path: Path, run_cli: RunCli, name: str) -> tuple[str, str, Path]:
+    """A run measured "there" (a SQLite file on the GPU host) and exported by `runs export -o NAME`: the
+    store's URL, the run's id and the exported file."""
     gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
     run_id, _ = fill(gpu_host)
-    export = tmp_path / "run.json"
-    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    out = tmp_path / name
+    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(out)]).exit_code == exit_codes.OK
+    return gpu_host, run_id, out
+
+
+def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
+    """Measure there (a SQLite file on the GPU host), export, import here (any store), compare exactly."""
+    gpu_host, run_id, export = _exported(tmp_path, run_cli, "run.json")
     result = run_cli(["runs", "import", str(export), "--db", store_url])
     assert result.exit_code == exit_codes.OK, result.output
     with open_store(gpu_host) as src, open_store(store_url) as dst:
@@ -164,10 +171,7 @@ def test_import_moves_a_run_between_stores(store_url: str, tmp_path: Path, run_c
 def test_import_of_a_gzipped_export_reads_it_as_the_plain_one(store_url: str, tmp_path: Path, run_cli: RunCli) -> None:
     """A results file kept gzipped (run.json.gz, as benchmarks/calibration commits them) was refused
     ("gzip-compressed ... gunzip -k"), while workload files read gzipped: it imports as the plain file does."""
-    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
-    run_id, _ = fill(gpu_host)
-    export = tmp_path / "run.json"
-    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    gpu_host, run_id, export = _exported(tmp_path, run_cli, "run.json")
     packed = tmp_path / "run.json.gz"
     packed.write_bytes(gzip.compress(export.read_bytes()))
     result = run_cli(["runs", "import", str(packed), "--db", store_url])
@@ -214,10 +218,7 @@ def test_import_of_a_csv_export_names_it_and_the_json_export(store_url: str, tmp
     """`runs export RUN -o run.csv` then `runs import run.csv` said only "not valid JSON: Expecting value"
     (and compare, "not a TritonBench CSV"): the file is named as the run's CSV export, which cannot be
     imported, and the fix is the JSON export of the same run."""
-    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
-    run_id, _ = fill(gpu_host)
-    table = tmp_path / "run.csv"
-    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(table)]).exit_code == exit_codes.OK
+    gpu_host, run_id, table = _exported(tmp_path, run_cli, "run.csv")
     result = run_cli(["runs", "import", str(table), "--db", store_url])
     assert result.exit_code == exit_codes.USAGE, result.output
     assert result.problem.startswith(
@@ -250,10 +251,7 @@ def test_import_of_a_file_that_repeats_a_cell_is_refused(store_url: str, tmp_pat
     """A results file holding one cell twice (two files' cells pasted into one) was "imported run X (6 cells)",
     exit 0, while the store kept 5: the second replaced the first, one measurement gone without a word. The
     store holds one cell per key, so the import is refused before the store is written, naming both cells."""
-    gpu_host = f"sqlite:///{tmp_path / 'gpu-host.db'}"
-    run_id, _ = fill(gpu_host)
-    export = tmp_path / "run.json"
-    assert run_cli(["runs", "export", run_id, "--db", gpu_host, "-o", str(export)]).exit_code == exit_codes.OK
+    gpu_host, run_id, export = _exported(tmp_path, run_cli, "run.json")
     doc = json.loads(export.read_text())
     again = json.loads(json.dumps(doc["cells"][1]))
     again["samples_ms"] = [v * 1.5 for v in again["samples_ms"]]  # a second measurement of the same cell
