@@ -32,6 +32,7 @@ from typing import Any, TypedDict
 from ktriage.fidelity.kernels import KERNELS_DIR
 from ktriage.fidelity.model import FidelityCase
 from ktriage.ops import liger
+from ktriage.ops.inputs import kernel_name
 from ktriage.ops.recipe import launch_from_values
 from ktriage.ops.tutorial_params import cdiv, next_power_of_2
 from ktriage.spec.launch import TRITON_DEFAULT_STAGES, TRITON_DEFAULT_WARPS, Launch
@@ -204,7 +205,7 @@ def liger_swiglu_cases(version: str, target: str) -> list[FidelityCase]:
             ("n_cols", C(SWIGLU_COLS)),
             ("BLOCK_SIZE", C(block)),
         ]
-        name = f"{op}.{mode}[BT={SWIGLU_ROWS},N={SWIGLU_COLS}]"
+        name = kernel_name(op, mode, f"BT={SWIGLU_ROWS},N={SWIGLU_COLS}")
         launch = _launch(
             name, f"liger_kernel.ops.swiglu:{fn}", pkg, args, target, (SWIGLU_ROWS,), num_warps=warps, BLOCK_SIZE=block
         )

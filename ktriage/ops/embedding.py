@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ktriage.ops import liger
-from ktriage.ops.inputs import InputCase
+from ktriage.ops.inputs import InputCase, kernel_name
 from ktriage.ops.operator import Kernels, Knob, Operator
 from ktriage.ops.recipe import launch_from_values
 from ktriage.ops.tutorial_params import cdiv, next_power_of_2
@@ -40,7 +40,7 @@ def liger_recipe(
     n_tokens = b * t
     bm = bn = next_power_of_2(min(128, d))
     grid = (cdiv(n_tokens, bm), cdiv(d, bn))
-    name = f"{op}.{mode}[B={b},T={t},D={d},V={v}]"
+    name = kernel_name(op, mode, f"B={b},T={t},D={d},V={v}")
     meta = liger.meta(op, mode, case, dtype, version, BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn)
     consts = [("embedding_dim", C(d)), ("BLOCK_SIZE_M", C(bm)), ("BLOCK_SIZE_N", C(bn))]
     if mode == "fwd":

@@ -18,6 +18,12 @@ from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
 MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bwd); a catalog kernel's name ends in one
 
 
+def kernel_name(op: str, mode: str, label: str = "") -> str:
+    """A catalog kernel's name as the recipes give it and the reports print it: ``liger.layer_norm.bwd``, with
+    its input inside (``liger.layer_norm.bwd[N=4608]``); one home, since ``select_inputs`` reads it back."""
+    return f"{op}.{mode}[{label}]" if label else f"{op}.{mode}"
+
+
 @dataclass(frozen=True)
 class InputCase:
     """One input of a sweep: its id and the shape facts a recipe needs (and ``--input K=V`` matches)."""
@@ -76,7 +82,7 @@ def _unwrap_kernel(op: str, sel: str, mode: str | None) -> str | None:
     bracket = sel.endswith("]") and "[" in sel
     head, inner = sel[:-1].split("[", 1) if bracket else (sel, "")
     prefix, dot, kernel_pass = head.rpartition(".")
-    expected = f"{op}.{mode or '<' + '|'.join(MODES) + '>'}"
+    expected = kernel_name(op, mode or "<" + "|".join(MODES) + ">")
     if not (dot and prefix == op and kernel_pass in MODES):
         if bracket:
             raise KtriageError(

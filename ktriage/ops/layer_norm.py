@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 
 from ktriage.ops import liger, tutorial
-from ktriage.ops.inputs import InputCase
+from ktriage.ops.inputs import InputCase, kernel_name
 from ktriage.ops.operator import Kernels, Knob, Operator, row_activation_bytes
 from ktriage.ops.recipe import TL_DTYPE, launch_from_values
 from ktriage.ops.tutorial_params import layer_norm_launch, next_power_of_2
@@ -47,7 +47,7 @@ def liger_recipe(
 ) -> Launch:
     m, n = case.facts["M"], case.facts["N"]
     block, warps = liger.calculate_settings(n)
-    name = f"{op}.{mode}[N={n}]"
+    name = kernel_name(op, mode, f"N={n}")
     pkg = liger.requirement(version)
     if mode == "fwd":
         stat = dtype if version == liger.DEFAULT_VERSION else "fp32"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 from ktriage.ops import liger
-from ktriage.ops.inputs import InputCase
+from ktriage.ops.inputs import InputCase, kernel_name
 from ktriage.ops.operator import Kernels, Operator, row_activation_bytes
 from ktriage.ops.recipe import TL_DTYPE, launch_from_values
 from ktriage.spec.launch import Launch
@@ -47,7 +47,7 @@ def liger_recipe(
     """
     m, n = case.facts["M"], case.facts["N"]
     block, warps = liger.calculate_settings(n)
-    name = f"{op}.{mode}[N={n}]"
+    name = kernel_name(op, mode, f"N={n}")
     pkg = liger.requirement(version)
     affine = [] if version == liger.DEFAULT_VERSION else [("elementwise_affine", C(True))]
     if mode == "fwd":

@@ -23,11 +23,12 @@ import re
 from dataclasses import dataclass
 
 from ktriage.errors import KtriageError
+from ktriage.toolchain.spec import KNOWN_KEYS
 
 HOST = "host"  # the selector of a native backend (no toolchain)
 _VERSION = re.compile(r"^\d+(\.\d+)*$")
 _HASH = re.compile(r"^[0-9a-f]{8}$")
-_SPEC_ITEM = re.compile(r"^(triton|ptxas|ptxas-options)(==|=)(?!=).+$")
+_SPEC_ITEM = re.compile(rf"^({'|'.join(map(re.escape, KNOWN_KEYS))})(==|=)(?!=).+$")  # spec.py's keys
 _ID = re.compile(r"^triton-(?P<triton>.+?)(?:\.ptxas-(?P<ptxas>.+?))?(?:\.(?P<hash>[0-9a-f]{8}))?$")
 FORMS = (
     "a Triton version or its prefix (3.4), a spec (triton==3.4.0, triton==3.4.0,ptxas==12.8.93, triton=host), "
