@@ -124,13 +124,11 @@ class ExplainReport:
         return to_html(build_view(self.result, self.findings, title=self.title))
 
     def print_table(self, console: Console) -> None:
-        from rich.markup import escape
-
-        from ktriage.report.explain import fixes_markdown, print_table
+        from ktriage.report.explain import print_fixes, print_table
 
         print_table(self.result, console, self.findings)
         if self.fixes is not None:
-            console.print(escape(fixes_markdown(self.fixes)))
+            print_fixes(self.fixes, console)
 
 
 def explain(

@@ -377,10 +377,29 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         console.print(f"  • [red]{escape(f.summary())}[/]")
 
 
+FIXES_TITLE = "Fixes (verified by compiling, not timed)"
+
+
+def print_fixes(fixes: Sequence[Fix], console: Console) -> None:
+    """The fixes as the terminal shows them, in the findings' style (a bold heading, bullets): the
+    markdown's ``**kind**`` and backticks printed raw read as noise in a terminal."""
+    console.print(f"[bold]{FIXES_TITLE}[/]")
+    if not fixes:
+        console.print("  • No fix to propose for these findings.")
+    for f in fixes:
+        mark = "[green]verified[/]" if f.verified else "[yellow]not verified[/]"
+        console.print(
+            f"  • [bold]{escape(f.kind)}[/] ({escape(f.kernel)}, {escape(f.toolchain)}): "
+            f"{escape(f.description)} — {mark}: {escape(f.effect)}"
+        )
+        for c in f.caveats:
+            console.print(f"      caveat: {escape(c)}")
+
+
 @markdown_writer
 def fixes_markdown(fixes: Sequence[Fix]) -> str:
     """The "## Fixes" section of the explain report."""
-    out = ["## Fixes (verified by compiling, not timed)", ""]
+    out = [f"## {FIXES_TITLE}", ""]
     if not fixes:
         out.append("- No fix to propose for these findings.")
     for f in fixes:

@@ -171,6 +171,32 @@ def test_cli_fixes_flag_adds_the_fixes_key(tmp_path: Path, run_cli: RunCli) -> N
     assert "fixes" in json.loads((tmp_path / "r.json").read_text())
 
 
+@pytest.mark.slow
+def test_cli_fixes_in_the_terminal_are_not_raw_markdown(run_cli: RunCli) -> None:
+    """The table format prints the fixes in the findings' style: the markdown report's ``**kind**``,
+    backticks and ``## `` heading printed as they are read as noise in a terminal."""
+    out = run_cli(
+        [
+            "explain",
+            "liger.embedding",
+            "--bwd",
+            "--input",
+            "0",
+            "--arch",
+            "sm_90",
+            "-t",
+            "triton==3.4.0,ptxas==12.4.131",
+            "-t",
+            "triton==3.4.0",
+            "--fixes",
+        ]
+    )
+    assert out.exit_code == exit_codes.OK, out.output
+    assert in_output("Fixes (verified by compiling, not timed)", out.stdout), out.stdout
+    assert in_output("• relaxed-atomic (", out.stdout), out.stdout
+    assert "**" not in out.stdout and "## " not in out.stdout and "`triton==" not in out.stdout, out.stdout
+
+
 # ----------------------------------------------------------------------------- failures are findings
 
 
