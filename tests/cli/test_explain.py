@@ -141,22 +141,28 @@ def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path
     assert "[kernel]" in bad.stderr and "add `n`" in bad.stderr and "Traceback" not in bad.stderr
 
 
+# explain with --fixes on one embedding bwd input: the ptxas 12.4 -> 12.8 atomic (a relaxed-atomic fix)
+EMBEDDING_FIXES = [
+    "explain",
+    "liger.embedding",
+    "--bwd",
+    "--input",
+    "0",
+    "--arch",
+    "sm_90",
+    "-t",
+    "triton==3.4.0,ptxas==12.4.131",
+    "-t",
+    "triton==3.4.0",
+    "--fixes",
+]
+
+
 @pytest.mark.slow
 def test_cli_fixes_flag_adds_the_fixes_key(tmp_path: Path, run_cli: RunCli) -> None:
     out = run_cli(
         [
-            "explain",
-            "liger.embedding",
-            "--bwd",
-            "--input",
-            "0",
-            "--arch",
-            "sm_90",
-            "-t",
-            "triton==3.4.0,ptxas==12.4.131",
-            "-t",
-            "triton==3.4.0",
-            "--fixes",
+            *EMBEDDING_FIXES,
             "--format",
             "json",
             "--report",
@@ -175,22 +181,7 @@ def test_cli_fixes_flag_adds_the_fixes_key(tmp_path: Path, run_cli: RunCli) -> N
 def test_cli_fixes_in_the_terminal_are_not_raw_markdown(run_cli: RunCli) -> None:
     """The table format prints the fixes in the findings' style: the markdown report's ``**kind**``,
     backticks and ``## `` heading printed as they are read as noise in a terminal."""
-    out = run_cli(
-        [
-            "explain",
-            "liger.embedding",
-            "--bwd",
-            "--input",
-            "0",
-            "--arch",
-            "sm_90",
-            "-t",
-            "triton==3.4.0,ptxas==12.4.131",
-            "-t",
-            "triton==3.4.0",
-            "--fixes",
-        ]
-    )
+    out = run_cli(EMBEDDING_FIXES)
     assert out.exit_code == exit_codes.OK, out.output
     assert in_output("Fixes (verified by compiling, not timed)", out.stdout), out.stdout
     assert in_output("• relaxed-atomic (", out.stdout), out.stdout
