@@ -30,7 +30,7 @@ from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.gpus import GPUS_HELP
 from ktriage.report.bench import BenchRenders
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
     from ktriage.bench.torch_build import TorchBuild
@@ -122,7 +122,7 @@ def refuse_what_compile_only_ignores(
         spelled.append(flag if shown is None else f"{flag} {shlex.quote(shown)}")
         keywords.append(keyword)
     if spelled:
-        goes = "goes" if len(keywords) == 1 else "go"
+        goes = agree(len(keywords), "goes", "go")
         library = f"; in the library, {', '.join(keywords)} {goes} to {entry}(bundle=DIR)" if keywords else ""
         raise KtriageError(
             f"{', '.join(spelled)}: --compile-only measures nothing, so there are no results to write and "
@@ -455,7 +455,7 @@ def refuse_compiling_options(jobs: int | None, compile_timeout: float, *, why: s
     ]
     if given:
         flags, keywords = ", ".join(f for f, _ in given), ", ".join(k for _, k in given)
-        them = "them" if len(given) > 1 else "it"
+        them = agree(len(given), "it", "them")
         raise KtriageError(
             f"{flags} ({keywords}): nothing is compiled {why}",
             f"drop {them}, and give {them} to the run that compiles the bundle: {example} "

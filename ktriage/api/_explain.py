@@ -34,6 +34,7 @@ from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.toml_file import named_spec
 from ktriage.stats.gate import check_gate
+from ktriage.wording import agree
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -209,7 +210,7 @@ def explain(
     judged = [option(name, flag) for name, flag, on in asked if on]
     if len(toolchains) == 1 and judged:  # "--fail-on any: passed" and "no fix to propose" on a spilling kernel
         raise KtriageError(
-            f"{' and '.join(judged)} {'needs' if len(judged) == 1 else 'need'} a toolchain judged against a reference, and {toolchains[0]} is the only "
+            f"{' and '.join(judged)} {agree(len(judged), 'needs', 'need')} a toolchain judged against a reference, and {toolchains[0]} is the only "
             f"one given: {'the gate could never fire' if fail_on else 'there is no finding to fix'}",
             "give the reference first and the toolchain to judge after it, e.g. "
             + option("toolchains", "-t", ["triton==3.3.1", toolchains[0]]),

@@ -146,7 +146,7 @@ def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[Ker
     (fidelity/by_value.py) or :class:`Unchecked`: one that does not load, or one written by types, stays
     in its place as an error row for each toolchain, with its error and fix, and the others are checked:
     one such kernel must not lose the other kernels' rows. Refused only when no selected kernel can be
-    checked (none loads, or every one that loads is written by types), with the first one's error."""
+    checked: none loads (every kernel's error, ``NothingLoads``), or every one that loads is written by types."""
     from ktriage.spec.select import select_spec_file
 
     kernels = select_spec_file(str(path), list(cases) or None, flag=option("cases", "-k/--case")).kernels

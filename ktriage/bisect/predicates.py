@@ -34,7 +34,7 @@ from ktriage.compile.compiler import Artifact, Compiler
 from ktriage.errors import KtriageError
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import Explainer, KernelResult
@@ -152,11 +152,6 @@ def left_out_here(failed: Mapping[str, str]) -> str:
     return " and ".join(parts)
 
 
-def _it_does(n: int) -> str:
-    """The subject for ``n`` kernels named just before: "it does" for one, "they do" for several."""
-    return "it does" if n == 1 else "they do"
-
-
 def no_value(kernel: str, failed: Mapping[str, str]) -> str:
     """Why ``kernel`` has no value here, as a skip's reason says it: its error from ``failed`` (one
     line that names the kernel: ``K: frontend failed: ...``, ``K does not load: ...``), so that the
@@ -204,7 +199,9 @@ def _not_bisected(
     endpoint was never compared, and that note sent the user looking for a change that is not there."""
     same = {k: e for k, e in failed.items() if k in good and k in bad}
     notes = (
-        [f"{left_out_here(same)} (not bisected: {_it_does(len(same))} not differ between the endpoints)"]
+        [
+            f"{left_out_here(same)} (not bisected: {agree(len(same), 'it does', 'they do')} not differ between the endpoints)"
+        ]
         if same
         else []
     )

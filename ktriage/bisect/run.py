@@ -43,7 +43,7 @@ from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
 from ktriage.schema.jsontypes import JSONObject, JSONValue
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
     from ktriage.predict.model import Prediction
@@ -226,7 +226,7 @@ def _check_git_only(opts: BisectOptions, source: Source) -> None:
     ]
     if given:
         raise KtriageError(
-            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to --source git:PATH only (commits "
+            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to --source git:PATH only (commits "
             f"built in checkouts), not to --source {opts.source}",
             f"drop {', '.join(given)}: a {source.kind} candidate is a release, installed, never checked out or built",
         )
@@ -249,7 +249,7 @@ def _check_untimed(opts: BisectOptions) -> None:
     if given:
         what = f"--metric {opts.metric}" if opts.metric else "--command"
         raise KtriageError(
-            f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a timed bisect (--metric latency), not to {what}",
+            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to a timed bisect (--metric latency), not to {what}",
             f"drop {', '.join(given)}: the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
         )
 

@@ -37,6 +37,7 @@ from ktriage.errors import CompileError, FormatError, KtriageError, option
 from ktriage.schema.bisect_state import BASELINE_FIX, BaselineSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.wording import agree
 
 EXIT_GOOD, EXIT_BAD, EXIT_SKIP, EXIT_ABORT = 0, 1, 125, 128
 MAX_BASELINE_MB = 64  # a value per kernel: kilobytes in practice; KTRIAGE_MAX_INPUT_MB sets it
@@ -184,7 +185,10 @@ def record_baseline(
     data[role] = {"values": values, "commit": _head(here)}
     if failed:
         data[role]["left_out"] = dict(failed)
-        them, they = ("them", "they load and compile") if len(failed) > 1 else ("it", "it loads and compiles")
+        them, they = (
+            agree(len(failed), "it", "them"),
+            agree(len(failed), "it loads and compiles", "they load and compile"),
+        )
         log.warning(
             f"the {role} baseline in {path} leaves out {', '.join(failed)}: no value at this commit "
             f"({'; '.join(failed.values())}); later commits are not judged on {them}. To judge {them}, record "
@@ -252,7 +256,7 @@ def decide_step(
         bad = _without(bad, left_out) if bad is not None else None
     code, reason = _decide_step(values, good, bad, failed or {})
     if left_out:
-        them = "it" if len(left_out) == 1 else "them"
+        them = agree(len(left_out), "it", "them")
         reason += (
             f"; {', '.join(left_out)} not judged: the baseline has no value for {them} ({'; '.join(left_out.values())})"
         )
@@ -271,7 +275,7 @@ def _decide_step(
         missing = [k for k in good if k not in values]
         if missing:
             return EXIT_SKIP, "; ".join(no_value(k, failed) for k in missing)
-        them = "it" if len(failed) == 1 else "them"
+        them = agree(len(failed), "it", "them")
         note = f"; {left_out_here(failed)} (not judged: the good baseline has no value for {them})" if failed else ""
         if changed:
             return EXIT_BAD, "changed from the good baseline: " + ", ".join(

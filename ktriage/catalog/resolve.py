@@ -17,6 +17,7 @@ from ktriage.spec.model import KernelSpec
 from ktriage.spec.ranges import id_runs
 from ktriage.spec.select import select_spec_file, select_specs
 from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel
+from ktriage.wording import agree
 
 T = TypeVar("T")
 
@@ -83,9 +84,9 @@ def resolve_kernels(
             given.append(option("sm_count", "--sm-count", sm_count))
         if given:  # a workload is recorded, not written: "edit the spec file" cannot be its fix
             raise SpecError(
-                f"{', '.join(given)} {'does' if len(given) == 1 else 'do'} not apply to {what} {target}: its signature, pass and grid are "
+                f"{', '.join(given)} {agree(len(given), 'does', 'do')} not apply to {what} {target}: its signature, pass and grid are "
                 + ("recorded in it" if workload else "written in the file"),
-                ("drop it" if len(given) == 1 else "drop them")
+                agree(len(given), "drop it", "drop them")
                 + (
                     ": the workload's kernels are compiled as the program launched them"
                     if workload
@@ -237,7 +238,7 @@ def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
     if whole is None or whole == ids:
         return f"input ids: {id_runs(ids)}"
     return (
-        f"{option('inputs', '--input')} already chose input {'id' if len(ids) == 1 else 'ids'} {id_runs(ids)} of {op}'s "
+        f"{option('inputs', '--input')} already chose input {agree(len(ids), 'id', 'ids')} {id_runs(ids)} of {op}'s "
         f"{id_runs(whole)}, and {option('input_id', '--input-id')} and {option('num_inputs', '--num-inputs')} pick "
         f"among those: drop {option('inputs', '--input')}, or give an {option('input_id', '--input-id')} within them"
     )

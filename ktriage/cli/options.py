@@ -43,6 +43,7 @@ from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
 from ktriage.cli.console import OutputClosed
 from ktriage.errors import KtriageError
+from ktriage.wording import agree
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -178,7 +179,7 @@ def refuse_inapplicable(given: Mapping[str, Any], where: str, fix: str) -> None:
     command that routes to a mode taking fewer options."""
     used = [flag for flag, value in given.items() if value not in (None, False, [], "")]
     if used:
-        raise KtriageError(f"{', '.join(used)} {'does' if len(used) == 1 else 'do'} not apply to {where}", fix)
+        raise KtriageError(f"{', '.join(used)} {agree(len(used), 'does', 'do')} not apply to {where}", fix)
 
 
 # ------------------------------------------------------------------------------------------ mode

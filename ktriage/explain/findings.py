@@ -39,6 +39,7 @@ from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.ranges import input_place, input_range
 from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
+from ktriage.wording import agree
 
 # Metrics worth a finding of their own, most important first.
 HEADLINE_METRICS = ("spill_store_bytes", "registers", "ctas_per_sm", "stack_bytes", "shared_bytes")
@@ -704,7 +705,7 @@ def _unpriced_difference(pairs: Sequence[tuple[str, CompileDiff]]) -> str:
     if not differ:
         return "nothing explain measures differs"
     words = list(dict.fromkeys(_UNPRICED_WORDS.get(name, name) for name in sorted(differ, key=_field_order)))
-    return "only " + " and ".join(words) + (" differs" if len(words) == 1 else " differ")
+    return "only " + " and ".join(words) + agree(len(words), " differs", " differ")
 
 
 def _field_order(name: str) -> tuple[int, str]:

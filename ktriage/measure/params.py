@@ -24,7 +24,7 @@ from typing import Any
 
 from ktriage.compile.abi import AbiParam
 from ktriage.errors import MeasureError
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 #: Bytes of each Triton scalar type as the kernel receives it.
 SCALAR_SIZES = {
@@ -193,7 +193,7 @@ def pack_params(
     if len(args) != len(vis):
         names = ", ".join(p.name for p in vis)
         raise MeasureError(
-            f"the kernel takes {plural(len(vis), 'argument')} ({names}) but {len(args)} {'was' if len(args) == 1 else 'were'} given",
+            f"the kernel takes {plural(len(vis), 'argument')} ({names}) but {len(args)} {agree(len(args), 'was', 'were')} given",
             "pass the runtime arguments of the spec in order, without constexprs or ints specialized to 1",
         )
     scratch = dict(scratch_addresses or {})

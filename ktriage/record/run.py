@@ -9,7 +9,7 @@ Process control (why each piece):
 
 - **the folders of -o**: the missing ones are made before the program runs (the lock and the
   journal live beside ``W.json``), and removed again, while empty, when the recording is refused or
-  fails, so a refusal leaves nothing behind; both while the lock is held (:func:`output_lock`), so
+  fails, so a refusal leaves nothing behind; both while the lock is held (:func:`ktriage.record.lock.output_lock`), so
   a second recorder into the same new folder never finds it gone under its lock.
 - **one writer per output**: a lock file next to ``-o`` (``W.json.lock``, an advisory ``flock``
   that dies with its holder) makes a second ``record -o W.json`` refuse at once; without it two
@@ -40,8 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -50,11 +49,11 @@ from typing import NoReturn
 from ktriage import __version__
 from ktriage.errors import KtriageError
 from ktriage.insitu import launch_hook
+from ktriage.record.lock import output_lock
 from ktriage.record.workload import Workload, compact, journal_path, read_journal, save_workload
 from ktriage.schema.jsontypes import JSONObject
 
 HOOK_FILE = Path(launch_hook.__file__).resolve()
-LOCK_SUFFIX = ".lock"
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 GRACE_S = 10.0  # how long the watchdog lets the group end on SIGTERM before SIGKILL
 PROBE_TIMEOUT_S = 20.0
@@ -141,101 +140,6 @@ def hook_environment(journal: Path, shim_dir: Path, env: Mapping[str, str]) -> d
     return out
 
 
-def lock_path(output: Path) -> Path:
-    return output.with_name(output.name + LOCK_SUFFIX)
-
-
-@contextmanager
-def output_lock(output: Path) -> Iterator[None]:
-    """Make the missing folders of ``output`` and hold ``W.json.lock`` in them (an advisory ``flock``,
-    released by the kernel when its holder dies, even by SIGKILL) for the whole recording; a second
-    writer of the same output is refused at once, naming the output and the fix.
-
-    The folders and the lock are one step because a recording that fails or is refused removes the
-    folders it made (so a refusal leaves nothing behind): done after its lock was released, that
-    removal raced a second recorder that had found the folder and not yet created its lock in it,
-    which was then refused with "cannot create the lock ...: No such file or directory" (a writable
-    folder, and nobody recording). Now the folders go while the lock is still held (a recorder that
-    opened the lock before is refused as the holder's rival; one that creates a new lock keeps the
-    folder from being removed), and a lock whose folder vanished before it was created makes the
-    folders again. The lock file is removed while still held, so none is left behind; a writer that
-    locked a file another writer had just removed sees that the path no longer names its file and
-    tries again."""
-    import fcntl
-
-    path = lock_path(output)
-    made: list[Path] = []  # deepest first: the folders this call created (not a racing writer's)
-    for _ in range(5):
-        made = _make_folders(output, made)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # a refused recording removed the folder it had made: make it again
-            continue
-        except OSError as exc:
-            _remove_empty(made)
-            raise KtriageError(
-                f"cannot create the lock {path}: {exc.strerror or exc}", "record into a writable folder (-o)"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.read(fd, 32).decode(errors="replace").strip()
-            os.close(fd)
-            raise KtriageError(
-                f"another `ktriage record` is writing {output}"
-                f"{f' (pid {holder})' if holder.isdigit() else ''}; its lock {path} is held",
-                "wait until that recording ends, or record into another -o file",
-            ) from None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except OSError:
-            same = False
-        if same:
-            break
-        os.close(fd)  # the lock of a file another writer had just removed: take the new one
-    else:  # pragma: no cover - five races in a row
-        _remove_empty(made)
-        raise KtriageError(f"cannot take the lock {path}", "try again")
-    written = False
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        yield
-        written = True
-    finally:
-        try:
-            path.unlink(missing_ok=True)
-            if not written:  # while the lock is held (the docstring says why)
-                _remove_empty(made)
-        finally:
-            os.close(fd)
-
-
-def _make_folders(output: Path, made: Sequence[Path]) -> list[Path]:
-    """Create the missing folders of ``output`` (the lock and the journal live beside it while the
-    program runs, so they are needed before it starts); returns ``made`` with those this call created
-    added, deepest first. A folder that existed before is never counted, nor one a racing writer made."""
-    missing: list[Path] = []
-    folder = output.parent
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
-    out = list(made)
-    for path in reversed(missing):
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            _remove_empty(out)
-            raise KtriageError(
-                f"cannot create the folder of -o {output}: {exc.strerror or exc}", "choose a writable -o path"
-            ) from None
-        if path not in out:
-            out.insert(0, path)
-    return out
-
-
 def _start_watchdog(group: int) -> subprocess.Popen[bytes] | None:
     try:
         return subprocess.Popen(
@@ -305,15 +209,6 @@ def record(
     output = Path(output)
     with output_lock(output):
         return _record_locked(command, output, env=env, cwd=cwd)
-
-
-def _remove_empty(folders: Sequence[Path]) -> None:
-    """Remove ``folders`` (deepest first) while they are empty; stop at the first that is not."""
-    for path in folders:
-        try:
-            path.rmdir()  # only an empty folder: nothing written is lost
-        except OSError:
-            break
 
 
 def _record_locked(

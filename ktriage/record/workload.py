@@ -39,7 +39,7 @@ from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KNOWN_TARGETS, ConstexprValue, KernelSpec
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 WORKLOAD_FORMAT = 1
 WORKLOAD_KIND = "ktriage-workload"
@@ -163,7 +163,7 @@ class Workload:
             more = f" (and {len(self.not_captured) - 5} more)" if len(self.not_captured) > 5 else ""
             raise SpecError(
                 f"workload {origin} has no kernel to compile: {plural(len(self.not_captured), 'launch', 'launches')} "
-                f"{'was' if len(self.not_captured) == 1 else 'were'} "
+                f"{agree(len(self.not_captured), 'was', 'were')} "
                 f"not captured: {whys}{more}",
                 f"see `ktriage workload show {origin}`; fix what the reasons name and record again",
             )

@@ -12,7 +12,7 @@ from ktriage.compare.pairing import Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 
 def fmt_ms(v: float) -> str:
@@ -56,7 +56,7 @@ def headline(c: Comparison) -> str:
         parts.append(f"{c.new_label} failed every kernel here: nothing of it was measured (its errors are below)")
     if one_turn := len(c.one_turn_verdicts()):
         parts.append(
-            f"{one_turn} {'verdict rests' if one_turn == 1 else 'verdicts rest'} on a single turn of back-to-back"
+            f"{one_turn} {agree(one_turn, 'verdict rests', 'verdicts rest')} on a single turn of back-to-back"
             " calls per side (a ktriage before 3 turns per variant, or --max-time ended sampling): a whole turn"
             " can run slow, so re-measure with ktriage bench before acting on it"
         )

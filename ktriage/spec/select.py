@@ -29,7 +29,7 @@ def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: 
     """:func:`load_selected_specs`, each selected kernel loaded or not (``UnloadedKernel``: explain
     reports it as that kernel's failure and compiles the others). Selectors match a kernel that does
     not load by its name as written, so that selecting only good kernels never meets a bad one; a
-    selection none of which loads is refused with the first one's error."""
+    selection none of which loads is refused with every kernel's error (:class:`~ktriage.spec.toml_file.NothingLoads`)."""
     path = Path(target)
     if not path.exists():
         raise SpecError(
@@ -38,7 +38,7 @@ def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: 
     kernels = read_spec_file(path).kernels
     if inputs:
         kernels = select_kernels(kernels, inputs, target, flag=flag)
-        require_loaded(kernels)
+        require_loaded(kernels, target, selected=True)
     return SpecFile(kernels)
 
 

@@ -99,32 +99,70 @@ class SpecFile:
 
 
 class NothingLoads(SpecError):
-    """A spec file (or the selection from it) none of whose kernels loads: the first one's error, the
-    others' in its details, and every kernel (``unloaded``) for a caller that reports each one's error on
-    its own (bisect's candidate, ``bisect-step --record-baseline``), which the text alone cannot give
-    back without parsing it."""
+    """A spec file (or the selection from it) none of whose kernels loads: every kernel's error in one
+    message (:func:`require_loaded` words it), and every kernel (``unloaded``) for a caller that reports
+    each one's error on its own (bisect's candidate, ``bisect-step --record-baseline``), which the text
+    alone cannot give back without parsing it."""
 
-    def __init__(self, unloaded: Sequence[UnloadedKernel], fix: str | None, details: str | None) -> None:
-        super().__init__(unloaded[0].error.problem, fix, details)
+    def __init__(self, unloaded: Sequence[UnloadedKernel], problem: str, fix: str | None, details: str | None) -> None:
+        super().__init__(problem, fix, details)
         self.unloaded = list(unloaded)
 
 
-def require_loaded(kernels: Sequence[Loaded]) -> None:
-    """Refuse kernels none of which loads (a file, or the selection from it): nothing to compile, so the
-    first one's error, the others' in its details (:class:`NothingLoads`)."""
+def require_loaded(kernels: Sequence[Loaded], origin: str, *, selected: bool = False) -> None:
+    """Refuse kernels none of which loads (a file, or the ``selected`` kernels of it): nothing to
+    compile. One kernel: its own error. Several: the file (``origin``) once, then one line per error
+    without the file and table each kernel's error starts with, the kernels whose errors are the same
+    on one line ("3 kernels (a, b, c): <error>"), and a fix that all of them share said once as the
+    fix, else after each line. Why: the first kernel's error with the others' joined after it in the
+    details repeated the spec file's path and its fix on every kernel, one long line for a file of
+    several kernels with the same typo."""
     if not kernels or any(isinstance(k, KernelSpec) for k in kernels):
         return
     unloaded = [k for k in kernels if isinstance(k, UnloadedKernel)]
-    first, *others = unloaded
-    also = "; ".join(f"{k.error.problem} (fix: {k.error.fix})" if k.error.fix else k.error.problem for k in others)
-    details = f"{_the_others(len(others))} not load either: {also}" if others else first.error.details
-    raise NothingLoads(unloaded, first.error.fix, details)
+    if len(unloaded) == 1:
+        error = unloaded[0].error
+        raise NothingLoads(unloaded, error.problem, error.fix, error.details)
+    groups: dict[tuple[str, str | None], list[str]] = {}
+    for k in unloaded:
+        groups.setdefault((_own_error(k.error.problem, origin), k.error.fix), []).append(_label(k, unloaded))
+    fixes = {fix for _, fix in groups}
+    shared = next(iter(fixes)) if len(fixes) == 1 else None
+    lines = [
+        f"{names[0] if len(names) == 1 else _kernels(names)}: {error}"
+        + (f" — fix: {fix}" if fix and not shared else "")
+        for (error, fix), names in groups.items()
+    ]
+    which = "the selected kernels" if selected else "its kernels"
+    problem = f"{origin}: none of {which} loads ({plural(len(unloaded), 'kernel')}, {plural(len(groups), 'error')})"
+    fix = shared or "fix each error below" + (", as its line says" if any(fixes) else "")
+    raise NothingLoads(unloaded, problem, fix, "\n".join(lines))
 
 
-def _the_others(n: int) -> str:
-    """The subject of "... not load either", read right for one and for many: "the other kernel does",
-    "the other 2 kernels do" ("the other 1 kernel does" counted a kernel that needs no count)."""
-    return "the other kernel does" if n == 1 else f"the other {plural(n, 'kernel')} do"
+def _kernels(names: Sequence[str]) -> str:
+    """Kernels whose error is the same, counted and named: "3 kernels (a, b, c)"."""
+    return f"{plural(len(names), 'kernel')} ({', '.join(names)})"
+
+
+_PLACE = re.compile(r"^(?:\[\[kernel\]\] #(\d+)|\[kernel\]):? ")
+
+
+def _own_error(problem: str, origin: str) -> str:
+    """A kernel's error without what :func:`require_loaded` says once: the spec file and the table it
+    starts with (``spec.toml: [[kernel]] #2: ``, or ``... #2 options.num_warps: ...`` from the schema);
+    its first line (an error is one line; a longer text is a log, not a reason)."""
+    first = (problem.strip().splitlines() or ["(no message)"])[0]
+    return _PLACE.sub("", first.removeprefix(f"{origin}: "), count=1)
+
+
+def _label(kernel: UnloadedKernel, unloaded: Sequence[UnloadedKernel]) -> str:
+    """How a line names ``kernel``: its name, with its table's number where another kernel of
+    ``unloaded`` has the same name (a file may repeat a name; ``[[kernel]] #N`` tells them apart)."""
+    name = kernel.spec.name
+    if sum(k.spec.name == name for k in unloaded) == 1:
+        return name
+    place = _PLACE.search(kernel.error.problem.split(": ", 1)[-1])
+    return f"{name} #{place.group(1)}" if place and place.group(1) else name
 
 
 def load_spec_file(path: str | Path) -> list[KernelSpec]:
@@ -166,7 +204,7 @@ def reads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> SpecFi
                 exc if exc.problem.startswith(origin) else SpecError(f"{where}: {exc.problem}", exc.fix, exc.details)
             )
             kernels.append(UnloadedKernel(_stand_in(table, i, base_dir), error))
-    require_loaded(kernels)
+    require_loaded(kernels, origin)
     return SpecFile([_at_position(k, i) for i, k in enumerate(kernels)])
 
 

@@ -27,7 +27,7 @@ from ktriage.triage.model import (
     TriageOptions,
     TriageReport,
 )
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
     from ktriage.measure.cells import Cell, RunInfo
@@ -208,7 +208,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
     ]
     if undecided:
         report.gpu_needed.append(
-            f"{plural(len(undecided), 'flagged cell')} {'is' if len(undecided) == 1 else 'are'} still unsure after the GPU re-run (no replay, failed, "
+            f"{plural(len(undecided), 'flagged cell')} {agree(len(undecided), 'is', 'are')} still unsure after the GPU re-run (no replay, failed, "
             "not bundled, or an interval across the gate): see their measured column"
         )
 

@@ -40,7 +40,7 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.gate import check_gate
 from ktriage.toolchain.spec import ToolchainSpec, parse_toolchain
 from ktriage.triage.model import CellTriage, TriageOptions, TriageReport
-from ktriage.wording import plural
+from ktriage.wording import agree, plural
 
 if TYPE_CHECKING:
     from ktriage.compile.compiler import Compiler
@@ -694,7 +694,7 @@ def bisect_skip_reason(asked: bool, specs: Sequence[ToolchainSpec], cells: Seque
     not_release = [str(s) for s in specs if not s.is_release]
     if not_release:
         return (
-            f"{', '.join(not_release)} {'is' if len(not_release) == 1 else 'are'} not a release: a bisect searches Triton "
+            f"{', '.join(not_release)} {agree(len(not_release), 'is', 'are')} not a release: a bisect searches Triton "
             "or ptxas releases (give triton==X[,ptxas==Y] on both sides)"
         )
     if real_regressions(cells):

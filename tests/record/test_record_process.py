@@ -195,7 +195,7 @@ def test_the_lock_makes_its_folders_and_removes_them_while_held(tmp_path: Path) 
     it; that one was refused with "cannot create the lock ...: No such file or directory" (seen about
     once in 150 rounds of three racing processes). The folders are made in the same step as the lock,
     again when they vanished before it, and removed while it is held."""
-    from ktriage.record.run import lock_path, output_lock
+    from ktriage.record.lock import lock_path, output_lock
 
     output = tmp_path / "new" / "dir" / "W.json"
     with output_lock(output):  # the folders are the lock's: none to make beforehand
@@ -239,7 +239,9 @@ def test_a_second_record_into_the_same_new_folder_is_refused_naming_it(
         err = " ".join(capsys.readouterr().err.split())
         assert code == exit_codes.USAGE
         assert f"another `ktriage record` is writing {output} (pid {first.pid})" in err, err
-        assert "fix: wait until that recording ends, or record into another -o file" in err
+        assert (
+            f"fix: wait until that recording ends (or stop it: kill {first.pid}), or record into another -o file" in err
+        )
         assert Path(str(output) + ".lock").exists()
     finally:
         first.terminate()

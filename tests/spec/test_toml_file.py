@@ -171,33 +171,92 @@ def test_a_bad_kernel_leaves_the_others_loaded(spec_dir: Path, edit, problem, fi
     assert info.value.problem == bad.error.problem
 
 
-def test_a_file_none_of_whose_kernels_loads_is_refused(spec_dir: Path) -> None:
-    """Every kernel bad is the file's error, as before (the first one's), the others' named in its details."""
+def _bad_text(edits: list[Callable[[str], str]], names: list[str] | None = None) -> str:
+    """``[[kernel]]`` tables named k0, k1, ... (or ``names``), each one edited to fail."""
+    table = ISSUE_EXAMPLE.replace("[kernel]", "[[kernel]]")
+    names = names or [f"k{i}" for i in range(len(edits))]
+    return "\n".join(e(table.replace("[[kernel]]", f'[[kernel]]\nname = "{n}"', 1)) for n, e in zip(names, edits))
+
+
+def _bad_tables(spec_dir: Path, edits: list[Callable[[str], str]], names: list[str] | None = None) -> Path:
+    return _write(spec_dir, _bad_text(edits, names))
+
+
+TYPO: Callable[[str], str] = lambda t: t.replace(":my_kernel", ":my_kernle")  # noqa: E731
+GONE: Callable[[str], str] = lambda t: t.replace("k.py:", "gone.py:")  # noqa: E731
+WARPS: Callable[[str], str] = lambda t: t.replace("num_warps = 4", "num_warps = 64")  # noqa: E731
+
+
+def test_a_file_none_of_whose_kernels_loads_says_the_file_once_and_groups_the_same_error(spec_dir: Path) -> None:
+    """Three kernels with the same typo: the file once, one line naming the three, the fix once. Before,
+    the first kernel's error was the message and the others' were joined in its details, each with the
+    spec file's path and table and the same fix again: one long line."""
+    from ktriage.spec.toml_file import NothingLoads, read_spec_file
+
+    path = _bad_tables(spec_dir, [TYPO, TYPO, TYPO])
+    with pytest.raises(NothingLoads) as info:
+        read_spec_file(path)
+    exc = info.value
+    assert exc.problem == f"{path}: none of its kernels loads (3 kernels, 1 error)", exc.problem
+    assert exc.fix == "did you mean my_kernel?"
+    assert (
+        exc.details
+        == f"3 kernels (k0, k1, k2): {(spec_dir / 'kernels' / 'k.py').resolve()} defines no function 'my_kernle'"
+    )
+    assert str(exc).count(str(path)) == 1 and [k.spec.name for k in exc.unloaded] == ["k0", "k1", "k2"]
+
+
+def test_a_file_none_of_whose_kernels_loads_gives_each_error_one_line_with_its_fix(spec_dir: Path) -> None:
+    """Different errors: one line each (the same ones grouped), each kernel named, each line's fix
+    after it, the spec file's path and table never on a line; the fix line says to fix each."""
     from ktriage.spec.toml_file import read_spec_file
 
-    path = _write(spec_dir, _several().replace(":my_kernel", ":my_kernle"))
+    path = _bad_tables(spec_dir, [TYPO, GONE, TYPO, WARPS])
     with pytest.raises(KtriageError) as info:
         read_spec_file(path)
-    assert info.value.problem.startswith(f"{path}: [[kernel]] #1") and "did you mean my_kernel" in (
-        info.value.fix or ""
-    )
-    assert f"{path}: [[kernel]] #2" in (info.value.details or "")
+    exc = info.value
+    assert exc.problem == f"{path}: none of its kernels loads (4 kernels, 3 errors)", exc.problem
+    assert exc.fix == "fix each error below, as its line says"
+    lines = (exc.details or "").splitlines()
+    assert [line.split(":", 1)[0] for line in lines] == ["2 kernels (k0, k2)", "k1", "k3"], lines
+    assert lines[0].endswith("defines no function 'my_kernle' — fix: did you mean my_kernel?"), lines[0]
+    assert "gone.py does not exist — fix: fix the path" in lines[1], lines[1]
+    assert lines[2].startswith("k3: options.num_warps: expected int <= 32 — fix: num_warps"), lines[2]
+    assert not any(str(path) in line or "[[kernel]]" in line for line in lines), lines
 
 
-@pytest.mark.parametrize(
-    ("tables", "others"),
-    [(2, "the other kernel does not load either: "), (3, "the other 2 kernels do not load either: ")],
-)
-def test_none_loads_counts_the_others_in_words(spec_dir: Path, tables: int, others: str) -> None:
-    """The details of a file none of whose kernels loads read right for one other kernel and for
-    several: before, two bad kernels gave "the other 1 kernel does not load either"."""
+def test_kernels_of_one_name_are_told_apart_by_their_table(spec_dir: Path) -> None:
+    """A file may repeat a name: each kernel is still named, with its table's number."""
     from ktriage.spec.toml_file import read_spec_file
 
-    table = ISSUE_EXAMPLE.replace("[kernel]", "[[kernel]]").replace(":my_kernel", ":my_kernle")
-    text = "\n".join(table.replace("[[kernel]]", f'[[kernel]]\nname = "k{i}"', 1) for i in range(tables))
+    path = _bad_tables(spec_dir, [TYPO, TYPO, GONE], names=["a", "b", "a"])
     with pytest.raises(KtriageError) as info:
-        read_spec_file(_write(spec_dir, text))
-    assert (info.value.details or "").startswith(others), info.value.details
+        read_spec_file(path)
+    assert (info.value.details or "").startswith("2 kernels (a #1, b): "), info.value.details
+    assert "\na #3: kernel source file" in (info.value.details or ""), info.value.details
+
+
+def test_a_selection_none_of_which_loads_says_so(spec_dir: Path) -> None:
+    """``--input`` choosing only kernels that do not load (the file has one that loads): the message
+    says "the selected kernels", not "its kernels", and names only those chosen."""
+    from ktriage.spec.select import load_selected_specs
+
+    table = ISSUE_EXAMPLE.replace("[kernel]", "[[kernel]]")
+    path = _write(spec_dir, table + "\n" + _bad_text([TYPO, TYPO]))
+    with pytest.raises(KtriageError) as info:
+        load_selected_specs(str(path), ["k0", "k1"])
+    assert info.value.problem == f"{path}: none of the selected kernels loads (2 kernels, 1 error)"
+    assert (info.value.details or "").startswith("2 kernels (k0, k1): "), info.value.details
+
+
+def test_a_file_of_one_kernel_that_does_not_load_gives_its_own_error(spec_dir: Path) -> None:
+    """Nothing to group: the kernel's own error, with its table, as before."""
+    from ktriage.spec.toml_file import read_spec_file
+
+    path = _write(spec_dir, TYPO(ISSUE_EXAMPLE))
+    with pytest.raises(KtriageError) as info:
+        read_spec_file(path)
+    assert info.value.problem.startswith(f"{path}: [kernel]: ") and info.value.fix == "did you mean my_kernel?"
 
 
 def test_selecting_good_kernels_never_meets_a_bad_one(spec_dir: Path) -> None:
