@@ -16,6 +16,7 @@ from ktriage.errors import KtriageError, SpecError, option
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.ranges import id_runs
 from ktriage.spec.select import select_spec_file, select_specs
+from ktriage.spec.sms import price_for
 from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel
 from ktriage.wording import agree
 
@@ -64,8 +65,11 @@ def resolve_kernels(
 
     Every option applies or is refused (issue 11): for a spec file ``target_arch`` replaces each
     kernel's ``target``; ``dtype`` and ``mode`` are refused (the signature fixes the types, a spec
-    file is one pass), and so is ``sm_count`` unless the verb uses it beyond building specs
-    (``sm_count_beyond_specs``: tune's waves), since a spec file's grid is written in the file.
+    file is one pass), and so is ``sm_count`` for a spec file unless the verb uses it beyond building
+    specs (``sm_count_beyond_specs``: tune's waves), since a spec file's grid is written in the file.
+    ``sm_count`` prices every kernel of a catalog op or a recorded workload for that many SMs
+    (``spec.sms.price_for``: the cost model, tune and fixes read it there); a workload's grids stay
+    as recorded, and the recording GPU's count is kept for the report.
 
     Returns the kernels in the file's order, a selected kernel of a spec file that does not load as an
     :class:`UnloadedKernel` in its place (explain reports it as that kernel's failure, where the file
@@ -80,7 +84,7 @@ def resolve_kernels(
             for name, value in (("precision", dtype), ("mode", mode))
             if value is not None
         ]
-        if sm_count is not None and not sm_count_beyond_specs:
+        if sm_count is not None and not sm_count_beyond_specs and not workload:
             given.append(option("sm_count", "--sm-count", sm_count))
         if given:  # a workload is recorded, not written: "edit the spec file" cannot be its fix
             raise SpecError(
@@ -95,7 +99,10 @@ def resolve_kernels(
                 + " (a catalog op takes these options)",
             )
         kernels: list[Loaded] = (
-            list(select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target))
+            [
+                price_for(s, sm_count)
+                for s in select_workload_specs(load_workload(target).require_kernels(target).specs(), inputs, target)
+            ]
             if workload
             else select_spec_file(target, inputs).kernels
         )
@@ -106,16 +113,15 @@ def resolve_kernels(
     _refuse_other_path(target)
     from ktriage.catalog.registry import expand_op
 
-    return list(
-        expand_op(
-            target,
-            mode=mode,
-            target=target_arch or "sm_90",
-            dtype=dtype,
-            inputs=list(inputs) if inputs else None,
-            sm_count=sm_count,
-        )
-    )
+    specs = expand_op(
+        target,
+        mode=mode,
+        target=target_arch or "sm_90",
+        dtype=dtype,
+        inputs=list(inputs) if inputs else None,
+        sm_count=sm_count,
+    )  # the recipes whose grid is the SM count use it; the cost model prices every launch for it (price_for)
+    return [price_for(s, sm_count) for s in specs]
 
 
 def _retarget(kernel: Loaded, target_arch: str) -> Loaded:

@@ -22,7 +22,7 @@ SmCount = Annotated[
     int | None,
     typer.Option(
         "--sm-count",
-        help="SM count used to compute grids as the library would (default: the arch's usual datacenter GPU).",
+        help="SMs to price for, and to size a catalog op's grids (default: a workload's recording GPU, else the arch's).",
     ),
 ]
 Report = Annotated[

@@ -30,7 +30,11 @@ Toolchains = Annotated[
 ]
 Inputs = Annotated[list[str] | None, input_option("Each input is tuned on its own, all are timed in one GPU run.")]
 SmCount = Annotated[
-    int | None, typer.Option("--sm-count", help="SM count for grids and waves (default: the arch's usual GPU).")
+    int | None,
+    typer.Option(
+        "--sm-count",
+        help="SM count for grids and waves (default: the spec's own, e.g. a recording GPU's, else the arch's usual GPU).",
+    ),
 ]
 CompileOnly = Annotated[bool, typer.Option("--compile-only", help="Stop after compile-only screening (no GPU needed).")]
 TopK = Annotated[int, typer.Option("--top-k", help="Candidates kept after screening (and timed on the GPU).")]

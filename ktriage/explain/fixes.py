@@ -44,6 +44,7 @@ from ktriage.home import home_subdir
 from ktriage.predict.model import Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.sms import spec_sm_count
 from ktriage.spec.source import resolve_source_file, split_source
 from ktriage.toolchain.manager import Toolchain, ensure_toolchain
 
@@ -483,8 +484,7 @@ class FixFinder:
         # (docs/architecture.md). Imported here: only a spilling kernel needs the tuner.
         from ktriage.tune.suggest import nearest_spill_free
 
-        given = spec.meta.get("sm_count")
-        sm_count = self.sm_count or (given if isinstance(given, int) and not isinstance(given, bool) else None)
+        sm_count = spec_sm_count(spec, self.sm_count)
         suggestion = nearest_spill_free(spec, new.toolchain, self.compiler, sm_count=sm_count)
         if suggestion is None:
             return [

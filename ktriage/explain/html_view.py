@@ -48,6 +48,7 @@ from ktriage.explain.findings import (
 from ktriage.explain.labels import input_names, input_places
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
+from ktriage.spec.sms import pricing_text
 
 SPILL_METRICS = {"spill_store_bytes", "spill_load_bytes", "stack_bytes", "LDL", "STL", "instructions:local"}
 
@@ -174,6 +175,7 @@ class ExplainView:
     omitted: int = 0  # inputs with changes but no diff section
     no_change: str = ""  # the no-change line, where no change finding was made (findings.no_change_line)
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
+    pricing: str = ""  # the SMs the predictions are priced for (spec.sms.pricing_text)
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -489,4 +491,5 @@ def build_view(
         omitted=len(set(changed) - set(kernels)),
         no_change="" if groups else no_change_line(result),
         targets=sorted({item.spec.target for item in result.specs}),
+        pricing=pricing_text([item.spec for item in result.specs]),
     )

@@ -1413,6 +1413,10 @@ def host_versions() -> dict[str, object]:
             out["cuda_runtime"] = str(torch.version.cuda)
             if torch.cuda.is_available():
                 out["gpu"] = torch.cuda.get_device_name()
+                # the SMs explain prices the recorded launches for (ktriage.spec.sms)
+                out["sm_count"] = int(
+                    torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+                )
         except Exception:
             pass
     try:

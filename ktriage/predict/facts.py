@@ -23,11 +23,10 @@ from typing import Any, NamedTuple
 
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
-from ktriage.arch import parse_arch
-from ktriage.errors import SpecError
 from ktriage.insitu.launch_hook import SMALL_INT_TENSOR
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.spec.sms import priced_sm_count
 
 FACTS_VERSION = 1
 
@@ -170,16 +169,6 @@ class KernelFacts:
 
 def _wavefronts(data: object) -> dict[str, float]:
     return {str(k): float(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
-
-
-def _sm_count(target: str, meta: Mapping[str, Any]) -> int:
-    given = meta.get("sm_count")
-    if isinstance(given, int) and not isinstance(given, bool) and given > 0:
-        return given
-    try:
-        return parse_arch(target).default_sm_count or 132
-    except SpecError:
-        return 132
 
 
 def _grid(grid: object) -> int | None:
@@ -355,7 +344,7 @@ def facts_from_resources(
         ctas_per_sm=occupancy.ctas_per_sm,
         warps_per_sm=occupancy.warps_per_sm,
         grid_ctas=_grid(grid),
-        sm_count=_sm_count(target, meta or {}),
+        sm_count=priced_sm_count(target, meta or {}),
         main_loop=main,
         other_loops=others,
         constexprs=dict(constexprs or {}),
@@ -384,7 +373,7 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         ctas_per_sm=int(occ.get("ctas_per_sm", 1)),
         warps_per_sm=int(occ.get("warps_per_sm", 4)),
         grid_ctas=_grid(spec.get("grid")),
-        sm_count=_sm_count(target, dict(spec.get("meta") or {})),
+        sm_count=priced_sm_count(target, dict(spec.get("meta") or {})),
         main_loop=main,
         other_loops=others,
         constexprs=dict(spec.get("constexprs") or {}),

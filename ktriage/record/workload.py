@@ -37,6 +37,7 @@ from ktriage.record.snapshot import materialize, module_file, requirement, snaps
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.launch import named_args, spec_options
 from ktriage.spec.model import KNOWN_TARGETS, ConstexprValue, KernelSpec
+from ktriage.spec.sms import SM_COUNT, given_sm_count
 from ktriage.spec.source import read_params
 from ktriage.spec.specialize import specialize_launch
 from ktriage.wording import agree, plural
@@ -316,6 +317,8 @@ def compact(records: Sequence[Mapping[str, Any]], *, recorded: Mapping[str, Any]
                 "function": rec.get("function"),
                 "original_module": rec.get("original_module"),
             }
+            if given_sm_count(host) is not None:  # the recording GPU's SMs: what the cost model prices for
+                meta[SM_COUNT] = given_sm_count(host)
             sampled = sampled_ints(launch.get("args") or [])
             if sampled:  # replayed from their recorded values, not zeros (predict.facts.uniform_indices reads it)
                 meta["sampled_ints"] = sampled

@@ -49,6 +49,7 @@ from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
+from ktriage.spec.sms import pricing_text, spec_sm_count
 from ktriage.spec.toml_file import not_loaded_line
 from ktriage.toolchain.manager import Toolchain
 
@@ -147,6 +148,7 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> JSONObject:
                 "name": item.spec.name,
                 "input": input_label(item.spec.meta, item.spec.name),
                 "target": item.spec.target,
+                "sm_count": spec_sm_count(item.spec),  # the SMs its predictions are priced for
                 "spec": item.spec.to_json(),
                 "reference": item.reference,
                 "reference_fallback": item.reference_fallback,
@@ -286,9 +288,15 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     ]
     # The GPU the cubins are for: a recorded workload explained with --arch is a what-if for another GPU,
     # and the registers, occupancy and predictions above are that GPU's, not the recording's.
+    # The SMs too: --sm-count prices the launches for another part (a MIG slice, an H100 PCIe), and a
+    # recorded launch priced for another GPU than the recording's says both (spec.sms.pricing_text).
     targets = sorted({item.spec.target for item in result.specs})
     if targets:
-        out += ["", "Compiled for: " + ", ".join(md_code(t) for t in targets)]
+        pricing = pricing_text([item.spec for item in result.specs])
+        out += [
+            "",
+            "Compiled for: " + ", ".join(md_code(t) for t in targets) + (f"; {md_text(pricing)}" if pricing else ""),
+        ]
     sections, failed = finding_sections_with_lines(result, findings)
     out += ["", "## Findings", ""]
     for title, items in sections:

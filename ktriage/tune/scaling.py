@@ -29,6 +29,7 @@ from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Compiler
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.sms import spec_sm_count
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
 from ktriage.wording import plural
@@ -413,7 +414,7 @@ def scale_blocks(
     """Apply the exact rule repeatedly from ``spec``'s own config (:func:`scale_loop`), compiling
     each proposal with ``toolchain``."""
     sp = space or config_space(spec)
-    sms = sm_count or parse_arch(spec.target).default_sm_count
+    sms = spec_sm_count(spec, sm_count)
     return scale_loop(
         sp.default,
         lambda cfg: _evaluate(sp, cfg, toolchain, compiler, sms),

@@ -24,6 +24,7 @@ from ktriage.errors import KtriageError
 from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.sms import spec_sm_count
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.space import ConfigSpace, TuneConfig
 from ktriage.wording import plural
@@ -208,16 +209,17 @@ def _compile_and_analyze(
         except KtriageError as exc:
             cand.status, cand.reason = "failed", f"could not be analyzed: {exc.problem}"
             continue
+        sms = spec_sm_count(cand.spec, sm_count)  # --sm-count, else the spec's own (a recording's GPU), else the part's
         cand.estimate = estimate(
             cand.resources,
             cand.occupancy,
             num_warps=cand.config.num_warps,
             grid=cand.spec.grid,
             target=cand.spec.target,
-            sm_count=sm_count,
+            sm_count=sms,
         )
         if is_mma_sass(cand.resources.sass_opcodes):
-            cand.estimate = mma_candidate_estimate(cand.spec, cand.resources, cand.occupancy, cand.estimate, sm_count)
+            cand.estimate = mma_candidate_estimate(cand.spec, cand.resources, cand.occupancy, cand.estimate, sms)
 
 
 def mma_candidate_estimate(

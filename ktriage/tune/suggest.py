@@ -13,10 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Compiler
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.sms import spec_sm_count
 from ktriage.toolchain.manager import Toolchain
 from ktriage.tune.screen import ScreenedConfig, screen
 from ktriage.tune.space import ConfigSpace, TuneConfig, config_space
@@ -96,7 +96,7 @@ def nearest_spill_free(
     is spill-free. Among equally near spill-free configs the screening's ranking decides.
     """
     space = space or config_space(spec)
-    sm_count = sm_count or parse_arch(spec.target).default_sm_count or None
+    sm_count = spec_sm_count(spec, sm_count)
     default = space.default
     base = screen(
         space, toolchain, compiler, configs=[default], top_k=1, max_spill_bytes=0, sm_count=sm_count, staged=False

@@ -82,6 +82,27 @@ def test_layer_norm_bwd_compile_only_recommends_spill_free(ln_spec, toolchain, s
 
 
 @pytest.mark.slow
+def test_screening_prices_waves_for_the_specs_own_sm_count(toolchain, shared_compiler):
+    """Without --sm-count, a spec that carries its SM count (a workload recorded on a GPU of 8 SMs, a spec
+    file's [kernel.meta]) is priced for it, as explain prices it (ktriage.spec.sms); the screening used
+    the target's usual part (132) whatever the spec said. --sm-count still wins."""
+    tc = toolchain("triton==3.4.0")
+
+    def waves(spec: KernelSpec, sm_count: int | None = None) -> int:
+        space = config_space(spec)
+        (cand,) = screen(
+            space, tc, shared_compiler, configs=[space.default], sm_count=sm_count, staged=False
+        ).candidates
+        assert cand.estimate is not None
+        return cand.estimate.waves
+
+    usual = waves(_red_spec())
+    small = _red_spec().replace(meta={"sm_count": 8})
+    assert waves(small) > usual and waves(small) == waves(_red_spec(), sm_count=8)
+    assert waves(small, sm_count=132) == usual
+
+
+@pytest.mark.slow
 def test_nearest_spill_free_for_layer_norm(ln_spec, toolchain, shared_compiler):
     tc = toolchain("triton==3.4.0")
     space = config_space(ln_spec, warps=[2, 4, 8, 16], stages=[3])
