@@ -42,3 +42,26 @@ def test_past_20_reasons_the_table_and_markdown_count_the_rest(tmp_path: Path, r
     md = run_cli(["compare", str(side), "--toolchains", "--format", "markdown"]).stdout
     assert md.count("| 1 | new error: wrong: max_abs_err") == 20
     assert "... and 10 cells for 10 other reasons (the JSON report lists every cell with its reason)" in md
+
+
+def test_compare_json_names_the_failed_side_and_lists_each_cell_with_its_reason_apart(
+    tmp_path: Path, run_cli: RunCli
+) -> None:
+    """compare's JSON had ``failed_side`` internally only, and its cells not compared as "<cell>: <why>" lines, which
+    a CI script cannot split back (a label holds ": " too); triage's JSON had the structured list. Both now come from
+    one encoder (``not_compared_json``), and each error pair says which side failed."""
+    side = _wrong_everywhere(tmp_path)
+    for reference, failed in ((None, "new"), ("triton==3.4.0", "ref")):
+        argv = ["compare", str(side), "--toolchains", "--format", "json", "--allow-failures"]  # 1: regressions
+        r = run_cli(argv + (["--reference", reference] if reference else []))
+        assert r.exit_code in (0, 1), r.stderr
+        first, other = json.loads(r.stdout)["comparisons"]  # 3.3.1 -> 3.4.0 (or 3.4.0 -> 3.3.1), then -> 3.5.1
+        errors = [p for p in first["pairs"] if p["status"] == "error"]
+        assert len(errors) == 30 and {p["failed_side"] for p in errors} == {failed}
+        if reference is None:  # 3.3.1 -> 3.5.1: every cell compared, no side failed
+            assert {p["status"] for p in other["pairs"]} == {"compared"}
+            assert {p["failed_side"] for p in other["pairs"]} == {None} and other["not_compared_cells"] == []
+        cells = first["not_compared_cells"]
+        assert [f"{x['cell']}: {x['reason']}" for x in cells] == first["not_compared"]
+        assert len(cells) == first["not_compared_count"] == 30
+        assert all(set(x) == {"cell", "reason"} and x["reason"].startswith(f"{failed} error: wrong: ") for x in cells)
