@@ -236,7 +236,9 @@ class Comparison:
         failed or wrong cell, a value that is no latency), the baseline backend's included: what compare
         and triage list (grouped by reason: ``ktriage.compare.not_compared``), so a user sees which cells
         no verdict covers (a count alone hid them)."""
-        return [NotComparedCell(p.label(), p.problem or p.status) for p in self.problems()]
+        return [
+            NotComparedCell(p.label(), p.problem or p.status, p.missing_side or p.failed_side) for p in self.problems()
+        ]
 
     def not_compared(self) -> list[str]:
         """``not_compared_cells`` as the JSON lists them, one ``<cell>: <why>`` line each."""

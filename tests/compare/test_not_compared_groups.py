@@ -4,6 +4,7 @@ no cell goes unaccounted for while the verdicts stay in view."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -64,4 +65,20 @@ def test_compare_json_names_the_failed_side_and_lists_each_cell_with_its_reason_
         cells = first["not_compared_cells"]
         assert [f"{x['cell']}: {x['reason']}" for x in cells] == first["not_compared"]
         assert len(cells) == first["not_compared_count"] == 30
-        assert all(set(x) == {"cell", "reason"} and x["reason"].startswith(f"{failed} error: wrong: ") for x in cells)
+        assert all(x["reason"].startswith(f"{failed} error: wrong: ") and x["side"] == failed for x in cells)
+        assert all(set(x) == {"cell", "reason", "side"} for x in cells)
+
+
+def test_compare_csv_has_the_failed_side_and_one_turn_columns_of_the_json(tmp_path: Path, run_cli: RunCli) -> None:
+    """The CSV had the pairs' missing side but not the failed one, nor the one-turn flag the JSON carries;
+    both are added after the existing columns, so a reader of those by position reads what it did."""
+    side = _wrong_everywhere(tmp_path)
+    out = tmp_path / "verdicts.csv"
+    r = run_cli(["compare", str(side), "--toolchains", "-o", str(out), "--allow-failures"])
+    assert r.exit_code in (0, 1), r.output
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert list(rows[0])[-4:] == ["missing_side", "missing_toolchain", "failed_side", "one_turn"]
+    failed = [x for x in rows if x["verdict"] == "error"]
+    assert len(failed) == 30 and {x["failed_side"] for x in failed} == {"new"}
+    assert {x["failed_side"] for x in rows if x not in failed} == {""}
+    assert {x["one_turn"] for x in rows} <= {"0", "1"}
