@@ -270,20 +270,78 @@ _WRITE_EXPLAIN_REPORT = (
 )
 
 
+# The largest explain report committed is 2.5 MB (benchmarks/explain: 30 inputs of layer_norm bwd, two
+# toolchains); a recorded model's run of thousands of kernels stays well under this. KTRIAGE_MAX_INPUT_MB sets it.
+MAX_EXPLAIN_MB = 512
+
+
 def _explain_report(path: Path) -> dict[str, object]:
+    """The explain report at ``path``, read as every other JSON input is (``ktriage.schema.core``: the size
+    limit before reading, plain or gzipped, UTF-8, JSON, nesting depth). Why: it was ``json.loads(read_text())``,
+    so a report that was not UTF-8 ended in Python's UnicodeDecodeError (a traceback), a huge one was read whole,
+    and a results file or compare's JSON given in its place was "no tool: ktriage explain" without saying what
+    it was. Every refusal names the file, the problem, and the file calibrate wants with how to write it."""
+    from ktriage.predict.dataset import EXPLAIN_REPORT, RESULTS_FILE, document_kind
+    from ktriage.schema.core import check_depth, parse_json, read_text_gz, size_limit
+
+    wanted = f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}"
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise KtriageError(
-            f"cannot read the explain report {path}: {exc.strerror}", f"write it with {_WRITE_EXPLAIN_REPORT}"
-        ) from exc
-    except ValueError as exc:
-        raise FormatError(
-            f"{path} is not JSON ({exc})", f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}"
-        ) from exc
-    if not isinstance(data, dict) or data.get("tool") != "ktriage explain":
-        raise FormatError(
-            f'{path} is not an explain report (no "tool": "ktriage explain")',
-            f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}",
+        text = read_text_gz(
+            path, what="explain report", limit=size_limit(MAX_EXPLAIN_MB), fix=f"write it with {_WRITE_EXPLAIN_REPORT}"
         )
-    return data
+        data = parse_json(text, origin=f"explain report {path}", fix=wanted)
+        check_depth(data, origin=f"explain report {path}")
+    except FormatError as exc:
+        if exc.fix and _WRITE_EXPLAIN_REPORT in exc.fix:
+            raise
+        # the reader's own fix (raise the size limit, save as UTF-8, check the file) may not be the way on: this
+        # may be the wrong file, so the fix also says which file calibrate reads and how to write one
+        raise FormatError(exc.problem, f"{exc.fix}; or {wanted}") from None
+    kind = document_kind(data)
+    if kind == EXPLAIN_REPORT:
+        assert isinstance(data, dict)  # document_kind tells only JSON objects
+        _check_layout(path, data)
+        return data
+    if kind == RESULTS_FILE:
+        raise FormatError(
+            f"{path} is {kind} (measured cells), not an explain report",
+            f"pass it as {option('results', '--results')}, and as {option('explain', '--explain')} the JSON explain "
+            f"report of the same kernels and toolchains, written with {_WRITE_EXPLAIN_REPORT}",
+        )
+    if kind is None and isinstance(data, dict):
+        kind = 'a JSON object without "tool": "ktriage explain"'
+    elif kind is None:
+        kind = "a JSON " + {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}.get(
+            type(data), "null"
+        )
+    raise FormatError(f"{path} is {kind}, not an explain report", wanted)
+
+
+def _check_layout(path: Path, data: dict[str, object]) -> None:
+    """The lists calibrate walks, as ``ktriage explain`` writes them: ``toolchains`` (objects with a string
+    ``spec`` and ``id``) and ``kernels`` (objects whose ``spec``, its ``meta`` and ``results`` are objects). Why: a
+    report edited by hand or cut and mended otherwise ended in an internal error ("'int' object is not
+    iterable"). The facts inside each result are read as written (``predict.facts``)."""
+
+    def objects(value: object, *keys: str) -> list[dict[str, object]] | None:
+        """``value`` if it is a list of objects whose ``keys`` (where present) are objects too, else None."""
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            return None
+        return value if all(isinstance(v.get(k, {}), dict) for v in value for k in keys) else None
+
+    toolchains, kernels = objects(data.get("toolchains", [])), objects(data.get("kernels", []), "spec", "results")
+    if toolchains is None or not all(
+        isinstance(t.get("spec"), str) and isinstance(t.get("id"), str) for t in toolchains
+    ):
+        bad = '"toolchains" is not a list of objects, each with a "spec" and an "id" string'
+    elif kernels is None or not all(
+        isinstance(spec, dict) and isinstance(spec.get("meta") or {}, dict)  # a spec's meta may be null
+        for spec in (k.get("spec", {}) for k in kernels)
+    ):
+        bad = '"kernels" is not a list of objects, each with a "spec" (its "meta" too) and "results" object'
+    else:
+        return
+    raise FormatError(
+        f"explain report {path} is not laid out as ktriage explain writes it: {bad}",
+        f"write it again (not by hand) with {_WRITE_EXPLAIN_REPORT}",
+    )

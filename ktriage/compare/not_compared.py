@@ -5,7 +5,7 @@ Why grouped: a side without a whole operator, or a toolchain that fails every ke
 of cells not compared for one or two reasons. One line each buried the verdicts (and a CI summary cut
 the list at 200); a count per reason with its first few cells says the same in a few lines. Nothing is
 dropped: every cell keeps its reason in ``every`` (the HTML's folded full list), and the JSON lists
-them all (``Comparison.not_compared``, triage's ``not_compared`` and ``not_compared_cells``).
+them all, compare's and triage's alike (:func:`not_compared_json`: ``not_compared`` and ``not_compared_cells``).
 
 Why a cell is a (label, reason) pair rather than one "<cell>: <why>" line: grouping by reason needs the
 reason apart, and a line cannot be split back (a reason holds ": " too, as labels may).
@@ -26,10 +26,15 @@ MAX_REASONS_SHOWN = 20
 
 
 class NotComparedCell(NamedTuple):
-    """One cell no verdict covers: its label (``PairResult.label()``) and why it got none."""
+    """One cell no verdict covers: its label (``PairResult.label()``), why it got none, and the side at fault
+    (``"ref"``/``"new"``: the side the cell is missing from or failed on; ``"both"``: failed on both; None: no
+    one side's, as two sides measured on two GPUs). Why the side apart: triage's JSON lists no pairs, so a CI
+    script could tell "the new toolchain cannot compile it" from "the old run lacks that input" only by
+    parsing the reason."""
 
     label: str
     reason: str
+    side: str | None = None
 
     @property
     def text(self) -> str:
@@ -37,7 +42,17 @@ class NotComparedCell(NamedTuple):
         return f"{self.label}: {self.reason}"
 
     def to_json(self) -> JSONObject:
-        return {"cell": self.label, "reason": self.reason}
+        """The cell as the JSON's ``not_compared_cells`` entry: label, reason and side apart."""
+        return {"cell": self.label, "reason": self.reason, "side": self.side}
+
+
+def not_compared_json(cells: Sequence[NotComparedCell]) -> JSONObject:
+    """The cells not compared as compare's JSON (per comparison) and triage's JSON carry them:
+    ``not_compared``, one ``"<cell>: <why>"`` line each (what the JSON always had, kept for readers of
+    it), and ``not_compared_cells``, the same cells as ``{"cell", "reason", "side"}`` objects (a line cannot be
+    split back: a label holds ": " too). Why one function: triage had the structured list and compare
+    had not; two encoders of one list drift apart."""
+    return {"not_compared": [x.text for x in cells], "not_compared_cells": [x.to_json() for x in cells]}
 
 
 @dataclass(frozen=True)
@@ -77,8 +92,8 @@ def group_not_compared(
     cells come in."""
     every = tuple(cells)
     groups: dict[str, list[str]] = {}
-    for label, why in every:
-        groups.setdefault(why, []).append(label)
+    for cell in every:
+        groups.setdefault(cell.reason, []).append(cell.label)
     ranked = sorted(groups.items(), key=lambda g: -len(g[1]))  # stable sort
     shown, rest = ranked[:max_reasons], ranked[max_reasons:]
     return NotComparedGroups(

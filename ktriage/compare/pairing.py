@@ -18,7 +18,7 @@ from typing import Literal
 
 import numpy as np
 
-from ktriage.compare.not_compared import NotComparedCell
+from ktriage.compare.not_compared import NotComparedCell, not_compared_json
 from ktriage.errors import KtriageError
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
@@ -101,6 +101,9 @@ class PairResult:
             # added after the fields above, whose meaning is unchanged (a side with no cell: null toolchain)
             "missing_side": self.missing_side,
             "missing_toolchain": self.missing_toolchain,
+            # added after those: the side whose cell failed, for an error pair ("ref", "new" or "both"; null for
+            # two sides measured on two GPUs, and for every other status): the table's "ref error: ..." apart
+            "failed_side": self.failed_side,
         }
 
 
@@ -233,7 +236,9 @@ class Comparison:
         failed or wrong cell, a value that is no latency), the baseline backend's included: what compare
         and triage list (grouped by reason: ``ktriage.compare.not_compared``), so a user sees which cells
         no verdict covers (a count alone hid them)."""
-        return [NotComparedCell(p.label(), p.problem or p.status) for p in self.problems()]
+        return [
+            NotComparedCell(p.label(), p.problem or p.status, p.missing_side or p.failed_side) for p in self.problems()
+        ]
 
     def not_compared(self) -> list[str]:
         """``not_compared_cells`` as the JSON lists them, one ``<cell>: <why>`` line each."""
@@ -275,7 +280,7 @@ class Comparison:
             "new_failed": self.new_failed(),
             "one_turn_verdicts": len(self.one_turn_verdicts()),
             "not_compared_count": len(self.problems()),
-            "not_compared": self.not_compared(),
+            **not_compared_json(self.not_compared_cells()),  # "not_compared" and "not_compared_cells", as triage's
             "warnings": self.warnings,
             "baseline": self.baseline.to_json(),
             "regressions": [p.label() for p in self.regressions()],

@@ -135,6 +135,37 @@ class CalibrationCell:
         )
 
 
+EXPLAIN_REPORT = "an explain report"
+RESULTS_FILE = "a results file"
+
+
+def document_kind(data: object) -> str | None:
+    """Which ktriage JSON document ``data`` (parsed) is, by the keys its writer puts in it: "an explain
+    report", "a results file", compare's or triage's JSON, another verb's report, a model file;
+    None for anything else. Why: calibrate reads three kinds of file (cells.jsonl, results files, explain
+    reports), and each given in another's place was refused as a malformed file of the kind expected
+    ("line 1 is not a calibration cell ... regenerate the file"), when the file was right and its
+    keyword was not; both of calibrate's readers name what they were given with this one table."""
+    if not isinstance(data, dict):
+        return None
+    tool = data.get("tool")
+    if tool == "ktriage explain":
+        return EXPLAIN_REPORT
+    if "run" in data and "cells" in data:
+        return RESULTS_FILE
+    if "comparisons" in data and "not_compared_count" in data:
+        return "the JSON of `ktriage compare` (its verdicts)"
+    if {"old", "new", "headline", "not_compared_cells"} <= data.keys():
+        return "the JSON of `ktriage triage` (its report)"
+    if isinstance(tool, str) and tool.startswith("ktriage "):
+        return f"the report of `{tool}`"
+    if "params" in data and "format" in data:
+        return "a ktriage model file (what calibrate writes)"
+    if {"measured", "ref_facts", "new_facts"} <= data.keys():
+        return "a calibration cell (a line of cells.jsonl)"
+    return None
+
+
 def _refuse_other_document(path: Path, text: str) -> None:
     """A results file or an explain report given where a cells.jsonl goes (``calibrate(from_cells=R.json)``):
     named, with where it goes, rather than "line 1 is not a calibration cell ... regenerate the file"."""
@@ -142,12 +173,11 @@ def _refuse_other_document(path: Path, text: str) -> None:
         data = json.loads(text)
     except ValueError:
         return
-    if not isinstance(data, dict):
-        return
-    if data.get("tool") == "ktriage explain":
-        kind, fix = "an explain report", "pass it as explain= (--explain), one per results= (--results)"
-    elif "run" in data and "cells" in data:
-        kind, fix = "a results file", "pass it as results= (--results) with its explain report as explain= (--explain)"
+    kind = document_kind(data)
+    if kind == EXPLAIN_REPORT:
+        fix = "pass it as explain= (--explain), one per results= (--results)"
+    elif kind == RESULTS_FILE:
+        fix = "pass it as results= (--results) with its explain report as explain= (--explain)"
     else:
         return
     raise FormatError(f"{path} is {kind}, not a calibration dataset (cells.jsonl, one cell per line)", fix)

@@ -43,6 +43,9 @@ CSV_COLUMNS = (
     # last, so a reader of the columns above by position reads what it did (docs/compare.md#outputs)
     "missing_side",
     "missing_toolchain",
+    # after those, for the same reason: what the JSON's pairs carry and the CSV did not (1/0 as is_baseline)
+    "failed_side",
+    "one_turn",
 )
 
 _STYLE = {
@@ -94,6 +97,8 @@ def to_csv(report: CompareReport) -> str:
                     ),
                     p.missing_side or "",
                     p.missing_toolchain or "",
+                    p.failed_side or "",
+                    int(p.one_turn),
                 ]
             )
     return out.getvalue()

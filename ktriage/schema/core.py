@@ -181,7 +181,20 @@ def parse_json(text: str, *, origin: str, fix: str, error: ErrorType = FormatErr
     except RecursionError:
         raise _too_deep(origin, error) from None
     except ValueError as exc:
-        raise error(f"{origin} is not valid JSON: {exc}", fix) from None
+        raise error(f"{origin} is not valid JSON: {json_problem(text, exc)}", fix) from None
+
+
+def json_problem(text: str, exc: ValueError) -> str:
+    """What is wrong with JSON text ``json.loads`` refused. Why: an empty file read "Expecting value: line
+    1 column 1 (char 0)", and a file cut short (a copy or a write that did not finish) read as a syntax
+    error at its last line, as if someone had mistyped it."""
+    if not text.strip():
+        return "the file is empty"
+    if isinstance(exc, json.JSONDecodeError) and (
+        exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+    ):
+        return f"it ends before its JSON does, so the file was cut short (a copy or a write that did not finish): {exc}"
+    return str(exc)
 
 
 def parse_toml(text: str, *, origin: str, error: ErrorType = FormatError) -> dict[str, object]:
@@ -296,7 +309,7 @@ def decode_json(
         try:
             json.loads(text)
         except ValueError as bad:
-            raise error(f"{origin} is not valid JSON: {bad}", fix) from None
+            raise error(f"{origin} is not valid JSON: {json_problem(text, bad)}", fix) from None
         except RecursionError:
             pass  # nested too deep to read through: the type error stands
         raise validation_error(exc, origin=origin, fix=fix, fixes=fixes, error=error, headline=headline) from None

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from ktriage.compare.not_compared import not_compared_json
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
@@ -528,8 +529,7 @@ class TriageReport:
             "complete": self.complete,
             "exit_code": int(self.exit_code()),
             "cells": [c.to_json() for c in self.cells],
-            "not_compared": [x.text for x in self.not_compared],  # "<cell>: <why>", as compare's JSON
-            "not_compared_cells": [x.to_json() for x in self.not_compared],  # the same, cell and reason apart
+            **not_compared_json(self.not_compared),  # "not_compared" and "not_compared_cells", as compare's JSON
             "baseline": self.baseline.to_json() if self.baseline is not None else {},
             "failures": self.failures,
             "notes": self.notes,

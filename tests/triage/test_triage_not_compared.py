@@ -72,3 +72,5 @@ def test_triage_groups_its_cells_not_compared_by_reason_in_every_output(tmp_path
     split = doc["not_compared_cells"]
     assert [f"{x['cell']}: {x['reason']}" for x in split] == doc["not_compared"]
     assert sum(x["reason"] == NEW_ONLY for x in split) == 20 and sum(x["reason"] == REF_ONLY for x in split) == 6
+    # and the side each lacks it on, without parsing the reason (the reference lacks a cell on the new side only)
+    assert {(x["reason"], x["side"]) for x in split} == {(NEW_ONLY, "ref"), (REF_ONLY, "new")}
