@@ -17,7 +17,7 @@ from ktriage.spec.model import KernelSpec
 from ktriage.spec.ranges import id_runs
 from ktriage.spec.select import select_spec_file, select_specs
 from ktriage.spec.sms import price_for
-from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel
+from ktriage.spec.toml_file import Loaded, SpecFile, UnloadedKernel, named_spec
 from ktriage.wording import agree
 
 T = TypeVar("T")
@@ -230,8 +230,12 @@ def select_input_range(
 def _input_ids_fix(items: Sequence[Any], ids: list[int]) -> str:
     """The ids to pick from. When ``--input`` already narrowed a catalog op's inputs, both the ids it
     kept and the op's own are named: listing only the kept ones (``0..0``) would read as the op's."""
-    if not ids:
-        return "this target has no input ids"
+    if not ids:  # a spec file: its kernels are named, not numbered; say how to name them
+        names = [named_spec(x).name for x in items if isinstance(x, (KernelSpec, UnloadedKernel))]
+        listed = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        return f"this target's kernels have no input ids: select them by name with {option('inputs', '--input')}" + (
+            f" (one of: {listed})" if names else ""
+        )
     op = getattr(items[0], "meta", {}).get("op") if items else None
     whole: list[int] | None = None
     if isinstance(op, str):

@@ -228,6 +228,12 @@ def _merged_runs(
     return findings
 
 
+def _full_stop(text: str) -> str:
+    """``text`` ended as a sentence: a fix that asks (``did you mean scaled_rows_kernel?``) or already
+    ends with a stop keeps its own mark, where a blind ``+ "."`` printed ``...kernel?.``."""
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 @dataclass
 class FailureFinding(_NamedInputs):
     """One toolchain failing on a run of consecutive inputs with the same one-line error, or a kernel
@@ -251,7 +257,7 @@ class FailureFinding(_NamedInputs):
 
     def summary(self) -> str:
         if self.toolchain is None:
-            return f"{self.place}: {not_loaded_line(self.message, self.fix)}."
+            return _full_stop(f"{self.place}: {not_loaded_line(self.message, self.fix)}")
         verb = {"frontend": "cannot compile", "assemble": "cannot assemble", "analyze": "cannot analyze"}.get(
             self.stage, "cannot compile"
         )
@@ -264,7 +270,7 @@ class FailureFinding(_NamedInputs):
             text += f"; compared against {self.fallback} instead"
         elif self.fallback == "":
             text += "; no toolchain compiled it"
-        return text + "."
+        return _full_stop(text)
 
     def to_json(self) -> JSONObject:
         return {

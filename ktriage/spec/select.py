@@ -91,7 +91,8 @@ def select_specs(
     specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = "--input"
 ) -> list[KernelSpec]:
     """The specs ``selector`` names exactly; else, for a range as explain prints it (:func:`range_ends`),
-    the specs from its first to its last; else the ONE spec whose name contains it; else the ONE
+    the specs from its first to its last; else the ONE spec whose name contains it (:func:`part_of_name`:
+    never a part that cuts a number, ``0`` of ``N=4097``); else the ONE
     recorded input it is a short label of, as explain prints it (``X_ptr=4096x4608``,
     ``_layer_norm_backward_kernel.K7[X_ptr=4096x4608]``: :func:`names_short_label`). A selector that is
     only part of several names, or the short label of several recorded inputs, is an error that lists
@@ -111,7 +112,7 @@ def select_specs(
             where=target,
         )
         return [specs[n] for n in picked]
-    partial = [s for s in specs if selector in s.name]
+    partial = [s for s in specs if part_of_name(selector, s.name)]
     if len(partial) == 1:
         return partial
     # a recorded input's short label, as explain's reports print it (explain/labels.py)
@@ -143,6 +144,22 @@ def select_specs(
     raise SpecError(
         f"no kernel in {target} matches {flag} {selector!r}", _spec_choices(specs) + _spec_range_hint(specs)
     )
+
+
+def part_of_name(selector: str, name: str) -> bool:
+    """Whether ``selector`` is part of ``name`` without cutting a number in two: ``-i 0`` selected
+    ``rms[N=4097]`` of a spec file (the ``0`` of 4097) and ``-i N=819`` selected ``osm[N=8192]``, a
+    kernel the user did not name, without a word. A part that starts or ends inside a number of the
+    name is no part of it; a name's word (``osm`` of ``osm[N=8192]``) still is."""
+    start = name.find(selector)
+    while start != -1:
+        end = start + len(selector)
+        cuts_before = start > 0 and name[start - 1].isdigit() and selector[0].isdigit()
+        cuts_after = end < len(name) and name[end].isdigit() and selector[-1].isdigit()
+        if not (cuts_before or cuts_after):
+            return True
+        start = name.find(selector, start + 1)
+    return False
 
 
 def _spec_choices(specs: Sequence[KernelSpec]) -> str:

@@ -17,6 +17,20 @@ def test_an_empty_input_range_names_the_ops_ids() -> None:
     assert info.value.fix == "input ids: 0..3"
 
 
+def test_an_input_range_on_a_spec_file_says_to_select_by_name() -> None:
+    """`explain my.toml --input-id 1` (TritonBench's spelling, as a user coming from it types) was refused
+    with `fix: this target has no input ids`, which said what is missing but not what to type instead: a
+    spec file's kernels are selected by name, and the fix now says so and lists them."""
+    spec_file = Path(__file__).resolve().parents[2] / "examples/specs/scaled_rows.toml"
+    specs = resolve_specs(str(spec_file))
+    with pytest.raises(KtriageError, match=r"input_id=1 \(--input-id 1\) selects no input") as info:
+        select_input_range(specs, 1, None, spec_input_id)
+    assert info.value.fix == (
+        "this target's kernels have no input ids: select them by name with inputs (--input) "
+        "(one of: scaled_rows[M=N=4096,bf16])"
+    ), info.value.fix
+
+
 def test_an_input_range_after_input_says_input_already_narrowed() -> None:
     """`-i 0 --input-id 99`: the ids named are the op's (0..3), with the one -i kept, not "input ids: 0..0"."""
     specs = resolve_specs("tutorial.matmul", inputs=["0"])

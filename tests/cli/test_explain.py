@@ -502,7 +502,7 @@ def test_a_kernel_that_does_not_load_keeps_its_place_and_its_error_is_said_once(
     assert [k["name"] for k in data["kernels"]] == ["typo", "scaled_rows[M=N=4096,bf16]"]
     bad = data["kernels"][0]
     assert [f["stage"] for f in bad["failures"]] == ["spec"] * 3 and bad["reference"] is None
-    said = f"typo[typo]: not loaded: {problem} — fix: did you mean scaled_rows_kernel?."
+    said = f"typo[typo]: not loaded: {problem} — fix: did you mean scaled_rows_kernel?"
     (failure,) = data["failures"]
     assert failure["toolchain"] is None and failure["stage"] == "spec" and failure["summary"] == said
     assert (failure["message"], failure["fix"]) == (problem, "did you mean scaled_rows_kernel?")

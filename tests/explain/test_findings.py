@@ -241,3 +241,29 @@ def test_a_run_never_crosses_a_spec_file_kernel_that_input_left_out(tmp_path: Pa
     assert (first.file_position, third.file_position) == (0, 2)
     assert not continues(first, third)  # the 2nd, left out, lies between them
     assert "file_position" not in first.to_json() and "file_position" not in first.meta
+
+
+def test_a_failure_whose_fix_asks_ends_with_its_question_mark() -> None:
+    """A kernel of a spec file with a typo in its function's name was listed as `... — fix: did you mean
+    online_softmax_kernel?.` (a full stop added after the question); a fix that ends a sentence keeps
+    its mark, one that does not gets the stop, for a kernel not loaded and for a toolchain's failure."""
+    from ktriage.explain.findings import FailureFinding
+
+    def failure(toolchain: str | None, fix: str | None) -> FailureFinding:
+        return FailureFinding(
+            inputs=["osm[N=8192]"],
+            kernel="",
+            names={},
+            toolchain=toolchain,
+            stage="spec" if toolchain is None else "frontend",
+            kind="spec",
+            message="k.py defines no function 'online_softmax_kernl'",
+            fix=fix,
+            fallback=None,
+        )
+
+    asks = "did you mean online_softmax_kernel?"
+    assert failure(None, asks).summary().endswith(f"— fix: {asks}")
+    assert failure("triton==3.4.0", asks).summary().endswith(f"— fix: {asks}")
+    assert failure(None, "add n_cols = <value>").summary().endswith("— fix: add n_cols = <value>.")
+    assert failure("triton==3.4.0", None).summary().endswith("'online_softmax_kernl'.")

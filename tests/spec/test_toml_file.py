@@ -268,3 +268,24 @@ def test_selecting_good_kernels_never_meets_a_bad_one(spec_dir: Path) -> None:
     assert [s.name for s in load_selected_specs(str(path), ["my_kernel"])] == ["my_kernel"]
     with pytest.raises(KtriageError, match="defines no function 'my_kernle'"):
         load_selected_specs(str(path), ["second"])
+
+
+def test_a_selector_never_selects_by_a_piece_of_a_number(spec_dir: Path) -> None:
+    """A spec file of ``osm[N=8192]``, ``osm[N=32768]`` and ``rms[N=4097]``: ``-i 0`` explained
+    ``rms[N=4097]`` (the ``0`` of 4097 made it the one name containing the selector), ``-i 1`` and
+    ``-i N=819`` explained ``osm[N=8192]``, each a kernel the user never named, without a word. They are
+    now refused with the file's names; a word of a name (``rms``) and a whole number (``4097``) still select."""
+    from ktriage.spec.select import load_selected_specs
+
+    names = ["osm[N=8192]", "osm[N=32768]", "rms[N=4097]"]
+    text = "\n".join(ISSUE_EXAMPLE.replace("[kernel]", f'[[kernel]]\nname = "{n}"', 1) for n in names)
+    path = str(_write(spec_dir, text))
+    for selector in ("0", "1", "N=819", "409"):
+        with pytest.raises(KtriageError, match=f"no kernel in .* matches --input '{selector}'") as info:
+            load_selected_specs(path, [selector])
+        assert "N=4097" in (info.value.fix or ""), info.value.fix
+    assert [s.name for s in load_selected_specs(path, ["rms"])] == ["rms[N=4097]"]
+    assert [s.name for s in load_selected_specs(path, ["4097"])] == ["rms[N=4097]"]
+    assert [s.name for s in load_selected_specs(path, ["N=8192"])] == ["osm[N=8192]"]
+    with pytest.raises(KtriageError, match="part of 2 kernel names"):
+        load_selected_specs(path, ["osm"])

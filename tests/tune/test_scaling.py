@@ -217,3 +217,29 @@ def test_scaling_step_that_adds_ctas_per_sm_names_them() -> None:
     assert result.steps[0].sentence.endswith("which raises CTAs/SM from 2 to 8 (8 -> 32 warps/SM)."), result.steps[
         0
     ].sentence
+
+
+def test_scaling_step_that_leaves_spills_under_the_limit_does_not_say_removes() -> None:
+    """`tune --max-spill-bytes 64` on a softmax of 16384 columns printed `num_warps 4 -> 8 because it
+    spills 2140 B ...: 255 registers, 32 B spills, ..., which removes the spills.`: 32 B were left. The
+    step now says it brings them within the limit; a step to 0 B still says it removes them. Fake
+    compile (pure logic): 2140 B at 4 warps, 32 B at 8, none at 16."""
+
+    def fake_evaluate(cfg: TuneConfig) -> ScalePoint[TuneConfig]:
+        spills = {4: 2140, 8: 32}.get(cfg.num_warps, 0)
+        return ScalePoint(cfg, 255, spills, compute_occupancy("sm_90", 255, cfg.num_warps, 0), grid_ctas=132)
+
+    def double(cfg: TuneConfig) -> list[tuple[TuneConfig, str]]:
+        doubled = TuneConfig(cfg.num_warps * 2, 3, cfg.constexprs)
+        return [(doubled, f"num_warps {cfg.num_warps} -> {cfg.num_warps * 2}")] if cfg.num_warps < 16 else []
+
+    start = TuneConfig.of(4, 3, {"XBLOCK": 64, "RBLOCK": 256})
+    within = scale_loop(start, fake_evaluate, double, sm_count=132, max_spill_bytes=64).steps[0]
+    assert within.kept and within.spill_store_bytes == 32, within.sentence
+    assert "removes the spills" not in within.sentence
+    assert within.sentence.endswith("which brings the spills within the 64 B limit (--max-spill-bytes)."), (
+        within.sentence
+    )
+    steps = scale_loop(start, fake_evaluate, double, sm_count=132).steps
+    assert steps[0].sentence.endswith("which cuts the spills."), steps[0].sentence
+    assert steps[1].sentence.endswith("which removes the spills."), steps[1].sentence
