@@ -287,5 +287,23 @@ def test_a_selector_never_selects_by_a_piece_of_a_number(spec_dir: Path) -> None
     assert [s.name for s in load_selected_specs(path, ["rms"])] == ["rms[N=4097]"]
     assert [s.name for s in load_selected_specs(path, ["4097"])] == ["rms[N=4097]"]
     assert [s.name for s in load_selected_specs(path, ["N=8192"])] == ["osm[N=8192]"]
-    with pytest.raises(KtriageError, match="part of 2 kernel names"):
-        load_selected_specs(path, ["osm"])
+
+
+def test_a_spec_files_kernel_name_selects_all_its_inputs(spec_dir: Path) -> None:
+    """``explain SPEC -i osm`` of a file holding ``osm[N=8192]`` and ``osm[N=32768]`` was refused as 'part
+    of 2 kernel names', while a catalog op's kernel name and a workload's ``K7`` select all their inputs.
+    The part of a name before ``[`` now selects every input of that kernel; a piece of a name (``os``)
+    is still refused as ambiguous, its fix naming the kernels it may mean, and a piece of a number still
+    selects nothing."""
+    from ktriage.spec.select import load_selected_specs
+
+    names = ["osm[N=8192]", "osm[N=32768]", "rms[N=4097]"]
+    text = "\n".join(ISSUE_EXAMPLE.replace("[kernel]", f'[[kernel]]\nname = "{n}"', 1) for n in names)
+    path = str(_write(spec_dir, text))
+    assert [s.name for s in load_selected_specs(path, ["osm"])] == ["osm[N=8192]", "osm[N=32768]"]
+    assert [s.name for s in load_selected_specs(path, ["rms", "osm"])] == names
+    with pytest.raises(KtriageError, match="part of 2 kernel names") as info:
+        load_selected_specs(path, ["os"])
+    assert "every input of a kernel by its name (osm)" in (info.value.fix or ""), info.value.fix
+    with pytest.raises(KtriageError, match="no kernel in .* matches --input '0'"):
+        load_selected_specs(path, ["0"])
