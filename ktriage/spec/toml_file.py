@@ -157,12 +157,13 @@ def _own_error(problem: str, origin: str) -> str:
 
 def _label(kernel: UnloadedKernel, unloaded: Sequence[UnloadedKernel]) -> str:
     """How a line names ``kernel``: its name, with its table's number where another kernel of
-    ``unloaded`` has the same name (a file may repeat a name; ``[[kernel]] #N`` tells them apart)."""
-    name = kernel.spec.name
-    if sum(k.spec.name == name for k in unloaded) == 1:
+    ``unloaded`` has the same name (a file may repeat a name; ``[[kernel]] #N`` tells them apart).
+    The number is the stand-in's ``file_position``, set where the table is read: read back out of the
+    error text, it was lost where the file's path holds ': ' (``run: 2/spec.toml``)."""
+    name, position = kernel.spec.name, kernel.spec.file_position
+    if sum(k.spec.name == name for k in unloaded) == 1 or position is None:
         return name
-    place = _PLACE.search(kernel.error.problem.split(": ", 1)[-1])
-    return f"{name} #{place.group(1)}" if place and place.group(1) else name
+    return f"{name} #{position + 1}"
 
 
 def load_spec_file(path: str | Path) -> list[KernelSpec]:
@@ -210,9 +211,10 @@ def reads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> SpecFi
 
 def _at_position(kernel: Loaded, position: int) -> Loaded:
     """``kernel`` knowing where the file listed it (``KernelSpec.file_position``: explain's ranges never
-    cross a kernel that ``--input`` left out), a stand-in of one that did not load too."""
+    cross a kernel that ``--input`` left out); a stand-in of one that did not load has it already
+    (:func:`_stand_in`)."""
     if isinstance(kernel, UnloadedKernel):
-        return UnloadedKernel(dataclass_replace(kernel.spec, file_position=position), kernel.error)
+        return kernel
     # dataclasses.replace, not KernelSpec.replace: the position is no change of what is compiled
     return dataclass_replace(kernel, file_position=position)
 
@@ -250,6 +252,7 @@ def _stand_in(table: dict[str, object], index: int, base_dir: Path) -> KernelSpe
         signature={},
         target=target if isinstance(target, str) else "sm_90",
         meta=dict(meta) if isinstance(meta, dict) else {},
+        file_position=index,  # where the file lists it: require_loaded names its table by it (_label)
     )
 
 

@@ -236,6 +236,22 @@ def test_kernels_of_one_name_are_told_apart_by_their_table(spec_dir: Path) -> No
     assert "\na #3: kernel source file" in (info.value.details or ""), info.value.details
 
 
+def test_kernels_of_one_name_are_told_apart_wherever_the_file_is(tmp_path: Path) -> None:
+    """The table's number was read back out of each kernel's error text, after the first ': ': a spec
+    file in a folder whose name holds ': ' (``run: 2/spec.toml``) lost it, and two kernels named ``a``
+    read "2 kernels (a, a)". The number is now the position stored where the kernel is read."""
+    from ktriage.spec.toml_file import read_spec_file
+
+    folder = tmp_path / "run: 2"
+    (folder / "kernels").mkdir(parents=True)
+    (folder / "kernels" / "k.py").write_text(KERNEL)
+    path = _bad_tables(folder, [TYPO, TYPO, GONE], names=["a", "b", "a"])
+    with pytest.raises(KtriageError) as info:
+        read_spec_file(path)
+    assert (info.value.details or "").startswith("2 kernels (a #1, b): "), info.value.details
+    assert "\na #3: kernel source file" in (info.value.details or ""), info.value.details
+
+
 def test_a_selection_none_of_which_loads_says_so(spec_dir: Path) -> None:
     """``--input`` choosing only kernels that do not load (the file has one that loads): the message
     says "the selected kernels", not "its kernels", and names only those chosen."""
