@@ -123,6 +123,30 @@ def require_loaded(kernels: Sequence[Loaded], origin: str, *, selected: bool = F
     if len(unloaded) == 1:
         error = unloaded[0].error
         raise NothingLoads(unloaded, error.problem, error.fix, error.details)
+    errors = grouped_errors(unloaded, origin)
+    which = "the selected kernels" if selected else "its kernels"
+    problem = (
+        f"{origin}: none of {which} loads ({plural(len(unloaded), 'kernel')}, {plural(len(errors.lines), 'error')})"
+    )
+    fix = errors.shared_fix or "fix each error below" + (", as its line says" if errors.any_fix else "")
+    raise NothingLoads(unloaded, problem, fix, "\n".join(errors.lines))
+
+
+@dataclass(frozen=True)
+class GroupedErrors:
+    """The errors of kernels of one spec file that do not load, as :func:`grouped_errors` words them."""
+
+    lines: list[str]  # one per distinct error: "3 kernels (a, b, c): <error>" (" — fix: <fix>" unless shared)
+    shared_fix: str | None  # the fix every kernel shares, said once by the caller; None where they differ
+    any_fix: bool  # whether any line has a fix
+
+
+def grouped_errors(unloaded: Sequence[UnloadedKernel], origin: str) -> GroupedErrors:
+    """The one wording of several kernels' load errors, for every refusal that lists them (``NothingLoads``;
+    fidelity's refusal of a file whose loading kernels are all written by types): one line per error,
+    without the file (``origin``, said once by the caller) and table each error starts with, the kernels
+    whose errors are the same on one line, and a fix that all of them share left to the caller to say
+    once, else said after each line."""
     groups: dict[tuple[str, str | None], list[str]] = {}
     for k in unloaded:
         groups.setdefault((_own_error(k.error.problem, origin), k.error.fix), []).append(_label(k, unloaded))
@@ -133,10 +157,7 @@ def require_loaded(kernels: Sequence[Loaded], origin: str, *, selected: bool = F
         + (f" — fix: {fix}" if fix and not shared else "")
         for (error, fix), names in groups.items()
     ]
-    which = "the selected kernels" if selected else "its kernels"
-    problem = f"{origin}: none of {which} loads ({plural(len(unloaded), 'kernel')}, {plural(len(groups), 'error')})"
-    fix = shared or "fix each error below" + (", as its line says" if any(fixes) else "")
-    raise NothingLoads(unloaded, problem, fix, "\n".join(lines))
+    return GroupedErrors(lines, shared, any(fixes))
 
 
 def _kernels(names: Sequence[str]) -> str:
