@@ -19,7 +19,7 @@ from ktriage.errors import KtriageError, SpecError, option
 from ktriage.fidelity.harness import Row
 from ktriage.mdsafe import markdown_writer
 from ktriage.spec.model import KernelSpec
-from ktriage.spec.toml_file import UnloadedKernel
+from ktriage.spec.toml_file import UnloadedKernel, grouped_errors
 
 Say = Callable[[str], None]
 FidelityRow = Row  # one (case, Triton version) outcome
@@ -160,10 +160,13 @@ def _by_value_kernels(path: Path, cases: Sequence[str], target: str) -> list[Ker
             out.append(k.replace(target=target) if target != "sm_90" else k)
     if not any(isinstance(k, KernelSpec) for k in out):
         typed = [k.name for k in kernels if isinstance(k, KernelSpec)]
-        others = [k.line() for k in kernels if isinstance(k, UnloadedKernel)]
+        unloaded = [k for k in kernels if isinstance(k, UnloadedKernel)]
+        details = None
+        if unloaded:  # worded as NothingLoads words them: the file once, the same errors on one line
+            errors = grouped_errors(unloaded, str(path))
+            shared = f" (fix: {errors.shared_fix})" if errors.shared_fix else ""
+            details = "\n".join([f"no selected kernel can be checked: the others do not load{shared}:", *errors.lines])
         raise SpecError(
-            f"{path}: {', '.join(typed[:4])}{', ...' if len(typed) > 4 else ''} {TYPED}",
-            TYPED_FIX,
-            f"no selected kernel can be checked: the others do not load: {'; '.join(others)}" if others else None,
+            f"{path}: {', '.join(typed[:4])}{', ...' if len(typed) > 4 else ''} {TYPED}", TYPED_FIX, details
         )
     return out

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ktriage.bisect.candidate import Candidate, Observation, Outcome, empty_cost
+from ktriage.bisect.outside import outside_endpoints, outside_text, saved_values
 from ktriage.bisect.workspace import (
     CandidateFailed,
     Prepared,
@@ -119,15 +120,6 @@ def metric_values(results: Mapping[str, KernelResult], metric: str) -> tuple[dic
     return values, missing
 
 
-def saved_values(obs: Observation) -> dict[str, float]:
-    """The metric values per kernel a stored observation measured (its ``values``; a state file's
-    numbers are checked by its schema, so anything else there is not a value)."""
-    values = obs.measurements.get("values")
-    if not isinstance(values, Mapping):
-        return {}
-    return {k: float(v) for k, v in values.items() if isinstance(v, (int, float))}
-
-
 def saved_failures(obs: Observation) -> dict[str, str]:
     """Why each kernel that did not compile at the observation's candidate has no value (its ``failed``)."""
     failed = obs.measurements.get("failed")
@@ -172,6 +164,8 @@ def decide_values(
     """The compile-only rule (module docstring) for several kernels: (outcome, reason, confidence).
 
     Confidence for one kernel is ``max(dg, db) / (dg + db)``: 1.0 at an endpoint, 0.5 half-way.
+    A value outside the endpoints' range is judged by the same rule, and the reason says so
+    (:mod:`ktriage.bisect.outside`): such a "bad" is no step between good and bad.
     ``failed``: why a kernel has no value here (it did not compile): the reason of a skip it causes,
     and said after the decision it does not take part in, with why it takes none
     (:func:`_not_bisected`), so that a commit judged without it still shows it failed.
@@ -180,6 +174,8 @@ def decide_values(
     """
     failed = failed or {}
     outcome, reason, conf = _decide(values, good, bad, failed)
+    if outcome != "skip" and (outside := outside_endpoints(values, good, bad)):
+        reason += "; " + outside_text(outside, good, bad)
     if outcome != "skip" and failed:
         reason += "; " + _not_bisected(failed, good, bad, good_failed or {}, bad_failed or {})
     return outcome, reason, conf

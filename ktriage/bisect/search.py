@@ -21,6 +21,7 @@ from typing import Literal, TypedDict, cast
 from ktriage import progress
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
+from ktriage.bisect.outside import outside_endpoints, saved_values
 from ktriage.errors import FormatError, KtriageError, check_format_version
 from ktriage.schema.bisect_state import FIX as STATE_FIX
 from ktriage.schema.bisect_state import BisectStateSchema
@@ -92,6 +93,20 @@ class StageResult:
         confs = [o.confidence for o in (self.observation(self.lo), self.observation(self.hi)) if o is not None]
         return min((c for c in confs if c is not None), default=None)
 
+    def outside_endpoints(self) -> dict[int, dict[str, float]]:
+        """The tested candidates (by index) whose metric value lies outside the endpoints' range, with
+        those values (:mod:`ktriage.bisect.outside`: the metric is not monotonic there, and a "first
+        bad" among them is no step between good and bad). Empty for a predicate that saves no values
+        (timing, a command) and before the preflight; a skipped candidate was not judged."""
+        if len(self.observations) < 2:
+            return {}
+        good, bad = (saved_values(o) for o in self.observations[:2])  # the preflight: good, then bad
+        out: dict[int, dict[str, float]] = {}
+        for o in self.observations[2:]:
+            if o.outcome != "skip" and (beyond := outside_endpoints(saved_values(o), good, bad)):
+                out[o.candidate.index] = beyond
+        return dict(sorted(out.items()))
+
     def cost(self) -> dict[str, float]:
         total: dict[str, float] = {}
         for o in self.observations:
@@ -110,6 +125,10 @@ class StageResult:
             "tested": self.tested,
             "candidates": len(self.candidates),
             "non_monotonic": [self.candidates[i].to_json() for i in self.non_monotonic],
+            "outside_endpoints": [
+                {"candidate": self.candidates[i].to_json(), "values": dict(values)}
+                for i, values in self.outside_endpoints().items()
+            ],
             "cost": self.cost(),
             "observations": [o.to_json() for o in self.observations],
         }

@@ -100,7 +100,10 @@ _WORKLOAD_INPUTS = (
     " (0: that input of each kernel), or an input's label or some of its arguments, alone or inside its"
     " kernel's name (K7[X_ptr=4096x4608])"
 )
-_SPEC_INPUTS = "a spec file's kernel by its name or input label"
+_SPEC_INPUTS = (
+    "a spec file's kernel by its name or input label (the name before its [...] alone, osm of osm[N=8192]:"
+    " all its inputs)"
+)
 INPUT_HELP = (
     f"Only these inputs: {_CATALOG_INPUTS}; {_WORKLOAD_INPUTS}; {_SPEC_INPUTS}; or a range as explain prints"
     " it (N=4608..8192, K7[X_ptr=4096x{4608..6144}]). Repeatable."

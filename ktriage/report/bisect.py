@@ -64,6 +64,39 @@ def stage_summary(stage: StageResult) -> str:
     )
 
 
+def outside_note(stage: StageResult) -> str | None:
+    """The note of a stage where a tested candidate's metric value lies outside the endpoints' range
+    (``StageResult.outside_endpoints``): the compile-only rule still names the side it is closer to,
+    but the metric is not monotonic, and where the first bad is such a value it is no step from the
+    good value to the bad one; its explain shows a change that is not the one between the endpoints
+    (spill_store_bytes 2192 -> 2140 B, 3.5.0 at 1436 B: a "first bad" predicted 34 % faster), and the
+    note says how to find the step to the bad value. None where every value lies in the range."""
+    outside = stage.outside_endpoints()
+    if not outside:
+        return None
+    good = stage.observations[0].measurements.get("values")
+    bad = stage.observations[1].measurements.get("values")
+    metric = stage.observations[0].measurements.get("metric", "the metric")
+    ends = ""
+    kernels = list(dict.fromkeys(k for values in outside.values() for k in values))
+    if isinstance(good, Mapping) and isinstance(bad, Mapping) and len(kernels) == 1:
+        ends = f" ({_num(good.get(kernels[0]))} at good, {_num(bad.get(kernels[0]))} at bad)"
+    each = "; ".join(
+        f"{stage.candidates[i].label}: " + ", ".join(f"{k}={_num(v)}" for k, v in values.items())
+        for i, values in outside.items()
+    )
+    text = f"not monotonic: {metric} lies outside the endpoints' range{ends} at {each}"
+    if stage.status == "culprit" and stage.hi in outside:
+        assert stage.culprit is not None and stage.predecessor is not None
+        text += (
+            f"; the first bad, {stage.culprit.label}, is then no step between good and bad: the rule names it bad "
+            f"as closer to the bad value (docs/bisect.md), but {stage.predecessor.label} -> {stage.culprit.label} "
+            f"moves {metric} beyond both endpoints, and its explain is that change, not the one from good to bad; "
+            f"to find where the value reaches the bad one, bisect again with --good {stage.culprit.id}"
+        )
+    return text
+
+
 def to_json(report: BisectReport) -> JSONObject:
     """The bisect's JSON report: the one encoder (each part's ``to_json`` gives its entries)."""
     final = report.final
@@ -84,7 +117,7 @@ def to_json(report: BisectReport) -> JSONObject:
         "frontend_compiles": report.frontend_compiles,
         "explain": [e.to_json() for e in report.explain] if report.explain is not None else None,
         "explain_note": report.explain_note,
-        "notes": report.notes,
+        "notes": [*(n for s in report.stages if (n := outside_note(s))), *report.notes],
         "state": portable_path(report.state_path) if report.state_path else None,
     }
 
@@ -120,6 +153,8 @@ def to_markdown(report: BisectReport, title: str = "ktriage bisect") -> str:
                 + ", ".join(_md(stage.candidates[i].label) for i in stage.non_monotonic),
                 "",
             ]
+        if note := outside_note(stage):
+            lines += [f"Note: {_md(note)}", ""]
     for note in report.notes:
         lines += [f"Note: {_md(note)}", ""]
     if report.explain:
@@ -181,6 +216,8 @@ def print_report(report: BisectReport, console: Console) -> None:
                 "[yellow]note:[/] good results after the first bad one: "
                 + escape(", ".join(stage.candidates[i].label for i in stage.non_monotonic))
             )
+        if note := outside_note(stage):
+            console.print(f"[yellow]note:[/] {escape(note)}")
     for note in report.notes:
         console.print(f"[yellow]note:[/] {escape(note)}")
     final = report.final

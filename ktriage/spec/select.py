@@ -77,6 +77,14 @@ def _whole_kernels(specs: Sequence[KernelSpec], selector: str, target: str, flag
     return [specs[n] for n in recorded if of[n] in named]
 
 
+def _kernel_inputs(specs: Sequence[KernelSpec], selector: str) -> list[KernelSpec]:
+    """Every input of the kernel ``selector`` names by the part of their names before ``[`` (``osm``
+    of a spec file's ``osm[N=8192]`` and ``osm[N=32768]``), as a catalog op's kernel name and a
+    workload's ``K7`` select all their inputs; it was refused as 'part of 2 kernel names', as if it
+    were a piece of a name. Only the whole kernel name: ``os`` stays a part of several names."""
+    return [s for s in specs if s.name.endswith("]") and s.name.partition("[")[0] == selector]
+
+
 def _positions(specs: Sequence[KernelSpec], chosen: Sequence[KernelSpec]) -> list[int]:
     """Where each of ``chosen`` is in ``specs`` (by identity: two inputs may have equal specs)."""
     return [n for n, s in enumerate(specs) if any(s is c for c in chosen)]
@@ -90,7 +98,9 @@ def matches_selector(spec: KernelSpec, selector: str) -> bool:
 def select_specs(
     specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = "--input"
 ) -> list[KernelSpec]:
-    """The specs ``selector`` names exactly; else, for a range as explain prints it (:func:`range_ends`),
+    """The specs ``selector`` names exactly; else every input of the kernel it names whole (a recorded
+    kernel as the reports print it, :func:`_whole_kernels`; the part of a name before ``[``,
+    :func:`_kernel_inputs`); else, for a range as explain prints it (:func:`range_ends`),
     the specs from its first to its last; else the ONE spec whose name contains it (:func:`part_of_name`:
     never a part that cuts a number, ``0`` of ``N=4097``); else the ONE
     recorded input it is a short label of, as explain prints it (``X_ptr=4096x4608``,
@@ -103,6 +113,8 @@ def select_specs(
         return exact
     if whole := _whole_kernels(specs, selector, target, flag):
         return whole
+    if inputs := _kernel_inputs(specs, selector):
+        return inputs
     if ends := range_ends(selector):  # a range as explain prints it: the specs from its first to its last
         picked = select_range(
             selector,
@@ -127,11 +139,13 @@ def select_specs(
     if short:
         raise ambiguous_short_label(selector, flag, target, [(s.name.split("[", 1)[0], s.name) for s in short])
     if partial:
+        kernels = list(dict.fromkeys(s.name.partition("[")[0] for s in partial if s.name.endswith("]")))
         raise SpecError(
             f"{flag} {selector!r} is part of {len(partial)} kernel names in {target}: "
             + ", ".join(s.name for s in partial[:8])
             + (", ..." if len(partial) > 8 else ""),
-            "select one by its exact name or input label",
+            "select one by its exact name or input label"
+            + (f", or every input of a kernel by its name ({', '.join(kernels[:4])})" if kernels else ""),
         )
     recorded = [
         RecordedInput(str(s.meta["workload_kernel"]), str(s.meta["function"]), s.meta["input_id"], label, "")

@@ -123,6 +123,30 @@ def require_loaded(kernels: Sequence[Loaded], origin: str, *, selected: bool = F
     if len(unloaded) == 1:
         error = unloaded[0].error
         raise NothingLoads(unloaded, error.problem, error.fix, error.details)
+    errors = grouped_errors(unloaded, origin)
+    which = "the selected kernels" if selected else "its kernels"
+    problem = (
+        f"{origin}: none of {which} loads ({plural(len(unloaded), 'kernel')}, {plural(len(errors.lines), 'error')})"
+    )
+    fix = errors.shared_fix or "fix each error below" + (", as its line says" if errors.any_fix else "")
+    raise NothingLoads(unloaded, problem, fix, "\n".join(errors.lines))
+
+
+@dataclass(frozen=True)
+class GroupedErrors:
+    """The errors of kernels of one spec file that do not load, as :func:`grouped_errors` words them."""
+
+    lines: list[str]  # one per distinct error: "3 kernels (a, b, c): <error>" (" — fix: <fix>" unless shared)
+    shared_fix: str | None  # the fix every kernel shares, said once by the caller; None where they differ
+    any_fix: bool  # whether any line has a fix
+
+
+def grouped_errors(unloaded: Sequence[UnloadedKernel], origin: str) -> GroupedErrors:
+    """The one wording of several kernels' load errors, for every refusal that lists them (``NothingLoads``;
+    fidelity's refusal of a file whose loading kernels are all written by types): one line per error,
+    without the file (``origin``, said once by the caller) and table each error starts with, the kernels
+    whose errors are the same on one line, and a fix that all of them share left to the caller to say
+    once, else said after each line."""
     groups: dict[tuple[str, str | None], list[str]] = {}
     for k in unloaded:
         groups.setdefault((_own_error(k.error.problem, origin), k.error.fix), []).append(_label(k, unloaded))
@@ -133,10 +157,7 @@ def require_loaded(kernels: Sequence[Loaded], origin: str, *, selected: bool = F
         + (f" — fix: {fix}" if fix and not shared else "")
         for (error, fix), names in groups.items()
     ]
-    which = "the selected kernels" if selected else "its kernels"
-    problem = f"{origin}: none of {which} loads ({plural(len(unloaded), 'kernel')}, {plural(len(groups), 'error')})"
-    fix = shared or "fix each error below" + (", as its line says" if any(fixes) else "")
-    raise NothingLoads(unloaded, problem, fix, "\n".join(lines))
+    return GroupedErrors(lines, shared, any(fixes))
 
 
 def _kernels(names: Sequence[str]) -> str:
@@ -157,12 +178,13 @@ def _own_error(problem: str, origin: str) -> str:
 
 def _label(kernel: UnloadedKernel, unloaded: Sequence[UnloadedKernel]) -> str:
     """How a line names ``kernel``: its name, with its table's number where another kernel of
-    ``unloaded`` has the same name (a file may repeat a name; ``[[kernel]] #N`` tells them apart)."""
-    name = kernel.spec.name
-    if sum(k.spec.name == name for k in unloaded) == 1:
+    ``unloaded`` has the same name (a file may repeat a name; ``[[kernel]] #N`` tells them apart).
+    The number is the stand-in's ``file_position``, set where the table is read: read back out of the
+    error text, it was lost where the file's path holds ': ' (``run: 2/spec.toml``)."""
+    name, position = kernel.spec.name, kernel.spec.file_position
+    if sum(k.spec.name == name for k in unloaded) == 1 or position is None:
         return name
-    place = _PLACE.search(kernel.error.problem.split(": ", 1)[-1])
-    return f"{name} #{place.group(1)}" if place and place.group(1) else name
+    return f"{name} #{position + 1}"
 
 
 def load_spec_file(path: str | Path) -> list[KernelSpec]:
@@ -210,9 +232,10 @@ def reads_spec(text: str, *, base_dir: Path, origin: str = "<string>") -> SpecFi
 
 def _at_position(kernel: Loaded, position: int) -> Loaded:
     """``kernel`` knowing where the file listed it (``KernelSpec.file_position``: explain's ranges never
-    cross a kernel that ``--input`` left out), a stand-in of one that did not load too."""
+    cross a kernel that ``--input`` left out); a stand-in of one that did not load has it already
+    (:func:`_stand_in`)."""
     if isinstance(kernel, UnloadedKernel):
-        return UnloadedKernel(dataclass_replace(kernel.spec, file_position=position), kernel.error)
+        return kernel
     # dataclasses.replace, not KernelSpec.replace: the position is no change of what is compiled
     return dataclass_replace(kernel, file_position=position)
 
@@ -250,6 +273,7 @@ def _stand_in(table: dict[str, object], index: int, base_dir: Path) -> KernelSpe
         signature={},
         target=target if isinstance(target, str) else "sm_90",
         meta=dict(meta) if isinstance(meta, dict) else {},
+        file_position=index,  # where the file lists it: require_loaded names its table by it (_label)
     )
 
 

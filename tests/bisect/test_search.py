@@ -301,3 +301,73 @@ def test_bisect_keeps_a_kernel_without_a_value_as_left_out_and_warns_once(
     warnings = [r.getMessage() for r in caplog.records if "blue" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].startswith(line), warnings
     assert "another --metric" in warnings[0]
+
+
+class FakeValuesPredicate:
+    """A FAKE compile-only predicate: each candidate's metric value is given (no compile), judged by the
+    real compile-only rule (:func:`decide_values`) and saved as ``MetricPredicate`` saves it."""
+
+    name = "fake-values"
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = values
+
+    def _measured(self, c: Candidate) -> Observation:
+        return Observation(
+            c, "unsure", "measured", {"metric": "spill_store_bytes", "values": {"osm": self.values[c.index]}}
+        )
+
+    def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
+        g, b = self._measured(good), self._measured(bad)
+        g.outcome, b.outcome, g.confidence, b.confidence = "good", "bad", 1.0, 1.0
+        return [g, b]
+
+    def test(self, candidates: Sequence[Candidate]) -> list[Observation]:
+        out = []
+        for c in candidates:
+            obs = self._measured(c)
+            good, bad = {"osm": self.values[0]}, {"osm": self.values[-1]}
+            obs.outcome, obs.reason, obs.confidence = decide_values({"osm": self.values[c.index]}, good, bad)
+            out.append(obs)
+        return out
+
+
+def test_a_value_outside_the_endpoints_range_is_reported_as_not_monotonic() -> None:
+    """``bisect --source pypi:triton --metric spill_store_bytes`` from 3.4.0 (2192 B) to 3.6.0 (2140 B)
+    saw 3.5.0 at 1436 B, named it the first bad at confidence 0.52 (closer to the bad end: the
+    documented rule, kept) and said nothing of its value lying beyond both endpoints, so its explain (a
+    predicted speed-up) read as the regression's cause. The decision's reason, and the report's table,
+    markdown and JSON, now say the metric is not monotonic there and the first bad is no step between
+    good and bad; a value inside the range gets no such note."""
+    from rich.console import Console
+
+    from ktriage.bisect.run import BisectOptions, BisectReport
+    from ktriage.report.bisect import print_report, to_json, to_markdown
+
+    cands = [Candidate(i, label, label) for i, label in enumerate(["3.4.0", "3.5.0", "3.6.0"])]
+    stage = run_search(cands, FakeValuesPredicate([2192.0, 1436.0, 2140.0]))
+    assert stage.status == "culprit" and stage.culprit is not None and stage.culprit.label == "3.5.0"
+    assert stage.confidence is not None and round(stage.confidence, 2) == 0.52
+    culprit = stage.observation(1)
+    assert culprit is not None and "outside the endpoints' range: osm 1436 (good 2192, bad 2140)" in culprit.reason
+    report = BisectReport(BisectOptions(source="pypi:triton", good="3.4.0", bad="3.6.0"), [stage], ["releases"])
+    note = "not monotonic: spill_store_bytes lies outside the endpoints' range (2192 at good, 2140 at bad) at 3.5.0: osm=1436"
+    first_bad = "the first bad, 3.5.0, is then no step between good and bad"
+    again = "to find where the value reaches the bad one, bisect again with --good 3.5.0"
+    doc = to_json(report)
+    assert doc["stages"][0]["outside_endpoints"] == [  # type: ignore[index]
+        {"candidate": cands[1].to_json(), "values": {"osm": 1436.0}}
+    ]
+    notes = doc["notes"]
+    assert isinstance(notes, list) and len(notes) == 1 and note in str(notes[0]) and first_bad in str(notes[0])
+    markdown = to_markdown(report)
+    assert f"Note: {note}" in markdown and first_bad in markdown and again in markdown
+    console = Console(record=True, width=400)
+    print_report(report, console)
+    table = console.export_text()
+    assert note in table and first_bad in table
+
+    inside = run_search(cands, FakeValuesPredicate([2192.0, 2150.0, 2140.0]))
+    assert inside.culprit is not None and inside.culprit.label == "3.5.0" and not inside.outside_endpoints()
+    plain = BisectReport(BisectOptions(source="pypi:triton", good="3.4.0", bad="3.6.0"), [inside], ["releases"])
+    assert "not monotonic" not in to_markdown(plain) and to_json(plain)["notes"] == []

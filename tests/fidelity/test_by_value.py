@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from ktriage.compile.compiler import Artifact, Compiler
+from ktriage.errors import KtriageError
 from ktriage.fidelity.by_value import case_of, check_spec
 from ktriage.fidelity.harness import compare_artifact, run_jit
 from ktriage.spec.toml_file import load_spec_file, loads_spec
@@ -355,3 +356,35 @@ def test_a_kernel_written_by_types_is_an_error_row_and_the_others_are_checked(
     assert refused.exit_code == exit_codes.USAGE, refused.output
     assert refused.problem == f"{spec}: typed written by types: the check compares a launch's values"
     assert refused.fix == "write it by values under [kernel.args] (docs/specs.md)"
+
+
+def test_a_refusal_for_kernels_written_by_types_groups_the_others_errors(tmp_path: Path) -> None:
+    """``fidelity --spec`` on a file whose one loading kernel is written by types, the others not loading:
+    the refusal joined every other kernel's whole error on one line with '; ', each with the spec file's
+    path, its table and the same fix again. They are now worded as a file none of whose kernels loads
+    words them (one helper, ``grouped_errors``): one line per error, the same ones grouped, the file
+    never on a line, a fix they share said once. Refused before any toolchain is built."""
+    from ktriage.api import fidelity
+
+    source = EXAMPLE.parent / "scaled_rows.py"
+    typed = (
+        f'[[kernel]]\nname = "typed"\nsource = "{source}:scaled_rows_kernel"\n'
+        '[kernel.signature]\nx_ptr = "*bf16"\ny_ptr = "*bf16"\nM = "i32"\nN = "i32"\nstride_xm = "i32"\n'
+        'stride_xn = "i32"\nstride_ym = "i32"\nstride_yn = "i32"\nscale = "fp32"\nseed = "i32"\n'
+        'BLOCK_N = "constexpr"\nEVEN_N = "constexpr"\n[kernel.constexprs]\nBLOCK_N = 64\nEVEN_N = true\n'
+    )
+    typos = "".join(
+        typed.replace('name = "typed"', f'name = "typo{i}"').replace(":scaled_rows_kernel", ":scaled_row_kernel")
+        for i in (1, 2)
+    )
+    spec = tmp_path / "typed_and_typos.toml"
+    spec.write_text(typed + "\n" + typos)
+    with pytest.raises(KtriageError) as info:
+        fidelity(spec=spec, toolchains=["triton==3.4.0"])
+    exc = info.value
+    assert exc.problem == f"{spec}: typed written by types: the check compares a launch's values"
+    assert exc.details == (
+        "no selected kernel can be checked: the others do not load (fix: did you mean scaled_rows_kernel?):\n"
+        f"2 kernels (typo1, typo2): {source} defines no function 'scaled_row_kernel'"
+    ), exc.details
+    assert str(exc).count(str(spec)) == 1

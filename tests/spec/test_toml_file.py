@@ -236,6 +236,22 @@ def test_kernels_of_one_name_are_told_apart_by_their_table(spec_dir: Path) -> No
     assert "\na #3: kernel source file" in (info.value.details or ""), info.value.details
 
 
+def test_kernels_of_one_name_are_told_apart_wherever_the_file_is(tmp_path: Path) -> None:
+    """The table's number was read back out of each kernel's error text, after the first ': ': a spec
+    file in a folder whose name holds ': ' (``run: 2/spec.toml``) lost it, and two kernels named ``a``
+    read "2 kernels (a, a)". The number is now the position stored where the kernel is read."""
+    from ktriage.spec.toml_file import read_spec_file
+
+    folder = tmp_path / "run: 2"
+    (folder / "kernels").mkdir(parents=True)
+    (folder / "kernels" / "k.py").write_text(KERNEL)
+    path = _bad_tables(folder, [TYPO, TYPO, GONE], names=["a", "b", "a"])
+    with pytest.raises(KtriageError) as info:
+        read_spec_file(path)
+    assert (info.value.details or "").startswith("2 kernels (a #1, b): "), info.value.details
+    assert "\na #3: kernel source file" in (info.value.details or ""), info.value.details
+
+
 def test_a_selection_none_of_which_loads_says_so(spec_dir: Path) -> None:
     """``--input`` choosing only kernels that do not load (the file has one that loads): the message
     says "the selected kernels", not "its kernels", and names only those chosen."""
@@ -287,5 +303,23 @@ def test_a_selector_never_selects_by_a_piece_of_a_number(spec_dir: Path) -> None
     assert [s.name for s in load_selected_specs(path, ["rms"])] == ["rms[N=4097]"]
     assert [s.name for s in load_selected_specs(path, ["4097"])] == ["rms[N=4097]"]
     assert [s.name for s in load_selected_specs(path, ["N=8192"])] == ["osm[N=8192]"]
-    with pytest.raises(KtriageError, match="part of 2 kernel names"):
-        load_selected_specs(path, ["osm"])
+
+
+def test_a_spec_files_kernel_name_selects_all_its_inputs(spec_dir: Path) -> None:
+    """``explain SPEC -i osm`` of a file holding ``osm[N=8192]`` and ``osm[N=32768]`` was refused as 'part
+    of 2 kernel names', while a catalog op's kernel name and a workload's ``K7`` select all their inputs.
+    The part of a name before ``[`` now selects every input of that kernel; a piece of a name (``os``)
+    is still refused as ambiguous, its fix naming the kernels it may mean, and a piece of a number still
+    selects nothing."""
+    from ktriage.spec.select import load_selected_specs
+
+    names = ["osm[N=8192]", "osm[N=32768]", "rms[N=4097]"]
+    text = "\n".join(ISSUE_EXAMPLE.replace("[kernel]", f'[[kernel]]\nname = "{n}"', 1) for n in names)
+    path = str(_write(spec_dir, text))
+    assert [s.name for s in load_selected_specs(path, ["osm"])] == ["osm[N=8192]", "osm[N=32768]"]
+    assert [s.name for s in load_selected_specs(path, ["rms", "osm"])] == names
+    with pytest.raises(KtriageError, match="part of 2 kernel names") as info:
+        load_selected_specs(path, ["os"])
+    assert "every input of a kernel by its name (osm)" in (info.value.fix or ""), info.value.fix
+    with pytest.raises(KtriageError, match="no kernel in .* matches --input '0'"):
+        load_selected_specs(path, ["0"])
