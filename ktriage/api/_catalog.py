@@ -109,6 +109,8 @@ def catalog_show(
 
     op, target = args.text(op, "op", example="liger.layer_norm"), args.arch(target, "target", "--arch/--target")
     chosen = args.texts(inputs, "inputs", "--input", numbers=True)
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    dtype = args.optional_text(dtype, "dtype", "--precision/--dtype", example="bf16")
     sm_count = args.SM_COUNT.optional(sm_count)
     specs = expand_op(op, mode=mode, target=target, dtype=dtype, inputs=list(chosen) or None, sm_count=sm_count)
     return CatalogShow(op, target, specs)

@@ -348,6 +348,16 @@ AA_PAIR = "benchmarks/gpu/issue3/run2_layer_norm_aa/aa_"
         (kt.cache_verify, {"fix": "no"}, r"fix \(--fix\) is a str \('no'\), not True or False"),
         (kt.cache_gc, {"dry_run": "yes"}, r"dry_run \(--dry-run\) is a str"),
         (kt.check_percent_gate, {"percent": "10"}, r"percent \(--threshold\) '10' is a str, not a number"),
+        # cluster=["local"] was AttributeError: 'list' object has no attribute 'strip'; mode=["bwd"] and
+        # precision=["bf16"] "liger.layer_norm has no mode ['bwd']", a fix listing the very value given
+        (kt.explain, {**OP, "input_id": 7, "cluster": ["local"]}, r"cluster \(--cluster\) is a list, not a str"),
+        (kt.explain, {**OP, "input_id": 7, "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        (kt.explain, {**OP, "input_id": 7, "precision": ["bf16"]}, r"precision \(--precision\) is a list"),
+        (kt.explain, {**OP, "input_id": 7, "model": ["m.json"]}, r"model \(--model\) is a list, not a str or a path"),
+        (kt.tune, {**OP, "input_id": 7, "cluster": ["local"]}, r"cluster \(--cluster\) is a list, not a str"),
+        (kt.tune, {**OP, "input_id": 7, "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "dtype": ["bf16"]}, r"dtype \(--precision/--dtype\) is a list"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_it_not_a_typeerror_from_inside(
