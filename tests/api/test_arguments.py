@@ -79,6 +79,15 @@ BISECT = {"source": "git:/no-such-repo", "good": "v1", "bad": "v2", "command": "
         (kt.runs_list, {"db": NOWHERE_DB, "limit": 0}, r"limit \(--limit\) 0 lists no run"),
         (kt.compare, {"old": "a.json", "new": "b.json", "confidence": "0.99"}, r"confidence \(--confidence\) '0.99'"),
         (kt.compare, {"old": "a.json", "new": "b.json", "threshold": float("inf")}, r"threshold .* not a finite"),
+        # the gate's and the confidence's refusals named the flag alone (--threshold -1 is not a gate)
+        (kt.compare, {"old": "a.json", "new": "b.json", "confidence": 99}, r"confidence=99 \(--confidence 99\) is out"),
+        (
+            kt.compare,
+            {"old": "a.json", "new": "b.json", "threshold": 5},
+            r"threshold=5 \(--threshold 5\) is a fraction",
+        ),
+        (kt.explain, {**OP, "threshold": -1}, r"threshold=-1 \(--threshold -1\) is not a gate"),
+        (kt.calibrate, {"from_cells": ["c.jsonl"], "threshold": 5}, r"threshold=5 \(--threshold 5\) is a fraction"),
         (kt.profile, {"bundle": Path("b"), "warmup": -1}, r"warmup \(--warmup\) -1 is out of range"),
         (kt.profile, {"bundle": Path("b"), "input_id": -1}, r"input_id \(--input-id\) -1 is out of range"),
         (kt.bisect, {**BISECT, "timeout": -1}, r"timeout \(--timeout\) -1 is out of range"),
