@@ -132,6 +132,7 @@ class ExplainReport:
             print_fixes(self.fixes, console)
 
 
+@args.entry_point
 def explain(
     *,
     target: str | Path,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import entry_point
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 
@@ -49,6 +50,7 @@ class OccupancyReport:
         print_table(self.result, self.arch, console, self.barriers)
 
 
+@entry_point
 def occupancy(
     *, arch: str = "sm_90", registers: int, warps: int, shared: int = 0, barriers: int = 1
 ) -> OccupancyReport:

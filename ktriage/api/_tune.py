@@ -61,6 +61,7 @@ class TuneReport:
         print_report(self.results, self.scalings, self.timings, console, show_all=show_all)
 
 
+@args.entry_point
 def tune(
     *,
     target: str | Path,

@@ -559,3 +559,50 @@ def test_triage_run_checks_its_numbers_and_db_as_triage_and_bench_do(
     with pytest.raises(KtriageError, match=problem) as refused:
         kt.triage_run(command="python x.py", **TC, workdir=tmp_path / "run", **kwargs)  # type: ignore[arg-type]
     assert refused.value.fix and not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------------------------------ the call itself
+@pytest.mark.parametrize(
+    "call, args, kwargs, problem, fix",
+    [
+        (
+            kt.explain,
+            (),
+            {"target": "liger.layer_norm", "toolchain": ["triton==3.4.0"]},
+            "takes no keyword 'toolchain'",
+            "did you mean toolchains=",
+        ),
+        (
+            kt.compare,
+            (),
+            {"old": "a.json", "new": "b.json", "thresold": 0.1},
+            "takes no keyword 'thresold'",
+            "did you mean threshold=",
+        ),
+        (
+            kt.runs_list,
+            (),
+            {"database": "sqlite:////x.db"},
+            "takes no keyword 'database'",
+            "kt.runs_list takes: db, limit",
+        ),
+        (kt.catalog_list, (), {"op": "liger.layer_norm"}, "takes no keyword 'op'", "kt.catalog_list takes: none"),
+        (
+            kt.explain,
+            ("liger.layer_norm",),
+            {"toolchains": ["triton==3.4.0"]},
+            "by keyword only, and 1 was given by position",
+            "kt.explain(target=..., toolchains=...)",
+        ),
+        (kt.occupancy, (), {"registers": 64}, "kt.occupancy() needs warps=: not given", "pass warps=..."),
+    ],
+)
+def test_a_call_that_does_not_bind_is_refused_naming_the_keyword_meant(
+    call: Any, args: tuple[object, ...], kwargs: dict[str, object], problem: str, fix: str
+) -> None:
+    """These were Python's TypeError ("explain() got an unexpected keyword argument 'toolchain'"),
+    naming the mistake but not the keyword meant. Still a TypeError, for code that catches one."""
+    with pytest.raises(KtriageError) as refused:
+        call(*args, **kwargs)
+    assert isinstance(refused.value, TypeError)
+    assert problem in refused.value.problem and refused.value.fix and fix in refused.value.fix
