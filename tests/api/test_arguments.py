@@ -367,6 +367,14 @@ AA_PAIR = "benchmarks/gpu/issue3/run2_layer_norm_aa/aa_"
         (kt.tune, {**OP, "input_id": 7, "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
         (kt.catalog_show, {"op": "liger.layer_norm", "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
         (kt.catalog_show, {"op": "liger.layer_norm", "dtype": ["bf16"]}, r"dtype \(--precision/--dtype\) is a list"),
+        # registers=True was read as 1 register (the report's JSON said "registers": true); "64" and
+        # ["sm_90"] were refused without naming the keyword
+        (kt.occupancy, {"registers": True, "warps": 4}, r"registers \(--registers\) True is a bool, not an int"),
+        (kt.occupancy, {"registers": 64, "warps": True}, r"warps \(--warps\) True is a bool, not an int"),
+        (kt.occupancy, {"registers": 64, "warps": 4, "shared": True}, r"shared \(--shared\) True is a bool"),
+        (kt.occupancy, {"registers": 64, "warps": 4, "barriers": True}, r"barriers \(--barriers\) True is a bool"),
+        (kt.occupancy, {"registers": "64", "warps": 4}, r"registers \(--registers\) '64' is a str, not an int"),
+        (kt.occupancy, {"arch": ["sm_90"], "registers": 64, "warps": 4}, r"arch \(--arch\) is a list, not a str"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_it_not_a_typeerror_from_inside(
