@@ -84,6 +84,13 @@ class StoreError(KtriageError):
     """The results store: a database URL, a run id, a schema this ktriage cannot use."""
 
 
+class CallError(KtriageError, TypeError):
+    """A ``ktriage.api`` function called with a keyword it does not take, a positional argument or a
+    required keyword missing. Also a ``TypeError``, the class Python raises for such a call, so code
+    catching that keeps working; a ``KtriageError`` so that it names the fix (``did you mean
+    toolchains=?``) where Python's own message names only the mistake."""
+
+
 class FormatError(KtriageError):
     """A file this ktriage cannot read: unknown ``format_version``, malformed JSON or TOML, missing keys."""
 

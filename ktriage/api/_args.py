@@ -17,7 +17,9 @@ gets the same checks.
   (tests/api/test_arguments.py keeps them in step);
 - :func:`optional_text`: a string that may be left out (None); :func:`switch`: True or False only (``fix="no"``
   was read for its truth);
-- :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``).
+- :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``);
+- :func:`entry_point`: the call itself (a keyword the verb does not take, a positional argument, a
+  required keyword left out), refused as a :class:`~ktriage.errors.CallError` naming the keyword meant.
 
 The messages name the keyword and the flag (``num_inputs (--num-inputs) 0 ...``): the same error
 reaches a Python caller and a command-line user. :func:`ktriage.errors.option` spells them (every
@@ -28,16 +30,22 @@ arguments.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import CallError, KtriageError, option
+from ktriage.wording import agree
 
 _F = TypeVar("_F")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 __all__ = [
     "BUDGET",
@@ -67,6 +75,7 @@ __all__ = [
     "Whole",
     "arch",
     "callback",
+    "entry_point",
     "option",
     "optional_text",
     "path_or_name",
@@ -326,3 +335,55 @@ MAX_SPILL_BYTES = Whole("max_spill_bytes", "--max-spill-bytes", low=0, example=0
 THRESHOLD = Real("threshold", "--threshold")
 CONFIDENCE = Real("confidence", "--confidence")
 TRIAGE_LIMIT = Whole("limit", "--limit")  # triage's: the flagged cells its GPU re-run bundles (ktriage.triage.pipeline)
+
+
+def entry_point(func: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``func`` (a verb of ``ktriage.api``) with its call checked before it runs: an unknown keyword, a
+    positional argument or a missing required keyword is a :class:`~ktriage.errors.CallError` naming the
+    keyword meant. Why: ``kt.explain(toolchain=[...])`` was Python's ``TypeError: explain() got an
+    unexpected keyword argument 'toolchain'``, which names the mistake but not the fix (``toolchains``),
+    and the verbs' keywords are many. A call that binds runs ``func`` untouched."""
+    signature = inspect.signature(func)
+
+    @functools.wraps(func)
+    def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise _call_error(func.__name__, signature, len(args), list(kwargs), exc) from None
+        return func(*args, **kwargs)
+
+    return checked
+
+
+def _call_error(
+    name: str, signature: inspect.Signature, positional: int, given: list[str], exc: TypeError
+) -> CallError:
+    """The CallError of a call that does not bind: what is wrong and the keyword meant."""
+    params = signature.parameters
+    keywords = ", ".join(params) or "none"
+    unknown = [k for k in given if k not in params]
+    if unknown and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        meant = [(k, difflib.get_close_matches(k, list(params), n=1, cutoff=0.6)) for k in unknown]
+        guesses = [f"{m[0]}= for {k}=" for k, m in meant if m]
+        listed = ", ".join(repr(k) for k in unknown)
+        return CallError(
+            f"kt.{name}() takes no keyword {listed}",
+            (f"did you mean {'; '.join(guesses)}? " if guesses else "")
+            + f"kt.{name} takes: {keywords} (help(kt.{name}), docs/api.md)",
+        )
+    takes = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params.values())
+    if positional > takes:
+        example = ", ".join(f"{p}=..." for p in list(params)[:2]) if params else ""
+        return CallError(
+            f"kt.{name}() takes its arguments by keyword only, and {positional} {agree(positional, 'was', 'were')} "
+            "given by position",
+            f"name each one: kt.{name}({example})" if example else f"call it with no argument: kt.{name}()",
+        )
+    missing = [p.name for p in params.values() if p.default is p.empty and p.name not in given][positional:]
+    if missing:
+        return CallError(
+            f"kt.{name}() needs {', '.join(f'{m}=' for m in missing)}: not given",
+            f"pass {', '.join(f'{m}=...' for m in missing)} (help(kt.{name}), docs/api.md)",
+        )
+    return CallError(f"kt.{name}(): {exc}", f"check the call against help(kt.{name}) or docs/api.md")

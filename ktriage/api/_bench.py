@@ -195,6 +195,7 @@ def is_recorded_bundle(bundle: str | Path) -> bool:
     return bool(recorded(load_bundle(Path(bundle))))
 
 
+@args.entry_point
 def bench(
     *,
     op: str | None = None,

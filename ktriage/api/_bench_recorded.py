@@ -78,6 +78,7 @@ class RecordedBenchReport(BenchRenders):
         return to_markdown(CompareReport(comparisons))
 
 
+@args.entry_point
 def bench_recorded(
     *,
     workload: str | Path | None = None,

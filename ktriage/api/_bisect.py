@@ -68,6 +68,7 @@ class BisectReport:
         print_report(self.result, console)
 
 
+@args.entry_point
 def bisect(
     *,
     source: str,

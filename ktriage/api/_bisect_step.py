@@ -35,6 +35,7 @@ class StepResult:
     message: str
 
 
+@args.entry_point
 def bisect_step(
     *,
     baseline: str | Path | None = None,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import entry_point
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class CacheGcReport:
         print_gc(self.items, self.freed, self.dry_run, console)
 
 
+@entry_point
 def cache_info() -> CacheInfoReport:
     """The artifact cache of the ktriage home: where it is, how many entries it holds, its size. A
     report: a home or cache that does not exist yet is reported so (``info.exists``), not created."""
@@ -138,6 +140,7 @@ def _unmade_root() -> Path:
     return root
 
 
+@entry_point
 def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
     """Check every cache entry against its manifest (sha256 of each file); with ``fix``, quarantine
     the damaged ones (moved aside, compiled again when next needed). ``report.ok`` is False when an
@@ -153,6 +156,7 @@ def cache_verify(*, fix: bool = False) -> CacheVerifyReport:
     return CacheVerifyReport(root, states, fix)
 
 
+@entry_point
 def cache_gc(*, older_than_days: float | None = None, dry_run: bool = False) -> CacheGcReport:
     """Remove quarantined entries and stale temp folders (with ``older_than_days``, entries not used
     for that long too: a finite number of days >= 0, checked first, since a negative age would take

@@ -120,6 +120,7 @@ def _what_the_parameters_mean(cal: Calibration) -> list[str]:
     return out
 
 
+@args.entry_point
 def calibrate(
     *,
     from_cells: Sequence[str | Path] = (),

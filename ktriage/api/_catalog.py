@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import entry_point
 from ktriage.mdsafe import markdown_writer
 
 if TYPE_CHECKING:
@@ -84,6 +85,7 @@ class CatalogShow:
         print_show(self.op, self.target, self.specs, console)
 
 
+@entry_point
 def catalog_list() -> CatalogList:
     """Every op of the catalog (canonical names; aliases in each ``OpInfo.aliases``)."""
     from ktriage.catalog import list_ops
@@ -91,6 +93,7 @@ def catalog_list() -> CatalogList:
     return CatalogList(list_ops())
 
 
+@entry_point
 def catalog_show(
     *,
     op: str,
@@ -109,6 +112,8 @@ def catalog_show(
 
     op, target = args.text(op, "op", example="liger.layer_norm"), args.arch(target, "target", "--arch/--target")
     chosen = args.texts(inputs, "inputs", "--input", numbers=True)
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    dtype = args.optional_text(dtype, "dtype", "--precision/--dtype", example="bf16")
     sm_count = args.SM_COUNT.optional(sm_count)
     specs = expand_op(op, mode=mode, target=target, dtype=dtype, inputs=list(chosen) or None, sm_count=sm_count)
     return CatalogShow(op, target, specs)

@@ -59,6 +59,7 @@ class CompareView:
         print_counters(console, self.report)
 
 
+@args.entry_point
 def compare(
     *,
     old: Side,

@@ -132,6 +132,7 @@ class ExplainReport:
             print_fixes(self.fixes, console)
 
 
+@args.entry_point
 def explain(
     *,
     target: str | Path,
@@ -171,6 +172,10 @@ def explain(
     A lone str where a list goes is one item (``inputs="7"``, ``toolchains="triton==3.4.0"``); ``arch``
     takes every spelling ``--arch`` does (``9.0``, ``90``, ``cuda:90``)."""
     target = args.path_or_name(target, "target", example="liger.layer_norm")
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    precision = args.optional_text(precision, "precision", "--precision", example="bf16")
+    cluster = args.optional_text(cluster, "cluster", "--cluster", example="local")
+    model = args.path_or_name(model, "model", "--model", example="model.json") if model is not None else None
     fixes, ptx_diff = args.switch(fixes, "fixes", "--fixes"), args.switch(ptx_diff, "ptx_diff", "--ptx-diff")
     sass_diff = args.switch(sass_diff, "sass_diff", "--sass-diff")
     if toolchains is None:

@@ -51,6 +51,7 @@ class FidelityReport:
         return to_json(self.rows, command=command, machine=machine, date=date, target=self.target)
 
 
+@args.entry_point
 def fidelity(
     *,
     toolchains: Sequence[str] = (),

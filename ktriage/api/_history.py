@@ -50,6 +50,7 @@ class HistoryReport(_Analysed):
         print_report(self, console)
 
 
+@args.entry_point
 def history(
     *,
     op: str,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ktriage.api import _args as args
 from ktriage.errors import KtriageError
 from ktriage.mdsafe import markdown_writer
 
@@ -49,16 +50,23 @@ class OccupancyReport:
         print_table(self.result, self.arch, console, self.barriers)
 
 
+@args.entry_point
 def occupancy(
     *, arch: str = "sm_90", registers: int, warps: int, shared: int = 0, barriers: int = 1
 ) -> OccupancyReport:
     """Occupancy on ``arch`` (``sm_90``, ``90``...) of a kernel using ``registers`` per thread,
-    ``warps`` per CTA, ``shared`` bytes of shared memory per CTA and ``barriers`` named barriers."""
+    ``warps`` per CTA, ``shared`` bytes of shared memory per CTA and ``barriers`` named barriers.
+
+    Each count is an int, checked here as every entry point checks one (their ranges are the arch's,
+    checked below it): ``registers=True`` was read as 1 register and its report said ``"registers":
+    true``; ``registers="64"`` and ``arch=["sm_90"]`` were refused without naming the keyword."""
     from ktriage.analyze.occupancy import compute_occupancy
     from ktriage.arch import parse_arch
 
-    a = parse_arch(arch)
-    if isinstance(shared, int) and shared > a.shared_per_block_optin:  # else 0 CTAs/SM, read as a result
+    registers, warps = args.Whole("registers", "--registers")(registers), args.Whole("warps", "--warps")(warps)
+    shared, barriers = args.Whole("shared", "--shared")(shared), args.Whole("barriers", "--barriers")(barriers)
+    a = parse_arch(args.arch(arch))
+    if shared > a.shared_per_block_optin:  # else 0 CTAs/SM, read as a result
         raise KtriageError(
             f"shared (--shared) {shared} bytes per CTA is more than {a.name} allows one block: at most "
             f"{a.shared_per_block_optin} bytes (with the opt-in; 48 KB without), so no CTA of it could launch",

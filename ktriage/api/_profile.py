@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import entry_point
 from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
@@ -56,6 +57,7 @@ class ProfiledBundle:
         return to_markdown(self.doc)
 
 
+@entry_point
 def profile(
     *,
     bundle: Path,

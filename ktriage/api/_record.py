@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.api._args import path_or_name, texts
+from ktriage.api._args import entry_point, path_or_name, texts
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.errors import KtriageError, option
 from ktriage.record.run import RecordResult
@@ -42,6 +42,7 @@ class RecordReport:
         return self.result.returncode == 0 and self.result.interrupted is None
 
 
+@entry_point
 def record(
     *,
     command: Sequence[str],

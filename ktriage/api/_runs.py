@@ -135,6 +135,7 @@ class RunDeleted:
         return sum(self.summary.counts.values())
 
 
+@args.entry_point
 def runs_list(
     *,
     db: str | None = None,
@@ -169,6 +170,7 @@ def runs_list(
     return RunList(summaries[:limit], url, filtered=filtered, more=len(summaries) > limit)
 
 
+@args.entry_point
 def runs_show(*, run: str, db: str | None = None) -> RunShow:
     """The run ``run`` (an id or a unique prefix of one)."""
     from ktriage.store import open_store
@@ -180,6 +182,7 @@ def runs_show(*, run: str, db: str | None = None) -> RunShow:
     return RunShow(summary, info, cells)
 
 
+@args.entry_point
 def runs_export(*, run: str, db: str | None = None) -> RunExport:
     """The run ``run`` (an id or a unique prefix of one) and its cells, to export."""
     from ktriage.store import open_store
@@ -190,6 +193,7 @@ def runs_export(*, run: str, db: str | None = None) -> RunExport:
     return RunExport(info, cells)
 
 
+@args.entry_point
 def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     """Import an exported run (``runs_export(...).json_text()``, e.g. measured on the GPU host) into
     the store, in one transaction; the file goes through the schema layer (every field checked)."""
@@ -222,6 +226,7 @@ def _refuse_empty_import(path: Path, run_id: str, status: str) -> NoReturn:
     )
 
 
+@args.entry_point
 def runs_delete(*, run: str, db: str | None = None) -> RunDeleted:
     """Delete the run ``run`` (its whole id, or a prefix of exactly one id) and its cells from the
     store, in one transaction; what was deleted comes back. A run still being written on this host is

@@ -85,6 +85,7 @@ class ToolchainShow:
         print_show(self.id, self.data, console)
 
 
+@args.entry_point
 def toolchain_add(*, spec: str, say: Callable[[str], None] | None = None) -> Toolchain:
     """Build the toolchain of ``spec`` (``triton==3.4.0``, ``triton==3.4.0,ptxas==12.8.93``...), or
     reuse it if built; ``say``: the build's steps."""
@@ -95,6 +96,7 @@ def toolchain_add(*, spec: str, say: Callable[[str], None] | None = None) -> Too
     return ensure_toolchain(args.text(spec, "spec", example="triton==3.4.0"), progress=say)
 
 
+@args.entry_point
 def toolchain_list() -> ToolchainList:
     """The toolchains built under the ktriage home, with their sizes on disk."""
     from ktriage.toolchain.manager import list_toolchains, toolchain_size
@@ -103,6 +105,7 @@ def toolchain_list() -> ToolchainList:
     return ToolchainList(tcs, [toolchain_size(tc) for tc in tcs], [tc.frontend_problem() for tc in tcs])
 
 
+@args.entry_point
 def toolchain_show(*, id_or_spec: str) -> ToolchainShow:
     """One built toolchain (an id, a unique prefix of one, or a spec), its facts probed."""
     tc = _find(id_or_spec)
@@ -116,6 +119,7 @@ def toolchain_show(*, id_or_spec: str) -> ToolchainShow:
     return ToolchainShow(tc.id, data)
 
 
+@args.entry_point
 def toolchain_remove(*, id_or_spec: str) -> str:
     """Remove a built toolchain (its venv and ptxas release too, once nothing else uses them); the id removed."""
     from ktriage.toolchain.manager import remove_toolchain

@@ -68,6 +68,7 @@ class TriageReport(_Triaged):
         print_table(self, console)
 
 
+@args.entry_point
 def triage(
     *,
     old: str | Path | LoadedSide,

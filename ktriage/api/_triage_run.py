@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import entry_point
 from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
@@ -53,6 +54,7 @@ class TriageRunReport(ProgramReport):
         print_table(self, console)
 
 
+@entry_point
 def triage_run(
     *,
     command: str,

@@ -61,6 +61,7 @@ class TuneReport:
         print_report(self.results, self.scalings, self.timings, console, show_all=show_all)
 
 
+@args.entry_point
 def tune(
     *,
     target: str | Path,
@@ -109,6 +110,9 @@ def tune(
     from ktriage.tune.timing_run import time_candidates
 
     target = args.path_or_name(target, "target", example="liger.layer_norm")
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    precision = args.optional_text(precision, "precision", "--precision", example="bf16")
+    cluster = args.optional_text(cluster, "cluster", "--cluster", example="local")
     compile_only = args.switch(compile_only, "compile_only", "--compile-only")
     toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import entry_point
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
@@ -76,6 +77,7 @@ class WorkloadImported:
         return list(self.workload.not_captured)
 
 
+@entry_point
 def workload_show(*, path: str | Path) -> WorkloadShow:
     """The workload file ``path`` (``ktriage record -o W.json``, gzipped or its ``.journal``), read
     through the schema layer."""
@@ -85,6 +87,7 @@ def workload_show(*, path: str | Path) -> WorkloadShow:
     return WorkloadShow(load_workload(path_or_name(path, "path", example="W.json")))
 
 
+@entry_point
 def workload_import(*, traces: Sequence[str | Path], output: str | Path) -> WorkloadImported:
     """Convert tritonparse's raw traces (``.ndjson``, gzip ``.bin.ndjson`` / ``.ndjson.gz``, all of one
     run) into a workload and write it to ``output`` (``.json``; an existing file is replaced only when

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ktriage.compare.report import CompareReport
 from ktriage.compare.sides import Side, check_baseline, check_not_one_run, check_precision, file_warnings, resolve_side
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.stats.gate import check_gate
 from ktriage.wording import plural
 
@@ -43,7 +43,10 @@ def compare(
 
     check_gate(threshold)
     if not 0.5 <= confidence < 1:
-        raise KtriageError(f"--confidence {confidence} is outside [0.5, 1)", "give e.g. 0.99")
+        raise KtriageError(
+            f"{option('confidence', '--confidence', confidence)} is outside [0.5, 1)",
+            f"give e.g. {option('confidence', '--confidence', 0.99)}",
+        )
     config = VerdictConfig(threshold=threshold, confidence=confidence)
     if reference is not None and not toolchains:
         raise KtriageError(

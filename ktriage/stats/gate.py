@@ -13,34 +13,55 @@ from __future__ import annotations
 
 import math
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 
 NOISE_FLOOR = 0.01  # a gate below the GPU's run-to-run spread (about 1 %) only flags noise
 
 
-def check_gate(threshold: float, *, percent: bool = False, allow_zero: bool = False) -> None:
+def check_gate(
+    threshold: float, *, percent: bool = False, allow_zero: bool = False, flag_percent: bool = False
+) -> None:
     """Refuse a gate no one means, naming the spelling that was probably meant.
 
     ``threshold``: the gate as a fraction (0.05 for 5 %), however the user wrote it. ``percent``: the
     command line spells it in percent (triage), so the messages quote ``--threshold`` in percent.
     ``allow_zero``: 0 is a meaningful gate (explain: flag any predicted change whose interval excludes
-    no change)."""
+    no change). ``flag_percent``: ``threshold`` is the library's fraction (``kt.triage(threshold=0.1)``)
+    while the command's flag is in percent (``--threshold 10``).
+
+    Why the messages name the keyword and the flag (``threshold=5 (--threshold 5)``): the same error
+    reaches a Python caller and a command-line user, and ``--threshold 10 is a fraction here`` told a
+    caller of ``kt.triage(threshold=10)`` to pass ``--threshold 0.1``, which the command reads as 0.1 %."""
     shown = f"{threshold * 100:g}" if percent else f"{threshold:g}"
+    if percent:
+        given, example = f"--threshold {shown}", "--threshold 5 for a 5 % gate"
+    elif flag_percent:
+        given, example = f"threshold={shown} (--threshold {threshold * 100:g})", f"{_triage(0.1)} for a 10 % gate"
+    else:
+        given, example = option("threshold", "--threshold", threshold), f"{_gate(0.05)} for a 5 % gate"
     if not math.isfinite(threshold) or threshold < 0 or (threshold == 0 and not allow_zero):
-        example = "--threshold 5 for a 5 % gate" if percent else "--threshold 0.05 for a 5 % gate"
-        raise KtriageError(f"--threshold {shown} is not a gate", f"give a positive size of change, e.g. {example}")
+        raise KtriageError(f"{given} is not a gate", f"give a positive size of change, e.g. {example}")
     if threshold >= 1:
         if percent:
             raise KtriageError(
                 f"--threshold {shown} would be a {shown} % gate: no change that small is ever flagged",
                 "triage's --threshold is in percent: give e.g. --threshold 10 for a 10 % gate",
             )
-        raise KtriageError(
-            f"--threshold {shown} is a fraction here: a {threshold:.0%} gate",
-            f"for a {shown} % gate pass --threshold {threshold / 100:g}",
-        )
+        meant = _triage(threshold / 100) if flag_percent else _gate(threshold / 100)
+        named = f"threshold={shown}" if flag_percent else given
+        raise KtriageError(f"{named} is a fraction here: a {threshold:.0%} gate", f"for a {shown} % gate pass {meant}")
     if percent and 0 < threshold < NOISE_FLOOR:
         raise KtriageError(
             f"--threshold {shown} is in percent: a {shown} % gate, below the GPU's own run-to-run spread (about 1 %)",
             f"for a {threshold * 10000:g} % gate pass --threshold {threshold * 10000:g}",
         )
+
+
+def _gate(fraction: float) -> str:
+    """A gate as the library and the command both take it (the same fraction)."""
+    return option("threshold", "--threshold", fraction)
+
+
+def _triage(fraction: float) -> str:
+    """triage's gate: the library's fraction, the command's percent."""
+    return f"threshold={fraction:g} (--threshold {fraction * 100:g})"

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
-from ktriage.errors import StoreError
+from ktriage.errors import StoreError, option
 from ktriage.home import home_path
 from ktriage.store import jsoncodec
 
@@ -78,11 +78,14 @@ def store_url(url: str | None) -> str | None:
 
 def _url_fix(text: str) -> str:
     """The fix for a --db that is no URL. A file path (``--db run/store.db``, the natural first try) gets
-    its own URL, with the four slashes of an absolute path spelled out, not only the general example."""
+    its own URL, with the four slashes of an absolute path spelled out, not only the general example,
+    named both ways (``db='sqlite:////...' (--db sqlite:////...)``): ``kt.runs_list(db="runs.db")`` reaches
+    this message too."""
     example = "pass a SQLAlchemy URL, e.g. sqlite:////path/to/ktriage.db or postgresql+psycopg://user:pw@host:5432/db"
     if "://" in text or not (os.sep in text or text.endswith((".db", ".sqlite", ".sqlite3"))):
         return example
-    return f"a SQLite file is given as a URL: --db sqlite:///{Path(text).expanduser().absolute()} (or in KTRIAGE_DB)"
+    url = f"sqlite:///{Path(text).expanduser().absolute()}"
+    return f"a SQLite file is given as a URL: {option('db', '--db', url)} (or in KTRIAGE_DB)"
 
 
 def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:

@@ -214,8 +214,9 @@ def _refuse_repeated_cells(run_id: str, cells: list[Cell]) -> None:
 
 
 DAMAGED_FIX = (
-    "the store was edited or damaged: delete the run (`ktriage runs delete RUN`) and re-import it from its "
-    "export (`ktriage runs import R.json`), or point --db at another store"
+    "the store was edited or damaged: delete the run (kt.runs_delete(run=...), or `ktriage runs delete RUN`) and "
+    "re-import it from its export (kt.runs_import(path='R.json'), or `ktriage runs import R.json`), or point db "
+    "(--db) at another store"
 )
 
 
@@ -479,8 +480,8 @@ class Store:
             if self._has_run(run.run_id):
                 raise StoreError(
                     f"run {run.run_id} is already in the store {self.url}",
-                    f"nothing was imported; to replace it, delete it first (`ktriage runs delete {run.run_id}`, "
-                    "with the same --db), or import into another --db",
+                    f"nothing was imported; to replace it, delete it first (kt.runs_delete(run={run.run_id!r}, db=...), "
+                    f"or `ktriage runs delete {run.run_id}` with the same --db), or import into another store",
                 ) from exc
             # the run was new: the database refused a cell (a constraint or trigger of its own), and the whole
             # transaction, the run's row with it, was rolled back
@@ -549,7 +550,7 @@ class Store:
         listed = "; ".join(
             f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent
         )
-        return f"recent runs: {listed} (all: `ktriage runs list`)"
+        return f"recent runs: {listed} (all: kt.runs_list(), or `ktriage runs list`)"
 
     def load_run(self, ref: str) -> tuple[RunInfo, list[Cell]]:
         """The run (by id or unique prefix) and its cells in measurement order."""

@@ -533,7 +533,7 @@ def _baseline_for_triage(check: BaselineCheck, defaults: Mapping[str, str]) -> B
 def _check(options: TriageOptions) -> None:
     """Refuse bad options before anything is read or compiled: a triage can run for minutes, and an
     error after the compiles would waste them."""
-    check_gate(options.threshold)
+    check_gate(options.threshold, flag_percent=True)
     if options.limit is not None and options.limit < 1:
         raise KtriageError(
             f"{option('limit', '--limit', options.limit)} bundles no cell",

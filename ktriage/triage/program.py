@@ -291,7 +291,7 @@ def preflight(options: ProgramOptions) -> list[str]:
             f"--workdir {options.workdir} already holds a run ({workload_file(argv)})",
             "give a new folder, or remove that one",
         )
-    check_gate(options.threshold)
+    check_gate(options.threshold, flag_percent=True)
     if not (math.isfinite(options.max_time_s) and options.max_time_s > 0):
         raise KtriageError(
             f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"

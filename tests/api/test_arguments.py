@@ -79,6 +79,15 @@ BISECT = {"source": "git:/no-such-repo", "good": "v1", "bad": "v2", "command": "
         (kt.runs_list, {"db": NOWHERE_DB, "limit": 0}, r"limit \(--limit\) 0 lists no run"),
         (kt.compare, {"old": "a.json", "new": "b.json", "confidence": "0.99"}, r"confidence \(--confidence\) '0.99'"),
         (kt.compare, {"old": "a.json", "new": "b.json", "threshold": float("inf")}, r"threshold .* not a finite"),
+        # the gate's and the confidence's refusals named the flag alone (--threshold -1 is not a gate)
+        (kt.compare, {"old": "a.json", "new": "b.json", "confidence": 99}, r"confidence=99 \(--confidence 99\) is out"),
+        (
+            kt.compare,
+            {"old": "a.json", "new": "b.json", "threshold": 5},
+            r"threshold=5 \(--threshold 5\) is a fraction",
+        ),
+        (kt.explain, {**OP, "threshold": -1}, r"threshold=-1 \(--threshold -1\) is not a gate"),
+        (kt.calibrate, {"from_cells": ["c.jsonl"], "threshold": 5}, r"threshold=5 \(--threshold 5\) is a fraction"),
         (kt.profile, {"bundle": Path("b"), "warmup": -1}, r"warmup \(--warmup\) -1 is out of range"),
         (kt.profile, {"bundle": Path("b"), "input_id": -1}, r"input_id \(--input-id\) -1 is out of range"),
         (kt.bisect, {**BISECT, "timeout": -1}, r"timeout \(--timeout\) -1 is out of range"),
@@ -348,6 +357,24 @@ AA_PAIR = "benchmarks/gpu/issue3/run2_layer_norm_aa/aa_"
         (kt.cache_verify, {"fix": "no"}, r"fix \(--fix\) is a str \('no'\), not True or False"),
         (kt.cache_gc, {"dry_run": "yes"}, r"dry_run \(--dry-run\) is a str"),
         (kt.check_percent_gate, {"percent": "10"}, r"percent \(--threshold\) '10' is a str, not a number"),
+        # cluster=["local"] was AttributeError: 'list' object has no attribute 'strip'; mode=["bwd"] and
+        # precision=["bf16"] "liger.layer_norm has no mode ['bwd']", a fix listing the very value given
+        (kt.explain, {**OP, "input_id": 7, "cluster": ["local"]}, r"cluster \(--cluster\) is a list, not a str"),
+        (kt.explain, {**OP, "input_id": 7, "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        (kt.explain, {**OP, "input_id": 7, "precision": ["bf16"]}, r"precision \(--precision\) is a list"),
+        (kt.explain, {**OP, "input_id": 7, "model": ["m.json"]}, r"model \(--model\) is a list, not a str or a path"),
+        (kt.tune, {**OP, "input_id": 7, "cluster": ["local"]}, r"cluster \(--cluster\) is a list, not a str"),
+        (kt.tune, {**OP, "input_id": 7, "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "mode": ["bwd"]}, r"mode \(--mode\) is a list, not a str"),
+        (kt.catalog_show, {"op": "liger.layer_norm", "dtype": ["bf16"]}, r"dtype \(--precision/--dtype\) is a list"),
+        # registers=True was read as 1 register (the report's JSON said "registers": true); "64" and
+        # ["sm_90"] were refused without naming the keyword
+        (kt.occupancy, {"registers": True, "warps": 4}, r"registers \(--registers\) True is a bool, not an int"),
+        (kt.occupancy, {"registers": 64, "warps": True}, r"warps \(--warps\) True is a bool, not an int"),
+        (kt.occupancy, {"registers": 64, "warps": 4, "shared": True}, r"shared \(--shared\) True is a bool"),
+        (kt.occupancy, {"registers": 64, "warps": 4, "barriers": True}, r"barriers \(--barriers\) True is a bool"),
+        (kt.occupancy, {"registers": "64", "warps": 4}, r"registers \(--registers\) '64' is a str, not an int"),
+        (kt.occupancy, {"arch": ["sm_90"], "registers": 64, "warps": 4}, r"arch \(--arch\) is a list, not a str"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_refused_naming_it_not_a_typeerror_from_inside(
@@ -540,3 +567,50 @@ def test_triage_run_checks_its_numbers_and_db_as_triage_and_bench_do(
     with pytest.raises(KtriageError, match=problem) as refused:
         kt.triage_run(command="python x.py", **TC, workdir=tmp_path / "run", **kwargs)  # type: ignore[arg-type]
     assert refused.value.fix and not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------------------------------ the call itself
+@pytest.mark.parametrize(
+    "call, args, kwargs, problem, fix",
+    [
+        (
+            kt.explain,
+            (),
+            {"target": "liger.layer_norm", "toolchain": ["triton==3.4.0"]},
+            "takes no keyword 'toolchain'",
+            "did you mean toolchains=",
+        ),
+        (
+            kt.compare,
+            (),
+            {"old": "a.json", "new": "b.json", "thresold": 0.1},
+            "takes no keyword 'thresold'",
+            "did you mean threshold=",
+        ),
+        (
+            kt.runs_list,
+            (),
+            {"database": "sqlite:////x.db"},
+            "takes no keyword 'database'",
+            "kt.runs_list takes: db, limit",
+        ),
+        (kt.catalog_list, (), {"op": "liger.layer_norm"}, "takes no keyword 'op'", "kt.catalog_list takes: none"),
+        (
+            kt.explain,
+            ("liger.layer_norm",),
+            {"toolchains": ["triton==3.4.0"]},
+            "by keyword only, and 1 was given by position",
+            "kt.explain(target=..., toolchains=...)",
+        ),
+        (kt.occupancy, (), {"registers": 64}, "kt.occupancy() needs warps=: not given", "pass warps=..."),
+    ],
+)
+def test_a_call_that_does_not_bind_is_refused_naming_the_keyword_meant(
+    call: Any, args: tuple[object, ...], kwargs: dict[str, object], problem: str, fix: str
+) -> None:
+    """These were Python's TypeError ("explain() got an unexpected keyword argument 'toolchain'"),
+    naming the mistake but not the keyword meant. Still a TypeError, for code that catches one."""
+    with pytest.raises(KtriageError) as refused:
+        call(*args, **kwargs)
+    assert isinstance(refused.value, TypeError)
+    assert problem in refused.value.problem and refused.value.fix and fix in refused.value.fix

@@ -126,3 +126,25 @@ def test_the_precision_refusal_and_warning_name_the_keyword_a_library_caller_pas
     (comparison,) = kt.compare(old=bf16, new=fp16, allow_precision_mismatch=True).comparisons
     (warning,) = comparison.warnings
     assert f"in fp16 (on purpose: {spelled}), so every ratio" in warning
+
+
+def test_the_stores_fixes_name_the_library_call_a_caller_can_make(tmp_path: Path) -> None:
+    """A notebook's first store is a file path, then a second import of the same run, then a typo in a
+    run id: each fix named only the command (``--db sqlite:///...``, ```ktriage runs delete X```,
+    ```ktriage runs list```), none of which a caller of ``kt.runs_*`` passes or runs. A real H200
+    results file, a SQLite store under tmp_path."""
+    path = tmp_path / "runs.db"
+    with pytest.raises(KtriageError) as refused:
+        kt.runs_list(db=str(path))
+    assert f"db='sqlite:///{path}' (--db sqlite:///{path})" in (refused.value.fix or "")
+    db = f"sqlite:///{path}"
+    results = Path("benchmarks/gpu/issue3/run2_layer_norm_aa/aa_1.json").resolve()
+    run = kt.runs_import(path=results, db=db).run_id
+    with pytest.raises(KtriageError, match="is already in the store") as again:
+        kt.runs_import(path=results, db=db)
+    assert f"kt.runs_delete(run={run!r}, db=...)" in (again.value.fix or "")
+    with pytest.raises(KtriageError, match="no run 'ffff'") as missing:
+        kt.runs_show(run="ffff", db=db)
+    assert "kt.runs_list()" in (missing.value.fix or "")
+    assert kt.runs_delete(run=run, db=db).summary.run.run_id == run
+    assert kt.runs_import(path=results, db=db).run_id == run  # deleting first, as the fix says, lets it in

@@ -41,7 +41,7 @@ def test_a_gate_written_in_percent_is_refused_not_read_as_500_percent(run_cli) -
     """--threshold 5 (meant as 5 %) would gate at +500 % and pass the +461 % spill cliff: refused."""
     r = run_cli(BASE + ["--input", "N=4608", "--fail-on", "regression", "--threshold", "5"])
     assert r.exit_code == 2 and "is a fraction here: a 500% gate" in r.err_text
-    assert "pass --threshold 0.05" in r.err_text
+    assert "pass threshold=0.05 (--threshold 0.05)" in r.err_text
 
 
 def test_a_fix_toolchain_without_fixes_is_refused_not_ignored(run_cli) -> None:

@@ -337,7 +337,8 @@ def test_bad_urls_are_user_errors(tmp_path) -> None:
     # a file path (the natural first try) gets its own URL in the fix, not only the general example
     with pytest.raises(KtriageError, match="not a database URL") as exc:
         open_store(str(tmp_path / "team.db"))
-    assert exc.value.fix == f"a SQLite file is given as a URL: --db sqlite:///{tmp_path / 'team.db'} (or in KTRIAGE_DB)"
+    url = f"sqlite:///{tmp_path / 'team.db'}"
+    assert exc.value.fix == f"a SQLite file is given as a URL: db='{url}' (--db {url}) (or in KTRIAGE_DB)"
     assert not (tmp_path / "team.db").exists()
     with pytest.raises(KtriageError, match="in-memory"):
         open_store("sqlite://")

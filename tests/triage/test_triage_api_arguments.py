@@ -21,7 +21,8 @@ QUICK = {"bisect": False, "fixes": False, "old_toolchain": "triton==3.4.0", "new
 def test_the_library_gate_is_a_fraction_and_its_refusal_says_so() -> None:
     with pytest.raises(KtriageError) as err:
         kt.triage(old=OLD, new=NEW, threshold=10, **QUICK)
-    assert "is a fraction here" in err.value.problem and "pass --threshold 0.1" in (err.value.fix or "")
+    assert "threshold=10 is a fraction here" in err.value.problem
+    assert "pass threshold=0.1 (--threshold 10)" in (err.value.fix or "")  # the command's flag is in percent
     assert "in percent" not in str(err.value)
 
 
