@@ -45,12 +45,16 @@ def _pct(c: CellTriage) -> str:
 
 
 def _fix_text(c: CellTriage) -> str:
-    verified = [f for f in c.fixes if f.verified]
-    shown = verified or c.fixes
-    if not shown:
-        return ""
+    """The cell's fixes in a table cell: the recommended ones, verified first (at most 3); those the
+    cost model predicts slower than the kernel as compiled are counted, not offered (explain --fixes
+    and the JSON list them)."""
+    recommended = [f for f in c.fixes if f.recommended]
+    shown = [f for f in recommended if f.verified] or recommended
+    slower = len(c.fixes) - len(recommended)
+    tried = f"{plural(slower, 'fix', 'fixes')} tried, predicted slower: not recommended" if slower else ""
     return "; ".join(
-        f"{f.description}{' (verified by compiling)' if f.verified else ' (not verified)'}" for f in shown[:3]
+        [f"{f.description}{' (verified by compiling)' if f.verified else ' (not verified)'}" for f in shown[:3]]
+        + ([tried] if tried else [])
     )
 
 
