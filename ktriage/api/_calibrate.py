@@ -282,7 +282,7 @@ def _explain_report(path: Path) -> dict[str, object]:
     so a report that was not UTF-8 ended in Python's UnicodeDecodeError (a traceback), a huge one was read whole,
     and a results file or compare's JSON given in its place was "no tool: ktriage explain" without saying what
     it was. Every refusal names the file, the problem, and the file calibrate wants with how to write it."""
-    from ktriage.predict.dataset import EXPLAIN_REPORT, RESULTS_FILE, document_kind
+    from ktriage.predict.dataset import CALIBRATION_CELL, EXPLAIN_REPORT, RESULTS_FILE, document_kind, first_line_kind
     from ktriage.schema.core import check_depth, parse_json, read_text_gz, size_limit
 
     wanted = f"pass the JSON explain report, written with {_WRITE_EXPLAIN_REPORT}"
@@ -290,7 +290,12 @@ def _explain_report(path: Path) -> dict[str, object]:
         text = read_text_gz(
             path, what="explain report", limit=size_limit(MAX_EXPLAIN_MB), fix=f"write it with {_WRITE_EXPLAIN_REPORT}"
         )
-        data = parse_json(text, origin=f"explain report {path}", fix=wanted)
+        try:
+            data = parse_json(text, origin=f"explain report {path}", fix=wanted)
+        except FormatError:
+            if first_line_kind(text) == CALIBRATION_CELL:  # cells.jsonl: "not valid JSON: Extra data" said nothing
+                raise _cells_not_report(path) from None
+            raise
         check_depth(data, origin=f"explain report {path}")
     except FormatError as exc:
         if exc.fix and _WRITE_EXPLAIN_REPORT in exc.fix:
@@ -303,6 +308,8 @@ def _explain_report(path: Path) -> dict[str, object]:
         assert isinstance(data, dict)  # document_kind tells only JSON objects
         _check_layout(path, data)
         return data
+    if kind == CALIBRATION_CELL:  # a cells.jsonl of one line
+        raise _cells_not_report(path)
     if kind == RESULTS_FILE:
         raise FormatError(
             f"{path} is {kind} (measured cells), not an explain report",
@@ -316,6 +323,15 @@ def _explain_report(path: Path) -> dict[str, object]:
             type(data), "null"
         )
     raise FormatError(f"{path} is {kind}, not an explain report", wanted)
+
+
+def _cells_not_report(path: Path) -> FormatError:
+    """A calibration dataset given as ``--explain``: named, with the option that reads it."""
+    return FormatError(
+        f"{path} is a calibration dataset (cells.jsonl: one calibration cell a line), not an explain report",
+        f"pass it as {option('from_cells', '--from', str(path))}; --explain takes the JSON explain report of a "
+        f"results file's kernels, written with {_WRITE_EXPLAIN_REPORT}",
+    )
 
 
 def _check_layout(path: Path, data: dict[str, object]) -> None:

@@ -144,7 +144,8 @@ def say_incomplete(report: CompareReport, fmt: Format, *, allow_failures: bool) 
         then = f"exit code {exit_codes.INCOMPLETE.value} (pass --allow-failures for {rest.value}: {found})"
     make_console(stderr=fmt != Format.table).print(
         f"[red]incomplete:[/] {plural(report.not_compared_count, 'cell')} not compared (each is listed with its reason:"
-        f" every one in --format json's not_compared); the other verdicts are complete; {then}."
+        f" every one in --format json, per comparison: not_compared as lines, not_compared_cells as objects with"
+        f" cell, reason and side apart); the other verdicts are complete; {then}."
     )
 
 

@@ -68,8 +68,30 @@ class FixPrediction:
         r = self.vs_current.ratio
         return round(r, 4) if math.isfinite(r) else math.inf
 
+    @property
+    def slower(self) -> bool:
+        """The whole predicted interval is slower than the kernel as compiled (its low end above 1; a
+        fixed kernel that cannot launch too). Why: a maxnreg that trades 2 -> 3 CTA/SM for 1.2 KB more
+        spills, predicted +111 % [+104 %, +118 %], was listed among the fixes like one that helps."""
+        return self.vs_current.low > 1.0
+
     def to_json(self) -> JSONObject:
         return {"vs_current": self.vs_current.to_json(), "vs_reference": self.vs_reference.to_json(), "text": self.text}
+
+
+def fix_prediction(gain: Prediction, vs_ref: Prediction, new: KernelResult, ref: KernelResult) -> FixPrediction:
+    """The cost model on a fixed kernel, in words: ``predicted -83 % [-84 %, -82 %] against the kernel
+    as compiled with triton==3.3.1, -82 % against triton==3.6.0``; a fix predicted slower over its
+    whole interval says so first and last (``predicted slower: +111 % [...] ...; not recommended``)."""
+    against = (
+        f"{gain.percent()} {gain.interval_text()} against the kernel as compiled with {toolchain_label(new.toolchain)}, "
+        f"{vs_ref.percent()} against {toolchain_label(ref.toolchain)}"
+    )
+    words = f"predicted {against}"
+    prediction = FixPrediction(gain, vs_ref, words)
+    if prediction.slower:
+        prediction = replace(prediction, text=f"predicted slower: {against}; not recommended")
+    return prediction
 
 
 class FixTarget(TypedDict):
@@ -96,6 +118,14 @@ class Fix:
     # against the reference toolchain's (ktriage.predict); None where the fix has no compiled kernel
     prediction: FixPrediction | None = None
 
+    @property
+    def recommended(self) -> bool:
+        """False for a fix the cost model predicts slower than the kernel as compiled over its whole
+        interval (:attr:`FixPrediction.slower`): tried, and reported apart as not recommended, whether
+        or not it had its compile-side effect. A fix the model cannot price stays recommended on its
+        compile-side evidence."""
+        return self.prediction is None or not self.prediction.slower
+
     def to_json(self) -> JSONObject:
         return {
             "kind": self.kind,
@@ -103,6 +133,7 @@ class Fix:
             "toolchain": self.toolchain,
             "description": self.description,
             "verified": self.verified,
+            "recommended": self.recommended,
             "effect": self.effect,
             "caveats": list(self.caveats),
             "change": self.change,
@@ -369,6 +400,13 @@ class FixFinder:
         elif fix.kind == "toolchain":
             tc = next((t for t in self.neighbours if str(t.spec) == fix.change.get("toolchain")), None)
             target = (spec, tc) if tc is not None else None
+        elif fix.kind == "ptxas-option" and "toolchain" in fix.change:
+            # the toolchain the fix assembled with (built by ptxas_options: no build here); priced like
+            # the others, so a level that adds spills ranks after one that removes them
+            try:
+                target = (spec, ensure_toolchain(str(fix.change["toolchain"])))
+            except KtriageError:
+                target = None
         if target is None:
             return None
         res = self._result(*target)
@@ -381,15 +419,8 @@ class FixFinder:
             return fix
         gain = predict(new.facts(), fixed.facts(), self.explainer.params)
         vs_ref = predict(ref.facts(), fixed.facts(), self.explainer.params)
-        words = (
-            f"predicted {gain.percent()} {gain.interval_text()} against the kernel as compiled "
-            f"with {toolchain_label(new.toolchain)}, {vs_ref.percent()} against {toolchain_label(ref.toolchain)}"
-        )
-        return replace(
-            fix,
-            effect=f"{fix.effect}; {words}",
-            prediction=FixPrediction(gain, vs_ref, words),
-        )
+        prediction = fix_prediction(gain, vs_ref, new, ref)
+        return replace(fix, effect=f"{fix.effect}; {prediction.text}", prediction=prediction)
 
     def _fixes_of(self, kind: str, spec: KernelSpec, ref: KernelResult, new: KernelResult) -> list[Fix]:
         if kind == "spill-free-config":
@@ -685,7 +716,9 @@ def suggest_fixes(
     sm_count: int | None = None,
 ) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
-    the cost model's predicted gain (largest first); fixes it cannot price keep their order, after.
+    :func:`rank_fixes`: by the cost model's predicted gain (largest first); fixes it cannot price
+    keep their order, after; last, those it predicts slower than the kernel as compiled
+    (:attr:`Fix.recommended` False). Why last and not among the unpriced: "+111 %" is a finding against the fix.
 
     A regression is what the report calls one: a bullet the cost model predicts slower past the gate
     (``FindingGroup.kind``), not any metric that rose. Why: registers 39 -> 40 on a kernel predicted
@@ -693,5 +726,10 @@ def suggest_fixes(
     "fixes" (each compiled, minutes on a workload) for a change the report says needs none."""
     regressing = [f for g in group_findings(list(findings)) if g.kind == "regression" for f in g.findings]
     finder = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels, sm_count=sm_count)
-    fixes = finder.for_findings(result, regressing)
-    return sorted(fixes, key=lambda f: f.prediction.gain if f.prediction else math.inf)
+    return rank_fixes(finder.for_findings(result, regressing))
+
+
+def rank_fixes(fixes: Sequence[Fix]) -> list[Fix]:
+    """The recommended fixes by predicted gain (largest first), then those the model cannot price (in
+    their order), then those predicted slower than the kernel as compiled (least slower first)."""
+    return sorted(fixes, key=lambda f: (not f.recommended, f.prediction.gain if f.prediction else math.inf))

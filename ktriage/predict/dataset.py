@@ -137,6 +137,7 @@ class CalibrationCell:
 
 EXPLAIN_REPORT = "an explain report"
 RESULTS_FILE = "a results file"
+CALIBRATION_CELL = "a calibration cell (a line of cells.jsonl)"
 
 
 def document_kind(data: object) -> str | None:
@@ -162,8 +163,20 @@ def document_kind(data: object) -> str | None:
     if "params" in data and "format" in data:
         return "a ktriage model file (what calibrate writes)"
     if {"measured", "ref_facts", "new_facts"} <= data.keys():
-        return "a calibration cell (a line of cells.jsonl)"
+        return CALIBRATION_CELL
     return None
+
+
+def first_line_kind(text: str) -> str | None:
+    """:func:`document_kind` of the first non-empty line of ``text``, for a file that is not one JSON
+    document. Why: a cells.jsonl (one JSON cell a line) given where one document goes read "not valid
+    JSON: Extra data: line 2 column 1", which says nothing of what the file is; its first line does.
+    Only on the failure path: one line is parsed."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        return document_kind(json.loads(first))
+    except (ValueError, RecursionError):
+        return None
 
 
 def _refuse_other_document(path: Path, text: str) -> None:

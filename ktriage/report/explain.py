@@ -386,35 +386,59 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
 
 
 FIXES_TITLE = "Fixes (verified by compiling, not timed)"
+# the fixes tried that the cost model predicts slower than the kernel as compiled (Fix.recommended)
+NOT_RECOMMENDED_TITLE = "Tried, not recommended (predicted slower than the kernel as compiled)"
+
+
+def _no_fix(fixes: Sequence[Fix]) -> str | None:
+    """The line under the fixes' heading when none is recommended: none tried, or every one predicted slower."""
+    if not fixes:
+        return "No fix to propose for these findings."
+    if not any(f.recommended for f in fixes):
+        return "No fix to recommend: each one tried is predicted slower than the kernel as compiled (below)."
+    return None
 
 
 def print_fixes(fixes: Sequence[Fix], console: Console) -> None:
     """The fixes as the terminal shows them, in the findings' style (a bold heading, bullets): the
-    markdown's ``**kind**`` and backticks printed raw read as noise in a terminal."""
+    markdown's ``**kind**`` and backticks printed raw read as noise in a terminal. Those predicted
+    slower come apart, under their own heading: listed among the fixes, "+111 %" read as advice."""
     console.print(f"[bold]{FIXES_TITLE}[/]")
-    if not fixes:
-        console.print("  • No fix to propose for these findings.")
-    for f in fixes:
-        mark = "[green]verified[/]" if f.verified else "[yellow]not verified[/]"
-        console.print(
-            f"  • [bold]{escape(f.kind)}[/] ({escape(f.kernel)}, {escape(f.toolchain)}): "
-            f"{escape(f.description)} — {mark}: {escape(f.effect)}"
-        )
-        for c in f.caveats:
-            console.print(f"      caveat: {escape(c)}")
+    if (none := _no_fix(fixes)) is not None:
+        console.print(f"  • {none}")
+    for title, shown in _sections(fixes):
+        if title:
+            console.print(f"[bold]{title}[/]")
+        for f in shown:
+            mark = "[green]verified[/]" if f.verified else "[yellow]not verified[/]"
+            console.print(
+                f"  • [bold]{escape(f.kind)}[/] ({escape(f.kernel)}, {escape(f.toolchain)}): "
+                f"{escape(f.description)} — {mark}: {escape(f.effect)}"
+            )
+            for c in f.caveats:
+                console.print(f"      caveat: {escape(c)}")
+
+
+def _sections(fixes: Sequence[Fix]) -> list[tuple[str, list[Fix]]]:
+    """The recommended fixes (no heading of their own: the fixes' one), then those predicted slower."""
+    slower = [f for f in fixes if not f.recommended]
+    return [("", [f for f in fixes if f.recommended])] + ([(NOT_RECOMMENDED_TITLE, slower)] if slower else [])
 
 
 @markdown_writer
 def fixes_markdown(fixes: Sequence[Fix]) -> str:
-    """The "## Fixes" section of the explain report."""
+    """The "## Fixes" section of the explain report (those predicted slower under a heading of their own)."""
     out = [f"## {FIXES_TITLE}", ""]
-    if not fixes:
-        out.append("- No fix to propose for these findings.")
-    for f in fixes:
-        mark = "verified" if f.verified else "not verified"
-        out.append(
-            f"- **{md_text(f.kind)}** ({md_text(f.kernel)}, {md_code(f.toolchain)}): {md_text(f.description)} — {mark}: {md_text(f.effect)}"
-        )
-        out += [f"  - caveat: {md_text(c)}" for c in f.caveats]
+    if (none := _no_fix(fixes)) is not None:
+        out.append(f"- {none}")
+    for title, shown in _sections(fixes):
+        if title:
+            out += ["", f"### {title}", ""]
+        for f in shown:
+            mark = "verified" if f.verified else "not verified"
+            out.append(
+                f"- **{md_text(f.kind)}** ({md_text(f.kernel)}, {md_code(f.toolchain)}): {md_text(f.description)} — {mark}: {md_text(f.effect)}"
+            )
+            out += [f"  - caveat: {md_text(c)}" for c in f.caveats]
     out.append("")
     return "\n".join(out)

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
-from ktriage.compare.pairing import Comparison, PairResult
+from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
@@ -35,6 +35,17 @@ def fmt_ci(p: PairResult) -> str:
 def _esc(text: str) -> str:
     """Text from the input (labels, names, error messages): inert markdown (``mdsafe.md_text``)."""
     return md_text(text)
+
+
+def baseline_markdown(b: BaselineCheck | None) -> str:
+    """The baseline check as a markdown line: the message alone, marked WARNING or Note where it
+    needs reading. Why no "Baseline check:" label: every message names the baseline in its first
+    words ("baseline torch_layer_norm could not be confirmed unchanged", "no baseline backend ..."),
+    so a label read "Baseline check: baseline torch_layer_norm ...". One home for compare and triage."""
+    if b is None:
+        return "No baseline check was made."
+    mark = {"moved": "WARNING", "unsure": "Note", "absent": "Note", "none": "Note"}.get(b.status)
+    return f"> **{mark}:** {_esc(b.message)}" if mark else _esc(b.message)
 
 
 def headline(c: Comparison) -> str:
@@ -98,9 +109,7 @@ def comparison_markdown(c: Comparison, level: int = 2) -> str:
         f"**{headline(c)}** (gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples)"
     )
     out.append("")
-    b = c.baseline
-    mark = {"moved": "WARNING", "unsure": "Note", "absent": "Note", "none": "Note"}.get(b.status)
-    out.append(f"> **{mark}:** {_esc(b.message)}" if mark else f"Baseline check: {_esc(b.message)}")
+    out.append(baseline_markdown(c.baseline))
     out.append("")
     regs = c.regressions()
     if regs:

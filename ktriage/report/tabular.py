@@ -140,7 +140,7 @@ def print_table(
             if c.baseline.status == "moved"
             else ("yellow" if c.baseline.status in ("unsure", "absent", "none") else "dim")
         )
-        console.print(f"[{style}]baseline: {escape(c.baseline.message)}[/]")
+        console.print(f"[{style}]{escape(c.baseline.message)}[/]")  # it names the baseline: no "baseline: " label
         t = Table(show_lines=False)
         for col in (
             "op",

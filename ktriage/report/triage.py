@@ -18,7 +18,7 @@ from rich.table import Table
 from ktriage.compare.not_compared import group_not_compared
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
-from ktriage.report.markdown import not_compared_rows
+from ktriage.report.markdown import baseline_markdown, not_compared_rows
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_not_compared_groups
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
@@ -45,12 +45,16 @@ def _pct(c: CellTriage) -> str:
 
 
 def _fix_text(c: CellTriage) -> str:
-    verified = [f for f in c.fixes if f.verified]
-    shown = verified or c.fixes
-    if not shown:
-        return ""
+    """The cell's fixes in a table cell: the recommended ones, verified first (at most 3); those the
+    cost model predicts slower than the kernel as compiled are counted, not offered (explain --fixes
+    and the JSON list them)."""
+    recommended = [f for f in c.fixes if f.recommended]
+    shown = [f for f in recommended if f.verified] or recommended
+    slower = len(c.fixes) - len(recommended)
+    tried = f"{plural(slower, 'fix', 'fixes')} tried, predicted slower: not recommended" if slower else ""
     return "; ".join(
-        f"{f.description}{' (verified by compiling)' if f.verified else ' (not verified)'}" for f in shown[:3]
+        [f"{f.description}{' (verified by compiling)' if f.verified else ' (not verified)'}" for f in shown[:3]]
+        + ([tried] if tried else [])
     )
 
 
@@ -186,11 +190,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     out += [f"{h}# What this triage could not decide without a GPU", ""]
     out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
     out.append("")
-    b = report.baseline
-    out += [
-        f"Baseline check ({_esc(b.status if b else 'none')}): {_esc(b.message if b else '')}",
-        "",
-    ]
+    out += [baseline_markdown(report.baseline), ""]
     if report.failures:
         out += [f"{h}# Failed (the report is incomplete)", ""] + [f"- {_esc(x)}" for x in report.failures] + [""]
     if report.notes:

@@ -124,6 +124,18 @@ def decorator_params(path: Path, function: str) -> tuple[set[str], bool]:
     return heuristics, autotuned
 
 
+def missing_value_fix(p: ParamInfo) -> str:
+    """The fix for a parameter ``[kernel.args]`` leaves out, in the values that parameter can take. Why
+    two: a ``tl.constexpr`` is compiled into the kernel, so it takes a number, a bool or a string (a
+    dtype as "tl.float32"), never a tensor; a runtime parameter takes a number or a tensor."""
+    if p.is_constexpr:
+        return (
+            f"add {p.name} = <value>: a tl.constexpr takes a number, a bool (true/false) or a string "
+            '(a dtype as "tl.float32"), or { none = true } for None'
+        )
+    return f'add {p.name} = <value> (a number, {{ none = true }}, or a tensor {{ dtype = "fp16", shape = [...] }})'
+
+
 def by_value_spec(
     *,
     name: str,
@@ -161,11 +173,7 @@ def by_value_spec(
             pairs.append((p.name, Constexpr(None)))
             continue
         else:
-            raise SpecError(
-                f"[kernel.args] has no value for {p.name!r}",
-                f'add {p.name} = <value> (a number, "tl.float32", {{ none = true }}, or a tensor '
-                f'{{ dtype = "fp16", shape = [...] }})',
-            )
+            raise SpecError(f"[kernel.args] has no value for {p.name!r}", missing_value_fix(p))
         if isinstance(value, Constexpr):
             value = value.value
         if isinstance(value, Ptr):

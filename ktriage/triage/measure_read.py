@@ -369,7 +369,7 @@ def _baseline_notes(report: TriageReport) -> list[str]:
     base = [c for c in report.cells if c.measured is not None and c.measured.how == "baseline"]
     if status == "moved" or base:
         moved = (
-            f"in the original files the baseline moved ({report.baseline.message})"
+            f"in the original files, {report.baseline.message}"  # it names the baseline: said once
             if report.baseline is not None and status == "moved"
             else f"in the original files {plural(len(base), 'baseline cell')} moved past the gate"
         )

@@ -231,6 +231,11 @@ def test_a_variant_without_samples_is_a_partial_result_exit_4_after_every_output
     r = invoke(str(partial), "--toolchains", "--format", "json", "--allow-failures")
     assert r.exit_code == exit_codes.OK and json.loads(r.stdout)["complete"] is False, r.output
     assert "incomplete: 1 cell not compared" in r.err_text  # on stderr: the JSON on stdout stays whole
+    # the message names both lists the JSON has (it named not_compared only), and each is there
+    said = " ".join(r.err_text.split())
+    assert "not_compared as lines, not_compared_cells as objects with cell, reason and side apart" in said, said
+    (missing,) = json.loads(r.stdout)["comparisons"][1]["not_compared_cells"]
+    assert set(missing) == {"cell", "reason", "side"}
     r = invoke(str(LIGER_DYT), "--toolchains", "--format", "json")  # the run as measured: every cell compared
     assert r.exit_code == exit_codes.OK and json.loads(r.stdout)["complete"] is True, r.output
     assert "incomplete" not in r.output

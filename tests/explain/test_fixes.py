@@ -15,12 +15,14 @@ from ktriage.explain.findings import collect_findings
 from ktriage.explain.fixes import (
     atomic_lines,
     plan_relaxed_atomics,
+    rank_fixes,
     relax_source,
     site_words,
     suggest_fixes,
 )
-from ktriage.report.explain import fixes_markdown
+from ktriage.report.explain import NOT_RECOMMENDED_TITLE, fixes_markdown, print_fixes
 from ktriage.spec.model import KernelSpec
+from ktriage.spec.toml_file import loads_spec
 
 KERNELS = Path(__file__).resolve().parents[1] / "kernels_for_tests.py"
 KERNEL = textwrap.dedent("""
@@ -190,3 +192,72 @@ def test_spill_free_config_search_prices_waves_for_the_sm_count_given(toolchain,
     assert fix.change["suggestion"]["sm_count"] == 8
     assert fix.change["suggestion"] == expected.to_json()
     assert nearest_spill_free(spec, tc, shared_compiler).sm_count == 132  # type: ignore[union-attr]
+
+
+# A user's online softmax at N=32768, as their spec file gives it (by values).
+ONLINE_SOFTMAX = Path(__file__).resolve().parent / "online_softmax_kernel.py"
+ONLINE_SOFTMAX_SPEC = f"""
+[kernel]
+name = "osm[N=32768]"
+source = "{ONLINE_SOFTMAX}:online_softmax_kernel"
+target = "sm_90"
+grid = [4096]
+[kernel.args]
+x_ptr = {{ dtype = "bf16", shape = [4096, 32768], strides = [32768, 1] }}
+y_ptr = {{ dtype = "bf16", shape = [4096, 32768], strides = [32768, 1] }}
+n_cols = 32768
+stride_xm = 32768
+stride_ym = 32768
+BLOCK = 16384
+NUM_STAGES = 3
+[kernel.options]
+num_warps = 4
+"""
+
+
+@pytest.mark.slow
+def test_a_fix_predicted_slower_is_ranked_last_and_said_not_recommended(toolchain, shared_compiler) -> None:
+    """The user's online softmax at N=32768, Triton 3.3.1 against 3.6.0: maxnreg=168 buys a third CTA per
+    SM for 1.2 KB more spills, predicted +111 % [+104 %, +118 %]; ptxas --register-usage-level=0 adds
+    spills too. They were listed among the fixes like the spill-free config predicted -83 %, the ptxas
+    options unpriced. Now every one is priced, and those predicted slower over their whole interval
+    come last, apart ("Tried, not recommended"), said so in their text and as recommended: false."""
+    from rich.console import Console
+
+    from ktriage.explain.fixes import FixFinder
+
+    (spec,) = loads_spec(ONLINE_SOFTMAX_SPEC, base_dir=ONLINE_SOFTMAX.parent)
+    finder = FixFinder(shared_compiler)
+    ref, new = finder._result(spec, toolchain("triton==3.6.0")), finder._result(spec, toolchain("triton==3.3.1"))
+    assert not isinstance(ref, str) and not isinstance(new, str), (ref, new)
+    tried = finder._dispatch("maxnreg", spec, ref, new) + finder._dispatch("ptxas-option", spec, ref, new)
+    fixes = rank_fixes(tried)
+    (maxnreg,) = [f for f in fixes if f.kind == "maxnreg"]
+    assert maxnreg.prediction is not None and maxnreg.prediction.vs_current.low > 1.0, maxnreg.effect
+    assert not maxnreg.recommended and maxnreg.to_json()["recommended"] is False
+    assert "predicted slower: +" in maxnreg.effect and maxnreg.effect.endswith("; not recommended"), maxnreg.effect
+    assert all(f.prediction is not None for f in fixes), [f.effect for f in fixes]  # ptxas options priced too
+    flags = [f.recommended for f in fixes]
+    assert flags == sorted(flags, reverse=True), [(f.kind, f.effect) for f in fixes]  # recommended first
+    slower = [f.prediction.gain for f in fixes if not f.recommended]  # type: ignore[union-attr]
+    assert slower == sorted(slower) and fixes[-1] is maxnreg
+    for text in (fixes_markdown(fixes), _printed(print_fixes, fixes, Console)):
+        assert NOT_RECOMMENDED_TITLE in text
+        head, apart = text.split(NOT_RECOMMENDED_TITLE)
+        assert "maxnreg=168" in apart and "maxnreg=168" not in head, text
+        for f in fixes:
+            assert (f.description in apart) != f.recommended, (f.description, text)
+    # triage's fix column offers the recommended ones and counts the rest
+    from ktriage.report.triage import _fix_text
+    from ktriage.triage.model import CellTriage
+
+    cell = CellTriage("osm", "fwd", 0, "N=32768", "triton", 1.0, 1.2, 1.2, "unexplained", "regression", False)
+    cell.fixes = fixes
+    column = _fix_text(cell)
+    assert "maxnreg" not in column and column.endswith("2 fixes tried, predicted slower: not recommended"), column
+
+
+def _printed(print_fixes, fixes, console_type) -> str:  # type: ignore[no-untyped-def]
+    console = console_type(record=True, width=400)
+    print_fixes(fixes, console)
+    return str(console.export_text())

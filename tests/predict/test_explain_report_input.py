@@ -20,6 +20,8 @@ from tests.conftest import RunCli
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks/record/h200d/bench/wl-tb_rms_norm_bwd.json"  # a bench results file of a recorded model
 REPORT = REPO / "benchmarks/record/h200/explain_rms_norm_bwd.json"  # the explain report of its kernels
+CELLS = REPO / "benchmarks/calibration/cells.jsonl"  # a calibration dataset, what --from reads
+CELLS_PROBLEM = "is a calibration dataset (cells.jsonl: one calibration cell a line), not an explain report"
 HOW = "`ktriage explain TARGET -t ... --format json -o E.json`"  # how calibrate's fixes say to write a report
 
 
@@ -51,6 +53,9 @@ MAKERS: dict[str, tuple[Callable[[Path, RunCli], bytes], str]] = {
     "compare-json": (_compare_json, "is the JSON of `ktriage compare` (its verdicts), not an explain report"),
     "triage-json": (_triage_like, "is the JSON of `ktriage triage` (its report), not an explain report"),
     "other-object": (lambda _d, _r: b'{"kernels": []}', 'is a JSON object without "tool": "ktriage explain"'),
+    # a calibration dataset (--from's file) read "not valid JSON: Extra data: line 2 column 1 (char 4061)"
+    "cells-jsonl": (lambda _d, _r: b"".join(CELLS.read_bytes().splitlines(keepends=True)[:3]), CELLS_PROBLEM),
+    "one-cell": (lambda _d, _r: CELLS.read_bytes().splitlines(keepends=True)[0], CELLS_PROBLEM),
     # an explain report by its "tool", but not as explain writes one (by hand, or cut and mended): it was an
     # internal error ("'int' object is not iterable", KeyError: 'id', "'str' object has no attribute 'get'")
     "toolchains-number": (lambda _d, _r: _edited(toolchains=5), '"toolchains" is not a list of objects'),
@@ -81,6 +86,8 @@ def test_a_report_that_is_no_explain_report_is_refused_naming_file_problem_and_f
     assert r.fix is not None and HOW in r.fix, r.fix
     if case in LAYOUT:
         assert r.problem.startswith(f"explain report {report} is not laid out as ktriage explain writes it: ")
+    if case in ("cells-jsonl", "one-cell"):  # the right file for another option
+        assert r.fix.startswith(f"pass it as from_cells='{report}' (--from {report}); --explain takes"), r.fix
     if case == "results-file":  # the right file for the other option
         assert r.fix.startswith("pass it as results (--results), and as explain (--explain) the JSON explain report")
 

@@ -63,7 +63,7 @@ def test_baseline_moved_warning_renders(tmp_path: Path) -> None:
     path = write_html(tmp_path / "moved.html", CompareReport([c]))
     dom = run_chromium(tmp_path, "--dump-dom", path.as_uri()).stdout
     assert re.search(
-        r'class="warn baseline-check">Baseline check \(moved\): baseline torch_layer_norm itself moved', dom
+        r'class="warn baseline-check" title="baseline check: moved">baseline torch_layer_norm itself moved', dom
     )
     assert dom.count("<svg") == 3
 

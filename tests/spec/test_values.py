@@ -128,6 +128,20 @@ def test_errors_name_the_problem_and_the_fix(body: str, args: str, problem: str,
     assert problem in err.value.problem and fix in err.value.fix
 
 
+def test_a_missing_constexpr_is_offered_constexpr_values_not_a_tensor() -> None:
+    """A tl.constexpr left out of [kernel.args]: the fix said "(a number, "tl.float32", { none = true },
+    or a tensor { dtype ... })", and a tensor is no constexpr value (Triton compiles the value in). The
+    fix names what a constexpr takes; a runtime parameter's still offers a tensor, not a string."""
+    with pytest.raises(SpecError) as err:
+        _load("", ARGS.replace("BLOCK_N = 64\n", ""))
+    assert "no value for 'BLOCK_N'" in err.value.problem
+    assert "a tl.constexpr takes a number, a bool (true/false) or a string" in err.value.fix, err.value.fix
+    assert "tensor" not in err.value.fix, err.value.fix
+    with pytest.raises(SpecError) as err:
+        _load("", ARGS.replace("stride_xm = 64\n", ""))
+    assert "tensor { dtype" in err.value.fix and "tl.float32" not in err.value.fix, err.value.fix
+
+
 def test_neither_args_nor_signature_is_an_error() -> None:
     with pytest.raises(SpecError) as err:
         loads_spec(f'[kernel]\nsource = "{KERNEL}:scaled_rows_kernel"\n', base_dir=KERNEL.parent)
