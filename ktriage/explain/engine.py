@@ -26,7 +26,7 @@ from ktriage.errors import KtriageError
 from ktriage.explain.attribution import Attribution, CrossCells, attribute, sentence
 from ktriage.explain.failures import NOT_LOADED, fallback_reason
 from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
-from ktriage.predict.facts import KernelFacts, facts_from_resources, launch_inputs
+from ktriage.predict.facts import KernelFacts, facts_for_launch, spec_launch_inputs
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
@@ -62,17 +62,7 @@ class KernelResult:
 
     def facts(self) -> KernelFacts:
         """What the cost model reads (``ktriage.predict``): these resources at the spec's launch."""
-        spec = self.artifact.spec
-        return facts_from_resources(
-            self.resources,
-            self.occupancy,
-            num_warps=spec.num_warps,
-            grid=spec.grid,
-            target=spec.target,
-            meta=spec.meta,
-            constexprs=spec.constexprs,
-            signature=spec.signature,
-        )
+        return facts_for_launch(self.resources, self.occupancy, self.artifact.spec)
 
 
 @dataclass(frozen=True)
@@ -342,7 +332,7 @@ class Explainer:
             spec.num_warps,
             str(spec.meta.get("sm_count")),
             spec.target,
-            launch_inputs(spec.signature, spec.meta),  # the data size: inputs sharing a cubin still differ
+            spec_launch_inputs(spec),  # the data size: inputs sharing a cubin still differ
         )
         hit = self._predictions.get(key)
         if hit is None:

@@ -33,8 +33,13 @@ latency per wave and bandwidth, ``predict/model.py``):
   traffic (ptxas spill store+load bytes x threads): spills are real memory traffic;
 - **compute**: static SASS instructions x warps / (4 warp-instructions per clock per SM x clock).
 
-The main loop's trip count is the model's fitted effective one, the same for every config, so the
-number is a ranking score in microsecond units, not a prediction of one config's time.
+The facts are explain's for the config's launch (``predict.facts.facts_for_launch``): where the launch
+names its data (a recorded label, a by-value spec's tensor shapes, a catalog op's shape) the main loop runs
+as often as that data over the config's loop step takes, so a smaller BLOCK runs more iterations, not
+less data. Where it does not (a spec without tensor shapes or grid), the trip count is the model's fitted
+constant, the same for every config: a block size that changes the loop's step cannot be ranked then
+(``Estimate.fixed_trips``; tune says so). Either way the number is a ranking score in microsecond units,
+not a measurement.
 Device speeds are per compute capability for the usual datacenter part (sm_90: H200), from
 :class:`ktriage.arch.Throughput` (the one home of GPU-target facts).
 """
@@ -50,9 +55,10 @@ from typing import Any
 from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch, throughput
-from ktriage.predict.facts import element_bytes, facts_from_resources
+from ktriage.predict.facts import element_bytes, facts_for_launch
 from ktriage.predict.model import Params, breakdown, load_params, profile
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.spec.model import KernelSpec
 
 _GLOBAL_MEM = re.compile(r"^(LDG|STG|ATOMG|REDG)\b")
 _WIDTH = re.compile(r"\.(8|16|32|64|128)\b")
@@ -82,6 +88,9 @@ class Estimate:
     estimate_us: float
     model: str = "cost model"  # "cost model" (estimate(): predict.model) or "mma" (the tile model, tile_estimate())
     detail: str = ""  # the tile model's inputs in words
+    # the main loop ran the model's fitted trip count: the launch names no data size (a spec without tensor
+    # shapes) or no grid, so a config's loop step does not change how often it runs (tune says so)
+    fixed_trips: bool = False
 
     def to_json(self) -> JSONObject:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -109,17 +118,18 @@ def global_bytes_per_thread(res: Resources) -> tuple[int, int]:
 def estimate(
     res: Resources,
     occ: Occupancy,
+    spec: KernelSpec,
     *,
-    num_warps: int,
-    grid: tuple[int, ...] | None,
-    target: str,
     sm_count: int | None = None,
     params: Params | None = None,
 ) -> Estimate:
     """One compiled candidate priced by THE cost model (``predict.model``: issue, latency per wave,
     bandwidth, spills against L1, atomics, from the SASS and the launch), in microseconds at the SM
-    clock; the roofline numbers (bytes per CTA, latency hiding) are kept as words. ``grid`` None:
-    enough CTAs to fill the GPU."""
+    clock; the roofline numbers (bytes per CTA, latency hiding) are kept as words. ``spec``: the config's
+    launch (its grid, num_warps, constexprs and tensors), priced from the facts explain builds for it
+    (``predict.facts.facts_for_launch``), so the main loop runs as often as the launch's data over the
+    config's loop step takes. A spec without a grid: the words count enough CTAs to fill the GPU."""
+    target, num_warps, grid = spec.target, spec.num_warps, spec.grid
     arch = parse_arch(target)
     sms = sm_count or arch.default_sm_count or 1
     figures = arch.throughput
@@ -134,9 +144,7 @@ def estimate(
     spill_b = (res.spill_store_bytes or 0) + (res.spill_load_bytes or 0)
     in_flight = resident * threads * max(load_b, 4)
     eff = min(1.0, in_flight / (bw * latency / sms))
-    facts = facts_from_resources(
-        res, occ, num_warps=num_warps, grid=(grid_ctas,), target=target, meta={"sm_count": sms}
-    )
+    facts = facts_for_launch(res, occ, spec, sm_count=sms)
     parts = breakdown(profile(facts), params or load_params())
     to_us = 1e6 / clock
     return Estimate(
@@ -154,6 +162,7 @@ def estimate(
             f"issue {parts['issue'] * to_us:.1f} us, latency {parts['latency'] * to_us:.1f} us, "
             f"bandwidth {parts['bandwidth'] * to_us:.1f} us per SM"
         ),
+        fixed_trips=bool(parts["fixed_trips"]),
     )
 
 

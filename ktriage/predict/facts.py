@@ -26,7 +26,8 @@ from ktriage.analyze.resources import Resources
 from ktriage.insitu.launch_hook import SMALL_INT_TENSOR
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
-from ktriage.spec.sms import priced_sm_count
+from ktriage.spec.model import KernelSpec
+from ktriage.spec.sms import SM_COUNT, priced_sm_count
 
 FACTS_VERSION = 1
 
@@ -167,6 +168,10 @@ class KernelFacts:
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _mapping(data: object) -> Mapping[str, Any] | None:
+    return data if isinstance(data, Mapping) else None
+
+
 def _wavefronts(data: object) -> dict[str, float]:
     return {str(k): float(v) for k, v in data.items()} if isinstance(data, Mapping) else {}
 
@@ -200,25 +205,63 @@ _ELT_BYTES = {
 }
 
 
-def data_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | None:
+def data_bytes(
+    signature: Mapping[str, str], meta: Mapping[str, Any], launch: Mapping[str, Any] | None = None
+) -> int | None:
     """The largest tensor argument in bytes: a recorded launch's from its label (``X_ptr=16384x4096,...``:
-    shapes of the pointer arguments) and the signature's element types; a catalog op's launch from its
-    operator's ``largest_tensor`` at the input's shape (``meta``: op, mode, shape, dtype). None when
-    neither names it (the model's fitted trip count applies)."""
-    label = meta.get("input_label")
-    if not isinstance(label, str) or not meta.get("recorded"):
+    shapes of the pointer arguments) and the signature's element types; a spec written by values from its
+    tensors' shapes (``launch``: :func:`launch_tensor_sizes`); a catalog op's launch from its operator's
+    ``largest_tensor`` at the input's shape (``meta``: op, mode, shape, dtype). None when none names it
+    (the model's fitted trip count applies)."""
+    sizes = _sizes(signature, meta, launch)
+    if sizes is None:
         return _catalog_data_bytes(meta)
-    return max(_tensor_sizes(signature, label), default=0) or None
+    return max(sizes, default=0) or None
 
 
-def tensor_bytes(signature: Mapping[str, str], meta: Mapping[str, Any]) -> int | None:
-    """All tensor arguments' bytes of a recorded launch, from its label and the signature's element types
-    (a tensor passed twice counts twice: an upper bound of its DRAM traffic). None for a catalog launch:
-    its operators name their largest tensor only."""
+def tensor_bytes(
+    signature: Mapping[str, str], meta: Mapping[str, Any], launch: Mapping[str, Any] | None = None
+) -> int | None:
+    """All tensor arguments' bytes of a recorded launch (from its label and the signature's element types) or
+    of a spec written by values (its tensors' shapes); a tensor passed twice counts twice: an upper bound of
+    its DRAM traffic. None for a catalog launch: its operators name their largest tensor only."""
+    sizes = _sizes(signature, meta, launch)
+    return None if sizes is None else sum(sizes) or None
+
+
+def _sizes(signature: Mapping[str, str], meta: Mapping[str, Any], launch: Mapping[str, Any] | None) -> list[int] | None:
+    """Each tensor argument's bytes where the launch names them: a recorded launch's label first (what the
+    calibration was fitted on), else a by-value spec's shapes: ``launch``, or the one a compile keeps in the
+    artifact's spec (``meta["launch"]``: the JIT's spec replaces the by-value one); None when neither does."""
     label = meta.get("input_label")
-    if not isinstance(label, str) or not meta.get("recorded"):
+    if isinstance(label, str) and meta.get("recorded"):
+        return _tensor_sizes(signature, label)
+    kept = meta.get("launch")
+    return launch_tensor_sizes(launch if launch is not None else kept if isinstance(kept, Mapping) else None)
+
+
+def launch_tensor_sizes(launch: Mapping[str, Any] | None) -> list[int] | None:
+    """Bytes of each tensor argument of a spec written by values (``KernelSpec.launch``: ``{"args": [[name,
+    {"tensor": "fp16", "shape": [2048, 4097], ...}], ...]}``, docs/specs.md), shape x element size. None when
+    the spec is not by values, has no tensor, or any tensor has no shape: a size from some of the tensors
+    would under-count the data and price a loop as shorter than it runs."""
+    args = (launch or {}).get("args")
+    if not isinstance(args, list):
         return None
-    return sum(_tensor_sizes(signature, label)) or None
+    sizes: list[int] = []
+    for item in args:
+        value = item[1] if isinstance(item, (list, tuple)) and len(item) == 2 else None
+        if not isinstance(value, Mapping) or "tensor" not in value:
+            continue
+        shape = value.get("shape")
+        if not isinstance(shape, (list, tuple)) or not shape:
+            return None
+        try:
+            count = math.prod(int(d) for d in shape)
+        except (TypeError, ValueError):
+            return None
+        sizes.append(count * element_bytes(str(value["tensor"])))
+    return sizes or None
 
 
 def _tensor_sizes(signature: Mapping[str, str], label: str) -> list[int]:
@@ -296,12 +339,21 @@ class LaunchInputs(NamedTuple):
     tensor_bytes: int | None
 
 
-def launch_inputs(signature: Mapping[str, str], meta: Mapping[str, Any]) -> LaunchInputs:
+def launch_inputs(
+    signature: Mapping[str, str], meta: Mapping[str, Any], launch: Mapping[str, Any] | None = None
+) -> LaunchInputs:
     """What the model reads from a launch besides its grid and warps: the data size, whether every
     index is one value, and all its tensors' bytes. Two inputs of a sweep that share a cubin and a grid
     still differ here (layer_norm N=4608 and N=5120 run one kernel on different rows), so a cache of
-    predictions keys on it."""
-    return LaunchInputs(data_bytes(signature, meta), uniform_indices(signature, meta), tensor_bytes(signature, meta))
+    predictions keys on it. ``launch``: a by-value spec's launch record (its tensors' shapes)."""
+    return LaunchInputs(
+        data_bytes(signature, meta, launch), uniform_indices(signature, meta), tensor_bytes(signature, meta, launch)
+    )
+
+
+def spec_launch_inputs(spec: KernelSpec) -> LaunchInputs:
+    """:func:`launch_inputs` of a spec: what :func:`facts_for_launch` gives the model about its data."""
+    return launch_inputs(spec.signature, spec.meta, spec.launch)
 
 
 def _loops(loops: Any) -> tuple[LoopFacts | None, tuple[LoopFacts, ...]]:
@@ -327,8 +379,10 @@ def facts_from_resources(
     meta: Mapping[str, Any] | None = None,
     constexprs: Mapping[str, Any] | None = None,
     signature: Mapping[str, str] | None = None,
+    launch: Mapping[str, Any] | None = None,
 ) -> KernelFacts:
-    """The facts of a kernel explain has just analyzed (no I/O: the resources are in memory)."""
+    """The facts of a kernel just analyzed (no I/O: the resources are in memory); a spec's launch goes
+    through :func:`facts_for_launch`."""
     main, others = _loops(resources.sass_loops)
     return KernelFacts(
         kernel=resources.kernel_name,
@@ -348,8 +402,31 @@ def facts_from_resources(
         main_loop=main,
         other_loops=others,
         constexprs=dict(constexprs or {}),
-        **launch_inputs(signature or {}, meta or {})._asdict(),
+        **launch_inputs(signature or {}, meta or {}, launch)._asdict(),
         shared_wavefronts=dict(resources.shared_wavefronts),
+    )
+
+
+def facts_for_launch(
+    resources: Resources, occupancy: Occupancy, spec: KernelSpec, *, sm_count: int | None = None
+) -> KernelFacts:
+    """The facts of ``resources`` compiled from ``spec``, at ``spec``'s launch: its grid, num_warps,
+    constexprs and the data its tensors hold (a recorded label, a by-value spec's shapes, a catalog op's
+    shape), which set the main loop's trip count. The one builder of explain (each toolchain's compile of
+    a spec) and tune (each config's spec), so that both price a launch alike: tune's screening built
+    facts without the data, and a config's smaller loop step then looked like proportionally less work.
+    ``sm_count``: a verb's ``--sm-count`` over the spec's own count."""
+    meta = spec.meta if sm_count is None else {**spec.meta, SM_COUNT: sm_count}
+    return facts_from_resources(
+        resources,
+        occupancy,
+        num_warps=spec.num_warps,
+        grid=spec.grid,
+        target=spec.target,
+        meta=meta,
+        constexprs=spec.constexprs,
+        signature=spec.signature,
+        launch=spec.launch,
     )
 
 
@@ -377,6 +454,8 @@ def facts_from_explain_json(result: Mapping[str, Any], spec: Mapping[str, Any]) 
         main_loop=main,
         other_loops=others,
         constexprs=dict(spec.get("constexprs") or {}),
-        **launch_inputs(dict(spec.get("signature") or {}), dict(spec.get("meta") or {}))._asdict(),
+        **launch_inputs(
+            dict(spec.get("signature") or {}), dict(spec.get("meta") or {}), _mapping(spec.get("launch"))
+        )._asdict(),
         shared_wavefronts=_wavefronts(result.get("shared_wavefronts")),
     )

@@ -490,6 +490,9 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
     no_tensor_core = (c["rest_mma"] + c["loop_mma"]) <= 0
     streams = (c["data"] > 0) & (c["grid_known"] > 0) & (c["anchor_loop_bytes"] > 0) & no_tensor_core
     anchor_trips = xp.where(streams, xp.minimum(xp.maximum(streamed, 1.0), 4096.0), params.trips)
+    # a loop that streams whose data size or grid is unknown runs the fitted constant: said by tune (1.0),
+    # since its trip count then does not follow a config's loop step
+    fixed_trips = xp.where(streams, 0.0, xp.where((c["anchor_loop_bytes"] > 0) & no_tensor_core, 1.0, 0.0))
     # the bytes the anchor loads a thread, and this kernel's loop runs as often as loading them takes, even
     # less than once: where its loops' static loads exceed what the anchor moves in one pass (Triton 3.3.1's
     # layer_norm fwd unrolls its variance loop 4x further than 3.6.0 at N=1024..2048, where each of the three
@@ -564,6 +567,7 @@ def _cycles(c: Mapping[str, Any], params: Params, xp: Any) -> dict[str, Any]:
         "waves": waves,
         "resident_ctas": resident,
         "spill_out_of_l1": out,
+        "fixed_trips": fixed_trips,
     }
 
 
@@ -643,7 +647,8 @@ def estimate(p: Profile, params: Params) -> float:
 
 def breakdown(p: Profile, params: Params) -> dict[str, float]:
     """``estimate`` with its parts (issue, latency, bandwidth cycles; waves; resident CTAs per SM;
-    the share of spill traffic that leaves L1): what tune's screening prints."""
+    the share of spill traffic that leaves L1; ``fixed_trips`` 1.0 where a loading loop ran the fitted trip
+    count for want of the data size or the grid): what tune's screening prints."""
     if p.ctas_per_sm <= 0:
         return {
             "total": math.inf,
@@ -655,6 +660,7 @@ def breakdown(p: Profile, params: Params) -> dict[str, float]:
             "waves": 0.0,
             "resident_ctas": 0.0,
             "spill_out_of_l1": 0.0,
+            "fixed_trips": 0.0,
         }
     return {k: float(v) for k, v in _cycles(_columns(p), params, _Scalar).items()}
 

@@ -22,6 +22,7 @@ from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
 from ktriage.errors import KtriageError
 from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
+from ktriage.predict.facts import spec_launch_inputs
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.sms import spec_sm_count
@@ -183,6 +184,9 @@ def screen(
         cands += extra
         _judge(cands, max_spill_bytes, top_k)
     result = ScreenResult(space, toolchain, cands, max_spill_bytes, top_k, list(space.notes))
+    fixed = fixed_trips_note(cands)
+    if fixed:
+        result.notes.append(fixed)
     if not result.kept:
         result.notes.append(
             f"no config stays within {max_spill_bytes} spill store bytes: raise --max-spill-bytes or widen the space"
@@ -210,16 +214,37 @@ def _compile_and_analyze(
             cand.status, cand.reason = "failed", f"could not be analyzed: {exc.problem}"
             continue
         sms = spec_sm_count(cand.spec, sm_count)  # --sm-count, else the spec's own (a recording's GPU), else the part's
-        cand.estimate = estimate(
-            cand.resources,
-            cand.occupancy,
-            num_warps=cand.config.num_warps,
-            grid=cand.spec.grid,
-            target=cand.spec.target,
-            sm_count=sms,
-        )
+        cand.estimate = estimate(cand.resources, cand.occupancy, cand.spec, sm_count=sms)
         if is_mma_sass(cand.resources.sass_opcodes):
             cand.estimate = mma_candidate_estimate(cand.spec, cand.resources, cand.occupancy, cand.estimate, sms)
+
+
+def fixed_trips_note(cands: Sequence[ScreenedConfig]) -> str | None:
+    """What the ranking cannot tell where the cost model priced configs that differ in a block size with its
+    fitted main-loop trip count (``Estimate.fixed_trips``: the spec names no tensor shapes, or no grid): a
+    block that sets the loop's step then looks like proportionally less data rather than more iterations,
+    so its rank (a smaller BLOCK first) has no basis, and the report must say so rather than recommend it
+    silently. None where every such config was priced from the launch's data, or none differ in a block."""
+    fixed = [c for c in cands if c.estimate is not None and c.estimate.model == "cost model" and c.estimate.fixed_trips]
+    names = sorted({n for c in fixed for n in c.config.blocks if len({x.config.blocks.get(n) for x in fixed}) > 1})
+    if not names:
+        return None
+    spec = fixed[0].spec
+    missing = [
+        what
+        for what, gone in (
+            ("no tensor shapes", spec_launch_inputs(spec).data_bytes is None),
+            ("no grid", spec.grid is None),
+        )
+        if gone
+    ]
+    return (
+        f"the estimates assume a fixed main-loop trip count ({spec.name} names {' and '.join(missing) or 'no data size'}), "
+        f"so they cannot rank {', '.join(names)} where it changes the loop's step: a smaller block looks like less "
+        "data, not more iterations. Give every tensor argument its shape "
+        '(x_ptr = { dtype = "fp16", shape = [4096, 8192] }, docs/specs.md) and the launch its grid, '
+        "or time the configs on a GPU (drop --compile-only)"
+    )
 
 
 def mma_candidate_estimate(

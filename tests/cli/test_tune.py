@@ -43,14 +43,18 @@ def test_tune_command_compile_only_json(tmp_path: Path, toolchain, run_cli: RunC
     assert res.exit_code == exit_codes.OK, res.output
     data = json.loads(out.read_text())
     assert data["recommended"]["resources"]["spill_store_bytes"] == 0
-    assert data["recommended"]["config"] == {"num_warps": 8, "num_stages": 3, "constexprs": {"BLOCK_SIZE": 8192}}
     assert data["default"]["resources"]["spill_store_bytes"] == 3712
     assert data["recommended"]["occupancy"]["ctas_per_sm"] == 1
     assert {c["status"] for c in data["candidates"]} == {"kept", "dropped"} and all(
         c["reason"] for c in data["candidates"]
     )
+    # kept for the GPU: BLOCK_SIZE=8192 at 8 and 16 warps, priced from the op's data (the facts explain builds),
+    # a tie within 2 % whose order only timing decides (the H200 measured 8 warps 2 % faster than 16,
+    # benchmarks/tune/results/ln_tuned_bench.json); 4 warps is latency bound and dropped
+    kept = {c["config"]["num_warps"]: c for c in data["candidates"] if c["status"] == "kept"}
+    assert set(kept) == {8, 16} and all(c["config"]["constexprs"] == {"BLOCK_SIZE": 8192} for c in kept.values())
+    assert kept[16]["estimate"]["estimate_us"] / kept[8]["estimate"]["estimate_us"] > 0.98
     assert data["scaling"]["final"]["num_warps"] == 8 and data["timing"] is None
-    assert data["scaling_note"] is None  # scaling and screening agree: nothing to explain
 
 
 def test_when_scaling_and_screening_disagree_the_report_says_which_it_recommends(  # type: ignore[no-untyped-def]
@@ -108,7 +112,10 @@ def test_stages_that_leave_out_the_defaults_are_still_searched(tmp_path: Path, t
 def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
     """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
     and --results reads each input's cells. The results file is the REAL H200 run committed in
-    benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch)."""
+    benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch). Its cells name
+    the tuned variants by rank (``+tune1``: that run's rank 1, BLOCK_SIZE=8192 at 8 warps), so the space is
+    pinned to the config it timed as tune1 (--warps 8 --top-k 1): a screening that ranks 8, 16 and 32 warps
+    (a near tie) in another order would read another config's time under each label."""
     from ktriage.workload.bundles.format import load_bundle
 
     toolchain("triton==3.4.0")
@@ -125,6 +132,10 @@ def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, too
             "N=4608",
             "-i",
             "N=8192",
+            "--warps",
+            "8",
+            "--top-k",
+            "1",
             "--compare-with",
             "triton==3.3.1",
             "--bundle",
