@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,10 @@ from ktriage.errors import SpecError
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.tune.results_match import CONFIG_KEY, DEFAULT_VARIANT, match_variants
 from ktriage.tune.screen import ScreenResult
+from ktriage.tune.space import TuneConfig
 from ktriage.workload.recorded.bundle import RECORDED_MODE
-
-DEFAULT_VARIANT = "default"
 
 
 @dataclass
@@ -119,11 +119,17 @@ def write_tune_bundle(
     sm_count: int | None = None,
     compare_with: Sequence[Any] = (),
     workload: Path | None = None,
+    numbering: Mapping[TuneConfig, int] | None = None,
 ) -> TuneBundle:
     """Build the op's bundle for the screened input (the library's config, also with the
     ``compare_with`` toolchains, e.g. the Triton release before a regression) and add every kept
     candidate with the library's grid as a variant of the tuned toolchain. A recorded kernel (its
-    spec from ``workload``, a file of ``ktriage record``) gets a recorded bundle of its one input."""
+    spec from ``workload``, a file of ``ktriage record``) gets a recorded bundle of its one input.
+
+    Each variant's toolchain record carries its config (``tune_config``), which the bench copies into
+    its results file: ``--results`` then attaches each time to its config, not to a rank that a later
+    screening may give another config. ``numbering``: config -> the ``i`` of ``+tune<i>`` (shared by
+    the parts of a merged bundle, so that one id is one config in every input); default: the rank."""
     from ktriage.workload.bundles.format import MANIFEST, write_manifest
     from ktriage.workload.bundles.merge import add_variant
 
@@ -133,7 +139,8 @@ def write_tune_bundle(
     else:
         tb, key = _op_tune_bundle(result, Path(out_dir), compiler, sm_count, compare_with)
     tc = result.toolchain
-    for i, cand in enumerate(result.kept, start=1):
+    numbering = numbering or config_numbering([result])
+    for cand in result.kept:
         if cand.is_default or cand.artifact is None:
             continue
         if cand.spec.grid != spec.grid:
@@ -144,8 +151,15 @@ def write_tune_bundle(
                 )
             )
             continue
-        vid = f"{tc.id}+tune{i}"
-        add_variant(Path(out_dir), tc.id, vid, cand.config.label(), {key: cand.artifact})
+        vid = f"{tc.id}+tune{numbering[cand.config]}"
+        add_variant(
+            Path(out_dir),
+            tc.id,
+            vid,
+            cand.config.label(),
+            {key: cand.artifact},
+            extra={CONFIG_KEY: cand.config.to_json()},
+        )
         tb.variants[vid] = cand.config.label()
     manifest_path = Path(out_dir) / MANIFEST
     manifest = json.loads(manifest_path.read_text())
@@ -269,9 +283,15 @@ def write_tune_bundles(
             "tuning several recorded inputs in one GPU run is not supported yet",
             "tune one recorded input at a time (--input ...)",
         )
+    numbering = config_numbering(results)
     parts = [
         write_tune_bundle(
-            r, out_dir / "parts" / f"input-{bench_target(r)[3]}", compiler, sm_count=sm_count, compare_with=compare_with
+            r,
+            out_dir / "parts" / f"input-{bench_target(r)[3]}",
+            compiler,
+            sm_count=sm_count,
+            compare_with=compare_with,
+            numbering=numbering,
         )
         for r in results
     ]
@@ -281,9 +301,22 @@ def write_tune_bundles(
     return parts
 
 
+def config_numbering(results: Sequence[ScreenResult]) -> dict[TuneConfig, int]:
+    """The ``i`` of each kept config's ``+tune<i>``: its rank in the first input that keeps it, counted
+    across inputs, so that a merged bundle never gives one variant id two configs."""
+    numbering: dict[TuneConfig, int] = {}
+    for result in results:
+        for cand in result.kept:
+            numbering.setdefault(cand.config, len(numbering) + 1)
+    return numbering
+
+
 @dataclass(frozen=True)
 class Timed:
-    """The GPU verdict: each variant's median, the winner and its speedup over the library's config."""
+    """The GPU verdict: each variant's median, the winner and its speedup over the library's config.
+    ``by_rank``: configs whose times were read by rank (the results record no config for them);
+    ``not_candidates_ms``: configs the results timed that are no candidate of this tune (median, None
+    where it failed), named rather than dropped or read as another config."""
 
     medians_ms: dict[str, float]  # config label -> median ms
     failed: dict[str, str]  # config label -> status/error
@@ -292,6 +325,8 @@ class Timed:
     baselines_ms: dict[str, float] = field(
         default_factory=dict
     )  # compare-with toolchain spec / native backend -> median ms
+    by_rank: tuple[str, ...] = ()
+    not_candidates_ms: dict[str, float | None] = field(default_factory=dict)
 
     def to_json(self) -> JSONObject:
         return {
@@ -303,34 +338,47 @@ class Timed:
             "winner_vs_baselines": {k: round(v / self.medians_ms[self.winner], 4) for k, v in self.baselines_ms.items()}
             if self.winner
             else {},
+            "read_by_rank": list(self.by_rank),
+            "not_candidates_ms": self.not_candidates_ms,
         }
 
 
-def pick_winner(cells: list[Cell], tb: TuneBundle) -> Timed:
-    """Read a bench run of a tune bundle: a variant counts only if it ran and passed the accuracy check."""
+def pick_winner(cells: list[Cell], tb: TuneBundle, recorded: Mapping[str, TuneConfig | None] | None = None) -> Timed:
+    """Read a bench run of a tune bundle: a variant counts only if it ran and passed the accuracy check.
+    ``recorded``: each variant's config as the results file records it
+    (:func:`~ktriage.tune.results_match.recorded_configs`), by which its time is attached to this
+    tune's candidate of the same config; a variant it does not cover is read by rank."""
+    mine = [c for c in cells if c.key.input_id == tb.input_id]  # a merged bundle's run holds other inputs too
+    matching = match_variants(
+        {str(c.key.toolchain) for c in mine if c.key.backend == tb.backend}, tb.variants, recorded or {}
+    )
     medians: dict[str, float] = {}
     failed: dict[str, str] = {}
     baselines: dict[str, float] = {}
-    for cell in cells:
-        if cell.key.input_id != tb.input_id:  # a merged bundle's run holds other inputs too
-            continue
+    others: dict[str, float | None] = {}
+    for cell in mine:
         ok = cell.status == "ok" and bool(cell.samples_ms) and cell.accuracy.get("passed") is not False
         if ok and cell.key.backend == tb.native and cell.key.toolchain is None:
             baselines[cell.key.backend] = statistics.median(cell.samples_ms)
         if ok and cell.key.backend == tb.backend and cell.key.toolchain in tb.compare_with:
             baselines[tb.compare_with[cell.key.toolchain]] = statistics.median(cell.samples_ms)
-        if cell.key.backend != tb.backend or cell.key.toolchain not in tb.variants:
+        if cell.key.backend != tb.backend or cell.key.toolchain is None:
             continue
-        label = tb.variants[cell.key.toolchain]
-        if cell.status != "ok" or not cell.samples_ms or cell.accuracy.get("passed") is False:
+        if cell.key.toolchain in matching.not_candidates:
+            others[matching.not_candidates[cell.key.toolchain]] = statistics.median(cell.samples_ms) if ok else None
+        if cell.key.toolchain not in matching.labels:
+            continue
+        label = matching.labels[cell.key.toolchain]
+        if not ok:
             failed[label] = cell.error or (cell.status if cell.status != "ok" else "accuracy check failed")
             continue
         medians[label] = statistics.median(cell.samples_ms)
+    by_rank = tuple(matching.labels[t] for t in matching.by_rank)
     if not medians:
-        return Timed(medians, failed, None, None, baselines)
+        return Timed(medians, failed, None, None, baselines, by_rank, others)
     winner = min(medians, key=lambda k: medians[k])
     base = medians.get(DEFAULT_VARIANT)
-    return Timed(medians, failed, winner, base / medians[winner] if base else None, baselines)
+    return Timed(medians, failed, winner, base / medians[winner] if base else None, baselines, by_rank, others)
 
 
 def gpu_available() -> bool:

@@ -24,7 +24,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ktriage.arch import parse_arch
 from ktriage.errors import SpecError
@@ -74,6 +74,40 @@ class TuneConfig:
 
     def to_json(self) -> JSONObject:
         return {"num_warps": self.num_warps, "num_stages": self.num_stages, "constexprs": self.blocks}
+
+    @classmethod
+    def from_json(cls, data: object) -> TuneConfig | None:
+        """The config :meth:`to_json` wrote (a bundle's variant record, a bench results file's copy of
+        it); None for anything else, so that a reader falls back on what it knows instead of guessing."""
+        if not isinstance(data, Mapping):
+            return None
+        warps, stages, constexprs = data.get("num_warps"), data.get("num_stages"), data.get("constexprs", {})
+        if not (_whole(warps) and _whole(stages) and isinstance(constexprs, Mapping)):
+            return None
+        if not all(isinstance(k, str) and _whole(v) for k, v in constexprs.items()):
+            return None
+        return cls.of(warps, stages, constexprs)
+
+    @classmethod
+    def from_label(cls, label: object) -> TuneConfig | None:
+        """The config a :meth:`label` spells out (``BLOCK_SIZE=8192,warps=8,stages=3``): every bench of a
+        tune bundle so far recorded its variants by this label alone. None when it is not one."""
+        if not isinstance(label, str):
+            return None
+        values: dict[str, int] = {}
+        for part in label.split(","):
+            name, eq, value = part.partition("=")
+            if not eq or not name or name in values or not value.lstrip("-").isdigit():
+                return None
+            values[name] = int(value)
+        warps, stages = values.pop("warps", None), values.pop("stages", None)
+        if warps is None or stages is None:
+            return None
+        return cls.of(warps, stages, values)
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)

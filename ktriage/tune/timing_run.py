@@ -20,9 +20,8 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
-    from ktriage.measure.cells import Cell
     from ktriage.toolchain.manager import Toolchain
-    from ktriage.tune.gpu import TuneBundle
+    from ktriage.tune.gpu import Timed, TuneBundle
     from ktriage.tune.screen import ScreenResult
 
 
@@ -51,6 +50,7 @@ def time_candidates(
     from ktriage.home import home_subdir
     from ktriage.measure.results_file import read_results
     from ktriage.tune.gpu import gpu_available, pick_winner, write_tune_bundles
+    from ktriage.tune.results_match import recorded_configs
 
     if budget <= 0:
         raise KtriageError(
@@ -90,24 +90,67 @@ def time_candidates(
                 ("info", f"then report the winner here with: {option('results_file', '--results', str(results_path))}"),
             ],
         )
-    _run, cells = read_results(results_path)
-    _check_results_of(tbs, cells, results_path, command)
-    for tb, info in zip(tbs, infos, strict=True):
-        info.update({"timed": True, **pick_winner(cells, tb).to_json()})
-    return TimingRun(infos)
+    run, cells = read_results(results_path)
+    recorded = recorded_configs(run.toolchains)
+    timed = [pick_winner(cells, tb, recorded) for tb in tbs]
+    _check_results_of(tbs, timed, results_path, command)
+    for info, verdict in zip(infos, timed, strict=True):
+        info.update({"timed": True, **verdict.to_json()})
+    return TimingRun(infos, _matching_notes(tbs, timed, results_path, command))
 
 
-def _check_results_of(tbs: Sequence[TuneBundle], cells: Sequence[Cell], path: Path, command: Sequence[str]) -> None:
+def _check_results_of(tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: Path, command: Sequence[str]) -> None:
     """Refuse a results file that holds none of the bundle's candidate configs: a bench of the same toolchain
-    alone (another run, another bundle) also has the library's config, and would read as "default wins, 1.00x"."""
-    from ktriage.tune.gpu import DEFAULT_VARIANT
+    alone (another run, another bundle) also has the library's config, and would read as "default wins, 1.00x";
+    so would a bench of this bundle whose variants are all configs this tune no longer keeps (named)."""
+    from ktriage.tune.results_match import DEFAULT_VARIANT
 
-    for tb in tbs:
-        candidates = {tc for tc, label in tb.variants.items() if label != DEFAULT_VARIANT}
-        timed = {c.key.toolchain for c in cells if c.key.backend == tb.backend and c.key.input_id == tb.input_id}
-        if candidates and not candidates & timed:
+    for tb, verdict in zip(tbs, timed, strict=True):
+        candidates = {label for label in tb.variants.values() if label != DEFAULT_VARIANT}
+        if candidates and not candidates & {*verdict.medians_ms, *verdict.failed}:
+            others = sorted(verdict.not_candidates_ms)
             raise KtriageError(
                 f"{option('results_file', '--results')} {path} holds none of the {plural(len(candidates), 'candidate config')} of this tune's bundle "
-                f"({tb.backend}, input {tb.input_id}): it is the timing of another run",
+                f"({tb.backend}, input {tb.input_id}): "
+                + (
+                    f"it timed {', '.join(others)}, which this screening does not keep"
+                    if others
+                    else "it is the timing of another run"
+                ),
                 f"time this bundle and pass what it writes: {' '.join(command)}",
             )
+
+
+def _matching_notes(
+    tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: Path, command: Sequence[str]
+) -> list[tuple[str, str]]:
+    """What the user must know of how the results were matched to the configs: times read by rank (the
+    results record no config, so a re-ranking since the bench reads them against other configs), and
+    timed configs that are no candidate of this tune (named, compared with nothing)."""
+    notes: list[tuple[str, str]] = []
+    by_rank = sorted({label for verdict in timed for label in verdict.by_rank})
+    if by_rank:
+        notes.append(
+            (
+                "warn",
+                f"read by rank: {path} records no config for its tuned variants, so their times are attached to "
+                f"this screening's {plural(len(by_rank), 'candidate')} of the same rank ({', '.join(by_rank)}); if the "
+                "ranking changed since the bundle was built (another ktriage, --warps, --top-k), each time belongs "
+                f"to another config. Bench the bundle again to match them by config: {' '.join(command)}",
+            )
+        )
+    for tb, verdict in zip(tbs, timed, strict=True):
+        if verdict.not_candidates_ms:
+            named = ", ".join(
+                f"{label} ({'failed' if ms is None else f'{ms:.4f} ms'})"
+                for label, ms in sorted(verdict.not_candidates_ms.items())
+            )
+            notes.append(
+                (
+                    "warn",
+                    f"not a candidate: {path} times {named} for input {tb.input_id}, which this screening does not "
+                    "keep: left out of the comparison. To compare them, tune with a space and --top-k that keep "
+                    f"them, or bench this bundle again: {' '.join(command)}",
+                )
+            )
+    return notes

@@ -5,6 +5,7 @@ committed H200 results, and the catalog op that needs its inputs chosen."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -113,9 +114,9 @@ def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, too
     """Several --input: each is tuned on its own, one merged bundle holds them all (one GPU run),
     and --results reads each input's cells. The results file is the REAL H200 run committed in
     benchmarks/tune/results (Liger layer_norm bwd, Triton 3.4.0 tuned vs 3.3.1 and torch). Its cells name
-    the tuned variants by rank (``+tune1``: that run's rank 1, BLOCK_SIZE=8192 at 8 warps), so the space is
-    pinned to the config it timed as tune1 (--warps 8 --top-k 1): a screening that ranks 8, 16 and 32 warps
-    (a near tie) in another order would read another config's time under each label."""
+    the tuned variants by the rank of the run that built its bundle (``+tune1``: 8 warps); their records
+    carry each config's label, by which they are matched, so a screening that ranks the near tie of 8,
+    16 and 32 warps in another order still reads each time against its own config."""
     from ktriage.workload.bundles.format import load_bundle
 
     toolchain("triton==3.4.0")
@@ -132,10 +133,6 @@ def test_tune_several_inputs_one_bundle_and_the_h200_results(tmp_path: Path, too
             "N=4608",
             "-i",
             "N=8192",
-            "--warps",
-            "8",
-            "--top-k",
-            "1",
             "--compare-with",
             "triton==3.3.1",
             "--bundle",
@@ -287,3 +284,78 @@ def test_results_that_are_not_a_results_file_are_refused_before_compiling(
     assert res.exit_code == exit_codes.USAGE and "is not a ktriage results file" in res.problem, res.output
     res = run_cli([*argv, str(tmp_path)])
     assert res.exit_code == exit_codes.USAGE and res.problem == f"results file {tmp_path} is a folder, not a file"
+
+
+def _fake_gpu_results(bundle: Path, path: Path, ms_by_warps: dict[int | None, float], *, strip: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    """A FAKE of the GPU's numbers for a tune bundle of liger.layer_norm bwd N=4608 (input 7), written as
+    ``ktriage bench --bundle`` writes them: the bundle's toolchain records as the run's toolchains, one cell
+    per toolchain. ``ms_by_warps``: each tuned variant's median by its num_warps (None: the library's
+    config). ``strip``: record fields left out, as older benches wrote them."""
+    from ktriage.measure.cells import Cell, CellKey, RunInfo
+    from ktriage.measure.results_file import write_results
+    from ktriage.workload.bundles.format import load_bundle
+
+    records, cells = [], []
+    for record in load_bundle(bundle).toolchains.values():
+        tuned = re.search(r"warps=(\d+)", str(record.get("variant", "")))  # the label every bench recorded
+        warps = int(tuned.group(1)) if tuned else None
+        key = CellKey("layer_norm", "bwd", 7, "(4096, 4608)", "liger_layer_norm", str(record["id"]))
+        cells.append(Cell(key, "ok", [ms_by_warps[warps]] * 5, accuracy={"passed": True}))
+        records.append({k: v for k, v in record.items() if k not in strip})
+    write_results(path, RunInfo(toolchains=records, status="finished"), cells)  # type: ignore[arg-type]
+
+
+def test_results_are_read_against_their_configs_after_a_rerank(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """The bundle is built with --warps 16,32 (rank 1: 32 warps, `+tune1`; rank 2: 16 warps, `+tune2`) and
+    benched (FAKE numbers: 32 warps 0.10 ms, 16 warps 0.09 ms); --results is read by a tune with --warps 16,
+    whose `+tune1` is 16 warps. Read by id, 16 warps got 32 warps' 0.10 ms. Matched by config it gets its own
+    0.09 ms, and 32 warps, which this tune does not keep, is named with its time, not dropped."""
+    toolchain("triton==3.4.0")
+    argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--stages", "3"]
+    built = tmp_path / "built"
+    res = run_cli([*argv, "--warps", "16,32", "--bundle", str(built)])
+    assert res.exit_code == exit_codes.OK, res.output
+    variants = json.loads((built / "manifest.json").read_text())["tune"]["variants"]
+    assert sorted(variants.values())[:2] == ["BLOCK_SIZE=8192,warps=16,stages=3", "BLOCK_SIZE=8192,warps=32,stages=3"]
+    tune1 = next(v for k, v in variants.items() if k.endswith("+tune1"))
+    assert tune1 == "BLOCK_SIZE=8192,warps=32,stages=3"  # the ranking the re-read below changes
+    results = tmp_path / "fake_gpu_results.json"
+    _fake_gpu_results(built, results, {None: 0.80, 16: 0.09, 32: 0.10})
+
+    out = tmp_path / "tune.json"
+    reread = [*argv, "--warps", "16", "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out)]
+    res = run_cli(reread)
+    assert res.exit_code == exit_codes.OK, res.output
+    timing = json.loads(out.read_text())["timing"]
+    assert timing["medians_ms"] == {
+        "default": pytest.approx(0.80),
+        "BLOCK_SIZE=8192,warps=16,stages=3": pytest.approx(0.09),
+    }
+    assert timing["winner"] == "BLOCK_SIZE=8192,warps=16,stages=3"
+    assert timing["not_candidates_ms"] == {"BLOCK_SIZE=8192,warps=32,stages=3": pytest.approx(0.10)}
+    assert timing["read_by_rank"] == []
+    said = res.output.replace("\n", " ")
+    assert "not a candidate:" in said and "BLOCK_SIZE=8192,warps=32,stages=3 (0.1000 ms)" in said
+    # none of the timed configs is a candidate of a tune of 8 warps: refused, the timed configs named
+    res = run_cli([*argv, "--warps", "8", "--bundle", str(tmp_path / "other"), "--results", str(results)])
+    assert res.exit_code == exit_codes.USAGE, res.output
+    assert "holds none of the 1 candidate config" in res.problem and "warps=16,stages=3, BLOCK_SIZE" in res.problem
+
+
+def test_results_without_configs_are_read_by_rank_with_a_warning(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """A results file whose records name no config (FAKE numbers, records stripped as an older bench
+    might have written them) is read by rank, as before, and the user is told the risk and the fix."""
+    toolchain("triton==3.4.0")
+    argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--stages", "3", "--warps", "16,32"]
+    built = tmp_path / "built"
+    assert run_cli([*argv, "--bundle", str(built)]).exit_code == exit_codes.OK
+    results = tmp_path / "fake_gpu_results.json"
+    _fake_gpu_results(built, results, {None: 0.80, 16: 0.09, 32: 0.10}, strip=("tune_config", "variant"))
+    out = tmp_path / "tune.json"
+    res = run_cli([*argv, "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out)])
+    assert res.exit_code == exit_codes.OK, res.output
+    timing = json.loads(out.read_text())["timing"]
+    assert sorted(timing["read_by_rank"]) == ["BLOCK_SIZE=8192,warps=16,stages=3", "BLOCK_SIZE=8192,warps=32,stages=3"]
+    assert timing["medians_ms"]["BLOCK_SIZE=8192,warps=16,stages=3"] == pytest.approx(0.09)  # same ranking: right
+    said = res.output.replace("\n", " ")
+    assert "read by rank:" in said and "records no config" in said and "ktriage bench --bundle" in said

@@ -230,3 +230,31 @@ def test_pick_winner_reads_one_input_of_a_merged_run_with_its_baselines():
     cmd = tb.bench_command(5, Path("r.json"))
     assert "liger_layer_norm,torch_layer_norm" in cmd and cmd[cmd.index("--artifact-timing") + 1] == "kernel"
     assert "--artifacts-only" not in cmd  # a no-op since the host copy is off by default: printed, it misleads
+
+
+def test_a_merged_bundle_numbers_each_config_once_across_inputs():
+    """Named fake: screenings of two inputs that rank the same configs in another order (only ``kept``
+    and each candidate's ``config`` are read). Each part numbered its own ranks, so ``+tune1`` was
+    8 warps in one input and 16 in the other; one number is now one config in every input."""
+    from types import SimpleNamespace
+
+    from ktriage.tune.gpu import config_numbering
+    from ktriage.tune.space import TuneConfig
+
+    w8, w16, w32 = (TuneConfig.of(w, 3, {"BLOCK_SIZE": 8192}) for w in (8, 16, 32))
+    fake_screenings = [
+        SimpleNamespace(kept=[SimpleNamespace(config=c) for c in (w8, w16)]),
+        SimpleNamespace(kept=[SimpleNamespace(config=c) for c in (w16, w32, w8)]),
+    ]
+    assert config_numbering(fake_screenings) == {w8: 1, w16: 2, w32: 3}  # type: ignore[arg-type]
+
+
+def test_a_config_reads_back_from_its_record_and_its_label():
+    """The two ways a results file names a tuned variant's config: the record ktriage writes now and
+    the label every bench wrote; anything else is no config (then the reader falls back on rank)."""
+    from ktriage.tune.space import TuneConfig
+
+    cfg = TuneConfig.of(8, 3, {"BLOCK_SIZE": 8192})
+    assert TuneConfig.from_json(cfg.to_json()) == cfg == TuneConfig.from_label(cfg.label())
+    assert TuneConfig.from_label("BLOCK_SIZE=8192,warps=8") is None and TuneConfig.from_label("fix: relaxed") is None
+    assert TuneConfig.from_json({"num_warps": "8", "num_stages": 3}) is None

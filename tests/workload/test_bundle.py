@@ -230,3 +230,24 @@ def test_runner_loader_hands_bundle_artifacts_to_the_cuda_launcher(ln_bundle: Pa
     ((cubin, name, metadata, abi, device),) = calls
     assert cubin == art.cubin_bytes() and name == art.kernel_name and metadata == art.metadata and device == 1
     assert abi == [AbiParam(**p) for p in art.abi] and abi[-1].hidden
+
+
+def test_merge_refuses_one_variant_id_that_names_two_configs(toolchain, shared_compiler, tmp_path: Path) -> None:
+    """Tune bundles of two inputs merged into one: each part's ``+tune1`` was its own rank 1, and the
+    merged manifest kept the first part's record, so a results file said 8 warps for another input's
+    16-warps kernel. The parts now number configs together; an id with two configs is refused."""
+    from ktriage.compile.compiler import Artifact
+    from ktriage.workload.bundles.merge import add_variant, merge_bundles
+
+    tc = toolchain("triton==3.4.0")
+    parts = []
+    for input_id, warps in (("6", 8), ("7", 16)):
+        part = build_bundle("layer_norm", "bwd", [input_id], [tc], tmp_path / input_id, compiler=shared_compiler)
+        (key,) = load_bundle(part).specs
+        art = shared_compiler.compile(load_bundle(part).specs[key].replace(num_warps=warps), tc)
+        assert isinstance(art, Artifact)
+        add_variant(part, tc.id, f"{tc.id}+tune1", f"warps={warps}", {key: art})
+        parts.append(part)
+    with pytest.raises(KtriageError, match="one toolchain id would stand for two kernels") as err:
+        merge_bundles(parts, tmp_path / "m")
+    assert "'warps=16'" in err.value.problem and "'warps=8'" in err.value.problem

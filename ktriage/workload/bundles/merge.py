@@ -20,6 +20,7 @@ def add_variant(
     artifacts: Mapping[str, Any],
     *,
     absent: str = "no kernel of this variant for this input",
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
     """Add a *variant* of a bundle's toolchain: the same toolchain with other kernels (another
     config from ``ktriage tune``, a source fix from ``explain --fixes``). ``artifacts`` maps spec
@@ -27,7 +28,9 @@ def add_variant(
     (their cells are reported, not timed), never silently replaced by the library's kernel.
 
     Why variants and not a new runner: the bench then times the fix or config interleaved with
-    the toolchains it is compared with, in one process, with the same correctness check."""
+    the toolchains it is compared with, in one process, with the same correctness check. ``extra``:
+    more fields of the variant's toolchain record (a tune config's ``tune_config``); the bench copies
+    the record into its results file, so a reader knows what each variant was without the bundle."""
     manifest_path = Path(out_dir) / MANIFEST
     manifest = json.loads(manifest_path.read_text())
     if base_toolchain_id not in manifest["toolchains"]:
@@ -43,6 +46,7 @@ def add_variant(
         )
     record = dict(manifest["toolchains"][base_toolchain_id])
     record.update(id=variant_id, spec=f"{record['spec']} [{label}]", variant_of=base_toolchain_id, variant=label)
+    record.update(extra or {})
     manifest["toolchains"][variant_id] = record
     for key, per_tc in manifest["artifacts"].items():
         art = artifacts.get(key)
@@ -91,7 +95,13 @@ def merge_bundles(paths: Sequence[Path], out_dir: Path) -> Path:
         merged["inputs"] += [row for row in data["inputs"] if row["id"] not in known]
         merged["backends"] = list(dict.fromkeys([*merged["backends"], *data["backends"]]))
         for tc_id, rec in data["toolchains"].items():
-            merged["toolchains"].setdefault(tc_id, rec)
+            if merged["toolchains"].setdefault(tc_id, rec).get("variant") != rec.get("variant"):
+                raise FormatError(
+                    f"bundle {path} names {tc_id} {rec.get('variant')!r}, another bundle "
+                    f"{merged['toolchains'][tc_id].get('variant')!r}: one toolchain id would stand for two kernels",
+                    "give each variant its own id in every bundle merged (ktriage tune numbers its configs "
+                    "across all inputs)",
+                )
         merged["specs"].update(data["specs"])
         for key, per_tc in data["artifacts"].items():
             merged["artifacts"].setdefault(key, {}).update(per_tc)
