@@ -302,12 +302,14 @@ def write_tune_bundles(
 
 
 def config_numbering(results: Sequence[ScreenResult]) -> dict[TuneConfig, int]:
-    """The ``i`` of each kept config's ``+tune<i>``: its rank in the first input that keeps it, counted
+    """The ``i`` of each kept config's ``+tune<i>``: its rank among the tuned configs (the library's own,
+    which the bundle holds as the reference, is not one) in the first input that keeps it, counted
     across inputs, so that a merged bundle never gives one variant id two configs."""
     numbering: dict[TuneConfig, int] = {}
     for result in results:
         for cand in result.kept:
-            numbering.setdefault(cand.config, len(numbering) + 1)
+            if not cand.is_default:
+                numbering.setdefault(cand.config, len(numbering) + 1)
     return numbering
 
 

@@ -133,6 +133,47 @@ def sort_key(c: ScreenedConfig, default_stages: int = 3) -> tuple[float, bool, f
     )
 
 
+def tie_tolerance() -> float:
+    """How far apart two estimates must be for the model to tell them apart: the half-width of its
+    held-out interval at a small effect (``params.json``'s ``interval_a``, in log). Closer estimates
+    are a tie: the model's record on measured pairs cannot order them."""
+    from ktriage.predict.model import load_params
+
+    return float(load_params().interval_a)
+
+
+def change_from_default(config: TuneConfig, default: TuneConfig) -> tuple[int, float, int]:
+    """How far ``config`` moves from the library's own config: the knobs it changes (constexprs, warps,
+    stages), then how far it moves warps (in powers of two) and stages."""
+    ref = default.blocks
+    changed = sum(1 for k, v in config.blocks.items() if ref.get(k) != v)
+    changed += int(config.num_warps != default.num_warps) + int(config.num_stages != default.num_stages)
+    warps = abs(math.log2(config.num_warps / default.num_warps)) if config.num_warps and default.num_warps else 0.0
+    return changed, warps, abs(config.num_stages - default.num_stages)
+
+
+def ties_first(
+    ranked: list[ScreenedConfig], default: TuneConfig | None, default_stages: int
+) -> tuple[list[ScreenedConfig], int]:
+    """``ranked`` (best estimate first) with the configs tied with the best, within the model's interval
+    (:func:`tie_tolerance`), ordered by the smallest change from the library's config ``default`` (the
+    library's own first, where it is viable), then the usual order. Why: an estimate 1 % under another is inside the model's error,
+    and ranking by it chose configs by noise (Liger layer_norm bwd at N=4608: 32, 16 and 8 warps
+    estimated 52.0, 52.4 and 52.7 us; the H200 measured 8 warps fastest and 32 warps 27 % slower).
+    Where the model cannot choose, changing the library's config least is the choice that risks the
+    least of what it does not see. The GPU's timing of the kept configs still decides. Also returns how
+    many configs tie (0 when none do)."""
+    if len(ranked) < 2 or default is None:
+        return ranked, 0
+    best = ranked[0].estimate.estimate_us  # type: ignore[union-attr]
+    limit = best * math.exp(tie_tolerance())
+    tied = [c for c in ranked if c.estimate.estimate_us <= limit]  # type: ignore[union-attr]
+    if len(tied) < 2:
+        return ranked, 0
+    tied.sort(key=lambda c: (not c.is_default, change_from_default(c.config, default), sort_key(c, default_stages)))
+    return tied + [c for c in ranked if c not in tied], len(tied)
+
+
 def screen(
     space: ConfigSpace,
     toolchain: Toolchain,
@@ -335,7 +376,14 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
             continue
         first_of[sha] = c
         unique.append(c)
-    viable = unique
+    default = next((c.config for c in cands if c.is_default), None)
+    viable, n_tied = ties_first(unique, default, default_stages)
+    tie = (
+        f"; tied with {plural(n_tied - 1, 'other')} within the model's +-{math.expm1(tie_tolerance()):.1%}: "
+        "the smaller change from the library's config ranks first"
+        if n_tied
+        else ""
+    )
     best = viable[0].estimate.estimate_us if viable else math.inf  # type: ignore[union-attr]
     for i, c in enumerate(viable):
         assert c.occupancy is not None and c.estimate is not None and c.resources is not None
@@ -346,6 +394,7 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
             + (f" ({c.estimate.detail})" if c.estimate.detail else "")
         )
         c.rank = i + 1
+        facts += tie if i < n_tied else ""
         if i < top_k:
             c.status = "kept"
             c.reason = f"rank {i + 1}: {facts}"

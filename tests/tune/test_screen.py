@@ -241,11 +241,13 @@ def test_a_merged_bundle_numbers_each_config_once_across_inputs():
     from ktriage.tune.gpu import config_numbering
     from ktriage.tune.space import TuneConfig
 
-    w8, w16, w32 = (TuneConfig.of(w, 3, {"BLOCK_SIZE": 8192}) for w in (8, 16, 32))
-    fake_screenings = [
-        SimpleNamespace(kept=[SimpleNamespace(config=c) for c in (w8, w16)]),
-        SimpleNamespace(kept=[SimpleNamespace(config=c) for c in (w16, w32, w8)]),
-    ]
+    w4, w8, w16, w32 = (TuneConfig.of(w, 3, {"BLOCK_SIZE": 8192}) for w in (4, 8, 16, 32))
+
+    def kept(*configs: TuneConfig) -> list[SimpleNamespace]:
+        return [SimpleNamespace(config=c, is_default=c == w4) for c in configs]
+
+    fake_screenings = [SimpleNamespace(kept=kept(w4, w8, w16)), SimpleNamespace(kept=kept(w16, w32, w4, w8))]
+    # the library's config (4 warps here), the bundle's reference, is numbered in neither input
     assert config_numbering(fake_screenings) == {w8: 1, w16: 2, w32: 3}  # type: ignore[arg-type]
 
 
