@@ -277,6 +277,24 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
+def compiled_for_line(
+    result: ExplainResult, code: Callable[[str], str] = str, text: Callable[[str], str] = str
+) -> str | None:
+    """``Compiled for: sm_90; priced for 114 SMs (recorded on 132)``, each report's line (None: no kernel);
+    ``code``/``text`` mark a target and the rest up for the report's format (markdown: md_code, md_text).
+
+    Why every report says it: a recorded workload explained with --arch is a what-if for another GPU,
+    and the registers, occupancy and predictions are that GPU's, not the recording's; --sm-count prices
+    the launches for another part (a MIG slice, an H100 PCIe's 114 SMs), and a recorded launch priced for
+    another GPU than the recording's says both (spec.sms.pricing_text). A user who passed either reads
+    it in the terminal as in the files."""
+    targets = sorted({item.spec.target for item in result.specs})
+    if not targets:
+        return None
+    pricing = pricing_text([item.spec for item in result.specs])
+    return "Compiled for: " + ", ".join(code(t) for t in targets) + (f"; {text(pricing)}" if pricing else "")
+
+
 @markdown_writer
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
@@ -286,17 +304,8 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})"
         for t in tcs
     ]
-    # The GPU the cubins are for: a recorded workload explained with --arch is a what-if for another GPU,
-    # and the registers, occupancy and predictions above are that GPU's, not the recording's.
-    # The SMs too: --sm-count prices the launches for another part (a MIG slice, an H100 PCIe), and a
-    # recorded launch priced for another GPU than the recording's says both (spec.sms.pricing_text).
-    targets = sorted({item.spec.target for item in result.specs})
-    if targets:
-        pricing = pricing_text([item.spec for item in result.specs])
-        out += [
-            "",
-            "Compiled for: " + ", ".join(md_code(t) for t in targets) + (f"; {md_text(pricing)}" if pricing else ""),
-        ]
+    if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
+        out += ["", compiled]
     sections, failed = finding_sections_with_lines(result, findings)
     out += ["", "## Findings", ""]
     for title, items in sections:
@@ -369,6 +378,8 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
+    if (compiled := compiled_for_line(result)) is not None:
+        console.print(escape(compiled))
     sections, failed = finding_sections_with_lines(result, findings)
     for title, items in sections:
         console.print(f"[bold]{escape(title or 'Findings')}[/]")
