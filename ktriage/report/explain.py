@@ -43,10 +43,10 @@ from ktriage.explain.findings import (
 )
 from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_places, short_labels
-from ktriage.explain.line_evidence import group_evidence
+from ktriage.explain.line_evidence import LineEvidence, group_evidence
 from ktriage.explain.predicted import identical_toolchains
 from ktriage.home import portable_path
-from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.mdsafe import markdown_writer, md_code, md_code_span, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import pricing_text, spec_sm_count
@@ -217,13 +217,14 @@ def finding_sections(
 
 
 def finding_sections_with_lines(
-    result: ExplainResult, findings: list[Finding]
+    result: ExplainResult, findings: list[Finding], evidence: Callable[[LineEvidence], str] = LineEvidence.text
 ) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]], list[FailureFinding]]:
     """:func:`finding_sections` with each bullet's line evidence (``explain/line_evidence.py``): the
-    source lines that carry its change, one line per count (LDL/STL, atomics, ...)."""
+    source lines that carry its change, one line per count (LDL/STL, atomics, ...), as ``evidence``
+    writes them (the markdown: its quoted source lines as code spans, the rest escaped)."""
     groups = group_findings(findings)
     sections = [
-        (title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
+        (title, [(g.summary(), [evidence(e) for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
         for kind, title in SECTIONS
     ]
     return _arranged(sections, result, findings, lambda line: (line, [])), collect_failure_findings(result)
@@ -306,14 +307,14 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     ]
     if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
         out += ["", compiled]
-    sections, failed = finding_sections_with_lines(result, findings)
+    sections, failed = finding_sections_with_lines(result, findings, _evidence_markdown)
     out += ["", "## Findings", ""]
     for title, items in sections:
         if title:
             out += [f"**{title}:**", ""]
         for line, where in items:
             out.append(f"- {md_text(line)}")
-            out += [f"  - at {md_text(w)}" for w in where]
+            out += [f"  - at {w}" for w in where]  # markdown already (_evidence_markdown)
         out.append("")
     out += [f"- **failed:** {md_text(f.summary())}" for f in failed]
     if not failed:
@@ -350,6 +351,14 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
         out += [f"- {md_text(s)}" for s in sentences[:9]]
     out.append("")
     return "\n".join(out)
+
+
+@markdown_writer
+def _evidence_markdown(evidence: LineEvidence) -> str:
+    """A line of evidence in markdown: its quoted source lines as code spans (they rendered as escaped
+    backticks around plain text through md_text), the rest escaped. A writer of its own (inert is
+    idempotent): what it writes is safe before to_markdown's pass too."""
+    return evidence.text(code=md_code_span, plain=md_text)
 
 
 def _failure_line(item: SpecExplain, failure: CompileFailure) -> str:
