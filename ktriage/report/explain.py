@@ -44,7 +44,7 @@ from ktriage.explain.findings import (
 from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_places, short_labels
 from ktriage.explain.line_evidence import LineEvidence, group_evidence
-from ktriage.explain.predicted import identical_toolchains
+from ktriage.explain.predicted import gate_line, identical_toolchains
 from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_code_span, md_text
 from ktriage.schema.jsontypes import JSONObject
@@ -307,6 +307,7 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     ]
     if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
         out += ["", compiled]
+    out += ["", md_text(gate_line(result.threshold))]
     sections, failed = finding_sections_with_lines(result, findings, _evidence_markdown)
     out += ["", "## Findings", ""]
     for title, items in sections:
@@ -389,6 +390,7 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     console.print(table)
     if (compiled := compiled_for_line(result)) is not None:
         console.print(escape(compiled))
+    console.print(escape(gate_line(result.threshold)))
     sections, failed = finding_sections_with_lines(result, findings)
     for title, items in sections:
         console.print(f"[bold]{escape(title or 'Findings')}[/]")
