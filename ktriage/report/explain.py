@@ -374,8 +374,8 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     table = Table(title="ktriage explain", show_lines=False)
     table.add_column("input", style="bold")
     for i, t in enumerate(result.toolchains):
-        table.add_column(toolchain_label(t) + (" (ref)" if i == 0 else ""))
-    table.add_column("changes [attribution]")
+        table.add_column(escape(toolchain_label(t) + (" (ref)" if i == 0 else "")))
+    table.add_column(escape("changes [attribution]"))  # a header is markup too: "[attribution]" was a tag
     # the inputs as the findings name them (explain/labels.py); the full labels: markdown, HTML, JSON
     places = input_places([item.spec for item in result.specs])
     for item, place in zip(result.specs, places, strict=True):

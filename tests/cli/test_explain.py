@@ -117,7 +117,8 @@ def test_what_explain_prints_for_a_catalog_op_selects_its_inputs_back(tmp_path: 
 
 @pytest.mark.slow
 def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path, run_cli: RunCli) -> None:
-    """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages."""
+    """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages, nor the
+    '[attribution]' of the column those '[ptxas]' are in (the header read "changes")."""
     out = run_cli(
         [
             "explain",
@@ -134,6 +135,7 @@ def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path
     )
     assert out.exit_code == exit_codes.OK, out.output
     assert "[ptxas] ATOMG +32" in out.output and "ptxas is responsible" in out.output
+    assert "changes [attribution]" in out.stdout, out.stdout
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n")
     (tmp_path / "k.toml").write_text('[kernel]\nsource = "k.py:k"\n[kernel.signature]\nx_ptr = "*fp32"\n')
     bad = run_cli(["explain", str(tmp_path / "k.toml"), "-t", "triton==3.4.0"])
