@@ -278,6 +278,21 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
+TOOLCHAINS_HEAD = "Toolchains (the first is the reference)"
+
+
+def toolchain_line(
+    toolchain: Toolchain, result: ExplainResult, code: Callable[[str], str] = str, text: Callable[[str], str] = str
+) -> str:
+    """``triton==3.4.0: Triton 3.4.0, ptxas 12.8.93 (triton-3.4.0.ptxas-12.8.93.da4345e0)``: what a
+    toolchain spec resolved to, every report's line (the terminal's columns name the spec alone, and
+    "ptxas is responsible" needs the ptxas each side assembled with, and its options)."""
+    return (
+        f"{code(str(toolchain.spec))}: Triton {text(toolchain.triton_version)}, "
+        f"{text(assembler_label(toolchain, result))} ({code(toolchain.id)})"
+    )
+
+
 def compiled_for_line(
     result: ExplainResult, code: Callable[[str], str] = str, text: Callable[[str], str] = str
 ) -> str | None:
@@ -300,11 +315,8 @@ def compiled_for_line(
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
     out = [f"# {md_text(title)}", ""]
-    out.append("Toolchains (the first is the reference):")
-    out += [
-        f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})"
-        for t in tcs
-    ]
+    out.append(f"{TOOLCHAINS_HEAD}:")
+    out += [f"- {toolchain_line(t, result, code=md_code, text=md_text)}" for t in tcs]
     if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
         out += ["", compiled]
     out += ["", md_text(gate_line(result.threshold))]
@@ -388,6 +400,9 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
+    console.print(f"{TOOLCHAINS_HEAD}:")
+    for t in result.toolchains:
+        console.print(f"  • {escape(toolchain_line(t, result))}")
     if (compiled := compiled_for_line(result)) is not None:
         console.print(escape(compiled))
     console.print(escape(gate_line(result.threshold)))

@@ -143,6 +143,19 @@ def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path
     assert "[kernel]" in bad.stderr and "add `n`" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
+def test_the_table_says_what_each_toolchain_assembled_with(run_cli: RunCli) -> None:
+    """The markdown listed each toolchain's Triton and ptxas; the terminal's columns named the specs
+    alone, so "ptxas is responsible" under "triton==3.4.0" did not say which ptxas (12.8.93, its own)."""
+    out = run_cli(
+        ["explain", "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"]
+    )
+    assert out.exit_code == exit_codes.OK, out.output
+    assert "Toolchains (the first is the reference):" in out.stdout
+    assert "triton==3.4.0,ptxas==12.4.131: Triton 3.4.0, ptxas 12.4.131 (triton-3.4.0.ptxas-12.4.131." in out.stdout
+    assert "triton==3.4.0: Triton 3.4.0, ptxas 12.8.93 (triton-3.4.0.ptxas-12.8.93." in out.stdout
+
+
 # explain with --fixes on one embedding bwd input: the ptxas 12.4 -> 12.8 atomic (a relaxed-atomic fix)
 EMBEDDING_FIXES = [
     "explain",
