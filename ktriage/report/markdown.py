@@ -40,6 +40,7 @@ def _esc(text: str) -> str:
 NO_BASELINE_CHECK = "No baseline check was made."
 
 
+@markdown_writer
 def baseline_markdown(b: BaselineCheck | None) -> str:
     """The baseline check as a markdown line: the message alone, marked WARNING or Note where it
     needs reading. Why no "Baseline check:" label: every message names the baseline in its first
