@@ -68,6 +68,26 @@ def md_code(value: Any) -> str:
     return f"`{text}`" if _PLAIN.fullmatch(text) else md_text(text)
 
 
+def md_code_span(value: Any) -> str:
+    """``value``, any text, as an inline code span that shows it literally: a source line quoted by a
+    report, ``grad_output,``. :func:`md_text` escapes its backticks: the raw file read
+    ``(\\`grad_output,\\`)``, backslashes and all, and it rendered as text between backticks, not as code.
+
+    Safe as :func:`md_text` is: CommonMark shows a code span's content literally (no HTML, link, image
+    or mention inside one), and :func:`inert` finds the span as CommonMark does and leaves it. The
+    fence is one backtick longer than the longest run inside, padded with a space where the content
+    starts or ends with a backtick (or a space at both ends, which a span strips one of); line breaks
+    become spaces (a span is one line here). Not for a table cell: GFM splits a row at ``|`` even
+    inside a span (use :func:`md_text` there). Empty text gives "" (two backticks open no span)."""
+    text = re.sub(r"[\r\n]+", " ", str(value))
+    if not text:
+        return ""
+    fence = "`" * (max((len(run) for run in _RUN.findall(text)), default=0) + 1)
+    ends = text[0] + text[-1]
+    pad = " " if "`" in ends or (ends == "  " and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _link(m: re.Match[str]) -> str:
     """A link kept when its target is http(s) or has no scheme (an anchor, a relative path);
     any other scheme (javascript:, data:, vbscript:...), or an entity that could spell one, loses

@@ -47,6 +47,7 @@ from ktriage.explain.findings import (
 )
 from ktriage.explain.labels import input_names, input_places
 from ktriage.explain.line_evidence import group_evidence
+from ktriage.explain.predicted import gate_line
 from ktriage.spec.model import input_label
 from ktriage.spec.sms import pricing_text
 
@@ -176,6 +177,7 @@ class ExplainView:
     no_change: str = ""  # the no-change line, where no change finding was made (findings.no_change_line)
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
     pricing: str = ""  # the SMs the predictions are priced for (spec.sms.pricing_text)
+    gate: str = ""  # the gate the findings were sorted by (predicted.gate_line)
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -492,4 +494,5 @@ def build_view(
         no_change="" if groups else no_change_line(result),
         targets=sorted({item.spec.target for item in result.specs}),
         pricing=pricing_text([item.spec for item in result.specs]),
+        gate=gate_line(result.threshold),
     )

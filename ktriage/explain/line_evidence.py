@@ -17,7 +17,7 @@ occupancy have no line: no evidence for them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ktriage.analyze.artifact import cached_line_excerpt
@@ -39,6 +39,11 @@ _CLASS_WORDS = {
     "tensor": "tensor-core",
     "sync": "synchronization",
 }
+
+
+def _backticked(snippet: str) -> str:
+    """A quoted source line as the terminal and the JSON's ``text`` show it: between backticks."""
+    return f"`{snippet}`"
 
 
 @dataclass(frozen=True)
@@ -67,22 +72,27 @@ class LineEvidence:
             return f"{gone} -> {came}" if gone and came else gone or came
         return f"{self.delta(d):+d}"
 
-    def text(self) -> str:
+    def text(self, code: Callable[[str], str] = _backticked, plain: Callable[[str], str] = str) -> str:
+        """The evidence in one line; ``code`` marks each quoted source line up and ``plain`` the rest, for
+        the report's format (the terminal and JSON: backticks and the text as it is; markdown:
+        ``md_code_span`` and ``md_text``, so that a quoted line renders as code, not escaped backticks)."""
         parts: list[str] = []
         previous = None
         for d in self.lines:
             where = f":{d.line}" if d.file == previous else d.where
             previous = d.file
-            code = d.text if len(d.text) <= TEXT_CHARS else d.text[: TEXT_CHARS - 1] + "…"
-            what = f"`{code}`" if code else ""
+            snippet = d.text if len(d.text) <= TEXT_CHARS else d.text[: TEXT_CHARS - 1] + "…"
+            what = code(snippet) if snippet else ""
             if d.inlined_at:
-                what += (", " if what else "") + f"inlined at {d.inlined_at[-1]}"
-            parts.append(f"{where}{f' ({what})' if what else ''} {self.change(d)}")
+                what += plain((", " if what else "") + f"inlined at {d.inlined_at[-1]}")
+            parts.append(
+                plain(where) + (f"{plain(' (')}{what}{plain(')')}" if what else "") + plain(f" {self.change(d)}")
+            )
         if self.measure.startswith("class:"):
             tail = f" ({len(self.lines)} of {self.moved} lines)" if self.moved > len(self.lines) else ""
         else:
             tail = self._tail()
-        return f"{self.title}: {', '.join(parts)}{tail}"
+        return plain(f"{self.title}: ") + plain(", ").join(parts) + plain(tail)
 
     def _tail(self) -> str:
         """How much of the change the lines shown carry: ``(4 of 13 lines: +871 of +1161)`` where they all

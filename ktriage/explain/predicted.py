@@ -61,6 +61,16 @@ def impact(predictions: Sequence[Prediction | None]) -> float:
     return 0.0 if w is None else min(w.impact, 50.0)
 
 
+def gate_line(threshold: float) -> str:
+    """The gate the findings were sorted by, said under "Compiled for" in every report (the JSON's
+    ``threshold``): with --threshold 0.1 a +8 % prediction is "predicted neutral", and a reader who
+    cannot see the gate reads that as the model's word on its own. Worded as the bullets word it."""
+    return (
+        f"Gate: +-{threshold:.0%} (--threshold): a change is a regression or an improvement only where its "
+        "predicted interval lies wholly beyond it"
+    )
+
+
 def prediction_text(predictions: Sequence[Prediction | None], inputs: Sequence[str] = ()) -> str:
     """The words a bullet ends with: "predicted +450 % [+300 %, +600 %]: +400 %: 698 more LDL in the
     main loop (local memory (spills))", "change predicted neutral (+1 % [-3 %, +5 %]; within the

@@ -43,10 +43,10 @@ from ktriage.explain.findings import (
 )
 from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_places, short_labels
-from ktriage.explain.line_evidence import group_evidence
-from ktriage.explain.predicted import identical_toolchains
+from ktriage.explain.line_evidence import LineEvidence, group_evidence
+from ktriage.explain.predicted import gate_line, identical_toolchains
 from ktriage.home import portable_path
-from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.mdsafe import markdown_writer, md_code, md_code_span, md_text
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import pricing_text, spec_sm_count
@@ -217,13 +217,14 @@ def finding_sections(
 
 
 def finding_sections_with_lines(
-    result: ExplainResult, findings: list[Finding]
+    result: ExplainResult, findings: list[Finding], evidence: Callable[[LineEvidence], str] = LineEvidence.text
 ) -> tuple[list[tuple[str, list[tuple[str, list[str]]]]], list[FailureFinding]]:
     """:func:`finding_sections` with each bullet's line evidence (``explain/line_evidence.py``): the
-    source lines that carry its change, one line per count (LDL/STL, atomics, ...)."""
+    source lines that carry its change, one line per count (LDL/STL, atomics, ...), as ``evidence``
+    writes them (the markdown: its quoted source lines as code spans, the rest escaped)."""
     groups = group_findings(findings)
     sections = [
-        (title, [(g.summary(), [e.text() for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
+        (title, [(g.summary(), [evidence(e) for e in group_evidence(result, g)]) for g in groups if g.kind == kind])
         for kind, title in SECTIONS
     ]
     return _arranged(sections, result, findings, lambda line: (line, [])), collect_failure_findings(result)
@@ -277,34 +278,56 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     return f"same resources as {ref_name} where compiled ({failed} failed)"
 
 
+TOOLCHAINS_HEAD = "Toolchains (the first is the reference)"
+
+
+def toolchain_line(
+    toolchain: Toolchain, result: ExplainResult, code: Callable[[str], str] = str, text: Callable[[str], str] = str
+) -> str:
+    """``triton==3.4.0: Triton 3.4.0, ptxas 12.8.93 (triton-3.4.0.ptxas-12.8.93.da4345e0)``: what a
+    toolchain spec resolved to, every report's line (the terminal's columns name the spec alone, and
+    "ptxas is responsible" needs the ptxas each side assembled with, and its options)."""
+    return (
+        f"{code(str(toolchain.spec))}: Triton {text(toolchain.triton_version)}, "
+        f"{text(assembler_label(toolchain, result))} ({code(toolchain.id)})"
+    )
+
+
+def compiled_for_line(
+    result: ExplainResult, code: Callable[[str], str] = str, text: Callable[[str], str] = str
+) -> str | None:
+    """``Compiled for: sm_90; priced for 114 SMs (recorded on 132)``, each report's line (None: no kernel);
+    ``code``/``text`` mark a target and the rest up for the report's format (markdown: md_code, md_text).
+
+    Why every report says it: a recorded workload explained with --arch is a what-if for another GPU,
+    and the registers, occupancy and predictions are that GPU's, not the recording's; --sm-count prices
+    the launches for another part (a MIG slice, an H100 PCIe's 114 SMs), and a recorded launch priced for
+    another GPU than the recording's says both (spec.sms.pricing_text). A user who passed either reads
+    it in the terminal as in the files."""
+    targets = sorted({item.spec.target for item in result.specs})
+    if not targets:
+        return None
+    pricing = pricing_text([item.spec for item in result.specs])
+    return "Compiled for: " + ", ".join(code(t) for t in targets) + (f"; {text(pricing)}" if pricing else "")
+
+
 @markdown_writer
 def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "ktriage explain") -> str:
     tcs = result.toolchains
     out = [f"# {md_text(title)}", ""]
-    out.append("Toolchains (the first is the reference):")
-    out += [
-        f"- {md_code(t.spec)}: Triton {md_text(t.triton_version)}, {md_text(assembler_label(t, result))} ({md_code(t.id)})"
-        for t in tcs
-    ]
-    # The GPU the cubins are for: a recorded workload explained with --arch is a what-if for another GPU,
-    # and the registers, occupancy and predictions above are that GPU's, not the recording's.
-    # The SMs too: --sm-count prices the launches for another part (a MIG slice, an H100 PCIe), and a
-    # recorded launch priced for another GPU than the recording's says both (spec.sms.pricing_text).
-    targets = sorted({item.spec.target for item in result.specs})
-    if targets:
-        pricing = pricing_text([item.spec for item in result.specs])
-        out += [
-            "",
-            "Compiled for: " + ", ".join(md_code(t) for t in targets) + (f"; {md_text(pricing)}" if pricing else ""),
-        ]
-    sections, failed = finding_sections_with_lines(result, findings)
+    out.append(f"{TOOLCHAINS_HEAD}:")
+    out += [f"- {toolchain_line(t, result, code=md_code, text=md_text)}" for t in tcs]
+    if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
+        out += ["", compiled]
+    out += ["", md_text(gate_line(result.threshold))]
+    sections, failed = finding_sections_with_lines(result, findings, _evidence_markdown)
     out += ["", "## Findings", ""]
     for title, items in sections:
         if title:
             out += [f"**{title}:**", ""]
         for line, where in items:
             out.append(f"- {md_text(line)}")
-            out += [f"  - at {md_text(w)}" for w in where]
+            out += [f"  - at {w}" for w in where]  # markdown already (_evidence_markdown)
         out.append("")
     out += [f"- **failed:** {md_text(f.summary())}" for f in failed]
     if not failed:
@@ -343,6 +366,14 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     return "\n".join(out)
 
 
+@markdown_writer
+def _evidence_markdown(evidence: LineEvidence) -> str:
+    """A line of evidence in markdown: its quoted source lines as code spans (they rendered as escaped
+    backticks around plain text through md_text), the rest escaped. A writer of its own (inert is
+    idempotent): what it writes is safe before to_markdown's pass too."""
+    return evidence.text(code=md_code_span, plain=md_text)
+
+
 def _failure_line(item: SpecExplain, failure: CompileFailure) -> str:
     """One bullet of the markdown's Failures: a failed cell with its toolchain, or a kernel that did not
     load once (its error is the spec file's, the same with every toolchain: explain/failures.NOT_LOADED)."""
@@ -355,8 +386,8 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
     table = Table(title="ktriage explain", show_lines=False)
     table.add_column("input", style="bold")
     for i, t in enumerate(result.toolchains):
-        table.add_column(toolchain_label(t) + (" (ref)" if i == 0 else ""))
-    table.add_column("changes [attribution]")
+        table.add_column(escape(toolchain_label(t) + (" (ref)" if i == 0 else "")))
+    table.add_column(escape("changes [attribution]"))  # a header is markup too: "[attribution]" was a tag
     # the inputs as the findings name them (explain/labels.py); the full labels: markdown, HTML, JSON
     places = input_places([item.spec for item in result.specs])
     for item, place in zip(result.specs, places, strict=True):
@@ -369,6 +400,12 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         row.append(changes if changes == "no change" else f"[yellow]{changes}[/]")
         table.add_row(*row)
     console.print(table)
+    console.print(f"{TOOLCHAINS_HEAD}:")
+    for t in result.toolchains:
+        console.print(f"  • {escape(toolchain_line(t, result))}")
+    if (compiled := compiled_for_line(result)) is not None:
+        console.print(escape(compiled))
+    console.print(escape(gate_line(result.threshold)))
     sections, failed = finding_sections_with_lines(result, findings)
     for title, items in sections:
         console.print(f"[bold]{escape(title or 'Findings')}[/]")

@@ -37,15 +37,25 @@ def _esc(text: str) -> str:
     return md_text(text)
 
 
+NO_BASELINE_CHECK = "No baseline check was made."
+
+
+@markdown_writer
 def baseline_markdown(b: BaselineCheck | None) -> str:
     """The baseline check as a markdown line: the message alone, marked WARNING or Note where it
     needs reading. Why no "Baseline check:" label: every message names the baseline in its first
     words ("baseline torch_layer_norm could not be confirmed unchanged", "no baseline backend ..."),
     so a label read "Baseline check: baseline torch_layer_norm ...". One home for compare and triage."""
     if b is None:
-        return "No baseline check was made."
+        return NO_BASELINE_CHECK
     mark = {"moved": "WARNING", "unsure": "Note", "absent": "Note", "none": "Note"}.get(b.status)
     return f"> **{mark}:** {_esc(b.message)}" if mark else _esc(b.message)
+
+
+def method_text(c: Comparison) -> str:
+    """``gate +-5%, 95% confidence, Mann-Whitney U on raw samples``: what a verdict of ``c`` means, said
+    after its headline in every output (the gate decides regression from same; --threshold moves it)."""
+    return f"gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples"
 
 
 def headline(c: Comparison) -> str:
@@ -105,9 +115,7 @@ def _pair_table(pairs: Sequence[PairResult], confidence: float, ranked: bool) ->
 def comparison_markdown(c: Comparison, level: int = 2) -> str:
     h = "#" * level
     out = [f"{h} ktriage compare: {md_code(c.ref_label)} -> {md_code(c.new_label)}", ""]
-    out.append(
-        f"**{headline(c)}** (gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples)"
-    )
+    out.append(f"**{headline(c)}** ({method_text(c)})")
     out.append("")
     out.append(baseline_markdown(c.baseline))
     out.append("")

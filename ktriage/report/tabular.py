@@ -13,10 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
-from ktriage.compare.pairing import PairResult
+from ktriage.compare.pairing import BaselineCheck, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
-from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
+from ktriage.report.markdown import NO_BASELINE_CHECK, fmt_ci, fmt_ms, fmt_pct, headline, method_text, quoted
 from ktriage.wording import plural
 
 CSV_COLUMNS = (
@@ -134,13 +134,10 @@ def print_table(
     ``max_rows`` rows per comparison, then a line saying how many more there are; under the table the
     cells not compared, counted per reason (:func:`print_not_compared_groups`)."""
     for c in report.comparisons:
-        console.print(f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))}")
-        style = (
-            "red"
-            if c.baseline.status == "moved"
-            else ("yellow" if c.baseline.status in ("unsure", "absent", "none") else "dim")
+        console.print(
+            f"[bold]{escape(c.ref_label)} -> {escape(c.new_label)}[/]: {escape(headline(c))} ({escape(method_text(c))})"
         )
-        console.print(f"[{style}]{escape(c.baseline.message)}[/]")  # it names the baseline: no "baseline: " label
+        print_baseline(console, c.baseline)
         t = Table(show_lines=False)
         for col in (
             "op",
@@ -167,6 +164,17 @@ def print_table(
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
         console.print()
+
+
+def print_baseline(console: Console, b: BaselineCheck | None) -> None:
+    """The baseline check's message, red where the baseline moved, yellow where it needs reading (as
+    the markdown marks WARNING and Note: ``baseline_markdown``); compare's and triage's terminal both.
+    The message names the baseline in its first words: no "baseline: " label."""
+    if b is None:
+        console.print(f"[dim]{NO_BASELINE_CHECK}[/]")
+        return
+    style = "red" if b.status == "moved" else ("yellow" if b.status in ("unsure", "absent", "none") else "dim")
+    console.print(f"[{style}]{escape(b.message)}[/]")
 
 
 def print_not_compared_groups(console: Console, groups: NotComparedGroups) -> None:

@@ -9,6 +9,7 @@ what failed. Computing is in ``ktriage.triage``; this module only lays it out.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -20,7 +21,7 @@ from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
 from ktriage.report.markdown import baseline_markdown, not_compared_rows
 from ktriage.report.svg import Series, line_chart
-from ktriage.report.tabular import print_not_compared_groups
+from ktriage.report.tabular import print_baseline, print_not_compared_groups
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
 from ktriage.wording import plural
 
@@ -79,6 +80,15 @@ def _counters_markdown(cells: list[CellTriage]) -> list[str]:
     return out + [""]
 
 
+def setup_line(report: TriageReport, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> str:
+    """``Toolchains: triton==3.3.1 -> triton==3.4.0; gate ±10%; target sm_90.``: what the verdicts were
+    judged with, said under the headline in the terminal and the markdown (``code``/``text`` mark the
+    toolchains and the target up for the format). The target too: the compile-side causes, culprits
+    and fixes are that GPU's (--arch)."""
+    old, new = code(report.old_toolchain or "unknown"), code(report.new_toolchain or "unknown")
+    return f"Toolchains: {old} -> {new}; gate ±{report.options.threshold * 100:g}%; target {text(report.options.arch)}."
+
+
 def _is_measured(report: TriageReport) -> bool:
     return report.measured is not None and report.measured.remeasured
 
@@ -135,8 +145,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         "",
         f"**{report.headline()}**",
         "",
-        f"Toolchains: {md_code(report.old_toolchain or 'unknown')} -> {md_code(report.new_toolchain or 'unknown')}; gate "
-        f"±{report.options.threshold * 100:g}%; target {_esc(report.options.arch)}.",
+        setup_line(report, code=md_code, text=_esc),
         "",
     ]
     for title, kinds in SECTIONS:
@@ -316,9 +325,8 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
 
 def print_table(report: TriageReport, console: Console) -> None:
     console.print(f"[bold]{escape(report.headline())}[/]")
-    console.print(
-        f"toolchains: {escape(report.old_toolchain or 'unknown')} -> {escape(report.new_toolchain or 'unknown')}"
-    )
+    console.print(escape(setup_line(report)))
+    print_baseline(console, report.baseline)  # as the markdown and HTML: a moved one may be the cause
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:

@@ -117,7 +117,8 @@ def test_what_explain_prints_for_a_catalog_op_selects_its_inputs_back(tmp_path: 
 
 @pytest.mark.slow
 def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path, run_cli: RunCli) -> None:
-    """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages."""
+    """Rich markup must not swallow '[ptxas]' or a spec file's '[kernel]' in messages, nor the
+    '[attribution]' of the column those '[ptxas]' are in (the header read "changes")."""
     out = run_cli(
         [
             "explain",
@@ -134,11 +135,25 @@ def test_cli_table_shows_the_attribution_and_errors_keep_brackets(tmp_path: Path
     )
     assert out.exit_code == exit_codes.OK, out.output
     assert "[ptxas] ATOMG +32" in out.output and "ptxas is responsible" in out.output
+    assert "changes [attribution]" in out.stdout, out.stdout
     (tmp_path / "k.py").write_text("import triton\n\n@triton.jit\ndef k(x_ptr, n):\n    pass\n")
     (tmp_path / "k.toml").write_text('[kernel]\nsource = "k.py:k"\n[kernel.signature]\nx_ptr = "*fp32"\n')
     bad = run_cli(["explain", str(tmp_path / "k.toml"), "-t", "triton==3.4.0"])
     assert bad.exit_code == exit_codes.USAGE, bad.output
     assert "[kernel]" in bad.stderr and "add `n`" in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_the_table_says_what_each_toolchain_assembled_with(run_cli: RunCli) -> None:
+    """The markdown listed each toolchain's Triton and ptxas; the terminal's columns named the specs
+    alone, so "ptxas is responsible" under "triton==3.4.0" did not say which ptxas (12.8.93, its own)."""
+    out = run_cli(
+        ["explain", "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"]
+    )
+    assert out.exit_code == exit_codes.OK, out.output
+    assert "Toolchains (the first is the reference):" in out.stdout
+    assert "triton==3.4.0,ptxas==12.4.131: Triton 3.4.0, ptxas 12.4.131 (triton-3.4.0.ptxas-12.4.131." in out.stdout
+    assert "triton==3.4.0: Triton 3.4.0, ptxas 12.8.93 (triton-3.4.0.ptxas-12.8.93." in out.stdout
 
 
 # explain with --fixes on one embedding bwd input: the ptxas 12.4 -> 12.8 atomic (a relaxed-atomic fix)

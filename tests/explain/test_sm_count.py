@@ -7,11 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import ktriage.api as kt
 from ktriage.explain.engine import KernelResult
 from ktriage.predict.model import breakdown, load_params, profile
 from ktriage.record.workload import compact, save_workload
+from tests.conftest import RunCli
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +43,22 @@ def test_a_catalog_ops_prediction_follows_sm_count(toolchain) -> None:
     assert small.to_json()["kernels"][0]["sm_count"] == 16  # type: ignore[index,call-overload]
     assert "Compiled for: `sm_90`; priced for 16 SMs" in small.to_markdown()
     assert "priced for 132 SMs" in usual.to_markdown()
+
+
+def test_the_terminal_says_the_target_and_the_sm_count_priced_for(run_cli: RunCli, toolchain) -> None:
+    """The markdown, HTML and JSON said "Compiled for: sm_90; priced for N SMs"; the terminal table,
+    what a user who passed --sm-count 114 reads first, said neither."""
+    toolchain(TOOLCHAINS[0])
+    argv = ["explain", "liger.embedding", "--bwd", "--input", "0", "--arch", "sm_90", "--sm-count", "114"]
+    out = run_cli([*argv, *(x for t in TOOLCHAINS for x in ("-t", t))])
+    assert out.exit_code == 0, out.stderr
+    assert "Compiled for: sm_90; priced for 114 SMs" in out.stdout, out.stdout
+
+
+def _terminal(report: kt.ExplainReport) -> str:
+    console = Console(record=True, width=250)
+    report.print_table(console)
+    return console.export_text()
 
 
 KERNEL = """
@@ -110,6 +128,7 @@ def test_a_workload_is_priced_for_its_recording_gpu_and_sm_count_overrides_it(to
     assert (facts.sm_count, facts.grid_ctas) == (16, 512)  # the recorded grid, on 16 SMs
     assert item.spec.meta["recorded_sm_count"] == 114
     assert "Compiled for: `sm_90`; priced for 16 SMs (recorded on 114)" in other.to_markdown()
+    assert "Compiled for: sm_90; priced for 16 SMs (recorded on 114)" in _terminal(other)
     assert other.to_json()["kernels"][0]["sm_count"] == 16  # type: ignore[index,call-overload]
 
 

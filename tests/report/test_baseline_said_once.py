@@ -17,6 +17,7 @@ from ktriage.compare.report import CompareReport
 from ktriage.report.html import write_html
 from ktriage.report.markdown import comparison_markdown
 from ktriage.report.tabular import print_table
+from ktriage.report.triage import print_table as print_triage_table
 from ktriage.report.triage import to_html, to_markdown
 from ktriage.testing import fake_sweep_run
 from ktriage.triage.model import TriageOptions, TriageReport
@@ -45,8 +46,11 @@ def test_every_report_says_the_baseline_once(factor: float, status: str, tmp_pat
     print_table(console, CompareReport([c]))
     options = TriageOptions(old_toolchain="triton==3.3.1", new_toolchain="triton==3.4.0")
     triage = TriageReport("a.json", "b.json", "triton==3.3.1", "triton==3.4.0", options, [], 0, baseline=c.baseline)
+    triage_console = Console(record=True, width=400)
+    print_triage_table(triage, triage_console)
     renderings = {
         "compare terminal": console.export_text(),
+        "triage terminal": triage_console.export_text(),
         "compare markdown": comparison_markdown(c),
         "compare html": _visible(write_html(tmp_path / "c.html", CompareReport([c])).read_text()),
         "triage markdown": to_markdown(triage),

@@ -4,6 +4,7 @@ carrying them, through the real CLI."""
 
 from __future__ import annotations
 
+from html import unescape
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ktriage.cli.app import app
-from ktriage.mdsafe import md_code, md_text
+from ktriage.mdsafe import inert, md_code, md_code_span, md_text
 from ktriage.measure.results_file import write_results
 from ktriage.testing import fake_sweep_run
 
@@ -41,6 +42,56 @@ def test_md_text_and_md_code() -> None:
     assert md_text("a|b\nc `d` \\](e)") == "a\\|b c \\`d\\` \\\\]\\(e)"
     assert md_text("liger_layer_norm@triton-3.4.0 N=4096 -> 4608") == "liger_layer_norm@triton-3.4.0 N=4096 -> 4608"
     assert md_code("triton-3.4.0") == "`triton-3.4.0`" and md_code("a`b") == "a\\`b"
+
+
+def _rendered(md: str) -> str:
+    """``md`` as a CommonMark renderer makes it HTML (markdown-it-py, which rich depends on; GitHub's is
+    CommonMark too): what a reader of the summary sees."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").render(md)
+
+
+@pytest.mark.parametrize(
+    ("snippet", "code"),
+    [
+        ("grad_output,", "grad_output,"),
+        ("s = `a` + ``b``", "s = `a` + ``b``"),
+        ("`x`", "`x`"),
+        ("  x  ", "  x  "),
+        (HOSTILE, HOSTILE),
+        ("a\nb", "a b"),
+    ],
+)
+def test_md_code_span_shows_any_text_as_code_and_stays_inert(snippet: str, code: str) -> None:
+    """A quoted source line is a code span whatever it holds (backticks of any run, spaces at its ends),
+    and the hostile lot inside one is shown as text: no tag, image, link or mention comes out."""
+    md = inert(f"- at f.py:7 ({md_code_span(snippet)}) +3")
+    html = _rendered(md)
+    assert html.count("<code>") == 1, html
+    assert unescape(html.split("<code>")[1].split("</code>")[0]) == code
+    for raw in ("<script", "<img", "<a ", "href="):
+        assert raw not in html, raw
+    assert md_code_span("") == ""
+
+
+@pytest.mark.slow
+def test_explain_markdown_quotes_source_lines_as_code(toolchain: Any) -> None:
+    """The line evidence's quoted source line (embedding bwd's ``grad_output,``) went through md_text:
+    the raw markdown read ``(\\`grad_output,\\`)`` and rendered as text between backticks, not code."""
+    import ktriage.api as kt
+
+    toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")
+    report = kt.explain(
+        target="liger.embedding",
+        mode="bwd",
+        inputs="0",
+        arch="sm_90",
+        toolchains=["triton==3.4.0,ptxas==12.4.131", "triton==3.4.0"],
+    )
+    md = report.to_markdown()
+    assert "embedding.py:71 (`grad_output,`)" in md and "\\`" not in md, md
+    assert "embedding.py:71 (<code>grad_output,</code>)" in _rendered(md)
 
 
 @pytest.fixture()
