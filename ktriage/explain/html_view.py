@@ -19,6 +19,7 @@ table (the markdown report's), so a 30-input sweep stays a page, not thirty.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.analyze.artifact import cached_line_map
@@ -45,6 +46,7 @@ from ktriage.explain.findings import (
     no_change_line,
     uncovered_lines,
 )
+from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_names, input_places
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.spec.model import input_label
@@ -176,6 +178,8 @@ class ExplainView:
     no_change: str = ""  # the no-change line, where no change finding was made (findings.no_change_line)
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
     pricing: str = ""  # the SMs the predictions are priced for (spec.sms.pricing_text)
+    # the verified fixes (explain --fixes); None: not asked for, so the page has no Fixes section
+    fixes: list[Fix] | None = None
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -400,6 +404,7 @@ def build_view(
     max_kernels: int = 4,
     context: int = 3,
     max_run: int = 400,
+    fixes: Sequence[Fix] | None = None,
 ) -> ExplainView:
     groups: list[FindingGroup] = group_findings(findings)
     labels = {input_label(item.spec.meta, item.spec.name): i for i, item in enumerate(result.specs)}
@@ -492,4 +497,5 @@ def build_view(
         no_change="" if groups else no_change_line(result),
         targets=sorted({item.spec.target for item in result.specs}),
         pricing=pricing_text([item.spec for item in result.specs]),
+        fixes=list(fixes) if fixes is not None else None,
     )

@@ -133,3 +133,39 @@ def test_markup_in_the_input_is_escaped(tmp_path: Path) -> None:
     assert "<img" not in dom.lower()
     assert 'class="diff sass-diff"' in dom  # the kernel has its diff section (unchanged or not)
     assert "add_kernel" in dom
+
+
+@needs_chromium
+def test_fixes_asked_for_are_in_the_page(tmp_path: Path) -> None:
+    """`--fixes -o report.html` wrote the same page as without --fixes: the verified fix the terminal
+    and the markdown show was silently missing from the HTML. The page has its Fixes section (after
+    the findings) with the fix, whether it was verified, its effect and caveats."""
+    page = explain_html(
+        tmp_path,
+        "liger.embedding",
+        "--bwd",
+        "-i",
+        "0",
+        "-t",
+        "triton==3.4.0,ptxas==12.4.131",
+        "-t",
+        "triton==3.4.0",
+        "--fixes",
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    section = re.search(r'<h2 id="fixes">Fixes \(verified by compiling, not timed\)</h2>(.*?)(?=<h2)', dom, re.S)
+    assert section, "no Fixes section in the HTML report of explain --fixes"
+    fix = re.search(r'<li class="fix[^"]*">(.*?)</li>', section.group(1), re.S)
+    assert fix and "relaxed-atomic" in fix.group(1) and 'sem="relaxed"' in html.unescape(fix.group(1))
+    assert "verified" in fix.group(1) and "ATOMG 32 -&gt; 0" in fix.group(1) and "caveat" in fix.group(1)
+
+
+@needs_chromium
+def test_no_fixes_section_unless_asked(tmp_path: Path) -> None:
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    assert 'id="fixes"' not in dom
