@@ -3,6 +3,9 @@ finds the binary and runs it. Tests skip only when no Chromium binary exists (De
 
 from __future__ import annotations
 
+import html
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -44,3 +47,22 @@ def dump_dom(tmp_path: Path, page: Path) -> tuple[str, str]:
     """The rendered DOM of ``page`` and Chromium's log (script errors show up there)."""
     proc = run_chromium(tmp_path, "--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri())
     return proc.stdout, proc.stderr
+
+
+def layout(tmp_path: Path, page: Path, expression: str, width: int = 1280) -> object:
+    """``expression`` (JavaScript) evaluated in ``page`` as laid out in a ``width``-px-wide window, as
+    JSON: the reports have no script, so a copy of the page gets one that writes the value into the
+    DOM, read back with ``--dump-dom``. For what only layout shows (overflow, overlap)."""
+    probe = tmp_path / f"probe-{width}-{page.name}"
+    script = (
+        "<script>window.addEventListener('load', () => { const p = document.createElement('pre');"
+        f" p.id = 'ktriage-probe'; p.textContent = JSON.stringify(({expression})); document.body.append(p); }});"
+        "</script>"
+    )
+    probe.write_text(page.read_text().replace("</body>", script + "</body>"))
+    proc = run_chromium(
+        tmp_path, f"--window-size={width},900", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()
+    )
+    found = re.search(r'<pre id="ktriage-probe">(.*?)</pre>', proc.stdout, re.S)
+    assert found, f"the layout probe did not run in {page.name}"
+    return json.loads(html.unescape(found.group(1)))

@@ -10,8 +10,10 @@ import html
 import re
 from pathlib import Path
 
+import pytest
+
 from ktriage.cli.app import main
-from tests.browser import dump_dom, needs_chromium
+from tests.browser import dump_dom, layout, needs_chromium
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:
@@ -169,3 +171,28 @@ def test_no_fixes_section_unless_asked(tmp_path: Path) -> None:
     dom, err = dump_dom(tmp_path, page)
     check_page(dom, err)
     assert 'id="fixes"' not in dom
+
+
+# every cell of the source view whose text runs past its box, and how far the page scrolls sideways
+OVERFLOW = """(() => {
+  const de = document.documentElement;
+  const cells = [...document.querySelectorAll('.source-view .row > span, .source-view summary > span')];
+  const over = cells.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 40));
+  return {cells: cells.length, sideways: de.scrollWidth - de.clientWidth, over: [...new Set(over)].slice(0, 6)};
+})()"""
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 800])
+def test_source_view_fits_its_columns_and_the_window(tmp_path: Path, width: int) -> None:
+    """The source view's grid had fixed columns 1156 px wide at least: at 1280 px its header
+    "global/shared/atomic" ran into "main loop (per iteration)", and at 800 px the last three columns
+    stuck out of the page, which scrolled sideways. Each cell's text now stays in its cell and the
+    page in the window, at a laptop's and at a narrow window's width."""
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
+    got = layout(tmp_path, page, OVERFLOW, width=width)
+    assert isinstance(got, dict) and got["cells"] > 8 * 10  # the header and the lines, 8 cells each
+    assert got["over"] == [], f"text past its cell at {width} px: {got['over']}"
+    assert got["sideways"] <= 0, f"the page scrolls {got['sideways']} px sideways at {width} px"
