@@ -196,3 +196,35 @@ def test_source_view_fits_its_columns_and_the_window(tmp_path: Path, width: int)
     assert isinstance(got, dict) and got["cells"] > 8 * 10  # the header and the lines, 8 cells each
     assert got["over"] == [], f"text past its cell at {width} px: {got['over']}"
     assert got["sideways"] <= 0, f"the page scrolls {got['sideways']} px sideways at {width} px"
+
+
+@needs_chromium
+def test_inputs_with_the_same_compiled_kernels_show_their_diffs_once(tmp_path: Path) -> None:
+    """N=4608 and N=5120 compile to the same kernels (BLOCK_SIZE 8192 both, N a runtime argument):
+    the page repeated the same 1.3 MB of diffs and source lines for each (3.0 MB for N=4096..5120).
+    The second section keeps its resources and cross matrix and links to the first one's diffs;
+    every evidence link still lands on a row that shows it."""
+    page = explain_html(
+        tmp_path,
+        "liger.layer_norm",
+        "--bwd",
+        "-i",
+        "N=4608",
+        "-i",
+        "N=5120",
+        "-t",
+        "triton==3.3.1",
+        "-t",
+        "triton==3.4.0",
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="diff ptx-diff"') == 1
+    assert dom.count('class="source-view"') == 1
+    first, second = re.findall(r'<section class="comparison" id="([^"]+)">', dom)
+    same = re.search(rf'<section class="comparison" id="{second}">.*?</section>', dom, re.S)
+    assert same and f'<a href="#{first}">N=4608</a>' in same.group(0) and '<table class="cross">' in same.group(0)
+    targets = evidence_targets(dom)  # every link's anchor exists
+    spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
+    assert re.search(r"\b(LDL|STL)", spill)
+    assert page.stat().st_size < 2_000_000
