@@ -49,6 +49,16 @@ def dump_dom(tmp_path: Path, page: Path) -> tuple[str, str]:
     return proc.stdout, proc.stderr
 
 
+# a layout probe: how far the page scrolls sideways, and each chart or table that sticks out of the window
+STICKS_OUT = """(() => {
+  const de = document.documentElement;
+  const out = [...document.querySelectorAll('svg.chart, table')]
+    .filter(e => e.getBoundingClientRect().right > de.clientWidth + 1)
+    .map(e => e.tagName + '.' + e.getAttribute('class'));
+  return {sideways: de.scrollWidth - de.clientWidth, out};
+})()"""
+
+
 def layout(tmp_path: Path, page: Path, expression: str, width: int = 1280) -> object:
     """``expression`` (JavaScript) evaluated in ``page`` as laid out in a ``width``-px-wide window, as
     JSON: the reports have no script, so a copy of the page gets one that writes the value into the
