@@ -58,6 +58,24 @@ STICKS_OUT = """(() => {
   return {sideways: de.scrollWidth - de.clientWidth, out};
 })()"""
 
+# a layout probe: each text colour whose contrast with the background behind it is under WCAG AA's
+# 4.5:1 for body text (SVG chart labels aside), once per (colour, background, element) with an example
+LOW_CONTRAST = """(() => {
+  const lum = c => { const m = c.match(/[\\d.]+/g).map(Number);
+    const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return [0.2126 * f(m[0]) + 0.7152 * f(m[1]) + 0.0722 * f(m[2]), m.length > 3 ? m[3] : 1]; };
+  const behind = el => { for (; el; el = el.parentElement) { const c = getComputedStyle(el).backgroundColor;
+    const [l, a] = lum(c); if (a > 0.5) return [l, c]; } return [1, 'white']; };
+  const low = {};
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('svg') || ![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+    const s = getComputedStyle(el), [fg] = lum(s.color), [bg, bc] = behind(el);
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    if (ratio < 4.5) low[`${s.color} on ${bc} ${el.tagName}.${el.className}`] = [+ratio.toFixed(2), el.textContent.trim().slice(0, 30)];
+  }
+  return low;
+})()"""
+
 
 def layout(tmp_path: Path, page: Path, expression: str, width: int = 1280) -> object:
     """``expression`` (JavaScript) evaluated in ``page`` as laid out in a ``width``-px-wide window, as

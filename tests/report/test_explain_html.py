@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ktriage.cli.app import main
-from tests.browser import dump_dom, layout, needs_chromium
+from tests.browser import LOW_CONTRAST, dump_dom, layout, needs_chromium
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:
@@ -228,3 +228,13 @@ def test_inputs_with_the_same_compiled_kernels_show_their_diffs_once(tmp_path: P
     spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
     assert re.search(r"\b(LDL|STL)", spill)
     assert page.stat().st_size < 2_000_000
+
+
+@needs_chromium
+def test_text_contrast(tmp_path: Path) -> None:
+    """The diffs' line numbers were #999 on white (2.8:1) and the footer #777 (4.48:1): under the
+    4.5:1 body text needs (WCAG AA). Every text colour of the page now has it."""
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
+    assert layout(tmp_path, page, LOW_CONTRAST) == {}
