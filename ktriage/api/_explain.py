@@ -118,11 +118,11 @@ class ExplainReport:
 
     def to_html(self) -> str:
         """The self-contained HTML report: ranked findings linked to the lines of the side-by-side
-        PTX and SASS diffs."""
+        PTX and SASS diffs, and the fixes when they were asked for (as the markdown has them)."""
         from ktriage.explain.html_view import build_view
         from ktriage.report.explain_html import to_html
 
-        return to_html(build_view(self.result, self.findings, title=self.title))
+        return to_html(build_view(self.result, self.findings, title=self.title, fixes=self.fixes))
 
     def print_table(self, console: Console) -> None:
         from ktriage.report.explain import print_fixes, print_table

@@ -19,6 +19,8 @@ table (the markdown report's), so a 30-input sweep stays a page, not thirty.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ktriage.analyze.artifact import cached_line_map
@@ -45,6 +47,7 @@ from ktriage.explain.findings import (
     no_change_line,
     uncovered_lines,
 )
+from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_names, input_places
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.predicted import gate_line
@@ -133,6 +136,9 @@ class ComparisonView:
     source: list[SourceLineView] = field(default_factory=list)  # the source view (module docstring)
     source_note: str | None = None  # why there is no source view
     line_anchors: dict[tuple[str, int], str] = field(default_factory=dict)  # (file, line) -> anchor
+    # (input, anchor) of an earlier comparison of the same compiled kernels (identical PTX and cubins
+    # with both toolchains): its diffs and source lines are this one's, so the page shows them once
+    same_as: tuple[str, str] | None = None
 
 
 @dataclass
@@ -178,6 +184,8 @@ class ExplainView:
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
     pricing: str = ""  # the SMs the predictions are priced for (spec.sms.pricing_text)
     gate: str = ""  # the gate the findings were sorted by (predicted.gate_line)
+    # the verified fixes (explain --fixes); None: not asked for, so the page has no Fixes section
+    fixes: list[Fix] | None = None
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -311,6 +319,29 @@ def _source_view(c: CompileDiff, anchor: str) -> tuple[list[SourceLineView], str
     return rows, note
 
 
+def _compiled_key(c: CompileDiff) -> tuple[str, ...] | None:
+    """What the comparison's diffs and source lines are made of: both toolchains' PTX and cubin, by
+    digest. Two inputs that compile to the same kernels (N=4608 and N=5120 with BLOCK_SIZE 8192: N
+    is a runtime argument) share it, and their 1.3 MB of diffs need showing once. None: a file
+    could not be read, so the comparison is shown in full."""
+    key: list[str] = []
+    for result in (c.ref, c.new):
+        try:
+            ptx = result.artifact.frontend.text("ptx").encode()
+            cubin = result.artifact.cubin.cubin_path.read_bytes()
+        except (KtriageError, OSError):
+            return None
+        key += [result.toolchain.id, hashlib.sha256(ptx).hexdigest(), hashlib.sha256(cubin).hexdigest()]
+    return tuple(key)
+
+
+def _shown_anchor(anchor: str, cv: ComparisonView) -> str:
+    """An anchor inside ``cv`` as the page has it: in the comparison it repeats, where ``cv`` is one."""
+    if cv.same_as is not None and anchor.startswith(cv.anchor + "-"):
+        return cv.same_as[1] + anchor[len(cv.anchor) :]
+    return anchor
+
+
 def _row_anchor(cv: ComparisonView, kind: str, index: int | None) -> str | None:
     return None if index is None else f"{cv.anchor}-{kind}-r{index}"
 
@@ -402,6 +433,7 @@ def build_view(
     max_kernels: int = 4,
     context: int = 3,
     max_run: int = 400,
+    fixes: Sequence[Fix] | None = None,
 ) -> ExplainView:
     groups: list[FindingGroup] = group_findings(findings)
     labels = {input_label(item.spec.meta, item.spec.name): i for i, item in enumerate(result.specs)}
@@ -421,6 +453,7 @@ def build_view(
                 if i is not None and i not in chosen and len(chosen) < max_kernels:
                     chosen.append(i)
     kernels: dict[int, KernelView] = {}
+    shown: dict[tuple[str, ...], tuple[str, str]] = {}  # compiled kernels -> (input, anchor) showing them
     for i in sorted(chosen):
         item: SpecExplain = result.specs[i]
         anchor = f"k{i}"
@@ -431,6 +464,11 @@ def build_view(
             _comparison_view(c, f"{anchor}-c{j}", context=context, max_run=max_run)
             for j, c in enumerate(item.comparisons)
         ]
+        for diff, comp in zip(item.comparisons, comps, strict=True):
+            key = _compiled_key(diff)
+            if key is not None:
+                comp.same_as = shown.get(key)
+                shown.setdefault(key, (places[i], comp.anchor))
         kernels[i] = KernelView(
             anchor,
             places[i],
@@ -454,7 +492,7 @@ def build_view(
             )
             if cv is None:
                 continue
-            href, word = "#" + _evidence_anchor(f, kv, cv), _WORDS.get(f.metric, f.metric)
+            href, word = "#" + _shown_anchor(_evidence_anchor(f, kv, cv), cv), _WORDS.get(f.metric, f.metric)
             same = next((x for x in fv.links if x.href == href), None)
             if same is not None:  # one line shows several pieces of evidence: one link naming them all
                 same.text = same.text.replace(f" at {kv.input}", f", {word} at {kv.input}")
@@ -465,9 +503,12 @@ def build_view(
             cv = next((c for c in kv.comparisons if c.new == ev.toolchain), None) if kv is not None else None
             top = ev.lines[0] if ev.lines else None
             target = cv.line_anchors.get((top.file, top.line)) if cv is not None and top is not None else None
-            if target is not None and top is not None and kv is not None:
+            if target is not None and top is not None and kv is not None and cv is not None:
                 fv.links.append(
-                    Link(f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {kv.input}", f"#{target}-sass")
+                    Link(
+                        f"{ev.title.split(' (')[0]} at {top.where} ({ev.change(top)}), {kv.input}",
+                        f"#{_shown_anchor(target, cv)}-sass",
+                    )
                 )
             fv.lines.append(ev.text())
         views.append(fv)
@@ -495,4 +536,5 @@ def build_view(
         targets=sorted({item.spec.target for item in result.specs}),
         pricing=pricing_text([item.spec for item in result.specs]),
         gate=gate_line(result.threshold),
+        fixes=list(fixes) if fixes is not None else None,
     )

@@ -205,7 +205,7 @@ def _arranged(
     return out
 
 
-def finding_sections(
+def _finding_sections(
     result: ExplainResult, findings: list[Finding]
 ) -> tuple[list[tuple[str, list[str]]], list[FailureFinding]]:
     """The findings as (section title, bullets): one bullet per regression (its evidence grouped),
@@ -232,7 +232,7 @@ def finding_sections_with_lines(
 
 def finding_lines(result: ExplainResult, findings: list[Finding]) -> tuple[list[str], list[FailureFinding]]:
     """Every finding bullet in report order (regressions by impact, improvements, other changes)."""
-    sections, failed = finding_sections(result, findings)
+    sections, failed = _finding_sections(result, findings)
     return [line for _, lines in sections for line in lines], failed
 
 
@@ -427,7 +427,7 @@ FIXES_TITLE = "Fixes (verified by compiling, not timed)"
 NOT_RECOMMENDED_TITLE = "Tried, not recommended (predicted slower than the kernel as compiled)"
 
 
-def _no_fix(fixes: Sequence[Fix]) -> str | None:
+def no_fix_line(fixes: Sequence[Fix]) -> str | None:
     """The line under the fixes' heading when none is recommended: none tried, or every one predicted slower."""
     if not fixes:
         return "No fix to propose for these findings."
@@ -441,9 +441,9 @@ def print_fixes(fixes: Sequence[Fix], console: Console) -> None:
     markdown's ``**kind**`` and backticks printed raw read as noise in a terminal. Those predicted
     slower come apart, under their own heading: listed among the fixes, "+111 %" read as advice."""
     console.print(f"[bold]{FIXES_TITLE}[/]")
-    if (none := _no_fix(fixes)) is not None:
+    if (none := no_fix_line(fixes)) is not None:
         console.print(f"  • {none}")
-    for title, shown in _sections(fixes):
+    for title, shown in fix_sections(fixes):
         if title:
             console.print(f"[bold]{title}[/]")
         for f in shown:
@@ -456,7 +456,7 @@ def print_fixes(fixes: Sequence[Fix], console: Console) -> None:
                 console.print(f"      caveat: {escape(c)}")
 
 
-def _sections(fixes: Sequence[Fix]) -> list[tuple[str, list[Fix]]]:
+def fix_sections(fixes: Sequence[Fix]) -> list[tuple[str, list[Fix]]]:
     """The recommended fixes (no heading of their own: the fixes' one), then those predicted slower."""
     slower = [f for f in fixes if not f.recommended]
     return [("", [f for f in fixes if f.recommended])] + ([(NOT_RECOMMENDED_TITLE, slower)] if slower else [])
@@ -466,9 +466,9 @@ def _sections(fixes: Sequence[Fix]) -> list[tuple[str, list[Fix]]]:
 def fixes_markdown(fixes: Sequence[Fix]) -> str:
     """The "## Fixes" section of the explain report (those predicted slower under a heading of their own)."""
     out = [f"## {FIXES_TITLE}", ""]
-    if (none := _no_fix(fixes)) is not None:
+    if (none := no_fix_line(fixes)) is not None:
         out.append(f"- {none}")
-    for title, shown in _sections(fixes):
+    for title, shown in fix_sections(fixes):
         if title:
             out += ["", f"### {title}", ""]
         for f in shown:

@@ -15,6 +15,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from ktriage.atomic import write_atomic
 from ktriage.explain.html_view import ExplainView
+from ktriage.report.explain import FIXES_TITLE, fix_sections, no_fix_line
 
 
 def _env() -> Environment:
@@ -30,7 +31,11 @@ def _num(value: float | None) -> str:
 def to_html(view: ExplainView) -> str:
     env = _env()
     env.filters["num"] = _num
-    return env.get_template("explain.html.j2").render(v=view)
+    # the fixes in the markdown's sections and words (report/explain.py), so the formats agree
+    fixes = None
+    if view.fixes is not None:
+        fixes = {"title": FIXES_TITLE, "none": no_fix_line(view.fixes), "sections": fix_sections(view.fixes)}
+    return env.get_template("explain.html.j2").render(v=view, fixes=fixes)
 
 
 def write_html(path: str | Path, view: ExplainView) -> Path:

@@ -10,8 +10,10 @@ import html
 import re
 from pathlib import Path
 
+import pytest
+
 from ktriage.cli.app import main
-from tests.browser import dump_dom, needs_chromium
+from tests.browser import LOW_CONTRAST, dump_dom, layout, needs_chromium
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:
@@ -133,3 +135,106 @@ def test_markup_in_the_input_is_escaped(tmp_path: Path) -> None:
     assert "<img" not in dom.lower()
     assert 'class="diff sass-diff"' in dom  # the kernel has its diff section (unchanged or not)
     assert "add_kernel" in dom
+
+
+@needs_chromium
+def test_fixes_asked_for_are_in_the_page(tmp_path: Path) -> None:
+    """`--fixes -o report.html` wrote the same page as without --fixes: the verified fix the terminal
+    and the markdown show was silently missing from the HTML. The page has its Fixes section (after
+    the findings) with the fix, whether it was verified, its effect and caveats."""
+    page = explain_html(
+        tmp_path,
+        "liger.embedding",
+        "--bwd",
+        "-i",
+        "0",
+        "-t",
+        "triton==3.4.0,ptxas==12.4.131",
+        "-t",
+        "triton==3.4.0",
+        "--fixes",
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    section = re.search(r'<h2 id="fixes">Fixes \(verified by compiling, not timed\)</h2>(.*?)(?=<h2)', dom, re.S)
+    assert section, "no Fixes section in the HTML report of explain --fixes"
+    fix = re.search(r'<li class="fix[^"]*">(.*?)</li>', section.group(1), re.S)
+    assert fix and "relaxed-atomic" in fix.group(1) and 'sem="relaxed"' in html.unescape(fix.group(1))
+    assert "verified" in fix.group(1) and "ATOMG 32 -&gt; 0" in fix.group(1) and "caveat" in fix.group(1)
+
+
+@needs_chromium
+def test_no_fixes_section_unless_asked(tmp_path: Path) -> None:
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    assert 'id="fixes"' not in dom
+
+
+# every cell of the source view whose text runs past its box, and how far the page scrolls sideways
+OVERFLOW = """(() => {
+  const de = document.documentElement;
+  const cells = [...document.querySelectorAll('.source-view .row > span, .source-view summary > span')];
+  const over = cells.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 40));
+  return {cells: cells.length, sideways: de.scrollWidth - de.clientWidth, over: [...new Set(over)].slice(0, 6)};
+})()"""
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 800])
+def test_source_view_fits_its_columns_and_the_window(tmp_path: Path, width: int) -> None:
+    """The source view's grid had fixed columns 1156 px wide at least: at 1280 px its header
+    "global/shared/atomic" ran into "main loop (per iteration)", and at 800 px the last three columns
+    stuck out of the page, which scrolled sideways. Each cell's text now stays in its cell and the
+    page in the window, at a laptop's and at a narrow window's width."""
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
+    got = layout(tmp_path, page, OVERFLOW, width=width)
+    assert isinstance(got, dict) and got["cells"] > 8 * 10  # the header and the lines, 8 cells each
+    assert got["over"] == [], f"text past its cell at {width} px: {got['over']}"
+    assert got["sideways"] <= 0, f"the page scrolls {got['sideways']} px sideways at {width} px"
+
+
+@needs_chromium
+def test_inputs_with_the_same_compiled_kernels_show_their_diffs_once(tmp_path: Path) -> None:
+    """N=4608 and N=5120 compile to the same kernels (BLOCK_SIZE 8192 both, N a runtime argument):
+    the page repeated the same 1.3 MB of diffs and source lines for each (3.0 MB for N=4096..5120).
+    The second section keeps its resources and cross matrix and links to the first one's diffs;
+    every evidence link still lands on a row that shows it."""
+    page = explain_html(
+        tmp_path,
+        "liger.layer_norm",
+        "--bwd",
+        "-i",
+        "N=4608",
+        "-i",
+        "N=5120",
+        "-t",
+        "triton==3.3.1",
+        "-t",
+        "triton==3.4.0",
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="diff ptx-diff"') == 1
+    assert dom.count('class="source-view"') == 1
+    first, second = re.findall(r'<section class="comparison" id="([^"]+)">', dom)
+    same = re.search(rf'<section class="comparison" id="{second}">.*?</section>', dom, re.S)
+    assert same and f'<a href="#{first}">N=4608</a>' in same.group(0) and '<table class="cross">' in same.group(0)
+    targets = evidence_targets(dom)  # every link's anchor exists
+    spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
+    assert re.search(r"\b(LDL|STL)", spill)
+    assert page.stat().st_size < 2_000_000
+
+
+@needs_chromium
+def test_text_contrast(tmp_path: Path) -> None:
+    """The diffs' line numbers were #999 on white (2.8:1) and the footer #777 (4.48:1): under the
+    4.5:1 body text needs (WCAG AA). Every text colour of the page now has it."""
+    page = explain_html(
+        tmp_path, "liger.embedding", "--bwd", "-i", "0", "-t", "triton==3.4.0,ptxas==12.4.131", "-t", "triton==3.4.0"
+    )
+    assert layout(tmp_path, page, LOW_CONTRAST) == {}
