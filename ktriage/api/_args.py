@@ -15,7 +15,8 @@ gets the same checks.
 - :class:`Whole` / :class:`Real`: a number and its range; each range is one constant here
   (:data:`JOBS`, :data:`INPUT_ID`...), the command's typer ``min=``/``max=`` mirror them
   (tests/api/test_arguments.py keeps them in step);
-- :func:`optional_text`: a string that may be left out (None); :func:`switch`: True or False only (``fix="no"``
+- :func:`optional_text`: a string that may be left out (None); :func:`optional_path`: a file that
+  may be (a Path); :func:`switch`: True or False only (``fix="no"``
   was read for its truth);
 - :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``);
 - :func:`entry_point`: the call itself (a keyword the verb does not take, a positional argument, a
@@ -77,6 +78,7 @@ __all__ = [
     "callback",
     "entry_point",
     "option",
+    "optional_path",
     "optional_text",
     "path_or_name",
     "paths",
@@ -198,6 +200,13 @@ def path_or_name(value: object, name: str, flag: str | None = None, *, example: 
     raise KtriageError(
         f"{option(name, flag)} is {_kind(value)}, not a str or a path", f"pass {name} as a str or a pathlib.Path{hint}"
     )
+
+
+def optional_path(value: object, name: str, flag: str | None = None) -> Path | None:
+    """A file or folder that may be left out (``state``, ``bundle``, ``results_path``...), as a Path:
+    None is not given; another type than str or Path is refused naming the argument
+    (``state=["s.json"]`` was ``TypeError: expected str, bytes or os.PathLike object`` from pathlib)."""
+    return None if value is None else Path(path_or_name(value, name, flag))
 
 
 def arch(value: object, name: str = "arch", flag: str | None = "--arch") -> str:

@@ -258,6 +258,21 @@ def bench(
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     max_time, min_samples = args.MAX_TIME(max_time), args.MIN_SAMPLES(min_samples)
     sm_count = args.SM_COUNT.optional(sm_count)
+    # one-string arguments: op=["layer_norm"] was TypeError: unhashable type: 'list' from the op registry,
+    # bundle=[...] a TypeError from pathlib, mode=["bwd"] "layer_norm has no mode ['bwd']"
+    op = args.optional_text(op, "op", "--op", example="layer_norm")
+    baseline = args.optional_text(baseline, "baseline", "--baseline", example="torch_layer_norm")
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    precision = args.optional_text(precision, "precision", "--precision", example="bf16")
+    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    timing = args.text(timing, "timing", "--timing", example=BENCH_DEFAULTS.timing)
+    artifact_timing = args.text(artifact_timing, "artifact_timing", "--artifact-timing", example="kernel")
+    compile_mode = args.text(compile_mode, "compile_mode", "--compile-mode", example=BENCH_DEFAULTS.compile_mode)
+    gpus = args.optional_text(gpus, "gpus", "--gpus", example="0,1")
+    bundle, results_path = (
+        args.optional_path(bundle, "bundle", "--bundle"),
+        args.optional_path(results_path, "results_path", "-o"),
+    )
     # a list is the metrics, as the command's comma-separated --metrics (["latency"] was shown as its repr)
     metrics = ",".join(args.texts(metrics, "metrics", "--metrics"))
     refuse_what_compile_only_ignores(

@@ -118,6 +118,14 @@ def bench_recorded(
     if workload is not None:
         require_workload_path(workload)
     toolchains = args.texts(toolchains, "toolchains", "-t/--toolchain")
+    # one-string arguments: bundle=[...] was a TypeError from pathlib
+    bundle, results_path = (
+        args.optional_path(bundle, "bundle", "--bundle"),
+        args.optional_path(results_path, "results_path", "-o"),
+    )
+    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    timing = args.text(timing, "timing", "--timing", example=BENCH_DEFAULTS.timing)
+    gpus = args.optional_text(gpus, "gpus", "--gpus", example="0,1")
     kernels = args.texts(kernels, "kernels", "--kernel") or None
     inputs = args.texts(inputs, "inputs", "--input", numbers=True) or None
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
@@ -142,10 +150,8 @@ def bench_recorded(
             example="ktriage bench W.json -t OLD -t NEW --compile-only --bundle DIR",
         )
     arch = args.arch(arch) if arch is not None else None  # None: each kernel's recorded target
-    bundle = Path(bundle) if bundle is not None else None
     if bundle is not None and toolchains:  # the folder the bundle is written to (read: a folder or its manifest)
         check_writable(bundle, "bundle (--bundle)", folder=True)
-    results_path = Path(results_path) if results_path is not None else None
     tell: Say = say or (lambda _m: None)
     if compile_only and not toolchains:
         from ktriage.api._bench import refuse_nothing_to_compile

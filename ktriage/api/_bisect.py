@@ -124,6 +124,22 @@ def bisect(
     keep_checkouts = args.switch(keep_checkouts, "keep_checkouts", "--keep-checkouts")
 
     source = args.text(source, "source", example="pypi:triton")
+    # one-string arguments: cluster=["local"] was AttributeError: 'list' object has no attribute 'strip'
+    metric = args.optional_text(metric, "metric", "--metric", example="spill_store_bytes")
+    command = args.optional_text(command, "command", "--command", example="python repro.py")
+    op = args.optional_text(op, "op", "--op", example="liger.layer_norm")
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    spec = args.optional_text(spec, "spec", "--spec", example="spec.toml")
+    toolchain = args.optional_text(toolchain, "toolchain", "-t/--toolchain", example="triton==3.4.0")
+    build = args.optional_text(build, "build", "--build", example="pip install -e python")
+    pin_file = args.optional_text(pin_file, "pin_file", "--pin-file", example="cmake/llvm-hash.txt")
+    dtype = args.optional_text(dtype, "dtype", "--precision/--dtype", example="bf16")
+    cluster = args.optional_text(cluster, "cluster", "--cluster", example="local")
+    backend = args.optional_text(backend, "backend", "--backend", example="liger")
+    artifact_timing = args.text(artifact_timing, "artifact_timing", "--artifact-timing", example="kernel")
+    gpus = args.optional_text(gpus, "gpus", "--gpus", example="0,1")
+    pin_repo = args.optional_path(pin_repo, "pin_repo", "--pin-repo")
+    state, bundle = args.optional_path(state, "state", "--state"), args.optional_path(bundle, "bundle", "--bundle")
     good, bad = args.text(good, "good", example="3.3.1"), args.text(bad, "bad", example="3.4.0")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     arch, jobs = args.arch(arch), args.JOBS.optional(jobs)
@@ -131,7 +147,7 @@ def bisect(
     threshold = args.THRESHOLD(threshold)
     check_gate(threshold)
     if state is not None:  # a folder here failed only at the first save, after the preflight had run
-        check_writable(Path(state), "state (--state)", example="bisect-state.json")
+        check_writable(state, "state (--state)", example="bisect-state.json")
     opts = BisectOptions(
         source=source,
         good=good,
@@ -146,11 +162,11 @@ def bisect(
         build=build,
         first_parent=first_parent,
         pin_file=pin_file,
-        pin_repo=Path(pin_repo).resolve() if pin_repo else None,
+        pin_repo=pin_repo.resolve() if pin_repo else None,
         workers=workers,
         timeout_s=timeout,
         build_timeout_s=build_timeout,
-        state=Path(state).resolve() if state else None,
+        state=state.resolve() if state else None,
         resume=resume,
         pre=pre,
         arch=arch,
@@ -159,7 +175,7 @@ def bisect(
         explain=explain,
         keep_checkouts=keep_checkouts,
         cluster=cluster,
-        bundle=Path(bundle).resolve() if bundle else None,
+        bundle=bundle.resolve() if bundle else None,
         backend=backend,
         artifact_timing=artifact_timing,
         max_samples=max_samples,

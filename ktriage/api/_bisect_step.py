@@ -66,6 +66,13 @@ def bisect_step(
         # a folder here failed only after the compile: "internal error: IsADirectoryError"
         check_writable(record_baseline, option("record_baseline", "--record-baseline"), example="baseline.json")
     inputs, arch = args.texts(inputs, "inputs", "--input", numbers=True), args.arch(arch)
+    # one-string arguments, checked before the baseline is read or anything compiled (a list reached the lower layers)
+    role = args.text(role, "role", "--as", example="good")
+    spec = args.optional_text(spec, "spec", "--spec", example="spec.toml")
+    op = args.optional_text(op, "op", "--op", example="liger.layer_norm")
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    metric = args.optional_text(metric, "metric", "--metric", example="spill_store_bytes")
+    toolchain = args.optional_text(toolchain, "toolchain", "-t/--toolchain", example="triton==3.4.0")
     judge, record_as = option("baseline", "--baseline"), option("record_baseline", "--record-baseline")
     if (baseline is None) == (record_baseline is None):
         raise KtriageError(

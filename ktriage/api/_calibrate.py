@@ -158,6 +158,7 @@ def calibrate(
     explain = args.paths(explain, "explain", "--explain")
     runs, operators = args.texts(runs, "runs", "--run"), args.texts(operators, "operators", "--operator")
     backends = args.texts(backends, "backends", "--backend")
+    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
     threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
     if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
@@ -167,7 +168,12 @@ def calibrate(
         check_replaceable(Path(cells_out), named, b'"measured": {', "a calibration dataset (cells.jsonl)")
     tell: Say = say or (lambda _m: None)
     sources: list[tuple[str, Path | str]] = [(str(p), Path(p)) for p in results] + [(f"run {r}", r) for r in runs]
-    _check_pairing(len(sources), len(explain), len(operators), len(backends))
+    try:
+        _check_pairing(len(sources), len(explain), len(operators), len(backends))
+    except KtriageError:  # `--results cells.jsonl` alone: the file's kind is the mistake, not the count
+        for path in results:
+            _refuse_dataset_as_results(path)
+        raise
     cells: list[CalibrationCell] = []
     skipped: list[Skipped] = []
     for path in from_cells:
@@ -255,7 +261,11 @@ class _Sources:
         if isinstance(src, Path):
             from ktriage.measure.results_file import read_results
 
-            return read_results(src)
+            try:
+                return read_results(src)
+            except FormatError:  # a cells.jsonl read "not valid JSON: Extra data: line 2 column 1"
+                _refuse_dataset_as_results(src)
+                raise
         from ktriage.store.store import Store, open_store
 
         if not isinstance(self._store, Store):
@@ -323,6 +333,25 @@ def _explain_report(path: Path) -> dict[str, object]:
             type(data), "null"
         )
     raise FormatError(f"{path} is {kind}, not an explain report", wanted)
+
+
+def _refuse_dataset_as_results(path: Path) -> None:
+    """A calibration dataset given as ``--results`` is refused as what it is, with the option that reads
+    it; anything else returns (its own error stands). Only on a failure path: the file is read again
+    (results files are capped by the results reader's size limit)."""
+    from ktriage.measure.results_file import read_results_text
+    from ktriage.predict.dataset import CALIBRATION_CELL, first_line_kind
+
+    try:
+        text = read_results_text(path)
+    except FormatError:
+        return  # missing, unreadable or too large: the reader's own refusal says so
+    if first_line_kind(text) == CALIBRATION_CELL:
+        raise FormatError(
+            f"{path} is a calibration dataset (cells.jsonl: one calibration cell a line), not a results file",
+            f"pass it as {option('from_cells', '--from', str(path))}; {option('results', '--results')} takes a "
+            f"results file of `ktriage bench`, each with its explain report ({_RESULTS_WITH_REPORT})",
+        )
 
 
 def _cells_not_report(path: Path) -> FormatError:

@@ -191,6 +191,7 @@ def explain(
     jobs, compile_timeout = args.JOBS.optional(jobs), args.COMPILE_TIMEOUT(compile_timeout)
     threshold, sm_count = args.THRESHOLD(threshold), args.SM_COUNT.optional(sm_count)
     arch = args.arch(arch) if arch is not None else None
+    fail_on = args.optional_text(fail_on, "fail_on", "--fail-on", example="regression")
     if fail_on is not None and fail_on not in FAIL_ON:
         raise KtriageError(
             f"{option('fail_on', '--fail-on', fail_on)} is not one of {', '.join(FAIL_ON)}",

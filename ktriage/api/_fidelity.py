@@ -81,10 +81,11 @@ def fidelity(
     cases = args.texts(cases, "cases", "--case")
     jobs = args.JOBS(jobs)
     target = parse_arch(args.arch(arch)).name
+    spec = args.optional_path(spec, "spec", "--spec")  # spec=[...] was a TypeError from pathlib
     specs = list(toolchains) or [f"triton=={v}" for v in SUPPORTED_TRITON]
     show = on_row or (lambda _r: None)
     if spec is not None:
-        kernels = _by_value_kernels(Path(spec), cases, target)
+        kernels = _by_value_kernels(spec, cases, target)
         built = ensure_toolchains(specs, progress=_messages(say))
         from ktriage.fidelity.by_value import check_spec
 

@@ -79,6 +79,10 @@ def history(
 
     op, backend = args.text(op, "op", "--op", example="layer_norm"), args.text(backend, "backend", "--backend")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
+    # toolchain=[...] was AttributeError: 'list' object has no attribute 'strip' from the selector
+    mode = args.optional_text(mode, "mode", "--mode", example="bwd")
+    toolchain = args.optional_text(toolchain, "toolchain", "--toolchain", example="triton==3.4.0")
+    gpu = args.optional_text(gpu, "gpu", "--gpu", example="H100")
     max_pvalue, min_step = args.MAX_PVALUE(max_pvalue), args.MIN_STEP(min_step)
     min_segment, fail_on_recent = args.MIN_SEGMENT(min_segment), args.FAIL_ON_RECENT.optional(fail_on_recent)
     if toolchain is not None:  # a selector that names no part of a toolchain would match no cell

@@ -75,7 +75,7 @@ def profile(
     bundle's entry number "3", or its input as ``bench --bundle -i`` names it: ``profile.run.select_input``;
     default: the bundle's first), one call after ``warmup``; with ``results``, attach the counters to
     that results file and the store (``db``). Raises KtriageError for usage errors, before ncu runs."""
-    from ktriage.api._args import INPUT_ID, WARMUP, path_or_name
+    from ktriage.api._args import INPUT_ID, WARMUP, optional_text, path_or_name
     from ktriage.profile.run import default_input, input_backends, profile_bundle, select_input
     from ktriage.workload.bundles.format import load_bundle
 
@@ -85,6 +85,11 @@ def profile(
         results = Path(path_or_name(results, "results", "--results", example="results.json"))
     if raw_dir is not None:
         raw_dir = Path(path_or_name(raw_dir, "raw_dir", "--raw-dir", example="ncu-raw"))
+    # one-string arguments: ncu=[...] was a TypeError from the path lookup, backend=[...] "no such backend"
+    input = optional_text(input, "input", "--input", example="7")
+    backend = optional_text(backend, "backend", "--backend", example="liger_layer_norm")
+    ncu = optional_text(ncu, "ncu", "--ncu", example="/usr/local/cuda/bin/ncu")
+    db = optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
     if input is not None and input_id is not None:
         raise KtriageError(
             f"both {option('input', '--input', input)} and {option('input_id', '--input-id', input_id)} name the "

@@ -153,6 +153,11 @@ def runs_list(
     from ktriage.store.store import RUN_STATUSES
 
     limit = args.LIMIT(limit)
+    # toolchain=[...] was AttributeError: 'list' object has no attribute 'strip' from the selector
+    status = args.optional_text(status, "status", "--status", example="finished")
+    gpu = args.optional_text(gpu, "gpu", "--gpu", example="H100")
+    op = args.optional_text(op, "op", "--op", example="layer_norm")
+    toolchain = args.optional_text(toolchain, "toolchain", "--toolchain", example="triton==3.4.0")
     if status is not None and status not in RUN_STATUSES:
         raise KtriageError(
             f"{option('status', '--status', status)} is not a run status",
@@ -201,6 +206,7 @@ def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     from ktriage.store import open_store
 
     path = Path(args.path_or_name(path, "path", example="run.json"))
+    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
     if not path.exists():  # a folder is named by read_results, through the schema layer
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
     info, cells = read_results(path)

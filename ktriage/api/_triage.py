@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 from ktriage.api import _args as args
 from ktriage.api._args import JOBS, MAX_TIME
-from ktriage.api._checks import normalize_arch
 from ktriage.api.paths import check_writable
 from ktriage.compare.sides import LoadedSide, check_not_one_run, check_precision, file_warnings, load_side
 from ktriage.errors import KtriageError, option
@@ -122,8 +121,11 @@ def triage(
         args.paths(measured, "measured", "--measured"),
         args.paths(workloads, "workloads", "--workload"),
     )
+    # one-string arguments: bundle=[...] was a TypeError from pathlib, arch=[...] "unknown GPU target ['x']"
+    bundle, arch = args.optional_path(bundle, "bundle", "--bundle"), args.arch(arch)
+    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
     if bundle is not None:
-        check_writable(Path(bundle), option("bundle", "--bundle"), folder=True)
+        check_writable(bundle, option("bundle", "--bundle"), folder=True)
     # the GPU re-run's options, named as a Python caller passes them and as the command's flags
     gpu_rerun = f"{option('bundle', '--bundle')}, {option('measure', '--measure')}"
     add_rerun = f"add {option('bundle', '--bundle', 'DIR')}, or {option('measure', '--measure', True)} on a GPU host"
@@ -155,7 +157,7 @@ def triage(
         old_toolchain=old_toolchain,
         new_toolchain=new_toolchain,
         threshold=threshold,
-        arch=normalize_arch(arch),  # 90, 9.0, cuda:90 as the command line takes them
+        arch=arch,  # 90, 9.0, cuda:90 as the command line takes them (args.arch)
         op=op,
         mode=mode,
         bisect=bisect,

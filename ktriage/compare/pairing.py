@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from ktriage.compare.not_compared import NotComparedCell, not_compared_json
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.results_file import run_profile_notes
 from ktriage.schema.jsontypes import JSONObject, JSONValue
@@ -696,11 +696,11 @@ def pick_reference(toolchains: Sequence[str], wanted: str) -> str:
     listed = ", ".join(toolchains) or "none"
     if found:
         raise KtriageError(
-            f"--reference {wanted!r} names {len(found)} toolchains of the run: {', '.join(found)}",
+            f"{option('reference', '--reference', wanted)} names {len(found)} toolchains of the run: {', '.join(found)}",
             "give more of the toolchain id, e.g. the whole id as compare prints it",
         )
     raise KtriageError(
-        f"--reference {wanted!r} is not a toolchain of the run (it has: {listed})",
+        f"{option('reference', '--reference', wanted)} is not a toolchain of the run (it has: {listed})",
         "give one of those ids, or a unique part of one (e.g. triton==3.4.0)",
     )
 
@@ -789,6 +789,6 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
         f"{old} and {new} share no cell: the old side has {listed(old_groups)}, the new side "
         f"{listed(new_groups)}; nothing can be compared",
         "give two results of the same operator and pass (e.g. layer_norm_fwd_old.csv and "
-        "layer_norm_fwd_new.csv); --op NAME --mode fwd|bwd|fwd_bwd only names TritonBench CSVs whose file names "
-        "do not say them (a results file carries its own)",
+        f"layer_norm_fwd_new.csv); {option('op', '--op')} and {option('mode', '--mode')} (fwd, bwd, fwd_bwd) only "
+        "name TritonBench CSVs whose file names do not say them (a results file carries its own)",
     )

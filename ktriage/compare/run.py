@@ -50,22 +50,27 @@ def compare(
     config = VerdictConfig(threshold=threshold, confidence=confidence)
     if reference is not None and not toolchains:
         raise KtriageError(
-            "--reference picks the reference among the toolchains of one run, but --toolchains was not given",
-            "add --toolchains (ktriage compare RUN --toolchains --reference TOOLCHAIN)",
+            f"{option('reference', '--reference')} picks the reference among the toolchains of one run, but "
+            f"{option('toolchains', '--toolchains')} was not given",
+            f"add {option('toolchains', '--toolchains', True)} (kt.compare(old=RUN, toolchains=True, "
+            "reference=TOOLCHAIN); ktriage compare RUN --toolchains --reference TOOLCHAIN)",
         )
     if toolchains:
         if new is not None:
             raise KtriageError(
-                "--toolchains compares the toolchains of ONE run, but two were given",
-                "drop the second argument or --toolchains",
+                f"{option('toolchains', '--toolchains')} compares the toolchains of ONE run, but two were given "
+                "(old and new)",
+                f"drop new (the second argument), or {option('toolchains', '--toolchains')}",
             )
         side = resolve_side(old, db, op=op, mode=mode)
         check_baseline(baseline, side.cells)
         tcs = run_toolchains(side.run, side.cells)
         if len(tcs) < 2:
             raise KtriageError(
-                f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; --toolchains needs two or more",
-                "measure with several --toolchain options, or compare two runs: ktriage compare A B",
+                f"run {side.run.run_id} has {plural(len(tcs), 'toolchain')} with cells; "
+                f"{option('toolchains', '--toolchains')} needs two or more",
+                f"measure with several toolchains ({option('toolchains', '-t', ['A', 'B'])} in kt.bench), or compare "
+                "two runs: kt.compare(old=A, new=B) (ktriage compare A B)",
             )
         return CompareReport(
             compare_toolchains(

@@ -47,7 +47,9 @@ def load_side(ref: str | Path, db: str | None = None, *, op: str | None = None, 
         from ktriage.measure.tritonbench_format import MODES, read_run_file
 
         if mode is not None and mode not in MODES:
-            raise KtriageError(f"--mode {mode!r} is not a pass", f"use one of: {', '.join(sorted(MODES))}")
+            raise KtriageError(
+                f"{option('mode', '--mode', mode)} is not a pass", f"use one of: {', '.join(sorted(MODES))}"
+            )
         run, cells = read_run_file(path, op=op, mode=mode)
         _check_cells(cells, str(path))
         _check_named(cells, op, mode, str(path))
@@ -77,14 +79,14 @@ def resolve_side(side: Side, db: str | None = None, *, op: str | None = None, mo
 def _check_named(cells: list[Cell], op: str | None, mode: str | None, what: str) -> None:
     """--op/--mode name what a TritonBench file does not say; a side that says it (ktriage's results, a
     TritonBench JSON, a run in the store) and says otherwise is refused rather than compared as what it holds."""
-    for flag, given, held in (
-        ("--op", op, {c.key.op for c in cells}),
-        ("--mode", mode, {c.key.mode for c in cells}),
+    for name, given, held in (
+        ("op", op, {c.key.op for c in cells}),
+        ("mode", mode, {c.key.mode for c in cells}),
     ):
         if given is not None and given not in held:
             raise KtriageError(
-                f"{flag} {given} does not match {what}, which holds {', '.join(sorted(held))}",
-                f"drop {flag} (it is for a TritonBench CSV whose name does not say it)",
+                f"{option(name, '--' + name, given)} does not match {what}, which holds {', '.join(sorted(held))}",
+                f"drop {option(name, '--' + name)} (it is for a TritonBench CSV whose name does not say it)",
             )
 
 
@@ -105,17 +107,19 @@ def check_baseline(baseline: str | None, *sides: list[Cell]) -> None:
     backends = sorted({c.key.backend for cells in sides for c in cells})
     if baseline not in backends:
         raise KtriageError(
-            f"--baseline {baseline!r} is not a backend of these results", f"use one of: {', '.join(backends)}"
+            f"{option('baseline', '--baseline', baseline)} is not a backend of these results",
+            f"use one of: {', '.join(backends)}",
         )
     compiled = {c.key.backend for cells in sides for c in cells if c.key.toolchain is not None}
     if baseline in compiled:  # its pairs are the baseline's, kept apart: "0 regressions", exit 0, on a regression
         native = [b for b in backends if b not in compiled]
         raise KtriageError(
-            f"--baseline {baseline!r} is compiled by the toolchains being compared: as the baseline its changes "
+            f"{option('baseline', '--baseline', baseline)} is compiled by the toolchains being compared: as the "
+            "baseline its changes "
             "would be set apart, and none of them counted as a regression",
             f"name a backend that runs without a toolchain: {', '.join(native)}"
             if native
-            else "drop --baseline (these results have no backend that runs without a toolchain)",
+            else f"drop {option('baseline', '--baseline')} (these results have no backend that runs without a toolchain)",
         )
 
 

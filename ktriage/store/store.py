@@ -59,6 +59,12 @@ class RunSummary:
     ops: list[str] = field(default_factory=list)  # the ops its cells measured, sorted: which run is which
 
     @property
+    def run_id(self) -> str:
+        """The run's id, as ``runs show``/``compare`` take it. Why a property: a notebook lists the ids as
+        ``[s.run_id for s in kt.runs_list().summaries]``; the id itself stays in :attr:`run` alone."""
+        return self.run.run_id
+
+    @property
     def display_status(self) -> str:
         """The stored status, except a "running" run whose writer is gone: it will never finish."""
         if self.run.status != "running":

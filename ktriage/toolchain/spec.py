@@ -102,7 +102,7 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
     """
     if not text or not text.strip():
         raise ToolchainError("empty toolchain spec", "write e.g. triton==3.4.0 or triton==3.4.0,ptxas==12.8.93")
-    values: dict[str, tuple[str, str]] = {}
+    items: list[tuple[str, str, str]] = []  # (key, "==" or "=", value) as written
     for raw in _split_items(text):
         if not raw.strip():
             continue
@@ -120,9 +120,14 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
                 f"unknown toolchain spec key {m.group(1)!r} in {text!r}",
                 f"{hint}known keys: {', '.join(KNOWN_KEYS)}",
             )
+        items.append((key, m.group(2), m.group(3)))
+    values: dict[str, tuple[str, str]] = {}
+    for key, op, value in items:
+        if key in values and key in _ONE_PER_TOOLCHAIN and values[key] != (op, value):
+            raise _several_toolchains(text, items, key)
         if key in values:
             raise ToolchainError(f"toolchain spec key {key!r} given twice in {text!r}", "give each key once")
-        values[key] = (m.group(2), m.group(3))
+        values[key] = (op, value)
 
     if "triton" not in values:
         raise ToolchainError(
@@ -139,6 +144,34 @@ def parse_toolchain(text: str, *, check_files: bool = True) -> ToolchainSpec:
     if "ptxas-options" in values:
         options = _parse_options(*values["ptxas-options"])
     return ToolchainSpec(triton_version, triton_wheel, ptxas_version, ptxas_path, options, triton_host=host)
+
+
+# two different values of one of these name two toolchains, not a typo within one
+_ONE_PER_TOOLCHAIN = ("triton", "ptxas")
+
+
+def _several_toolchains(text: str, items: list[tuple[str, str, str]], key: str) -> ToolchainError:
+    """``triton==3.3.1,triton==3.4.0`` (or two ptxas): the toolchains to compare written as one spec. Why
+    its own message: "key 'triton' given twice, give each key once" sent the user to drop one of the two
+    toolchains they meant, when the fix is to pass them as a list. The suggested split: each triton item
+    starts a toolchain (the items before the first join it); with one Triton and several ptxas, each ptxas
+    is a toolchain with the spec's other items."""
+    joined = [f"{k}{op}{v}" for k, op, v in items]
+    if len({(op, v) for k, op, v in items if k == "triton"}) > 1:
+        key = "triton"  # several Tritons decide the split, whichever key repeated first
+        specs: list[list[str]] = [[]]
+        for (k, _op, _v), item in zip(items, joined, strict=True):
+            if k == "triton" and any(i.startswith("triton=") for i in specs[-1]):
+                specs.append([])
+            specs[-1].append(item)
+    else:
+        shared = [item for (k, _op, _v), item in zip(items, joined, strict=True) if k != key]
+        specs = [shared + [item] for (k, _op, _v), item in zip(items, joined, strict=True) if k == key]
+    split = [",".join(spec) for spec in specs]
+    return ToolchainError(
+        f"toolchain spec {text!r} names {len(split)} toolchains ({key} twice): a spec is one toolchain",
+        f"give several as a list: toolchains={split!r} (" + " ".join(f"-t {shlex.quote(s)}" for s in split) + ")",
+    )
 
 
 def _parse_triton(op: str, value: str, *, check_files: bool) -> tuple[str | None, Path | None]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import SpecError
+from ktriage.errors import SpecError, option
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
@@ -104,7 +104,8 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
         timed = [e for e in registry.CATALOG if registry.bench_target(e) is not None]
         raise SpecError(
             f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
-            f"use --compile-only, or tune a catalog op with a workload ({', '.join(timed)})",
+            f"use {option('compile_only', '--compile-only', True)}, or tune a catalog op with a workload "
+            f"({', '.join(timed)})",
         )
     op, kernels = target
     assert kernels.backend is not None
@@ -192,7 +193,7 @@ def _recorded_tune_bundle(
     if entry.spec_key != spec.key():
         raise SpecError(
             f"the recorded bundle holds another kernel than the tuned spec ({entry.spec_key} vs {spec.key()})",
-            "tune the workload's kernel as recorded (same --arch)",
+            f"tune the workload's kernel as recorded (the same {option('arch', '--arch')})",
         )
     return TuneBundle(
         out_dir,
@@ -242,7 +243,8 @@ def _op_tune_bundle(
     if key != spec.key():
         raise SpecError(
             f"the bench workload launches another kernel than the tuned spec ({key} vs {spec.key()})",
-            "tune the catalog op with the bench's defaults (same --arch, --sm-count and dtype)",
+            f"tune the catalog op with the bench's defaults (the same {option('arch', '--arch')}, "
+            f"{option('sm_count', '--sm-count')} and {option('precision', '--precision')})",
         )
     tb = TuneBundle(
         Path(out_dir),

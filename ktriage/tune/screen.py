@@ -20,7 +20,7 @@ from ktriage.analyze.occupancy import Occupancy
 from ktriage.analyze.resources import Resources
 from ktriage.arch import parse_arch
 from ktriage.compile.compiler import Artifact, CompileFailure, Compiler
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.predict.configs import Estimate, dtype_bytes, estimate, is_mma_sass, tile_estimate
 from ktriage.predict.facts import spec_launch_inputs
 from ktriage.schema.jsontypes import JSONObject
@@ -195,9 +195,14 @@ def screen(
     better-ranked one are dropped as duplicates: timing them would measure the same kernel twice.
     """
     if top_k < 1:
-        raise KtriageError(f"--top-k {top_k} keeps nothing", "use --top-k 1 or more")
+        raise KtriageError(
+            f"{option('top_k', '--top-k', top_k)} keeps nothing", f"use {option('top_k', '--top-k', 1)} or more"
+        )
     if max_spill_bytes < 0:
-        raise KtriageError(f"--max-spill-bytes {max_spill_bytes} is negative", "use 0 (no spills) or a byte count")
+        raise KtriageError(
+            f"{option('max_spill_bytes', '--max-spill-bytes', max_spill_bytes)} is negative",
+            "use 0 (no spills) or a byte count",
+        )
     if configs is not None:
         cfgs = list(configs)
     elif staged and not space.listed:  # a listed space (the autotuner's own configs) is searched as it is
@@ -230,7 +235,8 @@ def screen(
         result.notes.append(fixed)
     if not result.kept:
         result.notes.append(
-            f"no config stays within {max_spill_bytes} spill store bytes: raise --max-spill-bytes or widen the space"
+            f"no config stays within {max_spill_bytes} spill store bytes: raise "
+            f"{option('max_spill_bytes', '--max-spill-bytes')} or widen the space"
         )
     return result
 
@@ -284,7 +290,7 @@ def fixed_trips_note(cands: Sequence[ScreenedConfig]) -> str | None:
         f"so they cannot rank {', '.join(names)} where it changes the loop's step: a smaller block looks like less "
         "data, not more iterations. Give every tensor argument its shape "
         '(x_ptr = { dtype = "fp16", shape = [4096, 8192] }, docs/specs.md) and the launch its grid, '
-        "or time the configs on a GPU (drop --compile-only)"
+        f"or time the configs on a GPU (drop {option('compile_only', '--compile-only', True)})"
     )
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from ktriage.arch import parse_arch
-from ktriage.errors import SpecError
+from ktriage.errors import SpecError, option
 from ktriage.ops import registry
 from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
 from ktriage.schema.jsontypes import JSONObject
@@ -370,7 +370,8 @@ def config_space(
         knobs = [found[n] for n in spec.signature if n in listed_knobs]
         notes.append(
             f"the space is the kernel's own @triton.autotune list ({plural(len(listed), 'config')}, recorded); "
-            "--warps/--stages/--block search a product instead"
+            f"{option('warps', '--warps')}, {option('stages', '--stages')} or {option('blocks', '--block')} "
+            "search a product instead"
         )
         default = TuneConfig.of(
             spec.num_warps,

@@ -54,7 +54,9 @@ def time_candidates(
 
     if budget <= 0:
         raise KtriageError(
-            f"--budget {budget} leaves no GPU time", "give GPU seconds, e.g. --budget 10, or use --compile-only"
+            f"{option('budget', '--budget', budget)} leaves no GPU time",
+            f"give GPU seconds, e.g. {option('budget', '--budget', 10)}, or use "
+            f"{option('compile_only', '--compile-only', True)}",
         )
     first = results[0].space.spec
     out = bundle or home_subdir("bundles") / (

@@ -347,3 +347,49 @@ def test_explain_refuses_a_fix_toolchain_it_would_never_try() -> None:
         )
         assert refused.value.problem.endswith("so it is never tried as a fix"), refused.value.problem
         assert (refused.value.fix or "").startswith("drop it, or name a toolchain that is neither")
+
+
+LN_BWD = ROOT / "benchmarks/gpu/issue3/run2_layer_norm_aa/ln_bwd.json"  # one H200 run of three Tritons
+
+
+@pytest.mark.parametrize(
+    "kwargs, problem, fix",
+    [
+        (
+            {"reference": "triton==3.4.0"},
+            "reference (--reference) picks the reference among the toolchains of one run, but toolchains "
+            "(--toolchains) was not given",
+            "add toolchains=True (--toolchains) (kt.compare(old=RUN, toolchains=True, reference=TOOLCHAIN); ",
+        ),
+        (
+            {"toolchains": True, "reference": "triton==3.9.0"},
+            "reference='triton==3.9.0' (--reference triton==3.9.0) is not a toolchain of the run",
+            "give one of those ids",
+        ),
+        (
+            {"toolchains": True, "baseline": "liger_layer_norm"},
+            "baseline='liger_layer_norm' (--baseline liger_layer_norm) is compiled by the toolchains being compared",
+            "name a backend that runs without a toolchain",
+        ),
+        (
+            {"toolchains": True, "op": "softmax"},
+            "op='softmax' (--op softmax) does not match",
+            "drop op (--op) (it is for a TritonBench CSV",
+        ),
+        (
+            {"toolchains": True, "new": LN_BWD},
+            "toolchains (--toolchains) compares the toolchains of ONE run, but two were given (old and new)",
+            "drop new (the second argument), or toolchains (--toolchains)",
+        ),
+    ],
+    ids=["reference-alone", "reference-unknown", "baseline-compiled", "op-other", "two-sides"],
+)
+def test_compare_names_reference_toolchains_baseline_and_op_as_keywords(
+    kwargs: dict[str, object], problem: str, fix: str
+) -> None:
+    """kt.compare(reference=...) was told "--reference picks ... but --toolchains was not given", fix "add
+    --toolchains (ktriage compare RUN ...)": flags a library caller does not pass. A real H200 run."""
+    with pytest.raises(KtriageError) as refused:
+        kt.compare(old=LN_BWD, **kwargs)  # type: ignore[arg-type]
+    assert refused.value.problem.startswith(problem), refused.value.problem
+    assert (refused.value.fix or "").startswith(fix), refused.value.fix

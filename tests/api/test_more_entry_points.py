@@ -148,3 +148,14 @@ def test_the_stores_fixes_name_the_library_call_a_caller_can_make(tmp_path: Path
     assert "kt.runs_list()" in (missing.value.fix or "")
     assert kt.runs_delete(run=run, db=db).summary.run.run_id == run
     assert kt.runs_import(path=results, db=db).run_id == run  # deleting first, as the fix says, lets it in
+
+
+def test_a_listed_runs_id_is_its_summarys_run_id(tmp_path: Path) -> None:
+    """A notebook user wrote ``[s.run_id for s in kt.runs_list(db=...).summaries]`` and got
+    AttributeError: the id was reachable only as ``s.run.run_id``. A real H200 results file, imported
+    into a SQLite store under tmp_path."""
+    db = f"sqlite:///{tmp_path / 'runs.db'}"
+    results = Path("benchmarks/gpu/issue3/run2_layer_norm_aa/aa_1.json").resolve()
+    run = kt.runs_import(path=results, db=db).run_id
+    assert [s.run_id for s in kt.runs_list(db=db).summaries] == [run]
+    assert kt.runs_show(run=run, db=db).summary.run_id == run

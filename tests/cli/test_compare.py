@@ -332,7 +332,7 @@ def test_toolchains_reference_picks_the_reference(invoke) -> None:
     [
         (["--toolchains", "--reference", "triton==3.9.0"], "is not a toolchain of the run (it has: triton-3.3.1"),
         (["--toolchains", "--reference", "ptxas-12.8.93"], "names 2 toolchains of the run"),
-        (["--reference", "triton==3.4.0"], "--toolchains was not given"),
+        (["--reference", "triton==3.4.0"], "toolchains (--toolchains) was not given"),
     ],
 )
 def test_toolchains_reference_bad_input(invoke, args: list[str], problem: str) -> None:
@@ -359,7 +359,9 @@ def test_op_and_mode_that_a_results_file_contradicts_are_refused(files: dict[str
     ignored (--op softmax compared the layer_norm cells as they were)."""
     r = invoke(str(files["old"]), str(files["new"]), "--op", "softmax")
     assert (
-        r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.err_text and "layer_norm" in r.err_text
+        r.exit_code == exit_codes.USAGE
+        and "op='softmax' (--op softmax) does not match" in r.err_text
+        and "layer_norm" in r.err_text
     )
     r = invoke(str(files["old"]), str(files["new"]), "--op", "layer_norm", "--mode", "bwd")
     assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
@@ -371,9 +373,9 @@ def test_op_and_mode_that_one_run_contradicts_are_refused_with_toolchains(
     """With --toolchains (one side) --op/--mode were never checked: --op softmax on a layer_norm run, or --mode
     fwd on a bwd one, compared the run as it was and said nothing; so did a run id from the store."""
     r = invoke(str(files["both"]), "--toolchains", "--op", "softmax")
-    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match" in r.err_text, r.output
+    assert r.exit_code == exit_codes.USAGE and "op='softmax' (--op softmax) does not match" in r.err_text, r.output
     r = invoke(str(files["both"]), "--toolchains", "--mode", "fwd")
-    assert r.exit_code == exit_codes.USAGE and "--mode fwd does not match" in r.err_text, r.output
+    assert r.exit_code == exit_codes.USAGE and "mode='fwd' (--mode fwd) does not match" in r.err_text, r.output
     r = invoke(str(files["both"]), "--toolchains", "--op", "layer_norm", "--mode", "bwd", "--allow-failures")
     assert r.exit_code == exit_codes.FINDING, r.output  # the same words as the file: fine
     store_mod = pytest.importorskip("ktriage.store", reason="the results store module is not in this checkout")
@@ -384,7 +386,7 @@ def test_op_and_mode_that_one_run_contradicts_are_refused_with_toolchains(
     run_id = store.import_run(run, cells)
     store.close()
     r = invoke(run_id, "--toolchains", "--db", url, "--op", "softmax")
-    assert r.exit_code == exit_codes.USAGE and "--op softmax does not match run" in r.err_text, r.output
+    assert r.exit_code == exit_codes.USAGE and "op='softmax' (--op softmax) does not match run" in r.err_text, r.output
 
 
 # The real H200 run of Liger's layer_norm bwd (Triton 3.3.1, 3.4.0, 3.5.1 side by side, torch as the baseline).
@@ -397,7 +399,10 @@ def test_a_baseline_the_toolchains_compiled_is_refused(invoke) -> None:
     regressions into "0 regressions, 0 improvements, 0 same" and exit 0."""
     r = invoke(str(LN_BWD), "--toolchains", "--baseline", "liger_layer_norm")
     assert r.exit_code == exit_codes.USAGE, r.output
-    assert "--baseline 'liger_layer_norm' is compiled by the toolchains being compared" in r.err_text
+    assert (
+        "baseline='liger_layer_norm' (--baseline liger_layer_norm) is compiled by the toolchains being compared"
+        in r.err_text
+    )
     assert "name a backend that runs without a toolchain: torch_layer_norm" in r.err_text
     r = invoke(str(LN_BWD), "--toolchains", "--baseline", "torch_layer_norm")
     assert r.exit_code == exit_codes.FINDING and "8 regressions" in r.stdout, r.output

@@ -113,3 +113,22 @@ def test_a_gzipped_report_reads_as_the_plain_one(tmp_path: Path, run_cli: RunCli
     zipped = run_cli(["calibrate", "--results", str(RESULTS), "--explain", str(packed), "--no-cv"])
     assert plain.exit_code == zipped.exit_code == 0, zipped.output
     assert plain.stdout == zipped.stdout
+
+
+@pytest.mark.parametrize("lines", [3, 1], ids=["cells-jsonl", "one-cell"])
+@pytest.mark.parametrize("with_report", [True, False], ids=["with-explain", "alone"])
+def test_a_dataset_given_as_results_is_named_with_the_option_that_reads_it(
+    lines: int, with_report: bool, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """`calibrate --results cells.jsonl` read "not valid JSON: Extra data: line 2 column 1" (with --explain),
+    or "1 results file or run but 0 reports in explain (--explain)" (alone): neither says the file is a
+    calibration dataset, which --from reads."""
+    cells = tmp_path / "cells.jsonl"
+    cells.write_bytes(b"".join(CELLS.read_bytes().splitlines(keepends=True)[:lines]))
+    argv = ["calibrate", "--results", str(cells), "--no-cv"] + (["--explain", str(REPORT)] if with_report else [])
+    r = run_cli(argv)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert r.problem == (
+        f"{cells} is a calibration dataset (cells.jsonl: one calibration cell a line), not a results file"
+    ), r.problem
+    assert r.fix is not None and r.fix.startswith(f"pass it as from_cells='{cells}' (--from {cells}); "), r.fix

@@ -79,7 +79,8 @@ def test_a_release_written_short_is_its_three_number_release() -> None:
         ("triton==3.4.0,ptxas==12.8", "ptxas==12.8 is not a ptxas release number", "ptxas==12.8.93"),
         ("triton=3.4.0", "looks like a version", "triton==3.4.0"),
         ("ptxas==12.8.93", "names no Triton frontend", "add triton==VERSION"),
-        ("triton==3.4.0,triton==3.3.1", "given twice", "once"),
+        ("triton==3.4.0,triton==3.4.0", "key 'triton' given twice", "give each key once"),
+        ("triton==3.4.0,ptxas-options=-O3,ptxas-options=-v", "key 'ptxas-options' given twice", "once"),
         ("triton==3.4.0,ptxas-options=", "ptxas-options= is empty", "--register-usage-level=4"),
         ("triton==3.4.0,ptxas-options='-O3", "No closing quotation", "close the quote"),
         ("triton==3.4.0,just-words", "is not KEY==VERSION or KEY=VALUE", "triton==3.4.0"),
@@ -133,3 +134,28 @@ def test_a_file_that_is_not_a_ptxas_gets_no_chmod_advice(tmp_path: Path) -> None
 def test_check_files_false_reloads_a_spec_whose_wheel_is_gone() -> None:
     spec = parse_toolchain("triton=/gone/triton-3.4.0-cp311-cp311-linux_x86_64.whl", check_files=False)
     assert spec.triton_wheel == Path("/gone/triton-3.4.0-cp311-cp311-linux_x86_64.whl")
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "split"),
+    [
+        ("triton==3.3.1,triton==3.4.0", "triton", ["triton==3.3.1", "triton==3.4.0"]),
+        (
+            "triton==3.3.1,ptxas==12.4.131,triton==3.4.0,ptxas==12.8.93",
+            "triton",
+            ["triton==3.3.1,ptxas==12.4.131", "triton==3.4.0,ptxas==12.8.93"],
+        ),
+        (  # one Triton, two ptxas: a ptxas comparison, each ptxas with the Triton
+            "triton==3.4.0,ptxas==12.4.131,ptxas==12.8.93",
+            "ptxas",
+            ["triton==3.4.0,ptxas==12.4.131", "triton==3.4.0,ptxas==12.8.93"],
+        ),
+    ],
+)
+def test_two_toolchains_in_one_spec_are_told_to_be_a_list(text: str, key: str, split: list[str]) -> None:
+    """toolchains="triton==3.3.1,triton==3.4.0" was "key 'triton' given twice", fix "give each key once":
+    the user was sent to drop one of the toolchains meant. A spec is one toolchain; several are a list."""
+    with pytest.raises(KtriageError) as info:
+        parse_toolchain(text)
+    assert info.value.problem == f"toolchain spec {text!r} names 2 toolchains ({key} twice): a spec is one toolchain"
+    assert info.value.fix == f"give several as a list: toolchains={split!r} (-t {split[0]} -t {split[1]})"
