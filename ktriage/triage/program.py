@@ -542,7 +542,8 @@ def _explain_all(
     ) as step:
         specs = [recorded.bundle.specs[k] for k in keys]
         with Compiler(jobs=options.jobs) as compiler:
-            result = Explainer(compiler).run(specs, list(tcs))
+            # each row's prediction at the run's gate, the one its measured verdicts and its triage use
+            result = Explainer(compiler, threshold=options.threshold).run(specs, list(tcs))
         by_key = {k: item for k, item in zip(keys, result.specs, strict=True)}
         report.cells = cell_rows(recorded.entries, by_key, cells, [t.id for t in tcs])
         step.detail = f"{plural(len(result.specs), 'kernel input')} explained, {sum(1 for r in report.cells if r.compile_change)} changed compile-side"
