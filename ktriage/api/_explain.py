@@ -205,7 +205,7 @@ def explain(
             f"{option('fixes', '--fixes', True)} was not given",
             f"add {option('fixes', '--fixes', True)}, or drop {option('fix_toolchains', '--fix-toolchain')}",
         )
-    params = load_params(model)
+    load_params(model)  # a file that is no model is refused here, before any toolchain is built
     if len(toolchains) < 1:
         raise KtriageError(
             f"no {option('toolchains', '-t/--toolchain')} given",
@@ -248,7 +248,7 @@ def explain(
             jobs=jobs,
             timeout_s=compile_timeout,
             executor=executor,
-            params=params,
+            model=model,
             threshold=threshold,
             fixes=fixes,
             fix_neighbours=neighbours,

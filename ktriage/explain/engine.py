@@ -28,6 +28,7 @@ from ktriage.explain.failures import NOT_LOADED, fallback_reason
 from ktriage.explain.sass_detail import SassDetail, compare_sass_detail
 from ktriage.predict.facts import KernelFacts, facts_for_launch, spec_launch_inputs
 from ktriage.predict.model import DEFAULT_THRESHOLD, Params, Prediction, load_params, predict
+from ktriage.predict.model_used import ModelUsed
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import Loaded, UnloadedKernel
@@ -150,6 +151,9 @@ class ExplainResult:
     toolchains: list[Toolchain]
     specs: list[SpecExplain]
     threshold: float = DEFAULT_THRESHOLD  # the gate the predictions were classified at
+    # the model that made the predictions, which every report names (None: a caller of the engine that did
+    # not say; explain_specs always does)
+    model: ModelUsed | None = None
 
     @property
     def failures(self) -> list[CompileFailure]:

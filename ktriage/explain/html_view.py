@@ -184,6 +184,7 @@ class ExplainView:
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
     pricing: str = ""  # the SMs the predictions are priced for (spec.sms.pricing_text)
     gate: str = ""  # the gate the findings were sorted by (predicted.gate_line)
+    model: str = ""  # the model that priced the predictions (ModelUsed.line)
     # the verified fixes (explain --fixes); None: not asked for, so the page has no Fixes section
     fixes: list[Fix] | None = None
 
@@ -535,6 +536,7 @@ def build_view(
         no_change="" if groups else no_change_line(result),
         targets=sorted({item.spec.target for item in result.specs}),
         pricing=pricing_text([item.spec for item in result.specs]),
-        gate=gate_line(result.threshold),
+        gate=gate_line(result.threshold, result.model),
+        model=result.model.line() if result.model is not None else "",
         fixes=list(fixes) if fixes is not None else None,
     )

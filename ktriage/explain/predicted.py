@@ -26,6 +26,7 @@ from ktriage.predict.model import Prediction, lean_text, pct
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import ExplainResult
+    from ktriage.predict.model_used import ModelUsed
 
 
 def predicted_kind(predictions: Sequence[Prediction | None]) -> str | None:
@@ -61,13 +62,15 @@ def impact(predictions: Sequence[Prediction | None]) -> float:
     return 0.0 if w is None else min(w.impact, 50.0)
 
 
-def gate_line(threshold: float) -> str:
+def gate_line(threshold: float, model: ModelUsed | None = None) -> str:
     """The gate the findings were sorted by, said under "Compiled for" in every report (the JSON's
     ``threshold``): with --threshold 0.1 a +8 % prediction is "predicted neutral", and a reader who
-    cannot see the gate reads that as the model's word on its own. Worded as the bullets word it."""
+    cannot see the gate reads that as the model's word on its own. Worded as the bullets word it; with the
+    ``model``, what its intervals cover (80 % of held-out measurements: "wholly beyond" is that sure)."""
+    coverage = f" ({model.coverage_text()})" if model is not None else ""
     return (
         f"Gate: +-{threshold:.0%} (--threshold): a change is a regression or an improvement only where its "
-        "predicted interval lies wholly beyond it"
+        f"predicted interval lies wholly beyond it{coverage}"
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ktriage import progress
 from ktriage.compile.remote import ClusterCompiler
@@ -22,7 +23,8 @@ from ktriage.execute.base import Executor, remote_label
 from ktriage.explain.engine import Explainer, ExplainResult
 from ktriage.explain.findings import Finding, FindingGroup, collect_findings, group_findings
 from ktriage.explain.fixes import Fix, suggest_fixes
-from ktriage.predict.model import DEFAULT_THRESHOLD, Params
+from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
+from ktriage.predict.model_used import model_used
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import Loaded
 from ktriage.toolchain.manager import Toolchain
@@ -59,7 +61,7 @@ def explain_specs(
     jobs: int | None = None,
     timeout_s: float = DEFAULT_COMPILE_TIMEOUT_S,
     executor: Executor | None = None,
-    params: Params | None = None,
+    model: str | Path | None = None,
     threshold: float = DEFAULT_THRESHOLD,
     fixes: bool = False,
     fix_neighbours: Sequence[Toolchain] = (),
@@ -68,7 +70,8 @@ def explain_specs(
     """Run the sequence over ``specs`` x ``toolchains`` (the first toolchain is the reference).
 
     ``executor``: where compiles run (None: this machine's worker pool); the caller owns and closes
-    it. ``params``/``threshold``: the cost model and its gate (None: $KTRIAGE_MODEL or the shipped fit).
+    it. ``model``/``threshold``: the cost model's file and its gate (None: $KTRIAGE_MODEL or the shipped
+    fit); the result names the model it used (``result.model``), as every report then does.
     Compile failures do not raise: they are in ``result.failures`` (``result.complete`` is False), as
     are the kernels of a spec file that did not load (``UnloadedKernel``, kept in their place, each
     failed with every toolchain). ``sm_count``: ``--sm-count``, passed to the fixes' spill-free
@@ -79,9 +82,10 @@ def explain_specs(
         progress.task("analyzing", total=loaded) as analyzing,
         ClusterCompiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
     ):
-        result = Explainer(compiler, params=params, threshold=threshold).run(
+        result = Explainer(compiler, params=load_params(model), threshold=threshold).run(
             specs, toolchains, on_compiled=compiling.callback, on_explained=analyzing.callback
         )
+        result.model = model_used(model)
         findings = collect_findings(result)
         started = time.perf_counter()
         fix_list = (

@@ -221,9 +221,16 @@ class Params:
         return Params.from_json(data)
 
 
+def model_path(path: str | Path | None = None) -> Path | None:
+    """The model file a report's predictions come from: ``path``, else ``$KTRIAGE_MODEL``; None: the fit
+    shipped with ktriage. One resolution for ``load_params`` and the reports that name the model."""
+    given = path or os.environ.get(MODEL_ENV) or None
+    return Path(given) if given else None
+
+
 def load_params(path: str | Path | None = None) -> Params:
     """The parameters: ``path``, else ``$KTRIAGE_MODEL``, else the fit shipped with ktriage."""
-    given = path or os.environ.get(MODEL_ENV) or None
+    given = model_path(path)
     return _load(str(given) if given else str(PARAMS_FILE))
 
 

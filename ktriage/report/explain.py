@@ -165,6 +165,8 @@ def to_json(result: ExplainResult, findings: list[Finding]) -> JSONObject:
         ],
         "failures": [f.to_json() for f in collect_failure_findings(result)],
         "threshold": result.threshold,
+        # which model priced the predictions, and what their intervals cover (interval_level: 0.8, held out)
+        "model": result.model.to_json() if result.model is not None else None,
         "identical_toolchains": identical_lines(result),
     }
 
@@ -319,7 +321,9 @@ def to_markdown(result: ExplainResult, findings: list[Finding], title: str = "kt
     out += [f"- {toolchain_line(t, result, code=md_code, text=md_text)}" for t in tcs]
     if (compiled := compiled_for_line(result, code=md_code, text=md_text)) is not None:
         out += ["", compiled]
-    out += ["", md_text(gate_line(result.threshold))]
+    out += ["", md_text(gate_line(result.threshold, result.model))]
+    if result.model is not None:  # which model priced the predictions (--model, $KTRIAGE_MODEL, the shipped fit)
+        out += ["", md_text(result.model.line())]
     sections, failed = finding_sections_with_lines(result, findings, _evidence_markdown)
     out += ["", "## Findings", ""]
     for title, items in sections:
@@ -405,7 +409,9 @@ def print_table(result: ExplainResult, console: Console, findings: list[Finding]
         console.print(f"  • {escape(toolchain_line(t, result))}")
     if (compiled := compiled_for_line(result)) is not None:
         console.print(escape(compiled))
-    console.print(escape(gate_line(result.threshold)))
+    console.print(escape(gate_line(result.threshold, result.model)))
+    if result.model is not None:
+        console.print(escape(result.model.line()))
     sections, failed = finding_sections_with_lines(result, findings)
     for title, items in sections:
         console.print(f"[bold]{escape(title or 'Findings')}[/]")

@@ -148,6 +148,8 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
         setup_line(report, code=md_code, text=_esc),
         "",
     ]
+    if report.model is not None:  # which model priced the predictions, and what its intervals cover
+        out += [_esc(report.model.line(coverage=True)), ""]
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]
         if not cells:
@@ -326,6 +328,8 @@ def to_html(report: TriageReport, title: str = "ktriage triage") -> str:
 def print_table(report: TriageReport, console: Console) -> None:
     console.print(f"[bold]{escape(report.headline())}[/]")
     console.print(escape(setup_line(report)))
+    if report.model is not None:
+        console.print(escape(report.model.line(coverage=True)))
     print_baseline(console, report.baseline)  # as the markdown and HTML: a moved one may be the cause
     for title, kinds in SECTIONS:
         cells = [c for c in report.cells if c.verdict in kinds]

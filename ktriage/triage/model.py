@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ktriage.explain.fixes import Fix
     from ktriage.measure.cells import Cell
     from ktriage.predict.model import Prediction
+    from ktriage.predict.model_used import ModelUsed
 
 # The verdict of one flagged cell, in report order (see docs/triage.md):
 #   regression        slower, and the compiler changed the kernel for the worse (cause, culprit, fix)
@@ -468,6 +469,9 @@ class TriageReport:
     gpu_needed: list[str] = field(default_factory=list)  # what only a GPU re-run can decide
     sweep: list[SweepRow] = field(default_factory=list)  # every compared cell, flagged or not
     measured: GpuStep | None = None  # the GPU step (ktriage.triage.measure); None: no GPU step asked
+    # the cost model that priced the compile-side predictions ($KTRIAGE_MODEL or the shipped fit), which
+    # every form names with its intervals' coverage (None: a report built without saying)
+    model: ModelUsed | None = None
 
     def of(self, verdict: CellVerdict) -> list[CellTriage]:
         return [c for c in self.cells if c.verdict == verdict]
@@ -536,4 +540,5 @@ class TriageReport:
             "gpu_needed": self.gpu_needed,
             "sweep": [r.to_json() for r in self.sweep],
             "measured": self.measured.to_json() if self.measured is not None else None,
+            "model": self.model.to_json() if self.model is not None else None,
         }

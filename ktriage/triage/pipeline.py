@@ -36,6 +36,7 @@ from ktriage.errors import KtriageError, option
 from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
+from ktriage.predict.model_used import model_used
 from ktriage.stats.gate import check_gate
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
@@ -787,6 +788,7 @@ def triage(
         failures=work.failures,
         notes=work.notes,
         sweep=_sweep(comparison, flagged),
+        model=model_used(),  # the model explain_specs priced the cells with ($KTRIAGE_MODEL, else the shipped fit)
     )
     _gpu_needed(report, singles, sides)
     from ktriage.triage import measure as gpu
