@@ -15,6 +15,7 @@ from rich.table import Table
 from ktriage.bench.plan import variant_name
 from ktriage.mdsafe import markdown_writer
 from ktriage.measure.cells import Cell, RunInfo
+from ktriage.report.rich_table import add_column
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -108,7 +109,7 @@ def print_table(rows: list[dict[str, str]], console: Console, title: str) -> Non
     columns = _columns(rows)
     table = Table(title=escape(title))
     for c in columns:
-        table.add_column(escape(c), justify="right" if c != "x_val" else "left")
+        add_column(table, c, justify="right" if c != "x_val" else "left")
     for r in rows:
         table.add_row(*(escape(r.get(c, "-")) for c in columns))
     console.print(table)

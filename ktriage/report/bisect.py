@@ -21,6 +21,7 @@ from ktriage.bisect.run import BisectReport
 from ktriage.bisect.search import StageResult
 from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
 
@@ -193,8 +194,7 @@ def _md(text: str) -> str:
 def print_report(report: BisectReport, console: Console) -> None:
     for name, stage in zip(report.stage_names, report.stages):
         table = Table(title=escape(name), title_justify="left")
-        for col in ("#", "candidate", "decision", "conf.", "measurements", "reason"):
-            table.add_column(col)
+        add_columns(table, ("#", "candidate", "decision", "conf.", "measurements", "reason"))
         for o in sorted(stage.observations, key=lambda o: o.candidate.index):
             color = {"good": "green", "bad": "red", "skip": "yellow", "unsure": "magenta"}[o.outcome]
             table.add_row(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
+from ktriage.report.rich_table import add_column
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
 
@@ -101,14 +102,14 @@ def print_list(ops: Sequence[OpInfo], console: Console) -> None:
     beside = console.width >= sum(widths) + 2 * len(widths) + DESCRIPTION_MIN_WIDTH  # 2: a gap per column
     table = Table(title="ktriage catalog", box=box.SIMPLE_HEAD, pad_edge=False, show_lines=True, collapse_padding=True)
     if beside:
-        table.add_column(headers[0], no_wrap=True)
+        add_column(table, headers[0], no_wrap=True)
     else:
-        table.add_column("op / aliases / description", ratio=1, overflow="fold")
-    table.add_column(headers[1], no_wrap=True)
-    table.add_column(headers[2], no_wrap=True, justify="right")
-    table.add_column(headers[3], no_wrap=True)
+        add_column(table, "op / aliases / description", ratio=1, overflow="fold")
+    add_column(table, headers[1], no_wrap=True)
+    add_column(table, headers[2], no_wrap=True, justify="right")
+    add_column(table, headers[3], no_wrap=True)
     if beside:
-        table.add_column("description", ratio=1, overflow="fold")
+        add_column(table, "description", ratio=1, overflow="fold")
     for names, modes, inputs, package, description in cells:
         if beside:
             table.add_row(escape(names), escape(modes), inputs, escape(package), escape(description))

@@ -47,6 +47,7 @@ from ktriage.explain.line_evidence import LineEvidence, group_evidence
 from ktriage.explain.predicted import gate_line, identical_toolchains
 from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_code_span, md_text
+from ktriage.report.rich_table import add_column, add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import pricing_text, spec_sm_count
@@ -388,10 +389,9 @@ def _failure_line(item: SpecExplain, failure: CompileFailure) -> str:
 
 def print_table(result: ExplainResult, console: Console, findings: list[Finding]) -> None:
     table = Table(title="ktriage explain", show_lines=False)
-    table.add_column("input", style="bold")
-    for i, t in enumerate(result.toolchains):
-        table.add_column(escape(toolchain_label(t) + (" (ref)" if i == 0 else "")))
-    table.add_column(escape("changes [attribution]"))  # a header is markup too: "[attribution]" was a tag
+    add_column(table, "input", style="bold")
+    add_columns(table, [toolchain_label(t) + (" (ref)" if i == 0 else "") for i, t in enumerate(result.toolchains)])
+    add_column(table, "changes [attribution]")  # a header is markup too: "[attribution]" was a tag
     # the inputs as the findings name them (explain/labels.py); the full labels: markdown, HTML, JSON
     places = input_places([item.spec for item in result.specs])
     for item, place in zip(result.specs, places, strict=True):

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
+from ktriage.report.rich_table import add_column
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
@@ -67,9 +68,9 @@ def to_markdown(result: Occupancy, a: Arch, barriers: int = 1) -> str:
 def print_table(result: Occupancy, a: Arch, console: Console, barriers: int = 1) -> None:
     details = _details(result, a, barriers)
     table = Table(title=escape(_title(a)), show_header=True, header_style="bold")
-    table.add_column("resource")
-    table.add_column("CTAs/SM it allows", justify="right")
-    table.add_column("detail")
+    add_column(table, "resource")
+    add_column(table, "CTAs/SM it allows", justify="right")
+    add_column(table, "detail")
     for name, allowed in result.limits.items():
         style = "bold red" if name == result.limiter else ""
         table.add_row(f"[{style}]{name}[/]" if style else name, str(allowed), escape(details.get(name, "")))

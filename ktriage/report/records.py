@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.report.rich_table import add_column
 from ktriage.schema.jsontypes import JSONValue
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def print_rows(
     """A rich table; ``styles`` gives a column's cell style (e.g. ``{"id": "bold"}``)."""
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False)
     for c in columns:
-        table.add_column(escape(c), overflow="fold", style=(styles or {}).get(c))
+        add_column(table, c, overflow="fold", style=(styles or {}).get(c))
     for r in rows:
         table.add_row(*(escape(_text(r.get(c))) for c in columns))
     console.print(table)
@@ -92,8 +93,8 @@ def kv_markdown(title: str, data: Mapping[str, Any], level: int = 2) -> list[str
 
 def kv_table(title: str, data: Mapping[str, Any]) -> Table:
     table = Table(title=escape(title), box=box.SIMPLE_HEAD, pad_edge=False, show_header=False)
-    table.add_column("key", style="bold")
-    table.add_column("value", overflow="fold")
+    add_column(table, "key", style="bold")
+    add_column(table, "value", overflow="fold")
     for k, v in data.items():
         table.add_row(escape(str(k)), escape(_text(v)))
     return table

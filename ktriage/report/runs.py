@@ -16,6 +16,7 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer
 from ktriage.report import records
+from ktriage.report.rich_table import add_column, add_columns
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.wording import plural
 
@@ -111,8 +112,7 @@ def print_list(
         console.print(f"no runs in {escape(url)}" + (" matching the filters" if filtered else ""))
         return
     table = Table(title=escape(list_title(url)), box=box.SIMPLE_HEAD, pad_edge=False)
-    for col in LIST_COLUMNS:
-        table.add_column(col, overflow="fold")
+    add_columns(table, LIST_COLUMNS, overflow="fold")
     for s, row in zip(summaries, list_rows(summaries), strict=True):
         style = {"finished": "green", "failed": "red"}.get(s.run.status, "yellow")
         *head, status = (escape(str(row[c])) for c in LIST_COLUMNS)
@@ -226,7 +226,7 @@ def print_show(summary: RunSummary, info: RunInfo, cells: list[Cell], console: C
         console.print(records.kv_table(title, data))
     ct = Table(title=plural(len(cells), "cell"), box=box.SIMPLE_HEAD, pad_edge=False)
     for col in CELL_COLUMNS:
-        ct.add_column(col, overflow="fold", justify="right" if col in ("n", "median ms") else "left")
+        add_column(ct, col, overflow="fold", justify="right" if col in ("n", "median ms") else "left")
     for row in _cell_rows(cells):
         ct.add_row(*(escape(str(row[c])) for c in CELL_COLUMNS))
     console.print(ct)

@@ -17,6 +17,7 @@ from ktriage.compare.pairing import BaselineCheck, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.report.markdown import NO_BASELINE_CHECK, fmt_ci, fmt_ms, fmt_pct, headline, method_text, quoted
+from ktriage.report.rich_table import add_columns
 from ktriage.wording import plural
 
 CSV_COLUMNS = (
@@ -139,18 +140,21 @@ def print_table(
         )
         print_baseline(console, c.baseline)
         t = Table(show_lines=False)
-        for col in (
-            "op",
-            "input",
-            "backend",
-            "ref ms",
-            "new ms",
-            "change",
-            f"{c.config.confidence:.0%} CI",
-            "verdict",
-            "why",
-        ):
-            t.add_column(col, overflow="fold")
+        add_columns(
+            t,
+            (
+                "op",
+                "input",
+                "backend",
+                "ref ms",
+                "new ms",
+                "change",
+                f"{c.config.confidence:.0%} CI",
+                "verdict",
+                "why",
+            ),
+            overflow="fold",
+        )
         rows = [*c.regressions(), *c.improvements(), *c.unsure(), *(c.same() if show_same else [])]
         for p in rows[:max_rows]:
             t.add_row(*_row(p))

@@ -20,6 +20,7 @@ from ktriage.compare.not_compared import group_not_compared
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report.html import _env
 from ktriage.report.markdown import baseline_markdown, not_compared_rows
+from ktriage.report.rich_table import add_columns
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_baseline, print_not_compared_groups
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
@@ -337,16 +338,18 @@ def print_table(report: TriageReport, console: Console) -> None:
             continue
         table = Table(title=title, title_justify="left")
         measured = _is_measured(report)
-        for col in (
-            "cell",
-            "old ms",
-            "new ms",
-            "change",
-            "verdict",
-            *(["measured side by side"] if measured else []),
-            "cause / culprit / fix or notes",
-        ):
-            table.add_column(col)
+        add_columns(
+            table,
+            (
+                "cell",
+                "old ms",
+                "new ms",
+                "change",
+                "verdict",
+                *(["measured side by side"] if measured else []),
+                "cause / culprit / fix or notes",
+            ),
+        )
         for c in cells:
             detail = " | ".join(
                 x for x in [c.cause.text if c.cause else "", _culprit_text(c), _fix_text(c)] if x

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_code, md_text
 from ktriage.report import triage as triage_report
+from ktriage.report.rich_table import add_columns
 from ktriage.triage.program import ProgramReport, RunCell, split_commands
 
 
@@ -121,8 +122,7 @@ def print_table(report: ProgramReport, console: Console) -> None:
             f"{escape(t.side)}: {escape(t.spec)} (Triton {escape(t.triton)}, ptxas {escape(t.ptxas)}, {escape(t.id)})"
         )
     steps = Table(title="steps", title_justify="left")
-    for col in ("step", "status", "wall s", "what"):
-        steps.add_column(col)
+    add_columns(steps, ("step", "status", "wall s", "what"))
     for s in report.steps:
         color = {"ok": "green", "partial": "yellow", "failed": "red"}.get(s.status, "dim")
         steps.add_row(escape(s.name), f"[{color}]{escape(s.status)}[/]", _secs(s.wall_s), escape(s.detail))
@@ -132,8 +132,7 @@ def print_table(report: ProgramReport, console: Console) -> None:
         cells = Table(
             title="every kernel input: measured side by side, predicted by the cost model", title_justify="left"
         )
-        for col in ("entry", "kernel", "input", "old ms", "new ms", "measured", "predicted", "compile-side"):
-            cells.add_column(col)
+        add_columns(cells, ("entry", "kernel", "input", "old ms", "new ms", "measured", "predicted", "compile-side"))
         for r in report.cells:
             cells.add_row(
                 str(r.entry),

@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ktriage.mdsafe import markdown_writer, md_text
+from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
 from ktriage.tune.screen import ScreenedConfig, ScreenResult
@@ -259,8 +260,7 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
     table = Table(
         title=escape(_title(result)), caption=escape(ROWS_LEGEND) if any(c.status != "kept" for c in rows) else None
     )
-    for col in _COLUMNS:
-        table.add_column(col, overflow="fold")
+    add_columns(table, _COLUMNS, overflow="fold")
     for c in rows:
         table.add_row(*(escape(x) for x in _cells(c)))
     console.print(table)
@@ -279,8 +279,7 @@ def print_summary(results: Sequence[ScreenResult], timings: Sequence[JSONObject 
         title=f"tune {escape(results[0].space.spec.name.split('[')[0])} with {escape(str(results[0].toolchain.spec))}: "
         f"{plural(len(results), 'input')}"
     )
-    for col in _SUMMARY_COLUMNS:
-        table.add_column(col, overflow="fold")
+    add_columns(table, _SUMMARY_COLUMNS, overflow="fold")
     for r, t in zip(results, timings, strict=True):
         table.add_row(*(escape(x) for x in _summary_cells(r, t)))
     console.print(table)
