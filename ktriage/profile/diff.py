@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from ktriage.mdsafe import markdown_writer
+from ktriage.mdsafe import markdown_writer, md_code_span, md_text
 from ktriage.profile.ncu import summarize
 from ktriage.schema.jsontypes import JSONObject
 
@@ -437,7 +437,9 @@ def to_markdown(doc: ProfileReport) -> str:
     for note in doc.get("notes") or []:
         lines.append(f"- not profiled: {note}")
     if doc.get("findings"):
-        lines += ["## Findings", ""] + [f"- {f}" for f in doc["findings"]] + [""]
+        # a per-line finding quotes a source line: written again for markdown (its quote a code span)
+        written = {d["lines"]["finding"]: _line_finding_markdown(d) for d in doc.get("diffs") or [] if d.get("lines")}
+        lines += ["## Findings", ""] + [f"- {written.get(f) or f}" for f in doc["findings"]] + [""]
     keys = (
         "registers_per_thread",
         "theoretical_occupancy_pct",
@@ -490,6 +492,26 @@ def _delta(row: JSONObject) -> Mapping[str, Any]:
     return delta if isinstance(delta, Mapping) else {}
 
 
+def _line_finding_markdown(d: LaunchDiff) -> str | None:
+    """A launch pair's per-line finding as markdown: ``line_sentence`` again from the rows the JSON keeps,
+    its quoted source line a code span (``md_code_span``), the rest escaped. The plain sentence's
+    backticks closed early on a line that holds one (``s = '`'``), its tail read as text."""
+    from ktriage.profile.source import line_sentence
+
+    info = d.get("lines")
+    if not info:
+        return None
+    return line_sentence(
+        d["kernel"],
+        d["toolchain"],
+        d["reference"],
+        info.get("stalls") or [],
+        info.get("compile") or [],
+        code=md_code_span,
+        plain=md_text,
+    )
+
+
 def _lines_markdown(doc: ProfileReport) -> list[str]:
     """Per launch pair with per-line samples: the lines whose share of the stall samples moved most,
     next to what the compiler did at each line (the two cubins' line diff)."""
@@ -503,7 +525,7 @@ def _lines_markdown(doc: ProfileReport) -> list[str]:
             "",
             f"## Per line: {d['kernel']} (`{d['toolchain']}` vs `{d['reference']}`)",
             "",
-            info.get("finding") or "",
+            _line_finding_markdown(d) or "",
             "",
             "| line | source | stall samples, reference | new | points | reasons (points) | compile side |",
             "|---|---|---|---|---|---|---|",

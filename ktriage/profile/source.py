@@ -294,10 +294,15 @@ def cubin_lines(cubin: Path, kernel_name: str, nvdisasm: Path, carried: CarriedT
     return CubinLines(line_map_of_listing(proc.stdout, fn), listing_line_stats(proc.stdout, fn, body, carried))
 
 
-def _where(row: LineStallRow) -> str:
-    code = str(row.get("text") or "")
-    code = code if len(code) <= 40 else code[:39] + "…"
-    return f"{row['file']}:{row['line']}" + (f" (`{code}`)" if code else "")
+def quoted(code: str) -> str:
+    """A source line quoted in plain text (the JSON, the terminal): between backticks, as written."""
+    return f"`{code}`"
+
+
+def _where(row: LineStallRow, code: Callable[[str], str] = quoted, plain: Callable[[str], str] = str) -> str:
+    snippet = str(row.get("text") or "")
+    snippet = snippet if len(snippet) <= 40 else snippet[:39] + "…"
+    return plain(f"{row['file']}:{row['line']}") + (f" ({code(snippet)})" if snippet else "")
 
 
 def line_sentence(
@@ -306,9 +311,16 @@ def line_sentence(
     reference: str,
     stall_rows: Sequence[LineStallRow],
     compile_rows: Sequence[Mapping[str, Any]],
+    *,
+    code: Callable[[str], str] = quoted,
+    plain: Callable[[str], str] = str,
 ) -> str | None:
     """``_layer_norm_backward_kernel (B vs A), per line: stall 'long_scoreboard' +41 points at
-    layer_norm.py:126 (`dx = ...`), where the compiler added 283 LDL/STL (+276 instructions)``."""
+    layer_norm.py:126 (`dx = ...`), where the compiler added 283 LDL/STL (+276 instructions)``.
+
+    ``code``/``plain``: how the quoted source line and the rest are written; the markdown passes
+    ``mdsafe.md_code_span``/``md_text`` (as explain's line evidence does): a quoted line holding a
+    backtick closed the plain quote early there, and its tail read as text."""
     best: tuple[float, str, LineStallRow] | None = None
     for row in stall_rows:
         for reason, points in (row.get("stall_points") or {}).items():
@@ -318,9 +330,15 @@ def line_sentence(
         top = next(iter(stall_rows), None)
         if top is None:
             return None
-        return f"{kernel} ({toolchain} vs {reference}), per line: the largest change is {_where(top)} {top['points']:+.0f} points of the stall samples."
+        return (
+            plain(f"{kernel} ({toolchain} vs {reference}), per line: the largest change is ")
+            + _where(top, code, plain)
+            + plain(f" {top['points']:+.0f} points of the stall samples.")
+        )
     points, reason, row = best
-    text = f"{kernel} ({toolchain} vs {reference}), per line: stall '{reason}' {points:+.0f} points at {_where(row)}"
+    text = plain(
+        f"{kernel} ({toolchain} vs {reference}), per line: stall '{reason}' {points:+.0f} points at "
+    ) + _where(row, code, plain)
     same = next((c for c in compile_rows if c.get("file") == row["file"] and c.get("line") == row["line"]), None)
     if same is not None:
         delta = same.get("delta") or {}
@@ -331,7 +349,7 @@ def line_sentence(
         if delta.get("instructions"):
             parts.append(f"{int(delta['instructions']):+d} instructions")
         if parts:
-            text += f", where the compiler changed {', '.join(parts)}"
+            text += plain(f", where the compiler changed {', '.join(parts)}")
     return text + "."
 
 

@@ -225,3 +225,55 @@ def test_a_bundles_carried_source_text_names_and_matches_lines_the_gpu_host_cann
     assert len(library_rows) == 1 and library_rows[0]["text"] == code  # one line, compared with itself
     unmatched = diff_line_samples(sides["3.6.0"][1], sides["3.3.1"][1])
     assert len([r for r in unmatched if r["file"] == "triton/language/standard.py"]) == 2
+
+
+def _fake_line_doc(snippet: str) -> dict:
+    """A profile document as ``diff.document`` writes it, with one launch pair's per-line diff (a fake: the
+    rows the JSON keeps, no GPU), whose hottest line quotes ``snippet``."""
+    from ktriage.profile.source import line_sentence
+
+    stalls = [
+        {
+            "file": "liger_kernel/ops/layer_norm.py",
+            "line": 126,
+            "text": snippet,
+            "points": 41.0,
+            "stall_points": {"long_scoreboard": 41.0},
+            "ref": None,
+            "new": None,
+        }
+    ]
+    compile_rows = [{"file": "liger_kernel/ops/layer_norm.py", "line": 126, "delta": {"local_loads": 193}}]
+    finding = line_sentence("_layer_norm_backward_kernel", "triton==3.4.0", "triton==3.3.1", stalls, compile_rows)
+    assert finding is not None
+    lines = {"stalls": stalls, "compile": compile_rows, "finding": finding}
+    diff = {"kernel": "_layer_norm_backward_kernel", "launch": 0, "toolchain": "triton==3.4.0"}
+    diff |= {"reference": "triton==3.3.1", "deltas": {}, "finding": "counters", "lines": lines}
+    return {
+        "op": "layer_norm",
+        "mode": "bwd",
+        "input_id": 7,
+        "backend": "liger_layer_norm",
+        "reference": "triton==3.3.1",
+        "ncu_version": "fake",
+        "notes": [],
+        "findings": ["counters", finding],
+        "toolchains": {},
+        "diffs": [diff],
+    }
+
+
+@pytest.mark.parametrize("snippet", ["dx = (w * x_hat) - c1", "s = '`' + name"])
+def test_the_per_line_finding_quotes_its_source_line_as_code_in_markdown(snippet: str) -> None:
+    """The markdown's per-line finding (Findings and the Per line section) shows the quoted source line
+    as a code span (``mdsafe.md_code_span``, as explain's line evidence does): written with plain backticks,
+    a line holding one closed the quote early and its tail read as text (CommonMark, as GitHub renders)."""
+    from html import unescape
+
+    from markdown_it import MarkdownIt
+
+    from ktriage.profile.diff import to_markdown
+
+    html = unescape(MarkdownIt("commonmark").render(to_markdown(_fake_line_doc(snippet))))  # type: ignore[arg-type]
+    assert html.count(f"(<code>{snippet}</code>)") == 2, html
+    assert "stall 'long_scoreboard' +41 points at liger_kernel/ops/layer_norm.py:126 (" in html
