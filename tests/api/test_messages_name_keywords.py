@@ -237,6 +237,21 @@ def test_option_spells_a_list_as_its_flag_repeated() -> None:
     assert option("inputs", "--input", ("7",)) == "inputs=['7'] (--input 7)"
 
 
+def test_option_quotes_the_flags_value_as_a_shell_needs_it() -> None:
+    """A value with a space or a quote was pasted into the command unquoted (``--input (4096, 4096)``,
+    ``-t triton==3.4.0,ptxas-options=-O3 -v``): the shell split it. The flag side is quoted (one home: the
+    toolchain-split message quoted its own); the keyword side stays Python's repr; plain values are bare."""
+    assert option("inputs", "--input", ["(4096, 4096)", "7"]) == (
+        "inputs=['(4096, 4096)', '7'] (--input '(4096, 4096)' --input 7)"
+    )
+    assert option("toolchain", "-t", "triton==3.4.0,ptxas-options=-O3 -v") == (
+        "toolchain='triton==3.4.0,ptxas-options=-O3 -v' (-t 'triton==3.4.0,ptxas-options=-O3 -v')"
+    )
+    assert option("spec", "--spec", "it's.toml") == "spec=\"it's.toml\" (--spec 'it'\"'\"'s.toml')"
+    assert option("db", "--db", "sqlite:////tmp/k.db") == "db='sqlite:////tmp/k.db' (--db sqlite:////tmp/k.db)"
+    assert option("threshold", "--threshold", -0.5) == "threshold=-0.5 (--threshold -0.5)"
+
+
 def test_tune_and_explain_name_toolchains_and_inputs_as_keywords() -> None:
     """The api layer's own examples were flags alone: "e.g. -t triton==3.4.0", "pass --input for each"."""
     with pytest.raises(KtriageError) as no_tc:
