@@ -22,6 +22,8 @@ All families are plain subclasses, so ``except KtriageError`` still catches ever
 
 from __future__ import annotations
 
+import shlex
+
 
 class KtriageError(Exception):
     """A problem with the user's input or environment, with a hint that says how to fix it."""
@@ -42,22 +44,25 @@ def option(name: str, flag: str | None = None, value: object = None) -> str:
     (``limit (--limit)``; with a value, ``limit=20 (--limit 20)``, ``precision='bf16' (--precision bf16)``;
     a switch, ``measure=True (--measure)``; a list, its flag once per item,
     ``toolchains=['triton==3.3.1', 'triton==3.4.0'] (-t triton==3.3.1 -t triton==3.4.0)``; no flag, the
-    keyword alone).
+    keyword alone). The flag's value is quoted as a shell needs it (``--input 'M=4096, N=512'``,
+    ``-t 'triton==3.4.0,ptxas-options=-O3 -v'``), so the command shown runs when pasted; the keyword's
+    value is Python's ``repr``.
 
     Why: the same :class:`KtriageError` reaches a Python caller of ``ktriage.api`` and a command-line
     user, and a message naming only ``--limit`` tells the caller of ``kt.triage(...)`` of an option it
     cannot pass. Why here and not in ``ktriage.api``: the layers below the api (compare, triage) word
-    messages that reach ``kt.*`` callers too, and may not import the api."""
+    messages that reach ``kt.*`` callers too, and may not import the api. Why the quoting here: one
+    home for spelling an option (a message that quoted its own flags drifted from the others)."""
     if value is None:
         return f"{name} ({flag})" if flag else name
     if isinstance(value, bool):  # a switch: its flag says the value (--measure, --no-l2-flush)
         return f"{name}={value}" + (f" ({flag})" if flag else "")
     if isinstance(value, list | tuple):  # a flag given once per item (-t A -t B, --input 7 --input 8)
         items = [str(v) for v in value]
-        return f"{name}={items!r}" + (f" ({' '.join(f'{flag} {v}' for v in items)})" if flag else "")
+        return f"{name}={items!r}" + (f" ({' '.join(f'{flag} {shlex.quote(v)}' for v in items)})" if flag else "")
     text = f"{value:g}" if isinstance(value, float) else str(value)
     keyword = repr(value) if isinstance(value, str) else text
-    return f"{name}={keyword}" + (f" ({flag} {text})" if flag else "")
+    return f"{name}={keyword}" + (f" ({flag} {shlex.quote(text)})" if flag else "")
 
 
 class SpecError(KtriageError):

@@ -59,6 +59,7 @@ __all__ = [
     "LEVEL",
     "LIMIT",
     "MAX_PVALUE",
+    "MAX_SAMPLES",
     "MAX_SPILL_BYTES",
     "MAX_TIME",
     "MIN_SAMPLES",
@@ -72,6 +73,7 @@ __all__ = [
     "TOP_K",
     "TRIAGE_LIMIT",
     "WARMUP",
+    "WORKERS",
     "Real",
     "Whole",
     "arch",
@@ -330,6 +332,12 @@ MAX_TIME = Real("max_time", "--max-time", low=0.0, open_low=True, example=10)
 MIN_SAMPLES = Whole("min_samples", "--min-samples", low=1, example=10)
 # tune: checked in the timing step only, after every candidate had compiled (minutes) for nothing
 BUDGET = Real("budget", "--budget", low=0.0, open_low=True, example=10)
+# bisect: workers=0 ran one at a time (a silent max(1, ...)) and workers=2.5 reached the thread pool; a bool
+# was read as 1 or 0
+WORKERS = Whole("workers", "--workers", low=1, example=3)
+# bisect: the verdict needs 10 samples per variant (ktriage.stats.verdict.VerdictConfig.min_samples; a test keeps
+# them in step); fewer were refused only when the timed predicate was built, 0 or a float not at all
+MAX_SAMPLES = Whole("max_samples", "--max-samples", low=10, example=200)
 # bisect: a limit of 0 or less killed every build or command at once, each candidate a skip ("timed out after -1 s")
 TIMEOUT = Real("timeout", "--timeout", low=0.0, open_low=True, example=300)
 BUILD_TIMEOUT = Real("build_timeout", "--build-timeout", low=0.0, open_low=True, example=3600)

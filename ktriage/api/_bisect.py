@@ -143,6 +143,7 @@ def bisect(
     good, bad = args.text(good, "good", example="3.3.1"), args.text(bad, "bad", example="3.4.0")
     inputs = args.texts(inputs, "inputs", "--input", numbers=True)
     arch, jobs = args.arch(arch), args.JOBS.optional(jobs)
+    workers, max_samples = args.WORKERS(workers), args.MAX_SAMPLES(max_samples)
     timeout, build_timeout = args.TIMEOUT.optional(timeout), args.BUILD_TIMEOUT(build_timeout)
     threshold = args.THRESHOLD(threshold)
     check_gate(threshold)

@@ -38,7 +38,7 @@ from ktriage.bisect.sources import (
 )
 from ktriage.bisect.workspace import Workspace
 from ktriage.compile.compiler import Compiler
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.execute.base import Executor
 from ktriage.execute.select import cluster_address, open_executor
 from ktriage.home import home_subdir, portable_path
@@ -159,44 +159,61 @@ def default_state_path(opts: BisectOptions) -> Path:
 
 def check_options(opts: BisectOptions) -> Source:
     """Reject contradictory or incomplete options before anything is built (exit 2)."""
+    metric, command = option("metric", "--metric"), option("command", "--command")
     if opts.metric is None and opts.command is None:
         raise KtriageError(
-            "no predicate: give --metric or --command",
-            "e.g. --metric spill_store_bytes, --metric latency, or --command './test.sh'",
+            f"no predicate: give {metric} or {command}",
+            f"e.g. {option('metric', '--metric', 'spill_store_bytes')}, {option('metric', '--metric', 'latency')}, "
+            f"or {option('command', '--command', './test.sh')}",
         )
     if opts.metric is not None and opts.command is not None:
-        raise KtriageError("--metric and --command were both given", "choose one predicate")
+        raise KtriageError(f"{metric} and {command} were both given", "choose one predicate")
     if opts.metric is not None and opts.metric != "latency":
         check_metric(opts.metric)
-    if opts.workers < 1:
-        raise KtriageError(f"--workers {opts.workers} must be >= 1", "e.g. --workers 3 tests 3 candidates per round")
+    if opts.workers < 1:  # kt.bisect refuses it first (api._args.WORKERS); BisectOptions built by hand
+        raise KtriageError(
+            f"{option('workers', '--workers', opts.workers)} must be >= 1",
+            f"e.g. {option('workers', '--workers', 3)} tests 3 candidates per round",
+        )
     source = parse_source(opts.source)
     needs_kernels = opts.metric is not None and opts.metric != "latency"  # latency: the bundle holds the kernels
+    toolchain = option("toolchain", "-t/--toolchain")
+    op, spec = option("op", "--op"), option("spec", "--spec")
     if needs_kernels and not (opts.op or opts.spec):
-        raise KtriageError(f"--metric {opts.metric} needs kernels", "add --op NAME (a catalog op) or --spec FILE.toml")
+        raise KtriageError(
+            f"{option('metric', '--metric', opts.metric)} needs kernels",
+            f"add {option('op', '--op', 'NAME')} (a catalog op) or {option('spec', '--spec', 'FILE.toml')}",
+        )
     if opts.op and opts.spec:
-        raise KtriageError("--op and --spec were both given", "choose one way to name the kernels")
+        raise KtriageError(f"{op} and {spec} were both given", "choose one way to name the kernels")
     if source.kind == "ptxas" and not opts.toolchain:
-        raise KtriageError("--source ptxas needs the fixed frontend", "add --toolchain triton==3.4.0")
+        raise KtriageError(
+            f"{option('source', '--source', 'ptxas')} needs the fixed frontend",
+            f"add {option('toolchain', '--toolchain', 'triton==3.4.0')}",
+        )
     if source.kind == "git" and opts.metric == "latency":
         raise KtriageError(
-            "--metric latency bisects toolchains from a bundle, not commits",
-            "for commits use a compile metric, or --command with a timing script",
+            f"{option('metric', '--metric', 'latency')} bisects toolchains from a bundle, not commits",
+            f"for commits use a compile metric, or {command} with a timing script",
         )
     if source.kind == "git" and needs_kernels and not opts.toolchain:
         raise KtriageError(
-            "compiling commits needs a toolchain",
-            "add --toolchain triton==3.4.0 (or triton={checkout}/dist/*.whl after a wheel build)",
+            f"compiling commits needs a toolchain: no {toolchain} given",
+            f"add {option('toolchain', '--toolchain', 'triton==3.4.0')} (or triton={{checkout}}/dist/*.whl after a wheel build)",
         )
     _check_git_only(opts, source)
     if bool(opts.pin_file) != bool(opts.pin_repo):
         raise KtriageError(
-            "--pin-file and --pin-repo go together", "e.g. --pin-file cmake/llvm-hash.txt --pin-repo ../llvm-project"
+            f"{option('pin_file', '--pin-file')} and {option('pin_repo', '--pin-repo')} go together",
+            f"e.g. {option('pin_file', '--pin-file', 'cmake/llvm-hash.txt')} with "
+            f"{option('pin_repo', '--pin-repo', '../llvm-project')}",
         )
     if opts.metric == "latency" and not opts.bundle:
         raise KtriageError(
-            "--metric latency measures on the GPU from a compile-here bundle",
-            "build one with `ktriage bench --compile-only --bundle DIR -t ...` for the candidate toolchains and pass --bundle DIR --backend NAME",
+            f"{option('metric', '--metric', 'latency')} measures on the GPU from a compile-here bundle",
+            "build one for the candidate toolchains with kt.bench(op=..., toolchains=[...], compile_only=True, "
+            "bundle='DIR') (`ktriage bench --compile-only --bundle DIR -t ...`) and pass "
+            f"{option('bundle', '--bundle', 'DIR')} with {option('backend', '--backend', 'NAME')}",
         )
     if opts.metric == "latency":
         _check_timed(opts)
@@ -215,19 +232,20 @@ def _check_git_only(opts: BisectOptions, source: Source) -> None:
     if source.kind == "git":
         return
     given = [
-        flag
-        for flag, value in (
-            ("--build", opts.build),
-            ("--pin-file", opts.pin_file),
-            ("--first-parent", opts.first_parent),
-            ("--keep-checkouts", opts.keep_checkouts),
+        option(name, flag)
+        for name, flag, value in (
+            ("build", "--build", opts.build),
+            ("pin_file", "--pin-file", opts.pin_file),
+            ("first_parent", "--first-parent", opts.first_parent),
+            ("keep_checkouts", "--keep-checkouts", opts.keep_checkouts),
         )
         if value
     ]
     if given:
         raise KtriageError(
-            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to --source git:PATH only (commits "
-            f"built in checkouts), not to --source {opts.source}",
+            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to "
+            f"{option('source', '--source', 'git:PATH')} only (commits built in checkouts), not to "
+            f"{option('source', '--source', opts.source)}",
             f"drop {', '.join(given)}: a {source.kind} candidate is a release, installed, never checked out or built",
         )
 
@@ -237,7 +255,7 @@ def _check_untimed(opts: BisectOptions) -> None:
     is: they were ignored without a word (--threshold 0.2 on --metric spill_store_bytes changed nothing)."""
     default = {f.name: f.default for f in fields(BisectOptions)}
     given = [
-        flag
+        option(name, flag)
         for flag, name in (
             ("--backend", "backend"),
             ("--artifact-timing", "artifact_timing"),
@@ -247,9 +265,10 @@ def _check_untimed(opts: BisectOptions) -> None:
         if getattr(opts, name) != default[name]
     ]
     if given:
-        what = f"--metric {opts.metric}" if opts.metric else "--command"
+        what = option("metric", "--metric", opts.metric) if opts.metric else option("command", "--command")
         raise KtriageError(
-            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to a timed bisect (--metric latency), not to {what}",
+            f"{', '.join(given)} {agree(len(given), 'applies', 'apply')} to a timed bisect "
+            f"({option('metric', '--metric', 'latency')}), not to {what}",
             f"drop {', '.join(given)}: the {'metric is exact' if opts.metric else 'command decides'}, nothing is sampled",
         )
 
@@ -262,12 +281,13 @@ def _check_pin(repo: Path, bad: str, pin_file: str, pin_repo: Path) -> None:
         gitrepo.repo_root(pin_repo)
     except KtriageError as exc:
         raise KtriageError(
-            f"--pin-repo: {exc.problem}",
-            "give the local checkout of the pinned repository, e.g. --pin-repo ../llvm-project",
+            f"{option('pin_repo', '--pin-repo')}: {exc.problem}",
+            f"give the local checkout of the pinned repository, e.g. {option('pin_repo', '--pin-repo', '../llvm-project')}",
         ) from None
     if read_pin(gitrepo.file_at(repo, gitrepo.resolve_commit(repo, bad), pin_file)) is None:
         raise KtriageError(
-            f"--pin-file {pin_file} holds no commit hash at --bad {bad} in {repo} (no such file, or no 7-40 digit hex word)",
+            f"{option('pin_file', '--pin-file', pin_file)} holds no commit hash at {option('bad', '--bad', bad)} in "
+            f"{repo} (no such file, or no 7-40 digit hex word)",
             "name the file that pins the other repository's commit, relative to the repository's top, e.g. cmake/llvm-hash.txt",
         )
 
@@ -285,18 +305,22 @@ def _check_timed(opts: BisectOptions) -> None:
     example = held[0] if held else "liger_layer_norm"
     if not opts.backend or len(opts.inputs) != 1 or not opts.inputs[0].isdigit():
         raise KtriageError(
-            "--metric latency needs one --backend and one numeric --input id", f"e.g. --backend {example} --input 7"
+            f"{option('metric', '--metric', 'latency')} needs one {option('backend', '--backend')} and one numeric "
+            f"{option('inputs', '--input')} id",
+            f"e.g. {option('backend', '--backend', example)} and {option('inputs', '--input', ['7'])}",
         )
     if opts.backend not in held:
         raise KtriageError(
-            f"--backend {opts.backend} is not an artifact backend of bundle {opts.bundle} ({bundle.op})",
+            f"{option('backend', '--backend', opts.backend)} is not an artifact backend of bundle {opts.bundle} "
+            f"({bundle.op})",
             f"use one it holds: {', '.join(held)}"
             if held
             else f"build a bundle of an op with a replayed backend ({', '.join(replays())})",
         )
     if opts.artifact_timing not in TIMINGS:
         raise KtriageError(
-            f"--artifact-timing {opts.artifact_timing} is not a timing target", f"use one of: {', '.join(TIMINGS)}"
+            f"{option('artifact_timing', '--artifact-timing', opts.artifact_timing)} is not a timing target",
+            f"use one of: {', '.join(TIMINGS)}",
         )
 
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from ktriage.bisect.candidate import Candidate, Observation, Outcome
 from ktriage.bisect.decide import Decision, Direction, MeasureFn, Variant, classify, variant_key
-from ktriage.errors import FormatError, KtriageError, MeasureError
+from ktriage.errors import FormatError, KtriageError, MeasureError, option
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.stats.verdict import (
     DEFAULT_CONFIG,
@@ -129,13 +129,15 @@ class TimePredicate:
         more_gpus: Sequence[MeasureFn] = (),
     ) -> None:
         if samples_per_round < 1 or max_rounds < 1:
-            raise KtriageError(
-                "samples per round and rounds must be >= 1", "pass positive --samples-per-round / --max-rounds"
+            raise KtriageError(  # no option sets these: only a caller of TimePredicate itself meets it
+                f"TimePredicate: samples_per_round {samples_per_round} and max_rounds {max_rounds} must be >= 1",
+                "pass samples_per_round and max_rounds of 1 or more",
             )
-        if max_samples < config.min_samples:
+        if max_samples < config.min_samples:  # kt.bisect refuses it first (api._args.MAX_SAMPLES)
             raise KtriageError(
-                f"max_samples {max_samples} is below the verdict's minimum of {config.min_samples}",
-                f"pass --max-samples >= {config.min_samples}",
+                f"{option('max_samples', '--max-samples', max_samples)} is below the verdict's minimum of "
+                f"{config.min_samples}",
+                f"pass {option('max_samples', '--max-samples', config.min_samples)} or more",
             )
         if relative_gate is not None and not 0 < relative_gate < 0.5:
             raise KtriageError(
@@ -215,7 +217,8 @@ class TimePredicate:
                 f"the endpoints do not differ by more than the noise: {bad.label} vs {good.label}: {verdict.verdict}, "
                 f"{verdict.reason} (after {verdict.n_ref} + {verdict.n_new} samples)",
                 f"check that {good.label} is good and {bad.label} is bad for this op/input; for a smaller change "
-                f"lower the gate (--threshold, now {self.config.threshold:.0%}) or allow more samples (--max-samples, now {self.max_samples})",
+                f"lower the gate ({option('threshold', '--threshold')}, now {self.config.threshold:g}) or allow more "
+                f"samples ({option('max_samples', '--max-samples')}, now {self.max_samples})",
             )
         direction: Direction = verdict.verdict
         ratio, lo, hi = verdict.ratio, verdict.ci_low, verdict.ci_high

@@ -80,7 +80,9 @@ PinFile = Annotated[
     ),
 ]
 PinRepo = Annotated[Path | None, typer.Option("--pin-repo", help="The local checkout of the pinned repository.")]
-Workers = Annotated[int, typer.Option("--workers", help="Candidates tested per round, in parallel (k-ary search).")]
+Workers = Annotated[
+    int, typer.Option("--workers", min=1, help="Candidates tested per round, in parallel (k-ary search).")
+]
 Timeout = Annotated[
     float | None, typer.Option("--timeout", help="Seconds per command run; a timeout skips that candidate.")
 ]
@@ -120,7 +122,9 @@ ArtifactTiming = Annotated[
 ]
 MaxSamples = Annotated[
     int,
-    typer.Option("--max-samples", help="--metric latency: samples per variant before a candidate is called unsure."),
+    typer.Option(
+        "--max-samples", min=10, help="--metric latency: samples per variant before a candidate is called unsure."
+    ),
 ]
 Threshold = Annotated[
     float, typer.Option("--threshold", help="--metric latency: the smallest relative change counted (0.05 = 5%).")

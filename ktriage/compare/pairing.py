@@ -481,7 +481,10 @@ def _baseline_check(
         )
     if not names:
         return BaselineCheck(
-            None, "none", "no baseline backend in the results: pass --baseline to check that the machine did not change"
+            None,
+            "none",
+            f"no baseline backend in the results: pass {option('baseline', '--baseline')} to check that the "
+            "machine did not change",
         )
     base = [p for p in pairs if p.is_baseline and p.verdict is not None]
     if not base:
@@ -748,6 +751,16 @@ def compare_toolchains(
     ]
 
 
+# How the two sides get the same inputs, for both benches that write results files and for TritonBench.
+# Why spelled out: the inputs were chosen by the runs measured earlier, with their own keywords and flags
+# (kt.bench's inputs/input_id/num_inputs, kt.bench_recorded's inputs), not by an option of compare.
+SAME_INPUTS = (
+    f"bench them with the same {option('inputs', '--input')}, or the same {option('input_id', '--input-id')} "
+    f"and {option('num_inputs', '--num-inputs')} (kt.bench, `ktriage bench --op OP`); a recorded workload with the "
+    f"same {option('inputs', '--input')} (kt.bench_recorded, `ktriage bench W.json`); TritonBench with the same x_vals"
+)
+
+
 def check_shared(comparison: Comparison, old: str, new: str) -> None:
     """Two sides with no (op, pass, input, backend) in common compare nothing: refused (exit 2)
     rather than a report of "0 regressions" that a CI job would pass (compare and triage alike).
@@ -775,7 +788,7 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
             raise KtriageError(
                 f"{old} and {new} share no input: both measured {listed(both)}, the old side at "
                 f"{listed(old_inputs)}, the new side at {listed(new_inputs)}; nothing can be compared",
-                "measure both sides at the same inputs (the same --input / --num-inputs, or TritonBench's same x_vals)",
+                f"measure both sides at the same inputs: {SAME_INPUTS}",
             )
         old_backends = {c.key.backend for c in comparison.ref_cells}
         new_backends = {c.key.backend for c in comparison.new_cells}
@@ -783,7 +796,8 @@ def check_shared(comparison: Comparison, old: str, new: str) -> None:
             raise KtriageError(
                 f"{old} and {new} share no backend: the old side ran {listed(old_backends)}, the new side "
                 f"{listed(new_backends)}; nothing can be compared",
-                "measure both sides with the same backends (bench --only)",
+                f"measure both sides with the same backends: the same {option('only', '--only')} in kt.bench "
+                "(`ktriage bench --op`)",
             )
     raise KtriageError(
         f"{old} and {new} share no cell: the old side has {listed(old_groups)}, the new side "

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ktriage.atomic import write_atomic
-from ktriage.errors import FormatError
+from ktriage.errors import FormatError, option
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.ops import registry
 from ktriage.schema.core import check_depth
@@ -260,14 +260,15 @@ def _check_not_contradicted(
 ) -> None:
     """--op/--mode are for a CSV whose name does not say them: where the name says a known operator
     (and its pass) otherwise, one of the two is wrong, and taking --op silently would compare or
-    triage the cells as another operator's."""
+    triage the cells as another operator's. The messages name the keyword and the flag (``op='x' (--op
+    x)``): kt.compare and kt.triage reach them as the commands do."""
     if named_op not in {o.name for o in registry.OPERATORS}:
         return
-    for flag, given, named in (("--op", op, named_op), ("--mode", mode, named_mode)):
+    for name, given, named in (("op", op, named_op), ("mode", mode, named_mode)):
         if given and named and given != named:
             raise FormatError(
-                f"{flag} {given} contradicts the file name {Path(origin).name}, which says {named}",
-                f"drop {flag} (the name says it), or rename the file if the name is wrong",
+                f"{option(name, '--' + name, given)} contradicts the file name {Path(origin).name}, which says {named}",
+                f"drop {option(name, '--' + name)} (the name says it), or rename the file if the name is wrong",
             )
 
 
@@ -281,16 +282,15 @@ def _check_backends(op: str, mode: str, backends: Sequence[str], origin: str, fl
     if len(theirs) != 1 or op in theirs:
         return
     (other,) = theirs
-    said = f"--op {op}" if flagged else f"the file name says operator {op}"
+    said = option("op", "--op", op) if flagged else f"the file name says operator {op}"
     rename = f"name the file after the operator it measured (e.g. {other}_{mode}_old.csv)"
-    fix = (
-        f"pass --op {other}"
-        if flagged
-        else rename
-        if registry.operator(op) is not None
-        else f"{rename} or pass --op {other}"
-    )
+    passed = f"pass {option('op', '--op', other)}"
+    fix = passed if flagged else rename if registry.operator(op) is not None else f"{rename} or {passed}"
     raise FormatError(f"{origin}: {said}, but its backends ({', '.join(sorted(backends))}) are {other}'s", fix)
+
+
+# the pass a file does not say, as kt.compare/kt.triage and their commands take it
+_MODE_GIVEN = f"{option('mode', '--mode')} as fwd, bwd or fwd_bwd"
 
 
 def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
@@ -298,7 +298,8 @@ def _need(op: str | None, mode: str | None, origin: str) -> tuple[str, str]:
         missing = " and ".join(n for n, v in (("operator", op), ("pass", mode)) if not v)
         raise FormatError(
             f"{origin}: the {missing} of this TritonBench CSV is not in its name",
-            "name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass --op NAME --mode fwd|bwd|fwd_bwd",
+            f"name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass {option('op', '--op', 'NAME')} "
+            f"and {_MODE_GIVEN}",
         )
     return op, mode
 
@@ -429,7 +430,7 @@ def parse_json(
         k_op, k_mode = split if split is not None else (m["bench"], None)
         k_op, k_mode = op or k_op, mode or k_mode
         if not k_mode:
-            raise FormatError(f"{origin}: cannot tell the pass of key {key!r}", "pass --mode fwd|bwd|fwd_bwd")
+            raise FormatError(f"{origin}: cannot tell the pass of key {key!r}", f"pass {_MODE_GIVEN}")
         if m["x"] in ("average", "hashes"):
             continue
         per_key.setdefault((k_op, k_mode, m["x"], m["backend"]), {})[m["metric"]] = value

@@ -181,7 +181,8 @@ def _recorded_tune_bundle(
     if workload is None:
         raise SpecError(
             f"{spec.name} is a recorded kernel, but the workload file it came from is not known here",
-            "tune it as `ktriage tune W.json --input ...` (the workload file as the target)",
+            "tune it with the workload file as the target: kt.tune(target='W.json', inputs=[...]) "
+            "(`ktriage tune W.json --input ...`)",
         )
     kernel, input_id = str(spec.meta.get("workload_kernel")), int(spec.meta.get("input_id", 0))
     tc = result.toolchain
@@ -283,7 +284,7 @@ def write_tune_bundles(
     if any(r.space.spec.meta.get("recorded") for r in results):
         raise SpecError(
             "tuning several recorded inputs in one GPU run is not supported yet",
-            "tune one recorded input at a time (--input ...)",
+            f"tune one recorded input at a time: one item in {option('inputs', '--input')}",
         )
     numbering = config_numbering(results)
     parts = [

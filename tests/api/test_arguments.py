@@ -93,6 +93,16 @@ BISECT = {"source": "git:/no-such-repo", "good": "v1", "bad": "v2", "command": "
         (kt.bisect, {**BISECT, "timeout": -1}, r"timeout \(--timeout\) -1 is out of range"),
         (kt.bisect, {**BISECT, "timeout": 0}, r"timeout \(--timeout\) 0 is out of range"),
         (kt.bisect, {**BISECT, "build_timeout": 0}, r"build_timeout \(--build-timeout\) 0 is out of range"),
+        # workers and max_samples reached the search as given: True as one worker, 2.5 a thread count
+        (kt.bisect, {**BISECT, "workers": True}, r"^workers \(--workers\) True is a bool, not an int"),
+        (kt.bisect, {**BISECT, "workers": 2.5}, r"^workers \(--workers\) 2.5 is a float, not an int"),
+        (kt.bisect, {**BISECT, "workers": 0}, r"^workers \(--workers\) 0 is out of range"),
+        (kt.bisect, {**BISECT, "workers": -2}, r"^workers \(--workers\) -2 is out of range"),
+        (kt.bisect, {**BISECT, "max_samples": False}, r"^max_samples \(--max-samples\) False is a bool, not an int"),
+        (kt.bisect, {**BISECT, "max_samples": 50.0}, r"^max_samples \(--max-samples\) 50.0 is a float, not an int"),
+        (kt.bisect, {**BISECT, "max_samples": 0}, r"^max_samples \(--max-samples\) 0 is out of range"),
+        (kt.bisect, {**BISECT, "max_samples": -1}, r"^max_samples \(--max-samples\) -1 is out of range"),
+        (kt.bisect, {**BISECT, "max_samples": 9}, r"^max_samples \(--max-samples\) 9 is out of range"),
     ],
 )
 def test_a_number_out_of_its_flags_range_or_of_another_type_is_refused_before_any_work(
@@ -159,6 +169,15 @@ def test_the_commands_ranges_are_the_apis() -> None:
     for flag, bounds in cli.items():
         assert flag in constants, f"{flag} has a range in the CLI only: add it to ktriage/api/_args.py"
         assert constants[flag] == bounds, f"{flag}: CLI {bounds}, API {constants[flag]}"
+
+
+def test_bisects_max_samples_starts_at_the_verdicts_minimum() -> None:
+    """kt.bisect(max_samples=...) is refused below the samples a verdict needs, before any work: the
+    timed predicate refused it only once built. One number, two homes: kept in step here."""
+    from ktriage.api import _args
+    from ktriage.stats.verdict import DEFAULT_CONFIG
+
+    assert _args.MAX_SAMPLES.low == DEFAULT_CONFIG.min_samples
 
 
 # ------------------------------------------------------------------------------------------ a str is one item

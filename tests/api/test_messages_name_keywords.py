@@ -237,6 +237,21 @@ def test_option_spells_a_list_as_its_flag_repeated() -> None:
     assert option("inputs", "--input", ("7",)) == "inputs=['7'] (--input 7)"
 
 
+def test_option_quotes_the_flags_value_as_a_shell_needs_it() -> None:
+    """A value with a space or a quote was pasted into the command unquoted (``--input (4096, 4096)``,
+    ``-t triton==3.4.0,ptxas-options=-O3 -v``): the shell split it. The flag side is quoted (one home: the
+    toolchain-split message quoted its own); the keyword side stays Python's repr; plain values are bare."""
+    assert option("inputs", "--input", ["(4096, 4096)", "7"]) == (
+        "inputs=['(4096, 4096)', '7'] (--input '(4096, 4096)' --input 7)"
+    )
+    assert option("toolchain", "-t", "triton==3.4.0,ptxas-options=-O3 -v") == (
+        "toolchain='triton==3.4.0,ptxas-options=-O3 -v' (-t 'triton==3.4.0,ptxas-options=-O3 -v')"
+    )
+    assert option("spec", "--spec", "it's.toml") == "spec=\"it's.toml\" (--spec 'it'\"'\"'s.toml')"
+    assert option("db", "--db", "sqlite:////tmp/k.db") == "db='sqlite:////tmp/k.db' (--db sqlite:////tmp/k.db)"
+    assert option("threshold", "--threshold", -0.5) == "threshold=-0.5 (--threshold -0.5)"
+
+
 def test_tune_and_explain_name_toolchains_and_inputs_as_keywords() -> None:
     """The api layer's own examples were flags alone: "e.g. -t triton==3.4.0", "pass --input for each"."""
     with pytest.raises(KtriageError) as no_tc:
@@ -393,3 +408,37 @@ def test_compare_names_reference_toolchains_baseline_and_op_as_keywords(
         kt.compare(old=LN_BWD, **kwargs)  # type: ignore[arg-type]
     assert refused.value.problem.startswith(problem), refused.value.problem
     assert (refused.value.fix or "").startswith(fix), refused.value.fix
+
+
+def test_bisects_option_checks_name_the_keywords() -> None:
+    """bisect.run's checks of the options' combination named flags only ("no predicate: give --metric or
+    --command", "--source ptxas needs the fixed frontend", "add --toolchain ..."), met by kt.bisect
+    before any index lookup or build."""
+    releases = {"source": "pypi:triton", "good": "3.3.1", "bad": "3.4.0"}
+    with pytest.raises(KtriageError) as none:
+        kt.bisect(**releases)
+    assert none.value.problem == "no predicate: give metric (--metric) or command (--command)"
+    assert none.value.fix == (
+        "e.g. metric='spill_store_bytes' (--metric spill_store_bytes), metric='latency' (--metric latency), "
+        "or command='./test.sh' (--command ./test.sh)"
+    )
+    with pytest.raises(KtriageError) as kernels:
+        kt.bisect(**releases, metric="spill_store_bytes")
+    assert kernels.value.problem == "metric='spill_store_bytes' (--metric spill_store_bytes) needs kernels"
+    assert kernels.value.fix == "add op='NAME' (--op NAME) (a catalog op) or spec='FILE.toml' (--spec FILE.toml)"
+    with pytest.raises(KtriageError) as git_only:
+        kt.bisect(**releases, command="true", keep_checkouts=True)
+    assert git_only.value.problem == (
+        "keep_checkouts (--keep-checkouts) applies to source='git:PATH' (--source git:PATH) only (commits built in "
+        "checkouts), not to source='pypi:triton' (--source pypi:triton)"
+    )
+    with pytest.raises(KtriageError) as frontend:
+        kt.bisect(source="ptxas", good="12.4.131", bad="12.8.93", op="liger.embedding", metric="spill_store_bytes")
+    assert frontend.value.problem == "source='ptxas' (--source ptxas) needs the fixed frontend"
+    assert frontend.value.fix == "add toolchain='triton==3.4.0' (--toolchain triton==3.4.0)"
+    with pytest.raises(KtriageError) as bundle:
+        kt.bisect(**releases, metric="latency")
+    assert bundle.value.problem == (
+        "metric='latency' (--metric latency) measures on the GPU from a compile-here bundle"
+    )
+    assert (bundle.value.fix or "").endswith("pass bundle='DIR' (--bundle DIR) with backend='NAME' (--backend NAME)")

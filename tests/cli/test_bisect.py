@@ -86,9 +86,12 @@ def test_source_and_option_errors_exit_2(run_cli: RunCli) -> None:
 @pytest.mark.parametrize(
     "flags, named",
     [
-        (["--threshold", "0.2"], "--threshold applies"),
-        (["--max-samples", "50", "--backend", "liger_embedding"], "--backend, --max-samples apply"),
-        (["--artifact-timing", "library"], "--artifact-timing applies"),
+        (["--threshold", "0.2"], "threshold (--threshold) applies"),
+        (
+            ["--max-samples", "50", "--backend", "liger_embedding"],
+            "backend (--backend), max_samples (--max-samples) apply",
+        ),
+        (["--artifact-timing", "library"], "artifact_timing (--artifact-timing) applies"),
     ],
 )
 def test_a_timed_bisects_options_are_refused_on_a_compile_metric(flags: list[str], named: str, run_cli: RunCli) -> None:
@@ -99,15 +102,21 @@ def test_a_timed_bisects_options_are_refused_on_a_compile_metric(flags: list[str
         + ["--metric", "sass:ATOMG", *flags]
     )
     assert r.exit_code == exit_codes.USAGE, r.output
-    assert r.problem == f"{named} to a timed bisect (--metric latency), not to --metric sass:ATOMG"
+    assert r.problem == (
+        f"{named} to a timed bisect (metric='latency' (--metric latency)), not to metric='sass:ATOMG' "
+        "(--metric sass:ATOMG)"
+    )
 
 
 @pytest.mark.parametrize(
     "flags, named",
     [
-        (["--keep-checkouts"], "--keep-checkouts applies"),
-        (["--first-parent", "--keep-checkouts"], "--first-parent, --keep-checkouts apply"),
-        (["--build", "make"], "--build applies"),
+        (["--keep-checkouts"], "keep_checkouts (--keep-checkouts) applies"),
+        (
+            ["--first-parent", "--keep-checkouts"],
+            "first_parent (--first-parent), keep_checkouts (--keep-checkouts) apply",
+        ),
+        (["--build", "make"], "build (--build) applies"),
     ],
 )
 def test_a_git_sources_options_are_refused_on_a_release_source(flags: list[str], named: str, run_cli: RunCli) -> None:
@@ -115,7 +124,10 @@ def test_a_git_sources_options_are_refused_on_a_release_source(flags: list[str],
     each git-only option given is named, before the index is asked."""
     r = run_cli(["bisect", "--source", "pypi:triton", "--good", "3.3.1", "--bad", "3.4.0", "--command", "true", *flags])
     assert r.exit_code == exit_codes.USAGE, r.output
-    assert r.problem == f"{named} to --source git:PATH only (commits built in checkouts), not to --source pypi:triton"
+    assert r.problem == (
+        f"{named} to source='git:PATH' (--source git:PATH) only (commits built in checkouts), not to "
+        "source='pypi:triton' (--source pypi:triton)"
+    )
     assert "never checked out" in r.err_text
 
 
@@ -390,11 +402,13 @@ def test_a_pin_file_or_pin_repo_that_cannot_serve_is_refused_before_anything_run
     ]
     r = run_cli([*base, "--pin-file", "cmake/llvm-hash.txt", "--pin-repo", str(repos.child.path)])
     assert r.exit_code == exit_codes.USAGE, r.output
-    assert r.problem.startswith("--pin-file cmake/llvm-hash.txt holds no commit hash at --bad main"), r.output
+    assert r.problem.startswith(
+        "pin_file='cmake/llvm-hash.txt' (--pin-file cmake/llvm-hash.txt) holds no commit hash at bad='main' (--bad main)"
+    ), r.output
     r = run_cli([*base, "--pin-file", "spec.toml", "--pin-repo", str(repos.child.path)])  # a file without a hash
-    assert r.exit_code == exit_codes.USAGE and "--pin-file spec.toml holds no commit hash" in r.problem, r.output
+    assert r.exit_code == exit_codes.USAGE and "(--pin-file spec.toml) holds no commit hash" in r.problem, r.output
     r = run_cli([*base, "--pin-file", "pin.txt", "--pin-repo", str(tmp_path / "no-such-checkout")])
-    assert r.exit_code == exit_codes.USAGE and r.problem.startswith("--pin-repo: repository "), r.output
+    assert r.exit_code == exit_codes.USAGE and r.problem.startswith("pin_repo (--pin-repo): repository "), r.output
     assert not (tmp_path / "s.json").exists() and not (tmp_path / "s.work").exists()  # nothing ran
 
 

@@ -9,6 +9,10 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
+import ktriage.api as kt
+from ktriage.errors import KtriageError
 from tests.conftest import RunCli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +59,8 @@ def test_a_csv_named_after_another_operator_than_its_backends_is_refused(tmp_pat
         (
             ("my_layer_norm_bwd_old.csv", "my_layer_norm_bwd_new.csv"),
             "the file name says operator my_layer_norm",
-            "name the file after the operator it measured (e.g. layer_norm_bwd_old.csv) or pass --op layer_norm",
+            "name the file after the operator it measured (e.g. layer_norm_bwd_old.csv) or pass "
+            "op='layer_norm' (--op layer_norm)",
         ),
         (
             ("embedding_bwd_old.csv", "embedding_bwd_new.csv"),
@@ -79,7 +84,8 @@ def test_a_csv_named_after_another_operator_than_its_backends_is_refused(tmp_pat
     for path, t in zip(plain, text, strict=True):
         path.write_text(t)
     r = run_cli(["compare", *map(str, plain), "--op", "embedding", "--mode", "bwd"])
-    assert r.exit_code == 2 and "--op embedding, but its backends" in r.problem and r.fix == "pass --op layer_norm"
+    assert r.exit_code == 2 and "op='embedding' (--op embedding), but its backends" in r.problem
+    assert r.fix == "pass op='layer_norm' (--op layer_norm)"
     # the fix works: --op layer_norm on the prefixed names compares the 60 cells
     r = run_cli(
         [
@@ -241,3 +247,77 @@ def test_gzipped_results_files_compare_as_the_plain_ones(tmp_path: Path, run_cli
     missing = run_cli(["compare", str(tmp_path / "old.json.gz"), str(bench)])
     assert missing.exit_code == 2, missing.output
     assert missing.problem == f"cannot read results file {tmp_path / 'old.json.gz'}: No such file or directory"
+
+
+def test_a_library_caller_is_told_the_op_mode_and_baseline_keywords_not_only_the_flags(tmp_path: Path) -> None:
+    """kt.compare on TritonBench files was told "pass --op layer_norm", "pass --op NAME --mode
+    fwd|bwd|fwd_bwd" and, in the report, "pass --baseline to check...": flags a Python caller does not
+    pass. Each now names the keyword and the flag (the real H200 A/A pair, renamed)."""
+    text = [(DATA / f"layer_norm_bwd_run{i}.csv").read_text() for i in (1, 2)]
+
+    def files(*names: str, backends: str = "") -> list[Path]:
+        paths = [tmp_path / n for n in names]
+        for path, t in zip(paths, text, strict=True):
+            path.write_text(t.replace("layer_norm-", f"{backends}-") if backends else t)
+        return paths
+
+    prefixed = files("my_layer_norm_bwd_old.csv", "my_layer_norm_bwd_new.csv")
+    with pytest.raises(KtriageError) as renamed:
+        kt.compare(old=prefixed[0], new=prefixed[1])
+    assert (renamed.value.fix or "").endswith(" or pass op='layer_norm' (--op layer_norm)"), renamed.value.fix
+    with pytest.raises(KtriageError) as other:
+        kt.compare(old=prefixed[0], new=prefixed[1], op="embedding", mode="bwd")
+    assert other.value.problem.startswith(f"{prefixed[0]}: op='embedding' (--op embedding), but its backends")
+    assert other.value.fix == "pass op='layer_norm' (--op layer_norm)"
+
+    plain = files("a.csv", "b.csv")
+    with pytest.raises(KtriageError) as unnamed:
+        kt.compare(old=plain[0], new=plain[1])
+    assert unnamed.value.fix == (
+        "name the file <op>_<mode>[...].csv (e.g. layer_norm_bwd.csv) or pass op='NAME' (--op NAME) "
+        "and mode (--mode) as fwd, bwd or fwd_bwd"
+    )
+    named = files("layer_norm_bwd_old.csv", "layer_norm_bwd_new.csv")
+    with pytest.raises(KtriageError) as contradicted:
+        kt.compare(old=named[0], new=named[1], mode="fwd")
+    assert contradicted.value.problem.startswith("mode='fwd' (--mode fwd) contradicts the file name")
+
+    # an operator ktriage does not know, whose backends are no catalog's: no baseline backend to check
+    unknown = files("myop_bwd_old.csv", "myop_bwd_new.csv", backends="myop")  # torch_myop, liger_myop
+    report = kt.compare(old=unknown[0], new=unknown[1])
+    (comparison,) = report.comparisons
+    assert comparison.baseline.message == (
+        "no baseline backend in the results: pass baseline (--baseline) to check that the machine did not change"
+    )
+
+
+def test_sides_that_share_no_input_or_backend_are_told_how_both_benches_choose_them(tmp_path: Path) -> None:
+    """ "the same --input / --num-inputs" and "(bench --only)" named the flags of the earlier run only; a
+    library caller benches with kt.bench or kt.bench_recorded, whose keywords the fix now names too."""
+    header, *rows = (DATA / "layer_norm_bwd_run1.csv").read_text().splitlines()
+    rows = [r for r in rows if r.split(";")[0].isdigit()]  # the inputs (not the average row)
+    sides = {
+        "layer_norm_bwd_low.csv": [header, *rows[:5]],
+        "layer_norm_bwd_high.csv": [header, *rows[5:]],
+        "layer_norm_bwd_torch.csv": ["x_val;torch_layer_norm-latency", *(";".join(r.split(";")[:2]) for r in rows)],
+        "layer_norm_bwd_liger.csv": [
+            "x_val;liger_layer_norm-latency",
+            *(r.split(";")[0] + ";" + r.split(";")[2] for r in rows),
+        ],
+    }
+    for name, lines in sides.items():
+        (tmp_path / name).write_text("\n".join(lines) + "\n")
+    with pytest.raises(KtriageError) as inputs:
+        kt.compare(old=tmp_path / "layer_norm_bwd_low.csv", new=tmp_path / "layer_norm_bwd_high.csv")
+    assert "share no input" in inputs.value.problem
+    assert inputs.value.fix == (
+        "measure both sides at the same inputs: bench them with the same inputs (--input), or the same input_id "
+        "(--input-id) and num_inputs (--num-inputs) (kt.bench, `ktriage bench --op OP`); a recorded workload with "
+        "the same inputs (--input) (kt.bench_recorded, `ktriage bench W.json`); TritonBench with the same x_vals"
+    )
+    with pytest.raises(KtriageError) as backends:
+        kt.compare(old=tmp_path / "layer_norm_bwd_torch.csv", new=tmp_path / "layer_norm_bwd_liger.csv")
+    assert "share no backend" in backends.value.problem
+    assert backends.value.fix == (
+        "measure both sides with the same backends: the same only (--only) in kt.bench (`ktriage bench --op`)"
+    )

@@ -159,3 +159,15 @@ def test_two_toolchains_in_one_spec_are_told_to_be_a_list(text: str, key: str, s
         parse_toolchain(text)
     assert info.value.problem == f"toolchain spec {text!r} names 2 toolchains ({key} twice): a spec is one toolchain"
     assert info.value.fix == f"give several as a list: toolchains={split!r} (-t {split[0]} -t {split[1]})"
+
+
+def test_the_split_quotes_a_toolchain_the_shell_would_cut() -> None:
+    """Options with a space stay one ``-t`` word in the split's command (the quoting is ktriage.errors.option's)."""
+    text = "triton==3.3.1,ptxas-options='-O3 -v',triton==3.4.0"
+    with pytest.raises(KtriageError) as info:
+        parse_toolchain(text)
+    first = "triton==3.3.1,ptxas-options='-O3 -v'"
+    assert info.value.fix == (
+        f"give several as a list: toolchains={[first, 'triton==3.4.0']!r} "
+        f"(-t 'triton==3.3.1,ptxas-options='\"'\"'-O3 -v'\"'\"'' -t triton==3.4.0)"
+    )

@@ -263,3 +263,24 @@ def test_a_config_reads_back_from_its_record_and_its_label():
     assert TuneConfig.from_json(cfg.to_json()) == cfg == TuneConfig.from_label(cfg.label())
     assert TuneConfig.from_label("BLOCK_SIZE=8192,warps=8") is None and TuneConfig.from_label("fix: relaxed") is None
     assert TuneConfig.from_json({"num_warps": "8", "num_stages": 3}) is None
+
+
+def test_a_recorded_kernel_is_told_how_to_tune_it_from_python_too(tmp_path: Path) -> None:
+    """Timing a recorded kernel whose workload file is not known, or several recorded inputs at once, was
+    told only the command: "tune it as `ktriage tune W.json --input ...`", "(--input ...)". Both are
+    refused before anything is built (no toolchain: None), and now name kt.tune's keywords too."""
+    from ktriage.tune.gpu import write_tune_bundles
+    from ktriage.tune.screen import ScreenResult
+
+    recorded = _red_spec().replace(meta={"recorded": True, "workload_kernel": "red", "input_id": 0})
+    result = ScreenResult(config_space(recorded), None, [], 0, 1)  # type: ignore[arg-type]
+    with pytest.raises(KtriageError) as unknown:
+        write_tune_bundle(result, tmp_path / "b", None)
+    assert unknown.value.fix == (
+        "tune it with the workload file as the target: kt.tune(target='W.json', inputs=[...]) "
+        "(`ktriage tune W.json --input ...`)"
+    )
+    with pytest.raises(KtriageError) as several:
+        write_tune_bundles([result, result], tmp_path / "b", None)
+    assert several.value.fix == "tune one recorded input at a time: one item in inputs (--input)"
+    assert not (tmp_path / "b").exists()
