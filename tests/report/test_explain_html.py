@@ -26,6 +26,13 @@ def rows_by_id(dom: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in re.finditer(r'<tr [^>]*id="([^"]+)"[^>]*>.*?</tr>', dom, re.S)}
 
 
+def diff_rows(dom: str) -> list[tuple[list[str], list[str]]]:
+    """Each side-by-side diff row: its classes (the tag, class-change, spill-a/-b, loop-a/-b: the
+    marks of its cells) and its four cells (ref line, ref code, new line, new code)."""
+    found = re.finditer(r'<tr class="([^"]*)"[^>]*>((?:<td>[^<]*</td>){4})</tr>', dom)
+    return [(m.group(1).split(), re.findall(r"<td>([^<]*)</td>", m.group(2))) for m in found]
+
+
 def check_page(dom: str, stderr: str) -> None:
     assert "<html" in dom and "</html>" in dom
     assert "<script" not in dom.lower()  # no script at all, so none can fail
@@ -55,13 +62,14 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
     assert "spill stores 632 B -&gt; 3712 B" in dom and "the frontend (Triton/LLVM PTX) is responsible" in dom
     assert "Compiled for: <code>sm_90</code>" in dom  # the GPU the numbers are for
     # the side-by-side SASS diff: spills marked on the 3.4.0 side, the main loop marked, unchanged runs collapsed
-    assert re.search(r'<td class="code b spill[^"]*">/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL', dom)
-    assert "main-loop" in dom and "unchanged lines" in dom
+    rows = diff_rows(dom)
+    assert any("spill-b" in c and re.match(r"/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL", cells[3]) for c, cells in rows)
+    assert any("loop-b" in c for c, _ in rows) and "unchanged lines" in dom
     assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="diff ptx-diff"') == 1
     # the PTX diff shows both sides; the declared register classes are a table apart (3.3.1 has .f32)
     regs = re.search(r'<table class="reg-classes">.*?</table>', dom, re.S)
     assert regs and "<code>.reg .f32</code>" in regs.group(0) and ".reg .b32" in regs.group(0)
-    assert not re.search(r'<td class="code [ab][^"]*">\.reg ', dom)  # taken out of the diff
+    assert not any(cells[1].startswith(".reg ") or cells[3].startswith(".reg ") for _, cells in rows)  # not in it
     # cross matrix (PTX x ptxas) and occupancy with its limiter
     cross = re.search(r'<table class="cross">.*?</table>', dom, re.S)
     assert cross and "<td>spill_store_bytes</td>" in cross.group(0) and "3728" in cross.group(0)
@@ -70,9 +78,9 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
     # the links land on rows that show the evidence
     targets = evidence_targets(dom)
     spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
-    assert re.search(r"\b(LDL|STL)", spill) and 'class="diff-line' in spill
+    assert re.search(r"\b(LDL|STL)", spill) and re.match(r'<tr class="(delete|insert|replace)\b', spill)
     loop = next(row for text, row in targets.items() if "main loop" in text)
-    assert "main-loop" in loop
+    assert re.match(r'<tr class="[^"]*\bloop-[ab]\b', loop)
 
 
 @needs_chromium
@@ -83,8 +91,9 @@ def test_embedding_atomics_report(tmp_path: Path) -> None:
     dom, err = dump_dom(tmp_path, page)
     check_page(dom, err)
     assert "ptxas is responsible" in dom
-    assert re.search(r'<td class="code a[^"]*">/\*[0-9a-f]{4}\*/ [^<]*REDG\.E\.ADD\.F32x4', dom)
-    assert re.search(r'<td class="code b[^"]*">/\*[0-9a-f]{4}\*/ [^<]*ATOMG\.E\.ADD\.F32x4', dom)
+    rows = diff_rows(dom)
+    assert any(re.match(r"/\*[0-9a-f]{4}\*/ [^<]*REDG\.E\.ADD\.F32x4", cells[1]) for _, cells in rows)
+    assert any(re.match(r"/\*[0-9a-f]{4}\*/ [^<]*ATOMG\.E\.ADD\.F32x4", cells[3]) for _, cells in rows)
     assert "PTX diff: identical after normalization" in dom  # the same PTX: ptxas changed
     targets = evidence_targets(dom)
     atomg = next(row for text, row in targets.items() if "ATOMG" in text)
@@ -228,6 +237,36 @@ def test_inputs_with_the_same_compiled_kernels_show_their_diffs_once(tmp_path: P
     spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
     assert re.search(r"\b(LDL|STL)", spill)
     assert page.stat().st_size < 2_000_000
+
+
+# the page of the layer_norm sweep (-i N=4096..5120) before its diff rows lost their per-cell classes
+# and unlinked ids (f117c856): 1,726,887 bytes, of them 432 KB class attributes on cells, 155 KB ids
+SWEEP_PAGE_BYTES_BEFORE = 1_726_887
+
+
+@needs_chromium
+def test_sweep_page_ids_only_where_linked(tmp_path: Path) -> None:
+    """The layer_norm sweep's page was 1.7 MB: each of its 7300 diff rows had an id nothing linked to,
+    and each of their 29000 cells a class its row already said (line, code a/b, spill, main loop). A
+    row's marks are now classes of the row, and only the rows a link points at have an id: every link
+    of the page lands, and the page is over a quarter smaller."""
+    page = explain_html(
+        tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4096..5120", "-t", "triton==3.3.1", "-t", "triton==3.4.0"
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    ids = re.findall(r' id="([^"]+)"', dom)
+    hrefs = set(re.findall(r'href="#([^"]+)"', dom))
+    assert len(ids) == len(set(ids)), "an id given twice"
+    assert hrefs and not hrefs - set(ids), f"links to no anchor: {sorted(hrefs - set(ids))[:5]}"
+    # ids of rows: of the diffs, of the source lines and of their SASS (sections and headings keep theirs)
+    rows = re.findall(r'<(?:tr|details class="src-line|div class="line-sass)\b[^>]* id="([^"]+)"', dom)
+    unlinked = sorted(set(rows) - hrefs)
+    assert len(diff_rows(dom)) > 5000 and rows and not unlinked, (
+        f"{len(unlinked)} rows nothing links to: {unlinked[:5]}"
+    )
+    assert not re.search(r'<td class="(ln|code)', dom)
+    assert page.stat().st_size <= 0.75 * SWEEP_PAGE_BYTES_BEFORE, page.stat().st_size
 
 
 @needs_chromium
