@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ktriage.cli.app import main
-from tests.browser import LOW_CONTRAST, dump_dom, layout, needs_chromium
+from tests.browser import LOW_CONTRAST, STICKS_OUT, dump_dom, layout, needs_chromium
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:
@@ -205,6 +205,40 @@ def test_source_view_fits_its_columns_and_the_window(tmp_path: Path, width: int)
     assert isinstance(got, dict) and got["cells"] > 8 * 10  # the header and the lines, 8 cells each
     assert got["over"] == [], f"text past its cell at {width} px: {got['over']}"
     assert got["sideways"] <= 0, f"the page scrolls {got['sideways']} px sideways at {width} px"
+
+
+# each source line's place (file:line) as laid out: the characters a line break falls after, whether
+# any wrapped, and how far each source view scrolls sideways inside itself
+PLACE_BREAKS = """(() => {
+  const breaks = [], wrapped = new Set();
+  for (const el of document.querySelectorAll('.source-view summary .where')) {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let top = null, prev = '', n;
+    while ((n = walk.nextNode())) for (let i = 0; i < n.length; i++) {
+      const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+      const box = r.getClientRects()[0]; if (!box) continue;
+      if (top !== null && box.top > top + 2) { wrapped.add(el.textContent); if (prev !== '/') breaks.push(el.textContent + ' after ' + prev); }
+      top = box.top; prev = n.data[i];
+    }
+  }
+  const views = [...document.querySelectorAll('div.source-view')].map(d => d.scrollWidth - d.clientWidth);
+  return {inside: [...new Set(breaks)].slice(0, 6), wrapped: wrapped.size, scrolls: Math.max(0, ...views)};
+})()"""
+
+
+@needs_chromium
+def test_source_line_places_break_after_a_slash_only(tmp_path: Path) -> None:
+    """The source view's first column broke a line's place anywhere (overflow-wrap: anywhere): at
+    800 px, liger_kernel/ops/layer_norm.py:126 wrapped inside "layer_norm.py" and embedding.py:41
+    inside "embedding". It breaks after a slash only now, and nothing sticks out of the window."""
+    page = explain_html(
+        tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0"
+    )
+    got = layout(tmp_path, page, PLACE_BREAKS, width=800)
+    assert isinstance(got, dict) and got["wrapped"] > 10  # the long places do wrap at 800 px
+    assert got["inside"] == [], f"a place broken inside a name: {got['inside']}"
+    assert got["scrolls"] <= 0, f"the source view scrolls {got['scrolls']} px sideways at 800 px"
+    assert layout(tmp_path, page, STICKS_OUT, width=800) == {"sideways": 0, "out": []}
 
 
 @needs_chromium
