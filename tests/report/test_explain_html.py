@@ -6,13 +6,18 @@ whose names carry markup. Skips only when no Chromium binary exists (Debian pack
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from pathlib import Path
 
 import pytest
 
+import ktriage.api as kt
 from ktriage.cli.app import main
+from ktriage.explain.findings import Finding
+from ktriage.explain.html_view import build_view
+from ktriage.report.explain_html import to_html
 from tests.browser import LOW_CONTRAST, STICKS_OUT, dump_dom, layout, needs_chromium
 
 
@@ -301,6 +306,55 @@ def test_sweep_page_ids_only_where_linked(tmp_path: Path) -> None:
     )
     assert not re.search(r'<td class="(ln|code)', dom)
     assert page.stat().st_size <= 0.75 * SWEEP_PAGE_BYTES_BEFORE, page.stat().st_size
+
+
+def only_at(finding: Finding, label: str) -> Finding:
+    """``finding`` as a run where only the input ``label`` had it: each per-input list (inputs,
+    examples, predictions, a detail finding's texts) cut to that input's entry."""
+    j, n = finding.inputs.index(label), len(finding.inputs)
+    per_input = {
+        f.name: [getattr(finding, f.name)[j]]
+        for f in dataclasses.fields(finding)
+        if isinstance(getattr(finding, f.name), list) and len(getattr(finding, f.name)) == n
+    }
+    return dataclasses.replace(finding, **per_input)
+
+
+@needs_chromium
+def test_a_finding_at_a_deduplicated_later_input_links_into_the_first(tmp_path: Path) -> None:
+    """N=4608 and N=5120 compile to the same kernels, so N=5120's section shows no diffs or source
+    lines and points at N=4608's. A finding whose worst input is N=5120 (here N=5120's own findings,
+    as a sweep where N=4608 had no such change would give them) links into N=4608's rows, and every
+    link lands on a row showing its evidence; only the case where the finding's input holds the
+    diffs was tested."""
+    report = kt.explain(
+        target="liger.layer_norm",
+        mode="bwd",
+        arch="sm_90",
+        inputs=["N=4608", "N=5120"],
+        toolchains=["triton==3.3.1", "triton==3.4.0"],
+    )
+    later = [only_at(f, "N=5120") for f in report.findings]
+    page = tmp_path / "later.html"
+    page.write_text(to_html(build_view(report.result, later)))
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    first, second = re.findall(r'<section class="comparison" id="([^"]+)">', dom)
+    assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="source-view"') == 1
+    links = re.findall(r'<a class="evidence-link" href="#([^"]+)">([^<]+)</a>', dom)
+    assert links and all(text.endswith("N=5120") for _, text in links), links
+    # its diff rows and source lines are the first section's; its own tables (registers, occupancy) its own
+    rows = [href for href, _ in links if re.search(r"-(sass|ptx)-r\d+$|-L\d+-sass$", href)]
+    assert rows and all(href.startswith(f"{first}-") for href in rows), f"{second} shows no rows: {rows}"
+    kernel = second.split("-")[0]
+    assert {f"{kernel}-regs", f"{kernel}-occupancy"} <= {href for href, _ in links}
+    targets = evidence_targets(dom)  # every link's anchor exists
+    spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
+    assert re.search(r"\b(LDL|STL)", spill) and re.match(r'<tr class="(delete|insert|replace)\b', spill)
+    loop = next(row for text, row in targets.items() if "main loop" in text)
+    assert re.match(r'<tr class="[^"]*\bloop-[ab]\b', loop)
+    line = next(href for href, text in links if "layer_norm.py:" in text)
+    assert re.search(rf'<div class="line-sass" id="{line}">', dom)
 
 
 @needs_chromium
