@@ -5,7 +5,9 @@ declared register classes. ``ktriage.report.explain_html`` only renders this.
 Links: each finding's evidence points at an anchor in the section of its worst input: spills and
 local memory at the first changed ``LDL``/``STL`` row of the SASS diff, an opcode at the first
 changed row with that opcode, the main loop at its first changed row, registers at the register
-table, CTAs/SM at the occupancy table, anything else at the kernel's cross matrix.
+table, CTAs/SM at the occupancy table, anything else at the kernel's cross matrix. Of the diff rows
+and source lines, only those a link points at carry an id (``ExplainView.linked``): a sweep's diffs
+are thousands of rows, and an id on each was a tenth of the page.
 
 Source view (per comparison): every source line of either cubin with its counts for both toolchains
 side by side (instructions, LDL/STL, memory instructions, the main loop's share per iteration) and
@@ -20,7 +22,7 @@ table (the markdown report's), so a 30-input sweep stays a page, not thirty.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ktriage.analyze.artifact import cached_line_map
@@ -187,6 +189,9 @@ class ExplainView:
     model: str = ""  # the model that priced the predictions (ModelUsed.line)
     # the verified fixes (explain --fixes); None: not asked for, so the page has no Fixes section
     fixes: list[Fix] | None = None
+    # every anchor a link of the page points at: a diff row or source line carries its id only if here,
+    # as the 7000 rows of a sweep's diffs each carrying one made 155 KB of ids nothing used
+    linked: frozenset[str] = frozenset()
 
 
 def _cell(result: KernelResult | CompileFailure | None, label: str) -> ToolchainCell:
@@ -539,4 +544,16 @@ def build_view(
         gate=gate_line(result.threshold, result.model),
         model=result.model.line() if result.model is not None else "",
         fixes=list(fixes) if fixes is not None else None,
+        linked=_linked(views, per_input, kernels.values()),
     )
+
+
+def _linked(
+    findings: Sequence[FindingView], per_input: Sequence[tuple[str, str, list[str], str]], kernels: Iterable[KernelView]
+) -> frozenset[str]:
+    """The anchors the page's links point at (each ``href="#..."`` the template writes): the findings'
+    evidence, the per-input table's sections and a repeated comparison's note to the one shown."""
+    anchors = {link.href.removeprefix("#") for f in findings for link in f.links}
+    anchors |= {row[3] for row in per_input if row[3]}
+    anchors |= {c.same_as[1] for k in kernels for c in k.comparisons if c.same_as is not None}
+    return frozenset(anchors)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup, escape
 
 from ktriage.atomic import write_atomic
 from ktriage.explain.html_view import ExplainView
@@ -28,9 +29,16 @@ def _num(value: float | None) -> str:
     return f"{value:g}"
 
 
+def _path_breaks(path: str) -> Markup:
+    """``path`` escaped, with a ``<wbr>`` after each slash: a narrow column breaks a source line's
+    place (``liger_kernel/ops/layer_norm.py:126``) between directories, never inside a name."""
+    return Markup("/<wbr>").join(escape(part) for part in path.split("/"))
+
+
 def to_html(view: ExplainView) -> str:
     env = _env()
     env.filters["num"] = _num
+    env.filters["path_breaks"] = _path_breaks
     # the fixes in the markdown's sections and words (report/explain.py), so the formats agree
     fixes = None
     if view.fixes is not None:

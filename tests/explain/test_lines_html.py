@@ -25,11 +25,12 @@ def explain_html(tmp_path: Path, *args: str) -> Path:
 
 
 def source_rows(dom: str) -> dict[str, str]:
-    """Each source-view line's anchor -> its whole ``<details>`` element."""
-    return {
-        m.group(1): m.group(0)
-        for m in re.finditer(r'<details class="src-line[^"]*" id="([^"]+)"[^>]*>.*?</details>', dom, re.S)
-    }
+    """Each source-view line's place (``file:line`` as its first cell shows it) -> its whole
+    ``<details>`` element (only a line a finding links to has an id: its SASS's)."""
+    rows = re.finditer(
+        r'<details class="src-line[^"]*"[^>]*><summary><span class="where">(.*?)</span>.*?</details>', dom, re.S
+    )
+    return {html.unescape(re.sub(r"<[^>]+>", "", m.group(1))): m.group(0) for m in rows}
 
 
 def check_page(dom: str, stderr: str) -> None:
@@ -47,8 +48,7 @@ def test_layer_norm_source_view_shows_the_spilling_lines_and_their_sass(tmp_path
     check_page(dom, err)
     rows = source_rows(dom)
     assert len(rows) > 10
-    line126 = next((anchor, row) for anchor, row in rows.items() if "liger_kernel/ops/layer_norm.py:126<" in row)
-    anchor, row = line126
+    where, row = next((w, row) for w, row in rows.items() if w.endswith("liger_kernel/ops/layer_norm.py:126"))
     assert "dx = (wdy - (x_hat * c1 + c2)) * rstd" in html.unescape(row)
     # the per-line deltas, side by side: instructions 270 -> 546, LDL/STL 62 -> 345
     text = html.unescape(re.sub(r"<[^>]+>", "", row))
@@ -63,13 +63,15 @@ def test_layer_norm_source_view_shows_the_spilling_lines_and_their_sass(tmp_path
     assert ' open=""' not in row.split(">", 1)[0]  # closed until asked
     # the finding links to that line; following the link opens it (Chromium expands a <details> on navigation)
     links = re.findall(r'<a class="evidence-link" href="#([^"]+)">([^<]+)</a>', dom)
-    to_line = [(href, text) for href, text in links if href == f"{anchor}-sass"]
+    target = re.search(r'<div class="line-sass" id="([^"]+)">', row)
+    assert target, "the line the finding names has no anchor"
+    to_line = [(href, text) for href, text in links if href == target.group(1)]
     assert to_line and "layer_norm.py:126 (+283)" in to_line[0][1]
     assert "at local memory (LDL/STL per main-loop iteration): liger_kernel/ops/layer_norm.py:126" in html.unescape(dom)
-    opened, err = _dump_at(tmp_path, page, f"{anchor}-sass")
+    opened, err = _dump_at(tmp_path, page, target.group(1))
     check_page(opened, err)
-    assert ' open=""' in source_rows(opened)[anchor].split(">", 1)[0]
-    others = [a for a, r in source_rows(opened).items() if a != anchor and ' open=""' in r.split(">", 1)[0]]
+    assert ' open=""' in source_rows(opened)[where].split(">", 1)[0]
+    others = [w for w, r in source_rows(opened).items() if w != where and ' open=""' in r.split(">", 1)[0]]
     assert not others
 
 

@@ -6,14 +6,19 @@ whose names carry markup. Skips only when no Chromium binary exists (Debian pack
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 from pathlib import Path
 
 import pytest
 
+import ktriage.api as kt
 from ktriage.cli.app import main
-from tests.browser import LOW_CONTRAST, dump_dom, layout, needs_chromium
+from ktriage.explain.findings import Finding
+from ktriage.explain.html_view import build_view
+from ktriage.report.explain_html import to_html
+from tests.browser import LOW_CONTRAST, STICKS_OUT, dump_dom, layout, needs_chromium
 
 
 def explain_html(tmp_path: Path, *args: str) -> Path:
@@ -24,6 +29,13 @@ def explain_html(tmp_path: Path, *args: str) -> Path:
 
 def rows_by_id(dom: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in re.finditer(r'<tr [^>]*id="([^"]+)"[^>]*>.*?</tr>', dom, re.S)}
+
+
+def diff_rows(dom: str) -> list[tuple[list[str], list[str]]]:
+    """Each side-by-side diff row: its classes (the tag, class-change, spill-a/-b, loop-a/-b: the
+    marks of its cells) and its four cells (ref line, ref code, new line, new code)."""
+    found = re.finditer(r'<tr class="([^"]*)"[^>]*>((?:<td>[^<]*</td>){4})</tr>', dom)
+    return [(m.group(1).split(), re.findall(r"<td>([^<]*)</td>", m.group(2))) for m in found]
 
 
 def check_page(dom: str, stderr: str) -> None:
@@ -55,13 +67,14 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
     assert "spill stores 632 B -&gt; 3712 B" in dom and "the frontend (Triton/LLVM PTX) is responsible" in dom
     assert "Compiled for: <code>sm_90</code>" in dom  # the GPU the numbers are for
     # the side-by-side SASS diff: spills marked on the 3.4.0 side, the main loop marked, unchanged runs collapsed
-    assert re.search(r'<td class="code b spill[^"]*">/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL', dom)
-    assert "main-loop" in dom and "unchanged lines" in dom
+    rows = diff_rows(dom)
+    assert any("spill-b" in c and re.match(r"/\*[0-9a-f]{4}\*/ (?:@!?P\d )?STL", cells[3]) for c, cells in rows)
+    assert any("loop-b" in c for c, _ in rows) and "unchanged lines" in dom
     assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="diff ptx-diff"') == 1
     # the PTX diff shows both sides; the declared register classes are a table apart (3.3.1 has .f32)
     regs = re.search(r'<table class="reg-classes">.*?</table>', dom, re.S)
     assert regs and "<code>.reg .f32</code>" in regs.group(0) and ".reg .b32" in regs.group(0)
-    assert not re.search(r'<td class="code [ab][^"]*">\.reg ', dom)  # taken out of the diff
+    assert not any(cells[1].startswith(".reg ") or cells[3].startswith(".reg ") for _, cells in rows)  # not in it
     # cross matrix (PTX x ptxas) and occupancy with its limiter
     cross = re.search(r'<table class="cross">.*?</table>', dom, re.S)
     assert cross and "<td>spill_store_bytes</td>" in cross.group(0) and "3728" in cross.group(0)
@@ -70,9 +83,9 @@ def test_layer_norm_spills_report(tmp_path: Path) -> None:
     # the links land on rows that show the evidence
     targets = evidence_targets(dom)
     spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
-    assert re.search(r"\b(LDL|STL)", spill) and 'class="diff-line' in spill
+    assert re.search(r"\b(LDL|STL)", spill) and re.match(r'<tr class="(delete|insert|replace)\b', spill)
     loop = next(row for text, row in targets.items() if "main loop" in text)
-    assert "main-loop" in loop
+    assert re.match(r'<tr class="[^"]*\bloop-[ab]\b', loop)
 
 
 @needs_chromium
@@ -83,8 +96,9 @@ def test_embedding_atomics_report(tmp_path: Path) -> None:
     dom, err = dump_dom(tmp_path, page)
     check_page(dom, err)
     assert "ptxas is responsible" in dom
-    assert re.search(r'<td class="code a[^"]*">/\*[0-9a-f]{4}\*/ [^<]*REDG\.E\.ADD\.F32x4', dom)
-    assert re.search(r'<td class="code b[^"]*">/\*[0-9a-f]{4}\*/ [^<]*ATOMG\.E\.ADD\.F32x4', dom)
+    rows = diff_rows(dom)
+    assert any(re.match(r"/\*[0-9a-f]{4}\*/ [^<]*REDG\.E\.ADD\.F32x4", cells[1]) for _, cells in rows)
+    assert any(re.match(r"/\*[0-9a-f]{4}\*/ [^<]*ATOMG\.E\.ADD\.F32x4", cells[3]) for _, cells in rows)
     assert "PTX diff: identical after normalization" in dom  # the same PTX: ptxas changed
     targets = evidence_targets(dom)
     atomg = next(row for text, row in targets.items() if "ATOMG" in text)
@@ -198,6 +212,40 @@ def test_source_view_fits_its_columns_and_the_window(tmp_path: Path, width: int)
     assert got["sideways"] <= 0, f"the page scrolls {got['sideways']} px sideways at {width} px"
 
 
+# each source line's place (file:line) as laid out: the characters a line break falls after, whether
+# any wrapped, and how far each source view scrolls sideways inside itself
+PLACE_BREAKS = """(() => {
+  const breaks = [], wrapped = new Set();
+  for (const el of document.querySelectorAll('.source-view summary .where')) {
+    const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let top = null, prev = '', n;
+    while ((n = walk.nextNode())) for (let i = 0; i < n.length; i++) {
+      const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+      const box = r.getClientRects()[0]; if (!box) continue;
+      if (top !== null && box.top > top + 2) { wrapped.add(el.textContent); if (prev !== '/') breaks.push(el.textContent + ' after ' + prev); }
+      top = box.top; prev = n.data[i];
+    }
+  }
+  const views = [...document.querySelectorAll('div.source-view')].map(d => d.scrollWidth - d.clientWidth);
+  return {inside: [...new Set(breaks)].slice(0, 6), wrapped: wrapped.size, scrolls: Math.max(0, ...views)};
+})()"""
+
+
+@needs_chromium
+def test_source_line_places_break_after_a_slash_only(tmp_path: Path) -> None:
+    """The source view's first column broke a line's place anywhere (overflow-wrap: anywhere): at
+    800 px, liger_kernel/ops/layer_norm.py:126 wrapped inside "layer_norm.py" and embedding.py:41
+    inside "embedding". It breaks after a slash only now, and nothing sticks out of the window."""
+    page = explain_html(
+        tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4608", "-t", "triton==3.3.1", "-t", "triton==3.4.0"
+    )
+    got = layout(tmp_path, page, PLACE_BREAKS, width=800)
+    assert isinstance(got, dict) and got["wrapped"] > 10  # the long places do wrap at 800 px
+    assert got["inside"] == [], f"a place broken inside a name: {got['inside']}"
+    assert got["scrolls"] <= 0, f"the source view scrolls {got['scrolls']} px sideways at 800 px"
+    assert layout(tmp_path, page, STICKS_OUT, width=800) == {"sideways": 0, "out": []}
+
+
 @needs_chromium
 def test_inputs_with_the_same_compiled_kernels_show_their_diffs_once(tmp_path: Path) -> None:
     """N=4608 and N=5120 compile to the same kernels (BLOCK_SIZE 8192 both, N a runtime argument):
@@ -228,6 +276,85 @@ def test_inputs_with_the_same_compiled_kernels_show_their_diffs_once(tmp_path: P
     spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
     assert re.search(r"\b(LDL|STL)", spill)
     assert page.stat().st_size < 2_000_000
+
+
+# the page of the layer_norm sweep (-i N=4096..5120) before its diff rows lost their per-cell classes
+# and unlinked ids (f117c856): 1,726,887 bytes, of them 432 KB class attributes on cells, 155 KB ids
+SWEEP_PAGE_BYTES_BEFORE = 1_726_887
+
+
+@needs_chromium
+def test_sweep_page_ids_only_where_linked(tmp_path: Path) -> None:
+    """The layer_norm sweep's page was 1.7 MB: each of its 7300 diff rows had an id nothing linked to,
+    and each of their 29000 cells a class its row already said (line, code a/b, spill, main loop). A
+    row's marks are now classes of the row, and only the rows a link points at have an id: every link
+    of the page lands, and the page is over a quarter smaller."""
+    page = explain_html(
+        tmp_path, "liger.layer_norm", "--bwd", "-i", "N=4096..5120", "-t", "triton==3.3.1", "-t", "triton==3.4.0"
+    )
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    ids = re.findall(r' id="([^"]+)"', dom)
+    hrefs = set(re.findall(r'href="#([^"]+)"', dom))
+    assert len(ids) == len(set(ids)), "an id given twice"
+    assert hrefs and not hrefs - set(ids), f"links to no anchor: {sorted(hrefs - set(ids))[:5]}"
+    # ids of rows: of the diffs, of the source lines and of their SASS (sections and headings keep theirs)
+    rows = re.findall(r'<(?:tr|details class="src-line|div class="line-sass)\b[^>]* id="([^"]+)"', dom)
+    unlinked = sorted(set(rows) - hrefs)
+    assert len(diff_rows(dom)) > 5000 and rows and not unlinked, (
+        f"{len(unlinked)} rows nothing links to: {unlinked[:5]}"
+    )
+    assert not re.search(r'<td class="(ln|code)', dom)
+    assert page.stat().st_size <= 0.75 * SWEEP_PAGE_BYTES_BEFORE, page.stat().st_size
+
+
+def only_at(finding: Finding, label: str) -> Finding:
+    """``finding`` as a run where only the input ``label`` had it: each per-input list (inputs,
+    examples, predictions, a detail finding's texts) cut to that input's entry."""
+    j, n = finding.inputs.index(label), len(finding.inputs)
+    per_input = {
+        f.name: [getattr(finding, f.name)[j]]
+        for f in dataclasses.fields(finding)
+        if isinstance(getattr(finding, f.name), list) and len(getattr(finding, f.name)) == n
+    }
+    return dataclasses.replace(finding, **per_input)
+
+
+@needs_chromium
+def test_a_finding_at_a_deduplicated_later_input_links_into_the_first(tmp_path: Path) -> None:
+    """N=4608 and N=5120 compile to the same kernels, so N=5120's section shows no diffs or source
+    lines and points at N=4608's. A finding whose worst input is N=5120 (here N=5120's own findings,
+    as a sweep where N=4608 had no such change would give them) links into N=4608's rows, and every
+    link lands on a row showing its evidence; only the case where the finding's input holds the
+    diffs was tested."""
+    report = kt.explain(
+        target="liger.layer_norm",
+        mode="bwd",
+        arch="sm_90",
+        inputs=["N=4608", "N=5120"],
+        toolchains=["triton==3.3.1", "triton==3.4.0"],
+    )
+    later = [only_at(f, "N=5120") for f in report.findings]
+    page = tmp_path / "later.html"
+    page.write_text(to_html(build_view(report.result, later)))
+    dom, err = dump_dom(tmp_path, page)
+    check_page(dom, err)
+    first, second = re.findall(r'<section class="comparison" id="([^"]+)">', dom)
+    assert dom.count('class="diff sass-diff"') == 1 and dom.count('class="source-view"') == 1
+    links = re.findall(r'<a class="evidence-link" href="#([^"]+)">([^<]+)</a>', dom)
+    assert links and all(text.endswith("N=5120") for _, text in links), links
+    # its diff rows and source lines are the first section's; its own tables (registers, occupancy) its own
+    rows = [href for href, _ in links if re.search(r"-(sass|ptx)-r\d+$|-L\d+-sass$", href)]
+    assert rows and all(href.startswith(f"{first}-") for href in rows), f"{second} shows no rows: {rows}"
+    kernel = second.split("-")[0]
+    assert {f"{kernel}-regs", f"{kernel}-occupancy"} <= {href for href, _ in links}
+    targets = evidence_targets(dom)  # every link's anchor exists
+    spill = next(row for text, row in targets.items() if text.startswith("spill stores"))
+    assert re.search(r"\b(LDL|STL)", spill) and re.match(r'<tr class="(delete|insert|replace)\b', spill)
+    loop = next(row for text, row in targets.items() if "main loop" in text)
+    assert re.match(r'<tr class="[^"]*\bloop-[ab]\b', loop)
+    line = next(href for href, text in links if "layer_norm.py:" in text)
+    assert re.search(rf'<div class="line-sass" id="{line}">', dom)
 
 
 @needs_chromium
