@@ -46,6 +46,7 @@ from typing import Any
 
 from ktriage.atomic import TEMP_SUFFIX, fsync_dir, fsync_file, write_atomic
 from ktriage.errors import CompileError
+from ktriage.processes import pid_alive
 from ktriage.schema.jsontypes import JSONObject
 
 log = logging.getLogger("ktriage.cache")
@@ -451,17 +452,6 @@ def write_sidecar(entry: Path, name: str, data: Any) -> None:
 
 
 # -- maintenance -------------------------------------------------------------------------------
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process of this machine still runs (a folder or lock it owns is not stale)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _host() -> str:

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.compile.cache import pid_alive
 from ktriage.insitu.environment import compile_environment
+from ktriage.processes import pid_alive
 from ktriage.schema.jsontypes import JSONObject
 
 WORKER_SCRIPT = Path(__file__).resolve().parent.parent / "insitu" / "server.py"  # the protocol loop

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ktriage.errors import KtriageError
+from ktriage.processes import pid_alive
 
 LOCK_SUFFIX = ".lock"
 RACES = 5  # a lock file removed or replaced under us this many times in a row: give up
@@ -113,7 +114,7 @@ def _take(path: Path) -> int | None:
     except OSError:
         raw = os.pread(fd, 32, 0).decode(errors="replace").strip()
         os.close(fd)
-        raise _Held(int(raw) if raw.isdigit() and _runs(int(raw)) else None, raw) from None
+        raise _Held(int(raw) if raw.isdigit() and pid_alive(int(raw)) else None, raw) from None
     if not _names(path, fd):
         os.close(fd)  # the lock of a file another writer had just removed: take the new one
         return None
@@ -157,19 +158,6 @@ def _names(path: Path, fd: int) -> bool:
         return os.stat(path).st_ino == os.fstat(fd).st_ino
     except OSError:
         return False
-
-
-def _runs(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host (one of another user's counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    except (OverflowError, ValueError, OSError):
-        return False
-    return True
 
 
 def _refusal(output: Path, path: Path, pid: int | None, raw: str) -> KtriageError:
