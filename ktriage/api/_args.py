@@ -167,6 +167,17 @@ def optional_text(value: object, name: str, flag: str | None = None, *, example:
     return None if value is None else text(value, name, flag, example=example)
 
 
+def db(value: object) -> str | None:
+    """The ``db`` keyword of a verb: None (``$KTRIAGE_DB``, else the home's store) or a URL string; a
+    ``pathlib.Path`` or another type is refused by the store's own check, whose fix names the file's URL
+    (``db='sqlite:////abs/team.db'``), more than "pass one string" would."""
+    from ktriage.store.engine import check_db
+
+    if isinstance(value, os.PathLike):
+        return check_db(value)
+    return optional_text(value, "db", "--db", example="sqlite:///ktriage.db")
+
+
 def switch(value: object, name: str, flag: str | None = None) -> bool:
     """A switch (``toolchains`` in compare, ``fix``, ``dry_run``): True or False only. Why: any other value
     was read for its truth, so ``cache_verify(fix="no")`` fixed the cache and ``compare(toolchains=[...])``

@@ -264,7 +264,7 @@ def bench(
     baseline = args.optional_text(baseline, "baseline", "--baseline", example="torch_layer_norm")
     mode = args.optional_text(mode, "mode", "--mode", example="bwd")
     precision = args.optional_text(precision, "precision", "--precision", example="bf16")
-    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args.db(db)
     timing = args.text(timing, "timing", "--timing", example=BENCH_DEFAULTS.timing)
     artifact_timing = args.text(artifact_timing, "artifact_timing", "--artifact-timing", example="kernel")
     compile_mode = args.text(compile_mode, "compile_mode", "--compile-mode", example=BENCH_DEFAULTS.compile_mode)

@@ -123,7 +123,7 @@ def bench_recorded(
         args.optional_path(bundle, "bundle", "--bundle"),
         args.optional_path(results_path, "results_path", "-o"),
     )
-    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args.db(db)
     timing = args.text(timing, "timing", "--timing", example=BENCH_DEFAULTS.timing)
     gpus = args.optional_text(gpus, "gpus", "--gpus", example="0,1")
     kernels = args.texts(kernels, "kernels", "--kernel") or None

@@ -158,7 +158,7 @@ def calibrate(
     explain = args.paths(explain, "explain", "--explain")
     runs, operators = args.texts(runs, "runs", "--run"), args.texts(operators, "operators", "--operator")
     backends = args.texts(backends, "backends", "--backend")
-    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args.db(db)
     threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
     check_gate(threshold)
     if cells_out is not None:  # before any work, and never over a results file or a report the fit reads

@@ -101,7 +101,7 @@ def compare(
         baseline=args.optional_text(baseline, "baseline", "--baseline", example="torch_layer_norm"),
         threshold=args.THRESHOLD(threshold),
         confidence=args.CONFIDENCE(confidence),
-        db=args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db"),
+        db=args.db(db),
         op=args.optional_text(op, "op", "--op", example="layer_norm"),
         mode=args.optional_text(mode, "mode", "--mode", example="bwd"),
         allow_precision_mismatch=args.switch(

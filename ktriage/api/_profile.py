@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ktriage.api._args import db as args_db
 from ktriage.api._args import entry_point
 from ktriage.api.paths import check_writable
 from ktriage.errors import KtriageError, option
@@ -89,7 +90,7 @@ def profile(
     input = optional_text(input, "input", "--input", example="7")
     backend = optional_text(backend, "backend", "--backend", example="liger_layer_norm")
     ncu = optional_text(ncu, "ncu", "--ncu", example="/usr/local/cuda/bin/ncu")
-    db = optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args_db(db)
     if input is not None and input_id is not None:
         raise KtriageError(
             f"both {option('input', '--input', input)} and {option('input_id', '--input-id', input_id)} name the "
@@ -136,7 +137,7 @@ def profile_attach(report: ProfiledBundle, results: Path, db: str | None = None)
     store's copy of its run; the notes and the store's answer come back on a copy of the report."""
     from dataclasses import replace
 
-    from ktriage.api._args import optional_text, path_or_name
+    from ktriage.api._args import path_or_name
     from ktriage.profile.attach import attach_to_results_file, attach_to_store
 
     if not isinstance(report, ProfiledBundle):  # a str or a dict failed with "has no attribute 'doc'"
@@ -145,6 +146,6 @@ def profile_attach(report: ProfiledBundle, results: Path, db: str | None = None)
             "pass what ktriage.api.profile(...) returned",
         )
     results = Path(path_or_name(results, "results", "--results", example="results.json"))
-    db = optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args_db(db)
     run, cells, notes = attach_to_results_file(results, [report.doc], raw_dirs=[str(report.folder)])
     return replace(report, attach_notes=list(notes), stored=attach_to_store(db, run, cells))

@@ -206,7 +206,7 @@ def runs_import(*, path: str | Path, db: str | None = None) -> RunImported:
     from ktriage.store import open_store
 
     path = Path(args.path_or_name(path, "path", example="run.json"))
-    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args.db(db)
     if not path.exists():  # a folder is named by read_results, through the schema layer
         raise KtriageError(f"no such file: {path}", "give the path of a JSON export")
     info, cells = read_results(path)

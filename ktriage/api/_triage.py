@@ -123,7 +123,7 @@ def triage(
     )
     # one-string arguments: bundle=[...] was a TypeError from pathlib, arch=[...] "unknown GPU target ['x']"
     bundle, arch = args.optional_path(bundle, "bundle", "--bundle"), args.arch(arch)
-    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args.db(db)
     if bundle is not None:
         check_writable(bundle, option("bundle", "--bundle"), folder=True)
     # the GPU re-run's options, named as a Python caller passes them and as the command's flags

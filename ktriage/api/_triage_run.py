@@ -90,7 +90,7 @@ def triage_run(
     # was not looked at until the compile step (after the recording), db=1 not until the store
     threshold = args.THRESHOLD(threshold)  # its range: the preflight's check_gate (ktriage.stats.gate)
     jobs, max_time = args.JOBS.optional(jobs), args.MAX_TIME.optional(max_time)
-    db = args.optional_text(db, "db", "--db", example="sqlite:///ktriage.db")
+    db = args.db(db)
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(

@@ -53,16 +53,14 @@ def default_url() -> str:
     return f"sqlite:///{home_path() / 'store' / 'ktriage.db'}"
 
 
-def store_url(url: str | None) -> str | None:
-    """The store a caller means: ``url``, else ``$KTRIAGE_DB``, else None (the default SQLite file under the
-    ktriage home). Why here and not in the CLI only: a library call with ``db=None`` read the home's store
-    while ``ktriage runs list`` read ``$KTRIAGE_DB``, so the two disagreed on the same machine. An empty
-    ``KTRIAGE_DB`` is unset, as the command line reads it. A ``pathlib.Path`` (``db=Path("store.db")``,
-    natural in a script, where every other path argument takes one) is refused with its URL: it failed
-    with ``AttributeError: 'PosixPath' object has no attribute 'strip'``."""
+def check_db(url: object) -> str | None:
+    """``db`` as a caller gave it: None or a URL string, else a StoreError naming the fix. A
+    ``pathlib.Path`` (``db=Path("store.db")``, natural in a script, where every other path argument takes
+    one) is refused with its URL: it failed with ``AttributeError: 'PosixPath' object has no attribute
+    'strip'``. The one check of the verbs' ``db`` keyword (``api/_args.db``) and of :func:`store_url`."""
     if isinstance(url, os.PathLike):
         raise StoreError(
-            f"db={url!r} is a path, not a database URL",
+            f"db (--db) is a path ({type(url).__name__}: {str(url)!r}), not a database URL",
             f"give the SQLite file as a URL string: db='sqlite:///{Path(url).expanduser().absolute()}' "
             "(or a PostgreSQL URL, postgresql+psycopg://user@host/db)",
         )
@@ -71,6 +69,15 @@ def store_url(url: str | None) -> str | None:
             f"db={url!r} ({type(url).__name__}) is not a database URL",
             "pass a str, e.g. db='sqlite:////path/ktriage.db' or db='postgresql+psycopg://user@host/db'",
         )
+    return url
+
+
+def store_url(url: str | None) -> str | None:
+    """The store a caller means: ``url``, else ``$KTRIAGE_DB``, else None (the default SQLite file under the
+    ktriage home). Why here and not in the CLI only: a library call with ``db=None`` read the home's store
+    while ``ktriage runs list`` read ``$KTRIAGE_DB``, so the two disagreed on the same machine. An empty
+    ``KTRIAGE_DB`` is unset, as the command line reads it. ``url`` is checked first (:func:`check_db`)."""
+    url = check_db(url)
     if url is not None:
         return url
     return os.environ.get(DB_ENV, "").strip() or None

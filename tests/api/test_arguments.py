@@ -609,7 +609,7 @@ def test_none_is_named_as_none_not_as_empty(call: object, kwargs: dict[str, obje
         ({"jobs": "8"}, r"jobs \(--jobs\) '8' is a str, not an int"),
         ({"max_time": "5"}, r"max_time \(--max-time\) '5' is a str, not a number"),
         ({"db": 1}, r"db \(--db\) is an int, not a str"),
-        ({"db": Path("k.db")}, r"db \(--db\) is a \w*Path, not a str"),
+        ({"db": Path("k.db")}, r"db \(--db\) is a path \(\w*Path: .k\.db.\), not a database URL"),
     ],
     ids=["threshold-str", "jobs-0", "jobs-str", "max_time-str", "db-int", "db-path"],
 )

@@ -36,7 +36,7 @@ def test_a_path_given_as_db_names_its_url(tmp_path: Path) -> None:
     run, cells = fake_sweep_run(seed=1, toolchains=("triton-3.4.0",))
     kt.runs_import(path=write_results(tmp_path / "r.json", run, cells), db=f"sqlite:///{db}")
     for call in (lambda: kt.runs_list(db=db), lambda: kt.runs_import(path=tmp_path / "r.json", db=db)):  # type: ignore[arg-type]
-        with pytest.raises(KtriageError, match=r"is a path, not a database URL") as refused:
+        with pytest.raises(KtriageError, match=r"db \(--db\) is a path \(\w*Path: .*\), not a database URL") as refused:
             call()
         assert refused.value.fix is not None and f"db='sqlite:///{db}'" in refused.value.fix
     with pytest.raises(KtriageError, match=r"db=5 \(int\) is not a database URL"):
