@@ -18,6 +18,7 @@ gets the same checks.
 - :func:`optional_text`: a string that may be left out (None); :func:`optional_path`: a file that
   may be (a Path); :func:`switch`: True or False only (``fix="no"``
   was read for its truth);
+- :func:`model`: the cost model's file, read (refused) before any compile;
 - :func:`arch`: a GPU target in any spelling ``--arch`` takes (``9.0``, ``90``, ``cuda:90``);
 - :func:`entry_point`: the call itself (a keyword the verb does not take, a positional argument, a
   required keyword left out), refused as a :class:`~ktriage.errors.CallError` naming the keyword meant.
@@ -220,6 +221,17 @@ def optional_path(value: object, name: str, flag: str | None = None) -> Path | N
     None is not given; another type than str or Path is refused naming the argument
     (``state=["s.json"]`` was ``TypeError: expected str, bytes or os.PathLike object`` from pathlib)."""
     return None if value is None else Path(path_or_name(value, name, flag))
+
+
+def model(value: object) -> str | None:
+    """The cost model's file (``model=``, ``--model``) of explain and triage, read now: a file that is no
+    model is refused before any toolchain is built (not after minutes of compiles); None: ``$KTRIAGE_MODEL``,
+    else the shipped fit (``ktriage.predict.model.model_path``), read now too, for the same reason."""
+    from ktriage.predict.model import load_params
+
+    path = None if value is None else path_or_name(value, "model", "--model", example="model.json")
+    load_params(path)
+    return path
 
 
 def arch(value: object, name: str = "arch", flag: str | None = "--arch") -> str:

@@ -30,7 +30,7 @@ from ktriage.explain.fixes import Fix, check_fix_toolchains
 from ktriage.explain.predicted import fail_on_hit
 from ktriage.explain.session import DEFAULT_COMPILE_TIMEOUT_S, explain_specs
 from ktriage.mdsafe import markdown_writer
-from ktriage.predict.model import DEFAULT_THRESHOLD, load_params
+from ktriage.predict.model import DEFAULT_THRESHOLD
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.toml_file import named_spec
 from ktriage.stats.gate import check_gate
@@ -175,7 +175,6 @@ def explain(
     mode = args.optional_text(mode, "mode", "--mode", example="bwd")
     precision = args.optional_text(precision, "precision", "--precision", example="bf16")
     cluster = args.optional_text(cluster, "cluster", "--cluster", example="local")
-    model = args.path_or_name(model, "model", "--model", example="model.json") if model is not None else None
     fixes, ptx_diff = args.switch(fixes, "fixes", "--fixes"), args.switch(ptx_diff, "ptx_diff", "--ptx-diff")
     sass_diff = args.switch(sass_diff, "sass_diff", "--sass-diff")
     if toolchains is None:
@@ -205,7 +204,7 @@ def explain(
             f"{option('fixes', '--fixes', True)} was not given",
             f"add {option('fixes', '--fixes', True)}, or drop {option('fix_toolchains', '--fix-toolchain')}",
         )
-    load_params(model)  # a file that is no model is refused here, before any toolchain is built
+    model = args.model(model)  # a file that is no model is refused here, before any toolchain is built
     if len(toolchains) < 1:
         raise KtriageError(
             f"no {option('toolchains', '-t/--toolchain')} given",

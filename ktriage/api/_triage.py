@@ -89,6 +89,7 @@ def triage(
     db: str | None = None,
     workloads: Sequence[str | Path] = (),
     allow_precision_mismatch: bool = False,
+    model: str | Path | None = None,
     say: Callable[[str], None] | None = None,
 ) -> TriageReport:
     """Triage ``old`` against ``new`` (results files, TritonBench CSV/JSON, run ids of the store
@@ -100,7 +101,9 @@ def triage(
     ``max_time``: its seconds of sampling per input (None: 5), refused without ``bundle`` or ``measure``.
     ``workloads``: recorded workloads whose kernels explain cells without catalog kernels.
     ``allow_precision_mismatch``: triage runs of two dtypes (bf16 against fp16) on purpose, refused
-    otherwise; the report's notes then say that cells of different dtypes are compared.
+    otherwise; the report's notes then say that cells of different dtypes are compared. ``model``: the cost
+    model's file (``ktriage calibrate -o FILE``) that prices the compile-side predictions and the fixes
+    (None: $KTRIAGE_MODEL, else the shipped fit); the report names it.
 
     Raises :class:`~ktriage.errors.KtriageError` for bad input before any compile."""
     from ktriage.triage import triage as run_triage
@@ -124,6 +127,7 @@ def triage(
     # one-string arguments: bundle=[...] was a TypeError from pathlib, arch=[...] "unknown GPU target ['x']"
     bundle, arch = args.optional_path(bundle, "bundle", "--bundle"), args.arch(arch)
     db = args.db(db)
+    model = args.model(model)  # a file that is no model is refused here, before any compile
     if bundle is not None:
         check_writable(bundle, option("bundle", "--bundle"), folder=True)
     # the GPU re-run's options, named as a Python caller passes them and as the command's flags
@@ -170,6 +174,7 @@ def triage(
         max_time_s=TriageOptions.max_time_s if max_time is None else max_time,
         db=db,
         workloads=[str(w) for w in workloads],
+        model=model,
     )
     # each side loaded once (a file named by its file name, a run by its id), then given to triage as it is
     sides = [_loaded(ref, db, op, mode) for ref in (old, new)]

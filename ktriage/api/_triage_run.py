@@ -67,13 +67,15 @@ def triage_run(
     fixes: bool = True,
     max_time: float | None = None,
     db: str | None = None,
+    model: str | Path | None = None,
     say: Callable[[str], None] | None = None,
 ) -> TriageRunReport:
     """Run ``command`` (a shell command line) under the recorder, then triage what it launched between
     ``old_toolchain`` and ``new_toolchain`` (both needed). ``workdir``: where W.json, the bundle, the
     results and report.md/report.json go (default: ``ktriage-run-<time>`` here). ``threshold``: the
     gate as a fraction (0.10: cells that moved less than 10 % are not flagged); ``max_time``: the
-    bench's seconds of sampling per input (None: 5). Raises KtriageError (before anything runs) for
+    bench's seconds of sampling per input (None: 5); ``model``: the cost model's file that prices the
+    predictions (``--model``; None: $KTRIAGE_MODEL, else the shipped fit). Raises KtriageError (before anything runs) for
     bad input or a host without a GPU; a step that fails later ends the run with a report that says
     which step and why."""
     from ktriage.api import _args as args
@@ -91,6 +93,7 @@ def triage_run(
     threshold = args.THRESHOLD(threshold)  # its range: the preflight's check_gate (ktriage.stats.gate)
     jobs, max_time = args.JOBS.optional(jobs), args.MAX_TIME.optional(max_time)
     db = args.db(db)
+    model = args.model(model)  # a file that is no model is refused before the program runs
 
     if not old_toolchain or not new_toolchain:
         raise KtriageError(
@@ -113,6 +116,7 @@ def triage_run(
         fixes=fixes,
         max_time_s=ProgramOptions.max_time_s if max_time is None else max_time,
         db=db,
+        model=model,
     )
     files = (folder / "report.md", folder / "report.json")
 

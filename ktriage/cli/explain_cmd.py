@@ -49,7 +49,7 @@ def explain(
     cluster: opt.Cluster = None,
     threshold: o.Threshold = DEFAULT_THRESHOLD,
     fail_on: o.FailOn = None,
-    model: o.Model = None,
+    model: opt.Model = None,
 ) -> None:
     """Compile a kernel with several toolchains and explain what changed: registers, spills, stack,
     occupancy and SASS opcodes, each change attributed to the frontend (PTX) or to ptxas.

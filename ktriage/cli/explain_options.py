@@ -76,10 +76,3 @@ FailOn = Annotated[
         help="CI gate, compile-only: exit 1 when a finding is a predicted regression (regression) or when there is any finding at all (any).",
     ),
 ]
-Model = Annotated[
-    Path | None,
-    typer.Option(
-        "--model",
-        help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).",
-    ),
-]

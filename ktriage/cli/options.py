@@ -312,6 +312,17 @@ Cluster = Annotated[
 ]
 
 
+# ------------------------------------------------------------------------------------------ cost model
+Model = Annotated[
+    Path | None,
+    typer.Option(
+        "--model",
+        help="Cost-model parameters written by `ktriage calibrate -o FILE` (default: $KTRIAGE_MODEL, else the fit shipped with ktriage; docs/model.md).",
+    ),
+]
+"""explain's and triage's --model: one option, so that the two verbs price predictions from the same file the same way."""
+
+
 # ------------------------------------------------------------------------------------------ output
 class Format(str, Enum):
     """What a verb prints on stdout; each verb says which it supports (:func:`check_format`)."""

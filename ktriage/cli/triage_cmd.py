@@ -16,6 +16,7 @@ from ktriage.cli.options import (
     AllowPrecisionMismatch,
     Db,
     Format,
+    Model,
     ModeOpt,
     append_step_summary,
     arguments,
@@ -52,6 +53,7 @@ def triage(
     workdir: o.Workdir = None,
     workload: o.Workload = None,
     allow_precision_mismatch: AllowPrecisionMismatch = False,
+    model: Model = None,
 ) -> None:
     """Triage a regression report: rank every cell past the gate, explain each flagged kernel
     compile-side with both toolchains, note a moved baseline, bisect compile-only, propose fixes,
@@ -81,6 +83,7 @@ def triage(
             no_fixes=no_fixes,
             max_time=max_time,
             db=db,
+            model=model,
             fmt=fmt,
             output=output or [],
             allow_failures=allow_failures,

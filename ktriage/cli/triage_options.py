@@ -160,6 +160,7 @@ class TriageArgs(TypedDict):
     db: str | None
     workloads: list[Path]
     allow_precision_mismatch: bool
+    model: Path | None
 
 
 def triage_args(params: Mapping[str, Any]) -> TriageArgs:
@@ -188,4 +189,5 @@ def triage_args(params: Mapping[str, Any]) -> TriageArgs:
         db=p["db"],
         workloads=list(p["workload"] or ()),
         allow_precision_mismatch=p["allow_precision_mismatch"],
+        model=p["model"],
     )

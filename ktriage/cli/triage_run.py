@@ -32,6 +32,7 @@ def triage_run(
     no_fixes: bool,
     max_time: float | None,
     db: str | None,
+    model: Path | None,
     fmt: Format,
     output: list[Path],
     allow_failures: bool,
@@ -44,7 +45,7 @@ def triage_run(
         given,
         "--run: it records the program and benches what it launched",
         "drop them; --run takes --old-toolchain, --new-toolchain, --workdir, --threshold, --no-bisect, "
-        "--no-fixes, --max-time, --jobs, --db, -o",
+        "--no-fixes, --max-time, --jobs, --db, --model, -o",
     )
     if any(p.suffix.lower() == ".html" for p in output):
         raise KtriageError("--run writes markdown and JSON reports, not HTML", "give -o report.md or -o report.json")
@@ -61,6 +62,7 @@ def triage_run(
             fixes=not no_fixes,
             max_time=max_time,
             db=db,
+            model=model,
             say=lambda m: console.print(f"[dim]{escape(m)}[/]"),
         )
     writers = {".md": report.to_markdown, ".json": lambda: report.json_text() + "\n"}

@@ -41,7 +41,7 @@ from ktriage.explain.engine import (
 from ktriage.explain.findings import Finding, group_findings
 from ktriage.explain.labels import kernel_name
 from ktriage.home import home_subdir
-from ktriage.predict.model import Prediction, predict
+from ktriage.predict.model import Params, Prediction, predict
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import spec_sm_count
@@ -316,12 +316,15 @@ class FixFinder:
         neighbours: Sequence[Toolchain] = (),
         usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
         sm_count: int | None = None,
+        params: Params | None = None,
     ) -> None:
         """``sm_count``: explain's ``--sm-count``, the SMs the spill-free config search prices waves
-        for (None: the spec's own ``meta.sm_count``, else the target's usual part)."""
+        for (None: the spec's own ``meta.sm_count``, else the target's usual part). ``params``: the cost
+        model that priced the findings (``--model``), so that a fix is priced, and recommended or not, by
+        the same model (None: $KTRIAGE_MODEL, else the shipped fit)."""
         self.compiler = compiler
         self.sm_count = sm_count
-        self.explainer = Explainer(compiler)
+        self.explainer = Explainer(compiler, params=params)
         self.neighbours = list(neighbours)
         self.usage_levels = tuple(usage_levels)
 
@@ -714,6 +717,7 @@ def suggest_fixes(
     neighbours: Sequence[Toolchain] = (),
     usage_levels: Sequence[int] = DEFAULT_USAGE_LEVELS,
     sm_count: int | None = None,
+    params: Params | None = None,
 ) -> list[Fix]:
     """Verified fixes for the regressions among ``findings`` (see the module docstring), ranked by
     :func:`rank_fixes`: by the cost model's predicted gain (largest first); fixes it cannot price
@@ -725,7 +729,7 @@ def suggest_fixes(
     neutral, or registers up on one predicted 14 % faster, would otherwise get maxnreg and ptxas-option
     "fixes" (each compiled, minutes on a workload) for a change the report says needs none."""
     regressing = [f for g in group_findings(list(findings)) if g.kind == "regression" for f in g.findings]
-    finder = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels, sm_count=sm_count)
+    finder = FixFinder(compiler, neighbours=neighbours, usage_levels=usage_levels, sm_count=sm_count, params=params)
     return rank_fixes(finder.for_findings(result, regressing))
 
 

@@ -82,14 +82,17 @@ def explain_specs(
         progress.task("analyzing", total=loaded) as analyzing,
         ClusterCompiler(jobs=jobs, timeout_s=timeout_s, executor=executor) as compiler,
     ):
-        result = Explainer(compiler, params=load_params(model), threshold=threshold).run(
+        params = load_params(model)  # the findings and the fixes priced by one model (--model)
+        result = Explainer(compiler, params=params, threshold=threshold).run(
             specs, toolchains, on_compiled=compiling.callback, on_explained=analyzing.callback
         )
         result.model = model_used(model)
         findings = collect_findings(result)
         started = time.perf_counter()
         fix_list = (
-            suggest_fixes(result, findings, compiler, neighbours=fix_neighbours, sm_count=sm_count) if fixes else None
+            suggest_fixes(result, findings, compiler, neighbours=fix_neighbours, sm_count=sm_count, params=params)
+            if fixes
+            else None
         )
         fixes_s = time.perf_counter() - started
     return Explained(result, findings, fix_list, fixes_s)

@@ -5,7 +5,7 @@ folded away in <details>."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
 from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
@@ -206,7 +206,10 @@ def quoted(note: str, quotes: Sequence[CounterQuote]) -> bool:
     return any(why in q.text and not q.available for q in quotes)
 
 
-def _provenance(c: Comparison) -> list[str]:
+def run_lines(c: Comparison, code: Callable[[str], str] = str, text: Callable[[str], str] = str) -> list[str]:
+    """``ref: run 1d99dfb06145 (2026-..., NVIDIA H200, driver 570.86, status ok)``, one per side (one when
+    both sides are one run): where the numbers come from, under the markdown's "Runs:" and in the
+    terminal (``code``/``text`` mark the run id and the words up for the format)."""
     lines = []
     for side, run in (("ref", c.ref_run), ("new", c.new_run)):
         if run is None:
@@ -214,10 +217,15 @@ def _provenance(c: Comparison) -> list[str]:
         gpu = run.gpu.get("name", "?") if run.gpu else "?"
         drv = run.gpu.get("driver") if run.gpu else None
         lines.append(
-            f"- {side}: run {md_code(run.run_id)} ({_esc(run.created)}, {_esc(str(gpu))}{', driver ' + _esc(str(drv)) if drv else ''}, status {_esc(run.status)})"
+            f"{side}: run {code(run.run_id)} ({text(run.created)}, {text(str(gpu))}{', driver ' + text(str(drv)) if drv else ''}, status {text(run.status)})"
         )
     if c.ref_run and c.new_run and c.ref_run.run_id == c.new_run.run_id:
         lines = lines[:1]
+    return lines
+
+
+def _provenance(c: Comparison) -> list[str]:
+    lines = [f"- {x}" for x in run_lines(c, code=md_code, text=_esc)]
     return ["Runs:", "", *lines, ""] if lines else []
 
 

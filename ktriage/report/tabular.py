@@ -16,7 +16,16 @@ from ktriage.compare.not_compared import NotComparedGroups, group_not_compared
 from ktriage.compare.pairing import BaselineCheck, PairResult
 from ktriage.compare.quote import comparison_quotes
 from ktriage.compare.report import CompareReport
-from ktriage.report.markdown import NO_BASELINE_CHECK, fmt_ci, fmt_ms, fmt_pct, headline, method_text, quoted
+from ktriage.report.markdown import (
+    NO_BASELINE_CHECK,
+    fmt_ci,
+    fmt_ms,
+    fmt_pct,
+    headline,
+    method_text,
+    quoted,
+    run_lines,
+)
 from ktriage.report.rich_table import add_columns
 from ktriage.wording import plural
 
@@ -167,6 +176,8 @@ def print_table(
         print_not_compared_groups(console, group_not_compared(c.not_compared_cells()))
         for f in c.cliffs:
             console.print(f"[cyan]cliff[/] {escape(f.describe())}")
+        for line in run_lines(c):  # which runs, GPU and driver the numbers are, as the markdown's "Runs:"
+            console.print(f"[dim]{escape(line)}[/]", soft_wrap=True)
         console.print()
 
 

@@ -129,6 +129,18 @@ def _decided(report: TriageReport) -> str:
     return "every flagged cell was decided compile-side"
 
 
+def undecided_lines(report: TriageReport) -> list[str]:
+    """What only a GPU re-run can decide, or the one line saying nothing is left: the markdown's section
+    and the terminal's lines, one home so the two say the same."""
+    return list(report.gpu_needed) or [f"nothing: {_decided(report)}"]
+
+
+def cause_summaries(cells: list[CellTriage]) -> list[str]:
+    """The regressions' causes in explain's words, each said once (cells of one cause share it): under
+    the regressions' table in the markdown and in the terminal."""
+    return list(dict.fromkeys(c.cause.summary for c in cells if c.cause))
+
+
 # Above this many compared cells the JSON is written compact: Python's indenting encoder is pure
 # Python, ten times slower than the compact one (200,000 rows took longer to write than to triage).
 INDENT_UP_TO = 20_000
@@ -176,11 +188,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
                 row += [_esc(x) for x in [_culprit_text(c), _fix_text(c)] + ([_measured_text(c)] if measured else [])]
                 out.append("| " + " | ".join(row) + " |")
             out.append("")
-            seen: set[str] = set()
-            for c in cells:
-                if c.cause and c.cause.summary not in seen:
-                    seen.add(c.cause.summary)
-                    out.append(f"- {_esc(c.cause.summary)}")
+            out += [f"- {_esc(s)}" for s in cause_summaries(cells)]
             out.append("")
             out += _counters_markdown(cells)
         else:
@@ -200,7 +208,7 @@ def to_markdown(report: TriageReport, level: int = 2) -> str:
     if gpu:
         out += [f"{h}# The GPU re-run", ""] + [f"- {_esc(x)}" for x in gpu] + [""]
     out += [f"{h}# What this triage could not decide without a GPU", ""]
-    out += [f"- {x}" for x in report.gpu_needed] or [f"- nothing: {_decided(report)}"]
+    out += [f"- {x}" for x in undecided_lines(report)]
     out.append("")
     out += [baseline_markdown(report.baseline), ""]
     if report.failures:
@@ -366,10 +374,14 @@ def print_table(report: TriageReport, console: Console) -> None:
                 escape(detail),
             )
         console.print(table)
+        if kinds == REGRESSION_KINDS:
+            for s in cause_summaries(cells):
+                console.print(f"[bold]cause:[/] {escape(s)}")
     for x in _gpu_lines(report):
         console.print(f"[cyan]GPU re-run:[/] {escape(x)}")
-    for x in report.gpu_needed:
-        console.print(f"[yellow]needs a GPU:[/] {escape(x)}")
+    style = "yellow" if report.gpu_needed else "green"  # "nothing: every flagged cell was decided ..." is good news
+    for x in undecided_lines(report):
+        console.print(f"[{style}]needs a GPU:[/] {escape(x)}")
     for x in report.notes:  # e.g. two dtypes compared on purpose (--allow-precision-mismatch)
         console.print(f"[yellow]note:[/] {escape(x)}")
     for x in report.failures:

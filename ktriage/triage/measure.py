@@ -41,10 +41,12 @@ from ktriage.triage.measure_plan import (
     MIN_SAMPLES,
     RESULTS,
     SCRIPT,
+    SLOWER_LABEL,
     BenchTarget,
     MeasurePlan,
     RecordedGroup,
     bench_target,
+    fixes_to_time,
     plan_measurement,
 )
 from ktriage.triage.measure_read import apply_measured, describe, mark_not_measured, results_paths
@@ -353,9 +355,11 @@ def fixed_spec(spec: Any, change: dict[str, Any]) -> Any:
 
 
 def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, compiler: Any, say: Say) -> None:
-    """The proposed fixes of the flagged cells of this bundle (verified compile-side), as the variant
-    ``<new toolchain>+fix``: the GPU step then times each fix interleaved with both toolchains, the
-    step the original report's authors did by hand ("does the spill-free config recover it?")."""
+    """The proposed fixes of the flagged cells of this bundle (verified compile-side; the recommended ones,
+    those predicted slower only where none is: :func:`fixes_to_time`), as the variant ``<new
+    toolchain>+fix``: the GPU step then times each fix interleaved with both toolchains, the step the
+    original report's authors did by hand ("does the spill-free config recover it?"). A predicted-slower
+    fix timed is said in the cell's notes and in the variant's label (SLOWER_LABEL), which the measured column quotes."""
     from ktriage.compile.compiler import Artifact
     from ktriage.explain.fixes import RELAXED_ARGUMENT
     from ktriage.workload.bundles.format import load_bundle
@@ -367,10 +371,11 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
     for cell in report.cells:
         if (cell.op, cell.mode) != (op, mode):
             continue
-        for fix in cell.fixes:
-            hit = by_name.get(fix.kernel)
-            if not fix.verified or hit is None:
-                continue
+        timed, said = fixes_to_time([f for f in cell.fixes if f.kernel in by_name])
+        if said is not None:
+            cell.notes.append(said)
+        for fix in timed:
+            hit = by_name[fix.kernel]
             change = dict(fix.change)
             # a config fixes the one kernel input explained; a source rewrite fixes the function,
             # so every bundled input of it (another shape's specialization) gets it too
@@ -388,7 +393,7 @@ def _fix_variant(path: Path, report: TriageReport, op: str, mode: str, tc: Any, 
                     say(f"bundle {path.name}: the fix {fix.description!r} cannot be bundled: {exc}")
                     continue
                 if spec is not None:
-                    fixed[key] = (spec, fix.description or fix.kind)
+                    fixed[key] = (spec, (fix.description or fix.kind) + ("" if fix.recommended else SLOWER_LABEL))
     if not fixed:
         return
     keys = list(fixed)

@@ -14,7 +14,7 @@ import math
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from ktriage.errors import KtriageError
 from ktriage.schema.jsontypes import JSONObject
@@ -27,6 +27,36 @@ RESULTS = "results"
 AA_VARIANT = "+aa"  # the same toolchain's second copy in a bundle: "<toolchain id>+aa"
 FIX_VARIANT = "+fix"  # the new toolchain with the proposed fixes' kernels: "<toolchain id>+fix"
 MIN_SAMPLES = 20
+
+
+class TimedFix(Protocol):
+    """What the choice of the fixes to time reads of a proposed fix (``ktriage.explain.fixes.Fix``)."""
+
+    @property
+    def verified(self) -> bool: ...
+    @property
+    def recommended(self) -> bool: ...
+    @property
+    def description(self) -> str: ...
+
+
+_FixT = TypeVar("_FixT", bound=TimedFix)
+SLOWER_TIMED = "timing the fix predicted slower, since no recommended fix was verified"
+# after such a fix's description in the +fix variant's label, which the measured column quotes
+SLOWER_LABEL = " (predicted slower; timed since no recommended fix was verified)"
+
+
+def fixes_to_time(fixes: Sequence[_FixT]) -> tuple[list[_FixT], str | None]:
+    """The fixes the GPU step times in the ``+fix`` variant, and what to say of the choice: the verified
+    recommended fixes; the verified ones predicted slower (``Fix.recommended`` False) only when no
+    recommended one was verified, said so (None: nothing to say). Why: the variant timed every verified fix,
+    so a fix the model predicts slower (maxnreg at +111 %) could be the one timed and read as "the fix"
+    without a word; timing it when it is the only one still tells whether the model was right."""
+    verified = [f for f in fixes if f.verified]
+    recommended = [f for f in verified if f.recommended]
+    if recommended or not verified:
+        return recommended, None
+    return verified, f"{SLOWER_TIMED} ({'; '.join(f.description for f in verified)})"
 
 
 @dataclass(frozen=True)

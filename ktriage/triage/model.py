@@ -83,7 +83,8 @@ class TriageOptions:
     ``old_toolchain``/``new_toolchain``: toolchain specs (``triton==3.3.1``); None: from the files
     (a ktriage results file's single toolchain, or the ``env`` of a TritonBench JSON ktriage wrote).
     ``threshold``: the gate as a fraction (0.10 = 10%). ``op``/``mode``: for a TritonBench CSV whose
-    name does not say them. ``bisect``/``fixes``: the compile-only bisect and ``explain --fixes``."""
+    name does not say them. ``bisect``/``fixes``: the compile-only bisect and ``explain --fixes``.
+    ``model``: the cost model's file that prices the predictions (``--model``)."""
 
     old_toolchain: str | None = None
     new_toolchain: str | None = None
@@ -109,6 +110,8 @@ class TriageOptions:
     # flagged cells whose backend has no catalog kernels, matched to the cell by shape
     # (``ktriage.triage.recorded_match``), explained compile-side and bundled like catalog kernels
     workloads: list[str] = field(default_factory=list)
+    # the cost model's parameters (``--model FILE``); None: $KTRIAGE_MODEL, else the fit shipped with ktriage
+    model: str | None = None
 
     def to_json(self) -> JSONObject:
         return dict(self.__dict__)

@@ -244,7 +244,12 @@ class _Triage:
             # the predictions at triage's own gate: a report has one gate, and "beyond the gate" says the same
             # of a prediction as of a measurement (explain's default, 5 %, under a 10 % gate called +7 % a cause)
             done = explain_specs(
-                specs, toolchains, jobs=self.options.jobs, fixes=self.options.fixes, threshold=self.options.threshold
+                specs,
+                toolchains,
+                jobs=self.options.jobs,
+                fixes=self.options.fixes,
+                threshold=self.options.threshold,
+                model=self.options.model,
             )
         except KtriageError as exc:
             self.failures.append(f"{what}: {exc.problem}")
@@ -267,7 +272,8 @@ class _Triage:
         labels = {input_label(s.spec.meta, s.spec.name) for s in items}
         worse = [g for g in groups if g.kind == "regression" and labels & set(g.inputs)]
         c.compile_change = bool(worse) or any(s.comparisons[0].changed for s in items)
-        _predicted_note(c, [s.comparisons[0].prediction for s in items], result.threshold)
+        model = result.model.path if result.model is not None else None
+        _predicted_note(c, [s.comparisons[0].prediction for s in items], result.threshold, model)
         if worse:
             c.cause = _cause(worse[0])
             names = {str(s.spec.name) for s in items}
@@ -401,11 +407,14 @@ def _match_recorded(
             c.notes += [f"left out: {why}" for why in match.left_out]
 
 
-def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], threshold: float) -> None:
+def _predicted_note(
+    c: CellTriage, predictions: Sequence[Prediction | None], threshold: float, model: str | None = None
+) -> None:
     """The cost model next to the measurement (docs/model.md): "the compile-side change predicts +X %
     [lo, hi] (measured +Y %)", "... leans toward the slowdown" (a neutral prediction whose point is beyond the
     gate), or, for a slowdown the compiled kernels do not predict, where to look instead. The worst of the
-    cell's kernels' predictions speaks for the cell."""
+    cell's kernels' predictions speaks for the cell. ``model``: the file that priced them (None: $KTRIAGE_MODEL,
+    else the shipped fit), whose calibration the improvement note quotes."""
     have = [p for p in predictions if p is not None]
     if not have:
         return
@@ -445,7 +454,7 @@ def _predicted_note(c: CellTriage, predictions: Sequence[Prediction | None], thr
         lean = " (its point leans that way)" if any(p.lean == "improvement" for p in have) else ""
         c.notes.append(
             f"no compile-side change predicts the measured speedup ({measured}; {why}{lean}): noise, the baseline "
-            f"or the environment, or a gain the model does not see{_improvement_recall()}; timing both "
+            f"or the environment, or a gain the model does not see{_improvement_recall(model)}; timing both "
             "toolchains side by side decides"
         )
     else:
@@ -460,11 +469,11 @@ def _why_neutral(have: Sequence[Prediction], worst: Prediction, threshold: float
     return f"predicted {worst.percent()} {worst.interval_text()}, within the +-{threshold:.0%} gate"
 
 
-def _improvement_recall() -> str:
+def _improvement_recall(model: str | None) -> str:
     """ " (it calls 50 % of the measured improvements of its calibration, docs/model.md)", from the model in use."""
     from ktriage.predict.model import load_params
 
-    recall = (load_params().cv.get("improvement") or {}).get("recall")
+    recall = (load_params(model).cv.get("improvement") or {}).get("recall")
     if not isinstance(recall, (int, float)):
         return ""
     return f" (it calls {round(recall * 100)} % of the measured improvements of its calibration, docs/model.md)"
@@ -788,7 +797,9 @@ def triage(
         failures=work.failures,
         notes=work.notes,
         sweep=_sweep(comparison, flagged),
-        model=model_used(),  # the model explain_specs priced the cells with ($KTRIAGE_MODEL, else the shipped fit)
+        model=model_used(
+            options.model
+        ),  # the one explain_specs priced the cells with (--model, $KTRIAGE_MODEL, shipped)
     )
     _gpu_needed(report, singles, sides)
     from ktriage.triage import measure as gpu

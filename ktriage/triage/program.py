@@ -158,6 +158,7 @@ class ProgramOptions:
     fixes: bool = True
     max_time_s: float = TriageOptions.max_time_s  # one default for the GPU re-run's sampling, --run or not
     db: str | None = None
+    model: str | None = None  # the cost model's file (--model); None: $KTRIAGE_MODEL, else the shipped fit
 
 
 @dataclass
@@ -535,6 +536,7 @@ def _explain_all(
     the cost model's prediction and the compile-side change (the flagged cells' causes come after)."""
     from ktriage.compile.compiler import Compiler
     from ktriage.explain.engine import Explainer
+    from ktriage.predict.model import load_params
 
     keys = list(dict.fromkeys(e.spec_key for e in recorded.entries))
     with clock.step(
@@ -543,7 +545,9 @@ def _explain_all(
         specs = [recorded.bundle.specs[k] for k in keys]
         with Compiler(jobs=options.jobs) as compiler:
             # each row's prediction at the run's gate, the one its measured verdicts and its triage use
-            result = Explainer(compiler, threshold=options.threshold).run(specs, list(tcs))
+            result = Explainer(compiler, params=load_params(options.model), threshold=options.threshold).run(
+                specs, list(tcs)
+            )
         by_key = {k: item for k, item in zip(keys, result.specs, strict=True)}
         report.cells = cell_rows(recorded.entries, by_key, cells, [t.id for t in tcs])
         step.detail = f"{plural(len(result.specs), 'kernel input')} explained, {sum(1 for r in report.cells if r.compile_change)} changed compile-side"
@@ -627,6 +631,7 @@ def _triage(
         fixes=options.fixes,
         db=None,
         workloads=[str(Path(report.workdir) / report.workload)],
+        model=options.model,  # the triage's predictions priced as the run's rows were
     )
     timings: dict[str, float] = {}
     started = time.perf_counter()

@@ -471,3 +471,24 @@ def test_the_precision_warning_comes_first_among_triage_notes(run_cli: RunCli) -
     notes = json.loads(t.stdout)["notes"]
     assert len(notes) == 2 and "both sides name the same toolchain" in notes[1], notes
     assert notes[0].startswith("WARNING: cells of different dtypes are compared"), notes
+
+
+CORPUS_RUN = Path(__file__).resolve().parents[2] / "benchmarks" / "corpus" / "h200" / "triage_run" / "results.json"
+
+
+def test_the_terminal_names_the_runs_gpu_and_driver_as_the_markdown_does(tmp_path: Path, invoke) -> None:
+    """The markdown's "Runs:" lines (run id, GPU, driver) are where the numbers come from; the terminal had
+    none. The committed H200 run, its two toolchains compared."""
+    from ktriage.api import compare
+    from ktriage.report.markdown import run_lines
+
+    run, _ = read_results(CORPUS_RUN)
+    report = compare(old=CORPUS_RUN, toolchains=True)
+    lines = [x for c in report.comparisons for x in run_lines(c)]
+    assert lines and all(run.run_id in x and "H200" in x and "driver " in x for x in lines), lines
+    md = tmp_path / "c.md"
+    r = invoke(str(CORPUS_RUN), "--toolchains", "-o", str(md))
+    assert r.exit_code in (exit_codes.OK, exit_codes.FINDING), r.output
+    assert "Runs:" in md.read_text() and f"run `{run.run_id}`" in md.read_text()
+    for x in lines:
+        assert x in r.stdout, (x, r.stdout)

@@ -261,3 +261,33 @@ def _printed(print_fixes, fixes, console_type) -> str:  # type: ignore[no-untype
     console = console_type(record=True, width=400)
     print_fixes(fixes, console)
     return str(console.export_text())
+
+
+def test_fixes_are_priced_by_the_model_given(toolchain, tmp_path: Path) -> None:
+    """``--model FILE`` priced the findings, but the fixes (and so which is recommended) with $KTRIAGE_MODEL
+    or the shipped fit: the fix finder built its own explainer with the default parameters. A model file
+    with a wider interval (as another calibration writes one) widens every fix's predicted interval."""
+    import json
+
+    from ktriage.explain.session import explain_specs
+    from ktriage.predict.model import PARAMS_FILE
+
+    data = json.loads(PARAMS_FILE.read_text())
+    data["params"]["interval_a"] = 0.05
+    wide = tmp_path / "wide-model.json"
+    wide.write_text(json.dumps(data))
+    spec = KernelSpec(
+        "atomic",
+        f"{KERNELS}:atomic_kernel",
+        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+        {"BLOCK": 1024},
+        divisible_by_16=("x_ptr", "out_ptr", "n"),
+        grid=(1024,),
+    )
+    tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
+    widths = []
+    for model in (None, wide):
+        fixes = explain_specs([spec], tcs, fixes=True, model=model).fixes or []
+        widths.append([f.prediction.vs_current.high - f.prediction.vs_current.low for f in fixes if f.prediction])
+    assert widths[0] and len(widths[0]) == len(widths[1]), widths
+    assert all(w > s for s, w in zip(widths[0], widths[1], strict=True)), widths

@@ -70,3 +70,37 @@ def test_triage_names_the_model_it_priced_with(tmp_path: Path, monkeypatch: pyte
     assert line in report.to_markdown().replace("\\", "")
     assert line in _terminal(report.print_table)
     assert line in report.to_html()
+
+
+def test_triage_model_option_prices_with_that_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_cli) -> None:
+    """``triage --model FILE`` (and ``kt.triage(model=...)``): the file prices the predictions and the report
+    names it, over $KTRIAGE_MODEL (the fallback); triage took the model only from the variable."""
+    monkeypatch.delenv(MODEL_ENV, raising=False)
+    model = _model_file(tmp_path)
+    old, new = _embedding_csvs(tmp_path)
+    common = [str(old), str(new), "--old-toolchain", OLD, "--new-toolchain", NEW, "--no-bisect", "--no-fixes"]
+    shipped = run_cli(["triage", *common, "-f", "json"])
+    given = run_cli(["triage", *common, "-f", "json", "--model", str(model)])
+    assert (shipped.exit_code, given.exit_code) == (1, 1), given.stderr
+    doc, ref = json.loads(given.stdout), json.loads(shipped.stdout)
+    assert doc["model"]["path"] == str(model) and doc["model"]["interval_level"] == 0.9
+    assert ref["model"]["path"] is None
+    # the wider interval of the file is the one the cells' predictions carry
+    widths = [
+        [c["predicted"]["high"] - c["predicted"]["low"] for c in d["cells"] if c["predicted"]] for d in (ref, doc)
+    ]
+    assert widths[0] and len(widths[0]) == len(widths[1])
+    assert all(w > r for r, w in zip(widths[0], widths[1], strict=True))
+    # the variable is the fallback: the option wins over it
+    monkeypatch.setenv(MODEL_ENV, str(PARAMS_FILE))
+    api = kt.triage(old=old, new=new, old_toolchain=OLD, new_toolchain=NEW, bisect=False, fixes=False, model=model)
+    assert api.to_json()["model"]["path"] == str(model)  # type: ignore[index]
+
+
+def test_triage_refuses_a_model_file_that_is_none_before_any_compile(tmp_path: Path, run_cli) -> None:
+    bad = tmp_path / "not-a-model.json"
+    bad.write_text("{}")
+    old, new = _embedding_csvs(tmp_path)
+    r = run_cli(["triage", str(old), str(new), "--old-toolchain", OLD, "--new-toolchain", NEW, "--model", str(bad)])
+    assert r.exit_code != 0 and "no 'params' object" in r.stderr and "ktriage calibrate -o FILE" in r.stderr
+    assert "Traceback" not in r.stderr

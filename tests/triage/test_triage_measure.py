@@ -9,6 +9,7 @@ for the bundle the triage plans, and read them through the CLI; the GPU test run
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -486,3 +487,64 @@ def test_measured_that_is_no_results_file_is_refused_with_nothing_flagged(
         code = main([*argv, "--measured", str(given)])
         err = " ".join(capsys.readouterr().err.split())
         assert code == 2 and f"error: {said}" in err and "fix:" in err, err
+
+
+def test_the_fix_variant_times_a_predicted_slower_fix_only_when_no_recommended_one_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fix the cost model predicts slower (``recommended`` False) was bundled like any verified fix and
+    read back as "the proposed fix". Beside a recommended fix of the same kernel it is not timed; alone it
+    is, and the cell's notes and the variant's label (which the measured column quotes) say why."""
+    from ktriage.compile.compiler import Compiler
+    from ktriage.explain.fixes import Fix, FixPrediction
+    from ktriage.predict.model import Prediction
+    from ktriage.toolchain.manager import ensure_toolchains
+    from ktriage.triage.measure import _fix_variant
+    from ktriage.triage.measure_plan import FIX_VARIANT, SLOWER_LABEL, SLOWER_TIMED
+
+    out = tmp_path / "tri"
+    assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
+    capsys.readouterr()
+    options = TriageOptions(
+        old_toolchain="triton==3.3.1",
+        new_toolchain="triton==3.4.0",
+        op="layer_norm",
+        mode="bwd",
+        bisect=False,
+        fixes=False,
+        limit=1,
+    )
+    (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
+    path = out / entry["dir"]
+    ((_key, spec),) = load_bundle(path).specs.items()
+    slower = Prediction(2.11, 2.04, 2.18, "regression", False, 0.1)
+    config = {"num_stages": spec.num_stages, "constexprs": {}}
+
+    def fix(warps: int, prediction: FixPrediction | None) -> Fix:
+        return Fix(
+            kind="spill-free-config",
+            kernel=spec.name,
+            toolchain="triton==3.4.0",
+            description=f"num_warps {warps}",
+            verified=True,
+            effect="",
+            change={"config": {"num_warps": warps, **config}},
+            prediction=prediction,
+        )
+
+    predicted_slower = fix(2, FixPrediction(slower, slower, "predicted slower: +111 %; not recommended"))
+    (tc,) = ensure_toolchains(["triton==3.4.0"])
+    labels = []
+    for fixes in ([predicted_slower, fix(8, None)], [predicted_slower]):
+        report = triage(RUN1, RUN2, options)
+        cell = next(c for c in report.cells if (c.op, c.mode, c.backend) == ("layer_norm", "bwd", "liger_layer_norm"))
+        cell.fixes = fixes
+        copy = tmp_path / f"b{len(fixes)}"
+        shutil.copytree(path, copy)
+        with Compiler(jobs=1) as compiler:
+            _fix_variant(copy, report, "layer_norm", "bwd", tc, compiler, lambda _m: None)
+        labels.append((load_bundle(copy).toolchains[tc.id + FIX_VARIANT]["variant"], cell.notes))
+    (beside, beside_notes), (alone, alone_notes) = labels
+    assert "num_warps 8" in beside and "num_warps 2" not in beside and not any(SLOWER_TIMED in n for n in beside_notes)
+    assert f"num_warps 2{SLOWER_LABEL}" in alone
+    assert f"{SLOWER_TIMED} (num_warps 2)" in alone_notes
