@@ -94,3 +94,41 @@ def test_explain_and_tune_read_one_launch(tmp_path, shapes: bool) -> None:
         assert inputs.data_bytes == ROWS * N * 2 and inputs.tensor_bytes == (2 * ROWS * N + N) * 2
     else:
         assert inputs.data_bytes is None and inputs.tensor_bytes is None
+
+
+def _scaled_rows_spec(tmp_path: Path) -> KernelSpec:
+    """A row tensor and a 0-d (scalar) tensor, both with their shapes: ``scale_ptr = { shape = [] }``."""
+    text = f"""
+[kernel]
+name = "scaled_rows[N={N}]"
+source = "{KERNEL}:scaled_rows_kernel"
+target = "sm_90"
+grid = [{ROWS}]
+[kernel.args]
+x_ptr = {{ dtype = "fp16", shape = [{ROWS}, {N}], strides = [{N}, 1] }}
+scale_ptr = {{ dtype = "fp32", shape = [] }}
+y_ptr = {{ dtype = "fp16", shape = [{ROWS}, {N}], strides = [{N}, 1] }}
+n_cols = {N}
+stride = {N}
+BLOCK = 4096
+[kernel.meta.tune]
+BLOCK = [1024, 4096]
+"""
+    (spec,) = loads_spec(text, base_dir=tmp_path)
+    return spec
+
+
+def test_a_scalar_tensor_has_one_element_not_an_unknown_shape(tmp_path, toolchain, shared_compiler) -> None:
+    """A 0-d tensor (``shape = []``) read as "no shape", so a spec with one was priced with the fixed trip
+    count and got the note asking for the shapes it had given. It holds one element: the data is known."""
+    spec = _scaled_rows_spec(tmp_path)
+    inputs = spec_launch_inputs(spec)
+    assert inputs.data_bytes == ROWS * N * 2 and inputs.tensor_bytes == 2 * ROWS * N * 2 + 4, inputs
+    result = screen(config_space(spec, warps=[4], stages=[3]), toolchain("triton==3.4.0"), shared_compiler, top_k=2)
+    priced = [c for c in result.candidates if c.estimate is not None]
+    assert len(priced) == 2 and not any(c.estimate.fixed_trips for c in priced), [  # type: ignore[union-attr]
+        (c.config.label(), c.status, c.reason) for c in result.candidates
+    ]
+    assert not any("fixed main-loop trip count" in n for n in result.notes), result.notes
+    for c in priced:  # the compiled artifact's spec (the JIT's, with the launch in its meta) reads the same
+        assert c.artifact is not None and spec_launch_inputs(c.artifact.spec) == spec_launch_inputs(c.spec)
