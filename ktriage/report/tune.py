@@ -15,7 +15,7 @@ from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
-from ktriage.tune.screen import ScreenedConfig, ScreenResult
+from ktriage.tune.screen import ScreenedConfig, ScreenResult, tie_fraction
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ def _summary(c: ScreenedConfig) -> JSONObject:
         "resources": data["resources"],
         "occupancy": data["occupancy"],
         "estimate": data["estimate"],
+        "tied": data["tied"],
         "reason": data["reason"],
     }
 
@@ -80,6 +81,8 @@ def to_json(
         "toolchain": str(result.toolchain.spec),
         "max_spill_bytes": result.max_spill_bytes,
         "top_k": result.top_k,
+        # estimates within this fraction of the best are ties, ranked by the smallest change (candidates' "tied")
+        "tie_tolerance": round(tie_fraction(), 4),
         "space": result.space.to_json(),
         "recommended": _summary(rec) if rec is not None else None,
         "default": _summary(result.default),
@@ -126,6 +129,29 @@ ROWS_LEGEND = (
     "failed: did not compile or could not be analyzed. Ranked rows first, then the others by estimate."
 )
 """What the table's status column means, under the table whenever a row is not kept."""
+
+
+def ties_legend() -> str:
+    """Why rank 1 can have a higher estimate than rank 3, under the table whenever a row is tied: the
+    reason of a tied row says "tied with N others", but a reader of the estimate column alone saw the ranks
+    out of order."""
+    return (
+        f"tied: estimates within the model's +-{tie_fraction():.1%} of the best, which it cannot tell apart; "
+        "these rank by the smallest change from the library's config, not by estimate, so a tied row can rank "
+        "above one with a lower estimate. The GPU's timing decides among them."
+    )
+
+
+def _legends(rows: Sequence[ScreenedConfig]) -> list[str]:
+    """The legend lines for these rows: what the statuses mean (a row not kept), what a tie is (a tied row)."""
+    return [
+        text
+        for text, shown in (
+            (ROWS_LEGEND, any(c.status != "kept" for c in rows)),
+            (ties_legend(), any(c.tied for c in rows)),
+        )
+        if shown
+    ]
 
 
 _COLUMNS = ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us", "reason")
@@ -181,8 +207,8 @@ def _one_markdown(
     rows = _rows(result, show_all)
     lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in rows]
     lines.append("")
-    if any(c.status != "kept" for c in rows):
-        lines += [f"_{_md(ROWS_LEGEND)}_", ""]
+    for legend in _legends(rows):
+        lines += [f"_{_md(legend)}_", ""]
     rec = result.recommended
     lines.append(
         f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}"
@@ -257,9 +283,7 @@ def print_report(
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
     """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
     rows = _rows(result, show_all)
-    table = Table(
-        title=escape(_title(result)), caption=escape(ROWS_LEGEND) if any(c.status != "kept" for c in rows) else None
-    )
+    table = Table(title=escape(_title(result)), caption=escape("\n".join(_legends(rows))) or None)
     add_columns(table, _COLUMNS, overflow="fold")
     for c in rows:
         table.add_row(*(escape(x) for x in _cells(c)))

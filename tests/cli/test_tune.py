@@ -64,11 +64,13 @@ def test_configs_the_model_cannot_tell_apart_rank_by_the_smallest_change(
     """Liger layer_norm bwd N=4608: 8, 16 and 32 warps are estimated within 1.3 % of each other (32 warps
     lowest), inside the model's held-out interval. Ranked by the estimate alone the recommendation was 32
     warps, which the H200 measured 27 % slower than 8 (benchmarks/tune/results/ln_tuned_bench.json); tied,
-    the smallest change from the library's 4 warps ranks first, and the reason says they are tied."""
+    the smallest change from the library's 4 warps ranks first, and the reason says they are tied. The JSON
+    marks the tied rows and gives the tolerance, and the table's legend says why rank 1 can have a higher
+    estimate than rank 3 (a reader of the estimate column saw the ranks out of order, unexplained)."""
     toolchain("triton==3.4.0")
-    out = tmp_path / "tune.json"
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
     argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", "--stages", "3"]
-    res = run_cli([*argv, "--warps", "4,8,16,32", "--top-k", "3", "-f", "json", "-o", str(out)])
+    res = run_cli([*argv, "--warps", "4,8,16,32", "--top-k", "3", "-o", str(out), "-o", str(md)])
     assert res.exit_code == exit_codes.OK, res.output
     data = json.loads(out.read_text())
     kept = sorted((c for c in data["candidates"] if c["status"] == "kept"), key=lambda c: c["rank"])
@@ -77,6 +79,12 @@ def test_configs_the_model_cannot_tell_apart_rank_by_the_smallest_change(
     assert max(estimates) / min(estimates) < 1.03  # the tie this test is about
     assert data["recommended"]["config"]["num_warps"] == 8
     assert "tied with 2 others within the model's" in kept[0]["reason"]
+    assert [c["tied"] for c in kept] == [True] * 3 and data["recommended"]["tied"] is True
+    assert not any(c["tied"] for c in data["candidates"] if c["status"] != "kept")  # the default spills: no tie
+    assert data["tie_tolerance"] == pytest.approx(0.034, abs=0.002)
+    legend = "tied: estimates within the model's +-3.4% of the best, which it cannot tell apart"
+    assert legend in md.read_text() and "so a tied row can rank above one with a lower estimate" in md.read_text()
+    assert legend in res.output.replace("\n", " ")  # the terminal table's legend
 
 
 def test_when_scaling_and_screening_disagree_the_report_says_which_it_recommends(  # type: ignore[no-untyped-def]
