@@ -253,6 +253,9 @@ def to_markdown(
     if show_all:
         for r, sc, t in zip(results, scalings, timings, strict=True):
             lines += ["", *_one_markdown(r, sc, t, True, 3)]
+    else:
+        notes = _summary_notes(results)
+        lines += [""] * bool(notes) + [f"- note ({_md(where)}): {_md(n)}" for where, n in notes]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -278,6 +281,16 @@ def print_report(
                 console.print(("  " if i else "") + escape(line))
     if len(results) > 1:
         print_summary(results, timings, console)
+        for where, note in [] if show_all else _summary_notes(results):
+            console.print(f"[yellow]note[/] ({escape(where)}): {escape(note)}")
+
+
+def _summary_notes(results: Sequence[ScreenResult]) -> list[tuple[str, str]]:
+    """Each input's notes, named by its input, for under the summary table: they qualify the recommendation
+    in its row (a fixed trip count that cannot rank the block, no config within the spill limit, the space
+    searched), and the summary printed none, so several inputs lost what one input's report says right
+    after its recommendation. With ``--all`` each input's own table carries them instead (one home each)."""
+    return [(input_label(r.space.spec.meta, r.space.spec.name), note) for r in results for note in r.notes]
 
 
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
