@@ -235,11 +235,15 @@ def to_markdown(
     timings: Sequence[JSONObject | None],
     *,
     show_all: bool = False,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The report as markdown: one input's candidates table and recommendation, or for several
-    inputs the summary table (each input's own table too with ``show_all``)."""
+    inputs the summary table (each input's own table too with ``show_all``); last, the ``warnings`` of
+    reading the GPU results (:class:`~ktriage.tune.timing_run.TimingRun`), which qualify the GPU winner."""
+    said = [f"- warning: {_md(w)}" for w in warnings]
     if len(results) == 1:
-        return "\n".join(_one_markdown(results[0], scalings[0], timings[0], show_all, 2)).rstrip() + "\n"
+        lines = _one_markdown(results[0], scalings[0], timings[0], show_all, 2)
+        return "\n".join([*lines, *said]).rstrip() + "\n"
     first = results[0]
     lines = [
         f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {plural(len(results), 'input')}",
@@ -256,7 +260,9 @@ def to_markdown(
     else:
         notes = _summary_notes(results)
         lines += [""] * bool(notes) + [f"- note ({_md(where)}): {_md(n)}" for where, n in notes]
-    return "\n".join(lines).rstrip() + "\n"
+    if said and not lines[-1].startswith("- "):
+        lines.append("")
+    return "\n".join([*lines, *said]).rstrip() + "\n"
 
 
 def print_report(
@@ -266,9 +272,10 @@ def print_report(
     console: Console,
     *,
     show_all: bool = False,
+    warnings: Sequence[str] = (),
 ) -> None:
     """The table on the console: one input's candidates, or the summary of several (each input's
-    table first with ``show_all``)."""
+    table first with ``show_all``); last, the ``warnings`` of reading the GPU results."""
     if len(results) == 1 or show_all:
         for r, sc, t in zip(results, scalings, timings, strict=True):
             print_table(r, console, show_all=show_all)
@@ -283,6 +290,14 @@ def print_report(
         print_summary(results, timings, console)
         for where, note in [] if show_all else _summary_notes(results):
             console.print(f"[yellow]note[/] ({escape(where)}): {escape(note)}")
+    print_warnings(warnings, console)
+
+
+def print_warnings(warnings: Sequence[str], console: Console) -> None:
+    """Each warning of reading the GPU results, its head (``read by rank:``) in yellow."""
+    for text in warnings:
+        head, _, rest = text.partition(":")
+        console.print(f"[yellow]{escape(head)}:[/]{escape(rest)}")
 
 
 def _summary_notes(results: Sequence[ScreenResult]) -> list[tuple[str, str]]:

@@ -352,9 +352,9 @@ def test_results_are_read_against_their_configs_after_a_rerank(tmp_path: Path, t
     results = tmp_path / "fake_gpu_results.json"
     _fake_gpu_results(built, results, {None: 0.80, 8: 0.10, 16: 0.09})
 
-    out = tmp_path / "tune.json"
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
     reread = [*argv, "--warps", "16", "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out)]
-    res = run_cli(reread)
+    res = run_cli([*reread, "-o", str(md)])
     assert res.exit_code == exit_codes.OK, res.output
     timing = json.loads(out.read_text())["timing"]
     assert timing["medians_ms"] == {
@@ -366,6 +366,12 @@ def test_results_are_read_against_their_configs_after_a_rerank(tmp_path: Path, t
     assert timing["read_by_rank"] == []
     said = res.output.replace("\n", " ")
     assert "not a candidate:" in said and "BLOCK_SIZE=8192,warps=8,stages=3 (0.1000 ms)" in said
+    assert said.count("not a candidate:") == 1, said
+    # the markdown report carries the sentence too (it had the GPU winner but not what was left out of it)
+    written = md.read_text().replace("\\", "")
+    assert written.count("- warning: not a candidate:") == 1, written
+    assert "BLOCK_SIZE=8192,warps=8,stages=3 (0.1000 ms) for input 7" in written
+    assert written.index("GPU winner") < written.index("not a candidate:")
     # none of the timed configs is a candidate of a tune of 32 warps: refused, the timed configs named
     res = run_cli([*argv, "--warps", "32", "--bundle", str(tmp_path / "other"), "--results", str(results)])
     assert res.exit_code == exit_codes.USAGE, res.output
@@ -381,11 +387,18 @@ def test_results_without_configs_are_read_by_rank_with_a_warning(tmp_path: Path,
     assert run_cli([*argv, "--bundle", str(built)]).exit_code == exit_codes.OK
     results = tmp_path / "fake_gpu_results.json"
     _fake_gpu_results(built, results, {None: 0.80, 16: 0.09, 32: 0.10}, strip=("tune_config", "variant"))
-    out = tmp_path / "tune.json"
-    res = run_cli([*argv, "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out)])
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
+    reread = [*argv, "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out), "-o", str(md)]
+    res = run_cli(reread)
     assert res.exit_code == exit_codes.OK, res.output
     timing = json.loads(out.read_text())["timing"]
     assert sorted(timing["read_by_rank"]) == ["BLOCK_SIZE=8192,warps=16,stages=3", "BLOCK_SIZE=8192,warps=32,stages=3"]
     assert timing["medians_ms"]["BLOCK_SIZE=8192,warps=16,stages=3"] == pytest.approx(0.09)  # same ranking: right
     said = res.output.replace("\n", " ")
     assert "read by rank:" in said and "records no config" in said and "ktriage bench --bundle" in said
+    assert said.count("read by rank:") == 1, said
+    written = md.read_text().replace("\\", "")
+    assert written.count("- warning: read by rank:") == 1 and "records no config" in written, written
+    # --format markdown: the same sentence once, in the report on stdout (not again on stderr)
+    res = run_cli([*reread, "-f", "markdown"])
+    assert res.stdout.count("read by rank:") == 1 and "read by rank:" not in res.err_text, res.output
