@@ -37,12 +37,16 @@ class TuneReport:
     """One screening per input (candidates, the kept ones ranked), the block scaling from each
     input's own config, and the GPU timing of the kept candidates (None per input: compile-only).
     ``notes``: what the timing step says to the user, ``(level, text)`` with level ``warn`` or
-    ``info`` (no GPU here: the command to run on one). The renderers are ``ktriage tune``'s."""
+    ``info`` (no GPU here: the command to run on one). ``warnings``: how the results were read against the
+    configs (``read by rank: ...``, ``not a candidate: ...``), which the table and the markdown carry after the
+    GPU winner; the JSON has their facts (``timing.read_by_rank``, ``timing.not_candidates_ms``). The
+    renderers are ``ktriage tune``'s."""
 
     results: list[ScreenResult]
     scalings: list[ScaleResult[Any]]
     timings: list[JSONObject | None]
     notes: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def json_text(self) -> str:
         from ktriage.report.tune import to_json_text
@@ -53,12 +57,18 @@ class TuneReport:
     def to_markdown(self, *, show_all: bool = False) -> str:
         from ktriage.report.tune import to_markdown
 
-        return to_markdown(self.results, self.scalings, self.timings, show_all=show_all)
+        return to_markdown(self.results, self.scalings, self.timings, show_all=show_all, warnings=self.warnings)
 
     def print_table(self, console: Console, *, show_all: bool = False) -> None:
         from ktriage.report.tune import print_report
 
-        print_report(self.results, self.scalings, self.timings, console, show_all=show_all)
+        print_report(self.results, self.scalings, self.timings, console, show_all=show_all, warnings=self.warnings)
+
+    def print_warnings(self, console: Console) -> None:
+        """The ``warnings`` alone, as the table prints them: for a report whose stdout is JSON (its facts only)."""
+        from ktriage.report.tune import print_warnings
+
+        print_warnings(self.warnings, console)
 
 
 @args.entry_point
@@ -185,6 +195,7 @@ def tune(
     tc, *others = resolve_toolchains(toolchains)
     timings: list[JSONObject | None] = [None] * len(spaces)
     notes: list[tuple[str, str]] = []
+    warnings: list[str] = []
     with progress.task("compiling candidates") as step:
         executor = remote_executor(cluster)
         where = remote_label(executor)
@@ -219,5 +230,5 @@ def tune(
                     others=others,
                     workload=recorded,
                 )
-                timings, notes = list(run.timings), run.notes
-    return TuneReport(results, scalings, timings, notes)
+                timings, notes, warnings = list(run.timings), run.notes, run.warnings
+    return TuneReport(results, scalings, timings, notes, warnings)

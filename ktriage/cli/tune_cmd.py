@@ -86,6 +86,8 @@ def tune(
             compile_timeout=compile_timeout,
         )
         print_notes(report.notes, console)
+        if fmt == Format.json:  # the JSON has their facts only; the table and the markdown carry the sentences
+            report.print_warnings(console)
     writers = {".json": report.json_text, ".md": lambda: report.to_markdown(show_all=all_rows)}
     opt.emit(fmt, writers, lambda: report.print_table(console, show_all=all_rows), output, make_console(stderr=True))
 

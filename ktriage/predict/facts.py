@@ -244,7 +244,9 @@ def launch_tensor_sizes(launch: Mapping[str, Any] | None) -> list[int] | None:
     """Bytes of each tensor argument of a spec written by values (``KernelSpec.launch``: ``{"args": [[name,
     {"tensor": "fp16", "shape": [2048, 4097], ...}], ...]}``, docs/specs.md), shape x element size. None when
     the spec is not by values, has no tensor, or any tensor has no shape: a size from some of the tensors
-    would under-count the data and price a loop as shorter than it runs."""
+    would under-count the data and price a loop as shorter than it runs. An empty shape is a 0-d tensor (a
+    scalar on the device, ``shape = []``): one element, a known size (it read as "no shape", so a spec with
+    one was priced with the fixed trip count)."""
     args = (launch or {}).get("args")
     if not isinstance(args, list):
         return None
@@ -254,7 +256,7 @@ def launch_tensor_sizes(launch: Mapping[str, Any] | None) -> list[int] | None:
         if not isinstance(value, Mapping) or "tensor" not in value:
             continue
         shape = value.get("shape")
-        if not isinstance(shape, (list, tuple)) or not shape:
+        if not isinstance(shape, (list, tuple)):
             return None
         try:
             count = math.prod(int(d) for d in shape)

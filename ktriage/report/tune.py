@@ -15,7 +15,7 @@ from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import input_label
-from ktriage.tune.screen import ScreenedConfig, ScreenResult
+from ktriage.tune.screen import ScreenedConfig, ScreenResult, tie_fraction
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ def _summary(c: ScreenedConfig) -> JSONObject:
         "resources": data["resources"],
         "occupancy": data["occupancy"],
         "estimate": data["estimate"],
+        "tied": data["tied"],
         "reason": data["reason"],
     }
 
@@ -80,6 +81,8 @@ def to_json(
         "toolchain": str(result.toolchain.spec),
         "max_spill_bytes": result.max_spill_bytes,
         "top_k": result.top_k,
+        # estimates within this fraction of the best are ties, ranked by the smallest change (candidates' "tied")
+        "tie_tolerance": round(tie_fraction(), 4),
         "space": result.space.to_json(),
         "recommended": _summary(rec) if rec is not None else None,
         "default": _summary(result.default),
@@ -126,6 +129,29 @@ ROWS_LEGEND = (
     "failed: did not compile or could not be analyzed. Ranked rows first, then the others by estimate."
 )
 """What the table's status column means, under the table whenever a row is not kept."""
+
+
+def ties_legend() -> str:
+    """Why rank 1 can have a higher estimate than rank 3, under the table whenever a row is tied: the
+    reason of a tied row says "tied with N others", but a reader of the estimate column alone saw the ranks
+    out of order."""
+    return (
+        f"tied: estimates within the model's +-{tie_fraction():.1%} of the best, which it cannot tell apart; "
+        "these rank by the smallest change from the library's config, not by estimate, so a tied row can rank "
+        "above one with a lower estimate. The GPU's timing decides among them."
+    )
+
+
+def _legends(rows: Sequence[ScreenedConfig]) -> list[str]:
+    """The legend lines for these rows: what the statuses mean (a row not kept), what a tie is (a tied row)."""
+    return [
+        text
+        for text, shown in (
+            (ROWS_LEGEND, any(c.status != "kept" for c in rows)),
+            (ties_legend(), any(c.tied for c in rows)),
+        )
+        if shown
+    ]
 
 
 _COLUMNS = ("config", "status", "regs", "spill B", "CTAs/SM", "occupancy", "waves", "estimate us", "reason")
@@ -181,8 +207,8 @@ def _one_markdown(
     rows = _rows(result, show_all)
     lines += ["| " + " | ".join(_md(x) for x in _cells(c)) + " |" for c in rows]
     lines.append("")
-    if any(c.status != "kept" for c in rows):
-        lines += [f"_{_md(ROWS_LEGEND)}_", ""]
+    for legend in _legends(rows):
+        lines += [f"_{_md(legend)}_", ""]
     rec = result.recommended
     lines.append(
         f"**recommended: {_md(rec.config.label())}** — {_md(rec.reason)}"
@@ -209,11 +235,15 @@ def to_markdown(
     timings: Sequence[JSONObject | None],
     *,
     show_all: bool = False,
+    warnings: Sequence[str] = (),
 ) -> str:
     """The report as markdown: one input's candidates table and recommendation, or for several
-    inputs the summary table (each input's own table too with ``show_all``)."""
+    inputs the summary table (each input's own table too with ``show_all``); last, the ``warnings`` of
+    reading the GPU results (:class:`~ktriage.tune.timing_run.TimingRun`), which qualify the GPU winner."""
+    said = [f"- warning: {_md(w)}" for w in warnings]
     if len(results) == 1:
-        return "\n".join(_one_markdown(results[0], scalings[0], timings[0], show_all, 2)).rstrip() + "\n"
+        lines = _one_markdown(results[0], scalings[0], timings[0], show_all, 2)
+        return "\n".join([*lines, *said]).rstrip() + "\n"
     first = results[0]
     lines = [
         f"## tune {_md(first.space.spec.name.split('[')[0])} with {_md(str(first.toolchain.spec))}: {plural(len(results), 'input')}",
@@ -227,7 +257,12 @@ def to_markdown(
     if show_all:
         for r, sc, t in zip(results, scalings, timings, strict=True):
             lines += ["", *_one_markdown(r, sc, t, True, 3)]
-    return "\n".join(lines).rstrip() + "\n"
+    else:
+        notes = _summary_notes(results)
+        lines += [""] * bool(notes) + [f"- note ({_md(where)}): {_md(n)}" for where, n in notes]
+    if said and not lines[-1].startswith("- "):
+        lines.append("")
+    return "\n".join([*lines, *said]).rstrip() + "\n"
 
 
 def print_report(
@@ -237,9 +272,10 @@ def print_report(
     console: Console,
     *,
     show_all: bool = False,
+    warnings: Sequence[str] = (),
 ) -> None:
     """The table on the console: one input's candidates, or the summary of several (each input's
-    table first with ``show_all``)."""
+    table first with ``show_all``); last, the ``warnings`` of reading the GPU results."""
     if len(results) == 1 or show_all:
         for r, sc, t in zip(results, scalings, timings, strict=True):
             print_table(r, console, show_all=show_all)
@@ -252,14 +288,30 @@ def print_report(
                 console.print(("  " if i else "") + escape(line))
     if len(results) > 1:
         print_summary(results, timings, console)
+        for where, note in [] if show_all else _summary_notes(results):
+            console.print(f"[yellow]note[/] ({escape(where)}): {escape(note)}")
+    print_warnings(warnings, console)
+
+
+def print_warnings(warnings: Sequence[str], console: Console) -> None:
+    """Each warning of reading the GPU results, its head (``read by rank:``) in yellow."""
+    for text in warnings:
+        head, _, rest = text.partition(":")
+        console.print(f"[yellow]{escape(head)}:[/]{escape(rest)}")
+
+
+def _summary_notes(results: Sequence[ScreenResult]) -> list[tuple[str, str]]:
+    """Each input's notes, named by its input, for under the summary table: they qualify the recommendation
+    in its row (a fixed trip count that cannot rank the block, no config within the spill limit, the space
+    searched), and the summary printed none, so several inputs lost what one input's report says right
+    after its recommendation. With ``--all`` each input's own table carries them instead (one home each)."""
+    return [(input_label(r.space.spec.meta, r.space.spec.name), note) for r in results for note in r.notes]
 
 
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
     """Kept candidates (all with ``show_all``), the default marked, then the recommendation."""
     rows = _rows(result, show_all)
-    table = Table(
-        title=escape(_title(result)), caption=escape(ROWS_LEGEND) if any(c.status != "kept" for c in rows) else None
-    )
+    table = Table(title=escape(_title(result)), caption=escape("\n".join(_legends(rows))) or None)
     add_columns(table, _COLUMNS, overflow="fold")
     for c in rows:
         table.add_row(*(escape(x) for x in _cells(c)))

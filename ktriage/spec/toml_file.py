@@ -500,9 +500,10 @@ def _launch_lines(spec: KernelSpec) -> list[str]:
     for name, value in launch.get("args") or []:
         if isinstance(value, dict) and "tensor" in value:
             table: JSONObject = {"dtype": value["tensor"]}
-            for key in ("shape", "strides"):
-                if value.get(key):
-                    table[key] = list(value[key])
+            if isinstance(value.get("shape"), (list, tuple)):  # [] too: a 0-d tensor, written back as given
+                table["shape"] = list(value["shape"])
+            if value.get("strides"):
+                table["strides"] = list(value["strides"])
             if not value.get("aligned", True):
                 table["align"] = 4
             text = _value(table)

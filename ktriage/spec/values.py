@@ -75,7 +75,7 @@ def tensor_value(name: str, table: Mapping[str, Any]) -> tuple[Ptr, JSONObject]:
         )
     ptr = Ptr(dtype, aligned=align % 16 == 0, const=const)
     encoded: JSONObject = {"tensor": dtype, "aligned": ptr.aligned}
-    if shape:
+    if "shape" in table:  # given, even empty: shape = [] is a 0-d tensor of one element, not an unknown size
         encoded["shape"] = shape
     if strides:
         encoded["strides"] = strides

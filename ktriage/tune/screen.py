@@ -45,6 +45,7 @@ class ScreenedConfig:
     reason: str = ""
     rank: int | None = None
     is_default: bool = False
+    tied: bool = False  # among the configs tied with the best (:func:`ties_first`): ranked by change, not estimate
 
     @property
     def spill_store_bytes(self) -> int | None:
@@ -75,6 +76,7 @@ class ScreenedConfig:
             "status": self.status,
             "kept": self.status == "kept",
             "rank": self.rank,
+            "tied": self.tied,
             "reason": self.reason,
             "resources": self.resources_summary(),
             "occupancy": None
@@ -140,6 +142,11 @@ def tie_tolerance() -> float:
     from ktriage.predict.model import load_params
 
     return float(load_params().interval_a)
+
+
+def tie_fraction() -> float:
+    """:func:`tie_tolerance` as a fraction of the best estimate (0.034: within +-3.4 %), as reports say it."""
+    return math.expm1(tie_tolerance())
 
 
 def change_from_default(config: TuneConfig, default: TuneConfig) -> tuple[int, float, int]:
@@ -352,7 +359,7 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
     for c in cands:
         if c.status == "failed":
             continue
-        c.rank = None
+        c.rank, c.tied = None, False
         assert c.resources is not None and c.occupancy is not None and c.estimate is not None
         spill = c.resources.spill_store_bytes
         if spill is None:
@@ -385,7 +392,7 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
     default = next((c.config for c in cands if c.is_default), None)
     viable, n_tied = ties_first(unique, default, default_stages)
     tie = (
-        f"; tied with {plural(n_tied - 1, 'other')} within the model's +-{math.expm1(tie_tolerance()):.1%}: "
+        f"; tied with {plural(n_tied - 1, 'other')} within the model's +-{tie_fraction():.1%}: "
         "the smaller change from the library's config ranks first"
         if n_tied
         else ""
@@ -399,8 +406,8 @@ def _judge(cands: list[ScreenedConfig], max_spill: int, top_k: int) -> None:
             f"{plural(c.estimate.waves, 'wave')}, estimate {c.estimate.estimate_us:.1f} us"
             + (f" ({c.estimate.detail})" if c.estimate.detail else "")
         )
-        c.rank = i + 1
-        facts += tie if i < n_tied else ""
+        c.rank, c.tied = i + 1, i < n_tied
+        facts += tie if c.tied else ""
         if i < top_k:
             c.status = "kept"
             c.reason = f"rank {i + 1}: {facts}"

@@ -27,11 +27,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class TimingRun:
-    """One timing dict per input (``timed``, the bundle and bench command, the winner when timed) and
-    the notes for the user: ``(level, text)`` with level ``warn`` or ``info``."""
+    """One timing dict per input (``timed``, the bundle and bench command, the winner when timed), the
+    notes for the user (``(level, text)`` with level ``warn`` or ``info``: what to run next, the command
+    that times the bundle) and the ``warnings`` of reading the results (times read by rank, timed configs
+    that are no candidate): those qualify the GPU winner, so every rendering of the report carries them
+    after it, where the notes are the console's only."""
 
     timings: list[JSONObject]
     notes: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 def time_candidates(
@@ -98,7 +102,7 @@ def time_candidates(
     _check_results_of(tbs, timed, results_path, command)
     for info, verdict in zip(infos, timed, strict=True):
         info.update({"timed": True, **verdict.to_json()})
-    return TimingRun(infos, _matching_notes(tbs, timed, results_path, command))
+    return TimingRun(infos, warnings=_matching_warnings(tbs, timed, results_path, command))
 
 
 def _check_results_of(tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: Path, command: Sequence[str]) -> None:
@@ -123,23 +127,20 @@ def _check_results_of(tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: P
             )
 
 
-def _matching_notes(
+def _matching_warnings(
     tbs: Sequence[TuneBundle], timed: Sequence[Timed], path: Path, command: Sequence[str]
-) -> list[tuple[str, str]]:
+) -> list[str]:
     """What the user must know of how the results were matched to the configs: times read by rank (the
     results record no config, so a re-ranking since the bench reads them against other configs), and
     timed configs that are no candidate of this tune (named, compared with nothing)."""
-    notes: list[tuple[str, str]] = []
+    warnings: list[str] = []
     by_rank = sorted({label for verdict in timed for label in verdict.by_rank})
     if by_rank:
-        notes.append(
-            (
-                "warn",
-                f"read by rank: {path} records no config for its tuned variants, so their times are attached to "
-                f"this screening's {plural(len(by_rank), 'candidate')} of the same rank ({', '.join(by_rank)}); if the "
-                "ranking changed since the bundle was built (another ktriage, --warps, --top-k), each time belongs "
-                f"to another config. Bench the bundle again to match them by config: {' '.join(command)}",
-            )
+        warnings.append(
+            f"read by rank: {path} records no config for its tuned variants, so their times are attached to "
+            f"this screening's {plural(len(by_rank), 'candidate')} of the same rank ({', '.join(by_rank)}); if the "
+            "ranking changed since the bundle was built (another ktriage, --warps, --top-k), each time belongs "
+            f"to another config. Bench the bundle again to match them by config: {' '.join(command)}"
         )
     for tb, verdict in zip(tbs, timed, strict=True):
         if verdict.not_candidates_ms:
@@ -147,12 +148,9 @@ def _matching_notes(
                 f"{label} ({'failed' if ms is None else f'{ms:.4f} ms'})"
                 for label, ms in sorted(verdict.not_candidates_ms.items())
             )
-            notes.append(
-                (
-                    "warn",
-                    f"not a candidate: {path} times {named} for input {tb.input_id}, which this screening does not "
-                    "keep: left out of the comparison. To compare them, tune with a space and --top-k that keep "
-                    f"them, or bench this bundle again: {' '.join(command)}",
-                )
+            warnings.append(
+                f"not a candidate: {path} times {named} for input {tb.input_id}, which this screening does not "
+                "keep: left out of the comparison. To compare them, tune with a space and --top-k that keep "
+                f"them, or bench this bundle again: {' '.join(command)}"
             )
-    return notes
+    return warnings

@@ -64,11 +64,13 @@ def test_configs_the_model_cannot_tell_apart_rank_by_the_smallest_change(
     """Liger layer_norm bwd N=4608: 8, 16 and 32 warps are estimated within 1.3 % of each other (32 warps
     lowest), inside the model's held-out interval. Ranked by the estimate alone the recommendation was 32
     warps, which the H200 measured 27 % slower than 8 (benchmarks/tune/results/ln_tuned_bench.json); tied,
-    the smallest change from the library's 4 warps ranks first, and the reason says they are tied."""
+    the smallest change from the library's 4 warps ranks first, and the reason says they are tied. The JSON
+    marks the tied rows and gives the tolerance, and the table's legend says why rank 1 can have a higher
+    estimate than rank 3 (a reader of the estimate column saw the ranks out of order, unexplained)."""
     toolchain("triton==3.4.0")
-    out = tmp_path / "tune.json"
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
     argv = ["tune", "liger.layer_norm", "-t", "triton==3.4.0", "-i", "N=4608", "--compile-only", "--stages", "3"]
-    res = run_cli([*argv, "--warps", "4,8,16,32", "--top-k", "3", "-f", "json", "-o", str(out)])
+    res = run_cli([*argv, "--warps", "4,8,16,32", "--top-k", "3", "-o", str(out), "-o", str(md)])
     assert res.exit_code == exit_codes.OK, res.output
     data = json.loads(out.read_text())
     kept = sorted((c for c in data["candidates"] if c["status"] == "kept"), key=lambda c: c["rank"])
@@ -77,6 +79,12 @@ def test_configs_the_model_cannot_tell_apart_rank_by_the_smallest_change(
     assert max(estimates) / min(estimates) < 1.03  # the tie this test is about
     assert data["recommended"]["config"]["num_warps"] == 8
     assert "tied with 2 others within the model's" in kept[0]["reason"]
+    assert [c["tied"] for c in kept] == [True] * 3 and data["recommended"]["tied"] is True
+    assert not any(c["tied"] for c in data["candidates"] if c["status"] != "kept")  # the default spills: no tie
+    assert data["tie_tolerance"] == pytest.approx(0.034, abs=0.002)
+    legend = "tied: estimates within the model's +-3.4% of the best, which it cannot tell apart"
+    assert legend in md.read_text() and "so a tied row can rank above one with a lower estimate" in md.read_text()
+    assert legend in res.output.replace("\n", " ")  # the terminal table's legend
 
 
 def test_when_scaling_and_screening_disagree_the_report_says_which_it_recommends(  # type: ignore[no-untyped-def]
@@ -344,9 +352,9 @@ def test_results_are_read_against_their_configs_after_a_rerank(tmp_path: Path, t
     results = tmp_path / "fake_gpu_results.json"
     _fake_gpu_results(built, results, {None: 0.80, 8: 0.10, 16: 0.09})
 
-    out = tmp_path / "tune.json"
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
     reread = [*argv, "--warps", "16", "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out)]
-    res = run_cli(reread)
+    res = run_cli([*reread, "-o", str(md)])
     assert res.exit_code == exit_codes.OK, res.output
     timing = json.loads(out.read_text())["timing"]
     assert timing["medians_ms"] == {
@@ -358,6 +366,12 @@ def test_results_are_read_against_their_configs_after_a_rerank(tmp_path: Path, t
     assert timing["read_by_rank"] == []
     said = res.output.replace("\n", " ")
     assert "not a candidate:" in said and "BLOCK_SIZE=8192,warps=8,stages=3 (0.1000 ms)" in said
+    assert said.count("not a candidate:") == 1, said
+    # the markdown report carries the sentence too (it had the GPU winner but not what was left out of it)
+    written = md.read_text().replace("\\", "")
+    assert written.count("- warning: not a candidate:") == 1, written
+    assert "BLOCK_SIZE=8192,warps=8,stages=3 (0.1000 ms) for input 7" in written
+    assert written.index("GPU winner") < written.index("not a candidate:")
     # none of the timed configs is a candidate of a tune of 32 warps: refused, the timed configs named
     res = run_cli([*argv, "--warps", "32", "--bundle", str(tmp_path / "other"), "--results", str(results)])
     assert res.exit_code == exit_codes.USAGE, res.output
@@ -373,11 +387,18 @@ def test_results_without_configs_are_read_by_rank_with_a_warning(tmp_path: Path,
     assert run_cli([*argv, "--bundle", str(built)]).exit_code == exit_codes.OK
     results = tmp_path / "fake_gpu_results.json"
     _fake_gpu_results(built, results, {None: 0.80, 16: 0.09, 32: 0.10}, strip=("tune_config", "variant"))
-    out = tmp_path / "tune.json"
-    res = run_cli([*argv, "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out)])
+    out, md = tmp_path / "tune.json", tmp_path / "tune.md"
+    reread = [*argv, "--bundle", str(tmp_path / "again"), "--results", str(results), "-o", str(out), "-o", str(md)]
+    res = run_cli(reread)
     assert res.exit_code == exit_codes.OK, res.output
     timing = json.loads(out.read_text())["timing"]
     assert sorted(timing["read_by_rank"]) == ["BLOCK_SIZE=8192,warps=16,stages=3", "BLOCK_SIZE=8192,warps=32,stages=3"]
     assert timing["medians_ms"]["BLOCK_SIZE=8192,warps=16,stages=3"] == pytest.approx(0.09)  # same ranking: right
     said = res.output.replace("\n", " ")
     assert "read by rank:" in said and "records no config" in said and "ktriage bench --bundle" in said
+    assert said.count("read by rank:") == 1, said
+    written = md.read_text().replace("\\", "")
+    assert written.count("- warning: read by rank:") == 1 and "records no config" in written, written
+    # --format markdown: the same sentence once, in the report on stdout (not again on stderr)
+    res = run_cli([*reread, "-f", "markdown"])
+    assert res.stdout.count("read by rank:") == 1 and "read by rank:" not in res.err_text, res.output

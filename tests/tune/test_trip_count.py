@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.cli import exit_codes
 from ktriage.predict.facts import spec_launch_inputs
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.toml_file import loads_spec
@@ -94,3 +95,84 @@ def test_explain_and_tune_read_one_launch(tmp_path, shapes: bool) -> None:
         assert inputs.data_bytes == ROWS * N * 2 and inputs.tensor_bytes == (2 * ROWS * N + N) * 2
     else:
         assert inputs.data_bytes is None and inputs.tensor_bytes is None
+
+
+def _scaled_rows_spec(tmp_path: Path) -> KernelSpec:
+    """A row tensor and a 0-d (scalar) tensor, both with their shapes: ``scale_ptr = { shape = [] }``."""
+    text = f"""
+[kernel]
+name = "scaled_rows[N={N}]"
+source = "{KERNEL}:scaled_rows_kernel"
+target = "sm_90"
+grid = [{ROWS}]
+[kernel.args]
+x_ptr = {{ dtype = "fp16", shape = [{ROWS}, {N}], strides = [{N}, 1] }}
+scale_ptr = {{ dtype = "fp32", shape = [] }}
+y_ptr = {{ dtype = "fp16", shape = [{ROWS}, {N}], strides = [{N}, 1] }}
+n_cols = {N}
+stride = {N}
+BLOCK = 4096
+[kernel.meta.tune]
+BLOCK = [1024, 4096]
+"""
+    (spec,) = loads_spec(text, base_dir=tmp_path)
+    return spec
+
+
+def test_a_scalar_tensor_has_one_element_not_an_unknown_shape(tmp_path, toolchain, shared_compiler) -> None:
+    """A 0-d tensor (``shape = []``) read as "no shape", so a spec with one was priced with the fixed trip
+    count and got the note asking for the shapes it had given. It holds one element: the data is known."""
+    spec = _scaled_rows_spec(tmp_path)
+    inputs = spec_launch_inputs(spec)
+    assert inputs.data_bytes == ROWS * N * 2 and inputs.tensor_bytes == 2 * ROWS * N * 2 + 4, inputs
+    result = screen(config_space(spec, warps=[4], stages=[3]), toolchain("triton==3.4.0"), shared_compiler, top_k=2)
+    priced = [c for c in result.candidates if c.estimate is not None]
+    assert len(priced) == 2 and not any(c.estimate.fixed_trips for c in priced), [  # type: ignore[union-attr]
+        (c.config.label(), c.status, c.reason) for c in result.candidates
+    ]
+    assert not any("fixed main-loop trip count" in n for n in result.notes), result.notes
+    for c in priced:  # the compiled artifact's spec (the JIT's, with the launch in its meta) reads the same
+        assert c.artifact is not None and spec_launch_inputs(c.artifact.spec) == spec_launch_inputs(c.spec)
+
+
+def test_several_inputs_keep_the_note_under_their_recommendations(tmp_path, toolchain, run_cli) -> None:
+    """Two inputs of a spec without shapes: the summary table (one recommendation per input) printed no note,
+    so the fixed trip count that makes each recommendation baseless was said nowhere but the JSON. Each
+    input's note now follows the summary, on the terminal and in the markdown; with --all each input's own
+    table has it after its recommendation, and the summary does not repeat it."""
+    toolchain("triton==3.4.0")
+    text = tmp_path / "rms.toml"
+    kernels = []
+    for n in (N, 2 * N):
+        kernels.append(f"""
+[[kernel]]
+name = "rms[N={n}]"
+source = "{KERNEL}:rms_norm_kernel"
+target = "sm_90"
+grid = [{ROWS}]
+[kernel.args]
+x_ptr = {{ dtype = "fp16" }}
+w_ptr = {{ dtype = "fp16" }}
+y_ptr = {{ dtype = "fp16" }}
+n_cols = {n}
+stride = {n}
+eps = 1e-6
+BLOCK = 4096
+[kernel.meta.tune]
+BLOCK = [1024, 4096]
+""")
+    text.write_text("".join(kernels))
+    md = tmp_path / "tune.md"
+    argv = ["tune", str(text), "-t", "triton==3.4.0", "-i", f"N={N}", "-i", f"N={2 * N}", "--compile-only"]
+    res = run_cli([*argv, "--warps", "4", "--stages", "3", "-o", str(md)])
+    assert res.exit_code == exit_codes.OK, res.output
+    said, written = res.output.replace("\n", " "), md.read_text()
+    for n in (N, 2 * N):
+        head = f"(N={n}): the estimates assume a fixed main-loop trip count (rms[N={n}] names no tensor shapes)"
+        assert head in said, said
+        assert f"- note {head}" in written, written
+    assert written.index("| N=") < written.index("- note (N=")  # under the summary's recommendations
+    res = run_cli([*argv, "--warps", "4", "--stages", "3", "--all", "-o", str(md)])
+    written = md.read_text()
+    assert res.exit_code == exit_codes.OK and "- note (N=" not in written, written  # each input's own table has it
+    assert written.count("- note: the estimates assume a fixed main-loop trip count") == 2, written
