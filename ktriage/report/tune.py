@@ -124,7 +124,7 @@ def _rows(result: ScreenResult, show_all: bool) -> list[ScreenedConfig]:
 
 
 ROWS_LEGEND = (
-    "kept: the top --top-k by estimate, which a GPU run times; dropped: not timed, the reason says why "
+    "kept: the top --top-k by rank (the estimate; ties by the smallest change), which a GPU run times; dropped: not timed, the reason says why "
     "(spills over --max-spill-bytes, outside the top k, the same cubin as a better row, cannot launch); "
     "failed: did not compile or could not be analyzed. Ranked rows first, then the others by estimate."
 )
