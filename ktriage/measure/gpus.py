@@ -25,7 +25,7 @@ import os
 from collections.abc import Sequence
 from typing import TypeVar
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.wording import plural
 
 T = TypeVar("T")
@@ -36,6 +36,15 @@ GPUS_HELP = (
     "Each input (each bisect candidate group) is measured on one GPU with its reference; default: one GPU. "
     "With --cluster: all or a count of the cluster's GPUs."
 )
+
+
+def _gpus(value: str | None = None) -> str:
+    """``gpus='0,1' (--gpus 0,1)``: every refusal here reaches kt.bench, kt.bench_recorded and kt.bisect
+    callers too (``gpus=``), as well as the command line (``--gpus``)."""
+    return option("gpus", "--gpus", value)
+
+
+_EXAMPLES = f"e.g. {_gpus('all')}, {_gpus('2')} or {_gpus('0,2,5')}"
 
 
 def visible_gpus() -> list[int]:
@@ -52,7 +61,7 @@ def counted_gpus() -> tuple[list[int], str | None]:
         if not all(p.isdigit() for p in parts):
             raise KtriageError(
                 f"CUDA_VISIBLE_DEVICES={env!r} names GPUs by UUID or MIG id",
-                "set it to GPU indices (e.g. 0,1) or unset it and pass --gpus 0,1",
+                f"set it to GPU indices (e.g. 0,1) or unset it and pass {_gpus('0,1')}",
             )
         return [int(p) for p in parts], None
     try:
@@ -76,10 +85,12 @@ def select_gpus(spec: str | None, visible: Sequence[int], uncounted: str | None 
         return None
     text = spec.strip().lower()
     if not visible:
-        raise KtriageError("--gpus: no GPU is visible on this host", "run on a GPU host (or leave --gpus out)")
+        raise KtriageError(
+            f"{_gpus(spec)}: no GPU is visible on this host", f"run on a GPU host (or leave {_gpus()} out)"
+        )
     if uncounted is not None:
         if text == "all":
-            log.warning(f"--gpus all: could not count this host's GPUs ({uncounted}); using GPU 0 only")
+            log.warning(f"{_gpus('all')}: could not count this host's GPUs ({uncounted}); using GPU 0 only")
             return [0]
         _refuse_uncounted(spec, text, uncounted)
     if text == "all":
@@ -88,28 +99,27 @@ def select_gpus(spec: str | None, visible: Sequence[int], uncounted: str | None 
         n = int(text)
         if n == 0:
             raise KtriageError(
-                "--gpus 0 is a count of no GPUs", "give a count of 1 or more, --gpus all, or indices such as 0,"
+                f"{_gpus(spec)} is a count of no GPUs",
+                f"give a count of 1 or more, {_gpus('all')}, or indices such as {_gpus('0,')}",
             )
         if n > len(visible):
             raise KtriageError(
-                f"--gpus {n}: only {plural(len(visible), 'GPU')} visible ({_names(visible)})",
-                f"give at most --gpus {len(visible)}, or --gpus all",
+                f"{_gpus(spec)}: only {plural(len(visible), 'GPU')} visible ({_names(visible)})",
+                f"give at most {_gpus(str(len(visible)))}, or {_gpus('all')}",
             )
         return list(visible[:n])
     try:
         picked = [int(p) for p in text.split(",") if p.strip() != ""]
     except ValueError:
-        raise KtriageError(
-            f"--gpus {spec!r} is not all, a count or a list of GPU indices", "e.g. --gpus all, --gpus 2 or --gpus 0,2,5"
-        ) from None
+        raise KtriageError(f"{_gpus(spec)} is not all, a count or a list of GPU indices", _EXAMPLES) from None
     if not picked or any(p < 0 for p in picked):
-        raise KtriageError(f"--gpus {spec!r} names no GPU", "e.g. --gpus all, --gpus 2 or --gpus 0,2,5")
+        raise KtriageError(f"{_gpus(spec)} names no GPU", _EXAMPLES)
     if len(set(picked)) != len(picked):
-        raise KtriageError(f"--gpus {spec!r} names a GPU twice", "list each GPU index once")
+        raise KtriageError(f"{_gpus(spec)} names a GPU twice", "list each GPU index once")
     missing = [p for p in picked if p not in visible]
     if missing:
         raise KtriageError(
-            f"--gpus {spec}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
+            f"{_gpus(spec)}: GPU {', '.join(map(str, missing))} is not visible here ({_names(visible)})",
             "pick among the visible GPUs (nvidia-smi -L lists them)",
         )
     return picked
@@ -132,11 +142,11 @@ def _refuse_uncounted(spec: str, text: str, uncounted: str) -> None:
     beyond = int(text) > 1 if text.isdigit() else any(int(p) != 0 for p in parts)
     if beyond:
         raise KtriageError(
-            f"--gpus {spec} asks for GPUs beyond GPU 0, but this host's GPUs could not be counted ({uncounted}); "
+            f"{_gpus(spec)} asks for GPUs beyond GPU 0, but this host's GPUs could not be counted ({uncounted}); "
             "a worker pinned to a GPU that is not there would fail its whole share of the work",
             "install nvidia-ml-py in this Python (pip install nvidia-ml-py) so that ktriage counts them, or name "
-            "them with CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1 with --gpus all); or leave --gpus out "
-            "(one GPU)",
+            f"them with CUDA_VISIBLE_DEVICES (e.g. CUDA_VISIBLE_DEVICES=0,1 with {_gpus('all')}); or leave {_gpus()} "
+            "out (one GPU)",
         )
 
 
@@ -152,16 +162,16 @@ def select_gpu_count(spec: str | None, available: int) -> int:
         return max(1, available)
     if not text.isdigit():
         raise KtriageError(
-            f"--gpus {spec!r} with --cluster: GPU indices name GPUs of one host",
-            "on a cluster give --gpus all or a count (e.g. --gpus 4): Ray places each worker on a free GPU",
+            f"{_gpus(spec)} with {option('cluster', '--cluster')}: GPU indices name GPUs of one host",
+            f"on a cluster give {_gpus('all')} or a count (e.g. {_gpus('4')}): Ray places each worker on a free GPU",
         )
     n = int(text)
     if n == 0:
-        raise KtriageError("--gpus 0 is a count of no GPUs", "give a count of 1 or more, or --gpus all")
+        raise KtriageError(f"{_gpus(spec)} is a count of no GPUs", f"give a count of 1 or more, or {_gpus('all')}")
     if n > available:
         raise KtriageError(
-            f"--gpus {n}: the cluster has {plural(available, 'GPU')} for timing",
-            f"give at most --gpus {available}, or --gpus all (ray status lists the GPUs)",
+            f"{_gpus(spec)}: the cluster has {plural(available, 'GPU')} for timing",
+            f"give at most {_gpus(str(available))}, or {_gpus('all')} (ray status lists the GPUs)",
         )
     return n
 

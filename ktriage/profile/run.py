@@ -246,13 +246,21 @@ def default_input(bundle: Any) -> int:
     return ids[0]
 
 
+def _input(value: str | None = None) -> str:
+    """``input='N=4608' (--input N=4608)``: kt.profile's keyword is ``input`` (one input), where bench's and
+    explain's are ``inputs``; a refusal naming ``--input`` alone told a library caller of a flag."""
+    from ktriage.errors import option
+
+    return option("input", "--input", value)
+
+
 def select_input(bundle: Any, selector: str) -> int:
     """The one input of ``bundle`` that ``selector`` names. An op bundle's: an input id ("7"), shape facts
     ("N=4608", "M=4096,N=4608"), as bench's ``--input`` (``ops.inputs.select_inputs``).
     A recorded bundle's: an entry's number ("3", as ``--input-id`` and the bundle's ``inputs[].id``), else
     what ``bench --bundle -i`` takes (:func:`_recorded_entry`). Profile runs ncu on one input, so a selector
     that matches several is refused with their ids rather than silently taking the first."""
-    from ktriage.errors import KtriageError
+    from ktriage.errors import KtriageError, option
     from ktriage.ops.inputs import InputCase, select_inputs
     from ktriage.workload.recorded.bundle import is_recorded_bundle
 
@@ -264,13 +272,13 @@ def select_input(bundle: Any, selector: str) -> int:
     cases = [InputCase(int(i["id"]), {k: int(v) for k, v in (i.get("facts") or {}).items()}) for i in bundle.inputs]
     if not cases or not cases[0].facts:
         raise KtriageError(
-            f"--input {text!r}: bundle {bundle.path} records no shape facts for its inputs",
-            f"give an input id: {input_ids(bundle)}",
+            f"{_input(text)}: bundle {bundle.path} records no shape facts for its inputs",
+            f"give one of its input ids as {_input()} or {option('input_id', '--input-id')}: {input_ids(bundle)}",
         )
     chosen = select_inputs(str(getattr(bundle, "op", "") or "the bundle"), cases, [text])
     if len(chosen) > 1:
         raise KtriageError(
-            f"--input {text!r} matches {len(chosen)} inputs of bundle {bundle.path}: profile runs one",
+            f"{_input(text)} matches {len(chosen)} inputs of bundle {bundle.path}: profile runs one",
             "add a fact or give one id: " + "; ".join(f"{c.id} ({c.label()})" for c in chosen[:12]),
         )
     return chosen[0].id
@@ -285,17 +293,18 @@ def _recorded_entry(bundle: Any, text: str) -> int:
     id within each kernel. The refusals keep the selector's own problem and give profile's fix: it has no
     ``--kernel`` to narrow with, and its numbers are the entries'."""
     from ktriage.errors import KtriageError
+    from ktriage.spec.select import INPUTS
     from ktriage.workload.recorded.bundle import recorded_view
 
     view = recorded_view(bundle)
     entries = view.entries
     try:
         chosen = view.select(None, [text])
-    except KtriageError as exc:
-        raise KtriageError(exc.problem, _entry_fix(entries, entries)) from None
+    except KtriageError as exc:  # the selector names bench's inputs (--input); profile's keyword is input
+        raise KtriageError(exc.problem.replace(INPUTS, _input()), _entry_fix(entries, entries)) from None
     if len(chosen) != 1:
         raise KtriageError(
-            f"--input {text!r} names {len(chosen)} entries of bundle {bundle.path}, and profile runs one",
+            f"{_input(text)} names {len(chosen)} entries of bundle {bundle.path}, and profile runs one",
             _entry_fix(chosen, entries),
         )
     return chosen[0].id
@@ -307,7 +316,9 @@ def _entry_fix(shown: Sequence[Any], entries: Sequence[Any]) -> str:
     if not entries:
         return "the bundle has no entry: build it again with at least one recorded input"
     first = entries[0]
-    forms = [f"its entry number (--input {first.id} or --input-id {first.id})"]
+    from ktriage.errors import option
+
+    forms = [f"its entry number ({_input(str(first.id))} or {option('input_id', '--input-id', first.id)})"]
     alone = next((e for e in entries if sum(o.kernel == e.kernel for o in entries) == 1), None)
     if alone is not None:  # a kernel names one entry only where it has one input
         forms.append(f"its kernel where that has one input ({alone.kernel} or {alone.backend})")

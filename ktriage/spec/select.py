@@ -11,13 +11,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ktriage.errors import SpecError
+from ktriage.errors import SpecError, option
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
 from ktriage.spec.toml_file import Loaded, SpecFile, named_spec, read_spec_file, require_loaded
 
+# How a refusal names the selectors: a kernel's inputs are ``inputs=`` in every kt.* verb that selects
+# them (explain, tune, bench, bench_recorded, bisect, history) and ``--input`` on the command line, the
+# recorded kernels ``kernels=`` (bench_recorded) and ``--kernel``; a flag alone told a library caller of
+# an option it cannot pass. A verb that takes them by another name passes its own (``flag``: fidelity's
+# ``cases (-k/--case)``).
+INPUTS = option("inputs", "--input")
+KERNELS = option("kernels", "--kernel")
 
-def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> list[KernelSpec]:
+
+def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, flag: str = INPUTS) -> list[KernelSpec]:
     """The kernels of the spec file ``target`` (a path as typed), only those matching one of
     ``inputs`` when given (none matching is an error). ``flag``: the option the selectors came from,
     as errors name it (``fidelity --spec`` takes them as ``-k/--case``, and has no ``--input``). A
@@ -25,7 +33,7 @@ def load_selected_specs(target: str, inputs: Sequence[str] | None = None, *, fla
     return select_spec_file(target, inputs, flag=flag).strict()
 
 
-def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: str = "--input") -> SpecFile:
+def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: str = INPUTS) -> SpecFile:
     """:func:`load_selected_specs`, each selected kernel loaded or not (``UnloadedKernel``: explain
     reports it as that kernel's failure and compiles the others). Selectors match a kernel that does
     not load by its name as written, so that selecting only good kernels never meets a bad one; a
@@ -43,7 +51,7 @@ def select_spec_file(target: str, inputs: Sequence[str] | None = None, *, flag: 
 
 
 def select_kernels(
-    kernels: Sequence[Loaded], inputs: Sequence[str], target: str, *, flag: str = "--input"
+    kernels: Sequence[Loaded], inputs: Sequence[str], target: str, *, flag: str = INPUTS
 ) -> list[Loaded]:
     """The ``kernels`` of a spec file (each loaded or not) that any of ``inputs`` names, each selector
     by :func:`select_specs` (which refuses one that names nothing or is a part of several names), in
@@ -96,7 +104,7 @@ def matches_selector(spec: KernelSpec, selector: str) -> bool:
 
 
 def select_specs(
-    specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = "--input"
+    specs: Sequence[KernelSpec], selector: str, target: str = "the spec file", *, flag: str = INPUTS
 ) -> list[KernelSpec]:
     """The specs ``selector`` names exactly; else every input of the kernel it names whole (a recorded
     kernel as the reports print it, :func:`_whole_kernels`; the part of a name before ``[``,
@@ -241,7 +249,7 @@ def kernel_forms(kernel: str, function: str) -> set[str]:
 
 
 def recorded_kernel_hits(
-    selector: str, kernels: Sequence[tuple[str, str]], where: str, *, flag: str = "--kernel"
+    selector: str, kernels: Sequence[tuple[str, str]], where: str, *, flag: str = KERNELS
 ) -> list[int]:
     """The positions of the recorded ``kernels`` (``(id, function)``) that ``selector`` names as a whole
     kernel, in one of :func:`kernel_forms` (a function: every kernel of it); none when it names none.
@@ -261,8 +269,7 @@ def recorded_kernel_hits(
         if actual is not None:
             raise SpecError(
                 f"{flag} {selector!r}: {kernel} in {where} is the function {actual}, not {function}",
-                f"copy the kernel as the report prints it: {flag} {kernel}:{actual}{label} "
-                f"(or give {kernel}{label} alone)",
+                f"give {flag} the kernel as the report prints it, {kernel}:{actual}{label} (or {kernel}{label} alone)",
             )
     return found
 
@@ -297,7 +304,7 @@ def select_recorded_kernels(selectors: Sequence[str], kernels: Sequence[tuple[st
             if kernels:
                 k, f = kernels[0]
                 forms = f"; give each as its id ({k}), its function ({f}) or both as the reports print them ({k}:{f})"
-            raise SpecError(f"{where} has no kernel {sel!r}", f"choose --kernel from: {choices}{forms}")
+            raise SpecError(f"{where} has no kernel {sel!r}", f"choose {KERNELS} from: {choices}{forms}")
         picked.update(found)
     return sorted(picked)
 
@@ -336,7 +343,7 @@ def select_recorded(
         hits = _recorded_hits(sel, inputs, where)
         if not hits:
             raise SpecError(
-                f"no input of {where} matches --input {sel!r}",
+                f"no input of {where} matches {INPUTS} {sel!r}",
                 recorded_choices(inputs, report_labels=True, bundle=bundle),
             )
         chosen |= set(hits)
@@ -412,7 +419,7 @@ def _recorded_hits(sel: str, inputs: Sequence[RecordedInput], where: str) -> lis
     if exact:
         return exact
     kernels = list(dict.fromkeys((i.kernel, i.function) for i in inputs))
-    if named := {kernels[n] for n in recorded_kernel_hits(sel, kernels, where, flag="--input")}:
+    if named := {kernels[n] for n in recorded_kernel_hits(sel, kernels, where, flag=INPUTS)}:
         return [n for n, i in enumerate(inputs) if (i.kernel, i.function) in named]
     hits = recorded_short_label_match(sel, inputs, where)
     if hits or not (ends := range_ends(sel)):
@@ -422,7 +429,7 @@ def _recorded_hits(sel: str, inputs: Sequence[RecordedInput], where: str) -> lis
         sel,
         ends,
         lambda end: _recorded_hits(end, inputs, where),
-        flag="--input",
+        flag=INPUTS,
         where=where,
         group=lambda n: inputs[n].kernel,
     )
@@ -437,10 +444,12 @@ def recorded_short_label_match(selector: str, inputs: Sequence[RecordedInput], w
         named = [(f"{inputs[n].function}.{inputs[n].kernel}", inputs[n].label) for n in hits]
         raise ambiguous_short_label(
             selector,
-            "--input",
+            INPUTS,
             where,
             [(kernel, f"{kernel}[{label}]") for kernel, label in named],
-            kernel_option="--kernel " + " or ".join(dict.fromkeys(inputs[n].kernel for n in hits)),
+            kernel_option=" or ".join(
+                option("kernels", "--kernel", [k]) for k in dict.fromkeys(inputs[n].kernel for n in hits)
+            ),
         )
     return hits
 

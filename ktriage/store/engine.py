@@ -28,6 +28,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from ktriage.errors import StoreError, option
 from ktriage.home import home_path
 from ktriage.store import jsoncodec
+from ktriage.store.fixes import DB, EXAMPLE_URL, MADE_BY
 
 BUSY_TIMEOUT_MS = 60_000
 # A server that accepts and never answers (a firewall, a wrong port) must not hold a verb for minutes:
@@ -105,8 +106,9 @@ def make_store_engine(url: str | None, *, must_exist: bool = False) -> Engine:
     url = store_url(url)
     if url is not None and not url.strip():
         raise StoreError(
-            'the database URL is empty (--db "" or KTRIAGE_DB="")',
-            "give a URL, e.g. sqlite:////path/ktriage.db, or leave --db and KTRIAGE_DB out for the default store",
+            f"the database URL is empty: {option('db', '--db', url)} or KTRIAGE_DB=''",
+            f"give a URL, e.g. {option('db', '--db', EXAMPLE_URL)}, or leave {DB} and KTRIAGE_DB out for the default "
+            "store",
         )
     text = url or default_url()
     try:
@@ -187,7 +189,7 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
     if not database or database == ":memory:":
         raise StoreError(
             "an in-memory SQLite store keeps nothing",
-            "give a file: sqlite:////absolute/path/ktriage.db (or leave --db out for the default file)",
+            f"give a file, e.g. {option('db', '--db', EXAMPLE_URL)}, or leave {DB} out for the default file",
         )
     # The SQLite file's missing folders are created (documented in --db's help and docs/environment.md);
     # a path that cannot be a folder or a file is refused here, not as a driver traceback.
@@ -200,12 +202,12 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
     except OSError as exc:
         raise StoreError(
             f"cannot create the folder of the store {str(path)[:200]}: {exc.strerror or exc}",
-            "give --db a sqlite:/// path in a writable folder (names up to 255 bytes)",
+            f"give {DB} a sqlite:/// path in a writable folder (names up to 255 bytes)",
         ) from exc
     if exists and not path.is_file():
         raise StoreError(
             f"the store path {path} is not a file",
-            "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db",
+            f"give {DB} the path of a SQLite file, e.g. {option('db', '--db', EXAMPLE_URL)}",
         )
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000}, **_JSON_CODEC)
 
@@ -231,28 +233,27 @@ def _sqlite_engine(url: Any, *, must_exist: bool = False, default: bool = False)
 def _check_existing_sqlite(path: Path, *, default: bool) -> None:
     """A read-only verb's SQLite path: an existing SQLite database (by its header), else a StoreError
     with the fix; nothing is created or written."""
-    made_by = "a store is made by `ktriage bench` (or `ktriage runs import FILE`)"
     try:
         exists = path.exists()
     except OSError as exc:  # a name too long, a component that is a file...
         raise StoreError(
             f"cannot use the store path {str(path)[:200]}: {exc.strerror or exc}",
-            "give --db a sqlite:/// path of an existing store (names up to 255 bytes)",
+            f"give {DB} a sqlite:/// path of an existing store (names up to 255 bytes)",
         ) from exc
     if not exists:
         if default:
             raise StoreError(
                 f"there is no results store yet ({path} does not exist)",
-                f"{made_by}; pass --db URL to read another store",
+                f"{MADE_BY}; pass {option('db', '--db', 'URL')} to read another store",
             )
         raise StoreError(
             f"no store at {path}: the file does not exist",
-            f"check the --db path (reading a store never creates one); {made_by}",
+            f"check the path given as {DB}: reading a store never creates one; {MADE_BY}",
         )
     if not path.is_file():
         raise StoreError(
             f"the store path {path} is not a file",
-            "give --db the path of a SQLite file, e.g. sqlite:////path/ktriage.db",
+            f"give {DB} the path of a SQLite file, e.g. {option('db', '--db', EXAMPLE_URL)}",
         )
     try:
         with path.open("rb") as f:
@@ -264,7 +265,7 @@ def _check_existing_sqlite(path: Path, *, default: bool) -> None:
     if head != SQLITE_MAGIC:
         raise StoreError(
             f"{path} is not a SQLite database" + (" (the file is empty)" if not head else ""),
-            f"point --db at a ktriage store (reading never converts a file into one); {made_by}",
+            f"point {DB} at a ktriage store (reading never converts a file into one); {MADE_BY}",
         )
     # Asked on a read-only connection without the engine's hooks: they would switch another database to WAL.
     try:
@@ -273,11 +274,11 @@ def _check_existing_sqlite(path: Path, *, default: bool) -> None:
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (SCHEMA_TABLE,)
             ).fetchone()
     except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the store {path}: {exc}", f"point --db at a ktriage store; {made_by}") from exc
+        raise StoreError(f"cannot open the store {path}: {exc}", f"point {DB} at a ktriage store; {MADE_BY}") from exc
     if found is None:
         raise StoreError(
             f"{path} is a SQLite database but not a ktriage store (it has no {SCHEMA_TABLE} table)",
-            f"point --db at a ktriage store (reading never adds the store's tables to a database); {made_by}",
+            f"point {DB} at a ktriage store (reading never adds the store's tables to a database); {MADE_BY}",
         )
 
 

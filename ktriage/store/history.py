@@ -130,7 +130,7 @@ def _checked_row(row: Any) -> None:
     StoreError naming the run and the column, not a ValueError from ``float('abc')``."""
     from ktriage.errors import StoreError
     from ktriage.schema.core import field_path
-    from ktriage.store.store import DAMAGED_FIX
+    from ktriage.store.fixes import DAMAGED_FIX
 
     try:
         msgspec.convert({str(k): v for k, v in row.items()}, _HistoryRow, strict=True)

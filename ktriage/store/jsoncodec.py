@@ -44,6 +44,7 @@ def loads(text: str | bytes) -> Any:
     """Inverse of ``dumps``. A value that is not JSON (an edited or damaged store) is a StoreError
     naming what it starts with, never a JSONDecodeError from inside SQLAlchemy's row processing."""
     from ktriage.errors import StoreError
+    from ktriage.store.fixes import DAMAGED_FIX
 
     try:
         return _decode(json.loads(text))
@@ -51,7 +52,4 @@ def loads(text: str | bytes) -> Any:
         problem = "a JSON column nests lists/objects too deep"
     except ValueError as exc:
         problem = f"a JSON column holds {str(text)[:40]!r}, which is not JSON ({exc})"
-    raise StoreError(
-        f"the store is damaged: {problem}",
-        "the store was edited or damaged: delete the run and re-import its export, or use another --db",
-    )
+    raise StoreError(f"the store is damaged: {problem}", DAMAGED_FIX)

@@ -37,6 +37,7 @@ from sqlalchemy import (
 
 from ktriage.errors import StoreError
 from ktriage.store.engine import SCHEMA_TABLE
+from ktriage.store.fixes import DB
 
 SCHEMA_VERSION = 1
 
@@ -121,10 +122,10 @@ def ensure_schema(engine: Engine, url_text: str) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoreError(
             f"the store {url_text} has schema version {str(version)[:40]!r}, which no ktriage writes",
-            "the store was edited or damaged: point --db at a ktriage store, or restore this one from a backup",
+            f"the store was edited or damaged: point {DB} at a ktriage store, or restore this one from a backup",
         )
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"the store {url_text} has schema version {version}, newer than this ktriage understands ({SCHEMA_VERSION})",
-            "upgrade ktriage (pip install -U ktriage), or point --db at another store",
+            f"upgrade ktriage (pip install -U ktriage), or point {DB} at another store",
         )

@@ -19,11 +19,12 @@ import msgspec
 from sqlalchemy import Connection, Engine, RowMapping, delete, func, insert, select, update
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
-from ktriage.errors import StoreError
+from ktriage.errors import StoreError, option
 from ktriage.measure.cells import Cell, CellKey, RunInfo
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.store.engine import WRITE_OPTION, display_url, make_store_engine
 from ktriage.store.export import export_run
+from ktriage.store.fixes import DAMAGED_FIX, DB
 from ktriage.store.liveness import this_host, writer_alive
 from ktriage.store.samples import summarize
 from ktriage.store.schema import cells as cells_t
@@ -107,7 +108,8 @@ def open_store(url: str | None = None, *, must_exist: bool = False) -> Store:
         engine.dispose()
         raise StoreError(
             f"cannot open the store {display_url(engine)}: {exc.orig}",
-            "point --db at a ktriage store, or at a path where a new one may be created (the file there is not a database)",
+            f"point {DB} at a ktriage store, or at a path where a new one may be created (the file there is not a "
+            "database)",
         ) from exc
     except BaseException:
         engine.dispose()  # a refused store (e.g. a newer schema) leaves no connection open behind
@@ -125,13 +127,13 @@ def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> 
     doing = "write to" if writing else "open"
     if engine.dialect.name == "sqlite":
         if "readonly" in text or "read-only" in text:
-            fix = "the SQLite file or its folder is read-only here: give --db a writable path (or copy the store)"
+            fix = f"the SQLite file or its folder is read-only here: give {DB} a writable path (or copy the store)"
         elif "locked" in text:
-            fix = "another process holds the store's write lock: wait for it, or use another --db"
+            fix = f"another process holds the store's write lock: wait for it, or give {DB} another store"
         elif "disk" in text or "full" in text:
-            fix = "free some space on the store's disk (nothing of this write was kept), or use another --db"
+            fix = f"free some space on the store's disk (nothing of this write was kept), or give {DB} another store"
         else:
-            fix = "check the --db path: a SQLite file (created if missing) in a folder that exists and can be written"
+            fix = f"check the path given as {DB}: a SQLite file (created if missing) in a folder that exists and can be written"
         return StoreError(f"cannot {doing} the store {url}: {text}", fix)
     if "timeout" in text.lower() or "timed out" in text.lower():
         return StoreError(
@@ -142,7 +144,7 @@ def open_error(engine: Engine, exc: DatabaseError, *, writing: bool = False) -> 
         )
     return StoreError(
         f"cannot {doing} the store {url}: {text}",
-        "check the --db URL (host, port, user, password, database) and that the server is running",
+        f"check the URL given as {DB} (host, port, user, password, database) and that the server is running",
     )
 
 
@@ -217,13 +219,6 @@ def _refuse_repeated_cells(run_id: str, cells: list[Cell]) -> None:
                 "nothing was imported; keep one of the two cells in the file (or merge their samples_ms into one "
                 "cell), then import it again",
             )
-
-
-DAMAGED_FIX = (
-    "the store was edited or damaged: delete the run (kt.runs_delete(run=...), or `ktriage runs delete RUN`) and "
-    "re-import it from its export (kt.runs_import(path='R.json'), or `ktriage runs import R.json`), or point db "
-    "(--db) at another store"
-)
 
 
 def _checked(value: Mapping[str, object], schema: type[msgspec.Struct], what: str) -> None:
@@ -487,7 +482,7 @@ class Store:
                 raise StoreError(
                     f"run {run.run_id} is already in the store {self.url}",
                     f"nothing was imported; to replace it, delete it first (kt.runs_delete(run={run.run_id!r}, db=...), "
-                    f"or `ktriage runs delete {run.run_id}` with the same --db), or import into another store",
+                    f"or `ktriage runs delete {run.run_id}` with the same --db), or import into another store ({DB})",
                 ) from exc
             # the run was new: the database refused a cell (a constraint or trigger of its own), and the whole
             # transaction, the run's row with it, was rolled back
@@ -552,7 +547,10 @@ class Store:
     def _recent_runs_hint(self) -> str:
         recent = self.summaries(limit=5)
         if not recent:
-            return "the store has no runs yet: measure with `ktriage bench ...`, or pass --db for another store"
+            return (
+                "the store has no runs yet: measure with kt.bench(...) (`ktriage bench ...`), or pass "
+                f"{option('db', '--db', 'URL')} for another store"
+            )
         listed = "; ".join(
             f"{s.run.run_id} ({s.run.created}, {s.run.gpu.get('name', '?')}, {s.display_status})" for s in recent
         )

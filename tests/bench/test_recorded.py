@@ -26,19 +26,19 @@ TOOLCHAINS = ["-t", "triton==3.3.1", "-t", "triton==3.4.0"]
         ([str(MANY), "--kernel", "K99", *TOOLCHAINS, "--compile-only"], "K0 (add)"),
         (
             [str(RMS_FWD), "--kernel", "K0", "--input", "7", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload (--kernel K0) matches --input '7' fix: give an input id of K0 (0); ",
+            "no input of the workload (--kernel K0) matches inputs (--input) '7' fix: give an input id of K0 (0); ",
         ),
         # explain's short label of K7's input is an argument of K6's (forward) input too: refused, not one picked
         (
             [str(LN_BWD), "-i", "X_ptr=4096x4608", *TOOLCHAINS, "--compile-only"],
             "is the short label of 2 recorded inputs in the workload, not of one fix: name its kernel with it: "
             "_layer_norm_forward_kernel.K6[X_ptr=4096x4608] or _layer_norm_backward_kernel.K7[X_ptr=4096x4608] "
-            "(or narrow with --kernel K6 or K7)",
+            "(or narrow with kernels=['K6'] (--kernel K6) or kernels=['K7'] (--kernel K7))",
         ),
         # a typo next to a selector that matches: refused by name (it was dropped, input 0 compiled alone)
         (
             [str(LN_BWD), "--kernel", "K7", "-i", "0", "-i", "X_ptr=4096x4609", *TOOLCHAINS, "--compile-only"],
-            "no input of the workload (--kernel K7) matches --input 'X_ptr=4096x4609' fix: give an input id of K7 "
+            "no input of the workload (--kernel K7) matches inputs (--input) 'X_ptr=4096x4609' fix: give an input id of K7 "
             "(0..7); an input's label as `workload show` prints it, or some of its arguments, alone or inside its "
             "kernel's name (e.g. K7[X_ptr=4096x4608]); its label as bench's and compare's reports print it (K7 input "
             "0: 4096x4608,4608,4096,132x4608 n_rows=4096 n_cols=4608; K7 input 1: ",
@@ -124,9 +124,9 @@ def test_each_selector_names_an_input_and_the_reports_labels_and_explains_ranges
     ]
     bundle = RecordedBundle(cast(Any, SimpleNamespace(path=Path("b"))), entries)
     for typo in ("X_ptr=4096x4609", "no-such-input"):
-        with pytest.raises(SpecError, match=f"no input of the workload matches --input '{typo}'"):
+        with pytest.raises(SpecError, match=rf"no input of the workload matches inputs \(--input\) '{typo}'"):
             select_kernels(workload, None, ["0", typo])
-        with pytest.raises(SpecError, match=f"no input of bundle b matches --input '{typo}'") as err:
+        with pytest.raises(SpecError, match=rf"no input of bundle b matches inputs \(--input\) '{typo}'") as err:
             bundle.select(None, ["0", typo])
         assert "bench's and compare's reports print it (K0 input 0: " in str(err.value.fix)
     # the label the bench and compare reports print (the bundle entry's), as the bundle already took it
@@ -139,7 +139,7 @@ def test_each_selector_names_an_input_and_the_reports_labels_and_explains_ranges
     assert printed == "_layer_norm_backward_kernel.K7[X_ptr=4096x{4608..6144}]"
     assert [(k.id, ids) for k, ids in select_kernels(workload, None, [printed])] == [("K7", [0, 1, 2, 3])]
     assert [(e.kernel, e.input) for e in bundle.select(None, [printed])] == [("K7", n) for n in range(4)]
-    with pytest.raises(SpecError, match="its start: --input 'X_ptr=4096x4608' is the short label of 2"):
+    with pytest.raises(SpecError, match=r"its start: inputs \(--input\) 'X_ptr=4096x4608' is the short label of 2"):
         select_kernels(workload, None, ["X_ptr=4096x{4608..6144}"])
 
 
@@ -195,7 +195,7 @@ def test_compile_only_bundles_every_kernel_input_with_both_toolchains(tmp_path: 
             assert [p["name"] for p in art.abi if not p.get("hidden")] == [a.name for a in plan.runtime]
     # the GPU host's selection reads the bundle alone
     assert [e.id for e in rec.select(["K2"], None)] == [2]
-    with pytest.raises(Exception, match="choose --kernel from: K0"):
+    with pytest.raises(Exception, match=r"choose kernels \(--kernel\) from: K0"):
         rec.select(["K5"], None)
     # an input the bundle lacks: its fix lists the bundle's own inputs (it said "see `ktriage workload
     # show`", which needs the workload file, not what a GPU host measuring the bundle has)
@@ -224,11 +224,11 @@ def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli
     wrong = run_cli(["bench", str(LN_BWD), "--kernel", "K7:_layer_norm_forward_kernel", *TOOLCHAINS, "--compile-only"])
     assert wrong.exit_code == exit_codes.USAGE, wrong.output
     assert wrong.problem == (
-        "--kernel 'K7:_layer_norm_forward_kernel': K7 in the workload is the function "
+        "kernels (--kernel) 'K7:_layer_norm_forward_kernel': K7 in the workload is the function "
         "_layer_norm_backward_kernel, not _layer_norm_forward_kernel"
     ), wrong.output
     assert wrong.fix == (
-        "copy the kernel as the report prints it: --kernel K7:_layer_norm_backward_kernel (or give K7 alone)"
+        "give kernels (--kernel) the kernel as the report prints it, K7:_layer_norm_backward_kernel (or K7 alone)"
     )
     missing = run_cli(["bench", str(LN_BWD), "--kernel", "K99", *TOOLCHAINS, "--compile-only"])
     assert missing.exit_code == exit_codes.USAGE and missing.problem == "the workload has no kernel 'K99'", (
@@ -243,14 +243,14 @@ def test_kernel_takes_the_form_the_reports_print(tmp_path: Path, run_cli: RunCli
     wrong = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K0:_layer_norm_forward_kernel"])
     assert wrong.exit_code == exit_codes.USAGE, wrong.output
     assert wrong.problem == (
-        f"--kernel 'K0:_layer_norm_forward_kernel': K0 in bundle {bundle} is the function "
+        f"kernels (--kernel) 'K0:_layer_norm_forward_kernel': K0 in bundle {bundle} is the function "
         "_rms_norm_forward_kernel, not _layer_norm_forward_kernel"
     ), wrong.output
     missing = run_cli(["bench", "--bundle", str(bundle), "--kernel", "K5:_rms_norm_forward_kernel"])
     assert missing.exit_code == exit_codes.USAGE, missing.output
     assert missing.problem == f"bundle {bundle} has no kernel 'K5:_rms_norm_forward_kernel'"
     assert missing.fix == (
-        "choose --kernel from: K0 (_rms_norm_forward_kernel); give each as its id (K0), its function "
+        "choose kernels (--kernel) from: K0 (_rms_norm_forward_kernel); give each as its id (K0), its function "
         f"(_rms_norm_forward_kernel) or both as the reports print them ({printed})"
     )
     if not has_gpu:  # selected, then stopped where a CPU machine stops: at the measuring

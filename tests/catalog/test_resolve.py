@@ -161,7 +161,10 @@ def test_a_kernel_as_the_reports_print_it_selects_its_inputs() -> None:
         KtriageError, match="K7 in .* is the function _layer_norm_backward_kernel, not _layer_norm_f"
     ) as e:
         resolve_specs(workload, inputs=["K7:_layer_norm_forward_kernel"])
-    assert e.value.fix is not None and "--input K7:_layer_norm_backward_kernel" in e.value.fix
+    assert (
+        e.value.fix is not None
+        and "give inputs (--input) the kernel as the report prints it, K7:_layer_norm_backward_kernel" in e.value.fix
+    )
 
 
 def test_a_kernel_of_another_function_before_a_short_label_is_refused_naming_both() -> None:
@@ -179,7 +182,7 @@ def test_a_kernel_of_another_function_before_a_short_label_is_refused_naming_bot
             resolve_specs(workload, inputs=[selector])
         with pytest.raises(KtriageError, match=problem) as bench:
             select_kernels(load_workload(workload), None, [selector])
-        fix = f"--input K6:_layer_norm_forward_kernel{label} (or give K6{label} alone)"
+        fix = f"inputs (--input) the kernel as the report prints it, K6:_layer_norm_forward_kernel{label} (or K6{label} alone)"
         assert explain.value.fix is not None and fix in explain.value.fix
         assert bench.value.fix is not None and fix in bench.value.fix
     picked = resolve_specs(workload, inputs=["K6:_layer_norm_forward_kernel[X_ptr=4096x4608]"])
@@ -197,9 +200,11 @@ def test_a_selector_naming_no_recorded_input_lists_the_ids_per_kernel() -> None:
 
     workload = str(Path(__file__).resolve().parents[2] / "benchmarks/record/h200/tb_layer_norm_bwd.workload.json.gz")
     ids = "an input id, which selects that input of every kernel that has it (K0: 0, K1: 0, K2: 0..1, K3: 0..1, "
-    with pytest.raises(KtriageError, match=r"no input of .*tb_layer_norm_bwd.* matches --input 'typo'") as explain:
+    with pytest.raises(
+        KtriageError, match=r"no input of .*tb_layer_norm_bwd.* matches inputs \(--input\) 'typo'"
+    ) as explain:
         resolve_specs(workload, inputs=["typo"])
-    with pytest.raises(KtriageError, match="no input of the workload matches --input 'typo'") as bench:
+    with pytest.raises(KtriageError, match=r"no input of the workload matches inputs \(--input\) 'typo'") as bench:
         select_kernels(load_workload(workload), None, ["typo"])
     for fix in (explain.value.fix or "", bench.value.fix or ""):
         assert ids in fix and "K8: 0..14, K9: 0..14)" in fix, fix
@@ -247,7 +252,7 @@ def test_a_refusal_lists_input_ids_in_numeric_order_with_runs_collapsed(tmp_path
     spec_file = tmp_path / "layer_norm.toml"
     chosen = ["0", "1", "2", "5", "10", "11", "12"]
     spec_file.write_text(catalog_show(op="liger.layer_norm", mode="bwd", target="sm_90", inputs=chosen).to_toml())
-    with pytest.raises(KtriageError, match="no kernel in .* matches --input 'typo'") as refused:
+    with pytest.raises(KtriageError, match=r"no kernel in .* matches inputs \(--input\) 'typo'") as refused:
         resolve_specs(str(spec_file), inputs=["typo"])
     fix = refused.value.fix or ""
     assert fix.startswith("use an input id (0..2, 5, 10..12) or one of: N=1024, N=1536, N=2048, N=3584, "), fix

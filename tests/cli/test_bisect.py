@@ -295,12 +295,12 @@ def test_input_selects_a_checkouts_kernels_as_it_does_elsewhere(tmp_path: Path) 
     assert selected("red", "red_wide") == ["red", "red_wide"]
     with pytest.raises(
         CandidateFailed,
-        match=r"--input 're' is part of 2 kernel names in spec.toml at this commit.*fix: select one by its exact name",
+        match=r"inputs \(--input\) 're' is part of 2 kernel names in spec.toml at this commit.*fix: select one by its exact name",
     ):
         selected("re")
     with pytest.raises(
         CandidateFailed,
-        match=r"no kernel in spec.toml at this commit matches --input 'blue'.*fix: use one of: red, red_wide",
+        match=r"no kernel in spec.toml at this commit matches inputs \(--input\) 'blue'.*fix: use one of: red, red_wide",
     ):
         selected("red", "blue")
 

@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
 from test_profile import fake_ncu
 
+import ktriage.api as kt
 from ktriage.profile.run import default_input, input_backends
 from ktriage.workload.bundles.format import load_bundle
 
@@ -78,9 +79,21 @@ def test_a_recorded_bundles_input_is_chosen_as_bench_chooses_it(run_cli, tmp_pat
     assert json.loads(res.stdout)["input_id"] == k1["id"]
     for selector in ("K1:_rms_norm_forward_kernel", k1["label"], "K1[n_cols=2048]", str(k1["id"])):
         assert select_input(loaded, selector) == k1["id"], selector
-    with pytest.raises(KtriageError, match="'_rms_norm_forward_kernel' names 2 entries of bundle") as info:
-        select_input(loaded, "_rms_norm_forward_kernel")
-    assert info.value.fix is not None and "--input-id" in info.value.fix and "--kernel" not in info.value.fix
+    with pytest.raises(KtriageError) as info:  # kt.profile's keyword is input (one), not bench's inputs
+        kt.profile(bundle=bundle, ncu=fake_ncu(tmp_path), input="_rms_norm_forward_kernel")
+    assert info.value.problem == (
+        "input='_rms_norm_forward_kernel' (--input _rms_norm_forward_kernel) names 2 entries of bundle "
+        f"{bundle}, and profile runs one"
+    )
+    assert (info.value.fix or "").startswith(
+        "give one entry: its entry number (input='0' (--input 0) or input_id=0 (--input-id 0)), "
+    )
+    assert "kernels" not in (info.value.fix or "") and "--kernel" not in (info.value.fix or "")
+    with pytest.raises(KtriageError) as typo:
+        kt.profile(bundle=bundle, ncu=fake_ncu(tmp_path), input="typo")
+    assert typo.value.problem == f"no input of bundle {bundle} matches input (--input) 'typo'"
     res = run_cli(["profile", "--bundle", str(bundle), "--ncu", fake_ncu(tmp_path), "-i", "typo"])
-    assert res.exit_code == 2 and "no input of bundle" in res.err_text and "matches --input 'typo'" in res.err_text
+    assert (
+        res.exit_code == 2 and "no input of bundle" in res.err_text and "matches input (--input) 'typo'" in res.err_text
+    )
     assert res.fix is not None and f"1: K1:_rms_norm_forward_kernel {k1['label']}" in res.fix
