@@ -219,9 +219,10 @@ def test_layer_norm_bwd_names_the_lines_that_carry_the_new_spills(toolchain, sha
     evidence = [line for line in md.splitlines() if line.startswith("  - at local memory")]
     assert len(evidence) == 1 and "liger_kernel/ops/layer_norm.py:126 (" in evidence[0]
     named, file = [], ""
-    for m in re.finditer(r"([\w./]+\.py)?:(\d+) \(\\`([^`]*)\\`", evidence[0]):
+    # each line as `file:line (<code span>)`: the span's fence is as many backticks as it needs (mdsafe.md_code_span)
+    for m in re.finditer(r"([\w./]+\.py)?:(\d+) \((`+) ?(.+?) ?\3\)", evidence[0]):
         file = m.group(1) or file
-        named.append(_ktriage_key(file, int(m.group(2)), m.group(3).replace("\\", "")))
+        named.append(_ktriage_key(file, int(m.group(2)), m.group(4)))
     assert len(named) == 4 and all(k in want for k in named)  # each named line carries added LDL/STL
     # JSON: a lines list per comparison; the grouped finding carries the same evidence
     doc = to_json(result, collect_findings(result))
