@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ktriage.predict.model import Prediction, lean_text, pct
+from ktriage.stats.gate import gate_percent
 
 if TYPE_CHECKING:
     from ktriage.explain.engine import ExplainResult
@@ -69,7 +70,7 @@ def gate_line(threshold: float, model: ModelUsed | None = None) -> str:
     ``model``, what its intervals cover (80 % of held-out measurements: "wholly beyond" is that sure)."""
     coverage = f" ({model.coverage_text()})" if model is not None else ""
     return (
-        f"Gate: +-{threshold:.0%} (--threshold): a change is a regression or an improvement only where its "
+        f"Gate: +-{gate_percent(threshold)} (--threshold): a change is a regression or an improvement only where its "
         f"predicted interval lies wholly beyond it{coverage}"
     )
 
@@ -87,7 +88,7 @@ def prediction_text(predictions: Sequence[Prediction | None], inputs: Sequence[s
         return ""
     have = [p for p in predictions if p is not None]
     kind = predicted_kind(predictions)
-    gate = f"+-{w.threshold:.0%} gate"
+    gate = f"+-{gate_percent(w.threshold)} gate"
     if kind == "change":
         if all(p.identical for p in have):
             return "identical kernels: change predicted neutral"

@@ -94,6 +94,7 @@ from ktriage.arch import parse_arch
 from ktriage.errors import FormatError, SpecError
 from ktriage.predict.facts import KernelFacts, LoopFacts
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.stats.gate import gate_percent
 
 PARAMS_FILE = Path(__file__).with_name("params.json")
 MODEL_ENV = "KTRIAGE_MODEL"
@@ -850,7 +851,7 @@ def lean_text(lean: str, threshold: float, params: Params | None = None) -> str:
     how many of its held-out leans that side measured so (``Params.cv["leans"]``): a lean is weak evidence
     (held out, most of the leans to faster were Liger's layer_norm bwd at N >= 8704, which measure the same)."""
     side = "slower" if lean == "regression" else "faster"
-    words = f"leans {side}: the point is beyond the +-{threshold:.0%} gate, the interval reaches inside it"
+    words = f"leans {side}: the point is beyond the +-{gate_percent(threshold)} gate, the interval reaches inside it"
     counts = ((params.cv.get("leans") or {}).get(lean) or {}) if params else {}
     if counts.get("neutral") and params and params.cv.get("threshold") == threshold:
         words += (

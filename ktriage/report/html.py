@@ -28,11 +28,14 @@ from ktriage.compare.report import CompareReport
 from ktriage.measure.cells import Cell
 from ktriage.report.markdown import fmt_ci, fmt_ms, fmt_pct, headline, quoted
 from ktriage.report.svg import VERDICT_COLOURS, Marker, Series, line_chart
+from ktriage.stats.gate import gate_percent
 
 
 def _env() -> Environment:
     # The template sits beside this module: pyproject's package-data ships "*.j2" of each package.
-    return Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["html", "j2"]))
+    env = Environment(loader=FileSystemLoader(Path(__file__).parent), autoescape=select_autoescape(["html", "j2"]))
+    env.filters["gate"] = gate_percent  # the gate as the user gave it ("2.5%"), as every report writes it
+    return env
 
 
 def _inputs(cells: Sequence[Cell], op: str, mode: str) -> list[tuple[int, str]]:
@@ -97,7 +100,7 @@ def _ratio_chart(c: Comparison, op: str, mode: str, xs: list[tuple[int, str]]) -
     return line_chart(
         [lab for _, lab in xs],
         series,
-        title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: +-{c.config.threshold:.0%} gate)",
+        title=f"{op} {mode}: new/ref latency ratio, {c.config.confidence:.0%} CI (band: +-{gate_percent(c.config.threshold)} gate)",
         y_label="new / ref",
         log_y=True,
         band=(1 / g, g),

@@ -12,6 +12,7 @@ from ktriage.compare.pairing import BaselineCheck, Comparison, PairResult
 from ktriage.compare.quote import CounterQuote, comparison_quotes
 from ktriage.compare.report import CompareReport
 from ktriage.mdsafe import markdown_writer, md_code, md_text
+from ktriage.stats.gate import gate_percent
 from ktriage.wording import agree, plural
 
 
@@ -55,7 +56,7 @@ def baseline_markdown(b: BaselineCheck | None) -> str:
 def method_text(c: Comparison) -> str:
     """``gate +-5%, 95% confidence, Mann-Whitney U on raw samples``: what a verdict of ``c`` means, said
     after its headline in every output (the gate decides regression from same; --threshold moves it)."""
-    return f"gate +-{c.config.threshold:.0%}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples"
+    return f"gate +-{gate_percent(c.config.threshold)}, {c.config.confidence:.0%} confidence, Mann-Whitney U on raw samples"
 
 
 def headline(c: Comparison) -> str:

@@ -23,6 +23,7 @@ from ktriage.report.markdown import baseline_markdown, not_compared_rows
 from ktriage.report.rich_table import add_columns
 from ktriage.report.svg import Series, line_chart
 from ktriage.report.tabular import print_baseline, print_not_compared_groups
+from ktriage.stats.gate import gate_percent
 from ktriage.triage.model import WORDS, CellTriage, SweepRow, TriageReport
 from ktriage.wording import plural
 
@@ -87,7 +88,7 @@ def setup_line(report: TriageReport, code: Callable[[str], str] = str, text: Cal
     toolchains and the target up for the format). The target too: the compile-side causes, culprits
     and fixes are that GPU's (--arch)."""
     old, new = code(report.old_toolchain or "unknown"), code(report.new_toolchain or "unknown")
-    return f"Toolchains: {old} -> {new}; gate ±{report.options.threshold * 100:g}%; target {text(report.options.arch)}."
+    return f"Toolchains: {old} -> {new}; gate ±{gate_percent(report.options.threshold)}; target {text(report.options.arch)}."
 
 
 def _is_measured(report: TriageReport) -> bool:
@@ -299,7 +300,8 @@ def sweep_charts(report: TriageReport) -> list[str]:
                 log_y=True,
                 band=(1 / gate, gate),
                 ref_line=1.0,
-                title=f"{op} {mode}: new/old latency ratio (band: the ±{report.options.threshold:.0%} gate)" + thinned,
+                title=f"{op} {mode}: new/old latency ratio (band: the ±{gate_percent(report.options.threshold)} gate)"
+                + thinned,
                 css_class="chart ratio-chart",
             )
         )

@@ -18,6 +18,16 @@ from ktriage.errors import KtriageError, option
 NOISE_FLOOR = 0.01  # a gate below the GPU's run-to-run spread (about 1 %) only flags noise
 
 
+def gate_percent(threshold: float) -> str:
+    """The gate as the user gave it, in percent: "5%" for 0.05, "2.5%" for 0.025, "12.5%" for 0.125.
+
+    Why one function: every report that names the gate (explain's gate line and bullets, triage's notes
+    and header, compare's verdict note, bisect's) wrote it with ``:.0%``, so ``--threshold 0.025`` read
+    "+-2%" and 0.125 "+-12%", a gate the user did not give. Rounded to 1e-4 % first: 0.07 * 100 is
+    7.000000000000001 in floating point, and is "7%"."""
+    return f"{round(threshold * 100, 4):g}%"
+
+
 def check_gate(
     threshold: float, *, percent: bool = False, allow_zero: bool = False, flag_percent: bool = False
 ) -> None:
@@ -49,7 +59,9 @@ def check_gate(
             )
         meant = _triage(threshold / 100) if flag_percent else _gate(threshold / 100)
         named = f"threshold={shown}" if flag_percent else given
-        raise KtriageError(f"{named} is a fraction here: a {threshold:.0%} gate", f"for a {shown} % gate pass {meant}")
+        raise KtriageError(
+            f"{named} is a fraction here: a {gate_percent(threshold)} gate", f"for a {shown} % gate pass {meant}"
+        )
     if percent and 0 < threshold < NOISE_FLOOR:
         raise KtriageError(
             f"--threshold {shown} is in percent: a {shown} % gate, below the GPU's own run-to-run spread (about 1 %)",

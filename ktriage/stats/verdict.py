@@ -40,6 +40,7 @@ import numpy as np
 from scipy import stats as _sps
 
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.stats.gate import gate_percent
 
 VerdictKind = Literal["regression", "improvement", "same", "unsure"]
 
@@ -415,7 +416,7 @@ def _decide(
             **full,
         )
 
-    gate_txt = f"+-{config.threshold:.0%} gate"
+    gate_txt = f"+-{gate_percent(config.threshold)} gate"
     if lo >= 1 / g and hi <= g:
         what = "a real change but inside the" if p < config.alpha else "no change beyond the"
         return Verdict("same", reason=f"{head}: {what} {gate_txt}", **full)

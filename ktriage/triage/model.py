@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 from ktriage.compare.not_compared import not_compared_json
 from ktriage.exit_status import ExitStatus, outcome
 from ktriage.schema.jsontypes import JSONObject
+from ktriage.stats.gate import gate_percent
 from ktriage.wording import plural
 
 if TYPE_CHECKING:
@@ -506,14 +507,14 @@ class TriageReport:
             m = [c.measured.verdict if c.measured else "not_measured" for c in self.cells]
             return (
                 f"{plural(len(self.regressions), 'regression')} after the GPU re-run; {plural(flagged, 'cell')} of {self.compared} past the "
-                f"{self.options.threshold * 100:g}% gate, measured side by side: {m.count('regression')} slower, "
+                f"{gate_percent(self.options.threshold)} gate, measured side by side: {m.count('regression')} slower, "
                 f"{m.count('same')} noise (no difference), {m.count('unsure')} unsure, {m.count('improvement')} faster, "
                 f"{m.count('failed')} failed, {m.count('not_measured')} not measured; {n['regression']} with a "
                 f"compile-side cause" + self._not_compared_text()
             )
         return (
             f"{plural(n['regression'], 'compile-side regression')}; {plural(flagged, 'cell')} of {self.compared} past the "
-            f"{self.options.threshold * 100:g}% gate: {n['not_compile_side']} no compile-side change, "
+            f"{gate_percent(self.options.threshold)} gate: {n['not_compile_side']} no compile-side change, "
             f"{n['unsure_no_gpu']} unsure without a GPU re-run, {n['unexplained']} not explained, "
             f"{plural(n['improvement'], 'improvement')}" + self._not_compared_text()
         )

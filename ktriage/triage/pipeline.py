@@ -37,7 +37,7 @@ from ktriage.measure.cells import Cell, RunInfo
 from ktriage.measure.tritonbench_format import is_single_value
 from ktriage.ops import registry
 from ktriage.predict.model_used import model_used
-from ktriage.stats.gate import check_gate
+from ktriage.stats.gate import check_gate, gate_percent
 from ktriage.stats.verdict import VerdictConfig
 from ktriage.triage.model import (
     Cause,
@@ -429,7 +429,7 @@ def _predicted_note(
         if leaning is not None:  # its point says slower, its interval is not sure: the kernel stays a suspect
             c.notes.append(
                 f"the compile-side change leans toward the slowdown ({measured}; predicted {leaning.percent()} "
-                f"{leaning.interval_text()}: its point beyond the +-{threshold:.0%} gate, its "
+                f"{leaning.interval_text()}: its point beyond the +-{gate_percent(threshold)} gate, its "
                 "interval reaching inside it): profile the kernels (ktriage profile); bisect by timing "
                 "(ktriage bisect --metric latency)"
             )
@@ -466,7 +466,7 @@ def _why_neutral(have: Sequence[Prediction], worst: Prediction, threshold: float
     prediction and its interval within the gate."""
     if all(p.identical for p in have):
         return "the kernels are identical"
-    return f"predicted {worst.percent()} {worst.interval_text()}, within the +-{threshold:.0%} gate"
+    return f"predicted {worst.percent()} {worst.interval_text()}, within the +-{gate_percent(threshold)} gate"
 
 
 def _improvement_recall(model: str | None) -> str:

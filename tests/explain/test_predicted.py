@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ktriage.explain.predicted import prediction_text
+from ktriage.explain.predicted import gate_line, prediction_text
 from ktriage.predict.model import Params, Prediction, interval_text, lean_text, load_params
 
 
@@ -18,6 +18,18 @@ def test_a_neutral_point_inside_the_gate_reads_within_it() -> None:
     p = _neutral(1.002, 0.97, 1.035)
     assert p.lean is None and p.to_json()["lean"] is None
     assert prediction_text([p]) == "change predicted neutral (+0.2 % [-3 %, +3 %]; within the +-5% gate)"
+
+
+def test_the_gate_reads_as_the_user_gave_it() -> None:
+    """``:.0%`` wrote --threshold 0.025 as "+-2%" and 0.125 as "+-12%": a gate the user did not give, in the
+    gate line and in every bullet that names the gate."""
+    assert gate_line(0.025).startswith("Gate: +-2.5% (--threshold):")
+    assert gate_line(0.05).startswith("Gate: +-5% (--threshold):")
+    inside = Prediction(1.002, 0.97, 1.035, "neutral", False, 0.125)
+    assert prediction_text([inside]).endswith("within the +-12.5% gate)")
+    leaning = Prediction(1.04, 1.01, 1.07, "neutral", False, 0.025)
+    assert "beyond the +-2.5% gate" in lean_text("regression", 0.025)
+    assert "beyond the +-2.5% gate" in prediction_text([leaning])
 
 
 def test_a_neutral_point_beyond_the_gate_says_which_side_it_leans() -> None:

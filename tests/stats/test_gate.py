@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ktriage.errors import KtriageError
-from ktriage.stats.gate import check_gate
+from ktriage.stats.gate import check_gate, gate_percent
 
 
 @pytest.mark.parametrize("threshold", [0.05, 0.5, 0.999])
@@ -65,3 +65,13 @@ def test_triages_library_gate_is_told_in_both_spellings(threshold: float, proble
         check_gate(threshold, flag_percent=True)
     assert problem in err.value.problem and err.value.fix and fix in err.value.fix
     assert "--threshold 0.1)" not in err.value.fix
+
+
+@pytest.mark.parametrize(
+    ("threshold", "words"),
+    [(0.05, "5%"), (0.1, "10%"), (0.07, "7%"), (0.025, "2.5%"), (0.125, "12.5%"), (0.0, "0%"), (0.0125, "1.25%")],
+)
+def test_the_gate_is_written_as_the_user_gave_it(threshold: float, words: str) -> None:
+    """Whole percents as such, others with the decimals they need (``:.0%`` made 0.025 "2%"); 0.07 * 100 is
+    7.000000000000001 in floating point, and still "7%"."""
+    assert gate_percent(threshold) == words
