@@ -25,6 +25,8 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from markupsafe import Markup, escape
+
 from ktriage.analyze.artifact import cached_line_map
 from ktriage.analyze.lines import (
     COUNTS,
@@ -53,8 +55,10 @@ from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_names, input_places
 from ktriage.explain.line_evidence import group_evidence
 from ktriage.explain.predicted import gate_line
+from ktriage.explain.toolchain_text import TOOLCHAINS_HEAD, toolchain_line
 from ktriage.spec.model import input_label
 from ktriage.spec.sms import pricing_text
+from ktriage.toolchain.manager import Toolchain
 
 SPILL_METRICS = {"spill_store_bytes", "spill_load_bytes", "stack_bytes", "LDL", "STL", "instructions:local"}
 
@@ -186,6 +190,9 @@ class ExplainView:
     targets: list[str] = field(default_factory=list)  # the GPU architectures the cubins are for
     pricing: str = ""  # the SMs the predictions are priced for (spec.sms.pricing_text)
     gate: str = ""  # the gate the findings were sorted by (predicted.gate_line)
+    # what each toolchain resolved to (toolchain_text.toolchain_line), escaped piece by piece (_resolved_line)
+    resolved: list[Markup] = field(default_factory=list)
+    toolchains_head: str = TOOLCHAINS_HEAD
     model: str = ""  # the model that priced the predictions (ModelUsed.line)
     # the verified fixes (explain --fixes); None: not asked for, so the page has no Fixes section
     fixes: list[Fix] | None = None
@@ -542,10 +549,18 @@ def build_view(
         targets=sorted({item.spec.target for item in result.specs}),
         pricing=pricing_text([item.spec for item in result.specs]),
         gate=gate_line(result.threshold, result.model),
+        resolved=[_resolved_line(t, result) for t in result.toolchains],
         model=result.model.line() if result.model is not None else "",
         fixes=list(fixes) if fixes is not None else None,
         linked=_linked(views, per_input, kernels.values()),
     )
+
+
+def _resolved_line(toolchain: Toolchain, result: ExplainResult) -> Markup:
+    """The toolchain's line as the terminal and the markdown say it, its spec and id in ``<code>``. Why
+    Markup: the template escapes every string it is given, which would show the tags as text; here each
+    piece from the input (spec, versions, ptxas options) is escaped, and only the ``<code>`` tags are markup."""
+    return Markup(toolchain_line(toolchain, result, code=lambda s: Markup("<code>{}</code>").format(s), text=escape))
 
 
 def _linked(

@@ -19,9 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 import ktriage
-from ktriage.arch import parse_arch
 from ktriage.compile.compiler import CompileFailure
-from ktriage.errors import KtriageError
 from ktriage.explain.engine import (
     CompileDiff,
     ExplainResult,
@@ -45,6 +43,7 @@ from ktriage.explain.fixes import Fix
 from ktriage.explain.labels import input_places, short_labels
 from ktriage.explain.line_evidence import LineEvidence, group_evidence
 from ktriage.explain.predicted import gate_line, identical_toolchains
+from ktriage.explain.toolchain_text import TOOLCHAINS_HEAD, assembler_label, toolchain_line
 from ktriage.home import portable_path
 from ktriage.mdsafe import markdown_writer, md_code, md_code_span, md_text
 from ktriage.report.rich_table import add_column, add_columns
@@ -52,7 +51,6 @@ from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec, input_label
 from ktriage.spec.sms import pricing_text, spec_sm_count
 from ktriage.spec.toml_file import not_loaded_line
-from ktriage.toolchain.manager import Toolchain
 
 
 def compiled_pass(specs: list[KernelSpec]) -> str | None:
@@ -111,19 +109,6 @@ def _comparison_json(comparison: CompileDiff) -> JSONObject:
         "prediction": comparison.prediction.to_json() if comparison.prediction else None,
         "lines": [d.to_json() for d in comparison.lines],
     }
-
-
-def assembler_label(toolchain: Toolchain, result: ExplainResult) -> str:
-    """The ptxas that made this toolchain's cubins for the explained arch, with the options beyond
-    ``-lineinfo -v`` (Triton's own and the toolchain's): e.g. "ptxas 13.4.59 (ptxas-blackwell)
-    --regAllocOptLevel=2" for Triton 3.9 on sm_90."""
-    target = result.specs[0].spec.target if result.specs else "sm_90"
-    try:
-        return toolchain.assembler(parse_arch(target).cc).label()
-    except KtriageError:
-        return f"ptxas {toolchain.ptxas_version}" + (
-            f" {' '.join(toolchain.ptxas_options)}" if toolchain.ptxas_options else ""
-        )
 
 
 def to_json(result: ExplainResult, findings: list[Finding]) -> JSONObject:
@@ -279,21 +264,6 @@ def _changes_text(item: SpecExplain, label_toolchains: bool = False) -> str:
     if vs:
         return f"{vs}same resources ({failed} failed)"
     return f"same resources as {ref_name} where compiled ({failed} failed)"
-
-
-TOOLCHAINS_HEAD = "Toolchains (the first is the reference)"
-
-
-def toolchain_line(
-    toolchain: Toolchain, result: ExplainResult, code: Callable[[str], str] = str, text: Callable[[str], str] = str
-) -> str:
-    """``triton==3.4.0: Triton 3.4.0, ptxas 12.8.93 (triton-3.4.0.ptxas-12.8.93.da4345e0)``: what a
-    toolchain spec resolved to, every report's line (the terminal's columns name the spec alone, and
-    "ptxas is responsible" needs the ptxas each side assembled with, and its options)."""
-    return (
-        f"{code(str(toolchain.spec))}: Triton {text(toolchain.triton_version)}, "
-        f"{text(assembler_label(toolchain, result))} ({code(toolchain.id)})"
-    )
 
 
 def compiled_for_line(

@@ -4,7 +4,8 @@ look of the compare report (``report/html.py``).
 Rendering only: the view (findings with their links, aligned diffs, cross matrix, occupancy,
 register classes) is computed by ``ktriage.explain.html_view.build_view``. The template has jinja2
 autoescape on, and nothing from the input (kernel names, source lines, PTX or SASS text) is marked
-safe: every character of it is escaped.
+safe: every character of it is escaped (the toolchain lines come as Markup whose every input piece
+the view escaped: ``explain.html_view._resolved_line``).
 """
 
 from __future__ import annotations
