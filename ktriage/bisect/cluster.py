@@ -28,7 +28,7 @@ from ktriage.bisect.candidate import Candidate, Observation, empty_cost
 from ktriage.bisect.decide import MeasureFn
 from ktriage.bisect.predicates import BisectAbort, CommandPredicate, KernelMeasurer, KernelSource, MetricPredicate
 from ktriage.bisect.workspace import Workspace
-from ktriage.errors import KtriageError, MeasureError
+from ktriage.errors import KtriageError, MeasureError, option
 from ktriage.execute.base import Executor, Job, JobResult, PinnedWorker, Placement
 from ktriage.home import home_subdir
 from ktriage.schema.jsontypes import JSONObject
@@ -117,7 +117,7 @@ class ClusterMetricPredicate(MetricPredicate):
             else:
                 raise KtriageError(
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
-                    "the same candidate fails locally too? run without --cluster to see it",
+                    f"the same candidate fails locally too? run without {option('cluster', '--cluster')} to see it",
                 )
         return out
 
@@ -148,7 +148,7 @@ class ClusterCommandPredicate(CommandPredicate):
             else:
                 raise KtriageError(
                     f"bisect job for {cand.label} failed on the cluster: {result.error}",
-                    "run without --cluster to see it",
+                    f"run without {option('cluster', '--cluster')} to see it",
                 )
         return out
 
@@ -223,7 +223,8 @@ class RemoteMeasure:
             raise MeasureError(
                 f"the timing job failed on the cluster: {result.error}",
                 "check the GPU node (ray status) and that the bundle is at the same path there; "
-                "a lost GPU worker is not replaced mid-bisect: --resume continues from the saved rounds",
+                f"a lost GPU worker is not replaced mid-bisect: {option('resume', '--resume', True)} continues "
+                "from the saved rounds",
             )
         samples, errors = result.value
         self.errors.update(errors)

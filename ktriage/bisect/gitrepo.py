@@ -13,7 +13,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from ktriage.errors import KtriageError, ToolchainError
+from ktriage.errors import KtriageError, ToolchainError, option
 
 # `git worktree add/remove` edit .git/worktrees; parallel candidates of one round take turns.
 _WORKTREE_LOCK = threading.Lock()
@@ -43,13 +43,15 @@ def repo_root(path: Path) -> Path:
     """The top of the repository that contains ``path`` (a KtriageError if it is not in one)."""
     if not path.exists():
         raise ToolchainError(
-            f"repository {path} does not exist", "give the path of a local git checkout, e.g. --source git:../triton"
+            f"repository {path} does not exist",
+            f"give the path of a local git checkout, e.g. {option('source', '--source', 'git:../triton')}",
         )
     try:
         return Path(git(path, "rev-parse", "--show-toplevel")).resolve()
     except KtriageError:
         raise ToolchainError(
-            f"{path} is not a git repository", "give the path of a local git checkout, e.g. --source git:../triton"
+            f"{path} is not a git repository",
+            f"give the path of a local git checkout, e.g. {option('source', '--source', 'git:../triton')}",
         ) from None
 
 
@@ -74,13 +76,15 @@ def commit_range(repo: Path, good: str, bad: str, *, first_parent: bool = False)
     good_sha, bad_sha = resolve_commit(repo, good), resolve_commit(repo, bad)
     if good_sha == bad_sha:
         raise ToolchainError(
-            f"--good and --bad are the same commit ({good_sha[:12]})", "give a good commit older than the bad one"
+            f"{option('good', '--good', good)} and {option('bad', '--bad', bad)} are the same commit ({good_sha[:12]})",
+            "give a good commit older than the bad one",
         )
     anc = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", good_sha, bad_sha], check=False)
     if anc.returncode != 0:
         raise ToolchainError(
             f"good commit {good} ({good_sha[:12]}) is not an ancestor of bad commit {bad} ({bad_sha[:12]})",
-            "swap --good/--bad if they are reversed, or pick a good commit on the bad commit's history",
+            f"swap {option('good', '--good')} and {option('bad', '--bad')} if they are reversed, "
+            "or pick a good commit on the bad commit's history",
         )
     args = ["rev-list", "--reverse"] + (["--first-parent"] if first_parent else []) + [f"{good_sha}..{bad_sha}"]
     shas = [s for s in git(repo, *args).splitlines() if s]

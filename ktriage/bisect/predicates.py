@@ -32,7 +32,7 @@ from ktriage.bisect.workspace import (
     tail,
 )
 from ktriage.compile.compiler import Artifact, Compiler
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.wording import agree, plural
@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 log = logging.getLogger("ktriage.bisect")
+
+# The ends as the predicates' refusals name them: kt.bisect(good=..., bad=...) meets them too (ktriage.errors.option)
+_GOOD, _BAD = option("good", "--good"), option("bad", "--bad")
 R = TypeVar("R")
 
 RESOURCE_METRICS = (
@@ -70,8 +73,8 @@ def check_metric(metric: str) -> str:
         # opcodes are upper case: sass:atomg counted 0 everywhere (modifiers may not be: F32x4)
         if base != base.upper():
             raise KtriageError(
-                f"metric {metric!r}: SASS opcodes are written in upper case",
-                f"write --metric sass:{base.upper()}{dot}{modifiers}",
+                f"{option('metric', '--metric', metric)}: SASS opcodes are written in upper case",
+                f"write {option('metric', '--metric', f'sass:{base.upper()}{dot}{modifiers}')}",
             )
         return metric
     if metric in RESOURCE_METRICS:
@@ -284,7 +287,7 @@ class KernelSource:
             if prepared.checkout is None:
                 raise KtriageError(
                     "a spec path inside the repository needs a git source",
-                    "use --spec with a file path, or --source git:PATH",
+                    f"use {option('spec', '--spec')} with a file path, or {option('source', '--source', 'git:PATH')}",
                 )
             path = prepared.checkout / self.repo_spec
             if not path.exists():
@@ -420,7 +423,8 @@ class KernelMeasurer:
 
         if not prepared.toolchain:
             raise KtriageError(
-                "compiling a candidate needs a toolchain", "add --toolchain, e.g. --toolchain triton==3.4.0"
+                "compiling a candidate needs a toolchain",
+                f"add {option('toolchain', '--toolchain')}, e.g. {option('toolchain', '--toolchain', 'triton==3.4.0')}",
             )
         before = self.compiler.thread_compiles()
         try:
@@ -528,7 +532,8 @@ class MetricPredicate:
                     log.warning(
                         f"{error} (at {obs.candidate.label}): the bisect leaves {kernel} out wherever it has none "
                         "(each observation's measurements.failed names it); to judge it, "
-                        f"pick another --metric (e.g. {'registers' if self.metric != 'registers' else 'stack_bytes'})"
+                        f"pick another {option('metric', '--metric')} "
+                        f"(e.g. {'registers' if self.metric != 'registers' else 'stack_bytes'})"
                     )
 
     def preflight(self, good: Candidate, bad: Candidate) -> list[Observation]:
@@ -557,7 +562,7 @@ class MetricPredicate:
             raise KtriageError(
                 f"endpoints do not differ: {self.metric} is the same at {good.label} and {bad.label} ({shown}){absent}",
                 ("check the opcode's spelling (the SASS opcodes explain lists), " if absent else "")
-                + f"check --good/--bad, pick another --metric (e.g. {others}) or other kernels",
+                + f"check {_GOOD} and {_BAD}, pick another {option('metric', '--metric')} (e.g. {others}) or other kernels",
             )
         for obs, which in ((g_obs, "good"), (b_obs, "bad")):
             here = saved_failures(obs)
@@ -660,7 +665,8 @@ class CommandPredicate:
         if outcome is None:
             raise BisectAbort(
                 f"the command exited {result.returncode} at {candidate.label} (>= 128 aborts the bisect, as in git bisect run)",
-                "fix the command (exit 125 to skip a candidate it cannot test); --resume continues where it stopped",
+                "fix the command (exit 125 to skip a candidate it cannot test); "
+                f"{option('resume', '--resume', True)} continues where it stopped",
             )
         reason = {"good": "exit 0", "skip": "exit 125 (skip)", "bad": f"exit {result.returncode}"}[outcome]
         return Observation(candidate, outcome, reason, meas, empty_cost(), 1.0 if outcome != "skip" else None)
@@ -671,11 +677,11 @@ class CommandPredicate:
             if g.outcome == b.outcome:
                 raise KtriageError(
                     f"endpoints do not differ: the command says {g.outcome} ({g.reason}) at both {good.label} and {bad.label}",
-                    "check --good/--bad and the command (it must exit 0 at the good endpoint and 1-127 at the bad one)",
+                    f"check {_GOOD}, {_BAD} and the command (it must exit 0 at the good endpoint and 1-127 at the bad one)",
                 )
             raise KtriageError(
                 f"the endpoints are not good/bad for the command: {good.label}: {g.outcome} ({g.reason}); {bad.label}: {b.outcome} ({b.reason})",
-                "the command must exit 0 at --good and 1-127 (not 125) at --bad; swap them if they are reversed",
+                f"the command must exit 0 at {_GOOD} and 1-127 (not 125) at {_BAD}; swap them if they are reversed",
             )
         return [g, b]
 

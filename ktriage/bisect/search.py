@@ -22,7 +22,7 @@ from ktriage import progress
 from ktriage.atomic import write_atomic
 from ktriage.bisect.candidate import Candidate, Observation, Predicate
 from ktriage.bisect.outside import outside_endpoints, saved_values
-from ktriage.errors import FormatError, KtriageError, check_format_version
+from ktriage.errors import FormatError, KtriageError, check_format_version, option
 from ktriage.schema.bisect_state import FIX as STATE_FIX
 from ktriage.schema.bisect_state import BisectStateSchema
 from ktriage.schema.core import check_depth, convert, parse_json, read_text, size_limit
@@ -135,6 +135,17 @@ class StageResult:
 
 
 # --------------------------------------------------------------------------- state file
+
+# The state file's options as its messages name them (ktriage.errors.option): kt.bisect(state=...,
+# resume=True) meets these refusals too, and a flag alone names an option a library caller cannot pass.
+_STATE, _RESUME = option("state", "--state"), option("resume", "--resume")
+
+
+def _state(path: Path) -> str:
+    """``state='PATH' (--state PATH)``: the state file a message is about, as both callers give it."""
+    return option("state", "--state", str(path))
+
+
 MAX_STATE_MB = 256  # KTRIAGE_MAX_INPUT_MB sets it
 
 
@@ -189,12 +200,14 @@ class StateFile:
         state = cls(path, fingerprint)
         if not path.exists():
             raise FormatError(
-                f"no bisect state at {path} to resume", "run without --resume first (or give the same --state path)"
+                f"no bisect state at {path} to resume",
+                f"run without {_RESUME} first (or give the same {_STATE} path)",
             )
         data = _existing_state(path, resume=True)
         if data is None:
             raise FormatError(
-                f"bisect state {path} is empty: there is nothing to resume", "run without --resume to start over there"
+                f"bisect state {path} is empty: there is nothing to resume",
+                f"run without {_RESUME} to start over there",
             )
         if data.get("fingerprint") != fingerprint:
             stored = data.get("fingerprint", {})
@@ -202,7 +215,7 @@ class StateFile:
             raise FormatError(
                 f"bisect state {path} was made for another bisect: {_describe_bisect(stored)}, "
                 f"{_recorded(data)} (differs in: {', '.join(diff)})",
-                "resume it with its own options; to start this bisect, give another --state path "
+                f"resume it with its own options; to start this bisect, give another {_STATE} path "
                 f"(or delete {path} to discard that one)",
             )
         state.data = data
@@ -221,11 +234,11 @@ class StateFile:
             same = stored == fingerprint
             which = "this bisect" if same else "another bisect"
             raise KtriageError(
-                f"--state {path} already holds {which}: {_describe_bisect(stored)}, {_recorded(data)}; "
+                f"{_state(path)} already holds {which}: {_describe_bisect(stored)}, {_recorded(data)}; "
                 "starting over would discard them",
-                ("add --resume to continue it; " if same else "")
-                + f"to start over, give another --state path or delete {path}"
-                + ("" if same else " (--resume continues that bisect only with its own options)"),
+                (f"add {option('resume', '--resume', True)} to continue it; " if same else "")
+                + f"to start over, give another {_STATE} path or delete {path}"
+                + ("" if same else f" ({_RESUME} continues that bisect only with its own options)"),
             )
         return cls(path, fingerprint)
 
@@ -238,7 +251,7 @@ class StateFile:
             if [c["id"] for c in record["candidates"]] != ids:
                 raise FormatError(
                     f"bisect state {self.path}: stage {name} lists other candidates than now",
-                    f"the history or the index changed; start again with another --state path (or delete {self.path})",
+                    f"the history or the index changed; start again with another {_STATE} path (or delete {self.path})",
                 )
             return record
         del stages[number:]
@@ -269,14 +282,16 @@ def _existing_state(path: Path, *, resume: bool) -> StateData | None:
     if not head:
         return None
     kind = data_kind(head)
-    other = f"give another --state path, e.g. --state {path.with_name(path.stem + '-bisect.json')}"
+    other = f"give another {_STATE} path, e.g. {_state(path.with_name(path.stem + '-bisect.json'))}"
     if kind is not None and kind != BISECT_STATE:
         if resume:
             raise FormatError(
-                f"--state {path} is {kind}, not a bisect state: there is nothing to resume",
-                "give the --state path the bisect was started with",
+                f"{_state(path)} is {kind}, not a bisect state: there is nothing to resume",
+                f"give the {_STATE} path the bisect was started with",
             )
-        check_not_data(path, "--state", allowed=(BISECT_STATE, None), written="the bisect state", fix=other)
+        check_not_data(
+            path, _STATE, allowed=(BISECT_STATE, None), written="the bisect state", fix=other, named=_state(path)
+        )
     try:
         return _read_state(path)
     except KtriageError as exc:
@@ -284,18 +299,18 @@ def _existing_state(path: Path, *, resume: bool) -> StateData | None:
             if resume:
                 raise
             raise KtriageError(
-                f"--state {path} holds a bisect state that cannot be read ({exc.problem}): "
+                f"{_state(path)} holds a bisect state that cannot be read ({exc.problem}): "
                 "starting over would replace it",
-                f"give another --state path, or delete {path} to start over there",
+                f"give another {_STATE} path, or delete {path} to start over there",
             ) from None
         first = next((line.strip() for line in head.decode("utf-8", "replace").splitlines() if line.strip()), "")
         what = f"is no bisect state (it begins {first[:60]!r})"
         if resume:
             raise FormatError(
-                f"--state {path} {what}: there is nothing to resume",
-                "give the --state path the bisect was started with",
+                f"{_state(path)} {what}: there is nothing to resume",
+                f"give the {_STATE} path the bisect was started with",
             ) from None
-        raise KtriageError(f"--state {path} exists and {what}: the bisect state would replace it", other) from None
+        raise KtriageError(f"{_state(path)} exists and {what}: the bisect state would replace it", other) from None
 
 
 def _read_state(path: Path) -> StateData:

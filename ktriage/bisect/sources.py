@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from ktriage.bisect import gitrepo
 from ktriage.bisect.candidate import Candidate
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.schema.jsontypes import JSONObject, JSONValue
 from ktriage.toolchain.releases import nvcc_package
 from ktriage.toolchain.spec import parse_toolchain
@@ -54,16 +54,19 @@ def parse_source(text: str) -> Source:
         return Source("ptxas")
     kind, sep, rest = t.partition(":")
     if not sep or not rest:
-        raise KtriageError(f"--source {text!r} is not one of the known forms", f"write one of: {forms}")
+        raise KtriageError(
+            f"{option('source', '--source', text)} is not one of the known forms", f"write one of: {forms}"
+        )
     if kind == "pypi":
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", rest):
             raise KtriageError(
-                f"--source {text!r}: {rest!r} is not a package name", "e.g. --source pypi:triton or pypi:liger-kernel"
+                f"{option('source', '--source', text)}: {rest!r} is not a package name",
+                f"e.g. {option('source', '--source', 'pypi:triton')} or {option('source', '--source', 'pypi:liger-kernel')}",
             )
         return Source("pypi", package=rest.lower())
     if kind == "git":
         return Source("git", repo=gitrepo.repo_root(Path(rest).expanduser().resolve()))
-    raise KtriageError(f"--source {text!r}: unknown kind {kind!r}", f"write one of: {forms}")
+    raise KtriageError(f"{option('source', '--source', text)}: unknown kind {kind!r}", f"write one of: {forms}")
 
 
 # --------------------------------------------------------------------------- PyPI versions
@@ -128,28 +131,34 @@ def versions_between(
             continue
     near = ", ".join(str(v) for v in sorted(parsed)[-12:])
     ends: list[Version] = []
-    for text, flag in ((good, "--good"), (bad, "--bad")):
+    for text, name in ((good, "good"), (bad, "bad")):
         try:
             ends.append(Version(text))
         except InvalidVersion:
             # packaging's own words ("Invalid version: 'latest'") named neither the flag nor a version to give
             raise KtriageError(
-                f"{flag} {text!r} is not a version number", f"give a release of the {what} {where}: {near}"
+                f"{option(name, f'--{name}', text)} is not a version number",
+                f"give a release of the {what} {where}: {near}",
             ) from None
     g, b = ends
     # Existence before order: a --good that is no release (9.9.9) is that, not "newer than --bad".
-    for end, flag in ((g, "--good"), (b, "--bad")):
+    for end, name in ((g, "good"), (b, "bad")):
         if end not in parsed:
-            raise KtriageError(f"{flag} {end} is not a release of the {what} {where}", f"pick one that exists: {near}")
+            raise KtriageError(
+                f"{option(name, f'--{name}', str(end))} is not a release of the {what} {where}",
+                f"pick one that exists: {near}",
+            )
+    given_good, given_bad = option("good", "--good", good), option("bad", "--bad", bad)
     if g == b:
         # "not older than --bad ... swap them" sent the user to swap two equal ends
         raise KtriageError(
-            f"--good {good} and --bad {bad} are the same release: there is nothing between them to bisect",
-            "give the last release known good as --good and the first known bad as --bad",
+            f"{given_good} and {given_bad} are the same release: there is nothing between them to bisect",
+            f"give the last release known good as {option('good', '--good')} and the first known bad as "
+            f"{option('bad', '--bad')}",
         )
     if g > b:
         raise KtriageError(
-            f"--good {good} is not older than --bad {bad}",
+            f"{given_good} is not older than {given_bad}",
             "the good version must come first; swap them if they are reversed",
         )
     keep = [
@@ -188,8 +197,9 @@ def pypi_candidates(
         return out
     if not toolchain:
         raise KtriageError(
-            f"--source pypi:{package} needs --toolchain (the compiler stays fixed while the package moves)",
-            "add e.g. --toolchain triton==3.4.0",
+            f"{option('source', '--source', f'pypi:{package}')} needs {option('toolchain', '--toolchain')} "
+            "(the compiler stays fixed while the package moves)",
+            f"add e.g. {option('toolchain', '--toolchain', 'triton==3.4.0')}",
         )
     tc = str(parse_toolchain(toolchain))
     for i, v in enumerate(chosen):

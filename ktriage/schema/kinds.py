@@ -61,17 +61,20 @@ def check_not_data(
     allowed: Collection[str | None] = (),
     written: str = "the report",
     fix: str | None = None,
+    named: str | None = None,
 ) -> None:
     """Refuse to replace ``path`` when it holds ktriage data (:func:`data_kind`) of a kind not in
     ``allowed`` (the kinds the command writes there). Why: ``-o`` replaced whatever it named without a
     word, so ``triage ... -o run.json`` destroyed a results file measured on a GPU. Reports are replaced,
     as a nightly rewriting ``reports/triage.md`` must. ``written``: what would replace it, as the message
-    names it (``the bisect state`` for ``--state``); ``fix``: the way on (default: another ``-o`` file)."""
+    names it (``the bisect state`` for ``--state``); ``fix``: the way on (default: another ``-o`` file);
+    ``named``: how the message names the file (default ``{option} {path}``; the bisect state's is
+    ``state='PATH' (--state PATH)``, as kt.bisect's callers pass it)."""
     head = file_head(path)
     kind = data_kind(head) if head is not None else None
     if kind is not None and kind not in allowed:
         raise KtriageError(
-            f"{option} {path} exists and is {kind}: {written} would replace it",
+            f"{named or f'{option} {path}'} exists and is {kind}: {written} would replace it",
             fix
             or f"write {written} to another file, e.g. {option} {path.with_name(path.stem + '-report' + path.suffix)}",
         )

@@ -144,10 +144,10 @@ def test_metric_names_are_checked() -> None:
     # "endpoints do not differ ... =0", which named no typo
     with pytest.raises(KtriageError, match="SASS opcodes are written in upper case") as lower:
         check_metric("sass:atomg")
-    assert lower.value.fix == "write --metric sass:ATOMG"
+    assert lower.value.fix == "write metric='sass:ATOMG' (--metric sass:ATOMG)"
     with pytest.raises(KtriageError, match="upper case") as lower:
         check_metric("sass:redg.E.ADD.F32x4")
-    assert lower.value.fix == "write --metric sass:REDG.E.ADD.F32x4"
+    assert lower.value.fix == "write metric='sass:REDG.E.ADD.F32x4' (--metric sass:REDG.E.ADD.F32x4)"
 
 
 def test_the_time_predicate_runs_through_the_protocol_and_resumes(tmp_path: Path) -> None:
@@ -300,7 +300,7 @@ def test_bisect_keeps_a_kernel_without_a_value_as_left_out_and_warns_once(
         assert obs.measurements["failed"] == {"blue": line}, obs.measurements
     warnings = [r.getMessage() for r in caplog.records if "blue" in r.getMessage()]
     assert len(warnings) == 1 and warnings[0].startswith(line), warnings
-    assert "another --metric" in warnings[0]
+    assert warnings[0].endswith("pick another metric (--metric) (e.g. registers)"), warnings
 
 
 class FakeValuesPredicate:

@@ -37,7 +37,7 @@ def test_kernel_package_releases_keep_the_toolchain_fixed() -> None:
     assert [c.id for c in cands] == ["0.5.8", "0.5.9", "0.5.10"]
     assert {c.meta["toolchain"] for c in cands} == {"triton==3.4.0"}
     assert cands[1].meta["requirement"] == "liger-kernel==0.5.9"
-    with pytest.raises(KtriageError, match="needs --toolchain"):
+    with pytest.raises(KtriageError, match=r"needs toolchain \(--toolchain\)"):
         pypi_candidates("liger-kernel", "0.5.8", "0.5.10")
 
 
@@ -60,7 +60,7 @@ def test_ptxas_releases_across_cuda_majors_with_the_frontend_fixed() -> None:
 
 @pytest.mark.network  # pip index versions: the real package index
 def test_an_endpoint_missing_from_the_index_is_a_clear_error() -> None:
-    with pytest.raises(KtriageError, match="--good 3.3.7 is not a release") as info:
+    with pytest.raises(KtriageError, match=r"good='3.3.7' \(--good 3.3.7\) is not a release") as info:
         pypi_candidates("triton", "3.3.7", "3.4.0")
     assert "3.4.0" in (info.value.fix or "")
 
@@ -75,20 +75,23 @@ def test_version_range_rules() -> None:
     with pytest.raises(KtriageError) as info:
         versions_between(listed, "3.2", "3.2.0")
     assert (
-        info.value.problem == "--good 3.2 and --bad 3.2.0 are the same release: there is nothing between them to bisect"
+        info.value.problem == "good='3.2' (--good 3.2) and bad='3.2.0' (--bad 3.2.0) are the same release: "
+        "there is nothing between them to bisect"
     )
     assert "swap" not in (info.value.fix or "")
     # a --good that is no release is reported as such, not as "newer than --bad: swap them"
-    with pytest.raises(KtriageError, match="--good 9.9.9 is not a release of the package on the index"):
+    with pytest.raises(
+        KtriageError, match=r"good='9.9.9' \(--good 9.9.9\) is not a release of the package on the index"
+    ):
         versions_between(listed, "9.9.9", "3.2.0")
     # a word where a version goes names its flag and the versions to pick from (it was packaging's bare
     # "Invalid version: 'latest'"); a list that is no index (a timed bisect's bundle) is named as such
-    with pytest.raises(KtriageError, match="--bad 'latest' is not a version number") as info:
+    with pytest.raises(KtriageError, match=r"bad='latest' \(--bad latest\) is not a version number") as info:
         versions_between(listed, "3.0.0", "latest", what="triton")
     assert info.value.fix == "give a release of the triton on the index: 3.0.0, 3.1.0rc1, 3.1.0, 3.2.0, 3.3.0.dev1"
     with pytest.raises(KtriageError) as info:
         versions_between(listed, "2.9.0", "3.2.0", what="triton", where="in bundle b")
-    assert info.value.problem == "--good 2.9.0 is not a release of the triton in bundle b"
+    assert info.value.problem == "good='2.9.0' (--good 2.9.0) is not a release of the triton in bundle b"
 
 
 def test_git_candidates_and_pins(tmp_path: Path) -> None:

@@ -348,7 +348,7 @@ def test_a_skip_next_to_the_culprit_gives_the_exact_range(tmp_path: Path, toolch
     [
         ("spill_store_bytes", "endpoints do not differ"),
         # the fix suggests metrics other than the one that did not differ (it offered stack_bytes for stack_bytes)
-        ("stack_bytes", "pick another --metric (e.g. registers, sass:STL)"),
+        ("stack_bytes", "pick another metric (--metric) (e.g. registers, sass:STL)"),
         # an opcode no kernel issues at either endpoint is named, as a misspelling most often is
         ("sass:ATOMGX", "neither endpoint's SASS has ATOMGX in any kernel"),
     ],
@@ -550,8 +550,8 @@ def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCl
     assert f"git:{repo.path} {repo.good}..{repo.bad} --command 'sh {script}'" in r.problem, r.output
     assert "(differs in: good)" in r.problem
     assert (
-        r.fix
-        == f"resume it with its own options; to start this bisect, give another --state path (or delete {state} to discard that one)"
+        r.fix == "resume it with its own options; to start this bisect, give another state (--state) path "
+        f"(or delete {state} to discard that one)"
     )
 
 
@@ -572,17 +572,21 @@ def test_a_state_holding_rounds_is_not_started_over_without_resume(tmp_path: Pat
     r = run_cli([*base, "--good", repo.good])  # the same bisect again
     assert r.exit_code == exit_codes.USAGE, r.output
     assert r.problem == (
-        f"--state {state} already holds this bisect: git:{repo.path} {repo.good}..{repo.bad} "
+        f"state='{state}' (--state {state}) already holds this bisect: git:{repo.path} {repo.good}..{repo.bad} "
         f"--command 'sh {script}', {held}; starting over would discard them"
     ), r.output
-    assert r.fix == f"add --resume to continue it; to start over, give another --state path or delete {state}"
+    assert r.fix == (
+        f"add resume=True (--resume) to continue it; to start over, give another state (--state) path or delete {state}"
+    )
 
     r = run_cli([*base, "--good", repo.commits[2]])  # another bisect (other good end) into the same file
     assert r.exit_code == exit_codes.USAGE, r.output
-    assert r.problem.startswith(f"--state {state} already holds another bisect: git:{repo.path} {repo.good}..")
+    assert r.problem.startswith(
+        f"state='{state}' (--state {state}) already holds another bisect: git:{repo.path} {repo.good}.."
+    )
     assert r.fix == (
-        f"to start over, give another --state path or delete {state} "
-        "(--resume continues that bisect only with its own options)"
+        f"to start over, give another state (--state) path or delete {state} "
+        "(resume (--resume) continues that bisect only with its own options)"
     )
     assert state.read_bytes() == kept and command_runs(log) == runs  # nothing tested, nothing replaced
 
@@ -625,34 +629,34 @@ def test_a_state_path_holding_another_file_or_an_unreadable_state_is_refused(tmp
         (
             "results.json",
             "exists and is a ktriage results file (measured cells): the bisect state would replace it",
-            "give another --state path, e.g. --state {dir}/results-bisect.json",
+            "give another state (--state) path, e.g. state='{dir}/results-bisect.json' (--state {dir}/results-bisect.json)",
         ),
         (
             "W.json",
             "exists and is a ktriage workload: the bisect state would replace it",
-            "give another --state path, e.g. --state {dir}/W-bisect.json",
+            "give another state (--state) path, e.g. state='{dir}/W-bisect.json' (--state {dir}/W-bisect.json)",
         ),
         (
             "report.md",
             "exists and is no bisect state (it begins '# ktriage bench: liger.rms_norm'): the bisect state would replace it",
-            "give another --state path, e.g. --state {dir}/report-bisect.json",
+            "give another state (--state) path, e.g. state='{dir}/report-bisect.json' (--state {dir}/report-bisect.json)",
         ),
         (
             "cut.json",
             "holds a bisect state that cannot be read (bisect state {path} is not valid JSON: ",
-            "give another --state path, or delete {path} to start over there",
+            "give another state (--state) path, or delete {path} to start over there",
         ),
         (
             "old.json",
             "holds a bisect state that cannot be read (bisect state {path} has format_version 0; "
             "this ktriage reads 1): starting over would replace it",
-            "give another --state path, or delete {path} to start over there",
+            "give another state (--state) path, or delete {path} to start over there",
         ),
     ):
         path = tmp_path / name
         r = run_cli([*base, "--state", str(path)])
         assert r.exit_code == exit_codes.USAGE, r.output
-        assert r.problem.startswith(f"--state {path} " + problem.format(path=path)), r.output
+        assert r.problem.startswith(f"state='{path}' (--state {path}) " + problem.format(path=path)), r.output
         assert r.fix == fix.format(dir=tmp_path, path=path), r.output
         assert path.read_text() == files[name], name  # not replaced
     assert command_runs(log) == [] and not list(tmp_path.glob("*.work"))  # not one commit tested
@@ -662,9 +666,10 @@ def test_a_state_path_holding_another_file_or_an_unreadable_state_is_refused(tmp
     assert r.exit_code == exit_codes.USAGE, r.output
     assert (
         r.problem
-        == f"--state {results} is a ktriage results file (measured cells), not a bisect state: there is nothing to resume"
+        == f"state='{results}' (--state {results}) is a ktriage results file (measured cells), not a bisect state: "
+        "there is nothing to resume"
     )
-    assert r.fix == "give the --state path the bisect was started with"
+    assert r.fix == "give the state (--state) path the bisect was started with"
     assert results.read_text() == files["results.json"]
 
 
