@@ -25,6 +25,7 @@ RUNTIME_DEPENDENCIES: dict[str, str] = {
     "numpy": "numpy>=1.24",
     "scipy": "scipy>=1.10",
     "jinja2": "jinja2>=3.1",
+    "markupsafe": "markupsafe>=2.1",
     "msgspec": "msgspec>=0.18",
     "tomli": "tomli>=2",
 }
