@@ -213,7 +213,11 @@ def data_bytes(
     tensors' shapes (``launch``: :func:`launch_tensor_sizes`); a catalog op's launch from its operator's
     ``largest_tensor`` at the input's shape (``meta``: op, mode, shape, dtype). None when none names it
     (the model's fitted trip count applies)."""
-    sizes = _sizes(signature, meta, launch)
+    return _largest(_sizes(signature, meta, launch), meta)
+
+
+def _largest(sizes: list[int] | None, meta: Mapping[str, Any]) -> int | None:
+    """:func:`data_bytes` of the tensors' sizes :func:`_sizes` read (None: the catalog op's, from ``meta``)."""
     if sizes is None:
         return _catalog_data_bytes(meta)
     return max(sizes, default=0) or None
@@ -225,7 +229,10 @@ def tensor_bytes(
     """All tensor arguments' bytes of a recorded launch (from its label and the signature's element types) or
     of a spec written by values (its tensors' shapes); a tensor passed twice counts twice: an upper bound of
     its DRAM traffic. None for a catalog launch: its operators name their largest tensor only."""
-    sizes = _sizes(signature, meta, launch)
+    return _total(_sizes(signature, meta, launch))
+
+
+def _total(sizes: list[int] | None) -> int | None:
     return None if sizes is None else sum(sizes) or None
 
 
@@ -348,9 +355,8 @@ def launch_inputs(
     index is one value, and all its tensors' bytes. Two inputs of a sweep that share a cubin and a grid
     still differ here (layer_norm N=4608 and N=5120 run one kernel on different rows), so a cache of
     predictions keys on it. ``launch``: a by-value spec's launch record (its tensors' shapes)."""
-    return LaunchInputs(
-        data_bytes(signature, meta, launch), uniform_indices(signature, meta), tensor_bytes(signature, meta, launch)
-    )
+    sizes = _sizes(signature, meta, launch)  # once: a recorded label is parsed for both sizes
+    return LaunchInputs(_largest(sizes, meta), uniform_indices(signature, meta), _total(sizes))
 
 
 def spec_launch_inputs(spec: KernelSpec) -> LaunchInputs:
