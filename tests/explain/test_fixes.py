@@ -150,18 +150,22 @@ def test_fixes_only_for_bullets_the_model_predicts_regressions(toolchain, shared
     assert fixes and {f.kernel for f in fixes} == {"liger.layer_norm.bwd[N=4608]"}
 
 
+# the test kernels' scatter-add (tl.atomic_add, its result unused): a kernel a relaxed-atomic fix applies to
+ATOMIC_SPEC = KernelSpec(
+    "atomic",
+    f"{KERNELS}:atomic_kernel",
+    {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+    {"BLOCK": 1024},
+    divisible_by_16=("x_ptr", "out_ptr", "n"),
+    grid=(1024,),
+)
+
+
 def test_relaxed_atomic_fix_is_priced_and_ranked_with_the_others(toolchain, shared_compiler) -> None:
     """The relaxed-atomic fix compiles a kernel (the rewritten copy) but had no cost-model prediction,
     so a list ranked "by predicted gain, largest first" put the one fix that edits the kernel after
     every priced one (after "use triton==3.3.1" on Liger's embedding and on a scatter-add of ours)."""
-    spec = KernelSpec(
-        "atomic",
-        f"{KERNELS}:atomic_kernel",
-        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-        {"BLOCK": 1024},
-        divisible_by_16=("x_ptr", "out_ptr", "n"),
-        grid=(1024,),
-    )
+    spec = ATOMIC_SPEC
     tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
     result = Explainer(shared_compiler).run([spec], tcs)
     fixes = suggest_fixes(result, collect_findings(result), shared_compiler, neighbours=[toolchain("triton==3.3.1")])
@@ -276,14 +280,7 @@ def test_fixes_are_priced_by_the_model_given(toolchain, tmp_path: Path) -> None:
     data["params"]["interval_a"] = 0.05
     wide = tmp_path / "wide-model.json"
     wide.write_text(json.dumps(data))
-    spec = KernelSpec(
-        "atomic",
-        f"{KERNELS}:atomic_kernel",
-        {"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr"},
-        {"BLOCK": 1024},
-        divisible_by_16=("x_ptr", "out_ptr", "n"),
-        grid=(1024,),
-    )
+    spec = ATOMIC_SPEC
     tcs = [toolchain("triton==3.4.0,ptxas==12.4.131"), toolchain("triton==3.4.0")]
     widths = []
     for model in (None, wide):

@@ -312,6 +312,25 @@ def test_cells_without_a_replay_stay_unsure_with_the_reason(tmp_path: Path, caps
     assert "no flagged cell can be re-measured" in report["measured"]["note"]
 
 
+def _flagged_cell_bundle(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, TriageOptions]:
+    """The GPU bundle `triage --bundle` writes for the one flagged layer_norm bwd cell (3.3.1 -> 3.4.0), and
+    the options of a triage that reads the same pair without bisect or fixes (the fix tests add their own)."""
+    out = tmp_path / "tri"
+    assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
+    capsys.readouterr()
+    options = TriageOptions(
+        old_toolchain="triton==3.3.1",
+        new_toolchain="triton==3.4.0",
+        op="layer_norm",
+        mode="bwd",
+        bisect=False,
+        fixes=False,
+        limit=1,
+    )
+    (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
+    return out / entry["dir"], options
+
+
 @pytest.mark.gpu
 def test_measure_end_to_end_on_one_layer_norm_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """On the GPU host: the A/A pair's worst layer_norm cell re-measured in-process. The bundle is
@@ -363,21 +382,8 @@ def test_a_verified_fix_is_bundled_as_a_variant_and_measured(
     from ktriage.triage.measure import _fix_variant
     from ktriage.triage.measure_plan import FIX_VARIANT
 
-    out = tmp_path / "tri"
-    assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
-    capsys.readouterr()
-    options = TriageOptions(
-        old_toolchain="triton==3.3.1",
-        new_toolchain="triton==3.4.0",
-        op="layer_norm",
-        mode="bwd",
-        bisect=False,
-        fixes=False,
-        limit=1,
-    )
+    path, options = _flagged_cell_bundle(tmp_path, capsys)
     report = triage(RUN1, RUN2, options)
-    (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
-    path = out / entry["dir"]
     ((key, spec),) = load_bundle(path).specs.items()
     cell = next(c for c in report.cells if (c.op, c.mode, c.backend) == ("layer_norm", "bwd", "liger_layer_norm"))
     cell.fixes = [
@@ -502,20 +508,7 @@ def test_the_fix_variant_times_a_predicted_slower_fix_only_when_no_recommended_o
     from ktriage.triage.measure import _fix_variant
     from ktriage.triage.measure_plan import FIX_VARIANT, SLOWER_LABEL, SLOWER_TIMED
 
-    out = tmp_path / "tri"
-    assert main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--bundle", str(out)]) in (0, 1)
-    capsys.readouterr()
-    options = TriageOptions(
-        old_toolchain="triton==3.3.1",
-        new_toolchain="triton==3.4.0",
-        op="layer_norm",
-        mode="bwd",
-        bisect=False,
-        fixes=False,
-        limit=1,
-    )
-    (entry,) = json.loads((out / MANIFEST).read_text())["bundles"]
-    path = out / entry["dir"]
+    path, options = _flagged_cell_bundle(tmp_path, capsys)
     ((_key, spec),) = load_bundle(path).specs.items()
     slower = Prediction(2.11, 2.04, 2.18, "regression", False, 0.1)
     config = {"num_stages": spec.num_stages, "constexprs": {}}
