@@ -760,9 +760,14 @@ class Prediction:
 
 
 def pct(r: float) -> str:
+    """A ratio as a signed change, ``+38 %``; under one percent with a decimal, ``-0.4 %``. A change that
+    rounds to nothing reads ``+0.0 %``, never ``-0.0 %`` (a ratio of 0.9999 is no speedup to report)."""
     if not math.isfinite(r):
         return "n/a"
-    return f"{(r - 1) * 100:+.0f} %" if abs(r - 1) >= 0.01 else f"{(r - 1) * 100:+.1f} %"
+    x = (r - 1) * 100
+    if abs(x) >= 1:
+        return f"{x:+.0f} %"
+    return f"{round(x, 1):+.1f} %" if round(x, 1) != 0 else "+0.0 %"
 
 
 def pct_bound(r: float, *, upper: bool, threshold: float = DEFAULT_THRESHOLD) -> str:

@@ -134,3 +134,9 @@ def test_the_instructions_contributor_counts_what_it_prices(toolchain) -> None: 
     assert "main loop 824 -> 782 instructions (-42)" in bullet and "LDL.LU -1, STL -1" in bullet
     assert "-39 arithmetic and control instructions in the innermost loops" in bullet
     assert "main loop -41" not in bullet
+
+
+def test_a_change_that_rounds_to_nothing_has_no_minus_sign() -> None:
+    """A ratio of 0.9999 read "predicted -0.0 %" in triage's notes: a speedup of nothing, signed."""
+    assert prediction_text([_neutral(0.9999, 0.967, 1.033)]).startswith("change predicted neutral (+0.0 % [")
+    assert prediction_text([_neutral(0.996, 0.964, 1.029)]).startswith("change predicted neutral (-0.4 % [")
