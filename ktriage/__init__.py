@@ -51,11 +51,23 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
-        raise AttributeError(f"module 'ktriage' has no attribute {name!r}")
+        raise AttributeError(f"module 'ktriage' has no attribute {name!r}" + _api_hint(name))
     imported = importlib.import_module(module)
     value = imported if module == f"ktriage.{name}" else getattr(imported, name)
     globals()[name] = value
     return value
+
+
+def _api_hint(name: str) -> str:
+    """Where a verb's function is, for a caller who wrote ``ktriage.bench(...)`` after ``import ktriage``:
+    the functions are ``ktriage.api``'s (docs/api.md), and plain Python said only "no attribute". Only on
+    this error path is ``ktriage.api`` imported, so ``import ktriage`` stays free."""
+    if name.startswith("_"):
+        return ""
+    api = importlib.import_module("ktriage.api")
+    if name in getattr(api, "__all__", ()):
+        return f": the library's functions and reports are in ktriage.api (import ktriage.api as kt; kt.{name})"
+    return ""
 
 
 def __dir__() -> list[str]:

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,16 @@ def test_unknown_names_are_attribute_errors() -> None:
         _ = ktriage.api.nope  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = ktriage.nope  # type: ignore[attr-defined]
+
+
+def test_a_verb_asked_of_the_top_package_points_to_the_api() -> None:
+    """``import ktriage; ktriage.runs_list(...)`` said only "no attribute": the functions are ktriage.api's.
+    (A verb that is also a subpackage, ``ktriage.tune``, is that module once imported: not tested here.)"""
+    top: Any = ktriage
+    with pytest.raises(AttributeError, match=r"'runs_list': .*ktriage.api \(import ktriage.api as kt; kt.runs_list\)"):
+        top.runs_list  # noqa: B018
+    with pytest.raises(AttributeError, match=r"no attribute 'nope'$"):
+        top.nope  # noqa: B018
 
 
 def test_entry_points_are_keyword_only_and_typed() -> None:
