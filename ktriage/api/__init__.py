@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         runs_list,
         runs_show,
     )
+    from ktriage.api._score_model import ModelScoreReport, score_model
     from ktriage.api._toolchain_admin import (
         ToolchainList,
         ToolchainShow,
@@ -113,6 +114,8 @@ _LAZY: dict[str, str] = {
     "calibrate": "_calibrate",
     "CalibrateReport": "_calibrate",
     "DEFAULT_LEVEL": "_calibrate",
+    "score_model": "_score_model",
+    "ModelScoreReport": "_score_model",
     "compare": "_compare",
     "CompareReport": "_compare",
     "CompareView": "_compare",
@@ -182,6 +185,8 @@ __all__ = [
     "CacheVerifyReport",
     "calibrate",
     "CalibrateReport",
+    "score_model",
+    "ModelScoreReport",
     "catalog_list",
     "catalog_show",
     "CatalogList",

@@ -150,19 +150,50 @@ def calibrate(
     Raises :class:`~ktriage.errors.KtriageError` (naming the fix) for unpaired sources and reports,
     and :class:`~ktriage.errors.FormatError` for a file that is not what it should be."""
     from ktriage.predict.calibration import calibrate as fit_cells
+
+    cross_validate = args.switch(cross_validate, "cross_validate", "--no-cv")
+    threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
+    check_gate(threshold)
+    cells, skipped = gather_cells(
+        from_cells=from_cells,
+        results=results,
+        runs=runs,
+        explain=explain,
+        operators=operators,
+        backends=backends,
+        db=db,
+        cells_out=cells_out,
+        say=say,
+    )
+    cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=cross_validate)
+    return CalibrateReport(cells, cal, threshold, skipped)
+
+
+def gather_cells(
+    *,
+    from_cells: Sequence[str | Path] = (),
+    results: Sequence[str | Path] = (),
+    runs: Sequence[str] = (),
+    explain: Sequence[str | Path] = (),
+    operators: Sequence[str] = (),
+    backends: Sequence[str] = (),
+    db: str | None = None,
+    cells_out: str | Path | None = None,
+    say: Say | None = None,
+    purpose: str = "fit",
+) -> tuple[list[CalibrationCell], list[Skipped]]:
+    """The measured cells of ``calibrate`` and ``score_model``, checked and read as both take them (their
+    docstrings), with every measured pair that made no cell. Raises when no cell has a measured ratio
+    (``purpose``: what the caller does with one, for the message: "fit", "score")."""
     from ktriage.predict.calibration import usable
     from ktriage.predict.dataset import cells_from_results, read_cells, skipped_summary, write_cells
 
     say = args.callback(say, "say")
-    cross_validate = args.switch(cross_validate, "cross_validate", "--no-cv")
-
     from_cells, results = args.paths(from_cells, "from_cells", "--from"), args.paths(results, "results", "--results")
     explain = args.paths(explain, "explain", "--explain")
     runs, operators = args.texts(runs, "runs", "--run"), args.texts(operators, "operators", "--operator")
     backends = args.texts(backends, "backends", "--backend")
     db = args.db(db)
-    threshold, level = args.THRESHOLD(threshold), args.LEVEL(level)
-    check_gate(threshold)
     if cells_out is not None:  # before any work, and never over a results file or a report the fit reads
         cells_out = Path(args.path_or_name(cells_out, "cells_out", "--cells-out", example="cells.jsonl"))
         named = option("cells_out", "--cells-out")
@@ -208,11 +239,10 @@ def calibrate(
             else f"none of the {len(cells)} calibration cells has a"
         )
         raise KtriageError(
-            f"{which} measured ratio to fit (a finite ratio above 0)",
+            f"{which} measured ratio to {purpose} (a finite ratio above 0)",
             "pass cells whose bench measured both toolchains (a failed or missing side has no ratio)",
         )
-    cal = fit_cells(cells, threshold=threshold, level=level, cross_validate=cross_validate)
-    return CalibrateReport(cells, cal, threshold, skipped)
+    return cells, skipped
 
 
 # How calibrate's messages name its sources, each option by its keyword and its flag (errors.option): the

@@ -5,6 +5,8 @@ Every team's bench runs improve its model: the GPU verdicts of toolchains timed 
 toolchains (``ktriage explain ... --format json -o E.json``: the compile-side facts), the model's
 free parameters are fitted, and the fit is scored holding out one operator at a time. The
 parameters file it writes is what ``explain --model FILE`` (or ``KTRIAGE_MODEL=FILE``) uses.
+``--score-only`` fits nothing: it sets the model's predictions (``--model``, else the shipped fit) next to
+the GPU's verdicts (:func:`ktriage.api.score_model`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ktriage.api import DEFAULT_LEVEL, DEFAULT_THRESHOLD
+from ktriage.api import DEFAULT_LEVEL, DEFAULT_THRESHOLD, score_model
 from ktriage.api import calibrate as calibrate_api
 from ktriage.api.paths import check_replaceable, check_writable
 from ktriage.atomic import write_atomic
 from ktriage.cli.console import make_console
-from ktriage.cli.options import Db
+from ktriage.cli.options import Db, Model
+from ktriage.errors import KtriageError
 
 
 def calibrate(
@@ -80,14 +83,59 @@ def calibrate(
     no_cv: Annotated[
         bool, typer.Option("--no-cv", help="Fit only; skip the leave-one-operator-out evaluation.")
     ] = False,
+    score_only: Annotated[
+        bool,
+        typer.Option(
+            "--score-only",
+            help="Fit nothing: predict every cell with the model (--model, else $KTRIAGE_MODEL, else the shipped fit) as explain does, next to the GPU's verdict; prints the matrix and the cells where they disagree.",
+        ),
+    ] = False,
+    model: Model = None,
+    scores_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--scores-out",
+            help="With --score-only: also write every cell's prediction next to its measurement, JSON (.json) or markdown tables (.md).",
+        ),
+    ] = None,
 ) -> None:
     """Fit the cost model that explain's verdicts come from on GPU-measured cells (a dataset, bench
     results files or store runs, each with the explain report of its kernels) and score it
     leave-one-operator-out; -o writes the parameters for explain --model / KTRIAGE_MODEL.
 
     Prints the confusion matrix of predicted regression/neutral/improvement against the GPU verdicts
-    (docs/model.md). Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
+    (docs/model.md). --score-only fits nothing: the model you run (--model, else the shipped fit) next to
+    the GPU on every cell, and where they disagree. Exit codes: 0 done, 2 bad input (unpaired results and reports, a file that is
     not what it should be)."""
+    if score_only:
+        _refuse_fit_options(output=output, no_cv=no_cv, level=level)
+        console = make_console(stderr=True)
+        scored = score_model(
+            from_cells=from_cells or (),
+            results=results or (),
+            runs=run or (),
+            explain=explain or (),
+            operators=operator or (),
+            backends=backend or (),
+            db=db,
+            cells_out=cells_out,
+            scores_out=scores_out,
+            model=model,
+            threshold=threshold,
+            say=lambda m: console.print(escape(m), highlight=False),
+        )
+        typer.echo(scored.summary_text(), nl=False)
+        return
+    if model is not None:
+        raise KtriageError(
+            "--model names a model to score, and a fit makes its own",
+            "add --score-only to score that model on these cells, or drop --model to fit one",
+        )
+    if scores_out is not None:
+        raise KtriageError(
+            "--scores-out writes the scores of --score-only, and a fit prints its own",
+            "add --score-only to score the model as it is, or drop --scores-out (a fit's data: --cells-out)",
+        )
     if output is not None:  # before the fit: -o over the results or the report replaced a GPU run with the model
         check_writable(output, "-o", example="model.json")
         check_replaceable(output, "-o", b'"params"', "a ktriage model file")
@@ -112,4 +160,16 @@ def calibrate(
         write_atomic(output, report.model_json())
         console.print(
             escape(f"model: {output} (use it with explain --model {output} or KTRIAGE_MODEL={output})"), highlight=False
+        )
+
+
+def _refuse_fit_options(*, output: Path | None, no_cv: bool, level: float) -> None:
+    """The options of a fit, given to --score-only, which fits nothing: refused rather than ignored."""
+    given = [
+        name for name, on in (("-o", output is not None), ("--no-cv", no_cv), ("--level", level != DEFAULT_LEVEL)) if on
+    ]
+    if given:
+        raise KtriageError(
+            f"{' and '.join(given)} {'belongs' if len(given) == 1 else 'belong'} to a fit, and --score-only fits nothing",
+            "drop them (the scored model keeps its own interval); for the scores in a file: --scores-out scores.json",
         )

@@ -11,7 +11,6 @@ gate, exactly as `ktriage explain` does; the GPU verdicts are ktriage compare's 
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -19,9 +18,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from ktriage.predict.calibration import Scores
-from ktriage.predict.dataset import CalibrationCell, read_cells
-from ktriage.predict.model import Prediction, load_params, predict
+from ktriage.predict.calibration import CellResult
+from ktriage.predict.dataset import read_cells
+from ktriage.predict.model import load_params
+from ktriage.predict.scoring import score
 
 
 def main() -> int:
@@ -31,9 +31,8 @@ def main() -> int:
     ap.add_argument("--what", default="fresh GPU cells", help="what the cells are, for the title")
     args = ap.parse_args()
     params = load_params()
-    cells = [c for c in read_cells(args.cells) if math.isfinite(c.measured.ratio) and c.measured.ratio > 0]
-    rows = [(c, predict(c.ref, c.new, params)) for c in cells]
-    scores = Scores.of([p.kind for _, p in rows], [c.measured.verdict for c, _ in rows])
+    scoring = score(read_cells(args.cells), params)  # what `ktriage calibrate --score-only` computes
+    rows, scores = scoring.results, scoring.scores
     out = [
         f"# The shipped model on {len(rows)} {args.what} (H200, 2026-12-04)",
         "",
@@ -43,9 +42,9 @@ def main() -> int:
         scores.markdown(),
         "",
     ]
-    by_op: dict[str, list[tuple[CalibrationCell, Prediction]]] = defaultdict(list)
-    for c, p in rows:
-        by_op[c.operator].append((c, p))
+    by_op: dict[str, list[CellResult]] = defaultdict(list)
+    for r in rows:
+        by_op[r.cell.operator].append(r)
     for op, items in sorted(by_op.items()):
         out += [
             f"## {op}",
@@ -53,10 +52,11 @@ def main() -> int:
             "| input | toolchain vs reference | measured | GPU verdict | predicted [interval] | kind |",
             "|---|---|---|---|---|---|",
         ]
-        for c, p in items:
+        for r in items:
+            c = r.cell
             out.append(
                 f"| {c.input} | {c.toolchain} vs {c.reference} | {c.measured.ratio:.3f}x | {c.measured.verdict} | "
-                f"{p.ratio:.3f}x [{p.low:.3f}, {p.high:.3f}] | {p.kind} |"
+                f"{r.predicted_ratio:.3f}x [{r.low:.3f}, {r.high:.3f}] | {r.kind} |"
             )
         out.append("")
     Path(args.out).write_text("\n".join(out))
