@@ -175,7 +175,8 @@ def _remove_dead_private_files(path: Path) -> None:
     user's): a leftover is untidy, never a reason to refuse a recording."""
     prefix = _private_prefix(path)
     try:
-        entries = list(os.scandir(path.parent))
+        with os.scandir(path.parent) as listing:
+            entries = list(listing)
     except OSError:  # no folder yet: nothing was left in it
         return
     for entry in entries:
