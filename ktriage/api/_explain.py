@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ktriage.api import _args as args
 from ktriage.api._toolchains import resolve_toolchains
@@ -60,6 +60,9 @@ class ExplainReport:
     fixes: list[Fix] | None  # None: not asked for (``fixes=False``)
     diffs: str  # the aligned PTX/SASS diffs asked for, else ""
     fail_on: str | None = None
+    # what the first 4 KB of json_text() hold (its first key, report/explain.py's to_json), so that a
+    # file written beside another (``--report r.md`` writes r.json) replaces only an earlier report
+    JSON_MARKER: ClassVar[bytes] = b'"tool": "ktriage explain"'
 
     @property
     def specs(self) -> list[KernelSpec]:

@@ -20,7 +20,7 @@ from ktriage.api._args import entry_point
 from ktriage.atomic import write_atomic
 from ktriage.errors import KtriageError, option
 from ktriage.mdsafe import markdown_writer
-from ktriage.triage.program import ProgramReport
+from ktriage.triage.program import REPORTS, ProgramReport
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -118,7 +118,7 @@ def triage_run(
         db=db,
         model=model,
     )
-    files = (folder / "report.md", folder / "report.json")
+    files = (folder / REPORTS[0], folder / REPORTS[1])
 
     def so_far(report: ProgramReport) -> None:  # after each step: a run killed later keeps the steps it finished
         for path, text in ((files[0], to_markdown(report)), (files[1], to_json(report) + "\n")):

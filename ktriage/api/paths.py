@@ -21,7 +21,7 @@ from ktriage.schema.kinds import RESULTS_FILE as RESULTS_FILE
 from ktriage.schema.kinds import WORKLOAD as WORKLOAD
 from ktriage.schema.kinds import check_not_data as check_not_data
 from ktriage.schema.kinds import data_kind as data_kind
-from ktriage.schema.kinds import file_head
+from ktriage.schema.kinds import file_head as file_head
 
 NAME_MAX = 255  # bytes of one path component (Linux, macOS)
 PATH_MAX = 4096  # bytes of a whole path (Linux)

@@ -53,6 +53,12 @@ two exceptions, refused before any work (exit 2, the file left as it was, `fix:`
 which only a GPU host, a recorded program or hours of bisecting make again: a results file, a
 workload, a bisect state or a model file (`runs list -o run.json` over an exported run; `runs export
 -o run.json` over an earlier export is replaced).
+
+`-o` writes only the files named; an existing file is replaced only where it was named. The one
+option that writes a file beside the one named, explain's older `--report r.md` (also `r.json`),
+replaces an `r.json` there only when it is an earlier explain report: any other is refused before any
+work (exit 2, the file left as it was), naming it, with the fix: add `-o r.json` to replace it, or
+give `--report` another path (or `-o` for only the files you name).
 """
 
 

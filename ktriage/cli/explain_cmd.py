@@ -61,9 +61,16 @@ def explain(
     (some cells failed; --allow-failures gives the code of the complete part then)."""
     opt.check_format(fmt, o.FORMATS)
     # --report PATH is the markdown report at PATH (a name without a suffix included: it was refused as
-    # "--output r: no writer"), the JSON next to it.
+    # "--output r: no writer"), the JSON next to it (not named by the user: it replaces only an earlier one).
     legacy = (
-        [opt.as_format(report, ".md") if not report.suffix else report, report.with_suffix(".json")] if report else None
+        [
+            opt.as_format(report, ".md") if not report.suffix else report,
+            opt.beside(
+                f"--report {report}", report, ".json", marker=ExplainReport.JSON_MARKER, what="an explain JSON report"
+            ),
+        ]
+        if report
+        else None
     )
     outputs = opt.merge_outputs(output, legacy)
     opt.check_outputs(outputs, o.WRITERS, inputs=[target])

@@ -31,7 +31,8 @@ Report = Annotated[
         "--report",
         help=(
             "Older spelling of two -o: the report at PATH (written as -o writes it; markdown for a PATH without a"
-            " suffix) and the JSON next to it, PATH with its suffix replaced by .json (r.md: r.md and r.json)."
+            " suffix) and the JSON next to it, PATH with its suffix replaced by .json (r.md: r.md and r.json);"
+            " an r.json that is not an earlier explain report is refused unless named with -o."
         ),
     ),
 ]

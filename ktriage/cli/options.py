@@ -37,7 +37,7 @@ import typer
 
 from ktriage.api.paths import RESULTS_FILE as RESULTS_FILE
 from ktriage.api.paths import WORKLOAD as WORKLOAD
-from ktriage.api.paths import check_not_data, data_kind, is_char_device
+from ktriage.api.paths import check_not_data, data_kind, file_head, is_char_device
 from ktriage.api.paths import check_replaceable as check_replaceable
 from ktriage.api.paths import check_writable as check_writable
 from ktriage.atomic import write_atomic
@@ -442,6 +442,42 @@ def as_format(path: Path, suffix: str) -> Path:
     return named
 
 
+class _BesidePath(type(Path())):  # type: ignore[misc]  # as _FormatPath
+    """A path ktriage names after one the user gave (``--report r.md`` also writes ``r.json``), which the
+    user did not name: an existing file there is replaced only when it is an earlier copy of what is
+    written there (``marker`` in its first 4 KB); any other is refused before any work
+    (:func:`check_outputs`). Why: ``explain --report r.md`` replaced an unrelated ``r.json`` beside it
+    without a word (``overwrote r.json``, a file the user never typed)."""
+
+    given: str  # the option that made it, as the user spelt it: "--report r.md"
+    marker: bytes
+    what: str
+
+
+def beside(given: str, path: Path, suffix: str, *, marker: bytes, what: str) -> Path:
+    """The file next to ``path`` with ``suffix`` in place of its own, written because the option
+    ``given`` (``--report r.md``) writes it too; ``marker`` tells an earlier copy of it (``what``: how the
+    refusal names one), which it may replace. A path named with ``-o`` as well wins (:func:`merge_outputs`)."""
+    out = _BesidePath(path.with_suffix(suffix))
+    out.given, out.marker, out.what = given, marker, what
+    return out
+
+
+def _check_beside(path: _BesidePath) -> None:
+    """Refuse to replace a file the user did not name (:class:`_BesidePath`) that is not an earlier copy
+    of what is written there, naming it and the ways on: name it with ``-o`` to replace it, or give
+    another path."""
+    head = file_head(path)
+    if head is None or path.marker in head:
+        return
+    raise KtriageError(
+        f"{path.given} also writes {path}, which exists and is not {path.what}: it would be replaced,"
+        " and it was not named",
+        f"add -o {path} to replace it, or give {path.given.split(' ', 1)[0]} another path"
+        " (or -o for only the files you name)",
+    )
+
+
 def output_suffix(path: Path) -> str:
     """The writer a path is written with: the format its option named (:func:`as_format`), else its suffix."""
     return getattr(path, "writer_suffix", None) or path.suffix.lower()
@@ -493,6 +529,8 @@ def check_outputs(
                 f"write the report to another file, e.g. -o {path.with_name(path.stem + '-report' + path.suffix)}",
             )
         check_writable(path)
+        if isinstance(path, _BesidePath):
+            _check_beside(path)
         if writes is not None:
             check_not_data(path, "--output", allowed=writes)
 
@@ -599,7 +637,9 @@ def merge_outputs(
 ) -> list[Path]:
     """``-o`` paths plus the verb's older spellings of it (``--report``...), in order, without duplicates.
     ``md``/``json``/``html``: an option named after its format (``--markdown``, ``--json``,
-    ``--output-json``, ``--html``) writes that format whatever the path's suffix (:func:`as_format`)."""
+    ``--output-json``, ``--html``) writes that format whatever the path's suffix (:func:`as_format`).
+    A path the user named wins over the same path written beside another (:func:`beside`): named, it
+    is replaced as ``-o`` replaces."""
     out: list[Path] = list(outputs or [])
     named = [as_format(p, s) for p, s in ((md, ".md"), (json, ".json"), (html, ".html")) if p is not None]
     for alias in [*aliases, *named]:
@@ -608,6 +648,10 @@ def merge_outputs(
         for path in [alias] if isinstance(alias, Path) else alias:
             if path not in out:
                 out.append(path)
+            elif not isinstance(path, _BesidePath):
+                at = out.index(path)
+                if isinstance(out[at], _BesidePath):
+                    out[at] = path
     return out
 
 

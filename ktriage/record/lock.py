@@ -9,12 +9,17 @@ process to wait for or stop. A lock file first appears with its holder's pid alr
 into a private file, locked, then hard-linked into place); the only windows without it are the takeover
 of a file a dead recorder left (rewritten in place, since its path is already taken) and filesystems
 without hard links, and there a refused rival reads again briefly before it words the refusal.
+The private file is named with its creator's pid (``.W.json.lock.<pid>.XXXXXXXX``) because a recorder
+killed between its creation and its removal (SIGKILL, the OOM killer) leaves it behind; the next
+recorder of the same output removes those whose pid no longer runs, and never one of a running process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -28,6 +33,8 @@ LOCK_SUFFIX = ".lock"
 RACES = 5  # a lock file removed or replaced under us this many times in a row: give up
 HOLDER_READS = 50  # how often a refused rival reads a holder pid that is missing or not running...
 HOLDER_READ_PAUSE_S = 0.02  # ...this far apart (about 1 s in all) before it says what it found
+# what follows ".W.json.lock." in a private file's name: its creator's pid, then mkstemp's random letters
+_PRIVATE_TAIL = re.compile(r"(?P<pid>[0-9]+)\.[a-z0-9_]+")
 
 
 def lock_path(output: Path) -> Path:
@@ -50,10 +57,12 @@ def output_lock(output: Path) -> Iterator[None]:
     folders again. The lock file is removed while still held, so none is left behind; a writer that
     locked a file another writer had just removed sees that the path no longer names its file and
     tries again. A file left by a recorder that died (SIGKILL, a crash) holds no ``flock``: the next
-    recorder takes it over, nothing to delete by hand."""
+    recorder takes it over, nothing to delete by hand; so are the private files such a recorder left
+    (:func:`_remove_dead_private_files`), refused or not."""
     path = lock_path(output)
     made: list[Path] = []  # deepest first: the folders this call created (not a racing writer's)
     races = reads = 0
+    _remove_dead_private_files(path)
     while True:
         made = _make_folders(output, made)
         try:
@@ -130,7 +139,7 @@ def _publish(path: Path) -> int | None:
     the filesystem has no hard links (the caller opens ``path`` itself)."""
     import fcntl
 
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    fd, name = tempfile.mkstemp(prefix=f"{_private_prefix(path)}{os.getpid()}.", dir=path.parent)
     try:
         os.write(fd, str(os.getpid()).encode())
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # nobody else knows this file: never waits
@@ -149,7 +158,36 @@ def _publish(path: Path) -> int | None:
         os.close(fd)
         raise
     finally:
-        os.unlink(name)
+        with contextlib.suppress(FileNotFoundError):  # removed by a recorder that took it for a dead one's
+            os.unlink(name)
+
+
+def _private_prefix(path: Path) -> str:
+    """How the private files of the lock at ``path`` begin: ``.W.json.lock.`` (then the pid)."""
+    return f".{path.name}."
+
+
+def _remove_dead_private_files(path: Path) -> None:
+    """Remove the private files of the lock at ``path`` (:func:`_publish`) that recorders killed between
+    their creation and their removal left behind: those whose pid no longer runs on this host. A
+    running process's file is kept (it is about to link or remove it), and so is a file whose name
+    carries no pid (made by a ktriage that did not write one) or that cannot be removed (another
+    user's): a leftover is untidy, never a reason to refuse a recording."""
+    prefix = _private_prefix(path)
+    try:
+        with os.scandir(path.parent) as listing:
+            entries = list(listing)
+    except OSError:  # no folder yet: nothing was left in it
+        return
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        tail = _PRIVATE_TAIL.fullmatch(entry.name[len(prefix) :])
+        if tail is None or pid_alive(int(tail["pid"])):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
 
 
 def _names(path: Path, fd: int) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import re
 import shlex
 import time
@@ -54,6 +55,7 @@ StepStatus = Literal["ok", "partial", "failed", "skipped"]
 # The report's steps, in order (a step that never started is listed as skipped, with why).
 STEPS = ("toolchains", "record", "compile", "bench", "explain", "compare", "fixes", "bisect")
 BUNDLE, RESULTS = "bundle", "results.json"
+REPORTS = ("report.md", "report.json")  # the run's reports in the work folder (api.triage_run)
 
 
 def workload_file(argv: Sequence[str]) -> str:
@@ -264,6 +266,20 @@ def gpu_problem_here() -> str | None:
     return gpu_problem()
 
 
+def _check_nothing_replaced(workdir: Path, workload: str) -> None:
+    """Refuse a work folder that already holds a file the run writes by name (the bundle, the results,
+    the reports): ``--workdir .`` in a project replaced its ``report.md`` without a word, a file the
+    user never named. Files of other names in it are left alone."""
+    names = (BUNDLE, RESULTS, *REPORTS)
+    held = [n for n in names if os.path.lexists(workdir / n)]
+    if held:
+        raise KtriageError(
+            f"--workdir {workdir} already holds {', '.join(held)}, which this run would replace (it writes"
+            f" {workload}, {', '.join(names)} there)",
+            f"give a new folder (it is created), or move {', '.join(held)} out of {workdir}",
+        )
+
+
 def preflight(options: ProgramOptions) -> list[str]:
     """Everything checkable before minutes of work: the command splits, both toolchain specs parse,
     the workdir is usable, and this host has a GPU. Returns the program's argv."""
@@ -292,6 +308,7 @@ def preflight(options: ProgramOptions) -> list[str]:
             f"--workdir {options.workdir} already holds a run ({workload_file(argv)})",
             "give a new folder, or remove that one",
         )
+    _check_nothing_replaced(options.workdir, workload_file(argv))
     check_gate(options.threshold, flag_percent=True)
     if not (math.isfinite(options.max_time_s) and options.max_time_s > 0):
         raise KtriageError(

@@ -63,6 +63,29 @@ def test_explain_writes_every_output_by_its_suffix(
     assert "Compiled for: `sm_80`" in (in_tmp / "a80.md").read_text()
 
 
+def test_report_never_replaces_an_unrelated_file_beside_it_that_was_not_named(
+    toolchain, in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:  # type: ignore[no-untyped-def]
+    """``--report r.md`` also writes ``r.json``, which the user did not type: it replaced any r.json there
+    (``overwrote r.json``). Now an r.json that is not an earlier explain report is refused before any
+    work, naming it and the ways on; named with -o it is replaced, as -o replaces; an earlier report
+    is replaced, so a nightly ``--report`` still rewrites both."""
+    toolchain("triton==3.4.0")
+    mine = in_tmp / "r.json"
+    mine.write_text('{"my": "settings"}\n')
+    assert main([*VECTOR_ADD, "--report", "r.md"]) == exit_codes.USAGE
+    err = " ".join(capsys.readouterr().err.split())
+    assert "error: --report r.md also writes r.json, which exists and is not an explain JSON report" in err, err
+    assert "fix: add -o r.json to replace it, or give --report another path" in err, err
+    assert mine.read_text() == '{"my": "settings"}\n' and not (in_tmp / "r.md").exists()
+    # named, it is the user's choice: replaced as -o replaces
+    assert main([*VECTOR_ADD, "--report", "r.md", "-o", "r.json"]) == exit_codes.OK
+    assert json.loads(mine.read_text())["tool"] == "ktriage explain"
+    # an earlier report beside it is replaced without being named (a nightly rewriting its reports)
+    assert main([*VECTOR_ADD, "--report", "r.md"]) == exit_codes.OK
+    assert json.loads(mine.read_text())["tool"] == "ktriage explain" and (in_tmp / "r.md").exists()
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [
@@ -165,3 +188,21 @@ def test_input_help_names_the_workload_forms_where_the_verb_reads_a_workload(
     assert "input id (7)" in line and "N=4608..8192" in line
     forms = ("K7:fn", "fn.K7", "K7[X_ptr=4096x4608]", "K7[X_ptr=4096x{4608..6144}]")
     assert all(f in line for f in forms) if workload else not any(f in line for f in forms), line
+
+
+def test_a_named_output_wins_over_the_same_file_written_beside_another(tmp_path: Path) -> None:
+    """Whichever comes first, a path the user named is replaced as -o replaces; the same path only
+    written beside another (``--report``'s JSON) is refused over an unrelated file."""
+    from ktriage.cli import options as opt
+    from ktriage.errors import KtriageError
+
+    report, mine = tmp_path / "r.md", tmp_path / "r.json"
+    mine.write_text('{"my": "settings"}\n')
+    made = opt.beside(f"--report {report}", report, ".json", marker=b'"tool": "ktriage explain"', what="a report")
+    writers = (".md", ".json")
+    with pytest.raises(KtriageError, match="was not named"):
+        opt.check_outputs(opt.merge_outputs(None, [report, made]), writers)
+    for outputs, aliases in (([mine], [report, made]), (None, [[report, made], [Path(mine)]])):
+        merged = opt.merge_outputs(outputs, *aliases)
+        assert merged.count(mine) == 1
+        opt.check_outputs(merged, writers)  # named: no refusal

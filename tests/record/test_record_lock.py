@@ -1,6 +1,7 @@
 """record's lock (``ktriage.record.lock``) against real rival processes: a refused recorder always
-names the holder's pid, a lock file a crashed recorder left is taken over, and a lock held by a
-process its recorder started (the recorder gone) is refused with what to end."""
+names the holder's pid, a lock file a crashed recorder left is taken over, a private file a recorder
+killed before linking it left is removed (only a dead recorder's), and a lock held by a process its
+recorder started (the recorder gone) is refused with what to end."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from ktriage.cli import exit_codes
+from ktriage.cli.app import main
 from ktriage.errors import KtriageError
 from ktriage.record.lock import lock_path, output_lock
+from ktriage.record.workload import load_workload
 
 # A holder that freezes right after its FREEZE-th call of the system calls a lock is taken with
 # (FREEZE 0: never), so that a rival meets every state the holder passes through; it says "frozen"
@@ -144,3 +148,60 @@ def test_a_lock_held_by_a_process_whose_recorder_died_names_what_to_end(tmp_path
     finally:
         _end(orphan)
     assert lock_path(output).exists()  # the refused rival removed nothing of the holder's
+
+
+# A recorder killed (SIGKILL, as the OOM killer does) between the creation of its private file and its
+# link to the lock's name: what it leaves behind in the folder of -o.
+KILLED_BEFORE_LINK = """
+import os, signal, sys
+from pathlib import Path
+from ktriage.record.lock import output_lock
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+os.link = killed
+with output_lock(Path(sys.argv[1])):
+    pass
+"""
+
+
+def _private_files(output: Path) -> list[Path]:
+    return sorted(output.parent.glob(f".{lock_path(output).name}.*"))
+
+
+def test_a_private_file_left_by_a_recorder_killed_before_its_link_is_removed_by_the_next_record(
+    tmp_path: Path, probe_sees_a_gpu: None
+) -> None:
+    """A recorder killed between creating ``.W.json.lock.<pid>.XXXXXXXX`` and linking it to ``W.json.lock``
+    left the private file behind for good (its name carried no pid, so nobody could tell it was a dead
+    recorder's). Its name now carries the pid, and the next ``ktriage record`` of the same output
+    removes it."""
+    output = tmp_path / "W.json"
+    killed = subprocess.Popen([sys.executable, "-c", KILLED_BEFORE_LINK, str(output)])
+    assert killed.wait(timeout=120) == -signal.SIGKILL
+    left = _private_files(output)
+    assert [p.name.startswith(f".W.json.lock.{killed.pid}.") for p in left] == [True], left
+    assert left[0].read_text() == str(killed.pid)
+    assert main(["record", "-o", str(output), "--", sys.executable, "-c", "pass"]) == exit_codes.OK
+    assert _private_files(output) == [] and not lock_path(output).exists()
+    assert load_workload(output).recorded["returncode"] == 0
+
+
+def test_only_the_private_files_of_dead_recorders_are_removed(tmp_path: Path) -> None:
+    """The next recorder removes a private file whose pid is dead, and keeps one whose pid runs (a rival
+    between its file's creation and its link), one whose name carries no pid, and another output's."""
+    output = tmp_path / "W.json"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        dead = tmp_path / f".W.json.lock.{_dead_pid()}.abc_123x"
+        live = tmp_path / f".W.json.lock.{sleeper.pid}.abc_123x"
+        no_pid = tmp_path / ".W.json.lock.abc_123x"
+        other = tmp_path / f".V.json.lock.{_dead_pid()}.abc_123x"
+        for path in (dead, live, no_pid, other):
+            path.write_text("")
+        with output_lock(output):
+            assert not dead.exists()
+        assert live.exists() and no_pid.exists() and other.exists()
+    finally:
+        _end(sleeper)

@@ -89,6 +89,23 @@ def test_a_workdir_that_is_a_file_is_refused(run_cli, tmp_path: Path) -> None:
     assert res.exit_code == 2 and "is a file" in res.problem
 
 
+@pytest.mark.parametrize("name", ["report.md", "report.json", "results.json", "bundle"])
+def test_a_workdir_holding_a_file_the_run_writes_is_refused_and_left_as_it_was(
+    run_cli, tmp_path: Path, name: str
+) -> None:
+    """``--workdir .`` in a project replaced its ``report.md`` (and results.json, bundle/) without a word:
+    files the user never named. Refused before any work, naming them and the fix; the file is intact."""
+    work = tmp_path / "project"
+    work.mkdir()
+    mine = work / name
+    mine.write_text("my notes\n")
+    res = run_cli([*RUN, "--workdir", str(work)])
+    assert res.exit_code == 2, res.output
+    assert f"--workdir {work} already holds {name}, which this run would replace" in res.problem, res.problem
+    assert f"give a new folder (it is created), or move {name} out of {work}" in (res.fix or ""), res.fix
+    assert mine.read_text() == "my notes\n" and sorted(p.name for p in work.iterdir()) == [name]
+
+
 def test_one_results_file_splits_into_its_toolchains() -> None:
     from ktriage.compare.sides import load_side
     from ktriage.errors import KtriageError
