@@ -573,7 +573,7 @@ def test_a_state_holding_rounds_is_not_started_over_without_resume(tmp_path: Pat
     assert r.exit_code == exit_codes.USAGE, r.output
     assert r.problem == (
         f"state='{state}' (--state {state}) already holds this bisect: git:{repo.path} {repo.good}..{repo.bad} "
-        f"--command 'sh {script}', {held}; starting over would discard them"
+        f"command='sh {script}' (--command 'sh {script}'), {held}; starting over would discard them"
     ), r.output
     assert r.fix == (
         f"add resume=True (--resume) to continue it; to start over, give another state (--state) path or delete {state}"
