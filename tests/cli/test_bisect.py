@@ -547,7 +547,9 @@ def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCl
     assert run_cli([*base, "--good", repo.good]).exit_code == exit_codes.OK
     r = run_cli([*base, "--good", repo.commits[1], "--resume"])
     assert r.exit_code == exit_codes.USAGE and "another bisect" in r.err_text, r.output
-    assert f"git:{repo.path} {repo.good}..{repo.bad} --command 'sh {script}'" in r.problem, r.output
+    assert f"git:{repo.path} {repo.good}..{repo.bad} command='sh {script}' (--command 'sh {script}')" in r.problem, (
+        r.output
+    )
     assert "(differs in: good)" in r.problem
     assert (
         r.fix == "resume it with its own options; to start this bisect, give another state (--state) path "
