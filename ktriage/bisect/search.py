@@ -347,25 +347,24 @@ def _recorded(data: StateData) -> str:
 
 def _describe_bisect(fingerprint: JSONObject) -> str:
     """A bisect's question as its options spell it (source, ends, predicate, kernels), from the
-    fingerprint a state file keeps: which bisect a state belongs to, in a message."""
+    fingerprint a state file keeps: which bisect a state belongs to, in a message. Each option as
+    kt.bisect's keyword and the command's flag (``metric='latency' (--metric latency)``): the message
+    reaches both, and a flag alone named an option a library caller cannot pass."""
 
     def get(key: str) -> str:
         value = fingerprint.get(key)
         return "" if value is None or value is False else str(value)
 
     words = [f"{get('source') or '?'} {get('good') or '?'}..{get('bad') or '?'}"]
-    if get("metric"):
-        words.append(f"--metric {get('metric')}")
-    if get("command"):
-        words.append(f"--command {get('command')!r}")
-    if get("op"):
-        words.append(f"--op {get('op')}" + (f" --{get('mode')}" if get("mode") else ""))
+    for key in ("metric", "command", "op", "mode"):
+        if get(key) and (key != "mode" or get("op")):  # the pass of an op's kernels (a spec file names its own)
+            words.append(option(key, f"--{key}", get(key)))
     inputs = fingerprint.get("inputs")
     if isinstance(inputs, list) and inputs:
-        words.append("--input " + " ".join(str(i) for i in inputs))
+        words.append(option("inputs", "--input", [str(i) for i in inputs]))
     for key in ("spec", "backend", "toolchain"):
         if get(key):
-            words.append(f"--{key} {get(key)}")
+            words.append(option(key, f"--{key}", get(key)))
     return " ".join(words)
 
 

@@ -73,10 +73,10 @@ def refuse_csv_export(text: str, origin: str) -> None:
     first = next(csv.reader(io.StringIO(text[:4096].lstrip("\ufeff"))), [])
     if [h.strip() for h in first[: len(_EXPORT_CSV_HEAD)]] == _EXPORT_CSV_HEAD:
         raise FormatError(
-            f"{origin} is a run's CSV export (`ktriage runs export RUN --format csv`), a table of medians for "
-            "people and spreadsheets: it holds no samples and cannot be imported or compared",
-            "export the run as JSON where it is stored (`ktriage runs export RUN -o run.json`, or `--format json`) "
-            "and give that file",
+            f"{origin} is a run's CSV export (`ktriage runs export RUN --format csv`, kt.runs_export(run=RUN).to_csv()), "
+            "a table of medians for people and spreadsheets: it holds no samples and cannot be imported or compared",
+            "export the run as JSON where it is stored (`ktriage runs export RUN -o run.json`; from Python, "
+            "kt.runs_export(run=RUN).json_text() written to a file) and give that file",
         )
 
 

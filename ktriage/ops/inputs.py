@@ -12,8 +12,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.spec.ranges import id_runs, range_ends, range_hint, select_range
+from ktriage.spec.select import INPUTS
 
 MODES = ("fwd", "bwd", "fwd_bwd")  # TritonBench's modes (--fwd, --bwd, --fwd-bwd); a catalog kernel's name ends in one
 
@@ -39,7 +40,7 @@ _FACT = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(-?\d+)\s*$")
 
 
 def select_inputs(
-    op: str, cases: list[InputCase], selectors: Sequence[str] | None, *, mode: str | None = None
+    op: str, cases: list[InputCase], selectors: Sequence[str] | None, *, mode: str | None = None, flag: str = INPUTS
 ) -> list[InputCase]:
     """Cases matching any selector: an input id ("7"), shape facts ("N=4608", "D=4096,V=1024") or a range
     as explain prints it ("N=4608..8192"); each of these also inside the op's kernel name, as explain's
@@ -47,7 +48,8 @@ def select_inputs(
     range ("liger.layer_norm.bwd[N=4608..8192]"), and that kernel name alone for every input: what the
     reports print must select back, as a workload's ``K7[...]`` does. ``mode``: the pass whose kernel
     the caller compiles; a kernel name of another pass is refused (it names other launches), where None
-    any pass of ``op`` is taken (the input ids are the same in every pass)."""
+    any pass of ``op`` is taken (the input ids are the same in every pass). ``flag``: the option the
+    selectors came from, as a refusal names it (``inputs (--input)``; profile's ``input (--input)``)."""
     if not selectors:
         return list(cases)
     chosen: dict[int, InputCase] = {}
@@ -64,7 +66,7 @@ def select_inputs(
                 typed,
                 ends,
                 lambda end: [position[c.id] for c in _match(op, cases, end)],
-                flag="--input",
+                flag=flag,
                 where=op,
             )
             match = [ordered[n] for n in picked]
@@ -98,7 +100,7 @@ def _unwrap_kernel(op: str, sel: str, mode: str | None) -> str | None:
         )
         raise KtriageError(
             f"input selector {sel!r} names {op}'s {kernel_pass} kernel, and the {mode} kernel's inputs are being selected",
-            f"select the {kernel_pass} kernel's inputs with --mode {kernel_pass}, or give {alone}",
+            f"select the {kernel_pass} kernel's inputs with {option('mode', '--mode', kernel_pass)}, or give {alone}",
         )
     return inner if bracket else None
 

@@ -275,7 +275,7 @@ def select_input(bundle: Any, selector: str) -> int:
             f"{_input(text)}: bundle {bundle.path} records no shape facts for its inputs",
             f"give one of its input ids as {_input()} or {option('input_id', '--input-id')}: {input_ids(bundle)}",
         )
-    chosen = select_inputs(str(getattr(bundle, "op", "") or "the bundle"), cases, [text])
+    chosen = select_inputs(str(getattr(bundle, "op", "") or "the bundle"), cases, [text], flag=_input())
     if len(chosen) > 1:
         raise KtriageError(
             f"{_input(text)} matches {len(chosen)} inputs of bundle {bundle.path}: profile runs one",

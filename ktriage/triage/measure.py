@@ -33,15 +33,18 @@ from typing import Any
 
 from ktriage import progress
 from ktriage.atomic import write_atomic
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.triage.measure_plan import (
     AA_VARIANT,
     FIX_VARIANT,
     MANIFEST,
+    MEASURE,
+    MEASURED,
     MIN_SAMPLES,
     RESULTS,
     SCRIPT,
     SLOWER_LABEL,
+    WORKLOAD_GIVEN,
     BenchTarget,
     MeasurePlan,
     RecordedGroup,
@@ -79,17 +82,18 @@ def check_options(options: TriageOptions) -> None:
     """Refuse contradictory GPU-step options before any compile runs."""
     if options.measure and options.measured:
         raise KtriageError(
-            "--measure re-measures here, --measured reads results measured elsewhere: not both",
-            "drop one (on a GPU host: --measure; on the CPU machine, after the GPU host ran the bundle: --measured)",
+            f"{MEASURE} re-measures here, {MEASURED} reads results measured elsewhere: not both",
+            f"drop one (on a GPU host: {MEASURE}; on the CPU machine, after the GPU host ran the bundle: {MEASURED})",
         )
     if options.measured and options.bundle:
         raise KtriageError(
-            "--bundle writes a new bundle, --measured reads the results of one: not both",
-            "give --measured DIR (the bundle folder, with its results/) or the results files",
+            f"{option('bundle', '--bundle')} writes a new bundle, {MEASURED} reads the results of one: not both",
+            f"give {option('measured', '--measured', ['DIR'])} (the bundle folder, with its results/) or the results files",
         )
     if options.max_time_s <= 0:
         raise KtriageError(
-            f"--max-time {options.max_time_s} is not a time", "give the seconds of sampling per input, e.g. 5"
+            f"{option('max_time', '--max-time', options.max_time_s)} is not a time",
+            f"give the seconds of sampling per input, e.g. {option('max_time', '--max-time', 5)}",
         )
     if options.measure:  # the GPU is asked now: the explain, bisect and bundle steps before it take minutes
         import importlib.util
@@ -100,7 +104,7 @@ def check_options(options: TriageOptions) -> None:
             "torch is not installed in this Python" if importlib.util.find_spec("torch") is None else gpu_problem()
         )
         if problem:
-            raise KtriageError(f"--measure needs an NVIDIA GPU on this machine: {problem}", NO_GPU_FIX)
+            raise KtriageError(f"{MEASURE} needs an NVIDIA GPU on this machine: {problem}", NO_GPU_FIX)
     if options.measured:  # refused now, not after the compile-side steps; read, or with no flagged cell an
         from ktriage.compare.sides import load_side  # explain report given as --measured passed without a word
 
@@ -140,8 +144,8 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
             token=plan.token,
             note="no flagged cell can be re-measured by ktriage bench (layer_norm and embedding "
             "cells have replays; the cells of any other TritonBench operator need their kernels "
-            "from a recorded workload: --workload W.json, or --measure on a GPU host with "
-            "TritonBench, which records the operator's run itself)",
+            f"from a recorded workload: {WORKLOAD_GIVEN}, or {MEASURE} on a GPU "
+            "host with TritonBench, which records the operator's run itself)",
         )
         return
     if options.measured:
@@ -175,7 +179,8 @@ def gpu_step(report: TriageReport, options: TriageOptions, say: Say) -> None:
         return
     report.gpu_needed.append(
         f"re-measure the flagged cells side by side on the GPU host: `{commands[0]}` (copy {out} there "
-        f"first; it writes {out / RESULTS}/*.json), then here the same triage with --measured {out}"
+        f"first; it writes {out / RESULTS}/*.json), then here the same triage with "
+        f"{option('measured', '--measured', [str(out)])}"
     )
 
 
@@ -519,7 +524,10 @@ def _run_recorded(
     return results
 
 
-NO_GPU_FIX = "on a CPU machine use --bundle DIR, run the printed command on the GPU host, then --measured DIR/results"
+NO_GPU_FIX = (
+    f"on a CPU machine use {option('bundle', '--bundle', 'DIR')}, run the printed command on the GPU host, then "
+    f"{option('measured', '--measured', ['DIR/results'])}"
+)
 
 
 def _require_gpu() -> None:
@@ -527,6 +535,6 @@ def _require_gpu() -> None:
     try:
         import torch
     except ImportError as exc:
-        raise KtriageError("--measure needs torch and an NVIDIA GPU on this machine", fix) from exc
+        raise KtriageError(f"{MEASURE} needs torch and an NVIDIA GPU on this machine", fix) from exc
     if not torch.cuda.is_available():
-        raise KtriageError("--measure: no CUDA GPU is visible on this machine", fix)
+        raise KtriageError(f"{MEASURE}: no CUDA GPU is visible on this machine", fix)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.triage.model import CellTriage, RecordedMatch, TriageOptions, TriageReport
 from ktriage.wording import plural
@@ -27,6 +27,11 @@ RESULTS = "results"
 AA_VARIANT = "+aa"  # the same toolchain's second copy in a bundle: "<toolchain id>+aa"
 FIX_VARIANT = "+fix"  # the new toolchain with the proposed fixes' kernels: "<toolchain id>+fix"
 MIN_SAMPLES = 20
+# The GPU step's options as its messages and notes name them (ktriage.errors.option): kt.triage(...) meets
+# them as `ktriage triage` does, and a flag alone names an option a library caller cannot pass.
+MEASURE = option("measure", "--measure", True)
+MEASURED = option("measured", "--measured")
+WORKLOAD_GIVEN = option("workloads", "--workload", ["W.json"])
 
 
 class TimedFix(Protocol):
@@ -103,9 +108,9 @@ def no_target_reason(cell: CellTriage) -> str:
     op = registry.operator(cell.op)
     if op is None or not op.backends or op.module is None:
         return (
-            f"no replay for {cell.op} and no recorded kernels of {cell.backend}: give --workload W.json (`ktriage record "
+            f"no replay for {cell.op} and no recorded kernels of {cell.backend}: give {WORKLOAD_GIVEN} (`ktriage record "
             f"-o W.json -- python run.py --op {cell.op}{' --bwd' if cell.mode == 'bwd' else ''} --only {cell.backend}`), "
-            "or run this triage with --measure on a GPU host with TritonBench: it records the run itself"
+            f"or run this triage with {MEASURE} on a GPU host with TritonBench: it records the run itself"
         )
     if cell.mode not in op.modes:
         return f"no replay for {cell.op} {cell.mode}: ktriage benches {plural(len(op.modes), 'pass', 'passes')}: {', '.join(op.modes)}"
@@ -240,7 +245,8 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
     if report.old_toolchain is None or report.new_toolchain is None:
         raise KtriageError(
             "the GPU step needs both sides' toolchains, and the files do not say them",
-            "pass --old-toolchain and --new-toolchain (e.g. triton==3.3.1 and triton==3.4.0)",
+            f"pass {option('old_toolchain', '--old-toolchain', 'triton==3.3.1')} and "
+            f"{option('new_toolchain', '--new-toolchain', 'triton==3.4.0')}",
         )
     found: dict[int, BenchTarget] = {}
     matched: dict[int, RecordedMatch] = {}
@@ -260,11 +266,11 @@ def plan_measurement(report: TriageReport, options: TriageOptions) -> MeasurePla
     if options.limit is not None:
         if options.limit < 1:
             raise KtriageError(
-                f"--limit {options.limit} bundles nothing",
-                "give --limit 1 or more (or leave it out: every flagged cell)",
+                f"{option('limit', '--limit', options.limit)} bundles nothing",
+                f"give {option('limit', '--limit', 1)} or more (or leave it out: every flagged cell)",
             )
         for i in order[options.limit :]:
-            skipped[i] = f"left out of the GPU re-run by --limit {options.limit}"
+            skipped[i] = f"left out of the GPU re-run by {option('limit', '--limit', options.limit)}"
         order = order[: options.limit]
     targets = {i: found[i] for i in order if i in found}
     recorded_targets = {i: matched[i] for i in order if i in matched}

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktriage.errors import KtriageError
-from ktriage.triage.measure_plan import FIX_VARIANT, RESULTS, SCRIPT, MeasurePlan
+from ktriage.errors import KtriageError, option
+from ktriage.triage.measure_plan import FIX_VARIANT, MEASURED, RESULTS, SCRIPT, MeasurePlan
 from ktriage.triage.model import (
     CellTriage,
     FixSide,
@@ -45,7 +45,7 @@ def results_paths(given: Sequence[str]) -> list[Path]:
             found = sorted(inner.glob("*.json"))
             if not found:
                 raise KtriageError(
-                    f"--measured {p}: no results file (*.json) in {inner}",
+                    f"{MEASURED} {p}: no results file (*.json) in {inner}",
                     f"run the bundle's {SCRIPT} on the GPU host first, then copy its {RESULTS}/ folder back",
                 )
             out += found
@@ -53,7 +53,7 @@ def results_paths(given: Sequence[str]) -> list[Path]:
             out.append(p)
         else:
             raise KtriageError(
-                f"--measured {p}: no such file or folder",
+                f"{MEASURED} {p}: no such file or folder",
                 "give each results file `ktriage bench --bundle` wrote, or the bundle folder",
             )
     return out
@@ -66,14 +66,14 @@ def _bundle_of(run: RunInfo, path: Path) -> tuple[str, str]:
     bundle = plan.get("bundle") if isinstance(plan, dict) else None
     if not isinstance(bundle, str) or not bundle:
         raise KtriageError(
-            f"--measured {path}: not the results of a bundle (the run has no bundle in its plan)",
+            f"{MEASURED} {path}: not the results of a bundle (the run has no bundle in its plan)",
             "give the results `ktriage bench --bundle DIR/<bundle>` wrote for this triage's bundle",
         )
     name = Path(bundle.rstrip("/")).name
     token = name.rsplit("-", 1)[-1]
     if not re.fullmatch(r"[0-9a-f]{10}", token):
         raise KtriageError(
-            f"--measured {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
+            f"{MEASURED} {path}: the results of bundle {name}, which no triage wrote (its name has no triage token)",
             "give the results of the bundle `ktriage triage OLD NEW ... --bundle DIR` wrote: DIR/results/*.json",
         )
     return name, token
@@ -134,10 +134,10 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         name, token = _bundle_of(run, path)
         if token != plan.token:
             raise KtriageError(
-                f"--measured {path} measured bundle {name} (token {token}), not this triage's (token {plan.token}: "
+                f"{MEASURED} {path} measured bundle {name} (token {token}), not this triage's (token {plan.token}: "
                 f"{plan.old_toolchain} -> {plan.new_toolchain}, bundles {', '.join(wanted) or 'none'})",
                 "give the results of the bundle `ktriage triage OLD NEW --bundle DIR` wrote for these same files, toolchains "
-                "and --threshold (DIR/triage-measure.json names them), or bundle this triage again",
+                f"and {option('threshold', '--threshold')} (DIR/triage-measure.json names them), or bundle this triage again",
             )
         if name in wanted:
             loaded[name] = (run, cells, path.name)
@@ -165,7 +165,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
             rgroup = plan.recorded_group(match)
             if rgroup.dirname not in loaded:
                 cell.measured = Measured(
-                    "not_measured", f"no results for bundle {rgroup.dirname} were given (--measured)"
+                    "not_measured", f"no results for bundle {rgroup.dirname} were given ({MEASURED})"
                 )
                 continue
             cell.measured = _recorded_measured(match, pairs, plan, loaded[rgroup.dirname][2])
@@ -177,7 +177,7 @@ def apply_measured(report: TriageReport, plan: MeasurePlan, paths: Sequence[Path
         group = plan.group_of(target)
         key = (target.op, target.mode, target.input_id, target.backend)
         if group.dirname not in loaded:
-            cell.measured = Measured("not_measured", f"no results for bundle {group.dirname} were given (--measured)")
+            cell.measured = Measured("not_measured", f"no results for bundle {group.dirname} were given ({MEASURED})")
             continue
         if target.kind == "artifact":
             cell.measured = _artifact_measured(pairs.get(key), plan, loaded[group.dirname][2])

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ktriage import progress
+from ktriage.triage.measure_plan import WORKLOAD_GIVEN
 from ktriage.triage.model import CellTriage, TriageReport
 from ktriage.triage.recorded_match import Loaded, describe, load_workloads, match_cell
 
@@ -115,7 +116,7 @@ def record_missing(report: TriageReport, unplanned: Sequence[int], out_dir: Path
             for i in r.cells:
                 report.cells[i].notes.append(
                     f"not recorded: no TritonBench checkout found to record {r.op} {r.mode} from (set {ENV_TRITONBENCH} "
-                    f"to the folder with run.py, or give --workload W.json from `ktriage record -- {' '.join(r.argv('python'))}`)"
+                    f"to the folder with run.py, or give {WORKLOAD_GIVEN} from `ktriage record -- {' '.join(r.argv('python'))}`)"
                 )
         return []
     written: list[str] = []

@@ -559,10 +559,10 @@ def _check(options: TriageOptions) -> None:
     from ktriage.triage import measure as gpu
 
     parse_arch(options.arch)  # a typo in the target or a toolchain is the user's (exit 2), not a failed step (4)
-    for flag, text in (("--old-toolchain", options.old_toolchain), ("--new-toolchain", options.new_toolchain)):
+    for name, text in (("old_toolchain", options.old_toolchain), ("new_toolchain", options.new_toolchain)):
         if text and "=" in text:  # a spec (an id or its prefix names a toolchain of one run: checked there)
             # a release that does not exist is refused now, not only once a flagged cell compiles with it
-            check_releases_exist(parse_toolchain(text, check_files=False), flag)
+            check_releases_exist(parse_toolchain(text, check_files=False), option(name, "--" + name.replace("_", "-")))
     gpu.check_options(options)
 
 

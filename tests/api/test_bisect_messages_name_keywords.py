@@ -107,7 +107,11 @@ def test_state_refusals_name_state_and_resume(repo: KernelRepo, tmp_path: Path) 
     runs = command_runs(log)
     with pytest.raises(KtriageError) as again:
         kt.bisect(**commits, state=state)
-    assert (again.value.problem or "").startswith(f"state='{state}' (--state {state}) already holds this bisect: ")
+    # the bisect it holds, said in the options that asked it (search._describe_bisect), not in flags alone
+    assert (again.value.problem or "").startswith(
+        f"state='{state}' (--state {state}) already holds this bisect: git:{repo.path} {repo.good}..{repo.bad} "
+        f"command='sh {script}' (--command 'sh {script}'), "
+    )
     assert again.value.fix == (
         f"add resume=True (--resume) to continue it; to start over, give another state (--state) path or delete {state}"
     )

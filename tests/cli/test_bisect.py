@@ -547,7 +547,9 @@ def test_resume_refuses_a_state_of_another_bisect(tmp_path: Path, run_cli: RunCl
     assert run_cli([*base, "--good", repo.good]).exit_code == exit_codes.OK
     r = run_cli([*base, "--good", repo.commits[1], "--resume"])
     assert r.exit_code == exit_codes.USAGE and "another bisect" in r.err_text, r.output
-    assert f"git:{repo.path} {repo.good}..{repo.bad} --command 'sh {script}'" in r.problem, r.output
+    assert f"git:{repo.path} {repo.good}..{repo.bad} command='sh {script}' (--command 'sh {script}')" in r.problem, (
+        r.output
+    )
     assert "(differs in: good)" in r.problem
     assert (
         r.fix == "resume it with its own options; to start this bisect, give another state (--state) path "
@@ -573,7 +575,7 @@ def test_a_state_holding_rounds_is_not_started_over_without_resume(tmp_path: Pat
     assert r.exit_code == exit_codes.USAGE, r.output
     assert r.problem == (
         f"state='{state}' (--state {state}) already holds this bisect: git:{repo.path} {repo.good}..{repo.bad} "
-        f"--command 'sh {script}', {held}; starting over would discard them"
+        f"command='sh {script}' (--command 'sh {script}'), {held}; starting over would discard them"
     ), r.output
     assert r.fix == (
         f"add resume=True (--resume) to continue it; to start over, give another state (--state) path or delete {state}"

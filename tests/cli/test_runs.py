@@ -222,7 +222,8 @@ def test_import_of_a_csv_export_names_it_and_the_json_export(store_url: str, tmp
     result = run_cli(["runs", "import", str(table), "--db", store_url])
     assert result.exit_code == exit_codes.USAGE, result.output
     assert result.problem.startswith(
-        f"results file {table} is a run's CSV export (`ktriage runs export RUN --format csv`)"
+        f"results file {table} is a run's CSV export (`ktriage runs export RUN --format csv`, "
+        "kt.runs_export(run=RUN).to_csv())"
     )
     assert "cannot be imported" in result.problem and "not valid JSON" not in result.err_text
     assert "ktriage runs export RUN -o run.json" in (result.fix or "")

@@ -85,7 +85,7 @@ def test_cells_of_an_op_without_replay_are_grouped_into_tritonbench_runs() -> No
         "--num-inputs",
         "3",
     ]
-    assert "--measure on a GPU host with TritonBench" in no_target_reason(report.cells[0])
+    assert "measure=True (--measure) on a GPU host with TritonBench" in no_target_reason(report.cells[0])
 
 
 def test_the_gpu_step_records_the_operators_run_and_matches_the_cell(

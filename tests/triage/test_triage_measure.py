@@ -125,7 +125,8 @@ def test_bundle_of_the_flagged_cells_and_the_command(
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     code = main(["triage", str(RUN1), str(RUN2), *CROSS, "--limit", "1", "--measure", "--bundle", str(out)])
     err = " ".join(capsys.readouterr().err.split())
-    assert code == 2 and "error: --measure needs an NVIDIA GPU on this machine" in err and "--bundle DIR" in err, err
+    assert code == 2 and "error: measure=True (--measure) needs an NVIDIA GPU on this machine" in err, err
+    assert "bundle='DIR' (--bundle DIR)" in err, err
     assert "reusing the bundle" not in err and "explain " not in err
 
 

@@ -66,8 +66,10 @@ def test_layer_norm_fwd_and_fwd_bwd() -> None:
 
 def test_forward_only_backend_refuses_backward_before_importing_triton() -> None:
     inp = make_input("layer_norm", LN, device="cpu")
-    with pytest.raises(KtriageError, match="forward only"):
+    with pytest.raises(KtriageError, match="forward only") as fwd_only:
         get_backend("layer_norm", "triton_layer_norm").prepare(inp, "bwd")
+    # kt.bench's keywords as well as the flags (ktriage.errors.option)
+    assert fwd_only.value.fix == "run it with mode='fwd' (--mode fwd), or leave triton_layer_norm out of only (--only)"
     with pytest.raises(KtriageError, match="torch_layer_norm"):
         get_backend("layer_norm", "nope")
 

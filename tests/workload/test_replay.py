@@ -109,17 +109,23 @@ def test_mismatched_gpu_or_dtype_is_an_error_not_a_wrong_launch() -> None:
     case = bench_op("layer_norm").inputs()[7]
     inp = make_input("layer_norm", case, device="cpu")
     launcher = FakeRecordingLauncher()
-    with pytest.raises(KtriageError, match="--sm-count 144"):
+    with pytest.raises(KtriageError) as sms:
         artifact_backend("liger_layer_norm", launch=launcher, specs=catalog_specs(sm_count=132), sm_count=144).prepare(
             inp, "bwd"
         )
+    # the fix names kt.bench's keyword as well as the flag (ktriage.errors.option)
+    assert sms.value.fix == "rebuild the bundle with sm_count=144 (--sm-count 144)"
 
     def bf16_specs(backend, c, role):
         spec = catalog_spec(backend, c, role, precision="bf16")
         return KernelRef("k", spec)
 
-    with pytest.raises(KtriageError, match=r"types \(replay, spec\)"):
+    with pytest.raises(KtriageError, match=r"types \(replay, spec\)") as types:
         artifact_backend("liger_layer_norm", launch=launcher, specs=bf16_specs).prepare(inp, "bwd")
+    assert types.value.fix == (
+        "build the bundle for this input, precision and GPU (precision (--precision), sm_count (--sm-count) = the "
+        "GPU's SM count)"
+    )
     assert launcher.calls == []
 
 

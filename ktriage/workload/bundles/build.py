@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ktriage import progress
-from ktriage.errors import SpecError
+from ktriage.errors import SpecError, option
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.spec.model import KernelSpec
 from ktriage.wording import plural
@@ -53,7 +53,9 @@ def build_bundle(
     prec = resolve_precision(opdef, precision)
     sm = sm_count if sm_count is not None else default_sm_count(target)
     if not toolchains:
-        raise SpecError("no toolchain given for the bundle", "pass --toolchain (e.g. --toolchain triton==3.4.0)")
+        raise SpecError(
+            "no toolchain given for the bundle", f"pass one, e.g. {option('toolchains', '-t', ['triton==3.4.0'])}"
+        )
     chosen = (
         list(backends)
         if backends
@@ -63,7 +65,9 @@ def build_bundle(
         if b not in opdef.artifact_backends:
             raise SpecError(f"{b} is not an artifact backend of {op}", f"use: {', '.join(opdef.artifact_backends)}")
         if REPLAYS[b].fwd_only and mode != "fwd":
-            raise SpecError(f"{b} has no {mode} kernels (forward only)", "bundle it with --fwd")
+            raise SpecError(
+                f"{b} has no {mode} kernels (forward only)", f"bundle it with {option('mode', '--mode', 'fwd')}"
+            )
     cases = select_op_inputs(opdef, selectors=[str(i) for i in inputs] if inputs else None)
 
     specs: dict[str, KernelSpec] = {}

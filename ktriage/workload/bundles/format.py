@@ -34,7 +34,7 @@ import msgspec
 
 from ktriage.atomic import write_atomic
 from ktriage.catalog.inputs import InputCase
-from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version
+from ktriage.errors import CompileError, FormatError, KtriageError, check_format_version, option
 from ktriage.schema.bundle import (
     FIX,
     FIXES,
@@ -209,7 +209,8 @@ class Bundle:
                     break
         raise FormatError(
             f"bundle {self.path} has no {backend} {role} kernel for input {input_id}",
-            f"build a bundle with --only {backend} and that input (inputs here: {[i['id'] for i in self.inputs]})",
+            f"build a bundle with {option('only', '--only', [backend])} and that input "
+            f"(inputs here: {[i['id'] for i in self.inputs]})",
         )
 
     def spec_source(self) -> SpecSource:

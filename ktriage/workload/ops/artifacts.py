@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.ops.inputs import InputCase
 from ktriage.spec.model import KernelSpec
 from ktriage.spec.specialize import Ptr, canonical_dtype, specialize_args
@@ -105,7 +105,8 @@ def check_args(spec: KernelSpec, args: NamedArgs, *, where: str) -> None:
     if problems:
         raise KtriageError(
             f"{where}: the arguments do not match spec {spec.name!r}: " + "; ".join(problems),
-            "build the bundle for this input, precision and GPU (--precision, --sm-count = the GPU's SM count)",
+            f"build the bundle for this input, precision and GPU ({option('precision', '--precision')}, "
+            f"{option('sm_count', '--sm-count')} = the GPU's SM count)",
         )
 
 
@@ -128,7 +129,7 @@ class _Kernel:
             if spec.grid is not None and tuple(grid) != tuple(spec.grid):
                 raise KtriageError(
                     f"{self.where}: grid {tuple(grid)} differs from the spec's {spec.grid}",
-                    "build the bundle for this GPU's SM count (--sm-count)",
+                    f"build the bundle for this GPU's SM count ({option('sm_count', '--sm-count')})",
                 )
             self._checked = True
         self._launch(self.ref.key, tuple(grid), runtime_args(spec, args))

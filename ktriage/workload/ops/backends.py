@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from torch import Tensor
 
-from ktriage.errors import MeasureError, SpecError
+from ktriage.errors import MeasureError, SpecError, option
 from ktriage.measure.correctness import Accuracy
 from ktriage.ops.inputs import InputCase
 from ktriage.workload.ops.opdef import MAIN_RANDOM_SEED, bench_op, check_mode, resolve_precision
@@ -117,7 +117,8 @@ class Backend(abc.ABC):
         check_mode(bench_op(self.op), mode)
         if self.fwd_only and mode != "fwd":
             raise SpecError(
-                f"{self.name} has no backward (forward only)", f"run it with --fwd, or leave {self.name} out of --only"
+                f"{self.name} has no backward (forward only)",
+                f"run it with {option('mode', '--mode', 'fwd')}, or leave {self.name} out of {option('only', '--only')}",
             )
 
     @abc.abstractmethod

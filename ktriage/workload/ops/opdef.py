@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ktriage.errors import KtriageError
+from ktriage.errors import KtriageError, option
 from ktriage.ops import registry
 from ktriage.ops.inputs import InputCase, select_inputs
 from ktriage.ops.operator import MODES, Operator
@@ -44,14 +44,18 @@ def bench_op(name: str) -> OpDef:
     op = registry.operator(name)
     if op is None or op.name != name or not op.backends:
         names = ", ".join(o.name for o in registry.bench_operators())
-        raise KtriageError(f"unknown operator {name!r}", f"use one of: {names} (TritonBench's --op names)")
+        raise KtriageError(
+            f"unknown operator {name!r}",
+            f"use one of: {names} (TritonBench's operator names, as {option('op', '--op')})",
+        )
     return op
 
 
 def check_mode(op: OpDef, mode: str) -> str:
     if mode not in op.modes:
         raise KtriageError(
-            f"{op.name} has no mode {mode!r}", f"use one of: {', '.join(op.modes)} (--fwd, --bwd, --fwd-bwd)"
+            f"{op.name} has no mode {mode!r}",
+            f"use one of: {', '.join(op.modes)}, e.g. {option('mode', '--mode', op.modes[0])}",
         )
     return mode
 
@@ -77,7 +81,9 @@ def select_op_inputs(
         cases = select_inputs(op.name, cases, selectors)
     start = input_id or 0
     if start < 0 or start >= len(op.inputs()):
-        raise KtriageError(f"--input-id {start} is out of range for {op.name}", f"use 0..{len(op.inputs()) - 1}")
+        raise KtriageError(
+            f"{option('input_id', '--input-id', start)} is out of range for {op.name}", f"use 0..{len(op.inputs()) - 1}"
+        )
     stop = start + num_inputs if num_inputs is not None else None
     if input_id is not None or num_inputs is not None:
         cases = [c for c in cases if c.id >= start and (stop is None or c.id < stop)]
