@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
@@ -216,7 +217,7 @@ def _one_markdown(
         else "**no recommendation**"
     )
     lines.append("")
-    lines += [f"- note: {_md(n)}" for n in result.notes]
+    lines += [f"- note: {_md(in_flags(n))}" for n in result.notes]
     lines += [f"- scaling: {_md(step.sentence)}" for step in scaling.steps]
     note = scaling_note(result, scaling)
     if note:
@@ -305,7 +306,7 @@ def _summary_notes(results: Sequence[ScreenResult]) -> list[tuple[str, str]]:
     in its row (a fixed trip count that cannot rank the block, no config within the spill limit, the space
     searched), and the summary printed none, so several inputs lost what one input's report says right
     after its recommendation. With ``--all`` each input's own table carries them instead (one home each)."""
-    return [(input_label(r.space.spec.meta, r.space.spec.name), note) for r in results for note in r.notes]
+    return [(input_label(r.space.spec.meta, r.space.spec.name), in_flags(n)) for r in results for n in r.notes]
 
 
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
@@ -322,7 +323,7 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
     else:
         console.print(f"recommended: [bold]{escape(rec.config.label())}[/] — {escape(rec.reason)}")
     for note in result.notes:
-        console.print(f"[yellow]note[/] {escape(note)}")
+        console.print(f"[yellow]note[/] {escape(in_flags(note))}")
 
 
 def print_summary(results: Sequence[ScreenResult], timings: Sequence[JSONObject | None], console: Console) -> None:

@@ -402,3 +402,19 @@ def test_results_without_configs_are_read_by_rank_with_a_warning(tmp_path: Path,
     # --format markdown: the same sentence once, in the report on stdout (not again on stderr)
     res = run_cli([*reread, "-f", "markdown"])
     assert res.stdout.count("read by rank:") == 1 and "read by rank:" not in res.err_text, res.output
+
+
+@pytest.mark.slow
+def test_the_untimed_tune_names_its_flags(tmp_path: Path, toolchain, run_cli: RunCli, has_gpu: bool) -> None:  # type: ignore[no-untyped-def]
+    """Without a GPU tune says how to report the winner once the bundle is timed: it said
+    ``results_file='...' (--results ...)``, a keyword the command does not take; the command's user reads
+    the flag, and ``kt.tune``'s report.notes keep the keyword too."""
+    if has_gpu:
+        pytest.skip("on a GPU host tune times the bundle instead of saying how")
+    toolchain("triton==3.4.0")
+    argv = ["tune", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "-i", "N=4608", "--warps", "8"]
+    res = run_cli([*argv, "--stages", "3", "--top-k", "1", "--bundle", str(tmp_path / "b")])
+    assert res.exit_code == exit_codes.OK, res.output
+    said = " ".join(res.output.split())
+    results = tmp_path / "b" / "tune-results.json"
+    assert f"then report the winner here with: --results {results}" in said and "results_file=" not in said, said
