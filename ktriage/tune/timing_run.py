@@ -29,10 +29,10 @@ if TYPE_CHECKING:
 class TimingRun:
     """One timing dict per input (``timed``, the bundle and bench command, the winner when timed), the
     notes for the user (``(level, text)`` with level ``warn`` or ``info``: what to run next, the command
-    that times the bundle; a note that names an option is a :class:`~ktriage.errors.Worded`: ``report.notes``
-    names the keyword, ``ktriage tune`` prints the flag) and the ``warnings`` of reading the results (times read by rank, timed configs
-    that are no candidate): those qualify the GPU winner, so every rendering of the report carries them
-    after it, where the notes are the console's only."""
+    that times the bundle; a note that names an option is a :class:`~ktriage.errors.Worded`:
+    ``report.notes`` names the keyword, ``ktriage tune`` prints the flag) and the ``warnings`` of reading
+    the results (times read by rank, timed configs that are no candidate): those qualify the GPU winner, so
+    every rendering of the report carries them after it, where the notes are the console's only."""
 
     timings: list[JSONObject]
     notes: list[tuple[str, str]] = field(default_factory=list)
