@@ -23,6 +23,8 @@ All families are plain subclasses, so ``except KtriageError`` still catches ever
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
+from typing import Protocol
 
 
 class KtriageError(Exception):
@@ -53,16 +55,71 @@ def option(name: str, flag: str | None = None, value: object = None) -> str:
     cannot pass. Why here and not in ``ktriage.api``: the layers below the api (compare, triage) word
     messages that reach ``kt.*`` callers too, and may not import the api. Why the quoting here: one
     home for spelling an option (a message that quoted its own flags drifted from the others)."""
-    if value is None:
-        return f"{name} ({flag})" if flag else name
-    if isinstance(value, bool):  # a switch: its flag says the value (--measure, --no-l2-flush)
-        return f"{name}={value}" + (f" ({flag})" if flag else "")
+    said = f" ({_flag_text(flag, value)})" if flag else ""
+    if value is None or isinstance(value, bool):  # a switch: its flag says the value (--measure, --no-l2-flush)
+        return (name if value is None else f"{name}={value}") + said
     if isinstance(value, list | tuple):  # a flag given once per item (-t A -t B, --input 7 --input 8)
-        items = [str(v) for v in value]
-        return f"{name}={items!r}" + (f" ({' '.join(f'{flag} {shlex.quote(v)}' for v in items)})" if flag else "")
-    text = f"{value:g}" if isinstance(value, float) else str(value)
-    keyword = repr(value) if isinstance(value, str) else text
-    return f"{name}={keyword}" + (f" ({flag} {shlex.quote(text)})" if flag else "")
+        return f"{name}={[str(v) for v in value]!r}" + said
+    return f"{name}={repr(value) if isinstance(value, str) else _value_text(value)}" + said
+
+
+def flag(name: str, flag: str | None = None, value: object = None) -> str:
+    """How the command line's own words name an option: the flag alone (``--limit``, ``--limit 20``,
+    ``--measure``, ``-t triton==3.3.1 -t triton==3.4.0``), quoted as :func:`option` quotes it; an option
+    with no flag, the keyword as :func:`option` words it. Takes :func:`option`'s arguments, so one sentence
+    is written once and spelled for either reader (:func:`worded`)."""
+    return _flag_text(flag, value) if flag else option(name, None, value)
+
+
+def _flag_text(flag: str, value: object) -> str:
+    """The flag with its value as a shell takes it: once per item of a list, none for a switch."""
+    if value is None or isinstance(value, bool):
+        return flag
+    if isinstance(value, list | tuple):
+        return " ".join(f"{flag} {shlex.quote(str(v))}" for v in value)
+    return f"{flag} {shlex.quote(_value_text(value))}"
+
+
+def _value_text(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+class Spelling(Protocol):
+    """:func:`option` or :func:`flag`: how a sentence names its options."""
+
+    def __call__(self, name: str, flag: str | None = None, value: object = None) -> str: ...
+
+
+class Worded(str):
+    """A sentence that names options, spelled for both of its readers: the text itself names each one as
+    :func:`option` does (``drop compile_only=True (--compile-only)``), for a Python caller and the JSON;
+    ``flags`` names them as :func:`flag` does (``drop --compile-only``), for what a person reads from the
+    command line (the terminal, the markdown report). Made by :func:`worded`; read with :func:`in_flags`.
+
+    Why both are kept: a note is made once, deep in the library (tune's config space, its timing step),
+    and reaches the Python caller (``report.notes``) and the command's user, who was told to pass
+    ``compile_only=True`` to a command that takes ``--compile-only``. Why a ``str``: every list of notes
+    (``ScreenResult.notes``, the JSON) keeps taking it as the text it was."""
+
+    flags: str
+
+    def __new__(cls, text: str, flags: str | None = None) -> Worded:
+        self = super().__new__(cls, text)
+        self.flags = text if flags is None else flags
+        return self
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # a copy or a pickle keeps both
+        return str(self), self.flags
+
+
+def worded(sentence: Callable[[Spelling], str]) -> Worded:
+    """The sentence spelled both ways: ``worded(lambda o: f"drop {o('compile_only', '--compile-only', True)}")``."""
+    return Worded(sentence(option), sentence(flag))
+
+
+def in_flags(text: str) -> str:
+    """The text as the command line's user reads it: a :class:`Worded` sentence's flags, any other as it is."""
+    return text.flags if isinstance(text, Worded) else text
 
 
 class SpecError(KtriageError):

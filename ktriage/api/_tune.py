@@ -37,7 +37,8 @@ class TuneReport:
     """One screening per input (candidates, the kept ones ranked), the block scaling from each
     input's own config, and the GPU timing of the kept candidates (None per input: compile-only).
     ``notes``: what the timing step says to the user, ``(level, text)`` with level ``warn`` or
-    ``info`` (no GPU here: the command to run on one). ``warnings``: how the results were read against the
+    ``info`` (no GPU here: the command to run on one), each option named by its keyword and its flag
+    (``ktriage tune`` prints the flag alone: ``errors.in_flags``). ``warnings``: how the results were read against the
     configs (``read by rank: ...``, ``not a candidate: ...``), which the table and the markdown carry after the
     GPU winner; the JSON has their facts (``timing.read_by_rank``, ``timing.not_candidates_ms``). The
     renderers are ``ktriage tune``'s."""

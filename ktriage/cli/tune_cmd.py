@@ -18,6 +18,7 @@ from ktriage.cli import options as opt
 from ktriage.cli import tune_options as o
 from ktriage.cli.console import make_console, make_progress
 from ktriage.cli.options import Format
+from ktriage.errors import in_flags
 
 
 def tune(
@@ -93,8 +94,10 @@ def tune(
 
 
 def print_notes(notes: Sequence[tuple[str, str]], console: Console) -> None:
-    """The timing step's notes (no GPU here: the command to time the bundle on one), warnings in yellow."""
-    for level, text in notes:
+    """The timing step's notes (no GPU here: the command to time the bundle on one), warnings in yellow,
+    each option named by its flag (``--results PATH``), as the command takes it."""
+    for level, note in notes:
+        text = in_flags(note)
         if level == "warn":
             head, _, rest = text.partition(":")
             console.print(f"[yellow]{escape(head)}:[/]{escape(rest)}")

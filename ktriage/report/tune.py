@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ktriage.errors import in_flags
 from ktriage.mdsafe import markdown_writer, md_text
 from ktriage.report.rich_table import add_columns
 from ktriage.schema.jsontypes import JSONObject
@@ -216,7 +217,7 @@ def _one_markdown(
         else "**no recommendation**"
     )
     lines.append("")
-    lines += [f"- note: {_md(n)}" for n in result.notes]
+    lines += [f"- note: {_md(in_flags(n))}" for n in result.notes]
     lines += [f"- scaling: {_md(step.sentence)}" for step in scaling.steps]
     note = scaling_note(result, scaling)
     if note:
@@ -259,7 +260,7 @@ def to_markdown(
             lines += ["", *_one_markdown(r, sc, t, True, 3)]
     else:
         notes = _summary_notes(results)
-        lines += [""] * bool(notes) + [f"- note ({_md(where)}): {_md(n)}" for where, n in notes]
+        lines += [""] * bool(notes) + [f"- {_md(head)}: {_md(n)}" for head, n in notes]
     if said and not lines[-1].startswith("- "):
         lines.append("")
     return "\n".join([*lines, *said]).rstrip() + "\n"
@@ -288,8 +289,8 @@ def print_report(
                 console.print(("  " if i else "") + escape(line))
     if len(results) > 1:
         print_summary(results, timings, console)
-        for where, note in [] if show_all else _summary_notes(results):
-            console.print(f"[yellow]note[/] ({escape(where)}): {escape(note)}")
+        for head, note in [] if show_all else _summary_notes(results):
+            console.print(f"[yellow]{escape(head)}[/]: {escape(note)}")
     print_warnings(warnings, console)
 
 
@@ -301,11 +302,21 @@ def print_warnings(warnings: Sequence[str], console: Console) -> None:
 
 
 def _summary_notes(results: Sequence[ScreenResult]) -> list[tuple[str, str]]:
-    """Each input's notes, named by its input, for under the summary table: they qualify the recommendation
-    in its row (a fixed trip count that cannot rank the block, no config within the spill limit, the space
-    searched), and the summary printed none, so several inputs lost what one input's report says right
-    after its recommendation. With ``--all`` each input's own table carries them instead (one home each)."""
-    return [(input_label(r.space.spec.meta, r.space.spec.name), note) for r in results for note in r.notes]
+    """The inputs' notes for under the summary table, each once, as ``(head, text)``: the head names the
+    inputs the note qualifies (``note (N=4096, N=8192)``), or none where it qualifies every input (``note``);
+    the text names options by their flags (the reports' readers type them).
+
+    Why under the summary: the notes qualify the recommendation in an input's row (a fixed trip count that
+    cannot rank the block, no config within the spill limit, the space searched), and several inputs lost
+    what one input's report says right after its recommendation. Why once: a note about the kernel (no
+    tunable block) is every input's, and the summary said it once per input, the same words over and over.
+    With ``--all`` each input's own table carries them instead (one home each); the JSON keeps each input's
+    own."""
+    inputs: dict[str, dict[str, None]] = {}  # note -> the inputs it qualifies, in order (a dict: no repeats)
+    for r in results:
+        for note in r.notes:
+            inputs.setdefault(in_flags(note), {})[input_label(r.space.spec.meta, r.space.spec.name)] = None
+    return [("note" if len(on) == len(results) else f"note ({', '.join(on)})", n) for n, on in inputs.items()]
 
 
 def print_table(result: ScreenResult, console: Console, *, show_all: bool = False) -> None:
@@ -322,7 +333,7 @@ def print_table(result: ScreenResult, console: Console, *, show_all: bool = Fals
     else:
         console.print(f"recommended: [bold]{escape(rec.config.label())}[/] — {escape(rec.reason)}")
     for note in result.notes:
-        console.print(f"[yellow]note[/] {escape(note)}")
+        console.print(f"[yellow]note[/] {escape(in_flags(note))}")
 
 
 def print_summary(results: Sequence[ScreenResult], timings: Sequence[JSONObject | None], console: Console) -> None:

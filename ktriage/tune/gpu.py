@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ktriage.errors import SpecError, option
+from ktriage.errors import SpecError, option, worded
 from ktriage.measure.cells import Cell
 from ktriage.ops import registry
 from ktriage.schema.jsontypes import JSONObject
@@ -104,8 +104,12 @@ def bench_target(result: ScreenResult) -> tuple[str, str, str, int]:
         timed = [e for e in registry.CATALOG if registry.bench_target(e) is not None]
         raise SpecError(
             f"{result.space.spec.name} has no bench workload, so its candidates cannot be timed on a GPU",
-            f"use {option('compile_only', '--compile-only', True)}, or tune a catalog op with a workload "
-            f"({', '.join(timed)})",
+            worded(
+                lambda o: (
+                    f"use {o('compile_only', '--compile-only', True)}, or tune a catalog op with a workload "
+                    f"({', '.join(timed)})"
+                )
+            ),
         )
     op, kernels = target
     assert kernels.backend is not None

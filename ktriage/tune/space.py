@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from ktriage.arch import parse_arch
-from ktriage.errors import SpecError, option
+from ktriage.errors import SpecError, worded
 from ktriage.ops import registry
 from ktriage.ops.operator import Knob as Knob  # declared by operators; tune's name for it
 from ktriage.schema.jsontypes import JSONObject
@@ -119,7 +119,7 @@ class ConfigSpace:
     warps: tuple[int, ...]
     stages: tuple[int, ...]
     default: TuneConfig
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())  # one naming options is a Worded: the command prints its flags
     # The launch's grid as a function of the constexprs (e.g. a matmul's cdiv(M,BLOCK_M)*cdiv(N,BLOCK_N));
     # None: the knobs' grid axes rescale the spec's grid.
     grid_fn: Callable[[Mapping[str, Any]], tuple[int, ...]] | None = field(default=None, compare=False)
@@ -369,9 +369,13 @@ def config_space(
     if listed:
         knobs = [found[n] for n in spec.signature if n in listed_knobs]
         notes.append(
-            f"the space is the kernel's own @triton.autotune list ({plural(len(listed), 'config')}, recorded); "
-            f"{option('warps', '--warps')}, {option('stages', '--stages')} or {option('blocks', '--block')} "
-            "search a product instead"
+            worded(
+                lambda o: (
+                    f"the space is the kernel's own @triton.autotune list ({plural(len(listed), 'config')}, "
+                    f"recorded); {o('warps', '--warps')}, {o('stages', '--stages')} or {o('blocks', '--block')} "
+                    "search a product instead"
+                )
+            )
         )
         default = TuneConfig.of(
             spec.num_warps,

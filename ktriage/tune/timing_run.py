@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ktriage.errors import KtriageError, option
+from ktriage.errors import KtriageError, Worded, in_flags, option, worded
 from ktriage.schema.jsontypes import JSONObject
 from ktriage.wording import plural
 
@@ -29,9 +29,10 @@ if TYPE_CHECKING:
 class TimingRun:
     """One timing dict per input (``timed``, the bundle and bench command, the winner when timed), the
     notes for the user (``(level, text)`` with level ``warn`` or ``info``: what to run next, the command
-    that times the bundle) and the ``warnings`` of reading the results (times read by rank, timed configs
-    that are no candidate): those qualify the GPU winner, so every rendering of the report carries them
-    after it, where the notes are the console's only."""
+    that times the bundle; a note that names an option is a :class:`~ktriage.errors.Worded`:
+    ``report.notes`` names the keyword, ``ktriage tune`` prints the flag) and the ``warnings`` of reading
+    the results (times read by rank, timed configs that are no candidate): those qualify the GPU winner, so
+    every rendering of the report carries them after it, where the notes are the console's only."""
 
     timings: list[JSONObject]
     notes: list[tuple[str, str]] = field(default_factory=list)
@@ -71,7 +72,8 @@ def time_candidates(
             results, Path(out), compiler, sm_count=sm_count, compare_with=others, workload=workload
         )
     except KtriageError as exc:
-        note = f"not timed: {exc.problem}" + (f" ({exc.fix})" if exc.fix else "")
+        said, flags = (f" ({exc.fix})", f" ({in_flags(exc.fix)})") if exc.fix else ("", "")  # a fix may name options
+        note = Worded(f"not timed: {exc.problem}{said}", f"not timed: {exc.problem}{flags}")
         return TimingRun([{"timed": False, "why": exc.problem} for _ in results], [("warn", note)])
     results_path = results_file or Path(out) / "tune-results.json"
     command = tbs[0].bench_command(budget * len(tbs), results_path)
@@ -93,7 +95,14 @@ def time_candidates(
             [
                 ("warn", "no GPU here: the kept candidates are in a bench bundle; time them on the GPU machine with"),
                 ("info", f"  {' '.join(command)}"),
-                ("info", f"then report the winner here with: {option('results_file', '--results', str(results_path))}"),
+                (
+                    "info",
+                    worded(
+                        lambda o: (
+                            f"then report the winner here with: {o('results_file', '--results', str(results_path))}"
+                        )
+                    ),
+                ),
             ],
         )
     run, cells = read_results(results_path)

@@ -12,7 +12,9 @@ does not have: with 3.3.1 as the reference, explain must say so and compare the 
 from __future__ import annotations
 
 import json
+import re
 from html import unescape
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -190,6 +192,52 @@ def test_the_html_says_what_each_toolchain_assembled_with_and_the_gate_as_given(
     )
     assert "triton==3.4.0</code>: Triton 3.4.0, ptxas 12.8.93 (<code>triton-3.4.0.ptxas-12.8.93." in html
     assert "Gate: +-2.5% (--threshold)" in html and "Gate: +-2.5% (--threshold)" in out.stdout
+
+
+class _PageText(HTMLParser):
+    """The text a browser shows of a page (its <style> left out), as one line per block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._style = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._style = tag == "style"
+        self.parts.append("\n" if tag in {"p", "li", "h1", "h2", "tr", "br"} else "")
+
+    def handle_endtag(self, tag: str) -> None:
+        self._style = False
+
+    def handle_data(self, data: str) -> None:
+        if not self._style:
+            self.parts.append(data)
+
+    def lines(self) -> list[str]:
+        return [" ".join(line.split()) for line in "".join(self.parts).splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_every_report_names_the_gate_as_given_and_each_toolchains_versions(tmp_path: Path, run_cli: RunCli) -> None:
+    """--threshold 0.025 read "+-2%" wherever a report named the gate (its line and a finding predicted within
+    it), and the HTML named the toolchain specs without the Triton and ptxas they resolved to. Layer norm bwd
+    at N=1024 and 1536, Triton 3.3.1 -> 3.4.0: one neutral finding, "within the +-2.5% gate"; the terminal, the
+    markdown and the HTML (as parsed text) each say the gate as given and each toolchain's versions."""
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    argv = ["explain", "liger.layer_norm", "--bwd", "-i", "N=1024", "-i", "N=1536", "--arch", "sm_90"]
+    out = run_cli(
+        [*argv, "-t", "triton==3.3.1", "-t", "triton==3.4.0", "--threshold", "0.025", "-o", str(md), "-o", str(page)]
+    )
+    assert out.exit_code == exit_codes.OK, out.output
+    parser = _PageText()
+    parser.feed(page.read_text())
+    surfaces = {"terminal": " ".join(out.stdout.split()), "markdown": md.read_text(), "html": "\n".join(parser.lines())}
+    for where, text in surfaces.items():
+        assert "Gate: +-2.5% (--threshold)" in text and "within the +-2.5% gate" in text, f"{where}:\n{text}"
+        assert not re.search(r"\+-[0-9]+% gate|Gate: \+-[0-9]+%", text), f"{where}:\n{text}"
+        text = text.replace("`", "")  # the markdown's code spans
+        assert "triton==3.3.1: Triton 3.3.1, ptxas 12.4.99 (triton-3.3.1.ptxas-12.4.99." in text, f"{where}:\n{text}"
+        assert "triton==3.4.0: Triton 3.4.0, ptxas 12.8.93 (triton-3.4.0.ptxas-12.8.93." in text, f"{where}:\n{text}"
 
 
 @pytest.mark.slow

@@ -402,3 +402,54 @@ def test_results_without_configs_are_read_by_rank_with_a_warning(tmp_path: Path,
     # --format markdown: the same sentence once, in the report on stdout (not again on stderr)
     res = run_cli([*reread, "-f", "markdown"])
     assert res.stdout.count("read by rank:") == 1 and "read by rank:" not in res.err_text, res.output
+
+
+NO_BLOCK = "no block-size constexpr is declared tunable: only num_warps and num_stages are searched"
+
+
+@pytest.mark.slow
+def test_a_note_every_input_shares_is_said_once(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """Liger rms_norm declares no tunable block: each input's screening notes it, and the summary of several
+    inputs said it once per input ("note (N=1024): ...", "note (N=2048): ..."), the same words over and over.
+    A note of every input is said once, named by no input; the JSON keeps each input's own."""
+    toolchain("triton==3.4.0")
+    md, js = tmp_path / "tune.md", tmp_path / "tune.json"
+    argv = ["tune", "liger.rms_norm", "--bwd", "-t", "triton==3.4.0", "-i", "N=1024", "-i", "N=2048"]
+    res = run_cli([*argv, "--compile-only", "--warps", "4", "--stages", "3", "-o", str(md), "-o", str(js)])
+    assert res.exit_code == exit_codes.OK, res.output
+    said, written = " ".join(res.stdout.split()), md.read_text()
+    assert said.count(NO_BLOCK) == 1 and f"note: {NO_BLOCK}" in said, said
+    assert written.count(NO_BLOCK) == 1 and f"\n- note: {NO_BLOCK}" in written, written
+    assert [any(NO_BLOCK in n for n in r["notes"]) for r in json.loads(js.read_text())["inputs"]] == [True, True]
+
+
+@pytest.mark.slow
+def test_a_note_some_inputs_share_is_said_once_naming_them(tmp_path: Path, toolchain, run_cli: RunCli) -> None:  # type: ignore[no-untyped-def]
+    """Layer norm bwd at 4 warps: N=4608 and N=5120 spill in every config, N=1024 does not. Their note is said
+    once, named by the two inputs it qualifies."""
+    toolchain("triton==3.4.0")
+    md = tmp_path / "tune.md"
+    inputs = ["-i", "N=1024", "-i", "N=4608", "-i", "N=5120"]
+    argv = ["tune", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", *inputs, "--compile-only"]
+    res = run_cli([*argv, "--warps", "4", "--stages", "3", "-o", str(md)])
+    assert res.exit_code == exit_codes.OK, res.output
+    said, written = " ".join(res.stdout.split()), md.read_text()
+    head = "note (N=4608, N=5120): no config stays within 0 spill store bytes"
+    assert said.count("no config stays within") == 1 and head in said, said
+    assert written.count("no config stays within") == 1 and f"- {head}" in written, written
+
+
+@pytest.mark.slow
+def test_the_untimed_tune_names_its_flags(tmp_path: Path, toolchain, run_cli: RunCli, has_gpu: bool) -> None:  # type: ignore[no-untyped-def]
+    """Without a GPU tune says how to report the winner once the bundle is timed: it said
+    ``results_file='...' (--results ...)``, a keyword the command does not take; the command's user reads
+    the flag, and ``kt.tune``'s report.notes keep the keyword too."""
+    if has_gpu:
+        pytest.skip("on a GPU host tune times the bundle instead of saying how")
+    toolchain("triton==3.4.0")
+    argv = ["tune", "liger.layer_norm", "--bwd", "-t", "triton==3.4.0", "-i", "N=4608", "--warps", "8"]
+    res = run_cli([*argv, "--stages", "3", "--top-k", "1", "--bundle", str(tmp_path / "b")])
+    assert res.exit_code == exit_codes.OK, res.output
+    said = " ".join(res.output.split())
+    results = tmp_path / "b" / "tune-results.json"
+    assert f"then report the winner here with: --results {results}" in said and "results_file=" not in said, said

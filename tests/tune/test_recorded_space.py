@@ -116,3 +116,14 @@ def test_tune_bundles_a_recorded_kernel_with_its_timeable_candidates(
     timed = pick_winner(fake, tb)
     assert timed.winner == "BLOCK_K=32,BLOCK_M=128,BLOCK_N=256,warps=8,stages=4"
     assert timed.speedup_over_default == pytest.approx(0.150 / 0.140)
+
+
+def test_the_note_names_the_knobs_as_each_reader_passes_them() -> None:
+    """The space's note told a user of ``ktriage tune`` that ``warps (--warps), stages (--stages) or blocks
+    (--block)`` search a product: the report.notes of ``kt.tune`` name the keyword and the flag, what the
+    command prints (``errors.in_flags``) the flag it takes."""
+    from ktriage.errors import in_flags
+
+    (note,) = config_space(_spec()).notes
+    assert note.endswith("warps (--warps), stages (--stages) or blocks (--block) search a product instead"), note
+    assert in_flags(note).endswith("--warps, --stages or --block search a product instead"), in_flags(note)

@@ -152,9 +152,12 @@ def test_untimed_tune_says_why_with_or_without_a_fix(tmp_path, monkeypatch):
     from ktriage.tune.screen import ScreenResult
     from ktriage.tune.timing_run import time_candidates
 
+    notes: list[tuple[str, str]] = []
+
     def time_on_gpu(console: Console) -> list[Any]:
         run = time_candidates(results, None, bundle=tmp_path / "b", budget=1.0, results_file=None, sm_count=None)
         print_notes(run.notes, console)
+        notes[:] = run.notes
         return list(run.timings)
 
     results = [ScreenResult(config_space(_red_spec()), None, [], 0, 1)]  # type: ignore[arg-type]
@@ -164,8 +167,9 @@ def test_untimed_tune_says_why_with_or_without_a_fix(tmp_path, monkeypatch):
     assert timings == [{"timed": False, "why": "red has no bench workload, so its candidates cannot be timed on a GPU"}]
     assert (
         out.getvalue().startswith("not timed: red has no bench workload")
-        and "(use compile_only=True (--compile-only)" in out.getvalue()  # the keyword too: kt.tune passes it
+        and "(use --compile-only, or tune a catalog op" in out.getvalue()  # the command's flag, on the command line
     )
+    assert "(use compile_only=True (--compile-only)" in notes[0][1]  # kt.tune's report.notes: the keyword too
 
     def fails_without_fix(*_args: object, **_kw: object) -> None:
         raise KtriageError("the bundle directory is not writable")

@@ -1,0 +1,46 @@
+"""ktriage.errors' spellings of an option: :func:`option` (the keyword and the flag, for a message that reaches
+a Python caller and a command-line user alike), :func:`flag` (the flag alone, for what the command prints) and
+:class:`Worded` (one sentence spelled both ways: tune's notes said ``drop compile_only=True (--compile-only)``
+to a user of ``ktriage tune``, who types ``--compile-only``)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+import pytest
+
+from ktriage.errors import Worded, flag, in_flags, option, worded
+
+
+@pytest.mark.parametrize(
+    ("args", "both", "alone"),
+    [
+        (("limit", "--limit"), "limit (--limit)", "--limit"),
+        (("limit", "--limit", 20), "limit=20 (--limit 20)", "--limit 20"),
+        (("threshold", "--threshold", 0.025), "threshold=0.025 (--threshold 0.025)", "--threshold 0.025"),
+        (("compile_only", "--compile-only", True), "compile_only=True (--compile-only)", "--compile-only"),
+        (("toolchains", "-t", ["a b", "c"]), "toolchains=['a b', 'c'] (-t 'a b' -t c)", "-t 'a b' -t c"),
+        (
+            ("results_file", "--results", "/tmp/r.json"),
+            "results_file='/tmp/r.json' (--results /tmp/r.json)",
+            "--results /tmp/r.json",
+        ),
+        (("op",), "op", "op"),  # no flag: the keyword, both ways
+        (("top", None, 3), "top=3", "top=3"),
+    ],
+)
+def test_flag_is_the_flag_side_of_option(args: tuple[object, ...], both: str, alone: str) -> None:
+    assert option(*args) == both  # type: ignore[arg-type]
+    assert flag(*args) == alone  # type: ignore[arg-type]
+
+
+def test_a_worded_sentence_is_the_librarys_text_and_carries_the_commands() -> None:
+    note = worded(lambda o: f"drop {o('compile_only', '--compile-only', True)} to time them")
+    assert note == "drop compile_only=True (--compile-only) to time them"  # what report.notes and the JSON hold
+    assert in_flags(note) == "drop --compile-only to time them"  # what ktriage tune prints
+    assert in_flags("plain words") == "plain words"
+    assert json.dumps([note]) == '["drop compile_only=True (--compile-only) to time them"]'
+    for kept in (copy.deepcopy(note), pickle.loads(pickle.dumps(note))):
+        assert isinstance(kept, Worded) and kept == note and in_flags(kept) == "drop --compile-only to time them"
